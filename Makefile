@@ -1,0 +1,177 @@
+# mtlab — one Makefile for the whole project.
+#
+#   make run     install what is missing, build, open the workbench
+#   make test    install what is missing, build (normal + ASan/UBSan), run every test
+#   make         build ./mtlab
+#   make deps    install missing Debian packages (apt-get; sudo when not root)
+#   make data    build the Bible corpus under data/bible/
+#   make bench   benchmarks (printed ratios, never timed tests)
+#   make fuzz    build the libFuzzer targets (clang) and run each for FUZZ_SECONDS
+#   make cuda    compile the CUDA objects (when nvcc exists)
+#   make clean
+#
+# Sources are found by wildcard: a new engine/app/kernels file or tests/unit/test_*.c needs no
+# edit here. BUILD and BIN may be overridden to build in a private directory.
+
+BUILD ?= build
+BIN   ?= mtlab
+
+# ---------------------------------------------------------------- Debian packages
+DEB_PKGS := build-essential pkg-config \
+            libncurses-dev libreadline-dev liblua5.4-dev lua5.4 \
+            libsentencepiece-dev sentencepiece \
+            libopenblas-openmp-dev libjansson-dev libcmocka-dev tmux \
+            sword-text-sparv sword-text-web libsword-utils \
+            apertium apertium-eng-spa
+FUZZ_PKGS := clang libclang-rt-14-dev
+
+# ---------------------------------------------------------------- toolchain and flags
+CC    := gcc
+CXX   := g++
+NVCC  ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
+CUDA_HOME ?= $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(NVCC)))
+
+BLAS_DIR := /usr/lib/x86_64-linux-gnu/openblas-openmp
+PKGCONF  := PKG_CONFIG_PATH=$(BLAS_DIR)/pkgconfig pkg-config
+comma    := ,
+PC_LIBS  := ncursesw readline lua5.4 sentencepiece openblas jansson
+# Evaluated lazily (=) so that `make deps` can run before pkg-config knows the packages.
+PC_CFLAGS = $(shell $(PKGCONF) --cflags $(PC_LIBS) 2>/dev/null)
+PC_LDLIBS = $(shell $(PKGCONF) --libs $(PC_LIBS) 2>/dev/null)
+
+WARN     := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wno-format-truncation
+CPPFLAGS := -D_GNU_SOURCE -Iengine/include -Iengine -Iapp -Ikernels
+CFLAGS_COMMON = -std=c11 -g -fopenmp $(WARN) $(PC_CFLAGS)
+CXXFLAGS_COMMON = -std=c++17 -g -fopenmp -Wall -Wextra -Werror $(PC_CFLAGS)
+LDLIBS_COMMON = $(PC_LDLIBS) -Wl,-rpath,$(BLAS_DIR) -lstdc++ -lm -lpthread -fopenmp
+
+OPT_FLAGS := -O2 -march=x86-64-v2
+SAN_FLAGS := -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+
+# ---------------------------------------------------------------- sources
+rwildcard = $(foreach d,$(wildcard $(1:=/*)),$(call rwildcard,$d,$2) $(filter $(subst *,%,$2),$d))
+ENGINE_C   := $(call rwildcard,engine,*.c)
+ENGINE_CC  := $(call rwildcard,engine,*.cc)
+APP_C      := $(filter-out app/main.c,$(call rwildcard,app,*.c))
+KERNELS_CU := $(wildcard kernels/*.cu)
+TEST_C     := $(wildcard tests/unit/test_*.c)
+TEST_SUPPORT_C := $(filter-out $(TEST_C),$(wildcard tests/unit/*.c))
+FUZZ_C     := $(wildcard tests/fuzz/fuzz_*.c)
+
+# Two builds of the same sources: rel (optimised, with CUDA when nvcc exists) and san
+# (ASan + UBSan, CPU only: the CUDA runtime and ASan's shadow memory do not mix).
+REL := $(BUILD)/rel
+SAN := $(BUILD)/san
+
+objs = $(patsubst %.c,$(1)/%.o,$(2)) $(patsubst %.cc,$(1)/%.o,$(3))
+
+REL_LIB_OBJS := $(call objs,$(REL),$(ENGINE_C) $(APP_C),$(ENGINE_CC))
+SAN_LIB_OBJS := $(call objs,$(SAN),$(ENGINE_C) $(APP_C),$(ENGINE_CC))
+CUDA_OBJS    := $(if $(NVCC),$(patsubst %.cu,$(REL)/%.o,$(KERNELS_CU)))
+NVCCFLAGS    := -std=c++17 -O2 -g -Iengine/include -Iengine -Ikernels \
+                -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
+                -Xcompiler -Wall,-Wextra,-Werror,-fPIC
+CUDA_LDLIBS  := $(if $(NVCC),-L$(CUDA_HOME)/lib64 -Wl$(comma)-rpath$(comma)$(CUDA_HOME)/lib64 -lcublas -lcublasLt -lcudart)
+REL_DEFS     := $(if $(NVCC),-DMTLAB_HAVE_CUDA=1,-DMTLAB_HAVE_CUDA=0)
+
+REL_TESTS := $(patsubst tests/unit/%.c,$(REL)/tests/%,$(TEST_C))
+SAN_TESTS := $(patsubst tests/unit/%.c,$(SAN)/tests/%,$(TEST_C))
+
+.PHONY: all run test test-build deps data bench fuzz cuda clean
+.DEFAULT_GOAL := all
+
+all: $(BIN)
+
+# ---------------------------------------------------------------- the two README commands
+run: deps
+	@$(MAKE) --no-print-directory all
+	./$(BIN)
+
+test: deps
+	@$(MAKE) --no-print-directory test-build
+	@tests/run.sh $(REL)/tests $(SAN)/tests
+
+test-build: $(BIN) $(REL_TESTS) $(SAN_TESTS)
+
+# ---------------------------------------------------------------- dependencies
+# `dpkg-query` tells what is installed; only the missing packages go to apt-get.
+define install_missing
+	@missing=""; for p in $(1); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "mtlab: installing missing Debian packages:$$missing"; \
+	  if [ "$$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi; \
+	  $$sudo apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+endef
+
+deps:
+	$(call install_missing,$(DEB_PKGS))
+
+# ---------------------------------------------------------------- objects and binaries
+$(REL)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(REL_DEFS) $(CFLAGS_COMMON) $(OPT_FLAGS) -MMD -MP -c $< -o $@
+$(REL)/%.o: %.cc
+	@mkdir -p $(@D)
+	$(CXX) $(CPPFLAGS) $(REL_DEFS) $(CXXFLAGS_COMMON) $(OPT_FLAGS) -MMD -MP -c $< -o $@
+$(REL)/%.o: %.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
+$(SAN)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -DMTLAB_HAVE_CUDA=0 $(CFLAGS_COMMON) $(SAN_FLAGS) -MMD -MP -c $< -o $@
+$(SAN)/%.o: %.cc
+	@mkdir -p $(@D)
+	$(CXX) $(CPPFLAGS) -DMTLAB_HAVE_CUDA=0 $(CXXFLAGS_COMMON) $(SAN_FLAGS) -MMD -MP -c $< -o $@
+
+$(REL)/libmtlab.a: $(REL_LIB_OBJS) $(CUDA_OBJS)
+	@rm -f $@; ar rcs $@ $^
+$(SAN)/libmtlab.a: $(SAN_LIB_OBJS)
+	@rm -f $@; ar rcs $@ $^
+
+$(BIN): $(REL)/app/main.o $(REL)/libmtlab.a
+	$(CC) -o $@ $^ $(LDLIBS_COMMON) $(CUDA_LDLIBS)
+
+$(REL)/tests/%: tests/unit/%.c $(patsubst %.c,$(REL)/%.o,$(TEST_SUPPORT_C)) $(REL)/libmtlab.a
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(REL_DEFS) -Itests/unit $(CFLAGS_COMMON) $(OPT_FLAGS) -o $@ $^ -lcmocka $(LDLIBS_COMMON) $(CUDA_LDLIBS)
+$(SAN)/tests/%: tests/unit/%.c $(patsubst %.c,$(SAN)/%.o,$(TEST_SUPPORT_C)) $(SAN)/libmtlab.a
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -DMTLAB_HAVE_CUDA=0 -Itests/unit $(CFLAGS_COMMON) $(SAN_FLAGS) -o $@ $^ -lcmocka $(LDLIBS_COMMON)
+
+cuda: $(CUDA_OBJS)
+	@$(if $(NVCC),echo "mtlab: CUDA objects built with $(NVCC)",echo "mtlab: no nvcc found; CUDA backend not built")
+
+# ---------------------------------------------------------------- data, bench, fuzz
+data: deps $(BIN)
+	./$(BIN) data bible
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	./$(BIN) bench
+
+FUZZ_SECONDS ?= 300
+FUZZ_FLAGS := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -Wall -Wextra -Werror -D_GNU_SOURCE -Iengine/include -Iengine
+FUZZ_ENGINE_C := $(filter-out engine/tokenizer/%,$(ENGINE_C))
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_C))
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_ENGINE_C)
+	@mkdir -p $(@D)
+	clang $(FUZZ_FLAGS) $(shell $(PKGCONF) --cflags jansson openblas) -fopenmp=libgomp -o $@ $^ $(shell $(PKGCONF) --libs jansson openblas) -Wl,-rpath,$(BLAS_DIR) -lgomp -lm -lpthread
+
+fuzz:
+	$(call install_missing,$(DEB_PKGS) $(FUZZ_PKGS))
+	@$(MAKE) --no-print-directory $(FUZZ_BINS)
+	@for f in $(FUZZ_BINS); do \
+	  name=$$(basename $$f); mkdir -p fuzz-corpus/$$name; \
+	  cp -n tests/fuzz/seeds/$$name/* fuzz-corpus/$$name/ 2>/dev/null || true; \
+	  echo "== $$name for $(FUZZ_SECONDS) s"; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 fuzz-corpus/$$name || exit 1; \
+	done
+
+clean:
+	rm -rf $(BUILD) $(BIN)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,25 @@
+/* `mtlab devices`: what this machine can run models on. */
+#include "cli/commands.h"
+#include "mtlab/device.h"
+
+#include <omp.h>
+#include <stdio.h>
+
+static int run_devices(int argc, char **argv)
+{
+    (void)argv;
+    if (argc != 1) return cli_usage(&cmd_devices);
+    printf("cpu       OpenBLAS + OpenMP, %d threads\n", omp_get_max_threads());
+    char why[256] = "";
+    int n = mt_cuda_devices(why, sizeof why);
+    if (n == 0) printf("cuda      none (%s)\n", why);
+    for (int i = 0; i < n; i++) {
+        char name[256];
+        if (mt_cuda_describe(i, name, sizeof name) == 0) printf("cuda:%-4d %s\n", i, name);
+    }
+    return 0;
+}
+
+const struct mt_command cmd_devices = {
+    "devices", "", "list the CPU and CUDA devices models can run on", run_devices,
+};
