@@ -1,0 +1,109 @@
+/* Token embeddings, position tables and rotary embeddings. */
+#include "backend/cpu/cpu_ops.h"
+
+#include <math.h>
+
+void cpu_embedding_forward(float *out, const int32_t *ids, const float *table, size_t N, int C,
+                           float scale)
+{
+#pragma omp parallel for if (N * (size_t)C > 16384)
+    for (size_t i = 0; i < N; i++) {
+        const float *row = table + (size_t)ids[i] * C;
+        float *o = out + i * (size_t)C;
+        for (int c = 0; c < C; c++) o[c] = scale * row[c];
+    }
+}
+
+/* dtable[ids[i]] += scale * dout[i]. Repeated ids would race if threads split the tokens, so
+ * threads split the columns instead and each walks all tokens. */
+void cpu_embedding_backward(float *dtable, const float *dout, const int32_t *ids, size_t N, int C,
+                            float scale)
+{
+    enum { COLS = 64 };
+    int n_blocks = (C + COLS - 1) / COLS;
+#pragma omp parallel for if (N * (size_t)C > 16384)
+    for (int blk = 0; blk < n_blocks; blk++) {
+        int c0 = blk * COLS, c1 = c0 + COLS < C ? c0 + COLS : C;
+        for (size_t i = 0; i < N; i++) {
+            float *row = dtable + (size_t)ids[i] * C;
+            const float *g = dout + i * (size_t)C;
+            for (int c = c0; c < c1; c++) row[c] += scale * g[c];
+        }
+    }
+}
+
+/* HF MarianSinusoidalPositionalEmbedding: angle(p, j) = p / 10000^(2 floor(j/2) / C), in
+ * double; the first ceil(C/2) columns hold sin of the even j, the rest cos of the odd j. */
+void cpu_sinusoid_fill(float *table, int P, int C)
+{
+    int sentinel = (C + 1) / 2;
+    for (int p = 0; p < P; p++) {
+        for (int col = 0; col < C; col++) {
+            int j = col < sentinel ? 2 * col : 2 * (col - sentinel) + 1;
+            double angle = p / pow(10000.0, 2.0 * (j / 2) / C);
+            table[(size_t)p * C + col] = (float)(col < sentinel ? sin(angle) : cos(angle));
+        }
+    }
+}
+
+void cpu_positions_add(float *out, const float *table, int B, int T, int C, int pos0)
+{
+#pragma omp parallel for collapse(2) if ((size_t)B * T * C > 16384)
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            float *o = out + ((size_t)b * T + t) * C;
+            const float *row = table + (size_t)(pos0 + t) * C;
+            for (int c = 0; c < C; c++) o[c] += row[c];
+        }
+}
+
+void cpu_positions_backward(float *dtable, const float *dout, int B, int T, int C, int pos0)
+{
+#pragma omp parallel for if ((size_t)B * T * C > 16384)
+    for (int t = 0; t < T; t++) {
+        float *row = dtable + (size_t)(pos0 + t) * C;
+        for (int b = 0; b < B; b++) {
+            const float *g = dout + ((size_t)b * T + t) * C;
+            for (int c = 0; c < C; c++) row[c] += g[c];
+        }
+    }
+}
+
+/* Rotate each pair (x_a, x_b) of every head by `sign` * pos * inv_freq[i]:
+ *   (x_a, x_b) <- (x_a cos - x_b sin, x_b cos + x_a sin)
+ * pairs: rotate-half (i, i + rot_dim/2), interleaved (2i, 2i + 1). The angle is the fp32
+ * product pos * inv_freq, as HF forms its cos/sin tables, so logits match transformers. */
+static void rope_rotate(float *x, const int32_t *pos, int B, int T, int H, int Dh, int rot_dim,
+                        int pos0, const float *inv_freq, int interleaved, float sign)
+{
+    int half = rot_dim / 2;
+#pragma omp parallel for collapse(2) if ((size_t)B * T * H * Dh > 16384)
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            float p = (float)(pos ? pos[(size_t)b * T + t] : pos0 + t);
+            for (int h = 0; h < H; h++) {
+                float *head = x + (((size_t)b * T + t) * H + h) * Dh;
+                for (int i = 0; i < half; i++) {
+                    float angle = p * inv_freq[i];
+                    float cs = cosf(angle), sn = sign * sinf(angle);
+                    int ia = interleaved ? 2 * i : i, ib = interleaved ? 2 * i + 1 : i + half;
+                    float xa = head[ia], xb = head[ib];
+                    head[ia] = xa * cs - xb * sn;
+                    head[ib] = xb * cs + xa * sn;
+                }
+            }
+        }
+}
+
+void cpu_rope_forward(float *x, const int32_t *pos, int B, int T, int H, int Dh, int rot_dim,
+                      int pos0, const float *inv_freq, int interleaved)
+{
+    rope_rotate(x, pos, B, T, H, Dh, rot_dim, pos0, inv_freq, interleaved, 1.0f);
+}
+
+/* the rotation is orthogonal: its transpose is the rotation by the opposite angle */
+void cpu_rope_backward(float *dx, const int32_t *pos, int B, int T, int H, int Dh, int rot_dim,
+                       int pos0, const float *inv_freq, int interleaved)
+{
+    rope_rotate(dx, pos, B, T, H, Dh, rot_dim, pos0, inv_freq, interleaved, -1.0f);
+}

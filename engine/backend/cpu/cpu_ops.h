@@ -1,0 +1,125 @@
+/* The CPU implementations behind mt_backend_cpu() and mt_backend_cpu_naive() (cpu_backend.c
+ * fills the two tables). Operations with a fast path have a naive_ twin in naive_*.c; the rest
+ * are plain OpenMP loops that serve both tables. Semantics: mtlab/backend.h. */
+#ifndef MTLAB_CPU_OPS_H
+#define MTLAB_CPU_OPS_H
+
+#include "mtlab/backend.h"
+
+/* memory (cpu_memory.c) */
+void *cpu_alloc(size_t bytes);
+void cpu_free(void *p);
+void cpu_upload(void *dst, const void *host_src, size_t bytes);
+void cpu_download(void *host_dst, const void *src, size_t bytes);
+void cpu_copy(void *dst, const void *src, size_t bytes);
+void cpu_memzero(void *p, size_t bytes);
+void cpu_sync(void);
+
+/* matrix products (cpu_gemm.c: OpenBLAS; naive_gemm.c: loops) */
+void cpu_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+              const float *b, int ldb, float beta, float *c, int ldc);
+void cpu_gemm_batched(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
+                      int lda, size_t stride_a, const float *b, int ldb, size_t stride_b,
+                      float beta, float *c, int ldc, size_t stride_c, int batch);
+void naive_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
+                int lda, const float *b, int ldb, float beta, float *c, int ldc);
+void naive_gemm_batched(int trans_a, int trans_b, int m, int n, int k, float alpha,
+                        const float *a, int lda, size_t stride_a, const float *b, int ldb,
+                        size_t stride_b, float beta, float *c, int ldc, size_t stride_c,
+                        int batch);
+
+/* elementwise and utilities (cpu_elementwise.c, cpu_reduce.c) */
+void cpu_fill(float *x, size_t n, float value);
+void cpu_scale(float *x, size_t n, float s);
+void cpu_axpy(float *y, const float *x, size_t n, float a);
+void cpu_add(float *out, const float *a, const float *b, size_t n);
+void cpu_mul(float *out, const float *a, const float *b, size_t n);
+void cpu_mul_backward(float *da, float *db, const float *dout, const float *a, const float *b,
+                      size_t n);
+void cpu_act_forward(mt_act act, float *out, const float *x, size_t n);
+void cpu_act_backward(mt_act act, float *dx, const float *dout, const float *x, size_t n);
+void cpu_gate_forward(float *out, const float *value, const float *gate, size_t n);
+void cpu_gate_backward(float *dvalue, float *dgate, const float *dout, const float *value,
+                       const float *gate, size_t n);
+void cpu_mask_rows(float *x, const uint8_t *mask, size_t rows, int cols);
+void cpu_bias_add(float *out, const float *bias, size_t rows, int cols);
+void cpu_bias_backward(float *dbias, const float *dout, size_t rows, int cols);
+void cpu_copy2d(float *dst, int dst_ld, const float *src, int src_ld, size_t rows, int cols);
+void cpu_index_select(float *out, const float *src, const int32_t *idx, int n_idx,
+                      size_t row_elems);
+double cpu_sum(const float *x, size_t n);
+double cpu_sum_squares(const float *x, size_t n);
+void cpu_argmax_rows(int32_t *out, const float *x, size_t rows, int cols);
+void cpu_softmax(float *out, const float *x, size_t rows, int cols);
+void cpu_log_softmax(float *out, const float *x, size_t rows, int cols);
+
+/* normalisation (cpu_norm.c) */
+void cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *x,
+                           const float *weight, const float *bias, size_t N, int C, float eps);
+void cpu_layernorm_backward(float *dx, float *dweight, float *dbias, const float *dout,
+                            const float *x, const float *weight, const float *mean,
+                            const float *rstd, size_t N, int C);
+void cpu_rmsnorm_forward(float *out, float *rstd, const float *x, const float *weight, size_t N,
+                         int C, float eps);
+void cpu_rmsnorm_backward(float *dx, float *dweight, const float *dout, const float *x,
+                          const float *weight, const float *rstd, size_t N, int C);
+
+/* embeddings and positions (cpu_embedding.c) */
+void cpu_embedding_forward(float *out, const int32_t *ids, const float *table, size_t N, int C,
+                           float scale);
+void cpu_embedding_backward(float *dtable, const float *dout, const int32_t *ids, size_t N, int C,
+                            float scale);
+void cpu_sinusoid_fill(float *table, int P, int C);
+void cpu_positions_add(float *out, const float *table, int B, int T, int C, int pos0);
+void cpu_positions_backward(float *dtable, const float *dout, int B, int T, int C, int pos0);
+void cpu_rope_forward(float *x, const int32_t *pos, int B, int T, int H, int Dh, int rot_dim,
+                      int pos0, const float *inv_freq, int interleaved);
+void cpu_rope_backward(float *dx, const int32_t *pos, int B, int T, int H, int Dh, int rot_dim,
+                       int pos0, const float *inv_freq, int interleaved);
+
+/* attention (cpu_attention.c: per-head sgemm; naive_attention.c: loops) */
+void cpu_attention_forward(float *out, float *att, const float *q, const float *k, const float *v,
+                           const mt_attn_desc *d);
+void cpu_attention_backward(float *dq, float *dk, float *dv, float *datt, const float *dout,
+                            const float *q, const float *k, const float *v, const float *att,
+                            const mt_attn_desc *d);
+void naive_attention_forward(float *out, float *att, const float *q, const float *k,
+                             const float *v, const mt_attn_desc *d);
+void naive_attention_backward(float *dq, float *dk, float *dv, float *datt, const float *dout,
+                              const float *q, const float *k, const float *v, const float *att,
+                              const mt_attn_desc *d);
+/* 1 when key j is visible to query i of batch row b (shared by both attention versions) */
+int cpu_attn_visible(const mt_attn_desc *d, int b, int i, int j);
+
+/* causal depthwise conv1d (cpu_conv.c) */
+void cpu_conv1d_forward(float *out, const float *x, const float *w, const float *bias, int B,
+                        int T, int C, int K);
+void cpu_conv1d_backward(float *dx, float *dw, float *dbias, const float *dout, const float *x,
+                         const float *w, int B, int T, int C, int K);
+void cpu_conv1d_step(float *out, float *state, const float *x, const float *w, const float *bias,
+                     int B, int C, int K);
+void cpu_conv1d_state_fill(float *state, const float *x, int B, int T, int C, int K);
+
+/* selective scan (cpu_scan.c: streaming, recomputes states in backward; naive_scan.c: keeps
+ * every state) */
+void cpu_scan_forward(float *y, float *h_last, const mt_scan_args *a);
+void cpu_scan_backward(const mt_scan_grads *g, const float *dy, const mt_scan_args *a);
+void cpu_scan_step(float *y, float *h, const mt_scan_args *a);
+void naive_scan_forward(float *y, float *h_last, const mt_scan_args *a);
+void naive_scan_backward(const mt_scan_grads *g, const float *dy, const mt_scan_args *a);
+
+/* loss, dropout, optimiser (cpu_train.c) */
+void cpu_cross_entropy_forward(float *losses, float *lse, const float *logits,
+                               const int32_t *targets, size_t N, int V, int ignore_index,
+                               float smoothing);
+void cpu_cross_entropy_backward(float *dlogits, const float *logits, const float *lse,
+                                const int32_t *targets, size_t N, int V, int ignore_index,
+                                float smoothing, float scale);
+void cpu_dropout_forward(float *out, const float *x, size_t n, float p, uint64_t seed,
+                         uint64_t step, uint32_t site);
+void cpu_dropout_backward(float *dx, const float *dout, size_t n, float p, uint64_t seed,
+                          uint64_t step, uint32_t site);
+void cpu_adamw_step(float *params, const float *grads, float *m, float *v,
+                    const uint8_t *decay_mask, size_t n, const mt_adamw_hparams *h, int step);
+
+#endif

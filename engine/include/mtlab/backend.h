@@ -1,0 +1,259 @@
+/* The compute backend contract: one table of function pointers that every backend fills (the
+ * CPU backend in engine/backend/cpu/, the CUDA backend in kernels/), so the model and layer code
+ * above it never knows where its numbers live.
+ *
+ * Conventions for every operation:
+ * - fp32 data, int32 token ids, uint8 masks (1 = real token, 0 = padding); every pointer an
+ *   operation receives is backend memory (from be->alloc), never a host pointer, unless the
+ *   argument is documented as host data.
+ * - Row-major. Sizes are ints (one dimension), element counts are size_t.
+ * - Forward operations overwrite their outputs. Backward operations ACCUMULATE (+=) into every
+ *   gradient they produce, so residual branches and shared weights need no extra adds; the
+ *   caller zeroes gradient buffers once per step. Gradient pointers documented "or NULL" may be
+ *   skipped by passing NULL.
+ * - Preconditions (ids in range, sizes > 0, non-overlapping buffers unless "may alias") are the
+ *   caller's: the models validate host data before it reaches a backend. Operations do not fail;
+ *   only alloc reports errors.
+ * - Operations may run asynchronously; be->sync() waits, and download() implies it.
+ *
+ * Letters used in the shape comments:
+ *   B batch, T sequence length, Tq / Tk query / key lengths, C channels (d_model),
+ *   H heads, Dh head dim (C = H*Dh), V vocabulary, D d_inner (Mamba channels), N d_state,
+ *   K conv kernel width, P number of positions in a table. */
+#ifndef MTLAB_BACKEND_H
+#define MTLAB_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Pointwise activations; their per-element math is engine/math/activation.h. */
+typedef enum {
+    MT_ACT_RELU,     /* max(x, 0) */
+    MT_ACT_SILU,     /* x * sigmoid(x) ("swish") */
+    MT_ACT_SOFTPLUS, /* log(1 + e^x), linear above 20 */
+    MT_ACT_GELU,     /* x * Phi(x), the exact erf form (GPT-NeoX / Pythia) */
+} mt_act;
+
+/* One attention problem: out = softmax(scale * q k^T + mask) v, per batch row and head.
+ *   q, out : (B, Tq, C) contiguous, head h in columns [h*Dh, (h+1)*Dh)
+ *   k, v   : (B, Tk, C) rows of C floats; batch b starts at b*kv_bstride (a KV cache of
+ *            capacity Tmax has kv_bstride = Tmax*C; 0 means Tk*C)
+ *   att    : (B, H, Tq, Tk) the softmax probabilities (what probes show and backward reads);
+ *            forward accepts NULL when neither needs them (decoding without probes)
+ * Visibility of key j to query i, whose position is q_pos0 + i on the key axis:
+ *   key_mask[b*mask_bstride + j] != 0 (no mask when key_mask is NULL; mask_bstride 0 means Tk),
+ *   and if causal: j <= q_pos0 + i, and if window > 0 as well: j >= q_pos0 + i - window
+ *   (a query sees itself and the `window` keys before it).
+ * A query with no visible key gets an all-zero probability row and a zero output. */
+typedef struct {
+    int B, H, Tq, Tk, Dh;
+    size_t kv_bstride;
+    int causal;
+    int q_pos0;  /* 0 in training; Tk - Tq when new queries follow a KV cache */
+    int window;  /* 0: unlimited; only meaningful with causal */
+    const uint8_t *key_mask;
+    size_t mask_bstride;
+    float scale; /* usually 1/sqrt(Dh) */
+} mt_attn_desc;
+
+/* The Mamba v1 selective scan (MODELS.md 1.4 steps 6-10), for every (b, t, d, n):
+ *   delta = softplus(dt[b,t,d] + dt_bias[d]);  A = -exp(A_log[d,n])
+ *   h[t]  = exp(delta*A) * h[t-1] + delta * Bm[b,t,n] * u[b,t,d]      (h[-1] = 0)
+ *   y[b,t,d] = sum_n h[t][n] * Cm[b,t,n] + Dskip[d] * u[b,t,d]
+ * Shapes: u, dt, y (B, T, D); Bm, Cm (B, T, N); A_log (D, N); Dskip, dt_bias (D);
+ * states (B, D, N); N <= MT_SCAN_MAX_STATE. The single-step form uses T = 1 and carries h
+ * between calls. */
+#define MT_SCAN_MAX_STATE 256
+typedef struct {
+    const float *u;       /* (B, T, D) input (conv + SiLU output) */
+    const float *dt;      /* (B, T, D) dt_proj output, before bias and softplus */
+    const float *A_log;   /* (D, N) */
+    const float *Bm;      /* (B, T, N) */
+    const float *Cm;      /* (B, T, N) */
+    const float *Dskip;   /* (D) */
+    const float *dt_bias; /* (D) */
+    int B, T, D, N;
+} mt_scan_args;
+
+/* Gradients of the scan inputs; all accumulate, any may be NULL except du and ddt. */
+typedef struct {
+    float *du;       /* (B, T, D) */
+    float *ddt;      /* (B, T, D) */
+    float *dA_log;   /* (D, N) */
+    float *dBm;      /* (B, T, N) */
+    float *dCm;      /* (B, T, N) */
+    float *dDskip;   /* (D) */
+    float *ddt_bias; /* (D) */
+} mt_scan_grads;
+
+/* torch.optim.AdamW semantics (decoupled weight decay, bias-corrected moments). */
+typedef struct {
+    float lr, beta1, beta2, eps, weight_decay;
+} mt_adamw_hparams;
+
+typedef struct mt_backend {
+    const char *name; /* "cpu", "cpu-naive", "cuda:0" */
+    int host_memory;  /* 1 when backend pointers are ordinary host pointers */
+
+    /* ---- memory (bytes) */
+    void *(*alloc)(size_t bytes); /* zero-filled; NULL + mt_error on failure */
+    void (*free)(void *p);        /* NULL is a no-op */
+    void (*upload)(void *dst, const void *host_src, size_t bytes);
+    void (*download)(void *host_dst, const void *src, size_t bytes);
+    void (*copy)(void *dst, const void *src, size_t bytes);
+    void (*memzero)(void *p, size_t bytes);
+    void (*sync)(void);
+
+    /* ---- matrix products (row-major, as cblas_sgemm with CblasRowMajor)
+     * c (m, n) = alpha * op(a) op(b) + beta * c, op(a) (m, k), op(b) (k, n); op = transpose
+     * when trans_* is 1. beta 1 accumulates. lda/ldb/ldc are the row strides of the stored
+     * matrices, so column blocks of wider matrices can be used directly. */
+    void (*gemm)(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
+                 int lda, const float *b, int ldb, float beta, float *c, int ldc);
+    /* The same for batch independent problems at element strides stride_a/b/c. */
+    void (*gemm_batched)(int trans_a, int trans_b, int m, int n, int k, float alpha,
+                         const float *a, int lda, size_t stride_a, const float *b, int ldb,
+                         size_t stride_b, float beta, float *c, int ldc, size_t stride_c,
+                         int batch);
+
+    /* ---- elementwise and small utilities (n elements) */
+    void (*fill)(float *x, size_t n, float value);
+    void (*scale)(float *x, size_t n, float s);               /* x *= s */
+    void (*axpy)(float *y, const float *x, size_t n, float a); /* y += a * x */
+    void (*add)(float *out, const float *a, const float *b, size_t n); /* may alias */
+    void (*mul)(float *out, const float *a, const float *b, size_t n); /* may alias */
+    /* da += dout * b; db += dout * a (either may be NULL) */
+    void (*mul_backward)(float *da, float *db, const float *dout, const float *a,
+                         const float *b, size_t n);
+    void (*act_forward)(mt_act act, float *out, const float *x, size_t n); /* may alias */
+    /* dx += dout * act'(x) */
+    void (*act_backward)(mt_act act, float *dx, const float *dout, const float *x, size_t n);
+    /* out = value * SiLU(gate): Mamba's y * SiLU(z), SwiGLU's up * SiLU(gate) */
+    void (*gate_forward)(float *out, const float *value, const float *gate, size_t n);
+    void (*gate_backward)(float *dvalue, float *dgate, const float *dout, const float *value,
+                          const float *gate, size_t n);
+    /* x (rows, cols): rows whose mask is 0 become 0 (forward and backward alike) */
+    void (*mask_rows)(float *x, const uint8_t *mask, size_t rows, int cols);
+    /* out (rows, cols) += bias (cols) broadcast over rows; dbias += column sums of dout */
+    void (*bias_add)(float *out, const float *bias, size_t rows, int cols);
+    void (*bias_backward)(float *dbias, const float *dout, size_t rows, int cols);
+    /* dst[r*dst_ld + c] = src[r*src_ld + c] for r < rows, c < cols */
+    void (*copy2d)(float *dst, int dst_ld, const float *src, int src_ld, size_t rows, int cols);
+    /* out[i, :] = src[idx[i], :], rows of row_elems floats (beam search cache reorder);
+     * idx is backend memory, out must not alias src */
+    void (*index_select)(float *out, const float *src, const int32_t *idx, int n_idx,
+                         size_t row_elems);
+    /* host results; these wait for the device */
+    double (*sum)(const float *x, size_t n);
+    double (*sum_squares)(const float *x, size_t n);
+    /* out[r] = first index of the maximum of row r of x (rows, cols) */
+    void (*argmax_rows)(int32_t *out, const float *x, size_t rows, int cols);
+    /* row-wise softmax / log-softmax over the last dimension; out may alias x */
+    void (*softmax)(float *out, const float *x, size_t rows, int cols);
+    void (*log_softmax)(float *out, const float *x, size_t rows, int cols);
+
+    /* ---- normalisation over the last dimension of (N, C)
+     * LayerNorm: out = (x - mean) * rstd * weight + bias, rstd = 1/sqrt(var + eps) (biased var)
+     * RMSNorm:   out = x * rstd * weight, rstd = 1/sqrt(mean(x^2) + eps); weight NULL = 1
+     * mean, rstd (N) are saved for backward. */
+    void (*layernorm_forward)(float *out, float *mean, float *rstd, const float *x,
+                              const float *weight, const float *bias, size_t N, int C, float eps);
+    void (*layernorm_backward)(float *dx, float *dweight, float *dbias, const float *dout,
+                               const float *x, const float *weight, const float *mean,
+                               const float *rstd, size_t N, int C);
+    void (*rmsnorm_forward)(float *out, float *rstd, const float *x, const float *weight,
+                            size_t N, int C, float eps);
+    void (*rmsnorm_backward)(float *dx, float *dweight, const float *dout, const float *x,
+                             const float *weight, const float *rstd, size_t N, int C);
+
+    /* ---- embeddings and positions
+     * out (N, C) = scale * table[ids[i]], table (V, C); dtable[ids[i]] += scale * dout[i] */
+    void (*embedding_forward)(float *out, const int32_t *ids, const float *table, size_t N, int C,
+                              float scale);
+    void (*embedding_backward)(float *dtable, const float *dout, const int32_t *ids, size_t N,
+                               int C, float scale);
+    /* table (P, C), Marian layout: angle(p, j) = p / 10000^(2*floor(j/2)/C);
+     * columns [0, C/2) = sin of the even-j angles, [C/2, C) = cos of the odd-j angles */
+    void (*sinusoid_fill)(float *table, int P, int C);
+    /* out (B, T, C) += table[pos0 + t] ; dtable[pos0 + t] += sum_b dout[b, t] */
+    void (*positions_add)(float *out, const float *table, int B, int T, int C, int pos0);
+    void (*positions_backward)(float *dtable, const float *dout, int B, int T, int C, int pos0);
+    /* Rotary embedding applied in place to x (B, T, H*Dh) on the first rot_dim dims of each
+     * head (rot_dim even, <= Dh; GPT-NeoX rotates a fraction). Position of (b, t) is
+     * pos[b*T + t] when pos (B, T) is given, else pos0 + t. inv_freq (rot_dim/2) holds the
+     * angle per position of each pair.
+     *   rotate-half (LLaMA, interleaved 0): pair (i, i + rot_dim/2), angle pos * inv_freq[i]
+     *   interleaved (RetNet, 1):           pair (2i, 2i + 1),       angle pos * inv_freq[i]
+     *   (x_a, x_b) <- (x_a cos - x_b sin, x_b cos + x_a sin)
+     * rope_backward applies the inverse rotation to a gradient in place (the rotation is
+     * orthogonal), so it overwrites rather than accumulates. */
+    void (*rope_forward)(float *x, const int32_t *pos, int B, int T, int H, int Dh, int rot_dim,
+                         int pos0, const float *inv_freq, int interleaved);
+    void (*rope_backward)(float *dx, const int32_t *pos, int B, int T, int H, int Dh,
+                          int rot_dim, int pos0, const float *inv_freq, int interleaved);
+
+    /* ---- attention (see mt_attn_desc); datt is caller scratch of att's size */
+    void (*attention_forward)(float *out, float *att, const float *q, const float *k,
+                              const float *v, const mt_attn_desc *d);
+    void (*attention_backward)(float *dq, float *dk, float *dv, float *datt, const float *dout,
+                               const float *q, const float *k, const float *v, const float *att,
+                               const mt_attn_desc *d);
+
+    /* ---- causal depthwise conv1d, channels last
+     * out[b,t,c] = bias[c] + sum_{k<K} w[c,k] * x[b, t-K+1+k, c]   (x before t = 0 is 0)
+     * x, out (B, T, C); w (C, K) (HF conv1d.weight (C, 1, K)), K <= 64; bias (C) or NULL.
+     * state (B, C, K): the last K inputs, oldest first. conv1d_step shifts x (B, C) into the
+     * state and writes out (B, C); conv1d_state_fill sets the state after a prefill from the
+     * last K rows of x (zeros in front when T < K). */
+    void (*conv1d_forward)(float *out, const float *x, const float *w, const float *bias, int B,
+                           int T, int C, int K);
+    void (*conv1d_backward)(float *dx, float *dw, float *dbias, const float *dout,
+                            const float *x, const float *w, int B, int T, int C, int K);
+    void (*conv1d_step)(float *out, float *state, const float *x, const float *w,
+                        const float *bias, int B, int C, int K);
+    void (*conv1d_state_fill)(float *state, const float *x, int B, int T, int C, int K);
+
+    /* ---- selective scan (see mt_scan_args). h_last (B, D, N) or NULL receives h[T-1].
+     * scan_step: T = 1, h (B, D, N) is read and updated in place. */
+    void (*scan_forward)(float *y, float *h_last, const mt_scan_args *a);
+    void (*scan_backward)(const mt_scan_grads *g, const float *dy, const mt_scan_args *a);
+    void (*scan_step)(float *y, float *h, const mt_scan_args *a);
+
+    /* ---- loss: cross-entropy fused with softmax, rows (N, V)
+     * q = (1 - smoothing) * onehot(target) + smoothing / V   (torch label_smoothing)
+     * losses[i] = -sum_j q_j log p_j (0 where target == ignore_index); lse[i] = logsumexp row
+     * backward: dlogits[i] += scale * (p - q) for non-ignored rows (scale usually 1/count) */
+    void (*cross_entropy_forward)(float *losses, float *lse, const float *logits,
+                                  const int32_t *targets, size_t N, int V, int ignore_index,
+                                  float smoothing);
+    void (*cross_entropy_backward)(float *dlogits, const float *logits, const float *lse,
+                                   const int32_t *targets, size_t N, int V, int ignore_index,
+                                   float smoothing, float scale);
+
+    /* ---- dropout with a counter-based mask: element i of a call is kept when
+     * mt_philox_uniform(seed, i, site, step) >= p (engine/math/philox.h), so the mask depends
+     * only on (seed, step, site, i) and backward recomputes it instead of storing it.
+     * out = keep ? x / (1 - p) : 0 (may alias); dx += keep ? dout / (1 - p) : 0.
+     * n < 2^32 per call; `site` tells apart the dropout sites of one step. */
+    void (*dropout_forward)(float *out, const float *x, size_t n, float p, uint64_t seed,
+                            uint64_t step, uint32_t site);
+    void (*dropout_backward)(float *dx, const float *dout, size_t n, float p, uint64_t seed,
+                             uint64_t step, uint32_t site);
+
+    /* ---- optimiser: one AdamW step (step counts from 1) over a contiguous block of n
+     * parameters with their gradients and moments; decay_mask (n) or NULL (all decay):
+     *   p *= 1 - lr * wd           (only where decay_mask[i] != 0)
+     *   m = b1 m + (1 - b1) g ;  v = b2 v + (1 - b2) g^2
+     *   p -= lr * (m / (1 - b1^step)) / (sqrt(v / (1 - b2^step)) + eps) */
+    void (*adamw_step)(float *params, const float *grads, float *m, float *v,
+                       const uint8_t *decay_mask, size_t n, const mt_adamw_hparams *h, int step);
+} mt_backend;
+
+/* The CPU backend: OpenBLAS sgemm and OpenMP loops. */
+const mt_backend *mt_backend_cpu(void);
+/* The naive reference backend: plain loops in the order the formulas are written (triple-loop
+ * matmul, O(T*D*N) scan with every state kept, explicit attention). Slow; tests compare every
+ * fast operation with it. Shares memory functions with mt_backend_cpu. */
+const mt_backend *mt_backend_cpu_naive(void);
+
+#endif

@@ -1,0 +1,340 @@
+/* Layers of the seven models, each a forward and a backward function over backend memory,
+ * written only in terms of mt_backend operations (mtlab/backend.h), so they run unchanged on
+ * the CPU and CUDA backends.
+ *
+ * Conventions (llm.c style):
+ * - Arguments: backend, outputs, what backward needs (acts), inputs, parameters, sizes.
+ * - Backward mirrors forward and ACCUMULATES (+=) into parameter gradients and into the input
+ *   gradient; an input gradient pointer may be NULL when nobody needs it (e.g. token ids).
+ * - Parameters, gradients, optimiser state and activations are each ONE allocation per model.
+ *   For every layer with weights:
+ *     mt_X_tensors(cfg, specs)   the tensor table (HF local names, shapes, weight decay), in
+ *                                memory order; returns the number of tensors
+ *     mt_X_params_count(cfg)     floats of one layer (= the table's total)
+ *     mt_X_params_point(p, base, cfg)  points p's fields at consecutive slices of base in the
+ *                                table's order; returns base + mt_X_params_count(cfg)
+ *   The gradient block uses the same point function on a second allocation. Activations work
+ *   the same way with mt_X_acts_count / mt_X_acts_point; the activation-gradient scratch of
+ *   backward ("da") must be pointed by the same mt_X_acts_point (backward zeroes it before
+ *   accumulating).
+ *
+ * Letters: B batch, T (Tq, Tk) sequence lengths, N = B*T rows, C d_model, F ffn width,
+ * H heads, Dh = C/H, V vocabulary, Di Mamba d_inner, S d_state, K conv width, R dt_rank. */
+#ifndef MTLAB_LAYERS_H
+#define MTLAB_LAYERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mtlab/backend.h"
+#include "mtlab/rng.h"
+
+/* ---------------------------------------------------------------- tensor tables */
+#define MT_TENSOR_NAME_MAX 48
+typedef struct {
+    char name[MT_TENSOR_NAME_MAX]; /* HF local name, e.g. "in_proj.weight" */
+    int ndim;
+    int shape[3];                  /* as HF stores it (conv1d.weight is (Di, 1, K)) */
+    int decay;                     /* 1: AdamW weight decay applies */
+} mt_tensor_spec;
+
+size_t mt_tensor_numel(const mt_tensor_spec *t);
+/* Sum of numels of a table. */
+size_t mt_tensors_numel(const mt_tensor_spec *specs, int n);
+/* mask[i] = specs' decay flag for every float of the table laid out consecutively (host). */
+void mt_tensors_decay_mask(uint8_t *mask, const mt_tensor_spec *specs, int n);
+
+/* Dropout site: p = 0 (or a NULL pointer) is the identity, as at evaluation. */
+typedef struct {
+    float p;
+    uint64_t seed, step; /* step: the optimiser step, so every step draws a new mask */
+    uint32_t site;       /* distinct per dropout site within a step (layer index * 8 + k ...) */
+} mt_dropout;
+
+/* ---------------------------------------------------------------- linear
+ * out (N, OC) = x (N, C) weight^T + bias; weight (OC, C) (PyTorch layout), bias (OC) or NULL */
+void mt_linear_forward(const mt_backend *be, float *out, const float *x, const float *weight,
+                       const float *bias, size_t N, int C, int OC);
+void mt_linear_backward(const mt_backend *be, float *dx, float *dweight, float *dbias,
+                        const float *dout, const float *x, const float *weight, size_t N, int C,
+                        int OC);
+
+/* ---------------------------------------------------------------- embedding
+ * out (N, C) = scale * table[ids]; table (V, C); scale is sqrt(C) for Marian/RetNet, else 1 */
+void mt_embedding_forward(const mt_backend *be, float *out, const int32_t *ids,
+                          const float *table, size_t N, int C, float scale);
+void mt_embedding_backward(const mt_backend *be, float *dtable, const float *dout,
+                           const int32_t *ids, size_t N, int C, float scale);
+/* Tied output projection: logits (N, V) = h (N, C) table^T (+ bias (V) or NULL, Marian's
+ * final_logits_bias). */
+void mt_tied_logits_forward(const mt_backend *be, float *logits, const float *h,
+                            const float *table, const float *bias, size_t N, int C, int V);
+void mt_tied_logits_backward(const mt_backend *be, float *dh, float *dtable, float *dbias,
+                             const float *dlogits, const float *h, const float *table, size_t N,
+                             int C, int V);
+
+/* ---------------------------------------------------------------- normalisation, dropout
+ * mean, rstd (N) are saved for backward; RMSNorm weight NULL = no affine (RetNet group norm) */
+void mt_layernorm_forward(const mt_backend *be, float *out, float *mean, float *rstd,
+                          const float *x, const float *weight, const float *bias, size_t N,
+                          int C, float eps);
+void mt_layernorm_backward(const mt_backend *be, float *dx, float *dweight, float *dbias,
+                           const float *dout, const float *x, const float *weight,
+                           const float *mean, const float *rstd, size_t N, int C);
+void mt_rmsnorm_forward(const mt_backend *be, float *out, float *rstd, const float *x,
+                        const float *weight, size_t N, int C, float eps);
+void mt_rmsnorm_backward(const mt_backend *be, float *dx, float *dweight, const float *dout,
+                         const float *x, const float *weight, const float *rstd, size_t N, int C);
+/* out (n) = dropout(x); out may alias x. backward: dx += dropout'(dout). */
+void mt_dropout_forward(const mt_backend *be, float *out, const float *x, size_t n,
+                        const mt_dropout *drop);
+void mt_dropout_backward(const mt_backend *be, float *dx, const float *dout, size_t n,
+                         const mt_dropout *drop);
+
+/* ---------------------------------------------------------------- positions
+ * Marian sinusoids: table (P, C) filled by the backend (mtlab/backend.h sinusoid_fill);
+ * out (B, T, C) += table[pos0 + t]. Fixed, so there is no backward. */
+void mt_sinusoid_table(const mt_backend *be, float *table, int P, int C);
+void mt_positions_add(const mt_backend *be, float *out, const float *table, int B, int T, int C,
+                      int pos0);
+/* Rotary angles per position, host array inv_freq (rot_dim/2):
+ *   MT_ROPE_LLAMA:  base^(-2i/rot_dim)                 (HF LLaMA / GPT-NeoX, base 10000)
+ *   MT_ROPE_RETNET: base^(-i/(rot_dim/2 - 1))         (torchscale linspace(0, 1) exponent) */
+typedef enum { MT_ROPE_LLAMA, MT_ROPE_RETNET } mt_rope_freqs;
+void mt_rope_inv_freq(float *inv_freq, int rot_dim, float base, mt_rope_freqs kind);
+
+/* ---------------------------------------------------------------- feed-forward blocks
+ * FFN:       out = fc2(act(fc1 x))                        (Marian; act ReLU or SiLU)
+ * gated MLP: out = down(value(x) * SiLU(gate(x)))          (LLaMA up/gate/down, RetNet GLU
+ *            fc1/gate/fc2, mamba_ssm GatedMlp fc1 = [value; gate] rows: value_w and gate_w
+ *            are adjacent in memory, so fc1 (2F, C) is value_w read as one block) */
+typedef struct {
+    int C, F;
+    mt_act act;
+    int bias; /* 1: fc1/fc2 have biases */
+} mt_ffn_config;
+typedef struct {
+    float *fc1_w; /* (F, C) */
+    float *fc1_b; /* (F) or NULL */
+    float *fc2_w; /* (C, F) */
+    float *fc2_b; /* (C) or NULL */
+} mt_ffn_params;
+typedef struct {
+    float *pre; /* (N, F) fc1 output */
+    float *act; /* (N, F) act(pre) */
+} mt_ffn_acts;
+int mt_ffn_tensors(const mt_ffn_config *cfg, mt_tensor_spec *specs); /* 2 or 4 tensors */
+size_t mt_ffn_params_count(const mt_ffn_config *cfg);
+float *mt_ffn_params_point(mt_ffn_params *p, float *base, const mt_ffn_config *cfg);
+size_t mt_ffn_acts_count(const mt_ffn_config *cfg, size_t N);
+float *mt_ffn_acts_point(mt_ffn_acts *a, float *base, const mt_ffn_config *cfg, size_t N);
+/* x, out (N, C) */
+void mt_ffn_forward(const mt_backend *be, float *out, mt_ffn_acts *a, const float *x,
+                    const mt_ffn_params *p, const mt_ffn_config *cfg, size_t N);
+void mt_ffn_backward(const mt_backend *be, float *dx, mt_ffn_params *g, mt_ffn_acts *da,
+                     const float *dout, const mt_ffn_acts *a, const float *x,
+                     const mt_ffn_params *p, const mt_ffn_config *cfg, size_t N);
+
+typedef enum {
+    MT_GATED_LLAMA,  /* tensors up_proj, gate_proj, down_proj (value = up) */
+    MT_GATED_RETNET, /* tensors fc1, gate, fc2 (value = gate, SiLU on fc1) */
+    MT_GATED_FC1,    /* tensors fc1 (2F, C) = [value; gate], fc2 (mamba_ssm GatedMlp) */
+} mt_gated_layout;
+typedef struct {
+    int C, F;
+    int bias;
+    mt_gated_layout layout;
+} mt_gated_mlp_config;
+typedef struct {
+    float *value_w; /* (F, C) */
+    float *value_b; /* (F) or NULL */
+    float *gate_w;  /* (F, C) */
+    float *gate_b;  /* (F) or NULL */
+    float *down_w;  /* (C, F) */
+    float *down_b;  /* (C) or NULL */
+} mt_gated_mlp_params;
+typedef struct {
+    float *value;  /* (N, F) */
+    float *gate;   /* (N, F) pre-SiLU */
+    float *hidden; /* (N, F) value * SiLU(gate) */
+} mt_gated_mlp_acts;
+int mt_gated_mlp_tensors(const mt_gated_mlp_config *cfg, mt_tensor_spec *specs);
+size_t mt_gated_mlp_params_count(const mt_gated_mlp_config *cfg);
+float *mt_gated_mlp_params_point(mt_gated_mlp_params *p, float *base,
+                                 const mt_gated_mlp_config *cfg);
+size_t mt_gated_mlp_acts_count(const mt_gated_mlp_config *cfg, size_t N);
+float *mt_gated_mlp_acts_point(mt_gated_mlp_acts *a, float *base, const mt_gated_mlp_config *cfg,
+                               size_t N);
+void mt_gated_mlp_forward(const mt_backend *be, float *out, mt_gated_mlp_acts *a, const float *x,
+                          const mt_gated_mlp_params *p, const mt_gated_mlp_config *cfg, size_t N);
+void mt_gated_mlp_backward(const mt_backend *be, float *dx, mt_gated_mlp_params *g,
+                           mt_gated_mlp_acts *da, const float *dout, const mt_gated_mlp_acts *a,
+                           const float *x, const mt_gated_mlp_params *p,
+                           const mt_gated_mlp_config *cfg, size_t N);
+
+/* ---------------------------------------------------------------- multi-head attention
+ * Self attention: xkv = xq, Tk = Tq. Cross attention: xkv is the encoder output (B, Tk, kv_C)
+ * with key_mask its padding mask (B, Tk). Projections q/k/v/out, optional biases and rotary on
+ * q and k. The padding mask hides keys; queries at padded positions still produce an output
+ * (over their visible keys) that callers ignore. */
+typedef struct {
+    int C, H;             /* d_model, heads; Dh = C / H */
+    int kv_C;             /* width of xkv; 0 means C */
+    int bias;             /* 1: q/k/v/out projections have biases (Marian) */
+    int causal;
+    int window;           /* sliding window (Mamba-Local: 64); 0 = full; needs causal */
+    int rope_dim;         /* rotated dims per head; 0 = no rotary */
+    int rope_interleaved; /* 1: RetNet pairs (2i, 2i+1); 0: rotate-half */
+    const float *rope_inv_freq; /* (rope_dim/2) backend memory, from mt_rope_inv_freq */
+    const char *out_name; /* tensor name of the output projection; NULL = "out_proj" */
+} mt_attn_config;
+typedef struct {
+    float *q_w, *q_b; /* (C, C), (C) */
+    float *k_w, *k_b; /* (C, kv_C), (C) */
+    float *v_w, *v_b; /* (C, kv_C), (C) */
+    float *o_w, *o_b; /* (C, C), (C); biases NULL when cfg.bias = 0 */
+} mt_attn_params;
+typedef struct {
+    float *q;   /* (B, Tq, C) after rotary */
+    float *k;   /* (B, Tk, C) after rotary */
+    float *v;   /* (B, Tk, C) */
+    float *att; /* (B, H, Tq, Tk) softmax probabilities (the probe's attention map) */
+    float *ctx; /* (B, Tq, C) attention output before the out projection */
+} mt_attn_acts;
+int mt_attention_tensors(const mt_attn_config *cfg, mt_tensor_spec *specs); /* 4 or 8 */
+size_t mt_attention_params_count(const mt_attn_config *cfg);
+float *mt_attention_params_point(mt_attn_params *p, float *base, const mt_attn_config *cfg);
+size_t mt_attention_acts_count(const mt_attn_config *cfg, int B, int Tq, int Tk);
+float *mt_attention_acts_point(mt_attn_acts *a, float *base, const mt_attn_config *cfg, int B,
+                               int Tq, int Tk);
+/* out (B, Tq, C); xq (B, Tq, C); xkv (B, Tk, kv_C); key_mask (B, Tk) or NULL */
+void mt_attention_forward(const mt_backend *be, float *out, mt_attn_acts *a, const float *xq,
+                          const float *xkv, const uint8_t *key_mask, const mt_attn_params *p,
+                          const mt_attn_config *cfg, int B, int Tq, int Tk);
+/* dxq, dxkv accumulate (may be the same buffer for self attention; either may be NULL);
+ * da is scratch with the layout of a. */
+void mt_attention_backward(const mt_backend *be, float *dxq, float *dxkv, mt_attn_params *g,
+                           mt_attn_acts *da, const float *dout, const mt_attn_acts *a,
+                           const float *xq, const float *xkv, const uint8_t *key_mask,
+                           const mt_attn_params *p, const mt_attn_config *cfg, int B, int Tq,
+                           int Tk);
+
+/* KV cache for decoding: k, v (B, Tmax, C), rows [0, len) filled. Self attention appends the
+ * new tokens' keys/values; cross attention fills it once from the encoder output. */
+typedef struct {
+    float *k, *v;
+    int Tmax, len;
+} mt_kv_cache;
+size_t mt_kv_cache_count(const mt_attn_config *cfg, int B, int Tmax);
+float *mt_kv_cache_point(mt_kv_cache *c, float *base, const mt_attn_config *cfg, int B, int Tmax);
+/* Self attention over the cache plus Tq new tokens x (B, Tq, C) at positions len.. (prefill:
+ * len = 0, Tq = prompt length; decode: Tq = 1). key_mask (B, Tmax) covers all cached and new
+ * positions (0 at left pads) or is NULL. a: acts for (B, Tq, Tmax). -1 when the cache is full. */
+int mt_attention_decode(const mt_backend *be, float *out, mt_attn_acts *a, const float *x,
+                        mt_kv_cache *cache, const uint8_t *key_mask, const mt_attn_params *p,
+                        const mt_attn_config *cfg, int B, int Tq);
+/* Cross attention: fill the cache from mem (B, S, kv_C) once (S <= Tmax), then attend. */
+void mt_attention_cross_fill(const mt_backend *be, mt_kv_cache *cache, const float *mem,
+                             const mt_attn_params *p, const mt_attn_config *cfg, int B, int S);
+void mt_attention_cross_decode(const mt_backend *be, float *out, mt_attn_acts *a, const float *x,
+                               const mt_kv_cache *cache, const uint8_t *mem_mask,
+                               const mt_attn_params *p, const mt_attn_config *cfg, int B, int Tq);
+/* Beam search: reorder the cache rows along the batch, src/dst (B, Tmax, C) each. */
+void mt_kv_cache_reorder(const mt_backend *be, mt_kv_cache *dst, const mt_kv_cache *src,
+                         const int32_t *beam_idx, int B, const mt_attn_config *cfg);
+
+/* ---------------------------------------------------------------- Mamba v1 mixer
+ * MODELS.md 1.4: in_proj -> x, z; x *= mask; conv (K) ; SiLU ; x *= mask; x_proj -> dt, Bm, Cm;
+ * dt_proj (bias added in the scan before softplus); scan with A = -exp(A_log) and D skip;
+ * y *= SiLU(z); out_proj; dropout. No biases except conv1d and dt_proj. */
+typedef struct {
+    int d_model; /* C */
+    int d_inner; /* Di = expand * C */
+    int d_state; /* S (16) */
+    int d_conv;  /* K (4) */
+    int dt_rank; /* R = ceil(C / 16) */
+} mt_mamba_config;
+/* d_inner = 2C, d_state 16, d_conv 4, dt_rank ceil(C/16) (mamba_ssm defaults) */
+void mt_mamba_config_default(mt_mamba_config *cfg, int d_model);
+typedef struct {
+    float *in_proj_w;  /* (2*Di, C): rows [0, Di) x, [Di, 2*Di) z */
+    float *conv_w;     /* (Di, K) */
+    float *conv_b;     /* (Di) */
+    float *x_proj_w;   /* (R + 2*S, Di): rows [0,R) dt, [R,R+S) B, [R+S,R+2S) C */
+    float *dt_proj_w;  /* (Di, R) */
+    float *dt_proj_b;  /* (Di) */
+    float *A_log;      /* (Di, S) */
+    float *D;          /* (Di) */
+    float *out_proj_w; /* (C, Di) */
+} mt_mamba_params;
+typedef struct {
+    float *x;      /* (B, T, Di) in_proj x half, masked */
+    float *z;      /* (B, T, Di) gate half */
+    float *xc;     /* (B, T, Di) conv output before SiLU */
+    float *u;      /* (B, T, Di) SiLU(xc), masked: the scan input */
+    float *dt_low; /* (B, T, R) */
+    float *Bm;     /* (B, T, S) */
+    float *Cm;     /* (B, T, S) */
+    float *dt;     /* (B, T, Di) dt_proj output (no bias) */
+    float *y;      /* (B, T, Di) scan output (with D skip) */
+    float *yg;     /* (B, T, Di) y * SiLU(z) */
+    float *o;      /* (B, T, C) out_proj output before dropout */
+} mt_mamba_acts;
+typedef struct {
+    float *conv; /* (B, Di, K) last K masked in_proj x values, oldest first */
+    float *ssm;  /* (B, Di, S) h */
+} mt_mamba_state;
+int mt_mamba_tensors(const mt_mamba_config *cfg, mt_tensor_spec *specs); /* 9 tensors */
+size_t mt_mamba_params_count(const mt_mamba_config *cfg);
+float *mt_mamba_params_point(mt_mamba_params *p, float *base, const mt_mamba_config *cfg);
+size_t mt_mamba_acts_count(const mt_mamba_config *cfg, int B, int T);
+float *mt_mamba_acts_point(mt_mamba_acts *a, float *base, const mt_mamba_config *cfg, int B,
+                           int T);
+size_t mt_mamba_state_count(const mt_mamba_config *cfg, int B);
+float *mt_mamba_state_point(mt_mamba_state *s, float *base, const mt_mamba_config *cfg, int B);
+/* out, h (B, T, C); mask (B, T) or NULL (left padding is exact: MODELS.md 1.4);
+ * state NULL, or filled for decoding after this prefill (MODELS.md 1.6). */
+void mt_mamba_forward(const mt_backend *be, float *out, mt_mamba_acts *a, const float *h,
+                      const uint8_t *mask, const mt_mamba_params *p, const mt_mamba_config *cfg,
+                      const mt_dropout *drop, mt_mamba_state *state, int B, int T);
+void mt_mamba_backward(const mt_backend *be, float *dh, mt_mamba_params *g, mt_mamba_acts *da,
+                       const float *dout, const mt_mamba_acts *a, const float *h,
+                       const uint8_t *mask, const mt_mamba_params *p,
+                       const mt_mamba_config *cfg, const mt_dropout *drop, int B, int T);
+/* One recurrent step: h, out (B, C); a: acts for (B, T = 1); updates state. No dropout. */
+void mt_mamba_step(const mt_backend *be, float *out, mt_mamba_acts *a, const float *h,
+                   const mt_mamba_params *p, const mt_mamba_config *cfg, mt_mamba_state *state,
+                   int B);
+
+/* ---------------------------------------------------------------- loss
+ * Cross-entropy over target tokens fused with softmax (backend.h); logits (N, V).
+ * Forward writes losses (N) and lse (N) and returns the sum of the losses (host). Backward:
+ * dlogits += scale * d(sum of losses)/dlogits; scale = 1/count gives the mean's gradient. */
+double mt_cross_entropy_forward(const mt_backend *be, float *losses, float *lse,
+                                const float *logits, const int32_t *targets, size_t N, int V,
+                                int ignore_index, float smoothing);
+void mt_cross_entropy_backward(const mt_backend *be, float *dlogits, const float *logits,
+                               const float *lse, const int32_t *targets, size_t N, int V,
+                               int ignore_index, float smoothing, float scale);
+
+/* ---------------------------------------------------------------- initialisation (host)
+ * Parameters are initialised in host memory (then uploaded when the backend is a device). */
+void mt_init_uniform(mt_rng *r, float *w, size_t n, float bound); /* U(-bound, bound) */
+void mt_init_normal(mt_rng *r, float *w, size_t n, float std);    /* N(0, std^2) */
+void mt_init_fill(float *w, size_t n, float value);
+/* PyTorch default Linear/Conv init, kaiming_uniform(a = sqrt 5): U(+-1/sqrt(fan_in)) for the
+ * weight (OC, fan_in) and, when bias is not NULL, the bias (OC). */
+void mt_init_linear_default(mt_rng *r, float *weight, float *bias, int OC, int fan_in);
+/* xavier_uniform with gain: U(+-gain * sqrt(6 / (fan_in + fan_out))) */
+void mt_init_xavier_uniform(mt_rng *r, float *w, int fan_out, int fan_in, float gain);
+/* inverse softplus: the v with softplus(v) = y, y > 0 (y + log(-expm1(-y))) */
+float mt_inv_softplus(float y);
+/* mamba_ssm Mamba init (MODELS.md 1.3) on host params: in/x/out_proj and conv PyTorch
+ * default; dt_proj.weight U(+-R^-0.5); dt_proj.bias = inv_softplus(dt), dt log-uniform in
+ * [1e-3, 0.1] clamped at 1e-4; A_log[d, s] = log(s + 1); D = 1; out_proj.weight then
+ * multiplied by out_proj_scale (1/sqrt(n_residuals_per_layer * n_layer) for the model-level
+ * rescale_prenorm_residual, 1 to skip it). */
+void mt_mamba_init(mt_rng *r, mt_mamba_params *host, const mt_mamba_config *cfg,
+                   float out_proj_scale);
+
+#endif

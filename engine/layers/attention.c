@@ -1,0 +1,200 @@
+/* Multi-head attention: projections, optional rotary on q and k, the backend's attention
+ * core, output projection; plus the KV-cache forms used when decoding.
+ *   q = xq Wq^T + bq ; k = xkv Wk^T + bk ; v = xkv Wv^T + bv       (rotary on q, k)
+ *   ctx = softmax(q k^T / sqrt(Dh) + mask) v per head ; out = ctx Wo^T + bo */
+#include "layers/tensor_table.h"
+#include "mtlab/error.h"
+
+#include <math.h>
+
+static int kv_width(const mt_attn_config *cfg) { return cfg->kv_C ? cfg->kv_C : cfg->C; }
+
+int mt_attention_tensors(const mt_attn_config *cfg, mt_tensor_spec *specs)
+{
+    const char *names[4] = {"q_proj", "k_proj", "v_proj", cfg->out_name ? cfg->out_name : "out_proj"};
+    int n = 0;
+    for (int i = 0; i < 4; i++) {
+        int in = (i == 1 || i == 2) ? kv_width(cfg) : cfg->C;
+        tensor_table_add(specs, &n, names[i], ".weight", 1, 2, cfg->C, in, 0);
+        if (cfg->bias) tensor_table_add(specs, &n, names[i], ".bias", 0, 1, cfg->C, 0, 0);
+    }
+    return n;
+}
+
+size_t mt_attention_params_count(const mt_attn_config *cfg)
+{
+    size_t C = (size_t)cfg->C;
+    return 2 * C * C + 2 * C * kv_width(cfg) + (cfg->bias ? 4 * C : 0);
+}
+
+float *mt_attention_params_point(mt_attn_params *p, float *base, const mt_attn_config *cfg)
+{
+    size_t C = (size_t)cfg->C, kv = (size_t)kv_width(cfg);
+    tensor_table_take(&p->q_w, &base, C * C, 1);
+    tensor_table_take(&p->q_b, &base, C, cfg->bias);
+    tensor_table_take(&p->k_w, &base, C * kv, 1);
+    tensor_table_take(&p->k_b, &base, C, cfg->bias);
+    tensor_table_take(&p->v_w, &base, C * kv, 1);
+    tensor_table_take(&p->v_b, &base, C, cfg->bias);
+    tensor_table_take(&p->o_w, &base, C * C, 1);
+    tensor_table_take(&p->o_b, &base, C, cfg->bias);
+    return base;
+}
+
+size_t mt_attention_acts_count(const mt_attn_config *cfg, int B, int Tq, int Tk)
+{
+    size_t C = (size_t)cfg->C;
+    return (size_t)B * (2 * Tq * C + 2 * Tk * C + (size_t)cfg->H * Tq * Tk);
+}
+
+float *mt_attention_acts_point(mt_attn_acts *a, float *base, const mt_attn_config *cfg, int B,
+                               int Tq, int Tk)
+{
+    size_t C = (size_t)cfg->C;
+    tensor_table_take(&a->q, &base, (size_t)B * Tq * C, 1);
+    tensor_table_take(&a->k, &base, (size_t)B * Tk * C, 1);
+    tensor_table_take(&a->v, &base, (size_t)B * Tk * C, 1);
+    tensor_table_take(&a->att, &base, (size_t)B * cfg->H * Tq * Tk, 1);
+    tensor_table_take(&a->ctx, &base, (size_t)B * Tq * C, 1);
+    return base;
+}
+
+static mt_attn_desc attn_desc(const mt_attn_config *cfg, int B, int Tq, int Tk)
+{
+    mt_attn_desc d = {0};
+    d.B = B, d.H = cfg->H, d.Tq = Tq, d.Tk = Tk, d.Dh = cfg->C / cfg->H;
+    d.causal = cfg->causal;
+    d.q_pos0 = Tk - Tq;
+    d.window = cfg->window;
+    d.scale = 1.0f / sqrtf((float)d.Dh);
+    return d;
+}
+
+static void rope(const mt_backend *be, float *x, const mt_attn_config *cfg, int B, int T,
+                 int pos0, int inverse)
+{
+    if (!cfg->rope_dim) return;
+    int Dh = cfg->C / cfg->H;
+    (inverse ? be->rope_backward : be->rope_forward)(x, NULL, B, T, cfg->H, Dh, cfg->rope_dim, pos0,
+                                                     cfg->rope_inv_freq, cfg->rope_interleaved);
+}
+
+void mt_attention_forward(const mt_backend *be, float *out, mt_attn_acts *a, const float *xq,
+                          const float *xkv, const uint8_t *key_mask, const mt_attn_params *p,
+                          const mt_attn_config *cfg, int B, int Tq, int Tk)
+{
+    int C = cfg->C, kv = kv_width(cfg);
+    mt_linear_forward(be, a->q, xq, p->q_w, p->q_b, (size_t)B * Tq, C, C);
+    mt_linear_forward(be, a->k, xkv, p->k_w, p->k_b, (size_t)B * Tk, kv, C);
+    mt_linear_forward(be, a->v, xkv, p->v_w, p->v_b, (size_t)B * Tk, kv, C);
+    rope(be, a->q, cfg, B, Tq, Tk - Tq, 0);
+    rope(be, a->k, cfg, B, Tk, 0, 0);
+    mt_attn_desc d = attn_desc(cfg, B, Tq, Tk);
+    d.key_mask = key_mask;
+    be->attention_forward(a->ctx, a->att, a->q, a->k, a->v, &d);
+    mt_linear_forward(be, out, a->ctx, p->o_w, p->o_b, (size_t)B * Tq, C, C);
+}
+
+void mt_attention_backward(const mt_backend *be, float *dxq, float *dxkv, mt_attn_params *g,
+                           mt_attn_acts *da, const float *dout, const mt_attn_acts *a,
+                           const float *xq, const float *xkv, const uint8_t *key_mask,
+                           const mt_attn_params *p, const mt_attn_config *cfg, int B, int Tq,
+                           int Tk)
+{
+    int C = cfg->C, kv = kv_width(cfg);
+    size_t nq = (size_t)B * Tq * C, nk = (size_t)B * Tk * C;
+    be->memzero(da->q, nq * sizeof(float));
+    be->memzero(da->k, nk * sizeof(float));
+    be->memzero(da->v, nk * sizeof(float));
+    be->memzero(da->ctx, nq * sizeof(float));
+    mt_linear_backward(be, da->ctx, g->o_w, g->o_b, dout, a->ctx, p->o_w, (size_t)B * Tq, C, C);
+    mt_attn_desc d = attn_desc(cfg, B, Tq, Tk);
+    d.key_mask = key_mask;
+    be->attention_backward(da->q, da->k, da->v, da->att, da->ctx, a->q, a->k, a->v, a->att, &d);
+    rope(be, da->q, cfg, B, Tq, Tk - Tq, 1);
+    rope(be, da->k, cfg, B, Tk, 0, 1);
+    mt_linear_backward(be, dxq, g->q_w, g->q_b, da->q, xq, p->q_w, (size_t)B * Tq, C, C);
+    mt_linear_backward(be, dxkv, g->k_w, g->k_b, da->k, xkv, p->k_w, (size_t)B * Tk, kv, C);
+    mt_linear_backward(be, dxkv, g->v_w, g->v_b, da->v, xkv, p->v_w, (size_t)B * Tk, kv, C);
+}
+
+/* ---------------------------------------------------------------- decoding with a KV cache */
+size_t mt_kv_cache_count(const mt_attn_config *cfg, int B, int Tmax)
+{
+    return 2 * (size_t)B * Tmax * cfg->C;
+}
+
+float *mt_kv_cache_point(mt_kv_cache *c, float *base, const mt_attn_config *cfg, int B, int Tmax)
+{
+    size_t n = (size_t)B * Tmax * cfg->C;
+    tensor_table_take(&c->k, &base, n, 1);
+    tensor_table_take(&c->v, &base, n, 1);
+    c->Tmax = Tmax;
+    c->len = 0;
+    return base;
+}
+
+int mt_attention_decode(const mt_backend *be, float *out, mt_attn_acts *a, const float *x,
+                        mt_kv_cache *cache, const uint8_t *key_mask, const mt_attn_params *p,
+                        const mt_attn_config *cfg, int B, int Tq)
+{
+    int C = cfg->C;
+    if (cache->len + Tq > cache->Tmax)
+        return mt_error("attention decode: KV cache full (%d cached + %d new > capacity %d)",
+                        cache->len, Tq, cache->Tmax);
+    size_t rows = (size_t)B * Tq;
+    /* the new keys and values pass through a->k, a->v, then into rows [len, len + Tq) */
+    mt_linear_forward(be, a->q, x, p->q_w, p->q_b, rows, C, C);
+    mt_linear_forward(be, a->k, x, p->k_w, p->k_b, rows, C, C);
+    mt_linear_forward(be, a->v, x, p->v_w, p->v_b, rows, C, C);
+    rope(be, a->q, cfg, B, Tq, cache->len, 0);
+    rope(be, a->k, cfg, B, Tq, cache->len, 0);
+    size_t at = (size_t)cache->len * C;
+    be->copy2d(cache->k + at, cache->Tmax * C, a->k, Tq * C, (size_t)B, Tq * C);
+    be->copy2d(cache->v + at, cache->Tmax * C, a->v, Tq * C, (size_t)B, Tq * C);
+    mt_attn_desc d = attn_desc(cfg, B, Tq, cache->len + Tq);
+    d.kv_bstride = (size_t)cache->Tmax * C;
+    d.key_mask = key_mask;
+    d.mask_bstride = (size_t)cache->Tmax;
+    be->attention_forward(a->ctx, a->att, a->q, cache->k, cache->v, &d);
+    mt_linear_forward(be, out, a->ctx, p->o_w, p->o_b, rows, C, C);
+    cache->len += Tq;
+    return 0;
+}
+
+void mt_attention_cross_fill(const mt_backend *be, mt_kv_cache *cache, const float *mem,
+                             const mt_attn_params *p, const mt_attn_config *cfg, int B, int S)
+{
+    int C = cfg->C, kv = kv_width(cfg);
+    for (int b = 0; b < B; b++) {
+        const float *mb = mem + (size_t)b * S * kv;
+        size_t at = (size_t)b * cache->Tmax * C;
+        mt_linear_forward(be, cache->k + at, mb, p->k_w, p->k_b, (size_t)S, kv, C);
+        mt_linear_forward(be, cache->v + at, mb, p->v_w, p->v_b, (size_t)S, kv, C);
+    }
+    cache->len = S;
+}
+
+void mt_attention_cross_decode(const mt_backend *be, float *out, mt_attn_acts *a, const float *x,
+                               const mt_kv_cache *cache, const uint8_t *mem_mask,
+                               const mt_attn_params *p, const mt_attn_config *cfg, int B, int Tq)
+{
+    int C = cfg->C;
+    size_t rows = (size_t)B * Tq;
+    mt_linear_forward(be, a->q, x, p->q_w, p->q_b, rows, C, C);
+    mt_attn_desc d = attn_desc(cfg, B, Tq, cache->len);
+    d.causal = 0;
+    d.kv_bstride = (size_t)cache->Tmax * C;
+    d.key_mask = mem_mask;
+    be->attention_forward(a->ctx, a->att, a->q, cache->k, cache->v, &d);
+    mt_linear_forward(be, out, a->ctx, p->o_w, p->o_b, rows, C, C);
+}
+
+void mt_kv_cache_reorder(const mt_backend *be, mt_kv_cache *dst, const mt_kv_cache *src,
+                         const int32_t *beam_idx, int B, const mt_attn_config *cfg)
+{
+    size_t row = (size_t)src->Tmax * cfg->C;
+    be->index_select(dst->k, src->k, beam_idx, B, row);
+    be->index_select(dst->v, src->v, beam_idx, B, row);
+    dst->len = src->len;
+}

@@ -1,0 +1,148 @@
+/* Feed-forward blocks.
+ * FFN:       pre = fc1 x ; act = f(pre) ; out = fc2 act
+ * gated MLP: value = Wv x ; gate = Wg x ; hidden = value * SiLU(gate) ; out = Wd hidden */
+#include "layers/tensor_table.h"
+
+/* ---------------------------------------------------------------- FFN */
+int mt_ffn_tensors(const mt_ffn_config *cfg, mt_tensor_spec *specs)
+{
+    int n = 0;
+    tensor_table_add(specs, &n, "fc1", ".weight", 1, 2, cfg->F, cfg->C, 0);
+    if (cfg->bias) tensor_table_add(specs, &n, "fc1", ".bias", 0, 1, cfg->F, 0, 0);
+    tensor_table_add(specs, &n, "fc2", ".weight", 1, 2, cfg->C, cfg->F, 0);
+    if (cfg->bias) tensor_table_add(specs, &n, "fc2", ".bias", 0, 1, cfg->C, 0, 0);
+    return n;
+}
+
+size_t mt_ffn_params_count(const mt_ffn_config *cfg)
+{
+    return 2 * (size_t)cfg->F * cfg->C + (cfg->bias ? (size_t)cfg->F + cfg->C : 0);
+}
+
+float *mt_ffn_params_point(mt_ffn_params *p, float *base, const mt_ffn_config *cfg)
+{
+    tensor_table_take(&p->fc1_w, &base, (size_t)cfg->F * cfg->C, 1);
+    tensor_table_take(&p->fc1_b, &base, (size_t)cfg->F, cfg->bias);
+    tensor_table_take(&p->fc2_w, &base, (size_t)cfg->C * cfg->F, 1);
+    tensor_table_take(&p->fc2_b, &base, (size_t)cfg->C, cfg->bias);
+    return base;
+}
+
+size_t mt_ffn_acts_count(const mt_ffn_config *cfg, size_t N) { return 2 * N * cfg->F; }
+
+float *mt_ffn_acts_point(mt_ffn_acts *a, float *base, const mt_ffn_config *cfg, size_t N)
+{
+    tensor_table_take(&a->pre, &base, N * cfg->F, 1);
+    tensor_table_take(&a->act, &base, N * cfg->F, 1);
+    return base;
+}
+
+void mt_ffn_forward(const mt_backend *be, float *out, mt_ffn_acts *a, const float *x,
+                    const mt_ffn_params *p, const mt_ffn_config *cfg, size_t N)
+{
+    mt_linear_forward(be, a->pre, x, p->fc1_w, p->fc1_b, N, cfg->C, cfg->F);
+    be->act_forward(cfg->act, a->act, a->pre, N * cfg->F);
+    mt_linear_forward(be, out, a->act, p->fc2_w, p->fc2_b, N, cfg->F, cfg->C);
+}
+
+void mt_ffn_backward(const mt_backend *be, float *dx, mt_ffn_params *g, mt_ffn_acts *da,
+                     const float *dout, const mt_ffn_acts *a, const float *x,
+                     const mt_ffn_params *p, const mt_ffn_config *cfg, size_t N)
+{
+    size_t nf = N * cfg->F;
+    be->memzero(da->pre, nf * sizeof(float));
+    be->memzero(da->act, nf * sizeof(float));
+    mt_linear_backward(be, da->act, g->fc2_w, g->fc2_b, dout, a->act, p->fc2_w, N, cfg->F, cfg->C);
+    be->act_backward(cfg->act, da->pre, da->act, a->pre, nf);
+    mt_linear_backward(be, dx, g->fc1_w, g->fc1_b, da->pre, x, p->fc1_w, N, cfg->C, cfg->F);
+}
+
+/* ---------------------------------------------------------------- gated MLP
+ * Memory order follows the tensor table of each layout:
+ *   LLAMA  gate_proj, up_proj (value), down_proj
+ *   RETNET fc1 (gate, SiLU side), gate (value), fc2
+ *   FC1    fc1 = [value; gate] (2F, C), fc2 */
+int mt_gated_mlp_tensors(const mt_gated_mlp_config *cfg, mt_tensor_spec *specs)
+{
+    static const char *names[][3] = {
+        [MT_GATED_LLAMA] = {"gate_proj", "up_proj", "down_proj"},
+        [MT_GATED_RETNET] = {"fc1", "gate", "fc2"},
+    };
+    int n = 0, C = cfg->C, F = cfg->F;
+    if (cfg->layout == MT_GATED_FC1) {
+        tensor_table_add(specs, &n, "fc1", ".weight", 1, 2, 2 * F, C, 0);
+        if (cfg->bias) tensor_table_add(specs, &n, "fc1", ".bias", 0, 1, 2 * F, 0, 0);
+        tensor_table_add(specs, &n, "fc2", ".weight", 1, 2, C, F, 0);
+        if (cfg->bias) tensor_table_add(specs, &n, "fc2", ".bias", 0, 1, C, 0, 0);
+        return n;
+    }
+    for (int i = 0; i < 3; i++) {
+        const char *name = names[cfg->layout][i];
+        int out = i < 2 ? F : C, in = i < 2 ? C : F;
+        tensor_table_add(specs, &n, name, ".weight", 1, 2, out, in, 0);
+        if (cfg->bias) tensor_table_add(specs, &n, name, ".bias", 0, 1, out, 0, 0);
+    }
+    return n;
+}
+
+size_t mt_gated_mlp_params_count(const mt_gated_mlp_config *cfg)
+{
+    return 3 * (size_t)cfg->F * cfg->C + (cfg->bias ? 2 * (size_t)cfg->F + cfg->C : 0);
+}
+
+float *mt_gated_mlp_params_point(mt_gated_mlp_params *p, float *base,
+                                 const mt_gated_mlp_config *cfg)
+{
+    size_t fc = (size_t)cfg->F * cfg->C;
+    int b = cfg->bias;
+    if (cfg->layout == MT_GATED_FC1) {
+        tensor_table_take(&p->value_w, &base, fc, 1);
+        tensor_table_take(&p->gate_w, &base, fc, 1);
+        tensor_table_take(&p->value_b, &base, (size_t)cfg->F, b);
+        tensor_table_take(&p->gate_b, &base, (size_t)cfg->F, b);
+    } else {
+        tensor_table_take(&p->gate_w, &base, fc, 1);
+        tensor_table_take(&p->gate_b, &base, (size_t)cfg->F, b);
+        tensor_table_take(&p->value_w, &base, fc, 1);
+        tensor_table_take(&p->value_b, &base, (size_t)cfg->F, b);
+    }
+    tensor_table_take(&p->down_w, &base, fc, 1);
+    tensor_table_take(&p->down_b, &base, (size_t)cfg->C, b);
+    return base;
+}
+
+size_t mt_gated_mlp_acts_count(const mt_gated_mlp_config *cfg, size_t N) { return 3 * N * cfg->F; }
+
+float *mt_gated_mlp_acts_point(mt_gated_mlp_acts *a, float *base, const mt_gated_mlp_config *cfg,
+                               size_t N)
+{
+    tensor_table_take(&a->value, &base, N * cfg->F, 1);
+    tensor_table_take(&a->gate, &base, N * cfg->F, 1);
+    tensor_table_take(&a->hidden, &base, N * cfg->F, 1);
+    return base;
+}
+
+void mt_gated_mlp_forward(const mt_backend *be, float *out, mt_gated_mlp_acts *a, const float *x,
+                          const mt_gated_mlp_params *p, const mt_gated_mlp_config *cfg, size_t N)
+{
+    mt_linear_forward(be, a->value, x, p->value_w, p->value_b, N, cfg->C, cfg->F);
+    mt_linear_forward(be, a->gate, x, p->gate_w, p->gate_b, N, cfg->C, cfg->F);
+    be->gate_forward(a->hidden, a->value, a->gate, N * cfg->F);
+    mt_linear_forward(be, out, a->hidden, p->down_w, p->down_b, N, cfg->F, cfg->C);
+}
+
+void mt_gated_mlp_backward(const mt_backend *be, float *dx, mt_gated_mlp_params *g,
+                           mt_gated_mlp_acts *da, const float *dout, const mt_gated_mlp_acts *a,
+                           const float *x, const mt_gated_mlp_params *p,
+                           const mt_gated_mlp_config *cfg, size_t N)
+{
+    size_t nf = N * cfg->F;
+    be->memzero(da->value, nf * sizeof(float));
+    be->memzero(da->gate, nf * sizeof(float));
+    be->memzero(da->hidden, nf * sizeof(float));
+    mt_linear_backward(be, da->hidden, g->down_w, g->down_b, dout, a->hidden, p->down_w, N, cfg->F,
+                       cfg->C);
+    be->gate_backward(da->value, da->gate, da->hidden, a->value, a->gate, nf);
+    mt_linear_backward(be, dx, g->value_w, g->value_b, da->value, x, p->value_w, N, cfg->C, cfg->F);
+    mt_linear_backward(be, dx, g->gate_w, g->gate_b, da->gate, x, p->gate_w, N, cfg->C, cfg->F);
+}

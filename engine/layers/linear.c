@@ -1,0 +1,46 @@
+/* Linear and embedding layers, the tied output projection.
+ * Linear: out = x W^T + b, W (OC, C).
+ * backward: dx += dout W ; dW += dout^T x ; db += column sums of dout */
+#include "mtlab/layers.h"
+
+void mt_linear_forward(const mt_backend *be, float *out, const float *x, const float *weight,
+                       const float *bias, size_t N, int C, int OC)
+{
+    be->gemm(0, 1, (int)N, OC, C, 1.0f, x, C, weight, C, 0.0f, out, OC);
+    if (bias) be->bias_add(out, bias, N, OC);
+}
+
+void mt_linear_backward(const mt_backend *be, float *dx, float *dweight, float *dbias,
+                        const float *dout, const float *x, const float *weight, size_t N, int C,
+                        int OC)
+{
+    if (dx) be->gemm(0, 0, (int)N, C, OC, 1.0f, dout, OC, weight, C, 1.0f, dx, C);
+    if (dweight) be->gemm(1, 0, OC, C, (int)N, 1.0f, dout, OC, x, C, 1.0f, dweight, C);
+    if (dbias) be->bias_backward(dbias, dout, N, OC);
+}
+
+void mt_embedding_forward(const mt_backend *be, float *out, const int32_t *ids,
+                          const float *table, size_t N, int C, float scale)
+{
+    be->embedding_forward(out, ids, table, N, C, scale);
+}
+
+void mt_embedding_backward(const mt_backend *be, float *dtable, const float *dout,
+                           const int32_t *ids, size_t N, int C, float scale)
+{
+    be->embedding_backward(dtable, dout, ids, N, C, scale);
+}
+
+/* logits = h table^T (+ bias): the embedding table read as a (V, C) linear weight */
+void mt_tied_logits_forward(const mt_backend *be, float *logits, const float *h,
+                            const float *table, const float *bias, size_t N, int C, int V)
+{
+    mt_linear_forward(be, logits, h, table, bias, N, C, V);
+}
+
+void mt_tied_logits_backward(const mt_backend *be, float *dh, float *dtable, float *dbias,
+                             const float *dlogits, const float *h, const float *table, size_t N,
+                             int C, int V)
+{
+    mt_linear_backward(be, dh, dtable, dbias, dlogits, h, table, N, C, V);
+}

@@ -1,0 +1,49 @@
+/* Normalisation and dropout layers: thin names over the backend operations, so models read
+ * as a list of layers. */
+#include "mtlab/layers.h"
+
+void mt_layernorm_forward(const mt_backend *be, float *out, float *mean, float *rstd,
+                          const float *x, const float *weight, const float *bias, size_t N,
+                          int C, float eps)
+{
+    be->layernorm_forward(out, mean, rstd, x, weight, bias, N, C, eps);
+}
+
+void mt_layernorm_backward(const mt_backend *be, float *dx, float *dweight, float *dbias,
+                           const float *dout, const float *x, const float *weight,
+                           const float *mean, const float *rstd, size_t N, int C)
+{
+    be->layernorm_backward(dx, dweight, dbias, dout, x, weight, mean, rstd, N, C);
+}
+
+void mt_rmsnorm_forward(const mt_backend *be, float *out, float *rstd, const float *x,
+                        const float *weight, size_t N, int C, float eps)
+{
+    be->rmsnorm_forward(out, rstd, x, weight, N, C, eps);
+}
+
+void mt_rmsnorm_backward(const mt_backend *be, float *dx, float *dweight, const float *dout,
+                         const float *x, const float *weight, const float *rstd, size_t N, int C)
+{
+    be->rmsnorm_backward(dx, dweight, dout, x, weight, rstd, N, C);
+}
+
+static int dropout_active(const mt_dropout *drop) { return drop && drop->p > 0.0f; }
+
+void mt_dropout_forward(const mt_backend *be, float *out, const float *x, size_t n,
+                        const mt_dropout *drop)
+{
+    if (dropout_active(drop))
+        be->dropout_forward(out, x, n, drop->p, drop->seed, drop->step, drop->site);
+    else if (out != x)
+        be->copy(out, x, n * sizeof *out);
+}
+
+void mt_dropout_backward(const mt_backend *be, float *dx, const float *dout, size_t n,
+                         const mt_dropout *drop)
+{
+    if (dropout_active(drop))
+        be->dropout_backward(dx, dout, n, drop->p, drop->seed, drop->step, drop->site);
+    else
+        be->axpy(dx, dout, n, 1.0f);
+}

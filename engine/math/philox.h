@@ -1,0 +1,42 @@
+/* Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC 2011): a
+ * counter-based generator. Output = bijection(counter) keyed by the seed, so any element's
+ * random number is computed directly from (seed, counter) with no sequential state: dropout
+ * recomputes its mask in backward, and the CPU and CUDA backends draw identical masks.
+ * Shared by both backends like elementwise.h. */
+#ifndef MTLAB_PHILOX_H
+#define MTLAB_PHILOX_H
+
+#include <stdint.h>
+
+#include "math/elementwise.h"
+
+/* out[0..3] = Philox4x32-10(counter = c, key = k) */
+MT_HD void mt_philox4x32(uint32_t out[4], uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3,
+                         uint32_t k0, uint32_t k1)
+{
+    const uint32_t mul0 = 0xD2511F53u, mul1 = 0xCD9E8D57u;
+    const uint32_t weyl0 = 0x9E3779B9u, weyl1 = 0xBB67AE85u;
+    for (int round = 0; round < 10; round++) {
+        uint64_t p0 = (uint64_t)mul0 * c0, p1 = (uint64_t)mul1 * c2;
+        uint32_t hi0 = (uint32_t)(p0 >> 32), lo0 = (uint32_t)p0;
+        uint32_t hi1 = (uint32_t)(p1 >> 32), lo1 = (uint32_t)p1;
+        uint32_t n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
+        c0 = n0, c1 = lo1, c2 = n2, c3 = lo0;
+        k0 += weyl0, k1 += weyl1;
+    }
+    out[0] = c0, out[1] = c1, out[2] = c2, out[3] = c3;
+}
+
+/* 24 random bits -> a float in [0, 1) with every value exactly representable */
+MT_HD float mt_u32_to_unit_float(uint32_t x) { return (float)(x >> 8) * (1.0f / 16777216.0f); }
+
+/* The dropout draw of element i at (seed, step, site): uniform in [0, 1). */
+MT_HD float mt_philox_uniform(uint64_t seed, uint32_t i, uint32_t site, uint64_t step)
+{
+    uint32_t r[4];
+    mt_philox4x32(r, i, site, (uint32_t)step, (uint32_t)(step >> 32), (uint32_t)seed,
+                  (uint32_t)(seed >> 32));
+    return mt_u32_to_unit_float(r[0]);
+}
+
+#endif

@@ -1,0 +1,428 @@
+/* The CPU backend's fast paths against the naive reference backend (matrix products,
+ * attention with every mask kind), and the remaining operations against formulas computed
+ * here in double. Tolerances are stated per test as relative errors. */
+#include "test_util.h"
+#include "grad_check.h"
+#include "math/activation.h"
+#include "mtlab/backend.h"
+
+static const mt_backend *fast, *naive;
+
+static int setup(void **state)
+{
+    (void)state;
+    fast = mt_backend_cpu();
+    naive = mt_backend_cpu_naive();
+    return 0;
+}
+
+/* max_i |a_i - b_i| / max(max_i |b_i|, 1e-30) */
+static double max_rel(const float *a, const float *b, size_t n)
+{
+    double diff = 0.0, scale = 1e-30;
+    for (size_t i = 0; i < n; i++) {
+        diff = fmax(diff, fabs((double)a[i] - b[i]));
+        scale = fmax(scale, fabs((double)b[i]));
+    }
+    return diff / scale;
+}
+
+static float *copy_of(const float *x, size_t n)
+{
+    float *y = malloc(n * sizeof *y);
+    memcpy(y, x, n * sizeof *y);
+    return y;
+}
+
+/* ---------------------------------------------------------------- gemm */
+static void test_gemm_vs_naive(void **state)
+{
+    (void)state;
+    mt_rng rng;
+    mt_rng_init(&rng, 10, 0);
+    const int m = 13, n = 11, k = 17, pad = 3;
+    double worst = 0.0;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            int lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad, ldc = n + pad;
+            float *a = gc_random((size_t)(ta ? k : m) * lda, &rng, 1.0f);
+            float *b = gc_random((size_t)(tb ? n : k) * ldb, &rng, 1.0f);
+            float *c1 = gc_random((size_t)m * ldc, &rng, 1.0f), *c2 = copy_of(c1, (size_t)m * ldc);
+            fast->gemm(ta, tb, m, n, k, 0.7f, a, lda, b, ldb, 0.3f, c1, ldc);
+            naive->gemm(ta, tb, m, n, k, 0.7f, a, lda, b, ldb, 0.3f, c2, ldc);
+            worst = fmax(worst, max_rel(c1, c2, (size_t)m * ldc));
+            /* beta = 0 ignores whatever c held, NaN included */
+            for (size_t i = 0; i < (size_t)m * ldc; i++) c1[i] = c2[i] = NAN;
+            fast->gemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c1, ldc);
+            naive->gemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c2, ldc);
+            for (int i = 0; i < m; i++)
+                for (int j = 0; j < n; j++) {
+                    assert_false(isnan(c1[i * ldc + j]));
+                    assert_true(fabsf(c1[i * ldc + j] - c2[i * ldc + j]) < 1e-5f);
+                }
+            free(a), free(b), free(c1), free(c2);
+        }
+    printf("backend: gemm (4 transposes, strides, alpha/beta) max relative error %.2e (bound 1e-6)\n", worst);
+    assert_true(worst < 1e-6);
+    /* batched: 3 problems at strides larger than the matrices */
+    float *a = gc_random(3 * 300, &rng, 1.0f), *b = gc_random(3 * 300, &rng, 1.0f);
+    float *c1 = gc_random(3 * 200, &rng, 1.0f), *c2 = copy_of(c1, 600);
+    fast->gemm_batched(0, 1, 8, 9, 10, 1.0f, a, 10, 300, b, 10, 300, 1.0f, c1, 9, 200, 3);
+    naive->gemm_batched(0, 1, 8, 9, 10, 1.0f, a, 10, 300, b, 10, 300, 1.0f, c2, 9, 200, 3);
+    printf("backend: gemm_batched max relative error %.2e (bound 1e-6)\n", max_rel(c1, c2, 600));
+    assert_true(max_rel(c1, c2, 600) < 1e-6);
+    free(a), free(b), free(c1), free(c2);
+}
+
+/* ---------------------------------------------------------------- attention */
+typedef struct {
+    const char *name;
+    int B, H, Tq, Tk, Dh, causal, window, q_pos0, masked, cache_extra;
+} attn_setup;
+
+static void attention_case(const attn_setup *s, mt_rng *rng)
+{
+    int C = s->H * s->Dh, Tcap = s->Tk + s->cache_extra;
+    mt_attn_desc d = {.B = s->B, .H = s->H, .Tq = s->Tq, .Tk = s->Tk, .Dh = s->Dh,
+                      .causal = s->causal, .window = s->window, .q_pos0 = s->q_pos0,
+                      .scale = 1.0f / sqrtf((float)s->Dh)};
+    /* k/v and the mask sit in buffers of capacity Tcap, as in a KV cache */
+    if (s->cache_extra) d.kv_bstride = (size_t)Tcap * C, d.mask_bstride = (size_t)Tcap;
+    uint8_t *mask = malloc((size_t)s->B * Tcap);
+    for (int b = 0; b < s->B; b++)
+        for (int j = 0; j < Tcap; j++) mask[b * Tcap + j] = !(s->masked && j < b); /* b left pads */
+    if (s->masked) d.key_mask = mask;
+    size_t nq = (size_t)s->B * s->Tq * C, nk = (size_t)s->B * Tcap * C;
+    size_t na = (size_t)s->B * s->H * s->Tq * s->Tk;
+    float *q = gc_random(nq, rng, 1.5f), *k = gc_random(nk, rng, 1.5f), *v = gc_random(nk, rng, 1.0f);
+    float *o1 = calloc(nq, 4), *o2 = calloc(nq, 4), *p1 = calloc(na, 4), *p2 = calloc(na, 4);
+    fast->attention_forward(o1, p1, q, k, v, &d);
+    naive->attention_forward(o2, p2, q, k, v, &d);
+    double e_out = max_rel(o1, o2, nq), e_att = max_rel(p1, p2, na);
+    /* without att (no probe, no backward) the outputs are the same */
+    float *o3 = calloc(nq, 4), *o4 = calloc(nq, 4);
+    fast->attention_forward(o3, NULL, q, k, v, &d);
+    naive->attention_forward(o4, NULL, q, k, v, &d);
+    assert_memory_equal(o3, o1, nq * 4);
+    assert_memory_equal(o4, o2, nq * 4);
+    free(o3), free(o4);
+    /* masking semantics, checked on the fast result */
+    for (int b = 0; b < s->B; b++)
+        for (int h = 0; h < s->H; h++)
+            for (int i = 0; i < s->Tq; i++) {
+                const float *row = p1 + (((size_t)b * s->H + h) * s->Tq + i) * s->Tk;
+                int pos = s->q_pos0 + i, n_visible = 0;
+                double sum = 0.0;
+                for (int j = 0; j < s->Tk; j++) {
+                    int visible = !(s->masked && j < b) && !(s->causal && j > pos) &&
+                                  !(s->causal && s->window && j < pos - s->window);
+                    if (!visible) assert_true(row[j] == 0.0f);
+                    n_visible += visible;
+                    sum += row[j];
+                }
+                assert_true(fabs(sum - (n_visible ? 1.0 : 0.0)) < 1e-5);
+            }
+    float *dout = gc_random(nq, rng, 1.0f);
+    float *dq1 = gc_random(nq, rng, 1.0f), *dk1 = gc_random(nk, rng, 1.0f), *dv1 = gc_random(nk, rng, 1.0f);
+    float *dq2 = copy_of(dq1, nq), *dk2 = copy_of(dk1, nk), *dv2 = copy_of(dv1, nk);
+    float *s1 = calloc(na, 4), *s2 = calloc(na, 4);
+    fast->attention_backward(dq1, dk1, dv1, s1, dout, q, k, v, p1, &d);
+    naive->attention_backward(dq2, dk2, dv2, s2, dout, q, k, v, p1, &d);
+    double e_dq = max_rel(dq1, dq2, nq), e_dk = max_rel(dk1, dk2, nk), e_dv = max_rel(dv1, dv2, nk);
+    printf("backend: attention %-22s out %.1e att %.1e dq %.1e dk %.1e dv %.1e (bound 1e-6)\n",
+           s->name, e_out, e_att, e_dq, e_dk, e_dv);
+    assert_true(e_out < 1e-6 && e_att < 1e-6 && e_dq < 1e-6 && e_dk < 1e-6 && e_dv < 1e-6);
+    free(mask), free(q), free(k), free(v), free(o1), free(o2), free(p1), free(p2), free(dout);
+    free(dq1), free(dk1), free(dv1), free(dq2), free(dk2), free(dv2), free(s1), free(s2);
+}
+
+static void test_attention_vs_naive(void **state)
+{
+    (void)state;
+    mt_rng rng;
+    mt_rng_init(&rng, 11, 0);
+    const attn_setup cases[] = {
+        {"bidirectional", 2, 3, 7, 7, 4, 0, 0, 0, 0, 0},
+        {"bidirectional+padding", 3, 2, 6, 6, 5, 0, 0, 0, 1, 0},
+        {"causal", 2, 2, 9, 9, 4, 1, 0, 0, 0, 0},
+        {"causal+left padding", 3, 2, 8, 8, 4, 1, 0, 0, 1, 0},
+        {"causal window 3", 2, 2, 12, 12, 4, 1, 3, 0, 0, 0},
+        {"window 2+padding", 3, 1, 10, 10, 3, 1, 2, 0, 1, 0},
+        {"cross (Tq != Tk)", 2, 2, 5, 9, 4, 0, 0, 0, 1, 0},
+        {"decode over a cache", 3, 2, 2, 9, 4, 1, 0, 7, 1, 5},
+        {"decode window 4", 2, 2, 1, 11, 4, 1, 4, 10, 0, 3},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) attention_case(&cases[i], &rng);
+}
+
+/* A query with no visible key (left-padded causal row 0) gets zeros, not NaN. */
+static void test_attention_fully_masked_row(void **state)
+{
+    (void)state;
+    float q[8] = {1, 2, 3, 4, 5, 6, 7, 8}, k[8] = {1, 1, 1, 1, 2, 2, 2, 2}, v[8] = {3, 3, 3, 3, 4, 4, 4, 4};
+    uint8_t mask[2] = {0, 1};
+    mt_attn_desc d = {.B = 1, .H = 1, .Tq = 2, .Tk = 2, .Dh = 4, .causal = 1, .key_mask = mask, .scale = 0.5f};
+    float out[8], att[4];
+    for (int which = 0; which < 2; which++) {
+        (which ? naive : fast)->attention_forward(out, att, q, k, v, &d);
+        for (int e = 0; e < 4; e++) assert_true(out[e] == 0.0f);
+        assert_true(att[0] == 0.0f && att[1] == 0.0f && att[2] == 0.0f && att[3] == 1.0f);
+        for (int e = 4; e < 8; e++) assert_float_equal(out[e], 4.0f, 1e-6);
+    }
+}
+
+/* ---------------------------------------------------------------- rotary */
+static void test_rope(void **state)
+{
+    (void)state;
+    mt_rng rng;
+    mt_rng_init(&rng, 12, 0);
+    enum { B = 2, T = 5, H = 2, Dh = 6, ROT = 4 };
+    size_t n = (size_t)B * T * H * Dh;
+    float inv_freq[ROT / 2] = {1.0f, 0.01f};
+    for (int interleaved = 0; interleaved < 2; interleaved++) {
+        float *x = gc_random(n, &rng, 1.0f), *y = copy_of(x, n);
+        fast->rope_forward(y, NULL, B, T, H, Dh, ROT, 3, inv_freq, interleaved);
+        for (int b = 0; b < B; b++)
+            for (int t = 0; t < T; t++)
+                for (int h = 0; h < H; h++) {
+                    const float *xi = x + (((size_t)b * T + t) * H + h) * Dh;
+                    const float *yi = y + (((size_t)b * T + t) * H + h) * Dh;
+                    for (int i = 0; i < ROT / 2; i++) {
+                        double angle = (3 + t) * (double)inv_freq[i];
+                        int ia = interleaved ? 2 * i : i, ib = interleaved ? 2 * i + 1 : i + ROT / 2;
+                        assert_float_equal(yi[ia], xi[ia] * cos(angle) - xi[ib] * sin(angle), 2e-6);
+                        assert_float_equal(yi[ib], xi[ib] * cos(angle) + xi[ia] * sin(angle), 2e-6);
+                    }
+                    for (int e = ROT; e < Dh; e++) assert_true(yi[e] == xi[e]); /* not rotated */
+                }
+        /* explicit positions give the same as pos0 + t */
+        int32_t pos[B * T];
+        for (int i = 0; i < B * T; i++) pos[i] = 3 + i % T;
+        float *z = copy_of(x, n);
+        fast->rope_forward(z, pos, B, T, H, Dh, ROT, 0, inv_freq, interleaved);
+        assert_memory_equal(z, y, n * sizeof(float));
+        /* backward is the inverse rotation */
+        fast->rope_backward(y, NULL, B, T, H, Dh, ROT, 3, inv_freq, interleaved);
+        assert_true(max_rel(y, x, n) < 1e-6);
+        free(x), free(y), free(z);
+    }
+}
+
+/* ---------------------------------------------------------------- conv1d */
+static void test_conv1d(void **state)
+{
+    (void)state;
+    mt_rng rng;
+    mt_rng_init(&rng, 13, 0);
+    enum { B = 2, T = 7, C = 5, K = 4 };
+    float *x = gc_random(B * T * C, &rng, 1.0f), *w = gc_random(C * K, &rng, 1.0f);
+    float *bias = gc_random(C, &rng, 1.0f), *out = calloc(B * T * C, 4);
+    fast->conv1d_forward(out, x, w, bias, B, T, C, K);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int c = 0; c < C; c++) {
+                double want = bias[c];
+                for (int k = 0; k < K; k++)
+                    if (t - K + 1 + k >= 0) want += (double)w[c * K + k] * x[(b * T + t - K + 1 + k) * C + c];
+                assert_float_equal(out[(b * T + t) * C + c], want, 1e-5);
+            }
+    /* prefill the first 2 steps (T < K: zeros in front), then step the rest */
+    float state_buf[B * C * K], step_in[B * C], step_out[B * C];
+    float *x2 = calloc(B * 2 * C, 4);
+    for (int b = 0; b < B; b++) memcpy(x2 + b * 2 * C, x + b * T * C, 2 * C * sizeof(float));
+    fast->conv1d_state_fill(state_buf, x2, B, 2, C, K);
+    for (int c = 0; c < C; c++) assert_true(state_buf[c * K] == 0.0f && state_buf[c * K + 1] == 0.0f);
+    for (int t = 2; t < T; t++) {
+        for (int b = 0; b < B; b++) memcpy(step_in + b * C, x + (b * T + t) * C, C * sizeof(float));
+        fast->conv1d_step(step_out, state_buf, step_in, w, bias, B, C, K);
+        for (int b = 0; b < B; b++)
+            for (int c = 0; c < C; c++)
+                assert_true(step_out[b * C + c] == out[(b * T + t) * C + c]); /* same sum order */
+    }
+    free(x), free(w), free(bias), free(out), free(x2);
+}
+
+/* double reference: out[b,t,c] = bias[c] + sum_k w[c,k] x[b, t-K+1+k, c] with B 2, T 6, C 3, K 4 */
+typedef struct {
+    double *x, *w, *bias, *r;
+} conv_ref;
+
+static double conv_ref_loss(void *p)
+{
+    conv_ref *m = p;
+    double loss = 0.0;
+    for (int b = 0; b < 2; b++)
+        for (int t = 0; t < 6; t++)
+            for (int c = 0; c < 3; c++) {
+                double o = m->bias[c];
+                for (int k = 0; k < 4; k++)
+                    if (t - 3 + k >= 0) o += m->w[c * 4 + k] * m->x[(b * 6 + t - 3 + k) * 3 + c];
+                loss += m->r[(b * 6 + t) * 3 + c] * o;
+            }
+    return loss;
+}
+
+static double *to_double(const float *x, size_t n)
+{
+    double *y = malloc(n * sizeof *y);
+    for (size_t i = 0; i < n; i++) y[i] = x[i];
+    return y;
+}
+
+static void test_conv1d_grad(void **state)
+{
+    (void)state;
+    mt_rng rng;
+    mt_rng_init(&rng, 14, 0);
+    float *x = gc_random(36, &rng, 1.0f), *w = gc_random(12, &rng, 1.0f), *bias = gc_random(3, &rng, 1.0f);
+    float *r = gc_random(36, &rng, 1.0f), *dx = calloc(36, 4), *dw = calloc(12, 4), *db = calloc(3, 4);
+    fast->conv1d_backward(dx, dw, db, r, x, w, 2, 6, 3, 4);
+    conv_ref m = {to_double(x, 36), to_double(w, 12), to_double(bias, 3), to_double(r, 36)};
+    assert_true(gc_report("backend", "conv1d dx", gc_rel_error(m.x, 36, dx, conv_ref_loss, &m, 36), 1e-6));
+    assert_true(gc_report("backend", "conv1d dweight", gc_rel_error(m.w, 12, dw, conv_ref_loss, &m, 12), 1e-6));
+    assert_true(gc_report("backend", "conv1d dbias", gc_rel_error(m.bias, 3, db, conv_ref_loss, &m, 3), 1e-6));
+    free(x), free(w), free(bias), free(r), free(dx), free(dw), free(db);
+    free(m.x), free(m.w), free(m.bias), free(m.r);
+}
+
+/* ---------------------------------------------------------------- rows, reductions, misc */
+static void test_softmax_argmax(void **state)
+{
+    (void)state;
+    mt_rng rng;
+    mt_rng_init(&rng, 15, 0);
+    enum { R = 4, V = 9 };
+    float *x = gc_random(R * V, &rng, 20.0f), p[R * V], lp[R * V];
+    x[2 * V + 3] = x[2 * V + 5] = 100.0f; /* a tie: argmax takes the first */
+    fast->softmax(p, x, R, V);
+    fast->log_softmax(lp, x, R, V);
+    int32_t am[R];
+    fast->argmax_rows(am, x, R, V);
+    assert_int_equal(am[2], 3);
+    for (int r = 0; r < R; r++) {
+        double mx = -INFINITY, z = 0.0;
+        for (int j = 0; j < V; j++) mx = fmax(mx, x[r * V + j]);
+        for (int j = 0; j < V; j++) z += exp(x[r * V + j] - mx);
+        for (int j = 0; j < V; j++) {
+            double want = x[r * V + j] - mx - log(z);
+            assert_float_equal(lp[r * V + j], want, 1e-5);
+            assert_float_equal(p[r * V + j], exp(want), 1e-6);
+            if (x[r * V + j] > x[r * V + am[r]]) fail();
+        }
+    }
+    free(x);
+}
+
+static void test_embedding_and_utilities(void **state)
+{
+    (void)state;
+    mt_rng rng;
+    mt_rng_init(&rng, 16, 0);
+    enum { V = 5, C = 70, N = 6 }; /* C > 64 spans two column blocks of the backward */
+    int32_t ids[N] = {4, 1, 4, 4, 0, 1};
+    float *dout = gc_random(N * C, &rng, 1.0f), *dtable = calloc(V * C, 4);
+    fast->embedding_backward(dtable, dout, ids, N, C, 0.5f);
+    for (int v = 0; v < V; v++)
+        for (int c = 0; c < C; c++) {
+            double want = 0.0;
+            for (int i = 0; i < N; i++)
+                if (ids[i] == v) want += 0.5 * dout[i * C + c];
+            assert_float_equal(dtable[v * C + c], want, 1e-6);
+        }
+    /* bias_backward, mask_rows, copy2d, index_select, sums */
+    float db[C] = {0};
+    fast->bias_backward(db, dout, N, C);
+    for (int c = 0; c < C; c++) {
+        double want = 0.0;
+        for (int i = 0; i < N; i++) want += dout[i * C + c];
+        assert_float_equal(db[c], want, 1e-6);
+    }
+    uint8_t mask[N] = {1, 0, 1, 1, 0, 1};
+    float *m = copy_of(dout, N * C);
+    fast->mask_rows(m, mask, N, C);
+    for (int i = 0; i < N; i++)
+        for (int c = 0; c < C; c++) assert_true(m[i * C + c] == (mask[i] ? dout[i * C + c] : 0.0f));
+    int32_t idx[3] = {5, 0, 5};
+    float sel[3 * C];
+    fast->index_select(sel, dout, idx, 3, C);
+    assert_memory_equal(sel, dout + 5 * C, C * sizeof(float));
+    assert_memory_equal(sel + C, dout, C * sizeof(float));
+    float block[4 * 3];
+    fast->copy2d(block, 3, dout + 2, C, 4, 3);
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 3; c++) assert_true(block[r * 3 + c] == dout[r * C + 2 + c]);
+    double s = 0.0, ss = 0.0;
+    for (int i = 0; i < N * C; i++) s += dout[i], ss += (double)dout[i] * dout[i];
+    assert_float_equal(fast->sum(dout, N * C), s, 1e-9);
+    assert_float_equal(fast->sum_squares(dout, N * C), ss, 1e-9);
+    free(dout), free(dtable), free(m);
+}
+
+static void test_activations(void **state)
+{
+    (void)state;
+    enum { N = 41 };
+    float x[N], y[N], dx[N], ones[N];
+    for (int i = 0; i < N; i++) x[i] = -5.0f + 0.25f * i + 0.01f, ones[i] = 1.0f;
+    const mt_act acts[4] = {MT_ACT_RELU, MT_ACT_SILU, MT_ACT_SOFTPLUS, MT_ACT_GELU};
+    for (int a = 0; a < 4; a++) {
+        fast->act_forward(acts[a], y, x, N);
+        memset(dx, 0, sizeof dx);
+        fast->act_backward(acts[a], dx, ones, x, N);
+        for (int i = 0; i < N; i++) {
+            double xd = x[i], want, grad;
+            switch (acts[a]) {
+            case MT_ACT_RELU: want = xd > 0 ? xd : 0, grad = xd > 0; break;
+            case MT_ACT_SILU: want = xd / (1 + exp(-xd)), grad = 1 / (1 + exp(-xd)) * (1 + xd * (1 - 1 / (1 + exp(-xd)))); break;
+            case MT_ACT_SOFTPLUS: want = log1p(exp(xd)), grad = 1 / (1 + exp(-xd)); break;
+            default: want = 0.5 * xd * (1 + erf(xd / sqrt(2.0))), grad = 0.5 * (1 + erf(xd / sqrt(2.0))) + xd * exp(-0.5 * xd * xd) / sqrt(2 * M_PI); break;
+            }
+            assert_float_equal(y[i], want, 1e-5 * (1 + fabs(want)));
+            assert_float_equal(dx[i], grad, 1e-5);
+        }
+    }
+    /* value * SiLU(gate) and its backward */
+    float v[N], g[N], o[N], dv[N] = {0}, dg[N] = {0};
+    for (int i = 0; i < N; i++) v[i] = 0.1f * i - 2.0f, g[i] = x[i];
+    fast->gate_forward(o, v, g, N);
+    fast->gate_backward(dv, dg, ones, v, g, N);
+    for (int i = 0; i < N; i++) {
+        assert_float_equal(o[i], v[i] * mt_siluf(g[i]), 1e-6);
+        assert_float_equal(dv[i], mt_siluf(g[i]), 1e-6);
+        assert_float_equal(dg[i], v[i] * mt_silu_gradf(g[i]), 1e-6);
+    }
+}
+
+static void test_memory(void **state)
+{
+    (void)state;
+    float host[5] = {1, 2, 3, 4, 5}, back[5] = {0};
+    float *d = fast->alloc(5 * sizeof(float));
+    assert_non_null(d);
+    for (int i = 0; i < 5; i++) assert_true(d[i] == 0.0f); /* zero-filled */
+    fast->upload(d, host, sizeof host);
+    fast->memzero(d + 1, sizeof(float));
+    fast->download(back, d, sizeof back);
+    assert_true(back[0] == 1 && back[1] == 0 && back[4] == 5);
+    fast->free(d);
+    fast->free(NULL);
+    assert_null(fast->alloc((size_t)-1)); /* overflow is an error, not a crash */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gemm_vs_naive),
+        cmocka_unit_test(test_attention_vs_naive),
+        cmocka_unit_test(test_attention_fully_masked_row),
+        cmocka_unit_test(test_rope),
+        cmocka_unit_test(test_conv1d),
+        cmocka_unit_test(test_conv1d_grad),
+        cmocka_unit_test(test_softmax_argmax),
+        cmocka_unit_test(test_embedding_and_utilities),
+        cmocka_unit_test(test_activations),
+        cmocka_unit_test(test_memory),
+    };
+    return cmocka_run_group_tests_name("backend", tests, setup, NULL);
+}

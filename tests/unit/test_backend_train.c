@@ -1,0 +1,143 @@
+/* Training operations of the CPU backend: the Philox generator (published known answers),
+ * host random streams, counter-based dropout (reproducible, recomputable masks) and AdamW
+ * against a step computed by hand in double precision. */
+#include "test_util.h"
+#include "math/philox.h"
+#include "mtlab/backend.h"
+#include "mtlab/rng.h"
+
+static const mt_backend *be;
+
+static int setup(void **state)
+{
+    (void)state;
+    be = mt_backend_cpu();
+    return 0;
+}
+
+/* Random123 kat_vectors: counter (4 words), key (2 words) -> output (4 words) */
+static void test_philox_known_answers(void **state)
+{
+    (void)state;
+    static const uint32_t kat[3][10] = {
+        {0, 0, 0, 0, 0, 0, 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8},
+        {~0u, ~0u, ~0u, ~0u, ~0u, ~0u, 0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd},
+        {0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0, 0xd16cfe09,
+         0x94fdcceb, 0x5001e420, 0x24126ea1},
+    };
+    for (int i = 0; i < 3; i++) {
+        uint32_t out[4];
+        mt_philox4x32(out, kat[i][0], kat[i][1], kat[i][2], kat[i][3], kat[i][4], kat[i][5]);
+        for (int j = 0; j < 4; j++) assert_int_equal(out[j], kat[i][6 + j]);
+    }
+}
+
+static void test_rng_streams(void **state)
+{
+    (void)state;
+    mt_rng a, b, c;
+    mt_rng_init(&a, 42, 1);
+    mt_rng_init(&b, 42, 1);
+    mt_rng_init(&c, 42, 2);
+    int same_c = 0;
+    for (int i = 0; i < 1000; i++) {
+        uint32_t x = mt_rng_u32(&a);
+        assert_int_equal(x, mt_rng_u32(&b));
+        same_c += x == mt_rng_u32(&c);
+    }
+    assert_true(same_c < 3); /* another stream is another sequence */
+    enum { N = 200000 };
+    double sum_u = 0, sum_n = 0, sum_n2 = 0;
+    int hist[10] = {0};
+    for (int i = 0; i < N; i++) {
+        double u = mt_rng_uniform_double(&a), z = mt_rng_normal(&a);
+        float f = mt_rng_uniform(&a);
+        assert_true(u >= 0.0 && u < 1.0 && f >= 0.0f && f < 1.0f);
+        sum_u += u, sum_n += z, sum_n2 += z * z;
+        hist[mt_rng_below(&a, 10)]++;
+    }
+    printf("rng: uniform mean %.4f, normal mean %.4f var %.4f over %d draws\n", sum_u / N,
+           sum_n / N, sum_n2 / N, N);
+    assert_true(fabs(sum_u / N - 0.5) < 0.005);
+    assert_true(fabs(sum_n / N) < 0.01 && fabs(sum_n2 / N - 1.0) < 0.015);
+    for (int k = 0; k < 10; k++) assert_true(abs(hist[k] - N / 10) < 600); /* ~4.5 sigma */
+}
+
+static void test_dropout_reproducible(void **state)
+{
+    (void)state;
+    enum { N = 100000 };
+    float *x = malloc(N * 4), *a = malloc(N * 4), *b = malloc(N * 4), *c = malloc(N * 4);
+    float *dx = calloc(N, 4);
+    for (int i = 0; i < N; i++) x[i] = 1.0f + (float)(i % 7);
+    const float p = 0.3f;
+    be->dropout_forward(a, x, N, p, 1234, 5, 2);
+    be->dropout_forward(b, x, N, p, 1234, 5, 2);
+    assert_memory_equal(a, b, N * sizeof(float)); /* same (seed, step, site): same mask */
+    be->dropout_forward(c, x, N, p, 1234, 6, 2);
+    int kept = 0, differ = 0;
+    for (int i = 0; i < N; i++) {
+        kept += a[i] != 0.0f;
+        differ += (a[i] != 0.0f) != (c[i] != 0.0f);
+        if (a[i] != 0.0f) assert_true(a[i] == x[i] * (1.0f / (1.0f - p)));
+    }
+    printf("dropout: p = 0.3 kept %.4f of %d; next step changes %.4f of the mask\n",
+           (double)kept / N, N, (double)differ / N);
+    assert_true(fabs((double)kept / N - 0.7) < 0.006);
+    assert_true(fabs((double)differ / N - 0.42) < 0.01); /* independent masks: 2 p (1 - p) */
+    be->dropout_forward(c, x, N, p, 1234, 5, 3);         /* another site, another mask */
+    assert_true(memcmp(a, c, N * sizeof(float)) != 0);
+    /* backward recomputes the forward mask: dx = mask * 1/(1-p) exactly where kept */
+    float *ones = malloc(N * 4);
+    for (int i = 0; i < N; i++) ones[i] = 1.0f;
+    be->dropout_backward(dx, ones, N, p, 1234, 5, 2);
+    for (int i = 0; i < N; i++) assert_true((dx[i] != 0.0f) == (a[i] != 0.0f));
+    /* in place works */
+    memcpy(c, x, N * sizeof(float));
+    be->dropout_forward(c, c, N, p, 1234, 5, 2);
+    assert_memory_equal(a, c, N * sizeof(float));
+    free(x), free(a), free(b), free(c), free(dx), free(ones);
+}
+
+/* Two AdamW steps against the torch.optim.AdamW update written out in double. */
+static void test_adamw_step(void **state)
+{
+    (void)state;
+    enum { N = 6 };
+    float p[N] = {0.5f, -1.0f, 2.0f, 0.0f, -0.25f, 3.0f};
+    float m[N] = {0}, v[N] = {0};
+    uint8_t decay[N] = {1, 1, 0, 1, 0, 1};
+    const float g1[N] = {0.1f, -0.2f, 0.3f, 0.0f, 1.0f, -2.0f};
+    const float g2[N] = {-0.1f, 0.4f, 0.3f, 0.5f, -1.0f, 0.0f};
+    mt_adamw_hparams h = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-8f, .weight_decay = 0.1f};
+    double pd[N], md[N] = {0}, vd[N] = {0};
+    for (int i = 0; i < N; i++) pd[i] = p[i];
+    for (int step = 1; step <= 2; step++) {
+        const float *g = step == 1 ? g1 : g2;
+        be->adamw_step(p, g, m, v, decay, N, &h, step);
+        for (int i = 0; i < N; i++) {
+            if (decay[i]) pd[i] *= 1.0 - (double)h.lr * h.weight_decay;
+            md[i] = h.beta1 * md[i] + (1.0 - h.beta1) * g[i];
+            vd[i] = h.beta2 * vd[i] + (1.0 - h.beta2) * (double)g[i] * g[i];
+            double mhat = md[i] / (1.0 - pow(h.beta1, step)), vhat = vd[i] / (1.0 - pow(h.beta2, step));
+            pd[i] -= h.lr * mhat / (sqrt(vhat) + h.eps);
+        }
+    }
+    double worst = 0.0;
+    for (int i = 0; i < N; i++) worst = fmax(worst, fabs(p[i] - pd[i]));
+    printf("adamw: two steps vs hand-computed, max abs error %.2e (bound 1e-6)\n", worst);
+    assert_true(worst < 1e-6);
+    /* the first step moves every parameter with a gradient by about lr */
+    assert_float_equal(pd[0], 0.5 * (1 - 1e-3) - 1e-2, 1e-2 + 1e-4);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_philox_known_answers),
+        cmocka_unit_test(test_rng_streams),
+        cmocka_unit_test(test_dropout_reproducible),
+        cmocka_unit_test(test_adamw_step),
+    };
+    return cmocka_run_group_tests_name("backend_train", tests, setup, NULL);
+}

@@ -1,0 +1,210 @@
+/* The selective scan: the streaming CPU scan against the naive O(T*D*N) loop that keeps every
+ * expanded state, forward and backward; the recurrent single step against the parallel
+ * forward; and every scan gradient against finite differences of a double-precision scan. */
+#include "test_util.h"
+#include "grad_check.h"
+#include "mtlab/backend.h"
+
+static const mt_backend *fast, *naive;
+
+static int setup(void **state)
+{
+    (void)state;
+    fast = mt_backend_cpu();
+    naive = mt_backend_cpu_naive();
+    return 0;
+}
+
+static double max_rel(const float *a, const float *b, size_t n)
+{
+    double diff = 0.0, scale = 1e-30;
+    for (size_t i = 0; i < n; i++) {
+        diff = fmax(diff, fabs((double)a[i] - b[i]));
+        scale = fmax(scale, fabs((double)b[i]));
+    }
+    return diff / scale;
+}
+
+typedef struct {
+    int B, T, D, N;
+    float *u, *dt, *A_log, *Bm, *Cm, *Dskip, *dt_bias, *y, *r;
+    mt_scan_args a;
+} scan_case;
+
+static void scan_case_init(scan_case *s, int B, int T, int D, int N, uint64_t seed)
+{
+    mt_rng rng;
+    mt_rng_init(&rng, seed, 0);
+    s->B = B, s->T = T, s->D = D, s->N = N;
+    size_t btd = (size_t)B * T * D, btn = (size_t)B * T * N;
+    s->u = gc_random(btd, &rng, 1.0f);
+    s->dt = gc_random(btd, &rng, 1.5f);
+    s->A_log = gc_random((size_t)D * N, &rng, 1.0f);
+    for (int d = 0; d < D; d++) /* A_log near log(1..N), the S4D-real init */
+        for (int n = 0; n < N; n++) s->A_log[d * N + n] += (float)(round(log(n + 1.0) * 4096) / 4096);
+    s->Bm = gc_random(btn, &rng, 1.0f);
+    s->Cm = gc_random(btn, &rng, 1.0f);
+    s->Dskip = gc_random(D, &rng, 1.0f);
+    s->dt_bias = gc_random(D, &rng, 1.0f);
+    s->y = calloc(btd, 4);
+    s->r = gc_random(btd, &rng, 1.0f);
+    s->a = (mt_scan_args){s->u, s->dt, s->A_log, s->Bm, s->Cm, s->Dskip, s->dt_bias, B, T, D, N};
+}
+
+static void scan_case_free(scan_case *s)
+{
+    free(s->u), free(s->dt), free(s->A_log), free(s->Bm), free(s->Cm), free(s->Dskip);
+    free(s->dt_bias), free(s->y), free(s->r);
+}
+
+/* all seven gradients in one block */
+typedef struct {
+    float *block;
+    mt_scan_grads g;
+} scan_grads;
+
+static void scan_grads_init(scan_grads *sg, const scan_case *s)
+{
+    size_t btd = (size_t)s->B * s->T * s->D, btn = (size_t)s->B * s->T * s->N;
+    size_t dn = (size_t)s->D * s->N, total = 2 * btd + dn + 2 * btn + 2 * (size_t)s->D;
+    sg->block = calloc(total, 4);
+    float *p = sg->block;
+    sg->g.du = p, p += btd;
+    sg->g.ddt = p, p += btd;
+    sg->g.dA_log = p, p += dn;
+    sg->g.dBm = p, p += btn;
+    sg->g.dCm = p, p += btn;
+    sg->g.dDskip = p, p += s->D;
+    sg->g.ddt_bias = p;
+}
+
+static void test_scan_vs_naive(void **state)
+{
+    (void)state;
+    scan_case s;
+    scan_case_init(&s, 3, 37, 37, 6, 21);
+    s.dt[5] = 30.0f; /* the linear branch of softplus (above 20) */
+    size_t btd = (size_t)s.B * s.T * s.D, bdn = (size_t)s.B * s.D * s.N;
+    float *y2 = calloc(btd, 4), *h1 = calloc(bdn, 4), *h2 = calloc(bdn, 4);
+    fast->scan_forward(s.y, h1, &s.a);
+    naive->scan_forward(y2, h2, &s.a);
+    double ey = max_rel(s.y, y2, btd), eh = max_rel(h1, h2, bdn);
+    scan_grads g1, g2;
+    scan_grads_init(&g1, &s), scan_grads_init(&g2, &s);
+    fast->scan_backward(&g1.g, s.r, &s.a);
+    naive->scan_backward(&g2.g, s.r, &s.a);
+    const char *names[7] = {"du", "ddt", "dA_log", "dBm", "dCm", "dD", "ddt_bias"};
+    float *f1[7] = {g1.g.du, g1.g.ddt, g1.g.dA_log, g1.g.dBm, g1.g.dCm, g1.g.dDskip, g1.g.ddt_bias};
+    float *f2[7] = {g2.g.du, g2.g.ddt, g2.g.dA_log, g2.g.dBm, g2.g.dCm, g2.g.dDskip, g2.g.ddt_bias};
+    size_t sizes[7] = {btd, btd, (size_t)s.D * s.N, (size_t)s.B * s.T * s.N, (size_t)s.B * s.T * s.N, s.D, s.D};
+    printf("scan: fast vs naive (B 3, T 37, D 37, N 6): y %.1e h_last %.1e", ey, eh);
+    double worst = fmax(ey, eh);
+    for (int i = 0; i < 7; i++) {
+        double e = max_rel(f1[i], f2[i], sizes[i]);
+        printf(" %s %.1e", names[i], e);
+        worst = fmax(worst, e);
+    }
+    printf(" (bound 2e-6)\n");
+    assert_true(worst < 2e-6);
+    free(y2), free(h1), free(h2), free(g1.block), free(g2.block);
+    scan_case_free(&s);
+}
+
+/* Feeding the tokens one at a time through scan_step reproduces the parallel scan. */
+static void test_scan_step_matches_forward(void **state)
+{
+    (void)state;
+    scan_case s;
+    scan_case_init(&s, 2, 11, 21, 4, 22);
+    int B = s.B, T = s.T, D = s.D, N = s.N;
+    float *h_last = calloc((size_t)B * D * N, 4), *h = calloc((size_t)B * D * N, 4);
+    fast->scan_forward(s.y, h_last, &s.a);
+    float *u = malloc(B * D * 4), *dt = malloc(B * D * 4), *Bm = malloc(B * N * 4), *Cm = malloc(B * N * 4);
+    float *y = malloc(B * D * 4);
+    mt_scan_args one = {u, dt, s.A_log, Bm, Cm, s.Dskip, s.dt_bias, B, 1, D, N};
+    for (int t = 0; t < T; t++) {
+        for (int b = 0; b < B; b++) {
+            memcpy(u + b * D, s.u + ((size_t)b * T + t) * D, D * 4);
+            memcpy(dt + b * D, s.dt + ((size_t)b * T + t) * D, D * 4);
+            memcpy(Bm + b * N, s.Bm + ((size_t)b * T + t) * N, N * 4);
+            memcpy(Cm + b * N, s.Cm + ((size_t)b * T + t) * N, N * 4);
+        }
+        fast->scan_step(y, h, &one);
+        for (int b = 0; b < B; b++)
+            assert_memory_equal(y + b * D, s.y + ((size_t)b * T + t) * D, D * 4); /* bitwise */
+    }
+    assert_memory_equal(h, h_last, (size_t)B * D * N * 4);
+    free(h_last), free(h), free(u), free(dt), free(Bm), free(Cm), free(y);
+    scan_case_free(&s);
+}
+
+/* The scan in double precision, straight from the formulas in mtlab/backend.h. */
+typedef struct {
+    int B, T, D, N;
+    double *u, *dt, *A_log, *Bm, *Cm, *Dskip, *dt_bias, *r;
+} scan_ref;
+
+static double scan_ref_loss(void *p)
+{
+    scan_ref *m = p;
+    double loss = 0.0;
+    for (int b = 0; b < m->B; b++)
+        for (int d = 0; d < m->D; d++) {
+            double h[MT_SCAN_MAX_STATE] = {0};
+            for (int t = 0; t < m->T; t++) {
+                size_t i = ((size_t)b * m->T + t) * m->D + d, r = ((size_t)b * m->T + t) * m->N;
+                double v = m->dt[i] + m->dt_bias[d], delta = v <= 20 ? log1p(exp(v)) : v;
+                double y = m->Dskip[d] * m->u[i];
+                for (int n = 0; n < m->N; n++) {
+                    h[n] = exp(delta * -exp(m->A_log[d * m->N + n])) * h[n] + delta * m->Bm[r + n] * m->u[i];
+                    y += h[n] * m->Cm[r + n];
+                }
+                loss += m->r[i] * y;
+            }
+        }
+    return loss;
+}
+
+static double *to_double(const float *x, size_t n)
+{
+    double *y = malloc(n * sizeof *y);
+    for (size_t i = 0; i < n; i++) y[i] = x[i];
+    return y;
+}
+
+static void test_scan_grad(void **state)
+{
+    (void)state;
+    scan_case s;
+    scan_case_init(&s, 2, 9, 19, 3, 23);
+    s.dt[3] = 25.0f; /* one step on softplus's linear branch */
+    scan_grads g;
+    scan_grads_init(&g, &s);
+    fast->scan_backward(&g.g, s.r, &s.a);
+    size_t btd = (size_t)s.B * s.T * s.D, btn = (size_t)s.B * s.T * s.N, dn = (size_t)s.D * s.N;
+    scan_ref m = {s.B, s.T, s.D, s.N, to_double(s.u, btd), to_double(s.dt, btd), to_double(s.A_log, dn),
+                  to_double(s.Bm, btn), to_double(s.Cm, btn), to_double(s.Dskip, s.D),
+                  to_double(s.dt_bias, s.D), to_double(s.r, btd)};
+    struct { const char *name; double *x; float *g; size_t n; } t[7] = {
+        {"scan du", m.u, g.g.du, btd}, {"scan ddt", m.dt, g.g.ddt, btd},
+        {"scan dA_log", m.A_log, g.g.dA_log, dn}, {"scan dBm", m.Bm, g.g.dBm, btn},
+        {"scan dCm", m.Cm, g.g.dCm, btn}, {"scan dD", m.Dskip, g.g.dDskip, s.D},
+        {"scan ddt_bias", m.dt_bias, g.g.ddt_bias, s.D},
+    };
+    for (int i = 0; i < 7; i++)
+        assert_true(gc_report("scan", t[i].name, gc_rel_error(t[i].x, t[i].n, t[i].g, scan_ref_loss, &m, 40), 1e-5));
+    for (int i = 0; i < 7; i++) free(t[i].x);
+    free(m.r);
+    free(g.block);
+    scan_case_free(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_scan_vs_naive),
+        cmocka_unit_test(test_scan_step_matches_forward),
+        cmocka_unit_test(test_scan_grad),
+    };
+    return cmocka_run_group_tests_name("scan", tests, setup, NULL);
+}
