@@ -7,6 +7,7 @@
 
 static const struct mt_command *const commands[] = {
     &cmd_devices,
+    &cmd_data,
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
