@@ -8,6 +8,7 @@
 static const struct mt_command *const commands[] = {
     &cmd_devices,
     &cmd_data,
+    &cmd_score,
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
