@@ -7,8 +7,10 @@
 
 static const struct mt_command *const commands[] = {
     &cmd_devices,
+    &cmd_tokenizer,
     &cmd_data,
     &cmd_score,
+    &cmd_eval,
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

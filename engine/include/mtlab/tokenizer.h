@@ -37,7 +37,11 @@ typedef struct {
     double character_coverage; /* default 1.0 */
     int num_threads;           /* 0: all cores */
     unsigned seed;             /* for reproducible sampling of the training sentences */
+    size_t max_sentences;      /* 0: 2,000,000; more input lines than this are sampled */
+    int verbose;               /* 1: let sentencepiece log its progress to stderr */
 } mt_tokenizer_train_opts;
+/* The model depends on the inputs, the seed and num_threads (the EM sums are split per
+ * thread), so fix num_threads where byte-identical models across machines matter. */
 int mt_tokenizer_train(const mt_tokenizer_train_opts *opts);
 
 #endif

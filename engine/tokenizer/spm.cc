@@ -1,0 +1,182 @@
+/* The mtlab tokenizer API over sentencepiece: load, encode, decode, vocabulary look-ups.
+ * Training is in spm_train.cc. Every entry point is extern "C" and catches every exception. */
+#include "tokenizer/spm_boundary.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+extern "C" {
+#include "mtlab/tokenizer.h"
+#include "tokenizer/utf8.h"
+}
+
+struct mt_tokenizer {
+    sentencepiece::SentencePieceProcessor sp;
+    std::string name; /* file (or bundle member) the model came from, for messages */
+};
+
+/* Real models are a few MB; anything far larger is not one, and reading it would only waste
+ * memory before the parser says so. */
+static const long MAX_MODEL_BYTES = 256L << 20;
+
+static const char *const RESERVED_PIECES[] = {"<pad>", "<eos>", "<sep>", "<bos>", "<unk>"};
+
+/* The reserved ids are what every mtlab model relies on (decoder-only models read
+ * "src <sep> tgt <eos>"), so a model with another layout is refused rather than half-working. */
+static int check_reserved_ids(const mt_tokenizer *tok)
+{
+    const char *name = tok->name.c_str();
+    const int n = tok->sp.GetPieceSize();
+    if (n <= MT_UNK_ID)
+        return mt_error("%s: vocabulary of %d pieces is too small to hold the reserved ids 0..%d",
+                        name, n, MT_UNK_ID);
+    for (int id = 0; id <= MT_UNK_ID; id++) {
+        const std::string &piece = tok->sp.IdToPiece(id);
+        if (piece != RESERVED_PIECES[id])
+            return mt_error("%s: not an mtlab tokenizer: id %d is '%s', expected the reserved "
+                            "piece '%s' (train one with `mtlab tokenizer train`)",
+                            name, id, piece.c_str(), RESERVED_PIECES[id]);
+        const bool is_unk = id == MT_UNK_ID;
+        if (is_unk ? !tok->sp.IsUnknown(id) : !tok->sp.IsControl(id))
+            return mt_error("%s: not an mtlab tokenizer: id %d '%s' is not marked as %s", name, id,
+                            piece.c_str(), is_unk ? "the unknown piece" : "a control symbol");
+    }
+    return 0;
+}
+
+extern "C" mt_tokenizer *mt_tokenizer_load_bytes(const void *data, size_t len,
+                                                 const char *name_for_errors)
+{
+    const char *name = name_for_errors ? name_for_errors : "tokenizer";
+    return spm_guarded(name, (mt_tokenizer *)nullptr, [&]() -> mt_tokenizer * {
+        if (len == 0) {
+            mt_error("%s: empty, not a sentencepiece model", name);
+            return nullptr;
+        }
+        mt_tokenizer *tok = new mt_tokenizer;
+        tok->name = name;
+        const auto status =
+            tok->sp.LoadFromSerializedProto(std::string_view((const char *)data, len));
+        if (!status.ok()) {
+            const std::string why = spm_status_text(status);
+            mt_error("%s: not a sentencepiece model%s%s%s", name, why.empty() ? "" : " (",
+                     why.c_str(), why.empty() ? "" : ")");
+            delete tok;
+            return nullptr;
+        }
+        if (check_reserved_ids(tok)) {
+            delete tok;
+            return nullptr;
+        }
+        return tok;
+    });
+}
+
+extern "C" mt_tokenizer *mt_tokenizer_load(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        mt_error("%s: %s", path, strerror(errno));
+        return nullptr;
+    }
+    long size = -1;
+    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
+    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        mt_error("%s: cannot determine the file size: %s", path, strerror(errno));
+        fclose(f);
+        return nullptr;
+    }
+    if (size > MAX_MODEL_BYTES) {
+        mt_error("%s: %ld bytes is too large for a sentencepiece model (limit %ld)", path, size,
+                 MAX_MODEL_BYTES);
+        fclose(f);
+        return nullptr;
+    }
+    char *bytes = (char *)malloc(size > 0 ? (size_t)size : 1);
+    if (!bytes) {
+        mt_error("%s: out of memory reading %ld bytes", path, size);
+        fclose(f);
+        return nullptr;
+    }
+    const size_t got = fread(bytes, 1, (size_t)size, f);
+    const bool read_failed = ferror(f) != 0;
+    fclose(f);
+    mt_tokenizer *tok = nullptr;
+    if (read_failed || got != (size_t)size)
+        mt_error("%s: read error after %zu of %ld bytes", path, got, size);
+    else
+        tok = mt_tokenizer_load_bytes(bytes, got, path);
+    free(bytes);
+    return tok;
+}
+
+extern "C" void mt_tokenizer_free(mt_tokenizer *tok) { delete tok; }
+
+extern "C" int mt_tokenizer_vocab_size(const mt_tokenizer *tok)
+{
+    return spm_guarded(tok->name.c_str(), -1, [&] { return tok->sp.GetPieceSize(); });
+}
+
+extern "C" const char *mt_tokenizer_id_to_piece(const mt_tokenizer *tok, int id)
+{
+    if (id < 0 || id >= tok->sp.GetPieceSize()) return nullptr;
+    return spm_guarded(tok->name.c_str(), (const char *)nullptr,
+                       [&] { return tok->sp.IdToPiece(id).c_str(); });
+}
+
+extern "C" int mt_tokenizer_piece_to_id(const mt_tokenizer *tok, const char *piece)
+{
+    if (!piece) return MT_UNK_ID;
+    return spm_guarded(tok->name.c_str(), (int)MT_UNK_ID, [&] { return tok->sp.PieceToId(piece); });
+}
+
+extern "C" int mt_tokenizer_encode(const mt_tokenizer *tok, const char *text, int **ids, size_t *n)
+{
+    *ids = nullptr;
+    *n = 0;
+    const size_t len = strlen(text);
+    const size_t bad = utf8_invalid_offset(text, len);
+    if (bad < len)
+        return mt_error("invalid UTF-8 at byte %zu (0x%02X)", bad, (unsigned)(unsigned char)text[bad]);
+    return spm_guarded(tok->name.c_str(), -1, [&] {
+        std::vector<int> out;
+        const auto status = tok->sp.Encode(std::string_view(text, len), &out);
+        if (!status.ok())
+            return mt_error("%s: encode failed: %s", tok->name.c_str(), spm_status_text(status).c_str());
+        *ids = (int *)mt_xmalloc(out.size() * sizeof(int));
+        if (!out.empty()) memcpy(*ids, out.data(), out.size() * sizeof(int));
+        *n = out.size();
+        return 0;
+    });
+}
+
+extern "C" char *mt_tokenizer_decode(const mt_tokenizer *tok, const int *ids, size_t n)
+{
+    const char *name = tok->name.c_str();
+    return spm_guarded(name, (char *)nullptr, [&]() -> char * {
+        const int vocab = tok->sp.GetPieceSize();
+        std::vector<int> kept;
+        kept.reserve(n);
+        for (size_t i = 0; i < n; i++) {
+            if (ids[i] < 0 || ids[i] >= vocab) {
+                mt_error("%s: cannot decode id %d (position %zu): the vocabulary has ids 0..%d",
+                         name, ids[i], i, vocab - 1);
+                return nullptr;
+            }
+            const bool reserved = ids[i] == MT_PAD_ID || ids[i] == MT_EOS_ID ||
+                                  ids[i] == MT_SEP_ID || ids[i] == MT_BOS_ID;
+            if (!reserved) kept.push_back(ids[i]);
+        }
+        std::string text;
+        const auto status = tok->sp.Decode(kept, &text);
+        if (!status.ok()) {
+            mt_error("%s: decode failed: %s", name, spm_status_text(status).c_str());
+            return nullptr;
+        }
+        return mt_xstrdup(text.c_str());
+    });
+}
