@@ -15,6 +15,8 @@
 
 BUILD ?= build
 BIN   ?= mtlab
+# `make V=1` shows the full compiler command lines.
+Q := $(if $(V),,@)
 
 # ---------------------------------------------------------------- Debian packages
 DEB_PKGS := build-essential pkg-config \
@@ -76,6 +78,7 @@ REL_DEFS     := $(if $(NVCC),-DMTLAB_HAVE_CUDA=1,-DMTLAB_HAVE_CUDA=0)
 
 REL_TESTS := $(patsubst tests/unit/%.c,$(REL)/tests/%,$(TEST_C))
 SAN_TESTS := $(patsubst tests/unit/%.c,$(SAN)/tests/%,$(TEST_C))
+E2E_TOOLS := $(REL)/e2e/make_bundles
 
 .PHONY: all run test test-build deps data bench fuzz cuda clean
 .DEFAULT_GOAL := all
@@ -90,8 +93,9 @@ run: deps
 test: deps
 	@$(MAKE) --no-print-directory test-build
 	@tests/run.sh $(REL)/tests $(SAN)/tests
+	@tests/e2e/run.sh ./$(BIN) $(E2E_TOOLS)
 
-test-build: $(BIN) $(REL_TESTS) $(SAN_TESTS)
+test-build: $(BIN) $(REL_TESTS) $(SAN_TESTS) $(E2E_TOOLS)
 
 # ---------------------------------------------------------------- dependencies
 # `dpkg-query` tells what is installed; only the missing packages go to apt-get.
@@ -113,19 +117,24 @@ deps:
 # ---------------------------------------------------------------- objects and binaries
 $(REL)/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(REL_DEFS) $(CFLAGS_COMMON) $(OPT_FLAGS) -MMD -MP -c $< -o $@
+	@$(if $(V),,echo "  CC      $<")
+	$(Q)$(CC) $(CPPFLAGS) $(REL_DEFS) $(CFLAGS_COMMON) $(OPT_FLAGS) -MMD -MP -c $< -o $@
 $(REL)/%.o: %.cc
 	@mkdir -p $(@D)
-	$(CXX) $(CPPFLAGS) $(REL_DEFS) $(CXXFLAGS_COMMON) $(OPT_FLAGS) -MMD -MP -c $< -o $@
+	@$(if $(V),,echo "  CXX     $<")
+	$(Q)$(CXX) $(CPPFLAGS) $(REL_DEFS) $(CXXFLAGS_COMMON) $(OPT_FLAGS) -MMD -MP -c $< -o $@
 $(REL)/%.o: %.cu
 	@mkdir -p $(@D)
-	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
+	@$(if $(V),,echo "  NVCC    $<")
+	$(Q)$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
 $(SAN)/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -DMTLAB_HAVE_CUDA=0 $(CFLAGS_COMMON) $(SAN_FLAGS) -MMD -MP -c $< -o $@
+	@$(if $(V),,echo "  CC san  $<")
+	$(Q)$(CC) $(CPPFLAGS) -DMTLAB_HAVE_CUDA=0 $(CFLAGS_COMMON) $(SAN_FLAGS) -MMD -MP -c $< -o $@
 $(SAN)/%.o: %.cc
 	@mkdir -p $(@D)
-	$(CXX) $(CPPFLAGS) -DMTLAB_HAVE_CUDA=0 $(CXXFLAGS_COMMON) $(SAN_FLAGS) -MMD -MP -c $< -o $@
+	@$(if $(V),,echo "  CXX san $<")
+	$(Q)$(CXX) $(CPPFLAGS) -DMTLAB_HAVE_CUDA=0 $(CXXFLAGS_COMMON) $(SAN_FLAGS) -MMD -MP -c $< -o $@
 
 $(REL)/libmtlab.a: $(REL_LIB_OBJS) $(CUDA_OBJS)
 	@rm -f $@; ar rcs $@ $^
@@ -133,14 +142,23 @@ $(SAN)/libmtlab.a: $(SAN_LIB_OBJS)
 	@rm -f $@; ar rcs $@ $^
 
 $(BIN): $(REL)/app/main.o $(REL)/libmtlab.a
-	$(CC) -o $@ $^ $(LDLIBS_COMMON) $(CUDA_LDLIBS)
+	@$(if $(V),,echo "  LINK    $@")
+	$(Q)$(CC) -o $@ $^ $(LDLIBS_COMMON) $(CUDA_LDLIBS)
 
 $(REL)/tests/%: tests/unit/%.c $(patsubst %.c,$(REL)/%.o,$(TEST_SUPPORT_C)) $(REL)/libmtlab.a
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(REL_DEFS) -Itests/unit $(CFLAGS_COMMON) $(OPT_FLAGS) -o $@ $^ -lcmocka $(LDLIBS_COMMON) $(CUDA_LDLIBS)
+	@$(if $(V),,echo "  TEST    $@")
+	$(Q)$(CC) $(CPPFLAGS) $(REL_DEFS) -Itests/unit $(CFLAGS_COMMON) $(OPT_FLAGS) -o $@ $^ -lcmocka $(LDLIBS_COMMON) $(CUDA_LDLIBS)
 $(SAN)/tests/%: tests/unit/%.c $(patsubst %.c,$(SAN)/%.o,$(TEST_SUPPORT_C)) $(SAN)/libmtlab.a
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -DMTLAB_HAVE_CUDA=0 -Itests/unit $(CFLAGS_COMMON) $(SAN_FLAGS) -o $@ $^ -lcmocka $(LDLIBS_COMMON)
+	@$(if $(V),,echo "  TEST    $@")
+	$(Q)$(CC) $(CPPFLAGS) -DMTLAB_HAVE_CUDA=0 -Itests/unit $(CFLAGS_COMMON) $(SAN_FLAGS) -o $@ $^ -lcmocka $(LDLIBS_COMMON)
+
+# The tool the workbench's tmux end-to-end tests (tests/e2e/run.sh) make their bundles with.
+$(REL)/e2e/%: tests/e2e/%.c $(REL)/libmtlab.a
+	@mkdir -p $(@D)
+	@$(if $(V),,echo "  E2E     $@")
+	$(Q)$(CC) $(CPPFLAGS) $(REL_DEFS) $(CFLAGS_COMMON) $(OPT_FLAGS) -o $@ $^ $(LDLIBS_COMMON) $(CUDA_LDLIBS)
 
 cuda: $(CUDA_OBJS)
 	@$(if $(NVCC),echo "mtlab: CUDA objects built with $(NVCC)",echo "mtlab: no nvcc found; CUDA backend not built")
@@ -154,21 +172,27 @@ bench: deps
 	./$(BIN) bench
 
 FUZZ_SECONDS ?= 300
-FUZZ_FLAGS := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -Wall -Wextra -Werror -D_GNU_SOURCE -Iengine/include -Iengine
-FUZZ_ENGINE_C := $(filter-out engine/tokenizer/%,$(ENGINE_C))
+FUZZ_FLAGS := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+              -Wall -Wextra -Werror -Wshadow -D_GNU_SOURCE -Iengine/include -Iengine
+# The targets exercise the model-bundle readers: engine/io, the error buffer and jansson only.
+FUZZ_LIB_C := $(wildcard engine/io/*.c) engine/core/error.c
+FUZZ_HEADERS := $(wildcard engine/io/*.h engine/include/mtlab/*.h engine/math/*.h)
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_C))
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_ENGINE_C)
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_C) $(FUZZ_HEADERS)
 	@mkdir -p $(@D)
-	clang $(FUZZ_FLAGS) $(shell $(PKGCONF) --cflags jansson openblas) -fopenmp=libgomp -o $@ $^ $(shell $(PKGCONF) --libs jansson openblas) -Wl,-rpath,$(BLAS_DIR) -lgomp -lm -lpthread
+	@$(if $(V),,echo "  FUZZ    $@")
+	$(Q)clang $(FUZZ_FLAGS) $(shell $(PKGCONF) --cflags jansson) -o $@ $< $(FUZZ_LIB_C) $(shell $(PKGCONF) --libs jansson) -lm
 
 fuzz:
 	$(call install_missing,$(DEB_PKGS) $(FUZZ_PKGS))
 	@$(MAKE) --no-print-directory $(FUZZ_BINS)
 	@for f in $(FUZZ_BINS); do \
-	  name=$$(basename $$f); mkdir -p fuzz-corpus/$$name; \
+	  name=$$(basename $$f); mkdir -p fuzz-corpus/$$name fuzz-corpus/crashes; \
 	  cp -n tests/fuzz/seeds/$$name/* fuzz-corpus/$$name/ 2>/dev/null || true; \
+	  dict=tests/fuzz/$$name.dict; [ -f $$dict ] && dict_arg=-dict=$$dict || dict_arg=; \
 	  echo "== $$name for $(FUZZ_SECONDS) s"; \
-	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 fuzz-corpus/$$name || exit 1; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $$dict_arg \
+	      -artifact_prefix=fuzz-corpus/crashes/$$name- fuzz-corpus/$$name || exit 1; \
 	done
 
 clean:

@@ -1,5 +1,6 @@
 /* mtlab: a terminal workbench for machine translation with state space models and attention.
- * This file only dispatches to the subcommands in app/cli/. */
+ * This file only dispatches to the subcommands in app/cli/; with no arguments it opens the
+ * workbench (`mtlab tui`). */
 #include "cli/commands.h"
 
 #include <stdio.h>
@@ -10,7 +11,7 @@ static const struct mt_command *const commands[] = {
     &cmd_tokenizer,
     &cmd_data,
     &cmd_score,
-    &cmd_eval,
+    &cmd_inspect,
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -24,10 +25,6 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        usage(stdout);
-        return 0;
-    }
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return 0;

@@ -1,0 +1,121 @@
+/* `mtlab inspect BUNDLE_OR_SAFETENSORS`: what a model bundle or a weights file holds: the
+ * config, every tensor (name, dtype, shape, bytes) and the totals. */
+#include "cli/commands.h"
+#include "mtlab/bundle.h"
+#include "mtlab/error.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Config values longer than this are cut: the summary is for reading, not for copying. */
+enum { MAX_VALUE_COLUMNS = 72, MAX_NAME_COLUMNS = 64 };
+
+/* 1234567 -> "1,234,567" */
+static const char *grouped(char *buf, size_t len, unsigned long long v)
+{
+    char digits[32];
+    int n = snprintf(digits, sizeof digits, "%llu", v);
+    size_t out = 0;
+    for (int i = 0; i < n && out + 2 < len; i++) {
+        if (i > 0 && (n - i) % 3 == 0) buf[out++] = ',';
+        buf[out++] = digits[i];
+    }
+    buf[out] = '\0';
+    return buf;
+}
+
+static long long file_bytes(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
+}
+
+static void print_config(const mt_config *c)
+{
+    int n;
+    const char **keys = mt_config_keys(c, &n);
+    int width = 0;
+    for (int i = 0; i < n; i++) width = (int)strlen(keys[i]) > width ? (int)strlen(keys[i]) : width;
+    printf("config     %s (%d keys)\n", mt_config_name(c), n);
+    for (int i = 0; i < n; i++) {
+        char *value = mt_config_value_json(c, keys[i]);
+        if (value && strlen(value) > MAX_VALUE_COLUMNS) strcpy(value + MAX_VALUE_COLUMNS - 3, "...");
+        printf("  %-*s  %s\n", width, keys[i], value ? value : "?");
+        free(value);
+    }
+    free(keys);
+}
+
+static void print_tensors(const mt_safetensors *st)
+{
+    char a[32], b[32];
+    printf("weights    %s (%s bytes, %d tensors)\n", mt_st_name(st), grouped(a, sizeof a, mt_st_file_size(st)),
+           mt_st_count(st));
+    for (int i = 0; i < mt_st_metadata_count(st); i++)
+        printf("  metadata %s = %s\n", mt_st_metadata_key(st, i), mt_st_metadata_value(st, i));
+    int width = 4;
+    for (int i = 0; i < mt_st_count(st); i++) {
+        int len = (int)strlen(mt_st_tensor_at(st, i)->name);
+        if (len > width) width = len < MAX_NAME_COLUMNS ? len : MAX_NAME_COLUMNS;
+    }
+    printf("\n%-*s  %-5s %-20s %15s\n", width, "name", "dtype", "shape", "bytes");
+    unsigned long long params = 0, bytes = 0, per_dtype[MT_DT_COUNT] = {0};
+    for (int i = 0; i < mt_st_count(st); i++) {
+        const mt_st_tensor *t = mt_st_tensor_at(st, i);
+        char shape[160];
+        printf("%-*s  %-5s %-20s %15s\n", width, t->name, mt_dtype_name(t->dtype),
+               mt_st_shape_text(shape, sizeof shape, t->ndim, t->shape), grouped(a, sizeof a, t->nbytes));
+        params += t->numel;
+        bytes += t->nbytes;
+        per_dtype[t->dtype] += t->numel;
+    }
+    printf("\ntotal      %s parameters, %s bytes", grouped(a, sizeof a, params), grouped(b, sizeof b, bytes));
+    const char *sep = " (";
+    for (int d = 0; d < MT_DT_COUNT; d++) {
+        if (!per_dtype[d]) continue;
+        printf("%s%s %s", sep, mt_dtype_name((mt_dtype)d), grouped(a, sizeof a, per_dtype[d]));
+        sep = ", ";
+    }
+    printf("%s\n", params ? ")" : "");
+}
+
+static int inspect_bundle(const char *dir)
+{
+    mt_bundle *b = mt_bundle_open(dir, MT_BUNDLE_NO_TOKENIZER);
+    if (!b) return cli_fail("%s", mt_last_error());
+    printf("bundle     %s\n", dir);
+    print_config(mt_bundle_config(b));
+    const char *tok = mt_bundle_tokenizer_path(b), *stats = mt_bundle_corpus_stats_path(b);
+    char a[32];
+    if (tok) printf("tokenizer  %s (%s bytes)\n", tok, grouped(a, sizeof a, (unsigned long long)file_bytes(tok)));
+    else printf("tokenizer  none (the bundle has no tokenizer.model)\n");
+    if (stats) printf("stats      %s (%s bytes)\n", stats, grouped(a, sizeof a, (unsigned long long)file_bytes(stats)));
+    print_tensors(mt_bundle_weights(b));
+    mt_bundle_close(b);
+    return 0;
+}
+
+static int inspect_file(const char *path)
+{
+    mt_safetensors *st = mt_st_open(path);
+    if (!st) return cli_fail("%s", mt_last_error());
+    print_tensors(st);
+    mt_st_close(st);
+    return 0;
+}
+
+static int run_inspect(int argc, char **argv)
+{
+    if (argc != 2) return cli_usage(&cmd_inspect);
+    struct stat sb;
+    if (stat(argv[1], &sb) != 0) return cli_fail("%s: %s", argv[1], strerror(errno));
+    return S_ISDIR(sb.st_mode) ? inspect_bundle(argv[1]) : inspect_file(argv[1]);
+}
+
+const struct mt_command cmd_inspect = {
+    "inspect", "BUNDLE_DIR | FILE.safetensors",
+    "show a model bundle or weights file: config, tensors, parameter counts", run_inspect,
+};

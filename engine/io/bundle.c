@@ -1,0 +1,196 @@
+/* Model bundle directories: open (check members, load config, map weights) and write (every
+ * member sealed under a temporary name before any is renamed into place). */
+#include "mtlab/bundle.h"
+
+#include "io/atomic_file.h"
+#include "io/safetensors_write.h"
+#include "mtlab/error.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char CONFIG_FILE[] = "config.json";
+static const char WEIGHTS_FILE[] = "model.safetensors";
+static const char TOKENIZER_FILE[] = "tokenizer.model";
+static const char CORPUS_STATS_FILE[] = "corpus_stats.tsv";
+
+struct mt_bundle {
+    char *dir;
+    mt_config *config;
+    mt_safetensors *weights;
+    char *tokenizer_path;    /* NULL when absent */
+    char *corpus_stats_path; /* NULL when absent */
+};
+
+static char *member_path(const char *dir, const char *file)
+{
+    size_t len = strlen(dir) + strlen(file) + 2;
+    char *path = mt_xmalloc(len);
+    snprintf(path, len, "%s/%s", dir, file);
+    return path;
+}
+
+static int is_regular_file(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+static int check_dir(const char *dir)
+{
+    struct stat sb;
+    if (stat(dir, &sb) != 0) return mt_error("%s: %s", dir, strerror(errno));
+    if (!S_ISDIR(sb.st_mode))
+        return mt_error("%s: not a directory (a model bundle is a directory holding %s, %s and %s)", dir,
+                        CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE);
+    return 0;
+}
+
+/* Names every missing member at once, so one run tells the whole story. */
+static int check_members(const char *dir, unsigned flags)
+{
+    const char *required[] = {CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE};
+    const int n_required = (flags & MT_BUNDLE_NO_TOKENIZER) ? 2 : 3;
+    char missing[256] = "";
+    int n_missing = 0;
+    for (int i = 0; i < n_required; i++) {
+        char *path = member_path(dir, required[i]);
+        if (!is_regular_file(path)) {
+            size_t used = strlen(missing);
+            snprintf(missing + used, sizeof missing - used, "%s%s", n_missing ? ", " : "", required[i]);
+            n_missing++;
+        }
+        free(path);
+    }
+    if (n_missing) return mt_error("%s: not a model bundle: missing %s", dir, missing);
+    return 0;
+}
+
+mt_bundle *mt_bundle_open(const char *dir, unsigned flags)
+{
+    if (check_dir(dir) || check_members(dir, flags)) return NULL;
+    mt_bundle *b = mt_xcalloc(1, sizeof *b);
+    b->dir = mt_xstrdup(dir);
+    char *config_path = member_path(dir, CONFIG_FILE), *weights_path = member_path(dir, WEIGHTS_FILE);
+    b->config = mt_config_load(config_path);
+    b->weights = b->config ? mt_st_open(weights_path) : NULL;
+    free(config_path);
+    free(weights_path);
+    if (!b->weights) {
+        mt_bundle_close(b);
+        return NULL;
+    }
+    b->tokenizer_path = member_path(dir, TOKENIZER_FILE);
+    if (!is_regular_file(b->tokenizer_path)) {
+        free(b->tokenizer_path);
+        b->tokenizer_path = NULL;
+    }
+    b->corpus_stats_path = member_path(dir, CORPUS_STATS_FILE);
+    if (!is_regular_file(b->corpus_stats_path)) {
+        free(b->corpus_stats_path);
+        b->corpus_stats_path = NULL;
+    }
+    return b;
+}
+
+void mt_bundle_close(mt_bundle *b)
+{
+    if (!b) return;
+    mt_config_free(b->config);
+    mt_st_close(b->weights);
+    free(b->tokenizer_path);
+    free(b->corpus_stats_path);
+    free(b->dir);
+    free(b);
+}
+
+const char *mt_bundle_dir(const mt_bundle *b) { return b->dir; }
+const mt_config *mt_bundle_config(const mt_bundle *b) { return b->config; }
+const mt_safetensors *mt_bundle_weights(const mt_bundle *b) { return b->weights; }
+const char *mt_bundle_tokenizer_path(const mt_bundle *b) { return b->tokenizer_path; }
+const char *mt_bundle_corpus_stats_path(const mt_bundle *b) { return b->corpus_stats_path; }
+
+int mt_bundle_read_f32(const mt_bundle *b, const char *name, int ndim, const int64_t *shape, float *out)
+{
+    return mt_st_read_f32(b->weights, name, ndim, shape, out);
+}
+
+/* ---------------------------------------------------------------- writing */
+
+/* mkdir -p */
+static int make_dirs(const char *dir)
+{
+    if (!*dir) return mt_error("empty bundle directory name");
+    char *path = mt_xstrdup(dir);
+    int rc = 0;
+    for (char *p = path + 1; !rc; p++) {
+        const int end = *p == '\0';
+        if (*p != '/' && !end) continue;
+        *p = '\0';
+        if (mkdir(path, 0777) != 0 && errno != EEXIST) rc = mt_error("%s: cannot create: %s", path, strerror(errno));
+        if (end) break;
+        *p = '/';
+    }
+    free(path);
+    return rc ? rc : check_dir(dir);
+}
+
+static int copy_into(atomic_file *af, const char *src)
+{
+    FILE *f = fopen(src, "rb");
+    if (!f) return mt_error("%s: %s", src, strerror(errno));
+    char buf[1 << 16];
+    size_t n;
+    int rc = 0;
+    while (!rc && (n = fread(buf, 1, sizeof buf, f)) > 0) rc = atomic_file_write(af, buf, n);
+    if (!rc && ferror(f)) rc = mt_error("%s: read failed", src);
+    fclose(f);
+    return rc;
+}
+
+enum { MEMBER_CONFIG, MEMBER_WEIGHTS, MEMBER_TOKENIZER, MEMBER_CORPUS_STATS, N_MEMBERS };
+
+static int write_member(atomic_file *af, int member, const mt_bundle_contents *c)
+{
+    switch (member) {
+    case MEMBER_CONFIG: {
+        char *text = mt_config_to_text(c->config);
+        int rc = text ? atomic_file_write(af, text, strlen(text)) : mt_error("%s: cannot encode", af->path);
+        free(text);
+        return rc;
+    }
+    case MEMBER_WEIGHTS:
+        return st_write_contents(af, c->tensors, c->n_tensors, c->metadata, c->n_metadata);
+    case MEMBER_TOKENIZER: return copy_into(af, c->tokenizer_path);
+    case MEMBER_CORPUS_STATS: return copy_into(af, c->corpus_stats_path);
+    }
+    return mt_error("%s: unknown bundle member", af->path);
+}
+
+int mt_bundle_write(const char *dir, const mt_bundle_contents *contents)
+{
+    if (!contents->config) return mt_error("%s: a bundle needs a config", dir);
+    if (make_dirs(dir)) return -1;
+    const char *files[N_MEMBERS] = {CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE, CORPUS_STATS_FILE};
+    const int wanted[N_MEMBERS] = {1, 1, contents->tokenizer_path != NULL, contents->corpus_stats_path != NULL};
+    atomic_file afs[N_MEMBERS] = {{0}};
+    int rc = 0;
+    for (int m = 0; m < N_MEMBERS && !rc; m++) {
+        if (!wanted[m]) continue;
+        char *path = member_path(dir, files[m]);
+        rc = atomic_file_begin(&afs[m], path);
+        free(path);
+        if (!rc) rc = write_member(&afs[m], m, contents);
+        if (!rc) rc = atomic_file_seal(&afs[m]);
+    }
+    /* Only renames are left, and they rarely fail. Each is atomic but the set is not: a crash
+     * between two renames leaves old and new members side by side, which the loader's shape
+     * checks report rather than run. */
+    for (int m = 0; m < N_MEMBERS && !rc; m++)
+        if (wanted[m]) rc = atomic_file_commit(&afs[m]);
+    for (int m = 0; m < N_MEMBERS; m++) atomic_file_discard(&afs[m]);
+    return rc;
+}

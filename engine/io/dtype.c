@@ -1,0 +1,31 @@
+#include "mtlab/safetensors.h"
+
+#include <string.h>
+
+static const struct {
+    const char *name;
+    size_t size;
+    int is_float;
+} DTYPES[MT_DT_COUNT] = {
+    [MT_DT_F64] = {"F64", 8, 1},  [MT_DT_F32] = {"F32", 4, 1}, [MT_DT_F16] = {"F16", 2, 1},
+    [MT_DT_BF16] = {"BF16", 2, 1}, [MT_DT_I64] = {"I64", 8, 0}, [MT_DT_I32] = {"I32", 4, 0},
+    [MT_DT_I16] = {"I16", 2, 0},  [MT_DT_I8] = {"I8", 1, 0},   [MT_DT_U8] = {"U8", 1, 0},
+    [MT_DT_BOOL] = {"BOOL", 1, 0},
+};
+
+const char *mt_dtype_name(mt_dtype dt) { return (unsigned)dt < MT_DT_COUNT ? DTYPES[dt].name : "?"; }
+
+size_t mt_dtype_size(mt_dtype dt) { return (unsigned)dt < MT_DT_COUNT ? DTYPES[dt].size : 0; }
+
+int mt_dtype_is_float(mt_dtype dt) { return (unsigned)dt < MT_DT_COUNT && DTYPES[dt].is_float; }
+
+int mt_dtype_from_name(const char *name, mt_dtype *out)
+{
+    for (int i = 0; i < MT_DT_COUNT; i++) {
+        if (strcmp(name, DTYPES[i].name) == 0) {
+            *out = (mt_dtype)i;
+            return 0;
+        }
+    }
+    return -1;
+}
