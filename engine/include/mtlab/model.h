@@ -1,0 +1,168 @@
+/* A model handle: one of the paper's architectures with its configuration, its parameters
+ * (one allocation, plus one for gradients and one for AdamW moments), and the operations the
+ * trainer, the decoder and the workbench need.
+ *
+ * Every architecture is a list of residual units (attention, cross-attention, FFN, gated MLP,
+ * Mamba mixer), each with its own norm, arranged in one or two stacks (engine/models/
+ * model_internal.h); adding an architecture means writing its layer list, its config keys and
+ * its tensor names, not another forward pass.
+ *
+ * Token conventions (MODELS.md 4; ids from mtlab/tokenizer.h):
+ *   decoder-only    ids = `src <sep> tgt <eos>`, LEFT padded with <pad>; the loss counts the
+ *                   predictions made from the first <sep> on (the target tokens and <eos>).
+ *   encoder-decoder src = `src <eos>` and ids = `<bos> tgt <eos>`, both RIGHT padded; the loss
+ *                   is teacher forcing over the target (predict ids[t+1] from ids[..t]).
+ * Positions holding <pad> are masked everywhere; their outputs are meaningless.
+ *
+ * Letters: B batch rows, T decoder (or decoder-only) length, S source length, V vocabulary. */
+#ifndef MTLAB_MODEL_H
+#define MTLAB_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mtlab/backend.h"
+
+/* Architecture-independent hyper-parameters; each architecture reads the fields it uses and
+ * maps them to its Hugging Face config.json keys (transformer.c, mamba.c). */
+typedef struct {
+    char arch[24];         /* "transformer" or "mamba" */
+    int vocab_size;        /* V */
+    int d_model;           /* C */
+    int n_layers;          /* decoder-only: layers; encoder-decoder: decoder layers */
+    int n_encoder_layers;  /* encoder-decoder only */
+    int n_heads;           /* attention heads */
+    int ffn_dim;           /* FFN width */
+    mt_act activation;     /* FFN activation (transformer: ReLU in the paper) */
+    int max_positions;     /* sinusoid table rows (transformer) */
+    int scale_embedding;   /* 1: token embeddings times sqrt(C) */
+    int tie_embeddings;    /* 1: the output projection is the token embedding */
+    int d_state, d_conv, expand, dt_rank; /* Mamba (MODELS.md 1.1) */
+    float dt_min, dt_max, dt_init_floor;  /* Mamba time_step_* keys, kept for config.json (the
+                                           * initialiser uses mamba_ssm's 1e-3, 0.1, 1e-4) */
+    float norm_eps;        /* RMSNorm epsilon (Mamba); LayerNorm uses 1e-5 (Marian) */
+    float init_std;        /* Mamba embedding init N(0, init_std); the transformer's is
+                            * N(0, C^-1/2) as in fairseq (init_std is only written out) */
+    float dropout;         /* residual-branch dropout while training */
+    int pad_id, eos_id, sep_id, bos_id, unk_id;
+    int decoder_start_id;  /* first decoder token of encoder-decoder models (<bos>) */
+} mt_model_config;
+
+typedef struct mt_model mt_model;
+
+/* ---------------------------------------------------------------- configurations
+ * Presets: "transformer", "mamba" (the paper's sizes, ~77M parameters each with V = 32000),
+ * "transformer-small", "mamba-small" (the Bible demo sizes: ~7.5M each with V = 8000). */
+int mt_model_preset(mt_model_config *cfg, const char *name);
+/* NULL-terminated list of preset names. */
+const char *const *mt_model_preset_names(void);
+/* 1 when the architecture name is known. */
+int mt_model_arch_known(const char *arch);
+/* Check that a configuration is usable (positive sizes, heads divide C, ids < V ...). */
+int mt_model_config_check(const mt_model_config *cfg);
+/* Trainable parameters a configuration gives, without allocating it (0 when invalid). */
+size_t mt_model_config_param_count(const mt_model_config *cfg);
+
+/* ---------------------------------------------------------------- lifetime
+ * Create with fresh parameters (MODELS.md 1.3 for Mamba, fairseq-style for the transformer),
+ * reproducible from seed. */
+mt_model *mt_model_create(const mt_model_config *cfg, const mt_backend *be, uint64_t seed);
+
+/* Load a bundle directory (config.json + model.safetensors + tokenizer.model), reading every
+ * tensor by its Hugging Face name and checking its shape; F32, F16 and BF16 weights. */
+enum {
+    MT_MODEL_LOAD_NO_TOKENIZER = 1, /* do not require tokenizer.model (test fixtures) */
+};
+mt_model *mt_model_load(const char *dir, const mt_backend *be, unsigned flags);
+
+/* Write a bundle directory that `transformers` loads unchanged (HF tensor names and config
+ * keys, F32), replacing any bundle there only once everything is written. tokenizer_model is
+ * the path of the tokenizer to copy in, or NULL for none. */
+int mt_model_save(const mt_model *m, const char *dir, const char *tokenizer_model);
+/* The tokenizer.model of the bundle the model was loaded from; NULL for created models or
+ * bundles loaded without one. */
+const char *mt_model_tokenizer_path(const mt_model *m);
+
+void mt_model_free(mt_model *m);
+
+/* ---------------------------------------------------------------- facts */
+const mt_model_config *mt_model_get_config(const mt_model *m);
+const mt_backend *mt_model_backend(const mt_model *m);
+int mt_model_is_encdec(const mt_model *m);
+/* Trainable parameters (the sinusoid tables and Marian's final_logits_bias are not). */
+size_t mt_model_param_count(const mt_model *m);
+
+/* Named tensors in parameter-memory order, for inspection, probes and tests. */
+typedef struct {
+    const char *name; /* Hugging Face name, "backbone.layers.0.mixer.A_log" */
+    int ndim;
+    int shape[3];
+    size_t offset;    /* floats from the start of the parameter block */
+    size_t numel;
+    int trainable;    /* 0 for fixed buffers (final_logits_bias) */
+} mt_model_tensor_info;
+int mt_model_tensor_count(const mt_model *m);
+int mt_model_tensor(const mt_model *m, int i, mt_model_tensor_info *info);
+/* Index of a tensor by name, or -1. */
+int mt_model_find_tensor(const mt_model *m, const char *name);
+
+/* The parameter and gradient blocks (backend memory, mt_model_param_block_size floats each;
+ * the gradient block is allocated by the first backward). */
+size_t mt_model_param_block_size(const mt_model *m);
+float *mt_model_params(mt_model *m);
+float *mt_model_grads(mt_model *m);
+
+/* ---------------------------------------------------------------- forward and training */
+typedef struct {
+    int B;
+    int T;                /* ids length */
+    const int32_t *ids;   /* host (B, T), see the token conventions above */
+    int S;                /* encoder-decoder: source length */
+    const int32_t *src;   /* host (B, S), encoder-decoder only */
+} mt_batch;
+
+/* Logits of every position: host (B, T, V). */
+int mt_model_forward(mt_model *m, const mt_batch *b, float *logits);
+
+/* Training switches: dropout on when train is 1, with masks drawn from (seed, step). */
+typedef struct {
+    int train;
+    uint64_t seed, step;
+    float label_smoothing;
+} mt_step_opts;
+
+/* Mean cross-entropy over the target tokens of the batch (see the conventions above), and
+ * how many tokens it averages; no gradients. */
+int mt_model_loss(mt_model *m, const mt_batch *b, const mt_step_opts *opts, double *loss,
+                  size_t *n_tokens);
+/* The same, then backward: ACCUMULATES grad_scale * d(sum of token losses)/d(params) into the
+ * gradient block; grad_scale 0 means 1 / n_tokens (the mean's gradient). */
+int mt_model_forward_backward(mt_model *m, const mt_batch *b, const mt_step_opts *opts,
+                              float grad_scale, double *loss, size_t *n_tokens);
+void mt_model_zero_grad(mt_model *m);
+/* One AdamW step over every trainable parameter (no decay on norms, biases, A_log, D); the
+ * moments are allocated by the first call. step counts from 1. */
+int mt_model_adamw_step(mt_model *m, const mt_adamw_hparams *h, int step);
+/* The AdamW first and second moment blocks (backend memory, mt_model_param_block_size floats
+ * each), allocated zeroed on first use, for checkpoints; NULL (mt_last_error) if out of memory. */
+float *mt_model_adam_moments(mt_model *m, float **second);
+
+/* ---------------------------------------------------------------- incremental decoding
+ * Per-layer caches for up to max_B rows: attention KV cache (max_T positions, prompt
+ * included), cross-attention keys/values (max_S source positions), Mamba conv and ssm state. */
+typedef struct mt_decode_state mt_decode_state;
+mt_decode_state *mt_decode_state_new(mt_model *m, int max_B, int max_T, int max_S);
+void mt_decode_state_free(mt_decode_state *st);
+/* Run the prompt in parallel and fill the caches: b->ids (B, T) is the decoder-only prompt
+ * (`src <sep>`, left padded) or, for encoder-decoder models, the decoder prefix (usually
+ * <bos>) with b->src the source to encode. Writes the next-token logits, host (B, V). */
+int mt_model_prefill(mt_model *m, mt_decode_state *st, const mt_batch *b, float *logits);
+/* Feed one token per row (host (B)); writes the next-token logits, host (B, V). */
+int mt_model_step(mt_model *m, mt_decode_state *st, const int32_t *tokens, float *logits);
+/* Beam search: row i of the new state is row rows[i] of the old one, n_rows <= max_B (so one
+ * prefilled row per sentence can be expanded into its beams). */
+int mt_decode_state_reorder(mt_decode_state *st, const int32_t *rows, int n_rows);
+/* Tokens the state holds per row (prompt + steps). */
+int mt_decode_state_length(const mt_decode_state *st);
+
+#endif

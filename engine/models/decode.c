@@ -1,0 +1,282 @@
+/* Incremental decoding: a prefill runs the prompt (and the encoder) in parallel and fills the
+ * per-unit caches; each step then runs one new token per row through the cached units
+ * (attention over its KV cache, Mamba through its conv + ssm state, MODELS.md 1.6).
+ * Letters: B rows, T prompt length, S source length, C d_model, V vocabulary. */
+#include "models/model_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "mtlab/error.h"
+
+struct mt_decode_state {
+    mt_model *m;
+    int max_B, max_T, max_S;
+    int B, len, S, primed;
+    float *cache;              /* every unit's cache, one allocation */
+    mt_unit_cache *uc;         /* (decoder units) */
+    float *reorder_tmp;        /* the largest cache tensor, for beam reordering */
+    float *work;               /* activations of the current pass, one allocation */
+    size_t work_cap;
+    mt_stack_acts enc_acts, dec_acts;
+    float *rows;               /* h_last (B, C), normed (B, C), mean, rstd (B), logits (B, V) */
+    void *io;                  /* ids, src (int32), masks (bytes), rows index */
+    int32_t *d_ids, *d_src, *d_rows;
+    uint8_t *d_key_mask, *d_prompt_mask, *d_src_mask;
+    uint8_t *key_mask, *src_mask; /* host copies (max_B, max_T), (max_B, max_S) */
+};
+
+/* Rows (floats per batch row) of each cache tensor: mt_kv_cache k and v, Mamba conv and ssm. */
+static size_t cache_row(const mt_unit *u, const mt_decode_state *st, int which)
+{
+    switch (u->kind) {
+    case MT_UNIT_SELF_ATTN: return (size_t)st->max_T * u->cfg.attn.C;
+    case MT_UNIT_CROSS_ATTN: return (size_t)st->max_S * u->cfg.attn.C;
+    case MT_UNIT_MAMBA:
+        return (size_t)u->cfg.mamba.d_inner * (which == 0 ? u->cfg.mamba.d_conv
+                                                          : u->cfg.mamba.d_state);
+    case MT_UNIT_FFN:
+    case MT_UNIT_GATED_MLP: return 0;
+    }
+    return 0;
+}
+
+static float *cache_tensor(mt_unit_cache *c, const mt_unit *u, int which)
+{
+    if (u->kind == MT_UNIT_MAMBA) return which == 0 ? c->ms.conv : c->ms.ssm;
+    return which == 0 ? c->kv.k : c->kv.v;
+}
+
+void mt_decode_state_free(mt_decode_state *st)
+{
+    if (!st) return;
+    const mt_backend *be = st->m->be;
+    be->free(st->cache);
+    be->free(st->reorder_tmp);
+    be->free(st->work);
+    be->free(st->rows);
+    be->free(st->io);
+    mt_stack_acts_free(&st->enc_acts);
+    mt_stack_acts_free(&st->dec_acts);
+    free(st->uc);
+    free(st->key_mask);
+    free(st->src_mask);
+    free(st);
+}
+
+mt_decode_state *mt_decode_state_new(mt_model *m, int max_B, int max_T, int max_S)
+{
+    const char *name = m->arch->name;
+    if (max_B <= 0 || max_T <= 0 || max_B > (1 << 16) || max_T > (1 << 20)) {
+        mt_error("%s decode state: %d rows x %d positions is out of range", name, max_B, max_T);
+        return NULL;
+    }
+    if (m->arch->encdec && (max_S <= 0 || max_S > (1 << 20))) {
+        mt_error("%s decode state: source length %d is out of range", name, max_S);
+        return NULL;
+    }
+    if (m->dec.positions && max_T > m->cfg.max_positions) {
+        mt_error("%s decode state: %d positions exceed max_position_embeddings %d", name, max_T,
+                 m->cfg.max_positions);
+        return NULL;
+    }
+    if (!m->arch->encdec) max_S = 0;
+    const mt_backend *be = m->be;
+    mt_decode_state *st = mt_xcalloc(1, sizeof *st);
+    st->m = m;
+    st->max_B = max_B;
+    st->max_T = max_T;
+    st->max_S = max_S;
+    const mt_stack *s = &m->dec;
+    st->uc = mt_xcalloc((size_t)s->n_units + 1, sizeof *st->uc);
+    size_t total = 0, largest = 0;
+    for (int i = 0; i < s->n_units; i++) {
+        total += mt_unit_cache_count(&s->units[i], max_B, max_T, max_S);
+        for (int w = 0; w < 2; w++) {
+            size_t n = cache_row(&s->units[i], st, w) * max_B;
+            if (n > largest) largest = n;
+        }
+    }
+    size_t C = (size_t)m->cfg.d_model, V = (size_t)m->cfg.vocab_size, B = (size_t)max_B;
+    size_t io = B * ((size_t)max_T + max_S + 1) * sizeof(int32_t) + B * (2 * (size_t)max_T + max_S);
+    st->cache = total ? be->alloc(total * sizeof(float)) : NULL;
+    st->reorder_tmp = largest ? be->alloc(largest * sizeof(float)) : NULL;
+    st->rows = be->alloc(B * (2 * C + 2 + V) * sizeof(float));
+    st->io = be->alloc(io);
+    if ((total && !st->cache) || (largest && !st->reorder_tmp) || !st->rows || !st->io) {
+        mt_error_context("%s decode state for %d rows x %d positions", name, max_B, max_T);
+        mt_decode_state_free(st);
+        return NULL;
+    }
+    float *p = st->cache;
+    for (int i = 0; i < s->n_units; i++) {
+        size_t n = mt_unit_cache_count(&s->units[i], max_B, max_T, max_S);
+        if (n) mt_unit_cache_point(&s->units[i], &st->uc[i], p, max_B, max_T, max_S);
+        p += n;
+    }
+    st->d_ids = st->io;
+    st->d_src = st->d_ids + B * max_T;
+    st->d_rows = st->d_src + B * max_S;
+    st->d_key_mask = (uint8_t *)(st->d_rows + B);
+    st->d_prompt_mask = st->d_key_mask + B * max_T;
+    st->d_src_mask = st->d_prompt_mask + B * max_T;
+    st->key_mask = mt_xcalloc(B * max_T, 1);
+    st->src_mask = mt_xcalloc(B * (size_t)max_S + 1, 1);
+    return st;
+}
+
+int mt_decode_state_length(const mt_decode_state *st) { return st->len; }
+
+/* Lay out the pass's activations: the encoder for (B, S) when encode, the decoder for (B, Tq). */
+static int size_work(mt_decode_state *st, int B, int Tq, int encode)
+{
+    mt_model *m = st->m;
+    size_t enc = encode ? mt_stack_acts_layout(&m->enc, &st->enc_acts, NULL, B, st->S, st->S, 0)
+                        : 0;
+    size_t dec = mt_stack_acts_layout(&m->dec, &st->dec_acts, NULL, B, Tq, st->max_T, st->max_S);
+    size_t n = enc + dec;
+    if (n > st->work_cap) {
+        m->be->free(st->work);
+        st->work = m->be->alloc(n * sizeof(float));
+        st->work_cap = st->work ? n : 0;
+        if (!st->work) return mt_error_context("%s decoding", m->arch->name);
+    }
+    if (encode) mt_stack_acts_layout(&m->enc, &st->enc_acts, st->work, B, st->S, st->S, 0);
+    mt_stack_acts_layout(&m->dec, &st->dec_acts, st->work + enc, B, Tq, st->max_T, st->max_S);
+    return 0;
+}
+
+/* Run Tq new positions per row (ids already on the backend) through the decoder units and
+ * write the last position's next-token logits to host logits (B, V). */
+static void run_decoder(mt_decode_state *st, int Tq, int first, float *logits)
+{
+    mt_model *m = st->m;
+    const mt_backend *be = m->be;
+    mt_stack *s = &m->dec;
+    int B = st->B, C = m->cfg.d_model, V = m->cfg.vocab_size;
+    be->upload(st->d_key_mask, st->key_mask, (size_t)st->max_B * st->max_T);
+    mt_stack_embed(m, s, &st->dec_acts, st->d_ids, B, Tq, st->len, NULL);
+    for (int i = 0; i < s->n_units; i++)
+        mt_unit_decode(be, &s->units[i], &st->dec_acts.w[i], &st->uc[i], st->dec_acts.xs[i + 1],
+                       st->dec_acts.xs[i], st->d_key_mask, st->d_prompt_mask, st->d_src_mask, B,
+                       Tq, first);
+    float *h_last = st->rows, *normed = h_last + (size_t)B * C;
+    float *mean = normed + (size_t)B * C, *rstd = mean + B, *out = rstd + B;
+    be->copy2d(h_last, C, st->dec_acts.xs[s->n_units] + (size_t)(Tq - 1) * C, Tq * C,
+               (size_t)B, C);
+    const float *h = mt_stack_final_norm(be, s, normed, mean, rstd, h_last, (size_t)B);
+    mt_model_project(m, out, h, (size_t)B);
+    be->download(logits, out, (size_t)B * V * sizeof(float));
+    st->len += Tq;
+}
+
+static void encode_source(mt_decode_state *st, const mt_batch *b)
+{
+    mt_model *m = st->m;
+    const mt_backend *be = m->be;
+    int B = b->B, S = b->S;
+    for (size_t i = 0; i < (size_t)B * S; i++) st->src_mask[i] = b->src[i] != m->cfg.pad_id;
+    be->upload(st->d_src, b->src, (size_t)B * S * sizeof(int32_t));
+    be->upload(st->d_src_mask, st->src_mask, (size_t)B * S);
+    mt_stack_embed(m, &m->enc, &st->enc_acts, st->d_src, B, S, 0, NULL);
+    const float *mem = mt_stack_forward(m, &m->enc, &st->enc_acts, NULL, st->d_src_mask, NULL, B,
+                                        S, 0, NULL);
+    for (int i = 0; i < m->dec.n_units; i++) {
+        const mt_unit *u = &m->dec.units[i];
+        if (u->kind == MT_UNIT_CROSS_ATTN)
+            mt_attention_cross_fill(be, &st->uc[i].kv, mem, &u->p.attn, &u->cfg.attn, B, S);
+    }
+}
+
+int mt_model_prefill(mt_model *m, mt_decode_state *st, const mt_batch *b, float *logits)
+{
+    if (st->m != m) return mt_error("decode state belongs to another model");
+    if (mt_model_check_batch(m, b)) return -1;
+    if (b->B > st->max_B || b->T > st->max_T)
+        return mt_error("%s prefill: %d rows x %d positions exceed the state's %d x %d",
+                        m->arch->name, b->B, b->T, st->max_B, st->max_T);
+    if (m->arch->encdec && b->S > st->max_S)
+        return mt_error("%s prefill: source length %d exceeds the state's %d", m->arch->name,
+                        b->S, st->max_S);
+    int B = b->B, T = b->T;
+    st->B = B;
+    st->len = 0;
+    st->S = m->arch->encdec ? b->S : 0;
+    for (int i = 0; i < m->dec.n_units; i++) st->uc[i].kv.len = 0;
+    if (size_work(st, B, T, m->arch->encdec)) return -1;
+
+    memset(st->key_mask, 0, (size_t)st->max_B * st->max_T);
+    uint8_t *prompt = mt_xmalloc((size_t)B * T);
+    for (int r = 0; r < B; r++)
+        for (int t = 0; t < T; t++) {
+            uint8_t real = b->ids[(size_t)r * T + t] != m->cfg.pad_id;
+            prompt[(size_t)r * T + t] = real;
+            st->key_mask[(size_t)r * st->max_T + t] = real;
+        }
+    m->be->upload(st->d_prompt_mask, prompt, (size_t)B * T);
+    free(prompt);
+    m->be->upload(st->d_ids, b->ids, (size_t)B * T * sizeof(int32_t));
+    if (m->arch->encdec) encode_source(st, b);
+    run_decoder(st, T, 1, logits);
+    st->primed = 1;
+    return 0;
+}
+
+int mt_model_step(mt_model *m, mt_decode_state *st, const int32_t *tokens, float *logits)
+{
+    if (st->m != m) return mt_error("decode state belongs to another model");
+    if (!st->primed) return mt_error("%s step before prefill", m->arch->name);
+    if (st->len >= st->max_T)
+        return mt_error("%s step: the decode state is full (%d positions)", m->arch->name,
+                        st->max_T);
+    for (int r = 0; r < st->B; r++)
+        if (tokens[r] < 0 || tokens[r] >= m->cfg.vocab_size)
+            return mt_error("%s step: token %d of row %d is outside the vocabulary (0..%d)",
+                            m->arch->name, tokens[r], r, m->cfg.vocab_size - 1);
+    if (size_work(st, st->B, 1, 0)) return -1;
+    for (int r = 0; r < st->B; r++) st->key_mask[(size_t)r * st->max_T + st->len] = 1;
+    m->be->upload(st->d_ids, tokens, (size_t)st->B * sizeof(int32_t));
+    run_decoder(st, 1, 0, logits);
+    return 0;
+}
+
+/* Reorder host mask rows (row bytes each) in place by rows. */
+static void reorder_host(uint8_t *mask, size_t row, const int32_t *rows, int n_rows, int old_B)
+{
+    uint8_t *copy = mt_xmalloc(row * (size_t)old_B + 1);
+    memcpy(copy, mask, row * (size_t)old_B);
+    for (int i = 0; i < n_rows; i++) memcpy(mask + (size_t)i * row, copy + (size_t)rows[i] * row, row);
+    free(copy);
+}
+
+int mt_decode_state_reorder(mt_decode_state *st, const int32_t *rows, int n_rows)
+{
+    mt_model *m = st->m;
+    const mt_backend *be = m->be;
+    if (!st->primed) return mt_error("%s reorder before prefill", m->arch->name);
+    if (n_rows <= 0 || n_rows > st->max_B)
+        return mt_error("%s reorder: %d rows, the state holds at most %d", m->arch->name, n_rows,
+                        st->max_B);
+    for (int i = 0; i < n_rows; i++)
+        if (rows[i] < 0 || rows[i] >= st->B)
+            return mt_error("%s reorder: row index %d is outside 0..%d", m->arch->name, rows[i],
+                            st->B - 1);
+    be->upload(st->d_rows, rows, (size_t)n_rows * sizeof(int32_t));
+    const mt_stack *s = &m->dec;
+    for (int i = 0; i < s->n_units; i++) {
+        for (int w = 0; w < 2; w++) {
+            size_t row = cache_row(&s->units[i], st, w);
+            if (!row) continue;
+            float *t = cache_tensor(&st->uc[i], &s->units[i], w);
+            be->index_select(st->reorder_tmp, t, st->d_rows, n_rows, row);
+            be->copy(t, st->reorder_tmp, (size_t)n_rows * row * sizeof(float));
+        }
+    }
+    reorder_host(st->key_mask, (size_t)st->max_T, rows, n_rows, st->B);
+    if (st->S) {
+        reorder_host(st->src_mask, (size_t)st->S, rows, n_rows, st->B);
+        be->upload(st->d_src_mask, st->src_mask, (size_t)n_rows * st->S);
+    }
+    st->B = n_rows;
+    return 0;
+}

@@ -1,0 +1,274 @@
+/* Whole-model passes: batch checks and upload, forward to logits, the target-token loss and
+ * backward. Letters: B rows, T decoder positions, S source positions, N = B*T, C d_model,
+ * V vocabulary. */
+#include "models/model_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "mtlab/error.h"
+
+static int check_ids(const mt_model *m, const int32_t *ids, int B, int T, const char *what)
+{
+    for (size_t i = 0; i < (size_t)B * T; i++)
+        if (ids[i] < 0 || ids[i] >= m->cfg.vocab_size)
+            return mt_error("%s model: %s id %d at row %zu, position %zu is outside the "
+                            "vocabulary (0..%d)", m->arch->name, what, ids[i], i / (size_t)T,
+                            i % (size_t)T, m->cfg.vocab_size - 1);
+    return 0;
+}
+
+/* Upper bound on what one batch may ask for, so a bad size is an error, not a huge malloc. */
+#define MT_MAX_BATCH_POSITIONS (1u << 26)
+
+int mt_model_check_batch(const mt_model *m, const mt_batch *b)
+{
+    const char *name = m->arch->name;
+    if (!b || !b->ids || b->B <= 0 || b->T <= 0)
+        return mt_error("%s model: empty batch (B = %d, T = %d)", name, b ? b->B : 0,
+                        b ? b->T : 0);
+    if ((size_t)b->B * b->T > MT_MAX_BATCH_POSITIONS)
+        return mt_error("%s model: batch of %d x %d positions is too large", name, b->B, b->T);
+    if (check_ids(m, b->ids, b->B, b->T, m->arch->encdec ? "target" : "token")) return -1;
+    if (m->dec.positions && b->T > m->cfg.max_positions)
+        return mt_error("%s model: %d target positions exceed max_position_embeddings %d", name,
+                        b->T, m->cfg.max_positions);
+    if (!m->arch->encdec) return 0;
+    if (!b->src || b->S <= 0)
+        return mt_error("%s model: encoder-decoder batch without a source", name);
+    if ((size_t)b->B * b->S > MT_MAX_BATCH_POSITIONS)
+        return mt_error("%s model: source of %d x %d positions is too large", name, b->B, b->S);
+    if (m->enc.positions && b->S > m->cfg.max_positions)
+        return mt_error("%s model: %d source positions exceed max_position_embeddings %d", name,
+                        b->S, m->cfg.max_positions);
+    return check_ids(m, b->src, b->B, b->S, "source");
+}
+
+size_t mt_model_targets(const mt_model *m, int32_t *targets, const int32_t *ids, int B, int T)
+{
+    size_t count = 0;
+    for (int b = 0; b < B; b++) {
+        const int32_t *row = ids + (size_t)b * T;
+        /* decoder-only: predictions count from the first <sep> on (MODELS.md 4) */
+        int counting = m->arch->encdec;
+        for (int t = 0; t < T; t++) {
+            if (!counting && row[t] == m->cfg.sep_id) counting = 1;
+            int32_t next = t + 1 < T ? row[t + 1] : m->cfg.pad_id;
+            int use = counting && next != m->cfg.pad_id;
+            targets[(size_t)b * T + t] = use ? next : MT_IGNORE;
+            count += (size_t)use;
+        }
+    }
+    return count;
+}
+
+/* Sizes of one batch's activations: encoder stack, decoder stack, logits, losses, lse. */
+static size_t acts_layout(mt_model *m, float *base, int B, int T, int S)
+{
+    size_t N = (size_t)B * T, off = 0;
+    if (m->arch->encdec) off += mt_stack_acts_layout(&m->enc, &m->enc_acts, base, B, S, S, 0);
+    off += mt_stack_acts_layout(&m->dec, &m->dec_acts, base ? base + off : NULL, B, T, T, S);
+    if (base) {
+        m->logits = base + off;
+        m->losses = base + off + N * m->cfg.vocab_size;
+        m->lse = m->losses + N;
+    }
+    return off + N * ((size_t)m->cfg.vocab_size + 2);
+}
+
+/* Grow a backend allocation to at least bytes (contents are not kept). */
+static int ensure(const mt_backend *be, void **p, size_t *cap, size_t bytes)
+{
+    if (*cap >= bytes && *p) return 0;
+    be->free(*p);
+    *p = be->alloc(bytes);
+    *cap = *p ? bytes : 0;
+    return *p ? 0 : -1;
+}
+
+int mt_model_prepare(mt_model *m, const mt_batch *b)
+{
+    if (mt_model_check_batch(m, b)) return -1;
+    const mt_backend *be = m->be;
+    int B = b->B, T = b->T, S = m->arch->encdec ? b->S : 0;
+    size_t N = (size_t)B * T, NS = (size_t)B * S;
+
+    size_t n_acts = acts_layout(m, NULL, B, T, S);
+    if (ensure(be, (void **)&m->acts, &m->acts_cap, n_acts * sizeof(float))) return -1;
+    acts_layout(m, m->acts, B, T, S);
+    m->aB = B;
+    m->aT = T;
+    m->aS = S;
+
+    /* ids (N), targets (N), src (NS) as int32, then masks (N + NS) as bytes */
+    size_t io_bytes = (2 * N + NS) * sizeof(int32_t) + N + NS;
+    if (ensure(be, &m->io, &m->io_cap, io_bytes)) return -1;
+    m->d_ids = m->io;
+    m->d_targets = m->d_ids + N;
+    m->d_src = m->d_targets + N;
+    m->d_mask = (uint8_t *)(m->d_src + NS);
+    m->d_src_mask = m->d_mask + N;
+
+    int32_t *targets = mt_xmalloc(N * sizeof *targets);
+    uint8_t *mask = mt_xmalloc(N + NS);
+    m->n_targets = mt_model_targets(m, targets, b->ids, B, T);
+    for (size_t i = 0; i < N; i++) mask[i] = b->ids[i] != m->cfg.pad_id;
+    for (size_t i = 0; i < NS; i++) mask[N + i] = b->src[i] != m->cfg.pad_id;
+    be->upload(m->d_ids, b->ids, N * sizeof(int32_t));
+    be->upload(m->d_targets, targets, N * sizeof(int32_t));
+    if (NS) be->upload(m->d_src, b->src, NS * sizeof(int32_t));
+    be->upload(m->d_mask, mask, N + NS);
+    free(targets);
+    free(mask);
+    return 0;
+}
+
+void mt_model_project(const mt_model *m, float *logits, const float *h, size_t N)
+{
+    int C = m->cfg.d_model, V = m->cfg.vocab_size;
+    const float *bias = m->logits_bias_tensor >= 0
+                            ? m->params + m->tensors[m->logits_bias_tensor].offset
+                            : NULL;
+    if (m->lm_head_tensor < 0) {
+        const float *table = m->params + m->tensors[m->embed_tensor].offset;
+        mt_tied_logits_forward(m->be, logits, h, table, bias, N, C, V);
+    } else {
+        const float *w = m->params + m->tensors[m->lm_head_tensor].offset;
+        mt_linear_forward(m->be, logits, h, w, bias, N, C, V);
+    }
+}
+
+/* The decoder stack's output of the last forward. */
+static const float *decoder_output(const mt_model *m)
+{
+    const mt_stack *s = &m->dec;
+    return s->final_norm_tensor >= 0 ? m->dec_acts.fn_out : m->dec_acts.xs[s->n_units];
+}
+
+double mt_model_run_forward(mt_model *m, const mt_step_opts *opts, int want_loss)
+{
+    int B = m->aB, T = m->aT, S = m->aS;
+    size_t N = (size_t)B * T;
+    const float *mem = NULL;
+    if (m->arch->encdec) {
+        mt_dropout drop = mt_stack_dropout(&m->enc, -1, 0, opts, m->cfg.dropout);
+        mt_stack_embed(m, &m->enc, &m->enc_acts, m->d_src, B, S, 0, &drop);
+        mem = mt_stack_forward(m, &m->enc, &m->enc_acts, NULL, m->d_src_mask, NULL, B, S, 0,
+                               opts);
+    }
+    mt_dropout drop = mt_stack_dropout(&m->dec, -1, 0, opts, m->cfg.dropout);
+    mt_stack_embed(m, &m->dec, &m->dec_acts, m->d_ids, B, T, 0, &drop);
+    const float *h = mt_stack_forward(m, &m->dec, &m->dec_acts, mem, m->d_mask, m->d_src_mask,
+                                      B, T, S, opts);
+    mt_model_project(m, m->logits, h, N);
+    if (!want_loss) return 0.0;
+    float smoothing = opts ? opts->label_smoothing : 0.0f;
+    return mt_cross_entropy_forward(m->be, m->losses, m->lse, m->logits, m->d_targets, N,
+                                    m->cfg.vocab_size, MT_IGNORE, smoothing);
+}
+
+/* Backward of the embeddings of one stack: dx (rows, C) through dropout into the table. */
+static void embed_backward(mt_model *m, const mt_stack *s, float *dx, float *tmp,
+                           const int32_t *ids, size_t rows, const mt_step_opts *opts)
+{
+    const mt_backend *be = m->be;
+    float *dtable = m->grads + m->tensors[m->embed_tensor].offset;
+    mt_dropout drop = mt_stack_dropout(s, -1, 0, opts, m->cfg.dropout);
+    const float *d = dx;
+    if (drop.p > 0.0f) {
+        be->memzero(tmp, rows * s->C * sizeof(float));
+        mt_dropout_backward(be, tmp, dx, rows * s->C, &drop);
+        d = tmp;
+    }
+    mt_embedding_backward(be, dtable, d, ids, rows, s->C, m->embed_scale);
+}
+
+static size_t stack_scratch(const mt_stack *s, int B, int T, int S)
+{
+    size_t most = 0;
+    for (int i = 0; i < s->n_units; i++) {
+        size_t n = mt_unit_scratch_count(&s->units[i], B, T, S);
+        if (n > most) most = n;
+    }
+    return most;
+}
+
+int mt_model_run_backward(mt_model *m, const mt_step_opts *opts, float scale)
+{
+    const mt_backend *be = m->be;
+    int B = m->aB, T = m->aT, S = m->aS, C = m->cfg.d_model, V = m->cfg.vocab_size;
+    size_t N = (size_t)B * T, NS = (size_t)B * S;
+
+    /* scratch: dlogits (N, V), dh (N, C), dx (N, C), dmem (NS, C), dxs (NS, C), units */
+    size_t units = stack_scratch(&m->dec, B, T, S);
+    if (m->arch->encdec) {
+        size_t e = stack_scratch(&m->enc, B, S, 0);
+        if (e > units) units = e;
+    }
+    size_t n = N * V + 2 * N * C + 2 * NS * C + units;
+    if (ensure(be, (void **)&m->scratch, &m->scratch_cap, n * sizeof(float)))
+        return mt_error_context("%s model backward", m->arch->name);
+    float *dlogits = m->scratch, *dh = dlogits + N * V, *dx = dh + N * C;
+    float *dmem = dx + N * C, *dxs = dmem + NS * C, *unit_scratch = dxs + NS * C;
+
+    float smoothing = opts ? opts->label_smoothing : 0.0f;
+    be->memzero(dlogits, N * V * sizeof(float));
+    mt_cross_entropy_backward(be, dlogits, m->logits, m->lse, m->d_targets, N, V, MT_IGNORE,
+                              smoothing, scale);
+    be->memzero(dh, N * C * sizeof(float));
+    const float *h = decoder_output(m);
+    if (m->lm_head_tensor < 0) {
+        const float *table = m->params + m->tensors[m->embed_tensor].offset;
+        float *dtable = m->grads + m->tensors[m->embed_tensor].offset;
+        mt_tied_logits_backward(be, dh, dtable, NULL, dlogits, h, table, N, C, V);
+    } else {
+        const float *w = m->params + m->tensors[m->lm_head_tensor].offset;
+        float *dw = m->grads + m->tensors[m->lm_head_tensor].offset;
+        mt_linear_backward(be, dh, dw, NULL, dlogits, h, w, N, C, V);
+    }
+
+    const float *mem = NULL;
+    if (m->arch->encdec) {
+        const mt_stack *e = &m->enc;
+        mem = e->final_norm_tensor >= 0 ? m->enc_acts.fn_out : m->enc_acts.xs[e->n_units];
+        be->memzero(dmem, NS * C * sizeof(float));
+    }
+    mt_stack_backward(m, &m->dec, &m->dec_acts, dx, dh, dmem, mem, m->d_mask, m->d_src_mask, B,
+                      T, S, opts, unit_scratch);
+    embed_backward(m, &m->dec, dx, dh, m->d_ids, N, opts);
+    if (m->arch->encdec) {
+        mt_stack_backward(m, &m->enc, &m->enc_acts, dxs, dmem, NULL, NULL, m->d_src_mask, NULL,
+                          B, S, 0, opts, unit_scratch);
+        embed_backward(m, &m->enc, dxs, dmem, m->d_src, NS, opts);
+    }
+    return 0;
+}
+
+int mt_model_forward(mt_model *m, const mt_batch *b, float *logits)
+{
+    if (mt_model_prepare(m, b)) return -1;
+    mt_model_run_forward(m, NULL, 0);
+    size_t n = (size_t)b->B * b->T * m->cfg.vocab_size;
+    m->be->download(logits, m->logits, n * sizeof(float));
+    return 0;
+}
+
+int mt_model_loss(mt_model *m, const mt_batch *b, const mt_step_opts *opts, double *loss,
+                  size_t *n_tokens)
+{
+    if (mt_model_prepare(m, b)) return -1;
+    double sum = mt_model_run_forward(m, opts, 1);
+    if (n_tokens) *n_tokens = m->n_targets;
+    if (loss) *loss = m->n_targets ? sum / (double)m->n_targets : 0.0;
+    return 0;
+}
+
+int mt_model_forward_backward(mt_model *m, const mt_batch *b, const mt_step_opts *opts,
+                              float grad_scale, double *loss, size_t *n_tokens)
+{
+    if (!mt_model_grads(m)) return -1;
+    if (mt_model_loss(m, b, opts, loss, n_tokens)) return -1;
+    if (m->n_targets == 0) return 0;
+    float scale = grad_scale != 0.0f ? grad_scale : 1.0f / (float)m->n_targets;
+    return mt_model_run_backward(m, opts, scale);
+}

@@ -1,0 +1,206 @@
+/* `mamba`: the paper's decoder-only Mamba v1 in Hugging Face MambaForCausalLM layout
+ * (MODELS.md 1): token embedding, n pre-norm units x + Mixer(RMSNorm(x)), final RMSNorm
+ * norm_f, output projection tied to the embedding (or lm_head.weight when untied). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "models/model_internal.h"
+#include "mtlab/error.h"
+
+static mt_mamba_config mixer_config(const mt_model_config *c)
+{
+    mt_mamba_config mc = {
+        .d_model = c->d_model,
+        .d_inner = c->expand * c->d_model,
+        .d_state = c->d_state,
+        .d_conv = c->d_conv,
+        .dt_rank = c->dt_rank,
+    };
+    return mc;
+}
+
+static int build(mt_model *m)
+{
+    const mt_model_config *c = &m->cfg;
+    int shape[2] = {c->vocab_size, c->d_model};
+    m->embed_tensor = mt_model_add_tensor(m, "backbone.embeddings.weight", 2, shape, 1, 0);
+    if (!c->tie_embeddings)
+        m->lm_head_tensor = mt_model_add_tensor(m, "lm_head.weight", 2, shape, 1, 0);
+    mt_unit_config mixer = {.mamba = mixer_config(c)};
+    char prefix[MT_NAME_MAX], norm[MT_NAME_MAX];
+    for (int l = 0; l < c->n_layers; l++) {
+        snprintf(prefix, sizeof prefix, "backbone.layers.%d.mixer.", l);
+        snprintf(norm, sizeof norm, "backbone.layers.%d.norm", l);
+        mt_model_add_unit(m, &m->dec, MT_UNIT_MAMBA, &mixer, prefix, MT_NORM_RMS, norm, 0,
+                          c->norm_eps);
+    }
+    mt_model_add_final_norm(m, &m->dec, MT_NORM_RMS, "backbone.norm_f", c->norm_eps);
+    return 0;
+}
+
+/* mamba_ssm initialisation (MODELS.md 1.3): embedding N(0, init_std), mixers by mt_mamba_init
+ * with out_proj rescaled by 1/sqrt(n_layer) (one residual per layer), RMSNorm gains 1. */
+static void init(mt_model *m, float *host, uint64_t seed)
+{
+    const mt_model_config *c = &m->cfg;
+    mt_rng r;
+    mt_rng_init(&r, seed, 0);
+    size_t VC = (size_t)c->vocab_size * c->d_model;
+    mt_init_normal(&r, mt_model_host_tensor(m, host, m->embed_tensor), VC, c->init_std);
+    if (m->lm_head_tensor >= 0) {
+        mt_rng_init(&r, seed, 1);
+        mt_init_normal(&r, mt_model_host_tensor(m, host, m->lm_head_tensor), VC, c->init_std);
+    }
+    float out_scale = 1.0f / sqrtf((float)c->n_layers);
+    for (int i = 0; i < m->dec.n_units; i++) {
+        const mt_unit *u = &m->dec.units[i];
+        mt_unit_params p;
+        mt_unit_params_point(u->kind, &u->cfg, &p, host + m->tensors[u->first_tensor].offset);
+        mt_rng_init(&r, seed, 2 + (uint64_t)i);
+        mt_mamba_init(&r, &p.mamba, &u->cfg.mamba, out_scale);
+    }
+    mt_model_init_norms(m, host);
+}
+
+/* Keys whose value mtlab's Mamba fixes: a config that asks otherwise is refused. */
+static int fixed_bool(const mt_config *c, const char *key, int want)
+{
+    int v;
+    if (mt_config_bool_or(c, key, want, &v)) return -1;
+    if (v != want)
+        return mt_error("%s: %s = %s is not supported (mtlab's Mamba has %s)", mt_config_name(c),
+                        key, v ? "true" : "false", want ? "true" : "false");
+    return 0;
+}
+
+/* The first present key of two spellings (state-spaces checkpoints without the -hf suffix say
+ * d_model and n_layer). */
+static int int_either(const mt_config *c, const char *key, const char *old_key, int lo, int hi,
+                      int *out)
+{
+    return mt_config_int(c, mt_config_has(c, key) || !mt_config_has(c, old_key) ? key : old_key,
+                         lo, hi, out);
+}
+
+static int config_read(mt_model_config *cfg, const mt_config *c)
+{
+    const char *path = mt_config_name(c);
+    int tie;
+    /* MambaConfig defaults for the optional keys */
+    mt_model_config_init_ids(cfg);
+    snprintf(cfg->arch, sizeof cfg->arch, "mamba");
+    if (int_either(c, "hidden_size", "d_model", 1, 1 << 16, &cfg->d_model) ||
+        int_either(c, "num_hidden_layers", "n_layer", 1, 1024, &cfg->n_layers) ||
+        mt_config_int(c, "vocab_size", 1, 1 << 22, &cfg->vocab_size) ||
+        mt_config_int_or(c, "state_size", 16, 1, MT_SCAN_MAX_STATE, &cfg->d_state) ||
+        mt_config_int_or(c, "conv_kernel", 4, 1, 64, &cfg->d_conv) ||
+        mt_config_int_or(c, "expand", 2, 1, 16, &cfg->expand) ||
+        mt_config_float_or(c, "layer_norm_epsilon", 1e-5f, 1e-12, 1.0, &cfg->norm_eps) ||
+        mt_config_float_or(c, "initializer_range", 0.1f, 0.0, 1e3, &cfg->init_std) ||
+        mt_config_float_or(c, "time_step_min", 0.001f, 1e-12, 1e3, &cfg->dt_min) ||
+        mt_config_float_or(c, "time_step_max", 0.1f, 1e-12, 1e3, &cfg->dt_max) ||
+        mt_config_float_or(c, "time_step_floor", 1e-4f, 0.0, 1e3, &cfg->dt_init_floor) ||
+        mt_config_bool_or(c, "tie_word_embeddings", 1, &tie) ||
+        mt_model_config_token_id(c, "pad_token_id", &cfg->pad_id) ||
+        mt_model_config_token_id(c, "eos_token_id", &cfg->eos_id) ||
+        mt_model_config_token_id(c, "bos_token_id", &cfg->bos_id) ||
+        fixed_bool(c, "use_bias", 0) || fixed_bool(c, "use_conv_bias", 1))
+        return -1;
+    cfg->tie_embeddings = tie;
+    cfg->dropout = 0.0f;
+    const char *act = mt_config_string_or(c, "hidden_act", "silu");
+    if (!act) return -1;
+    if (strcmp(act, "silu") != 0)
+        return mt_error("%s: hidden_act \"%s\" is not supported (Mamba uses silu)", path, act);
+    /* time_step_rank: an integer, or "auto" = ceil(hidden_size / 16) */
+    cfg->dt_rank = (cfg->d_model + 15) / 16;
+    const char *rank = mt_config_has(c, "time_step_rank")
+                           ? mt_config_string_or(c, "time_step_rank", NULL)
+                           : "auto";
+    if (!rank || strcmp(rank, "auto") != 0) {
+        mt_clear_error();
+        if (mt_config_int(c, "time_step_rank", 1, 1 << 20, &cfg->dt_rank)) return -1;
+    }
+    int inner;
+    if (mt_config_int_or(c, "intermediate_size", cfg->expand * cfg->d_model, 1, 1 << 22, &inner))
+        return -1;
+    if (inner != cfg->expand * cfg->d_model)
+        return mt_error("%s: intermediate_size %d is not expand x hidden_size = %d", path, inner,
+                        cfg->expand * cfg->d_model);
+    return mt_model_config_read_mtlab(cfg, c);
+}
+
+static int config_write(const mt_model_config *c, mt_config *o)
+{
+    const char *archs[] = {"MambaForCausalLM"};
+    int rc = mt_config_set_string_list(o, "architectures", archs, 1);
+    rc |= mt_config_set_string(o, "model_type", "mamba");
+    rc |= mt_config_set_int(o, "hidden_size", c->d_model);
+    rc |= mt_config_set_int(o, "num_hidden_layers", c->n_layers);
+    rc |= mt_config_set_int(o, "intermediate_size", (long long)c->expand * c->d_model);
+    rc |= mt_config_set_int(o, "state_size", c->d_state);
+    rc |= mt_config_set_int(o, "conv_kernel", c->d_conv);
+    rc |= mt_config_set_int(o, "expand", c->expand);
+    rc |= mt_config_set_int(o, "time_step_rank", c->dt_rank);
+    rc |= mt_config_set_float(o, "time_step_scale", 1.0f);
+    rc |= mt_config_set_float(o, "time_step_min", c->dt_min);
+    rc |= mt_config_set_float(o, "time_step_max", c->dt_max);
+    rc |= mt_config_set_float(o, "time_step_floor", c->dt_init_floor);
+    rc |= mt_config_set_string(o, "time_step_init_scheme", "random");
+    rc |= mt_config_set_float(o, "layer_norm_epsilon", c->norm_eps);
+    rc |= mt_config_set_float(o, "initializer_range", c->init_std);
+    rc |= mt_config_set_bool(o, "use_bias", 0);
+    rc |= mt_config_set_bool(o, "use_conv_bias", 1);
+    rc |= mt_config_set_string(o, "hidden_act", "silu");
+    rc |= mt_config_set_bool(o, "residual_in_fp32", 1);
+    rc |= mt_config_set_bool(o, "rescale_prenorm_residual", 0);
+    rc |= mt_config_set_bool(o, "tie_word_embeddings", c->tie_embeddings);
+    rc |= mt_config_set_int(o, "vocab_size", c->vocab_size);
+    rc |= mt_config_set_int(o, "pad_token_id", c->pad_id);
+    rc |= mt_config_set_int(o, "eos_token_id", c->eos_id);
+    rc |= mt_config_set_int(o, "bos_token_id", c->bos_id);
+    rc |= mt_config_set_string(o, "dtype", "float32");
+    rc |= mt_model_config_write_mtlab(c, o, 1);
+    return rc ? -1 : 0;
+}
+
+static int check(const mt_model_config *c)
+{
+    if (c->d_state <= 0 || c->d_state > MT_SCAN_MAX_STATE)
+        return mt_error("mamba config: state_size %d must be in 1..%d", c->d_state,
+                        MT_SCAN_MAX_STATE);
+    if (c->d_conv <= 0 || c->d_conv > 64)
+        return mt_error("mamba config: conv_kernel %d must be in 1..64", c->d_conv);
+    if (c->expand <= 0 || c->expand > 16)
+        return mt_error("mamba config: expand %d must be in 1..16", c->expand);
+    if (c->dt_rank <= 0 || c->dt_rank > c->d_model * c->expand)
+        return mt_error("mamba config: time_step_rank %d must be in 1..%d", c->dt_rank,
+                        c->d_model * c->expand);
+    if (!(c->norm_eps > 0.0f)) return mt_error("mamba config: layer_norm_epsilon must be > 0");
+    if (!(c->dt_min > 0.0f && c->dt_max >= c->dt_min))
+        return mt_error("mamba config: need 0 < time_step_min <= time_step_max");
+    return 0;
+}
+
+static const char *const aliases[][2] = {
+    {"backbone.embeddings.weight", "backbone.embedding.weight"},
+    {NULL, NULL},
+};
+
+static const char *const none[] = {NULL};
+
+const mt_arch mt_arch_mamba = {
+    .name = "mamba",
+    .hf_class = "MambaForCausalLM",
+    .model_type = "mamba",
+    .encdec = 0,
+    .build = build,
+    .init = init,
+    .check = check,
+    .config_read = config_read,
+    .config_write = config_write,
+    .aliases = aliases,
+    .ignored = none,
+    .embed_copies = none,
+};

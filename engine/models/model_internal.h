@@ -1,0 +1,293 @@
+/* Inside a model: a tensor table with Hugging Face names, one or two stacks of residual units,
+ * and the per-architecture description (mt_arch) that builds them.
+ *
+ * A residual unit is one mixer with its norm:
+ *   pre-norm  (Mamba, LLaMA):  y = x + drop(f(norm(x)))
+ *   post-norm (Marian):        y = norm(x + drop(f(x)))
+ * where f is self-attention, cross-attention over the encoder output, an FFN, a gated MLP or
+ * a Mamba mixer (which applies its own dropout after out_proj). A Marian encoder layer is two
+ * units (self-attention, FFN), a decoder layer three (self, cross, FFN); a Mamba layer is one.
+ * The hybrids of the paper are other unit lists over the same code.
+ *
+ * Letters: N = B*T rows of the stack, C d_model, V vocabulary. */
+#ifndef MTLAB_MODEL_INTERNAL_H
+#define MTLAB_MODEL_INTERNAL_H
+
+#include "mtlab/bundle.h"
+#include "mtlab/layers.h"
+#include "mtlab/model.h"
+#include "mtlab/rng.h"
+
+#define MT_NAME_MAX 96
+
+typedef struct {
+    char name[MT_NAME_MAX]; /* Hugging Face name */
+    int ndim;
+    int shape[3];
+    size_t offset;          /* floats from the start of the parameter block */
+    size_t numel;
+    int decay;              /* AdamW weight decay */
+    int buffer;             /* fixed: no gradient, not counted, may be absent from a bundle */
+} mt_named_tensor;
+
+typedef enum {
+    MT_UNIT_SELF_ATTN,  /* attention over the unit's own input (causal or not per config) */
+    MT_UNIT_CROSS_ATTN, /* attention over the encoder output */
+    MT_UNIT_FFN,
+    MT_UNIT_GATED_MLP,
+    MT_UNIT_MAMBA,
+} mt_unit_kind;
+
+typedef enum { MT_NORM_LAYER, MT_NORM_RMS } mt_norm_kind;
+
+typedef union {
+    mt_attn_config attn;
+    mt_ffn_config ffn;
+    mt_gated_mlp_config mlp;
+    mt_mamba_config mamba;
+} mt_unit_config;
+
+typedef union {
+    mt_attn_params attn;
+    mt_ffn_params ffn;
+    mt_gated_mlp_params mlp;
+    mt_mamba_params mamba;
+} mt_unit_params;
+
+typedef union {
+    mt_attn_acts attn;
+    mt_ffn_acts ffn;
+    mt_gated_mlp_acts mlp;
+    mt_mamba_acts mamba;
+} mt_unit_acts;
+
+/* Activations of one unit for one pass (training forward, prefill or decoding step). */
+typedef struct {
+    mt_unit_acts a;
+    float *pre;         /* (N, C) pre-norm: norm(x); post-norm: x + f before the norm */
+    float *mean, *rstd; /* (N) */
+} mt_unit_work;
+
+/* Decoding caches of one unit (the fields its kind uses). */
+typedef struct {
+    mt_kv_cache kv;     /* self-attention: past keys/values; cross-attention: the source's */
+    mt_mamba_state ms;  /* Mamba conv + ssm state */
+} mt_unit_cache;
+
+typedef struct {
+    mt_unit_kind kind;
+    mt_norm_kind norm;
+    int post_norm;
+    float eps;
+    mt_unit_config cfg;
+    int first_tensor;   /* the mixer's tensors, consecutive in the table */
+    int norm_tensor;    /* the norm weight; a LayerNorm's bias is the next tensor */
+    mt_unit_params p, g;
+    float *norm_w, *norm_b;   /* (C); norm_b NULL for RMSNorm */
+    float *gnorm_w, *gnorm_b;
+} mt_unit;
+
+typedef struct {
+    mt_unit *units;
+    int n_units, cap_units;
+    int C;
+    int final_norm_tensor;  /* -1: none (Marian); else the final norm's weight */
+    mt_norm_kind final_norm;
+    float final_eps;
+    float *fn_w, *fn_b, *gfn_w, *gfn_b;
+    int positions;          /* 1: sinusoid positions are added to the embeddings */
+    uint32_t site_base;     /* dropout sites of this stack start here */
+} mt_stack;
+
+/* Activations of a stack for one pass: xs[i] (N, C) is the residual stream entering unit i,
+ * xs[n_units] the last unit's output, fn_out (N, C) the final norm's output. */
+typedef struct {
+    mt_unit_work *w; /* (n_units) */
+    float **xs;      /* (n_units + 1) */
+    float *fn_out, *fn_mean, *fn_rstd;
+} mt_stack_acts;
+
+typedef struct mt_arch {
+    const char *name;       /* "transformer" */
+    const char *hf_class;   /* "MarianMTModel" */
+    const char *model_type; /* "marian" */
+    int encdec;
+    /* Fill the tensor table and the stacks from m->cfg (mt_model_add_* below). */
+    int (*build)(mt_model *m);
+    /* Fresh parameters into the host copy of the parameter block. */
+    void (*init)(mt_model *m, float *host, uint64_t seed);
+    /* Architecture-specific configuration checks (mt_model_config_check does the common ones). */
+    int (*check)(const mt_model_config *cfg);
+    /* config.json -> cfg (errors name the file and the key); cfg -> config.json keys. */
+    int (*config_read)(mt_model_config *cfg, const mt_config *json);
+    int (*config_write)(const mt_model_config *cfg, mt_config *json);
+    /* Pairs {name, alternative name} tried when a bundle lacks name, NULL-terminated. */
+    const char *const (*aliases)[2];
+    /* Names a bundle may hold that the model does not use (tied copies, fixed positions). */
+    const char *const *ignored;
+    /* Names under which the token embedding is saved again, NULL-terminated (transformers 5
+     * ties Marian's encoder/decoder embed_tokens to model.shared only when the output
+     * projection is tied too, so an untied model needs the copies in the file). */
+    const char *const *embed_copies;
+} mt_arch;
+
+extern const mt_arch mt_arch_transformer;
+extern const mt_arch mt_arch_mamba;
+const mt_arch *mt_arch_find(const char *name);
+/* The architecture whose model_type / config.json "architectures" entry matches, or NULL. */
+const mt_arch *mt_arch_find_hf(const char *model_type);
+
+struct mt_model {
+    mt_model_config cfg;
+    const mt_arch *arch;
+    const mt_backend *be;
+
+    mt_named_tensor *tensors;
+    int n_tensors, cap_tensors;
+    size_t n_floats;        /* parameter block size */
+    int embed_tensor;       /* token embedding (V, C), shared by the stacks */
+    int lm_head_tensor;     /* -1 when tied to the embedding */
+    int logits_bias_tensor; /* -1 when none (Marian's final_logits_bias buffer) */
+    float embed_scale;
+
+    float *params;          /* (n_floats) backend memory */
+    float *grads;           /* (n_floats) or NULL before the first backward */
+    float *adam;            /* (2 n_floats) m then v, or NULL */
+    uint8_t *decay_mask;    /* (n_floats) backend memory, made with adam */
+    float *pos;             /* (max_positions, C) sinusoids, or NULL */
+    char *tokenizer_path;   /* the loaded bundle's tokenizer.model, or NULL */
+
+    mt_stack enc, dec;      /* enc unused by decoder-only models */
+
+    /* training activations for the current (B, T, S), one allocation, grown on demand */
+    float *acts;
+    size_t acts_cap;
+    int aB, aT, aS;
+    mt_stack_acts enc_acts, dec_acts;
+    float *logits, *losses, *lse; /* (N, V), (N), (N) */
+    /* backward scratch, one allocation */
+    float *scratch;
+    size_t scratch_cap;
+    /* token ids and masks of the current batch on the backend, one allocation */
+    void *io;
+    size_t io_cap;
+    int32_t *d_ids, *d_targets, *d_src; /* (B, T), (B, T), (B, S) */
+    uint8_t *d_mask, *d_src_mask;       /* (B, T), (B, S) */
+    size_t n_targets;
+};
+
+/* ---- configurations (presets.c) */
+/* The reserved token ids of mtlab/tokenizer.h (decoder start = <bos>). */
+void mt_model_config_init_ids(mt_model_config *cfg);
+/* A token id key: absent or null keeps *id; HF writes some (eos_token_id) as lists, whose
+ * first element is taken. */
+int mt_model_config_token_id(const mt_config *c, const char *key, int *id);
+/* The "mtlab" block shared by every architecture: sep/unk ids and dropout. */
+int mt_model_config_read_mtlab(mt_model_config *cfg, const mt_config *c);
+int mt_model_config_write_mtlab(const mt_model_config *cfg, mt_config *c, int with_dropout);
+
+/* ---- building (model.c) */
+/* Append a tensor to the table; returns its index. */
+int mt_model_add_tensor(mt_model *m, const char *name, int ndim, const int *shape, int decay,
+                        int buffer);
+/* Append a unit to a stack and register its mixer tensors (names prefix + the layer's local
+ * names) and its norm (norm_name + ".weight" / ".bias"). */
+mt_unit *mt_model_add_unit(mt_model *m, mt_stack *s, mt_unit_kind kind,
+                           const mt_unit_config *cfg, const char *prefix, mt_norm_kind norm,
+                           const char *norm_name, int post_norm, float eps);
+/* Register a stack's final norm (name + ".weight" [+ ".bias"]). */
+void mt_model_add_final_norm(mt_model *m, mt_stack *s, mt_norm_kind norm, const char *name,
+                             float eps);
+/* Allocate an empty model for cfg with its architecture's tables built, parameters zero. */
+mt_model *mt_model_new(const mt_model_config *cfg, const mt_backend *be);
+/* Host pointer of tensor i inside a host copy of the parameter block. */
+float *mt_model_host_tensor(const mt_model *m, float *host, int i);
+/* Write 1 to every norm gain (units and final norms) in a host block; biases stay 0. */
+void mt_model_init_norms(const mt_model *m, float *host);
+
+/* ---- units (unit.c) */
+/* Activation floats of a unit for B rows of T queries; self-attention attends over Tk keys
+ * (T in training, the cache size when decoding), cross-attention over S source positions. */
+size_t mt_unit_work_count(const mt_unit *u, int B, int T, int Tk, int S);
+void mt_unit_work_point(const mt_unit *u, mt_unit_work *w, float *base, int B, int T, int Tk,
+                        int S);
+/* Backward scratch floats of a unit (training: Tk = T). */
+size_t mt_unit_scratch_count(const mt_unit *u, int B, int T, int S);
+/* The unit's tensor table (local names) and parameter floats; point p at base. */
+int mt_unit_tensors(mt_unit_kind kind, const mt_unit_config *cfg, mt_tensor_spec *specs);
+size_t mt_unit_params_count(mt_unit_kind kind, const mt_unit_config *cfg);
+void mt_unit_params_point(mt_unit_kind kind, const mt_unit_config *cfg, mt_unit_params *p,
+                          float *base);
+/* d_model of a unit. */
+int mt_unit_width(const mt_unit *u);
+
+/* y (B, T, C) from x (B, T, C); mem (B, S, C) the encoder output for cross-attention; mask
+ * (B, T) the rows' padding mask, mem_mask (B, S) the source's. */
+void mt_unit_forward(const mt_backend *be, const mt_unit *u, mt_unit_work *w, float *y,
+                     const float *x, const float *mem, const uint8_t *mask,
+                     const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop);
+/* dy (B, T, C): on entry the gradient of the unit's output, on return that of its input x.
+ * dmem (B, S, C) accumulates cross-attention's encoder-output gradient. scratch holds
+ * mt_unit_scratch_count floats. */
+void mt_unit_backward(const mt_backend *be, mt_unit *u, const mt_unit_work *w, float *dy,
+                      float *dmem, const float *x, const float *mem, const uint8_t *mask,
+                      const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop,
+                      float *scratch);
+/* Decoding: Tq new positions per row after the cached ones. key_mask (B, Tmax) covers cached
+ * and new positions; prompt_mask (B, Tq) is the new positions' mask for a Mamba prefill
+ * (NULL when all are real). Self-attention appends to its cache; Mamba runs the parallel scan
+ * and fills its state when first (the prefill), else one recurrent step (Tq = 1). */
+void mt_unit_decode(const mt_backend *be, const mt_unit *u, mt_unit_work *w, mt_unit_cache *c,
+                    float *y, const float *x, const uint8_t *key_mask,
+                    const uint8_t *prompt_mask, const uint8_t *mem_mask, int B, int Tq,
+                    int first);
+size_t mt_unit_cache_count(const mt_unit *u, int B, int Tmax, int Smax);
+void mt_unit_cache_point(const mt_unit *u, mt_unit_cache *c, float *base, int B, int Tmax,
+                         int Smax);
+
+/* ---- stacks (stack.c) */
+/* Lay out a stack's activations for (B, T) with attention over Tk keys (self) and S source
+ * positions (cross) at base, or only count them when base is NULL; returns the floats. The
+ * host arrays of sa are allocated on first use. */
+size_t mt_stack_acts_layout(const mt_stack *s, mt_stack_acts *sa, float *base, int B, int T,
+                            int Tk, int S);
+void mt_stack_acts_free(mt_stack_acts *sa);
+/* Dropout of site k (0..7) of unit i (unit -1: the embeddings). */
+mt_dropout mt_stack_dropout(const mt_stack *s, int unit, int k, const mt_step_opts *opts,
+                            float p);
+/* Embeddings of ids (B, T) into sa->xs[0]: scale * table[ids] (+ positions from pos0), then
+ * dropout. */
+void mt_stack_embed(const mt_model *m, const mt_stack *s, mt_stack_acts *sa, const int32_t *ids,
+                    int B, int T, int pos0, const mt_dropout *drop);
+/* Run every unit and the final norm; returns the stack output (N, C). */
+const float *mt_stack_forward(const mt_model *m, const mt_stack *s, mt_stack_acts *sa,
+                              const float *mem, const uint8_t *mask, const uint8_t *mem_mask,
+                              int B, int T, int S, const mt_step_opts *opts);
+/* dout (N, C) the gradient of the stack output; dx (N, C), another buffer, receives the
+ * gradient of the embeddings. dmem as in mt_unit_backward. */
+void mt_stack_backward(mt_model *m, mt_stack *s, const mt_stack_acts *sa, float *dx,
+                       const float *dout, float *dmem, const float *mem, const uint8_t *mask,
+                       const uint8_t *mem_mask, int B, int T, int S, const mt_step_opts *opts,
+                       float *scratch);
+/* Final norm of rows x (N, C) into out (N, C) (mean/rstd (N) saved); returns x when the stack
+ * has none. */
+const float *mt_stack_final_norm(const mt_backend *be, const mt_stack *s, float *out,
+                                 float *mean, float *rstd, const float *x, size_t N);
+
+/* ---- the model-level passes (forward.c) */
+/* Check a batch against the model: sizes, ids inside the vocabulary, positions. */
+int mt_model_check_batch(const mt_model *m, const mt_batch *b);
+/* Check a batch, upload its ids, targets and masks, size the activations. */
+int mt_model_prepare(mt_model *m, const mt_batch *b);
+/* Forward of the prepared batch to m->logits (N, V); returns the loss sum when want_loss. */
+double mt_model_run_forward(mt_model *m, const mt_step_opts *opts, int want_loss);
+/* Backward of the last forward, accumulating scale * d(loss sum) into the gradients. */
+int mt_model_run_backward(mt_model *m, const mt_step_opts *opts, float scale);
+/* Output projection of rows h (N, C) into logits (N, V). */
+void mt_model_project(const mt_model *m, float *logits, const float *h, size_t N);
+/* Targets for the loss from host ids (B, T): targets[b, t] = ids[b, t+1] where counted, else
+ * MT_IGNORE (see model.h); returns the number of counted tokens. */
+#define MT_IGNORE (-100)
+size_t mt_model_targets(const mt_model *m, int32_t *targets, const int32_t *ids, int B, int T);
+
+#endif

@@ -1,0 +1,152 @@
+/* Bundles in and out: config.json through the architecture's key mapping, every tensor by its
+ * Hugging Face name with its shape checked, and the same names and keys written back so that
+ * `transformers` loads what mtlab saves. */
+#include "models/model_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mtlab/error.h"
+
+/* The architecture a config.json describes: "mtlab": {"architecture"} first, then the
+ * Hugging Face model_type. */
+static const mt_arch *arch_of(const mt_config *c)
+{
+    const mt_config *x = mt_config_object(c, "mtlab");
+    const char *name = x ? mt_config_string_or(x, "architecture", NULL) : NULL;
+    if (name) {
+        const mt_arch *a = mt_arch_find(name);
+        if (!a) mt_error("%s: mtlab.architecture '%s' is not one of transformer, mamba",
+                         mt_config_name(c), name);
+        return a;
+    }
+    const char *type = mt_config_string_or(c, "model_type", NULL);
+    if (!type) {
+        mt_error("%s: no model_type (and no mtlab.architecture)", mt_config_name(c));
+        return NULL;
+    }
+    const mt_arch *a = mt_arch_find_hf(type);
+    if (!a) mt_error("%s: model_type '%s' is not supported (marian, mamba)", mt_config_name(c),
+                     type);
+    return a;
+}
+
+/* The file's name for tensor t: its own, or an alias the architecture accepts. */
+static const char *file_name(const mt_model *m, const mt_safetensors *st, const char *name)
+{
+    if (mt_st_find(st, name)) return name;
+    for (const char *const(*a)[2] = m->arch->aliases; (*a)[0]; a++)
+        if (!strcmp((*a)[0], name) && mt_st_find(st, (*a)[1])) return (*a)[1];
+    return NULL;
+}
+
+static int known_extra(const mt_model *m, const char *name)
+{
+    for (const char *const *p = m->arch->ignored; *p; p++)
+        if (!strcmp(*p, name)) return 1;
+    /* a tied output projection saved anyway (older transformers versions do) */
+    return m->lm_head_tensor < 0 && !strcmp(name, "lm_head.weight");
+}
+
+/* Read every tensor into host (n_floats), then refuse tensors the model does not know. */
+static int read_tensors(const mt_model *m, const mt_safetensors *st, float *host)
+{
+    int n_file = mt_st_count(st);
+    uint8_t *used = mt_xcalloc((size_t)n_file + 1, 1);
+    int rc = 0;
+    for (int i = 0; i < m->n_tensors && !rc; i++) {
+        const mt_named_tensor *t = &m->tensors[i];
+        const char *name = file_name(m, st, t->name);
+        if (!name) {
+            if (t->buffer) continue; /* absent fixed buffers keep their zeros */
+            rc = mt_error("%s: missing tensor '%s' (%s model)", mt_st_name(st), t->name,
+                          m->arch->name);
+            break;
+        }
+        int64_t shape[3];
+        for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d];
+        rc = mt_st_read_f32(st, name, t->ndim, shape, host + t->offset);
+        for (int j = 0; j < n_file; j++)
+            if (!strcmp(mt_st_tensor_at(st, j)->name, name)) used[j] = 1;
+    }
+    for (int j = 0; j < n_file && !rc; j++) {
+        const char *name = mt_st_tensor_at(st, j)->name;
+        if (!used[j] && !known_extra(m, name))
+            rc = mt_error("%s: unexpected tensor '%s' (not part of this %s model; is the "
+                          "config right?)", mt_st_name(st), name, m->arch->name);
+    }
+    free(used);
+    return rc;
+}
+
+mt_model *mt_model_load(const char *dir, const mt_backend *be, unsigned flags)
+{
+    mt_bundle *bd = mt_bundle_open(dir, flags & MT_MODEL_LOAD_NO_TOKENIZER ? MT_BUNDLE_NO_TOKENIZER
+                                                                            : 0);
+    if (!bd) return NULL;
+    const mt_config *c = mt_bundle_config(bd);
+    mt_model_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    const mt_arch *arch = arch_of(c);
+    mt_model *m = NULL;
+    if (arch && !arch->config_read(&cfg, c)) {
+        m = mt_model_new(&cfg, be);
+        if (!m) mt_error_context("%s", dir);
+    }
+    if (m) {
+        float *host = mt_xcalloc(m->n_floats, sizeof(float));
+        if (read_tensors(m, mt_bundle_weights(bd), host)) {
+            mt_model_free(m);
+            m = NULL;
+        } else {
+            be->upload(m->params, host, m->n_floats * sizeof(float));
+            const char *tok = mt_bundle_tokenizer_path(bd);
+            if (tok) m->tokenizer_path = mt_xstrdup(tok);
+        }
+        free(host);
+    }
+    mt_bundle_close(bd);
+    return m;
+}
+
+int mt_model_save(const mt_model *m, const char *dir, const char *tokenizer_model)
+{
+    mt_config *c = mt_config_new("config.json");
+    if (!c || m->arch->config_write(&m->cfg, c)) {
+        mt_config_free(c);
+        return mt_error_context("%s", dir);
+    }
+    float *host = mt_xmalloc(m->n_floats * sizeof(float) + 1);
+    m->be->download(host, m->params, m->n_floats * sizeof(float));
+    int n_copies = 0;
+    while (m->arch->embed_copies[n_copies]) n_copies++;
+    int n = m->n_tensors + n_copies;
+    mt_st_write_tensor *ts = mt_xcalloc((size_t)n, sizeof *ts);
+    for (int i = 0; i < n; i++) {
+        int from = i < m->n_tensors ? i : m->embed_tensor;
+        const mt_named_tensor *t = &m->tensors[from];
+        ts[i].name = i < m->n_tensors ? t->name : m->arch->embed_copies[i - m->n_tensors];
+        ts[i].dtype = MT_DT_F32;
+        ts[i].ndim = t->ndim;
+        for (int d = 0; d < t->ndim; d++) ts[i].shape[d] = t->shape[d];
+        ts[i].f32 = host + t->offset;
+    }
+    /* transformers refuses safetensors files whose metadata lacks the framework */
+    mt_st_meta meta[] = {{"format", "pt"}};
+    mt_bundle_contents contents = {
+        .config = c,
+        .tensors = ts,
+        .n_tensors = n,
+        .metadata = meta,
+        .n_metadata = 1,
+        .tokenizer_path = tokenizer_model,
+    };
+    int rc = mt_bundle_write(dir, &contents);
+    free(ts);
+    free(host);
+    mt_config_free(c);
+    return rc;
+}
+
+const char *mt_model_tokenizer_path(const mt_model *m) { return m->tokenizer_path; }

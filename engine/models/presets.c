@@ -1,0 +1,145 @@
+/* Model presets and configuration checks.
+ * Paper sizes (MODELS.md 0, vocabulary 32000): transformer 6+6 layers, d_model 512, 8 heads,
+ * FFN 2048, separate output projection (~77M); mamba 24 layers, d_model 610 (~77M).
+ * Demo sizes for the Bible corpus (vocabulary 8000, same budget, ~7.6M each): transformer 3+3
+ * layers, d_model 256, 4 heads, FFN 1024, tied output; mamba 12 layers, d_model 264. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/model_internal.h"
+#include "mtlab/error.h"
+#include "mtlab/tokenizer.h"
+
+void mt_model_config_init_ids(mt_model_config *cfg)
+{
+    cfg->pad_id = MT_PAD_ID;
+    cfg->eos_id = MT_EOS_ID;
+    cfg->sep_id = MT_SEP_ID;
+    cfg->bos_id = MT_BOS_ID;
+    cfg->unk_id = MT_UNK_ID;
+    cfg->decoder_start_id = MT_BOS_ID;
+}
+
+static void transformer(mt_model_config *c, int V, int C, int layers, int heads, int ffn, int tie)
+{
+    snprintf(c->arch, sizeof c->arch, "transformer");
+    c->vocab_size = V;
+    c->d_model = C;
+    c->n_encoder_layers = layers;
+    c->n_layers = layers;
+    c->n_heads = heads;
+    c->ffn_dim = ffn;
+    c->activation = MT_ACT_RELU;
+    c->max_positions = 1024;
+    c->scale_embedding = 1;
+    c->tie_embeddings = tie;
+    c->init_std = 0.02f;
+}
+
+static void mamba(mt_model_config *c, int V, int C, int layers)
+{
+    snprintf(c->arch, sizeof c->arch, "mamba");
+    c->vocab_size = V;
+    c->d_model = C;
+    c->n_layers = layers;
+    c->d_state = 16;
+    c->d_conv = 4;
+    c->expand = 2;
+    c->dt_rank = (C + 15) / 16;
+    c->dt_min = 0.001f;
+    c->dt_max = 0.1f;
+    c->dt_init_floor = 1e-4f;
+    c->norm_eps = 1e-5f;
+    c->tie_embeddings = 1;
+    c->init_std = 0.02f;
+}
+
+static const char *const preset_names[] = {
+    "transformer", "mamba", "transformer-small", "mamba-small", NULL,
+};
+
+const char *const *mt_model_preset_names(void) { return preset_names; }
+
+int mt_model_preset(mt_model_config *cfg, const char *name)
+{
+    memset(cfg, 0, sizeof *cfg);
+    mt_model_config_init_ids(cfg);
+    cfg->dropout = 0.3f; /* the paper's WMT14 setting (MODELS.md 4) */
+    if (!strcmp(name, "transformer")) transformer(cfg, 32000, 512, 6, 8, 2048, 0);
+    else if (!strcmp(name, "mamba")) mamba(cfg, 32000, 610, 24);
+    else if (!strcmp(name, "transformer-small")) transformer(cfg, 8000, 256, 3, 4, 1024, 1);
+    else if (!strcmp(name, "mamba-small")) mamba(cfg, 8000, 264, 12);
+    else return mt_error("unknown model preset '%s' (transformer, mamba, transformer-small, "
+                         "mamba-small)", name);
+    return 0;
+}
+
+static int check_id(const mt_model_config *c, const char *what, int id)
+{
+    if (id < 0 || id >= c->vocab_size)
+        return mt_error("%s config: %s %d is outside the vocabulary (0..%d)", c->arch, what, id,
+                        c->vocab_size - 1);
+    return 0;
+}
+
+int mt_model_config_check(const mt_model_config *c)
+{
+    const mt_arch *arch = mt_arch_find(c->arch);
+    if (!arch) return mt_error("unknown model architecture '%s' (transformer, mamba)", c->arch);
+    if (c->vocab_size <= 0 || c->vocab_size > (1 << 22))
+        return mt_error("%s config: vocab_size %d must be in 1..%d", c->arch, c->vocab_size,
+                        1 << 22);
+    if (c->d_model <= 0 || c->d_model > (1 << 16))
+        return mt_error("%s config: d_model %d must be in 1..%d", c->arch, c->d_model, 1 << 16);
+    if (c->n_layers <= 0 || c->n_layers > 1024)
+        return mt_error("%s config: %d layers, must be in 1..1024", c->arch, c->n_layers);
+    if (!(c->dropout >= 0.0f && c->dropout < 1.0f))
+        return mt_error("%s config: dropout %g must be in [0, 1)", c->arch, c->dropout);
+    if (!(c->init_std >= 0.0f)) return mt_error("%s config: negative init_std", c->arch);
+    if (check_id(c, "pad id", c->pad_id) || check_id(c, "eos id", c->eos_id) ||
+        check_id(c, "sep id", c->sep_id) || check_id(c, "bos id", c->bos_id) ||
+        check_id(c, "unk id", c->unk_id) || check_id(c, "decoder start id", c->decoder_start_id))
+        return -1;
+    return arch->check(c);
+}
+
+int mt_model_config_token_id(const mt_config *c, const char *key, int *id)
+{
+    if (!mt_config_has(c, key)) return 0;
+    char *json = mt_config_value_json(c, key);
+    int is_list = json && json[0] == '[';
+    free(json);
+    if (!is_list) return mt_config_int(c, key, 0, (1 << 22) - 1, id);
+    int ids[16], n = 0;
+    if (mt_config_int_list(c, key, 0, (1 << 22) - 1, ids, 16, &n)) return -1;
+    if (n == 0) return mt_error("%s: key '%s' is an empty list", mt_config_name(c), key);
+    *id = ids[0];
+    return 0;
+}
+
+int mt_model_config_read_mtlab(mt_model_config *cfg, const mt_config *c)
+{
+    const mt_config *x = mt_config_object(c, "mtlab");
+    if (!x) {
+        if (mt_config_has(c, "mtlab"))
+            return mt_error("%s: key 'mtlab' must be an object", mt_config_name(c));
+        return 0;
+    }
+    return mt_model_config_token_id(x, "sep_token_id", &cfg->sep_id) ||
+                   mt_model_config_token_id(x, "unk_token_id", &cfg->unk_id) ||
+                   mt_config_float_or(x, "dropout", cfg->dropout, 0.0, 0.999, &cfg->dropout)
+               ? -1
+               : 0;
+}
+
+int mt_model_config_write_mtlab(const mt_model_config *cfg, mt_config *c, int with_dropout)
+{
+    mt_config *x = mt_config_set_object(c, "mtlab");
+    if (!x) return -1;
+    int rc = mt_config_set_string(x, "architecture", cfg->arch);
+    rc |= mt_config_set_int(x, "sep_token_id", cfg->sep_id);
+    rc |= mt_config_set_int(x, "unk_token_id", cfg->unk_id);
+    if (with_dropout) rc |= mt_config_set_float(x, "dropout", cfg->dropout);
+    return rc ? -1 : 0;
+}

@@ -1,0 +1,113 @@
+/* A stack of residual units: embeddings in, units in order, optional final norm out.
+ * Letters: B rows, T positions, N = B*T, C d_model, S source positions. */
+#include "models/model_internal.h"
+
+#include <stdlib.h>
+
+#include "mtlab/error.h"
+
+size_t mt_stack_acts_layout(const mt_stack *s, mt_stack_acts *sa, float *base, int B, int T,
+                            int Tk, int S)
+{
+    if (!sa->w) {
+        sa->w = mt_xcalloc((size_t)s->n_units + 1, sizeof *sa->w);
+        sa->xs = mt_xcalloc((size_t)s->n_units + 1, sizeof *sa->xs);
+    }
+    size_t N = (size_t)B * T, NC = N * (size_t)s->C, off = 0;
+    for (int i = 0; i <= s->n_units; i++) {
+        if (base) sa->xs[i] = base + off;
+        off += NC;
+    }
+    for (int i = 0; i < s->n_units; i++) {
+        if (base) mt_unit_work_point(&s->units[i], &sa->w[i], base + off, B, T, Tk, S);
+        off += mt_unit_work_count(&s->units[i], B, T, Tk, S);
+    }
+    if (s->final_norm_tensor >= 0) {
+        if (base) {
+            sa->fn_out = base + off;
+            sa->fn_mean = base + off + NC;
+            sa->fn_rstd = base + off + NC + N;
+        }
+        off += NC + 2 * N;
+    }
+    return off;
+}
+
+void mt_stack_acts_free(mt_stack_acts *sa)
+{
+    free(sa->w);
+    free(sa->xs);
+    sa->w = NULL;
+    sa->xs = NULL;
+}
+
+mt_dropout mt_stack_dropout(const mt_stack *s, int unit, int k, const mt_step_opts *opts, float p)
+{
+    mt_dropout d = {0};
+    if (!opts || !opts->train || p <= 0.0f) return d;
+    d.p = p;
+    d.seed = opts->seed;
+    d.step = opts->step;
+    d.site = s->site_base + (uint32_t)(unit + 1) * 8u + (uint32_t)k;
+    return d;
+}
+
+void mt_stack_embed(const mt_model *m, const mt_stack *s, mt_stack_acts *sa, const int32_t *ids,
+                    int B, int T, int pos0, const mt_dropout *drop)
+{
+    const mt_backend *be = m->be;
+    size_t N = (size_t)B * T;
+    const float *table = m->params + m->tensors[m->embed_tensor].offset;
+    mt_embedding_forward(be, sa->xs[0], ids, table, N, s->C, m->embed_scale);
+    if (s->positions) mt_positions_add(be, sa->xs[0], m->pos, B, T, s->C, pos0);
+    if (drop && drop->p > 0.0f) mt_dropout_forward(be, sa->xs[0], sa->xs[0], N * s->C, drop);
+}
+
+const float *mt_stack_final_norm(const mt_backend *be, const mt_stack *s, float *out,
+                                 float *mean, float *rstd, const float *x, size_t N)
+{
+    if (s->final_norm_tensor < 0) return x;
+    if (s->final_norm == MT_NORM_LAYER)
+        mt_layernorm_forward(be, out, mean, rstd, x, s->fn_w, s->fn_b, N, s->C, s->final_eps);
+    else
+        mt_rmsnorm_forward(be, out, rstd, x, s->fn_w, N, s->C, s->final_eps);
+    return out;
+}
+
+const float *mt_stack_forward(const mt_model *m, const mt_stack *s, mt_stack_acts *sa,
+                              const float *mem, const uint8_t *mask, const uint8_t *mem_mask,
+                              int B, int T, int S, const mt_step_opts *opts)
+{
+    for (int i = 0; i < s->n_units; i++) {
+        mt_dropout drop = mt_stack_dropout(s, i, 0, opts, m->cfg.dropout);
+        mt_unit_forward(m->be, &s->units[i], &sa->w[i], sa->xs[i + 1], sa->xs[i], mem, mask,
+                        mem_mask, B, T, S, &drop);
+    }
+    return mt_stack_final_norm(m->be, s, sa->fn_out, sa->fn_mean, sa->fn_rstd,
+                               sa->xs[s->n_units], (size_t)B * T);
+}
+
+void mt_stack_backward(mt_model *m, mt_stack *s, const mt_stack_acts *sa, float *dx,
+                       const float *dout, float *dmem, const float *mem, const uint8_t *mask,
+                       const uint8_t *mem_mask, int B, int T, int S, const mt_step_opts *opts,
+                       float *scratch)
+{
+    const mt_backend *be = m->be;
+    size_t N = (size_t)B * T, NC = N * (size_t)s->C;
+    if (s->final_norm_tensor >= 0) {
+        be->memzero(dx, NC * sizeof(float));
+        const float *x = sa->xs[s->n_units];
+        if (s->final_norm == MT_NORM_LAYER)
+            mt_layernorm_backward(be, dx, s->gfn_w, s->gfn_b, dout, x, s->fn_w, sa->fn_mean,
+                                  sa->fn_rstd, N, s->C);
+        else
+            mt_rmsnorm_backward(be, dx, s->gfn_w, dout, x, s->fn_w, sa->fn_rstd, N, s->C);
+    } else {
+        be->copy(dx, dout, NC * sizeof(float));
+    }
+    for (int i = s->n_units - 1; i >= 0; i--) {
+        mt_dropout drop = mt_stack_dropout(s, i, 0, opts, m->cfg.dropout);
+        mt_unit_backward(be, &s->units[i], &sa->w[i], dx, dmem, sa->xs[i], mem, mask, mem_mask,
+                         B, T, S, &drop, scratch);
+    }
+}

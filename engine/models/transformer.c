@@ -1,0 +1,255 @@
+/* `transformer`: the paper's encoder-decoder Transformer in Hugging Face MarianMTModel layout
+ * (MODELS.md 7): shared token embedding scaled by sqrt(C), fixed sinusoid positions, post-norm
+ * layers (encoder: self-attention, FFN; decoder: causal self-attention, cross-attention, FFN),
+ * biases everywhere, output projection tied to the embedding or separate (lm_head.weight),
+ * plus the final_logits_bias buffer. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "models/model_internal.h"
+#include "mtlab/error.h"
+
+#define MARIAN_LN_EPS 1e-5f
+
+static int build(mt_model *m)
+{
+    const mt_model_config *c = &m->cfg;
+    int C = c->d_model, V = c->vocab_size;
+    int shape[2] = {V, C};
+    m->embed_tensor = mt_model_add_tensor(m, "model.shared.weight", 2, shape, 1, 0);
+    if (!c->tie_embeddings) m->lm_head_tensor = mt_model_add_tensor(m, "lm_head.weight", 2, shape, 1, 0);
+    int bias_shape[2] = {1, V};
+    m->logits_bias_tensor = mt_model_add_tensor(m, "final_logits_bias", 2, bias_shape, 0, 1);
+    m->embed_scale = c->scale_embedding ? sqrtf((float)C) : 1.0f;
+
+    mt_unit_config self = {.attn = {.C = C, .H = c->n_heads, .bias = 1}};
+    mt_unit_config causal = self, cross = self;
+    causal.attn.causal = 1;
+    mt_unit_config ffn = {.ffn = {.C = C, .F = c->ffn_dim, .act = c->activation, .bias = 1}};
+    char prefix[MT_NAME_MAX], norm[MT_NAME_MAX];
+
+    m->enc.positions = 1;
+    for (int l = 0; l < c->n_encoder_layers; l++) {
+        snprintf(prefix, sizeof prefix, "model.encoder.layers.%d.self_attn.", l);
+        snprintf(norm, sizeof norm, "model.encoder.layers.%d.self_attn_layer_norm", l);
+        mt_model_add_unit(m, &m->enc, MT_UNIT_SELF_ATTN, &self, prefix, MT_NORM_LAYER, norm, 1,
+                          MARIAN_LN_EPS);
+        snprintf(prefix, sizeof prefix, "model.encoder.layers.%d.", l);
+        snprintf(norm, sizeof norm, "model.encoder.layers.%d.final_layer_norm", l);
+        mt_model_add_unit(m, &m->enc, MT_UNIT_FFN, &ffn, prefix, MT_NORM_LAYER, norm, 1,
+                          MARIAN_LN_EPS);
+    }
+    m->dec.positions = 1;
+    for (int l = 0; l < c->n_layers; l++) {
+        snprintf(prefix, sizeof prefix, "model.decoder.layers.%d.self_attn.", l);
+        snprintf(norm, sizeof norm, "model.decoder.layers.%d.self_attn_layer_norm", l);
+        mt_model_add_unit(m, &m->dec, MT_UNIT_SELF_ATTN, &causal, prefix, MT_NORM_LAYER, norm, 1,
+                          MARIAN_LN_EPS);
+        snprintf(prefix, sizeof prefix, "model.decoder.layers.%d.encoder_attn.", l);
+        snprintf(norm, sizeof norm, "model.decoder.layers.%d.encoder_attn_layer_norm", l);
+        mt_model_add_unit(m, &m->dec, MT_UNIT_CROSS_ATTN, &cross, prefix, MT_NORM_LAYER, norm, 1,
+                          MARIAN_LN_EPS);
+        snprintf(prefix, sizeof prefix, "model.decoder.layers.%d.", l);
+        snprintf(norm, sizeof norm, "model.decoder.layers.%d.final_layer_norm", l);
+        mt_model_add_unit(m, &m->dec, MT_UNIT_FFN, &ffn, prefix, MT_NORM_LAYER, norm, 1,
+                          MARIAN_LN_EPS);
+    }
+    return 0;
+}
+
+/* fairseq / torchscale initialisation (the paper's Transformer): token embedding N(0, C^-1/2)
+ * with the <pad> row zero, projections xavier_uniform (q/k/v with gain 2^-1/2, as torchscale
+ * MultiheadAttention), biases 0, LayerNorm 1 and 0, final_logits_bias 0. */
+static void init(mt_model *m, float *host, uint64_t seed)
+{
+    const mt_model_config *c = &m->cfg;
+    int C = c->d_model, V = c->vocab_size;
+    mt_rng r;
+    mt_rng_init(&r, seed, 0);
+    float *emb = mt_model_host_tensor(m, host, m->embed_tensor);
+    mt_init_normal(&r, emb, (size_t)V * C, 1.0f / sqrtf((float)C));
+    mt_init_fill(emb + (size_t)c->pad_id * C, (size_t)C, 0.0f);
+    if (m->lm_head_tensor >= 0) {
+        mt_rng_init(&r, seed, 1);
+        mt_init_normal(&r, mt_model_host_tensor(m, host, m->lm_head_tensor), (size_t)V * C,
+                       1.0f / sqrtf((float)C));
+    }
+    const mt_stack *stacks[2] = {&m->enc, &m->dec};
+    uint64_t stream = 2;
+    for (int s = 0; s < 2; s++) {
+        for (int i = 0; i < stacks[s]->n_units; i++) {
+            const mt_unit *u = &stacks[s]->units[i];
+            mt_unit_params p;
+            mt_unit_params_point(u->kind, &u->cfg, &p, host + m->tensors[u->first_tensor].offset);
+            mt_rng_init(&r, seed, stream++);
+            if (u->kind == MT_UNIT_FFN) {
+                int F = u->cfg.ffn.F;
+                mt_init_xavier_uniform(&r, p.ffn.fc1_w, F, C, 1.0f);
+                mt_init_xavier_uniform(&r, p.ffn.fc2_w, C, F, 1.0f);
+            } else {
+                float g = 1.0f / sqrtf(2.0f);
+                mt_init_xavier_uniform(&r, p.attn.q_w, C, C, g);
+                mt_init_xavier_uniform(&r, p.attn.k_w, C, C, g);
+                mt_init_xavier_uniform(&r, p.attn.v_w, C, C, g);
+                mt_init_xavier_uniform(&r, p.attn.o_w, C, C, 1.0f);
+            }
+        }
+    }
+    mt_model_init_norms(m, host);
+}
+
+static int activation_from_name(const char *name, mt_act *out)
+{
+    if (!strcmp(name, "relu")) *out = MT_ACT_RELU;
+    else if (!strcmp(name, "swish") || !strcmp(name, "silu")) *out = MT_ACT_SILU;
+    else if (!strcmp(name, "gelu")) *out = MT_ACT_GELU;
+    else return -1;
+    return 0;
+}
+
+static const char *activation_name(mt_act act)
+{
+    switch (act) {
+    case MT_ACT_RELU: return "relu";
+    case MT_ACT_SILU: return "swish";
+    case MT_ACT_GELU: return "gelu";
+    case MT_ACT_SOFTPLUS: break;
+    }
+    return "?";
+}
+
+/* Both sides of a Marian config must agree where mtlab has one value. */
+static int same_int(const mt_config *c, const char *key, int want, const char *key_want)
+{
+    int v;
+    if (mt_config_int_or(c, key, want, 0, 1 << 30, &v)) return -1;
+    if (v != want)
+        return mt_error("%s: %s = %d differs from %s = %d (mtlab needs them equal)",
+                        mt_config_name(c), key, v, key_want, want);
+    return 0;
+}
+
+static int config_read(mt_model_config *cfg, const mt_config *c)
+{
+    const char *path = mt_config_name(c);
+    int shared, tie, scale;
+    /* MarianConfig defaults for the optional keys */
+    mt_model_config_init_ids(cfg);
+    snprintf(cfg->arch, sizeof cfg->arch, "transformer");
+    if (mt_config_int(c, "d_model", 1, 1 << 16, &cfg->d_model) ||
+        mt_config_int(c, "encoder_layers", 1, 1024, &cfg->n_encoder_layers) ||
+        mt_config_int(c, "decoder_layers", 1, 1024, &cfg->n_layers) ||
+        mt_config_int(c, "encoder_attention_heads", 1, 1 << 16, &cfg->n_heads) ||
+        mt_config_int(c, "encoder_ffn_dim", 1, 1 << 18, &cfg->ffn_dim) ||
+        mt_config_int(c, "vocab_size", 1, 1 << 22, &cfg->vocab_size) ||
+        mt_config_int_or(c, "max_position_embeddings", 1024, 1, 1 << 20, &cfg->max_positions) ||
+        mt_config_bool_or(c, "scale_embedding", 0, &scale) ||
+        mt_config_bool_or(c, "share_encoder_decoder_embeddings", 1, &shared) ||
+        mt_config_bool_or(c, "tie_word_embeddings", 1, &tie) ||
+        mt_config_float_or(c, "dropout", 0.1f, 0.0, 0.999, &cfg->dropout) ||
+        mt_config_float_or(c, "init_std", 0.02f, 0.0, 1e3, &cfg->init_std) ||
+        mt_model_config_token_id(c, "pad_token_id", &cfg->pad_id) ||
+        mt_model_config_token_id(c, "eos_token_id", &cfg->eos_id) ||
+        mt_model_config_token_id(c, "bos_token_id", &cfg->bos_id) ||
+        mt_model_config_token_id(c, "decoder_start_token_id", &cfg->decoder_start_id))
+        return -1;
+    cfg->scale_embedding = scale;
+    cfg->tie_embeddings = tie;
+    if (same_int(c, "decoder_attention_heads", cfg->n_heads, "encoder_attention_heads") ||
+        same_int(c, "decoder_ffn_dim", cfg->ffn_dim, "encoder_ffn_dim") ||
+        same_int(c, "decoder_vocab_size", cfg->vocab_size, "vocab_size"))
+        return -1;
+    if (!shared)
+        return mt_error("%s: share_encoder_decoder_embeddings false is not supported (mtlab "
+                        "models share one token embedding)", path);
+    const char *act = mt_config_string_or(c, "activation_function", "gelu");
+    if (!act) return -1;
+    if (activation_from_name(act, &cfg->activation))
+        return mt_error("%s: activation_function \"%s\" is not supported (relu, swish, silu, "
+                        "gelu)", path, act);
+    return mt_model_config_read_mtlab(cfg, c);
+}
+
+static int config_write(const mt_model_config *c, mt_config *o)
+{
+    const char *archs[] = {"MarianMTModel"};
+    int rc = mt_config_set_string_list(o, "architectures", archs, 1);
+    rc |= mt_config_set_string(o, "model_type", "marian");
+    rc |= mt_config_set_int(o, "d_model", c->d_model);
+    rc |= mt_config_set_int(o, "encoder_layers", c->n_encoder_layers);
+    rc |= mt_config_set_int(o, "decoder_layers", c->n_layers);
+    rc |= mt_config_set_int(o, "encoder_attention_heads", c->n_heads);
+    rc |= mt_config_set_int(o, "decoder_attention_heads", c->n_heads);
+    rc |= mt_config_set_int(o, "encoder_ffn_dim", c->ffn_dim);
+    rc |= mt_config_set_int(o, "decoder_ffn_dim", c->ffn_dim);
+    rc |= mt_config_set_string(o, "activation_function", activation_name(c->activation));
+    rc |= mt_config_set_int(o, "max_position_embeddings", c->max_positions);
+    rc |= mt_config_set_int(o, "vocab_size", c->vocab_size);
+    rc |= mt_config_set_int(o, "decoder_vocab_size", c->vocab_size);
+    rc |= mt_config_set_bool(o, "scale_embedding", c->scale_embedding);
+    rc |= mt_config_set_bool(o, "share_encoder_decoder_embeddings", 1);
+    rc |= mt_config_set_bool(o, "tie_word_embeddings", c->tie_embeddings);
+    rc |= mt_config_set_bool(o, "is_encoder_decoder", 1);
+    rc |= mt_config_set_int(o, "pad_token_id", c->pad_id);
+    rc |= mt_config_set_int(o, "eos_token_id", c->eos_id);
+    rc |= mt_config_set_int(o, "forced_eos_token_id", c->eos_id);
+    rc |= mt_config_set_int(o, "bos_token_id", c->bos_id);
+    rc |= mt_config_set_int(o, "decoder_start_token_id", c->decoder_start_id);
+    rc |= mt_config_set_float(o, "dropout", c->dropout);
+    rc |= mt_config_set_float(o, "attention_dropout", 0.0f);
+    rc |= mt_config_set_float(o, "activation_dropout", 0.0f);
+    rc |= mt_config_set_float(o, "init_std", c->init_std);
+    rc |= mt_config_set_string(o, "dtype", "float32");
+    rc |= mt_model_config_write_mtlab(c, o, 0);
+    return rc ? -1 : 0;
+}
+
+static int check(const mt_model_config *c)
+{
+    if (c->n_encoder_layers <= 0 || c->n_encoder_layers > 1024)
+        return mt_error("transformer config: encoder_layers %d must be in 1..1024",
+                        c->n_encoder_layers);
+    if (c->n_heads <= 0 || c->d_model % c->n_heads)
+        return mt_error("transformer config: %d heads do not divide d_model %d", c->n_heads,
+                        c->d_model);
+    if (c->d_model % 2) return mt_error("transformer config: d_model %d must be even (sinusoids)",
+                                        c->d_model);
+    if (c->ffn_dim <= 0 || c->ffn_dim > (1 << 18))
+        return mt_error("transformer config: ffn_dim %d must be in 1..%d", c->ffn_dim, 1 << 18);
+    if (c->max_positions <= 0 || c->max_positions > (1 << 20))
+        return mt_error("transformer config: max_position_embeddings %d must be in 1..%d",
+                        c->max_positions, 1 << 20);
+    if (c->activation == MT_ACT_SOFTPLUS)
+        return mt_error("transformer config: softplus is not an FFN activation");
+    return 0;
+}
+
+static const char *const aliases[][2] = {
+    {"model.shared.weight", "model.encoder.embed_tokens.weight"},
+    {NULL, NULL},
+};
+
+static const char *const embed_copies[] = {
+    "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight", NULL,
+};
+
+static const char *const ignored[] = {
+    "model.encoder.embed_positions.weight", "model.decoder.embed_positions.weight",
+    "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight", NULL,
+};
+
+const mt_arch mt_arch_transformer = {
+    .name = "transformer",
+    .hf_class = "MarianMTModel",
+    .model_type = "marian",
+    .encdec = 1,
+    .build = build,
+    .init = init,
+    .check = check,
+    .config_read = config_read,
+    .config_write = config_write,
+    .aliases = aliases,
+    .ignored = ignored,
+    .embed_copies = embed_copies,
+};
