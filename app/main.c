@@ -13,6 +13,7 @@ static const struct mt_command *const commands[] = {
     &cmd_score,
     &cmd_inspect,
     &cmd_forward,
+    &cmd_translate,
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

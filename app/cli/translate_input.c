@@ -1,0 +1,132 @@
+/* Reading and grouping the input of `mtlab translate` (translate_input.h). */
+#include "cli/translate_input.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "mtlab/error.h"
+
+/* A sentence or paragraph line has no business holding a megabyte; stopping there turns a
+ * wrong file (a binary, a corpus without newlines) into a clear message. */
+#define MAX_LINE_BYTES ((size_t)1 << 20)
+
+void tr_lines_free(tr_lines *l)
+{
+    for (size_t i = 0; i < l->n; i++) free(l->lines[i]);
+    free(l->lines);
+    l->lines = NULL;
+    l->n = 0;
+}
+
+int tr_read_lines(tr_lines *out, FILE *f, const char *name)
+{
+    memset(out, 0, sizeof *out);
+    size_t cap = 0, buf_cap = 0;
+    char *buf = NULL;
+    int rc = 0;
+    for (;;) {
+        errno = 0;
+        ssize_t got = getline(&buf, &buf_cap, f);
+        if (got < 0) {
+            if (ferror(f)) rc = mt_error("%s: read error after line %zu: %s", name, out->n,
+                                         strerror(errno ? errno : EIO));
+            break;
+        }
+        size_t len = (size_t)got, line_no = out->n + 1;
+        if (len > 0 && buf[len - 1] == '\n') len--;
+        if (len > 0 && buf[len - 1] == '\r') len--;
+        if (len > MAX_LINE_BYTES) {
+            rc = mt_error("%s:%zu: line of %zu bytes is over the %zu-byte limit", name, line_no,
+                          len, MAX_LINE_BYTES);
+            break;
+        }
+        const char *nul = memchr(buf, '\0', len);
+        if (nul) {
+            rc = mt_error("%s:%zu: NUL byte at byte %zu (not a text file?)", name, line_no,
+                          (size_t)(nul - buf));
+            break;
+        }
+        if (out->n == cap) {
+            cap = cap ? 2 * cap : 64;
+            out->lines = mt_xrealloc(out->lines, cap * sizeof *out->lines);
+        }
+        char *line = mt_xmalloc(len + 1);
+        memcpy(line, buf, len);
+        line[len] = '\0';
+        out->lines[out->n++] = line;
+    }
+    free(buf);
+    if (rc) tr_lines_free(out);
+    return rc;
+}
+
+int tr_is_blank(const char *line)
+{
+    return line[strspn(line, " \t")] == '\0';
+}
+
+int tr_has_paragraphs(const char *const *lines, size_t n)
+{
+    int seen_text = 0, blank_after_text = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (tr_is_blank(lines[i])) {
+            blank_after_text = seen_text;
+        } else {
+            if (blank_after_text) return 1;
+            seen_text = 1;
+        }
+    }
+    return 0;
+}
+
+void tr_units_free(tr_units *u)
+{
+    for (size_t i = 0; i < u->n; i++) free(u->units[i].text);
+    free(u->units);
+    u->units = NULL;
+    u->n = 0;
+}
+
+static void add_unit(tr_units *u, char *text, size_t line)
+{
+    u->units = mt_xrealloc(u->units, (u->n + 1) * sizeof *u->units);
+    u->units[u->n++] = (tr_unit){text, line};
+}
+
+/* lines[first .. last) trimmed of spaces and tabs, joined by single spaces */
+static char *join_block(const char *const *lines, size_t first, size_t last)
+{
+    size_t cap = 1;
+    for (size_t i = first; i < last; i++) cap += strlen(lines[i]) + 1;
+    char *out = mt_xmalloc(cap), *p = out;
+    for (size_t i = first; i < last; i++) {
+        const char *s = lines[i] + strspn(lines[i], " \t");
+        size_t len = strlen(s);
+        while (len > 0 && (s[len - 1] == ' ' || s[len - 1] == '\t')) len--;
+        if (p != out) *p++ = ' ';
+        memcpy(p, s, len);
+        p += len;
+    }
+    *p = '\0';
+    return out;
+}
+
+void tr_split(tr_units *out, const char *const *lines, size_t n, int paragraphs)
+{
+    memset(out, 0, sizeof *out);
+    out->paragraphs = paragraphs;
+    while (n > 0 && tr_is_blank(lines[n - 1])) n--;
+    if (!paragraphs) {
+        for (size_t i = 0; i < n; i++) add_unit(out, mt_xstrdup(lines[i]), i + 1);
+        return;
+    }
+    size_t i = 0;
+    while (i < n) {
+        while (i < n && tr_is_blank(lines[i])) i++;
+        size_t first = i;
+        while (i < n && !tr_is_blank(lines[i])) i++;
+        if (i > first) add_unit(out, join_block(lines, first, i), first + 1);
+    }
+}

@@ -1,0 +1,286 @@
+/* mt_decode: option checks, length limits, prompts, the decoding state and its prefill, then
+ * greedy.c or beam.c. Also the small helpers both searches share. */
+#include "decode/decode_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mtlab/error.h"
+
+/* Sizes past these are mistakes (a binary file read as text, a typo), not translations. */
+#define MAX_SOURCE_TOKENS 65536
+#define MAX_NEW_TOKENS 65536
+#define MAX_BEAM 256
+#define MAX_ROWS 65536
+
+void mt_decode_opts_init(mt_decode_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->beam = MT_DECODE_DEFAULT_BEAM;
+    o->length_penalty = 1.0f;
+}
+
+void mt_hypothesis_clear(mt_hypothesis *h)
+{
+    free(h->ids);
+    free(h->text);
+    memset(h, 0, sizeof *h);
+}
+
+void mt_decode_result_free(mt_decode_result *r)
+{
+    for (int i = 0; i < r->n; i++) mt_hypothesis_clear(&r->hyps[i]);
+    free(r->hyps);
+    r->hyps = NULL;
+    r->n = 0;
+}
+
+double mt_decode_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int mt_decode_cancelled(const mt_decode_ctx *c)
+{
+    return c->o->cancel && atomic_load(c->o->cancel) != 0;
+}
+
+void mt_decode_emit(const mt_decode_ctx *c, int sentence, const int32_t *tokens, int n_tokens,
+                    int final)
+{
+    if (!c->o->on_token) return;
+    mt_decode_event ev = {
+        .sentence = sentence,
+        .tokens = tokens,
+        .n_tokens = n_tokens,
+        .token = n_tokens > 0 ? tokens[n_tokens - 1] : -1,
+        .final = final,
+    };
+    c->o->on_token(c->o->user, &ev);
+}
+
+int32_t mt_argmax(const float *x, int V, int skip)
+{
+    int32_t best = skip == 0 ? 1 : 0;
+    for (int v = best + 1; v < V; v++)
+        if (v != skip && x[v] > x[best]) best = v;
+    return best;
+}
+
+/* lse = max + log(sum exp(x - max)), so no term overflows */
+double mt_logsumexp(const float *x, int V, int skip)
+{
+    double mx = x[mt_argmax(x, V, skip)], sum = 0.0;
+    for (int v = 0; v < V; v++)
+        if (v != skip) sum += exp((double)x[v] - mx);
+    return mx + log(sum);
+}
+
+double mt_decode_score(double logprob, int gen_len, float length_penalty)
+{
+    if (gen_len <= 0) return 0.0;
+    return logprob / pow((double)gen_len, (double)length_penalty);
+}
+
+void mt_hypothesis_set(mt_hypothesis *h, const int32_t *ids, int n_ids, double logprob,
+                       int finished, float length_penalty, double seconds)
+{
+    free(h->ids);
+    h->ids = NULL;
+    if (n_ids > 0) {
+        h->ids = mt_xmalloc((size_t)n_ids * sizeof *h->ids);
+        memcpy(h->ids, ids, (size_t)n_ids * sizeof *h->ids);
+    }
+    h->n_ids = n_ids;
+    h->logprob = logprob;
+    h->finished = finished;
+    h->score = mt_decode_score(logprob, n_ids + finished, length_penalty);
+    h->seconds = seconds;
+}
+
+void mt_topk_push(mt_scored *top, int *n, int k, double score, long index)
+{
+    /* strictly better than the last kept one, or room left: ties keep the earlier index */
+    if (*n == k && !(score > top[k - 1].score)) return;
+    int i = *n < k ? (*n)++ : k - 1;
+    while (i > 0 && score > top[i - 1].score) {
+        top[i] = top[i - 1];
+        i--;
+    }
+    top[i].score = score;
+    top[i].index = index;
+}
+
+int mt_decode_max_new(const mt_model *m, int src_len, const mt_decode_opts *o)
+{
+    const mt_model_config *cfg = mt_model_get_config(m);
+    if (src_len < 0 || src_len > MAX_SOURCE_TOKENS)
+        return mt_error("source of %d tokens is outside 0..%d", src_len, MAX_SOURCE_TOKENS);
+    if (o->max_new_tokens < 0 || o->max_new_tokens > MAX_NEW_TOKENS)
+        return mt_error("max new tokens %d is outside 1..%d", o->max_new_tokens,
+                        MAX_NEW_TOKENS);
+    int n = o->max_new_tokens > 0 ? o->max_new_tokens : 2 * src_len + 10;
+    if (n > MAX_NEW_TOKENS) n = MAX_NEW_TOKENS;
+    /* An encoder-decoder model with a position table holds source `src <eos>` and decoder
+     * positions 0 .. n-1 (the prefix and all generated tokens but the last). */
+    if (mt_model_is_encdec(m) && cfg->max_positions > 0) {
+        if (src_len + 1 > cfg->max_positions)
+            return mt_error("source of %d tokens (+ <eos>) exceeds the model's %d positions",
+                            src_len, cfg->max_positions);
+        if (n > cfg->max_positions) n = cfg->max_positions;
+    }
+    return n;
+}
+
+size_t mt_decode_state_bytes(const mt_model_config *cfg, int rows, int max_T, int max_S)
+{
+    size_t C = (size_t)cfg->d_model, floats = 0;
+    if (!strcmp(cfg->arch, "transformer")) {
+        /* per decoder layer: self-attention k, v (max_T, C) and cross-attention k, v (max_S, C) */
+        floats = (size_t)cfg->n_layers * 2 * C * ((size_t)max_T + (size_t)max_S);
+    } else if (!strcmp(cfg->arch, "mamba")) {
+        /* per layer: conv state (d_inner, d_conv) and ssm state (d_inner, d_state) */
+        size_t d_inner = (size_t)cfg->expand * C;
+        floats = (size_t)cfg->n_layers * d_inner * ((size_t)cfg->d_conv + (size_t)cfg->d_state);
+    }
+    return floats * (size_t)rows * sizeof(float);
+}
+
+void mt_decode_prompts(const mt_model *m, const int32_t *const *src, const int *src_len, int n,
+                       mt_batch *b, int32_t **ids, int32_t **srcbuf)
+{
+    const mt_model_config *cfg = mt_model_get_config(m);
+    int longest = 0;
+    for (int i = 0; i < n; i++)
+        if (src_len[i] > longest) longest = src_len[i];
+    memset(b, 0, sizeof *b);
+    b->B = n;
+    *srcbuf = NULL;
+    if (mt_model_is_encdec(m)) {
+        /* source `src <eos>` right padded; decoder prefix <decoder_start> */
+        int S = longest + 1;
+        int32_t *s = mt_xmalloc((size_t)n * S * sizeof *s);
+        int32_t *d = mt_xmalloc((size_t)n * sizeof *d);
+        for (int i = 0; i < n; i++) {
+            int32_t *row = s + (size_t)i * S;
+            if (src_len[i]) memcpy(row, src[i], (size_t)src_len[i] * sizeof *row);
+            row[src_len[i]] = cfg->eos_id;
+            for (int t = src_len[i] + 1; t < S; t++) row[t] = cfg->pad_id;
+            d[i] = cfg->decoder_start_id;
+        }
+        b->T = 1;
+        b->ids = d;
+        b->S = S;
+        b->src = s;
+        *ids = d;
+        *srcbuf = s;
+        return;
+    }
+    /* `src <sep>` left padded */
+    int T = longest + 1;
+    int32_t *d = mt_xmalloc((size_t)n * T * sizeof *d);
+    for (int i = 0; i < n; i++) {
+        int32_t *row = d + (size_t)i * T;
+        int pad = T - 1 - src_len[i];
+        for (int t = 0; t < pad; t++) row[t] = cfg->pad_id;
+        if (src_len[i]) memcpy(row + pad, src[i], (size_t)src_len[i] * sizeof *row);
+        row[T - 1] = cfg->sep_id;
+    }
+    b->T = T;
+    b->ids = d;
+    *ids = d;
+}
+
+int mt_decode_start(mt_decode_ctx *c, const int32_t *const *src, const int *src_len)
+{
+    mt_batch b;
+    int32_t *ids, *srcbuf;
+    mt_decode_prompts(c->m, src, src_len, c->n, &b, &ids, &srcbuf);
+    /* the last generated token is never fed back: T + max_new - 1 positions */
+    int max_T = b.T + c->max_new_all - 1;
+    int max_S = mt_model_is_encdec(c->m) ? b.S : 0;
+    int rows = c->n * c->K;
+    c->res->state_bytes = mt_decode_state_bytes(mt_model_get_config(c->m), rows, max_T, max_S);
+    c->st = mt_decode_state_new(c->m, rows, max_T, max_S);
+    int rc = c->st ? mt_model_prefill(c->m, c->st, &b, c->logits) : -1;
+    free(ids);
+    free(srcbuf);
+    return rc;
+}
+
+static int check_opts(const mt_model *m, const mt_decode_opts *o, int n)
+{
+    int V = mt_model_get_config(m)->vocab_size;
+    if (o->vocab_limit < 0 || o->vocab_limit > V)
+        return mt_error("vocabulary limit %d is outside 0..%d", o->vocab_limit, V);
+    if (o->vocab_limit > 0 && o->vocab_limit <= mt_model_get_config(m)->eos_id)
+        return mt_error("vocabulary limit %d excludes <eos>", o->vocab_limit);
+    if (o->vocab_limit > 0) V = o->vocab_limit;
+    if (o->beam < 1 || o->beam > MAX_BEAM)
+        return mt_error("beam size %d is outside 1..%d", o->beam, MAX_BEAM);
+    /* the first step draws 2K candidates from one beam's tokens, <pad> excluded */
+    if (o->beam > 1 && 2 * o->beam + 1 > V)
+        return mt_error("beam size %d needs a vocabulary of at least %d tokens (%d here)",
+                        o->beam, 2 * o->beam + 1, V);
+    if (!isfinite(o->length_penalty))
+        return mt_error("length penalty %g is not a finite number", o->length_penalty);
+    if (n < 0 || (size_t)n * (size_t)o->beam > MAX_ROWS)
+        return mt_error("%d sentences x %d beams is more than %d decoding rows", n, o->beam,
+                        MAX_ROWS);
+    return 0;
+}
+
+int mt_decode(mt_model *m, const int32_t *const *src, const int *src_len, int n,
+              const mt_decode_opts *o, mt_decode_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->failed_input = -1;
+    double t0 = mt_decode_now();
+    if (check_opts(m, o, n)) return -1;
+    if (n == 0) return 0;
+    mt_decode_ctx c = {
+        .m = m, .o = o, .n = n, .K = o->beam, .t0 = t0, .res = res,
+        .V = mt_model_get_config(m)->vocab_size,
+    };
+    c.n_gen = o->vocab_limit > 0 ? o->vocab_limit : c.V;
+    c.max_new = mt_xmalloc((size_t)n * sizeof *c.max_new);
+    for (int i = 0; i < n; i++) {
+        c.max_new[i] = mt_decode_max_new(m, src_len[i], o);
+        if (c.max_new[i] < 0) {
+            res->failed_input = i;
+            free(c.max_new);
+            return mt_error_context("input %d", i);
+        }
+        if (c.max_new[i] > c.max_new_all) c.max_new_all = c.max_new[i];
+    }
+    /* sized by the caller's batch and the vocabulary: a failure is a message, not an abort */
+    c.logits = malloc((size_t)n * c.K * c.V * sizeof *c.logits);
+    if (!c.logits) {
+        free(c.max_new);
+        return mt_error("no memory for the logits of %d rows x %d tokens", n * c.K, c.V);
+    }
+    res->hyps = mt_xcalloc((size_t)n, sizeof *res->hyps);
+    res->n = n;
+    int rc;
+    if (mt_decode_cancelled(&c)) {
+        /* nothing decoded: every sentence ends empty */
+        res->cancelled = 1;
+        for (int i = 0; i < n; i++) mt_decode_emit(&c, i, NULL, 0, 1);
+        rc = 0;
+    } else {
+        rc = mt_decode_start(&c, src, src_len);
+        if (rc == 0) rc = c.K == 1 ? mt_decode_greedy_run(&c) : mt_decode_beam_run(&c);
+    }
+    mt_decode_state_free(c.st);
+    free(c.logits);
+    free(c.max_new);
+    res->seconds = mt_decode_now() - t0;
+    if (rc) mt_decode_result_free(res);
+    for (int i = 0; i < res->n; i++)
+        res->tokens += (size_t)res->hyps[i].n_ids + (size_t)res->hyps[i].finished;
+    return rc;
+}

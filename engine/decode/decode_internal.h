@@ -1,0 +1,77 @@
+/* Shared pieces of the searches: one decoding call's context, prompt building, scoring and
+ * the finished-hypothesis list of beam search.
+ * Letters: n sentences, K beams, V vocabulary, rows = live rows of the decoding state. */
+#ifndef MTLAB_DECODE_INTERNAL_H
+#define MTLAB_DECODE_INTERNAL_H
+
+#include "mtlab/decode.h"
+
+/* One mt_decode call. */
+typedef struct {
+    mt_model *m;
+    const mt_decode_opts *o;
+    int n, K, V;
+    int n_gen;            /* ids 0 .. n_gen-1 may be generated (<= V) */
+    int *max_new;         /* (n) the length limit of each sentence */
+    int max_new_all;      /* their maximum */
+    mt_decode_state *st;  /* n * K rows */
+    float *logits;        /* host (n * K, V): the next-token logits of the live rows */
+    double t0;            /* start time (seconds, monotonic clock) */
+    mt_decode_result *res;
+} mt_decode_ctx;
+
+/* Build the prompts of the n sources, allocate the state and prefill it: ctx->logits rows
+ * 0..n-1 then hold each sentence's first next-token logits. 0 or -1. */
+int mt_decode_start(mt_decode_ctx *c, const int32_t *const *src, const int *src_len);
+
+/* The prompt batch of n sources (see decode.h): ids (n, T) and, for encoder-decoder models,
+ * src (n, S). The arrays are malloc'd into *ids and *srcbuf (NULL when unused). */
+void mt_decode_prompts(const mt_model *m, const int32_t *const *src, const int *src_len, int n,
+                       mt_batch *b, int32_t **ids, int32_t **srcbuf);
+
+double mt_decode_now(void);
+int mt_decode_cancelled(const mt_decode_ctx *c);
+/* Stream one event (no-op without a callback). */
+void mt_decode_emit(const mt_decode_ctx *c, int sentence, const int32_t *tokens, int n_tokens,
+                    int final);
+
+/* log(sum_v exp(x[v])) of one logits row over v < V except v = skip, in double. */
+double mt_logsumexp(const float *x, int V, int skip);
+/* First index of the maximum of x[0..V) except skip, as torch.argmax picks it. */
+int32_t mt_argmax(const float *x, int V, int skip);
+/* logprob / gen_len ^ length_penalty; 0 for an empty generation. */
+double mt_decode_score(double logprob, int gen_len, float length_penalty);
+/* Fill h with a copy of ids and its scores. */
+void mt_hypothesis_set(mt_hypothesis *h, const int32_t *ids, int n_ids, double logprob,
+                       int finished, float length_penalty, double seconds);
+
+/* The (at most K) best finished hypotheses of one sentence, BeamHypotheses-style. */
+typedef struct {
+    int K, n;
+    double worst;       /* lowest score kept (meaningful when n > 0) */
+    mt_hypothesis *h;   /* (K + 1) slots, n used */
+} mt_beam_hyps;
+
+void mt_beam_hyps_init(mt_beam_hyps *bh, int K);
+void mt_beam_hyps_free(mt_beam_hyps *bh);
+/* Keep the hypothesis when fewer than K are kept or it beats the worst (then the worst goes). */
+void mt_beam_hyps_add(mt_beam_hyps *bh, const int32_t *ids, int n_ids, double logprob,
+                      int finished, float length_penalty);
+/* early_stopping = False: K kept and the worst of them >= best_logprob / cur_len ^ lp. */
+int mt_beam_hyps_done(const mt_beam_hyps *bh, double best_logprob, int cur_len,
+                      float length_penalty);
+/* Index of the best kept hypothesis (the first of equal scores), -1 when none. */
+int mt_beam_hyps_best(const mt_beam_hyps *bh);
+
+/* Top-k selection of (score, index) pairs: best first, ties by lower index. */
+typedef struct {
+    double score;
+    long index;
+} mt_scored;
+/* Insert (score, index) into top (n kept, at most k), keeping it sorted. */
+void mt_topk_push(mt_scored *top, int *n, int k, double score, long index);
+
+int mt_decode_greedy_run(mt_decode_ctx *c);
+int mt_decode_beam_run(mt_decode_ctx *c);
+
+#endif

@@ -1,0 +1,129 @@
+/* Translation decoding: greedy and beam search over the model's incremental decoding API
+ * (mt_model_prefill / mt_model_step / mt_decode_state_reorder in mtlab/model.h), batched over
+ * several sentences, with tokens streamed to a callback as they are produced.
+ *
+ * Prompts (MODELS.md 4):
+ *   decoder-only     `src <sep>`, LEFT padded with <pad> to the longest prompt of the batch;
+ *   encoder-decoder  source `src <eos>` (right padded), decoder prefix <decoder_start_id>.
+ * Sources are token ids without special tokens; results hold the generated ids without <eos>.
+ * <pad> is never generated: the model masks it wherever it appears, so a generated <pad>
+ * would be invisible to the full-sequence forward and the cached steps alike.
+ *
+ * Scores (both searches report the same quantity, so they can be compared):
+ *   logprob = sum over generated tokens (and the final <eos> when one was emitted) of log p
+ *   score   = logprob / generated_length ^ length_penalty
+ * where generated_length counts the generated tokens including that <eos>. Hugging Face's
+ * BeamSearchScorer, as ssm-mt calls it for decoder-only models, divides by the whole sequence
+ * length, prompt and left pads included; we normalise by the generated length only, so a
+ * score does not depend on the source length or on the batch it was decoded in.
+ *
+ * Beam search follows BeamSearchScorer with early_stopping = False: log-softmax, the top 2K
+ * candidates of each sentence, a candidate ending in <eos> becomes a finished hypothesis when it
+ * ranks among the top K (the K best finished hypotheses are kept), the K best others continue;
+ * a sentence is done when it holds K finished hypotheses and the best candidate of the step,
+ * normalised by the current length, cannot beat the worst of them; at the length limit the
+ * running beams join the finished ones. The result is the best-scoring hypothesis. Width 1
+ * is exactly greedy search; a wider beam usually scores better than greedy but need not: the
+ * greedy path can be pruned by beams that lead early and end worse. */
+#ifndef MTLAB_DECODE_H
+#define MTLAB_DECODE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mtlab/model.h"
+#include "mtlab/tokenizer.h"
+
+#define MT_DECODE_DEFAULT_BEAM 5
+#define MT_DECODE_DEFAULT_BATCH 16 /* the paper's test batch size */
+
+/* What the stream callback receives. */
+typedef struct {
+    int sentence;          /* index of the source in the call's input */
+    const int32_t *tokens; /* the sentence's current best hypothesis (n_tokens ids, no <eos>);
+                              greedy extends it by one token per event, beam search may
+                              replace it when another beam takes the lead */
+    int n_tokens;
+    int32_t token;         /* the newest token, tokens[n_tokens - 1]; -1 when n_tokens is 0 */
+    int final;             /* 1: the sentence is done and tokens is its result */
+} mt_decode_event;
+
+/* Called on the decoding thread, once per live sentence per step, then once with final = 1
+ * for every sentence; the arrays are valid only during the call. */
+typedef void (*mt_decode_callback)(void *user, const mt_decode_event *ev);
+
+typedef struct {
+    int beam;              /* 1: greedy; K > 1: beam search with K beams */
+    int max_new_tokens;    /* 0: 2 * source tokens + 10 for each sentence; either way capped
+                              by what the model can hold (encoder-decoder: its positions) */
+    float length_penalty;  /* exponent of the generated length in the score (1.0) */
+    int vocab_limit;       /* > 0: only ids below it are generated (the tokenizer's pieces when
+                              the model's vocabulary is padded past them); 0: every id */
+    mt_decode_callback on_token; /* NULL: no streaming */
+    void *user;
+    const atomic_int *cancel; /* checked before every step; non-zero stops decoding and each
+                                 sentence keeps its best hypothesis so far (NULL: never) */
+} mt_decode_opts;
+
+/* beam 5, default lengths, length penalty 1, no callback, no cancel flag. */
+void mt_decode_opts_init(mt_decode_opts *o);
+
+typedef struct {
+    int32_t *ids;     /* generated ids without <eos> (malloc'd, may be NULL when n_ids = 0) */
+    int n_ids;
+    char *text;       /* the ids through the tokenizer (mt_translate), else NULL */
+    double logprob;   /* see the scores above */
+    double score;
+    int finished;     /* 1: ended with <eos>; 0: stopped by the length limit or a cancel */
+    double seconds;   /* from the start of its batch's decoding to this sentence's end */
+} mt_hypothesis;
+
+typedef struct {
+    mt_hypothesis *hyps; /* (n) in input order */
+    int n;
+    int cancelled;       /* 1: the cancel flag stopped decoding */
+    int steps;           /* decoding steps after the prefills */
+    size_t tokens;       /* ids of the results, all sentences (<eos> included) */
+    double seconds;      /* wall-clock time of the whole call */
+    size_t state_bytes;  /* the largest decoding state used (caches for every row) */
+    int failed_input;    /* on failure, the input at fault or -1 (the message says why) */
+} mt_decode_result;
+
+void mt_decode_result_free(mt_decode_result *r);
+
+/* Decode n sources at once: one decoding state with n rows (greedy) or n * K rows (beam; one
+ * prefill row per sentence expanded into its beams). src[i] holds src_len[i] ids. 0 or -1. */
+int mt_decode(mt_model *m, const int32_t *const *src, const int *src_len, int n,
+              const mt_decode_opts *o, mt_decode_result *res);
+
+/* Translate n UTF-8 texts: encode them, sort by length, decode batches of up to batch
+ * sentences (0: MT_DECODE_DEFAULT_BATCH) and decode the ids back to text. Only ids the
+ * tokenizer knows are generated (vocab_limit = its size). Results and
+ * callback indices are in input order. A cancel leaves the sentences of later batches empty
+ * and unfinished. 0 or -1 (res->failed_input names a bad input). */
+int mt_translate(mt_model *m, const mt_tokenizer *tok, const char *const *texts, int n,
+                 int batch, const mt_decode_opts *o, mt_decode_result *res);
+
+/* The number of new tokens sentence of src_len ids may generate under o, or -1 when the model
+ * cannot take such a source (mt_last_error says why). */
+int mt_decode_max_new(const mt_model *m, int src_len, const mt_decode_opts *o);
+
+/* Bytes of the caches a decoding state holds for rows x max_T positions (and max_S source
+ * positions for an encoder-decoder model), computed from the configuration: attention keys
+ * and values, cross-attention keys and values, Mamba conv and ssm states. */
+size_t mt_decode_state_bytes(const mt_model_config *cfg, int rows, int max_T, int max_S);
+
+/* ---------------------------------------------------------------- naive references
+ * One sentence, no caches: every new token recomputes the whole forward pass
+ * (mt_model_forward) over prompt + tokens so far. Slow, O(T^2) forwards; the tests hold the
+ * fast searches to them. max_new as mt_decode_max_new gives it. */
+int mt_decode_greedy_naive(mt_model *m, const int32_t *src, int src_len, int max_new,
+                           float length_penalty, mt_hypothesis *out);
+int mt_decode_beam_naive(mt_model *m, const int32_t *src, int src_len, int max_new, int beam,
+                         float length_penalty, mt_hypothesis *out);
+
+/* Release what a hypothesis holds. */
+void mt_hypothesis_clear(mt_hypothesis *h);
+
+#endif
