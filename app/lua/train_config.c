@@ -1,0 +1,191 @@
+/* Lua table -> mt_train_config, driven by two key tables (run settings, model overrides). */
+#include "lua/train_config.h"
+#include "lua/lua_util.h"
+#include "mtlab/error.h"
+
+#include <lauxlib.h>
+#include <lualib.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef enum { K_STR, K_INT, K_LONG, K_SIZE, K_U64, K_DOUBLE, K_FLOAT, K_BOOL, K_ACT } key_type;
+
+typedef struct {
+    const char *name;
+    key_type type;
+    size_t offset;
+    size_t size; /* K_STR: buffer size */
+} key_desc;
+
+#define RUN_KEY(f, t) {#f, t, offsetof(mt_train_config, f), sizeof(((mt_train_config *)0)->f)}
+static const key_desc run_keys[] = {
+    RUN_KEY(name, K_STR),          RUN_KEY(run_dir, K_STR),       RUN_KEY(train_src, K_STR),
+    RUN_KEY(train_tgt, K_STR),     RUN_KEY(valid_src, K_STR),     RUN_KEY(valid_tgt, K_STR),
+    RUN_KEY(tokenizer, K_STR),     RUN_KEY(max_len, K_INT),       RUN_KEY(cat_n, K_INT),
+    RUN_KEY(cat_keep, K_DOUBLE),   RUN_KEY(max_tokens, K_SIZE),   RUN_KEY(accum, K_INT),
+    RUN_KEY(lr, K_DOUBLE),         RUN_KEY(warmup, K_LONG),       RUN_KEY(weight_decay, K_DOUBLE),
+    RUN_KEY(beta1, K_DOUBLE),      RUN_KEY(beta2, K_DOUBLE),      RUN_KEY(eps, K_DOUBLE),
+    RUN_KEY(label_smoothing, K_FLOAT), RUN_KEY(max_steps, K_LONG), RUN_KEY(seed, K_U64),
+    RUN_KEY(log_every, K_INT),     RUN_KEY(valid_every, K_INT),   RUN_KEY(valid_bleu_lines, K_INT),
+    RUN_KEY(save_every, K_INT),    RUN_KEY(save_dtype_f16, K_BOOL),
+};
+
+#define MODEL_KEY(f, t) {#f, t, offsetof(mt_model_config, f), sizeof(((mt_model_config *)0)->f)}
+static const key_desc model_keys[] = {
+    MODEL_KEY(vocab_size, K_INT),    MODEL_KEY(d_model, K_INT),        MODEL_KEY(n_layers, K_INT),
+    MODEL_KEY(n_encoder_layers, K_INT), MODEL_KEY(n_heads, K_INT),     MODEL_KEY(ffn_dim, K_INT),
+    MODEL_KEY(activation, K_ACT),    MODEL_KEY(max_positions, K_INT),  MODEL_KEY(scale_embedding, K_BOOL),
+    MODEL_KEY(tie_embeddings, K_BOOL), MODEL_KEY(d_state, K_INT),      MODEL_KEY(d_conv, K_INT),
+    MODEL_KEY(expand, K_INT),        MODEL_KEY(dt_rank, K_INT),        MODEL_KEY(dt_min, K_FLOAT),
+    MODEL_KEY(dt_max, K_FLOAT),      MODEL_KEY(dt_init_floor, K_FLOAT), MODEL_KEY(norm_eps, K_FLOAT),
+    MODEL_KEY(init_std, K_FLOAT),    MODEL_KEY(dropout, K_FLOAT),
+};
+
+static const struct {
+    const char *name;
+    mt_act act;
+} activations[] = {{"relu", MT_ACT_RELU}, {"silu", MT_ACT_SILU}, {"swish", MT_ACT_SILU}, {"gelu", MT_ACT_GELU}};
+
+static const key_desc *find_key(const key_desc *keys, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(keys[i].name, name)) return &keys[i];
+    return NULL;
+}
+
+static void list_keys(char *out, size_t len, const key_desc *keys, size_t n)
+{
+    size_t at = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < n && at < len; i++)
+        at += (size_t)snprintf(out + at, len - at, "%s%s", i ? ", " : "", keys[i].name);
+}
+
+/* Store the value at the top of the stack into base + k->offset. */
+static int store(lua_State *L, void *base, const key_desc *k, const char *where)
+{
+    char *dst = (char *)base + k->offset;
+    int isnum = 0;
+    if (k->type == K_STR || k->type == K_ACT) {
+        if (lua_type(L, -1) != LUA_TSTRING) return mt_error("%s: '%s' must be a string", where, k->name);
+        const char *s = lua_tostring(L, -1);
+        if (k->type == K_ACT) {
+            for (size_t i = 0; i < sizeof activations / sizeof activations[0]; i++)
+                if (!strcmp(s, activations[i].name)) {
+                    *(mt_act *)dst = activations[i].act;
+                    return 0;
+                }
+            return mt_error("%s: activation \"%s\" is not one of relu, silu, gelu", where, s);
+        }
+        if (strlen(s) >= k->size) return mt_error("%s: '%s' is longer than %zu bytes", where, k->name, k->size - 1);
+        memcpy(dst, s, strlen(s) + 1);
+        return 0;
+    }
+    if (k->type == K_BOOL) {
+        if (lua_type(L, -1) != LUA_TBOOLEAN) return mt_error("%s: '%s' must be true or false", where, k->name);
+        *(int *)dst = lua_toboolean(L, -1);
+        return 0;
+    }
+    if (k->type == K_DOUBLE || k->type == K_FLOAT) {
+        lua_Number v = lua_tonumberx(L, -1, &isnum);
+        if (!isnum || lua_type(L, -1) != LUA_TNUMBER) return mt_error("%s: '%s' must be a number", where, k->name);
+        if (k->type == K_DOUBLE) *(double *)dst = (double)v;
+        else *(float *)dst = (float)v;
+        return 0;
+    }
+    lua_Integer v = lua_tointegerx(L, -1, &isnum);
+    if (!isnum || lua_type(L, -1) != LUA_TNUMBER) return mt_error("%s: '%s' must be an integer", where, k->name);
+    switch (k->type) {
+    case K_INT:
+        if (v < -2147483647 || v > 2147483647) return mt_error("%s: '%s' is out of range", where, k->name);
+        *(int *)dst = (int)v;
+        break;
+    case K_LONG: *(long *)dst = (long)v; break;
+    case K_SIZE:
+        if (v < 0) return mt_error("%s: '%s' must not be negative", where, k->name);
+        *(size_t *)dst = (size_t)v;
+        break;
+    default: *(uint64_t *)dst = (uint64_t)v; break;
+    }
+    return 0;
+}
+
+/* Read every string key of the table at the top of the stack through keys into base; the key
+ * `skip` (read by the caller) is passed over. */
+static int read_table(lua_State *L, void *base, const key_desc *keys, size_t n, const char *where,
+                      const char *skip)
+{
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        if (lua_type(L, -2) != LUA_TSTRING) {
+            lua_pop(L, 2);
+            return mt_error("%s: keys must be names, found a %s key", where, luaL_typename(L, -2));
+        }
+        const char *name = lua_tostring(L, -2);
+        if (skip && !strcmp(name, skip)) {
+            lua_pop(L, 1);
+            continue;
+        }
+        const key_desc *k = find_key(keys, n, name);
+        if (!k) {
+            char known[1024];
+            list_keys(known, sizeof known, keys, n);
+            lua_pop(L, 2);
+            return mt_error("%s: unknown key '%s' (known: %s%s%s)", where, name, known,
+                            skip ? ", " : "", skip ? skip : "");
+        }
+        int rc = store(L, base, k, where);
+        lua_pop(L, 1);
+        if (rc != 0) {
+            lua_pop(L, 1);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int read_model(lua_State *L, mt_model_config *mc, const char *path)
+{
+    char where[600];
+    snprintf(where, sizeof where, "%s: model", path);
+    if (lua_type(L, -1) != LUA_TTABLE) return mt_error("%s must be a table such as { preset = \"mamba-small\" }", where);
+    lua_getfield(L, -1, "preset");
+    if (lua_type(L, -1) != LUA_TSTRING) {
+        lua_pop(L, 1);
+        return mt_error("%s: 'preset' must name a preset (e.g. \"mamba-small\")", where);
+    }
+    const char *preset = lua_tostring(L, -1);
+    int rc = mt_model_preset(mc, preset);
+    lua_pop(L, 1);
+    if (rc != 0) return mt_error_context("%s", where);
+    return read_table(L, mc, model_keys, sizeof model_keys / sizeof model_keys[0], where, "preset");
+}
+
+int train_config_load(mt_train_config *cfg, const char *path)
+{
+    mt_train_config_defaults(cfg);
+    lua_State *L = luaL_newstate();
+    if (!L) return mt_error("%s: cannot create a Lua state", path);
+    luaL_openlibs(L);
+    int rc = -1;
+    if (lua_run_file(L, path, 1) != 0) goto out;
+    if (lua_type(L, -1) != LUA_TTABLE) {
+        mt_error("%s: the file must `return { ... }` a table of settings, it returned %s", path,
+                 luaL_typename(L, -1));
+        goto out;
+    }
+    lua_getfield(L, -1, "model");
+    if (lua_isnil(L, -1)) {
+        mt_error("%s: 'model' is missing (e.g. model = { preset = \"mamba-small\" })", path);
+        goto out;
+    }
+    if (read_model(L, &cfg->model, path) != 0) goto out;
+    lua_pop(L, 1);
+    if (read_table(L, cfg, run_keys, sizeof run_keys / sizeof run_keys[0], path, "model") != 0) goto out;
+    if (!cfg->run_dir[0]) snprintf(cfg->run_dir, sizeof cfg->run_dir, "runs/%s", cfg->name);
+    rc = 0;
+out:
+    lua_close(L);
+    return rc;
+}

@@ -1,0 +1,95 @@
+/* Training runs: `mtlab train CONFIG.lua` fills an mt_train_config (app/ reads the Lua table),
+ * and mt_train_run does the rest — data, model, AdamW with an inverse-sqrt schedule, gradient
+ * accumulation, validation, atomic checkpoints, bit-exact resume.
+ *
+ * A run lives in its directory (runs/NAME/):
+ *   log.jsonl          one JSON object per log interval and per validation
+ *   checkpoint/        the latest checkpoint: a model bundle (config.json, model.safetensors,
+ *                      tokenizer.model) plus trainer.safetensors (AdamW moments) and
+ *                      trainer.json (step, epoch, position in the epoch, config fingerprint)
+ *   best/              the bundle with the best validation BLEU so far
+ * Everything the run does is a function of the config and its seed, so a run resumed from a
+ * checkpoint produces the same losses as one that never stopped. */
+#ifndef MTLAB_TRAIN_H
+#define MTLAB_TRAIN_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mtlab/model.h"
+#include "mtlab/traindata.h"
+
+typedef struct {
+    char name[128];          /* run name */
+    char run_dir[512];       /* default runs/NAME */
+    mt_model_config model;   /* architecture and sizes (a preset plus overrides) */
+
+    /* data: aligned text files and the tokenizer */
+    char train_src[512], train_tgt[512];
+    char valid_src[512], valid_tgt[512];
+    char tokenizer[512];     /* sentencepiece .model; copied into every saved bundle */
+    int max_len;             /* ids per side, longer sides are cut (paper: 512) */
+    int cat_n;               /* CAT-N: 0/1 off, N >= 2 concatenates N pairs */
+    double cat_keep;         /* CAT-N: probability a pair stays alone (0.5) */
+
+    /* optimisation */
+    size_t max_tokens;       /* padded tokens per micro-batch */
+    int accum;               /* micro-batches per optimiser step */
+    double lr;               /* peak learning rate */
+    long warmup;             /* warm-up steps (0: HF timescale form, see mt_lr_inverse_sqrt) */
+    double weight_decay, beta1, beta2, eps;
+    float label_smoothing;
+    long max_steps;          /* stop after this many optimiser steps */
+    uint64_t seed;
+
+    /* bookkeeping */
+    int log_every;           /* steps between log lines */
+    int valid_every;         /* steps between validations (0: only at the end) */
+    int valid_bleu_lines;    /* validation lines decoded greedily for BLEU (0: loss only) */
+    int save_every;          /* steps between checkpoints (0: only at the end) */
+    int save_dtype_f16;      /* 1: best/ bundle weights in F16 (checkpoints stay F32) */
+} mt_train_config;
+
+/* Defaults for every field but the model and the data paths. */
+void mt_train_config_defaults(mt_train_config *cfg);
+/* Check ranges and that the data and tokenizer files exist; errors name the key. */
+int mt_train_config_check(const mt_train_config *cfg);
+
+/* What the trainer reports while it runs (progress bars, the TUI job panel, log files). */
+typedef struct {
+    long step, max_steps;
+    int epoch;
+    double loss;             /* mean target-token loss over the last log interval */
+    double lr;
+    double tokens_per_s;     /* target tokens per second over the last interval */
+    double elapsed_s;        /* wall time of this process */
+    double valid_loss;       /* < 0 until the first validation */
+    double valid_bleu;       /* < 0 until the first validation with BLEU */
+    int is_validation;       /* 1 when this report follows a validation */
+} mt_train_progress;
+
+typedef struct {
+    void (*progress)(void *ud, const mt_train_progress *p);
+    /* Messages for the user ("resumed from step 400", "saved checkpoint"). */
+    void (*message)(void *ud, const char *text);
+    void *ud;
+    /* Set (e.g. by a SIGINT/SIGTERM handler) to stop: the trainer saves a checkpoint at the
+     * next step boundary and returns 0. */
+    volatile sig_atomic_t *stop;
+} mt_train_hooks;
+
+/* Train from scratch, or, with resume, continue from run_dir/checkpoint (the config must match
+ * the one the checkpoint was made with, except max_steps and the bookkeeping intervals). */
+int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *hooks);
+
+/* Length of example i as the model sees it (decoder-only: src + <sep> + tgt + <eos>;
+ * encoder-decoder: the longer of `src <eos>` and `<bos> tgt <eos>`), for batch planning. */
+int mt_example_packed_len(const mt_examples *e, size_t i, int encdec);
+/* Pack examples (pairs or CAT-N joins) into a model batch following model.h's token
+ * conventions; rows are example indices. The id arrays are malloc'd (mt_batch_free). */
+void mt_batch_pack(mt_batch *b, int encdec, const mt_model_config *mc, const mt_corpus *c,
+                   const mt_examples *e, const uint32_t *rows, int n_rows);
+void mt_batch_free(mt_batch *b);
+
+#endif

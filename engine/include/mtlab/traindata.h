@@ -1,0 +1,73 @@
+/* Training data: a tokenized parallel corpus, CAT-N examples and token-budget batches.
+ *
+ * Everything here is a pure function of (corpus, seed, epoch), so a resumed run rebuilds the
+ * same epoch plan and continues at the same batch. Model-specific packing (decoder-only
+ * "src <sep> tgt <eos>", encoder-decoder "src <eos>" / "<bos> tgt <eos>") is the model's job;
+ * this layer only decides which pairs go together. */
+#ifndef MTLAB_TRAINDATA_H
+#define MTLAB_TRAINDATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mtlab/tokenizer.h"
+
+/* A tokenized parallel corpus; ids of every pair in one allocation. */
+typedef struct {
+    size_t n;          /* pairs */
+    int32_t *ids;      /* all source and target ids, pair by pair */
+    size_t *src_start; /* (n) index into ids */
+    size_t *tgt_start; /* (n) */
+    int *src_len;      /* (n) ids, no special tokens */
+    int *tgt_len;      /* (n) */
+    size_t truncated;  /* sides cut to max_len while loading */
+} mt_corpus;
+
+/* Load and tokenize two aligned UTF-8 files (one segment per line). Sides longer than max_len
+ * ids are cut to max_len (0: no limit) and counted in ->truncated. Errors name the file and line:
+ * different line counts, invalid UTF-8, empty file, an empty line on one side only. */
+int mt_corpus_load(mt_corpus *c, const char *src_path, const char *tgt_path,
+                   const mt_tokenizer *tok, int max_len);
+void mt_corpus_free(mt_corpus *c);
+
+/* An example is one pair or, with CAT-N, the concatenation of several pairs (their sources
+ * joined, their targets joined, in the same order). parts of all examples share one array. */
+typedef struct {
+    size_t n;          /* examples */
+    uint32_t *parts;   /* pair indices, example after example */
+    size_t *start;     /* (n) index into parts */
+    int *n_parts;      /* (n) */
+    int *src_len;      /* (n) summed source ids of the parts */
+    int *tgt_len;      /* (n) summed target ids */
+} mt_examples;
+
+/* One epoch of examples from corpus c. cat_n <= 1: every pair once, in corpus order.
+ * cat_n >= 2 (CAT-N, DESIGN.md): for each pair, with probability keep_p it stays alone, else it
+ * is joined with cat_n - 1 pairs drawn uniformly at random (seeded by seed and epoch); examples
+ * whose joined sides exceed max_len ids are not joined (the pair stays alone). */
+void mt_examples_build(mt_examples *e, const mt_corpus *c, int cat_n, double keep_p, int max_len,
+                       uint64_t seed, uint64_t epoch);
+void mt_examples_free(mt_examples *e);
+
+/* Token-budget batches of similar lengths: examples are sorted by length (ties broken by a seeded
+ * random key), cut into batches whose padded size rows * longest <= max_tokens (a single example
+ * longer than the budget gets a batch of its own), and the batch order is shuffled. len[i] is the
+ * example's packed length as the model will see it. */
+typedef struct {
+    size_t n_batches;
+    uint32_t *order;   /* example indices, batch after batch */
+    size_t *start;     /* (n_batches) index into order */
+    int *rows;         /* (n_batches) */
+    int *longest;      /* (n_batches) longest len in the batch */
+} mt_batch_plan;
+
+void mt_batch_plan_build(mt_batch_plan *p, const int *len, size_t n, size_t max_tokens,
+                         uint64_t seed, uint64_t epoch);
+void mt_batch_plan_free(mt_batch_plan *p);
+
+/* Inverse-square-root learning rate. warmup > 0: linear from 0 to base over warmup steps, then
+ * base * sqrt(warmup / step). warmup == 0: HF get_inverse_sqrt_schedule's timescale form,
+ * base / sqrt((step + timescale) / timescale) with timescale 10000 (MODELS.md 4). step >= 1. */
+double mt_lr_inverse_sqrt(double base, long step, long warmup);
+
+#endif

@@ -1,0 +1,40 @@
+/* Pieces of the trainer shared between its files (not public API). */
+#ifndef MTLAB_TRAIN_INTERNAL_H
+#define MTLAB_TRAIN_INTERNAL_H
+
+#include <stdio.h>
+
+#include "mtlab/tokenizer.h"
+#include "mtlab/train.h"
+
+/* Where a run stands; saved in trainer.json. */
+typedef struct {
+    long step;        /* optimiser steps done */
+    int epoch;        /* current epoch */
+    size_t batch;     /* next batch of the epoch plan */
+    double best_bleu; /* best validation BLEU so far (-1: none) */
+} train_state;
+
+/* mkdir -p; errors name the path. */
+int mkdir_p(const char *path);
+
+/* ---- log.jsonl (log.c) */
+typedef struct {
+    FILE *f;
+    char path[600];
+} log_file;
+int log_open(log_file *lf, const mt_train_config *cfg, int resume);
+void log_step(log_file *lf, const mt_train_progress *p);
+void log_validation(log_file *lf, const mt_train_progress *p);
+void log_close(log_file *lf);
+
+/* ---- checkpoints (checkpoint.c) */
+int checkpoint_exists(const mt_train_config *cfg);
+int checkpoint_save(const mt_model *m, const mt_train_config *cfg, const train_state *st);
+mt_model *checkpoint_load(const mt_train_config *cfg, const mt_backend *be, train_state *st);
+int save_best(const mt_model *m, const mt_train_config *cfg);
+
+/* ---- validation BLEU: greedy decoding of the first valid_bleu_lines pairs (validate.c) */
+int validate_bleu(mt_model *m, const mt_tokenizer *tok, const mt_train_config *cfg, double *bleu);
+
+#endif

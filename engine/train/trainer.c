@@ -1,0 +1,302 @@
+/* The training loop: epochs of token-budget batches, gradient accumulation, AdamW under an
+ * inverse-sqrt schedule, periodic logging, validation and checkpoints (checkpoint.c). */
+#include "mtlab/error.h"
+#include "mtlab/train.h"
+#include "train_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+void mt_train_config_defaults(mt_train_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    snprintf(cfg->name, sizeof cfg->name, "run");
+    cfg->max_len = 256;
+    cfg->cat_keep = 0.5;
+    cfg->max_tokens = 4096;
+    cfg->accum = 1;
+    cfg->lr = 1e-3;
+    cfg->warmup = 1000;
+    cfg->weight_decay = 0.001;
+    cfg->beta1 = 0.9;
+    cfg->beta2 = 0.98;
+    cfg->eps = 1e-8;
+    cfg->max_steps = 10000;
+    cfg->seed = 1;
+    cfg->log_every = 50;
+    cfg->valid_every = 1000;
+    cfg->valid_bleu_lines = 200;
+    cfg->save_every = 1000;
+}
+
+static int file_readable(const char *key, const char *path)
+{
+    struct stat st;
+    if (!path[0]) return mt_error("train config: '%s' is not set", key);
+    if (stat(path, &st) != 0) return mt_error("train config: %s = \"%s\": %s", key, path, strerror(errno));
+    return 0;
+}
+
+int mt_train_config_check(const mt_train_config *cfg)
+{
+    if (!cfg->name[0]) return mt_error("train config: 'name' is empty");
+    if (strchr(cfg->name, '/')) return mt_error("train config: name \"%s\" must not contain '/'", cfg->name);
+    if (mt_model_config_check(&cfg->model) != 0) return mt_error_context("train config: model");
+    if (file_readable("train_src", cfg->train_src) || file_readable("train_tgt", cfg->train_tgt) ||
+        file_readable("tokenizer", cfg->tokenizer))
+        return -1;
+    if ((cfg->valid_src[0] || cfg->valid_tgt[0]) &&
+        (file_readable("valid_src", cfg->valid_src) || file_readable("valid_tgt", cfg->valid_tgt)))
+        return -1;
+    if (cfg->max_len < 4) return mt_error("train config: max_len must be >= 4, got %d", cfg->max_len);
+    if (cfg->max_tokens < (size_t)cfg->max_len * 2 + 4)
+        return mt_error("train config: max_tokens (%zu) must hold at least one example of max_len %d",
+                        cfg->max_tokens, cfg->max_len);
+    if (cfg->accum < 1) return mt_error("train config: accum must be >= 1, got %d", cfg->accum);
+    if (!(cfg->lr > 0) || !(cfg->lr < 1)) return mt_error("train config: lr must be in (0, 1), got %g", cfg->lr);
+    if (cfg->warmup < 0) return mt_error("train config: warmup must be >= 0");
+    if (cfg->weight_decay < 0 || cfg->beta1 < 0 || cfg->beta1 >= 1 || cfg->beta2 < 0 || cfg->beta2 >= 1 ||
+        !(cfg->eps > 0))
+        return mt_error("train config: AdamW needs weight_decay >= 0, 0 <= beta1, beta2 < 1, eps > 0");
+    if (cfg->label_smoothing < 0 || cfg->label_smoothing >= 1)
+        return mt_error("train config: label_smoothing must be in [0, 1)");
+    if (cfg->max_steps < 1) return mt_error("train config: max_steps must be >= 1");
+    if (cfg->cat_n < 0 || cfg->cat_n > 64) return mt_error("train config: cat_n must be in 0..64");
+    if (cfg->cat_keep < 0 || cfg->cat_keep > 1) return mt_error("train config: cat_keep must be in [0, 1]");
+    if (cfg->log_every < 1) return mt_error("train config: log_every must be >= 1");
+    if (cfg->valid_every < 0 || cfg->save_every < 0 || cfg->valid_bleu_lines < 0)
+        return mt_error("train config: valid_every, save_every and valid_bleu_lines must be >= 0");
+    return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void say(const mt_train_hooks *hooks, const char *fmt, ...) MT_PRINTF(2, 3);
+static void say(const mt_train_hooks *hooks, const char *fmt, ...)
+{
+    if (!hooks || !hooks->message) return;
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    hooks->message(hooks->ud, buf);
+}
+
+/* One epoch's data plan. */
+typedef struct {
+    mt_examples ex;
+    mt_batch_plan plan;
+    int *len;
+} epoch_plan;
+
+static void epoch_plan_build(epoch_plan *ep, const mt_train_config *cfg, const mt_corpus *c,
+                             int encdec, int epoch)
+{
+    mt_examples_build(&ep->ex, c, cfg->cat_n, cfg->cat_keep, cfg->max_len, cfg->seed, (uint64_t)epoch);
+    ep->len = mt_xmalloc(ep->ex.n * sizeof *ep->len);
+    for (size_t i = 0; i < ep->ex.n; i++) ep->len[i] = mt_example_packed_len(&ep->ex, i, encdec);
+    mt_batch_plan_build(&ep->plan, ep->len, ep->ex.n, cfg->max_tokens, cfg->seed, (uint64_t)epoch);
+}
+
+static void epoch_plan_free(epoch_plan *ep)
+{
+    mt_examples_free(&ep->ex);
+    mt_batch_plan_free(&ep->plan);
+    free(ep->len);
+    memset(ep, 0, sizeof *ep);
+}
+
+/* Target tokens the loss counts for one example: the target and its <eos>. */
+static size_t loss_tokens(const mt_examples *e, const uint32_t *rows, int n)
+{
+    size_t t = 0;
+    for (int r = 0; r < n; r++) t += (size_t)e->tgt_len[rows[r]] + 1;
+    return t;
+}
+
+/* Mean validation loss over the whole valid set (no dropout). */
+static int valid_loss(mt_model *m, const mt_train_config *cfg, const mt_corpus *vc, double *out)
+{
+    int encdec = mt_model_is_encdec(m);
+    epoch_plan ep;
+    mt_train_config plain = *cfg;
+    plain.cat_n = 0;
+    epoch_plan_build(&ep, &plain, vc, encdec, 0);
+    double sum = 0;
+    size_t count = 0;
+    mt_step_opts opts = {0};
+    int rc = 0;
+    for (size_t b = 0; b < ep.plan.n_batches && rc == 0; b++) {
+        mt_batch batch;
+        const uint32_t *rows = ep.plan.order + ep.plan.start[b];
+        mt_batch_pack(&batch, encdec, &cfg->model, vc, &ep.ex, rows, ep.plan.rows[b]);
+        double loss;
+        size_t n;
+        rc = mt_model_loss(m, &batch, &opts, &loss, &n);
+        sum += loss * (double)n;
+        count += n;
+        mt_batch_free(&batch);
+    }
+    epoch_plan_free(&ep);
+    *out = count ? sum / (double)count : 0;
+    return rc;
+}
+
+int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *hooks)
+{
+    if (mt_train_config_check(cfg) != 0) return -1;
+    if (mkdir_p(cfg->run_dir) != 0) return -1;
+
+    mt_tokenizer *tok = mt_tokenizer_load(cfg->tokenizer);
+    if (!tok) return -1;
+    if (mt_tokenizer_vocab_size(tok) > cfg->model.vocab_size) {
+        int v = mt_tokenizer_vocab_size(tok);
+        mt_tokenizer_free(tok);
+        return mt_error("train config: the tokenizer has %d pieces but model.vocab_size is %d", v,
+                        cfg->model.vocab_size);
+    }
+    mt_corpus train = {0}, valid = {0};
+    mt_model *m = NULL;
+    train_state st = {0};
+    log_file lf = {0};
+    epoch_plan ep = {0};
+    int rc = -1, have_valid = cfg->valid_src[0] != '\0';
+    double t0 = now_s();
+
+    if (mt_corpus_load(&train, cfg->train_src, cfg->train_tgt, tok, cfg->max_len) != 0) goto out;
+    if (have_valid && mt_corpus_load(&valid, cfg->valid_src, cfg->valid_tgt, tok, cfg->max_len) != 0) goto out;
+    say(hooks, "data: %zu training pairs (%zu sides cut to %d ids), %zu validation pairs", train.n,
+        train.truncated, cfg->max_len, valid.n);
+
+    const mt_backend *be = mt_backend_cpu();
+    if (resume) {
+        m = checkpoint_load(cfg, be, &st);
+        if (!m) goto out;
+        say(hooks, "resumed from step %ld (epoch %d, batch %zu)", st.step, st.epoch, st.batch);
+    } else {
+        if (checkpoint_exists(cfg)) {
+            mt_error("%s already holds a checkpoint: resume it (--resume) or choose another name", cfg->run_dir);
+            goto out;
+        }
+        m = mt_model_create(&cfg->model, be, cfg->seed);
+        if (!m) goto out;
+        st.best_bleu = -1;
+    }
+    say(hooks, "model: %s, %zu parameters", cfg->model.arch, mt_model_param_count(m));
+    if (log_open(&lf, cfg, resume) != 0) goto out;
+
+    int encdec = mt_model_is_encdec(m);
+    mt_train_progress pr = {.max_steps = cfg->max_steps, .valid_loss = -1, .valid_bleu = -1};
+    double interval_loss = 0, interval_t0 = now_s();
+    size_t interval_tokens = 0;
+    epoch_plan_build(&ep, cfg, &train, encdec, st.epoch);
+
+    while (st.step < cfg->max_steps) {
+        if (hooks && hooks->stop && *hooks->stop) {
+            say(hooks, "stopping at step %ld: saving a checkpoint", st.step);
+            break;
+        }
+        /* One optimiser step = accum consecutive batches of the epoch plan. */
+        const uint32_t *mb_rows[64];
+        int mb_n[64], n_mb = 0;
+        size_t step_tokens = 0;
+        while (n_mb < cfg->accum && n_mb < 64) {
+            if (st.batch >= ep.plan.n_batches) {
+                epoch_plan_free(&ep);
+                st.epoch++;
+                st.batch = 0;
+                epoch_plan_build(&ep, cfg, &train, encdec, st.epoch);
+            }
+            mb_rows[n_mb] = ep.plan.order + ep.plan.start[st.batch];
+            mb_n[n_mb] = ep.plan.rows[st.batch];
+            step_tokens += loss_tokens(&ep.ex, mb_rows[n_mb], mb_n[n_mb]);
+            n_mb++;
+            st.batch++;
+        }
+        long step = st.step + 1;
+        mt_model_zero_grad(m);
+        mt_step_opts opts = {.train = 1, .seed = cfg->seed, .step = (uint64_t)step,
+                             .label_smoothing = cfg->label_smoothing};
+        double step_loss = 0;
+        for (int k = 0; k < n_mb; k++) {
+            mt_batch batch;
+            mt_batch_pack(&batch, encdec, &cfg->model, &train, &ep.ex, mb_rows[k], mb_n[k]);
+            double loss;
+            size_t n;
+            /* every micro-batch token weighs 1/step_tokens: the step's gradient is the mean */
+            int frc = mt_model_forward_backward(m, &batch, &opts, 1.0f / (float)step_tokens, &loss, &n);
+            mt_batch_free(&batch);
+            if (frc != 0) goto out;
+            step_loss += loss * (double)n;
+        }
+        double lr = mt_lr_inverse_sqrt(cfg->lr, step, cfg->warmup);
+        mt_adamw_hparams h = {(float)lr, (float)cfg->beta1, (float)cfg->beta2, (float)cfg->eps,
+                              (float)cfg->weight_decay};
+        if (mt_model_adamw_step(m, &h, (int)step) != 0) goto out;
+        st.step = step;
+        if (!isfinite(step_loss)) {
+            mt_error("step %ld: the loss is not finite (lr %.3g): lower lr or raise warmup", step, lr);
+            goto out;
+        }
+        interval_loss += step_loss;
+        interval_tokens += step_tokens;
+
+        int last = st.step == cfg->max_steps;
+        if (st.step % cfg->log_every == 0 || last) {
+            double t = now_s();
+            pr = (mt_train_progress){.step = st.step, .max_steps = cfg->max_steps, .epoch = st.epoch,
+                                     .loss = interval_loss / (double)interval_tokens, .lr = lr,
+                                     .tokens_per_s = (double)interval_tokens / (t - interval_t0),
+                                     .elapsed_s = t - t0, .valid_loss = pr.valid_loss,
+                                     .valid_bleu = pr.valid_bleu};
+            log_step(&lf, &pr);
+            if (hooks && hooks->progress) hooks->progress(hooks->ud, &pr);
+            interval_loss = 0;
+            interval_tokens = 0;
+            interval_t0 = now_s();
+        }
+
+        if (have_valid && ((cfg->valid_every && st.step % cfg->valid_every == 0) || last)) {
+            if (valid_loss(m, cfg, &valid, &pr.valid_loss) != 0) goto out;
+            if (cfg->valid_bleu_lines > 0 && validate_bleu(m, tok, cfg, &pr.valid_bleu) != 0) goto out;
+            pr.is_validation = 1;
+            log_validation(&lf, &pr);
+            if (hooks && hooks->progress) hooks->progress(hooks->ud, &pr);
+            pr.is_validation = 0;
+            interval_t0 = now_s(); /* validation time is not training throughput */
+            if (pr.valid_bleu > st.best_bleu) {
+                st.best_bleu = pr.valid_bleu;
+                if (save_best(m, cfg) != 0) goto out;
+                say(hooks, "step %ld: best validation BLEU so far (%.2f): saved %s/best", st.step,
+                    pr.valid_bleu, cfg->run_dir);
+            }
+        }
+        if (cfg->save_every && st.step % cfg->save_every == 0 && !last) {
+            if (checkpoint_save(m, cfg, &st) != 0) goto out;
+            say(hooks, "step %ld: checkpoint saved", st.step);
+        }
+    }
+    if (checkpoint_save(m, cfg, &st) != 0) goto out;
+    say(hooks, "step %ld: checkpoint saved to %s/checkpoint (%.1f s)", st.step, cfg->run_dir, now_s() - t0);
+    rc = 0;
+out:
+    epoch_plan_free(&ep);
+    log_close(&lf);
+    mt_model_free(m);
+    mt_corpus_free(&train);
+    mt_corpus_free(&valid);
+    mt_tokenizer_free(tok);
+    return rc;
+}

@@ -1,0 +1,218 @@
+/* Training runs: Lua config errors, and a resumed run that repeats the uninterrupted one
+ * bit for bit (same per-step losses, same final weights). */
+#include "test_util.h"
+#include "lua/train_config.h"
+#include "mtlab/error.h"
+#include "mtlab/tokenizer.h"
+#include "mtlab/train.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char tmpdir[64];
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    size_t got = fread(buf, 1, (size_t)n, f);
+    buf[got] = '\0';
+    fclose(f);
+    if (len) *len = got;
+    return buf;
+}
+
+static void expect_config_error(const char *lua, const char *needle)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/bad.lua", tmpdir);
+    write_file(path, lua);
+    mt_train_config cfg;
+    assert_int_equal(train_config_load(&cfg, path), -1);
+    if (!strstr(mt_last_error(), needle)) fail_msg("expected '%s' in: %s", needle, mt_last_error());
+}
+
+static void test_config_errors(void **state)
+{
+    (void)state;
+    expect_config_error("return {", "bad.lua");
+    expect_config_error("error('boom')", "boom");
+    expect_config_error("return 42", "must `return { ... }`");
+    expect_config_error("return { name = 'x' }", "'model' is missing");
+    expect_config_error("return { model = { preset = 'no-such' } }", "no-such");
+    expect_config_error("return { model = { preset = 'mamba-small', d_modle = 3 } }", "unknown key 'd_modle'");
+    expect_config_error("return { model = { preset = 'mamba-small' }, lr = 'fast' }", "'lr' must be a number");
+    expect_config_error("return { model = { preset = 'mamba-small' }, max_len = 1.5 }", "'max_len' must be an integer");
+    expect_config_error("return { model = { preset = 'mamba-small', activation = 'tanh' } }", "tanh");
+    expect_config_error("return { model = { preset = 'mamba-small' }, max_stpes = 3 }", "unknown key 'max_stpes'");
+}
+
+static void test_config_reads_values(void **state)
+{
+    (void)state;
+    char path[128];
+    snprintf(path, sizeof path, "%s/ok.lua", tmpdir);
+    write_file(path, "return { name = 'demo', model = { preset = 'mamba-small', d_model = 64, dropout = 0.25 },\n"
+                     "  lr = 5e-4, warmup = 10, max_tokens = 900, seed = 7, save_dtype_f16 = true }\n");
+    mt_train_config cfg;
+    assert_int_equal(train_config_load(&cfg, path), 0);
+    assert_string_equal(cfg.name, "demo");
+    assert_string_equal(cfg.run_dir, "runs/demo");
+    assert_string_equal(cfg.model.arch, "mamba");
+    assert_int_equal(cfg.model.d_model, 64);
+    assert_float_equal(cfg.model.dropout, 0.25, 1e-7);
+    assert_float_equal(cfg.lr, 5e-4, 1e-12);
+    assert_int_equal(cfg.warmup, 10);
+    assert_int_equal(cfg.max_tokens, 900);
+    assert_int_equal(cfg.seed, 7);
+    assert_int_equal(cfg.save_dtype_f16, 1);
+}
+
+/* A tiny run on the tokenizer fixture corpus. */
+static void tiny_config(mt_train_config *cfg, const char *arch, const char *run, long max_steps)
+{
+    mt_train_config_defaults(cfg);
+    assert_int_equal(mt_model_preset(&cfg->model, !strcmp(arch, "mamba") ? "mamba-small" : "transformer-small"), 0);
+    cfg->model.vocab_size = 256;
+    cfg->model.d_model = 16;
+    cfg->model.n_layers = 2;
+    cfg->model.n_encoder_layers = 1;
+    cfg->model.n_heads = 2;
+    cfg->model.ffn_dim = 32;
+    cfg->model.dt_rank = 1;
+    cfg->model.dropout = 0.1f;
+    snprintf(cfg->name, sizeof cfg->name, "%s", run);
+    snprintf(cfg->run_dir, sizeof cfg->run_dir, "%s/%s", tmpdir, run);
+    snprintf(cfg->train_src, sizeof cfg->train_src, "tests/fixtures/tokenizer/corpus.es");
+    snprintf(cfg->train_tgt, sizeof cfg->train_tgt, "tests/fixtures/tokenizer/corpus.en");
+    snprintf(cfg->tokenizer, sizeof cfg->tokenizer, "%s/spm.model", tmpdir);
+    cfg->max_len = 48;
+    cfg->max_tokens = 600;
+    cfg->accum = 2;
+    cfg->lr = 3e-3;
+    cfg->warmup = 2;
+    cfg->max_steps = max_steps;
+    cfg->log_every = 1;
+    cfg->valid_every = 0;
+    cfg->valid_bleu_lines = 0;
+    cfg->save_every = 0;
+    cfg->seed = 11;
+}
+
+/* The "loss" fields of the train lines of a log, concatenated. */
+static char *losses_of(const char *run_dir)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/log.jsonl", run_dir);
+    char *log = read_file(path, NULL);
+    assert_non_null(log);
+    char *out = calloc(1, strlen(log) + 1);
+    for (char *p = strstr(log, "\"loss\":"); p; p = strstr(p + 1, "\"loss\":")) {
+        char *end = strchr(p, ',');
+        strncat(out, p, (size_t)(end - p) + 1);
+    }
+    free(log);
+    return out;
+}
+
+static void check_resume_exact(const char *arch)
+{
+    mt_train_config a, b;
+    char run_a[32], run_b[32];
+    snprintf(run_a, sizeof run_a, "%s-straight", arch);
+    snprintf(run_b, sizeof run_b, "%s-resumed", arch);
+    tiny_config(&a, arch, run_a, 6);
+    assert_int_equal(mt_train_run(&a, 0, NULL), 0);
+
+    tiny_config(&b, arch, run_b, 3);
+    assert_int_equal(mt_train_run(&b, 0, NULL), 0);
+    /* a second fresh start on the same run directory is refused */
+    assert_int_equal(mt_train_run(&b, 0, NULL), -1);
+    assert_non_null(strstr(mt_last_error(), "already holds a checkpoint"));
+    b.max_steps = 6;
+    assert_int_equal(mt_train_run(&b, 1, NULL), 0);
+
+    char *la = losses_of(a.run_dir), *lb = losses_of(b.run_dir);
+    print_message("%s losses: %s\n", arch, la);
+    assert_string_equal(la, lb);
+    free(la);
+    free(lb);
+
+    char pa[700], pb[700];
+    snprintf(pa, sizeof pa, "%s/checkpoint/model.safetensors", a.run_dir);
+    snprintf(pb, sizeof pb, "%s/checkpoint/model.safetensors", b.run_dir);
+    size_t na, nb;
+    char *wa = read_file(pa, &na), *wb = read_file(pb, &nb);
+    assert_non_null(wa);
+    assert_non_null(wb);
+    assert_int_equal(na, nb);
+    assert_memory_equal(wa, wb, na);
+    free(wa);
+    free(wb);
+
+    /* resuming with a different learning rate is refused, naming the reason */
+    b.lr = 1e-3;
+    b.max_steps = 7;
+    assert_int_equal(mt_train_run(&b, 1, NULL), -1);
+    assert_non_null(strstr(mt_last_error(), "other settings"));
+}
+
+static void test_resume_is_exact_mamba(void **state)
+{
+    (void)state;
+    check_resume_exact("mamba");
+}
+
+static void test_resume_is_exact_transformer(void **state)
+{
+    (void)state;
+    check_resume_exact("transformer");
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/mtlab_train_XXXXXX");
+    if (!mkdtemp(tmpdir)) return -1;
+    char prefix[128];
+    snprintf(prefix, sizeof prefix, "%s/spm", tmpdir);
+    const char *inputs[] = {"tests/fixtures/tokenizer/corpus.es", "tests/fixtures/tokenizer/corpus.en"};
+    mt_tokenizer_train_opts o = {.inputs = inputs, .n_inputs = 2, .model_prefix = prefix, .vocab_size = 256,
+                                 .character_coverage = 1.0, .num_threads = 1, .seed = 1};
+    if (mt_tokenizer_train(&o) != 0) {
+        fprintf(stderr, "tokenizer: %s\n", mt_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_config_errors),
+        cmocka_unit_test(test_config_reads_values),
+        cmocka_unit_test(test_resume_is_exact_mamba),
+        cmocka_unit_test(test_resume_is_exact_transformer),
+    };
+    return cmocka_run_group_tests_name("train", tests, setup, teardown);
+}
