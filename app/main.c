@@ -15,6 +15,7 @@ static const struct mt_command *const commands[] = {
     &cmd_train,
     &cmd_forward,
     &cmd_translate,
+    &cmd_eval,
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

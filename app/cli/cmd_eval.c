@@ -1,0 +1,326 @@
+/* `mtlab eval`: translate a test set with one or more systems and compare them in one table:
+ * BLEU and chrF (sacreBLEU-exact), named-entity recall by training-frequency bin (the paper's
+ * analysis), scores by source-length bucket, and the cost of translating (time, tokens/s,
+ * peak memory). Every input is checked before any system runs, so a wrong file fails in a
+ * second with its name and line rather than after a long translation. */
+#include "cli/commands.h"
+#include "cli/eval_report.h"
+#include "cli/progress.h"
+#include "mtlab/buckets.h"
+#include "mtlab/entities.h"
+#include "mtlab/error.h"
+#include "mtlab/metrics.h"
+#include "mtlab/tokenizer.h"
+#include "mtlab/translator.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SYSTEMS 16
+
+typedef struct {
+    const char *systems[MAX_SYSTEMS];
+    size_t n_systems;
+    const char *src, *ref;
+    const char *stats, *train_src, *train_ref, *save_stats;
+    const char *json, *hyps_dir, *length_model, *ner;
+    int beam;
+} eval_args;
+
+static int parse_int(const char *s, int lo, int hi, int *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < lo || v > hi) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_args(eval_args *a, int argc, char **argv)
+{
+    memset(a, 0, sizeof *a);
+    a->beam = 5;
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        const char **dest = NULL;
+        if (!strcmp(o, "-m") || !strcmp(o, "--model")) {
+            if (a->n_systems == MAX_SYSTEMS) return cli_fail("eval: at most %d systems", MAX_SYSTEMS);
+            dest = &a->systems[a->n_systems++];
+        } else if (!strcmp(o, "--src")) dest = &a->src;
+        else if (!strcmp(o, "--ref")) dest = &a->ref;
+        else if (!strcmp(o, "--stats")) dest = &a->stats;
+        else if (!strcmp(o, "--train-src")) dest = &a->train_src;
+        else if (!strcmp(o, "--train-ref")) dest = &a->train_ref;
+        else if (!strcmp(o, "--save-stats")) dest = &a->save_stats;
+        else if (!strcmp(o, "--json")) dest = &a->json;
+        else if (!strcmp(o, "--hyps")) dest = &a->hyps_dir;
+        else if (!strcmp(o, "--length-model")) dest = &a->length_model;
+        else if (!strcmp(o, "--ner")) dest = &a->ner;
+        else if (!strcmp(o, "--beam")) {
+            if (i + 1 >= argc || parse_int(argv[i + 1], 1, 64, &a->beam) < 0)
+                return cli_fail("eval: --beam needs a number from 1 to 64");
+            i++;
+            continue;
+        } else {
+            fprintf(stderr, "mtlab eval: unknown argument '%s'\n", o);
+            return cli_usage(&cmd_eval);
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "mtlab eval: %s needs a value\n", o);
+            return cli_usage(&cmd_eval);
+        }
+        *dest = argv[++i];
+    }
+    if (a->n_systems == 0 || !a->src || !a->ref) return cli_usage(&cmd_eval);
+    if (a->stats && (a->train_src || a->train_ref))
+        return cli_fail("eval: give either --stats or --train-src/--train-ref, not both");
+    if (!a->train_src != !a->train_ref) return cli_fail("eval: --train-src and --train-ref go together");
+    if (a->save_stats && !a->train_src) return cli_fail("eval: --save-stats needs --train-src/--train-ref");
+    return 0;
+}
+
+/* A sentence-per-line file, UTF-8 checked, not empty. */
+static int read_lines(mt_text_lines *t, const char *path)
+{
+    if (mt_text_lines_read(t, path) < 0) return cli_fail("%s", mt_last_error());
+    if (t->n == 0) {
+        mt_text_lines_free(t);
+        return cli_fail("%s is empty (one sentence per line expected)", path);
+    }
+    return 0;
+}
+
+static int read_pair(mt_text_lines *src, mt_text_lines *ref, const char *src_path, const char *ref_path)
+{
+    if (read_lines(src, src_path)) return 1;
+    if (read_lines(ref, ref_path)) {
+        mt_text_lines_free(src);
+        return 1;
+    }
+    if (src->n != ref->n) {
+        cli_fail("%s has %zu lines but %s has %zu: source and reference must be line-aligned",
+                 src_path, src->n, ref_path, ref->n);
+        mt_text_lines_free(src);
+        mt_text_lines_free(ref);
+        return 1;
+    }
+    return 0;
+}
+
+/* The suffix of a file name as a language code: "test.en" -> "en". */
+static const char *language_suffix(const char *path)
+{
+    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+    return dot && (!slash || dot > slash) ? dot + 1 : "";
+}
+
+static void stats_progress(void *user, size_t done, size_t total)
+{
+    (void)total;
+    cli_progress_update(user, done);
+}
+
+static mt_corpus_stats *load_stats(const eval_args *a, mt_ner_lang lang, char *source, size_t source_len)
+{
+    if (a->stats) {
+        mt_corpus_stats *s = mt_corpus_stats_read(a->stats);
+        if (!s) {
+            cli_fail("%s", mt_last_error());
+            return NULL;
+        }
+        if (mt_corpus_stats_lang(s) != lang) {
+            /* counts from another recogniser would put entities in the wrong bins */
+            cli_fail("%s: counted with the %s recogniser, but this evaluation uses %s (give --ner %s, or "
+                     "recompute with --train-src/--train-ref)",
+                     a->stats, mt_ner_lang_name(mt_corpus_stats_lang(s)), mt_ner_lang_name(lang),
+                     mt_ner_lang_name(mt_corpus_stats_lang(s)));
+            mt_corpus_stats_free(s);
+            return NULL;
+        }
+        snprintf(source, source_len, "%s", a->stats);
+        return s;
+    }
+    mt_text_lines src, ref;
+    if (read_pair(&src, &ref, a->train_src, a->train_ref)) return NULL;
+    cli_progress bar;
+    cli_progress_start(&bar, "entity statistics", src.n);
+    mt_corpus_stats *s = mt_corpus_stats_build((const char *const *)src.lines, (const char *const *)ref.lines,
+                                               src.n, lang, stats_progress, &bar);
+    cli_progress_finish(&bar, s ? "done" : NULL);
+    mt_text_lines_free(&src);
+    mt_text_lines_free(&ref);
+    if (!s) {
+        cli_fail("%s: %s", a->train_ref, mt_last_error());
+        return NULL;
+    }
+    snprintf(source, source_len, "%s + %s", a->train_src, a->train_ref);
+    if (a->save_stats && mt_corpus_stats_write(s, a->save_stats) < 0) {
+        cli_fail("%s", mt_last_error());
+        mt_corpus_stats_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* Source lengths for the buckets: whitespace tokens, or pieces of a sentencepiece model. */
+static int source_lengths(size_t *len, const mt_text_lines *src, const char *model_path, const char *path)
+{
+    mt_tokenizer *tok = NULL;
+    if (model_path && !(tok = mt_tokenizer_load(model_path))) return cli_fail("%s", mt_last_error());
+    int rc = 0;
+    for (size_t i = 0; i < src->n && rc == 0; i++) {
+        if (tok) {
+            int *ids;
+            if (mt_tokenizer_encode(tok, src->lines[i], &ids, &len[i]) < 0) {
+                rc = cli_fail("%s:%zu: %s", path, i + 1, mt_last_error());
+                continue;
+            }
+            free(ids);
+        } else if (mt_whitespace_tokens(src->lines[i], &len[i]) < 0) {
+            rc = cli_fail("%s:%zu: %s", path, i + 1, mt_last_error());
+        }
+    }
+    mt_tokenizer_free(tok);
+    return rc;
+}
+
+typedef struct {
+    cli_progress bar;
+    size_t lines_done;
+} translate_progress;
+
+static int on_piece(void *user, size_t line, const char *text, int end_of_line)
+{
+    (void)line;
+    (void)text;
+    translate_progress *p = user;
+    if (end_of_line) cli_progress_update(&p->bar, ++p->lines_done);
+    return 0;
+}
+
+/* Hypotheses to DIR/NAME.txt with the system name made file-safe ("apertium_spa-eng.txt"). */
+static int save_hyps(const char *dir, const char *system, char **hyps, size_t n)
+{
+    char path[4096];
+    int k = snprintf(path, sizeof path, "%s/", dir);
+    for (const char *c = system; *c && k < (int)sizeof path - 5; c++)
+        path[k++] = (char)((*c == '/' || *c == ':' || *c == ' ') ? '_' : *c);
+    snprintf(path + k, sizeof path - (size_t)k, ".txt");
+    FILE *f = fopen(path, "w");
+    if (!f) return cli_fail("%s: cannot create (does the --hyps directory exist?)", path);
+    for (size_t i = 0; i < n; i++) fprintf(f, "%s\n", hyps[i]);
+    if (fclose(f) != 0) return cli_fail("%s: write failed", path);
+    return 0;
+}
+
+/* Translate with one system and score it. */
+static int evaluate_system(eval_system_result *r, mt_translator *t, const mt_text_lines *src,
+                           const mt_text_lines *ref, const mt_ne_testset *ts, const size_t *lengths,
+                           const char *hyps_dir)
+{
+    memset(r, 0, sizeof *r);
+    r->name = mt_translator_name(t);
+    r->kind = mt_translator_kind(t);
+    char **hyps = mt_xcalloc(src->n, sizeof *hyps);
+    translate_progress p = {0};
+    char label[96];
+    snprintf(label, sizeof label, "eval %s", r->name);
+    cli_progress_start(&p.bar, label, src->n);
+    int rc = mt_translator_translate(t, hyps, (const char *const *)src->lines, src->n, on_piece, &p);
+    cli_progress_update(&p.bar, src->n);
+    cli_progress_finish(&p.bar, rc == 0 ? "translated" : NULL);
+    if (rc < 0) {
+        free(hyps);
+        return cli_fail("%s", mt_last_error());
+    }
+    r->cost = *mt_translator_last_stats(t);
+    const char *const *h = (const char *const *)hyps, *const *refs = (const char *const *)ref->lines;
+    const char *const *const ref_streams[1] = {refs};
+    mt_bleu_opts bo = mt_bleu_defaults();
+    mt_chrf_opts co = mt_chrf_defaults();
+    if (mt_bleu_corpus(&r->bleu, h, src->n, ref_streams, 1, &bo) < 0 ||
+        mt_chrf_corpus(&r->chrf, h, src->n, ref_streams, 1, &co) < 0 ||
+        mt_bucket_scores(r->buckets, lengths, h, refs, src->n) < 0)
+        rc = cli_fail("%s: scoring failed: %s", r->name, mt_last_error());
+    if (rc == 0) mt_ne_recall_score(&r->ne, ts, h, NULL);
+    if (rc == 0 && hyps_dir) rc = save_hyps(hyps_dir, r->name, hyps, src->n) ? -1 : 0;
+    for (size_t i = 0; i < src->n; i++) free(hyps[i]);
+    free(hyps);
+    return rc < 0 ? 1 : 0;
+}
+
+static int run_eval(int argc, char **argv)
+{
+    eval_args a;
+    int rc = parse_args(&a, argc, argv);
+    if (rc) return rc;
+    mt_ner_lang lang = mt_ner_lang_for_code(language_suffix(a.ref));
+    if (a.ner && mt_ner_lang_parse(a.ner, &lang) < 0) return cli_fail("eval: %s", mt_last_error());
+
+    mt_text_lines src, ref;
+    if (read_pair(&src, &ref, a.src, a.ref)) return 1;
+
+    mt_translator *systems[MAX_SYSTEMS] = {0};
+    mt_translate_opts opts = mt_translate_defaults();
+    opts.beam = a.beam;
+    mt_corpus_stats *stats = NULL;
+    mt_ne_testset ts = {0};
+    size_t *lengths = mt_xcalloc(src.n, sizeof *lengths);
+    eval_system_result results[MAX_SYSTEMS];
+    char stats_source[512] = "";
+    rc = 1;
+    for (size_t s = 0; s < a.n_systems; s++) {
+        if (!(systems[s] = mt_translator_open(a.systems[s], &opts))) {
+            cli_fail("%s", mt_last_error());
+            goto done;
+        }
+    }
+    if (source_lengths(lengths, &src, a.length_model, a.src)) goto done;
+    if ((a.stats || a.train_src) && !(stats = load_stats(&a, lang, stats_source, sizeof stats_source)))
+        goto done;
+    if (mt_ne_testset_build(&ts, (const char *const *)src.lines, (const char *const *)ref.lines, src.n, lang,
+                            stats) < 0) {
+        cli_fail("%s: %s", a.ref, mt_last_error());
+        goto done;
+    }
+    for (size_t s = 0; s < a.n_systems; s++)
+        if (evaluate_system(&results[s], systems[s], &src, &ref, &ts, lengths, a.hyps_dir)) goto done;
+
+    char length_unit[512];
+    if (a.length_model) snprintf(length_unit, sizeof length_unit, "pieces of %s", a.length_model);
+    else snprintf(length_unit, sizeof length_unit, "whitespace tokens");
+    eval_report report = {
+        .src_path = a.src, .ref_path = a.ref, .segments = src.n,
+        .ner = mt_ner_lang_name(lang),
+        .stats_source = stats ? stats_source : NULL,
+        .stats_pairs = stats ? mt_corpus_stats_pairs(stats) : 0,
+        .stats_entities = stats ? mt_corpus_stats_entities(stats) : 0,
+        .length_unit = length_unit, .beam = a.beam,
+        .systems = results, .n_systems = a.n_systems,
+    };
+    mt_bleu_opts bo = mt_bleu_defaults();
+    mt_chrf_opts co = mt_chrf_defaults();
+    mt_bleu_signature(report.bleu_signature, sizeof report.bleu_signature, &bo, 1, 0);
+    mt_chrf_signature(report.chrf_signature, sizeof report.chrf_signature, &co, 1, 0);
+    eval_report_print(stdout, &report);
+    rc = a.json ? (eval_report_write_json(&report, a.json) < 0) : 0;
+done:
+    for (size_t s = 0; s < a.n_systems; s++) mt_translator_close(systems[s]);
+    mt_ne_testset_free(&ts);
+    mt_corpus_stats_free(stats);
+    free(lengths);
+    mt_text_lines_free(&src);
+    mt_text_lines_free(&ref);
+    return rc;
+}
+
+const struct mt_command cmd_eval = {
+    .name = "eval",
+    .args = "-m SYSTEM [-m SYSTEM ...] --src FILE --ref FILE [--beam N] [--json FILE] "
+            "[--stats corpus_stats.tsv | --train-src FILE --train-ref FILE [--save-stats FILE]] "
+            "[--ner english|generic] [--length-model SPM.model] [--hyps DIR]\n"
+            "  SYSTEM is apertium:MODE (e.g. apertium:spa-eng) or a model bundle directory",
+    .summary = "compare systems: BLEU, chrF, named-entity recall by frequency, length buckets, cost",
+    .run = run_eval,
+};

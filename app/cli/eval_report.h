@@ -1,0 +1,48 @@
+/* The results of `mtlab eval` and their two renderings: the table on stdout (one column per
+ * system) and the --json file. */
+#ifndef MTLAB_APP_EVAL_REPORT_H
+#define MTLAB_APP_EVAL_REPORT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "mtlab/buckets.h"
+#include "mtlab/entities.h"
+#include "mtlab/metrics.h"
+#include "mtlab/translator.h"
+
+typedef struct {
+    const char *name;             /* "apertium:spa-eng" */
+    const char *kind;             /* "apertium" */
+    mt_bleu_score bleu;
+    double chrf;
+    mt_ne_recall ne;
+    mt_bucket_score buckets[MT_LENGTH_BUCKETS];
+    mt_translate_stats cost;
+} eval_system_result;
+
+typedef struct {
+    const char *src_path, *ref_path;
+    size_t segments;
+    char bleu_signature[160], chrf_signature[160];
+    const char *ner;              /* recogniser name */
+    const char *stats_source;     /* corpus_stats path, "computed from TRAIN_SRC + TRAIN_REF" or NULL */
+    size_t stats_pairs, stats_entities;
+    const char *length_unit;      /* "whitespace tokens" or "pieces of MODEL" */
+    int beam;
+    const eval_system_result *systems; /* (n_systems) */
+    size_t n_systems;
+} eval_report;
+
+/* The table, metrics as rows and systems as columns, then the notes (signatures, how entities
+ * and lengths were counted). */
+void eval_report_print(FILE *out, const eval_report *r);
+
+/* The same numbers as a JSON document written to path ("-": stdout). 0, or -1 after printing
+ * the reason. */
+int eval_report_write_json(const eval_report *r, const char *path);
+
+/* "812.0 KiB", "1.3 GiB" */
+void eval_format_bytes(char *out, size_t len, size_t bytes);
+
+#endif

@@ -1,0 +1,216 @@
+/* Training-set entity frequencies (mtlab/entities.h) and their corpus_stats.tsv file, which a
+ * model bundle stores beside its weights so the recall bins need no training corpus. */
+#include "eval/codepoints.h"
+#include "mtlab/entities.h"
+#include "mtlab/error.h"
+
+#include "data/strmap.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define STATS_MAGIC "# mtlab corpus_stats 1"
+/* An entity is a few words; a longer line means the file is not a corpus_stats.tsv. */
+#define MAX_STATS_LINE 4096
+
+struct mt_corpus_stats {
+    strmap counts; /* entity -> training pairs where it is copyable */
+    size_t pairs;
+    mt_ner_lang lang;
+};
+
+mt_corpus_stats *mt_corpus_stats_build(const char *const *src, const char *const *ref, size_t n,
+                                       mt_ner_lang lang,
+                                       void (*progress)(void *user, size_t done, size_t total),
+                                       void *user)
+{
+    mt_corpus_stats *s = mt_xcalloc(1, sizeof *s);
+    s->lang = lang;
+    for (size_t i = 0; i < n; i++) {
+        mt_entity_set set;
+        if (mt_entities_copyable(&set, src[i], ref[i], lang) < 0) {
+            mt_error_context("pair %zu", i + 1);
+            mt_corpus_stats_free(s);
+            return NULL;
+        }
+        for (size_t k = 0; k < set.n; k++)
+            (*strmap_put(&s->counts, set.names[k], strlen(set.names[k]), 0, NULL))++;
+        mt_entity_set_free(&set);
+        if (progress && ((i + 1) % 1024 == 0 || i + 1 == n)) progress(user, i + 1, n);
+    }
+    s->pairs = n;
+    return s;
+}
+
+void mt_corpus_stats_free(mt_corpus_stats *s)
+{
+    if (!s) return;
+    strmap_free(&s->counts);
+    free(s);
+}
+
+size_t mt_corpus_stats_count(const mt_corpus_stats *s, const char *entity, size_t len)
+{
+    const size_t *v = strmap_get(&s->counts, entity, len);
+    return v ? *v : 0;
+}
+
+size_t mt_corpus_stats_pairs(const mt_corpus_stats *s) { return s->pairs; }
+size_t mt_corpus_stats_entities(const mt_corpus_stats *s) { return s->counts.n; }
+mt_ner_lang mt_corpus_stats_lang(const mt_corpus_stats *s) { return s->lang; }
+
+typedef struct {
+    const char *name;
+    size_t count;
+} stats_entry;
+
+/* Most frequent first, then bytewise, so the file is stable and readable from the top. */
+static int by_count_then_name(const void *a, const void *b)
+{
+    const stats_entry *x = a, *y = b;
+    if (x->count != y->count) return x->count > y->count ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+int mt_corpus_stats_write(const mt_corpus_stats *s, const char *path)
+{
+    stats_entry *e = mt_xmalloc((s->counts.n + 1) * sizeof *e);
+    size_t n = 0;
+    for (size_t i = 0; i < s->counts.cap; i++)
+        if (s->counts.keys[i]) e[n++] = (stats_entry){s->counts.keys[i], s->counts.vals[i]};
+    qsort(e, n, sizeof *e, by_count_then_name);
+
+    size_t tmp_len = strlen(path) + 16;
+    char *tmp = mt_xmalloc(tmp_len);
+    snprintf(tmp, tmp_len, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    int rc = -1;
+    if (!f) {
+        mt_error("%s: cannot create: %s", tmp, strerror(errno));
+        goto done;
+    }
+    fprintf(f, "%s\n# pairs=%zu ner=%s\n", STATS_MAGIC, s->pairs, mt_ner_lang_name(s->lang));
+    for (size_t i = 0; i < n; i++) fprintf(f, "%s\t%zu\n", e[i].name, e[i].count);
+    int write_failed = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
+    if (fclose(f) != 0 || write_failed) {
+        mt_error("%s: write failed: %s", tmp, strerror(errno));
+        unlink(tmp);
+        goto done;
+    }
+    if (rename(tmp, path) != 0) {
+        mt_error("%s: cannot rename to %s: %s", tmp, path, strerror(errno));
+        unlink(tmp);
+        goto done;
+    }
+    rc = 0;
+done:
+    free(tmp);
+    free(e);
+    return rc;
+}
+
+/* Parses a decimal count without sign, spaces or overflow. */
+static int parse_count(const char *s, size_t *out)
+{
+    if (!*s) return -1;
+    size_t v = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9') return -1;
+        size_t d = (size_t)(*s - '0');
+        if (v > (SIZE_MAX - d) / 10) return -1;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 0;
+}
+
+/* The header's second line: "# pairs=N ner=NAME". */
+static int parse_header(mt_corpus_stats *s, char *line)
+{
+    char *pairs = strstr(line, "pairs="), *ner = strstr(line, " ner=");
+    if (strncmp(line, "# ", 2) != 0 || !pairs || !ner || ner < pairs) return -1;
+    *ner = '\0';
+    if (parse_count(pairs + strlen("pairs="), &s->pairs) < 0) return -1;
+    return mt_ner_lang_parse(ner + strlen(" ner="), &s->lang);
+}
+
+/* One "ENTITY<TAB>COUNT" line, without its newline. */
+static int parse_entry(mt_corpus_stats *s, char *line, size_t len)
+{
+    char *tab = memchr(line, '\t', len);
+    if (!tab || tab == line) return mt_error("expected ENTITY<TAB>COUNT");
+    *tab = '\0';
+    mt_cpbuf cps = {0};
+    int bad_utf8 = mt_utf8_decode(&cps, line, (size_t)(tab - line));
+    mt_cpbuf_free(&cps);
+    if (bad_utf8 < 0) return -1;
+    size_t count;
+    if (parse_count(tab + 1, &count) < 0)
+        return mt_error("count '%s' is not a non-negative integer", tab + 1);
+    if (count == 0 || count > s->pairs)
+        return mt_error("count %zu for '%s' is outside 1..%zu (the pairs in the header)", count, line,
+                        s->pairs);
+    int inserted;
+    *strmap_put(&s->counts, line, (size_t)(tab - line), count, &inserted) = count;
+    if (!inserted) return mt_error("'%s' is listed twice", line);
+    return 0;
+}
+
+mt_corpus_stats *mt_corpus_stats_read(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        mt_error("%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    mt_corpus_stats *s = mt_xcalloc(1, sizeof *s);
+    char *line = NULL;
+    size_t cap = 0, line_no = 0;
+    ssize_t got;
+    int ok = 1;
+    while (ok && (got = getline(&line, &cap, f)) >= 0) {
+        line_no++;
+        size_t len = (size_t)got;
+        if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
+        if (len > MAX_STATS_LINE) {
+            mt_error("%s:%zu: line of %zu bytes (an entity list has short lines)", path, line_no, len);
+            ok = 0;
+        } else if (strlen(line) != len) {
+            mt_error("%s:%zu: NUL byte at byte %zu (not a text file?)", path, line_no, strlen(line));
+            ok = 0;
+        } else if (line_no == 1) {
+            if (strcmp(line, STATS_MAGIC) != 0) {
+                mt_error("%s:1: not a corpus_stats file (expected the line '%s')", path, STATS_MAGIC);
+                ok = 0;
+            }
+        } else if (line_no == 2) {
+            if (parse_header(s, line) < 0) {
+                mt_error("%s:2: expected '# pairs=N ner=english|generic'", path);
+                ok = 0;
+            }
+        } else if (parse_entry(s, line, len) < 0) {
+            mt_error_context("%s:%zu", path, line_no);
+            ok = 0;
+        }
+    }
+    if (ok && ferror(f)) {
+        mt_error("%s: read error: %s", path, strerror(errno));
+        ok = 0;
+    }
+    if (ok && line_no < 2) {
+        mt_error("%s: %s (a corpus_stats file has a two-line header)", path,
+                 line_no == 0 ? "empty file" : "header ends after one line");
+        ok = 0;
+    }
+    free(line);
+    fclose(f);
+    if (!ok) {
+        mt_corpus_stats_free(s);
+        return NULL;
+    }
+    return s;
+}

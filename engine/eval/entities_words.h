@@ -1,0 +1,46 @@
+/* Words of a sentence for the entity recognisers: maximal runs of letters, digits and
+ * combining marks (Unicode classes from glibc's C.UTF-8 locale), with what the recognisers ask
+ * about each one. Apostrophes and hyphens split words: "David’s" gives "David" and "s", as
+ * English taggers split the possessive off. */
+#ifndef MTLAB_EVAL_ENTITIES_WORDS_H
+#define MTLAB_EVAL_ENTITIES_WORDS_H
+
+#include <stddef.h>
+
+enum {
+    WORD_CAPITALISED = 1 << 0,     /* first character is an upper-case (or title-case) letter */
+    WORD_ALL_UPPER = 1 << 1,       /* every letter upper case, at least two letters */
+    WORD_NUMBER = 1 << 2,          /* only digits */
+    WORD_SENTENCE_START = 1 << 3,  /* first word, or after . ! ? : ; or an opening quote */
+};
+
+typedef struct {
+    size_t start, end;  /* bytes [start, end) of the text */
+    size_t n_chars;     /* code points */
+    unsigned flags;     /* WORD_* */
+} entity_word;
+
+typedef struct {
+    entity_word *w; /* (n) */
+    size_t n, cap;
+} entity_words;
+
+/* Split text into words. 0, or -1 with "invalid UTF-8 at byte N (0xXX)". */
+int entity_words_split(entity_words *out, const char *text);
+void entity_words_free(entity_words *ws);
+
+/* Lower-cased ASCII copy of a word into buf (at most cap-1 bytes); 0 when the word has a
+ * non-ASCII byte or does not fit, so callers can look it up in ASCII word lists. */
+int entity_word_ascii_lower(char *buf, size_t cap, const char *text, const entity_word *w);
+
+/* 1 when the text between two words is exactly one space. */
+int entity_words_adjacent(const char *text, const entity_word *a, const entity_word *b);
+
+/* 1 when lower (an ASCII lower-case word) is an ordinary English word that is capitalised
+ * only by position or style, never a name (entities_english.c). sentence_start: the word
+ * opens a sentence or quotation, where a longer list applies. */
+int english_common_word(const char *lower, int sentence_start);
+/* 1 when lower is a title that stays a word of its own before a name ("lord"). */
+int english_title_word(const char *lower);
+
+#endif

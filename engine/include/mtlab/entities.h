@@ -1,0 +1,135 @@
+/* Named-entity recall as in Pitorro et al. (2024), scripts/ar.py of deep-spin/ssm-mt:
+ *
+ *   1. Recognise named entities in the REFERENCE (target side): person/organisation/place
+ *      names and other proper nouns (the paper used NLTK's ne_chunk: PERSON, ORGANIZATION and
+ *      GPE chunks plus un-chunked NNP tokens). mtlab recognises them with rules written and
+ *      checked against a reference tagger on the Bible (tests/fixtures/entities/).
+ *   2. Keep an entity only when it occurs verbatim (case-sensitive substring) in the SOURCE:
+ *      only copyable entities count.
+ *   3. Hit: the entity occurs verbatim (substring) in the hypothesis.
+ *   4. Frequency of an entity = number of TRAINING pairs that contain it as a kept entity.
+ *      Bins: unseen (0), regular (1..15), frequent (16+).
+ *   5. Recall of an entity = hits / test sentences that contain it; recall of a bin =
+ *      unweighted mean over the distinct entities in it.
+ *
+ * Strings are UTF-8; every function that reads text fails with "invalid UTF-8 at byte N"
+ * rather than guessing. Spans are byte offsets [start, end) into the text given. */
+#ifndef MTLAB_ENTITIES_H
+#define MTLAB_ENTITIES_H
+
+#include <stddef.h>
+
+/* Which recogniser reads the reference side. */
+typedef enum {
+    MT_NER_ENGLISH, /* rules for English: proper nouns, multiword names, no common words */
+    MT_NER_GENERIC, /* any cased script: capitalised tokens that do not start a sentence */
+} mt_ner_lang;
+
+/* "english"/"en" or "generic"; -1 (with a message listing both) otherwise. */
+int mt_ner_lang_parse(const char *name, mt_ner_lang *out);
+const char *mt_ner_lang_name(mt_ner_lang lang);
+/* The recogniser for a target-language code or file suffix: "en" -> English, else generic. */
+mt_ner_lang mt_ner_lang_for_code(const char *code);
+
+typedef struct {
+    size_t start, end; /* bytes [start, end) */
+} mt_text_span;
+
+/* ------------------------------------------------------------------ recognisers */
+
+/* Named entities of a reference sentence, in text order (a name may repeat). *spans is
+ * malloc'd (NULL when *n is 0). 0, or -1 on invalid UTF-8. */
+int mt_entities_find(mt_text_span **spans, size_t *n, const char *text, mt_ner_lang lang);
+
+/* 1 when needle[0..len) occurs in text (byte-exact, case-sensitive). */
+int mt_text_contains(const char *text, const char *needle, size_t len);
+
+/* A set of distinct entity strings, in order of first appearance. */
+typedef struct {
+    char **names; /* (n) malloc'd */
+    size_t n;
+} mt_entity_set;
+
+void mt_entity_set_free(mt_entity_set *s);
+
+/* The copyable entities of one pair: entities of ref that occur verbatim in src, each once.
+ * 0, or -1 on invalid UTF-8 (in either). */
+int mt_entities_copyable(mt_entity_set *out, const char *src, const char *ref, mt_ner_lang lang);
+
+/* ------------------------------------------------------------------ training frequencies */
+
+/* entity -> number of training pairs where it is copyable. Stored as corpus_stats.tsv:
+ *   # mtlab corpus_stats 1
+ *   # pairs=29102 ner=english
+ *   Israel<TAB>1490
+ *   ...                       (most frequent first, then bytewise) */
+typedef struct mt_corpus_stats mt_corpus_stats;
+
+/* Counts over n training pairs. NULL (mt_last_error names the pair: "pair 17: ...") on
+ * invalid UTF-8. progress, when not NULL, is called every 1024 pairs with (done, n). */
+mt_corpus_stats *mt_corpus_stats_build(const char *const *src, const char *const *ref, size_t n,
+                                       mt_ner_lang lang,
+                                       void (*progress)(void *user, size_t done, size_t total),
+                                       void *user);
+/* Written atomically (temporary file + rename). 0 or -1. */
+int mt_corpus_stats_write(const mt_corpus_stats *s, const char *path);
+/* NULL with "PATH:LINE: problem" for a malformed file. */
+mt_corpus_stats *mt_corpus_stats_read(const char *path);
+void mt_corpus_stats_free(mt_corpus_stats *s);
+
+/* Training pairs in which entity[0..len) was copyable; 0 when unseen. */
+size_t mt_corpus_stats_count(const mt_corpus_stats *s, const char *entity, size_t len);
+size_t mt_corpus_stats_pairs(const mt_corpus_stats *s);    /* training pairs counted */
+size_t mt_corpus_stats_entities(const mt_corpus_stats *s); /* distinct entities */
+mt_ner_lang mt_corpus_stats_lang(const mt_corpus_stats *s);
+
+/* ------------------------------------------------------------------ recall by frequency bin */
+
+enum { MT_NE_UNSEEN, MT_NE_REGULAR, MT_NE_FREQUENT, MT_NE_BINS };
+#define MT_NE_FREQUENT_MIN 16 /* training pairs from which an entity is "frequent" */
+
+/* The bin of a training count: 0 -> unseen, 1..15 -> regular, 16+ -> frequent. */
+int mt_ne_bin(size_t train_count);
+/* "unseen", "regular", "frequent" */
+const char *mt_ne_bin_name(int bin);
+
+/* The copyable entities of every test sentence, computed once and scored against any number
+ * of systems. Entities are interned: ids index names. */
+typedef struct {
+    char **names;        /* (n_names) distinct entities over the test set */
+    size_t *train_count; /* (n_names) from the corpus stats (0 without stats) */
+    size_t n_names;
+    size_t *first;       /* (n_sentences + 1): sentence i has ids[first[i] .. first[i+1]) */
+    size_t *ids;         /* (first[n_sentences]) */
+    size_t n_sentences;
+} mt_ne_testset;
+
+/* stats may be NULL (every entity is then unseen). 0, or -1 naming the segment. */
+int mt_ne_testset_build(mt_ne_testset *ts, const char *const *src, const char *const *ref,
+                        size_t n, mt_ner_lang lang, const mt_corpus_stats *stats);
+void mt_ne_testset_free(mt_ne_testset *ts);
+
+typedef struct {
+    double recall[MT_NE_BINS];       /* mean over distinct entities of the bin; 0 if none */
+    size_t entities[MT_NE_BINS];     /* distinct entities in the bin */
+    size_t occurrences[MT_NE_BINS];  /* (sentence, entity) pairs in the bin */
+    size_t hits[MT_NE_BINS];         /* of those, found in the hypothesis */
+    double recall_all;               /* mean over all distinct entities */
+    size_t entities_all, occurrences_all, hits_all;
+} mt_ne_recall;
+
+/* Scores n_sentences hypotheses. hit_of, when not NULL, receives per test-set id list entry
+ * (same layout as ts->ids) 1 for a hit and 0 for a miss. */
+void mt_ne_recall_score(mt_ne_recall *out, const mt_ne_testset *ts, const char *const *hyps,
+                        unsigned char *hit_of);
+
+/* ------------------------------------------------------------------ source-side detector */
+
+/* Spans in a SOURCE sentence (typed text, no reference) that a translation should copy:
+ * capitalised tokens that do not start a sentence (runs of them as one span), numbers, and
+ * any token the training corpus copied verbatim (stats may be NULL). In text order, not
+ * overlapping. 0, or -1 on invalid UTF-8. */
+int mt_source_entities(mt_text_span **spans, size_t *n, const char *src,
+                       const mt_corpus_stats *stats);
+
+#endif
