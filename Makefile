@@ -81,6 +81,8 @@ SAN_TESTS := $(patsubst tests/unit/%.c,$(SAN)/tests/%,$(TEST_C))
 
 .PHONY: all run test test-build deps data bench fuzz cuda clean
 .DEFAULT_GOAL := all
+# Keep intermediate objects (test support files) so a second make does not relink everything.
+.SECONDARY:
 
 all: $(BIN)
 
