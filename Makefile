@@ -89,6 +89,7 @@ all: $(BIN)
 # ---------------------------------------------------------------- the two README commands
 run: deps
 	@$(MAKE) --no-print-directory all
+	@test -s data/bible/train.es || ./$(BIN) data bible
 	./$(BIN)
 
 test: deps
