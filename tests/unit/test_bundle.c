@@ -15,23 +15,16 @@
 
 static char tmp_dir[64];
 
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
-
 static int make_tmp_dir(void **state)
 {
     (void)state;
-    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/mtlab-bundle-XXXXXX");
-    return mkdtemp(tmp_dir) ? 0 : -1;
+    return test_make_tmpdir(tmp_dir, sizeof tmp_dir, "bundle");
 }
 
 static int remove_tmp_dir(void **state)
 {
     (void)state;
-    return nftw(tmp_dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+    return test_remove_tree(tmp_dir);
 }
 
 static const char *tmp_path(char *buf, size_t len, const char *name)
@@ -40,15 +33,7 @@ static const char *tmp_path(char *buf, size_t len, const char *name)
     return buf;
 }
 
-static void write_bytes(const char *path, const void *data, size_t len)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(data, 1, len, f), len);
-    assert_int_equal(fclose(f), 0);
-}
-
-static void write_text(const char *path, const char *text) { write_bytes(path, text, strlen(text)); }
+static void write_text(const char *path, const char *text) { test_write_file(path, text, strlen(text)); }
 
 static char *read_text(const char *path)
 {
@@ -454,7 +439,7 @@ static void test_bundle_bad_members_name_the_file(void **state)
     assert_error_contains("corrupt/config.json: not valid JSON");
     write_text(path, "{}");
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    write_bytes(path, "\x10\0\0\0\0\0\0\0{}", 10);
+    test_write_file(path, "\x10\0\0\0\0\0\0\0{}", 10);
     assert_null(mt_bundle_open(dir, MT_BUNDLE_NO_TOKENIZER));
     assert_error_contains("corrupt/model.safetensors: header length 16 runs past the end of the file (10 bytes)");
 }

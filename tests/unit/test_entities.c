@@ -213,14 +213,6 @@ static void temp_path(char *out, size_t len, const char *name)
     snprintf(out, len, "/tmp/mtlab_test_entities_%d_%s", (int)getpid(), name);
 }
 
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 static void test_stats_file_round_trip(void **state)
 {
     (void)state;
@@ -252,7 +244,7 @@ static void expect_stats_error(const char *content, const char *message)
 {
     char path[256];
     temp_path(path, sizeof path, "bad.tsv");
-    write_file(path, content);
+    test_write_text(path, content);
     assert_null(mt_corpus_stats_read(path));
     char expected[512];
     snprintf(expected, sizeof expected, "%s%s", path, message);

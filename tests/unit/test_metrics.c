@@ -482,14 +482,6 @@ static void captured_free(captured *c)
     free(c->err);
 }
 
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 static void write_lines(const char *path, const char *const *lines, size_t n)
 {
     FILE *f = fopen(path, "wb");
@@ -567,10 +559,10 @@ static void test_score_command_errors(void **state)
     snprintf(bad, sizeof bad, "%s/bad.txt", dir);
     snprintf(empty, sizeof empty, "%s/empty.txt", dir);
     snprintf(missing, sizeof missing, "%s/missing.txt", dir);
-    write_file(hyp, "the first line here\nthe second line here\nand a third one\n");
-    write_file(ref, "one\ntwo\nthree\nfour");
-    write_file(bad, "one\ntwo\nfive \xe2\x82\n");
-    write_file(empty, "");
+    test_write_text(hyp, "the first line here\nthe second line here\nand a third one\n");
+    test_write_text(ref, "one\ntwo\nthree\nfour");
+    test_write_text(bad, "one\ntwo\nfive \xe2\x82\n");
+    test_write_text(empty, "");
     char msg[256];
 
     snprintf(msg, sizeof msg, "mtlab: %s has 3 lines but %s has 4\n", hyp, ref);

@@ -132,40 +132,12 @@ static void test_mamba_matches_transformers(void **state)
 /* ---------------------------------------------------------------- temporary bundles */
 static char *make_tmpdir(void)
 {
-    char *dir = strdup("/tmp/mtlab_models_XXXXXX");
-    assert_non_null(mkdtemp(dir));
+    char *dir = malloc(64);
+    assert_int_equal(test_make_tmpdir(dir, 64, "models"), 0);
     return dir;
 }
 
-static void remove_tree(const char *dir)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
-}
-
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) fail_msg("cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = 0;
-    fclose(f);
-    if (len) *len = (size_t)n;
-    return buf;
-}
-
-static void write_file(const char *path, const char *data, size_t len)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(data, 1, len, f), len);
-    fclose(f);
-}
+static void remove_tree(const char *dir) { assert_int_equal(test_remove_tree(dir), 0); }
 
 /* A copy of a fixture bundle in a new directory, config.json edited: every occurrence of
  * `from` replaced by `to` (from NULL: unchanged); tokenizer.model only when with_tokenizer. */
@@ -175,19 +147,19 @@ static char *edited_bundle(const char *fixture, const char *from, const char *to
     char *dir = make_tmpdir(), src[256], dst[512];
     size_t len;
     snprintf(src, sizeof src, "%s/%s/model.safetensors", FIXTURES, fixture);
-    char *data = read_file(src, &len);
+    char *data = test_read_file(src, &len);
     snprintf(dst, sizeof dst, "%s/model.safetensors", dir);
-    write_file(dst, data, len);
+    test_write_file(dst, data, len);
     free(data);
     if (with_tokenizer) {
         snprintf(src, sizeof src, "%s/%s/tokenizer.model", FIXTURES, fixture);
-        data = read_file(src, &len);
+        data = test_read_file(src, &len);
         snprintf(dst, sizeof dst, "%s/tokenizer.model", dir);
-        write_file(dst, data, len);
+        test_write_file(dst, data, len);
         free(data);
     }
     snprintf(src, sizeof src, "%s/%s/config.json", FIXTURES, fixture);
-    char *cfg = read_file(src, &len);
+    char *cfg = test_read_file(src, &len);
     char out[8192] = "";
     const char *p = cfg;
     while (from && *p) {
@@ -199,7 +171,7 @@ static char *edited_bundle(const char *fixture, const char *from, const char *to
     }
     strcat(out, p);
     snprintf(dst, sizeof dst, "%s/config.json", dir);
-    write_file(dst, out, strlen(out));
+    test_write_file(dst, out, strlen(out));
     free(cfg);
     return dir;
 }
@@ -240,7 +212,7 @@ static void test_loader_errors_name_the_problem(void **state)
     expect_load_error("marian", "\"activation_function\": \"relu\"",
                       "\"activation_function\": \"tanh\"", "activation_function \"tanh\"", NULL);
     expect_load_error("marian", "_attention_heads\": 4", "_attention_heads\": 3",
-                      "3 heads do not divide d_model 32", "/tmp/mtlab_models_");
+                      "3 heads do not divide d_model 32", "/tmp/mtlab-models-");
     expect_load_error("marian", "\"encoder_layers\": 2", "\"encoder_layers\": 3",
                       "missing tensor 'model.encoder.layers.2.self_attn.q_proj.weight'", NULL);
 }

@@ -15,37 +15,22 @@
 
 static char tmp_dir[64];
 
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
-
 static int make_tmp_dir(void **state)
 {
     (void)state;
-    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/mtlab-st-XXXXXX");
-    return mkdtemp(tmp_dir) ? 0 : -1;
+    return test_make_tmpdir(tmp_dir, sizeof tmp_dir, "st");
 }
 
 static int remove_tmp_dir(void **state)
 {
     (void)state;
-    return nftw(tmp_dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+    return test_remove_tree(tmp_dir);
 }
 
 static const char *tmp_path(char *buf, size_t len, const char *name)
 {
     snprintf(buf, len, "%s/%s", tmp_dir, name);
     return buf;
-}
-
-static void write_bytes(const char *path, const void *data, size_t len)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(data, 1, len, f), len);
-    assert_int_equal(fclose(f), 0);
 }
 
 static unsigned char *read_bytes(const char *path, size_t *len)
@@ -411,7 +396,7 @@ static void expect_refused(const unsigned char *bytes, size_t len, const char *n
 {
     char path[128];
     tmp_path(path, sizeof path, "bad.safetensors");
-    write_bytes(path, bytes, len);
+    test_write_file(path, bytes, len);
     mt_clear_error();
     mt_safetensors *st = mt_st_open(path);
     if (st) fail_msg("%s was accepted", path);

@@ -34,28 +34,6 @@ static mt_tokenizer_train_opts fixture_opts(const char *prefix)
     };
 }
 
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    *len = fread(buf, 1, (size_t)n, f);
-    fclose(f);
-    buf[*len] = '\0';
-    return buf;
-}
-
-static void write_file(const char *path, const void *data, size_t len)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(data, 1, len, f), len);
-    assert_int_equal(fclose(f), 0);
-}
-
 static int setup(void **state)
 {
     struct fixture *fx = calloc(1, sizeof *fx);
@@ -115,7 +93,7 @@ static void test_train_sets_reserved_ids(void **state)
     char vocab_path[128];
     path_in(fx, "spm.vocab", vocab_path, sizeof vocab_path);
     size_t len;
-    char *vocab = read_file(vocab_path, &len);
+    char *vocab = test_read_file(vocab_path, &len);
     assert_non_null(vocab);
     assert_true(strncmp(vocab, "<pad>\t0\n<eos>\t0\n<sep>\t0\n<bos>\t0\n<unk>\t0\n", 40) == 0);
     free(vocab);
@@ -132,12 +110,12 @@ static void test_train_is_deterministic_and_seeded(void **state)
     size_t len_a, len_b, len_c;
 
     assert_int_equal(mt_tokenizer_train(&o), 0);
-    char *a = read_file(model, &len_a);
+    char *a = test_read_file(model, &len_a);
     assert_int_equal(mt_tokenizer_train(&o), 0);
-    char *b = read_file(model, &len_b);
+    char *b = test_read_file(model, &len_b);
     o.seed = 8;
     assert_int_equal(mt_tokenizer_train(&o), 0);
-    char *c = read_file(model, &len_c);
+    char *c = test_read_file(model, &len_c);
 
     assert_non_null(a);
     assert_true(len_a > 1000);
@@ -193,7 +171,7 @@ static void test_train_errors_name_the_file(void **state)
     assert_error_contains(missing);
     assert_error_contains("No such file");
 
-    write_file(bad_path, "bien\r\nmal \xC3(\n", 13);
+    test_write_file(bad_path, "bien\r\nmal \xC3(\n", 13);
     const char *with_bad[] = {bad_path};
     o.inputs = with_bad;
     o.n_inputs = 1;
@@ -262,19 +240,19 @@ static void test_corpus_reader_rejects_bad_lines(void **state)
     path_in(fx, "lines.txt", path, sizeof path);
     const char *one[] = {path};
 
-    write_file(path, "uno\ndos\x00tres\n", 13);
+    test_write_file(path, "uno\ndos\x00tres\n", 13);
     assert_null(corpus_reader_open(one, 1, 10, 0));
     assert_error_contains(":2: NUL byte at byte 3");
 
     size_t big = CORPUS_MAX_LINE_BYTES + 10;
     char *long_line = malloc(big);
     memset(long_line, 'a', big);
-    write_file(path, long_line, big);
+    test_write_file(path, long_line, big);
     free(long_line);
     assert_null(corpus_reader_open(one, 1, 10, 0));
     assert_error_contains(":1: line of 65546 bytes is longer than");
 
-    write_file(path, "", 0);
+    test_write_file(path, "", 0);
     assert_null(corpus_reader_open(one, 1, 10, 0));
     assert_error_contains("no text");
 }
@@ -440,7 +418,7 @@ static void test_load_corrupt_files(void **state)
 {
     struct fixture *fx = *state;
     size_t len;
-    char *good = read_file(fx->model_path, &len);
+    char *good = test_read_file(fx->model_path, &len);
     assert_non_null(good);
     char path[128];
     path_in(fx, "broken.model", path, sizeof path);
@@ -456,7 +434,7 @@ static void test_load_corrupt_files(void **state)
         {good + 7, len - 7, "not a sentencepiece model"}, /* misaligned */
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        write_file(path, cases[i].data, cases[i].len);
+        test_write_file(path, cases[i].data, cases[i].len);
         mt_clear_error();
         assert_null(mt_tokenizer_load(path));
         assert_true(strncmp(mt_last_error(), path, strlen(path)) == 0);
@@ -482,7 +460,7 @@ static void test_load_bytes_matches_load(void **state)
 {
     struct fixture *fx = *state;
     size_t len;
-    char *bytes = read_file(fx->model_path, &len);
+    char *bytes = test_read_file(fx->model_path, &len);
     mt_tokenizer *tok = mt_tokenizer_load_bytes(bytes, len, "bundle/tokenizer.model");
     free(bytes); /* the tokenizer keeps its own copy */
     assert_non_null(tok);

@@ -11,34 +11,11 @@
 
 static char tmpdir[64];
 
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    size_t got = fread(buf, 1, (size_t)n, f);
-    buf[got] = '\0';
-    fclose(f);
-    if (len) *len = got;
-    return buf;
-}
-
 static void expect_config_error(const char *lua, const char *needle)
 {
     char path[128];
     snprintf(path, sizeof path, "%s/bad.lua", tmpdir);
-    write_file(path, lua);
+    test_write_text(path, lua);
     mt_train_config cfg;
     assert_int_equal(train_config_load(&cfg, path), -1);
     if (!strstr(mt_last_error(), needle)) fail_msg("expected '%s' in: %s", needle, mt_last_error());
@@ -64,7 +41,7 @@ static void test_config_reads_values(void **state)
     (void)state;
     char path[128];
     snprintf(path, sizeof path, "%s/ok.lua", tmpdir);
-    write_file(path, "return { name = 'demo', model = { preset = 'mamba-small', d_model = 64, dropout = 0.25 },\n"
+    test_write_text(path, "return { name = 'demo', model = { preset = 'mamba-small', d_model = 64, dropout = 0.25 },\n"
                      "  lr = 5e-4, warmup = 10, max_tokens = 900, seed = 7, save_dtype_f16 = true }\n");
     mt_train_config cfg;
     assert_int_equal(train_config_load(&cfg, path), 0);
@@ -116,7 +93,7 @@ static char *losses_of(const char *run_dir)
 {
     char path[700];
     snprintf(path, sizeof path, "%s/log.jsonl", run_dir);
-    char *log = read_file(path, NULL);
+    char *log = test_read_file(path, NULL);
     assert_non_null(log);
     char *out = calloc(1, strlen(log) + 1);
     for (char *p = strstr(log, "\"loss\":"); p; p = strstr(p + 1, "\"loss\":")) {
@@ -154,7 +131,7 @@ static void check_resume_exact(const char *arch)
     snprintf(pa, sizeof pa, "%s/checkpoint/model.safetensors", a.run_dir);
     snprintf(pb, sizeof pb, "%s/checkpoint/model.safetensors", b.run_dir);
     size_t na, nb;
-    char *wa = read_file(pa, &na), *wb = read_file(pb, &nb);
+    char *wa = test_read_file(pa, &na), *wb = test_read_file(pb, &nb);
     assert_non_null(wa);
     assert_non_null(wb);
     assert_int_equal(na, nb);
@@ -184,8 +161,7 @@ static void test_resume_is_exact_transformer(void **state)
 static int setup(void **state)
 {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/mtlab_train_XXXXXX");
-    if (!mkdtemp(tmpdir)) return -1;
+    if (test_make_tmpdir(tmpdir, sizeof tmpdir, "train") != 0) return -1;
     char prefix[128];
     snprintf(prefix, sizeof prefix, "%s/spm", tmpdir);
     const char *inputs[] = {"tests/fixtures/tokenizer/corpus.es", "tests/fixtures/tokenizer/corpus.en"};
@@ -201,9 +177,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return test_remove_tree(tmpdir);
 }
 
 int main(void)

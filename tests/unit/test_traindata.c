@@ -96,14 +96,6 @@ static void test_lr_schedule(void **state)
     assert_float_equal(mt_lr_inverse_sqrt(1e-3, 30000, 0), 5e-4, 1e-12);
 }
 
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 static void test_corpus_load_errors(void **state)
 {
     (void)state;
@@ -116,28 +108,28 @@ static void test_corpus_load_errors(void **state)
     snprintf(b, sizeof b, "%s/b.en", dir);
     mt_corpus c;
 
-    write_file(a, "uno\ndos\n");
-    write_file(b, "one\n");
+    test_write_text(a, "uno\ndos\n");
+    test_write_text(b, "one\n");
     assert_int_equal(mt_corpus_load(&c, a, b, tok, 0), -1);
     assert_non_null(strstr(mt_last_error(), "has 1 lines but"));
 
-    write_file(b, "one\n\n");
+    test_write_text(b, "one\n\n");
     assert_int_equal(mt_corpus_load(&c, a, b, tok, 0), -1);
     assert_non_null(strstr(mt_last_error(), ":2: empty line"));
 
-    write_file(b, "one\nt\xc3\x28o\n");
+    test_write_text(b, "one\nt\xc3\x28o\n");
     assert_int_equal(mt_corpus_load(&c, a, b, tok, 0), -1);
     assert_non_null(strstr(mt_last_error(), "b.en:2"));
     assert_non_null(strstr(mt_last_error(), "invalid UTF-8"));
 
-    write_file(b, "one\ntwo\n");
+    test_write_text(b, "one\ntwo\n");
     assert_int_equal(mt_corpus_load(&c, a, b, tok, 2), 0);
     assert_int_equal(c.n, 2);
     for (size_t i = 0; i < c.n; i++) assert_true(c.src_len[i] > 0 && c.src_len[i] <= 2);
     mt_corpus_free(&c);
 
-    write_file(a, "");
-    write_file(b, "");
+    test_write_text(a, "");
+    test_write_text(b, "");
     assert_int_equal(mt_corpus_load(&c, a, b, tok, 0), -1);
     assert_non_null(strstr(mt_last_error(), "no lines"));
 

@@ -13,4 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Small file helpers shared by the tests (tests/unit/support.c). */
+/* Write len bytes (or a NUL-terminated text) to path; a failure fails the test. */
+void test_write_file(const char *path, const void *data, size_t len);
+void test_write_text(const char *path, const char *text);
+/* The whole file, NUL-terminated and malloc'd; NULL when it cannot be opened. len may be NULL. */
+char *test_read_file(const char *path, size_t *len);
+/* A fresh directory /tmp/mtlab-TAG-XXXXXX written into buf; 0, or -1 when it cannot be made. */
+int test_make_tmpdir(char *buf, size_t len, const char *tag);
+/* Remove a directory tree (files and subdirectories); 0 or -1. */
+int test_remove_tree(const char *dir);
+
 #endif

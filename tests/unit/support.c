@@ -1,0 +1,44 @@
+/* File helpers shared by the unit tests (declared in test_util.h). */
+#include "test_util.h"
+
+#include <ftw.h>
+#include <unistd.h>
+
+void test_write_file(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) fail_msg("cannot create %s", path);
+    assert_int_equal(fwrite(data, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+}
+
+void test_write_text(const char *path, const char *text) { test_write_file(path, text, strlen(text)); }
+
+char *test_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)(n > 0 ? n : 0) + 1);
+    size_t got = n > 0 ? fread(buf, 1, (size_t)n, f) : 0;
+    buf[got] = '\0';
+    fclose(f);
+    if (len) *len = got;
+    return buf;
+}
+
+int test_make_tmpdir(char *buf, size_t len, const char *tag)
+{
+    snprintf(buf, len, "/tmp/mtlab-%s-XXXXXX", tag);
+    return mkdtemp(buf) ? 0 : -1;
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+int test_remove_tree(const char *dir) { return nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS); }
