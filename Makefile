@@ -78,6 +78,7 @@ REL_DEFS     := $(if $(NVCC),-DMTLAB_HAVE_CUDA=1,-DMTLAB_HAVE_CUDA=0)
 
 REL_TESTS := $(patsubst tests/unit/%.c,$(REL)/tests/%,$(TEST_C))
 SAN_TESTS := $(patsubst tests/unit/%.c,$(SAN)/tests/%,$(TEST_C))
+E2E_TOOLS := $(REL)/e2e/make_bundles
 
 .PHONY: all run test test-build deps data bench fuzz cuda clean
 .DEFAULT_GOAL := all
@@ -95,8 +96,9 @@ run: deps
 test: deps
 	@$(MAKE) --no-print-directory test-build
 	@tests/run.sh $(REL)/tests $(SAN)/tests
+	@tests/e2e/run.sh ./$(BIN) $(E2E_TOOLS)
 
-test-build: $(BIN) $(REL_TESTS) $(SAN_TESTS)
+test-build: $(BIN) $(REL_TESTS) $(SAN_TESTS) $(E2E_TOOLS)
 
 # ---------------------------------------------------------------- dependencies
 # `dpkg-query` tells what is installed; only the missing packages go to apt-get.
@@ -154,6 +156,12 @@ $(SAN)/tests/%: tests/unit/%.c $(patsubst %.c,$(SAN)/%.o,$(TEST_SUPPORT_C)) $(SA
 	@mkdir -p $(@D)
 	@$(if $(V),,echo "  TEST    $@")
 	$(Q)$(CC) $(CPPFLAGS) -DMTLAB_HAVE_CUDA=0 -Itests/unit $(CFLAGS_COMMON) $(SAN_FLAGS) -o $@ $^ -lcmocka $(LDLIBS_COMMON)
+
+# The tool the workbench's tmux end-to-end tests (tests/e2e/run.sh) make their bundles with.
+$(REL)/e2e/%: tests/e2e/%.c $(REL)/libmtlab.a
+	@mkdir -p $(@D)
+	@$(if $(V),,echo "  E2E     $@")
+	$(Q)$(CC) $(CPPFLAGS) $(REL_DEFS) $(CFLAGS_COMMON) $(OPT_FLAGS) -o $@ $^ $(LDLIBS_COMMON) $(CUDA_LDLIBS)
 
 cuda: $(CUDA_OBJS)
 	@$(if $(NVCC),echo "mtlab: CUDA objects built with $(NVCC)",echo "mtlab: no nvcc found; CUDA backend not built")

@@ -16,6 +16,7 @@ static const struct mt_command *const commands[] = {
     &cmd_forward,
     &cmd_translate,
     &cmd_eval,
+    &cmd_tui,
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -29,6 +30,7 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+    if (argc < 2) return cmd_tui.run(1, (char *[]){"tui", NULL});
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return 0;

@@ -1,0 +1,280 @@
+/* What keys and mouse buttons do: every input becomes an action through the key table
+ * (keys.c), then one switch applies it. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tui/app.h"
+
+void tui_notice(tui_app *a, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a->notice, sizeof a->notice, fmt, ap);
+    va_end(ap);
+    a->notice_until = tui_now() + 6.0;
+    tui_log_add(&a->log, TUI_LOG_WARN, "%s", a->notice);
+    a->dirty = 1;
+}
+
+static unsigned pane_context(const tui_pane *p)
+{
+    return p->view == TUI_VIEW_HEATMAP ? TUI_IN_HEATMAP : TUI_IN_PANE;
+}
+
+static unsigned focus_context(const tui_app *a)
+{
+    if (a->overlay != TUI_OVERLAY_NONE) return TUI_IN_OVERLAY;
+    if (a->focus < 0) return TUI_IN_EDITOR;
+    return pane_context(a->panes[a->focus]);
+}
+
+/* Width of the editor's text rows (one column stays free for the cursor). */
+static int editor_width(const tui_app *a) { return a->L.editor.w - 3; }
+
+static void editor_changed(tui_app *a)
+{
+    a->edit_time = tui_now();
+    a->dirty = 1;
+}
+
+static void scroll_pane(tui_app *a, tui_pane *p, int delta)
+{
+    if (p->view == TUI_VIEW_HEATMAP) {
+        p->heat_row0 += delta;
+        if (p->heat_row0 < 0) p->heat_row0 = 0;
+    } else {
+        p->scroll += delta;
+        if (p->scroll < 0) p->scroll = 0;
+    }
+    a->dirty = 1;
+}
+
+static void scroll_overlay(tui_app *a, int delta)
+{
+    if (a->overlay == TUI_OVERLAY_HELP) {
+        a->help_scroll += delta;
+        if (a->help_scroll < 0) a->help_scroll = 0;
+    } else if (a->n_picker > 0) {
+        a->picker_sel += delta;
+        if (a->picker_sel < 0) a->picker_sel = 0;
+        if (a->picker_sel >= a->n_picker) a->picker_sel = a->n_picker - 1;
+    }
+    a->dirty = 1;
+}
+
+/* The panes an action on "the focused pane" applies to: the focused one, or every pane when
+ * the editor has the focus. */
+static int target_panes(tui_app *a, tui_pane **out)
+{
+    if (a->focus >= 0) {
+        out[0] = a->panes[a->focus];
+        return 1;
+    }
+    for (int i = 0; i < a->n_panes; i++) out[i] = a->panes[i];
+    return a->n_panes;
+}
+
+static void toggle_beam(tui_app *a)
+{
+    tui_pane *t[TUI_MAX_PANES];
+    int n = target_panes(a, t);
+    if (n == 0) return;
+    int beam = t[0]->beam == 1 ? TUI_BEAM : 1;
+    for (int i = 0; i < n; i++) {
+        t[i]->beam = beam;
+        tui_log_add(&a->log, TUI_LOG_INFO, "%s: %s", t[i]->name,
+                    beam == 1 ? "greedy search" : "beam search (5 beams)");
+        if (a->sent.n > 0) tui_translate(a, t[i]);
+    }
+}
+
+static void toggle_heatmap(tui_app *a)
+{
+    tui_pane *t[TUI_MAX_PANES];
+    int n = target_panes(a, t);
+    if (n == 0) return;
+    tui_view v = t[0]->view == TUI_VIEW_TEXT ? TUI_VIEW_HEATMAP : TUI_VIEW_TEXT;
+    for (int i = 0; i < n; i++) {
+        t[i]->view = v;
+        tui_request_probe(a, t[i]);
+    }
+}
+
+static void heat_step(tui_app *a, tui_action act)
+{
+    if (a->focus < 0) return;
+    tui_pane *p = a->panes[a->focus];
+    if (!p->probe || p->heat_kind < 0) return;
+    const mt_probe_record *r = &p->probe->rec;
+    switch (act) {
+    case TUI_ACT_HEAT_KIND:
+        p->heat_kind = tui_heat_next_kind(r, p->heat_kind);
+        p->heat_nth = 0;
+        p->heat_head = -1;
+        p->heat_row0 = 0;
+        break;
+    case TUI_ACT_HEAT_LAYER:
+        p->heat_nth = (p->heat_nth + 1) % tui_heat_count(r, (mt_probe_kind)p->heat_kind);
+        p->heat_head = -1;
+        break;
+    case TUI_ACT_HEAT_HEAD: {
+        int m = tui_heat_find(r, (mt_probe_kind)p->heat_kind, p->heat_nth);
+        int heads = m >= 0 ? r->maps[m].heads : 1;
+        p->heat_head = heads > 1 ? (p->heat_head + 2) % (heads + 1) - 1 : -1;
+        break;
+    }
+    case TUI_ACT_HEAT_NORM:
+        p->heat_norm = (tui_heat_norm)((p->heat_norm + 1) % TUI_NORM_COUNT);
+        break;
+    case TUI_ACT_SELECT_PREV:
+        p->sel = p->sel <= 0 ? r->n_tokens - 1 : p->sel - 1;
+        break;
+    case TUI_ACT_SELECT_NEXT:
+        p->sel = p->sel + 1 >= r->n_tokens ? 0 : p->sel + 1;
+        break;
+    default:
+        break;
+    }
+    a->dirty = 1;
+}
+
+static void editor_action(tui_app *a, tui_action act)
+{
+    tui_editor *e = &a->ed;
+    switch (act) {
+    case TUI_ACT_NEWLINE:
+        if (tui_editor_insert_char(e, '\n')) tui_notice(a, "the editor is full (%d KiB)", TUI_EDITOR_MAX_BYTES / 1024);
+        break;
+    case TUI_ACT_BACKSPACE: tui_editor_backspace(e); break;
+    case TUI_ACT_DELETE: tui_editor_delete(e); break;
+    case TUI_ACT_LEFT: tui_editor_left(e); break;
+    case TUI_ACT_RIGHT: tui_editor_right(e); break;
+    case TUI_ACT_UP: tui_editor_up(e, editor_width(a)); break;
+    case TUI_ACT_DOWN: tui_editor_down(e, editor_width(a)); break;
+    case TUI_ACT_HOME: tui_editor_home(e); break;
+    case TUI_ACT_END: tui_editor_end(e); break;
+    case TUI_ACT_CLEAR: tui_editor_set_text(e, ""); break;
+    default: return;
+    }
+    editor_changed(a);
+    /* the heatmaps follow the segment under the cursor */
+    for (int i = 0; i < a->n_panes; i++) tui_request_probe(a, a->panes[i]);
+}
+
+/* A click on a heatmap cell selects its token: the column's, or the row's when the columns
+ * are not decoder positions (layers, groups, source positions). (y, x) inside the pane. */
+static void select_at(tui_pane *p, int y, int x)
+{
+    if (p->view != TUI_VIEW_HEATMAP || !p->probe || !tui_rect_contains(p->heat_cells, y, x))
+        return;
+    int col = p->heat_col0 + x - p->heat_cells.x;
+    int row = (p->heat_row0 + y - p->heat_cells.y) * p->heat_rows_per_line;
+    int sel = p->heat_click_cols ? col : row;
+    if (sel < p->probe->rec.n_tokens) p->sel = sel;
+}
+
+/* The pane index under (y, x), -1 for the editor, -2 for anything else. */
+static int region_at(const tui_app *a, int y, int x)
+{
+    if (tui_rect_contains(a->L.editor, y, x)) return -1;
+    for (int i = 0; i < a->n_panes; i++)
+        if (tui_rect_contains(a->L.panes[i], y, x)) return i;
+    return -2;
+}
+
+static void apply(tui_app *a, tui_action act, int my, int mx)
+{
+    int count = a->n_panes;
+    switch (act) {
+    case TUI_ACT_NONE: return;
+    case TUI_ACT_QUIT: a->quit = 1; return;
+    case TUI_ACT_HELP:
+        a->overlay = a->overlay == TUI_OVERLAY_HELP ? TUI_OVERLAY_NONE : TUI_OVERLAY_HELP;
+        a->help_scroll = 0;
+        break;
+    case TUI_ACT_LOG:
+        a->show_log = !a->show_log;
+        a->relayout = 1;
+        break;
+    case TUI_ACT_FOCUS_NEXT: a->focus = a->focus + 1 >= count ? -1 : a->focus + 1; break;
+    case TUI_ACT_FOCUS_PREV: a->focus = a->focus < 0 ? count - 1 : a->focus - 1; break;
+    case TUI_ACT_FOCUS_AT: {
+        int r = region_at(a, my, mx);
+        if (r >= -1) a->focus = r;
+        if (r >= 0) select_at(a->panes[r], my - a->L.panes[r].y, mx - a->L.panes[r].x);
+        break;
+    }
+    case TUI_ACT_TRANSLATE: tui_translate(a, NULL); break;
+    case TUI_ACT_BEAM: toggle_beam(a); break;
+    case TUI_ACT_PICKER: tui_picker_open(a); break;
+    case TUI_ACT_THEME:
+        if (a->n_themes > 0) tui_apply_theme(a, (a->theme_index + 1) % a->n_themes);
+        break;
+    case TUI_ACT_HEATMAP: toggle_heatmap(a); break;
+    case TUI_ACT_HEAT_KIND:
+    case TUI_ACT_HEAT_LAYER:
+    case TUI_ACT_HEAT_HEAD:
+    case TUI_ACT_HEAT_NORM:
+    case TUI_ACT_SELECT_PREV:
+    case TUI_ACT_SELECT_NEXT: heat_step(a, act); break;
+    case TUI_ACT_REDRAW: clearok(curscr, TRUE); break;
+    case TUI_ACT_CLOSE:
+        if (a->overlay != TUI_OVERLAY_NONE) {
+            if (a->overlay == TUI_OVERLAY_PICKER) tui_picker_free(a);
+            a->overlay = TUI_OVERLAY_NONE;
+        } else {
+            a->focus = -1;
+        }
+        break;
+    case TUI_ACT_CHOOSE: tui_picker_choose(a); break;
+    case TUI_ACT_SCROLL_UP:
+    case TUI_ACT_SCROLL_DOWN:
+    case TUI_ACT_PAGE_UP:
+    case TUI_ACT_PAGE_DOWN: {
+        int step = act == TUI_ACT_PAGE_UP || act == TUI_ACT_PAGE_DOWN ? 10 : 1;
+        int delta = act == TUI_ACT_SCROLL_UP || act == TUI_ACT_PAGE_UP ? -step : step;
+        if (a->overlay != TUI_OVERLAY_NONE) {
+            scroll_overlay(a, delta);
+            break;
+        }
+        int r = my >= 0 ? region_at(a, my, mx) : a->focus;
+        if (r >= 0) scroll_pane(a, a->panes[r], delta);
+        break;
+    }
+    default: editor_action(a, act); return;
+    }
+    a->dirty = 1;
+}
+
+void tui_handle_key(tui_app *a, int key, int is_char)
+{
+    if (is_char) {
+        if (a->overlay != TUI_OVERLAY_NONE) return;
+        a->focus = -1;
+        if (tui_editor_insert_char(&a->ed, (uint32_t)key))
+            tui_notice(a, "the editor is full (%d KiB)", TUI_EDITOR_MAX_BYTES / 1024);
+        editor_changed(a);
+        return;
+    }
+    apply(a, tui_key_action(key, focus_context(a)), -1, -1);
+}
+
+void tui_handle_mouse(tui_app *a)
+{
+    MEVENT me;
+    if (getmouse(&me) != OK) return;
+    int key;
+    if (me.bstate & BUTTON1_PRESSED) key = TUI_MOUSE_CLICK;
+    else if (me.bstate & BUTTON4_PRESSED) key = TUI_MOUSE_WHEEL_UP;
+    else if (me.bstate & BUTTON5_PRESSED) key = TUI_MOUSE_WHEEL_DOWN;
+    else return; /* a release: the press did the work */
+    unsigned context;
+    if (a->overlay != TUI_OVERLAY_NONE) context = TUI_IN_OVERLAY;
+    else {
+        int r = region_at(a, me.y, me.x);
+        context = r >= 0 ? pane_context(a->panes[r]) : TUI_IN_EDITOR;
+    }
+    apply(a, tui_key_action(key, context), me.y, me.x);
+}

@@ -1,0 +1,174 @@
+/* The workbench's state, owned by the UI thread: the editor, the model panes (each with its
+ * worker), the overlays, the theme and the curses windows the layout gives. The files around
+ * it each do one job: tui_main.c (the loop), terminal.c (curses, signals, crash handler),
+ * actions.c (what keys do), events.c (what workers report), jobs.c (what gets translated),
+ * picker.c, draw*.c. */
+#ifndef MTLAB_TUI_APP_H
+#define MTLAB_TUI_APP_H
+
+#include <curses.h>
+
+#include "mtlab/entities.h"
+#include "mtlab/probe.h"
+#include "tui/editor.h"
+#include "tui/heatmap.h"
+#include "tui/keys.h"
+#include "tui/layout.h"
+#include "tui/log.h"
+#include "tui/queue.h"
+#include "tui/theme.h"
+#include "tui/theme_curses.h"
+#include "tui/tui.h"
+#include "tui/worker.h"
+
+#define TUI_DEBOUNCE_S 0.5
+#define TUI_DEFAULT_THEME "dark"
+#define TUI_BEAM 5 /* the beam the toggle switches to (the paper's) */
+
+typedef enum { TUI_VIEW_TEXT, TUI_VIEW_HEATMAP } tui_view;
+typedef enum { TUI_OVERLAY_NONE, TUI_OVERLAY_HELP, TUI_OVERLAY_PICKER } tui_overlay;
+
+typedef struct {
+    int id;                 /* unique for the session: events name their pane by it */
+    char *dir;              /* the bundle directory */
+    char name[64];          /* its last path component */
+    char info[160];         /* "mamba, 7.52M params, cpu" once loaded */
+    tui_worker *worker;
+    int loaded;
+    char *load_error;       /* the bundle could not be loaded: shown in the pane */
+    int beam;               /* 1: greedy */
+
+    unsigned long job;      /* the job the pane shows; 0 before any */
+    int busy;
+    char **hyps;            /* (n_hyps) each segment's hypothesis so far, malloc'd */
+    unsigned char *final;   /* (n_hyps) 1 when the segment is finished */
+    int n_hyps;
+    char *job_error;        /* the last job failed */
+    double seconds;         /* the last finished job's statistics */
+    size_t tokens, state_bytes;
+    int have_stats;
+    int scroll;             /* first text row shown */
+
+    tui_view view;
+    tui_probe *probe;       /* the heatmap's data, for probe_segment */
+    int probe_segment;      /* -1: none asked */
+    int probe_pending;
+    char *probe_error;
+    int heat_kind;          /* mt_probe_kind shown, -1 before a record arrives */
+    int heat_nth;           /* which map of that kind (layer order) */
+    int heat_head;          /* -1: the heads' average */
+    tui_heat_norm heat_norm;
+    int sel;                /* selected token (a position of the map's columns), -1 none */
+    int heat_row0;          /* first map row shown */
+    tui_rect heat_cells;    /* where the last frame drew the map cells (for mouse clicks) */
+    int heat_col0;          /* first map column drawn */
+    int heat_rows_per_line; /* map rows per screen line: 2 with half blocks */
+    int heat_click_cols;    /* 1: a click selects the token of its column, 0: of its row */
+} tui_pane;
+
+/* What was last sent for translation: the editor's segments then, with their entities. */
+typedef struct {
+    char **texts;           /* (n) */
+    int *lines;             /* (n) editor line of each */
+    mt_text_span **spans;   /* (n) source entities of each */
+    size_t *n_spans;
+    int n;
+} tui_sent;
+
+typedef struct {
+    tui_editor ed;
+    int ed_scroll;          /* first wrapped row shown */
+    tui_pane *panes[TUI_MAX_PANES];
+    int n_panes, next_pane_id;
+    int focus;              /* -1: the editor, else a pane index */
+    tui_overlay overlay;
+    int show_log;
+    tui_log log;
+    tui_queue q;
+
+    /* look */
+    tui_theme theme;
+    tui_palette palette;
+    char **theme_names;     /* themes/ *.theme found, sorted */
+    int n_themes, theme_index;
+    int utf8;               /* the locale is UTF-8: box drawing, half blocks, symbols */
+    int ascii;              /* --ascii: ASCII glyphs even in a UTF-8 locale */
+
+    /* translation bookkeeping */
+    unsigned long next_job;
+    unsigned long sent_version; /* the editor version last sent */
+    double edit_time;       /* when the text last changed */
+    tui_sent sent;
+    int default_beam;
+    mt_text_span *ed_spans; /* entities of the whole editor text, for the underline */
+    size_t n_ed_spans;
+    unsigned long spans_version;
+    mt_corpus_stats *stats; /* a bundle's corpus_stats.tsv, when one has it */
+
+    /* overlays */
+    int help_scroll;
+    const char *models_root; /* the picker's bundle directory (NULL: models/) */
+    char **known_dirs;      /* bundles named on the command line */
+    int n_known;
+    char **picker_dirs;     /* candidates: models/ bundles, -m bundles, open panes */
+    int n_picker, picker_sel;
+
+    /* paste in progress (bracketed paste) */
+    int pasting;
+    char *paste;
+    size_t paste_len, paste_cap, paste_total;
+
+    char notice[256];       /* a one-off message over the status line */
+    double notice_until;
+    const char *empty_hint; /* the empty-state message when there are no panes */
+
+    /* screen */
+    tui_layout L;
+    WINDOW *w_editor, *w_panes[TUI_MAX_PANES], *w_empty, *w_log, *w_status, *w_overlay;
+    int dirty, relayout;
+    int quit;
+} tui_app;
+
+double tui_now(void);
+
+/* panes and jobs (jobs.c) */
+int tui_pane_add(tui_app *a, const char *dir);
+void tui_pane_remove(tui_app *a, int index);
+tui_pane *tui_pane_by_id(tui_app *a, int id);
+/* Send the editor's segments to every loaded pane (or one pane when only is not NULL). */
+void tui_translate(tui_app *a, tui_pane *only);
+/* Ask the pane for the probes of the segment under the editor's cursor, when it shows its
+ * heatmap and does not have them. */
+void tui_request_probe(tui_app *a, tui_pane *p);
+/* The segment (index into a->sent) whose line holds the editor's cursor, else 0. */
+int tui_cursor_segment(const tui_app *a);
+void tui_sent_free(tui_sent *s);
+/* Recompute the editor's entity underline when the text changed. */
+void tui_refresh_entities(tui_app *a);
+
+/* events (events.c) */
+void tui_handle_events(tui_app *a);
+
+/* keys and mouse (actions.c) */
+void tui_handle_key(tui_app *a, int key, int is_char);
+void tui_handle_mouse(tui_app *a);
+void tui_notice(tui_app *a, const char *fmt, ...) MT_PRINTF(2, 3);
+
+/* themes (tui_main.c) */
+int tui_apply_theme(tui_app *a, int index);
+
+/* the picker (picker.c) */
+void tui_picker_open(tui_app *a);
+void tui_picker_free(tui_app *a);
+void tui_picker_choose(tui_app *a);
+
+/* drawing (draw*.c) */
+void tui_build_windows(tui_app *a);
+void tui_free_windows(tui_app *a);
+void tui_draw(tui_app *a);
+void tui_draw_editor(tui_app *a, WINDOW *w);
+void tui_draw_pane(tui_app *a, int index, WINDOW *w);
+void tui_draw_heatmap(tui_app *a, tui_pane *p, WINDOW *w, int y0, int x0, int h, int width);
+void tui_draw_overlay(tui_app *a, WINDOW *w);
+
+#endif

@@ -1,0 +1,185 @@
+/* One frame: windows rebuilt from the pure layout after every resize, each region drawn into
+ * its own window, wnoutrefresh for each and a single doupdate. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tui/app.h"
+#include "tui/glyphs.h"
+#include "tui/styled.h"
+
+static WINDOW *make(tui_rect r)
+{
+    if (r.h <= 0 || r.w <= 0) return NULL;
+    WINDOW *w = newwin(r.h, r.w, r.y, r.x);
+    if (w) keypad(w, TRUE);
+    return w;
+}
+
+static void drop(WINDOW **w)
+{
+    if (*w) delwin(*w);
+    *w = NULL;
+}
+
+void tui_free_windows(tui_app *a)
+{
+    drop(&a->w_editor);
+    for (int i = 0; i < TUI_MAX_PANES; i++) drop(&a->w_panes[i]);
+    drop(&a->w_empty);
+    drop(&a->w_log);
+    drop(&a->w_status);
+    drop(&a->w_overlay);
+}
+
+void tui_build_windows(tui_app *a)
+{
+    tui_free_windows(a);
+    tui_layout_compute(&a->L, COLS, LINES, a->n_panes, a->show_log);
+    a->relayout = 0;
+    a->dirty = 1;
+    if (a->L.too_small) return;
+    a->w_editor = make(a->L.editor);
+    for (int i = 0; i < a->L.n_panes; i++) a->w_panes[i] = make(a->L.panes[i]);
+    a->w_empty = make(a->L.empty);
+    a->w_log = make(a->L.log);
+    a->w_status = make(a->L.status);
+    a->w_overlay = make(a->L.overlay);
+}
+
+static void draw_too_small(tui_app *a)
+{
+    werase(stdscr);
+    tui_style_background(stdscr, &a->palette);
+    tui_set_style(stdscr, &a->palette, TUI_C_WARNING);
+    char line[96];
+    const char *msg[3] = {"terminal too small", line, "enlarge it; Ctrl-Q quits"};
+    snprintf(line, sizeof line, "%dx%d, need %dx%d", COLS, LINES, TUI_MIN_COLS, TUI_MIN_ROWS);
+    for (int i = 0; i < 3; i++) {
+        int len = (int)strlen(msg[i]);
+        int y = LINES / 2 - 1 + i, x = (COLS - len) / 2;
+        if (y >= 0 && y < LINES) tui_put(stdscr, y, x < 0 ? 0 : x, msg[i], COLS);
+    }
+    wnoutrefresh(stdscr);
+}
+
+static void draw_empty(tui_app *a, WINDOW *w)
+{
+    werase(w);
+    tui_set_style(w, &a->palette, TUI_C_BORDER);
+    box(w, 0, 0);
+    tui_set_style(w, &a->palette, TUI_C_DIM);
+    int maxw = getmaxx(w) - 4, y = 1;
+    tui_vrow *rows;
+    const char *msg = a->empty_hint ? a->empty_hint : "no model panes: F5 opens the bundle picker";
+    int n = tui_wrap(msg, strlen(msg), maxw, &rows);
+    for (int i = 0; i < n && y < getmaxy(w) - 1; i++, y++) {
+        char line[512];
+        snprintf(line, sizeof line, "%.*s", (int)(rows[i].end - rows[i].start), msg + rows[i].start);
+        tui_put(w, y, 2, line, maxw);
+    }
+    free(rows);
+}
+
+static void draw_log(tui_app *a, WINDOW *w)
+{
+    werase(w);
+    tui_set_style(w, &a->palette, TUI_C_BORDER);
+    box(w, 0, 0);
+    tui_set_style(w, &a->palette, TUI_C_TITLE);
+    tui_put(w, 0, 2, " log (F2) ", getmaxx(w) - 4);
+    int h = getmaxy(w) - 2, width = getmaxx(w) - 2;
+    int first = a->log.n > h ? a->log.n - h : 0;
+    for (int i = first, y = 1; i < a->log.n; i++, y++) {
+        const tui_log_line *l = tui_log_get(&a->log, i);
+        tui_set_style(w, &a->palette, l->level == TUI_LOG_ERROR  ? TUI_C_ERROR
+                                  : l->level == TUI_LOG_WARN ? TUI_C_WARNING
+                                                             : TUI_C_DIM);
+        tui_put(w, y, 1, l->text, width);
+    }
+}
+
+static unsigned hint_context(const tui_app *a)
+{
+    if (a->overlay != TUI_OVERLAY_NONE) return TUI_IN_OVERLAY;
+    if (a->focus < 0) return TUI_IN_EDITOR;
+    return a->panes[a->focus]->view == TUI_VIEW_HEATMAP ? TUI_IN_HEATMAP : TUI_IN_PANE;
+}
+
+static void draw_status(tui_app *a, WINDOW *w)
+{
+    int width = getmaxx(w);
+    wbkgdset(w, ' ' | COLOR_PAIR(a->palette.pair[TUI_C_STATUS]) | a->palette.attr[TUI_C_STATUS]);
+    werase(w);
+    if (a->notice[0] && tui_now() < a->notice_until) {
+        tui_set_style(w, &a->palette, TUI_C_WARNING);
+        tui_put(w, 0, 1, a->notice, width - 2);
+        return;
+    }
+    char hints[512];
+    tui_status_hints(hints, sizeof hints, hint_context(a), width - 2);
+    /* key names in the key style, labels in the status style */
+    int x = 1;
+    for (char *p = hints; *p && x < width - 1;) {
+        char *space = strchr(p, ' ');
+        if (!space) break;
+        char *next = strstr(space + 1, "  ");
+        size_t key_len = (size_t)(space - p), label_len = next ? (size_t)(next - space) : strlen(space);
+        char buf[128];
+        snprintf(buf, sizeof buf, "%.*s", (int)key_len, p);
+        tui_set_style(w, &a->palette, TUI_C_KEY);
+        x += tui_put(w, 0, x, buf, width - 1 - x);
+        snprintf(buf, sizeof buf, "%.*s", (int)label_len, space);
+        tui_set_style(w, &a->palette, TUI_C_STATUS);
+        x += tui_put(w, 0, x, buf, width - 1 - x);
+        p = next ? next : space + label_len;
+    }
+}
+
+void tui_draw(tui_app *a)
+{
+    if (a->relayout) tui_build_windows(a);
+    a->dirty = 0;
+    if (a->L.too_small) {
+        draw_too_small(a);
+        doupdate();
+        return;
+    }
+    /* stdscr lies under every window; clear it so nothing stale shows between them */
+    wnoutrefresh(stdscr);
+    WINDOW *all[] = {a->w_editor, a->w_empty, a->w_log, a->w_status};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (all[i]) tui_style_background(all[i], &a->palette);
+    for (int i = 0; i < a->L.n_panes; i++)
+        if (a->w_panes[i]) tui_style_background(a->w_panes[i], &a->palette);
+    for (int i = 0; i < a->L.n_panes; i++)
+        if (a->w_panes[i]) {
+            tui_draw_pane(a, i, a->w_panes[i]);
+            wnoutrefresh(a->w_panes[i]);
+        }
+    if (a->w_empty) {
+        draw_empty(a, a->w_empty);
+        wnoutrefresh(a->w_empty);
+    }
+    if (a->w_log) {
+        draw_log(a, a->w_log);
+        wnoutrefresh(a->w_log);
+    }
+    if (a->w_status) {
+        draw_status(a, a->w_status);
+        wnoutrefresh(a->w_status);
+    }
+    if (a->w_editor) {
+        tui_draw_editor(a, a->w_editor);
+        wnoutrefresh(a->w_editor);
+    }
+    int overlay = a->overlay != TUI_OVERLAY_NONE && a->w_overlay;
+    if (overlay) {
+        tui_style_background(a->w_overlay, &a->palette);
+        tui_draw_overlay(a, a->w_overlay);
+        wnoutrefresh(a->w_overlay);
+    }
+    /* the hardware cursor shows only where typing goes: the editor, when nothing covers it */
+    curs_set(!overlay && a->focus < 0 ? 1 : 0);
+    doupdate();
+}

@@ -1,0 +1,145 @@
+/* A model pane: title (name, architecture, parameters, device, search), its state, the
+ * streamed translation of every segment with the source entities it recalled marked and the
+ * ones it dropped listed, and its statistics (time, tokens/s, decoding-state memory) in the
+ * bottom border. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tui/app.h"
+#include "tui/format.h"
+#include "tui/glyphs.h"
+#include "tui/marks.h"
+#include "tui/styled.h"
+#include "tui/utf8.h"
+
+static const tui_glyphs *glyphs(const tui_app *a) { return tui_glyphs_for(a->utf8 && !a->ascii); }
+
+/* The pane's translation as styled text. */
+static void build_text(tui_app *a, tui_pane *p, tui_styled *st)
+{
+    for (int i = 0; i < p->n_hyps && i < a->sent.n; i++) {
+        if (i > 0) tui_styled_addz(st, "\n", TUI_C_TEXT);
+        if (p->n_hyps > 1) {
+            char num[16];
+            snprintf(num, sizeof num, "%d ", i + 1);
+            tui_styled_addz(st, num, TUI_C_DIM);
+        }
+        const char *hyp = p->hyps[i] ? p->hyps[i] : "";
+        size_t base = st->len;
+        tui_styled_addz(st, hyp, TUI_C_TEXT);
+        if (!p->final[i] || a->sent.n_spans[i] == 0) continue;
+        tui_mark_recalled(st, base, hyp, a->sent.texts[i], a->sent.spans[i], a->sent.n_spans[i]);
+        tui_styled_addz(st, "\n", TUI_C_TEXT);
+        tui_entity_line(st, hyp, a->sent.texts[i], a->sent.spans[i], a->sent.n_spans[i], glyphs(a));
+    }
+}
+
+static void draw_message(WINDOW *w, const tui_palette *pal, const char *msg, tui_meaning m)
+{
+    int width = getmaxx(w) - 2, h = getmaxy(w) - 2;
+    tui_styled st;
+    tui_styled_init(&st);
+    tui_styled_addz(&st, msg, m);
+    tui_vrow *rows;
+    int n = tui_wrap(st.text, st.len, width, &rows);
+    for (int i = 0; i < n && i < h; i++) tui_styled_draw_row(w, pal, &st, rows[i], 1 + i, 1, width);
+    free(rows);
+    tui_styled_free(&st);
+}
+
+static void draw_text(tui_app *a, tui_pane *p, WINDOW *w)
+{
+    int width = getmaxx(w) - 2, h = getmaxy(w) - 2;
+    tui_styled st;
+    tui_styled_init(&st);
+    build_text(a, p, &st);
+    tui_vrow *rows;
+    int n = tui_wrap(st.text, st.len, width, &rows);
+    if (p->scroll > n - h) p->scroll = n - h > 0 ? n - h : 0;
+    for (int y = 0; y < h && p->scroll + y < n; y++)
+        tui_styled_draw_row(w, &a->palette, &st, rows[p->scroll + y], 1 + y, 1, width);
+    if (n > h) {
+        char more[32];
+        snprintf(more, sizeof more, " %d-%d/%d ", p->scroll + 1,
+                 p->scroll + h < n ? p->scroll + h : n, n);
+        tui_set_style(w, &a->palette, TUI_C_DIM);
+        tui_put(w, 0, getmaxx(w) - 2 - (int)strlen(more), more, (int)strlen(more));
+    }
+    free(rows);
+    tui_styled_free(&st);
+}
+
+/* The search and the state at the right of the bottom border: "greedy · translating ⠋ 3/8",
+ * "beam 5 · done", "loading ⠋". */
+static void draw_state(tui_app *a, tui_pane *p, WINDOW *w, int stats_end)
+{
+    const tui_glyphs *g = glyphs(a);
+    const char *spin = g->spinner[(long)(tui_now() * 10) % g->n_spinner];
+    char s[96], search[32];
+    snprintf(search, sizeof search, "%s %s ", p->beam == 1 ? "greedy" : "beam 5", g->dot);
+    tui_meaning m = TUI_C_BUSY;
+    if (p->load_error) snprintf(s, sizeof s, " not loaded "), m = TUI_C_ERROR;
+    else if (!p->loaded) snprintf(s, sizeof s, " loading %s ", spin);
+    else if (p->job_error) snprintf(s, sizeof s, " %sfailed ", search), m = TUI_C_ERROR;
+    else if (p->busy) {
+        int done = 0;
+        for (int i = 0; i < p->n_hyps; i++) done += p->final[i];
+        snprintf(s, sizeof s, " %stranslating %s %d/%d ", search, spin, done, p->n_hyps);
+    } else if (p->have_stats) snprintf(s, sizeof s, " %sdone ", search), m = TUI_C_DONE;
+    else snprintf(s, sizeof s, " %sready ", search), m = TUI_C_DIM;
+    int len = tui_text_width_z(s);
+    int x = getmaxx(w) - 2 - len;
+    if (x <= stats_end) return;
+    tui_set_style(w, &a->palette, m);
+    tui_put(w, getmaxy(w) - 1, x, s, len);
+}
+
+void tui_draw_pane(tui_app *a, int index, WINDOW *w)
+{
+    tui_pane *p = a->panes[index];
+    int focused = a->focus == index && a->overlay == TUI_OVERLAY_NONE;
+    const tui_glyphs *g = glyphs(a);
+    werase(w);
+    tui_set_style(w, &a->palette, focused ? TUI_C_FOCUS : TUI_C_BORDER);
+    box(w, 0, 0);
+    /* name, architecture, parameters, device; just the name when that does not fit */
+    char title[256];
+    snprintf(title, sizeof title, " %s %s %s ", p->name, g->dot, p->info);
+    if (!p->loaded || tui_text_width_z(title) > getmaxx(w) - 4)
+        snprintf(title, sizeof title, " %s ", p->name);
+    tui_set_style(w, &a->palette, focused ? TUI_C_FOCUS : TUI_C_TITLE);
+    tui_put(w, 0, 2, title, getmaxx(w) - 4);
+    int stats_end = 1;
+    if (p->have_stats && !p->busy) {
+        char t[32], mem[32], stats[128];
+        tui_format_seconds(t, sizeof t, p->seconds);
+        tui_format_bytes(mem, sizeof mem, p->state_bytes);
+        snprintf(stats, sizeof stats, " %s %s %.1f tok/s %s state %s ", t, g->dot,
+                 p->seconds > 0 ? (double)p->tokens / p->seconds : 0.0, g->dot, mem);
+        tui_set_style(w, &a->palette, TUI_C_DONE);
+        stats_end = 2 + tui_put(w, getmaxy(w) - 1, 2, stats, getmaxx(w) - 4);
+    }
+    draw_state(a, p, w, stats_end);
+    if (p->load_error) {
+        draw_message(w, &a->palette, p->load_error, TUI_C_ERROR);
+        return;
+    }
+    if (!p->loaded) {
+        draw_message(w, &a->palette, "loading the bundle...", TUI_C_DIM);
+        return;
+    }
+    if (p->job_error) {
+        draw_message(w, &a->palette, p->job_error, TUI_C_ERROR);
+        return;
+    }
+    if (p->view == TUI_VIEW_HEATMAP) {
+        tui_draw_heatmap(a, p, w, 1, 1, getmaxy(w) - 2, getmaxx(w) - 2);
+        return;
+    }
+    if (p->n_hyps == 0) {
+        draw_message(w, &a->palette, "waiting for text in the editor", TUI_C_DIM);
+        return;
+    }
+    draw_text(a, p, w);
+}

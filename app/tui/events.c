@@ -1,0 +1,112 @@
+/* What the workers report, applied to the panes on the UI thread. Events of a job the pane no
+ * longer shows (the text changed since) are dropped. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mtlab/error.h"
+#include "tui/app.h"
+#include "tui/format.h"
+
+static void loaded(tui_app *a, tui_pane *p, tui_event *ev)
+{
+    p->loaded = 1;
+    snprintf(p->info, sizeof p->info, "%s", ev->info);
+    tui_log_add(&a->log, TUI_LOG_INFO, "%s", ev->text ? ev->text : p->dir);
+    /* text not sent yet goes to every pane when the debounce ends */
+    if (a->sent.n > 0 && a->sent_version == a->ed.version) tui_translate(a, p);
+}
+
+static void take_probe(tui_app *a, tui_pane *p, tui_event *ev)
+{
+    p->probe_pending = 0;
+    if (ev->segment != p->probe_segment) return;
+    if (ev->kind == TUI_EV_PROBE_FAILED) {
+        free(p->probe_error);
+        p->probe_error = mt_xstrdup(ev->text ? ev->text : "probe failed");
+        tui_log_add(&a->log, TUI_LOG_ERROR, "%s: probes: %s", p->name, p->probe_error);
+        return;
+    }
+    tui_probe_free(p->probe);
+    p->probe = ev->probe;
+    ev->probe = NULL;
+    const mt_probe_record *r = &p->probe->rec;
+    if (p->heat_kind < 0 || tui_heat_count(r, (mt_probe_kind)p->heat_kind) == 0) {
+        p->heat_kind = tui_heat_next_kind(r, -1);
+        p->heat_nth = 0;
+        p->heat_head = -1;
+    }
+    if (p->heat_kind >= 0 && p->heat_nth >= tui_heat_count(r, (mt_probe_kind)p->heat_kind))
+        p->heat_nth = 0;
+    if (p->sel >= r->n_tokens) p->sel = -1;
+    p->heat_row0 = 0;
+}
+
+static void job_event(tui_app *a, tui_pane *p, tui_event *ev)
+{
+    switch (ev->kind) {
+    case TUI_EV_PARTIAL:
+    case TUI_EV_SEGMENT:
+        if (ev->segment < 0 || ev->segment >= p->n_hyps) return;
+        free(p->hyps[ev->segment]);
+        p->hyps[ev->segment] = ev->text;
+        ev->text = NULL;
+        p->final[ev->segment] |= ev->kind == TUI_EV_SEGMENT;
+        break;
+    case TUI_EV_DONE: {
+        p->busy = 0;
+        if (ev->cancelled) return;
+        p->seconds = ev->seconds;
+        p->tokens = ev->tokens;
+        p->state_bytes = ev->state_bytes;
+        p->have_stats = 1;
+        char t[32], mem[32];
+        tui_format_seconds(t, sizeof t, ev->seconds);
+        tui_format_bytes(mem, sizeof mem, ev->state_bytes);
+        tui_log_add(&a->log, TUI_LOG_INFO, "%s: %d segment%s, %zu tokens in %s (%.1f tokens/s), "
+                    "beam %d, decoding state %s", p->name, p->n_hyps, p->n_hyps == 1 ? "" : "s",
+                    ev->tokens, t, ev->seconds > 0 ? (double)ev->tokens / ev->seconds : 0.0,
+                    p->beam, mem);
+        break;
+    }
+    case TUI_EV_FAILED:
+        p->busy = 0;
+        p->probe_pending = 0;
+        free(p->job_error);
+        p->job_error = mt_xstrdup(ev->text ? ev->text : "translation failed");
+        tui_log_add(&a->log, TUI_LOG_ERROR, "%s: %s", p->name, p->job_error);
+        break;
+    case TUI_EV_PROBE:
+    case TUI_EV_PROBE_FAILED:
+        take_probe(a, p, ev);
+        break;
+    default:
+        break;
+    }
+}
+
+void tui_handle_events(tui_app *a)
+{
+    tui_event *ev = tui_queue_drain(&a->q);
+    while (ev) {
+        tui_event *next = ev->next;
+        tui_pane *p = tui_pane_by_id(a, ev->pane_id);
+        if (p) {
+            a->dirty = 1;
+            switch (ev->kind) {
+            case TUI_EV_LOADED:
+                loaded(a, p, ev);
+                break;
+            case TUI_EV_LOAD_FAILED:
+                free(p->load_error);
+                p->load_error = mt_xstrdup(ev->text ? ev->text : "cannot load the bundle");
+                tui_log_add(&a->log, TUI_LOG_ERROR, "%s", p->load_error);
+                break;
+            default:
+                if (ev->job == p->job) job_event(a, p, ev);
+                break;
+            }
+        }
+        tui_event_free(ev);
+        ev = next;
+    }
+}

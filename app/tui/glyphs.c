@@ -1,0 +1,31 @@
+#include "tui/glyphs.h"
+
+#include <stddef.h>
+
+static const tui_glyphs unicode = {
+    .recalled = "\u2713",
+    .dropped = "\u2717",
+    .ellipsis = "\u2026",
+    .upper_half = "\u2580",
+    .shades = {" ", "\u2591", "\u2592", "\u2593", "\u2588"},
+    .spinner = {"\u280b", "\u2819", "\u2839", "\u2838", "\u283c", "\u2834", "\u2826", "\u2827"},
+    .n_spinner = 8,
+    .row_mark = "\u25b6",
+    .col_mark = "\u25bc",
+    .dot = "\u00b7",
+};
+
+static const tui_glyphs ascii = {
+    .recalled = "+",
+    .dropped = "x",
+    .ellipsis = "...",
+    .upper_half = NULL,
+    .shades = {" ", ".", ":", "o", "#"},
+    .spinner = {"|", "/", "-", "\\"},
+    .n_spinner = 4,
+    .row_mark = ">",
+    .col_mark = "v",
+    .dot = "-",
+};
+
+const tui_glyphs *tui_glyphs_for(int utf8) { return utf8 ? &unicode : &ascii; }

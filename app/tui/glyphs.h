@@ -1,0 +1,22 @@
+/* The symbols the workbench draws, in UTF-8 and in plain ASCII (a non-UTF-8 locale or
+ * --ascii): entity marks, the busy spinner, heat shading. Marks never rely on colour alone. */
+#ifndef MTLAB_TUI_GLYPHS_H
+#define MTLAB_TUI_GLYPHS_H
+
+#define TUI_SHADES 5
+
+typedef struct {
+    const char *recalled;        /* before an entity the model copied */
+    const char *dropped;         /* before an entity it left out */
+    const char *ellipsis;
+    const char *upper_half;      /* a heat cell holding two rows (colour only) */
+    const char *shades[TUI_SHADES]; /* a heat cell by shading, light to dark */
+    const char *spinner[8];
+    int n_spinner;
+    const char *row_mark, *col_mark; /* the selected token's row and column */
+    const char *dot;             /* separator in titles */
+} tui_glyphs;
+
+const tui_glyphs *tui_glyphs_for(int utf8);
+
+#endif

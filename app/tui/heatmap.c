@@ -1,0 +1,72 @@
+#include "tui/heatmap.h"
+
+#include <math.h>
+#include <string.h>
+
+int tui_heat_count(const mt_probe_record *r, mt_probe_kind kind)
+{
+    int n = 0;
+    for (int i = 0; i < r->n_maps; i++) n += r->maps[i].kind == kind;
+    return n;
+}
+
+int tui_heat_find(const mt_probe_record *r, mt_probe_kind kind, int nth)
+{
+    /* decoder maps first, then the encoder's */
+    for (int enc = 0; enc < 2; enc++)
+        for (int i = 0; i < r->n_maps; i++)
+            if (r->maps[i].kind == kind && r->maps[i].encoder == enc && nth-- == 0) return i;
+    return -1;
+}
+
+int tui_heat_next_kind(const mt_probe_record *r, int kind)
+{
+    for (int step = 1; step <= MT_PROBE_KINDS; step++) {
+        int k = ((kind < 0 ? -1 : kind) + step) % MT_PROBE_KINDS;
+        if (tui_heat_count(r, (mt_probe_kind)k) > 0) return k;
+    }
+    return -1;
+}
+
+void tui_heat_slice(float *out, const mt_probe_map *m, int h)
+{
+    size_t n = (size_t)m->rows * (size_t)m->cols;
+    if (h >= 0 && h < m->heads) {
+        memcpy(out, m->values + (size_t)h * n, n * sizeof *out);
+        return;
+    }
+    memset(out, 0, n * sizeof *out);
+    for (int k = 0; k < m->heads; k++)
+        for (size_t i = 0; i < n; i++) out[i] += m->values[(size_t)k * n + i];
+    for (size_t i = 0; i < n; i++) out[i] /= (float)m->heads;
+}
+
+float tui_heat_max(const float *v, int rows, int cols)
+{
+    float mx = 0;
+    for (size_t i = 0; i < (size_t)rows * (size_t)cols; i++)
+        if (v[i] > mx) mx = v[i];
+    return mx;
+}
+
+void tui_heat_normalise(float *out, const float *v, int rows, int cols, tui_heat_norm norm,
+                        float max)
+{
+    for (int r = 0; r < rows; r++) {
+        const float *row = v + (size_t)r * cols;
+        float *o = out + (size_t)r * cols;
+        float scale = norm == TUI_NORM_ROW ? tui_heat_max(row, 1, cols) : max;
+        for (int c = 0; c < cols; c++) {
+            float x = row[c] > 0 && scale > 0 ? row[c] / scale : 0;
+            if (norm == TUI_NORM_LOG)
+                x = x > 0 ? (float)((log10(x) + TUI_HEAT_LOG_DECADES) / TUI_HEAT_LOG_DECADES) : 0;
+            o[c] = x < 0 ? 0 : x > 1 ? 1 : x;
+        }
+    }
+}
+
+int tui_heat_level(float v, int levels)
+{
+    int l = (int)(v * (float)levels);
+    return l < 0 ? 0 : l >= levels ? levels - 1 : l;
+}

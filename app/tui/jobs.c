@@ -1,0 +1,219 @@
+/* Model panes and what they translate: adding and removing panes (each with its worker),
+ * sending the editor's segments as a job, asking for probes. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mtlab/error.h"
+#include "tui/app.h"
+
+double tui_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void pane_clear_results(tui_pane *p)
+{
+    for (int i = 0; i < p->n_hyps; i++) free(p->hyps[i]);
+    free(p->hyps);
+    free(p->final);
+    p->hyps = NULL;
+    p->final = NULL;
+    p->n_hyps = 0;
+    free(p->job_error);
+    p->job_error = NULL;
+}
+
+static void pane_clear_probe(tui_pane *p)
+{
+    tui_probe_free(p->probe);
+    p->probe = NULL;
+    free(p->probe_error);
+    p->probe_error = NULL;
+    p->probe_pending = 0;
+}
+
+int tui_pane_add(tui_app *a, const char *dir)
+{
+    if (a->n_panes == TUI_MAX_PANES)
+        return mt_error("at most %d model panes; remove one first (F5)", TUI_MAX_PANES);
+    tui_pane *p = mt_xcalloc(1, sizeof *p);
+    p->id = ++a->next_pane_id;
+    p->dir = mt_xstrdup(dir);
+    size_t len = strlen(dir);
+    while (len > 1 && dir[len - 1] == '/') len--;
+    const char *base = dir + len;
+    while (base > dir && base[-1] != '/') base--;
+    snprintf(p->name, sizeof p->name, "%.*s", (int)(dir + len - base), base);
+    p->beam = a->default_beam;
+    p->probe_segment = -1;
+    p->heat_kind = -1;
+    p->heat_head = -1;
+    /* per row by default: every map readable at once; F12 moves to the shared raw scale */
+    p->heat_norm = TUI_NORM_ROW;
+    p->sel = -1;
+    p->worker = tui_worker_start(p->id, dir, &a->q);
+    if (!p->worker) {
+        free(p->dir);
+        free(p);
+        return -1;
+    }
+    a->panes[a->n_panes++] = p;
+    tui_log_add(&a->log, TUI_LOG_INFO, "loading %s", dir);
+    a->relayout = 1;
+    return 0;
+}
+
+void tui_pane_remove(tui_app *a, int index)
+{
+    tui_pane *p = a->panes[index];
+    tui_worker_stop(p->worker);
+    tui_log_add(&a->log, TUI_LOG_INFO, "closed %s", p->dir);
+    pane_clear_results(p);
+    pane_clear_probe(p);
+    free(p->load_error);
+    free(p->dir);
+    free(p);
+    memmove(a->panes + index, a->panes + index + 1,
+            (size_t)(a->n_panes - index - 1) * sizeof *a->panes);
+    a->n_panes--;
+    if (a->focus >= a->n_panes) a->focus = a->n_panes - 1;
+    a->relayout = 1;
+}
+
+tui_pane *tui_pane_by_id(tui_app *a, int id)
+{
+    for (int i = 0; i < a->n_panes; i++)
+        if (a->panes[i]->id == id) return a->panes[i];
+    return NULL;
+}
+
+void tui_sent_free(tui_sent *s)
+{
+    for (int i = 0; i < s->n; i++) {
+        free(s->texts[i]);
+        free(s->spans[i]);
+    }
+    free(s->texts);
+    free(s->lines);
+    free(s->spans);
+    free(s->n_spans);
+    memset(s, 0, sizeof *s);
+}
+
+/* Snapshot the editor's segments (and their entities) as the text to translate. */
+static void snapshot(tui_app *a)
+{
+    tui_sent_free(&a->sent);
+    tui_segment *segs;
+    int n = tui_editor_segments(&a->ed, &segs);
+    tui_sent *s = &a->sent;
+    s->n = n;
+    s->texts = mt_xcalloc((size_t)n + 1, sizeof *s->texts);
+    s->lines = mt_xcalloc((size_t)n + 1, sizeof *s->lines);
+    s->spans = mt_xcalloc((size_t)n + 1, sizeof *s->spans);
+    s->n_spans = mt_xcalloc((size_t)n + 1, sizeof *s->n_spans);
+    for (int i = 0; i < n; i++) {
+        size_t len = segs[i].end - segs[i].start;
+        s->texts[i] = mt_xmalloc(len + 1);
+        memcpy(s->texts[i], a->ed.text + segs[i].start, len);
+        s->texts[i][len] = '\0';
+        s->lines[i] = segs[i].line;
+        if (mt_source_entities(&s->spans[i], &s->n_spans[i], s->texts[i], a->stats) != 0) {
+            s->spans[i] = NULL;
+            s->n_spans[i] = 0;
+        }
+    }
+    free(segs);
+    a->sent_version = a->ed.version;
+}
+
+int tui_cursor_segment(const tui_app *a)
+{
+    int line = tui_editor_cursor_line(&a->ed);
+    for (int i = 0; i < a->sent.n; i++)
+        if (a->sent.lines[i] >= line) return a->sent.lines[i] == line || i == 0 ? i : i - 1;
+    return a->sent.n > 0 ? a->sent.n - 1 : 0;
+}
+
+/* The cores shared between the loaded panes, so concurrent models do not oversubscribe. */
+static int threads_per_pane(const tui_app *a)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int loaded = 0;
+    for (int i = 0; i < a->n_panes; i++) loaded += a->panes[i]->loaded;
+    long t = cores / (loaded > 0 ? loaded : 1);
+    return t < 1 ? 1 : (int)t;
+}
+
+static void submit(tui_app *a, tui_pane *p, unsigned long job)
+{
+    pane_clear_results(p);
+    p->job = job;
+    p->scroll = 0;
+    p->have_stats = 0;
+    int n = a->sent.n;
+    if (n == 0) {
+        tui_worker_cancel(p->worker);
+        p->busy = 0;
+        pane_clear_probe(p);
+        return;
+    }
+    p->hyps = mt_xcalloc((size_t)n, sizeof *p->hyps);
+    p->final = mt_xcalloc((size_t)n, 1);
+    p->n_hyps = n;
+    char **texts = mt_xmalloc((size_t)n * sizeof *texts);
+    for (int i = 0; i < n; i++) texts[i] = mt_xstrdup(a->sent.texts[i]);
+    int probe = -1;
+    if (p->view == TUI_VIEW_HEATMAP) {
+        pane_clear_probe(p);
+        probe = p->probe_segment = tui_cursor_segment(a);
+        p->probe_pending = 1;
+    }
+    p->busy = 1;
+    tui_worker_submit(p->worker, job, texts, n, p->beam, threads_per_pane(a), probe);
+}
+
+void tui_translate(tui_app *a, tui_pane *only)
+{
+    /* text that changed since the last job goes to every pane, whoever asked */
+    if (a->sent_version != a->ed.version) only = NULL;
+    if (!only) snapshot(a);
+    unsigned long job = ++a->next_job;
+    for (int i = 0; i < a->n_panes; i++) {
+        tui_pane *p = a->panes[i];
+        if (p->loaded && (!only || p == only)) submit(a, p, job);
+    }
+    if (a->sent.n > 0)
+        tui_log_add(&a->log, TUI_LOG_INFO, "translating %d segment%s (job %lu)", a->sent.n,
+                    a->sent.n == 1 ? "" : "s", job);
+    a->dirty = 1;
+}
+
+void tui_request_probe(tui_app *a, tui_pane *p)
+{
+    if (p->view != TUI_VIEW_HEATMAP || !p->loaded || p->busy || a->sent.n == 0) return;
+    int seg = tui_cursor_segment(a);
+    if (p->probe_segment == seg && (p->probe || p->probe_pending || p->probe_error)) return;
+    if (seg >= p->n_hyps || !p->final[seg]) return;
+    pane_clear_probe(p);
+    p->probe_segment = seg;
+    p->probe_pending = 1;
+    tui_worker_probe(p->worker, seg);
+}
+
+void tui_refresh_entities(tui_app *a)
+{
+    if (a->spans_version == a->ed.version) return;
+    free(a->ed_spans);
+    a->ed_spans = NULL;
+    a->n_ed_spans = 0;
+    if (mt_source_entities(&a->ed_spans, &a->n_ed_spans, a->ed.text, a->stats) != 0) {
+        a->ed_spans = NULL;
+        a->n_ed_spans = 0;
+    }
+    a->spans_version = a->ed.version;
+}

@@ -1,0 +1,192 @@
+#include "tui/keys.h"
+
+#include <curses.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mtlab/error.h"
+
+#define F(n) TUI_FKEY(KEY_F(n))
+#define K(k) TUI_FKEY(k)
+#define PANES (TUI_IN_PANE | TUI_IN_HEATMAP)
+
+/* Order matters twice: the help lists sections and lines in this order, and the status line
+ * shows the hints in this order. */
+const tui_binding tui_bindings[] = {
+    {{F(1)}, TUI_IN_ANY, TUI_ACT_HELP, "Workbench", "show or hide this help", "help"},
+    {{TUI_CTRL('q'), F(10), TUI_CTRL('c')}, TUI_IN_ANY, TUI_ACT_QUIT, "Workbench",
+     "quit (the terminal is restored)", "quit"},
+    {{TUI_CTRL('r')}, TUI_IN_ANY, TUI_ACT_TRANSLATE, "Workbench",
+     "translate now (also starts 0.5 s after typing stops)", "translate"},
+    {{'\t'}, TUI_IN_ANY & ~TUI_IN_OVERLAY, TUI_ACT_FOCUS_NEXT, "Workbench",
+     "focus the next pane (editor, models, editor...)", "focus"},
+    {{K(KEY_BTAB)}, TUI_IN_ANY & ~TUI_IN_OVERLAY, TUI_ACT_FOCUS_PREV, "Workbench",
+     "focus the previous pane", NULL},
+    {{F(2)}, TUI_IN_ANY, TUI_ACT_LOG, "Workbench",
+     "show or hide the log (loads, errors, timings)", "log"},
+    {{F(3)}, TUI_IN_ANY & ~TUI_IN_OVERLAY, TUI_ACT_HEATMAP, "Workbench",
+     "focused pane (all from the editor): text or heatmap", "heatmap"},
+    {{F(4), TUI_CTRL('b')}, TUI_IN_ANY & ~TUI_IN_OVERLAY, TUI_ACT_BEAM, "Workbench",
+     "focused pane (all from the editor): greedy or beam 5", "beam"},
+    {{F(5), TUI_CTRL('o')}, TUI_IN_ANY, TUI_ACT_PICKER, "Workbench",
+     "bundle picker: add or remove model panes", "models"},
+    {{F(9), TUI_CTRL('t')}, TUI_IN_ANY, TUI_ACT_THEME, "Workbench",
+     "next colour theme (themes/*.theme)", "theme"},
+    {{TUI_CTRL('l')}, TUI_IN_ANY, TUI_ACT_REDRAW, "Workbench", "redraw the screen", NULL},
+    {{TUI_ESC}, TUI_IN_OVERLAY, TUI_ACT_CLOSE, "Workbench", "close the help or the picker",
+     "close"},
+    {{TUI_ESC}, PANES, TUI_ACT_CLOSE, "Workbench", "back to the editor", NULL},
+
+    {{'\r', '\n', K(KEY_ENTER)}, TUI_IN_EDITOR, TUI_ACT_NEWLINE, "Editor",
+     "new line (each non-blank line is one segment)", NULL},
+    {{K(KEY_BACKSPACE), 127, TUI_CTRL('h')}, TUI_IN_EDITOR, TUI_ACT_BACKSPACE, "Editor",
+     "delete the character before the cursor", NULL},
+    {{K(KEY_DC)}, TUI_IN_EDITOR, TUI_ACT_DELETE, "Editor", "delete the character under the cursor",
+     NULL},
+    {{K(KEY_LEFT)}, TUI_IN_EDITOR, TUI_ACT_LEFT, "Editor", "cursor left", NULL},
+    {{K(KEY_RIGHT)}, TUI_IN_EDITOR, TUI_ACT_RIGHT, "Editor", "cursor right", NULL},
+    {{K(KEY_UP)}, TUI_IN_EDITOR, TUI_ACT_UP, "Editor", "cursor up a row", NULL},
+    {{K(KEY_DOWN)}, TUI_IN_EDITOR, TUI_ACT_DOWN, "Editor", "cursor down a row", NULL},
+    {{K(KEY_HOME), TUI_CTRL('a')}, TUI_IN_EDITOR, TUI_ACT_HOME, "Editor", "start of the line",
+     NULL},
+    {{K(KEY_END), TUI_CTRL('e')}, TUI_IN_EDITOR, TUI_ACT_END, "Editor", "end of the line", NULL},
+    {{TUI_CTRL('u')}, TUI_IN_EDITOR, TUI_ACT_CLEAR, "Editor", "clear the editor", NULL},
+
+    {{K(KEY_UP)}, PANES | TUI_IN_OVERLAY, TUI_ACT_SCROLL_UP, "Panes and overlays",
+     "scroll up (overlays: move the highlight)", NULL},
+    {{K(KEY_DOWN)}, PANES | TUI_IN_OVERLAY, TUI_ACT_SCROLL_DOWN, "Panes and overlays",
+     "scroll down (overlays: move the highlight)", NULL},
+    {{K(KEY_PPAGE)}, PANES | TUI_IN_OVERLAY, TUI_ACT_PAGE_UP, "Panes and overlays", "page up",
+     NULL},
+    {{K(KEY_NPAGE)}, PANES | TUI_IN_OVERLAY, TUI_ACT_PAGE_DOWN, "Panes and overlays",
+     "page down", NULL},
+    {{'\r', '\n', K(KEY_ENTER)}, TUI_IN_OVERLAY, TUI_ACT_CHOOSE, "Panes and overlays",
+     "picker: add or remove the highlighted bundle", "add/remove"},
+
+    {{F(6)}, TUI_IN_HEATMAP, TUI_ACT_HEAT_KIND, "Heatmap",
+     "next map: state norms, attention, implicit attention", "map"},
+    {{F(7)}, TUI_IN_HEATMAP, TUI_ACT_HEAT_LAYER, "Heatmap", "next layer", "layer"},
+    {{F(8)}, TUI_IN_HEATMAP, TUI_ACT_HEAT_HEAD, "Heatmap",
+     "next head, or the mean of the heads", "head"},
+    {{F(12), TUI_CTRL('n')}, TUI_IN_HEATMAP, TUI_ACT_HEAT_NORM, "Heatmap",
+     "scale: raw (shared by the panes), per row, log", "scale"},
+    {{K(KEY_LEFT)}, TUI_IN_HEATMAP, TUI_ACT_SELECT_PREV, "Heatmap",
+     "select the previous token (its row and column marked)", NULL},
+    {{K(KEY_RIGHT)}, TUI_IN_HEATMAP, TUI_ACT_SELECT_NEXT, "Heatmap", "select the next token",
+     NULL},
+
+    {{TUI_MOUSE_CLICK}, TUI_IN_ANY & ~TUI_IN_OVERLAY, TUI_ACT_FOCUS_AT, "Mouse",
+     "focus the pane under the pointer", NULL},
+    {{TUI_MOUSE_WHEEL_UP}, TUI_IN_ANY, TUI_ACT_SCROLL_UP, "Mouse",
+     "scroll the pane under the pointer up", NULL},
+    {{TUI_MOUSE_WHEEL_DOWN}, TUI_IN_ANY, TUI_ACT_SCROLL_DOWN, "Mouse",
+     "scroll the pane under the pointer down", NULL},
+};
+const size_t tui_n_bindings = sizeof tui_bindings / sizeof tui_bindings[0];
+
+static int binding_has(const tui_binding *b, int key)
+{
+    for (int i = 0; i < TUI_BINDING_KEYS && b->keys[i]; i++)
+        if (b->keys[i] == key) return 1;
+    return 0;
+}
+
+tui_action tui_key_action(int key, unsigned context)
+{
+    tui_action anywhere = TUI_ACT_NONE;
+    for (size_t i = 0; i < tui_n_bindings; i++) {
+        const tui_binding *b = &tui_bindings[i];
+        if (!(b->where & context) || !binding_has(b, key)) continue;
+        if (b->where != TUI_IN_ANY) return b->action;
+        if (anywhere == TUI_ACT_NONE) anywhere = b->action;
+    }
+    return anywhere;
+}
+
+static const struct {
+    int key;
+    const char *name;
+} named_keys[] = {
+    {'\t', "Tab"}, {'\r', "Enter"}, {'\n', "Ctrl-J"}, {TUI_ESC, "Esc"}, {127, "Backspace"},
+    {K(KEY_BTAB), "Shift-Tab"}, {K(KEY_ENTER), "keypad Enter"}, {K(KEY_BACKSPACE), "Backspace"},
+    {K(KEY_DC), "Delete"}, {K(KEY_LEFT), "Left"}, {K(KEY_RIGHT), "Right"}, {K(KEY_UP), "Up"},
+    {K(KEY_DOWN), "Down"}, {K(KEY_HOME), "Home"}, {K(KEY_END), "End"}, {K(KEY_PPAGE), "PgUp"},
+    {K(KEY_NPAGE), "PgDn"}, {TUI_MOUSE_CLICK, "Click"}, {TUI_MOUSE_WHEEL_UP, "Wheel up"},
+    {TUI_MOUSE_WHEEL_DOWN, "Wheel down"},
+};
+
+const char *tui_key_name(int key, char *buf, size_t len)
+{
+    for (size_t i = 0; i < sizeof named_keys / sizeof named_keys[0]; i++)
+        if (named_keys[i].key == key) return named_keys[i].name;
+    if (TUI_IS_FKEY(key) && (key & 0xffffff) >= KEY_F(1) && (key & 0xffffff) <= KEY_F(12))
+        snprintf(buf, len, "F%d", (key & 0xffffff) - KEY_F0);
+    else if (key > 0 && key < 32) snprintf(buf, len, "Ctrl-%c", '@' + key);
+    else snprintf(buf, len, "key %#x", key);
+    return buf;
+}
+
+/* "Ctrl-Q F10" for a binding: its keys, omitting the less common alternates of Enter. */
+static void keys_label(const tui_binding *b, char *out, size_t len)
+{
+    out[0] = '\0';
+    for (int i = 0; i < TUI_BINDING_KEYS && b->keys[i]; i++) {
+        if (i > 0 && (b->keys[i] == '\n' || b->keys[i] == K(KEY_ENTER))) continue;
+        char buf[32];
+        const char *name = tui_key_name(b->keys[i], buf, sizeof buf);
+        if (strstr(out, name)) continue; /* Backspace arrives as two codes */
+        size_t used = strlen(out);
+        snprintf(out + used, len - used, "%s%s", used ? " " : "", name);
+    }
+}
+
+enum { HELP_KEY_COLS = 22 };
+
+char **tui_help_lines(int *n)
+{
+    char **lines = mt_xmalloc((2 * tui_n_bindings + 2) * sizeof *lines);
+    int k = 0;
+    const char *section = NULL;
+    for (size_t i = 0; i < tui_n_bindings; i++) {
+        const tui_binding *b = &tui_bindings[i];
+        if (!section || strcmp(section, b->section) != 0) {
+            if (section) lines[k++] = mt_xstrdup("");
+            section = b->section;
+            lines[k++] = mt_xstrdup(section);
+        }
+        char keys[96], line[256];
+        keys_label(b, keys, sizeof keys);
+        snprintf(line, sizeof line, "  %-*s %s", HELP_KEY_COLS, keys, b->help);
+        lines[k++] = mt_xstrdup(line);
+    }
+    *n = k;
+    return lines;
+}
+
+void tui_lines_free(char **lines, int n)
+{
+    for (int i = 0; i < n; i++) free(lines[i]);
+    free(lines);
+}
+
+void tui_status_hints(char *buf, size_t len, unsigned context, int width)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    /* the bindings of the context itself first (heatmap keys, overlay keys), then the ones
+     * that also work in the editor */
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < tui_n_bindings; i++) {
+            const tui_binding *b = &tui_bindings[i];
+            int general = (b->where & TUI_IN_EDITOR) != 0;
+            if (!b->hint || !(b->where & context) || general != pass) continue;
+            char kb[32], item[96];
+            const char *key = tui_key_name(b->keys[0], kb, sizeof kb);
+            if (b->keys[0] == '\r') key = "Enter";
+            int n = snprintf(item, sizeof item, "%s%s %s", used ? "  " : "", key, b->hint);
+            if (n < 0 || used + (size_t)n >= len || (int)(used + (size_t)n) > width) return;
+            memcpy(buf + used, item, (size_t)n + 1);
+            used += (size_t)n;
+        }
+}

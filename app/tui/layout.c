@@ -1,0 +1,96 @@
+#include "tui/layout.h"
+
+#include <string.h>
+
+enum {
+    EDITOR_MIN_H = 3,  /* border, one line, border */
+    EDITOR_MAX_LINES = 8,
+    LOG_MIN_H = 4,
+    OVERLAY_MAX_W = 84,
+    OVERLAY_MAX_H = 34,
+};
+
+static int clamp(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+int tui_rect_contains(tui_rect r, int y, int x)
+{
+    return r.h > 0 && r.w > 0 && y >= r.y && y < r.y + r.h && x >= r.x && x < r.x + r.w;
+}
+
+/* Grid columns for n panes in a W x H area: one row when every pane gets the side-by-side
+ * width; otherwise the fewest columns that keep panes comfortably tall, else the fewest that
+ * fit at all. 0 when nothing fits. */
+static int grid_columns(int n, int W, int H)
+{
+    if (W / n >= TUI_PANE_SIDE_MIN_W) return n;
+    for (int pass = 0; pass < 2; pass++) {
+        int min_h = pass == 0 ? TUI_PANE_COMFORT_H : TUI_PANE_MIN_H;
+        for (int c = 1; c <= n; c++) {
+            int r = (n + c - 1) / c;
+            if (W / c >= TUI_PANE_MIN_W && H / r >= min_h) return c;
+        }
+    }
+    return 0;
+}
+
+/* Split [0, total) into k parts, the first total % k parts one cell larger. */
+static void split(int total, int k, int i, int *start, int *len)
+{
+    int base = total / k, extra = total % k;
+    *start = i * base + (i < extra ? i : extra);
+    *len = base + (i < extra);
+}
+
+static void place_panes(tui_layout *L, int y0, int H)
+{
+    int n = L->n_panes, c = L->grid_cols, r = L->grid_rows;
+    for (int i = 0; i < n; i++) {
+        int row = i / c, col = i % c;
+        /* the last row spreads its panes over the whole width */
+        int in_row = row == r - 1 ? n - row * c : c;
+        int x, w, y, h;
+        split(L->cols, in_row, col, &x, &w);
+        split(H, r, row, &y, &h);
+        L->panes[i] = (tui_rect){y0 + y, x, h, w};
+    }
+}
+
+int tui_layout_compute(tui_layout *out, int cols, int rows, int n_panes, int show_log)
+{
+    memset(out, 0, sizeof *out);
+    out->cols = cols;
+    out->rows = rows;
+    out->n_panes = clamp(n_panes, 0, TUI_MAX_PANES);
+    if (cols < TUI_MIN_COLS || rows < TUI_MIN_ROWS) {
+        out->too_small = 1;
+        return -1;
+    }
+    out->status = (tui_rect){rows - 1, 0, 1, cols};
+    int editor_h = clamp((rows - 1) / 4, EDITOR_MIN_H - 2, EDITOR_MAX_LINES) + 2;
+    int log_h = show_log ? clamp(rows / 4, LOG_MIN_H, 12) : 0;
+    int n = out->n_panes;
+    /* give up room in this order until the panes fit: the log, then editor lines */
+    for (;;) {
+        int H = rows - 1 - editor_h - log_h;
+        int c = n ? grid_columns(n, cols, H) : (H >= TUI_PANE_MIN_H);
+        if (c > 0) {
+            out->grid_cols = n ? c : 0;
+            out->grid_rows = n ? (n + c - 1) / c : 0;
+            out->editor = (tui_rect){0, 0, editor_h, cols};
+            if (n) place_panes(out, editor_h, H);
+            else out->empty = (tui_rect){editor_h, 0, H, cols};
+            if (log_h) out->log = (tui_rect){editor_h + H, 0, log_h, cols};
+            break;
+        }
+        if (log_h) log_h = 0;
+        else if (editor_h > EDITOR_MIN_H) editor_h--;
+        else {
+            out->too_small = 1;
+            return -1;
+        }
+    }
+    int ow = cols - 4 < OVERLAY_MAX_W ? cols - 4 : OVERLAY_MAX_W;
+    int oh = rows - 2 < OVERLAY_MAX_H ? rows - 2 : OVERLAY_MAX_H;
+    out->overlay = (tui_rect){(rows - 1 - oh) / 2, (cols - ow) / 2, oh, ow};
+    return 0;
+}

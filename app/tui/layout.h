@@ -1,0 +1,49 @@
+/* Where everything goes on the screen: a pure function from the terminal size and the number
+ * of model panes to rectangles. No curses here, so the unit tests can check every size.
+ *
+ *   +-- editor (source text) --------------------------+
+ *   |                                                  |
+ *   +--------------------------------------------------+
+ *   +-- pane 1 ------------++-- pane 2 ----------------+   side by side when each pane gets
+ *   |                      ||                          |   TUI_PANE_SIDE_MIN_W columns,
+ *   +----------------------++--------------------------+   else a grid (stacked when narrow)
+ *   +-- log (F2) --------------------------------------+
+ *   status line: key hints
+ */
+#ifndef MTLAB_TUI_LAYOUT_H
+#define MTLAB_TUI_LAYOUT_H
+
+#define TUI_MAX_PANES 4
+#define TUI_MIN_COLS 40
+#define TUI_MIN_ROWS 12
+#define TUI_PANE_SIDE_MIN_W 30 /* narrower than this, panes stop sitting side by side */
+#define TUI_PANE_MIN_W 16
+#define TUI_PANE_MIN_H 3       /* border, one line of text, border */
+#define TUI_PANE_COMFORT_H 6   /* a grid prefers fewer columns while panes stay this tall */
+
+typedef struct {
+    int y, x, h, w; /* top-left corner and size in cells; h = 0 means absent */
+} tui_rect;
+
+typedef struct {
+    int too_small;   /* 1: the terminal is below the minimum; only `message` is drawn */
+    int cols, rows;
+    tui_rect editor; /* bordered source editor */
+    tui_rect panes[TUI_MAX_PANES];
+    int n_panes;
+    int grid_cols, grid_rows;
+    tui_rect empty;  /* with no panes: where the empty-state message goes */
+    tui_rect log;    /* h = 0 when hidden (or when there is no room for it) */
+    tui_rect status; /* the last line */
+    tui_rect overlay; /* a centred box for help and the bundle picker */
+} tui_layout;
+
+/* Fill out for a cols x rows terminal with n_panes (0..TUI_MAX_PANES) model panes and the log
+ * pane shown or not. Returns 0, or -1 (with out->too_small = 1) when the terminal is too
+ * small for them. */
+int tui_layout_compute(tui_layout *out, int cols, int rows, int n_panes, int show_log);
+
+/* 1 when the point (y, x) lies inside r. */
+int tui_rect_contains(tui_rect r, int y, int x);
+
+#endif

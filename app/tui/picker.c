@@ -1,0 +1,94 @@
+/* The bundle picker: the bundles under models/, those named with -m and the open panes, each
+ * marked when open; choosing one opens or closes its pane. */
+#include <dirent.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/paths.h"
+#include "mtlab/error.h"
+#include "tui/app.h"
+
+static int cmp_str(const void *x, const void *y)
+{
+    return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+int tui_default_bundles(char ***dirs, const char *where, char *models_dir, size_t len)
+{
+    char root[PATH_MAX];
+    *dirs = NULL;
+    if (where) snprintf(root, sizeof root, "%s", where);
+    else if (cli_find_resource("models", root, sizeof root) != 0) snprintf(root, sizeof root, "models");
+    if (models_dir) snprintf(models_dir, len, "%s", root);
+    DIR *d = opendir(root);
+    if (!d) return 0;
+    int n = 0, cap = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue;
+        char path[PATH_MAX], config[PATH_MAX + 16];
+        snprintf(path, sizeof path, "%s/%s", root, e->d_name);
+        snprintf(config, sizeof config, "%s/config.json", path);
+        struct stat st;
+        if (stat(config, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 8;
+            *dirs = mt_xrealloc(*dirs, (size_t)cap * sizeof **dirs);
+        }
+        (*dirs)[n++] = mt_xstrdup(path);
+    }
+    closedir(d);
+    if (n > 1) qsort(*dirs, (size_t)n, sizeof **dirs, cmp_str);
+    return n;
+}
+
+void tui_picker_free(tui_app *a)
+{
+    for (int i = 0; i < a->n_picker; i++) free(a->picker_dirs[i]);
+    free(a->picker_dirs);
+    a->picker_dirs = NULL;
+    a->n_picker = 0;
+}
+
+static void add_candidate(tui_app *a, const char *dir, int *cap)
+{
+    for (int i = 0; i < a->n_picker; i++)
+        if (!strcmp(a->picker_dirs[i], dir)) return;
+    if (a->n_picker == *cap) {
+        *cap = *cap ? 2 * *cap : 8;
+        a->picker_dirs = mt_xrealloc(a->picker_dirs, (size_t)*cap * sizeof *a->picker_dirs);
+    }
+    a->picker_dirs[a->n_picker++] = mt_xstrdup(dir);
+}
+
+void tui_picker_open(tui_app *a)
+{
+    tui_picker_free(a);
+    int cap = 0;
+    for (int i = 0; i < a->n_panes; i++) add_candidate(a, a->panes[i]->dir, &cap);
+    for (int i = 0; i < a->n_known; i++) add_candidate(a, a->known_dirs[i], &cap);
+    char **defaults;
+    int n = tui_default_bundles(&defaults, a->models_root, NULL, 0);
+    for (int i = 0; i < n; i++) {
+        add_candidate(a, defaults[i], &cap);
+        free(defaults[i]);
+    }
+    free(defaults);
+    a->picker_sel = 0;
+    a->overlay = TUI_OVERLAY_PICKER;
+    a->dirty = 1;
+}
+
+void tui_picker_choose(tui_app *a)
+{
+    if (a->overlay != TUI_OVERLAY_PICKER || a->picker_sel >= a->n_picker) return;
+    const char *dir = a->picker_dirs[a->picker_sel];
+    for (int i = 0; i < a->n_panes; i++)
+        if (!strcmp(a->panes[i]->dir, dir)) {
+            tui_pane_remove(a, i);
+            return;
+        }
+    if (tui_pane_add(a, dir) != 0) tui_notice(a, "%s", mt_last_error());
+}

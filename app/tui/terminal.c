@@ -1,0 +1,188 @@
+#include "tui/terminal.h"
+
+#include <curses.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "mtlab/error.h"
+
+volatile sig_atomic_t tui_quit_signal;
+volatile sig_atomic_t tui_resize_signal;
+
+/* What the crash handler needs, set before curses starts. */
+static int saved_stderr = -1;           /* the real stderr while fd 2 is the capture file */
+static char capture_path[64];           /* the capture file ("" when none) */
+static struct termios saved_tio;
+static int have_tio;
+static SCREEN *screen;
+
+/* Bracketed paste off, mouse reporting off, attributes reset, cursor shown, normal screen. */
+static const char restore_seq[] = "\033[?2004l\033[?1000l\033[?1002l\033[?1006l\033[0m"
+                                  "\033[?25h\033[?1049l\r\n";
+
+static void write_all(int fd, const char *s, size_t n)
+{
+    while (n > 0) {
+        ssize_t k = write(fd, s, n);
+        if (k <= 0) return;
+        s += k;
+        n -= (size_t)k;
+    }
+}
+
+static void on_quit_signal(int sig)
+{
+    (void)sig;
+    tui_quit_signal = 1;
+}
+
+static void on_resize_signal(int sig)
+{
+    (void)sig;
+    tui_resize_signal = 1;
+}
+
+void tui_term_resize(void)
+{
+    struct winsize ws;
+    tui_resize_signal = 0;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0)
+        resizeterm(ws.ws_row, ws.ws_col);
+}
+
+/* Only async-signal-safe calls: write, tcsetattr, open, read, raise. */
+static void on_crash(int sig)
+{
+    write_all(STDOUT_FILENO, restore_seq, sizeof restore_seq - 1);
+    if (have_tio) tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved_tio);
+    int err = saved_stderr >= 0 ? saved_stderr : STDERR_FILENO;
+    const char *name = sig == SIGSEGV ? "segmentation fault"
+                       : sig == SIGBUS ? "bus error"
+                       : sig == SIGFPE ? "arithmetic exception"
+                       : sig == SIGILL ? "illegal instruction"
+                                       : "abort";
+    static const char head[] = "mtlab: the workbench crashed (";
+    write_all(err, head, sizeof head - 1);
+    write_all(err, name, strlen(name));
+    static const char tail[] = "); the terminal was restored\n";
+    write_all(err, tail, sizeof tail - 1);
+    if (capture_path[0]) {
+        int fd = open(capture_path, O_RDONLY);
+        char buf[4096];
+        ssize_t n;
+        while (fd >= 0 && (n = read(fd, buf, sizeof buf)) > 0) write_all(err, buf, (size_t)n);
+    }
+    raise(sig);
+}
+
+static void install_handlers(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = on_quit_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    /* installed before initscr, so curses leaves SIGWINCH to us */
+    sa.sa_handler = on_resize_signal;
+    sigaction(SIGWINCH, &sa, NULL);
+    sa.sa_handler = on_crash;
+    sa.sa_flags = SA_RESETHAND;
+    int crash[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+    for (size_t i = 0; i < sizeof crash / sizeof crash[0]; i++) sigaction(crash[i], &sa, NULL);
+}
+
+static void uninstall_handlers(void)
+{
+    int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) signal(sigs[i], SIG_DFL);
+}
+
+/* Send fd 2 to a fresh temporary file, keeping the real stderr in saved_stderr. */
+static void capture_stderr(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(capture_path, sizeof capture_path, "%s/mtlab-stderr-XXXXXX",
+             tmp && strlen(tmp) < 32 ? tmp : "/tmp");
+    int fd = mkstemp(capture_path);
+    if (fd < 0) {
+        capture_path[0] = '\0';
+        return;
+    }
+    fflush(stderr);
+    saved_stderr = dup(STDERR_FILENO);
+    dup2(fd, STDERR_FILENO);
+    close(fd);
+}
+
+static void release_stderr(void)
+{
+    if (saved_stderr < 0) return;
+    fflush(stderr);
+    dup2(saved_stderr, STDERR_FILENO);
+    close(saved_stderr);
+    saved_stderr = -1;
+    FILE *f = fopen(capture_path, "rb");
+    if (f) {
+        char buf[4096];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, n, stderr);
+        fclose(f);
+    }
+    unlink(capture_path);
+    capture_path[0] = '\0';
+}
+
+int tui_term_start(int no_mouse)
+{
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
+        return mt_error("the workbench needs a terminal (stdin and stdout are not both one); "
+                        "for files use `mtlab translate`");
+    have_tio = tcgetattr(STDIN_FILENO, &saved_tio) == 0;
+    capture_stderr();
+    install_handlers();
+    /* newterm, unlike initscr, returns on an unknown terminal instead of exiting */
+    screen = newterm(NULL, stdout, stdin);
+    if (!screen) {
+        uninstall_handlers();
+        release_stderr();
+        return mt_error("curses cannot start on this terminal (TERM=%s has no usable terminfo "
+                        "entry; try TERM=xterm-256color, or install ncurses-term)",
+                        getenv("TERM") ? getenv("TERM") : "unset");
+    }
+    raw();
+    noecho();
+    nonl();
+    keypad(stdscr, TRUE);
+    nodelay(stdscr, TRUE);
+    set_escdelay(25);
+    define_key("\033[200~", TUI_KEY_PASTE_BEGIN);
+    define_key("\033[201~", TUI_KEY_PASTE_END);
+    if (!no_mouse) {
+        /* releases too: curses keeps reading (blocking) past events it was not asked for */
+        mousemask(BUTTON1_PRESSED | BUTTON1_RELEASED | BUTTON4_PRESSED | BUTTON5_PRESSED, NULL);
+        mouseinterval(0);
+    }
+    fputs("\033[?2004h", stdout);
+    fflush(stdout);
+    return 0;
+}
+
+void tui_term_stop(void)
+{
+    fputs("\033[?2004l", stdout);
+    fflush(stdout);
+    mousemask(0, NULL);
+    endwin();
+    delscreen(screen);
+    screen = NULL;
+    uninstall_handlers();
+    release_stderr();
+}

@@ -1,0 +1,28 @@
+/* The workbench's entry point, for app/cli/cmd_tui.c (and `mtlab` with no arguments). */
+#ifndef MTLAB_TUI_H
+#define MTLAB_TUI_H
+
+#include <stddef.h>
+
+#include "tui/layout.h"
+
+typedef struct {
+    const char *dirs[TUI_MAX_PANES]; /* bundle directories, one pane each */
+    int n_dirs;
+    const char *theme;      /* a name in themes/ or a file path; NULL: the default */
+    int beam;               /* 1: greedy (default), else beam search with this many beams */
+    int ascii;              /* ASCII glyphs even in a UTF-8 locale */
+    int no_mouse;
+    const char *models_root; /* where the picker looks for bundles (NULL: models/) */
+    const char *empty_hint; /* shown when no pane is open */
+} tui_options;
+
+/* The bundles (directories holding a config.json) in root, or when root is NULL in the
+ * project's models/ (cli_find_resource), sorted and malloc'd; models_dir (when not NULL)
+ * receives the directory searched. Returns their number. */
+int tui_default_bundles(char ***dirs, const char *root, char *models_dir, size_t len);
+
+/* Run the workbench until the user quits. 0, or 1 after printing why it could not start. */
+int tui_run(const tui_options *o);
+
+#endif

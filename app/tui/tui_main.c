@@ -1,0 +1,310 @@
+/* The workbench's loop: poll the terminal and the workers' event pipe, apply keys and
+ * events, send the text for translation when typing pauses, draw a frame when something
+ * changed (and on a spinner tick while models work). */
+#include <dirent.h>
+#include <langinfo.h>
+#include <limits.h>
+#include <locale.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/paths.h"
+#include "mtlab/error.h"
+#include "tui/app.h"
+#include "tui/terminal.h"
+#include "tui/tui.h"
+#include "tui/utf8.h"
+
+#define SPINNER_TICK_S 0.1
+
+static int cmp_str(const void *x, const void *y)
+{
+    return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+/* themes/ *.theme, sorted by name. */
+static void find_themes(tui_app *a)
+{
+    char dir[PATH_MAX];
+    if (cli_find_resource("themes", dir, sizeof dir) != 0) return;
+    DIR *d = opendir(dir);
+    if (!d) return;
+    int cap = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        if (n <= 6 || strcmp(e->d_name + n - 6, ".theme") != 0) continue;
+        if (a->n_themes == cap) {
+            cap = cap ? 2 * cap : 8;
+            a->theme_names = mt_xrealloc(a->theme_names, (size_t)cap * sizeof *a->theme_names);
+        }
+        char path[PATH_MAX + NAME_MAX + 2];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        a->theme_names[a->n_themes++] = mt_xstrdup(path);
+    }
+    closedir(d);
+    if (a->n_themes > 1)
+        qsort(a->theme_names, (size_t)a->n_themes, sizeof *a->theme_names, cmp_str);
+}
+
+/* The index of a theme by name (file name without .theme), or -1. */
+static int theme_index(const tui_app *a, const char *name)
+{
+    for (int i = 0; i < a->n_themes; i++) {
+        const char *base = strrchr(a->theme_names[i], '/');
+        base = base ? base + 1 : a->theme_names[i];
+        size_t n = strlen(base) - 6;
+        if (strlen(name) == n && !strncmp(base, name, n)) return i;
+    }
+    return -1;
+}
+
+/* Start colours when the terminal has them (COLORS is known only after start_color). */
+static tui_color_level start_colors(void)
+{
+    if (!has_colors()) return TUI_COLORS_NONE;
+    start_color();
+    use_default_colors();
+    return tui_color_level_detect(1, COLORS, tigetflag("RGB"), getenv("NO_COLOR"));
+}
+
+int tui_apply_theme(tui_app *a, int index)
+{
+    tui_theme t;
+    if (tui_theme_load(&t, a->theme_names[index]) != 0) {
+        tui_notice(a, "%s", mt_last_error());
+        return -1;
+    }
+    a->theme = t;
+    a->theme_index = index;
+    tui_palette_build(&a->palette, &a->theme, a->palette.level);
+    tui_log_add(&a->log, TUI_LOG_INFO, "theme %s (%s%s)", t.name,
+                tui_color_level_name(a->palette.level),
+                getenv("NO_COLOR") && getenv("NO_COLOR")[0] ? ", NO_COLOR is set" : "");
+    clearok(curscr, TRUE);
+    a->dirty = 1;
+    return 0;
+}
+
+/* The theme to start with, before curses (so a bad --theme is a plain error message). */
+static int choose_theme(tui_app *a, const char *want, int *index)
+{
+    *index = -1;
+    if (want && (strchr(want, '/') || strstr(want, ".theme"))) {
+        char **grown = mt_xrealloc(a->theme_names, (size_t)(a->n_themes + 1) * sizeof *grown);
+        a->theme_names = grown;
+        a->theme_names[a->n_themes] = mt_xstrdup(want);
+        *index = a->n_themes++;
+    } else {
+        const char *name = want ? want : TUI_DEFAULT_THEME;
+        *index = theme_index(a, name);
+        if (*index < 0 && want) {
+            char known[512] = "";
+            for (int i = 0; i < a->n_themes; i++) {
+                const char *base = strrchr(a->theme_names[i], '/');
+                base = base ? base + 1 : a->theme_names[i];
+                snprintf(known + strlen(known), sizeof known - strlen(known), "%s%.*s",
+                         i ? ", " : "", (int)strlen(base) - 6, base);
+            }
+            return mt_error("no theme '%s' (themes: %s)", want, a->n_themes ? known : "none found");
+        }
+    }
+    if (*index >= 0 && tui_theme_load(&a->theme, a->theme_names[*index]) != 0) return -1;
+    if (*index < 0) tui_theme_plain(&a->theme, "plain");
+    return 0;
+}
+
+static void load_corpus_stats(tui_app *a, const char *dir)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    if (a->stats || snprintf(path, sizeof path, "%s/corpus_stats.tsv", dir) >= (int)sizeof path ||
+        stat(path, &st) != 0)
+        return;
+    a->stats = mt_corpus_stats_read(path);
+    if (a->stats) tui_log_add(&a->log, TUI_LOG_INFO, "entity frequencies from %s", path);
+    else tui_log_add(&a->log, TUI_LOG_WARN, "%s", mt_last_error());
+}
+
+static void paste_append(tui_app *a, wint_t wc)
+{
+    char buf[4];
+    int n = tui_utf8_encode(wc == '\r' ? '\n' : (uint32_t)wc, buf);
+    a->paste_total += (size_t)n;
+    /* keep a little more than the editor can take, so the notice can say what was cut */
+    if (a->paste_len + (size_t)n > TUI_EDITOR_MAX_BYTES + 4) return;
+    if (a->paste_len + (size_t)n > a->paste_cap) {
+        a->paste_cap = a->paste_cap ? 2 * a->paste_cap : 4096;
+        a->paste = mt_xrealloc(a->paste, a->paste_cap);
+    }
+    memcpy(a->paste + a->paste_len, buf, (size_t)n);
+    a->paste_len += (size_t)n;
+}
+
+static void paste_finish(tui_app *a)
+{
+    size_t dropped = tui_editor_insert(&a->ed, a->paste, a->paste_len);
+    dropped += a->paste_total - a->paste_len;
+    if (dropped > 0)
+        tui_notice(a, "paste capped: %zu of %zu bytes did not fit (the editor holds %d KiB)",
+                   dropped, a->paste_total, TUI_EDITOR_MAX_BYTES / 1024);
+    else
+        tui_log_add(&a->log, TUI_LOG_INFO, "pasted %zu bytes", a->paste_total);
+    a->pasting = 0;
+    a->paste_len = a->paste_total = 0;
+    a->focus = -1;
+    a->edit_time = tui_now();
+    a->dirty = 1;
+}
+
+static void read_input(tui_app *a)
+{
+    wint_t wc;
+    int r;
+    while ((r = wget_wch(stdscr, &wc)) != ERR) {
+        if (r == KEY_CODE_YES && wc == TUI_KEY_PASTE_BEGIN) {
+            a->pasting = 1;
+            a->paste_len = a->paste_total = 0;
+        } else if (r == KEY_CODE_YES && wc == TUI_KEY_PASTE_END) {
+            if (a->pasting) paste_finish(a);
+        } else if (a->pasting) {
+            if (r == OK) paste_append(a, wc);
+            else if (wc == KEY_ENTER) paste_append(a, '\n');
+        } else if (r == KEY_CODE_YES && wc == KEY_RESIZE) {
+            a->relayout = 1;
+        } else if (r == KEY_CODE_YES && wc == KEY_MOUSE) {
+            tui_handle_mouse(a);
+        } else if (r == KEY_CODE_YES) {
+            tui_handle_key(a, TUI_FKEY((int)wc), 0);
+        } else {
+            int control = wc < 32 || wc == 127;
+            tui_handle_key(a, (int)wc, !control);
+        }
+    }
+}
+
+static int anything_moving(const tui_app *a)
+{
+    for (int i = 0; i < a->n_panes; i++) {
+        const tui_pane *p = a->panes[i];
+        if (p->busy || p->probe_pending || (!p->loaded && !p->load_error)) return 1;
+    }
+    return 0;
+}
+
+/* Milliseconds poll may sleep: until the debounce ends, the next spinner frame or the notice
+ * expires; -1 when nothing is pending. */
+static int poll_timeout(const tui_app *a, double now)
+{
+    double t = -1;
+    if (a->ed.version != a->sent_version) t = a->edit_time + TUI_DEBOUNCE_S - now;
+    if (anything_moving(a) && (t < 0 || t > SPINNER_TICK_S)) t = SPINNER_TICK_S;
+    if (a->notice[0] && a->notice_until > now && (t < 0 || t > a->notice_until - now))
+        t = a->notice_until - now;
+    if (t < 0 && a->ed.version != a->sent_version) t = 0;
+    return t < 0 ? -1 : (int)(t * 1000) + 1;
+}
+
+static void loop(tui_app *a)
+{
+    struct pollfd fds[2] = {{.fd = STDIN_FILENO, .events = POLLIN},
+                            {.fd = tui_queue_fd(&a->q), .events = POLLIN}};
+    /* the signals the loop reacts to arrive only inside ppoll: one that comes while a frame
+     * is drawn waits there, so it always interrupts the wait instead of being missed */
+    sigset_t block, during_wait;
+    sigemptyset(&block);
+    int sigs[] = {SIGWINCH, SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) sigaddset(&block, sigs[i]);
+    pthread_sigmask(SIG_BLOCK, &block, &during_wait);
+    while (!a->quit && !tui_quit_signal) {
+        double now = tui_now();
+        if (a->notice[0] && now >= a->notice_until) a->notice[0] = '\0', a->dirty = 1;
+        if (a->dirty || a->relayout || anything_moving(a)) tui_draw(a);
+        int ms = poll_timeout(a, now);
+        struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+        ppoll(fds, 2, ms < 0 ? NULL : &ts, &during_wait);
+        if (tui_resize_signal) {
+            tui_term_resize();
+            a->relayout = 1;
+        }
+        if (fds[1].revents & POLLIN) tui_handle_events(a);
+        read_input(a);
+        if (!a->pasting && a->ed.version != a->sent_version &&
+            tui_now() >= a->edit_time + TUI_DEBOUNCE_S)
+            tui_translate(a, NULL);
+    }
+    pthread_sigmask(SIG_SETMASK, &during_wait, NULL);
+}
+
+/* What exists before the terminal and the queue are set up. */
+static void free_basics(tui_app *a)
+{
+    tui_editor_free(&a->ed);
+    tui_log_free(&a->log);
+    for (int i = 0; i < a->n_themes; i++) free(a->theme_names[i]);
+    free(a->theme_names);
+    free(a);
+}
+
+static void app_free(tui_app *a)
+{
+    while (a->n_panes > 0) tui_pane_remove(a, a->n_panes - 1);
+    tui_free_windows(a);
+    tui_picker_free(a);
+    tui_sent_free(&a->sent);
+    tui_queue_destroy(&a->q);
+    free(a->ed_spans);
+    free(a->paste);
+    mt_corpus_stats_free(a->stats);
+    free_basics(a);
+}
+
+int tui_run(const tui_options *o)
+{
+    setlocale(LC_ALL, "");
+    tui_app *a = mt_xcalloc(1, sizeof *a);
+    tui_editor_init(&a->ed, TUI_EDITOR_MAX_BYTES);
+    tui_log_init(&a->log);
+    a->focus = -1;
+    a->default_beam = o->beam > 0 ? o->beam : 1;
+    a->ascii = o->ascii;
+    a->utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
+    a->empty_hint = o->empty_hint;
+    a->models_root = o->models_root;
+    a->known_dirs = (char **)o->dirs;
+    a->n_known = o->n_dirs;
+    a->spans_version = (unsigned long)-1;
+    find_themes(a);
+    int index;
+    if (choose_theme(a, o->theme, &index) != 0 || tui_queue_init(&a->q) != 0) {
+        fprintf(stderr, "mtlab: %s\n", mt_last_error());
+        free_basics(a);
+        return 1;
+    }
+    a->theme_index = index < 0 ? 0 : index;
+    if (tui_term_start(o->no_mouse) != 0) {
+        fprintf(stderr, "mtlab: %s\n", mt_last_error());
+        app_free(a);
+        return 1;
+    }
+    tui_color_level level = start_colors();
+    tui_palette_build(&a->palette, &a->theme, level);
+    tui_log_add(&a->log, TUI_LOG_INFO, "mtlab workbench: theme %s, %s, %s", a->theme.name,
+                tui_color_level_name(level),
+                a->utf8 && !a->ascii ? "UTF-8" : "ASCII glyphs");
+    if (index < 0) tui_log_add(&a->log, TUI_LOG_WARN, "no themes/ directory found: plain look");
+    for (int i = 0; i < o->n_dirs; i++) {
+        load_corpus_stats(a, o->dirs[i]);
+        if (tui_pane_add(a, o->dirs[i]) != 0) tui_log_add(&a->log, TUI_LOG_ERROR, "%s", mt_last_error());
+    }
+    a->relayout = 1;
+    loop(a);
+    tui_term_stop();
+    app_free(a);
+    return 0;
+}

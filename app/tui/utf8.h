@@ -1,0 +1,30 @@
+/* UTF-8 for the screen: decoding one character, its display width, and cutting text to a
+ * number of columns. Widths come from wcwidth(3), so the process must run under a UTF-8
+ * LC_CTYPE for wide (CJK) and combining characters to measure right. */
+#ifndef MTLAB_TUI_UTF8_H
+#define MTLAB_TUI_UTF8_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TUI_REPLACEMENT_CHAR 0xFFFDu
+
+/* Decode the character at s[0..n): returns its byte length (1..4) and sets *cp, or returns 0
+ * for an invalid, overlong, surrogate or truncated sequence (then *cp = U+FFFD). n > 0. */
+int tui_utf8_decode(const char *s, size_t n, uint32_t *cp);
+/* Encode cp into out (4 bytes of room); returns the length, 0 for an invalid code point. */
+int tui_utf8_encode(uint32_t cp, char *out);
+/* Columns the character takes: 0 for combining marks and other zero-width characters, 2 for
+ * wide ones, 1 otherwise (unprintable characters count 1: they are shown as U+FFFD). */
+int tui_cp_width(uint32_t cp);
+/* Columns of valid UTF-8 text s[0..n). */
+int tui_text_width(const char *s, size_t n);
+/* Columns of a NUL-terminated valid UTF-8 string. */
+int tui_text_width_z(const char *s);
+/* The longest prefix of valid UTF-8 s[0..n) that fits in max_cols columns (a zero-width
+ * character stays with the one before it); returns its byte length, *cols its width. */
+size_t tui_text_fit(const char *s, size_t n, int max_cols, int *cols);
+/* Start of the character before byte offset pos (pos > 0) in valid UTF-8. */
+size_t tui_utf8_prev(const char *s, size_t pos);
+
+#endif

@@ -1,0 +1,28 @@
+/* One model per worker thread. The worker loads its bundle, then translates the jobs the UI
+ * submits, streaming each segment's hypothesis back through the event queue as tokens come.
+ * Submitting a job cancels the running one (through the decoder's atomic cancel flag) and
+ * replaces any job still waiting, so the newest text always wins and the UI never blocks. */
+#ifndef MTLAB_TUI_WORKER_H
+#define MTLAB_TUI_WORKER_H
+
+#include "tui/queue.h"
+
+typedef struct tui_worker tui_worker;
+
+/* Start a worker for the bundle directory; it reports TUI_EV_LOADED or TUI_EV_LOAD_FAILED for
+ * pane_id. NULL only when the thread cannot be created (mt_last_error). */
+tui_worker *tui_worker_start(int pane_id, const char *bundle_dir, tui_queue *q);
+
+/* Translate texts[0..n) (UTF-8 segments; the worker takes the array and the strings) with
+ * beam (1: greedy), on `threads` OpenMP threads (the UI shares the cores between the panes).
+ * When probe_segment >= 0 the worker then records the probes of that segment's translation. */
+void tui_worker_submit(tui_worker *w, unsigned long job, char **texts, int n, int beam,
+                       int threads, int probe_segment);
+/* Record the probes of a segment of the last finished job (reported under that job). */
+void tui_worker_probe(tui_worker *w, int segment);
+/* Stop the running job (it reports TUI_EV_DONE with cancelled = 1) and drop a waiting one. */
+void tui_worker_cancel(tui_worker *w);
+/* Cancel, wait for the thread and free everything. */
+void tui_worker_stop(tui_worker *w);
+
+#endif

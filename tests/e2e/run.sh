@@ -1,0 +1,277 @@
+#!/usr/bin/env bash
+# End-to-end tests of the workbench, driven the way a user drives it: the real binary in a
+# 120x40 tmux terminal (a private tmux server), keys and pastes sent with send-keys and
+# paste-buffer, the screen read back with capture-pane. Every wait polls the screen with a
+# timeout; nothing sleeps a fixed time.
+#
+#   tests/e2e/run.sh ./mtlab build/rel/e2e/make_bundles
+#
+# Golden screens (tests/e2e/golden/*.txt) are compared where the screen is deterministic;
+# UPDATE_GOLDEN=1 rewrites them. Models are two tiny random bundles made by make_bundles.
+set -u
+cd "$(dirname "$0")/../.."
+# the workbench and the patterns below speak UTF-8 whatever the caller's locale
+export LC_ALL=C.UTF-8
+unset NO_COLOR
+root=$PWD
+[ $# -eq 2 ] || { echo "usage: $0 MTLAB_BINARY MAKE_BUNDLES" >&2; exit 2; }
+bin=$(realpath "$1")
+make_bundles=$(realpath "$2")
+golden=$root/tests/e2e/golden
+command -v tmux >/dev/null || { echo "e2e: tmux is not installed (make deps installs it)"; exit 1; }
+
+work=$(mktemp -d)
+sock=$work/tmux.sock
+T() { tmux -S "$sock" "$@"; }
+mtlab_pid() { pgrep -P "$(T display -p -t e2e '#{pane_pid}')" -x "$(basename "$bin")"; }
+# a workbench still running when the script ends (a failed check) is stopped by its pid
+cleanup() {
+    local p; p=$(mtlab_pid 2>/dev/null) && [ -n "$p" ] && kill -9 $p 2>/dev/null
+    T kill-server 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+passed=0 failed=0 started=$(date +%s)
+screen() { T capture-pane -p -t e2e; }
+ok() { passed=$((passed + 1)); printf '  ok    %s\n' "$1"; }
+fail() {
+    failed=$((failed + 1))
+    printf '  FAIL  %s\n' "$1"
+    screen | sed 's/^/      | /'
+}
+# wait_for REGEX [SECONDS]: poll the screen until a line matches
+wait_for() {
+    local deadline=$(( $(date +%s%N) / 1000000 + ${2:-10} * 1000 ))
+    while [ $(( $(date +%s%N) / 1000000 )) -lt $deadline ]; do
+        screen | grep -Eq -- "$1" && return 0
+        sleep 0.05
+    done
+    return 1
+}
+# wait_count REGEX N [SECONDS]: until at least N matches on the screen
+wait_count() {
+    local deadline=$(( $(date +%s%N) / 1000000 + ${3:-10} * 1000 ))
+    while [ $(( $(date +%s%N) / 1000000 )) -lt $deadline ]; do
+        [ "$(screen | grep -Eo -- "$1" | wc -l)" -ge "$2" ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+# wait_gone REGEX [SECONDS]: until no line matches
+wait_gone() {
+    local deadline=$(( $(date +%s%N) / 1000000 + ${2:-10} * 1000 ))
+    while [ $(( $(date +%s%N) / 1000000 )) -lt $deadline ]; do
+        screen | grep -Eq -- "$1" || return 0
+        sleep 0.05
+    done
+    return 1
+}
+# after mtlab exits: status 0, and nothing from a sanitizer (when the binary has one)
+exited_cleanly() {
+    wait_for 'mtlab exited [0-9]+' 10 && screen | grep -q 'mtlab exited 0' &&
+        ! screen | grep -Eq 'Sanitizer|runtime error:'
+}
+check() { if "${@:2}"; then ok "$1"; else fail "$1"; fi; }
+# compare the screen with a golden file (or write it with UPDATE_GOLDEN=1)
+golden_screen() {
+    local name=$1 file=$golden/$1.txt
+    screen >"$work/$name.txt"
+    if [ "${UPDATE_GOLDEN:-0}" = 1 ]; then
+        mkdir -p "$golden"
+        cp "$work/$name.txt" "$file"
+        ok "golden $name (written)"
+    elif diff -u "$file" "$work/$name.txt" >"$work/$name.diff"; then
+        ok "golden $name"
+    else
+        fail "golden $name"
+        sed 's/^/      diff| /' "$work/$name.diff" | head -40
+    fi
+}
+# run a command line in the test shell (the shell echoes "mtlab exited N" after mtlab ends)
+run_mtlab() { T send-keys -t e2e -l "$1; echo \"mtlab exited \$?\""; T send-keys -t e2e Enter; }
+# wait_cursor 0|1: until the terminal's cursor is hidden (a pane has the focus) or shown (the
+# editor has it)
+wait_cursor() {
+    local deadline=$(( $(date +%s%N) / 1000000 + 5000 ))
+    while [ $(( $(date +%s%N) / 1000000 )) -lt $deadline ]; do
+        [ "$(T display -p -t e2e '#{cursor_flag}')" = "$1" ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+# an X10 mouse event: button code (0 press button 1, 3 release, 64/65 wheel) at (row, col)
+mouse() { T send-keys -t e2e -l "$(printf '\033[M%b%b%b' "\\0$(printf %o $((32 + $1)))" \
+          "\\0$(printf %o $((33 + $3)))" "\\0$(printf %o $((33 + $2)))")"; }
+
+"$make_bundles" "$work/bundles" >"$work/make_bundles.log" 2>&1 || {
+    cat "$work/make_bundles.log"; echo "e2e: make_bundles failed"; exit 1; }
+mkdir -p "$work/no-models"
+cd "$work"
+
+T -f /dev/null new-session -d -s e2e -x 120 -y 40 "env TERM=tmux-256color PS1='$ ' bash --norc --noprofile"
+T set-option -t e2e status off >/dev/null
+wait_for '^\$' 5 || { echo "e2e: the test shell did not start"; exit 1; }
+T send-keys -t e2e -l "stty -g > stty.before; clear; echo BEFORE-MTLAB"; T send-keys -t e2e Enter
+wait_for 'BEFORE-MTLAB' 5
+
+echo "e2e: workbench in tmux (120x40)"
+# ---------------------------------------------------------------- no models: the empty state
+run_mtlab "$bin tui --models no-models"
+check "no models: the empty state says how to get some" wait_for 'No models yet: no-models/ holds no bundle' 10
+golden_screen empty_state
+T send-keys -t e2e C-q
+check "Ctrl-Q quits with status 0" exited_cleanly
+
+# ---------------------------------------------------------------- the bundles of a models dir
+T send-keys -t e2e -l "clear"; T send-keys -t e2e Enter
+run_mtlab "$bin tui --models bundles"
+check "every bundle of the models dir gets a pane" wait_count 'waiting for text in the editor' 2 10
+check "the broken bundle shows its error in its pane" wait_for 'bundles/broken/config.json: not valid' 10
+golden_screen three_panes
+T send-keys -t e2e F1
+check "F1 opens the help generated from the key table" wait_for 'mtlab workbench: keys' 5
+golden_screen help
+T send-keys -t e2e Escape
+check "Esc closes the help" wait_gone 'workbench: keys' 5
+T send-keys -t e2e F5
+check "F5 opens the bundle picker" wait_for 'model bundles \(3/4 panes\)' 5
+golden_screen picker
+T send-keys -t e2e Enter
+check "choosing an open bundle closes its pane" wait_for 'model bundles \(2/4 panes\)' 5
+T send-keys -t e2e Escape C-q
+check "Ctrl-Q quits with status 0" exited_cleanly
+
+# ---------------------------------------------------------------- two models side by side
+T send-keys -t e2e -l "clear; echo BEFORE-MTLAB"; T send-keys -t e2e Enter
+run_mtlab "$bin tui -m bundles/transformer -m bundles/mamba"
+check "both bundles load: titles with architecture, parameters, device" \
+    wait_count 'transformer, [0-9.]+K params, cpu|mamba, [0-9.]+K params, cpu' 2 10
+verse="En el principio creó Dios los cielos y la tierra, y Pedro fue a Jerusalén."
+T send-keys -t e2e -l "$verse"
+check "typing pauses, both panes translate and finish" wait_count ' done ' 2 20
+check "the source entities are counted in the editor" wait_for 'source · 1 segment · 3 entities' 2
+check "each pane shows time, tokens/s and state memory" \
+    wait_count '[0-9.]+ (ms|s) · [0-9.]+ tok/s · state [0-9.]+ (B|KiB|MiB)' 2 2
+check "each pane lists the entities it dropped, with a symbol" wait_count '✗ dropped: ' 2 2
+both_panes_have_text() {
+    local line; line=$(screen | sed -n 12p)
+    [[ ${line%%││*} == *[[:alpha:]]* && ${line#*││} == *[[:alpha:]]* ]]
+}
+check "both translations are on screen" both_panes_have_text
+screen >"$work/main_screen.txt"
+
+# a pasted paragraph is one edit: one translation job for its eight segments
+T send-keys -t e2e C-u F2
+printf '%s\n' "En el principio creó Dios los cielos y la tierra." \
+    "Y la tierra estaba desordenada y vacía." "Y dijo Dios: Sea la luz; y fue la luz." \
+    "Y vio Dios que la luz era buena." "Y llamó Dios a la luz Día." \
+    "Y fue la tarde y la mañana un día." "Luego dijo Dios: Haya expansión en medio de las aguas." \
+    "E hizo Dios la expansión." >"$work/para.txt"
+T load-buffer -b para "$work/para.txt"
+T paste-buffer -p -b para -t e2e
+check "the pasted paragraph arrives as eight segments" wait_for 'source · 8 segments' 5
+check "both panes finish the paragraph" wait_count '(transformer|mamba): 8 segments, ' 2 30
+one_job() {
+    [ "$(screen | grep -c 'translating 8 segments')" = 1 ] &&
+        ! screen | grep -q 'translating [2-7] segments'
+}
+check "the paste was one edit: one translation job" one_job
+check "the log shows the paste" wait_for 'pasted [0-9]+ bytes' 2
+T send-keys -t e2e F2
+screen >"$work/paragraph_screen.txt"
+mouse 65 20 30
+check "the mouse wheel scrolls the pane under the pointer" wait_for '^┌─ transformer.* 2-[0-9]+/[0-9]+ ─┐┌' 5
+
+# a huge paste is capped with a notice, never silently
+head -c 70000 /dev/zero | tr '\0' 'a' >"$work/huge.txt"
+T send-keys -t e2e C-u
+T load-buffer -b huge "$work/huge.txt"
+T paste-buffer -p -b huge -t e2e
+check "a huge paste is capped with a notice" wait_for 'paste capped: [0-9]+ of 70000 bytes did not fit' 10
+T send-keys -t e2e C-u
+T send-keys -t e2e -l "$verse"
+wait_count ' done ' 2 20
+
+# ---------------------------------------------------------------- heatmaps
+T send-keys -t e2e F3
+check "F3 shows a heatmap in every pane, with a legend" wait_count 'scale 0 .{16} row max  per row' 2 15
+check "the transformer pane shows attention" wait_for 'self-attention · L0' 2
+check "the Mamba pane shows its state norms" wait_for 'state norms · seg 1' 2
+T send-keys -t e2e Tab Tab F6
+check "F6 moves the Mamba pane to its next map" wait_for 'state groups · L0' 5
+T send-keys -t e2e F6
+check "... and then to its implicit attention" wait_for 'implicit attention · L0' 5
+T send-keys -t e2e C-n
+check "Ctrl-N switches the scale to log, shared with the other pane" wait_for 'log, shared by attention' 5
+T send-keys -t e2e F12
+check "F12 switches it to raw" wait_for 'raw, shared by attention' 5
+T send-keys -t e2e Right Right
+check "Right selects a token and marks it" wait_for 'token 1 ' 5
+screen >"$work/heatmap_screen.txt"
+T send-keys -t e2e Escape F3
+
+# ---------------------------------------------------------------- mouse
+mouse 0 15 80; mouse 3 15 80
+check "a click focuses the pane under the pointer" wait_cursor 0
+mouse 0 3 10; mouse 3 3 10
+check "a click on the editor focuses it again" wait_cursor 1
+
+# ---------------------------------------------------------------- resize
+T resize-window -t e2e -x 60 -y 20
+check "at 60x20 both panes sit side by side" wait_for '^┌─ transformer.*┐┌─ mamba' 5
+check "... and nothing says the terminal is too small" bash -c "! tmux -S '$sock' capture-pane -p -t e2e | grep -q 'too small'"
+T resize-window -t e2e -x 30 -y 10
+check "below 40x12 it says the terminal is too small" wait_for 'terminal too small' 5
+golden_screen too_small
+T resize-window -t e2e -x 120 -y 40
+check "back at 120x40 the panes return" wait_count 'params, cpu' 2 5
+
+# ---------------------------------------------------------------- themes, quitting
+T send-keys -t e2e F9 F2
+check "F9 cycles to the next theme" wait_for 'theme high-contrast \(256 colours' 5
+T send-keys -t e2e F2 C-q
+check "Ctrl-Q quits with status 0" exited_cleanly
+T send-keys -t e2e -l "stty -g > stty.after; cmp -s stty.before stty.after && echo TTY-RESTORED"
+T send-keys -t e2e Enter
+check "quitting restores the terminal modes" wait_for '^TTY-RESTORED' 5
+check "quitting leaves the alternate screen" wait_for 'BEFORE-MTLAB' 2
+
+# ---------------------------------------------------------------- a broken bundle, NO_COLOR
+T send-keys -t e2e -l "clear"; T send-keys -t e2e Enter
+run_mtlab "NO_COLOR=1 $bin tui -m bundles/broken -m bundles/mamba --theme light --ascii"
+wait_for 'broken/config.json: not valid' 10
+T send-keys -t e2e -l "$verse"
+check "next to a broken bundle the other pane works" wait_count ' done ' 1 20
+check "--ascii marks entities with ASCII symbols" wait_for '  x dropped: Dios, Pedro, Jerusalén' 2
+T send-keys -t e2e F2
+check "NO_COLOR turns colours off" wait_for 'theme light, no colour' 5
+T send-keys -t e2e C-q
+check "quits" exited_cleanly
+
+# ---------------------------------------------------------------- the crash handler
+T send-keys -t e2e -l "clear"; T send-keys -t e2e Enter
+run_mtlab "$bin tui -m bundles/mamba"
+wait_for 'mamba, [0-9.]+K params' 10
+kill -SEGV "$(mtlab_pid)" 2>/dev/null
+check "a crash restores the terminal and says so" \
+    wait_for 'the workbench crashed \(segmentation fault\); the terminal was restored' 10
+check "... and the process dies of its signal" wait_for 'mtlab exited 139' 5
+T send-keys -t e2e -l "stty -g > stty.after; cmp -s stty.before stty.after && echo TTY-RESTORED"
+T send-keys -t e2e Enter
+check "... with the terminal modes restored" wait_for '^TTY-RESTORED' 5
+
+# ---------------------------------------------------------------- command line
+unknown_theme() {
+    local out rc
+    out=$("$bin" tui --theme nope 2>&1 </dev/null); rc=$?
+    [ $rc = 1 ] && [ "$out" = "mtlab: no theme 'nope' (themes: dark, high-contrast, light, monochrome)" ]
+}
+check "an unknown theme is an error naming the themes" unknown_theme
+
+# E2E_CAPTURES=DIR keeps the screens of the nondeterministic views (translations, heatmaps)
+[ -n "${E2E_CAPTURES:-}" ] && cp "$work"/*_screen.txt "$E2E_CAPTURES/"
+echo
+echo "end-to-end tests took $(( $(date +%s) - started )) s"
+echo "e2e: $passed passed, $failed failed"
+[ "$failed" = 0 ]

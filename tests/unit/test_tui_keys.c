@@ -1,0 +1,127 @@
+/* The key table: dispatch by context, no key bound twice in one context, the F1 help and the
+ * status hints generated from it, so bindings and help cannot drift apart. */
+#include "test_util.h"
+
+#include <curses.h>
+
+#include "tui/keys.h"
+
+static const unsigned contexts[] = {TUI_IN_EDITOR, TUI_IN_PANE, TUI_IN_HEATMAP, TUI_IN_OVERLAY};
+
+static void test_dispatch_by_context(void **state)
+{
+    (void)state;
+    assert_int_equal(tui_key_action(TUI_CTRL('q'), TUI_IN_EDITOR), TUI_ACT_QUIT);
+    assert_int_equal(tui_key_action(TUI_FKEY(KEY_F(10)), TUI_IN_HEATMAP), TUI_ACT_QUIT);
+    assert_int_equal(tui_key_action(TUI_FKEY(KEY_F(1)), TUI_IN_OVERLAY), TUI_ACT_HELP);
+    /* the same key means different things where the focus is */
+    assert_int_equal(tui_key_action(TUI_FKEY(KEY_LEFT), TUI_IN_EDITOR), TUI_ACT_LEFT);
+    assert_int_equal(tui_key_action(TUI_FKEY(KEY_LEFT), TUI_IN_HEATMAP), TUI_ACT_SELECT_PREV);
+    assert_int_equal(tui_key_action(TUI_FKEY(KEY_LEFT), TUI_IN_PANE), TUI_ACT_NONE);
+    assert_int_equal(tui_key_action(TUI_FKEY(KEY_UP), TUI_IN_PANE), TUI_ACT_SCROLL_UP);
+    assert_int_equal(tui_key_action('\r', TUI_IN_EDITOR), TUI_ACT_NEWLINE);
+    assert_int_equal(tui_key_action('\r', TUI_IN_OVERLAY), TUI_ACT_CHOOSE);
+    assert_int_equal(tui_key_action(TUI_ESC, TUI_IN_OVERLAY), TUI_ACT_CLOSE);
+    assert_int_equal(tui_key_action(TUI_ESC, TUI_IN_EDITOR), TUI_ACT_NONE);
+    /* heatmap keys only act on a heatmap */
+    assert_int_equal(tui_key_action(TUI_FKEY(KEY_F(6)), TUI_IN_HEATMAP), TUI_ACT_HEAT_KIND);
+    assert_int_equal(tui_key_action(TUI_FKEY(KEY_F(6)), TUI_IN_EDITOR), TUI_ACT_NONE);
+    /* Tab does not leave an overlay; mouse buttons are in the table too */
+    assert_int_equal(tui_key_action('\t', TUI_IN_OVERLAY), TUI_ACT_NONE);
+    assert_int_equal(tui_key_action(TUI_MOUSE_CLICK, TUI_IN_PANE), TUI_ACT_FOCUS_AT);
+    assert_int_equal(tui_key_action(TUI_MOUSE_WHEEL_DOWN, TUI_IN_PANE), TUI_ACT_SCROLL_DOWN);
+    /* a printable character is never a binding: typing goes to the editor */
+    assert_int_equal(tui_key_action('q', TUI_IN_EDITOR), TUI_ACT_NONE);
+}
+
+static void test_no_key_bound_twice_in_a_context(void **state)
+{
+    (void)state;
+    for (size_t c = 0; c < sizeof contexts / sizeof contexts[0]; c++)
+        for (size_t i = 0; i < tui_n_bindings; i++)
+            for (int k = 0; k < TUI_BINDING_KEYS && tui_bindings[i].keys[k]; k++)
+                for (size_t j = i + 1; j < tui_n_bindings; j++) {
+                    if (!(tui_bindings[i].where & tui_bindings[j].where & contexts[c])) continue;
+                    for (int l = 0; l < TUI_BINDING_KEYS && tui_bindings[j].keys[l]; l++)
+                        if (tui_bindings[i].keys[k] == tui_bindings[j].keys[l])
+                            fail_msg("key %#x bound twice in context %u (bindings %zu, %zu)",
+                                     tui_bindings[i].keys[k], contexts[c], i, j);
+                }
+}
+
+static void test_every_binding_is_documented_and_reachable(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < tui_n_bindings; i++) {
+        const tui_binding *b = &tui_bindings[i];
+        assert_non_null(b->help);
+        assert_true(strlen(b->help) > 5 && strlen(b->help) <= 56);
+        assert_true(b->keys[0] != 0);
+        /* a printable key would steal typing from the editor */
+        for (int k = 0; k < TUI_BINDING_KEYS && b->keys[k]; k++)
+            assert_true(b->keys[k] < 32 || b->keys[k] == 127 || TUI_IS_FKEY(b->keys[k]) ||
+                        b->keys[k] >= TUI_MOUSE_CLICK);
+        /* its action is what the key does in each of its contexts */
+        for (size_t c = 0; c < sizeof contexts / sizeof contexts[0]; c++)
+            if (b->where & contexts[c])
+                assert_int_equal(tui_key_action(b->keys[0], contexts[c]), b->action);
+    }
+}
+
+static void test_help_lists_every_binding(void **state)
+{
+    (void)state;
+    int n;
+    char **lines = tui_help_lines(&n);
+    int bindings = 0;
+    for (int i = 0; i < n; i++) bindings += lines[i][0] == ' ';
+    assert_int_equal(bindings, (int)tui_n_bindings);
+    int found_quit = 0, found_wheel = 0;
+    for (int i = 0; i < n; i++) {
+        found_quit |= strstr(lines[i], "Ctrl-Q F10 Ctrl-C") && strstr(lines[i], "quit");
+        found_wheel |= strstr(lines[i], "Wheel down") != NULL;
+    }
+    assert_true(found_quit);
+    assert_true(found_wheel);
+    assert_string_equal(lines[0], "Workbench");
+    tui_lines_free(lines, n);
+}
+
+static void test_key_names(void **state)
+{
+    (void)state;
+    char buf[32];
+    assert_string_equal(tui_key_name(TUI_FKEY(KEY_F(12)), buf, sizeof buf), "F12");
+    assert_string_equal(tui_key_name(TUI_CTRL('r'), buf, sizeof buf), "Ctrl-R");
+    assert_string_equal(tui_key_name('\t', buf, sizeof buf), "Tab");
+    assert_string_equal(tui_key_name(TUI_FKEY(KEY_NPAGE), buf, sizeof buf), "PgDn");
+}
+
+static void test_status_hints_fit_and_follow_the_table(void **state)
+{
+    (void)state;
+    char buf[512];
+    tui_status_hints(buf, sizeof buf, TUI_IN_EDITOR, 200);
+    assert_string_equal(buf, "F1 help  Ctrl-Q quit  Ctrl-R translate  Tab focus  F2 log  "
+                             "F3 heatmap  F4 beam  F5 models  F9 theme");
+    tui_status_hints(buf, sizeof buf, TUI_IN_HEATMAP, 200);
+    assert_int_equal(strncmp(buf, "F6 map  F7 layer  F8 head  F12 scale  F1 help", 45), 0);
+    tui_status_hints(buf, sizeof buf, TUI_IN_EDITOR, 30);
+    assert_string_equal(buf, "F1 help  Ctrl-Q quit");
+    tui_status_hints(buf, sizeof buf, TUI_IN_OVERLAY, 200);
+    assert_int_equal(strncmp(buf, "Esc close  Enter add/remove  F1 help", 36), 0);
+    assert_null(strstr(buf, "Tab focus"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dispatch_by_context),
+        cmocka_unit_test(test_no_key_bound_twice_in_a_context),
+        cmocka_unit_test(test_every_binding_is_documented_and_reachable),
+        cmocka_unit_test(test_help_lists_every_binding),
+        cmocka_unit_test(test_key_names),
+        cmocka_unit_test(test_status_hints_fit_and_follow_the_table),
+    };
+    return cmocka_run_group_tests_name("tui_keys", tests, NULL, NULL);
+}

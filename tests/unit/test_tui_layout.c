@@ -1,0 +1,128 @@
+/* The workbench layout: a pure function checked at every terminal size from 40x12 to 300x100
+ * (and below, where it must refuse) for 0 to 4 panes, with and without the log. */
+#include "test_util.h"
+#include "tui/layout.h"
+
+static int overlap(tui_rect a, tui_rect b)
+{
+    if (a.h <= 0 || a.w <= 0 || b.h <= 0 || b.w <= 0) return 0;
+    return a.y < b.y + b.h && b.y < a.y + a.h && a.x < b.x + b.w && b.x < a.x + a.w;
+}
+
+static int inside(tui_rect r, int cols, int rows)
+{
+    return r.y >= 0 && r.x >= 0 && r.y + r.h <= rows && r.x + r.w <= cols;
+}
+
+/* Every region of one layout: on screen, not empty where present, no two overlapping, and
+ * together covering the whole screen (nothing left blank and unowned). */
+static void check_layout(const tui_layout *L, int cols, int rows, int n, int show_log)
+{
+    tui_rect r[TUI_MAX_PANES + 4];
+    int k = 0;
+    r[k++] = L->editor;
+    r[k++] = L->status;
+    for (int i = 0; i < L->n_panes; i++) r[k++] = L->panes[i];
+    if (n == 0) r[k++] = L->empty;
+    if (L->log.h > 0) r[k++] = L->log;
+    assert_int_equal(L->n_panes, n);
+    long area = 0;
+    for (int i = 0; i < k; i++) {
+        if (!inside(r[i], cols, rows) || r[i].h <= 0 || r[i].w <= 0)
+            fail_msg("%dx%d, %d panes, log %d: region %d (%d,%d %dx%d) off-screen or empty", cols,
+                     rows, n, show_log, i, r[i].y, r[i].x, r[i].w, r[i].h);
+        area += (long)r[i].h * r[i].w;
+        for (int j = 0; j < i; j++)
+            if (overlap(r[i], r[j]))
+                fail_msg("%dx%d, %d panes: regions %d and %d overlap", cols, rows, n, i, j);
+    }
+    assert_int_equal(area, (long)cols * rows);
+    for (int i = 0; i < L->n_panes; i++) {
+        assert_true(L->panes[i].w >= TUI_PANE_MIN_W);
+        assert_true(L->panes[i].h >= TUI_PANE_MIN_H);
+    }
+    assert_true(L->editor.h >= 3);
+    assert_int_equal(L->status.y, rows - 1);
+    assert_true(inside(L->overlay, cols, rows));
+    assert_true(L->overlay.w > 0 && L->overlay.h > 0);
+}
+
+static void test_every_size_fits(void **state)
+{
+    (void)state;
+    tui_layout L;
+    for (int rows = TUI_MIN_ROWS; rows <= 100; rows++)
+        for (int cols = TUI_MIN_COLS; cols <= 300; cols++)
+            for (int n = 0; n <= TUI_MAX_PANES; n++)
+                for (int log = 0; log < 2; log++) {
+                    if (tui_layout_compute(&L, cols, rows, n, log) != 0)
+                        fail_msg("%dx%d with %d panes (log %d) refused", cols, rows, n, log);
+                    assert_false(L.too_small);
+                    check_layout(&L, cols, rows, n, log);
+                }
+}
+
+static void test_below_minimum_is_too_small(void **state)
+{
+    (void)state;
+    tui_layout L;
+    int sizes[][2] = {{39, 40}, {120, 11}, {10, 5}, {0, 0}, {1, 1}, {39, 11}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        assert_int_equal(tui_layout_compute(&L, sizes[i][0], sizes[i][1], 2, 0), -1);
+        assert_true(L.too_small);
+    }
+}
+
+static void test_side_by_side_when_wide_stacked_when_narrow(void **state)
+{
+    (void)state;
+    tui_layout L;
+    assert_int_equal(tui_layout_compute(&L, 120, 40, 2, 0), 0);
+    assert_int_equal(L.grid_cols, 2);
+    assert_int_equal(L.panes[0].y, L.panes[1].y);
+    assert_int_equal(L.panes[0].w + L.panes[1].w, 120);
+    assert_int_equal(tui_layout_compute(&L, 60, 20, 2, 0), 0); /* exactly 30 each */
+    assert_int_equal(L.grid_cols, 2);
+    assert_int_equal(tui_layout_compute(&L, 50, 40, 2, 0), 0);  /* 25 each: stack them */
+    assert_int_equal(L.grid_cols, 1);
+    assert_int_equal(L.panes[0].x, L.panes[1].x);
+    assert_true(L.panes[1].y > L.panes[0].y);
+    assert_int_equal(tui_layout_compute(&L, 40, 12, 4, 0), 0); /* tiny: a 2x2 grid */
+    assert_int_equal(L.grid_cols, 2);
+    assert_int_equal(L.grid_rows, 2);
+}
+
+static void test_log_gives_way_before_panes(void **state)
+{
+    (void)state;
+    tui_layout L;
+    assert_int_equal(tui_layout_compute(&L, 120, 40, 2, 1), 0);
+    assert_true(L.log.h >= 4);
+    assert_int_equal(L.log.y + L.log.h, 39);
+    /* at the minimum height four stacked panes leave no room for the log */
+    assert_int_equal(tui_layout_compute(&L, 40, 12, 4, 1), 0);
+    assert_int_equal(L.log.h, 0);
+}
+
+static void test_contains(void **state)
+{
+    (void)state;
+    tui_rect r = {2, 3, 4, 5};
+    assert_true(tui_rect_contains(r, 2, 3));
+    assert_true(tui_rect_contains(r, 5, 7));
+    assert_false(tui_rect_contains(r, 6, 7));
+    assert_false(tui_rect_contains(r, 5, 8));
+    assert_false(tui_rect_contains((tui_rect){0, 0, 0, 5}, 0, 0));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_size_fits),
+        cmocka_unit_test(test_below_minimum_is_too_small),
+        cmocka_unit_test(test_side_by_side_when_wide_stacked_when_narrow),
+        cmocka_unit_test(test_log_gives_way_before_panes),
+        cmocka_unit_test(test_contains),
+    };
+    return cmocka_run_group_tests_name("tui_layout", tests, NULL, NULL);
+}

@@ -1,0 +1,176 @@
+/* Themes: the files in themes/ parse and give every meaning; colour tokens and their
+ * 256/16-colour fallbacks; errors name the file and line; the heat scale; NO_COLOR and the
+ * colour level; the heatmap normalisations. */
+#include "test_util.h"
+
+#include "mtlab/error.h"
+#include "tui/heatmap.h"
+#include "tui/theme.h"
+
+static void test_shipped_themes_parse(void **state)
+{
+    (void)state;
+    const char *names[] = {"dark", "light", "high-contrast", "monochrome"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "themes/%s.theme", names[i]);
+        tui_theme t;
+        if (tui_theme_load(&t, path) != 0) fail_msg("%s", mt_last_error());
+        assert_string_equal(t.name, names[i]);
+        if (!strcmp(names[i], "monochrome")) {
+            /* attributes alone carry every meaning; heatmaps shade with glyphs */
+            assert_int_equal(t.n_heat, 0);
+            for (int m = 0; m < TUI_N_MEANINGS; m++) assert_true(t.style[m].fg.is_default);
+            assert_true(t.style[TUI_C_DROPPED].attrs & TUI_A_UNDERLINE);
+        } else {
+            assert_true(t.n_heat >= 2);
+            for (int m = 0; m < TUI_N_MEANINGS; m++)
+                if (t.style[m].fg.is_default)
+                    fail_msg("%s: meaning '%s' has no colour", path, tui_meaning_name((tui_meaning)m));
+        }
+        /* recalled and dropped differ by more than colour */
+        assert_true(t.style[TUI_C_RECALLED].attrs != 0 || t.style[TUI_C_DROPPED].attrs != 0);
+    }
+}
+
+static void test_color_tokens_and_fallbacks(void **state)
+{
+    (void)state;
+    tui_color c;
+    assert_int_equal(tui_color_parse(&c, "#ff0000"), 0);
+    assert_false(c.is_default);
+    assert_int_equal(c.r, 255);
+    assert_int_equal(c.c256, 196);
+    assert_int_equal(c.c16, 9); /* bright red */
+    assert_int_equal(tui_color_parse(&c, "#808080"), 0);
+    assert_int_equal(c.c256, 244); /* the grey ramp beats the cube */
+    assert_int_equal(tui_color_parse(&c, "#123456/17/blue"), 0);
+    assert_int_equal(c.c256, 17);
+    assert_int_equal(c.c16, 4);
+    assert_int_equal(tui_color_parse(&c, "bright-cyan"), 0);
+    assert_int_equal(c.c16, 14);
+    assert_int_equal(tui_color_parse(&c, "214"), 0);
+    assert_int_equal(c.c256, 214);
+    assert_int_equal(c.r, 255);
+    assert_int_equal(c.g, 175);
+    assert_int_equal(tui_color_parse(&c, "default"), 0);
+    assert_true(c.is_default);
+    assert_int_equal(tui_color_parse(&c, "#12345"), -1);
+    assert_int_equal(tui_color_parse(&c, "#gg0000"), -1);
+    assert_int_equal(tui_color_parse(&c, "256"), -1);
+    assert_int_equal(tui_color_parse(&c, "#ff0000/300"), -1);
+    assert_int_equal(tui_color_parse(&c, "#ff0000/9/pink"), -1);
+    assert_int_equal(tui_rgb_to_256(0, 0, 0), 16);
+    assert_int_equal(tui_rgb_to_256(255, 255, 255), 231);
+    assert_int_equal(tui_rgb_to_16(0, 0, 200), 4);
+}
+
+static void test_errors_name_file_and_line(void **state)
+{
+    (void)state;
+    tui_theme t;
+    const char *bad[][2] = {
+        {"text #ffffff\ntxt #000000\n", "x.theme:2: unknown meaning 'txt'"},
+        {"# comment\n\ntext #fffff\n", "x.theme:3: '#fffff' is not a colour"},
+        {"focus #ffffff default blink\n", "x.theme:1: 'blink' is not a list of attributes"},
+        {"heat #000000\n", "x.theme:1: heat takes 2 to 16 colours, got 1"},
+        {"text\n", "x.theme:1: 'text' takes FG [BG [ATTRS]], got 0 words"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(tui_theme_parse(&t, bad[i][0], strlen(bad[i][0]), "x.theme"), -1);
+        if (strncmp(mt_last_error(), bad[i][1], strlen(bad[i][1])) != 0)
+            fail_msg("got \"%s\", want \"%s...\"", mt_last_error(), bad[i][1]);
+    }
+    assert_int_equal(tui_theme_load(&t, "themes/no-such.theme"), -1);
+    assert_non_null(strstr(mt_last_error(), "themes/no-such.theme"));
+}
+
+static void test_parse_fills_and_keeps_defaults(void **state)
+{
+    (void)state;
+    const char *text = "# a theme\nborder #112233 #445566 bold,underline  # trailing comment\n"
+                       "heat #000000 #ffffff\n";
+    tui_theme t;
+    assert_int_equal(tui_theme_parse(&t, text, strlen(text), "dir/mine.theme"), 0);
+    assert_string_equal(t.name, "mine");
+    assert_int_equal(t.style[TUI_C_BORDER].fg.r, 0x11);
+    assert_int_equal(t.style[TUI_C_BORDER].bg.b, 0x66);
+    assert_int_equal(t.style[TUI_C_BORDER].attrs, TUI_A_BOLD | TUI_A_UNDERLINE);
+    /* a meaning the file leaves out keeps the plain look */
+    assert_true(t.style[TUI_C_ENTITY].fg.is_default);
+    assert_int_equal(t.style[TUI_C_ENTITY].attrs, TUI_A_UNDERLINE);
+    tui_color mid = tui_heat_color(&t, 0.5);
+    assert_int_equal(mid.r, 128);
+    assert_int_equal(tui_heat_color(&t, 2.0).g, 255);
+    assert_int_equal(tui_heat_color(&t, -1.0).b, 0);
+}
+
+static void test_color_level(void **state)
+{
+    (void)state;
+    assert_int_equal(tui_color_level_detect(1, 256, 0, NULL), TUI_COLORS_256);
+    assert_int_equal(tui_color_level_detect(1, 256, 0, ""), TUI_COLORS_256);
+    assert_int_equal(tui_color_level_detect(1, 256, 0, "1"), TUI_COLORS_NONE);
+    assert_int_equal(tui_color_level_detect(1, 0x1000000, 1, NULL), TUI_COLORS_DIRECT);
+    assert_int_equal(tui_color_level_detect(1, 16, 0, NULL), TUI_COLORS_16);
+    assert_int_equal(tui_color_level_detect(1, 8, 0, NULL), TUI_COLORS_8);
+    assert_int_equal(tui_color_level_detect(0, 256, 0, NULL), TUI_COLORS_NONE);
+}
+
+static void test_heat_normalisations(void **state)
+{
+    (void)state;
+    const float v[2][3] = {{0, 1, 2}, {0.5f, 0.25f, -1}};
+    float out[6];
+    tui_heat_normalise(out, &v[0][0], 2, 3, TUI_NORM_RAW, 4);
+    assert_float_equal(out[2], 0.5f, 1e-6);
+    assert_float_equal(out[5], 0.0f, 1e-6); /* negative counts as 0 */
+    tui_heat_normalise(out, &v[0][0], 2, 3, TUI_NORM_ROW, 4);
+    assert_float_equal(out[1], 0.5f, 1e-6);
+    assert_float_equal(out[3], 1.0f, 1e-6);
+    tui_heat_normalise(out, &v[0][0], 2, 3, TUI_NORM_LOG, 2);
+    assert_float_equal(out[2], 1.0f, 1e-6);                 /* the max */
+    assert_float_equal(out[1], (float)((log10(0.5) + 3) / 3), 1e-6);
+    assert_float_equal(out[0], 0.0f, 1e-6);
+    assert_int_equal(tui_heat_level(0.0f, 16), 0);
+    assert_int_equal(tui_heat_level(1.0f, 16), 15);
+    assert_int_equal(tui_heat_level(0.5f, 16), 8);
+}
+
+static void test_heat_slices_and_kinds(void **state)
+{
+    (void)state;
+    float values[2 * 2 * 2] = {1, 2, 3, 4, 3, 2, 1, 0};
+    mt_probe_map maps[3] = {
+        {MT_PROBE_SELF_ATTN, 0, 0, 2, 2, 2, MT_PROBE_AXIS_TARGET, MT_PROBE_AXIS_TARGET, values},
+        {MT_PROBE_SELF_ATTN, 0, 1, 2, 2, 2, MT_PROBE_AXIS_SOURCE, MT_PROBE_AXIS_SOURCE, values},
+        {MT_PROBE_SELF_ATTN, 1, 0, 2, 2, 2, MT_PROBE_AXIS_TARGET, MT_PROBE_AXIS_TARGET, values},
+    };
+    mt_probe_record r = {.maps = maps, .n_maps = 3};
+    float out[4];
+    tui_heat_slice(out, &maps[0], -1);
+    for (int i = 0; i < 4; i++) assert_float_equal(out[i], 2.0f, 1e-6);
+    tui_heat_slice(out, &maps[0], 1);
+    assert_float_equal(out[0], 3.0f, 1e-6);
+    assert_int_equal(tui_heat_count(&r, MT_PROBE_SELF_ATTN), 3);
+    /* decoder maps first, then the encoder's */
+    assert_int_equal(tui_heat_find(&r, MT_PROBE_SELF_ATTN, 1), 2);
+    assert_int_equal(tui_heat_find(&r, MT_PROBE_SELF_ATTN, 2), 1);
+    assert_int_equal(tui_heat_find(&r, MT_PROBE_CROSS_ATTN, 0), -1);
+    assert_int_equal(tui_heat_next_kind(&r, -1), MT_PROBE_SELF_ATTN);
+    assert_int_equal(tui_heat_next_kind(&r, MT_PROBE_SELF_ATTN), MT_PROBE_SELF_ATTN);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shipped_themes_parse),
+        cmocka_unit_test(test_color_tokens_and_fallbacks),
+        cmocka_unit_test(test_errors_name_file_and_line),
+        cmocka_unit_test(test_parse_fills_and_keeps_defaults),
+        cmocka_unit_test(test_color_level),
+        cmocka_unit_test(test_heat_normalisations),
+        cmocka_unit_test(test_heat_slices_and_kinds),
+    };
+    return cmocka_run_group_tests_name("tui_theme", tests, NULL, NULL);
+}
