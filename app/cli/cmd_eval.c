@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_SYSTEMS 16
 
@@ -119,6 +120,20 @@ static void stats_progress(void *user, size_t done, size_t total)
 {
     (void)total;
     cli_progress_update(user, done);
+}
+
+/* Without --stats or --train-src, the training frequencies stored with the first model bundle
+ * that has them (BUNDLE/corpus_stats.tsv, written by mtlab train) give the recall bins. */
+static void bundle_stats(eval_args *a, char *path, size_t path_len)
+{
+    for (size_t s = 0; s < a->n_systems; s++) {
+        snprintf(path, path_len, "%s/corpus_stats.tsv", a->systems[s]);
+        if (access(path, R_OK) == 0) {
+            a->stats = path;
+            return;
+        }
+    }
+    path[0] = '\0';
 }
 
 static mt_corpus_stats *load_stats(const eval_args *a, mt_ner_lang lang, char *source, size_t source_len)
@@ -277,6 +292,8 @@ static int run_eval(int argc, char **argv)
         }
     }
     if (source_lengths(lengths, &src, a.length_model, a.src)) goto done;
+    char bundle_stats_path[512];
+    if (!a.stats && !a.train_src) bundle_stats(&a, bundle_stats_path, sizeof bundle_stats_path);
     if ((a.stats || a.train_src) && !(stats = load_stats(&a, lang, stats_source, sizeof stats_source)))
         goto done;
     if (mt_ne_testset_build(&ts, (const char *const *)src.lines, (const char *const *)ref.lines, src.n, lang,

@@ -120,7 +120,16 @@ static int write_trainer_state(const char *dir, mt_model *m, const mt_train_conf
     return 0;
 }
 
-int checkpoint_save(const mt_model *cm, const mt_train_config *cfg, const train_state *st)
+/* dir/corpus_stats.tsv */
+static int write_stats(const char *dir, const mt_corpus_stats *stats)
+{
+    char path[800];
+    snprintf(path, sizeof path, "%s/corpus_stats.tsv", dir);
+    return mt_corpus_stats_write(stats, path);
+}
+
+int checkpoint_save(const mt_model *cm, const mt_train_config *cfg, const train_state *st,
+                    const mt_corpus_stats *stats)
 {
     mt_model *m = (mt_model *)cm; /* the moments may be allocated on first use */
     char cur[700], tmp[700], old[700];
@@ -129,7 +138,7 @@ int checkpoint_save(const mt_model *cm, const mt_train_config *cfg, const train_
     snprintf(old, sizeof old, "%s/checkpoint.old", cfg->run_dir);
     if (remove_flat_dir(tmp) != 0) return -1;
     if (mt_model_save(m, tmp, cfg->tokenizer) != 0) return -1;
-    if (write_trainer_state(tmp, m, cfg, st) != 0) return -1;
+    if (write_trainer_state(tmp, m, cfg, st) != 0 || write_stats(tmp, stats) != 0) return -1;
     if (dir_exists(cur)) {
         if (remove_flat_dir(old) != 0) return -1;
         if (rename(cur, old) != 0) return mt_error("%s: %s", cur, strerror(errno));
@@ -138,11 +147,12 @@ int checkpoint_save(const mt_model *cm, const mt_train_config *cfg, const train_
     return remove_flat_dir(old);
 }
 
-int save_best(const mt_model *m, const mt_train_config *cfg)
+int save_best(const mt_model *m, const mt_train_config *cfg, const mt_corpus_stats *stats)
 {
     char dir[700];
     snprintf(dir, sizeof dir, "%s/best", cfg->run_dir);
-    return mt_model_save(m, dir, cfg->tokenizer);
+    if (mt_model_save(m, dir, cfg->tokenizer) != 0) return -1;
+    return write_stats(dir, stats);
 }
 
 static int read_state(const char *dir, const mt_train_config *cfg, train_state *st)

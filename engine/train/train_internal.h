@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 
+#include "mtlab/entities.h"
 #include "mtlab/tokenizer.h"
 #include "mtlab/train.h"
 
@@ -28,11 +29,15 @@ void log_step(log_file *lf, const mt_train_progress *p);
 void log_validation(log_file *lf, const mt_train_progress *p);
 void log_close(log_file *lf);
 
-/* ---- checkpoints (checkpoint.c) */
+/* ---- checkpoints (checkpoint.c); every saved bundle also gets the training corpus's entity
+ * frequencies as corpus_stats.tsv (mtlab/entities.h), so recall bins work without the corpus */
 int checkpoint_exists(const mt_train_config *cfg);
-int checkpoint_save(const mt_model *m, const mt_train_config *cfg, const train_state *st);
+int checkpoint_save(const mt_model *m, const mt_train_config *cfg, const train_state *st,
+                    const mt_corpus_stats *stats);
 mt_model *checkpoint_load(const mt_train_config *cfg, const mt_backend *be, train_state *st);
-int save_best(const mt_model *m, const mt_train_config *cfg);
+int save_best(const mt_model *m, const mt_train_config *cfg, const mt_corpus_stats *stats);
+/* Entity frequencies of the training pairs (the target file's suffix picks the recogniser). */
+mt_corpus_stats *train_corpus_stats(const mt_train_config *cfg);
 
 /* ---- validation BLEU: greedy decoding of the first valid_bleu_lines pairs (validate.c) */
 int validate_bleu(mt_model *m, const mt_tokenizer *tok, const mt_train_config *cfg, double *bleu);

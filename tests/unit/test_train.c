@@ -128,6 +128,12 @@ static void check_resume_exact(const char *arch)
     free(lb);
 
     char pa[700], pb[700];
+    /* the bundle carries the training corpus's entity frequencies for the recall bins */
+    snprintf(pa, sizeof pa, "%s/checkpoint/corpus_stats.tsv", a.run_dir);
+    char *stats = test_read_file(pa, NULL);
+    assert_non_null(stats);
+    assert_non_null(strstr(stats, "# mtlab corpus_stats"));
+    free(stats);
     snprintf(pa, sizeof pa, "%s/checkpoint/model.safetensors", a.run_dir);
     snprintf(pb, sizeof pb, "%s/checkpoint/model.safetensors", b.run_dir);
     size_t na, nb;
