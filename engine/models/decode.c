@@ -1,7 +1,8 @@
 /* Incremental decoding: a prefill runs the prompt (and the encoder) in parallel and fills the
  * per-unit caches; each step then runs one new token per row through the cached units
- * (attention over its KV cache, Mamba through its conv + ssm state, MODELS.md 1.6).
- * Letters: B rows, T prompt length, S source length, C d_model, V vocabulary. */
+ * (attention over its KV cache or sliding-window ring, Mamba through its conv + ssm state,
+ * MODELS.md 1.6, retention through its recurrent state, MODELS.md 3).
+ * Letters: B rows, T prompt length, S source length, C d_model, V vocabulary, R ring slots. */
 #include "models/model_internal.h"
 
 #include <stdlib.h>
@@ -24,27 +25,36 @@ struct mt_decode_state {
     int32_t *d_ids, *d_src, *d_rows;
     uint8_t *d_key_mask, *d_prompt_mask, *d_src_mask;
     uint8_t *key_mask, *src_mask; /* host copies (max_B, max_T), (max_B, max_S) */
+    int ring;                     /* R: slots of the sliding-window rings, 0 when none */
+    uint8_t *slot_mask, *d_slot_mask; /* (max_B, R) host and backend */
+    size_t cache_floats;
 };
 
-/* Rows (floats per batch row) of each cache tensor: mt_kv_cache k and v, Mamba conv and ssm. */
-static size_t cache_row(const mt_unit *u, const mt_decode_state *st, int which)
+/* The ring size of the model's sliding-window units (they share the config's window). */
+static int ring_slots(const mt_stack *s, int max_T)
 {
-    switch (u->kind) {
-    case MT_UNIT_SELF_ATTN: return (size_t)st->max_T * u->cfg.attn.C;
-    case MT_UNIT_CROSS_ATTN: return (size_t)st->max_S * u->cfg.attn.C;
-    case MT_UNIT_MAMBA:
-        return (size_t)u->cfg.mamba.d_inner * (which == 0 ? u->cfg.mamba.d_conv
-                                                          : u->cfg.mamba.d_state);
-    case MT_UNIT_FFN:
-    case MT_UNIT_GATED_MLP: return 0;
-    }
+    for (int i = 0; i < s->n_units; i++)
+        if (s->units[i].kind == MT_UNIT_SELF_ATTN && s->units[i].cfg.attn.window > 0)
+            return mt_unit_kv_slots(&s->units[i], max_T);
     return 0;
 }
 
-static float *cache_tensor(mt_unit_cache *c, const mt_unit *u, int which)
+static size_t cache_floats(const mt_stack *s, int max_B, int max_T, int max_S)
 {
-    if (u->kind == MT_UNIT_MAMBA) return which == 0 ? c->ms.conv : c->ms.ssm;
-    return which == 0 ? c->kv.k : c->kv.v;
+    size_t total = 0;
+    for (int i = 0; i < s->n_units; i++)
+        total += mt_unit_cache_count(&s->units[i], max_B, max_T, max_S);
+    return total;
+}
+
+size_t mt_model_decode_state_bytes(const mt_model *m, int max_B, int max_T, int max_S)
+{
+    return cache_floats(&m->dec, max_B, max_T, m->arch->encdec ? max_S : 0) * sizeof(float);
+}
+
+size_t mt_decode_state_bytes_held(const mt_decode_state *st)
+{
+    return st->cache_floats * sizeof(float);
 }
 
 void mt_decode_state_free(mt_decode_state *st)
@@ -56,6 +66,8 @@ void mt_decode_state_free(mt_decode_state *st)
     be->free(st->work);
     be->free(st->rows);
     be->free(st->io);
+    be->free(st->d_slot_mask);
+    free(st->slot_mask);
     mt_stack_acts_free(&st->enc_acts);
     mt_stack_acts_free(&st->dec_acts);
     free(st->uc);
@@ -89,21 +101,16 @@ mt_decode_state *mt_decode_state_new(mt_model *m, int max_B, int max_T, int max_
     st->max_S = max_S;
     const mt_stack *s = &m->dec;
     st->uc = mt_xcalloc((size_t)s->n_units + 1, sizeof *st->uc);
-    size_t total = 0, largest = 0;
-    for (int i = 0; i < s->n_units; i++) {
-        total += mt_unit_cache_count(&s->units[i], max_B, max_T, max_S);
-        for (int w = 0; w < 2; w++) {
-            size_t n = cache_row(&s->units[i], st, w) * max_B;
-            if (n > largest) largest = n;
-        }
-    }
+    size_t total = cache_floats(s, max_B, max_T, max_S), largest = 0;
+    st->cache_floats = total;
+    st->ring = ring_slots(s, max_T);
     size_t C = (size_t)m->cfg.d_model, V = (size_t)m->cfg.vocab_size, B = (size_t)max_B;
     size_t io = B * ((size_t)max_T + max_S + 1) * sizeof(int32_t) + B * (2 * (size_t)max_T + max_S);
     st->cache = total ? be->alloc(total * sizeof(float)) : NULL;
-    st->reorder_tmp = largest ? be->alloc(largest * sizeof(float)) : NULL;
     st->rows = be->alloc(B * (2 * C + 2 + V) * sizeof(float));
     st->io = be->alloc(io);
-    if ((total && !st->cache) || (largest && !st->reorder_tmp) || !st->rows || !st->io) {
+    if (st->ring) st->d_slot_mask = be->alloc(B * (size_t)st->ring);
+    if ((total && !st->cache) || !st->rows || !st->io || (st->ring && !st->d_slot_mask)) {
         mt_error_context("%s decode state for %d rows x %d positions", name, max_B, max_T);
         mt_decode_state_free(st);
         return NULL;
@@ -113,6 +120,17 @@ mt_decode_state *mt_decode_state_new(mt_model *m, int max_B, int max_T, int max_
         size_t n = mt_unit_cache_count(&s->units[i], max_B, max_T, max_S);
         if (n) mt_unit_cache_point(&s->units[i], &st->uc[i], p, max_B, max_T, max_S);
         p += n;
+        for (int w = 0; w < 2; w++) {
+            size_t row;
+            if (mt_unit_cache_tensor(&s->units[i], &st->uc[i], w, &row) && row * B > largest)
+                largest = row * B;
+        }
+    }
+    st->reorder_tmp = largest ? be->alloc(largest * sizeof(float)) : NULL;
+    if (largest && !st->reorder_tmp) {
+        mt_error_context("%s decode state for %d rows x %d positions", name, max_B, max_T);
+        mt_decode_state_free(st);
+        return NULL;
     }
     st->d_ids = st->io;
     st->d_src = st->d_ids + B * max_T;
@@ -122,6 +140,7 @@ mt_decode_state *mt_decode_state_new(mt_model *m, int max_B, int max_T, int max_
     st->d_src_mask = st->d_prompt_mask + B * max_T;
     st->key_mask = mt_xcalloc(B * max_T, 1);
     st->src_mask = mt_xcalloc(B * (size_t)max_S + 1, 1);
+    st->slot_mask = mt_xcalloc(B * (size_t)st->ring + 1, 1);
     return st;
 }
 
@@ -155,11 +174,15 @@ static void run_decoder(mt_decode_state *st, int Tq, int first, float *logits)
     mt_stack *s = &m->dec;
     int B = st->B, C = m->cfg.d_model, V = m->cfg.vocab_size;
     be->upload(st->d_key_mask, st->key_mask, (size_t)st->max_B * st->max_T);
+    if (st->ring && !first) {
+        mt_kv_ring_slot_mask(st->slot_mask, st->key_mask, st->max_T, B, st->len + 1, st->ring);
+        be->upload(st->d_slot_mask, st->slot_mask, (size_t)B * st->ring);
+    }
     mt_stack_embed(m, s, &st->dec_acts, st->d_ids, B, Tq, st->len, NULL);
     for (int i = 0; i < s->n_units; i++)
         mt_unit_decode(be, &s->units[i], &st->dec_acts.w[i], &st->uc[i], st->dec_acts.xs[i + 1],
-                       st->dec_acts.xs[i], st->d_key_mask, st->d_prompt_mask, st->d_src_mask, B,
-                       Tq, first);
+                       st->dec_acts.xs[i], st->d_key_mask, st->d_prompt_mask, st->d_slot_mask,
+                       st->d_src_mask, B, Tq, first);
     float *h_last = st->rows, *normed = h_last + (size_t)B * C;
     float *mean = normed + (size_t)B * C, *rstd = mean + B, *out = rstd + B;
     be->copy2d(h_last, C, st->dec_acts.xs[s->n_units] + (size_t)(Tq - 1) * C, Tq * C,
@@ -202,7 +225,7 @@ int mt_model_prefill(mt_model *m, mt_decode_state *st, const mt_batch *b, float 
     st->B = B;
     st->len = 0;
     st->S = m->arch->encdec ? b->S : 0;
-    for (int i = 0; i < m->dec.n_units; i++) st->uc[i].kv.len = 0;
+    for (int i = 0; i < m->dec.n_units; i++) st->uc[i].kv.len = st->uc[i].rs.len = 0;
     if (size_work(st, B, T, m->arch->encdec)) return -1;
 
     memset(st->key_mask, 0, (size_t)st->max_B * st->max_T);
@@ -265,9 +288,9 @@ int mt_decode_state_reorder(mt_decode_state *st, const int32_t *rows, int n_rows
     const mt_stack *s = &m->dec;
     for (int i = 0; i < s->n_units; i++) {
         for (int w = 0; w < 2; w++) {
-            size_t row = cache_row(&s->units[i], st, w);
-            if (!row) continue;
-            float *t = cache_tensor(&st->uc[i], &s->units[i], w);
+            size_t row;
+            float *t = mt_unit_cache_tensor(&s->units[i], &st->uc[i], w, &row);
+            if (!t || !row) continue;
             be->index_select(st->reorder_tmp, t, st->d_rows, n_rows, row);
             be->copy(t, st->reorder_tmp, (size_t)n_rows * row * sizeof(float));
         }

@@ -172,7 +172,8 @@ static void embed_backward(mt_model *m, const mt_stack *s, float *dx, float *tmp
                            const int32_t *ids, size_t rows, const mt_step_opts *opts)
 {
     const mt_backend *be = m->be;
-    float *dtable = m->grads + m->tensors[m->embed_tensor].offset;
+    int embed = s->embed_tensor >= 0 ? s->embed_tensor : m->embed_tensor;
+    float *dtable = m->grads + m->tensors[embed].offset;
     mt_dropout drop = mt_stack_dropout(s, -1, 0, opts, m->cfg.dropout);
     const float *d = dx;
     if (drop.p > 0.0f) {

@@ -8,7 +8,7 @@
 #include "models/model_internal.h"
 #include "mtlab/error.h"
 
-static mt_mamba_config mixer_config(const mt_model_config *c)
+mt_mamba_config mt_mamba_mixer_config(const mt_model_config *c)
 {
     mt_mamba_config mc = {
         .d_model = c->d_model,
@@ -27,13 +27,13 @@ static int build(mt_model *m)
     m->embed_tensor = mt_model_add_tensor(m, "backbone.embeddings.weight", 2, shape, 1, 0);
     if (!c->tie_embeddings)
         m->lm_head_tensor = mt_model_add_tensor(m, "lm_head.weight", 2, shape, 1, 0);
-    mt_unit_config mixer = {.mamba = mixer_config(c)};
+    mt_unit_config mixer = {.mamba = mt_mamba_mixer_config(c)};
     char prefix[MT_NAME_MAX], norm[MT_NAME_MAX];
     for (int l = 0; l < c->n_layers; l++) {
         snprintf(prefix, sizeof prefix, "backbone.layers.%d.mixer.", l);
         snprintf(norm, sizeof norm, "backbone.layers.%d.norm", l);
         mt_model_add_unit(m, &m->dec, MT_UNIT_MAMBA, &mixer, prefix, MT_NORM_RMS, norm, 0,
-                          c->norm_eps);
+                          c->norm_eps)->layer = l;
     }
     mt_model_add_final_norm(m, &m->dec, MT_NORM_RMS, "backbone.norm_f", c->norm_eps);
     return 0;
@@ -83,15 +83,12 @@ static int int_either(const mt_config *c, const char *key, const char *old_key, 
                          lo, hi, out);
 }
 
-static int config_read(mt_model_config *cfg, const mt_config *c)
+int mt_mamba_keys_read(mt_model_config *cfg, const mt_config *c)
 {
     const char *path = mt_config_name(c);
     int tie;
     /* MambaConfig defaults for the optional keys */
-    mt_model_config_init_ids(cfg);
-    snprintf(cfg->arch, sizeof cfg->arch, "mamba");
     if (int_either(c, "hidden_size", "d_model", 1, 1 << 16, &cfg->d_model) ||
-        int_either(c, "num_hidden_layers", "n_layer", 1, 1024, &cfg->n_layers) ||
         mt_config_int(c, "vocab_size", 1, 1 << 22, &cfg->vocab_size) ||
         mt_config_int_or(c, "state_size", 16, 1, MT_SCAN_MAX_STATE, &cfg->d_state) ||
         mt_config_int_or(c, "conv_kernel", 4, 1, 64, &cfg->d_conv) ||
@@ -128,16 +125,22 @@ static int config_read(mt_model_config *cfg, const mt_config *c)
     if (inner != cfg->expand * cfg->d_model)
         return mt_error("%s: intermediate_size %d is not expand x hidden_size = %d", path, inner,
                         cfg->expand * cfg->d_model);
+    return 0;
+}
+
+static int config_read(mt_model_config *cfg, const mt_config *c)
+{
+    mt_model_config_init_ids(cfg);
+    snprintf(cfg->arch, sizeof cfg->arch, "mamba");
+    if (mt_mamba_keys_read(cfg, c) ||
+        int_either(c, "num_hidden_layers", "n_layer", 1, 1024, &cfg->n_layers))
+        return -1;
     return mt_model_config_read_mtlab(cfg, c);
 }
 
-static int config_write(const mt_model_config *c, mt_config *o)
+int mt_mamba_keys_write(const mt_model_config *c, mt_config *o)
 {
-    const char *archs[] = {"MambaForCausalLM"};
-    int rc = mt_config_set_string_list(o, "architectures", archs, 1);
-    rc |= mt_config_set_string(o, "model_type", "mamba");
-    rc |= mt_config_set_int(o, "hidden_size", c->d_model);
-    rc |= mt_config_set_int(o, "num_hidden_layers", c->n_layers);
+    int rc = mt_config_set_int(o, "hidden_size", c->d_model);
     rc |= mt_config_set_int(o, "intermediate_size", (long long)c->expand * c->d_model);
     rc |= mt_config_set_int(o, "state_size", c->d_state);
     rc |= mt_config_set_int(o, "conv_kernel", c->d_conv);
@@ -161,25 +164,36 @@ static int config_write(const mt_model_config *c, mt_config *o)
     rc |= mt_config_set_int(o, "eos_token_id", c->eos_id);
     rc |= mt_config_set_int(o, "bos_token_id", c->bos_id);
     rc |= mt_config_set_string(o, "dtype", "float32");
+    return rc ? -1 : 0;
+}
+
+static int config_write(const mt_model_config *c, mt_config *o)
+{
+    const char *archs[] = {"MambaForCausalLM"};
+    int rc = mt_config_set_string_list(o, "architectures", archs, 1);
+    rc |= mt_config_set_string(o, "model_type", "mamba");
+    rc |= mt_config_set_int(o, "num_hidden_layers", c->n_layers);
+    rc |= mt_mamba_keys_write(c, o);
     rc |= mt_model_config_write_mtlab(c, o, 1);
     return rc ? -1 : 0;
 }
 
-static int check(const mt_model_config *c)
+int mt_mamba_keys_check(const mt_model_config *c)
 {
     if (c->d_state <= 0 || c->d_state > MT_SCAN_MAX_STATE)
-        return mt_error("mamba config: state_size %d must be in 1..%d", c->d_state,
+        return mt_error("%s config: state_size %d must be in 1..%d", c->arch, c->d_state,
                         MT_SCAN_MAX_STATE);
     if (c->d_conv <= 0 || c->d_conv > 64)
-        return mt_error("mamba config: conv_kernel %d must be in 1..64", c->d_conv);
+        return mt_error("%s config: conv_kernel %d must be in 1..64", c->arch, c->d_conv);
     if (c->expand <= 0 || c->expand > 16)
-        return mt_error("mamba config: expand %d must be in 1..16", c->expand);
+        return mt_error("%s config: expand %d must be in 1..16", c->arch, c->expand);
     if (c->dt_rank <= 0 || c->dt_rank > c->d_model * c->expand)
-        return mt_error("mamba config: time_step_rank %d must be in 1..%d", c->dt_rank,
+        return mt_error("%s config: time_step_rank %d must be in 1..%d", c->arch, c->dt_rank,
                         c->d_model * c->expand);
-    if (!(c->norm_eps > 0.0f)) return mt_error("mamba config: layer_norm_epsilon must be > 0");
+    if (!(c->norm_eps > 0.0f))
+        return mt_error("%s config: layer_norm_epsilon must be > 0", c->arch);
     if (!(c->dt_min > 0.0f && c->dt_max >= c->dt_min))
-        return mt_error("mamba config: need 0 < time_step_min <= time_step_max");
+        return mt_error("%s config: need 0 < time_step_min <= time_step_max", c->arch);
     return 0;
 }
 
@@ -197,7 +211,7 @@ const mt_arch mt_arch_mamba = {
     .encdec = 0,
     .build = build,
     .init = init,
-    .check = check,
+    .check = mt_mamba_keys_check,
     .config_read = config_read,
     .config_write = config_write,
     .aliases = aliases,

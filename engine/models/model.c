@@ -8,20 +8,29 @@
 
 #include "mtlab/error.h"
 
+static const mt_arch *const archs[] = {
+    &mt_arch_transformer, &mt_arch_mamba,       &mt_arch_llama,        &mt_arch_retnet,
+    &mt_arch_mamba_mha,   &mt_arch_mamba_local, &mt_arch_mamba_encdec,
+};
+#define N_ARCHS (sizeof archs / sizeof archs[0])
+
 const mt_arch *mt_arch_find(const char *name)
 {
-    static const mt_arch *const archs[] = {&mt_arch_transformer, &mt_arch_mamba};
-    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+    for (size_t i = 0; i < N_ARCHS; i++)
         if (!strcmp(archs[i]->name, name)) return archs[i];
     return NULL;
 }
 
 const mt_arch *mt_arch_find_hf(const char *model_type)
 {
-    static const mt_arch *const archs[] = {&mt_arch_transformer, &mt_arch_mamba};
-    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+    for (size_t i = 0; i < N_ARCHS; i++)
         if (!strcmp(archs[i]->model_type, model_type)) return archs[i];
     return NULL;
+}
+
+const char *mt_arch_names(void)
+{
+    return "transformer, mamba, transformer++, retnet, mamba-mha, mamba-local, mamba-encdec";
 }
 
 int mt_model_arch_known(const char *arch) { return arch && mt_arch_find(arch) != NULL; }
@@ -162,6 +171,8 @@ static mt_model *build_tables(const mt_model_config *cfg, const mt_backend *be)
     m->embed_scale = 1.0f;
     m->enc.final_norm_tensor = -1;
     m->dec.final_norm_tensor = -1;
+    m->enc.embed_tensor = -1;
+    m->dec.embed_tensor = -1;
     m->enc.C = m->dec.C = cfg->d_model;
     m->dec.site_base = 1u << 20; /* the encoder's dropout sites stay below */
     if (arch->build(m) || check_units(m, &m->enc) || check_units(m, &m->dec)) {
@@ -177,6 +188,32 @@ size_t mt_model_config_param_count(const mt_model_config *cfg)
     size_t n = m ? mt_model_param_count(m) : 0;
     mt_model_free(m);
     return n;
+}
+
+static void bind_rope_stack(mt_stack *s, const float *freq)
+{
+    for (int i = 0; i < s->n_units; i++) {
+        mt_unit *u = &s->units[i];
+        if ((u->kind == MT_UNIT_SELF_ATTN || u->kind == MT_UNIT_CROSS_ATTN) && u->cfg.attn.rope_dim)
+            u->cfg.attn.rope_inv_freq = freq;
+        else if (u->kind == MT_UNIT_RETENTION)
+            u->cfg.ret.inv_freq = freq;
+    }
+}
+
+/* The rotary angles on the backend, pointed at by every unit that rotates. */
+static int bind_rope(mt_model *m)
+{
+    size_t half = (size_t)m->rope_dim / 2;
+    m->rope_freq = m->be->alloc(half * sizeof(float));
+    if (!m->rope_freq) return -1;
+    float *host = mt_xmalloc(half * sizeof(float));
+    mt_rope_inv_freq(host, m->rope_dim, m->rope_base, m->rope_kind);
+    m->be->upload(m->rope_freq, host, half * sizeof(float));
+    free(host);
+    bind_rope_stack(&m->enc, m->rope_freq);
+    bind_rope_stack(&m->dec, m->rope_freq);
+    return 0;
 }
 
 mt_model *mt_model_new(const mt_model_config *cfg, const mt_backend *be)
@@ -198,6 +235,10 @@ mt_model *mt_model_new(const mt_model_config *cfg, const mt_backend *be)
             return NULL;
         }
         mt_sinusoid_table(be, m->pos, cfg->max_positions, cfg->d_model);
+    }
+    if (m->rope_dim > 0 && bind_rope(m)) {
+        mt_model_free(m);
+        return NULL;
     }
     return m;
 }
@@ -240,6 +281,7 @@ void mt_model_free(mt_model *m)
     be->free(m->adam);
     be->free(m->decay_mask);
     be->free(m->pos);
+    be->free(m->rope_freq);
     be->free(m->acts);
     be->free(m->scratch);
     be->free(m->io);

@@ -2,12 +2,15 @@
  * and the per-architecture description (mt_arch) that builds them.
  *
  * A residual unit is one mixer with its norm:
- *   pre-norm  (Mamba, LLaMA):  y = x + drop(f(norm(x)))
- *   post-norm (Marian):        y = norm(x + drop(f(x)))
- * where f is self-attention, cross-attention over the encoder output, an FFN, a gated MLP or
- * a Mamba mixer (which applies its own dropout after out_proj). A Marian encoder layer is two
- * units (self-attention, FFN), a decoder layer three (self, cross, FFN); a Mamba layer is one.
- * The hybrids of the paper are other unit lists over the same code.
+ *   pre-norm  (Mamba, LLaMA, RetNet):  y = x + drop(f(norm(x)))
+ *   post-norm (Marian):                y = norm(x + drop(f(x)))
+ * where f is self-attention (full, causal or sliding-window), cross-attention over the encoder
+ * output, an FFN, a gated MLP, multi-scale retention or a Mamba mixer (which applies its own
+ * dropout after out_proj). A Marian encoder layer is two units (self-attention, FFN), a
+ * decoder layer three (self, cross, FFN); a Mamba layer is one; a LLaMA layer two (attention,
+ * SwiGLU), a RetNet layer two (retention, GLU). The hybrids of the paper are other unit lists
+ * over the same code: Mamba units with attention units at configured layers (mamba-mha,
+ * mamba-local), or [Mamba, cross-attention, gated MLP] decoder blocks (mamba-encdec).
  *
  * Letters: N = B*T rows of the stack, C d_model, V vocabulary. */
 #ifndef MTLAB_MODEL_INTERNAL_H
@@ -36,6 +39,7 @@ typedef enum {
     MT_UNIT_FFN,
     MT_UNIT_GATED_MLP,
     MT_UNIT_MAMBA,
+    MT_UNIT_RETENTION,  /* multi-scale retention (RetNet) */
 } mt_unit_kind;
 
 typedef enum { MT_NORM_LAYER, MT_NORM_RMS } mt_norm_kind;
@@ -45,6 +49,7 @@ typedef union {
     mt_ffn_config ffn;
     mt_gated_mlp_config mlp;
     mt_mamba_config mamba;
+    mt_retention_config ret;
 } mt_unit_config;
 
 typedef union {
@@ -52,6 +57,7 @@ typedef union {
     mt_ffn_params ffn;
     mt_gated_mlp_params mlp;
     mt_mamba_params mamba;
+    mt_retention_params ret;
 } mt_unit_params;
 
 typedef union {
@@ -59,6 +65,7 @@ typedef union {
     mt_ffn_acts ffn;
     mt_gated_mlp_acts mlp;
     mt_mamba_acts mamba;
+    mt_retention_acts ret;
 } mt_unit_acts;
 
 /* Activations of one unit for one pass (training forward, prefill or decoding step). */
@@ -70,8 +77,10 @@ typedef struct {
 
 /* Decoding caches of one unit (the fields its kind uses). */
 typedef struct {
-    mt_kv_cache kv;     /* self-attention: past keys/values; cross-attention: the source's */
+    mt_kv_cache kv;     /* self-attention: past keys/values (a ring of window + 1 slots for a
+                         * sliding window); cross-attention: the source's */
     mt_mamba_state ms;  /* Mamba conv + ssm state */
+    mt_retention_state rs; /* RetNet recurrent state */
 } mt_unit_cache;
 
 typedef struct {
@@ -80,6 +89,7 @@ typedef struct {
     int post_norm;
     float eps;
     mt_unit_config cfg;
+    int layer;          /* the model layer the unit belongs to (0-based, per stack) */
     int first_tensor;   /* the mixer's tensors, consecutive in the table */
     int norm_tensor;    /* the norm weight; a LayerNorm's bias is the next tensor */
     mt_unit_params p, g;
@@ -96,6 +106,7 @@ typedef struct {
     float final_eps;
     float *fn_w, *fn_b, *gfn_w, *gfn_b;
     int positions;          /* 1: sinusoid positions are added to the embeddings */
+    int embed_tensor;       /* the stack's own token embedding; -1: the model's */
     uint32_t site_base;     /* dropout sites of this stack start here */
 } mt_stack;
 
@@ -109,8 +120,8 @@ typedef struct {
 
 typedef struct mt_arch {
     const char *name;       /* "transformer" */
-    const char *hf_class;   /* "MarianMTModel" */
-    const char *model_type; /* "marian" */
+    const char *hf_class;   /* "MarianMTModel"; NULL when Hugging Face has no such class */
+    const char *model_type; /* "marian"; mtlab's own name for the others ("retnet") */
     int encdec;
     /* Fill the tensor table and the stacks from m->cfg (mt_model_add_* below). */
     int (*build)(mt_model *m);
@@ -133,7 +144,14 @@ typedef struct mt_arch {
 
 extern const mt_arch mt_arch_transformer;
 extern const mt_arch mt_arch_mamba;
+extern const mt_arch mt_arch_llama;
+extern const mt_arch mt_arch_retnet;
+extern const mt_arch mt_arch_mamba_mha;
+extern const mt_arch mt_arch_mamba_local;
+extern const mt_arch mt_arch_mamba_encdec;
 const mt_arch *mt_arch_find(const char *name);
+/* "transformer, mamba, ..." for error messages. */
+const char *mt_arch_names(void);
 /* The architecture whose model_type / config.json "architectures" entry matches, or NULL. */
 const mt_arch *mt_arch_find_hf(const char *model_type);
 
@@ -155,6 +173,12 @@ struct mt_model {
     float *adam;            /* (2 n_floats) m then v, or NULL */
     uint8_t *decay_mask;    /* (n_floats) backend memory, made with adam */
     float *pos;             /* (max_positions, C) sinusoids, or NULL */
+    /* rotary angles shared by the units that rotate (transformer++ attention, retention),
+     * filled by mt_model_new when rope_dim > 0 */
+    int rope_dim;
+    float rope_base;
+    mt_rope_freqs rope_kind;
+    float *rope_freq;       /* (rope_dim / 2) backend memory */
     char *tokenizer_path;   /* the loaded bundle's tokenizer.model, or NULL */
 
     mt_stack enc, dec;      /* enc unused by decoder-only models */
@@ -175,6 +199,17 @@ struct mt_model {
     uint8_t *d_mask, *d_src_mask;       /* (B, T), (B, S) */
     size_t n_targets;
 };
+
+/* ---- the Mamba keys shared by mamba, mamba-mha, mamba-local and mamba-encdec (mamba.c) */
+/* The mixer of a config (d_inner = expand x d_model). */
+mt_mamba_config mt_mamba_mixer_config(const mt_model_config *c);
+/* MambaConfig keys except the layer count: hidden_size, state_size, conv_kernel, expand,
+ * time_step_*, layer_norm_epsilon, initializer_range, vocab_size, tie_word_embeddings,
+ * token ids, and the fixed use_bias / use_conv_bias / hidden_act. */
+int mt_mamba_keys_read(mt_model_config *cfg, const mt_config *c);
+int mt_mamba_keys_write(const mt_model_config *cfg, mt_config *o);
+/* Mixer sizes usable (state_size, conv_kernel, expand, time_step_rank, eps, dt range). */
+int mt_mamba_keys_check(const mt_model_config *c);
 
 /* ---- configurations (presets.c) */
 /* The reserved token ids of mtlab/tokenizer.h (decoder start = <bos>). */
@@ -234,16 +269,24 @@ void mt_unit_backward(const mt_backend *be, mt_unit *u, const mt_unit_work *w, f
                       const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop,
                       float *scratch);
 /* Decoding: Tq new positions per row after the cached ones. key_mask (B, Tmax) covers cached
- * and new positions; prompt_mask (B, Tq) is the new positions' mask for a Mamba prefill
- * (NULL when all are real). Self-attention appends to its cache; Mamba runs the parallel scan
- * and fills its state when first (the prefill), else one recurrent step (Tq = 1). */
+ * and new positions; prompt_mask (B, Tq) is the new positions' mask for a prefill (NULL when
+ * all are real); slot_mask (B, R) marks the real tokens in a sliding-window ring
+ * (mt_kv_ring_slot_mask). Self-attention appends to its cache (or ring); Mamba and retention
+ * run their parallel forms and fill their states when first (the prefill), else one
+ * recurrent step (Tq = 1). */
 void mt_unit_decode(const mt_backend *be, const mt_unit *u, mt_unit_work *w, mt_unit_cache *c,
                     float *y, const float *x, const uint8_t *key_mask,
-                    const uint8_t *prompt_mask, const uint8_t *mem_mask, int B, int Tq,
-                    int first);
+                    const uint8_t *prompt_mask, const uint8_t *slot_mask,
+                    const uint8_t *mem_mask, int B, int Tq, int first);
+/* Positions a self-attention unit caches for a decode of up to Tmax: Tmax, or the ring of
+ * window + 1 (when shorter) for a sliding window. */
+int mt_unit_kv_slots(const mt_unit *u, int Tmax);
 size_t mt_unit_cache_count(const mt_unit *u, int B, int Tmax, int Smax);
 void mt_unit_cache_point(const mt_unit *u, mt_unit_cache *c, float *base, int B, int Tmax,
                          int Smax);
+/* The cache tensors of a unit for beam reordering: tensor which (0, 1) and the floats of one
+ * batch row of it; NULL when the unit has no such tensor. */
+float *mt_unit_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, size_t *row);
 
 /* ---- stacks (stack.c) */
 /* Lay out a stack's activations for (B, T) with attention over Tk keys (self) and S source

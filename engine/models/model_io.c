@@ -17,8 +17,8 @@ static const mt_arch *arch_of(const mt_config *c)
     const char *name = x ? mt_config_string_or(x, "architecture", NULL) : NULL;
     if (name) {
         const mt_arch *a = mt_arch_find(name);
-        if (!a) mt_error("%s: mtlab.architecture '%s' is not one of transformer, mamba",
-                         mt_config_name(c), name);
+        if (!a) mt_error("%s: mtlab.architecture '%s' is not one of %s", mt_config_name(c),
+                         name, mt_arch_names());
         return a;
     }
     const char *type = mt_config_string_or(c, "model_type", NULL);
@@ -27,8 +27,8 @@ static const mt_arch *arch_of(const mt_config *c)
         return NULL;
     }
     const mt_arch *a = mt_arch_find_hf(type);
-    if (!a) mt_error("%s: model_type '%s' is not supported (marian, mamba)", mt_config_name(c),
-                     type);
+    if (!a) mt_error("%s: model_type '%s' is not supported (marian, mamba, llama, retnet, "
+                     "mamba-mha, mamba-local, mamba-encdec)", mt_config_name(c), type);
     return a;
 }
 

@@ -1,8 +1,17 @@
 /* Model presets and configuration checks.
- * Paper sizes (MODELS.md 0, vocabulary 32000): transformer 6+6 layers, d_model 512, 8 heads,
- * FFN 2048, separate output projection (~77M); mamba 24 layers, d_model 610 (~77M).
- * Demo sizes for the Bible corpus (vocabulary 8000, same budget, ~7.6M each): transformer 3+3
- * layers, d_model 256, 4 heads, FFN 1024, tied output; mamba 12 layers, d_model 264. */
+ * Paper sizes (MODELS.md 0, vocabulary 32000):
+ *   transformer   6+6 layers, d_model 512, 8 heads, FFN 2048, separate output (~77M)
+ *   mamba         24 layers, d_model 610 (~77M)
+ *   transformer++ 12 layers, d_model 496, 8 heads, SwiGLU 1984, untied (~79M)
+ *   retnet        12 layers, d_model 512, values 1024, 4 heads, GLU 1024, untied (~77M)
+ *   mamba-mha     24 layers, d_model 624, attention (8 heads) at layers 12 and 24 (~78M)
+ *   mamba-local   the same with a 64-token sliding window (~78M)
+ *   mamba-encdec  8 Mamba encoder layers, 6 decoder blocks, d_model 512, MLP 2048 (~82M)
+ * Demo sizes for the Bible corpus (vocabulary 8000, one budget of ~7.5M each): transformer
+ * 3+3 layers, d_model 256, 4 heads, FFN 1024, tied output; mamba 12 layers, d_model 264;
+ * transformer++ 4 layers, d_model 240, 4 heads, SwiGLU 960; retnet 4 layers, d_model 256,
+ * values 512, 4 heads, GLU 512; mamba-mha / -local 12 layers, d_model 272, attention at
+ * layers 6 and 12; mamba-encdec 4 + 3, d_model 208, 8 heads, MLP 832. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,8 +64,59 @@ static void mamba(mt_model_config *c, int V, int C, int layers)
     c->init_std = 0.02f;
 }
 
+static void llama(mt_model_config *c, int V, int C, int layers, int heads, int ffn)
+{
+    snprintf(c->arch, sizeof c->arch, "transformer++");
+    c->vocab_size = V;
+    c->d_model = C;
+    c->n_layers = layers;
+    c->n_heads = heads;
+    c->ffn_dim = ffn;
+    c->max_positions = 2048; /* LlamaConfig's default; informational (rotary needs no table) */
+    c->norm_eps = 1e-6f;
+    c->rope_theta = 10000.0f;
+    c->init_std = 0.02f;
+}
+
+static void retnet(mt_model_config *c, int V, int C, int layers, int heads, int value, int ffn)
+{
+    snprintf(c->arch, sizeof c->arch, "retnet");
+    c->vocab_size = V;
+    c->d_model = C;
+    c->n_layers = layers;
+    c->n_heads = heads;
+    c->value_dim = value;
+    c->ffn_dim = ffn;
+    c->norm_eps = 1e-5f;
+    c->scale_embedding = 1;
+}
+
+/* Mamba with attention at 0-based layers N/2 - 1 and N - 1 (the paper's N/2 and N) */
+static void hybrid(mt_model_config *c, const char *arch, int V, int C, int layers, int window)
+{
+    mamba(c, V, C, layers);
+    snprintf(c->arch, sizeof c->arch, "%s", arch);
+    c->n_heads = 8;
+    c->window = window;
+    c->n_attn_layers = 2;
+    c->attn_layers[0] = layers / 2 - 1;
+    c->attn_layers[1] = layers - 1;
+}
+
+static void mamba_encdec(mt_model_config *c, int V, int C, int enc, int dec)
+{
+    mamba(c, V, C, dec);
+    snprintf(c->arch, sizeof c->arch, "mamba-encdec");
+    c->n_encoder_layers = enc;
+    c->n_heads = 8;
+    c->ffn_dim = 4 * C;
+}
+
 static const char *const preset_names[] = {
-    "transformer", "mamba", "transformer-small", "mamba-small", NULL,
+    "transformer",         "mamba",        "transformer++",      "retnet",
+    "mamba-mha",           "mamba-local",  "mamba-encdec",       "transformer-small",
+    "mamba-small",         "transformer++-small", "retnet-small", "mamba-mha-small",
+    "mamba-local-small",   "mamba-encdec-small",  NULL,
 };
 
 const char *const *mt_model_preset_names(void) { return preset_names; }
@@ -68,10 +128,25 @@ int mt_model_preset(mt_model_config *cfg, const char *name)
     cfg->dropout = 0.3f; /* the paper's WMT14 setting (MODELS.md 4) */
     if (!strcmp(name, "transformer")) transformer(cfg, 32000, 512, 6, 8, 2048, 0);
     else if (!strcmp(name, "mamba")) mamba(cfg, 32000, 610, 24);
+    else if (!strcmp(name, "transformer++")) llama(cfg, 32000, 496, 12, 8, 1984);
+    else if (!strcmp(name, "retnet")) retnet(cfg, 32000, 512, 12, 4, 1024, 1024);
+    else if (!strcmp(name, "mamba-mha")) hybrid(cfg, "mamba-mha", 32000, 624, 24, 0);
+    else if (!strcmp(name, "mamba-local")) hybrid(cfg, "mamba-local", 32000, 624, 24, 64);
+    else if (!strcmp(name, "mamba-encdec")) mamba_encdec(cfg, 32000, 512, 8, 6);
     else if (!strcmp(name, "transformer-small")) transformer(cfg, 8000, 256, 3, 4, 1024, 1);
     else if (!strcmp(name, "mamba-small")) mamba(cfg, 8000, 264, 12);
-    else return mt_error("unknown model preset '%s' (transformer, mamba, transformer-small, "
-                         "mamba-small)", name);
+    else if (!strcmp(name, "transformer++-small")) llama(cfg, 8000, 240, 4, 4, 960);
+    else if (!strcmp(name, "retnet-small")) retnet(cfg, 8000, 256, 4, 4, 512, 512);
+    else if (!strcmp(name, "mamba-mha-small")) hybrid(cfg, "mamba-mha", 8000, 272, 12, 0);
+    else if (!strcmp(name, "mamba-local-small")) hybrid(cfg, "mamba-local", 8000, 272, 12, 64);
+    else if (!strcmp(name, "mamba-encdec-small")) mamba_encdec(cfg, 8000, 208, 4, 3);
+    else {
+        char known[512] = "";
+        for (const char *const *p = preset_names; *p; p++)
+            snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
+                     p == preset_names ? "" : ", ", *p);
+        return mt_error("unknown model preset '%s' (%s)", name, known);
+    }
     return 0;
 }
 
@@ -86,7 +161,7 @@ static int check_id(const mt_model_config *c, const char *what, int id)
 int mt_model_config_check(const mt_model_config *c)
 {
     const mt_arch *arch = mt_arch_find(c->arch);
-    if (!arch) return mt_error("unknown model architecture '%s' (transformer, mamba)", c->arch);
+    if (!arch) return mt_error("unknown model architecture '%s' (%s)", c->arch, mt_arch_names());
     if (c->vocab_size <= 0 || c->vocab_size > (1 << 22))
         return mt_error("%s config: vocab_size %d must be in 1..%d", c->arch, c->vocab_size,
                         1 << 22);

@@ -57,7 +57,8 @@ void mt_stack_embed(const mt_model *m, const mt_stack *s, mt_stack_acts *sa, con
 {
     const mt_backend *be = m->be;
     size_t N = (size_t)B * T;
-    const float *table = m->params + m->tensors[m->embed_tensor].offset;
+    int embed = s->embed_tensor >= 0 ? s->embed_tensor : m->embed_tensor;
+    const float *table = m->params + m->tensors[embed].offset;
     mt_embedding_forward(be, sa->xs[0], ids, table, N, s->C, m->embed_scale);
     if (s->positions) mt_positions_add(be, sa->xs[0], m->pos, B, T, s->C, pos0);
     if (drop && drop->p > 0.0f) mt_dropout_forward(be, sa->xs[0], sa->xs[0], N * s->C, drop);

@@ -34,26 +34,26 @@ static int build(mt_model *m)
         snprintf(prefix, sizeof prefix, "model.encoder.layers.%d.self_attn.", l);
         snprintf(norm, sizeof norm, "model.encoder.layers.%d.self_attn_layer_norm", l);
         mt_model_add_unit(m, &m->enc, MT_UNIT_SELF_ATTN, &self, prefix, MT_NORM_LAYER, norm, 1,
-                          MARIAN_LN_EPS);
+                          MARIAN_LN_EPS)->layer = l;
         snprintf(prefix, sizeof prefix, "model.encoder.layers.%d.", l);
         snprintf(norm, sizeof norm, "model.encoder.layers.%d.final_layer_norm", l);
         mt_model_add_unit(m, &m->enc, MT_UNIT_FFN, &ffn, prefix, MT_NORM_LAYER, norm, 1,
-                          MARIAN_LN_EPS);
+                          MARIAN_LN_EPS)->layer = l;
     }
     m->dec.positions = 1;
     for (int l = 0; l < c->n_layers; l++) {
         snprintf(prefix, sizeof prefix, "model.decoder.layers.%d.self_attn.", l);
         snprintf(norm, sizeof norm, "model.decoder.layers.%d.self_attn_layer_norm", l);
         mt_model_add_unit(m, &m->dec, MT_UNIT_SELF_ATTN, &causal, prefix, MT_NORM_LAYER, norm, 1,
-                          MARIAN_LN_EPS);
+                          MARIAN_LN_EPS)->layer = l;
         snprintf(prefix, sizeof prefix, "model.decoder.layers.%d.encoder_attn.", l);
         snprintf(norm, sizeof norm, "model.decoder.layers.%d.encoder_attn_layer_norm", l);
         mt_model_add_unit(m, &m->dec, MT_UNIT_CROSS_ATTN, &cross, prefix, MT_NORM_LAYER, norm, 1,
-                          MARIAN_LN_EPS);
+                          MARIAN_LN_EPS)->layer = l;
         snprintf(prefix, sizeof prefix, "model.decoder.layers.%d.", l);
         snprintf(norm, sizeof norm, "model.decoder.layers.%d.final_layer_norm", l);
         mt_model_add_unit(m, &m->dec, MT_UNIT_FFN, &ffn, prefix, MT_NORM_LAYER, norm, 1,
-                          MARIAN_LN_EPS);
+                          MARIAN_LN_EPS)->layer = l;
     }
     return 0;
 }

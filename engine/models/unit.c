@@ -1,5 +1,5 @@
-/* Residual units: one mixer (attention, cross-attention, FFN, gated MLP or Mamba) with its
- * norm, pre-norm or post-norm (model_internal.h), forward, backward and decoding.
+/* Residual units: one mixer (attention, cross-attention, FFN, gated MLP, Mamba or retention)
+ * with its norm, pre-norm or post-norm (model_internal.h), forward, backward and decoding.
  *
  * pre-norm:   n = norm(x);  f = drop(mixer(n));  y = x + f
  *   backward: dn = mixer'(drop'(dy));  dx = dy + norm'(dn)
@@ -17,6 +17,7 @@ int mt_unit_width(const mt_unit *u)
     case MT_UNIT_FFN: return u->cfg.ffn.C;
     case MT_UNIT_GATED_MLP: return u->cfg.mlp.C;
     case MT_UNIT_MAMBA: return u->cfg.mamba.d_model;
+    case MT_UNIT_RETENTION: return u->cfg.ret.C;
     }
     return 0;
 }
@@ -29,6 +30,7 @@ int mt_unit_tensors(mt_unit_kind kind, const mt_unit_config *cfg, mt_tensor_spec
     case MT_UNIT_FFN: return mt_ffn_tensors(&cfg->ffn, specs);
     case MT_UNIT_GATED_MLP: return mt_gated_mlp_tensors(&cfg->mlp, specs);
     case MT_UNIT_MAMBA: return mt_mamba_tensors(&cfg->mamba, specs);
+    case MT_UNIT_RETENTION: return mt_retention_tensors(&cfg->ret, specs);
     }
     return 0;
 }
@@ -41,6 +43,7 @@ size_t mt_unit_params_count(mt_unit_kind kind, const mt_unit_config *cfg)
     case MT_UNIT_FFN: return mt_ffn_params_count(&cfg->ffn);
     case MT_UNIT_GATED_MLP: return mt_gated_mlp_params_count(&cfg->mlp);
     case MT_UNIT_MAMBA: return mt_mamba_params_count(&cfg->mamba);
+    case MT_UNIT_RETENTION: return mt_retention_params_count(&cfg->ret);
     }
     return 0;
 }
@@ -54,7 +57,21 @@ void mt_unit_params_point(mt_unit_kind kind, const mt_unit_config *cfg, mt_unit_
     case MT_UNIT_FFN: mt_ffn_params_point(&p->ffn, base, &cfg->ffn); break;
     case MT_UNIT_GATED_MLP: mt_gated_mlp_params_point(&p->mlp, base, &cfg->mlp); break;
     case MT_UNIT_MAMBA: mt_mamba_params_point(&p->mamba, base, &cfg->mamba); break;
+    case MT_UNIT_RETENTION: mt_retention_params_point(&p->ret, base, &cfg->ret); break;
     }
+}
+
+int mt_unit_kv_slots(const mt_unit *u, int Tmax)
+{
+    if (u->kind != MT_UNIT_SELF_ATTN || u->cfg.attn.window <= 0) return Tmax;
+    return u->cfg.attn.window < Tmax ? u->cfg.attn.window + 1 : Tmax;
+}
+
+/* Keys a self-attention unit attends over: Tk, except a sliding window decoding one token,
+ * which sees only its ring. */
+static int attn_keys(const mt_unit *u, int T, int Tk)
+{
+    return T == 1 ? mt_unit_kv_slots(u, Tk) : Tk;
 }
 
 /* Floats of the mixer's activations. */
@@ -62,11 +79,12 @@ static size_t mixer_acts_count(const mt_unit *u, int B, int T, int Tk, int S)
 {
     size_t N = (size_t)B * T;
     switch (u->kind) {
-    case MT_UNIT_SELF_ATTN: return mt_attention_acts_count(&u->cfg.attn, B, T, Tk);
+    case MT_UNIT_SELF_ATTN: return mt_attention_acts_count(&u->cfg.attn, B, T, attn_keys(u, T, Tk));
     case MT_UNIT_CROSS_ATTN: return mt_attention_acts_count(&u->cfg.attn, B, T, S);
     case MT_UNIT_FFN: return mt_ffn_acts_count(&u->cfg.ffn, N);
     case MT_UNIT_GATED_MLP: return mt_gated_mlp_acts_count(&u->cfg.mlp, N);
     case MT_UNIT_MAMBA: return mt_mamba_acts_count(&u->cfg.mamba, B, T);
+    case MT_UNIT_RETENTION: return mt_retention_acts_count(&u->cfg.ret, B, T);
     }
     return 0;
 }
@@ -76,11 +94,14 @@ static void mixer_acts_point(const mt_unit *u, mt_unit_acts *a, float *base, int
 {
     size_t N = (size_t)B * T;
     switch (u->kind) {
-    case MT_UNIT_SELF_ATTN: mt_attention_acts_point(&a->attn, base, &u->cfg.attn, B, T, Tk); break;
+    case MT_UNIT_SELF_ATTN:
+        mt_attention_acts_point(&a->attn, base, &u->cfg.attn, B, T, attn_keys(u, T, Tk));
+        break;
     case MT_UNIT_CROSS_ATTN: mt_attention_acts_point(&a->attn, base, &u->cfg.attn, B, T, S); break;
     case MT_UNIT_FFN: mt_ffn_acts_point(&a->ffn, base, &u->cfg.ffn, N); break;
     case MT_UNIT_GATED_MLP: mt_gated_mlp_acts_point(&a->mlp, base, &u->cfg.mlp, N); break;
     case MT_UNIT_MAMBA: mt_mamba_acts_point(&a->mamba, base, &u->cfg.mamba, B, T); break;
+    case MT_UNIT_RETENTION: mt_retention_acts_point(&a->ret, base, &u->cfg.ret, B, T); break;
     }
 }
 
@@ -154,6 +175,9 @@ static void mixer_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *
         mt_mamba_forward(be, out, &a->mamba, in, mask, &u->p.mamba, &u->cfg.mamba, drop, NULL, B,
                          T);
         break;
+    case MT_UNIT_RETENTION:
+        mt_retention_forward(be, out, &a->ret, in, mask, &u->p.ret, &u->cfg.ret, NULL, B, T);
+        break;
     }
 }
 
@@ -201,6 +225,10 @@ static void mixer_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts 
         mt_mamba_backward(be, dx, &u->g.mamba, &da->mamba, dout, &a->mamba, in, mask,
                           &u->p.mamba, &u->cfg.mamba, drop, B, T);
         break;
+    case MT_UNIT_RETENTION:
+        mt_retention_backward(be, dx, &u->g.ret, &da->ret, dout, &a->ret, in, mask, &u->p.ret,
+                              &u->cfg.ret, B, T);
+        break;
     }
 }
 
@@ -246,9 +274,10 @@ void mt_unit_backward(const mt_backend *be, mt_unit *u, const mt_unit_work *w, f
 size_t mt_unit_cache_count(const mt_unit *u, int B, int Tmax, int Smax)
 {
     switch (u->kind) {
-    case MT_UNIT_SELF_ATTN: return mt_kv_cache_count(&u->cfg.attn, B, Tmax);
+    case MT_UNIT_SELF_ATTN: return mt_kv_cache_count(&u->cfg.attn, B, mt_unit_kv_slots(u, Tmax));
     case MT_UNIT_CROSS_ATTN: return mt_kv_cache_count(&u->cfg.attn, B, Smax);
     case MT_UNIT_MAMBA: return mt_mamba_state_count(&u->cfg.mamba, B);
+    case MT_UNIT_RETENTION: return mt_retention_state_count(&u->cfg.ret, B);
     case MT_UNIT_FFN:
     case MT_UNIT_GATED_MLP: return 0;
     }
@@ -259,24 +288,55 @@ void mt_unit_cache_point(const mt_unit *u, mt_unit_cache *c, float *base, int B,
                          int Smax)
 {
     switch (u->kind) {
-    case MT_UNIT_SELF_ATTN: mt_kv_cache_point(&c->kv, base, &u->cfg.attn, B, Tmax); break;
+    case MT_UNIT_SELF_ATTN:
+        mt_kv_cache_point(&c->kv, base, &u->cfg.attn, B, mt_unit_kv_slots(u, Tmax));
+        break;
     case MT_UNIT_CROSS_ATTN: mt_kv_cache_point(&c->kv, base, &u->cfg.attn, B, Smax); break;
     case MT_UNIT_MAMBA: mt_mamba_state_point(&c->ms, base, &u->cfg.mamba, B); break;
+    case MT_UNIT_RETENTION: mt_retention_state_point(&c->rs, base, &u->cfg.ret, B); break;
     case MT_UNIT_FFN:
     case MT_UNIT_GATED_MLP: break;
     }
 }
 
+float *mt_unit_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, size_t *row)
+{
+    *row = 0;
+    switch (u->kind) {
+    case MT_UNIT_SELF_ATTN:
+    case MT_UNIT_CROSS_ATTN:
+        *row = (size_t)c->kv.Tmax * u->cfg.attn.C;
+        return which == 0 ? c->kv.k : c->kv.v;
+    case MT_UNIT_MAMBA: {
+        const mt_mamba_config *mc = &u->cfg.mamba;
+        *row = (size_t)mc->d_inner * (which == 0 ? mc->d_conv : mc->d_state);
+        return which == 0 ? c->ms.conv : c->ms.ssm;
+    }
+    case MT_UNIT_RETENTION: {
+        const mt_retention_config *rc = &u->cfg.ret;
+        *row = which == 0 ? (size_t)rc->C * rc->V / rc->H : (size_t)rc->H;
+        return which == 0 ? c->rs.kv : c->rs.scale;
+    }
+    case MT_UNIT_FFN:
+    case MT_UNIT_GATED_MLP: break;
+    }
+    return NULL;
+}
+
 static void mixer_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
                          mt_unit_cache *c, float *out, const float *in, const uint8_t *key_mask,
-                         const uint8_t *prompt_mask, const uint8_t *mem_mask, int B, int Tq,
-                         int first)
+                         const uint8_t *prompt_mask, const uint8_t *slot_mask,
+                         const uint8_t *mem_mask, int B, int Tq, int first)
 {
     size_t N = (size_t)B * Tq;
     switch (u->kind) {
     case MT_UNIT_SELF_ATTN:
-        mt_attention_decode(be, out, &a->attn, in, &c->kv, key_mask, &u->p.attn, &u->cfg.attn, B,
-                            Tq);
+        if (u->cfg.attn.window > 0)
+            mt_attention_ring_decode(be, out, &a->attn, in, &c->kv, prompt_mask, slot_mask,
+                                     &u->p.attn, &u->cfg.attn, B, Tq);
+        else
+            mt_attention_decode(be, out, &a->attn, in, &c->kv, key_mask, &u->p.attn,
+                                &u->cfg.attn, B, Tq);
         break;
     case MT_UNIT_CROSS_ATTN:
         mt_attention_cross_decode(be, out, &a->attn, in, &c->kv, mem_mask, &u->p.attn,
@@ -293,13 +353,20 @@ static void mixer_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a
         else
             mt_mamba_step(be, out, &a->mamba, in, &u->p.mamba, &u->cfg.mamba, &c->ms, B);
         break;
+    case MT_UNIT_RETENTION:
+        if (first)
+            mt_retention_forward(be, out, &a->ret, in, prompt_mask, &u->p.ret, &u->cfg.ret, &c->rs,
+                                 B, Tq);
+        else
+            mt_retention_step(be, out, &a->ret, in, &u->p.ret, &u->cfg.ret, &c->rs, B);
+        break;
     }
 }
 
 void mt_unit_decode(const mt_backend *be, const mt_unit *u, mt_unit_work *w, mt_unit_cache *c,
                     float *y, const float *x, const uint8_t *key_mask,
-                    const uint8_t *prompt_mask, const uint8_t *mem_mask, int B, int Tq,
-                    int first)
+                    const uint8_t *prompt_mask, const uint8_t *slot_mask,
+                    const uint8_t *mem_mask, int B, int Tq, int first)
 {
     size_t N = (size_t)B * Tq, NC = N * (size_t)mt_unit_width(u);
     const float *in = x;
@@ -308,7 +375,8 @@ void mt_unit_decode(const mt_backend *be, const mt_unit *u, mt_unit_work *w, mt_
         norm_forward(be, u, w->pre, w->mean, w->rstd, x, N);
         in = w->pre;
     }
-    mixer_decode(be, u, &w->a, c, f, in, key_mask, prompt_mask, mem_mask, B, Tq, first);
+    mixer_decode(be, u, &w->a, c, f, in, key_mask, prompt_mask, slot_mask, mem_mask, B, Tq,
+                 first);
     be->add(f, f, x, NC);
     if (u->post_norm) norm_forward(be, u, y, w->mean, w->rstd, w->pre, N);
 }

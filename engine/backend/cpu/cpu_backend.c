@@ -1,5 +1,6 @@
 /* The two CPU backend tables. They differ only where a fast path exists (matrix products,
- * attention, scan); everything else is one implementation, already written as plain loops. */
+ * attention, scan, retention); everything else is one implementation, already written as
+ * plain loops. */
 #include "backend/cpu/cpu_ops.h"
 
 #define CPU_COMMON                                                                             \
@@ -20,6 +21,7 @@
     .rope_backward = cpu_rope_backward, .conv1d_forward = cpu_conv1d_forward,                  \
     .conv1d_backward = cpu_conv1d_backward, .conv1d_step = cpu_conv1d_step,                    \
     .conv1d_state_fill = cpu_conv1d_state_fill, .scan_step = cpu_scan_step,                    \
+    .retention_state_fill = cpu_retention_state_fill, .retention_step = cpu_retention_step,    \
     .cross_entropy_forward = cpu_cross_entropy_forward,                                        \
     .cross_entropy_backward = cpu_cross_entropy_backward,                                      \
     .dropout_forward = cpu_dropout_forward, .dropout_backward = cpu_dropout_backward,          \
@@ -34,6 +36,8 @@ static const mt_backend cpu_backend = {
     .attention_backward = cpu_attention_backward,
     .scan_forward = cpu_scan_forward,
     .scan_backward = cpu_scan_backward,
+    .retention_forward = cpu_retention_forward,
+    .retention_backward = cpu_retention_backward,
 };
 
 static const mt_backend naive_backend = {
@@ -45,6 +49,8 @@ static const mt_backend naive_backend = {
     .attention_backward = naive_attention_backward,
     .scan_forward = naive_scan_forward,
     .scan_backward = naive_scan_backward,
+    .retention_forward = naive_retention_forward,
+    .retention_backward = naive_retention_backward,
 };
 
 const mt_backend *mt_backend_cpu(void) { return &cpu_backend; }

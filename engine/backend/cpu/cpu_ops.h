@@ -108,6 +108,26 @@ void cpu_scan_step(float *y, float *h, const mt_scan_args *a);
 void naive_scan_forward(float *y, float *h_last, const mt_scan_args *a);
 void naive_scan_backward(const mt_scan_grads *g, const float *dy, const mt_scan_args *a);
 
+/* multi-scale retention (cpu_retention.c: per-head sgemm, plus the recurrent state fill and
+ * step shared by both tables; naive_retention.c: loops in double) */
+void cpu_retention_forward(float *out, float *att, float *r, const float *q, const float *k,
+                           const float *v, const mt_retention_desc *d);
+void cpu_retention_backward(float *dq, float *dk, float *dv, float *datt, const float *dout,
+                            const float *q, const float *k, const float *v, const float *att,
+                            const float *r, const mt_retention_desc *d);
+void cpu_retention_state_fill(float *kv, float *s, const float *k, const float *v,
+                              const mt_retention_desc *d);
+void cpu_retention_step(float *out, float *kv, float *s, const float *q, const float *k,
+                        const float *v, const mt_retention_desc *d);
+void naive_retention_forward(float *out, float *att, float *r, const float *q, const float *k,
+                             const float *v, const mt_retention_desc *d);
+void naive_retention_backward(float *dq, float *dk, float *dv, float *datt, const float *dout,
+                              const float *q, const float *k, const float *v, const float *att,
+                              const float *r, const mt_retention_desc *d);
+/* (H, T) malloc'd table of gamma[h]^k; 1 when position m of row b is real */
+double *cpu_retention_powers(const mt_retention_desc *d);
+int cpu_retention_visible(const mt_retention_desc *d, int b, int m);
+
 /* loss, dropout, optimiser (cpu_train.c) */
 void cpu_cross_entropy_forward(float *losses, float *lse, const float *logits,
                                const int32_t *targets, size_t N, int V, int ignore_index,

@@ -19,7 +19,8 @@
  * Letters used in the shape comments:
  *   B batch, T sequence length, Tq / Tk query / key lengths, C channels (d_model),
  *   H heads, Dh head dim (C = H*Dh), V vocabulary, D d_inner (Mamba channels), N d_state,
- *   K conv kernel width, P number of positions in a table. */
+ *   K conv kernel width, P number of positions in a table, Dk / Dv retention key / value
+ *   width per head. */
 #ifndef MTLAB_BACKEND_H
 #define MTLAB_BACKEND_H
 
@@ -85,6 +86,30 @@ typedef struct {
     float *dDskip;   /* (D) */
     float *ddt_bias; /* (D) */
 } mt_scan_grads;
+
+/* Multi-scale retention (RetNet, MODELS.md 3) for every batch row b and head h, gamma =
+ * gamma[h]:
+ *   w[n,m]   = gamma^(n-m) for keys m <= n with key_mask[b,m] != 0, else 0
+ *   D[n,m]   = w[n,m] / sqrt(sum_m' w[n,m'])             (a row without keys is all 0)
+ *   S[n,m]   = (q_n . k_m) D[n,m]
+ *   r[n]     = clamp(sum_m |S[n,m]|, 1, 5e4)
+ *   att[n,m] = S[n,m] / r[n] ;  out_n = sum_m att[n,m] v_m
+ * q, k (B, T, H*Dk) already rotated (k already scaled); v, out (B, T, H*Dv); head h owns the
+ * columns [h*Dk, (h+1)*Dk) of q, k and [h*Dv, (h+1)*Dv) of v, out. att (B, H, T, T) and
+ * r (B, H, T) are saved for backward, which treats r as a constant (torchscale detaches it):
+ * exact where r = 1; elsewhere the normaliser's own derivative is left out, as in RetNet.
+ * The recurrent form carries, per row and head, after position n:
+ *   s = sum_{m real} gamma^(n-m)   and   KV = sum_{m real} gamma^(n-m) k_m^T v_m / sqrt(s)
+ * (KV (Dk, Dv)); a step with a new real token: s' = gamma s + 1,
+ *   KV' = KV gamma sqrt(s / s') + k^T v / sqrt(s') ;  out = q KV'
+ * which is r[n] times the parallel out_n: RetNet's per-head group norm after the retention
+ * makes the two forms agree up to its epsilon. A fresh state (s = 0, KV = 0) gives s' = 1. */
+#define MT_RETENTION_MAX_HEADS 64
+typedef struct {
+    int B, H, T, Dk, Dv;
+    const float *gamma;      /* (H) host: the decay of each head */
+    const uint8_t *key_mask; /* (B, T) or NULL (every position real) */
+} mt_retention_desc;
 
 /* torch.optim.AdamW semantics (decoupled weight decay, bias-corrected moments). */
 typedef struct {
@@ -218,6 +243,20 @@ typedef struct mt_backend {
     void (*scan_forward)(float *y, float *h_last, const mt_scan_args *a);
     void (*scan_backward)(const mt_scan_grads *g, const float *dy, const mt_scan_args *a);
     void (*scan_step)(float *y, float *h, const mt_scan_args *a);
+
+    /* ---- multi-scale retention (see mt_retention_desc); datt is caller scratch of att's
+     * size. retention_state_fill: the recurrent state kv (B, H, Dk, Dv), s (B, H) after the
+     * T positions of k, v (pads skipped, decay counted by position). retention_step: T = 1,
+     * q, k (B, H*Dk), v, out (B, H*Dv), kv and s read and updated in place. */
+    void (*retention_forward)(float *out, float *att, float *r, const float *q, const float *k,
+                              const float *v, const mt_retention_desc *d);
+    void (*retention_backward)(float *dq, float *dk, float *dv, float *datt, const float *dout,
+                               const float *q, const float *k, const float *v,
+                               const float *att, const float *r, const mt_retention_desc *d);
+    void (*retention_state_fill)(float *kv, float *s, const float *k, const float *v,
+                                 const mt_retention_desc *d);
+    void (*retention_step)(float *out, float *kv, float *s, const float *q, const float *k,
+                           const float *v, const mt_retention_desc *d);
 
     /* ---- loss: cross-entropy fused with softmax, rows (N, V)
      * q = (1 - smoothing) * onehot(target) + smoothing / V   (torch label_smoothing)

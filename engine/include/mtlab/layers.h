@@ -243,6 +243,96 @@ void mt_attention_cross_decode(const mt_backend *be, float *out, mt_attn_acts *a
 void mt_kv_cache_reorder(const mt_backend *be, mt_kv_cache *dst, const mt_kv_cache *src,
                          const int32_t *beam_idx, int B, const mt_attn_config *cfg);
 
+/* Sliding-window decoding: a windowed self-attention (cfg->window = W > 0) shows a query
+ * only itself and the W keys before it, so decoding keeps those in a ring of R slots
+ * (mt_kv_cache_point with Tmax = R = W + 1, or fewer when no decode is longer): position p
+ * lives in slot p % R, so memory stays constant in the sequence length.
+ *   prefill (cache->len == 0, Tq positions): windowed causal attention over the prompt with
+ *     prompt_mask (B, Tq) or NULL, then the last min(Tq, R) keys/values enter the ring;
+ *   step (Tq == 1, cache->len > 0): the new key/value replaces slot len % R and the query
+ *     attends over the filled slots, slot_mask (B, R) marking those holding a real token
+ *     (mt_kv_ring_slot_mask). Keys are cached already rotated and softmax does not depend on
+ *     the order of its keys, so the ring gives what a positional cache gives.
+ * a: acts for (B, Tq, Tq) in a prefill, (B, 1, R) in a step. -1 on a step without a prefill
+ * or a prefill into a used ring. Reorder the ring with mt_kv_cache_reorder. */
+int mt_attention_ring_decode(const mt_backend *be, float *out, mt_attn_acts *a, const float *x,
+                             mt_kv_cache *cache, const uint8_t *prompt_mask,
+                             const uint8_t *slot_mask, const mt_attn_params *p,
+                             const mt_attn_config *cfg, int B, int Tq);
+/* Host: slot_mask (B, R) of a ring holding positions [max(0, len - R), len), from the
+ * positional key_mask (B, key_ld) (0 at pads); slots without a position are 0. */
+void mt_kv_ring_slot_mask(uint8_t *slot_mask, const uint8_t *key_mask, int key_ld, int B,
+                          int len, int R);
+
+/* ---------------------------------------------------------------- multi-scale retention
+ * RetNet's token mixer (MODELS.md 3, torchscale MultiScaleRetention), no biases:
+ *   q = x Wq^T ; k = x Wk^T / sqrt(Dk) ; v = x Wv^T ; g = x Wg^T      (Dk = C/H, Dv = V/H)
+ *   q, k rotated: interleaved pairs at position pos0 + t, angles mt_rope_inv_freq(RETNET)
+ *   o = retention(q, k, v), per head with decay gamma_h = 1 - 2^(-5-h) (mtlab/backend.h):
+ *       the parallel form in training and prefill, the recurrent form when decoding
+ *   o = RMSNorm of each head's Dv values, no affine ("group norm") ; out = (SiLU(g) o) Wo^T
+ * Tensors q_proj (C, C), k_proj (C, C), v_proj (V, C), g_proj (V, C), out_proj (C, V). */
+typedef struct {
+    int C;   /* d_model E */
+    int H;   /* heads, <= MT_RETENTION_MAX_HEADS; Dk = C / H */
+    int V;   /* value width over all heads (2C in RetNet); Dv = V / H */
+    float eps;             /* group norm epsilon */
+    const float *inv_freq; /* (Dk/2) backend memory, mt_rope_inv_freq(Dk, 10000, RETNET) */
+} mt_retention_config;
+/* gamma (H) host: gamma_h = 1 - 2^(-5-h) */
+void mt_retention_decays(float *gamma, int H);
+typedef struct {
+    float *q_w; /* (C, C) */
+    float *k_w; /* (C, C) */
+    float *v_w; /* (V, C) */
+    float *g_w; /* (V, C) */
+    float *o_w; /* (C, V) */
+} mt_retention_params;
+typedef struct {
+    float *q, *k;  /* (B, T, C) rotated; k scaled by Dk^-1/2 */
+    float *v, *g;  /* (B, T, V) */
+    float *att;    /* (B, H, T, T) normalised retention weights (the probe's map) */
+    float *r;      /* (B, H, T) abs-sum normaliser */
+    float *o;      /* (B, T, V) retention output */
+    float *on;     /* (B, T, V) group-normed */
+    float *rstd;   /* (B*T*H) group norm */
+    float *gated;  /* (B, T, V) SiLU(g) * on */
+} mt_retention_acts;
+/* Decoding state: s and KV of mt_retention_desc, plus the position of the next token. */
+typedef struct {
+    float *kv;    /* (B, H, Dk, Dv) */
+    float *scale; /* (B, H) s */
+    int len;
+} mt_retention_state;
+int mt_retention_tensors(const mt_retention_config *cfg, mt_tensor_spec *specs); /* 5 */
+size_t mt_retention_params_count(const mt_retention_config *cfg);
+float *mt_retention_params_point(mt_retention_params *p, float *base,
+                                 const mt_retention_config *cfg);
+size_t mt_retention_acts_count(const mt_retention_config *cfg, int B, int T);
+float *mt_retention_acts_point(mt_retention_acts *a, float *base, const mt_retention_config *cfg,
+                               int B, int T);
+size_t mt_retention_state_count(const mt_retention_config *cfg, int B);
+float *mt_retention_state_point(mt_retention_state *s, float *base,
+                                const mt_retention_config *cfg, int B);
+/* out, x (B, T, C); mask (B, T) or NULL; state NULL, or filled after this prefill (positions
+ * 0 .. T-1) for decoding. */
+void mt_retention_forward(const mt_backend *be, float *out, mt_retention_acts *a, const float *x,
+                          const uint8_t *mask, const mt_retention_params *p,
+                          const mt_retention_config *cfg, mt_retention_state *state, int B,
+                          int T);
+void mt_retention_backward(const mt_backend *be, float *dx, mt_retention_params *g,
+                           mt_retention_acts *da, const float *dout, const mt_retention_acts *a,
+                           const float *x, const uint8_t *mask, const mt_retention_params *p,
+                           const mt_retention_config *cfg, int B, int T);
+/* One recurrent step at position state->len: x, out (B, C); a: acts for (B, T = 1). */
+void mt_retention_step(const mt_backend *be, float *out, mt_retention_acts *a, const float *x,
+                       const mt_retention_params *p, const mt_retention_config *cfg,
+                       mt_retention_state *state, int B);
+/* Beam search: dst row i = src row idx[i] (idx backend memory, B rows); dst->len = src->len. */
+void mt_retention_state_reorder(const mt_backend *be, mt_retention_state *dst,
+                                const mt_retention_state *src, const int32_t *idx, int B,
+                                const mt_retention_config *cfg);
+
 /* ---------------------------------------------------------------- Mamba v1 mixer
  * MODELS.md 1.4: in_proj -> x, z; x *= mask; conv (K) ; SiLU ; x *= mask; x_proj -> dt, Bm, Cm;
  * dt_proj (bias added in the scan before softplus); scan with A = -exp(A_log) and D skip;
@@ -336,5 +426,9 @@ float mt_inv_softplus(float y);
  * rescale_prenorm_residual, 1 to skip it). */
 void mt_mamba_init(mt_rng *r, mt_mamba_params *host, const mt_mamba_config *cfg,
                    float out_proj_scale);
+/* torchscale MultiScaleRetention init on host params: q, k, v, g xavier_uniform with gain
+ * 2^-2.5, out_proj xavier_uniform with gain out_gain (1 in ssm-mt's copy, 2^-1 upstream). */
+void mt_retention_init(mt_rng *r, mt_retention_params *host, const mt_retention_config *cfg,
+                       float out_gain);
 
 #endif

@@ -24,9 +24,13 @@
 #include "mtlab/backend.h"
 
 /* Architecture-independent hyper-parameters; each architecture reads the fields it uses and
- * maps them to its Hugging Face config.json keys (transformer.c, mamba.c). */
+ * maps them to its config.json keys (Hugging Face ones where a class exists: transformer.c,
+ * mamba.c, llama.c; otherwise its own plus the "mtlab" block: retnet.c, hybrid.c,
+ * mamba_encdec.c). */
+#define MT_MAX_ATTN_LAYERS 64
 typedef struct {
-    char arch[24];         /* "transformer" or "mamba" */
+    char arch[24];         /* "transformer", "mamba", "transformer++", "retnet", "mamba-mha",
+                            * "mamba-local" or "mamba-encdec" */
     int vocab_size;        /* V */
     int d_model;           /* C */
     int n_layers;          /* decoder-only: layers; encoder-decoder: decoder layers */
@@ -46,13 +50,20 @@ typedef struct {
     float dropout;         /* residual-branch dropout while training */
     int pad_id, eos_id, sep_id, bos_id, unk_id;
     int decoder_start_id;  /* first decoder token of encoder-decoder models (<bos>) */
+    float rope_theta;      /* transformer++ rotary base (10000) */
+    int value_dim;         /* retnet value width over all heads (2 x d_model in the paper) */
+    int window;            /* mamba-local: a query sees itself and the `window` keys before */
+    int n_attn_layers;     /* mamba-mha / mamba-local: entries of attn_layers */
+    int attn_layers[MT_MAX_ATTN_LAYERS]; /* 0-based indices of the layers that are attention
+                                          * blocks (the paper: N/2 - 1 and N - 1) */
 } mt_model_config;
 
 typedef struct mt_model mt_model;
 
 /* ---------------------------------------------------------------- configurations
- * Presets: "transformer", "mamba" (the paper's sizes, ~77M parameters each with V = 32000),
- * "transformer-small", "mamba-small" (the Bible demo sizes: ~7.5M each with V = 8000). */
+ * Presets: "transformer", "mamba", "transformer++", "retnet", "mamba-mha", "mamba-local",
+ * "mamba-encdec" (the paper's sizes, 77M-82M parameters with V = 32000, MODELS.md 0), and
+ * each with "-small" (the Bible demo sizes: ~7.5M each with V = 8000). */
 int mt_model_preset(mt_model_config *cfg, const char *name);
 /* NULL-terminated list of preset names. */
 const char *const *mt_model_preset_names(void);
@@ -149,7 +160,8 @@ float *mt_model_adam_moments(mt_model *m, float **second);
 
 /* ---------------------------------------------------------------- incremental decoding
  * Per-layer caches for up to max_B rows: attention KV cache (max_T positions, prompt
- * included), cross-attention keys/values (max_S source positions), Mamba conv and ssm state. */
+ * included), a sliding-window attention's ring (window + 1 positions), cross-attention
+ * keys/values (max_S source positions), Mamba conv and ssm state, RetNet's recurrent state. */
 typedef struct mt_decode_state mt_decode_state;
 mt_decode_state *mt_decode_state_new(mt_model *m, int max_B, int max_T, int max_S);
 void mt_decode_state_free(mt_decode_state *st);
@@ -164,5 +176,10 @@ int mt_model_step(mt_model *m, mt_decode_state *st, const int32_t *tokens, float
 int mt_decode_state_reorder(mt_decode_state *st, const int32_t *rows, int n_rows);
 /* Tokens the state holds per row (prompt + steps). */
 int mt_decode_state_length(const mt_decode_state *st);
+/* Bytes of model state a decode state for (max_B, max_T, max_S) holds: KV caches (growing
+ * with max_T), sliding-window rings, Mamba conv + ssm states, RetNet recurrent states. */
+size_t mt_model_decode_state_bytes(const mt_model *m, int max_B, int max_T, int max_S);
+/* The same for an existing state. */
+size_t mt_decode_state_bytes_held(const mt_decode_state *st);
 
 #endif

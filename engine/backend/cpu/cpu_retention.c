@@ -1,0 +1,186 @@
+/* Multi-scale retention on the CPU (semantics: mt_retention_desc in mtlab/backend.h).
+ * The parallel form runs, for each (batch row, head), two sgemm calls around a pass that
+ * applies the decay matrix D and the abs-sum normaliser r row by row:
+ *   S = Q K^T ; att = (S * D) / r ; O = att V
+ * backward (r constant):
+ *   dV += att^T dO ; dP = dO V^T ; dQK = dP * D / r ; dQ += dQK K ; dK += dQK^T Q
+ * D is never stored: row n of it is gamma^(n-m) / sqrt(rowsum_n) over the visible keys, with
+ * rowsum_n = gamma rowsum_(n-1) + [n visible]. Threads take whole (b, h) problems, so every
+ * output slice has one writer. The recurrent state fill and step are plain loops shared by
+ * both backend tables. */
+#include "backend/cpu/cpu_ops.h"
+#include "mtlab/error.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+
+double *cpu_retention_powers(const mt_retention_desc *d)
+{
+    double *pw = mt_xmalloc((size_t)d->H * d->T * sizeof *pw);
+    for (int h = 0; h < d->H; h++) {
+        double log_gamma = log((double)d->gamma[h]);
+        for (int k = 0; k < d->T; k++) pw[(size_t)h * d->T + k] = exp(k * log_gamma);
+    }
+    return pw;
+}
+
+int cpu_retention_visible(const mt_retention_desc *d, int b, int m)
+{
+    return !d->key_mask || d->key_mask[(size_t)b * d->T + m] != 0;
+}
+
+/* 1 / sqrt(sum of the visible decay weights) of each row n, 0 for a row without keys. */
+static void row_scales(double *inv, const mt_retention_desc *d, int b, double gamma)
+{
+    double rowsum = 0.0;
+    for (int n = 0; n < d->T; n++) {
+        rowsum = gamma * rowsum + (cpu_retention_visible(d, b, n) ? 1.0 : 0.0);
+        inv[n] = rowsum > 0.0 ? 1.0 / sqrt(rowsum) : 0.0;
+    }
+}
+
+/* D[n, m] for the row scale inv_n; pw the head's powers of gamma. */
+static float decay_at(const mt_retention_desc *d, const double *pw, double inv_n, int b, int n,
+                      int m)
+{
+    if (m > n || !cpu_retention_visible(d, b, m)) return 0.0f;
+    return (float)(pw[n - m] * inv_n);
+}
+
+void cpu_retention_forward(float *out, float *att, float *r, const float *q, const float *k,
+                           const float *v, const mt_retention_desc *d)
+{
+    int T = d->T, CK = d->H * d->Dk, CV = d->H * d->Dv;
+    double *pw = cpu_retention_powers(d);
+#pragma omp parallel
+    {
+        double *inv = mt_xmalloc((size_t)T * sizeof *inv);
+#pragma omp for collapse(2)
+        for (int b = 0; b < d->B; b++)
+            for (int h = 0; h < d->H; h++) {
+                const float *qh = q + (size_t)b * T * CK + (size_t)h * d->Dk;
+                const float *kh = k + (size_t)b * T * CK + (size_t)h * d->Dk;
+                const float *vh = v + (size_t)b * T * CV + (size_t)h * d->Dv;
+                float *oh = out + (size_t)b * T * CV + (size_t)h * d->Dv;
+                float *p = att + ((size_t)b * d->H + h) * T * T;
+                float *rh = r + ((size_t)b * d->H + h) * T;
+                const double *ph = pw + (size_t)h * T;
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, d->Dk, 1.0f, qh, CK,
+                            kh, CK, 0.0f, p, T);
+                row_scales(inv, d, b, d->gamma[h]);
+                for (int n = 0; n < T; n++) {
+                    float *row = p + (size_t)n * T;
+                    double abs_sum = 0.0;
+                    for (int m = 0; m < T; m++) {
+                        row[m] *= decay_at(d, ph, inv[n], b, n, m);
+                        abs_sum += fabsf(row[m]);
+                    }
+                    float rn = (float)fmin(fmax(abs_sum, 1.0), 5e4);
+                    rh[n] = rn;
+                    for (int m = 0; m < T; m++) row[m] /= rn;
+                }
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, d->Dv, T, 1.0f, p, T, vh,
+                            CV, 0.0f, oh, CV);
+            }
+        free(inv);
+    }
+    free(pw);
+}
+
+void cpu_retention_backward(float *dq, float *dk, float *dv, float *datt, const float *dout,
+                            const float *q, const float *k, const float *v, const float *att,
+                            const float *r, const mt_retention_desc *d)
+{
+    int T = d->T, CK = d->H * d->Dk, CV = d->H * d->Dv;
+    double *pw = cpu_retention_powers(d);
+#pragma omp parallel
+    {
+        double *inv = mt_xmalloc((size_t)T * sizeof *inv);
+#pragma omp for collapse(2)
+        for (int b = 0; b < d->B; b++)
+            for (int h = 0; h < d->H; h++) {
+                size_t koff = (size_t)b * T * CK + (size_t)h * d->Dk;
+                size_t voff = (size_t)b * T * CV + (size_t)h * d->Dv;
+                size_t poff = ((size_t)b * d->H + h) * T * T;
+                const float *p = att + poff, *rh = r + ((size_t)b * d->H + h) * T;
+                float *ds = datt + poff;
+                const double *ph = pw + (size_t)h * T;
+                if (dv)
+                    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, d->Dv, T, 1.0f, p, T,
+                                dout + voff, CV, 1.0f, dv + voff, CV);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, d->Dv, 1.0f,
+                            dout + voff, CV, v + voff, CV, 0.0f, ds, T);
+                row_scales(inv, d, b, d->gamma[h]);
+                for (int n = 0; n < T; n++) {
+                    float *row = ds + (size_t)n * T;
+                    for (int m = 0; m < T; m++)
+                        row[m] *= decay_at(d, ph, inv[n], b, n, m) / rh[n];
+                }
+                if (dq)
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, d->Dk, T, 1.0f, ds,
+                                T, k + koff, CK, 1.0f, dq + koff, CK);
+                if (dk)
+                    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, d->Dk, T, 1.0f, ds, T,
+                                q + koff, CK, 1.0f, dk + koff, CK);
+            }
+        free(inv);
+    }
+    free(pw);
+}
+
+/* s = sum_m w_m, KV = sum_m w_m k_m^T v_m / sqrt(s), w_m = [m real] gamma^(T-1-m) */
+void cpu_retention_state_fill(float *kv, float *s, const float *k, const float *v,
+                              const mt_retention_desc *d)
+{
+    int T = d->T, CK = d->H * d->Dk, CV = d->H * d->Dv, Dk = d->Dk, Dv = d->Dv;
+    double *pw = cpu_retention_powers(d);
+#pragma omp parallel for collapse(2)
+    for (int b = 0; b < d->B; b++)
+        for (int h = 0; h < d->H; h++) {
+            float *st = kv + ((size_t)b * d->H + h) * Dk * Dv;
+            double total = 0.0;
+            for (size_t i = 0; i < (size_t)Dk * Dv; i++) st[i] = 0.0f;
+            for (int m = 0; m < T; m++) {
+                if (!cpu_retention_visible(d, b, m)) continue;
+                float w = (float)pw[(size_t)h * T + (T - 1 - m)];
+                const float *km = k + ((size_t)b * T + m) * CK + (size_t)h * Dk;
+                const float *vm = v + ((size_t)b * T + m) * CV + (size_t)h * Dv;
+                total += w;
+                for (int i = 0; i < Dk; i++)
+                    for (int j = 0; j < Dv; j++) st[(size_t)i * Dv + j] += w * km[i] * vm[j];
+            }
+            float inv = total > 0.0 ? (float)(1.0 / sqrt(total)) : 0.0f;
+            for (size_t i = 0; i < (size_t)Dk * Dv; i++) st[i] *= inv;
+            s[(size_t)b * d->H + h] = (float)total;
+        }
+    free(pw);
+}
+
+/* s' = gamma s + 1 ; KV' = KV gamma sqrt(s / s') + k^T v / sqrt(s') ; out = q KV' */
+void cpu_retention_step(float *out, float *kv, float *s, const float *q, const float *k,
+                        const float *v, const mt_retention_desc *d)
+{
+    int CK = d->H * d->Dk, CV = d->H * d->Dv, Dk = d->Dk, Dv = d->Dv;
+#pragma omp parallel for collapse(2) if ((size_t)d->B * d->H * Dk * Dv > 65536)
+    for (int b = 0; b < d->B; b++)
+        for (int h = 0; h < d->H; h++) {
+            double gamma = d->gamma[h], s_old = s[(size_t)b * d->H + h];
+            double s_new = gamma * s_old + 1.0;
+            float decay = (float)(gamma * sqrt(s_old / s_new)), c = (float)(1.0 / sqrt(s_new));
+            float *st = kv + ((size_t)b * d->H + h) * Dk * Dv;
+            const float *qb = q + (size_t)b * CK + (size_t)h * Dk;
+            const float *kb = k + (size_t)b * CK + (size_t)h * Dk;
+            const float *vb = v + (size_t)b * CV + (size_t)h * Dv;
+            float *ob = out + (size_t)b * CV + (size_t)h * Dv;
+            for (int j = 0; j < Dv; j++) ob[j] = 0.0f;
+            for (int i = 0; i < Dk; i++) {
+                float *row = st + (size_t)i * Dv;
+                for (int j = 0; j < Dv; j++) {
+                    row[j] = row[j] * decay + c * kb[i] * vb[j];
+                    ob[j] += qb[i] * row[j];
+                }
+            }
+            s[(size_t)b * d->H + h] = (float)s_new;
+        }
+}

@@ -1,0 +1,194 @@
+/* Multi-scale retention, RetNet's token mixer (MODELS.md 3; mtlab/layers.h), forward,
+ * backward, the recurrent step and its state.
+ *   q = x Wq^T ; k = x Wk^T / sqrt(Dk) ; v = x Wv^T ; g = x Wg^T
+ *   q, k <- rotate(q, k) (interleaved pairs, position pos0 + t)
+ *   o = retention(q, k, v)                 (backend: parallel, or state fill + step)
+ *   on = o * rsqrt(mean over each head's Dv values of o^2 + eps)
+ *   gated = SiLU(g) * on ; out = gated Wo^T */
+#include "layers/tensor_table.h"
+
+#include <math.h>
+
+void mt_retention_decays(float *gamma, int H)
+{
+    for (int h = 0; h < H; h++) gamma[h] = (float)(1.0 - pow(2.0, -5.0 - h));
+}
+
+int mt_retention_tensors(const mt_retention_config *cfg, mt_tensor_spec *specs)
+{
+    int n = 0, C = cfg->C, V = cfg->V;
+    tensor_table_add(specs, &n, "q_proj", ".weight", 1, 2, C, C, 0);
+    tensor_table_add(specs, &n, "k_proj", ".weight", 1, 2, C, C, 0);
+    tensor_table_add(specs, &n, "v_proj", ".weight", 1, 2, V, C, 0);
+    tensor_table_add(specs, &n, "g_proj", ".weight", 1, 2, V, C, 0);
+    tensor_table_add(specs, &n, "out_proj", ".weight", 1, 2, C, V, 0);
+    return n;
+}
+
+size_t mt_retention_params_count(const mt_retention_config *cfg)
+{
+    size_t C = (size_t)cfg->C, V = (size_t)cfg->V;
+    return 2 * C * C + 3 * V * C;
+}
+
+float *mt_retention_params_point(mt_retention_params *p, float *base,
+                                 const mt_retention_config *cfg)
+{
+    size_t C = (size_t)cfg->C, V = (size_t)cfg->V;
+    tensor_table_take(&p->q_w, &base, C * C, 1);
+    tensor_table_take(&p->k_w, &base, C * C, 1);
+    tensor_table_take(&p->v_w, &base, V * C, 1);
+    tensor_table_take(&p->g_w, &base, V * C, 1);
+    tensor_table_take(&p->o_w, &base, C * V, 1);
+    return base;
+}
+
+size_t mt_retention_acts_count(const mt_retention_config *cfg, int B, int T)
+{
+    size_t N = (size_t)B * T, C = (size_t)cfg->C, V = (size_t)cfg->V, H = (size_t)cfg->H;
+    return N * (2 * C + 5 * V + H) + (size_t)B * H * T * (T + 1);
+}
+
+float *mt_retention_acts_point(mt_retention_acts *a, float *base, const mt_retention_config *cfg,
+                               int B, int T)
+{
+    size_t N = (size_t)B * T, C = (size_t)cfg->C, V = (size_t)cfg->V, H = (size_t)cfg->H;
+    tensor_table_take(&a->q, &base, N * C, 1);
+    tensor_table_take(&a->k, &base, N * C, 1);
+    tensor_table_take(&a->v, &base, N * V, 1);
+    tensor_table_take(&a->g, &base, N * V, 1);
+    tensor_table_take(&a->att, &base, (size_t)B * H * T * T, 1);
+    tensor_table_take(&a->r, &base, (size_t)B * H * T, 1);
+    tensor_table_take(&a->o, &base, N * V, 1);
+    tensor_table_take(&a->on, &base, N * V, 1);
+    tensor_table_take(&a->rstd, &base, N * H, 1);
+    tensor_table_take(&a->gated, &base, N * V, 1);
+    return base;
+}
+
+/* Per row: KV (H, Dk, Dv) = C V / H floats and s (H). */
+size_t mt_retention_state_count(const mt_retention_config *cfg, int B)
+{
+    return (size_t)B * ((size_t)cfg->C * cfg->V / cfg->H + (size_t)cfg->H);
+}
+
+float *mt_retention_state_point(mt_retention_state *s, float *base,
+                                const mt_retention_config *cfg, int B)
+{
+    tensor_table_take(&s->kv, &base, (size_t)B * cfg->C * cfg->V / cfg->H, 1);
+    tensor_table_take(&s->scale, &base, (size_t)B * cfg->H, 1);
+    s->len = 0;
+    return base;
+}
+
+static mt_retention_desc retention_desc(const mt_retention_config *cfg, const float *gamma,
+                                        const uint8_t *mask, int B, int T)
+{
+    mt_retention_desc d = {
+        .B = B, .H = cfg->H, .T = T, .Dk = cfg->C / cfg->H, .Dv = cfg->V / cfg->H,
+        .gamma = gamma, .key_mask = mask,
+    };
+    return d;
+}
+
+/* q, k, v, g of N rows; q and k rotated at positions pos0 + t (rows are (B, T)). */
+static void project(const mt_backend *be, mt_retention_acts *a, const float *x,
+                    const mt_retention_params *p, const mt_retention_config *cfg, int B, int T,
+                    int pos0)
+{
+    size_t N = (size_t)B * T;
+    int C = cfg->C, V = cfg->V, Dk = C / cfg->H;
+    mt_linear_forward(be, a->q, x, p->q_w, NULL, N, C, C);
+    mt_linear_forward(be, a->k, x, p->k_w, NULL, N, C, C);
+    be->scale(a->k, N * C, 1.0f / sqrtf((float)Dk));
+    mt_linear_forward(be, a->v, x, p->v_w, NULL, N, C, V);
+    mt_linear_forward(be, a->g, x, p->g_w, NULL, N, C, V);
+    be->rope_forward(a->q, NULL, B, T, cfg->H, Dk, Dk, pos0, cfg->inv_freq, 1);
+    be->rope_forward(a->k, NULL, B, T, cfg->H, Dk, Dk, pos0, cfg->inv_freq, 1);
+}
+
+/* group norm, gate and output projection of a->o */
+static void output(const mt_backend *be, float *out, mt_retention_acts *a,
+                   const mt_retention_params *p, const mt_retention_config *cfg, size_t N)
+{
+    int C = cfg->C, V = cfg->V, H = cfg->H;
+    be->rmsnorm_forward(a->on, a->rstd, a->o, NULL, N * H, V / H, cfg->eps);
+    be->gate_forward(a->gated, a->on, a->g, N * V);
+    mt_linear_forward(be, out, a->gated, p->o_w, NULL, N, V, C);
+}
+
+void mt_retention_forward(const mt_backend *be, float *out, mt_retention_acts *a, const float *x,
+                          const uint8_t *mask, const mt_retention_params *p,
+                          const mt_retention_config *cfg, mt_retention_state *state, int B,
+                          int T)
+{
+    float gamma[MT_RETENTION_MAX_HEADS];
+    mt_retention_decays(gamma, cfg->H);
+    project(be, a, x, p, cfg, B, T, 0);
+    mt_retention_desc d = retention_desc(cfg, gamma, mask, B, T);
+    be->retention_forward(a->o, a->att, a->r, a->q, a->k, a->v, &d);
+    if (state) {
+        be->retention_state_fill(state->kv, state->scale, a->k, a->v, &d);
+        state->len = T;
+    }
+    output(be, out, a, p, cfg, (size_t)B * T);
+}
+
+void mt_retention_backward(const mt_backend *be, float *dx, mt_retention_params *g,
+                           mt_retention_acts *da, const float *dout, const mt_retention_acts *a,
+                           const float *x, const uint8_t *mask, const mt_retention_params *p,
+                           const mt_retention_config *cfg, int B, int T)
+{
+    size_t N = (size_t)B * T;
+    int C = cfg->C, V = cfg->V, H = cfg->H, Dk = C / H;
+    float gamma[MT_RETENTION_MAX_HEADS];
+    mt_retention_decays(gamma, H);
+    be->memzero(da->q, mt_retention_acts_count(cfg, B, T) * sizeof(float)); /* one block */
+    mt_linear_backward(be, da->gated, g->o_w, NULL, dout, a->gated, p->o_w, N, V, C);
+    be->gate_backward(da->on, da->g, da->gated, a->on, a->g, N * V);
+    be->rmsnorm_backward(da->o, NULL, da->on, a->o, NULL, a->rstd, N * H, V / H);
+    mt_retention_desc d = retention_desc(cfg, gamma, mask, B, T);
+    be->retention_backward(da->q, da->k, da->v, da->att, da->o, a->q, a->k, a->v, a->att, a->r,
+                           &d);
+    be->rope_backward(da->q, NULL, B, T, H, Dk, Dk, 0, cfg->inv_freq, 1);
+    be->rope_backward(da->k, NULL, B, T, H, Dk, Dk, 0, cfg->inv_freq, 1);
+    be->scale(da->k, N * C, 1.0f / sqrtf((float)Dk));
+    mt_linear_backward(be, dx, g->q_w, NULL, da->q, x, p->q_w, N, C, C);
+    mt_linear_backward(be, dx, g->k_w, NULL, da->k, x, p->k_w, N, C, C);
+    mt_linear_backward(be, dx, g->v_w, NULL, da->v, x, p->v_w, N, C, V);
+    mt_linear_backward(be, dx, g->g_w, NULL, da->g, x, p->g_w, N, C, V);
+}
+
+void mt_retention_step(const mt_backend *be, float *out, mt_retention_acts *a, const float *x,
+                       const mt_retention_params *p, const mt_retention_config *cfg,
+                       mt_retention_state *state, int B)
+{
+    float gamma[MT_RETENTION_MAX_HEADS];
+    mt_retention_decays(gamma, cfg->H);
+    project(be, a, x, p, cfg, B, 1, state->len);
+    mt_retention_desc d = retention_desc(cfg, gamma, NULL, B, 1);
+    be->retention_step(a->o, state->kv, state->scale, a->q, a->k, a->v, &d);
+    output(be, out, a, p, cfg, (size_t)B);
+    state->len++;
+}
+
+void mt_retention_state_reorder(const mt_backend *be, mt_retention_state *dst,
+                                const mt_retention_state *src, const int32_t *idx, int B,
+                                const mt_retention_config *cfg)
+{
+    be->index_select(dst->kv, src->kv, idx, B, (size_t)cfg->C * cfg->V / cfg->H);
+    be->index_select(dst->scale, src->scale, idx, B, (size_t)cfg->H);
+    dst->len = src->len;
+}
+
+void mt_retention_init(mt_rng *r, mt_retention_params *host, const mt_retention_config *cfg,
+                       float out_gain)
+{
+    int C = cfg->C, V = cfg->V;
+    float gain = powf(2.0f, -2.5f);
+    mt_init_xavier_uniform(r, host->q_w, C, C, gain);
+    mt_init_xavier_uniform(r, host->k_w, C, C, gain);
+    mt_init_xavier_uniform(r, host->v_w, V, C, gain);
+    mt_init_xavier_uniform(r, host->g_w, V, C, gain);
+    mt_init_xavier_uniform(r, host->o_w, C, V, out_gain);
+}

@@ -1,0 +1,186 @@
+/* `mamba-mha` and `mamba-local`: the paper's Mamba hybrids (MODELS.md 4; ssm-mt
+ * models/hybrids/). A Mamba stack in MambaForCausalLM layout whose layers at the configured
+ * indices (attention_layers, 0-based; default N/2 - 1 and N - 1, the paper's "layers N/2
+ * and N") are pre-norm causal self-attention blocks instead: 8 heads, no biases, no
+ * positional encoding, no MLP. mamba-mha attends over every earlier position; mamba-local over
+ * a sliding window (sliding_window = 64: a query sees itself and the 64 keys before it) and
+ * decodes through a ring of window + 1 keys/values, so its decoding state is constant in the
+ * sequence length like Mamba's. The interleaved / early / late ablations are attention_layers
+ * lists. No Hugging Face class exists: the config is MambaConfig's keys plus
+ * attention_layers, num_attention_heads and (local) sliding_window. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "models/model_internal.h"
+#include "mtlab/error.h"
+
+static int local(const mt_model_config *c) { return !strcmp(c->arch, "mamba-local"); }
+
+static int is_attention(const mt_model_config *c, int layer)
+{
+    for (int i = 0; i < c->n_attn_layers; i++)
+        if (c->attn_layers[i] == layer) return 1;
+    return 0;
+}
+
+static int build(mt_model *m)
+{
+    const mt_model_config *c = &m->cfg;
+    int shape[2] = {c->vocab_size, c->d_model};
+    m->embed_tensor = mt_model_add_tensor(m, "backbone.embeddings.weight", 2, shape, 1, 0);
+    if (!c->tie_embeddings)
+        m->lm_head_tensor = mt_model_add_tensor(m, "lm_head.weight", 2, shape, 1, 0);
+    mt_unit_config mixer = {.mamba = mt_mamba_mixer_config(c)};
+    mt_unit_config attn = {
+        .attn = {.C = c->d_model, .H = c->n_heads, .causal = 1,
+                 .window = local(c) ? c->window : 0, .out_name = "o_proj"},
+    };
+    char prefix[MT_NAME_MAX], norm[MT_NAME_MAX];
+    for (int l = 0; l < c->n_layers; l++) {
+        int a = is_attention(c, l);
+        snprintf(prefix, sizeof prefix, "backbone.layers.%d.mixer.", l);
+        snprintf(norm, sizeof norm, "backbone.layers.%d.norm", l);
+        mt_model_add_unit(m, &m->dec, a ? MT_UNIT_SELF_ATTN : MT_UNIT_MAMBA, a ? &attn : &mixer,
+                          prefix, MT_NORM_RMS, norm, 0, c->norm_eps)->layer = l;
+    }
+    mt_model_add_final_norm(m, &m->dec, MT_NORM_RMS, "backbone.norm_f", c->norm_eps);
+    return 0;
+}
+
+/* ssm-mt MixerModel initialisation: embedding N(0, init_std), Mamba blocks as mamba_ssm with
+ * out_proj rescaled by 1/sqrt(n_layer) (one residual per block), attention projections
+ * PyTorch's default Linear init, norm gains 1. */
+static void init(mt_model *m, float *host, uint64_t seed)
+{
+    const mt_model_config *c = &m->cfg;
+    int C = c->d_model;
+    size_t VC = (size_t)c->vocab_size * C;
+    mt_rng r;
+    mt_rng_init(&r, seed, 0);
+    mt_init_normal(&r, mt_model_host_tensor(m, host, m->embed_tensor), VC, c->init_std);
+    if (m->lm_head_tensor >= 0) {
+        mt_rng_init(&r, seed, 1);
+        mt_init_normal(&r, mt_model_host_tensor(m, host, m->lm_head_tensor), VC, c->init_std);
+    }
+    float out_scale = 1.0f / sqrtf((float)c->n_layers);
+    for (int i = 0; i < m->dec.n_units; i++) {
+        const mt_unit *u = &m->dec.units[i];
+        mt_unit_params p;
+        mt_unit_params_point(u->kind, &u->cfg, &p, host + m->tensors[u->first_tensor].offset);
+        mt_rng_init(&r, seed, 2 + (uint64_t)i);
+        if (u->kind == MT_UNIT_MAMBA) {
+            mt_mamba_init(&r, &p.mamba, &u->cfg.mamba, out_scale);
+        } else {
+            mt_init_linear_default(&r, p.attn.q_w, NULL, C, C);
+            mt_init_linear_default(&r, p.attn.k_w, NULL, C, C);
+            mt_init_linear_default(&r, p.attn.v_w, NULL, C, C);
+            mt_init_linear_default(&r, p.attn.o_w, NULL, C, C);
+        }
+    }
+    mt_model_init_norms(m, host);
+}
+
+static int config_read(mt_model_config *cfg, const mt_config *c, const char *arch)
+{
+    mt_model_config_init_ids(cfg);
+    snprintf(cfg->arch, sizeof cfg->arch, "%s", arch);
+    if (mt_mamba_keys_read(cfg, c) ||
+        mt_config_int(c, "num_hidden_layers", 1, 1024, &cfg->n_layers) ||
+        mt_config_int_or(c, "num_attention_heads", 8, 1, 1 << 12, &cfg->n_heads))
+        return -1;
+    if (local(cfg) && mt_config_int_or(c, "sliding_window", 64, 1, 1 << 20, &cfg->window))
+        return -1;
+    if (mt_config_has(c, "attention_layers")) {
+        if (mt_config_int_list(c, "attention_layers", 0, 1 << 20, cfg->attn_layers,
+                               MT_MAX_ATTN_LAYERS, &cfg->n_attn_layers))
+            return -1;
+    } else {
+        cfg->n_attn_layers = 0;
+        if (cfg->n_layers >= 2) cfg->attn_layers[cfg->n_attn_layers++] = cfg->n_layers / 2 - 1;
+        cfg->attn_layers[cfg->n_attn_layers++] = cfg->n_layers - 1;
+    }
+    return mt_model_config_read_mtlab(cfg, c);
+}
+
+static int config_read_mha(mt_model_config *cfg, const mt_config *c)
+{
+    return config_read(cfg, c, "mamba-mha");
+}
+
+static int config_read_local(mt_model_config *cfg, const mt_config *c)
+{
+    return config_read(cfg, c, "mamba-local");
+}
+
+static int config_write(const mt_model_config *c, mt_config *o)
+{
+    int rc = mt_config_set_string(o, "model_type", c->arch);
+    rc |= mt_config_set_int(o, "num_hidden_layers", c->n_layers);
+    rc |= mt_config_set_int_list(o, "attention_layers", c->attn_layers, c->n_attn_layers);
+    rc |= mt_config_set_int(o, "num_attention_heads", c->n_heads);
+    if (local(c)) rc |= mt_config_set_int(o, "sliding_window", c->window);
+    rc |= mt_mamba_keys_write(c, o);
+    rc |= mt_model_config_write_mtlab(c, o, 1);
+    return rc ? -1 : 0;
+}
+
+static int check(const mt_model_config *c)
+{
+    if (mt_mamba_keys_check(c)) return -1;
+    if (c->n_heads <= 0 || c->d_model % c->n_heads)
+        return mt_error("%s config: %d attention heads do not divide hidden_size %d", c->arch,
+                        c->n_heads, c->d_model);
+    if (c->n_attn_layers < 0 || c->n_attn_layers > MT_MAX_ATTN_LAYERS)
+        return mt_error("%s config: %d attention layers, at most %d", c->arch, c->n_attn_layers,
+                        MT_MAX_ATTN_LAYERS);
+    for (int i = 0; i < c->n_attn_layers; i++) {
+        int l = c->attn_layers[i];
+        if (l < 0 || l >= c->n_layers)
+            return mt_error("%s config: attention layer %d is outside the %d layers (0-based)",
+                            c->arch, l, c->n_layers);
+        if (i > 0 && l <= c->attn_layers[i - 1])
+            return mt_error("%s config: attention_layers must be increasing (%d after %d)",
+                            c->arch, l, c->attn_layers[i - 1]);
+    }
+    if (local(c) && c->window <= 0)
+        return mt_error("mamba-local config: sliding_window %d must be positive", c->window);
+    return 0;
+}
+
+static const char *const aliases[][2] = {
+    {"backbone.embeddings.weight", "backbone.embedding.weight"},
+    {NULL, NULL},
+};
+
+static const char *const none[] = {NULL};
+
+const mt_arch mt_arch_mamba_mha = {
+    .name = "mamba-mha",
+    .hf_class = NULL,
+    .model_type = "mamba-mha",
+    .encdec = 0,
+    .build = build,
+    .init = init,
+    .check = check,
+    .config_read = config_read_mha,
+    .config_write = config_write,
+    .aliases = aliases,
+    .ignored = none,
+    .embed_copies = none,
+};
+
+const mt_arch mt_arch_mamba_local = {
+    .name = "mamba-local",
+    .hf_class = NULL,
+    .model_type = "mamba-local",
+    .encdec = 0,
+    .build = build,
+    .init = init,
+    .check = check,
+    .config_read = config_read_local,
+    .config_write = config_write,
+    .aliases = aliases,
+    .ignored = none,
+    .embed_copies = none,
+};

@@ -1,0 +1,202 @@
+/* `transformer++`: the paper's decoder-only LLaMA-style Transformer in Hugging Face
+ * LlamaForCausalLM layout (MODELS.md 5): token embedding, per layer two pre-norm units
+ *   h = x + Attn(RMSNorm(x))       causal, rotate-half RoPE on q and k, no biases
+ *   y = h + MLP(RMSNorm(h))        down(SiLU(gate h) * up h), SwiGLU, no biases
+ * a final RMSNorm and an untied lm_head. ssm-mt sizes the MLP 4 x hidden_size, not LLaMA's
+ * 8/3 rule; intermediate_size says which. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/model_internal.h"
+#include "mtlab/error.h"
+
+static int build(mt_model *m)
+{
+    const mt_model_config *c = &m->cfg;
+    int C = c->d_model, Dh = C / c->n_heads;
+    int shape[2] = {c->vocab_size, C};
+    m->embed_tensor = mt_model_add_tensor(m, "model.embed_tokens.weight", 2, shape, 1, 0);
+    if (!c->tie_embeddings)
+        m->lm_head_tensor = mt_model_add_tensor(m, "lm_head.weight", 2, shape, 1, 0);
+    m->rope_dim = Dh;
+    m->rope_base = c->rope_theta;
+    m->rope_kind = MT_ROPE_LLAMA;
+    mt_unit_config attn = {
+        .attn = {.C = C, .H = c->n_heads, .causal = 1, .rope_dim = Dh, .out_name = "o_proj"},
+    };
+    mt_unit_config mlp = {.mlp = {.C = C, .F = c->ffn_dim, .layout = MT_GATED_LLAMA}};
+    char prefix[MT_NAME_MAX], norm[MT_NAME_MAX];
+    for (int l = 0; l < c->n_layers; l++) {
+        snprintf(prefix, sizeof prefix, "model.layers.%d.self_attn.", l);
+        snprintf(norm, sizeof norm, "model.layers.%d.input_layernorm", l);
+        mt_model_add_unit(m, &m->dec, MT_UNIT_SELF_ATTN, &attn, prefix, MT_NORM_RMS, norm, 0,
+                          c->norm_eps)->layer = l;
+        snprintf(prefix, sizeof prefix, "model.layers.%d.mlp.", l);
+        snprintf(norm, sizeof norm, "model.layers.%d.post_attention_layernorm", l);
+        mt_model_add_unit(m, &m->dec, MT_UNIT_GATED_MLP, &mlp, prefix, MT_NORM_RMS, norm, 0,
+                          c->norm_eps)->layer = l;
+    }
+    mt_model_add_final_norm(m, &m->dec, MT_NORM_RMS, "model.norm", c->norm_eps);
+    return 0;
+}
+
+/* Hugging Face LlamaPreTrainedModel: every Linear and the embedding N(0, initializer_range),
+ * RMSNorm gains 1. */
+static void init(mt_model *m, float *host, uint64_t seed)
+{
+    const mt_model_config *c = &m->cfg;
+    mt_rng r;
+    size_t VC = (size_t)c->vocab_size * c->d_model;
+    mt_rng_init(&r, seed, 0);
+    mt_init_normal(&r, mt_model_host_tensor(m, host, m->embed_tensor), VC, c->init_std);
+    if (m->lm_head_tensor >= 0) {
+        mt_rng_init(&r, seed, 1);
+        mt_init_normal(&r, mt_model_host_tensor(m, host, m->lm_head_tensor), VC, c->init_std);
+    }
+    for (int i = 0; i < m->dec.n_units; i++) {
+        const mt_unit *u = &m->dec.units[i];
+        mt_rng_init(&r, seed, 2 + (uint64_t)i);
+        for (int t = u->first_tensor; t < u->norm_tensor; t++)
+            mt_init_normal(&r, mt_model_host_tensor(m, host, t), m->tensors[t].numel, c->init_std);
+    }
+    mt_model_init_norms(m, host);
+}
+
+/* A boolean key that must have one value in mtlab's transformer++. */
+static int fixed_bool(const mt_config *c, const char *key, int want)
+{
+    int v;
+    if (mt_config_bool_or(c, key, want, &v)) return -1;
+    if (v != want)
+        return mt_error("%s: %s = %s is not supported (mtlab's transformer++ has %s)",
+                        mt_config_name(c), key, v ? "true" : "false", want ? "true" : "false");
+    return 0;
+}
+
+/* rope_theta: transformers 5 nests it in rope_parameters {rope_theta, rope_type}, earlier
+ * versions keep it at the top with an optional rope_scaling; only the default rope is known. */
+static int read_rope(mt_model_config *cfg, const mt_config *c)
+{
+    const char *path = mt_config_name(c);
+    const mt_config *rp = mt_config_object(c, "rope_parameters");
+    const mt_config *from = rp && mt_config_has(rp, "rope_theta") ? rp : c;
+    if (mt_config_float_or(from, "rope_theta", 10000.0f, 1.0, 1e12, &cfg->rope_theta)) return -1;
+    const char *type = rp ? mt_config_string_or(rp, "rope_type", "default") : "default";
+    if (!type) return -1;
+    if (strcmp(type, "default") != 0)
+        return mt_error("%s: rope_type \"%s\" is not supported (default rotary only)", path, type);
+    if (mt_config_has(c, "rope_scaling")) {
+        char *v = mt_config_value_json(c, "rope_scaling");
+        int null = v && !strcmp(v, "null");
+        free(v);
+        if (!null) return mt_error("%s: rope_scaling is not supported (default rotary only)", path);
+    }
+    return 0;
+}
+
+static int config_read(mt_model_config *cfg, const mt_config *c)
+{
+    const char *path = mt_config_name(c);
+    int tie, kv_heads, head_dim;
+    mt_model_config_init_ids(cfg);
+    snprintf(cfg->arch, sizeof cfg->arch, "transformer++");
+    if (mt_config_int(c, "hidden_size", 1, 1 << 16, &cfg->d_model) ||
+        mt_config_int(c, "num_hidden_layers", 1, 1024, &cfg->n_layers) ||
+        mt_config_int(c, "num_attention_heads", 1, 1 << 12, &cfg->n_heads) ||
+        mt_config_int(c, "intermediate_size", 1, 1 << 18, &cfg->ffn_dim) ||
+        mt_config_int(c, "vocab_size", 1, 1 << 22, &cfg->vocab_size) ||
+        mt_config_int_or(c, "max_position_embeddings", 2048, 1, 1 << 24, &cfg->max_positions) ||
+        mt_config_float_or(c, "rms_norm_eps", 1e-6f, 1e-12, 1.0, &cfg->norm_eps) ||
+        mt_config_float_or(c, "initializer_range", 0.02f, 0.0, 1e3, &cfg->init_std) ||
+        mt_config_bool_or(c, "tie_word_embeddings", 0, &tie) || read_rope(cfg, c) ||
+        mt_model_config_token_id(c, "pad_token_id", &cfg->pad_id) ||
+        mt_model_config_token_id(c, "eos_token_id", &cfg->eos_id) ||
+        mt_model_config_token_id(c, "bos_token_id", &cfg->bos_id) ||
+        fixed_bool(c, "attention_bias", 0) || fixed_bool(c, "mlp_bias", 0))
+        return -1;
+    cfg->tie_embeddings = tie;
+    if (mt_config_int_or(c, "num_key_value_heads", cfg->n_heads, 1, 1 << 12, &kv_heads))
+        return -1;
+    if (kv_heads != cfg->n_heads)
+        return mt_error("%s: num_key_value_heads %d differs from num_attention_heads %d (grouped "
+                        "keys/values are not supported)", path, kv_heads, cfg->n_heads);
+    if (cfg->d_model % cfg->n_heads == 0) {
+        int want = cfg->d_model / cfg->n_heads;
+        if (mt_config_int_or(c, "head_dim", want, 1, 1 << 16, &head_dim)) return -1;
+        if (head_dim != want)
+            return mt_error("%s: head_dim %d is not hidden_size / num_attention_heads = %d", path,
+                            head_dim, want);
+    }
+    const char *act = mt_config_string_or(c, "hidden_act", "silu");
+    if (!act) return -1;
+    if (strcmp(act, "silu") != 0)
+        return mt_error("%s: hidden_act \"%s\" is not supported (SwiGLU uses silu)", path, act);
+    return mt_model_config_read_mtlab(cfg, c);
+}
+
+static int config_write(const mt_model_config *c, mt_config *o)
+{
+    const char *archs[] = {"LlamaForCausalLM"};
+    int rc = mt_config_set_string_list(o, "architectures", archs, 1);
+    rc |= mt_config_set_string(o, "model_type", "llama");
+    rc |= mt_config_set_int(o, "hidden_size", c->d_model);
+    rc |= mt_config_set_int(o, "intermediate_size", c->ffn_dim);
+    rc |= mt_config_set_int(o, "num_hidden_layers", c->n_layers);
+    rc |= mt_config_set_int(o, "num_attention_heads", c->n_heads);
+    rc |= mt_config_set_int(o, "num_key_value_heads", c->n_heads);
+    rc |= mt_config_set_int(o, "head_dim", c->d_model / c->n_heads);
+    rc |= mt_config_set_string(o, "hidden_act", "silu");
+    rc |= mt_config_set_int(o, "max_position_embeddings", c->max_positions);
+    rc |= mt_config_set_float(o, "rms_norm_eps", c->norm_eps);
+    rc |= mt_config_set_float(o, "initializer_range", c->init_std);
+    mt_config *rope = mt_config_set_object(o, "rope_parameters");
+    rc |= rope ? mt_config_set_float(rope, "rope_theta", c->rope_theta) |
+                     mt_config_set_string(rope, "rope_type", "default")
+               : -1;
+    rc |= mt_config_set_bool(o, "attention_bias", 0);
+    rc |= mt_config_set_bool(o, "mlp_bias", 0);
+    rc |= mt_config_set_bool(o, "tie_word_embeddings", c->tie_embeddings);
+    rc |= mt_config_set_int(o, "vocab_size", c->vocab_size);
+    rc |= mt_config_set_int(o, "pad_token_id", c->pad_id);
+    rc |= mt_config_set_int(o, "eos_token_id", c->eos_id);
+    rc |= mt_config_set_int(o, "bos_token_id", c->bos_id);
+    rc |= mt_config_set_string(o, "dtype", "float32");
+    rc |= mt_model_config_write_mtlab(c, o, 1);
+    return rc ? -1 : 0;
+}
+
+static int check(const mt_model_config *c)
+{
+    if (c->n_heads <= 0 || c->d_model % c->n_heads)
+        return mt_error("transformer++ config: %d heads do not divide hidden_size %d",
+                        c->n_heads, c->d_model);
+    if ((c->d_model / c->n_heads) % 2)
+        return mt_error("transformer++ config: head size %d must be even (rotary pairs)",
+                        c->d_model / c->n_heads);
+    if (c->ffn_dim <= 0 || c->ffn_dim > (1 << 18))
+        return mt_error("transformer++ config: intermediate_size %d must be in 1..%d", c->ffn_dim,
+                        1 << 18);
+    if (!(c->norm_eps > 0.0f)) return mt_error("transformer++ config: rms_norm_eps must be > 0");
+    if (!(c->rope_theta > 1.0f)) return mt_error("transformer++ config: rope_theta must be > 1");
+    return 0;
+}
+
+static const char *const none[] = {NULL};
+static const char *const no_aliases[][2] = {{NULL, NULL}};
+
+const mt_arch mt_arch_llama = {
+    .name = "transformer++",
+    .hf_class = "LlamaForCausalLM",
+    .model_type = "llama",
+    .encdec = 0,
+    .build = build,
+    .init = init,
+    .check = check,
+    .config_read = config_read,
+    .config_write = config_write,
+    .aliases = no_aliases,
+    .ignored = none,
+    .embed_copies = none,
+};

@@ -1,0 +1,161 @@
+/* `mamba-encdec`: the paper's Mamba encoder-decoder (MODELS.md 4; ssm-mt
+ * models/hybrids/mamba_encdec.py).
+ *   encoder: own token embedding, encoder_layers causal pre-norm Mamba blocks, norm_f
+ *   decoder: token embedding tied to the output projection, decoder_layers blocks of three
+ *            pre-norm units (no decoder self-attention):
+ *              h = x + Mamba(RMSNorm(x))
+ *              h = h + CrossAttn(RMSNorm(h), encoder output)   8 heads, no biases
+ *              y = h + fc2(value * SiLU(gate))                  [value; gate] = fc1 h (+ bias)
+ *            and norm_f.
+ * Source `src <eos>` and target `<bos> tgt <eos>` are right padded (model.h). Tensor names
+ * follow the MixerModel layout: {encoder,decoder}.layers.i.{mixer,norm}, i counting blocks
+ * (the decoder's Mamba / cross-attention / MLP at 3l, 3l + 1, 3l + 2). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "models/model_internal.h"
+#include "mtlab/error.h"
+
+static int build(mt_model *m)
+{
+    const mt_model_config *c = &m->cfg;
+    int C = c->d_model;
+    int shape[2] = {c->vocab_size, C};
+    m->enc.embed_tensor = mt_model_add_tensor(m, "encoder.embeddings.weight", 2, shape, 1, 0);
+    m->embed_tensor = mt_model_add_tensor(m, "decoder.embeddings.weight", 2, shape, 1, 0);
+    if (!c->tie_embeddings)
+        m->lm_head_tensor = mt_model_add_tensor(m, "lm_head.weight", 2, shape, 1, 0);
+    mt_unit_config mixer = {.mamba = mt_mamba_mixer_config(c)};
+    mt_unit_config cross = {.attn = {.C = C, .H = c->n_heads, .out_name = "o_proj"}};
+    mt_unit_config mlp = {.mlp = {.C = C, .F = c->ffn_dim, .bias = 1, .layout = MT_GATED_FC1}};
+    char prefix[MT_NAME_MAX], norm[MT_NAME_MAX];
+    for (int l = 0; l < c->n_encoder_layers; l++) {
+        snprintf(prefix, sizeof prefix, "encoder.layers.%d.mixer.", l);
+        snprintf(norm, sizeof norm, "encoder.layers.%d.norm", l);
+        mt_model_add_unit(m, &m->enc, MT_UNIT_MAMBA, &mixer, prefix, MT_NORM_RMS, norm, 0,
+                          c->norm_eps)->layer = l;
+    }
+    mt_model_add_final_norm(m, &m->enc, MT_NORM_RMS, "encoder.norm_f", c->norm_eps);
+    const mt_unit_kind kinds[3] = {MT_UNIT_MAMBA, MT_UNIT_CROSS_ATTN, MT_UNIT_GATED_MLP};
+    const mt_unit_config *cfgs[3] = {&mixer, &cross, &mlp};
+    for (int l = 0; l < c->n_layers; l++)
+        for (int k = 0; k < 3; k++) {
+            snprintf(prefix, sizeof prefix, "decoder.layers.%d.mixer.", 3 * l + k);
+            snprintf(norm, sizeof norm, "decoder.layers.%d.norm", 3 * l + k);
+            mt_model_add_unit(m, &m->dec, kinds[k], cfgs[k], prefix, MT_NORM_RMS, norm, 0,
+                              c->norm_eps)->layer = l;
+        }
+    mt_model_add_final_norm(m, &m->dec, MT_NORM_RMS, "decoder.norm_f", c->norm_eps);
+    return 0;
+}
+
+/* ssm-mt MixerModel initialisation per stack: embeddings N(0, init_std); Mamba blocks as
+ * mamba_ssm; every `out_proj.weight` and `fc2.weight` rescaled by 1/sqrt(blocks of the
+ * stack); other Linear weights PyTorch's default, their biases 0; norm gains 1. */
+static void init_stack(mt_model *m, const mt_stack *s, float *host, uint64_t seed,
+                       uint64_t stream)
+{
+    int C = m->cfg.d_model;
+    float out_scale = 1.0f / sqrtf((float)s->n_units);
+    mt_rng r;
+    for (int i = 0; i < s->n_units; i++) {
+        const mt_unit *u = &s->units[i];
+        mt_unit_params p;
+        mt_unit_params_point(u->kind, &u->cfg, &p, host + m->tensors[u->first_tensor].offset);
+        mt_rng_init(&r, seed, stream + (uint64_t)i);
+        if (u->kind == MT_UNIT_MAMBA) {
+            mt_mamba_init(&r, &p.mamba, &u->cfg.mamba, out_scale);
+        } else if (u->kind == MT_UNIT_CROSS_ATTN) {
+            mt_init_linear_default(&r, p.attn.q_w, NULL, C, C);
+            mt_init_linear_default(&r, p.attn.k_w, NULL, C, C);
+            mt_init_linear_default(&r, p.attn.v_w, NULL, C, C);
+            mt_init_linear_default(&r, p.attn.o_w, NULL, C, C);
+        } else {
+            int F = u->cfg.mlp.F;
+            /* fc1 = [value; gate] (2F, C) in one block */
+            mt_init_linear_default(&r, p.mlp.value_w, NULL, 2 * F, C);
+            mt_init_linear_default(&r, p.mlp.down_w, NULL, C, F);
+            for (size_t j = 0; j < (size_t)C * F; j++) p.mlp.down_w[j] *= out_scale;
+        }
+    }
+}
+
+static void init(mt_model *m, float *host, uint64_t seed)
+{
+    const mt_model_config *c = &m->cfg;
+    size_t VC = (size_t)c->vocab_size * c->d_model;
+    mt_rng r;
+    mt_rng_init(&r, seed, 0);
+    mt_init_normal(&r, mt_model_host_tensor(m, host, m->enc.embed_tensor), VC, c->init_std);
+    mt_rng_init(&r, seed, 1);
+    mt_init_normal(&r, mt_model_host_tensor(m, host, m->embed_tensor), VC, c->init_std);
+    if (m->lm_head_tensor >= 0) {
+        mt_rng_init(&r, seed, 2);
+        mt_init_normal(&r, mt_model_host_tensor(m, host, m->lm_head_tensor), VC, c->init_std);
+    }
+    init_stack(m, &m->enc, host, seed, 3);
+    init_stack(m, &m->dec, host, seed, 3 + (uint64_t)m->enc.n_units);
+    mt_model_init_norms(m, host);
+}
+
+static int config_read(mt_model_config *cfg, const mt_config *c)
+{
+    mt_model_config_init_ids(cfg);
+    snprintf(cfg->arch, sizeof cfg->arch, "mamba-encdec");
+    if (mt_mamba_keys_read(cfg, c) ||
+        mt_config_int(c, "encoder_layers", 1, 1024, &cfg->n_encoder_layers) ||
+        mt_config_int(c, "decoder_layers", 1, 1024, &cfg->n_layers) ||
+        mt_config_int_or(c, "num_attention_heads", 8, 1, 1 << 12, &cfg->n_heads) ||
+        mt_config_int(c, "decoder_ffn_dim", 1, 1 << 18, &cfg->ffn_dim) ||
+        mt_model_config_token_id(c, "decoder_start_token_id", &cfg->decoder_start_id))
+        return -1;
+    return mt_model_config_read_mtlab(cfg, c);
+}
+
+static int config_write(const mt_model_config *c, mt_config *o)
+{
+    int rc = mt_config_set_string(o, "model_type", "mamba-encdec");
+    rc |= mt_config_set_bool(o, "is_encoder_decoder", 1);
+    rc |= mt_config_set_int(o, "encoder_layers", c->n_encoder_layers);
+    rc |= mt_config_set_int(o, "decoder_layers", c->n_layers);
+    rc |= mt_config_set_int(o, "num_attention_heads", c->n_heads);
+    rc |= mt_config_set_int(o, "decoder_ffn_dim", c->ffn_dim);
+    rc |= mt_config_set_int(o, "decoder_start_token_id", c->decoder_start_id);
+    rc |= mt_mamba_keys_write(c, o);
+    rc |= mt_model_config_write_mtlab(c, o, 1);
+    return rc ? -1 : 0;
+}
+
+static int check(const mt_model_config *c)
+{
+    if (mt_mamba_keys_check(c)) return -1;
+    if (c->n_encoder_layers <= 0 || c->n_encoder_layers > 1024)
+        return mt_error("mamba-encdec config: encoder_layers %d must be in 1..1024",
+                        c->n_encoder_layers);
+    if (c->n_heads <= 0 || c->d_model % c->n_heads)
+        return mt_error("mamba-encdec config: %d attention heads do not divide hidden_size %d",
+                        c->n_heads, c->d_model);
+    if (c->ffn_dim <= 0 || c->ffn_dim > (1 << 18))
+        return mt_error("mamba-encdec config: decoder_ffn_dim %d must be in 1..%d", c->ffn_dim,
+                        1 << 18);
+    return 0;
+}
+
+static const char *const none[] = {NULL};
+static const char *const no_aliases[][2] = {{NULL, NULL}};
+
+const mt_arch mt_arch_mamba_encdec = {
+    .name = "mamba-encdec",
+    .hf_class = NULL,
+    .model_type = "mamba-encdec",
+    .encdec = 1,
+    .build = build,
+    .init = init,
+    .check = check,
+    .config_read = config_read,
+    .config_write = config_write,
+    .aliases = no_aliases,
+    .ignored = none,
+    .embed_copies = none,
+};

@@ -1,0 +1,175 @@
+/* `retnet`: the paper's decoder-only RetNet (MODELS.md 3; torchscale RetNetDecoder as ssm-mt
+ * configures it): token embedding times sqrt(E), per layer two pre-norm units
+ *   h = x + MSR(RMSNorm(x))        multi-scale retention (engine/layers/retention.c)
+ *   y = h + GLU(RMSNorm(h))        fc2(SiLU(fc1 h) * gate h), no biases
+ * a final RMSNorm and an untied output projection. No Hugging Face class exists: tensor
+ * names are torchscale's under "decoder.", config keys torchscale's RetNetConfig names. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "models/model_internal.h"
+#include "mtlab/error.h"
+
+static int build(mt_model *m)
+{
+    const mt_model_config *c = &m->cfg;
+    int E = c->d_model;
+    int shape[2] = {c->vocab_size, E};
+    m->embed_tensor = mt_model_add_tensor(m, "decoder.embed_tokens.weight", 2, shape, 1, 0);
+    if (!c->tie_embeddings)
+        m->lm_head_tensor =
+            mt_model_add_tensor(m, "decoder.output_projection.weight", 2, shape, 1, 0);
+    m->embed_scale = c->scale_embedding ? sqrtf((float)E) : 1.0f;
+    m->rope_dim = E / c->n_heads;
+    m->rope_base = 10000.0f;
+    m->rope_kind = MT_ROPE_RETNET;
+    mt_unit_config ret = {.ret = {.C = E, .H = c->n_heads, .V = c->value_dim, .eps = c->norm_eps}};
+    mt_unit_config glu = {.mlp = {.C = E, .F = c->ffn_dim, .layout = MT_GATED_RETNET}};
+    char prefix[MT_NAME_MAX], norm[MT_NAME_MAX];
+    for (int l = 0; l < c->n_layers; l++) {
+        snprintf(prefix, sizeof prefix, "decoder.layers.%d.retention.", l);
+        snprintf(norm, sizeof norm, "decoder.layers.%d.retention_layer_norm", l);
+        mt_model_add_unit(m, &m->dec, MT_UNIT_RETENTION, &ret, prefix, MT_NORM_RMS, norm, 0,
+                          c->norm_eps)->layer = l;
+        snprintf(prefix, sizeof prefix, "decoder.layers.%d.ffn.", l);
+        snprintf(norm, sizeof norm, "decoder.layers.%d.final_layer_norm", l);
+        mt_model_add_unit(m, &m->dec, MT_UNIT_GATED_MLP, &glu, prefix, MT_NORM_RMS, norm, 0,
+                          c->norm_eps)->layer = l;
+    }
+    mt_model_add_final_norm(m, &m->dec, MT_NORM_RMS, "decoder.layer_norm", c->norm_eps);
+    return 0;
+}
+
+/* torchscale: embedding and output projection N(0, E^-1/2); retention q/k/v/g xavier with
+ * gain 2^-2.5 and out_proj gain 1 (ssm-mt's copy); GLU linears PyTorch's default; gains 1. */
+static void init(mt_model *m, float *host, uint64_t seed)
+{
+    const mt_model_config *c = &m->cfg;
+    int E = c->d_model;
+    size_t VE = (size_t)c->vocab_size * E;
+    float std = 1.0f / sqrtf((float)E);
+    mt_rng r;
+    mt_rng_init(&r, seed, 0);
+    mt_init_normal(&r, mt_model_host_tensor(m, host, m->embed_tensor), VE, std);
+    if (m->lm_head_tensor >= 0) {
+        mt_rng_init(&r, seed, 1);
+        mt_init_normal(&r, mt_model_host_tensor(m, host, m->lm_head_tensor), VE, std);
+    }
+    for (int i = 0; i < m->dec.n_units; i++) {
+        const mt_unit *u = &m->dec.units[i];
+        mt_unit_params p;
+        mt_unit_params_point(u->kind, &u->cfg, &p, host + m->tensors[u->first_tensor].offset);
+        mt_rng_init(&r, seed, 2 + (uint64_t)i);
+        if (u->kind == MT_UNIT_RETENTION) {
+            mt_retention_init(&r, &p.ret, &u->cfg.ret, 1.0f);
+        } else {
+            int F = u->cfg.mlp.F;
+            mt_init_linear_default(&r, p.mlp.gate_w, NULL, F, E);
+            mt_init_linear_default(&r, p.mlp.value_w, NULL, F, E);
+            mt_init_linear_default(&r, p.mlp.down_w, NULL, E, F);
+        }
+    }
+    mt_model_init_norms(m, host);
+}
+
+/* A RetNetConfig switch mtlab's RetNet fixes. */
+static int fixed_bool(const mt_config *c, const char *key, int want)
+{
+    int v;
+    if (mt_config_bool_or(c, key, want, &v)) return -1;
+    if (v != want)
+        return mt_error("%s: %s = %s is not supported (mtlab's RetNet has %s)", mt_config_name(c),
+                        key, v ? "true" : "false", want ? "true" : "false");
+    return 0;
+}
+
+static int config_read(mt_model_config *cfg, const mt_config *c)
+{
+    const char *path = mt_config_name(c);
+    int no_scale, shared;
+    mt_model_config_init_ids(cfg);
+    snprintf(cfg->arch, sizeof cfg->arch, "retnet");
+    if (mt_config_int(c, "decoder_embed_dim", 1, 1 << 16, &cfg->d_model) ||
+        mt_config_int(c, "decoder_value_embed_dim", 1, 1 << 17, &cfg->value_dim) ||
+        mt_config_int(c, "decoder_retention_heads", 1, MT_RETENTION_MAX_HEADS, &cfg->n_heads) ||
+        mt_config_int(c, "decoder_ffn_embed_dim", 1, 1 << 18, &cfg->ffn_dim) ||
+        mt_config_int(c, "decoder_layers", 1, 1024, &cfg->n_layers) ||
+        mt_config_int(c, "vocab_size", 1, 1 << 22, &cfg->vocab_size) ||
+        mt_config_float_or(c, "layernorm_eps", 1e-6f, 1e-12, 1.0, &cfg->norm_eps) ||
+        mt_config_float_or(c, "dropout", 0.0f, 0.0, 0.999, &cfg->dropout) ||
+        mt_config_bool_or(c, "no_scale_embedding", 0, &no_scale) ||
+        mt_config_bool_or(c, "share_decoder_input_output_embed", 0, &shared) ||
+        mt_model_config_token_id(c, "pad_token_id", &cfg->pad_id) ||
+        mt_model_config_token_id(c, "eos_token_id", &cfg->eos_id) ||
+        mt_model_config_token_id(c, "bos_token_id", &cfg->bos_id) ||
+        fixed_bool(c, "decoder_normalize_before", 1) || fixed_bool(c, "deepnorm", 0) ||
+        fixed_bool(c, "subln", 0) || fixed_bool(c, "layernorm_embedding", 0))
+        return -1;
+    cfg->scale_embedding = !no_scale;
+    cfg->tie_embeddings = shared;
+    const char *act = mt_config_string_or(c, "activation_fn", "swish");
+    if (!act) return -1;
+    if (strcmp(act, "swish") != 0 && strcmp(act, "silu") != 0)
+        return mt_error("%s: activation_fn \"%s\" is not supported (the GLU uses swish)", path,
+                        act);
+    return mt_model_config_read_mtlab(cfg, c);
+}
+
+static int config_write(const mt_model_config *c, mt_config *o)
+{
+    int rc = mt_config_set_string(o, "model_type", "retnet");
+    rc |= mt_config_set_int(o, "decoder_embed_dim", c->d_model);
+    rc |= mt_config_set_int(o, "decoder_value_embed_dim", c->value_dim);
+    rc |= mt_config_set_int(o, "decoder_retention_heads", c->n_heads);
+    rc |= mt_config_set_int(o, "decoder_ffn_embed_dim", c->ffn_dim);
+    rc |= mt_config_set_int(o, "decoder_layers", c->n_layers);
+    rc |= mt_config_set_int(o, "vocab_size", c->vocab_size);
+    rc |= mt_config_set_float(o, "layernorm_eps", c->norm_eps);
+    rc |= mt_config_set_string(o, "activation_fn", "swish");
+    rc |= mt_config_set_bool(o, "no_scale_embedding", !c->scale_embedding);
+    rc |= mt_config_set_bool(o, "share_decoder_input_output_embed", c->tie_embeddings);
+    rc |= mt_config_set_bool(o, "decoder_normalize_before", 1);
+    rc |= mt_config_set_float(o, "dropout", c->dropout);
+    rc |= mt_config_set_int(o, "pad_token_id", c->pad_id);
+    rc |= mt_config_set_int(o, "eos_token_id", c->eos_id);
+    rc |= mt_config_set_int(o, "bos_token_id", c->bos_id);
+    rc |= mt_model_config_write_mtlab(c, o, 0);
+    return rc ? -1 : 0;
+}
+
+static int check(const mt_model_config *c)
+{
+    if (c->n_heads <= 0 || c->n_heads > MT_RETENTION_MAX_HEADS)
+        return mt_error("retnet config: %d retention heads, must be in 1..%d", c->n_heads,
+                        MT_RETENTION_MAX_HEADS);
+    if (c->d_model % c->n_heads || (c->d_model / c->n_heads) % 2)
+        return mt_error("retnet config: %d heads must divide decoder_embed_dim %d into even "
+                        "key widths (rotation pairs)", c->n_heads, c->d_model);
+    if (c->value_dim <= 0 || c->value_dim > (1 << 17) || c->value_dim % c->n_heads)
+        return mt_error("retnet config: decoder_value_embed_dim %d must be a positive multiple "
+                        "of the %d heads", c->value_dim, c->n_heads);
+    if (c->ffn_dim <= 0 || c->ffn_dim > (1 << 18))
+        return mt_error("retnet config: decoder_ffn_embed_dim %d must be in 1..%d", c->ffn_dim,
+                        1 << 18);
+    if (!(c->norm_eps > 0.0f)) return mt_error("retnet config: layernorm_eps must be > 0");
+    return 0;
+}
+
+static const char *const none[] = {NULL};
+static const char *const no_aliases[][2] = {{NULL, NULL}};
+
+const mt_arch mt_arch_retnet = {
+    .name = "retnet",
+    .hf_class = NULL,
+    .model_type = "retnet",
+    .encdec = 0,
+    .build = build,
+    .init = init,
+    .check = check,
+    .config_read = config_read,
+    .config_write = config_write,
+    .aliases = no_aliases,
+    .ignored = none,
+    .embed_copies = none,
+};

@@ -1,0 +1,200 @@
+/* Whole-model backward of the five architectures against finite differences of the loss,
+ * sampled over every trainable tensor, on tiny configurations with dropout on (its mask is a
+ * function of (seed, step), so the loss is deterministic) and left-padded (decoder-only) or
+ * right-padded (encoder-decoder) batches; then a few AdamW steps that must fit the batch. */
+#include "test_util.h"
+
+#include <omp.h>
+
+#include "mtlab/error.h"
+#include "mtlab/model.h"
+
+/* The fourth-order central stencil with h = 2^-9 on the fp32 loss (test_models_grad.c gives
+ * the reasons for h). A sampled gradient passes when |analytic - fd| <= FD_ABS + FD_REL |fd|,
+ * and the whole sample within FD_TOTAL relative error. */
+#define FD_H (1.0f / 512.0f)
+#define FD_TOTAL 2e-3
+#define FD_ABS 2e-4
+#define FD_REL 2e-2
+#define FD_SAMPLES 3 /* per tensor, evenly spread */
+
+typedef struct {
+    mt_model *m;
+    const mt_batch *b;
+    const mt_step_opts *opts;
+} loss_ctx;
+
+static double loss_at(const loss_ctx *c)
+{
+    double loss;
+    if (mt_model_loss(c->m, c->b, c->opts, &loss, NULL)) fail_msg("%s", mt_last_error());
+    return loss;
+}
+
+static double stencil(float *x, const loss_ctx *c)
+{
+    float x0 = *x;
+    double f[4];
+    const float k[4] = {-2, -1, 1, 2};
+    for (int i = 0; i < 4; i++) {
+        *x = x0 + k[i] * FD_H;
+        f[i] = loss_at(c);
+    }
+    *x = x0;
+    return (f[0] - 8 * f[1] + 8 * f[2] - f[3]) / (12.0 * FD_H);
+}
+
+static void check_gradients(mt_model *m, const mt_batch *b, const mt_step_opts *opts,
+                            const char *what)
+{
+    assert_true(mt_model_backend(m)->host_memory);
+    mt_model_zero_grad(m);
+    double loss;
+    size_t n_tokens;
+    assert_int_equal(mt_model_forward_backward(m, b, opts, 0.0f, &loss, &n_tokens), 0);
+    const float *grads = mt_model_grads(m);
+    float *params = mt_model_params(m);
+    loss_ctx c = {m, b, opts};
+    double diff2 = 0, fd2 = 0, worst = 0;
+    const char *worst_name = "";
+    int checked = 0, bad = 0;
+    for (int t = 0; t < mt_model_tensor_count(m); t++) {
+        mt_model_tensor_info info;
+        assert_int_equal(mt_model_tensor(m, t, &info), 0);
+        if (!info.trainable) continue;
+        for (int s = 0; s < FD_SAMPLES; s++) {
+            size_t i =
+                info.offset + (size_t)((double)s * (info.numel - 1) / (FD_SAMPLES - 1) + 0.5);
+            double fd = stencil(&params[i], &c), a = grads[i];
+            double err = fabs(a - fd), excess = err / (FD_ABS + FD_REL * fabs(fd));
+            diff2 += err * err;
+            fd2 += fd * fd;
+            if (excess > worst) worst = excess, worst_name = info.name;
+            if (excess > 1.0) {
+                bad++;
+                print_message("  %s[%zu]: analytic %.6g, finite difference %.6g\n", info.name,
+                              i - info.offset, a, fd);
+            }
+            checked++;
+        }
+    }
+    print_message("%s: loss %.4f over %zu tokens; %d sampled gradients, relative error %.2e "
+                  "(bound %.0e), worst %s at %.2f of its bound\n", what, loss, n_tokens, checked,
+                  sqrt(diff2) / sqrt(fd2), FD_TOTAL, worst_name, worst);
+    assert_int_equal(bad, 0);
+    assert_true(sqrt(diff2) / sqrt(fd2) < FD_TOTAL);
+}
+
+static mt_model *tiny(const char *preset, uint64_t seed)
+{
+    mt_model_config c;
+    assert_int_equal(mt_model_preset(&c, preset), 0);
+    c.vocab_size = 12, c.d_model = 8, c.n_heads = 2, c.n_layers = 2, c.ffn_dim = 12;
+    c.value_dim = 12, c.d_state = 4, c.dt_rank = 2, c.n_encoder_layers = 1;
+    c.window = 2, c.n_attn_layers = 1, c.attn_layers[0] = 1;
+    c.dropout = 0.1f;
+    mt_model *m = mt_model_create(&c, mt_backend_cpu(), seed);
+    if (!m) fail_msg("%s: %s", preset, mt_last_error());
+    /* every parameter moved by U(-0.1, 0.1): gradients well above the stencil's fp32 noise
+     * (~3e-5) in every tensor, the encoder's included */
+    float *p = mt_model_params(m);
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (size_t i = 0; i < mt_model_param_block_size(m); i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        p[i] += 0.2f * ((float)(x >> 40) / (float)(1ull << 24) - 0.5f);
+    }
+    return m;
+}
+
+/* decoder-only `src <sep> tgt </s>`, left padded */
+static const int32_t dec_ids[2 * 7] = {5, 6, 7, 2, 8, 9, 1, 0, 0, 0, 10, 2, 11, 1};
+/* encoder `src </s>` and decoder `<s> tgt </s>`, right padded */
+static const int32_t src_ids[2 * 5] = {5, 6, 7, 8, 1, 9, 10, 1, 0, 0};
+static const int32_t tgt_ids[2 * 4] = {3, 5, 6, 1, 3, 7, 1, 0};
+
+static mt_batch batch_for(const mt_model *m)
+{
+    mt_batch dec = {.B = 2, .T = 7, .ids = dec_ids};
+    mt_batch encdec = {.B = 2, .T = 4, .ids = tgt_ids, .S = 5, .src = src_ids};
+    return mt_model_is_encdec(m) ? encdec : dec;
+}
+
+static void grad_case(const char *preset, uint64_t seed, float smoothing, const char *what)
+{
+    mt_model *m = tiny(preset, seed);
+    mt_batch b = batch_for(m);
+    mt_step_opts opts = {.train = 1, .seed = 7, .step = 2, .label_smoothing = smoothing};
+    check_gradients(m, &b, &opts, what);
+    mt_model_free(m);
+}
+
+static void test_llama_backward(void **state)
+{
+    (void)state;
+    grad_case("transformer++", 31, 0.1f, "transformer++ (dropout 0.1, smoothing 0.1)");
+}
+
+static void test_retnet_backward(void **state)
+{
+    (void)state;
+    grad_case("retnet", 32, 0.0f, "retnet (dropout 0.1)");
+}
+
+static void test_mamba_mha_backward(void **state)
+{
+    (void)state;
+    grad_case("mamba-mha", 33, 0.0f, "mamba-mha (attention at layer 1, dropout 0.1)");
+}
+
+static void test_mamba_local_backward(void **state)
+{
+    (void)state;
+    grad_case("mamba-local", 34, 0.0f, "mamba-local (window 2 over 7 positions, dropout 0.1)");
+}
+
+static void test_mamba_encdec_backward(void **state)
+{
+    (void)state;
+    grad_case("mamba-encdec", 35, 0.0f, "mamba-encdec (dropout 0.1)");
+}
+
+static void test_adamw_fits_a_batch(void **state)
+{
+    (void)state;
+    const char *presets[] = {"transformer++", "retnet", "mamba-mha", "mamba-local",
+                             "mamba-encdec"};
+    mt_adamw_hparams h = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-8f,
+                          .weight_decay = 0.001f};
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+        mt_model *m = tiny(presets[i], 40 + i);
+        mt_batch b = batch_for(m);
+        mt_step_opts opts = {0};
+        double first = 0, loss = 0;
+        for (int s = 1; s <= 60; s++) {
+            mt_model_zero_grad(m);
+            assert_int_equal(mt_model_forward_backward(m, &b, &opts, 0.0f, &loss, NULL), 0);
+            if (s == 1) first = loss;
+            assert_int_equal(mt_model_adamw_step(m, &h, s), 0);
+        }
+        assert_int_equal(mt_model_loss(m, &b, &opts, &loss, NULL), 0);
+        print_message("%-14s 60 AdamW steps: loss %.4f -> %.4f\n", presets[i], first, loss);
+        assert_true(loss < 0.2 * first);
+        mt_model_free(m);
+    }
+}
+
+int main(void)
+{
+    /* tiny models: thread start-up and spinning cost far more than their math, and on a busy
+     * machine oversubscribed threads make these tests 100x slower */
+    omp_set_num_threads(1);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_llama_backward),
+        cmocka_unit_test(test_retnet_backward),
+        cmocka_unit_test(test_mamba_mha_backward),
+        cmocka_unit_test(test_mamba_local_backward),
+        cmocka_unit_test(test_mamba_encdec_backward),
+        cmocka_unit_test(test_adamw_fits_a_batch),
+    };
+    return cmocka_run_group_tests_name("models_arch_grad", tests, NULL, NULL);
+}
