@@ -204,7 +204,7 @@ int mt_decode_start(mt_decode_ctx *c, const int32_t *const *src, const int *src_
     int max_T = b.T + c->max_new_all - 1;
     int max_S = mt_model_is_encdec(c->m) ? b.S : 0;
     int rows = c->n * c->K;
-    c->res->state_bytes = mt_decode_state_bytes(mt_model_get_config(c->m), rows, max_T, max_S);
+    c->res->state_bytes = mt_model_decode_state_bytes(c->m, rows, max_T, max_S);
     c->st = mt_decode_state_new(c->m, rows, max_T, max_S);
     int rc = c->st ? mt_model_prefill(c->m, c->st, &b, c->logits) : -1;
     free(ids);
