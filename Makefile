@@ -22,7 +22,7 @@ Q := $(if $(V),,@)
 DEB_PKGS := build-essential pkg-config \
             libncurses-dev libreadline-dev liblua5.4-dev lua5.4 \
             libsentencepiece-dev sentencepiece \
-            libopenblas-openmp-dev libjansson-dev libcmocka-dev tmux \
+            libopenblas-openmp-dev libjansson-dev libcmocka-dev tmux ncurses-term \
             sword-text-sparv sword-text-web libsword-utils \
             apertium apertium-eng-spa
 FUZZ_PKGS := clang libclang-rt-14-dev
