@@ -6,6 +6,7 @@
 #   make deps    install missing Debian packages (apt-get; sudo when not root)
 #   make data    build the Bible corpus under data/bible/
 #   make bench   benchmarks (printed ratios, never timed tests)
+#   make bench-peers  mtlab's decoding vs CTranslate2 and transformers (pip-installs them)
 #   make fuzz    build the libFuzzer targets (clang) and run each for FUZZ_SECONDS
 #   make cuda    compile the CUDA objects (when nvcc exists)
 #   make clean
@@ -80,7 +81,7 @@ REL_TESTS := $(patsubst tests/unit/%.c,$(REL)/tests/%,$(TEST_C))
 SAN_TESTS := $(patsubst tests/unit/%.c,$(SAN)/tests/%,$(TEST_C))
 E2E_TOOLS := $(REL)/e2e/make_bundles
 
-.PHONY: all run test test-build deps data bench fuzz cuda clean
+.PHONY: all run test test-build deps data bench bench-peers fuzz cuda clean
 .DEFAULT_GOAL := all
 # Keep intermediate objects (test support files) so a second make does not relink everything.
 .SECONDARY:
@@ -173,6 +174,11 @@ data: deps $(BIN)
 bench: deps
 	@$(MAKE) --no-print-directory all
 	./$(BIN) bench
+
+# Not part of `make test` or CI: it installs its peers from PyPI.
+bench-peers: deps
+	@$(MAKE) --no-print-directory all
+	python3 tests/bench/bench_peers.py --mtlab ./$(BIN) --work $(BUILD)/bench-peers
 
 FUZZ_SECONDS ?= 300
 FUZZ_FLAGS := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \

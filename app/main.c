@@ -17,6 +17,7 @@ static const struct mt_command *const commands[] = {
     &cmd_translate,
     &cmd_eval,
     &cmd_tui,
+    &cmd_bench,
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -21,6 +21,7 @@ extern const struct mt_command cmd_forward;
 extern const struct mt_command cmd_translate;
 extern const struct mt_command cmd_eval;
 extern const struct mt_command cmd_tui;
+extern const struct mt_command cmd_bench;
 
 /* Print "mtlab: <msg>" to stderr and return 1 (for `return cli_fail(...)`). */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -1,0 +1,138 @@
+/* The measurements behind `mtlab bench` (app/cli/cmd_bench.c). Speed goals live here as
+ * printed figures and ratios measured in one run, never as timed tests: every timing warms up
+ * once, repeats, and keeps the median, so a busy machine blurs the figures less.
+ *
+ * Letters: B batch rows, S source length, T decoder (or decoder-only) length, V vocabulary. */
+#ifndef MTLAB_APP_BENCH_H
+#define MTLAB_APP_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mtlab/backend.h"
+#include "mtlab/model.h"
+
+/* ---------------------------------------------------------------- timing */
+double bench_now(void);                  /* monotonic seconds */
+double bench_median(double *v, int n);   /* sorts v; 0 when n is 0 */
+
+/* ---------------------------------------------------------------- counting backend
+ * The CPU backend with a wrapper around its matrix products and the operations that read
+ * parameters: every gemm is timed and its FLOPs (2 m n k) counted per distinct shape, and the
+ * bytes of parameter memory each operation reads are added up. The products attention_forward
+ * and attention_backward make inside the backend are not gemm calls and are not counted. The
+ * CPU backend itself is untouched, so ordinary runs pay nothing; only models created on this
+ * table are counted. One counter set for the process: the table has no context pointer. */
+typedef struct {
+    int trans_a, trans_b, m, n, k, lda, ldb, ldc;
+    float beta;
+    long calls;
+    double seconds;  /* wall time inside these calls */
+} bench_gemm_shape;
+
+typedef struct {
+    bench_gemm_shape *shapes; /* (n_shapes) in first-seen order */
+    int n_shapes, cap;
+    long gemm_calls;
+    double gemm_flops, gemm_seconds;
+    size_t param_bytes;        /* parameter bytes read since the last reset */
+    const float *params;       /* the parameter block recognised by param_bytes */
+    size_t n_params;           /* floats */
+} bench_counters;
+
+const mt_backend *bench_counting_backend(void);
+/* Zero every counter; params (n_params floats) is the block whose reads are tallied, or NULL. */
+void bench_counters_reset(const float *params, size_t n_params);
+const bench_counters *bench_counters_get(void);
+/* Release the shape table (the counters stay usable). */
+void bench_counters_free(void);
+
+/* ---------------------------------------------------------------- gemm: training vs bare
+ * FLOP rate of the model's gemms inside forward+backward+AdamW steps against cblas_sgemm alone
+ * on the same shapes with hot operands. Each repeat runs one step and then the bare shapes, so
+ * both see the same load from whatever else the machine runs; the ratio is the median of the
+ * per-repeat ratios. */
+typedef struct {
+    const char *preset;
+    int B, S, T;                     /* the batch trained on (S 0 for decoder-only) */
+    double step_seconds;             /* median step */
+    double gemm_seconds;             /* median time inside the gemms of a step */
+    double bare_seconds;             /* median time of the same gemms bare, one by one */
+    double ratio;                    /* median of bare / in-step per repeat */
+    double gemm_flops;               /* per step */
+    long gemm_calls;                 /* per step */
+    bench_gemm_shape *shapes;        /* (n_shapes) one step's calls and in-step seconds */
+    double *bare_call_seconds;       /* (n_shapes) median bare seconds per call */
+    int n_shapes;
+} bench_train_result;
+
+int bench_train_gemm(const char *preset, int B, int S, int T, int repeat,
+                     bench_train_result *r);
+void bench_train_result_free(bench_train_result *r);
+
+/* Seconds per call of cblas_sgemm alone on one recorded shape: one warm-up call, then a group
+ * of calls long enough for the clock (operands hot). */
+double bench_bare_sgemm_seconds(const bench_gemm_shape *s);
+
+/* ---------------------------------------------------------------- fixed-length decoding
+ * Greedy decoding that produces exactly new_tokens per row: <eos> does not stop a row (the
+ * weights are usually random), and <pad> is never chosen, as in mt_decode. Prompts as
+ * decode.h describes them: `src <sep>` left padded, or source `src <eos>` with prefix
+ * <decoder_start>. tokens_out (n, new_tokens) receives the ids when not NULL. */
+typedef struct {
+    double prefill_seconds, step_seconds; /* step_seconds: all new_tokens - 1 steps */
+} bench_decode_time;
+
+int bench_decode_fixed(mt_model *m, const int32_t *const *src, const int *src_len, int n,
+                       int new_tokens, int32_t *tokens_out, bench_decode_time *t);
+
+/* Parameter bytes one batch-1 decoding step reads (measured with the counting backend on a
+ * model created from cfg, after a 16-token prefill) and the size of the parameter block. */
+int bench_step_param_bytes(const mt_model_config *cfg, size_t *step_bytes, size_t *all_bytes);
+
+/* ---------------------------------------------------------------- memory
+ * Copy bandwidth in bytes/s (read + written bytes over time) of a parallel memcpy of `bytes`,
+ * median of repeat runs after a warm-up. */
+double bench_copy_bandwidth(size_t bytes, int repeat);
+/* Size of the L3 cache cpu0 sees (sysfs), 0 when unknown. */
+size_t bench_l3_bytes(void);
+
+/* ---------------------------------------------------------------- peer inputs
+ * A file of token-id lines: each line holds one source as decimal ids separated by spaces,
+ * each in [MT_UNK_ID, vocab): the ids below it (<pad>, <eos>, <sep>, <bos>) frame prompts.
+ * Errors name the file, the line and the bad field. */
+typedef struct {
+    int32_t **ids; /* (n) rows of len[i] ids */
+    int *len;
+    int n;
+} bench_ids;
+
+int bench_ids_read(const char *path, int vocab, bench_ids *out);
+void bench_ids_free(bench_ids *x);
+
+/* Write random-weight transformer-small and mamba-small bundles under dir (F32, fixed seeds),
+ * dir/transformer-small and dir/mamba-small. */
+int bench_make_bundles(const char *dir);
+
+/* ---------------------------------------------------------------- the two modes of the command
+ * bench_run_all prints the chosen sections of `mtlab bench`; bench_run_peer decodes a
+ * peer-inputs file with a bundle and prints its tokens/s (the figure `make bench-peers`
+ * compares). Both 0, or -1 with mt_last_error. */
+enum {
+    BENCH_GEMM = 1,     /* 1. training gemm rate vs bare sgemm */
+    BENCH_DECODE = 2,   /* 2. decode tokens/s */
+    BENCH_ROOFLINE = 4, /* 3. batch-1 decode vs the bandwidth roofline */
+    BENCH_STATE = 8,    /* 4. decoding-state memory */
+    BENCH_ALL = 15,
+};
+typedef struct {
+    int repeat;         /* timed runs per figure, after one warm-up */
+    unsigned sections;  /* BENCH_* bits */
+    int verbose;        /* per-shape gemm table */
+} bench_opts;
+
+int bench_run_all(const bench_opts *o);
+int bench_run_peer(const char *bundle, const char *inputs, int new_tokens, int batch,
+                   int repeat);
+
+#endif

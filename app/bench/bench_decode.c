@@ -1,0 +1,118 @@
+/* Fixed-length greedy decoding for the decode figures, straight on the model's incremental API
+ * (prefill, then one mt_model_step per token), and the parameter bytes one step reads. */
+#include "bench/bench.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "mtlab/error.h"
+
+/* Prompts as mt_decode builds them (decode.h):
+ *   encoder-decoder  src (n, S) = `src <eos>` right padded, ids (n, 1) = <decoder_start>
+ *   decoder-only     ids (n, T) = `src <sep>` left padded */
+static void build_prompts(const mt_model_config *cfg, int encdec, const int32_t *const *src,
+                          const int *src_len, int n, mt_batch *b, int32_t **ids,
+                          int32_t **srcbuf)
+{
+    int longest = 0;
+    for (int i = 0; i < n; i++)
+        if (src_len[i] > longest) longest = src_len[i];
+    int L = longest + 1;
+    int32_t *p = mt_xmalloc((size_t)n * L * sizeof *p);
+    for (int i = 0; i < n; i++) {
+        int32_t *row = p + (size_t)i * L;
+        int pad = L - 1 - src_len[i];
+        int32_t *words = encdec ? row : row + pad;
+        if (src_len[i]) memcpy(words, src[i], (size_t)src_len[i] * sizeof *row);
+        words[src_len[i]] = encdec ? cfg->eos_id : cfg->sep_id;
+        int32_t *fill = encdec ? words + src_len[i] + 1 : row;
+        for (int t = 0; t < pad; t++) fill[t] = cfg->pad_id;
+    }
+    *b = (mt_batch){.B = n};
+    if (encdec) {
+        int32_t *d = mt_xmalloc((size_t)n * sizeof *d);
+        for (int i = 0; i < n; i++) d[i] = cfg->decoder_start_id;
+        b->T = 1, b->ids = d, b->S = L, b->src = p;
+        *ids = d, *srcbuf = p;
+    } else {
+        b->T = L, b->ids = p;
+        *ids = p, *srcbuf = NULL;
+    }
+}
+
+/* The most likely token of each row, <pad> excluded (mt_decode never generates it). */
+static void pick_tokens(int32_t *tok, const float *logits, int n, int V, int pad_id)
+{
+    for (int r = 0; r < n; r++) {
+        const float *row = logits + (size_t)r * V;
+        int best = -1;
+        for (int j = 0; j < V; j++)
+            if (j != pad_id && (best < 0 || row[j] > row[best])) best = j;
+        tok[r] = best;
+    }
+}
+
+int bench_decode_fixed(mt_model *m, const int32_t *const *src, const int *src_len, int n,
+                       int new_tokens, int32_t *tokens_out, bench_decode_time *t)
+{
+    const mt_model_config *cfg = mt_model_get_config(m);
+    int encdec = mt_model_is_encdec(m), V = cfg->vocab_size;
+    if (n <= 0 || new_tokens <= 0)
+        return mt_error("decode: %d rows x %d new tokens", n, new_tokens);
+    mt_batch b;
+    int32_t *ids, *srcbuf;
+    build_prompts(cfg, encdec, src, src_len, n, &b, &ids, &srcbuf);
+    /* the last generated token is never fed back */
+    mt_decode_state *st = mt_decode_state_new(m, n, b.T + new_tokens - 1, encdec ? b.S : 0);
+    float *logits = mt_xmalloc((size_t)n * V * sizeof *logits);
+    int32_t *tok = mt_xmalloc((size_t)n * sizeof *tok);
+    int rc = st ? 0 : -1;
+    double t0 = bench_now();
+    if (!rc) rc = mt_model_prefill(m, st, &b, logits);
+    double t1 = bench_now();
+    for (int k = 0; k < new_tokens && !rc; k++) {
+        pick_tokens(tok, logits, n, V, cfg->pad_id);
+        if (tokens_out)
+            for (int r = 0; r < n; r++) tokens_out[(size_t)r * new_tokens + k] = tok[r];
+        if (k + 1 < new_tokens) rc = mt_model_step(m, st, tok, logits);
+    }
+    t->prefill_seconds = t1 - t0;
+    t->step_seconds = bench_now() - t1;
+    free(tok);
+    free(logits);
+    mt_decode_state_free(st);
+    free(ids);
+    free(srcbuf);
+    return rc;
+}
+
+int bench_step_param_bytes(const mt_model_config *cfg, size_t *step_bytes, size_t *all_bytes)
+{
+    mt_model *m = mt_model_create(cfg, bench_counting_backend(), 1);
+    if (!m) return -1;
+    enum { PROMPT = 16 };
+    int32_t words[PROMPT];
+    for (int i = 0; i < PROMPT; i++) words[i] = (int32_t)(cfg->unk_id + 1 + i) % cfg->vocab_size;
+    const int32_t *src[1] = {words};
+    int len[1] = {PROMPT};
+    mt_batch b;
+    int32_t *ids, *srcbuf;
+    build_prompts(cfg, mt_model_is_encdec(m), src, len, 1, &b, &ids, &srcbuf);
+    mt_decode_state *st = mt_decode_state_new(m, 1, b.T + 1, mt_model_is_encdec(m) ? b.S : 0);
+    float *logits = mt_xmalloc((size_t)cfg->vocab_size * sizeof *logits);
+    int rc = st ? mt_model_prefill(m, st, &b, logits) : -1;
+    if (!rc) {
+        bench_counters_reset(mt_model_params(m), mt_model_param_block_size(m));
+        int32_t next = words[0];
+        rc = mt_model_step(m, st, &next, logits);
+        *step_bytes = bench_counters_get()->param_bytes;
+        *all_bytes = mt_model_param_block_size(m) * sizeof(float);
+        bench_counters_reset(NULL, 0);
+    }
+    free(logits);
+    mt_decode_state_free(st);
+    free(ids);
+    free(srcbuf);
+    mt_model_free(m);
+    return rc;
+}

@@ -1,0 +1,268 @@
+/* `mtlab bench`: the four sections of figures, all measured in this one run.
+ *   1. training gemms: FLOP rate inside real training steps vs cblas_sgemm alone (>= 70%)
+ *   2. decode tokens/s at batch 1 and 16, 64 and 256 new tokens, both small presets
+ *   3. batch-1 decode time vs the memory-bandwidth roofline: (parameter bytes a step reads) /
+ *      (copy bandwidth measured now) is the fastest a step can be when weights stream from
+ *      memory; achieved / roofline >= 60%
+ *   4. decoding-state memory at 64, 256 and 1024 generated tokens for every preset */
+#include "bench/bench.h"
+
+#include <cblas.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mtlab/decode.h"
+#include "mtlab/error.h"
+#include "mtlab/rng.h"
+#include "mtlab/tokenizer.h"
+
+#define GEMM_TARGET 0.70
+#define ROOFLINE_TARGET 0.60
+#define DECODE_SRC_LEN 32           /* source tokens of the decode runs */
+#define STATE_SRC_LEN 64            /* source tokens of the state-memory table */
+#define COPY_BYTES ((size_t)256 << 20) /* per buffer: far beyond any L3 here */
+#define MAX_ROWS 16
+
+static const char *verdict(double ratio, double target)
+{
+    return ratio >= target ? "ok" : "below target";
+}
+
+static void print_load(const char *when, int warn)
+{
+    double load[3];
+    if (getloadavg(load, 3) != 3) return;
+    printf("load average %s: %.2f %.2f %.2f (1, 5, 15 min) on %d CPUs\n", when, load[0],
+           load[1], load[2], omp_get_num_procs());
+    /* OpenMP threads spin at barriers waiting for a peer that another process holds off the
+     * CPU, so a busy machine slows multi-threaded figures far more than its load suggests */
+    if (warn && load[0] > 0.5 * omp_get_num_procs() && omp_get_max_threads() > 1)
+        printf("note: the machine is busy; multi-threaded figures will be pessimistic (for\n"
+               "      steadier ones: an idle machine, OMP_WAIT_POLICY=passive or\n"
+               "      OMP_NUM_THREADS=1)\n");
+}
+
+/* ---------------------------------------------------------------- 1. training gemms */
+static void print_shapes(const bench_train_result *r)
+{
+    printf("   %5s %5s %5s %2s %2s %4s %6s %9s %9s %6s\n", "m", "n", "k", "tA", "tB", "beta",
+           "calls", "in step", "bare", "ratio");
+    for (int i = 0; i < r->n_shapes; i++) {
+        const bench_gemm_shape *s = &r->shapes[i];
+        double flops = 2.0 * s->m * s->n * (double)s->k * (double)s->calls;
+        double bare = r->bare_call_seconds[i] * (double)s->calls;
+        printf("   %5d %5d %5d %2d %2d %4g %6ld %9.1f %9.1f %5.0f%%\n", s->m, s->n, s->k,
+               s->trans_a, s->trans_b, s->beta, s->calls, flops * 1e-9 / s->seconds,
+               flops * 1e-9 / bare, 100.0 * bare / s->seconds);
+    }
+}
+
+static int section_gemm(const bench_opts *o)
+{
+    static const struct {
+        const char *preset;
+        int B, S, T;
+    } runs[] = {{"transformer-small", 64, 32, 32}, {"mamba-small", 64, 0, 64}};
+    printf("\n1. training gemms: GFLOP/s of the model's gemms inside forward+backward+AdamW\n"
+           "   (4096-token batches, dropout on) vs cblas_sgemm alone on the same shapes, hot\n");
+    printf("   %-18s %-14s %8s %6s %9s %9s %9s %6s\n", "preset", "batch", "step s", "gemm",
+           "GFLOP", "in step", "bare", "ratio");
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        bench_train_result r;
+        if (bench_train_gemm(runs[i].preset, runs[i].B, runs[i].S, runs[i].T, o->repeat, &r))
+            return -1;
+        char batch[32];
+        if (r.S) snprintf(batch, sizeof batch, "%dx(%d+%d)", r.B, r.S, r.T);
+        else snprintf(batch, sizeof batch, "%dx%d", r.B, r.T);
+        printf("   %-18s %-14s %8.3f %5.0f%% %9.1f %9.1f %9.1f %5.0f%%  %s\n", r.preset, batch,
+               r.step_seconds, 100.0 * r.gemm_seconds / r.step_seconds, r.gemm_flops * 1e-9,
+               r.gemm_flops * 1e-9 / r.gemm_seconds, r.gemm_flops * 1e-9 / r.bare_seconds,
+               100.0 * r.ratio, verdict(r.ratio, GEMM_TARGET));
+        printf("   %-18s %ld gemm calls per step over %d shapes\n", "", r.gemm_calls,
+               r.n_shapes);
+        if (o->verbose) print_shapes(&r);
+        bench_train_result_free(&r);
+    }
+    printf("   gemm: share of the step spent in gemm; ratio: median over runs of in-step rate /\n"
+           "   bare rate, each run measuring both (target >= %.0f%%)\n", 100.0 * GEMM_TARGET);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- 2. decode tokens/s */
+typedef struct {
+    int32_t *words;        /* (MAX_ROWS, DECODE_SRC_LEN) */
+    const int32_t *src[MAX_ROWS];
+    int len[MAX_ROWS];
+} sources;
+
+static void make_sources(sources *s, int V)
+{
+    mt_rng rng;
+    mt_rng_init(&rng, 11, 0);
+    s->words = mt_xmalloc((size_t)MAX_ROWS * DECODE_SRC_LEN * sizeof *s->words);
+    for (size_t i = 0; i < (size_t)MAX_ROWS * DECODE_SRC_LEN; i++)
+        s->words[i] = (int32_t)(MT_UNK_ID + 1 + mt_rng_below(&rng, (uint64_t)V - MT_UNK_ID - 1));
+    for (int r = 0; r < MAX_ROWS; r++) {
+        s->src[r] = s->words + (size_t)r * DECODE_SRC_LEN;
+        s->len[r] = DECODE_SRC_LEN;
+    }
+}
+
+/* Median prefill and per-step seconds of repeat decodes (after one warm-up decode). */
+static int time_decode(mt_model *m, const sources *s, int B, int new_tokens, int repeat,
+                       double *prefill, double *per_step, double *total)
+{
+    bench_decode_time t;
+    if (bench_decode_fixed(m, s->src, s->len, B, new_tokens, NULL, &t)) return -1;
+    double *pre = mt_xmalloc((size_t)repeat * 3 * sizeof *pre), *step = pre + repeat;
+    double *all = step + repeat;
+    int rc = 0;
+    for (int i = 0; i < repeat && !rc; i++) {
+        rc = bench_decode_fixed(m, s->src, s->len, B, new_tokens, NULL, &t);
+        pre[i] = t.prefill_seconds;
+        step[i] = t.step_seconds / (new_tokens > 1 ? new_tokens - 1 : 1);
+        all[i] = t.prefill_seconds + t.step_seconds;
+    }
+    *prefill = bench_median(pre, repeat);
+    *per_step = bench_median(step, repeat);
+    *total = bench_median(all, repeat);
+    free(pre);
+    return rc;
+}
+
+/* Fills step_b1[i] with the batch-1, 64-token seconds per step of small preset i. */
+static int section_decode(int repeat, double step_b1[2])
+{
+    static const char *const presets[] = {"transformer-small", "mamba-small"};
+    static const int batches[] = {1, MAX_ROWS}, lengths[] = {64, 256};
+    printf("\n2. decode tokens/s: greedy, exactly N new tokens per row (random weights; <eos>\n"
+           "   does not stop a row), sources of %d tokens, prefill included in tokens/s\n",
+           DECODE_SRC_LEN);
+    printf("   %-18s %5s %5s %11s %9s %10s\n", "preset", "batch", "N", "prefill ms", "ms/step",
+           "tokens/s");
+    for (int p = 0; p < 2; p++) {
+        mt_model_config cfg;
+        if (mt_model_preset(&cfg, presets[p])) return -1;
+        mt_model *m = mt_model_create(&cfg, mt_backend_cpu(), 1);
+        if (!m) return -1;
+        sources s;
+        make_sources(&s, cfg.vocab_size);
+        int rc = 0;
+        for (int bi = 0; bi < 2 && !rc; bi++)
+            for (int li = 0; li < 2 && !rc; li++) {
+                double prefill, per_step, total;
+                int B = batches[bi], N = lengths[li];
+                rc = time_decode(m, &s, B, N, repeat, &prefill, &per_step, &total);
+                if (rc) break;
+                if (B == 1 && N == 64) step_b1[p] = per_step;
+                printf("   %-18s %5d %5d %11.2f %9.3f %10.1f\n", presets[p], B, N,
+                       1e3 * prefill, 1e3 * per_step, (double)B * N / total);
+            }
+        free(s.words);
+        mt_model_free(m);
+        if (rc) return -1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- 3. roofline */
+static int roofline_row(const char *preset, double measured_step, int repeat, double bandwidth,
+                        size_t l3)
+{
+    mt_model_config cfg;
+    size_t step_bytes, all_bytes;
+    if (mt_model_preset(&cfg, preset) || bench_step_param_bytes(&cfg, &step_bytes, &all_bytes))
+        return -1;
+    if (measured_step <= 0) {
+        /* not decoded in section 2 (the paper sizes, or section 2 was skipped) */
+        mt_model *m = mt_model_create(&cfg, mt_backend_cpu(), 1);
+        if (!m) return -1;
+        sources s;
+        make_sources(&s, cfg.vocab_size);
+        double prefill, total;
+        int rc = time_decode(m, &s, 1, 64, repeat, &prefill, &measured_step, &total);
+        free(s.words);
+        mt_model_free(m);
+        if (rc) return -1;
+    }
+    /* roofline time per token = parameter bytes read per step / copy bandwidth */
+    double roof = (double)step_bytes / bandwidth;
+    double ratio = roof / measured_step;
+    printf("   %-18s %9.1f %10.1f %12.3f %12.3f %6.0f%%  %s%s\n", preset, all_bytes / 1e6,
+           step_bytes / 1e6, 1e3 * roof, 1e3 * measured_step, 100.0 * ratio,
+           verdict(ratio, ROOFLINE_TARGET), l3 && step_bytes <= l3 ? " (fits in L3)" : "");
+    return 0;
+}
+
+static int section_roofline(int repeat, const double step_b1[2])
+{
+    double bandwidth = bench_copy_bandwidth(COPY_BYTES, repeat + 2);
+    size_t l3 = bench_l3_bytes();
+    printf("\n3. batch-1 decode vs the memory-bandwidth roofline\n"
+           "   copy bandwidth %.2f GB/s (parallel memcpy of %zu MiB, read + written bytes);"
+           " L3 %zu MiB\n", bandwidth / 1e9, COPY_BYTES >> 20, l3 >> 20);
+    printf("   %-18s %9s %10s %12s %12s %7s\n", "preset", "params MB", "read/step", "roofline ms",
+           "measured ms", "ratio");
+    static const char *const presets[] = {"transformer-small", "mamba-small", "transformer",
+                                          "mamba"};
+    for (int i = 0; i < 4; i++)
+        if (roofline_row(presets[i], i < 2 ? step_b1[i] : 0.0, repeat, bandwidth, l3))
+            return -1;
+    printf("   read/step: MB of parameters one step reads (counted per operation); ratio:\n"
+           "   roofline / measured (target >= %.0f%%); weights that fit in L3 can beat DRAM\n",
+           100.0 * ROOFLINE_TARGET);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- 4. state memory */
+static void print_bytes(size_t bytes)
+{
+    if (bytes == 0) printf(" %14s", "n/a");
+    else if (bytes < ((size_t)1 << 20)) printf(" %10.1f KiB", bytes / 1024.0);
+    else printf(" %10.2f MiB", bytes / (1024.0 * 1024.0));
+}
+
+static int section_state(void)
+{
+    static const int generated[] = {64, 256, 1024};
+    printf("\n4. decoding-state memory per sentence (caches only; source of %d tokens; a batch\n"
+           "   holds one per row, beam search one per beam)\n", STATE_SRC_LEN);
+    printf("   %-20s %14s %14s %14s\n", "preset", "64 tokens", "256 tokens", "1024 tokens");
+    for (const char *const *name = mt_model_preset_names(); *name; name++) {
+        mt_model_config cfg;
+        if (mt_model_preset(&cfg, *name)) return -1;
+        /* sized as mt_decode sizes it (the last generated token is never fed back); only
+         * encoder-decoder configurations have encoder layers */
+        int encdec = cfg.n_encoder_layers > 0;
+        printf("   %-20s", *name);
+        for (int i = 0; i < 3; i++) {
+            int prompt = encdec ? 1 : STATE_SRC_LEN + 1;
+            print_bytes(mt_decode_state_bytes(&cfg, 1, prompt + generated[i] - 1,
+                                              encdec ? STATE_SRC_LEN + 1 : 0));
+        }
+        printf("\n");
+    }
+    printf("   n/a: mt_decode_state_bytes does not size this architecture's caches\n");
+    return 0;
+}
+
+int bench_run_all(const bench_opts *o)
+{
+    printf("mtlab bench: %d OpenMP threads; OpenBLAS %d threads, %s\n", omp_get_max_threads(),
+           openblas_get_num_threads(), openblas_get_config());
+    print_load("at start", 1);
+    printf("every figure: one warm-up, then the median of %d runs\n", o->repeat);
+    double step_b1[2] = {0, 0};
+    double t0 = bench_now();
+    if (((o->sections & BENCH_GEMM) && section_gemm(o)) ||
+        ((o->sections & BENCH_DECODE) && section_decode(o->repeat, step_b1)) ||
+        ((o->sections & BENCH_ROOFLINE) && section_roofline(o->repeat, step_b1)) ||
+        ((o->sections & BENCH_STATE) && section_state()))
+        return -1;
+    printf("\n");
+    print_load("at end", 0);
+    printf("bench took %.0f s\n", bench_now() - t0);
+    return 0;
+}

@@ -1,0 +1,123 @@
+/* `mtlab bench` (what `make bench` runs): speed figures and ratios measured in one run, never
+ * pass/fail. Three modes:
+ *   mtlab bench [--repeat N] [--only SECTION] [--verbose]
+ *                                               the four sections (app/bench/bench_report.c)
+ *   mtlab bench --make-bundles DIR              random-weight small bundles for the peers
+ *   mtlab bench --peer-inputs FILE -m BUNDLE    tokens/s on a file of token-id sources,
+ *               [--new-tokens N] [--batch N]    the figure `make bench-peers` compares */
+#include "bench/bench.h"
+#include "cli/commands.h"
+#include "mtlab/error.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const char *make_bundles, *peer_inputs, *bundle;
+    int new_tokens, batch;
+    bench_opts o;
+} bench_args;
+
+static const struct {
+    const char *name;
+    unsigned bit;
+} sections[] = {{"gemm", BENCH_GEMM},
+                {"decode", BENCH_DECODE},
+                {"roofline", BENCH_ROOFLINE},
+                {"state", BENCH_STATE}};
+
+/* Add the section named s to the mask, or -1 with a message. */
+static int add_section(const char *s, unsigned *mask)
+{
+    for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++)
+        if (!strcmp(s, sections[i].name)) {
+            *mask |= sections[i].bit;
+            return 0;
+        }
+    fprintf(stderr, "mtlab bench: --only takes gemm, decode, roofline or state, got '%s'\n", s);
+    return -1;
+}
+
+static int positive(const char *opt, const char *s, int most, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || end == s || v < 1 || v > most) {
+        fprintf(stderr, "mtlab bench: %s takes a whole number in 1..%d, got '%s'\n", opt, most,
+                s);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_args(bench_args *a, int argc, char **argv)
+{
+    *a = (bench_args){.new_tokens = 64, .batch = 16, .o = {.repeat = 3}};
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        if (!strcmp(o, "--verbose") || !strcmp(o, "-v")) {
+            a->o.verbose = 1;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "mtlab bench: '%s' needs a value\n", o);
+            return cli_usage(&cmd_bench);
+        }
+        const char *v = argv[++i];
+        if (!strcmp(o, "--make-bundles")) a->make_bundles = v;
+        else if (!strcmp(o, "--peer-inputs")) a->peer_inputs = v;
+        else if (!strcmp(o, "-m") || !strcmp(o, "--model")) a->bundle = v;
+        else if (!strcmp(o, "--repeat")) {
+            if (positive(o, v, 100, &a->o.repeat)) return 2;
+        } else if (!strcmp(o, "--only")) {
+            if (add_section(v, &a->o.sections)) return 2;
+        } else if (!strcmp(o, "--new-tokens")) {
+            if (positive(o, v, 4096, &a->new_tokens)) return 2;
+        } else if (!strcmp(o, "--batch")) {
+            if (positive(o, v, 4096, &a->batch)) return 2;
+        } else {
+            fprintf(stderr, "mtlab bench: unknown argument '%s'\n", o);
+            return cli_usage(&cmd_bench);
+        }
+    }
+    if (a->make_bundles && (a->peer_inputs || a->bundle)) {
+        fprintf(stderr, "mtlab bench: --make-bundles goes alone\n");
+        return 2;
+    }
+    if (!a->peer_inputs != !a->bundle) {
+        fprintf(stderr, "mtlab bench: --peer-inputs and -m go together\n");
+        return 2;
+    }
+    if (!a->o.sections) a->o.sections = BENCH_ALL;
+    return 0;
+}
+
+static int run_bench(int argc, char **argv)
+{
+    bench_args a;
+    int rc = parse_args(&a, argc, argv);
+    if (rc) return rc;
+    if (a.make_bundles) {
+        if (bench_make_bundles(a.make_bundles)) return cli_fail("%s", mt_last_error());
+        printf("%s/transformer-small and %s/mamba-small written\n", a.make_bundles,
+               a.make_bundles);
+        return 0;
+    }
+    if (a.peer_inputs)
+        rc = bench_run_peer(a.bundle, a.peer_inputs, a.new_tokens, a.batch, a.o.repeat);
+    else
+        rc = bench_run_all(&a.o);
+    return rc ? cli_fail("%s", mt_last_error()) : 0;
+}
+
+const struct mt_command cmd_bench = {
+    "bench",
+    "[--repeat N] [--only gemm|decode|roofline|state ...] [--verbose] | --make-bundles DIR | "
+    "--peer-inputs FILE -m BUNDLE [--new-tokens N] [--batch N] [--repeat N]",
+    "speed figures: training gemm rate, decode tokens/s, roofline, state memory",
+    run_bench,
+};
