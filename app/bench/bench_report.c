@@ -219,11 +219,12 @@ static int section_roofline(int repeat, const double step_b1[2])
 /* ---------------------------------------------------------------- 4. state memory */
 static void print_bytes(size_t bytes)
 {
-    if (bytes == 0) printf(" %14s", "n/a");
-    else if (bytes < ((size_t)1 << 20)) printf(" %10.1f KiB", bytes / 1024.0);
+    if (bytes < ((size_t)1 << 20)) printf(" %10.1f KiB", bytes / 1024.0);
     else printf(" %10.2f MiB", bytes / (1024.0 * 1024.0));
 }
 
+/* Sized from each model's own cache layout (mt_model_decode_state_bytes), so every
+ * architecture gets a figure; the models are created for it and freed at once. */
 static int section_state(void)
 {
     static const int generated[] = {64, 256, 1024};
@@ -233,18 +234,19 @@ static int section_state(void)
     for (const char *const *name = mt_model_preset_names(); *name; name++) {
         mt_model_config cfg;
         if (mt_model_preset(&cfg, *name)) return -1;
-        /* sized as mt_decode sizes it (the last generated token is never fed back); only
-         * encoder-decoder configurations have encoder layers */
-        int encdec = cfg.n_encoder_layers > 0;
+        mt_model *m = mt_model_create(&cfg, mt_backend_cpu(), 1);
+        if (!m) return -1;
+        /* sized as mt_decode sizes it: the last generated token is never fed back */
+        int encdec = mt_model_is_encdec(m);
         printf("   %-20s", *name);
         for (int i = 0; i < 3; i++) {
             int prompt = encdec ? 1 : STATE_SRC_LEN + 1;
-            print_bytes(mt_decode_state_bytes(&cfg, 1, prompt + generated[i] - 1,
-                                              encdec ? STATE_SRC_LEN + 1 : 0));
+            print_bytes(mt_model_decode_state_bytes(m, 1, prompt + generated[i] - 1,
+                                                    encdec ? STATE_SRC_LEN + 1 : 0));
         }
         printf("\n");
+        mt_model_free(m);
     }
-    printf("   n/a: mt_decode_state_bytes does not size this architecture's caches\n");
     return 0;
 }
 

@@ -136,20 +136,6 @@ int mt_decode_max_new(const mt_model *m, int src_len, const mt_decode_opts *o)
     return n;
 }
 
-size_t mt_decode_state_bytes(const mt_model_config *cfg, int rows, int max_T, int max_S)
-{
-    size_t C = (size_t)cfg->d_model, floats = 0;
-    if (!strcmp(cfg->arch, "transformer")) {
-        /* per decoder layer: self-attention k, v (max_T, C) and cross-attention k, v (max_S, C) */
-        floats = (size_t)cfg->n_layers * 2 * C * ((size_t)max_T + (size_t)max_S);
-    } else if (!strcmp(cfg->arch, "mamba")) {
-        /* per layer: conv state (d_inner, d_conv) and ssm state (d_inner, d_state) */
-        size_t d_inner = (size_t)cfg->expand * C;
-        floats = (size_t)cfg->n_layers * d_inner * ((size_t)cfg->d_conv + (size_t)cfg->d_state);
-    }
-    return floats * (size_t)rows * sizeof(float);
-}
-
 void mt_decode_prompts(const mt_model *m, const int32_t *const *src, const int *src_len, int n,
                        mt_batch *b, int32_t **ids, int32_t **srcbuf)
 {

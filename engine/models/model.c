@@ -190,6 +190,14 @@ size_t mt_model_config_param_count(const mt_model_config *cfg)
     return n;
 }
 
+size_t mt_model_config_decode_state_bytes(const mt_model_config *cfg, int max_B, int max_T, int max_S)
+{
+    mt_model *m = build_tables(cfg, mt_backend_cpu());
+    size_t n = m ? mt_model_decode_state_bytes(m, max_B, max_T, max_S) : 0;
+    mt_model_free(m);
+    return n;
+}
+
 static void bind_rope_stack(mt_stack *s, const float *freq)
 {
     for (int i = 0; i < s->n_units; i++) {

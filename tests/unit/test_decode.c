@@ -542,7 +542,7 @@ static void test_lengths_and_errors(void **state)
     assert_int_equal(r.n, 0);
 
     /* 2 decoder layers x (self k, v over 10 positions + cross k, v over 7) x C 32, 3 rows */
-    assert_int_equal(mt_decode_state_bytes(mt_model_get_config(m), 3, 10, 7),
+    assert_int_equal(mt_model_decode_state_bytes(m, 3, 10, 7),
                      (size_t)2 * 2 * 32 * 17 * 3 * 4);
 
     /* a vocabulary limit keeps ids at or past it out of the output */
@@ -561,7 +561,7 @@ static void test_lengths_and_errors(void **state)
     assert_int_equal(mt_decode_max_new(m, 200, &o), 410);
     mt_model_config cfg = *mt_model_get_config(m);
     /* 2 layers x d_inner 64 x (conv 4 + state 8) floats per row */
-    assert_int_equal(mt_decode_state_bytes(&cfg, 3, 100, 0), (size_t)3 * 2 * 64 * 12 * 4);
+    assert_int_equal(mt_model_config_decode_state_bytes(&cfg, 3, 100, 0), (size_t)3 * 2 * 64 * 12 * 4);
     mt_model_free(m);
 }
 

@@ -109,11 +109,6 @@ int mt_translate(mt_model *m, const mt_tokenizer *tok, const char *const *texts,
  * cannot take such a source (mt_last_error says why). */
 int mt_decode_max_new(const mt_model *m, int src_len, const mt_decode_opts *o);
 
-/* Bytes of the caches a decoding state holds for rows x max_T positions (and max_S source
- * positions for an encoder-decoder model), computed from the configuration: attention keys
- * and values, cross-attention keys and values, Mamba conv and ssm states. */
-size_t mt_decode_state_bytes(const mt_model_config *cfg, int rows, int max_T, int max_S);
-
 /* ---------------------------------------------------------------- naive references
  * One sentence, no caches: every new token recomputes the whole forward pass
  * (mt_model_forward) over prompt + tokens so far. Slow, O(T^2) forwards; the tests hold the

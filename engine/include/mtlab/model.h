@@ -179,6 +179,9 @@ int mt_decode_state_length(const mt_decode_state *st);
 /* Bytes of model state a decode state for (max_B, max_T, max_S) holds: KV caches (growing
  * with max_T), sliding-window rings, Mamba conv + ssm states, RetNet recurrent states. */
 size_t mt_model_decode_state_bytes(const mt_model *m, int max_B, int max_T, int max_S);
+/* The same from a configuration alone (no parameters are allocated), e.g. for paper-size
+ * presets in benchmarks; 0 when the configuration is invalid. */
+size_t mt_model_config_decode_state_bytes(const mt_model_config *cfg, int max_B, int max_T, int max_S);
 /* The same for an existing state. */
 size_t mt_decode_state_bytes_held(const mt_decode_state *st);
 
