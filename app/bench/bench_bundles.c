@@ -21,7 +21,7 @@ int bench_make_bundles(const char *dir)
         if (mt_model_preset(&cfg, presets[i])) return -1;
         mt_model *m = mt_model_create(&cfg, mt_backend_cpu(), (uint64_t)(i + 1));
         if (!m) return -1;
-        int rc = mt_model_save(m, path, NULL);
+        int rc = mt_model_save(m, path, NULL, MT_DT_F32);
         mt_model_free(m);
         if (rc) return -1;
     }

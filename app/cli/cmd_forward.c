@@ -43,6 +43,7 @@ static int write_floats(const char *path, const float *x, size_t n)
 static int run_forward(int argc, char **argv)
 {
     const char *bundle = NULL, *src_text = NULL, *logits_path = NULL, *save_dir = NULL;
+    mt_dtype save_dtype = MT_DT_F32;
     int32_t *ids = NULL, *src = NULL;
     int n = 0, cap = 0, n_src = 0, cap_src = 0;
     for (int i = 1; i < argc; i++) {
@@ -50,6 +51,10 @@ static int run_forward(int argc, char **argv)
         else if (!strcmp(argv[i], "--src") && i + 1 < argc) src_text = argv[++i];
         else if (!strcmp(argv[i], "--logits") && i + 1 < argc) logits_path = argv[++i];
         else if (!strcmp(argv[i], "--save") && i + 1 < argc) save_dir = argv[++i];
+        else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) {
+            if (mt_dtype_from_name(argv[++i], &save_dtype))
+                return cli_fail("forward: --dtype '%s' is not F32, F16 or BF16", argv[i]);
+        }
         else if (argv[i][0] == '-' && argv[i][1] != '\0') return cli_usage(&cmd_forward);
         else if (parse_ids(argv[i], &ids, &n, &cap)) {
             free(ids);
@@ -94,7 +99,7 @@ static int run_forward(int argc, char **argv)
         printf("%4d %8d %10zu %10.4f\n", t, ids[t], best, row[best]);
     }
     if (logits_path && write_floats(logits_path, logits, (size_t)n * V)) goto done;
-    if (save_dir && mt_model_save(m, save_dir, mt_model_tokenizer_path(m))) {
+    if (save_dir && mt_model_save(m, save_dir, mt_model_tokenizer_path(m), save_dtype)) {
         cli_fail("%s", mt_last_error());
         goto done;
     }
@@ -108,6 +113,6 @@ done:
 }
 
 const struct mt_command cmd_forward = {
-    "forward", "-m BUNDLE [--src IDS] [--logits FILE] [--save DIR] IDS",
+    "forward", "-m BUNDLE [--src IDS] [--logits FILE] [--save DIR [--dtype F32|F16|BF16]] IDS",
     "run a model bundle on token ids: the prediction at every position", run_forward,
 };

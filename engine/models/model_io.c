@@ -110,8 +110,11 @@ mt_model *mt_model_load(const char *dir, const mt_backend *be, unsigned flags)
     return m;
 }
 
-int mt_model_save(const mt_model *m, const char *dir, const char *tokenizer_model)
+int mt_model_save(const mt_model *m, const char *dir, const char *tokenizer_model, mt_dtype dtype)
 {
+    if (dtype != MT_DT_F32 && dtype != MT_DT_F16 && dtype != MT_DT_BF16)
+        return mt_error("%s: weights can be saved as F32, F16 or BF16, not %s", dir,
+                        mt_dtype_name(dtype));
     mt_config *c = mt_config_new("config.json");
     if (!c || m->arch->config_write(&m->cfg, c)) {
         mt_config_free(c);
@@ -120,14 +123,15 @@ int mt_model_save(const mt_model *m, const char *dir, const char *tokenizer_mode
     float *host = mt_xmalloc(m->n_floats * sizeof(float) + 1);
     m->be->download(host, m->params, m->n_floats * sizeof(float));
     int n_copies = 0;
-    while (m->arch->embed_copies[n_copies]) n_copies++;
+    /* transformers re-ties the copies itself when the output projection is tied */
+    while (!m->cfg.tie_embeddings && m->arch->embed_copies[n_copies]) n_copies++;
     int n = m->n_tensors + n_copies;
     mt_st_write_tensor *ts = mt_xcalloc((size_t)n, sizeof *ts);
     for (int i = 0; i < n; i++) {
         int from = i < m->n_tensors ? i : m->embed_tensor;
         const mt_named_tensor *t = &m->tensors[from];
         ts[i].name = i < m->n_tensors ? t->name : m->arch->embed_copies[i - m->n_tensors];
-        ts[i].dtype = MT_DT_F32;
+        ts[i].dtype = dtype;
         ts[i].ndim = t->ndim;
         for (int d = 0; d < t->ndim; d++) ts[i].shape[d] = t->shape[d];
         ts[i].f32 = host + t->offset;

@@ -137,7 +137,7 @@ int checkpoint_save(const mt_model *cm, const mt_train_config *cfg, const train_
     snprintf(tmp, sizeof tmp, "%s/checkpoint.new", cfg->run_dir);
     snprintf(old, sizeof old, "%s/checkpoint.old", cfg->run_dir);
     if (remove_flat_dir(tmp) != 0) return -1;
-    if (mt_model_save(m, tmp, cfg->tokenizer) != 0) return -1;
+    if (mt_model_save(m, tmp, cfg->tokenizer, MT_DT_F32) != 0) return -1;
     if (write_trainer_state(tmp, m, cfg, st) != 0 || write_stats(tmp, stats) != 0) return -1;
     if (dir_exists(cur)) {
         if (remove_flat_dir(old) != 0) return -1;
@@ -151,7 +151,7 @@ int save_best(const mt_model *m, const mt_train_config *cfg, const mt_corpus_sta
 {
     char dir[700];
     snprintf(dir, sizeof dir, "%s/best", cfg->run_dir);
-    if (mt_model_save(m, dir, cfg->tokenizer) != 0) return -1;
+    if (mt_model_save(m, dir, cfg->tokenizer, cfg->save_dtype_f16 ? MT_DT_F16 : MT_DT_F32) != 0) return -1;
     return write_stats(dir, stats);
 }
 

@@ -44,7 +44,7 @@ static int make_model(const char *arch, const char *dir, const char *tokenizer, 
     cfg.init_std = 0.1f;
     mt_model *m = mt_model_create(&cfg, mt_backend_cpu(), seed);
     if (!m) return fail(arch);
-    int rc = mt_model_save(m, dir, tokenizer) ? fail(dir) : 0;
+    int rc = mt_model_save(m, dir, tokenizer, MT_DT_F32) ? fail(dir) : 0;
     mt_model_free(m);
     return rc;
 }

@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include "math/half.h"
 #include "mtlab/error.h"
 #include "mtlab/model.h"
 #include "mtlab/safetensors.h"
@@ -267,7 +268,7 @@ static void round_trip(const char *fixture, const mt_batch *b, size_t n_logits)
     snprintf(src, sizeof src, "%s/%s", FIXTURES, fixture);
     mt_model *m = load_or_fail(src, 0);
     char *dir = make_tmpdir();
-    if (mt_model_save(m, dir, mt_model_tokenizer_path(m))) fail_msg("save: %s", mt_last_error());
+    if (mt_model_save(m, dir, mt_model_tokenizer_path(m), MT_DT_F32)) fail_msg("save: %s", mt_last_error());
     mt_model *r = load_or_fail(dir, 0);
     /* the tokenizer travelled with the bundle and is one mtlab's tokenizer accepts */
     mt_tokenizer *tok = mt_tokenizer_load(mt_model_tokenizer_path(r));
@@ -363,10 +364,27 @@ static void test_created_models_are_reproducible(void **state)
     assert_memory_not_equal(mt_model_params(a), mt_model_params(c), n * sizeof(float));
     assert_true(mt_model_find_tensor(a, "lm_head.weight") >= 0); /* the paper preset is untied */
     char *dir = make_tmpdir();
-    assert_int_equal(mt_model_save(a, dir, NULL), 0);
+    assert_int_equal(mt_model_save(a, dir, NULL, MT_DT_F32), 0);
     mt_model *r = load_or_fail(dir, MT_MODEL_LOAD_NO_TOKENIZER);
     assert_memory_equal(mt_model_params(r), mt_model_params(a), n * sizeof(float));
     mt_model_free(r);
+
+    /* half-precision bundles: every weight comes back as its f16 / bf16 rounding; other
+     * dtypes are refused by name */
+    const mt_dtype halves[] = {MT_DT_F16, MT_DT_BF16};
+    for (int h = 0; h < 2; h++) {
+        assert_int_equal(mt_model_save(a, dir, NULL, halves[h]), 0);
+        r = load_or_fail(dir, MT_MODEL_LOAD_NO_TOKENIZER);
+        const float *pa = mt_model_params(a), *pr = mt_model_params(r);
+        for (size_t j = 0; j < n; j++) {
+            float want = halves[h] == MT_DT_F16 ? mt_f16_to_f32(mt_f32_to_f16(pa[j]))
+                                                : mt_bf16_to_f32(mt_f32_to_bf16(pa[j]));
+            if (pr[j] != want) fail_msg("%s weight %zu: %g, want %g", mt_dtype_name(halves[h]), j, pr[j], want);
+        }
+        mt_model_free(r);
+    }
+    assert_int_equal(mt_model_save(a, dir, NULL, MT_DT_I8), -1);
+    assert_non_null(strstr(mt_last_error(), "not I8"));
     remove_tree(dir);
     free(dir);
     mt_model_free(a), mt_model_free(b), mt_model_free(c);

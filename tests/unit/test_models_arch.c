@@ -207,7 +207,7 @@ static void test_bundles_round_trip(void **state)
         size_t n = mt_model_param_block_size(m);
         assert_memory_equal(mt_model_params(m), mt_model_params(twin), n * sizeof(float));
         char *dir = make_tmpdir();
-        if (mt_model_save(m, dir, NULL)) fail_msg("save %s: %s", archs[i], mt_last_error());
+        if (mt_model_save(m, dir, NULL, MT_DT_F32)) fail_msg("save %s: %s", archs[i], mt_last_error());
         mt_model *r = load_or_fail(dir, MT_MODEL_LOAD_NO_TOKENIZER);
         assert_memory_equal(mt_model_get_config(r), mt_model_get_config(m),
                             sizeof(mt_model_config));
@@ -227,7 +227,7 @@ static void test_bundles_round_trip(void **state)
     /* the fixture through mtlab's writer and back */
     mt_model *m = load_or_fail(FIXTURES "/llama", 0);
     char *dir = make_tmpdir();
-    assert_int_equal(mt_model_save(m, dir, mt_model_tokenizer_path(m)), 0);
+    assert_int_equal(mt_model_save(m, dir, mt_model_tokenizer_path(m), MT_DT_F32), 0);
     mt_model *r = load_or_fail(dir, 0);
     assert_memory_equal(mt_model_get_config(r), mt_model_get_config(m), sizeof(mt_model_config));
     assert_memory_equal(mt_model_params(r), mt_model_params(m),
@@ -323,7 +323,7 @@ static void expect_config_error(const char *preset, const char *from, const char
 {
     mt_model *m = tiny_model(preset, 2);
     char *dir = make_tmpdir(), path[128];
-    assert_int_equal(mt_model_save(m, dir, NULL), 0);
+    assert_int_equal(mt_model_save(m, dir, NULL, MT_DT_F32), 0);
     mt_model_free(m);
     snprintf(path, sizeof path, "%s/config.json", dir);
     char *text = test_read_file(path, NULL);

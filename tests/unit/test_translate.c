@@ -124,7 +124,7 @@ static int text_setup(void **state)
     cfg.d_state = 8;
     cfg.dt_rank = 2;
     fx->m = mt_model_create(&cfg, mt_backend_cpu(), 5);
-    if (!fx->m || mt_model_save(fx->m, fx->bundle, fx->tok_path)) {
+    if (!fx->m || mt_model_save(fx->m, fx->bundle, fx->tok_path, MT_DT_F32)) {
         fprintf(stderr, "model: %s\n", mt_last_error());
         return -1;
     }

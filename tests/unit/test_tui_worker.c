@@ -90,7 +90,7 @@ static int make_bundle(void **state)
     mt_model *m = mt_model_create(&cfg, mt_backend_cpu(), 2);
     snprintf(bundle, sizeof bundle, "%s/mamba", dir);
     snprintf(model, sizeof model, "%s.model", prefix);
-    int rc = m && mt_model_save(m, bundle, model) == 0 ? 0 : -1;
+    int rc = m && mt_model_save(m, bundle, model, MT_DT_F32) == 0 ? 0 : -1;
     mt_model_free(m);
     return rc;
 }

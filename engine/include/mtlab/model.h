@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "mtlab/backend.h"
+#include "mtlab/safetensors.h"
 
 /* Architecture-independent hyper-parameters; each architecture reads the fields it uses and
  * maps them to its config.json keys (Hugging Face ones where a class exists: transformer.c,
@@ -63,7 +64,7 @@ typedef struct mt_model mt_model;
 /* ---------------------------------------------------------------- configurations
  * Presets: "transformer", "mamba", "transformer++", "retnet", "mamba-mha", "mamba-local",
  * "mamba-encdec" (the paper's sizes, 77M-82M parameters with V = 32000, MODELS.md 0), and
- * each with "-small" (the Bible demo sizes: ~7.5M each with V = 8000). */
+ * each with "-small" (the Bible demo sizes: ~4.6M each with V = 8000). */
 int mt_model_preset(mt_model_config *cfg, const char *name);
 /* NULL-terminated list of preset names. */
 const char *const *mt_model_preset_names(void);
@@ -87,9 +88,11 @@ enum {
 mt_model *mt_model_load(const char *dir, const mt_backend *be, unsigned flags);
 
 /* Write a bundle directory that `transformers` loads unchanged (HF tensor names and config
- * keys, F32), replacing any bundle there only once everything is written. tokenizer_model is
- * the path of the tokenizer to copy in, or NULL for none. */
-int mt_model_save(const mt_model *m, const char *dir, const char *tokenizer_model);
+ * keys), replacing any bundle there only once everything is written. tokenizer_model is the
+ * path of the tokenizer to copy in, or NULL for none. Weights are stored as dtype: MT_DT_F32
+ * (exact, what checkpoints use), MT_DT_F16 or MT_DT_BF16 (rounded to nearest even; half the
+ * size, for shipped bundles); loading converts back to fp32. */
+int mt_model_save(const mt_model *m, const char *dir, const char *tokenizer_model, mt_dtype dtype);
 /* The tokenizer.model of the bundle the model was loaded from; NULL for created models or
  * bundles loaded without one. */
 const char *mt_model_tokenizer_path(const mt_model *m);
