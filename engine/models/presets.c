@@ -7,11 +7,12 @@
  *   mamba-mha     24 layers, d_model 624, attention (8 heads) at layers 12 and 24 (~78M)
  *   mamba-local   the same with a 64-token sliding window (~78M)
  *   mamba-encdec  8 Mamba encoder layers, 6 decoder blocks, d_model 512, MLP 2048 (~82M)
- * Demo sizes for the Bible corpus (vocabulary 8000, one budget of ~7.5M each): transformer
- * 3+3 layers, d_model 256, 4 heads, FFN 1024, tied output; mamba 12 layers, d_model 264;
- * transformer++ 4 layers, d_model 240, 4 heads, SwiGLU 960; retnet 4 layers, d_model 256,
- * values 512, 4 heads, GLU 512; mamba-mha / -local 12 layers, d_model 272, attention at
- * layers 6 and 12; mamba-encdec 4 + 3, d_model 208, 8 heads, MLP 832. */
+ * Demo sizes for the Bible corpus (vocabulary 8000, one budget of ~4.6M each, so that a bundle
+ * stored in f16 stays under 10 MB): transformer 3+3 layers, d_model 192, 4 heads, FFN 768, tied
+ * output; mamba 12 layers, d_model 192; transformer++ 4 layers, d_model 168, 4 heads, SwiGLU
+ * 672; retnet 4 layers, d_model 176, values 352, 4 heads, GLU 352; mamba-mha / -local 12
+ * layers, d_model 200, attention at layers 6 and 12; mamba-encdec 4 + 3, d_model 152, 8 heads,
+ * MLP 608. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,13 +134,13 @@ int mt_model_preset(mt_model_config *cfg, const char *name)
     else if (!strcmp(name, "mamba-mha")) hybrid(cfg, "mamba-mha", 32000, 624, 24, 0);
     else if (!strcmp(name, "mamba-local")) hybrid(cfg, "mamba-local", 32000, 624, 24, 64);
     else if (!strcmp(name, "mamba-encdec")) mamba_encdec(cfg, 32000, 512, 8, 6);
-    else if (!strcmp(name, "transformer-small")) transformer(cfg, 8000, 256, 3, 4, 1024, 1);
-    else if (!strcmp(name, "mamba-small")) mamba(cfg, 8000, 264, 12);
-    else if (!strcmp(name, "transformer++-small")) llama(cfg, 8000, 240, 4, 4, 960);
-    else if (!strcmp(name, "retnet-small")) retnet(cfg, 8000, 256, 4, 4, 512, 512);
-    else if (!strcmp(name, "mamba-mha-small")) hybrid(cfg, "mamba-mha", 8000, 272, 12, 0);
-    else if (!strcmp(name, "mamba-local-small")) hybrid(cfg, "mamba-local", 8000, 272, 12, 64);
-    else if (!strcmp(name, "mamba-encdec-small")) mamba_encdec(cfg, 8000, 208, 4, 3);
+    else if (!strcmp(name, "transformer-small")) transformer(cfg, 8000, 192, 3, 4, 768, 1);
+    else if (!strcmp(name, "mamba-small")) mamba(cfg, 8000, 192, 12);
+    else if (!strcmp(name, "transformer++-small")) llama(cfg, 8000, 168, 4, 4, 672);
+    else if (!strcmp(name, "retnet-small")) retnet(cfg, 8000, 176, 4, 4, 352, 352);
+    else if (!strcmp(name, "mamba-mha-small")) hybrid(cfg, "mamba-mha", 8000, 200, 12, 0);
+    else if (!strcmp(name, "mamba-local-small")) hybrid(cfg, "mamba-local", 8000, 200, 12, 64);
+    else if (!strcmp(name, "mamba-encdec-small")) mamba_encdec(cfg, 8000, 152, 4, 3);
     else {
         char known[512] = "";
         for (const char *const *p = preset_names; *p; p++)
