@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
-typedef enum { K_STR, K_INT, K_LONG, K_SIZE, K_U64, K_DOUBLE, K_FLOAT, K_BOOL, K_ACT } key_type;
+/* K_LAYERS: a list of 0-based layer indices, stored in mt_model_config's attn_layers and
+ * n_attn_layers (the same numbering as config.json) */
+typedef enum { K_STR, K_INT, K_LONG, K_SIZE, K_U64, K_DOUBLE, K_FLOAT, K_BOOL, K_ACT, K_LAYERS } key_type;
 
 typedef struct {
     const char *name;
@@ -39,8 +41,30 @@ static const key_desc model_keys[] = {
     MODEL_KEY(tie_embeddings, K_BOOL), MODEL_KEY(d_state, K_INT),      MODEL_KEY(d_conv, K_INT),
     MODEL_KEY(expand, K_INT),        MODEL_KEY(dt_rank, K_INT),        MODEL_KEY(dt_min, K_FLOAT),
     MODEL_KEY(dt_max, K_FLOAT),      MODEL_KEY(dt_init_floor, K_FLOAT), MODEL_KEY(norm_eps, K_FLOAT),
-    MODEL_KEY(init_std, K_FLOAT),    MODEL_KEY(dropout, K_FLOAT),
+    MODEL_KEY(init_std, K_FLOAT),    MODEL_KEY(dropout, K_FLOAT),      MODEL_KEY(rope_theta, K_FLOAT),
+    MODEL_KEY(value_dim, K_INT),     MODEL_KEY(window, K_INT),         MODEL_KEY(attn_layers, K_LAYERS),
 };
+
+/* A Lua sequence of layer indices into the config's attn_layers / n_attn_layers. */
+static int store_layers(lua_State *L, mt_model_config *mc, const char *where)
+{
+    if (lua_type(L, -1) != LUA_TTABLE)
+        return mt_error("%s: 'attn_layers' must be a list of 0-based layer indices such as {5, 11}", where);
+    lua_Integer n = luaL_len(L, -1);
+    if (n > MT_MAX_ATTN_LAYERS)
+        return mt_error("%s: 'attn_layers' lists %lld layers, at most %d", where, (long long)n, MT_MAX_ATTN_LAYERS);
+    for (lua_Integer i = 1; i <= n; i++) {
+        int isnum = 0;
+        lua_geti(L, -1, i);
+        lua_Integer v = lua_tointegerx(L, -1, &isnum);
+        int bad = !isnum || lua_type(L, -1) != LUA_TNUMBER || v < 0 || v > 1000000;
+        lua_pop(L, 1);
+        if (bad) return mt_error("%s: 'attn_layers' entry %lld must be a 0-based layer index", where, (long long)i);
+        mc->attn_layers[i - 1] = (int)v;
+    }
+    mc->n_attn_layers = (int)n;
+    return 0;
+}
 
 static const struct {
     const char *name;
@@ -67,6 +91,7 @@ static int store(lua_State *L, void *base, const key_desc *k, const char *where)
 {
     char *dst = (char *)base + k->offset;
     int isnum = 0;
+    if (k->type == K_LAYERS) return store_layers(L, (mt_model_config *)base, where);
     if (k->type == K_STR || k->type == K_ACT) {
         if (lua_type(L, -1) != LUA_TSTRING) return mt_error("%s: '%s' must be a string", where, k->name);
         const char *s = lua_tostring(L, -1);

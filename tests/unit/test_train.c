@@ -34,6 +34,9 @@ static void test_config_errors(void **state)
     expect_config_error("return { model = { preset = 'mamba-small' }, max_len = 1.5 }", "'max_len' must be an integer");
     expect_config_error("return { model = { preset = 'mamba-small', activation = 'tanh' } }", "tanh");
     expect_config_error("return { model = { preset = 'mamba-small' }, max_stpes = 3 }", "unknown key 'max_stpes'");
+    expect_config_error("return { model = { preset = 'mamba-mha-small', attn_layers = 5 } }", "must be a list");
+    expect_config_error("return { model = { preset = 'mamba-mha-small', attn_layers = {1, 'x'} } }", "entry 2");
+    expect_config_error("return { model = { preset = 'mamba-mha-small', attn_layers = {-1} } }", "entry 1");
 }
 
 static void test_config_reads_values(void **state)
@@ -55,6 +58,23 @@ static void test_config_reads_values(void **state)
     assert_int_equal(cfg.max_tokens, 900);
     assert_int_equal(cfg.seed, 7);
     assert_int_equal(cfg.save_dtype_f16, 1);
+
+    /* the keys of the other architectures: the paper's placement ablations are configs */
+    test_write_text(path, "return { model = { preset = 'mamba-local-small', window = 32, attn_layers = {0, 2, 9} },\n"
+                     "  name = 'abl' }\n");
+    assert_int_equal(train_config_load(&cfg, path), 0);
+    assert_string_equal(cfg.model.arch, "mamba-local");
+    assert_int_equal(cfg.model.window, 32);
+    assert_int_equal(cfg.model.n_attn_layers, 3);
+    assert_int_equal(cfg.model.attn_layers[0], 0);
+    assert_int_equal(cfg.model.attn_layers[1], 2);
+    assert_int_equal(cfg.model.attn_layers[2], 9);
+    test_write_text(path, "return { model = { preset = 'retnet-small', value_dim = 256 }, name = 'r' }\n");
+    assert_int_equal(train_config_load(&cfg, path), 0);
+    assert_int_equal(cfg.model.value_dim, 256);
+    test_write_text(path, "return { model = { preset = 'transformer++-small', rope_theta = 500000 }, name = 'l' }\n");
+    assert_int_equal(train_config_load(&cfg, path), 0);
+    assert_float_equal(cfg.model.rope_theta, 500000.0, 1e-3);
 }
 
 /* A tiny run on the tokenizer fixture corpus. */
