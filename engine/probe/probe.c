@@ -140,7 +140,9 @@ static void stack_maps(mt_probe_record *r, probe_ctx *c, const mt_model *m, cons
         const mt_unit *u = &s->units[i];
         /* a self-attention or Mamba unit starts a layer; cross-attention and FFN units belong
          * to the layer before them */
-        if (u->kind == MT_UNIT_SELF_ATTN || u->kind == MT_UNIT_MAMBA || layer < 0) layer++;
+        if (u->kind == MT_UNIT_SELF_ATTN || u->kind == MT_UNIT_MAMBA ||
+            u->kind == MT_UNIT_RETENTION || layer < 0)
+            layer++;
         mt_probe_axis own = encoder ? MT_PROBE_AXIS_SOURCE : MT_PROBE_AXIS_TARGET;
         if (u->kind == MT_UNIT_MAMBA) {
             mamba_maps(r, c, m, u, &sa->w[i], layer, encoder, T);
@@ -148,6 +150,13 @@ static void stack_maps(mt_probe_record *r, probe_ctx *c, const mt_model *m, cons
             int H = u->cfg.attn.H;
             mt_probe_map *map = add_map(r, MT_PROBE_SELF_ATTN, layer, encoder, H, T, T, own, own);
             m->be->download(map->values, sa->w[i].a.attn.att, (size_t)H * T * T * sizeof(float));
+        } else if (u->kind == MT_UNIT_RETENTION && wants(c, MT_PROBE_SELF_ATTN)) {
+            /* retention weights are signed; their magnitude is what a heatmap compares */
+            int H = u->cfg.ret.H;
+            mt_probe_map *map = add_map(r, MT_PROBE_SELF_ATTN, layer, encoder, H, T, T, own, own);
+            size_t n = (size_t)H * T * T;
+            m->be->download(map->values, sa->w[i].a.ret.att, n * sizeof(float));
+            for (size_t j = 0; j < n; j++) map->values[j] = fabsf(map->values[j]);
         } else if (u->kind == MT_UNIT_CROSS_ATTN && wants(c, MT_PROBE_CROSS_ATTN)) {
             int H = u->cfg.attn.H;
             mt_probe_map *map = add_map(r, MT_PROBE_CROSS_ATTN, layer, encoder, H, T, S,

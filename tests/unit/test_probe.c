@@ -222,6 +222,57 @@ static void test_mamba_maps(void **state)
     mt_model_free(m);
 }
 
+/* RetNet's retention layers and Mamba-Local's sliding-window layers give self-attention maps
+ * (retention: magnitudes, causal; window: zero beyond the window, rows summing to 1); the
+ * hybrid's Mamba layers keep their state norms. */
+static void test_retention_and_window_maps(void **state)
+{
+    (void)state;
+    mt_model_config cfg;
+    assert_int_equal(mt_model_preset(&cfg, "retnet-small"), 0);
+    cfg.vocab_size = 40, cfg.d_model = 16, cfg.n_layers = 2, cfg.n_heads = 2;
+    cfg.value_dim = 32, cfg.ffn_dim = 32, cfg.dropout = 0.0f;
+    mt_model *m = mt_model_create(&cfg, mt_backend_cpu(), 4);
+    if (!m) fail_msg("%s", mt_last_error());
+    mt_probe_record r;
+    assert_int_equal(mt_probe_run(m, SRC, 5, HYP, 6, NULL, &r), 0);
+    assert_int_equal(count(&r, MT_PROBE_SELF_ATTN), 2);
+    const mt_probe_map *ret = find(&r, MT_PROBE_SELF_ATTN, 1, 0);
+    assert_int_equal(ret->heads, 2);
+    assert_int_equal(ret->rows, 12);
+    for (int h = 0; h < 2; h++)
+        for (int i = 0; i < 12; i++) {
+            double row = 0;
+            for (int j = 0; j < 12; j++) {
+                float v = ret->values[((size_t)h * 12 + i) * 12 + j];
+                assert_true(j > i ? v == 0.0f : v >= 0.0f);
+                row += v;
+            }
+            assert_true(row > 0); /* |q.k| D summed, divided by its clamp r: at most 1 */
+            assert_true(row <= 1.0 + 1e-5);
+        }
+    mt_probe_record_free(&r);
+    mt_model_free(m);
+
+    assert_int_equal(mt_model_preset(&cfg, "mamba-local-small"), 0);
+    cfg.vocab_size = 40, cfg.d_model = 16, cfg.n_layers = 4, cfg.n_heads = 2, cfg.window = 2;
+    cfg.n_attn_layers = 2, cfg.attn_layers[0] = 1, cfg.attn_layers[1] = 3;
+    cfg.d_state = 4, cfg.dt_rank = 2, cfg.dropout = 0.0f;
+    m = mt_model_create(&cfg, mt_backend_cpu(), 5);
+    if (!m) fail_msg("%s", mt_last_error());
+    assert_int_equal(mt_probe_run(m, SRC, 5, HYP, 6, NULL, &r), 0);
+    assert_int_equal(count(&r, MT_PROBE_SELF_ATTN), 2);
+    assert_int_equal(count(&r, MT_PROBE_IMPLICIT_ATTN), 2);
+    assert_int_equal(find(&r, MT_PROBE_STATE_NORMS, -1, 0)->rows, 2);
+    const mt_probe_map *win = find(&r, MT_PROBE_SELF_ATTN, 3, 0);
+    for (int i = 0; i < 12; i++)
+        for (int j = 0; j < 12; j++)
+            if (j > i || j < i - 2) assert_true(win->values[i * 12 + j] == 0.0f);
+    check_distributions(win, 1);
+    mt_probe_record_free(&r);
+    mt_model_free(m);
+}
+
 /* Position t sees only positions <= t, so a longer hypothesis changes none of the maps' earlier
  * rows: the parallel pass gives each token what it had while it was decoded. */
 static void test_maps_are_causal_in_the_hypothesis(void **state)
@@ -281,6 +332,7 @@ int main(void)
         cmocka_unit_test(test_state_norms_match_the_recurrence),
         cmocka_unit_test(test_transformer_maps),
         cmocka_unit_test(test_mamba_maps),
+        cmocka_unit_test(test_retention_and_window_maps),
         cmocka_unit_test(test_maps_are_causal_in_the_hypothesis),
         cmocka_unit_test(test_kinds_filter_and_errors),
     };

@@ -13,7 +13,9 @@
  *                    the layer's SSM state (Di x N) after position t
  *   state groups     one per Mamba layer: rows = channel groups (Di split into `groups`
  *                    equal runs of channels), cols = positions: ||h_t|| over each group
- *   self-attention   one per attention layer: heads x (query positions x key positions)
+ *   self-attention   one per attention layer: heads x (query positions x key positions);
+ *                    for RetNet's retention layers the magnitudes |att[n][m]| of the
+ *                    retention weights (signed, see mt_retention_desc)
  *   cross-attention  one per cross-attention layer: heads x (target positions x source
  *                    positions)
  *   implicit         one per Mamba layer: (positions x positions), the mean over channels d
