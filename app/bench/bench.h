@@ -123,7 +123,8 @@ enum {
     BENCH_DECODE = 2,   /* 2. decode tokens/s */
     BENCH_ROOFLINE = 4, /* 3. batch-1 decode vs the bandwidth roofline */
     BENCH_STATE = 8,    /* 4. decoding-state memory */
-    BENCH_ALL = 15,
+    BENCH_PROBES = 16,  /* 5. the probes' pass vs decoding */
+    BENCH_ALL = 31,
 };
 typedef struct {
     int repeat;         /* timed runs per figure, after one warm-up */

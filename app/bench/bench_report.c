@@ -1,10 +1,12 @@
-/* `mtlab bench`: the four sections of figures, all measured in this one run.
+/* `mtlab bench`: the five sections of figures, all measured in this one run.
  *   1. training gemms: FLOP rate inside real training steps vs cblas_sgemm alone (>= 70%)
- *   2. decode tokens/s at batch 1 and 16, 64 and 256 new tokens, both small presets
+ *   2. decode tokens/s at batch 1 (64, 256, 1024 new tokens) and 16 (64, 256), every small
+ *      preset (all seven architectures)
  *   3. batch-1 decode time vs the memory-bandwidth roofline: (parameter bytes a step reads) /
  *      (copy bandwidth measured now) is the fastest a step can be when weights stream from
  *      memory; achieved / roofline >= 60%
- *   4. decoding-state memory at 64, 256 and 1024 generated tokens for every preset */
+ *   4. decoding-state memory at 64, 256 and 1024 generated tokens for every preset
+ *   5. the probes' pass against the decode it explains (probes off cost nothing) */
 #include "bench/bench.h"
 
 #include <cblas.h>
@@ -15,6 +17,7 @@
 
 #include "mtlab/decode.h"
 #include "mtlab/error.h"
+#include "mtlab/probe.h"
 #include "mtlab/rng.h"
 #include "mtlab/tokenizer.h"
 
@@ -132,17 +135,31 @@ static int time_decode(mt_model *m, const sources *s, int B, int new_tokens, int
     return rc;
 }
 
-/* Fills step_b1[i] with the batch-1, 64-token seconds per step of small preset i. */
+/* The demo presets (the "-small" names), in preset order: all seven architectures. */
+static int small_presets(const char **out, int cap)
+{
+    int n = 0;
+    for (const char *const *name = mt_model_preset_names(); *name && n < cap; name++) {
+        size_t len = strlen(*name);
+        if (len > 6 && !strcmp(*name + len - 6, "-small")) out[n++] = *name;
+    }
+    return n;
+}
+
+/* Fills step_b1[i] with the batch-1, 64-token seconds per step of transformer-small (0) and
+ * mamba-small (1), which the roofline section reuses. Batch 16 skips 1024 tokens: the growth
+ * with length is the batch-1 row's story, and it would triple the section's time. */
 static int section_decode(int repeat, double step_b1[2])
 {
-    static const char *const presets[] = {"transformer-small", "mamba-small"};
-    static const int batches[] = {1, MAX_ROWS}, lengths[] = {64, 256};
+    static const int batches[] = {1, MAX_ROWS}, lengths[] = {64, 256, 1024};
+    const char *presets[16];
+    int n_presets = small_presets(presets, 16);
     printf("\n2. decode tokens/s: greedy, exactly N new tokens per row (random weights; <eos>\n"
            "   does not stop a row), sources of %d tokens, prefill included in tokens/s\n",
            DECODE_SRC_LEN);
-    printf("   %-18s %5s %5s %11s %9s %10s\n", "preset", "batch", "N", "prefill ms", "ms/step",
+    printf("   %-20s %5s %5s %11s %9s %10s\n", "preset", "batch", "N", "prefill ms", "ms/step",
            "tokens/s");
-    for (int p = 0; p < 2; p++) {
+    for (int p = 0; p < n_presets; p++) {
         mt_model_config cfg;
         if (mt_model_preset(&cfg, presets[p])) return -1;
         mt_model *m = mt_model_create(&cfg, mt_backend_cpu(), 1);
@@ -151,19 +168,24 @@ static int section_decode(int repeat, double step_b1[2])
         make_sources(&s, cfg.vocab_size);
         int rc = 0;
         for (int bi = 0; bi < 2 && !rc; bi++)
-            for (int li = 0; li < 2 && !rc; li++) {
+            for (int li = 0; li < 3 && !rc; li++) {
                 double prefill, per_step, total;
                 int B = batches[bi], N = lengths[li];
+                if (B > 1 && N > 256) continue;
                 rc = time_decode(m, &s, B, N, repeat, &prefill, &per_step, &total);
                 if (rc) break;
-                if (B == 1 && N == 64) step_b1[p] = per_step;
-                printf("   %-18s %5d %5d %11.2f %9.3f %10.1f\n", presets[p], B, N,
+                if (B == 1 && N == 64 && !strcmp(presets[p], "transformer-small"))
+                    step_b1[0] = per_step;
+                if (B == 1 && N == 64 && !strcmp(presets[p], "mamba-small")) step_b1[1] = per_step;
+                printf("   %-20s %5d %5d %11.2f %9.3f %10.1f\n", presets[p], B, N,
                        1e3 * prefill, 1e3 * per_step, (double)B * N / total);
             }
         free(s.words);
         mt_model_free(m);
         if (rc) return -1;
     }
+    printf("   ms/step grows with N where a cache grows (attention); it stays flat for Mamba,\n"
+           "   RetNet and Mamba-Local, whose decoding state has a fixed size\n");
     return 0;
 }
 
@@ -250,6 +272,56 @@ static int section_state(void)
     return 0;
 }
 
+/* ---------------------------------------------------------------- 5. probes */
+/* Median seconds of mt_probe_run over a 64-token hypothesis of source 0 (after a warm-up). */
+static int time_probes(mt_model *m, const sources *s, int repeat, double *seconds)
+{
+    enum { HYP = 64 };
+    int32_t hyp[HYP];
+    bench_decode_time t;
+    if (bench_decode_fixed(m, s->src, s->len, 1, HYP, hyp, &t)) return -1;
+    double *v = mt_xmalloc((size_t)(repeat + 1) * sizeof *v);
+    int rc = 0;
+    for (int i = 0; i <= repeat && !rc; i++) {
+        mt_probe_record r;
+        double t0 = bench_now();
+        rc = mt_probe_run(m, s->src[0], s->len[0], hyp, HYP, NULL, &r);
+        v[i] = bench_now() - t0;
+        if (!rc) mt_probe_record_free(&r);
+    }
+    *seconds = bench_median(v + 1, repeat);
+    free(v);
+    return rc;
+}
+
+static int section_probes(int repeat)
+{
+    const char *presets[16];
+    int n_presets = small_presets(presets, 16);
+    printf("\n5. probes: the heatmaps' pass (mt_probe_run: one parallel forward over source and\n"
+           "   a 64-token hypothesis, every map kind) against the batch-1 decode it explains\n");
+    printf("   %-20s %10s %10s %8s\n", "preset", "decode ms", "probes ms", "ratio");
+    for (int p = 0; p < n_presets; p++) {
+        mt_model_config cfg;
+        if (mt_model_preset(&cfg, presets[p])) return -1;
+        mt_model *m = mt_model_create(&cfg, mt_backend_cpu(), 1);
+        if (!m) return -1;
+        sources s;
+        make_sources(&s, cfg.vocab_size);
+        double prefill, per_step, decode, probes;
+        int rc = time_decode(m, &s, 1, 64, repeat, &prefill, &per_step, &decode);
+        if (!rc) rc = time_probes(m, &s, repeat, &probes);
+        free(s.words);
+        mt_model_free(m);
+        if (rc) return -1;
+        printf("   %-20s %10.2f %10.2f %7.2fx\n", presets[p], 1e3 * decode, 1e3 * probes,
+               probes / decode);
+    }
+    printf("   probes off costs nothing: decoding holds no probe code (the maps come from this\n"
+           "   separate pass, run only when a heatmap asks), so its time is the decode column\n");
+    return 0;
+}
+
 int bench_run_all(const bench_opts *o)
 {
     printf("mtlab bench: %d OpenMP threads; OpenBLAS %d threads, %s\n", omp_get_max_threads(),
@@ -261,7 +333,8 @@ int bench_run_all(const bench_opts *o)
     if (((o->sections & BENCH_GEMM) && section_gemm(o)) ||
         ((o->sections & BENCH_DECODE) && section_decode(o->repeat, step_b1)) ||
         ((o->sections & BENCH_ROOFLINE) && section_roofline(o->repeat, step_b1)) ||
-        ((o->sections & BENCH_STATE) && section_state()))
+        ((o->sections & BENCH_STATE) && section_state()) ||
+        ((o->sections & BENCH_PROBES) && section_probes(o->repeat)))
         return -1;
     printf("\n");
     print_load("at end", 0);

@@ -1,7 +1,7 @@
 /* `mtlab bench` (what `make bench` runs): speed figures and ratios measured in one run, never
  * pass/fail. Three modes:
  *   mtlab bench [--repeat N] [--only SECTION] [--verbose]
- *                                               the four sections (app/bench/bench_report.c)
+ *                                               the five sections (app/bench/bench_report.c)
  *   mtlab bench --make-bundles DIR              random-weight small bundles for the peers
  *   mtlab bench --peer-inputs FILE -m BUNDLE    tokens/s on a file of token-id sources,
  *               [--new-tokens N] [--batch N]    the figure `make bench-peers` compares */
@@ -26,7 +26,8 @@ static const struct {
 } sections[] = {{"gemm", BENCH_GEMM},
                 {"decode", BENCH_DECODE},
                 {"roofline", BENCH_ROOFLINE},
-                {"state", BENCH_STATE}};
+                {"state", BENCH_STATE},
+                {"probes", BENCH_PROBES}};
 
 /* Add the section named s to the mask, or -1 with a message. */
 static int add_section(const char *s, unsigned *mask)
@@ -36,7 +37,7 @@ static int add_section(const char *s, unsigned *mask)
             *mask |= sections[i].bit;
             return 0;
         }
-    fprintf(stderr, "mtlab bench: --only takes gemm, decode, roofline or state, got '%s'\n", s);
+    fprintf(stderr, "mtlab bench: --only takes gemm, decode, roofline, state or probes, got '%s'\n", s);
     return -1;
 }
 
@@ -116,7 +117,7 @@ static int run_bench(int argc, char **argv)
 
 const struct mt_command cmd_bench = {
     "bench",
-    "[--repeat N] [--only gemm|decode|roofline|state ...] [--verbose] | --make-bundles DIR | "
+    "[--repeat N] [--only gemm|decode|roofline|state|probes ...] [--verbose] | --make-bundles DIR | "
     "--peer-inputs FILE -m BUNDLE [--new-tokens N] [--batch N] [--repeat N]",
     "speed figures: training gemm rate, decode tokens/s, roofline, state memory",
     run_bench,
