@@ -1,7 +1,7 @@
 -- The small transformer demo model trained on the Bible (Spanish -> English), shipped in models/.
 -- Run: ./mtlab train scripts/train/transformer-small.lua   (needs `mtlab data bible` and
--- `mtlab tokenizer train` first). Every demo model gets the same budget: 1500 steps of
--- 4096-token batches (about 3.3 epochs), sized for a 2-core CPU in about an hour and a half.
+-- `mtlab tokenizer train` first). Every demo model gets the same budget: 1000 steps of
+-- 4096-token batches (about 2.2 epochs), sized for a 2-core CPU in about an hour and a half.
 return {
   name = "transformer-small",
   model = { preset = "transformer-small", dropout = 0.1 },
@@ -13,7 +13,7 @@ return {
   lr = 8e-4,
   warmup = 300,
   weight_decay = 0.001,
-  max_steps = 1500,
+  max_steps = 1000,
   log_every = 25,
   valid_every = 500,
   valid_bleu_lines = 200,
