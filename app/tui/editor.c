@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "mtlab/error.h"
+#include "mtlab/utf8.h"
 #include "tui/utf8.h"
 
 void tui_editor_init(tui_editor *e, size_t max_bytes)
@@ -77,7 +78,7 @@ static char *clean_text(const char *s, size_t n, size_t *out_len)
         int len = tui_utf8_decode(s + i, n - i, &cp);
         i += len ? (size_t)len : 1;
         if (cp != '\n' && (cp < 0x20 || (cp >= 0x7F && cp < 0xA0))) continue;
-        o += (size_t)tui_utf8_encode(cp, out + o);
+        o += (size_t)mt_utf8_put(cp, out + o);
     }
     *out_len = o;
     return out;
@@ -113,7 +114,7 @@ size_t tui_editor_insert(tui_editor *e, const char *s, size_t n)
 int tui_editor_insert_char(tui_editor *e, uint32_t cp)
 {
     char buf[4];
-    int n = tui_utf8_encode(cp, buf);
+    int n = mt_utf8_put(cp, buf);
     if (n == 0) return 0;
     return tui_editor_insert(e, buf, (size_t)n) ? -1 : 0;
 }

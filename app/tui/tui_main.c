@@ -16,6 +16,7 @@
 
 #include "cli/paths.h"
 #include "mtlab/error.h"
+#include "mtlab/utf8.h"
 #include "tui/app.h"
 #include "tui/terminal.h"
 #include "tui/tui.h"
@@ -134,7 +135,7 @@ static void load_corpus_stats(tui_app *a, const char *dir)
 static void paste_append(tui_app *a, wint_t wc)
 {
     char buf[4];
-    int n = tui_utf8_encode(wc == '\r' ? '\n' : (uint32_t)wc, buf);
+    int n = mt_utf8_put(wc == '\r' ? '\n' : (uint32_t)wc, buf);
     a->paste_total += (size_t)n;
     /* keep a little more than the editor can take, so the notice can say what was cut */
     if (a->paste_len + (size_t)n > TUI_EDITOR_MAX_BYTES + 4) return;

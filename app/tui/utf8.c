@@ -1,57 +1,14 @@
 #include "tui/utf8.h"
 
+#include "mtlab/utf8.h"
+
 #include <string.h>
 #include <wchar.h>
 
 int tui_utf8_decode(const char *s, size_t n, uint32_t *cp)
 {
-    const unsigned char *u = (const unsigned char *)s;
     *cp = TUI_REPLACEMENT_CHAR;
-    if (u[0] < 0x80) {
-        *cp = u[0];
-        return 1;
-    }
-    int len;
-    uint32_t c, min;
-    if ((u[0] & 0xE0) == 0xC0) len = 2, c = u[0] & 0x1F, min = 0x80;
-    else if ((u[0] & 0xF0) == 0xE0) len = 3, c = u[0] & 0x0F, min = 0x800;
-    else if ((u[0] & 0xF8) == 0xF0) len = 4, c = u[0] & 0x07, min = 0x10000;
-    else return 0;
-    if ((size_t)len > n) return 0;
-    for (int i = 1; i < len; i++) {
-        if ((u[i] & 0xC0) != 0x80) return 0;
-        c = c << 6 | (u[i] & 0x3F);
-    }
-    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
-    *cp = c;
-    return len;
-}
-
-int tui_utf8_encode(uint32_t cp, char *out)
-{
-    unsigned char *o = (unsigned char *)out;
-    if (cp < 0x80) {
-        o[0] = (unsigned char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (unsigned char)(0xC0 | cp >> 6);
-        o[1] = (unsigned char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp >= 0xD800 && cp <= 0xDFFF) return 0;
-    if (cp < 0x10000) {
-        o[0] = (unsigned char)(0xE0 | cp >> 12);
-        o[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
-        o[2] = (unsigned char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    if (cp > 0x10FFFF) return 0;
-    o[0] = (unsigned char)(0xF0 | cp >> 18);
-    o[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
-    o[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
-    o[3] = (unsigned char)(0x80 | (cp & 0x3F));
-    return 4;
+    return mt_utf8_next(s, n, cp);
 }
 
 int tui_cp_width(uint32_t cp)

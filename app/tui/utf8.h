@@ -12,8 +12,6 @@
 /* Decode the character at s[0..n): returns its byte length (1..4) and sets *cp, or returns 0
  * for an invalid, overlong, surrogate or truncated sequence (then *cp = U+FFFD). n > 0. */
 int tui_utf8_decode(const char *s, size_t n, uint32_t *cp);
-/* Encode cp into out (4 bytes of room); returns the length, 0 for an invalid code point. */
-int tui_utf8_encode(uint32_t cp, char *out);
 /* Columns the character takes: 0 for combining marks and other zero-width characters, 2 for
  * wide ones, 1 otherwise (unprintable characters count 1: they are shown as U+FFFD). */
 int tui_cp_width(uint32_t cp);

@@ -1,7 +1,7 @@
 #include "tokenizer/corpus_reader.h"
 
 #include "mtlab/error.h"
-#include "tokenizer/utf8.h"
+#include "mtlab/utf8.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -67,7 +67,7 @@ static int read_line(corpus_reader *r, size_t *len)
         return mt_error("%s:%zu: line of %zu bytes is longer than the %d-byte limit for tokenizer "
                         "training (one sentence per line expected)",
                         path, r->line_no, l, CORPUS_MAX_LINE_BYTES);
-    size_t bad = utf8_invalid_offset(r->buf, l);
+    size_t bad = mt_utf8_invalid_offset(r->buf, l);
     if (bad < l)
         return mt_error("%s:%zu: invalid UTF-8 at byte %zu of the line (0x%02X)", path, r->line_no,
                         bad, (unsigned)(unsigned char)r->buf[bad]);

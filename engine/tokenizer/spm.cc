@@ -11,7 +11,7 @@
 
 extern "C" {
 #include "mtlab/tokenizer.h"
-#include "tokenizer/utf8.h"
+#include "mtlab/utf8.h"
 }
 
 struct mt_tokenizer {
@@ -139,7 +139,7 @@ extern "C" int mt_tokenizer_encode(const mt_tokenizer *tok, const char *text, in
     *ids = nullptr;
     *n = 0;
     const size_t len = strlen(text);
-    const size_t bad = utf8_invalid_offset(text, len);
+    const size_t bad = mt_utf8_invalid_offset(text, len);
     if (bad < len)
         return mt_error("invalid UTF-8 at byte %zu (0x%02X)", bad, (unsigned)(unsigned char)text[bad]);
     return spm_guarded(tok->name.c_str(), -1, [&] {

@@ -1,0 +1,69 @@
+/* Strict UTF-8 decoding and encoding (the table is in mtlab/utf8.h). */
+#include "mtlab/utf8.h"
+
+int mt_utf8_next(const char *s, size_t n, uint32_t *cp)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    if (n == 0) return 0;
+    unsigned lead = p[0];
+    if (lead < 0x80) {
+        *cp = lead;
+        return 1;
+    }
+    int n_cont;
+    unsigned lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
+    if (lead >= 0xC2 && lead <= 0xDF) n_cont = 1;
+    else if (lead == 0xE0) n_cont = 2, lo = 0xA0;
+    else if (lead >= 0xE1 && lead <= 0xEF) n_cont = 2, hi = lead == 0xED ? 0x9F : 0xBF;
+    else if (lead == 0xF0) n_cont = 3, lo = 0x90;
+    else if (lead >= 0xF1 && lead <= 0xF3) n_cont = 3;
+    else if (lead == 0xF4) n_cont = 3, hi = 0x8F;
+    else return 0; /* 80..C1 (continuation or overlong lead) or F5..FF */
+    if (n - 1 < (size_t)n_cont || p[1] < lo || p[1] > hi) return 0;
+    uint32_t c = lead & (0x3Fu >> n_cont);
+    for (int k = 1; k <= n_cont; k++) {
+        if (p[k] < 0x80 || p[k] > 0xBF) return 0;
+        c = c << 6 | (p[k] & 0x3Fu);
+    }
+    *cp = c;
+    return 1 + n_cont;
+}
+
+int mt_utf8_put(uint32_t cp, char *out)
+{
+    unsigned char *o = (unsigned char *)out;
+    if (cp < 0x80) {
+        o[0] = (unsigned char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        o[0] = (unsigned char)(0xC0 | cp >> 6);
+        o[1] = (unsigned char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp >= 0xD800 && cp <= 0xDFFF) return 0;
+    if (cp < 0x10000) {
+        o[0] = (unsigned char)(0xE0 | cp >> 12);
+        o[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+        o[2] = (unsigned char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    if (cp > 0x10FFFF) return 0;
+    o[0] = (unsigned char)(0xF0 | cp >> 18);
+    o[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
+    o[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+    o[3] = (unsigned char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+size_t mt_utf8_invalid_offset(const char *s, size_t len)
+{
+    size_t i = 0;
+    uint32_t cp;
+    while (i < len) {
+        int k = mt_utf8_next(s + i, len - i, &cp);
+        if (k == 0) return i;
+        i += (size_t)k;
+    }
+    return len;
+}

@@ -1,0 +1,108 @@
+/* The one UTF-8 decoder/encoder (mtlab/utf8.h) against an oracle: a byte string is one
+ * well-formed character exactly when some scalar value encodes to it, so every 1-, 2- and
+ * 3-byte string (and all 4-byte strings with a lead byte F0..F4 and arbitrary tails on a
+ * grid) is decoded and compared with the encodings of all scalar values. */
+#include "test_util.h"
+#include "mtlab/utf8.h"
+
+/* 1 when s[0..n) is exactly the encoding of a scalar value (by the naive bit layout), which is
+ * then in *cp: decode the bits without checks, re-encode, compare. */
+static int oracle(const unsigned char *s, int n, uint32_t *cp)
+{
+    static const unsigned char lead_mark[] = {0, 0x00, 0xC0, 0xE0, 0xF0};
+    static const unsigned char lead_mask[] = {0, 0x80, 0xE0, 0xF0, 0xF8};
+    if ((s[0] & lead_mask[n]) != lead_mark[n]) return 0;
+    uint32_t c = s[0] & (uint32_t)(0x7F >> (n == 1 ? 0 : n));
+    for (int k = 1; k < n; k++) {
+        if ((s[k] & 0xC0) != 0x80) return 0;
+        c = c << 6 | (s[k] & 0x3Fu);
+    }
+    /* the shortest form of c, which must be a scalar value */
+    int shortest = c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+    if (shortest != n || (c >= 0xD800 && c <= 0xDFFF) || c > 0x10FFFF) return 0;
+    *cp = c;
+    return 1;
+}
+
+static void check(const unsigned char *s, int n)
+{
+    uint32_t want = 0, got = 0xABCDEF;
+    int ok = oracle(s, n, &want);
+    int k = mt_utf8_next((const char *)s, (size_t)n, &got);
+    /* a valid shorter prefix is a different character; compare whole-string validity */
+    int whole = k == n;
+    if (whole != ok) fail_msg("%d-byte string %02X %02X %02X %02X: decoder %d, oracle %d", n, s[0],
+                              n > 1 ? s[1] : 0, n > 2 ? s[2] : 0, n > 3 ? s[3] : 0, k, ok);
+    if (ok) assert_int_equal(got, want);
+    if (k == 0) assert_int_equal(got, 0xABCDEF); /* left unchanged */
+}
+
+static void test_every_short_string(void **state)
+{
+    (void)state;
+    unsigned char s[4];
+    for (int a = 0; a < 256; a++) {
+        s[0] = (unsigned char)a;
+        check(s, 1);
+        for (int b = 0; b < 256; b++) {
+            s[1] = (unsigned char)b;
+            check(s, 2);
+            for (int c = 0; c < 256; c++) {
+                s[2] = (unsigned char)c;
+                check(s, 3);
+            }
+        }
+    }
+    for (int a = 0xF0; a < 0x100; a++)
+        for (int b = 0x70; b < 0xD0; b++)
+            for (int c = 0x70; c < 0xD0; c += 7)
+                for (int d = 0x70; d < 0xD0; d += 5) {
+                    s[0] = (unsigned char)a, s[1] = (unsigned char)b;
+                    s[2] = (unsigned char)c, s[3] = (unsigned char)d;
+                    check(s, 4);
+                }
+}
+
+/* Every scalar value round-trips; surrogates and values above U+10FFFF are refused. */
+static void test_round_trip_and_refusals(void **state)
+{
+    (void)state;
+    char buf[4];
+    for (uint32_t c = 0; c <= 0x10FFFF; c++) {
+        int n = mt_utf8_put(c, buf);
+        if (c >= 0xD800 && c <= 0xDFFF) {
+            assert_int_equal(n, 0);
+            continue;
+        }
+        uint32_t back;
+        if (n < 1 || mt_utf8_next(buf, (size_t)n, &back) != n || back != c)
+            fail_msg("U+%04X does not round-trip (%d bytes)", (unsigned)c, n);
+        /* every strict prefix is truncated, never a character */
+        for (int p = 1; p < n; p++) assert_int_equal(mt_utf8_next(buf, (size_t)p, &back), 0);
+    }
+    assert_int_equal(mt_utf8_put(0x110000, buf), 0);
+    uint32_t c;
+    assert_int_equal(mt_utf8_next("", 0, &c), 0);
+}
+
+static void test_invalid_offset(void **state)
+{
+    (void)state;
+    const char good[] = "a\xC3\xB1o \xE2\x80\x94 \xF0\x9F\x98\x80";
+    assert_int_equal(mt_utf8_invalid_offset(good, sizeof good - 1), sizeof good - 1);
+    assert_int_equal(mt_utf8_invalid_offset("ab\0c", 4), 4); /* NUL is valid */
+    assert_int_equal(mt_utf8_invalid_offset("ab\xC3", 3), 2);          /* truncated */
+    assert_int_equal(mt_utf8_invalid_offset("x\xED\xA0\x80y", 5), 1); /* surrogate */
+    assert_int_equal(mt_utf8_invalid_offset("\xC0\xAF", 2), 0);        /* overlong '/' */
+    assert_int_equal(mt_utf8_invalid_offset("ok\x80", 3), 2);          /* stray continuation */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_short_string),
+        cmocka_unit_test(test_round_trip_and_refusals),
+        cmocka_unit_test(test_invalid_offset),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
