@@ -77,6 +77,24 @@ static void test_config_reads_values(void **state)
     assert_float_equal(cfg.model.rope_theta, 500000.0, 1e-3);
 }
 
+/* Every shipped training script loads, names its own preset and shares the demo budget. */
+static void test_shipped_scripts_load(void **state)
+{
+    (void)state;
+    static const char *const archs[] = {"transformer", "mamba", "transformer++", "retnet",
+                                        "mamba-mha", "mamba-local", "mamba-encdec"};
+    for (int i = 0; i < 7; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "scripts/train/%s-small.lua", archs[i]);
+        mt_train_config cfg;
+        if (train_config_load(&cfg, path)) fail_msg("%s", mt_last_error());
+        assert_string_equal(cfg.model.arch, archs[i]);
+        assert_int_equal(cfg.max_steps, 1000);
+        assert_int_equal(cfg.max_tokens, 4096);
+        assert_int_equal(cfg.save_dtype_f16, 1);
+    }
+}
+
 /* A tiny run on the tokenizer fixture corpus. */
 static void tiny_config(mt_train_config *cfg, const char *arch, const char *run, long max_steps)
 {
@@ -211,6 +229,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_config_reads_values),
+        cmocka_unit_test(test_shipped_scripts_load),
         cmocka_unit_test(test_resume_is_exact_mamba),
         cmocka_unit_test(test_resume_is_exact_transformer),
     };
