@@ -13,9 +13,11 @@
 #include "mtlab/tokenizer.h"
 #include "mtlab/translator.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MAX_SYSTEMS 16
@@ -223,7 +225,7 @@ static int save_hyps(const char *dir, const char *system, char **hyps, size_t n)
         path[k++] = (char)((*c == '/' || *c == ':' || *c == ' ') ? '_' : *c);
     snprintf(path + k, sizeof path - (size_t)k, ".txt");
     FILE *f = fopen(path, "w");
-    if (!f) return cli_fail("%s: cannot create (does the --hyps directory exist?)", path);
+    if (!f) return cli_fail("%s: %s", path, strerror(errno));
     for (size_t i = 0; i < n; i++) fprintf(f, "%s\n", hyps[i]);
     if (fclose(f) != 0) return cli_fail("%s: write failed", path);
     return 0;
@@ -273,6 +275,9 @@ static int run_eval(int argc, char **argv)
     mt_ner_lang lang = mt_ner_lang_for_code(language_suffix(a.ref));
     if (a.ner && mt_ner_lang_parse(a.ner, &lang) < 0) return cli_fail("eval: %s", mt_last_error());
 
+    /* the --hyps directory is made (or found unusable) before minutes of translating */
+    if (a.hyps_dir && mkdir(a.hyps_dir, 0777) != 0 && errno != EEXIST)
+        return cli_fail("eval: --hyps %s: %s", a.hyps_dir, strerror(errno));
     mt_text_lines src, ref;
     if (read_pair(&src, &ref, a.src, a.ref)) return 1;
 
