@@ -77,12 +77,15 @@ static void test_config_reads_values(void **state)
     assert_float_equal(cfg.model.rope_theta, 500000.0, 1e-3);
 }
 
-/* Every shipped training script loads, names its own preset and shares the demo budget. */
+/* Every shipped training script loads, names its own preset, shares the demo budget and keeps
+ * its family's learning rate. */
 static void test_shipped_scripts_load(void **state)
 {
     (void)state;
     static const char *const archs[] = {"transformer", "mamba", "transformer++", "retnet",
                                         "mamba-mha", "mamba-local", "mamba-encdec"};
+    /* the paper's learning rate of each family (MODELS.md section 0), doubled */
+    static const double lr[] = {8e-4, 2e-3, 8e-4, 2e-3, 1.4e-3, 1.4e-3, 1.4e-3};
     for (int i = 0; i < 7; i++) {
         char path[128];
         snprintf(path, sizeof path, "scripts/train/%s-small.lua", archs[i]);
@@ -92,6 +95,7 @@ static void test_shipped_scripts_load(void **state)
         assert_int_equal(cfg.max_steps, 1000);
         assert_int_equal(cfg.max_tokens, 4096);
         assert_int_equal(cfg.save_dtype_f16, 1);
+        assert_true(fabs(cfg.lr - lr[i]) < 1e-12);
     }
 }
 
