@@ -5,13 +5,14 @@
  * left-padded prompts and beam reordering; and the decoding state that must not grow with
  * the sequence length does not. Tiny random models (mt_model_create). */
 #include "test_util.h"
+#include "model_parity.h"
 
 #include <omp.h>
 
 #include "mtlab/error.h"
 #include "mtlab/model.h"
 
-#define V 40
+#define V TINY_MODEL_VOCAB
 /* fp32, the same math in another order (one query vs all, recurrent vs parallel) */
 #define STEP_TOL 1e-4f
 #define RETNET_EPS_TOL 2e-3f
@@ -19,21 +20,7 @@
 static mt_model_config tiny(const char *preset)
 {
     mt_model_config c;
-    assert_int_equal(mt_model_preset(&c, preset), 0);
-    c.vocab_size = V;
-    c.d_model = 16;
-    c.n_heads = 2;
-    c.n_layers = 3;
-    c.ffn_dim = 24;
-    c.value_dim = 32;
-    c.dt_rank = 2;
-    c.d_state = 4;
-    c.n_encoder_layers = 2;
-    c.window = 3;
-    c.n_attn_layers = 2;
-    c.attn_layers[0] = 0;
-    c.attn_layers[1] = 2;
-    c.dropout = 0.0f;
+    tiny_model_config(&c, preset, 0.0f);
     return c;
 }
 

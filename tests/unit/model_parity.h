@@ -1,0 +1,31 @@
+/* One model on another backend against the same model on the CPU backend, through the public
+ * model API only: logits of a padded batch, a training step (loss, every gradient, the
+ * parameters after AdamW), prefill and single decoding steps with a beam reorder, the probe
+ * maps of one translation, and greedy and beam decoding. Used with the fenced backend (bit-identical, runs everywhere) and with
+ * CUDA (within tolerances, on a GPU machine). */
+#ifndef MTLAB_TEST_MODEL_PARITY_H
+#define MTLAB_TEST_MODEL_PARITY_H
+
+#include "mtlab/backend.h"
+#include "mtlab/model.h"
+
+typedef struct {
+    double logits;  /* max |a - b| / max(max |b|, 1) over forward and decoding logits */
+    double grads;   /* the same over the gradient block */
+    double params;  /* the same over the parameters after one AdamW step */
+    double loss;    /* |loss_a - loss_b| / |loss_b| */
+    double probes;  /* as logits, over every probe map of one translation */
+} parity_report;
+
+#define TINY_MODEL_VOCAB 40
+
+/* Tiny sizes of any preset (V = TINY_MODEL_VOCAB, C = 16, 3 layers, 2 heads, attention at
+ * layers 0 and 2 of the hybrids, window 3), dropout as given. */
+void tiny_model_config(mt_model_config *c, const char *preset, float dropout);
+
+/* Run every phase on `preset` (tiny) with backend `be` and the CPU; exact = 1 also requires
+ * identical greedy and beam tokens (a backend with other rounding may break near-ties).
+ * Fails the cmocka test on any API error. */
+parity_report model_parity(const mt_backend *be, const char *preset, int exact);
+
+#endif
