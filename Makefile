@@ -81,7 +81,7 @@ REL_TESTS := $(patsubst tests/unit/%.c,$(REL)/tests/%,$(TEST_C))
 SAN_TESTS := $(patsubst tests/unit/%.c,$(SAN)/tests/%,$(TEST_C))
 E2E_TOOLS := $(REL)/e2e/make_bundles
 
-.PHONY: all run test test-build deps data bench bench-peers fuzz cuda clean
+.PHONY: test-cuda bench-cuda all run test test-build deps data bench bench-peers fuzz cuda clean
 .DEFAULT_GOAL := all
 # Keep intermediate objects (test support files) so a second make does not relink everything.
 .SECONDARY:
@@ -174,6 +174,26 @@ data: deps $(BIN)
 bench: deps
 	@$(MAKE) --no-print-directory all
 	./$(BIN) bench
+
+# On a GPU machine: the CUDA tests must run there (a missing device fails instead of skipping).
+CUDA_TESTS := test_device test_cuda_ops test_cuda_models
+test-cuda: deps
+	@test -n "$(NVCC)" || { echo "mtlab: test-cuda needs nvcc (the CUDA toolkit)"; exit 1; }
+	@$(MAKE) --no-print-directory $(patsubst %,$(REL)/tests/%,$(CUDA_TESTS))
+	@MTLAB_REQUIRE_CUDA=1 tests/run.sh $(REL)/tests --only "$(CUDA_TESTS)"
+
+# The GPU report (app/bench/bench_cuda.c); PyTorch's training figures come first when torch is
+# importable (the GPU machines have it; mtlab itself never needs it).
+bench-cuda: deps
+	@test -n "$(NVCC)" || { echo "mtlab: bench-cuda needs nvcc (the CUDA toolkit)"; exit 1; }
+	@$(MAKE) --no-print-directory all
+	@if python3 -c 'import torch' 2>/dev/null; then \
+	  python3 tests/bench/torch_train.py --out $(BUILD)/torch_train.json && \
+	  ./$(BIN) bench --device $(or $(DEVICE),cuda:0) --torch-json $(BUILD)/torch_train.json; \
+	else \
+	  echo "mtlab: no PyTorch here: the GPU report without the PyTorch training ratios"; \
+	  ./$(BIN) bench --device $(or $(DEVICE),cuda:0); \
+	fi
 
 # Not part of `make test` or CI: it installs its peers from PyPI.
 bench-peers: deps

@@ -20,6 +20,22 @@ int mt_cuda_device_name(int index, char *out, size_t out_len);
  * of the shared elementwise header. Returns 0, or -1 with the CUDA error in why. */
 int mt_cuda_silu(float *y, const float *x, size_t n, char *why, size_t why_len);
 
+struct mt_backend;
+
+/* The CUDA backend for device `index`, bound to the calling thread: the first call on a thread
+ * selects the device for that thread and creates its own stream, cuBLAS/cuBLASLt handles and
+ * memory pool, so models driven from different threads (the TUI's workers) run concurrently
+ * without sharing a queue or an allocator. A thread binds to one device; asking the same thread
+ * for another index is an error, asking again for the same index sets the precision. bf16_gemm: matrix products take bf16 copies of their inputs
+ * with fp32 accumulation and fp32 outputs (mixed precision); 0 keeps them fp32 (parity tests).
+ * Returns the table (name "cuda:N"), or NULL with the reason in why. */
+const struct mt_backend *mt_cuda_backend(int index, int bf16_gemm, char *why, size_t why_len);
+
+/* Bytes the calling thread's pool has handed out and reserved from the device, and the
+ * device's free/total memory; 0, or -1 with why when the thread is not bound. */
+int mt_cuda_memory(size_t *used, size_t *reserved, size_t *dev_free, size_t *dev_total, char *why,
+                   size_t why_len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,11 +5,20 @@ set -u
 cd "$(dirname "$0")/.."
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+# --only "test_a test_b" runs just those binaries (make test-cuda)
+only="" dirs=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --only) only="$2"; shift 2 ;;
+    *) dirs+=("$1"); shift ;;
+  esac
+done
 logdir=$(mktemp -d)
 passed=0 failed=0 skipped=0 broken=()
-for dir in "$@"; do
+for dir in "${dirs[@]}"; do
   for t in "$dir"/test_*; do
     [ -x "$t" ] || continue
+    if [ -n "$only" ] && ! [[ " $only " == *" $(basename "$t") "* ]]; then continue; fi
     name="$(basename "$(dirname "$dir")")/$(basename "$t")"
     log="$logdir/$(echo "$name" | tr / _).log"
     start=$(date +%s)

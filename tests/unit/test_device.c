@@ -1,6 +1,8 @@
 /* CUDA wiring: the build always links; without a device the GPU test skips with the reason. */
 #include "test_util.h"
+#include "cuda_check.h"
 #include "math/elementwise.h"
+#include "mtlab/backend.h"
 #include "mtlab/device.h"
 #include "mtlab/error.h"
 
@@ -16,11 +18,7 @@ static void test_device_count_never_fails(void **state)
 static void test_cuda_silu_matches_cpu(void **state)
 {
     (void)state;
-    char why[256] = "";
-    if (mt_cuda_devices(why, sizeof why) == 0) {
-        print_message("skip: no CUDA device (%s)\n", why);
-        skip();
-    }
+    if (!cuda_or_skip(0)) return;
     enum { N = 1000 };
     float x[N], y[N];
     for (int i = 0; i < N; i++) x[i] = -30.0f + 60.0f * (float)i / (N - 1);
@@ -29,11 +27,40 @@ static void test_cuda_silu_matches_cpu(void **state)
     for (int i = 0; i < N; i++) assert_true(fabsf(y[i] - mt_siluf(x[i])) <= 1e-6f * (1 + fabsf(x[i])));
 }
 
+/* Device names: cpu always works; the rest either give a CUDA backend or say exactly why not. */
+static void test_backend_for_names(void **state)
+{
+    (void)state;
+    assert_ptr_equal(mt_backend_for("cpu", 0), mt_backend_cpu());
+    assert_ptr_equal(mt_backend_for(NULL, 1), mt_backend_cpu());
+    const char *bad[] = {"gpu", "cuda:", "cuda:x", "cuda:-1", "cuda:0x", "cudax", "CPU", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        mt_clear_error();
+        assert_null(mt_backend_for(bad[i], 0));
+        assert_non_null(strstr(mt_last_error(), bad[i][0] ? bad[i] : "''"));
+    }
+    char why[256] = "";
+    if (mt_cuda_devices(why, sizeof why) == 0) {
+        mt_clear_error();
+        assert_null(mt_backend_for("cuda", 0));
+        assert_non_null(strstr(mt_last_error(), "cuda:0: "));
+        mt_clear_error();
+        assert_null(mt_backend_for("cuda:3", 1));
+        assert_non_null(strstr(mt_last_error(), "cuda:3: "));
+    } else {
+        const mt_backend *be = mt_backend_for("cuda:0", 0);
+        assert_non_null(be);
+        assert_string_equal(be->name, "cuda:0");
+        assert_int_equal(be->host_memory, 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_device_count_never_fails),
         cmocka_unit_test(test_cuda_silu_matches_cpu),
+        cmocka_unit_test(test_backend_for_names),
     };
     return cmocka_run_group_tests_name("device", tests, NULL, NULL);
 }

@@ -15,6 +15,15 @@ int mt_cuda_devices(char *why, size_t why_len);
 /* "NVIDIA H100 ..., 79.1 GiB, sm_90" for device index; 0 or -1 (mt_last_error). */
 int mt_cuda_describe(int index, char *out, size_t out_len);
 
+struct mt_backend;
+
+/* The backend a device name selects: "cpu", "cuda" (device 0) or "cuda:N". A CUDA backend is
+ * bound to the calling thread (its own stream and memory pool: see kernels/cuda_api.h), so
+ * open it on the thread that will run the model. bf16_gemm: CUDA matrix products in bf16 with
+ * fp32 accumulation (mixed precision); ignored on the CPU. NULL + mt_error naming the device
+ * and the reason ("no CUDA device: ...", "built without CUDA", "unknown device 'x'"). */
+const struct mt_backend *mt_backend_for(const char *device, int bf16_gemm);
+
 /* y = SiLU(x) on CUDA device 0 (parity check of the shared elementwise header); 0 or -1. */
 int mt_cuda_silu_check(float *y, const float *x, size_t n);
 

@@ -1,0 +1,183 @@
+// Attention on CUDA (semantics: mt_attn_desc in mtlab/backend.h; CPU reference:
+// engine/backend/cpu/cpu_attention.c).
+//
+// Forward is tiled (FlashAttention's online softmax): a block takes 16 queries of one
+// (b, h), walks the keys in tiles of 32 held in shared memory, keeps each query's running max
+// m, sum l and unnormalised output in shared memory, and never forms the Tq x Tk matrix. When
+// the caller wants the probabilities (backward reads them, probes show them), a second pass
+// over the key tiles writes att = exp(s - m) / l with the final m and l.
+//   S = scale * Q K^T ; P = softmax over visible keys ; O = P V
+// Backward reads the stored probabilities, as the contract has it, through cuBLAS:
+//   dV += P^T dO ; dP = dO V^T ; dS = P * (dP - rowsum(P * dP)) ;
+//   dQ += scale * dS K ; dK += scale * dS^T Q
+#include "cuda_ops.h"
+#include "cuda_rows.cuh"
+
+#define QT 16      // queries per block
+#define KT 32      // keys per tile (= warp size: one lane per key in the softmax update)
+#define THREADS 256
+
+// Key j visible to query i (position q_pos0 + i on the key axis) of batch row b: mask, causal,
+// sliding window, exactly cpu_attn_visible.
+__device__ __forceinline__ bool visible(const mt_attn_desc &d, const uint8_t *mask, size_t mstride, int b,
+                                        int i, int j)
+{
+    if (mask && !mask[(size_t)b * mstride + j]) return false;
+    if (d.causal) {
+        int p = d.q_pos0 + i;
+        if (j > p) return false;
+        if (d.window > 0 && j < p - d.window) return false;
+    }
+    return true;
+}
+
+__global__ void attention_forward_kernel(float *out, float *att, const float *q, const float *k, const float *v,
+                                         mt_attn_desc d, size_t kvs, size_t mstride)
+{
+    extern __shared__ float smem[];
+    const int Dh = d.Dh, C = d.H * Dh, Tq = d.Tq, Tk = d.Tk;
+    float *Qs = smem, *Ks = Qs + QT * Dh, *Vs = Ks + KT * Dh, *Os = Vs + KT * Dh;
+    float *S = Os + QT * Dh, *row_m = S + QT * KT, *row_l = row_m + QT, *corr = row_l + QT;
+    int tiles_q = (Tq + QT - 1) / QT;
+    int bh = blockIdx.x / tiles_q, q0 = (blockIdx.x % tiles_q) * QT;
+    int b = bh / d.H, h = bh % d.H;
+    const float *qb = q + (size_t)b * Tq * C + (size_t)h * Dh;
+    const float *kb = k + (size_t)b * kvs + (size_t)h * Dh, *vb = v + (size_t)b * kvs + (size_t)h * Dh;
+    const uint8_t *mask = d.key_mask;
+    int nq = Tq - q0 < QT ? Tq - q0 : QT;
+
+    for (int e = threadIdx.x; e < QT * Dh; e += THREADS) {
+        int i = e / Dh, c = e % Dh;
+        Qs[e] = i < nq ? qb[(size_t)(q0 + i) * C + c] : 0.0f;
+        Os[e] = 0.0f;
+    }
+    if (threadIdx.x < QT) row_m[threadIdx.x] = -INFINITY, row_l[threadIdx.x] = 0.0f;
+    // keys past the last query's causal horizon are invisible to the whole tile
+    int k_end = Tk;
+    if (d.causal && d.q_pos0 + q0 + nq < Tk) k_end = d.q_pos0 + q0 + nq;
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+
+    for (int pass = 0; pass < (att ? 2 : 1); pass++) {
+        for (int j0 = 0; j0 < k_end; j0 += KT) {
+            __syncthreads();
+            for (int e = threadIdx.x; e < KT * Dh; e += THREADS) {
+                int j = e / Dh, c = e % Dh;
+                bool in = j0 + j < Tk;
+                Ks[e] = in ? kb[(size_t)(j0 + j) * C + c] : 0.0f;
+                if (!pass) Vs[e] = in ? vb[(size_t)(j0 + j) * C + c] : 0.0f;
+            }
+            __syncthreads();
+            for (int e = threadIdx.x; e < QT * KT; e += THREADS) {
+                int i = e / KT, j = e % KT;
+                float s = 0.0f;
+                for (int c = 0; c < Dh; c++) s += Qs[i * Dh + c] * Ks[j * Dh + c];
+                bool vis = i < nq && j0 + j < Tk && visible(d, mask, mstride, b, q0 + i, j0 + j);
+                S[e] = vis ? d.scale * s : -INFINITY;
+            }
+            __syncthreads();
+            if (pass == 1) { // the probabilities with the final statistics
+                for (int e = threadIdx.x; e < QT * KT; e += THREADS) {
+                    int i = e / KT, j = e % KT;
+                    if (i >= nq || j0 + j >= Tk) continue;
+                    float l = row_l[i];
+                    float p = S[e] == -INFINITY || l == 0.0f ? 0.0f : expf(S[e] - row_m[i]) / l;
+                    att[((size_t)bh * Tq + q0 + i) * Tk + j0 + j] = p;
+                }
+                continue;
+            }
+            // online softmax: warp w updates rows w and w + 8, one lane per key of the tile
+            for (int i = warp; i < QT; i += THREADS / 32) {
+                float s = S[i * KT + lane];
+                float m_old = row_m[i], m_new = fmaxf(m_old, cu_warp_max(s));
+                float p = s == -INFINITY ? 0.0f : expf(s - m_new);
+                float sum = cu_warp_sum(p);
+                S[i * KT + lane] = p;
+                if (lane == 0) {
+                    float c = m_old == -INFINITY ? 0.0f : expf(m_old - m_new);
+                    if (m_new == -INFINITY) c = 1.0f; // nothing visible yet
+                    corr[i] = c;
+                    row_l[i] = row_l[i] * c + sum;
+                    row_m[i] = m_new;
+                }
+            }
+            __syncthreads();
+            for (int e = threadIdx.x; e < QT * Dh; e += THREADS) {
+                int i = e / Dh, c = e % Dh;
+                float acc = Os[e] * corr[i];
+                for (int j = 0; j < KT; j++) acc += S[i * KT + j] * Vs[j * Dh + c];
+                Os[e] = acc;
+            }
+        }
+        __syncthreads();
+    }
+    // keys beyond the causal horizon: probability 0
+    if (att && k_end < Tk)
+        for (int e = threadIdx.x; e < nq * (Tk - k_end); e += THREADS) {
+            int i = e / (Tk - k_end), j = k_end + e % (Tk - k_end);
+            att[((size_t)bh * Tq + q0 + i) * Tk + j] = 0.0f;
+        }
+    // a query with no visible key: zero output
+    for (int e = threadIdx.x; e < nq * Dh; e += THREADS) {
+        int i = e / Dh, c = e % Dh;
+        float l = row_l[i];
+        out[(size_t)b * Tq * C + (size_t)(q0 + i) * C + (size_t)h * Dh + c] = l > 0.0f ? Os[e] / l : 0.0f;
+    }
+}
+
+static size_t kv_stride(const mt_attn_desc *d)
+{
+    return d->kv_bstride ? d->kv_bstride : (size_t)d->Tk * d->H * d->Dh;
+}
+
+void cu_attention_forward(float *out, float *att, const float *q, const float *k, const float *v,
+                          const mt_attn_desc *d)
+{
+    if (d->B <= 0 || d->H <= 0 || d->Tq <= 0 || d->Dh <= 0) return;
+    if (d->Tk <= 0) { // nothing to attend to: zero outputs
+        cu_memzero(out, (size_t)d->B * d->Tq * d->H * d->Dh * sizeof(float));
+        return;
+    }
+    size_t smem = ((size_t)(2 * QT + 2 * KT) * d->Dh + QT * KT + 3 * QT) * sizeof(float);
+    cu_check(cudaFuncSetAttribute(attention_forward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
+             "attention_forward_kernel shared memory");
+    unsigned blocks = (unsigned)d->B * d->H * ((d->Tq + QT - 1) / QT);
+    size_t mstride = d->mask_bstride ? d->mask_bstride : (size_t)d->Tk;
+    attention_forward_kernel<<<blocks, THREADS, smem, cu_stream()>>>(out, att, q, k, v, *d, kv_stride(d), mstride);
+    cu_check(cudaGetLastError(), "attention_forward_kernel");
+}
+
+// dS = P * (dP - rowsum(P * dP)), in place on dP (rows of Tk)
+__global__ void softmax_backward_rows_kernel(float *ds, const float *p, int Tk)
+{
+    size_t r = blockIdx.x;
+    const float *pr = p + r * Tk;
+    float *dr = ds + r * Tk;
+    double dot = 0.0;
+    for (int j = threadIdx.x; j < Tk; j += blockDim.x) dot += (double)pr[j] * dr[j];
+    float dt = (float)cu_block_sum(dot);
+    for (int j = threadIdx.x; j < Tk; j += blockDim.x) dr[j] = pr[j] * (dr[j] - dt);
+}
+
+void cu_attention_backward(float *dq, float *dk, float *dv, float *datt, const float *dout, const float *q,
+                           const float *k, const float *v, const float *att, const mt_attn_desc *d)
+{
+    const int H = d->H, Tq = d->Tq, Tk = d->Tk, Dh = d->Dh, C = H * Dh;
+    if (d->B <= 0 || H <= 0 || Tq <= 0 || Tk <= 0 || Dh <= 0) return;
+    size_t kvs = kv_stride(d), pp = (size_t)Tq * Tk;
+    // per batch row, one strided batch over the heads (head h: columns h*Dh of ld C)
+    for (int b = 0; b < d->B; b++) {
+        const float *p = att + (size_t)b * H * pp, *go = dout + (size_t)b * Tq * C;
+        const float *vb = v + (size_t)b * kvs;
+        float *ds = datt + (size_t)b * H * pp;
+        if (dv) cu_gemm_batched(1, 0, Tk, Dh, Tq, 1.0f, p, Tk, pp, go, C, Dh, 1.0f, dv + (size_t)b * kvs, C, Dh, H);
+        cu_gemm_batched(0, 1, Tq, Tk, Dh, 1.0f, go, C, Dh, vb, C, Dh, 0.0f, ds, Tk, pp, H);
+    }
+    softmax_backward_rows_kernel<<<(unsigned)((size_t)d->B * H * Tq), CU_ROW_THREADS, 0, cu_stream()>>>(datt, att, Tk);
+    cu_check(cudaGetLastError(), "softmax_backward_rows_kernel");
+    for (int b = 0; b < d->B; b++) {
+        const float *ds = datt + (size_t)b * H * pp;
+        const float *qb = q + (size_t)b * Tq * C, *kb = k + (size_t)b * kvs;
+        if (dq) cu_gemm_batched(0, 0, Tq, Dh, Tk, d->scale, ds, Tk, pp, kb, C, Dh, 1.0f, dq + (size_t)b * Tq * C, C, Dh, H);
+        if (dk) cu_gemm_batched(1, 0, Tk, Dh, Tq, d->scale, ds, Tk, pp, qb, C, Dh, 1.0f, dk + (size_t)b * kvs, C, Dh, H);
+    }
+}

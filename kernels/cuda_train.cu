@@ -1,0 +1,134 @@
+// Training operations on CUDA: cross-entropy fused with the softmax (one block per row of V
+// logits), counter-based dropout whose masks are the CPU's bit for bit (engine/math/philox.h),
+// and one AdamW step over the whole parameter block.
+#include "cuda_ops.h"
+#include "cuda_rows.cuh"
+#include "math/philox.h"
+
+#define THREADS 256
+#define FOR_EACH(i, n) \
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
+
+static unsigned grid_for(size_t n)
+{
+    unsigned b = cu_blocks(n, THREADS);
+    return b > 65535u ? 65535u : b;
+}
+
+// lse = log sum_j exp(x_j) ; loss = lse - (1 - eps) x_target - (eps / V) sum_j x_j
+__global__ void cross_entropy_forward_kernel(float *losses, float *lse, const float *logits,
+                                             const int32_t *targets, int V, int ignore_index, float smoothing)
+{
+    size_t r = blockIdx.x;
+    const float *x = logits + r * V;
+    float mx = -INFINITY;
+    for (int j = threadIdx.x; j < V; j += blockDim.x) mx = fmaxf(mx, x[j]);
+    mx = cu_block_max(mx);
+    double sum = 0.0, sum_x = 0.0;
+    for (int j = threadIdx.x; j < V; j += blockDim.x) {
+        sum += exp((double)x[j] - mx);
+        sum_x += x[j];
+    }
+    sum = cu_block_sum(sum);
+    sum_x = cu_block_sum(sum_x);
+    if (threadIdx.x) return;
+    double l = mx + log(sum);
+    lse[r] = (float)l;
+    int t = targets[r];
+    losses[r] = t == ignore_index ? 0.0f : (float)(l - (1.0 - smoothing) * x[t] - smoothing * sum_x / V);
+}
+
+// dlogits_j += scale * (p_j - q_j), p_j = exp(x_j - lse), q = (1 - eps) onehot + eps / V
+__global__ void cross_entropy_backward_kernel(float *dlogits, const float *logits, const float *lse,
+                                              const int32_t *targets, int V, int ignore_index, float smoothing,
+                                              float scale)
+{
+    size_t r = blockIdx.x;
+    int t = targets[r];
+    if (t == ignore_index) return;
+    const float *x = logits + r * V;
+    float *dx = dlogits + r * V;
+    float uniform = smoothing / V, l = lse[r];
+    for (int j = threadIdx.x; j < V; j += blockDim.x) {
+        float q = uniform + (j == t ? 1.0f - smoothing : 0.0f);
+        dx[j] += scale * (expf(x[j] - l) - q);
+    }
+}
+
+void cu_cross_entropy_forward(float *losses, float *lse, const float *logits, const int32_t *targets, size_t N,
+                              int V, int ignore_index, float smoothing)
+{
+    if (!N) return;
+    cross_entropy_forward_kernel<<<(unsigned)N, CU_ROW_THREADS, 0, cu_stream()>>>(losses, lse, logits, targets, V,
+                                                                                 ignore_index, smoothing);
+    cu_check(cudaGetLastError(), "cross_entropy_forward_kernel");
+}
+
+void cu_cross_entropy_backward(float *dlogits, const float *logits, const float *lse, const int32_t *targets,
+                               size_t N, int V, int ignore_index, float smoothing, float scale)
+{
+    if (!N) return;
+    cross_entropy_backward_kernel<<<(unsigned)N, CU_ROW_THREADS, 0, cu_stream()>>>(dlogits, logits, lse, targets, V,
+                                                                                  ignore_index, smoothing, scale);
+    cu_check(cudaGetLastError(), "cross_entropy_backward_kernel");
+}
+
+// keep_i = philox_uniform(seed, i, site, step) >= p ; out = keep ? x / (1 - p) : 0
+__global__ void dropout_forward_kernel(float *out, const float *x, size_t n, float p, float inv_keep,
+                                       uint64_t seed, uint64_t step, uint32_t site)
+{
+    FOR_EACH(i, n)
+    {
+        int keep = mt_philox_uniform(seed, (uint32_t)i, site, step) >= p;
+        out[i] = keep ? x[i] * inv_keep : 0.0f;
+    }
+}
+
+__global__ void dropout_backward_kernel(float *dx, const float *dout, size_t n, float p, float inv_keep,
+                                        uint64_t seed, uint64_t step, uint32_t site)
+{
+    FOR_EACH(i, n) if (mt_philox_uniform(seed, (uint32_t)i, site, step) >= p) dx[i] += dout[i] * inv_keep;
+}
+
+void cu_dropout_forward(float *out, const float *x, size_t n, float p, uint64_t seed, uint64_t step, uint32_t site)
+{
+    if (!n) return;
+    float inv_keep = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+    dropout_forward_kernel<<<grid_for(n), THREADS, 0, cu_stream()>>>(out, x, n, p, inv_keep, seed, step, site);
+    cu_check(cudaGetLastError(), "dropout_forward_kernel");
+}
+
+void cu_dropout_backward(float *dx, const float *dout, size_t n, float p, uint64_t seed, uint64_t step,
+                         uint32_t site)
+{
+    if (!n) return;
+    float inv_keep = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+    dropout_backward_kernel<<<grid_for(n), THREADS, 0, cu_stream()>>>(dx, dout, n, p, inv_keep, seed, step, site);
+    cu_check(cudaGetLastError(), "dropout_backward_kernel");
+}
+
+// torch.optim.AdamW: p *= 1 - lr wd ; m = b1 m + (1-b1) g ; v = b2 v + (1-b2) g^2 ;
+// p -= lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)     (fp32 master weights and moments)
+__global__ void adamw_kernel(float *params, const float *grads, float *m, float *v, const uint8_t *decay_mask,
+                             size_t n, mt_adamw_hparams h, float bc1, float sqrt_bc2, float decay)
+{
+    FOR_EACH(i, n)
+    {
+        float g = grads[i], p = params[i];
+        if (!decay_mask || decay_mask[i]) p *= decay;
+        float mi = h.beta1 * m[i] + (1.0f - h.beta1) * g;
+        float vi = h.beta2 * v[i] + (1.0f - h.beta2) * g * g;
+        m[i] = mi, v[i] = vi;
+        params[i] = p - h.lr * (mi / bc1) / (sqrtf(vi) / sqrt_bc2 + h.eps);
+    }
+}
+
+void cu_adamw_step(float *params, const float *grads, float *m, float *v, const uint8_t *decay_mask, size_t n,
+                   const mt_adamw_hparams *h, int step)
+{
+    if (!n) return;
+    float bc1 = (float)(1.0 - pow(h->beta1, step)), bc2 = (float)(1.0 - pow(h->beta2, step));
+    adamw_kernel<<<grid_for(n), THREADS, 0, cu_stream()>>>(params, grads, m, v, decay_mask, n, *h, bc1, sqrtf(bc2),
+                                                          1.0f - h->lr * h->weight_decay);
+    cu_check(cudaGetLastError(), "adamw_kernel");
+}

@@ -1,0 +1,58 @@
+/* Whole models on CUDA against the CPU: for each of the seven architectures (tiny sizes), the
+ * logits of a padded batch, one training step with dropout (loss, every gradient, parameters
+ * after AdamW) and incremental decoding with a beam reorder (tests/unit/model_parity.h). fp32
+ * mode holds to the bounds below (other summation orders, atomics in the reductions); bf16
+ * matrix products to the looser ones. Without a device the tests skip (cuda_check.h). */
+#include "test_util.h"
+#include "cuda_check.h"
+#include "model_parity.h"
+
+static const char *const presets[] = {
+    "transformer", "transformer++", "retnet", "mamba", "mamba-mha", "mamba-local", "mamba-encdec",
+};
+
+typedef struct {
+    double logits, loss, grads, params, probes;
+} bounds;
+
+static const bounds fp32 = {1e-4, 1e-5, 1e-3, 1e-4, 1e-4};
+static const bounds bf16 = {5e-2, 1e-2, 1e-1, 1e-3, 5e-2};
+
+static void check_all(const mt_backend *be, const bounds *b)
+{
+    for (size_t i = 0; i < sizeof presets / sizeof *presets; i++) {
+        parity_report r = model_parity(be, presets[i], 0);
+        if (!(r.logits <= b->logits && r.loss <= b->loss && r.grads <= b->grads &&
+              r.params <= b->params && r.probes <= b->probes))
+            fail_msg("%s on %s: logits %.3g (bound %.0e), loss %.3g (%.0e), grads %.3g (%.0e), "
+                     "params %.3g (%.0e), probes %.3g (%.0e)", presets[i], be->name, r.logits,
+                     b->logits, r.loss, b->loss, r.grads, b->grads, r.params, b->params, r.probes,
+                     b->probes);
+    }
+}
+
+static void test_models_fp32(void **state)
+{
+    (void)state;
+    const mt_backend *be = cuda_or_skip(0);
+    if (be) check_all(be, &fp32);
+}
+
+/* the same thread's backend switched to bf16 matrix products, then back */
+static void test_models_bf16(void **state)
+{
+    (void)state;
+    const mt_backend *be = cuda_or_skip(1);
+    if (!be) return;
+    check_all(be, &bf16);
+    cuda_or_skip(0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_models_fp32),
+        cmocka_unit_test(test_models_bf16),
+    };
+    return cmocka_run_group_tests_name("cuda_models", tests, NULL, NULL);
+}
