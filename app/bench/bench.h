@@ -70,6 +70,16 @@ int bench_train_gemm(const char *preset, int B, int S, int T, int repeat,
                      bench_train_result *r);
 void bench_train_result_free(bench_train_result *r);
 
+/* A full batch without padding, laid out as the trainer feeds it (model.h), fixed seed:
+ *   encoder-decoder  src (B, S) = words <eos>; ids (B, T) = <bos> words <eos>
+ *   decoder-only     ids (B, T) = words <sep> words <eos>, half source, half target
+ * ids (B, T) and src (B, S) are the caller's buffers. */
+void bench_make_batch(const mt_model_config *cfg, int encdec, int B, int S, int T, mt_batch *b,
+                      int32_t *ids, int32_t *src);
+/* One training step as the trainer takes it: zero grads, forward+backward with dropout and
+ * label smoothing 0.1, AdamW (step counts from 0 here). 0 or -1. */
+int bench_train_step(mt_model *m, const mt_batch *b, int step);
+
 /* Seconds per call of cblas_sgemm alone on one recorded shape: one warm-up call, then a group
  * of calls long enough for the clock (operands hot). */
 double bench_bare_sgemm_seconds(const bench_gemm_shape *s);
@@ -133,6 +143,12 @@ typedef struct {
 } bench_opts;
 
 int bench_run_all(const bench_opts *o);
+/* `mtlab bench --device cuda[:N]` (what `make bench-cuda` runs on a GPU machine): the device's
+ * copy bandwidth and cuBLAS rates, the selective scan / attention / GEMM efficiencies against
+ * them, Table-4 decoding (batch 16, 1024 new tokens) of a Mamba-1.4B and a Transformer++ of
+ * the same size with their state memory, and training tokens/s of the seven 77M presets in
+ * bf16 — against PyTorch's when torch_json (tests/bench/torch_train.py's output) is given. */
+int bench_run_cuda(const char *device, const char *torch_json, int repeat);
 int bench_run_peer(const char *bundle, const char *inputs, int new_tokens, int batch,
                    int repeat);
 

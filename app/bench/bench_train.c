@@ -51,10 +51,7 @@ static int32_t random_word(mt_rng *rng, int V)
     return (int32_t)(MT_UNK_ID + 1 + mt_rng_below(rng, (uint64_t)(V - MT_UNK_ID - 1)));
 }
 
-/* A full batch without padding, laid out as the trainer feeds it (model.h):
- *   encoder-decoder  src (B, S) = words <eos>; ids (B, T) = <bos> words <eos>
- *   decoder-only     ids (B, T) = words <sep> words <eos>, half source, half target */
-static void make_batch(const mt_model_config *cfg, int encdec, int B, int S, int T, mt_batch *b,
+void bench_make_batch(const mt_model_config *cfg, int encdec, int B, int S, int T, mt_batch *b,
                        int32_t *ids, int32_t *src)
 {
     mt_rng rng;
@@ -76,7 +73,7 @@ static void make_batch(const mt_model_config *cfg, int encdec, int B, int S, int
     *b = (mt_batch){.B = B, .T = T, .ids = ids, .S = encdec ? S : 0, .src = encdec ? src : NULL};
 }
 
-static int train_step(mt_model *m, const mt_batch *b, int step)
+int bench_train_step(mt_model *m, const mt_batch *b, int step)
 {
     mt_step_opts o = {.train = 1, .seed = 1, .step = (uint64_t)step, .label_smoothing = 0.1f};
     mt_adamw_hparams h = {.lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-8f,
@@ -108,7 +105,7 @@ int bench_train_gemm(const char *preset, int B, int S, int T, int repeat, bench_
     int32_t *ids = mt_xmalloc((size_t)B * T * sizeof *ids);
     int32_t *src = mt_xmalloc((size_t)B * (S > 0 ? S : 1) * sizeof *src);
     mt_batch b;
-    make_batch(&cfg, encdec, B, S, T, &b, ids, src);
+    bench_make_batch(&cfg, encdec, B, S, T, &b, ids, src);
     r->B = B;
     r->S = encdec ? S : 0;
     r->T = T;
@@ -116,11 +113,11 @@ int bench_train_gemm(const char *preset, int B, int S, int T, int repeat, bench_
     double *v = mt_xmalloc((size_t)repeat * 4 * sizeof *v);
     double *step_s = v, *gemm_s = v + repeat, *bare_s = v + 2 * repeat, *ratio = v + 3 * repeat;
     double *per_shape = NULL;
-    int rc = train_step(m, &b, 0); /* warm-up: allocates gradients, moments, activations */
+    int rc = bench_train_step(m, &b, 0); /* warm-up: allocates gradients, moments, activations */
     for (int i = 0; i < repeat && !rc; i++) {
         bench_counters_reset(NULL, 0);
         double t0 = bench_now();
-        rc = train_step(m, &b, i + 1);
+        rc = bench_train_step(m, &b, i + 1);
         step_s[i] = bench_now() - t0;
         const bench_counters *c = bench_counters_get();
         if (i == 0) {

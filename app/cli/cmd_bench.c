@@ -1,10 +1,12 @@
 /* `mtlab bench` (what `make bench` runs): speed figures and ratios measured in one run, never
- * pass/fail. Three modes:
+ * pass/fail. Four modes:
  *   mtlab bench [--repeat N] [--only SECTION] [--verbose]
  *                                               the five sections (app/bench/bench_report.c)
  *   mtlab bench --make-bundles DIR              random-weight small bundles for the peers
  *   mtlab bench --peer-inputs FILE -m BUNDLE    tokens/s on a file of token-id sources,
- *               [--new-tokens N] [--batch N]    the figure `make bench-peers` compares */
+ *               [--new-tokens N] [--batch N]    the figure `make bench-peers` compares
+ *   mtlab bench --device cuda[:N]               the GPU report `make bench-cuda` prints
+ *               [--torch-json FILE]             (app/bench/bench_cuda.c) */
 #include "bench/bench.h"
 #include "cli/commands.h"
 #include "mtlab/error.h"
@@ -15,7 +17,7 @@
 #include <string.h>
 
 typedef struct {
-    const char *make_bundles, *peer_inputs, *bundle;
+    const char *make_bundles, *peer_inputs, *bundle, *device, *torch_json;
     int new_tokens, batch;
     bench_opts o;
 } bench_args;
@@ -72,6 +74,8 @@ static int parse_args(bench_args *a, int argc, char **argv)
         if (!strcmp(o, "--make-bundles")) a->make_bundles = v;
         else if (!strcmp(o, "--peer-inputs")) a->peer_inputs = v;
         else if (!strcmp(o, "-m") || !strcmp(o, "--model")) a->bundle = v;
+        else if (!strcmp(o, "--device")) a->device = v;
+        else if (!strcmp(o, "--torch-json")) a->torch_json = v;
         else if (!strcmp(o, "--repeat")) {
             if (positive(o, v, 100, &a->o.repeat)) return 2;
         } else if (!strcmp(o, "--only")) {
@@ -87,6 +91,14 @@ static int parse_args(bench_args *a, int argc, char **argv)
     }
     if (a->make_bundles && (a->peer_inputs || a->bundle)) {
         fprintf(stderr, "mtlab bench: --make-bundles goes alone\n");
+        return 2;
+    }
+    if (a->torch_json && !a->device) {
+        fprintf(stderr, "mtlab bench: --torch-json goes with --device cuda[:N]\n");
+        return 2;
+    }
+    if (a->device && (a->make_bundles || a->peer_inputs || a->o.sections)) {
+        fprintf(stderr, "mtlab bench: --device runs the GPU report alone (no --only, -m or --make-bundles)\n");
         return 2;
     }
     if (!a->peer_inputs != !a->bundle) {
@@ -108,7 +120,9 @@ static int run_bench(int argc, char **argv)
                a.make_bundles);
         return 0;
     }
-    if (a.peer_inputs)
+    if (a.device)
+        rc = bench_run_cuda(a.device, a.torch_json, a.o.repeat);
+    else if (a.peer_inputs)
         rc = bench_run_peer(a.bundle, a.peer_inputs, a.new_tokens, a.batch, a.o.repeat);
     else
         rc = bench_run_all(&a.o);
@@ -118,7 +132,8 @@ static int run_bench(int argc, char **argv)
 const struct mt_command cmd_bench = {
     "bench",
     "[--repeat N] [--only gemm|decode|roofline|state|probes ...] [--verbose] | --make-bundles DIR | "
-    "--peer-inputs FILE -m BUNDLE [--new-tokens N] [--batch N] [--repeat N]",
+    "--peer-inputs FILE -m BUNDLE [--new-tokens N] [--batch N] [--repeat N] | "
+    "--device cuda[:N] [--torch-json FILE] [--repeat N]",
     "speed figures: training gemm rate, decode tokens/s, roofline, state memory",
     run_bench,
 };

@@ -2,6 +2,7 @@
  * a smoke test for a model bundle, and (with --logits / --save) the way to compare it with
  * another implementation (tests/fixtures/models/check_transformers.py does that). */
 #include "cli/commands.h"
+#include "mtlab/device.h"
 #include "mtlab/error.h"
 #include "mtlab/model.h"
 
@@ -43,11 +44,13 @@ static int write_floats(const char *path, const float *x, size_t n)
 static int run_forward(int argc, char **argv)
 {
     const char *bundle = NULL, *src_text = NULL, *logits_path = NULL, *save_dir = NULL;
+    const char *device = NULL;
     mt_dtype save_dtype = MT_DT_F32;
     int32_t *ids = NULL, *src = NULL;
     int n = 0, cap = 0, n_src = 0, cap_src = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-m") && i + 1 < argc) bundle = argv[++i];
+        else if (!strcmp(argv[i], "--device") && i + 1 < argc) device = argv[++i];
         else if (!strcmp(argv[i], "--src") && i + 1 < argc) src_text = argv[++i];
         else if (!strcmp(argv[i], "--logits") && i + 1 < argc) logits_path = argv[++i];
         else if (!strcmp(argv[i], "--save") && i + 1 < argc) save_dir = argv[++i];
@@ -71,7 +74,8 @@ static int run_forward(int argc, char **argv)
     }
     int rc = 1;
     float *logits = NULL;
-    mt_model *m = mt_model_load(bundle, mt_backend_cpu(), 0);
+    const mt_backend *be = mt_backend_for(device, 0);
+    mt_model *m = be ? mt_model_load(bundle, be, 0) : NULL;
     if (!m) {
         cli_fail("%s", mt_last_error());
         goto done;
@@ -113,6 +117,6 @@ done:
 }
 
 const struct mt_command cmd_forward = {
-    "forward", "-m BUNDLE [--src IDS] [--logits FILE] [--save DIR [--dtype F32|F16|BF16]] IDS",
+    "forward", "-m BUNDLE [--device cpu|cuda[:N]] [--src IDS] [--logits FILE] [--save DIR [--dtype F32|F16|BF16]] IDS",
     "run a model bundle on token ids: the prediction at every position", run_forward,
 };

@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "cli/translate_input.h"
 #include "mtlab/decode.h"
+#include "mtlab/device.h"
 #include "mtlab/error.h"
 #include "mtlab/model.h"
 #include "mtlab/tokenizer.h"
@@ -18,7 +19,7 @@
 #define WINDOW_BATCHES 8
 
 typedef struct {
-    const char *bundle, *input;
+    const char *bundle, *input, *device;
     int beam, max_len, batch, paragraphs, verbose;
 } translate_args;
 
@@ -48,6 +49,9 @@ static int parse_args(translate_args *a, int argc, char **argv)
         if (!strcmp(o, "-m") || !strcmp(o, "--model")) {
             if (!has_value) return cli_usage(&cmd_translate);
             a->bundle = argv[++i];
+        } else if (!strcmp(o, "--device")) {
+            if (!has_value) return cli_usage(&cmd_translate);
+            a->device = argv[++i];
         } else if (!strcmp(o, "-i") || !strcmp(o, "--input")) {
             if (!has_value) return cli_usage(&cmd_translate);
             a->input = argv[++i];
@@ -148,7 +152,9 @@ static int translate(const translate_args *a)
     if ((size_t)snprintf(tok_path, sizeof tok_path, "%s/tokenizer.model", a->bundle) >=
         sizeof tok_path)
         return cli_fail("%s: path too long", a->bundle);
-    mt_model *m = mt_model_load(a->bundle, mt_backend_cpu(), 0);
+    const mt_backend *be = mt_backend_for(a->device, 0);
+    if (!be) return cli_fail("%s", mt_last_error());
+    mt_model *m = mt_model_load(a->bundle, be, 0);
     if (!m) return cli_fail("%s", mt_last_error());
     mt_tokenizer *tok = mt_tokenizer_load(tok_path);
     if (!tok) {
@@ -195,7 +201,7 @@ static int run(int argc, char **argv)
 
 const struct mt_command cmd_translate = {
     .name = "translate",
-    .args = "-m BUNDLE [-i FILE] [--beam N] [--max-len N] [--batch N] [--paragraphs] "
+    .args = "-m BUNDLE [-i FILE] [--device cpu|cuda[:N]] [--beam N] [--max-len N] [--batch N] [--paragraphs] "
             "[--verbose]",
     .summary = "translate sentences (one per line) or paragraphs from FILE or stdin",
     .run = run,

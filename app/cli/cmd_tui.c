@@ -26,7 +26,10 @@ static int run(int argc, char **argv)
         if ((!strcmp(a, "-m") || !strcmp(a, "--model")) && has_value) {
             if (o.n_dirs == TUI_MAX_PANES)
                 return cli_fail("tui: at most %d models (-m) side by side", TUI_MAX_PANES);
+            o.devices[o.n_dirs] = o.device;
             o.dirs[o.n_dirs++] = argv[++i];
+        } else if (!strcmp(a, "--device") && has_value) {
+            o.device = argv[++i];
         } else if (!strcmp(a, "--models") && has_value) {
             o.models_root = argv[++i];
         } else if (!strcmp(a, "--theme") && has_value) {
@@ -48,7 +51,10 @@ static int run(int argc, char **argv)
     char models_dir[4096], hint[4600];
     if (o.n_dirs == 0) {
         n_defaults = tui_default_bundles(&defaults, o.models_root, models_dir, sizeof models_dir);
-        for (int i = 0; i < n_defaults && o.n_dirs < TUI_MAX_PANES; i++) o.dirs[o.n_dirs++] = defaults[i];
+        for (int i = 0; i < n_defaults && o.n_dirs < TUI_MAX_PANES; i++) {
+            o.devices[o.n_dirs] = o.device;
+            o.dirs[o.n_dirs++] = defaults[i];
+        }
         if (n_defaults == 0) {
             snprintf(hint, sizeof hint,
                      "No models yet: %s/ holds no bundle (a directory with config.json, "
@@ -68,7 +74,7 @@ static int run(int argc, char **argv)
 
 const struct mt_command cmd_tui = {
     .name = "tui",
-    .args = "[-m BUNDLE_DIR]... [--models DIR] [--theme NAME|FILE] [--beam N] [--ascii] "
+    .args = "[[--device cpu|cuda[:N]] -m BUNDLE_DIR]... [--models DIR] [--theme NAME|FILE] [--beam N] [--ascii] "
             "[--no-mouse]",
     .summary = "the workbench: models side by side, streaming translation, heatmaps "
                "(also `mtlab` alone)",

@@ -100,6 +100,7 @@ typedef struct {
     double edit_time;       /* when the text last changed */
     tui_sent sent;
     int default_beam;
+    const char *default_device; /* for bundles opened from the picker (NULL: cpu) */
     mt_text_span *ed_spans; /* entities of the whole editor text, for the underline */
     size_t n_ed_spans;
     unsigned long spans_version;
@@ -132,7 +133,7 @@ typedef struct {
 double tui_now(void);
 
 /* panes and jobs (jobs.c) */
-int tui_pane_add(tui_app *a, const char *dir);
+int tui_pane_add(tui_app *a, const char *dir, const char *device);
 void tui_pane_remove(tui_app *a, int index);
 tui_pane *tui_pane_by_id(tui_app *a, int id);
 /* Send the editor's segments to every loaded pane (or one pane when only is not NULL). */

@@ -36,7 +36,7 @@ static void pane_clear_probe(tui_pane *p)
     p->probe_pending = 0;
 }
 
-int tui_pane_add(tui_app *a, const char *dir)
+int tui_pane_add(tui_app *a, const char *dir, const char *device)
 {
     if (a->n_panes == TUI_MAX_PANES)
         return mt_error("at most %d model panes; remove one first (F5)", TUI_MAX_PANES);
@@ -55,14 +55,14 @@ int tui_pane_add(tui_app *a, const char *dir)
     /* per row by default: every map readable at once; F12 moves to the shared raw scale */
     p->heat_norm = TUI_NORM_ROW;
     p->sel = -1;
-    p->worker = tui_worker_start(p->id, dir, &a->q);
+    p->worker = tui_worker_start(p->id, dir, device, &a->q);
     if (!p->worker) {
         free(p->dir);
         free(p);
         return -1;
     }
     a->panes[a->n_panes++] = p;
-    tui_log_add(&a->log, TUI_LOG_INFO, "loading %s", dir);
+    tui_log_add(&a->log, TUI_LOG_INFO, "loading %s on %s", dir, device ? device : "cpu");
     a->relayout = 1;
     return 0;
 }

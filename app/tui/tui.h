@@ -8,7 +8,9 @@
 
 typedef struct {
     const char *dirs[TUI_MAX_PANES]; /* bundle directories, one pane each */
+    const char *devices[TUI_MAX_PANES]; /* the device of each: the --device before it (NULL: cpu) */
     int n_dirs;
+    const char *device;     /* the last --device given: later bundles and the picker (NULL: cpu) */
     const char *theme;      /* a name in themes/ or a file path; NULL: the default */
     int beam;               /* 1: greedy (default), else beam search with this many beams */
     int ascii;              /* ASCII glyphs even in a UTF-8 locale */

@@ -273,6 +273,7 @@ int tui_run(const tui_options *o)
     tui_log_init(&a->log);
     a->focus = -1;
     a->default_beam = o->beam > 0 ? o->beam : 1;
+    a->default_device = o->device;
     a->ascii = o->ascii;
     a->utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
     a->empty_hint = o->empty_hint;
@@ -301,7 +302,7 @@ int tui_run(const tui_options *o)
     if (index < 0) tui_log_add(&a->log, TUI_LOG_WARN, "no themes/ directory found: plain look");
     for (int i = 0; i < o->n_dirs; i++) {
         load_corpus_stats(a, o->dirs[i]);
-        if (tui_pane_add(a, o->dirs[i]) != 0) tui_log_add(&a->log, TUI_LOG_ERROR, "%s", mt_last_error());
+        if (tui_pane_add(a, o->dirs[i], o->devices[i]) != 0) tui_log_add(&a->log, TUI_LOG_ERROR, "%s", mt_last_error());
     }
     a->relayout = 1;
     loop(a);

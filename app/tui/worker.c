@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "mtlab/decode.h"
+#include "mtlab/device.h"
 #include "mtlab/error.h"
 #include "mtlab/model.h"
 #include "mtlab/tokenizer.h"
@@ -29,6 +30,7 @@ typedef struct {
 struct tui_worker {
     int pane_id;
     char *dir;
+    char *device;             /* NULL: cpu */
     tui_queue *q;
     pthread_t thread;
     pthread_mutex_t lock;
@@ -89,7 +91,10 @@ static void on_token(void *user, const mt_decode_event *e)
 static int load(tui_worker *w)
 {
     double t0 = now_s();
-    w->model = mt_model_load(w->dir, mt_backend_cpu(), 0);
+    /* opened here: a CUDA backend binds its stream and memory pool to this thread */
+    const mt_backend *be = mt_backend_for(w->device, 0);
+    if (!be) return -1;
+    w->model = mt_model_load(w->dir, be, 0);
     if (!w->model) return -1;
     const char *tok_path = mt_model_tokenizer_path(w->model);
     w->tok = tok_path ? mt_tokenizer_load(tok_path) : NULL;
@@ -101,7 +106,7 @@ static int load(tui_worker *w)
     tui_event *ev = tui_event_new(TUI_EV_LOADED, w->pane_id, 0);
     char params[32];
     tui_format_count(params, sizeof params, mt_model_param_count(w->model));
-    snprintf(ev->info, sizeof ev->info, "%s, %s params, cpu", cfg->arch, params);
+    snprintf(ev->info, sizeof ev->info, "%s, %s params, %s", cfg->arch, params, be->name);
     ev->text = mt_xmalloc(256);
     snprintf(ev->text, 256, "loaded %s (%s) in %.2f s", w->dir, ev->info, now_s() - t0);
     tui_queue_push(w->q, ev);
@@ -220,11 +225,12 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-tui_worker *tui_worker_start(int pane_id, const char *bundle_dir, tui_queue *q)
+tui_worker *tui_worker_start(int pane_id, const char *bundle_dir, const char *device, tui_queue *q)
 {
     tui_worker *w = mt_xcalloc(1, sizeof *w);
     w->pane_id = pane_id;
     w->dir = mt_xstrdup(bundle_dir);
+    w->device = device ? mt_xstrdup(device) : NULL;
     w->q = q;
     w->probe_request = -1;
     atomic_init(&w->cancel, 0);
@@ -244,6 +250,7 @@ tui_worker *tui_worker_start(int pane_id, const char *bundle_dir, tui_queue *q)
         pthread_cond_destroy(&w->wake);
         pthread_mutex_destroy(&w->lock);
         free(w->dir);
+        free(w->device);
         free(w);
         return NULL;
     }
@@ -293,5 +300,6 @@ void tui_worker_stop(tui_worker *w)
     pthread_cond_destroy(&w->wake);
     pthread_mutex_destroy(&w->lock);
     free(w->dir);
+    free(w->device);
     free(w);
 }

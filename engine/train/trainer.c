@@ -1,5 +1,6 @@
 /* The training loop: epochs of token-budget batches, gradient accumulation, AdamW under an
  * inverse-sqrt schedule, periodic logging, validation and checkpoints (checkpoint.c). */
+#include "mtlab/device.h"
 #include "mtlab/error.h"
 #include "mtlab/train.h"
 #include "train_internal.h"
@@ -182,7 +183,8 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
     say(hooks, "data: %zu training pairs (%zu sides cut to %d ids), %zu validation pairs", train.n,
         train.truncated, cfg->max_len, valid.n);
 
-    const mt_backend *be = mt_backend_cpu();
+    const mt_backend *be = mt_backend_for(cfg->device[0] ? cfg->device : "cpu", cfg->bf16);
+    if (!be) goto out;
     if (resume) {
         m = checkpoint_load(cfg, be, &st);
         if (!m) goto out;

@@ -249,6 +249,14 @@ check "NO_COLOR turns colours off" wait_for 'theme light, no colour' 5
 T send-keys -t e2e C-q
 check "quits" exited_cleanly
 
+# ---------------------------------------------------------------- a device that cannot be opened
+T send-keys -t e2e -l "clear"; T send-keys -t e2e Enter
+run_mtlab "$bin tui -m bundles/mamba --device cuda:7 -m bundles/mamba"
+check "a bundle on an unavailable GPU fails in its own pane, saying why" wait_for 'cuda:7: ' 10
+check "... while the CPU pane beside it loads" wait_for 'mamba, [0-9.]+K params, cpu' 10
+T send-keys -t e2e C-q
+check "quits" exited_cleanly
+
 # ---------------------------------------------------------------- the crash handler
 T send-keys -t e2e -l "clear"; T send-keys -t e2e Enter
 run_mtlab "$bin tui -m bundles/mamba"
@@ -268,6 +276,12 @@ unknown_theme() {
     [ $rc = 1 ] && [ "$out" = "mtlab: no theme 'nope' (themes: dark, high-contrast, light, monochrome)" ]
 }
 check "an unknown theme is an error naming the themes" unknown_theme
+bad_device() {
+    local out rc
+    out=$(echo "hola" | "$bin" translate -m bundles/mamba --device cuda:7 2>&1); rc=$?
+    [ $rc = 1 ] && [[ "$out" == "mtlab: cuda:7: "* ]]
+}
+check "translate on an unavailable device says which and why" bad_device
 
 # E2E_CAPTURES=DIR keeps the screens of the nondeterministic views (translations, heatmaps)
 [ -n "${E2E_CAPTURES:-}" ] && cp "$work"/*_screen.txt "$E2E_CAPTURES/"

@@ -140,7 +140,7 @@ static void test_worker_translates_streams_and_cancels(void **state)
     (void)state;
     tui_queue q;
     assert_int_equal(tui_queue_init(&q), 0);
-    tui_worker *w = tui_worker_start(7, bundle, &q);
+    tui_worker *w = tui_worker_start(7, bundle, NULL, &q);
     assert_non_null(w);
     tui_event *ev = wait_event(&q, TUI_EV_LOADED, 0, NULL);
     assert_non_null(ev);
@@ -188,12 +188,27 @@ static void test_bad_bundle_is_reported(void **state)
     (void)state;
     tui_queue q;
     assert_int_equal(tui_queue_init(&q), 0);
-    tui_worker *w = tui_worker_start(1, "/nonexistent/bundle", &q);
+    tui_worker *w = tui_worker_start(1, "/nonexistent/bundle", NULL, &q);
     tui_event *ev = wait_event(&q, TUI_EV_LOAD_FAILED, 0, NULL);
     assert_non_null(ev);
     assert_non_null(strstr(ev->text, "/nonexistent/bundle"));
     tui_event_free(ev);
     tui_worker_submit(w, 1, texts(1), 1, 1, 1, -1); /* ignored, never crashes */
+    tui_worker_stop(w);
+    tui_queue_destroy(&q);
+}
+
+/* A device that cannot be opened fails the load in the pane, naming the device; never a crash. */
+static void test_bad_device_is_reported(void **state)
+{
+    (void)state;
+    tui_queue q;
+    assert_int_equal(tui_queue_init(&q), 0);
+    tui_worker *w = tui_worker_start(2, bundle, "cuda:9", &q);
+    tui_event *ev = wait_event(&q, TUI_EV_LOAD_FAILED, 0, NULL);
+    assert_non_null(ev);
+    assert_non_null(strstr(ev->text, "cuda:9"));
+    tui_event_free(ev);
     tui_worker_stop(w);
     tui_queue_destroy(&q);
 }
@@ -204,6 +219,7 @@ int main(void)
         cmocka_unit_test(test_queue_wakes_poll_and_keeps_order),
         cmocka_unit_test(test_worker_translates_streams_and_cancels),
         cmocka_unit_test(test_bad_bundle_is_reported),
+        cmocka_unit_test(test_bad_device_is_reported),
     };
     return cmocka_run_group_tests_name("tui_worker", tests, make_bundle, remove_bundle);
 }

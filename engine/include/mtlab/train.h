@@ -49,6 +49,10 @@ typedef struct {
     int valid_bleu_lines;    /* validation lines decoded greedily for BLEU (0: loss only) */
     int save_every;          /* steps between checkpoints (0: only at the end) */
     int save_dtype_f16;      /* 1: best/ bundle weights in F16 (checkpoints stay F32) */
+
+    /* where it runs */
+    char device[32];         /* "cpu" (default when empty), "cuda", "cuda:N" */
+    int bf16;                /* CUDA: matrix products in bf16, fp32 master weights and state */
 } mt_train_config;
 
 /* Defaults for every field but the model and the data paths. */

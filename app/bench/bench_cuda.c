@@ -1,0 +1,356 @@
+/* `mtlab bench --device cuda[:N]`: the GPU figures of the CUDA issue, measured in one run.
+ *   1. the device: copy bandwidth (device to device) and cuBLAS fp32 / bf16 GEMM rates
+ *   2. kernels against those: selective scan forward/backward (bytes it must move over the
+ *      copy bandwidth), causal attention forward/backward and model-shaped GEMMs (FLOP rate
+ *      over the cuBLAS rate of the same precision)
+ *   3. Table 4 of the paper: batch 16, 1024 generated tokens, a Mamba of the 1.4B shape and a
+ *      Transformer++ of about the same size, random weights: tokens/s and decoding-state bytes
+ *   4. training tokens/s of the seven 77M presets (bf16 matrix products), over PyTorch's on the
+ *      same shapes when tests/bench/torch_train.py's JSON is given
+ * Every timing warms up once, synchronises the device around the timed region and keeps the
+ * median of `repeat` runs. */
+#include "bench/bench.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mtlab/device.h"
+#include "mtlab/error.h"
+#include "mtlab/rng.h"
+
+#define MAX_REPEAT 100
+
+/* Median seconds of fn(ctx) over repeat runs after one warm-up, the device synchronised. */
+typedef void (*timed_fn)(const mt_backend *be, void *ctx);
+
+static double time_median(const mt_backend *be, timed_fn fn, void *ctx, int repeat)
+{
+    double t[MAX_REPEAT];
+    fn(be, ctx);
+    be->sync();
+    for (int i = 0; i < repeat; i++) {
+        double t0 = bench_now();
+        fn(be, ctx);
+        be->sync();
+        t[i] = bench_now() - t0;
+    }
+    return bench_median(t, repeat);
+}
+
+/* n floats on the device, U(-scale, scale) */
+static float *dev_random(const mt_backend *be, size_t n, float scale, uint64_t seed)
+{
+    float *h = malloc(n * sizeof *h), *d = be->alloc(n * sizeof *d);
+    if (!h || !d) {
+        free(h);
+        be->free(d);
+        if (!d) return NULL;
+        mt_error("bench: out of host memory for %zu floats", n);
+        return NULL;
+    }
+    mt_rng rng;
+    mt_rng_init(&rng, seed, 0);
+    for (size_t i = 0; i < n; i++) h[i] = scale * (2.0f * mt_rng_uniform(&rng) - 1.0f);
+    be->upload(d, h, n * sizeof *h);
+    free(h);
+    return d;
+}
+
+/* ---------------------------------------------------------------- 1. the device */
+typedef struct {
+    float *a, *b;
+    size_t bytes;
+} copy_ctx;
+
+static void run_copy(const mt_backend *be, void *p)
+{
+    copy_ctx *c = p;
+    be->copy(c->b, c->a, c->bytes);
+}
+
+typedef struct {
+    int m, n, k;
+    float *a, *b, *c;
+} gemm_ctx;
+
+static void run_gemm(const mt_backend *be, void *p)
+{
+    gemm_ctx *g = p;
+    be->gemm(0, 1, g->m, g->n, g->k, 1.0f, g->a, g->k, g->b, g->k, 0.0f, g->c, g->n);
+}
+
+/* FLOP/s of (m, n, k) products, x W^T as the linear layers use them */
+static double gemm_rate(const mt_backend *be, int m, int n, int k, int repeat)
+{
+    gemm_ctx g = {m, n, k, dev_random(be, (size_t)m * k, 1, 1), dev_random(be, (size_t)n * k, 1, 2),
+                  be->alloc((size_t)m * n * sizeof(float))};
+    double rate = -1;
+    if (g.a && g.b && g.c) rate = 2.0 * m * n * (double)k / time_median(be, run_gemm, &g, repeat);
+    be->free(g.a), be->free(g.b), be->free(g.c);
+    return rate;
+}
+
+/* ---------------------------------------------------------------- 2. kernels */
+typedef struct {
+    mt_scan_args a;
+    mt_scan_grads g;
+    float *y, *dy;
+} scan_ctx;
+
+static void run_scan_fwd(const mt_backend *be, void *p)
+{
+    scan_ctx *s = p;
+    be->scan_forward(s->y, NULL, &s->a);
+}
+
+static void run_scan_bwd(const mt_backend *be, void *p)
+{
+    scan_ctx *s = p;
+    be->scan_backward(&s->g, s->dy, &s->a);
+}
+
+typedef struct {
+    mt_attn_desc d;
+    float *q, *k, *v, *out, *att, *dout, *dq, *dk, *dv, *datt;
+} attn_ctx;
+
+static void run_attn_fwd(const mt_backend *be, void *p)
+{
+    attn_ctx *c = p;
+    be->attention_forward(c->out, c->att, c->q, c->k, c->v, &c->d);
+}
+
+static void run_attn_fwd_noprobs(const mt_backend *be, void *p)
+{
+    attn_ctx *c = p;
+    be->attention_forward(c->out, NULL, c->q, c->k, c->v, &c->d);
+}
+
+static void run_attn_bwd(const mt_backend *be, void *p)
+{
+    attn_ctx *c = p;
+    be->attention_backward(c->dq, c->dk, c->dv, c->datt, c->dout, c->q, c->k, c->v, c->att, &c->d);
+}
+
+static int kernels(const mt_backend *be, double copy_bw, double blas32, double blas16, int repeat)
+{
+    printf("\n2. kernels against the device (fp32 unless named)\n");
+    /* the scan at the Mamba-1.4B training shape: d_inner 4096, N 16 */
+    const int B = 4, T = 2048, D = 4096, N = 16;
+    size_t nu = (size_t)B * T * D, nb = (size_t)B * T * N;
+    scan_ctx s = {.a = {.B = B, .T = T, .D = D, .N = N}};
+    s.a.u = dev_random(be, nu, 1, 3), s.a.dt = dev_random(be, nu, 1, 4);
+    s.a.A_log = dev_random(be, (size_t)D * N, 1, 5), s.a.Bm = dev_random(be, nb, 1, 6);
+    s.a.Cm = dev_random(be, nb, 1, 7), s.a.Dskip = dev_random(be, (size_t)D, 1, 8);
+    s.a.dt_bias = dev_random(be, (size_t)D, 1, 9);
+    s.y = be->alloc(nu * sizeof(float)), s.dy = dev_random(be, nu, 1, 10);
+    s.g.du = be->alloc(nu * sizeof(float)), s.g.ddt = be->alloc(nu * sizeof(float));
+    s.g.dA_log = be->alloc((size_t)D * N * sizeof(float)), s.g.dBm = be->alloc(nb * sizeof(float));
+    s.g.dCm = be->alloc(nb * sizeof(float)), s.g.dDskip = be->alloc((size_t)D * sizeof(float));
+    s.g.ddt_bias = be->alloc((size_t)D * sizeof(float));
+    int rc = s.a.u && s.a.dt && s.a.A_log && s.a.Bm && s.a.Cm && s.a.Dskip && s.a.dt_bias && s.y && s.dy &&
+             s.g.du && s.g.ddt && s.g.dA_log && s.g.dBm && s.g.dCm && s.g.dDskip && s.g.ddt_bias ? 0 : -1;
+    if (!rc) {
+        /* the least a fused scan must move: u, dt, B, C in, y out (forward); backward reads
+         * those and dy, writes du, ddt, dB, dC */
+        double fwd_bytes = 4.0 * (3.0 * nu + 2.0 * nb), bwd_bytes = 4.0 * (5.0 * nu + 4.0 * nb);
+        double flops = 9.0 * nu * N; /* per state: exp, 2 mul-adds for h, 1 for y, discretise */
+        double tf = time_median(be, run_scan_fwd, &s, repeat), tb = time_median(be, run_scan_bwd, &s, repeat);
+        printf("   selective scan B%d T%d D%d N%d forward   %8.3f ms  %7.1f GB/s = %5.1f%% of copy  %7.1f GFLOP/s\n",
+               B, T, D, N, tf * 1e3, fwd_bytes / tf / 1e9, 100 * fwd_bytes / tf / copy_bw, flops / tf / 1e9);
+        printf("   selective scan B%d T%d D%d N%d backward  %8.3f ms  %7.1f GB/s = %5.1f%% of copy  %7.1f GFLOP/s\n",
+               B, T, D, N, tb * 1e3, bwd_bytes / tb / 1e9, 100 * bwd_bytes / tb / copy_bw, 2.5 * flops / tb / 1e9);
+    }
+    be->free((void *)s.a.u), be->free((void *)s.a.dt), be->free((void *)s.a.A_log), be->free((void *)s.a.Bm);
+    be->free((void *)s.a.Cm), be->free((void *)s.a.Dskip), be->free((void *)s.a.dt_bias), be->free(s.y);
+    be->free(s.dy), be->free(s.g.du), be->free(s.g.ddt), be->free(s.g.dA_log), be->free(s.g.dBm);
+    be->free(s.g.dCm), be->free(s.g.dDskip), be->free(s.g.ddt_bias);
+    if (rc) return -1;
+
+    /* causal self-attention at the paper's 1.4B Transformer++ shape: 16 heads of 128 */
+    const int AB = 4, H = 16, AT = 1024, Dh = 128, C = H * Dh;
+    size_t nq = (size_t)AB * AT * C, na = (size_t)AB * H * AT * AT;
+    attn_ctx a = {.d = {.B = AB, .H = H, .Tq = AT, .Tk = AT, .Dh = Dh, .causal = 1,
+                        .scale = 1.0f / sqrtf((float)Dh)}};
+    a.q = dev_random(be, nq, 1, 11), a.k = dev_random(be, nq, 1, 12), a.v = dev_random(be, nq, 1, 13);
+    a.dout = dev_random(be, nq, 1, 14), a.out = be->alloc(nq * sizeof(float));
+    a.att = be->alloc(na * sizeof(float)), a.datt = be->alloc(na * sizeof(float));
+    a.dq = be->alloc(nq * sizeof(float)), a.dk = be->alloc(nq * sizeof(float)), a.dv = be->alloc(nq * sizeof(float));
+    rc = a.q && a.k && a.v && a.dout && a.out && a.att && a.datt && a.dq && a.dk && a.dv ? 0 : -1;
+    if (!rc) {
+        double flops = 4.0 * AB * H * (double)AT * AT * Dh / 2; /* causal: half the products */
+        double tf = time_median(be, run_attn_fwd_noprobs, &a, repeat);
+        double tp = time_median(be, run_attn_fwd, &a, repeat);
+        double tb = time_median(be, run_attn_bwd, &a, repeat);
+        printf("   attention causal B%d H%d T%d Dh%d forward        %8.3f ms  %7.1f GFLOP/s = %5.1f%% of cuBLAS fp32\n",
+               AB, H, AT, Dh, tf * 1e3, flops / tf / 1e9, 100 * flops / tf / blas32);
+        printf("   attention forward writing the probabilities       %8.3f ms  %7.1f GFLOP/s\n", tp * 1e3,
+               flops / tp / 1e9);
+        printf("   attention backward                                %8.3f ms  %7.1f GFLOP/s = %5.1f%% of cuBLAS fp32\n",
+               tb * 1e3, 2 * flops / tb / 1e9, 100 * 2 * flops / tb / blas32);
+    }
+    be->free(a.q), be->free(a.k), be->free(a.v), be->free(a.dout), be->free(a.out), be->free(a.att);
+    be->free(a.datt), be->free(a.dq), be->free(a.dk), be->free(a.dv);
+    if (rc) return -1;
+
+    /* the linear layers of a 1.4B model on 8192 tokens */
+    const int shapes[][3] = {{8192, 2048, 2048}, {8192, 8192, 2048}, {8192, 2048, 8192}, {16, 2048, 2048}};
+    for (int prec = 0; prec < 2; prec++) {
+        if (!mt_backend_for(be->name, prec)) return -1;
+        for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+            double r = gemm_rate(be, shapes[i][0], shapes[i][1], shapes[i][2], repeat);
+            if (r < 0) return -1;
+            double peak = prec ? blas16 : blas32;
+            printf("   gemm %s %5d x %5d x %5d                   %9.1f GFLOP/s = %5.1f%% of the %s rate\n",
+                   prec ? "bf16" : "fp32", shapes[i][0], shapes[i][1], shapes[i][2], r / 1e9, 100 * r / peak,
+                   prec ? "bf16" : "fp32");
+        }
+    }
+    return mt_backend_for(be->name, 0) ? 0 : -1;
+}
+
+/* ---------------------------------------------------------------- 3. Table 4 decoding */
+static int decode_row(const mt_backend *be, const char *label, mt_model_config *cfg, int repeat)
+{
+    enum { BATCH = 16, PROMPT = 16, NEW = 1024 };
+    mt_model *m = mt_model_create(cfg, be, 1);
+    if (!m) return -1;
+    int32_t words[BATCH][PROMPT];
+    const int32_t *src[BATCH];
+    int len[BATCH];
+    for (int r = 0; r < BATCH; r++) {
+        for (int i = 0; i < PROMPT; i++) words[r][i] = (int32_t)(cfg->unk_id + 1 + (r * 31 + i * 7) % 1000);
+        src[r] = words[r], len[r] = PROMPT;
+    }
+    double t[MAX_REPEAT];
+    int rc = 0;
+    for (int i = 0; i <= repeat && !rc; i++) {
+        bench_decode_time dt;
+        rc = bench_decode_fixed(m, src, len, BATCH, NEW, NULL, &dt);
+        if (i) t[i - 1] = dt.prefill_seconds + dt.step_seconds;
+    }
+    if (!rc) {
+        double s = bench_median(t, repeat);
+        size_t st64 = mt_model_decode_state_bytes(m, BATCH, PROMPT + 64, 0);
+        size_t st1k = mt_model_decode_state_bytes(m, BATCH, PROMPT + NEW, 0);
+        printf("   %-34s %6.2fB params  %9.0f tokens/s  state %8.1f MiB at 64, %8.1f MiB at 1024 tokens\n",
+               label, (double)mt_model_param_count(m) / 1e9, BATCH * (double)NEW / s,
+               st64 / 1048576.0, st1k / 1048576.0);
+    }
+    mt_model_free(m);
+    return rc;
+}
+
+static int table4(const mt_backend *be, int repeat)
+{
+    printf("\n3. decoding as the paper's Table 4: batch 16, 16-token prompts, 1024 new tokens, random weights\n"
+           "   (paper, A6000: Pythia-1.4B 405 tokens/s, Mamba-1.4B 806 tokens/s; our target on an H100: Mamba >= 8000)\n");
+    mt_model_config c;
+    if (mt_model_preset(&c, "mamba")) return -1;
+    c.vocab_size = 50280, c.d_model = 2048, c.n_layers = 48, c.dt_rank = 128;
+    if (decode_row(be, "mamba (d_model 2048, 48 layers)", &c, repeat)) return -1;
+    if (mt_model_preset(&c, "transformer++")) return -1;
+    c.vocab_size = 50280, c.d_model = 2048, c.n_layers = 24, c.n_heads = 16, c.ffn_dim = 5504;
+    return decode_row(be, "transformer++ (2048, 24 layers)", &c, repeat);
+}
+
+/* ---------------------------------------------------------------- 4. training at 77M */
+static double torch_figure(json_t *torch, const char *preset)
+{
+    json_t *v = torch ? json_object_get(torch, preset) : NULL;
+    return json_is_number(v) ? json_number_value(v) : 0.0;
+}
+
+static int train_rates(const mt_backend *be, const char *torch_json, int repeat)
+{
+    json_t *torch = NULL;
+    if (torch_json) {
+        json_error_t err;
+        torch = json_load_file(torch_json, 0, &err);
+        if (!torch || !json_is_object(torch)) {
+            json_decref(torch);
+            return mt_error("%s:%d: %s (expected {\"preset\": tokens_per_s, ...} from "
+                            "tests/bench/torch_train.py)", torch_json, err.line, err.text);
+        }
+    }
+    printf("\n4. training tokens/s at the paper's 77M presets, 16 x 256-token batches, bf16 matrix products%s\n",
+           torch ? ", against PyTorch on the same shapes" : "");
+    if (!mt_backend_for(be->name, 1)) {
+        json_decref(torch);
+        return -1;
+    }
+    static const char *const presets[] = {"transformer", "transformer++", "retnet", "mamba",
+                                          "mamba-mha", "mamba-local", "mamba-encdec"};
+    int rc = 0;
+    for (size_t i = 0; i < sizeof presets / sizeof *presets && !rc; i++) {
+        mt_model_config cfg;
+        if ((rc = mt_model_preset(&cfg, presets[i]))) break;
+        mt_model *m = mt_model_create(&cfg, be, 1);
+        if (!m) {
+            rc = -1;
+            break;
+        }
+        int encdec = mt_model_is_encdec(m), B = 16, S = encdec ? 128 : 0, T = encdec ? 128 : 256;
+        int32_t *ids = mt_xmalloc((size_t)B * T * sizeof *ids), *src = mt_xmalloc((size_t)B * (S + 1) * sizeof *src);
+        mt_batch b;
+        bench_make_batch(&cfg, encdec, B, S, T, &b, ids, src);
+        double t[MAX_REPEAT];
+        for (int r = 0; r <= repeat && !rc; r++) {
+            double t0 = bench_now();
+            rc = bench_train_step(m, &b, r);
+            be->sync();
+            if (r) t[r - 1] = bench_now() - t0;
+        }
+        if (!rc) {
+            double tps = (double)B * (T + S) / bench_median(t, repeat), peer = torch_figure(torch, presets[i]);
+            printf("   %-14s %6.1fM params  %10.0f tokens/s", presets[i], mt_model_param_count(m) / 1e6, tps);
+            if (peer > 0) printf("   PyTorch %10.0f tokens/s   ratio %.2fx", peer, tps / peer);
+            printf("\n");
+        }
+        free(ids);
+        free(src);
+        mt_model_free(m);
+    }
+    json_decref(torch);
+    if (!mt_backend_for(be->name, 0)) return -1;
+    return rc;
+}
+
+int bench_run_cuda(const char *device, const char *torch_json, int repeat)
+{
+    if (repeat > MAX_REPEAT) repeat = MAX_REPEAT;
+    if (strncmp(device, "cuda", 4)) return mt_error("bench --device: '%s' is not a CUDA device (cuda or cuda:N)", device);
+    const mt_backend *be = mt_backend_for(device, 0);
+    if (!be) return -1;
+    int index = device[4] == ':' ? atoi(device + 5) : 0;
+    char name[256];
+    if (mt_cuda_describe(index, name, sizeof name)) return -1;
+    printf("mtlab bench on %s (%s), median of %d runs after a warm-up\n", be->name, name, repeat);
+
+    printf("\n1. the device\n");
+    copy_ctx cc = {.bytes = (size_t)1 << 30};
+    cc.a = dev_random(be, cc.bytes / sizeof(float), 1, 0), cc.b = be->alloc(cc.bytes);
+    if (!cc.a || !cc.b) {
+        be->free(cc.a), be->free(cc.b);
+        return -1;
+    }
+    double copy_bw = 2.0 * cc.bytes / time_median(be, run_copy, &cc, repeat);
+    be->free(cc.a), be->free(cc.b);
+    printf("   device-to-device copy          %8.1f GB/s (bytes read + written)\n", copy_bw / 1e9);
+    double blas32 = gemm_rate(be, 8192, 8192, 8192, repeat);
+    if (blas32 < 0 || !mt_backend_for(device, 1)) return -1;
+    double blas16 = gemm_rate(be, 8192, 8192, 8192, repeat);
+    if (blas16 < 0 || !mt_backend_for(device, 0)) return -1;
+    printf("   cuBLAS 8192^3 fp32             %8.1f TFLOP/s\n", blas32 / 1e12);
+    printf("   cuBLAS 8192^3 bf16 in, fp32 out %7.1f TFLOP/s (our bf16 path, operands converted per call)\n",
+           blas16 / 1e12);
+    fflush(stdout);
+    if (kernels(be, copy_bw, blas32, blas16, repeat)) return -1;
+    fflush(stdout);
+    if (table4(be, repeat)) return -1;
+    fflush(stdout);
+    return train_rates(be, torch_json, repeat);
+}
