@@ -8,6 +8,7 @@
 // allocator, so several models on one GPU decode concurrently without serialising on one stream.
 #include "cuda_api.h"
 #include "cuda_ops.h"
+#include "cuda_rows.cuh"
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -259,30 +260,18 @@ void cu_scratch_free(void *p)
 }
 
 // ---------------------------------------------------------------- host-result reductions
-// Sums in double: one block per 64K-element slice writes a partial, a second pass adds those.
+// Sums in double: each block of the grid writes a partial, a second pass adds those.
 #define RED_THREADS 256
-
-__device__ double block_sum(double v)
-{
-    __shared__ double part[RED_THREADS / 32];
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    if (lane == 0) part[warp] = v;
-    __syncthreads();
-    v = threadIdx.x < RED_THREADS / 32 ? part[threadIdx.x] : 0.0;
-    if (warp == 0)
-        for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-    return v;
-}
 
 __global__ void sum_partials_kernel(double *partial, const float *x, size_t n, int squares)
 {
     double acc = 0.0;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    CU_FOR_EACH(i, n)
+    {
         double v = x[i];
         acc += squares ? v * v : v;
     }
-    acc = block_sum(acc);
+    acc = cu_block_sum(acc);
     if (threadIdx.x == 0) partial[blockIdx.x] = acc;
 }
 
@@ -290,7 +279,7 @@ __global__ void sum_final_kernel(double *out, const double *partial, int n)
 {
     double acc = 0.0;
     for (int i = threadIdx.x; i < n; i += blockDim.x) acc += partial[i];
-    acc = block_sum(acc);
+    acc = cu_block_sum(acc);
     if (threadIdx.x == 0) *out = acc;
 }
 

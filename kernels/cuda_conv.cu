@@ -4,20 +4,10 @@
 // load of x, dout and out is coalesced.
 #include "cuda_ops.h"
 
-#define THREADS 256
-#define FOR_EACH(i, n) \
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
-
-static unsigned grid_for(size_t n)
-{
-    unsigned b = cu_blocks(n, THREADS);
-    return b > 65535u ? 65535u : b;
-}
-
 __global__ void conv1d_forward_kernel(float *out, const float *x, const float *w, const float *bias, int T,
                                       int C, int K, size_t n)
 {
-    FOR_EACH(i, n)
+    CU_FOR_EACH(i, n)
     {
         int c = (int)(i % C), t = (int)((i / C) % T);
         size_t row0 = i - (size_t)t * C; // element (b, 0, c)
@@ -34,7 +24,7 @@ __global__ void conv1d_forward_kernel(float *out, const float *x, const float *w
 __global__ void conv1d_backward_dx_kernel(float *dx, const float *dout, const float *w, int T, int C, int K,
                                           size_t n)
 {
-    FOR_EACH(i, n)
+    CU_FOR_EACH(i, n)
     {
         int c = (int)(i % C), s = (int)((i / C) % T);
         size_t row0 = i - (size_t)s * C;
@@ -80,7 +70,7 @@ void cu_conv1d_forward(float *out, const float *x, const float *w, const float *
 {
     size_t n = (size_t)B * T * C;
     if (!n) return;
-    conv1d_forward_kernel<<<grid_for(n), THREADS, 0, cu_stream()>>>(out, x, w, bias, T, C, K, n);
+    conv1d_forward_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(out, x, w, bias, T, C, K, n);
     cu_check(cudaGetLastError(), "conv1d_forward_kernel");
 }
 
@@ -90,7 +80,7 @@ void cu_conv1d_backward(float *dx, float *dw, float *dbias, const float *dout, c
     size_t n = (size_t)B * T * C;
     if (!n) return;
     if (dx) {
-        conv1d_backward_dx_kernel<<<grid_for(n), THREADS, 0, cu_stream()>>>(dx, dout, w, T, C, K, n);
+        conv1d_backward_dx_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(dx, dout, w, T, C, K, n);
         cu_check(cudaGetLastError(), "conv1d_backward_dx_kernel");
     }
     if (!dw && !dbias) return;
@@ -108,7 +98,7 @@ void cu_conv1d_backward(float *dx, float *dw, float *dbias, const float *dout, c
 __global__ void conv1d_step_kernel(float *out, float *state, const float *x, const float *w, const float *bias,
                                    int C, int K, size_t n)
 {
-    FOR_EACH(i, n)
+    CU_FOR_EACH(i, n)
     {
         int c = (int)(i % C);
         float *st = state + i * K;
@@ -123,7 +113,7 @@ __global__ void conv1d_step_kernel(float *out, float *state, const float *x, con
 // state[b,c,k] = x[b, T-K+k, c], 0 where T-K+k < 0
 __global__ void conv1d_state_fill_kernel(float *state, const float *x, int T, int C, int K, size_t n)
 {
-    FOR_EACH(i, n)
+    CU_FOR_EACH(i, n)
     {
         int k = (int)(i % K);
         size_t bc = i / K;
@@ -139,7 +129,7 @@ void cu_conv1d_step(float *out, float *state, const float *x, const float *w, co
 {
     size_t n = (size_t)B * C;
     if (!n) return;
-    conv1d_step_kernel<<<grid_for(n), THREADS, 0, cu_stream()>>>(out, state, x, w, bias, C, K, n);
+    conv1d_step_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(out, state, x, w, bias, C, K, n);
     cu_check(cudaGetLastError(), "conv1d_step_kernel");
 }
 
@@ -147,6 +137,6 @@ void cu_conv1d_state_fill(float *state, const float *x, int B, int T, int C, int
 {
     size_t n = (size_t)B * C * K;
     if (!n) return;
-    conv1d_state_fill_kernel<<<grid_for(n), THREADS, 0, cu_stream()>>>(state, x, T, C, K, n);
+    conv1d_state_fill_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(state, x, T, C, K, n);
     cu_check(cudaGetLastError(), "conv1d_state_fill_kernel");
 }

@@ -5,35 +5,24 @@
 #include "cuda_rows.cuh"
 #include "math/activation.h"
 
-#define THREADS 256
-
-static unsigned grid_for(size_t n)
-{
-    unsigned b = cu_blocks(n, THREADS);
-    return b > 65535u ? 65535u : b;
-}
-
-#define FOR_EACH(i, n) \
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
-
 #define LAUNCH(kernel, n, ...)                                                  \
     do {                                                                        \
         if ((n) == 0) return;                                                   \
-        kernel<<<grid_for(n), THREADS, 0, cu_stream()>>>(__VA_ARGS__);          \
+        kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(__VA_ARGS__);       \
         cu_check(cudaGetLastError(), #kernel);                                  \
     } while (0)
 
-__global__ void fill_kernel(float *x, size_t n, float v) { FOR_EACH(i, n) x[i] = v; }
-__global__ void scale_kernel(float *x, size_t n, float s) { FOR_EACH(i, n) x[i] *= s; }
-__global__ void axpy_kernel(float *y, const float *x, size_t n, float a) { FOR_EACH(i, n) y[i] += a * x[i]; }
-__global__ void add_kernel(float *o, const float *a, const float *b, size_t n) { FOR_EACH(i, n) o[i] = a[i] + b[i]; }
-__global__ void mul_kernel(float *o, const float *a, const float *b, size_t n) { FOR_EACH(i, n) o[i] = a[i] * b[i]; }
+__global__ void fill_kernel(float *x, size_t n, float v) { CU_FOR_EACH(i, n) x[i] = v; }
+__global__ void scale_kernel(float *x, size_t n, float s) { CU_FOR_EACH(i, n) x[i] *= s; }
+__global__ void axpy_kernel(float *y, const float *x, size_t n, float a) { CU_FOR_EACH(i, n) y[i] += a * x[i]; }
+__global__ void add_kernel(float *o, const float *a, const float *b, size_t n) { CU_FOR_EACH(i, n) o[i] = a[i] + b[i]; }
+__global__ void mul_kernel(float *o, const float *a, const float *b, size_t n) { CU_FOR_EACH(i, n) o[i] = a[i] * b[i]; }
 
 // da += dout * b ; db += dout * a
 __global__ void mul_backward_kernel(float *da, float *db, const float *dout, const float *a,
                                     const float *b, size_t n)
 {
-    FOR_EACH(i, n)
+    CU_FOR_EACH(i, n)
     {
         if (da) da[i] += dout[i] * b[i];
         if (db) db[i] += dout[i] * a[i];
@@ -42,26 +31,26 @@ __global__ void mul_backward_kernel(float *da, float *db, const float *dout, con
 
 __global__ void act_forward_kernel(mt_act act, float *out, const float *x, size_t n)
 {
-    FOR_EACH(i, n) out[i] = mt_actf(act, x[i]);
+    CU_FOR_EACH(i, n) out[i] = mt_actf(act, x[i]);
 }
 
 // dx += dout * act'(x)
 __global__ void act_backward_kernel(mt_act act, float *dx, const float *dout, const float *x, size_t n)
 {
-    FOR_EACH(i, n) dx[i] += dout[i] * mt_act_gradf(act, x[i]);
+    CU_FOR_EACH(i, n) dx[i] += dout[i] * mt_act_gradf(act, x[i]);
 }
 
 // out = value * SiLU(gate)
 __global__ void gate_forward_kernel(float *out, const float *value, const float *gate, size_t n)
 {
-    FOR_EACH(i, n) out[i] = value[i] * mt_siluf(gate[i]);
+    CU_FOR_EACH(i, n) out[i] = value[i] * mt_siluf(gate[i]);
 }
 
 // dvalue += dout * SiLU(gate) ; dgate += dout * value * SiLU'(gate)
 __global__ void gate_backward_kernel(float *dvalue, float *dgate, const float *dout,
                                      const float *value, const float *gate, size_t n)
 {
-    FOR_EACH(i, n)
+    CU_FOR_EACH(i, n)
     {
         if (dvalue) dvalue[i] += dout[i] * mt_siluf(gate[i]);
         if (dgate) dgate[i] += dout[i] * value[i] * mt_silu_gradf(gate[i]);
@@ -70,18 +59,18 @@ __global__ void gate_backward_kernel(float *dvalue, float *dgate, const float *d
 
 __global__ void mask_rows_kernel(float *x, const uint8_t *mask, size_t n, int cols)
 {
-    FOR_EACH(i, n) if (!mask[i / cols]) x[i] = 0.0f;
+    CU_FOR_EACH(i, n) if (!mask[i / cols]) x[i] = 0.0f;
 }
 
 __global__ void bias_add_kernel(float *out, const float *bias, size_t n, int cols)
 {
-    FOR_EACH(i, n) out[i] += bias[i % cols];
+    CU_FOR_EACH(i, n) out[i] += bias[i % cols];
 }
 
 __global__ void index_select_kernel(float *out, const float *src, const int32_t *idx, size_t n,
                                     size_t row_elems)
 {
-    FOR_EACH(i, n) out[i] = src[(size_t)idx[i / row_elems] * row_elems + i % row_elems];
+    CU_FOR_EACH(i, n) out[i] = src[(size_t)idx[i / row_elems] * row_elems + i % row_elems];
 }
 
 void cu_fill(float *x, size_t n, float value) { LAUNCH(fill_kernel, n, x, n, value); }

@@ -3,35 +3,25 @@
 #include "cuda_ops.h"
 #include "cuda_rows.cuh"
 
-#define THREADS 256
-#define FOR_EACH(i, n) \
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
-
-static unsigned grid_for(size_t n)
-{
-    unsigned b = cu_blocks(n, THREADS);
-    return b > 65535u ? 65535u : b;
-}
-
 // out (N, C) = scale * table[ids[i]]
 __global__ void embedding_forward_kernel(float *out, const int32_t *ids, const float *table, size_t n, int C,
                                          float scale)
 {
-    FOR_EACH(i, n) out[i] = scale * table[(size_t)ids[i / C] * C + i % C];
+    CU_FOR_EACH(i, n) out[i] = scale * table[(size_t)ids[i / C] * C + i % C];
 }
 
 // dtable[ids[i]] += scale * dout[i]: repeated ids meet in the same row, hence the atomics
 __global__ void embedding_backward_kernel(float *dtable, const float *dout, const int32_t *ids, size_t n, int C,
                                           float scale)
 {
-    FOR_EACH(i, n) atomicAdd(dtable + (size_t)ids[i / C] * C + i % C, scale * dout[i]);
+    CU_FOR_EACH(i, n) atomicAdd(dtable + (size_t)ids[i / C] * C + i % C, scale * dout[i]);
 }
 
 void cu_embedding_forward(float *out, const int32_t *ids, const float *table, size_t N, int C, float scale)
 {
     size_t n = N * (size_t)C;
     if (!n) return;
-    embedding_forward_kernel<<<grid_for(n), THREADS, 0, cu_stream()>>>(out, ids, table, n, C, scale);
+    embedding_forward_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(out, ids, table, n, C, scale);
     cu_check(cudaGetLastError(), "embedding_forward_kernel");
 }
 
@@ -39,7 +29,7 @@ void cu_embedding_backward(float *dtable, const float *dout, const int32_t *ids,
 {
     size_t n = N * (size_t)C;
     if (!n) return;
-    embedding_backward_kernel<<<grid_for(n), THREADS, 0, cu_stream()>>>(dtable, dout, ids, n, C, scale);
+    embedding_backward_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(dtable, dout, ids, n, C, scale);
     cu_check(cudaGetLastError(), "embedding_backward_kernel");
 }
 
@@ -49,7 +39,7 @@ __global__ void sinusoid_fill_kernel(float *table, int P, int C)
 {
     size_t n = (size_t)P * C;
     int sentinel = (C + 1) / 2;
-    FOR_EACH(i, n)
+    CU_FOR_EACH(i, n)
     {
         int p = (int)(i / C), col = (int)(i % C);
         int j = col < sentinel ? 2 * col : 2 * (col - sentinel) + 1;
@@ -62,14 +52,14 @@ void cu_sinusoid_fill(float *table, int P, int C)
 {
     size_t n = (size_t)P * C;
     if (!n) return;
-    sinusoid_fill_kernel<<<grid_for(n), THREADS, 0, cu_stream()>>>(table, P, C);
+    sinusoid_fill_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(table, P, C);
     cu_check(cudaGetLastError(), "sinusoid_fill_kernel");
 }
 
 // out (B, T, C) += table[pos0 + t]
 __global__ void positions_add_kernel(float *out, const float *table, size_t n, int T, int C, int pos0)
 {
-    FOR_EACH(i, n)
+    CU_FOR_EACH(i, n)
     {
         int t = (int)((i / C) % T), c = (int)(i % C);
         out[i] += table[(size_t)(pos0 + t) * C + c];
@@ -80,7 +70,7 @@ void cu_positions_add(float *out, const float *table, int B, int T, int C, int p
 {
     size_t n = (size_t)B * T * C;
     if (!n) return;
-    positions_add_kernel<<<grid_for(n), THREADS, 0, cu_stream()>>>(out, table, n, T, C, pos0);
+    positions_add_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(out, table, n, T, C, pos0);
     cu_check(cudaGetLastError(), "positions_add_kernel");
 }
 
@@ -88,7 +78,7 @@ void cu_positions_add(float *out, const float *table, int B, int T, int C, int p
 __global__ void positions_backward_kernel(float *dtable, const float *dout, int B, int T, int C, int pos0)
 {
     size_t n = (size_t)T * C;
-    FOR_EACH(i, n)
+    CU_FOR_EACH(i, n)
     {
         int t = (int)(i / C), c = (int)(i % C);
         double acc = 0.0;
@@ -101,7 +91,7 @@ void cu_positions_backward(float *dtable, const float *dout, int B, int T, int C
 {
     size_t n = (size_t)T * C;
     if (!n || B <= 0) return;
-    positions_backward_kernel<<<grid_for(n), THREADS, 0, cu_stream()>>>(dtable, dout, B, T, C, pos0);
+    positions_backward_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(dtable, dout, B, T, C, pos0);
     cu_check(cudaGetLastError(), "positions_backward_kernel");
 }
 
@@ -112,7 +102,7 @@ __global__ void rope_kernel(float *x, const int32_t *pos, int T, int H, int Dh, 
                             const float *inv_freq, int interleaved, float sign, size_t n)
 {
     int half = rot_dim / 2;
-    FOR_EACH(k, n)
+    CU_FOR_EACH(k, n)
     {
         int i = (int)(k % half);
         size_t head = k / half; // (b, t, h)
@@ -134,7 +124,7 @@ static void rope(float *x, const int32_t *pos, int B, int T, int H, int Dh, int 
 {
     size_t n = (size_t)B * T * H * (rot_dim / 2);
     if (!n) return;
-    rope_kernel<<<grid_for(n), THREADS, 0, cu_stream()>>>(x, pos, T, H, Dh, rot_dim, pos0, inv_freq, interleaved,
+    rope_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(x, pos, T, H, Dh, rot_dim, pos0, inv_freq, interleaved,
                                                         sign, n);
     cu_check(cudaGetLastError(), "rope_kernel");
 }

@@ -12,8 +12,7 @@
 // dst[r * ld + c] = bf16(src[r * ld + c]) over rows x ld elements (the whole strided matrix)
 __global__ void to_bf16_kernel(__nv_bfloat16 *dst, const float *src, size_t n)
 {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        dst[i] = __float2bfloat16_rn(src[i]);
+    CU_FOR_EACH(i, n) dst[i] = __float2bfloat16_rn(src[i]);
 }
 
 // Elements a row-major matrix of `rows` rows at stride ld spans (the last row only to cols).
@@ -23,9 +22,7 @@ static __nv_bfloat16 *bf16_copy(const float *src, size_t n)
 {
     __nv_bfloat16 *d = (__nv_bfloat16 *)cu_scratch((n ? n : 1) * sizeof *d);
     if (!d) return NULL;
-    unsigned blocks = cu_blocks(n, 256);
-    if (blocks > 4096) blocks = 4096;
-    to_bf16_kernel<<<blocks, 256, 0, cu_stream()>>>(d, src, n);
+    to_bf16_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(d, src, n);
     cu_check(cudaGetLastError(), "to_bf16_kernel");
     return d;
 }
@@ -34,7 +31,8 @@ static __nv_bfloat16 *bf16_copy(const float *src, size_t n)
 __global__ void scale_rows_kernel(float *c, int m, int n, int ldc, float beta)
 {
     size_t total = (size_t)m * n;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+    CU_FOR_EACH(i, total)
+    {
         float *p = c + (i / n) * ldc + i % n;
         *p = beta == 0.0f ? 0.0f : beta * *p;
     }
@@ -47,7 +45,7 @@ static void gemm_strided(int trans_a, int trans_b, int m, int n, int k, float al
     if (m <= 0 || n <= 0 || batch <= 0) return;
     if (k <= 0) {
         for (int i = 0; i < batch; i++) {
-            scale_rows_kernel<<<cu_blocks((size_t)m * n, 256), 256, 0, cu_stream()>>>(c + i * stride_c, m, n, ldc, beta);
+            scale_rows_kernel<<<cu_grid((size_t)m * n), CU_THREADS, 0, cu_stream()>>>(c + i * stride_c, m, n, ldc, beta);
             cu_check(cudaGetLastError(), "scale_rows_kernel");
         }
         return;

@@ -26,6 +26,17 @@ static inline unsigned cu_blocks(size_t n, unsigned threads)
     return b ? (unsigned)b : 1u;
 }
 
+// Element-wise kernels: CU_THREADS per block, at most 65535 blocks, each thread striding over
+// the grid (n is size_t and may pass 2^31).
+#define CU_THREADS 256
+static inline unsigned cu_grid(size_t n)
+{
+    unsigned b = cu_blocks(n, CU_THREADS);
+    return b > 65535u ? 65535u : b;
+}
+#define CU_FOR_EACH(i, n) \
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
+
 // Stream-ordered scratch from the calling thread's memory pool (for ops that need temporary
 // buffers, e.g. scan checkpoints); free it with cu_scratch_free on the same thread. Returns NULL
 // (and records the error through cu_check) when the pool cannot grow.

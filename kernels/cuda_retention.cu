@@ -120,7 +120,8 @@ void cu_retention_backward(float *dq, float *dk, float *dv, float *datt, const f
 __global__ void retention_state_fill_kernel(float *kv, float *s, const float *k, const float *v,
                                             const uint8_t *mask, int H, int T, int Dk, int Dv, gammas g, size_t n)
 {
-    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (size_t)gridDim.x * blockDim.x) {
+    CU_FOR_EACH(e, n)
+    {
         int j = (int)(e % Dv), i = (int)((e / Dv) % Dk);
         size_t bh = e / ((size_t)Dk * Dv);
         int h = (int)(bh % H), b = (int)(bh / H);
@@ -143,9 +144,7 @@ void cu_retention_state_fill(float *kv, float *s, const float *k, const float *v
 {
     size_t n = (size_t)d->B * d->H * d->Dk * d->Dv;
     if (!n) return;
-    unsigned blocks = cu_blocks(n, 256);
-    if (blocks > 65535) blocks = 65535;
-    retention_state_fill_kernel<<<blocks, 256, 0, cu_stream()>>>(kv, s, k, v, d->key_mask, d->H, d->T, d->Dk, d->Dv,
+    retention_state_fill_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(kv, s, k, v, d->key_mask, d->H, d->T, d->Dk, d->Dv,
                                                                gammas_of(d), n);
     cu_check(cudaGetLastError(), "retention_state_fill_kernel");
 }

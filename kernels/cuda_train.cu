@@ -5,16 +5,6 @@
 #include "cuda_rows.cuh"
 #include "math/philox.h"
 
-#define THREADS 256
-#define FOR_EACH(i, n) \
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
-
-static unsigned grid_for(size_t n)
-{
-    unsigned b = cu_blocks(n, THREADS);
-    return b > 65535u ? 65535u : b;
-}
-
 // lse = log sum_j exp(x_j) ; loss = lse - (1 - eps) x_target - (eps / V) sum_j x_j
 __global__ void cross_entropy_forward_kernel(float *losses, float *lse, const float *logits,
                                              const int32_t *targets, int V, int ignore_index, float smoothing)
@@ -77,7 +67,7 @@ void cu_cross_entropy_backward(float *dlogits, const float *logits, const float 
 __global__ void dropout_forward_kernel(float *out, const float *x, size_t n, float p, float inv_keep,
                                        uint64_t seed, uint64_t step, uint32_t site)
 {
-    FOR_EACH(i, n)
+    CU_FOR_EACH(i, n)
     {
         int keep = mt_philox_uniform(seed, (uint32_t)i, site, step) >= p;
         out[i] = keep ? x[i] * inv_keep : 0.0f;
@@ -87,14 +77,14 @@ __global__ void dropout_forward_kernel(float *out, const float *x, size_t n, flo
 __global__ void dropout_backward_kernel(float *dx, const float *dout, size_t n, float p, float inv_keep,
                                         uint64_t seed, uint64_t step, uint32_t site)
 {
-    FOR_EACH(i, n) if (mt_philox_uniform(seed, (uint32_t)i, site, step) >= p) dx[i] += dout[i] * inv_keep;
+    CU_FOR_EACH(i, n) if (mt_philox_uniform(seed, (uint32_t)i, site, step) >= p) dx[i] += dout[i] * inv_keep;
 }
 
 void cu_dropout_forward(float *out, const float *x, size_t n, float p, uint64_t seed, uint64_t step, uint32_t site)
 {
     if (!n) return;
     float inv_keep = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
-    dropout_forward_kernel<<<grid_for(n), THREADS, 0, cu_stream()>>>(out, x, n, p, inv_keep, seed, step, site);
+    dropout_forward_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(out, x, n, p, inv_keep, seed, step, site);
     cu_check(cudaGetLastError(), "dropout_forward_kernel");
 }
 
@@ -103,7 +93,7 @@ void cu_dropout_backward(float *dx, const float *dout, size_t n, float p, uint64
 {
     if (!n) return;
     float inv_keep = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
-    dropout_backward_kernel<<<grid_for(n), THREADS, 0, cu_stream()>>>(dx, dout, n, p, inv_keep, seed, step, site);
+    dropout_backward_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(dx, dout, n, p, inv_keep, seed, step, site);
     cu_check(cudaGetLastError(), "dropout_backward_kernel");
 }
 
@@ -112,7 +102,7 @@ void cu_dropout_backward(float *dx, const float *dout, size_t n, float p, uint64
 __global__ void adamw_kernel(float *params, const float *grads, float *m, float *v, const uint8_t *decay_mask,
                              size_t n, mt_adamw_hparams h, float bc1, float sqrt_bc2, float decay)
 {
-    FOR_EACH(i, n)
+    CU_FOR_EACH(i, n)
     {
         float g = grads[i], p = params[i];
         if (!decay_mask || decay_mask[i]) p *= decay;
@@ -128,7 +118,7 @@ void cu_adamw_step(float *params, const float *grads, float *m, float *v, const 
 {
     if (!n) return;
     float bc1 = (float)(1.0 - pow(h->beta1, step)), bc2 = (float)(1.0 - pow(h->beta2, step));
-    adamw_kernel<<<grid_for(n), THREADS, 0, cu_stream()>>>(params, grads, m, v, decay_mask, n, *h, bc1, sqrtf(bc2),
+    adamw_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(params, grads, m, v, decay_mask, n, *h, bc1, sqrtf(bc2),
                                                           1.0f - h->lr * h->weight_decay);
     cu_check(cudaGetLastError(), "adamw_kernel");
 }
