@@ -75,6 +75,11 @@ static void test_config_reads_values(void **state)
     test_write_text(path, "return { model = { preset = 'transformer++-small', rope_theta = 500000 }, name = 'l' }\n");
     assert_int_equal(train_config_load(&cfg, path), 0);
     assert_float_equal(cfg.model.rope_theta, 500000.0, 1e-3);
+    /* where it runs */
+    test_write_text(path, "return { model = { preset = 'mamba-small' }, name = 'g', device = 'cuda:1', bf16 = true }\n");
+    assert_int_equal(train_config_load(&cfg, path), 0);
+    assert_string_equal(cfg.device, "cuda:1");
+    assert_int_equal(cfg.bf16, 1);
 }
 
 /* Every shipped training script loads, names its own preset, shares the demo budget and keeps
@@ -144,6 +149,20 @@ static char *losses_of(const char *run_dir)
     }
     free(log);
     return out;
+}
+
+/* A device that cannot be opened stops the run at its start, with a message naming it. */
+static void test_unavailable_device_is_an_error(void **state)
+{
+    (void)state;
+    mt_train_config cfg;
+    tiny_config(&cfg, "mamba", "on-gpu", 2);
+    snprintf(cfg.device, sizeof cfg.device, "cuda:9");
+    assert_int_equal(mt_train_run(&cfg, 0, NULL), -1);
+    assert_non_null(strstr(mt_last_error(), "cuda:9: "));
+    snprintf(cfg.device, sizeof cfg.device, "gpu");
+    assert_int_equal(mt_train_run(&cfg, 0, NULL), -1);
+    assert_non_null(strstr(mt_last_error(), "unknown device 'gpu'"));
 }
 
 static void check_resume_exact(const char *arch)
@@ -234,6 +253,7 @@ int main(void)
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_config_reads_values),
         cmocka_unit_test(test_shipped_scripts_load),
+        cmocka_unit_test(test_unavailable_device_is_an_error),
         cmocka_unit_test(test_resume_is_exact_mamba),
         cmocka_unit_test(test_resume_is_exact_transformer),
     };
