@@ -25,8 +25,14 @@ MT_HD float mt_silu_gradf(float x)
     return s * (1.0f + x * (1.0f - s));
 }
 
-/* softplus(x) = log(1 + e^x), linear above 20 (the threshold torch and mamba_ssm use) */
-MT_HD float mt_softplusf(float x) { return x <= 20.0f ? log1pf(expf(x)) : x; }
+/* softplus(x) = log(1 + e^x), linear above 20 (the threshold torch and mamba_ssm use).
+ * Both sides are computed and one selected, with no branch, so CPU `omp simd` loops can run it
+ * on vectors. */
+MT_HD float mt_softplusf(float x)
+{
+    float below = log1pf(expf(x < 20.0f ? x : 20.0f));
+    return x <= 20.0f ? below : x;
+}
 
 /* d/dx softplus(x) = sigmoid(x) (1 above the threshold) */
 MT_HD float mt_softplus_gradf(float x) { return x <= 20.0f ? mt_sigmoidf(x) : 1.0f; }

@@ -75,6 +75,12 @@ static void test_dropout_reproducible(void **state)
     be->dropout_forward(b, x, N, p, 1234, 5, 2);
     assert_memory_equal(a, b, N * sizeof(float)); /* same (seed, step, site): same mask */
     be->dropout_forward(c, x, N, p, 1234, 6, 2);
+    /* every element is the scalar formula: the vectorised draws are Philox's, element by element
+     * (what the CUDA kernel computes too) */
+    for (int i = 0; i < N; i++) {
+        int keep = mt_philox_uniform(1234, (uint32_t)i, 2, 5) >= p;
+        assert_true(a[i] == (keep ? x[i] * (1.0f / (1.0f - p)) : 0.0f));
+    }
     int kept = 0, differ = 0;
     for (int i = 0; i < N; i++) {
         kept += a[i] != 0.0f;

@@ -1,6 +1,7 @@
 /* Elementwise operations and small row utilities: one OpenMP loop each. The per-element math
  * comes from engine/math/ so the CUDA kernels compute exactly the same thing. */
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_simd.h"
 #include "math/activation.h"
 
 #include <string.h>
@@ -48,34 +49,89 @@ void cpu_mul_backward(float *da, float *db, const float *dout, const float *a, c
     }
 }
 
+/* The activation loops run in chunks through cloned `omp simd` functions (cpu_simd.h), one loop
+ * per activation so that each vectorises with its own libmvec calls. */
+#define ACT_LOOP(stmt) _Pragma("omp simd") for (size_t i = 0; i < n; i++) stmt
+
+/* out = act(x) over n elements */
+MT_CPU_CLONES static void act_forward_chunk(mt_act act, float *restrict out,
+                                            const float *restrict x, size_t n)
+{
+    switch (act) {
+    case MT_ACT_RELU: ACT_LOOP(out[i] = mt_reluf(x[i])); break;
+    case MT_ACT_SILU: ACT_LOOP(out[i] = mt_siluf(x[i])); break;
+    case MT_ACT_SOFTPLUS: ACT_LOOP(out[i] = mt_softplusf(x[i])); break;
+    case MT_ACT_GELU: ACT_LOOP(out[i] = mt_geluf(x[i])); break;
+    }
+}
+
+/* dx += dout * act'(x) over n elements */
+MT_CPU_CLONES static void act_backward_chunk(mt_act act, float *restrict dx,
+                                             const float *restrict dout, const float *restrict x,
+                                             size_t n)
+{
+    switch (act) {
+    case MT_ACT_RELU: ACT_LOOP(dx[i] += dout[i] * mt_relu_gradf(x[i])); break;
+    case MT_ACT_SILU: ACT_LOOP(dx[i] += dout[i] * mt_silu_gradf(x[i])); break;
+    case MT_ACT_SOFTPLUS:
+        ACT_LOOP(dx[i] += dout[i] * mt_softplus_gradf(x[i]));
+        break;
+    case MT_ACT_GELU: ACT_LOOP(dx[i] += dout[i] * mt_gelu_gradf(x[i])); break;
+    }
+}
+
 void cpu_act_forward(mt_act act, float *out, const float *x, size_t n)
 {
-#pragma omp parallel for if (n > PAR_MIN)
-    for (size_t i = 0; i < n; i++) out[i] = mt_actf(act, x[i]);
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+    for (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK)
+        act_forward_chunk(act, out + i0, x + i0, cpu_chunk_len(i0, n));
 }
 
 void cpu_act_backward(mt_act act, float *dx, const float *dout, const float *x, size_t n)
 {
-#pragma omp parallel for if (n > PAR_MIN)
-    for (size_t i = 0; i < n; i++) dx[i] += dout[i] * mt_act_gradf(act, x[i]);
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+    for (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK)
+        act_backward_chunk(act, dx + i0, dout + i0, x + i0, cpu_chunk_len(i0, n));
 }
 
-/* out = value * SiLU(gate) */
-void cpu_gate_forward(float *out, const float *value, const float *gate, size_t n)
+/* out = value * SiLU(gate) over n elements */
+MT_CPU_CLONES static void gate_forward_chunk(float *restrict out, const float *restrict value,
+                                             const float *restrict gate, size_t n)
 {
-#pragma omp parallel for if (n > PAR_MIN)
+#pragma omp simd
     for (size_t i = 0; i < n; i++) out[i] = value[i] * mt_siluf(gate[i]);
 }
 
-/* dvalue += dout * SiLU(gate); dgate += dout * value * SiLU'(gate) */
+/* dvalue += dout * SiLU(gate); dgate += dout * value * SiLU'(gate) (either may be NULL) */
+MT_CPU_CLONES static void gate_backward_chunk(float *restrict dvalue, float *restrict dgate,
+                                              const float *restrict dout,
+                                              const float *restrict value,
+                                              const float *restrict gate, size_t n)
+{
+    if (dvalue) {
+#pragma omp simd
+        for (size_t i = 0; i < n; i++) dvalue[i] += dout[i] * mt_siluf(gate[i]);
+    }
+    if (dgate) {
+#pragma omp simd
+        for (size_t i = 0; i < n; i++) dgate[i] += dout[i] * value[i] * mt_silu_gradf(gate[i]);
+    }
+}
+
+void cpu_gate_forward(float *out, const float *value, const float *gate, size_t n)
+{
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+    for (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK)
+        gate_forward_chunk(out + i0, value + i0, gate + i0, cpu_chunk_len(i0, n));
+}
+
 void cpu_gate_backward(float *dvalue, float *dgate, const float *dout, const float *value,
                        const float *gate, size_t n)
 {
-#pragma omp parallel for if (n > PAR_MIN)
-    for (size_t i = 0; i < n; i++) {
-        if (dvalue) dvalue[i] += dout[i] * mt_siluf(gate[i]);
-        if (dgate) dgate[i] += dout[i] * value[i] * mt_silu_gradf(gate[i]);
-    }
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+    for (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK)
+        gate_backward_chunk(dvalue ? dvalue + i0 : NULL, dgate ? dgate + i0 : NULL, dout + i0,
+                            value + i0, gate + i0, cpu_chunk_len(i0, n));
 }
 
 void cpu_mask_rows(float *x, const uint8_t *mask, size_t rows, int cols)

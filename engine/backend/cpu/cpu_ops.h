@@ -51,6 +51,10 @@ double cpu_sum(const float *x, size_t n);
 double cpu_sum_squares(const float *x, size_t n);
 void cpu_argmax_rows(int32_t *out, const float *x, size_t rows, int cols);
 void cpu_softmax(float *out, const float *x, size_t rows, int cols);
+/* one row's max, sum_j exp(x_j - shift) and sum_j x_j (vectorised; sums end in double) */
+float cpu_row_max(const float *x, int n);
+double cpu_row_sum_exp(const float *x, int n, float shift);
+double cpu_row_sum(const float *x, int n);
 void cpu_log_softmax(float *out, const float *x, size_t rows, int cols);
 
 /* normalisation (cpu_norm.c) */

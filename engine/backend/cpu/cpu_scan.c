@@ -1,15 +1,26 @@
 /* The Mamba v1 selective scan on the CPU (formulas in mtlab/backend.h, mt_scan_args).
- * Forward streams over time per (b, d) with the d_state states in registers and never stores
- * them. Backward recomputes the states of a block of channels (T x 16 x N floats) at a time,
- * as the CUDA kernel recomputes a chunk in SRAM, then runs the reverse recurrence
+ *
+ * Channels go in blocks of SCAN_BLOCK = 16 and a block's states sit transposed, h[n][j]: the
+ * block's channels j run along the vector lanes and every loop over them is an `omp simd` loop of
+ * fixed length inside a function cloned per vector width (cpu_simd.h). So the decays
+ * exp(delta A), most of the scan's cost, go through libmvec a whole vector at a time, and
+ * the sums over the states n (y = sum_n h C, and du, ddelta in backward) add vectors lane by
+ * lane instead of reducing across lanes. Lanes past the last channel carry delta = u = 0, so
+ * their states stay 0 and nothing of them is stored.
+ *
+ * Forward streams over time with the block's states in a stack tile and never stores them.
+ * Backward recomputes the states of one block of one batch row (T x N x 16 floats), as the
+ * CUDA kernel recomputes a chunk in SRAM, then runs the reverse recurrence
  *   g_t = dy_t C_t + exp(delta_{t+1} A) g_{t+1}                      (g = dL/dh_t)
  *   dC_t += dy_t h_t ; dB_t += g_t delta_t u_t ; du_t += D dy_t + sum_n g_t delta_t B_t
  *   ddelta_t = sum_n g_t (B_t u_t + A exp(delta_t A) h_{t-1})
  *   dA += g_t delta_t exp(delta_t A) h_{t-1} ; dA_log = dA * A ; dD += dy_t u_t
  *   ddt_t = ddelta_t * softplus'(dt_t + dt_bias) ; ddt_bias += ddt_t
- * Threads own channel blocks (so dA_log, dD, ddt_bias have one writer) and add their share of
- * dBm, dCm (shared by all channels) from private buffers at the end. */
+ * Threads own batch rows: dB and dC of a row (summed over all channels) keep one partial per
+ * lane until the row's last block, then reduce once; dA_log, dD and ddt_bias (summed over rows)
+ * go through per-thread sums added up in thread order, so results do not depend on timing. */
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_simd.h"
 #include "math/elementwise.h"
 #include "mtlab/error.h"
 
@@ -18,192 +29,261 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* glibc's libmvec holds vector versions of expf, but math.h announces them only under
- * -ffast-math; announcing the one the state loops use lets `omp simd` call it on 4 states at a
- * time (the decays exp(delta A) are most of the scan's cost). */
-__attribute__((simd("notinbranch"))) float expf(float);
-
-/* deltas[j] = softplus(dt[j] + dt_bias[j]) for the nd channels of a block at one time step */
-static inline void block_deltas(float *restrict deltas, const float *restrict dt,
-                                const float *restrict dt_bias, int nd)
-{
-    for (int j = 0; j < nd; j++) deltas[j] = mt_softplusf(dt[j] + dt_bias[j]);
-}
-
-/* One time step of one channel: h = exp(delta A) h + delta B u ; returns sum_n h C.
- * at (N) or NULL receives exp(delta A) for the backward pass. */
-static inline float scan_update(float *restrict h, const float *restrict A, float delta, float u,
-                                const float *restrict Bt, const float *restrict Ct, int N,
-                                float *restrict at)
-{
-    float acc = 0.0f, e[MT_SCAN_MAX_STATE];
-#pragma omp simd
-    for (int n = 0; n < N; n++) e[n] = expf(delta * A[n]);
-#pragma omp simd reduction(+ : acc)
-    for (int n = 0; n < N; n++) {
-        h[n] = e[n] * h[n] + delta * Bt[n] * u;
-        acc += h[n] * Ct[n];
-    }
-    if (at) memcpy(at, e, (size_t)N * sizeof *at);
-    return acc;
-}
-
-static void load_A(float *A, const float *A_log, int d, int N)
-{
-    for (int n = 0; n < N; n++) A[n] = -expf(A_log[(size_t)d * N + n]);
-}
-
-/* Channels are processed in blocks of SCAN_BLOCK neighbours so that every time step reads
- * contiguous u, dt and y; the per-channel arithmetic (and so the result) is unchanged. */
 enum { SCAN_BLOCK = 16 };
+
+/* A block's parameters with the channels on the lanes: AT[n][j] = -exp(A_log[d0 + j, n]),
+ * Dk[j] = Dskip[d0 + j]; 0 on lanes past the block's nd channels. */
+static inline void block_params(float (*restrict AT)[SCAN_BLOCK], float *restrict Dk,
+                                const mt_scan_args *a, int d0, int nd)
+{
+    int N = a->N;
+    for (int n = 0; n < N; n++) {
+#pragma omp simd
+        for (int j = 0; j < SCAN_BLOCK; j++)
+            AT[n][j] = j < nd ? -expf(a->A_log[(size_t)(d0 + (j < nd ? j : 0)) * N + n]) : 0.0f;
+    }
+    for (int j = 0; j < SCAN_BLOCK; j++) Dk[j] = j < nd ? a->Dskip[d0 + j] : 0.0f;
+}
+
+/* A block's inputs at one time step, zero-padded to the lanes: u[j] = u_in[j],
+ * delta[j] = softplus(dt[j] + dt_bias[j]) for j < nd (dt, u_in, dt_bias start at the block). */
+static inline void block_inputs(float *restrict delta, float *restrict u,
+                                const float *restrict dt, const float *restrict dt_bias,
+                                const float *restrict u_in, int nd)
+{
+    float v[SCAN_BLOCK] = {0};
+    memset(u, 0, SCAN_BLOCK * sizeof *u);
+    for (int j = 0; j < nd; j++) v[j] = dt[j] + dt_bias[j], u[j] = u_in[j];
+#pragma omp simd
+    for (int j = 0; j < SCAN_BLOCK; j++) delta[j] = j < nd ? mt_softplusf(v[j]) : 0.0f;
+}
+
+/* One time step of a block: h = exp(delta A) h + delta B u ; y[j] = D u + sum_n h C, the
+ * sum taken over n in order. at (N x 16) receives exp(delta A) (for the backward pass). The
+ * forward and the single step both come here, so decoding reproduces the forward bit for bit. */
+static inline void scan_tile_update(float (*restrict h)[SCAN_BLOCK],
+                                    const float (*restrict AT)[SCAN_BLOCK],
+                                    const float *restrict delta, const float *restrict u,
+                                    const float *restrict Dk, const float *restrict Bt,
+                                    const float *restrict Ct, int N,
+                                    float (*restrict at)[SCAN_BLOCK], float *restrict y)
+{
+#pragma omp simd
+    for (int j = 0; j < SCAN_BLOCK; j++) y[j] = Dk[j] * u[j];
+    for (int n = 0; n < N; n++) {
+        float bn = Bt[n], cn = Ct[n];
+#pragma omp simd
+        for (int j = 0; j < SCAN_BLOCK; j++) {
+            float e = expf(delta[j] * AT[n][j]);
+            h[n][j] = e * h[n][j] + delta[j] * bn * u[j];
+            y[j] += h[n][j] * cn;
+            at[n][j] = e;
+        }
+    }
+}
+
+/* The forward scan of channels [d0, d0 + nd) of batch row b */
+MT_CPU_CLONES static void scan_forward_block(float *y, float *h_last, const mt_scan_args *a, int b,
+                                             int d0, int nd)
+{
+    int T = a->T, D = a->D, N = a->N;
+    float AT[MT_SCAN_MAX_STATE][SCAN_BLOCK], h[MT_SCAN_MAX_STATE][SCAN_BLOCK];
+    float at[MT_SCAN_MAX_STATE][SCAN_BLOCK], Dk[SCAN_BLOCK];
+    block_params(AT, Dk, a, d0, nd);
+    memset(h, 0, (size_t)N * sizeof h[0]);
+    for (int t = 0; t < T; t++) {
+        size_t row = ((size_t)b * T + t) * D + d0, r = ((size_t)b * T + t) * N;
+        float delta[SCAN_BLOCK], u[SCAN_BLOCK], yt[SCAN_BLOCK];
+        block_inputs(delta, u, a->dt + row, a->dt_bias + d0, a->u + row, nd);
+        scan_tile_update(h, (const float(*)[SCAN_BLOCK])AT, delta, u, Dk, a->Bm + r, a->Cm + r,
+                         N, at, yt);
+        memcpy(y + row, yt, (size_t)nd * sizeof *yt);
+    }
+    if (h_last)
+        for (int j = 0; j < nd; j++)
+            for (int n = 0; n < N; n++) h_last[((size_t)b * D + d0 + j) * N + n] = h[n][j];
+}
 
 void cpu_scan_forward(float *y, float *h_last, const mt_scan_args *a)
 {
-    int B = a->B, T = a->T, D = a->D, N = a->N, n_blocks = (D + SCAN_BLOCK - 1) / SCAN_BLOCK;
+    int B = a->B, D = a->D, n_blocks = (D + SCAN_BLOCK - 1) / SCAN_BLOCK;
 #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int blk = 0; blk < n_blocks; blk++) {
             int d0 = blk * SCAN_BLOCK, nd = D - d0 < SCAN_BLOCK ? D - d0 : SCAN_BLOCK;
-            float A[SCAN_BLOCK][MT_SCAN_MAX_STATE], h[SCAN_BLOCK][MT_SCAN_MAX_STATE] = {{0}};
-            for (int j = 0; j < nd; j++) load_A(A[j], a->A_log, d0 + j, N);
-            for (int t = 0; t < T; t++) {
-                size_t row = ((size_t)b * T + t) * D + d0, r = ((size_t)b * T + t) * N;
-                float deltas[SCAN_BLOCK];
-                block_deltas(deltas, a->dt + row, a->dt_bias + d0, nd);
-                for (int j = 0; j < nd; j++) {
-                    float u = a->u[row + j];
-                    y[row + j] = scan_update(h[j], A[j], deltas[j], u, a->Bm + r, a->Cm + r, N,
-                                             NULL) + a->Dskip[d0 + j] * u;
-                }
-            }
-            if (h_last)
-                for (int j = 0; j < nd; j++)
-                    for (int n = 0; n < N; n++) h_last[((size_t)b * D + d0 + j) * N + n] = h[j][n];
+            scan_forward_block(y, h_last, a, b, d0, nd);
         }
+}
+
+/* One decoding step of channels [d0, d0 + nd) of batch row b (h: the (B, D, N) states) */
+MT_CPU_CLONES static void scan_step_block(float *y, float *h, const mt_scan_args *a, int b,
+                                          int d0, int nd)
+{
+    int D = a->D, N = a->N;
+    size_t i0 = (size_t)b * D + d0;
+    float AT[MT_SCAN_MAX_STATE][SCAN_BLOCK], hT[MT_SCAN_MAX_STATE][SCAN_BLOCK];
+    float at[MT_SCAN_MAX_STATE][SCAN_BLOCK], Dk[SCAN_BLOCK];
+    float delta[SCAN_BLOCK], u[SCAN_BLOCK], yt[SCAN_BLOCK];
+    block_params(AT, Dk, a, d0, nd);
+    memset(hT, 0, (size_t)N * sizeof hT[0]);
+    for (int j = 0; j < nd; j++)
+        for (int n = 0; n < N; n++) hT[n][j] = h[(i0 + j) * N + n];
+    block_inputs(delta, u, a->dt + i0, a->dt_bias + d0, a->u + i0, nd);
+    scan_tile_update(hT, (const float(*)[SCAN_BLOCK])AT, delta, u, Dk, a->Bm + (size_t)b * N,
+                     a->Cm + (size_t)b * N, N, at, yt);
+    memcpy(y + i0, yt, (size_t)nd * sizeof *yt);
+    for (int j = 0; j < nd; j++)
+        for (int n = 0; n < N; n++) h[(i0 + j) * N + n] = hT[n][j];
 }
 
 void cpu_scan_step(float *y, float *h, const mt_scan_args *a)
 {
-    int B = a->B, D = a->D, N = a->N;
+    int B = a->B, D = a->D, N = a->N, n_blocks = (D + SCAN_BLOCK - 1) / SCAN_BLOCK;
 #pragma omp parallel for collapse(2) schedule(static) if ((size_t)B * D * N > 16384)
     for (int b = 0; b < B; b++)
-        for (int d = 0; d < D; d++) {
-            float A[MT_SCAN_MAX_STATE];
-            load_A(A, a->A_log, d, N);
-            size_t i = (size_t)b * D + d;
-            float delta = mt_softplusf(a->dt[i] + a->dt_bias[d]);
-            float u = a->u[i];
-            y[i] = scan_update(h + i * N, A, delta, u, a->Bm + (size_t)b * N, a->Cm + (size_t)b * N,
-                               N, NULL) + a->Dskip[d] * u;
+        for (int blk = 0; blk < n_blocks; blk++) {
+            int d0 = blk * SCAN_BLOCK, nd = D - d0 < SCAN_BLOCK ? D - d0 : SCAN_BLOCK;
+            scan_step_block(y, h, a, b, d0, nd);
         }
 }
 
-/* Backward of the channel block [d0, d0 + nd) of batch row b. hs, ats (T, SCAN_BLOCK, N)
- * (the states and their decays exp(delta A)) and deltas (T, SCAN_BLOCK) are scratch; dB, dC
- * (T, N) this thread's share for row b; dA, dD, dbias accumulate the block's per-channel sums
- * over all rows. */
-static void scan_backward_block(const mt_scan_grads *g, const float *dy, const mt_scan_args *a,
-                                int b, int d0, int nd, float *hs, float *ats, float *deltas,
-                                float *dB, float *dC, double (*dA)[MT_SCAN_MAX_STATE], double *dD,
-                                double *dbias)
+/* One thread's scratch for the backward pass */
+typedef struct {
+    float *hs, *ats;      /* (T, N, 16) the block's states and decays exp(delta A) */
+    float *deltas, *us;   /* (T, 16) the block's delta and u, zero-padded */
+    float *dBl, *dCl;     /* (T, N, 16) one batch row's dB, dC: a partial sum per lane */
+    double *dA, *dD, *db; /* (D, N), (D), (D) sums over this thread's rows (dA before * A) */
+} scan_scratch;
+
+/* Backward of channels [d0, d0 + nd) of batch row b: du, ddt of the row, its dB, dC lane
+ * partials into s->dBl, s->dCl, and its share of dA, dD, ddt_bias into s->dA, s->dD, s->db. */
+MT_CPU_CLONES static void scan_backward_block(const mt_scan_grads *g, const float *dy,
+                                              const mt_scan_args *a, int b, int d0, int nd,
+                                              scan_scratch *s)
 {
+    static const float zeros[MT_SCAN_MAX_STATE][SCAN_BLOCK]; /* h_{-1} */
     int T = a->T, D = a->D, N = a->N;
-    float A[SCAN_BLOCK][MT_SCAN_MAX_STATE], h[SCAN_BLOCK][MT_SCAN_MAX_STATE] = {{0}};
-    float carry[SCAN_BLOCK][MT_SCAN_MAX_STATE] = {{0}};
-    static const float zeros[MT_SCAN_MAX_STATE];
-    for (int j = 0; j < nd; j++) load_A(A[j], a->A_log, d0 + j, N);
+    size_t tile = (size_t)N * SCAN_BLOCK;
+    float AT[MT_SCAN_MAX_STATE][SCAN_BLOCK], carry[MT_SCAN_MAX_STATE][SCAN_BLOCK];
+    float dAT[MT_SCAN_MAX_STATE][SCAN_BLOCK], Dk[SCAN_BLOCK], yt[SCAN_BLOCK];
+    float dDk[SCAN_BLOCK] = {0}, dbk[SCAN_BLOCK] = {0};
+    block_params(AT, Dk, a, d0, nd);
+
+    /* recompute the states, keeping every step's */
+    float (*h)[SCAN_BLOCK] = (float(*)[SCAN_BLOCK])s->hs;
+    memset(h, 0, tile * sizeof(float));
     for (int t = 0; t < T; t++) {
         size_t row = ((size_t)b * T + t) * D + d0, r = ((size_t)b * T + t) * N;
-        block_deltas(deltas + t * SCAN_BLOCK, a->dt + row, a->dt_bias + d0, nd);
-        for (int j = 0; j < nd; j++) {
-            float delta = deltas[t * SCAN_BLOCK + j];
-            scan_update(h[j], A[j], delta, a->u[row + j], a->Bm + r, a->Cm + r, N,
-                        ats + ((size_t)t * SCAN_BLOCK + j) * N);
-            memcpy(hs + ((size_t)t * SCAN_BLOCK + j) * N, h[j], (size_t)N * sizeof(float));
-        }
+        float *delta = s->deltas + (size_t)t * SCAN_BLOCK, *u = s->us + (size_t)t * SCAN_BLOCK;
+        float (*ht)[SCAN_BLOCK] = (float(*)[SCAN_BLOCK])(s->hs + (size_t)t * tile);
+        if (t > 0) memcpy(ht, ht - N, tile * sizeof(float));
+        block_inputs(delta, u, a->dt + row, a->dt_bias + d0, a->u + row, nd);
+        scan_tile_update(ht, (const float(*)[SCAN_BLOCK])AT, delta, u, Dk, a->Bm + r, a->Cm + r,
+                         N, (float(*)[SCAN_BLOCK])(s->ats + (size_t)t * tile), yt);
     }
+
+    /* the reverse recurrence */
+    memset(carry, 0, tile * sizeof(float));
+    memset(dAT, 0, tile * sizeof(float));
     for (int t = T - 1; t >= 0; t--) {
         size_t row = ((size_t)b * T + t) * D + d0, r = ((size_t)b * T + t) * N;
         const float *Bt = a->Bm + r, *Ct = a->Cm + r;
-        float ddeltas[SCAN_BLOCK];
-        for (int j = 0; j < nd; j++) {
-            const float *ht = hs + ((size_t)t * SCAN_BLOCK + j) * N;
-            const float *at = ats + ((size_t)t * SCAN_BLOCK + j) * N;
-            const float *hp = t > 0 ? ht - (size_t)SCAN_BLOCK * N : zeros; /* h_{t-1} */
-            float delta = deltas[t * SCAN_BLOCK + j], u = a->u[row + j], dyt = dy[row + j];
-            float du = a->Dskip[d0 + j] * dyt, ddelta = 0.0f;
-            float *dCt = dC + (size_t)t * N, *dBt = dB + (size_t)t * N;
-#pragma omp simd reduction(+ : du, ddelta)
-            for (int n = 0; n < N; n++) {
-                float gt = dyt * Ct[n] + carry[j][n];
-                float hprev = hp[n];
-                dCt[n] += dyt * ht[n];
-                dBt[n] += gt * delta * u;
-                du += gt * delta * Bt[n];
-                ddelta += gt * (Bt[n] * u + A[j][n] * at[n] * hprev);
-                dA[j][n] += (double)gt * delta * at[n] * hprev;
-                carry[j][n] = gt * at[n];
+        const float *delta = s->deltas + (size_t)t * SCAN_BLOCK;
+        const float *u = s->us + (size_t)t * SCAN_BLOCK;
+        const float(*ht)[SCAN_BLOCK] = (const float(*)[SCAN_BLOCK])(s->hs + (size_t)t * tile);
+        const float(*hp)[SCAN_BLOCK] = t > 0 ? ht - N : zeros;
+        const float(*at)[SCAN_BLOCK] = (const float(*)[SCAN_BLOCK])(s->ats + (size_t)t * tile);
+        float(*dBt)[SCAN_BLOCK] = (float(*)[SCAN_BLOCK])(s->dBl + (size_t)t * tile);
+        float(*dCt)[SCAN_BLOCK] = (float(*)[SCAN_BLOCK])(s->dCl + (size_t)t * tile);
+        float dyt[SCAN_BLOCK] = {0}, du[SCAN_BLOCK], ddelta[SCAN_BLOCK], v[SCAN_BLOCK] = {0};
+        memcpy(dyt, dy + row, (size_t)nd * sizeof *dyt);
+#pragma omp simd
+        for (int j = 0; j < SCAN_BLOCK; j++) du[j] = Dk[j] * dyt[j], ddelta[j] = 0.0f;
+        for (int n = 0; n < N; n++) {
+            float bn = Bt[n], cn = Ct[n];
+#pragma omp simd
+            for (int j = 0; j < SCAN_BLOCK; j++) {
+                float gt = dyt[j] * cn + carry[n][j];
+                float decayed = at[n][j] * hp[n][j]; /* exp(delta A) h_{t-1} */
+                dCt[n][j] += dyt[j] * ht[n][j];
+                dBt[n][j] += gt * delta[j] * u[j];
+                du[j] += gt * delta[j] * bn;
+                ddelta[j] += gt * (bn * u[j] + AT[n][j] * decayed);
+                dAT[n][j] += gt * delta[j] * decayed;
+                carry[n][j] = gt * at[n][j];
             }
-            dD[j] += (double)dyt * u;
-            ddeltas[j] = ddelta;
-            g->du[row + j] += du;
         }
         /* ddt = ddelta * softplus'(dt + dt_bias) */
-        for (int j = 0; j < nd; j++)
-            ddeltas[j] *= mt_softplus_gradf(a->dt[row + j] + a->dt_bias[d0 + j]);
-        for (int j = 0; j < nd; j++) {
-            dbias[j] += ddeltas[j];
-            g->ddt[row + j] += ddeltas[j];
+        for (int j = 0; j < nd; j++) v[j] = a->dt[row + j] + a->dt_bias[d0 + j];
+#pragma omp simd
+        for (int j = 0; j < SCAN_BLOCK; j++) {
+            ddelta[j] *= mt_softplus_gradf(v[j]);
+            dDk[j] += dyt[j] * u[j];
+            dbk[j] += ddelta[j];
         }
+        for (int j = 0; j < nd; j++) {
+            g->du[row + j] += du[j];
+            g->ddt[row + j] += ddelta[j];
+        }
+    }
+    for (int j = 0; j < nd; j++) {
+        size_t d = (size_t)d0 + j;
+        for (int n = 0; n < N; n++) s->dA[d * N + n] += dAT[n][j];
+        s->dD[d] += dDk[j];
+        s->db[d] += dbk[j];
     }
 }
 
 void cpu_scan_backward(const mt_scan_grads *g, const float *dy, const mt_scan_args *a)
 {
     int B = a->B, T = a->T, D = a->D, N = a->N, n_blocks = (D + SCAN_BLOCK - 1) / SCAN_BLOCK;
-    size_t bt_n = (size_t)T * N, all = (size_t)B * bt_n;
+    size_t tiles = (size_t)T * N * SCAN_BLOCK, dn = (size_t)D * N;
     int n_threads = omp_get_max_threads();
-    /* per thread: its dBm and dCm shares (B, T, N) each, summed below in thread order so
-     * the result does not depend on which thread finishes first */
-    float *shares = mt_xcalloc((size_t)n_threads * 2 * all, sizeof *shares);
+    /* per thread: dA (D, N), dD (D), ddt_bias (D), summed below in thread order */
+    double *sums = mt_xcalloc((size_t)n_threads * (dn + 2 * (size_t)D), sizeof *sums);
 #pragma omp parallel num_threads(n_threads)
     {
-        float *dB = shares + (size_t)omp_get_thread_num() * 2 * all, *dC = dB + all;
-        float *hs = mt_xmalloc(bt_n * SCAN_BLOCK * sizeof *hs);
-        float *ats = mt_xmalloc(bt_n * SCAN_BLOCK * sizeof *ats);
-        float *deltas = mt_xmalloc((size_t)T * SCAN_BLOCK * sizeof *deltas);
-        double (*dA)[MT_SCAN_MAX_STATE] = mt_xmalloc(SCAN_BLOCK * sizeof *dA);
+        double *mine = sums + (size_t)omp_get_thread_num() * (dn + 2 * (size_t)D);
+        scan_scratch s = {
+            .hs = mt_xmalloc(tiles * sizeof(float)), .ats = mt_xmalloc(tiles * sizeof(float)),
+            .deltas = mt_xmalloc((size_t)T * SCAN_BLOCK * sizeof(float)),
+            .us = mt_xmalloc((size_t)T * SCAN_BLOCK * sizeof(float)),
+            .dBl = mt_xmalloc(tiles * sizeof(float)), .dCl = mt_xmalloc(tiles * sizeof(float)),
+            .dA = mine, .dD = mine + dn, .db = mine + dn + D,
+        };
 #pragma omp for schedule(static)
-        for (int blk = 0; blk < n_blocks; blk++) {
-            int d0 = blk * SCAN_BLOCK, nd = D - d0 < SCAN_BLOCK ? D - d0 : SCAN_BLOCK;
-            double dD[SCAN_BLOCK] = {0}, dbias[SCAN_BLOCK] = {0};
-            memset(dA, 0, SCAN_BLOCK * sizeof *dA);
-            for (int b = 0; b < B; b++)
-                scan_backward_block(g, dy, a, b, d0, nd, hs, ats, deltas, dB + (size_t)b * bt_n,
-                                    dC + (size_t)b * bt_n, dA, dD, dbias);
-            for (int j = 0; j < nd; j++) {
-                size_t d = (size_t)d0 + j;
-                if (g->dA_log)
-                    for (int n = 0; n < N; n++)
-                        g->dA_log[d * N + n] += (float)dA[j][n] * -expf(a->A_log[d * N + n]);
-                if (g->dDskip) g->dDskip[d] += (float)dD[j];
-                if (g->ddt_bias) g->ddt_bias[d] += (float)dbias[j];
+        for (int b = 0; b < B; b++) {
+            memset(s.dBl, 0, tiles * sizeof(float));
+            memset(s.dCl, 0, tiles * sizeof(float));
+            for (int blk = 0; blk < n_blocks; blk++) {
+                int d0 = blk * SCAN_BLOCK, nd = D - d0 < SCAN_BLOCK ? D - d0 : SCAN_BLOCK;
+                scan_backward_block(g, dy, a, b, d0, nd, &s);
+            }
+            for (size_t tn = 0; tn < (size_t)T * N; tn++) {
+                float sb = 0.0f, sc = 0.0f;
+                for (int j = 0; j < SCAN_BLOCK; j++) {
+                    sb += s.dBl[tn * SCAN_BLOCK + j];
+                    sc += s.dCl[tn * SCAN_BLOCK + j];
+                }
+                if (g->dBm) g->dBm[(size_t)b * T * N + tn] += sb;
+                if (g->dCm) g->dCm[(size_t)b * T * N + tn] += sc;
             }
         }
-        free(hs);
-        free(ats);
-        free(deltas);
-        free(dA);
+        free(s.hs);
+        free(s.ats);
+        free(s.deltas);
+        free(s.us);
+        free(s.dBl);
+        free(s.dCl);
     }
-#pragma omp parallel for schedule(static) if (all > 16384)
-    for (size_t j = 0; j < all; j++) {
-        float sb = 0.0f, sc = 0.0f;
-        for (int th = 0; th < n_threads; th++) {
-            sb += shares[(size_t)th * 2 * all + j];
-            sc += shares[(size_t)th * 2 * all + all + j];
-        }
-        if (g->dBm) g->dBm[j] += sb;
-        if (g->dCm) g->dCm[j] += sc;
+    for (int th = 1; th < n_threads; th++)
+        for (size_t i = 0; i < dn + 2 * (size_t)D; i++)
+            sums[i] += sums[(size_t)th * (dn + 2 * (size_t)D) + i];
+    for (size_t i = 0; i < dn; i++)
+        if (g->dA_log) g->dA_log[i] += (float)sums[i] * -expf(a->A_log[i]);
+    for (int d = 0; d < D; d++) {
+        if (g->dDskip) g->dDskip[d] += (float)sums[dn + d];
+        if (g->ddt_bias) g->ddt_bias[d] += (float)sums[dn + D + d];
     }
-    free(shares);
+    free(sums);
 }

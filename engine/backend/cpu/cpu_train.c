@@ -1,5 +1,6 @@
 /* Training operations: fused softmax cross-entropy, counter-based dropout, AdamW. */
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_simd.h"
 #include "math/philox.h"
 
 #include <math.h>
@@ -13,24 +14,27 @@ void cpu_cross_entropy_forward(float *losses, float *lse, const float *logits,
 #pragma omp parallel for if (N * (size_t)V > 65536)
     for (size_t r = 0; r < N; r++) {
         const float *x = logits + r * (size_t)V;
-        float mx = -INFINITY;
-        for (int j = 0; j < V; j++) mx = fmaxf(mx, x[j]);
-        double sum = 0.0, sum_x = 0.0;
-        for (int j = 0; j < V; j++) {
-            sum += exp((double)x[j] - mx);
-            sum_x += x[j];
-        }
-        double l = mx + log(sum);
+        float mx = cpu_row_max(x, V);
+        double l = mx + log(cpu_row_sum_exp(x, V, mx));
         lse[r] = (float)l;
         if (targets[r] == ignore_index) {
             losses[r] = 0.0f;
             continue;
         }
+        double sum_x = smoothing != 0.0f ? cpu_row_sum(x, V) : 0.0;
         losses[r] = (float)(l - (1.0 - smoothing) * x[targets[r]] - smoothing * sum_x / V);
     }
 }
 
-/* dlogits_j += scale * (p_j - q_j), p_j = exp(x_j - lse) */
+/* dx_j += scale * (exp(x_j - lse) - eps / V), then dx_target -= scale * (1 - eps):
+ * dlogits_j += scale * (p_j - q_j) */
+MT_CPU_CLONES static void cross_entropy_row_backward(float *dx, const float *x, float lse, int V,
+                                                     float uniform, float scale)
+{
+#pragma omp simd
+    for (int j = 0; j < V; j++) dx[j] += scale * (expf(x[j] - lse) - uniform);
+}
+
 void cpu_cross_entropy_backward(float *dlogits, const float *logits, const float *lse,
                                 const int32_t *targets, size_t N, int V, int ignore_index,
                                 float smoothing, float scale)
@@ -38,35 +42,49 @@ void cpu_cross_entropy_backward(float *dlogits, const float *logits, const float
 #pragma omp parallel for if (N * (size_t)V > 65536)
     for (size_t r = 0; r < N; r++) {
         if (targets[r] == ignore_index) continue;
-        const float *x = logits + r * (size_t)V;
         float *dx = dlogits + r * (size_t)V;
-        float uniform = smoothing / V;
-        for (int j = 0; j < V; j++) {
-            float q = uniform + (j == targets[r] ? 1.0f - smoothing : 0.0f);
-            dx[j] += scale * (expf(x[j] - lse[r]) - q);
+        cross_entropy_row_backward(dx, logits + r * (size_t)V, lse[r], V, smoothing / V, scale);
+        dx[targets[r]] -= scale * (1.0f - smoothing);
+    }
+}
+
+/* keep_i = philox_uniform(seed, i, site, step) >= p ; out = keep ? x / (1 - p) : 0
+ * (dropout_chunk with dx = NULL; with dx, the backward: dx += keep ? dout / (1 - p) : 0).
+ * Elements [i0, i0 + n); Philox's rounds vectorise, so a vector of masks is drawn at once. */
+MT_CPU_CLONES static void dropout_chunk(float *out, float *dx, const float *in, size_t i0,
+                                        size_t n, float p, uint64_t seed, uint64_t step,
+                                        uint32_t site)
+{
+    float inv_keep = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+    if (dx) {
+#pragma omp simd
+        for (size_t i = i0; i < i0 + n; i++) {
+            float keep = mt_philox_uniform(seed, (uint32_t)i, site, step) >= p ? inv_keep : 0.0f;
+            dx[i] += in[i] * keep;
+        }
+    } else {
+#pragma omp simd
+        for (size_t i = i0; i < i0 + n; i++) {
+            float keep = mt_philox_uniform(seed, (uint32_t)i, site, step) >= p ? inv_keep : 0.0f;
+            out[i] = in[i] * keep;
         }
     }
 }
 
-/* keep_i = philox_uniform(seed, i, site, step) >= p ; out = keep ? x / (1 - p) : 0 */
 void cpu_dropout_forward(float *out, const float *x, size_t n, float p, uint64_t seed,
                          uint64_t step, uint32_t site)
 {
-    float inv_keep = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
-#pragma omp parallel for if (n > 16384)
-    for (size_t i = 0; i < n; i++) {
-        int keep = mt_philox_uniform(seed, (uint32_t)i, site, step) >= p;
-        out[i] = keep ? x[i] * inv_keep : 0.0f;
-    }
+#pragma omp parallel for schedule(static) if (n > 16384)
+    for (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK)
+        dropout_chunk(out, NULL, x, i0, cpu_chunk_len(i0, n), p, seed, step, site);
 }
 
 void cpu_dropout_backward(float *dx, const float *dout, size_t n, float p, uint64_t seed,
                           uint64_t step, uint32_t site)
 {
-    float inv_keep = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
-#pragma omp parallel for if (n > 16384)
-    for (size_t i = 0; i < n; i++)
-        if (mt_philox_uniform(seed, (uint32_t)i, site, step) >= p) dx[i] += dout[i] * inv_keep;
+#pragma omp parallel for schedule(static) if (n > 16384)
+    for (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK)
+        dropout_chunk(NULL, dx, dout, i0, cpu_chunk_len(i0, n), p, seed, step, site);
 }
 
 /* torch.optim.AdamW: p *= 1 - lr wd ; m = b1 m + (1-b1) g ; v = b2 v + (1-b2) g^2 ;
