@@ -306,6 +306,12 @@ const mt_model_config *mt_model_get_config(const mt_model *m) { return &m->cfg; 
 const mt_backend *mt_model_backend(const mt_model *m) { return m->be; }
 int mt_model_is_encdec(const mt_model *m) { return m->arch->encdec; }
 
+int mt_model_config_is_encdec(const mt_model_config *c)
+{
+    const mt_arch *a = mt_arch_find(c->arch);
+    return a ? a->encdec : 0;
+}
+
 size_t mt_model_param_count(const mt_model *m)
 {
     size_t n = 0;

@@ -76,6 +76,8 @@ static int by_len_then_key(const void *pa, const void *pb)
     return a->idx < b->idx ? -1 : a->idx > b->idx;
 }
 
+size_t mt_batch_budget(size_t max_tokens, int encdec) { return encdec ? max_tokens : 2 * max_tokens; }
+
 void mt_batch_plan_build(mt_batch_plan *p, const int *len, size_t n, size_t max_tokens,
                          uint64_t seed, uint64_t epoch)
 {

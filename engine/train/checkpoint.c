@@ -71,7 +71,10 @@ static char *fingerprint(const mt_train_config *c, char *out, size_t n)
     h = fnv(h, c->train_src, strlen(c->train_src));
     h = fnv(h, c->train_tgt, strlen(c->train_tgt));
     h = fnv(h, c->tokenizer, strlen(c->tokenizer));
-    const long long ints[] = {c->max_len, c->cat_n, (long long)c->max_tokens, c->accum, c->warmup,
+    /* the batch plan's budget rather than max_tokens itself, so checkpoints of decoder-only
+     * models made before their budget doubled (mt_batch_budget) are not resumed on the new plan */
+    size_t budget = mt_batch_budget(c->max_tokens, mt_model_config_is_encdec(&c->model));
+    const long long ints[] = {c->max_len, c->cat_n, (long long)budget, c->accum, c->warmup,
                               (long long)c->seed};
     const double reals[] = {c->cat_keep, c->lr, c->weight_decay, c->beta1, c->beta2, c->eps,
                             c->label_smoothing};

@@ -108,7 +108,8 @@ static void epoch_plan_build(epoch_plan *ep, const mt_train_config *cfg, const m
     mt_examples_build(&ep->ex, c, cfg->cat_n, cfg->cat_keep, cfg->max_len, cfg->seed, (uint64_t)epoch);
     ep->len = mt_xmalloc(ep->ex.n * sizeof *ep->len);
     for (size_t i = 0; i < ep->ex.n; i++) ep->len[i] = mt_example_packed_len(&ep->ex, i, encdec);
-    mt_batch_plan_build(&ep->plan, ep->len, ep->ex.n, cfg->max_tokens, cfg->seed, (uint64_t)epoch);
+    mt_batch_plan_build(&ep->plan, ep->len, ep->ex.n, mt_batch_budget(cfg->max_tokens, encdec),
+                        cfg->seed, (uint64_t)epoch);
 }
 
 static void epoch_plan_free(epoch_plan *ep)

@@ -1,6 +1,7 @@
 /* Training data: corpus loading errors, CAT-N examples, token-budget batch plans, lr schedule. */
 #include "test_util.h"
 #include "mtlab/error.h"
+#include "mtlab/train.h"
 #include "mtlab/traindata.h"
 
 #include <unistd.h>
@@ -40,6 +41,42 @@ static void test_batch_plan_budget_and_coverage(void **state)
     mt_batch_plan_free(&p);
     mt_batch_plan_free(&q);
     mt_batch_plan_free(&r);
+}
+
+/* Encoder-decoder and decoder-only plans from one max_tokens hold about the same sentence pairs
+ * per batch: a decoder-only row packs both sides, and its budget is twice as large. */
+static void test_batch_budget_same_pairs(void **state)
+{
+    (void)state;
+    enum { N = 2000 };
+    mt_corpus c = {0};
+    int sl[N], tl[N], len[2][N];
+    for (int i = 0; i < N; i++) sl[i] = 10 + (i * 13) % 40, tl[i] = sl[i] + (i % 7) - 3;
+    c.n = N;
+    c.src_len = sl;
+    c.tgt_len = tl;
+    mt_examples e;
+    mt_examples_build(&e, &c, 1, 0.5, 0, 1, 0);
+    size_t batches[2], same_budget_batches = 0;
+    for (int encdec = 0; encdec < 2; encdec++) {
+        for (int i = 0; i < N; i++) len[encdec][i] = mt_example_packed_len(&e, (size_t)i, encdec);
+        mt_batch_plan p;
+        mt_batch_plan_build(&p, len[encdec], N, mt_batch_budget(1024, encdec), 3, 0);
+        batches[encdec] = p.n_batches;
+        mt_batch_plan_free(&p);
+    }
+    mt_batch_plan p;
+    mt_batch_plan_build(&p, len[0], N, 1024, 3, 0); /* decoder-only rows on the one-side budget */
+    same_budget_batches = p.n_batches;
+    mt_batch_plan_free(&p);
+    mt_examples_free(&e);
+    double ratio = (double)batches[0] / (double)batches[1];
+    printf("batches per epoch: encoder-decoder %zu, decoder-only %zu (ratio %.3f; on the one-side "
+           "budget %zu)\n", batches[1], batches[0], ratio, same_budget_batches);
+    assert_true(ratio > 0.9 && ratio < 1.1);
+    assert_true((double)same_budget_batches / (double)batches[1] > 1.8);
+    assert_int_equal(mt_batch_budget(4096, 1), 4096);
+    assert_int_equal(mt_batch_budget(4096, 0), 8192);
 }
 
 static void test_examples_catn(void **state)
@@ -143,6 +180,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_batch_plan_budget_and_coverage),
+        cmocka_unit_test(test_batch_budget_same_pairs),
         cmocka_unit_test(test_examples_catn),
         cmocka_unit_test(test_lr_schedule),
         cmocka_unit_test(test_corpus_load_errors),

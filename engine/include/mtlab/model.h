@@ -103,6 +103,9 @@ void mt_model_free(mt_model *m);
 const mt_model_config *mt_model_get_config(const mt_model *m);
 const mt_backend *mt_model_backend(const mt_model *m);
 int mt_model_is_encdec(const mt_model *m);
+/* The same for a configuration: 1 for transformer and mamba-encdec, 0 for the decoder-only
+ * architectures and for an unknown arch. */
+int mt_model_config_is_encdec(const mt_model_config *c);
 /* Trainable parameters (the sinusoid tables and Marian's final_logits_bias are not). */
 size_t mt_model_param_count(const mt_model *m);
 

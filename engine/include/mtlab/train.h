@@ -34,7 +34,7 @@ typedef struct {
     double cat_keep;         /* CAT-N: probability a pair stays alone (0.5) */
 
     /* optimisation */
-    size_t max_tokens;       /* padded tokens per micro-batch */
+    size_t max_tokens;       /* padded tokens per side per micro-batch (mt_batch_budget) */
     int accum;               /* micro-batches per optimiser step */
     double lr;               /* peak learning rate */
     long warmup;             /* warm-up steps (0: HF timescale form, see mt_lr_inverse_sqrt) */

@@ -63,6 +63,13 @@ typedef struct {
 
 void mt_batch_plan_build(mt_batch_plan *p, const int *len, size_t n, size_t max_tokens,
                          uint64_t seed, uint64_t epoch);
+
+/* The rows * longest budget a training batch plan gets from the configured max_tokens, the
+ * padded tokens per side. An encoder-decoder row is one side at a time (its packed length is the
+ * longer side), so its budget is max_tokens; a decoder-only row holds both sides in one
+ * sequence, so its budget is 2 * max_tokens. Both kinds then see about the same sentence pairs
+ * and the same tokens per step, as the paper's fixed 64-pair batches do (MODELS.md 4). */
+size_t mt_batch_budget(size_t max_tokens, int encdec);
 void mt_batch_plan_free(mt_batch_plan *p);
 
 /* Inverse-square-root learning rate. warmup > 0: linear from 0 to base over warmup steps, then
