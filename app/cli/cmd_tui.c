@@ -48,9 +48,11 @@ static int run(int argc, char **argv)
     }
     char **defaults = NULL;
     int n_defaults = 0;
-    char models_dir[4096], hint[4600];
+    char models_dir[4096], hint[4600], problem[4600];
     if (o.n_dirs == 0) {
-        n_defaults = tui_default_bundles(&defaults, o.models_root, models_dir, sizeof models_dir);
+        n_defaults = tui_default_bundles(&defaults, o.models_root, models_dir, sizeof models_dir, problem,
+                                         sizeof problem);
+        if (problem[0]) o.warning = problem;
         for (int i = 0; i < n_defaults && o.n_dirs < TUI_MAX_PANES; i++) {
             o.devices[o.n_dirs] = o.device;
             o.dirs[o.n_dirs++] = defaults[i];

@@ -2,6 +2,7 @@
  * marked when open; choosing one opens or closes its pane. */
 #include <dirent.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -11,15 +12,52 @@
 #include "mtlab/error.h"
 #include "tui/app.h"
 
+/* Read root/panes.txt when it exists: one bundle name per line ('#' starts a comment), the
+ * bundles `mtlab` opens first, in that order. Returns the number of names (malloc'd in *names). */
+static int read_pane_order(char ***names, const char *root)
+{
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/panes.txt", root);
+    *names = NULL;
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    int n = 0, cap = 0;
+    char line[1024];
+    while (fgets(line, sizeof line, f)) {
+        char *hash = strchr(line, '#');
+        if (hash) *hash = 0;
+        char *b = line, *e = line + strlen(line);
+        while (*b == ' ' || *b == '\t') b++;
+        while (e > b && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r')) e--;
+        if (e == b) continue;
+        *e = 0;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 8;
+            *names = mt_xrealloc(*names, (size_t)cap * sizeof **names);
+        }
+        (*names)[n++] = mt_xstrdup(b);
+    }
+    fclose(f);
+    return n;
+}
+
 static int cmp_str(const void *x, const void *y)
 {
     return strcmp(*(const char *const *)x, *(const char *const *)y);
 }
 
-int tui_default_bundles(char ***dirs, const char *where, char *models_dir, size_t len)
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+int tui_default_bundles(char ***dirs, const char *where, char *models_dir, size_t len, char *problem,
+                        size_t plen)
 {
     char root[PATH_MAX];
     *dirs = NULL;
+    if (problem && plen) problem[0] = 0;
     if (where) snprintf(root, sizeof root, "%s", where);
     else if (cli_find_resource("models", root, sizeof root) != 0) snprintf(root, sizeof root, "models");
     if (models_dir) snprintf(models_dir, len, "%s", root);
@@ -41,6 +79,23 @@ int tui_default_bundles(char ***dirs, const char *where, char *models_dir, size_
     }
     closedir(d);
     if (n > 1) qsort(*dirs, (size_t)n, sizeof **dirs, cmp_str);
+    /* The bundles panes.txt lists move to the front in its order; the rest stay sorted. */
+    char **order;
+    int n_order = read_pane_order(&order, root), front = 0;
+    for (int i = 0; i < n_order; i++) {
+        int k = front;
+        while (k < n && strcmp(base_name((*dirs)[k]), order[i])) k++;
+        if (k < n) {
+            char *moved = (*dirs)[k];
+            memmove(*dirs + front + 1, *dirs + front, (size_t)(k - front) * sizeof **dirs);
+            (*dirs)[front++] = moved;
+        } else if (problem && plen && !problem[0]) {
+            snprintf(problem, plen, "%s/panes.txt names '%s', which is not a bundle there (or is listed twice)",
+                     root, order[i]);
+        }
+        free(order[i]);
+    }
+    free(order);
     return n;
 }
 
@@ -70,7 +125,7 @@ void tui_picker_open(tui_app *a)
     for (int i = 0; i < a->n_panes; i++) add_candidate(a, a->panes[i]->dir, &cap);
     for (int i = 0; i < a->n_known; i++) add_candidate(a, a->known_dirs[i], &cap);
     char **defaults;
-    int n = tui_default_bundles(&defaults, a->models_root, NULL, 0);
+    int n = tui_default_bundles(&defaults, a->models_root, NULL, 0, NULL, 0);
     for (int i = 0; i < n; i++) {
         add_candidate(a, defaults[i], &cap);
         free(defaults[i]);

@@ -17,12 +17,16 @@ typedef struct {
     int no_mouse;
     const char *models_root; /* where the picker looks for bundles (NULL: models/) */
     const char *empty_hint; /* shown when no pane is open */
+    const char *warning;    /* logged as a warning at start (NULL: none) */
 } tui_options;
 
 /* The bundles (directories holding a config.json) in root, or when root is NULL in the
- * project's models/ (cli_find_resource), sorted and malloc'd; models_dir (when not NULL)
- * receives the directory searched. Returns their number. */
-int tui_default_bundles(char ***dirs, const char *root, char *models_dir, size_t len);
+ * project's models/ (cli_find_resource), malloc'd: those root/panes.txt names (one per line, '#'
+ * comments) first in its order, the rest sorted. models_dir (when not NULL) receives the directory
+ * searched; problem (when not NULL) receives the first panes.txt name that is no bundle there, or
+ * "". Returns their number. */
+int tui_default_bundles(char ***dirs, const char *root, char *models_dir, size_t len, char *problem,
+                        size_t plen);
 
 /* Run the workbench until the user quits. 0, or 1 after printing why it could not start. */
 int tui_run(const tui_options *o);

@@ -300,6 +300,7 @@ int tui_run(const tui_options *o)
                 tui_color_level_name(level),
                 a->utf8 && !a->ascii ? "UTF-8" : "ASCII glyphs");
     if (index < 0) tui_log_add(&a->log, TUI_LOG_WARN, "no themes/ directory found: plain look");
+    if (o->warning) tui_log_add(&a->log, TUI_LOG_WARN, "%s", o->warning);
     for (int i = 0; i < o->n_dirs; i++) {
         load_corpus_stats(a, o->dirs[i]);
         if (tui_pane_add(a, o->dirs[i], o->devices[i]) != 0) tui_log_add(&a->log, TUI_LOG_ERROR, "%s", mt_last_error());
