@@ -229,6 +229,9 @@ static void loop(tui_app *a)
         int ms = poll_timeout(a, now);
         struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
         ppoll(fds, 2, ms < 0 ? NULL : &ts, &during_wait);
+        /* the terminal went away (its window closed, tmux killed) without a SIGHUP reaching us:
+         * stdin now polls ready forever, so stop instead of spinning */
+        if (fds[0].revents & (POLLHUP | POLLERR | POLLNVAL)) break;
         if (tui_resize_signal) {
             tui_term_resize();
             a->relayout = 1;

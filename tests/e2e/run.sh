@@ -269,6 +269,21 @@ T send-keys -t e2e -l "stty -g > stty.after; cmp -s stty.before stty.after && ec
 T send-keys -t e2e Enter
 check "... with the terminal modes restored" wait_for '^TTY-RESTORED' 5
 
+# ---------------------------------------------------------------- the terminal goes away
+# closing the window (here: killing the tmux session) must end the workbench, not leave it
+# spinning on a hung-up terminal
+T new-session -d -s e2e-gone -x 80 -y 24 "exec $bin tui -m bundles/mamba"
+gone_pid=$(T display -p -t e2e-gone '#{pane_pid}')
+sleep 2
+T kill-session -t e2e-gone
+ends_with_its_terminal() {
+    local i
+    for i in $(seq 50); do kill -0 "$gone_pid" 2>/dev/null || return 0; sleep 0.1; done
+    kill -9 "$gone_pid" 2>/dev/null
+    return 1
+}
+check "a workbench whose terminal is closed exits" ends_with_its_terminal
+
 # ---------------------------------------------------------------- command line
 unknown_theme() {
     local out rc
