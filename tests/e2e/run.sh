@@ -298,6 +298,33 @@ bad_device() {
 }
 check "translate on an unavailable device says which and why" bad_device
 
+# ---------------------------------------------------------------- the shipped models
+# every bundle in models/ loads through the reader and translates Genesis 1:3 into English
+# that names God and the light (greedy; the words, not the exact sentence, so a rounding
+# difference between machines cannot fail it); panes.txt names only bundles that are there
+translates_genesis() {
+    local out
+    out=$(echo "Y dijo Dios: Sea la luz: y fué la luz." | "$bin" translate -m "$1" 2>&1) &&
+        [[ "$out" == *God* ]] && [[ "${out,,}" == *light* ]] ||
+        { echo "      | $out"; return 1; }
+}
+shipped=0
+for dir in "$root"/models/*/; do
+    [ -f "$dir/config.json" ] || continue
+    shipped=$((shipped + 1))
+    check "models/$(basename "$dir") translates Genesis 1:3" translates_genesis "$dir"
+done
+some_shipped() { [ "$shipped" -ge 2 ]; }
+check "models/ ships bundles ($shipped)" some_shipped
+panes_name_bundles() {
+    local line name
+    while read -r line; do
+        name=${line%%#*}; name=${name//[[:space:]]/}
+        [ -z "$name" ] || [ -f "$root/models/$name/config.json" ] || { echo "      | $name"; return 1; }
+    done < "$root/models/panes.txt"
+}
+check "models/panes.txt names only shipped bundles" panes_name_bundles
+
 # E2E_CAPTURES=DIR keeps the screens of the nondeterministic views (translations, heatmaps)
 [ -n "${E2E_CAPTURES:-}" ] && cp "$work"/*_screen.txt "$E2E_CAPTURES/"
 echo
