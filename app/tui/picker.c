@@ -2,6 +2,7 @@
  * marked when open; choosing one opens or closes its pane. */
 #include <dirent.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,35 +11,19 @@
 
 #include "cli/paths.h"
 #include "mtlab/error.h"
+#include "mtlab/metrics.h"
 #include "tui/app.h"
 
-/* Read root/panes.txt when it exists: one bundle name per line ('#' starts a comment), the
- * bundles `mtlab` opens first, in that order. Returns the number of names (malloc'd in *names). */
-static int read_pane_order(char ***names, const char *root)
+/* The bundle name on one line of panes.txt: the text before any '#', without the blanks around
+ * it; "" for a blank or comment line. Cuts line in place. */
+static const char *pane_name(char *line)
 {
-    char path[PATH_MAX + 16];
-    snprintf(path, sizeof path, "%s/panes.txt", root);
-    *names = NULL;
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    int n = 0, cap = 0;
-    char line[1024];
-    while (fgets(line, sizeof line, f)) {
-        char *hash = strchr(line, '#');
-        if (hash) *hash = 0;
-        char *b = line, *e = line + strlen(line);
-        while (*b == ' ' || *b == '\t') b++;
-        while (e > b && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r')) e--;
-        if (e == b) continue;
-        *e = 0;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 8;
-            *names = mt_xrealloc(*names, (size_t)cap * sizeof **names);
-        }
-        (*names)[n++] = mt_xstrdup(b);
-    }
-    fclose(f);
-    return n;
+    char *hash = strchr(line, '#');
+    if (hash) *hash = 0;
+    char *b = line + strspn(line, " \t"), *e = b + strlen(b);
+    while (e > b && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r')) e--;
+    *e = 0;
+    return b;
 }
 
 static int cmp_str(const void *x, const void *y)
@@ -50,6 +35,16 @@ static const char *base_name(const char *path)
 {
     const char *slash = strrchr(path, '/');
     return slash ? slash + 1 : path;
+}
+
+/* The first problem found goes to problem (when there is room for it); later ones are dropped. */
+static void report(char *problem, size_t plen, const char *fmt, ...)
+{
+    if (!problem || !plen || problem[0]) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(problem, plen, fmt, ap);
+    va_end(ap);
 }
 
 int tui_default_bundles(char ***dirs, const char *where, char *models_dir, size_t len, char *problem,
@@ -79,23 +74,28 @@ int tui_default_bundles(char ***dirs, const char *where, char *models_dir, size_
     }
     closedir(d);
     if (n > 1) qsort(*dirs, (size_t)n, sizeof **dirs, cmp_str);
-    /* The bundles panes.txt lists move to the front in its order; the rest stay sorted. */
-    char **order;
-    int n_order = read_pane_order(&order, root), front = 0;
-    for (int i = 0; i < n_order; i++) {
-        int k = front;
-        while (k < n && strcmp(base_name((*dirs)[k]), order[i])) k++;
-        if (k < n) {
+    /* The bundles root/panes.txt lists (when it exists) move to the front in its order; the rest
+     * stay sorted. */
+    char order_path[PATH_MAX + 16];
+    snprintf(order_path, sizeof order_path, "%s/panes.txt", root);
+    mt_text_lines order = {0};
+    if (access(order_path, F_OK) == 0 && mt_text_lines_read(&order, order_path) != 0)
+        report(problem, plen, "%s", mt_last_error());
+    for (size_t i = 0, front = 0; i < order.n; i++) {
+        const char *name = pane_name(order.lines[i]);
+        if (!name[0]) continue;
+        size_t k = front;
+        while (k < (size_t)n && strcmp(base_name((*dirs)[k]), name)) k++;
+        if (k < (size_t)n) {
             char *moved = (*dirs)[k];
-            memmove(*dirs + front + 1, *dirs + front, (size_t)(k - front) * sizeof **dirs);
+            memmove(*dirs + front + 1, *dirs + front, (k - front) * sizeof **dirs);
             (*dirs)[front++] = moved;
-        } else if (problem && plen && !problem[0]) {
-            snprintf(problem, plen, "%s/panes.txt names '%s', which is not a bundle there (or is listed twice)",
-                     root, order[i]);
+        } else {
+            report(problem, plen, "%s:%zu names '%s', which is not a bundle there (or is listed twice)",
+                   order_path, i + 1, name);
         }
-        free(order[i]);
     }
-    free(order);
+    mt_text_lines_free(&order);
     return n;
 }
 

@@ -76,13 +76,32 @@ static void test_sorted_then_ordered(void **state)
     write_order("mamba-smal\nretnet-small\nretnet-small\nnotes\n");
     defaults(got, sizeof got, problem, sizeof problem);
     assert_string_equal(got, "retnet-small mamba-encdec-small mamba-local-small mamba-small transformer-small");
-    assert_non_null(strstr(problem, "panes.txt names 'mamba-smal', which is not a bundle there"));
+    assert_non_null(strstr(problem, "panes.txt:1 names 'mamba-smal', which is not a bundle there"));
 
     /* No problem buffer: the order still applies. */
     char **dirs;
     int n = tui_default_bundles(&dirs, root, NULL, 0, NULL, 0);
     assert_int_equal(n, 5);
     assert_non_null(strstr(dirs[0], "/retnet-small"));
+    for (int i = 0; i < n; i++) free(dirs[i]);
+    free(dirs);
+
+    /* An unreadable panes.txt is reported and the bundles open sorted. */
+    write_order("transformer-small\nmamba-\xff\n");
+    defaults(got, sizeof got, problem, sizeof problem);
+    assert_string_equal(got, "mamba-encdec-small mamba-local-small mamba-small retnet-small transformer-small");
+    assert_non_null(strstr(problem, "panes.txt:2: invalid UTF-8"));
+}
+
+/* The project's own models/panes.txt (what `make run` opens) names only bundles shipped there. */
+static void test_shipped_order(void **state)
+{
+    (void)state;
+    char **dirs, models_dir[1024], problem[1024];
+    int n = tui_default_bundles(&dirs, NULL, models_dir, sizeof models_dir, problem, sizeof problem);
+    print_message("%s: %d bundles, first %s\n", models_dir, n, n ? dirs[0] : "-");
+    assert_true(n >= 2);
+    assert_string_equal(problem, "");
     for (int i = 0; i < n; i++) free(dirs[i]);
     free(dirs);
 }
@@ -100,6 +119,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_sorted_then_ordered, setup, teardown),
+        cmocka_unit_test(test_shipped_order),
         cmocka_unit_test(test_missing_root),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
