@@ -1,5 +1,5 @@
 // The fused Mamba v1 selective scan on CUDA (formulas: mtlab/backend.h, mt_scan_args; the
-// CPU reference: engine/backend/cpu/cpu_scan.c; the design it follows: MODELS.md section 2).
+// CPU reference: engine/backend/cpu/cpu_scan.c; the design it follows: docs/models.md §3.7).
 //
 // One thread per channel (b, d), its N states in registers: consecutive threads take
 // consecutive channels of one batch row, so u, dt, y (B, T, D) are read and written coalesced

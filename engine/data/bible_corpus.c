@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Books held out whole, so parallel passages cannot leak from train (BIBLE.md); the Gospels and
+/* Whole books held out (docs/data.md §4): parallel passages cannot leak from train; the Gospels and
  * Kings/Chronicles, which repeat each other, all stay in train. */
 static const char *const valid_books[] = {"Ruth", "Joel", "Habakkuk", "Zephaniah", "Haggai",
                                           "Galatians", "Colossians", "I Peter", "Jude"};

@@ -1,4 +1,4 @@
-/* Parameter initialisation on host memory (MODELS.md 1.3 for Mamba). */
+/* Parameter initialisation on host memory (docs/models.md §2.6, §3.3 for Mamba). */
 #include "mtlab/layers.h"
 
 #include <math.h>

@@ -1,4 +1,4 @@
-/* The Mamba v1 mixer (MODELS.md 1.4 and 1.6), forward, backward and the recurrent step.
+/* The Mamba v1 mixer (docs/models.md §3.4 and §3.6), forward, backward and the recurrent step.
  *   x = h Wx^T ; z = h Wz^T                  (in_proj rows [0, Di) and [Di, 2Di))
  *   x *= mask ; xc = conv1d(x) ; u = SiLU(xc) * mask
  *   dt_low, Bm, Cm = u Wdt^T, u WB^T, u WC^T (x_proj rows [0,R), [R,R+S), [R+S,R+2S))
@@ -164,7 +164,7 @@ void mt_mamba_backward(const mt_backend *be, float *dh, mt_mamba_params *g, mt_m
                        p->in_proj_w + (size_t)Di * C, N, C, Di);
 }
 
-/* MODELS.md 1.6: the conv state takes the new x and the scan advances one step. */
+/* docs/models.md §3.6: the conv state takes the new x and the scan advances one step. */
 void mt_mamba_step(const mt_backend *be, float *out, mt_mamba_acts *a, const float *h,
                    const mt_mamba_params *p, const mt_mamba_config *cfg, mt_mamba_state *state,
                    int B)

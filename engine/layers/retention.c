@@ -1,4 +1,4 @@
-/* Multi-scale retention, RetNet's token mixer (MODELS.md 3; mtlab/layers.h), forward,
+/* Multi-scale retention, RetNet's token mixer (docs/models.md §4; mtlab/layers.h), forward,
  * backward, the recurrent step and its state.
  *   q = x Wq^T ; k = x Wk^T / sqrt(Dk) ; v = x Wv^T ; g = x Wg^T
  *   q, k <- rotate(q, k) (interleaved pairs, position pos0 + t)

@@ -1,7 +1,7 @@
 /* Incremental decoding: a prefill runs the prompt (and the encoder) in parallel and fills the
  * per-unit caches; each step then runs one new token per row through the cached units
  * (attention over its KV cache or sliding-window ring, Mamba through its conv + ssm state,
- * MODELS.md 1.6, retention through its recurrent state, MODELS.md 3).
+ * docs/models.md §3.6, retention through its recurrent state, docs/models.md §4.3).
  * Letters: B rows, T prompt length, S source length, C d_model, V vocabulary, R ring slots. */
 #include "models/model_internal.h"
 

@@ -49,7 +49,7 @@ size_t mt_model_targets(const mt_model *m, int32_t *targets, const int32_t *ids,
     size_t count = 0;
     for (int b = 0; b < B; b++) {
         const int32_t *row = ids + (size_t)b * T;
-        /* decoder-only: predictions count from the first <sep> on (MODELS.md 4) */
+        /* decoder-only: predictions count from the first <sep> on (docs/models.md §1.3) */
         int counting = m->arch->encdec;
         for (int t = 0; t < T; t++) {
             if (!counting && row[t] == m->cfg.sep_id) counting = 1;

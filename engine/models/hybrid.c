@@ -1,4 +1,4 @@
-/* `mamba-mha` and `mamba-local`: the paper's Mamba hybrids (MODELS.md 4; ssm-mt
+/* `mamba-mha` and `mamba-local`: the paper's Mamba hybrids (docs/models.md §9.1; ssm-mt
  * models/hybrids/). A Mamba stack in MambaForCausalLM layout whose layers at the configured
  * indices (attention_layers, 0-based; default N/2 - 1 and N - 1, the paper's "layers N/2
  * and N") are pre-norm causal self-attention blocks instead: 8 heads, no biases, no

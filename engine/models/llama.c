@@ -1,5 +1,5 @@
 /* `transformer++`: the paper's decoder-only LLaMA-style Transformer in Hugging Face
- * LlamaForCausalLM layout (MODELS.md 5): token embedding, per layer two pre-norm units
+ * LlamaForCausalLM layout (docs/models.md §6): token embedding, per layer two pre-norm units
  *   h = x + Attn(RMSNorm(x))       causal, rotate-half RoPE on q and k, no biases
  *   y = h + MLP(RMSNorm(h))        down(SiLU(gate h) * up h), SwiGLU, no biases
  * a final RMSNorm and an untied lm_head. ssm-mt sizes the MLP 4 x hidden_size, not LLaMA's

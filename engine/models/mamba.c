@@ -1,5 +1,5 @@
 /* `mamba`: the paper's decoder-only Mamba v1 in Hugging Face MambaForCausalLM layout
- * (MODELS.md 1): token embedding, n pre-norm units x + Mixer(RMSNorm(x)), final RMSNorm
+ * (docs/models.md §8): token embedding, n pre-norm units x + Mixer(RMSNorm(x)), final RMSNorm
  * norm_f, output projection tied to the embedding (or lm_head.weight when untied). */
 #include <math.h>
 #include <stdio.h>
@@ -39,7 +39,7 @@ static int build(mt_model *m)
     return 0;
 }
 
-/* mamba_ssm initialisation (MODELS.md 1.3): embedding N(0, init_std), mixers by mt_mamba_init
+/* mamba_ssm initialisation (docs/models.md §3.3): embedding N(0, init_std), mixers by mt_mamba_init
  * with out_proj rescaled by 1/sqrt(n_layer) (one residual per layer), RMSNorm gains 1. */
 static void init(mt_model *m, float *host, uint64_t seed)
 {

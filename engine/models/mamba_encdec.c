@@ -1,4 +1,4 @@
-/* `mamba-encdec`: the paper's Mamba encoder-decoder (MODELS.md 4; ssm-mt
+/* `mamba-encdec`: the paper's Mamba encoder-decoder (docs/models.md §9.2; ssm-mt
  * models/hybrids/mamba_encdec.py).
  *   encoder: own token embedding, encoder_layers causal pre-norm Mamba blocks, norm_f
  *   decoder: token embedding tied to the output projection, decoder_layers blocks of three

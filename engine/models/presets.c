@@ -1,5 +1,5 @@
 /* Model presets and configuration checks.
- * Paper sizes (MODELS.md 0, vocabulary 32000):
+ * Paper sizes (docs/models.md §1.5, vocabulary 32000):
  *   transformer   6+6 layers, d_model 512, 8 heads, FFN 2048, separate output (~77M)
  *   mamba         24 layers, d_model 610 (~77M)
  *   transformer++ 12 layers, d_model 496, 8 heads, SwiGLU 1984, untied (~79M)
@@ -126,7 +126,7 @@ int mt_model_preset(mt_model_config *cfg, const char *name)
 {
     memset(cfg, 0, sizeof *cfg);
     mt_model_config_init_ids(cfg);
-    cfg->dropout = 0.3f; /* the paper's WMT14 setting (MODELS.md 4) */
+    cfg->dropout = 0.3f; /* the paper's WMT14 setting (docs/models.md §1.5) */
     if (!strcmp(name, "transformer")) transformer(cfg, 32000, 512, 6, 8, 2048, 0);
     else if (!strcmp(name, "mamba")) mamba(cfg, 32000, 610, 24);
     else if (!strcmp(name, "transformer++")) llama(cfg, 32000, 496, 12, 8, 1984);

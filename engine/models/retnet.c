@@ -1,4 +1,4 @@
-/* `retnet`: the paper's decoder-only RetNet (MODELS.md 3; torchscale RetNetDecoder as ssm-mt
+/* `retnet`: the paper's decoder-only RetNet (docs/models.md §7; torchscale RetNetDecoder as ssm-mt
  * configures it): token embedding times sqrt(E), per layer two pre-norm units
  *   h = x + MSR(RMSNorm(x))        multi-scale retention (engine/layers/retention.c)
  *   y = h + GLU(RMSNorm(h))        fc2(SiLU(fc1 h) * gate h), no biases

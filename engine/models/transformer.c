@@ -1,5 +1,5 @@
 /* `transformer`: the paper's encoder-decoder Transformer in Hugging Face MarianMTModel layout
- * (MODELS.md 7): shared token embedding scaled by sqrt(C), fixed sinusoid positions, post-norm
+ * (docs/models.md §5): shared token embedding times sqrt(C), fixed sinusoid positions, post-norm
  * layers (encoder: self-attention, FFN; decoder: causal self-attention, cross-attention, FFN),
  * biases everywhere, output projection tied to the embedding or separate (lm_head.weight),
  * plus the final_logits_bias buffer. */

@@ -5,7 +5,7 @@
  *   backward: dn = mixer'(drop'(dy));  dx = dy + norm'(dn)
  * post-norm:  s = x + drop(mixer(x));  y = norm(s)
  *   backward: ds = norm'(dy);  dx = ds + mixer'(drop'(ds))
- * The Mamba mixer applies its dropout itself (after out_proj, MODELS.md 1.4 step 13).
+ * The Mamba mixer applies its dropout itself (after out_proj, docs/models.md §3.4 step 13).
  * Letters: B rows, T positions, N = B*T, C d_model, S source positions. */
 #include "models/model_internal.h"
 

@@ -2,7 +2,7 @@
  * norms of the SSM state (mtlab/probe.h). Letters: T positions, D channels (d_inner), N state
  * size, G channel groups.
  *
- * With delta_t,d = softplus(dt_t,d + dt_bias_d) and A_d,n = -exp(A_log_d,n) (MODELS.md 1.4):
+ * With delta_t,d = softplus(dt_t,d + dt_bias_d) and A_d,n = -exp(A_log_d,n) (docs/models.md §3.4):
  *   dA_t,d,n = exp(delta_t,d A_d,n)
  *   dB_t,d,n = delta_t,d B_t,n
  *   h_t,d,n  = dA_t,d,n h_{t-1},d,n + dB_t,d,n u_t,d          (h_{-1} = 0)

@@ -1,5 +1,5 @@
 /* Validation BLEU during training: the paper selects models by validation BLEU with greedy
- * decoding (MODELS.md 0), here on the first valid_bleu_lines pairs. */
+ * decoding (docs/models.md §10.4), here on the first valid_bleu_lines pairs. */
 #include "mtlab/decode.h"
 #include "mtlab/error.h"
 #include "mtlab/metrics.h"

@@ -2,7 +2,7 @@
 -- steps of batches of 4096 padded tokens per side (a decoder-only model's rows hold both sides,
 -- so its batches hold 8192), about 120 sentence pairs per step and 4.2 epochs of the Bible train
 -- split for every architecture; one to two hours per model on a 2-core CPU. Each family keeps
--- the paper's learning rate (MODELS.md section 0, Table 5) doubled for these small sizes, so only
+-- the paper's learning rate (docs/models.md §1.5, Table 5) doubled for these small sizes, so only
 -- the budget is shared, not the tuning.
 -- Use: return dofile(<this file>)("mamba-small", 2e-3)   -- name (= preset) and peak lr
 return function(name, lr)

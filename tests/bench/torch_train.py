@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch training throughput on the shapes `mtlab bench --device cuda` trains (make bench-cuda).
 
-For the paper's 77M presets (../shared/MODELS.md section 0) with the batch mtlab's GPU report
+For the paper's 77M presets (docs/models.md §1.5) with the batch mtlab's GPU report
 uses (16 x 256 tokens decoder-only, 16 x (128 + 128) encoder-decoder), bf16 autocast with fp32
 master weights, fused AdamW, label smoothing 0.1: the median tokens/s of `--repeat` steps after
 two warm-ups, written as {"preset": tokens_per_s, ...} to --out. The peers are the standard

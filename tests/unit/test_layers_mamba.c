@@ -1,6 +1,6 @@
 /* The Mamba v1 mixer: tensor table, forward against a double-precision reference and every
  * gradient against that reference's finite differences (with a padding mask and dropout on), exactness of left padding, the recurrent single step against the
- * parallel forward, and the initialisation statistics of MODELS.md 1.3. */
+ * parallel forward, and the initialisation statistics of docs/models.md §3.3. */
 #include "test_util.h"
 #include "grad_check.h"
 #include "math/philox.h"
@@ -61,7 +61,7 @@ static void test_mamba_tensor_table(void **state)
     assert_int_equal(mask[a_log_at - 1], 0); /* dt_proj.bias */
     assert_int_equal(mask[0], 1);
     free(mask);
-    /* the ssm-mt model: d_model 610 -> 2.395M parameters per block (MODELS.md 1.2) */
+    /* the ssm-mt model: d_model 610 -> 2.395M parameters per block (docs/models.md §3.2) */
     mt_mamba_config_default(&cfg, 610);
     printf("mamba: d_model 610 block has %zu parameters (+ 610 for its RMSNorm)\n", mt_mamba_params_count(&cfg));
     assert_true(llabs((long long)mt_mamba_params_count(&cfg) + 610 - 2395000) < 2000);
@@ -73,7 +73,7 @@ static void test_mamba_tensor_table(void **state)
 }
 
 /* ---------------------------------------------------------------- gradients */
-/* A double-precision Mamba mixer written straight from MODELS.md 1.4, one token and channel at
+/* A double-precision Mamba mixer written from docs/models.md §3.4, one token and channel at
  * a time, reading the parameters from a double copy of the float block (same layout). The
  * float layer's forward must match it, and its backward must match finite differences of it. */
 typedef struct {

@@ -102,7 +102,7 @@ static size_t preset_params(const char *name, mt_model_config *cfg)
 static void test_presets_match_the_paper(void **state)
 {
     (void)state;
-    /* MODELS.md 0 (Table 5 of the paper) */
+    /* docs/models.md §1.5 (Table 5 of the paper) */
     const struct { const char *name; double paper; } paper[] = {
         {"transformer++", 79e6}, {"retnet", 77e6}, {"mamba-mha", 78e6},
         {"mamba-local", 78e6},   {"mamba-encdec", 82e6},

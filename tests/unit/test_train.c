@@ -89,7 +89,7 @@ static void test_shipped_scripts_load(void **state)
     (void)state;
     static const char *const archs[] = {"transformer", "mamba", "transformer++", "retnet",
                                         "mamba-mha", "mamba-local", "mamba-encdec"};
-    /* the paper's learning rate of each family (MODELS.md section 0), doubled */
+    /* the paper's learning rate of each family (docs/models.md §1.5), doubled */
     static const double lr[] = {8e-4, 2e-3, 8e-4, 2e-3, 1.4e-3, 1.4e-3, 1.4e-3};
     for (int i = 0; i < 7; i++) {
         char path[128];

@@ -57,7 +57,7 @@ typedef struct {
     float scale; /* usually 1/sqrt(Dh) */
 } mt_attn_desc;
 
-/* The Mamba v1 selective scan (MODELS.md 1.4 steps 6-10), for every (b, t, d, n):
+/* The Mamba v1 selective scan (docs/models.md §3.4 steps 6-10), for every (b, t, d, n):
  *   delta = softplus(dt[b,t,d] + dt_bias[d]);  A = -exp(A_log[d,n])
  *   h[t]  = exp(delta*A) * h[t-1] + delta * Bm[b,t,n] * u[b,t,d]      (h[-1] = 0)
  *   y[b,t,d] = sum_n h[t][n] * Cm[b,t,n] + Dskip[d] * u[b,t,d]
@@ -87,7 +87,7 @@ typedef struct {
     float *ddt_bias; /* (D) */
 } mt_scan_grads;
 
-/* Multi-scale retention (RetNet, MODELS.md 3) for every batch row b and head h, gamma =
+/* Multi-scale retention (RetNet, docs/models.md §4) for every batch row b and head h, gamma =
  * gamma[h]:
  *   w[n,m]   = gamma^(n-m) for keys m <= n with key_mask[b,m] != 0, else 0
  *   D[n,m]   = w[n,m] / sqrt(sum_m' w[n,m'])             (a row without keys is all 0)

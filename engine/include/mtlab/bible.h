@@ -7,7 +7,7 @@
  *   --mt_bible_write--> DIR/{train,valid,test}.{es,en,keys}, {valid,test}.para8.*,
  *                       test.chapter.*   (one line per verse/run/chapter, aligned)
  *
- * The rules and the expected figures are in /work/shared/data/BIBLE.md; every function reports
+ * The rules and the expected figures are in docs/data.md; every function reports
  * bad input (invalid UTF-8, malformed keys or markup, inconsistent exclusion list) through
  * mt_error with the module or file and line. */
 #ifndef MTLAB_BIBLE_H

@@ -2,7 +2,7 @@
  * (mt_model_prefill / mt_model_step / mt_decode_state_reorder in mtlab/model.h), batched over
  * several sentences, with tokens streamed to a callback as they are produced.
  *
- * Prompts (MODELS.md 4):
+ * Prompts (docs/decoding.md §2):
  *   decoder-only     `src <sep>`, LEFT padded with <pad> to the longest prompt of the batch;
  *   encoder-decoder  source `src <eos>` (right padded), decoder prefix <decoder_start_id>.
  * Sources are token ids without special tokens; results hold the generated ids without <eos>.

@@ -265,7 +265,7 @@ void mt_kv_ring_slot_mask(uint8_t *slot_mask, const uint8_t *key_mask, int key_l
                           int len, int R);
 
 /* ---------------------------------------------------------------- multi-scale retention
- * RetNet's token mixer (MODELS.md 3, torchscale MultiScaleRetention), no biases:
+ * RetNet's token mixer (docs/models.md §4, torchscale MultiScaleRetention), no biases:
  *   q = x Wq^T ; k = x Wk^T / sqrt(Dk) ; v = x Wv^T ; g = x Wg^T      (Dk = C/H, Dv = V/H)
  *   q, k rotated: interleaved pairs at position pos0 + t, angles mt_rope_inv_freq(RETNET)
  *   o = retention(q, k, v), per head with decay gamma_h = 1 - 2^(-5-h) (mtlab/backend.h):
@@ -334,7 +334,7 @@ void mt_retention_state_reorder(const mt_backend *be, mt_retention_state *dst,
                                 const mt_retention_config *cfg);
 
 /* ---------------------------------------------------------------- Mamba v1 mixer
- * MODELS.md 1.4: in_proj -> x, z; x *= mask; conv (K) ; SiLU ; x *= mask; x_proj -> dt, Bm, Cm;
+ * docs/models.md §3.4: in_proj -> x, z; x *= mask; conv (K); SiLU; x *= mask; x_proj -> dt, Bm, Cm;
  * dt_proj (bias added in the scan before softplus); scan with A = -exp(A_log) and D skip;
  * y *= SiLU(z); out_proj; dropout. No biases except conv1d and dt_proj. */
 typedef struct {
@@ -382,8 +382,8 @@ float *mt_mamba_acts_point(mt_mamba_acts *a, float *base, const mt_mamba_config 
                            int T);
 size_t mt_mamba_state_count(const mt_mamba_config *cfg, int B);
 float *mt_mamba_state_point(mt_mamba_state *s, float *base, const mt_mamba_config *cfg, int B);
-/* out, h (B, T, C); mask (B, T) or NULL (left padding is exact: MODELS.md 1.4);
- * state NULL, or filled for decoding after this prefill (MODELS.md 1.6). */
+/* out, h (B, T, C); mask (B, T) or NULL (left padding is exact: docs/models.md §3.5);
+ * state NULL, or filled for decoding after this prefill (docs/models.md §3.6). */
 void mt_mamba_forward(const mt_backend *be, float *out, mt_mamba_acts *a, const float *h,
                       const uint8_t *mask, const mt_mamba_params *p, const mt_mamba_config *cfg,
                       const mt_dropout *drop, mt_mamba_state *state, int B, int T);
@@ -419,7 +419,7 @@ void mt_init_linear_default(mt_rng *r, float *weight, float *bias, int OC, int f
 void mt_init_xavier_uniform(mt_rng *r, float *w, int fan_out, int fan_in, float gain);
 /* inverse softplus: the v with softplus(v) = y, y > 0 (y + log(-expm1(-y))) */
 float mt_inv_softplus(float y);
-/* mamba_ssm Mamba init (MODELS.md 1.3) on host params: in/x/out_proj and conv PyTorch
+/* mamba_ssm Mamba init (docs/models.md §3.3) on host params: in/x/out_proj and conv PyTorch
  * default; dt_proj.weight U(+-R^-0.5); dt_proj.bias = inv_softplus(dt), dt log-uniform in
  * [1e-3, 0.1] clamped at 1e-4; A_log[d, s] = log(s + 1); D = 1; out_proj.weight then
  * multiplied by out_proj_scale (1/sqrt(n_residuals_per_layer * n_layer) for the model-level

@@ -7,7 +7,7 @@
  * model_internal.h); adding an architecture means writing its layer list, its config keys and
  * its tensor names, not another forward pass.
  *
- * Token conventions (MODELS.md 4; ids from mtlab/tokenizer.h):
+ * Token conventions (docs/models.md §1.2; ids from mtlab/tokenizer.h):
  *   decoder-only    ids = `src <sep> tgt <eos>`, LEFT padded with <pad>; the loss counts the
  *                   predictions made from the first <sep> on (the target tokens and <eos>).
  *   encoder-decoder src = `src <eos>` and ids = `<bos> tgt <eos>`, both RIGHT padded; the loss
@@ -42,7 +42,7 @@ typedef struct {
     int max_positions;     /* sinusoid table rows (transformer) */
     int scale_embedding;   /* 1: token embeddings times sqrt(C) */
     int tie_embeddings;    /* 1: the output projection is the token embedding */
-    int d_state, d_conv, expand, dt_rank; /* Mamba (MODELS.md 1.1) */
+    int d_state, d_conv, expand, dt_rank; /* Mamba (docs/models.md §3.1) */
     float dt_min, dt_max, dt_init_floor;  /* Mamba time_step_* keys, kept for config.json (the
                                            * initialiser uses mamba_ssm's 1e-3, 0.1, 1e-4) */
     float norm_eps;        /* RMSNorm epsilon (Mamba); LayerNorm uses 1e-5 (Marian) */
@@ -63,7 +63,7 @@ typedef struct mt_model mt_model;
 
 /* ---------------------------------------------------------------- configurations
  * Presets: "transformer", "mamba", "transformer++", "retnet", "mamba-mha", "mamba-local",
- * "mamba-encdec" (the paper's sizes, 77M-82M parameters with V = 32000, MODELS.md 0), and
+ * "mamba-encdec" (the paper's sizes, 77M-82M parameters with V = 32000, docs/models.md §1.5), and
  * each with "-small" (the Bible demo sizes: ~4.6M each with V = 8000). */
 int mt_model_preset(mt_model_config *cfg, const char *name);
 /* NULL-terminated list of preset names. */
@@ -76,7 +76,7 @@ int mt_model_config_check(const mt_model_config *cfg);
 size_t mt_model_config_param_count(const mt_model_config *cfg);
 
 /* ---------------------------------------------------------------- lifetime
- * Create with fresh parameters (MODELS.md 1.3 for Mamba, fairseq-style for the transformer),
+ * Create with fresh parameters (docs/models.md §3.3 for Mamba, fairseq-style for the transformer),
  * reproducible from seed. */
 mt_model *mt_model_create(const mt_model_config *cfg, const mt_backend *be, uint64_t seed);
 

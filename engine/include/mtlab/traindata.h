@@ -42,7 +42,7 @@ typedef struct {
 } mt_examples;
 
 /* One epoch of examples from corpus c. cat_n <= 1: every pair once, in corpus order.
- * cat_n >= 2 (CAT-N, DESIGN.md): for each pair, with probability keep_p it stays alone, else it
+ * cat_n >= 2 (CAT-N, docs/models.md §10.3): each pair stays alone with probability keep_p, else it
  * is joined with cat_n - 1 pairs drawn uniformly at random (seeded by seed and epoch); examples
  * whose joined sides exceed max_len ids are not joined (the pair stays alone). */
 void mt_examples_build(mt_examples *e, const mt_corpus *c, int cat_n, double keep_p, int max_len,
@@ -68,13 +68,13 @@ void mt_batch_plan_build(mt_batch_plan *p, const int *len, size_t n, size_t max_
  * padded tokens per side. An encoder-decoder row is one side at a time (its packed length is the
  * longer side), so its budget is max_tokens; a decoder-only row holds both sides in one
  * sequence, so its budget is 2 * max_tokens. Both kinds then see about the same sentence pairs
- * and the same tokens per step, as the paper's fixed 64-pair batches do (MODELS.md 4). */
+ * and the same tokens per step, as the paper's fixed 64-pair batches do (docs/models.md §10.2). */
 size_t mt_batch_budget(size_t max_tokens, int encdec);
 void mt_batch_plan_free(mt_batch_plan *p);
 
 /* Inverse-square-root learning rate. warmup > 0: linear from 0 to base over warmup steps, then
  * base * sqrt(warmup / step). warmup == 0: HF get_inverse_sqrt_schedule's timescale form,
- * base / sqrt((step + timescale) / timescale) with timescale 10000 (MODELS.md 4). step >= 1. */
+ * base / sqrt((step + timescale) / timescale), timescale 10000 (docs/models.md §10.1); step >= 1 */
 double mt_lr_inverse_sqrt(double base, long step, long warmup);
 
 #endif
