@@ -96,6 +96,7 @@ run: deps
 	./$(BIN)
 
 test: deps
+	@tests/check_docs.sh
 	@$(MAKE) --no-print-directory test-build
 	@tests/run.sh $(REL)/tests $(SAN)/tests
 	@tests/e2e/run.sh ./$(BIN) $(E2E_TOOLS)
