@@ -96,6 +96,7 @@ run: deps
 	./$(BIN)
 
 test: deps
+	@tests/check_layers.sh
 	@tests/check_docs.sh
 	@$(MAKE) --no-print-directory test-build
 	@tests/run.sh $(REL)/tests $(SAN)/tests

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The include rules of docs/ARCHITECTURE.md §3, checked on the sources (run by `make test`):
+#   engine/ and kernels/ include nothing from app/, and no ncurses, Lua or readline header.
+# An include is resolved the way the compiler resolves it: a quoted name first beside the file,
+# then (quoted or not) in the -I directories of the Makefile's CPPFLAGS. A name that resolves
+# nowhere but starts with one of app/'s folders (or a folder app/ is to get) counts as app/'s.
+# Prints every violation as FILE:LINE: problem and ends with one summary line; exit status 1
+# when there is any.
+#
+#   tests/check_layers.sh            check the tree this script sits in
+set -u
+cd "$(dirname "$0")/.."
+root=$PWD
+
+# -I directories, in the compiler's order
+mapfile -t incdirs < <(sed -n 's/^CPPFLAGS *:= *//p' Makefile | tr ' ' '\n' | sed -n 's/^-I//p')
+[ ${#incdirs[@]} -gt 0 ] || { echo "check_layers: no -I directories in the Makefile's CPPFLAGS" >&2; exit 2; }
+# app/'s folders now, and those docs/ARCHITECTURE.md §4 says it will get
+mapfile -t appdirs < <({ find app -mindepth 1 -maxdepth 1 -type d -printf '%f\n'; printf '%s\n' console jobs lua; } | sort -u)
+
+# resolved = the path an include resolves to, relative to the root; empty when none.
+resolve() { # FILE NAME QUOTED
+    local file=$1 name=$2 quoted=$3 d
+    local dirs=()
+    resolved=
+    [ "$quoted" = 1 ] && dirs+=("${file%/*}")
+    dirs+=("${incdirs[@]}")
+    for d in "${dirs[@]}"; do
+        if [ -f "$d/$name" ]; then
+            resolved=$(realpath -m --relative-to="$root" "$d/$name")
+            return
+        fi
+    done
+}
+
+# why = the reason NAME may not be included from the lower layers, or empty.
+forbidden() { # FILE NAME QUOTED
+    local file=$1 name=$2 quoted=$3 base first a shown="<$2>"
+    [ "$quoted" = 1 ] && shown="\"$2\""
+    why=
+    base=${name##*/}
+    first=${name%%/*}
+    case "$base" in
+        curses.h|ncurses.h|panel.h|menu.h|form.h|term.h|unctrl.h|termcap.h)
+            why="ncurses header $shown"; return ;;
+        lua.h|lauxlib.h|lualib.h|luaconf.h|lua.hpp)
+            why="Lua header $shown"; return ;;
+        readline.h|history.h|rlstdc.h|rltypedefs.h|keymaps.h|chardefs.h|tilde.h)
+            why="readline header $shown"; return ;;
+    esac
+    case "$name" in
+        ncurses*/*) why="ncurses header $shown"; return ;;
+        lua*/*) why="Lua header $shown"; return ;;
+        readline/*|editline/*) why="readline header $shown"; return ;;
+    esac
+    resolve "$file" "$name" "$quoted"
+    if [ -n "$resolved" ]; then
+        case "$resolved" in app/*) why="app/ header $shown ($resolved)" ;; esac
+        return
+    fi
+    case "$name" in app/*|*/app/*) why="app/ header $shown"; return ;; esac
+    for a in "${appdirs[@]}"; do
+        [ "$first" = "$a" ] && { why="app/ header $shown (app/$a/ is app/'s)"; return; }
+    done
+}
+
+violations=0 files=0
+while IFS= read -r -d '' file; do
+    files=$((files + 1))
+    # LINE:#include <name> or "name"
+    while IFS= read -r hit; do
+        line=${hit%%:*}
+        inc=${hit#*:}
+        inc=${inc#*include}
+        inc=${inc#"${inc%%[!$' \t']*}"}
+        case "$inc" in
+            \"*) quoted=1; name=${inc#\"}; name=${name%%\"*} ;;
+            \<*) quoted=0; name=${inc#<}; name=${name%%>*} ;;
+            *) continue ;; # a macro include: nothing to resolve
+        esac
+        forbidden "$file" "$name" "$quoted"
+        if [ -n "$why" ]; then
+            echo "$file:$line: ${file%%/*}/ includes $why"
+            violations=$((violations + 1))
+        fi
+    done < <(grep -nE '^[[:space:]]*#[[:space:]]*include' "$file")
+done < <(find engine kernels -type f \( -name '*.c' -o -name '*.h' -o -name '*.cc' -o -name '*.cpp' \
+                                        -o -name '*.hpp' -o -name '*.cu' -o -name '*.cuh' \) -print0 | sort -z)
+
+if [ "$violations" -gt 0 ]; then
+    echo "check_layers: $violations include(s) break the layering of docs/ARCHITECTURE.md §3 (engine/ and kernels/ may not include app/, ncurses, Lua or readline)"
+    exit 1
+fi
+echo "check_layers: $files files of engine/ and kernels/ include nothing from app/, ncurses, Lua or readline"
