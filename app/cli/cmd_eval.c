@@ -27,7 +27,7 @@ typedef struct {
     size_t n_systems;
     const char *src, *ref;
     const char *stats, *train_src, *train_ref, *save_stats;
-    const char *json, *hyps_dir, *length_model, *ner;
+    const char *json, *hyps_dir, *length_model, *ner, *device;
     int beam;
 } eval_args;
 
@@ -60,6 +60,7 @@ static int parse_args(eval_args *a, int argc, char **argv)
         else if (!strcmp(o, "--hyps")) dest = &a->hyps_dir;
         else if (!strcmp(o, "--length-model")) dest = &a->length_model;
         else if (!strcmp(o, "--ner")) dest = &a->ner;
+        else if (!strcmp(o, "--device")) dest = &a->device;
         else if (!strcmp(o, "--beam")) {
             if (i + 1 >= argc || parse_int(argv[i + 1], 1, 64, &a->beam) < 0)
                 return cli_fail("eval: --beam needs a number from 1 to 64");
@@ -284,6 +285,7 @@ static int run_eval(int argc, char **argv)
     mt_translator *systems[MAX_SYSTEMS] = {0};
     mt_translate_opts opts = mt_translate_defaults();
     opts.beam = a.beam;
+    opts.device = a.device;
     mt_corpus_stats *stats = NULL;
     mt_ne_testset ts = {0};
     size_t *lengths = mt_xcalloc(src.n, sizeof *lengths);
@@ -339,7 +341,7 @@ done:
 
 const struct mt_command cmd_eval = {
     .name = "eval",
-    .args = "-m SYSTEM [-m SYSTEM ...] --src FILE --ref FILE [--beam N] [--json FILE] "
+    .args = "-m SYSTEM [-m SYSTEM ...] --src FILE --ref FILE [--beam N] [--device cpu|cuda[:N]] [--json FILE] "
             "[--stats corpus_stats.tsv | --train-src FILE --train-ref FILE [--save-stats FILE]] "
             "[--ner english|generic] [--length-model SPM.model] [--hyps DIR]\n"
             "  SYSTEM is apertium:MODE (e.g. apertium:spa-eng) or a model bundle directory",

@@ -5,13 +5,10 @@
 #include "cli/commands.h"
 #include "cli/translate_input.h"
 #include "mtlab/decode.h"
-#include "mtlab/device.h"
 #include "mtlab/error.h"
-#include "mtlab/model.h"
-#include "mtlab/tokenizer.h"
+#include "mtlab/runner.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,19 +145,10 @@ static int translate_window(mt_model *m, const mt_tokenizer *tok, const tr_units
 
 static int translate(const translate_args *a)
 {
-    char tok_path[PATH_MAX];
-    if ((size_t)snprintf(tok_path, sizeof tok_path, "%s/tokenizer.model", a->bundle) >=
-        sizeof tok_path)
-        return cli_fail("%s: path too long", a->bundle);
-    const mt_backend *be = mt_backend_for(a->device, 0);
-    if (!be) return cli_fail("%s", mt_last_error());
-    mt_model *m = mt_model_load(a->bundle, be, 0);
-    if (!m) return cli_fail("%s", mt_last_error());
-    mt_tokenizer *tok = mt_tokenizer_load(tok_path);
-    if (!tok) {
-        mt_model_free(m);
-        return cli_fail("%s", mt_last_error());
-    }
+    mt_runner *r = mt_runner_open(a->bundle, a->device, 0);
+    if (!r) return cli_fail("%s", mt_last_error());
+    mt_model *m = r->model;
+    const mt_tokenizer *tok = r->tok;
     const char *name = a->input ? a->input : "<stdin>";
     FILE *f = a->input ? fopen(a->input, "rb") : stdin;
     int rc = 0;
@@ -187,8 +175,7 @@ static int translate(const translate_args *a)
                 a->batch, (double)sum.state_bytes / (1024.0 * 1024.0));
     tr_units_free(&u);
     tr_lines_free(&in);
-    mt_tokenizer_free(tok);
-    mt_model_free(m);
+    mt_runner_close(r);
     return rc;
 }
 
