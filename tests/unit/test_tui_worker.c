@@ -1,7 +1,7 @@
 /* The workers and their queue: events pushed from threads wake poll() through the self-pipe
- * and drain in order; a worker loads a tiny bundle, streams a job's segments, is cancelled by
- * a newer job (whose results are the ones that finish), reports a bad bundle, and records
- * probes on request. The bundle: tests/unit/tiny_bundle.h. */
+ * and drain in order; a pane's worker turns the engine worker's results into events for its
+ * pane: loaded, streamed segments, a job cancelled by a newer job (whose results are the ones
+ * that finish), a bad bundle, probes on request. mtlab/worker.h itself: test_worker.c. */
 #include "test_util.h"
 
 #include <poll.h>

@@ -7,7 +7,8 @@
  *   mt_runner_close(r);
  *
  * A CUDA backend binds its stream and memory pool to the thread that opens it, so every call
- * on r->model must come from the thread that called mt_runner_open. */
+ * on r->model must come from the thread that called mt_runner_open (mtlab/worker.h runs a
+ * runner on a thread of its own). */
 #ifndef MTLAB_RUNNER_H
 #define MTLAB_RUNNER_H
 
