@@ -181,24 +181,15 @@ static mt_corpus_stats *load_stats(const eval_args *a, mt_ner_lang lang, char *s
     return s;
 }
 
-/* Source lengths for the buckets: whitespace tokens, or pieces of a sentencepiece model. */
+/* Source lengths for the buckets: whitespace tokens, or pieces of the --length-model. */
 static int source_lengths(size_t *len, const mt_text_lines *src, const char *model_path, const char *path)
 {
     mt_tokenizer *tok = NULL;
     if (model_path && !(tok = mt_tokenizer_load(model_path))) return cli_fail("%s", mt_last_error());
+    size_t bad;
     int rc = 0;
-    for (size_t i = 0; i < src->n && rc == 0; i++) {
-        if (tok) {
-            int *ids;
-            if (mt_tokenizer_encode(tok, src->lines[i], &ids, &len[i]) < 0) {
-                rc = cli_fail("%s:%zu: %s", path, i + 1, mt_last_error());
-                continue;
-            }
-            free(ids);
-        } else if (mt_whitespace_tokens(src->lines[i], &len[i]) < 0) {
-            rc = cli_fail("%s:%zu: %s", path, i + 1, mt_last_error());
-        }
-    }
+    if (mt_source_lengths(len, (const char *const *)src->lines, src->n, tok, &bad) < 0)
+        rc = cli_fail("%s:%zu: %s", path, bad + 1, mt_last_error());
     mt_tokenizer_free(tok);
     return rc;
 }
