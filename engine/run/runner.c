@@ -10,7 +10,8 @@
 #include "mtlab/device.h"
 #include "mtlab/error.h"
 
-int mt_bundle_corpus_stats(const char *dir, mt_corpus_stats **out)
+/* The bundle's corpus_stats.tsv into *out: 0 with *out NULL when it has none. */
+static int read_corpus_stats(const char *dir, mt_corpus_stats **out)
 {
     *out = NULL;
     char path[PATH_MAX];
@@ -34,7 +35,7 @@ mt_runner *mt_runner_open(const char *dir, const char *device, unsigned flags)
     const char *tok_path = r->model ? mt_model_tokenizer_path(r->model) : NULL;
     if (r->model && !tok_path) mt_error("%s: the bundle has no tokenizer.model", dir);
     if (tok_path) r->tok = mt_tokenizer_load(tok_path);
-    if (!r->tok || ((flags & MT_RUNNER_STATS) && mt_bundle_corpus_stats(dir, &r->stats) != 0)) {
+    if (!r->tok || ((flags & MT_RUNNER_STATS) && read_corpus_stats(dir, &r->stats) != 0)) {
         mt_runner_close(r);
         return NULL;
     }

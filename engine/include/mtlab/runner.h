@@ -30,7 +30,8 @@ typedef struct {
 } mt_runner;
 
 enum {
-    MT_RUNNER_STATS = 1, /* also read corpus_stats.tsv when the bundle has one */
+    MT_RUNNER_STATS = 1, /* also read corpus_stats.tsv when the bundle has one (a file that
+                            cannot be read fails the open: "PATH:LINE: problem") */
 };
 
 /* Open the bundle directory dir on device ("cpu", "cuda", "cuda:N"; NULL: cpu). NULL with the
@@ -39,9 +40,5 @@ enum {
 mt_runner *mt_runner_open(const char *dir, const char *device, unsigned flags);
 /* NULL is fine. Call it on the thread that opened r. */
 void mt_runner_close(mt_runner *r);
-
-/* The corpus_stats.tsv of bundle directory dir into *out: 0 with *out NULL when it has none,
- * -1 when the file cannot be read ("PATH:LINE: problem"). */
-int mt_bundle_corpus_stats(const char *dir, mt_corpus_stats **out);
 
 #endif
