@@ -27,7 +27,7 @@ typedef struct {
     size_t n_systems;
     const char *src, *ref;
     const char *stats, *train_src, *train_ref, *save_stats;
-    const char *json, *hyps_dir, *length_model, *ner;
+    const char *json, *hyps_dir, *length_model, *ner, *device;
     int beam;
 } eval_args;
 
@@ -60,6 +60,7 @@ static int parse_args(eval_args *a, int argc, char **argv)
         else if (!strcmp(o, "--hyps")) dest = &a->hyps_dir;
         else if (!strcmp(o, "--length-model")) dest = &a->length_model;
         else if (!strcmp(o, "--ner")) dest = &a->ner;
+        else if (!strcmp(o, "--device")) dest = &a->device;
         else if (!strcmp(o, "--beam")) {
             if (i + 1 >= argc || parse_int(argv[i + 1], 1, 64, &a->beam) < 0)
                 return cli_fail("eval: --beam needs a number from 1 to 64");
@@ -180,24 +181,15 @@ static mt_corpus_stats *load_stats(const eval_args *a, mt_ner_lang lang, char *s
     return s;
 }
 
-/* Source lengths for the buckets: whitespace tokens, or pieces of a sentencepiece model. */
+/* Source lengths for the buckets: whitespace tokens, or pieces of the --length-model. */
 static int source_lengths(size_t *len, const mt_text_lines *src, const char *model_path, const char *path)
 {
     mt_tokenizer *tok = NULL;
     if (model_path && !(tok = mt_tokenizer_load(model_path))) return cli_fail("%s", mt_last_error());
+    size_t bad;
     int rc = 0;
-    for (size_t i = 0; i < src->n && rc == 0; i++) {
-        if (tok) {
-            int *ids;
-            if (mt_tokenizer_encode(tok, src->lines[i], &ids, &len[i]) < 0) {
-                rc = cli_fail("%s:%zu: %s", path, i + 1, mt_last_error());
-                continue;
-            }
-            free(ids);
-        } else if (mt_whitespace_tokens(src->lines[i], &len[i]) < 0) {
-            rc = cli_fail("%s:%zu: %s", path, i + 1, mt_last_error());
-        }
-    }
+    if (mt_source_lengths(len, (const char *const *)src->lines, src->n, tok, &bad) < 0)
+        rc = cli_fail("%s:%zu: %s", path, bad + 1, mt_last_error());
     mt_tokenizer_free(tok);
     return rc;
 }
@@ -284,6 +276,7 @@ static int run_eval(int argc, char **argv)
     mt_translator *systems[MAX_SYSTEMS] = {0};
     mt_translate_opts opts = mt_translate_defaults();
     opts.beam = a.beam;
+    opts.device = a.device;
     mt_corpus_stats *stats = NULL;
     mt_ne_testset ts = {0};
     size_t *lengths = mt_xcalloc(src.n, sizeof *lengths);
@@ -339,7 +332,7 @@ done:
 
 const struct mt_command cmd_eval = {
     .name = "eval",
-    .args = "-m SYSTEM [-m SYSTEM ...] --src FILE --ref FILE [--beam N] [--json FILE] "
+    .args = "-m SYSTEM [-m SYSTEM ...] --src FILE --ref FILE [--beam N] [--device cpu|cuda[:N]] [--json FILE] "
             "[--stats corpus_stats.tsv | --train-src FILE --train-ref FILE [--save-stats FILE]] "
             "[--ner english|generic] [--length-model SPM.model] [--hyps DIR]\n"
             "  SYSTEM is apertium:MODE (e.g. apertium:spa-eng) or a model bundle directory",

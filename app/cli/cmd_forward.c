@@ -2,9 +2,8 @@
  * a smoke test for a model bundle, and (with --logits / --save) the way to compare it with
  * another implementation (tests/fixtures/models/check_transformers.py does that). */
 #include "cli/commands.h"
-#include "mtlab/device.h"
 #include "mtlab/error.h"
-#include "mtlab/model.h"
+#include "mtlab/runner.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,12 +73,12 @@ static int run_forward(int argc, char **argv)
     }
     int rc = 1;
     float *logits = NULL;
-    const mt_backend *be = mt_backend_for(device, 0);
-    mt_model *m = be ? mt_model_load(bundle, be, 0) : NULL;
-    if (!m) {
+    mt_runner *r = mt_runner_open(bundle, device, 0);
+    if (!r) {
         cli_fail("%s", mt_last_error());
         goto done;
     }
+    mt_model *m = r->model;
     const mt_model_config *cfg = mt_model_get_config(m);
     if (mt_model_is_encdec(m) && n_src == 0) {
         cli_fail("forward: %s is an encoder-decoder model: give the source with --src", bundle);
@@ -112,7 +111,7 @@ done:
     free(logits);
     free(ids);
     free(src);
-    mt_model_free(m);
+    mt_runner_close(r);
     return rc;
 }
 

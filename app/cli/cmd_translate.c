@@ -5,13 +5,10 @@
 #include "cli/commands.h"
 #include "cli/translate_input.h"
 #include "mtlab/decode.h"
-#include "mtlab/device.h"
 #include "mtlab/error.h"
-#include "mtlab/model.h"
-#include "mtlab/tokenizer.h"
+#include "mtlab/runner.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,89 +75,74 @@ static int parse_args(translate_args *a, int argc, char **argv)
     return 0;
 }
 
-/* Every non-blank line must be text the tokenizer takes (valid UTF-8), named by its line. */
-static int check_lines(const mt_tokenizer *tok, const tr_lines *in, const char *name)
-{
-    for (size_t i = 0; i < in->n; i++) {
-        if (tr_is_blank(in->lines[i])) continue;
-        int *ids;
-        size_t n;
-        if (mt_tokenizer_encode(tok, in->lines[i], &ids, &n))
-            return cli_fail("%s:%zu: %s", name, i + 1, mt_last_error());
-        free(ids);
-    }
-    return 0;
-}
-
 typedef struct {
     size_t inputs, tokens;
     double seconds;
     size_t state_bytes;
 } totals;
 
-/* Translate units [first, first + count) and write them (blank units stay empty). */
-static int translate_window(mt_model *m, const mt_tokenizer *tok, const tr_units *u,
-                            size_t first, size_t count, const translate_args *a,
-                            const char *name, totals *sum)
+/* The non-blank units, encoded and checked by the engine before anything is translated:
+ * src[k] is unit which[k]. */
+typedef struct {
+    mt_sources src;
+    size_t *which;
+} encoded_units;
+
+static int encode_units(encoded_units *e, const mt_runner *r, const tr_units *u,
+                        const mt_decode_opts *o, const char *name)
 {
-    const char **texts = mt_xmalloc(count * sizeof *texts);
-    size_t *which = mt_xmalloc(count * sizeof *which);
-    int n = 0;
-    for (size_t i = first; i < first + count; i++) {
+    const char **texts = mt_xmalloc((u->n + 1) * sizeof *texts);
+    e->which = mt_xmalloc((u->n + 1) * sizeof *e->which);
+    int n = 0, bad;
+    for (size_t i = 0; i < u->n; i++) {
         if (tr_is_blank(u->units[i].text)) continue;
         texts[n] = u->units[i].text;
-        which[n++] = i;
+        e->which[n++] = i;
     }
-    mt_decode_opts o;
-    mt_decode_opts_init(&o);
-    o.beam = a->beam;
-    o.max_new_tokens = a->max_len;
-    mt_decode_result res;
     int rc = 0;
-    if (mt_translate(m, tok, texts, n, a->batch, &o, &res)) {
-        if (res.failed_input < 0) {
-            rc = cli_fail("%s", mt_last_error());
-        } else {
-            /* the message starts "input N: "; the line number says it better */
-            const char *msg = mt_last_error(), *colon = strstr(msg, ": ");
-            if (!strncmp(msg, "input ", 6) && colon) msg = colon + 2;
-            rc = cli_fail("%s:%zu: %s", name, u->units[which[res.failed_input]].line, msg);
-        }
-    } else {
-        int k = 0;
-        for (size_t i = first; i < first + count; i++) {
-            if (u->paragraphs && i > 0) putchar('\n');
-            int filled = k < n && which[k] == i;
-            puts(filled ? res.hyps[k].text : "");
-            k += filled;
-        }
-        fflush(stdout);
-        sum->inputs += (size_t)n;
-        sum->tokens += res.tokens;
-        sum->seconds += res.seconds;
-        if (res.state_bytes > sum->state_bytes) sum->state_bytes = res.state_bytes;
-        mt_decode_result_free(&res);
-    }
+    if (mt_sources_encode(&e->src, r->model, r->tok, texts, n, o, &bad))
+        rc = bad < 0 ? cli_fail("%s", mt_last_error())
+                     : cli_fail("%s:%zu: %s", name, u->units[e->which[bad]].line, mt_last_error());
     free(texts);
-    free(which);
     return rc;
+}
+
+/* Translate units [first, first + count) and write them (blank units stay empty); their
+ * sources are e->src from index k on. */
+static int translate_window(const mt_runner *r, const tr_units *u, const encoded_units *e,
+                            size_t *k, size_t first, size_t count, const mt_decode_opts *o,
+                            const translate_args *a, const char *name, totals *sum)
+{
+    size_t k0 = *k, n = 0;
+    while (k0 + n < (size_t)e->src.n && e->which[k0 + n] < first + count) n++;
+    *k = k0 + n;
+    mt_decode_result res;
+    if (mt_translate_ids(r->model, r->tok, (const int32_t *const *)e->src.ids + k0,
+                         e->src.len + k0, (int)n, a->batch, o, &res)) {
+        if (res.failed_input < 0) return cli_fail("%s", mt_last_error());
+        return cli_fail("%s:%zu: %s", name, u->units[e->which[k0 + (size_t)res.failed_input]].line,
+                        mt_last_error());
+    }
+    size_t j = 0;
+    for (size_t i = first; i < first + count; i++) {
+        if (u->paragraphs && i > 0) putchar('\n');
+        int filled = j < n && e->which[k0 + j] == i;
+        puts(filled ? res.hyps[j].text : "");
+        j += filled;
+    }
+    fflush(stdout);
+    sum->inputs += n;
+    sum->tokens += res.tokens;
+    sum->seconds += res.seconds;
+    if (res.state_bytes > sum->state_bytes) sum->state_bytes = res.state_bytes;
+    mt_decode_result_free(&res);
+    return 0;
 }
 
 static int translate(const translate_args *a)
 {
-    char tok_path[PATH_MAX];
-    if ((size_t)snprintf(tok_path, sizeof tok_path, "%s/tokenizer.model", a->bundle) >=
-        sizeof tok_path)
-        return cli_fail("%s: path too long", a->bundle);
-    const mt_backend *be = mt_backend_for(a->device, 0);
-    if (!be) return cli_fail("%s", mt_last_error());
-    mt_model *m = mt_model_load(a->bundle, be, 0);
-    if (!m) return cli_fail("%s", mt_last_error());
-    mt_tokenizer *tok = mt_tokenizer_load(tok_path);
-    if (!tok) {
-        mt_model_free(m);
-        return cli_fail("%s", mt_last_error());
-    }
+    mt_runner *r = mt_runner_open(a->bundle, a->device, 0);
+    if (!r) return cli_fail("%s", mt_last_error());
     const char *name = a->input ? a->input : "<stdin>";
     FILE *f = a->input ? fopen(a->input, "rb") : stdin;
     int rc = 0;
@@ -168,16 +150,21 @@ static int translate(const translate_args *a)
     if (!f) rc = cli_fail("%s: %s", a->input, strerror(errno));
     else if (tr_read_lines(&in, f, name)) rc = cli_fail("%s", mt_last_error());
     if (f && f != stdin) fclose(f);
-    if (rc == 0) rc = check_lines(tok, &in, name);
     tr_units u = {0};
+    encoded_units e = {0};
     totals sum = {0};
+    mt_decode_opts o;
+    mt_decode_opts_init(&o);
+    o.beam = a->beam;
+    o.max_new_tokens = a->max_len;
     if (rc == 0) {
         int paragraphs = a->paragraphs || tr_has_paragraphs((const char *const *)in.lines, in.n);
         tr_split(&u, (const char *const *)in.lines, in.n, paragraphs);
-        size_t window = (size_t)a->batch * WINDOW_BATCHES;
+        rc = encode_units(&e, r, &u, &o, name);
+        size_t window = (size_t)a->batch * WINDOW_BATCHES, k = 0;
         for (size_t first = 0; rc == 0 && first < u.n; first += window) {
             size_t count = u.n - first < window ? u.n - first : window;
-            rc = translate_window(m, tok, &u, first, count, a, name, &sum);
+            rc = translate_window(r, &u, &e, &k, first, count, &o, a, name, &sum);
         }
     }
     if (rc == 0 && a->verbose)
@@ -185,10 +172,11 @@ static int translate(const translate_args *a)
                 "beam %d, batch %d, decoding state up to %.1f MiB\n", sum.inputs, sum.tokens,
                 sum.seconds, sum.seconds > 0 ? (double)sum.tokens / sum.seconds : 0.0, a->beam,
                 a->batch, (double)sum.state_bytes / (1024.0 * 1024.0));
+    mt_sources_free(&e.src);
+    free(e.which);
     tr_units_free(&u);
     tr_lines_free(&in);
-    mt_tokenizer_free(tok);
-    mt_model_free(m);
+    mt_runner_close(r);
     return rc;
 }
 

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include "mtlab/error.h"
+#include "mtlab/utf8.h"
 
 /* A sentence or paragraph line has no business holding a megabyte; stopping there turns a
  * wrong file (a binary, a corpus without newlines) into a clear message. */
@@ -58,6 +59,16 @@ int tr_read_lines(tr_lines *out, FILE *f, const char *name)
         out->lines[out->n++] = line;
     }
     free(buf);
+    /* Invalid UTF-8 is named by its own line and byte here: a paragraph joins lines, so the
+     * tokenizer could only name the paragraph. Checked after reading, so a NUL byte or an
+     * over-long line anywhere is reported first, as a file that is not text. */
+    for (size_t i = 0; rc == 0 && i < out->n; i++) {
+        const char *line = out->lines[i];
+        size_t len = strlen(line), bad = mt_utf8_invalid_offset(line, len);
+        if (bad < len)
+            rc = mt_error("%s:%zu: invalid UTF-8 at byte %zu (0x%02X)", name, i + 1, bad,
+                          (unsigned)(unsigned char)line[bad]);
+    }
     if (rc) tr_lines_free(out);
     return rc;
 }

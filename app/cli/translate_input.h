@@ -12,7 +12,7 @@ typedef struct {
 } tr_lines;
 
 /* Read every line of f; name is used in messages ("in.txt:3: NUL byte at byte 7").
- * Fails on NUL bytes, over-long lines and read errors. 0 or -1 (mt_last_error). */
+ * Fails on NUL bytes, over-long lines, read errors and invalid UTF-8. 0 or -1 (mt_last_error). */
 int tr_read_lines(tr_lines *out, FILE *f, const char *name);
 void tr_lines_free(tr_lines *l);
 

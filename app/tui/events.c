@@ -26,7 +26,7 @@ static void take_probe(tui_app *a, tui_pane *p, tui_event *ev)
         tui_log_add(&a->log, TUI_LOG_ERROR, "%s: probes: %s", p->name, p->probe_error);
         return;
     }
-    tui_probe_free(p->probe);
+    mt_labelled_probe_free(p->probe);
     p->probe = ev->probe;
     ev->probe = NULL;
     const mt_probe_record *r = &p->probe->rec;

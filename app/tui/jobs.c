@@ -29,7 +29,7 @@ static void pane_clear_results(tui_pane *p)
 
 static void pane_clear_probe(tui_pane *p)
 {
-    tui_probe_free(p->probe);
+    mt_labelled_probe_free(p->probe);
     p->probe = NULL;
     free(p->probe_error);
     p->probe_error = NULL;

@@ -33,17 +33,6 @@ void tui_queue_destroy(tui_queue *q)
     pthread_mutex_destroy(&q->lock);
 }
 
-void tui_probe_free(tui_probe *p)
-{
-    if (!p) return;
-    for (int i = 0; p->labels && i < p->rec.n_tokens; i++) free(p->labels[i]);
-    for (int i = 0; p->src_labels && i < p->rec.n_src; i++) free(p->src_labels[i]);
-    free(p->labels);
-    free(p->src_labels);
-    mt_probe_record_free(&p->rec);
-    free(p);
-}
-
 tui_event *tui_event_new(tui_event_kind kind, int pane_id, unsigned long job)
 {
     tui_event *ev = mt_xcalloc(1, sizeof *ev);
@@ -58,7 +47,7 @@ void tui_event_free(tui_event *ev)
 {
     if (!ev) return;
     free(ev->text);
-    tui_probe_free(ev->probe);
+    mt_labelled_probe_free(ev->probe);
     free(ev);
 }
 

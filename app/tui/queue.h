@@ -7,7 +7,7 @@
 #include <pthread.h>
 #include <stddef.h>
 
-#include "mtlab/probe.h"
+#include "mtlab/worker.h"
 
 typedef enum {
     TUI_EV_LOADED,     /* the bundle is loaded: info holds "arch, params, device" */
@@ -20,14 +20,9 @@ typedef enum {
     TUI_EV_PROBE_FAILED,
 } tui_event_kind;
 
-/* A probe record with the tokenizer's pieces for its positions (the UI has no tokenizer). */
-typedef struct {
-    mt_probe_record rec;
-    char **labels;     /* (rec.n_tokens) */
-    char **src_labels; /* (rec.n_src) */
-} tui_probe;
-
-void tui_probe_free(tui_probe *p);
+/* A probe record with the tokenizer's pieces for its positions (the UI has no tokenizer);
+ * freed with mt_labelled_probe_free. */
+typedef mt_labelled_probe tui_probe;
 
 typedef struct tui_event {
     tui_event_kind kind;

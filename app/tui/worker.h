@@ -1,6 +1,5 @@
-/* One model per worker thread. The worker loads its bundle, then translates the jobs the UI
- * submits, streaming each segment's hypothesis back through the event queue as tokens come.
- * Submitting a job cancels the running one (through the decoder's atomic cancel flag) and
+/* A pane's model worker: the engine's worker (mtlab/worker.h) with its results turned into
+ * events on the UI's queue, tagged with the pane. Submitting a job cancels the running one and
  * replaces any job still waiting, so the newest text always wins and the UI never blocks. */
 #ifndef MTLAB_TUI_WORKER_H
 #define MTLAB_TUI_WORKER_H

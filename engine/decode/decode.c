@@ -239,7 +239,7 @@ int mt_decode(mt_model *m, const int32_t *const *src, const int *src_len, int n,
         if (c.max_new[i] < 0) {
             res->failed_input = i;
             free(c.max_new);
-            return mt_error_context("input %d", i);
+            return -1;
         }
         if (c.max_new[i] > c.max_new_all) c.max_new_all = c.max_new[i];
     }

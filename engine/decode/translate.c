@@ -1,6 +1,6 @@
-/* Text in, text out: encode with the tokenizer, sort the sentences by length so each batch
- * pads little, decode batch by batch (mt_decode), put the results back in input order and
- * decode their ids to text. */
+/* Text in, text out: encode with the tokenizer and check every source before decoding any,
+ * sort the sentences by length so each batch pads little, decode batch by batch (mt_decode),
+ * put the results back in input order and decode their ids to text. */
 #include "decode/decode_internal.h"
 
 #include <stdlib.h>
@@ -38,33 +38,48 @@ static int length_order(const void *pa, const void *pb)
     return (a->index > b->index) - (a->index < b->index);
 }
 
-static void free_ids(int **ids, int n)
+void mt_sources_free(mt_sources *s)
 {
-    for (int i = 0; i < n; i++) free(ids[i]);
-    free(ids);
+    for (int i = 0; i < s->n; i++) free(s->ids[i]);
+    free(s->ids);
+    free(s->len);
+    memset(s, 0, sizeof *s);
 }
 
-/* Encode every text; on failure the input's index goes to *bad. */
-static int encode_all(const mt_tokenizer *tok, const char *const *texts, int n, int **ids,
-                      int *lens, int *bad)
+int mt_sources_encode(mt_sources *s, const mt_model *m, const mt_tokenizer *tok,
+                      const char *const *texts, int n, const mt_decode_opts *o, int *bad)
 {
+    memset(s, 0, sizeof *s);
+    *bad = -1;
+    if (n < 0) return mt_error("translate: %d inputs", n);
+    s->ids = mt_xcalloc((size_t)n + 1, sizeof *s->ids);
+    s->len = mt_xcalloc((size_t)n + 1, sizeof *s->len);
     for (int i = 0; i < n; i++) {
+        int *ids;
         size_t len = 0;
-        if (mt_tokenizer_encode(tok, texts[i], &ids[i], &len)) {
-            *bad = i;
-            return mt_error_context("input %d", i);
+        int rc = mt_tokenizer_encode(tok, texts[i], &ids, &len);
+        if (rc == 0 && len > (size_t)1 << 24) {
+            free(ids);
+            rc = mt_error("%zu tokens is too long to translate", len);
         }
-        if (len > (size_t)1 << 24) {
-            *bad = i;
-            return mt_error("input %d: %zu tokens is too long to translate", i, len);
+        /* the model must take it as a source: too long for its positions fails here, before
+         * anything is decoded, not in some later batch */
+        if (rc == 0) {
+            s->ids[s->n] = (int32_t *)ids;
+            s->len[s->n++] = (int)len;
+            rc = mt_decode_max_new(m, (int)len, o) < 0 ? -1 : 0;
         }
-        lens[i] = (int)len;
+        if (rc != 0) {
+            *bad = i;
+            mt_sources_free(s);
+            return -1;
+        }
     }
     return 0;
 }
 
 /* Decode one batch of the sorted inputs into res (input order). */
-static int run_batch(mt_model *m, int **ids, const by_length *order, int count,
+static int run_batch(mt_model *m, const int32_t *const *ids, const by_length *order, int count,
                      const mt_decode_opts *o, int vocab_limit, mt_decode_result *res)
 {
     const int32_t **src = mt_xmalloc((size_t)count * sizeof *src);
@@ -72,7 +87,7 @@ static int run_batch(mt_model *m, int **ids, const by_length *order, int count,
     int *index = mt_xmalloc((size_t)count * sizeof *index);
     for (int j = 0; j < count; j++) {
         index[j] = order[j].index;
-        src[j] = (const int32_t *)ids[index[j]];
+        src[j] = ids[index[j]];
         lens[j] = order[j].len;
     }
     remap r = {o->on_token, o->user, index};
@@ -99,8 +114,9 @@ static int run_batch(mt_model *m, int **ids, const by_length *order, int count,
     return rc;
 }
 
-int mt_translate(mt_model *m, const mt_tokenizer *tok, const char *const *texts, int n,
-                 int batch, const mt_decode_opts *o, mt_decode_result *res)
+int mt_translate_ids(mt_model *m, const mt_tokenizer *tok, const int32_t *const *src,
+                     const int *src_len, int n, int batch, const mt_decode_opts *o,
+                     mt_decode_result *res)
 {
     memset(res, 0, sizeof *res);
     res->failed_input = -1;
@@ -111,37 +127,53 @@ int mt_translate(mt_model *m, const mt_tokenizer *tok, const char *const *texts,
                         V);
     if (n < 0) return mt_error("translate: %d inputs", n);
     if (batch <= 0) batch = MT_DECODE_DEFAULT_BATCH;
-    int **ids = mt_xcalloc((size_t)n + 1, sizeof *ids);
     by_length *order = mt_xmalloc(((size_t)n + 1) * sizeof *order);
-    int *lens = mt_xmalloc(((size_t)n + 1) * sizeof *lens);
-    int rc = encode_all(tok, texts, n, ids, lens, &res->failed_input);
-    if (rc == 0 && n > 0) {
-        for (int i = 0; i < n; i++) order[i] = (by_length){lens[i], i};
+    if (n > 0) {
+        for (int i = 0; i < n; i++) order[i] = (by_length){src_len[i], i};
         qsort(order, (size_t)n, sizeof *order, length_order);
         res->hyps = mt_xcalloc((size_t)n, sizeof *res->hyps);
         res->n = n;
     }
+    int rc = 0;
     for (int start = 0; rc == 0 && start < n; start += batch) {
         int count = n - start < batch ? n - start : batch;
-        rc = run_batch(m, ids, order + start, count, o, pieces, res);
+        rc = run_batch(m, src, order + start, count, o, pieces, res);
     }
     for (int i = 0; rc == 0 && i < n; i++) {
         mt_hypothesis *h = &res->hyps[i];
         h->text = mt_tokenizer_decode(tok, (const int *)h->ids, (size_t)h->n_ids);
         if (!h->text) {
             res->failed_input = i;
-            rc = mt_error_context("input %d", i);
+            rc = -1;
         }
         res->tokens += (size_t)h->n_ids + (size_t)h->finished;
     }
-    free_ids(ids, n);
     free(order);
-    free(lens);
     if (rc) {
         int bad = res->failed_input;
         mt_decode_result_free(res);
         res->failed_input = bad;
     }
+    res->seconds = mt_decode_now() - t0;
+    return rc;
+}
+
+int mt_translate(mt_model *m, const mt_tokenizer *tok, const char *const *texts, int n,
+                 int batch, const mt_decode_opts *o, mt_decode_result *res)
+{
+    double t0 = mt_decode_now();
+    mt_sources s;
+    int bad;
+    int rc = mt_sources_encode(&s, m, tok, texts, n, o, &bad);
+    if (rc == 0) {
+        rc = mt_translate_ids(m, tok, (const int32_t *const *)s.ids, s.len, s.n, batch, o, res);
+        bad = res->failed_input;
+        mt_sources_free(&s);
+    } else {
+        memset(res, 0, sizeof *res);
+        res->failed_input = bad;
+    }
+    if (rc != 0 && bad >= 0) mt_error_context("input %d", bad);
     res->seconds = mt_decode_now() - t0;
     return rc;
 }

@@ -3,6 +3,7 @@
 #include "mtlab/buckets.h"
 #include "mtlab/error.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Upper bounds (inclusive) of the first four buckets; the last has none. */
@@ -37,6 +38,26 @@ int mt_whitespace_tokens(const char *text, size_t *out)
     }
     mt_cpbuf_free(&cps);
     *out = n;
+    return 0;
+}
+
+int mt_source_lengths(size_t *len, const char *const *texts, size_t n, const mt_tokenizer *tok,
+                      size_t *bad)
+{
+    for (size_t i = 0; i < n; i++) {
+        int rc;
+        if (tok) {
+            int *ids;
+            rc = mt_tokenizer_encode(tok, texts[i], &ids, &len[i]);
+            if (rc == 0) free(ids);
+        } else {
+            rc = mt_whitespace_tokens(texts[i], &len[i]);
+        }
+        if (rc < 0) {
+            *bad = i;
+            return -1;
+        }
+    }
     return 0;
 }
 

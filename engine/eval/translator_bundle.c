@@ -1,10 +1,9 @@
-/* Model bundles as translators (mtlab/translator.h): the bundle's model and tokenizer behind
- * mt_translate (mtlab/decode.h). Greedy decoding streams each line's text as it grows; beam
+/* Model bundles as translators (mtlab/translator.h): the bundle opened on its device
+ * (mtlab/runner.h) behind mt_translate (mtlab/decode.h). Greedy decoding streams each line's text as it grows; beam
  * search may change its leading hypothesis, so a beam line is delivered once, when final. */
 #include "mtlab/decode.h"
 #include "mtlab/error.h"
-#include "mtlab/model.h"
-#include "mtlab/tokenizer.h"
+#include "mtlab/runner.h"
 #include "mtlab/translator.h"
 
 #include <stdatomic.h>
@@ -14,8 +13,7 @@
 #include <sys/stat.h>
 
 typedef struct {
-    mt_model *model;
-    mt_tokenizer *tok;
+    mt_runner *runner;
     mt_translate_opts opts;
 } bundle_translator;
 
@@ -35,7 +33,7 @@ static void on_event(void *user, const mt_decode_event *ev)
     if (atomic_load(&s->cancel) || s->failed) return;
     int greedy = s->bt->opts.beam <= 1;
     if (!ev->final && !greedy) return;
-    char *text = mt_tokenizer_decode(s->bt->tok, ev->tokens, (size_t)ev->n_tokens);
+    char *text = mt_tokenizer_decode(s->bt->runner->tok, ev->tokens, (size_t)ev->n_tokens);
     if (!text) {
         s->failed = 1;
         atomic_store(&s->cancel, 1);
@@ -71,7 +69,7 @@ static int bundle_translate(void *self, char **hyps, const char *const *src, siz
     }
     o.cancel = &s.cancel;
     mt_decode_result res = {0};
-    int rc = mt_translate(bt->model, bt->tok, src, (int)n, bt->opts.max_batch, &o, &res);
+    int rc = mt_translate(bt->runner->model, bt->runner->tok, src, (int)n, bt->opts.max_batch, &o, &res);
     free(s.sent);
     if (rc == 0 && (s.failed || res.cancelled)) {
         if (!s.failed) mt_error("cancelled");
@@ -95,8 +93,7 @@ static int bundle_translate(void *self, char **hyps, const char *const *src, siz
 static void bundle_close(void *self)
 {
     bundle_translator *bt = self;
-    mt_model_free(bt->model);
-    mt_tokenizer_free(bt->tok);
+    mt_runner_close(bt->runner);
     free(bt);
 }
 
@@ -110,18 +107,10 @@ mt_translator *mt_bundle_translator_open(const char *dir, const mt_translate_opt
         mt_error("%s: not a model bundle (no config.json); give a bundle directory or apertium:MODE", dir);
         return NULL;
     }
-    if (opts && opts->device && strcmp(opts->device, "cpu") != 0) {
-        mt_error("%s: device '%s' is not available in this build (cpu only)", dir, opts->device);
-        return NULL;
-    }
+    mt_runner *r = mt_runner_open(dir, opts ? opts->device : NULL, 0);
+    if (!r) return NULL;
     bundle_translator *bt = mt_xcalloc(1, sizeof *bt);
     bt->opts = opts ? *opts : mt_translate_defaults();
-    bt->model = mt_model_load(dir, mt_backend_cpu(), 0);
-    snprintf(path, sizeof path, "%s/tokenizer.model", dir);
-    if (bt->model) bt->tok = mt_tokenizer_load(path);
-    if (!bt->model || !bt->tok) {
-        bundle_close(bt);
-        return NULL;
-    }
+    bt->runner = r;
     return mt_translator_wrap(dir, &bundle_impl, bt);
 }

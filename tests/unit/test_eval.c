@@ -37,6 +37,38 @@ static void test_bucket_bounds(void **state)
     assert_int_equal(mt_whitespace_tokens("a \xff", &n), -1);
 }
 
+/* Lengths in whitespace tokens, or in pieces of a tokenizer; a bad text is named by index. */
+static void test_source_lengths(void **state)
+{
+    (void)state;
+    const char *const texts[] = {"Y dijo Dios:  Sea la luz", "", "uno"};
+    size_t len[3], bad = 99;
+    assert_int_equal(mt_source_lengths(len, texts, 3, NULL, &bad), 0);
+    assert_int_equal(len[0], 6);
+    assert_int_equal(len[1], 0);
+    assert_int_equal(len[2], 1);
+    mt_tokenizer *tok = mt_tokenizer_load("models/mamba-small/tokenizer.model");
+    assert_non_null(tok);
+    assert_int_equal(mt_source_lengths(len, texts, 3, tok, &bad), 0);
+    for (int i = 0; i < 3; i++) {
+        int *ids;
+        size_t n;
+        assert_int_equal(mt_tokenizer_encode(tok, texts[i], &ids, &n), 0);
+        free(ids);
+        assert_int_equal(len[i], n);
+    }
+    assert_true(len[0] > 6); /* pieces, not words */
+    const char *const broken[] = {"bien", "mal \xff"};
+    assert_int_equal(mt_source_lengths(len, broken, 2, tok, &bad), -1);
+    assert_int_equal(bad, 1);
+    assert_string_equal(mt_last_error(), "invalid UTF-8 at byte 4 (0xFF)");
+    bad = 99;
+    assert_int_equal(mt_source_lengths(len, broken, 2, NULL, &bad), -1);
+    assert_int_equal(bad, 1);
+    assert_string_equal(mt_last_error(), "invalid UTF-8 at byte 4 (0xFF)");
+    mt_tokenizer_free(tok);
+}
+
 static void test_bucket_scores_sum_segment_stats(void **state)
 {
     (void)state;
@@ -405,6 +437,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bucket_bounds),
+        cmocka_unit_test(test_source_lengths),
         cmocka_unit_test(test_bucket_scores_sum_segment_stats),
         cmocka_unit_test(test_progress_format),
         cmocka_unit_test(test_apertium_three_lines),

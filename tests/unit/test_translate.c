@@ -214,6 +214,52 @@ static void test_translate_texts(void **state)
     assert_null(all.hyps);
 }
 
+/* Encoding once and translating the ids (in windows) gives what mt_translate gives; a bad
+ * source is found before anything is decoded, by index, with a message that names no index. */
+static void test_translate_encoded_sources(void **state)
+{
+    text_fixture *fx = *state;
+    mt_decode_opts o = opts_beam(2, 0);
+    mt_decode_result all, part;
+    assert_int_equal(mt_translate(fx->m, fx->tok, TEXTS, N_TEXTS, 2, &o, &all), 0);
+    mt_sources s;
+    int bad = 7;
+    assert_int_equal(mt_sources_encode(&s, fx->m, fx->tok, TEXTS, N_TEXTS, &o, &bad), 0);
+    assert_int_equal(bad, -1);
+    assert_int_equal(s.n, N_TEXTS);
+    for (int first = 0; first < N_TEXTS; first += 4) {
+        int n = N_TEXTS - first < 4 ? N_TEXTS - first : 4;
+        assert_int_equal(mt_translate_ids(fx->m, fx->tok, (const int32_t *const *)s.ids + first,
+                                          s.len + first, n, 2, &o, &part), 0);
+        assert_int_equal(part.n, n);
+        for (int i = 0; i < n; i++) {
+            assert_same_hyp(&part.hyps[i], &all.hyps[first + i], first + i);
+            assert_string_equal(part.hyps[i].text, all.hyps[first + i].text);
+        }
+        mt_decode_result_free(&part);
+    }
+    mt_sources_free(&s);
+    mt_decode_result_free(&all);
+
+    const char *const texts[] = {"bien", "sí", "mal \xC3\x28 aqui", "otra \xFF"};
+    assert_int_equal(mt_sources_encode(&s, fx->m, fx->tok, texts, 4, &o, &bad), -1);
+    assert_int_equal(bad, 2);
+    assert_string_equal(mt_last_error(), "invalid UTF-8 at byte 4 (0xC3)");
+    assert_int_equal(s.n, 0);
+    assert_null(s.ids);
+    /* a source longer than the decoder takes is found here too, not when its batch comes */
+    size_t len = 3 * 70000;
+    char *huge = malloc(len + 1);
+    for (size_t i = 0; i < len; i += 3) memcpy(huge + i, "sí ", 3);
+    huge[len] = '\0';
+    const char *const long_texts[] = {"bien", huge};
+    assert_int_equal(mt_sources_encode(&s, fx->m, fx->tok, long_texts, 2, &o, &bad), -1);
+    assert_int_equal(bad, 1);
+    assert_non_null(strstr(mt_last_error(), "is outside 0..65536"));
+    assert_null(strstr(mt_last_error(), "input"));
+    free(huge);
+}
+
 /* Run `mtlab translate ARGS` with stdout and stderr captured into files; returns its status. */
 static int run_translate(const text_fixture *fx, const char *const *args, int n_args,
                          char *out, size_t out_cap, char *err, size_t err_cap)
@@ -319,6 +365,36 @@ static void test_translate_command(void **state)
     assert_int_equal(run_translate(fx, a4, 4, out, sizeof out, err, sizeof err), 1);
     assert_string_equal(out, "");
     assert_non_null(strstr(err, "bad.txt:2: invalid UTF-8 at byte 4"));
+    /* nothing is printed before a bad line, however far into the input (here in the second
+     * window of 16), and a line inside a paragraph is named by its own number */
+    char many[1 << 12] = "";
+    for (int i = 0; i < 20; i++) {
+        strcat(many, i == 17 ? "mal \xC3\x28" : TEXTS[i % N_TEXTS]);
+        strcat(many, "\n");
+    }
+    write_text(fx, "late.txt", many, in, sizeof in);
+    const char *late[] = {"-m", fx->bundle, "-i", in, "--batch", "2"};
+    assert_int_equal(run_translate(fx, late, 6, out, sizeof out, err, sizeof err), 1);
+    assert_string_equal(out, "");
+    assert_non_null(strstr(err, "late.txt:18: invalid UTF-8 at byte 4 (0xC3)"));
+    write_text(fx, "para.txt", "uno\n\ndos\ntres \xFF\n", in, sizeof in);
+    assert_int_equal(run_translate(fx, a4, 4, out, sizeof out, err, sizeof err), 1);
+    assert_string_equal(out, "");
+    assert_non_null(strstr(err, "para.txt:4: invalid UTF-8 at byte 5 (0xFF)"));
+    /* a source too long for the model in a later window fails before any output too */
+    static char longer[1 << 19];
+    char *end = longer;
+    for (int i = 0; i < 20; i++) {
+        if (i == 18)
+            for (int k = 0; k < 70000; k++) end += sprintf(end, "sí ");
+        else end += sprintf(end, "%s", TEXTS[i % N_TEXTS]);
+        *end++ = '\n';
+    }
+    *end = '\0';
+    write_text(fx, "long.txt", longer, in, sizeof in);
+    assert_int_equal(run_translate(fx, late, 6, out, sizeof out, err, sizeof err), 1);
+    assert_string_equal(out, "");
+    assert_non_null(strstr(err, "long.txt:19: source of "));
     const char *a5[] = {"-m", fx->dir, "-i", in};
     assert_int_equal(run_translate(fx, a5, 4, out, sizeof out, err, sizeof err), 1);
     assert_non_null(strstr(err, "config.json"));
@@ -341,6 +417,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_paragraph_splitting),
         cmocka_unit_test_setup_teardown(test_translate_texts, text_setup, text_teardown),
+        cmocka_unit_test_setup_teardown(test_translate_encoded_sources, text_setup, text_teardown),
         cmocka_unit_test_setup_teardown(test_translate_command, text_setup, text_teardown),
     };
     return cmocka_run_group_tests_name("translate", tests, NULL, NULL);

@@ -1,17 +1,14 @@
 /* The workers and their queue: events pushed from threads wake poll() through the self-pipe
- * and drain in order; a worker loads a tiny bundle, streams a job's segments, is cancelled by
- * a newer job (whose results are the ones that finish), reports a bad bundle, and records
- * probes on request. The bundle is made here: a tokenizer trained on the fixture corpus and a
- * random Mamba. */
+ * and drain in order; a pane's worker turns the engine worker's results into events for its
+ * pane: loaded, streamed segments, a job cancelled by a newer job (whose results are the ones
+ * that finish), a bad bundle, probes on request. mtlab/worker.h itself: test_worker.c. */
 #include "test_util.h"
 
 #include <poll.h>
 #include <pthread.h>
 #include <unistd.h>
 
-#include "mtlab/error.h"
-#include "mtlab/model.h"
-#include "mtlab/tokenizer.h"
+#include "tiny_bundle.h"
 #include "tui/queue.h"
 #include "tui/worker.h"
 
@@ -70,29 +67,7 @@ static int make_bundle(void **state)
     (void)state;
     snprintf(dir, sizeof dir, "/tmp/mtlab-tui-worker-XXXXXX");
     if (!mkdtemp(dir)) return -1;
-    char prefix[96], model[128];
-    snprintf(prefix, sizeof prefix, "%s/spm", dir);
-    const char *inputs[] = {"tests/fixtures/tokenizer/corpus.es", "tests/fixtures/tokenizer/corpus.en"};
-    mt_tokenizer_train_opts o = {.inputs = inputs, .n_inputs = 2, .model_prefix = prefix,
-                                 .vocab_size = 300, .character_coverage = 1.0, .num_threads = 1,
-                                 .seed = 7};
-    if (mt_tokenizer_train(&o)) return -1;
-    mt_model_config cfg;
-    mt_model_preset(&cfg, "mamba-small");
-    cfg.vocab_size = 304;
-    cfg.d_model = 16;
-    cfg.n_layers = 2;
-    cfg.d_state = 4;
-    cfg.dt_rank = 2;
-    cfg.dropout = 0;
-    cfg.tie_embeddings = 0;
-    cfg.init_std = 0.1f;
-    mt_model *m = mt_model_create(&cfg, mt_backend_cpu(), 2);
-    snprintf(bundle, sizeof bundle, "%s/mamba", dir);
-    snprintf(model, sizeof model, "%s.model", prefix);
-    int rc = m && mt_model_save(m, bundle, model, MT_DT_F32) == 0 ? 0 : -1;
-    mt_model_free(m);
-    return rc;
+    return test_tiny_bundle(dir, bundle, sizeof bundle);
 }
 
 static int remove_bundle(void **state)

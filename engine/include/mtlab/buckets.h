@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "mtlab/metrics.h"
+#include "mtlab/tokenizer.h"
 
 #define MT_LENGTH_BUCKETS 5
 
@@ -20,6 +21,12 @@ const char *mt_length_bucket_name(int bucket);
 /* Tokens of text separated by Unicode whitespace (Python's str.split()); 0 or -1 on invalid
  * UTF-8. */
 int mt_whitespace_tokens(const char *text, size_t *out);
+
+/* The length of each of texts[0..n) that picks its bucket: whitespace tokens, or pieces of
+ * tok when it is not NULL (subword lengths, as the paper counts them). 0, or -1 with *bad the
+ * text at fault and a message that names no index ("invalid UTF-8 at byte 3 (0xFF)"). */
+int mt_source_lengths(size_t *len, const char *const *texts, size_t n, const mt_tokenizer *tok,
+                      size_t *bad);
 
 typedef struct {
     size_t segments;       /* segments in the bucket */

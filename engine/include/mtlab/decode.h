@@ -93,17 +93,43 @@ typedef struct {
 void mt_decode_result_free(mt_decode_result *r);
 
 /* Decode n sources at once: one decoding state with n rows (greedy) or n * K rows (beam; one
- * prefill row per sentence expanded into its beams). src[i] holds src_len[i] ids. 0 or -1. */
+ * prefill row per sentence expanded into its beams). src[i] holds src_len[i] ids. 0 or -1;
+ * a source the model cannot take sets res->failed_input, and the message says what is wrong
+ * with it without naming it. */
 int mt_decode(mt_model *m, const int32_t *const *src, const int *src_len, int n,
               const mt_decode_opts *o, mt_decode_result *res);
 
-/* Translate n UTF-8 texts: encode them, sort by length, decode batches of up to batch
- * sentences (0: MT_DECODE_DEFAULT_BATCH) and decode the ids back to text. Only ids the
- * tokenizer knows are generated (vocab_limit = its size). Results and
+/* Translate n UTF-8 texts: encode and check them all (mt_sources_encode), sort by length,
+ * decode batches of up to batch sentences (0: MT_DECODE_DEFAULT_BATCH) and decode the ids back
+ * to text. Only ids the tokenizer knows are generated (vocab_limit = its size). Results and
  * callback indices are in input order. A cancel leaves the sentences of later batches empty
- * and unfinished. 0 or -1 (res->failed_input names a bad input). */
+ * and unfinished. 0 or -1: res->failed_input names a bad input, and the message then starts
+ * "input N: ". */
 int mt_translate(mt_model *m, const mt_tokenizer *tok, const char *const *texts, int n,
                  int batch, const mt_decode_opts *o, mt_decode_result *res);
+
+/* Sources encoded once, for callers that check every input before translating any (a file
+ * whose line 900 is bad fails before line 1 is printed) and then translate in pieces. */
+typedef struct {
+    int32_t **ids; /* (n) source ids without special tokens, len[i] each */
+    int *len;      /* (n) */
+    int n;
+} mt_sources;
+
+/* Encode texts[0..n) with tok and check that m takes each as a source under o (its length
+ * limits, mt_decode_max_new). 0, or -1 with *bad the text at fault, *s empty, and a message
+ * that says what is wrong with that text without naming it ("invalid UTF-8 at byte 3 (0xFF)"),
+ * so the caller can name it its own way ("in.txt:7: ..."). */
+int mt_sources_encode(mt_sources *s, const mt_model *m, const mt_tokenizer *tok,
+                      const char *const *texts, int n, const mt_decode_opts *o, int *bad);
+void mt_sources_free(mt_sources *s);
+
+/* mt_translate on sources encoded with tok: src[i] holds src_len[i] ids (a window of an
+ * mt_sources). On failure res->failed_input names the source at fault and the message does
+ * not. */
+int mt_translate_ids(mt_model *m, const mt_tokenizer *tok, const int32_t *const *src,
+                     const int *src_len, int n, int batch, const mt_decode_opts *o,
+                     mt_decode_result *res);
 
 /* The number of new tokens sentence of src_len ids may generate under o, or -1 when the model
  * cannot take such a source (mt_last_error says why). */

@@ -1,0 +1,55 @@
+/* Opening a bundle to run (mtlab/runner.h). */
+#include "mtlab/runner.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "decode/decode_internal.h"
+#include "mtlab/device.h"
+#include "mtlab/error.h"
+
+/* The bundle's corpus_stats.tsv into *out: 0 with *out NULL when it has none. */
+static int read_corpus_stats(const char *dir, mt_corpus_stats **out)
+{
+    *out = NULL;
+    char path[PATH_MAX];
+    struct stat st;
+    if (snprintf(path, sizeof path, "%s/corpus_stats.tsv", dir) >= (int)sizeof path)
+        return mt_error("%s: path too long", dir);
+    if (stat(path, &st) != 0) return 0;
+    *out = mt_corpus_stats_read(path);
+    return *out ? 0 : -1;
+}
+
+mt_runner *mt_runner_open(const char *dir, const char *device, unsigned flags)
+{
+    double t0 = mt_decode_now();
+    const mt_backend *be = mt_backend_for(device, 0);
+    if (!be) return NULL;
+    mt_runner *r = mt_xcalloc(1, sizeof *r);
+    r->dir = mt_xstrdup(dir);
+    r->backend = be;
+    r->model = mt_model_load(dir, be, 0);
+    const char *tok_path = r->model ? mt_model_tokenizer_path(r->model) : NULL;
+    if (r->model && !tok_path) mt_error("%s: the bundle has no tokenizer.model", dir);
+    if (tok_path) r->tok = mt_tokenizer_load(tok_path);
+    if (!r->tok || ((flags & MT_RUNNER_STATS) && read_corpus_stats(dir, &r->stats) != 0)) {
+        mt_runner_close(r);
+        return NULL;
+    }
+    r->params = mt_model_param_count(r->model);
+    r->load_seconds = mt_decode_now() - t0;
+    return r;
+}
+
+void mt_runner_close(mt_runner *r)
+{
+    if (!r) return;
+    mt_corpus_stats_free(r->stats);
+    mt_tokenizer_free(r->tok);
+    mt_model_free(r->model);
+    free(r->dir);
+    free(r);
+}

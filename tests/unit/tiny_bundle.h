@@ -1,0 +1,12 @@
+/* A model bundle small enough to load, translate and probe in milliseconds: a tokenizer
+ * trained on the fixture corpus (tests/fixtures/tokenizer) and a random two-layer Mamba. */
+#ifndef MTLAB_TEST_TINY_BUNDLE_H
+#define MTLAB_TEST_TINY_BUNDLE_H
+
+#include <stddef.h>
+
+/* Write the bundle to the directory dir/mamba (dir must exist) and its path into bundle.
+ * 0, or -1 (mt_last_error). */
+int test_tiny_bundle(const char *dir, char *bundle, size_t len);
+
+#endif
