@@ -23,7 +23,7 @@ Q := $(if $(V),,@)
 DEB_PKGS := build-essential pkg-config \
             libncurses-dev libreadline-dev liblua5.4-dev lua5.4 \
             libsentencepiece-dev sentencepiece \
-            libopenblas-openmp-dev libjansson-dev libcmocka-dev tmux ncurses-term \
+            libopenblas-openmp-dev libjansson-dev libcmocka-dev libcairo2-dev tmux ncurses-term \
             sword-text-sparv sword-text-web libsword-utils \
             apertium apertium-eng-spa lua-busted
 FUZZ_PKGS := clang libclang-rt-14-dev
@@ -37,7 +37,7 @@ CUDA_HOME ?= $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(NVCC)))
 BLAS_DIR := /usr/lib/x86_64-linux-gnu/openblas-openmp
 PKGCONF  := PKG_CONFIG_PATH=$(BLAS_DIR)/pkgconfig pkg-config
 comma    := ,
-PC_LIBS  := ncursesw readline lua5.4 sentencepiece openblas jansson
+PC_LIBS  := ncursesw readline lua5.4 sentencepiece openblas jansson cairo
 # Evaluated lazily (=) so that `make deps` can run before pkg-config knows the packages.
 PC_CFLAGS = $(shell $(PKGCONF) --cflags $(PC_LIBS) 2>/dev/null)
 PC_LDLIBS = $(shell $(PKGCONF) --libs $(PC_LIBS) 2>/dev/null)
