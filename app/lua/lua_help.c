@@ -59,6 +59,27 @@ const mtl_help_entry mtl_help[] = {
      "mtlab.entities.recall(srcs, hyps, refs [, {stats=PATH, lang=}]) -> bins",
      "Named-entity recall as in the paper: {unseen, regular, frequent, all}, each {recall, "
      "entities, occurrences, hits}, binned by the training counts in corpus_stats.tsv."},
+    {"mtlab.plot.line",
+     "mtlab.plot.line{series={{name=, x={...}, y={...}}, ...} | x=, y=, title=, xlabel=, "
+     "ylabel=} -> plot",
+     "A line plot of one or more series (nil in y is a gap)."},
+    {"mtlab.plot.bar",
+     "mtlab.plot.bar{labels={...}, series={{name=, values={...}}, ...} | values=, title=, "
+     "ylabel=} -> plot",
+     "A bar plot, grouped when there are several series."},
+    {"mtlab.plot.heatmap",
+     "mtlab.plot.heatmap(matrix | {{...}, ...} [, {title=, xlabel=, ylabel=, row_labels=, "
+     "col_labels=, range={lo, hi}, scale=\"viridis\"|\"greys\", causal=}]) -> plot",
+     "A heatmap of a probe's matrix (its tokens as labels) or of nested lists; causal=true "
+     "leaves the cells above the diagonal undefined."},
+    {"plot:show", "plot:show([{width=, height=, color=, ascii=}])",
+     "Draws the plot on stdout in braille and block characters (colours on a terminal unless "
+     "NO_COLOR is set)."},
+    {"plot:save", "plot:save(path [, {width=800, height=500}]) -> path",
+     "Writes the plot as .svg, .png (cairo) or .csv, chosen by the file name."},
+    {"plot:text", "plot:text([{width=, height=, color=, ascii=}]) -> string",
+     "The drawing plot:show would print, as a string."},
+    {"plot:close", "plot:close()", "Frees the plot now (also done by the garbage collector)."},
 };
 const size_t mtl_help_count = sizeof mtl_help / sizeof mtl_help[0];
 

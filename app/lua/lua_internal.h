@@ -52,12 +52,18 @@ void mtl_open_corpus(lua_State *L);
 void mtl_open_entities(lua_State *L);
 void mtl_open_model(lua_State *L);
 void mtl_open_matrix(lua_State *L);
+void mtl_open_plot(lua_State *L);
 
 /* A matrix handle over `values` (rows x cols, taken: freed by the handle) with labels
  * (NULL-able arrays of rows / cols strings, copied) and a description. Pushed on the stack. */
 void mtl_push_matrix(lua_State *L, float *values, int rows, int cols,
                      const char *const *row_labels, const char *const *col_labels,
                      const char *what);
+
+/* The values and labels of the mtlab.matrix at idx (valid while it is alive); -1 when idx
+ * holds no matrix. Labels may be NULL. */
+int mtl_matrix_view(lua_State *L, int idx, const float **values, int *rows, int *cols,
+                    const char *const **row_labels, const char *const **col_labels);
 
 /* mtlab.help's table: name, signature, one sentence. */
 typedef struct {

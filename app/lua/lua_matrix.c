@@ -66,6 +66,19 @@ void mtl_push_matrix(lua_State *L, float *values, int rows, int cols,
     m->what = mt_xstrdup(what ? what : "matrix");
 }
 
+int mtl_matrix_view(lua_State *L, int idx, const float **values, int *rows, int *cols,
+                    const char *const **row_labels, const char *const **col_labels)
+{
+    matrix *m = luaL_testudata(L, idx, MATRIX_META);
+    if (!m) return -1;
+    *values = m->values;
+    *rows = m->rows;
+    *cols = m->cols;
+    *row_labels = (const char *const *)m->row_labels;
+    *col_labels = (const char *const *)m->col_labels;
+    return 0;
+}
+
 static matrix *check_matrix(lua_State *L, int idx)
 {
     return luaL_checkudata(L, idx, MATRIX_META);
