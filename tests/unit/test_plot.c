@@ -95,7 +95,7 @@ static void test_line_golden(void **state)
            " └┬──────┬───────┬──────┬──────┬\n"
            "  0     100     200    300   400\n"
            "               step\n"
-           "⠒⠒ mamba   ⠂⠐ retnet\n");
+           "⠒⠒⠒⠒ mamba   ⠂⠐⠀⠂ retnet\n");
     free(s);
     plot_free(p);
 }
@@ -116,7 +116,7 @@ static void test_line_golden_ascii(void **state)
            " ++------+-------+------+------+\n"
            "  0     100     200    300   400\n"
            "               step\n"
-           "** mamba   ++ retnet\n");
+           "**** mamba   ++++ retnet\n");
     free(s);
     plot_free(p);
 }
