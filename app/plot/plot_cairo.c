@@ -39,29 +39,9 @@ static void set_rgb(cairo_t *cr, plot_rgb c)
 static const plot_rgb ink = {0x22, 0x22, 0x22}, grid_rgb = {0xe4, 0xe4, 0xe4},
                       frame_rgb = {0x88, 0x88, 0x88};
 
-/* s as valid UTF-8 (cairo refuses anything else): invalid bytes become U+FFFD; malloc'd. */
-static char *utf8_clean(const char *s)
-{
-    size_t n = strlen(s), o = 0;
-    char *out = mt_xmalloc(3 * n + 1);
-    for (size_t i = 0; i < n;) {
-        uint32_t cp;
-        int len = tui_utf8_decode(s + i, n - i, &cp);
-        if (len == 0) {
-            memcpy(out + o, "\xef\xbf\xbd", 3);
-            o += 3, i++;
-        } else {
-            memcpy(out + o, s + i, (size_t)len);
-            o += (size_t)len, i += (size_t)len;
-        }
-    }
-    out[o] = 0;
-    return out;
-}
-
 static double text_width(cairo_t *cr, const char *s)
 {
-    char *c = utf8_clean(s);
+    char *c = plot_utf8_clean(s);
     cairo_text_extents_t e;
     cairo_text_extents(cr, c, &e);
     free(c);
@@ -71,7 +51,7 @@ static double text_width(cairo_t *cr, const char *s)
 /* s cut (with an ellipsis) to at most max_w wide; malloc'd valid UTF-8. */
 static char *text_fit(cairo_t *cr, const char *s, double max_w)
 {
-    char *c = utf8_clean(s);
+    char *c = plot_utf8_clean(s);
     cairo_text_extents_t e;
     cairo_text_extents(cr, c, &e);
     if (e.x_advance <= max_w) return c;
@@ -94,7 +74,7 @@ static char *text_fit(cairo_t *cr, const char *s, double max_w)
 static void text_at(cairo_t *cr, double x, double y, const char *s, double ax, double ay,
                     double max_w)
 {
-    char *c = max_w > 0 ? text_fit(cr, s, max_w) : utf8_clean(s);
+    char *c = max_w > 0 ? text_fit(cr, s, max_w) : plot_utf8_clean(s);
     cairo_text_extents_t e;
     cairo_font_extents_t fe;
     cairo_text_extents(cr, c, &e);
@@ -530,7 +510,7 @@ static int write_svg(FILE *f, const plot *p, const membuf *b)
     size_t head = (size_t)(gt + 1 - doc);
     if (fwrite(doc, 1, head, f) != head) return -1;
     fputs("\n<title>", f);
-    char *t = utf8_clean(p->title);
+    char *t = plot_utf8_clean(p->title);
     for (const char *s = t; *s; s++) {
         switch (*s) {
         case '<': fputs("&lt;", f); break;

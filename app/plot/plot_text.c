@@ -574,7 +574,7 @@ static int render_heatmap(const plot *p, canvas *cv, const plot_text_opts *o)
                 memcpy(g, s + i, (size_t)len);
                 g[len] = 0;
             }
-            canvas_text(cv, x + (cw - 1) / 2, top + row, g, 1, -1);
+            canvas_text(cv, x + (cw - 1) / 2, top + row, g, cw - (cw - 1) / 2, -1);
             i += (size_t)len;
         }
     }
