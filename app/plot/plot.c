@@ -3,6 +3,7 @@
 #include "plot/plot_internal.h"
 
 #include "mtlab/error.h"
+#include "tui/utf8.h"
 
 #include <errno.h>
 #include <float.h>
@@ -204,6 +205,25 @@ void plot_free(plot *p)
     free(p->x_label);
     free(p->y_label);
     free(p);
+}
+
+char *plot_utf8_clean(const char *s)
+{
+    size_t n = strlen(s), o = 0;
+    char *out = mt_xmalloc(3 * n + 1);
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        int len = tui_utf8_decode(s + i, n - i, &cp);
+        if (len == 0) {
+            memcpy(out + o, "\xef\xbf\xbd", 3);
+            o += 3, i++;
+        } else {
+            memcpy(out + o, s + i, (size_t)len);
+            o += (size_t)len, i += (size_t)len;
+        }
+    }
+    out[o] = 0;
+    return out;
 }
 
 /* ---------------------------------------------------------------- data extents */

@@ -39,29 +39,9 @@ static void set_rgb(cairo_t *cr, plot_rgb c)
 static const plot_rgb ink = {0x22, 0x22, 0x22}, grid_rgb = {0xe4, 0xe4, 0xe4},
                       frame_rgb = {0x88, 0x88, 0x88};
 
-/* s as valid UTF-8 (cairo refuses anything else): invalid bytes become U+FFFD; malloc'd. */
-static char *utf8_clean(const char *s)
-{
-    size_t n = strlen(s), o = 0;
-    char *out = mt_xmalloc(3 * n + 1);
-    for (size_t i = 0; i < n;) {
-        uint32_t cp;
-        int len = tui_utf8_decode(s + i, n - i, &cp);
-        if (len == 0) {
-            memcpy(out + o, "\xef\xbf\xbd", 3);
-            o += 3, i++;
-        } else {
-            memcpy(out + o, s + i, (size_t)len);
-            o += (size_t)len, i += (size_t)len;
-        }
-    }
-    out[o] = 0;
-    return out;
-}
-
 static double text_width(cairo_t *cr, const char *s)
 {
-    char *c = utf8_clean(s);
+    char *c = plot_utf8_clean(s);
     cairo_text_extents_t e;
     cairo_text_extents(cr, c, &e);
     free(c);
@@ -71,7 +51,7 @@ static double text_width(cairo_t *cr, const char *s)
 /* s cut (with an ellipsis) to at most max_w wide; malloc'd valid UTF-8. */
 static char *text_fit(cairo_t *cr, const char *s, double max_w)
 {
-    char *c = utf8_clean(s);
+    char *c = plot_utf8_clean(s);
     cairo_text_extents_t e;
     cairo_text_extents(cr, c, &e);
     if (e.x_advance <= max_w) return c;
@@ -94,7 +74,7 @@ static char *text_fit(cairo_t *cr, const char *s, double max_w)
 static void text_at(cairo_t *cr, double x, double y, const char *s, double ax, double ay,
                     double max_w)
 {
-    char *c = max_w > 0 ? text_fit(cr, s, max_w) : utf8_clean(s);
+    char *c = max_w > 0 ? text_fit(cr, s, max_w) : plot_utf8_clean(s);
     cairo_text_extents_t e;
     cairo_font_extents_t fe;
     cairo_text_extents(cr, c, &e);
@@ -155,42 +135,51 @@ static double tick_labels_width(cairo_t *cr, const plot_ticks *t)
     return w;
 }
 
-/* Legend in the data area's top right corner: a short line (or box) of each series' colour. */
-static void draw_legend(cairo_t *cr, const plot *p, const frame *f, int boxes)
+/* The legend: a band under the title, entries (a short line or box of the series' colour,
+ * then its name) side by side and centred, wrapped onto more rows when the page is narrow.
+ * Returns the band's height (0 when there is no legend). */
+static double legend_band(cairo_t *cr, const plot *p, double y, int width, double fs,
+                          int boxes)
 {
-    double fs = f->fs, row = fs * 1.4, sample = fs * 1.8, w = 0;
+    if (p->n_series < 2 && !p->series[0].name[0]) return 0;
+    double row_h = fs * 1.5, sample = fs * 1.8, gap = fs * 0.4, space = fs * 1.5;
+    double room = width - 2 * fs;
     font(cr, fs, 0);
     char buf[32];
-    for (size_t k = 0; k < p->n_series; k++) {
-        double tw = text_width(cr, plot_series_name(p, k, buf, sizeof buf));
-        if (tw > w) w = tw;
-    }
-    double max_text = f->w * 0.5;
-    if (w > max_text) w = max_text;
-    double bw = fs * 0.6 + sample + fs * 0.4 + w + fs * 0.6, bh = row * p->n_series + fs * 0.4;
-    double bx = f->x0 + f->w - bw - fs * 0.4, by = f->y0 + fs * 0.4;
-    cairo_rectangle(cr, bx, by, bw, bh);
-    cairo_set_source_rgba(cr, 1, 1, 1, 0.88);
-    cairo_fill_preserve(cr);
-    set_rgb(cr, frame_rgb);
-    cairo_set_line_width(cr, 1);
-    cairo_stroke(cr);
-    for (size_t k = 0; k < p->n_series; k++) {
-        double cy = by + fs * 0.2 + row * (k + 0.5);
-        set_rgb(cr, plot_series_rgb(k));
-        if (boxes) {
-            cairo_rectangle(cr, bx + fs * 0.6, cy - fs * 0.4, sample, fs * 0.8);
-            cairo_fill(cr);
-        } else {
-            cairo_set_line_width(cr, fs / 6);
-            cairo_move_to(cr, bx + fs * 0.6, cy);
-            cairo_line_to(cr, bx + fs * 0.6 + sample, cy);
-            cairo_stroke(cr);
+    int rows = 0;
+    for (size_t first = 0; first < p->n_series; rows++) {
+        /* the entries that fit on this row, at least one */
+        size_t last = first;
+        double row_w = 0;
+        for (size_t k = first; k < p->n_series; k++) {
+            double name_w = fmin(text_width(cr, plot_series_name(p, k, buf, sizeof buf)),
+                                 room - sample - gap);
+            double w = (k > first ? space : 0) + sample + gap + name_w;
+            if (k > first && row_w + w > room) break;
+            row_w += w;
+            last = k + 1;
         }
-        set_rgb(cr, ink);
-        text_at(cr, bx + fs * 0.6 + sample + fs * 0.4, cy, plot_series_name(p, k, buf, sizeof buf),
-                0, 0.5, max_text);
+        double x = (width - row_w) / 2, cy = y + row_h * (rows + 0.5);
+        for (size_t k = first; k < last; k++) {
+            const char *name = plot_series_name(p, k, buf, sizeof buf);
+            double name_w = fmin(text_width(cr, name), room - sample - gap);
+            set_rgb(cr, plot_series_rgb(k));
+            if (boxes) {
+                cairo_rectangle(cr, x, cy - fs * 0.4, sample, fs * 0.8);
+                cairo_fill(cr);
+            } else {
+                cairo_set_line_width(cr, fs / 6);
+                cairo_move_to(cr, x, cy);
+                cairo_line_to(cr, x + sample, cy);
+                cairo_stroke(cr);
+            }
+            set_rgb(cr, ink);
+            text_at(cr, x + sample + gap, cy, name, 0, 0.5, room - sample - gap);
+            x += sample + gap + name_w + space;
+        }
+        first = last;
     }
+    return rows * row_h + fs * 0.3;
 }
 
 /* Horizontal grid lines, y tick labels and the frame of the data area for values lo..hi. */
@@ -236,6 +225,7 @@ static void draw_line_plot(cairo_t *cr, const plot *p, int width, int height)
     double top = title_band(cr, p, fs, width);
     double xlo, xhi, ylo, yhi;
     plot_line_extent(p, &xlo, &xhi, &ylo, &yhi);
+    top += legend_band(cr, p, top, width, fs, 0);
     frame f = {.fs = fs};
     f.y0 = top + fs * 0.5;
     f.h = height - f.y0 - fs * 2.2 - (p->x_label[0] ? fs * 1.6 : 0);
@@ -253,6 +243,10 @@ static void draw_line_plot(cairo_t *cr, const plot *p, int width, int height)
             break;
         }
     }
+    /* the last tick's label is centred on the right edge: keep it on the page */
+    char last[48];
+    plot_format_tick(last, sizeof last, plot_tick_value(&xt, xt.n - 1), xt.step);
+    f.w = fmin(f.w, width - f.x0 - text_width(cr, last) / 2 - fs * 0.5);
     draw_y_axis(cr, &f, &yt, ylo, yhi);
     for (int i = 0; i < xt.n; i++) {
         double v = plot_tick_value(&xt, i);
@@ -304,7 +298,6 @@ static void draw_line_plot(cairo_t *cr, const plot *p, int width, int height)
             }
     }
     cairo_restore(cr);
-    if (p->n_series > 1 || p->series[0].name[0]) draw_legend(cr, p, &f, 0);
     draw_axis_labels(cr, p, &f, height, p->x_label);
 }
 
@@ -321,6 +314,7 @@ static void draw_bar_plot(cairo_t *cr, const plot *p, int width, int height)
     }
     double hi = plot_bar_max(p), lo = 0;
     if (hi <= 0) hi = 1;
+    top += legend_band(cr, p, top, width, fs, 1);
     frame f = {.fs = fs};
     f.y0 = top + fs * 0.5;
     /* category labels across when they fit their slot, else upwards (at most a third of the
@@ -340,7 +334,12 @@ static void draw_bar_plot(cairo_t *cr, const plot *p, int width, int height)
         double gx = f.x0 + slot * i + slot * 0.1;
         for (size_t k = 0; k < ns; k++) {
             double v = p->series[k].y[i];
-            if (isnan(v)) continue;
+            if (isnan(v)) {
+                font(cr, fs * 0.8, 0);
+                set_rgb(cr, frame_rgb);
+                text_at(cr, gx + bw * (k + 0.47), f.y0 + f.h - fs * 0.2, "n/a", 0.5, 1, bw);
+                continue;
+            }
             double bh = v / hi * f.h;
             set_rgb(cr, plot_series_rgb(k));
             cairo_rectangle(cr, gx + bw * k, f.y0 + f.h - bh, bw * 0.94, bh);
@@ -360,7 +359,6 @@ static void draw_bar_plot(cairo_t *cr, const plot *p, int width, int height)
         else text_at(cr, cx, f.y0 + f.h + fs * 0.4, p->labels[i], 0.5, 0, slot);
     }
     draw_frame(cr, &f);
-    if (ns > 1 || p->series[0].name[0]) draw_legend(cr, p, &f, 1);
     draw_axis_labels(cr, p, &f, height, NULL);
 }
 
@@ -512,7 +510,7 @@ static int write_svg(FILE *f, const plot *p, const membuf *b)
     size_t head = (size_t)(gt + 1 - doc);
     if (fwrite(doc, 1, head, f) != head) return -1;
     fputs("\n<title>", f);
-    char *t = utf8_clean(p->title);
+    char *t = plot_utf8_clean(p->title);
     for (const char *s = t; *s; s++) {
         switch (*s) {
         case '<': fputs("&lt;", f); break;

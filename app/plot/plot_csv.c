@@ -1,6 +1,7 @@
 /* Plots as CSV (RFC 4180): a header row, then the data; fields with a comma, quote or line
- * break are quoted. Numbers are written with the fewest digits that read back to the same
- * value; a NaN, missing or undefined value is an empty field. */
+ * break are quoted, invalid UTF-8 bytes in labels become U+FFFD. Numbers are written with the
+ * fewest digits that read back to the same value; a NaN, missing or undefined value is an
+ * empty field. */
 #include "plot/plot_internal.h"
 
 #include "mtlab/error.h"
@@ -10,18 +11,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void csv_field(FILE *f, const char *s)
+static void csv_field(FILE *f, const char *text)
 {
-    if (!strpbrk(s, ",\"\r\n")) {
-        fputs(s, f);
-        return;
+    char *clean = plot_utf8_clean(text);
+    if (!strpbrk(clean, ",\"\r\n")) {
+        fputs(clean, f);
+    } else {
+        fputc('"', f);
+        for (const char *s = clean; *s; s++) {
+            if (*s == '"') fputc('"', f);
+            fputc(*s, f);
+        }
+        fputc('"', f);
     }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
+    free(clean);
 }
 
 static void csv_number(FILE *f, double v, int is_float)

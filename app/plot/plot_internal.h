@@ -43,6 +43,9 @@ int plot_scale_stops(plot_scale s, const plot_rgb **stops);
 /* Background of undefined heat cells in files. */
 extern const plot_rgb plot_masked_rgb;
 
+/* s with each invalid UTF-8 byte replaced by U+FFFD (cairo and CSV readers need valid
+ * text); malloc'd. */
+char *plot_utf8_clean(const char *s);
 /* The plot's name for messages: "line plot 'Loss'" or "bar plot" when untitled. */
 const char *plot_describe(const plot *p, char *buf, size_t n);
 /* The legend name of series i: its name or "series i+1". */

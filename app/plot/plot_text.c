@@ -223,21 +223,21 @@ static void draw_x_axis(canvas *cv, int y, int x_axis, int x_end, const plot_tic
 }
 
 /* Legend entries "SAMPLE name" side by side, wrapped at the canvas width, from row y (when
- * draw) ; returns the rows it takes. sample(k) draws series k's 2-column sample. */
+ * draw); returns the rows it takes. sample(k) draws series k's sample, sample_w columns. */
 typedef void (*sample_fn)(canvas *cv, int x, int y, size_t k);
 
-static int legend(canvas *cv, const plot *p, int y, int draw, sample_fn sample)
+static int legend(canvas *cv, const plot *p, int y, int draw, sample_fn sample, int sample_w)
 {
     int x = 0, rows = 1;
     for (size_t k = 0; k < p->n_series; k++) {
         char buf[32];
         const char *name = plot_series_name(p, k, buf, sizeof buf);
-        int w = 3 + text_cols(name, cv->ascii);
+        int w = sample_w + 1 + text_cols(name, cv->ascii);
         if (w > cv->w) w = cv->w;
         if (x > 0 && x + w > cv->w) x = 0, rows++;
         if (draw) {
             sample(cv, x, y + rows - 1, k);
-            canvas_text(cv, x + 3, y + rows - 1, name, w - 3, -1);
+            canvas_text(cv, x + sample_w + 1, y + rows - 1, name, w - sample_w - 1, -1);
         }
         x += w + 3;
     }
@@ -318,15 +318,17 @@ static void put_marker(canvas *cv, int x, int y, size_t k, int fg)
     canvas_put(cv, x, y, g, fg, -1);
 }
 
+/* A line plot's legend sample: 4 columns, long enough to show the dash pattern. */
+enum { LINE_SAMPLE_W = 4 };
+
 static void line_sample(canvas *cv, int x, int y, size_t k)
 {
     if (cv->ascii) {
-        put_marker(cv, x, y, k, series_fg(cv, k));
-        put_marker(cv, x + 1, y, k, series_fg(cv, k));
+        for (int c = 0; c < LINE_SAMPLE_W; c++) put_marker(cv, x + c, y, k, series_fg(cv, k));
         return;
     }
     const int *d = cv->color ? dash[0] : dash[k % 4];
-    for (int c = 0; c < 2; c++) {
+    for (int c = 0; c < LINE_SAMPLE_W; c++) {
         uint8_t bits = 0;
         for (int dx = 0; dx < 2; dx++)
             if ((2 * c + dx) % d[1] < d[0]) bits |= (uint8_t)(dx == 0 ? 0x02 : 0x10);
@@ -339,7 +341,7 @@ static void line_sample(canvas *cv, int x, int y, size_t k)
 static int render_line(const plot *p, canvas *cv, const plot_text_opts *o)
 {
     int has_legend = p->n_series > 1 || p->series[0].name[0];
-    int legend_rows = has_legend ? legend(cv, p, 0, 0, line_sample) : 0;
+    int legend_rows = has_legend ? legend(cv, p, 0, 0, line_sample, LINE_SAMPLE_W) : 0;
     int top = (p->title[0] != 0) + (p->y_label[0] != 0);
     int bottom = 2 + (p->x_label[0] != 0) + legend_rows;
     int ph = cv->h - top - bottom;
@@ -411,7 +413,7 @@ static int render_line(const plot *p, canvas *cv, const plot_text_opts *o)
     free(cols);
     int y = top + ph + 2;
     if (p->x_label[0]) canvas_text_centred(cv, x0, pw, y++, p->x_label, -1);
-    if (has_legend) legend(cv, p, y, 1, line_sample);
+    if (has_legend) legend(cv, p, y, 1, line_sample, LINE_SAMPLE_W);
     return cv->h;
 }
 
@@ -435,7 +437,7 @@ static int render_bar(const plot *p, canvas *cv, const plot_text_opts *o)
 {
     size_t ng = p->n_labels, ns = p->n_series;
     int has_legend = ns > 1 || p->series[0].name[0];
-    int legend_rows = has_legend ? legend(cv, p, 0, 0, bar_sample) : 0;
+    int legend_rows = has_legend ? legend(cv, p, 0, 0, bar_sample, 2) : 0;
     int top = p->title[0] != 0;
     int bottom = 2 + (p->y_label[0] != 0) + legend_rows;
     long bars = (long)(ng * ns);
@@ -492,7 +494,7 @@ static int render_bar(const plot *p, canvas *cv, const plot_text_opts *o)
     free(cols);
     y += 2;
     if (p->y_label[0]) canvas_text_centred(cv, x0, bw, y++, p->y_label, -1);
-    if (has_legend) y += legend(cv, p, y, 1, bar_sample);
+    if (has_legend) y += legend(cv, p, y, 1, bar_sample, 2);
     return y;
 }
 
@@ -572,7 +574,7 @@ static int render_heatmap(const plot *p, canvas *cv, const plot_text_opts *o)
                 memcpy(g, s + i, (size_t)len);
                 g[len] = 0;
             }
-            canvas_text(cv, x + (cw - 1) / 2, top + row, g, 1, -1);
+            canvas_text(cv, x + (cw - 1) / 2, top + row, g, cw - (cw - 1) / 2, -1);
             i += (size_t)len;
         }
     }
