@@ -23,9 +23,9 @@ Q := $(if $(V),,@)
 DEB_PKGS := build-essential pkg-config \
             libncurses-dev libreadline-dev liblua5.4-dev lua5.4 \
             libsentencepiece-dev sentencepiece \
-            libopenblas-openmp-dev libjansson-dev libcmocka-dev tmux ncurses-term \
+            libopenblas-openmp-dev libjansson-dev libcmocka-dev libcairo2-dev tmux ncurses-term \
             sword-text-sparv sword-text-web libsword-utils \
-            apertium apertium-eng-spa
+            apertium apertium-eng-spa lua-busted
 FUZZ_PKGS := clang libclang-rt-14-dev
 
 # ---------------------------------------------------------------- toolchain and flags
@@ -37,7 +37,7 @@ CUDA_HOME ?= $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(NVCC)))
 BLAS_DIR := /usr/lib/x86_64-linux-gnu/openblas-openmp
 PKGCONF  := PKG_CONFIG_PATH=$(BLAS_DIR)/pkgconfig pkg-config
 comma    := ,
-PC_LIBS  := ncursesw readline lua5.4 sentencepiece openblas jansson
+PC_LIBS  := ncursesw readline lua5.4 sentencepiece openblas jansson cairo
 # Evaluated lazily (=) so that `make deps` can run before pkg-config knows the packages.
 PC_CFLAGS = $(shell $(PKGCONF) --cflags $(PC_LIBS) 2>/dev/null)
 PC_LDLIBS = $(shell $(PKGCONF) --libs $(PC_LIBS) 2>/dev/null)
@@ -82,7 +82,7 @@ REL_TESTS := $(patsubst tests/unit/%.c,$(REL)/tests/%,$(TEST_C))
 SAN_TESTS := $(patsubst tests/unit/%.c,$(SAN)/tests/%,$(TEST_C))
 E2E_TOOLS := $(REL)/e2e/make_bundles
 
-.PHONY: test-cuda bench-cuda all run test test-build deps data bench bench-peers fuzz cuda clean
+.PHONY: test-cuda bench-cuda all run test test-build test-lua deps data bench bench-peers fuzz cuda clean
 .DEFAULT_GOAL := all
 # Keep intermediate objects (test support files) so a second make does not relink everything.
 .SECONDARY:
@@ -100,9 +100,18 @@ test: deps
 	@tests/check_docs.sh
 	@$(MAKE) --no-print-directory test-build
 	@tests/run.sh $(REL)/tests $(SAN)/tests
+	@$(MAKE) --no-print-directory test-lua
 	@tests/e2e/run.sh ./$(BIN) $(E2E_TOOLS)
 
-test-build: $(BIN) $(REL_TESTS) $(SAN_TESTS) $(E2E_TOOLS)
+test-build: $(BIN) $(SAN)/$(BIN) $(REL_TESTS) $(SAN_TESTS) $(E2E_TOOLS)
+
+# The Lua specs (tests/lua/*_spec.lua, busted) run inside `mtlab run`, in the optimised build
+# and again under ASan/UBSan (handles closed while a decode runs must not touch freed memory).
+test-lua: $(BIN) $(SAN)/$(BIN)
+	@echo "== Lua specs (busted), ./$(BIN)"
+	@MTLAB=./$(BIN) ./$(BIN) run tests/lua/busted.lua tests/lua/
+	@echo "== Lua specs (busted), $(SAN)/$(BIN) (ASan/UBSan)"
+	@MTLAB=$(SAN)/$(BIN) ASAN_OPTIONS=detect_leaks=0 $(SAN)/$(BIN) run tests/lua/busted.lua tests/lua/
 
 # ---------------------------------------------------------------- dependencies
 # `dpkg-query` tells what is installed; only the missing packages go to apt-get.
@@ -151,6 +160,9 @@ $(SAN)/libmtlab.a: $(SAN_LIB_OBJS)
 $(BIN): $(REL)/app/main.o $(REL)/libmtlab.a
 	@$(if $(V),,echo "  LINK    $@")
 	$(Q)$(CC) -o $@ $^ $(LDLIBS_COMMON) $(CUDA_LDLIBS)
+$(SAN)/$(BIN): $(SAN)/app/main.o $(SAN)/libmtlab.a
+	@$(if $(V),,echo "  LINK    $@")
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS_COMMON)
 
 $(REL)/tests/%: tests/unit/%.c $(patsubst %.c,$(REL)/%.o,$(TEST_SUPPORT_C)) $(REL)/libmtlab.a
 	@mkdir -p $(@D)

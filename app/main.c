@@ -18,6 +18,7 @@ static const struct mt_command *const commands[] = {
     &cmd_eval,
     &cmd_tui,
     &cmd_bench,
+    &cmd_run,
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

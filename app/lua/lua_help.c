@@ -1,0 +1,120 @@
+/* The reference of the `mtlab` module: one entry per function, the source of mtlab.help(),
+ * the console's `? name` and README's "Lua API" section (`mtlab run --reference`). A test
+ * checks that every function the module holds has an entry and every entry a function. */
+#include "lua/lua_internal.h"
+#include "lua/mtlab_lua.h"
+
+#include <string.h>
+
+const mtl_help_entry mtl_help[] = {
+    {"mtlab.load", "mtlab.load(path [, {device=\"cpu\"|\"cuda:N\"}]) -> model",
+     "Opens a model bundle directory (or \"apertium:MODE\", Apertium's rule-based translator) "
+     "on a device."},
+    {"mtlab.help", "mtlab.help([name]) -> string",
+     "The signature and one sentence about a function of this module; without a name, the "
+     "list of all of them."},
+    {"model:translate",
+     "model:translate(text | {texts} [, {beam=5, max_len=, batch=16, on_token=fn, "
+     "progress=true}]) -> result | {results}",
+     "Translates; a result is {text, tokens, time_s, state_bytes, score, logprob, finished, "
+     "ids}; on_token(piece, i, text) sees each new token, and an error it raises cancels the "
+     "decode."},
+    {"model:probe",
+     "model:probe(src, hyp [, {kind=, layer=, head=, encoder=}]) -> matrix",
+     "One map of what the model computed for src -> hyp: kind state_norms, state_groups, "
+     "attention, cross or implicit; layer 1-based (first such layer by default); head (mean "
+     "of heads by default)."},
+    {"model:close", "model:close()",
+     "Frees the model now (also done by the garbage collector and by a <close> variable)."},
+    {"model.name", "model.name, model.arch, model.params, model.device, model.path, model.config",
+     "The bundle's name, architecture, parameter count, device, path and config.json as a "
+     "table."},
+    {"matrix:get", "matrix:get(i, j) -> number (also matrix[i][j])",
+     "One value of a probe map, 1-based."},
+    {"matrix:shape", "matrix:shape() -> rows, cols", "The size of the matrix (#matrix is rows)."},
+    {"matrix:max", "matrix:max() -> value, row, col",
+     "The largest value and where it is (matrix:min() the smallest)."},
+    {"matrix:min", "matrix:min() -> value, row, col", "The smallest value and where it is."},
+    {"matrix:totable", "matrix:totable() -> {{...}, ...}", "A copy of the values as nested "
+     "Lua tables."},
+    {"matrix:row_labels", "matrix:row_labels() -> {strings}",
+     "The tokens (or layers, channel groups) the rows stand for."},
+    {"matrix:col_labels", "matrix:col_labels() -> {strings}", "The tokens the columns stand for."},
+    {"mtlab.score.bleu", "mtlab.score.bleu(hyps, refs [, {lowercase=, smooth=\"exp\"}]) -> score",
+     "Corpus BLEU exactly as sacreBLEU 2.6.0 (and `mtlab score`) computes it: {score, "
+     "signature, line, verbose, precisions, bp, ratio, sys_len, ref_len}."},
+    {"mtlab.score.chrf", "mtlab.score.chrf(hyps, refs [, {lowercase=, word_order=0}]) -> score",
+     "Corpus chrF2 (word_order=2: chrF2++) exactly as sacreBLEU computes it: {name, score, "
+     "signature, line}."},
+    {"mtlab.corpus.lines", "mtlab.corpus.lines(path) -> iterator",
+     "The lines of a UTF-8 text file, trailing whitespace removed."},
+    {"mtlab.corpus.pairs", "mtlab.corpus.pairs(src_path, ref_path) -> iterator of src, ref",
+     "The aligned lines of two parallel files (an error when their line counts differ)."},
+    {"mtlab.corpus.read", "mtlab.corpus.read(src_path, ref_path) -> {{src=, ref=}, ...}",
+     "Two parallel files as a list of pairs."},
+    {"mtlab.corpus.cat", "mtlab.corpus.cat(pairs, n) -> pairs",
+     "Joins each run of n consecutive pairs into one (both sides with a space): paragraphs "
+     "from verses."},
+    {"mtlab.entities.recall",
+     "mtlab.entities.recall(srcs, hyps, refs [, {stats=PATH, lang=}]) -> bins",
+     "Named-entity recall as in the paper: {unseen, regular, frequent, all}, each {recall, "
+     "entities, occurrences, hits}, binned by the training counts in corpus_stats.tsv."},
+    {"mtlab.plot.line",
+     "mtlab.plot.line{series={{name=, x={...}, y={...}}, ...} | x=, y=, title=, xlabel=, "
+     "ylabel=} -> plot",
+     "A line plot of one or more series (nil in y is a gap)."},
+    {"mtlab.plot.bar",
+     "mtlab.plot.bar{labels={...}, series={{name=, values={...}}, ...} | values=, title=, "
+     "ylabel=} -> plot",
+     "A bar plot, grouped when there are several series."},
+    {"mtlab.plot.heatmap",
+     "mtlab.plot.heatmap(matrix | {{...}, ...} [, {title=, xlabel=, ylabel=, row_labels=, "
+     "col_labels=, range={lo, hi}, scale=\"viridis\"|\"greys\", causal=}]) -> plot",
+     "A heatmap of a probe's matrix (its tokens as labels) or of nested lists; causal=true "
+     "leaves the cells above the diagonal undefined."},
+    {"plot:show", "plot:show([{width=, height=, color=, ascii=}])",
+     "Draws the plot on stdout in braille and block characters (colours on a terminal unless "
+     "NO_COLOR is set)."},
+    {"plot:save", "plot:save(path [, {width=800, height=500}]) -> path",
+     "Writes the plot as .svg, .png (cairo) or .csv, chosen by the file name."},
+    {"plot:text", "plot:text([{width=, height=, color=, ascii=}]) -> string",
+     "The drawing plot:show would print, as a string."},
+    {"plot:close", "plot:close()", "Frees the plot now (also done by the garbage collector)."},
+};
+const size_t mtl_help_count = sizeof mtl_help / sizeof mtl_help[0];
+
+/* mtlab.help([name]) */
+int mtl_help_fn(lua_State *L)
+{
+    const char *name = luaL_optstring(L, 1, NULL);
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (size_t i = 0; i < mtl_help_count; i++) {
+        const mtl_help_entry *e = &mtl_help[i];
+        if (name) {
+            /* "load", "mtlab.load", "score.bleu" and "translate" all find their entry */
+            size_t nl = strlen(name), el = strlen(e->name);
+            int match = !strcmp(e->name, name) ||
+                        (el > nl && !strcmp(e->name + el - nl, name) &&
+                         (e->name[el - nl - 1] == '.' || e->name[el - nl - 1] == ':'));
+            if (!match) continue;
+            luaL_addstring(&b, e->signature);
+            luaL_addstring(&b, "\n  ");
+            luaL_addstring(&b, e->summary);
+            luaL_pushresult(&b);
+            return 1;
+        }
+        luaL_addstring(&b, e->signature);
+        luaL_addchar(&b, '\n');
+    }
+    if (name) return luaL_error(L, "mtlab.help: no function named '%s' (mtlab.help() lists them)",
+                                name);
+    luaL_pushresult(&b);
+    return 1;
+}
+
+void mtlab_lua_reference(FILE *out)
+{
+    for (size_t i = 0; i < mtl_help_count; i++)
+        fprintf(out, "- `%s`  \n  %s\n", mtl_help[i].signature, mtl_help[i].summary);
+}

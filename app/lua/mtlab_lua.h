@@ -1,0 +1,43 @@
+/* The `mtlab` Lua 5.4 module: one module for `mtlab run SCRIPT.lua` and the workbench's console.
+ *
+ *   local mtlab = require "mtlab"          -- also the global `mtlab` in scripts
+ *   local m = mtlab.load "models/mamba-mha-small"
+ *   print(m:translate("Y dijo Dios: Sea la luz").text)
+ *
+ * Every function checks its arguments before it allocates anything and raises a Lua error that
+ * names the function and the argument ("mtlab.load: no model bundle at 'x' (config.json
+ * missing)"). Handles are full userdata with one named metatable each (mtlab.model,
+ * mtlab.matrix) and __gc, __close, __tostring. The reference of every function is the table in
+ * lua_help.c (mtlab.help, the console's `? name`, README's API section).
+ *
+ * Interrupts: mtlab_lua_interrupt() may be called from a signal handler; it cancels a running
+ * decode and makes the next Lua instruction raise "interrupted" with a traceback. */
+#ifndef MTLAB_APP_MTLAB_LUA_H
+#define MTLAB_APP_MTLAB_LUA_H
+
+#include <lua.h>
+#include <stdio.h>
+
+/* A new state with Lua's standard libraries, `require "mtlab"` and the global `mtlab`.
+ * NULL only when memory runs out (mt_last_error). Close it with mtlab_lua_close. */
+lua_State *mtlab_lua_new(void);
+void mtlab_lua_close(lua_State *L);
+
+/* Async-signal-safe: stop what L runs as soon as possible (see the header comment). */
+void mtlab_lua_interrupt(lua_State *L);
+/* 1 when an interrupt was requested since the state was made (or since the last reset). */
+int mtlab_lua_interrupted(lua_State *L);
+void mtlab_lua_reset_interrupt(lua_State *L);
+
+/* Load and run a file (or stdin when path is "-") with the traceback handler, arguments
+ * from the stack's top nargs values. LUA_OK, or a Lua status with the message (and traceback)
+ * left on the stack. */
+int mtlab_lua_dofile(lua_State *L, const char *path, int nargs);
+
+/* The message handler every call into Lua uses: the error and a traceback. */
+int mtlab_lua_traceback(lua_State *L);
+
+/* The API reference as markdown (README's "Lua API" section is this text). */
+void mtlab_lua_reference(FILE *out);
+
+#endif

@@ -1,0 +1,149 @@
+-- mtlab.load, model:translate, model:probe and the matrix handle, on the shipped bundles.
+local H = dofile("tests/lua/helpers.lua")
+
+describe("mtlab.load", function()
+  it("opens a bundle and shows what it is", function()
+    local m <close> = mtlab.load(H.mamba)
+    assert.are.equal("<mtlab.model mamba-small · mamba · 4.6M · cpu>", tostring(m))
+    assert.are.equal("mamba-small", m.name)
+    assert.are.equal("mamba", m.arch)
+    assert.are.equal(4556736, m.params)
+    assert.are.equal("cpu", m.device)
+    assert.are.equal("table", type(m.config))
+    assert.are.equal(8000, m.config.vocab_size)
+  end)
+
+  it("names the function and the problem for bad arguments", function()
+    assert.has_error(function() mtlab.load("no/such/dir") end,
+      "mtlab.load: no model bundle at 'no/such/dir' (not a directory)")
+    assert.has_error(function() mtlab.load("tests") end,
+      "mtlab.load: no model bundle at 'tests' (config.json missing)")
+    assert.has_error(function() mtlab.load(H.mamba, {devise = "cpu"}) end,
+      "mtlab.load: unknown option 'devise' (known: device)")
+    assert.has_error(function() mtlab.load(H.mamba, {device = 3}) end,
+      "mtlab.load: option device must be a string, not number")
+    local ok, err = pcall(mtlab.load, H.mamba, {device = "tpu"})
+    assert.is_false(ok)
+    assert.matches("^mtlab.load: .*tpu", err)
+    ok, err = pcall(mtlab.load, "apertium:xx-yy")
+    assert.is_false(ok)
+    assert.matches("^mtlab.load: .*xx%-yy", err)
+  end)
+
+  it("raises a clear error on a closed handle, never a crash", function()
+    local m = mtlab.load(H.mamba)
+    m:close()
+    assert.are.equal("<mtlab.model closed>", tostring(m))
+    assert.has_error(function() m:translate("hola") end,
+      "mtlab.model:translate: the model handle is closed")
+    assert.has_error(function() return m.arch end,
+      "mtlab.model: the model handle is closed (reading 'arch')")
+    m:close() -- twice is fine
+  end)
+end)
+
+describe("model:translate", function()
+  local m
+  setup(function() m = mtlab.load(H.transformer) end)
+  teardown(function() m:close() end)
+
+  it("gives what `mtlab translate` prints", function()
+    local src = {"Y dijo Dios: Sea la luz", "Y el rey dijo á sus siervos"}
+    local path = H.tmpname()
+    H.write(path, table.concat(src, "\n") .. "\n")
+    local cli = H.sh(string.format("%s translate -m %s --beam 1 -i %s", H.mtlab, H.transformer, path))
+    os.remove(path)
+    local rs = m:translate(src, {beam = 1})
+    assert.are.equal(cli, rs[1].text .. "\n" .. rs[2].text .. "\n")
+    local one = m:translate(src[1], {beam = 1})
+    assert.are.equal(rs[1].text, one.text)
+    assert.is_true(one.tokens > 0 and one.time_s > 0 and one.state_bytes > 0)
+    assert.are.equal(one.tokens, #one.ids)
+    assert.is_true(one.score <= 0)
+  end)
+
+  it("streams tokens to on_token", function()
+    local seen, last = 0, nil
+    local r = m:translate("Y dijo Dios: Sea la luz", {beam = 1, on_token = function(piece, i, text)
+      assert.are.equal(1, i)
+      assert.are.equal("string", type(piece))
+      seen, last = seen + 1, text
+    end})
+    assert.are.equal(r.tokens, seen)
+    assert.are.equal(r.text, last)
+  end)
+
+  it("cancels the decode when on_token raises, with the callback's traceback", function()
+    local calls = 0
+    local ok, err = pcall(m.translate, m, {"Y dijo Dios: Sea la luz", "En el principio"},
+      {beam = 1, on_token = function() calls = calls + 1; error("stop here") end})
+    assert.is_false(ok)
+    assert.matches("stop here", err)
+    assert.matches("stack traceback", err)
+    assert.are.equal(1, calls)
+  end)
+
+  it("survives its handle being closed inside on_token", function()
+    local h = mtlab.load(H.mamba)
+    local r = h:translate("Y dijo Dios", {beam = 1, on_token = function() h:close() end})
+    assert.is_nil(r)
+    assert.are.equal("<mtlab.model closed>", tostring(h))
+  end)
+
+  it("refuses a re-entrant call and bad options", function()
+    assert.has_error(function()
+      m:translate("Y dijo Dios", {beam = 1, on_token = function() m:translate("x") end})
+    end)
+    assert.has_error(function() m:translate("x", {beam = 0}) end,
+      "mtlab.model:translate: option beam must be a whole number from 1 to 256, not 0")
+    assert.has_error(function() m:translate("x", {bean = 2}) end)
+    assert.has_error(function() m:translate(42) end,
+      "mtlab.model:translate: text must be a string or a list of strings, not number")
+    assert.has_error(function() m:translate({"ok", 7}) end,
+      "mtlab.model:translate: text[2] must be a string, not number")
+    assert.has_error(function() m:translate("x", {on_token = 1}) end,
+      "mtlab.model:translate: option on_token must be a function, not number")
+  end)
+end)
+
+describe("model:probe", function()
+  it("gives Mamba's state norms and implicit attention as matrices", function()
+    local m <close> = mtlab.load(H.mamba)
+    local r = m:translate("Y dijo Dios", {beam = 1})
+    local norms = m:probe("Y dijo Dios", r, {kind = "state_norms"})
+    local rows, cols = norms:shape()
+    assert.are.equal(m.config.num_hidden_layers or m.config.n_layer, rows)
+    assert.are.equal(3 + 1 + r.tokens, cols) -- src <sep> hyp
+    assert.are.equal(rows, #norms)
+    assert.are.same({"▁Y", "▁dijo", "▁Dios", "<sep>"}, {table.unpack(norms:col_labels(), 1, 4)})
+    assert.are.equal(norms:get(2, 3), norms[2][3])
+    local v, i, j = norms:max()
+    assert.are.equal(v, norms[i][j])
+    local t = norms:totable()
+    assert.are.equal(norms[rows][cols], t[rows][cols])
+    local imp = m:probe("Y dijo Dios", r, {kind = "implicit", layer = 2})
+    assert.matches("implicit attention, layer 2", tostring(imp))
+    local n = select(1, imp:shape())
+    assert.are.equal(0, imp[1][n]) -- causal: the first row sees only itself
+    assert.has_error(function() return norms[rows + 1] end,
+      "mtlab.matrix: row " .. (rows + 1) .. " is out of range 1.." .. rows)
+    assert.has_error(function() m:probe("Y", r, {kind = "attention"}) end,
+      "mtlab.model:probe: mamba-small has no attention map")
+    assert.has_error(function() m:probe("Y", r, {kind = "colour"}) end)
+  end)
+
+  it("gives the transformer's attention per head or averaged", function()
+    local m <close> = mtlab.load(H.transformer)
+    local r = m:translate("Y dijo Dios", {beam = 1})
+    local cross = m:probe("Y dijo Dios", r.ids, {kind = "cross", layer = 1})
+    local rows, cols = cross:shape()
+    assert.are.equal(4, cols) -- the source and its <eos>
+    local sum = 0
+    for j = 1, cols do sum = sum + cross[1][j] end
+    assert.is_true(math.abs(sum - 1) < 1e-4) -- softmax rows, also after the mean of heads
+    local h1 = m:probe("Y dijo Dios", r.ids, {kind = "cross", layer = 1, head = 1})
+    assert.are.equal(rows, select(1, h1:shape()))
+    assert.has_error(function() m:probe("Y", r, {kind = "cross", layer = 99}) end)
+    assert.has_error(function() m:probe("Y", r, {kind = "cross", head = 99}) end)
+  end)
+end)

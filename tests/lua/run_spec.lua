@@ -1,0 +1,65 @@
+-- `mtlab run`: arguments, exit status, tracebacks and Ctrl-C, as a user meets them.
+local H = dofile("tests/lua/helpers.lua")
+
+describe("mtlab run", function()
+  it("passes arguments as lua.c does", function()
+    local out, _, code = H.run_lua('print(arg[-1], #arg, arg[1], arg[2], select("#", ...), ...)', "a 'b c'")
+    assert.are.equal(0, code)
+    assert.are.equal("run\t2\ta\tb c\t2\ta\tb c\n", out)
+  end)
+
+  it("prints the traceback of an error and exits 1", function()
+    local _, err, code = H.run_lua('local function f() error("boom") end\nf()\n')
+    assert.are.equal(1, code)
+    assert.matches("^mtlab run: .*:1: boom\nstack traceback:", err)
+    assert.matches("in local 'f'", err)
+    assert.matches("in main chunk", err)
+  end)
+
+  it("reports a syntax error and a missing script", function()
+    local _, err, code = H.run_lua("x = = 1")
+    assert.are.equal(1, code)
+    assert.matches("unexpected symbol", err)
+    _, code = H.sh(H.mtlab .. " run no/such.lua 2>/dev/null")
+    assert.are.equal(1, code)
+    _, code = H.sh(H.mtlab .. " run 2>/dev/null")
+    assert.are.equal(2, code)
+  end)
+
+  -- Starts a script in the background, waits until it wrote `ready`, sends SIGINT, and
+  -- returns its exit status and stderr.
+  local function interrupt(chunk)
+    local script, ready, err = H.tmpname(), H.tmpname(), H.tmpname()
+    os.remove(ready)
+    H.write(script, chunk:gsub("READY", ready))
+    local out = H.sh(string.format([[
+%s run %s 2>%s & pid=$!
+for i in $(seq 1 600); do [ -e %s ] && break; sleep 0.05; done
+kill -INT $pid; wait $pid; echo $?]], H.mtlab, script, err, ready))
+    local e = H.read(err)
+    os.remove(script); os.remove(ready); os.remove(err)
+    return tonumber(out:match("(%d+)%s*$")), e
+  end
+
+  it("stops a busy loop on Ctrl-C with exit status 130 and a traceback", function()
+    local code, err = interrupt('io.open("READY", "w"):close()\nlocal function spin() for i = 1, 1e12 do end end\nspin()\n')
+    assert.are.equal(130, code)
+    assert.matches("interrupted", err)
+    assert.matches("in local 'spin'", err)
+  end)
+
+  it("stops a long translation on Ctrl-C", function()
+    local code, err = interrupt(string.format([[
+local m = mtlab.load("%s")
+local texts = {}
+for i = 1, 200 do texts[i] = "Y dijo Dios: Sea la luz, y fue la luz " .. i end
+m:translate(texts, {beam = 5, on_token = function()
+  if not done then io.open("READY", "w"):close(); done = true end
+end})
+print("finished")
+]], H.mamba))
+    assert.are.equal(130, code)
+    assert.matches("interrupted", err)
+    assert.matches("in method 'translate'", err)
+  end)
+end)

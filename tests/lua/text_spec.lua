@@ -1,0 +1,140 @@
+-- mtlab.score, mtlab.corpus, mtlab.entities and mtlab.help.
+local H = dofile("tests/lua/helpers.lua")
+local HYP, REF = "tests/fixtures/metrics/bible/test.apertium.en", "tests/fixtures/metrics/bible/test.en"
+
+local function lines(path)
+  local t = {}
+  for l in mtlab.corpus.lines(path) do t[#t + 1] = l end
+  return t
+end
+
+describe("mtlab.score", function()
+  it("prints what `mtlab score` prints, to the last digit", function()
+    local cli = H.sh(string.format("%s score --hyp %s --ref %s -m bleu chrf chrf++", H.mtlab, HYP, REF))
+    local hyps, refs = lines(HYP), lines(REF)
+    local b = mtlab.score.bleu(hyps, refs)
+    local c = mtlab.score.chrf(hyps, refs)
+    local cpp = mtlab.score.chrf(hyps, {refs}, {word_order = 2})
+    assert.matches(b.line:gsub("%p", "%%%0"), cli)
+    assert.matches(c.line:gsub("%p", "%%%0"), cli)
+    assert.matches(cpp.line:gsub("%p", "%%%0"), cli)
+    assert.are.equal(b.line, tostring(b))
+    assert.are.equal("chrF2++", cpp.name)
+    assert.are.equal(4, #b.precisions)
+  end)
+
+  it("takes several reference streams and options", function()
+    local two = mtlab.score.bleu({"the cat sat on the mat today"},
+      {{"the cat sat on the mat today"}, {"a dog"}})
+    assert.is_true(math.abs(two.score - 100) < 1e-9)
+    assert.matches("^nrefs:2", two.signature)
+    local lc = mtlab.score.bleu({"THE CAT SAT ON THE MAT"}, {"the cat sat on the mat"},
+      {lowercase = true})
+    assert.is_true(math.abs(lc.score - 100) < 1e-9)
+    assert.matches("case:lc", lc.signature)
+  end)
+
+  it("names the problem", function()
+    assert.has_error(function() mtlab.score.bleu({"a", "b"}, {"a"}) end,
+      "mtlab.score.bleu: refs has 1 lines but there are 2 hypotheses")
+    assert.has_error(function() mtlab.score.bleu({"a"}, {"a"}, {smooth = "log"}) end,
+      "mtlab.score.bleu: unknown smoothing 'log' (exp, floor, add-k, none)")
+    assert.has_error(function() mtlab.score.chrf("a", {"a"}) end,
+      "mtlab.score.chrf: hyps must be a list of strings, not string")
+    assert.has_error(function() mtlab.score.bleu({"\xff"}, {"a"}) end)
+  end)
+end)
+
+describe("mtlab.corpus", function()
+  local src, ref
+  before_each(function()
+    src, ref = H.tmpname(), H.tmpname()
+    H.write(src, "uno\ndos  \ntres\n")
+    H.write(ref, "one\ntwo\nthree\n")
+  end)
+  after_each(function() os.remove(src); os.remove(ref) end)
+
+  it("iterates lines and pairs, reads and concatenates", function()
+    assert.are.same({"uno", "dos", "tres"}, lines(src))
+    local got = {}
+    for s, r in mtlab.corpus.pairs(src, ref) do got[#got + 1] = s .. "=" .. r end
+    assert.are.same({"uno=one", "dos=two", "tres=three"}, got)
+    local pairs_ = mtlab.corpus.read(src, ref)
+    assert.are.same({src = "dos", ref = "two"}, pairs_[2])
+    local cat = mtlab.corpus.cat(pairs_, 2)
+    assert.are.same({{src = "uno dos", ref = "one two"}, {src = "tres", ref = "three"}}, cat)
+    assert.are.same({{src = "a b", ref = "A B"}}, mtlab.corpus.cat({{"a", "A"}, {"b", "B"}}, 5))
+  end)
+
+  it("names the problem", function()
+    H.write(ref, "one\n")
+    assert.has_error(function() mtlab.corpus.pairs(src, ref) end,
+      string.format("mtlab.corpus.pairs: '%s' has 3 lines but '%s' has 1: the files are not parallel", src, ref))
+    assert.has_error(function() mtlab.corpus.lines("no/such/file") end,
+      "mtlab.corpus.lines: no/such/file: No such file or directory")
+    H.write(src, "ok\nbad \xff byte\n")
+    local ok, err = pcall(mtlab.corpus.lines, src)
+    assert.is_false(ok)
+    assert.matches(":2: invalid UTF%-8", err)
+    assert.has_error(function() mtlab.corpus.cat({{"a", "A"}}, 0) end,
+      "mtlab.corpus.cat: n must be at least 1, not 0")
+    assert.has_error(function() mtlab.corpus.cat({{"a", 1}}, 1) end,
+      "mtlab.corpus.cat: pairs[1].ref must be a string, not number")
+  end)
+end)
+
+describe("mtlab.entities.recall", function()
+  it("bins copyable reference entities by training counts", function()
+    local srcs = {"Y Abraham fue a Hebrón con Zorobabel", "Y Zorobabel dijo"}
+    local refs = {"And Abraham went to Hebron with Zerubbabel", "Zorobabel said"}
+    local hyps = {"Abraham went to Hebron", "Zorobabel said"}
+    local plain = mtlab.entities.recall(srcs, hyps, refs)
+    assert.are.equal(2, plain.all.entities) -- Abraham, Zorobabel (Hebron is not in the source)
+    assert.are.equal(2, plain.unseen.entities)
+    assert.are.equal(1, plain.all.recall)
+    local r = mtlab.entities.recall(srcs, hyps, refs, {stats = H.transformer .. "/corpus_stats.tsv"})
+    assert.are.equal(1, r.frequent.entities) -- Abraham is everywhere in Genesis
+    assert.are.equal(1, r.unseen.entities)
+    assert.are.equal("english", r.lang)
+    assert.has_error(function() mtlab.entities.recall({"a"}, {}, {"a"}) end,
+      "mtlab.entities.recall: srcs, hyps and refs must be as long as each other (1, 0, 1)")
+    assert.has_error(function() mtlab.entities.recall({}, {}, {}, {stats = "nope.tsv"}) end)
+  end)
+end)
+
+describe("mtlab.help", function()
+  it("has an entry for every function of the module, and a function for every entry", function()
+    local names = {}
+    local function walk(t, prefix)
+      for k, v in pairs(t) do
+        if type(v) == "function" then names[#names + 1] = prefix .. k
+        elseif type(v) == "table" then walk(v, prefix .. k .. ".") end
+      end
+    end
+    walk(mtlab, "mtlab.")
+    local m <close> = mtlab.load(H.mamba)
+    for _, k in ipairs({"translate", "probe", "close"}) do names[#names + 1] = "model:" .. k end
+    for _, name in ipairs(names) do
+      assert.is_truthy(mtlab.help(name), name)
+    end
+    local listed = 0
+    for line in mtlab.help():gmatch("[^\n]+") do
+      listed = listed + 1
+      local name = line:match("^([%w_.:]+)")
+      local ok = false
+      for _, n in ipairs(names) do ok = ok or n == name end
+      ok = ok or name:match("^matrix:") or name:match("^model%.") or name:match("^plot:")
+      assert.is_truthy(ok, line)
+    end
+    assert.is_true(listed >= #names)
+    assert.matches("^mtlab.score.bleu%(", mtlab.help("score.bleu"))
+    assert.has_error(function() mtlab.help("nope") end,
+      "mtlab.help: no function named 'nope' (mtlab.help() lists them)")
+  end)
+
+  it("is README's API reference", function()
+    local ref = H.sh(H.mtlab .. " run --reference")
+    local readme = H.read("README.md")
+    assert.is_truthy(readme:find(ref, 1, true), "README.md's Lua API section differs from `mtlab run --reference`")
+  end)
+end)
