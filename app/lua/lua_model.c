@@ -11,10 +11,10 @@
 #include "lua/mtlab_lua.h"
 #include "mtlab/backend.h"
 #include "mtlab/decode.h"
-#include "mtlab/device.h"
 #include "mtlab/error.h"
 #include "mtlab/model.h"
 #include "mtlab/probe.h"
+#include "mtlab/runner.h"
 #include "mtlab/tokenizer.h"
 #include "mtlab/translator.h"
 
@@ -29,7 +29,8 @@
 typedef struct {
     char *path;             /* as given to mtlab.load */
     char *name;             /* the directory's last component, or "apertium:MODE" */
-    mt_model *model;        /* a bundle ... */
+    mt_runner *run;         /* a bundle (model and tokenizer below are its own) ... */
+    mt_model *model;
     mt_tokenizer *tok;
     mt_translator *peer;    /* ... or a rule-based system */
     const char *device;     /* the backend's name ("cpu", "cuda:0") */
@@ -39,9 +40,9 @@ typedef struct {
 
 static void handle_free(model_handle *h)
 {
-    mt_model_free(h->model);
-    mt_tokenizer_free(h->tok);
+    mt_runner_close(h->run);
     mt_translator_close(h->peer);
+    h->run = NULL;
     free(h->path);
     free(h->name);
     h->model = NULL;
@@ -106,15 +107,12 @@ static int l_load(lua_State *L)
         mtl_error(L, fn, "no model bundle at '%s' (not a directory)", path);
     snprintf(cfg, sizeof cfg, "%s/config.json", path);
     if (access(cfg, R_OK) != 0) mtl_error(L, fn, "no model bundle at '%s' (config.json missing)", path);
-    const mt_backend *be = mt_backend_for(device, 0);
-    if (!be) mtl_error(L, fn, "%s", mt_last_error());
-    if (!(h->model = mt_model_load(path, be, 0))) mtl_error(L, fn, "%s", mt_last_error());
-    const char *tok_path = mt_model_tokenizer_path(h->model);
-    if (!tok_path) mtl_error(L, fn, "%s: the bundle has no tokenizer.model", path);
-    if (!(h->tok = mt_tokenizer_load(tok_path))) mtl_error(L, fn, "%s", mt_last_error());
+    if (!(h->run = mt_runner_open(path, device, 0))) mtl_error(L, fn, "%s", mt_last_error());
+    h->model = h->run->model;
+    h->tok = h->run->tok;
     h->path = mt_xstrdup(path);
     h->name = mt_xstrdup(base_name(path));
-    h->device = be->name;
+    h->device = h->run->backend->name;
     return 1;
 }
 
