@@ -1,6 +1,7 @@
 /* `mtlab tokenizer`: train the joint Spanish+English sentencepiece model on a parallel corpus,
  * and encode/decode text through a model, stdin to stdout, one line at a time. */
 #include "cli/commands.h"
+#include "mtlab/clock.h"
 #include "mtlab/error.h"
 #include "mtlab/tokenizer.h"
 
@@ -10,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
-#include <time.h>
 #include <unistd.h>
 
 /* The trained model depends on the thread count (see tokenizer.h); a fixed default makes
@@ -30,13 +30,6 @@ static int parse_int(const char *flag, const char *text, long lo, long hi, long 
     }
     *out = v;
     return 0;
-}
-
-static double seconds_since(const struct timespec *t0)
-{
-    struct timespec t1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    return (double)(t1.tv_sec - t0->tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0->tv_nsec);
 }
 
 /* Strips "\n" / "\r\n" in place; returns the new length. */
@@ -116,10 +109,9 @@ static int run_train(int argc, char **argv)
         .character_coverage = 1.0, .num_threads = (int)threads, .seed = (unsigned)seed,
         .verbose = verbose,
     };
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = mt_now_s();
     if (mt_tokenizer_train(&opts)) return cli_fail("%s", mt_last_error());
-    double train_s = seconds_since(&t0);
+    double train_s = mt_now_s() - t0;
 
     mt_tokenizer *tok = mt_tokenizer_load(model_path);
     if (!tok) return cli_fail("%s", mt_last_error());

@@ -5,8 +5,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "mtlab/clock.h"
 #include "mtlab/error.h"
 
 /* Sizes past these are mistakes (a binary file read as text, a typo), not translations. */
@@ -35,13 +35,6 @@ void mt_decode_result_free(mt_decode_result *r)
     free(r->hyps);
     r->hyps = NULL;
     r->n = 0;
-}
-
-double mt_decode_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 int mt_decode_cancelled(const mt_decode_ctx *c)
@@ -225,7 +218,7 @@ int mt_decode(mt_model *m, const int32_t *const *src, const int *src_len, int n,
 {
     memset(res, 0, sizeof *res);
     res->failed_input = -1;
-    double t0 = mt_decode_now();
+    double t0 = mt_now_s();
     if (check_opts(m, o, n)) return -1;
     if (n == 0) return 0;
     mt_decode_ctx c = {
@@ -264,7 +257,7 @@ int mt_decode(mt_model *m, const int32_t *const *src, const int *src_len, int n,
     mt_decode_state_free(c.st);
     free(c.logits);
     free(c.max_new);
-    res->seconds = mt_decode_now() - t0;
+    res->seconds = mt_now_s() - t0;
     if (rc) mt_decode_result_free(res);
     for (int i = 0; i < res->n; i++)
         res->tokens += (size_t)res->hyps[i].n_ids + (size_t)res->hyps[i].finished;
