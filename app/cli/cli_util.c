@@ -1,7 +1,9 @@
 #include "cli/commands.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 int cli_fail(const char *fmt, ...)
 {
@@ -18,4 +20,26 @@ int cli_usage(const struct mt_command *cmd)
 {
     fprintf(stderr, "usage: mtlab %s %s\n  %s\n", cmd->name, cmd->args, cmd->summary);
     return 2;
+}
+
+int cli_option_long(const char *cmd, const char *opt, const char *text, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || end == text || *end || v < lo || v > hi) {
+        fprintf(stderr, "mtlab %s: %s takes a whole number from %ld to %ld, not '%s'\n", cmd, opt,
+                lo, hi, text);
+        return 2;
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_option_int(const char *cmd, const char *opt, const char *text, int lo, int hi, int *out)
+{
+    long v;
+    int rc = cli_option_long(cmd, opt, text, lo, hi, &v);
+    if (rc == 0) *out = (int)v;
+    return rc;
 }

@@ -7,6 +7,7 @@
 #include "cli/eval_report.h"
 #include "cli/progress.h"
 #include "mtlab/buckets.h"
+#include "mtlab/decode.h"
 #include "mtlab/entities.h"
 #include "mtlab/error.h"
 #include "mtlab/metrics.h"
@@ -31,15 +32,6 @@ typedef struct {
     int beam;
 } eval_args;
 
-static int parse_int(const char *s, int lo, int hi, int *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || v < lo || v > hi) return -1;
-    *out = (int)v;
-    return 0;
-}
-
 static int parse_args(eval_args *a, int argc, char **argv)
 {
     memset(a, 0, sizeof *a);
@@ -61,9 +53,8 @@ static int parse_args(eval_args *a, int argc, char **argv)
         else if (!strcmp(o, "--length-model")) dest = &a->length_model;
         else if (!strcmp(o, "--ner")) dest = &a->ner;
         else if (!strcmp(o, "--beam")) {
-            if (i + 1 >= argc || parse_int(argv[i + 1], 1, 64, &a->beam) < 0)
-                return cli_fail("eval: --beam needs a number from 1 to 64");
-            i++;
+            if (i + 1 >= argc) return cli_usage(&cmd_eval);
+            if (cli_option_int("eval", o, argv[++i], 1, MT_DECODE_MAX_BEAM, &a->beam)) return 2;
             continue;
         } else {
             fprintf(stderr, "mtlab eval: unknown argument '%s'\n", o);

@@ -19,19 +19,6 @@ enum { DEFAULT_TRAIN_THREADS = 8, DEFAULT_VOCAB = 8000 };
 
 static const char *const SIDES[] = {"es", "en"};
 
-static int parse_int(const char *flag, const char *text, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (errno || end == text || *end || v < lo || v > hi) {
-        cli_fail("%s: '%s' is not a whole number in %ld..%ld", flag, text, lo, hi);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 /* Strips "\n" / "\r\n" in place; returns the new length. */
 static size_t chomp(char *line, size_t len)
 {
@@ -84,12 +71,14 @@ static int run_train(int argc, char **argv)
         }
         if (!v) return cli_usage(&cmd_tokenizer);
         i++;
+        int rc = 0;
         if (!strcmp(a, "--data")) dir = v;
         else if (!strcmp(a, "--out")) out = v;
-        else if (!strcmp(a, "--vocab")) { if (parse_int(a, v, MT_UNK_ID + 2, 1000000, &vocab)) return 2; }
-        else if (!strcmp(a, "--seed")) { if (parse_int(a, v, 0, UINT_MAX, &seed)) return 2; }
-        else if (!strcmp(a, "--threads")) { if (parse_int(a, v, 1, 128, &threads)) return 2; }
+        else if (!strcmp(a, "--vocab")) rc = cli_option_long("tokenizer", a, v, MT_UNK_ID + 2, 1000000, &vocab);
+        else if (!strcmp(a, "--seed")) rc = cli_option_long("tokenizer", a, v, 0, UINT_MAX, &seed);
+        else if (!strcmp(a, "--threads")) rc = cli_option_long("tokenizer", a, v, 1, 128, &threads);
         else return cli_usage(&cmd_tokenizer);
+        if (rc) return rc;
     }
     char inputs[2][PATH_MAX], prefix[PATH_MAX], model_path[PATH_MAX];
     for (int s = 0; s < 2; s++) {

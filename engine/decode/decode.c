@@ -12,7 +12,6 @@
 /* Sizes past these are mistakes (a binary file read as text, a typo), not translations. */
 #define MAX_SOURCE_TOKENS 65536
 #define MAX_NEW_TOKENS 65536
-#define MAX_BEAM 256
 #define MAX_ROWS 65536
 
 void mt_decode_opts_init(mt_decode_opts *o)
@@ -199,8 +198,8 @@ static int check_opts(const mt_model *m, const mt_decode_opts *o, int n)
     if (o->vocab_limit > 0 && o->vocab_limit <= mt_model_get_config(m)->eos_id)
         return mt_error("vocabulary limit %d excludes <eos>", o->vocab_limit);
     if (o->vocab_limit > 0) V = o->vocab_limit;
-    if (o->beam < 1 || o->beam > MAX_BEAM)
-        return mt_error("beam size %d is outside 1..%d", o->beam, MAX_BEAM);
+    if (o->beam < 1 || o->beam > MT_DECODE_MAX_BEAM)
+        return mt_error("beam size %d is outside 1..%d", o->beam, MT_DECODE_MAX_BEAM);
     /* the first step draws 2K candidates from one beam's tokens, <pad> excluded */
     if (o->beam > 1 && 2 * o->beam + 1 > V)
         return mt_error("beam size %d needs a vocabulary of at least %d tokens (%d here)",
