@@ -32,13 +32,6 @@ static void *ref_tensor(mt_safetensors *st, const char *name)
     return out;
 }
 
-static float max_abs_diff(const float *a, const float *b, size_t n)
-{
-    float d = 0.0f;
-    for (size_t i = 0; i < n; i++) d = fmaxf(d, fabsf(a[i] - b[i]));
-    return d;
-}
-
 /* ---------------------------------------------------------------- transformer++ vs HF */
 static void test_llama_matches_transformers(void **state)
 {

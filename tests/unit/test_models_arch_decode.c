@@ -5,6 +5,7 @@
  * left-padded prompts and beam reordering; and the decoding state that must not grow with
  * the sequence length does not. Tiny random models (mt_model_create). */
 #include "test_util.h"
+#include "decode_steps.h"
 #include "model_parity.h"
 
 #include <omp.h>
@@ -46,42 +47,6 @@ static mt_model *create_fresh(const mt_model_config *c, uint64_t seed)
     mt_model *m = mt_model_create(c, mt_backend_cpu(), seed);
     if (!m) fail_msg("%s: %s", c->arch, mt_last_error());
     return m;
-}
-
-static float max_abs_diff(const float *a, const float *b, size_t n)
-{
-    float d = 0.0f;
-    for (size_t i = 0; i < n; i++) d = fmaxf(d, fabsf(a[i] - b[i]));
-    return d;
-}
-
-/* Decode rows ids (B, T) after a prompt of P positions and compare every step's logits with
- * full (B, T, V) at positions P-1 .. T-1 (the step feeding ids[:, t] predicts from t). */
-static float decode_vs_parallel(mt_model *m, const int32_t *ids, int B, int T, int P,
-                                const int32_t *src, int S, const float *full)
-{
-    mt_decode_state *st = mt_decode_state_new(m, B, T, S);
-    if (!st) fail_msg("%s", mt_last_error());
-    int32_t *prompt = malloc((size_t)B * P * sizeof(int32_t));
-    for (int b = 0; b < B; b++) memcpy(prompt + b * P, ids + b * T, (size_t)P * sizeof(int32_t));
-    mt_batch pb = {.B = B, .T = P, .ids = prompt, .S = S, .src = src};
-    float *logits = malloc((size_t)B * V * sizeof(float));
-    assert_int_equal(mt_model_prefill(m, st, &pb, logits), 0);
-    float worst = 0.0f;
-    for (int t = P - 1; t < T; t++) {
-        if (t > P - 1) {
-            int32_t tok[8];
-            for (int b = 0; b < B; b++) tok[b] = ids[b * T + t];
-            assert_int_equal(mt_model_step(m, st, tok, logits), 0);
-        }
-        for (int b = 0; b < B; b++)
-            worst = fmaxf(worst, max_abs_diff(logits + b * V, full + ((size_t)b * T + t) * V, V));
-    }
-    assert_int_equal(mt_decode_state_length(st), T);
-    free(prompt);
-    free(logits);
-    mt_decode_state_free(st);
-    return worst;
 }
 
 /* decoder-only rows `src <sep> tgt </s>`, the second left padded; 14 positions, well past

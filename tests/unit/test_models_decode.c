@@ -3,6 +3,7 @@
  * transformer, the recurrent conv + ssm state for Mamba), including left-padded prompts and
  * beam reordering. Fixture models from tests/fixtures/models/. */
 #include "test_util.h"
+#include "decode_steps.h"
 
 #include "mtlab/error.h"
 #include "mtlab/model.h"
@@ -19,42 +20,6 @@ static mt_model *load(const char *name)
     mt_model *m = mt_model_load(dir, mt_backend_cpu(), 0);
     if (!m) fail_msg("%s", mt_last_error());
     return m;
-}
-
-static float max_abs_diff(const float *a, const float *b, size_t n)
-{
-    float d = 0.0f;
-    for (size_t i = 0; i < n; i++) d = fmaxf(d, fabsf(a[i] - b[i]));
-    return d;
-}
-
-/* Decode rows ids (B, T) after a prompt of P positions and compare every step's logits with
- * full (B, T, V) at positions P-1 .. T-2 (the step feeding ids[:, t] predicts from t). */
-static float decode_vs_parallel(mt_model *m, const int32_t *ids, int B, int T, int P,
-                                const int32_t *src, int S, const float *full)
-{
-    mt_decode_state *st = mt_decode_state_new(m, B, T, S);
-    assert_non_null(st);
-    int32_t *prompt = malloc((size_t)B * P * sizeof(int32_t));
-    for (int b = 0; b < B; b++) memcpy(prompt + b * P, ids + b * T, (size_t)P * sizeof(int32_t));
-    mt_batch pb = {.B = B, .T = P, .ids = prompt, .S = S, .src = src};
-    float *logits = malloc((size_t)B * V * sizeof(float));
-    assert_int_equal(mt_model_prefill(m, st, &pb, logits), 0);
-    float worst = 0.0f;
-    for (int t = P - 1; t < T; t++) {
-        if (t > P - 1) {
-            int32_t tok[8];
-            for (int b = 0; b < B; b++) tok[b] = ids[b * T + t];
-            assert_int_equal(mt_model_step(m, st, tok, logits), 0);
-        }
-        for (int b = 0; b < B; b++)
-            worst = fmaxf(worst, max_abs_diff(logits + b * V, full + ((size_t)b * T + t) * V, V));
-    }
-    assert_int_equal(mt_decode_state_length(st), T);
-    free(prompt);
-    free(logits);
-    mt_decode_state_free(st);
-    return worst;
 }
 
 static void test_mamba_steps_match_parallel(void **state)
