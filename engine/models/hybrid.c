@@ -148,11 +148,6 @@ static int check(const mt_model_config *c)
     return 0;
 }
 
-static const char *const aliases[][2] = {
-    {"backbone.embeddings.weight", "backbone.embedding.weight"},
-    {NULL, NULL},
-};
-
 static const char *const none[] = {NULL};
 
 const mt_arch mt_arch_mamba_mha = {
@@ -165,7 +160,7 @@ const mt_arch mt_arch_mamba_mha = {
     .check = check,
     .config_read = config_read_mha,
     .config_write = config_write,
-    .aliases = aliases,
+    .aliases = mt_mamba_aliases,
     .ignored = none,
     .embed_copies = none,
 };
@@ -180,7 +175,7 @@ const mt_arch mt_arch_mamba_local = {
     .check = check,
     .config_read = config_read_local,
     .config_write = config_write,
-    .aliases = aliases,
+    .aliases = mt_mamba_aliases,
     .ignored = none,
     .embed_copies = none,
 };

@@ -197,7 +197,7 @@ int mt_mamba_keys_check(const mt_model_config *c)
     return 0;
 }
 
-static const char *const aliases[][2] = {
+const char *const mt_mamba_aliases[][2] = {
     {"backbone.embeddings.weight", "backbone.embedding.weight"},
     {NULL, NULL},
 };
@@ -214,7 +214,7 @@ const mt_arch mt_arch_mamba = {
     .check = mt_mamba_keys_check,
     .config_read = config_read,
     .config_write = config_write,
-    .aliases = aliases,
+    .aliases = mt_mamba_aliases,
     .ignored = none,
     .embed_copies = none,
 };

@@ -210,6 +210,9 @@ int mt_mamba_keys_read(mt_model_config *cfg, const mt_config *c);
 int mt_mamba_keys_write(const mt_model_config *cfg, mt_config *o);
 /* Mixer sizes usable (state_size, conv_kernel, expand, time_step_rank, eps, dt range). */
 int mt_mamba_keys_check(const mt_model_config *c);
+/* mt_arch.aliases of every model on the Mamba backbone (mamba.c): the token embedding as
+ * mamba_ssm's own checkpoints name it (backbone.embedding, not backbone.embeddings). */
+extern const char *const mt_mamba_aliases[][2];
 
 /* ---- configurations (presets.c) */
 /* The reserved token ids of mtlab/tokenizer.h (decoder start = <bos>). */
