@@ -47,14 +47,8 @@ static int build(mt_model *m)
 static void init(mt_model *m, float *host, uint64_t seed)
 {
     const mt_model_config *c = &m->cfg;
+    mt_model_init_embeddings(m, host, seed, 0, c->init_std);
     mt_rng r;
-    size_t VC = (size_t)c->vocab_size * c->d_model;
-    mt_rng_init(&r, seed, 0);
-    mt_init_normal(&r, mt_model_host_tensor(m, host, m->embed_tensor), VC, c->init_std);
-    if (m->lm_head_tensor >= 0) {
-        mt_rng_init(&r, seed, 1);
-        mt_init_normal(&r, mt_model_host_tensor(m, host, m->lm_head_tensor), VC, c->init_std);
-    }
     for (int i = 0; i < m->dec.n_units; i++) {
         const mt_unit *u = &m->dec.units[i];
         mt_rng_init(&r, seed, 2 + (uint64_t)i);
@@ -183,9 +177,6 @@ static int check(const mt_model_config *c)
     return 0;
 }
 
-static const char *const none[] = {NULL};
-static const char *const no_aliases[][2] = {{NULL, NULL}};
-
 const mt_arch mt_arch_llama = {
     .name = "transformer++",
     .hf_class = "LlamaForCausalLM",
@@ -196,7 +187,4 @@ const mt_arch mt_arch_llama = {
     .check = check,
     .config_read = config_read,
     .config_write = config_write,
-    .aliases = no_aliases,
-    .ignored = none,
-    .embed_copies = none,
 };

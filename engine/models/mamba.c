@@ -41,24 +41,26 @@ static int build(mt_model *m)
 
 /* mamba_ssm initialisation (MODELS.md 1.3): embedding N(0, init_std), mixers by mt_mamba_init
  * with out_proj rescaled by 1/sqrt(n_layer) (one residual per layer), RMSNorm gains 1. */
-static void init(mt_model *m, float *host, uint64_t seed)
+void mt_mamba_backbone_init(mt_model *m, float *host, uint64_t seed)
 {
     const mt_model_config *c = &m->cfg;
+    int C = c->d_model;
+    mt_model_init_embeddings(m, host, seed, 0, c->init_std);
     mt_rng r;
-    mt_rng_init(&r, seed, 0);
-    size_t VC = (size_t)c->vocab_size * c->d_model;
-    mt_init_normal(&r, mt_model_host_tensor(m, host, m->embed_tensor), VC, c->init_std);
-    if (m->lm_head_tensor >= 0) {
-        mt_rng_init(&r, seed, 1);
-        mt_init_normal(&r, mt_model_host_tensor(m, host, m->lm_head_tensor), VC, c->init_std);
-    }
     float out_scale = 1.0f / sqrtf((float)c->n_layers);
     for (int i = 0; i < m->dec.n_units; i++) {
         const mt_unit *u = &m->dec.units[i];
         mt_unit_params p;
         mt_unit_params_point(u->kind, &u->cfg, &p, host + m->tensors[u->first_tensor].offset);
         mt_rng_init(&r, seed, 2 + (uint64_t)i);
-        mt_mamba_init(&r, &p.mamba, &u->cfg.mamba, out_scale);
+        if (u->kind == MT_UNIT_MAMBA) {
+            mt_mamba_init(&r, &p.mamba, &u->cfg.mamba, out_scale);
+        } else { /* the attention layers of mamba-mha and mamba-local (hybrid.c) */
+            mt_init_linear_default(&r, p.attn.q_w, NULL, C, C);
+            mt_init_linear_default(&r, p.attn.k_w, NULL, C, C);
+            mt_init_linear_default(&r, p.attn.v_w, NULL, C, C);
+            mt_init_linear_default(&r, p.attn.o_w, NULL, C, C);
+        }
     }
     mt_model_init_norms(m, host);
 }
@@ -202,19 +204,15 @@ const char *const mt_mamba_aliases[][2] = {
     {NULL, NULL},
 };
 
-static const char *const none[] = {NULL};
-
 const mt_arch mt_arch_mamba = {
     .name = "mamba",
     .hf_class = "MambaForCausalLM",
     .model_type = "mamba",
     .encdec = 0,
     .build = build,
-    .init = init,
+    .init = mt_mamba_backbone_init,
     .check = mt_mamba_keys_check,
     .config_read = config_read,
     .config_write = config_write,
     .aliases = mt_mamba_aliases,
-    .ignored = none,
-    .embed_copies = none,
 };

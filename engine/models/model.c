@@ -267,6 +267,19 @@ void mt_model_init_norms(const mt_model *m, float *host)
     init_stack_norms(m, &m->dec, host);
 }
 
+void mt_model_init_embeddings(const mt_model *m, float *host, uint64_t seed, uint64_t stream,
+                              float std)
+{
+    size_t VC = (size_t)m->cfg.vocab_size * m->cfg.d_model;
+    mt_rng r;
+    mt_rng_init(&r, seed, stream);
+    mt_init_normal(&r, mt_model_host_tensor(m, host, m->embed_tensor), VC, std);
+    if (m->lm_head_tensor >= 0) {
+        mt_rng_init(&r, seed, stream + 1);
+        mt_init_normal(&r, mt_model_host_tensor(m, host, m->lm_head_tensor), VC, std);
+    }
+}
+
 mt_model *mt_model_create(const mt_model_config *cfg, const mt_backend *be, uint64_t seed)
 {
     mt_model *m = mt_model_new(cfg, be);

@@ -47,15 +47,8 @@ static void init(mt_model *m, float *host, uint64_t seed)
 {
     const mt_model_config *c = &m->cfg;
     int E = c->d_model;
-    size_t VE = (size_t)c->vocab_size * E;
-    float std = 1.0f / sqrtf((float)E);
+    mt_model_init_embeddings(m, host, seed, 0, 1.0f / sqrtf((float)E));
     mt_rng r;
-    mt_rng_init(&r, seed, 0);
-    mt_init_normal(&r, mt_model_host_tensor(m, host, m->embed_tensor), VE, std);
-    if (m->lm_head_tensor >= 0) {
-        mt_rng_init(&r, seed, 1);
-        mt_init_normal(&r, mt_model_host_tensor(m, host, m->lm_head_tensor), VE, std);
-    }
     for (int i = 0; i < m->dec.n_units; i++) {
         const mt_unit *u = &m->dec.units[i];
         mt_unit_params p;
@@ -156,9 +149,6 @@ static int check(const mt_model_config *c)
     return 0;
 }
 
-static const char *const none[] = {NULL};
-static const char *const no_aliases[][2] = {{NULL, NULL}};
-
 const mt_arch mt_arch_retnet = {
     .name = "retnet",
     .hf_class = NULL,
@@ -169,7 +159,4 @@ const mt_arch mt_arch_retnet = {
     .check = check,
     .config_read = config_read,
     .config_write = config_write,
-    .aliases = no_aliases,
-    .ignored = none,
-    .embed_copies = none,
 };
