@@ -27,10 +27,7 @@ static int is_attention(const mt_model_config *c, int layer)
 static int build(mt_model *m)
 {
     const mt_model_config *c = &m->cfg;
-    int shape[2] = {c->vocab_size, c->d_model};
-    m->embed_tensor = mt_model_add_tensor(m, "backbone.embeddings.weight", 2, shape, 1, 0);
-    if (!c->tie_embeddings)
-        m->lm_head_tensor = mt_model_add_tensor(m, "lm_head.weight", 2, shape, 1, 0);
+    mt_model_add_embeddings(m, "backbone.embeddings.weight", "lm_head.weight");
     mt_unit_config mixer = {.mamba = mt_mamba_mixer_config(c)};
     mt_unit_config attn = {
         .attn = {.C = c->d_model, .H = c->n_heads, .causal = 1,

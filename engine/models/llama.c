@@ -16,10 +16,7 @@ static int build(mt_model *m)
 {
     const mt_model_config *c = &m->cfg;
     int C = c->d_model, Dh = C / c->n_heads;
-    int shape[2] = {c->vocab_size, C};
-    m->embed_tensor = mt_model_add_tensor(m, "model.embed_tokens.weight", 2, shape, 1, 0);
-    if (!c->tie_embeddings)
-        m->lm_head_tensor = mt_model_add_tensor(m, "lm_head.weight", 2, shape, 1, 0);
+    mt_model_add_embeddings(m, "model.embed_tokens.weight", "lm_head.weight");
     m->rope_dim = Dh;
     m->rope_base = c->rope_theta;
     m->rope_kind = MT_ROPE_LLAMA;

@@ -23,10 +23,7 @@ mt_mamba_config mt_mamba_mixer_config(const mt_model_config *c)
 static int build(mt_model *m)
 {
     const mt_model_config *c = &m->cfg;
-    int shape[2] = {c->vocab_size, c->d_model};
-    m->embed_tensor = mt_model_add_tensor(m, "backbone.embeddings.weight", 2, shape, 1, 0);
-    if (!c->tie_embeddings)
-        m->lm_head_tensor = mt_model_add_tensor(m, "lm_head.weight", 2, shape, 1, 0);
+    mt_model_add_embeddings(m, "backbone.embeddings.weight", "lm_head.weight");
     mt_unit_config mixer = {.mamba = mt_mamba_mixer_config(c)};
     char prefix[MT_NAME_MAX], norm[MT_NAME_MAX];
     for (int l = 0; l < c->n_layers; l++) {

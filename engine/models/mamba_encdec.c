@@ -23,9 +23,7 @@ static int build(mt_model *m)
     int C = c->d_model;
     int shape[2] = {c->vocab_size, C};
     m->enc.embed_tensor = mt_model_add_tensor(m, "encoder.embeddings.weight", 2, shape, 1, 0);
-    m->embed_tensor = mt_model_add_tensor(m, "decoder.embeddings.weight", 2, shape, 1, 0);
-    if (!c->tie_embeddings)
-        m->lm_head_tensor = mt_model_add_tensor(m, "lm_head.weight", 2, shape, 1, 0);
+    mt_model_add_embeddings(m, "decoder.embeddings.weight", "lm_head.weight");
     mt_unit_config mixer = {.mamba = mt_mamba_mixer_config(c)};
     mt_unit_config cross = {.attn = {.C = C, .H = c->n_heads, .out_name = "o_proj"}};
     mt_unit_config mlp = {.mlp = {.C = C, .F = c->ffn_dim, .bias = 1, .layout = MT_GATED_FC1}};

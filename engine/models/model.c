@@ -58,6 +58,14 @@ int mt_model_add_tensor(mt_model *m, const char *name, int ndim, const int *shap
     return m->n_tensors++;
 }
 
+void mt_model_add_embeddings(mt_model *m, const char *embed_name, const char *lm_head_name)
+{
+    int shape[2] = {m->cfg.vocab_size, m->cfg.d_model};
+    m->embed_tensor = mt_model_add_tensor(m, embed_name, 2, shape, 1, 0);
+    if (!m->cfg.tie_embeddings)
+        m->lm_head_tensor = mt_model_add_tensor(m, lm_head_name, 2, shape, 1, 0);
+}
+
 static int add_norm_tensors(mt_model *m, mt_norm_kind norm, const char *name, int C)
 {
     char full[MT_NAME_MAX];

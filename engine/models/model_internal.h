@@ -230,6 +230,9 @@ int mt_model_config_read_mtlab(mt_model_config *cfg, const mt_config *c);
 int mt_model_config_write_mtlab(const mt_model_config *cfg, mt_config *c, int with_dropout);
 
 /* ---- building (model.c) */
+/* The token embedding (V, C) as embed_name and, when the config unties it, the output
+ * projection (V, C) as lm_head_name: m->embed_tensor and m->lm_head_tensor. */
+void mt_model_add_embeddings(mt_model *m, const char *embed_name, const char *lm_head_name);
 /* Append a tensor to the table; returns its index. */
 int mt_model_add_tensor(mt_model *m, const char *name, int ndim, const int *shape, int decay,
                         int buffer);

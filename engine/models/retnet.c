@@ -15,11 +15,7 @@ static int build(mt_model *m)
 {
     const mt_model_config *c = &m->cfg;
     int E = c->d_model;
-    int shape[2] = {c->vocab_size, E};
-    m->embed_tensor = mt_model_add_tensor(m, "decoder.embed_tokens.weight", 2, shape, 1, 0);
-    if (!c->tie_embeddings)
-        m->lm_head_tensor =
-            mt_model_add_tensor(m, "decoder.output_projection.weight", 2, shape, 1, 0);
+    mt_model_add_embeddings(m, "decoder.embed_tokens.weight", "decoder.output_projection.weight");
     m->embed_scale = c->scale_embedding ? sqrtf((float)E) : 1.0f;
     m->rope_dim = E / c->n_heads;
     m->rope_base = 10000.0f;

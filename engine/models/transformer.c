@@ -16,9 +16,7 @@ static int build(mt_model *m)
 {
     const mt_model_config *c = &m->cfg;
     int C = c->d_model, V = c->vocab_size;
-    int shape[2] = {V, C};
-    m->embed_tensor = mt_model_add_tensor(m, "model.shared.weight", 2, shape, 1, 0);
-    if (!c->tie_embeddings) m->lm_head_tensor = mt_model_add_tensor(m, "lm_head.weight", 2, shape, 1, 0);
+    mt_model_add_embeddings(m, "model.shared.weight", "lm_head.weight");
     int bias_shape[2] = {1, V};
     m->logits_bias_tensor = mt_model_add_tensor(m, "final_logits_bias", 2, bias_shape, 0, 1);
     m->embed_scale = c->scale_embedding ? sqrtf((float)C) : 1.0f;
