@@ -15,7 +15,7 @@
 
 #include "data/letters.h"
 #include "data/strmap.h"
-#include "data/textbuf.h"
+#include "core/textbuf.h"
 
 #include <stdlib.h>
 #include <string.h>

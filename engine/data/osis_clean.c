@@ -7,7 +7,7 @@
 #include "mtlab/utf8.h"
 
 #include "data/letters.h"
-#include "data/textbuf.h"
+#include "core/textbuf.h"
 
 #include <stdlib.h>
 #include <string.h>
