@@ -1,5 +1,7 @@
 #include "cli/commands.h"
 
+#include "mtlab/error.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -42,4 +44,14 @@ int cli_option_int(const char *cmd, const char *opt, const char *text, int lo, i
     int rc = cli_option_long(cmd, opt, text, lo, hi, &v);
     if (rc == 0) *out = (int)v;
     return rc;
+}
+
+int cli_read_sentences(mt_text_lines *t, const char *path)
+{
+    if (mt_text_lines_read(t, path) < 0) return cli_fail("%s", mt_last_error());
+    if (t->n == 0) {
+        mt_text_lines_free(t);
+        return cli_fail("%s is empty (one sentence per line expected)", path);
+    }
+    return 0;
 }

@@ -74,21 +74,10 @@ static int parse_args(eval_args *a, int argc, char **argv)
     return 0;
 }
 
-/* A sentence-per-line file, UTF-8 checked, not empty. */
-static int read_lines(mt_text_lines *t, const char *path)
-{
-    if (mt_text_lines_read(t, path) < 0) return cli_fail("%s", mt_last_error());
-    if (t->n == 0) {
-        mt_text_lines_free(t);
-        return cli_fail("%s is empty (one sentence per line expected)", path);
-    }
-    return 0;
-}
-
 static int read_pair(mt_text_lines *src, mt_text_lines *ref, const char *src_path, const char *ref_path)
 {
-    if (read_lines(src, src_path)) return 1;
-    if (read_lines(ref, ref_path)) {
+    if (cli_read_sentences(src, src_path)) return 1;
+    if (cli_read_sentences(ref, ref_path)) {
         mt_text_lines_free(src);
         return 1;
     }

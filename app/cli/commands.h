@@ -4,6 +4,8 @@
 #ifndef MTLAB_APP_COMMANDS_H
 #define MTLAB_APP_COMMANDS_H
 
+#include "mtlab/metrics.h"
+
 struct mt_command {
     const char *name;    /* "translate" */
     const char *args;    /* "-m BUNDLE [--beam N] [-i FILE]" */
@@ -33,5 +35,8 @@ int cli_usage(const struct mt_command *cmd);
 int cli_option_long(const char *cmd, const char *opt, const char *text, long lo, long hi, long *out);
 /* The same for an int. */
 int cli_option_int(const char *cmd, const char *opt, const char *text, int lo, int hi, int *out);
+/* A sentence-per-line file (mt_text_lines_read: UTF-8 checked) that is not empty; 0, or 1
+ * after printing why. */
+int cli_read_sentences(mt_text_lines *t, const char *path);
 
 #endif
