@@ -16,4 +16,11 @@
 float decode_vs_parallel(mt_model *m, const int32_t *ids, int B, int T, int P, const int32_t *src,
                          int S, const float *full);
 
+/* Two rows ids (2, T) prefilled with their first P positions and stepped once, then reordered
+ * into three beams [1, 0, 1] and stepped on to T: returns the largest difference between the
+ * beams' logits and the parallel forward of the reordered rows (src (2, S) reordered alike).
+ * Also checks that a row index past the three beams is refused. T, S <= 16, P <= T - 2. */
+float reorder_vs_parallel(mt_model *m, const int32_t *ids, int T, int P, const int32_t *src,
+                          int S);
+
 #endif

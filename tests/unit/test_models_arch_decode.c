@@ -145,42 +145,6 @@ static void test_encdec_steps_match_parallel(void **state)
     mt_model_free(m);
 }
 
-/* After two rows decode a few tokens, reorder them into three beams [1, 0, 1]: the next
- * steps must match the parallel forward of those rows. */
-static float reorder_case(mt_model *m, const int32_t *ids, int T, int P, const int32_t *src,
-                          int S)
-{
-    const int32_t rows[3] = {1, 0, 1};
-    mt_decode_state *st = mt_decode_state_new(m, 3, T, S);
-    assert_non_null(st);
-    int32_t prompt[2 * 16], tok[3];
-    for (int b = 0; b < 2; b++) memcpy(prompt + b * P, ids + b * T, (size_t)P * sizeof(int32_t));
-    float logits[3 * V];
-    mt_batch pb = {.B = 2, .T = P, .ids = prompt, .S = S, .src = src};
-    assert_int_equal(mt_model_prefill(m, st, &pb, logits), 0);
-    for (int b = 0; b < 2; b++) tok[b] = ids[b * T + P];
-    assert_int_equal(mt_model_step(m, st, tok, logits), 0);
-    assert_int_equal(mt_decode_state_reorder(st, rows, 3), 0);
-    int32_t beam_ids[3 * 16], beam_src[3 * 16];
-    for (int b = 0; b < 3; b++) {
-        memcpy(beam_ids + b * T, ids + rows[b] * T, (size_t)T * sizeof(int32_t));
-        if (S) memcpy(beam_src + b * S, src + rows[b] * S, (size_t)S * sizeof(int32_t));
-    }
-    float *full = malloc((size_t)3 * T * V * sizeof(float));
-    mt_batch fb = {.B = 3, .T = T, .ids = beam_ids, .S = S, .src = S ? beam_src : NULL};
-    assert_int_equal(mt_model_forward(m, &fb, full), 0);
-    float worst = 0.0f;
-    for (int t = P + 1; t < T; t++) {
-        for (int b = 0; b < 3; b++) tok[b] = beam_ids[b * T + t];
-        assert_int_equal(mt_model_step(m, st, tok, logits), 0);
-        for (int b = 0; b < 3; b++)
-            worst = fmaxf(worst, max_abs_diff(logits + b * V, full + ((size_t)b * T + t) * V, V));
-    }
-    free(full);
-    mt_decode_state_free(st);
-    return worst;
-}
-
 static void test_beam_reorder(void **state)
 {
     (void)state;
@@ -188,7 +152,7 @@ static void test_beam_reorder(void **state)
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++) {
         mt_model_config c = tiny(archs[i]);
         mt_model *m = create(&c, 23);
-        float d = reorder_case(m, dec_ids, T_DEC, 6, NULL, 0);
+        float d = reorder_vs_parallel(m, dec_ids, T_DEC, 6, NULL, 0);
         print_message("%-14s reordered beams vs parallel forward: max |diff| %.3g\n", archs[i], d);
         assert_true(d < STEP_TOL);
         mt_model_free(m);
@@ -197,7 +161,7 @@ static void test_beam_reorder(void **state)
     mt_model *m = create(&c, 24);
     const int32_t src[2 * 5] = {17, 23, 5, 32, 1, 30, 8, 1, 0, 0};
     const int32_t tgt[2 * 7] = {3, 11, 38, 7, 33, 14, 1, 3, 20, 6, 39, 14, 12, 1};
-    float d = reorder_case(m, tgt, 7, 2, src, 5);
+    float d = reorder_vs_parallel(m, tgt, 7, 2, src, 5);
     print_message("%-14s reordered beams vs parallel forward: max |diff| %.3g\n", "mamba-encdec",
                   d);
     assert_true(d < STEP_TOL);
