@@ -55,17 +55,6 @@ static void init(mt_model *m, float *host, uint64_t seed)
     mt_model_init_norms(m, host);
 }
 
-/* A boolean key that must have one value in mtlab's transformer++. */
-static int fixed_bool(const mt_config *c, const char *key, int want)
-{
-    int v;
-    if (mt_config_bool_or(c, key, want, &v)) return -1;
-    if (v != want)
-        return mt_error("%s: %s = %s is not supported (mtlab's transformer++ has %s)",
-                        mt_config_name(c), key, v ? "true" : "false", want ? "true" : "false");
-    return 0;
-}
-
 /* rope_theta: transformers 5 nests it in rope_parameters {rope_theta, rope_type}, earlier
  * versions keep it at the top with an optional rope_scaling; only the default rope is known. */
 static int read_rope(mt_model_config *cfg, const mt_config *c)
@@ -105,7 +94,8 @@ static int config_read(mt_model_config *cfg, const mt_config *c)
         mt_model_config_token_id(c, "pad_token_id", &cfg->pad_id) ||
         mt_model_config_token_id(c, "eos_token_id", &cfg->eos_id) ||
         mt_model_config_token_id(c, "bos_token_id", &cfg->bos_id) ||
-        fixed_bool(c, "attention_bias", 0) || fixed_bool(c, "mlp_bias", 0))
+        mt_model_config_fixed_bool(c, "attention_bias", 0, "transformer++") ||
+        mt_model_config_fixed_bool(c, "mlp_bias", 0, "transformer++"))
         return -1;
     cfg->tie_embeddings = tie;
     if (mt_config_int_or(c, "num_key_value_heads", cfg->n_heads, 1, 1 << 12, &kv_heads))

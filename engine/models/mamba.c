@@ -62,17 +62,6 @@ void mt_mamba_backbone_init(mt_model *m, float *host, uint64_t seed)
     mt_model_init_norms(m, host);
 }
 
-/* Keys whose value mtlab's Mamba fixes: a config that asks otherwise is refused. */
-static int fixed_bool(const mt_config *c, const char *key, int want)
-{
-    int v;
-    if (mt_config_bool_or(c, key, want, &v)) return -1;
-    if (v != want)
-        return mt_error("%s: %s = %s is not supported (mtlab's Mamba has %s)", mt_config_name(c),
-                        key, v ? "true" : "false", want ? "true" : "false");
-    return 0;
-}
-
 /* The first present key of two spellings (state-spaces checkpoints without the -hf suffix say
  * d_model and n_layer). */
 static int int_either(const mt_config *c, const char *key, const char *old_key, int lo, int hi,
@@ -101,7 +90,8 @@ int mt_mamba_keys_read(mt_model_config *cfg, const mt_config *c)
         mt_model_config_token_id(c, "pad_token_id", &cfg->pad_id) ||
         mt_model_config_token_id(c, "eos_token_id", &cfg->eos_id) ||
         mt_model_config_token_id(c, "bos_token_id", &cfg->bos_id) ||
-        fixed_bool(c, "use_bias", 0) || fixed_bool(c, "use_conv_bias", 1))
+        mt_model_config_fixed_bool(c, "use_bias", 0, "Mamba") ||
+        mt_model_config_fixed_bool(c, "use_conv_bias", 1, "Mamba"))
         return -1;
     cfg->tie_embeddings = tie;
     cfg->dropout = 0.0f;

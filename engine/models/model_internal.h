@@ -225,6 +225,9 @@ void mt_model_config_init_ids(mt_model_config *cfg);
 /* A token id key: absent or null keeps *id; HF writes some (eos_token_id) as lists, whose
  * first element is taken. */
 int mt_model_config_token_id(const mt_config *c, const char *key, int *id);
+/* A boolean key whose value `model` fixes (absent means want): any other value is an error
+ * "config.json: use_bias = true is not supported (mtlab's Mamba has false)". */
+int mt_model_config_fixed_bool(const mt_config *c, const char *key, int want, const char *model);
 /* The "mtlab" block shared by every architecture: sep/unk ids and dropout. */
 int mt_model_config_read_mtlab(mt_model_config *cfg, const mt_config *c);
 int mt_model_config_write_mtlab(const mt_model_config *cfg, mt_config *c, int with_dropout);

@@ -62,17 +62,6 @@ static void init(mt_model *m, float *host, uint64_t seed)
     mt_model_init_norms(m, host);
 }
 
-/* A RetNetConfig switch mtlab's RetNet fixes. */
-static int fixed_bool(const mt_config *c, const char *key, int want)
-{
-    int v;
-    if (mt_config_bool_or(c, key, want, &v)) return -1;
-    if (v != want)
-        return mt_error("%s: %s = %s is not supported (mtlab's RetNet has %s)", mt_config_name(c),
-                        key, v ? "true" : "false", want ? "true" : "false");
-    return 0;
-}
-
 static int config_read(mt_model_config *cfg, const mt_config *c)
 {
     const char *path = mt_config_name(c);
@@ -92,8 +81,10 @@ static int config_read(mt_model_config *cfg, const mt_config *c)
         mt_model_config_token_id(c, "pad_token_id", &cfg->pad_id) ||
         mt_model_config_token_id(c, "eos_token_id", &cfg->eos_id) ||
         mt_model_config_token_id(c, "bos_token_id", &cfg->bos_id) ||
-        fixed_bool(c, "decoder_normalize_before", 1) || fixed_bool(c, "deepnorm", 0) ||
-        fixed_bool(c, "subln", 0) || fixed_bool(c, "layernorm_embedding", 0))
+        mt_model_config_fixed_bool(c, "decoder_normalize_before", 1, "RetNet") ||
+        mt_model_config_fixed_bool(c, "deepnorm", 0, "RetNet") ||
+        mt_model_config_fixed_bool(c, "subln", 0, "RetNet") ||
+        mt_model_config_fixed_bool(c, "layernorm_embedding", 0, "RetNet"))
         return -1;
     cfg->scale_embedding = !no_scale;
     cfg->tie_embeddings = shared;
