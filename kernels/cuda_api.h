@@ -16,10 +16,6 @@ int mt_cuda_device_count(char *why, size_t why_len);
 /* Describe device `index` ("NVIDIA H100 80GB HBM3, 79.1 GiB, sm_90"). Returns 0 or -1 with why. */
 int mt_cuda_device_name(int index, char *out, size_t out_len);
 
-/* y[i] = SiLU(x[i]) on the device, copying in and out; the first kernel, used by the parity test
- * of the shared elementwise header. Returns 0, or -1 with the CUDA error in why. */
-int mt_cuda_silu(float *y, const float *x, size_t n, char *why, size_t why_len);
-
 struct mt_backend;
 
 /* The CUDA backend for device `index`, bound to the calling thread: the first call on a thread

@@ -13,7 +13,6 @@
 #include "mtlab/model.h"
 
 /* ---------------------------------------------------------------- timing */
-double bench_now(void);                  /* monotonic seconds */
 double bench_median(double *v, int n);   /* sorts v; 0 when n is 0 */
 
 /* ---------------------------------------------------------------- counting backend

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mtlab/clock.h"
 #include "mtlab/device.h"
 #include "mtlab/error.h"
 #include "mtlab/rng.h"
@@ -32,10 +33,10 @@ static double time_median(const mt_backend *be, timed_fn fn, void *ctx, int repe
     fn(be, ctx);
     be->sync();
     for (int i = 0; i < repeat; i++) {
-        double t0 = bench_now();
+        double t0 = mt_now_s();
         fn(be, ctx);
         be->sync();
-        t[i] = bench_now() - t0;
+        t[i] = mt_now_s() - t0;
     }
     return bench_median(t, repeat);
 }
@@ -299,10 +300,10 @@ static int train_rates(const mt_backend *be, const char *torch_json, int repeat)
         bench_make_batch(&cfg, encdec, B, S, T, &b, ids, src);
         double t[MAX_REPEAT];
         for (int r = 0; r <= repeat && !rc; r++) {
-            double t0 = bench_now();
+            double t0 = mt_now_s();
             rc = bench_train_step(m, &b, r);
             be->sync();
-            if (r) t[r - 1] = bench_now() - t0;
+            if (r) t[r - 1] = mt_now_s() - t0;
         }
         if (!rc) {
             double tps = (double)B * (T + S) / bench_median(t, repeat), peer = torch_figure(torch, presets[i]);

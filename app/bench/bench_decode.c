@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mtlab/clock.h"
 #include "mtlab/error.h"
 
 /* Prompts as mt_decode builds them (decode.h):
@@ -67,9 +68,9 @@ int bench_decode_fixed(mt_model *m, const int32_t *const *src, const int *src_le
     float *logits = mt_xmalloc((size_t)n * V * sizeof *logits);
     int32_t *tok = mt_xmalloc((size_t)n * sizeof *tok);
     int rc = st ? 0 : -1;
-    double t0 = bench_now();
+    double t0 = mt_now_s();
     if (!rc) rc = mt_model_prefill(m, st, &b, logits);
-    double t1 = bench_now();
+    double t1 = mt_now_s();
     for (int k = 0; k < new_tokens && !rc; k++) {
         pick_tokens(tok, logits, n, V, cfg->pad_id);
         if (tokens_out)
@@ -77,7 +78,7 @@ int bench_decode_fixed(mt_model *m, const int32_t *const *src, const int *src_le
         if (k + 1 < new_tokens) rc = mt_model_step(m, st, tok, logits);
     }
     t->prefill_seconds = t1 - t0;
-    t->step_seconds = bench_now() - t1;
+    t->step_seconds = mt_now_s() - t1;
     free(tok);
     free(logits);
     mt_decode_state_free(st);

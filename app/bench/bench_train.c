@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mtlab/clock.h"
 #include "mtlab/error.h"
 #include "mtlab/rng.h"
 #include "mtlab/tokenizer.h"
@@ -29,16 +30,16 @@ double bench_bare_sgemm_seconds(const bench_gemm_shape *s)
     memset(c, 0, nc * sizeof *c);
     CBLAS_TRANSPOSE ta = s->trans_a ? CblasTrans : CblasNoTrans;
     CBLAS_TRANSPOSE tb = s->trans_b ? CblasTrans : CblasNoTrans;
-    double t0 = bench_now();
+    double t0 = mt_now_s();
     cblas_sgemm(CblasRowMajor, ta, tb, s->m, s->n, s->k, 1.0f, a, s->lda, b, s->ldb, s->beta, c,
                 s->ldc);
-    double first = bench_now() - t0;
+    double first = mt_now_s() - t0;
     int reps = first > 0 && first < BARE_GROUP_SECONDS ? (int)(BARE_GROUP_SECONDS / first) + 1 : 1;
-    t0 = bench_now();
+    t0 = mt_now_s();
     for (int i = 0; i < reps; i++)
         cblas_sgemm(CblasRowMajor, ta, tb, s->m, s->n, s->k, 1.0f, a, s->lda, b, s->ldb, s->beta,
                     c, s->ldc);
-    double per_call = (bench_now() - t0) / reps;
+    double per_call = (mt_now_s() - t0) / reps;
     free(a);
     free(b);
     free(c);
@@ -116,9 +117,9 @@ int bench_train_gemm(const char *preset, int B, int S, int T, int repeat, bench_
     int rc = bench_train_step(m, &b, 0); /* warm-up: allocates gradients, moments, activations */
     for (int i = 0; i < repeat && !rc; i++) {
         bench_counters_reset(NULL, 0);
-        double t0 = bench_now();
+        double t0 = mt_now_s();
         rc = bench_train_step(m, &b, i + 1);
-        step_s[i] = bench_now() - t0;
+        step_s[i] = mt_now_s() - t0;
         const bench_counters *c = bench_counters_get();
         if (i == 0) {
             r->n_shapes = c->n_shapes;

@@ -5,16 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "mtlab/clock.h"
 #include "mtlab/error.h"
-
-double bench_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -52,9 +45,9 @@ double bench_copy_bandwidth(size_t bytes, int repeat)
     parallel_copy(dst, src, bytes);
     double *t = mt_xmalloc((size_t)repeat * sizeof *t);
     for (int i = 0; i < repeat; i++) {
-        double t0 = bench_now();
+        double t0 = mt_now_s();
         parallel_copy(dst, src, bytes);
-        t[i] = bench_now() - t0;
+        t[i] = mt_now_s() - t0;
     }
     double median = bench_median(t, repeat);
     free(t);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mtlab/clock.h"
 #include "mtlab/error.h"
 
 static bench_counters counters;
@@ -82,9 +83,9 @@ static void counting_gemm(int trans_a, int trans_b, int m, int n, int k, float a
 {
     tally(a, matrix_bytes(m, k));
     tally(b, matrix_bytes(k, n));
-    double t0 = bench_now();
+    double t0 = mt_now_s();
     mt_backend_cpu()->gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    record_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc, beta, 1, bench_now() - t0);
+    record_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc, beta, 1, mt_now_s() - t0);
 }
 
 static void counting_gemm_batched(int trans_a, int trans_b, int m, int n, int k, float alpha,
@@ -94,10 +95,10 @@ static void counting_gemm_batched(int trans_a, int trans_b, int m, int n, int k,
 {
     tally(a, matrix_bytes(m, k) * (stride_a ? (size_t)batch : 1));
     tally(b, matrix_bytes(k, n) * (stride_b ? (size_t)batch : 1));
-    double t0 = bench_now();
+    double t0 = mt_now_s();
     mt_backend_cpu()->gemm_batched(trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb,
                                    stride_b, beta, c, ldc, stride_c, batch);
-    record_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc, beta, batch, bench_now() - t0);
+    record_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc, beta, batch, mt_now_s() - t0);
 }
 
 static void counting_bias_add(float *out, const float *bias, size_t rows, int cols)

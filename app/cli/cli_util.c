@@ -1,7 +1,11 @@
 #include "cli/commands.h"
 
+#include "mtlab/error.h"
+
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 int cli_fail(const char *fmt, ...)
 {
@@ -18,4 +22,36 @@ int cli_usage(const struct mt_command *cmd)
 {
     fprintf(stderr, "usage: mtlab %s %s\n  %s\n", cmd->name, cmd->args, cmd->summary);
     return 2;
+}
+
+int cli_option_long(const char *cmd, const char *opt, const char *text, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || end == text || *end || v < lo || v > hi) {
+        fprintf(stderr, "mtlab %s: %s takes a whole number from %ld to %ld, not '%s'\n", cmd, opt,
+                lo, hi, text);
+        return 2;
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_option_int(const char *cmd, const char *opt, const char *text, int lo, int hi, int *out)
+{
+    long v;
+    int rc = cli_option_long(cmd, opt, text, lo, hi, &v);
+    if (rc == 0) *out = (int)v;
+    return rc;
+}
+
+int cli_read_sentences(mt_text_lines *t, const char *path)
+{
+    if (mt_text_lines_read(t, path) < 0) return cli_fail("%s", mt_last_error());
+    if (t->n == 0) {
+        mt_text_lines_free(t);
+        return cli_fail("%s is empty (one sentence per line expected)", path);
+    }
+    return 0;
 }

@@ -11,9 +11,7 @@
 #include "cli/commands.h"
 #include "mtlab/error.h"
 
-#include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -43,20 +41,6 @@ static int add_section(const char *s, unsigned *mask)
     return -1;
 }
 
-static int positive(const char *opt, const char *s, int most, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *end || end == s || v < 1 || v > most) {
-        fprintf(stderr, "mtlab bench: %s takes a whole number in 1..%d, got '%s'\n", opt, most,
-                s);
-        return -1;
-    }
-    *out = (int)v;
-    return 0;
-}
-
 static int parse_args(bench_args *a, int argc, char **argv)
 {
     *a = (bench_args){.new_tokens = 64, .batch = 16, .o = {.repeat = 3}};
@@ -77,13 +61,13 @@ static int parse_args(bench_args *a, int argc, char **argv)
         else if (!strcmp(o, "--device")) a->device = v;
         else if (!strcmp(o, "--torch-json")) a->torch_json = v;
         else if (!strcmp(o, "--repeat")) {
-            if (positive(o, v, 100, &a->o.repeat)) return 2;
+            if (cli_option_int("bench", o, v, 1, 100, &a->o.repeat)) return 2;
         } else if (!strcmp(o, "--only")) {
             if (add_section(v, &a->o.sections)) return 2;
         } else if (!strcmp(o, "--new-tokens")) {
-            if (positive(o, v, 4096, &a->new_tokens)) return 2;
+            if (cli_option_int("bench", o, v, 1, 4096, &a->new_tokens)) return 2;
         } else if (!strcmp(o, "--batch")) {
-            if (positive(o, v, 4096, &a->batch)) return 2;
+            if (cli_option_int("bench", o, v, 1, 4096, &a->batch)) return 2;
         } else {
             fprintf(stderr, "mtlab bench: unknown argument '%s'\n", o);
             return cli_usage(&cmd_bench);

@@ -2,6 +2,7 @@
  * mod2imp dumps each module; the engine (mtlab/bible.h) cleans, joins, splits and writes. */
 #include "cli/commands.h"
 #include "cli/paths.h"
+#include "mtlab/clock.h"
 #include "mtlab/bible.h"
 #include "mtlab/error.h"
 
@@ -11,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define DEFAULT_EXCLUDE "scripts/data/bible_exclude.tsv"
@@ -24,13 +24,6 @@ typedef struct {
 
 static const sword_module spanish = {"spaRV1909eb", "sword-text-sparv"};
 static const sword_module english = {"engWEB2015eb", "sword-text-web"};
-
-static double seconds_since(const struct timespec *t0)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)(t.tv_sec - t0->tv_sec) + 1e-9 * (double)(t.tv_nsec - t0->tv_nsec);
-}
 
 static int on_path(const char *program)
 {
@@ -76,8 +69,7 @@ static size_t restored_and_kept(const mt_bible_corpus *c)
 
 static int build_bible(const char *out_dir, const char *exclude_path)
 {
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = mt_now_s();
     if (!on_path("mod2imp"))
         return cli_fail("mod2imp not found: install the Debian package libsword-utils (`make deps` installs "
                         "everything mtlab needs)");
@@ -109,7 +101,7 @@ static int build_bible(const char *out_dir, const char *exclude_path)
     printf("%-13s %6zu complete in all splits; %zu test chapters written\n", "chapters",
            corpus.n_chapters[MT_SPLIT_TRAIN] + corpus.n_chapters[MT_SPLIT_VALID] + corpus.n_chapters[MT_SPLIT_TEST],
            corpus.n_chapters[MT_SPLIT_TEST]);
-    printf("wrote %s/ in %.2f s\n", out_dir, seconds_since(&t0));
+    printf("wrote %s/ in %.2f s\n", out_dir, mt_now_s() - t0);
     rc = 0;
 done:
     mt_bible_corpus_free(&corpus);

@@ -7,6 +7,7 @@
 #include "cli/eval_report.h"
 #include "cli/progress.h"
 #include "mtlab/buckets.h"
+#include "mtlab/decode.h"
 #include "mtlab/entities.h"
 #include "mtlab/error.h"
 #include "mtlab/metrics.h"
@@ -31,15 +32,6 @@ typedef struct {
     int beam;
 } eval_args;
 
-static int parse_int(const char *s, int lo, int hi, int *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || v < lo || v > hi) return -1;
-    *out = (int)v;
-    return 0;
-}
-
 static int parse_args(eval_args *a, int argc, char **argv)
 {
     memset(a, 0, sizeof *a);
@@ -62,9 +54,8 @@ static int parse_args(eval_args *a, int argc, char **argv)
         else if (!strcmp(o, "--ner")) dest = &a->ner;
         else if (!strcmp(o, "--device")) dest = &a->device;
         else if (!strcmp(o, "--beam")) {
-            if (i + 1 >= argc || parse_int(argv[i + 1], 1, 64, &a->beam) < 0)
-                return cli_fail("eval: --beam needs a number from 1 to 64");
-            i++;
+            if (i + 1 >= argc) return cli_usage(&cmd_eval);
+            if (cli_option_int("eval", o, argv[++i], 1, MT_DECODE_MAX_BEAM, &a->beam)) return 2;
             continue;
         } else {
             fprintf(stderr, "mtlab eval: unknown argument '%s'\n", o);
@@ -84,21 +75,10 @@ static int parse_args(eval_args *a, int argc, char **argv)
     return 0;
 }
 
-/* A sentence-per-line file, UTF-8 checked, not empty. */
-static int read_lines(mt_text_lines *t, const char *path)
-{
-    if (mt_text_lines_read(t, path) < 0) return cli_fail("%s", mt_last_error());
-    if (t->n == 0) {
-        mt_text_lines_free(t);
-        return cli_fail("%s is empty (one sentence per line expected)", path);
-    }
-    return 0;
-}
-
 static int read_pair(mt_text_lines *src, mt_text_lines *ref, const char *src_path, const char *ref_path)
 {
-    if (read_lines(src, src_path)) return 1;
-    if (read_lines(ref, ref_path)) {
+    if (cli_read_sentences(src, src_path)) return 1;
+    if (cli_read_sentences(ref, ref_path)) {
         mt_text_lines_free(src);
         return 1;
     }

@@ -187,16 +187,6 @@ static int print_json(const score_result *res, size_t n)
     return 0;
 }
 
-static int read_checked(mt_text_lines *t, const char *path)
-{
-    if (mt_text_lines_read(t, path) < 0) return cli_fail("%s", mt_last_error());
-    if (t->n == 0) {
-        mt_text_lines_free(t);
-        return cli_fail("%s is empty (one sentence per line expected)", path);
-    }
-    return 0;
-}
-
 static int run_score(int argc, char **argv)
 {
     score_args a;
@@ -205,10 +195,10 @@ static int run_score(int argc, char **argv)
 
     mt_text_lines hyp, refs[MAX_REFS];
     const char *const *ref_streams[MAX_REFS];
-    if (read_checked(&hyp, a.hyp_path)) return 1;
+    if (cli_read_sentences(&hyp, a.hyp_path)) return 1;
     size_t n_read = 0;
     for (; n_read < a.n_refs && rc == 0; n_read++) {
-        if (read_checked(&refs[n_read], a.ref_paths[n_read])) {
+        if (cli_read_sentences(&refs[n_read], a.ref_paths[n_read])) {
             rc = 1;
             break;
         }

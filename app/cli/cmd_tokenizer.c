@@ -1,6 +1,7 @@
 /* `mtlab tokenizer`: train the joint Spanish+English sentencepiece model on a parallel corpus,
  * and encode/decode text through a model, stdin to stdout, one line at a time. */
 #include "cli/commands.h"
+#include "mtlab/clock.h"
 #include "mtlab/error.h"
 #include "mtlab/tokenizer.h"
 
@@ -10,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
-#include <time.h>
 #include <unistd.h>
 
 /* The trained model depends on the thread count (see tokenizer.h); a fixed default makes
@@ -18,26 +18,6 @@
 enum { DEFAULT_TRAIN_THREADS = 8, DEFAULT_VOCAB = 8000 };
 
 static const char *const SIDES[] = {"es", "en"};
-
-static int parse_int(const char *flag, const char *text, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (errno || end == text || *end || v < lo || v > hi) {
-        cli_fail("%s: '%s' is not a whole number in %ld..%ld", flag, text, lo, hi);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-static double seconds_since(const struct timespec *t0)
-{
-    struct timespec t1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    return (double)(t1.tv_sec - t0->tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0->tv_nsec);
-}
 
 /* Strips "\n" / "\r\n" in place; returns the new length. */
 static size_t chomp(char *line, size_t len)
@@ -91,12 +71,14 @@ static int run_train(int argc, char **argv)
         }
         if (!v) return cli_usage(&cmd_tokenizer);
         i++;
+        int rc = 0;
         if (!strcmp(a, "--data")) dir = v;
         else if (!strcmp(a, "--out")) out = v;
-        else if (!strcmp(a, "--vocab")) { if (parse_int(a, v, MT_UNK_ID + 2, 1000000, &vocab)) return 2; }
-        else if (!strcmp(a, "--seed")) { if (parse_int(a, v, 0, UINT_MAX, &seed)) return 2; }
-        else if (!strcmp(a, "--threads")) { if (parse_int(a, v, 1, 128, &threads)) return 2; }
+        else if (!strcmp(a, "--vocab")) rc = cli_option_long("tokenizer", a, v, MT_UNK_ID + 2, 1000000, &vocab);
+        else if (!strcmp(a, "--seed")) rc = cli_option_long("tokenizer", a, v, 0, UINT_MAX, &seed);
+        else if (!strcmp(a, "--threads")) rc = cli_option_long("tokenizer", a, v, 1, 128, &threads);
         else return cli_usage(&cmd_tokenizer);
+        if (rc) return rc;
     }
     char inputs[2][PATH_MAX], prefix[PATH_MAX], model_path[PATH_MAX];
     for (int s = 0; s < 2; s++) {
@@ -116,10 +98,9 @@ static int run_train(int argc, char **argv)
         .character_coverage = 1.0, .num_threads = (int)threads, .seed = (unsigned)seed,
         .verbose = verbose,
     };
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = mt_now_s();
     if (mt_tokenizer_train(&opts)) return cli_fail("%s", mt_last_error());
-    double train_s = seconds_since(&t0);
+    double train_s = mt_now_s() - t0;
 
     mt_tokenizer *tok = mt_tokenizer_load(model_path);
     if (!tok) return cli_fail("%s", mt_last_error());

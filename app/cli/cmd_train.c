@@ -6,9 +6,9 @@
 #include "mtlab/error.h"
 #include "mtlab/train.h"
 
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 static volatile sig_atomic_t stop_requested;
@@ -55,7 +55,10 @@ static int run_train(int argc, char **argv)
     long max_steps = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--resume")) resume = 1;
-        else if (!strcmp(argv[i], "--max-steps") && i + 1 < argc) max_steps = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--max-steps") && i + 1 < argc) {
+            if (cli_option_long("train", argv[i], argv[i + 1], 1, LONG_MAX, &max_steps)) return 2;
+            i++;
+        }
         else if (argv[i][0] == '-') return cli_usage(&cmd_train);
         else if (!config) config = argv[i];
         else return cli_usage(&cmd_train);

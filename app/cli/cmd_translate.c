@@ -20,20 +20,6 @@ typedef struct {
     int beam, max_len, batch, paragraphs, verbose;
 } translate_args;
 
-/* A positive int option value, or -1 with a message. */
-static int positive(const char *opt, const char *s, int most)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *end || end == s || v < 1 || v > most) {
-        fprintf(stderr, "mtlab translate: %s takes a whole number in 1..%d, got '%s'\n", opt,
-                most, s);
-        return -1;
-    }
-    return (int)v;
-}
-
 static int parse_args(translate_args *a, int argc, char **argv)
 {
     memset(a, 0, sizeof *a);
@@ -53,7 +39,7 @@ static int parse_args(translate_args *a, int argc, char **argv)
             if (!has_value) return cli_usage(&cmd_translate);
             a->input = argv[++i];
         } else if (!strcmp(o, "--beam")) {
-            num = &a->beam, most = 256;
+            num = &a->beam, most = MT_DECODE_MAX_BEAM;
         } else if (!strcmp(o, "--max-len")) {
             num = &a->max_len, most = 65536;
         } else if (!strcmp(o, "--batch")) {
@@ -68,7 +54,7 @@ static int parse_args(translate_args *a, int argc, char **argv)
         }
         if (num) {
             if (!has_value) return cli_usage(&cmd_translate);
-            if ((*num = positive(o, argv[++i], most)) < 0) return 2;
+            if (cli_option_int("translate", o, argv[++i], 1, most, num)) return 2;
         }
     }
     if (!a->bundle) return cli_usage(&cmd_translate);

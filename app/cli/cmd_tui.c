@@ -1,21 +1,12 @@
 /* `mtlab tui` (and `mtlab` with no arguments): the workbench. Without -m it opens the bundles
  * under models/ (or --models DIR); with none there it still opens, saying how to get some. */
 #include "cli/commands.h"
+#include "mtlab/decode.h"
 #include "tui/tui.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int parse_beam(const char *s)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *end || end == s || v < 1 || v > 64) return -1;
-    return (int)v;
-}
 
 static int run(int argc, char **argv)
 {
@@ -35,8 +26,7 @@ static int run(int argc, char **argv)
         } else if (!strcmp(a, "--theme") && has_value) {
             o.theme = argv[++i];
         } else if (!strcmp(a, "--beam") && has_value) {
-            if ((o.beam = parse_beam(argv[++i])) < 0)
-                return cli_fail("tui: --beam takes a whole number in 1..64, got '%s'", argv[i]);
+            if (cli_option_int("tui", a, argv[++i], 1, MT_DECODE_MAX_BEAM, &o.beam)) return 2;
         } else if (!strcmp(a, "--ascii")) {
             o.ascii = 1;
         } else if (!strcmp(a, "--no-mouse")) {

@@ -4,6 +4,8 @@
 #ifndef MTLAB_APP_COMMANDS_H
 #define MTLAB_APP_COMMANDS_H
 
+#include "mtlab/metrics.h"
+
 struct mt_command {
     const char *name;    /* "translate" */
     const char *args;    /* "-m BUNDLE [--beam N] [-i FILE]" */
@@ -28,5 +30,14 @@ extern const struct mt_command cmd_run;
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print "mtlab NAME: usage: mtlab NAME ARGS" and return 2. */
 int cli_usage(const struct mt_command *cmd);
+/* The value of integer option opt of command cmd: text must be a decimal whole number from lo
+ * to hi. Otherwise prints "mtlab CMD: OPT takes a whole number from LO to HI, not 'TEXT'" and
+ * returns 2 (the usage-error status); 0 when *out is set. */
+int cli_option_long(const char *cmd, const char *opt, const char *text, long lo, long hi, long *out);
+/* The same for an int. */
+int cli_option_int(const char *cmd, const char *opt, const char *text, int lo, int hi, int *out);
+/* A sentence-per-line file (mt_text_lines_read: UTF-8 checked) that is not empty; 0, or 1
+ * after printing why. */
+int cli_read_sentences(mt_text_lines *t, const char *path);
 
 #endif

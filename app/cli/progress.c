@@ -1,21 +1,15 @@
 #include "cli/progress.h"
 
+#include "mtlab/clock.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <time.h>
 #include <unistd.h>
 
 #define REDRAW_SECONDS 0.1
 #define DEFAULT_WIDTH 80
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int terminal_width(FILE *out)
 {
@@ -81,7 +75,7 @@ void cli_progress_start(cli_progress *p, const char *label, size_t total)
     p->out = stderr;
     snprintf(p->label, sizeof p->label, "%s", label);
     p->total = total;
-    p->started = now_seconds();
+    p->started = mt_now_s();
     p->interactive = isatty(fileno(p->out));
     if (p->interactive) draw(p, p->started);
 }
@@ -90,7 +84,7 @@ void cli_progress_update(cli_progress *p, size_t done)
 {
     p->done = done;
     if (!p->interactive) return;
-    double now = now_seconds();
+    double now = mt_now_s();
     if (now - p->last_draw >= REDRAW_SECONDS || (p->total && done >= p->total)) draw(p, now);
 }
 
@@ -113,7 +107,7 @@ void cli_progress_finish(cli_progress *p, const char *summary)
 {
     cli_progress_clear(p);
     if (summary)
-        fprintf(p->out, "%s: %s (%zu in %.1f s)\n", p->label, summary, p->done, now_seconds() - p->started);
+        fprintf(p->out, "%s: %s (%zu in %.1f s)\n", p->label, summary, p->done, mt_now_s() - p->started);
     fflush(p->out);
     p->drawn = 0;
 }

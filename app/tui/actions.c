@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mtlab/clock.h"
 #include "tui/app.h"
 
 void tui_notice(tui_app *a, const char *fmt, ...)
@@ -13,7 +14,7 @@ void tui_notice(tui_app *a, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(a->notice, sizeof a->notice, fmt, ap);
     va_end(ap);
-    a->notice_until = tui_now() + 6.0;
+    a->notice_until = mt_now_s() + 6.0;
     tui_log_add(&a->log, TUI_LOG_WARN, "%s", a->notice);
     a->dirty = 1;
 }
@@ -35,7 +36,7 @@ static int editor_width(const tui_app *a) { return a->L.editor.w - 3; }
 
 static void editor_changed(tui_app *a)
 {
-    a->edit_time = tui_now();
+    a->edit_time = mt_now_s();
     a->dirty = 1;
 }
 

@@ -130,8 +130,6 @@ typedef struct {
     int quit;
 } tui_app;
 
-double tui_now(void);
-
 /* panes and jobs (jobs.c) */
 int tui_pane_add(tui_app *a, const char *dir, const char *device);
 void tui_pane_remove(tui_app *a, int index);

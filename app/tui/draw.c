@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mtlab/clock.h"
 #include "tui/app.h"
 #include "tui/glyphs.h"
 #include "tui/styled.h"
@@ -111,7 +112,7 @@ static void draw_status(tui_app *a, WINDOW *w)
     int width = getmaxx(w);
     wbkgdset(w, ' ' | COLOR_PAIR(a->palette.pair[TUI_C_STATUS]) | a->palette.attr[TUI_C_STATUS]);
     werase(w);
-    if (a->notice[0] && tui_now() < a->notice_until) {
+    if (a->notice[0] && mt_now_s() < a->notice_until) {
         tui_set_style(w, &a->palette, TUI_C_WARNING);
         tui_put(w, 0, 1, a->notice, width - 2);
         return;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mtlab/clock.h"
 #include "tui/app.h"
 #include "tui/glyphs.h"
 #include "tui/styled.h"
@@ -204,7 +205,7 @@ static void draw_message(tui_app *a, WINDOW *w, int y, int x, int width, const c
 void tui_draw_heatmap(tui_app *a, tui_pane *p, WINDOW *w, int y0, int x0, int h, int width)
 {
     p->heat_cells = (tui_rect){0, 0, 0, 0};
-    const char *spin = glyphs(a)->spinner[(long)(tui_now() * 10) % glyphs(a)->n_spinner];
+    const char *spin = glyphs(a)->spinner[(long)(mt_now_s() * 10) % glyphs(a)->n_spinner];
     char msg[512];
     if (p->probe_error) {
         snprintf(msg, sizeof msg, "no probes: %s", p->probe_error);

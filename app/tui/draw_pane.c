@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mtlab/clock.h"
 #include "tui/app.h"
 #include "tui/format.h"
 #include "tui/glyphs.h"
@@ -75,7 +76,7 @@ static void draw_text(tui_app *a, tui_pane *p, WINDOW *w)
 static void draw_state(tui_app *a, tui_pane *p, WINDOW *w, int stats_end)
 {
     const tui_glyphs *g = glyphs(a);
-    const char *spin = g->spinner[(long)(tui_now() * 10) % g->n_spinner];
+    const char *spin = g->spinner[(long)(mt_now_s() * 10) % g->n_spinner];
     char s[96], search[32];
     snprintf(search, sizeof search, "%s %s ", p->beam == 1 ? "greedy" : "beam 5", g->dot);
     tui_meaning m = TUI_C_BUSY;

@@ -48,11 +48,11 @@ static size_t next_cluster(const tui_editor *e, size_t pos)
 static size_t prev_cluster(const tui_editor *e, size_t pos)
 {
     int len;
-    size_t p = tui_utf8_prev(e->text, pos);
+    size_t p = mt_utf8_prev(e->text, pos);
     while (p > 0) {
         uint32_t cp = cp_at(e, p, &len);
         if (tui_cp_width(cp) != 0 || cp == '\n') break;
-        p = tui_utf8_prev(e->text, p);
+        p = mt_utf8_prev(e->text, p);
     }
     return p;
 }

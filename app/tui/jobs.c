@@ -2,18 +2,10 @@
  * sending the editor's segments as a job, asking for probes. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "mtlab/error.h"
 #include "tui/app.h"
-
-double tui_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void pane_clear_results(tui_pane *p)
 {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli/paths.h"
+#include "mtlab/clock.h"
 #include "mtlab/error.h"
 #include "mtlab/utf8.h"
 #include "tui/app.h"
@@ -159,7 +160,7 @@ static void paste_finish(tui_app *a)
     a->pasting = 0;
     a->paste_len = a->paste_total = 0;
     a->focus = -1;
-    a->edit_time = tui_now();
+    a->edit_time = mt_now_s();
     a->dirty = 1;
 }
 
@@ -223,7 +224,7 @@ static void loop(tui_app *a)
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) sigaddset(&block, sigs[i]);
     pthread_sigmask(SIG_BLOCK, &block, &during_wait);
     while (!a->quit && !tui_quit_signal) {
-        double now = tui_now();
+        double now = mt_now_s();
         if (a->notice[0] && now >= a->notice_until) a->notice[0] = '\0', a->dirty = 1;
         if (a->dirty || a->relayout || anything_moving(a)) tui_draw(a);
         int ms = poll_timeout(a, now);
@@ -239,7 +240,7 @@ static void loop(tui_app *a)
         if (fds[1].revents & POLLIN) tui_handle_events(a);
         read_input(a);
         if (!a->pasting && a->ed.version != a->sent_version &&
-            tui_now() >= a->edit_time + TUI_DEBOUNCE_S)
+            mt_now_s() >= a->edit_time + TUI_DEBOUNCE_S)
             tui_translate(a, NULL);
     }
     pthread_sigmask(SIG_SETMASK, &during_wait, NULL);

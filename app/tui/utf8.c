@@ -46,10 +46,3 @@ size_t tui_text_fit(const char *s, size_t n, int max_cols, int *cols)
     if (cols) *cols = used;
     return i;
 }
-
-size_t tui_utf8_prev(const char *s, size_t pos)
-{
-    size_t i = pos - 1;
-    while (i > 0 && ((unsigned char)s[i] & 0xC0) == 0x80) i--;
-    return i;
-}

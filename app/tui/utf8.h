@@ -22,7 +22,5 @@ int tui_text_width_z(const char *s);
 /* The longest prefix of valid UTF-8 s[0..n) that fits in max_cols columns (a zero-width
  * character stays with the one before it); returns its byte length, *cols its width. */
 size_t tui_text_fit(const char *s, size_t n, int max_cols, int *cols);
-/* Start of the character before byte offset pos (pos > 0) in valid UTF-8. */
-size_t tui_utf8_prev(const char *s, size_t pos);
 
 #endif

@@ -32,8 +32,6 @@ const mt_backend *mt_backend_for(const char *device, int bf16_gemm)
 #if MTLAB_HAVE_CUDA
 #include "cuda_api.h"
 
-int mt_have_cuda_build(void) { return 1; }
-
 int mt_cuda_devices(char *why, size_t why_len) { return mt_cuda_device_count(why, why_len); }
 
 int mt_cuda_describe(int index, char *out, size_t out_len)
@@ -49,16 +47,7 @@ static const mt_backend *cuda_backend(int index, int bf16_gemm)
     if (!be) mt_error("cuda:%d: %s", index, why);
     return be;
 }
-
-int mt_cuda_silu_check(float *y, const float *x, size_t n)
-{
-    char why[256];
-    if (mt_cuda_silu(y, x, n, why, sizeof why) != 0) return mt_error("cuda:0: %s", why);
-    return 0;
-}
 #else
-int mt_have_cuda_build(void) { return 0; }
-
 int mt_cuda_devices(char *why, size_t why_len)
 {
     if (why && why_len) snprintf(why, why_len, "this mtlab was built without CUDA (no nvcc at build time)");
@@ -76,11 +65,5 @@ static const mt_backend *cuda_backend(int index, int bf16_gemm)
     (void)bf16_gemm;
     mt_error("cuda:%d: this mtlab was built without CUDA (no nvcc at build time)", index);
     return NULL;
-}
-
-int mt_cuda_silu_check(float *y, const float *x, size_t n)
-{
-    (void)y, (void)x, (void)n;
-    return mt_error("cuda:0: this mtlab was built without CUDA");
 }
 #endif

@@ -3,7 +3,7 @@
 #include "mtlab/error.h"
 
 #include "data/strmap.h"
-#include "data/textbuf.h"
+#include "core/textbuf.h"
 
 #include <stdlib.h>
 #include <string.h>

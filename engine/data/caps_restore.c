@@ -11,10 +11,11 @@
  * "Abraham"), counted over the whole module. Counting ignores RV1909's circumflex (â ê î ô û),
  * which the capitals sometimes drop ("ACHAB" for Achâb). */
 #include "mtlab/bible.h"
+#include "mtlab/utf8.h"
 
 #include "data/letters.h"
 #include "data/strmap.h"
-#include "data/textbuf.h"
+#include "core/textbuf.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +50,7 @@ static void split_words(const char *text, word_list *out)
     out->n = 0;
     while (i < len) {
         uint32_t cp;
-        size_t n = u8_decode(text + i, len - i, &cp);
+        size_t n = (size_t)mt_utf8_next(text + i, len - i, &cp);
         if (n == 0 || !cp_is_word(cp)) { /* n == 0 cannot happen on cleaned text; skip a byte */
             i += n ? n : 1;
             continue;
@@ -57,7 +58,7 @@ static void split_words(const char *text, word_list *out)
         word_span w = {.start = i, .sentence_start = is_sentence_end(text, i)};
         size_t upper = 0, lower = 0, digits = 0, rest_upper = 0, rest_lower = 0;
         int first_upper = cp_is_upper(cp);
-        while (i < len && (n = u8_decode(text + i, len - i, &cp)) > 0 && cp_is_word(cp)) {
+        while (i < len && (n = (size_t)mt_utf8_next(text + i, len - i, &cp)) > 0 && cp_is_word(cp)) {
             upper += cp_is_upper(cp);
             lower += cp_is_lower(cp);
             digits += cp >= '0' && cp <= '9';
@@ -86,7 +87,7 @@ static void case_key(const char *text, const word_span *w, textbuf *key)
     key->n = 0;
     for (size_t i = w->start; i < w->end;) {
         uint32_t cp;
-        size_t n = u8_decode(text + i, w->end - i, &cp);
+        size_t n = (size_t)mt_utf8_next(text + i, w->end - i, &cp);
         cp = cp_to_lower(cp);
         if (cp == 0xE2) cp = 'a';      /* â */
         else if (cp == 0xEA) cp = 'e'; /* ê */
@@ -94,7 +95,7 @@ static void case_key(const char *text, const word_span *w, textbuf *key)
         else if (cp == 0xF4) cp = 'o'; /* ô */
         else if (cp == 0xFB) cp = 'u'; /* û */
         char enc[4];
-        textbuf_append(key, enc, u8_encode(cp, enc));
+        textbuf_append(key, enc, (size_t)mt_utf8_put(cp, enc));
         i += n;
     }
     if (!key->p) textbuf_reserve(key, 0);
@@ -195,10 +196,10 @@ static char *restore_run(const char *text, const word_list *words, size_t first,
         int keep_initial = (k == first && w->sentence_start) || written_capitalised(cc, text, w, key);
         for (size_t i = w->start; i < w->end;) {
             uint32_t cp;
-            size_t n = u8_decode(text + i, w->end - i, &cp);
+            size_t n = (size_t)mt_utf8_next(text + i, w->end - i, &cp);
             if (!(i == w->start && keep_initial)) cp = cp_to_lower(cp);
             char enc[4];
-            textbuf_append(&out, enc, u8_encode(cp, enc));
+            textbuf_append(&out, enc, (size_t)mt_utf8_put(cp, enc));
             i += n;
         }
     }

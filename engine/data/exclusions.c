@@ -2,8 +2,8 @@
  * bible_exclude.tsv, one "KEY<TAB>REASON" per line). */
 #include "mtlab/bible.h"
 #include "mtlab/error.h"
+#include "mtlab/utf8.h"
 
-#include "data/letters.h"
 #include "data/strmap.h"
 #include "data/verse_key.h"
 
@@ -47,7 +47,7 @@ int mt_exclusions_parse(const char *text, size_t len, const char *name, mt_exclu
 {
     *out = (mt_exclusions){.path = mt_xstrdup(name)};
     strmap seen = {0};
-    size_t bad = u8_invalid_at(text, len);
+    size_t bad = mt_utf8_invalid_offset(text, len);
     if (bad < len) {
         mt_error("%s: line %zu: invalid UTF-8", name, line_of(text, bad));
         goto fail;

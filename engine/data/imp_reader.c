@@ -2,8 +2,8 @@
  * Also the key syntax shared with the exclusion list (mt_parse_verse_key in data/verse_key.h). */
 #include "mtlab/bible.h"
 #include "mtlab/error.h"
+#include "mtlab/utf8.h"
 
-#include "data/letters.h"
 #include "data/strmap.h"
 #include "data/verse_key.h"
 
@@ -66,7 +66,7 @@ static int read_line(FILE *in, char **buf, size_t *cap, size_t *len, const char 
     if (*len > 0 && (*buf)[*len - 1] == '\n') (*buf)[--*len] = '\0';
     if (*len > 0 && (*buf)[*len - 1] == '\r') (*buf)[--*len] = '\0';
     if (*len > MAX_LINE_BYTES) return mt_error("%s: line %zu: longer than %d MiB", module, lineno, MAX_LINE_BYTES >> 20);
-    size_t bad = u8_invalid_at(*buf, *len);
+    size_t bad = mt_utf8_invalid_offset(*buf, *len);
     if (bad < *len) return mt_error("%s: line %zu: byte %zu: invalid UTF-8", module, lineno, bad);
     if (memchr(*buf, '\0', *len)) return mt_error("%s: line %zu: NUL byte", module, lineno);
     return 1;

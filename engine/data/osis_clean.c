@@ -4,9 +4,10 @@
  * be put back when removing it would glue two words together. */
 #include "mtlab/bible.h"
 #include "mtlab/error.h"
+#include "mtlab/utf8.h"
 
 #include "data/letters.h"
-#include "data/textbuf.h"
+#include "core/textbuf.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -121,7 +122,7 @@ static int unescape_run(const char *s, size_t from, size_t to, textbuf *out)
             if (ndigits > 0 && ndigits == nlen - 1 - (size_t)hex && cp > 0 && cp <= 0x10FFFF &&
                 !(cp >= 0xD800 && cp <= 0xDFFF)) {
                 char enc[4];
-                textbuf_append(out, enc, u8_encode((uint32_t)cp, enc));
+                textbuf_append(out, enc, (size_t)mt_utf8_put((uint32_t)cp, enc));
                 found = 1;
             }
         }
@@ -136,8 +137,8 @@ static int unescape_run(const char *s, size_t from, size_t to, textbuf *out)
 static uint32_t last_cp(const textbuf *b)
 {
     uint32_t cp = 0;
-    size_t at = u8_prev_start(b->p, b->n);
-    u8_decode(b->p + at, b->n - at, &cp);
+    size_t at = mt_utf8_prev(b->p, b->n);
+    mt_utf8_next(b->p + at, b->n - at, &cp);
     return cp;
 }
 
@@ -186,8 +187,8 @@ static int enclitic_host(const textbuf *out)
     size_t start = out->n;
     uint32_t cp, first = 0;
     while (start > 0) {
-        size_t prev = u8_prev_start(out->p, start);
-        u8_decode(out->p + prev, start - prev, &cp);
+        size_t prev = mt_utf8_prev(out->p, start);
+        mt_utf8_next(out->p + prev, start - prev, &cp);
         if (!cp_is_word(cp)) break;
         first = cp;
         start = prev;
@@ -203,11 +204,11 @@ static int enclitic_host(const textbuf *out)
     size_t n = 0, i = start;
     int accented = 0;
     while (i < out->n) {
-        size_t len = u8_decode(out->p + i, out->n - i, &cp);
+        size_t len = (size_t)mt_utf8_next(out->p + i, out->n - i, &cp);
         if (n + 4 >= sizeof lower) return 0;
         cp = cp_to_lower(cp);
         accented |= cp == 0xE1 || cp == 0xE9 || cp == 0xED || cp == 0xF3 || cp == 0xFA; /* á é í ó ú */
-        n += u8_encode(cp, lower + n);
+        n += (size_t)mt_utf8_put(cp, lower + n);
         i += len;
     }
     lower[n] = '\0';
@@ -224,7 +225,7 @@ static int space_goes_back(const textbuf *out, const textbuf *run, int added_run
 {
     if (out->n == 0 || run->n == 0 || out->p[out->n - 1] == ' ' || (unsigned char)run->p[0] <= ' ') return 0;
     uint32_t a = last_cp(out), b = 0;
-    u8_decode(run->p, run->n, &b);
+    mt_utf8_next(run->p, run->n, &b);
     if (!ends_unit(a) || !starts_unit(b)) return 0;
     if (cp_is_word(a) && added_run && is_clitic(run->p, run->n) && enclitic_host(out)) return 0;
     return 1;
@@ -247,7 +248,7 @@ static void append_collapsed(textbuf *out, const char *s, size_t len)
 
 char *mt_osis_to_text(const char *osis, size_t len)
 {
-    size_t bad = u8_invalid_at(osis, len);
+    size_t bad = mt_utf8_invalid_offset(osis, len);
     if (bad < len) {
         mt_error("byte %zu: invalid UTF-8", bad);
         return NULL;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mtlab/clock.h"
 #include "mtlab/error.h"
 
 typedef struct {
@@ -29,7 +30,7 @@ static void finalize(mt_decode_ctx *c, beam_sentence *bs, int s, int add_running
                              0, lp);
     const mt_hypothesis *best = &bs->hyps.h[mt_beam_hyps_best(&bs->hyps)];
     mt_hypothesis_set(&c->res->hyps[s], best->ids, best->n_ids, best->logprob, best->finished,
-                      lp, mt_decode_now() - c->t0);
+                      lp, mt_now_s() - c->t0);
     mt_decode_emit(c, s, best->ids, best->n_ids, 1);
 }
 

@@ -5,14 +5,13 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "mtlab/clock.h"
 #include "mtlab/error.h"
 
 /* Sizes past these are mistakes (a binary file read as text, a typo), not translations. */
 #define MAX_SOURCE_TOKENS 65536
 #define MAX_NEW_TOKENS 65536
-#define MAX_BEAM 256
 #define MAX_ROWS 65536
 
 void mt_decode_opts_init(mt_decode_opts *o)
@@ -35,13 +34,6 @@ void mt_decode_result_free(mt_decode_result *r)
     free(r->hyps);
     r->hyps = NULL;
     r->n = 0;
-}
-
-double mt_decode_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 int mt_decode_cancelled(const mt_decode_ctx *c)
@@ -206,8 +198,8 @@ static int check_opts(const mt_model *m, const mt_decode_opts *o, int n)
     if (o->vocab_limit > 0 && o->vocab_limit <= mt_model_get_config(m)->eos_id)
         return mt_error("vocabulary limit %d excludes <eos>", o->vocab_limit);
     if (o->vocab_limit > 0) V = o->vocab_limit;
-    if (o->beam < 1 || o->beam > MAX_BEAM)
-        return mt_error("beam size %d is outside 1..%d", o->beam, MAX_BEAM);
+    if (o->beam < 1 || o->beam > MT_DECODE_MAX_BEAM)
+        return mt_error("beam size %d is outside 1..%d", o->beam, MT_DECODE_MAX_BEAM);
     /* the first step draws 2K candidates from one beam's tokens, <pad> excluded */
     if (o->beam > 1 && 2 * o->beam + 1 > V)
         return mt_error("beam size %d needs a vocabulary of at least %d tokens (%d here)",
@@ -225,7 +217,7 @@ int mt_decode(mt_model *m, const int32_t *const *src, const int *src_len, int n,
 {
     memset(res, 0, sizeof *res);
     res->failed_input = -1;
-    double t0 = mt_decode_now();
+    double t0 = mt_now_s();
     if (check_opts(m, o, n)) return -1;
     if (n == 0) return 0;
     mt_decode_ctx c = {
@@ -264,7 +256,7 @@ int mt_decode(mt_model *m, const int32_t *const *src, const int *src_len, int n,
     mt_decode_state_free(c.st);
     free(c.logits);
     free(c.max_new);
-    res->seconds = mt_decode_now() - t0;
+    res->seconds = mt_now_s() - t0;
     if (rc) mt_decode_result_free(res);
     for (int i = 0; i < res->n; i++)
         res->tokens += (size_t)res->hyps[i].n_ids + (size_t)res->hyps[i].finished;

@@ -29,7 +29,6 @@ int mt_decode_start(mt_decode_ctx *c, const int32_t *const *src, const int *src_
 void mt_decode_prompts(const mt_model *m, const int32_t *const *src, const int *src_len, int n,
                        mt_batch *b, int32_t **ids, int32_t **srcbuf);
 
-double mt_decode_now(void);
 int mt_decode_cancelled(const mt_decode_ctx *c);
 /* Stream one event (no-op without a callback). */
 void mt_decode_emit(const mt_decode_ctx *c, int sentence, const int32_t *tokens, int n_tokens,

@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 
+#include "mtlab/clock.h"
 #include "mtlab/error.h"
 
 typedef struct {
@@ -44,7 +45,7 @@ int mt_decode_greedy_run(mt_decode_ctx *c)
             }
             if (finished || g->n == c->max_new[s]) {
                 mt_hypothesis_set(&c->res->hyps[s], g->tokens, g->n, g->logprob, finished, lp,
-                                  mt_decode_now() - c->t0);
+                                  mt_now_s() - c->t0);
                 mt_decode_emit(c, s, g->tokens, g->n, 1);
                 continue;
             }
@@ -59,7 +60,7 @@ int mt_decode_greedy_run(mt_decode_ctx *c)
             for (int r = 0; r < kept; r++) {
                 int s = row_sent[r];
                 mt_hypothesis_set(&c->res->hyps[s], sent[s].tokens, sent[s].n, sent[s].logprob,
-                                  0, lp, mt_decode_now() - c->t0);
+                                  0, lp, mt_now_s() - c->t0);
                 mt_decode_emit(c, s, sent[s].tokens, sent[s].n, 1);
             }
             break;

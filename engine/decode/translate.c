@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mtlab/clock.h"
 #include "mtlab/error.h"
 
 /* The tokenizer hands out int ids; the decoder takes int32_t: the same type here. */
@@ -120,7 +121,7 @@ int mt_translate_ids(mt_model *m, const mt_tokenizer *tok, const int32_t *const 
 {
     memset(res, 0, sizeof *res);
     res->failed_input = -1;
-    double t0 = mt_decode_now();
+    double t0 = mt_now_s();
     int V = mt_model_get_config(m)->vocab_size, pieces = mt_tokenizer_vocab_size(tok);
     if (pieces > V)
         return mt_error("the tokenizer has %d pieces but the model's vocabulary only %d", pieces,
@@ -154,7 +155,7 @@ int mt_translate_ids(mt_model *m, const mt_tokenizer *tok, const int32_t *const 
         mt_decode_result_free(res);
         res->failed_input = bad;
     }
-    res->seconds = mt_decode_now() - t0;
+    res->seconds = mt_now_s() - t0;
     return rc;
 }
 

@@ -6,6 +6,7 @@
  * stderr come back through pipes (a socket will not do: apertium's scripts open /dev/stdin),
  * all three served by one poll() loop so neither side can block the other. The cost reported
  * is the peak resident memory of the process tree. */
+#include "core/textbuf.h"
 #include "mtlab/error.h"
 #include "mtlab/translator.h"
 
@@ -31,23 +32,6 @@ extern char **environ;
 typedef struct {
     char *mode;
 } apertium;
-
-/* A growable byte buffer. */
-typedef struct {
-    char *p;
-    size_t n, cap;
-} bytes;
-
-static void bytes_append(bytes *b, const char *s, size_t len)
-{
-    if (b->n + len + 1 > b->cap) {
-        b->cap = 2 * (b->n + len + 1);
-        b->p = mt_xrealloc(b->p, b->cap);
-    }
-    memcpy(b->p + b->n, s, len);
-    b->n += len;
-    b->p[b->n] = '\0';
-}
 
 /* A running child with our ends of its three pipes (to_child is non-blocking). */
 typedef struct {
@@ -112,7 +96,7 @@ static void reap(child_proc *c, int *status, struct rusage *usage)
 }
 
 /* The first line of what the child printed on stderr, for messages. */
-static const char *first_error_line(bytes *err)
+static const char *first_error_line(textbuf *err)
 {
     if (!err->p) return "";
     err->p[strcspn(err->p, "\n")] = '\0';
@@ -121,7 +105,7 @@ static const char *first_error_line(bytes *err)
 
 /* Output handed on to the caller one finished line at a time. */
 typedef struct {
-    bytes out;
+    textbuf out;
     size_t lines_done, scan_from;
     mt_piece_fn on_piece;
     void *user;
@@ -174,7 +158,8 @@ static ssize_t write_no_sigpipe(int fd, const void *buf, size_t len)
 /* Write input to the child while reading its stdout and stderr, until its stdout ends.
  * *all_sent tells whether it read all of the input (a translator that fails early does not,
  * and its exit status and stderr then say why). */
-static int exchange(child_proc *c, const bytes *input, line_feed *feed, bytes *err, int *all_sent)
+static int exchange(child_proc *c, const textbuf *input, line_feed *feed, textbuf *err,
+                    int *all_sent)
 {
     size_t sent = 0;
     char buf[65536];
@@ -194,7 +179,7 @@ static int exchange(child_proc *c, const bytes *input, line_feed *feed, bytes *e
         if (p[1].revents & (POLLIN | POLLHUP)) {
             ssize_t k = read(c->errors, buf, sizeof buf);
             if (k <= 0) close_fd(&c->errors);
-            else if (err->n < STDERR_KEEP) bytes_append(err, buf, (size_t)k);
+            else if (err->n < STDERR_KEEP) textbuf_append(err, buf, (size_t)k);
         }
         if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
             ssize_t k = read(c->from_child, buf, sizeof buf);
@@ -204,7 +189,7 @@ static int exchange(child_proc *c, const bytes *input, line_feed *feed, bytes *e
                 close_fd(&c->from_child);
                 break;
             }
-            bytes_append(&feed->out, buf, (size_t)k);
+            textbuf_append(&feed->out, buf, (size_t)k);
             if (feed_lines(feed) < 0) return -1;
         }
     }
@@ -212,13 +197,13 @@ static int exchange(child_proc *c, const bytes *input, line_feed *feed, bytes *e
     while (c->errors >= 0) { /* drain stderr so the message below is complete */
         ssize_t k = read(c->errors, buf, sizeof buf);
         if (k <= 0) close_fd(&c->errors);
-        else if (err->n < STDERR_KEEP) bytes_append(err, buf, (size_t)k);
+        else if (err->n < STDERR_KEEP) textbuf_append(err, buf, (size_t)k);
     }
     return 0;
 }
 
 /* Split the whole output into exactly n lines (each line ended by '\n'). */
-static int split_lines(char **hyps, const bytes *out, size_t n)
+static int split_lines(char **hyps, const textbuf *out, size_t n)
 {
     size_t pos = 0, i = 0;
     while (i < n && pos < out->n) {
@@ -244,11 +229,11 @@ static int apertium_translate(void *self, char **hyps, const char *const *src, s
                               mt_piece_fn on_piece, void *user, mt_translate_stats *stats)
 {
     apertium *a = self;
-    bytes input = {0}, err = {0};
+    textbuf input = {0}, err = {0};
     line_feed feed = {.on_piece = on_piece, .user = user};
     for (size_t i = 0; i < n; i++) {
-        bytes_append(&input, src[i], strlen(src[i]));
-        bytes_append(&input, "\n", 1);
+        textbuf_append(&input, src[i], strlen(src[i]));
+        textbuf_append(&input, "\n", 1);
     }
     char *argv[] = {APERTIUM_PROGRAM, "-u", a->mode, NULL};
     child_proc c;
@@ -294,7 +279,7 @@ char *mt_apertium_modes(void)
     char *argv[] = {APERTIUM_PROGRAM, "-l", NULL};
     child_proc c;
     if (spawn(&c, argv) < 0) return NULL;
-    bytes none = {0}, err = {0};
+    textbuf none = {0}, err = {0};
     line_feed feed = {0};
     int all_sent;
     int rc = exchange(&c, &none, &feed, &err, &all_sent);
@@ -308,13 +293,13 @@ char *mt_apertium_modes(void)
         free(feed.out.p);
         return NULL;
     }
-    bytes list = {0};
-    bytes_append(&list, "", 0);
+    textbuf list = {0};
+    textbuf_append(&list, "", 0);
     for (char *line = feed.out.p ? strtok(feed.out.p, "\n") : NULL; line; line = strtok(NULL, "\n")) {
         line += strspn(line, " \t");
         if (!*line) continue;
-        if (list.n) bytes_append(&list, ", ", 2);
-        bytes_append(&list, line, strlen(line));
+        if (list.n) textbuf_append(&list, ", ", 2);
+        textbuf_append(&list, line, strlen(line));
     }
     free(feed.out.p);
     return list.p;

@@ -22,13 +22,6 @@ mt_bleu_opts mt_bleu_defaults(void)
                           .effective_order = 0};
 }
 
-mt_bleu_opts mt_bleu_sentence_defaults(void)
-{
-    mt_bleu_opts o = mt_bleu_defaults();
-    o.effective_order = 1;
-    return o;
-}
-
 /* One preprocessed sentence and its n-gram multisets. */
 typedef struct {
     char *tokens;                                 /* 13a tokens joined by single spaces */

@@ -2,13 +2,13 @@
  * batch, timing it and counting its tokens. */
 #include "eval/codepoints.h"
 #include "mtlab/buckets.h"
+#include "mtlab/clock.h"
 #include "mtlab/error.h"
 #include "mtlab/translator.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #define APERTIUM_PREFIX "apertium:"
 
@@ -72,22 +72,15 @@ static int check_source(const char *const *src, size_t n, size_t *tokens)
     return 0;
 }
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 int mt_translator_translate(mt_translator *t, char **hyps, const char *const *src, size_t n,
                             mt_piece_fn on_piece, void *user)
 {
     mt_translate_stats stats = {0};
     if (check_source(src, n, &stats.src_tokens) < 0) return mt_error_context("%s", t->name);
-    double t0 = now_seconds();
+    double t0 = mt_now_s();
     if (t->impl->translate(t->self, hyps, src, n, on_piece, user, &stats) < 0)
         return mt_error_context("%s", t->name);
-    stats.seconds = now_seconds() - t0;
+    stats.seconds = mt_now_s() - t0;
     stats.sentences = n;
     for (size_t i = 0; i < n; i++) {
         size_t k = 0;

@@ -4,6 +4,8 @@
  * ensure_ascii, as transformers asks) everything outside printable ASCII, keys sorted. jansson's own dump differs in those details ("1e-5", "\u00E9"). */
 #include "io/json_util.h"
 
+#include "core/textbuf.h"
+
 #include "mtlab/error.h"
 
 #include <math.h>
@@ -11,25 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    char *buf;
-    size_t len, cap;
-} text_buf;
+static void puts_(textbuf *t, const char *s) { textbuf_append(t, s, strlen(s)); }
 
-static void put(text_buf *t, const char *s, size_t n)
-{
-    if (t->len + n + 1 > t->cap) {
-        t->cap = (t->len + n + 1) * 2;
-        t->buf = mt_xrealloc(t->buf, t->cap);
-    }
-    memcpy(t->buf + t->len, s, n);
-    t->len += n;
-    t->buf[t->len] = '\0';
-}
-
-static void puts_(text_buf *t, const char *s) { put(t, s, strlen(s)); }
-
-static void put_indent(text_buf *t, int indent, int level)
+static void put_indent(textbuf *t, int indent, int level)
 {
     puts_(t, "\n");
     for (int i = 0; i < indent * level; i++) puts_(t, " ");
@@ -37,7 +23,7 @@ static void put_indent(text_buf *t, int indent, int level)
 
 /* Python's float repr: the shortest digits that read back as v; plain notation when the
  * decimal exponent x is in [-4, 16), always with a fraction ("1.0"); otherwise d.ddde+XX. */
-static void put_real(text_buf *t, double v)
+static void put_real(textbuf *t, double v)
 {
     if (v == 0) {
         puts_(t, signbit(v) ? "-0.0" : "0.0");
@@ -80,7 +66,7 @@ static void put_real(text_buf *t, double v)
             out[o++] = '0';
         }
     }
-    put(t, out, o);
+    textbuf_append(t, out, o);
 }
 
 /* Decodes one UTF-8 sequence (jansson only holds valid UTF-8); returns its length. */
@@ -93,7 +79,7 @@ static int utf8_decode(const unsigned char *s, unsigned *cp)
     return 4;
 }
 
-static void put_string(text_buf *t, const char *str, size_t len, int ensure_ascii)
+static void put_string(textbuf *t, const char *str, size_t len, int ensure_ascii)
 {
     const unsigned char *s = (const unsigned char *)str, *end = s + len;
     char esc[16];
@@ -112,7 +98,7 @@ static void put_string(text_buf *t, const char *str, size_t len, int ensure_asci
         case '\f': puts_(t, "\\f"); continue;
         }
         if (cp >= 0x20 && (cp < 0x7F || !ensure_ascii)) {
-            put(t, (const char *)s - n, (size_t)n);
+            textbuf_append(t, (const char *)s - n, (size_t)n);
         } else if (cp < 0x10000) {
             snprintf(esc, sizeof esc, "\\u%04x", cp);
             puts_(t, esc);
@@ -131,7 +117,7 @@ static int by_key(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static void put_value(text_buf *t, const json_t *v, int indent, int ensure_ascii, int level)
+static void put_value(textbuf *t, const json_t *v, int indent, int ensure_ascii, int level)
 {
     /* one line: Python's default separators ", " and ": " */
     const char *item_sep = indent ? "," : ", ";
@@ -191,7 +177,7 @@ static void put_value(text_buf *t, const json_t *v, int indent, int ensure_ascii
 
 char *json_text(const json_t *v, int indent, int ensure_ascii)
 {
-    text_buf t = {0};
+    textbuf t = {0};
     put_value(&t, v, indent, ensure_ascii, 0);
-    return t.buf;
+    return textbuf_take(&t);
 }

@@ -27,10 +27,7 @@ static int is_attention(const mt_model_config *c, int layer)
 static int build(mt_model *m)
 {
     const mt_model_config *c = &m->cfg;
-    int shape[2] = {c->vocab_size, c->d_model};
-    m->embed_tensor = mt_model_add_tensor(m, "backbone.embeddings.weight", 2, shape, 1, 0);
-    if (!c->tie_embeddings)
-        m->lm_head_tensor = mt_model_add_tensor(m, "lm_head.weight", 2, shape, 1, 0);
+    mt_model_add_embeddings(m, "backbone.embeddings.weight", "lm_head.weight");
     mt_unit_config mixer = {.mamba = mt_mamba_mixer_config(c)};
     mt_unit_config attn = {
         .attn = {.C = c->d_model, .H = c->n_heads, .causal = 1,
@@ -46,39 +43,6 @@ static int build(mt_model *m)
     }
     mt_model_add_final_norm(m, &m->dec, MT_NORM_RMS, "backbone.norm_f", c->norm_eps);
     return 0;
-}
-
-/* ssm-mt MixerModel initialisation: embedding N(0, init_std), Mamba blocks as mamba_ssm with
- * out_proj rescaled by 1/sqrt(n_layer) (one residual per block), attention projections
- * PyTorch's default Linear init, norm gains 1. */
-static void init(mt_model *m, float *host, uint64_t seed)
-{
-    const mt_model_config *c = &m->cfg;
-    int C = c->d_model;
-    size_t VC = (size_t)c->vocab_size * C;
-    mt_rng r;
-    mt_rng_init(&r, seed, 0);
-    mt_init_normal(&r, mt_model_host_tensor(m, host, m->embed_tensor), VC, c->init_std);
-    if (m->lm_head_tensor >= 0) {
-        mt_rng_init(&r, seed, 1);
-        mt_init_normal(&r, mt_model_host_tensor(m, host, m->lm_head_tensor), VC, c->init_std);
-    }
-    float out_scale = 1.0f / sqrtf((float)c->n_layers);
-    for (int i = 0; i < m->dec.n_units; i++) {
-        const mt_unit *u = &m->dec.units[i];
-        mt_unit_params p;
-        mt_unit_params_point(u->kind, &u->cfg, &p, host + m->tensors[u->first_tensor].offset);
-        mt_rng_init(&r, seed, 2 + (uint64_t)i);
-        if (u->kind == MT_UNIT_MAMBA) {
-            mt_mamba_init(&r, &p.mamba, &u->cfg.mamba, out_scale);
-        } else {
-            mt_init_linear_default(&r, p.attn.q_w, NULL, C, C);
-            mt_init_linear_default(&r, p.attn.k_w, NULL, C, C);
-            mt_init_linear_default(&r, p.attn.v_w, NULL, C, C);
-            mt_init_linear_default(&r, p.attn.o_w, NULL, C, C);
-        }
-    }
-    mt_model_init_norms(m, host);
 }
 
 static int config_read(mt_model_config *cfg, const mt_config *c, const char *arch)
@@ -148,26 +112,17 @@ static int check(const mt_model_config *c)
     return 0;
 }
 
-static const char *const aliases[][2] = {
-    {"backbone.embeddings.weight", "backbone.embedding.weight"},
-    {NULL, NULL},
-};
-
-static const char *const none[] = {NULL};
-
 const mt_arch mt_arch_mamba_mha = {
     .name = "mamba-mha",
     .hf_class = NULL,
     .model_type = "mamba-mha",
     .encdec = 0,
     .build = build,
-    .init = init,
+    .init = mt_mamba_backbone_init,
     .check = check,
     .config_read = config_read_mha,
     .config_write = config_write,
-    .aliases = aliases,
-    .ignored = none,
-    .embed_copies = none,
+    .aliases = mt_mamba_aliases,
 };
 
 const mt_arch mt_arch_mamba_local = {
@@ -176,11 +131,9 @@ const mt_arch mt_arch_mamba_local = {
     .model_type = "mamba-local",
     .encdec = 0,
     .build = build,
-    .init = init,
+    .init = mt_mamba_backbone_init,
     .check = check,
     .config_read = config_read_local,
     .config_write = config_write,
-    .aliases = aliases,
-    .ignored = none,
-    .embed_copies = none,
+    .aliases = mt_mamba_aliases,
 };

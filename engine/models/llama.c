@@ -16,10 +16,7 @@ static int build(mt_model *m)
 {
     const mt_model_config *c = &m->cfg;
     int C = c->d_model, Dh = C / c->n_heads;
-    int shape[2] = {c->vocab_size, C};
-    m->embed_tensor = mt_model_add_tensor(m, "model.embed_tokens.weight", 2, shape, 1, 0);
-    if (!c->tie_embeddings)
-        m->lm_head_tensor = mt_model_add_tensor(m, "lm_head.weight", 2, shape, 1, 0);
+    mt_model_add_embeddings(m, "model.embed_tokens.weight", "lm_head.weight");
     m->rope_dim = Dh;
     m->rope_base = c->rope_theta;
     m->rope_kind = MT_ROPE_LLAMA;
@@ -47,14 +44,8 @@ static int build(mt_model *m)
 static void init(mt_model *m, float *host, uint64_t seed)
 {
     const mt_model_config *c = &m->cfg;
+    mt_model_init_embeddings(m, host, seed, 0, c->init_std);
     mt_rng r;
-    size_t VC = (size_t)c->vocab_size * c->d_model;
-    mt_rng_init(&r, seed, 0);
-    mt_init_normal(&r, mt_model_host_tensor(m, host, m->embed_tensor), VC, c->init_std);
-    if (m->lm_head_tensor >= 0) {
-        mt_rng_init(&r, seed, 1);
-        mt_init_normal(&r, mt_model_host_tensor(m, host, m->lm_head_tensor), VC, c->init_std);
-    }
     for (int i = 0; i < m->dec.n_units; i++) {
         const mt_unit *u = &m->dec.units[i];
         mt_rng_init(&r, seed, 2 + (uint64_t)i);
@@ -62,17 +53,6 @@ static void init(mt_model *m, float *host, uint64_t seed)
             mt_init_normal(&r, mt_model_host_tensor(m, host, t), m->tensors[t].numel, c->init_std);
     }
     mt_model_init_norms(m, host);
-}
-
-/* A boolean key that must have one value in mtlab's transformer++. */
-static int fixed_bool(const mt_config *c, const char *key, int want)
-{
-    int v;
-    if (mt_config_bool_or(c, key, want, &v)) return -1;
-    if (v != want)
-        return mt_error("%s: %s = %s is not supported (mtlab's transformer++ has %s)",
-                        mt_config_name(c), key, v ? "true" : "false", want ? "true" : "false");
-    return 0;
 }
 
 /* rope_theta: transformers 5 nests it in rope_parameters {rope_theta, rope_type}, earlier
@@ -114,7 +94,8 @@ static int config_read(mt_model_config *cfg, const mt_config *c)
         mt_model_config_token_id(c, "pad_token_id", &cfg->pad_id) ||
         mt_model_config_token_id(c, "eos_token_id", &cfg->eos_id) ||
         mt_model_config_token_id(c, "bos_token_id", &cfg->bos_id) ||
-        fixed_bool(c, "attention_bias", 0) || fixed_bool(c, "mlp_bias", 0))
+        mt_model_config_fixed_bool(c, "attention_bias", 0, "transformer++") ||
+        mt_model_config_fixed_bool(c, "mlp_bias", 0, "transformer++"))
         return -1;
     cfg->tie_embeddings = tie;
     if (mt_config_int_or(c, "num_key_value_heads", cfg->n_heads, 1, 1 << 12, &kv_heads))
@@ -183,9 +164,6 @@ static int check(const mt_model_config *c)
     return 0;
 }
 
-static const char *const none[] = {NULL};
-static const char *const no_aliases[][2] = {{NULL, NULL}};
-
 const mt_arch mt_arch_llama = {
     .name = "transformer++",
     .hf_class = "LlamaForCausalLM",
@@ -196,7 +174,4 @@ const mt_arch mt_arch_llama = {
     .check = check,
     .config_read = config_read,
     .config_write = config_write,
-    .aliases = no_aliases,
-    .ignored = none,
-    .embed_copies = none,
 };

@@ -23,10 +23,7 @@ mt_mamba_config mt_mamba_mixer_config(const mt_model_config *c)
 static int build(mt_model *m)
 {
     const mt_model_config *c = &m->cfg;
-    int shape[2] = {c->vocab_size, c->d_model};
-    m->embed_tensor = mt_model_add_tensor(m, "backbone.embeddings.weight", 2, shape, 1, 0);
-    if (!c->tie_embeddings)
-        m->lm_head_tensor = mt_model_add_tensor(m, "lm_head.weight", 2, shape, 1, 0);
+    mt_model_add_embeddings(m, "backbone.embeddings.weight", "lm_head.weight");
     mt_unit_config mixer = {.mamba = mt_mamba_mixer_config(c)};
     char prefix[MT_NAME_MAX], norm[MT_NAME_MAX];
     for (int l = 0; l < c->n_layers; l++) {
@@ -41,37 +38,28 @@ static int build(mt_model *m)
 
 /* mamba_ssm initialisation (docs/models.md §3.3): embedding N(0, init_std), mixers by mt_mamba_init
  * with out_proj rescaled by 1/sqrt(n_layer) (one residual per layer), RMSNorm gains 1. */
-static void init(mt_model *m, float *host, uint64_t seed)
+void mt_mamba_backbone_init(mt_model *m, float *host, uint64_t seed)
 {
     const mt_model_config *c = &m->cfg;
+    int C = c->d_model;
+    mt_model_init_embeddings(m, host, seed, 0, c->init_std);
     mt_rng r;
-    mt_rng_init(&r, seed, 0);
-    size_t VC = (size_t)c->vocab_size * c->d_model;
-    mt_init_normal(&r, mt_model_host_tensor(m, host, m->embed_tensor), VC, c->init_std);
-    if (m->lm_head_tensor >= 0) {
-        mt_rng_init(&r, seed, 1);
-        mt_init_normal(&r, mt_model_host_tensor(m, host, m->lm_head_tensor), VC, c->init_std);
-    }
     float out_scale = 1.0f / sqrtf((float)c->n_layers);
     for (int i = 0; i < m->dec.n_units; i++) {
         const mt_unit *u = &m->dec.units[i];
         mt_unit_params p;
         mt_unit_params_point(u->kind, &u->cfg, &p, host + m->tensors[u->first_tensor].offset);
         mt_rng_init(&r, seed, 2 + (uint64_t)i);
-        mt_mamba_init(&r, &p.mamba, &u->cfg.mamba, out_scale);
+        if (u->kind == MT_UNIT_MAMBA) {
+            mt_mamba_init(&r, &p.mamba, &u->cfg.mamba, out_scale);
+        } else { /* the attention layers of mamba-mha and mamba-local (hybrid.c) */
+            mt_init_linear_default(&r, p.attn.q_w, NULL, C, C);
+            mt_init_linear_default(&r, p.attn.k_w, NULL, C, C);
+            mt_init_linear_default(&r, p.attn.v_w, NULL, C, C);
+            mt_init_linear_default(&r, p.attn.o_w, NULL, C, C);
+        }
     }
     mt_model_init_norms(m, host);
-}
-
-/* Keys whose value mtlab's Mamba fixes: a config that asks otherwise is refused. */
-static int fixed_bool(const mt_config *c, const char *key, int want)
-{
-    int v;
-    if (mt_config_bool_or(c, key, want, &v)) return -1;
-    if (v != want)
-        return mt_error("%s: %s = %s is not supported (mtlab's Mamba has %s)", mt_config_name(c),
-                        key, v ? "true" : "false", want ? "true" : "false");
-    return 0;
 }
 
 /* The first present key of two spellings (state-spaces checkpoints without the -hf suffix say
@@ -102,7 +90,8 @@ int mt_mamba_keys_read(mt_model_config *cfg, const mt_config *c)
         mt_model_config_token_id(c, "pad_token_id", &cfg->pad_id) ||
         mt_model_config_token_id(c, "eos_token_id", &cfg->eos_id) ||
         mt_model_config_token_id(c, "bos_token_id", &cfg->bos_id) ||
-        fixed_bool(c, "use_bias", 0) || fixed_bool(c, "use_conv_bias", 1))
+        mt_model_config_fixed_bool(c, "use_bias", 0, "Mamba") ||
+        mt_model_config_fixed_bool(c, "use_conv_bias", 1, "Mamba"))
         return -1;
     cfg->tie_embeddings = tie;
     cfg->dropout = 0.0f;
@@ -197,12 +186,10 @@ int mt_mamba_keys_check(const mt_model_config *c)
     return 0;
 }
 
-static const char *const aliases[][2] = {
+const char *const mt_mamba_aliases[][2] = {
     {"backbone.embeddings.weight", "backbone.embedding.weight"},
     {NULL, NULL},
 };
-
-static const char *const none[] = {NULL};
 
 const mt_arch mt_arch_mamba = {
     .name = "mamba",
@@ -210,11 +197,9 @@ const mt_arch mt_arch_mamba = {
     .model_type = "mamba",
     .encdec = 0,
     .build = build,
-    .init = init,
+    .init = mt_mamba_backbone_init,
     .check = mt_mamba_keys_check,
     .config_read = config_read,
     .config_write = config_write,
-    .aliases = aliases,
-    .ignored = none,
-    .embed_copies = none,
+    .aliases = mt_mamba_aliases,
 };

@@ -23,9 +23,7 @@ static int build(mt_model *m)
     int C = c->d_model;
     int shape[2] = {c->vocab_size, C};
     m->enc.embed_tensor = mt_model_add_tensor(m, "encoder.embeddings.weight", 2, shape, 1, 0);
-    m->embed_tensor = mt_model_add_tensor(m, "decoder.embeddings.weight", 2, shape, 1, 0);
-    if (!c->tie_embeddings)
-        m->lm_head_tensor = mt_model_add_tensor(m, "lm_head.weight", 2, shape, 1, 0);
+    mt_model_add_embeddings(m, "decoder.embeddings.weight", "lm_head.weight");
     mt_unit_config mixer = {.mamba = mt_mamba_mixer_config(c)};
     mt_unit_config cross = {.attn = {.C = C, .H = c->n_heads, .out_name = "o_proj"}};
     mt_unit_config mlp = {.mlp = {.C = C, .F = c->ffn_dim, .bias = 1, .layout = MT_GATED_FC1}};
@@ -88,12 +86,7 @@ static void init(mt_model *m, float *host, uint64_t seed)
     mt_rng r;
     mt_rng_init(&r, seed, 0);
     mt_init_normal(&r, mt_model_host_tensor(m, host, m->enc.embed_tensor), VC, c->init_std);
-    mt_rng_init(&r, seed, 1);
-    mt_init_normal(&r, mt_model_host_tensor(m, host, m->embed_tensor), VC, c->init_std);
-    if (m->lm_head_tensor >= 0) {
-        mt_rng_init(&r, seed, 2);
-        mt_init_normal(&r, mt_model_host_tensor(m, host, m->lm_head_tensor), VC, c->init_std);
-    }
+    mt_model_init_embeddings(m, host, seed, 1, c->init_std);
     init_stack(m, &m->enc, host, seed, 3);
     init_stack(m, &m->dec, host, seed, 3 + (uint64_t)m->enc.n_units);
     mt_model_init_norms(m, host);
@@ -142,9 +135,6 @@ static int check(const mt_model_config *c)
     return 0;
 }
 
-static const char *const none[] = {NULL};
-static const char *const no_aliases[][2] = {{NULL, NULL}};
-
 const mt_arch mt_arch_mamba_encdec = {
     .name = "mamba-encdec",
     .hf_class = NULL,
@@ -155,7 +145,4 @@ const mt_arch mt_arch_mamba_encdec = {
     .check = check,
     .config_read = config_read,
     .config_write = config_write,
-    .aliases = no_aliases,
-    .ignored = none,
-    .embed_copies = none,
 };

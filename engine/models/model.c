@@ -58,6 +58,14 @@ int mt_model_add_tensor(mt_model *m, const char *name, int ndim, const int *shap
     return m->n_tensors++;
 }
 
+void mt_model_add_embeddings(mt_model *m, const char *embed_name, const char *lm_head_name)
+{
+    int shape[2] = {m->cfg.vocab_size, m->cfg.d_model};
+    m->embed_tensor = mt_model_add_tensor(m, embed_name, 2, shape, 1, 0);
+    if (!m->cfg.tie_embeddings)
+        m->lm_head_tensor = mt_model_add_tensor(m, lm_head_name, 2, shape, 1, 0);
+}
+
 static int add_norm_tensors(mt_model *m, mt_norm_kind norm, const char *name, int C)
 {
     char full[MT_NAME_MAX];
@@ -265,6 +273,19 @@ void mt_model_init_norms(const mt_model *m, float *host)
 {
     init_stack_norms(m, &m->enc, host);
     init_stack_norms(m, &m->dec, host);
+}
+
+void mt_model_init_embeddings(const mt_model *m, float *host, uint64_t seed, uint64_t stream,
+                              float std)
+{
+    size_t VC = (size_t)m->cfg.vocab_size * m->cfg.d_model;
+    mt_rng r;
+    mt_rng_init(&r, seed, stream);
+    mt_init_normal(&r, mt_model_host_tensor(m, host, m->embed_tensor), VC, std);
+    if (m->lm_head_tensor >= 0) {
+        mt_rng_init(&r, seed, stream + 1);
+        mt_init_normal(&r, mt_model_host_tensor(m, host, m->lm_head_tensor), VC, std);
+    }
 }
 
 mt_model *mt_model_create(const mt_model_config *cfg, const mt_backend *be, uint64_t seed)

@@ -132,13 +132,14 @@ typedef struct mt_arch {
     /* config.json -> cfg (errors name the file and the key); cfg -> config.json keys. */
     int (*config_read)(mt_model_config *cfg, const mt_config *json);
     int (*config_write)(const mt_model_config *cfg, mt_config *json);
-    /* Pairs {name, alternative name} tried when a bundle lacks name, NULL-terminated. */
+    /* Name lists, NULL-terminated (a NULL list has no names). Pairs {name, alternative name}
+     * tried when a bundle lacks name: */
     const char *const (*aliases)[2];
     /* Names a bundle may hold that the model does not use (tied copies, fixed positions). */
     const char *const *ignored;
-    /* Names under which the token embedding is saved again, NULL-terminated (transformers 5
-     * ties Marian's encoder/decoder embed_tokens to model.shared only when the output
-     * projection is tied too, so an untied model needs the copies in the file). */
+    /* Names under which the token embedding is saved again (transformers 5 ties Marian's
+     * encoder/decoder embed_tokens to model.shared only when the output projection is tied
+     * too, so an untied model needs the copies in the file). */
     const char *const *embed_copies;
 } mt_arch;
 
@@ -210,6 +211,13 @@ int mt_mamba_keys_read(mt_model_config *cfg, const mt_config *c);
 int mt_mamba_keys_write(const mt_model_config *cfg, mt_config *o);
 /* Mixer sizes usable (state_size, conv_kernel, expand, time_step_rank, eps, dt range). */
 int mt_mamba_keys_check(const mt_model_config *c);
+/* mt_arch.init of every model on the Mamba backbone: mamba_ssm's initialisation (mamba.c), and
+ * for the attention layers of mamba-mha and mamba-local (ssm-mt's MixerModel) PyTorch's
+ * default Linear init. */
+void mt_mamba_backbone_init(mt_model *m, float *host, uint64_t seed);
+/* mt_arch.aliases of every model on the Mamba backbone (mamba.c): the token embedding as
+ * mamba_ssm's own checkpoints name it (backbone.embedding, not backbone.embeddings). */
+extern const char *const mt_mamba_aliases[][2];
 
 /* ---- configurations (presets.c) */
 /* The reserved token ids of mtlab/tokenizer.h (decoder start = <bos>). */
@@ -217,11 +225,17 @@ void mt_model_config_init_ids(mt_model_config *cfg);
 /* A token id key: absent or null keeps *id; HF writes some (eos_token_id) as lists, whose
  * first element is taken. */
 int mt_model_config_token_id(const mt_config *c, const char *key, int *id);
+/* A boolean key whose value `model` fixes (absent means want): any other value is an error
+ * "config.json: use_bias = true is not supported (mtlab's Mamba has false)". */
+int mt_model_config_fixed_bool(const mt_config *c, const char *key, int want, const char *model);
 /* The "mtlab" block shared by every architecture: sep/unk ids and dropout. */
 int mt_model_config_read_mtlab(mt_model_config *cfg, const mt_config *c);
 int mt_model_config_write_mtlab(const mt_model_config *cfg, mt_config *c, int with_dropout);
 
 /* ---- building (model.c) */
+/* The token embedding (V, C) as embed_name and, when the config unties it, the output
+ * projection (V, C) as lm_head_name: m->embed_tensor and m->lm_head_tensor. */
+void mt_model_add_embeddings(mt_model *m, const char *embed_name, const char *lm_head_name);
 /* Append a tensor to the table; returns its index. */
 int mt_model_add_tensor(mt_model *m, const char *name, int ndim, const int *shape, int decay,
                         int buffer);
@@ -239,6 +253,10 @@ mt_model *mt_model_new(const mt_model_config *cfg, const mt_backend *be);
 float *mt_model_host_tensor(const mt_model *m, float *host, int i);
 /* Write 1 to every norm gain (units and final norms) in a host block; biases stay 0. */
 void mt_model_init_norms(const mt_model *m, float *host);
+/* N(0, std) into the token embedding (V, C), from random stream `stream` of seed, and into the
+ * untied output projection (V, C), from stream + 1. */
+void mt_model_init_embeddings(const mt_model *m, float *host, uint64_t seed, uint64_t stream,
+                              float std);
 
 /* ---- units (unit.c) */
 /* Activation floats of a unit for B rows of T queries; self-attention attends over Tk keys

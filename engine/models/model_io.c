@@ -36,14 +36,14 @@ static const mt_arch *arch_of(const mt_config *c)
 static const char *file_name(const mt_model *m, const mt_safetensors *st, const char *name)
 {
     if (mt_st_find(st, name)) return name;
-    for (const char *const(*a)[2] = m->arch->aliases; (*a)[0]; a++)
+    for (const char *const(*a)[2] = m->arch->aliases; a && (*a)[0]; a++)
         if (!strcmp((*a)[0], name) && mt_st_find(st, (*a)[1])) return (*a)[1];
     return NULL;
 }
 
 static int known_extra(const mt_model *m, const char *name)
 {
-    for (const char *const *p = m->arch->ignored; *p; p++)
+    for (const char *const *p = m->arch->ignored; p && *p; p++)
         if (!strcmp(*p, name)) return 1;
     /* a tied output projection saved anyway (older transformers versions do) */
     return m->lm_head_tensor < 0 && !strcmp(name, "lm_head.weight");
@@ -124,7 +124,8 @@ int mt_model_save(const mt_model *m, const char *dir, const char *tokenizer_mode
     m->be->download(host, m->params, m->n_floats * sizeof(float));
     int n_copies = 0;
     /* transformers re-ties the copies itself when the output projection is tied */
-    while (!m->cfg.tie_embeddings && m->arch->embed_copies[n_copies]) n_copies++;
+    while (!m->cfg.tie_embeddings && m->arch->embed_copies && m->arch->embed_copies[n_copies])
+        n_copies++;
     int n = m->n_tensors + n_copies;
     mt_st_write_tensor *ts = mt_xcalloc((size_t)n, sizeof *ts);
     for (int i = 0; i < n; i++) {

@@ -209,6 +209,16 @@ int mt_model_config_read_mtlab(mt_model_config *cfg, const mt_config *c)
                : 0;
 }
 
+int mt_model_config_fixed_bool(const mt_config *c, const char *key, int want, const char *model)
+{
+    int v;
+    if (mt_config_bool_or(c, key, want, &v)) return -1;
+    if (v != want)
+        return mt_error("%s: %s = %s is not supported (mtlab's %s has %s)", mt_config_name(c), key,
+                        v ? "true" : "false", model, want ? "true" : "false");
+    return 0;
+}
+
 int mt_model_config_write_mtlab(const mt_model_config *cfg, mt_config *c, int with_dropout)
 {
     mt_config *x = mt_config_set_object(c, "mtlab");

@@ -15,11 +15,7 @@ static int build(mt_model *m)
 {
     const mt_model_config *c = &m->cfg;
     int E = c->d_model;
-    int shape[2] = {c->vocab_size, E};
-    m->embed_tensor = mt_model_add_tensor(m, "decoder.embed_tokens.weight", 2, shape, 1, 0);
-    if (!c->tie_embeddings)
-        m->lm_head_tensor =
-            mt_model_add_tensor(m, "decoder.output_projection.weight", 2, shape, 1, 0);
+    mt_model_add_embeddings(m, "decoder.embed_tokens.weight", "decoder.output_projection.weight");
     m->embed_scale = c->scale_embedding ? sqrtf((float)E) : 1.0f;
     m->rope_dim = E / c->n_heads;
     m->rope_base = 10000.0f;
@@ -47,15 +43,8 @@ static void init(mt_model *m, float *host, uint64_t seed)
 {
     const mt_model_config *c = &m->cfg;
     int E = c->d_model;
-    size_t VE = (size_t)c->vocab_size * E;
-    float std = 1.0f / sqrtf((float)E);
+    mt_model_init_embeddings(m, host, seed, 0, 1.0f / sqrtf((float)E));
     mt_rng r;
-    mt_rng_init(&r, seed, 0);
-    mt_init_normal(&r, mt_model_host_tensor(m, host, m->embed_tensor), VE, std);
-    if (m->lm_head_tensor >= 0) {
-        mt_rng_init(&r, seed, 1);
-        mt_init_normal(&r, mt_model_host_tensor(m, host, m->lm_head_tensor), VE, std);
-    }
     for (int i = 0; i < m->dec.n_units; i++) {
         const mt_unit *u = &m->dec.units[i];
         mt_unit_params p;
@@ -71,17 +60,6 @@ static void init(mt_model *m, float *host, uint64_t seed)
         }
     }
     mt_model_init_norms(m, host);
-}
-
-/* A RetNetConfig switch mtlab's RetNet fixes. */
-static int fixed_bool(const mt_config *c, const char *key, int want)
-{
-    int v;
-    if (mt_config_bool_or(c, key, want, &v)) return -1;
-    if (v != want)
-        return mt_error("%s: %s = %s is not supported (mtlab's RetNet has %s)", mt_config_name(c),
-                        key, v ? "true" : "false", want ? "true" : "false");
-    return 0;
 }
 
 static int config_read(mt_model_config *cfg, const mt_config *c)
@@ -103,8 +81,10 @@ static int config_read(mt_model_config *cfg, const mt_config *c)
         mt_model_config_token_id(c, "pad_token_id", &cfg->pad_id) ||
         mt_model_config_token_id(c, "eos_token_id", &cfg->eos_id) ||
         mt_model_config_token_id(c, "bos_token_id", &cfg->bos_id) ||
-        fixed_bool(c, "decoder_normalize_before", 1) || fixed_bool(c, "deepnorm", 0) ||
-        fixed_bool(c, "subln", 0) || fixed_bool(c, "layernorm_embedding", 0))
+        mt_model_config_fixed_bool(c, "decoder_normalize_before", 1, "RetNet") ||
+        mt_model_config_fixed_bool(c, "deepnorm", 0, "RetNet") ||
+        mt_model_config_fixed_bool(c, "subln", 0, "RetNet") ||
+        mt_model_config_fixed_bool(c, "layernorm_embedding", 0, "RetNet"))
         return -1;
     cfg->scale_embedding = !no_scale;
     cfg->tie_embeddings = shared;
@@ -156,9 +136,6 @@ static int check(const mt_model_config *c)
     return 0;
 }
 
-static const char *const none[] = {NULL};
-static const char *const no_aliases[][2] = {{NULL, NULL}};
-
 const mt_arch mt_arch_retnet = {
     .name = "retnet",
     .hf_class = NULL,
@@ -169,7 +146,4 @@ const mt_arch mt_arch_retnet = {
     .check = check,
     .config_read = config_read,
     .config_write = config_write,
-    .aliases = no_aliases,
-    .ignored = none,
-    .embed_copies = none,
 };

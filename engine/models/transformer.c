@@ -16,9 +16,7 @@ static int build(mt_model *m)
 {
     const mt_model_config *c = &m->cfg;
     int C = c->d_model, V = c->vocab_size;
-    int shape[2] = {V, C};
-    m->embed_tensor = mt_model_add_tensor(m, "model.shared.weight", 2, shape, 1, 0);
-    if (!c->tie_embeddings) m->lm_head_tensor = mt_model_add_tensor(m, "lm_head.weight", 2, shape, 1, 0);
+    mt_model_add_embeddings(m, "model.shared.weight", "lm_head.weight");
     int bias_shape[2] = {1, V};
     m->logits_bias_tensor = mt_model_add_tensor(m, "final_logits_bias", 2, bias_shape, 0, 1);
     m->embed_scale = c->scale_embedding ? sqrtf((float)C) : 1.0f;
@@ -64,17 +62,11 @@ static int build(mt_model *m)
 static void init(mt_model *m, float *host, uint64_t seed)
 {
     const mt_model_config *c = &m->cfg;
-    int C = c->d_model, V = c->vocab_size;
-    mt_rng r;
-    mt_rng_init(&r, seed, 0);
+    int C = c->d_model;
+    mt_model_init_embeddings(m, host, seed, 0, 1.0f / sqrtf((float)C));
     float *emb = mt_model_host_tensor(m, host, m->embed_tensor);
-    mt_init_normal(&r, emb, (size_t)V * C, 1.0f / sqrtf((float)C));
     mt_init_fill(emb + (size_t)c->pad_id * C, (size_t)C, 0.0f);
-    if (m->lm_head_tensor >= 0) {
-        mt_rng_init(&r, seed, 1);
-        mt_init_normal(&r, mt_model_host_tensor(m, host, m->lm_head_tensor), (size_t)V * C,
-                       1.0f / sqrtf((float)C));
-    }
+    mt_rng r;
     const mt_stack *stacks[2] = {&m->enc, &m->dec};
     uint64_t stream = 2;
     for (int s = 0; s < 2; s++) {

@@ -67,3 +67,10 @@ size_t mt_utf8_invalid_offset(const char *s, size_t len)
     }
     return len;
 }
+
+size_t mt_utf8_prev(const char *s, size_t end)
+{
+    size_t i = end;
+    while (i > 0 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) i--;
+    return i > 0 ? i - 1 : 0;
+}

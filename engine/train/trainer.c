@@ -1,5 +1,6 @@
 /* The training loop: epochs of token-budget batches, gradient accumulation, AdamW under an
  * inverse-sqrt schedule, periodic logging, validation and checkpoints (checkpoint.c). */
+#include "mtlab/clock.h"
 #include "mtlab/device.h"
 #include "mtlab/error.h"
 #include "mtlab/train.h"
@@ -12,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 void mt_train_config_defaults(mt_train_config *cfg)
 {
@@ -74,13 +74,6 @@ int mt_train_config_check(const mt_train_config *cfg)
     if (cfg->valid_every < 0 || cfg->save_every < 0 || cfg->valid_bleu_lines < 0)
         return mt_error("train config: valid_every, save_every and valid_bleu_lines must be >= 0");
     return 0;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static void say(const mt_train_hooks *hooks, const char *fmt, ...) MT_PRINTF(2, 3);
@@ -176,7 +169,7 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
     epoch_plan ep = {0};
     mt_corpus_stats *stats = NULL;
     int rc = -1, have_valid = cfg->valid_src[0] != '\0';
-    double t0 = now_s();
+    double t0 = mt_now_s();
 
     if (mt_corpus_load(&train, cfg->train_src, cfg->train_tgt, tok, cfg->max_len) != 0) goto out;
     if (have_valid && mt_corpus_load(&valid, cfg->valid_src, cfg->valid_tgt, tok, cfg->max_len) != 0) goto out;
@@ -204,7 +197,7 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
 
     int encdec = mt_model_is_encdec(m);
     mt_train_progress pr = {.max_steps = cfg->max_steps, .valid_loss = -1, .valid_bleu = -1};
-    double interval_loss = 0, interval_t0 = now_s();
+    double interval_loss = 0, interval_t0 = mt_now_s();
     size_t interval_tokens = 0;
     epoch_plan_build(&ep, cfg, &train, encdec, st.epoch);
 
@@ -260,7 +253,7 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
 
         int last = st.step == cfg->max_steps;
         if (st.step % cfg->log_every == 0 || last) {
-            double t = now_s();
+            double t = mt_now_s();
             pr = (mt_train_progress){.step = st.step, .max_steps = cfg->max_steps, .epoch = st.epoch,
                                      .loss = interval_loss / (double)interval_tokens, .lr = lr,
                                      .tokens_per_s = (double)interval_tokens / (t - interval_t0),
@@ -270,7 +263,7 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
             if (hooks && hooks->progress) hooks->progress(hooks->ud, &pr);
             interval_loss = 0;
             interval_tokens = 0;
-            interval_t0 = now_s();
+            interval_t0 = mt_now_s();
         }
 
         if (have_valid && ((cfg->valid_every && st.step % cfg->valid_every == 0) || last)) {
@@ -280,7 +273,7 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
             log_validation(&lf, &pr);
             if (hooks && hooks->progress) hooks->progress(hooks->ud, &pr);
             pr.is_validation = 0;
-            interval_t0 = now_s(); /* validation time is not training throughput */
+            interval_t0 = mt_now_s(); /* validation time is not training throughput */
             if (pr.valid_bleu > st.best_bleu) {
                 st.best_bleu = pr.valid_bleu;
                 if (save_best(m, cfg, stats) != 0) goto out;
@@ -294,7 +287,7 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
         }
     }
     if (checkpoint_save(m, cfg, &st, stats) != 0) goto out;
-    say(hooks, "step %ld: checkpoint saved to %s/checkpoint (%.1f s)", st.step, cfg->run_dir, now_s() - t0);
+    say(hooks, "step %ld: checkpoint saved to %s/checkpoint (%.1f s)", st.step, cfg->run_dir, mt_now_s() - t0);
     rc = 0;
 out:
     mt_corpus_stats_free(stats);

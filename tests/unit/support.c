@@ -1,4 +1,4 @@
-/* File helpers shared by the unit tests (declared in test_util.h). */
+/* Helpers shared by the unit tests (declared in test_util.h). */
 #include "test_util.h"
 
 #include <ftw.h>
@@ -42,3 +42,20 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
 }
 
 int test_remove_tree(const char *dir) { return nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS); }
+
+float max_abs_diff(const float *a, const float *b, size_t n)
+{
+    float d = 0.0f;
+    for (size_t i = 0; i < n; i++) d = fmaxf(d, fabsf(a[i] - b[i]));
+    return d;
+}
+
+double max_rel(const float *a, const float *b, size_t n)
+{
+    double diff = 0.0, scale = 1e-30;
+    for (size_t i = 0; i < n; i++) {
+        diff = fmax(diff, fabs((double)a[i] - b[i]));
+        scale = fmax(scale, fabs((double)b[i]));
+    }
+    return diff / scale;
+}

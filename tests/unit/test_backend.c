@@ -16,17 +16,6 @@ static int setup(void **state)
     return 0;
 }
 
-/* max_i |a_i - b_i| / max(max_i |b_i|, 1e-30) */
-static double max_rel(const float *a, const float *b, size_t n)
-{
-    double diff = 0.0, scale = 1e-30;
-    for (size_t i = 0; i < n; i++) {
-        diff = fmax(diff, fabs((double)a[i] - b[i]));
-        scale = fmax(scale, fabs((double)b[i]));
-    }
-    return diff / scale;
-}
-
 static float *copy_of(const float *x, size_t n)
 {
     float *y = malloc(n * sizeof *y);

@@ -378,7 +378,7 @@ static void test_eval_input_errors(void **state)
                                  "--train-src", src, "--train-ref", ref},
                       12, "either --stats or --train-src/--train-ref");
     expect_eval_error(w, (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", ref, "--beam", "0"}, 8,
-                      "--beam needs a number from 1 to 64");
+                      "mtlab eval: --beam takes a whole number from 1 to 256, not '0'");
     if (apertium_missing()) return;
     expect_eval_error(w, (char *[]){"-m", "apertium:es-en", "--src", src, "--ref", ref}, 6,
                       "apertium mode 'es-en' is not installed (installed: ");

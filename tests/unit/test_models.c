@@ -43,13 +43,6 @@ static double ref_scalar(mt_safetensors *st, const char *name)
     return x;
 }
 
-static float max_abs_diff(const float *a, const float *b, size_t n)
-{
-    float d = 0.0f;
-    for (size_t i = 0; i < n; i++) d = fmaxf(d, fabsf(a[i] - b[i]));
-    return d;
-}
-
 static void test_marian_matches_transformers(void **state)
 {
     (void)state;

@@ -32,13 +32,6 @@ static void *ref_tensor(mt_safetensors *st, const char *name)
     return out;
 }
 
-static float max_abs_diff(const float *a, const float *b, size_t n)
-{
-    float d = 0.0f;
-    for (size_t i = 0; i < n; i++) d = fmaxf(d, fabsf(a[i] - b[i]));
-    return d;
-}
-
 /* ---------------------------------------------------------------- transformer++ vs HF */
 static void test_llama_matches_transformers(void **state)
 {
@@ -358,8 +351,13 @@ static void test_config_errors_name_the_problem(void **state)
                         "rope_type \"yarn\"");
     expect_config_error("transformer++", "\"num_hidden_layers\": 3", "\"num_hidden_layers\": 4",
                         "missing tensor 'model.layers.3.self_attn.q_proj.weight'");
+    expect_config_error("transformer++", "\"mlp_bias\": false", "\"mlp_bias\": true",
+                        "mlp_bias = true is not supported (mtlab's transformer++ has false)");
     expect_config_error("retnet", "\"decoder_retention_heads\": 2",
                         "\"decoder_retention_heads\": 3", "3 heads must divide");
+    expect_config_error("retnet", "\"decoder_retention_heads\": 2",
+                        "\"deepnorm\": true, \"decoder_retention_heads\": 2",
+                        "deepnorm = true is not supported (mtlab's RetNet has false)");
     expect_config_error("retnet", "\"decoder_value_embed_dim\": 32",
                         "\"decoder_value_embed_dim\": 48",
                         "'decoder.layers.0.retention.v_proj.weight' has shape (32, 16), "
@@ -370,6 +368,8 @@ static void test_config_errors_name_the_problem(void **state)
                         "attention layer 3 is outside the 3 layers");
     expect_config_error("mamba-mha", ATTN_LAYERS_1, "\"attention_layers\": [2]",
                         "missing tensor 'backbone.layers.1.mixer.in_proj.weight'");
+    expect_config_error("mamba-local", "\"use_conv_bias\": true", "\"use_conv_bias\": false",
+                        "use_conv_bias = false is not supported (mtlab's Mamba has true)");
     expect_config_error("mamba-local", "\"sliding_window\": 3", "\"sliding_window\": 0",
                         "sliding_window");
     expect_config_error("mamba-encdec", "\"encoder_layers\": 2", "\"encoder_layers\": 1",

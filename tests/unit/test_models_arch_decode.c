@@ -5,6 +5,7 @@
  * left-padded prompts and beam reordering; and the decoding state that must not grow with
  * the sequence length does not. Tiny random models (mt_model_create). */
 #include "test_util.h"
+#include "decode_steps.h"
 #include "model_parity.h"
 
 #include <omp.h>
@@ -46,42 +47,6 @@ static mt_model *create_fresh(const mt_model_config *c, uint64_t seed)
     mt_model *m = mt_model_create(c, mt_backend_cpu(), seed);
     if (!m) fail_msg("%s: %s", c->arch, mt_last_error());
     return m;
-}
-
-static float max_abs_diff(const float *a, const float *b, size_t n)
-{
-    float d = 0.0f;
-    for (size_t i = 0; i < n; i++) d = fmaxf(d, fabsf(a[i] - b[i]));
-    return d;
-}
-
-/* Decode rows ids (B, T) after a prompt of P positions and compare every step's logits with
- * full (B, T, V) at positions P-1 .. T-1 (the step feeding ids[:, t] predicts from t). */
-static float decode_vs_parallel(mt_model *m, const int32_t *ids, int B, int T, int P,
-                                const int32_t *src, int S, const float *full)
-{
-    mt_decode_state *st = mt_decode_state_new(m, B, T, S);
-    if (!st) fail_msg("%s", mt_last_error());
-    int32_t *prompt = malloc((size_t)B * P * sizeof(int32_t));
-    for (int b = 0; b < B; b++) memcpy(prompt + b * P, ids + b * T, (size_t)P * sizeof(int32_t));
-    mt_batch pb = {.B = B, .T = P, .ids = prompt, .S = S, .src = src};
-    float *logits = malloc((size_t)B * V * sizeof(float));
-    assert_int_equal(mt_model_prefill(m, st, &pb, logits), 0);
-    float worst = 0.0f;
-    for (int t = P - 1; t < T; t++) {
-        if (t > P - 1) {
-            int32_t tok[8];
-            for (int b = 0; b < B; b++) tok[b] = ids[b * T + t];
-            assert_int_equal(mt_model_step(m, st, tok, logits), 0);
-        }
-        for (int b = 0; b < B; b++)
-            worst = fmaxf(worst, max_abs_diff(logits + b * V, full + ((size_t)b * T + t) * V, V));
-    }
-    assert_int_equal(mt_decode_state_length(st), T);
-    free(prompt);
-    free(logits);
-    mt_decode_state_free(st);
-    return worst;
 }
 
 /* decoder-only rows `src <sep> tgt </s>`, the second left padded; 14 positions, well past
@@ -180,42 +145,6 @@ static void test_encdec_steps_match_parallel(void **state)
     mt_model_free(m);
 }
 
-/* After two rows decode a few tokens, reorder them into three beams [1, 0, 1]: the next
- * steps must match the parallel forward of those rows. */
-static float reorder_case(mt_model *m, const int32_t *ids, int T, int P, const int32_t *src,
-                          int S)
-{
-    const int32_t rows[3] = {1, 0, 1};
-    mt_decode_state *st = mt_decode_state_new(m, 3, T, S);
-    assert_non_null(st);
-    int32_t prompt[2 * 16], tok[3];
-    for (int b = 0; b < 2; b++) memcpy(prompt + b * P, ids + b * T, (size_t)P * sizeof(int32_t));
-    float logits[3 * V];
-    mt_batch pb = {.B = 2, .T = P, .ids = prompt, .S = S, .src = src};
-    assert_int_equal(mt_model_prefill(m, st, &pb, logits), 0);
-    for (int b = 0; b < 2; b++) tok[b] = ids[b * T + P];
-    assert_int_equal(mt_model_step(m, st, tok, logits), 0);
-    assert_int_equal(mt_decode_state_reorder(st, rows, 3), 0);
-    int32_t beam_ids[3 * 16], beam_src[3 * 16];
-    for (int b = 0; b < 3; b++) {
-        memcpy(beam_ids + b * T, ids + rows[b] * T, (size_t)T * sizeof(int32_t));
-        if (S) memcpy(beam_src + b * S, src + rows[b] * S, (size_t)S * sizeof(int32_t));
-    }
-    float *full = malloc((size_t)3 * T * V * sizeof(float));
-    mt_batch fb = {.B = 3, .T = T, .ids = beam_ids, .S = S, .src = S ? beam_src : NULL};
-    assert_int_equal(mt_model_forward(m, &fb, full), 0);
-    float worst = 0.0f;
-    for (int t = P + 1; t < T; t++) {
-        for (int b = 0; b < 3; b++) tok[b] = beam_ids[b * T + t];
-        assert_int_equal(mt_model_step(m, st, tok, logits), 0);
-        for (int b = 0; b < 3; b++)
-            worst = fmaxf(worst, max_abs_diff(logits + b * V, full + ((size_t)b * T + t) * V, V));
-    }
-    free(full);
-    mt_decode_state_free(st);
-    return worst;
-}
-
 static void test_beam_reorder(void **state)
 {
     (void)state;
@@ -223,7 +152,7 @@ static void test_beam_reorder(void **state)
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++) {
         mt_model_config c = tiny(archs[i]);
         mt_model *m = create(&c, 23);
-        float d = reorder_case(m, dec_ids, T_DEC, 6, NULL, 0);
+        float d = reorder_vs_parallel(m, dec_ids, T_DEC, 6, NULL, 0);
         print_message("%-14s reordered beams vs parallel forward: max |diff| %.3g\n", archs[i], d);
         assert_true(d < STEP_TOL);
         mt_model_free(m);
@@ -232,7 +161,7 @@ static void test_beam_reorder(void **state)
     mt_model *m = create(&c, 24);
     const int32_t src[2 * 5] = {17, 23, 5, 32, 1, 30, 8, 1, 0, 0};
     const int32_t tgt[2 * 7] = {3, 11, 38, 7, 33, 14, 1, 3, 20, 6, 39, 14, 12, 1};
-    float d = reorder_case(m, tgt, 7, 2, src, 5);
+    float d = reorder_vs_parallel(m, tgt, 7, 2, src, 5);
     print_message("%-14s reordered beams vs parallel forward: max |diff| %.3g\n", "mamba-encdec",
                   d);
     assert_true(d < STEP_TOL);

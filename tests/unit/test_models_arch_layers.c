@@ -23,14 +23,6 @@ static double *to_double(const float *x, size_t n)
     return y;
 }
 
-static double max_rel(const float *a, const float *b, size_t n)
-{
-    double diff = 0.0, scale = 0.0;
-    for (size_t i = 0; i < n; i++)
-        diff = fmax(diff, fabs(a[i] - b[i])), scale = fmax(scale, fabs(b[i]));
-    return diff / fmax(scale, 1e-30);
-}
-
 /* ---------------------------------------------------------------- double references
  * Retention core over q, k (B, T, H*Dk), v (B, T, H*Dv), from mt_retention_desc's formulas. */
 typedef struct {

@@ -15,16 +15,6 @@ static int setup(void **state)
     return 0;
 }
 
-static double max_rel(const float *a, const float *b, size_t n)
-{
-    double diff = 0.0, scale = 1e-30;
-    for (size_t i = 0; i < n; i++) {
-        diff = fmax(diff, fabs((double)a[i] - b[i]));
-        scale = fmax(scale, fabs((double)b[i]));
-    }
-    return diff / scale;
-}
-
 typedef struct {
     int B, T, D, N;
     float *u, *dt, *A_log, *Bm, *Cm, *Dskip, *dt_bias, *y, *r;

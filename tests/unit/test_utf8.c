@@ -97,12 +97,25 @@ static void test_invalid_offset(void **state)
     assert_int_equal(mt_utf8_invalid_offset("ok\x80", 3), 2);          /* stray continuation */
 }
 
+static void test_prev(void **state)
+{
+    (void)state;
+    const char s[] = "a\xC3\xB1\xE2\x80\x94\xF0\x9F\x98\x80"; /* a ñ — 😀 at 0, 1, 3, 6 */
+    const size_t starts[] = {0, 1, 3, 6, sizeof s - 1};
+    for (size_t k = 1; k < sizeof starts / sizeof starts[0]; k++)
+        for (size_t end = starts[k - 1] + 1; end <= starts[k]; end++)
+            assert_int_equal(mt_utf8_prev(s, end), starts[k - 1]);
+    assert_int_equal(mt_utf8_prev(s, 0), 0);
+    assert_int_equal(mt_utf8_prev("\x80\x80", 2), 0); /* no lead byte: stops at the start */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_short_string),
         cmocka_unit_test(test_round_trip_and_refusals),
         cmocka_unit_test(test_invalid_offset),
+        cmocka_unit_test(test_prev),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

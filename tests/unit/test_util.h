@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Small file helpers shared by the tests (tests/unit/support.c). */
+/* Small helpers shared by the tests (tests/unit/support.c). */
 /* Write len bytes (or a NUL-terminated text) to path; a failure fails the test. */
 void test_write_file(const char *path, const void *data, size_t len);
 void test_write_text(const char *path, const char *text);
@@ -23,5 +23,9 @@ char *test_read_file(const char *path, size_t *len);
 int test_make_tmpdir(char *buf, size_t len, const char *tag);
 /* Remove a directory tree (files and subdirectories); 0 or -1. */
 int test_remove_tree(const char *dir);
+/* max |a[i] - b[i]| over n floats */
+float max_abs_diff(const float *a, const float *b, size_t n);
+/* max_i |a_i - b_i| / max(max_i |b_i|, 1e-30), in double */
+double max_rel(const float *a, const float *b, size_t n);
 
 #endif

@@ -36,6 +36,7 @@
 #include "mtlab/tokenizer.h"
 
 #define MT_DECODE_DEFAULT_BEAM 5
+#define MT_DECODE_MAX_BEAM 256
 #define MT_DECODE_DEFAULT_BATCH 16 /* the paper's test batch size */
 
 /* What the stream callback receives. */

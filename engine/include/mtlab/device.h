@@ -6,9 +6,6 @@
 
 #include <stddef.h>
 
-/* 1 when this binary was built with the CUDA backend. */
-int mt_have_cuda_build(void);
-
 /* Number of usable CUDA devices (0 without a build, driver or GPU; why says which). */
 int mt_cuda_devices(char *why, size_t why_len);
 
@@ -23,8 +20,5 @@ struct mt_backend;
  * fp32 accumulation (mixed precision); ignored on the CPU. NULL + mt_error naming the device
  * and the reason ("no CUDA device: ...", "built without CUDA", "unknown device 'x'"). */
 const struct mt_backend *mt_backend_for(const char *device, int bf16_gemm);
-
-/* y = SiLU(x) on CUDA device 0 (parity check of the shared elementwise header); 0 or -1. */
-int mt_cuda_silu_check(float *y, const float *x, size_t n);
 
 #endif

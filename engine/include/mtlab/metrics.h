@@ -49,8 +49,6 @@ typedef struct {
 
 /* sacreBLEU's corpus defaults: mixed case, exp smoothing, effective order off. */
 mt_bleu_opts mt_bleu_defaults(void);
-/* sacreBLEU's sentence_bleu defaults: the corpus ones with effective order on. */
-mt_bleu_opts mt_bleu_sentence_defaults(void);
 
 /* Sufficient statistics of one segment, or of a corpus once summed. */
 typedef struct {
@@ -82,7 +80,7 @@ void mt_bleu_from_stats(mt_bleu_score *out, const mt_bleu_stats *stats, const mt
  * names the segment: "segment 17: invalid UTF-8 at byte 5"). */
 int mt_bleu_corpus(mt_bleu_score *out, const char *const *hyps, size_t n,
                    const char *const *const *refs, size_t n_refs, const mt_bleu_opts *opts);
-/* BLEU of one sentence (use mt_bleu_sentence_defaults() to match sacrebleu.sentence_bleu). */
+/* BLEU of one sentence (sacrebleu.sentence_bleu: mt_bleu_defaults() with effective_order = 1). */
 int mt_bleu_sentence(mt_bleu_score *out, const char *hyp, const char *const *refs,
                      size_t n_refs, const mt_bleu_opts *opts);
 

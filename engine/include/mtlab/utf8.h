@@ -34,6 +34,10 @@ int mt_utf8_put(uint32_t cp, char *out);
  * NUL bytes are valid UTF-8 and pass. */
 size_t mt_utf8_invalid_offset(const char *s, size_t len);
 
+/* Start of the character that ends at byte offset end (exclusive) of valid UTF-8 s: steps back
+ * over continuation bytes; 0 when end is 0. */
+size_t mt_utf8_prev(const char *s, size_t end);
+
 #ifdef __cplusplus
 }
 #endif

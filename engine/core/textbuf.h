@@ -1,6 +1,7 @@
-/* A growable byte buffer that is always NUL-terminated, for building cleaned text. */
-#ifndef MTLAB_DATA_TEXTBUF_H
-#define MTLAB_DATA_TEXTBUF_H
+/* A growable byte buffer that is always NUL-terminated, for building text: the Bible cleaner's
+ * output, JSON text, a child process's output. */
+#ifndef MTLAB_CORE_TEXTBUF_H
+#define MTLAB_CORE_TEXTBUF_H
 
 #include "mtlab/error.h"
 
