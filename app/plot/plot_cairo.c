@@ -5,6 +5,7 @@
 #include "plot/plot_internal.h"
 
 #include "mtlab/error.h"
+#include "mtlab/utf8.h"
 #include "tui/utf8.h"
 
 #include <cairo-svg.h>
@@ -58,7 +59,7 @@ static char *text_fit(cairo_t *cr, const char *s, double max_w)
     size_t n = strlen(c);
     char *out = mt_xmalloc(n + 4);
     while (n > 0) {
-        n = tui_utf8_prev(c, n);
+        n = mt_utf8_prev(c, n);
         memcpy(out, c, n);
         memcpy(out + n, "\xe2\x80\xa6", 4);
         cairo_text_extents(cr, out, &e);

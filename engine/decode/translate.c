@@ -162,7 +162,7 @@ int mt_translate_ids(mt_model *m, const mt_tokenizer *tok, const int32_t *const 
 int mt_translate(mt_model *m, const mt_tokenizer *tok, const char *const *texts, int n,
                  int batch, const mt_decode_opts *o, mt_decode_result *res)
 {
-    double t0 = mt_decode_now();
+    double t0 = mt_now_s();
     mt_sources s;
     int bad;
     int rc = mt_sources_encode(&s, m, tok, texts, n, o, &bad);
@@ -175,6 +175,6 @@ int mt_translate(mt_model *m, const mt_tokenizer *tok, const char *const *texts,
         res->failed_input = bad;
     }
     if (rc != 0 && bad >= 0) mt_error_context("input %d", bad);
-    res->seconds = mt_decode_now() - t0;
+    res->seconds = mt_now_s() - t0;
     return rc;
 }

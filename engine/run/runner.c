@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include "decode/decode_internal.h"
+#include "mtlab/clock.h"
 #include "mtlab/device.h"
 #include "mtlab/error.h"
 
@@ -25,7 +25,7 @@ static int read_corpus_stats(const char *dir, mt_corpus_stats **out)
 
 mt_runner *mt_runner_open(const char *dir, const char *device, unsigned flags)
 {
-    double t0 = mt_decode_now();
+    double t0 = mt_now_s();
     const mt_backend *be = mt_backend_for(device, 0);
     if (!be) return NULL;
     mt_runner *r = mt_xcalloc(1, sizeof *r);
@@ -40,7 +40,7 @@ mt_runner *mt_runner_open(const char *dir, const char *device, unsigned flags)
         return NULL;
     }
     r->params = mt_model_param_count(r->model);
-    r->load_seconds = mt_decode_now() - t0;
+    r->load_seconds = mt_now_s() - t0;
     return r;
 }
 

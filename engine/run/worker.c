@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decode/decode_internal.h"
+#include "mtlab/clock.h"
 #include "mtlab/error.h"
 
 struct mt_worker {
@@ -64,7 +64,7 @@ static void on_token(void *user, const mt_decode_event *e)
     mt_worker *w = user;
     void (*deliver)(void *, unsigned long, int, const char *) = e->final ? w->sink.final : w->sink.partial;
     if (!deliver) return;
-    double t = mt_decode_now();
+    double t = mt_now_s();
     if (!e->final && t - w->last_partial[e->sentence] < w->partial_interval) return;
     w->last_partial[e->sentence] = t;
     char *text = mt_tokenizer_decode(w->runner->tok, e->tokens, (size_t)e->n_tokens);
