@@ -1,4 +1,4 @@
-/* Colour themes: files in themes/ map meanings (text, border, focus, recalled, dropped, heat
+/* Colour themes: files in themes/ map meanings (text, border, focus, recalled, translated, dropped, heat
  * scale...) to colours; the drawing code only ever names meanings. Parsing and the colour
  * arithmetic (nearest xterm-256 and 16-colour matches, heat-scale interpolation, how many
  * colours the terminal has) live here, without curses; theme_curses.c turns a theme into
@@ -34,6 +34,7 @@ typedef enum {
     TUI_C_ENTITY,    /* source entities in the editor */
     TUI_C_RECALLED,  /* entities a model copied */
     TUI_C_DROPPED,   /* entities a model left out */
+    TUI_C_TRANSLATED, /* entities a model wrote in a form the training corpus gives them */
     TUI_C_SELECTION, /* highlighted line in overlays, selected heatmap token */
     TUI_N_MEANINGS
 } tui_meaning;
