@@ -57,7 +57,8 @@ int tui_entity_line(tui_styled *st, const char *hyp, const char *src, const mt_t
             if (count == 0 || mt_entity_fate_in(hyp, name, len, lex, &form) != order[pass]) continue;
             carried += order[pass] != MT_ENTITY_DROPPED;
             if (listed++ == 0) {
-                tui_styled_addz(st, parts++ > 0 ? "   " : "  ", TUI_C_TEXT);
+                /* one line per mark: a wrapped line never parts a symbol from its label */
+                tui_styled_addz(st, parts++ > 0 ? "\n  " : "  ", TUI_C_TEXT);
                 tui_styled_addz(st, symbol[pass], m);
                 tui_styled_addz(st, label[pass], m);
             } else {

@@ -16,9 +16,10 @@
  * NULL. */
 void tui_mark_entities(tui_styled *st, size_t base, const char *hyp, const char *src,
                        const mt_text_span *spans, size_t n, const mt_entity_lexicon *lex);
-/* Append "  ✓ copied: A   ⇄ translated: Dios→God ×3   ✗ dropped: C" (each part only when it
- * has names; each distinct name once, "×N" when the source has it N times); nothing when
- * there are no names. Returns the number of distinct names copied or translated. */
+/* Append "  ✓ copied: A", "  ⇄ translated: Dios→God ×3" and "  ✗ dropped: C", one line each
+ * and each only when it has names (each distinct name once, "×N" when the source has it N
+ * times); nothing when there are no names. Returns the number of distinct names copied or
+ * translated. */
 int tui_entity_line(tui_styled *st, const char *hyp, const char *src, const mt_text_span *spans,
                     size_t n, const mt_entity_lexicon *lex, const tui_glyphs *g);
 

@@ -46,7 +46,7 @@ static void test_copied_and_dropped(void **state)
     tui_styled_addz(&st, "\n", TUI_C_TEXT);
     assert_int_equal(tui_entity_line(&st, hyp, src, spans, n, NULL, tui_glyphs_for(1)), 1);
     assert_string_equal(st.text, "1 And Ibáñez saw Ibáñez, good.\n"
-                                 "  ✓ copied: Ibáñez   ✗ dropped: Ah, Cádiz");
+                                 "  ✓ copied: Ibáñez\n  ✗ dropped: Ah, Cádiz");
     /* both occurrences in the translation are marked, nothing else */
     assert_int_equal(st.style[base + 4], TUI_C_RECALLED);
     assert_int_equal(st.style[base + 17], TUI_C_RECALLED); /* "And Ibáñez saw " is 17 bytes */
@@ -112,9 +112,9 @@ static void test_translated_names(void **state)
     entity_line(got, sizeof got, "Pedro y Juan fueron a Roma", "Peter and John went to Rome", l, 1);
     assert_string_equal(got, "  ⇄ translated: Pedro→Peter, Juan→John, Roma→Rome");
     entity_line(got, sizeof got, "Y habló Moisés a Israel e Israel oyó.", "And Moses spoke.", l, 0);
-    assert_string_equal(got, "  ~ translated: Moisés->Moses   x dropped: Israel x2");
+    assert_string_equal(got, "  ~ translated: Moisés->Moses\n  x dropped: Israel x2");
     entity_line(got, sizeof got, "Marta lloró. Jesús habló.", "Marta wept. Jesus spoke.", l, 1);
-    assert_string_equal(got, "  ✓ copied: Marta   ⇄ translated: Jesús→Jesus");
+    assert_string_equal(got, "  ✓ copied: Marta\n  ⇄ translated: Jesús→Jesus");
 
     /* the form found is highlighted as translated in the translation */
     const char *src = "Y habló Moisés.", *hyp = "And Moses spoke.";
