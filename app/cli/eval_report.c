@@ -132,7 +132,7 @@ void eval_report_print(FILE *out, const eval_report *r)
     for (int b = 0; nt && b <= MT_NE_BINS; b++) {
         size_t e = b < MT_NE_BINS ? nt->entities[b] : nt->entities_all;
         size_t occ = b < MT_NE_BINS ? nt->occurrences[b] : nt->occurrences_all;
-        snprintf(label, sizeof label, "NE +tr. %-8s (%zu ent, %zu occ)",
+        snprintf(label, sizeof label, "NE +tr.   %-8s (%zu ent, %zu occ)",
                  b < MT_NE_BINS ? mt_ne_bin_name(b) : "all", e, occ);
         row(out, r, width, label, cell_ne_translated, b);
     }
