@@ -1,8 +1,8 @@
-/* Colour themes: files in themes/ map meanings (text, border, focus, recalled, translated, dropped, heat
- * scale...) to colours; the drawing code only ever names meanings. Parsing and the colour
- * arithmetic (nearest xterm-256 and 16-colour matches, heat-scale interpolation, how many
- * colours the terminal has) live here, without curses; theme_curses.c turns a theme into
- * curses colour pairs.
+/* Colour themes: files in themes/ map meanings (text, border, focus, recalled, translated,
+ * dropped, heat scale...) to colours; the drawing code only ever names meanings. Parsing
+ * and the colour arithmetic (nearest xterm-256 and 16-colour matches, heat-scale
+ * interpolation, how many colours the terminal has) live here, without curses;
+ * theme_curses.c turns a theme into curses colour pairs.
  *
  * File format, one meaning per line (a line starting with '#', or a lone '#' word and what
  * follows it, is a comment):
