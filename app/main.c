@@ -16,6 +16,7 @@ static const struct mt_command *const commands[] = {
     &cmd_forward,
     &cmd_translate,
     &cmd_eval,
+    &cmd_entities,
     &cmd_tui,
     &cmd_bench,
     &cmd_run,

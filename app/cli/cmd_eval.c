@@ -1,6 +1,7 @@
 /* `mtlab eval`: translate a test set with one or more systems and compare them in one table:
  * BLEU and chrF (sacreBLEU-exact), named-entity recall by training-frequency bin (the paper's
- * analysis), scores by source-length bucket, and the cost of translating (time, tokens/s,
+ * verbatim analysis, and beside it the recall that also counts names the lexicon says were
+ * translated), scores by source-length bucket, and the cost of translating (time, tokens/s,
  * peak memory). Every input is checked before any system runs, so a wrong file fails in a
  * second with its name and line rather than after a long translation. */
 #include "cli/commands.h"
@@ -27,7 +28,7 @@ typedef struct {
     const char *systems[MAX_SYSTEMS];
     size_t n_systems;
     const char *src, *ref;
-    const char *stats, *train_src, *train_ref, *save_stats;
+    const char *stats, *train_src, *train_ref, *save_stats, *lexicon;
     const char *json, *hyps_dir, *length_model, *ner, *device;
     int beam;
 } eval_args;
@@ -48,6 +49,7 @@ static int parse_args(eval_args *a, int argc, char **argv)
         else if (!strcmp(o, "--train-src")) dest = &a->train_src;
         else if (!strcmp(o, "--train-ref")) dest = &a->train_ref;
         else if (!strcmp(o, "--save-stats")) dest = &a->save_stats;
+        else if (!strcmp(o, "--lexicon")) dest = &a->lexicon;
         else if (!strcmp(o, "--json")) dest = &a->json;
         else if (!strcmp(o, "--hyps")) dest = &a->hyps_dir;
         else if (!strcmp(o, "--length-model")) dest = &a->length_model;
@@ -161,6 +163,51 @@ static mt_corpus_stats *load_stats(const eval_args *a, mt_ner_lang lang, char *s
     return s;
 }
 
+/* The entity lexicon of the translated-aware recall (docs/metrics.md §8): --lexicon, else the
+ * first bundle's entity_lexicon.tsv, else one learned from --train-src/--train-ref; NULL with
+ * *source "" when there is none (the figure is then left out), NULL with *failed on an error. */
+static mt_entity_lexicon *load_lexicon(const eval_args *a, char *source, size_t source_len, int *failed)
+{
+    source[0] = '\0';
+    *failed = 0;
+    const char *path = a->lexicon;
+    char bundle_path[512];
+    for (size_t s = 0; !path && !a->train_src && s < a->n_systems; s++) {
+        snprintf(bundle_path, sizeof bundle_path, "%s/entity_lexicon.tsv", a->systems[s]);
+        if (access(bundle_path, R_OK) == 0) path = bundle_path;
+    }
+    mt_entity_lexicon *l = NULL;
+    if (path) {
+        if (!(l = mt_entity_lexicon_read(path))) {
+            cli_fail("%s", mt_last_error());
+            *failed = 1;
+            return NULL;
+        }
+        snprintf(source, source_len, "%s", path);
+        return l;
+    }
+    if (!a->train_src) return NULL;
+    mt_text_lines src, ref;
+    if (read_pair(&src, &ref, a->train_src, a->train_ref)) {
+        *failed = 1;
+        return NULL;
+    }
+    cli_progress bar;
+    cli_progress_start(&bar, "entity lexicon", src.n);
+    l = mt_entity_lexicon_build((const char *const *)src.lines, (const char *const *)ref.lines, src.n,
+                                stats_progress, &bar);
+    cli_progress_finish(&bar, l ? "done" : NULL);
+    mt_text_lines_free(&src);
+    mt_text_lines_free(&ref);
+    if (!l) {
+        cli_fail("%s: %s", a->train_src, mt_last_error());
+        *failed = 1;
+        return NULL;
+    }
+    snprintf(source, source_len, "%s + %s", a->train_src, a->train_ref);
+    return l;
+}
+
 /* Source lengths for the buckets: whitespace tokens, or pieces of the --length-model. */
 static int source_lengths(size_t *len, const mt_text_lines *src, const char *model_path, const char *path)
 {
@@ -205,8 +252,8 @@ static int save_hyps(const char *dir, const char *system, char **hyps, size_t n)
 
 /* Translate with one system and score it. */
 static int evaluate_system(eval_system_result *r, mt_translator *t, const mt_text_lines *src,
-                           const mt_text_lines *ref, const mt_ne_testset *ts, const size_t *lengths,
-                           const char *hyps_dir)
+                           const mt_text_lines *ref, const mt_ne_testset *ts,
+                           const mt_ne_testset *ts_translated, const size_t *lengths, const char *hyps_dir)
 {
     memset(r, 0, sizeof *r);
     r->name = mt_translator_name(t);
@@ -233,6 +280,7 @@ static int evaluate_system(eval_system_result *r, mt_translator *t, const mt_tex
         mt_bucket_scores(r->buckets, lengths, h, refs, src->n) < 0)
         rc = cli_fail("%s: scoring failed: %s", r->name, mt_last_error());
     if (rc == 0) mt_ne_recall_score(&r->ne, ts, h, NULL);
+    if (rc == 0 && ts_translated) mt_ne_recall_score(&r->ne_translated, ts_translated, h, NULL);
     if (rc == 0 && hyps_dir) rc = save_hyps(hyps_dir, r->name, hyps, src->n) ? -1 : 0;
     for (size_t i = 0; i < src->n; i++) free(hyps[i]);
     free(hyps);
@@ -258,7 +306,9 @@ static int run_eval(int argc, char **argv)
     opts.beam = a.beam;
     opts.device = a.device;
     mt_corpus_stats *stats = NULL;
-    mt_ne_testset ts = {0};
+    mt_ne_testset ts = {0}, ts_translated = {0};
+    mt_entity_lexicon *lexicon = NULL;
+    char lexicon_source[512] = "";
     size_t *lengths = mt_xcalloc(src.n, sizeof *lengths);
     eval_system_result results[MAX_SYSTEMS];
     char stats_source[512] = "";
@@ -279,8 +329,18 @@ static int run_eval(int argc, char **argv)
         cli_fail("%s: %s", a.ref, mt_last_error());
         goto done;
     }
+    int lexicon_failed;
+    lexicon = load_lexicon(&a, lexicon_source, sizeof lexicon_source, &lexicon_failed);
+    if (lexicon_failed) goto done;
+    if (lexicon && mt_ne_testset_build_translated(&ts_translated, (const char *const *)src.lines,
+                                                  (const char *const *)ref.lines, src.n, lang, stats, lexicon) < 0) {
+        cli_fail("%s: %s", a.ref, mt_last_error());
+        goto done;
+    }
     for (size_t s = 0; s < a.n_systems; s++)
-        if (evaluate_system(&results[s], systems[s], &src, &ref, &ts, lengths, a.hyps_dir)) goto done;
+        if (evaluate_system(&results[s], systems[s], &src, &ref, &ts, lexicon ? &ts_translated : NULL, lengths,
+                            a.hyps_dir))
+            goto done;
 
     char length_unit[512];
     if (a.length_model) snprintf(length_unit, sizeof length_unit, "pieces of %s", a.length_model);
@@ -291,6 +351,7 @@ static int run_eval(int argc, char **argv)
         .stats_source = stats ? stats_source : NULL,
         .stats_pairs = stats ? mt_corpus_stats_pairs(stats) : 0,
         .stats_entities = stats ? mt_corpus_stats_entities(stats) : 0,
+        .lexicon_source = lexicon ? lexicon_source : NULL,
         .length_unit = length_unit, .beam = a.beam,
         .systems = results, .n_systems = a.n_systems,
     };
@@ -303,6 +364,8 @@ static int run_eval(int argc, char **argv)
 done:
     for (size_t s = 0; s < a.n_systems; s++) mt_translator_close(systems[s]);
     mt_ne_testset_free(&ts);
+    mt_ne_testset_free(&ts_translated);
+    mt_entity_lexicon_free(lexicon);
     mt_corpus_stats_free(stats);
     free(lengths);
     mt_text_lines_free(&src);
@@ -314,7 +377,7 @@ const struct mt_command cmd_eval = {
     .name = "eval",
     .args = "-m SYSTEM [-m SYSTEM ...] --src FILE --ref FILE [--beam N] [--device cpu|cuda[:N]] [--json FILE] "
             "[--stats corpus_stats.tsv | --train-src FILE --train-ref FILE [--save-stats FILE]] "
-            "[--ner english|generic] [--length-model SPM.model] [--hyps DIR]\n"
+            "[--lexicon entity_lexicon.tsv] [--ner english|generic] [--length-model SPM.model] [--hyps DIR]\n"
             "  SYSTEM is apertium:MODE (e.g. apertium:spa-eng) or a model bundle directory",
     .summary = "compare systems: BLEU, chrF, named-entity recall by frequency, length buckets, cost",
     .run = run_eval,

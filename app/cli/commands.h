@@ -22,6 +22,7 @@ extern const struct mt_command cmd_train;
 extern const struct mt_command cmd_forward;
 extern const struct mt_command cmd_translate;
 extern const struct mt_command cmd_eval;
+extern const struct mt_command cmd_entities;
 extern const struct mt_command cmd_tui;
 extern const struct mt_command cmd_bench;
 extern const struct mt_command cmd_run;

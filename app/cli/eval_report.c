@@ -65,6 +65,14 @@ static void cell_ne(char *o, size_t n, const eval_system_result *s, int bin)
     else snprintf(o, n, "%.1f%%", 100.0 * recall);
 }
 
+static void cell_ne_translated(char *o, size_t n, const eval_system_result *s, int bin)
+{
+    size_t entities = bin < MT_NE_BINS ? s->ne_translated.entities[bin] : s->ne_translated.entities_all;
+    double recall = bin < MT_NE_BINS ? s->ne_translated.recall[bin] : s->ne_translated.recall_all;
+    if (entities == 0) snprintf(o, n, "-");
+    else snprintf(o, n, "%.1f%%", 100.0 * recall);
+}
+
 static void cell_bucket_bleu(char *o, size_t n, const eval_system_result *s, int b)
 {
     if (s->buckets[b].segments == 0) snprintf(o, n, "-");
@@ -120,6 +128,14 @@ void eval_report_print(FILE *out, const eval_report *r)
                  b < MT_NE_BINS ? mt_ne_bin_name(b) : "all", e, occ);
         row(out, r, width, label, cell_ne, b);
     }
+    const mt_ne_recall *nt = r->n_systems && r->lexicon_source ? &r->systems[0].ne_translated : NULL;
+    for (int b = 0; nt && b <= MT_NE_BINS; b++) {
+        size_t e = b < MT_NE_BINS ? nt->entities[b] : nt->entities_all;
+        size_t occ = b < MT_NE_BINS ? nt->occurrences[b] : nt->occurrences_all;
+        snprintf(label, sizeof label, "NE +tr.   %-8s (%zu ent, %zu occ)",
+                 b < MT_NE_BINS ? mt_ne_bin_name(b) : "all", e, occ);
+        row(out, r, width, label, cell_ne_translated, b);
+    }
     for (int b = 0; b < MT_LENGTH_BUCKETS; b++) {
         size_t segs = r->n_systems ? r->systems[0].buckets[b].segments : 0;
         snprintf(label, sizeof label, "BLEU  src %-7s (%zu seg)", mt_length_bucket_name(b), segs);
@@ -147,6 +163,12 @@ void eval_report_print(FILE *out, const eval_report *r)
     else
         fprintf(out, "no training statistics (give --stats or --train-src/--train-ref): every entity counts "
                      "as unseen\n");
+    if (r->lexicon_source)
+        fprintf(out, "NE +tr.: also kept when a lexicon form of a source name, hit when copied or translated; "
+                     "lexicon %s\n", r->lexicon_source);
+    else
+        fprintf(out, "NE +tr.: no entity lexicon (give --lexicon or --train-src/--train-ref, or a bundle "
+                     "with entity_lexicon.tsv)\n");
     fprintf(out, "length: source %s\n", r->length_unit);
     for (size_t s = 0; s < r->n_systems; s++)
         if (r->systems[s].cost.memory_kind)
@@ -164,7 +186,7 @@ static json_t *ne_bin_json(double recall, size_t entities, size_t occurrences, s
     return o;
 }
 
-static json_t *system_json(const eval_system_result *s)
+static json_t *system_json(const eval_system_result *s, int with_translated)
 {
     json_t *o = json_object();
     json_object_set_new(o, "name", json_string(s->name));
@@ -183,6 +205,16 @@ static json_t *system_json(const eval_system_result *s)
     json_object_set_new(
         ne, "all", ne_bin_json(s->ne.recall_all, s->ne.entities_all, s->ne.occurrences_all, s->ne.hits_all));
     json_object_set_new(o, "ne_recall", ne);
+    json_t *nt = json_null();
+    if (with_translated) {
+        nt = json_object();
+        const mt_ne_recall *t = &s->ne_translated;
+        for (int b = 0; b < MT_NE_BINS; b++)
+            json_object_set_new(nt, mt_ne_bin_name(b),
+                                ne_bin_json(t->recall[b], t->entities[b], t->occurrences[b], t->hits[b]));
+        json_object_set_new(nt, "all", ne_bin_json(t->recall_all, t->entities_all, t->occurrences_all, t->hits_all));
+    }
+    json_object_set_new(o, "ne_recall_translated", nt);
 
     json_t *buckets = json_array();
     for (int b = 0; b < MT_LENGTH_BUCKETS; b++) {
@@ -229,10 +261,11 @@ int eval_report_write_json(const eval_report *r, const char *path)
     json_object_set_new(ent, "stats_pairs", json_integer((json_int_t)r->stats_pairs));
     json_object_set_new(ent, "stats_entities", json_integer((json_int_t)r->stats_entities));
     json_object_set_new(ent, "frequent_min", json_integer(MT_NE_FREQUENT_MIN));
+    json_object_set_new(ent, "lexicon", r->lexicon_source ? json_string(r->lexicon_source) : json_null());
     json_object_set_new(root, "entities", ent);
     json_object_set_new(root, "length_unit", json_string(r->length_unit));
     json_t *systems = json_array();
-    for (size_t s = 0; s < r->n_systems; s++) json_array_append_new(systems, system_json(&r->systems[s]));
+    for (size_t s = 0; s < r->n_systems; s++) json_array_append_new(systems, system_json(&r->systems[s], r->lexicon_source != NULL));
     json_object_set_new(root, "systems", systems);
 
     int flags = JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10);

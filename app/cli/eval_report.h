@@ -16,7 +16,8 @@ typedef struct {
     const char *kind;             /* "apertium" */
     mt_bleu_score bleu;
     double chrf;
-    mt_ne_recall ne;
+    mt_ne_recall ne;              /* the paper's: copyable entities, verbatim hits */
+    mt_ne_recall ne_translated;   /* copied or translated (docs/metrics.md §8.3); with a lexicon */
     mt_bucket_score buckets[MT_LENGTH_BUCKETS];
     mt_translate_stats cost;
 } eval_system_result;
@@ -28,6 +29,7 @@ typedef struct {
     const char *ner;              /* recogniser name */
     const char *stats_source;     /* corpus_stats path, "computed from TRAIN_SRC + TRAIN_REF" or NULL */
     size_t stats_pairs, stats_entities;
+    const char *lexicon_source;   /* entity lexicon path or "TRAIN_SRC + TRAIN_REF"; NULL: none */
     const char *length_unit;      /* "whitespace tokens" or "pieces of MODEL" */
     int beam;
     const eval_system_result *systems; /* (n_systems) */

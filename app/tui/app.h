@@ -104,7 +104,7 @@ typedef struct {
     mt_text_span *ed_spans; /* entities of the whole editor text, for the underline */
     size_t n_ed_spans;
     unsigned long spans_version;
-    mt_corpus_stats *stats; /* a bundle's corpus_stats.tsv, when one has it */
+    mt_entity_lexicon *lexicon; /* a bundle's entity_lexicon.tsv, when one has it */
 
     /* overlays */
     int help_scroll;

@@ -1,6 +1,6 @@
 /* A model pane: title (name, architecture, parameters, device, search), its state, the
- * streamed translation of every segment with the source entities it recalled marked and the
- * ones it dropped listed, and its statistics (time, tokens/s, decoding-state memory) in the
+ * streamed translation of every segment with the source names it copied, translated or
+ * dropped marked and listed (marks.h), and its statistics (time, tokens/s, decoding-state memory) in the
  * bottom border. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,9 +30,10 @@ static void build_text(tui_app *a, tui_pane *p, tui_styled *st)
         size_t base = st->len;
         tui_styled_addz(st, hyp, TUI_C_TEXT);
         if (!p->final[i] || a->sent.n_spans[i] == 0) continue;
-        tui_mark_recalled(st, base, hyp, a->sent.texts[i], a->sent.spans[i], a->sent.n_spans[i]);
+        tui_mark_entities(st, base, hyp, a->sent.texts[i], a->sent.spans[i], a->sent.n_spans[i], a->lexicon);
         tui_styled_addz(st, "\n", TUI_C_TEXT);
-        tui_entity_line(st, hyp, a->sent.texts[i], a->sent.spans[i], a->sent.n_spans[i], glyphs(a));
+        tui_entity_line(st, hyp, a->sent.texts[i], a->sent.spans[i], a->sent.n_spans[i], a->lexicon,
+                        glyphs(a));
     }
 }
 

@@ -8,6 +8,9 @@
 typedef struct {
     const char *recalled;        /* before an entity the model copied */
     const char *dropped;         /* before an entity it left out */
+    const char *translated;      /* before an entity it wrote in its lexicon form */
+    const char *arrow;           /* between a name and its translation: "Dios→God" */
+    const char *times;           /* before a repeat count: "Dios ×3" */
     const char *ellipsis;
     const char *upper_half;      /* a heat cell holding two rows (colour only) */
     const char *shades[TUI_SHADES]; /* a heat cell by shading, light to dark */

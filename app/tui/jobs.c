@@ -114,7 +114,7 @@ static void snapshot(tui_app *a)
         memcpy(s->texts[i], a->ed.text + segs[i].start, len);
         s->texts[i][len] = '\0';
         s->lines[i] = segs[i].line;
-        if (mt_source_entities(&s->spans[i], &s->n_spans[i], s->texts[i], a->stats) != 0) {
+        if (mt_source_entities(&s->spans[i], &s->n_spans[i], s->texts[i], a->lexicon) != 0) {
             s->spans[i] = NULL;
             s->n_spans[i] = 0;
         }
@@ -203,7 +203,7 @@ void tui_refresh_entities(tui_app *a)
     free(a->ed_spans);
     a->ed_spans = NULL;
     a->n_ed_spans = 0;
-    if (mt_source_entities(&a->ed_spans, &a->n_ed_spans, a->ed.text, a->stats) != 0) {
+    if (mt_source_entities(&a->ed_spans, &a->n_ed_spans, a->ed.text, a->lexicon) != 0) {
         a->ed_spans = NULL;
         a->n_ed_spans = 0;
     }

@@ -12,7 +12,7 @@ enum { THEME_MAX_BYTES = 64 * 1024 };
 
 static const char *const meaning_names[TUI_N_MEANINGS] = {
     "text", "dim", "border", "focus", "title", "status", "key", "error", "warning", "busy",
-    "done", "entity", "recalled", "dropped", "selection",
+    "done", "entity", "recalled", "dropped", "translated", "selection",
 };
 
 /* Attributes that carry each meaning without colour (monochrome, NO_COLOR). */
@@ -27,6 +27,7 @@ static const unsigned plain_attrs[TUI_N_MEANINGS] = {
     [TUI_C_ENTITY] = TUI_A_UNDERLINE,
     [TUI_C_RECALLED] = TUI_A_BOLD,
     [TUI_C_DROPPED] = TUI_A_BOLD | TUI_A_UNDERLINE,
+    [TUI_C_TRANSLATED] = TUI_A_BOLD | TUI_A_ITALIC,
     [TUI_C_SELECTION] = TUI_A_REVERSE,
 };
 

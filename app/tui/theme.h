@@ -1,8 +1,8 @@
-/* Colour themes: files in themes/ map meanings (text, border, focus, recalled, dropped, heat
- * scale...) to colours; the drawing code only ever names meanings. Parsing and the colour
- * arithmetic (nearest xterm-256 and 16-colour matches, heat-scale interpolation, how many
- * colours the terminal has) live here, without curses; theme_curses.c turns a theme into
- * curses colour pairs.
+/* Colour themes: files in themes/ map meanings (text, border, focus, recalled, translated,
+ * dropped, heat scale...) to colours; the drawing code only ever names meanings. Parsing
+ * and the colour arithmetic (nearest xterm-256 and 16-colour matches, heat-scale
+ * interpolation, how many colours the terminal has) live here, without curses;
+ * theme_curses.c turns a theme into curses colour pairs.
  *
  * File format, one meaning per line (a line starting with '#', or a lone '#' word and what
  * follows it, is a comment):
@@ -34,6 +34,7 @@ typedef enum {
     TUI_C_ENTITY,    /* source entities in the editor */
     TUI_C_RECALLED,  /* entities a model copied */
     TUI_C_DROPPED,   /* entities a model left out */
+    TUI_C_TRANSLATED, /* entities a model wrote in a form the training corpus gives them */
     TUI_C_SELECTION, /* highlighted line in overlays, selected heatmap token */
     TUI_N_MEANINGS
 } tui_meaning;

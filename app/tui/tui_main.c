@@ -121,15 +121,17 @@ static int choose_theme(tui_app *a, const char *want, int *index)
     return 0;
 }
 
-static void load_corpus_stats(tui_app *a, const char *dir)
+/* The first bundle's entity lexicon tells names (also at the start of a sentence) and their
+ * translations (docs/metrics.md §8). */
+static void load_entity_lexicon(tui_app *a, const char *dir)
 {
     char path[PATH_MAX];
     struct stat st;
-    if (a->stats || snprintf(path, sizeof path, "%s/corpus_stats.tsv", dir) >= (int)sizeof path ||
+    if (a->lexicon || snprintf(path, sizeof path, "%s/entity_lexicon.tsv", dir) >= (int)sizeof path ||
         stat(path, &st) != 0)
         return;
-    a->stats = mt_corpus_stats_read(path);
-    if (a->stats) tui_log_add(&a->log, TUI_LOG_INFO, "entity frequencies from %s", path);
+    a->lexicon = mt_entity_lexicon_read(path);
+    if (a->lexicon) tui_log_add(&a->log, TUI_LOG_INFO, "entity names and translations from %s", path);
     else tui_log_add(&a->log, TUI_LOG_WARN, "%s", mt_last_error());
 }
 
@@ -265,7 +267,7 @@ static void app_free(tui_app *a)
     tui_queue_destroy(&a->q);
     free(a->ed_spans);
     free(a->paste);
-    mt_corpus_stats_free(a->stats);
+    mt_entity_lexicon_free(a->lexicon);
     free_basics(a);
 }
 
@@ -306,7 +308,7 @@ int tui_run(const tui_options *o)
     if (index < 0) tui_log_add(&a->log, TUI_LOG_WARN, "no themes/ directory found: plain look");
     if (o->warning) tui_log_add(&a->log, TUI_LOG_WARN, "%s", o->warning);
     for (int i = 0; i < o->n_dirs; i++) {
-        load_corpus_stats(a, o->dirs[i]);
+        load_entity_lexicon(a, o->dirs[i]);
         if (tui_pane_add(a, o->dirs[i], o->devices[i]) != 0) tui_log_add(&a->log, TUI_LOG_ERROR, "%s", mt_last_error());
     }
     a->relayout = 1;

@@ -28,15 +28,115 @@ const char *mt_ne_bin_name(int bin)
 void mt_ne_testset_free(mt_ne_testset *ts)
 {
     for (size_t i = 0; i < ts->n_names; i++) free(ts->names[i]);
+    if (ts->copy_as)
+        for (size_t k = 0; k < ts->first[ts->n_sentences]; k++) free(ts->copy_as[k]);
     free(ts->names);
     free(ts->train_count);
     free(ts->first);
     free(ts->ids);
+    free(ts->copy_as);
     memset(ts, 0, sizeof *ts);
 }
 
-int mt_ne_testset_build(mt_ne_testset *ts, const char *const *src, const char *const *ref,
-                        size_t n, mt_ner_lang lang, const mt_corpus_stats *stats)
+/* One kept entity of a sentence. */
+typedef struct {
+    char *name;
+    char *copy_as;  /* the source name whose copy also hits, NULL: the entity itself */
+    size_t count;   /* its training count */
+} kept_entity;
+
+typedef struct {
+    kept_entity *e; /* (n) */
+    size_t n;
+} kept_list;
+
+static void kept_push(kept_list *k, const char *name, size_t len, const char *copy_as, size_t count)
+{
+    k->e = mt_xrealloc(k->e, (k->n + 1) * sizeof *k->e);
+    char *copy = mt_xmalloc(len + 1);
+    memcpy(copy, name, len);
+    copy[len] = '\0';
+    k->e[k->n++] = (kept_entity){copy, copy_as ? mt_xstrdup(copy_as) : NULL, count};
+}
+
+static void kept_free(kept_list *k)
+{
+    for (size_t i = 0; i < k->n; i++) {
+        free(k->e[i].name);
+        free(k->e[i].copy_as);
+    }
+    free(k->e);
+    memset(k, 0, sizeof *k);
+}
+
+/* The paper's kept entities: copyable ones (§5.1). */
+static int kept_copyable(kept_list *out, const char *src, const char *ref, mt_ner_lang lang,
+                         const mt_corpus_stats *stats)
+{
+    mt_entity_set set;
+    if (mt_entities_copyable(&set, src, ref, lang) < 0) return -1;
+    for (size_t k = 0; k < set.n; k++) {
+        size_t len = strlen(set.names[k]);
+        kept_push(out, set.names[k], len, NULL, stats ? mt_corpus_stats_count(stats, set.names[k], len) : 0);
+    }
+    mt_entity_set_free(&set);
+    return 0;
+}
+
+/* The first source name of src (spans) with lexicon form name[0..len), or NULL; *pairs set. */
+static const char *translated_from(char *buf, size_t cap, const char *src, const mt_text_span *names,
+                                   size_t n_names, const mt_entity_lexicon *lex, const char *name,
+                                   size_t len, size_t *pairs)
+{
+    for (size_t i = 0; i < n_names; i++) {
+        const char *s = src + names[i].start;
+        size_t slen = names[i].end - names[i].start;
+        const char *const *forms;
+        const size_t *form_pairs;
+        size_t nf = mt_entity_lexicon_forms(lex, s, slen, &forms, NULL, &form_pairs);
+        for (size_t k = 0; k < nf; k++) {
+            if (strlen(forms[k]) != len || memcmp(forms[k], name, len) != 0 || slen + 1 > cap) continue;
+            memcpy(buf, s, slen);
+            buf[slen] = '\0';
+            *pairs = form_pairs[k];
+            return buf;
+        }
+    }
+    return NULL;
+}
+
+/* The translated-aware kept entities: copyable, or a lexicon form of a source name. */
+static int kept_translated(kept_list *out, const char *src, const char *ref, mt_ner_lang lang,
+                           const mt_corpus_stats *stats, const mt_entity_lexicon *lex)
+{
+    mt_text_span *ents, *names;
+    size_t n_ents, n_names;
+    if (mt_entities_find(&ents, &n_ents, ref, lang) < 0) return mt_error_context("reference");
+    if (mt_source_entities(&names, &n_names, src, lex) < 0) {
+        free(ents);
+        return mt_error_context("source");
+    }
+    strmap seen = {0};
+    for (size_t i = 0; i < n_ents; i++) {
+        const char *e = ref + ents[i].start;
+        size_t len = ents[i].end - ents[i].start;
+        int inserted;
+        strmap_put(&seen, e, len, 0, &inserted);
+        if (!inserted) continue;
+        size_t count = stats ? mt_corpus_stats_count(stats, e, len) : 0, pairs = 0;
+        char from[256];
+        if (mt_text_contains(src, e, len)) kept_push(out, e, len, NULL, count);
+        else if (translated_from(from, sizeof from, src, names, n_names, lex, e, len, &pairs))
+            kept_push(out, e, len, from, pairs > count ? pairs : count);
+    }
+    strmap_free(&seen);
+    free(ents);
+    free(names);
+    return 0;
+}
+
+static int testset_build(mt_ne_testset *ts, const char *const *src, const char *const *ref, size_t n,
+                         mt_ner_lang lang, const mt_corpus_stats *stats, const mt_entity_lexicon *lex)
 {
     memset(ts, 0, sizeof *ts);
     ts->n_sentences = n;
@@ -44,38 +144,61 @@ int mt_ne_testset_build(mt_ne_testset *ts, const char *const *src, const char *c
     strmap id_of = {0};
     size_t ids_cap = 0, names_cap = 0;
     for (size_t i = 0; i < n; i++) {
-        mt_entity_set set;
-        if (mt_entities_copyable(&set, src[i], ref[i], lang) < 0) {
+        kept_list kept = {0};
+        int rc = lex ? kept_translated(&kept, src[i], ref[i], lang, stats, lex)
+                     : kept_copyable(&kept, src[i], ref[i], lang, stats);
+        if (rc < 0) {
             mt_error_context("segment %zu", i + 1);
+            kept_free(&kept);
             strmap_free(&id_of);
+            ts->first[n] = ts->first[i]; /* what the free below releases */
             mt_ne_testset_free(ts);
             return -1;
         }
-        for (size_t k = 0; k < set.n; k++) {
+        for (size_t k = 0; k < kept.n; k++) {
+            kept_entity *e = &kept.e[k];
             int inserted;
-            size_t *id = strmap_put(&id_of, set.names[k], strlen(set.names[k]), ts->n_names, &inserted);
+            size_t *id = strmap_put(&id_of, e->name, strlen(e->name), ts->n_names, &inserted);
             if (inserted) {
                 if (ts->n_names == names_cap) {
                     names_cap = names_cap ? 2 * names_cap : 64;
                     ts->names = mt_xrealloc(ts->names, names_cap * sizeof *ts->names);
                     ts->train_count = mt_xrealloc(ts->train_count, names_cap * sizeof *ts->train_count);
                 }
-                ts->train_count[ts->n_names] =
-                    stats ? mt_corpus_stats_count(stats, set.names[k], strlen(set.names[k])) : 0;
-                ts->names[ts->n_names++] = set.names[k];
-                set.names[k] = NULL; /* moved into the test set */
+                ts->train_count[ts->n_names] = 0;
+                ts->names[ts->n_names++] = e->name;
+                e->name = NULL; /* moved into the test set */
             }
+            if (e->count > ts->train_count[*id]) ts->train_count[*id] = e->count;
             if (ts->first[i + 1] + 1 > ids_cap) {
                 ids_cap = ids_cap ? 2 * ids_cap : 64;
                 ts->ids = mt_xrealloc(ts->ids, ids_cap * sizeof *ts->ids);
+                if (lex) ts->copy_as = mt_xrealloc(ts->copy_as, ids_cap * sizeof *ts->copy_as);
+            }
+            if (lex) {
+                ts->copy_as[ts->first[i + 1]] = e->copy_as;
+                e->copy_as = NULL;
             }
             ts->ids[ts->first[i + 1]++] = *id;
         }
-        mt_entity_set_free(&set);
+        kept_free(&kept);
         if (i + 2 <= n) ts->first[i + 2] = ts->first[i + 1];
     }
     strmap_free(&id_of);
     return 0;
+}
+
+int mt_ne_testset_build(mt_ne_testset *ts, const char *const *src, const char *const *ref,
+                        size_t n, mt_ner_lang lang, const mt_corpus_stats *stats)
+{
+    return testset_build(ts, src, ref, n, lang, stats, NULL);
+}
+
+int mt_ne_testset_build_translated(mt_ne_testset *ts, const char *const *src, const char *const *ref,
+                                   size_t n, mt_ner_lang lang, const mt_corpus_stats *stats,
+                                   const mt_entity_lexicon *lex)
+{
+    return testset_build(ts, src, ref, n, lang, stats, lex);
 }
 
 void mt_ne_recall_score(mt_ne_recall *out, const mt_ne_testset *ts, const char *const *hyps,
@@ -87,7 +210,9 @@ void mt_ne_recall_score(mt_ne_recall *out, const mt_ne_testset *ts, const char *
     for (size_t i = 0; i < ts->n_sentences; i++) {
         for (size_t k = ts->first[i]; k < ts->first[i + 1]; k++) {
             size_t id = ts->ids[k];
-            int hit = mt_text_contains(hyps[i], ts->names[id], strlen(ts->names[id]));
+            const char *also = ts->copy_as ? ts->copy_as[k] : NULL;
+            int hit = mt_text_contains(hyps[i], ts->names[id], strlen(ts->names[id])) ||
+                      (also && mt_text_contains(hyps[i], also, strlen(also)));
             occ[id]++;
             hits[id] += (size_t)hit;
             if (hit_of) hit_of[k] = (unsigned char)hit;

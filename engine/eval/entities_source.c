@@ -1,32 +1,24 @@
-/* The source-side detector (mtlab/entities.h): what in a typed source sentence a translation
- * should carry over unchanged, so the TUI can mark each span recalled or dropped once the
- * hypothesis is there. With no reference, it relies on three signs:
- *   - a capitalised word that does not start a sentence (a name, in most cased languages);
- *   - a number;
- *   - a word the training corpus copied verbatim from source to reference (corpus stats),
- *     which also catches names at the start of a sentence ("David dijo ...").
- * Neighbouring name words separated by one space form one span, as the recognisers do. */
+/* The source-side detector and the fate of a name in a translation (mtlab/entities.h,
+ * docs/metrics.md §5.4): what in a typed source sentence a translation should carry over, so
+ * the workbench can mark each name copied, translated or dropped. With no reference, a word is
+ * a name when its corpus says so (the lexicon's names, wherever they stand) or, for words the
+ * corpus does not know, when it is capitalised away from the start of a sentence. Numbers are
+ * left out: a translation may rightly write them another way ("2015" is not a name). */
 #include "eval/entities_words.h"
 #include "mtlab/entities.h"
 #include "mtlab/error.h"
 
 #include <stdlib.h>
+#include <string.h>
 
-static int copied_in_training(const char *src, const entity_word *w, const mt_corpus_stats *stats)
+static int is_name_word(const char *src, const entity_word *w, const mt_entity_lexicon *lex)
 {
-    return stats && mt_corpus_stats_count(stats, src + w->start, w->end - w->start) > 0;
+    if (!entity_word_name_shaped(w)) return 0;
+    if (lex && mt_entity_lexicon_is_name(lex, src + w->start, w->end - w->start)) return 1;
+    return !(w->flags & WORD_SENTENCE_START);
 }
 
-static int is_name_word(const char *src, const entity_word *w, const mt_corpus_stats *stats)
-{
-    if (w->flags & WORD_NUMBER) return 0;
-    if (copied_in_training(src, w, stats)) return 1;
-    return (w->flags & WORD_CAPITALISED) && !(w->flags & WORD_SENTENCE_START) &&
-           !(w->flags & WORD_ALL_UPPER) && w->n_chars >= 2;
-}
-
-int mt_source_entities(mt_text_span **spans, size_t *n, const char *src,
-                       const mt_corpus_stats *stats)
+int mt_source_entities(mt_text_span **spans, size_t *n, const char *src, const mt_entity_lexicon *lex)
 {
     *spans = NULL;
     *n = 0;
@@ -34,21 +26,27 @@ int mt_source_entities(mt_text_span **spans, size_t *n, const char *src,
     if (entity_words_split(&ws, src) < 0) return -1;
     size_t cap = 0;
     for (size_t i = 0; i < ws.n; i++) {
-        size_t j = i;
-        if (is_name_word(src, &ws.w[i], stats)) {
-            while (j + 1 < ws.n && entity_words_adjacent(src, &ws.w[j], &ws.w[j + 1]) &&
-                   is_name_word(src, &ws.w[j + 1], stats))
-                j++;
-        } else if (!(ws.w[i].flags & WORD_NUMBER)) {
-            continue;
-        }
+        if (!is_name_word(src, &ws.w[i], lex)) continue;
         if (*n == cap) {
             cap = cap ? 2 * cap : 8;
             *spans = mt_xrealloc(*spans, cap * sizeof **spans);
         }
-        (*spans)[(*n)++] = (mt_text_span){ws.w[i].start, ws.w[j].end};
-        i = j;
+        (*spans)[(*n)++] = (mt_text_span){ws.w[i].start, ws.w[i].end};
     }
     entity_words_free(&ws);
     return 0;
+}
+
+mt_entity_fate mt_entity_fate_in(const char *hyp, const char *name, size_t len, const mt_entity_lexicon *lex,
+                                 const char **form)
+{
+    if (mt_text_contains(hyp, name, len)) return MT_ENTITY_COPIED;
+    const char *const *forms;
+    size_t n = lex ? mt_entity_lexicon_forms(lex, name, len, &forms, NULL, NULL) : 0;
+    for (size_t k = 0; k < n; k++) {
+        if (!mt_text_contains(hyp, forms[k], strlen(forms[k]))) continue;
+        if (form) *form = forms[k];
+        return MT_ENTITY_TRANSLATED;
+    }
+    return MT_ENTITY_DROPPED;
 }

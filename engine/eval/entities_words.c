@@ -135,6 +135,12 @@ int entity_word_ascii_lower(char *buf, size_t cap, const char *text, const entit
     return 1;
 }
 
+int entity_word_name_shaped(const entity_word *w)
+{
+    return (w->flags & WORD_CAPITALISED) && !(w->flags & WORD_ALL_UPPER) && !(w->flags & WORD_NUMBER) &&
+           w->n_chars >= 2;
+}
+
 int entity_words_adjacent(const char *text, const entity_word *a, const entity_word *b)
 {
     return b->start == a->end + 1 && text[a->end] == ' ';

@@ -33,6 +33,10 @@ void entity_words_free(entity_words *ws);
  * non-ASCII byte or does not fit, so callers can look it up in ASCII word lists. */
 int entity_word_ascii_lower(char *buf, size_t cap, const char *text, const entity_word *w);
 
+/* 1 when a word is shaped like a name wherever it stands: capitalised, two or more characters,
+ * not all capitals, not a number. */
+int entity_word_name_shaped(const entity_word *w);
+
 /* 1 when the text between two words is exactly one space. */
 int entity_words_adjacent(const char *text, const entity_word *a, const entity_word *b);
 

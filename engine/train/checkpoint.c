@@ -123,16 +123,18 @@ static int write_trainer_state(const char *dir, mt_model *m, const mt_train_conf
     return 0;
 }
 
-/* dir/corpus_stats.tsv */
-static int write_stats(const char *dir, const mt_corpus_stats *stats)
+/* dir/corpus_stats.tsv and dir/entity_lexicon.tsv */
+static int write_stats(const char *dir, const train_entities *ent)
 {
     char path[800];
     snprintf(path, sizeof path, "%s/corpus_stats.tsv", dir);
-    return mt_corpus_stats_write(stats, path);
+    if (mt_corpus_stats_write(ent->stats, path) != 0) return -1;
+    snprintf(path, sizeof path, "%s/entity_lexicon.tsv", dir);
+    return mt_entity_lexicon_write(ent->lexicon, path);
 }
 
 int checkpoint_save(const mt_model *cm, const mt_train_config *cfg, const train_state *st,
-                    const mt_corpus_stats *stats)
+                    const train_entities *ent)
 {
     mt_model *m = (mt_model *)cm; /* the moments may be allocated on first use */
     char cur[700], tmp[700], old[700];
@@ -141,7 +143,7 @@ int checkpoint_save(const mt_model *cm, const mt_train_config *cfg, const train_
     snprintf(old, sizeof old, "%s/checkpoint.old", cfg->run_dir);
     if (remove_flat_dir(tmp) != 0) return -1;
     if (mt_model_save(m, tmp, cfg->tokenizer, MT_DT_F32) != 0) return -1;
-    if (write_trainer_state(tmp, m, cfg, st) != 0 || write_stats(tmp, stats) != 0) return -1;
+    if (write_trainer_state(tmp, m, cfg, st) != 0 || write_stats(tmp, ent) != 0) return -1;
     if (dir_exists(cur)) {
         if (remove_flat_dir(old) != 0) return -1;
         if (rename(cur, old) != 0) return mt_error("%s: %s", cur, strerror(errno));
@@ -150,12 +152,12 @@ int checkpoint_save(const mt_model *cm, const mt_train_config *cfg, const train_
     return remove_flat_dir(old);
 }
 
-int save_best(const mt_model *m, const mt_train_config *cfg, const mt_corpus_stats *stats)
+int save_best(const mt_model *m, const mt_train_config *cfg, const train_entities *ent)
 {
     char dir[700];
     snprintf(dir, sizeof dir, "%s/best", cfg->run_dir);
     if (mt_model_save(m, dir, cfg->tokenizer, cfg->save_dtype_f16 ? MT_DT_F16 : MT_DT_F32) != 0) return -1;
-    return write_stats(dir, stats);
+    return write_stats(dir, ent);
 }
 
 static int read_state(const char *dir, const mt_train_config *cfg, train_state *st)

@@ -29,15 +29,24 @@ void log_step(log_file *lf, const mt_train_progress *p);
 void log_validation(log_file *lf, const mt_train_progress *p);
 void log_close(log_file *lf);
 
-/* ---- checkpoints (checkpoint.c); every saved bundle also gets the training corpus's entity
- * frequencies as corpus_stats.tsv (mtlab/entities.h), so recall bins work without the corpus */
+/* What every saved bundle gets from the training corpus besides weights: its entity
+ * frequencies (corpus_stats.tsv) and entity lexicon (entity_lexicon.tsv), so recall bins and
+ * the workbench's entity marks work without the corpus (mtlab/entities.h). */
+typedef struct {
+    mt_corpus_stats *stats;
+    mt_entity_lexicon *lexicon;
+} train_entities;
+
+/* ---- checkpoints (checkpoint.c) */
 int checkpoint_exists(const mt_train_config *cfg);
 int checkpoint_save(const mt_model *m, const mt_train_config *cfg, const train_state *st,
-                    const mt_corpus_stats *stats);
+                    const train_entities *ent);
 mt_model *checkpoint_load(const mt_train_config *cfg, const mt_backend *be, train_state *st);
-int save_best(const mt_model *m, const mt_train_config *cfg, const mt_corpus_stats *stats);
-/* Entity frequencies of the training pairs (the target file's suffix picks the recogniser). */
-mt_corpus_stats *train_corpus_stats(const mt_train_config *cfg);
+int save_best(const mt_model *m, const mt_train_config *cfg, const train_entities *ent);
+/* Entity frequencies (the target file's suffix picks the recogniser) and lexicon of the
+ * training pairs. 0, or -1 with both left NULL. */
+int train_corpus_stats(const mt_train_config *cfg, train_entities *ent);
+void train_entities_free(train_entities *ent);
 
 /* ---- validation BLEU: greedy decoding of the first valid_bleu_lines pairs (validate.c) */
 int validate_bleu(mt_model *m, const mt_tokenizer *tok, const mt_train_config *cfg, double *bleu);

@@ -167,13 +167,13 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
     train_state st = {0};
     log_file lf = {0};
     epoch_plan ep = {0};
-    mt_corpus_stats *stats = NULL;
+    train_entities ent = {0};
     int rc = -1, have_valid = cfg->valid_src[0] != '\0';
     double t0 = mt_now_s();
 
     if (mt_corpus_load(&train, cfg->train_src, cfg->train_tgt, tok, cfg->max_len) != 0) goto out;
     if (have_valid && mt_corpus_load(&valid, cfg->valid_src, cfg->valid_tgt, tok, cfg->max_len) != 0) goto out;
-    if (!(stats = train_corpus_stats(cfg))) goto out;
+    if (train_corpus_stats(cfg, &ent) != 0) goto out;
     say(hooks, "data: %zu training pairs (%zu sides cut to %d ids), %zu validation pairs", train.n,
         train.truncated, cfg->max_len, valid.n);
 
@@ -276,21 +276,21 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
             interval_t0 = mt_now_s(); /* validation time is not training throughput */
             if (pr.valid_bleu > st.best_bleu) {
                 st.best_bleu = pr.valid_bleu;
-                if (save_best(m, cfg, stats) != 0) goto out;
+                if (save_best(m, cfg, &ent) != 0) goto out;
                 say(hooks, "step %ld: best validation BLEU so far (%.2f): saved %s/best", st.step,
                     pr.valid_bleu, cfg->run_dir);
             }
         }
         if (cfg->save_every && st.step % cfg->save_every == 0 && !last) {
-            if (checkpoint_save(m, cfg, &st, stats) != 0) goto out;
+            if (checkpoint_save(m, cfg, &st, &ent) != 0) goto out;
             say(hooks, "step %ld: checkpoint saved", st.step);
         }
     }
-    if (checkpoint_save(m, cfg, &st, stats) != 0) goto out;
+    if (checkpoint_save(m, cfg, &st, &ent) != 0) goto out;
     say(hooks, "step %ld: checkpoint saved to %s/checkpoint (%.1f s)", st.step, cfg->run_dir, mt_now_s() - t0);
     rc = 0;
 out:
-    mt_corpus_stats_free(stats);
+    train_entities_free(&ent);
     epoch_plan_free(&ep);
     log_close(&lf);
     mt_model_free(m);

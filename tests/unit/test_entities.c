@@ -278,11 +278,11 @@ static void test_stats_file_errors(void **state)
 }
 
 /* The spans of the source detector as "A|B|C". */
-static void detected(char *out, size_t len, const char *src, const mt_corpus_stats *stats)
+static void detected(char *out, size_t len, const char *src)
 {
     mt_text_span *spans;
     size_t n;
-    assert_int_equal(mt_source_entities(&spans, &n, src, stats), 0);
+    assert_int_equal(mt_source_entities(&spans, &n, src, NULL), 0);
     out[0] = '\0';
     for (size_t i = 0; i < n; i++) {
         size_t used = strlen(out);
@@ -292,19 +292,16 @@ static void detected(char *out, size_t len, const char *src, const mt_corpus_sta
     free(spans);
 }
 
+/* Without a lexicon (test_entity_lexicon.c has the cases with one): single name-shaped words
+ * away from a sentence start; numbers are not names. */
 static void test_source_detector(void **state)
 {
     (void)state;
     char got[256];
-    detected(got, sizeof got, "Y dijo David á Saúl: 3 cosas en Jerusalén Nueva, año 1909.", NULL);
-    assert_string_equal(got, "David|Saúl|3|Jerusalén Nueva|1909");
-    /* a name opening the sentence is found only through the training statistics */
-    detected(got, sizeof got, "Israel salió. Moab vino.", NULL);
+    detected(got, sizeof got, "Y dijo David á Saúl: 3 cosas en Jerusalén Nueva, año 1909.");
+    assert_string_equal(got, "David|Saúl|Jerusalén|Nueva");
+    detected(got, sizeof got, "Israel salió. Moab vino.");
     assert_string_equal(got, "");
-    mt_corpus_stats *stats = tiny_training_stats();
-    detected(got, sizeof got, "Israel salió. Moab vino.", stats);
-    assert_string_equal(got, "Israel|Moab");
-    mt_corpus_stats_free(stats);
     mt_text_span *spans;
     size_t n;
     assert_int_equal(mt_source_entities(&spans, &n, "\xc3\x28", NULL), -1);

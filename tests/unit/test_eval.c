@@ -431,6 +431,30 @@ static void test_eval_apertium_table_and_json(void **state)
                   (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", ref, "--stats", stats}, 8);
     if (rc != 0) fail_msg("mtlab eval --stats failed: %s", err);
     assert_non_null(strstr(out, "NE recall regular  (2 ent, 2 occ)"));
+    /* no lexicon (Apertium is no bundle): the translated-aware rows are left out, and said so */
+    assert_null(strstr(out, "NE +tr.   all"));
+    assert_non_null(strstr(out, "NE +tr.: no entity lexicon"));
+
+    /* with a lexicon, Saul (Saúl) and Jerusalem (Jerusalén, opening its sentence) join David
+     * and Israel; the paper's rows stay as they were */
+    PATH(lexicon, "lexicon.tsv");
+    put(w, "lexicon.tsv",
+        "# mtlab entity_lexicon 1\n# pairs=3\nSaúl\tSaul\t0.9500\t3\nJerusalén\tJerusalem\t0.9900\t3\n");
+    rc = run_eval(w, out, sizeof out, err, sizeof err,
+                  (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", ref, "--stats", stats, "--lexicon",
+                             lexicon, "--json", json},
+                  12);
+    if (rc != 0) fail_msg("mtlab eval --lexicon failed: %s", err);
+    assert_non_null(strstr(out, "NE recall regular  (2 ent, 2 occ)"));
+    assert_non_null(strstr(out, "NE +tr.   all      (4 ent, 4 occ)"));
+    root = json_load_file(json, 0, &jerr);
+    if (!root) fail_msg("%s: %s", json, jerr.text);
+    sys = json_array_get(json_object_get(root, "systems"), 0);
+    json_t *all = json_object_get(json_object_get(sys, "ne_recall_translated"), "all");
+    assert_int_equal(json_integer_value(json_object_get(all, "entities")), 4);
+    assert_true(json_integer_value(json_object_get(all, "hits")) >= 2); /* David and Israel at least */
+    assert_string_equal(json_string_value(json_object_get(json_object_get(root, "entities"), "lexicon")), lexicon);
+    json_decref(root);
 }
 
 int main(void)

@@ -1,10 +1,13 @@
-/* The pure pieces of the panes: entity marks (recalled highlighted and listed with a check,
- * dropped listed with a cross, in UTF-8 and in ASCII), styled text, number formats. */
+/* The pure pieces of the panes: entity marks (copied and translated names highlighted and
+ * listed with their symbols, dropped ones listed with a cross, each name once with a count, in
+ * UTF-8 and in ASCII), styled text, number formats. */
 #include "test_util.h"
 
 #include <locale.h>
 
 #include "mtlab/entities.h"
+#include "mtlab/error.h"
+#include "mtlab/metrics.h"
 #include "tui/format.h"
 #include "tui/marks.h"
 
@@ -25,7 +28,7 @@ static int style_of(const tui_styled *st, const char *needle)
     return st->style[at];
 }
 
-static void test_recalled_and_dropped(void **state)
+static void test_copied_and_dropped(void **state)
 {
     (void)state;
     const char *src = "Y vio Ah que Ibáñez era bueno en Cádiz.";
@@ -39,31 +42,96 @@ static void test_recalled_and_dropped(void **state)
     tui_styled_addz(&st, "1 ", TUI_C_DIM);
     size_t base = st.len;
     tui_styled_addz(&st, hyp, TUI_C_TEXT);
-    tui_mark_recalled(&st, base, hyp, src, spans, n);
+    tui_mark_entities(&st, base, hyp, src, spans, n, NULL);
     tui_styled_addz(&st, "\n", TUI_C_TEXT);
-    assert_int_equal(tui_entity_line(&st, hyp, src, spans, n, tui_glyphs_for(1)), 1);
+    assert_int_equal(tui_entity_line(&st, hyp, src, spans, n, NULL, tui_glyphs_for(1)), 1);
     assert_string_equal(st.text, "1 And Ibáñez saw Ibáñez, good.\n"
-                                 "  ✓ recalled: Ibáñez   ✗ dropped: Ah, Cádiz");
+                                 "  ✓ copied: Ibáñez\n  ✗ dropped: Ah, Cádiz");
     /* both occurrences in the translation are marked, nothing else */
     assert_int_equal(st.style[base + 4], TUI_C_RECALLED);
     assert_int_equal(st.style[base + 17], TUI_C_RECALLED); /* "And Ibáñez saw " is 17 bytes */
     assert_int_equal(st.style[base + 0], TUI_C_TEXT);
     assert_int_equal(style_of(&st, "saw"), TUI_C_TEXT);
-    assert_int_equal(style_of(&st, "✓ recalled: "), TUI_C_RECALLED);
+    assert_int_equal(style_of(&st, "✓ copied: "), TUI_C_RECALLED);
     assert_int_equal(style_of(&st, "✗ dropped: "), TUI_C_DROPPED);
     assert_int_equal(style_of(&st, "Cádiz"), TUI_C_DROPPED);
     tui_styled_free(&st);
 
     /* ASCII symbols; all dropped; no entities at all adds nothing */
     tui_styled_init(&st);
-    assert_int_equal(tui_entity_line(&st, "nothing", src, spans, n, tui_glyphs_for(0)), 0);
+    assert_int_equal(tui_entity_line(&st, "nothing", src, spans, n, NULL, tui_glyphs_for(0)), 0);
     assert_string_equal(st.text, "  x dropped: Ah, Ibáñez, Cádiz");
     tui_styled_free(&st);
     tui_styled_init(&st);
-    assert_int_equal(tui_entity_line(&st, "x", src, spans, 0, tui_glyphs_for(1)), 0);
+    assert_int_equal(tui_entity_line(&st, "x", src, spans, 0, NULL, tui_glyphs_for(1)), 0);
     assert_int_equal(st.len, 0);
     tui_styled_free(&st);
     free(spans);
+}
+
+static mt_entity_lexicon *fixture_lexicon(void)
+{
+    mt_text_lines src = {0}, tgt = {0};
+    if (mt_text_lines_read(&src, "tests/fixtures/entities/lexicon_train.es") != 0 ||
+        mt_text_lines_read(&tgt, "tests/fixtures/entities/lexicon_train.en") != 0)
+        fail_msg("%s", mt_last_error());
+    mt_entity_lexicon *l = mt_entity_lexicon_build((const char *const *)src.lines, (const char *const *)tgt.lines,
+                                                   src.n, NULL, NULL);
+    mt_text_lines_free(&src);
+    mt_text_lines_free(&tgt);
+    return l;
+}
+
+/* The entity line of hyp for src, with the fixture corpus's lexicon. */
+static void entity_line(char *out, size_t len, const char *src, const char *hyp, const mt_entity_lexicon *l,
+                        int utf8)
+{
+    mt_text_span *spans;
+    size_t n;
+    assert_int_equal(mt_source_entities(&spans, &n, src, l), 0);
+    tui_styled st;
+    tui_styled_init(&st);
+    tui_entity_line(&st, hyp, src, spans, n, l, tui_glyphs_for(utf8));
+    snprintf(out, len, "%s", st.text);
+    tui_styled_free(&st);
+    free(spans);
+}
+
+static void test_translated_names(void **state)
+{
+    (void)state;
+    mt_entity_lexicon *l = fixture_lexicon();
+    assert_non_null(l);
+    char got[256];
+    /* three panes that all wrote God: translated, listed once with its count, never dropped */
+    const char *panes[] = {"God said: God is God.", "God spoke: God, God.", "And God said it."};
+    for (int i = 0; i < 3; i++) {
+        entity_line(got, sizeof got, "Dios dijo: Dios es Dios.", panes[i], l, 1);
+        assert_string_equal(got, "  ⇄ translated: Dios→God ×3");
+    }
+    entity_line(got, sizeof got, "Pedro y Juan fueron a Roma", "Peter and John went to Rome", l, 1);
+    assert_string_equal(got, "  ⇄ translated: Pedro→Peter, Juan→John, Roma→Rome");
+    entity_line(got, sizeof got, "Y habló Moisés a Israel e Israel oyó.", "And Moses spoke.", l, 0);
+    assert_string_equal(got, "  ~ translated: Moisés->Moses\n  x dropped: Israel x2");
+    entity_line(got, sizeof got, "Marta lloró. Jesús habló.", "Marta wept. Jesus spoke.", l, 1);
+    assert_string_equal(got, "  ✓ copied: Marta\n  ⇄ translated: Jesús→Jesus");
+
+    /* the form found is highlighted as translated in the translation */
+    const char *src = "Y habló Moisés.", *hyp = "And Moses spoke.";
+    mt_text_span *spans;
+    size_t n;
+    assert_int_equal(mt_source_entities(&spans, &n, src, l), 0);
+    tui_styled st;
+    tui_styled_init(&st);
+    tui_styled_addz(&st, hyp, TUI_C_TEXT);
+    tui_mark_entities(&st, 0, hyp, src, spans, n, l);
+    tui_entity_line(&st, hyp, src, spans, n, l, tui_glyphs_for(1));
+    assert_int_equal(st.style[4], TUI_C_TRANSLATED);
+    assert_int_equal(st.style[0], TUI_C_TEXT);
+    assert_int_equal(style_of(&st, "⇄ translated: "), TUI_C_TRANSLATED);
+    tui_styled_free(&st);
+    free(spans);
+    mt_entity_lexicon_free(l);
 }
 
 static void test_styled_text_grows_and_marks(void **state)
@@ -110,7 +178,8 @@ static void test_formats(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_recalled_and_dropped),
+        cmocka_unit_test(test_copied_and_dropped),
+        cmocka_unit_test(test_translated_names),
         cmocka_unit_test(test_styled_text_grows_and_marks),
         cmocka_unit_test(test_formats),
     };

@@ -101,6 +101,8 @@ typedef struct {
     size_t n_names;
     size_t *first;       /* (n_sentences + 1): sentence i has ids[first[i] .. first[i+1]) */
     size_t *ids;         /* (first[n_sentences]) */
+    char **copy_as;      /* NULL, or (first[n_sentences]): a source spelling whose verbatim copy
+                          * also hits that entry (NULL entries: the entity alone) */
     size_t n_sentences;
 } mt_ne_testset;
 
@@ -123,13 +125,80 @@ typedef struct {
 void mt_ne_recall_score(mt_ne_recall *out, const mt_ne_testset *ts, const char *const *hyps,
                         unsigned char *hit_of);
 
+/* ------------------------------------------------------------------ bilingual entity lexicon */
+
+/* Which target forms each source name takes in the training corpus (docs/metrics.md §8):
+ *   - a NAME of a side is a word capitalised in the middle of a sentence at least twice, and
+ *     more often so than written in lower case anywhere (Dios, Juan; God, John; not "Y");
+ *   - per training pair, every source name present is paired with every target name present
+ *     and with its own spelling when that occurs as a target word (identity counts too);
+ *   - dice(s, t) = 2 pairs(s, t) / (pairs(s) + pairs(t)); a form is kept when
+ *     pairs(s, t) >= MT_LEXICON_MIN_PAIRS, dice >= MT_LEXICON_MIN_DICE and dice at least
+ *     half the best form's, at most MT_LEXICON_MAX_FORMS per name, best first.
+ * Stored as entity_lexicon.tsv beside corpus_stats.tsv:
+ *   # mtlab entity_lexicon 1
+ *   # pairs=29102
+ *   Dios<TAB>God<TAB>0.8712<TAB>2890      source, target form, dice, pairs with both
+ *   Banco<TAB><TAB>0<TAB>3               a name with no form: pairs with the name
+ * (names by falling pair count, then bytewise; forms best first). */
+typedef struct mt_entity_lexicon mt_entity_lexicon;
+
+#define MT_LEXICON_MIN_PAIRS 2
+#define MT_LEXICON_MIN_DICE 0.3
+#define MT_LEXICON_MAX_FORMS 3
+
+/* Learns the lexicon from n aligned training pairs. NULL (mt_last_error names the pair) on
+ * invalid UTF-8. progress, when not NULL, is called every 1024 pairs and at the end. */
+mt_entity_lexicon *mt_entity_lexicon_build(const char *const *src, const char *const *tgt, size_t n,
+                                           void (*progress)(void *user, size_t done, size_t total),
+                                           void *user);
+/* Written atomically (temporary file + rename). 0 or -1. */
+int mt_entity_lexicon_write(const mt_entity_lexicon *l, const char *path);
+/* NULL with "PATH:LINE: problem" for a malformed file. */
+mt_entity_lexicon *mt_entity_lexicon_read(const char *path);
+void mt_entity_lexicon_free(mt_entity_lexicon *l);
+
+size_t mt_entity_lexicon_pairs(const mt_entity_lexicon *l); /* training pairs learned from */
+size_t mt_entity_lexicon_names(const mt_entity_lexicon *l); /* distinct source names */
+/* 1 when word[0..len) is a source name of the corpus. */
+int mt_entity_lexicon_is_name(const mt_entity_lexicon *l, const char *word, size_t len);
+/* The target forms of source name word[0..len), best first (*forms points into l); 0 when it
+ * has none or is not a name. dice and pairs, when not NULL, point to the forms' figures. */
+size_t mt_entity_lexicon_forms(const mt_entity_lexicon *l, const char *word, size_t len,
+                               const char *const **forms, const double **dice, const size_t **pairs);
+
 /* ------------------------------------------------------------------ source-side detector */
 
-/* Spans in a SOURCE sentence (typed text, no reference) that a translation should copy:
- * capitalised tokens that do not start a sentence (runs of them as one span), numbers, and
- * any token the training corpus copied verbatim (stats may be NULL). In text order, not
- * overlapping. 0, or -1 on invalid UTF-8. */
-int mt_source_entities(mt_text_span **spans, size_t *n, const char *src,
-                       const mt_corpus_stats *stats);
+/* Names in a SOURCE sentence (typed text, no reference): single words, in text order (a
+ * name may repeat). With a lexicon, every word that is a name of its corpus (at any position,
+ * so "Marta dijo" yields Marta) and every name-shaped word the corpus never saw that does not
+ * start a sentence; without one, name-shaped words that do not start a sentence. Numbers are
+ * never names; punctuation and spaces end a word. lex may be NULL. 0, or -1 on invalid UTF-8. */
+int mt_source_entities(mt_text_span **spans, size_t *n, const char *src, const mt_entity_lexicon *lex);
+
+/* What a translation did with a source name. */
+typedef enum {
+    MT_ENTITY_COPIED,     /* the name occurs verbatim in the hypothesis */
+    MT_ENTITY_TRANSLATED, /* not verbatim, but one of its lexicon forms occurs */
+    MT_ENTITY_DROPPED,    /* neither */
+} mt_entity_fate;
+
+/* The fate of name[0..len) in hyp (substring matches, as the recall of §5.3). For
+ * MT_ENTITY_TRANSLATED, *form (when form is not NULL) is the lexicon form found; lex may be
+ * NULL (then a name is copied or dropped). */
+mt_entity_fate mt_entity_fate_in(const char *hyp, const char *name, size_t len, const mt_entity_lexicon *lex,
+                                 const char **form);
+
+/* ------------------------------------------------------------------ translated-aware recall */
+
+/* The test set of the translated-aware recall: the reference entities of each pair kept when
+ * they occur verbatim in the source (as mt_ne_testset_build) OR are a lexicon form of a name
+ * of the source (God for Dios). A hit is then the entity in the hypothesis, or the source
+ * name copied verbatim (ts->copy_as). Training counts: the corpus stats' count of a copyable
+ * entity, or the lexicon's pairs of the (name, form) it came from, whichever is larger.
+ * stats may be NULL. 0, or -1 naming the segment. */
+int mt_ne_testset_build_translated(mt_ne_testset *ts, const char *const *src, const char *const *ref,
+                                   size_t n, mt_ner_lang lang, const mt_corpus_stats *stats,
+                                   const mt_entity_lexicon *lex);
 
 #endif

@@ -1,0 +1,436 @@
+/* The bilingual entity lexicon (mtlab/entities.h, docs/metrics.md §8): which target forms the
+ * names of the source side take in a training corpus, learned by co-occurrence over the
+ * aligned pairs, and its entity_lexicon.tsv file.
+ *
+ *   dice(s, t) = 2 pairs(s, t) / (pairs(s) + pairs(t))
+ *
+ * pairs(x) counts the training pairs whose side contains word x (once per pair). */
+#include "eval/entities_words.h"
+#include "mtlab/entities.h"
+#include "mtlab/error.h"
+#include "mtlab/metrics.h"
+
+#include "data/strmap.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define LEXICON_MAGIC "# mtlab entity_lexicon 1"
+#define MAX_LEXICON_LINE 4096
+
+typedef struct {
+    char *name;
+    size_t pairs;                         /* training pairs with the name */
+    char *forms[MT_LEXICON_MAX_FORMS];    /* (n_forms) best first */
+    double dice[MT_LEXICON_MAX_FORMS];
+    size_t form_pairs[MT_LEXICON_MAX_FORMS];
+    size_t n_forms;
+} lexicon_entry;
+
+struct mt_entity_lexicon {
+    strmap index;          /* name -> entry */
+    lexicon_entry *entries; /* (n) */
+    size_t n, cap;
+    size_t pairs;
+};
+
+static lexicon_entry *add_entry(mt_entity_lexicon *l, const char *name, size_t len, size_t pairs)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 256;
+        l->entries = mt_xrealloc(l->entries, l->cap * sizeof *l->entries);
+    }
+    lexicon_entry *e = &l->entries[l->n];
+    memset(e, 0, sizeof *e);
+    e->name = mt_xmalloc(len + 1);
+    memcpy(e->name, name, len);
+    e->name[len] = '\0';
+    e->pairs = pairs;
+    *strmap_put(&l->index, name, len, 0, NULL) = l->n++;
+    return e;
+}
+
+static void add_form(lexicon_entry *e, const char *form, double dice, size_t pairs)
+{
+    e->forms[e->n_forms] = mt_xstrdup(form);
+    e->dice[e->n_forms] = dice;
+    e->form_pairs[e->n_forms++] = pairs;
+}
+
+void mt_entity_lexicon_free(mt_entity_lexicon *l)
+{
+    if (!l) return;
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->entries[i].name);
+        for (size_t k = 0; k < l->entries[i].n_forms; k++) free(l->entries[i].forms[k]);
+    }
+    free(l->entries);
+    strmap_free(&l->index);
+    free(l);
+}
+
+/* ------------------------------------------------------------------ learning */
+
+/* Per side: mid-sentence capitalised uses and lower-case uses of every word. */
+typedef struct {
+    strmap capitalised; /* name-shaped word -> uses not at a sentence start */
+    strmap lower;       /* word not starting with a capital -> uses */
+    strmap names;       /* the side's names -> pairs containing them (filled by the 2nd pass) */
+} side_counts;
+
+static void side_counts_free(side_counts *c)
+{
+    strmap_free(&c->capitalised);
+    strmap_free(&c->lower);
+    strmap_free(&c->names);
+}
+
+static int count_words(side_counts *c, const char *text)
+{
+    entity_words ws;
+    if (entity_words_split(&ws, text) < 0) return -1;
+    for (size_t i = 0; i < ws.n; i++) {
+        const entity_word *w = &ws.w[i];
+        size_t len = w->end - w->start;
+        if (!(w->flags & WORD_CAPITALISED)) (*strmap_put(&c->lower, text + w->start, len, 0, NULL))++;
+        else if (entity_word_name_shaped(w) && !(w->flags & WORD_SENTENCE_START))
+            (*strmap_put(&c->capitalised, text + w->start, len, 0, NULL))++;
+    }
+    entity_words_free(&ws);
+    return 0;
+}
+
+/* A name: capitalised mid-sentence at least twice and more often than written in lower case. */
+static void pick_names(side_counts *c)
+{
+    for (size_t i = 0; i < c->capitalised.cap; i++) {
+        const char *w = c->capitalised.keys[i];
+        if (!w || c->capitalised.vals[i] < 2) continue;
+        char *lower = mt_lowercase(w);
+        const size_t *uses = lower ? strmap_get(&c->lower, lower, strlen(lower)) : NULL;
+        if (!uses || *uses < c->capitalised.vals[i]) strmap_put(&c->names, w, strlen(w), 0, NULL);
+        free(lower);
+    }
+}
+
+/* The distinct words of text that are keys of `of` (or, when also is not NULL, of also), as
+ * [start, end) spans; *n set. */
+static int distinct_words(mt_text_span **out, size_t *n, const char *text, const strmap *of, const strmap *also)
+{
+    *out = NULL;
+    *n = 0;
+    entity_words ws;
+    if (entity_words_split(&ws, text) < 0) return -1;
+    strmap seen = {0};
+    for (size_t i = 0; i < ws.n; i++) {
+        const char *w = text + ws.w[i].start;
+        size_t len = ws.w[i].end - ws.w[i].start;
+        if (!strmap_get(of, w, len) && !(also && strmap_get(also, w, len))) continue;
+        int inserted;
+        strmap_put(&seen, w, len, 0, &inserted);
+        if (!inserted) continue;
+        *out = mt_xrealloc(*out, (*n + 1) * sizeof **out);
+        (*out)[(*n)++] = (mt_text_span){ws.w[i].start, ws.w[i].end};
+    }
+    strmap_free(&seen);
+    entity_words_free(&ws);
+    return 0;
+}
+
+typedef struct {
+    const char *form;
+    double dice;
+    size_t pairs;
+} candidate;
+
+static int by_dice(const void *a, const void *b)
+{
+    const candidate *x = a, *y = b;
+    if (x->dice != y->dice) return x->dice > y->dice ? -1 : 1;
+    return strcmp(x->form, y->form);
+}
+
+typedef struct {
+    const char *name;
+    size_t pairs;
+} name_count;
+
+static int by_pairs_then_name(const void *a, const void *b)
+{
+    const name_count *x = a, *y = b;
+    if (x->pairs != y->pairs) return x->pairs > y->pairs ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+/* Fills l's entries from the pair counts: joint maps "SOURCE\tTARGET" -> pairs. */
+static void choose_forms(mt_entity_lexicon *l, const side_counts *s, const strmap *target_pairs,
+                         const strmap *joint)
+{
+    name_count *names = mt_xmalloc((s->names.n + 1) * sizeof *names);
+    size_t n = 0;
+    for (size_t i = 0; i < s->names.cap; i++)
+        if (s->names.keys[i] && s->names.vals[i] > 0)
+            names[n++] = (name_count){s->names.keys[i], s->names.vals[i]};
+    qsort(names, n, sizeof *names, by_pairs_then_name);
+    for (size_t i = 0; i < n; i++) add_entry(l, names[i].name, strlen(names[i].name), names[i].pairs);
+    free(names);
+
+    /* the candidates of each name, gathered from the joint counts */
+    candidate **cands = mt_xcalloc(l->n + 1, sizeof *cands);
+    size_t *n_cands = mt_xcalloc(l->n + 1, sizeof *n_cands);
+    for (size_t i = 0; i < joint->cap; i++) {
+        const char *key = joint->keys[i];
+        if (!key || joint->vals[i] < MT_LEXICON_MIN_PAIRS) continue;
+        const char *tab = strchr(key, '\t');
+        size_t id = *strmap_get(&l->index, key, (size_t)(tab - key));
+        const size_t *tp = strmap_get(target_pairs, tab + 1, strlen(tab + 1));
+        double dice = 2.0 * (double)joint->vals[i] / (double)(l->entries[id].pairs + *tp);
+        if (dice < MT_LEXICON_MIN_DICE) continue;
+        cands[id] = mt_xrealloc(cands[id], (n_cands[id] + 1) * sizeof **cands);
+        cands[id][n_cands[id]++] = (candidate){tab + 1, dice, joint->vals[i]};
+    }
+    for (size_t id = 0; id < l->n; id++) {
+        qsort(cands[id], n_cands[id], sizeof **cands, by_dice);
+        /* a further form needs half the best one's dice: co-occurring names are not forms */
+        for (size_t k = 0; k < n_cands[id] && k < MT_LEXICON_MAX_FORMS && 2 * cands[id][k].dice >= cands[id][0].dice;
+             k++)
+            add_form(&l->entries[id], cands[id][k].form, cands[id][k].dice, cands[id][k].pairs);
+        free(cands[id]);
+    }
+    free(cands);
+    free(n_cands);
+}
+
+mt_entity_lexicon *mt_entity_lexicon_build(const char *const *src, const char *const *tgt, size_t n,
+                                           void (*progress)(void *user, size_t done, size_t total),
+                                           void *user)
+{
+    side_counts s = {0}, t = {0};
+    strmap target_pairs = {0}, joint = {0};
+    mt_entity_lexicon *l = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (count_words(&s, src[i]) < 0 || count_words(&t, tgt[i]) < 0) {
+            mt_error_context("pair %zu", i + 1);
+            goto out;
+        }
+    }
+    pick_names(&s);
+    pick_names(&t);
+    for (size_t i = 0; i < n; i++) {
+        mt_text_span *sw, *tw;
+        size_t ns, nt;
+        distinct_words(&sw, &ns, src[i], &s.names, NULL);
+        /* a target word is a candidate when it is a target name or spells a source name */
+        distinct_words(&tw, &nt, tgt[i], &t.names, &s.names);
+        for (size_t k = 0; k < nt; k++)
+            (*strmap_put(&target_pairs, tgt[i] + tw[k].start, tw[k].end - tw[k].start, 0, NULL))++;
+        for (size_t a = 0; a < ns; a++) {
+            size_t alen = sw[a].end - sw[a].start;
+            (*strmap_put(&s.names, src[i] + sw[a].start, alen, 0, NULL))++;
+            for (size_t b = 0; b < nt; b++) {
+                size_t blen = tw[b].end - tw[b].start;
+                char key[2 * MAX_LEXICON_LINE];
+                if (alen + blen + 2 > sizeof key) continue;
+                memcpy(key, src[i] + sw[a].start, alen);
+                key[alen] = '\t';
+                memcpy(key + alen + 1, tgt[i] + tw[b].start, blen);
+                (*strmap_put(&joint, key, alen + 1 + blen, 0, NULL))++;
+            }
+        }
+        free(sw);
+        free(tw);
+        if (progress && ((i + 1) % 1024 == 0 || i + 1 == n)) progress(user, i + 1, n);
+    }
+    l = mt_xcalloc(1, sizeof *l);
+    l->pairs = n;
+    choose_forms(l, &s, &target_pairs, &joint);
+out:
+    side_counts_free(&s);
+    side_counts_free(&t);
+    strmap_free(&target_pairs);
+    strmap_free(&joint);
+    return l;
+}
+
+/* ------------------------------------------------------------------ queries */
+
+static const lexicon_entry *entry_of(const mt_entity_lexicon *l, const char *word, size_t len)
+{
+    const size_t *id = strmap_get(&l->index, word, len);
+    return id ? &l->entries[*id] : NULL;
+}
+
+size_t mt_entity_lexicon_pairs(const mt_entity_lexicon *l) { return l->pairs; }
+size_t mt_entity_lexicon_names(const mt_entity_lexicon *l) { return l->n; }
+
+int mt_entity_lexicon_is_name(const mt_entity_lexicon *l, const char *word, size_t len)
+{
+    return entry_of(l, word, len) != NULL;
+}
+
+size_t mt_entity_lexicon_forms(const mt_entity_lexicon *l, const char *word, size_t len,
+                               const char *const **forms, const double **dice, const size_t **pairs)
+{
+    const lexicon_entry *e = entry_of(l, word, len);
+    if (!e) return 0;
+    *forms = (const char *const *)e->forms;
+    if (dice) *dice = e->dice;
+    if (pairs) *pairs = e->form_pairs;
+    return e->n_forms;
+}
+
+/* ------------------------------------------------------------------ the file */
+
+int mt_entity_lexicon_write(const mt_entity_lexicon *l, const char *path)
+{
+    size_t tmp_len = strlen(path) + 16;
+    char *tmp = mt_xmalloc(tmp_len);
+    snprintf(tmp, tmp_len, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    int rc = -1;
+    if (!f) {
+        mt_error("%s: cannot create: %s", tmp, strerror(errno));
+        goto done;
+    }
+    fprintf(f, "%s\n# pairs=%zu\n", LEXICON_MAGIC, l->pairs);
+    for (size_t i = 0; i < l->n; i++) {
+        const lexicon_entry *e = &l->entries[i];
+        if (e->n_forms == 0) fprintf(f, "%s\t\t0\t%zu\n", e->name, e->pairs);
+        for (size_t k = 0; k < e->n_forms; k++)
+            fprintf(f, "%s\t%s\t%.4f\t%zu\n", e->name, e->forms[k], e->dice[k], e->form_pairs[k]);
+    }
+    int write_failed = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
+    if (fclose(f) != 0 || write_failed) {
+        mt_error("%s: write failed: %s", tmp, strerror(errno));
+        unlink(tmp);
+        goto done;
+    }
+    if (rename(tmp, path) != 0) {
+        mt_error("%s: cannot rename to %s: %s", tmp, path, strerror(errno));
+        unlink(tmp);
+        goto done;
+    }
+    rc = 0;
+done:
+    free(tmp);
+    return rc;
+}
+
+static int parse_count(const char *s, size_t *out)
+{
+    if (!*s) return -1;
+    size_t v = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9') return -1;
+        size_t d = (size_t)(*s - '0');
+        if (v > (SIZE_MAX - d) / 10) return -1;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 0;
+}
+
+static int valid_utf8_word(const char *s)
+{
+    entity_words ws;
+    if (entity_words_split(&ws, s) < 0) return -1;
+    entity_words_free(&ws);
+    return 0;
+}
+
+/* One "SOURCE<TAB>TARGET<TAB>DICE<TAB>COUNT" line, without its newline. */
+static int parse_entry(mt_entity_lexicon *l, char *line)
+{
+    char *f[4];
+    f[0] = line;
+    for (int k = 1; k < 4; k++) {
+        char *tab = strchr(f[k - 1], '\t');
+        if (!tab) return mt_error("expected SOURCE<TAB>TARGET<TAB>DICE<TAB>COUNT");
+        *tab = '\0';
+        f[k] = tab + 1;
+    }
+    if (strchr(f[3], '\t')) return mt_error("more than four fields");
+    if (!*f[0]) return mt_error("empty source name");
+    if (valid_utf8_word(f[0]) < 0 || valid_utf8_word(f[1]) < 0) return -1;
+    char *end;
+    double dice = strtod(f[2], &end);
+    if (!*f[2] || *end || !(dice >= 0.0 && dice <= 1.0))
+        return mt_error("dice '%s' is not a number from 0 to 1", f[2]);
+    size_t count;
+    if (parse_count(f[3], &count) < 0) return mt_error("count '%s' is not a non-negative integer", f[3]);
+    if (count == 0 || count > l->pairs)
+        return mt_error("count %zu is outside 1..%zu (the pairs in the header)", count, l->pairs);
+    const size_t *id = strmap_get(&l->index, f[0], strlen(f[0]));
+    lexicon_entry *e = id ? &l->entries[*id] : NULL;
+    if (!*f[1]) {
+        if (e) return mt_error("'%s' is listed twice", f[0]);
+        add_entry(l, f[0], strlen(f[0]), count);
+        return 0;
+    }
+    if (!e) e = add_entry(l, f[0], strlen(f[0]), 0);
+    if (e->pairs > 0 && e->n_forms == 0) return mt_error("'%s' is listed with and without a form", f[0]);
+    for (size_t k = 0; k < e->n_forms; k++)
+        if (!strcmp(e->forms[k], f[1])) return mt_error("'%s' -> '%s' is listed twice", f[0], f[1]);
+    if (e->n_forms == MT_LEXICON_MAX_FORMS)
+        return mt_error("'%s' has more than %d forms", f[0], MT_LEXICON_MAX_FORMS);
+    add_form(e, f[1], dice, count);
+    return 0;
+}
+
+mt_entity_lexicon *mt_entity_lexicon_read(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        mt_error("%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    mt_entity_lexicon *l = mt_xcalloc(1, sizeof *l);
+    char *line = NULL;
+    size_t cap = 0, line_no = 0;
+    ssize_t got;
+    int ok = 1;
+    while (ok && (got = getline(&line, &cap, f)) >= 0) {
+        line_no++;
+        size_t len = (size_t)got;
+        if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
+        if (len > MAX_LEXICON_LINE) {
+            mt_error("%s:%zu: line of %zu bytes (a lexicon has short lines)", path, line_no, len);
+            ok = 0;
+        } else if (strlen(line) != len) {
+            mt_error("%s:%zu: NUL byte at byte %zu (not a text file?)", path, line_no, strlen(line));
+            ok = 0;
+        } else if (line_no == 1) {
+            if (strcmp(line, LEXICON_MAGIC) != 0) {
+                mt_error("%s:1: not an entity lexicon (expected the line '%s')", path, LEXICON_MAGIC);
+                ok = 0;
+            }
+        } else if (line_no == 2) {
+            if (strncmp(line, "# pairs=", 8) != 0 || parse_count(line + 8, &l->pairs) < 0) {
+                mt_error("%s:2: expected '# pairs=N'", path);
+                ok = 0;
+            }
+        } else if (parse_entry(l, line) < 0) {
+            mt_error_context("%s:%zu", path, line_no);
+            ok = 0;
+        }
+    }
+    if (ok && ferror(f)) {
+        mt_error("%s: read error: %s", path, strerror(errno));
+        ok = 0;
+    }
+    if (ok && line_no < 2) {
+        mt_error("%s: %s (an entity lexicon has a two-line header)", path,
+                 line_no == 0 ? "empty file" : "header ends after one line");
+        ok = 0;
+    }
+    free(line);
+    fclose(f);
+    if (!ok) {
+        mt_entity_lexicon_free(l);
+        return NULL;
+    }
+    return l;
+}

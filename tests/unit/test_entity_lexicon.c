@@ -1,0 +1,274 @@
+/* The bilingual entity lexicon (docs/metrics.md §8) learned from a small fixture corpus
+ * (tests/fixtures/entities/lexicon_train.{es,en}), the source detector that uses it, the fate
+ * of a name in a translation (copied, translated, dropped), the translated-aware recall, the
+ * lexicon file and its errors, and the lexicon shipped with models/transformer-small. */
+#include "test_util.h"
+
+#include <math.h>
+#include <unistd.h>
+
+#include "mtlab/entities.h"
+#include "mtlab/error.h"
+#include "mtlab/metrics.h"
+
+#define FIXTURE "tests/fixtures/entities/lexicon_train"
+
+static mt_entity_lexicon *fixture_lexicon(void)
+{
+    mt_text_lines src = {0}, tgt = {0};
+    if (mt_text_lines_read(&src, FIXTURE ".es") != 0 || mt_text_lines_read(&tgt, FIXTURE ".en") != 0)
+        fail_msg("%s", mt_last_error());
+    assert_int_equal(src.n, tgt.n);
+    mt_entity_lexicon *l = mt_entity_lexicon_build((const char *const *)src.lines, (const char *const *)tgt.lines,
+                                                   src.n, NULL, NULL);
+    if (!l) fail_msg("%s", mt_last_error());
+    mt_text_lines_free(&src);
+    mt_text_lines_free(&tgt);
+    return l;
+}
+
+/* The forms of a name as "A|B", "" when it has none. */
+static void forms_of(char *out, size_t len, const mt_entity_lexicon *l, const char *name)
+{
+    const char *const *forms;
+    size_t n = mt_entity_lexicon_forms(l, name, strlen(name), &forms, NULL, NULL);
+    out[0] = '\0';
+    for (size_t k = 0; k < n; k++) {
+        size_t used = strlen(out);
+        snprintf(out + used, len - used, "%s%s", k ? "|" : "", forms[k]);
+    }
+}
+
+static void test_lexicon_learns_forms(void **state)
+{
+    (void)state;
+    mt_entity_lexicon *l = fixture_lexicon();
+    char got[128];
+    static const char *const pairs[][2] = {
+        {"Dios", "God"},    {"Juan", "John"},   {"Moisés", "Moses"}, {"Roma", "Rome"},
+        {"Pedro", "Peter"}, {"Marta", "Martha"}, {"Jesús", "Jesus"}, {"España", "Spain"},
+        {"Israel", "Israel"}, /* verbatim identity counts too */
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        forms_of(got, sizeof got, l, pairs[i][0]);
+        if (strcmp(got, pairs[i][1]) != 0) fail_msg("%s: forms '%s', expected '%s'", pairs[i][0], got, pairs[i][1]);
+    }
+    /* capitalised only at a sentence start, and written in lower case: not a name */
+    assert_false(mt_entity_lexicon_is_name(l, "Banco", 5));
+    assert_false(mt_entity_lexicon_is_name(l, "Entonces", 8));
+    assert_int_equal(mt_entity_lexicon_names(l), 9);
+    assert_int_equal(mt_entity_lexicon_pairs(l), 23);
+    const char *const *forms;
+    const double *dice;
+    const size_t *pairs_with;
+    assert_int_equal(mt_entity_lexicon_forms(l, "Dios", 4, &forms, &dice, &pairs_with), 1);
+    assert_true(fabs(dice[0] - 1.0) < 1e-12); /* 2 * 4 / (4 + 4) */
+    assert_int_equal(pairs_with[0], 4);
+    mt_entity_lexicon_free(l);
+}
+
+static void detected(char *out, size_t len, const char *src, const mt_entity_lexicon *l)
+{
+    mt_text_span *spans;
+    size_t n;
+    assert_int_equal(mt_source_entities(&spans, &n, src, l), 0);
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        size_t used = strlen(out);
+        snprintf(out + used, len - used, "%s%.*s", i ? "|" : "", (int)(spans[i].end - spans[i].start),
+                 src + spans[i].start);
+    }
+    free(spans);
+}
+
+static void test_detector_with_corpus(void **state)
+{
+    (void)state;
+    mt_entity_lexicon *l = fixture_lexicon();
+    char got[128];
+    /* names of the corpus are names at the start of a sentence too */
+    detected(got, sizeof got, "Marta lloró. Pedro salió. Jesús habló.", l);
+    assert_string_equal(got, "Marta|Pedro|Jesús");
+    detected(got, sizeof got, "Marta lloró. Pedro salió. Jesús habló.", NULL);
+    assert_string_equal(got, "");
+    detected(got, sizeof got, "Pedro y Juan fueron a Roma", l);
+    assert_string_equal(got, "Pedro|Juan|Roma");
+    /* numbers are not names */
+    detected(got, sizeof got, "En 2015 vino Israel.", l);
+    assert_string_equal(got, "Israel");
+    /* punctuation splits; a sentence-initial word the corpus does not call a name is none */
+    detected(got, sizeof got, "Banco, España", l);
+    assert_string_equal(got, "España");
+    detected(got, sizeof got, "Vino el Banco, España.", l);
+    assert_string_equal(got, "Banco|España");
+    /* a repeated name is found every time (the workbench lists it once, with a count) */
+    detected(got, sizeof got, "Dios dijo: Dios es Dios.", l);
+    assert_string_equal(got, "Dios|Dios|Dios");
+    mt_entity_lexicon_free(l);
+}
+
+static mt_entity_fate fate(const char *hyp, const char *name, const mt_entity_lexicon *l, const char **form)
+{
+    *form = NULL;
+    return mt_entity_fate_in(hyp, name, strlen(name), l, form);
+}
+
+static void test_fates(void **state)
+{
+    (void)state;
+    mt_entity_lexicon *l = fixture_lexicon();
+    const char *form;
+    /* every pane wrote God: translated, not dropped */
+    const char *panes[] = {"God said: God is God.", "And God spoke.", "God"};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(fate(panes[i], "Dios", l, &form), MT_ENTITY_TRANSLATED);
+        assert_string_equal(form, "God");
+    }
+    const char *hyp = "Peter and John went to Rome";
+    assert_int_equal(fate(hyp, "Pedro", l, &form), MT_ENTITY_TRANSLATED);
+    assert_string_equal(form, "Peter");
+    assert_int_equal(fate(hyp, "Juan", l, &form), MT_ENTITY_TRANSLATED);
+    assert_string_equal(form, "John");
+    assert_int_equal(fate(hyp, "Roma", l, &form), MT_ENTITY_TRANSLATED);
+    assert_string_equal(form, "Rome");
+    assert_int_equal(fate("And Moses spoke.", "Moisés", l, &form), MT_ENTITY_TRANSLATED);
+    assert_int_equal(fate("And Moisés spoke.", "Moisés", l, &form), MT_ENTITY_COPIED);
+    assert_null(form);
+    assert_int_equal(fate("And Israel went.", "Israel", l, &form), MT_ENTITY_COPIED);
+    assert_int_equal(fate("And he spoke.", "Moisés", l, &form), MT_ENTITY_DROPPED);
+    /* without a lexicon a name is copied or dropped */
+    assert_int_equal(fate("And Moses spoke.", "Moisés", NULL, &form), MT_ENTITY_DROPPED);
+    mt_entity_lexicon_free(l);
+}
+
+static void test_translated_aware_recall(void **state)
+{
+    (void)state;
+    mt_entity_lexicon *l = fixture_lexicon();
+    const char *src[] = {"Y habló Dios a Moisés.", "Y vino Israel."};
+    const char *ref[] = {"And God spoke to Moses.", "And Israel came."};
+    mt_ne_testset paper, ts;
+    assert_int_equal(mt_ne_testset_build(&paper, src, ref, 2, MT_NER_ENGLISH, NULL), 0);
+    assert_int_equal(mt_ne_testset_build_translated(&ts, src, ref, 2, MT_NER_ENGLISH, NULL, l), 0);
+    assert_int_equal(paper.n_names, 1); /* Israel: the only copyable one */
+    assert_int_equal(ts.n_names, 3);    /* God, Moses, Israel */
+    assert_int_equal(ts.train_count[0], 4); /* God: pairs with Dios and God in the lexicon */
+    const char *translated[] = {"And God spoke to Moses.", "And Israel came."};
+    const char *copied[] = {"And Dios spoke to Moisés.", "And Israel came."};
+    const char *dropped[] = {"And he spoke to him.", "And they came."};
+    mt_ne_recall r;
+    mt_ne_recall_score(&r, &ts, translated, NULL);
+    assert_int_equal(r.hits_all, 3);
+    mt_ne_recall_score(&r, &ts, copied, NULL);
+    assert_int_equal(r.hits_all, 3);
+    mt_ne_recall_score(&r, &ts, dropped, NULL);
+    assert_int_equal(r.hits_all, 0);
+    /* the paper's verbatim recall is as it was: God and Moses are not in its test set */
+    mt_ne_recall_score(&r, &paper, translated, NULL);
+    assert_int_equal(r.entities_all, 1);
+    assert_int_equal(r.hits_all, 1);
+    mt_ne_testset_free(&paper);
+    mt_ne_testset_free(&ts);
+    mt_entity_lexicon_free(l);
+}
+
+static void temp_path(char *out, size_t len, const char *name)
+{
+    snprintf(out, len, "/tmp/mtlab_test_lexicon_%d_%s", (int)getpid(), name);
+}
+
+static void test_file_round_trip(void **state)
+{
+    (void)state;
+    char path[256], got[128];
+    temp_path(path, sizeof path, "lexicon.tsv");
+    mt_entity_lexicon *l = fixture_lexicon();
+    assert_int_equal(mt_entity_lexicon_write(l, path), 0);
+    mt_entity_lexicon_free(l);
+    char *text = test_read_file(path, NULL);
+    assert_non_null(strstr(text, "# mtlab entity_lexicon 1\n# pairs=23\nDios\tGod\t1.0000\t4\n"));
+    free(text);
+    l = mt_entity_lexicon_read(path);
+    if (!l) fail_msg("%s", mt_last_error());
+    forms_of(got, sizeof got, l, "Roma");
+    assert_string_equal(got, "Rome");
+    assert_int_equal(mt_entity_lexicon_names(l), 9);
+    mt_entity_lexicon_free(l);
+    /* a name with no form is still a name */
+    test_write_text(path, "# mtlab entity_lexicon 1\n# pairs=10\nBanco\t\t0\t3\n");
+    l = mt_entity_lexicon_read(path);
+    if (!l) fail_msg("%s", mt_last_error());
+    assert_true(mt_entity_lexicon_is_name(l, "Banco", 5));
+    forms_of(got, sizeof got, l, "Banco");
+    assert_string_equal(got, "");
+    mt_entity_lexicon_free(l);
+    unlink(path);
+}
+
+static void expect_error(const char *text, const char *message)
+{
+    char path[256];
+    temp_path(path, sizeof path, "bad.tsv");
+    test_write_text(path, text);
+    assert_null(mt_entity_lexicon_read(path));
+    if (!strstr(mt_last_error(), message)) fail_msg("error '%s' lacks '%s'", mt_last_error(), message);
+    unlink(path);
+}
+
+static void test_file_errors(void **state)
+{
+    (void)state;
+    const char *head = "# mtlab entity_lexicon 1\n# pairs=10\n";
+    char text[256];
+    expect_error("# mtlab corpus_stats 1\n", ":1: not an entity lexicon");
+    expect_error("# mtlab entity_lexicon 1\n# pairs=x\n", ":2: expected '# pairs=N'");
+    expect_error("# mtlab entity_lexicon 1\n", "header ends after one line");
+    snprintf(text, sizeof text, "%sDios\tGod\n", head);
+    expect_error(text, ":3: expected SOURCE<TAB>TARGET<TAB>DICE<TAB>COUNT");
+    snprintf(text, sizeof text, "%sDios\tGod\t1.5\t3\n", head);
+    expect_error(text, ":3: dice '1.5' is not a number from 0 to 1");
+    snprintf(text, sizeof text, "%sDios\tGod\t0.9\t11\n", head);
+    expect_error(text, ":3: count 11 is outside 1..10");
+    snprintf(text, sizeof text, "%sDios\tGod\t0.9\t3\nDios\tGod\t0.8\t2\n", head);
+    expect_error(text, ":4: 'Dios' -> 'God' is listed twice");
+    snprintf(text, sizeof text, "%sDi\xe9s\tGod\t0.9\t3\n", head);
+    expect_error(text, ":3: invalid UTF-8");
+}
+
+/* The lexicon shipped with a bundle, learned from the Bible training split. */
+static void test_shipped_lexicon(void **state)
+{
+    (void)state;
+    const char *path = "models/transformer-small/entity_lexicon.tsv";
+    if (access(path, R_OK) != 0) skip();
+    mt_entity_lexicon *l = mt_entity_lexicon_read(path);
+    if (!l) fail_msg("%s", mt_last_error());
+    static const char *const pairs[][2] = {
+        {"Dios", "God"}, {"Juan", "John"}, {"Moisés", "Moses"}, {"Pedro", "Peter"},
+        {"Roma", "Rome"}, {"Marta", "Martha"}, {"Jesús", "Jesus"}, {"Israel", "Israel"},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        const char *const *forms;
+        size_t n = mt_entity_lexicon_forms(l, pairs[i][0], strlen(pairs[i][0]), &forms, NULL, NULL);
+        if (n == 0 || strcmp(forms[0], pairs[i][1]) != 0)
+            fail_msg("%s: best form '%s', expected '%s'", pairs[i][0], n ? forms[0] : "", pairs[i][1]);
+    }
+    char got[128];
+    detected(got, sizeof got, "Marta lloró. Pedro y Juan fueron a Roma en 2015.", l);
+    assert_string_equal(got, "Marta|Pedro|Juan|Roma");
+    mt_entity_lexicon_free(l);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lexicon_learns_forms),
+        cmocka_unit_test(test_detector_with_corpus),
+        cmocka_unit_test(test_fates),
+        cmocka_unit_test(test_translated_aware_recall),
+        cmocka_unit_test(test_file_round_trip),
+        cmocka_unit_test(test_file_errors),
+        cmocka_unit_test(test_shipped_lexicon),
+    };
+    return cmocka_run_group_tests_name("entity_lexicon", tests, NULL, NULL);
+}
