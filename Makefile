@@ -106,12 +106,13 @@ test: deps
 test-build: $(BIN) $(SAN)/$(BIN) $(REL_TESTS) $(SAN_TESTS) $(E2E_TOOLS)
 
 # The Lua specs (tests/lua/*_spec.lua, busted) run inside `mtlab run`, in the optimised build
-# and again under ASan/UBSan (handles closed while a decode runs must not touch freed memory).
+# and again under ASan/UBSan (handles closed while a decode runs must not touch freed memory),
+# there without the specs tagged #slow (whole test sets through two models).
 test-lua: $(BIN) $(SAN)/$(BIN)
 	@echo "== Lua specs (busted), ./$(BIN)"
 	@MTLAB=./$(BIN) ./$(BIN) run tests/lua/busted.lua tests/lua/
 	@echo "== Lua specs (busted), $(SAN)/$(BIN) (ASan/UBSan)"
-	@MTLAB=$(SAN)/$(BIN) ASAN_OPTIONS=detect_leaks=0 $(SAN)/$(BIN) run tests/lua/busted.lua tests/lua/
+	@MTLAB=$(SAN)/$(BIN) ASAN_OPTIONS=detect_leaks=0 $(SAN)/$(BIN) run tests/lua/busted.lua --exclude-tags=slow tests/lua/
 
 # ---------------------------------------------------------------- dependencies
 # `dpkg-query` tells what is installed; only the missing packages go to apt-get.

@@ -48,10 +48,11 @@ int cli_option_int(const char *cmd, const char *opt, const char *text, int lo, i
 
 int cli_read_sentences(mt_text_lines *t, const char *path)
 {
-    if (mt_text_lines_read(t, path) < 0) return cli_fail("%s", mt_last_error());
+    if (mt_text_lines_read(t, path) < 0) return 1;
     if (t->n == 0) {
         mt_text_lines_free(t);
-        return cli_fail("%s is empty (one sentence per line expected)", path);
+        mt_error("%s is empty (one sentence per line expected)", path);
+        return 1;
     }
     return 0;
 }

@@ -195,11 +195,11 @@ static int run_score(int argc, char **argv)
 
     mt_text_lines hyp, refs[MAX_REFS];
     const char *const *ref_streams[MAX_REFS];
-    if (cli_read_sentences(&hyp, a.hyp_path)) return 1;
+    if (cli_read_sentences(&hyp, a.hyp_path)) return cli_fail("%s", mt_last_error());
     size_t n_read = 0;
     for (; n_read < a.n_refs && rc == 0; n_read++) {
         if (cli_read_sentences(&refs[n_read], a.ref_paths[n_read])) {
-            rc = 1;
+            rc = cli_fail("%s", mt_last_error());
             break;
         }
         ref_streams[n_read] = (const char *const *)refs[n_read].lines;

@@ -38,7 +38,7 @@ int cli_option_long(const char *cmd, const char *opt, const char *text, long lo,
 /* The same for an int. */
 int cli_option_int(const char *cmd, const char *opt, const char *text, int lo, int hi, int *out);
 /* A sentence-per-line file (mt_text_lines_read: UTF-8 checked) that is not empty; 0, or 1
- * after printing why. */
+ * with the reason in mt_last_error(). */
 int cli_read_sentences(mt_text_lines *t, const char *path);
 
 #endif

@@ -59,6 +59,12 @@ const mtl_help_entry mtl_help[] = {
      "mtlab.entities.recall(srcs, hyps, refs [, {stats=PATH, lang=}]) -> bins",
      "Named-entity recall as in the paper: {unseen, regular, frequent, all}, each {recall, "
      "entities, occurrences, hits}, binned by the training counts in corpus_stats.tsv."},
+    {"mtlab.eval",
+     "mtlab.eval{models={...}, src=, ref=, beam=5, device=, stats=, train_src=, train_ref=, "
+     "lexicon=, ner=, length_model=, hyps=DIR, src_name=, ref_name=} -> result",
+     "What `mtlab eval` computes, as data: result.systems[i] = {name, bleu, chrf, ne, "
+     "ne_translated, buckets, time_s, peak_bytes, hyps, ...}; result.text is the report it "
+     "prints; src and ref are files or lists of lines."},
     {"mtlab.plot.line",
      "mtlab.plot.line{series={{name=, x={...}, y={...}}, ...} | x=, y=, title=, xlabel=, "
      "ylabel=} -> plot",

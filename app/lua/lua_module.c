@@ -203,6 +203,7 @@ static int luaopen_mtlab(lua_State *L)
     mtl_open_corpus(L);
     mtl_open_entities(L);
     mtl_open_plot(L);
+    mtl_open_eval(L);
     return 1;
 }
 

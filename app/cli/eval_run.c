@@ -1,0 +1,382 @@
+/* The work of `mtlab eval`, shared by the command and Lua's mtlab.eval: every input checked
+ * before any system runs, then each system translates the test set and is scored (BLEU, chrF,
+ * named-entity recall by training frequency, length buckets, cost). */
+#include "cli/commands.h"
+#include "cli/eval_run.h"
+#include "cli/progress.h"
+#include "mtlab/buckets.h"
+#include "mtlab/entities.h"
+#include "mtlab/error.h"
+#include "mtlab/metrics.h"
+#include "mtlab/tokenizer.h"
+#include "mtlab/translator.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Record the message (mt_last_error) and return 1, the shape of every failure below. */
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail(const char *fmt, ...)
+{
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    mt_error("%s", msg);
+    return 1;
+}
+
+static int read_pair(mt_text_lines *src, mt_text_lines *ref, const char *src_path, const char *ref_path)
+{
+    if (cli_read_sentences(src, src_path)) return 1;
+    if (cli_read_sentences(ref, ref_path)) {
+        mt_text_lines_free(src);
+        return 1;
+    }
+    if (src->n != ref->n) {
+        fail("%s has %zu lines but %s has %zu: source and reference must be line-aligned",
+                 src_path, src->n, ref_path, ref->n);
+        mt_text_lines_free(src);
+        mt_text_lines_free(ref);
+        return 1;
+    }
+    return 0;
+}
+
+/* A caller's lines (already in memory) as the evaluation's own copy, checked as files are. */
+static int copy_lines(mt_text_lines *t, const mt_text_lines *from, const char *name)
+{
+    t->n = from->n;
+    t->lines = mt_xcalloc(from->n + 1, sizeof *t->lines);
+    for (size_t i = 0; i < from->n; i++) t->lines[i] = mt_xstrdup(from->lines[i]);
+    if (t->n == 0) return fail("%s is empty (one sentence per line expected)", name);
+    return 0;
+}
+
+static int check_aligned(const mt_text_lines *src, const mt_text_lines *ref, const char *src_name,
+                         const char *ref_name)
+{
+    if (src->n == ref->n) return 0;
+    return fail("%s has %zu lines but %s has %zu: source and reference must be line-aligned", src_name,
+                src->n, ref_name, ref->n);
+}
+
+/* The suffix of a file name as a language code: "test.en" -> "en". */
+static const char *language_suffix(const char *path)
+{
+    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+    return dot && (!slash || dot > slash) ? dot + 1 : "";
+}
+
+static void stats_progress(void *user, size_t done, size_t total)
+{
+    (void)total;
+    cli_progress_update(user, done);
+}
+
+/* Without --stats or --train-src, the training frequencies stored with the first model bundle
+ * that has them (BUNDLE/corpus_stats.tsv, written by mtlab train) give the recall bins. */
+static void bundle_stats(eval_request *a, char *path, size_t path_len)
+{
+    for (size_t s = 0; s < a->n_systems; s++) {
+        snprintf(path, path_len, "%s/corpus_stats.tsv", a->systems[s]);
+        if (access(path, R_OK) == 0) {
+            a->stats = path;
+            return;
+        }
+    }
+    path[0] = '\0';
+}
+
+static mt_corpus_stats *load_stats(const eval_request *a, mt_ner_lang lang, char *source, size_t source_len)
+{
+    if (a->stats) {
+        mt_corpus_stats *s = mt_corpus_stats_read(a->stats);
+        if (!s) {
+            fail("%s", mt_last_error());
+            return NULL;
+        }
+        if (mt_corpus_stats_lang(s) != lang) {
+            /* counts from another recogniser would put entities in the wrong bins */
+            fail("%s: counted with the %s recogniser, but this evaluation uses %s (give --ner %s, or "
+                     "recompute with --train-src/--train-ref)",
+                     a->stats, mt_ner_lang_name(mt_corpus_stats_lang(s)), mt_ner_lang_name(lang),
+                     mt_ner_lang_name(mt_corpus_stats_lang(s)));
+            mt_corpus_stats_free(s);
+            return NULL;
+        }
+        snprintf(source, source_len, "%s", a->stats);
+        return s;
+    }
+    mt_text_lines src, ref;
+    if (read_pair(&src, &ref, a->train_src, a->train_ref)) return NULL;
+    cli_progress bar;
+    cli_progress_start(&bar, "entity statistics", src.n);
+    mt_corpus_stats *s = mt_corpus_stats_build((const char *const *)src.lines, (const char *const *)ref.lines,
+                                               src.n, lang, stats_progress, &bar);
+    cli_progress_finish(&bar, s ? "done" : NULL);
+    mt_text_lines_free(&src);
+    mt_text_lines_free(&ref);
+    if (!s) {
+        fail("%s: %s", a->train_ref, mt_last_error());
+        return NULL;
+    }
+    snprintf(source, source_len, "%s + %s", a->train_src, a->train_ref);
+    if (a->save_stats && mt_corpus_stats_write(s, a->save_stats) < 0) {
+        fail("%s", mt_last_error());
+        mt_corpus_stats_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* The entity lexicon of the translated-aware recall (docs/metrics.md §8): --lexicon, else the
+ * first bundle's entity_lexicon.tsv, else one learned from --train-src/--train-ref; NULL with
+ * *source "" when there is none (the figure is then left out), NULL with *failed on an error. */
+static mt_entity_lexicon *load_lexicon(const eval_request *a, char *source, size_t source_len, int *failed)
+{
+    source[0] = '\0';
+    *failed = 0;
+    const char *path = a->lexicon;
+    char bundle_path[512];
+    for (size_t s = 0; !path && !a->train_src && s < a->n_systems; s++) {
+        snprintf(bundle_path, sizeof bundle_path, "%s/entity_lexicon.tsv", a->systems[s]);
+        if (access(bundle_path, R_OK) == 0) path = bundle_path;
+    }
+    mt_entity_lexicon *l = NULL;
+    if (path) {
+        if (!(l = mt_entity_lexicon_read(path))) {
+            fail("%s", mt_last_error());
+            *failed = 1;
+            return NULL;
+        }
+        snprintf(source, source_len, "%s", path);
+        return l;
+    }
+    if (!a->train_src) return NULL;
+    mt_text_lines src, ref;
+    if (read_pair(&src, &ref, a->train_src, a->train_ref)) {
+        *failed = 1;
+        return NULL;
+    }
+    cli_progress bar;
+    cli_progress_start(&bar, "entity lexicon", src.n);
+    l = mt_entity_lexicon_build((const char *const *)src.lines, (const char *const *)ref.lines, src.n,
+                                stats_progress, &bar);
+    cli_progress_finish(&bar, l ? "done" : NULL);
+    mt_text_lines_free(&src);
+    mt_text_lines_free(&ref);
+    if (!l) {
+        fail("%s: %s", a->train_src, mt_last_error());
+        *failed = 1;
+        return NULL;
+    }
+    snprintf(source, source_len, "%s + %s", a->train_src, a->train_ref);
+    return l;
+}
+
+/* Source lengths for the buckets: whitespace tokens, or pieces of the --length-model. */
+static int source_lengths(size_t *len, const mt_text_lines *src, const char *model_path, const char *path)
+{
+    mt_tokenizer *tok = NULL;
+    if (model_path && !(tok = mt_tokenizer_load(model_path))) return fail("%s", mt_last_error());
+    size_t bad;
+    int rc = 0;
+    if (mt_source_lengths(len, (const char *const *)src->lines, src->n, tok, &bad) < 0)
+        rc = fail("%s:%zu: %s", path, bad + 1, mt_last_error());
+    mt_tokenizer_free(tok);
+    return rc;
+}
+
+typedef struct {
+    cli_progress bar;
+    size_t lines_done;
+} translate_progress;
+
+static int on_piece(void *user, size_t line, const char *text, int end_of_line)
+{
+    (void)line;
+    (void)text;
+    translate_progress *p = user;
+    if (end_of_line) cli_progress_update(&p->bar, ++p->lines_done);
+    return 0;
+}
+
+/* Hypotheses to DIR/NAME.txt with the system name made file-safe ("apertium_spa-eng.txt"). */
+static int save_hyps(const char *dir, const char *system, char **hyps, size_t n)
+{
+    char path[4096];
+    int k = snprintf(path, sizeof path, "%s/", dir);
+    for (const char *c = system; *c && k < (int)sizeof path - 5; c++)
+        path[k++] = (char)((*c == '/' || *c == ':' || *c == ' ') ? '_' : *c);
+    snprintf(path + k, sizeof path - (size_t)k, ".txt");
+    FILE *f = fopen(path, "w");
+    if (!f) return fail("%s: %s", path, strerror(errno));
+    for (size_t i = 0; i < n; i++) fprintf(f, "%s\n", hyps[i]);
+    if (fclose(f) != 0) return fail("%s: write failed", path);
+    return 0;
+}
+
+/* Translate with one system and score it; with keep, the hypotheses are handed over. */
+static int evaluate_system(eval_system_result *r, mt_translator *t, const mt_text_lines *src,
+                           const mt_text_lines *ref, const mt_ne_testset *ts,
+                           const mt_ne_testset *ts_translated, const size_t *lengths, const char *hyps_dir,
+                           char ***keep)
+{
+    memset(r, 0, sizeof *r);
+    r->name = mt_translator_name(t);
+    r->kind = mt_translator_kind(t);
+    char **hyps = mt_xcalloc(src->n, sizeof *hyps);
+    translate_progress p = {0};
+    char label[96];
+    snprintf(label, sizeof label, "eval %s", r->name);
+    cli_progress_start(&p.bar, label, src->n);
+    int rc = mt_translator_translate(t, hyps, (const char *const *)src->lines, src->n, on_piece, &p);
+    cli_progress_update(&p.bar, src->n);
+    cli_progress_finish(&p.bar, rc == 0 ? "translated" : NULL);
+    if (rc < 0) {
+        free(hyps);
+        return fail("%s", mt_last_error());
+    }
+    r->cost = *mt_translator_last_stats(t);
+    const char *const *h = (const char *const *)hyps, *const *refs = (const char *const *)ref->lines;
+    const char *const *const ref_streams[1] = {refs};
+    mt_bleu_opts bo = mt_bleu_defaults();
+    mt_chrf_opts co = mt_chrf_defaults();
+    if (mt_bleu_corpus(&r->bleu, h, src->n, ref_streams, 1, &bo) < 0 ||
+        mt_chrf_corpus(&r->chrf, h, src->n, ref_streams, 1, &co) < 0 ||
+        mt_bucket_scores(r->buckets, lengths, h, refs, src->n) < 0)
+        rc = fail("%s: scoring failed: %s", r->name, mt_last_error());
+    if (rc == 0) mt_ne_recall_score(&r->ne, ts, h, NULL);
+    if (rc == 0 && ts_translated) mt_ne_recall_score(&r->ne_translated, ts_translated, h, NULL);
+    if (rc == 0 && hyps_dir) rc = save_hyps(hyps_dir, r->name, hyps, src->n) ? -1 : 0;
+    if (rc == 0 && keep) {
+        *keep = hyps;
+        return 0;
+    }
+    for (size_t i = 0; i < src->n; i++) free(hyps[i]);
+    free(hyps);
+    return rc < 0 ? 1 : 0;
+}
+
+int eval_run(const eval_request *req, eval_outcome *out)
+{
+    memset(out, 0, sizeof *out);
+    eval_request a = *req;
+    int rc;
+    mt_ner_lang lang = mt_ner_lang_for_code(language_suffix(a.ref));
+    if (a.ner && mt_ner_lang_parse(a.ner, &lang) < 0) return fail("eval: %s", mt_last_error());
+
+    /* the --hyps directory is made (or found unusable) before minutes of translating */
+    if (a.hyps_dir && mkdir(a.hyps_dir, 0777) != 0 && errno != EEXIST)
+        return fail("eval: --hyps %s: %s", a.hyps_dir, strerror(errno));
+    mt_text_lines src = {0}, ref = {0};
+    if (a.src_lines) {
+        if (copy_lines(&src, a.src_lines, a.src) || copy_lines(&ref, a.ref_lines, a.ref) ||
+            check_aligned(&src, &ref, a.src, a.ref)) {
+            mt_text_lines_free(&src);
+            mt_text_lines_free(&ref);
+            return 1;
+        }
+    } else if (read_pair(&src, &ref, a.src, a.ref)) {
+        return 1;
+    }
+
+    mt_translator *systems[EVAL_MAX_SYSTEMS] = {0};
+    mt_translate_opts opts = mt_translate_defaults();
+    opts.beam = a.beam;
+    opts.device = a.device;
+    mt_corpus_stats *stats = NULL;
+    mt_ne_testset ts = {0}, ts_translated = {0};
+    mt_entity_lexicon *lexicon = NULL;
+    char *lexicon_source = out->lexicon_source;
+    size_t *lengths = mt_xcalloc(src.n, sizeof *lengths);
+    eval_system_result *results = out->results;
+    char *stats_source = out->stats_source;
+    rc = 1;
+    for (size_t s = 0; s < a.n_systems; s++) {
+        if (!(systems[s] = mt_translator_open(a.systems[s], &opts))) {
+            fail("%s", mt_last_error());
+            goto done;
+        }
+    }
+    if (source_lengths(lengths, &src, a.length_model, a.src)) goto done;
+    char bundle_stats_path[512];
+    if (!a.stats && !a.train_src) bundle_stats(&a, bundle_stats_path, sizeof bundle_stats_path);
+    if ((a.stats || a.train_src) && !(stats = load_stats(&a, lang, stats_source, sizeof out->stats_source)))
+        goto done;
+    if (mt_ne_testset_build(&ts, (const char *const *)src.lines, (const char *const *)ref.lines, src.n, lang,
+                            stats) < 0) {
+        fail("%s: %s", a.ref, mt_last_error());
+        goto done;
+    }
+    int lexicon_failed;
+    lexicon = load_lexicon(&a, lexicon_source, sizeof out->lexicon_source, &lexicon_failed);
+    if (lexicon_failed) goto done;
+    if (lexicon && mt_ne_testset_build_translated(&ts_translated, (const char *const *)src.lines,
+                                                  (const char *const *)ref.lines, src.n, lang, stats, lexicon) < 0) {
+        fail("%s: %s", a.ref, mt_last_error());
+        goto done;
+    }
+    for (size_t s = 0; s < a.n_systems; s++) {
+        if (evaluate_system(&results[s], systems[s], &src, &ref, &ts, lexicon ? &ts_translated : NULL, lengths,
+                            a.hyps_dir, a.keep_hyps ? &out->hyps[s] : NULL))
+            goto done;
+        /* the report outlives the systems: it keeps its own copy of their names */
+        results[s].name = out->names[s] = mt_xstrdup(results[s].name);
+    }
+
+    char *length_unit = out->length_unit;
+    if (a.length_model) snprintf(length_unit, sizeof out->length_unit, "pieces of %s", a.length_model);
+    else snprintf(length_unit, sizeof out->length_unit, "whitespace tokens");
+    out->report = (eval_report){
+        .src_path = a.src, .ref_path = a.ref, .segments = src.n,
+        .ner = mt_ner_lang_name(lang),
+        .stats_source = stats ? stats_source : NULL,
+        .stats_pairs = stats ? mt_corpus_stats_pairs(stats) : 0,
+        .stats_entities = stats ? mt_corpus_stats_entities(stats) : 0,
+        .lexicon_source = lexicon ? lexicon_source : NULL,
+        .length_unit = length_unit, .beam = a.beam,
+        .systems = results, .n_systems = a.n_systems,
+    };
+    mt_bleu_opts bo = mt_bleu_defaults();
+    mt_chrf_opts co = mt_chrf_defaults();
+    mt_bleu_signature(out->report.bleu_signature, sizeof out->report.bleu_signature, &bo, 1, 0);
+    mt_chrf_signature(out->report.chrf_signature, sizeof out->report.chrf_signature, &co, 1, 0);
+    rc = 0;
+done:
+    for (size_t s = 0; s < a.n_systems; s++) mt_translator_close(systems[s]);
+    mt_ne_testset_free(&ts);
+    mt_ne_testset_free(&ts_translated);
+    mt_entity_lexicon_free(lexicon);
+    mt_corpus_stats_free(stats);
+    free(lengths);
+    if (rc == 0 && a.keep_hyps) {
+        out->src = src;
+        out->ref = ref;
+    } else {
+        mt_text_lines_free(&src);
+        mt_text_lines_free(&ref);
+    }
+    return rc;
+}
+
+
+void eval_outcome_free(eval_outcome *o)
+{
+    for (size_t s = 0; s < EVAL_MAX_SYSTEMS; s++) {
+        if (o->hyps[s])
+            for (size_t i = 0; i < o->report.segments; i++) free(o->hyps[s][i]);
+        free(o->hyps[s]);
+        free(o->names[s]);
+    }
+    mt_text_lines_free(&o->src);
+    mt_text_lines_free(&o->ref);
+    memset(o, 0, sizeof *o);
+}

@@ -1,0 +1,70 @@
+-- Table 3 of the paper, paragraph level: each model translates the 8-verse paragraphs of the
+-- test set whole (PARA) and verse by verse (VERSES, joined per paragraph), both scored against
+-- the paragraph references; the ratio PARA / VERSES shows what long inputs cost. CAT-trained
+-- bundles (models/NAME-cat5-small) are listed next to their originals where they exist.
+--
+--   ./mtlab run scripts/paper/table3.lua [--n 0] [--beam 5] [--data data/bible] [--split test]
+--                                        [--out out] [--no-plot] [BUNDLE...]
+package.path = arg[0]:match("^(.-)[^/]*$") .. "../lib/?.lua;" .. package.path
+local mtlab = require "mtlab"
+local R = require "report"
+
+local opts, models = R.args("table3.lua", {n = 0, beam = 5, out = "out", split = "test",
+                                            data = "data/bible", no_plot = false}, arg)
+if #models == 0 then
+  for _, name in ipairs(R.SEVEN) do
+    for _, dir in ipairs({"models/" .. name .. "-small", "models/" .. name .. "-cat5-small"}) do
+      if R.exists(dir .. "/config.json") then models[#models + 1] = dir end
+    end
+  end
+end
+local base = opts.data .. "/" .. opts.split
+local para_src, para_ref = R.lines(base .. ".para8.es", opts.n), R.lines(base .. ".para8.en", opts.n)
+local para_keys = R.lines(base .. ".para8.keys", opts.n)
+
+-- the verses of each paragraph, found through the keys ("Esther 1:1-8" -> Esther 1:1 .. 1:8)
+local verse_src, index = {}, {}
+do
+  local keys, src = R.lines(base .. ".keys"), R.lines(base .. ".es")
+  for i, k in ipairs(keys) do index[k] = i end
+  for p, key in ipairs(para_keys) do
+    local book, ch, a, b = key:match("^(.-) (%d+):(%d+)%-(%d+)$")
+    if not book then error(string.format("table3.lua: %s.para8.keys:%d: cannot read '%s'", base, p, key), 0) end
+    local verses = {}
+    for v = tonumber(a), tonumber(b) do
+      local i = index[string.format("%s %s:%d", book, ch, v)]
+      if not i then error(string.format("table3.lua: verse %s %s:%d of paragraph %d is not in %s.keys", book, ch, v, p, base), 0) end
+      verses[#verses + 1] = src[i]
+    end
+    verse_src[p] = verses
+  end
+end
+
+local rows, names, ratios = {}, {}, {}
+for _, dir in ipairs(models) do
+  local m <close> = mtlab.load(dir)
+  local hyp_para = {}
+  for i, r in ipairs(m:translate(para_src, {beam = opts.beam})) do hyp_para[i] = r.text end
+  local flat, owner = {}, {}
+  for p, verses in ipairs(verse_src) do
+    for _, v in ipairs(verses) do flat[#flat + 1], owner[#flat + 1] = v, p end
+  end
+  local joined = {}
+  for i, r in ipairs(m:translate(flat, {beam = opts.beam})) do
+    local p = owner[i]
+    joined[p] = joined[p] and (joined[p] .. " " .. r.text) or r.text
+  end
+  local para = mtlab.score.bleu(hyp_para, para_ref).score
+  local verses = mtlab.score.bleu(joined, para_ref).score
+  local ratio = verses > 0 and para / verses or 0
+  names[#names + 1], ratios[#ratios + 1] = m.name, ratio
+  rows[#rows + 1] = {m.name, para, verses, ratio}
+end
+local md = string.format("Table 3 (paragraph level), %d paragraphs of 8 verses (%s.para8), beam %d\n\n",
+                         #para_src, base, opts.beam)
+           .. R.markdown({"model", "BLEU PARA", "BLEU VERSES", "PARA / VERSES"}, rows)
+io.write(md)
+local plot = mtlab.plot.bar{title = "Paragraph BLEU as a share of verse-by-verse BLEU",
+                            labels = names, values = ratios}
+if not opts.no_plot then plot:show() end
+io.write("wrote ", table.concat(R.write(opts.out, "table3", md, plot), ", "), "\n")

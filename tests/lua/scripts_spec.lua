@@ -1,0 +1,80 @@
+-- The evaluation scripts users run (scripts/eval.lua, scripts/paper/*.lua), on the shipped
+-- bundles and a Bible corpus built by `mtlab data bible` into a temporary directory.
+local H = dofile("tests/lua/helpers.lua")
+
+local function without_timing(text)
+  local keep = {}
+  for line in text:gmatch("[^\n]*\n") do
+    if not (line:match("^time ") or line:match("^ms / sentence") or line:match("^tokens / s")) then
+      keep[#keep + 1] = line
+    end
+  end
+  return table.concat(keep)
+end
+
+describe("scripts", function()
+  local dir
+  setup(function()
+    dir = H.tmpname()
+    os.remove(dir)
+    local _, code = H.sh(string.format("%s data bible --out %s >/dev/null 2>&1", H.mtlab, dir))
+    assert.are.equal(0, code)
+    H.sh(string.format("head -50 %s/test.es > %s/t50.es; head -50 %s/test.en > %s/t50.en", dir, dir, dir, dir))
+  end)
+  teardown(function() os.execute("rm -rf " .. dir) end)
+
+  it("table2.lua prints what `mtlab eval` prints #slow", function()
+    local models = H.transformer .. " " .. H.mamba
+    local cli = H.sh(string.format("%s eval -m %s -m %s --src %s/t50.es --ref %s/t50.en --beam 1 2>/dev/null",
+                                   H.mtlab, H.transformer, H.mamba, dir, dir))
+    local out, code = H.sh(string.format("%s run scripts/paper/table2.lua --src %s/t50.es --ref %s/t50.en " ..
+                                         "--beam 1 --out %s/out --no-plot %s 2>/dev/null", H.mtlab, dir, dir, dir, models))
+    assert.are.equal(0, code)
+    assert.is_true(#cli > 500)
+    assert.are.equal(without_timing(cli), without_timing(out:sub(1, #cli)))
+    assert.matches("| transformer%-small | ", out)
+    assert.is_truthy(H.read(dir .. "/out/table2.md"):find("| mamba-small |", 1, true))
+    assert.are.equal("\137PNG", H.read(dir .. "/out/table2.png"):sub(1, 4))
+    assert.matches("<svg", H.read(dir .. "/out/table2.svg"))
+  end)
+
+  it("mtlab.eval gives the figures as data", function()
+    local r = mtlab.eval{models = {H.transformer, "apertium:spa-eng"}, src = {"Y dijo Dios: Sea la luz"},
+                         ref = {"God said, “Let there be light,”"}, beam = 1, ref_name = "x.en"}
+    assert.are.equal(1, r.segments)
+    assert.are.equal(2, #r.systems)
+    assert.are.equal("apertium:spa-eng", r.systems[2].name)
+    assert.is_true(r.systems[2].bleu > 0)
+    assert.are.equal(1, #r.systems[1].hyps)
+    assert.are.equal(5, #r.systems[1].buckets)
+    assert.are.equal("1-32", r.systems[1].buckets[1].label)
+    assert.are.equal("english", r.ner)
+    assert.matches("^%s+models/transformer%-small%s+apertium:spa%-eng\nBLEU", tostring(r))
+    assert.has_error(function() mtlab.eval{models = {}, src = {"a"}, ref = {"b"}} end,
+      "mtlab.eval: models must list 1 to 16 systems, not 0")
+    assert.has_error(function() mtlab.eval{models = {H.mamba}, src = {"a"}, ref = {"b", "c"}} end,
+      "mtlab.eval: src has 1 lines but ref has 2: source and reference must be line-aligned")
+    assert.has_error(function() mtlab.eval{models = {H.mamba}, src = {"a"}} end)
+    assert.has_error(function() mtlab.eval{models = {"nope"}, src = {"a"}, ref = {"b"}} end)
+  end)
+
+  for _, case in ipairs({
+    {"table3.lua", "--n 1 --split test --data DIR", "PARA / VERSES"},
+    {"table4.lua", "--max-verses 2", "state KiB b1"},
+    {"fig1_ne_recall.lua", "--n 5", "| model | unseen |"},
+    {"fig2_length.lua", "--n 2", "1-32"},
+  }) do
+    it(case[1] .. " runs and writes its files", function()
+      local name = case[1]:gsub("%.lua$", "")
+      local extra = case[1] == "table3.lua" and "" or string.format("--src %s/t50.es", dir)
+      if case[1] == "fig1_ne_recall.lua" then extra = extra .. string.format(" --ref %s/t50.en", dir) end
+      if case[1] == "fig2_length.lua" then extra = "--data " .. dir end
+      local out, code = H.sh(string.format("%s run scripts/paper/%s %s %s --beam 1 --out %s/out --no-plot %s 2>&1",
+                                           H.mtlab, case[1], case[2]:gsub("DIR", dir), extra, dir, H.transformer))
+      assert.are.equal(0, code, out)
+      assert.is_truthy(out:find(case[3], 1, true), out)
+      assert.is_truthy(H.read(dir .. "/out/" .. name .. ".md"))
+      assert.are.equal("\137PNG", H.read(dir .. "/out/" .. name .. ".png"):sub(1, 4))
+    end)
+  end
+end)
