@@ -41,7 +41,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < N_COMMANDS; i++) {
         if (strcmp(argv[1], commands[i]->name) != 0) continue;
         if (argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
-            cli_usage(commands[i]);
+            cli_print_usage(stdout, commands[i]);
             return 0;
         }
         return commands[i]->run(argc - 1, argv + 1);

@@ -18,9 +18,14 @@ int cli_fail(const char *fmt, ...)
     return 1;
 }
 
+void cli_print_usage(FILE *out, const struct mt_command *cmd)
+{
+    fprintf(out, "usage: mtlab %s %s\n  %s\n", cmd->name, cmd->args, cmd->summary);
+}
+
 int cli_usage(const struct mt_command *cmd)
 {
-    fprintf(stderr, "usage: mtlab %s %s\n  %s\n", cmd->name, cmd->args, cmd->summary);
+    cli_print_usage(stderr, cmd);
     return 2;
 }
 

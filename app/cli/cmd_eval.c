@@ -54,7 +54,12 @@ static int parse_args(eval_args *a, int argc, char **argv)
         }
         *dest = argv[++i];
     }
-    if (a->req.n_systems == 0 || !a->req.src || !a->req.ref) return cli_usage(&cmd_eval);
+    const char *missing = a->req.n_systems == 0 ? "-m SYSTEM" : !a->req.src ? "--src FILE"
+                        : !a->req.ref              ? "--ref FILE" : NULL;
+    if (missing) {
+        fprintf(stderr, "mtlab eval: %s is missing\n", missing);
+        return cli_usage(&cmd_eval);
+    }
     if (a->req.stats && (a->req.train_src || a->req.train_ref))
         return cli_fail("eval: give either --stats or --train-src/--train-ref, not both");
     if (!a->req.train_src != !a->req.train_ref) return cli_fail("eval: --train-src and --train-ref go together");

@@ -1,9 +1,11 @@
 /* `mtlab inspect BUNDLE_OR_SAFETENSORS`: what a model bundle or a weights file holds: the
- * config, every tensor (name, dtype, shape, bytes) and the totals. */
+ * config, every tensor (name, dtype, shape, bytes; in natural order, layer 2 before 10) and the
+ * totals. */
 #include "cli/commands.h"
 #include "mtlab/bundle.h"
 #include "mtlab/error.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +51,35 @@ static void print_config(const mt_config *c)
     free(keys);
 }
 
+/* Natural order: digit runs compare as numbers, so layers.2 comes before layers.10. */
+static int natural_cmp(const char *a, const char *b)
+{
+    while (*a && *b) {
+        if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
+            while (*a == '0') a++;
+            while (*b == '0') b++;
+            size_t la = strspn(a, "0123456789"), lb = strspn(b, "0123456789");
+            if (la != lb) return la < lb ? -1 : 1;
+            int c = strncmp(a, b, la);
+            if (c) return c;
+            a += la;
+            b += lb;
+        } else {
+            if (*a != *b) return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+            a++;
+            b++;
+        }
+    }
+    return *a ? 1 : *b ? -1 : 0;
+}
+
+static const mt_safetensors *sort_st;
+static int by_name(const void *x, const void *y)
+{
+    return natural_cmp(mt_st_tensor_at(sort_st, *(const int *)x)->name,
+                       mt_st_tensor_at(sort_st, *(const int *)y)->name);
+}
+
 static void print_tensors(const mt_safetensors *st)
 {
     char a[32], b[32];
@@ -63,8 +94,13 @@ static void print_tensors(const mt_safetensors *st)
     }
     printf("\n%-*s  %-5s %-20s %15s\n", width, "name", "dtype", "shape", "bytes");
     unsigned long long params = 0, bytes = 0, per_dtype[MT_DT_COUNT] = {0};
-    for (int i = 0; i < mt_st_count(st); i++) {
-        const mt_st_tensor *t = mt_st_tensor_at(st, i);
+    int n = mt_st_count(st);
+    int *order = mt_xmalloc(((size_t)n + 1) * sizeof *order);
+    for (int i = 0; i < n; i++) order[i] = i;
+    sort_st = st;
+    qsort(order, (size_t)n, sizeof *order, by_name);
+    for (int k = 0; k < n; k++) {
+        const mt_st_tensor *t = mt_st_tensor_at(st, order[k]);
         char shape[160];
         printf("%-*s  %-5s %-20s %15s\n", width, t->name, mt_dtype_name(t->dtype),
                mt_st_shape_text(shape, sizeof shape, t->ndim, t->shape), grouped(a, sizeof a, t->nbytes));
@@ -72,6 +108,7 @@ static void print_tensors(const mt_safetensors *st)
         bytes += t->nbytes;
         per_dtype[t->dtype] += t->numel;
     }
+    free(order);
     printf("\ntotal      %s parameters, %s bytes", grouped(a, sizeof a, params), grouped(b, sizeof b, bytes));
     const char *sep = " (";
     for (int d = 0; d < MT_DT_COUNT; d++) {

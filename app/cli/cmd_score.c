@@ -95,7 +95,10 @@ static int parse_args(score_args *a, int argc, char **argv)
             return cli_usage(&cmd_score);
         }
     }
-    if (!a->hyp_path || a->n_refs == 0) return cli_usage(&cmd_score);
+    if (!a->hyp_path || a->n_refs == 0) {
+        fprintf(stderr, "mtlab score: %s is missing\n", !a->hyp_path ? "--hyp FILE" : "--ref FILE");
+        return cli_usage(&cmd_score);
+    }
     if (a->n_metrics == 0) {
         a->metrics[a->n_metrics++] = METRIC_BLEU;
         a->metrics[a->n_metrics++] = METRIC_CHRF;

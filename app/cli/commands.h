@@ -4,6 +4,8 @@
 #ifndef MTLAB_APP_COMMANDS_H
 #define MTLAB_APP_COMMANDS_H
 
+#include <stdio.h>
+
 #include "mtlab/metrics.h"
 
 struct mt_command {
@@ -31,6 +33,8 @@ extern const struct mt_command cmd_run;
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print "mtlab NAME: usage: mtlab NAME ARGS" and return 2. */
 int cli_usage(const struct mt_command *cmd);
+/* The usage lines on out (`mtlab NAME --help` prints them on stdout). */
+void cli_print_usage(FILE *out, const struct mt_command *cmd);
 /* The value of integer option opt of command cmd: text must be a decimal whole number from lo
  * to hi. Otherwise prints "mtlab CMD: OPT takes a whole number from LO to HI, not 'TEXT'" and
  * returns 2 (the usage-error status); 0 when *out is set. */

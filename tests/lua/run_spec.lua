@@ -16,6 +16,14 @@ describe("mtlab run", function()
     assert.matches("in main chunk", err)
   end)
 
+  it("prints a command's --help on stdout", function()
+    for _, cmd in ipairs({"eval", "score", "run", "translate", "inspect"}) do
+      local out, code = H.sh(string.format("%s %s --help 2>/dev/null", H.mtlab, cmd))
+      assert.are.equal(0, code)
+      assert.matches("^usage: mtlab " .. cmd .. " ", out)
+    end
+  end)
+
   it("reports a syntax error and a missing script", function()
     local _, err, code = H.run_lua("x = = 1")
     assert.are.equal(1, code)

@@ -80,11 +80,38 @@ static void test_every_command_refuses_alike(void **state)
                    "not 'ten'\n");
 }
 
+/* A missing required argument is named before the usage lines. */
+static void test_missing_arguments_are_named(void **state)
+{
+    (void)state;
+    char err[1024];
+    struct {
+        const struct mt_command *cmd;
+        int argc;
+        char **argv;
+        const char *first_line;
+    } cases[] = {
+        {&cmd_eval, 3, (char *[]){"eval", "--src", "s"}, "mtlab eval: -m SYSTEM is missing\n"},
+        {&cmd_eval, 5, (char *[]){"eval", "-m", "x", "--ref", "r"}, "mtlab eval: --src FILE is missing\n"},
+        {&cmd_eval, 5, (char *[]){"eval", "-m", "x", "--src", "s"}, "mtlab eval: --ref FILE is missing\n"},
+        {&cmd_score, 3, (char *[]){"score", "--ref", "r"}, "mtlab score: --hyp FILE is missing\n"},
+        {&cmd_score, 3, (char *[]){"score", "--hyp", "h"}, "mtlab score: --ref FILE is missing\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int rc = run_command(cases[i].cmd, cases[i].argc, cases[i].argv, err, sizeof err);
+        assert_int_equal(rc, 2);
+        if (strncmp(err, cases[i].first_line, strlen(cases[i].first_line)) != 0)
+            fail_msg("case %zu: stderr '%s', expected it to start with '%s'", i, err, cases[i].first_line);
+        assert_non_null(strstr(err, "usage: mtlab "));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_values_and_refusals),
         cmocka_unit_test(test_every_command_refuses_alike),
+        cmocka_unit_test(test_missing_arguments_are_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
