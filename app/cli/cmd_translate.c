@@ -1,5 +1,5 @@
-/* `mtlab translate`: translate sentences (one per line) or paragraphs (blank-line separated
- * blocks) from a file or stdin with a model bundle, writing one translation per input in
+/* `mtlab translate`: translate sentences (one per line, one output line per input line) or,
+ * with --paragraphs, paragraphs (blank-line separated blocks) from a file or stdin with a model bundle, writing one translation per input in
  * input order. Internally the inputs go in windows of 8 batches, sorted by length inside each
  * window so batches pad little; each window's translations are written as soon as it is done. */
 #include "cli/commands.h"
@@ -144,8 +144,7 @@ static int translate(const translate_args *a)
     o.beam = a->beam;
     o.max_new_tokens = a->max_len;
     if (rc == 0) {
-        int paragraphs = a->paragraphs || tr_has_paragraphs((const char *const *)in.lines, in.n);
-        tr_split(&u, (const char *const *)in.lines, in.n, paragraphs);
+        tr_split(&u, (const char *const *)in.lines, in.n, a->paragraphs);
         rc = encode_units(&e, r, &u, &o, name);
         size_t window = (size_t)a->batch * WINDOW_BATCHES, k = 0;
         for (size_t first = 0; rc == 0 && first < u.n; first += window) {

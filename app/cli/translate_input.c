@@ -78,20 +78,6 @@ int tr_is_blank(const char *line)
     return line[strspn(line, " \t")] == '\0';
 }
 
-int tr_has_paragraphs(const char *const *lines, size_t n)
-{
-    int seen_text = 0, blank_after_text = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (tr_is_blank(lines[i])) {
-            blank_after_text = seen_text;
-        } else {
-            if (blank_after_text) return 1;
-            seen_text = 1;
-        }
-    }
-    return 0;
-}
-
 void tr_units_free(tr_units *u)
 {
     for (size_t i = 0; i < u->n; i++) free(u->units[i].text);
@@ -128,11 +114,11 @@ void tr_split(tr_units *out, const char *const *lines, size_t n, int paragraphs)
 {
     memset(out, 0, sizeof *out);
     out->paragraphs = paragraphs;
-    while (n > 0 && tr_is_blank(lines[n - 1])) n--;
     if (!paragraphs) {
         for (size_t i = 0; i < n; i++) add_unit(out, mt_xstrdup(lines[i]), i + 1);
         return;
     }
+    while (n > 0 && tr_is_blank(lines[n - 1])) n--;
     size_t i = 0;
     while (i < n) {
         while (i < n && tr_is_blank(lines[i])) i++;

@@ -18,8 +18,6 @@ void tr_lines_free(tr_lines *l);
 
 /* 1 when the line holds only spaces and tabs (or nothing). */
 int tr_is_blank(const char *line);
-/* 1 when a blank line separates two non-blank ones: the input is made of paragraphs. */
-int tr_has_paragraphs(const char *const *lines, size_t n);
 
 typedef struct {
     char *text;  /* the line, or the paragraph's lines trimmed and joined by single spaces */
@@ -32,10 +30,10 @@ typedef struct {
     int paragraphs; /* 1: units are paragraphs (written separated by blank lines) */
 } tr_units;
 
-/* Group lines into units. Paragraph mode: every maximal block of non-blank lines is one unit.
- * Sentence mode: every line up to the last non-blank one is a unit (a blank one translates to
- * an empty line, so output lines stay aligned with input lines). Trailing blank lines are
- * dropped in both modes; no lines, or only blank ones, give no units. */
+/* Group lines into units. Sentence mode (the default of `mtlab translate`): every line is a
+ * unit, a blank one translating to an empty line, so the output has one line per input line
+ * and stays aligned with a reference. Paragraph mode (--paragraphs): every maximal block of
+ * non-blank lines is one unit; blank lines only separate them. */
 void tr_split(tr_units *out, const char *const *lines, size_t n, int paragraphs);
 void tr_units_free(tr_units *u);
 

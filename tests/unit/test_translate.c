@@ -50,18 +50,20 @@ static void test_paragraph_splitting(void **state)
 {
     (void)state;
     const char *const sentences[] = {"  ", "uno", "dos  dos", "", "\t"};
-    assert_int_equal(tr_has_paragraphs(sentences, 5), 0); /* no blank line between two texts */
     tr_units u;
     tr_split(&u, sentences, 5, 0);
-    assert_int_equal(u.n, 3); /* the leading blank line stays (aligned output), trailing go */
+    assert_int_equal(u.n, 5); /* one unit per line, blank ones too: the output stays aligned */
     assert_string_equal(u.units[0].text, "  ");
     assert_string_equal(u.units[1].text, "uno");
     assert_string_equal(u.units[2].text, "dos  dos");
     assert_int_equal(u.units[2].line, 3);
+    assert_string_equal(u.units[4].text, "\t");
     tr_units_free(&u);
 
     const char *const paras[] = {"", "Uno,", "  dos. ", " \t", "", "Tres.", "", "cuatro", "x", ""};
-    assert_int_equal(tr_has_paragraphs(paras, 10), 1);
+    tr_split(&u, paras, 10, 0); /* a blank line in sentence mode is an empty translation */
+    assert_int_equal(u.n, 10);
+    tr_units_free(&u);
     tr_split(&u, paras, 10, 1);
     assert_int_equal(u.n, 3);
     assert_string_equal(u.units[0].text, "Uno, dos.");
@@ -82,8 +84,11 @@ static void test_paragraph_splitting(void **state)
     tr_split(&u, sentences, 0, 1);
     assert_int_equal(u.n, 0);
     const char *const blanks[] = {"", " "};
-    tr_split(&u, blanks, 2, 0);
+    tr_split(&u, blanks, 2, 1);
     assert_int_equal(u.n, 0);
+    tr_split(&u, blanks, 2, 0);
+    assert_int_equal(u.n, 2); /* two empty translations, one per line */
+    tr_units_free(&u);
 }
 
 /* ---------------------------------------------------------------- mt_translate and the CLI */
@@ -342,15 +347,23 @@ static void test_translate_command(void **state)
     assert_string_equal(out, want);
     assert_string_equal(err, "");
 
-    /* blank-line separated blocks are paragraphs: lines joined, outputs a blank line apart */
+    /* with --paragraphs, blank-line separated blocks are paragraphs: lines joined, outputs a
+     * blank line apart */
     write_text(fx, "paras.txt", "\nEl pingüino sigue\n  en Cádiz. \n\n\n¡Qué lástima!\r\n\n", in,
                sizeof in);
     const char *paras[] = {"El pingüino sigue en Cádiz.", "¡Qué lástima!"};
-    const char *a2[] = {"-m", fx->bundle, "-i", in, "--beam", "2", "--verbose"};
-    assert_int_equal(run_translate(fx, a2, 7, out, sizeof out, err, sizeof err), 0);
+    const char *a2[] = {"-m", fx->bundle, "-i", in, "--beam", "2", "--verbose", "--paragraphs"};
+    assert_int_equal(run_translate(fx, a2, 8, out, sizeof out, err, sizeof err), 0);
     expected_output(fx, paras, 2, "\n", want, sizeof want);
     assert_string_equal(out, want);
     assert_non_null(strstr(err, "2 inputs"));
+    /* without it the same input keeps one output line per input line: blank ones stay blank */
+    const char *a2l[] = {"-m", fx->bundle, "-i", in, "--beam", "2"};
+    assert_int_equal(run_translate(fx, a2l, 6, out, sizeof out, err, sizeof err), 0);
+    size_t newlines = 0;
+    for (const char *c = out; *c; c++) newlines += *c == '\n';
+    assert_int_equal(newlines, 7);
+    assert_true(out[0] == '\n' && !strncmp(out + strlen(out) - 2, "\n\n", 2));
 
     /* --paragraphs makes a block of the whole input */
     write_text(fx, "one.txt", "El pingüino sigue\nen Cádiz.\n", in, sizeof in);
@@ -378,7 +391,8 @@ static void test_translate_command(void **state)
     assert_string_equal(out, "");
     assert_non_null(strstr(err, "late.txt:18: invalid UTF-8 at byte 4 (0xC3)"));
     write_text(fx, "para.txt", "uno\n\ndos\ntres \xFF\n", in, sizeof in);
-    assert_int_equal(run_translate(fx, a4, 4, out, sizeof out, err, sizeof err), 1);
+    const char *a4p[] = {"-m", fx->bundle, "-i", in, "--paragraphs"};
+    assert_int_equal(run_translate(fx, a4p, 5, out, sizeof out, err, sizeof err), 1);
     assert_string_equal(out, "");
     assert_non_null(strstr(err, "para.txt:4: invalid UTF-8 at byte 5 (0xFF)"));
     /* a source too long for the model in a later window fails before any output too */
@@ -402,12 +416,15 @@ static void test_translate_command(void **state)
     assert_int_equal(run_translate(fx, a6, 4, out, sizeof out, err, sizeof err), 2);
     assert_string_equal(err, "mtlab translate: --beam takes a whole number from 1 to 256, not '0'\n");
 
-    /* empty input: nothing to do */
+    /* blank input: blank lines out, one per line; as paragraphs, nothing to do */
     write_text(fx, "empty.txt", "\n \n", in, sizeof in);
     const char *a7[] = {"-m", fx->bundle, "-i", in};
     assert_int_equal(run_translate(fx, a7, 4, out, sizeof out, err, sizeof err), 0);
-    assert_string_equal(out, "");
+    assert_string_equal(out, "\n\n");
     assert_string_equal(err, "");
+    const char *a8[] = {"-m", fx->bundle, "-i", in, "--paragraphs"};
+    assert_int_equal(run_translate(fx, a8, 5, out, sizeof out, err, sizeof err), 0);
+    assert_string_equal(out, "");
 }
 
 int main(void)
