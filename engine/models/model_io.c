@@ -3,6 +3,7 @@
  * `transformers` loads what mtlab saves. */
 #include "models/model_internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,19 @@ static int known_extra(const mt_model *m, const char *name)
     return m->lm_head_tensor < 0 && !strcmp(name, "lm_head.weight");
 }
 
+/* Damaged weights (a NaN or an infinity, e.g. from a diverged run) would load silently and
+ * translate to nothing: name the first bad tensor and element instead. */
+static int check_finite(const mt_safetensors *st, const char *name, const float *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (isfinite(v[i])) continue;
+        return mt_error("%s: tensor '%s' holds %s at element %zu (of %zu): the weights are "
+                        "damaged (a diverged training run?)", mt_st_name(st), name,
+                        isnan(v[i]) ? "NaN" : v[i] > 0 ? "+inf" : "-inf", i, n);
+    }
+    return 0;
+}
+
 /* Read every tensor into host (n_floats), then refuse tensors the model does not know. */
 static int read_tensors(const mt_model *m, const mt_safetensors *st, float *host)
 {
@@ -67,6 +81,7 @@ static int read_tensors(const mt_model *m, const mt_safetensors *st, float *host
         int64_t shape[3];
         for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d];
         rc = mt_st_read_f32(st, name, t->ndim, shape, host + t->offset);
+        if (!rc) rc = check_finite(st, name, host + t->offset, t->numel);
         for (int j = 0; j < n_file; j++)
             if (!strcmp(mt_st_tensor_at(st, j)->name, name)) used[j] = 1;
     }

@@ -5,6 +5,10 @@
 
 #include "mtlab/error.h"
 #include "mtlab/runner.h"
+#include "mtlab/safetensors.h"
+
+#include <math.h>
+#include <stdint.h>
 #include "tiny_bundle.h"
 
 static char dir[64], bundle[96];
@@ -77,11 +81,51 @@ static void test_runner_names_what_is_wrong(void **state)
     assert_int_equal(rename(moved, tok), 0);
 }
 
+/* Write value over element `element` of tensor `name` in the bundle's F32 safetensors file. */
+static void poke_f32(const char *name, size_t element, float value)
+{
+    char path[160];
+    snprintf(path, sizeof path, "%s/model.safetensors", bundle);
+    mt_safetensors *st = mt_st_open(path);
+    assert_non_null(st);
+    const mt_st_tensor *t = mt_st_find(st, name);
+    assert_non_null(t);
+    size_t offset = t->offset;
+    mt_st_close(st);
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    unsigned char len8[8];
+    assert_int_equal(fread(len8, 1, 8, f), 8);
+    uint64_t header = 0;
+    for (int i = 7; i >= 0; i--) header = header << 8 | len8[i];
+    assert_int_equal(fseek(f, (long)(8 + header + offset + 4 * element), SEEK_SET), 0);
+    assert_int_equal(fwrite(&value, 4, 1, f), 1);
+    fclose(f);
+}
+
+/* Damaged weights are refused with the tensor and the element named, not loaded silently. */
+static void test_runner_refuses_nan_and_inf_weights(void **state)
+{
+    (void)state;
+    const char *name = "backbone.layers.1.mixer.D";
+    poke_f32(name, 3, NAN);
+    assert_null(mt_runner_open(bundle, NULL, 0));
+    assert_non_null(strstr(mt_last_error(), "tensor 'backbone.layers.1.mixer.D' holds NaN at element 3"));
+    poke_f32(name, 3, -INFINITY);
+    assert_null(mt_runner_open(bundle, NULL, 0));
+    assert_non_null(strstr(mt_last_error(), "holds -inf at element 3"));
+    poke_f32(name, 3, 1.0f);
+    mt_runner *r = mt_runner_open(bundle, NULL, 0);
+    assert_non_null(r);
+    mt_runner_close(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_runner_opens_model_tokenizer_and_stats),
         cmocka_unit_test(test_runner_names_what_is_wrong),
+        cmocka_unit_test(test_runner_refuses_nan_and_inf_weights),
     };
     return cmocka_run_group_tests_name("runner", tests, make_bundle, remove_bundle);
 }
