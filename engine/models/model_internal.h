@@ -149,6 +149,7 @@ extern const mt_arch mt_arch_retnet;
 extern const mt_arch mt_arch_mamba_mha;
 extern const mt_arch mt_arch_mamba_local;
 extern const mt_arch mt_arch_mamba_encdec;
+/* ---- the list of architectures (arch.c) */
 const mt_arch *mt_arch_find(const char *name);
 /* "transformer, mamba, ..." for error messages. */
 const char *mt_arch_names(void);
@@ -211,7 +212,7 @@ int mt_mamba_keys_write(const mt_model_config *cfg, mt_config *o);
 /* Mixer sizes usable (state_size, conv_kernel, expand, time_step_rank, eps, dt range). */
 int mt_mamba_keys_check(const mt_model_config *c);
 
-/* ---- configurations (presets.c) */
+/* ---- what every configuration shares (config_common.c) */
 /* The reserved token ids of mtlab/tokenizer.h (decoder start = <bos>). */
 void mt_model_config_init_ids(mt_model_config *cfg);
 /* A token id key: absent or null keeps *id; HF writes some (eos_token_id) as lists, whose
@@ -221,7 +222,7 @@ int mt_model_config_token_id(const mt_config *c, const char *key, int *id);
 int mt_model_config_read_mtlab(mt_model_config *cfg, const mt_config *c);
 int mt_model_config_write_mtlab(const mt_model_config *cfg, mt_config *c, int with_dropout);
 
-/* ---- building (model.c) */
+/* ---- building, for the architectures' build functions (model_build.c) */
 /* Append a tensor to the table; returns its index. */
 int mt_model_add_tensor(mt_model *m, const char *name, int ndim, const int *shape, int decay,
                         int buffer);
@@ -233,12 +234,17 @@ mt_unit *mt_model_add_unit(mt_model *m, mt_stack *s, mt_unit_kind kind,
 /* Register a stack's final norm (name + ".weight" [+ ".bias"]). */
 void mt_model_add_final_norm(mt_model *m, mt_stack *s, mt_norm_kind norm, const char *name,
                              float eps);
-/* Allocate an empty model for cfg with its architecture's tables built, parameters zero. */
-mt_model *mt_model_new(const mt_model_config *cfg, const mt_backend *be);
 /* Host pointer of tensor i inside a host copy of the parameter block. */
 float *mt_model_host_tensor(const mt_model *m, float *host, int i);
 /* Write 1 to every norm gain (units and final norms) in a host block; biases stay 0. */
 void mt_model_init_norms(const mt_model *m, float *host);
+/* Point a stack's unit and final-norm parameter pointers (grads 0) or gradient pointers
+ * (grads 1) into block, a parameter-sized block. */
+void mt_model_bind_stack(mt_model *m, mt_stack *s, float *block, int grads);
+
+/* ---- the handle (model.c) */
+/* Allocate an empty model for cfg with its architecture's tables built, parameters zero. */
+mt_model *mt_model_new(const mt_model_config *cfg, const mt_backend *be);
 
 /* ---- units (unit.c) */
 /* Activation floats of a unit for B rows of T queries; self-attention attends over Tk keys
