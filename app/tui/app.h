@@ -153,9 +153,19 @@ void tui_handle_events(tui_app *a);
 /* keys and mouse (actions.c) */
 void tui_handle_key(tui_app *a, int key, int is_char);
 void tui_handle_mouse(tui_app *a);
+
+/* the message over the status line (notice.c) */
 void tui_notice(tui_app *a, const char *fmt, ...) MT_PRINTF(2, 3);
 
-/* themes (tui_main.c) */
+/* themes (theme_choice.c) */
+/* Collect themes/ *.theme into a->theme_names, sorted by name. */
+void tui_find_themes(tui_app *a);
+/* The theme to start with: want is a name in themes/, a file path or NULL (the default);
+ * *index receives its place in a->theme_names, -1 for the plain look. 0 or -1. */
+int tui_choose_theme(tui_app *a, const char *want, int *index);
+/* Start colours when the terminal has them (COLORS is known only after start_color). */
+tui_color_level tui_start_colors(void);
+/* Switch to theme index (a notice when its file no longer parses). 0 or -1. */
 int tui_apply_theme(tui_app *a, int index);
 
 /* the picker (picker.c) */
