@@ -40,6 +40,7 @@ typedef enum {
     MT_UNIT_GATED_MLP,
     MT_UNIT_MAMBA,
     MT_UNIT_RETENTION,  /* multi-scale retention (RetNet) */
+    MT_UNIT_KINDS       /* their number (the rows of unit.c's table) */
 } mt_unit_kind;
 
 typedef enum { MT_NORM_LAYER, MT_NORM_RMS } mt_norm_kind;
