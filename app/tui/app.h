@@ -1,7 +1,7 @@
 /* The workbench's state, owned by the UI thread: the editor, the model panes (each with its
  * worker), the overlays, the theme and the curses windows the layout gives. The files around
- * it each do one job: tui_main.c (the loop), terminal.c (curses, signals, crash handler),
- * actions.c (what keys do), events.c (what workers report), jobs.c (what gets translated),
+ * it each do one thing: tui_main.c (the loop), terminal.c (curses, signals, crash handler),
+ * actions.c (what keys do), events.c (what workers report), requests.c (what gets translated),
  * picker.c, draw*.c. */
 #ifndef MTLAB_TUI_APP_H
 #define MTLAB_TUI_APP_H
@@ -38,13 +38,13 @@ typedef struct {
     char *load_error;       /* the bundle could not be loaded: shown in the pane */
     int beam;               /* 1: greedy */
 
-    unsigned long job;      /* the job the pane shows; 0 before any */
+    unsigned long request;  /* the request the pane shows; 0 before any */
     int busy;
     char **hyps;            /* (n_hyps) each segment's hypothesis so far, malloc'd */
     unsigned char *final;   /* (n_hyps) 1 when the segment is finished */
     int n_hyps;
-    char *job_error;        /* the last job failed */
-    double seconds;         /* the last finished job's statistics */
+    char *request_error;    /* the last request failed */
+    double seconds;         /* the last finished request's statistics */
     size_t tokens, state_bytes;
     int have_stats;
     int scroll;             /* first text row shown */
@@ -95,7 +95,7 @@ typedef struct {
     int ascii;              /* --ascii: ASCII glyphs even in a UTF-8 locale */
 
     /* translation bookkeeping */
-    unsigned long next_job;
+    unsigned long next_request;
     unsigned long sent_version; /* the editor version last sent */
     double edit_time;       /* when the text last changed */
     tui_sent sent;
@@ -132,7 +132,7 @@ typedef struct {
 
 double tui_now(void);
 
-/* panes and jobs (jobs.c) */
+/* panes and requests (requests.c) */
 int tui_pane_add(tui_app *a, const char *dir, const char *device);
 void tui_pane_remove(tui_app *a, int index);
 tui_pane *tui_pane_by_id(tui_app *a, int id);
