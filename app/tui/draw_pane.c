@@ -11,7 +11,7 @@
 #include "tui/glyphs.h"
 #include "tui/marks.h"
 #include "tui/styled.h"
-#include "tui/utf8.h"
+#include "tui/columns.h"
 
 static const tui_glyphs *glyphs(const tui_app *a) { return tui_glyphs_for(a->utf8 && !a->ascii); }
 

@@ -18,7 +18,7 @@
 #include "tui/app.h"
 #include "tui/terminal.h"
 #include "tui/tui.h"
-#include "tui/utf8.h"
+#include "tui/columns.h"
 
 #define SPINNER_TICK_S 0.1
 
