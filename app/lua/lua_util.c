@@ -3,7 +3,7 @@
 
 #include <lauxlib.h>
 
-int lua_traceback_handler(lua_State *L)
+int mtlua_traceback(lua_State *L)
 {
     const char *msg = lua_tostring(L, 1);
     if (!msg) msg = luaL_tolstring(L, 1, NULL); /* error objects that are not strings */
@@ -11,9 +11,9 @@ int lua_traceback_handler(lua_State *L)
     return 1;
 }
 
-int lua_run_file(lua_State *L, const char *path, int nresults)
+int mtlua_run_file(lua_State *L, const char *path, int nresults)
 {
-    lua_pushcfunction(L, lua_traceback_handler);
+    lua_pushcfunction(L, mtlua_traceback);
     int handler = lua_gettop(L);
     if (luaL_loadfile(L, path) != LUA_OK) {
         mt_error("%s", lua_tostring(L, -1));

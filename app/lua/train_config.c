@@ -195,7 +195,7 @@ int train_config_load(mt_train_config *cfg, const char *path)
     if (!L) return mt_error("%s: cannot create a Lua state", path);
     luaL_openlibs(L);
     int rc = -1;
-    if (lua_run_file(L, path, 1) != 0) goto out;
+    if (mtlua_run_file(L, path, 1) != 0) goto out;
     if (lua_type(L, -1) != LUA_TTABLE) {
         mt_error("%s: the file must `return { ... }` a table of settings, it returned %s", path,
                  luaL_typename(L, -1));
