@@ -1,7 +1,8 @@
 /* The small helpers every search shares: the clock, cancellation, streaming, argmax and
  * log-sum-exp, scoring, filling and clearing a hypothesis, top-k. Below greedy.c, beam.c and
  * reference.c (which use them) and decode.c (which runs the searches); it calls none of them.
- * Letters: n sentences, K beams, V vocabulary, rows = live rows of the decoding state. */
+ * Letters (mtlab/backend.h): n sentences, K beams, V vocabulary, rows = live rows of the
+ * decoding state. */
 #include "decode/search.h"
 
 #include <math.h>

@@ -1,7 +1,8 @@
 /* What the searches share (search.c, beam_hyps.c): one decoding call's context, scoring,
  * streaming and the finished-hypothesis list of beam search. The searches themselves are in
  * searches.h; nothing here calls them.
- * Letters: n sentences, K beams, V vocabulary, rows = live rows of the decoding state. */
+ * Letters (mtlab/backend.h): n sentences, K beams, V vocabulary, rows = live rows of the
+ * decoding state. */
 #ifndef MTLAB_DECODE_SEARCH_H
 #define MTLAB_DECODE_SEARCH_H
 

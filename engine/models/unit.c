@@ -8,7 +8,7 @@
  * The Mamba mixer applies its dropout itself (after out_proj, MODELS.md 1.4 step 13).
  * What differs between the kinds of mixer is one row of function pointers each (UNIT_OPS at
  * the end of the file); the norm, dropout and residual code around them is shared.
- * Letters: B rows, T positions, N = B*T, C d_model, S source positions. */
+ * Letters (mtlab/backend.h): B rows, T positions, BT = B*T rows, C d_model, S source positions. */
 #include "models/model_internal.h"
 
 /* One kind of mixer: its sizes, tables, passes and caches. */
@@ -439,52 +439,52 @@ void mt_unit_params_point(mt_unit_kind kind, const mt_unit_config *cfg, mt_unit_
     UNIT_OPS[kind].params_point(cfg, p, base);
 }
 
-/* Work layout: mixer acts, pre (N, C), mean (N), rstd (N). */
+/* Work layout: mixer acts, pre (BT, C), mean (BT), rstd (BT). */
 size_t mt_unit_work_count(const mt_unit *u, int B, int T, int Tk, int S)
 {
-    size_t N = (size_t)B * T;
-    return UNIT_OPS[u->kind].acts_count(u, B, T, Tk, S) + N * (size_t)mt_unit_width(u) + 2 * N;
+    size_t BT = (size_t)B * T;
+    return UNIT_OPS[u->kind].acts_count(u, B, T, Tk, S) + BT * (size_t)mt_unit_width(u) + 2 * BT;
 }
 
 void mt_unit_work_point(const mt_unit *u, mt_unit_work *w, float *base, int B, int T, int Tk,
                         int S)
 {
-    size_t N = (size_t)B * T;
+    size_t BT = (size_t)B * T;
     const unit_ops *ops = &UNIT_OPS[u->kind];
     ops->acts_point(u, &w->a, base, B, T, Tk, S);
     float *p = base + ops->acts_count(u, B, T, Tk, S);
     w->pre = p;
-    p += N * (size_t)mt_unit_width(u);
+    p += BT * (size_t)mt_unit_width(u);
     w->mean = p;
-    w->rstd = p + N;
+    w->rstd = p + BT;
 }
 
-/* Scratch layout: dn (N, C), df (N, C), the mixer's activation gradients. */
+/* Scratch layout: dn (BT, C), df (BT, C), the mixer's activation gradients. */
 size_t mt_unit_scratch_count(const mt_unit *u, int B, int T, int S)
 {
-    size_t N = (size_t)B * T;
-    return 2 * N * (size_t)mt_unit_width(u) + UNIT_OPS[u->kind].acts_count(u, B, T, T, S);
+    size_t BT = (size_t)B * T;
+    return 2 * BT * (size_t)mt_unit_width(u) + UNIT_OPS[u->kind].acts_count(u, B, T, T, S);
 }
 
 static void norm_forward(const mt_backend *be, const mt_unit *u, float *out, float *mean,
-                         float *rstd, const float *x, size_t N)
+                         float *rstd, const float *x, size_t BT)
 {
     int C = mt_unit_width(u);
     if (u->norm == MT_NORM_LAYER)
-        mt_layernorm_forward(be, out, mean, rstd, x, u->norm_w, u->norm_b, N, C, u->eps);
+        mt_layernorm_forward(be, out, mean, rstd, x, u->norm_w, u->norm_b, BT, C, u->eps);
     else
-        mt_rmsnorm_forward(be, out, rstd, x, u->norm_w, N, C, u->eps);
+        mt_rmsnorm_forward(be, out, rstd, x, u->norm_w, BT, C, u->eps);
 }
 
 static void norm_backward(const mt_backend *be, mt_unit *u, float *dx, const float *dout,
-                          const float *x, const mt_unit_work *w, size_t N)
+                          const float *x, const mt_unit_work *w, size_t BT)
 {
     int C = mt_unit_width(u);
     if (u->norm == MT_NORM_LAYER)
         mt_layernorm_backward(be, dx, u->gnorm_w, u->gnorm_b, dout, x, u->norm_w, w->mean,
-                              w->rstd, N, C);
+                              w->rstd, BT, C);
     else
-        mt_rmsnorm_backward(be, dx, u->gnorm_w, dout, x, u->norm_w, w->rstd, N, C);
+        mt_rmsnorm_backward(be, dx, u->gnorm_w, dout, x, u->norm_w, w->rstd, BT, C);
 }
 
 static int dropping(const mt_dropout *drop) { return drop && drop->p > 0.0f; }
@@ -494,17 +494,17 @@ void mt_unit_forward(const mt_backend *be, const mt_unit *u, mt_unit_work *w, fl
                      const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop)
 {
     const unit_ops *ops = &UNIT_OPS[u->kind];
-    size_t N = (size_t)B * T, NC = N * (size_t)mt_unit_width(u);
+    size_t BT = (size_t)B * T, BTC = BT * (size_t)mt_unit_width(u);
     const float *in = x;
     float *f = u->post_norm ? w->pre : y;
     if (!u->post_norm) {
-        norm_forward(be, u, w->pre, w->mean, w->rstd, x, N);
+        norm_forward(be, u, w->pre, w->mean, w->rstd, x, BT);
         in = w->pre;
     }
     ops->forward(be, u, &w->a, f, in, mem, mask, mem_mask, B, T, S, drop);
-    if (!ops->own_dropout && dropping(drop)) mt_dropout_forward(be, f, f, NC, drop);
-    be->add(f, f, x, NC);
-    if (u->post_norm) norm_forward(be, u, y, w->mean, w->rstd, w->pre, N);
+    if (!ops->own_dropout && dropping(drop)) mt_dropout_forward(be, f, f, BTC, drop);
+    be->add(f, f, x, BTC);
+    if (u->post_norm) norm_forward(be, u, y, w->mean, w->rstd, w->pre, BT);
 }
 
 void mt_unit_backward(const mt_backend *be, mt_unit *u, const mt_unit_work *w, float *dy,
@@ -513,36 +513,36 @@ void mt_unit_backward(const mt_backend *be, mt_unit *u, const mt_unit_work *w, f
                       float *scratch)
 {
     const unit_ops *ops = &UNIT_OPS[u->kind];
-    size_t N = (size_t)B * T, NC = N * (size_t)mt_unit_width(u);
-    float *dn = scratch, *dfbuf = scratch + NC;
+    size_t BT = (size_t)B * T, BTC = BT * (size_t)mt_unit_width(u);
+    float *dn = scratch, *dfbuf = scratch + BTC;
     size_t n_da = ops->acts_count(u, B, T, T, S);
     mt_unit_acts da;
-    ops->acts_point(u, &da, scratch + 2 * NC, B, T, T, S);
-    be->memzero(scratch + 2 * NC, n_da * sizeof(float));
+    ops->acts_point(u, &da, scratch + 2 * BTC, B, T, T, S);
+    be->memzero(scratch + 2 * BTC, n_da * sizeof(float));
     int unit_drop = !ops->own_dropout && dropping(drop);
 
     if (!u->post_norm) {
         const float *df = dy;
         if (unit_drop) {
-            be->memzero(dfbuf, NC * sizeof(float));
-            mt_dropout_backward(be, dfbuf, dy, NC, drop);
+            be->memzero(dfbuf, BTC * sizeof(float));
+            mt_dropout_backward(be, dfbuf, dy, BTC, drop);
             df = dfbuf;
         }
-        be->memzero(dn, NC * sizeof(float));
+        be->memzero(dn, BTC * sizeof(float));
         ops->backward(be, u, &w->a, &da, dn, dmem, df, w->pre, mem, mask, mem_mask, B, T, S,
                       drop);
-        norm_backward(be, u, dy, dn, x, w, N);
+        norm_backward(be, u, dy, dn, x, w, BT);
     } else {
         float *ds = dn;
-        be->memzero(ds, NC * sizeof(float));
-        norm_backward(be, u, ds, dy, w->pre, w, N);
+        be->memzero(ds, BTC * sizeof(float));
+        norm_backward(be, u, ds, dy, w->pre, w, BT);
         const float *df = ds;
         if (unit_drop) {
-            be->memzero(dfbuf, NC * sizeof(float));
-            mt_dropout_backward(be, dfbuf, ds, NC, drop);
+            be->memzero(dfbuf, BTC * sizeof(float));
+            mt_dropout_backward(be, dfbuf, ds, BTC, drop);
             df = dfbuf;
         }
-        be->copy(dy, ds, NC * sizeof(float));
+        be->copy(dy, ds, BTC * sizeof(float));
         ops->backward(be, u, &w->a, &da, dy, dmem, df, x, mem, mask, mem_mask, B, T, S, drop);
     }
 }
@@ -569,15 +569,15 @@ void mt_unit_decode(const mt_backend *be, const mt_unit *u, mt_unit_work *w, mt_
                     const uint8_t *prompt_mask, const uint8_t *slot_mask,
                     const uint8_t *mem_mask, int B, int Tq, int first)
 {
-    size_t N = (size_t)B * Tq, NC = N * (size_t)mt_unit_width(u);
+    size_t BT = (size_t)B * Tq, BTC = BT * (size_t)mt_unit_width(u);
     const float *in = x;
     float *f = u->post_norm ? w->pre : y;
     if (!u->post_norm) {
-        norm_forward(be, u, w->pre, w->mean, w->rstd, x, N);
+        norm_forward(be, u, w->pre, w->mean, w->rstd, x, BT);
         in = w->pre;
     }
     UNIT_OPS[u->kind].decode(be, u, &w->a, c, f, in, key_mask, prompt_mask, slot_mask, mem_mask,
                              B, Tq, first);
-    be->add(f, f, x, NC);
-    if (u->post_norm) norm_forward(be, u, y, w->mean, w->rstd, w->pre, N);
+    be->add(f, f, x, BTC);
+    if (u->post_norm) norm_forward(be, u, y, w->mean, w->rstd, w->pre, BT);
 }
