@@ -11,6 +11,12 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+// Bind the calling thread to device index (< max_devices): its stream, memory pool and cuBLAS
+// handles (cuda_thread.cu). 0 when it was bound now, 1 when it already was (bf16_gemm is
+// updated), -1 with the reason in why (another device already bound, no such device, a
+// failed setup step).
+int cu_bind_thread(int index, int max_devices, int bf16_gemm, char *why, size_t why_len);
+
 // The calling thread's stream on the current device (created on first use).
 cudaStream_t cu_stream(void);
 
