@@ -97,6 +97,7 @@ run: deps
 
 test: deps
 	@$(MAKE) --no-print-directory test-build
+	@tests/check_cycles.sh $(REL)/libmtlab.a
 	@tests/run.sh $(REL)/tests $(SAN)/tests
 	@tests/e2e/run.sh ./$(BIN) $(E2E_TOOLS)
 
