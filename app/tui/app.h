@@ -2,7 +2,8 @@
  * worker), the overlays, the theme and the curses windows the layout gives. The files around
  * it each do one thing: tui_main.c (the loop), terminal.c (curses, signals, crash handler),
  * actions.c (what keys do), events.c (what workers report), requests.c (what gets translated),
- * picker.c, draw*.c. */
+ * theme_choice.c (which theme), notice.c (the message over the status line), picker.c,
+ * draw*.c. */
 #ifndef MTLAB_TUI_APP_H
 #define MTLAB_TUI_APP_H
 
