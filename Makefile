@@ -99,6 +99,7 @@ test: deps
 	@tests/check_layers.sh
 	@tests/check_docs.sh
 	@$(MAKE) --no-print-directory test-build
+	@tests/check_cycles.sh $(REL)/libmtlab.a
 	@tests/run.sh $(REL)/tests $(SAN)/tests
 	@$(MAKE) --no-print-directory test-lua
 	@tests/e2e/run.sh ./$(BIN) $(E2E_TOOLS)

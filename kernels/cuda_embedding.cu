@@ -3,7 +3,7 @@
 #include "cuda_ops.h"
 #include "cuda_rows.cuh"
 
-// out (N, C) = scale * table[ids[i]]
+// out (BT, C) = scale * table[ids[i]]
 __global__ void embedding_forward_kernel(float *out, const int32_t *ids, const float *table, size_t n, int C,
                                          float scale)
 {
@@ -17,17 +17,17 @@ __global__ void embedding_backward_kernel(float *dtable, const float *dout, cons
     CU_FOR_EACH(i, n) atomicAdd(dtable + (size_t)ids[i / C] * C + i % C, scale * dout[i]);
 }
 
-void cu_embedding_forward(float *out, const int32_t *ids, const float *table, size_t N, int C, float scale)
+void cu_embedding_forward(float *out, const int32_t *ids, const float *table, size_t BT, int C, float scale)
 {
-    size_t n = N * (size_t)C;
+    size_t n = BT * (size_t)C;
     if (!n) return;
     embedding_forward_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(out, ids, table, n, C, scale);
     cu_check(cudaGetLastError(), "embedding_forward_kernel");
 }
 
-void cu_embedding_backward(float *dtable, const float *dout, const int32_t *ids, size_t N, int C, float scale)
+void cu_embedding_backward(float *dtable, const float *dout, const int32_t *ids, size_t BT, int C, float scale)
 {
-    size_t n = N * (size_t)C;
+    size_t n = BT * (size_t)C;
     if (!n) return;
     embedding_backward_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(dtable, dout, ids, n, C, scale);
     cu_check(cudaGetLastError(), "embedding_backward_kernel");

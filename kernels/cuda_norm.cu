@@ -1,4 +1,4 @@
-// LayerNorm and RMSNorm over the last dimension of (N, C) on CUDA: one block per row, the
+// LayerNorm and RMSNorm over the last dimension of (BT, C) on CUDA: one block per row, the
 // statistics in double as the CPU computes them; the weight and bias gradients are column sums
 // (cuda_rows.cuh), recomputing the normalised value instead of storing it.
 #include "cuda_ops.h"
@@ -59,23 +59,23 @@ struct ln_dweight {
 };
 
 void cu_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *weight,
-                          const float *bias, size_t N, int C, float eps)
+                          const float *bias, size_t BT, int C, float eps)
 {
-    if (!N) return;
-    layernorm_forward_kernel<<<(unsigned)N, CU_ROW_THREADS, 0, cu_stream()>>>(out, mean, rstd, x, weight, bias, C, eps);
+    if (!BT) return;
+    layernorm_forward_kernel<<<(unsigned)BT, CU_ROW_THREADS, 0, cu_stream()>>>(out, mean, rstd, x, weight, bias, C, eps);
     cu_check(cudaGetLastError(), "layernorm_forward_kernel");
 }
 
 void cu_layernorm_backward(float *dx, float *dweight, float *dbias, const float *dout, const float *x,
-                           const float *weight, const float *mean, const float *rstd, size_t N, int C)
+                           const float *weight, const float *mean, const float *rstd, size_t BT, int C)
 {
-    if (!N) return;
+    if (!BT) return;
     if (dx) {
-        layernorm_backward_kernel<<<(unsigned)N, CU_ROW_THREADS, 0, cu_stream()>>>(dx, dout, x, weight, mean, rstd, C);
+        layernorm_backward_kernel<<<(unsigned)BT, CU_ROW_THREADS, 0, cu_stream()>>>(dx, dout, x, weight, mean, rstd, C);
         cu_check(cudaGetLastError(), "layernorm_backward_kernel");
     }
-    if (dweight) cu_column_sums(dweight, ln_dweight{dout, x, mean, rstd}, N, C);
-    if (dbias) cu_column_sums(dbias, cu_plain_rows{dout}, N, C);
+    if (dweight) cu_column_sums(dweight, ln_dweight{dout, x, mean, rstd}, BT, C);
+    if (dbias) cu_column_sums(dbias, cu_plain_rows{dout}, BT, C);
 }
 
 // rstd = 1 / sqrt(mean(x^2) + eps) ; out = x * rstd * weight
@@ -115,20 +115,20 @@ struct rms_dweight {
     }
 };
 
-void cu_rmsnorm_forward(float *out, float *rstd, const float *x, const float *weight, size_t N, int C, float eps)
+void cu_rmsnorm_forward(float *out, float *rstd, const float *x, const float *weight, size_t BT, int C, float eps)
 {
-    if (!N) return;
-    rmsnorm_forward_kernel<<<(unsigned)N, CU_ROW_THREADS, 0, cu_stream()>>>(out, rstd, x, weight, C, eps);
+    if (!BT) return;
+    rmsnorm_forward_kernel<<<(unsigned)BT, CU_ROW_THREADS, 0, cu_stream()>>>(out, rstd, x, weight, C, eps);
     cu_check(cudaGetLastError(), "rmsnorm_forward_kernel");
 }
 
 void cu_rmsnorm_backward(float *dx, float *dweight, const float *dout, const float *x, const float *weight,
-                         const float *rstd, size_t N, int C)
+                         const float *rstd, size_t BT, int C)
 {
-    if (!N) return;
+    if (!BT) return;
     if (dx) {
-        rmsnorm_backward_kernel<<<(unsigned)N, CU_ROW_THREADS, 0, cu_stream()>>>(dx, dout, x, weight, rstd, C);
+        rmsnorm_backward_kernel<<<(unsigned)BT, CU_ROW_THREADS, 0, cu_stream()>>>(dx, dout, x, weight, rstd, C);
         cu_check(cudaGetLastError(), "rmsnorm_backward_kernel");
     }
-    if (dweight) cu_column_sums(dweight, rms_dweight{dout, x, rstd}, N, C);
+    if (dweight) cu_column_sums(dweight, rms_dweight{dout, x, rstd}, BT, C);
 }

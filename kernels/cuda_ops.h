@@ -11,6 +11,12 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+// Bind the calling thread to device index (< max_devices): its stream, memory pool and cuBLAS
+// handles (cuda_thread.cu). 0 when it was bound now, 1 when it already was (bf16_gemm is
+// updated), -1 with the reason in why (another device already bound, no such device, a
+// failed setup step).
+int cu_bind_thread(int index, int max_devices, int bf16_gemm, char *why, size_t why_len);
+
 // The calling thread's stream on the current device (created on first use).
 cudaStream_t cu_stream(void);
 
@@ -92,17 +98,17 @@ void cu_index_select(float *out, const float *src, const int32_t *idx, int n_idx
 void cu_softmax(float *out, const float *x, size_t rows, int cols);
 void cu_log_softmax(float *out, const float *x, size_t rows, int cols);
 void cu_layernorm_forward(float *out, float *mean, float *rstd, const float *x,
-                          const float *weight, const float *bias, size_t N, int C, float eps);
+                          const float *weight, const float *bias, size_t BT, int C, float eps);
 void cu_layernorm_backward(float *dx, float *dweight, float *dbias, const float *dout,
                            const float *x, const float *weight, const float *mean,
-                           const float *rstd, size_t N, int C);
-void cu_rmsnorm_forward(float *out, float *rstd, const float *x, const float *weight, size_t N,
+                           const float *rstd, size_t BT, int C);
+void cu_rmsnorm_forward(float *out, float *rstd, const float *x, const float *weight, size_t BT,
                         int C, float eps);
 void cu_rmsnorm_backward(float *dx, float *dweight, const float *dout, const float *x,
-                         const float *weight, const float *rstd, size_t N, int C);
-void cu_embedding_forward(float *out, const int32_t *ids, const float *table, size_t N, int C,
+                         const float *weight, const float *rstd, size_t BT, int C);
+void cu_embedding_forward(float *out, const int32_t *ids, const float *table, size_t BT, int C,
                           float scale);
-void cu_embedding_backward(float *dtable, const float *dout, const int32_t *ids, size_t N, int C,
+void cu_embedding_backward(float *dtable, const float *dout, const int32_t *ids, size_t BT, int C,
                            float scale);
 void cu_sinusoid_fill(float *table, int P, int C);
 void cu_positions_add(float *out, const float *table, int B, int T, int C, int pos0);
@@ -112,10 +118,10 @@ void cu_rope_forward(float *x, const int32_t *pos, int B, int T, int H, int Dh, 
 void cu_rope_backward(float *dx, const int32_t *pos, int B, int T, int H, int Dh, int rot_dim,
                       int pos0, const float *inv_freq, int interleaved);
 void cu_cross_entropy_forward(float *losses, float *lse, const float *logits,
-                              const int32_t *targets, size_t N, int V, int ignore_index,
+                              const int32_t *targets, size_t BT, int V, int ignore_index,
                               float smoothing);
 void cu_cross_entropy_backward(float *dlogits, const float *logits, const float *lse,
-                               const int32_t *targets, size_t N, int V, int ignore_index,
+                               const int32_t *targets, size_t BT, int V, int ignore_index,
                                float smoothing, float scale);
 void cu_dropout_forward(float *out, const float *x, size_t n, float p, uint64_t seed,
                         uint64_t step, uint32_t site);

@@ -45,20 +45,20 @@ __global__ void cross_entropy_backward_kernel(float *dlogits, const float *logit
     }
 }
 
-void cu_cross_entropy_forward(float *losses, float *lse, const float *logits, const int32_t *targets, size_t N,
+void cu_cross_entropy_forward(float *losses, float *lse, const float *logits, const int32_t *targets, size_t BT,
                               int V, int ignore_index, float smoothing)
 {
-    if (!N) return;
-    cross_entropy_forward_kernel<<<(unsigned)N, CU_ROW_THREADS, 0, cu_stream()>>>(losses, lse, logits, targets, V,
+    if (!BT) return;
+    cross_entropy_forward_kernel<<<(unsigned)BT, CU_ROW_THREADS, 0, cu_stream()>>>(losses, lse, logits, targets, V,
                                                                                  ignore_index, smoothing);
     cu_check(cudaGetLastError(), "cross_entropy_forward_kernel");
 }
 
 void cu_cross_entropy_backward(float *dlogits, const float *logits, const float *lse, const int32_t *targets,
-                               size_t N, int V, int ignore_index, float smoothing, float scale)
+                               size_t BT, int V, int ignore_index, float smoothing, float scale)
 {
-    if (!N) return;
-    cross_entropy_backward_kernel<<<(unsigned)N, CU_ROW_THREADS, 0, cu_stream()>>>(dlogits, logits, lse, targets, V,
+    if (!BT) return;
+    cross_entropy_backward_kernel<<<(unsigned)BT, CU_ROW_THREADS, 0, cu_stream()>>>(dlogits, logits, lse, targets, V,
                                                                                   ignore_index, smoothing, scale);
     cu_check(cudaGetLastError(), "cross_entropy_backward_kernel");
 }

@@ -1,6 +1,6 @@
 /* Lua table -> mt_train_config, driven by two key tables (run settings, model overrides). */
 #include "lua/train_config.h"
-#include "lua/lua_util.h"
+#include "lua/mtlab_lua.h"
 #include "mtlab/error.h"
 
 #include <lauxlib.h>
@@ -195,7 +195,11 @@ int train_config_load(mt_train_config *cfg, const char *path)
     if (!L) return mt_error("%s: cannot create a Lua state", path);
     luaL_openlibs(L);
     int rc = -1;
-    if (lua_run_file(L, path, 1) != 0) goto out;
+    if (mtlab_lua_dofile(L, path, 0) != LUA_OK) {
+        mt_error("%s", lua_tostring(L, -1));
+        goto out;
+    }
+    lua_settop(L, 1); /* the chunk's first result (nil when it returns nothing) */
     if (lua_type(L, -1) != LUA_TTABLE) {
         mt_error("%s: the file must `return { ... }` a table of settings, it returned %s", path,
                  luaL_typename(L, -1));

@@ -3,14 +3,12 @@
 #include "plot/plot_internal.h"
 
 #include "mtlab/error.h"
-#include "tui/utf8.h"
+#include "tui/columns.h"
 
-#include <errno.h>
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 static char *dup_or_empty(const char *s) { return mt_xstrdup(s ? s : ""); }
 
@@ -417,33 +415,4 @@ void plot_format_value(char *buf, size_t n, double v)
 {
     if (isnan(v)) snprintf(buf, n, "n/a");
     else snprintf(buf, n, "%.4g", v);
-}
-
-/* ---------------------------------------------------------------- files */
-
-int plot_save(const plot *p, const char *path, int width_px, int height_px)
-{
-    const char *base = strrchr(path, '/');
-    const char *dot = strrchr(base ? base : path, '.');
-    if (!dot || !dot[1])
-        return mt_error("%s: no file type (name it .svg, .png or .csv)", path);
-    if (!strcasecmp(dot, ".csv")) {
-        FILE *f = fopen(path, "w");
-        if (!f) return mt_error("%s: cannot write: %s", path, strerror(errno));
-        int rc = plot_csv_write(p, f);
-        if (fclose(f) != 0 && rc == 0) rc = mt_error("%s: %s", path, strerror(errno));
-        if (rc) {
-            mt_error_context("%s", path);
-            remove(path);
-        }
-        return rc;
-    }
-    int png = !strcasecmp(dot, ".png");
-    if (!png && strcasecmp(dot, ".svg"))
-        return mt_error("%s: unknown plot file type '%s' (use .svg, .png or .csv)", path, dot);
-    char what[160];
-    if (width_px < 64 || height_px < 48 || width_px > 16384 || height_px > 16384)
-        return mt_error("%s: %d x %d pixels is not a usable image size (64x48 .. 16384x16384)",
-                        plot_describe(p, what, sizeof what), width_px, height_px);
-    return plot_cairo_save(p, path, png, width_px, height_px);
 }

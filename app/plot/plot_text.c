@@ -9,8 +9,8 @@
 #include "plot/plot_internal.h"
 
 #include "mtlab/error.h"
+#include "tui/columns.h"
 #include "tui/theme.h"
-#include "tui/utf8.h"
 
 #include <errno.h>
 #include <math.h>

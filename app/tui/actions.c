@@ -1,23 +1,11 @@
 /* What keys and mouse buttons do: every input becomes an action through the key table
  * (keys.c), then one switch applies it. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mtlab/clock.h"
 #include "tui/app.h"
-
-void tui_notice(tui_app *a, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(a->notice, sizeof a->notice, fmt, ap);
-    va_end(ap);
-    a->notice_until = mt_now_s() + 6.0;
-    tui_log_add(&a->log, TUI_LOG_WARN, "%s", a->notice);
-    a->dirty = 1;
-}
 
 static unsigned pane_context(const tui_pane *p)
 {

@@ -1,8 +1,9 @@
 /* The workbench's state, owned by the UI thread: the editor, the model panes (each with its
  * worker), the overlays, the theme and the curses windows the layout gives. The files around
- * it each do one job: tui_main.c (the loop), terminal.c (curses, signals, crash handler),
- * actions.c (what keys do), events.c (what workers report), jobs.c (what gets translated),
- * picker.c, draw*.c. */
+ * it each do one thing: tui_main.c (the loop), terminal.c (curses, signals, crash handler),
+ * actions.c (what keys do), events.c (what workers report), requests.c (what gets translated),
+ * theme_choice.c (which theme), notice.c (the message over the status line), picker.c,
+ * draw*.c. */
 #ifndef MTLAB_TUI_APP_H
 #define MTLAB_TUI_APP_H
 
@@ -15,11 +16,11 @@
 #include "tui/keys.h"
 #include "tui/layout.h"
 #include "tui/log.h"
+#include "tui/pane_worker.h"
 #include "tui/queue.h"
 #include "tui/theme.h"
 #include "tui/theme_curses.h"
 #include "tui/tui.h"
-#include "tui/worker.h"
 
 #define TUI_DEBOUNCE_S 0.5
 #define TUI_DEFAULT_THEME "dark"
@@ -38,13 +39,13 @@ typedef struct {
     char *load_error;       /* the bundle could not be loaded: shown in the pane */
     int beam;               /* 1: greedy */
 
-    unsigned long job;      /* the job the pane shows; 0 before any */
+    unsigned long request;  /* the request the pane shows; 0 before any */
     int busy;
     char **hyps;            /* (n_hyps) each segment's hypothesis so far, malloc'd */
     unsigned char *final;   /* (n_hyps) 1 when the segment is finished */
     int n_hyps;
-    char *job_error;        /* the last job failed */
-    double seconds;         /* the last finished job's statistics */
+    char *request_error;    /* the last request failed */
+    double seconds;         /* the last finished request's statistics */
     size_t tokens, state_bytes;
     int have_stats;
     int scroll;             /* first text row shown */
@@ -95,7 +96,7 @@ typedef struct {
     int ascii;              /* --ascii: ASCII glyphs even in a UTF-8 locale */
 
     /* translation bookkeeping */
-    unsigned long next_job;
+    unsigned long next_request;
     unsigned long sent_version; /* the editor version last sent */
     double edit_time;       /* when the text last changed */
     tui_sent sent;
@@ -130,7 +131,7 @@ typedef struct {
     int quit;
 } tui_app;
 
-/* panes and jobs (jobs.c) */
+/* panes and requests (requests.c) */
 int tui_pane_add(tui_app *a, const char *dir, const char *device);
 void tui_pane_remove(tui_app *a, int index);
 tui_pane *tui_pane_by_id(tui_app *a, int id);
@@ -151,9 +152,19 @@ void tui_handle_events(tui_app *a);
 /* keys and mouse (actions.c) */
 void tui_handle_key(tui_app *a, int key, int is_char);
 void tui_handle_mouse(tui_app *a);
+
+/* the message over the status line (notice.c) */
 void tui_notice(tui_app *a, const char *fmt, ...) MT_PRINTF(2, 3);
 
-/* themes (tui_main.c) */
+/* themes (theme_choice.c) */
+/* Collect themes/ *.theme into a->theme_names, sorted by name. */
+void tui_find_themes(tui_app *a);
+/* The theme to start with: want is a name in themes/, a file path or NULL (the default);
+ * *index receives its place in a->theme_names, -1 for the plain look. 0 or -1. */
+int tui_choose_theme(tui_app *a, const char *want, int *index);
+/* Start colours when the terminal has them (COLORS is known only after start_color). */
+tui_color_level tui_start_colors(void);
+/* Switch to theme index (a notice when its file no longer parses). 0 or -1. */
 int tui_apply_theme(tui_app *a, int index);
 
 /* the picker (picker.c) */

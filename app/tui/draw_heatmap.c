@@ -17,7 +17,7 @@
 #include "tui/app.h"
 #include "tui/glyphs.h"
 #include "tui/styled.h"
-#include "tui/utf8.h"
+#include "tui/columns.h"
 
 enum { LABEL_W = 8, LEGEND_STEPS = 16 };
 

@@ -12,7 +12,7 @@
 #include "tui/glyphs.h"
 #include "tui/marks.h"
 #include "tui/styled.h"
-#include "tui/utf8.h"
+#include "tui/columns.h"
 
 static const tui_glyphs *glyphs(const tui_app *a) { return tui_glyphs_for(a->utf8 && !a->ascii); }
 
@@ -83,7 +83,7 @@ static void draw_state(tui_app *a, tui_pane *p, WINDOW *w, int stats_end)
     tui_meaning m = TUI_C_BUSY;
     if (p->load_error) snprintf(s, sizeof s, " not loaded "), m = TUI_C_ERROR;
     else if (!p->loaded) snprintf(s, sizeof s, " loading %s ", spin);
-    else if (p->job_error) snprintf(s, sizeof s, " %sfailed ", search), m = TUI_C_ERROR;
+    else if (p->request_error) snprintf(s, sizeof s, " %sfailed ", search), m = TUI_C_ERROR;
     else if (p->busy) {
         int done = 0;
         for (int i = 0; i < p->n_hyps; i++) done += p->final[i];
@@ -131,8 +131,8 @@ void tui_draw_pane(tui_app *a, int index, WINDOW *w)
         draw_message(w, &a->palette, "loading the bundle...", TUI_C_DIM);
         return;
     }
-    if (p->job_error) {
-        draw_message(w, &a->palette, p->job_error, TUI_C_ERROR);
+    if (p->request_error) {
+        draw_message(w, &a->palette, p->request_error, TUI_C_ERROR);
         return;
     }
     if (p->view == TUI_VIEW_HEATMAP) {

@@ -1,5 +1,5 @@
-/* What the workers report, applied to the panes on the UI thread. Events of a job the pane no
- * longer shows (the text changed since) are dropped. */
+/* What the workers report, applied to the panes on the UI thread. Events of a request the
+ * pane no longer shows (the text changed since) are dropped. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,7 +41,7 @@ static void take_probe(tui_app *a, tui_pane *p, tui_event *ev)
     p->heat_row0 = 0;
 }
 
-static void job_event(tui_app *a, tui_pane *p, tui_event *ev)
+static void request_event(tui_app *a, tui_pane *p, tui_event *ev)
 {
     switch (ev->kind) {
     case TUI_EV_PARTIAL:
@@ -71,9 +71,9 @@ static void job_event(tui_app *a, tui_pane *p, tui_event *ev)
     case TUI_EV_FAILED:
         p->busy = 0;
         p->probe_pending = 0;
-        free(p->job_error);
-        p->job_error = mt_xstrdup(ev->text ? ev->text : "translation failed");
-        tui_log_add(&a->log, TUI_LOG_ERROR, "%s: %s", p->name, p->job_error);
+        free(p->request_error);
+        p->request_error = mt_xstrdup(ev->text ? ev->text : "translation failed");
+        tui_log_add(&a->log, TUI_LOG_ERROR, "%s: %s", p->name, p->request_error);
         break;
     case TUI_EV_PROBE:
     case TUI_EV_PROBE_FAILED:
@@ -102,7 +102,7 @@ void tui_handle_events(tui_app *a)
                 tui_log_add(&a->log, TUI_LOG_ERROR, "%s", p->load_error);
                 break;
             default:
-                if (ev->job == p->job) job_event(a, p, ev);
+                if (ev->request == p->request) request_event(a, p, ev);
                 break;
             }
         }

@@ -33,12 +33,12 @@ void tui_queue_destroy(tui_queue *q)
     pthread_mutex_destroy(&q->lock);
 }
 
-tui_event *tui_event_new(tui_event_kind kind, int pane_id, unsigned long job)
+tui_event *tui_event_new(tui_event_kind kind, int pane_id, unsigned long request)
 {
     tui_event *ev = mt_xcalloc(1, sizeof *ev);
     ev->kind = kind;
     ev->pane_id = pane_id;
-    ev->job = job;
+    ev->request = request;
     ev->segment = -1;
     return ev;
 }

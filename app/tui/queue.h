@@ -14,8 +14,8 @@ typedef enum {
     TUI_EV_LOAD_FAILED,/* text: why */
     TUI_EV_PARTIAL,    /* segment's hypothesis so far (text) */
     TUI_EV_SEGMENT,    /* segment finished (text: its final translation) */
-    TUI_EV_DONE,       /* the job finished (or was cancelled): statistics */
-    TUI_EV_FAILED,     /* the job failed: text says why (segment: the input at fault or -1) */
+    TUI_EV_DONE,       /* the request finished (or was cancelled): statistics */
+    TUI_EV_FAILED,     /* the request failed: text says why (segment: the input at fault or -1) */
     TUI_EV_PROBE,      /* probe record for segment (probe owned by the event) */
     TUI_EV_PROBE_FAILED,
 } tui_event_kind;
@@ -27,7 +27,7 @@ typedef mt_labelled_probe tui_probe;
 typedef struct tui_event {
     tui_event_kind kind;
     int pane_id;          /* the worker's pane */
-    unsigned long job;    /* the job it belongs to; stale jobs are ignored */
+    unsigned long request; /* the request it belongs to; stale requests are ignored */
     int segment;
     char *text;           /* malloc'd or NULL */
     char info[160];       /* TUI_EV_LOADED: "mamba, 7.52M params, cpu" */
@@ -50,8 +50,8 @@ typedef struct {
 int tui_queue_init(tui_queue *q);
 /* Frees any events left. */
 void tui_queue_destroy(tui_queue *q);
-/* A zeroed event with kind, pane and job set (malloc'd; text may be set by the caller). */
-tui_event *tui_event_new(tui_event_kind kind, int pane_id, unsigned long job);
+/* A zeroed event with kind, pane and request set (malloc'd; text may be set by the caller). */
+tui_event *tui_event_new(tui_event_kind kind, int pane_id, unsigned long request);
 void tui_event_free(tui_event *ev);
 /* Append (thread-safe); the queue owns ev afterwards. */
 void tui_queue_push(tui_queue *q, tui_event *ev);

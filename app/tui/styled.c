@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "mtlab/error.h"
-#include "tui/utf8.h"
+#include "tui/columns.h"
 
 void tui_styled_init(tui_styled *s)
 {

@@ -1,7 +1,7 @@
 /* The finished hypotheses of one sentence in beam search: the K best by length-normalised
  * score, with the worst of them at hand for the stopping test (Hugging Face BeamHypotheses,
  * early_stopping = False). */
-#include "decode/decode_internal.h"
+#include "decode/search.h"
 
 #include <math.h>
 #include <stdlib.h>

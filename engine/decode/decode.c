@@ -1,6 +1,6 @@
 /* mt_decode: option checks, length limits, prompts, the decoding state and its prefill, then
- * greedy.c or beam.c. Also the small helpers both searches share. */
-#include "decode/decode_internal.h"
+ * greedy.c or beam.c (searches.h). The helpers both searches share are in search.c. */
+#include "decode/searches.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -21,90 +21,12 @@ void mt_decode_opts_init(mt_decode_opts *o)
     o->length_penalty = 1.0f;
 }
 
-void mt_hypothesis_clear(mt_hypothesis *h)
-{
-    free(h->ids);
-    free(h->text);
-    memset(h, 0, sizeof *h);
-}
-
 void mt_decode_result_free(mt_decode_result *r)
 {
     for (int i = 0; i < r->n; i++) mt_hypothesis_clear(&r->hyps[i]);
     free(r->hyps);
     r->hyps = NULL;
     r->n = 0;
-}
-
-int mt_decode_cancelled(const mt_decode_ctx *c)
-{
-    return c->o->cancel && atomic_load(c->o->cancel) != 0;
-}
-
-void mt_decode_emit(const mt_decode_ctx *c, int sentence, const int32_t *tokens, int n_tokens,
-                    int final)
-{
-    if (!c->o->on_token) return;
-    mt_decode_event ev = {
-        .sentence = sentence,
-        .tokens = tokens,
-        .n_tokens = n_tokens,
-        .token = n_tokens > 0 ? tokens[n_tokens - 1] : -1,
-        .final = final,
-    };
-    c->o->on_token(c->o->user, &ev);
-}
-
-int32_t mt_argmax(const float *x, int V, int skip)
-{
-    int32_t best = skip == 0 ? 1 : 0;
-    for (int v = best + 1; v < V; v++)
-        if (v != skip && x[v] > x[best]) best = v;
-    return best;
-}
-
-/* lse = max + log(sum exp(x - max)), so no term overflows */
-double mt_logsumexp(const float *x, int V, int skip)
-{
-    double mx = x[mt_argmax(x, V, skip)], sum = 0.0;
-    for (int v = 0; v < V; v++)
-        if (v != skip) sum += exp((double)x[v] - mx);
-    return mx + log(sum);
-}
-
-double mt_decode_score(double logprob, int gen_len, float length_penalty)
-{
-    if (gen_len <= 0) return 0.0;
-    return logprob / pow((double)gen_len, (double)length_penalty);
-}
-
-void mt_hypothesis_set(mt_hypothesis *h, const int32_t *ids, int n_ids, double logprob,
-                       int finished, float length_penalty, double seconds)
-{
-    free(h->ids);
-    h->ids = NULL;
-    if (n_ids > 0) {
-        h->ids = mt_xmalloc((size_t)n_ids * sizeof *h->ids);
-        memcpy(h->ids, ids, (size_t)n_ids * sizeof *h->ids);
-    }
-    h->n_ids = n_ids;
-    h->logprob = logprob;
-    h->finished = finished;
-    h->score = mt_decode_score(logprob, n_ids + finished, length_penalty);
-    h->seconds = seconds;
-}
-
-void mt_topk_push(mt_scored *top, int *n, int k, double score, long index)
-{
-    /* strictly better than the last kept one, or room left: ties keep the earlier index */
-    if (*n == k && !(score > top[k - 1].score)) return;
-    int i = *n < k ? (*n)++ : k - 1;
-    while (i > 0 && score > top[i - 1].score) {
-        top[i] = top[i - 1];
-        i--;
-    }
-    top[i].score = score;
-    top[i].index = index;
 }
 
 int mt_decode_max_new(const mt_model *m, int src_len, const mt_decode_opts *o)
@@ -128,8 +50,10 @@ int mt_decode_max_new(const mt_model *m, int src_len, const mt_decode_opts *o)
     return n;
 }
 
-void mt_decode_prompts(const mt_model *m, const int32_t *const *src, const int *src_len, int n,
-                       mt_batch *b, int32_t **ids, int32_t **srcbuf)
+/* The prompt batch of n sources (see decode.h): ids (n, T) and, for encoder-decoder models,
+ * src (n, S). The arrays are malloc'd into *ids and *srcbuf (NULL when unused). */
+static void build_prompts(const mt_model *m, const int32_t *const *src, const int *src_len, int n,
+                          mt_batch *b, int32_t **ids, int32_t **srcbuf)
 {
     const mt_model_config *cfg = mt_model_get_config(m);
     int longest = 0;
@@ -173,11 +97,13 @@ void mt_decode_prompts(const mt_model *m, const int32_t *const *src, const int *
     *ids = d;
 }
 
-int mt_decode_start(mt_decode_ctx *c, const int32_t *const *src, const int *src_len)
+/* Build the prompts of the n sources, allocate the state and prefill it: c->logits rows
+ * 0..n-1 then hold each sentence's first next-token logits. 0 or -1. */
+static int decode_start(mt_decode_ctx *c, const int32_t *const *src, const int *src_len)
 {
     mt_batch b;
     int32_t *ids, *srcbuf;
-    mt_decode_prompts(c->m, src, src_len, c->n, &b, &ids, &srcbuf);
+    build_prompts(c->m, src, src_len, c->n, &b, &ids, &srcbuf);
     /* the last generated token is never fed back: T + max_new - 1 positions */
     int max_T = b.T + c->max_new_all - 1;
     int max_S = mt_model_is_encdec(c->m) ? b.S : 0;
@@ -250,7 +176,7 @@ int mt_decode(mt_model *m, const int32_t *const *src, const int *src_len, int n,
         for (int i = 0; i < n; i++) mt_decode_emit(&c, i, NULL, 0, 1);
         rc = 0;
     } else {
-        rc = mt_decode_start(&c, src, src_len);
+        rc = decode_start(&c, src, src_len);
         if (rc == 0) rc = c.K == 1 ? mt_decode_greedy_run(&c) : mt_decode_beam_run(&c);
     }
     mt_decode_state_free(c.st);

@@ -3,7 +3,7 @@
  * position's logits. Beam search keeps every finished hypothesis in a plain list and ranks
  * candidates with qsort, a deliberately different bookkeeping from beam.c's, with the same
  * semantics (decode.h). Tests hold greedy.c and beam.c to these. */
-#include "decode/decode_internal.h"
+#include "decode/search.h"
 
 #include <math.h>
 #include <stdlib.h>

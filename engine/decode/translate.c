@@ -1,7 +1,7 @@
 /* Text in, text out: encode with the tokenizer and check every source before decoding any,
  * sort the sentences by length so each batch pads little, decode batch by batch (mt_decode),
  * put the results back in input order and decode their ids to text. */
-#include "decode/decode_internal.h"
+#include "decode/search.h"
 
 #include <stdlib.h>
 #include <string.h>

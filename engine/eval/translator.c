@@ -1,5 +1,6 @@
-/* The system-independent half of mtlab/translator.h: choosing a system by name, checking the
- * batch, timing it and counting its tokens. */
+/* The system-independent half of mtlab/translator.h: the handle every system is wrapped in,
+ * checking the batch, timing it and counting its tokens. The systems (apertium.c,
+ * translator_bundle.c) build on this file; translator_open.c chooses one by name. */
 #include "eval/codepoints.h"
 #include "mtlab/buckets.h"
 #include "mtlab/clock.h"
@@ -8,9 +9,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-
-#define APERTIUM_PREFIX "apertium:"
 
 struct mt_translator {
     char *name;
@@ -31,19 +29,6 @@ mt_translator *mt_translator_wrap(const char *name, const mt_translator_impl *im
     t->impl = impl;
     t->self = self;
     return t;
-}
-
-mt_translator *mt_translator_open(const char *name, const mt_translate_opts *opts)
-{
-    mt_translate_opts defaults = mt_translate_defaults();
-    if (!opts) opts = &defaults;
-    if (!strncmp(name, APERTIUM_PREFIX, strlen(APERTIUM_PREFIX)))
-        return mt_apertium_open(name + strlen(APERTIUM_PREFIX), opts);
-    struct stat st;
-    if (stat(name, &st) == 0 && S_ISDIR(st.st_mode)) return mt_bundle_translator_open(name, opts);
-    mt_error("%s: not a system: give a model bundle directory or apertium:MODE (e.g. apertium:spa-eng)",
-             name);
-    return NULL;
 }
 
 void mt_translator_close(mt_translator *t)

@@ -1,5 +1,8 @@
+/* Element types and shapes as names and text: the vocabulary the safetensors reader, the
+ * tensor accessors and the writer all use in their checks and messages. */
 #include "mtlab/safetensors.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const struct {
@@ -28,4 +31,13 @@ int mt_dtype_from_name(const char *name, mt_dtype *out)
         }
     }
     return -1;
+}
+
+char *mt_st_shape_text(char *buf, size_t len, int ndim, const int64_t *shape)
+{
+    size_t used = (size_t)snprintf(buf, len, "(");
+    for (int d = 0; d < ndim && used < len; d++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%lld", d ? ", " : "", (long long)shape[d]);
+    if (used < len) snprintf(buf + used, len - used, ")");
+    return buf;
 }

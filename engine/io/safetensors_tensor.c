@@ -5,17 +5,7 @@
 #include "math/half.h"
 #include "mtlab/error.h"
 
-#include <stdio.h>
 #include <string.h>
-
-char *mt_st_shape_text(char *buf, size_t len, int ndim, const int64_t *shape)
-{
-    size_t used = (size_t)snprintf(buf, len, "(");
-    for (int d = 0; d < ndim && used < len; d++)
-        used += (size_t)snprintf(buf + used, len - used, "%s%lld", d ? ", " : "", (long long)shape[d]);
-    if (used < len) snprintf(buf + used, len - used, ")");
-    return buf;
-}
 
 /* Elements are copied out with memcpy: the format does not align them. */
 void mt_st_tensor_to_f32(const mt_st_tensor *t, float *out)

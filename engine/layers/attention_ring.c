@@ -1,9 +1,9 @@
 /* Sliding-window attention decoding with a ring of keys and values (mtlab/layers.h): the
- * state of a windowed attention layer stays R = window + 1 positions long however long the
+ * state of a windowed attention layer stays Tr = window + 1 positions long however long the
  * decode runs, like Mamba's conv and ssm state.
- *   prefill: the windowed causal forward over the prompt, then ring[p % R] = k_p, v_p for
- *            the last R prompt positions
- *   step:    ring[len % R] = k, v of the new token; attend over the filled slots */
+ *   prefill: the windowed causal forward over the prompt, then ring[p % Tr] = k_p, v_p for
+ *            the last Tr prompt positions
+ *   step:    ring[len % Tr] = k, v of the new token; attend over the filled slots */
 #include "mtlab/error.h"
 #include "mtlab/layers.h"
 
@@ -46,7 +46,7 @@ int mt_attention_ring_decode(const mt_backend *be, float *out, mt_attn_acts *a, 
                              const uint8_t *slot_mask, const mt_attn_params *p,
                              const mt_attn_config *cfg, int B, int Tq)
 {
-    int C = cfg->C, R = cache->Tmax;
+    int C = cfg->C, Tr = cache->Tmax;
     size_t rows = (size_t)B * Tq;
     if (cache->len == 0) {
         project(be, a, x, p, cfg, B, Tq, 0);
@@ -56,9 +56,9 @@ int mt_attention_ring_decode(const mt_backend *be, float *out, mt_attn_acts *a, 
         d.key_mask = prompt_mask;
         be->attention_forward(a->ctx, a->att, a->q, a->k, a->v, &d);
         mt_linear_forward(be, out, a->ctx, p->o_w, p->o_b, rows, C, C);
-        /* the last min(Tq, R) positions, wrapping once at the end of the ring */
-        int first = Tq > R ? Tq - R : 0, n = Tq - first, slot = first % R;
-        int n1 = n < R - slot ? n : R - slot;
+        /* the last min(Tq, Tr) positions, wrapping once at the end of the ring */
+        int first = Tq > Tr ? Tq - Tr : 0, n = Tq - first, slot = first % Tr;
+        int n1 = n < Tr - slot ? n : Tr - slot;
         ring_put(be, cache, a, C, B, Tq, first, slot, n1);
         if (n > n1) ring_put(be, cache, a, C, B, Tq, first + n1, 0, n - n1);
         cache->len = Tq;
@@ -68,24 +68,24 @@ int mt_attention_ring_decode(const mt_backend *be, float *out, mt_attn_acts *a, 
         return mt_error("attention ring decode: %d new positions after a prefill (one per step)",
                         Tq);
     project(be, a, x, p, cfg, B, 1, cache->len);
-    ring_put(be, cache, a, C, B, 1, 0, cache->len % R, 1);
+    ring_put(be, cache, a, C, B, 1, 0, cache->len % Tr, 1);
     cache->len++;
-    mt_attn_desc d = ring_desc(cfg, B, 1, cache->len < R ? cache->len : R);
-    d.kv_bstride = (size_t)R * C;
+    mt_attn_desc d = ring_desc(cfg, B, 1, cache->len < Tr ? cache->len : Tr);
+    d.kv_bstride = (size_t)Tr * C;
     d.key_mask = slot_mask;
-    d.mask_bstride = (size_t)R;
+    d.mask_bstride = (size_t)Tr;
     be->attention_forward(a->ctx, a->att, a->q, cache->k, cache->v, &d);
     mt_linear_forward(be, out, a->ctx, p->o_w, p->o_b, rows, C, C);
     return 0;
 }
 
 void mt_kv_ring_slot_mask(uint8_t *slot_mask, const uint8_t *key_mask, int key_ld, int B,
-                          int len, int R)
+                          int len, int Tr)
 {
     for (int b = 0; b < B; b++) {
-        uint8_t *row = slot_mask + (size_t)b * R;
-        for (int s = 0; s < R; s++) row[s] = 0;
-        for (int pos = len > R ? len - R : 0; pos < len; pos++)
-            row[pos % R] = key_mask[(size_t)b * key_ld + pos] != 0;
+        uint8_t *row = slot_mask + (size_t)b * Tr;
+        for (int s = 0; s < Tr; s++) row[s] = 0;
+        for (int pos = len > Tr ? len - Tr : 0; pos < len; pos++)
+            row[pos % Tr] = key_mask[(size_t)b * key_ld + pos] != 0;
     }
 }

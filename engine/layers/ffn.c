@@ -28,33 +28,33 @@ float *mt_ffn_params_point(mt_ffn_params *p, float *base, const mt_ffn_config *c
     return base;
 }
 
-size_t mt_ffn_acts_count(const mt_ffn_config *cfg, size_t N) { return 2 * N * cfg->F; }
+size_t mt_ffn_acts_count(const mt_ffn_config *cfg, size_t BT) { return 2 * BT * cfg->F; }
 
-float *mt_ffn_acts_point(mt_ffn_acts *a, float *base, const mt_ffn_config *cfg, size_t N)
+float *mt_ffn_acts_point(mt_ffn_acts *a, float *base, const mt_ffn_config *cfg, size_t BT)
 {
-    tensor_table_take(&a->pre, &base, N * cfg->F, 1);
-    tensor_table_take(&a->act, &base, N * cfg->F, 1);
+    tensor_table_take(&a->pre, &base, BT * cfg->F, 1);
+    tensor_table_take(&a->act, &base, BT * cfg->F, 1);
     return base;
 }
 
 void mt_ffn_forward(const mt_backend *be, float *out, mt_ffn_acts *a, const float *x,
-                    const mt_ffn_params *p, const mt_ffn_config *cfg, size_t N)
+                    const mt_ffn_params *p, const mt_ffn_config *cfg, size_t BT)
 {
-    mt_linear_forward(be, a->pre, x, p->fc1_w, p->fc1_b, N, cfg->C, cfg->F);
-    be->act_forward(cfg->act, a->act, a->pre, N * cfg->F);
-    mt_linear_forward(be, out, a->act, p->fc2_w, p->fc2_b, N, cfg->F, cfg->C);
+    mt_linear_forward(be, a->pre, x, p->fc1_w, p->fc1_b, BT, cfg->C, cfg->F);
+    be->act_forward(cfg->act, a->act, a->pre, BT * cfg->F);
+    mt_linear_forward(be, out, a->act, p->fc2_w, p->fc2_b, BT, cfg->F, cfg->C);
 }
 
 void mt_ffn_backward(const mt_backend *be, float *dx, mt_ffn_params *g, mt_ffn_acts *da,
                      const float *dout, const mt_ffn_acts *a, const float *x,
-                     const mt_ffn_params *p, const mt_ffn_config *cfg, size_t N)
+                     const mt_ffn_params *p, const mt_ffn_config *cfg, size_t BT)
 {
-    size_t nf = N * cfg->F;
+    size_t nf = BT * cfg->F;
     be->memzero(da->pre, nf * sizeof(float));
     be->memzero(da->act, nf * sizeof(float));
-    mt_linear_backward(be, da->act, g->fc2_w, g->fc2_b, dout, a->act, p->fc2_w, N, cfg->F, cfg->C);
+    mt_linear_backward(be, da->act, g->fc2_w, g->fc2_b, dout, a->act, p->fc2_w, BT, cfg->F, cfg->C);
     be->act_backward(cfg->act, da->pre, da->act, a->pre, nf);
-    mt_linear_backward(be, dx, g->fc1_w, g->fc1_b, da->pre, x, p->fc1_w, N, cfg->C, cfg->F);
+    mt_linear_backward(be, dx, g->fc1_w, g->fc1_b, da->pre, x, p->fc1_w, BT, cfg->C, cfg->F);
 }
 
 /* ---------------------------------------------------------------- gated MLP
@@ -111,38 +111,42 @@ float *mt_gated_mlp_params_point(mt_gated_mlp_params *p, float *base,
     return base;
 }
 
-size_t mt_gated_mlp_acts_count(const mt_gated_mlp_config *cfg, size_t N) { return 3 * N * cfg->F; }
+size_t mt_gated_mlp_acts_count(const mt_gated_mlp_config *cfg, size_t BT)
+{
+    return 3 * BT * cfg->F;
+}
 
 float *mt_gated_mlp_acts_point(mt_gated_mlp_acts *a, float *base, const mt_gated_mlp_config *cfg,
-                               size_t N)
+                               size_t BT)
 {
-    tensor_table_take(&a->value, &base, N * cfg->F, 1);
-    tensor_table_take(&a->gate, &base, N * cfg->F, 1);
-    tensor_table_take(&a->hidden, &base, N * cfg->F, 1);
+    tensor_table_take(&a->value, &base, BT * cfg->F, 1);
+    tensor_table_take(&a->gate, &base, BT * cfg->F, 1);
+    tensor_table_take(&a->hidden, &base, BT * cfg->F, 1);
     return base;
 }
 
 void mt_gated_mlp_forward(const mt_backend *be, float *out, mt_gated_mlp_acts *a, const float *x,
-                          const mt_gated_mlp_params *p, const mt_gated_mlp_config *cfg, size_t N)
+                          const mt_gated_mlp_params *p, const mt_gated_mlp_config *cfg, size_t BT)
 {
-    mt_linear_forward(be, a->value, x, p->value_w, p->value_b, N, cfg->C, cfg->F);
-    mt_linear_forward(be, a->gate, x, p->gate_w, p->gate_b, N, cfg->C, cfg->F);
-    be->gate_forward(a->hidden, a->value, a->gate, N * cfg->F);
-    mt_linear_forward(be, out, a->hidden, p->down_w, p->down_b, N, cfg->F, cfg->C);
+    mt_linear_forward(be, a->value, x, p->value_w, p->value_b, BT, cfg->C, cfg->F);
+    mt_linear_forward(be, a->gate, x, p->gate_w, p->gate_b, BT, cfg->C, cfg->F);
+    be->gate_forward(a->hidden, a->value, a->gate, BT * cfg->F);
+    mt_linear_forward(be, out, a->hidden, p->down_w, p->down_b, BT, cfg->F, cfg->C);
 }
 
 void mt_gated_mlp_backward(const mt_backend *be, float *dx, mt_gated_mlp_params *g,
                            mt_gated_mlp_acts *da, const float *dout, const mt_gated_mlp_acts *a,
                            const float *x, const mt_gated_mlp_params *p,
-                           const mt_gated_mlp_config *cfg, size_t N)
+                           const mt_gated_mlp_config *cfg, size_t BT)
 {
-    size_t nf = N * cfg->F;
+    size_t nf = BT * cfg->F;
     be->memzero(da->value, nf * sizeof(float));
     be->memzero(da->gate, nf * sizeof(float));
     be->memzero(da->hidden, nf * sizeof(float));
-    mt_linear_backward(be, da->hidden, g->down_w, g->down_b, dout, a->hidden, p->down_w, N, cfg->F,
+    mt_linear_backward(be, da->hidden, g->down_w, g->down_b, dout, a->hidden, p->down_w, BT, cfg->F,
                        cfg->C);
     be->gate_backward(da->value, da->gate, da->hidden, a->value, a->gate, nf);
-    mt_linear_backward(be, dx, g->value_w, g->value_b, da->value, x, p->value_w, N, cfg->C, cfg->F);
-    mt_linear_backward(be, dx, g->gate_w, g->gate_b, da->gate, x, p->gate_w, N, cfg->C, cfg->F);
+    mt_linear_backward(be, dx, g->value_w, g->value_b, da->value, x, p->value_w, BT, cfg->C,
+                       cfg->F);
+    mt_linear_backward(be, dx, g->gate_w, g->gate_b, da->gate, x, p->gate_w, BT, cfg->C, cfg->F);
 }

@@ -39,23 +39,23 @@ void mt_mamba_init(mt_rng *r, mt_mamba_params *host, const mt_mamba_config *cfg,
                    float out_proj_scale)
 {
     const double dt_min = 1e-3, dt_max = 0.1, dt_floor = 1e-4;
-    int C = cfg->d_model, Di = cfg->d_inner, S = cfg->d_state, R = cfg->dt_rank, K = cfg->d_conv;
-    mt_init_linear_default(r, host->in_proj_w, NULL, 2 * Di, C);
-    /* conv1d (Di, 1, K), groups = Di: fan_in = 1 * K */
-    mt_init_linear_default(r, host->conv_w, host->conv_b, Di, K);
-    mt_init_linear_default(r, host->x_proj_w, NULL, R + 2 * S, Di);
-    mt_init_uniform(r, host->dt_proj_w, (size_t)Di * R, 1.0f / sqrtf((float)R));
+    int C = cfg->d_model, D = cfg->d_inner, N = cfg->d_state, R = cfg->dt_rank, K = cfg->d_conv;
+    mt_init_linear_default(r, host->in_proj_w, NULL, 2 * D, C);
+    /* conv1d (D, 1, K), groups = D: fan_in = 1 * K */
+    mt_init_linear_default(r, host->conv_w, host->conv_b, D, K);
+    mt_init_linear_default(r, host->x_proj_w, NULL, R + 2 * N, D);
+    mt_init_uniform(r, host->dt_proj_w, (size_t)D * R, 1.0f / sqrtf((float)R));
     /* dt = exp(u (ln dt_max - ln dt_min) + ln dt_min), u ~ U(0, 1), clamped below at dt_floor;
      * the bias is softplus^-1(dt) so that softplus(0 + bias) starts at dt */
-    for (int d = 0; d < Di; d++) {
+    for (int d = 0; d < D; d++) {
         double u = mt_rng_uniform_double(r);
         double dt = exp(u * (log(dt_max) - log(dt_min)) + log(dt_min));
         host->dt_proj_b[d] = mt_inv_softplus((float)fmax(dt, dt_floor));
     }
     /* S4D-real: A[d, s] = -(s + 1) */
-    for (int d = 0; d < Di; d++)
-        for (int s = 0; s < S; s++) host->A_log[(size_t)d * S + s] = logf((float)(s + 1));
-    mt_init_fill(host->D, (size_t)Di, 1.0f);
-    mt_init_linear_default(r, host->out_proj_w, NULL, C, Di);
-    for (size_t i = 0; i < (size_t)C * Di; i++) host->out_proj_w[i] *= out_proj_scale;
+    for (int d = 0; d < D; d++)
+        for (int s = 0; s < N; s++) host->A_log[(size_t)d * N + s] = logf((float)(s + 1));
+    mt_init_fill(host->D, (size_t)D, 1.0f);
+    mt_init_linear_default(r, host->out_proj_w, NULL, C, D);
+    for (size_t i = 0; i < (size_t)C * D; i++) host->out_proj_w[i] *= out_proj_scale;
 }

@@ -4,43 +4,43 @@
 #include "mtlab/layers.h"
 
 void mt_linear_forward(const mt_backend *be, float *out, const float *x, const float *weight,
-                       const float *bias, size_t N, int C, int OC)
+                       const float *bias, size_t BT, int C, int OC)
 {
-    be->gemm(0, 1, (int)N, OC, C, 1.0f, x, C, weight, C, 0.0f, out, OC);
-    if (bias) be->bias_add(out, bias, N, OC);
+    be->gemm(0, 1, (int)BT, OC, C, 1.0f, x, C, weight, C, 0.0f, out, OC);
+    if (bias) be->bias_add(out, bias, BT, OC);
 }
 
 void mt_linear_backward(const mt_backend *be, float *dx, float *dweight, float *dbias,
-                        const float *dout, const float *x, const float *weight, size_t N, int C,
+                        const float *dout, const float *x, const float *weight, size_t BT, int C,
                         int OC)
 {
-    if (dx) be->gemm(0, 0, (int)N, C, OC, 1.0f, dout, OC, weight, C, 1.0f, dx, C);
-    if (dweight) be->gemm(1, 0, OC, C, (int)N, 1.0f, dout, OC, x, C, 1.0f, dweight, C);
-    if (dbias) be->bias_backward(dbias, dout, N, OC);
+    if (dx) be->gemm(0, 0, (int)BT, C, OC, 1.0f, dout, OC, weight, C, 1.0f, dx, C);
+    if (dweight) be->gemm(1, 0, OC, C, (int)BT, 1.0f, dout, OC, x, C, 1.0f, dweight, C);
+    if (dbias) be->bias_backward(dbias, dout, BT, OC);
 }
 
 void mt_embedding_forward(const mt_backend *be, float *out, const int32_t *ids,
-                          const float *table, size_t N, int C, float scale)
+                          const float *table, size_t BT, int C, float scale)
 {
-    be->embedding_forward(out, ids, table, N, C, scale);
+    be->embedding_forward(out, ids, table, BT, C, scale);
 }
 
 void mt_embedding_backward(const mt_backend *be, float *dtable, const float *dout,
-                           const int32_t *ids, size_t N, int C, float scale)
+                           const int32_t *ids, size_t BT, int C, float scale)
 {
-    be->embedding_backward(dtable, dout, ids, N, C, scale);
+    be->embedding_backward(dtable, dout, ids, BT, C, scale);
 }
 
-/* logits = h table^T (+ bias): the embedding table read as a (V, C) linear weight */
-void mt_tied_logits_forward(const mt_backend *be, float *logits, const float *h,
-                            const float *table, const float *bias, size_t N, int C, int V)
+/* logits = x table^T (+ bias): the embedding table read as a (V, C) linear weight */
+void mt_tied_logits_forward(const mt_backend *be, float *logits, const float *x,
+                            const float *table, const float *bias, size_t BT, int C, int V)
 {
-    mt_linear_forward(be, logits, h, table, bias, N, C, V);
+    mt_linear_forward(be, logits, x, table, bias, BT, C, V);
 }
 
-void mt_tied_logits_backward(const mt_backend *be, float *dh, float *dtable, float *dbias,
-                             const float *dlogits, const float *h, const float *table, size_t N,
+void mt_tied_logits_backward(const mt_backend *be, float *dx, float *dtable, float *dbias,
+                             const float *dlogits, const float *x, const float *table, size_t BT,
                              int C, int V)
 {
-    mt_linear_backward(be, dh, dtable, dbias, dlogits, h, table, N, C, V);
+    mt_linear_backward(be, dx, dtable, dbias, dlogits, x, table, BT, C, V);
 }

@@ -3,29 +3,29 @@
 #include "mtlab/layers.h"
 
 void mt_layernorm_forward(const mt_backend *be, float *out, float *mean, float *rstd,
-                          const float *x, const float *weight, const float *bias, size_t N,
+                          const float *x, const float *weight, const float *bias, size_t BT,
                           int C, float eps)
 {
-    be->layernorm_forward(out, mean, rstd, x, weight, bias, N, C, eps);
+    be->layernorm_forward(out, mean, rstd, x, weight, bias, BT, C, eps);
 }
 
 void mt_layernorm_backward(const mt_backend *be, float *dx, float *dweight, float *dbias,
                            const float *dout, const float *x, const float *weight,
-                           const float *mean, const float *rstd, size_t N, int C)
+                           const float *mean, const float *rstd, size_t BT, int C)
 {
-    be->layernorm_backward(dx, dweight, dbias, dout, x, weight, mean, rstd, N, C);
+    be->layernorm_backward(dx, dweight, dbias, dout, x, weight, mean, rstd, BT, C);
 }
 
 void mt_rmsnorm_forward(const mt_backend *be, float *out, float *rstd, const float *x,
-                        const float *weight, size_t N, int C, float eps)
+                        const float *weight, size_t BT, int C, float eps)
 {
-    be->rmsnorm_forward(out, rstd, x, weight, N, C, eps);
+    be->rmsnorm_forward(out, rstd, x, weight, BT, C, eps);
 }
 
 void mt_rmsnorm_backward(const mt_backend *be, float *dx, float *dweight, const float *dout,
-                         const float *x, const float *weight, const float *rstd, size_t N, int C)
+                         const float *x, const float *weight, const float *rstd, size_t BT, int C)
 {
-    be->rmsnorm_backward(dx, dweight, dout, x, weight, rstd, N, C);
+    be->rmsnorm_backward(dx, dweight, dout, x, weight, rstd, BT, C);
 }
 
 static int dropout_active(const mt_dropout *drop) { return drop && drop->p > 0.0f; }

@@ -45,24 +45,24 @@ float *mt_retention_params_point(mt_retention_params *p, float *base,
 
 size_t mt_retention_acts_count(const mt_retention_config *cfg, int B, int T)
 {
-    size_t N = (size_t)B * T, C = (size_t)cfg->C, V = (size_t)cfg->V, H = (size_t)cfg->H;
-    return N * (2 * C + 5 * V + H) + (size_t)B * H * T * (T + 1);
+    size_t BT = (size_t)B * T, C = (size_t)cfg->C, V = (size_t)cfg->V, H = (size_t)cfg->H;
+    return BT * (2 * C + 5 * V + H) + (size_t)B * H * T * (T + 1);
 }
 
 float *mt_retention_acts_point(mt_retention_acts *a, float *base, const mt_retention_config *cfg,
                                int B, int T)
 {
-    size_t N = (size_t)B * T, C = (size_t)cfg->C, V = (size_t)cfg->V, H = (size_t)cfg->H;
-    tensor_table_take(&a->q, &base, N * C, 1);
-    tensor_table_take(&a->k, &base, N * C, 1);
-    tensor_table_take(&a->v, &base, N * V, 1);
-    tensor_table_take(&a->g, &base, N * V, 1);
+    size_t BT = (size_t)B * T, C = (size_t)cfg->C, V = (size_t)cfg->V, H = (size_t)cfg->H;
+    tensor_table_take(&a->q, &base, BT * C, 1);
+    tensor_table_take(&a->k, &base, BT * C, 1);
+    tensor_table_take(&a->v, &base, BT * V, 1);
+    tensor_table_take(&a->g, &base, BT * V, 1);
     tensor_table_take(&a->att, &base, (size_t)B * H * T * T, 1);
     tensor_table_take(&a->r, &base, (size_t)B * H * T, 1);
-    tensor_table_take(&a->o, &base, N * V, 1);
-    tensor_table_take(&a->on, &base, N * V, 1);
-    tensor_table_take(&a->rstd, &base, N * H, 1);
-    tensor_table_take(&a->gated, &base, N * V, 1);
+    tensor_table_take(&a->o, &base, BT * V, 1);
+    tensor_table_take(&a->on, &base, BT * V, 1);
+    tensor_table_take(&a->rstd, &base, BT * H, 1);
+    tensor_table_take(&a->gated, &base, BT * V, 1);
     return base;
 }
 
@@ -91,30 +91,30 @@ static mt_retention_desc retention_desc(const mt_retention_config *cfg, const fl
     return d;
 }
 
-/* q, k, v, g of N rows; q and k rotated at positions pos0 + t (rows are (B, T)). */
+/* q, k, v, g of BT rows; q and k rotated at positions pos0 + t (rows are (B, T)). */
 static void project(const mt_backend *be, mt_retention_acts *a, const float *x,
                     const mt_retention_params *p, const mt_retention_config *cfg, int B, int T,
                     int pos0)
 {
-    size_t N = (size_t)B * T;
+    size_t BT = (size_t)B * T;
     int C = cfg->C, V = cfg->V, Dk = C / cfg->H;
-    mt_linear_forward(be, a->q, x, p->q_w, NULL, N, C, C);
-    mt_linear_forward(be, a->k, x, p->k_w, NULL, N, C, C);
-    be->scale(a->k, N * C, 1.0f / sqrtf((float)Dk));
-    mt_linear_forward(be, a->v, x, p->v_w, NULL, N, C, V);
-    mt_linear_forward(be, a->g, x, p->g_w, NULL, N, C, V);
+    mt_linear_forward(be, a->q, x, p->q_w, NULL, BT, C, C);
+    mt_linear_forward(be, a->k, x, p->k_w, NULL, BT, C, C);
+    be->scale(a->k, BT * C, 1.0f / sqrtf((float)Dk));
+    mt_linear_forward(be, a->v, x, p->v_w, NULL, BT, C, V);
+    mt_linear_forward(be, a->g, x, p->g_w, NULL, BT, C, V);
     be->rope_forward(a->q, NULL, B, T, cfg->H, Dk, Dk, pos0, cfg->inv_freq, 1);
     be->rope_forward(a->k, NULL, B, T, cfg->H, Dk, Dk, pos0, cfg->inv_freq, 1);
 }
 
 /* group norm, gate and output projection of a->o */
 static void output(const mt_backend *be, float *out, mt_retention_acts *a,
-                   const mt_retention_params *p, const mt_retention_config *cfg, size_t N)
+                   const mt_retention_params *p, const mt_retention_config *cfg, size_t BT)
 {
     int C = cfg->C, V = cfg->V, H = cfg->H;
-    be->rmsnorm_forward(a->on, a->rstd, a->o, NULL, N * H, V / H, cfg->eps);
-    be->gate_forward(a->gated, a->on, a->g, N * V);
-    mt_linear_forward(be, out, a->gated, p->o_w, NULL, N, V, C);
+    be->rmsnorm_forward(a->on, a->rstd, a->o, NULL, BT * H, V / H, cfg->eps);
+    be->gate_forward(a->gated, a->on, a->g, BT * V);
+    mt_linear_forward(be, out, a->gated, p->o_w, NULL, BT, V, C);
 }
 
 void mt_retention_forward(const mt_backend *be, float *out, mt_retention_acts *a, const float *x,
@@ -139,24 +139,24 @@ void mt_retention_backward(const mt_backend *be, float *dx, mt_retention_params 
                            const float *x, const uint8_t *mask, const mt_retention_params *p,
                            const mt_retention_config *cfg, int B, int T)
 {
-    size_t N = (size_t)B * T;
+    size_t BT = (size_t)B * T;
     int C = cfg->C, V = cfg->V, H = cfg->H, Dk = C / H;
     float gamma[MT_RETENTION_MAX_HEADS];
     mt_retention_decays(gamma, H);
     be->memzero(da->q, mt_retention_acts_count(cfg, B, T) * sizeof(float)); /* one block */
-    mt_linear_backward(be, da->gated, g->o_w, NULL, dout, a->gated, p->o_w, N, V, C);
-    be->gate_backward(da->on, da->g, da->gated, a->on, a->g, N * V);
-    be->rmsnorm_backward(da->o, NULL, da->on, a->o, NULL, a->rstd, N * H, V / H);
+    mt_linear_backward(be, da->gated, g->o_w, NULL, dout, a->gated, p->o_w, BT, V, C);
+    be->gate_backward(da->on, da->g, da->gated, a->on, a->g, BT * V);
+    be->rmsnorm_backward(da->o, NULL, da->on, a->o, NULL, a->rstd, BT * H, V / H);
     mt_retention_desc d = retention_desc(cfg, gamma, mask, B, T);
     be->retention_backward(da->q, da->k, da->v, da->att, da->o, a->q, a->k, a->v, a->att, a->r,
                            &d);
     be->rope_backward(da->q, NULL, B, T, H, Dk, Dk, 0, cfg->inv_freq, 1);
     be->rope_backward(da->k, NULL, B, T, H, Dk, Dk, 0, cfg->inv_freq, 1);
-    be->scale(da->k, N * C, 1.0f / sqrtf((float)Dk));
-    mt_linear_backward(be, dx, g->q_w, NULL, da->q, x, p->q_w, N, C, C);
-    mt_linear_backward(be, dx, g->k_w, NULL, da->k, x, p->k_w, N, C, C);
-    mt_linear_backward(be, dx, g->v_w, NULL, da->v, x, p->v_w, N, C, V);
-    mt_linear_backward(be, dx, g->g_w, NULL, da->g, x, p->g_w, N, C, V);
+    be->scale(da->k, BT * C, 1.0f / sqrtf((float)Dk));
+    mt_linear_backward(be, dx, g->q_w, NULL, da->q, x, p->q_w, BT, C, C);
+    mt_linear_backward(be, dx, g->k_w, NULL, da->k, x, p->k_w, BT, C, C);
+    mt_linear_backward(be, dx, g->v_w, NULL, da->v, x, p->v_w, BT, C, V);
+    mt_linear_backward(be, dx, g->g_w, NULL, da->g, x, p->g_w, BT, C, V);
 }
 
 void mt_retention_step(const mt_backend *be, float *out, mt_retention_acts *a, const float *x,

@@ -1,6 +1,6 @@
 /* Whole-model passes: batch checks and upload, forward to logits, the target-token loss and
- * backward. Letters: B rows, T decoder positions, S source positions, N = B*T, C d_model,
- * V vocabulary. */
+ * backward. Letters (mtlab/backend.h): B rows, T decoder positions, S source positions,
+ * BT = B*T rows, C d_model, V vocabulary. */
 #include "models/model_internal.h"
 
 #include <stdlib.h>
@@ -65,15 +65,15 @@ size_t mt_model_targets(const mt_model *m, int32_t *targets, const int32_t *ids,
 /* Sizes of one batch's activations: encoder stack, decoder stack, logits, losses, lse. */
 static size_t acts_layout(mt_model *m, float *base, int B, int T, int S)
 {
-    size_t N = (size_t)B * T, off = 0;
+    size_t BT = (size_t)B * T, off = 0;
     if (m->arch->encdec) off += mt_stack_acts_layout(&m->enc, &m->enc_acts, base, B, S, S, 0);
     off += mt_stack_acts_layout(&m->dec, &m->dec_acts, base ? base + off : NULL, B, T, T, S);
     if (base) {
         m->logits = base + off;
-        m->losses = base + off + N * m->cfg.vocab_size;
-        m->lse = m->losses + N;
+        m->losses = base + off + BT * m->cfg.vocab_size;
+        m->lse = m->losses + BT;
     }
-    return off + N * ((size_t)m->cfg.vocab_size + 2);
+    return off + BT * ((size_t)m->cfg.vocab_size + 2);
 }
 
 /* Grow a backend allocation to at least bytes (contents are not kept). */
@@ -91,7 +91,7 @@ int mt_model_prepare(mt_model *m, const mt_batch *b)
     if (mt_model_check_batch(m, b)) return -1;
     const mt_backend *be = m->be;
     int B = b->B, T = b->T, S = m->arch->encdec ? b->S : 0;
-    size_t N = (size_t)B * T, NS = (size_t)B * S;
+    size_t BT = (size_t)B * T, NS = (size_t)B * S;
 
     size_t n_acts = acts_layout(m, NULL, B, T, S);
     if (ensure(be, (void **)&m->acts, &m->acts_cap, n_acts * sizeof(float))) return -1;
@@ -100,30 +100,30 @@ int mt_model_prepare(mt_model *m, const mt_batch *b)
     m->aT = T;
     m->aS = S;
 
-    /* ids (N), targets (N), src (NS) as int32, then masks (N + NS) as bytes */
-    size_t io_bytes = (2 * N + NS) * sizeof(int32_t) + N + NS;
+    /* ids (BT), targets (BT), src (NS) as int32, then masks (BT + NS) as bytes */
+    size_t io_bytes = (2 * BT + NS) * sizeof(int32_t) + BT + NS;
     if (ensure(be, &m->io, &m->io_cap, io_bytes)) return -1;
     m->d_ids = m->io;
-    m->d_targets = m->d_ids + N;
-    m->d_src = m->d_targets + N;
+    m->d_targets = m->d_ids + BT;
+    m->d_src = m->d_targets + BT;
     m->d_mask = (uint8_t *)(m->d_src + NS);
-    m->d_src_mask = m->d_mask + N;
+    m->d_src_mask = m->d_mask + BT;
 
-    int32_t *targets = mt_xmalloc(N * sizeof *targets);
-    uint8_t *mask = mt_xmalloc(N + NS);
+    int32_t *targets = mt_xmalloc(BT * sizeof *targets);
+    uint8_t *mask = mt_xmalloc(BT + NS);
     m->n_targets = mt_model_targets(m, targets, b->ids, B, T);
-    for (size_t i = 0; i < N; i++) mask[i] = b->ids[i] != m->cfg.pad_id;
-    for (size_t i = 0; i < NS; i++) mask[N + i] = b->src[i] != m->cfg.pad_id;
-    be->upload(m->d_ids, b->ids, N * sizeof(int32_t));
-    be->upload(m->d_targets, targets, N * sizeof(int32_t));
+    for (size_t i = 0; i < BT; i++) mask[i] = b->ids[i] != m->cfg.pad_id;
+    for (size_t i = 0; i < NS; i++) mask[BT + i] = b->src[i] != m->cfg.pad_id;
+    be->upload(m->d_ids, b->ids, BT * sizeof(int32_t));
+    be->upload(m->d_targets, targets, BT * sizeof(int32_t));
     if (NS) be->upload(m->d_src, b->src, NS * sizeof(int32_t));
-    be->upload(m->d_mask, mask, N + NS);
+    be->upload(m->d_mask, mask, BT + NS);
     free(targets);
     free(mask);
     return 0;
 }
 
-void mt_model_project(const mt_model *m, float *logits, const float *h, size_t N)
+void mt_model_project(const mt_model *m, float *logits, const float *x, size_t BT)
 {
     int C = m->cfg.d_model, V = m->cfg.vocab_size;
     const float *bias = m->logits_bias_tensor >= 0
@@ -131,10 +131,10 @@ void mt_model_project(const mt_model *m, float *logits, const float *h, size_t N
                             : NULL;
     if (m->lm_head_tensor < 0) {
         const float *table = m->params + m->tensors[m->embed_tensor].offset;
-        mt_tied_logits_forward(m->be, logits, h, table, bias, N, C, V);
+        mt_tied_logits_forward(m->be, logits, x, table, bias, BT, C, V);
     } else {
         const float *w = m->params + m->tensors[m->lm_head_tensor].offset;
-        mt_linear_forward(m->be, logits, h, w, bias, N, C, V);
+        mt_linear_forward(m->be, logits, x, w, bias, BT, C, V);
     }
 }
 
@@ -148,7 +148,7 @@ static const float *decoder_output(const mt_model *m)
 double mt_model_run_forward(mt_model *m, const mt_step_opts *opts, int want_loss)
 {
     int B = m->aB, T = m->aT, S = m->aS;
-    size_t N = (size_t)B * T;
+    size_t BT = (size_t)B * T;
     const float *mem = NULL;
     if (m->arch->encdec) {
         mt_dropout drop = mt_stack_dropout(&m->enc, -1, 0, opts, m->cfg.dropout);
@@ -158,12 +158,12 @@ double mt_model_run_forward(mt_model *m, const mt_step_opts *opts, int want_loss
     }
     mt_dropout drop = mt_stack_dropout(&m->dec, -1, 0, opts, m->cfg.dropout);
     mt_stack_embed(m, &m->dec, &m->dec_acts, m->d_ids, B, T, 0, &drop);
-    const float *h = mt_stack_forward(m, &m->dec, &m->dec_acts, mem, m->d_mask, m->d_src_mask,
-                                      B, T, S, opts);
-    mt_model_project(m, m->logits, h, N);
+    const float *dec_out = mt_stack_forward(m, &m->dec, &m->dec_acts, mem, m->d_mask,
+                                            m->d_src_mask, B, T, S, opts);
+    mt_model_project(m, m->logits, dec_out, BT);
     if (!want_loss) return 0.0;
     float smoothing = opts ? opts->label_smoothing : 0.0f;
-    return mt_cross_entropy_forward(m->be, m->losses, m->lse, m->logits, m->d_targets, N,
+    return mt_cross_entropy_forward(m->be, m->losses, m->lse, m->logits, m->d_targets, BT,
                                     m->cfg.vocab_size, MT_IGNORE, smoothing);
 }
 
@@ -198,34 +198,34 @@ int mt_model_run_backward(mt_model *m, const mt_step_opts *opts, float scale)
 {
     const mt_backend *be = m->be;
     int B = m->aB, T = m->aT, S = m->aS, C = m->cfg.d_model, V = m->cfg.vocab_size;
-    size_t N = (size_t)B * T, NS = (size_t)B * S;
+    size_t BT = (size_t)B * T, NS = (size_t)B * S;
 
-    /* scratch: dlogits (N, V), dh (N, C), dx (N, C), dmem (NS, C), dxs (NS, C), units */
+    /* scratch: dlogits (BT, V), ddec_out (BT, C), dx (BT, C), dmem (NS, C), dxs (NS, C), units */
     size_t units = stack_scratch(&m->dec, B, T, S);
     if (m->arch->encdec) {
         size_t e = stack_scratch(&m->enc, B, S, 0);
         if (e > units) units = e;
     }
-    size_t n = N * V + 2 * N * C + 2 * NS * C + units;
+    size_t n = BT * V + 2 * BT * C + 2 * NS * C + units;
     if (ensure(be, (void **)&m->scratch, &m->scratch_cap, n * sizeof(float)))
         return mt_error_context("%s model backward", m->arch->name);
-    float *dlogits = m->scratch, *dh = dlogits + N * V, *dx = dh + N * C;
-    float *dmem = dx + N * C, *dxs = dmem + NS * C, *unit_scratch = dxs + NS * C;
+    float *dlogits = m->scratch, *ddec_out = dlogits + BT * V, *dx = ddec_out + BT * C;
+    float *dmem = dx + BT * C, *dxs = dmem + NS * C, *unit_scratch = dxs + NS * C;
 
     float smoothing = opts ? opts->label_smoothing : 0.0f;
-    be->memzero(dlogits, N * V * sizeof(float));
-    mt_cross_entropy_backward(be, dlogits, m->logits, m->lse, m->d_targets, N, V, MT_IGNORE,
+    be->memzero(dlogits, BT * V * sizeof(float));
+    mt_cross_entropy_backward(be, dlogits, m->logits, m->lse, m->d_targets, BT, V, MT_IGNORE,
                               smoothing, scale);
-    be->memzero(dh, N * C * sizeof(float));
-    const float *h = decoder_output(m);
+    be->memzero(ddec_out, BT * C * sizeof(float));
+    const float *dec_out = decoder_output(m);
     if (m->lm_head_tensor < 0) {
         const float *table = m->params + m->tensors[m->embed_tensor].offset;
         float *dtable = m->grads + m->tensors[m->embed_tensor].offset;
-        mt_tied_logits_backward(be, dh, dtable, NULL, dlogits, h, table, N, C, V);
+        mt_tied_logits_backward(be, ddec_out, dtable, NULL, dlogits, dec_out, table, BT, C, V);
     } else {
         const float *w = m->params + m->tensors[m->lm_head_tensor].offset;
         float *dw = m->grads + m->tensors[m->lm_head_tensor].offset;
-        mt_linear_backward(be, dh, dw, NULL, dlogits, h, w, N, C, V);
+        mt_linear_backward(be, ddec_out, dw, NULL, dlogits, dec_out, w, BT, C, V);
     }
 
     const float *mem = NULL;
@@ -234,9 +234,9 @@ int mt_model_run_backward(mt_model *m, const mt_step_opts *opts, float scale)
         mem = e->final_norm_tensor >= 0 ? m->enc_acts.fn_out : m->enc_acts.xs[e->n_units];
         be->memzero(dmem, NS * C * sizeof(float));
     }
-    mt_stack_backward(m, &m->dec, &m->dec_acts, dx, dh, dmem, mem, m->d_mask, m->d_src_mask, B,
-                      T, S, opts, unit_scratch);
-    embed_backward(m, &m->dec, dx, dh, m->d_ids, N, opts);
+    mt_stack_backward(m, &m->dec, &m->dec_acts, dx, ddec_out, dmem, mem, m->d_mask,
+                      m->d_src_mask, B, T, S, opts, unit_scratch);
+    embed_backward(m, &m->dec, dx, ddec_out, m->d_ids, BT, opts);
     if (m->arch->encdec) {
         mt_stack_backward(m, &m->enc, &m->enc_acts, dxs, dmem, NULL, NULL, m->d_src_mask, NULL,
                           B, S, 0, opts, unit_scratch);

@@ -12,7 +12,7 @@
  * over the same code: Mamba units with attention units at configured layers (mamba-mha,
  * mamba-local), or [Mamba, cross-attention, gated MLP] decoder blocks (mamba-encdec).
  *
- * Letters: N = B*T rows of the stack, C d_model, V vocabulary. */
+ * Letters (mtlab/backend.h): BT = B*T rows of the stack, C d_model, V vocabulary. */
 #ifndef MTLAB_MODEL_INTERNAL_H
 #define MTLAB_MODEL_INTERNAL_H
 
@@ -40,6 +40,7 @@ typedef enum {
     MT_UNIT_GATED_MLP,
     MT_UNIT_MAMBA,
     MT_UNIT_RETENTION,  /* multi-scale retention (RetNet) */
+    MT_UNIT_KINDS       /* their number (the rows of unit.c's table) */
 } mt_unit_kind;
 
 typedef enum { MT_NORM_LAYER, MT_NORM_RMS } mt_norm_kind;
@@ -71,8 +72,8 @@ typedef union {
 /* Activations of one unit for one pass (training forward, prefill or decoding step). */
 typedef struct {
     mt_unit_acts a;
-    float *pre;         /* (N, C) pre-norm: norm(x); post-norm: x + f before the norm */
-    float *mean, *rstd; /* (N) */
+    float *pre;         /* (BT, C) pre-norm: norm(x); post-norm: x + f before the norm */
+    float *mean, *rstd; /* (BT) */
 } mt_unit_work;
 
 /* Decoding caches of one unit (the fields its kind uses). */
@@ -110,8 +111,8 @@ typedef struct {
     uint32_t site_base;     /* dropout sites of this stack start here */
 } mt_stack;
 
-/* Activations of a stack for one pass: xs[i] (N, C) is the residual stream entering unit i,
- * xs[n_units] the last unit's output, fn_out (N, C) the final norm's output. */
+/* Activations of a stack for one pass: xs[i] (BT, C) is the residual stream entering unit i,
+ * xs[n_units] the last unit's output, fn_out (BT, C) the final norm's output. */
 typedef struct {
     mt_unit_work *w; /* (n_units) */
     float **xs;      /* (n_units + 1) */
@@ -150,6 +151,7 @@ extern const mt_arch mt_arch_retnet;
 extern const mt_arch mt_arch_mamba_mha;
 extern const mt_arch mt_arch_mamba_local;
 extern const mt_arch mt_arch_mamba_encdec;
+/* ---- the list of architectures (arch.c) */
 const mt_arch *mt_arch_find(const char *name);
 /* "transformer, mamba, ..." for error messages. */
 const char *mt_arch_names(void);
@@ -189,7 +191,7 @@ struct mt_model {
     size_t acts_cap;
     int aB, aT, aS;
     mt_stack_acts enc_acts, dec_acts;
-    float *logits, *losses, *lse; /* (N, V), (N), (N) */
+    float *logits, *losses, *lse; /* (BT, V), (BT), (BT) */
     /* backward scratch, one allocation */
     float *scratch;
     size_t scratch_cap;
@@ -219,7 +221,7 @@ void mt_mamba_backbone_init(mt_model *m, float *host, uint64_t seed);
  * mamba_ssm's own checkpoints name it (backbone.embedding, not backbone.embeddings). */
 extern const char *const mt_mamba_aliases[][2];
 
-/* ---- configurations (presets.c) */
+/* ---- what every configuration shares (config_common.c) */
 /* The reserved token ids of mtlab/tokenizer.h (decoder start = <bos>). */
 void mt_model_config_init_ids(mt_model_config *cfg);
 /* A token id key: absent or null keeps *id; HF writes some (eos_token_id) as lists, whose
@@ -232,7 +234,7 @@ int mt_model_config_fixed_bool(const mt_config *c, const char *key, int want, co
 int mt_model_config_read_mtlab(mt_model_config *cfg, const mt_config *c);
 int mt_model_config_write_mtlab(const mt_model_config *cfg, mt_config *c, int with_dropout);
 
-/* ---- building (model.c) */
+/* ---- building, for the architectures' build functions (model_build.c) */
 /* The token embedding (V, C) as embed_name and, when the config unties it, the output
  * projection (V, C) as lm_head_name: m->embed_tensor and m->lm_head_tensor. */
 void mt_model_add_embeddings(mt_model *m, const char *embed_name, const char *lm_head_name);
@@ -247,8 +249,6 @@ mt_unit *mt_model_add_unit(mt_model *m, mt_stack *s, mt_unit_kind kind,
 /* Register a stack's final norm (name + ".weight" [+ ".bias"]). */
 void mt_model_add_final_norm(mt_model *m, mt_stack *s, mt_norm_kind norm, const char *name,
                              float eps);
-/* Allocate an empty model for cfg with its architecture's tables built, parameters zero. */
-mt_model *mt_model_new(const mt_model_config *cfg, const mt_backend *be);
 /* Host pointer of tensor i inside a host copy of the parameter block. */
 float *mt_model_host_tensor(const mt_model *m, float *host, int i);
 /* Write 1 to every norm gain (units and final norms) in a host block; biases stay 0. */
@@ -257,6 +257,13 @@ void mt_model_init_norms(const mt_model *m, float *host);
  * untied output projection (V, C), from stream + 1. */
 void mt_model_init_embeddings(const mt_model *m, float *host, uint64_t seed, uint64_t stream,
                               float std);
+/* Point a stack's unit and final-norm parameter pointers (grads 0) or gradient pointers
+ * (grads 1) into block, a parameter-sized block. */
+void mt_model_bind_stack(mt_model *m, mt_stack *s, float *block, int grads);
+
+/* ---- the handle (model.c) */
+/* Allocate an empty model for cfg with its architecture's tables built, parameters zero. */
+mt_model *mt_model_new(const mt_model_config *cfg, const mt_backend *be);
 
 /* ---- units (unit.c) */
 /* Activation floats of a unit for B rows of T queries; self-attention attends over Tk keys
@@ -320,32 +327,32 @@ mt_dropout mt_stack_dropout(const mt_stack *s, int unit, int k, const mt_step_op
  * dropout. */
 void mt_stack_embed(const mt_model *m, const mt_stack *s, mt_stack_acts *sa, const int32_t *ids,
                     int B, int T, int pos0, const mt_dropout *drop);
-/* Run every unit and the final norm; returns the stack output (N, C). */
+/* Run every unit and the final norm; returns the stack output (BT, C). */
 const float *mt_stack_forward(const mt_model *m, const mt_stack *s, mt_stack_acts *sa,
                               const float *mem, const uint8_t *mask, const uint8_t *mem_mask,
                               int B, int T, int S, const mt_step_opts *opts);
-/* dout (N, C) the gradient of the stack output; dx (N, C), another buffer, receives the
+/* dout (BT, C) the gradient of the stack output; dx (BT, C), another buffer, receives the
  * gradient of the embeddings. dmem as in mt_unit_backward. */
 void mt_stack_backward(mt_model *m, mt_stack *s, const mt_stack_acts *sa, float *dx,
                        const float *dout, float *dmem, const float *mem, const uint8_t *mask,
                        const uint8_t *mem_mask, int B, int T, int S, const mt_step_opts *opts,
                        float *scratch);
-/* Final norm of rows x (N, C) into out (N, C) (mean/rstd (N) saved); returns x when the stack
+/* Final norm of rows x (BT, C) into out (BT, C) (mean/rstd (BT) saved); returns x when the stack
  * has none. */
 const float *mt_stack_final_norm(const mt_backend *be, const mt_stack *s, float *out,
-                                 float *mean, float *rstd, const float *x, size_t N);
+                                 float *mean, float *rstd, const float *x, size_t BT);
 
 /* ---- the model-level passes (forward.c) */
 /* Check a batch against the model: sizes, ids inside the vocabulary, positions. */
 int mt_model_check_batch(const mt_model *m, const mt_batch *b);
 /* Check a batch, upload its ids, targets and masks, size the activations. */
 int mt_model_prepare(mt_model *m, const mt_batch *b);
-/* Forward of the prepared batch to m->logits (N, V); returns the loss sum when want_loss. */
+/* Forward of the prepared batch to m->logits (BT, V); returns the loss sum when want_loss. */
 double mt_model_run_forward(mt_model *m, const mt_step_opts *opts, int want_loss);
 /* Backward of the last forward, accumulating scale * d(loss sum) into the gradients. */
 int mt_model_run_backward(mt_model *m, const mt_step_opts *opts, float scale);
-/* Output projection of rows h (N, C) into logits (N, V). */
-void mt_model_project(const mt_model *m, float *logits, const float *h, size_t N);
+/* Output projection of rows x (BT, C) into logits (BT, V). */
+void mt_model_project(const mt_model *m, float *logits, const float *x, size_t BT);
 /* Targets for the loss from host ids (B, T): targets[b, t] = ids[b, t+1] where counted, else
  * MT_IGNORE (see model.h); returns the number of counted tokens. */
 #define MT_IGNORE (-100)

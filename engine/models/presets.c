@@ -1,4 +1,4 @@
-/* Model presets and configuration checks.
+/* Model presets.
  * Paper sizes (docs/models.md §1.5, vocabulary 32000):
  *   transformer   6+6 layers, d_model 512, 8 heads, FFN 2048, separate output (~77M)
  *   mamba         24 layers, d_model 610 (~77M)
@@ -14,22 +14,10 @@
  * layers, d_model 200, attention at layers 6 and 12; mamba-encdec 4 + 3, d_model 152, 8 heads,
  * MLP 608. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "models/model_internal.h"
 #include "mtlab/error.h"
-#include "mtlab/tokenizer.h"
-
-void mt_model_config_init_ids(mt_model_config *cfg)
-{
-    cfg->pad_id = MT_PAD_ID;
-    cfg->eos_id = MT_EOS_ID;
-    cfg->sep_id = MT_SEP_ID;
-    cfg->bos_id = MT_BOS_ID;
-    cfg->unk_id = MT_UNK_ID;
-    cfg->decoder_start_id = MT_BOS_ID;
-}
 
 static void transformer(mt_model_config *c, int V, int C, int layers, int heads, int ffn, int tie)
 {
@@ -149,83 +137,4 @@ int mt_model_preset(mt_model_config *cfg, const char *name)
         return mt_error("unknown model preset '%s' (%s)", name, known);
     }
     return 0;
-}
-
-static int check_id(const mt_model_config *c, const char *what, int id)
-{
-    if (id < 0 || id >= c->vocab_size)
-        return mt_error("%s config: %s %d is outside the vocabulary (0..%d)", c->arch, what, id,
-                        c->vocab_size - 1);
-    return 0;
-}
-
-int mt_model_config_check(const mt_model_config *c)
-{
-    const mt_arch *arch = mt_arch_find(c->arch);
-    if (!arch) return mt_error("unknown model architecture '%s' (%s)", c->arch, mt_arch_names());
-    if (c->vocab_size <= 0 || c->vocab_size > (1 << 22))
-        return mt_error("%s config: vocab_size %d must be in 1..%d", c->arch, c->vocab_size,
-                        1 << 22);
-    if (c->d_model <= 0 || c->d_model > (1 << 16))
-        return mt_error("%s config: d_model %d must be in 1..%d", c->arch, c->d_model, 1 << 16);
-    if (c->n_layers <= 0 || c->n_layers > 1024)
-        return mt_error("%s config: %d layers, must be in 1..1024", c->arch, c->n_layers);
-    if (!(c->dropout >= 0.0f && c->dropout < 1.0f))
-        return mt_error("%s config: dropout %g must be in [0, 1)", c->arch, c->dropout);
-    if (!(c->init_std >= 0.0f)) return mt_error("%s config: negative init_std", c->arch);
-    if (check_id(c, "pad id", c->pad_id) || check_id(c, "eos id", c->eos_id) ||
-        check_id(c, "sep id", c->sep_id) || check_id(c, "bos id", c->bos_id) ||
-        check_id(c, "unk id", c->unk_id) || check_id(c, "decoder start id", c->decoder_start_id))
-        return -1;
-    return arch->check(c);
-}
-
-int mt_model_config_token_id(const mt_config *c, const char *key, int *id)
-{
-    if (!mt_config_has(c, key)) return 0;
-    char *json = mt_config_value_json(c, key);
-    int is_list = json && json[0] == '[';
-    free(json);
-    if (!is_list) return mt_config_int(c, key, 0, (1 << 22) - 1, id);
-    int ids[16], n = 0;
-    if (mt_config_int_list(c, key, 0, (1 << 22) - 1, ids, 16, &n)) return -1;
-    if (n == 0) return mt_error("%s: key '%s' is an empty list", mt_config_name(c), key);
-    *id = ids[0];
-    return 0;
-}
-
-int mt_model_config_read_mtlab(mt_model_config *cfg, const mt_config *c)
-{
-    const mt_config *x = mt_config_object(c, "mtlab");
-    if (!x) {
-        if (mt_config_has(c, "mtlab"))
-            return mt_error("%s: key 'mtlab' must be an object", mt_config_name(c));
-        return 0;
-    }
-    return mt_model_config_token_id(x, "sep_token_id", &cfg->sep_id) ||
-                   mt_model_config_token_id(x, "unk_token_id", &cfg->unk_id) ||
-                   mt_config_float_or(x, "dropout", cfg->dropout, 0.0, 0.999, &cfg->dropout)
-               ? -1
-               : 0;
-}
-
-int mt_model_config_fixed_bool(const mt_config *c, const char *key, int want, const char *model)
-{
-    int v;
-    if (mt_config_bool_or(c, key, want, &v)) return -1;
-    if (v != want)
-        return mt_error("%s: %s = %s is not supported (mtlab's %s has %s)", mt_config_name(c), key,
-                        v ? "true" : "false", model, want ? "true" : "false");
-    return 0;
-}
-
-int mt_model_config_write_mtlab(const mt_model_config *cfg, mt_config *c, int with_dropout)
-{
-    mt_config *x = mt_config_set_object(c, "mtlab");
-    if (!x) return -1;
-    int rc = mt_config_set_string(x, "architecture", cfg->arch);
-    rc |= mt_config_set_int(x, "sep_token_id", cfg->sep_id);
-    rc |= mt_config_set_int(x, "unk_token_id", cfg->unk_id);
-    if (with_dropout) rc |= mt_config_set_float(x, "dropout", cfg->dropout);
-    return rc ? -1 : 0;
 }

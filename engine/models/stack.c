@@ -1,5 +1,5 @@
 /* A stack of residual units: embeddings in, units in order, optional final norm out.
- * Letters: B rows, T positions, N = B*T, C d_model, S source positions. */
+ * Letters (mtlab/backend.h): B rows, T positions, BT = B*T rows, C d_model, S source positions. */
 #include "models/model_internal.h"
 
 #include <stdlib.h>
@@ -13,10 +13,10 @@ size_t mt_stack_acts_layout(const mt_stack *s, mt_stack_acts *sa, float *base, i
         sa->w = mt_xcalloc((size_t)s->n_units + 1, sizeof *sa->w);
         sa->xs = mt_xcalloc((size_t)s->n_units + 1, sizeof *sa->xs);
     }
-    size_t N = (size_t)B * T, NC = N * (size_t)s->C, off = 0;
+    size_t BT = (size_t)B * T, BTC = BT * (size_t)s->C, off = 0;
     for (int i = 0; i <= s->n_units; i++) {
         if (base) sa->xs[i] = base + off;
-        off += NC;
+        off += BTC;
     }
     for (int i = 0; i < s->n_units; i++) {
         if (base) mt_unit_work_point(&s->units[i], &sa->w[i], base + off, B, T, Tk, S);
@@ -25,10 +25,10 @@ size_t mt_stack_acts_layout(const mt_stack *s, mt_stack_acts *sa, float *base, i
     if (s->final_norm_tensor >= 0) {
         if (base) {
             sa->fn_out = base + off;
-            sa->fn_mean = base + off + NC;
-            sa->fn_rstd = base + off + NC + N;
+            sa->fn_mean = base + off + BTC;
+            sa->fn_rstd = base + off + BTC + BT;
         }
-        off += NC + 2 * N;
+        off += BTC + 2 * BT;
     }
     return off;
 }
@@ -56,22 +56,22 @@ void mt_stack_embed(const mt_model *m, const mt_stack *s, mt_stack_acts *sa, con
                     int B, int T, int pos0, const mt_dropout *drop)
 {
     const mt_backend *be = m->be;
-    size_t N = (size_t)B * T;
+    size_t BT = (size_t)B * T;
     int embed = s->embed_tensor >= 0 ? s->embed_tensor : m->embed_tensor;
     const float *table = m->params + m->tensors[embed].offset;
-    mt_embedding_forward(be, sa->xs[0], ids, table, N, s->C, m->embed_scale);
+    mt_embedding_forward(be, sa->xs[0], ids, table, BT, s->C, m->embed_scale);
     if (s->positions) mt_positions_add(be, sa->xs[0], m->pos, B, T, s->C, pos0);
-    if (drop && drop->p > 0.0f) mt_dropout_forward(be, sa->xs[0], sa->xs[0], N * s->C, drop);
+    if (drop && drop->p > 0.0f) mt_dropout_forward(be, sa->xs[0], sa->xs[0], BT * s->C, drop);
 }
 
 const float *mt_stack_final_norm(const mt_backend *be, const mt_stack *s, float *out,
-                                 float *mean, float *rstd, const float *x, size_t N)
+                                 float *mean, float *rstd, const float *x, size_t BT)
 {
     if (s->final_norm_tensor < 0) return x;
     if (s->final_norm == MT_NORM_LAYER)
-        mt_layernorm_forward(be, out, mean, rstd, x, s->fn_w, s->fn_b, N, s->C, s->final_eps);
+        mt_layernorm_forward(be, out, mean, rstd, x, s->fn_w, s->fn_b, BT, s->C, s->final_eps);
     else
-        mt_rmsnorm_forward(be, out, rstd, x, s->fn_w, N, s->C, s->final_eps);
+        mt_rmsnorm_forward(be, out, rstd, x, s->fn_w, BT, s->C, s->final_eps);
     return out;
 }
 
@@ -94,17 +94,17 @@ void mt_stack_backward(mt_model *m, mt_stack *s, const mt_stack_acts *sa, float 
                        float *scratch)
 {
     const mt_backend *be = m->be;
-    size_t N = (size_t)B * T, NC = N * (size_t)s->C;
+    size_t BT = (size_t)B * T, BTC = BT * (size_t)s->C;
     if (s->final_norm_tensor >= 0) {
-        be->memzero(dx, NC * sizeof(float));
+        be->memzero(dx, BTC * sizeof(float));
         const float *x = sa->xs[s->n_units];
         if (s->final_norm == MT_NORM_LAYER)
             mt_layernorm_backward(be, dx, s->gfn_w, s->gfn_b, dout, x, s->fn_w, sa->fn_mean,
-                                  sa->fn_rstd, N, s->C);
+                                  sa->fn_rstd, BT, s->C);
         else
-            mt_rmsnorm_backward(be, dx, s->gfn_w, dout, x, s->fn_w, sa->fn_rstd, N, s->C);
+            mt_rmsnorm_backward(be, dx, s->gfn_w, dout, x, s->fn_w, sa->fn_rstd, BT, s->C);
     } else {
-        be->copy(dx, dout, NC * sizeof(float));
+        be->copy(dx, dout, BTC * sizeof(float));
     }
     for (int i = s->n_units - 1; i >= 0; i--) {
         mt_dropout drop = mt_stack_dropout(s, i, 0, opts, m->cfg.dropout);

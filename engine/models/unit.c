@@ -6,60 +6,39 @@
  * post-norm:  s = x + drop(mixer(x));  y = norm(s)
  *   backward: ds = norm'(dy);  dx = ds + mixer'(drop'(ds))
  * The Mamba mixer applies its dropout itself (after out_proj, docs/models.md §3.4 step 13).
- * Letters: B rows, T positions, N = B*T, C d_model, S source positions. */
+ * What differs between the kinds of mixer is one row of function pointers each (UNIT_OPS at
+ * the end of the file); the norm, dropout and residual code around them is shared.
+ * Letters (mtlab/backend.h): B rows, T positions, BT = B*T rows, C d_model, S source positions. */
 #include "models/model_internal.h"
 
-int mt_unit_width(const mt_unit *u)
-{
-    switch (u->kind) {
-    case MT_UNIT_SELF_ATTN:
-    case MT_UNIT_CROSS_ATTN: return u->cfg.attn.C;
-    case MT_UNIT_FFN: return u->cfg.ffn.C;
-    case MT_UNIT_GATED_MLP: return u->cfg.mlp.C;
-    case MT_UNIT_MAMBA: return u->cfg.mamba.d_model;
-    case MT_UNIT_RETENTION: return u->cfg.ret.C;
-    }
-    return 0;
-}
-
-int mt_unit_tensors(mt_unit_kind kind, const mt_unit_config *cfg, mt_tensor_spec *specs)
-{
-    switch (kind) {
-    case MT_UNIT_SELF_ATTN:
-    case MT_UNIT_CROSS_ATTN: return mt_attention_tensors(&cfg->attn, specs);
-    case MT_UNIT_FFN: return mt_ffn_tensors(&cfg->ffn, specs);
-    case MT_UNIT_GATED_MLP: return mt_gated_mlp_tensors(&cfg->mlp, specs);
-    case MT_UNIT_MAMBA: return mt_mamba_tensors(&cfg->mamba, specs);
-    case MT_UNIT_RETENTION: return mt_retention_tensors(&cfg->ret, specs);
-    }
-    return 0;
-}
-
-size_t mt_unit_params_count(mt_unit_kind kind, const mt_unit_config *cfg)
-{
-    switch (kind) {
-    case MT_UNIT_SELF_ATTN:
-    case MT_UNIT_CROSS_ATTN: return mt_attention_params_count(&cfg->attn);
-    case MT_UNIT_FFN: return mt_ffn_params_count(&cfg->ffn);
-    case MT_UNIT_GATED_MLP: return mt_gated_mlp_params_count(&cfg->mlp);
-    case MT_UNIT_MAMBA: return mt_mamba_params_count(&cfg->mamba);
-    case MT_UNIT_RETENTION: return mt_retention_params_count(&cfg->ret);
-    }
-    return 0;
-}
-
-void mt_unit_params_point(mt_unit_kind kind, const mt_unit_config *cfg, mt_unit_params *p,
-                          float *base)
-{
-    switch (kind) {
-    case MT_UNIT_SELF_ATTN:
-    case MT_UNIT_CROSS_ATTN: mt_attention_params_point(&p->attn, base, &cfg->attn); break;
-    case MT_UNIT_FFN: mt_ffn_params_point(&p->ffn, base, &cfg->ffn); break;
-    case MT_UNIT_GATED_MLP: mt_gated_mlp_params_point(&p->mlp, base, &cfg->mlp); break;
-    case MT_UNIT_MAMBA: mt_mamba_params_point(&p->mamba, base, &cfg->mamba); break;
-    case MT_UNIT_RETENTION: mt_retention_params_point(&p->ret, base, &cfg->ret); break;
-    }
-}
+/* One kind of mixer: its sizes, tables, passes and caches. */
+typedef struct {
+    int (*width)(const mt_unit_config *cfg); /* d_model */
+    int (*tensors)(const mt_unit_config *cfg, mt_tensor_spec *specs);
+    size_t (*params_count)(const mt_unit_config *cfg);
+    void (*params_point)(const mt_unit_config *cfg, mt_unit_params *p, float *base);
+    /* floats of the mixer's activations for B rows of T queries over Tk keys (S: source) */
+    size_t (*acts_count)(const mt_unit *u, int B, int T, int Tk, int S);
+    void (*acts_point)(const mt_unit *u, mt_unit_acts *a, float *base, int B, int T, int Tk,
+                       int S);
+    void (*forward)(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, float *out,
+                    const float *in, const float *mem, const uint8_t *mask,
+                    const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop);
+    /* dx += mixer'(dout); for cross-attention dmem receives the key/value side. */
+    void (*backward)(const mt_backend *be, mt_unit *u, const mt_unit_acts *a, mt_unit_acts *da,
+                     float *dx, float *dmem, const float *dout, const float *in,
+                     const float *mem, const uint8_t *mask, const uint8_t *mem_mask, int B,
+                     int T, int S, const mt_dropout *drop);
+    size_t (*cache_count)(const mt_unit *u, int B, int Tmax, int Smax);
+    void (*cache_point)(const mt_unit *u, mt_unit_cache *c, float *base, int B, int Tmax,
+                        int Smax);
+    float *(*cache_tensor)(const mt_unit *u, mt_unit_cache *c, int which, size_t *row);
+    void (*decode)(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, mt_unit_cache *c,
+                   float *out, const float *in, const uint8_t *key_mask,
+                   const uint8_t *prompt_mask, const uint8_t *slot_mask,
+                   const uint8_t *mem_mask, int B, int Tq, int first);
+    int own_dropout; /* 1: the mixer applies the unit's dropout itself (Mamba) */
+} unit_ops;
 
 int mt_unit_kv_slots(const mt_unit *u, int Tmax)
 {
@@ -74,162 +53,458 @@ static int attn_keys(const mt_unit *u, int T, int Tk)
     return T == 1 ? mt_unit_kv_slots(u, Tk) : Tk;
 }
 
-/* Floats of the mixer's activations. */
-static size_t mixer_acts_count(const mt_unit *u, int B, int T, int Tk, int S)
+/* ---- attention (self and cross) */
+
+static int attn_width(const mt_unit_config *cfg) { return cfg->attn.C; }
+static int attn_tensors(const mt_unit_config *cfg, mt_tensor_spec *specs)
 {
-    size_t N = (size_t)B * T;
-    switch (u->kind) {
-    case MT_UNIT_SELF_ATTN: return mt_attention_acts_count(&u->cfg.attn, B, T, attn_keys(u, T, Tk));
-    case MT_UNIT_CROSS_ATTN: return mt_attention_acts_count(&u->cfg.attn, B, T, S);
-    case MT_UNIT_FFN: return mt_ffn_acts_count(&u->cfg.ffn, N);
-    case MT_UNIT_GATED_MLP: return mt_gated_mlp_acts_count(&u->cfg.mlp, N);
-    case MT_UNIT_MAMBA: return mt_mamba_acts_count(&u->cfg.mamba, B, T);
-    case MT_UNIT_RETENTION: return mt_retention_acts_count(&u->cfg.ret, B, T);
-    }
-    return 0;
+    return mt_attention_tensors(&cfg->attn, specs);
+}
+static size_t attn_params_count(const mt_unit_config *cfg)
+{
+    return mt_attention_params_count(&cfg->attn);
+}
+static void attn_params_point(const mt_unit_config *cfg, mt_unit_params *p, float *base)
+{
+    mt_attention_params_point(&p->attn, base, &cfg->attn);
 }
 
-static void mixer_acts_point(const mt_unit *u, mt_unit_acts *a, float *base, int B, int T, int Tk,
+static size_t self_acts_count(const mt_unit *u, int B, int T, int Tk, int S)
+{
+    return mt_attention_acts_count(&u->cfg.attn, B, T, attn_keys(u, T, Tk));
+}
+static void self_acts_point(const mt_unit *u, mt_unit_acts *a, float *base, int B, int T, int Tk,
+                            int S)
+{
+    mt_attention_acts_point(&a->attn, base, &u->cfg.attn, B, T, attn_keys(u, T, Tk));
+}
+static size_t cross_acts_count(const mt_unit *u, int B, int T, int Tk, int S)
+{
+    return mt_attention_acts_count(&u->cfg.attn, B, T, S);
+}
+static void cross_acts_point(const mt_unit *u, mt_unit_acts *a, float *base, int B, int T, int Tk,
                              int S)
 {
-    size_t N = (size_t)B * T;
-    switch (u->kind) {
-    case MT_UNIT_SELF_ATTN:
-        mt_attention_acts_point(&a->attn, base, &u->cfg.attn, B, T, attn_keys(u, T, Tk));
-        break;
-    case MT_UNIT_CROSS_ATTN: mt_attention_acts_point(&a->attn, base, &u->cfg.attn, B, T, S); break;
-    case MT_UNIT_FFN: mt_ffn_acts_point(&a->ffn, base, &u->cfg.ffn, N); break;
-    case MT_UNIT_GATED_MLP: mt_gated_mlp_acts_point(&a->mlp, base, &u->cfg.mlp, N); break;
-    case MT_UNIT_MAMBA: mt_mamba_acts_point(&a->mamba, base, &u->cfg.mamba, B, T); break;
-    case MT_UNIT_RETENTION: mt_retention_acts_point(&a->ret, base, &u->cfg.ret, B, T); break;
-    }
+    mt_attention_acts_point(&a->attn, base, &u->cfg.attn, B, T, S);
 }
 
-/* Work layout: mixer acts, pre (N, C), mean (N), rstd (N). */
+static void self_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, float *out,
+                         const float *in, const float *mem, const uint8_t *mask,
+                         const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop)
+{
+    mt_attention_forward(be, out, &a->attn, in, in, mask, &u->p.attn, &u->cfg.attn, B, T, T);
+}
+static void cross_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, float *out,
+                          const float *in, const float *mem, const uint8_t *mask,
+                          const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop)
+{
+    mt_attention_forward(be, out, &a->attn, in, mem, mem_mask, &u->p.attn, &u->cfg.attn, B, T,
+                         S);
+}
+
+static void self_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a,
+                          mt_unit_acts *da, float *dx, float *dmem, const float *dout,
+                          const float *in, const float *mem, const uint8_t *mask,
+                          const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop)
+{
+    mt_attention_backward(be, dx, dx, &u->g.attn, &da->attn, dout, &a->attn, in, in, mask,
+                          &u->p.attn, &u->cfg.attn, B, T, T);
+}
+static void cross_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a,
+                           mt_unit_acts *da, float *dx, float *dmem, const float *dout,
+                           const float *in, const float *mem, const uint8_t *mask,
+                           const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop)
+{
+    mt_attention_backward(be, dx, dmem, &u->g.attn, &da->attn, dout, &a->attn, in, mem,
+                          mem_mask, &u->p.attn, &u->cfg.attn, B, T, S);
+}
+
+static size_t self_cache_count(const mt_unit *u, int B, int Tmax, int Smax)
+{
+    return mt_kv_cache_count(&u->cfg.attn, B, mt_unit_kv_slots(u, Tmax));
+}
+static void self_cache_point(const mt_unit *u, mt_unit_cache *c, float *base, int B, int Tmax,
+                             int Smax)
+{
+    mt_kv_cache_point(&c->kv, base, &u->cfg.attn, B, mt_unit_kv_slots(u, Tmax));
+}
+static size_t cross_cache_count(const mt_unit *u, int B, int Tmax, int Smax)
+{
+    return mt_kv_cache_count(&u->cfg.attn, B, Smax);
+}
+static void cross_cache_point(const mt_unit *u, mt_unit_cache *c, float *base, int B, int Tmax,
+                              int Smax)
+{
+    mt_kv_cache_point(&c->kv, base, &u->cfg.attn, B, Smax);
+}
+static float *attn_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, size_t *row)
+{
+    *row = (size_t)c->kv.Tmax * u->cfg.attn.C;
+    return which == 0 ? c->kv.k : c->kv.v;
+}
+
+static void self_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
+                        mt_unit_cache *c, float *out, const float *in, const uint8_t *key_mask,
+                        const uint8_t *prompt_mask, const uint8_t *slot_mask,
+                        const uint8_t *mem_mask, int B, int Tq, int first)
+{
+    if (u->cfg.attn.window > 0)
+        mt_attention_ring_decode(be, out, &a->attn, in, &c->kv, prompt_mask, slot_mask,
+                                 &u->p.attn, &u->cfg.attn, B, Tq);
+    else
+        mt_attention_decode(be, out, &a->attn, in, &c->kv, key_mask, &u->p.attn, &u->cfg.attn,
+                            B, Tq);
+}
+static void cross_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
+                         mt_unit_cache *c, float *out, const float *in, const uint8_t *key_mask,
+                         const uint8_t *prompt_mask, const uint8_t *slot_mask,
+                         const uint8_t *mem_mask, int B, int Tq, int first)
+{
+    mt_attention_cross_decode(be, out, &a->attn, in, &c->kv, mem_mask, &u->p.attn,
+                              &u->cfg.attn, B, Tq);
+}
+
+/* ---- the kinds without a decoding cache (FFN, gated MLP) */
+
+static size_t no_cache_count(const mt_unit *u, int B, int Tmax, int Smax) { return 0; }
+static void no_cache_point(const mt_unit *u, mt_unit_cache *c, float *base, int B, int Tmax,
+                           int Smax)
+{
+}
+static float *no_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, size_t *row)
+{
+    return NULL;
+}
+
+/* ---- FFN */
+
+static int ffn_width(const mt_unit_config *cfg) { return cfg->ffn.C; }
+static int ffn_tensors(const mt_unit_config *cfg, mt_tensor_spec *specs)
+{
+    return mt_ffn_tensors(&cfg->ffn, specs);
+}
+static size_t ffn_params_count(const mt_unit_config *cfg) { return mt_ffn_params_count(&cfg->ffn); }
+static void ffn_params_point(const mt_unit_config *cfg, mt_unit_params *p, float *base)
+{
+    mt_ffn_params_point(&p->ffn, base, &cfg->ffn);
+}
+static size_t ffn_acts_count(const mt_unit *u, int B, int T, int Tk, int S)
+{
+    return mt_ffn_acts_count(&u->cfg.ffn, (size_t)B * T);
+}
+static void ffn_acts_point(const mt_unit *u, mt_unit_acts *a, float *base, int B, int T, int Tk,
+                           int S)
+{
+    mt_ffn_acts_point(&a->ffn, base, &u->cfg.ffn, (size_t)B * T);
+}
+static void ffn_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, float *out,
+                        const float *in, const float *mem, const uint8_t *mask,
+                        const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop)
+{
+    mt_ffn_forward(be, out, &a->ffn, in, &u->p.ffn, &u->cfg.ffn, (size_t)B * T);
+}
+static void ffn_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a,
+                         mt_unit_acts *da, float *dx, float *dmem, const float *dout,
+                         const float *in, const float *mem, const uint8_t *mask,
+                         const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop)
+{
+    mt_ffn_backward(be, dx, &u->g.ffn, &da->ffn, dout, &a->ffn, in, &u->p.ffn, &u->cfg.ffn,
+                    (size_t)B * T);
+}
+static void ffn_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, mt_unit_cache *c,
+                       float *out, const float *in, const uint8_t *key_mask,
+                       const uint8_t *prompt_mask, const uint8_t *slot_mask,
+                       const uint8_t *mem_mask, int B, int Tq, int first)
+{
+    mt_ffn_forward(be, out, &a->ffn, in, &u->p.ffn, &u->cfg.ffn, (size_t)B * Tq);
+}
+
+/* ---- gated MLP */
+
+static int mlp_width(const mt_unit_config *cfg) { return cfg->mlp.C; }
+static int mlp_tensors(const mt_unit_config *cfg, mt_tensor_spec *specs)
+{
+    return mt_gated_mlp_tensors(&cfg->mlp, specs);
+}
+static size_t mlp_params_count(const mt_unit_config *cfg)
+{
+    return mt_gated_mlp_params_count(&cfg->mlp);
+}
+static void mlp_params_point(const mt_unit_config *cfg, mt_unit_params *p, float *base)
+{
+    mt_gated_mlp_params_point(&p->mlp, base, &cfg->mlp);
+}
+static size_t mlp_acts_count(const mt_unit *u, int B, int T, int Tk, int S)
+{
+    return mt_gated_mlp_acts_count(&u->cfg.mlp, (size_t)B * T);
+}
+static void mlp_acts_point(const mt_unit *u, mt_unit_acts *a, float *base, int B, int T, int Tk,
+                           int S)
+{
+    mt_gated_mlp_acts_point(&a->mlp, base, &u->cfg.mlp, (size_t)B * T);
+}
+static void mlp_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, float *out,
+                        const float *in, const float *mem, const uint8_t *mask,
+                        const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop)
+{
+    mt_gated_mlp_forward(be, out, &a->mlp, in, &u->p.mlp, &u->cfg.mlp, (size_t)B * T);
+}
+static void mlp_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a,
+                         mt_unit_acts *da, float *dx, float *dmem, const float *dout,
+                         const float *in, const float *mem, const uint8_t *mask,
+                         const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop)
+{
+    mt_gated_mlp_backward(be, dx, &u->g.mlp, &da->mlp, dout, &a->mlp, in, &u->p.mlp, &u->cfg.mlp,
+                          (size_t)B * T);
+}
+static void mlp_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, mt_unit_cache *c,
+                       float *out, const float *in, const uint8_t *key_mask,
+                       const uint8_t *prompt_mask, const uint8_t *slot_mask,
+                       const uint8_t *mem_mask, int B, int Tq, int first)
+{
+    mt_gated_mlp_forward(be, out, &a->mlp, in, &u->p.mlp, &u->cfg.mlp, (size_t)B * Tq);
+}
+
+/* ---- Mamba */
+
+static int mamba_width(const mt_unit_config *cfg) { return cfg->mamba.d_model; }
+static int mamba_tensors(const mt_unit_config *cfg, mt_tensor_spec *specs)
+{
+    return mt_mamba_tensors(&cfg->mamba, specs);
+}
+static size_t mamba_params_count(const mt_unit_config *cfg)
+{
+    return mt_mamba_params_count(&cfg->mamba);
+}
+static void mamba_params_point(const mt_unit_config *cfg, mt_unit_params *p, float *base)
+{
+    mt_mamba_params_point(&p->mamba, base, &cfg->mamba);
+}
+static size_t mamba_acts_count(const mt_unit *u, int B, int T, int Tk, int S)
+{
+    return mt_mamba_acts_count(&u->cfg.mamba, B, T);
+}
+static void mamba_acts_point(const mt_unit *u, mt_unit_acts *a, float *base, int B, int T, int Tk,
+                             int S)
+{
+    mt_mamba_acts_point(&a->mamba, base, &u->cfg.mamba, B, T);
+}
+static void mamba_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, float *out,
+                          const float *in, const float *mem, const uint8_t *mask,
+                          const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop)
+{
+    mt_mamba_forward(be, out, &a->mamba, in, mask, &u->p.mamba, &u->cfg.mamba, drop, NULL, B, T);
+}
+static void mamba_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a,
+                           mt_unit_acts *da, float *dx, float *dmem, const float *dout,
+                           const float *in, const float *mem, const uint8_t *mask,
+                           const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop)
+{
+    mt_mamba_backward(be, dx, &u->g.mamba, &da->mamba, dout, &a->mamba, in, mask, &u->p.mamba,
+                      &u->cfg.mamba, drop, B, T);
+}
+static size_t mamba_cache_count(const mt_unit *u, int B, int Tmax, int Smax)
+{
+    return mt_mamba_state_count(&u->cfg.mamba, B);
+}
+static void mamba_cache_point(const mt_unit *u, mt_unit_cache *c, float *base, int B, int Tmax,
+                              int Smax)
+{
+    mt_mamba_state_point(&c->ms, base, &u->cfg.mamba, B);
+}
+static float *mamba_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, size_t *row)
+{
+    const mt_mamba_config *mc = &u->cfg.mamba;
+    *row = (size_t)mc->d_inner * (which == 0 ? mc->d_conv : mc->d_state);
+    return which == 0 ? c->ms.conv : c->ms.ssm;
+}
+static void mamba_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
+                         mt_unit_cache *c, float *out, const float *in, const uint8_t *key_mask,
+                         const uint8_t *prompt_mask, const uint8_t *slot_mask,
+                         const uint8_t *mem_mask, int B, int Tq, int first)
+{
+    if (first)
+        mt_mamba_forward(be, out, &a->mamba, in, prompt_mask, &u->p.mamba, &u->cfg.mamba, NULL,
+                         &c->ms, B, Tq);
+    else
+        mt_mamba_step(be, out, &a->mamba, in, &u->p.mamba, &u->cfg.mamba, &c->ms, B);
+}
+
+/* ---- retention */
+
+static int ret_width(const mt_unit_config *cfg) { return cfg->ret.C; }
+static int ret_tensors(const mt_unit_config *cfg, mt_tensor_spec *specs)
+{
+    return mt_retention_tensors(&cfg->ret, specs);
+}
+static size_t ret_params_count(const mt_unit_config *cfg)
+{
+    return mt_retention_params_count(&cfg->ret);
+}
+static void ret_params_point(const mt_unit_config *cfg, mt_unit_params *p, float *base)
+{
+    mt_retention_params_point(&p->ret, base, &cfg->ret);
+}
+static size_t ret_acts_count(const mt_unit *u, int B, int T, int Tk, int S)
+{
+    return mt_retention_acts_count(&u->cfg.ret, B, T);
+}
+static void ret_acts_point(const mt_unit *u, mt_unit_acts *a, float *base, int B, int T, int Tk,
+                           int S)
+{
+    mt_retention_acts_point(&a->ret, base, &u->cfg.ret, B, T);
+}
+static void ret_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, float *out,
+                        const float *in, const float *mem, const uint8_t *mask,
+                        const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop)
+{
+    mt_retention_forward(be, out, &a->ret, in, mask, &u->p.ret, &u->cfg.ret, NULL, B, T);
+}
+static void ret_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a,
+                         mt_unit_acts *da, float *dx, float *dmem, const float *dout,
+                         const float *in, const float *mem, const uint8_t *mask,
+                         const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop)
+{
+    mt_retention_backward(be, dx, &u->g.ret, &da->ret, dout, &a->ret, in, mask, &u->p.ret,
+                          &u->cfg.ret, B, T);
+}
+static size_t ret_cache_count(const mt_unit *u, int B, int Tmax, int Smax)
+{
+    return mt_retention_state_count(&u->cfg.ret, B);
+}
+static void ret_cache_point(const mt_unit *u, mt_unit_cache *c, float *base, int B, int Tmax,
+                            int Smax)
+{
+    mt_retention_state_point(&c->rs, base, &u->cfg.ret, B);
+}
+static float *ret_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, size_t *row)
+{
+    const mt_retention_config *rc = &u->cfg.ret;
+    *row = which == 0 ? (size_t)rc->C * rc->V / rc->H : (size_t)rc->H;
+    return which == 0 ? c->rs.kv : c->rs.scale;
+}
+static void ret_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, mt_unit_cache *c,
+                       float *out, const float *in, const uint8_t *key_mask,
+                       const uint8_t *prompt_mask, const uint8_t *slot_mask,
+                       const uint8_t *mem_mask, int B, int Tq, int first)
+{
+    if (first)
+        mt_retention_forward(be, out, &a->ret, in, prompt_mask, &u->p.ret, &u->cfg.ret, &c->rs,
+                             B, Tq);
+    else
+        mt_retention_step(be, out, &a->ret, in, &u->p.ret, &u->cfg.ret, &c->rs, B);
+}
+
+static const unit_ops UNIT_OPS[] = {
+    [MT_UNIT_SELF_ATTN] = {attn_width, attn_tensors, attn_params_count, attn_params_point,
+                           self_acts_count, self_acts_point, self_forward, self_backward,
+                           self_cache_count, self_cache_point, attn_cache_tensor, self_decode, 0},
+    [MT_UNIT_CROSS_ATTN] = {attn_width, attn_tensors, attn_params_count, attn_params_point,
+                            cross_acts_count, cross_acts_point, cross_forward, cross_backward,
+                            cross_cache_count, cross_cache_point, attn_cache_tensor,
+                            cross_decode, 0},
+    [MT_UNIT_FFN] = {ffn_width, ffn_tensors, ffn_params_count, ffn_params_point, ffn_acts_count,
+                     ffn_acts_point, ffn_forward, ffn_backward, no_cache_count, no_cache_point,
+                     no_cache_tensor, ffn_decode, 0},
+    [MT_UNIT_GATED_MLP] = {mlp_width, mlp_tensors, mlp_params_count, mlp_params_point,
+                           mlp_acts_count, mlp_acts_point, mlp_forward, mlp_backward,
+                           no_cache_count, no_cache_point, no_cache_tensor, mlp_decode, 0},
+    [MT_UNIT_MAMBA] = {mamba_width, mamba_tensors, mamba_params_count, mamba_params_point,
+                       mamba_acts_count, mamba_acts_point, mamba_forward, mamba_backward,
+                       mamba_cache_count, mamba_cache_point, mamba_cache_tensor, mamba_decode, 1},
+    [MT_UNIT_RETENTION] = {ret_width, ret_tensors, ret_params_count, ret_params_point,
+                           ret_acts_count, ret_acts_point, ret_forward, ret_backward,
+                           ret_cache_count, ret_cache_point, ret_cache_tensor, ret_decode, 0},
+};
+_Static_assert(sizeof UNIT_OPS / sizeof UNIT_OPS[0] == MT_UNIT_KINDS,
+               "UNIT_OPS needs one row per unit kind");
+
+/* ---- the unit: norm, mixer, dropout and residual, whatever the kind */
+
+int mt_unit_width(const mt_unit *u) { return UNIT_OPS[u->kind].width(&u->cfg); }
+
+int mt_unit_tensors(mt_unit_kind kind, const mt_unit_config *cfg, mt_tensor_spec *specs)
+{
+    return UNIT_OPS[kind].tensors(cfg, specs);
+}
+
+size_t mt_unit_params_count(mt_unit_kind kind, const mt_unit_config *cfg)
+{
+    return UNIT_OPS[kind].params_count(cfg);
+}
+
+void mt_unit_params_point(mt_unit_kind kind, const mt_unit_config *cfg, mt_unit_params *p,
+                          float *base)
+{
+    UNIT_OPS[kind].params_point(cfg, p, base);
+}
+
+/* Work layout: mixer acts, pre (BT, C), mean (BT), rstd (BT). */
 size_t mt_unit_work_count(const mt_unit *u, int B, int T, int Tk, int S)
 {
-    size_t N = (size_t)B * T;
-    return mixer_acts_count(u, B, T, Tk, S) + N * (size_t)mt_unit_width(u) + 2 * N;
+    size_t BT = (size_t)B * T;
+    return UNIT_OPS[u->kind].acts_count(u, B, T, Tk, S) + BT * (size_t)mt_unit_width(u) + 2 * BT;
 }
 
 void mt_unit_work_point(const mt_unit *u, mt_unit_work *w, float *base, int B, int T, int Tk,
                         int S)
 {
-    size_t N = (size_t)B * T;
-    mixer_acts_point(u, &w->a, base, B, T, Tk, S);
-    float *p = base + mixer_acts_count(u, B, T, Tk, S);
+    size_t BT = (size_t)B * T;
+    const unit_ops *ops = &UNIT_OPS[u->kind];
+    ops->acts_point(u, &w->a, base, B, T, Tk, S);
+    float *p = base + ops->acts_count(u, B, T, Tk, S);
     w->pre = p;
-    p += N * (size_t)mt_unit_width(u);
+    p += BT * (size_t)mt_unit_width(u);
     w->mean = p;
-    w->rstd = p + N;
+    w->rstd = p + BT;
 }
 
-/* Scratch layout: dn (N, C), df (N, C), the mixer's activation gradients. */
+/* Scratch layout: dn (BT, C), df (BT, C), the mixer's activation gradients. */
 size_t mt_unit_scratch_count(const mt_unit *u, int B, int T, int S)
 {
-    size_t N = (size_t)B * T;
-    return 2 * N * (size_t)mt_unit_width(u) + mixer_acts_count(u, B, T, T, S);
+    size_t BT = (size_t)B * T;
+    return 2 * BT * (size_t)mt_unit_width(u) + UNIT_OPS[u->kind].acts_count(u, B, T, T, S);
 }
 
 static void norm_forward(const mt_backend *be, const mt_unit *u, float *out, float *mean,
-                         float *rstd, const float *x, size_t N)
+                         float *rstd, const float *x, size_t BT)
 {
     int C = mt_unit_width(u);
     if (u->norm == MT_NORM_LAYER)
-        mt_layernorm_forward(be, out, mean, rstd, x, u->norm_w, u->norm_b, N, C, u->eps);
+        mt_layernorm_forward(be, out, mean, rstd, x, u->norm_w, u->norm_b, BT, C, u->eps);
     else
-        mt_rmsnorm_forward(be, out, rstd, x, u->norm_w, N, C, u->eps);
+        mt_rmsnorm_forward(be, out, rstd, x, u->norm_w, BT, C, u->eps);
 }
 
 static void norm_backward(const mt_backend *be, mt_unit *u, float *dx, const float *dout,
-                          const float *x, const mt_unit_work *w, size_t N)
+                          const float *x, const mt_unit_work *w, size_t BT)
 {
     int C = mt_unit_width(u);
     if (u->norm == MT_NORM_LAYER)
         mt_layernorm_backward(be, dx, u->gnorm_w, u->gnorm_b, dout, x, u->norm_w, w->mean,
-                              w->rstd, N, C);
+                              w->rstd, BT, C);
     else
-        mt_rmsnorm_backward(be, dx, u->gnorm_w, dout, x, u->norm_w, w->rstd, N, C);
+        mt_rmsnorm_backward(be, dx, u->gnorm_w, dout, x, u->norm_w, w->rstd, BT, C);
 }
 
 static int dropping(const mt_dropout *drop) { return drop && drop->p > 0.0f; }
-
-static void mixer_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, float *out,
-                          const float *in, const float *mem, const uint8_t *mask,
-                          const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop)
-{
-    size_t N = (size_t)B * T;
-    switch (u->kind) {
-    case MT_UNIT_SELF_ATTN:
-        mt_attention_forward(be, out, &a->attn, in, in, mask, &u->p.attn, &u->cfg.attn, B, T, T);
-        break;
-    case MT_UNIT_CROSS_ATTN:
-        mt_attention_forward(be, out, &a->attn, in, mem, mem_mask, &u->p.attn, &u->cfg.attn, B, T,
-                             S);
-        break;
-    case MT_UNIT_FFN: mt_ffn_forward(be, out, &a->ffn, in, &u->p.ffn, &u->cfg.ffn, N); break;
-    case MT_UNIT_GATED_MLP:
-        mt_gated_mlp_forward(be, out, &a->mlp, in, &u->p.mlp, &u->cfg.mlp, N);
-        break;
-    case MT_UNIT_MAMBA:
-        mt_mamba_forward(be, out, &a->mamba, in, mask, &u->p.mamba, &u->cfg.mamba, drop, NULL, B,
-                         T);
-        break;
-    case MT_UNIT_RETENTION:
-        mt_retention_forward(be, out, &a->ret, in, mask, &u->p.ret, &u->cfg.ret, NULL, B, T);
-        break;
-    }
-}
 
 void mt_unit_forward(const mt_backend *be, const mt_unit *u, mt_unit_work *w, float *y,
                      const float *x, const float *mem, const uint8_t *mask,
                      const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop)
 {
-    size_t N = (size_t)B * T, NC = N * (size_t)mt_unit_width(u);
+    const unit_ops *ops = &UNIT_OPS[u->kind];
+    size_t BT = (size_t)B * T, BTC = BT * (size_t)mt_unit_width(u);
     const float *in = x;
     float *f = u->post_norm ? w->pre : y;
     if (!u->post_norm) {
-        norm_forward(be, u, w->pre, w->mean, w->rstd, x, N);
+        norm_forward(be, u, w->pre, w->mean, w->rstd, x, BT);
         in = w->pre;
     }
-    mixer_forward(be, u, &w->a, f, in, mem, mask, mem_mask, B, T, S, drop);
-    if (u->kind != MT_UNIT_MAMBA && dropping(drop)) mt_dropout_forward(be, f, f, NC, drop);
-    be->add(f, f, x, NC);
-    if (u->post_norm) norm_forward(be, u, y, w->mean, w->rstd, w->pre, N);
-}
-
-/* dx += mixer'(dout); for cross-attention dmem receives the key/value side. */
-static void mixer_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a,
-                           mt_unit_acts *da, float *dx, float *dmem, const float *dout,
-                           const float *in, const float *mem, const uint8_t *mask,
-                           const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop)
-{
-    size_t N = (size_t)B * T;
-    switch (u->kind) {
-    case MT_UNIT_SELF_ATTN:
-        mt_attention_backward(be, dx, dx, &u->g.attn, &da->attn, dout, &a->attn, in, in, mask,
-                              &u->p.attn, &u->cfg.attn, B, T, T);
-        break;
-    case MT_UNIT_CROSS_ATTN:
-        mt_attention_backward(be, dx, dmem, &u->g.attn, &da->attn, dout, &a->attn, in, mem,
-                              mem_mask, &u->p.attn, &u->cfg.attn, B, T, S);
-        break;
-    case MT_UNIT_FFN:
-        mt_ffn_backward(be, dx, &u->g.ffn, &da->ffn, dout, &a->ffn, in, &u->p.ffn, &u->cfg.ffn, N);
-        break;
-    case MT_UNIT_GATED_MLP:
-        mt_gated_mlp_backward(be, dx, &u->g.mlp, &da->mlp, dout, &a->mlp, in, &u->p.mlp,
-                              &u->cfg.mlp, N);
-        break;
-    case MT_UNIT_MAMBA:
-        mt_mamba_backward(be, dx, &u->g.mamba, &da->mamba, dout, &a->mamba, in, mask,
-                          &u->p.mamba, &u->cfg.mamba, drop, B, T);
-        break;
-    case MT_UNIT_RETENTION:
-        mt_retention_backward(be, dx, &u->g.ret, &da->ret, dout, &a->ret, in, mask, &u->p.ret,
-                              &u->cfg.ret, B, T);
-        break;
-    }
+    ops->forward(be, u, &w->a, f, in, mem, mask, mem_mask, B, T, S, drop);
+    if (!ops->own_dropout && dropping(drop)) mt_dropout_forward(be, f, f, BTC, drop);
+    be->add(f, f, x, BTC);
+    if (u->post_norm) norm_forward(be, u, y, w->mean, w->rstd, w->pre, BT);
 }
 
 void mt_unit_backward(const mt_backend *be, mt_unit *u, const mt_unit_work *w, float *dy,
@@ -237,130 +512,56 @@ void mt_unit_backward(const mt_backend *be, mt_unit *u, const mt_unit_work *w, f
                       const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop,
                       float *scratch)
 {
-    size_t N = (size_t)B * T, NC = N * (size_t)mt_unit_width(u);
-    float *dn = scratch, *dfbuf = scratch + NC;
-    size_t n_da = mixer_acts_count(u, B, T, T, S);
+    const unit_ops *ops = &UNIT_OPS[u->kind];
+    size_t BT = (size_t)B * T, BTC = BT * (size_t)mt_unit_width(u);
+    float *dn = scratch, *dfbuf = scratch + BTC;
+    size_t n_da = ops->acts_count(u, B, T, T, S);
     mt_unit_acts da;
-    mixer_acts_point(u, &da, scratch + 2 * NC, B, T, T, S);
-    be->memzero(scratch + 2 * NC, n_da * sizeof(float));
-    int unit_drop = u->kind != MT_UNIT_MAMBA && dropping(drop);
+    ops->acts_point(u, &da, scratch + 2 * BTC, B, T, T, S);
+    be->memzero(scratch + 2 * BTC, n_da * sizeof(float));
+    int unit_drop = !ops->own_dropout && dropping(drop);
 
     if (!u->post_norm) {
         const float *df = dy;
         if (unit_drop) {
-            be->memzero(dfbuf, NC * sizeof(float));
-            mt_dropout_backward(be, dfbuf, dy, NC, drop);
+            be->memzero(dfbuf, BTC * sizeof(float));
+            mt_dropout_backward(be, dfbuf, dy, BTC, drop);
             df = dfbuf;
         }
-        be->memzero(dn, NC * sizeof(float));
-        mixer_backward(be, u, &w->a, &da, dn, dmem, df, w->pre, mem, mask, mem_mask, B, T, S,
-                       drop);
-        norm_backward(be, u, dy, dn, x, w, N);
+        be->memzero(dn, BTC * sizeof(float));
+        ops->backward(be, u, &w->a, &da, dn, dmem, df, w->pre, mem, mask, mem_mask, B, T, S,
+                      drop);
+        norm_backward(be, u, dy, dn, x, w, BT);
     } else {
         float *ds = dn;
-        be->memzero(ds, NC * sizeof(float));
-        norm_backward(be, u, ds, dy, w->pre, w, N);
+        be->memzero(ds, BTC * sizeof(float));
+        norm_backward(be, u, ds, dy, w->pre, w, BT);
         const float *df = ds;
         if (unit_drop) {
-            be->memzero(dfbuf, NC * sizeof(float));
-            mt_dropout_backward(be, dfbuf, ds, NC, drop);
+            be->memzero(dfbuf, BTC * sizeof(float));
+            mt_dropout_backward(be, dfbuf, ds, BTC, drop);
             df = dfbuf;
         }
-        be->copy(dy, ds, NC * sizeof(float));
-        mixer_backward(be, u, &w->a, &da, dy, dmem, df, x, mem, mask, mem_mask, B, T, S, drop);
+        be->copy(dy, ds, BTC * sizeof(float));
+        ops->backward(be, u, &w->a, &da, dy, dmem, df, x, mem, mask, mem_mask, B, T, S, drop);
     }
 }
 
 size_t mt_unit_cache_count(const mt_unit *u, int B, int Tmax, int Smax)
 {
-    switch (u->kind) {
-    case MT_UNIT_SELF_ATTN: return mt_kv_cache_count(&u->cfg.attn, B, mt_unit_kv_slots(u, Tmax));
-    case MT_UNIT_CROSS_ATTN: return mt_kv_cache_count(&u->cfg.attn, B, Smax);
-    case MT_UNIT_MAMBA: return mt_mamba_state_count(&u->cfg.mamba, B);
-    case MT_UNIT_RETENTION: return mt_retention_state_count(&u->cfg.ret, B);
-    case MT_UNIT_FFN:
-    case MT_UNIT_GATED_MLP: return 0;
-    }
-    return 0;
+    return UNIT_OPS[u->kind].cache_count(u, B, Tmax, Smax);
 }
 
 void mt_unit_cache_point(const mt_unit *u, mt_unit_cache *c, float *base, int B, int Tmax,
                          int Smax)
 {
-    switch (u->kind) {
-    case MT_UNIT_SELF_ATTN:
-        mt_kv_cache_point(&c->kv, base, &u->cfg.attn, B, mt_unit_kv_slots(u, Tmax));
-        break;
-    case MT_UNIT_CROSS_ATTN: mt_kv_cache_point(&c->kv, base, &u->cfg.attn, B, Smax); break;
-    case MT_UNIT_MAMBA: mt_mamba_state_point(&c->ms, base, &u->cfg.mamba, B); break;
-    case MT_UNIT_RETENTION: mt_retention_state_point(&c->rs, base, &u->cfg.ret, B); break;
-    case MT_UNIT_FFN:
-    case MT_UNIT_GATED_MLP: break;
-    }
+    UNIT_OPS[u->kind].cache_point(u, c, base, B, Tmax, Smax);
 }
 
 float *mt_unit_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, size_t *row)
 {
     *row = 0;
-    switch (u->kind) {
-    case MT_UNIT_SELF_ATTN:
-    case MT_UNIT_CROSS_ATTN:
-        *row = (size_t)c->kv.Tmax * u->cfg.attn.C;
-        return which == 0 ? c->kv.k : c->kv.v;
-    case MT_UNIT_MAMBA: {
-        const mt_mamba_config *mc = &u->cfg.mamba;
-        *row = (size_t)mc->d_inner * (which == 0 ? mc->d_conv : mc->d_state);
-        return which == 0 ? c->ms.conv : c->ms.ssm;
-    }
-    case MT_UNIT_RETENTION: {
-        const mt_retention_config *rc = &u->cfg.ret;
-        *row = which == 0 ? (size_t)rc->C * rc->V / rc->H : (size_t)rc->H;
-        return which == 0 ? c->rs.kv : c->rs.scale;
-    }
-    case MT_UNIT_FFN:
-    case MT_UNIT_GATED_MLP: break;
-    }
-    return NULL;
-}
-
-static void mixer_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
-                         mt_unit_cache *c, float *out, const float *in, const uint8_t *key_mask,
-                         const uint8_t *prompt_mask, const uint8_t *slot_mask,
-                         const uint8_t *mem_mask, int B, int Tq, int first)
-{
-    size_t N = (size_t)B * Tq;
-    switch (u->kind) {
-    case MT_UNIT_SELF_ATTN:
-        if (u->cfg.attn.window > 0)
-            mt_attention_ring_decode(be, out, &a->attn, in, &c->kv, prompt_mask, slot_mask,
-                                     &u->p.attn, &u->cfg.attn, B, Tq);
-        else
-            mt_attention_decode(be, out, &a->attn, in, &c->kv, key_mask, &u->p.attn,
-                                &u->cfg.attn, B, Tq);
-        break;
-    case MT_UNIT_CROSS_ATTN:
-        mt_attention_cross_decode(be, out, &a->attn, in, &c->kv, mem_mask, &u->p.attn,
-                                  &u->cfg.attn, B, Tq);
-        break;
-    case MT_UNIT_FFN: mt_ffn_forward(be, out, &a->ffn, in, &u->p.ffn, &u->cfg.ffn, N); break;
-    case MT_UNIT_GATED_MLP:
-        mt_gated_mlp_forward(be, out, &a->mlp, in, &u->p.mlp, &u->cfg.mlp, N);
-        break;
-    case MT_UNIT_MAMBA:
-        if (first)
-            mt_mamba_forward(be, out, &a->mamba, in, prompt_mask, &u->p.mamba, &u->cfg.mamba, NULL,
-                             &c->ms, B, Tq);
-        else
-            mt_mamba_step(be, out, &a->mamba, in, &u->p.mamba, &u->cfg.mamba, &c->ms, B);
-        break;
-    case MT_UNIT_RETENTION:
-        if (first)
-            mt_retention_forward(be, out, &a->ret, in, prompt_mask, &u->p.ret, &u->cfg.ret, &c->rs,
-                                 B, Tq);
-        else
-            mt_retention_step(be, out, &a->ret, in, &u->p.ret, &u->cfg.ret, &c->rs, B);
-        break;
-    }
+    return UNIT_OPS[u->kind].cache_tensor(u, c, which, row);
 }
 
 void mt_unit_decode(const mt_backend *be, const mt_unit *u, mt_unit_work *w, mt_unit_cache *c,
@@ -368,15 +569,15 @@ void mt_unit_decode(const mt_backend *be, const mt_unit *u, mt_unit_work *w, mt_
                     const uint8_t *prompt_mask, const uint8_t *slot_mask,
                     const uint8_t *mem_mask, int B, int Tq, int first)
 {
-    size_t N = (size_t)B * Tq, NC = N * (size_t)mt_unit_width(u);
+    size_t BT = (size_t)B * Tq, BTC = BT * (size_t)mt_unit_width(u);
     const float *in = x;
     float *f = u->post_norm ? w->pre : y;
     if (!u->post_norm) {
-        norm_forward(be, u, w->pre, w->mean, w->rstd, x, N);
+        norm_forward(be, u, w->pre, w->mean, w->rstd, x, BT);
         in = w->pre;
     }
-    mixer_decode(be, u, &w->a, c, f, in, key_mask, prompt_mask, slot_mask, mem_mask, B, Tq,
-                 first);
-    be->add(f, f, x, NC);
-    if (u->post_norm) norm_forward(be, u, y, w->mean, w->rstd, w->pre, N);
+    UNIT_OPS[u->kind].decode(be, u, &w->a, c, f, in, key_mask, prompt_mask, slot_mask, mem_mask,
+                             B, Tq, first);
+    be->add(f, f, x, BTC);
+    if (u->post_norm) norm_forward(be, u, y, w->mean, w->rstd, w->pre, BT);
 }

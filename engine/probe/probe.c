@@ -1,7 +1,8 @@
 /* mt_probe_run: one parallel forward pass (no dropout) over the prompt and the hypothesis,
  * then the maps read from the activations the pass keeps for backward anyway (attention
  * probabilities; Mamba's scan inputs u, dt, B, C). Nothing here runs while decoding.
- * Letters: T decoder positions, S source positions, H heads, D Mamba channels, N state. */
+ * Letters (mtlab/backend.h): T decoder positions, S source positions, H heads, D Mamba
+ * channels, N state. */
 #include "mtlab/probe.h"
 
 #include <math.h>

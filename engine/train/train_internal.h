@@ -19,7 +19,7 @@ typedef struct {
 /* mkdir -p; errors name the path. */
 int mkdir_p(const char *path);
 
-/* ---- log.jsonl (log.c) */
+/* ---- log.jsonl (run_log.c) */
 typedef struct {
     FILE *f;
     char path[600];

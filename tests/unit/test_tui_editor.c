@@ -7,7 +7,7 @@
 
 #include "tui/editor.h"
 #include "mtlab/utf8.h"
-#include "tui/utf8.h"
+#include "tui/columns.h"
 
 static int setup(void **state)
 {

@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "tiny_bundle.h"
+#include "tui/pane_worker.h"
 #include "tui/queue.h"
-#include "tui/worker.h"
 
 typedef struct {
     tui_queue *q;
@@ -44,7 +44,7 @@ static void test_queue_wakes_poll_and_keeps_order(void **state)
         assert_int_equal(poll(&pfd, 1, 5000), 1);
         for (tui_event *ev = tui_queue_drain(&q), *nx; ev; ev = nx) {
             nx = ev->next;
-            assert_int_equal(ev->job, next[ev->pane_id]); /* each thread's events in order */
+            assert_int_equal(ev->request, next[ev->pane_id]); /* each thread's events in order */
             next[ev->pane_id]++;
             seen[ev->pane_id]++;
             tui_event_free(ev);
@@ -88,8 +88,8 @@ static tui_event *wait_event(tui_queue *q, tui_event_kind kind, unsigned long jo
         tui_event *found = NULL;
         for (tui_event *ev = tui_queue_drain(q), *nx; ev; ev = nx) {
             nx = ev->next;
-            if (finals && ev->kind == TUI_EV_SEGMENT && ev->job < 8) finals[ev->job]++;
-            if (!found && ev->kind == kind && (job == 0 || ev->job == job)) {
+            if (finals && ev->kind == TUI_EV_SEGMENT && ev->request < 8) finals[ev->request]++;
+            if (!found && ev->kind == kind && (job == 0 || ev->request == job)) {
                 found = ev;
                 continue;
             }

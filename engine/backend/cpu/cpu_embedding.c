@@ -3,11 +3,11 @@
 
 #include <math.h>
 
-void cpu_embedding_forward(float *out, const int32_t *ids, const float *table, size_t N, int C,
+void cpu_embedding_forward(float *out, const int32_t *ids, const float *table, size_t BT, int C,
                            float scale)
 {
-#pragma omp parallel for if (N * (size_t)C > 16384)
-    for (size_t i = 0; i < N; i++) {
+#pragma omp parallel for if (BT * (size_t)C > 16384)
+    for (size_t i = 0; i < BT; i++) {
         const float *row = table + (size_t)ids[i] * C;
         float *o = out + i * (size_t)C;
         for (int c = 0; c < C; c++) o[c] = scale * row[c];
@@ -16,15 +16,15 @@ void cpu_embedding_forward(float *out, const int32_t *ids, const float *table, s
 
 /* dtable[ids[i]] += scale * dout[i]. Repeated ids would race if threads split the tokens, so
  * threads split the columns instead and each walks all tokens. */
-void cpu_embedding_backward(float *dtable, const float *dout, const int32_t *ids, size_t N, int C,
+void cpu_embedding_backward(float *dtable, const float *dout, const int32_t *ids, size_t BT, int C,
                             float scale)
 {
     enum { COLS = 64 };
     int n_blocks = (C + COLS - 1) / COLS;
-#pragma omp parallel for if (N * (size_t)C > 16384)
+#pragma omp parallel for if (BT * (size_t)C > 16384)
     for (int blk = 0; blk < n_blocks; blk++) {
         int c0 = blk * COLS, c1 = c0 + COLS < C ? c0 + COLS : C;
-        for (size_t i = 0; i < N; i++) {
+        for (size_t i = 0; i < BT; i++) {
             float *row = dtable + (size_t)ids[i] * C;
             const float *g = dout + i * (size_t)C;
             for (int c = c0; c < c1; c++) row[c] += scale * g[c];

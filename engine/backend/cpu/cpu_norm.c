@@ -1,19 +1,19 @@
-/* LayerNorm and RMSNorm over the last dimension of (N, C), statistics in double.
+/* LayerNorm and RMSNorm over the last dimension of (BT, C), statistics in double.
  * Backward computes dx row-parallel and the weight/bias gradients column-parallel (each
  * thread owns columns), recomputing the normalised value, so no two threads add to one float. */
 #include "backend/cpu/cpu_ops.h"
 
 #include <math.h>
 
-#define PAR_ROWS(N, C) ((N) * (size_t)(C) > 16384)
+#define PAR_ROWS(BT, C) ((BT) * (size_t)(C) > 16384)
 
 /* mean = sum x / C ; var = sum (x - mean)^2 / C ; rstd = 1 / sqrt(var + eps)
  * out = (x - mean) * rstd * weight + bias */
 void cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *x,
-                           const float *weight, const float *bias, size_t N, int C, float eps)
+                           const float *weight, const float *bias, size_t BT, int C, float eps)
 {
-#pragma omp parallel for if (PAR_ROWS(N, C))
-    for (size_t r = 0; r < N; r++) {
+#pragma omp parallel for if (PAR_ROWS(BT, C))
+    for (size_t r = 0; r < BT; r++) {
         const float *xr = x + r * (size_t)C;
         float *o = out + r * (size_t)C;
         double m = 0.0, v = 0.0;
@@ -35,11 +35,11 @@ void cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *x,
  * dx += rstd * (dn - mean_c(dn) - n * mean_c(dn * n)) ; dweight += dout * n ; dbias += dout */
 void cpu_layernorm_backward(float *dx, float *dweight, float *dbias, const float *dout,
                             const float *x, const float *weight, const float *mean,
-                            const float *rstd, size_t N, int C)
+                            const float *rstd, size_t BT, int C)
 {
     if (dx) {
-#pragma omp parallel for if (PAR_ROWS(N, C))
-        for (size_t r = 0; r < N; r++) {
+#pragma omp parallel for if (PAR_ROWS(BT, C))
+        for (size_t r = 0; r < BT; r++) {
             const float *xr = x + r * (size_t)C, *g = dout + r * (size_t)C;
             double sum_dn = 0.0, sum_dn_n = 0.0;
             for (int c = 0; c < C; c++) {
@@ -57,10 +57,10 @@ void cpu_layernorm_backward(float *dx, float *dweight, float *dbias, const float
         }
     }
     if (!dweight && !dbias) return;
-#pragma omp parallel for if (PAR_ROWS(N, C))
+#pragma omp parallel for if (PAR_ROWS(BT, C))
     for (int c = 0; c < C; c++) {
         double dw = 0.0, db = 0.0;
-        for (size_t r = 0; r < N; r++) {
+        for (size_t r = 0; r < BT; r++) {
             float g = dout[r * (size_t)C + c];
             dw += (double)g * ((x[r * (size_t)C + c] - mean[r]) * rstd[r]);
             db += g;
@@ -71,11 +71,11 @@ void cpu_layernorm_backward(float *dx, float *dweight, float *dbias, const float
 }
 
 /* rstd = 1 / sqrt(mean(x^2) + eps) ; out = x * rstd * weight */
-void cpu_rmsnorm_forward(float *out, float *rstd, const float *x, const float *weight, size_t N,
+void cpu_rmsnorm_forward(float *out, float *rstd, const float *x, const float *weight, size_t BT,
                          int C, float eps)
 {
-#pragma omp parallel for if (PAR_ROWS(N, C))
-    for (size_t r = 0; r < N; r++) {
+#pragma omp parallel for if (PAR_ROWS(BT, C))
+    for (size_t r = 0; r < BT; r++) {
         const float *xr = x + r * (size_t)C;
         float *o = out + r * (size_t)C;
         double ss = 0.0;
@@ -89,11 +89,11 @@ void cpu_rmsnorm_forward(float *out, float *rstd, const float *x, const float *w
 /* dn = dout * weight
  * dx += rstd * dn - x * rstd^3 * mean_c(dn * x) ; dweight += dout * x * rstd */
 void cpu_rmsnorm_backward(float *dx, float *dweight, const float *dout, const float *x,
-                          const float *weight, const float *rstd, size_t N, int C)
+                          const float *weight, const float *rstd, size_t BT, int C)
 {
     if (dx) {
-#pragma omp parallel for if (PAR_ROWS(N, C))
-        for (size_t r = 0; r < N; r++) {
+#pragma omp parallel for if (PAR_ROWS(BT, C))
+        for (size_t r = 0; r < BT; r++) {
             const float *xr = x + r * (size_t)C, *g = dout + r * (size_t)C;
             double sum_dn_x = 0.0;
             for (int c = 0; c < C; c++) sum_dn_x += (double)g[c] * (weight ? weight[c] : 1.0f) * xr[c];
@@ -104,10 +104,10 @@ void cpu_rmsnorm_backward(float *dx, float *dweight, const float *dout, const fl
         }
     }
     if (!dweight) return;
-#pragma omp parallel for if (PAR_ROWS(N, C))
+#pragma omp parallel for if (PAR_ROWS(BT, C))
     for (int c = 0; c < C; c++) {
         double dw = 0.0;
-        for (size_t r = 0; r < N; r++)
+        for (size_t r = 0; r < BT; r++)
             dw += (double)dout[r * (size_t)C + c] * x[r * (size_t)C + c] * rstd[r];
         dweight[c] += (float)dw;
     }

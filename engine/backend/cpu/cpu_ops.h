@@ -59,19 +59,19 @@ void cpu_log_softmax(float *out, const float *x, size_t rows, int cols);
 
 /* normalisation (cpu_norm.c) */
 void cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *x,
-                           const float *weight, const float *bias, size_t N, int C, float eps);
+                           const float *weight, const float *bias, size_t BT, int C, float eps);
 void cpu_layernorm_backward(float *dx, float *dweight, float *dbias, const float *dout,
                             const float *x, const float *weight, const float *mean,
-                            const float *rstd, size_t N, int C);
-void cpu_rmsnorm_forward(float *out, float *rstd, const float *x, const float *weight, size_t N,
+                            const float *rstd, size_t BT, int C);
+void cpu_rmsnorm_forward(float *out, float *rstd, const float *x, const float *weight, size_t BT,
                          int C, float eps);
 void cpu_rmsnorm_backward(float *dx, float *dweight, const float *dout, const float *x,
-                          const float *weight, const float *rstd, size_t N, int C);
+                          const float *weight, const float *rstd, size_t BT, int C);
 
 /* embeddings and positions (cpu_embedding.c) */
-void cpu_embedding_forward(float *out, const int32_t *ids, const float *table, size_t N, int C,
+void cpu_embedding_forward(float *out, const int32_t *ids, const float *table, size_t BT, int C,
                            float scale);
-void cpu_embedding_backward(float *dtable, const float *dout, const int32_t *ids, size_t N, int C,
+void cpu_embedding_backward(float *dtable, const float *dout, const int32_t *ids, size_t BT, int C,
                             float scale);
 void cpu_sinusoid_fill(float *table, int P, int C);
 void cpu_positions_add(float *out, const float *table, int B, int T, int C, int pos0);
@@ -134,10 +134,10 @@ int cpu_retention_visible(const mt_retention_desc *d, int b, int m);
 
 /* loss, dropout, optimiser (cpu_train.c) */
 void cpu_cross_entropy_forward(float *losses, float *lse, const float *logits,
-                               const int32_t *targets, size_t N, int V, int ignore_index,
+                               const int32_t *targets, size_t BT, int V, int ignore_index,
                                float smoothing);
 void cpu_cross_entropy_backward(float *dlogits, const float *logits, const float *lse,
-                                const int32_t *targets, size_t N, int V, int ignore_index,
+                                const int32_t *targets, size_t BT, int V, int ignore_index,
                                 float smoothing, float scale);
 void cpu_dropout_forward(float *out, const float *x, size_t n, float p, uint64_t seed,
                          uint64_t step, uint32_t site);

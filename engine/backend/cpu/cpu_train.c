@@ -8,11 +8,11 @@
 /* lse = log sum_j exp(x_j) ; loss = -sum_j q_j (x_j - lse)
  *      = lse - (1 - eps) x_target - (eps / V) sum_j x_j          (q from label smoothing eps) */
 void cpu_cross_entropy_forward(float *losses, float *lse, const float *logits,
-                               const int32_t *targets, size_t N, int V, int ignore_index,
+                               const int32_t *targets, size_t BT, int V, int ignore_index,
                                float smoothing)
 {
-#pragma omp parallel for if (N * (size_t)V > 65536)
-    for (size_t r = 0; r < N; r++) {
+#pragma omp parallel for if (BT * (size_t)V > 65536)
+    for (size_t r = 0; r < BT; r++) {
         const float *x = logits + r * (size_t)V;
         float mx = cpu_row_max(x, V);
         double l = mx + log(cpu_row_sum_exp(x, V, mx));
@@ -36,11 +36,11 @@ MT_CPU_CLONES static void cross_entropy_row_backward(float *dx, const float *x, 
 }
 
 void cpu_cross_entropy_backward(float *dlogits, const float *logits, const float *lse,
-                                const int32_t *targets, size_t N, int V, int ignore_index,
+                                const int32_t *targets, size_t BT, int V, int ignore_index,
                                 float smoothing, float scale)
 {
-#pragma omp parallel for if (N * (size_t)V > 65536)
-    for (size_t r = 0; r < N; r++) {
+#pragma omp parallel for if (BT * (size_t)V > 65536)
+    for (size_t r = 0; r < BT; r++) {
         if (targets[r] == ignore_index) continue;
         float *dx = dlogits + r * (size_t)V;
         cross_entropy_row_backward(dx, logits + r * (size_t)V, lse[r], V, smoothing / V, scale);

@@ -16,11 +16,21 @@
  *   only alloc reports errors.
  * - Operations may run asynchronously; be->sync() waits, and download() implies it.
  *
- * Letters used in the shape comments:
- *   B batch, T sequence length, Tq / Tk query / key lengths, C channels (d_model),
- *   H heads, Dh head dim (C = H*Dh), V vocabulary, D d_inner (Mamba channels), N d_state,
- *   K conv kernel width, P number of positions in a table, Dk / Dv retention key / value
- *   width per head. */
+ * The letters of shapes and size parameters, for all of engine/ and kernels/ (other files point
+ * here rather than keep their own):
+ *   B   batch rows: sentences, or sentences x beams while decoding
+ *   T   sequence length (the decoder's, or a decoder-only model's); Tq, Tk query / key lengths
+ *   S   source length (encoder positions: the keys of cross-attention)
+ *   BT  B*T rows of a flattened (B, T, ...) tensor, or any number of independent rows
+ *   C   channels (d_model); F hidden width of an FFN or gated MLP
+ *   H   heads; Dh head width (C = H*Dh); Dk / Dv retention key / value width per head
+ *   V   vocabulary (retention's config field V is its total value width, H*Dv)
+ *   D   Mamba d_inner (the mixer's channels); N Mamba d_state; R Mamba dt_rank
+ *   K   convolution kernel width (d_conv); decode/ uses K for the beam width, with no
+ *       convolution in sight
+ *   P   positions in a table; W sliding-window width; Tr ring slots of a window (W + 1)
+ * A layer's input is x (inp where x is taken, as in the Mamba mixer); h is the SSM state
+ * of the scan (or a head index in loops), never an input. */
 #ifndef MTLAB_BACKEND_H
 #define MTLAB_BACKEND_H
 
@@ -177,25 +187,25 @@ typedef struct mt_backend {
     void (*softmax)(float *out, const float *x, size_t rows, int cols);
     void (*log_softmax)(float *out, const float *x, size_t rows, int cols);
 
-    /* ---- normalisation over the last dimension of (N, C)
+    /* ---- normalisation over the last dimension of (BT, C)
      * LayerNorm: out = (x - mean) * rstd * weight + bias, rstd = 1/sqrt(var + eps) (biased var)
      * RMSNorm:   out = x * rstd * weight, rstd = 1/sqrt(mean(x^2) + eps); weight NULL = 1
-     * mean, rstd (N) are saved for backward. */
+     * mean, rstd (BT) are saved for backward. */
     void (*layernorm_forward)(float *out, float *mean, float *rstd, const float *x,
-                              const float *weight, const float *bias, size_t N, int C, float eps);
+                              const float *weight, const float *bias, size_t BT, int C, float eps);
     void (*layernorm_backward)(float *dx, float *dweight, float *dbias, const float *dout,
                                const float *x, const float *weight, const float *mean,
-                               const float *rstd, size_t N, int C);
+                               const float *rstd, size_t BT, int C);
     void (*rmsnorm_forward)(float *out, float *rstd, const float *x, const float *weight,
-                            size_t N, int C, float eps);
+                            size_t BT, int C, float eps);
     void (*rmsnorm_backward)(float *dx, float *dweight, const float *dout, const float *x,
-                             const float *weight, const float *rstd, size_t N, int C);
+                             const float *weight, const float *rstd, size_t BT, int C);
 
     /* ---- embeddings and positions
-     * out (N, C) = scale * table[ids[i]], table (V, C); dtable[ids[i]] += scale * dout[i] */
-    void (*embedding_forward)(float *out, const int32_t *ids, const float *table, size_t N, int C,
+     * out (BT, C) = scale * table[ids[i]], table (V, C); dtable[ids[i]] += scale * dout[i] */
+    void (*embedding_forward)(float *out, const int32_t *ids, const float *table, size_t BT, int C,
                               float scale);
-    void (*embedding_backward)(float *dtable, const float *dout, const int32_t *ids, size_t N,
+    void (*embedding_backward)(float *dtable, const float *dout, const int32_t *ids, size_t BT,
                                int C, float scale);
     /* table (P, C), Marian layout: angle(p, j) = p / 10000^(2*floor(j/2)/C);
      * columns [0, C/2) = sin of the even-j angles, [C/2, C) = cos of the odd-j angles */
@@ -258,15 +268,15 @@ typedef struct mt_backend {
     void (*retention_step)(float *out, float *kv, float *s, const float *q, const float *k,
                            const float *v, const mt_retention_desc *d);
 
-    /* ---- loss: cross-entropy fused with softmax, rows (N, V)
+    /* ---- loss: cross-entropy fused with softmax, rows (BT, V)
      * q = (1 - smoothing) * onehot(target) + smoothing / V   (torch label_smoothing)
      * losses[i] = -sum_j q_j log p_j (0 where target == ignore_index); lse[i] = logsumexp row
      * backward: dlogits[i] += scale * (p - q) for non-ignored rows (scale usually 1/count) */
     void (*cross_entropy_forward)(float *losses, float *lse, const float *logits,
-                                  const int32_t *targets, size_t N, int V, int ignore_index,
+                                  const int32_t *targets, size_t BT, int V, int ignore_index,
                                   float smoothing);
     void (*cross_entropy_backward)(float *dlogits, const float *logits, const float *lse,
-                                   const int32_t *targets, size_t N, int V, int ignore_index,
+                                   const int32_t *targets, size_t BT, int V, int ignore_index,
                                    float smoothing, float scale);
 
     /* ---- dropout with a counter-based mask: element i of a call is kept when

@@ -18,8 +18,8 @@
  *   backward ("da") must be pointed by the same mt_X_acts_point (backward zeroes it before
  *   accumulating).
  *
- * Letters: B batch, T (Tq, Tk) sequence lengths, N = B*T rows, C d_model, F ffn width,
- * H heads, Dh = C/H, V vocabulary, Di Mamba d_inner, S d_state, K conv width, R dt_rank. */
+ * Letters (B, T, S, BT = B*T rows, C, F, H, Dh, V, D, N, K, R, W, Tr): the legend at the top
+ * of mtlab/backend.h, the one for all of engine/ and kernels/. */
 #ifndef MTLAB_LAYERS_H
 #define MTLAB_LAYERS_H
 
@@ -52,39 +52,39 @@ typedef struct {
 } mt_dropout;
 
 /* ---------------------------------------------------------------- linear
- * out (N, OC) = x (N, C) weight^T + bias; weight (OC, C) (PyTorch layout), bias (OC) or NULL */
+ * out (BT, OC) = x (BT, C) weight^T + bias; weight (OC, C) (PyTorch layout), bias (OC) or NULL */
 void mt_linear_forward(const mt_backend *be, float *out, const float *x, const float *weight,
-                       const float *bias, size_t N, int C, int OC);
+                       const float *bias, size_t BT, int C, int OC);
 void mt_linear_backward(const mt_backend *be, float *dx, float *dweight, float *dbias,
-                        const float *dout, const float *x, const float *weight, size_t N, int C,
+                        const float *dout, const float *x, const float *weight, size_t BT, int C,
                         int OC);
 
 /* ---------------------------------------------------------------- embedding
- * out (N, C) = scale * table[ids]; table (V, C); scale is sqrt(C) for Marian/RetNet, else 1 */
+ * out (BT, C) = scale * table[ids]; table (V, C); scale is sqrt(C) for Marian/RetNet, else 1 */
 void mt_embedding_forward(const mt_backend *be, float *out, const int32_t *ids,
-                          const float *table, size_t N, int C, float scale);
+                          const float *table, size_t BT, int C, float scale);
 void mt_embedding_backward(const mt_backend *be, float *dtable, const float *dout,
-                           const int32_t *ids, size_t N, int C, float scale);
-/* Tied output projection: logits (N, V) = h (N, C) table^T (+ bias (V) or NULL, Marian's
+                           const int32_t *ids, size_t BT, int C, float scale);
+/* Tied output projection: logits (BT, V) = x (BT, C) table^T (+ bias (V) or NULL, Marian's
  * final_logits_bias). */
-void mt_tied_logits_forward(const mt_backend *be, float *logits, const float *h,
-                            const float *table, const float *bias, size_t N, int C, int V);
-void mt_tied_logits_backward(const mt_backend *be, float *dh, float *dtable, float *dbias,
-                             const float *dlogits, const float *h, const float *table, size_t N,
+void mt_tied_logits_forward(const mt_backend *be, float *logits, const float *x,
+                            const float *table, const float *bias, size_t BT, int C, int V);
+void mt_tied_logits_backward(const mt_backend *be, float *dx, float *dtable, float *dbias,
+                             const float *dlogits, const float *x, const float *table, size_t BT,
                              int C, int V);
 
 /* ---------------------------------------------------------------- normalisation, dropout
- * mean, rstd (N) are saved for backward; RMSNorm weight NULL = no affine (RetNet group norm) */
+ * mean, rstd (BT) are saved for backward; RMSNorm weight NULL = no affine (RetNet group norm) */
 void mt_layernorm_forward(const mt_backend *be, float *out, float *mean, float *rstd,
-                          const float *x, const float *weight, const float *bias, size_t N,
+                          const float *x, const float *weight, const float *bias, size_t BT,
                           int C, float eps);
 void mt_layernorm_backward(const mt_backend *be, float *dx, float *dweight, float *dbias,
                            const float *dout, const float *x, const float *weight,
-                           const float *mean, const float *rstd, size_t N, int C);
+                           const float *mean, const float *rstd, size_t BT, int C);
 void mt_rmsnorm_forward(const mt_backend *be, float *out, float *rstd, const float *x,
-                        const float *weight, size_t N, int C, float eps);
+                        const float *weight, size_t BT, int C, float eps);
 void mt_rmsnorm_backward(const mt_backend *be, float *dx, float *dweight, const float *dout,
-                         const float *x, const float *weight, const float *rstd, size_t N, int C);
+                         const float *x, const float *weight, const float *rstd, size_t BT, int C);
 /* out (n) = dropout(x); out may alias x. backward: dx += dropout'(dout). */
 void mt_dropout_forward(const mt_backend *be, float *out, const float *x, size_t n,
                         const mt_dropout *drop);
@@ -120,20 +120,20 @@ typedef struct {
     float *fc2_b; /* (C) or NULL */
 } mt_ffn_params;
 typedef struct {
-    float *pre; /* (N, F) fc1 output */
-    float *act; /* (N, F) act(pre) */
+    float *pre; /* (BT, F) fc1 output */
+    float *act; /* (BT, F) act(pre) */
 } mt_ffn_acts;
 int mt_ffn_tensors(const mt_ffn_config *cfg, mt_tensor_spec *specs); /* 2 or 4 tensors */
 size_t mt_ffn_params_count(const mt_ffn_config *cfg);
 float *mt_ffn_params_point(mt_ffn_params *p, float *base, const mt_ffn_config *cfg);
-size_t mt_ffn_acts_count(const mt_ffn_config *cfg, size_t N);
-float *mt_ffn_acts_point(mt_ffn_acts *a, float *base, const mt_ffn_config *cfg, size_t N);
-/* x, out (N, C) */
+size_t mt_ffn_acts_count(const mt_ffn_config *cfg, size_t BT);
+float *mt_ffn_acts_point(mt_ffn_acts *a, float *base, const mt_ffn_config *cfg, size_t BT);
+/* x, out (BT, C) */
 void mt_ffn_forward(const mt_backend *be, float *out, mt_ffn_acts *a, const float *x,
-                    const mt_ffn_params *p, const mt_ffn_config *cfg, size_t N);
+                    const mt_ffn_params *p, const mt_ffn_config *cfg, size_t BT);
 void mt_ffn_backward(const mt_backend *be, float *dx, mt_ffn_params *g, mt_ffn_acts *da,
                      const float *dout, const mt_ffn_acts *a, const float *x,
-                     const mt_ffn_params *p, const mt_ffn_config *cfg, size_t N);
+                     const mt_ffn_params *p, const mt_ffn_config *cfg, size_t BT);
 
 typedef enum {
     MT_GATED_LLAMA,  /* tensors up_proj, gate_proj, down_proj (value = up) */
@@ -154,23 +154,23 @@ typedef struct {
     float *down_b;  /* (C) or NULL */
 } mt_gated_mlp_params;
 typedef struct {
-    float *value;  /* (N, F) */
-    float *gate;   /* (N, F) pre-SiLU */
-    float *hidden; /* (N, F) value * SiLU(gate) */
+    float *value;  /* (BT, F) */
+    float *gate;   /* (BT, F) pre-SiLU */
+    float *hidden; /* (BT, F) value * SiLU(gate) */
 } mt_gated_mlp_acts;
 int mt_gated_mlp_tensors(const mt_gated_mlp_config *cfg, mt_tensor_spec *specs);
 size_t mt_gated_mlp_params_count(const mt_gated_mlp_config *cfg);
 float *mt_gated_mlp_params_point(mt_gated_mlp_params *p, float *base,
                                  const mt_gated_mlp_config *cfg);
-size_t mt_gated_mlp_acts_count(const mt_gated_mlp_config *cfg, size_t N);
+size_t mt_gated_mlp_acts_count(const mt_gated_mlp_config *cfg, size_t BT);
 float *mt_gated_mlp_acts_point(mt_gated_mlp_acts *a, float *base, const mt_gated_mlp_config *cfg,
-                               size_t N);
+                               size_t BT);
 void mt_gated_mlp_forward(const mt_backend *be, float *out, mt_gated_mlp_acts *a, const float *x,
-                          const mt_gated_mlp_params *p, const mt_gated_mlp_config *cfg, size_t N);
+                          const mt_gated_mlp_params *p, const mt_gated_mlp_config *cfg, size_t BT);
 void mt_gated_mlp_backward(const mt_backend *be, float *dx, mt_gated_mlp_params *g,
                            mt_gated_mlp_acts *da, const float *dout, const mt_gated_mlp_acts *a,
                            const float *x, const mt_gated_mlp_params *p,
-                           const mt_gated_mlp_config *cfg, size_t N);
+                           const mt_gated_mlp_config *cfg, size_t BT);
 
 /* ---------------------------------------------------------------- multi-head attention
  * Self attention: xkv = xq, Tk = Tq. Cross attention: xkv is the encoder output (B, Tk, kv_C)
@@ -244,25 +244,25 @@ void mt_kv_cache_reorder(const mt_backend *be, mt_kv_cache *dst, const mt_kv_cac
                          const int32_t *beam_idx, int B, const mt_attn_config *cfg);
 
 /* Sliding-window decoding: a windowed self-attention (cfg->window = W > 0) shows a query
- * only itself and the W keys before it, so decoding keeps those in a ring of R slots
- * (mt_kv_cache_point with Tmax = R = W + 1, or fewer when no decode is longer): position p
- * lives in slot p % R, so memory stays constant in the sequence length.
+ * only itself and the W keys before it, so decoding keeps those in a ring of Tr slots
+ * (mt_kv_cache_point with Tmax = Tr = W + 1, or fewer when no decode is longer): position p
+ * lives in slot p % Tr, so memory stays constant in the sequence length.
  *   prefill (cache->len == 0, Tq positions): windowed causal attention over the prompt with
- *     prompt_mask (B, Tq) or NULL, then the last min(Tq, R) keys/values enter the ring;
- *   step (Tq == 1, cache->len > 0): the new key/value replaces slot len % R and the query
- *     attends over the filled slots, slot_mask (B, R) marking those holding a real token
+ *     prompt_mask (B, Tq) or NULL, then the last min(Tq, Tr) keys/values enter the ring;
+ *   step (Tq == 1, cache->len > 0): the new key/value replaces slot len % Tr and the query
+ *     attends over the filled slots, slot_mask (B, Tr) marking those holding a real token
  *     (mt_kv_ring_slot_mask). Keys are cached already rotated and softmax does not depend on
  *     the order of its keys, so the ring gives what a positional cache gives.
- * a: acts for (B, Tq, Tq) in a prefill, (B, 1, R) in a step. -1 on a step without a prefill
+ * a: acts for (B, Tq, Tq) in a prefill, (B, 1, Tr) in a step. -1 on a step without a prefill
  * or a prefill into a used ring. Reorder the ring with mt_kv_cache_reorder. */
 int mt_attention_ring_decode(const mt_backend *be, float *out, mt_attn_acts *a, const float *x,
                              mt_kv_cache *cache, const uint8_t *prompt_mask,
                              const uint8_t *slot_mask, const mt_attn_params *p,
                              const mt_attn_config *cfg, int B, int Tq);
-/* Host: slot_mask (B, R) of a ring holding positions [max(0, len - R), len), from the
+/* Host: slot_mask (B, Tr) of a ring holding positions [max(0, len - Tr), len), from the
  * positional key_mask (B, key_ld) (0 at pads); slots without a position are 0. */
 void mt_kv_ring_slot_mask(uint8_t *slot_mask, const uint8_t *key_mask, int key_ld, int B,
-                          int len, int R);
+                          int len, int Tr);
 
 /* ---------------------------------------------------------------- multi-scale retention
  * RetNet's token mixer (docs/models.md §4, torchscale MultiScaleRetention), no biases:
@@ -339,40 +339,40 @@ void mt_retention_state_reorder(const mt_backend *be, mt_retention_state *dst,
  * y *= SiLU(z); out_proj; dropout. No biases except conv1d and dt_proj. */
 typedef struct {
     int d_model; /* C */
-    int d_inner; /* Di = expand * C */
-    int d_state; /* S (16) */
+    int d_inner; /* D = expand * C */
+    int d_state; /* N (16) */
     int d_conv;  /* K (4) */
     int dt_rank; /* R = ceil(C / 16) */
 } mt_mamba_config;
 /* d_inner = 2C, d_state 16, d_conv 4, dt_rank ceil(C/16) (mamba_ssm defaults) */
 void mt_mamba_config_default(mt_mamba_config *cfg, int d_model);
 typedef struct {
-    float *in_proj_w;  /* (2*Di, C): rows [0, Di) x, [Di, 2*Di) z */
-    float *conv_w;     /* (Di, K) */
-    float *conv_b;     /* (Di) */
-    float *x_proj_w;   /* (R + 2*S, Di): rows [0,R) dt, [R,R+S) B, [R+S,R+2S) C */
-    float *dt_proj_w;  /* (Di, R) */
-    float *dt_proj_b;  /* (Di) */
-    float *A_log;      /* (Di, S) */
-    float *D;          /* (Di) */
-    float *out_proj_w; /* (C, Di) */
+    float *in_proj_w;  /* (2*D, C): rows [0, D) x, [D, 2*D) z */
+    float *conv_w;     /* (D, K) */
+    float *conv_b;     /* (D) */
+    float *x_proj_w;   /* (R + 2*N, D): rows [0,R) dt, [R,R+N) B, [R+N,R+2N) C */
+    float *dt_proj_w;  /* (D, R) */
+    float *dt_proj_b;  /* (D) */
+    float *A_log;      /* (D, N) */
+    float *D;          /* (D) */
+    float *out_proj_w; /* (C, D) */
 } mt_mamba_params;
 typedef struct {
-    float *x;      /* (B, T, Di) in_proj x half, masked */
-    float *z;      /* (B, T, Di) gate half */
-    float *xc;     /* (B, T, Di) conv output before SiLU */
-    float *u;      /* (B, T, Di) SiLU(xc), masked: the scan input */
+    float *x;      /* (B, T, D) in_proj x half, masked */
+    float *z;      /* (B, T, D) gate half */
+    float *xc;     /* (B, T, D) conv output before SiLU */
+    float *u;      /* (B, T, D) SiLU(xc), masked: the scan input */
     float *dt_low; /* (B, T, R) */
-    float *Bm;     /* (B, T, S) */
-    float *Cm;     /* (B, T, S) */
-    float *dt;     /* (B, T, Di) dt_proj output (no bias) */
-    float *y;      /* (B, T, Di) scan output (with D skip) */
-    float *yg;     /* (B, T, Di) y * SiLU(z) */
+    float *Bm;     /* (B, T, N) */
+    float *Cm;     /* (B, T, N) */
+    float *dt;     /* (B, T, D) dt_proj output (no bias) */
+    float *y;      /* (B, T, D) scan output (with D skip) */
+    float *yg;     /* (B, T, D) y * SiLU(z) */
     float *o;      /* (B, T, C) out_proj output before dropout */
 } mt_mamba_acts;
 typedef struct {
-    float *conv; /* (B, Di, K) last K masked in_proj x values, oldest first */
-    float *ssm;  /* (B, Di, S) h */
+    float *conv; /* (B, D, K) last K masked in_proj x values, oldest first */
+    float *ssm;  /* (B, D, N) the SSM state h */
 } mt_mamba_state;
 int mt_mamba_tensors(const mt_mamba_config *cfg, mt_tensor_spec *specs); /* 9 tensors */
 size_t mt_mamba_params_count(const mt_mamba_config *cfg);
@@ -382,29 +382,29 @@ float *mt_mamba_acts_point(mt_mamba_acts *a, float *base, const mt_mamba_config 
                            int T);
 size_t mt_mamba_state_count(const mt_mamba_config *cfg, int B);
 float *mt_mamba_state_point(mt_mamba_state *s, float *base, const mt_mamba_config *cfg, int B);
-/* out, h (B, T, C); mask (B, T) or NULL (left padding is exact: docs/models.md §3.5);
+/* out, inp (B, T, C); mask (B, T) or NULL (left padding is exact: docs/models.md §3.5);
  * state NULL, or filled for decoding after this prefill (docs/models.md §3.6). */
-void mt_mamba_forward(const mt_backend *be, float *out, mt_mamba_acts *a, const float *h,
+void mt_mamba_forward(const mt_backend *be, float *out, mt_mamba_acts *a, const float *inp,
                       const uint8_t *mask, const mt_mamba_params *p, const mt_mamba_config *cfg,
                       const mt_dropout *drop, mt_mamba_state *state, int B, int T);
-void mt_mamba_backward(const mt_backend *be, float *dh, mt_mamba_params *g, mt_mamba_acts *da,
-                       const float *dout, const mt_mamba_acts *a, const float *h,
+void mt_mamba_backward(const mt_backend *be, float *dinp, mt_mamba_params *g, mt_mamba_acts *da,
+                       const float *dout, const mt_mamba_acts *a, const float *inp,
                        const uint8_t *mask, const mt_mamba_params *p,
                        const mt_mamba_config *cfg, const mt_dropout *drop, int B, int T);
-/* One recurrent step: h, out (B, C); a: acts for (B, T = 1); updates state. No dropout. */
-void mt_mamba_step(const mt_backend *be, float *out, mt_mamba_acts *a, const float *h,
+/* One recurrent step: inp, out (B, C); a: acts for (B, T = 1); updates state. No dropout. */
+void mt_mamba_step(const mt_backend *be, float *out, mt_mamba_acts *a, const float *inp,
                    const mt_mamba_params *p, const mt_mamba_config *cfg, mt_mamba_state *state,
                    int B);
 
 /* ---------------------------------------------------------------- loss
- * Cross-entropy over target tokens fused with softmax (backend.h); logits (N, V).
- * Forward writes losses (N) and lse (N) and returns the sum of the losses (host). Backward:
+ * Cross-entropy over target tokens fused with softmax (backend.h); logits (BT, V).
+ * Forward writes losses (BT) and lse (BT) and returns the sum of the losses (host). Backward:
  * dlogits += scale * d(sum of losses)/dlogits; scale = 1/count gives the mean's gradient. */
 double mt_cross_entropy_forward(const mt_backend *be, float *losses, float *lse,
-                                const float *logits, const int32_t *targets, size_t N, int V,
+                                const float *logits, const int32_t *targets, size_t BT, int V,
                                 int ignore_index, float smoothing);
 void mt_cross_entropy_backward(const mt_backend *be, float *dlogits, const float *logits,
-                               const float *lse, const int32_t *targets, size_t N, int V,
+                               const float *lse, const int32_t *targets, size_t BT, int V,
                                int ignore_index, float smoothing, float scale);
 
 /* ---------------------------------------------------------------- initialisation (host)

@@ -11,7 +11,7 @@
  *                    MODE one of `apertium -l` (spa-eng, eng-spa, ...);
  *   a directory      a model bundle (mtlab/bundle.h).
  * An implementation provides an mt_translator_impl (below) and an opener listed in
- * engine/eval/translator.c. */
+ * engine/eval/translator_open.c. */
 #ifndef MTLAB_TRANSLATOR_H
 #define MTLAB_TRANSLATOR_H
 

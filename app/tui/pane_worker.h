@@ -1,8 +1,8 @@
 /* A pane's model worker: the engine's worker (mtlab/worker.h) with its results turned into
- * events on the UI's queue, tagged with the pane. Submitting a job cancels the running one and
- * replaces any job still waiting, so the newest text always wins and the UI never blocks. */
-#ifndef MTLAB_TUI_WORKER_H
-#define MTLAB_TUI_WORKER_H
+ * events on the UI's queue, tagged with the pane. Submitting a request cancels the running one and
+ * replaces any request still waiting, so the newest text always wins and the UI never blocks. */
+#ifndef MTLAB_TUI_PANE_WORKER_H
+#define MTLAB_TUI_PANE_WORKER_H
 
 #include "tui/queue.h"
 
@@ -17,11 +17,11 @@ tui_worker *tui_worker_start(int pane_id, const char *bundle_dir, const char *de
 /* Translate texts[0..n) (UTF-8 segments; the worker takes the array and the strings) with
  * beam (1: greedy), on `threads` OpenMP threads (the UI shares the cores between the panes).
  * When probe_segment >= 0 the worker then records the probes of that segment's translation. */
-void tui_worker_submit(tui_worker *w, unsigned long job, char **texts, int n, int beam,
+void tui_worker_submit(tui_worker *w, unsigned long request, char **texts, int n, int beam,
                        int threads, int probe_segment);
-/* Record the probes of a segment of the last finished job (reported under that job). */
+/* Record the probes of a segment of the last finished request (reported under that request). */
 void tui_worker_probe(tui_worker *w, int segment);
-/* Stop the running job (it reports TUI_EV_DONE with cancelled = 1) and drop a waiting one. */
+/* Stop the running request (it reports TUI_EV_DONE with cancelled = 1) and drop a waiting one. */
 void tui_worker_cancel(tui_worker *w);
 /* Cancel, wait for the thread and free everything. */
 void tui_worker_stop(tui_worker *w);

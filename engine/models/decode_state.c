@@ -2,7 +2,8 @@
  * per-unit caches; each step then runs one new token per row through the cached units
  * (attention over its KV cache or sliding-window ring, Mamba through its conv + ssm state,
  * docs/models.md §3.6, retention through its recurrent state, docs/models.md §4.3).
- * Letters: B rows, T prompt length, S source length, C d_model, V vocabulary, R ring slots. */
+ * Letters (mtlab/backend.h): B rows, T prompt length, S source length, C d_model, V vocabulary,
+ * Tr ring slots. */
 #include "models/model_internal.h"
 
 #include <stdlib.h>
@@ -20,13 +21,13 @@ struct mt_decode_state {
     float *work;               /* activations of the current pass, one allocation */
     size_t work_cap;
     mt_stack_acts enc_acts, dec_acts;
-    float *rows;               /* h_last (B, C), normed (B, C), mean, rstd (B), logits (B, V) */
+    float *rows;               /* x_last (B, C), normed (B, C), mean, rstd (B), logits (B, V) */
     void *io;                  /* ids, src (int32), masks (bytes), rows index */
     int32_t *d_ids, *d_src, *d_rows;
     uint8_t *d_key_mask, *d_prompt_mask, *d_src_mask;
     uint8_t *key_mask, *src_mask; /* host copies (max_B, max_T), (max_B, max_S) */
-    int ring;                     /* R: slots of the sliding-window rings, 0 when none */
-    uint8_t *slot_mask, *d_slot_mask; /* (max_B, R) host and backend */
+    int ring;                     /* Tr: slots of the sliding-window rings, 0 when none */
+    uint8_t *slot_mask, *d_slot_mask; /* (max_B, Tr) host and backend */
     size_t cache_floats;
 };
 
@@ -183,12 +184,12 @@ static void run_decoder(mt_decode_state *st, int Tq, int first, float *logits)
         mt_unit_decode(be, &s->units[i], &st->dec_acts.w[i], &st->uc[i], st->dec_acts.xs[i + 1],
                        st->dec_acts.xs[i], st->d_key_mask, st->d_prompt_mask, st->d_slot_mask,
                        st->d_src_mask, B, Tq, first);
-    float *h_last = st->rows, *normed = h_last + (size_t)B * C;
+    float *x_last = st->rows, *normed = x_last + (size_t)B * C;
     float *mean = normed + (size_t)B * C, *rstd = mean + B, *out = rstd + B;
-    be->copy2d(h_last, C, st->dec_acts.xs[s->n_units] + (size_t)(Tq - 1) * C, Tq * C,
+    be->copy2d(x_last, C, st->dec_acts.xs[s->n_units] + (size_t)(Tq - 1) * C, Tq * C,
                (size_t)B, C);
-    const float *h = mt_stack_final_norm(be, s, normed, mean, rstd, h_last, (size_t)B);
-    mt_model_project(m, out, h, (size_t)B);
+    const float *dec_out = mt_stack_final_norm(be, s, normed, mean, rstd, x_last, (size_t)B);
+    mt_model_project(m, out, dec_out, (size_t)B);
     be->download(logits, out, (size_t)B * V * sizeof(float));
     st->len += Tq;
 }

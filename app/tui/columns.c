@@ -1,4 +1,4 @@
-#include "tui/utf8.h"
+#include "tui/columns.h"
 
 #include "mtlab/utf8.h"
 

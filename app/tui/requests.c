@@ -1,5 +1,5 @@
 /* Model panes and what they translate: adding and removing panes (each with its worker),
- * sending the editor's segments as a job, asking for probes. */
+ * sending the editor's segments as a request, asking for probes. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,8 +15,8 @@ static void pane_clear_results(tui_pane *p)
     p->hyps = NULL;
     p->final = NULL;
     p->n_hyps = 0;
-    free(p->job_error);
-    p->job_error = NULL;
+    free(p->request_error);
+    p->request_error = NULL;
 }
 
 static void pane_clear_probe(tui_pane *p)
@@ -141,10 +141,10 @@ static int threads_per_pane(const tui_app *a)
     return t < 1 ? 1 : (int)t;
 }
 
-static void submit(tui_app *a, tui_pane *p, unsigned long job)
+static void submit(tui_app *a, tui_pane *p, unsigned long request)
 {
     pane_clear_results(p);
-    p->job = job;
+    p->request = request;
     p->scroll = 0;
     p->have_stats = 0;
     int n = a->sent.n;
@@ -166,22 +166,22 @@ static void submit(tui_app *a, tui_pane *p, unsigned long job)
         p->probe_pending = 1;
     }
     p->busy = 1;
-    tui_worker_submit(p->worker, job, texts, n, p->beam, threads_per_pane(a), probe);
+    tui_worker_submit(p->worker, request, texts, n, p->beam, threads_per_pane(a), probe);
 }
 
 void tui_translate(tui_app *a, tui_pane *only)
 {
-    /* text that changed since the last job goes to every pane, whoever asked */
+    /* text that changed since the last request goes to every pane, whoever asked */
     if (a->sent_version != a->ed.version) only = NULL;
     if (!only) snapshot(a);
-    unsigned long job = ++a->next_job;
+    unsigned long request = ++a->next_request;
     for (int i = 0; i < a->n_panes; i++) {
         tui_pane *p = a->panes[i];
-        if (p->loaded && (!only || p == only)) submit(a, p, job);
+        if (p->loaded && (!only || p == only)) submit(a, p, request);
     }
     if (a->sent.n > 0)
-        tui_log_add(&a->log, TUI_LOG_INFO, "translating %d segment%s (job %lu)", a->sent.n,
-                    a->sent.n == 1 ? "" : "s", job);
+        tui_log_add(&a->log, TUI_LOG_INFO, "translating %d segment%s (request %lu)", a->sent.n,
+                    a->sent.n == 1 ? "" : "s", request);
     a->dirty = 1;
 }
 

@@ -1,8 +1,10 @@
-/* Shared pieces of the searches: one decoding call's context, prompt building, scoring and
- * the finished-hypothesis list of beam search.
- * Letters: n sentences, K beams, V vocabulary, rows = live rows of the decoding state. */
-#ifndef MTLAB_DECODE_INTERNAL_H
-#define MTLAB_DECODE_INTERNAL_H
+/* What the searches share (search.c, beam_hyps.c): one decoding call's context, scoring,
+ * streaming and the finished-hypothesis list of beam search. The searches themselves are in
+ * searches.h; nothing here calls them.
+ * Letters (mtlab/backend.h): n sentences, K beams, V vocabulary, rows = live rows of the
+ * decoding state. */
+#ifndef MTLAB_DECODE_SEARCH_H
+#define MTLAB_DECODE_SEARCH_H
 
 #include "mtlab/decode.h"
 
@@ -19,15 +21,6 @@ typedef struct {
     double t0;            /* start time (seconds, monotonic clock) */
     mt_decode_result *res;
 } mt_decode_ctx;
-
-/* Build the prompts of the n sources, allocate the state and prefill it: ctx->logits rows
- * 0..n-1 then hold each sentence's first next-token logits. 0 or -1. */
-int mt_decode_start(mt_decode_ctx *c, const int32_t *const *src, const int *src_len);
-
-/* The prompt batch of n sources (see decode.h): ids (n, T) and, for encoder-decoder models,
- * src (n, S). The arrays are malloc'd into *ids and *srcbuf (NULL when unused). */
-void mt_decode_prompts(const mt_model *m, const int32_t *const *src, const int *src_len, int n,
-                       mt_batch *b, int32_t **ids, int32_t **srcbuf);
 
 int mt_decode_cancelled(const mt_decode_ctx *c);
 /* Stream one event (no-op without a callback). */
@@ -69,8 +62,5 @@ typedef struct {
 } mt_scored;
 /* Insert (score, index) into top (n kept, at most k), keeping it sorted. */
 void mt_topk_push(mt_scored *top, int *n, int k, double score, long index);
-
-int mt_decode_greedy_run(mt_decode_ctx *c);
-int mt_decode_beam_run(mt_decode_ctx *c);
 
 #endif

@@ -1,5 +1,5 @@
-/* The engine's worker reporting through the UI's event queue (tui/worker.h). */
-#include "tui/worker.h"
+/* The engine's worker reporting through the UI's event queue (tui/pane_worker.h). */
+#include "tui/pane_worker.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,10 +17,10 @@ struct tui_worker {
     mt_worker *engine;
 };
 
-static void push_text(tui_worker *w, tui_event_kind kind, unsigned long job, int segment,
+static void push_text(tui_worker *w, tui_event_kind kind, unsigned long request, int segment,
                       const char *text)
 {
-    tui_event *ev = tui_event_new(kind, w->pane_id, job);
+    tui_event *ev = tui_event_new(kind, w->pane_id, request);
     ev->segment = segment;
     ev->text = mt_xstrdup(text ? text : "");
     tui_queue_push(w->q, ev);
@@ -44,20 +44,20 @@ static void on_load_failed(void *user, const char *why)
     push_text(user, TUI_EV_LOAD_FAILED, 0, -1, why);
 }
 
-static void on_partial(void *user, unsigned long job, int segment, const char *hyp)
+static void on_partial(void *user, unsigned long request, int segment, const char *hyp)
 {
-    push_text(user, TUI_EV_PARTIAL, job, segment, hyp);
+    push_text(user, TUI_EV_PARTIAL, request, segment, hyp);
 }
 
-static void on_final(void *user, unsigned long job, int segment, const char *hyp)
+static void on_final(void *user, unsigned long request, int segment, const char *hyp)
 {
-    push_text(user, TUI_EV_SEGMENT, job, segment, hyp);
+    push_text(user, TUI_EV_SEGMENT, request, segment, hyp);
 }
 
-static void on_done(void *user, unsigned long job, const mt_decode_result *res)
+static void on_done(void *user, unsigned long request, const mt_decode_result *res)
 {
     tui_worker *w = user;
-    tui_event *ev = tui_event_new(TUI_EV_DONE, w->pane_id, job);
+    tui_event *ev = tui_event_new(TUI_EV_DONE, w->pane_id, request);
     ev->seconds = res->seconds;
     ev->tokens = res->tokens;
     ev->state_bytes = res->state_bytes;
@@ -65,23 +65,23 @@ static void on_done(void *user, unsigned long job, const mt_decode_result *res)
     tui_queue_push(w->q, ev);
 }
 
-static void on_failed(void *user, unsigned long job, int segment, const char *why)
+static void on_failed(void *user, unsigned long request, int segment, const char *why)
 {
-    push_text(user, TUI_EV_FAILED, job, segment, why);
+    push_text(user, TUI_EV_FAILED, request, segment, why);
 }
 
-static void on_probe(void *user, unsigned long job, int segment, mt_labelled_probe *probe)
+static void on_probe(void *user, unsigned long request, int segment, mt_labelled_probe *probe)
 {
     tui_worker *w = user;
-    tui_event *ev = tui_event_new(TUI_EV_PROBE, w->pane_id, job);
+    tui_event *ev = tui_event_new(TUI_EV_PROBE, w->pane_id, request);
     ev->segment = segment;
     ev->probe = probe;
     tui_queue_push(w->q, ev);
 }
 
-static void on_probe_failed(void *user, unsigned long job, int segment, const char *why)
+static void on_probe_failed(void *user, unsigned long request, int segment, const char *why)
 {
-    push_text(user, TUI_EV_PROBE_FAILED, job, segment, why);
+    push_text(user, TUI_EV_PROBE_FAILED, request, segment, why);
 }
 
 tui_worker *tui_worker_start(int pane_id, const char *bundle_dir, const char *device, tui_queue *q)
@@ -102,10 +102,10 @@ tui_worker *tui_worker_start(int pane_id, const char *bundle_dir, const char *de
     return w;
 }
 
-void tui_worker_submit(tui_worker *w, unsigned long job, char **texts, int n, int beam,
+void tui_worker_submit(tui_worker *w, unsigned long request, char **texts, int n, int beam,
                        int threads, int probe_segment)
 {
-    mt_worker_request req = {.id = job, .texts = texts, .n = n, .beam = beam,
+    mt_worker_request req = {.id = request, .texts = texts, .n = n, .beam = beam,
                              .threads = threads, .probe_text = probe_segment};
     mt_worker_submit(w->engine, &req);
 }

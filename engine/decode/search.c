@@ -1,0 +1,90 @@
+/* The small helpers every search shares: cancellation, streaming, argmax and log-sum-exp,
+ * scoring, filling and clearing a hypothesis, top-k. Below greedy.c, beam.c and
+ * reference.c (which use them) and decode.c (which runs the searches); it calls none of them.
+ * Letters (mtlab/backend.h): n sentences, K beams, V vocabulary, rows = live rows of the
+ * decoding state. */
+#include "decode/search.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mtlab/error.h"
+
+int mt_decode_cancelled(const mt_decode_ctx *c)
+{
+    return c->o->cancel && atomic_load(c->o->cancel) != 0;
+}
+
+void mt_decode_emit(const mt_decode_ctx *c, int sentence, const int32_t *tokens, int n_tokens,
+                    int final)
+{
+    if (!c->o->on_token) return;
+    mt_decode_event ev = {
+        .sentence = sentence,
+        .tokens = tokens,
+        .n_tokens = n_tokens,
+        .token = n_tokens > 0 ? tokens[n_tokens - 1] : -1,
+        .final = final,
+    };
+    c->o->on_token(c->o->user, &ev);
+}
+
+int32_t mt_argmax(const float *x, int V, int skip)
+{
+    int32_t best = skip == 0 ? 1 : 0;
+    for (int v = best + 1; v < V; v++)
+        if (v != skip && x[v] > x[best]) best = v;
+    return best;
+}
+
+/* lse = max + log(sum exp(x - max)), so no term overflows */
+double mt_logsumexp(const float *x, int V, int skip)
+{
+    double mx = x[mt_argmax(x, V, skip)], sum = 0.0;
+    for (int v = 0; v < V; v++)
+        if (v != skip) sum += exp((double)x[v] - mx);
+    return mx + log(sum);
+}
+
+double mt_decode_score(double logprob, int gen_len, float length_penalty)
+{
+    if (gen_len <= 0) return 0.0;
+    return logprob / pow((double)gen_len, (double)length_penalty);
+}
+
+void mt_hypothesis_clear(mt_hypothesis *h)
+{
+    free(h->ids);
+    free(h->text);
+    memset(h, 0, sizeof *h);
+}
+
+void mt_hypothesis_set(mt_hypothesis *h, const int32_t *ids, int n_ids, double logprob,
+                       int finished, float length_penalty, double seconds)
+{
+    free(h->ids);
+    h->ids = NULL;
+    if (n_ids > 0) {
+        h->ids = mt_xmalloc((size_t)n_ids * sizeof *h->ids);
+        memcpy(h->ids, ids, (size_t)n_ids * sizeof *h->ids);
+    }
+    h->n_ids = n_ids;
+    h->logprob = logprob;
+    h->finished = finished;
+    h->score = mt_decode_score(logprob, n_ids + finished, length_penalty);
+    h->seconds = seconds;
+}
+
+void mt_topk_push(mt_scored *top, int *n, int k, double score, long index)
+{
+    /* strictly better than the last kept one, or room left: ties keep the earlier index */
+    if (*n == k && !(score > top[k - 1].score)) return;
+    int i = *n < k ? (*n)++ : k - 1;
+    while (i > 0 && score > top[i - 1].score) {
+        top[i] = top[i - 1];
+        i--;
+    }
+    top[i].score = score;
+    top[i].index = index;
+}

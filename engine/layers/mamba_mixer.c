@@ -1,0 +1,182 @@
+/* The Mamba v1 mixer (docs/models.md §3.4 and §3.6), forward, backward and the recurrent step.
+ *   x = inp Wx^T ; z = inp Wz^T              (in_proj rows [0, D) and [D, 2D))
+ *   x *= mask ; xc = conv1d(x) ; u = SiLU(xc) * mask
+ *   dt_low, Bm, Cm = u Wdt^T, u WB^T, u WC^T (x_proj rows [0,R), [R,R+N), [R+N,R+2N))
+ *   dt = dt_low dt_proj_w^T                  (dt_proj.bias is added inside the scan)
+ *   y = scan(u, dt, A_log, Bm, Cm, D, dt_proj.bias) ; yg = y * SiLU(z)
+ *   o = yg out_proj^T ; out = dropout(o)
+ * With left padding, x and u are 0 on the pads, so Bm = Cm = dt_low = 0 there, every state
+ * stays exactly 0 through the pads, and the real tokens see what an unpadded run sees. */
+#include "layers/tensor_table.h"
+
+void mt_mamba_config_default(mt_mamba_config *cfg, int d_model)
+{
+    cfg->d_model = d_model;
+    cfg->d_inner = 2 * d_model;
+    cfg->d_state = 16;
+    cfg->d_conv = 4;
+    cfg->dt_rank = (d_model + 15) / 16;
+}
+
+int mt_mamba_tensors(const mt_mamba_config *cfg, mt_tensor_spec *specs)
+{
+    int n = 0, C = cfg->d_model, D = cfg->d_inner, N = cfg->d_state, R = cfg->dt_rank;
+    tensor_table_add(specs, &n, "in_proj", ".weight", 1, 2, 2 * D, C, 0);
+    tensor_table_add(specs, &n, "conv1d", ".weight", 1, 3, D, 1, cfg->d_conv);
+    tensor_table_add(specs, &n, "conv1d", ".bias", 0, 1, D, 0, 0);
+    tensor_table_add(specs, &n, "x_proj", ".weight", 1, 2, R + 2 * N, D, 0);
+    tensor_table_add(specs, &n, "dt_proj", ".weight", 1, 2, D, R, 0);
+    tensor_table_add(specs, &n, "dt_proj", ".bias", 0, 1, D, 0, 0);
+    tensor_table_add(specs, &n, "A_log", "", 0, 2, D, N, 0);
+    tensor_table_add(specs, &n, "D", "", 0, 1, D, 0, 0);
+    tensor_table_add(specs, &n, "out_proj", ".weight", 1, 2, C, D, 0);
+    return n;
+}
+
+size_t mt_mamba_params_count(const mt_mamba_config *cfg)
+{
+    size_t C = cfg->d_model, D = cfg->d_inner, N = cfg->d_state, R = cfg->dt_rank;
+    return 2 * D * C + D * cfg->d_conv + D + (R + 2 * N) * D + D * R + D + D * N + D +
+           C * D;
+}
+
+float *mt_mamba_params_point(mt_mamba_params *p, float *base, const mt_mamba_config *cfg)
+{
+    size_t C = cfg->d_model, D = cfg->d_inner, N = cfg->d_state, R = cfg->dt_rank;
+    tensor_table_take(&p->in_proj_w, &base, 2 * D * C, 1);
+    tensor_table_take(&p->conv_w, &base, D * cfg->d_conv, 1);
+    tensor_table_take(&p->conv_b, &base, D, 1);
+    tensor_table_take(&p->x_proj_w, &base, (R + 2 * N) * D, 1);
+    tensor_table_take(&p->dt_proj_w, &base, D * R, 1);
+    tensor_table_take(&p->dt_proj_b, &base, D, 1);
+    tensor_table_take(&p->A_log, &base, D * N, 1);
+    tensor_table_take(&p->D, &base, D, 1);
+    tensor_table_take(&p->out_proj_w, &base, C * D, 1);
+    return base;
+}
+
+size_t mt_mamba_acts_count(const mt_mamba_config *cfg, int B, int T)
+{
+    size_t BT = (size_t)B * T;
+    return BT * (7 * (size_t)cfg->d_inner + cfg->dt_rank + 2 * (size_t)cfg->d_state + cfg->d_model);
+}
+
+float *mt_mamba_acts_point(mt_mamba_acts *a, float *base, const mt_mamba_config *cfg, int B, int T)
+{
+    size_t BT = (size_t)B * T, D = cfg->d_inner;
+    tensor_table_take(&a->x, &base, BT * D, 1);
+    tensor_table_take(&a->z, &base, BT * D, 1);
+    tensor_table_take(&a->xc, &base, BT * D, 1);
+    tensor_table_take(&a->u, &base, BT * D, 1);
+    tensor_table_take(&a->dt_low, &base, BT * cfg->dt_rank, 1);
+    tensor_table_take(&a->Bm, &base, BT * cfg->d_state, 1);
+    tensor_table_take(&a->Cm, &base, BT * cfg->d_state, 1);
+    tensor_table_take(&a->dt, &base, BT * D, 1);
+    tensor_table_take(&a->y, &base, BT * D, 1);
+    tensor_table_take(&a->yg, &base, BT * D, 1);
+    tensor_table_take(&a->o, &base, BT * cfg->d_model, 1);
+    return base;
+}
+
+size_t mt_mamba_state_count(const mt_mamba_config *cfg, int B)
+{
+    return (size_t)B * cfg->d_inner * (cfg->d_conv + cfg->d_state);
+}
+
+float *mt_mamba_state_point(mt_mamba_state *s, float *base, const mt_mamba_config *cfg, int B)
+{
+    tensor_table_take(&s->conv, &base, (size_t)B * cfg->d_inner * cfg->d_conv, 1);
+    tensor_table_take(&s->ssm, &base, (size_t)B * cfg->d_inner * cfg->d_state, 1);
+    return base;
+}
+
+static mt_scan_args scan_args(const mt_mamba_acts *a, const mt_mamba_params *p,
+                              const mt_mamba_config *cfg, int B, int T)
+{
+    mt_scan_args s = {
+        .u = a->u, .dt = a->dt, .A_log = p->A_log, .Bm = a->Bm, .Cm = a->Cm, .Dskip = p->D,
+        .dt_bias = p->dt_proj_b, .B = B, .T = T, .D = cfg->d_inner, .N = cfg->d_state,
+    };
+    return s;
+}
+
+/* x_proj in three products so dt_low, Bm and Cm each land contiguous */
+static void x_proj_forward(const mt_backend *be, mt_mamba_acts *a, const mt_mamba_params *p,
+                           const mt_mamba_config *cfg, size_t BT)
+{
+    int D = cfg->d_inner, R = cfg->dt_rank, N = cfg->d_state;
+    mt_linear_forward(be, a->dt_low, a->u, p->x_proj_w, NULL, BT, D, R);
+    mt_linear_forward(be, a->Bm, a->u, p->x_proj_w + (size_t)R * D, NULL, BT, D, N);
+    mt_linear_forward(be, a->Cm, a->u, p->x_proj_w + (size_t)(R + N) * D, NULL, BT, D, N);
+    mt_linear_forward(be, a->dt, a->dt_low, p->dt_proj_w, NULL, BT, R, D);
+}
+
+void mt_mamba_forward(const mt_backend *be, float *out, mt_mamba_acts *a, const float *inp,
+                      const uint8_t *mask, const mt_mamba_params *p, const mt_mamba_config *cfg,
+                      const mt_dropout *drop, mt_mamba_state *state, int B, int T)
+{
+    size_t BT = (size_t)B * T;
+    int C = cfg->d_model, D = cfg->d_inner;
+    mt_linear_forward(be, a->x, inp, p->in_proj_w, NULL, BT, C, D);
+    mt_linear_forward(be, a->z, inp, p->in_proj_w + (size_t)D * C, NULL, BT, C, D);
+    if (mask) be->mask_rows(a->x, mask, BT, D);
+    if (state) be->conv1d_state_fill(state->conv, a->x, B, T, D, cfg->d_conv);
+    be->conv1d_forward(a->xc, a->x, p->conv_w, p->conv_b, B, T, D, cfg->d_conv);
+    be->act_forward(MT_ACT_SILU, a->u, a->xc, BT * D);
+    if (mask) be->mask_rows(a->u, mask, BT, D);
+    x_proj_forward(be, a, p, cfg, BT);
+    mt_scan_args s = scan_args(a, p, cfg, B, T);
+    be->scan_forward(a->y, state ? state->ssm : NULL, &s);
+    be->gate_forward(a->yg, a->y, a->z, BT * D);
+    mt_linear_forward(be, a->o, a->yg, p->out_proj_w, NULL, BT, D, C);
+    mt_dropout_forward(be, out, a->o, BT * C, drop);
+}
+
+void mt_mamba_backward(const mt_backend *be, float *dinp, mt_mamba_params *g, mt_mamba_acts *da,
+                       const float *dout, const mt_mamba_acts *a, const float *inp,
+                       const uint8_t *mask, const mt_mamba_params *p,
+                       const mt_mamba_config *cfg, const mt_dropout *drop, int B, int T)
+{
+    size_t BT = (size_t)B * T;
+    int C = cfg->d_model, D = cfg->d_inner, R = cfg->dt_rank, N = cfg->d_state;
+    be->memzero(da->x, mt_mamba_acts_count(cfg, B, T) * sizeof(float)); /* da is one block */
+    mt_dropout_backward(be, da->o, dout, BT * C, drop);
+    mt_linear_backward(be, da->yg, g->out_proj_w, NULL, da->o, a->yg, p->out_proj_w, BT, D, C);
+    be->gate_backward(da->y, da->z, da->yg, a->y, a->z, BT * D);
+    mt_scan_args s = scan_args(a, p, cfg, B, T);
+    mt_scan_grads sg = {
+        .du = da->u, .ddt = da->dt, .dA_log = g->A_log, .dBm = da->Bm, .dCm = da->Cm,
+        .dDskip = g->D, .ddt_bias = g->dt_proj_b,
+    };
+    be->scan_backward(&sg, da->y, &s);
+    mt_linear_backward(be, da->dt_low, g->dt_proj_w, NULL, da->dt, a->dt_low, p->dt_proj_w, BT, R, D);
+    mt_linear_backward(be, da->u, g->x_proj_w, NULL, da->dt_low, a->u, p->x_proj_w, BT, D, R);
+    mt_linear_backward(be, da->u, g->x_proj_w + (size_t)R * D, NULL, da->Bm, a->u,
+                       p->x_proj_w + (size_t)R * D, BT, D, N);
+    mt_linear_backward(be, da->u, g->x_proj_w + (size_t)(R + N) * D, NULL, da->Cm, a->u,
+                       p->x_proj_w + (size_t)(R + N) * D, BT, D, N);
+    if (mask) be->mask_rows(da->u, mask, BT, D);
+    be->act_backward(MT_ACT_SILU, da->xc, da->u, a->xc, BT * D);
+    be->conv1d_backward(da->x, g->conv_w, g->conv_b, da->xc, a->x, p->conv_w, B, T, D, cfg->d_conv);
+    if (mask) be->mask_rows(da->x, mask, BT, D);
+    mt_linear_backward(be, dinp, g->in_proj_w, NULL, da->x, inp, p->in_proj_w, BT, C, D);
+    mt_linear_backward(be, dinp, g->in_proj_w + (size_t)D * C, NULL, da->z, inp,
+                       p->in_proj_w + (size_t)D * C, BT, C, D);
+}
+
+/* docs/models.md §3.6: the conv state takes the new x and the scan advances one step. */
+void mt_mamba_step(const mt_backend *be, float *out, mt_mamba_acts *a, const float *inp,
+                   const mt_mamba_params *p, const mt_mamba_config *cfg, mt_mamba_state *state,
+                   int B)
+{
+    int C = cfg->d_model, D = cfg->d_inner;
+    mt_linear_forward(be, a->x, inp, p->in_proj_w, NULL, (size_t)B, C, D);
+    mt_linear_forward(be, a->z, inp, p->in_proj_w + (size_t)D * C, NULL, (size_t)B, C, D);
+    be->conv1d_step(a->xc, state->conv, a->x, p->conv_w, p->conv_b, B, D, cfg->d_conv);
+    be->act_forward(MT_ACT_SILU, a->u, a->xc, (size_t)B * D);
+    x_proj_forward(be, a, p, cfg, (size_t)B);
+    mt_scan_args s = scan_args(a, p, cfg, B, 1);
+    be->scan_step(a->y, state->ssm, &s);
+    be->gate_forward(a->yg, a->y, a->z, (size_t)B * D);
+    mt_linear_forward(be, out, a->yg, p->out_proj_w, NULL, (size_t)B, D, C);
+}

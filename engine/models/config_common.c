@@ -1,0 +1,69 @@
+/* What every architecture's configuration shares: the reserved token ids, the "mtlab" block
+ * of config.json (sep/unk ids, dropout) and the check of a key an architecture fixes, used by
+ * each architecture's file. */
+#include "models/model_internal.h"
+
+#include <stdlib.h>
+
+#include "mtlab/error.h"
+#include "mtlab/tokenizer.h"
+
+void mt_model_config_init_ids(mt_model_config *cfg)
+{
+    cfg->pad_id = MT_PAD_ID;
+    cfg->eos_id = MT_EOS_ID;
+    cfg->sep_id = MT_SEP_ID;
+    cfg->bos_id = MT_BOS_ID;
+    cfg->unk_id = MT_UNK_ID;
+    cfg->decoder_start_id = MT_BOS_ID;
+}
+
+int mt_model_config_token_id(const mt_config *c, const char *key, int *id)
+{
+    if (!mt_config_has(c, key)) return 0;
+    char *json = mt_config_value_json(c, key);
+    int is_list = json && json[0] == '[';
+    free(json);
+    if (!is_list) return mt_config_int(c, key, 0, (1 << 22) - 1, id);
+    int ids[16], n = 0;
+    if (mt_config_int_list(c, key, 0, (1 << 22) - 1, ids, 16, &n)) return -1;
+    if (n == 0) return mt_error("%s: key '%s' is an empty list", mt_config_name(c), key);
+    *id = ids[0];
+    return 0;
+}
+
+int mt_model_config_read_mtlab(mt_model_config *cfg, const mt_config *c)
+{
+    const mt_config *x = mt_config_object(c, "mtlab");
+    if (!x) {
+        if (mt_config_has(c, "mtlab"))
+            return mt_error("%s: key 'mtlab' must be an object", mt_config_name(c));
+        return 0;
+    }
+    return mt_model_config_token_id(x, "sep_token_id", &cfg->sep_id) ||
+                   mt_model_config_token_id(x, "unk_token_id", &cfg->unk_id) ||
+                   mt_config_float_or(x, "dropout", cfg->dropout, 0.0, 0.999, &cfg->dropout)
+               ? -1
+               : 0;
+}
+
+int mt_model_config_fixed_bool(const mt_config *c, const char *key, int want, const char *model)
+{
+    int v;
+    if (mt_config_bool_or(c, key, want, &v)) return -1;
+    if (v != want)
+        return mt_error("%s: %s = %s is not supported (mtlab's %s has %s)", mt_config_name(c), key,
+                        v ? "true" : "false", model, want ? "true" : "false");
+    return 0;
+}
+
+int mt_model_config_write_mtlab(const mt_model_config *cfg, mt_config *c, int with_dropout)
+{
+    mt_config *x = mt_config_set_object(c, "mtlab");
+    if (!x) return -1;
+    int rc = mt_config_set_string(x, "architecture", cfg->arch);
+    rc |= mt_config_set_int(x, "sep_token_id", cfg->sep_id);
+    rc |= mt_config_set_int(x, "unk_token_id", cfg->unk_id);
+    if (with_dropout) rc |= mt_config_set_float(x, "dropout", cfg->dropout);
+    return rc ? -1 : 0;
+}

@@ -1,0 +1,53 @@
+/* A model's training state: the gradient block (allocated at the first backward) and the
+ * AdamW moments with their weight-decay mask, and the AdamW step over them. */
+#include "models/model_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "mtlab/error.h"
+
+float *mt_model_grads(mt_model *m)
+{
+    if (!m->grads) {
+        m->grads = m->be->alloc(m->n_floats * sizeof(float));
+        if (!m->grads) return NULL;
+        mt_model_bind_stack(m, &m->enc, m->grads, 1);
+        mt_model_bind_stack(m, &m->dec, m->grads, 1);
+    }
+    return m->grads;
+}
+
+void mt_model_zero_grad(mt_model *m)
+{
+    if (m->grads) m->be->memzero(m->grads, m->n_floats * sizeof(float));
+}
+
+float *mt_model_adam_moments(mt_model *m, float **second)
+{
+    const mt_backend *be = m->be;
+    if (!m->adam) {
+        m->adam = be->alloc(2 * m->n_floats * sizeof(float));
+        m->decay_mask = be->alloc(m->n_floats);
+        if (!m->adam || !m->decay_mask) return NULL;
+        uint8_t *mask = mt_xcalloc(m->n_floats, 1);
+        for (int i = 0; i < m->n_tensors; i++)
+            if (m->tensors[i].decay && !m->tensors[i].buffer)
+                memset(mask + m->tensors[i].offset, 1, m->tensors[i].numel);
+        be->upload(m->decay_mask, mask, m->n_floats);
+        free(mask);
+    }
+    if (second) *second = m->adam + m->n_floats;
+    return m->adam;
+}
+
+int mt_model_adamw_step(mt_model *m, const mt_adamw_hparams *h, int step)
+{
+    if (step < 1) return mt_error("AdamW step %d: steps count from 1", step);
+    if (!mt_model_grads(m)) return -1;
+    const mt_backend *be = m->be;
+    if (!mt_model_adam_moments(m, NULL)) return -1;
+    be->adamw_step(m->params, m->grads, m->adam, m->adam + m->n_floats, m->decay_mask,
+                   m->n_floats, h, step);
+    return 0;
+}
