@@ -52,6 +52,7 @@ void mtl_open_corpus(lua_State *L);
 void mtl_open_entities(lua_State *L);
 void mtl_open_model(lua_State *L);
 void mtl_open_matrix(lua_State *L);
+void mtl_open_jobs(lua_State *L);
 
 /* A matrix handle over `values` (rows x cols, taken: freed by the handle) with labels
  * (NULL-able arrays of rows / cols strings, copied) and a description. Pushed on the stack. */

@@ -202,6 +202,7 @@ static int luaopen_mtlab(lua_State *L)
     mtl_open_score(L);
     mtl_open_corpus(L);
     mtl_open_entities(L);
+    mtl_open_jobs(L);
     return 1;
 }
 

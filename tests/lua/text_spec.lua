@@ -123,7 +123,7 @@ describe("mtlab.help", function()
       local name = line:match("^([%w_.:]+)")
       local ok = false
       for _, n in ipairs(names) do ok = ok or n == name end
-      ok = ok or name:match("^matrix:") or name:match("^model%.")
+      ok = ok or name:match("^matrix:") or name:match("^model%.") or name:match("^job[:.]")
       assert.is_truthy(ok, line)
     end
     assert.is_true(listed >= #names)
