@@ -76,7 +76,6 @@ static int run_train(int argc, char **argv)
     if (!config) return cli_usage(&cmd_train);
     if (loaded != 0) return cli_fail("%s", mt_last_error());
     if (max_steps > 0) cfg.max_steps = max_steps;
-    if (job && job_trainer_begin(cfg.run_dir) != 0) return cli_fail("%s", mt_last_error());
 
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
@@ -89,6 +88,8 @@ static int run_train(int argc, char **argv)
     /* past a file size limit (RLIMIT_FSIZE) a write fails with EFBIG and the run stops with that
      * message, instead of the process dying silently */
     signal(SIGXFSZ, SIG_IGN);
+    /* "running" in job.json promises a stop request is heard: only now */
+    if (job && job_trainer_begin(cfg.run_dir) != 0) return cli_fail("%s", mt_last_error());
 
     train_view view;
     char label[160];

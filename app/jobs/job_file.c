@@ -122,7 +122,7 @@ int job_file_read(job_info *j, const char *dir)
         return mt_error("%s: not a job state file (launcher and state are missing or unknown)", path);
     }
     j->state = (job_state)found;
-    snprintf(j->dir, sizeof j->dir, "%s", dir);
+    if (dir != j->dir) snprintf(j->dir, sizeof j->dir, "%s", dir);
     copy_str(j->name, sizeof j->name, o, "name");
     copy_str(j->cwd, sizeof j->cwd, o, "cwd");
     copy_str(j->host, sizeof j->host, o, "host");

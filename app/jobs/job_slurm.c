@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Run argv (no shell), its stdout into out (size n, trimmed); its exit status, or -1. */
@@ -109,26 +110,49 @@ int job_slurm_launch(job_info *j, int resume)
     return 0;
 }
 
+/* The state squeue gives the job: 1 when it lists it (*state set), 0 when it does not, -1 when
+ * squeue cannot reach the controller (then nothing is known). */
+static int squeue_state(const job_info *j, job_state *state)
+{
+    char out[16384];
+    char *squeue[] = {"squeue", "-h", "-t", "all", "-o", "%i %T", NULL};
+    int rc = run_capture(squeue, out, sizeof out);
+    if (rc != 0) return -1;
+    size_t idlen = strlen(j->slurm_id);
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+        if (strncmp(line, j->slurm_id, idlen) != 0 || line[idlen] != ' ') continue;
+        const char *st = line + idlen + 1;
+        if (!strcmp(st, "PENDING")) *state = JOB_PENDING;
+        else if (!strcmp(st, "RUNNING") || !strcmp(st, "COMPLETING") || !strcmp(st, "CONFIGURING") ||
+                 !strcmp(st, "SUSPENDED"))
+            *state = JOB_RUNNING;
+        else if (!strcmp(st, "COMPLETED")) *state = JOB_COMPLETED;
+        else if (!strcmp(st, "CANCELLED")) *state = JOB_CANCELLED;
+        else *state = JOB_FAILED;
+        return 1;
+    }
+    return 0;
+}
+
 int job_slurm_query(const job_info *j, int *active, job_state *state)
 {
-    char out[256];
-    char *squeue[] = {"squeue", "-h", "-j", (char *)j->slurm_id, "-o", "%T", NULL};
-    int rc = run_capture(squeue, out, sizeof out);
-    /* squeue fails for ids it has forgotten, and answers nothing for ended ones it still holds */
-    if (rc == 0 && out[0] && strcmp(out, "COMPLETED") && strcmp(out, "CANCELLED") && strcmp(out, "FAILED") &&
-        strcmp(out, "TIMEOUT") && strcmp(out, "NODE_FAIL") && strcmp(out, "OUT_OF_MEMORY")) {
-        *active = 1;
-        *state = !strcmp(out, "PENDING") ? JOB_PENDING : JOB_RUNNING;
+    job_state st;
+    int listed = squeue_state(j, &st);
+    if (listed < 0) return -1;
+    if (listed) {
+        *active = st == JOB_PENDING || st == JOB_RUNNING;
+        if (st != JOB_COMPLETED) *state = st; /* completed: the trainer's record says how */
         return 0;
     }
+    /* forgotten by the controller (MinJobAge): the accounting database, where there is one */
     *active = 0;
+    char out[256];
     char *sacct[] = {"sacct", "-n", "-X", "-P", "-j", (char *)j->slurm_id, "-o", "State", NULL};
     if (run_capture(sacct, out, sizeof out) == 0 && out[0]) {
         if (!strncmp(out, "CANCELLED", 9)) *state = JOB_CANCELLED;
-        else if (!strncmp(out, "COMPLETED", 9)) *state = JOB_COMPLETED;
-        else *state = JOB_FAILED;
+        else if (strncmp(out, "COMPLETED", 9) != 0) *state = JOB_FAILED;
     }
-    return rc < 0 || rc == 127 ? -1 : 0;
+    return 0;
 }
 
 int job_slurm_stop(job_info *j)
@@ -146,7 +170,16 @@ int job_slurm_stop(job_info *j)
         j->ended_at = job_wall_time();
         return job_file_write(j);
     }
-    /* SIGTERM to the batch step too (it is the trainer): it checkpoints and exits */
+    /* The trainer hears SIGTERM once it recorded "running" (cmd_train.c); Slurm may start the
+     * job a moment before that. Then SIGTERM to the batch step too (it is the trainer). */
+    if (job_file_read(j, j->dir) != 0) return -1;
+    for (int tries = 0; j->state != JOB_RUNNING; tries++) {
+        struct timespec pause = {0, 100 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+        if (job_file_read(j, j->dir) != 0) return -1;
+        if (job_slurm_query(j, &active, &st) != 0 || !active) return 0;
+        if (tries == 600) return mt_error("%s: Slurm runs it but the trainer did not start in 60 s", j->name);
+    }
     char *term[] = {"scancel", "--signal=TERM", "--full", j->slurm_id, NULL};
     if (run_capture(term, out, sizeof out) != 0) return mt_error("scancel --signal=TERM %s failed", j->slurm_id);
     return 0;

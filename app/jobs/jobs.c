@@ -102,6 +102,7 @@ static void last_log_line(const char *dir, char *out, size_t n)
 static int check_alive(job_info *j)
 {
     if (!job_active(j)) return 0;
+    job_state gone = JOB_FAILED; /* what a vanished job is, unless it recorded its end */
     if (j->launcher == JOB_LOCAL) {
         if (job_pid_alive(j->pid, j->pid_start)) return 0;
     } else {
@@ -113,10 +114,7 @@ static int check_alive(job_info *j)
             if (st == JOB_RUNNING) j->state = JOB_RUNNING;
             return 0;
         }
-        if (st == JOB_CANCELLED) {
-            j->state = JOB_CANCELLED;
-            return 0;
-        }
+        if (st == JOB_CANCELLED) gone = JOB_CANCELLED; /* cancelled while pending, or by scancel */
     }
     /* The process is gone. It may have recorded its end between our read and the check. */
     job_info again = *j;
@@ -124,7 +122,8 @@ static int check_alive(job_info *j)
         *j = again;
         return 0;
     }
-    j->state = JOB_FAILED;
+    j->state = gone;
+    if (gone != JOB_FAILED) return 0;
     char last[400];
     last_log_line(j->dir, last, sizeof last);
     snprintf(j->error, sizeof j->error, "the trainer ended without recording its end (killed?)%s%s",

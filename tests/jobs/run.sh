@@ -132,16 +132,26 @@ check "a live process with the job's old pid is not taken for the job" test "$(s
 kill $other
 
 # ---------------------------------------------------------------- SIGKILL during checkpoint writes
-# save_every = 1: nearly all of a step's time is the checkpoint write (fsyncs included).
+# save_every = 1: a checkpoint per step. Each kill waits for a fresh checkpoint.new/ (the write
+# under way; its inode tells it from one a previous kill left behind), then a seeded random
+# number of shell iterations (up to a few ms), so it lands anywhere from the first file written
+# to the renames.
 RANDOM=${JOBS_SEED:-19}
+kill_t0=$(date +%s)
 "$M" jobs start tiny.lua --name killed max_steps=100000 save_every=1 valid_every=0 log_every=1 >/dev/null 2>&1
-kills=0 resumed_ok=1
+wait_until 30 test -d runs/killed/checkpoint
+kills=0 resumed_ok=1 mid_write=0
 for i in $(seq 1 20); do
     wait_state killed running 20 >/dev/null || { resumed_ok=0; break; }
-    wait_step killed $(( $(step killed) + 1 )) 20 || { resumed_ok=0; break; }
-    sleep "0.0$(( RANDOM % 90 + 10 ))"
+    old=$(stat -c %i runs/killed/checkpoint.new 2>/dev/null)
+    give_up=$((SECONDS + 3))
+    until [ -d runs/killed/checkpoint.new ] && [ "$(stat -c %i runs/killed/checkpoint.new 2>/dev/null)" != "$old" ]; do
+        [ $SECONDS -ge $give_up ] && break
+    done
+    spin=$((RANDOM % 3000)); for ((s = 0; s < spin; s++)); do :; done
     kill -9 "$(json_field killed pid)" && kills=$((kills + 1))
     wait_state killed failed 10 >/dev/null || { resumed_ok=0; break; }
+    [ -e runs/killed/checkpoint.new ] || [ -e runs/killed/checkpoint.old ] && mid_write=$((mid_write + 1))
     if ! [ -s runs/killed/checkpoint/trainer.json ] && ! [ -s runs/killed/checkpoint.old/trainer.json ]; then
         resumed_ok=0; echo "    kill $i left no complete checkpoint"; ls runs/killed; break
     fi
@@ -153,6 +163,7 @@ for i in $(seq 1 20); do
 done
 check "20 SIGKILLs during checkpoint writes: each left a checkpoint that loaded and resumed" \
     test $kills = 20 -a $resumed_ok = 1
+echo "    ($kills kills in $(( $(date +%s) - kill_t0 )) s, $mid_write of them with checkpoint.new/ or .old/ on disk)"
 "$M" jobs stop killed >/dev/null 2>&1
 check "the run stops cleanly after the kills" test "$(state killed)" = cancelled
 
@@ -167,8 +178,10 @@ wait_state full failed 30
 err=$("$M" jobs list | grep -A1 '^full ')
 check "a write past the file size limit stops the job with the reason" grep -q 'File too large' <<<"$err"
 check "the previous checkpoint is intact" test "$(md5sum runs/full/checkpoint/*)" = "$good"
-"$M" train runs/full/config.lua --resume --max-steps 8 >full_resume.out 2>&1
-check "and it resumes once there is room" grep -q "step 8: checkpoint saved" full_resume.out
+saved=$(sed -n 's/^ *"step": \([0-9]*\),/\1/p' runs/full/checkpoint/trainer.json)
+"$M" train runs/full/config.lua --resume --max-steps $((saved + 2)) >full_resume.out 2>&1
+check "and it resumes from it once there is room" \
+    grep -q "resumed from step $saved .*step $((saved + 2)): checkpoint saved" <(tr '\n' ' ' <full_resume.out)
 
 # ---------------------------------------------------------------- Slurm
 echo "jobs: Slurm launcher (a private single-node Slurm; local part $(( $(date +%s) - started )) s)"
