@@ -99,9 +99,11 @@ static int run_train(int argc, char **argv)
                             .stop = &stop_requested};
     int rc = mt_train_run(&cfg, resume, &hooks);
     cli_progress_finish(&view.bar, NULL);
-    if (job && job_trainer_end(cfg.run_dir, rc != 0, stop_requested, rc != 0 ? mt_last_error() : NULL) != 0)
+    char error[512];
+    snprintf(error, sizeof error, "%s", rc != 0 ? mt_last_error() : "");
+    if (job && job_trainer_end(cfg.run_dir, rc != 0, stop_requested, rc != 0 ? error : NULL) != 0)
         fprintf(stderr, "mtlab train: %s\n", mt_last_error());
-    if (rc != 0) return cli_fail("train %s: %s", cfg.name, mt_last_error());
+    if (rc != 0) return cli_fail("train %s: %s", cfg.name, error);
     return 0;
 }
 
