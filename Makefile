@@ -25,7 +25,8 @@ DEB_PKGS := build-essential pkg-config \
             libsentencepiece-dev sentencepiece \
             libopenblas-openmp-dev libjansson-dev libcmocka-dev libcairo2-dev tmux ncurses-term \
             sword-text-sparv sword-text-web libsword-utils \
-            apertium apertium-eng-spa lua-busted
+            apertium apertium-eng-spa lua-busted \
+            slurm-wlm munge
 FUZZ_PKGS := clang libclang-rt-14-dev
 
 # ---------------------------------------------------------------- toolchain and flags
@@ -102,6 +103,7 @@ test: deps
 	@tests/check_cycles.sh $(REL)/libmtlab.a
 	@tests/run.sh $(REL)/tests $(SAN)/tests
 	@$(MAKE) --no-print-directory test-lua
+	@tests/jobs/run.sh ./$(BIN)
 	@tests/e2e/run.sh ./$(BIN) $(E2E_TOOLS)
 
 test-build: $(BIN) $(SAN)/$(BIN) $(REL_TESTS) $(SAN_TESTS) $(E2E_TOOLS)

@@ -20,6 +20,7 @@ static const struct mt_command *const commands[] = {
     &cmd_tui,
     &cmd_bench,
     &cmd_run,
+    &cmd_jobs,
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

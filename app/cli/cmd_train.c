@@ -1,7 +1,10 @@
-/* `mtlab train CONFIG.lua [--resume] [--max-steps N]`: a plain process that trains one model.
- * SIGINT/SIGTERM only set a flag; the trainer saves a checkpoint at the next step and exits. */
+/* `mtlab train CONFIG.lua [--resume] [--max-steps N] [--name N] [--job] [KEY=VALUE...]`: a plain
+ * process that trains one model. SIGINT/SIGTERM only set a flag; the trainer saves a checkpoint
+ * at the next step and exits. --job: started by `mtlab jobs` (app/jobs/jobs.h), it records its
+ * start and end in runs/NAME/job.json. */
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "jobs/jobs.h"
 #include "lua/train_config.h"
 #include "mtlab/error.h"
 #include "mtlab/train.h"
@@ -9,6 +12,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static volatile sig_atomic_t stop_requested;
@@ -51,29 +55,47 @@ static void show_message(void *ud, const char *text)
 static int run_train(int argc, char **argv)
 {
     const char *config = NULL;
-    int resume = 0;
+    int resume = 0, job = 0, n_overrides = 0;
     long max_steps = 0;
+    const char **overrides = calloc((size_t)argc, sizeof *overrides);
+    char name_override[160];
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--resume")) resume = 1;
+        else if (!strcmp(argv[i], "--job")) job = 1;
         else if (!strcmp(argv[i], "--max-steps") && i + 1 < argc) {
-            if (cli_option_long("train", argv[i], argv[i + 1], 1, LONG_MAX, &max_steps)) return 2;
+            if (cli_option_long("train", argv[i], argv[i + 1], 1, LONG_MAX, &max_steps)) {
+                free(overrides);
+                return 2;
+            }
             i++;
-        }
-        else if (argv[i][0] == '-') return cli_usage(&cmd_train);
+        } else if (!strcmp(argv[i], "--name") && i + 1 < argc) {
+            snprintf(name_override, sizeof name_override, "name=%s", argv[++i]);
+            overrides[n_overrides++] = name_override;
+        } else if (argv[i][0] == '-') config = NULL, i = argc;
+        else if (strchr(argv[i], '=')) overrides[n_overrides++] = argv[i];
         else if (!config) config = argv[i];
-        else return cli_usage(&cmd_train);
+        else config = NULL, i = argc;
     }
-    if (!config) return cli_usage(&cmd_train);
-
     mt_train_config cfg;
-    if (train_config_load(&cfg, config) != 0) return cli_fail("%s", mt_last_error());
+    int loaded = config ? train_config_load_with(&cfg, config, overrides, n_overrides, NULL, 0) : -1;
+    free(overrides);
+    if (!config) return cli_usage(&cmd_train);
+    if (loaded != 0) return cli_fail("%s", mt_last_error());
     if (max_steps > 0) cfg.max_steps = max_steps;
 
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGINT);
+    sigaddset(&sa.sa_mask, SIGTERM);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigprocmask(SIG_UNBLOCK, &sa.sa_mask, NULL); /* a job's launcher blocks them (job_local.c) */
+    /* past a file size limit (RLIMIT_FSIZE) a write fails with EFBIG and the run stops with that
+     * message, instead of the process dying silently */
+    signal(SIGXFSZ, SIG_IGN);
+    /* "running" in job.json promises a stop request is heard: only now */
+    if (job && job_trainer_begin(cfg.run_dir) != 0) return cli_fail("%s", mt_last_error());
 
     train_view view;
     char label[160];
@@ -83,11 +105,17 @@ static int run_train(int argc, char **argv)
                             .stop = &stop_requested};
     int rc = mt_train_run(&cfg, resume, &hooks);
     cli_progress_finish(&view.bar, NULL);
-    if (rc != 0) return cli_fail("train %s: %s", cfg.name, mt_last_error());
+    char error[512];
+    snprintf(error, sizeof error, "%s", rc != 0 ? mt_last_error() : "");
+    if (job && job_trainer_end(cfg.run_dir, rc != 0, stop_requested, rc != 0 ? error : NULL) != 0)
+        fprintf(stderr, "mtlab train: %s\n", mt_last_error());
+    if (rc != 0) return cli_fail("train %s: %s", cfg.name, error);
     return 0;
 }
 
 const struct mt_command cmd_train = {
-    "train", "CONFIG.lua [--resume] [--max-steps N]",
-    "train a model from a Lua config; runs/NAME/ gets log.jsonl and checkpoints", run_train,
+    "train", "CONFIG.lua [--resume] [--max-steps N] [--name N] [--job] [KEY=VALUE...]",
+    "train a model from a Lua config (KEY=VALUE: override a key, model.KEY a model key); runs/NAME/ "
+    "gets log.jsonl and checkpoints",
+    run_train,
 };

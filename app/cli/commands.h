@@ -28,6 +28,7 @@ extern const struct mt_command cmd_entities;
 extern const struct mt_command cmd_tui;
 extern const struct mt_command cmd_bench;
 extern const struct mt_command cmd_run;
+extern const struct mt_command cmd_jobs;
 
 /* Print "mtlab: <msg>" to stderr and return 1 (for `return cli_fail(...)`). */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

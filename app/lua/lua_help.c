@@ -86,6 +86,32 @@ const mtl_help_entry mtl_help[] = {
     {"plot:text", "plot:text([{width=, height=, color=, ascii=}]) -> string",
      "The drawing plot:show would print, as a string."},
     {"plot:close", "plot:close()", "Frees the plot now (also done by the garbage collector)."},
+    {"mtlab.jobs.start",
+     "mtlab.jobs.start(config [, {launcher=\"local\"|\"slurm\", name=, overrides={key=value}}]) -> job",
+     "Checks the training config with its overrides (\"model.d_model\" for a model key), then "
+     "trains it in the background as runs/NAME/; an error means nothing was started."},
+    {"mtlab.jobs.list", "mtlab.jobs.list() -> {jobs}", "Every job under runs/, by name."},
+    {"mtlab.jobs.stop", "mtlab.jobs.stop(job | name) -> job",
+     "Asks a job to stop: it saves a checkpoint and ends as cancelled (job:wait() waits for "
+     "that)."},
+    {"mtlab.jobs.resume", "mtlab.jobs.resume(job | name) -> job",
+     "Relaunches a job that is not running, from its checkpoint, through the same launcher."},
+    {"mtlab.jobs.wait", "mtlab.jobs.wait(job | name [, timeout_s]) -> job, finished",
+     "Waits until the job is neither pending nor running (finished true), or timeout_s passed "
+     "(false)."},
+    {"mtlab.jobs.log", "mtlab.jobs.log(job | name) -> {records}",
+     "The run's log.jsonl: {event=\"train\", step, epoch, loss, lr, tokens_per_s, elapsed_s} and "
+     "{event=\"valid\", step, valid_loss, valid_bleu, elapsed_s} records."},
+    {"job:stop", "job:stop() -> job", "mtlab.jobs.stop(job)."},
+    {"job:resume", "job:resume() -> job", "mtlab.jobs.resume(job)."},
+    {"job:wait", "job:wait([timeout_s]) -> job, finished", "mtlab.jobs.wait(job, timeout_s)."},
+    {"job:log", "job:log() -> {records}", "mtlab.jobs.log(job)."},
+    {"job.name",
+     "job.name, job.dir, job.launcher, job.max_steps, job.state, job.step, job.loss, "
+     "job.tokens_per_s, job.valid_bleu, job.pid, job.slurm_id, job.error, job.started_at, "
+     "job.ended_at",
+     "A job's run and, read afresh from its state file and log at each access, its state "
+     "(pending, running, completed, cancelled or failed) and latest figures."},
 };
 const size_t mtl_help_count = sizeof mtl_help / sizeof mtl_help[0];
 

@@ -54,6 +54,7 @@ void mtl_open_model(lua_State *L);
 void mtl_open_matrix(lua_State *L);
 void mtl_open_plot(lua_State *L);
 void mtl_open_eval(lua_State *L);
+void mtl_open_jobs(lua_State *L);
 
 /* A matrix handle over `values` (rows x cols, taken: freed by the handle) with labels
  * (NULL-able arrays of rows / cols strings, copied) and a description. Pushed on the stack. */

@@ -49,6 +49,7 @@ static int luaopen_mtlab(lua_State *L)
     mtl_open_entities(L);
     mtl_open_plot(L);
     mtl_open_eval(L);
+    mtl_open_jobs(L);
     return 1;
 }
 

@@ -5,6 +5,7 @@
 
 #include <lauxlib.h>
 #include <lualib.h>
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -188,7 +189,48 @@ static int read_model(lua_State *L, mt_model_config *mc, const char *path)
     return read_table(L, mc, model_keys, sizeof model_keys / sizeof model_keys[0], where, "preset");
 }
 
-int train_config_load(mt_train_config *cfg, const char *path)
+/* Apply one "key=value" (key or model.key) to the settings table at the top of the stack. */
+static int apply_override(lua_State *L, const char *path, const char *ov)
+{
+    const char *eq = strchr(ov, '=');
+    if (!eq || eq == ov) return mt_error("override \"%s\": expected KEY=VALUE (e.g. lr=2e-3, model.d_model=64)", ov);
+    char key[128];
+    if ((size_t)(eq - ov) >= sizeof key) return mt_error("override \"%s\": the key is too long", ov);
+    snprintf(key, sizeof key, "%.*s", (int)(eq - ov), ov);
+    const char *field = key;
+    int in_model = !strncmp(key, "model.", 6);
+    if (in_model) {
+        field = key + 6;
+        if (lua_getfield(L, -1, "model") != LUA_TTABLE) {
+            lua_pop(L, 1);
+            return mt_error("override \"%s\": %s has no model table", ov, path);
+        }
+    } else {
+        lua_pushvalue(L, -1);
+    }
+    /* the value as a Lua expression in an empty environment: numbers, booleans, tables */
+    char chunk[600];
+    snprintf(chunk, sizeof chunk, "return %s", eq + 1);
+    int typed = 0;
+    if (luaL_loadstring(L, chunk) == LUA_OK) {
+        lua_newtable(L);
+        lua_setupvalue(L, -2, 1);
+        if (lua_pcall(L, 0, 1, 0) == LUA_OK) {
+            int t = lua_type(L, -1);
+            typed = t == LUA_TNUMBER || t == LUA_TBOOLEAN || t == LUA_TTABLE;
+        }
+        if (!typed) lua_pop(L, 1);
+    } else {
+        lua_pop(L, 1);
+    }
+    if (!typed) lua_pushstring(L, eq + 1);
+    lua_setfield(L, -2, field);
+    lua_pop(L, 1);
+    return 0;
+}
+
+int train_config_load_with(mt_train_config *cfg, const char *path, const char *const *overrides,
+                           int n_overrides, char *preset, size_t len)
 {
     mt_train_config_defaults(cfg);
     lua_State *L = luaL_newstate();
@@ -205,12 +247,19 @@ int train_config_load(mt_train_config *cfg, const char *path)
                  luaL_typename(L, -1));
         goto out;
     }
+    for (int i = 0; i < n_overrides; i++)
+        if (apply_override(L, path, overrides[i]) != 0) goto out;
     lua_getfield(L, -1, "model");
     if (lua_isnil(L, -1)) {
         mt_error("%s: 'model' is missing (e.g. model = { preset = \"mamba-small\" })", path);
         goto out;
     }
     if (read_model(L, &cfg->model, path) != 0) goto out;
+    if (preset) {
+        lua_getfield(L, -1, "preset");
+        snprintf(preset, len, "%s", lua_tostring(L, -1));
+        lua_pop(L, 1);
+    }
     lua_pop(L, 1);
     if (read_table(L, cfg, run_keys, sizeof run_keys / sizeof run_keys[0], path, "model") != 0) goto out;
     if (!cfg->run_dir[0]) snprintf(cfg->run_dir, sizeof cfg->run_dir, "runs/%s", cfg->name);
@@ -218,4 +267,71 @@ int train_config_load(mt_train_config *cfg, const char *path)
 out:
     lua_close(L);
     return rc;
+}
+
+int train_config_load(mt_train_config *cfg, const char *path)
+{
+    return train_config_load_with(cfg, path, NULL, 0, NULL, 0);
+}
+
+/* A Lua string literal. */
+static void write_quoted(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s < 32) fprintf(f, "\\%03d", (unsigned char)*s);
+        else fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+/* One key = value line; floats with enough digits to read back to the same bits. */
+static void write_key(FILE *f, const void *base, const key_desc *k, const char *indent)
+{
+    const char *src = (const char *)base + k->offset;
+    fprintf(f, "%s%s = ", indent, k->name);
+    switch (k->type) {
+    case K_STR: write_quoted(f, src); break;
+    case K_INT: fprintf(f, "%d", *(const int *)src); break;
+    case K_LONG: fprintf(f, "%ld", *(const long *)src); break;
+    case K_SIZE: fprintf(f, "%zu", *(const size_t *)src); break;
+    case K_U64: fprintf(f, "%lld", (long long)*(const uint64_t *)src); break;
+    case K_DOUBLE: fprintf(f, "%.17g", *(const double *)src); break;
+    case K_FLOAT: fprintf(f, "%.9g", (double)*(const float *)src); break;
+    case K_BOOL: fputs(*(const int *)src ? "true" : "false", f); break;
+    case K_ACT:
+        for (size_t i = 0; i < sizeof activations / sizeof activations[0]; i++)
+            if (activations[i].act == *(const mt_act *)src) {
+                write_quoted(f, activations[i].name);
+                break;
+            }
+        break;
+    case K_LAYERS: {
+        const mt_model_config *mc = base;
+        fputc('{', f);
+        for (int i = 0; i < mc->n_attn_layers; i++) fprintf(f, "%s%d", i ? ", " : "", mc->attn_layers[i]);
+        fputc('}', f);
+        break;
+    }
+    }
+    fputs(",\n", f);
+}
+
+int train_config_write(const mt_train_config *cfg, const char *preset, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) return mt_error("%s: %s", path, strerror(errno));
+    fprintf(f, "-- Written by mtlab: every setting of this run, read back by `mtlab train`.\nreturn {\n");
+    fputs("  model = {\n    preset = ", f);
+    write_quoted(f, preset);
+    fputs(",\n", f);
+    for (size_t i = 0; i < sizeof model_keys / sizeof model_keys[0]; i++)
+        write_key(f, &cfg->model, &model_keys[i], "    ");
+    fputs("  },\n", f);
+    for (size_t i = 0; i < sizeof run_keys / sizeof run_keys[0]; i++) write_key(f, cfg, &run_keys[i], "  ");
+    fputs("}\n", f);
+    int bad = ferror(f) != 0;
+    if (fclose(f) != 0 || bad) return mt_error("%s: write failed: %s", path, strerror(errno));
+    return 0;
 }

@@ -19,4 +19,15 @@
 /* Read path into cfg (defaults first). 0, or -1 with mt_last_error() naming the file and key. */
 int train_config_load(mt_train_config *cfg, const char *path);
 
+/* The same, with overrides applied to the returned table before it is read, so they are checked
+ * like the file's own keys: "lr=2e-3", "model.d_model=64", "name=try2", "cat_n=false",
+ * "model.attn_layers={1,3}". A value that reads as a Lua number, boolean or table constructor is
+ * one; anything else is a string. The preset's name goes to preset (size len). */
+int train_config_load_with(mt_train_config *cfg, const char *path, const char *const *overrides,
+                           int n_overrides, char *preset, size_t len);
+
+/* Write cfg as a self-contained config file (every key, the model as its preset plus every
+ * size), which train_config_load reads back into the same cfg: a job's config copy. */
+int train_config_write(const mt_train_config *cfg, const char *preset, const char *path);
+
 #endif

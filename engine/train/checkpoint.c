@@ -4,13 +4,16 @@
  *
  * Atomicity: everything is written into checkpoint.new/, then checkpoint/ is renamed to
  * checkpoint.old/, checkpoint.new/ to checkpoint/, and checkpoint.old/ removed. A crash at any
- * point leaves a complete checkpoint under one of the two names; loading falls back to .old. */
+ * point leaves a complete checkpoint under one of the two names; loading falls back to .old.
+ * Every file is fsynced before the renames and the run directory after them. */
 #include "mtlab/error.h"
+#include "io/atomic_file.h"
 #include "mtlab/safetensors.h"
 #include "train_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,10 +120,20 @@ static int write_trainer_state(const char *dir, mt_model *m, const mt_train_conf
                           "batch", (json_int_t)st->batch, "best_bleu", st->best_bleu, "fingerprint",
                           fingerprint(cfg, fp, sizeof fp), "name", cfg->name);
     snprintf(path, sizeof path, "%s/trainer.json", dir);
-    rc = json_dump_file(o, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
     json_decref(o);
-    if (rc != 0) return mt_error("%s: cannot write", path);
-    return 0;
+    rc = text ? atomic_file_replace(path, text, strlen(text)) : mt_error("%s: cannot encode", path);
+    free(text);
+    return rc;
+}
+
+/* After the renames: make them durable, so a power cut cannot bring back the old names. */
+static int sync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int rc = fd < 0 || fsync(fd) != 0 ? mt_error("%s: cannot sync the directory: %s", dir, strerror(errno)) : 0;
+    if (fd >= 0) close(fd);
+    return rc;
 }
 
 /* dir/corpus_stats.tsv and dir/entity_lexicon.tsv */
@@ -149,6 +162,7 @@ int checkpoint_save(const mt_model *cm, const mt_train_config *cfg, const train_
         if (rename(cur, old) != 0) return mt_error("%s: %s", cur, strerror(errno));
     }
     if (rename(tmp, cur) != 0) return mt_error("%s: %s", tmp, strerror(errno));
+    if (sync_dir(cfg->run_dir) != 0) return -1;
     return remove_flat_dir(old);
 }
 

@@ -124,6 +124,7 @@ describe("mtlab.help", function()
       local ok = false
       for _, n in ipairs(names) do ok = ok or n == name end
       ok = ok or name:match("^matrix:") or name:match("^model%.") or name:match("^plot:")
+      ok = ok or name:match("^job[:.]")
       assert.is_truthy(ok, line)
     end
     assert.is_true(listed >= #names)

@@ -1,0 +1,160 @@
+/* `mtlab jobs start|list|stop|resume|log`: training runs launched in the background, locally or
+ * through Slurm, found again from their state files (app/jobs/jobs.h). */
+#include "cli/commands.h"
+#include "jobs/jobs.h"
+#include "mtlab/error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void print_record(const job_log_record *r, long max_steps)
+{
+    if (r->is_valid) {
+        printf("valid  step %ld  loss %.4f", r->step, r->valid_loss);
+        if (r->valid_bleu >= 0) printf("  BLEU %.2f", r->valid_bleu);
+        putchar('\n');
+    } else {
+        printf("step %ld/%ld  epoch %d  loss %.4f  lr %.2e  %.0f tok/s  (%.0f s)\n", r->step, max_steps, r->epoch,
+               r->loss, r->lr, r->tokens_per_s, r->elapsed_s);
+    }
+}
+
+static int start(int argc, char **argv)
+{
+    job_start_opts o = {.launcher = JOB_LOCAL};
+    const char *config = NULL;
+    const char **ov = calloc((size_t)argc, sizeof *ov);
+    int bad = 0;
+    for (int i = 2; i < argc && !bad; i++) {
+        if (!strcmp(argv[i], "--launcher") && i + 1 < argc) {
+            if (job_launcher_parse(argv[++i], &o.launcher) != 0) bad = 1;
+        } else if (!strcmp(argv[i], "--name") && i + 1 < argc) o.name = argv[++i];
+        else if (argv[i][0] == '-') bad = 2;
+        else if (strchr(argv[i], '=')) ov[o.n_overrides++] = argv[i];
+        else if (!config) config = argv[i];
+        else bad = 2;
+    }
+    if (bad == 1) {
+        free(ov);
+        return cli_fail("jobs start: %s", mt_last_error());
+    }
+    if (bad || !config) {
+        free(ov);
+        return cli_usage(&cmd_jobs);
+    }
+    o.overrides = ov;
+    job_info j;
+    int rc = job_start(&j, config, &o);
+    free(ov);
+    if (rc != 0) return cli_fail("jobs start: %s (nothing was started)", mt_last_error());
+    if (j.launcher == JOB_SLURM) printf("%s: submitted to Slurm as job %s; log in %s/train.log\n", j.name, j.slurm_id, j.dir);
+    else printf("%s: started, pid %ld; log in %s/train.log\n", j.name, (long)j.pid, j.dir);
+    return 0;
+}
+
+static void format_time(double t, char *out, size_t n)
+{
+    if (t <= 0) {
+        snprintf(out, n, "-");
+        return;
+    }
+    time_t s = (time_t)t;
+    struct tm tm;
+    localtime_r(&s, &tm);
+    strftime(out, n, "%Y-%m-%d %H:%M:%S", &tm);
+}
+
+static int list(void)
+{
+    job_info *jobs;
+    size_t n;
+    if (job_list(&jobs, &n) != 0) return cli_fail("jobs list: %s", mt_last_error());
+    if (!n) {
+        printf("no jobs under runs/ (start one: mtlab jobs start CONFIG.lua)\n");
+        return 0;
+    }
+    printf("%-20s %-7s %-10s %13s %8s %9s %6s  %s\n", "NAME", "WHERE", "STATE", "STEP", "LOSS", "TOK/S", "BLEU",
+           "STARTED");
+    for (size_t i = 0; i < n; i++) {
+        const job_info *j = &jobs[i];
+        char steps[40], bleu[16], started[32], where[40];
+        snprintf(steps, sizeof steps, "%ld/%ld", j->step, j->max_steps);
+        if (j->valid_bleu >= 0) snprintf(bleu, sizeof bleu, "%.2f", j->valid_bleu);
+        else snprintf(bleu, sizeof bleu, "-");
+        format_time(j->started_at, started, sizeof started);
+        snprintf(where, sizeof where, "%s", job_launcher_name(j->launcher));
+        printf("%-20s %-7s %-10s %13s %8.4f %9.0f %6s  %s\n", j->name, where, job_state_name(j->state), steps,
+               j->loss, j->tokens_per_s, bleu, started);
+        if (j->state == JOB_FAILED && j->error[0]) printf("  %s\n", j->error);
+    }
+    free(jobs);
+    return 0;
+}
+
+static int stop(const char *name)
+{
+    job_info j;
+    if (job_load(&j, name) != 0 || job_stop(&j) != 0) return cli_fail("jobs stop: %s", mt_last_error());
+    printf("%s: asked to stop; waiting for its checkpoint\n", name);
+    fflush(stdout);
+    if (job_wait(&j, -1) != 0) return cli_fail("jobs stop: %s", mt_last_error());
+    printf("%s: %s at step %ld\n", name, job_state_name(j.state), j.step);
+    if (j.state == JOB_FAILED) return cli_fail("jobs stop: %s: %s", name, j.error);
+    return 0;
+}
+
+static int resume(const char *name)
+{
+    job_info j;
+    if (job_load(&j, name) != 0 || job_resume(&j) != 0) return cli_fail("jobs resume: %s", mt_last_error());
+    if (j.launcher == JOB_SLURM) printf("%s: resubmitted to Slurm as job %s\n", name, j.slurm_id);
+    else printf("%s: resumed, pid %ld\n", name, (long)j.pid);
+    return 0;
+}
+
+/* The log's records; with follow, keep printing new ones until the job is neither pending nor
+ * running. */
+static int show_log(const char *name, int follow)
+{
+    job_info j;
+    if (job_load(&j, name) != 0) return cli_fail("jobs log: %s", mt_last_error());
+    long offset = 0;
+    for (;;) {
+        int active = job_active(&j);
+        job_log_record *recs;
+        size_t n;
+        if (job_log_read_since(j.dir, &offset, &recs, &n) != 0) return cli_fail("jobs log: %s", mt_last_error());
+        for (size_t i = 0; i < n; i++) print_record(&recs[i], j.max_steps);
+        free(recs);
+        fflush(stdout);
+        if (!follow || !active) break;
+        struct timespec pause = {0, 200 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+        if (job_refresh(&j) != 0) return cli_fail("jobs log: %s", mt_last_error());
+    }
+    printf("%s: %s%s%s\n", name, job_state_name(j.state), j.error[0] ? ": " : "", j.error);
+    return 0;
+}
+
+static int run_jobs(int argc, char **argv)
+{
+    if (argc < 2) return cli_usage(&cmd_jobs);
+    const char *sub = argv[1];
+    if (!strcmp(sub, "start")) return start(argc, argv);
+    if (!strcmp(sub, "list") && argc == 2) return list();
+    if (!strcmp(sub, "stop") && argc == 3) return stop(argv[2]);
+    if (!strcmp(sub, "resume") && argc == 3) return resume(argv[2]);
+    if (!strcmp(sub, "log") && argc == 3) return show_log(argv[2], 0);
+    if (!strcmp(sub, "log") && argc == 4 && !strcmp(argv[3], "--follow")) return show_log(argv[2], 1);
+    return cli_usage(&cmd_jobs);
+}
+
+const struct mt_command cmd_jobs = {
+    "jobs",
+    "start CONFIG.lua [--launcher local|slurm] [--name N] [KEY=VALUE...] | list | stop NAME | resume NAME | "
+    "log NAME [--follow]",
+    "training runs in the background (locally or on Slurm): start, list, stop with a checkpoint, resume, log",
+    run_jobs,
+};

@@ -1,0 +1,186 @@
+/* The Slurm launcher: runs/NAME/job.sbatch runs the trainer; it is submitted held (sbatch
+ * --hold), recorded in job.json, then released, so the trainer's own writes always come after
+ * the launcher's. State comes from squeue while Slurm holds the job, then from sacct. */
+#include "jobs/job_internal.h"
+#include "mtlab/error.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Run argv (no shell), its stdout into out (size n, trimmed); its exit status, or -1. */
+static int run_capture(char *const argv[], char *out, size_t n)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return -1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t len = 0;
+    ssize_t r;
+    while ((r = read(fds[0], out + len, n - 1 - len)) != 0) {
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) break;
+        len += (size_t)r;
+        if (len == n - 1) break;
+    }
+    close(fds[0]);
+    out[len] = '\0';
+    while (len && (out[len - 1] == '\n' || out[len - 1] == ' ')) out[--len] = '\0';
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* A single-quoted shell word (the script is read by /bin/sh). */
+static void shell_quote(FILE *f, const char *s)
+{
+    fputc('\'', f);
+    for (; *s; s++) {
+        if (*s == '\'') fputs("'\\''", f);
+        else fputc(*s, f);
+    }
+    fputc('\'', f);
+}
+
+static int write_script(const job_info *j, const char *path, const char *exe, int resume)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) return mt_error("%s: %s", path, strerror(errno));
+    fprintf(f, "#!/bin/sh\n# Written by `mtlab jobs`: trains %s.\n", j->name);
+    fprintf(f, "#SBATCH --job-name=mtlab-%s\n#SBATCH --ntasks=1\n#SBATCH --open-mode=append\n", j->name);
+    fprintf(f, "#SBATCH --chdir=%s\n#SBATCH --output=%s/%s/train.log\n", j->cwd, j->cwd, j->dir);
+    fputs("exec ", f);
+    shell_quote(f, exe);
+    fprintf(f, " train %s/config.lua --job%s\n", j->dir, resume ? " --resume" : "");
+    int bad = ferror(f) != 0;
+    if (fclose(f) != 0 || bad) return mt_error("%s: write failed", path);
+    return 0;
+}
+
+int job_slurm_launch(job_info *j, int resume)
+{
+    char exe[PATH_MAX], script[800], out[256];
+    if (job_self_exe(exe, sizeof exe) != 0) return -1;
+    if (strchr(j->cwd, '\n') || strchr(j->cwd, ' '))
+        return mt_error("%s: Slurm output paths cannot hold spaces or newlines", j->cwd);
+    snprintf(script, sizeof script, "%s/%s/job.sbatch", j->cwd, j->dir);
+    if (write_script(j, script, exe, resume) != 0) return -1;
+    char *submit[] = {"sbatch", "--parsable", "--hold", script, NULL};
+    int rc = run_capture(submit, out, sizeof out);
+    if (rc == 127 || rc < 0) return mt_error("sbatch could not be run: is Slurm installed (slurm-client)?");
+    if (rc != 0) return mt_error("sbatch failed (exit %d) for %s", rc, script);
+    char *semi = strchr(out, ';'); /* "ID;cluster" on federated setups */
+    if (semi) *semi = '\0';
+    if (!out[0] || strspn(out, "0123456789") != strlen(out))
+        return mt_error("sbatch answered \"%s\", not a job id", out);
+    j->launcher = JOB_SLURM;
+    snprintf(j->slurm_id, sizeof j->slurm_id, "%s", out);
+    j->state = JOB_PENDING;
+    j->pid = 0;
+    j->pid_start = 0;
+    j->host[0] = '\0';
+    char *cancel[] = {"scancel", j->slurm_id, NULL};
+    if (job_file_write(j) != 0) {
+        run_capture(cancel, out, sizeof out);
+        return -1;
+    }
+    char *release[] = {"scontrol", "release", j->slurm_id, NULL};
+    if (run_capture(release, out, sizeof out) != 0) {
+        run_capture(cancel, out, sizeof out);
+        return mt_error("scontrol release %s failed: the job was cancelled", j->slurm_id);
+    }
+    return 0;
+}
+
+/* The state squeue gives the job: 1 when it lists it (*state set), 0 when it does not, -1 when
+ * squeue cannot reach the controller (then nothing is known). */
+static int squeue_state(const job_info *j, job_state *state)
+{
+    char out[16384];
+    char *squeue[] = {"squeue", "-h", "-t", "all", "-o", "%i %T", NULL};
+    int rc = run_capture(squeue, out, sizeof out);
+    if (rc != 0) return -1;
+    size_t idlen = strlen(j->slurm_id);
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+        if (strncmp(line, j->slurm_id, idlen) != 0 || line[idlen] != ' ') continue;
+        const char *st = line + idlen + 1;
+        if (!strcmp(st, "PENDING")) *state = JOB_PENDING;
+        else if (!strcmp(st, "RUNNING") || !strcmp(st, "COMPLETING") || !strcmp(st, "CONFIGURING") ||
+                 !strcmp(st, "SUSPENDED"))
+            *state = JOB_RUNNING;
+        else if (!strcmp(st, "COMPLETED")) *state = JOB_COMPLETED;
+        else if (!strcmp(st, "CANCELLED")) *state = JOB_CANCELLED;
+        else *state = JOB_FAILED;
+        return 1;
+    }
+    return 0;
+}
+
+int job_slurm_query(const job_info *j, int *active, job_state *state)
+{
+    job_state st;
+    int listed = squeue_state(j, &st);
+    if (listed < 0) return -1;
+    if (listed) {
+        *active = st == JOB_PENDING || st == JOB_RUNNING;
+        if (st != JOB_COMPLETED) *state = st; /* completed: the trainer's record says how */
+        return 0;
+    }
+    /* forgotten by the controller (MinJobAge): the accounting database, where there is one */
+    *active = 0;
+    char out[256];
+    char *sacct[] = {"sacct", "-n", "-X", "-P", "-j", (char *)j->slurm_id, "-o", "State", NULL};
+    if (run_capture(sacct, out, sizeof out) == 0 && out[0]) {
+        if (!strncmp(out, "CANCELLED", 9)) *state = JOB_CANCELLED;
+        else if (strncmp(out, "COMPLETED", 9) != 0) *state = JOB_FAILED;
+    }
+    return 0;
+}
+
+int job_slurm_stop(job_info *j)
+{
+    char out[256];
+    int active;
+    job_state st = j->state;
+    if (job_slurm_query(j, &active, &st) != 0) return mt_error("%s: squeue could not be run", j->name);
+    if (!active) return 0;
+    if (st == JOB_PENDING) {
+        /* never started, so no trainer will record its end: the launcher does */
+        char *cancel[] = {"scancel", j->slurm_id, NULL};
+        if (run_capture(cancel, out, sizeof out) != 0) return mt_error("scancel %s failed", j->slurm_id);
+        j->state = JOB_CANCELLED;
+        j->ended_at = job_wall_time();
+        return job_file_write(j);
+    }
+    /* The trainer hears SIGTERM once it recorded "running" (cmd_train.c); Slurm may start the
+     * job a moment before that. Then SIGTERM to the batch step too (it is the trainer). */
+    if (job_file_read(j, j->dir) != 0) return -1;
+    for (int tries = 0; j->state != JOB_RUNNING; tries++) {
+        struct timespec pause = {0, 100 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+        if (job_file_read(j, j->dir) != 0) return -1;
+        if (job_slurm_query(j, &active, &st) != 0 || !active) return 0;
+        if (tries == 600) return mt_error("%s: Slurm runs it but the trainer did not start in 60 s", j->name);
+    }
+    char *term[] = {"scancel", "--signal=TERM", "--full", j->slurm_id, NULL};
+    if (run_capture(term, out, sizeof out) != 0) return mt_error("scancel --signal=TERM %s failed", j->slurm_id);
+    return 0;
+}

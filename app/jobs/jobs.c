@@ -1,0 +1,254 @@
+/* Jobs: start (config checked before anything runs), load, refresh, list, stop, resume, wait. */
+#include "jobs/job_internal.h"
+#include "lua/train_config.h"
+#include "mtlab/error.h"
+#include "mtlab/train.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RUNS_DIR "runs"
+
+static int exists(const char *dir, const char *leaf)
+{
+    char p[800];
+    snprintf(p, sizeof p, "%s/%s", dir, leaf);
+    return access(p, F_OK) == 0;
+}
+
+int job_active(const job_info *j)
+{
+    return j->state == JOB_PENDING || j->state == JOB_RUNNING;
+}
+
+int job_start(job_info *out, const char *config_path, const job_start_opts *o)
+{
+    int n = o->n_overrides + 1;
+    const char **ov = mt_xcalloc((size_t)n, sizeof *ov);
+    char name_ov[160];
+    for (int i = 0; i < o->n_overrides; i++) ov[i] = o->overrides[i];
+    n = o->n_overrides;
+    if (o->name) {
+        snprintf(name_ov, sizeof name_ov, "name=%s", o->name);
+        ov[n++] = name_ov;
+    }
+    mt_train_config cfg;
+    char preset[64];
+    int rc = train_config_load_with(&cfg, config_path, ov, n, preset, sizeof preset);
+    free(ov);
+    if (rc != 0) return -1;
+    if (mt_train_config_check(&cfg) != 0) return mt_error_context("%s", config_path);
+    job_info j = {0};
+    snprintf(j.name, sizeof j.name, "%s", cfg.name);
+    snprintf(j.dir, sizeof j.dir, RUNS_DIR "/%s", cfg.name);
+    if (strcmp(cfg.run_dir, j.dir) != 0)
+        return mt_error("%s: run_dir is \"%s\": a job's run is always %s (leave run_dir out)", config_path,
+                        cfg.run_dir, j.dir);
+    if (exists(j.dir, "job.json") || exists(j.dir, "checkpoint") || exists(j.dir, "checkpoint.old"))
+        return mt_error("%s already holds a run: resume it (mtlab jobs resume %s) or choose another --name", j.dir,
+                        j.name);
+    if (!getcwd(j.cwd, sizeof j.cwd)) return mt_error("cannot read the current directory: %s", strerror(errno));
+    if (mkdir(RUNS_DIR, 0777) != 0 && errno != EEXIST) return mt_error(RUNS_DIR ": %s", strerror(errno));
+    if (mkdir(j.dir, 0777) != 0 && errno != EEXIST) return mt_error("%s: %s", j.dir, strerror(errno));
+    char copy[800];
+    snprintf(copy, sizeof copy, "%s/config.lua", j.dir);
+    if (train_config_write(&cfg, preset, copy) != 0) return -1;
+    j.launcher = o->launcher;
+    j.max_steps = cfg.max_steps;
+    j.valid_bleu = -1;
+    j.started_at = job_wall_time();
+    rc = o->launcher == JOB_SLURM ? job_slurm_launch(&j, 0) : job_local_launch(&j, 0);
+    if (rc != 0) {
+        /* nothing runs: leave no state file behind that claims otherwise */
+        char state[800];
+        snprintf(state, sizeof state, "%s/job.json", j.dir);
+        unlink(state);
+        return -1;
+    }
+    *out = j;
+    return 0;
+}
+
+/* The last non-empty line of train.log (what a trainer that died without recording said). */
+static void last_log_line(const char *dir, char *out, size_t n)
+{
+    char path[800], buf[4096];
+    snprintf(path, sizeof path, "%s/train.log", dir);
+    out[0] = '\0';
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    long from = size > (long)sizeof buf - 1 ? size - (long)sizeof buf + 1 : 0;
+    fseek(f, from, SEEK_SET);
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = '\0';
+    /* progress bars redraw with \r: a line ends at either */
+    while (len && strchr("\r\n ", buf[len - 1])) buf[--len] = '\0';
+    char *start = buf + len;
+    while (start > buf && start[-1] != '\n' && start[-1] != '\r') start--;
+    snprintf(out, n, "%s", start);
+}
+
+/* The state file's claim checked against the process table or Slurm. */
+static int check_alive(job_info *j)
+{
+    if (!job_active(j)) return 0;
+    job_state gone = JOB_FAILED; /* what a vanished job is, unless it recorded its end */
+    if (j->launcher == JOB_LOCAL) {
+        if (job_pid_alive(j->pid, j->pid_start)) return 0;
+    } else {
+        int active;
+        job_state st = JOB_FAILED;
+        if (job_slurm_query(j, &active, &st) != 0) return 0; /* Slurm is unreachable: keep the file's word */
+        if (active) {
+            /* the trainer records "running" itself; Slurm may know first */
+            if (st == JOB_RUNNING) j->state = JOB_RUNNING;
+            return 0;
+        }
+        if (st == JOB_CANCELLED) gone = JOB_CANCELLED; /* cancelled while pending, or by scancel */
+    }
+    /* The process is gone. It may have recorded its end between our read and the check. */
+    job_info again = *j;
+    if (job_file_read(&again, j->dir) == 0 && !job_active(&again)) {
+        *j = again;
+        return 0;
+    }
+    j->state = gone;
+    if (gone != JOB_FAILED) return 0;
+    char last[400];
+    last_log_line(j->dir, last, sizeof last);
+    snprintf(j->error, sizeof j->error, "the trainer ended without recording its end (killed?)%s%s",
+             last[0] ? "; train.log ends: " : "", last);
+    return 0;
+}
+
+static void apply_records(job_info *j, const job_log_record *r, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        j->step = r[i].step;
+        j->elapsed_s = r[i].elapsed_s;
+        if (r[i].is_valid) {
+            if (r[i].valid_bleu >= 0) j->valid_bleu = r[i].valid_bleu;
+        } else {
+            j->loss = r[i].loss;
+            j->tokens_per_s = r[i].tokens_per_s;
+        }
+    }
+}
+
+int job_refresh(job_info *j)
+{
+    job_info fresh = *j;
+    if (job_file_read(&fresh, j->dir) != 0) return -1;
+    *j = fresh;
+    if (check_alive(j) != 0) return -1;
+    job_log_record *recs;
+    size_t n;
+    if (job_log_read_since(j->dir, &j->log_offset, &recs, &n) != 0) return -1;
+    apply_records(j, recs, n);
+    free(recs);
+    return 0;
+}
+
+static int load_dir(job_info *j, const char *dir)
+{
+    memset(j, 0, sizeof *j);
+    j->valid_bleu = -1;
+    snprintf(j->dir, sizeof j->dir, "%s", dir);
+    return job_refresh(j);
+}
+
+int job_load(job_info *j, const char *name)
+{
+    if (!name[0] || strchr(name, '/')) return mt_error("\"%s\" is not a job name", name);
+    char dir[700];
+    snprintf(dir, sizeof dir, RUNS_DIR "/%s", name);
+    return load_dir(j, dir);
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const job_info *)a)->name, ((const job_info *)b)->name);
+}
+
+int job_list(job_info **jobs, size_t *n)
+{
+    *jobs = NULL;
+    *n = 0;
+    DIR *d = opendir(RUNS_DIR);
+    if (!d) return errno == ENOENT ? 0 : mt_error(RUNS_DIR ": %s", strerror(errno));
+    size_t cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        char dir[700];
+        snprintf(dir, sizeof dir, RUNS_DIR "/%s", e->d_name);
+        if (!exists(dir, "job.json")) continue; /* a plain `mtlab train` run */
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 8;
+            *jobs = mt_xrealloc(*jobs, cap * sizeof **jobs);
+        }
+        if (load_dir(&(*jobs)[*n], dir) != 0) {
+            closedir(d);
+            free(*jobs);
+            *jobs = NULL;
+            *n = 0;
+            return -1;
+        }
+        (*n)++;
+    }
+    closedir(d);
+    if (*n) qsort(*jobs, *n, sizeof **jobs, by_name);
+    return 0;
+}
+
+int job_stop(job_info *j)
+{
+    if (job_refresh(j) != 0) return -1;
+    if (!job_active(j)) return mt_error("%s is not running (it is %s)", j->name, job_state_name(j->state));
+    if (j->launcher == JOB_SLURM) return job_slurm_stop(j);
+    if (kill(j->pid, SIGTERM) != 0 && errno != ESRCH) return mt_error("%s: kill: %s", j->name, strerror(errno));
+    return 0;
+}
+
+int job_resume(job_info *j)
+{
+    if (job_refresh(j) != 0) return -1;
+    if (job_active(j)) return mt_error("%s is %s: stop it before resuming", j->name, job_state_name(j->state));
+    /* a run killed before its first checkpoint starts again from scratch */
+    int resume = exists(j->dir, "checkpoint") || exists(j->dir, "checkpoint.old");
+    char cwd[512];
+    if (!getcwd(cwd, sizeof cwd)) return mt_error("cannot read the current directory: %s", strerror(errno));
+    snprintf(j->cwd, sizeof j->cwd, "%s", cwd);
+    j->started_at = job_wall_time();
+    j->ended_at = 0;
+    j->exit_code = 0;
+    j->error[0] = '\0';
+    j->log_offset = 0;
+    j->step = 0;
+    return j->launcher == JOB_SLURM ? job_slurm_launch(j, resume) : job_local_launch(j, resume);
+}
+
+int job_wait(job_info *j, double timeout_s)
+{
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        if (job_refresh(j) != 0) return -1;
+        if (!job_active(j)) return 0;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double waited = (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec);
+        if (timeout_s >= 0 && waited >= timeout_s) return 1;
+        struct timespec pause = {0, 100 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+}

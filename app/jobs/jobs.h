@@ -1,0 +1,110 @@
+/* Training jobs: one model behind `mtlab jobs ...`, `mtlab.jobs` in Lua and the workbench.
+ *
+ * A job is its run directory runs/NAME/ (relative to the directory it was started from):
+ *   config.lua   every setting, written at start (config + overrides); what the trainer reads
+ *   job.json     the state file: launcher, pid (+ its start time) or Slurm job id, state,
+ *                start/end times, exit code, error; replaced atomically (temp + fsync + rename)
+ *   train.log    the trainer's stdout and stderr
+ *   log.jsonl, checkpoint/, best/   written by `mtlab train` (mtlab/train.h)
+ *
+ * Who writes job.json: the launcher, once, before the trainer may start (a local child waits
+ * on a pipe, a Slurm job is submitted held); from then on only the trainer (`mtlab train
+ * --job`): "running" when it starts, completed / cancelled / failed when it ends. Watchers
+ * never write, so any number of them (CLI, Lua, workbench) read the same state: the file,
+ * checked against the process table (a local pid counts only while /proc/PID/stat shows the
+ * start time recorded with it, so a reused pid is not mistaken for the job) or against
+ * squeue/sacct for Slurm. A job whose process is gone without recording its end is `failed`.
+ *
+ * Stopping is graceful: SIGTERM (local kill, Slurm `scancel --signal=TERM --full`); the
+ * trainer saves a checkpoint at the next step and records `cancelled`. Resume relaunches the
+ * same config with --resume through the same launcher. */
+#ifndef MTLAB_APP_JOBS_H
+#define MTLAB_APP_JOBS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef enum { JOB_LOCAL, JOB_SLURM } job_launcher;
+
+typedef enum {
+    JOB_PENDING,   /* submitted, not started (Slurm queue) */
+    JOB_RUNNING,
+    JOB_COMPLETED, /* reached max_steps */
+    JOB_CANCELLED, /* stopped on request, checkpoint saved: resumable */
+    JOB_FAILED,    /* error (job_info.error says which) or killed */
+} job_state;
+
+/* A record of log.jsonl: a training interval or a validation. */
+typedef struct {
+    int is_valid;          /* 0: "train" record, 1: "valid" record */
+    long step;
+    int epoch;             /* train records */
+    double loss, lr, tokens_per_s; /* train records */
+    double valid_loss;     /* valid records */
+    double valid_bleu;     /* valid records with BLEU; -1 otherwise */
+    double elapsed_s;
+} job_log_record;
+
+typedef struct {
+    char name[128];
+    char dir[700];         /* runs/NAME, relative to cwd */
+    char cwd[512];         /* where the job runs (absolute) */
+    job_launcher launcher;
+    job_state state;       /* after job_refresh: the file checked against the process/queue */
+    pid_t pid;             /* the trainer's pid (0: not started) */
+    unsigned long long pid_start; /* its start time in clock ticks after boot (/proc/PID/stat) */
+    char host[64];         /* where the trainer runs */
+    char slurm_id[32];     /* Slurm job id ("" for local jobs) */
+    double started_at, ended_at; /* Unix seconds; 0: not yet */
+    int exit_code;         /* the trainer's exit status once ended */
+    char error[512];       /* why it failed ("" otherwise) */
+    long max_steps;        /* from the config */
+    /* the latest of log.jsonl (job_refresh reads what was appended since the last call) */
+    long step;             /* last logged step (0: none yet) */
+    double loss, tokens_per_s, elapsed_s;
+    double valid_bleu;     /* last validation BLEU, -1: none yet */
+    long log_offset;       /* bytes of log.jsonl read so far */
+} job_info;
+
+typedef struct {
+    job_launcher launcher;
+    const char *name;              /* NULL: the config's name */
+    const char *const *overrides;  /* "key=value", "model.key=value" */
+    int n_overrides;
+} job_start_opts;
+
+const char *job_state_name(job_state s);
+const char *job_launcher_name(job_launcher l);
+/* "local" / "slurm" -> *out; -1 with mt_last_error() otherwise. */
+int job_launcher_parse(const char *s, job_launcher *out);
+
+/* Read the config with its overrides, check every setting (files included), and only then
+ * create runs/NAME/ and launch. 0 with *out filled, or -1 with mt_last_error() (nothing was
+ * started). */
+int job_start(job_info *out, const char *config_path, const job_start_opts *o);
+/* Read runs/NAME/job.json and refresh it. */
+int job_load(job_info *j, const char *name);
+/* Re-read the state file, check it against the process table / Slurm, read new log records. */
+int job_refresh(job_info *j);
+/* Every job under runs/, sorted by name (malloc'd array, free()). */
+int job_list(job_info **jobs, size_t *n);
+/* Ask a pending or running job to stop (graceful); returns at once (see job_wait). */
+int job_stop(job_info *j);
+/* Relaunch a job that is not pending or running, from its checkpoint when it has one. */
+int job_resume(job_info *j);
+/* Poll until the job is neither pending nor running: 0, or 1 when timeout_s (< 0: none)
+ * passed first; -1 on error. */
+int job_wait(job_info *j, double timeout_s);
+/* 1 while pending or running. */
+int job_active(const job_info *j);
+
+/* The complete lines of dir/log.jsonl after *offset, parsed; *offset moves past them (a line
+ * still being written is left for the next call). *recs is malloc'd (free()), *n may be 0. */
+int job_log_read_since(const char *dir, long *offset, job_log_record **recs, size_t *n);
+
+/* For `mtlab train --job`: the trainer records itself as running, and later its end
+ * (status: 0 ok, stopped: 1 when a stop was requested; error: NULL or the message). */
+int job_trainer_begin(const char *run_dir);
+int job_trainer_end(const char *run_dir, int status, int stopped, const char *error);
+
+#endif

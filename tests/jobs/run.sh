@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# Training jobs end to end (`mtlab jobs`, app/jobs/): tiny runs on a tiny corpus in a temporary
+# directory, through the local launcher and then a private single-node Slurm.
+#
+#   tests/jobs/run.sh ./mtlab
+#
+# Every wait polls (the state file through `mtlab jobs list`, the log) with a deadline; the
+# random kill moments come from a seeded generator (JOBS_SEED, default 19).
+set -u
+cd "$(dirname "$0")/../.."
+root=$PWD
+[ $# -eq 1 ] || { echo "usage: $0 MTLAB_BINARY" >&2; exit 2; }
+M=$(realpath "$1")
+source "$root/tests/jobs/slurm_up.sh"
+
+work=$(mktemp -d)
+cleanup() {
+    slurm_down
+    # jobs of this test still running (a failed check) are stopped by their recorded pids
+    local f pid
+    for f in "$work"/runs/*/job.json; do
+        [ -e "$f" ] || continue
+        pid=$(sed -n 's/^ *"pid": \([0-9]*\),/\1/p' "$f")
+        [ -n "$pid" ] && [ "$(readlink "/proc/$pid/cwd" 2>/dev/null)" = "$work" ] && kill -9 "$pid" 2>/dev/null
+    done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+passed=0 failed=0 started=$(date +%s)
+ok() { passed=$((passed + 1)); printf '  ok    %s\n' "$1"; }
+fail() { failed=$((failed + 1)); printf '  FAIL  %s\n' "$1"; [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/      | /'; }
+check() { if "${@:2}"; then ok "$1"; else fail "$1"; fi; }
+
+# state NAME: the job's state as `mtlab jobs list` prints it
+state() { "$M" jobs list | awk -v n="$1" '$1 == n { print $3 }'; }
+# step NAME: its last logged step
+step() { "$M" jobs list | awk -v n="$1" '$1 == n { split($4, s, "/"); print s[1] }'; }
+# wait_state NAME STATE [SECONDS]
+wait_state() {
+    local deadline=$(( $(date +%s) + ${3:-60} ))
+    while [ "$(date +%s)" -le $deadline ]; do
+        [ "$(state "$1")" = "$2" ] && return 0
+        sleep 0.1
+    done
+    echo "    (waited for $1 to be $2; it is $(state "$1"))"
+    return 1
+}
+# wait_step NAME STEP [SECONDS]: until the log reached STEP
+wait_step() {
+    local deadline=$(( $(date +%s) + ${3:-60} ))
+    while [ "$(date +%s)" -le $deadline ]; do
+        [ "$(step "$1")" -ge "$2" ] 2>/dev/null && return 0
+        sleep 0.05
+    done
+    return 1
+}
+json_field() { sed -n "s/^ *\"$2\": \"\\{0,1\\}\\([^\",]*\\)\"\\{0,1\\},\\{0,1\\}\$/\\1/p" "$work/runs/$1/job.json"; }
+
+# ---------------------------------------------------------------- a tiny corpus and config
+cd "$work"
+mkdir data
+head -200 "$root/tests/fixtures/tokenizer/corpus.es" >data/train.es
+head -200 "$root/tests/fixtures/tokenizer/corpus.en" >data/train.en
+tail -20 "$root/tests/fixtures/tokenizer/corpus.es" >data/valid.es
+tail -20 "$root/tests/fixtures/tokenizer/corpus.en" >data/valid.en
+"$M" tokenizer train --data data --vocab 256 --out data/spm >tokenizer.log 2>&1 || {
+    cat tokenizer.log; echo "jobs: tokenizer training failed"; exit 1; }
+cat >tiny.lua <<'EOF'
+return {
+  name = "tiny",
+  model = { preset = "mamba-small", vocab_size = 256, d_model = 16, n_layers = 2, dt_rank = 1, d_state = 4 },
+  train_src = "data/train.es", train_tgt = "data/train.en",
+  valid_src = "data/valid.es", valid_tgt = "data/valid.en",
+  tokenizer = "data/spm.model",
+  max_len = 48, max_tokens = 600, lr = 3e-3, warmup = 2,
+  max_steps = 20, log_every = 2, valid_every = 10, valid_bleu_lines = 5, save_every = 5, seed = 3,
+}
+EOF
+
+echo "jobs: local launcher"
+# ---------------------------------------------------------------- config errors: nothing starts
+out=$("$M" jobs start tiny.lua lr=fast 2>&1); rc=$?
+check "a bad override is reported and nothing starts" \
+    test $rc = 1 -a ! -e runs/tiny -a -n "$(echo "$out" | grep "'lr' must be a number" | grep 'nothing was started')"
+out=$("$M" jobs start tiny.lua --name typo model.d_modle=8 2>&1); rc=$?
+check "an unknown model key is reported and nothing starts" \
+    test $rc = 1 -a ! -e runs/typo -a -n "$(echo "$out" | grep "unknown key 'd_modle'")"
+out=$("$M" jobs start tiny.lua --name nodata train_src=data/missing.es 2>&1); rc=$?
+check "a missing data file is reported and nothing starts" \
+    test $rc = 1 -a ! -e runs/nodata -a -n "$(echo "$out" | grep 'data/missing.es')"
+
+# ---------------------------------------------------------------- start, follow, list
+"$M" jobs start tiny.lua >start.out 2>&1
+check "jobs start launches in the background" grep -q 'tiny: started, pid' start.out
+"$M" jobs log tiny --follow >follow.out 2>&1
+check "jobs log --follow prints the records until the job ends" \
+    test "$(grep -c '^step' follow.out)" = 10 -a "$(grep -c '^valid' follow.out)" = 2 -a "$(tail -1 follow.out)" = "tiny: completed"
+check "the job completed all its steps" test "$(state tiny)" = completed -a "$(step tiny)" = 20
+check "the run holds its config copy, log, checkpoint and best bundle" \
+    test -s runs/tiny/config.lua -a -s runs/tiny/log.jsonl -a -d runs/tiny/checkpoint -a -d runs/tiny/best
+check "the config copy reads back as the same config" \
+    "$M" train runs/tiny/config.lua --resume >copy.out 2>&1
+out=$("$M" jobs start tiny.lua 2>&1)
+check "a second start of the same name is refused" grep -q 'already holds a run' <<<"$out"
+
+# ---------------------------------------------------------------- stop (checkpoint) and resume
+"$M" jobs start tiny.lua --name long max_steps=100000 save_every=0 valid_every=0 >/dev/null 2>&1
+wait_step long 4 30
+"$M" jobs stop long >stop.out 2>&1
+check "jobs stop ends the job as cancelled with a checkpoint" \
+    test "$(state long)" = cancelled -a -s runs/long/checkpoint/trainer.json
+stopped_at=$(sed -n 's/^ *"step": \([0-9]*\),/\1/p' runs/long/checkpoint/trainer.json)
+"$M" jobs resume long >/dev/null 2>&1
+check "jobs resume continues from the checkpoint" \
+    bash -c "for i in \$(seq 1 300); do grep -q 'resumed from step $stopped_at ' runs/long/train.log && exit 0; sleep 0.1; done; exit 1"
+
+# ---------------------------------------------------------------- two watchers agree, read only
+wait_state long running 10
+pid=$(json_field long pid)
+kill -9 "$pid"
+before=$(md5sum runs/long/job.json)
+"$M" jobs list >watcher1.out 2>&1 & w1=$!
+"$M" jobs list >watcher2.out 2>&1 & w2=$!
+wait $w1 $w2
+check "two watchers of a killed job agree, and say it failed" \
+    bash -c "diff watcher1.out watcher2.out && grep -q '^long .* failed' watcher1.out && grep -q 'killed' watcher1.out"
+check "watching never writes the state file" test "$(md5sum runs/long/job.json)" = "$before"
+sleep 100 & other=$!
+sed -i "s/\"pid\": $pid,/\"pid\": $other,/" runs/long/job.json
+check "a live process with the job's old pid is not taken for the job" test "$(state long)" = failed
+kill $other
+
+# ---------------------------------------------------------------- SIGKILL during checkpoint writes
+# save_every = 1: a checkpoint per step. Each kill waits for a fresh checkpoint.new/ (the write
+# under way; its inode tells it from one a previous kill left behind), then a seeded random
+# number of shell iterations (up to a few ms), so it lands anywhere from the first file written
+# to the renames.
+RANDOM=${JOBS_SEED:-19}
+kill_t0=$(date +%s)
+"$M" jobs start tiny.lua --name killed max_steps=100000 save_every=1 valid_every=0 log_every=1 >/dev/null 2>&1
+wait_until 30 test -d runs/killed/checkpoint
+kills=0 resumed_ok=1 mid_write=0
+for i in $(seq 1 20); do
+    wait_state killed running 20 >/dev/null || { resumed_ok=0; break; }
+    old=$(stat -c %i runs/killed/checkpoint.new 2>/dev/null)
+    give_up=$((SECONDS + 3))
+    until [ -d runs/killed/checkpoint.new ] && [ "$(stat -c %i runs/killed/checkpoint.new 2>/dev/null)" != "$old" ]; do
+        [ $SECONDS -ge $give_up ] && break
+    done
+    spin=$((RANDOM % 3000)); for ((s = 0; s < spin; s++)); do :; done
+    kill -9 "$(json_field killed pid)" && kills=$((kills + 1))
+    wait_state killed failed 10 >/dev/null || { resumed_ok=0; break; }
+    [ -e runs/killed/checkpoint.new ] || [ -e runs/killed/checkpoint.old ] && mid_write=$((mid_write + 1))
+    if ! [ -s runs/killed/checkpoint/trainer.json ] && ! [ -s runs/killed/checkpoint.old/trainer.json ]; then
+        resumed_ok=0; echo "    kill $i left no complete checkpoint"; ls runs/killed; break
+    fi
+    n=$(grep -c 'resumed from step' runs/killed/train.log)
+    "$M" jobs resume killed >/dev/null 2>&1
+    # the resumed trainer loaded the checkpoint (or failed, which ends the loop)
+    wait_until 20 bash -c "[ \$(grep -c 'resumed from step' runs/killed/train.log) -gt $n ]" ||
+        { resumed_ok=0; echo "    resume $i failed:"; tail -3 runs/killed/train.log; break; }
+done
+check "20 SIGKILLs during checkpoint writes: each left a checkpoint that loaded and resumed" \
+    test $kills = 20 -a $resumed_ok = 1
+echo "    ($kills kills in $(( $(date +%s) - kill_t0 )) s, $mid_write of them with checkpoint.new/ or .old/ on disk)"
+"$M" jobs stop killed >/dev/null 2>&1
+check "the run stops cleanly after the kills" test "$(state killed)" = cancelled
+
+# ---------------------------------------------------------------- a full disk (RLIMIT_FSIZE)
+"$M" jobs start tiny.lua --name full max_steps=100000 valid_every=0 save_every=3 >/dev/null 2>&1
+wait_step full 4 30
+"$M" jobs stop full >/dev/null 2>&1
+good=$(md5sum runs/full/checkpoint/*)
+# 64 KiB: less than the checkpoint's optimizer moments, more than the state and log files
+(ulimit -f 64; "$M" jobs resume full >/dev/null 2>&1)
+wait_state full failed 30
+err=$("$M" jobs list | grep -A1 '^full ')
+check "a write past the file size limit stops the job with the reason" grep -q 'File too large' <<<"$err"
+check "the previous checkpoint is intact" test "$(md5sum runs/full/checkpoint/*)" = "$good"
+saved=$(sed -n 's/^ *"step": \([0-9]*\),/\1/p' runs/full/checkpoint/trainer.json)
+"$M" train runs/full/config.lua --resume --max-steps $((saved + 2)) >full_resume.out 2>&1
+check "and it resumes from it once there is room" \
+    grep -q "resumed from step $saved .*step $((saved + 2)): checkpoint saved" <(tr '\n' ' ' <full_resume.out)
+
+# ---------------------------------------------------------------- Slurm
+echo "jobs: Slurm launcher (a private single-node Slurm; local part $(( $(date +%s) - started )) s)"
+if ! slurm_up "$work/slurm"; then
+    echo "  skip  Slurm: $slurm_skip"
+else
+    "$M" jobs start tiny.lua --launcher slurm --name on-slurm >slurm_start.out 2>&1
+    check "jobs start --launcher slurm submits a batch job" grep -q 'submitted to Slurm as job [0-9]' slurm_start.out
+    check "the Slurm job reaches completed" wait_state on-slurm completed 60
+    check "its run is complete" test -d runs/on-slurm/checkpoint -a "$(step on-slurm)" = 20
+    "$M" jobs start tiny.lua --launcher slurm --name slurm-stop max_steps=100000 valid_every=0 >/dev/null 2>&1
+    wait_step slurm-stop 6 60
+    "$M" jobs stop slurm-stop >slurm_stop.out 2>&1
+    check "a stopped Slurm job is cancelled with its checkpoint" \
+        test "$(state slurm-stop)" = cancelled -a -s runs/slurm-stop/checkpoint/trainer.json
+    "$M" jobs resume slurm-stop >slurm_resume.out 2>&1
+    check "resume resubmits it with --resume" \
+        bash -c "grep -q 'resubmitted to Slurm' slurm_resume.out && grep -q -- '--resume' runs/slurm-stop/job.sbatch"
+    wait_until 60 grep -q 'resumed from step' runs/slurm-stop/train.log
+    "$M" jobs stop slurm-stop >/dev/null 2>&1
+    check "and it stops again" test "$(state slurm-stop)" = cancelled
+    slurm_down
+fi
+
+echo "jobs: $passed passed, $failed failed ($(( $(date +%s) - started )) s)"
+[ $failed = 0 ]

@@ -1,0 +1,117 @@
+-- mtlab.jobs: tiny training runs launched, watched, stopped and resumed from Lua. The runs live
+-- in a temporary directory (jobs are runs/NAME/ of the directory they start from), so they are
+-- driven by `mtlab run` scripts started there.
+local H = dofile("tests/lua/helpers.lua")
+
+local root = H.sh("pwd"):gsub("%s+$", "")
+local bin = H.mtlab:sub(1, 1) == "/" and H.mtlab or root .. "/" .. H.mtlab:gsub("^%./", "")
+
+-- A directory with a 200-pair corpus, its tokenizer and a 20-step config (tiny.lua).
+local function workdir()
+  local dir = H.sh("mktemp -d"):gsub("%s+$", "")
+  local fx = root .. "/tests/fixtures/tokenizer/corpus."
+  local _, code = H.sh(string.format([[cd %s && mkdir data &&
+head -200 %ses >data/train.es && head -200 %sen >data/train.en &&
+tail -20 %ses >data/valid.es && tail -20 %sen >data/valid.en &&
+%s tokenizer train --data data --vocab 256 --out data/spm >/dev/null 2>&1]], dir, fx, fx, fx, fx, bin))
+  assert(code == 0, "tokenizer training failed")
+  H.write(dir .. "/tiny.lua", [[
+return {
+  name = "tiny",
+  model = { preset = "mamba-small", vocab_size = 256, d_model = 16, n_layers = 2, dt_rank = 1, d_state = 4 },
+  train_src = "data/train.es", train_tgt = "data/train.en",
+  valid_src = "data/valid.es", valid_tgt = "data/valid.en",
+  tokenizer = "data/spm.model",
+  max_len = 48, max_tokens = 600, lr = 3e-3, warmup = 2,
+  max_steps = 20, log_every = 2, valid_every = 10, valid_bleu_lines = 5, save_every = 5, seed = 3,
+}
+]])
+  return dir
+end
+
+-- Runs a Lua chunk with `mtlab run` in dir; returns stdout, stderr, exit code.
+local function run_in(dir, chunk)
+  H.write(dir .. "/script.lua", chunk)
+  local out, code = H.sh(string.format("cd %s && %s run script.lua 2>stderr.txt", dir, bin))
+  return out, H.read(dir .. "/stderr.txt"), code
+end
+
+describe("mtlab.jobs", function()
+  local dir
+  setup(function() dir = workdir() end)
+  teardown(function() H.sh("rm -rf " .. dir) end)
+
+  it("starts a run, watches it to the end and reads its log", function()
+    local out, err, code = run_in(dir, [[
+local j = mtlab.jobs.start("tiny.lua", {name = "a", overrides = {max_steps = 12, ["model.d_model"] = 8}})
+print(getmetatable(j).__name, j.name, j.launcher, j.max_steps)
+local same, finished = j:wait(120)
+print(same == j, finished, j.state, j.step)
+local recs = j:log()
+local valid = 0
+for _, r in ipairs(recs) do if r.event == "valid" then valid = valid + 1 end end
+print(#recs, valid, recs[1].event, recs[1].step, type(recs[#recs].valid_bleu))
+print(tostring(j))
+local listed = mtlab.jobs.list()
+print(#listed, listed[1].name, listed[1].state)
+print(mtlab.jobs.log("a")[1].loss == recs[1].loss)
+]])
+    assert.are.equal(0, code, err)
+    local lines = {}
+    for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+    assert.are.equal("mtlab.job\ta\tlocal\t12", lines[1])
+    assert.are.equal("true\ttrue\tcompleted\t12", lines[2])
+    -- log_every 2 over 12 steps, validations at 10 and 12
+    assert.are.equal("8\t2\ttrain\t2\tnumber", lines[3])
+    assert.are.equal("mtlab.job: a (local, completed, step 12/12)", lines[4])
+    assert.are.equal("1\ta\tcompleted", lines[5])
+    assert.are.equal("true", lines[6])
+    assert.matches("d_model = 8,", H.read(dir .. "/runs/a/config.lua"))
+  end)
+
+  it("stops a run with a checkpoint and resumes it", function()
+    local out, err, code = run_in(dir, [[
+local j = mtlab.jobs.start("tiny.lua", {name = "b", overrides = {max_steps = 100000, valid_every = 0}})
+while j.step < 4 do j:wait(0.05) end
+j:stop()
+local _, finished = j:wait(60)
+print(finished, j.state)
+j:resume()
+print(j.state)
+mtlab.jobs.stop("b")
+j:wait(60)
+print(j.state)
+]])
+    assert.are.equal(0, code, err)
+    assert.are.equal("true\tcancelled\nrunning\ncancelled\n", out)
+    assert.matches("resumed from step", H.read(dir .. "/runs/b/train.log"))
+  end)
+
+  it("runs scripts/jobs/two_runs.lua: two runs, a table of validation BLEU by step", function()
+    H.write(dir .. "/tiny2.lua", H.read(dir .. "/tiny.lua"):gsub('name = "tiny"', 'name = "other"'))
+    local out, code = H.sh(string.format("cd %s && %s run %s/scripts/jobs/two_runs.lua tiny.lua tiny2.lua " ..
+      "max_steps=4 valid_every=2 valid_bleu_lines=2 2>&1", dir, bin, root))
+    assert.are.equal(0, code, out)
+    assert.matches("tiny%-short: completed at step 4\nother%-short: completed at step 4\n", out)
+    assert.matches("| step | tiny%-short BLEU | other%-short BLEU |\n| %-%-%-: | %-%-%-: | %-%-%-: |\n" ..
+      "| 2 | %d+%.%d%d | %d+%.%d%d |\n| 4 | %d+%.%d%d | %d+%.%d%d |\n", out)
+  end)
+
+  it("reports errors naming the function and the argument", function()
+    local _, err = run_in(dir, 'mtlab.jobs.start("tiny.lua", {name = "c", overrides = {lr = "fast"}})')
+    assert.matches("mtlab.jobs.start: tiny.lua: 'lr' must be a number %(nothing was started%)", err)
+    assert.are.equal("", H.sh("ls " .. dir .. "/runs | grep -x c"))
+    assert.has_error(function() mtlab.jobs.start(42, {launcher = "pbs"}) end,
+      "mtlab.jobs.start: option launcher \"pbs\" is not local or slurm")
+    assert.has_error(function() mtlab.jobs.start("x.lua", {nmae = "x"}) end,
+      "mtlab.jobs.start: unknown option 'nmae' (known: launcher, name, overrides)")
+    assert.has_error(function() mtlab.jobs.stop(42) end,
+      "mtlab.jobs.stop: argument 1 must be a job or a job's name, not number")
+    assert.has_error(function() mtlab.jobs.wait("no-such-job") end,
+      "mtlab.jobs.wait: runs/no-such-job: no such job (no job.json)")
+    local _, err2 = run_in(dir, 'local j = mtlab.jobs.list()[1]; j:wait(-1)')
+    assert.matches("job:wait: timeout must be a number of seconds >= 0, not %-1", err2)
+    local _, err3 = run_in(dir, 'local j = mtlab.jobs.list()[1]; return j.nope')
+    assert.matches("job: no field or method 'nope'", err3)
+  end)
+end)
