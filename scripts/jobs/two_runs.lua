@@ -1,4 +1,5 @@
--- Two short training runs side by side, then their validation BLEU against steps.
+-- Two short training runs side by side, then their validation BLEU against steps, as a
+-- markdown table and a plot.
 --   ./mtlab run scripts/jobs/two_runs.lua [CONFIG_A CONFIG_B] [KEY=VALUE...]
 -- Defaults: the transformer and mamba demo configs (they need `mtlab data bible` and
 -- `mtlab tokenizer train`), cut to 200 steps with a validation every 50. Each run is a job
@@ -45,11 +46,24 @@ local function print_table(jobs, curves)
   end
 end
 
--- PLOT: where the curves will be drawn with mtlab.plot (being built in parallel), one line per
--- run, BLEU against steps. Until then the table printed above carries the same data.
+-- The curves drawn in the terminal, one line per run (BLEU against steps), and written as
+-- out/two_runs.svg and out/two_runs.png.
 local function plot(jobs, curves)
-  print(string.format("\n(%d runs, %d validation points: the plot comes with mtlab.plot)", #jobs,
-    #curves[1] + #curves[2]))
+  local series = {}
+  for i, j in ipairs(jobs) do
+    local xs, ys = {}, {}
+    for k, p in ipairs(curves[i]) do xs[k], ys[k] = p[1], p[2] end
+    if #xs > 0 then series[#series + 1] = {name = j.name, x = xs, y = ys} end
+  end
+  if #series == 0 then
+    print("(no validation BLEU logged yet: nothing to plot)")
+    return
+  end
+  local p = mtlab.plot.line{title = "Validation BLEU", xlabel = "step", ylabel = "BLEU", series = series}
+  print()
+  p:show()
+  assert(os.execute("mkdir -p out"), "cannot make out/")
+  print("wrote " .. p:save("out/two_runs.svg") .. ", " .. p:save("out/two_runs.png"))
 end
 
 local jobs = {}

@@ -87,7 +87,7 @@ print(j.state)
     assert.matches("resumed from step", H.read(dir .. "/runs/b/train.log"))
   end)
 
-  it("runs scripts/jobs/two_runs.lua: two runs, a table of validation BLEU by step", function()
+  it("runs scripts/jobs/two_runs.lua: two runs, a table and a plot of validation BLEU by step", function()
     H.write(dir .. "/tiny2.lua", H.read(dir .. "/tiny.lua"):gsub('name = "tiny"', 'name = "other"'))
     local out, code = H.sh(string.format("cd %s && %s run %s/scripts/jobs/two_runs.lua tiny.lua tiny2.lua " ..
       "max_steps=4 valid_every=2 valid_bleu_lines=2 2>&1", dir, bin, root))
@@ -95,6 +95,9 @@ print(j.state)
     assert.matches("tiny%-short: completed at step 4\nother%-short: completed at step 4\n", out)
     assert.matches("| step | tiny%-short BLEU | other%-short BLEU |\n| %-%-%-: | %-%-%-: | %-%-%-: |\n" ..
       "| 2 | %d+%.%d%d | %d+%.%d%d |\n| 4 | %d+%.%d%d | %d+%.%d%d |\n", out)
+    assert.matches("Validation BLEU", out)
+    assert.matches("wrote out/two_runs.svg, out/two_runs.png", out)
+    assert.are.equal("\137PNG", H.read(dir .. "/out/two_runs.png"):sub(1, 4))
   end)
 
   it("reports errors naming the function and the argument", function()
