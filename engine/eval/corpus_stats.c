@@ -2,6 +2,8 @@
  * model bundle stores beside its weights so the recall bins need no training corpus. */
 #include "eval/codepoints.h"
 #include "mtlab/entities.h"
+#include "eval/tsv_count.h"
+#include "io/atomic_file.h"
 #include "mtlab/error.h"
 
 #include "data/strmap.h"
@@ -84,48 +86,22 @@ int mt_corpus_stats_write(const mt_corpus_stats *s, const char *path)
         if (s->counts.keys[i]) e[n++] = (stats_entry){s->counts.keys[i], s->counts.vals[i]};
     qsort(e, n, sizeof *e, by_count_then_name);
 
-    size_t tmp_len = strlen(path) + 16;
-    char *tmp = mt_xmalloc(tmp_len);
-    snprintf(tmp, tmp_len, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
+    atomic_file af;
     int rc = -1;
-    if (!f) {
-        mt_error("%s: cannot create: %s", tmp, strerror(errno));
-        goto done;
-    }
+    if (atomic_file_begin(&af, path)) goto done;
+    FILE *f = af.f;
     fprintf(f, "%s\n# pairs=%zu ner=%s\n", STATS_MAGIC, s->pairs, mt_ner_lang_name(s->lang));
     for (size_t i = 0; i < n; i++) fprintf(f, "%s\t%zu\n", e[i].name, e[i].count);
-    int write_failed = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
-    if (fclose(f) != 0 || write_failed) {
-        mt_error("%s: write failed: %s", tmp, strerror(errno));
-        unlink(tmp);
+    int write_failed = ferror(f);
+    if (write_failed) mt_error("%s: write failed", path);
+    if (write_failed || atomic_file_seal(&af)) {
+        atomic_file_discard(&af);
         goto done;
     }
-    if (rename(tmp, path) != 0) {
-        mt_error("%s: cannot rename to %s: %s", tmp, path, strerror(errno));
-        unlink(tmp);
-        goto done;
-    }
-    rc = 0;
+    rc = atomic_file_commit(&af);
 done:
-    free(tmp);
     free(e);
     return rc;
-}
-
-/* Parses a decimal count without sign, spaces or overflow. */
-static int parse_count(const char *s, size_t *out)
-{
-    if (!*s) return -1;
-    size_t v = 0;
-    for (; *s; s++) {
-        if (*s < '0' || *s > '9') return -1;
-        size_t d = (size_t)(*s - '0');
-        if (v > (SIZE_MAX - d) / 10) return -1;
-        v = v * 10 + d;
-    }
-    *out = v;
-    return 0;
 }
 
 /* The header's second line: "# pairs=N ner=NAME". */
@@ -134,7 +110,7 @@ static int parse_header(mt_corpus_stats *s, char *line)
     char *pairs = strstr(line, "pairs="), *ner = strstr(line, " ner=");
     if (strncmp(line, "# ", 2) != 0 || !pairs || !ner || ner < pairs) return -1;
     *ner = '\0';
-    if (parse_count(pairs + strlen("pairs="), &s->pairs) < 0) return -1;
+    if (tsv_parse_count(pairs + strlen("pairs="), &s->pairs) < 0) return -1;
     return mt_ner_lang_parse(ner + strlen(" ner="), &s->lang);
 }
 
@@ -149,7 +125,7 @@ static int parse_entry(mt_corpus_stats *s, char *line, size_t len)
     mt_cpbuf_free(&cps);
     if (bad_utf8 < 0) return -1;
     size_t count;
-    if (parse_count(tab + 1, &count) < 0)
+    if (tsv_parse_count(tab + 1, &count) < 0)
         return mt_error("count '%s' is not a non-negative integer", tab + 1);
     if (count == 0 || count > s->pairs)
         return mt_error("count %zu for '%s' is outside 1..%zu (the pairs in the header)", count, line,

@@ -7,6 +7,8 @@
  * pairs(x) counts the training pairs whose side contains word x (once per pair). */
 #include "eval/entities_words.h"
 #include "mtlab/entities.h"
+#include "eval/tsv_count.h"
+#include "io/atomic_file.h"
 #include "mtlab/error.h"
 #include "mtlab/metrics.h"
 
@@ -286,15 +288,10 @@ size_t mt_entity_lexicon_forms(const mt_entity_lexicon *l, const char *word, siz
 
 int mt_entity_lexicon_write(const mt_entity_lexicon *l, const char *path)
 {
-    size_t tmp_len = strlen(path) + 16;
-    char *tmp = mt_xmalloc(tmp_len);
-    snprintf(tmp, tmp_len, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
+    atomic_file af;
     int rc = -1;
-    if (!f) {
-        mt_error("%s: cannot create: %s", tmp, strerror(errno));
-        goto done;
-    }
+    if (atomic_file_begin(&af, path)) goto done;
+    FILE *f = af.f;
     fprintf(f, "%s\n# pairs=%zu\n", LEXICON_MAGIC, l->pairs);
     for (size_t i = 0; i < l->n; i++) {
         const lexicon_entry *e = &l->entries[i];
@@ -302,35 +299,15 @@ int mt_entity_lexicon_write(const mt_entity_lexicon *l, const char *path)
         for (size_t k = 0; k < e->n_forms; k++)
             fprintf(f, "%s\t%s\t%.4f\t%zu\n", e->name, e->forms[k], e->dice[k], e->form_pairs[k]);
     }
-    int write_failed = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
-    if (fclose(f) != 0 || write_failed) {
-        mt_error("%s: write failed: %s", tmp, strerror(errno));
-        unlink(tmp);
+    int write_failed = ferror(f);
+    if (write_failed) mt_error("%s: write failed", path);
+    if (write_failed || atomic_file_seal(&af)) {
+        atomic_file_discard(&af);
         goto done;
     }
-    if (rename(tmp, path) != 0) {
-        mt_error("%s: cannot rename to %s: %s", tmp, path, strerror(errno));
-        unlink(tmp);
-        goto done;
-    }
-    rc = 0;
+    rc = atomic_file_commit(&af);
 done:
-    free(tmp);
     return rc;
-}
-
-static int parse_count(const char *s, size_t *out)
-{
-    if (!*s) return -1;
-    size_t v = 0;
-    for (; *s; s++) {
-        if (*s < '0' || *s > '9') return -1;
-        size_t d = (size_t)(*s - '0');
-        if (v > (SIZE_MAX - d) / 10) return -1;
-        v = v * 10 + d;
-    }
-    *out = v;
-    return 0;
 }
 
 static int valid_utf8_word(const char *s)
@@ -360,7 +337,7 @@ static int parse_entry(mt_entity_lexicon *l, char *line)
     if (!*f[2] || *end || !(dice >= 0.0 && dice <= 1.0))
         return mt_error("dice '%s' is not a number from 0 to 1", f[2]);
     size_t count;
-    if (parse_count(f[3], &count) < 0) return mt_error("count '%s' is not a non-negative integer", f[3]);
+    if (tsv_parse_count(f[3], &count) < 0) return mt_error("count '%s' is not a non-negative integer", f[3]);
     if (count == 0 || count > l->pairs)
         return mt_error("count %zu is outside 1..%zu (the pairs in the header)", count, l->pairs);
     const size_t *id = strmap_get(&l->index, f[0], strlen(f[0]));
@@ -408,7 +385,7 @@ mt_entity_lexicon *mt_entity_lexicon_read(const char *path)
                 ok = 0;
             }
         } else if (line_no == 2) {
-            if (strncmp(line, "# pairs=", 8) != 0 || parse_count(line + 8, &l->pairs) < 0) {
+            if (strncmp(line, "# pairs=", 8) != 0 || tsv_parse_count(line + 8, &l->pairs) < 0) {
                 mt_error("%s:2: expected '# pairs=N'", path);
                 ok = 0;
             }

@@ -3,6 +3,8 @@
  * agreement with a reference tagger on the Bible valid+test references
  * (tests/fixtures/entities/make_reference.py). */
 #include "test_util.h"
+
+#include "entity_spans.h"
 #include "mtlab/entities.h"
 #include "mtlab/error.h"
 
@@ -277,30 +279,15 @@ static void test_stats_file_errors(void **state)
     assert_non_null(strstr(mt_last_error(), "No such file or directory"));
 }
 
-/* The spans of the source detector as "A|B|C". */
-static void detected(char *out, size_t len, const char *src)
-{
-    mt_text_span *spans;
-    size_t n;
-    assert_int_equal(mt_source_entities(&spans, &n, src, NULL), 0);
-    out[0] = '\0';
-    for (size_t i = 0; i < n; i++) {
-        size_t used = strlen(out);
-        snprintf(out + used, len - used, "%s%.*s", i ? "|" : "", (int)(spans[i].end - spans[i].start),
-                 src + spans[i].start);
-    }
-    free(spans);
-}
-
 /* Without a lexicon (test_entity_lexicon.c has the cases with one): single name-shaped words
  * away from a sentence start; numbers are not names. */
 static void test_source_detector(void **state)
 {
     (void)state;
     char got[256];
-    detected(got, sizeof got, "Y dijo David á Saúl: 3 cosas en Jerusalén Nueva, año 1909.");
+    test_detected_entities(got, sizeof got, "Y dijo David á Saúl: 3 cosas en Jerusalén Nueva, año 1909.", NULL);
     assert_string_equal(got, "David|Saúl|Jerusalén|Nueva");
-    detected(got, sizeof got, "Israel salió. Moab vino.");
+    test_detected_entities(got, sizeof got, "Israel salió. Moab vino.", NULL);
     assert_string_equal(got, "");
     mt_text_span *spans;
     size_t n;

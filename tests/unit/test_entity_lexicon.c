@@ -4,6 +4,8 @@
  * lexicon file and its errors, and the lexicon shipped with models/transformer-small. */
 #include "test_util.h"
 
+#include "entity_spans.h"
+
 #include <math.h>
 #include <unistd.h>
 
@@ -67,42 +69,28 @@ static void test_lexicon_learns_forms(void **state)
     mt_entity_lexicon_free(l);
 }
 
-static void detected(char *out, size_t len, const char *src, const mt_entity_lexicon *l)
-{
-    mt_text_span *spans;
-    size_t n;
-    assert_int_equal(mt_source_entities(&spans, &n, src, l), 0);
-    out[0] = '\0';
-    for (size_t i = 0; i < n; i++) {
-        size_t used = strlen(out);
-        snprintf(out + used, len - used, "%s%.*s", i ? "|" : "", (int)(spans[i].end - spans[i].start),
-                 src + spans[i].start);
-    }
-    free(spans);
-}
-
 static void test_detector_with_corpus(void **state)
 {
     (void)state;
     mt_entity_lexicon *l = fixture_lexicon();
     char got[128];
     /* names of the corpus are names at the start of a sentence too */
-    detected(got, sizeof got, "Marta lloró. Pedro salió. Jesús habló.", l);
+    test_detected_entities(got, sizeof got, "Marta lloró. Pedro salió. Jesús habló.", l);
     assert_string_equal(got, "Marta|Pedro|Jesús");
-    detected(got, sizeof got, "Marta lloró. Pedro salió. Jesús habló.", NULL);
+    test_detected_entities(got, sizeof got, "Marta lloró. Pedro salió. Jesús habló.", NULL);
     assert_string_equal(got, "");
-    detected(got, sizeof got, "Pedro y Juan fueron a Roma", l);
+    test_detected_entities(got, sizeof got, "Pedro y Juan fueron a Roma", l);
     assert_string_equal(got, "Pedro|Juan|Roma");
     /* numbers are not names */
-    detected(got, sizeof got, "En 2015 vino Israel.", l);
+    test_detected_entities(got, sizeof got, "En 2015 vino Israel.", l);
     assert_string_equal(got, "Israel");
     /* punctuation splits; a sentence-initial word the corpus does not call a name is none */
-    detected(got, sizeof got, "Banco, España", l);
+    test_detected_entities(got, sizeof got, "Banco, España", l);
     assert_string_equal(got, "España");
-    detected(got, sizeof got, "Vino el Banco, España.", l);
+    test_detected_entities(got, sizeof got, "Vino el Banco, España.", l);
     assert_string_equal(got, "Banco|España");
     /* a repeated name is found every time (the workbench lists it once, with a count) */
-    detected(got, sizeof got, "Dios dijo: Dios es Dios.", l);
+    test_detected_entities(got, sizeof got, "Dios dijo: Dios es Dios.", l);
     assert_string_equal(got, "Dios|Dios|Dios");
     mt_entity_lexicon_free(l);
 }
@@ -254,7 +242,7 @@ static void test_shipped_lexicon(void **state)
             fail_msg("%s: best form '%s', expected '%s'", pairs[i][0], n ? forms[0] : "", pairs[i][1]);
     }
     char got[128];
-    detected(got, sizeof got, "Marta lloró. Pedro y Juan fueron a Roma en 2015.", l);
+    test_detected_entities(got, sizeof got, "Marta lloró. Pedro y Juan fueron a Roma en 2015.", l);
     assert_string_equal(got, "Marta|Pedro|Juan|Roma");
     mt_entity_lexicon_free(l);
 }

@@ -100,16 +100,6 @@ static tui_event *wait_event(tui_queue *q, tui_event_kind kind, unsigned long jo
     return NULL;
 }
 
-static char **texts(int n)
-{
-    static const char *const verses[] = {"En el principio creó Dios los cielos y la tierra.",
-                                         "Y dijo Dios: Sea la luz; y fue la luz.",
-                                         "Y vio Dios que la luz era buena."};
-    char **t = malloc((size_t)n * sizeof *t);
-    for (int i = 0; i < n; i++) t[i] = strdup(verses[i % 3]);
-    return t;
-}
-
 static void test_worker_translates_streams_and_cancels(void **state)
 {
     (void)state;
@@ -126,8 +116,8 @@ static void test_worker_translates_streams_and_cancels(void **state)
 
     /* job 1 is replaced by job 2 at once: job 2 finishes, with all its segments */
     int finals[8] = {0};
-    tui_worker_submit(w, 1, texts(3), 3, 1, 1, -1);
-    tui_worker_submit(w, 2, texts(2), 2, 1, 2, -1);
+    tui_worker_submit(w, 1, test_verses(3), 3, 1, 1, -1);
+    tui_worker_submit(w, 2, test_verses(2), 2, 1, 2, -1);
     ev = wait_event(&q, TUI_EV_DONE, 2, finals);
     assert_non_null(ev);
     assert_false(ev->cancelled);
@@ -138,7 +128,7 @@ static void test_worker_translates_streams_and_cancels(void **state)
     tui_event_free(ev);
 
     /* beam search with a probe request: the segment's maps come after the translation */
-    tui_worker_submit(w, 3, texts(2), 2, 3, 1, 1);
+    tui_worker_submit(w, 3, test_verses(2), 2, 3, 1, 1);
     ev = wait_event(&q, TUI_EV_PROBE, 3, NULL);
     assert_non_null(ev);
     assert_int_equal(ev->segment, 1);
@@ -168,7 +158,7 @@ static void test_bad_bundle_is_reported(void **state)
     assert_non_null(ev);
     assert_non_null(strstr(ev->text, "/nonexistent/bundle"));
     tui_event_free(ev);
-    tui_worker_submit(w, 1, texts(1), 1, 1, 1, -1); /* ignored, never crashes */
+    tui_worker_submit(w, 1, test_verses(1), 1, 1, 1, -1); /* ignored, never crashes */
     tui_worker_stop(w);
     tui_queue_destroy(&q);
 }

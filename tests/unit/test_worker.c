@@ -51,16 +51,6 @@ typedef struct {
     char *finals[8];        /* of the running request */
 } recorder;
 
-static char **texts(int n)
-{
-    static const char *const verses[] = {"En el principio creó Dios los cielos y la tierra.",
-                                         "Y dijo Dios: Sea la luz; y fue la luz.",
-                                         "Y vio Dios que la luz era buena."};
-    char **t = malloc((size_t)n * sizeof *t);
-    for (int i = 0; i < n; i++) t[i] = strdup(verses[i % 3]);
-    return t;
-}
-
 static void add(recorder *r, record e)
 {
     pthread_mutex_lock(&r->lock);
@@ -85,7 +75,7 @@ static void on_partial(void *user, unsigned long request, int text, const char *
     recorder *r = user;
     if (request == r->submit_on_partial) {
         r->submit_on_partial = 0;
-        mt_worker_request req = {.id = 2, .texts = texts(2), .n = 2, .beam = 1, .probe_text = -1};
+        mt_worker_request req = {.id = 2, .texts = test_verses(2), .n = 2, .beam = 1, .probe_text = -1};
         mt_worker_submit(r->w, &req);
     }
     if (request == r->cancel_on_partial) {
@@ -204,7 +194,7 @@ static void test_worker_streams_partials_then_finals(void **state)
     int i = wait_for(&r, EV_LOADED, 0);
     assert_true(i >= 0);
     assert_string_equal(r.ev[i].str, "cpu");
-    mt_worker_request req = {.id = 5, .texts = texts(3), .n = 3, .beam = 1, .threads = 1,
+    mt_worker_request req = {.id = 5, .texts = test_verses(3), .n = 3, .beam = 1, .threads = 1,
                              .probe_text = -1};
     mt_worker_submit(r.w, &req);
     i = wait_for(&r, EV_DONE, 5);
@@ -227,7 +217,7 @@ static void test_worker_holds_partials_back_by_the_interval(void **state)
     (void)state;
     recorder r;
     start(&r, bundle, NULL, 1000.0);
-    mt_worker_request req = {.id = 1, .texts = texts(2), .n = 2, .beam = 1, .probe_text = -1};
+    mt_worker_request req = {.id = 1, .texts = test_verses(2), .n = 2, .beam = 1, .probe_text = -1};
     mt_worker_submit(r.w, &req);
     assert_true(wait_for(&r, EV_DONE, 1) >= 0);
     assert_int_equal(count(&r, EV_FINAL, 1), 2);
@@ -242,7 +232,7 @@ static void test_worker_newer_request_cancels_the_running_one(void **state)
     recorder r;
     start(&r, bundle, NULL, 0);
     r.submit_on_partial = 1; /* request 2 arrives while request 1 decodes */
-    mt_worker_request req = {.id = 1, .texts = texts(3), .n = 3, .beam = 1, .max_new_tokens = 200,
+    mt_worker_request req = {.id = 1, .texts = test_verses(3), .n = 3, .beam = 1, .max_new_tokens = 200,
                              .probe_text = -1};
     mt_worker_submit(r.w, &req);
     int one = wait_for(&r, EV_DONE, 1), two = wait_for(&r, EV_DONE, 2);
@@ -259,7 +249,7 @@ static void test_worker_cancel_stops_the_request(void **state)
     recorder r;
     start(&r, bundle, NULL, 0);
     r.cancel_on_partial = 3;
-    mt_worker_request req = {.id = 3, .texts = texts(2), .n = 2, .beam = 1, .max_new_tokens = 200,
+    mt_worker_request req = {.id = 3, .texts = test_verses(2), .n = 2, .beam = 1, .max_new_tokens = 200,
                              .probe_text = 0};
     mt_worker_submit(r.w, &req);
     int i = wait_for(&r, EV_DONE, 3);
@@ -276,7 +266,7 @@ static void test_worker_records_probes(void **state)
     (void)state;
     recorder r;
     start(&r, bundle, NULL, 0.02);
-    mt_worker_request req = {.id = 7, .texts = texts(2), .n = 2, .beam = 3, .probe_text = 1};
+    mt_worker_request req = {.id = 7, .texts = test_verses(2), .n = 2, .beam = 3, .probe_text = 1};
     mt_worker_submit(r.w, &req);
     int i = wait_for(&r, EV_PROBE, 7);
     assert_true(i >= 0);
@@ -302,7 +292,7 @@ static void test_worker_stops_in_the_middle_of_a_request(void **state)
     (void)state;
     recorder r;
     start(&r, bundle, NULL, 0);
-    mt_worker_request req = {.id = 1, .texts = texts(3), .n = 3, .beam = 5, .max_new_tokens = 500,
+    mt_worker_request req = {.id = 1, .texts = test_verses(3), .n = 3, .beam = 5, .max_new_tokens = 500,
                              .probe_text = 2};
     mt_worker_submit(r.w, &req);
     assert_true(wait_for(&r, EV_PARTIAL, 1) >= 0);
@@ -318,7 +308,7 @@ static void test_worker_reports_a_load_failure(void **state)
     int i = wait_for(&r, EV_LOAD_FAILED, 0);
     assert_true(i >= 0);
     assert_non_null(strstr(r.ev[i].str, "/nonexistent/bundle"));
-    mt_worker_request req = {.id = 1, .texts = texts(2), .n = 2, .beam = 1, .probe_text = -1};
+    mt_worker_request req = {.id = 1, .texts = test_verses(2), .n = 2, .beam = 1, .probe_text = -1};
     mt_worker_submit(r.w, &req); /* dropped: nothing loaded */
     mt_worker_probe(r.w, 0);
     finish(&r);

@@ -1,6 +1,8 @@
 #include "tiny_bundle.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "mtlab/model.h"
 #include "mtlab/tokenizer.h"
@@ -30,4 +32,14 @@ int test_tiny_bundle(const char *dir, char *bundle, size_t len)
     int rc = m && mt_model_save(m, bundle, model, MT_DT_F32) == 0 ? 0 : -1;
     mt_model_free(m);
     return rc;
+}
+
+char **test_verses(int n)
+{
+    static const char *const verses[] = {"En el principio creó Dios los cielos y la tierra.",
+                                         "Y dijo Dios: Sea la luz; y fue la luz.",
+                                         "Y vio Dios que la luz era buena."};
+    char **t = malloc((size_t)n * sizeof *t);
+    for (int i = 0; i < n; i++) t[i] = strdup(verses[i % 3]);
+    return t;
 }

@@ -9,4 +9,8 @@
  * 0, or -1 (mt_last_error). */
 int test_tiny_bundle(const char *dir, char *bundle, size_t len);
 
+/* n malloc'd copies of Genesis 1:1, 1:3 and 1:4 in turn, for a worker to translate (it takes
+ * the array and the strings). */
+char **test_verses(int n);
+
 #endif
