@@ -2,6 +2,7 @@
  * scripts/train/ *.lua or a typed path), stop, resume, open a run's best bundle in a pane. */
 #include <dirent.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -99,8 +100,14 @@ static tui_job_run *selected(tui_app *a)
 
 int tui_jobs_tick(tui_app *a)
 {
-    if (!a->jobs || !tui_jobs_take(a->jobs)) return 0;
+    if (!a->jobs) return 0;
     tui_jobs *v = a->jobs;
+    /* the highlight stays on its run when runs come and go around it */
+    char name[128] = "";
+    if (selected(a)) snprintf(name, sizeof name, "%s", selected(a)->info.name);
+    if (!tui_jobs_take(v)) return 0;
+    for (size_t i = 0; name[0] && i < v->n_runs; i++)
+        if (!strcmp(v->runs[i].info.name, name)) v->sel = (int)i;
     if (v->sel >= (int)v->n_runs) v->sel = (int)v->n_runs - 1;
     if (v->sel < 0) v->sel = 0;
     a->dirty = 1;
