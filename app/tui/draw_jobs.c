@@ -99,22 +99,26 @@ static void draw_plot(tui_app *a, WINDOW *w, int y0, int x0, int h, int width, i
 {
     tui_jobs *v = a->jobs;
     plot *p = plot_line_new(bleu ? "validation BLEU" : "training loss", "step", NULL);
-    size_t run_of[64], n_series = 0;
+    /* every run shown is a series, one without points too (a NaN point draws nothing), so a
+     * run keeps its series index, and with it its dash pattern or ASCII marker, in both plots */
+    size_t run_of[64], n_series = 0, with_points = 0;
+    const double none = NAN;
     for (size_t i = 0; i < v->n_runs && n_series < 64; i++) {
         if (!v->plot_all && (int)i != v->sel) continue;
         const tui_job_curves *c = &v->runs[i].curves;
         size_t n = bleu ? c->n_valid : c->n_train;
-        if (n == 0) continue;
-        plot_line_add(p, v->runs[i].info.name, bleu ? c->valid_step : c->step, n, bleu ? c->bleu : c->loss, n);
+        if (n > 0) plot_line_add(p, v->runs[i].info.name, bleu ? c->valid_step : c->step, n, bleu ? c->bleu : c->loss, n);
+        else plot_line_add(p, v->runs[i].info.name, &none, 1, &none, 1);
+        with_points += n > 0;
         run_of[n_series++] = i;
     }
     plot_text_opts o = {width, h, a->palette.level != TUI_COLORS_NONE, use_ascii(a)};
     plot_cells pc;
-    if (n_series == 0 || plot_text_cells(p, &o, &pc) != 0) {
+    if (with_points == 0 || plot_text_cells(p, &o, &pc) != 0) {
         tui_set_style(w, &a->palette, TUI_C_DIM);
         char line[160];
         snprintf(line, sizeof line, "%s: %s", bleu ? "validation BLEU" : "training loss",
-                 n_series == 0 ? "no points yet" : "no room");
+                 with_points == 0 ? "no points yet" : "no room");
         tui_put(w, y0, x0 + 1, line, width - 1);
         plot_free(p);
         return;

@@ -39,10 +39,12 @@ static watched *watch_find(watch_list *l, const char *name)
     return w;
 }
 
-static void push(double **a, size_t n, size_t *cap, double v)
+/* Room for one more point in each of the k arrays (n points, *cap allocated). */
+static void grow(double **arrays[], int k, size_t n, size_t *cap)
 {
-    if (n == *cap) *a = mt_xrealloc(*a, (*cap = *cap ? 2 * *cap : 64) * sizeof **a);
-    (*a)[n] = v;
+    if (n < *cap) return;
+    *cap = *cap ? 2 * *cap : 64;
+    for (int i = 0; i < k; i++) *arrays[i] = mt_xrealloc(*arrays[i], *cap * sizeof **arrays[i]);
 }
 
 /* Read what dir/log.jsonl gained; a log that shrank was rewritten (a fresh run of the name). */
@@ -62,16 +64,17 @@ static void watch_read(watched *w, const char *dir)
     tui_job_curves *c = &w->curves;
     for (size_t i = 0; i < n; i++) {
         if (!r[i].is_valid) {
-            size_t cap = w->cap_train;
-            push(&c->step, c->n_train, &cap, (double)r[i].step);
-            cap = w->cap_train;
-            push(&c->loss, c->n_train, &cap, r[i].loss);
-            push(&c->elapsed, c->n_train, &w->cap_train, r[i].elapsed_s);
+            double **train[] = {&c->step, &c->loss, &c->elapsed};
+            grow(train, 3, c->n_train, &w->cap_train);
+            c->step[c->n_train] = (double)r[i].step;
+            c->loss[c->n_train] = r[i].loss;
+            c->elapsed[c->n_train] = r[i].elapsed_s;
             c->n_train++;
         } else if (r[i].valid_bleu >= 0) {
-            size_t cap = w->cap_valid;
-            push(&c->valid_step, c->n_valid, &cap, (double)r[i].step);
-            push(&c->bleu, c->n_valid, &w->cap_valid, r[i].valid_bleu);
+            double **valid[] = {&c->valid_step, &c->bleu};
+            grow(valid, 2, c->n_valid, &w->cap_valid);
+            c->valid_step[c->n_valid] = (double)r[i].step;
+            c->bleu[c->n_valid] = r[i].valid_bleu;
             c->n_valid++;
         }
     }
