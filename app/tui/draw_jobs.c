@@ -10,6 +10,7 @@
 #include "mtlab/error.h"
 #include "plot/plot.h"
 #include "tui/app.h"
+#include "tui/columns.h"
 #include "tui/styled.h"
 
 enum { NAME_W = 16, STATE_W = 10, STEPS_W = 13, BAR_W = 12, NUM_W = 8 };
@@ -47,29 +48,35 @@ static void draw_runs(tui_app *a, WINDOW *w, int y0, int rows)
         char bar[3 * BAR_W + 1];
         tui_progress_bar(bar, sizeof bar, run->info.step, run->info.max_steps, BAR_W, use_ascii(a));
         int y = y0 + 1 + r, sel = (int)i == v->sel;
-        tui_set_style(w, &a->palette, sel ? TUI_C_SELECTION : TUI_C_TEXT);
+        tui_meaning base = sel ? TUI_C_SELECTION : TUI_C_TEXT;
+        tui_set_style(w, &a->palette, base);
         if (sel) mvwhline(w, y, 1, ' ', width);
         /* the run's colour, as its curves have it */
         tui_set_style(w, &a->palette, series_meaning(i));
         tui_put(w, y, 1, use_ascii(a) ? "*" : "\xe2\x97\x8f", 1);
-        tui_set_style(w, &a->palette, sel ? TUI_C_SELECTION : TUI_C_TEXT);
-        snprintf(line, sizeof line, "%-*.*s", NAME_W, NAME_W, run->info.name);
-        int x = 3;
-        x += tui_put(w, y, x, line, NAME_W) + 1;
-        tui_meaning sm = run->info.state == JOB_FAILED      ? TUI_C_ERROR
-                       : run->info.state == JOB_RUNNING     ? TUI_C_BUSY
-                       : run->info.state == JOB_COMPLETED   ? TUI_C_DONE
-                                                            : TUI_C_DIM;
-        if (!sel) tui_set_style(w, &a->palette, sm);
-        snprintf(line, sizeof line, "%-*s", STATE_W, cols.state);
-        x += tui_put(w, y, x, line, STATE_W) + 1;
-        tui_set_style(w, &a->palette, sel ? TUI_C_SELECTION : TUI_C_TEXT);
-        snprintf(line, sizeof line, "%-*s", STEPS_W, cols.steps);
-        x += tui_put(w, y, x, line, STEPS_W) + 1;
-        x += tui_put(w, y, x, bar, BAR_W);
-        snprintf(line, sizeof line, " %*s %*s %*s", NUM_W, cols.tokens_per_s, NUM_W, cols.eta, NUM_W - 2,
-                 cols.bleu);
-        tui_put(w, y, x, line, width + 1 - x);
+        tui_meaning sm = run->info.state == JOB_FAILED    ? TUI_C_ERROR
+                       : run->info.state == JOB_RUNNING   ? TUI_C_BUSY
+                       : run->info.state == JOB_COMPLETED ? TUI_C_DONE
+                                                          : TUI_C_DIM;
+        const struct {
+            const char *text;
+            int cols, right; /* right-aligned */
+            tui_meaning m;
+        } col[] = {
+            {run->info.name, NAME_W, 0, base}, {cols.state, STATE_W, 0, sel ? base : sm},
+            {cols.steps, STEPS_W, 0, base},    {bar, BAR_W, 0, base},
+            {cols.tokens_per_s, NUM_W, 1, base}, {cols.eta, NUM_W, 1, base},
+            {cols.bleu, NUM_W - 2, 1, base},
+        };
+        /* columns left to right, each cut at the window's right border */
+        for (size_t k = 0, x = 3; k < sizeof col / sizeof col[0] && (int)x <= width; k++) {
+            int room = width + 1 - (int)x, cw = col[k].cols < room ? col[k].cols : room;
+            int tw = tui_text_width_z(col[k].text);
+            int pad = col[k].right && tw < cw ? cw - tw : 0;
+            tui_set_style(w, &a->palette, col[k].m);
+            tui_put(w, y, (int)x + pad, col[k].text, cw - pad);
+            x += (size_t)col[k].cols + 1;
+        }
     }
 }
 
