@@ -64,6 +64,24 @@ typedef struct {
     int ascii;
 } plot_text_opts;
 
+/* One character cell of a plot drawn as text, for callers that paint the cells themselves
+ * (the workbench, in its theme's colours). */
+typedef struct {
+    char glyph[16]; /* one character and any zero-width ones after it; "" right of a wide one */
+    short series;   /* the series whose line, marker or bar this is; -1: text, axes, heat */
+    short fg, bg;   /* xterm-256 colours when opts->color, -1: the terminal's own */
+} plot_cell;
+
+typedef struct {
+    int w, rows;      /* rows: the lines the plot takes, at most opts->height */
+    plot_cell *cells; /* (rows, w) */
+} plot_cells;
+
+/* The cells plot_text writes out (the one renderer). 0, or -1 when the plot is empty or does
+ * not fit (nothing to free then); plot_cells_free after success. */
+int plot_text_cells(const plot *p, const plot_text_opts *opts, plot_cells *out);
+void plot_cells_free(plot_cells *c);
+
 /* The text, lines ending in '\n', malloc'd; NULL when the plot is empty or does not fit. */
 char *plot_text(const plot *p, const plot_text_opts *opts);
 int plot_text_write(const plot *p, const plot_text_opts *opts, FILE *f);

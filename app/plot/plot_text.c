@@ -1,6 +1,8 @@
 /* Plots as terminal text. Everything is first drawn on a canvas of character cells (one
- * character, a foreground and a background xterm-256 colour each), then written out line by
- * line: ANSI escapes only where the colour changes, trailing blanks dropped.
+ * character, the series it belongs to, a foreground and a background xterm-256 colour each):
+ * plot_text_cells hands those cells over (the workbench paints them with its theme), and
+ * plot_text writes them out line by line: ANSI escapes only where the colour changes,
+ * trailing blanks dropped.
  *
  * Lines use braille: a cell holds 2 x 4 dots, dot (dx, dy) is bit
  *     dy 0..2: dx == 0 ? 1 << dy : 1 << (dy + 3)      dy 3: dx == 0 ? 0x40 : 0x80
@@ -18,14 +20,9 @@
 #include <string.h>
 
 typedef struct {
-    char glyph[16]; /* one character and any zero-width ones after it; "" right of a wide one */
-    short fg, bg;   /* xterm-256 index, -1: the terminal's own */
-} text_cell;
-
-typedef struct {
     int w, h;
     int ascii, color;
-    text_cell *cells; /* (h, w) */
+    plot_cell *cells; /* (h, w) */
 } canvas;
 
 static void canvas_init(canvas *cv, const plot_text_opts *o)
@@ -33,22 +30,28 @@ static void canvas_init(canvas *cv, const plot_text_opts *o)
     cv->w = o->width, cv->h = o->height;
     cv->ascii = o->ascii, cv->color = o->color;
     cv->cells = mt_xmalloc((size_t)cv->w * (size_t)cv->h * sizeof *cv->cells);
-    for (int i = 0; i < cv->w * cv->h; i++) cv->cells[i] = (text_cell){" ", -1, -1};
+    for (int i = 0; i < cv->w * cv->h; i++) cv->cells[i] = (plot_cell){" ", -1, -1, -1};
 }
 
 static void canvas_put(canvas *cv, int x, int y, const char *glyph, int fg, int bg)
 {
     if (x < 0 || y < 0 || x >= cv->w || y >= cv->h) return;
-    text_cell *c = &cv->cells[(size_t)y * cv->w + x];
+    plot_cell *c = &cv->cells[(size_t)y * cv->w + x];
     snprintf(c->glyph, sizeof c->glyph, "%s", glyph);
+    c->series = -1;
     c->fg = (short)fg, c->bg = (short)bg;
 }
 
-static int series_fg(const canvas *cv, size_t k)
+/* A cell of series k: its colour (with colour on) and its index for callers with their own. */
+static void canvas_put_series(canvas *cv, int x, int y, const char *glyph, size_t k)
 {
-    if (!cv->color) return -1;
-    plot_rgb c = plot_series_rgb(k);
-    return tui_rgb_to_256(c.r, c.g, c.b);
+    int fg = -1;
+    if (cv->color) {
+        plot_rgb c = plot_series_rgb(k);
+        fg = tui_rgb_to_256(c.r, c.g, c.b);
+    }
+    canvas_put(cv, x, y, glyph, fg, -1);
+    if (x >= 0 && y >= 0 && x < cv->w && y < cv->h) cv->cells[(size_t)y * cv->w + x].series = (short)k;
 }
 
 /* Columns text takes: each character counts 1 in ASCII mode (it becomes '?'). */
@@ -97,7 +100,7 @@ static int canvas_text(canvas *cv, int x, int y, const char *s, int max_cols, in
         i += len ? (size_t)len : 1;
         if (w == 0) {
             if (col > 0 && x + col - 1 < cv->w && y < cv->h) {
-                text_cell *prev = &cv->cells[(size_t)y * cv->w + x + col - 1];
+                plot_cell *prev = &cv->cells[(size_t)y * cv->w + x + col - 1];
                 if (strlen(prev->glyph) + strlen(g) < sizeof prev->glyph) strcat(prev->glyph, g);
             }
             continue;
@@ -144,24 +147,24 @@ static void sb_colour(strbuf *b, int fg, int bg)
     sb_add(b, esc);
 }
 
-/* The canvas's first `rows` lines as text. */
-static char *canvas_string(const canvas *cv, int rows)
+/* The cells as text, colour escapes when color. */
+static char *cells_string(const plot_cells *pc, int color)
 {
     strbuf b = {0};
     sb_add(&b, "");
-    for (int y = 0; y < rows; y++) {
-        const text_cell *row = &cv->cells[(size_t)y * cv->w];
-        int last = cv->w - 1;
+    for (int y = 0; y < pc->rows; y++) {
+        const plot_cell *row = &pc->cells[(size_t)y * pc->w];
+        int last = pc->w - 1;
         while (last >= 0 && !strcmp(row[last].glyph, " ") && row[last].bg < 0) last--;
         int fg = -1, bg = -1;
         for (int x = 0; x <= last; x++) {
-            const text_cell *c = &row[x];
+            const plot_cell *c = &row[x];
             /* a blank on the terminal's background looks the same in any foreground */
             int blank = !strcmp(c->glyph, " ") && c->bg < 0;
-            if (cv->color && !blank && (c->fg != fg || c->bg != bg)) {
+            if (color && !blank && (c->fg != fg || c->bg != bg)) {
                 sb_colour(&b, c->fg, c->bg);
                 fg = c->fg, bg = c->bg;
-            } else if (cv->color && blank && bg >= 0) {
+            } else if (color && blank && bg >= 0) {
                 sb_colour(&b, -1, -1);
                 fg = bg = -1;
             }
@@ -312,10 +315,10 @@ static void braille_glyph(char out[4], uint8_t bits)
     out[3] = 0;
 }
 
-static void put_marker(canvas *cv, int x, int y, size_t k, int fg)
+static void put_marker(canvas *cv, int x, int y, size_t k)
 {
     char g[2] = {ascii_marker(k), 0};
-    canvas_put(cv, x, y, g, fg, -1);
+    canvas_put_series(cv, x, y, g, k);
 }
 
 /* A line plot's legend sample: 4 columns, long enough to show the dash pattern. */
@@ -324,7 +327,7 @@ enum { LINE_SAMPLE_W = 4 };
 static void line_sample(canvas *cv, int x, int y, size_t k)
 {
     if (cv->ascii) {
-        for (int c = 0; c < LINE_SAMPLE_W; c++) put_marker(cv, x + c, y, k, series_fg(cv, k));
+        for (int c = 0; c < LINE_SAMPLE_W; c++) put_marker(cv, x + c, y, k);
         return;
     }
     const int *d = cv->color ? dash[0] : dash[k % 4];
@@ -334,7 +337,7 @@ static void line_sample(canvas *cv, int x, int y, size_t k)
             if ((2 * c + dx) % d[1] < d[0]) bits |= (uint8_t)(dx == 0 ? 0x02 : 0x10);
         char g[4];
         braille_glyph(g, bits);
-        canvas_put(cv, x + c, y, g, series_fg(cv, k), -1);
+        canvas_put_series(cv, x + c, y, g, k);
     }
 }
 
@@ -384,11 +387,11 @@ static int render_line(const plot *p, canvas *cv, const plot_text_opts *o)
             int k = lc.owner[y * pw + x];
             if (k < 0) continue;
             if (cv->ascii) {
-                put_marker(cv, x0 + x, top + y, (size_t)k, series_fg(cv, (size_t)k));
+                put_marker(cv, x0 + x, top + y, (size_t)k);
             } else {
                 char g[4];
                 braille_glyph(g, lc.dots[y * pw + x]);
-                canvas_put(cv, x0 + x, top + y, g, series_fg(cv, (size_t)k), -1);
+                canvas_put_series(cv, x0 + x, top + y, g, (size_t)k);
             }
         }
     free(lc.dots);
@@ -429,8 +432,8 @@ static const char *const eighths[] = {"\xe2\x96\x8f", "\xe2\x96\x8e", "\xe2\x96\
 static void bar_sample(canvas *cv, int x, int y, size_t k)
 {
     const char *g = cv->ascii ? bar_ascii[k % 4] : cv->color ? bar_shades[0] : bar_shades[k % 4];
-    canvas_put(cv, x, y, g, series_fg(cv, k), -1);
-    canvas_put(cv, x + 1, y, g, series_fg(cv, k), -1);
+    canvas_put_series(cv, x, y, g, k);
+    canvas_put_series(cv, x + 1, y, g, k);
 }
 
 static int render_bar(const plot *p, canvas *cv, const plot_text_opts *o)
@@ -473,14 +476,14 @@ static int render_bar(const plot *p, canvas *cv, const plot_text_opts *o)
         for (size_t k = 0; k < ns; k++, y++) {
             canvas_put(cv, x_axis, y, cv->ascii ? "|" : "\xe2\x94\x82", -1, -1);
             double v = p->series[k].y[i];
-            int fg = series_fg(cv, k), len = 0;
+            int len = 0;
             if (!isnan(v)) {
                 long e = lround(v / hi * bw * 8);
                 int fine = !cv->ascii && (cv->color || k % 4 == 0);
                 if (!fine) e = (e + 4) / 8 * 8;
                 const char *full = cv->ascii ? bar_ascii[k % 4] : fine ? bar_shades[0] : bar_shades[k % 4];
-                for (len = 0; len < e / 8; len++) canvas_put(cv, x0 + len, y, full, fg, -1);
-                if (e % 8) canvas_put(cv, x0 + len++, y, eighths[e % 8 - 1], fg, -1);
+                for (len = 0; len < e / 8; len++) canvas_put_series(cv, x0 + len, y, full, k);
+                if (e % 8) canvas_put_series(cv, x0 + len++, y, eighths[e % 8 - 1], k);
             }
             char buf[32];
             plot_format_value(buf, sizeof buf, v);
@@ -607,22 +610,40 @@ static int render_heatmap(const plot *p, canvas *cv, const plot_text_opts *o)
 
 /* ---------------------------------------------------------------- entry points */
 
-char *plot_text(const plot *p, const plot_text_opts *o)
+int plot_text_cells(const plot *p, const plot_text_opts *o, plot_cells *out)
 {
     char what[160];
-    if (o->width < 8 || o->height < 3 || o->width > 4096 || o->height > 4096) {
-        mt_error("%s: %d x %d cells is not a usable size (8x3 .. 4096x4096)",
-                 plot_describe(p, what, sizeof what), o->width, o->height);
-        return NULL;
-    }
-    if (plot_check_drawable(p)) return NULL;
+    memset(out, 0, sizeof *out);
+    if (o->width < 8 || o->height < 3 || o->width > 4096 || o->height > 4096)
+        return mt_error("%s: %d x %d cells is not a usable size (8x3 .. 4096x4096)",
+                        plot_describe(p, what, sizeof what), o->width, o->height);
+    if (plot_check_drawable(p)) return -1;
     canvas cv;
     canvas_init(&cv, o);
     int rows = p->kind == PLOT_LINE ? render_line(p, &cv, o)
              : p->kind == PLOT_BAR  ? render_bar(p, &cv, o)
                                     : render_heatmap(p, &cv, o);
-    char *s = rows < 0 ? NULL : canvas_string(&cv, rows);
-    free(cv.cells);
+    if (rows < 0) {
+        free(cv.cells);
+        return -1;
+    }
+    *out = (plot_cells){.w = cv.w, .rows = rows, .cells = cv.cells};
+    return 0;
+}
+
+void plot_cells_free(plot_cells *c)
+{
+    free(c->cells);
+    c->cells = NULL;
+    c->w = c->rows = 0;
+}
+
+char *plot_text(const plot *p, const plot_text_opts *o)
+{
+    plot_cells pc;
+    if (plot_text_cells(p, o, &pc)) return NULL;
+    char *s = cells_string(&pc, o->color);
+    plot_cells_free(&pc);
     return s;
 }
 

@@ -15,6 +15,7 @@ static unsigned pane_context(const tui_pane *p)
 static unsigned focus_context(const tui_app *a)
 {
     if (a->overlay != TUI_OVERLAY_NONE) return TUI_IN_OVERLAY;
+    if (a->jobs) return TUI_IN_JOBS;
     if (a->focus < 0) return TUI_IN_EDITOR;
     return pane_context(a->panes[a->focus]);
 }
@@ -198,6 +199,7 @@ static void apply(tui_app *a, tui_action act, int my, int mx)
     case TUI_ACT_TRANSLATE: tui_translate(a, NULL); break;
     case TUI_ACT_BEAM: toggle_beam(a); break;
     case TUI_ACT_PICKER: tui_picker_open(a); break;
+    case TUI_ACT_JOBS: tui_jobs_toggle(a); break;
     case TUI_ACT_THEME:
         if (a->n_themes > 0) tui_apply_theme(a, (a->theme_index + 1) % a->n_themes);
         break;
@@ -239,6 +241,12 @@ static void apply(tui_app *a, tui_action act, int my, int mx)
 
 void tui_handle_key(tui_app *a, int key, int is_char)
 {
+    if (a->jobs && a->overlay == TUI_OVERLAY_NONE) {
+        tui_action act = is_char ? TUI_ACT_NONE : tui_key_action(key, TUI_IN_JOBS);
+        if (is_char) tui_jobs_char(a, key);
+        else if (!tui_jobs_action(a, act)) apply(a, act, -1, -1);
+        return;
+    }
     if (is_char) {
         if (a->overlay != TUI_OVERLAY_NONE) return;
         a->focus = -1;
@@ -261,9 +269,12 @@ void tui_handle_mouse(tui_app *a)
     else return; /* a release: the press did the work */
     unsigned context;
     if (a->overlay != TUI_OVERLAY_NONE) context = TUI_IN_OVERLAY;
+    else if (a->jobs) context = TUI_IN_JOBS;
     else {
         int r = region_at(a, me.y, me.x);
         context = r >= 0 ? pane_context(a->panes[r]) : TUI_IN_EDITOR;
     }
-    apply(a, tui_key_action(key, context), me.y, me.x);
+    tui_action act = tui_key_action(key, context);
+    if (context == TUI_IN_JOBS && tui_jobs_action(a, act)) return;
+    apply(a, act, me.y, me.x);
 }

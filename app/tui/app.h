@@ -3,7 +3,8 @@
  * it each do one thing: tui_main.c (the loop), terminal.c (curses, signals, crash handler),
  * actions.c (what keys do), events.c (what workers report), requests.c (what gets translated),
  * theme_choice.c (which theme), notice.c (the message over the status line), picker.c,
- * draw*.c. */
+ * jobs_view.c (the jobs view's keys; jobs_watch.c its watcher thread, jobs_format.c its pure
+ * pieces), draw*.c (draw_jobs.c: the jobs view). */
 #ifndef MTLAB_TUI_APP_H
 #define MTLAB_TUI_APP_H
 
@@ -13,6 +14,7 @@
 #include "mtlab/probe.h"
 #include "tui/editor.h"
 #include "tui/heatmap.h"
+#include "tui/jobs_view.h"
 #include "tui/keys.h"
 #include "tui/layout.h"
 #include "tui/log.h"
@@ -120,6 +122,9 @@ typedef struct {
     char *paste;
     size_t paste_len, paste_cap, paste_total;
 
+    tui_jobs *jobs;         /* the jobs view while it is open, else NULL */
+    WINDOW *w_jobs;
+
     char notice[256];       /* a one-off message over the status line */
     double notice_until;
     const char *empty_hint; /* the empty-state message when there are no panes */
@@ -171,6 +176,17 @@ int tui_apply_theme(tui_app *a, int index);
 void tui_picker_open(tui_app *a);
 void tui_picker_free(tui_app *a);
 void tui_picker_choose(tui_app *a);
+
+/* the jobs view (jobs_view.c, draw_jobs.c) */
+void tui_jobs_toggle(tui_app *a);
+void tui_jobs_close(tui_app *a);
+/* Apply an action in the view: 1 when it was the view's. */
+int tui_jobs_action(tui_app *a, tui_action act);
+/* A printable key: typed into the picker's path, else looked up in the key table. */
+void tui_jobs_char(tui_app *a, int ch);
+/* Take the watcher's latest snapshot (marks the frame dirty): 1 when there was one. */
+int tui_jobs_tick(tui_app *a);
+void tui_draw_jobs(tui_app *a);
 
 /* drawing (draw*.c) */
 void tui_build_windows(tui_app *a);

@@ -103,6 +103,7 @@ static void draw_log(tui_app *a, WINDOW *w)
 static unsigned hint_context(const tui_app *a)
 {
     if (a->overlay != TUI_OVERLAY_NONE) return TUI_IN_OVERLAY;
+    if (a->jobs) return TUI_IN_JOBS;
     if (a->focus < 0) return TUI_IN_EDITOR;
     return a->panes[a->focus]->view == TUI_VIEW_HEATMAP ? TUI_IN_HEATMAP : TUI_IN_PANE;
 }
@@ -174,6 +175,7 @@ void tui_draw(tui_app *a)
         tui_draw_editor(a, a->w_editor);
         wnoutrefresh(a->w_editor);
     }
+    if (a->jobs) tui_draw_jobs(a);
     int overlay = a->overlay != TUI_OVERLAY_NONE && a->w_overlay;
     if (overlay) {
         tui_style_background(a->w_overlay, &a->palette);
@@ -181,6 +183,6 @@ void tui_draw(tui_app *a)
         wnoutrefresh(a->w_overlay);
     }
     /* the hardware cursor shows only where typing goes: the editor, when nothing covers it */
-    curs_set(!overlay && a->focus < 0 ? 1 : 0);
+    curs_set(!overlay && !a->jobs && a->focus < 0 ? 1 : 0);
     doupdate();
 }

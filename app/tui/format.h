@@ -1,4 +1,4 @@
-/* Numbers as the panes show them: "7.52M", "1.5 MiB", "830 ms". */
+/* Numbers and names as the panes show them: "7.52M", "1.5 MiB", "830 ms", a bundle's name. */
 #ifndef MTLAB_TUI_FORMAT_H
 #define MTLAB_TUI_FORMAT_H
 
@@ -10,5 +10,9 @@ void tui_format_count(char *out, size_t len, size_t n);
 void tui_format_bytes(char *out, size_t len, size_t bytes);
 /* 830 ms below 10 s, else 12.4 s. */
 void tui_format_seconds(char *out, size_t len, double seconds);
+
+/* The name a pane shows for bundle directory dir: its last component, or the run's name when
+ * that is `best` or `checkpoint` (runs/NAME/best is titled NAME). */
+void tui_bundle_name(char *out, size_t len, const char *dir);
 
 #endif

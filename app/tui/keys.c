@@ -10,6 +10,7 @@
 #define F(n) TUI_FKEY(KEY_F(n))
 #define K(k) TUI_FKEY(k)
 #define PANES (TUI_IN_PANE | TUI_IN_HEATMAP)
+#define JOBS TUI_IN_JOBS
 
 /* Order matters twice: the help lists sections and lines in this order, and the status line
  * shows the hints in this order. */
@@ -31,6 +32,8 @@ const tui_binding tui_bindings[] = {
      "focused pane (all from the editor): greedy or beam 5", "beam"},
     {{F(5), TUI_CTRL('o')}, TUI_IN_ANY, TUI_ACT_PICKER, "Workbench",
      "bundle picker: add or remove model panes", "models"},
+    {{F(11), TUI_CTRL('g')}, TUI_IN_ANY | JOBS, TUI_ACT_JOBS, "Workbench",
+     "training jobs under runs/: launch, watch, stop, resume", "jobs"},
     {{F(9), TUI_CTRL('t')}, TUI_IN_ANY, TUI_ACT_THEME, "Workbench",
      "next colour theme (themes/*.theme)", "theme"},
     {{TUI_CTRL('l')}, TUI_IN_ANY, TUI_ACT_REDRAW, "Workbench", "redraw the screen", NULL},
@@ -76,6 +79,26 @@ const tui_binding tui_bindings[] = {
     {{K(KEY_RIGHT)}, TUI_IN_HEATMAP, TUI_ACT_SELECT_NEXT, "Heatmap", "select the next token",
      NULL},
 
+    {{'n'}, JOBS, TUI_ACT_JOB_NEW, "Jobs view",
+     "launch: pick a config from scripts/train/ or type a path", "new"},
+    {{'\r', '\n', K(KEY_ENTER)}, JOBS, TUI_ACT_CHOOSE, "Jobs view",
+     "picker: launch the config (a bad one launches nothing)", NULL},
+    {{'s', 'l'}, JOBS, TUI_ACT_JOB_LAUNCHER, "Jobs view",
+     "launcher: local or slurm (when sbatch is on PATH)", NULL},
+    {{'x'}, JOBS, TUI_ACT_JOB_STOP, "Jobs view", "stop the highlighted run (checkpoint, then exit)",
+     "stop"},
+    {{'r'}, JOBS, TUI_ACT_JOB_RESUME, "Jobs view", "resume the highlighted run from its checkpoint",
+     "resume"},
+    {{'o'}, JOBS, TUI_ACT_JOB_OPEN, "Jobs view",
+     "open the highlighted run's best bundle in a model pane", "open"},
+    {{'a'}, JOBS, TUI_ACT_JOB_PLOTS, "Jobs view", "plots: the highlighted run or every run", "all"},
+    {{K(KEY_UP)}, JOBS, TUI_ACT_SCROLL_UP, "Jobs view", "highlight the run (or config) above", NULL},
+    {{K(KEY_DOWN)}, JOBS, TUI_ACT_SCROLL_DOWN, "Jobs view", "highlight the run (or config) below",
+     NULL},
+    {{K(KEY_BACKSPACE), 127, TUI_CTRL('h')}, JOBS, TUI_ACT_BACKSPACE, "Jobs view",
+     "picker: delete the last character of the typed path", NULL},
+    {{TUI_ESC}, JOBS, TUI_ACT_CLOSE, "Jobs view", "close the picker, else the jobs view", "close"},
+
     {{TUI_MOUSE_CLICK}, TUI_IN_ANY & ~TUI_IN_OVERLAY, TUI_ACT_FOCUS_AT, "Mouse",
      "focus the pane under the pointer", NULL},
     {{TUI_MOUSE_WHEEL_UP}, TUI_IN_ANY, TUI_ACT_SCROLL_UP, "Mouse",
@@ -92,12 +115,18 @@ static int binding_has(const tui_binding *b, int key)
     return 0;
 }
 
+/* The bindings for anywhere apply in the jobs view too. */
+static int applies(const tui_binding *b, unsigned context)
+{
+    return (b->where & context) || (b->where == TUI_IN_ANY && (context & TUI_IN_JOBS));
+}
+
 tui_action tui_key_action(int key, unsigned context)
 {
     tui_action anywhere = TUI_ACT_NONE;
     for (size_t i = 0; i < tui_n_bindings; i++) {
         const tui_binding *b = &tui_bindings[i];
-        if (!(b->where & context) || !binding_has(b, key)) continue;
+        if (!applies(b, context) || !binding_has(b, key)) continue;
         if (b->where != TUI_IN_ANY) return b->action;
         if (anywhere == TUI_ACT_NONE) anywhere = b->action;
     }
@@ -123,6 +152,7 @@ const char *tui_key_name(int key, char *buf, size_t len)
     if (TUI_IS_FKEY(key) && (key & 0xffffff) >= KEY_F(1) && (key & 0xffffff) <= KEY_F(12))
         snprintf(buf, len, "F%d", (key & 0xffffff) - KEY_F0);
     else if (key > 0 && key < 32) snprintf(buf, len, "Ctrl-%c", '@' + key);
+    else if (key > 32 && key < 127) snprintf(buf, len, "%c", key);
     else snprintf(buf, len, "key %#x", key);
     return buf;
 }
@@ -180,7 +210,7 @@ void tui_status_hints(char *buf, size_t len, unsigned context, int width)
         for (size_t i = 0; i < tui_n_bindings; i++) {
             const tui_binding *b = &tui_bindings[i];
             int general = (b->where & TUI_IN_EDITOR) != 0;
-            if (!b->hint || !(b->where & context) || general != pass) continue;
+            if (!b->hint || !applies(b, context) || general != pass) continue;
             char kb[32], item[96];
             const char *key = tui_key_name(b->keys[0], kb, sizeof kb);
             if (b->keys[0] == '\r') key = "Enter";

@@ -5,7 +5,7 @@
  *
  * Keys are ints: a character or control character is its code point ('\t', TUI_CTRL('q')); a
  * curses function key is TUI_FKEY(KEY_F(1)); mouse pseudo-keys are TUI_MOUSE_*. Typing a
- * printable character is not in the table: it always goes to the editor. */
+ * printable character is not in the table, except in the jobs view: it goes to the editor. */
 #ifndef MTLAB_TUI_KEYS_H
 #define MTLAB_TUI_KEYS_H
 
@@ -55,6 +55,13 @@ typedef enum {
     TUI_ACT_HOME,
     TUI_ACT_END,
     TUI_ACT_CLEAR,
+    TUI_ACT_JOBS,         /* open or close the jobs view */
+    TUI_ACT_JOB_NEW,      /* jobs view: the config picker */
+    TUI_ACT_JOB_STOP,
+    TUI_ACT_JOB_RESUME,
+    TUI_ACT_JOB_OPEN,     /* the highlighted run's best bundle in a model pane */
+    TUI_ACT_JOB_PLOTS,    /* plot the highlighted run or every run */
+    TUI_ACT_JOB_LAUNCHER, /* local or slurm */
 } tui_action;
 
 /* Where a binding applies: the context of the key is one of these bits. */
@@ -64,6 +71,7 @@ enum {
     TUI_IN_HEATMAP = 4,  /* a model pane showing its heatmap */
     TUI_IN_OVERLAY = 8,  /* help or the bundle picker */
     TUI_IN_ANY = 15,
+    TUI_IN_JOBS = 16,    /* the jobs view (F11); the bindings for anywhere apply there too */
 };
 
 #define TUI_BINDING_KEYS 3

@@ -6,6 +6,7 @@
 
 #include "mtlab/error.h"
 #include "tui/app.h"
+#include "tui/format.h"
 
 static void pane_clear_results(tui_pane *p)
 {
@@ -35,11 +36,7 @@ int tui_pane_add(tui_app *a, const char *dir, const char *device)
     tui_pane *p = mt_xcalloc(1, sizeof *p);
     p->id = ++a->next_pane_id;
     p->dir = mt_xstrdup(dir);
-    size_t len = strlen(dir);
-    while (len > 1 && dir[len - 1] == '/') len--;
-    const char *base = dir + len;
-    while (base > dir && base[-1] != '/') base--;
-    snprintf(p->name, sizeof p->name, "%.*s", (int)(dir + len - base), base);
+    tui_bundle_name(p->name, sizeof p->name, dir);
     p->beam = a->default_beam;
     p->probe_segment = -1;
     p->heat_kind = -1;

@@ -12,7 +12,8 @@ enum { THEME_MAX_BYTES = 64 * 1024 };
 
 static const char *const meaning_names[TUI_N_MEANINGS] = {
     "text", "dim", "border", "focus", "title", "status", "key", "error", "warning", "busy",
-    "done", "entity", "recalled", "dropped", "translated", "selection",
+    "done", "entity", "recalled", "dropped", "translated", "selection", "series1", "series2",
+    "series3", "series4",
 };
 
 /* Attributes that carry each meaning without colour (monochrome, NO_COLOR). */
@@ -29,6 +30,9 @@ static const unsigned plain_attrs[TUI_N_MEANINGS] = {
     [TUI_C_DROPPED] = TUI_A_BOLD | TUI_A_UNDERLINE,
     [TUI_C_TRANSLATED] = TUI_A_BOLD | TUI_A_ITALIC,
     [TUI_C_SELECTION] = TUI_A_REVERSE,
+    [TUI_C_SERIES1] = TUI_A_BOLD,
+    [TUI_C_SERIES3] = TUI_A_DIM,
+    [TUI_C_SERIES4] = TUI_A_BOLD,
 };
 
 /* The 16 standard colours as xterm draws them, for nearest-colour matches. */

@@ -36,6 +36,10 @@ typedef enum {
     TUI_C_DROPPED,   /* entities a model left out */
     TUI_C_TRANSLATED, /* entities a model wrote in a form the training corpus gives them */
     TUI_C_SELECTION, /* highlighted line in overlays, selected heatmap token */
+    TUI_C_SERIES1,   /* plot lines of the jobs view, one meaning per run (repeating after 4); */
+    TUI_C_SERIES2,   /* they must differ from each other on 8 colours too */
+    TUI_C_SERIES3,
+    TUI_C_SERIES4,
     TUI_N_MEANINGS
 } tui_meaning;
 
@@ -59,6 +63,7 @@ typedef struct {
     unsigned attrs; /* TUI_A_* */
 } tui_style;
 
+#define TUI_N_SERIES 4 /* TUI_C_SERIES1 .. TUI_C_SERIES4 */
 #define TUI_HEAT_STOPS_MAX 16
 
 typedef struct {

@@ -112,6 +112,8 @@ static int poll_timeout(const tui_app *a, double now)
     if (anything_moving(a) && (t < 0 || t > SPINNER_TICK_S)) t = SPINNER_TICK_S;
     if (a->notice[0] && a->notice_until > now && (t < 0 || t > a->notice_until - now))
         t = a->notice_until - now;
+    /* the jobs view takes its watcher's snapshots about as often as they come */
+    if (a->jobs && (t < 0 || t > TUI_JOBS_REFRESH_S / 4)) t = TUI_JOBS_REFRESH_S / 4;
     if (t < 0 && a->ed.version != a->sent_version) t = 0;
     return t < 0 ? -1 : (int)(t * 1000) + 1;
 }
@@ -130,6 +132,7 @@ static void loop(tui_app *a)
     while (!a->quit && !tui_quit_signal) {
         double now = mt_now_s();
         if (a->notice[0] && now >= a->notice_until) a->notice[0] = '\0', a->dirty = 1;
+        tui_jobs_tick(a);
         if (a->dirty || a->relayout || anything_moving(a)) tui_draw(a);
         int ms = poll_timeout(a, now);
         struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -162,6 +165,7 @@ static void free_basics(tui_app *a)
 
 static void app_free(tui_app *a)
 {
+    tui_jobs_close(a);
     while (a->n_panes > 0) tui_pane_remove(a, a->n_panes - 1);
     tui_free_windows(a);
     tui_picker_free(a);

@@ -583,6 +583,57 @@ static void test_file_errors(void **state)
     plot_free(p);
 }
 
+/* plot_text_cells is what plot_text writes out: the glyphs row by row, trailing blanks
+ * dropped, are the plain text; each series' cells carry its index and its colour, text and
+ * axes carry -1. */
+static void test_text_cells(void **state)
+{
+    (void)state;
+    plot *p = plot_line_new("Loss", "step", NULL);
+    double x[3] = {1, 2, 3}, a[3] = {4, 2, 1}, b[3] = {1, 3, 4};
+    assert_int_equal(plot_line_add(p, "one", x, 3, a, 3), 0);
+    assert_int_equal(plot_line_add(p, "two", x, 3, b, 3), 0);
+    for (int color = 0; color < 2; color++) {
+        plot_text_opts o = {30, 10, color, 0};
+        plot_cells pc;
+        assert_int_equal(plot_text_cells(p, &o, &pc), 0);
+        assert_int_equal(pc.w, 30);
+        assert_true(pc.rows > 0 && pc.rows <= 10);
+        char *text = plot_text(p, &o);
+        assert_non_null(text);
+        char plain[4096] = "";
+        int seen[2] = {0, 0};
+        for (int y = 0; y < pc.rows; y++) {
+            int last = pc.w - 1;
+            while (last >= 0 && !strcmp(pc.cells[y * pc.w + last].glyph, " ")) last--;
+            for (int c = 0; c <= last; c++) {
+                const plot_cell *cell = &pc.cells[y * pc.w + c];
+                strcat(plain, cell->glyph);
+                assert_true(cell->series >= -1 && cell->series <= 1);
+                if (cell->series < 0) {
+                    assert_int_equal(cell->fg, -1);
+                    continue;
+                }
+                seen[cell->series] = 1;
+                assert_int_equal(cell->fg >= 0, color);
+            }
+            strcat(plain, "\n");
+        }
+        assert_int_equal(seen[0] && seen[1], 1);
+        if (!color) assert_string_equal(plain, text);
+        else assert_non_null(strstr(text, "\x1b[0;38;5;"));
+        free(text);
+        plot_cells_free(&pc);
+        assert_null(pc.cells);
+    }
+    plot_text_opts tiny = {8, 3, 0, 0};
+    plot_cells pc;
+    assert_int_equal(plot_text_cells(p, &tiny, &pc), -1);
+    assert_null(pc.cells);
+    assert_non_null(strstr(mt_last_error(), "does not fit"));
+    plot_free(p);
+}
+
 int main(void)
 {
     setlocale(LC_CTYPE, "C.UTF-8");
@@ -591,6 +642,7 @@ int main(void)
         cmocka_unit_test(test_line_golden_ascii),
         cmocka_unit_test(test_line_golden_colour),
         cmocka_unit_test(test_braille_dots),
+        cmocka_unit_test(test_text_cells),
         cmocka_unit_test(test_bar_golden),
         cmocka_unit_test(test_heatmap_golden),
         cmocka_unit_test(test_text_write),

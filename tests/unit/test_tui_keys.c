@@ -6,7 +6,8 @@
 
 #include "tui/keys.h"
 
-static const unsigned contexts[] = {TUI_IN_EDITOR, TUI_IN_PANE, TUI_IN_HEATMAP, TUI_IN_OVERLAY};
+static const unsigned contexts[] = {TUI_IN_EDITOR, TUI_IN_PANE, TUI_IN_HEATMAP, TUI_IN_OVERLAY,
+                                    TUI_IN_JOBS};
 
 static void test_dispatch_by_context(void **state)
 {
@@ -30,8 +31,21 @@ static void test_dispatch_by_context(void **state)
     assert_int_equal(tui_key_action('\t', TUI_IN_OVERLAY), TUI_ACT_NONE);
     assert_int_equal(tui_key_action(TUI_MOUSE_CLICK, TUI_IN_PANE), TUI_ACT_FOCUS_AT);
     assert_int_equal(tui_key_action(TUI_MOUSE_WHEEL_DOWN, TUI_IN_PANE), TUI_ACT_SCROLL_DOWN);
-    /* a printable character is never a binding: typing goes to the editor */
+    /* a printable character is never a binding outside the jobs view: typing goes to the
+     * editor */
     assert_int_equal(tui_key_action('q', TUI_IN_EDITOR), TUI_ACT_NONE);
+    assert_int_equal(tui_key_action('x', TUI_IN_EDITOR), TUI_ACT_NONE);
+    /* the jobs view: its letters, and the bindings for anywhere, but not the panes' ones */
+    assert_int_equal(tui_key_action('x', TUI_IN_JOBS), TUI_ACT_JOB_STOP);
+    assert_int_equal(tui_key_action('l', TUI_IN_JOBS), TUI_ACT_JOB_LAUNCHER);
+    assert_int_equal(tui_key_action(TUI_FKEY(KEY_F(11)), TUI_IN_JOBS), TUI_ACT_JOBS);
+    assert_int_equal(tui_key_action(TUI_FKEY(KEY_F(11)), TUI_IN_EDITOR), TUI_ACT_JOBS);
+    assert_int_equal(tui_key_action(TUI_FKEY(KEY_F(1)), TUI_IN_JOBS), TUI_ACT_HELP);
+    assert_int_equal(tui_key_action(TUI_CTRL('q'), TUI_IN_JOBS), TUI_ACT_QUIT);
+    assert_int_equal(tui_key_action(TUI_ESC, TUI_IN_JOBS), TUI_ACT_CLOSE);
+    assert_int_equal(tui_key_action(TUI_FKEY(KEY_UP), TUI_IN_JOBS), TUI_ACT_SCROLL_UP);
+    assert_int_equal(tui_key_action('\t', TUI_IN_JOBS), TUI_ACT_NONE);
+    assert_int_equal(tui_key_action(TUI_FKEY(KEY_F(4)), TUI_IN_JOBS), TUI_ACT_NONE);
 }
 
 static void test_no_key_bound_twice_in_a_context(void **state)
@@ -57,10 +71,10 @@ static void test_every_binding_is_documented_and_reachable(void **state)
         assert_non_null(b->help);
         assert_true(strlen(b->help) > 5 && strlen(b->help) <= 56);
         assert_true(b->keys[0] != 0);
-        /* a printable key would steal typing from the editor */
+        /* a printable key would steal typing from the editor: only the jobs view has them */
         for (int k = 0; k < TUI_BINDING_KEYS && b->keys[k]; k++)
             assert_true(b->keys[k] < 32 || b->keys[k] == 127 || TUI_IS_FKEY(b->keys[k]) ||
-                        b->keys[k] >= TUI_MOUSE_CLICK);
+                        b->keys[k] >= TUI_MOUSE_CLICK || b->where == TUI_IN_JOBS);
         /* its action is what the key does in each of its contexts */
         for (size_t c = 0; c < sizeof contexts / sizeof contexts[0]; c++)
             if (b->where & contexts[c])
@@ -94,6 +108,7 @@ static void test_key_names(void **state)
     assert_string_equal(tui_key_name(TUI_FKEY(KEY_F(12)), buf, sizeof buf), "F12");
     assert_string_equal(tui_key_name(TUI_CTRL('r'), buf, sizeof buf), "Ctrl-R");
     assert_string_equal(tui_key_name('\t', buf, sizeof buf), "Tab");
+    assert_string_equal(tui_key_name('x', buf, sizeof buf), "x");
     assert_string_equal(tui_key_name(TUI_FKEY(KEY_NPAGE), buf, sizeof buf), "PgDn");
 }
 
@@ -103,13 +118,16 @@ static void test_status_hints_fit_and_follow_the_table(void **state)
     char buf[512];
     tui_status_hints(buf, sizeof buf, TUI_IN_EDITOR, 200);
     assert_string_equal(buf, "F1 help  Ctrl-Q quit  Ctrl-R translate  Tab focus  F2 log  "
-                             "F3 heatmap  F4 beam  F5 models  F9 theme");
+                             "F3 heatmap  F4 beam  F5 models  F11 jobs  F9 theme");
     tui_status_hints(buf, sizeof buf, TUI_IN_HEATMAP, 200);
     assert_int_equal(strncmp(buf, "F6 map  F7 layer  F8 head  F12 scale  F1 help", 45), 0);
     tui_status_hints(buf, sizeof buf, TUI_IN_EDITOR, 30);
     assert_string_equal(buf, "F1 help  Ctrl-Q quit");
     tui_status_hints(buf, sizeof buf, TUI_IN_OVERLAY, 200);
     assert_int_equal(strncmp(buf, "Esc close  Enter add/remove  F1 help", 36), 0);
+    assert_null(strstr(buf, "Tab focus"));
+    tui_status_hints(buf, sizeof buf, TUI_IN_JOBS, 200);
+    assert_int_equal(strncmp(buf, "n new  x stop  r resume  o open  a all  Esc close  F1 help", 58), 0);
     assert_null(strstr(buf, "Tab focus"));
 }
 

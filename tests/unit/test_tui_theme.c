@@ -30,6 +30,13 @@ static void test_shipped_themes_parse(void **state)
         }
         /* recalled and dropped differ by more than colour */
         assert_true(t.style[TUI_C_RECALLED].attrs != 0 || t.style[TUI_C_DROPPED].attrs != 0);
+        /* the jobs view's runs stay apart on 8 colours too (without colour, the plots dash) */
+        for (int a = 0; a < TUI_N_SERIES && strcmp(names[i], "monochrome"); a++)
+            for (int b = a + 1; b < TUI_N_SERIES; b++) {
+                const tui_color *ca = &t.style[TUI_C_SERIES1 + a].fg, *cb = &t.style[TUI_C_SERIES1 + b].fg;
+                if (ca->c256 == cb->c256 || (ca->c16 & 7) == (cb->c16 & 7))
+                    fail_msg("%s: series%d and series%d look alike", path, a + 1, b + 1);
+            }
     }
 }
 

@@ -175,6 +175,26 @@ static void test_formats(void **state)
     assert_string_equal(b, "12.3 s");
 }
 
+/* A pane is titled with its bundle's directory name, a run's best or checkpoint bundle with
+ * the run's name. */
+static void test_bundle_names(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"models/mamba-small", "mamba-small"}, {"models/mamba-small/", "mamba-small"},
+        {"runs/tiny/best", "tiny"},            {"runs/tiny/best/", "tiny"},
+        {"/abs/runs/r2/checkpoint", "r2"},     {"best", "best"},
+        {"./best", "best"},                    {"/best", "best"},
+        {"runs/bestest", "bestest"},           {"runs/x/checkpoints", "checkpoints"},
+        {"tiny//best", "tiny"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[64];
+        tui_bundle_name(name, sizeof name, cases[i][0]);
+        if (strcmp(name, cases[i][1])) fail_msg("%s -> '%s', want '%s'", cases[i][0], name, cases[i][1]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -182,6 +202,7 @@ int main(void)
         cmocka_unit_test(test_translated_names),
         cmocka_unit_test(test_styled_text_grows_and_marks),
         cmocka_unit_test(test_formats),
+        cmocka_unit_test(test_bundle_names),
     };
     return cmocka_run_group_tests_name("tui_view", tests, setup, NULL);
 }

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# The workbench's jobs view end to end (app/tui/jobs_view.c): the real binary in a 120x40 tmux
+# terminal in a temporary directory holding a tiny corpus, its tokenizer and a tiny config.
+# A run started from the command line before the workbench is found; a config error launches
+# nothing; the tiny run is launched from the view and seen running, then completed with its
+# step count and a BLEU; the long run is stopped and resumed; the tiny run's best bundle opens
+# in a pane titled with the run's name. Every wait polls the screen (or the state file) with a
+# deadline; nothing sleeps a fixed time.
+#
+#   tests/e2e/jobs.sh ./mtlab
+set -u
+cd "$(dirname "$0")/../.."
+export LC_ALL=C.UTF-8
+unset NO_COLOR
+root=$PWD
+[ $# -eq 1 ] || { echo "usage: $0 MTLAB_BINARY" >&2; exit 2; }
+bin=$(realpath "$1")
+command -v tmux >/dev/null || { echo "e2e jobs: tmux is not installed (make deps installs it)"; exit 1; }
+
+work=$(mktemp -d)
+sock=$work/tmux.sock
+T() { tmux -S "$sock" "$@"; }
+mtlab_pid() { pgrep -P "$(T display -p -t jobs '#{pane_pid}')" -x "$(basename "$bin")"; }
+# the workbench and the runs of this test still going (a failed check) are stopped by their pids
+cleanup() {
+    local p f
+    p=$(mtlab_pid 2>/dev/null) && [ -n "$p" ] && kill -9 $p 2>/dev/null
+    T kill-server 2>/dev/null
+    for f in "$work"/runs/*/job.json; do
+        [ -e "$f" ] || continue
+        p=$(sed -n 's/^ *"pid": \([0-9]*\),/\1/p' "$f")
+        [ -n "$p" ] && [ "$(readlink "/proc/$p/cwd" 2>/dev/null)" = "$work" ] && kill -9 "$p" 2>/dev/null
+    done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+passed=0 failed=0 started=$(date +%s)
+screen() { T capture-pane -p -t jobs; }
+ok() { passed=$((passed + 1)); printf '  ok    %s\n' "$1"; }
+fail() {
+    failed=$((failed + 1))
+    printf '  FAIL  %s\n' "$1"
+    screen | sed 's/^/      | /'
+}
+check() { if "${@:2}"; then ok "$1"; else fail "$1"; fi; }
+# wait_for REGEX [SECONDS]: poll the screen until a line matches
+wait_for() {
+    local deadline=$(( $(date +%s%N) / 1000000 + ${2:-10} * 1000 ))
+    while [ $(( $(date +%s%N) / 1000000 )) -lt $deadline ]; do
+        screen | grep -Eq -- "$1" && return 0
+        sleep 0.05
+    done
+    return 1
+}
+wait_gone() {
+    local deadline=$(( $(date +%s%N) / 1000000 + ${2:-10} * 1000 ))
+    while [ $(( $(date +%s%N) / 1000000 )) -lt $deadline ]; do
+        screen | grep -Eq -- "$1" || return 0
+        sleep 0.05
+    done
+    return 1
+}
+exited_cleanly() {
+    wait_for 'mtlab exited [0-9]+' 10 && screen | grep -q 'mtlab exited 0' &&
+        ! screen | grep -Eq 'Sanitizer|runtime error:'
+}
+run_mtlab() { T send-keys -t jobs -l "$1; echo \"mtlab exited \$?\""; T send-keys -t jobs Enter; }
+# the list row of a run: "● NAME STATE STEP/TOTAL ..."
+row() { printf '^│. %s +%s +%s' "$1" "$2" "${3:-}"; }
+
+# ---------------------------------------------------------------- a tiny corpus and config
+cd "$work"
+mkdir data
+head -200 "$root/tests/fixtures/tokenizer/corpus.es" >data/train.es
+head -200 "$root/tests/fixtures/tokenizer/corpus.en" >data/train.en
+tail -20 "$root/tests/fixtures/tokenizer/corpus.es" >data/valid.es
+tail -20 "$root/tests/fixtures/tokenizer/corpus.en" >data/valid.en
+"$bin" tokenizer train --data data --vocab 256 --out data/spm >tokenizer.log 2>&1 || {
+    cat tokenizer.log; echo "e2e jobs: tokenizer training failed"; exit 1; }
+cat >tiny.lua <<'LUA'
+return {
+  name = "tiny",
+  model = { preset = "mamba-small", vocab_size = 256, d_model = 16, n_layers = 2, dt_rank = 1, d_state = 4 },
+  train_src = "data/train.es", train_tgt = "data/train.en",
+  valid_src = "data/valid.es", valid_tgt = "data/valid.en",
+  tokenizer = "data/spm.model",
+  max_len = 48, max_tokens = 600, lr = 3e-3, warmup = 2,
+  max_steps = 300, log_every = 2, valid_every = 100, valid_bleu_lines = 5, save_every = 100, seed = 3,
+}
+LUA
+# a run going before the workbench starts
+"$bin" jobs start tiny.lua --name long max_steps=100000 save_every=0 valid_every=0 >long.out 2>&1 || {
+    cat long.out; echo "e2e jobs: the long run did not start"; exit 1; }
+
+T -f /dev/null new-session -d -s jobs -x 120 -y 40 "env TERM=tmux-256color PS1='$ ' bash --norc --noprofile"
+T set-option -t jobs status off >/dev/null
+wait_for '^\$' 5 || { echo "e2e jobs: the test shell did not start"; exit 1; }
+
+echo "e2e: the jobs view in tmux (120x40)"
+run_mtlab "$bin tui --models no-models"
+check "the status line offers the jobs view" wait_for 'F11 jobs' 10
+T send-keys -t jobs F11
+check "F11 opens the jobs view" wait_for 'jobs \(F11\): runs/, launcher local' 5
+check "a run started before the workbench is listed as running" wait_for "$(row long running '[0-9]+/100000')" 10
+
+# ---------------------------------------------------------------- launching
+T send-keys -t jobs n
+check "n opens the config picker with a path line" wait_for 'path: _' 5
+T send-keys -t jobs -l "missing.lua"; T send-keys -t jobs Enter
+check "a config error is shown and nothing is launched" wait_for 'missing.lua.*\(nothing launched\)' 5
+check "the failed launch left no run directory" test ! -e runs/missing
+T send-keys -t jobs C-h C-h C-h C-h C-h C-h C-h C-h C-h C-h C-h
+T send-keys -t jobs -l "tiny.lua"; T send-keys -t jobs Enter
+check "Enter launches the typed config" wait_for 'launched tiny \(local\) from tiny.lua' 10
+check "the launched run is listed as running, with its total" wait_for "$(row tiny running '[0-9]+/300')" 20
+T send-keys -t jobs a
+check "a plots every run" wait_for 'plots: every run' 5
+check "the loss plot overlays both runs' curves, a legend entry each" wait_for '⠒⠒⠒⠒ long +⠒⠒⠒⠒ tiny' 20
+check "the run completes with its step count and a validation BLEU" \
+    wait_for "$(row tiny completed '300/300 +[^ ]+ +[0-9.]+K? +- +[0-9]+\.[0-9]{2}')" 120
+check "the BLEU plot has the completed run's points" wait_gone 'validation BLEU: no points yet' 10
+
+# ---------------------------------------------------------------- stop and resume
+T send-keys -t jobs Up
+T send-keys -t jobs x
+check "x stops the highlighted run (cancelled, after a checkpoint)" wait_for "$(row long cancelled)" 30
+check "the stopped run left a checkpoint" test -s runs/long/checkpoint/trainer.json
+T send-keys -t jobs r
+check "r resumes it" wait_for "$(row long running)" 20
+check "it resumed from its checkpoint" \
+    bash -c 'for i in $(seq 1 200); do grep -q "resumed from step" runs/long/train.log && exit 0; sleep 0.1; done; exit 1'
+T send-keys -t jobs x
+check "x stops it again" wait_for "$(row long cancelled)" 30
+
+# ---------------------------------------------------------------- the best bundle in a pane
+T send-keys -t jobs Down o
+check "o opens the run's best bundle in a pane titled with the run's name" \
+    wait_for '─ tiny · mamba, [0-9.]+K params, cpu' 20
+check "the pane is not titled best" bash -c "! tmux -S '$sock' capture-pane -p -t jobs | grep -q '─ best '"
+check "the jobs view closed to show the pane" wait_gone 'jobs \(F11\)' 5
+T send-keys -t jobs F11
+check "F11 opens the view again, the runs still there" wait_for "$(row tiny completed 300/300)" 10
+T send-keys -t jobs Escape
+check "Esc closes it" wait_gone 'jobs \(F11\)' 5
+T send-keys -t jobs C-q
+check "Ctrl-Q quits with status 0" exited_cleanly
+
+echo
+echo "jobs view end-to-end tests took $(( $(date +%s) - started )) s"
+echo "e2e jobs: $passed passed, $failed failed"
+[ "$failed" = 0 ]
