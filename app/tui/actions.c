@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "console/console.h"
 #include "mtlab/clock.h"
 #include "tui/app.h"
 
@@ -210,6 +211,7 @@ static void apply(tui_app *a, tui_action act, int my, int mx)
     case TUI_ACT_TRANSLATE: tui_translate(a, NULL); break;
     case TUI_ACT_BEAM: toggle_beam(a); break;
     case TUI_ACT_PICKER: tui_picker_open(a); break;
+    case TUI_ACT_CONSOLE: tui_console_toggle(a); break;
     case TUI_ACT_THEME:
         if (a->n_themes > 0) tui_apply_theme(a, (a->theme_index + 1) % a->n_themes);
         break;
@@ -251,6 +253,7 @@ static void apply(tui_app *a, tui_action act, int my, int mx)
 
 void tui_handle_key(tui_app *a, int key, int is_char)
 {
+    if (a->overlay == TUI_OVERLAY_NONE && tui_console_key(a, key, is_char)) return;
     if (is_char) {
         if (a->overlay != TUI_OVERLAY_NONE) return;
         a->focus = -1;
@@ -272,6 +275,8 @@ void tui_handle_mouse(tui_app *a)
     else if (me.bstate & BUTTON5_PRESSED) key = TUI_MOUSE_WHEEL_DOWN;
     else return; /* a release: the press did the work */
     unsigned context;
+    if (a->overlay == TUI_OVERLAY_NONE && (me.bstate & BUTTON1_PRESSED) && tui_console_click(a, me.y, me.x))
+        return;
     if (a->overlay != TUI_OVERLAY_NONE) context = TUI_IN_OVERLAY;
     else {
         int r = region_at(a, me.y, me.x);

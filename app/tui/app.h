@@ -2,7 +2,7 @@
  * worker), the overlays, the theme and the curses windows the layout gives. The files around
  * it each do one job: tui_main.c (the loop), terminal.c (curses, signals, crash handler),
  * actions.c (what keys do), events.c (what workers report), jobs.c (what gets translated),
- * picker.c, draw*.c. */
+ * picker.c, draw*.c; the Lua console (Ctrl-O) is app/console/ (console.h). */
 #ifndef MTLAB_TUI_APP_H
 #define MTLAB_TUI_APP_H
 
@@ -75,6 +75,8 @@ typedef struct {
     int n;
 } tui_sent;
 
+typedef struct tui_console tui_console;
+
 typedef struct {
     tui_editor ed;
     int ed_scroll;          /* first wrapped row shown */
@@ -85,6 +87,7 @@ typedef struct {
     int show_log;
     tui_log log;
     tui_queue q;
+    tui_console *console;   /* NULL until Ctrl-O first opens it */
 
     /* look */
     tui_theme theme;
@@ -125,7 +128,7 @@ typedef struct {
 
     /* screen */
     tui_layout L;
-    WINDOW *w_editor, *w_panes[TUI_MAX_PANES], *w_empty, *w_log, *w_status, *w_overlay;
+    WINDOW *w_editor, *w_panes[TUI_MAX_PANES], *w_empty, *w_log, *w_status, *w_overlay, *w_console;
     int dirty, relayout;
     int quit;
 } tui_app;
