@@ -102,6 +102,7 @@ test: deps
 	@tests/run.sh $(REL)/tests $(SAN)/tests
 	@$(MAKE) --no-print-directory test-lua
 	@tests/e2e/run.sh ./$(BIN) $(E2E_TOOLS)
+	@tests/e2e/console.sh ./$(BIN) $(E2E_TOOLS)
 
 test-build: $(BIN) $(SAN)/$(BIN) $(REL_TESTS) $(SAN_TESTS) $(E2E_TOOLS)
 
