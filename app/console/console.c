@@ -239,7 +239,8 @@ int tui_console_key(tui_app *a, int key, int is_char)
         interrupt(c);
         return 1;
     }
-    if (answer_key_wait(a, c, key, is_char)) return 1;
+    /* Ctrl-Q still quits while a lesson waits for its next key */
+    if ((is_char || key != TUI_CTRL('q')) && answer_key_wait(a, c, key, is_char)) return 1;
     if (!is_char && is_bound(c, key)) {
         console_send(c, CONSOLE_REQ_KEY, NULL, key);
         return 1;

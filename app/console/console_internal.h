@@ -36,6 +36,7 @@ typedef struct ui_call {
     ui_op op;
     int pane;                /* 0-based, -1 when none was given */
     int kind, layer, head;   /* UI_HEATMAP: mt_probe_kind or -1, 0-based layer or -1, head or -1 */
+    int scale;               /* UI_HEATMAP: tui_heat_norm, or -1 to keep the pane's */
     int key;                 /* UI_BIND */
     double seconds;          /* UI_NOTIFY: how long it stays (<= 0: until the next one) */
     char *text;              /* path, text, message, theme name (the caller's) */

@@ -26,9 +26,10 @@ static const struct {
      "Replaces the editor's source text (each non-blank line a segment); it is translated "
      "when typing would be (ui.translate does it now)."},
     {"ui.translate", "ui.translate()", "Sends the editor's text to every loaded pane now."},
-    {"ui.heatmap", "ui.heatmap(pane [, {kind=, layer=, head=}])",
+    {"ui.heatmap", "ui.heatmap(pane [, {kind=, layer=, head=, scale=}])",
      "Shows a pane's heatmap: kind state_norms, state_groups, attention, cross or implicit; "
-     "layer and head 1-based (the heads' mean by default)."},
+     "layer and head 1-based (the heads' mean by default); scale raw (one scale shared by the "
+     "panes), row or log."},
     {"ui.text_view", "ui.text_view(pane)", "Shows a pane's translation again."},
     {"ui.notify", "ui.notify(message [, seconds])",
      "Puts a message in the status line until the next one (or for so many seconds); "
@@ -163,7 +164,7 @@ static const struct {
 
 static int l_heatmap(lua_State *L)
 {
-    ui_call call = {.op = UI_HEATMAP, .pane = check_pane(L, 1, "ui.heatmap"), .kind = -1, .layer = -1, .head = -1};
+    ui_call call = {.op = UI_HEATMAP, .pane = check_pane(L, 1, "ui.heatmap"), .kind = -1, .layer = -1, .head = -1, .scale = -1};
     if (!lua_isnoneornil(L, 2)) {
         luaL_checktype(L, 2, LUA_TTABLE);
         if (lua_getfield(L, 2, "kind") != LUA_TNIL) {
@@ -173,6 +174,13 @@ static int l_heatmap(lua_State *L)
             if (call.kind < 0)
                 return luaL_error(L, "ui.heatmap: unknown kind '%s' (state_norms, state_groups, "
                                      "attention, cross, implicit)", k);
+        }
+        if (lua_getfield(L, 2, "scale") != LUA_TNIL) {
+            static const char *const scales[] = {"raw", "row", "log", NULL};
+            const char *s = luaL_checkstring(L, -1);
+            for (int i = 0; scales[i]; i++)
+                if (!strcmp(s, scales[i])) call.scale = i;
+            if (call.scale < 0) return luaL_error(L, "ui.heatmap: unknown scale '%s' (raw, row, log)", s);
         }
         if (lua_getfield(L, 2, "layer") != LUA_TNIL) {
             lua_Integer v = luaL_checkinteger(L, -1);
@@ -337,6 +345,7 @@ int ui_execute(tui_app *a, ui_call *call)
             if (call->kind >= 0) p->heat_kind = call->kind;
             p->heat_nth = call->layer >= 0 ? call->layer : 0;
             p->heat_head = call->head;
+            if (call->scale >= 0) p->heat_norm = (tui_heat_norm)call->scale;
             if (p->probe && p->heat_kind >= 0) {
                 const mt_probe_record *r = &p->probe->rec;
                 if (tui_heat_count(r, (mt_probe_kind)p->heat_kind) == 0)

@@ -20,9 +20,13 @@ local mha_peak, mamba_peak = "", ""
 lesson.run("implicit attention: mamba-mha's attention next to Mamba's implicit attention", {
   {run = function() lesson.panes{"mamba-mha-small", "mamba-small"} lesson.translate(verse) end,
    say = "One verse through mamba-mha (left, two attention layers) and Mamba (right, none)."},
-  {run = function() ui.heatmap(1, {kind = "attention"}) ui.heatmap(2, {kind = "implicit"}) ui.wait() end,
-   say = "Left: an attention layer's map. Right: Mamba's implicit attention, unrolled from its recurrence."},
-  {run = function() ui.heatmap(2, {kind = "implicit", layer = 2}) ui.wait(2) end,
+  {run = function()
+     ui.heatmap(1, {kind = "attention", scale = "raw"})
+     ui.heatmap(2, {kind = "implicit", scale = "raw"})
+     ui.wait()
+   end,
+   say = "Left: an attention layer's map. Right: Mamba's implicit attention. One scale for both (raw)."},
+  {run = function() ui.heatmap(2, {kind = "implicit", layer = 2, scale = "raw"}) ui.wait(2) end,
    say = "Mamba's next layer: each layer forgets at its own rate (the decay along each row)."},
   {run = function() mha_peak, mamba_peak = peak("mamba-mha-small", "attention"), peak("mamba-small", "implicit") end,
    say = function() return "Largest weight, attention " .. mha_peak .. "; implicit " .. mamba_peak .. "." end},
