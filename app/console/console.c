@@ -180,7 +180,7 @@ static void interrupt(tui_console *c)
     }
 }
 
-static void describe_key(int key, int is_char, char *out, size_t len)
+void console_key_name(int key, int is_char, char *out, size_t len)
 {
     if (is_char) {
         char buf[8];
@@ -208,7 +208,7 @@ static int answer_key_wait(tui_app *a, tui_console *c, int key, int is_char)
             a->notice[0] = '\0';
             if (call->result) a->quit = 1;
         } else {
-            describe_key(key, is_char, call->result_text, sizeof call->result_text);
+            console_key_name(key, is_char, call->result_text, sizeof call->result_text);
         }
         call->done = 1;
         *w = call->next;
@@ -227,6 +227,14 @@ static int is_bound(const tui_console *c, int key)
     return 0;
 }
 
+static int lua_busy(tui_console *c)
+{
+    pthread_mutex_lock(&c->lock);
+    int busy = c->busy || c->req_head;
+    pthread_mutex_unlock(&c->lock);
+    return busy;
+}
+
 int tui_console_key(tui_app *a, int key, int is_char)
 {
     tui_console *c = a->console;
@@ -235,7 +243,8 @@ int tui_console_key(tui_app *a, int key, int is_char)
         return 1;
     }
     if (!c) return 0;
-    if (!is_char && key == TUI_CTRL('c') && (c->focused || c->busy)) {
+    int busy = lua_busy(c);
+    if (!is_char && key == TUI_CTRL('c') && (c->focused || busy)) {
         interrupt(c);
         return 1;
     }
@@ -266,6 +275,10 @@ int tui_console_key(tui_app *a, int key, int is_char)
                      key == TUI_CTRL('q'))) {
         if (key == TUI_FKEY(KEY_BTAB)) c->focused = 0;
         return 0;
+    }
+    if (busy) {
+        if (c->n_typeahead < CONSOLE_TYPEAHEAD) c->typeahead[c->n_typeahead++] = (console_key){key, is_char};
+        return 1;
     }
     console_rl_key(key, is_char);
     a->dirty = 1;
@@ -315,7 +328,14 @@ void tui_console_pump(tui_app *a)
         }
     }
     if (answered) pthread_cond_broadcast(&c->answered);
+    int idle = !c->busy && !c->req_head;
     pthread_mutex_unlock(&c->lock);
+    /* Lua is idle again: what was typed meanwhile goes to the line editor */
+    if (idle && c->n_typeahead > 0) {
+        for (int i = 0; i < c->n_typeahead; i++) console_rl_key(c->typeahead[i].key, c->typeahead[i].is_char);
+        c->n_typeahead = 0;
+        a->dirty = 1;
+    }
 }
 
 /* Display columns of s[0..n) (one per code point: the console shows Lua source and output). */

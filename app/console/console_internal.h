@@ -51,6 +51,11 @@ typedef struct ui_call {
 } ui_call;
 
 #define CONSOLE_MAX_BINDINGS 32
+#define CONSOLE_TYPEAHEAD 64
+
+typedef struct {
+    int key, is_char;
+} console_key;
 
 struct tui_console {
     tui_app *app;
@@ -58,6 +63,10 @@ struct tui_console {
     int scroll;              /* lines scrolled back from the newest */
     char *pending;           /* lines of an incomplete chunk, or NULL */
     lua_State *parser;       /* UI thread: classifies chunks (nothing runs in it) */
+    /* keys typed while Lua runs (UI thread): the next ui.wait_key takes the first, readline
+     * gets the rest once Lua is idle, so neither a lesson's step nor a typed line is lost */
+    console_key typeahead[CONSOLE_TYPEAHEAD];
+    int n_typeahead;
 
     pthread_mutex_t lock;    /* guards everything below */
     pthread_cond_t wake_lua; /* a request came, or quitting */
@@ -107,6 +116,8 @@ void ui_open_library(lua_State *L, tui_console *c);
 int ui_execute(tui_app *a, ui_call *call);
 /* UI thread: 1 when a waiting call's condition holds now (it is then answered). */
 int ui_wait_over(tui_app *a, ui_call *call);
+/* The name ui.wait_key returns for a key: "Space", "n", "Enter", "F5". */
+void console_key_name(int key, int is_char, char *out, size_t len);
 /* "F5", "Ctrl-G" -> the key code, or -1. */
 int ui_key_code(const char *name);
 /* The `ui` functions' reference: "? ui.open" and README. */

@@ -390,7 +390,14 @@ int ui_execute(tui_app *a, ui_call *call)
                  "os.exit: quit the workbench? y quits, any other key keeps it running");
         a->notice_until = mt_now_s() + 1e9;
         return 0;
-    case UI_WAIT_KEY: return 0;
+    case UI_WAIT_KEY: {
+        tui_console *c = a->console;
+        if (c->n_typeahead == 0) return 0;
+        console_key_name(c->typeahead[0].key, c->typeahead[0].is_char, call->result_text,
+                         sizeof call->result_text);
+        memmove(c->typeahead, c->typeahead + 1, (size_t)--c->n_typeahead * sizeof *c->typeahead);
+        return 1;
+    }
     }
     return 1;
 }

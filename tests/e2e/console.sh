@@ -60,10 +60,18 @@ T send-keys -t e2e C-c
 check "Ctrl-C interrupts it" wait_for '^│interrupted +│$' 5
 check "... and says where" wait_for '^│        console:1: in main chunk' 1
 check "... and the console is ready again" wait_gone 'running, Ctrl-C interrupts' 5
+type_line "for i = 1, 1e9 do if i == 3e7 then break end end return 'key', ui.wait_key()"
+wait_for 'running, Ctrl-C interrupts' 5
+T send-keys -t e2e -l "x"
+check "a key typed while Lua runs goes to the next ui.wait_key" wait_for '^│key +x +│$' 20
 type_line "error('boom')"
 check "an error prints its traceback" wait_for "^│        \[C\]: in function 'error'" 5
 type_line "2*21"
 check "... and the console goes on" wait_for '^│42 +│$' 5
+T send-keys -t e2e C-r; T send-keys -t e2e -l "2*"
+check "Ctrl-R searches the history" wait_for "^│\\(reverse-i-search\\)\`2\\*': 2\\*21 +│" 5
+T send-keys -t e2e C-g
+check "... and Ctrl-G leaves the search" wait_for '^│> +│$' 5
 type_line "for i = 1, 2 do"
 check "an incomplete chunk asks for more (>>)" wait_for '^│>> +│$' 5
 type_line "print('line', i) end"
