@@ -10,7 +10,7 @@ local paragraph = "Y Pedro subió a Jerusalén, y estuvo con los discípulos muc
 local mamba_out, transformer_out, fade = "", "", "?"
 
 -- Where Mamba's state stops carrying the name: the first later token whose implicit attention
--- to the name falls below 1% of that token's largest weight, and stays below.
+-- (first layer) to the name falls below 10% of that token's strongest weight.
 local function where_the_name_fades()
   local m = mtlab.load(lesson.model("mamba-small"))
   local r = m:translate(paragraph)
@@ -18,16 +18,16 @@ local function where_the_name_fades()
   local name = lesson.columns_of(implicit, "Pedro")[1]
   local labels = implicit:row_labels()
   local rows = implicit:shape()
-  local faded
-  for i = rows, name + 1, -1 do
-    local best = implicit:get(i, 1)
-    for j = 1, i do best = math.max(best, implicit:get(i, j)) end
-    if best > 0 and implicit:get(i, name) / best >= 0.01 then break end
-    faded = i
-  end
   m:close()
-  return faded and string.format("token %d ('%s'), %d tokens after the name", faded, labels[faded],
-                                  faded - name) or "it never fades within the paragraph"
+  for i = name + 1, rows do
+    local best = 0
+    for j = 1, i do best = math.max(best, implicit:get(i, j)) end
+    if best > 0 and implicit:get(i, name) / best < 0.1 then
+      return string.format("Mamba's state lets go of 'Pedro' at token %d ('%s'), %d tokens on "
+                           .. "(under 10%% of its strongest weight).", i, labels[i], i - name)
+    end
+  end
+  return "Mamba's state still carries 'Pedro' (10% or more) at the paragraph's last token."
 end
 
 lesson.run("forgetting: a name at the start of a long paragraph", {
@@ -50,7 +50,7 @@ lesson.run("forgetting: a name at the start of a long paragraph", {
   {run = function() ui.heatmap(1, {kind = "implicit"}) ui.heatmap(2, {kind = "cross"}) ui.wait() end,
    say = "Implicit attention (left) and cross-attention (right): how far back each token still reaches."},
   {run = function() fade = where_the_name_fades() end,
-   say = function() return "Mamba's state stops carrying 'Pedro' at " .. fade .. "." end},
+   say = function() return fade end},
   {run = function() ui.text_view(1) ui.text_view(2) end,
    say = "Back to the translations: a long gap after a name is where a state space model forgets it."},
 })

@@ -23,7 +23,7 @@ function lesson.run(title, steps)
     ui.notify(string.format("[%d/%d · key: next] %s", i, #steps, say))
     ui.wait_key()
   end
-  ui.notify("end of the demo: " .. title .. " (Ctrl-O: the console, Ctrl-Q: quit)")
+  ui.notify("end of the demo (Ctrl-O closes the console, Ctrl-Q quits)")
   print("end of the demo")
 end
 
