@@ -97,6 +97,13 @@ T send-keys -t e2e PPage
 check "PgUp scrolls the output back" wait_for 'scrolled back, PgDn' 5
 T send-keys -t e2e NPage
 check "PgDn returns" wait_gone 'scrolled back, PgDn' 5
+T resize-window -t e2e -x 60 -y 20
+check "at 60x20 the console still sits under both panes" wait_for '^┌─ Lua console \(Ctrl-O\)' 5
+check "... which stay side by side" wait_for '^┌─ transformer.*┐┌─ mamba' 1
+type_line "3*3"
+check "... and works" wait_for '^│9 +│$' 5
+T resize-window -t e2e -x 120 -y 40
+wait_for '^┌─ transformer · transformer' 5
 type_line "os.exit(0)"
 check "os.exit asks before quitting" wait_for 'os.exit: quit the workbench\?' 5
 T send-keys -t e2e n
