@@ -1,5 +1,6 @@
 /* `mtlab tui` (and `mtlab` with no arguments): the workbench. Without -m it opens the bundles
- * under models/ (or --models DIR); with none there it still opens, saying how to get some. */
+ * under models/ (or --models DIR); with none there it still opens, saying how to get some.
+ * --script runs a Lua file in the console at start (a lesson of scripts/demo/). */
 #include "cli/commands.h"
 #include "mtlab/decode.h"
 #include "tui/tui.h"
@@ -27,6 +28,8 @@ static int run(int argc, char **argv)
             o.theme = argv[++i];
         } else if (!strcmp(a, "--beam") && has_value) {
             if (cli_option_int("tui", a, argv[++i], 1, MT_DECODE_MAX_BEAM, &o.beam)) return 2;
+        } else if (!strcmp(a, "--script") && has_value) {
+            o.script = argv[++i];
         } else if (!strcmp(a, "--ascii")) {
             o.ascii = 1;
         } else if (!strcmp(a, "--no-mouse")) {
@@ -67,7 +70,7 @@ static int run(int argc, char **argv)
 const struct mt_command cmd_tui = {
     .name = "tui",
     .args = "[[--device cpu|cuda[:N]] -m BUNDLE_DIR]... [--models DIR] [--theme NAME|FILE] [--beam N] [--ascii] "
-            "[--no-mouse]",
+            "[--no-mouse] [--script FILE.lua]",
     .summary = "the workbench: models side by side, streaming translation, heatmaps "
                "(also `mtlab` alone)",
     .run = run,

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "console/console.h"
 #include "mtlab/clock.h"
 #include "tui/app.h"
 
@@ -200,6 +201,7 @@ static void apply(tui_app *a, tui_action act, int my, int mx)
     case TUI_ACT_BEAM: toggle_beam(a); break;
     case TUI_ACT_PICKER: tui_picker_open(a); break;
     case TUI_ACT_JOBS: tui_jobs_toggle(a); break;
+    case TUI_ACT_CONSOLE: tui_console_toggle(a); break;
     case TUI_ACT_THEME:
         if (a->n_themes > 0) tui_apply_theme(a, (a->theme_index + 1) % a->n_themes);
         break;
@@ -241,6 +243,7 @@ static void apply(tui_app *a, tui_action act, int my, int mx)
 
 void tui_handle_key(tui_app *a, int key, int is_char)
 {
+    if (a->overlay == TUI_OVERLAY_NONE && tui_console_key(a, key, is_char)) return;
     if (a->jobs && a->overlay == TUI_OVERLAY_NONE) {
         tui_action act = is_char ? TUI_ACT_NONE : tui_key_action(key, TUI_IN_JOBS);
         if (is_char) tui_jobs_char(a, key);
@@ -268,6 +271,8 @@ void tui_handle_mouse(tui_app *a)
     else if (me.bstate & BUTTON5_PRESSED) key = TUI_MOUSE_WHEEL_DOWN;
     else return; /* a release: the press did the work */
     unsigned context;
+    if (a->overlay == TUI_OVERLAY_NONE && (me.bstate & BUTTON1_PRESSED) && tui_console_click(a, me.y, me.x))
+        return;
     if (a->overlay != TUI_OVERLAY_NONE) context = TUI_IN_OVERLAY;
     else if (a->jobs) context = TUI_IN_JOBS;
     else {

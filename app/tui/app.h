@@ -4,7 +4,8 @@
  * actions.c (what keys do), events.c (what workers report), requests.c (what gets translated),
  * theme_choice.c (which theme), notice.c (the message over the status line), picker.c,
  * jobs_view.c (the jobs view's keys; jobs_watch.c its watcher thread, jobs_format.c its pure
- * pieces), draw*.c (draw_jobs.c: the jobs view). */
+ * pieces), draw*.c (draw_jobs.c: the jobs view); the Lua console (Ctrl-O) is app/console/
+ * (console.h). */
 #ifndef MTLAB_TUI_APP_H
 #define MTLAB_TUI_APP_H
 
@@ -78,6 +79,8 @@ typedef struct {
     int n;
 } tui_sent;
 
+typedef struct tui_console tui_console;
+
 typedef struct {
     tui_editor ed;
     int ed_scroll;          /* first wrapped row shown */
@@ -88,6 +91,7 @@ typedef struct {
     int show_log;
     tui_log log;
     tui_queue q;
+    tui_console *console;   /* NULL until Ctrl-O first opens it */
 
     /* look */
     tui_theme theme;
@@ -131,7 +135,7 @@ typedef struct {
 
     /* screen */
     tui_layout L;
-    WINDOW *w_editor, *w_panes[TUI_MAX_PANES], *w_empty, *w_log, *w_status, *w_overlay;
+    WINDOW *w_editor, *w_panes[TUI_MAX_PANES], *w_empty, *w_log, *w_status, *w_overlay, *w_console;
     int dirty, relayout;
     int quit;
 } tui_app;

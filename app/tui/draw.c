@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "console/console.h"
 #include "mtlab/clock.h"
 #include "tui/app.h"
 #include "tui/glyphs.h"
@@ -31,12 +32,14 @@ void tui_free_windows(tui_app *a)
     drop(&a->w_log);
     drop(&a->w_status);
     drop(&a->w_overlay);
+    drop(&a->w_console);
 }
 
 void tui_build_windows(tui_app *a)
 {
     tui_free_windows(a);
-    tui_layout_compute(&a->L, COLS, LINES, a->n_panes, a->show_log);
+    tui_layout_compute_console(&a->L, COLS, LINES, a->n_panes, a->show_log,
+                               tui_console_is_open(a));
     a->relayout = 0;
     a->dirty = 1;
     if (a->L.too_small) return;
@@ -46,6 +49,7 @@ void tui_build_windows(tui_app *a)
     a->w_log = make(a->L.log);
     a->w_status = make(a->L.status);
     a->w_overlay = make(a->L.overlay);
+    a->w_console = make(a->L.console);
 }
 
 static void draw_too_small(tui_app *a)
@@ -149,7 +153,7 @@ void tui_draw(tui_app *a)
     }
     /* stdscr lies under every window; clear it so nothing stale shows between them */
     wnoutrefresh(stdscr);
-    WINDOW *all[] = {a->w_editor, a->w_empty, a->w_log, a->w_status};
+    WINDOW *all[] = {a->w_editor, a->w_empty, a->w_log, a->w_status, a->w_console};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i]) tui_style_background(all[i], &a->palette);
     for (int i = 0; i < a->L.n_panes; i++)
@@ -176,6 +180,10 @@ void tui_draw(tui_app *a)
         wnoutrefresh(a->w_editor);
     }
     if (a->jobs) tui_draw_jobs(a);
+    if (a->w_console) {
+        tui_console_draw(a, a->w_console);
+        wnoutrefresh(a->w_console);
+    }
     int overlay = a->overlay != TUI_OVERLAY_NONE && a->w_overlay;
     if (overlay) {
         tui_style_background(a->w_overlay, &a->palette);
@@ -183,6 +191,8 @@ void tui_draw(tui_app *a)
         wnoutrefresh(a->w_overlay);
     }
     /* the hardware cursor shows only where typing goes: the editor, when nothing covers it */
-    curs_set(!overlay && !a->jobs && a->focus < 0 ? 1 : 0);
+    int console = a->w_console && tui_console_focused(a);
+    if (console && !overlay) wnoutrefresh(a->w_console); /* its prompt gets the cursor */
+    curs_set(!overlay && ((!a->jobs && a->focus < 0) || console) ? 1 : 0);
     doupdate();
 }

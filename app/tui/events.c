@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "console/console.h"
 #include "mtlab/error.h"
 #include "tui/app.h"
 #include "tui/format.h"
@@ -90,7 +91,9 @@ void tui_handle_events(tui_app *a)
     while (ev) {
         tui_event *next = ev->next;
         tui_pane *p = tui_pane_by_id(a, ev->pane_id);
-        if (p) {
+        if (ev->kind == TUI_EV_CONSOLE) {
+            tui_console_pump(a);
+        } else if (p) {
             a->dirty = 1;
             switch (ev->kind) {
             case TUI_EV_LOADED:

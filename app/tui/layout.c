@@ -6,6 +6,8 @@ enum {
     EDITOR_MIN_H = 3,  /* border, one line, border */
     EDITOR_MAX_LINES = 8,
     LOG_MIN_H = 4,
+    CONSOLE_MIN_H = 4, /* border, two lines of output, the prompt... bottom border */
+    CONSOLE_MAX_H = 24,
     OVERLAY_MAX_W = 84,
     OVERLAY_MAX_H = 34,
 };
@@ -22,7 +24,7 @@ int tui_rect_contains(tui_rect r, int y, int x)
  * fit at all. 0 when nothing fits. */
 static int grid_columns(int n, int W, int H)
 {
-    if (W / n >= TUI_PANE_SIDE_MIN_W) return n;
+    if (W / n >= TUI_PANE_SIDE_MIN_W && H >= TUI_PANE_MIN_H) return n;
     for (int pass = 0; pass < 2; pass++) {
         int min_h = pass == 0 ? TUI_PANE_COMFORT_H : TUI_PANE_MIN_H;
         for (int c = 1; c <= n; c++) {
@@ -57,6 +59,12 @@ static void place_panes(tui_layout *L, int y0, int H)
 
 int tui_layout_compute(tui_layout *out, int cols, int rows, int n_panes, int show_log)
 {
+    return tui_layout_compute_console(out, cols, rows, n_panes, show_log, 0);
+}
+
+int tui_layout_compute_console(tui_layout *out, int cols, int rows, int n_panes, int show_log,
+                               int show_console)
+{
     memset(out, 0, sizeof *out);
     out->cols = cols;
     out->rows = rows;
@@ -68,10 +76,12 @@ int tui_layout_compute(tui_layout *out, int cols, int rows, int n_panes, int sho
     out->status = (tui_rect){rows - 1, 0, 1, cols};
     int editor_h = clamp((rows - 1) / 4, EDITOR_MIN_H - 2, EDITOR_MAX_LINES) + 2;
     int log_h = show_log ? clamp(rows / 4, LOG_MIN_H, 12) : 0;
+    int console_h = show_console ? clamp(rows * 2 / 5, CONSOLE_MIN_H, CONSOLE_MAX_H) : 0;
     int n = out->n_panes;
-    /* give up room in this order until the panes fit: the log, then editor lines */
+    /* give up room in this order until the panes fit: the log, console lines, editor lines,
+     * and last the console itself */
     for (;;) {
-        int H = rows - 1 - editor_h - log_h;
+        int H = rows - 1 - editor_h - log_h - console_h;
         int c = n ? grid_columns(n, cols, H) : (H >= TUI_PANE_MIN_H);
         if (c > 0) {
             out->grid_cols = n ? c : 0;
@@ -80,10 +90,13 @@ int tui_layout_compute(tui_layout *out, int cols, int rows, int n_panes, int sho
             if (n) place_panes(out, editor_h, H);
             else out->empty = (tui_rect){editor_h, 0, H, cols};
             if (log_h) out->log = (tui_rect){editor_h + H, 0, log_h, cols};
+            if (console_h) out->console = (tui_rect){editor_h + H + log_h, 0, console_h, cols};
             break;
         }
         if (log_h) log_h = 0;
+        else if (console_h > CONSOLE_MIN_H) console_h--;
         else if (editor_h > EDITOR_MIN_H) editor_h--;
+        else if (console_h) console_h = 0;
         else {
             out->too_small = 1;
             return -1;

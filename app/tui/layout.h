@@ -8,6 +8,7 @@
  *   |                      ||                          |   TUI_PANE_SIDE_MIN_W columns,
  *   +----------------------++--------------------------+   else a grid (stacked when narrow)
  *   +-- log (F2) --------------------------------------+
+ *   +-- Lua console (Ctrl-O) -------------------------+   the bottom part, when open
  *   status line: key hints
  */
 #ifndef MTLAB_TUI_LAYOUT_H
@@ -34,6 +35,7 @@ typedef struct {
     int grid_cols, grid_rows;
     tui_rect empty;  /* with no panes: where the empty-state message goes */
     tui_rect log;    /* h = 0 when hidden (or when there is no room for it) */
+    tui_rect console; /* the Lua console: h = 0 when closed (or when there is no room) */
     tui_rect status; /* the last line */
     tui_rect overlay; /* a centred box for help and the bundle picker */
 } tui_layout;
@@ -42,6 +44,12 @@ typedef struct {
  * pane shown or not. Returns 0, or -1 (with out->too_small = 1) when the terminal is too
  * small for them. */
 int tui_layout_compute(tui_layout *out, int cols, int rows, int n_panes, int show_log);
+
+/* The same with the Lua console open (show_console = 1) under the panes and the log: it takes
+ * about 2/5 of the rows and shrinks before the editor does; it is left out only when even the
+ * smallest console would push the panes off the screen. */
+int tui_layout_compute_console(tui_layout *out, int cols, int rows, int n_panes, int show_log,
+                               int show_console);
 
 /* 1 when the point (y, x) lies inside r. */
 int tui_rect_contains(tui_rect r, int y, int x);

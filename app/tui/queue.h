@@ -18,6 +18,7 @@ typedef enum {
     TUI_EV_FAILED,     /* the request failed: text says why (segment: the input at fault or -1) */
     TUI_EV_PROBE,      /* probe record for segment (probe owned by the event) */
     TUI_EV_PROBE_FAILED,
+    TUI_EV_CONSOLE,    /* the Lua console has output or a `ui` call waiting (no pane) */
 } tui_event_kind;
 
 /* A probe record with the tokenizer's pieces for its positions (the UI has no tokenizer);

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "console/console.h"
 #include "mtlab/clock.h"
 #include "mtlab/error.h"
 #include "mtlab/utf8.h"
@@ -149,6 +150,8 @@ static void loop(tui_app *a)
         if (!a->pasting && a->ed.version != a->sent_version &&
             mt_now_s() >= a->edit_time + TUI_DEBOUNCE_S)
             tui_translate(a, NULL);
+        /* the console's calls, and the waits of a script on what just happened */
+        tui_console_pump(a);
     }
     pthread_sigmask(SIG_SETMASK, &during_wait, NULL);
 }
@@ -166,6 +169,7 @@ static void free_basics(tui_app *a)
 static void app_free(tui_app *a)
 {
     tui_jobs_close(a);
+    tui_console_free(a);
     while (a->n_panes > 0) tui_pane_remove(a, a->n_panes - 1);
     tui_free_windows(a);
     tui_picker_free(a);
@@ -218,6 +222,7 @@ int tui_run(const tui_options *o)
         if (tui_pane_add(a, o->dirs[i], o->devices[i]) != 0) tui_log_add(&a->log, TUI_LOG_ERROR, "%s", mt_last_error());
     }
     a->relayout = 1;
+    if (o->script) tui_console_run_file(a, o->script);
     loop(a);
     tui_term_stop();
     app_free(a);

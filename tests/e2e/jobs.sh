@@ -19,8 +19,7 @@ command -v tmux >/dev/null || { echo "e2e jobs: tmux is not installed (make deps
 
 work=$(mktemp -d)
 sock=$work/tmux.sock
-T() { tmux -S "$sock" "$@"; }
-mtlab_pid() { pgrep -P "$(T display -p -t jobs '#{pane_pid}')" -x "$(basename "$bin")"; }
+mtlab_pid() { pgrep -P "$(T display -p -t e2e '#{pane_pid}')" -x "$(basename "$bin")"; }
 # the workbench and the runs of this test still going (a failed check) are stopped by their pids
 cleanup() {
     local p f
@@ -36,36 +35,7 @@ cleanup() {
 trap cleanup EXIT
 
 passed=0 failed=0 started=$(date +%s)
-screen() { T capture-pane -p -t jobs; }
-ok() { passed=$((passed + 1)); printf '  ok    %s\n' "$1"; }
-fail() {
-    failed=$((failed + 1))
-    printf '  FAIL  %s\n' "$1"
-    screen | sed 's/^/      | /'
-}
-check() { if "${@:2}"; then ok "$1"; else fail "$1"; fi; }
-# wait_for REGEX [SECONDS]: poll the screen until a line matches
-wait_for() {
-    local deadline=$(( $(date +%s%N) / 1000000 + ${2:-10} * 1000 ))
-    while [ $(( $(date +%s%N) / 1000000 )) -lt $deadline ]; do
-        screen | grep -Eq -- "$1" && return 0
-        sleep 0.05
-    done
-    return 1
-}
-wait_gone() {
-    local deadline=$(( $(date +%s%N) / 1000000 + ${2:-10} * 1000 ))
-    while [ $(( $(date +%s%N) / 1000000 )) -lt $deadline ]; do
-        screen | grep -Eq -- "$1" || return 0
-        sleep 0.05
-    done
-    return 1
-}
-exited_cleanly() {
-    wait_for 'mtlab exited [0-9]+' 10 && screen | grep -q 'mtlab exited 0' &&
-        ! screen | grep -Eq 'Sanitizer|runtime error:'
-}
-run_mtlab() { T send-keys -t jobs -l "$1; echo \"mtlab exited \$?\""; T send-keys -t jobs Enter; }
+. "$root/tests/e2e/lib.sh"
 # the list row of a run: "● NAME STATE STEP/TOTAL ..."
 row() { printf '^│. %s +%s +%s' "$1" "$2" "${3:-}"; }
 
@@ -93,28 +63,28 @@ LUA
 "$bin" jobs start tiny.lua --name long max_steps=100000 save_every=0 valid_every=0 >long.out 2>&1 || {
     cat long.out; echo "e2e jobs: the long run did not start"; exit 1; }
 
-T -f /dev/null new-session -d -s jobs -x 120 -y 40 "env TERM=tmux-256color PS1='$ ' bash --norc --noprofile"
-T set-option -t jobs status off >/dev/null
+T -f /dev/null new-session -d -s e2e -x 120 -y 40 "env TERM=tmux-256color PS1='$ ' bash --norc --noprofile"
+T set-option -t e2e status off >/dev/null
 wait_for '^\$' 5 || { echo "e2e jobs: the test shell did not start"; exit 1; }
 
 echo "e2e: the jobs view in tmux (120x40)"
 run_mtlab "$bin tui --models no-models"
 check "the status line offers the jobs view" wait_for 'F11 jobs' 10
-T send-keys -t jobs F11
+T send-keys -t e2e F11
 check "F11 opens the jobs view" wait_for 'jobs \(F11\): runs/, launcher local' 5
 check "a run started before the workbench is listed as running" wait_for "$(row long running '[0-9]+/100000')" 10
 
 # ---------------------------------------------------------------- launching
-T send-keys -t jobs n
+T send-keys -t e2e n
 check "n opens the config picker with a path line" wait_for 'path: _' 5
-T send-keys -t jobs -l "missing.lua"; T send-keys -t jobs Enter
+T send-keys -t e2e -l "missing.lua"; T send-keys -t e2e Enter
 check "a config error is shown and nothing is launched" wait_for 'missing.lua.*\(nothing launched\)' 5
 check "the failed launch left no run directory" test ! -e runs/missing
-T send-keys -t jobs C-h C-h C-h C-h C-h C-h C-h C-h C-h C-h C-h
-T send-keys -t jobs -l "tiny.lua"; T send-keys -t jobs Enter
+T send-keys -t e2e C-h C-h C-h C-h C-h C-h C-h C-h C-h C-h C-h
+T send-keys -t e2e -l "tiny.lua"; T send-keys -t e2e Enter
 check "Enter launches the typed config" wait_for 'launched tiny \(local\) from tiny.lua' 10
 check "the launched run is listed as running, with its total" wait_for "$(row tiny running '[0-9]+/300')" 20
-T send-keys -t jobs a
+T send-keys -t e2e a
 check "a plots every run" wait_for 'plots: every run' 5
 check "the loss plot overlays both runs' curves, a legend entry each" wait_for '⠒⠒⠒⠒ long +⠒⠒⠒⠒ tiny' 20
 check "the run completes with its step count and a validation BLEU" \
@@ -122,31 +92,31 @@ check "the run completes with its step count and a validation BLEU" \
 check "the BLEU plot has the completed run's points" wait_gone 'validation BLEU: no points yet' 10
 
 # ---------------------------------------------------------------- stop and resume
-T send-keys -t jobs Up
-T send-keys -t jobs x
+T send-keys -t e2e Up
+T send-keys -t e2e x
 check "x stops the highlighted run (cancelled, after a checkpoint)" wait_for "$(row long cancelled)" 30
 check "the stopped run left a checkpoint" test -s runs/long/checkpoint/trainer.json
-T send-keys -t jobs r
+T send-keys -t e2e r
 check "r resumes it" wait_for "$(row long running)" 20
 check "it resumed from its checkpoint" \
     bash -c 'for i in $(seq 1 200); do grep -q "resumed from step" runs/long/train.log && exit 0; sleep 0.1; done; exit 1'
-T send-keys -t jobs x
+T send-keys -t e2e x
 check "x stops it again" wait_for "$(row long cancelled)" 30
 
 # ---------------------------------------------------------------- the best bundle in a pane
-T send-keys -t jobs Down o
+T send-keys -t e2e Down o
 check "o opens the run's best bundle in a pane titled with the run's name" \
     wait_for '─ tiny · mamba, [0-9.]+K params, cpu' 20
-check "the pane is not titled best" bash -c "! tmux -S '$sock' capture-pane -p -t jobs | grep -q '─ best '"
+check "the pane is not titled best" bash -c "! tmux -S '$sock' capture-pane -p -t e2e | grep -q '─ best '"
 check "the jobs view closed to show the pane" wait_gone 'jobs \(F11\)' 5
-T send-keys -t jobs F11
+T send-keys -t e2e F11
 check "F11 opens the view again, the runs still there" wait_for "$(row tiny completed 300/300)" 10
-T send-keys -t jobs Escape
+T send-keys -t e2e Escape
 check "Esc closes it" wait_gone 'jobs \(F11\)' 5
-T send-keys -t jobs C-q
+T send-keys -t e2e C-q
 check "Ctrl-Q quits with status 0" exited_cleanly
 
 echo
 echo "jobs view end-to-end tests took $(( $(date +%s) - started )) s"
-echo "e2e jobs: $passed passed, $failed failed"
+echo "e2e-jobs: $passed passed, $failed failed"
 [ "$failed" = 0 ]

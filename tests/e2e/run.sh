@@ -22,7 +22,6 @@ command -v tmux >/dev/null || { echo "e2e: tmux is not installed (make deps inst
 
 work=$(mktemp -d)
 sock=$work/tmux.sock
-T() { tmux -S "$sock" "$@"; }
 mtlab_pid() { pgrep -P "$(T display -p -t e2e '#{pane_pid}')" -x "$(basename "$bin")"; }
 # a workbench still running when the script ends (a failed check) is stopped by its pid
 cleanup() {
@@ -33,46 +32,16 @@ cleanup() {
 trap cleanup EXIT
 
 passed=0 failed=0 started=$(date +%s)
-screen() { T capture-pane -p -t e2e; }
-ok() { passed=$((passed + 1)); printf '  ok    %s\n' "$1"; }
-fail() {
-    failed=$((failed + 1))
-    printf '  FAIL  %s\n' "$1"
-    screen | sed 's/^/      | /'
-}
-# wait_for REGEX [SECONDS]: poll the screen until a line matches
-wait_for() {
-    local deadline=$(( $(date +%s%N) / 1000000 + ${2:-10} * 1000 ))
-    while [ $(( $(date +%s%N) / 1000000 )) -lt $deadline ]; do
-        screen | grep -Eq -- "$1" && return 0
-        sleep 0.05
-    done
-    return 1
-}
+. "$root/tests/e2e/lib.sh"
 # wait_count REGEX N [SECONDS]: until at least N matches on the screen
 wait_count() {
-    local deadline=$(( $(date +%s%N) / 1000000 + ${3:-10} * 1000 ))
-    while [ $(( $(date +%s%N) / 1000000 )) -lt $deadline ]; do
+    local deadline=$(( $(now_ms) + ${3:-10} * 1000 ))
+    while [ "$(now_ms)" -lt $deadline ]; do
         [ "$(screen | grep -Eo -- "$1" | wc -l)" -ge "$2" ] && return 0
         sleep 0.05
     done
     return 1
 }
-# wait_gone REGEX [SECONDS]: until no line matches
-wait_gone() {
-    local deadline=$(( $(date +%s%N) / 1000000 + ${2:-10} * 1000 ))
-    while [ $(( $(date +%s%N) / 1000000 )) -lt $deadline ]; do
-        screen | grep -Eq -- "$1" || return 0
-        sleep 0.05
-    done
-    return 1
-}
-# after mtlab exits: status 0, and nothing from a sanitizer (when the binary has one)
-exited_cleanly() {
-    wait_for 'mtlab exited [0-9]+' 10 && screen | grep -q 'mtlab exited 0' &&
-        ! screen | grep -Eq 'Sanitizer|runtime error:'
-}
-check() { if "${@:2}"; then ok "$1"; else fail "$1"; fi; }
 # compare the screen with a golden file (or write it with UPDATE_GOLDEN=1)
 golden_screen() {
     local name=$1 file=$golden/$1.txt
@@ -88,8 +57,6 @@ golden_screen() {
         sed 's/^/      diff| /' "$work/$name.diff" | head -40
     fi
 }
-# run a command line in the test shell (the shell echoes "mtlab exited N" after mtlab ends)
-run_mtlab() { T send-keys -t e2e -l "$1; echo \"mtlab exited \$?\""; T send-keys -t e2e Enter; }
 # wait_cursor 0|1: until the terminal's cursor is hidden (a pane has the focus) or shown (the
 # editor has it)
 wait_cursor() {

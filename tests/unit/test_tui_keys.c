@@ -24,6 +24,9 @@ static void test_dispatch_by_context(void **state)
     assert_int_equal(tui_key_action('\r', TUI_IN_OVERLAY), TUI_ACT_CHOOSE);
     assert_int_equal(tui_key_action(TUI_ESC, TUI_IN_OVERLAY), TUI_ACT_CLOSE);
     assert_int_equal(tui_key_action(TUI_ESC, TUI_IN_EDITOR), TUI_ACT_NONE);
+    /* Ctrl-O is the Lua console everywhere (F5 alone opens the picker) */
+    assert_int_equal(tui_key_action(TUI_CTRL('o'), TUI_IN_HEATMAP), TUI_ACT_CONSOLE);
+    assert_int_equal(tui_key_action(TUI_FKEY(KEY_F(5)), TUI_IN_EDITOR), TUI_ACT_PICKER);
     /* heatmap keys only act on a heatmap */
     assert_int_equal(tui_key_action(TUI_FKEY(KEY_F(6)), TUI_IN_HEATMAP), TUI_ACT_HEAT_KIND);
     assert_int_equal(tui_key_action(TUI_FKEY(KEY_F(6)), TUI_IN_EDITOR), TUI_ACT_NONE);
@@ -118,7 +121,7 @@ static void test_status_hints_fit_and_follow_the_table(void **state)
     char buf[512];
     tui_status_hints(buf, sizeof buf, TUI_IN_EDITOR, 200);
     assert_string_equal(buf, "F1 help  Ctrl-Q quit  Ctrl-R translate  Tab focus  F2 log  "
-                             "F3 heatmap  F4 beam  F5 models  F11 jobs  F9 theme");
+                             "F3 heatmap  F4 beam  F5 models  F11 jobs  Ctrl-O console  F9 theme");
     tui_status_hints(buf, sizeof buf, TUI_IN_HEATMAP, 200);
     assert_int_equal(strncmp(buf, "F6 map  F7 layer  F8 head  F12 scale  F1 help", 45), 0);
     tui_status_hints(buf, sizeof buf, TUI_IN_EDITOR, 30);

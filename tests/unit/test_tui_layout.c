@@ -1,5 +1,6 @@
 /* The workbench layout: a pure function checked at every terminal size from 40x12 to 300x100
- * (and below, where it must refuse) for 0 to 4 panes, with and without the log. */
+ * (and below, where it must refuse) for 0 to 4 panes, with and without the log and the Lua
+ * console. */
 #include "test_util.h"
 #include "tui/layout.h"
 
@@ -18,13 +19,14 @@ static int inside(tui_rect r, int cols, int rows)
  * together covering the whole screen (nothing left blank and unowned). */
 static void check_layout(const tui_layout *L, int cols, int rows, int n, int show_log)
 {
-    tui_rect r[TUI_MAX_PANES + 4];
+    tui_rect r[TUI_MAX_PANES + 5];
     int k = 0;
     r[k++] = L->editor;
     r[k++] = L->status;
     for (int i = 0; i < L->n_panes; i++) r[k++] = L->panes[i];
     if (n == 0) r[k++] = L->empty;
     if (L->log.h > 0) r[k++] = L->log;
+    if (L->console.h > 0) r[k++] = L->console;
     assert_int_equal(L->n_panes, n);
     long area = 0;
     for (int i = 0; i < k; i++) {
@@ -60,6 +62,49 @@ static void test_every_size_fits(void **state)
                     assert_false(L.too_small);
                     check_layout(&L, cols, rows, n, log);
                 }
+}
+
+static void test_every_size_fits_with_the_console(void **state)
+{
+    (void)state;
+    tui_layout L;
+    for (int rows = TUI_MIN_ROWS; rows <= 100; rows++)
+        for (int cols = TUI_MIN_COLS; cols <= 300; cols += 7)
+            for (int n = 0; n <= TUI_MAX_PANES; n++)
+                for (int log = 0; log < 2; log++) {
+                    if (tui_layout_compute_console(&L, cols, rows, n, log, 1) != 0)
+                        fail_msg("%dx%d with %d panes, log %d, console: refused", cols, rows, n, log);
+                    check_layout(&L, cols, rows, n, log);
+                    /* the console is left out only where the panes would not fit beside it */
+                    if (n <= 1 || rows >= 20)
+                        if (L.console.h < 4)
+                            fail_msg("%dx%d with %d panes, log %d: console %d rows", cols, rows, n,
+                                     log, L.console.h);
+                    if (L.console.h > 0) {
+                        assert_int_equal(L.console.y + L.console.h, rows - 1);
+                        assert_int_equal(L.console.w, cols);
+                    }
+                }
+}
+
+static void test_console_takes_the_bottom_and_gives_way_before_the_editor(void **state)
+{
+    (void)state;
+    tui_layout L, without;
+    assert_int_equal(tui_layout_compute_console(&L, 120, 40, 2, 0, 1), 0);
+    assert_int_equal(tui_layout_compute(&without, 120, 40, 2, 0), 0);
+    assert_int_equal(L.console.h, 40 * 2 / 5);
+    assert_int_equal(L.console.y, 39 - L.console.h);
+    /* the panes stay, shorter; the editor keeps its size */
+    assert_int_equal(L.editor.h, without.editor.h);
+    assert_true(L.panes[0].h >= TUI_PANE_MIN_H && L.panes[0].h < without.panes[0].h);
+    assert_int_equal(L.panes[0].y + L.panes[0].h, L.console.y);
+    /* with the log open the log sits between the panes and the console */
+    assert_int_equal(tui_layout_compute_console(&L, 120, 40, 2, 1, 1), 0);
+    assert_true(L.log.h > 0);
+    assert_int_equal(L.log.y + L.log.h, L.console.y);
+    /* closed, nothing of it is left */
+    assert_int_equal(without.console.h, 0);
 }
 
 static void test_below_minimum_is_too_small(void **state)
@@ -119,6 +164,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_size_fits),
+        cmocka_unit_test(test_every_size_fits_with_the_console),
+        cmocka_unit_test(test_console_takes_the_bottom_and_gives_way_before_the_editor),
         cmocka_unit_test(test_below_minimum_is_too_small),
         cmocka_unit_test(test_side_by_side_when_wide_stacked_when_narrow),
         cmocka_unit_test(test_log_gives_way_before_panes),

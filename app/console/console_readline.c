@@ -1,0 +1,244 @@
+/* GNU readline as the console's line editor, through its callback interface and kept away from
+ * the terminal (curses owns it): keys come from the TUI as bytes through rl_getc_function, the
+ * line is drawn by the console pane from rl_line_buffer and rl_point (rl_redisplay_function
+ * only asks for a frame), terminal preparation and signal handling are off, and anything
+ * readline would print goes to /dev/null. Emacs keys, Ctrl-R search and the history
+ * ($XDG_STATE_HOME/mtlab/history) are readline's own; Tab completes Lua names
+ * (console_complete) against the console's state when the Lua thread is idle. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <readline/history.h>
+#include <readline/readline.h>
+
+#include "console/console_internal.h"
+#include "mtlab/error.h"
+#include "mtlab/utf8.h"
+
+#define HISTORY_KEEP 1000
+
+static tui_console *rl_console;
+static unsigned char input[256];
+static size_t input_head, input_len;
+static FILE *rl_null_in, *rl_null_out;
+static char history_path[PATH_MAX];
+static const char *prompt_now = "> ";
+
+static int next_byte(FILE *f)
+{
+    (void)f;
+    if (input_head == input_len) return EOF;
+    return input[input_head++];
+}
+
+static int input_available(void) { return input_head < input_len; }
+
+static void redisplay(void)
+{
+    if (rl_console) rl_console->app->dirty = 1;
+}
+
+static void prep_terminal_none(int meta) { (void)meta; }
+static void deprep_terminal_none(void) {}
+
+static void on_line(char *line)
+{
+    if (!line) {
+        /* Ctrl-D on an empty line: readline's EOF; the console stays open */
+        rl_callback_handler_install(prompt_now, on_line);
+        return;
+    }
+    if (line[0]) {
+        add_history(line);
+        if (history_path[0]) append_history(1, history_path);
+    }
+    console_accept_line(rl_console, line);
+    free(line);
+    prompt_now = rl_console->pending ? ">> " : "> ";
+    rl_set_prompt(prompt_now);
+}
+
+/* Several candidates: list them in the scrollback, as readline would below the prompt. */
+static void show_matches(char **matches, int n, int longest)
+{
+    (void)longest;
+    size_t len = 2;
+    for (int i = 1; i <= n; i++) len += strlen(matches[i]) + 2;
+    char *s = mt_xmalloc(len + 1);
+    s[0] = '\0';
+    for (int i = 1; i <= n; i++) {
+        strcat(s, matches[i]);
+        strcat(s, i < n ? "  " : "\n");
+    }
+    console_write(rl_console, CONSOLE_OUT, s, strlen(s));
+    free(s);
+}
+
+static char **complete(const char *text, int start, int end)
+{
+    (void)start;
+    (void)end;
+    rl_attempted_completion_over = 1;
+    rl_completion_append_character = '\0';
+    rl_completion_suppress_append = 1;
+    tui_console *c = rl_console;
+    /* only while the Lua thread is idle: the state is its own while it runs */
+    if (pthread_mutex_trylock(&c->state_lock) != 0) return NULL;
+    char **cand;
+    int n = console_complete(c->L, text, &cand);
+    pthread_mutex_unlock(&c->state_lock);
+    if (n == 0) {
+        free(cand);
+        return NULL;
+    }
+    /* readline's form: [0] the common prefix, then the candidates, NULL-terminated */
+    char **out = mt_xmalloc((size_t)(n + 2) * sizeof *out);
+    size_t common = strlen(cand[0]);
+    for (int i = 1; i < n; i++) {
+        size_t k = 0;
+        while (k < common && cand[i][k] == cand[0][k]) k++;
+        common = k;
+    }
+    out[0] = mt_xmalloc(common + 1);
+    memcpy(out[0], cand[0], common);
+    out[0][common] = '\0';
+    if (n == 1) {
+        free(out[0]);
+        out[0] = cand[0];
+        out[1] = NULL;
+    } else {
+        for (int i = 0; i < n; i++) out[i + 1] = cand[i];
+        out[n + 1] = NULL;
+    }
+    free(cand);
+    return out;
+}
+
+/* $XDG_STATE_HOME/mtlab/history (~/.local/state/mtlab/history), its directory made. */
+static void find_history(void)
+{
+    const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+    char dir[PATH_MAX];
+    history_path[0] = '\0';
+    if (state && state[0] == '/') snprintf(dir, sizeof dir, "%s/mtlab", state);
+    else if (home && home[0]) snprintf(dir, sizeof dir, "%s/.local/state/mtlab", home);
+    else return;
+    /* make each missing level, as mkdir -p does */
+    for (char *p = dir + 1;; p++) {
+        if (*p == '/' || !*p) {
+            char saved = *p;
+            *p = '\0';
+            if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+                console_write(rl_console, CONSOLE_ERROR, "console: no history: cannot make ", 33);
+                console_write(rl_console, CONSOLE_ERROR, dir, strlen(dir));
+                console_write(rl_console, CONSOLE_ERROR, "\n", 1);
+                return;
+            }
+            *p = saved;
+            if (!saved) break;
+        }
+    }
+    snprintf(history_path, sizeof history_path, "%s/history", dir);
+}
+
+int console_rl_start(tui_console *c)
+{
+    rl_console = c;
+    input_head = input_len = 0;
+    rl_null_in = fopen("/dev/null", "r");
+    rl_null_out = fopen("/dev/null", "w");
+    if (!rl_null_in || !rl_null_out) return mt_error("console: cannot open /dev/null");
+    rl_instream = rl_null_in;
+    rl_outstream = rl_null_out;
+    rl_readline_name = "mtlab";
+    rl_terminal_name = "dumb";
+    rl_change_environment = 0; /* no LINES/COLUMNS for curses to trip over */
+    rl_catch_signals = 0;
+    rl_catch_sigwinch = 0;
+    rl_getc_function = next_byte;
+    rl_input_available_hook = input_available;
+    rl_redisplay_function = redisplay;
+    rl_prep_term_function = prep_terminal_none;
+    rl_deprep_term_function = deprep_terminal_none;
+    rl_attempted_completion_function = complete;
+    rl_completion_display_matches_hook = show_matches;
+    rl_completer_word_break_characters = " \t\n\"\\'`@$><=;|&{(,+-*/%^~#[]";
+    rl_editing_mode = 1; /* emacs */
+    using_history();
+    find_history();
+    /* a first run makes the file, so that each line can be appended as it is entered */
+    if (history_path[0] && read_history(history_path) == ENOENT) write_history(history_path);
+    prompt_now = "> ";
+    rl_callback_handler_install(prompt_now, on_line);
+    rl_bind_keyseq("\\e[3~", rl_delete);
+    rl_bind_keyseq("\\e[H", rl_beg_of_line);
+    rl_bind_keyseq("\\e[F", rl_end_of_line);
+    return 0;
+}
+
+void console_rl_stop(void)
+{
+    if (!rl_console) return;
+    rl_callback_handler_remove();
+    if (history_path[0]) {
+        struct stat st;
+        if (stat(history_path, &st) == 0) history_truncate_file(history_path, HISTORY_KEEP);
+    }
+    clear_history();
+    if (rl_null_in) fclose(rl_null_in);
+    if (rl_null_out) fclose(rl_null_out);
+    rl_instream = rl_outstream = rl_null_in = rl_null_out = NULL;
+    rl_console = NULL;
+}
+
+static void push(const char *bytes, size_t n)
+{
+    if (input_head == input_len) input_head = input_len = 0;
+    if (input_len + n > sizeof input) return;
+    memcpy(input + input_len, bytes, n);
+    input_len += n;
+}
+
+void console_rl_key(int key, int is_char)
+{
+    static const struct {
+        int key;
+        const char *seq;
+    } keys[] = {
+        {KEY_LEFT, "\033[D"}, {KEY_RIGHT, "\033[C"}, {KEY_UP, "\033[A"}, {KEY_DOWN, "\033[B"},
+        {KEY_HOME, "\033[H"}, {KEY_END, "\033[F"}, {KEY_DC, "\033[3~"}, {KEY_BACKSPACE, "\177"},
+        {KEY_ENTER, "\r"},
+    };
+    if (is_char) {
+        char buf[4];
+        push(buf, (size_t)mt_utf8_put((uint32_t)key, buf));
+    } else if (TUI_IS_FKEY(key)) {
+        for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+            if (TUI_FKEY(keys[i].key) == key) push(keys[i].seq, strlen(keys[i].seq));
+    } else if (key >= 0 && key < 128) {
+        char b = (char)key;
+        push(&b, 1);
+    }
+    while (input_available()) rl_callback_read_char();
+}
+
+const char *console_rl_prompt(void) { return rl_display_prompt ? rl_display_prompt : prompt_now; }
+
+const char *console_rl_line(int *point)
+{
+    *point = rl_line_buffer ? rl_point : 0;
+    return rl_line_buffer ? rl_line_buffer : "";
+}
+
+void console_rl_clear_line(void)
+{
+    rl_replace_line("", 0);
+    rl_point = rl_end = 0;
+    prompt_now = "> ";
+    rl_set_prompt(prompt_now);
+    rl_console->app->dirty = 1;
+}

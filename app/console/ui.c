@@ -1,0 +1,423 @@
+/* The `ui` table: the workbench as a script sees it. Each function checks its arguments on
+ * the Lua thread, then hands the UI thread a ui_call and sleeps until it is answered: the UI
+ * thread alone touches panes, the editor, the theme and the status line (ui_execute). Calls
+ * that wait (ui.wait, ui.wait_key) are answered later, when what they wait for has happened,
+ * or with "interrupted" on Ctrl-C. */
+#include <lauxlib.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "console/console_internal.h"
+#include "mtlab/clock.h"
+#include "mtlab/error.h"
+
+static const struct {
+    const char *name, *signature, *sentence;
+} help[] = {
+    {"ui.panes", "ui.panes() -> {{index=, name=, arch=, loaded=}, ...}",
+     "The model panes, left to right, top to bottom."},
+    {"ui.open", "ui.open(path [, pane]) -> pane",
+     "Opens a model bundle in a new pane, or in place of the given one."},
+    {"ui.close", "ui.close(pane)", "Closes a pane (its model is freed)."},
+    {"ui.set_text", "ui.set_text(text)",
+     "Replaces the editor's source text (each non-blank line a segment); it is translated "
+     "when typing would be (ui.translate does it now)."},
+    {"ui.translate", "ui.translate()", "Sends the editor's text to every loaded pane now."},
+    {"ui.heatmap", "ui.heatmap(pane [, {kind=, layer=, head=, scale=}])",
+     "Shows a pane's heatmap: kind state_norms, state_groups, attention, cross or implicit; "
+     "layer and head 1-based (the heads' mean by default); scale raw (one scale shared by the "
+     "panes), row or log."},
+    {"ui.text_view", "ui.text_view(pane)", "Shows a pane's translation again."},
+    {"ui.notify", "ui.notify(message [, seconds])",
+     "Puts a message in the status line until the next one (or for so many seconds); "
+     "ui.notify(\"\") clears it."},
+    {"ui.bind", "ui.bind(key, fn)",
+     "Runs fn on the console's thread when the key (\"F11\", \"Ctrl-G\") is pressed."},
+    {"ui.theme", "ui.theme(name)", "Switches to a colour theme of themes/ (dark, light, ...)."},
+    {"ui.wait", "ui.wait([pane])",
+     "Waits until the pane (every pane by default) has loaded and translated the editor's "
+     "current text, its heatmap included."},
+    {"ui.wait_key", "ui.wait_key() -> name",
+     "Waits for the next key pressed anywhere in the workbench and returns its name (\"Space\", "
+     "\"n\", \"Enter\"); Ctrl-C interrupts."},
+};
+
+const char *ui_help(const char *name)
+{
+    static char text[4096];
+    size_t n = sizeof help / sizeof help[0];
+    if (!name[0]) {
+        size_t used = snprintf(text, sizeof text, "In the workbench also:");
+        for (size_t i = 0; i < n && used < sizeof text; i++)
+            used += snprintf(text + used, sizeof text - used, " %s", help[i].name);
+        snprintf(text + used, sizeof text - used, "\n");
+        return text;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(help[i].name, name) || !strcmp(help[i].name + 3, name)) {
+            snprintf(text, sizeof text, "%s\n  %s", help[i].signature, help[i].sentence);
+            return text;
+        }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- Lua side */
+
+static tui_console *console_of(lua_State *L)
+{
+    return (tui_console *)lua_touserdata(L, lua_upvalueindex(1));
+}
+
+/* Hand the call to the UI thread and wait for its answer; raises its error. */
+static void call_ui(lua_State *L, const char *fn, ui_call *call)
+{
+    tui_console *c = console_of(L);
+    pthread_mutex_lock(&c->lock);
+    if (c->quitting) {
+        pthread_mutex_unlock(&c->lock);
+        luaL_error(L, "%s: the workbench is closing", fn);
+    }
+    ui_call **end = &c->calls;
+    while (*end) end = &(*end)->next;
+    *end = call;
+    console_wake_ui(c);
+    while (!call->done) pthread_cond_wait(&c->answered, &c->lock);
+    pthread_mutex_unlock(&c->lock);
+    if (call->error[0]) luaL_error(L, "%s: %s", fn, call->error);
+}
+
+static int check_pane(lua_State *L, int arg, const char *fn)
+{
+    lua_Integer p = luaL_checkinteger(L, arg);
+    if (p < 1 || p > TUI_MAX_PANES)
+        luaL_error(L, "%s: no pane %d (panes are 1 to %d)", fn, (int)p, TUI_MAX_PANES);
+    return (int)p - 1;
+}
+
+static int l_panes(lua_State *L)
+{
+    ui_call call = {.op = UI_PANES, .pane = -1};
+    call_ui(L, "ui.panes", &call);
+    lua_createtable(L, call.n_panes, 0);
+    for (int i = 0; i < call.n_panes; i++) {
+        lua_createtable(L, 0, 4);
+        lua_pushinteger(L, i + 1);
+        lua_setfield(L, -2, "index");
+        lua_pushstring(L, call.panes[i].name);
+        lua_setfield(L, -2, "name");
+        lua_pushstring(L, call.panes[i].arch);
+        lua_setfield(L, -2, "arch");
+        lua_pushboolean(L, call.panes[i].loaded);
+        lua_setfield(L, -2, "loaded");
+        lua_rawseti(L, -2, i + 1);
+    }
+    return 1;
+}
+
+static int l_open(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    int pane = lua_isnoneornil(L, 2) ? -1 : check_pane(L, 2, "ui.open");
+    char cfg[PATH_MAX];
+    struct stat st;
+    snprintf(cfg, sizeof cfg, "%s/config.json", path);
+    if (stat(cfg, &st) != 0)
+        return luaL_error(L, "ui.open: no model bundle at '%s' (config.json missing)", path);
+    ui_call call = {.op = UI_OPEN, .pane = pane, .text = (char *)path};
+    call_ui(L, "ui.open", &call);
+    lua_pushinteger(L, call.result + 1);
+    return 1;
+}
+
+static int l_close(lua_State *L)
+{
+    ui_call call = {.op = UI_CLOSE, .pane = check_pane(L, 1, "ui.close")};
+    call_ui(L, "ui.close", &call);
+    return 0;
+}
+
+static int l_set_text(lua_State *L)
+{
+    ui_call call = {.op = UI_SET_TEXT, .pane = -1, .text = (char *)luaL_checkstring(L, 1)};
+    call_ui(L, "ui.set_text", &call);
+    return 0;
+}
+
+static int l_translate(lua_State *L)
+{
+    ui_call call = {.op = UI_TRANSLATE, .pane = -1};
+    call_ui(L, "ui.translate", &call);
+    return 0;
+}
+
+static const struct {
+    const char *name;
+    mt_probe_kind kind;
+} kinds[] = {
+    {"state_norms", MT_PROBE_STATE_NORMS}, {"state_groups", MT_PROBE_STATE_GROUPS},
+    {"attention", MT_PROBE_SELF_ATTN},     {"cross", MT_PROBE_CROSS_ATTN},
+    {"implicit", MT_PROBE_IMPLICIT_ATTN},
+};
+
+static int l_heatmap(lua_State *L)
+{
+    ui_call call = {.op = UI_HEATMAP, .pane = check_pane(L, 1, "ui.heatmap"), .kind = -1, .layer = -1, .head = -1, .scale = -1};
+    if (!lua_isnoneornil(L, 2)) {
+        luaL_checktype(L, 2, LUA_TTABLE);
+        if (lua_getfield(L, 2, "kind") != LUA_TNIL) {
+            const char *k = luaL_checkstring(L, -1);
+            for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+                if (!strcmp(k, kinds[i].name)) call.kind = (int)kinds[i].kind;
+            if (call.kind < 0)
+                return luaL_error(L, "ui.heatmap: unknown kind '%s' (state_norms, state_groups, "
+                                     "attention, cross, implicit)", k);
+        }
+        if (lua_getfield(L, 2, "scale") != LUA_TNIL) {
+            static const char *const scales[] = {"raw", "row", "log", NULL};
+            const char *s = luaL_checkstring(L, -1);
+            for (int i = 0; scales[i]; i++)
+                if (!strcmp(s, scales[i])) call.scale = i;
+            if (call.scale < 0) return luaL_error(L, "ui.heatmap: unknown scale '%s' (raw, row, log)", s);
+        }
+        if (lua_getfield(L, 2, "layer") != LUA_TNIL) {
+            lua_Integer v = luaL_checkinteger(L, -1);
+            if (v < 1) return luaL_error(L, "ui.heatmap: layer is 1-based (got %d)", (int)v);
+            call.layer = (int)v - 1;
+        }
+        if (lua_getfield(L, 2, "head") != LUA_TNIL) {
+            lua_Integer v = luaL_checkinteger(L, -1);
+            if (v < 1) return luaL_error(L, "ui.heatmap: head is 1-based (got %d)", (int)v);
+            call.head = (int)v - 1;
+        }
+    }
+    call_ui(L, "ui.heatmap", &call);
+    return 0;
+}
+
+static int l_text_view(lua_State *L)
+{
+    ui_call call = {.op = UI_TEXT_VIEW, .pane = check_pane(L, 1, "ui.text_view")};
+    call_ui(L, "ui.text_view", &call);
+    return 0;
+}
+
+static int l_notify(lua_State *L)
+{
+    ui_call call = {.op = UI_NOTIFY, .pane = -1, .text = (char *)luaL_checkstring(L, 1),
+                    .seconds = luaL_optnumber(L, 2, 0)};
+    call_ui(L, "ui.notify", &call);
+    return 0;
+}
+
+int ui_key_code(const char *name)
+{
+    int n;
+    char c, end;
+    if (sscanf(name, "F%d%c", &n, &end) == 1 && n >= 1 && n <= 12) return TUI_FKEY(KEY_F(n));
+    if (sscanf(name, "Ctrl-%c%c", &c, &end) == 1 && ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')))
+        return TUI_CTRL(c);
+    return -1;
+}
+
+static int l_bind(lua_State *L)
+{
+    const char *name = luaL_checkstring(L, 1);
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    int key = ui_key_code(name);
+    if (key < 0)
+        return luaL_error(L, "ui.bind: cannot bind '%s' (F1 to F12, or Ctrl-A to Ctrl-Z)", name);
+    if (key == TUI_CTRL('c') || key == TUI_CTRL('o') || key == TUI_CTRL('q'))
+        return luaL_error(L, "ui.bind: %s stays the workbench's (interrupt, console, quit)", name);
+    ui_call call = {.op = UI_BIND, .pane = -1, .key = key};
+    call_ui(L, "ui.bind", &call);
+    lua_getfield(L, LUA_REGISTRYINDEX, "mtlab.console.bindings");
+    lua_pushvalue(L, 2);
+    lua_rawseti(L, -2, key);
+    return 0;
+}
+
+static int l_theme(lua_State *L)
+{
+    ui_call call = {.op = UI_THEME, .pane = -1, .text = (char *)luaL_checkstring(L, 1)};
+    call_ui(L, "ui.theme", &call);
+    return 0;
+}
+
+static int l_wait(lua_State *L)
+{
+    ui_call call = {.op = UI_WAIT, .pane = lua_isnoneornil(L, 1) ? -1 : check_pane(L, 1, "ui.wait")};
+    call_ui(L, "ui.wait", &call);
+    return 0;
+}
+
+static int l_wait_key(lua_State *L)
+{
+    ui_call call = {.op = UI_WAIT_KEY, .pane = -1};
+    call_ui(L, "ui.wait_key", &call);
+    lua_pushstring(L, call.result_text);
+    return 1;
+}
+
+void ui_open_library(lua_State *L, tui_console *c)
+{
+    static const luaL_Reg fns[] = {
+        {"panes", l_panes},       {"open", l_open},         {"close", l_close},
+        {"set_text", l_set_text}, {"translate", l_translate}, {"heatmap", l_heatmap},
+        {"text_view", l_text_view}, {"notify", l_notify},   {"bind", l_bind},
+        {"theme", l_theme},       {"wait", l_wait},         {"wait_key", l_wait_key},
+        {NULL, NULL},
+    };
+    lua_newtable(L);
+    lua_pushlightuserdata(L, c);
+    luaL_setfuncs(L, fns, 1);
+    lua_setglobal(L, "ui");
+}
+
+/* ---------------------------------------------------------------- UI side */
+
+static int pane_exists(tui_app *a, ui_call *call)
+{
+    if (call->pane >= 0 && call->pane < a->n_panes) return 1;
+    snprintf(call->error, sizeof call->error, "no pane %d (%d open)", call->pane + 1, a->n_panes);
+    return 0;
+}
+
+static int theme_named(const tui_app *a, const char *name)
+{
+    for (int i = 0; i < a->n_themes; i++) {
+        const char *base = strrchr(a->theme_names[i], '/');
+        base = base ? base + 1 : a->theme_names[i];
+        size_t n = strlen(base) - strlen(".theme");
+        if (strlen(name) == n && !strncmp(base, name, n)) return i;
+    }
+    return -1;
+}
+
+static void open_pane(tui_app *a, ui_call *call)
+{
+    if (call->pane >= 0 && call->pane < a->n_panes) tui_pane_remove(a, call->pane);
+    if (tui_pane_add(a, call->text, a->default_device) != 0) {
+        snprintf(call->error, sizeof call->error, "%s", mt_last_error());
+        return;
+    }
+    int at = a->n_panes - 1;
+    if (call->pane >= 0 && call->pane < at) {
+        tui_pane *p = a->panes[at];
+        memmove(a->panes + call->pane + 1, a->panes + call->pane,
+                (size_t)(at - call->pane) * sizeof *a->panes);
+        a->panes[call->pane] = p;
+        at = call->pane;
+    }
+    call->result = at;
+}
+
+int ui_execute(tui_app *a, ui_call *call)
+{
+    switch (call->op) {
+    case UI_PANES:
+        call->n_panes = a->n_panes;
+        for (int i = 0; i < a->n_panes; i++) {
+            const tui_pane *p = a->panes[i];
+            snprintf(call->panes[i].name, sizeof call->panes[i].name, "%s", p->name);
+            snprintf(call->panes[i].arch, sizeof call->panes[i].arch, "%.*s",
+                     (int)strcspn(p->info, ","), p->info);
+            call->panes[i].loaded = p->loaded;
+        }
+        return 1;
+    case UI_OPEN: open_pane(a, call); return 1;
+    case UI_CLOSE:
+        if (pane_exists(a, call)) tui_pane_remove(a, call->pane);
+        return 1;
+    case UI_SET_TEXT:
+        if (tui_editor_set_text(&a->ed, call->text) > 0)
+            snprintf(call->error, sizeof call->error, "the text does not fit the editor (%d KiB)",
+                     TUI_EDITOR_MAX_BYTES / 1024);
+        a->edit_time = mt_now_s();
+        return 1;
+    case UI_TRANSLATE: tui_translate(a, NULL); return 1;
+    case UI_HEATMAP:
+        if (pane_exists(a, call)) {
+            tui_pane *p = a->panes[call->pane];
+            p->view = TUI_VIEW_HEATMAP;
+            if (call->kind >= 0) p->heat_kind = call->kind;
+            p->heat_nth = call->layer >= 0 ? call->layer : 0;
+            p->heat_head = call->head;
+            if (call->scale >= 0) p->heat_norm = (tui_heat_norm)call->scale;
+            if (p->probe && p->heat_kind >= 0) {
+                const mt_probe_record *r = &p->probe->rec;
+                if (tui_heat_count(r, (mt_probe_kind)p->heat_kind) == 0)
+                    snprintf(call->error, sizeof call->error, "%s has no %s maps", p->name,
+                             mt_probe_kind_name((mt_probe_kind)p->heat_kind));
+                else if (p->heat_nth >= tui_heat_count(r, (mt_probe_kind)p->heat_kind))
+                    snprintf(call->error, sizeof call->error, "%s has %d %s layers", p->name,
+                             tui_heat_count(r, (mt_probe_kind)p->heat_kind),
+                             mt_probe_kind_name((mt_probe_kind)p->heat_kind));
+            }
+            tui_request_probe(a, p);
+        }
+        return 1;
+    case UI_TEXT_VIEW:
+        if (pane_exists(a, call)) a->panes[call->pane]->view = TUI_VIEW_TEXT;
+        return 1;
+    case UI_NOTIFY:
+        snprintf(a->notice, sizeof a->notice, "%s", call->text);
+        a->notice_until = mt_now_s() + (call->seconds > 0 ? call->seconds : 1e9);
+        if (call->text[0]) tui_log_add(&a->log, TUI_LOG_INFO, "%s", call->text);
+        return 1;
+    case UI_BIND: {
+        tui_console *c = a->console;
+        int known = 0;
+        for (int i = 0; i < c->n_bound; i++) known |= c->bound[i] == call->key;
+        if (!known && c->n_bound == CONSOLE_MAX_BINDINGS)
+            snprintf(call->error, sizeof call->error, "at most %d keys", CONSOLE_MAX_BINDINGS);
+        else if (!known) c->bound[c->n_bound++] = call->key;
+        return 1;
+    }
+    case UI_THEME: {
+        int i = theme_named(a, call->text);
+        if (i < 0) snprintf(call->error, sizeof call->error, "no theme '%s' in themes/", call->text);
+        else if (tui_apply_theme(a, i) != 0) snprintf(call->error, sizeof call->error, "%s", mt_last_error());
+        return 1;
+    }
+    case UI_WAIT:
+        if (call->pane >= 0 && !pane_exists(a, call)) return 1;
+        return ui_wait_over(a, call);
+    case UI_CONFIRM_QUIT:
+        snprintf(a->notice, sizeof a->notice,
+                 "os.exit: quit the workbench? y quits, any other key keeps it running");
+        a->notice_until = mt_now_s() + 1e9;
+        return 0;
+    case UI_WAIT_KEY: {
+        tui_console *c = a->console;
+        if (c->n_typeahead == 0) return 0;
+        console_key_name(c->typeahead[0].key, c->typeahead[0].is_char, call->result_text,
+                         sizeof call->result_text);
+        memmove(c->typeahead, c->typeahead + 1, (size_t)--c->n_typeahead * sizeof *c->typeahead);
+        return 1;
+    }
+    }
+    return 1;
+}
+
+/* The pane has loaded (or failed to), and has translated the editor's current text. */
+static int pane_settled(const tui_app *a, const tui_pane *p)
+{
+    if (p->load_error) return 1;
+    if (!p->loaded || p->busy || p->probe_pending) return 0;
+    return a->sent_version == a->ed.version;
+}
+
+int ui_wait_over(tui_app *a, ui_call *call)
+{
+    if (call->op != UI_WAIT) return 0;
+    if (call->pane >= a->n_panes) {
+        snprintf(call->error, sizeof call->error, "pane %d was closed", call->pane + 1);
+        return 1;
+    }
+    for (int i = 0; i < a->n_panes; i++)
+        if ((call->pane < 0 || call->pane == i) && !pane_settled(a, a->panes[i])) return 0;
+    return 1;
+}

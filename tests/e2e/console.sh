@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# End-to-end tests of the workbench's Lua console (Ctrl-O) and the demos of scripts/demo/, in
+# a 120x40 tmux terminal as tests/e2e/run.sh does: evaluate, complete, interrupt, a traceback,
+# `ui` driving the panes, and each demo driven key by key to its end.
+#
+#   tests/e2e/console.sh ./mtlab build/rel/e2e/make_bundles
+set -u
+cd "$(dirname "$0")/../.."
+export LC_ALL=C.UTF-8
+unset NO_COLOR
+root=$PWD
+[ $# -eq 2 ] || { echo "usage: $0 MTLAB_BINARY MAKE_BUNDLES" >&2; exit 2; }
+bin=$(realpath "$1")
+make_bundles=$(realpath "$2")
+command -v tmux >/dev/null || { echo "e2e: tmux is not installed (make deps installs it)"; exit 1; }
+
+work=$(mktemp -d)
+sock=$work/tmux.sock
+. "$root/tests/e2e/lib.sh"
+cleanup() {
+    local p; p=$(pgrep -P "$(T display -p -t e2e '#{pane_pid}' 2>/dev/null)" -x "$(basename "$bin")" 2>/dev/null)
+    [ -n "$p" ] && kill -9 $p 2>/dev/null
+    T kill-server 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+passed=0 failed=0 started=$(date +%s)
+
+"$make_bundles" "$work/bundles" >"$work/make_bundles.log" 2>&1 || {
+    cat "$work/make_bundles.log"; echo "e2e: make_bundles failed"; exit 1; }
+cd "$work"
+# the history goes to the test's own state directory, never the user's
+T -f /dev/null new-session -d -s e2e -x 120 -y 40 \
+    "env TERM=tmux-256color XDG_STATE_HOME='$work/state' PS1='$ ' bash --norc --noprofile"
+T set-option -t e2e status off >/dev/null
+wait_for '^\$' 5 || { echo "e2e: the test shell did not start"; exit 1; }
+
+echo "e2e: the Lua console in tmux (120x40)"
+run_mtlab "$bin tui -m bundles/transformer"
+wait_for 'transformer, [0-9.]+K params' 10
+T send-keys -t e2e C-o
+check "Ctrl-O opens the console under the panes" wait_for '^┌─ Lua console \(Ctrl-O\)' 5
+check "... and the pane stays visible above it" wait_for '^┌─ transformer · transformer' 1
+type_line "1+1"
+check "1+1 prints 2" wait_for '^│2 +│$' 5
+type_line "{1, 'two', x = {y = 3}}"
+check "a table is pretty-printed" wait_for '^│\{1, "two", x = \{y = 3\}\} +│' 5
+T send-keys -t e2e -l "mtlab.sc"; T send-keys -t e2e Tab
+check "Tab completes mtlab.sc to mtlab.score." wait_for '^│> mtlab\.score\. +│' 5
+T send-keys -t e2e -l "ch"; T send-keys -t e2e Tab
+check "... and on to mtlab.score.chrf" wait_for '^│> mtlab\.score\.chrf +│' 5
+T send-keys -t e2e C-u
+type_line "m = mtlab.load('bundles/mamba')"
+T send-keys -t e2e -l "m:tr"; T send-keys -t e2e Tab
+check "after ':' a handle's methods complete" wait_for '^│> m:translate +│' 10
+T send-keys -t e2e C-u
+type_line "for i = 1, 1e9 do end"
+check "a long loop runs without blocking the screen" wait_for 'running, Ctrl-C interrupts' 5
+T send-keys -t e2e C-c
+check "Ctrl-C interrupts it" wait_for '^│interrupted +│$' 5
+check "... and says where" wait_for '^│        console:1: in main chunk' 1
+check "... and the console is ready again" wait_gone 'running, Ctrl-C interrupts' 5
+type_line "for i = 1, 1e9 do if i == 3e7 then break end end return 'key', ui.wait_key()"
+wait_for 'running, Ctrl-C interrupts' 5
+T send-keys -t e2e -l "x"
+check "a key typed while Lua runs goes to the next ui.wait_key" wait_for '^│key +x +│$' 20
+type_line "error('boom')"
+check "an error prints its traceback" wait_for "^│        \[C\]: in function 'error'" 5
+type_line "2*21"
+check "... and the console goes on" wait_for '^│42 +│$' 5
+T send-keys -t e2e C-r; T send-keys -t e2e -l "2*"
+check "Ctrl-R searches the history" wait_for "^│\\(reverse-i-search\\)\`2\\*': 2\\*21 +│" 5
+T send-keys -t e2e C-g
+check "... and Ctrl-G leaves the search" wait_for '^│> +│$' 5
+type_line "for i = 1, 2 do"
+check "an incomplete chunk asks for more (>>)" wait_for '^│>> +│$' 5
+type_line "print('line', i) end"
+check "... and runs when it is complete; print writes into the console" wait_for '^│line    2 +│$' 5
+type_line "? mtlab.load"
+check "? NAME shows mtlab.help" wait_for '^│mtlab\.load\(path' 5
+type_line "io.write('no newline') io.write(' yet', '\n')"
+check "io.write goes to the console too" wait_for '^│no newline yet +│' 5
+type_line "ui.open('bundles/mamba') ui.set_text('Y dijo Dios: Sea la luz.') ui.translate() ui.wait() return #ui.panes()"
+check "ui.open opens a pane, ui.set_text fills the editor" wait_for '┌─ mamba · mamba, [0-9.]+K params' 10
+check "... and ui.wait returns once both panes translated it" wait_for '^│2 +│$' 20
+check "... whose translations show" bash -c "[ \$(tmux -S '$sock' capture-pane -p -t e2e | grep -c ' greedy · done ─┘') -ge 1 ]"
+type_line "ui.notify('a note from Lua')"
+check "ui.notify writes in the status line" wait_for '^ a note from Lua' 5
+type_line "ui.heatmap(2, {kind = 'state_norms'}) ui.wait(2)"
+check "ui.heatmap shows a pane's map" wait_for 'state norms · ' 10
+type_line "ui.bind('F11', function() print('F11 pressed') end)"
+T send-keys -t e2e F11
+check "ui.bind runs a Lua function on its key" wait_for '^│F11 pressed' 5
+type_line "ui.close(5)"
+check "a bad ui call is an error naming the problem" wait_for '^│console:1: ui.close: no pane 5 \(panes are 1 to 4\)' 5
+T send-keys -t e2e PPage
+check "PgUp scrolls the output back" wait_for 'scrolled back, PgDn' 5
+T send-keys -t e2e NPage
+check "PgDn returns" wait_gone 'scrolled back, PgDn' 5
+T resize-window -t e2e -x 60 -y 20
+check "at 60x20 the console still sits under both panes" wait_for '^┌─ Lua console \(Ctrl-O\)' 5
+check "... which stay side by side" wait_for '^┌─ transformer.*┐┌─ mamba' 1
+type_line "3*3"
+check "... and works" wait_for '^│9 +│$' 5
+T resize-window -t e2e -x 120 -y 40
+wait_for '^┌─ transformer · transformer' 5
+type_line "os.exit(0)"
+check "os.exit asks before quitting" wait_for 'os.exit: quit the workbench\?' 5
+T send-keys -t e2e n
+check "... and any key but y keeps the workbench" wait_for 'os.exit: not quitting' 5
+T send-keys -t e2e C-o
+check "Ctrl-O closes the console" wait_gone 'Lua console' 5
+T send-keys -t e2e C-o
+check "... and opens it again with its output kept" wait_for 'os.exit: not quitting' 5
+type_line "os.exit(0)"
+wait_for 'os.exit: quit the workbench\?' 5
+T send-keys -t e2e y
+check "y quits" exited_cleanly
+has_history() { grep -q '^2\*21$' "$work/state/mtlab/history"; }
+check "the lines are kept in \$XDG_STATE_HOME/mtlab/history" has_history
+
+# ---------------------------------------------------------------- the demos
+# each runs from --script on the shipped models, advancing on a key until it says it is over
+for demo in ${E2E_DEMOS-forgetting implicit_attention copying}; do
+    T send-keys -t e2e -l "clear"; T send-keys -t e2e Enter
+    run_mtlab "$bin tui --models '$root/models' --script '$root/scripts/demo/$demo.lua'"
+    for _ in $(seq 20); do
+        wait_for '\[[0-9]+/[0-9]+ · key: next\]|end of the demo|stack traceback' 120 || break
+        screen | grep -Eq 'end of the demo|stack traceback' && break
+        step=$(screen | grep -Eo '\[[0-9]+/' | tail -1 | tr -d '[/')
+        T send-keys -t e2e Space
+        wait_gone "\\[$step/[0-9]+ · key: next\\]" 120 || break
+    done
+    check "demo $demo runs to its end" wait_for 'end of the demo' 60
+    check "... without an error" bash -c "! tmux -S '$sock' capture-pane -p -t e2e | grep -Eq 'stack traceback|Sanitizer'"
+    T send-keys -t e2e C-q
+    check "... and the workbench quits" exited_cleanly
+done
+
+echo
+echo "console end-to-end tests took $(( $(date +%s) - started )) s"
+echo "e2e-console: $passed passed, $failed failed"
+[ "$failed" = 0 ]
