@@ -2,7 +2,7 @@
  * model bundle stores beside its weights so the recall bins need no training corpus. */
 #include "eval/codepoints.h"
 #include "mtlab/entities.h"
-#include "eval/tsv_count.h"
+#include "eval/tsv_file.h"
 #include "io/atomic_file.h"
 #include "mtlab/error.h"
 
@@ -136,55 +136,22 @@ static int parse_entry(mt_corpus_stats *s, char *line, size_t len)
     return 0;
 }
 
+static int stats_header(void *user, char *line)
+{
+    return parse_header(user, line);
+}
+
+static int stats_row(void *user, char *line, size_t len)
+{
+    return parse_entry(user, line, len);
+}
+
 mt_corpus_stats *mt_corpus_stats_read(const char *path)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        mt_error("%s: %s", path, strerror(errno));
-        return NULL;
-    }
     mt_corpus_stats *s = mt_xcalloc(1, sizeof *s);
-    char *line = NULL;
-    size_t cap = 0, line_no = 0;
-    ssize_t got;
-    int ok = 1;
-    while (ok && (got = getline(&line, &cap, f)) >= 0) {
-        line_no++;
-        size_t len = (size_t)got;
-        if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
-        if (len > MAX_STATS_LINE) {
-            mt_error("%s:%zu: line of %zu bytes (an entity list has short lines)", path, line_no, len);
-            ok = 0;
-        } else if (strlen(line) != len) {
-            mt_error("%s:%zu: NUL byte at byte %zu (not a text file?)", path, line_no, strlen(line));
-            ok = 0;
-        } else if (line_no == 1) {
-            if (strcmp(line, STATS_MAGIC) != 0) {
-                mt_error("%s:1: not a corpus_stats file (expected the line '%s')", path, STATS_MAGIC);
-                ok = 0;
-            }
-        } else if (line_no == 2) {
-            if (parse_header(s, line) < 0) {
-                mt_error("%s:2: expected '# pairs=N ner=english|generic'", path);
-                ok = 0;
-            }
-        } else if (parse_entry(s, line, len) < 0) {
-            mt_error_context("%s:%zu", path, line_no);
-            ok = 0;
-        }
-    }
-    if (ok && ferror(f)) {
-        mt_error("%s: read error: %s", path, strerror(errno));
-        ok = 0;
-    }
-    if (ok && line_no < 2) {
-        mt_error("%s: %s (a corpus_stats file has a two-line header)", path,
-                 line_no == 0 ? "empty file" : "header ends after one line");
-        ok = 0;
-    }
-    free(line);
-    fclose(f);
-    if (!ok) {
+    tsv_reader r = {STATS_MAGIC, "a corpus_stats file", MAX_STATS_LINE,
+                    "# pairs=N ner=english|generic", stats_header, stats_row, s};
+    if (tsv_read(path, &r) < 0) {
         mt_corpus_stats_free(s);
         return NULL;
     }

@@ -7,7 +7,7 @@
  * pairs(x) counts the training pairs whose side contains word x (once per pair). */
 #include "eval/entities_words.h"
 #include "mtlab/entities.h"
-#include "eval/tsv_count.h"
+#include "eval/tsv_file.h"
 #include "io/atomic_file.h"
 #include "mtlab/error.h"
 #include "mtlab/metrics.h"
@@ -357,55 +357,24 @@ static int parse_entry(mt_entity_lexicon *l, char *line)
     return 0;
 }
 
+static int lexicon_header(void *user, char *line)
+{
+    mt_entity_lexicon *l = user;
+    return strncmp(line, "# pairs=", 8) != 0 || tsv_parse_count(line + 8, &l->pairs) < 0 ? -1 : 0;
+}
+
+static int lexicon_row(void *user, char *line, size_t len)
+{
+    (void)len;
+    return parse_entry(user, line);
+}
+
 mt_entity_lexicon *mt_entity_lexicon_read(const char *path)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        mt_error("%s: %s", path, strerror(errno));
-        return NULL;
-    }
     mt_entity_lexicon *l = mt_xcalloc(1, sizeof *l);
-    char *line = NULL;
-    size_t cap = 0, line_no = 0;
-    ssize_t got;
-    int ok = 1;
-    while (ok && (got = getline(&line, &cap, f)) >= 0) {
-        line_no++;
-        size_t len = (size_t)got;
-        if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
-        if (len > MAX_LEXICON_LINE) {
-            mt_error("%s:%zu: line of %zu bytes (a lexicon has short lines)", path, line_no, len);
-            ok = 0;
-        } else if (strlen(line) != len) {
-            mt_error("%s:%zu: NUL byte at byte %zu (not a text file?)", path, line_no, strlen(line));
-            ok = 0;
-        } else if (line_no == 1) {
-            if (strcmp(line, LEXICON_MAGIC) != 0) {
-                mt_error("%s:1: not an entity lexicon (expected the line '%s')", path, LEXICON_MAGIC);
-                ok = 0;
-            }
-        } else if (line_no == 2) {
-            if (strncmp(line, "# pairs=", 8) != 0 || tsv_parse_count(line + 8, &l->pairs) < 0) {
-                mt_error("%s:2: expected '# pairs=N'", path);
-                ok = 0;
-            }
-        } else if (parse_entry(l, line) < 0) {
-            mt_error_context("%s:%zu", path, line_no);
-            ok = 0;
-        }
-    }
-    if (ok && ferror(f)) {
-        mt_error("%s: read error: %s", path, strerror(errno));
-        ok = 0;
-    }
-    if (ok && line_no < 2) {
-        mt_error("%s: %s (an entity lexicon has a two-line header)", path,
-                 line_no == 0 ? "empty file" : "header ends after one line");
-        ok = 0;
-    }
-    free(line);
-    fclose(f);
-    if (!ok) {
+    tsv_reader r = {LEXICON_MAGIC, "an entity lexicon", MAX_LEXICON_LINE, "# pairs=N",
+                    lexicon_header, lexicon_row, l};
+    if (tsv_read(path, &r) < 0) {
         mt_entity_lexicon_free(l);
         return NULL;
     }
