@@ -41,24 +41,7 @@ row() { printf '^│. %s +%s +%s' "$1" "$2" "${3:-}"; }
 
 # ---------------------------------------------------------------- a tiny corpus and config
 cd "$work"
-mkdir data
-head -200 "$root/tests/fixtures/tokenizer/corpus.es" >data/train.es
-head -200 "$root/tests/fixtures/tokenizer/corpus.en" >data/train.en
-tail -20 "$root/tests/fixtures/tokenizer/corpus.es" >data/valid.es
-tail -20 "$root/tests/fixtures/tokenizer/corpus.en" >data/valid.en
-"$bin" tokenizer train --data data --vocab 256 --out data/spm >tokenizer.log 2>&1 || {
-    cat tokenizer.log; echo "e2e jobs: tokenizer training failed"; exit 1; }
-cat >tiny.lua <<'LUA'
-return {
-  name = "tiny",
-  model = { preset = "mamba-small", vocab_size = 256, d_model = 16, n_layers = 2, dt_rank = 1, d_state = 4 },
-  train_src = "data/train.es", train_tgt = "data/train.en",
-  valid_src = "data/valid.es", valid_tgt = "data/valid.en",
-  tokenizer = "data/spm.model",
-  max_len = 48, max_tokens = 600, lr = 3e-3, warmup = 2,
-  max_steps = 300, log_every = 2, valid_every = 100, valid_bleu_lines = 5, save_every = 100, seed = 3,
-}
-LUA
+"$root/tests/jobs/tiny_run.sh" "$bin" "$work" 300 100 100 || { echo "e2e-jobs: the tiny run's inputs could not be made"; exit 1; }
 # a run going before the workbench starts
 "$bin" jobs start tiny.lua --name long max_steps=100000 save_every=0 valid_every=0 >long.out 2>&1 || {
     cat long.out; echo "e2e jobs: the long run did not start"; exit 1; }

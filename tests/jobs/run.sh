@@ -59,24 +59,7 @@ json_field() { sed -n "s/^ *\"$2\": \"\\{0,1\\}\\([^\",]*\\)\"\\{0,1\\},\\{0,1\\
 
 # ---------------------------------------------------------------- a tiny corpus and config
 cd "$work"
-mkdir data
-head -200 "$root/tests/fixtures/tokenizer/corpus.es" >data/train.es
-head -200 "$root/tests/fixtures/tokenizer/corpus.en" >data/train.en
-tail -20 "$root/tests/fixtures/tokenizer/corpus.es" >data/valid.es
-tail -20 "$root/tests/fixtures/tokenizer/corpus.en" >data/valid.en
-"$M" tokenizer train --data data --vocab 256 --out data/spm >tokenizer.log 2>&1 || {
-    cat tokenizer.log; echo "jobs: tokenizer training failed"; exit 1; }
-cat >tiny.lua <<'EOF'
-return {
-  name = "tiny",
-  model = { preset = "mamba-small", vocab_size = 256, d_model = 16, n_layers = 2, dt_rank = 1, d_state = 4 },
-  train_src = "data/train.es", train_tgt = "data/train.en",
-  valid_src = "data/valid.es", valid_tgt = "data/valid.en",
-  tokenizer = "data/spm.model",
-  max_len = 48, max_tokens = 600, lr = 3e-3, warmup = 2,
-  max_steps = 20, log_every = 2, valid_every = 10, valid_bleu_lines = 5, save_every = 5, seed = 3,
-}
-EOF
+"$root/tests/jobs/tiny_run.sh" "$M" "$work" 20 10 5 || { echo "jobs: the tiny run's inputs could not be made"; exit 1; }
 
 echo "jobs: local launcher"
 # ---------------------------------------------------------------- config errors: nothing starts

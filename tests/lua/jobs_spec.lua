@@ -6,26 +6,12 @@ local H = dofile("tests/lua/helpers.lua")
 local root = H.sh("pwd"):gsub("%s+$", "")
 local bin = H.mtlab:sub(1, 1) == "/" and H.mtlab or root .. "/" .. H.mtlab:gsub("^%./", "")
 
--- A directory with a 200-pair corpus, its tokenizer and a 20-step config (tiny.lua).
+-- A directory with a 200-pair corpus, its tokenizer and a 20-step config (tiny.lua), made by
+-- tests/jobs/tiny_run.sh.
 local function workdir()
   local dir = H.sh("mktemp -d"):gsub("%s+$", "")
-  local fx = root .. "/tests/fixtures/tokenizer/corpus."
-  local _, code = H.sh(string.format([[cd %s && mkdir data &&
-head -200 %ses >data/train.es && head -200 %sen >data/train.en &&
-tail -20 %ses >data/valid.es && tail -20 %sen >data/valid.en &&
-%s tokenizer train --data data --vocab 256 --out data/spm >/dev/null 2>&1]], dir, fx, fx, fx, fx, bin))
-  assert(code == 0, "tokenizer training failed")
-  H.write(dir .. "/tiny.lua", [[
-return {
-  name = "tiny",
-  model = { preset = "mamba-small", vocab_size = 256, d_model = 16, n_layers = 2, dt_rank = 1, d_state = 4 },
-  train_src = "data/train.es", train_tgt = "data/train.en",
-  valid_src = "data/valid.es", valid_tgt = "data/valid.en",
-  tokenizer = "data/spm.model",
-  max_len = 48, max_tokens = 600, lr = 3e-3, warmup = 2,
-  max_steps = 20, log_every = 2, valid_every = 10, valid_bleu_lines = 5, save_every = 5, seed = 3,
-}
-]])
+  local _, code = H.sh(string.format("%s/tests/jobs/tiny_run.sh %s %s 20 10 5 >/dev/null 2>&1", root, bin, dir))
+  assert(code == 0, "the tiny run's inputs could not be made")
   return dir
 end
 
