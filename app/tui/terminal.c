@@ -3,6 +3,7 @@
 #include <curses.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <langinfo.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,6 +149,10 @@ int tui_term_start(int no_mouse)
     have_tio = tcgetattr(STDIN_FILENO, &saved_tio) == 0;
     capture_stderr();
     install_handlers();
+    /* Line drawing in a UTF-8 locale: the box characters themselves, not the terminal's
+     * alternate character set, which tmux with TERM=xterm-256color shows as "lqqqk"
+     * (a user's own NCURSES_NO_UTF8_ACS is kept). */
+    if (!strcmp(nl_langinfo(CODESET), "UTF-8")) setenv("NCURSES_NO_UTF8_ACS", "1", 0);
     /* newterm, unlike initscr, returns on an unknown terminal instead of exiting */
     screen = newterm(NULL, stdout, stdin);
     if (!screen) {

@@ -258,6 +258,21 @@ ends_with_its_terminal() {
 }
 check "a workbench whose terminal is closed exits" ends_with_its_terminal
 
+# with TERM=xterm-256color inside tmux the borders are box characters, not the alternate
+# character set's letters ("lqqqk")
+T new-session -d -s e2e-acs -x 80 -y 24 "env TERM=xterm-256color $bin tui -m bundles/mamba"
+boxes_are_lines() {
+    local deadline=$(( $(date +%s) + 10 )) top
+    until T capture-pane -p -t e2e-acs | grep -q 'waiting for text in the editor'; do
+        [ "$(date +%s)" -lt $deadline ] || return 1
+        sleep 0.05
+    done
+    top=$(T capture-pane -p -t e2e-acs | head -1)
+    [[ "$top" == "┌─"* ]] && ! T capture-pane -p -t e2e-acs | grep -q 'lqq'
+}
+check "borders are line characters under TERM=xterm-256color" boxes_are_lines
+T kill-session -t e2e-acs
+
 # ---------------------------------------------------------------- command line
 unknown_theme() {
     local out rc
