@@ -22,16 +22,6 @@ static int stats_gc(lua_State *L)
     return 0;
 }
 
-static void push_bin(lua_State *L, const mt_ne_recall *r, int bin)
-{
-    lua_createtable(L, 0, 4);
-    mtl_set_number(L, "recall", bin < 0 ? r->recall_all : r->recall[bin]);
-    mtl_set_integer(L, "entities", (lua_Integer)(bin < 0 ? r->entities_all : r->entities[bin]));
-    mtl_set_integer(L, "occurrences",
-                    (lua_Integer)(bin < 0 ? r->occurrences_all : r->occurrences[bin]));
-    mtl_set_integer(L, "hits", (lua_Integer)(bin < 0 ? r->hits_all : r->hits[bin]));
-}
-
 /* mtlab.entities.recall(srcs, hyps, refs [, {stats=PATH, lang="english"|"generic"}]) ->
  * {unseen=, regular=, frequent=, all=, lang=}: each bin {recall (0..1), entities,
  * occurrences, hits}. Without stats every entity is unseen. */
@@ -70,13 +60,7 @@ static int l_recall(lua_State *L)
         mtl_error(L, fn, "%s", mt_last_error());
     mt_ne_recall r;
     mt_ne_recall_score(&r, ts, hyp, NULL);
-    lua_createtable(L, 0, 5);
-    for (int b = 0; b < MT_NE_BINS; b++) {
-        push_bin(L, &r, b);
-        lua_setfield(L, -2, mt_ne_bin_name(b));
-    }
-    push_bin(L, &r, -1);
-    lua_setfield(L, -2, "all");
+    mtl_push_ne_recall(L, &r);
     mtl_set_string(L, "lang", mt_ner_lang_name(lang));
     return 1;
 }

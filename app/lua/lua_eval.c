@@ -43,19 +43,6 @@ static void request_text(lua_State *L, const char *fn, const char *key, const ch
     *path = name ? name : key;
 }
 
-static void push_recall(lua_State *L, const mt_ne_recall *r)
-{
-    lua_createtable(L, 0, 4);
-    for (int b = -1; b < MT_NE_BINS; b++) {
-        lua_createtable(L, 0, 4);
-        mtl_set_number(L, "recall", b < 0 ? r->recall_all : r->recall[b]);
-        mtl_set_integer(L, "entities", (lua_Integer)(b < 0 ? r->entities_all : r->entities[b]));
-        mtl_set_integer(L, "occurrences", (lua_Integer)(b < 0 ? r->occurrences_all : r->occurrences[b]));
-        mtl_set_integer(L, "hits", (lua_Integer)(b < 0 ? r->hits_all : r->hits[b]));
-        lua_setfield(L, -2, b < 0 ? "all" : mt_ne_bin_name(b));
-    }
-}
-
 static void push_system(lua_State *L, const eval_outcome *o, size_t s)
 {
     const eval_system_result *r = &o->results[s];
@@ -64,10 +51,10 @@ static void push_system(lua_State *L, const eval_outcome *o, size_t s)
     mtl_set_string(L, "kind", r->kind);
     mtl_set_number(L, "bleu", r->bleu.score);
     mtl_set_number(L, "chrf", r->chrf);
-    push_recall(L, &r->ne);
+    mtl_push_ne_recall(L, &r->ne);
     lua_setfield(L, -2, "ne");
     if (o->report.lexicon_source) {
-        push_recall(L, &r->ne_translated);
+        mtl_push_ne_recall(L, &r->ne_translated);
         lua_setfield(L, -2, "ne_translated");
     }
     lua_createtable(L, MT_LENGTH_BUCKETS, 0);

@@ -10,6 +10,8 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+#include "mtlab/entities.h"
+
 typedef struct {
     atomic_int cancel;                 /* a running decode's cancel flag (mt_decode_opts) */
     volatile sig_atomic_t interrupted; /* set by mtlab_lua_interrupt */
@@ -45,6 +47,10 @@ const char *mtl_opt_string(lua_State *L, int idx, const char *fn, const char *ke
 void mtl_set_number(lua_State *L, const char *key, double v);
 void mtl_set_integer(lua_State *L, const char *key, lua_Integer v);
 void mtl_set_string(lua_State *L, const char *key, const char *v);
+
+/* Entity recall as {unseen=, regular=, frequent=, all=}, each {recall (0..1), entities,
+ * occurrences, hits}: what mtlab.entities.recall and mtlab.eval give. */
+void mtl_push_ne_recall(lua_State *L, const mt_ne_recall *r);
 
 /* Each pushes its sub-table or sets its functions into the module table at the stack's top. */
 void mtl_open_score(lua_State *L);

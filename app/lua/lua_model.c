@@ -10,6 +10,7 @@
 #include "lua/lua_internal.h"
 #include "lua/mtlab_lua.h"
 #include "mtlab/backend.h"
+#include "mtlab/bundle.h"
 #include "mtlab/decode.h"
 #include "mtlab/error.h"
 #include "mtlab/model.h"
@@ -28,7 +29,7 @@
 
 typedef struct {
     char *path;             /* as given to mtlab.load */
-    char *name;             /* the directory's last component, or "apertium:MODE" */
+    char *name;             /* mt_bundle_name of the directory, or "apertium:MODE" */
     mt_runner *run;         /* a bundle (model and tokenizer below are its own) ... */
     mt_model *model;
     mt_tokenizer *tok;
@@ -70,17 +71,6 @@ static model_handle *check_model(lua_State *L, int idx, const char *fn)
 
 /* ---------------------------------------------------------------- loading */
 
-static const char *base_name(const char *path)
-{
-    size_t len = strlen(path);
-    while (len > 1 && path[len - 1] == '/') len--;
-    const char *end = path + len, *p = end;
-    while (p > path && p[-1] != '/') p--;
-    static _Thread_local char buf[256];
-    snprintf(buf, sizeof buf, "%.*s", (int)(end - p), p);
-    return buf;
-}
-
 /* mtlab.load(path [, {device=}]) */
 static int l_load(lua_State *L)
 {
@@ -111,7 +101,9 @@ static int l_load(lua_State *L)
     h->model = h->run->model;
     h->tok = h->run->tok;
     h->path = mt_xstrdup(path);
-    h->name = mt_xstrdup(base_name(path));
+    char name[256];
+    mt_bundle_name(name, sizeof name, path);
+    h->name = mt_xstrdup(name);
     h->device = h->run->backend->name;
     return 1;
 }

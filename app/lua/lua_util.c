@@ -176,3 +176,17 @@ int mtlab_lua_dofile(lua_State *L, const char *path, int nargs)
     lua_remove(L, fn);
     return rc;
 }
+
+void mtl_push_ne_recall(lua_State *L, const mt_ne_recall *r)
+{
+    lua_createtable(L, 0, MT_NE_BINS + 1);
+    for (int b = -1; b < MT_NE_BINS; b++) {
+        lua_createtable(L, 0, 4);
+        mtl_set_number(L, "recall", b < 0 ? r->recall_all : r->recall[b]);
+        mtl_set_integer(L, "entities", (lua_Integer)(b < 0 ? r->entities_all : r->entities[b]));
+        mtl_set_integer(L, "occurrences",
+                        (lua_Integer)(b < 0 ? r->occurrences_all : r->occurrences[b]));
+        mtl_set_integer(L, "hits", (lua_Integer)(b < 0 ? r->hits_all : r->hits[b]));
+        lua_setfield(L, -2, b < 0 ? "all" : mt_ne_bin_name(b));
+    }
+}

@@ -37,29 +37,3 @@ void tui_format_seconds(char *out, size_t len, double seconds)
     else snprintf(out, len, "%.1f s", seconds);
 }
 
-/* The last path component of dir[0..*len) without trailing slashes: its start, *len its end. */
-static const char *last_component(const char *dir, size_t *len)
-{
-    while (*len > 1 && dir[*len - 1] == '/') (*len)--;
-    const char *base = dir + *len;
-    while (base > dir && base[-1] != '/') base--;
-    return base;
-}
-
-void tui_bundle_name(char *out, size_t len, const char *dir)
-{
-    size_t end = strlen(dir);
-    const char *base = last_component(dir, &end);
-    size_t n = (size_t)(dir + end - base);
-    int run_part = (n == 4 && !strncmp(base, "best", 4)) || (n == 10 && !strncmp(base, "checkpoint", 10));
-    if (run_part && base > dir) {
-        size_t parent_end = (size_t)(base - dir);
-        const char *parent = last_component(dir, &parent_end);
-        size_t pn = (size_t)(dir + parent_end - parent);
-        if (pn > 0 && !(pn == 1 && parent[0] == '/') && !(pn == 1 && parent[0] == '.')) {
-            base = parent;
-            n = pn;
-        }
-    }
-    snprintf(out, len, "%.*s", (int)n, base);
-}

@@ -11,8 +11,5 @@ void tui_format_bytes(char *out, size_t len, size_t bytes);
 /* 830 ms below 10 s, else 12.4 s. */
 void tui_format_seconds(char *out, size_t len, double seconds);
 
-/* The name a pane shows for bundle directory dir: its last component, or the run's name when
- * that is `best` or `checkpoint` (runs/NAME/best is titled NAME). */
-void tui_bundle_name(char *out, size_t len, const char *dir);
 
 #endif

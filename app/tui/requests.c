@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mtlab/bundle.h"
 #include "mtlab/error.h"
 #include "tui/app.h"
 #include "tui/format.h"
@@ -36,7 +37,7 @@ int tui_pane_add(tui_app *a, const char *dir, const char *device)
     tui_pane *p = mt_xcalloc(1, sizeof *p);
     p->id = ++a->next_pane_id;
     p->dir = mt_xstrdup(dir);
-    tui_bundle_name(p->name, sizeof p->name, dir);
+    mt_bundle_name(p->name, sizeof p->name, dir);
     p->beam = a->default_beam;
     p->probe_segment = -1;
     p->heat_kind = -1;

@@ -65,26 +65,10 @@ size_t mt_corpus_stats_pairs(const mt_corpus_stats *s) { return s->pairs; }
 size_t mt_corpus_stats_entities(const mt_corpus_stats *s) { return s->counts.n; }
 mt_ner_lang mt_corpus_stats_lang(const mt_corpus_stats *s) { return s->lang; }
 
-typedef struct {
-    const char *name;
-    size_t count;
-} stats_entry;
-
-/* Most frequent first, then bytewise, so the file is stable and readable from the top. */
-static int by_count_then_name(const void *a, const void *b)
-{
-    const stats_entry *x = a, *y = b;
-    if (x->count != y->count) return x->count > y->count ? -1 : 1;
-    return strcmp(x->name, y->name);
-}
-
 int mt_corpus_stats_write(const mt_corpus_stats *s, const char *path)
 {
-    stats_entry *e = mt_xmalloc((s->counts.n + 1) * sizeof *e);
-    size_t n = 0;
-    for (size_t i = 0; i < s->counts.cap; i++)
-        if (s->counts.keys[i]) e[n++] = (stats_entry){s->counts.keys[i], s->counts.vals[i]};
-    qsort(e, n, sizeof *e, by_count_then_name);
+    size_t n;
+    tsv_name_count *e = tsv_sorted_counts(&s->counts, &n); /* most frequent first */
 
     atomic_file af;
     int rc = -1;

@@ -155,29 +155,13 @@ static int by_dice(const void *a, const void *b)
     return strcmp(x->form, y->form);
 }
 
-typedef struct {
-    const char *name;
-    size_t pairs;
-} name_count;
-
-static int by_pairs_then_name(const void *a, const void *b)
-{
-    const name_count *x = a, *y = b;
-    if (x->pairs != y->pairs) return x->pairs > y->pairs ? -1 : 1;
-    return strcmp(x->name, y->name);
-}
-
 /* Fills l's entries from the pair counts: joint maps "SOURCE\tTARGET" -> pairs. */
 static void choose_forms(mt_entity_lexicon *l, const side_counts *s, const strmap *target_pairs,
                          const strmap *joint)
 {
-    name_count *names = mt_xmalloc((s->names.n + 1) * sizeof *names);
-    size_t n = 0;
-    for (size_t i = 0; i < s->names.cap; i++)
-        if (s->names.keys[i] && s->names.vals[i] > 0)
-            names[n++] = (name_count){s->names.keys[i], s->names.vals[i]};
-    qsort(names, n, sizeof *names, by_pairs_then_name);
-    for (size_t i = 0; i < n; i++) add_entry(l, names[i].name, strlen(names[i].name), names[i].pairs);
+    size_t n;
+    tsv_name_count *names = tsv_sorted_counts(&s->names, &n);
+    for (size_t i = 0; i < n; i++) add_entry(l, names[i].name, strlen(names[i].name), names[i].count);
     free(names);
 
     /* the candidates of each name, gathered from the joint counts */

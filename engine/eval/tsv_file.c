@@ -69,3 +69,20 @@ int tsv_read(const char *path, const tsv_reader *r)
     fclose(f);
     return ok ? 0 : -1;
 }
+
+static int by_count_then_name(const void *a, const void *b)
+{
+    const tsv_name_count *x = a, *y = b;
+    if (x->count != y->count) return x->count > y->count ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+tsv_name_count *tsv_sorted_counts(const strmap *m, size_t *n)
+{
+    tsv_name_count *e = mt_xmalloc((m->n + 1) * sizeof *e);
+    *n = 0;
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->keys[i] && m->vals[i] > 0) e[(*n)++] = (tsv_name_count){m->keys[i], m->vals[i]};
+    qsort(e, *n, sizeof *e, by_count_then_name);
+    return e;
+}

@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include "data/strmap.h"
+
 /* A decimal count without sign, spaces or overflow: 0, or -1 (no message). */
 int tsv_parse_count(const char *s, size_t *out);
 
@@ -21,5 +23,14 @@ typedef struct {
 
 /* Read path through r: 0, or -1 with "PATH:LINE: problem" (mt_last_error). */
 int tsv_read(const char *path, const tsv_reader *r);
+
+/* The entries of a name -> count map with a count above 0, most frequent first, then bytewise:
+ * the files' row order, stable and readable from the top. malloc'd (*n entries); the names
+ * are the map's own. */
+typedef struct {
+    const char *name;
+    size_t count;
+} tsv_name_count;
+tsv_name_count *tsv_sorted_counts(const strmap *m, size_t *n);
 
 #endif

@@ -6,6 +6,7 @@
 #include <locale.h>
 
 #include "mtlab/entities.h"
+#include "mtlab/bundle.h"
 #include "mtlab/error.h"
 #include "mtlab/metrics.h"
 #include "tui/format.h"
@@ -190,7 +191,7 @@ static void test_bundle_names(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char name[64];
-        tui_bundle_name(name, sizeof name, cases[i][0]);
+        mt_bundle_name(name, sizeof name, cases[i][0]);
         if (strcmp(name, cases[i][1])) fail_msg("%s -> '%s', want '%s'", cases[i][0], name, cases[i][1]);
     }
 }

@@ -94,6 +94,9 @@ mt_bundle *mt_bundle_open(const char *dir, unsigned flags);
 void mt_bundle_close(mt_bundle *b);
 
 const char *mt_bundle_dir(const mt_bundle *b);
+/* The name a bundle directory goes by (pane titles, Lua's model.name): its last component, or
+ * the run's name when that is `best` or `checkpoint` (runs/NAME/best is called NAME). */
+void mt_bundle_name(char *out, size_t len, const char *dir);
 const mt_config *mt_bundle_config(const mt_bundle *b);
 const mt_safetensors *mt_bundle_weights(const mt_bundle *b);
 /* "<dir>/tokenizer.model", or NULL when absent (only with MT_BUNDLE_NO_TOKENIZER). */
