@@ -39,7 +39,7 @@ void tui_heat_title(char *out, size_t len, const tui_pane *p, const mt_probe_map
             snprintf(where, sizeof where, " %s %sL%d %d/%d", dot, m->encoder ? "encoder " : "",
                      m->layer, p->heat_nth + 1, count);
         else if (m->layer >= 0)
-            snprintf(where, sizeof where, " %sL%d", m->encoder ? "enc " : "", m->layer);
+            snprintf(where, sizeof where, " %s %sL%d", dot, m->encoder ? "enc " : "", m->layer);
         if (terse == 0) snprintf(seg, sizeof seg, " %s seg %d", dot, p->probe_segment + 1);
         snprintf(out, len, "%s%s%s%s", mt_probe_map_name(m), where, head, seg);
         if (width <= 0 || tui_text_width_z(out) <= width) return;
