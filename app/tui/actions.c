@@ -34,10 +34,11 @@ static void editor_changed(tui_app *a)
  * it. */
 static void move_cursor(tui_pane *p, int dy, int dx)
 {
-    const mt_probe_map *m;
-    float *v = tui_heat_pane_slice(p, &m);
-    free(v);
-    if (!m) return;
+    int i = p->probe && p->heat_kind >= 0
+                ? tui_heat_find(&p->probe->rec, (mt_probe_kind)p->heat_kind, p->heat_nth)
+                : -1;
+    if (i < 0) return;
+    const mt_probe_map *m = &p->probe->rec.maps[i];
     p->sel_row += dy, p->sel_col += dx;
     p->sel_row = p->sel_row < 0 ? 0 : p->sel_row >= m->rows ? m->rows - 1 : p->sel_row;
     p->sel_col = p->sel_col < 0 ? 0 : p->sel_col >= m->cols ? m->cols - 1 : p->sel_col;

@@ -124,7 +124,7 @@ static void draw_readout(tui_app *a, tui_pane *p, WINDOW *w, int y, int x, int w
     char rl[LABEL_MAX], cl[LABEL_MAX], val[32], line[256];
     tui_heat_axis_label(rl, sizeof rl, p->probe, m->row_axis, p->sel_row);
     tui_heat_axis_label(cl, sizeof cl, p->probe, m->col_axis, p->sel_col);
-    int tokens_r = m->row_axis >= MT_PROBE_AXIS_TARGET, tokens_c = m->col_axis >= MT_PROBE_AXIS_TARGET;
+    int tokens_r = tui_heat_token_axis(m->row_axis), tokens_c = tui_heat_token_axis(m->col_axis);
     if (mt_probe_masked(m, p->sel_row, p->sel_col))
         snprintf(val, sizeof val, "masked");
     else
@@ -233,7 +233,7 @@ void tui_draw_heatmap(tui_app *a, tui_pane *p, WINDOW *w, int y0, int x0, int h,
     p->sel_row = clamp(p->sel_row, 0, m->rows - 1);
     p->sel_col = clamp(p->sel_col, 0, m->cols - 1);
     const mt_probe_record *r = &p->probe->rec;
-    int labelled_cols = m->col_axis >= MT_PROBE_AXIS_TARGET;
+    int labelled_cols = tui_heat_token_axis(m->col_axis);
     tui_heat_geom_in in = {m->rows, m->cols, tui_heat_split(r, m->row_axis),
                            tui_heat_split(r, m->col_axis), widest_label(p, m->row_axis, m->rows),
                            labelled_cols ? widest_label(p, m->col_axis, m->cols) : 0,

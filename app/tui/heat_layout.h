@@ -20,7 +20,6 @@
 #define TUI_HEAT_CELL_W_MAX 10
 #define TUI_HEAT_LABEL_H_MAX 6  /* characters of a vertical column label */
 #define TUI_HEAT_GUTTER_MAX 14  /* columns of the row labels, marker included */
-#define TUI_HEAT_STEPS_MAX 16   /* colour steps of the legend */
 
 typedef struct {
     int rows, cols;           /* the map */

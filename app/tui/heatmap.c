@@ -108,6 +108,11 @@ void tui_heat_axis_label(char *out, size_t len, const mt_labelled_probe *pr, mt_
     snprintf(out, len, "%s", s);
 }
 
+int tui_heat_token_axis(mt_probe_axis axis)
+{
+    return axis == MT_PROBE_AXIS_TARGET || axis == MT_PROBE_AXIS_SOURCE;
+}
+
 const char *tui_heat_axis_name(const mt_probe_record *r, mt_probe_axis axis)
 {
     switch (axis) {

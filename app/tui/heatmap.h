@@ -36,6 +36,8 @@ int tui_heat_split(const mt_probe_record *r, mt_probe_axis axis);
  * a layer, "g3" for a channel group. */
 void tui_heat_axis_label(char *out, size_t len, const mt_labelled_probe *pr, mt_probe_axis axis,
                          int i);
+/* 1 when an axis indexes tokens (target or source positions), not layers or groups. */
+int tui_heat_token_axis(mt_probe_axis axis);
 /* What an axis indexes, for readouts and exported plots: "layer", "channel group", "target
  * position", "source position" (decoder-only: "position"). */
 const char *tui_heat_axis_name(const mt_probe_record *r, mt_probe_axis axis);

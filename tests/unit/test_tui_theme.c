@@ -210,6 +210,8 @@ static void test_heat_axis_labels(void **state)
     assert_string_equal(out, "L2");
     tui_heat_axis_label(out, sizeof out, &pr, MT_PROBE_AXIS_GROUP, 0);
     assert_string_equal(out, "g0");
+    assert_true(tui_heat_token_axis(MT_PROBE_AXIS_TARGET) && tui_heat_token_axis(MT_PROBE_AXIS_SOURCE));
+    assert_false(tui_heat_token_axis(MT_PROBE_AXIS_LAYER) || tui_heat_token_axis(MT_PROBE_AXIS_GROUP));
 }
 
 int main(void)
