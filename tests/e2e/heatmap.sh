@@ -161,11 +161,24 @@ check "... the marked row is the readout's" wait_for '^│▶Dios +█' 2
 # a click on a cell puts the cursor there
 T send-keys -t e2e z
 wait_for '^┌─ retnet-small' 5
-click_cell() { # row label, column label
-    local y x line prefix
+# settled_screen: the screen once two captures 0.1 s apart agree (a slow build may be drawing)
+settled_screen() {
+    local a b i
+    a=$(screen)
+    for i in $(seq 50); do
+        sleep 0.1
+        b=$(screen)
+        [ "$a" = "$b" ] && break
+        a=$b
+    done
+    printf '%s\n' "$b"
+}
+click_cell() { # row label, column label: both read from one settled screen
+    local y x s line prefix
     wait_for "^│ +Y +dijo +Dios" 5 && wait_for "^│[▶ ]$1 " 5 || return 1
-    y=$(screen | grep -nE "^│[▶ ]$1 " | head -1 | cut -d: -f1)
-    line=$(screen | grep -E "^│ +Y +dijo +Dios" | head -1)
+    s=$(settled_screen)
+    y=$(grep -nE "^│[▶ ]$1 " <<<"$s" | head -1 | cut -d: -f1)
+    line=$(grep -E "^│ +Y +dijo +Dios" <<<"$s" | head -1)
     prefix=${line%%" $2 "*}
     x=$(( ${#prefix} + 1 ))
     [ -n "$y" ] && [ -n "$line" ] || return 1
