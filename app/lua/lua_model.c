@@ -515,7 +515,7 @@ static int m_probe(lua_State *L)
     char where[32] = "all layers";
     if (map->layer >= 0) snprintf(where, sizeof where, "layer %d", map->layer + 1);
     snprintf(what, sizeof what, "%s%s, %s%s", encoder ? "encoder " : "",
-             mt_probe_kind_name(map->kind), where,
+             mt_probe_map_name(map), where,
              map->heads > 1 ? (head ? ", one head" : ", mean of heads") : "");
     mtl_push_matrix(L, values, map->rows, map->cols, (const char *const *)rows,
                     (const char *const *)cols, what);

@@ -15,6 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__SANITIZE_ADDRESS__)
+/* fontconfig (under cairo's text) keeps its configuration for the life of the process, by
+ * design: not a leak for LeakSanitizer in any program that draws a plot */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void) { return "leak:libfontconfig.so\n"; }
+#endif
+
 typedef struct {
     unsigned char *data;
     size_t n, cap;

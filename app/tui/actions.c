@@ -30,11 +30,24 @@ static void editor_changed(tui_app *a)
     a->dirty = 1;
 }
 
+/* The heatmap's cursor moved by (dy, dx), kept inside the shown map; the drawing scrolls to
+ * it. */
+static void move_cursor(tui_pane *p, int dy, int dx)
+{
+    int i = p->probe && p->heat_kind >= 0
+                ? tui_heat_find(&p->probe->rec, (mt_probe_kind)p->heat_kind, p->heat_nth)
+                : -1;
+    if (i < 0) return;
+    const mt_probe_map *m = &p->probe->rec.maps[i];
+    p->sel_row += dy, p->sel_col += dx;
+    p->sel_row = p->sel_row < 0 ? 0 : p->sel_row >= m->rows ? m->rows - 1 : p->sel_row;
+    p->sel_col = p->sel_col < 0 ? 0 : p->sel_col >= m->cols ? m->cols - 1 : p->sel_col;
+}
+
 static void scroll_pane(tui_app *a, tui_pane *p, int delta)
 {
     if (p->view == TUI_VIEW_HEATMAP) {
-        p->heat_row0 += delta;
-        if (p->heat_row0 < 0) p->heat_row0 = 0;
+        move_cursor(p, delta, 0);
     } else {
         p->scroll += delta;
         if (p->scroll < 0) p->scroll = 0;
@@ -119,12 +132,10 @@ static void heat_step(tui_app *a, tui_action act)
     case TUI_ACT_HEAT_NORM:
         p->heat_norm = (tui_heat_norm)((p->heat_norm + 1) % TUI_NORM_COUNT);
         break;
-    case TUI_ACT_SELECT_PREV:
-        p->sel = p->sel <= 0 ? r->n_tokens - 1 : p->sel - 1;
-        break;
-    case TUI_ACT_SELECT_NEXT:
-        p->sel = p->sel + 1 >= r->n_tokens ? 0 : p->sel + 1;
-        break;
+    case TUI_ACT_CURSOR_LEFT: move_cursor(p, 0, -1); break;
+    case TUI_ACT_CURSOR_RIGHT: move_cursor(p, 0, 1); break;
+    case TUI_ACT_CURSOR_UP: move_cursor(p, -1, 0); break;
+    case TUI_ACT_CURSOR_DOWN: move_cursor(p, 1, 0); break;
     default:
         break;
     }
@@ -154,16 +165,15 @@ static void editor_action(tui_app *a, tui_action act)
     for (int i = 0; i < a->n_panes; i++) tui_request_probe(a, a->panes[i]);
 }
 
-/* A click on a heatmap cell selects its token: the column's, or the row's when the columns
- * are not decoder positions (layers, groups, source positions). (y, x) inside the pane. */
+/* A click on a heatmap cell puts the cursor there (the layout the last frame drew). (y, x)
+ * inside the pane. */
 static void select_at(tui_pane *p, int y, int x)
 {
-    if (p->view != TUI_VIEW_HEATMAP || !p->probe || !tui_rect_contains(p->heat_cells, y, x))
-        return;
-    int col = p->heat_col0 + x - p->heat_cells.x;
-    int row = (p->heat_row0 + y - p->heat_cells.y) * p->heat_rows_per_line;
-    int sel = p->heat_click_cols ? col : row;
-    if (sel < p->probe->rec.n_tokens) p->sel = sel;
+    if (p->view != TUI_VIEW_HEATMAP || !p->probe) return;
+    int row = tui_heat_row_at(&p->heat_geom, y - p->heat_y0);
+    int col = tui_heat_col_at(&p->heat_geom, x - p->heat_x0);
+    if (row < 0 || col < 0) return;
+    p->sel_row = row, p->sel_col = col;
 }
 
 /* The pane index under (y, x), -1 for the editor, -2 for anything else. */
@@ -210,8 +220,14 @@ static void apply(tui_app *a, tui_action act, int my, int mx)
     case TUI_ACT_HEAT_LAYER:
     case TUI_ACT_HEAT_HEAD:
     case TUI_ACT_HEAT_NORM:
-    case TUI_ACT_SELECT_PREV:
-    case TUI_ACT_SELECT_NEXT: heat_step(a, act); break;
+    case TUI_ACT_CURSOR_LEFT:
+    case TUI_ACT_CURSOR_RIGHT:
+    case TUI_ACT_CURSOR_UP:
+    case TUI_ACT_CURSOR_DOWN: heat_step(a, act); break;
+    case TUI_ACT_HEAT_EXPORT:
+        if (a->focus >= 0) tui_heat_export(a, a->panes[a->focus]);
+        break;
+    case TUI_ACT_ZOOM: a->zoom = !a->zoom; break;
     case TUI_ACT_REDRAW: clearok(curscr, TRUE); break;
     case TUI_ACT_CLOSE:
         if (a->overlay != TUI_OVERLAY_NONE) {
@@ -219,6 +235,7 @@ static void apply(tui_app *a, tui_action act, int my, int mx)
             a->overlay = TUI_OVERLAY_NONE;
         } else {
             a->focus = -1;
+            a->zoom = 0;
         }
         break;
     case TUI_ACT_CHOOSE: tui_picker_choose(a); break;
@@ -252,6 +269,13 @@ void tui_handle_key(tui_app *a, int key, int is_char)
     }
     if (is_char) {
         if (a->overlay != TUI_OVERLAY_NONE) return;
+        /* the heatmap's letters (z, e); any other goes to the editor */
+        tui_action act = focus_context(a) == TUI_IN_HEATMAP ? tui_key_action(key, TUI_IN_HEATMAP)
+                                                             : TUI_ACT_NONE;
+        if (act != TUI_ACT_NONE) {
+            apply(a, act, -1, -1);
+            return;
+        }
         a->focus = -1;
         if (tui_editor_insert_char(&a->ed, (uint32_t)key))
             tui_notice(a, "the editor is full (%d KiB)", TUI_EDITOR_MAX_BYTES / 1024);

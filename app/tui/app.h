@@ -4,8 +4,9 @@
  * actions.c (what keys do), events.c (what workers report), requests.c (what gets translated),
  * theme_choice.c (which theme), notice.c (the message over the status line), picker.c,
  * jobs_view.c (the jobs view's keys; jobs_watch.c its watcher thread, jobs_format.c its pure
- * pieces), draw*.c (draw_jobs.c: the jobs view); the Lua console (Ctrl-O) is app/console/
- * (console.h). */
+ * pieces), draw*.c (draw_jobs.c: the jobs view; draw_heatmap.c: a pane's heatmap, laid out
+ * by heat_layout.c, its data and files from heat_export.c); the Lua console (Ctrl-O) is
+ * app/console/ (console.h). */
 #ifndef MTLAB_TUI_APP_H
 #define MTLAB_TUI_APP_H
 
@@ -14,6 +15,7 @@
 #include "mtlab/entities.h"
 #include "mtlab/probe.h"
 #include "tui/editor.h"
+#include "tui/heat_layout.h"
 #include "tui/heatmap.h"
 #include "tui/jobs_view.h"
 #include "tui/keys.h"
@@ -62,12 +64,10 @@ typedef struct {
     int heat_nth;           /* which map of that kind (layer order) */
     int heat_head;          /* -1: the heads' average */
     tui_heat_norm heat_norm;
-    int sel;                /* selected token (a position of the map's columns), -1 none */
-    int heat_row0;          /* first map row shown */
-    tui_rect heat_cells;    /* where the last frame drew the map cells (for mouse clicks) */
-    int heat_col0;          /* first map column drawn */
-    int heat_rows_per_line; /* map rows per screen line: 2 with half blocks */
-    int heat_click_cols;    /* 1: a click selects the token of its column, 0: of its row */
+    int sel_row, sel_col;   /* the heatmap's cursor (kept inside the map when drawn) */
+    int heat_row0, heat_col0; /* first map row and column shown */
+    tui_heat_geom heat_geom; /* the last frame's layout, for mouse clicks */
+    int heat_y0, heat_x0;   /* where in the pane it was drawn */
 } tui_pane;
 
 /* What was last sent for translation: the editor's segments then, with their entities. */
@@ -92,6 +92,8 @@ typedef struct {
     tui_log log;
     tui_queue q;
     tui_console *console;   /* NULL until Ctrl-O first opens it */
+    int zoom;               /* z: the focused pane takes the whole screen */
+    int zoomed;             /* the pane the layout zoomed, -1 none */
 
     /* look */
     tui_theme theme;
@@ -199,6 +201,17 @@ void tui_draw(tui_app *a);
 void tui_draw_editor(tui_app *a, WINDOW *w);
 void tui_draw_pane(tui_app *a, int index, WINDOW *w);
 void tui_draw_heatmap(tui_app *a, tui_pane *p, WINDOW *w, int y0, int x0, int h, int width);
+
+/* the heatmap a pane shows (heat_export.c) */
+/* Its slice (malloc'd; the map in *map) as tui_heat_pick gives it. */
+float *tui_heat_pane_slice(const tui_pane *p, const mt_probe_map **map);
+/* Its header: "retention · L1 2/3 · mean of 4 heads · seg 1" (dot: the separator glyph), made
+ * shorter to fit width columns when it can (width <= 0: the whole). */
+void tui_heat_title(char *out, size_t len, const tui_pane *p, const mt_probe_map *m,
+                    const char *dot, int width);
+/* Write it as SVG, PNG (cairo) and CSV into the working directory, under names no file has
+ * yet; the notice says where, or why not. */
+void tui_heat_export(tui_app *a, tui_pane *p);
 void tui_draw_overlay(tui_app *a, WINDOW *w);
 
 #endif

@@ -24,6 +24,12 @@ static void drop(WINDOW **w)
     *w = NULL;
 }
 
+/* The pane z zooms: the focused one, while no console is open. -1: none. */
+static int zoom_target(tui_app *a)
+{
+    return a->zoom && a->focus >= 0 && !tui_console_is_open(a) ? a->focus : -1;
+}
+
 void tui_free_windows(tui_app *a)
 {
     drop(&a->w_editor);
@@ -40,6 +46,8 @@ void tui_build_windows(tui_app *a)
     tui_free_windows(a);
     tui_layout_compute_console(&a->L, COLS, LINES, a->n_panes, a->show_log,
                                tui_console_is_open(a));
+    a->zoomed = zoom_target(a);
+    tui_layout_zoom(&a->L, a->zoomed);
     a->relayout = 0;
     a->dirty = 1;
     if (a->L.too_small) return;
@@ -144,7 +152,7 @@ static void draw_status(tui_app *a, WINDOW *w)
 
 void tui_draw(tui_app *a)
 {
-    if (a->relayout) tui_build_windows(a);
+    if (a->relayout || zoom_target(a) != a->zoomed) tui_build_windows(a);
     a->dirty = 0;
     if (a->L.too_small) {
         draw_too_small(a);

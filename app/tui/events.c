@@ -38,8 +38,7 @@ static void take_probe(tui_app *a, tui_pane *p, tui_event *ev)
     }
     if (p->heat_kind >= 0 && p->heat_nth >= tui_heat_count(r, (mt_probe_kind)p->heat_kind))
         p->heat_nth = 0;
-    if (p->sel >= r->n_tokens) p->sel = -1;
-    p->heat_row0 = 0;
+    p->heat_row0 = p->heat_col0 = 0;
 }
 
 static void request_event(tui_app *a, tui_pane *p, tui_event *ev)

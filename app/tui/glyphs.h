@@ -12,11 +12,10 @@ typedef struct {
     const char *arrow;           /* between a name and its translation: "Dios→God" */
     const char *times;           /* before a repeat count: "Dios ×3" */
     const char *ellipsis;
-    const char *upper_half;      /* a heat cell holding two rows (colour only) */
     const char *shades[TUI_SHADES]; /* a heat cell by shading, light to dark */
     const char *spinner[8];
     int n_spinner;
-    const char *row_mark, *col_mark; /* the selected token's row and column */
+    const char *row_mark, *col_mark; /* the heatmap cursor's row and column */
     const char *dot;             /* separator in titles */
 } tui_glyphs;
 

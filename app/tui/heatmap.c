@@ -1,7 +1,10 @@
 #include "tui/heatmap.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
+
+#include "mtlab/error.h"
 
 int tui_heat_count(const mt_probe_record *r, mt_probe_kind kind)
 {
@@ -69,4 +72,53 @@ int tui_heat_level(float v, int levels)
 {
     int l = (int)(v * (float)levels);
     return l < 0 ? 0 : l >= levels ? levels - 1 : l;
+}
+
+float *tui_heat_pick(const mt_probe_record *r, int kind, int nth, int h, const mt_probe_map **map)
+{
+    *map = NULL;
+    int i = kind >= 0 ? tui_heat_find(r, (mt_probe_kind)kind, nth) : -1;
+    if (i < 0) return NULL;
+    const mt_probe_map *m = *map = &r->maps[i];
+    if (m->rows == 0 || m->cols == 0) return NULL;
+    float *v = mt_xmalloc((size_t)m->rows * (size_t)m->cols * sizeof *v);
+    tui_heat_slice(v, m, h);
+    return v;
+}
+
+int tui_heat_split(const mt_probe_record *r, mt_probe_axis axis)
+{
+    /* an encoder-decoder's decoder sequence is `<bos> hyp`: all of it is the translation */
+    return axis == MT_PROBE_AXIS_TARGET && r->n_src == 0 && r->n_prompt < r->n_tokens
+               ? r->n_prompt
+               : 0;
+}
+
+void tui_heat_axis_label(char *out, size_t len, const mt_labelled_probe *pr, mt_probe_axis axis,
+                         int i)
+{
+    if (axis == MT_PROBE_AXIS_LAYER || axis == MT_PROBE_AXIS_GROUP) {
+        snprintf(out, len, "%s%d", axis == MT_PROBE_AXIS_LAYER ? "L" : "g", i);
+        return;
+    }
+    char **labels = axis == MT_PROBE_AXIS_SOURCE ? pr->src_labels : pr->labels;
+    int n = axis == MT_PROBE_AXIS_SOURCE ? pr->rec.n_src : pr->rec.n_tokens;
+    const char *s = i >= 0 && i < n && labels ? labels[i] : "?";
+    if (!strncmp(s, "\u2581", 3) && s[3]) s += 3;
+    snprintf(out, len, "%s", s);
+}
+
+int tui_heat_token_axis(mt_probe_axis axis)
+{
+    return axis == MT_PROBE_AXIS_TARGET || axis == MT_PROBE_AXIS_SOURCE;
+}
+
+const char *tui_heat_axis_name(const mt_probe_record *r, mt_probe_axis axis)
+{
+    switch (axis) {
+    case MT_PROBE_AXIS_LAYER: return "layer";
+    case MT_PROBE_AXIS_GROUP: return "channel group";
+    case MT_PROBE_AXIS_SOURCE: return "source position";
+    default: return r->n_src ? "target position" : "position";
+    }
 }

@@ -9,7 +9,10 @@
 #ifndef MTLAB_TUI_HEATMAP_H
 #define MTLAB_TUI_HEATMAP_H
 
+#include <stddef.h>
+
 #include "mtlab/probe.h"
+#include "mtlab/worker.h"
 
 #define TUI_HEAT_LOG_DECADES 3.0
 
@@ -21,6 +24,23 @@ int tui_heat_find(const mt_probe_record *r, mt_probe_kind kind, int nth);
 int tui_heat_count(const mt_probe_record *r, mt_probe_kind kind);
 /* The next kind after `kind` that the record has (wrapping), or -1 when it has none. */
 int tui_heat_next_kind(const mt_probe_record *r, int kind);
+
+/* The (rows, cols) slice of head h (the mean when h < 0) of map (kind, nth), malloc'd; *map
+ * gets the map. NULL (and *map NULL) when r has no such map, or *map set when it is empty. */
+float *tui_heat_pick(const mt_probe_record *r, int kind, int nth, int h, const mt_probe_map **map);
+
+/* The first position after the source/target boundary on an axis (the prompt `src <sep>` of
+ * a decoder-only model, then its translation), or 0 where the axis has none. */
+int tui_heat_split(const mt_probe_record *r, mt_probe_axis axis);
+/* The label of position i of an axis: the token's piece without its word-start mark, "L2" for
+ * a layer, "g3" for a channel group. */
+void tui_heat_axis_label(char *out, size_t len, const mt_labelled_probe *pr, mt_probe_axis axis,
+                         int i);
+/* 1 when an axis indexes tokens (target or source positions), not layers or groups. */
+int tui_heat_token_axis(mt_probe_axis axis);
+/* What an axis indexes, for readouts and exported plots: "layer", "channel group", "target
+ * position", "source position" (decoder-only: "position"). */
+const char *tui_heat_axis_name(const mt_probe_record *r, mt_probe_axis axis);
 
 /* out (rows, cols) = head h of the map, or the mean over heads when h < 0. */
 void tui_heat_slice(float *out, const mt_probe_map *m, int h);

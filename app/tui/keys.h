@@ -5,7 +5,8 @@
  *
  * Keys are ints: a character or control character is its code point ('\t', TUI_CTRL('q')); a
  * curses function key is TUI_FKEY(KEY_F(1)); mouse pseudo-keys are TUI_MOUSE_*. Typing a
- * printable character is not in the table, except in the jobs view: it goes to the editor. */
+ * printable character is not in the table, except in the jobs view and a few letters of the
+ * heatmap (z, e): it goes to the editor. */
 #ifndef MTLAB_TUI_KEYS_H
 #define MTLAB_TUI_KEYS_H
 
@@ -37,8 +38,12 @@ typedef enum {
     TUI_ACT_HEAT_LAYER,
     TUI_ACT_HEAT_HEAD,
     TUI_ACT_HEAT_NORM,
-    TUI_ACT_SELECT_PREV,  /* heatmap: the token before / after the selected one */
-    TUI_ACT_SELECT_NEXT,
+    TUI_ACT_CURSOR_LEFT,  /* heatmap: move the cursor a column / a row */
+    TUI_ACT_CURSOR_RIGHT,
+    TUI_ACT_CURSOR_UP,
+    TUI_ACT_CURSOR_DOWN,
+    TUI_ACT_ZOOM,         /* the focused pane over the whole screen, and back */
+    TUI_ACT_HEAT_EXPORT,  /* the heatmap as SVG, PNG and CSV files */
     TUI_ACT_REDRAW,
     TUI_ACT_CLOSE,
     TUI_ACT_CHOOSE,       /* overlay: act on the highlighted line */

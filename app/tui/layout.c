@@ -107,3 +107,12 @@ int tui_layout_compute_console(tui_layout *out, int cols, int rows, int n_panes,
     out->overlay = (tui_rect){(rows - 1 - oh) / 2, (cols - ow) / 2, oh, ow};
     return 0;
 }
+
+void tui_layout_zoom(tui_layout *L, int pane)
+{
+    if (L->too_small || pane < 0 || pane >= L->n_panes) return;
+    for (int i = 0; i < L->n_panes; i++) L->panes[i] = (tui_rect){0, 0, 0, 0};
+    L->panes[pane] = (tui_rect){0, 0, L->status.y, L->cols};
+    L->editor.h = 0;
+    L->log = L->console = (tui_rect){0, 0, 0, 0};
+}

@@ -51,6 +51,11 @@ int tui_layout_compute(tui_layout *out, int cols, int rows, int n_panes, int sho
 int tui_layout_compute_console(tui_layout *out, int cols, int rows, int n_panes, int show_log,
                                int show_console);
 
+/* Zoom: pane (0 .. n_panes - 1) takes every line above the status line; the editor, the
+ * other panes, the log and the console are left out (h = 0; the editor keeps its width). The
+ * overlay box stays. */
+void tui_layout_zoom(tui_layout *L, int pane);
+
 /* 1 when the point (y, x) lies inside r. */
 int tui_rect_contains(tui_rect r, int y, int x);
 

@@ -44,7 +44,6 @@ int tui_pane_add(tui_app *a, const char *dir, const char *device)
     p->heat_head = -1;
     /* per row by default: every map readable at once; F12 moves to the shared raw scale */
     p->heat_norm = TUI_NORM_ROW;
-    p->sel = -1;
     p->worker = tui_worker_start(p->id, dir, device, &a->q);
     if (!p->worker) {
         free(p->dir);

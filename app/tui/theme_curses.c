@@ -44,10 +44,7 @@ void tui_palette_build(tui_palette *p, const tui_theme *t, tui_color_level level
         p->attr[m] |= extra;
     }
     if (t->n_heat == 0) return;
-    int rich = level >= TUI_COLORS_256;
-    int L = rich ? TUI_HEAT_LEVELS_MAX : 8;
-    int need = next + L * L + L;
-    p->half_blocks = rich && COLOR_PAIRS > need;
+    int L = level >= TUI_COLORS_256 ? TUI_HEAT_LEVELS_MAX : 8;
     if (COLOR_PAIRS <= next + L) return;
     p->heat_levels = L;
     tui_color lv[TUI_HEAT_LEVELS_MAX];
@@ -59,12 +56,6 @@ void tui_palette_build(tui_palette *p, const tui_theme *t, tui_color_level level
         init_extended_pair(next++, color_number(&lv[i], level, &extra), text_bg);
         p->heat_fg_attr[i] = extra;
     }
-    if (!p->half_blocks) return;
-    p->heat_pair0 = (short)next;
-    for (int i = 0; i < L; i++)
-        for (int j = 0; j < L; j++)
-            init_extended_pair(next++, color_number(&lv[i], level, NULL),
-                               color_number(&lv[j], level, NULL));
 }
 
 void tui_set_style(WINDOW *w, const tui_palette *p, tui_meaning m)

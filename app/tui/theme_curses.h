@@ -12,10 +12,8 @@
 typedef struct {
     tui_color_level level;
     int heat_levels;      /* colour steps of the heat scale; 0: glyph shading only */
-    int half_blocks;      /* 1: a heat cell holds two map rows (upper half-block glyph) */
     short pair[TUI_N_MEANINGS];
     attr_t attr[TUI_N_MEANINGS];
-    short heat_pair0;     /* pair of (upper level i, lower level j): heat_pair0 + i*L + j */
     short heat_fg0;       /* pair of level i on the text background: heat_fg0 + i */
     attr_t heat_fg_attr[TUI_HEAT_LEVELS_MAX]; /* bold for bright colours on 8-colour terminals */
 } tui_palette;

@@ -188,6 +188,7 @@ int tui_run(const tui_options *o)
     tui_editor_init(&a->ed, TUI_EDITOR_MAX_BYTES);
     tui_log_init(&a->log);
     a->focus = -1;
+    a->zoomed = -1;
     a->default_beam = o->beam > 0 ? o->beam : 1;
     a->default_device = o->device;
     a->ascii = o->ascii;

@@ -24,6 +24,18 @@ const char *mt_probe_kind_name(mt_probe_kind kind)
     return kind >= 0 && kind < MT_PROBE_KINDS ? names[kind] : "?";
 }
 
+const char *mt_probe_map_name(const mt_probe_map *m)
+{
+    if (m->kind == MT_PROBE_SELF_ATTN && m->unit == MT_PROBE_UNIT_RETENTION) return "retention";
+    if (m->kind == MT_PROBE_SELF_ATTN && m->window > 0) return "local window attention";
+    return mt_probe_kind_name(m->kind);
+}
+
+int mt_probe_masked(const mt_probe_map *m, int r, int c)
+{
+    return (m->causal && c > r) || (m->window > 0 && c < r - m->window);
+}
+
 void mt_probe_record_free(mt_probe_record *r)
 {
     for (int i = 0; i < r->n_maps; i++) free(r->maps[i].values);
@@ -33,12 +45,15 @@ void mt_probe_record_free(mt_probe_record *r)
     memset(r, 0, sizeof *r);
 }
 
-static mt_probe_map *add_map(mt_probe_record *r, mt_probe_kind kind, int layer, int encoder,
-                             int heads, int rows, int cols, mt_probe_axis ra, mt_probe_axis ca)
+static mt_probe_map *add_map(mt_probe_record *r, mt_probe_kind kind, mt_probe_unit unit,
+                             int layer, int encoder, int heads, int rows, int cols,
+                             mt_probe_axis ra, mt_probe_axis ca)
 {
     r->maps = mt_xrealloc(r->maps, (size_t)(r->n_maps + 1) * sizeof *r->maps);
     mt_probe_map *m = &r->maps[r->n_maps++];
-    *m = (mt_probe_map){kind, layer, encoder, heads, rows, cols, ra, ca, NULL};
+    *m = (mt_probe_map){.kind = kind, .unit = unit, .layer = layer, .encoder = encoder,
+                        .heads = heads, .rows = rows, .cols = cols, .row_axis = ra,
+                        .col_axis = ca};
     m->values = mt_xcalloc((size_t)heads * rows * cols, sizeof *m->values);
     return m;
 }
@@ -110,8 +125,8 @@ static void mamba_maps(mt_probe_record *r, probe_ctx *c, const mt_model *m, cons
         float *norms = mt_xmalloc((size_t)T * sizeof *norms);
         float *groups = NULL;
         if (wants(c, MT_PROBE_STATE_GROUPS))
-            groups = add_map(r, MT_PROBE_STATE_GROUPS, layer, encoder, 1, G, T,
-                             MT_PROBE_AXIS_GROUP, axis)->values;
+            groups = add_map(r, MT_PROBE_STATE_GROUPS, MT_PROBE_UNIT_MAMBA, layer, encoder, 1,
+                             G, T, MT_PROBE_AXIS_GROUP, axis)->values;
         mt_state_norms(norms, groups, G, uu, dt, dt_bias, A_log, Bm, T, D, N);
         if (!encoder) {
             c->norms = mt_xrealloc(c->norms, (size_t)(c->n_norm_layers + 1) * T * sizeof *c->norms);
@@ -120,8 +135,11 @@ static void mamba_maps(mt_probe_record *r, probe_ctx *c, const mt_model *m, cons
         free(norms);
     }
     if (wants(c, MT_PROBE_IMPLICIT_ATTN)) {
-        float *out = add_map(r, MT_PROBE_IMPLICIT_ATTN, layer, encoder, 1, T, T, axis, axis)->values;
-        implicit_mean_abs(out, dt, dt_bias, A_log, Bm, Cm, T, D, N);
+        /* alpha_d[r][c] is a sum over c <= r: the scan is causal */
+        mt_probe_map *map = add_map(r, MT_PROBE_IMPLICIT_ATTN, MT_PROBE_UNIT_MAMBA, layer,
+                                    encoder, 1, T, T, axis, axis);
+        map->causal = 1;
+        implicit_mean_abs(map->values, dt, dt_bias, A_log, Bm, Cm, T, D, N);
     }
     free(uu);
     free(dt);
@@ -149,19 +167,25 @@ static void stack_maps(mt_probe_record *r, probe_ctx *c, const mt_model *m, cons
             mamba_maps(r, c, m, u, &sa->w[i], layer, encoder, T);
         } else if (u->kind == MT_UNIT_SELF_ATTN && wants(c, MT_PROBE_SELF_ATTN)) {
             int H = u->cfg.attn.H;
-            mt_probe_map *map = add_map(r, MT_PROBE_SELF_ATTN, layer, encoder, H, T, T, own, own);
+            mt_probe_map *map = add_map(r, MT_PROBE_SELF_ATTN, MT_PROBE_UNIT_ATTENTION, layer,
+                                        encoder, H, T, T, own, own);
+            map->causal = u->cfg.attn.causal;
+            map->window = u->cfg.attn.causal ? u->cfg.attn.window : 0;
             m->be->download(map->values, sa->w[i].a.attn.att, (size_t)H * T * T * sizeof(float));
         } else if (u->kind == MT_UNIT_RETENTION && wants(c, MT_PROBE_SELF_ATTN)) {
             /* retention weights are signed; their magnitude is what a heatmap compares */
             int H = u->cfg.ret.H;
-            mt_probe_map *map = add_map(r, MT_PROBE_SELF_ATTN, layer, encoder, H, T, T, own, own);
+            mt_probe_map *map = add_map(r, MT_PROBE_SELF_ATTN, MT_PROBE_UNIT_RETENTION, layer,
+                                        encoder, H, T, T, own, own);
+            map->causal = 1;
             size_t n = (size_t)H * T * T;
             m->be->download(map->values, sa->w[i].a.ret.att, n * sizeof(float));
             for (size_t j = 0; j < n; j++) map->values[j] = fabsf(map->values[j]);
         } else if (u->kind == MT_UNIT_CROSS_ATTN && wants(c, MT_PROBE_CROSS_ATTN)) {
             int H = u->cfg.attn.H;
-            mt_probe_map *map = add_map(r, MT_PROBE_CROSS_ATTN, layer, encoder, H, T, S,
-                                        MT_PROBE_AXIS_TARGET, MT_PROBE_AXIS_SOURCE);
+            mt_probe_map *map = add_map(r, MT_PROBE_CROSS_ATTN, MT_PROBE_UNIT_ATTENTION, layer,
+                                        encoder, H, T, S, MT_PROBE_AXIS_TARGET,
+                                        MT_PROBE_AXIS_SOURCE);
             m->be->download(map->values, sa->w[i].a.attn.att, (size_t)H * T * S * sizeof(float));
         }
     }
@@ -210,8 +234,9 @@ int mt_probe_run(mt_model *m, const int32_t *src, int src_len, const int32_t *hy
     stack_maps(out, &c, m, &m->dec, &m->dec_acts, 0, T, S);
     if (encdec) stack_maps(out, &c, m, &m->enc, &m->enc_acts, 1, S, 0);
     if (c.n_norm_layers > 0 && wants(&c, MT_PROBE_STATE_NORMS)) {
-        mt_probe_map *map = add_map(out, MT_PROBE_STATE_NORMS, -1, 0, 1, c.n_norm_layers, T,
-                                    MT_PROBE_AXIS_LAYER, MT_PROBE_AXIS_TARGET);
+        mt_probe_map *map = add_map(out, MT_PROBE_STATE_NORMS, MT_PROBE_UNIT_MODEL, -1, 0, 1,
+                                    c.n_norm_layers, T, MT_PROBE_AXIS_LAYER,
+                                    MT_PROBE_AXIS_TARGET);
         memcpy(map->values, c.norms, (size_t)c.n_norm_layers * T * sizeof *c.norms);
     }
     free(c.norms);

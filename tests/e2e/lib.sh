@@ -38,3 +38,32 @@ exited_cleanly() {
 run_mtlab() { T send-keys -t e2e -l "$1; echo \"mtlab exited \$?\""; T send-keys -t e2e Enter; }
 # type a line into the focused console and press Enter
 type_line() { T send-keys -t e2e -l "$1"; T send-keys -t e2e Enter; }
+# wait_count REGEX N [SECONDS]: until at least N matches on the screen
+wait_count() {
+    local deadline=$(( $(now_ms) + ${3:-10} * 1000 ))
+    while [ "$(now_ms)" -lt $deadline ]; do
+        [ "$(screen | grep -Eo -- "$1" | wc -l)" -ge "$2" ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+# the screen without what changes from run to run: a pane's timings in its bottom border
+stable_screen() { screen | sed -E 's/└─ [0-9.]+ (ms|s) · [^┘]*┘/└─ (timings) ─┘/g'; }
+# compare the screen with a golden file (or write it with UPDATE_GOLDEN=1)
+golden_screen() {
+    local name=$1 file=$golden/$1.txt
+    stable_screen >"$work/$name.txt"
+    if [ "${UPDATE_GOLDEN:-0}" = 1 ]; then
+        mkdir -p "$golden"
+        cp "$work/$name.txt" "$file"
+        ok "golden $name (written)"
+    elif diff -u "$file" "$work/$name.txt" >"$work/$name.diff"; then
+        ok "golden $name"
+    else
+        fail "golden $name"
+        sed 's/^/      diff| /' "$work/$name.diff" | head -40
+    fi
+}
+# an X10 mouse event: button code (0 press button 1, 3 release, 64/65 wheel) at (row, col)
+mouse() { T send-keys -t e2e -l "$(printf '\033[M%b%b%b' "\\0$(printf %o $((32 + $1)))" \
+          "\\0$(printf %o $((33 + $3)))" "\\0$(printf %o $((33 + $2)))")"; }

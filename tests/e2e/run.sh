@@ -33,30 +33,6 @@ trap cleanup EXIT
 
 passed=0 failed=0 started=$(date +%s)
 . "$root/tests/e2e/lib.sh"
-# wait_count REGEX N [SECONDS]: until at least N matches on the screen
-wait_count() {
-    local deadline=$(( $(now_ms) + ${3:-10} * 1000 ))
-    while [ "$(now_ms)" -lt $deadline ]; do
-        [ "$(screen | grep -Eo -- "$1" | wc -l)" -ge "$2" ] && return 0
-        sleep 0.05
-    done
-    return 1
-}
-# compare the screen with a golden file (or write it with UPDATE_GOLDEN=1)
-golden_screen() {
-    local name=$1 file=$golden/$1.txt
-    screen >"$work/$name.txt"
-    if [ "${UPDATE_GOLDEN:-0}" = 1 ]; then
-        mkdir -p "$golden"
-        cp "$work/$name.txt" "$file"
-        ok "golden $name (written)"
-    elif diff -u "$file" "$work/$name.txt" >"$work/$name.diff"; then
-        ok "golden $name"
-    else
-        fail "golden $name"
-        sed 's/^/      diff| /' "$work/$name.diff" | head -40
-    fi
-}
 # wait_cursor 0|1: until the terminal's cursor is hidden (a pane has the focus) or shown (the
 # editor has it)
 wait_cursor() {
@@ -67,9 +43,6 @@ wait_cursor() {
     done
     return 1
 }
-# an X10 mouse event: button code (0 press button 1, 3 release, 64/65 wheel) at (row, col)
-mouse() { T send-keys -t e2e -l "$(printf '\033[M%b%b%b' "\\0$(printf %o $((32 + $1)))" \
-          "\\0$(printf %o $((33 + $3)))" "\\0$(printf %o $((33 + $2)))")"; }
 
 "$make_bundles" "$work/bundles" >"$work/make_bundles.log" 2>&1 || {
     cat "$work/make_bundles.log"; echo "e2e: make_bundles failed"; exit 1; }
@@ -174,7 +147,7 @@ check "Ctrl-N switches the scale to log, shared with the other pane" wait_for 'l
 T send-keys -t e2e F12
 check "F12 switches it to raw" wait_for 'raw, shared by attention' 5
 T send-keys -t e2e Right Right
-check "Right selects a token and marks it" wait_for 'token 1 ' 5
+check "Right moves the cursor a column; the readout names it" wait_for "│row 0 '[^']*' → col 2 '" 5
 screen >"$work/heatmap_screen.txt"
 T send-keys -t e2e Escape F3
 

@@ -170,15 +170,19 @@ static void test_transformer_maps(void **state)
     assert_int_equal(self->rows, 7);
     assert_int_equal(self->cols, 7);
     check_distributions(self, 1);
+    assert_string_equal(mt_probe_map_name(self), "self-attention");
+    assert_true(mt_probe_masked(self, 2, 3) && !mt_probe_masked(self, 3, 3));
     const mt_probe_map *cross = find(&r, MT_PROBE_CROSS_ATTN, 0, 0);
     assert_int_equal(cross->rows, 7);
     assert_int_equal(cross->cols, 6);
     assert_int_equal(cross->col_axis, MT_PROBE_AXIS_SOURCE);
     check_distributions(cross, 0);
+    assert_false(mt_probe_masked(cross, 0, 5));
     const mt_probe_map *enc = find(&r, MT_PROBE_SELF_ATTN, 0, 1);
     assert_int_equal(enc->rows, 6);
     assert_int_equal(enc->row_axis, MT_PROBE_AXIS_SOURCE);
     check_distributions(enc, 0); /* the encoder sees the whole source */
+    assert_false(mt_probe_masked(enc, 0, 5));
     mt_probe_record_free(&r);
     mt_model_free(m);
 }
@@ -216,6 +220,8 @@ static void test_mamba_maps(void **state)
         for (int j = 0; j < 12; j++) {
             float v = imp->values[i * 12 + j];
             assert_true(j > i ? v == 0.0f : v >= 0.0f);
+            assert_int_equal(mt_probe_masked(imp, i, j), j > i);
+            assert_false(mt_probe_masked(norms, i % 2, j));
         }
     assert_true(imp->values[11 * 12 + 11] > 0);
     mt_probe_record_free(&r);
@@ -238,6 +244,7 @@ static void test_retention_and_window_maps(void **state)
     assert_int_equal(mt_probe_run(m, SRC, 5, HYP, 6, NULL, &r), 0);
     assert_int_equal(count(&r, MT_PROBE_SELF_ATTN), 2);
     const mt_probe_map *ret = find(&r, MT_PROBE_SELF_ATTN, 1, 0);
+    assert_string_equal(mt_probe_map_name(ret), "retention");
     assert_int_equal(ret->heads, 2);
     assert_int_equal(ret->rows, 12);
     for (int h = 0; h < 2; h++)
@@ -246,6 +253,7 @@ static void test_retention_and_window_maps(void **state)
             for (int j = 0; j < 12; j++) {
                 float v = ret->values[((size_t)h * 12 + i) * 12 + j];
                 assert_true(j > i ? v == 0.0f : v >= 0.0f);
+                assert_int_equal(mt_probe_masked(ret, i, j), j > i);
                 row += v;
             }
             assert_true(row > 0); /* |q.k| D summed, divided by its clamp r: at most 1 */
@@ -265,9 +273,14 @@ static void test_retention_and_window_maps(void **state)
     assert_int_equal(count(&r, MT_PROBE_IMPLICIT_ATTN), 2);
     assert_int_equal(find(&r, MT_PROBE_STATE_NORMS, -1, 0)->rows, 2);
     const mt_probe_map *win = find(&r, MT_PROBE_SELF_ATTN, 3, 0);
+    assert_string_equal(mt_probe_map_name(win), "local window attention");
+    assert_string_equal(mt_probe_map_name(find(&r, MT_PROBE_IMPLICIT_ATTN, 0, 0)),
+                        "implicit attention");
     for (int i = 0; i < 12; i++)
-        for (int j = 0; j < 12; j++)
+        for (int j = 0; j < 12; j++) {
+            assert_int_equal(mt_probe_masked(win, i, j), j > i || j < i - 2);
             if (j > i || j < i - 2) assert_true(win->values[i * 12 + j] == 0.0f);
+        }
     check_distributions(win, 1);
     mt_probe_record_free(&r);
     mt_model_free(m);

@@ -17,7 +17,12 @@ static void test_dispatch_by_context(void **state)
     assert_int_equal(tui_key_action(TUI_FKEY(KEY_F(1)), TUI_IN_OVERLAY), TUI_ACT_HELP);
     /* the same key means different things where the focus is */
     assert_int_equal(tui_key_action(TUI_FKEY(KEY_LEFT), TUI_IN_EDITOR), TUI_ACT_LEFT);
-    assert_int_equal(tui_key_action(TUI_FKEY(KEY_LEFT), TUI_IN_HEATMAP), TUI_ACT_SELECT_PREV);
+    assert_int_equal(tui_key_action(TUI_FKEY(KEY_LEFT), TUI_IN_HEATMAP), TUI_ACT_CURSOR_LEFT);
+    assert_int_equal(tui_key_action(TUI_FKEY(KEY_UP), TUI_IN_HEATMAP), TUI_ACT_CURSOR_UP);
+    assert_int_equal(tui_key_action(TUI_FKEY(KEY_DOWN), TUI_IN_HEATMAP), TUI_ACT_CURSOR_DOWN);
+    assert_int_equal(tui_key_action('z', TUI_IN_HEATMAP), TUI_ACT_ZOOM);
+    assert_int_equal(tui_key_action('e', TUI_IN_HEATMAP), TUI_ACT_HEAT_EXPORT);
+    assert_int_equal(tui_key_action('z', TUI_IN_PANE), TUI_ACT_NONE);
     assert_int_equal(tui_key_action(TUI_FKEY(KEY_LEFT), TUI_IN_PANE), TUI_ACT_NONE);
     assert_int_equal(tui_key_action(TUI_FKEY(KEY_UP), TUI_IN_PANE), TUI_ACT_SCROLL_UP);
     assert_int_equal(tui_key_action('\r', TUI_IN_EDITOR), TUI_ACT_NEWLINE);
@@ -74,10 +79,12 @@ static void test_every_binding_is_documented_and_reachable(void **state)
         assert_non_null(b->help);
         assert_true(strlen(b->help) > 5 && strlen(b->help) <= 56);
         assert_true(b->keys[0] != 0);
-        /* a printable key would steal typing from the editor: only the jobs view has them */
+        /* a printable key would steal typing from the editor: only the jobs view and the
+         * heatmap (where other letters still go to the editor) have them */
         for (int k = 0; k < TUI_BINDING_KEYS && b->keys[k]; k++)
             assert_true(b->keys[k] < 32 || b->keys[k] == 127 || TUI_IS_FKEY(b->keys[k]) ||
-                        b->keys[k] >= TUI_MOUSE_CLICK || b->where == TUI_IN_JOBS);
+                        b->keys[k] >= TUI_MOUSE_CLICK || b->where == TUI_IN_JOBS ||
+                        b->where == TUI_IN_HEATMAP);
         /* its action is what the key does in each of its contexts */
         for (size_t c = 0; c < sizeof contexts / sizeof contexts[0]; c++)
             if (b->where & contexts[c])
@@ -123,7 +130,8 @@ static void test_status_hints_fit_and_follow_the_table(void **state)
     assert_string_equal(buf, "F1 help  Ctrl-Q quit  Ctrl-R translate  Tab focus  F2 log  "
                              "F3 heatmap  F4 beam  F5 models  F11 jobs  Ctrl-O console  F9 theme");
     tui_status_hints(buf, sizeof buf, TUI_IN_HEATMAP, 200);
-    assert_int_equal(strncmp(buf, "F6 map  F7 layer  F8 head  F12 scale  F1 help", 45), 0);
+    assert_int_equal(
+        strncmp(buf, "F6 map  F7 layer  F8 head  F12 scale  z zoom  e export  F1 help", 62), 0);
     tui_status_hints(buf, sizeof buf, TUI_IN_EDITOR, 30);
     assert_string_equal(buf, "F1 help  Ctrl-Q quit");
     tui_status_hints(buf, sizeof buf, TUI_IN_OVERLAY, 200);

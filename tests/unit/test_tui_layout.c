@@ -160,6 +160,38 @@ static void test_contains(void **state)
     assert_false(tui_rect_contains((tui_rect){0, 0, 0, 5}, 0, 0));
 }
 
+/* Zoom: the pane takes every line above the status line, nothing else is left to draw, and
+ * a too-small terminal or a pane that is not there changes nothing. */
+static void test_zoom_gives_one_pane_the_screen(void **state)
+{
+    (void)state;
+    for (int n = 1; n <= TUI_MAX_PANES; n++)
+        for (int i = 0; i < n; i++) {
+            tui_layout L;
+            assert_int_equal(tui_layout_compute_console(&L, 80, 24, n, 1, 1), 0);
+            tui_layout_zoom(&L, i);
+            assert_int_equal(L.panes[i].y, 0);
+            assert_int_equal(L.panes[i].x, 0);
+            assert_int_equal(L.panes[i].h, 23);
+            assert_int_equal(L.panes[i].w, 80);
+            for (int j = 0; j < n; j++)
+                if (j != i) assert_int_equal(L.panes[j].h, 0);
+            assert_int_equal(L.editor.h + L.log.h + L.console.h, 0);
+            assert_int_equal(L.editor.w, 80);
+            assert_int_equal(L.status.y, 23);
+            assert_false(tui_rect_contains(L.editor, 0, 0));
+        }
+    tui_layout L, before;
+    tui_layout_compute(&L, 30, 10, 2, 0);
+    before = L;
+    tui_layout_zoom(&L, 0);
+    assert_memory_equal(&L, &before, sizeof L);
+    tui_layout_compute(&L, 80, 24, 2, 0);
+    before = L;
+    tui_layout_zoom(&L, 2);
+    assert_memory_equal(&L, &before, sizeof L);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -170,6 +202,7 @@ int main(void)
         cmocka_unit_test(test_side_by_side_when_wide_stacked_when_narrow),
         cmocka_unit_test(test_log_gives_way_before_panes),
         cmocka_unit_test(test_contains),
+        cmocka_unit_test(test_zoom_gives_one_pane_the_screen),
     };
     return cmocka_run_group_tests_name("tui_layout", tests, NULL, NULL);
 }

@@ -149,9 +149,13 @@ static void test_heat_slices_and_kinds(void **state)
     (void)state;
     float values[2 * 2 * 2] = {1, 2, 3, 4, 3, 2, 1, 0};
     mt_probe_map maps[3] = {
-        {MT_PROBE_SELF_ATTN, 0, 0, 2, 2, 2, MT_PROBE_AXIS_TARGET, MT_PROBE_AXIS_TARGET, values},
-        {MT_PROBE_SELF_ATTN, 0, 1, 2, 2, 2, MT_PROBE_AXIS_SOURCE, MT_PROBE_AXIS_SOURCE, values},
-        {MT_PROBE_SELF_ATTN, 1, 0, 2, 2, 2, MT_PROBE_AXIS_TARGET, MT_PROBE_AXIS_TARGET, values},
+#define MAP(lay, enc, axis)                                                                    \
+    {.kind = MT_PROBE_SELF_ATTN, .layer = lay, .encoder = enc, .heads = 2, .rows = 2,           \
+     .cols = 2, .row_axis = axis, .col_axis = axis, .values = values}
+        MAP(0, 0, MT_PROBE_AXIS_TARGET),
+        MAP(0, 1, MT_PROBE_AXIS_SOURCE),
+        MAP(1, 0, MT_PROBE_AXIS_TARGET),
+#undef MAP
     };
     mt_probe_record r = {.maps = maps, .n_maps = 3};
     float out[4];
@@ -166,6 +170,48 @@ static void test_heat_slices_and_kinds(void **state)
     assert_int_equal(tui_heat_find(&r, MT_PROBE_CROSS_ATTN, 0), -1);
     assert_int_equal(tui_heat_next_kind(&r, -1), MT_PROBE_SELF_ATTN);
     assert_int_equal(tui_heat_next_kind(&r, MT_PROBE_SELF_ATTN), MT_PROBE_SELF_ATTN);
+    /* the slice of the second decoder map, head 2 */
+    const mt_probe_map *m;
+    float *v = tui_heat_pick(&r, MT_PROBE_SELF_ATTN, 1, 1, &m);
+    assert_ptr_equal(m, &maps[2]);
+    assert_float_equal(v[3], 0.0f, 1e-6);
+    free(v);
+    assert_null(tui_heat_pick(&r, MT_PROBE_CROSS_ATTN, 0, -1, &m));
+    assert_null(m);
+    /* a decoder-only sequence `src <sep> hyp` splits after <sep>; an encoder-decoder's
+     * decoder sequence does not */
+    r.n_tokens = 7, r.n_prompt = 4;
+    assert_int_equal(tui_heat_split(&r, MT_PROBE_AXIS_TARGET), 4);
+    assert_int_equal(tui_heat_split(&r, MT_PROBE_AXIS_LAYER), 0);
+    assert_string_equal(tui_heat_axis_name(&r, MT_PROBE_AXIS_TARGET), "position");
+    r.n_src = 5, r.n_prompt = 1;
+    assert_int_equal(tui_heat_split(&r, MT_PROBE_AXIS_TARGET), 0);
+    assert_int_equal(tui_heat_split(&r, MT_PROBE_AXIS_SOURCE), 0);
+    assert_string_equal(tui_heat_axis_name(&r, MT_PROBE_AXIS_TARGET), "target position");
+}
+
+/* Axis labels: the piece without its word-start mark (a lone mark stays), layers and groups
+ * numbered, "?" past the end. */
+static void test_heat_axis_labels(void **state)
+{
+    (void)state;
+    char *labels[] = {"\u2581Dios", "s", "\u2581"};
+    mt_labelled_probe pr = {.rec = {.n_tokens = 3}, .labels = labels};
+    char out[32];
+    tui_heat_axis_label(out, sizeof out, &pr, MT_PROBE_AXIS_TARGET, 0);
+    assert_string_equal(out, "Dios");
+    tui_heat_axis_label(out, sizeof out, &pr, MT_PROBE_AXIS_TARGET, 1);
+    assert_string_equal(out, "s");
+    tui_heat_axis_label(out, sizeof out, &pr, MT_PROBE_AXIS_TARGET, 2);
+    assert_string_equal(out, "\u2581");
+    tui_heat_axis_label(out, sizeof out, &pr, MT_PROBE_AXIS_TARGET, 3);
+    assert_string_equal(out, "?");
+    tui_heat_axis_label(out, sizeof out, &pr, MT_PROBE_AXIS_LAYER, 2);
+    assert_string_equal(out, "L2");
+    tui_heat_axis_label(out, sizeof out, &pr, MT_PROBE_AXIS_GROUP, 0);
+    assert_string_equal(out, "g0");
+    assert_true(tui_heat_token_axis(MT_PROBE_AXIS_TARGET) && tui_heat_token_axis(MT_PROBE_AXIS_SOURCE));
+    assert_false(tui_heat_token_axis(MT_PROBE_AXIS_LAYER) || tui_heat_token_axis(MT_PROBE_AXIS_GROUP));
 }
 
 int main(void)
@@ -178,6 +224,7 @@ int main(void)
         cmocka_unit_test(test_color_level),
         cmocka_unit_test(test_heat_normalisations),
         cmocka_unit_test(test_heat_slices_and_kinds),
+        cmocka_unit_test(test_heat_axis_labels),
     };
     return cmocka_run_group_tests_name("tui_theme", tests, NULL, NULL);
 }

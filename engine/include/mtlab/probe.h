@@ -51,8 +51,20 @@ typedef enum {
     MT_PROBE_AXIS_SOURCE, /* positions of the encoder input (mt_probe_record.src) */
 } mt_probe_axis;
 
+/* The kind of unit a map was read from: a self-attention map may come from softmax attention
+ * (full or a sliding window) or from RetNet's retention, and says which. */
+typedef enum {
+    MT_PROBE_UNIT_MODEL,     /* model-wide (state norms over the Mamba layers) */
+    MT_PROBE_UNIT_ATTENTION, /* softmax attention: self (full or sliding-window) or cross */
+    MT_PROBE_UNIT_RETENTION, /* RetNet's retention */
+    MT_PROBE_UNIT_MAMBA,     /* a Mamba layer's scan */
+} mt_probe_unit;
+
 typedef struct {
     mt_probe_kind kind;
+    mt_probe_unit unit;
+    int causal;      /* 1: cells with col > row are masked: the unit never looks ahead */
+    int window;      /* > 0: cells with col < row - window are masked too (sliding window) */
     int layer;       /* the model layer it belongs to (0-based); -1 for model-wide maps */
     int encoder;     /* 1: a map of the encoder stack */
     int heads;       /* stacked maps: 1 unless attention */
@@ -87,6 +99,12 @@ void mt_probe_record_free(mt_probe_record *r);
 
 /* "state norms", "state groups", "self-attention", "cross-attention", "implicit attention" */
 const char *mt_probe_kind_name(mt_probe_kind kind);
+/* What the map is, from the unit that made it: the kind's name, except that RetNet's
+ * self-attention maps are "retention" and a sliding window's "local window attention". */
+const char *mt_probe_map_name(const mt_probe_map *m);
+/* 1 when the unit cannot attend from row r to column c (the causal triangle, the cells
+ * beyond a sliding window): such cells hold 0 by construction, not by measurement. */
+int mt_probe_masked(const mt_probe_map *m, int r, int c);
 
 /* ---------------------------------------------------------------- the Mamba maps on host
  * arrays of one sequence (exposed for tests and scripts). Inputs as the scan takes them

@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# The workbench's heatmaps end to end (app/tui/draw_heatmap.c, heat_layout.c), on the shipped
+# models (greedy on the CPU, so the translations and the maps are the same every run): the
+# real binary in tmux at 80x24, 160x48, 120x40 and 40x12, with four panes and with two. Maps
+# stay inside their panes; every row is labelled and the marker and the readout name the
+# same token; the cursor moves over rows and columns (keys and mouse); z zooms a pane to the
+# whole screen and back; the names say what a map is; masked cells are blank (the pane's
+# background) in every theme; e writes SVG, PNG and CSV files and says where. Golden screens
+# (tests/e2e/golden/heatmap_*.txt, timings masked) pin the layouts; UPDATE_GOLDEN=1 rewrites
+# them.
+#
+#   tests/e2e/heatmap.sh ./mtlab
+set -u
+cd "$(dirname "$0")/../.."
+export LC_ALL=C.UTF-8
+unset NO_COLOR
+root=$PWD
+[ $# -eq 1 ] || { echo "usage: $0 MTLAB_BINARY" >&2; exit 2; }
+bin=$(realpath "$1")
+models=$root/models
+golden=$root/tests/e2e/golden
+command -v tmux >/dev/null || { echo "e2e heatmap: tmux is not installed (make deps installs it)"; exit 1; }
+
+work=$(mktemp -d)
+sock=$work/tmux.sock
+mtlab_pid() { pgrep -P "$(T display -p -t e2e '#{pane_pid}')" -x "$(basename "$bin")"; }
+cleanup() {
+    local p; p=$(mtlab_pid 2>/dev/null) && [ -n "$p" ] && kill -9 $p 2>/dev/null
+    T kill-server 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+passed=0 failed=0 started=$(date +%s)
+. "$root/tests/e2e/lib.sh"
+
+# Every line of the panes' region keeps its borders: from the line that opens the first pane
+# to the status line, the first and last characters of each pane column are border glyphs.
+# $1: the number of panes side by side.
+borders_intact() {
+    local n=$1 cols width i y line c inside=0
+    cols=$(T display -p -t e2e '#{pane_width}')
+    width=$((cols / n))
+    mapfile -t lines < <(screen)
+    for ((y = 0; y < ${#lines[@]} - 1; y++)); do
+        line=${lines[y]}
+        [[ $inside = 0 && $line == "┌─ "*"-small"* ]] && inside=1
+        [ $inside = 1 ] || continue
+        for ((i = 0; i < n; i++)); do
+            for c in "${line:i*width:1}" "${line:i*width+width-1:1}"; do
+                [[ "│┌└┐┘" == *"$c"* && -n $c ]] || { echo "      | line $y pane $i: '$line'"; return 1; }
+            done
+        done
+    done
+    [ $inside = 1 ]
+}
+# The label on the marked (▶) row of the focused, zoomed pane, and the readout's row label.
+marked_label() { screen | sed -n 's/^│▶\([^ ]*\) .*/\1/p' | head -1; }
+readout_label() { screen | sed -n "s/^│row [0-9]* '\\([^']*\\)' → .*/\\1/p" | head -1; }
+# marker_matches_readout ROW: until the readout is on row ROW and names the marked row's label
+marker_matches_readout() {
+    local m r deadline=$(( $(now_ms) + 5000 ))
+    while [ "$(now_ms)" -lt $deadline ]; do
+        m=$(marked_label); r=$(readout_label)
+        screen | grep -q "^│row $1 '" && [ -n "$m" ] && [ "$m" = "$r" ] && return 0
+        sleep 0.05
+    done
+    echo "      | marker '$m', readout '$r'"
+    return 1
+}
+# Row labels of the zoomed pane, one line each: as many as the rows (the cursor is on the
+# last).
+every_row_labelled() {
+    local last labels
+    last=$(screen | sed -n 's/^│row \([0-9]*\) .*/\1/p')
+    labels=$(screen | grep -cE '^│[▶ ][^ ─]')
+    [ -n "$last" ] && [ "$labels" = $((last + 1)) ] || { echo "      | last row $last, $labels labels"; return 1; }
+}
+
+cd "$work"
+T -f /dev/null new-session -d -s e2e -x 80 -y 24 "env TERM=tmux-256color PS1='$ ' bash --norc --noprofile"
+T set-option -t e2e status off >/dev/null
+wait_for '^\$' 5 || { echo "e2e heatmap: the test shell did not start"; exit 1; }
+verse="Y dijo Dios: Sea la luz."
+
+echo "e2e: heatmaps in tmux"
+# ---------------------------------------------------------------- four panes, 80x24 and 160x48
+run_mtlab "$bin tui -m $models/transformer-small -m $models/mamba-small -m $models/mamba-mha-small -m $models/mamba-local-small"
+wait_count 'params, cpu|-small ─' 4 20
+T send-keys -t e2e -l "$verse"
+check "four panes translate" wait_count 'tok/s' 4 30
+T send-keys -t e2e F3
+check "F3: a map with a readout in each of four panes at 80x24" wait_count '│row 0 ' 4 20
+check "... inside its pane: no border overwritten" borders_intact 2
+golden_screen heatmap_four_panes_80x24
+T resize-window -t e2e -x 160 -y 48
+check "at 160x48 the maps grow: the transformer's attention labels its rows" wait_for '^│ God +█' 5
+check "... the Mamba state norms label every layer" wait_for '│ L11 +█' 5
+check "... and nothing overwrites a border" borders_intact 4
+golden_screen heatmap_four_panes_160x48
+
+# zoom: the focused pane over the whole screen, and back
+T send-keys -t e2e Tab z
+check "z zooms the focused pane to the whole screen" wait_for '^┌─ transformer-small · transformer' 5
+check "... with nothing else on it" bash -c "! tmux -S '$sock' capture-pane -p -t e2e | grep -q 'source ·\\|mamba-small'"
+T send-keys -t e2e NPage NPage
+wait_for "^│row 1[0-9] '" 5
+check "... every row labelled, on lines of its own" every_row_labelled
+T send-keys -t e2e PPage PPage
+wait_for "^│row 0 '" 5
+check "... column labels across the cells" wait_for '^│ +<bos> +God +said +, +“ +Let' 2
+for step in 1 2 3 4; do
+    T send-keys -t e2e Down
+    check "Down: the marked row is the one the readout names (row $step)" marker_matches_readout $step
+done
+T send-keys -t e2e Right
+check "Right: the readout names the column" wait_for "^│row 4 '“' → col 1 'God'  [0-9.e-]+ *│" 5
+T send-keys -t e2e Left Left
+check "... and stops at the first column" wait_for "^│row 4 '“' → col 0 '<bos>'" 5
+T send-keys -t e2e Up
+check "Up: the row above" wait_for "^│row 3 ',' → col 0 '<bos>'" 5
+T send-keys -t e2e Right Right Right Right Right Right
+check "a masked cell says so" wait_for "^│row 3 ',' → col 6 'the'  masked" 5
+golden_screen heatmap_zoomed_160x48
+T send-keys -t e2e z
+check "z again: back to the four panes and the editor" wait_count 'source · 1 segment|-small' 5 5
+T send-keys -t e2e Tab Tab Tab F6 F6
+check "Mamba-Local's sliding-window map is named for what it is" wait_for 'local window attention · L' 5
+T send-keys -t e2e F6
+check "... and its Mamba layers' map too" wait_for 'implicit attention · L0' 5
+T send-keys -t e2e Escape C-q
+check "Ctrl-Q quits with status 0" exited_cleanly
+
+# ---------------------------------------------------------------- RetNet and Mamba, 120x40
+T resize-window -t e2e -x 120 -y 40
+T send-keys -t e2e -l "clear"; T send-keys -t e2e Enter
+run_mtlab "$bin tui -m $models/retnet-small -m $models/mamba-small"
+wait_count 'params, cpu' 2 20
+T send-keys -t e2e -l "$verse"
+check "both panes translate" wait_count ' done ' 2 30
+T send-keys -t e2e F3
+check "RetNet's map is retention, not self-attention" wait_for '│retention · L0 1/4 · mean of 4 heads' 20
+check "... with the boundary between the source and the translation" wait_for '│ <sep> +█+│' 5
+check "... drawn across the map too" wait_for '─+┼─+' 5
+T send-keys -t e2e Tab
+# the masked triangle is the pane's background, whatever the theme: row 0 has one cell, then
+# blanks up to the boundary and after it
+themes=0
+for theme in high-contrast light monochrome dark; do
+    T send-keys -t e2e F9 F2
+    if wait_for "theme $theme" 5; then themes=$((themes + 1)); fi
+    T send-keys -t e2e F2
+    check "masked cells are blank in the $theme theme" wait_for '^│▶Y +[░▒▓█]+ +│ +│' 5
+done
+some_themes() { [ $themes = 4 ]; }
+check "F9 went through the four shipped themes" some_themes
+T send-keys -t e2e Down Down Right
+check "arrows move the cursor: row and column named with the value" \
+    wait_for "│row 2 'Dios' → col 1 'dijo'  [0-9.e-]+ " 5
+check "... the marked row is the readout's" wait_for '^│▶Dios +█' 2
+# a click on a cell puts the cursor there
+T send-keys -t e2e z
+wait_for '^┌─ retnet-small' 5
+# settled_screen: the screen once two captures 0.1 s apart agree (a slow build may be drawing)
+settled_screen() {
+    local a b i
+    a=$(screen)
+    for i in $(seq 50); do
+        sleep 0.1
+        b=$(screen)
+        [ "$a" = "$b" ] && break
+        a=$b
+    done
+    printf '%s\n' "$b"
+}
+click_cell() { # row label, column label: both read from one settled screen
+    local y x s line prefix
+    wait_for "^│ +Y +dijo +Dios" 5 && wait_for "^│[▶ ]$1 " 5 || return 1
+    s=$(settled_screen)
+    y=$(grep -nE "^│[▶ ]$1 " <<<"$s" | head -1 | cut -d: -f1)
+    line=$(grep -E "^│ +Y +dijo +Dios" <<<"$s" | head -1)
+    prefix=${line%%" $2 "*}
+    x=$(( ${#prefix} + 1 ))
+    [ -n "$y" ] && [ -n "$line" ] || return 1
+    mouse 0 $((y - 1)) "$x"; mouse 3 $((y - 1)) "$x"
+}
+click_cell Sea luz
+check "a click on a cell moves the cursor to it" wait_for "│row 4 'Sea' → col 6 'luz'  masked" 5
+click_cell luz Dios
+check "... any cell" wait_for "│row 6 'luz' → col 2 'Dios'  [0-9.e-]+ " 5
+
+# export: SVG, PNG and CSV in the working directory, never over an existing file
+T send-keys -t e2e e
+base=heatmap-retnet-small-retention-L0-seg1
+check "e writes the map and says where" wait_for "wrote $work/$base.svg, .png and .csv" 10
+csv_ok() {
+    [ "$(head -1 $base.csv)" = 'position,Y,dijo,Dios,:,Sea,la,luz,.,<sep>,God,said,",",“,Let,’,s,go,.”' ] &&
+        sed -n 2p $base.csv | grep -qE '^Y,[0-9.e-]+,{17}$'
+}
+check "... the CSV: token labels, values, masked cells empty" csv_ok
+png_ok() { [ "$(head -c 8 $base.png | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; }
+check "... a PNG" png_ok
+check "... an SVG" grep -q '<svg' $base.svg
+sum_before=$(cat $base.svg $base.png $base.csv | md5sum)
+T send-keys -t e2e e
+check "a second export takes new names" wait_for "wrote $work/$base-2.svg" 10
+same_files() { [ "$(cat $base.svg $base.png $base.csv | md5sum)" = "$sum_before" ] && [ -s $base-2.png ]; }
+check "... and leaves the first files as they were" same_files
+T send-keys -t e2e z
+
+# ---------------------------------------------------------------- the smallest terminal
+wait_gone 'wrote ' 10
+T resize-window -t e2e -x 40 -y 12
+check "at 40x12 both maps still show a readout" wait_count "→'[^']*' ([0-9.e-]+|masked)" 2 5
+check "... and no border is overwritten" borders_intact 2
+golden_screen heatmap_40x12
+T resize-window -t e2e -x 120 -y 40
+T send-keys -t e2e C-q
+check "Ctrl-Q quits with status 0" exited_cleanly
+
+echo
+echo "heatmap end-to-end tests took $(( $(date +%s) - started )) s"
+echo "e2e heatmap: $passed passed, $failed failed"
+[ "$failed" = 0 ]
