@@ -121,6 +121,10 @@ typedef struct {
     char **picker_dirs;     /* candidates: models/ bundles, -m bundles, open panes */
     int n_picker, picker_sel;
 
+    /* typed bytes of a character not complete yet (tui_main.c) */
+    char typed[8];
+    size_t n_typed;
+
     /* paste in progress (bracketed paste) */
     int pasting;
     char *paste;
