@@ -7,6 +7,7 @@
 #include "console/console.h"
 #include "mtlab/clock.h"
 #include "tui/app.h"
+#include "tui/format.h"
 
 static unsigned pane_context(const tui_pane *p)
 {
@@ -73,10 +74,11 @@ static void toggle_beam(tui_app *a)
     int n = target_panes(a, t);
     if (n == 0) return;
     int beam = t[0]->beam == 1 ? TUI_BEAM : 1;
+    char search[32];
+    tui_format_search(search, sizeof search, beam);
     for (int i = 0; i < n; i++) {
         t[i]->beam = beam;
-        tui_log_add(&a->log, TUI_LOG_INFO, "%s: %s", t[i]->name,
-                    beam == 1 ? "greedy search" : "beam search (5 beams)");
+        tui_log_add(&a->log, TUI_LOG_INFO, "%s: %s search", t[i]->name, search);
         if (a->sent.n > 0) tui_translate(a, t[i]);
     }
 }

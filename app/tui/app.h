@@ -21,6 +21,7 @@
 #include "tui/log.h"
 #include "tui/pane_worker.h"
 #include "tui/queue.h"
+#include "tui/result_cache.h"
 #include "tui/theme.h"
 #include "tui/theme_curses.h"
 #include "tui/tui.h"
@@ -41,12 +42,17 @@ typedef struct {
     int loaded;
     char *load_error;       /* the bundle could not be loaded: shown in the pane */
     int beam;               /* 1: greedy */
+    char *model_key;        /* the weights, for the result cache (requests.c) */
+    char mode[32];          /* the decoding mode of the request shown, for the result cache */
 
     unsigned long request;  /* the request the pane shows; 0 before any */
     int busy;
     char **hyps;            /* (n_hyps) each segment's hypothesis so far, malloc'd */
     unsigned char *final;   /* (n_hyps) 1 when the segment is finished */
     int n_hyps;
+    int *worker_seg;        /* (n_worker) the segment of each text sent to the worker */
+    int n_worker;
+    int n_cached;           /* segments of the request shown that came from the cache */
     char *request_error;    /* the last request failed */
     double seconds;         /* the last finished request's statistics */
     size_t tokens, state_bytes;
@@ -106,6 +112,7 @@ typedef struct {
     unsigned long sent_version; /* the editor version last sent */
     double edit_time;       /* when the text last changed */
     tui_sent sent;
+    tui_result_cache cache; /* finished translations by (model, mode, text) */
     int default_beam;
     const char *default_device; /* for bundles opened from the picker (NULL: cpu) */
     mt_text_span *ed_spans; /* entities of the whole editor text, for the underline */
@@ -148,7 +155,8 @@ typedef struct {
 int tui_pane_add(tui_app *a, const char *dir, const char *device);
 void tui_pane_remove(tui_app *a, int index);
 tui_pane *tui_pane_by_id(tui_app *a, int id);
-/* Send the editor's segments to every loaded pane (or one pane when only is not NULL). */
+/* Send the editor's segments to every loaded pane (or one pane when only is not NULL): each
+ * segment the result cache holds for the pane is shown at once, the others go to its worker. */
 void tui_translate(tui_app *a, tui_pane *only);
 /* Ask the pane for the probes of the segment under the editor's cursor, when it shows its
  * heatmap and does not have them. */
@@ -156,6 +164,8 @@ void tui_request_probe(tui_app *a, tui_pane *p);
 /* The segment (index into a->sent) whose line holds the editor's cursor, else 0. */
 int tui_cursor_segment(const tui_app *a);
 void tui_sent_free(tui_sent *s);
+/* The pane's segment that the worker's text number k is, -1 when none. */
+int tui_pane_segment(const tui_pane *p, int k);
 /* Recompute the editor's entity underline when the text changed. */
 void tui_refresh_entities(tui_app *a);
 

@@ -199,6 +199,7 @@ static void free_basics(tui_app *a)
 {
     tui_editor_free(&a->ed);
     tui_log_free(&a->log);
+    tui_cache_free(&a->cache);
     for (int i = 0; i < a->n_themes; i++) free(a->theme_names[i]);
     free(a->theme_names);
     free(a);
@@ -225,6 +226,7 @@ int tui_run(const tui_options *o)
     tui_app *a = mt_xcalloc(1, sizeof *a);
     tui_editor_init(&a->ed, TUI_EDITOR_MAX_BYTES);
     tui_log_init(&a->log);
+    tui_cache_init(&a->cache, TUI_CACHE_MAX_ENTRIES, TUI_CACHE_MAX_BYTES);
     a->focus = -1;
     a->default_beam = o->beam > 0 ? o->beam : 1;
     a->default_device = o->device;
