@@ -103,13 +103,13 @@ static void draw_title(tui_app *a, tui_pane *p, WINDOW *w, int focused)
 {
     const tui_glyphs *g = glyphs(a);
     char title[256], search[32];
+    int room = getmaxx(w) - 6 - (focused ? 2 : 0);
     tui_format_search(search, sizeof search, p->beam);
-    snprintf(title, sizeof title, " %s %s %s %s %s ", p->name, g->dot, p->info, g->dot, search);
-    if (!p->loaded || tui_text_width_z(title) > getmaxx(w) - 4)
-        snprintf(title, sizeof title, " %s %s %s ", p->name, g->dot, search);
-    if (tui_text_width_z(title) > getmaxx(w) - 4) snprintf(title, sizeof title, " %s ", search);
-    tui_set_style(w, &a->palette, focused ? TUI_C_FOCUS : TUI_C_TITLE);
-    tui_put(w, 0, 2, title, getmaxx(w) - 4);
+    snprintf(title, sizeof title, "%s %s %s %s %s", p->name, g->dot, p->info, g->dot, search);
+    if (!p->loaded || tui_text_width_z(title) > room)
+        snprintf(title, sizeof title, "%s %s %s", p->name, g->dot, search);
+    if (tui_text_width_z(title) > room) snprintf(title, sizeof title, "%s", search);
+    tui_put_title(w, &a->palette, title, focused, g->focus_mark);
 }
 
 void tui_draw_pane(tui_app *a, int index, WINDOW *w)

@@ -18,6 +18,7 @@ typedef struct {
     int n_spinner;
     const char *row_mark, *col_mark; /* the selected token's row and column */
     const char *dot;             /* separator in titles */
+    const char *focus_mark;      /* before the focused box's title */
 } tui_glyphs;
 
 const tui_glyphs *tui_glyphs_for(int utf8);
