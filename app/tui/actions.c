@@ -14,10 +14,11 @@ static unsigned pane_context(const tui_pane *p)
     return p->view == TUI_VIEW_HEATMAP ? TUI_IN_HEATMAP : TUI_IN_PANE;
 }
 
-static unsigned focus_context(const tui_app *a)
+unsigned tui_focus_context(const tui_app *a)
 {
     if (a->overlay != TUI_OVERLAY_NONE) return TUI_IN_OVERLAY;
     if (a->jobs) return TUI_IN_JOBS;
+    if (a->log_focus) return TUI_IN_LOG;
     if (a->focus < 0) return TUI_IN_EDITOR;
     return pane_context(a->panes[a->focus]);
 }
@@ -43,15 +44,46 @@ static void scroll_pane(tui_app *a, tui_pane *p, int delta)
     a->dirty = 1;
 }
 
+void tui_focus(tui_app *a, int index)
+{
+    a->focus = index;
+    a->log_focus = 0;
+    a->dirty = 1;
+}
+
+/* Tab's cycle: the editor, the panes, the log when it is shown, the editor again. */
+static void focus_step(tui_app *a, int dir)
+{
+    int count = a->n_panes, log = a->show_log;
+    /* positions: 0 the editor, 1..count the panes, count + 1 the log */
+    int n = count + 1 + log;
+    int at = a->log_focus ? count + 1 : a->focus + 1;
+    at = (at + dir + n) % n;
+    tui_focus(a, at <= count ? at - 1 : -1);
+    a->log_focus = at == count + 1;
+}
+
+/* The log scrolls back from its newest line (0: follow it). */
+static void scroll_log(tui_app *a, int delta)
+{
+    int h = a->L.log.h - 2;
+    int most = a->log.n > h ? a->log.n - h : 0;
+    a->log_scroll -= delta;
+    if (a->log_scroll > most) a->log_scroll = most;
+    if (a->log_scroll < 0) a->log_scroll = 0;
+    a->dirty = 1;
+}
+
 static void scroll_overlay(tui_app *a, int delta)
 {
     if (a->overlay == TUI_OVERLAY_HELP) {
         a->help_scroll += delta;
         if (a->help_scroll < 0) a->help_scroll = 0;
-    } else if (a->n_picker > 0) {
+    } else {
+        /* -1 is the line to type a path on */
         a->picker_sel += delta;
-        if (a->picker_sel < 0) a->picker_sel = 0;
         if (a->picker_sel >= a->n_picker) a->picker_sel = a->n_picker - 1;
+        if (a->picker_sel < -1) a->picker_sel = -1;
     }
     a->dirty = 1;
 }
@@ -168,18 +200,20 @@ static void select_at(tui_pane *p, int y, int x)
     if (sel < p->probe->rec.n_tokens) p->sel = sel;
 }
 
-/* The pane index under (y, x), -1 for the editor, -2 for anything else. */
+enum { REGION_NONE = -2, REGION_LOG = -3 };
+
+/* The pane index under (y, x), -1 for the editor, REGION_LOG, or REGION_NONE. */
 static int region_at(const tui_app *a, int y, int x)
 {
     if (tui_rect_contains(a->L.editor, y, x)) return -1;
     for (int i = 0; i < a->n_panes; i++)
         if (tui_rect_contains(a->L.panes[i], y, x)) return i;
-    return -2;
+    if (a->show_log && tui_rect_contains(a->L.log, y, x)) return REGION_LOG;
+    return REGION_NONE;
 }
 
 static void apply(tui_app *a, tui_action act, int my, int mx)
 {
-    int count = a->n_panes;
     switch (act) {
     case TUI_ACT_NONE: return;
     case TUI_ACT_QUIT: a->quit = 1; return;
@@ -189,13 +223,16 @@ static void apply(tui_app *a, tui_action act, int my, int mx)
         break;
     case TUI_ACT_LOG:
         a->show_log = !a->show_log;
+        a->log_scroll = 0;
+        if (!a->show_log && a->log_focus) tui_focus(a, -1);
         a->relayout = 1;
         break;
-    case TUI_ACT_FOCUS_NEXT: a->focus = a->focus + 1 >= count ? -1 : a->focus + 1; break;
-    case TUI_ACT_FOCUS_PREV: a->focus = a->focus < 0 ? count - 1 : a->focus - 1; break;
+    case TUI_ACT_FOCUS_NEXT: focus_step(a, +1); break;
+    case TUI_ACT_FOCUS_PREV: focus_step(a, -1); break;
     case TUI_ACT_FOCUS_AT: {
         int r = region_at(a, my, mx);
-        if (r >= -1) a->focus = r;
+        if (r >= -1) tui_focus(a, r);
+        if (r == REGION_LOG) a->log_focus = 1;
         if (r >= 0) select_at(a->panes[r], my - a->L.panes[r].y, mx - a->L.panes[r].x);
         break;
     }
@@ -220,10 +257,14 @@ static void apply(tui_app *a, tui_action act, int my, int mx)
             if (a->overlay == TUI_OVERLAY_PICKER) tui_picker_free(a);
             a->overlay = TUI_OVERLAY_NONE;
         } else {
-            a->focus = -1;
+            tui_focus(a, -1);
         }
         break;
     case TUI_ACT_CHOOSE: tui_picker_choose(a); break;
+    case TUI_ACT_BACKSPACE:
+        if (a->overlay == TUI_OVERLAY_PICKER) tui_picker_type(a, '\b');
+        else editor_action(a, act);
+        break;
     case TUI_ACT_SCROLL_UP:
     case TUI_ACT_SCROLL_DOWN:
     case TUI_ACT_PAGE_UP:
@@ -234,8 +275,9 @@ static void apply(tui_app *a, tui_action act, int my, int mx)
             scroll_overlay(a, delta);
             break;
         }
-        int r = my >= 0 ? region_at(a, my, mx) : a->focus;
+        int r = my >= 0 ? region_at(a, my, mx) : a->log_focus ? REGION_LOG : a->focus;
         if (r >= 0) scroll_pane(a, a->panes[r], delta);
+        if (r == REGION_LOG) scroll_log(a, delta);
         break;
     }
     default: editor_action(a, act); return;
@@ -253,14 +295,15 @@ void tui_handle_key(tui_app *a, int key, int is_char)
         return;
     }
     if (is_char) {
+        if (a->overlay == TUI_OVERLAY_PICKER) tui_picker_type(a, key);
         if (a->overlay != TUI_OVERLAY_NONE) return;
-        a->focus = -1;
+        tui_focus(a, -1);
         if (tui_editor_insert_char(&a->ed, (uint32_t)key))
             tui_notice(a, "the editor is full (%d KiB)", TUI_EDITOR_MAX_BYTES / 1024);
         editor_changed(a);
         return;
     }
-    apply(a, tui_key_action(key, focus_context(a)), -1, -1);
+    apply(a, tui_key_action(key, tui_focus_context(a)), -1, -1);
 }
 
 void tui_handle_mouse(tui_app *a)

@@ -93,8 +93,10 @@ typedef struct {
     tui_pane *panes[TUI_MAX_PANES];
     int n_panes, next_pane_id;
     int focus;              /* -1: the editor, else a pane index */
+    int log_focus;          /* the log has the focus (Tab past the last pane while shown) */
     tui_overlay overlay;
     int show_log;
+    int log_scroll;         /* lines the log view is scrolled back from its newest line */
     tui_log log;
     tui_queue q;
     tui_console *console;   /* NULL until Ctrl-O first opens it */
@@ -126,7 +128,8 @@ typedef struct {
     char **known_dirs;      /* bundles named on the command line */
     int n_known;
     char **picker_dirs;     /* candidates: models/ bundles, -m bundles, open panes */
-    int n_picker, picker_sel;
+    int n_picker, picker_sel; /* picker_sel -1: the typed path's line */
+    char picker_path[1024];   /* the path typed into the picker */
 
     /* typed bytes of a character not complete yet (tui_main.c) */
     char typed[8];
@@ -173,6 +176,10 @@ void tui_refresh_entities(tui_app *a);
 void tui_handle_events(tui_app *a);
 
 /* keys and mouse (actions.c) */
+/* Where keys go now: TUI_IN_EDITOR, _PANE, _HEATMAP, _OVERLAY, _JOBS or _LOG. */
+unsigned tui_focus_context(const tui_app *a);
+/* Focus the editor (-1) or a pane. */
+void tui_focus(tui_app *a, int index);
 void tui_handle_key(tui_app *a, int key, int is_char);
 void tui_handle_mouse(tui_app *a);
 
@@ -194,6 +201,8 @@ int tui_apply_theme(tui_app *a, int index);
 void tui_picker_open(tui_app *a);
 void tui_picker_free(tui_app *a);
 void tui_picker_choose(tui_app *a);
+/* A character typed into the picker's path line ('\b': delete the last one). */
+void tui_picker_type(tui_app *a, int ch);
 
 /* the jobs view (jobs_view.c, draw_jobs.c) */
 void tui_jobs_toggle(tui_app *a);

@@ -22,7 +22,7 @@ static void title(tui_app *a, WINDOW *w, int focused)
 
 void tui_draw_editor(tui_app *a, WINDOW *w)
 {
-    int focused = a->focus < 0 && a->overlay == TUI_OVERLAY_NONE;
+    int focused = a->focus < 0 && !a->log_focus && a->overlay == TUI_OVERLAY_NONE;
     int h = getmaxy(w) - 2, width = getmaxx(w) - 3;
     werase(w);
     tui_set_style(w, &a->palette, focused ? TUI_C_FOCUS : TUI_C_BORDER);

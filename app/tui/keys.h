@@ -73,6 +73,7 @@ enum {
     TUI_IN_OVERLAY = 8,  /* help or the bundle picker */
     TUI_IN_ANY = 15,
     TUI_IN_JOBS = 16,    /* the jobs view (F11); the bindings for anywhere apply there too */
+    TUI_IN_LOG = 32,     /* the log (F2), focused with Tab */
 };
 
 #define TUI_BINDING_KEYS 3

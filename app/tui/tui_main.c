@@ -55,7 +55,6 @@ static void replaced_notice(tui_app *a, size_t replaced, const char *where)
 {
     tui_notice(a, "%zu invalid byte%s in the %s replaced by U+FFFD (\xEF\xBF\xBD); the rest is kept",
                replaced, replaced == 1 ? "" : "s", where);
-    tui_log_add(&a->log, TUI_LOG_WARN, "%s", a->notice);
 }
 
 static void paste_finish(tui_app *a)
@@ -64,14 +63,15 @@ static void paste_finish(tui_app *a)
     size_t dropped = tui_editor_insert(&a->ed, a->paste, a->paste_len, &replaced);
     dropped += a->paste_total - a->paste_len;
     if (dropped > 0)
-        tui_notice(a, "paste capped: %zu of %zu bytes did not fit (the editor holds %d KiB)",
-                   dropped, a->paste_total, TUI_EDITOR_MAX_BYTES / 1024);
+        tui_notice(a, "paste capped: %zu of %zu bytes did not fit (the editor holds %d KiB)%s",
+                   dropped, a->paste_total, TUI_EDITOR_MAX_BYTES / 1024,
+                   replaced ? "; invalid bytes became U+FFFD" : "");
     else if (replaced > 0)
         replaced_notice(a, replaced, "paste");
     tui_log_add(&a->log, TUI_LOG_INFO, "pasted %zu bytes", a->paste_total);
     a->pasting = 0;
     a->paste_len = a->paste_total = 0;
-    a->focus = -1;
+    tui_focus(a, -1);
     a->edit_time = mt_now_s();
     a->dirty = 1;
 }
