@@ -22,7 +22,7 @@ const tui_binding tui_bindings[] = {
     {{TUI_CTRL('r')}, TUI_IN_ANY, TUI_ACT_TRANSLATE, "Workbench",
      "translate now (also starts 0.5 s after typing stops)", "translate"},
     {{'\t'}, (TUI_IN_ANY & ~TUI_IN_OVERLAY) | TUI_IN_LOG, TUI_ACT_FOCUS_NEXT, "Workbench",
-     "focus the next pane (editor, models, log when shown, editor...)", "focus"},
+     "focus the next pane (editor, models, log, editor...)", "focus"},
     {{K(KEY_BTAB)}, (TUI_IN_ANY & ~TUI_IN_OVERLAY) | TUI_IN_LOG, TUI_ACT_FOCUS_PREV, "Workbench",
      "focus the previous pane", NULL},
     {{F(2)}, TUI_IN_ANY, TUI_ACT_LOG, "Workbench",
@@ -66,7 +66,7 @@ const tui_binding tui_bindings[] = {
     {{K(KEY_PPAGE)}, SCROLLS, TUI_ACT_PAGE_UP, "Panes, log and overlays", "page up", NULL},
     {{K(KEY_NPAGE)}, SCROLLS, TUI_ACT_PAGE_DOWN, "Panes, log and overlays", "page down", NULL},
     {{'\r', '\n', K(KEY_ENTER)}, TUI_IN_OVERLAY, TUI_ACT_CHOOSE, "Panes, log and overlays",
-     "picker: add or remove the highlighted bundle, or open the typed path", "add/remove"},
+     "picker: open the typed path, add or remove a bundle", "add/remove"},
     {{K(KEY_BACKSPACE), 127, TUI_CTRL('h')}, TUI_IN_OVERLAY, TUI_ACT_BACKSPACE,
      "Panes, log and overlays", "picker: delete the last character of the typed path", NULL},
 
