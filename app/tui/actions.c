@@ -1,5 +1,6 @@
 /* What keys and mouse buttons do: every input becomes an action through the key table
  * (keys.c), then one switch applies it. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include "mtlab/clock.h"
 #include "tui/app.h"
 #include "tui/format.h"
+#include "tui/save.h"
 
 static unsigned pane_context(const tui_pane *p)
 {
@@ -113,6 +115,39 @@ static void toggle_beam(tui_app *a)
         tui_log_add(&a->log, TUI_LOG_INFO, "%s: %s search", t[i]->name, search);
         if (a->sent.n > 0) tui_translate(a, t[i]);
     }
+}
+
+/* Ctrl-S: what the panes show, with the segments they translated, into the working directory. */
+static void save_translations(tui_app *a)
+{
+    if (a->sent.n == 0) {
+        tui_notice(a, "nothing to save yet: no text has been translated");
+        return;
+    }
+    tui_save_column cols[TUI_MAX_PANES];
+    char search[TUI_MAX_PANES][32];
+    for (int i = 0; i < a->n_panes; i++) {
+        const tui_pane *p = a->panes[i];
+        tui_format_search(search[i], sizeof search[i], p->beam);
+        cols[i] = (tui_save_column){p->name, p->dir, search[i], p->hyps, p->final, p->n_hyps};
+    }
+    FILE *tsv, *jsonl;
+    char tsv_path[PATH_MAX], jsonl_path[PATH_MAX];
+    if (tui_create_save_files(".", &tsv, &jsonl, tsv_path, jsonl_path, sizeof tsv_path) != 0) {
+        tui_notice(a, "not saved: %s", mt_last_error());
+        return;
+    }
+    int rc = tui_write_translations(tsv, jsonl, a->sent.texts, a->sent.n, cols, a->n_panes);
+    rc |= fclose(tsv) != 0;
+    rc |= fclose(jsonl) != 0;
+    int unfinished = 0;
+    for (int i = 0; i < a->n_panes; i++)
+        for (int k = 0; k < a->panes[i]->n_hyps; k++) unfinished += !a->panes[i]->final[k];
+    if (rc) tui_notice(a, "not saved completely: %s (%s)", tsv_path + 2, mt_last_error());
+    else
+        tui_notice(a, "saved %d segment%s x %d pane%s to %s and .jsonl%s", a->sent.n,
+                   a->sent.n == 1 ? "" : "s", a->n_panes, a->n_panes == 1 ? "" : "s",
+                   tsv_path + 2, unfinished ? " (some translations were unfinished)" : "");
 }
 
 static void toggle_heatmap(tui_app *a)
@@ -237,6 +272,7 @@ static void apply(tui_app *a, tui_action act, int my, int mx)
         break;
     }
     case TUI_ACT_TRANSLATE: tui_translate(a, NULL); break;
+    case TUI_ACT_SAVE: save_translations(a); break;
     case TUI_ACT_BEAM: toggle_beam(a); break;
     case TUI_ACT_PICKER: tui_picker_open(a); break;
     case TUI_ACT_JOBS: tui_jobs_toggle(a); break;

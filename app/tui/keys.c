@@ -39,6 +39,8 @@ const tui_binding tui_bindings[] = {
      "Lua console: open (it takes the keys) or close", "console"},
     {{F(9), TUI_CTRL('t')}, TUI_IN_ANY, TUI_ACT_THEME, "Workbench",
      "next colour theme (themes/*.theme)", "theme"},
+    {{TUI_CTRL('s')}, TUI_IN_ANY, TUI_ACT_SAVE, "Workbench",
+     "save source + translations (.tsv, .jsonl) here", "save"},
     {{TUI_CTRL('l')}, TUI_IN_ANY, TUI_ACT_REDRAW, "Workbench", "redraw the screen", NULL},
     {{TUI_ESC}, TUI_IN_OVERLAY, TUI_ACT_CLOSE, "Workbench", "close the help or the picker",
      "close"},

@@ -28,6 +28,7 @@ typedef enum {
     TUI_ACT_FOCUS_PREV,
     TUI_ACT_FOCUS_AT,     /* the pane (or editor) under the mouse */
     TUI_ACT_TRANSLATE,
+    TUI_ACT_SAVE,         /* write the source and every pane's translation to files */
     TUI_ACT_BEAM,
     TUI_ACT_PICKER,
     TUI_ACT_CONSOLE,
