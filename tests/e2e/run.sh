@@ -286,6 +286,15 @@ bad_device() {
     [ $rc = 1 ] && [[ "$out" == "mtlab: cuda:7: "* ]]
 }
 check "translate on an unavailable device says which and why" bad_device
+# the config names the dtype the weights are stored in, and inspect says when they disagree
+dtype_agrees() { "$bin" inspect bundles/mamba | grep -qx 'dtype      float32, as the config says'; }
+check "inspect: a written bundle's config names its weights' dtype" dtype_agrees
+dtype_disagrees() {
+    rm -rf mislabelled && cp -r bundles/mamba mislabelled &&
+        sed -i 's/"dtype": "float32"/"dtype": "float16"/' mislabelled/config.json &&
+        "$bin" inspect mislabelled | grep -q 'the config says float16 but the weights are stored as float32: they disagree'
+}
+check "inspect: a config whose dtype is not the weights' is reported" dtype_disagrees
 
 # ---------------------------------------------------------------- the shipped models
 # every bundle in models/ loads through the reader and translates Genesis 1:3 into English
