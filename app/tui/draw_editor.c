@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "console/console.h"
 #include "tui/app.h"
 #include "tui/glyphs.h"
 #include "tui/styled.h"
@@ -22,7 +23,8 @@ static void title(tui_app *a, WINDOW *w, int focused)
 
 void tui_draw_editor(tui_app *a, WINDOW *w)
 {
-    int focused = a->focus < 0 && !a->log_focus && a->overlay == TUI_OVERLAY_NONE;
+    int focused = a->focus < 0 && !a->log_focus && a->overlay == TUI_OVERLAY_NONE &&
+                  !tui_console_focused(a);
     int h = getmaxy(w) - 2, width = getmaxx(w) - 3;
     werase(w);
     tui_set_style(w, &a->palette, focused ? TUI_C_FOCUS : TUI_C_BORDER);
