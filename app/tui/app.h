@@ -3,6 +3,7 @@
  * it each do one thing: tui_main.c (the loop), terminal.c (curses, signals, crash handler),
  * actions.c (what keys do), events.c (what workers report), requests.c (what gets translated),
  * theme_choice.c (which theme), notice.c (the message over the status line), picker.c,
+ * result_cache.c (finished translations by model, mode and text), save.c (Ctrl-S's files),
  * jobs_view.c (the jobs view's keys; jobs_watch.c its watcher thread, jobs_format.c its pure
  * pieces), draw*.c (draw_jobs.c: the jobs view); the Lua console (Ctrl-O) is app/console/
  * (console.h). */

@@ -97,18 +97,27 @@ static int draw_state(tui_app *a, tui_pane *p, WINDOW *w)
     return x;
 }
 
-/* The title: name, architecture, parameters, device and the search ("greedy", "beam 5"),
- * dropping the middle when that does not fit, so the search always shows. */
+/* The title: name, architecture, parameters, device and the search ("greedy", "beam 5");
+ * when that does not fit, the name and the search, the name cut short if it must be, so the
+ * search always shows. */
 static void draw_title(tui_app *a, tui_pane *p, WINDOW *w, int focused)
 {
     const tui_glyphs *g = glyphs(a);
-    char title[256], search[32];
+    char title[256], search[32], tail[64];
     int room = getmaxx(w) - 6 - (focused ? 2 : 0);
     tui_format_search(search, sizeof search, p->beam);
     snprintf(title, sizeof title, "%s %s %s %s %s", p->name, g->dot, p->info, g->dot, search);
-    if (!p->loaded || tui_text_width_z(title) > room)
-        snprintf(title, sizeof title, "%s %s %s", p->name, g->dot, search);
-    if (tui_text_width_z(title) > room) snprintf(title, sizeof title, "%s", search);
+    if (!p->loaded || tui_text_width_z(title) > room) {
+        snprintf(tail, sizeof tail, " %s %s", g->dot, search);
+        int name_room = room - tui_text_width_z(tail);
+        int cols;
+        size_t n = tui_text_fit(p->name, strlen(p->name), name_room, &cols);
+        if (n < strlen(p->name))
+            n = tui_text_fit(p->name, strlen(p->name), name_room - tui_text_width_z(g->ellipsis), &cols);
+        snprintf(title, sizeof title, "%.*s%s%s", (int)n, p->name,
+                 n < strlen(p->name) ? g->ellipsis : "", tail);
+        if (name_room < 4) snprintf(title, sizeof title, "%s", search);
+    }
     tui_put_title(w, &a->palette, title, focused, g->focus_mark);
 }
 
