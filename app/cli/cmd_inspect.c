@@ -1,6 +1,6 @@
 /* `mtlab inspect BUNDLE_OR_SAFETENSORS`: what a model bundle or a weights file holds: the
- * config, every tensor (name, dtype, shape, bytes; in natural order, layer 2 before 10) and the
- * totals. */
+ * config, every tensor (name, dtype, shape, bytes; in natural order, layer 2 before 10), the
+ * totals, and whether the config's dtype is the one the weights are stored in. */
 #include "cli/commands.h"
 #include "mtlab/bundle.h"
 #include "mtlab/error.h"
@@ -80,7 +80,8 @@ static int by_name(const void *x, const void *y)
                        mt_st_tensor_at(sort_st, *(const int *)y)->name);
 }
 
-static void print_tensors(const mt_safetensors *st)
+/* per_dtype (when not NULL) receives the parameters of each dtype. */
+static void print_tensors(const mt_safetensors *st, unsigned long long *per_dtype_out)
 {
     char a[32], b[32];
     printf("weights    %s (%s bytes, %d tensors)\n", mt_st_name(st), grouped(a, sizeof a, mt_st_file_size(st)),
@@ -117,6 +118,39 @@ static void print_tensors(const mt_safetensors *st)
         sep = ", ";
     }
     printf("%s\n", params ? ")" : "");
+    if (per_dtype_out) memcpy(per_dtype_out, per_dtype, sizeof per_dtype);
+}
+
+/* The config's "dtype" (or older "torch_dtype") against the floating-point tensors' dtypes:
+ * transformers loads the weights as the config's dtype, so a mismatch is worth a word. */
+static void print_dtype_check(const mt_config *c, const unsigned long long *per_dtype)
+{
+    const char *key = mt_config_has(c, "dtype") ? "dtype" : "torch_dtype";
+    const char *named = mt_config_has(c, key) ? mt_config_string(c, key) : NULL;
+    char stored[64] = "";
+    int n_float = 0;
+    mt_dtype only = MT_DT_F32;
+    for (int d = 0; d < MT_DT_COUNT; d++) {
+        if (!per_dtype[d] || !mt_dtype_is_float((mt_dtype)d)) continue;
+        snprintf(stored + strlen(stored), sizeof stored - strlen(stored), "%s%s",
+                 n_float ? ", " : "", mt_dtype_torch_name((mt_dtype)d));
+        only = (mt_dtype)d;
+        n_float++;
+    }
+    mt_dtype want;
+    if (!named) {
+        printf("dtype      the config names none; the weights are stored as %s\n",
+               n_float ? stored : "no floating-point type");
+    } else if (mt_dtype_from_torch_name(named, &want) != 0) {
+        printf("dtype      the config's %s \"%s\" is no dtype mtlab knows; the weights are "
+               "stored as %s\n", key, named, n_float ? stored : "no floating-point type");
+    } else if (n_float == 1 && want == only) {
+        printf("dtype      %s, as the config says\n", stored);
+    } else {
+        printf("dtype      the config says %s but the weights are stored as %s: they disagree "
+               "(transformers would load them as %s)\n", named, n_float ? stored : "nothing",
+               named);
+    }
 }
 
 static int inspect_bundle(const char *dir)
@@ -130,7 +164,9 @@ static int inspect_bundle(const char *dir)
     if (tok) printf("tokenizer  %s (%s bytes)\n", tok, grouped(a, sizeof a, (unsigned long long)file_bytes(tok)));
     else printf("tokenizer  none (the bundle has no tokenizer.model)\n");
     if (stats) printf("stats      %s (%s bytes)\n", stats, grouped(a, sizeof a, (unsigned long long)file_bytes(stats)));
-    print_tensors(mt_bundle_weights(b));
+    unsigned long long per_dtype[MT_DT_COUNT];
+    print_tensors(mt_bundle_weights(b), per_dtype);
+    print_dtype_check(mt_bundle_config(b), per_dtype);
     mt_bundle_close(b);
     return 0;
 }
@@ -139,7 +175,7 @@ static int inspect_file(const char *path)
 {
     mt_safetensors *st = mt_st_open(path);
     if (!st) return cli_fail("%s", mt_last_error());
-    print_tensors(st);
+    print_tensors(st, NULL);
     mt_st_close(st);
     return 0;
 }

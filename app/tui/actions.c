@@ -1,5 +1,6 @@
 /* What keys and mouse buttons do: every input becomes an action through the key table
  * (keys.c), then one switch applies it. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,16 +8,19 @@
 #include "console/console.h"
 #include "mtlab/clock.h"
 #include "tui/app.h"
+#include "tui/format.h"
+#include "tui/save.h"
 
 static unsigned pane_context(const tui_pane *p)
 {
     return p->view == TUI_VIEW_HEATMAP ? TUI_IN_HEATMAP : TUI_IN_PANE;
 }
 
-static unsigned focus_context(const tui_app *a)
+unsigned tui_focus_context(const tui_app *a)
 {
     if (a->overlay != TUI_OVERLAY_NONE) return TUI_IN_OVERLAY;
     if (a->jobs) return TUI_IN_JOBS;
+    if (a->log_focus) return TUI_IN_LOG;
     if (a->focus < 0) return TUI_IN_EDITOR;
     return pane_context(a->panes[a->focus]);
 }
@@ -55,15 +59,46 @@ static void scroll_pane(tui_app *a, tui_pane *p, int delta)
     a->dirty = 1;
 }
 
+void tui_focus(tui_app *a, int index)
+{
+    a->focus = index;
+    a->log_focus = 0;
+    a->dirty = 1;
+}
+
+/* Tab's cycle: the editor, the panes, the log when it is shown, the editor again. */
+static void focus_step(tui_app *a, int dir)
+{
+    int count = a->n_panes, log = a->show_log;
+    /* positions: 0 the editor, 1..count the panes, count + 1 the log */
+    int n = count + 1 + log;
+    int at = a->log_focus ? count + 1 : a->focus + 1;
+    at = (at + dir + n) % n;
+    tui_focus(a, at <= count ? at - 1 : -1);
+    a->log_focus = at == count + 1;
+}
+
+/* The log scrolls back from its newest line (0: follow it). */
+static void scroll_log(tui_app *a, int delta)
+{
+    int h = a->L.log.h - 2;
+    int most = a->log.n > h ? a->log.n - h : 0;
+    a->log_scroll -= delta;
+    if (a->log_scroll > most) a->log_scroll = most;
+    if (a->log_scroll < 0) a->log_scroll = 0;
+    a->dirty = 1;
+}
+
 static void scroll_overlay(tui_app *a, int delta)
 {
     if (a->overlay == TUI_OVERLAY_HELP) {
         a->help_scroll += delta;
         if (a->help_scroll < 0) a->help_scroll = 0;
-    } else if (a->n_picker > 0) {
+    } else {
+        /* -1 is the line to type a path on */
         a->picker_sel += delta;
-        if (a->picker_sel < 0) a->picker_sel = 0;
         if (a->picker_sel >= a->n_picker) a->picker_sel = a->n_picker - 1;
+        if (a->picker_sel < -1) a->picker_sel = -1;
     }
     a->dirty = 1;
 }
@@ -86,12 +121,46 @@ static void toggle_beam(tui_app *a)
     int n = target_panes(a, t);
     if (n == 0) return;
     int beam = t[0]->beam == 1 ? TUI_BEAM : 1;
+    char search[32];
+    tui_format_search(search, sizeof search, beam);
     for (int i = 0; i < n; i++) {
         t[i]->beam = beam;
-        tui_log_add(&a->log, TUI_LOG_INFO, "%s: %s", t[i]->name,
-                    beam == 1 ? "greedy search" : "beam search (5 beams)");
+        tui_log_add(&a->log, TUI_LOG_INFO, "%s: %s search", t[i]->name, search);
         if (a->sent.n > 0) tui_translate(a, t[i]);
     }
+}
+
+/* Ctrl-S: what the panes show, with the segments they translated, into the working directory. */
+static void save_translations(tui_app *a)
+{
+    if (a->sent.n == 0) {
+        tui_notice(a, "nothing to save yet: no text has been translated");
+        return;
+    }
+    tui_save_column cols[TUI_MAX_PANES];
+    char search[TUI_MAX_PANES][32];
+    for (int i = 0; i < a->n_panes; i++) {
+        const tui_pane *p = a->panes[i];
+        tui_format_search(search[i], sizeof search[i], p->beam);
+        cols[i] = (tui_save_column){p->name, p->dir, search[i], p->hyps, p->final, p->n_hyps};
+    }
+    FILE *tsv, *jsonl;
+    char tsv_path[PATH_MAX], jsonl_path[PATH_MAX];
+    if (tui_create_save_files(".", &tsv, &jsonl, tsv_path, jsonl_path, sizeof tsv_path) != 0) {
+        tui_notice(a, "not saved: %s", mt_last_error());
+        return;
+    }
+    int rc = tui_write_translations(tsv, jsonl, a->sent.texts, a->sent.n, cols, a->n_panes);
+    rc |= fclose(tsv) != 0;
+    rc |= fclose(jsonl) != 0;
+    int unfinished = 0;
+    for (int i = 0; i < a->n_panes; i++)
+        for (int k = 0; k < a->panes[i]->n_hyps; k++) unfinished += !a->panes[i]->final[k];
+    if (rc) tui_notice(a, "not saved completely: %s (%s)", tsv_path + 2, mt_last_error());
+    else
+        tui_notice(a, "saved %d segment%s x %d pane%s to %s and .jsonl%s", a->sent.n,
+                   a->sent.n == 1 ? "" : "s", a->n_panes, a->n_panes == 1 ? "" : "s",
+                   tsv_path + 2, unfinished ? " (some translations were unfinished)" : "");
 }
 
 static void toggle_heatmap(tui_app *a)
@@ -176,18 +245,20 @@ static void select_at(tui_pane *p, int y, int x)
     p->sel_row = row, p->sel_col = col;
 }
 
-/* The pane index under (y, x), -1 for the editor, -2 for anything else. */
+enum { REGION_NONE = -2, REGION_LOG = -3 };
+
+/* The pane index under (y, x), -1 for the editor, REGION_LOG, or REGION_NONE. */
 static int region_at(const tui_app *a, int y, int x)
 {
     if (tui_rect_contains(a->L.editor, y, x)) return -1;
     for (int i = 0; i < a->n_panes; i++)
         if (tui_rect_contains(a->L.panes[i], y, x)) return i;
-    return -2;
+    if (a->show_log && tui_rect_contains(a->L.log, y, x)) return REGION_LOG;
+    return REGION_NONE;
 }
 
 static void apply(tui_app *a, tui_action act, int my, int mx)
 {
-    int count = a->n_panes;
     switch (act) {
     case TUI_ACT_NONE: return;
     case TUI_ACT_QUIT: a->quit = 1; return;
@@ -197,17 +268,21 @@ static void apply(tui_app *a, tui_action act, int my, int mx)
         break;
     case TUI_ACT_LOG:
         a->show_log = !a->show_log;
+        a->log_scroll = 0;
+        if (!a->show_log && a->log_focus) tui_focus(a, -1);
         a->relayout = 1;
         break;
-    case TUI_ACT_FOCUS_NEXT: a->focus = a->focus + 1 >= count ? -1 : a->focus + 1; break;
-    case TUI_ACT_FOCUS_PREV: a->focus = a->focus < 0 ? count - 1 : a->focus - 1; break;
+    case TUI_ACT_FOCUS_NEXT: focus_step(a, +1); break;
+    case TUI_ACT_FOCUS_PREV: focus_step(a, -1); break;
     case TUI_ACT_FOCUS_AT: {
         int r = region_at(a, my, mx);
-        if (r >= -1) a->focus = r;
+        if (r >= -1) tui_focus(a, r);
+        if (r == REGION_LOG) a->log_focus = 1;
         if (r >= 0) select_at(a->panes[r], my - a->L.panes[r].y, mx - a->L.panes[r].x);
         break;
     }
     case TUI_ACT_TRANSLATE: tui_translate(a, NULL); break;
+    case TUI_ACT_SAVE: save_translations(a); break;
     case TUI_ACT_BEAM: toggle_beam(a); break;
     case TUI_ACT_PICKER: tui_picker_open(a); break;
     case TUI_ACT_JOBS: tui_jobs_toggle(a); break;
@@ -234,11 +309,15 @@ static void apply(tui_app *a, tui_action act, int my, int mx)
             if (a->overlay == TUI_OVERLAY_PICKER) tui_picker_free(a);
             a->overlay = TUI_OVERLAY_NONE;
         } else {
-            a->focus = -1;
+            tui_focus(a, -1);
             a->zoom = 0;
         }
         break;
     case TUI_ACT_CHOOSE: tui_picker_choose(a); break;
+    case TUI_ACT_BACKSPACE:
+        if (a->overlay == TUI_OVERLAY_PICKER) tui_picker_type(a, '\b');
+        else editor_action(a, act);
+        break;
     case TUI_ACT_SCROLL_UP:
     case TUI_ACT_SCROLL_DOWN:
     case TUI_ACT_PAGE_UP:
@@ -249,8 +328,9 @@ static void apply(tui_app *a, tui_action act, int my, int mx)
             scroll_overlay(a, delta);
             break;
         }
-        int r = my >= 0 ? region_at(a, my, mx) : a->focus;
+        int r = my >= 0 ? region_at(a, my, mx) : a->log_focus ? REGION_LOG : a->focus;
         if (r >= 0) scroll_pane(a, a->panes[r], delta);
+        if (r == REGION_LOG) scroll_log(a, delta);
         break;
     }
     default: editor_action(a, act); return;
@@ -268,21 +348,22 @@ void tui_handle_key(tui_app *a, int key, int is_char)
         return;
     }
     if (is_char) {
+        if (a->overlay == TUI_OVERLAY_PICKER) tui_picker_type(a, key);
         if (a->overlay != TUI_OVERLAY_NONE) return;
         /* the heatmap's letters (z, e); any other goes to the editor */
-        tui_action act = focus_context(a) == TUI_IN_HEATMAP ? tui_key_action(key, TUI_IN_HEATMAP)
+        tui_action act = tui_focus_context(a) == TUI_IN_HEATMAP ? tui_key_action(key, TUI_IN_HEATMAP)
                                                              : TUI_ACT_NONE;
         if (act != TUI_ACT_NONE) {
             apply(a, act, -1, -1);
             return;
         }
-        a->focus = -1;
+        tui_focus(a, -1);
         if (tui_editor_insert_char(&a->ed, (uint32_t)key))
             tui_notice(a, "the editor is full (%d KiB)", TUI_EDITOR_MAX_BYTES / 1024);
         editor_changed(a);
         return;
     }
-    apply(a, tui_key_action(key, focus_context(a)), -1, -1);
+    apply(a, tui_key_action(key, tui_focus_context(a)), -1, -1);
 }
 
 void tui_handle_mouse(tui_app *a)

@@ -3,6 +3,7 @@
  * it each do one thing: tui_main.c (the loop), terminal.c (curses, signals, crash handler),
  * actions.c (what keys do), events.c (what workers report), requests.c (what gets translated),
  * theme_choice.c (which theme), notice.c (the message over the status line), picker.c,
+ * result_cache.c (finished translations by model, mode and text), save.c (Ctrl-S's files),
  * jobs_view.c (the jobs view's keys; jobs_watch.c its watcher thread, jobs_format.c its pure
  * pieces), draw*.c (draw_jobs.c: the jobs view; draw_heatmap.c: a pane's heatmap, laid out
  * by heat_layout.c, its data and files from heat_export.c); the Lua console (Ctrl-O) is
@@ -23,6 +24,7 @@
 #include "tui/log.h"
 #include "tui/pane_worker.h"
 #include "tui/queue.h"
+#include "tui/result_cache.h"
 #include "tui/theme.h"
 #include "tui/theme_curses.h"
 #include "tui/tui.h"
@@ -43,12 +45,17 @@ typedef struct {
     int loaded;
     char *load_error;       /* the bundle could not be loaded: shown in the pane */
     int beam;               /* 1: greedy */
+    char *model_key;        /* the weights, for the result cache (requests.c) */
+    char mode[32];          /* the decoding mode of the request shown, for the result cache */
 
     unsigned long request;  /* the request the pane shows; 0 before any */
     int busy;
     char **hyps;            /* (n_hyps) each segment's hypothesis so far, malloc'd */
     unsigned char *final;   /* (n_hyps) 1 when the segment is finished */
     int n_hyps;
+    int *worker_seg;        /* (n_worker) the segment of each text sent to the worker */
+    int n_worker;
+    int n_cached;           /* segments of the request shown that came from the cache */
     char *request_error;    /* the last request failed */
     double seconds;         /* the last finished request's statistics */
     size_t tokens, state_bytes;
@@ -87,8 +94,10 @@ typedef struct {
     tui_pane *panes[TUI_MAX_PANES];
     int n_panes, next_pane_id;
     int focus;              /* -1: the editor, else a pane index */
+    int log_focus;          /* the log has the focus (Tab past the last pane while shown) */
     tui_overlay overlay;
     int show_log;
+    int log_scroll;         /* lines the log view is scrolled back from its newest line */
     tui_log log;
     tui_queue q;
     tui_console *console;   /* NULL until Ctrl-O first opens it */
@@ -108,6 +117,7 @@ typedef struct {
     unsigned long sent_version; /* the editor version last sent */
     double edit_time;       /* when the text last changed */
     tui_sent sent;
+    tui_result_cache cache; /* finished translations by (model, mode, text) */
     int default_beam;
     const char *default_device; /* for bundles opened from the picker (NULL: cpu) */
     mt_text_span *ed_spans; /* entities of the whole editor text, for the underline */
@@ -121,7 +131,12 @@ typedef struct {
     char **known_dirs;      /* bundles named on the command line */
     int n_known;
     char **picker_dirs;     /* candidates: models/ bundles, -m bundles, open panes */
-    int n_picker, picker_sel;
+    int n_picker, picker_sel; /* picker_sel -1: the typed path's line */
+    char picker_path[1024];   /* the path typed into the picker */
+
+    /* typed bytes of a character not complete yet (tui_main.c) */
+    char typed[8];
+    size_t n_typed;
 
     /* paste in progress (bracketed paste) */
     int pasting;
@@ -146,7 +161,8 @@ typedef struct {
 int tui_pane_add(tui_app *a, const char *dir, const char *device);
 void tui_pane_remove(tui_app *a, int index);
 tui_pane *tui_pane_by_id(tui_app *a, int id);
-/* Send the editor's segments to every loaded pane (or one pane when only is not NULL). */
+/* Send the editor's segments to every loaded pane (or one pane when only is not NULL): each
+ * segment the result cache holds for the pane is shown at once, the others go to its worker. */
 void tui_translate(tui_app *a, tui_pane *only);
 /* Ask the pane for the probes of the segment under the editor's cursor, when it shows its
  * heatmap and does not have them. */
@@ -154,6 +170,8 @@ void tui_request_probe(tui_app *a, tui_pane *p);
 /* The segment (index into a->sent) whose line holds the editor's cursor, else 0. */
 int tui_cursor_segment(const tui_app *a);
 void tui_sent_free(tui_sent *s);
+/* The pane's segment that the worker's text number k is, -1 when none. */
+int tui_pane_segment(const tui_pane *p, int k);
 /* Recompute the editor's entity underline when the text changed. */
 void tui_refresh_entities(tui_app *a);
 
@@ -161,6 +179,10 @@ void tui_refresh_entities(tui_app *a);
 void tui_handle_events(tui_app *a);
 
 /* keys and mouse (actions.c) */
+/* Where keys go now: TUI_IN_EDITOR, _PANE, _HEATMAP, _OVERLAY, _JOBS or _LOG. */
+unsigned tui_focus_context(const tui_app *a);
+/* Focus the editor (-1) or a pane. */
+void tui_focus(tui_app *a, int index);
 void tui_handle_key(tui_app *a, int key, int is_char);
 void tui_handle_mouse(tui_app *a);
 
@@ -182,6 +204,8 @@ int tui_apply_theme(tui_app *a, int index);
 void tui_picker_open(tui_app *a);
 void tui_picker_free(tui_app *a);
 void tui_picker_choose(tui_app *a);
+/* A character typed into the picker's path line ('\b': delete the last one). */
+void tui_picker_type(tui_app *a, int ch);
 
 /* the jobs view (jobs_view.c, draw_jobs.c) */
 void tui_jobs_toggle(tui_app *a);

@@ -96,28 +96,29 @@ static void draw_empty(tui_app *a, WINDOW *w)
 
 static void draw_log(tui_app *a, WINDOW *w)
 {
+    int focused = a->log_focus && a->overlay == TUI_OVERLAY_NONE;
     werase(w);
-    tui_set_style(w, &a->palette, TUI_C_BORDER);
+    tui_set_style(w, &a->palette, focused ? TUI_C_FOCUS : TUI_C_BORDER);
     box(w, 0, 0);
-    tui_set_style(w, &a->palette, TUI_C_TITLE);
-    tui_put(w, 0, 2, " log (F2) ", getmaxx(w) - 4);
+    tui_put_title(w, &a->palette, "log (F2; Tab here, then Up/Down/PgUp/PgDn)", focused,
+                  tui_glyphs_for(a->utf8 && !a->ascii)->focus_mark);
     int h = getmaxy(w) - 2, width = getmaxx(w) - 2;
-    int first = a->log.n > h ? a->log.n - h : 0;
-    for (int i = first, y = 1; i < a->log.n; i++, y++) {
+    int most = a->log.n > h ? a->log.n - h : 0;
+    if (a->log_scroll > most) a->log_scroll = most;
+    int first = most - a->log_scroll;
+    for (int i = first, y = 1; i < a->log.n && y <= h; i++, y++) {
         const tui_log_line *l = tui_log_get(&a->log, i);
         tui_set_style(w, &a->palette, l->level == TUI_LOG_ERROR  ? TUI_C_ERROR
                                   : l->level == TUI_LOG_WARN ? TUI_C_WARNING
                                                              : TUI_C_DIM);
         tui_put(w, y, 1, l->text, width);
     }
-}
-
-static unsigned hint_context(const tui_app *a)
-{
-    if (a->overlay != TUI_OVERLAY_NONE) return TUI_IN_OVERLAY;
-    if (a->jobs) return TUI_IN_JOBS;
-    if (a->focus < 0) return TUI_IN_EDITOR;
-    return a->panes[a->focus]->view == TUI_VIEW_HEATMAP ? TUI_IN_HEATMAP : TUI_IN_PANE;
+    if (most > 0) {
+        char where[48];
+        snprintf(where, sizeof where, " %d-%d/%d ", first + 1, first + h, a->log.n);
+        tui_set_style(w, &a->palette, TUI_C_DIM);
+        tui_put(w, h + 1, getmaxx(w) - 2 - (int)strlen(where), where, (int)strlen(where));
+    }
 }
 
 static void draw_status(tui_app *a, WINDOW *w)
@@ -131,7 +132,7 @@ static void draw_status(tui_app *a, WINDOW *w)
         return;
     }
     char hints[512];
-    tui_status_hints(hints, sizeof hints, hint_context(a), width - 2);
+    tui_status_hints(hints, sizeof hints, tui_focus_context(a), width - 2);
     /* key names in the key style, labels in the status style */
     int x = 1;
     for (char *p = hints; *p && x < width - 1;) {
@@ -201,6 +202,6 @@ void tui_draw(tui_app *a)
     /* the hardware cursor shows only where typing goes: the editor, when nothing covers it */
     int console = a->w_console && tui_console_focused(a);
     if (console && !overlay) wnoutrefresh(a->w_console); /* its prompt gets the cursor */
-    curs_set(!overlay && ((!a->jobs && a->focus < 0) || console) ? 1 : 0);
+    curs_set(!overlay && ((!a->jobs && a->focus < 0 && !a->log_focus) || console) ? 1 : 0);
     doupdate();
 }

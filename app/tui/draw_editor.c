@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "console/console.h"
 #include "tui/app.h"
 #include "tui/glyphs.h"
 #include "tui/styled.h"
@@ -14,16 +15,16 @@ static void title(tui_app *a, WINDOW *w, int focused)
     int n = tui_editor_segments(&a->ed, &segs);
     free(segs);
     char t[160];
-    const char *dot = tui_glyphs_for(a->utf8 && !a->ascii)->dot;
-    snprintf(t, sizeof t, " source %s %d segment%s %s %zu entit%s ", dot, n, n == 1 ? "" : "s",
-             dot, a->n_ed_spans, a->n_ed_spans == 1 ? "y" : "ies");
-    tui_set_style(w, &a->palette, focused ? TUI_C_FOCUS : TUI_C_TITLE);
-    tui_put(w, 0, 2, t, getmaxx(w) - 4);
+    const tui_glyphs *g = tui_glyphs_for(a->utf8 && !a->ascii);
+    snprintf(t, sizeof t, "source %s %d segment%s %s %zu entit%s", g->dot, n, n == 1 ? "" : "s",
+             g->dot, a->n_ed_spans, a->n_ed_spans == 1 ? "y" : "ies");
+    tui_put_title(w, &a->palette, t, focused, g->focus_mark);
 }
 
 void tui_draw_editor(tui_app *a, WINDOW *w)
 {
-    int focused = a->focus < 0 && a->overlay == TUI_OVERLAY_NONE;
+    int focused = a->focus < 0 && !a->log_focus && a->overlay == TUI_OVERLAY_NONE &&
+                  !tui_console_focused(a);
     int h = getmaxy(w) - 2, width = getmaxx(w) - 3;
     werase(w);
     tui_set_style(w, &a->palette, focused ? TUI_C_FOCUS : TUI_C_BORDER);

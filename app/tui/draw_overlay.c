@@ -35,24 +35,30 @@ static void draw_picker(tui_app *a, WINDOW *w)
 {
     char title[64];
     snprintf(title, sizeof title, " model bundles (%d/%d panes) ", a->n_panes, TUI_MAX_PANES);
-    frame(a, w, title, " Enter adds or removes the pane; Esc closes ");
+    frame(a, w, title, " type a path (~ is home) or pick a bundle; Enter adds or removes; Esc closes ");
     int h = getmaxy(w) - 2, width = getmaxx(w) - 4;
+    char line[1200];
+    snprintf(line, sizeof line, "path: %s%s", a->picker_path, a->picker_sel < 0 ? "_" : "");
+    tui_set_style(w, &a->palette, a->picker_sel < 0 ? TUI_C_SELECTION : TUI_C_TEXT);
+    if (a->picker_sel < 0) mvwhline(w, 1, 1, ' ', getmaxx(w) - 2);
+    tui_put(w, 1, 2, line, width);
     if (a->n_picker == 0) {
         tui_set_style(w, &a->palette, TUI_C_DIM);
-        tui_put(w, 1, 2,
+        tui_put(w, 2, 2,
                 "No bundles found: put bundle directories (config.json, model.safetensors, "
-                "tokenizer.model) under models/, or start with `mtlab tui -m DIR`.", width);
+                "tokenizer.model) under models/, type a path above, or start with `mtlab tui -m DIR`.",
+                width);
         return;
     }
-    int first = a->picker_sel >= h ? a->picker_sel - h + 1 : 0;
-    for (int y = 0; y < h && first + y < a->n_picker; y++) {
+    int rows = h - 1;
+    int first = a->picker_sel >= rows ? a->picker_sel - rows + 1 : 0;
+    for (int y = 0; y < rows && first + y < a->n_picker; y++) {
         int i = first + y, open = 0;
         for (int k = 0; k < a->n_panes; k++) open |= !strcmp(a->panes[k]->dir, a->picker_dirs[i]);
-        char line[512];
         snprintf(line, sizeof line, "[%c] %s", open ? 'x' : ' ', a->picker_dirs[i]);
         tui_set_style(w, &a->palette, i == a->picker_sel ? TUI_C_SELECTION : TUI_C_TEXT);
-        if (i == a->picker_sel) mvwhline(w, 1 + y, 1, ' ', getmaxx(w) - 2);
-        tui_put(w, 1 + y, 2, line, width);
+        if (i == a->picker_sel) mvwhline(w, 2 + y, 1, ' ', getmaxx(w) - 2);
+        tui_put(w, 2 + y, 2, line, width);
     }
 }
 

@@ -72,29 +72,53 @@ static void draw_text(tui_app *a, tui_pane *p, WINDOW *w)
     tui_styled_free(&st);
 }
 
-/* The search and the state at the right of the bottom border: "greedy · translating ⠋ 3/8",
- * "beam 5 · done", "loading ⠋". */
-static void draw_state(tui_app *a, tui_pane *p, WINDOW *w, int stats_end)
+/* The state at the right of the bottom border ("translating ⠋ 3/8", "done", "loading ⠋");
+ * returns the column where it starts. */
+static int draw_state(tui_app *a, tui_pane *p, WINDOW *w)
 {
     const tui_glyphs *g = glyphs(a);
     const char *spin = g->spinner[(long)(mt_now_s() * 10) % g->n_spinner];
-    char s[96], search[32];
-    snprintf(search, sizeof search, "%s %s ", p->beam == 1 ? "greedy" : "beam 5", g->dot);
+    char s[96];
     tui_meaning m = TUI_C_BUSY;
     if (p->load_error) snprintf(s, sizeof s, " not loaded "), m = TUI_C_ERROR;
     else if (!p->loaded) snprintf(s, sizeof s, " loading %s ", spin);
-    else if (p->request_error) snprintf(s, sizeof s, " %sfailed ", search), m = TUI_C_ERROR;
+    else if (p->request_error) snprintf(s, sizeof s, " failed "), m = TUI_C_ERROR;
     else if (p->busy) {
         int done = 0;
         for (int i = 0; i < p->n_hyps; i++) done += p->final[i];
-        snprintf(s, sizeof s, " %stranslating %s %d/%d ", search, spin, done, p->n_hyps);
-    } else if (p->have_stats) snprintf(s, sizeof s, " %sdone ", search), m = TUI_C_DONE;
-    else snprintf(s, sizeof s, " %sready ", search), m = TUI_C_DIM;
+        snprintf(s, sizeof s, " translating %s %d/%d ", spin, done, p->n_hyps);
+    } else if (p->have_stats) snprintf(s, sizeof s, " done "), m = TUI_C_DONE;
+    else snprintf(s, sizeof s, " ready "), m = TUI_C_DIM;
     int len = tui_text_width_z(s);
     int x = getmaxx(w) - 2 - len;
-    if (x <= stats_end) return;
+    if (x < 2) return getmaxx(w) - 2;
     tui_set_style(w, &a->palette, m);
     tui_put(w, getmaxy(w) - 1, x, s, len);
+    return x;
+}
+
+/* The title: name, architecture, parameters, device and the search ("greedy", "beam 5");
+ * when that does not fit, the name and the search, the name cut short if it must be, so the
+ * search always shows. */
+static void draw_title(tui_app *a, tui_pane *p, WINDOW *w, int focused)
+{
+    const tui_glyphs *g = glyphs(a);
+    char title[256], search[32], tail[64];
+    int room = getmaxx(w) - 6 - (focused ? 2 : 0);
+    tui_format_search(search, sizeof search, p->beam);
+    snprintf(title, sizeof title, "%s %s %s %s %s", p->name, g->dot, p->info, g->dot, search);
+    if (!p->loaded || tui_text_width_z(title) > room) {
+        snprintf(tail, sizeof tail, " %s %s", g->dot, search);
+        int name_room = room - tui_text_width_z(tail);
+        int cols;
+        size_t n = tui_text_fit(p->name, strlen(p->name), name_room, &cols);
+        if (n < strlen(p->name))
+            n = tui_text_fit(p->name, strlen(p->name), name_room - tui_text_width_z(g->ellipsis), &cols);
+        snprintf(title, sizeof title, "%.*s%s%s", (int)n, p->name,
+                 n < strlen(p->name) ? g->ellipsis : "", tail);
+        if (name_room < 4) snprintf(title, sizeof title, "%s", search);
+    }
+    tui_put_title(w, &a->palette, title, focused, g->focus_mark);
 }
 
 void tui_draw_pane(tui_app *a, int index, WINDOW *w)
@@ -105,24 +129,21 @@ void tui_draw_pane(tui_app *a, int index, WINDOW *w)
     werase(w);
     tui_set_style(w, &a->palette, focused ? TUI_C_FOCUS : TUI_C_BORDER);
     box(w, 0, 0);
-    /* name, architecture, parameters, device; just the name when that does not fit */
-    char title[256];
-    snprintf(title, sizeof title, " %s %s %s ", p->name, g->dot, p->info);
-    if (!p->loaded || tui_text_width_z(title) > getmaxx(w) - 4)
-        snprintf(title, sizeof title, " %s ", p->name);
-    tui_set_style(w, &a->palette, focused ? TUI_C_FOCUS : TUI_C_TITLE);
-    tui_put(w, 0, 2, title, getmaxx(w) - 4);
-    int stats_end = 1;
+    draw_title(a, p, w, focused);
+    int state_x = draw_state(a, p, w);
     if (p->have_stats && !p->busy) {
-        char t[32], mem[32], stats[128];
-        tui_format_seconds(t, sizeof t, p->seconds);
-        tui_format_bytes(mem, sizeof mem, p->state_bytes);
-        snprintf(stats, sizeof stats, " %s %s %.1f tok/s %s state %s ", t, g->dot,
-                 p->seconds > 0 ? (double)p->tokens / p->seconds : 0.0, g->dot, mem);
-        tui_set_style(w, &a->palette, TUI_C_DONE);
-        stats_end = 2 + tui_put(w, getmaxy(w) - 1, 2, stats, getmaxx(w) - 4);
+        char stats[160], sep[16];
+        snprintf(sep, sizeof sep, " %s ", g->dot);
+        tui_stats st = {p->seconds, p->tokens, p->state_bytes, p->n_hyps - p->n_cached,
+                        p->n_cached};
+        int cols = tui_format_stats(stats + 1, sizeof stats - 2, &st, sep, state_x - 4);
+        if (cols > 0) {
+            stats[0] = ' ';
+            strcat(stats, " ");
+            tui_set_style(w, &a->palette, TUI_C_DONE);
+            tui_put(w, getmaxy(w) - 1, 2, stats, cols + 2);
+        }
     }
-    draw_state(a, p, w, stats_end);
     if (p->load_error) {
         draw_message(w, &a->palette, p->load_error, TUI_C_ERROR);
         return;

@@ -57,16 +57,19 @@ static size_t prev_cluster(const tui_editor *e, size_t pos)
     return p;
 }
 
-/* The cleaned form of s[0..n) (see tui_editor_insert); malloc'd, *out_len its length. */
-static char *clean_text(const char *s, size_t n, size_t *out_len)
+/* The cleaned form of s[0..n) (see tui_editor_insert); malloc'd, *out_len its length,
+ * *replaced the input bytes that became U+FFFD. */
+static char *clean_text(const char *s, size_t n, size_t *out_len, size_t *replaced)
 {
-    char *out = mt_xmalloc(3 * n + 1);
+    char *valid = mt_xmalloc(3 * n + 1);
+    size_t m = mt_utf8_repair(s, n, valid, replaced);
+    char *out = mt_xmalloc(m + 1);
     size_t o = 0;
-    for (size_t i = 0; i < n;) {
-        unsigned char c = (unsigned char)s[i];
+    for (size_t i = 0; i < m;) {
+        unsigned char c = (unsigned char)valid[i];
         if (c == '\r') {
             out[o++] = '\n';
-            i += (i + 1 < n && s[i + 1] == '\n') ? 2 : 1;
+            i += (i + 1 < m && valid[i + 1] == '\n') ? 2 : 1;
             continue;
         }
         if (c == '\t') {
@@ -75,11 +78,12 @@ static char *clean_text(const char *s, size_t n, size_t *out_len)
             continue;
         }
         uint32_t cp;
-        int len = tui_utf8_decode(s + i, n - i, &cp);
-        i += len ? (size_t)len : 1;
-        if (cp != '\n' && (cp < 0x20 || (cp >= 0x7F && cp < 0xA0))) continue;
-        o += (size_t)mt_utf8_put(cp, out + o);
+        int len = mt_utf8_next(valid + i, m - i, &cp);
+        if (cp == '\n' || (cp >= 0x20 && !(cp >= 0x7F && cp < 0xA0)))
+            memcpy(out + o, valid + i, (size_t)len), o += (size_t)len;
+        i += (size_t)len;
     }
+    free(valid);
     *out_len = o;
     return out;
 }
@@ -91,10 +95,11 @@ static void reserve(tui_editor *e, size_t need)
     e->text = mt_xrealloc(e->text, e->cap);
 }
 
-size_t tui_editor_insert(tui_editor *e, const char *s, size_t n)
+size_t tui_editor_insert(tui_editor *e, const char *s, size_t n, size_t *replaced)
 {
-    size_t m;
-    char *clean = clean_text(s, n, &m);
+    size_t m, bad;
+    char *clean = clean_text(s, n, &m, &bad);
+    if (replaced) *replaced = bad;
     size_t room = e->max_bytes > e->len ? e->max_bytes - e->len : 0;
     size_t keep = m < room ? m : room;
     while (keep > 0 && keep < m && ((unsigned char)clean[keep] & 0xC0) == 0x80) keep--;
@@ -116,7 +121,7 @@ int tui_editor_insert_char(tui_editor *e, uint32_t cp)
     char buf[4];
     int n = mt_utf8_put(cp, buf);
     if (n == 0) return 0;
-    return tui_editor_insert(e, buf, (size_t)n) ? -1 : 0;
+    return tui_editor_insert(e, buf, (size_t)n, NULL) ? -1 : 0;
 }
 
 size_t tui_editor_set_text(tui_editor *e, const char *s)
@@ -125,7 +130,7 @@ size_t tui_editor_set_text(tui_editor *e, const char *s)
     e->cursor = 0;
     e->text[0] = '\0';
     e->version++;
-    return tui_editor_insert(e, s, strlen(s));
+    return tui_editor_insert(e, s, strlen(s), NULL);
 }
 
 static void remove_range(tui_editor *e, size_t a, size_t b)

@@ -38,10 +38,11 @@ void tui_editor_init(tui_editor *e, size_t max_bytes);
 void tui_editor_free(tui_editor *e);
 
 /* Insert n bytes of text at the cursor as one edit (a paste is one call). CR LF and lone CR
- * become LF, a tab a space; other control characters are dropped and each invalid UTF-8
- * sequence becomes U+FFFD. Text past max_bytes is not inserted: returns the bytes of the
- * (cleaned) input that were dropped, 0 when everything fit. */
-size_t tui_editor_insert(tui_editor *e, const char *s, size_t n);
+ * become LF, a tab a space; other control characters are dropped and each ill-formed UTF-8
+ * sequence becomes U+FFFD (mt_utf8_next_lossy: what follows it is kept); *replaced (when not
+ * NULL) receives how many input bytes were replaced. Text past max_bytes is not inserted:
+ * returns the bytes of the (cleaned) input that were dropped, 0 when everything fit. */
+size_t tui_editor_insert(tui_editor *e, const char *s, size_t n, size_t *replaced);
 /* Insert one typed character (a newline for '\n'); 0, or -1 when the editor is full. */
 int tui_editor_insert_char(tui_editor *e, uint32_t cp);
 /* Replace the whole text (cursor at the end); returns the bytes dropped as insert does. */

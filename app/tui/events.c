@@ -20,7 +20,7 @@ static void loaded(tui_app *a, tui_pane *p, tui_event *ev)
 static void take_probe(tui_app *a, tui_pane *p, tui_event *ev)
 {
     p->probe_pending = 0;
-    if (ev->segment != p->probe_segment) return;
+    if (tui_pane_segment(p, ev->segment) != p->probe_segment) return;
     if (ev->kind == TUI_EV_PROBE_FAILED) {
         free(p->probe_error);
         p->probe_error = mt_xstrdup(ev->text ? ev->text : "probe failed");
@@ -45,13 +45,19 @@ static void request_event(tui_app *a, tui_pane *p, tui_event *ev)
 {
     switch (ev->kind) {
     case TUI_EV_PARTIAL:
-    case TUI_EV_SEGMENT:
-        if (ev->segment < 0 || ev->segment >= p->n_hyps) return;
-        free(p->hyps[ev->segment]);
-        p->hyps[ev->segment] = ev->text;
+    case TUI_EV_SEGMENT: {
+        /* the worker numbers the texts it was sent: the segments the cache did not hold */
+        int seg = tui_pane_segment(p, ev->segment);
+        if (seg < 0 || seg >= p->n_hyps) return;
+        if (ev->kind == TUI_EV_SEGMENT) {
+            tui_cache_put(&a->cache, p->model_key, p->mode, a->sent.texts[seg], ev->text);
+            p->final[seg] = 1;
+        }
+        free(p->hyps[seg]);
+        p->hyps[seg] = ev->text;
         ev->text = NULL;
-        p->final[ev->segment] |= ev->kind == TUI_EV_SEGMENT;
         break;
+    }
     case TUI_EV_DONE: {
         p->busy = 0;
         if (ev->cancelled) return;
@@ -59,13 +65,15 @@ static void request_event(tui_app *a, tui_pane *p, tui_event *ev)
         p->tokens = ev->tokens;
         p->state_bytes = ev->state_bytes;
         p->have_stats = 1;
-        char t[32], mem[32];
+        char t[32], mem[32], search[32];
+        tui_format_search(search, sizeof search, p->beam);
         tui_format_seconds(t, sizeof t, ev->seconds);
         tui_format_bytes(mem, sizeof mem, ev->state_bytes);
-        tui_log_add(&a->log, TUI_LOG_INFO, "%s: %d segment%s, %zu tokens in %s (%.1f tokens/s), "
-                    "beam %d, decoding state %s", p->name, p->n_hyps, p->n_hyps == 1 ? "" : "s",
-                    ev->tokens, t, ev->seconds > 0 ? (double)ev->tokens / ev->seconds : 0.0,
-                    p->beam, mem);
+        tui_log_add(&a->log, TUI_LOG_INFO, "%s: %d segment%s translated (%d from the cache), "
+                    "%zu tokens in %s (%.1f tokens/s), %s, decoding state %s", p->name,
+                    p->n_worker, p->n_worker == 1 ? "" : "s", p->n_cached, ev->tokens, t,
+                    ev->seconds > 0 ? (double)ev->tokens / ev->seconds : 0.0,
+                    search, mem);
         break;
     }
     case TUI_EV_FAILED:

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tui/columns.h"
+
 /* v with three significant digits: 1.23, 12.3, 123 */
 static void three_digits(char *out, size_t len, double v, const char *unit)
 {
@@ -37,3 +39,54 @@ void tui_format_seconds(char *out, size_t len, double seconds)
     else snprintf(out, len, "%.1f s", seconds);
 }
 
+
+void tui_format_search(char *out, size_t len, int beam)
+{
+    if (beam <= 1) snprintf(out, len, "greedy");
+    else snprintf(out, len, "beam %d", beam);
+}
+
+enum { STATS_ITEMS = 4, STATS_ITEM_LEN = 48 };
+typedef char stats_items[2][STATS_ITEMS][STATS_ITEM_LEN]; /* [long or short label][item] */
+
+static void stats_item(stats_items items, int *n, const char *long_form, const char *short_form)
+{
+    snprintf(items[0][*n], STATS_ITEM_LEN, "%s", long_form);
+    snprintf(items[1][*n], STATS_ITEM_LEN, "%s", short_form);
+    (*n)++;
+}
+
+int tui_format_stats(char *out, size_t len, const tui_stats *s, const char *sep, int width)
+{
+    char t[32], mem[32], a[STATS_ITEM_LEN], b[STATS_ITEM_LEN];
+    stats_items items;
+    int n = 0;
+    tui_format_seconds(t, sizeof t, s->seconds);
+    tui_format_bytes(mem, sizeof mem, s->state_bytes);
+    if (s->translated > 0) {
+        double rate = s->seconds > 0 ? (double)s->tokens / s->seconds : 0.0;
+        stats_item(items, &n, t, t);
+        snprintf(a, sizeof a, "%.1f tok/s", rate);
+        snprintf(b, sizeof b, "%.0f t/s", rate);
+        stats_item(items, &n, a, b);
+        snprintf(a, sizeof a, "state %s", mem);
+        stats_item(items, &n, a, mem);
+    }
+    if (s->cached > 0) {
+        snprintf(a, sizeof a, "%d cached", s->cached);
+        stats_item(items, &n, a, a);
+    }
+    /* long labels, then short ones; then fewer items */
+    for (int keep = n; keep > 0; keep--)
+        for (int form = 0; form < 2; form++) {
+            size_t used = 0;
+            for (int i = 0; i < keep && used < len; i++)
+                used += (size_t)snprintf(out + used, len - used, "%s%s", i ? sep : "",
+                                         items[form][i]);
+            if (used >= len) continue;
+            int cols = tui_text_width_z(out);
+            if (cols <= width) return cols;
+        }
+    if (len > 0) out[0] = '\0';
+    return 0;
+}

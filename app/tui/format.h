@@ -10,6 +10,23 @@ void tui_format_count(char *out, size_t len, size_t n);
 void tui_format_bytes(char *out, size_t len, size_t bytes);
 /* 830 ms below 10 s, else 12.4 s. */
 void tui_format_seconds(char *out, size_t len, double seconds);
+/* The decoding search as the panes name it: "greedy" (beam 1) or "beam 5". */
+void tui_format_search(char *out, size_t len, int beam);
+
+/* A pane's statistics of its last translation. */
+typedef struct {
+    double seconds;      /* decoding wall time of the segments translated */
+    size_t tokens;       /* tokens they produced */
+    size_t state_bytes;  /* the largest decoding state */
+    int translated;      /* segments decoded */
+    int cached;          /* segments shown from the result cache */
+} tui_stats;
+
+/* The statistics in at most width columns, sep between the items: "830 ms · 35.0 tok/s ·
+ * state 2.59 MiB · 445 cached" shortened by labels first ("35 t/s", "2.59 MiB"), then by
+ * dropping whole items from the end: a number never loses its unit. "" when not even the time
+ * fits. Returns the width in columns. */
+int tui_format_stats(char *out, size_t len, const tui_stats *s, const char *sep, int width);
 
 
 #endif

@@ -15,6 +15,7 @@ static const tui_glyphs unicode = {
     .row_mark = "\u25b6",
     .col_mark = "\u25bc",
     .dot = "\u00b7",
+    .focus_mark = "\u25b6",
 };
 
 static const tui_glyphs ascii = {
@@ -30,6 +31,7 @@ static const tui_glyphs ascii = {
     .row_mark = ">",
     .col_mark = "v",
     .dot = "-",
+    .focus_mark = ">",
 };
 
 const tui_glyphs *tui_glyphs_for(int utf8) { return utf8 ? &unicode : &ascii; }

@@ -17,6 +17,7 @@ typedef struct {
     int n_spinner;
     const char *row_mark, *col_mark; /* the heatmap cursor's row and column */
     const char *dot;             /* separator in titles */
+    const char *focus_mark;      /* before the focused box's title */
 } tui_glyphs;
 
 const tui_glyphs *tui_glyphs_for(int utf8);

@@ -10,6 +10,7 @@
 #define F(n) TUI_FKEY(KEY_F(n))
 #define K(k) TUI_FKEY(k)
 #define PANES (TUI_IN_PANE | TUI_IN_HEATMAP)
+#define SCROLLS (PANES | TUI_IN_OVERLAY | TUI_IN_LOG)
 #define JOBS TUI_IN_JOBS
 
 /* Order matters twice: the help lists sections and lines in this order, and the status line
@@ -20,9 +21,9 @@ const tui_binding tui_bindings[] = {
      "quit (the terminal is restored)", "quit"},
     {{TUI_CTRL('r')}, TUI_IN_ANY, TUI_ACT_TRANSLATE, "Workbench",
      "translate now (also starts 0.5 s after typing stops)", "translate"},
-    {{'\t'}, TUI_IN_ANY & ~TUI_IN_OVERLAY, TUI_ACT_FOCUS_NEXT, "Workbench",
-     "focus the next pane (editor, models, editor...)", "focus"},
-    {{K(KEY_BTAB)}, TUI_IN_ANY & ~TUI_IN_OVERLAY, TUI_ACT_FOCUS_PREV, "Workbench",
+    {{'\t'}, (TUI_IN_ANY & ~TUI_IN_OVERLAY) | TUI_IN_LOG, TUI_ACT_FOCUS_NEXT, "Workbench",
+     "focus the next pane (editor, models, log, editor...)", "focus"},
+    {{K(KEY_BTAB)}, (TUI_IN_ANY & ~TUI_IN_OVERLAY) | TUI_IN_LOG, TUI_ACT_FOCUS_PREV, "Workbench",
      "focus the previous pane", NULL},
     {{F(2)}, TUI_IN_ANY, TUI_ACT_LOG, "Workbench",
      "show or hide the log (loads, errors, timings)", "log"},
@@ -38,10 +39,12 @@ const tui_binding tui_bindings[] = {
      "Lua console: open (it takes the keys) or close", "console"},
     {{F(9), TUI_CTRL('t')}, TUI_IN_ANY, TUI_ACT_THEME, "Workbench",
      "next colour theme (themes/*.theme)", "theme"},
+    {{TUI_CTRL('s')}, TUI_IN_ANY, TUI_ACT_SAVE, "Workbench",
+     "save source + translations (.tsv, .jsonl) here", "save"},
     {{TUI_CTRL('l')}, TUI_IN_ANY, TUI_ACT_REDRAW, "Workbench", "redraw the screen", NULL},
     {{TUI_ESC}, TUI_IN_OVERLAY, TUI_ACT_CLOSE, "Workbench", "close the help or the picker",
      "close"},
-    {{TUI_ESC}, PANES, TUI_ACT_CLOSE, "Workbench", "back to the editor", NULL},
+    {{TUI_ESC}, PANES | TUI_IN_LOG, TUI_ACT_CLOSE, "Workbench", "back to the editor", NULL},
 
     {{'\r', '\n', K(KEY_ENTER)}, TUI_IN_EDITOR, TUI_ACT_NEWLINE, "Editor",
      "new line (each non-blank line is one segment)", NULL},
@@ -58,16 +61,17 @@ const tui_binding tui_bindings[] = {
     {{K(KEY_END), TUI_CTRL('e')}, TUI_IN_EDITOR, TUI_ACT_END, "Editor", "end of the line", NULL},
     {{TUI_CTRL('u')}, TUI_IN_EDITOR, TUI_ACT_CLEAR, "Editor", "clear the editor", NULL},
 
-    {{K(KEY_UP)}, TUI_IN_PANE | TUI_IN_OVERLAY, TUI_ACT_SCROLL_UP, "Panes and overlays",
+    {{K(KEY_UP)}, SCROLLS & ~TUI_IN_HEATMAP, TUI_ACT_SCROLL_UP, "Panes, log and overlays",
      "scroll up (overlays: move the highlight)", NULL},
-    {{K(KEY_DOWN)}, TUI_IN_PANE | TUI_IN_OVERLAY, TUI_ACT_SCROLL_DOWN, "Panes and overlays",
+    {{K(KEY_DOWN)}, SCROLLS & ~TUI_IN_HEATMAP, TUI_ACT_SCROLL_DOWN, "Panes, log and overlays",
      "scroll down (overlays: move the highlight)", NULL},
-    {{K(KEY_PPAGE)}, PANES | TUI_IN_OVERLAY, TUI_ACT_PAGE_UP, "Panes and overlays",
+    {{K(KEY_PPAGE)}, SCROLLS, TUI_ACT_PAGE_UP, "Panes, log and overlays",
      "page up (heatmap: the cursor up 10 rows)", NULL},
-    {{K(KEY_NPAGE)}, PANES | TUI_IN_OVERLAY, TUI_ACT_PAGE_DOWN, "Panes and overlays",
-     "page down", NULL},
-    {{'\r', '\n', K(KEY_ENTER)}, TUI_IN_OVERLAY, TUI_ACT_CHOOSE, "Panes and overlays",
-     "picker: add or remove the highlighted bundle", "add/remove"},
+    {{K(KEY_NPAGE)}, SCROLLS, TUI_ACT_PAGE_DOWN, "Panes, log and overlays", "page down", NULL},
+    {{'\r', '\n', K(KEY_ENTER)}, TUI_IN_OVERLAY, TUI_ACT_CHOOSE, "Panes, log and overlays",
+     "picker: open the typed path, add or remove a bundle", "add/remove"},
+    {{K(KEY_BACKSPACE), 127, TUI_CTRL('h')}, TUI_IN_OVERLAY, TUI_ACT_BACKSPACE,
+     "Panes, log and overlays", "picker: delete the last character of the typed path", NULL},
 
     {{F(6)}, TUI_IN_HEATMAP, TUI_ACT_HEAT_KIND, "Heatmap",
      "next map: state norms, attention, implicit attention", "map"},
@@ -124,10 +128,11 @@ static int binding_has(const tui_binding *b, int key)
     return 0;
 }
 
-/* The bindings for anywhere apply in the jobs view too. */
+/* The bindings for anywhere apply in the jobs view and the log too. */
 static int applies(const tui_binding *b, unsigned context)
 {
-    return (b->where & context) || (b->where == TUI_IN_ANY && (context & TUI_IN_JOBS));
+    return (b->where & context) ||
+           (b->where == TUI_IN_ANY && (context & (TUI_IN_JOBS | TUI_IN_LOG)));
 }
 
 tui_action tui_key_action(int key, unsigned context)

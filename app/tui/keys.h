@@ -29,6 +29,7 @@ typedef enum {
     TUI_ACT_FOCUS_PREV,
     TUI_ACT_FOCUS_AT,     /* the pane (or editor) under the mouse */
     TUI_ACT_TRANSLATE,
+    TUI_ACT_SAVE,         /* write the source and every pane's translation to files */
     TUI_ACT_BEAM,
     TUI_ACT_PICKER,
     TUI_ACT_CONSOLE,
@@ -78,6 +79,7 @@ enum {
     TUI_IN_OVERLAY = 8,  /* help or the bundle picker */
     TUI_IN_ANY = 15,
     TUI_IN_JOBS = 16,    /* the jobs view (F11); the bindings for anywhere apply there too */
+    TUI_IN_LOG = 32,     /* the log (F2), focused with Tab */
 };
 
 #define TUI_BINDING_KEYS 3

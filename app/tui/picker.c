@@ -1,6 +1,8 @@
-/* The bundle picker: the bundles under models/, those named with -m and the open panes, each
- * marked when open; choosing one opens or closes its pane. */
+/* The bundle picker: a line to type any bundle's path, then the bundles under models/, those
+ * named with -m and the open panes, each marked when open; choosing one opens or closes its
+ * pane. */
 #include <dirent.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -12,6 +14,7 @@
 #include "cli/paths.h"
 #include "mtlab/error.h"
 #include "mtlab/metrics.h"
+#include "mtlab/utf8.h"
 #include "tui/app.h"
 
 /* The bundle name on one line of panes.txt: the text before any '#', without the blanks around
@@ -99,6 +102,41 @@ int tui_default_bundles(char ***dirs, const char *where, char *models_dir, size_
     return n;
 }
 
+int tui_bundle_path(const char *typed, char *out, size_t len)
+{
+    char path[PATH_MAX];
+    size_t b = strspn(typed, " "), e = strlen(typed);
+    while (e > b && typed[e - 1] == ' ') e--;
+    if (e == b) return mt_error("type the path of a model bundle (a directory with config.json)");
+    const char *t = typed + b;
+    int n = (int)(e - b);
+    const char *home = getenv("HOME");
+    if (t[0] == '~' && (n == 1 || t[1] == '/')) {
+        if (!home || !home[0]) return mt_error("%.*s: HOME is not set, so ~ means nothing", n, t);
+        snprintf(path, sizeof path, "%s%.*s", home, n - 1, t + 1);
+    } else {
+        snprintf(path, sizeof path, "%.*s", n, t);
+    }
+    struct stat st;
+    if (stat(path, &st) != 0) return mt_error("%s: %s", path, strerror(errno));
+    size_t plen = strlen(path);
+    if (S_ISREG(st.st_mode) && plen >= 11 && !strcmp(path + plen - 11, "config.json")) {
+        char *slash = strrchr(path, '/');
+        if (slash) *slash = '\0';
+        else snprintf(path, sizeof path, ".");
+    } else if (!S_ISDIR(st.st_mode)) {
+        return mt_error("%s: not a directory (a model bundle is a directory with config.json, "
+                        "model.safetensors and tokenizer.model)", path);
+    }
+    char config[PATH_MAX + 16];
+    snprintf(config, sizeof config, "%s/config.json", path);
+    if (stat(config, &st) != 0 || !S_ISREG(st.st_mode))
+        return mt_error("%s: no config.json there, so it is no model bundle (one holds "
+                        "config.json, model.safetensors and tokenizer.model)", path);
+    snprintf(out, len, "%s", path);
+    return 0;
+}
+
 void tui_picker_free(tui_app *a)
 {
     for (int i = 0; i < a->n_picker; i++) free(a->picker_dirs[i]);
@@ -131,14 +169,60 @@ void tui_picker_open(tui_app *a)
         free(defaults[i]);
     }
     free(defaults);
-    a->picker_sel = 0;
+    a->picker_sel = a->n_picker > 0 ? 0 : -1;
+    a->picker_path[0] = '\0';
     a->overlay = TUI_OVERLAY_PICKER;
+    a->dirty = 1;
+}
+
+/* Open the bundle at the typed path (a notice says what is wrong with a bad one). */
+static void open_typed(tui_app *a)
+{
+    char dir[PATH_MAX];
+    if (tui_bundle_path(a->picker_path, dir, sizeof dir) != 0) {
+        tui_notice(a, "%s", mt_last_error());
+        return;
+    }
+    for (int i = 0; i < a->n_panes; i++)
+        if (!strcmp(a->panes[i]->dir, dir)) {
+            tui_notice(a, "%s is open already (pane %d)", dir, i + 1);
+            return;
+        }
+    if (tui_pane_add(a, dir, a->default_device) != 0) {
+        tui_notice(a, "%s", mt_last_error());
+        return;
+    }
+    tui_picker_free(a);
+    a->overlay = TUI_OVERLAY_NONE;
+}
+
+void tui_picker_type(tui_app *a, int ch)
+{
+    size_t n = strlen(a->picker_path);
+    a->picker_sel = -1;
+    if (ch == '\b') {
+        while (n > 0 && ((unsigned char)a->picker_path[n - 1] & 0xC0) == 0x80) n--;
+        if (n > 0) n--;
+        a->picker_path[n] = '\0';
+    } else {
+        char buf[4];
+        int k = mt_utf8_put((uint32_t)ch, buf);
+        if (ch >= 0x20 && k > 0 && n + (size_t)k < sizeof a->picker_path) {
+            memcpy(a->picker_path + n, buf, (size_t)k);
+            a->picker_path[n + (size_t)k] = '\0';
+        }
+    }
     a->dirty = 1;
 }
 
 void tui_picker_choose(tui_app *a)
 {
-    if (a->overlay != TUI_OVERLAY_PICKER || a->picker_sel >= a->n_picker) return;
+    if (a->overlay != TUI_OVERLAY_PICKER) return;
+    if (a->picker_sel < 0) {
+        open_typed(a);
+        return;
+    }
+    if (a->picker_sel >= a->n_picker) return;
     const char *dir = a->picker_dirs[a->picker_sel];
     for (int i = 0; i < a->n_panes; i++)
         if (!strcmp(a->panes[i]->dir, dir)) {

@@ -1,7 +1,10 @@
 /* Model panes and what they translate: adding and removing panes (each with its worker),
  * sending the editor's segments as a request, asking for probes. */
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mtlab/bundle.h"
@@ -17,6 +20,9 @@ static void pane_clear_results(tui_pane *p)
     p->hyps = NULL;
     p->final = NULL;
     p->n_hyps = 0;
+    free(p->worker_seg);
+    p->worker_seg = NULL;
+    p->n_worker = p->n_cached = 0;
     free(p->request_error);
     p->request_error = NULL;
 }
@@ -30,6 +36,20 @@ static void pane_clear_probe(tui_pane *p)
     p->probe_pending = 0;
 }
 
+/* What names the pane's weights for the result cache: the bundle's real path, the device and
+ * the weights file's size and modification time (a run's best/ is rewritten as it trains). */
+static char *model_key(const char *dir, const char *device)
+{
+    char real[PATH_MAX], path[PATH_MAX + 32], key[2 * PATH_MAX + 96];
+    struct stat st;
+    if (!realpath(dir, real)) snprintf(real, sizeof real, "%s", dir);
+    snprintf(path, sizeof path, "%s/model.safetensors", real);
+    if (stat(path, &st) != 0) memset(&st, 0, sizeof st);
+    snprintf(key, sizeof key, "%s|%s|%lld|%lld.%09ld", real, device ? device : "cpu",
+             (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+    return mt_xstrdup(key);
+}
+
 int tui_pane_add(tui_app *a, const char *dir, const char *device)
 {
     if (a->n_panes == TUI_MAX_PANES)
@@ -37,6 +57,7 @@ int tui_pane_add(tui_app *a, const char *dir, const char *device)
     tui_pane *p = mt_xcalloc(1, sizeof *p);
     p->id = ++a->next_pane_id;
     p->dir = mt_xstrdup(dir);
+    p->model_key = model_key(dir, device);
     mt_bundle_name(p->name, sizeof p->name, dir);
     p->beam = a->default_beam;
     p->probe_segment = -1;
@@ -46,6 +67,7 @@ int tui_pane_add(tui_app *a, const char *dir, const char *device)
     p->heat_norm = TUI_NORM_ROW;
     p->worker = tui_worker_start(p->id, dir, device, &a->q);
     if (!p->worker) {
+        free(p->model_key);
         free(p->dir);
         free(p);
         return -1;
@@ -64,6 +86,7 @@ void tui_pane_remove(tui_app *a, int index)
     pane_clear_results(p);
     pane_clear_probe(p);
     free(p->load_error);
+    free(p->model_key);
     free(p->dir);
     free(p);
     memmove(a->panes + index, a->panes + index + 1,
@@ -138,6 +161,30 @@ static int threads_per_pane(const tui_app *a)
     return t < 1 ? 1 : (int)t;
 }
 
+int tui_pane_segment(const tui_pane *p, int k)
+{
+    return k >= 0 && k < p->n_worker ? p->worker_seg[k] : -1;
+}
+
+/* Send segments segs[0..m) of a->sent to the pane's worker under request (probe: the one whose
+ * probes to record, or -1). */
+static void send_to_worker(tui_app *a, tui_pane *p, unsigned long request, const int *segs,
+                           int m, int probe)
+{
+    char **texts = mt_xmalloc((size_t)m * sizeof *texts);
+    free(p->worker_seg);
+    p->worker_seg = mt_xmalloc((size_t)m * sizeof *p->worker_seg);
+    p->n_worker = m;
+    int probe_text = -1;
+    for (int k = 0; k < m; k++) {
+        texts[k] = mt_xstrdup(a->sent.texts[segs[k]]);
+        p->worker_seg[k] = segs[k];
+        if (segs[k] == probe) probe_text = k;
+    }
+    p->busy = 1;
+    tui_worker_submit(p->worker, request, texts, m, p->beam, threads_per_pane(a), probe_text);
+}
+
 static void submit(tui_app *a, tui_pane *p, unsigned long request)
 {
     pane_clear_results(p);
@@ -154,16 +201,38 @@ static void submit(tui_app *a, tui_pane *p, unsigned long request)
     p->hyps = mt_xcalloc((size_t)n, sizeof *p->hyps);
     p->final = mt_xcalloc((size_t)n, 1);
     p->n_hyps = n;
-    char **texts = mt_xmalloc((size_t)n * sizeof *texts);
-    for (int i = 0; i < n; i++) texts[i] = mt_xstrdup(a->sent.texts[i]);
+    snprintf(p->mode, sizeof p->mode, "beam=%d", p->beam);
     int probe = -1;
     if (p->view == TUI_VIEW_HEATMAP) {
         pane_clear_probe(p);
         probe = p->probe_segment = tui_cursor_segment(a);
         p->probe_pending = 1;
     }
-    p->busy = 1;
-    tui_worker_submit(p->worker, request, texts, n, p->beam, threads_per_pane(a), probe);
+    /* the segment whose probes are wanted is decoded again: the cache holds no probes */
+    int *misses = mt_xmalloc((size_t)n * sizeof *misses), m = 0;
+    for (int i = 0; i < n; i++) {
+        const char *hit = i == probe ? NULL : tui_cache_get(&a->cache, p->model_key, p->mode,
+                                                            a->sent.texts[i]);
+        if (hit) {
+            p->hyps[i] = mt_xstrdup(hit);
+            p->final[i] = 1;
+            p->n_cached++;
+        } else {
+            misses[m++] = i;
+        }
+    }
+    tui_log_add(&a->log, TUI_LOG_INFO, "%s: translating %d of %d segment%s (%d from the cache)",
+                p->name, m, n, n == 1 ? "" : "s", p->n_cached);
+    if (m > 0) {
+        send_to_worker(a, p, request, misses, m, probe);
+    } else {
+        tui_worker_cancel(p->worker);
+        p->busy = 0;
+        p->seconds = 0;
+        p->tokens = p->state_bytes = 0;
+        p->have_stats = 1;
+    }
+    free(misses);
 }
 
 void tui_translate(tui_app *a, tui_pane *only)
@@ -176,9 +245,6 @@ void tui_translate(tui_app *a, tui_pane *only)
         tui_pane *p = a->panes[i];
         if (p->loaded && (!only || p == only)) submit(a, p, request);
     }
-    if (a->sent.n > 0)
-        tui_log_add(&a->log, TUI_LOG_INFO, "translating %d segment%s (request %lu)", a->sent.n,
-                    a->sent.n == 1 ? "" : "s", request);
     a->dirty = 1;
 }
 
@@ -191,7 +257,14 @@ void tui_request_probe(tui_app *a, tui_pane *p)
     pane_clear_probe(p);
     p->probe_segment = seg;
     p->probe_pending = 1;
-    tui_worker_probe(p->worker, seg);
+    for (int k = 0; k < p->n_worker; k++)
+        if (p->worker_seg[k] == seg) {
+            tui_worker_probe(p->worker, k);
+            return;
+        }
+    /* a segment from the cache: the worker decodes it again, recording its probes */
+    send_to_worker(a, p, p->request, &seg, 1, seg);
+    p->n_cached = p->n_hyps - 1;
 }
 
 void tui_refresh_entities(tui_app *a)

@@ -1,6 +1,7 @@
 #include "tui/styled.h"
 
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "mtlab/error.h"
@@ -53,6 +54,15 @@ int tui_put(WINDOW *w, int y, int x, const char *text, int max_cols)
     size_t n = tui_text_fit(text, strlen(text), max_cols, &cols);
     if (n) mvwaddnstr(w, y, x, text, (int)n);
     return cols;
+}
+
+void tui_put_title(WINDOW *w, const tui_palette *pal, const char *title, int focused,
+                   const char *mark)
+{
+    char t[320];
+    snprintf(t, sizeof t, " %s%s%s ", focused ? mark : "", focused ? " " : "", title);
+    tui_set_style(w, pal, focused ? TUI_C_FOCUS : TUI_C_TITLE);
+    tui_put(w, 0, 2, t, getmaxx(w) - 4);
 }
 
 void tui_styled_draw_row(WINDOW *w, const tui_palette *pal, const tui_styled *s, tui_vrow row,

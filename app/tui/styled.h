@@ -28,5 +28,9 @@ void tui_styled_draw_row(WINDOW *w, const tui_palette *pal, const tui_styled *s,
 
 /* Put UTF-8 text at (y, x) in at most max_cols columns; returns the columns used. */
 int tui_put(WINDOW *w, int y, int x, const char *text, int max_cols);
+/* A box's title in its top border: " title " in the title's style, or, when the box has the
+ * focus, " ▶ title " (mark) in the focus style, so the focus shows without colour too. */
+void tui_put_title(WINDOW *w, const tui_palette *pal, const char *title, int focused,
+                   const char *mark);
 
 #endif

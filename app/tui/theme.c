@@ -53,6 +53,8 @@ void tui_theme_plain(tui_theme *t, const char *name)
 {
     memset(t, 0, sizeof *t);
     snprintf(t->name, sizeof t->name, "%s", name);
+    tui_color_parse(&t->term_fg, "#d0d0d0");
+    tui_color_parse(&t->term_bg, "#000000");
     for (int i = 0; i < TUI_N_MEANINGS; i++)
         t->style[i] = (tui_style){color_default(), color_default(), plain_attrs[i]};
 }
@@ -206,6 +208,12 @@ static int parse_line(tui_theme *t, char **w, int n, const char *path, int line)
         t->n_heat = n - 1;
         return 0;
     }
+    if (!strcmp(w[0], "terminal")) {
+        if (n != 3 || tui_color_parse(&t->term_fg, w[1]) || tui_color_parse(&t->term_bg, w[2]) ||
+            t->term_fg.is_default || t->term_bg.is_default)
+            return mt_error("%s:%d: terminal takes two colours (FG BG, not default)", path, line);
+        return 0;
+    }
     int m = 0;
     while (m < TUI_N_MEANINGS && strcmp(meaning_names[m], w[0])) m++;
     if (m == TUI_N_MEANINGS) {
@@ -213,7 +221,8 @@ static int parse_line(tui_theme *t, char **w, int n, const char *path, int line)
         for (int i = 0; i < TUI_N_MEANINGS; i++)
             snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
                      meaning_names[i], ", ");
-        return mt_error("%s:%d: unknown meaning '%s' (known: %sheat)", path, line, w[0], known);
+        return mt_error("%s:%d: unknown meaning '%s' (known: %sheat, terminal)", path, line,
+                        w[0], known);
     }
     if (n < 2 || n > 4)
         return mt_error("%s:%d: '%s' takes FG [BG [ATTRS]], got %d words", path, line, w[0],
@@ -318,4 +327,63 @@ const char *tui_color_level_name(tui_color_level level)
     static const char *const names[] = {"no colour", "8 colours", "16 colours", "256 colours",
                                         "24-bit colour"};
     return names[level];
+}
+
+int tui_color_number(const tui_color *c, tui_color_level level, unsigned *bold_attr)
+{
+    if (c->is_default) return -1;
+    switch (level) {
+    case TUI_COLORS_DIRECT: return (int)c->r << 16 | (int)c->g << 8 | (int)c->b;
+    case TUI_COLORS_256: return c->c256;
+    case TUI_COLORS_16: return c->c16;
+    case TUI_COLORS_8:
+        if (c->c16 >= 8 && bold_attr) *bold_attr |= TUI_A_BOLD;
+        return c->c16 & 7;
+    default: return -1;
+    }
+}
+
+/* The colour of the level nearest to c other than the number `avoid` (a 24-bit level picks
+ * among the 256 colours, as an RGB value). */
+static int nearest_other(const tui_color *c, tui_color_level level, int avoid)
+{
+    int lo = level == TUI_COLORS_8 || level == TUI_COLORS_16 ? 0 : 16;
+    int hi = level == TUI_COLORS_8 ? 8 : level == TUI_COLORS_16 ? 16 : 256;
+    int best = -1, bd = 0;
+    for (int i = lo; i < hi; i++) {
+        uint8_t r, g, b;
+        rgb_of_256(i, &r, &g, &b);
+        int number = level == TUI_COLORS_DIRECT ? (int)r << 16 | (int)g << 8 | (int)b : i;
+        if (number == avoid) continue;
+        int d = dist2(c->r, c->g, c->b, r, g, b);
+        if (best < 0 || d < bd) best = number, bd = d;
+    }
+    return best;
+}
+
+tui_resolved_style tui_style_resolve(const tui_theme *t, tui_meaning m, tui_color_level level)
+{
+    const tui_style *s = &t->style[m], *text = &t->style[TUI_C_TEXT];
+    tui_resolved_style r = {-1, -1, -1, -1, s->attrs};
+    if (level == TUI_COLORS_NONE) return r;
+    /* the colours as drawn, and as seen where the terminal's own colour is drawn */
+    const tui_color *fg = s->fg.is_default ? &text->fg : &s->fg;
+    const tui_color *bg = s->bg.is_default ? &text->bg : &s->bg;
+    const tui_color *seen_fg = fg->is_default ? &t->term_fg : fg;
+    const tui_color *seen_bg = bg->is_default ? &t->term_bg : bg;
+    unsigned bold = 0;
+    r.fg = tui_color_number(fg, level, &bold);
+    r.bg = tui_color_number(bg, level, NULL);
+    r.shown_fg = tui_color_number(seen_fg, level, NULL);
+    r.shown_bg = tui_color_number(seen_bg, level, NULL);
+    if (r.shown_fg == r.shown_bg) {
+        if (!s->bg.is_default && m != TUI_C_TEXT) {
+            r.bg = r.shown_bg = nearest_other(seen_bg, level, r.shown_fg);
+        } else {
+            r.fg = r.shown_fg = nearest_other(seen_fg, level, r.shown_bg);
+            bold = 0;
+        }
+    }
+    r.attrs |= bold;
+    return r;
 }

@@ -12,7 +12,13 @@
  * `#rrggbb/N/NAME` (NAME: the 16-colour one), an xterm-256 index 0..255 or a 16-colour name
  * (black red green yellow blue magenta cyan white, bright-*). Fallbacks not given are the
  * nearest colours. ATTRS is `none` or a comma list of bold, dim, underline, reverse, italic.
- * A theme without a `heat` line draws heatmaps with shading glyphs only (monochrome). */
+ * A theme without a `heat` line draws heatmaps with shading glyphs only (monochrome).
+ *     terminal FG BG                     (the terminal's own colours the theme is made for;
+ *                                         default: #d0d0d0 on #000000, a dark terminal)
+ * A meaning whose colour is `default` takes the text's, and the text's `default` is the
+ * terminal's own. Every meaning stays legible at every colour level: where the fallback of a
+ * colour lands on its background's (a grey that becomes black on 8 colours), the nearest other
+ * colour of that level is used instead (tui_style_resolve). */
 #ifndef MTLAB_TUI_THEME_H
 #define MTLAB_TUI_THEME_H
 
@@ -69,6 +75,7 @@ typedef struct {
 typedef struct {
     char name[64];
     tui_style style[TUI_N_MEANINGS];
+    tui_color term_fg, term_bg; /* the `terminal` line */
     tui_color heat[TUI_HEAT_STOPS_MAX];
     int n_heat;     /* 0: shading glyphs only */
 } tui_theme;
@@ -105,5 +112,24 @@ tui_color tui_heat_color(const tui_theme *t, double v);
 tui_color_level tui_color_level_detect(int has_colors, int n_colors, int rgb_flag,
                                        const char *no_color);
 const char *tui_color_level_name(tui_color_level level);
+
+/* The colour number of c at level for curses: an index (0..7 on 8 colours, with bold through
+ * *bold_attr for a bright one when bold_attr is not NULL; 0..15; 0..255), 0xRRGGBB at 24-bit,
+ * or -1 for the terminal's own colour (and at TUI_COLORS_NONE). */
+int tui_color_number(const tui_color *c, tui_color_level level, unsigned *bold_attr);
+
+/* How a meaning is drawn at a level. */
+typedef struct {
+    int fg, bg;             /* colour numbers for curses (tui_color_number) */
+    int shown_fg, shown_bg; /* the colours seen: -1 replaced by the theme's `terminal` colours */
+    unsigned attrs;         /* TUI_A_*: the meaning's, plus bold for a bright colour on 8 */
+} tui_resolved_style;
+
+/* The meaning's colours at level after the fallbacks, `default` resolved (see the top), and
+ * made legible: when the foreground would show as the background's colour, the meaning's own
+ * background (a highlight) moves to the nearest other colour of the level, else the
+ * foreground does. So shown_fg != shown_bg at every level but TUI_COLORS_NONE (where both are
+ * -1 and attributes carry the meaning). */
+tui_resolved_style tui_style_resolve(const tui_theme *t, tui_meaning m, tui_color_level level);
 
 #endif

@@ -71,9 +71,9 @@ int tui_apply_theme(tui_app *a, int index)
     a->theme = t;
     a->theme_index = index;
     tui_palette_build(&a->palette, &a->theme, a->palette.level);
-    tui_log_add(&a->log, TUI_LOG_INFO, "theme %s (%s%s)", t.name,
-                tui_color_level_name(a->palette.level),
-                getenv("NO_COLOR") && getenv("NO_COLOR")[0] ? ", NO_COLOR is set" : "");
+    tui_notice(a, "theme %s (%d of %d, %s%s; F9: next)", t.name, index + 1, a->n_themes,
+               tui_color_level_name(a->palette.level),
+               getenv("NO_COLOR") && getenv("NO_COLOR")[0] ? ", NO_COLOR is set" : "");
     clearok(curscr, TRUE);
     a->dirty = 1;
     return 0;

@@ -16,16 +16,10 @@ static attr_t curses_attrs(unsigned a)
 /* The curses colour number of c at the level; bright-on-8 adds bold through *extra. */
 static int color_number(const tui_color *c, tui_color_level level, attr_t *extra)
 {
-    if (c->is_default) return -1;
-    switch (level) {
-    case TUI_COLORS_DIRECT: return (int)c->r << 16 | (int)c->g << 8 | (int)c->b;
-    case TUI_COLORS_256: return c->c256;
-    case TUI_COLORS_16: return c->c16;
-    case TUI_COLORS_8:
-        if (c->c16 >= 8 && extra) *extra |= A_BOLD;
-        return c->c16 & 7;
-    default: return -1;
-    }
+    unsigned bold = 0;
+    int n = tui_color_number(c, level, extra ? &bold : NULL);
+    if (extra) *extra |= curses_attrs(bold);
+    return n;
 }
 
 void tui_palette_build(tui_palette *p, const tui_theme *t, tui_color_level level)
@@ -36,12 +30,10 @@ void tui_palette_build(tui_palette *p, const tui_theme *t, tui_color_level level
     if (level == TUI_COLORS_NONE) return;
     int next = 1;
     for (int m = 0; m < TUI_N_MEANINGS; m++) {
-        attr_t extra = 0;
-        int fg = color_number(&t->style[m].fg, level, &extra);
-        int bg = color_number(&t->style[m].bg, level, NULL);
-        init_extended_pair(next, fg, bg);
+        tui_resolved_style r = tui_style_resolve(t, (tui_meaning)m, level);
+        init_extended_pair(next, r.fg, r.bg);
         p->pair[m] = (short)next++;
-        p->attr[m] |= extra;
+        p->attr[m] = curses_attrs(r.attrs);
     }
     if (t->n_heat == 0) return;
     int L = level >= TUI_COLORS_256 ? TUI_HEAT_LEVELS_MAX : 8;

@@ -29,6 +29,12 @@ typedef struct {
 int tui_default_bundles(char ***dirs, const char *root, char *models_dir, size_t len, char *problem,
                         size_t plen);
 
+/* The bundle directory a typed path names, into out: a leading ~ or ~/ is $HOME, a relative
+ * path is taken from the working directory, a path to a bundle's config.json is its directory.
+ * 0, or -1 with an error naming the path and the problem (no such directory, not a directory,
+ * no config.json in it). */
+int tui_bundle_path(const char *typed, char *out, size_t len);
+
 /* Run the workbench until the user quits. 0, or 1 after printing why it could not start. */
 int tui_run(const tui_options *o);
 

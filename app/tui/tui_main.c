@@ -38,61 +38,99 @@ static void load_entity_lexicon(tui_app *a, const char *dir)
     else tui_log_add(&a->log, TUI_LOG_WARN, "%s", mt_last_error());
 }
 
-static void paste_append(tui_app *a, wint_t wc)
+/* Bytes of a bracketed paste, kept raw: tui_editor_insert cleans them in one edit. */
+static void paste_append(tui_app *a, int byte)
 {
-    char buf[4];
-    int n = mt_utf8_put(wc == '\r' ? '\n' : (uint32_t)wc, buf);
-    a->paste_total += (size_t)n;
+    a->paste_total++;
     /* keep a little more than the editor can take, so the notice can say what was cut */
-    if (a->paste_len + (size_t)n > TUI_EDITOR_MAX_BYTES + 4) return;
-    if (a->paste_len + (size_t)n > a->paste_cap) {
+    if (a->paste_len + 1 > TUI_EDITOR_MAX_BYTES + 4) return;
+    if (a->paste_len + 1 > a->paste_cap) {
         a->paste_cap = a->paste_cap ? 2 * a->paste_cap : 4096;
         a->paste = mt_xrealloc(a->paste, a->paste_cap);
     }
-    memcpy(a->paste + a->paste_len, buf, (size_t)n);
-    a->paste_len += (size_t)n;
+    a->paste[a->paste_len++] = (char)byte;
+}
+
+static void replaced_notice(tui_app *a, size_t replaced, const char *where)
+{
+    tui_notice(a, "%zu invalid byte%s in the %s replaced by U+FFFD (\xEF\xBF\xBD); the rest is kept",
+               replaced, replaced == 1 ? "" : "s", where);
 }
 
 static void paste_finish(tui_app *a)
 {
-    size_t dropped = tui_editor_insert(&a->ed, a->paste, a->paste_len);
+    size_t replaced;
+    size_t dropped = tui_editor_insert(&a->ed, a->paste, a->paste_len, &replaced);
     dropped += a->paste_total - a->paste_len;
     if (dropped > 0)
-        tui_notice(a, "paste capped: %zu of %zu bytes did not fit (the editor holds %d KiB)",
-                   dropped, a->paste_total, TUI_EDITOR_MAX_BYTES / 1024);
-    else
-        tui_log_add(&a->log, TUI_LOG_INFO, "pasted %zu bytes", a->paste_total);
+        tui_notice(a, "paste capped: %zu of %zu bytes did not fit (the editor holds %d KiB)%s",
+                   dropped, a->paste_total, TUI_EDITOR_MAX_BYTES / 1024,
+                   replaced ? "; invalid bytes became U+FFFD" : "");
+    else if (replaced > 0)
+        replaced_notice(a, replaced, "paste");
+    tui_log_add(&a->log, TUI_LOG_INFO, "pasted %zu bytes", a->paste_total);
     a->pasting = 0;
     a->paste_len = a->paste_total = 0;
-    a->focus = -1;
+    tui_focus(a, -1);
     a->edit_time = mt_now_s();
     a->dirty = 1;
 }
 
+/* Typed bytes become characters here, not in curses, so that an ill-formed byte is one
+ * U+FFFD and never swallows what follows it. A character cut between two reads waits in
+ * a->typed for its rest; flush (a key, or a read that brought nothing more) ends the wait. */
+static void typed_bytes(tui_app *a, int flush, size_t *replaced)
+{
+    size_t used = 0;
+    while (used < a->n_typed) {
+        const char *s = a->typed + used;
+        size_t n = a->n_typed - used;
+        if (!flush && mt_utf8_incomplete(s, n)) break;
+        uint32_t cp;
+        int k = mt_utf8_next(s, n, &cp);
+        if (k == 0) {
+            k = mt_utf8_next_lossy(s, n, &cp);
+            *replaced += (size_t)k;
+        }
+        used += (size_t)k;
+        int control = cp < 32 || cp == 127;
+        tui_handle_key(a, (int)cp, !control);
+    }
+    memmove(a->typed, a->typed + used, a->n_typed - used);
+    a->n_typed -= used;
+}
+
 static void read_input(tui_app *a)
 {
-    wint_t wc;
-    int r;
-    while ((r = wget_wch(stdscr, &wc)) != ERR) {
-        if (r == KEY_CODE_YES && wc == TUI_KEY_PASTE_BEGIN) {
+    int key, got = 0;
+    size_t replaced = 0;
+    while ((key = wgetch(stdscr)) != ERR) {
+        got = 1;
+        if (key < KEY_MIN && !a->pasting) {
+            a->typed[a->n_typed++] = (char)key;
+            if (a->n_typed == sizeof a->typed) typed_bytes(a, 1, &replaced);
+            else typed_bytes(a, 0, &replaced);
+            continue;
+        }
+        typed_bytes(a, 1, &replaced);
+        if (key == TUI_KEY_PASTE_BEGIN) {
             a->pasting = 1;
             a->paste_len = a->paste_total = 0;
-        } else if (r == KEY_CODE_YES && wc == TUI_KEY_PASTE_END) {
+        } else if (key == TUI_KEY_PASTE_END) {
             if (a->pasting) paste_finish(a);
         } else if (a->pasting) {
-            if (r == OK) paste_append(a, wc);
-            else if (wc == KEY_ENTER) paste_append(a, '\n');
-        } else if (r == KEY_CODE_YES && wc == KEY_RESIZE) {
+            if (key < KEY_MIN) paste_append(a, key);
+            else if (key == KEY_ENTER) paste_append(a, '\n');
+        } else if (key == KEY_RESIZE) {
             a->relayout = 1;
-        } else if (r == KEY_CODE_YES && wc == KEY_MOUSE) {
+        } else if (key == KEY_MOUSE) {
             tui_handle_mouse(a);
-        } else if (r == KEY_CODE_YES) {
-            tui_handle_key(a, TUI_FKEY((int)wc), 0);
         } else {
-            int control = wc < 32 || wc == 127;
-            tui_handle_key(a, (int)wc, !control);
+            tui_handle_key(a, TUI_FKEY(key), 0);
         }
     }
+    if (!got) typed_bytes(a, 1, &replaced);
+    if (replaced > 0) replaced_notice(a, replaced, "typed text");
 }
 
 static int anything_moving(const tui_app *a)
@@ -161,6 +199,7 @@ static void free_basics(tui_app *a)
 {
     tui_editor_free(&a->ed);
     tui_log_free(&a->log);
+    tui_cache_free(&a->cache);
     for (int i = 0; i < a->n_themes; i++) free(a->theme_names[i]);
     free(a->theme_names);
     free(a);
@@ -187,6 +226,7 @@ int tui_run(const tui_options *o)
     tui_app *a = mt_xcalloc(1, sizeof *a);
     tui_editor_init(&a->ed, TUI_EDITOR_MAX_BYTES);
     tui_log_init(&a->log);
+    tui_cache_init(&a->cache, TUI_CACHE_MAX_ENTRIES, TUI_CACHE_MAX_BYTES);
     a->focus = -1;
     a->zoomed = -1;
     a->default_beam = o->beam > 0 ? o->beam : 1;

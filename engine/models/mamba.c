@@ -152,7 +152,6 @@ int mt_mamba_keys_write(const mt_model_config *c, mt_config *o)
     rc |= mt_config_set_int(o, "pad_token_id", c->pad_id);
     rc |= mt_config_set_int(o, "eos_token_id", c->eos_id);
     rc |= mt_config_set_int(o, "bos_token_id", c->bos_id);
-    rc |= mt_config_set_string(o, "dtype", "float32");
     return rc ? -1 : 0;
 }
 

@@ -131,7 +131,9 @@ int mt_model_save(const mt_model *m, const char *dir, const char *tokenizer_mode
         return mt_error("%s: weights can be saved as F32, F16 or BF16, not %s", dir,
                         mt_dtype_name(dtype));
     mt_config *c = mt_config_new("config.json");
-    if (!c || m->arch->config_write(&m->cfg, c)) {
+    /* the dtype the weights are stored in, as transformers reads it (every architecture) */
+    if (!c || m->arch->config_write(&m->cfg, c) ||
+        mt_config_set_string(c, "dtype", mt_dtype_torch_name(dtype))) {
         mt_config_free(c);
         return mt_error_context("%s", dir);
     }

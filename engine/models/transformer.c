@@ -192,7 +192,6 @@ static int config_write(const mt_model_config *c, mt_config *o)
     rc |= mt_config_set_float(o, "attention_dropout", 0.0f);
     rc |= mt_config_set_float(o, "activation_dropout", 0.0f);
     rc |= mt_config_set_float(o, "init_std", c->init_std);
-    rc |= mt_config_set_string(o, "dtype", "float32");
     rc |= mt_model_config_write_mtlab(c, o, 0);
     return rc ? -1 : 0;
 }

@@ -83,7 +83,8 @@ check "io.write goes to the console too" wait_for '^│no newline yet +│' 5
 type_line "ui.open('bundles/mamba') ui.set_text('Y dijo Dios: Sea la luz.') ui.translate() ui.wait() return #ui.panes()"
 check "ui.open opens a pane, ui.set_text fills the editor" wait_for '┌─ mamba · mamba, [0-9.]+K params' 10
 check "... and ui.wait returns once both panes translated it" wait_for '^│2 +│$' 20
-check "... whose translations show" bash -c "[ \$(tmux -S '$sock' capture-pane -p -t e2e | grep -c ' greedy · done ─┘') -ge 1 ]"
+check "... whose translations show" bash -c "[ \$(tmux -S '$sock' capture-pane -p -t e2e | grep -c ' done ─┘') -ge 1 ] &&
+    tmux -S '$sock' capture-pane -p -t e2e | grep -q '┌─ mamba · mamba, .* · greedy ─'"
 type_line "ui.notify('a note from Lua')"
 check "ui.notify writes in the status line" wait_for '^ a note from Lua' 5
 type_line "ui.heatmap(2, {kind = 'state_norms'}) ui.wait(2)"

@@ -111,13 +111,20 @@ printf '%s\n' "En el principio creó Dios los cielos y la tierra." \
 T load-buffer -b para "$work/para.txt"
 T paste-buffer -p -b para -t e2e
 check "the pasted paragraph arrives as eight segments" wait_for 'source · 8 segments' 5
-check "both panes finish the paragraph" wait_count '(transformer|mamba): 8 segments, ' 2 30
+check "both panes finish the paragraph" wait_count '(transformer|mamba): 8 segments translated' 2 30
 one_job() {
-    [ "$(screen | grep -c 'translating 8 segments')" = 1 ] &&
-        ! screen | grep -q 'translating [2-7] segments'
+    [ "$(screen | grep -c 'translating 8 of 8 segments')" = 2 ] &&
+        ! screen | grep -q 'translating [2-7] of 8 segments'
 }
 check "the paste was one edit: one translation job" one_job
 check "the log shows the paste" wait_for 'pasted [0-9]+ bytes' 2
+# editing one line of the paste translates that segment alone; the others come from the cache
+T send-keys -t e2e Up Up Up End
+T send-keys -t e2e -l " Amén"
+check "an edited line is the only segment translated again" \
+    wait_count '(transformer|mamba): translating 1 of 8 segments \(7 from the cache\)' 2 10
+check "... and both panes finish it" wait_count '(transformer|mamba): 1 segment translated \(7 from the cache\)' 2 30
+check "the statistics count the cached segments" wait_count '· 7 cached ' 2 5
 T send-keys -t e2e F2
 screen >"$work/paragraph_screen.txt"
 mouse 65 20 30
@@ -169,7 +176,8 @@ check "back at 120x40 the panes return" wait_count 'params, cpu' 2 5
 
 # ---------------------------------------------------------------- themes, quitting
 T send-keys -t e2e F9 F2
-check "F9 cycles to the next theme" wait_for 'theme high-contrast \(256 colours' 5
+check "F9 cycles to the next theme and names it in the status line" \
+    wait_for '^ theme high-contrast \(2 of 4, 256 colours; F9: next\)' 5
 T send-keys -t e2e F2 C-q
 check "Ctrl-Q quits with status 0" exited_cleanly
 T send-keys -t e2e -l "stty -g > stty.after; cmp -s stty.before stty.after && echo TTY-RESTORED"
@@ -187,6 +195,77 @@ check "--ascii marks entities with ASCII symbols" wait_for '  x dropped: Dios, P
 T send-keys -t e2e F2
 check "NO_COLOR turns colours off" wait_for 'theme light, no colour' 5
 T send-keys -t e2e C-q
+check "quits" exited_cleanly
+
+# ---------------------------------------------------------------- invalid bytes, search, picker, save, log
+T send-keys -t e2e -l "clear"; T send-keys -t e2e Enter
+run_mtlab "$bin tui -m bundles/mamba"
+wait_for 'mamba, [0-9.]+K params, cpu' 10
+# a pasted Latin-1 byte: U+FFFD in its place, every line after it kept, the count said
+printf 'Primera linea\nSegunda \xe9 linea\nTercera linea\n' >"$work/latin1.txt"
+T load-buffer -b latin1 "$work/latin1.txt"
+T paste-buffer -p -b latin1 -t e2e
+check "a pasted invalid byte becomes U+FFFD and the status line counts it" \
+    wait_for '^ 1 invalid byte in the paste replaced by U\+FFFD' 5
+check "... and every line after it is kept" \
+    bash -c "tmux -S '$sock' capture-pane -p -t e2e | grep -q '^│Segunda � linea' &&
+             tmux -S '$sock' capture-pane -p -t e2e | grep -q '^│Tercera linea'"
+check "... three segments" wait_for 'source · 3 segments' 2
+# typed (not bracketed): a truncated sequence and a lone continuation byte, then valid text
+T send-keys -t e2e C-u
+T send-keys -t e2e -l "$(printf 'uno \xe2\x82 dos \x80 tres')"
+check "typed invalid bytes become U+FFFD and swallow nothing" wait_for '^│uno � dos � tres' 5
+check "... and the status line counts the bytes" \
+    wait_for '^ 3 invalid bytes in the typed text replaced by U\+FFFD' 5
+T send-keys -t e2e C-u
+T send-keys -t e2e -l "$verse"
+wait_for ' done ' 20
+check "the search shows in the title after translating" wait_for '^┌─ mamba · mamba, [0-9.]+K params, cpu · greedy ─' 2
+T send-keys -t e2e F4
+check "F4 switches it to beam 5, in the title" wait_for '^┌─ mamba · mamba, [0-9.]+K params, cpu · beam 5 ─' 5
+wait_for ' done ' 20
+T send-keys -t e2e F4
+check "back to greedy: the earlier result comes from the cache" wait_for '─ 1 cached ─+ done ─' 10
+# Ctrl-S: the source and the pane's translation, in the working directory, never overwritten
+T send-keys -t e2e C-s
+check "Ctrl-S saves and says where" wait_for '^ saved 1 segment x 1 pane to mtlab-translations-[0-9]{8}-[0-9]{6}(-[0-9]+)?\.tsv and \.jsonl' 5
+saved_files() {
+    local tsv; tsv=$(ls mtlab-translations-*.tsv | head -1)
+    [ "$(sed -n 1p "$tsv")" = "$(printf 'source\tmamba (greedy)')" ] &&
+        sed -n 2p "$tsv" | grep -q "^$verse"$'\t'"[[:alpha:]]" &&
+        grep -q '"translations":\[{"model":"mamba","bundle":"bundles/mamba","search":"greedy","translation":"' "${tsv%.tsv}.jsonl"
+}
+check "... a TSV and a JSONL of the source and the translation" saved_files
+T send-keys -t e2e C-s
+two_saves() { wait_for '^ saved 1 segment' 5 && [ "$(ls mtlab-translations-*.tsv | wc -l)" = 2 ]; }
+check "a second save writes new files beside the first" two_saves
+# F5: a typed path opens its bundle; a bad one is named with its problem
+T send-keys -t e2e F5
+wait_for 'model bundles \(1/4 panes\)' 5
+T send-keys -t e2e -l "nowhere/at-all"
+T send-keys -t e2e Enter
+check "the picker names a bad path and its problem" wait_for '^ nowhere/at-all: No such file or directory' 5
+T send-keys -t e2e -l "x"
+for i in $(seq 15); do T send-keys -t e2e BSpace; done
+T send-keys -t e2e -l "bundles/transformer"
+T send-keys -t e2e Enter
+check "the picker opens a typed path" wait_for 'transformer, [0-9.]+K params, cpu' 10
+# the log scrolls once Tab gives it the focus
+T send-keys -t e2e F2
+for i in 1 2 3; do T send-keys -t e2e Tab; done
+check "Tab reaches the log, marked as focused" wait_for '^┌─ ▶ log \(F2' 5
+log_first() { screen | grep -A1 '─ ▶ log (F2' | tail -1; }
+before=$(log_first)
+T send-keys -t e2e PPage
+log_scrolled() {
+    local i
+    for i in $(seq 100); do [ "$(log_first)" != "$before" ] && return 0; sleep 0.05; done
+    return 1
+}
+check "PgUp scrolls the log back" log_scrolled
+T send-keys -t e2e PPage PPage
+check "... to its first line, and shows where it is" wait_for ' 1-[0-9]+/[0-9]+ ─┘$' 5
+T send-keys -t e2e Escape C-q
 check "quits" exited_cleanly
 
 # ---------------------------------------------------------------- a device that cannot be opened
@@ -246,6 +325,44 @@ boxes_are_lines() {
 check "borders are line characters under TERM=xterm-256color" boxes_are_lines
 T kill-session -t e2e-acs
 
+# every theme legible on 8, 16 and 256 colours and without colour: the focused box's title
+# carries a mark, and no title or border is drawn in black on the (dark) default background
+legible() {
+    local env=$1 theme=$2 s=e2e-colours out
+    T new-session -d -s $s -x 100 -y 30 "env $env $bin tui -m bundles/mamba --theme $theme"
+    local deadline=$(( $(date +%s) + 10 ))
+    until T capture-pane -p -t $s | grep -q 'waiting for text in the editor'; do
+        [ "$(date +%s)" -lt $deadline ] || { T kill-session -t $s; return 1; }
+        sleep 0.05
+    done
+    out=$(T capture-pane -p -t $s)
+    local ok=1
+    grep -q '^┌─ ▶ source ·' <<<"$out" && grep -q '^┌─ mamba ·' <<<"$out" || ok=0
+    T send-keys -t $s Tab
+    sleep 0.3
+    out=$(T capture-pane -p -t $s)
+    grep -q '^┌─ source ·' <<<"$out" && grep -q '^┌─ ▶ mamba ·' <<<"$out" || ok=0
+    # the escape sequences drawing the two top borders: no black foreground unless the theme
+    # paints its own background (light), no colour at all with NO_COLOR
+    local tops; tops=$(grep -n '^┌' <<<"$out" | cut -d: -f1 | sed 's/$/p/' | paste -sd';')
+    local esc; esc=$(T capture-pane -e -p -t $s | sed -n "$tops" | grep -o $'\e\\[[0-9;]*m' | tr -d '\033[m')
+    if [[ $env == *NO_COLOR=1* ]]; then
+        grep -Eq '(^|;)(3[0-7]|9[0-7]|38)(;|$)' <<<"$esc" && ok=0
+    elif [ "$theme" != light ]; then
+        grep -Eq '(^|;)(30|38;5;(0|16))(;|$)' <<<"$esc" && ok=0
+    fi
+    T send-keys -t $s C-q
+    sleep 0.2
+    T kill-session -t $s 2>/dev/null
+    [ $ok = 1 ]
+}
+for theme in dark light high-contrast monochrome; do
+    for env in TERM=linux TERM=xterm TERM=xterm-16color TERM=xterm-256color \
+               "TERM=xterm-256color NO_COLOR=1"; do
+        check "theme $theme under $env: focus marked, titles visible" legible "$env" $theme
+    done
+done
+
 # ---------------------------------------------------------------- command line
 unknown_theme() {
     local out rc
@@ -259,6 +376,15 @@ bad_device() {
     [ $rc = 1 ] && [[ "$out" == "mtlab: cuda:7: "* ]]
 }
 check "translate on an unavailable device says which and why" bad_device
+# the config names the dtype the weights are stored in, and inspect says when they disagree
+dtype_agrees() { "$bin" inspect bundles/mamba | grep -qx 'dtype      float32, as the config says'; }
+check "inspect: a written bundle's config names its weights' dtype" dtype_agrees
+dtype_disagrees() {
+    rm -rf mislabelled && cp -r bundles/mamba mislabelled &&
+        sed -i 's/"dtype": "float32"/"dtype": "float16"/' mislabelled/config.json &&
+        "$bin" inspect mislabelled | grep -q 'the config says float16 but the weights are stored as float32: they disagree'
+}
+check "inspect: a config whose dtype is not the weights' is reported" dtype_disagrees
 
 # ---------------------------------------------------------------- the shipped models
 # every bundle in models/ loads through the reader and translates Genesis 1:3 into English

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "math/half.h"
+#include "mtlab/bundle.h"
 #include "mtlab/error.h"
 #include "mtlab/model.h"
 #include "mtlab/safetensors.h"
@@ -362,11 +363,20 @@ static void test_created_models_are_reproducible(void **state)
     assert_memory_equal(mt_model_params(r), mt_model_params(a), n * sizeof(float));
     mt_model_free(r);
 
-    /* half-precision bundles: every weight comes back as its f16 / bf16 rounding; other
-     * dtypes are refused by name */
+    /* half-precision bundles: every weight comes back as its f16 / bf16 rounding, and the
+     * config names the dtype stored; other dtypes are refused by name */
     const mt_dtype halves[] = {MT_DT_F16, MT_DT_BF16};
+    const char *torch_names[] = {"float16", "bfloat16"};
+    char config_path[512];
+    snprintf(config_path, sizeof config_path, "%s/config.json", dir);
+    mt_config *saved = mt_config_load(config_path);
+    assert_string_equal(mt_config_string(saved, "dtype"), "float32");
+    mt_config_free(saved);
     for (int h = 0; h < 2; h++) {
         assert_int_equal(mt_model_save(a, dir, NULL, halves[h]), 0);
+        saved = mt_config_load(config_path);
+        assert_string_equal(mt_config_string(saved, "dtype"), torch_names[h]);
+        mt_config_free(saved);
         r = load_or_fail(dir, MT_MODEL_LOAD_NO_TOKENIZER);
         const float *pa = mt_model_params(a), *pr = mt_model_params(r);
         for (size_t j = 0; j < n; j++) {

@@ -89,13 +89,23 @@ static void test_paste_is_cleaned_and_is_one_edit(void **state)
     tui_editor_init(&e, 1000);
     unsigned long v0 = e.version;
     const char paste[] = "Dios\r\ndijo:\tluz\x07\rfin \xff!";
-    assert_int_equal(tui_editor_insert(&e, paste, sizeof paste - 1), 0);
+    size_t replaced = 99;
+    assert_int_equal(tui_editor_insert(&e, paste, sizeof paste - 1, &replaced), 0);
+    assert_int_equal(replaced, 1);
     assert_int_equal(e.version, v0 + 1);
     assert_string_equal(e.text, "Dios\ndijo: luz\nfin \xef\xbf\xbd!");
     tui_segment *segs;
     assert_int_equal(tui_editor_segments(&e, &segs), 3);
     assert_int_equal(segs[2].line, 2);
     free(segs);
+    /* an invalid byte in a multi-line paste: it becomes U+FFFD, every line after it stays */
+    tui_editor_set_text(&e, "");
+    const char bad[] = "Primera linea\nSegunda \xe9 linea\nTercera \xe2\x82 linea\n\xed\xa0\x80";
+    assert_int_equal(tui_editor_insert(&e, bad, sizeof bad - 1, &replaced), 0);
+    assert_int_equal(replaced, 1 + 2 + 3);
+    assert_string_equal(e.text, "Primera linea\nSegunda \xef\xbf\xbd linea\nTercera \xef\xbf\xbd linea\n"
+                                "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+    assert_int_equal(mt_utf8_invalid_offset(e.text, e.len), e.len);
     tui_editor_free(&e);
 }
 
@@ -105,7 +115,7 @@ static void test_cap_reports_what_did_not_fit(void **state)
     tui_editor e;
     tui_editor_init(&e, 9);
     /* 8 bytes fit; "ñ" would straddle the limit and is dropped whole, with what follows */
-    size_t dropped = tui_editor_insert(&e, "abcdefghñz", 11);
+    size_t dropped = tui_editor_insert(&e, "abcdefghñz", 11, NULL);
     assert_string_equal(e.text, "abcdefgh");
     assert_int_equal(dropped, 3);
     assert_int_equal(tui_editor_insert_char(&e, 'x'), 0);

@@ -7,7 +7,7 @@
 #include "tui/keys.h"
 
 static const unsigned contexts[] = {TUI_IN_EDITOR, TUI_IN_PANE, TUI_IN_HEATMAP, TUI_IN_OVERLAY,
-                                    TUI_IN_JOBS};
+                                    TUI_IN_JOBS, TUI_IN_LOG};
 
 static void test_dispatch_by_context(void **state)
 {
@@ -128,7 +128,8 @@ static void test_status_hints_fit_and_follow_the_table(void **state)
     char buf[512];
     tui_status_hints(buf, sizeof buf, TUI_IN_EDITOR, 200);
     assert_string_equal(buf, "F1 help  Ctrl-Q quit  Ctrl-R translate  Tab focus  F2 log  "
-                             "F3 heatmap  F4 beam  F5 models  F11 jobs  Ctrl-O console  F9 theme");
+                             "F3 heatmap  F4 beam  F5 models  F11 jobs  Ctrl-O console  F9 theme  "
+                             "Ctrl-S save");
     tui_status_hints(buf, sizeof buf, TUI_IN_HEATMAP, 200);
     assert_int_equal(
         strncmp(buf, "F6 map  F7 layer  F8 head  F12 scale  z zoom  e export  F1 help", 62), 0);

@@ -4,7 +4,9 @@
 #include "test_util.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "mtlab/error.h"
 #include "tui/tui.h"
 
 static char root[256];
@@ -115,12 +117,56 @@ static void test_missing_root(void **state)
     assert_string_equal(problem, "");
 }
 
+/* A typed path: ~ is $HOME, relative paths are the working directory's, a config.json names
+ * its bundle, and each bad path is an error naming it and what is wrong. */
+static void test_typed_bundle_path(void **state)
+{
+    (void)state;
+    make_bundle("mine");
+    char out[1024], want[512], path[512];
+    snprintf(want, sizeof want, "%s/mine", root);
+    assert_int_equal(tui_bundle_path(want, out, sizeof out), 0);
+    assert_string_equal(out, want);
+    snprintf(path, sizeof path, "  %s/mine/config.json ", root);
+    assert_int_equal(tui_bundle_path(path, out, sizeof out), 0);
+    assert_string_equal(out, want);
+    /* ~ */
+    char *old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    setenv("HOME", root, 1);
+    assert_int_equal(tui_bundle_path("~/mine", out, sizeof out), 0);
+    assert_string_equal(out, want);
+    assert_int_equal(tui_bundle_path("~", out, sizeof out), -1);
+    assert_non_null(strstr(mt_last_error(), "no config.json there"));
+    /* relative to the working directory */
+    char cwd[512];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir(root), 0);
+    assert_int_equal(tui_bundle_path("mine", out, sizeof out), 0);
+    assert_string_equal(out, "mine");
+    assert_int_equal(tui_bundle_path("mine/config.json", out, sizeof out), 0);
+    assert_string_equal(out, "mine");
+    assert_int_equal(tui_bundle_path("nope", out, sizeof out), -1);
+    assert_string_equal(mt_last_error(), "nope: No such file or directory");
+    assert_int_equal(tui_bundle_path("mine/config.json/x", out, sizeof out), -1);
+    assert_non_null(strstr(mt_last_error(), "mine/config.json/x: Not a directory"));
+    test_write_text("plain.txt", "x\n");
+    assert_int_equal(tui_bundle_path("plain.txt", out, sizeof out), -1);
+    assert_non_null(strstr(mt_last_error(), "plain.txt: not a directory (a model bundle"));
+    assert_int_equal(tui_bundle_path("   ", out, sizeof out), -1);
+    assert_non_null(strstr(mt_last_error(), "type the path"));
+    assert_int_equal(chdir(cwd), 0);
+    if (old_home) setenv("HOME", old_home, 1);
+    else unsetenv("HOME");
+    free(old_home);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_sorted_then_ordered, setup, teardown),
         cmocka_unit_test(test_shipped_order),
         cmocka_unit_test(test_missing_root),
+        cmocka_unit_test_setup_teardown(test_typed_bundle_path, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,6 +3,8 @@
  * colour level; the heatmap normalisations. */
 #include "test_util.h"
 
+#include <glob.h>
+
 #include "mtlab/error.h"
 #include "tui/heatmap.h"
 #include "tui/theme.h"
@@ -214,6 +216,67 @@ static void test_heat_axis_labels(void **state)
     assert_false(tui_heat_token_axis(MT_PROBE_AXIS_LAYER) || tui_heat_token_axis(MT_PROBE_AXIS_GROUP));
 }
 
+/* Every theme in themes/ at every colour level: no meaning shows its foreground in its
+ * background's colour once the fallbacks are applied (on 8 colours a grey falls to black). */
+static void test_every_theme_legible_at_every_level(void **state)
+{
+    (void)state;
+    glob_t g;
+    assert_int_equal(glob("themes/*.theme", 0, NULL, &g), 0);
+    assert_true(g.gl_pathc >= 4);
+    const tui_color_level levels[] = {TUI_COLORS_8, TUI_COLORS_16, TUI_COLORS_256,
+                                      TUI_COLORS_DIRECT};
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        tui_theme t;
+        if (tui_theme_load(&t, g.gl_pathv[i]) != 0) fail_msg("%s", mt_last_error());
+        for (size_t l = 0; l < sizeof levels / sizeof levels[0]; l++)
+            for (int m = 0; m < TUI_N_MEANINGS; m++) {
+                tui_resolved_style r = tui_style_resolve(&t, (tui_meaning)m, levels[l]);
+                if (r.shown_fg == r.shown_bg)
+                    fail_msg("%s, %s: '%s' shows colour %d on itself", g.gl_pathv[i],
+                             tui_color_level_name(levels[l]), tui_meaning_name((tui_meaning)m),
+                             r.shown_fg);
+            }
+        /* without colour the attributes alone set the focus and the titles apart */
+        tui_resolved_style none = tui_style_resolve(&t, TUI_C_FOCUS, TUI_COLORS_NONE);
+        assert_int_equal(none.fg, -1);
+        assert_int_equal(none.bg, -1);
+    }
+    globfree(&g);
+}
+
+/* The repair itself: a grey border on a dark terminal becomes the nearest other colour on 8
+ * colours instead of black; a highlight whose background falls onto its text moves its
+ * background; the terminal line tells what `default` looks like. */
+static void test_fallback_repair(void **state)
+{
+    (void)state;
+    const char *text = "border #4e5d73 default\n"
+                       "selection #1c1c1c #87afd7\n"
+                       "title #8a8a8a\n";
+    tui_theme t;
+    assert_int_equal(tui_theme_parse(&t, text, strlen(text), "x.theme"), 0);
+    tui_resolved_style r = tui_style_resolve(&t, TUI_C_BORDER, TUI_COLORS_8);
+    assert_int_equal(r.bg, -1);            /* drawn on the terminal's own background */
+    assert_int_equal(r.shown_bg, 0);       /* assumed black */
+    assert_int_equal(r.fg, 6);             /* cyan, the nearest of the other seven */
+    assert_int_equal(r.attrs & TUI_A_BOLD, 0);
+    /* at 16 colours the bright black stays: it is not black */
+    assert_int_equal(tui_style_resolve(&t, TUI_C_BORDER, TUI_COLORS_16).fg, 8);
+    r = tui_style_resolve(&t, TUI_C_SELECTION, TUI_COLORS_8);
+    assert_int_equal(r.fg, 0);
+    assert_int_equal(r.bg, 7);             /* the highlight moves, the text stays black */
+    /* a light terminal: grey on white stays grey */
+    const char *light = "terminal #000000 #ffffff\ntitle #8a8a8a\n";
+    assert_int_equal(tui_theme_parse(&t, light, strlen(light), "y.theme"), 0);
+    r = tui_style_resolve(&t, TUI_C_TITLE, TUI_COLORS_16);
+    assert_int_equal(r.shown_bg, 15);
+    assert_int_equal(r.fg, 8);
+    const char *bad = "terminal #000000\n";
+    assert_int_equal(tui_theme_parse(&t, bad, strlen(bad), "z.theme"), -1);
+    assert_non_null(strstr(mt_last_error(), "z.theme:1: terminal takes two colours"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -225,6 +288,8 @@ int main(void)
         cmocka_unit_test(test_heat_normalisations),
         cmocka_unit_test(test_heat_slices_and_kinds),
         cmocka_unit_test(test_heat_axis_labels),
+        cmocka_unit_test(test_every_theme_legible_at_every_level),
+        cmocka_unit_test(test_fallback_repair),
     };
     return cmocka_run_group_tests_name("tui_theme", tests, NULL, NULL);
 }

@@ -178,6 +178,45 @@ static void test_formats(void **state)
 
 /* A pane is titled with its bundle's directory name, a run's best or checkpoint bundle with
  * the run's name. */
+/* Narrow panes shorten the statistics' labels, then drop whole items: a unit is never cut. */
+static void test_stats_fit_without_cutting_units(void **state)
+{
+    (void)state;
+    char b[160];
+    tui_stats s = {0.830, 29, (size_t)(2.59 * 1048576), 1, 445};
+    const char *sep = " \xc2\xb7 ";
+    assert_int_equal(tui_format_stats(b, sizeof b, &s, sep, 80), 49);
+    assert_string_equal(b, "830 ms · 34.9 tok/s · state 2.59 MiB · 445 cached");
+    tui_format_stats(b, sizeof b, &s, sep, 45);
+    assert_string_equal(b, "830 ms · 35 t/s · 2.59 MiB · 445 cached");
+    tui_format_stats(b, sizeof b, &s, sep, 36);
+    assert_string_equal(b, "830 ms · 34.9 tok/s · state 2.59 MiB");
+    tui_format_stats(b, sizeof b, &s, sep, 30);
+    assert_string_equal(b, "830 ms · 35 t/s · 2.59 MiB");
+    tui_format_stats(b, sizeof b, &s, sep, 16);
+    assert_string_equal(b, "830 ms · 35 t/s");
+    tui_format_stats(b, sizeof b, &s, sep, 7);
+    assert_string_equal(b, "830 ms");
+    assert_int_equal(tui_format_stats(b, sizeof b, &s, sep, 5), 0);
+    assert_string_equal(b, "");
+    /* every width: what is shown fits and ends in a whole unit */
+    for (int w = 0; w < 60; w++) {
+        int cols = tui_format_stats(b, sizeof b, &s, sep, w);
+        assert_true(cols <= w);
+        size_t n = strlen(b);
+        assert_true(n == 0 || !strcmp(b + n - 2, "ms") || !strcmp(b + n - 2, "/s") ||
+                    !strcmp(b + n - 3, "MiB") || !strcmp(b + n - 6, "cached"));
+    }
+    /* all from the cache */
+    tui_stats c = {0, 0, 0, 0, 446};
+    tui_format_stats(b, sizeof b, &c, sep, 40);
+    assert_string_equal(b, "446 cached");
+    tui_format_search(b, sizeof b, 1);
+    assert_string_equal(b, "greedy");
+    tui_format_search(b, sizeof b, 5);
+    assert_string_equal(b, "beam 5");
+}
+
 static void test_bundle_names(void **state)
 {
     (void)state;
@@ -203,6 +242,7 @@ int main(void)
         cmocka_unit_test(test_translated_names),
         cmocka_unit_test(test_styled_text_grows_and_marks),
         cmocka_unit_test(test_formats),
+        cmocka_unit_test(test_stats_fit_without_cutting_units),
         cmocka_unit_test(test_bundle_names),
     };
     return cmocka_run_group_tests_name("tui_view", tests, setup, NULL);

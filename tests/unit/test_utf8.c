@@ -97,6 +97,102 @@ static void test_invalid_offset(void **state)
     assert_int_equal(mt_utf8_invalid_offset("ok\x80", 3), 2);          /* stray continuation */
 }
 
+/* The lossy reading against an oracle built from every scalar value's encoding: the set of
+ * proper prefixes of well-formed sequences. For every 1-, 2- and 3-byte string the bytes read
+ * as one U+FFFD must be a maximal subpart: a prefix of some well-formed sequence (or a single
+ * byte) that the next byte no longer extends; and a string is "incomplete" exactly when it is
+ * such a proper prefix. */
+static unsigned char *prefix_bits; /* bit (len-1)<<24 | bytes: a proper prefix of length len */
+static size_t prefix_index(const unsigned char *s, int n)
+{
+    size_t v = 0;
+    for (int i = 0; i < n; i++) v = v << 8 | s[i];
+    return (size_t)(n - 1) << 24 | v;
+}
+static int is_prefix(const unsigned char *s, int n)
+{
+    size_t i = prefix_index(s, n);
+    return prefix_bits[i >> 3] >> (i & 7) & 1;
+}
+
+static void check_lossy(const unsigned char *s, int n)
+{
+    uint32_t cp = 0;
+    int strict = mt_utf8_next((const char *)s, (size_t)n, &cp);
+    int k = mt_utf8_next_lossy((const char *)s, (size_t)n, &cp);
+    if (strict > 0) {
+        assert_int_equal(k, strict);
+        assert_int_equal(mt_utf8_incomplete((const char *)s, (size_t)n), 0);
+        return;
+    }
+    int ok = cp == MT_UTF8_REPLACEMENT && k >= 1 && k <= n && (k == 1 || is_prefix(s, k)) &&
+             (k == n || !is_prefix(s, k + 1));
+    if (!ok || mt_utf8_incomplete((const char *)s, (size_t)n) != is_prefix(s, n))
+        fail_msg("%d-byte string %02X %02X %02X: read %d bytes as U+%04X, incomplete %d", n, s[0],
+                 n > 1 ? s[1] : 0, n > 2 ? s[2] : 0, k, (unsigned)cp,
+                 mt_utf8_incomplete((const char *)s, (size_t)n));
+}
+
+static void test_lossy_reads_maximal_subparts(void **state)
+{
+    (void)state;
+    prefix_bits = calloc((size_t)3 << 21, 1);
+    char buf[4];
+    for (uint32_t c = 0x80; c <= 0x10FFFF; c++) {
+        int n = mt_utf8_put(c, buf);
+        for (int p = 1; p < n; p++) {
+            size_t i = prefix_index((const unsigned char *)buf, p);
+            prefix_bits[i >> 3] |= (unsigned char)(1u << (i & 7));
+        }
+    }
+    unsigned char s[3];
+    for (int a = 0; a < 256; a++) {
+        s[0] = (unsigned char)a;
+        check_lossy(s, 1);
+        for (int b = 0; b < 256; b++) {
+            s[1] = (unsigned char)b;
+            check_lossy(s, 2);
+            for (int c = 0; c < 256; c++) {
+                s[2] = (unsigned char)c;
+                check_lossy(s, 3);
+            }
+        }
+    }
+    free(prefix_bits);
+}
+
+/* The cases a user pastes, by name: nothing after an invalid byte is lost. */
+static void test_repair(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *out;
+        size_t replaced;
+    } cases[] = {
+        {"Segunda \xE9 linea\nTercera", "Segunda \xEF\xBF\xBD linea\nTercera", 1}, /* Latin-1 */
+        {"a\xE2\x82x", "a\xEF\xBF\xBDx", 2},                  /* truncated: one U+FFFD */
+        {"\xC0\xAF", "\xEF\xBF\xBD\xEF\xBF\xBD", 2},            /* overlong '/' */
+        {"\xE0\x80\xAF", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD", 3},    /* overlong, 3 bytes */
+        {"\xED\xA0\x80z", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBDz", 3}, /* surrogate */
+        {"\x80\x80ok", "\xEF\xBF\xBD\xEF\xBF\xBDok", 2},         /* lone continuations */
+        {"\xF4\x90\x80\x80", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD", 4}, /* > U+10FFFF */
+        {"fin\xF0\x9F\x98", "fin\xEF\xBF\xBD", 3},             /* truncated at the end */
+        {"ni\xC3\xB1o \xF0\x9F\x98\x80", "ni\xC3\xB1o \xF0\x9F\x98\x80", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t n = strlen(cases[i].in), replaced = 99;
+        char out[64];
+        size_t m = mt_utf8_repair(cases[i].in, n, out, &replaced);
+        assert_int_equal(m, strlen(cases[i].out));
+        assert_memory_equal(out, cases[i].out, m);
+        assert_int_equal(replaced, cases[i].replaced);
+    }
+    assert_int_equal(mt_utf8_incomplete("\xF0\x9F\x98", 3), 1);
+    assert_int_equal(mt_utf8_incomplete("\xF0\x9F\x98\x80", 4), 0);
+    assert_int_equal(mt_utf8_incomplete("\xED\xA0", 2), 0);
+    assert_int_equal(mt_utf8_incomplete("", 0), 0);
+}
+
 static void test_prev(void **state)
 {
     (void)state;
@@ -115,6 +211,8 @@ int main(void)
         cmocka_unit_test(test_every_short_string),
         cmocka_unit_test(test_round_trip_and_refusals),
         cmocka_unit_test(test_invalid_offset),
+        cmocka_unit_test(test_lossy_reads_maximal_subparts),
+        cmocka_unit_test(test_repair),
         cmocka_unit_test(test_prev),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

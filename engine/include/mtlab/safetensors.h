@@ -36,6 +36,10 @@ typedef enum {
 
 /* "F32", "BF16", ... as written in headers. */
 const char *mt_dtype_name(mt_dtype dt);
+/* "float32", "bfloat16", ... as a config.json's "dtype" (torch_dtype) names them. */
+const char *mt_dtype_torch_name(mt_dtype dt);
+/* The dtype a config.json names ("float16", also "torch.float16"); -1 when none. */
+int mt_dtype_from_torch_name(const char *name, mt_dtype *out);
 /* Bytes per element. */
 size_t mt_dtype_size(mt_dtype dt);
 /* The dtype called name; -1 when it is not one of the above. */

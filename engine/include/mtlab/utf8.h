@@ -26,6 +26,26 @@ extern "C" {
  * overlong, surrogate, above U+10FFFF, or n == 0); *cp is then left unchanged. */
 int mt_utf8_next(const char *s, size_t n, uint32_t *cp);
 
+#define MT_UTF8_REPLACEMENT 0xFFFDu
+
+/* The lossy reading every input path uses (keys, pastes): a well-formed character as
+ * mt_utf8_next gives it; otherwise *cp = U+FFFD and the return value is the length of the
+ * ill-formed sequence's maximal subpart (the Unicode Standard's recommended practice, ch. 3
+ * "U+FFFD Substitution of Maximal Subparts"): the longest prefix that begins some well-formed
+ * sequence, at least one byte. So "\xE2\x82x" reads as U+FFFD then 'x', an overlong "\xC0\xAF"
+ * or a surrogate "\xED\xA0\x80" as one U+FFFD per byte, and nothing valid after an invalid
+ * byte is lost. Returns 0 only when n == 0. */
+int mt_utf8_next_lossy(const char *s, size_t n, uint32_t *cp);
+
+/* 1 when s[0..n) is a proper prefix of some well-formed sequence, so more bytes could still
+ * complete it (a reader of a byte stream keeps such a tail for the next read). */
+int mt_utf8_incomplete(const char *s, size_t n);
+
+/* s[0..n) into out (room for 3n bytes) with every maximal ill-formed subpart replaced by
+ * U+FFFD as mt_utf8_next_lossy reads it; returns the bytes written. *replaced (when not NULL)
+ * receives how many input bytes were replaced. */
+size_t mt_utf8_repair(const char *s, size_t n, char *out, size_t *replaced);
+
 /* Encode cp into out (room for 4 bytes): returns the length, 0 for a surrogate or a value
  * above U+10FFFF. */
 int mt_utf8_put(uint32_t cp, char *out);
