@@ -286,14 +286,21 @@ bad_device() {
     [ $rc = 1 ] && [[ "$out" == "mtlab: cuda:7: "* ]]
 }
 check "translate on an unavailable device says which and why" bad_device
+bad_precision() {
+    local out rc
+    out=$(echo "hola" | "$bin" translate -m bundles/mamba --precision int4 2>&1); rc=$?
+    [ $rc = 1 ] && [ "$out" = "mtlab: unknown precision 'int4' (fp32 or int8)" ]
+}
+check "translate with an unknown precision names the ones there are" bad_precision
 
 # ---------------------------------------------------------------- the shipped models
 # every bundle in models/ loads through the reader and translates Genesis 1:3 into English
-# that names God and the light (greedy; the words, not the exact sentence, so a rounding
-# difference between machines cannot fail it)
+# that names God and the light, with its linear layers in fp32 and in int8 (greedy; the
+# words, not the exact sentence, so a rounding difference between machines cannot fail it)
 translates_genesis() {
     local out
-    out=$(echo "Y dijo Dios: Sea la luz: y fué la luz." | "$bin" translate -m "$1" 2>&1) &&
+    out=$(echo "Y dijo Dios: Sea la luz: y fué la luz." |
+          "$bin" translate -m "$1" --precision "$2" 2>&1) &&
         [[ "$out" == *God* ]] && [[ "${out,,}" == *light* ]] ||
         { echo "      | $out"; return 1; }
 }
@@ -301,7 +308,8 @@ shipped=0
 for dir in "$root"/models/*/; do
     [ -f "$dir/config.json" ] || continue
     shipped=$((shipped + 1))
-    check "models/$(basename "$dir") translates Genesis 1:3" translates_genesis "$dir"
+    check "models/$(basename "$dir") translates Genesis 1:3" translates_genesis "$dir" fp32
+    check "models/$(basename "$dir") translates Genesis 1:3 in int8" translates_genesis "$dir" int8
 done
 some_shipped() { [ "$shipped" -ge 2 ]; }
 check "models/ ships bundles ($shipped)" some_shipped
