@@ -105,11 +105,14 @@ void tui_draw_pane(tui_app *a, int index, WINDOW *w)
     werase(w);
     tui_set_style(w, &a->palette, focused ? TUI_C_FOCUS : TUI_C_BORDER);
     box(w, 0, 0);
-    /* name, architecture, parameters, device; just the name when that does not fit */
-    char title[256];
-    snprintf(title, sizeof title, " %s %s %s ", p->name, g->dot, p->info);
+    /* name (and int8), architecture, parameters, device; just the name (and int8) when that
+     * does not fit */
+    char name[96], title[256];
+    if (p->int8) snprintf(name, sizeof name, "%s %s int8", p->name, g->dot);
+    else snprintf(name, sizeof name, "%s", p->name);
+    snprintf(title, sizeof title, " %s %s %s ", name, g->dot, p->info);
     if (!p->loaded || tui_text_width_z(title) > getmaxx(w) - 4)
-        snprintf(title, sizeof title, " %s ", p->name);
+        snprintf(title, sizeof title, " %s ", name);
     tui_set_style(w, &a->palette, focused ? TUI_C_FOCUS : TUI_C_TITLE);
     tui_put(w, 0, 2, title, getmaxx(w) - 4);
     int stats_end = 1;

@@ -6,6 +6,7 @@
 
 #include "mtlab/bundle.h"
 #include "mtlab/error.h"
+#include "mtlab/runner.h"
 #include "tui/app.h"
 #include "tui/format.h"
 
@@ -30,7 +31,7 @@ static void pane_clear_probe(tui_pane *p)
     p->probe_pending = 0;
 }
 
-int tui_pane_add(tui_app *a, const char *dir, const char *device)
+int tui_pane_add(tui_app *a, const char *dir, const char *device, int int8)
 {
     if (a->n_panes == TUI_MAX_PANES)
         return mt_error("at most %d model panes; remove one first (F5)", TUI_MAX_PANES);
@@ -45,14 +46,16 @@ int tui_pane_add(tui_app *a, const char *dir, const char *device)
     /* per row by default: every map readable at once; F12 moves to the shared raw scale */
     p->heat_norm = TUI_NORM_ROW;
     p->sel = -1;
-    p->worker = tui_worker_start(p->id, dir, device, &a->q);
+    p->int8 = int8;
+    p->worker = tui_worker_start(p->id, dir, device, int8 ? MT_RUNNER_INT8 : 0, &a->q);
     if (!p->worker) {
         free(p->dir);
         free(p);
         return -1;
     }
     a->panes[a->n_panes++] = p;
-    tui_log_add(&a->log, TUI_LOG_INFO, "loading %s on %s", dir, device ? device : "cpu");
+    tui_log_add(&a->log, TUI_LOG_INFO, "loading %s on %s%s", dir, device ? device : "cpu",
+                int8 ? " in int8" : "");
     a->relayout = 1;
     return 0;
 }
