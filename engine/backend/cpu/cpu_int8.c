@@ -25,7 +25,10 @@ enum { TILE = 64 };
 float cpu_int8_quantize_row(int8_t *q, const float *x, int C, int ld)
 {
     float amax = 0.0f;
-    for (int k = 0; k < C; k++) amax = fmaxf(amax, fabsf(x[k]));
+    for (int k = 0; k < C; k++) {
+        float a = fabsf(x[k]);
+        amax = a > amax ? a : amax;
+    }
     float scale = amax > 0.0f ? amax / 127.0f : 1.0f;
     float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
     for (int k = 0; k < C; k++) {
@@ -145,13 +148,17 @@ void cpu_qlinear_with(const cpu_int8_kernel *kern, int threaded, float *out, con
         for (size_t m0 = 0; m0 < BT; m0 += TILE) {
             int mm = BT - m0 < TILE ? (int)(BT - m0) : TILE;
             kern->dots(acc, TILE, xq + m0 * ld, mm, wq + (size_t)j0 * ld, wsum + j0, nn, ld);
-            /* out = (x scale * w scale) * (xq . wq) + b: one rounding for the product */
+            /* out = (x scale * w scale) * (xq . wq) + b */
             for (int i = 0; i < mm; i++) {
                 float *o = out + (m0 + i) * OC + j0;
                 const int32_t *a = acc + i * TILE;
+                const float *w_scale = ws + j0;
                 float sx = xs[m0 + i];
-                for (int j = 0; j < nn; j++)
-                    o[j] = (float)a[j] * (sx * ws[j0 + j]) + (bias ? bias[j0 + j] : 0.0f);
+                if (bias)
+                    for (int j = 0; j < nn; j++)
+                        o[j] = (float)a[j] * (sx * w_scale[j]) + bias[j0 + j];
+                else
+                    for (int j = 0; j < nn; j++) o[j] = (float)a[j] * (sx * w_scale[j]);
             }
         }
     }
