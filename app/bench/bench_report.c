@@ -149,6 +149,17 @@ static int small_presets(const char **out, int cap)
     return n;
 }
 
+/* A random-weight model of the preset on the CPU, and decode sources for its vocabulary;
+ * NULL (mt_last_error) when it cannot be made. */
+static mt_model *preset_with_sources(const char *preset, sources *s)
+{
+    mt_model_config cfg;
+    if (mt_model_preset(&cfg, preset)) return NULL;
+    mt_model *m = mt_model_create(&cfg, mt_backend_cpu(), 1);
+    if (m) make_sources(s, cfg.vocab_size);
+    return m;
+}
+
 /* Fills step_b1[i] with the batch-1, 64-token seconds per step of transformer-small (0) and
  * mamba-small (1), which the roofline section reuses. Batch 16 skips 1024 tokens: the growth
  * with length is the batch-1 row's story, and it would triple the section's time. */
@@ -163,12 +174,9 @@ static int section_decode(int repeat, double step_b1[2])
     printf("   %-20s %5s %5s %11s %9s %10s\n", "preset", "batch", "N", "prefill ms", "ms/step",
            "tokens/s");
     for (int p = 0; p < n_presets; p++) {
-        mt_model_config cfg;
-        if (mt_model_preset(&cfg, presets[p])) return -1;
-        mt_model *m = mt_model_create(&cfg, mt_backend_cpu(), 1);
-        if (!m) return -1;
         sources s;
-        make_sources(&s, cfg.vocab_size);
+        mt_model *m = preset_with_sources(presets[p], &s);
+        if (!m) return -1;
         int rc = 0;
         for (int bi = 0; bi < 2 && !rc; bi++)
             for (int li = 0; li < 3 && !rc; li++) {
@@ -305,12 +313,9 @@ static int section_probes(int repeat)
            "   a 64-token hypothesis, every map kind) against the batch-1 decode it explains\n");
     printf("   %-20s %10s %10s %8s\n", "preset", "decode ms", "probes ms", "ratio");
     for (int p = 0; p < n_presets; p++) {
-        mt_model_config cfg;
-        if (mt_model_preset(&cfg, presets[p])) return -1;
-        mt_model *m = mt_model_create(&cfg, mt_backend_cpu(), 1);
-        if (!m) return -1;
         sources s;
-        make_sources(&s, cfg.vocab_size);
+        mt_model *m = preset_with_sources(presets[p], &s);
+        if (!m) return -1;
         double prefill, per_step, decode, probes;
         int rc = time_decode(m, &s, 1, 64, repeat, &prefill, &per_step, &decode);
         if (!rc) rc = time_probes(m, &s, repeat, &probes);
@@ -340,12 +345,9 @@ static int section_int8(int repeat)
     printf("   %-20s %5s %12s %12s %7s %10s\n", "preset", "batch", "fp32 tok/s", "int8 tok/s",
            "ratio", "weights");
     for (int p = 0; p < n_presets; p++) {
-        mt_model_config cfg;
-        if (mt_model_preset(&cfg, presets[p])) return -1;
-        mt_model *m = mt_model_create(&cfg, mt_backend_cpu(), 1);
-        if (!m) return -1;
         sources s;
-        make_sources(&s, cfg.vocab_size);
+        mt_model *m = preset_with_sources(presets[p], &s);
+        if (!m) return -1;
         int rc = 0;
         for (int bi = 0; bi < 2 && !rc; bi++) {
             double prefill, per_step, total[2];

@@ -25,15 +25,20 @@ enum { TILE = 64 };
 float cpu_int8_quantize_row(int8_t *q, const float *x, int C, int ld)
 {
     float amax = 0.0f;
+#pragma omp simd reduction(max : amax)
     for (int k = 0; k < C; k++) {
         float a = fabsf(x[k]);
         amax = a > amax ? a : amax;
     }
     float scale = amax > 0.0f ? amax / 127.0f : 1.0f;
     float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    /* nearbyintf rounds ties to even as lrintf does, and vectorizes; a NaN (from a NaN or
+     * infinite input) becomes 0 rather than an undefined conversion */
+#pragma omp simd
     for (int k = 0; k < C; k++) {
-        long v = lrintf(x[k] * inv);
-        q[k] = (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
+        float v = nearbyintf(x[k] * inv);
+        v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v == v ? v : 0.0f;
+        q[k] = (int8_t)v;
     }
     memset(q + C, 0, (size_t)(ld - C));
     return scale;
@@ -154,11 +159,14 @@ void cpu_qlinear_with(const cpu_int8_kernel *kern, int threaded, float *out, con
                 const int32_t *a = acc + i * TILE;
                 const float *w_scale = ws + j0;
                 float sx = xs[m0 + i];
-                if (bias)
-                    for (int j = 0; j < nn; j++)
-                        o[j] = (float)a[j] * (sx * w_scale[j]) + bias[j0 + j];
-                else
+                if (bias) {
+                    const float *b = bias + j0;
+#pragma omp simd
+                    for (int j = 0; j < nn; j++) o[j] = (float)a[j] * (sx * w_scale[j]) + b[j];
+                } else {
+#pragma omp simd
                     for (int j = 0; j < nn; j++) o[j] = (float)a[j] * (sx * w_scale[j]);
+                }
             }
         }
     }
