@@ -1,4 +1,4 @@
-/* `mtlab bench`: the five sections of figures, all measured in this one run.
+/* `mtlab bench`: the six sections of figures, all measured in this one run.
  *   1. training gemms: FLOP rate inside real training steps vs cblas_sgemm alone (>= 70%)
  *   2. decode tokens/s at batch 1 (64, 256, 1024 new tokens) and 16 (64, 256), every small
  *      preset (all seven architectures)
