@@ -273,6 +273,20 @@ boxes_are_lines() {
 check "borders are line characters under TERM=xterm-256color" boxes_are_lines
 T kill-session -t e2e-acs
 
+# --precision int8 before a bundle applies to that pane only, and its title says so
+T new-session -d -s e2e-int8 -x 120 -y 24 "$bin tui -m bundles/mamba --precision int8 -m bundles/mamba"
+int8_pane_titled() {
+    local deadline=$(( $(date +%s) + 20 )) screen
+    until [ "$(T capture-pane -p -t e2e-int8 | grep -o 'waiting for text in the editor' | wc -l)" -ge 2 ]; do
+        [ "$(date +%s)" -lt $deadline ] || { T capture-pane -p -t e2e-int8 | sed 's/^/      | /'; return 1; }
+        sleep 0.05
+    done
+    screen=$(T capture-pane -p -t e2e-int8)
+    [ "$(grep -c 'mamba · int8 · mamba' <<<"$screen")" = 1 ] && grep -q '─ mamba · mamba' <<<"$screen"
+}
+check "a pane opened with --precision int8 says int8 in its title, the other does not" int8_pane_titled
+T kill-session -t e2e-int8
+
 # ---------------------------------------------------------------- command line
 unknown_theme() {
     local out rc
