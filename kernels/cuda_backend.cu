@@ -42,6 +42,10 @@ extern "C" const struct mt_backend *mt_cuda_backend(int index, int bf16_gemm, ch
         .cross_entropy_forward = cu_cross_entropy_forward,
         .cross_entropy_backward = cu_cross_entropy_backward, .dropout_forward = cu_dropout_forward,
         .dropout_backward = cu_dropout_backward, .adamw_step = cu_adamw_step,
+        // no int8 kernels on the GPU: mt_model_set_precision refuses int8 with this
+        // backend's name (docs/quantization.md §3)
+        .qmatrix_make = NULL, .qmatrix_free = NULL, .qlinear_forward = NULL,
+        .int8_weights = NULL,
     };
     return &tables[index];
 }

@@ -133,7 +133,8 @@ enum {
     BENCH_ROOFLINE = 4, /* 3. batch-1 decode vs the bandwidth roofline */
     BENCH_STATE = 8,    /* 4. decoding-state memory */
     BENCH_PROBES = 16,  /* 5. the probes' pass vs decoding */
-    BENCH_ALL = 31,
+    BENCH_INT8 = 32,    /* 6. decode tokens/s with int8 linear layers vs fp32 */
+    BENCH_ALL = 63,
 };
 typedef struct {
     int repeat;         /* timed runs per figure, after one warm-up */
@@ -149,6 +150,6 @@ int bench_run_all(const bench_opts *o);
  * bf16 — against PyTorch's when torch_json (tests/bench/torch_train.py's output) is given. */
 int bench_run_cuda(const char *device, const char *torch_json, int repeat);
 int bench_run_peer(const char *bundle, const char *inputs, int new_tokens, int batch,
-                   int repeat);
+                   int repeat, mt_precision precision);
 
 #endif

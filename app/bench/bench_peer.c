@@ -1,5 +1,6 @@
 /* `mtlab bench --peer-inputs FILE -m BUNDLE`: decode a file of token-id sources with a bundle,
- * exactly N new tokens per source, in consecutive batches, and print tokens/s. The peers in
+ * exactly N new tokens per source, in consecutive batches, in fp32 or int8 (--precision), and
+ * print tokens/s. The peers in
  * tests/bench/bench_peers.py (CTranslate2, transformers) decode the same file the same way,
  * so the figures divide. */
 #include "bench/bench.h"
@@ -27,10 +28,14 @@ static int decode_all(mt_model *m, const bench_ids *in, int new_tokens, int batc
 }
 
 int bench_run_peer(const char *bundle, const char *inputs, int new_tokens, int batch,
-                   int repeat)
+                   int repeat, mt_precision precision)
 {
     mt_model *m = mt_model_load(bundle, mt_backend_cpu(), MT_MODEL_LOAD_NO_TOKENIZER);
     if (!m) return -1;
+    if (mt_model_set_precision(m, precision)) {
+        mt_model_free(m);
+        return -1;
+    }
     bench_ids in;
     if (bench_ids_read(inputs, mt_model_get_config(m)->vocab_size, &in)) {
         mt_model_free(m);
@@ -44,10 +49,10 @@ int bench_run_peer(const char *bundle, const char *inputs, int new_tokens, int b
     if (!rc) {
         double median = bench_median(t, repeat);
         double tokens = (double)in.n * new_tokens;
-        printf("%s on %s: %d sources x %d new tokens, batch %d, %d threads: %.0f tokens in "
-               "%.3f s (median of %d) = %.1f tokens/s\n",
-               bundle, inputs, in.n, new_tokens, batch, omp_get_max_threads(), tokens, median,
-               repeat, tokens / median);
+        printf("%s on %s: %d sources x %d new tokens, batch %d, %d threads, %s: %.0f tokens "
+               "in %.3f s (median of %d) = %.1f tokens/s\n",
+               bundle, inputs, in.n, new_tokens, batch, omp_get_max_threads(),
+               mt_precision_name(precision), tokens, median, repeat, tokens / median);
     }
     free(t);
     bench_ids_free(&in);

@@ -1,4 +1,4 @@
-/* `mtlab bench`: the five sections of figures, all measured in this one run.
+/* `mtlab bench`: the six sections of figures, all measured in this one run.
  *   1. training gemms: FLOP rate inside real training steps vs cblas_sgemm alone (>= 70%)
  *   2. decode tokens/s at batch 1 (64, 256, 1024 new tokens) and 16 (64, 256), every small
  *      preset (all seven architectures)
@@ -6,7 +6,9 @@
  *      (copy bandwidth measured now) is the fastest a step can be when weights stream from
  *      memory; achieved / roofline >= 60%
  *   4. decoding-state memory at 64, 256 and 1024 generated tokens for every preset
- *   5. the probes' pass against the decode it explains (probes off cost nothing) */
+ *   5. the probes' pass against the decode it explains (probes off cost nothing)
+ *   6. decode tokens/s with int8 linear layers against fp32 at batch 1 and 16, every small
+ *      preset (docs/quantization.md §4) */
 #include "bench/bench.h"
 
 #include <cblas.h>
@@ -147,6 +149,17 @@ static int small_presets(const char **out, int cap)
     return n;
 }
 
+/* A random-weight model of the preset on the CPU, and decode sources for its vocabulary;
+ * NULL (mt_last_error) when it cannot be made. */
+static mt_model *preset_with_sources(const char *preset, sources *s)
+{
+    mt_model_config cfg;
+    if (mt_model_preset(&cfg, preset)) return NULL;
+    mt_model *m = mt_model_create(&cfg, mt_backend_cpu(), 1);
+    if (m) make_sources(s, cfg.vocab_size);
+    return m;
+}
+
 /* Fills step_b1[i] with the batch-1, 64-token seconds per step of transformer-small (0) and
  * mamba-small (1), which the roofline section reuses. Batch 16 skips 1024 tokens: the growth
  * with length is the batch-1 row's story, and it would triple the section's time. */
@@ -161,12 +174,9 @@ static int section_decode(int repeat, double step_b1[2])
     printf("   %-20s %5s %5s %11s %9s %10s\n", "preset", "batch", "N", "prefill ms", "ms/step",
            "tokens/s");
     for (int p = 0; p < n_presets; p++) {
-        mt_model_config cfg;
-        if (mt_model_preset(&cfg, presets[p])) return -1;
-        mt_model *m = mt_model_create(&cfg, mt_backend_cpu(), 1);
-        if (!m) return -1;
         sources s;
-        make_sources(&s, cfg.vocab_size);
+        mt_model *m = preset_with_sources(presets[p], &s);
+        if (!m) return -1;
         int rc = 0;
         for (int bi = 0; bi < 2 && !rc; bi++)
             for (int li = 0; li < 3 && !rc; li++) {
@@ -303,12 +313,9 @@ static int section_probes(int repeat)
            "   a 64-token hypothesis, every map kind) against the batch-1 decode it explains\n");
     printf("   %-20s %10s %10s %8s\n", "preset", "decode ms", "probes ms", "ratio");
     for (int p = 0; p < n_presets; p++) {
-        mt_model_config cfg;
-        if (mt_model_preset(&cfg, presets[p])) return -1;
-        mt_model *m = mt_model_create(&cfg, mt_backend_cpu(), 1);
-        if (!m) return -1;
         sources s;
-        make_sources(&s, cfg.vocab_size);
+        mt_model *m = preset_with_sources(presets[p], &s);
+        if (!m) return -1;
         double prefill, per_step, decode, probes;
         int rc = time_decode(m, &s, 1, 64, repeat, &prefill, &per_step, &decode);
         if (!rc) rc = time_probes(m, &s, repeat, &probes);
@@ -320,6 +327,45 @@ static int section_probes(int repeat)
     }
     printf("   probes off costs nothing: decoding holds no probe code (the maps come from this\n"
            "   separate pass, run only when a heatmap asks), so its time is the decode column\n");
+    return 0;
+}
+
+/* ---------------------------------------------------------------- 6. int8 decode */
+/* Each preset's model decodes in fp32 and then, quantized, in int8, batch by batch, so both
+ * figures of a row see the same load. */
+static int section_int8(int repeat)
+{
+    static const int batches[] = {1, MAX_ROWS};
+    enum { N = 64 };
+    const char *presets[16];
+    int n_presets = small_presets(presets, 16);
+    printf("\n6. int8 decode: tokens/s with every linear layer in int8 (weights per output\n"
+           "   channel, activations per row; docs/quantization.md) against fp32, greedy, %d new\n"
+           "   tokens per row, sources of %d tokens, prefill included\n", N, DECODE_SRC_LEN);
+    printf("   %-20s %5s %12s %12s %7s %10s\n", "preset", "batch", "fp32 tok/s", "int8 tok/s",
+           "ratio", "weights");
+    for (int p = 0; p < n_presets; p++) {
+        sources s;
+        mt_model *m = preset_with_sources(presets[p], &s);
+        if (!m) return -1;
+        int rc = 0;
+        for (int bi = 0; bi < 2 && !rc; bi++) {
+            double prefill, per_step, total[2];
+            int B = batches[bi];
+            for (int q = 0; q < 2 && !rc; q++)
+                rc = mt_model_set_precision(m, q ? MT_PRECISION_INT8 : MT_PRECISION_FP32) ||
+                     time_decode(m, &s, B, N, repeat, &prefill, &per_step, &total[q]);
+            if (rc) break;
+            printf("   %-20s %5d %12.1f %12.1f %6.2fx %6.1f MiB\n", presets[p], B,
+                   (double)B * N / total[0], (double)B * N / total[1], total[0] / total[1],
+                   (double)mt_model_int8_bytes(m) / (1024.0 * 1024.0));
+        }
+        free(s.words);
+        mt_model_free(m);
+        if (rc) return -1;
+    }
+    printf("   ratio: int8 / fp32 tokens/s; weights: the int8 matrices with their scales (the\n"
+           "   fp32 parameters stay loaded beside them for embeddings, norms and training)\n");
     return 0;
 }
 
@@ -335,7 +381,8 @@ int bench_run_all(const bench_opts *o)
         ((o->sections & BENCH_DECODE) && section_decode(o->repeat, step_b1)) ||
         ((o->sections & BENCH_ROOFLINE) && section_roofline(o->repeat, step_b1)) ||
         ((o->sections & BENCH_STATE) && section_state()) ||
-        ((o->sections & BENCH_PROBES) && section_probes(o->repeat)))
+        ((o->sections & BENCH_PROBES) && section_probes(o->repeat)) ||
+        ((o->sections & BENCH_INT8) && section_int8(o->repeat)))
         return -1;
     printf("\n");
     print_load("at end", 0);

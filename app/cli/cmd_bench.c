@@ -1,10 +1,11 @@
 /* `mtlab bench` (what `make bench` runs): speed figures and ratios measured in one run, never
  * pass/fail. Four modes:
  *   mtlab bench [--repeat N] [--only SECTION] [--verbose]
- *                                               the five sections (app/bench/bench_report.c)
+ *                                               the six sections (app/bench/bench_report.c)
  *   mtlab bench --make-bundles DIR              random-weight small bundles for the peers
  *   mtlab bench --peer-inputs FILE -m BUNDLE    tokens/s on a file of token-id sources,
  *               [--new-tokens N] [--batch N]    the figure `make bench-peers` compares
+ *               [--precision fp32|int8]
  *   mtlab bench --device cuda[:N]               the GPU report `make bench-cuda` prints
  *               [--torch-json FILE]             (app/bench/bench_cuda.c) */
 #include "bench/bench.h"
@@ -17,6 +18,7 @@
 typedef struct {
     const char *make_bundles, *peer_inputs, *bundle, *device, *torch_json;
     int new_tokens, batch;
+    mt_precision precision;
     bench_opts o;
 } bench_args;
 
@@ -27,7 +29,8 @@ static const struct {
                 {"decode", BENCH_DECODE},
                 {"roofline", BENCH_ROOFLINE},
                 {"state", BENCH_STATE},
-                {"probes", BENCH_PROBES}};
+                {"probes", BENCH_PROBES},
+                {"int8", BENCH_INT8}};
 
 /* Add the section named s to the mask, or -1 with a message. */
 static int add_section(const char *s, unsigned *mask)
@@ -37,7 +40,7 @@ static int add_section(const char *s, unsigned *mask)
             *mask |= sections[i].bit;
             return 0;
         }
-    fprintf(stderr, "mtlab bench: --only takes gemm, decode, roofline, state or probes, got '%s'\n", s);
+    fprintf(stderr, "mtlab bench: --only takes gemm, decode, roofline, state, probes or int8, got '%s'\n", s);
     return -1;
 }
 
@@ -60,6 +63,9 @@ static int parse_args(bench_args *a, int argc, char **argv)
         else if (!strcmp(o, "-m") || !strcmp(o, "--model")) a->bundle = v;
         else if (!strcmp(o, "--device")) a->device = v;
         else if (!strcmp(o, "--torch-json")) a->torch_json = v;
+        else if (!strcmp(o, "--precision")) {
+            if (mt_precision_parse(v, &a->precision)) return cli_fail("bench: %s", mt_last_error());
+        }
         else if (!strcmp(o, "--repeat")) {
             if (cli_option_int("bench", o, v, 1, 100, &a->o.repeat)) return 2;
         } else if (!strcmp(o, "--only")) {
@@ -107,7 +113,8 @@ static int run_bench(int argc, char **argv)
     if (a.device)
         rc = bench_run_cuda(a.device, a.torch_json, a.o.repeat);
     else if (a.peer_inputs)
-        rc = bench_run_peer(a.bundle, a.peer_inputs, a.new_tokens, a.batch, a.o.repeat);
+        rc = bench_run_peer(a.bundle, a.peer_inputs, a.new_tokens, a.batch, a.o.repeat,
+                            a.precision);
     else
         rc = bench_run_all(&a.o);
     return rc ? cli_fail("%s", mt_last_error()) : 0;
@@ -115,8 +122,10 @@ static int run_bench(int argc, char **argv)
 
 const struct mt_command cmd_bench = {
     "bench",
-    "[--repeat N] [--only gemm|decode|roofline|state|probes ...] [--verbose] | --make-bundles DIR | "
-    "--peer-inputs FILE -m BUNDLE [--new-tokens N] [--batch N] [--repeat N] | "
+    "[--repeat N] [--only gemm|decode|roofline|state|probes|int8 ...] [--verbose] | "
+    "--make-bundles DIR | "
+    "--peer-inputs FILE -m BUNDLE [--new-tokens N] [--batch N] [--precision fp32|int8] "
+    "[--repeat N] | "
     "--device cuda[:N] [--torch-json FILE] [--repeat N]",
     "speed figures: training gemm rate, decode tokens/s, roofline, state memory",
     run_bench,

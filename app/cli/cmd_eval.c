@@ -40,6 +40,7 @@ static int parse_args(eval_args *a, int argc, char **argv)
         else if (!strcmp(o, "--length-model")) dest = &a->req.length_model;
         else if (!strcmp(o, "--ner")) dest = &a->req.ner;
         else if (!strcmp(o, "--device")) dest = &a->req.device;
+        else if (!strcmp(o, "--precision")) dest = &a->req.precision;
         else if (!strcmp(o, "--beam")) {
             if (i + 1 >= argc) return cli_usage(&cmd_eval);
             if (cli_option_int("eval", o, argv[++i], 1, MT_DECODE_MAX_BEAM, &a->req.beam)) return 2;
@@ -82,7 +83,8 @@ static int run_eval(int argc, char **argv)
 
 const struct mt_command cmd_eval = {
     .name = "eval",
-    .args = "-m SYSTEM [-m SYSTEM ...] --src FILE --ref FILE [--beam N] [--device cpu|cuda[:N]] [--json FILE] "
+    .args = "-m SYSTEM [-m SYSTEM ...] --src FILE --ref FILE [--beam N] [--device cpu|cuda[:N]] [--precision fp32|int8|fp32,int8] "
+            "[--json FILE] "
             "[--stats corpus_stats.tsv | --train-src FILE --train-ref FILE [--save-stats FILE]] "
             "[--lexicon entity_lexicon.tsv] [--ner english|generic] [--length-model SPM.model] [--hyps DIR]\n"
             "  SYSTEM is apertium:MODE (e.g. apertium:spa-eng) or a model bundle directory",

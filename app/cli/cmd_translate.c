@@ -17,6 +17,7 @@
 
 typedef struct {
     const char *bundle, *input, *device;
+    int runner_flags; /* MT_RUNNER_INT8 from --precision int8 */
     int beam, max_len, batch, paragraphs, verbose;
 } translate_args;
 
@@ -35,6 +36,10 @@ static int parse_args(translate_args *a, int argc, char **argv)
         } else if (!strcmp(o, "--device")) {
             if (!has_value) return cli_usage(&cmd_translate);
             a->device = argv[++i];
+        } else if (!strcmp(o, "--precision")) {
+            if (!has_value) return cli_usage(&cmd_translate);
+            a->runner_flags = mt_runner_precision_flags(argv[++i]);
+            if (a->runner_flags < 0) return cli_fail("%s", mt_last_error());
         } else if (!strcmp(o, "-i") || !strcmp(o, "--input")) {
             if (!has_value) return cli_usage(&cmd_translate);
             a->input = argv[++i];
@@ -127,7 +132,7 @@ static int translate_window(const mt_runner *r, const tr_units *u, const encoded
 
 static int translate(const translate_args *a)
 {
-    mt_runner *r = mt_runner_open(a->bundle, a->device, 0);
+    mt_runner *r = mt_runner_open(a->bundle, a->device, (unsigned)a->runner_flags);
     if (!r) return cli_fail("%s", mt_last_error());
     const char *name = a->input ? a->input : "<stdin>";
     FILE *f = a->input ? fopen(a->input, "rb") : stdin;
@@ -174,7 +179,7 @@ static int run(int argc, char **argv)
 
 const struct mt_command cmd_translate = {
     .name = "translate",
-    .args = "-m BUNDLE [-i FILE] [--device cpu|cuda[:N]] [--beam N] [--max-len N] [--batch N] [--paragraphs] "
+    .args = "-m BUNDLE [-i FILE] [--device cpu|cuda[:N]] [--precision fp32|int8] [--beam N] [--max-len N] [--batch N] [--paragraphs] "
             "[--verbose]",
     .summary = "translate sentences (one per line) or paragraphs from FILE or stdin",
     .run = run,

@@ -9,6 +9,7 @@
 #include "mtlab/error.h"
 #include "mtlab/metrics.h"
 #include "mtlab/tokenizer.h"
+#include "mtlab/runner.h"
 #include "mtlab/translator.h"
 
 #include <errno.h>
@@ -265,6 +266,42 @@ static int evaluate_system(eval_system_result *r, mt_translator *t, const mt_tex
     return rc < 0 ? 1 : 0;
 }
 
+/* One translator per system and precision (Apertium once: it has no precision), in the
+ * order the systems were given. */
+static int open_systems(mt_translator **systems, size_t *n, const eval_request *a)
+{
+    char list[64];
+    if (snprintf(list, sizeof list, "%s", a->precision ? a->precision : "") >= (int)sizeof list)
+        return fail("eval: --precision %s: too long", a->precision);
+    const char *precisions[4];
+    size_t n_prec = 0;
+    for (char *save = NULL, *p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+        if (n_prec == sizeof precisions / sizeof *precisions || mt_runner_precision_flags(p) < 0)
+            return fail("eval: --precision %s: %s", a->precision,
+                        n_prec == 4 ? "too many precisions" : mt_last_error());
+        precisions[n_prec++] = p;
+    }
+    if (a->precision && n_prec == 0)
+        return fail("eval: --precision '%s': give fp32, int8 or fp32,int8", a->precision);
+    if (n_prec == 0) precisions[n_prec++] = NULL;
+    mt_translate_opts opts = mt_translate_defaults();
+    opts.beam = a->beam;
+    opts.device = a->device;
+    for (size_t s = 0; s < a->n_systems; s++) {
+        int rule_based = !strncmp(a->systems[s], "apertium:", 9);
+        for (size_t p = 0; p < (rule_based ? 1 : n_prec); p++) {
+            if (*n == EVAL_MAX_SYSTEMS)
+                return fail("eval: at most %d systems (precisions count separately)",
+                            EVAL_MAX_SYSTEMS);
+            opts.precision = rule_based ? NULL : precisions[p];
+            if (!(systems[*n] = mt_translator_open(a->systems[s], &opts)))
+                return fail("%s", mt_last_error());
+            (*n)++;
+        }
+    }
+    return 0;
+}
+
 int eval_run(const eval_request *req, eval_outcome *out)
 {
     memset(out, 0, sizeof *out);
@@ -289,9 +326,7 @@ int eval_run(const eval_request *req, eval_outcome *out)
     }
 
     mt_translator *systems[EVAL_MAX_SYSTEMS] = {0};
-    mt_translate_opts opts = mt_translate_defaults();
-    opts.beam = a.beam;
-    opts.device = a.device;
+    size_t n_systems = 0;
     mt_corpus_stats *stats = NULL;
     mt_ne_testset ts = {0}, ts_translated = {0};
     mt_entity_lexicon *lexicon = NULL;
@@ -300,12 +335,7 @@ int eval_run(const eval_request *req, eval_outcome *out)
     eval_system_result *results = out->results;
     char *stats_source = out->stats_source;
     rc = 1;
-    for (size_t s = 0; s < a.n_systems; s++) {
-        if (!(systems[s] = mt_translator_open(a.systems[s], &opts))) {
-            fail("%s", mt_last_error());
-            goto done;
-        }
-    }
+    if (open_systems(systems, &n_systems, &a)) goto done;
     if (source_lengths(lengths, &src, a.length_model, a.src)) goto done;
     char bundle_stats_path[512];
     if (!a.stats && !a.train_src) bundle_stats(&a, bundle_stats_path, sizeof bundle_stats_path);
@@ -324,7 +354,7 @@ int eval_run(const eval_request *req, eval_outcome *out)
         fail("%s: %s", a.ref, mt_last_error());
         goto done;
     }
-    for (size_t s = 0; s < a.n_systems; s++) {
+    for (size_t s = 0; s < n_systems; s++) {
         if (evaluate_system(&results[s], systems[s], &src, &ref, &ts, lexicon ? &ts_translated : NULL, lengths,
                             a.hyps_dir, a.keep_hyps ? &out->hyps[s] : NULL))
             goto done;
@@ -343,7 +373,7 @@ int eval_run(const eval_request *req, eval_outcome *out)
         .stats_entities = stats ? mt_corpus_stats_entities(stats) : 0,
         .lexicon_source = lexicon ? lexicon_source : NULL,
         .length_unit = length_unit, .beam = a.beam,
-        .systems = results, .n_systems = a.n_systems,
+        .systems = results, .n_systems = n_systems,
     };
     mt_bleu_opts bo = mt_bleu_defaults();
     mt_chrf_opts co = mt_chrf_defaults();
@@ -351,7 +381,7 @@ int eval_run(const eval_request *req, eval_outcome *out)
     mt_chrf_signature(out->report.chrf_signature, sizeof out->report.chrf_signature, &co, 1, 0);
     rc = 0;
 done:
-    for (size_t s = 0; s < a.n_systems; s++) mt_translator_close(systems[s]);
+    for (size_t s = 0; s < n_systems; s++) mt_translator_close(systems[s]);
     mt_ne_testset_free(&ts);
     mt_ne_testset_free(&ts_translated);
     mt_entity_lexicon_free(lexicon);

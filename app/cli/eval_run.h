@@ -17,6 +17,9 @@ typedef struct {
     const mt_text_lines *src_lines, *ref_lines; /* NULL: read src and ref as files */
     const char *stats, *train_src, *train_ref, *save_stats, *lexicon;
     const char *hyps_dir, *length_model, *ner, *device;
+    const char *precision;        /* "fp32", "int8" or a list "fp32,int8": each bundle is
+                                   * evaluated once per precision, its columns named
+                                   * "DIR · PRECISION"; NULL: fp32, named DIR */
     int beam;
     int keep_hyps;                /* 1: the outcome keeps the hypotheses and the test set */
 } eval_request;

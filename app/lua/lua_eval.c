@@ -87,12 +87,12 @@ static int eval_tostring(lua_State *L)
     return 1;
 }
 
-/* mtlab.eval{models=, src=, ref=, beam=5, device=, stats=, train_src=, train_ref=, lexicon=,
+/* mtlab.eval{models=, src=, ref=, beam=5, device=, precision=, stats=, train_src=, train_ref=, lexicon=,
  * ner=, length_model=, hyps=, src_name=, ref_name=} */
 static int l_eval(lua_State *L)
 {
     static const char *const fn = "mtlab.eval";
-    static const char *const known[] = {"models", "src", "ref", "beam", "device", "stats",
+    static const char *const known[] = {"models", "src", "ref", "beam", "device", "precision", "stats",
                                         "train_src", "train_ref", "lexicon", "ner",
                                         "length_model", "hyps", "src_name", "ref_name", NULL};
     lua_settop(L, 1);
@@ -127,6 +127,7 @@ static int l_eval(lua_State *L)
     request_text(L, fn, "ref", &rq.ref, &rq.ref_lines, &ref_holder, ref_name);
     rq.beam = (int)mtl_opt_integer(L, 1, fn, "beam", MT_DECODE_DEFAULT_BEAM, 1, MT_DECODE_MAX_BEAM);
     rq.device = mtl_opt_string(L, 1, fn, "device", NULL);
+    rq.precision = mtl_opt_string(L, 1, fn, "precision", NULL);
     rq.stats = mtl_opt_string(L, 1, fn, "stats", NULL);
     rq.train_src = mtl_opt_string(L, 1, fn, "train_src", NULL);
     rq.train_ref = mtl_opt_string(L, 1, fn, "train_ref", NULL);

@@ -7,9 +7,10 @@
 #include <string.h>
 
 const mtl_help_entry mtl_help[] = {
-    {"mtlab.load", "mtlab.load(path [, {device=\"cpu\"|\"cuda:N\"}]) -> model",
+    {"mtlab.load",
+     "mtlab.load(path [, {device=\"cpu\"|\"cuda:N\", precision=\"fp32\"|\"int8\"}]) -> model",
      "Opens a model bundle directory (or \"apertium:MODE\", Apertium's rule-based translator) "
-     "on a device."},
+     "on a device, its linear layers in fp32 or int8 (CPU only)."},
     {"mtlab.help", "mtlab.help([name]) -> string",
      "The signature and one sentence about a function of this module; without a name, the "
      "list of all of them."},
@@ -26,9 +27,11 @@ const mtl_help_entry mtl_help[] = {
      "of heads by default)."},
     {"model:close", "model:close()",
      "Frees the model now (also done by the garbage collector and by a <close> variable)."},
-    {"model.name", "model.name, model.arch, model.params, model.device, model.path, model.config",
-     "The bundle's name, architecture, parameter count, device, path and config.json as a "
-     "table."},
+    {"model.name",
+     "model.name, model.arch, model.params, model.device, model.precision, model.path, "
+     "model.config",
+     "The bundle's name, architecture, parameter count, device, precision (\"fp32\" or "
+     "\"int8\"), path and config.json as a table."},
     {"matrix:get", "matrix:get(i, j) -> number (also matrix[i][j])",
      "One value of a probe map, 1-based."},
     {"matrix:shape", "matrix:shape() -> rows, cols", "The size of the matrix (#matrix is rows)."},
@@ -60,11 +63,12 @@ const mtl_help_entry mtl_help[] = {
      "Named-entity recall as in the paper: {unseen, regular, frequent, all}, each {recall, "
      "entities, occurrences, hits}, binned by the training counts in corpus_stats.tsv."},
     {"mtlab.eval",
-     "mtlab.eval{models={...}, src=, ref=, beam=5, device=, stats=, train_src=, train_ref=, "
-     "lexicon=, ner=, length_model=, hyps=DIR, src_name=, ref_name=} -> result",
+     "mtlab.eval{models={...}, src=, ref=, beam=5, device=, precision=, stats=, train_src=, "
+     "train_ref=, lexicon=, ner=, length_model=, hyps=DIR, src_name=, ref_name=} -> result",
      "What `mtlab eval` computes, as data: result.systems[i] = {name, bleu, chrf, ne, "
      "ne_translated, buckets, time_s, peak_bytes, hyps, ...}; result.text is the report it "
-     "prints; src and ref are files or lists of lines."},
+     "prints; src and ref are files or lists of lines; precision=\"fp32,int8\" evaluates each "
+     "bundle both ways (systems named \"DIR · int8\")."},
     {"mtlab.plot.line",
      "mtlab.plot.line{series={{name=, x={...}, y={...}}, ...} | x=, y=, title=, xlabel=, "
      "ylabel=} -> plot",

@@ -35,6 +35,7 @@ typedef struct {
     mt_tokenizer *tok;
     mt_translator *peer;    /* ... or a rule-based system */
     const char *device;     /* the backend's name ("cpu", "cuda:0") */
+    const char *precision;  /* "fp32" or "int8" (mtlab/model.h) */
     int busy;               /* a translate or probe is running */
     int closed;             /* closed (freed once not busy) */
 } model_handle;
@@ -71,15 +72,17 @@ static model_handle *check_model(lua_State *L, int idx, const char *fn)
 
 /* ---------------------------------------------------------------- loading */
 
-/* mtlab.load(path [, {device=}]) */
+/* mtlab.load(path [, {device=, precision=}]) */
 static int l_load(lua_State *L)
 {
     static const char *const fn = "mtlab.load";
-    static const char *const known[] = {"device", NULL};
+    static const char *const known[] = {"device", "precision", NULL};
     lua_settop(L, 2); /* optional arguments at fixed indices, whatever follows */
     const char *path = luaL_checkstring(L, 1);
     mtl_check_options(L, 2, fn, known);
     const char *device = mtl_opt_string(L, 2, fn, "device", "cpu");
+    int flags = mt_runner_precision_flags(mtl_opt_string(L, 2, fn, "precision", "fp32"));
+    if (flags < 0) mtl_error(L, fn, "%s", mt_last_error());
     model_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
     memset(h, 0, sizeof *h);
     luaL_setmetatable(L, MODEL_META);
@@ -89,6 +92,7 @@ static int l_load(lua_State *L)
         h->path = mt_xstrdup(path);
         h->name = mt_xstrdup(path);
         h->device = "cpu";
+        h->precision = "fp32";
         return 1;
     }
     char cfg[4096];
@@ -97,7 +101,8 @@ static int l_load(lua_State *L)
         mtl_error(L, fn, "no model bundle at '%s' (not a directory)", path);
     snprintf(cfg, sizeof cfg, "%s/config.json", path);
     if (access(cfg, R_OK) != 0) mtl_error(L, fn, "no model bundle at '%s' (config.json missing)", path);
-    if (!(h->run = mt_runner_open(path, device, 0))) mtl_error(L, fn, "%s", mt_last_error());
+    if (!(h->run = mt_runner_open(path, device, (unsigned)flags)))
+        mtl_error(L, fn, "%s", mt_last_error());
     h->model = h->run->model;
     h->tok = h->run->tok;
     h->path = mt_xstrdup(path);
@@ -105,6 +110,7 @@ static int l_load(lua_State *L)
     mt_bundle_name(name, sizeof name, path);
     h->name = mt_xstrdup(name);
     h->device = h->run->backend->name;
+    h->precision = mt_precision_name(mt_model_precision(h->model));
     return 1;
 }
 
@@ -180,8 +186,10 @@ static int model_tostring(lua_State *L)
     }
     char params[32] = "rules";
     if (h->model) format_params(params, sizeof params, mt_model_param_count(h->model));
-    lua_pushfstring(L, "<mtlab.model %s \xc2\xb7 %s \xc2\xb7 %s \xc2\xb7 %s>", h->name, arch_of(h),
-                    params, h->device);
+    /* the precision only when it is not the default, as the workbench's pane titles do */
+    int int8 = !strcmp(h->precision, "int8");
+    lua_pushfstring(L, "<mtlab.model %s%s \xc2\xb7 %s \xc2\xb7 %s \xc2\xb7 %s>", h->name,
+                    int8 ? " \xc2\xb7 int8" : "", arch_of(h), params, h->device);
     return 1;
 }
 
@@ -196,6 +204,7 @@ static int model_index(lua_State *L)
     else if (!strcmp(key, "path")) lua_pushstring(L, h->path);
     else if (!strcmp(key, "arch")) lua_pushstring(L, arch_of(h));
     else if (!strcmp(key, "device")) lua_pushstring(L, h->device);
+    else if (!strcmp(key, "precision")) lua_pushstring(L, h->precision);
     else if (!strcmp(key, "params"))
         lua_pushinteger(L, h->model ? (lua_Integer)mt_model_param_count(h->model) : 0);
     else if (!strcmp(key, "config")) push_config(L, h);

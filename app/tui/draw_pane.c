@@ -103,19 +103,22 @@ static int draw_state(tui_app *a, tui_pane *p, WINDOW *w)
 static void draw_title(tui_app *a, tui_pane *p, WINDOW *w, int focused)
 {
     const tui_glyphs *g = glyphs(a);
-    char title[256], search[32], tail[64];
+    char title[256], search[32], tail[64], name[96];
     int room = getmaxx(w) - 6 - (focused ? 2 : 0);
     tui_format_search(search, sizeof search, p->beam);
-    snprintf(title, sizeof title, "%s %s %s %s %s", p->name, g->dot, p->info, g->dot, search);
+    /* an int8 pane says so next to its name, the part of the title that is never dropped */
+    if (p->int8) snprintf(name, sizeof name, "%s %s int8", p->name, g->dot);
+    else snprintf(name, sizeof name, "%s", p->name);
+    snprintf(title, sizeof title, "%s %s %s %s %s", name, g->dot, p->info, g->dot, search);
     if (!p->loaded || tui_text_width_z(title) > room) {
         snprintf(tail, sizeof tail, " %s %s", g->dot, search);
         int name_room = room - tui_text_width_z(tail);
         int cols;
-        size_t n = tui_text_fit(p->name, strlen(p->name), name_room, &cols);
-        if (n < strlen(p->name))
-            n = tui_text_fit(p->name, strlen(p->name), name_room - tui_text_width_z(g->ellipsis), &cols);
-        snprintf(title, sizeof title, "%.*s%s%s", (int)n, p->name,
-                 n < strlen(p->name) ? g->ellipsis : "", tail);
+        size_t n = tui_text_fit(name, strlen(name), name_room, &cols);
+        if (n < strlen(name))
+            n = tui_text_fit(name, strlen(name), name_room - tui_text_width_z(g->ellipsis), &cols);
+        snprintf(title, sizeof title, "%.*s%s%s", (int)n, name,
+                 n < strlen(name) ? g->ellipsis : "", tail);
         if (name_room < 4) snprintf(title, sizeof title, "%s", search);
     }
     tui_put_title(w, &a->palette, title, focused, g->focus_mark);

@@ -84,7 +84,8 @@ static void on_probe_failed(void *user, unsigned long request, int segment, cons
     push_text(user, TUI_EV_PROBE_FAILED, request, segment, why);
 }
 
-tui_worker *tui_worker_start(int pane_id, const char *bundle_dir, const char *device, tui_queue *q)
+tui_worker *tui_worker_start(int pane_id, const char *bundle_dir, const char *device,
+                             unsigned runner_flags, tui_queue *q)
 {
     tui_worker *w = mt_xcalloc(1, sizeof *w);
     w->pane_id = pane_id;
@@ -94,7 +95,7 @@ tui_worker *tui_worker_start(int pane_id, const char *bundle_dir, const char *de
         .final = on_final, .done = on_done, .failed = on_failed, .probe = on_probe,
         .probe_failed = on_probe_failed,
     };
-    w->engine = mt_worker_start(bundle_dir, device, PARTIAL_INTERVAL_S, &sink);
+    w->engine = mt_worker_start(bundle_dir, device, runner_flags, PARTIAL_INTERVAL_S, &sink);
     if (!w->engine) {
         free(w);
         return NULL;

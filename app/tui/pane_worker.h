@@ -12,7 +12,8 @@ typedef struct tui_worker tui_worker;
  * reports TUI_EV_LOADED or TUI_EV_LOAD_FAILED for pane_id (a device that cannot be opened, or
  * a model that does not fit in its memory, is a load failure with the reason, shown in the
  * pane). NULL only when the thread cannot be created (mt_last_error). */
-tui_worker *tui_worker_start(int pane_id, const char *bundle_dir, const char *device, tui_queue *q);
+tui_worker *tui_worker_start(int pane_id, const char *bundle_dir, const char *device,
+                             unsigned runner_flags, tui_queue *q);
 
 /* Translate texts[0..n) (UTF-8 segments; the worker takes the array and the strings) with
  * beam (1: greedy), on `threads` OpenMP threads (the UI shares the cores between the panes).

@@ -19,7 +19,8 @@ struct mt_translator {
 
 mt_translate_opts mt_translate_defaults(void)
 {
-    return (mt_translate_opts){.beam = 5, .max_batch = 0, .device = NULL};
+    return (mt_translate_opts){.beam = 5, .max_batch = 0, .device = NULL,
+                               .precision = NULL};
 }
 
 mt_translator *mt_translator_wrap(const char *name, const mt_translator_impl *impl, void *self)

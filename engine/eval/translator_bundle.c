@@ -107,10 +107,16 @@ mt_translator *mt_bundle_translator_open(const char *dir, const mt_translate_opt
         mt_error("%s: not a model bundle (no config.json); give a bundle directory or apertium:MODE", dir);
         return NULL;
     }
-    mt_runner *r = mt_runner_open(dir, opts ? opts->device : NULL, 0);
+    const char *precision = opts ? opts->precision : NULL;
+    int flags = mt_runner_precision_flags(precision);
+    if (flags < 0) return NULL;
+    mt_runner *r = mt_runner_open(dir, opts ? opts->device : NULL, (unsigned)flags);
     if (!r) return NULL;
     bundle_translator *bt = mt_xcalloc(1, sizeof *bt);
     bt->opts = opts ? *opts : mt_translate_defaults();
     bt->runner = r;
-    return mt_translator_wrap(dir, &bundle_impl, bt);
+    if (!precision) return mt_translator_wrap(dir, &bundle_impl, bt);
+    char name[4096];
+    snprintf(name, sizeof name, "%s · %s", dir, precision);
+    return mt_translator_wrap(name, &bundle_impl, bt);
 }

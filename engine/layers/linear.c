@@ -6,6 +6,13 @@
 void mt_linear_forward(const mt_backend *be, float *out, const float *x, const float *weight,
                        const float *bias, size_t BT, int C, int OC)
 {
+    int row0;
+    const mt_qmatrix *q = be->int8_weights ? mt_qweights_find(be->int8_weights, weight, C, &row0)
+                                           : NULL;
+    if (q) {
+        be->qlinear_forward(out, x, q, row0, bias, BT, OC);
+        return;
+    }
     be->gemm(0, 1, (int)BT, OC, C, 1.0f, x, C, weight, C, 0.0f, out, OC);
     if (bias) be->bias_add(out, bias, BT, OC);
 }

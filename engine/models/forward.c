@@ -267,6 +267,9 @@ int mt_model_loss(mt_model *m, const mt_batch *b, const mt_step_opts *opts, doub
 int mt_model_forward_backward(mt_model *m, const mt_batch *b, const mt_step_opts *opts,
                               float grad_scale, double *loss, size_t *n_tokens)
 {
+    if (m->precision != MT_PRECISION_FP32)
+        return mt_error("training needs fp32 weights; this model runs in %s",
+                        mt_precision_name(m->precision));
     if (!mt_model_grads(m)) return -1;
     if (mt_model_loss(m, b, opts, loss, n_tokens)) return -1;
     if (m->n_targets == 0) return 0;

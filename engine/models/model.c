@@ -30,7 +30,7 @@ static mt_model *build_tables(const mt_model_config *cfg, const mt_backend *be)
     mt_model *m = mt_xcalloc(1, sizeof *m);
     m->cfg = *cfg;
     m->arch = arch;
-    m->be = be;
+    m->be = m->base_be = be;
     m->lm_head_tensor = -1;
     m->logits_bias_tensor = -1;
     m->embed_scale = 1.0f;
@@ -132,7 +132,8 @@ static void free_stack(mt_stack *s) { free(s->units); }
 void mt_model_free(mt_model *m)
 {
     if (!m) return;
-    const mt_backend *be = m->be;
+    mt_qweights_free(m->qweights);
+    const mt_backend *be = m->base_be;
     be->free(m->params);
     be->free(m->grads);
     be->free(m->adam);

@@ -32,6 +32,12 @@ mt_runner *mt_runner_open(const char *dir, const char *device, unsigned flags)
     r->dir = mt_xstrdup(dir);
     r->backend = be;
     r->model = mt_model_load(dir, be, 0);
+    if (r->model && (flags & MT_RUNNER_INT8) &&
+        mt_model_set_precision(r->model, MT_PRECISION_INT8) != 0) {
+        mt_error_context("%s", dir);
+        mt_runner_close(r);
+        return NULL;
+    }
     const char *tok_path = r->model ? mt_model_tokenizer_path(r->model) : NULL;
     if (r->model && !tok_path) mt_error("%s: the bundle has no tokenizer.model", dir);
     if (tok_path) r->tok = mt_tokenizer_load(tok_path);
@@ -42,6 +48,13 @@ mt_runner *mt_runner_open(const char *dir, const char *device, unsigned flags)
     r->params = mt_model_param_count(r->model);
     r->load_seconds = mt_now_s() - t0;
     return r;
+}
+
+int mt_runner_precision_flags(const char *precision)
+{
+    mt_precision p = MT_PRECISION_FP32;
+    if (precision && mt_precision_parse(precision, &p) != 0) return -1;
+    return p == MT_PRECISION_INT8 ? MT_RUNNER_INT8 : 0;
 }
 
 void mt_runner_close(mt_runner *r)

@@ -14,6 +14,7 @@
 struct mt_worker {
     char *dir;
     char *device;             /* NULL: cpu */
+    unsigned runner_flags;    /* mt_runner_open's */
     double partial_interval;
     mt_worker_sink sink;
     pthread_t thread;
@@ -141,7 +142,7 @@ static void run_request(mt_worker *w, mt_worker_request *req)
 static void *worker_main(void *arg)
 {
     mt_worker *w = arg;
-    w->runner = mt_runner_open(w->dir, w->device, 0);
+    w->runner = mt_runner_open(w->dir, w->device, w->runner_flags);
     if (!w->runner && w->sink.load_failed) w->sink.load_failed(w->sink.user, mt_last_error());
     if (w->runner && w->sink.loaded) w->sink.loaded(w->sink.user, w->runner);
     pthread_mutex_lock(&w->lock);
@@ -166,12 +167,13 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-mt_worker *mt_worker_start(const char *dir, const char *device, double partial_interval,
-                           const mt_worker_sink *sink)
+mt_worker *mt_worker_start(const char *dir, const char *device, unsigned runner_flags,
+                           double partial_interval, const mt_worker_sink *sink)
 {
     mt_worker *w = mt_xcalloc(1, sizeof *w);
     w->dir = mt_xstrdup(dir);
     w->device = device ? mt_xstrdup(device) : NULL;
+    w->runner_flags = runner_flags;
     w->partial_interval = partial_interval;
     w->sink = *sink;
     w->probe_request = -1;

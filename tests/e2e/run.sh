@@ -362,6 +362,19 @@ for theme in dark light high-contrast monochrome; do
         check "theme $theme under $env: focus marked, titles visible" legible "$env" $theme
     done
 done
+# --precision int8 before a bundle applies to that pane only, and its title says so
+T new-session -d -s e2e-int8 -x 120 -y 24 "$bin tui -m bundles/mamba --precision int8 -m bundles/mamba"
+int8_pane_titled() {
+    local deadline=$(( $(date +%s) + 20 )) screen
+    until [ "$(T capture-pane -p -t e2e-int8 | grep -o 'waiting for text in the editor' | wc -l)" -ge 2 ]; do
+        [ "$(date +%s)" -lt $deadline ] || { T capture-pane -p -t e2e-int8 | sed 's/^/      | /'; return 1; }
+        sleep 0.05
+    done
+    screen=$(T capture-pane -p -t e2e-int8)
+    [ "$(grep -c 'mamba · int8 · mamba' <<<"$screen")" = 1 ] && grep -q '─ mamba · mamba' <<<"$screen"
+}
+check "a pane opened with --precision int8 says int8 in its title, the other does not" int8_pane_titled
+T kill-session -t e2e-int8
 
 # ---------------------------------------------------------------- command line
 unknown_theme() {
@@ -385,14 +398,21 @@ dtype_disagrees() {
         "$bin" inspect mislabelled | grep -q 'the config says float16 but the weights are stored as float32: they disagree'
 }
 check "inspect: a config whose dtype is not the weights' is reported" dtype_disagrees
+bad_precision() {
+    local out rc
+    out=$(echo "hola" | "$bin" translate -m bundles/mamba --precision int4 2>&1); rc=$?
+    [ $rc = 1 ] && [ "$out" = "mtlab: unknown precision 'int4' (fp32 or int8)" ]
+}
+check "translate with an unknown precision names the ones there are" bad_precision
 
 # ---------------------------------------------------------------- the shipped models
 # every bundle in models/ loads through the reader and translates Genesis 1:3 into English
-# that names God and the light (greedy; the words, not the exact sentence, so a rounding
-# difference between machines cannot fail it)
+# that names God and the light, with its linear layers in fp32 and in int8 (greedy; the
+# words, not the exact sentence, so a rounding difference between machines cannot fail it)
 translates_genesis() {
     local out
-    out=$(echo "Y dijo Dios: Sea la luz: y fué la luz." | "$bin" translate -m "$1" 2>&1) &&
+    out=$(echo "Y dijo Dios: Sea la luz: y fué la luz." |
+          "$bin" translate -m "$1" --precision "$2" 2>&1) &&
         [[ "$out" == *God* ]] && [[ "${out,,}" == *light* ]] ||
         { echo "      | $out"; return 1; }
 }
@@ -400,7 +420,8 @@ shipped=0
 for dir in "$root"/models/*/; do
     [ -f "$dir/config.json" ] || continue
     shipped=$((shipped + 1))
-    check "models/$(basename "$dir") translates Genesis 1:3" translates_genesis "$dir"
+    check "models/$(basename "$dir") translates Genesis 1:3" translates_genesis "$dir" fp32
+    check "models/$(basename "$dir") translates Genesis 1:3 in int8" translates_genesis "$dir" int8
 done
 some_shipped() { [ "$shipped" -ge 2 ]; }
 check "models/ ships bundles ($shipped)" some_shipped

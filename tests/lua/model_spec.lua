@@ -11,6 +11,17 @@ describe("mtlab.load", function()
     assert.are.equal("cpu", m.device)
     assert.are.equal("table", type(m.config))
     assert.are.equal(8000, m.config.vocab_size)
+    assert.are.equal("fp32", m.precision)
+  end)
+
+  it("opens a bundle with its linear layers in int8", function()
+    local m <close> = mtlab.load(H.transformer, {precision = "int8"})
+    assert.are.equal("int8", m.precision)
+    assert.are.equal("<mtlab.model transformer-small · int8 · transformer · 4.7M · cpu>", tostring(m))
+    local r = m:translate("Y dijo Dios: Sea la luz: y fué la luz.", {beam = 1})
+    assert.matches("God", r.text)
+    assert.has_error(function() mtlab.load(H.mamba, {precision = "int4"}) end,
+      "mtlab.load: unknown precision 'int4' (fp32 or int8)")
   end)
 
   it("names the function and the problem for bad arguments", function()
@@ -19,7 +30,7 @@ describe("mtlab.load", function()
     assert.has_error(function() mtlab.load("tests") end,
       "mtlab.load: no model bundle at 'tests' (config.json missing)")
     assert.has_error(function() mtlab.load(H.mamba, {devise = "cpu"}) end,
-      "mtlab.load: unknown option 'devise' (known: device)")
+      "mtlab.load: unknown option 'devise' (known: device, precision)")
     assert.has_error(function() mtlab.load(H.mamba, {device = 3}) end,
       "mtlab.load: option device must be a string, not number")
     local ok, err = pcall(mtlab.load, H.mamba, {device = "tpu"})

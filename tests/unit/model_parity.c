@@ -45,6 +45,15 @@ static mt_model *create_on(const mt_backend *be, const mt_model_config *c)
     return m;
 }
 
+void tiny_model_perturb(float *p, size_t n, uint64_t seed)
+{
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (size_t i = 0; i < n; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        p[i] += 0.2f * ((float)(x >> 40) / (float)(1ull << 24) - 0.5f);
+    }
+}
+
 /* Move every parameter of both models by the same U(-0.1, 0.1) so logits are of order 1. */
 static void perturb_both(mt_model *a, mt_model *b)
 {

@@ -23,6 +23,11 @@ typedef struct {
  * layers 0 and 2 of the hybrids, window 3), dropout as given. */
 void tiny_model_config(mt_model_config *c, const char *preset, float dropout);
 
+/* Move each of n host floats by U(-0.1, 0.1), a fixed stream per seed: fresh models have
+ * logits of a few hundredths, too small for a tolerance to mean much; moved ones have logits
+ * of order 1 and exercise every tensor. */
+void tiny_model_perturb(float *p, size_t n, uint64_t seed);
+
 /* Run every phase on `preset` (tiny) with backend `be` and the CPU; exact = 1 also requires
  * identical greedy and beam tokens (a backend with other rounding may break near-ties).
  * Fails the cmocka test on any API error. */

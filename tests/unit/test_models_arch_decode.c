@@ -33,11 +33,7 @@ static mt_model *create(const mt_model_config *c, uint64_t seed)
     mt_model *m = mt_model_create(c, mt_backend_cpu(), seed);
     if (!m) fail_msg("%s: %s", c->arch, mt_last_error());
     float *p = mt_model_params(m); /* host memory on the CPU backend */
-    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-    for (size_t i = 0; i < mt_model_param_block_size(m); i++) {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        p[i] += 0.2f * ((float)(x >> 40) / (float)(1ull << 24) - 0.5f);
-    }
+    tiny_model_perturb(p, mt_model_param_block_size(m), seed);
     return m;
 }
 

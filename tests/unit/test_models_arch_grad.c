@@ -9,6 +9,7 @@
 #include "mtlab/error.h"
 #include "mtlab/model.h"
 #include "model_grad_check.h"
+#include "model_parity.h"
 
 static mt_model *tiny(const char *preset, uint64_t seed)
 {
@@ -23,11 +24,7 @@ static mt_model *tiny(const char *preset, uint64_t seed)
     /* every parameter moved by U(-0.1, 0.1): gradients well above the stencil's fp32 noise
      * (~3e-5) in every tensor, the encoder's included */
     float *p = mt_model_params(m);
-    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-    for (size_t i = 0; i < mt_model_param_block_size(m); i++) {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        p[i] += 0.2f * ((float)(x >> 40) / (float)(1ull << 24) - 0.5f);
-    }
+    tiny_model_perturb(p, mt_model_param_block_size(m), seed);
     return m;
 }
 

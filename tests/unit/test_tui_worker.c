@@ -105,7 +105,7 @@ static void test_worker_translates_streams_and_cancels(void **state)
     (void)state;
     tui_queue q;
     assert_int_equal(tui_queue_init(&q), 0);
-    tui_worker *w = tui_worker_start(7, bundle, NULL, &q);
+    tui_worker *w = tui_worker_start(7, bundle, NULL, 0, &q);
     assert_non_null(w);
     tui_event *ev = wait_event(&q, TUI_EV_LOADED, 0, NULL);
     assert_non_null(ev);
@@ -153,7 +153,7 @@ static void test_bad_bundle_is_reported(void **state)
     (void)state;
     tui_queue q;
     assert_int_equal(tui_queue_init(&q), 0);
-    tui_worker *w = tui_worker_start(1, "/nonexistent/bundle", NULL, &q);
+    tui_worker *w = tui_worker_start(1, "/nonexistent/bundle", NULL, 0, &q);
     tui_event *ev = wait_event(&q, TUI_EV_LOAD_FAILED, 0, NULL);
     assert_non_null(ev);
     assert_non_null(strstr(ev->text, "/nonexistent/bundle"));
@@ -169,7 +169,7 @@ static void test_bad_device_is_reported(void **state)
     (void)state;
     tui_queue q;
     assert_int_equal(tui_queue_init(&q), 0);
-    tui_worker *w = tui_worker_start(2, bundle, "cuda:9", &q);
+    tui_worker *w = tui_worker_start(2, bundle, "cuda:9", 0, &q);
     tui_event *ev = wait_event(&q, TUI_EV_LOAD_FAILED, 0, NULL);
     assert_non_null(ev);
     assert_non_null(strstr(ev->text, "cuda:9"));

@@ -134,7 +134,7 @@ static mt_worker *start(recorder *r, const char *path, const char *device, doubl
     mt_worker_sink sink = {.user = r, .loaded = on_loaded, .load_failed = on_load_failed,
                            .partial = on_partial, .final = on_final, .done = on_done,
                            .failed = on_failed, .probe = on_probe, .probe_failed = on_probe_failed};
-    r->w = mt_worker_start(path, device, interval, &sink);
+    r->w = mt_worker_start(path, device, 0, interval, &sink);
     assert_non_null(r->w);
     return r->w;
 }

@@ -1,6 +1,6 @@
 /* The two CPU backend tables. They differ only where a fast path exists (matrix products,
- * attention, scan, retention); everything else is one implementation, already written as
- * plain loops. */
+ * attention, scan, retention, int8 products); everything else is one implementation, already
+ * written as plain loops. */
 #include "backend/cpu/cpu_ops.h"
 
 #define CPU_COMMON                                                                             \
@@ -25,7 +25,8 @@
     .cross_entropy_forward = cpu_cross_entropy_forward,                                        \
     .cross_entropy_backward = cpu_cross_entropy_backward,                                      \
     .dropout_forward = cpu_dropout_forward, .dropout_backward = cpu_dropout_backward,          \
-    .adamw_step = cpu_adamw_step
+    .adamw_step = cpu_adamw_step, .qmatrix_make = cpu_qmatrix_make,                          \
+    .qmatrix_free = cpu_qmatrix_free
 
 static const mt_backend cpu_backend = {
     .name = "cpu",
@@ -38,6 +39,7 @@ static const mt_backend cpu_backend = {
     .scan_backward = cpu_scan_backward,
     .retention_forward = cpu_retention_forward,
     .retention_backward = cpu_retention_backward,
+    .qlinear_forward = cpu_qlinear_forward,
 };
 
 static const mt_backend naive_backend = {
@@ -51,6 +53,7 @@ static const mt_backend naive_backend = {
     .scan_backward = naive_scan_backward,
     .retention_forward = naive_retention_forward,
     .retention_backward = naive_retention_backward,
+    .qlinear_forward = naive_qlinear_forward,
 };
 
 const mt_backend *mt_backend_cpu(void) { return &cpu_backend; }

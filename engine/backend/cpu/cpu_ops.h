@@ -28,6 +28,46 @@ void naive_gemm_batched(int trans_a, int trans_b, int m, int n, int k, float alp
                         size_t stride_b, float beta, float *c, int ldc, size_t stride_c,
                         int batch);
 
+/* int8 linear layers (cpu_int8.c: quantization, kernel choice, the tiled product;
+ * naive_int8.c, cpu_int8_avx2.c, cpu_int8_avx512.c: the dot-product kernels).
+ * A kernel computes, exactly in int32, for m < M and j < N:
+ *   acc[m*ldc + j] = sum_{k < ld} xq[m*ld + k] * wq[j*ld + k]
+ * over int8 rows in [-127, 127] padded with zeros to ld (a multiple of MT_INT8_ALIGN); wsum[j]
+ * = sum_k wq[j*ld + k] is there for kernels that shift xq to unsigned (docs/quantization.md
+ * §2). Every kernel gives the same int32 results. */
+typedef void (*cpu_int8_dots_fn)(int32_t *acc, int ldc, const int8_t *xq, int M,
+                                 const int8_t *wq, const int32_t *wsum, int N, int ld);
+typedef struct {
+    const char *name;        /* "ref", "avx2", "avx512-vnni" (MTLAB_INT8_KERNEL) */
+    const char *cpu_feature; /* what __builtin_cpu_supports must report ("" for none) */
+    cpu_int8_dots_fn dots;
+} cpu_int8_kernel;
+void naive_int8_dots(int32_t *acc, int ldc, const int8_t *xq, int M, const int8_t *wq,
+                     const int32_t *wsum, int N, int ld);
+void cpu_int8_dots_avx2(int32_t *acc, int ldc, const int8_t *xq, int M, const int8_t *wq,
+                        const int32_t *wsum, int N, int ld);
+void cpu_int8_dots_avx512_vnni(int32_t *acc, int ldc, const int8_t *xq, int M, const int8_t *wq,
+                               const int32_t *wsum, int N, int ld);
+/* The kernel of that name when this CPU runs it, else NULL. */
+const cpu_int8_kernel *cpu_int8_kernel_named(const char *name);
+/* MTLAB_INT8_KERNEL's kernel, or the fastest one here; NULL + mt_error for a forced kernel
+ * this CPU does not run. */
+const cpu_int8_kernel *cpu_int8_kernel_pick(void);
+/* q (ld bytes) = x (C) quantized symmetrically, zero padded; returns the scale. */
+float cpu_int8_quantize_row(int8_t *q, const float *x, int C, int ld);
+/* C rounded up to MT_INT8_ALIGN. */
+int cpu_int8_ld(int C);
+int cpu_qmatrix_make(mt_qmatrix *q, const float *w, int rows, int cols);
+void cpu_qmatrix_free(mt_qmatrix *q);
+/* qlinear_forward with a given kernel, threaded over output tiles when threaded is 1 and the
+ * product is large enough. */
+void cpu_qlinear_with(const cpu_int8_kernel *kern, int threaded, float *out, const float *x,
+                      const mt_qmatrix *w, int row0, const float *bias, size_t BT, int OC);
+void cpu_qlinear_forward(float *out, const float *x, const mt_qmatrix *w, int row0,
+                         const float *bias, size_t BT, int OC);
+void naive_qlinear_forward(float *out, const float *x, const mt_qmatrix *w, int row0,
+                           const float *bias, size_t BT, int OC);
+
 /* elementwise and utilities (cpu_elementwise.c, cpu_reduce.c) */
 void cpu_fill(float *x, size_t n, float value);
 void cpu_scale(float *x, size_t n, float s);

@@ -126,6 +126,24 @@ typedef struct {
     float lr, beta1, beta2, eps, weight_decay;
 } mt_adamw_hparams;
 
+/* A weight matrix (rows, cols) in int8, one scale per row (per output channel of a linear
+ * layer; docs/quantization.md §1):
+ *   scale[r] = max_k |w[r,k]| / 127 (1 for an all-zero row);  q[r,k] = round(w[r,k] / scale[r])
+ * in [-127, 127], so w[r,k] ~ scale[r] * q[r,k]. Rows are ld bytes, cols rounded up to
+ * MT_INT8_ALIGN, zero past cols; sum[r] = sum_k q[r,k] (what the u8 x s8 instructions need,
+ * §2). Any row range of a quantized matrix is itself one, at q + row0 * ld. */
+#define MT_INT8_ALIGN 64
+typedef struct {
+    int rows, cols, ld;
+    int8_t *q;     /* (rows, ld) backend memory */
+    float *scale;  /* (rows) */
+    int32_t *sum;  /* (rows) */
+} mt_qmatrix;
+
+/* A model's int8 weights, found by the address of the fp32 matrices they replace
+ * (engine/layers/qweights.c). */
+struct mt_qweights;
+
 typedef struct mt_backend {
     const char *name; /* "cpu", "cpu-naive", "cuda:0" */
     int host_memory;  /* 1 when backend pointers are ordinary host pointers */
@@ -296,6 +314,22 @@ typedef struct mt_backend {
      *   p -= lr * (m / (1 - b1^step)) / (sqrt(v / (1 - b2^step)) + eps) */
     void (*adamw_step)(float *params, const float *grads, float *m, float *v,
                        const uint8_t *decay_mask, size_t n, const mt_adamw_hparams *h, int step);
+
+    /* ---- int8 linear layers (docs/quantization.md); all NULL on a backend without them.
+     * qmatrix_make quantizes w (rows, cols), backend memory, into q (its buffers are freed by
+     * qmatrix_free); -1 + mt_error when out of memory or when the int8 kernels cannot run.
+     * qlinear_forward: out (BT, OC) = dequant(quant(x) w[row0 .. row0+OC)^T) + bias, with
+     * x (BT, w->cols) quantized per row on the fly (§1), int32 accumulation, fp32 out; bias
+     * (OC) or NULL. */
+    int (*qmatrix_make)(mt_qmatrix *q, const float *w, int rows, int cols);
+    void (*qmatrix_free)(mt_qmatrix *q);
+    void (*qlinear_forward)(float *out, const float *x, const mt_qmatrix *w, int row0,
+                            const float *bias, size_t BT, int OC);
+
+    /* The int8 weights that linear layers (mt_linear_forward) use in place of the fp32 ones
+     * they are passed; NULL everywhere but in the copy of its backend an int8 model runs on
+     * (mt_model_set_precision). */
+    const struct mt_qweights *int8_weights;
 } mt_backend;
 
 /* The CPU backend: OpenBLAS sgemm and OpenMP loops. */

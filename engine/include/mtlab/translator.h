@@ -21,6 +21,9 @@ typedef struct {
     int beam;          /* beam size for search-based systems (paper: 5); 1 = greedy */
     int max_batch;     /* sentences decoded together (0: the system's default) */
     const char *device; /* "cpu", "cuda:0"... (NULL: the default); ignored by Apertium */
+    const char *precision; /* "fp32" or "int8" (mtlab/model.h), NULL: fp32; when given, a
+                            * bundle's translator is named "DIR · PRECISION"; ignored by
+                            * Apertium */
 } mt_translate_opts;
 
 /* Beam 5, default batch and device. */

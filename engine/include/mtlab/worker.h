@@ -59,12 +59,13 @@ typedef struct {
 
 typedef struct mt_worker mt_worker;
 
-/* Start a worker for bundle dir on device (mt_runner_open's names). It reports loaded or
+/* Start a worker for bundle dir on device with runner_flags (mt_runner_open's names and flags,
+ * e.g. MT_RUNNER_INT8). It reports loaded or
  * load_failed first; after a failed load, requests are dropped. partial_interval: the least
  * seconds between two partial hypotheses of one text (0: every token). NULL only when the
  * thread cannot be created (mt_last_error). */
-mt_worker *mt_worker_start(const char *dir, const char *device, double partial_interval,
-                           const mt_worker_sink *sink);
+mt_worker *mt_worker_start(const char *dir, const char *device, unsigned runner_flags,
+                           double partial_interval, const mt_worker_sink *sink);
 /* Queue a translation (see the top of the file); the worker takes req->texts. */
 void mt_worker_submit(mt_worker *w, const mt_worker_request *req);
 /* Record the probes of text of the last finished translation (reported under its id); ignored

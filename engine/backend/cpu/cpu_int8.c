@@ -1,0 +1,187 @@
+/* int8 linear layers on the CPU (docs/quantization.md): quantizing weights and activations,
+ * the choice of dot-product kernel, and the driver that tiles an int8 product over output
+ * channels (threaded with OpenMP) and dequantizes each tile while it is still in cache.
+ *
+ * Letters: M rows of activations (BT), N output channels (OC), ld the padded row width in
+ * bytes (the input width C rounded up to MT_INT8_ALIGN). */
+#include "backend/cpu/cpu_ops.h"
+#include "mtlab/error.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Channels and rows of one tile: its int32 results (16 KiB) stay on the stack and in L1, and
+ * its 64 weight rows (64 * ld bytes) in L2 while every row block passes over them. */
+enum { TILE = 64 };
+/* Multiply-adds below which one thread is faster than waking the others: a decoding step's
+ * d_model x d_model projections at batch 1 stay on one thread, the vocabulary projection
+ * and prefills spread. */
+#define CPU_INT8_PARALLEL_MACS (1u << 20)
+
+/* q (ld) = round(x / scale) with scale = max|x| / 127 (docs/quantization.md §1); bytes past C
+ * are 0. Returns the scale. */
+float cpu_int8_quantize_row(int8_t *q, const float *x, int C, int ld)
+{
+    float amax = 0.0f;
+#pragma omp simd reduction(max : amax)
+    for (int k = 0; k < C; k++) {
+        float a = fabsf(x[k]);
+        amax = a > amax ? a : amax;
+    }
+    float scale = amax > 0.0f ? amax / 127.0f : 1.0f;
+    float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    /* nearbyintf rounds ties to even as lrintf does, and vectorizes; a NaN (from a NaN or
+     * infinite input) becomes 0 rather than an undefined conversion */
+#pragma omp simd
+    for (int k = 0; k < C; k++) {
+        float v = nearbyintf(x[k] * inv);
+        v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v == v ? v : 0.0f;
+        q[k] = (int8_t)v;
+    }
+    memset(q + C, 0, (size_t)(ld - C));
+    return scale;
+}
+
+int cpu_int8_ld(int C) { return (C + MT_INT8_ALIGN - 1) / MT_INT8_ALIGN * MT_INT8_ALIGN; }
+
+/* ---- kernels */
+
+static const cpu_int8_kernel kernels[] = {
+    {"ref", "", naive_int8_dots},
+    {"avx2", "avx2", cpu_int8_dots_avx2},
+    {"avx512-vnni", "avx512vnni", cpu_int8_dots_avx512_vnni},
+};
+enum { N_KERNELS = sizeof kernels / sizeof kernels[0] };
+
+static int kernel_supported(const cpu_int8_kernel *k)
+{
+    __builtin_cpu_init();
+    if (!strcmp(k->cpu_feature, "")) return 1;
+    if (!strcmp(k->cpu_feature, "avx2")) return __builtin_cpu_supports("avx2");
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vnni");
+}
+
+const cpu_int8_kernel *cpu_int8_kernel_named(const char *name)
+{
+    for (int i = 0; i < N_KERNELS; i++)
+        if (!strcmp(kernels[i].name, name)) return kernel_supported(&kernels[i]) ? &kernels[i] : NULL;
+    return NULL;
+}
+
+/* MTLAB_INT8_KERNEL=ref|avx2|avx512-vnni forces a kernel (tests run each one the machine has
+ * against the reference); otherwise the fastest this CPU runs. */
+const cpu_int8_kernel *cpu_int8_kernel_pick(void)
+{
+    const char *forced = getenv("MTLAB_INT8_KERNEL");
+    if (forced && *forced) {
+        const cpu_int8_kernel *k = cpu_int8_kernel_named(forced);
+        if (!k) {
+            char have[64] = "";
+            for (int i = 0; i < N_KERNELS; i++)
+                if (kernel_supported(&kernels[i]))
+                    snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s",
+                             *have ? ", " : "", kernels[i].name);
+            mt_error("MTLAB_INT8_KERNEL=%s: not a kernel this CPU runs (it runs: %s)", forced,
+                     have);
+        }
+        return k;
+    }
+    for (int i = N_KERNELS - 1; i > 0; i--)
+        if (kernel_supported(&kernels[i])) return &kernels[i];
+    return &kernels[0];
+}
+
+/* ---- weights */
+
+int cpu_qmatrix_make(mt_qmatrix *q, const float *w, int rows, int cols)
+{
+    memset(q, 0, sizeof *q);
+    if (!cpu_int8_kernel_pick()) return -1;
+    q->rows = rows;
+    q->cols = cols;
+    q->ld = cpu_int8_ld(cols);
+    q->q = cpu_alloc((size_t)rows * (size_t)q->ld);
+    q->scale = cpu_alloc((size_t)rows * sizeof *q->scale);
+    q->sum = cpu_alloc((size_t)rows * sizeof *q->sum);
+    if (!q->q || !q->scale || !q->sum) {
+        cpu_qmatrix_free(q);
+        return -1;
+    }
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < rows; r++) {
+        int8_t *row = q->q + (size_t)r * q->ld;
+        q->scale[r] = cpu_int8_quantize_row(row, w + (size_t)r * cols, cols, q->ld);
+        int32_t sum = 0;
+        for (int k = 0; k < cols; k++) sum += row[k];
+        q->sum[r] = sum;
+    }
+    return 0;
+}
+
+void cpu_qmatrix_free(mt_qmatrix *q)
+{
+    cpu_free(q->q);
+    cpu_free(q->scale);
+    cpu_free(q->sum);
+    memset(q, 0, sizeof *q);
+}
+
+/* ---- the product */
+
+void cpu_qlinear_with(const cpu_int8_kernel *kern, int threaded, float *out, const float *x,
+                      const mt_qmatrix *w, int row0, const float *bias, size_t BT, int OC)
+{
+    int C = w->cols, ld = w->ld;
+    int8_t *xq = mt_xmalloc(BT * (size_t)ld);
+    float *xs = mt_xmalloc(BT * sizeof *xs);
+    size_t macs = BT * (size_t)OC * (size_t)ld;
+    int par = threaded && macs >= CPU_INT8_PARALLEL_MACS;
+#pragma omp parallel for schedule(static) if (par && BT > 1)
+    for (size_t m = 0; m < BT; m++) xs[m] = cpu_int8_quantize_row(xq + m * ld, x + m * C, C, ld);
+
+    const int8_t *wq = w->q + (size_t)row0 * ld;
+    const float *ws = w->scale + row0;
+    const int32_t *wsum = w->sum + row0;
+    int n_tiles = (OC + TILE - 1) / TILE;
+#pragma omp parallel for schedule(static) if (par)
+    for (int t = 0; t < n_tiles; t++) {
+        int32_t acc[TILE * TILE];
+        int j0 = t * TILE, nn = OC - j0 < TILE ? OC - j0 : TILE;
+        for (size_t m0 = 0; m0 < BT; m0 += TILE) {
+            int mm = BT - m0 < TILE ? (int)(BT - m0) : TILE;
+            kern->dots(acc, TILE, xq + m0 * ld, mm, wq + (size_t)j0 * ld, wsum + j0, nn, ld);
+            /* out = (x scale * w scale) * (xq . wq) + b */
+            for (int i = 0; i < mm; i++) {
+                float *o = out + (m0 + i) * OC + j0;
+                const int32_t *a = acc + i * TILE;
+                const float *w_scale = ws + j0;
+                float sx = xs[m0 + i];
+                if (bias) {
+                    const float *b = bias + j0;
+#pragma omp simd
+                    for (int j = 0; j < nn; j++) o[j] = (float)a[j] * (sx * w_scale[j]) + b[j];
+                } else {
+#pragma omp simd
+                    for (int j = 0; j < nn; j++) o[j] = (float)a[j] * (sx * w_scale[j]);
+                }
+            }
+        }
+    }
+    free(xq);
+    free(xs);
+}
+
+void cpu_qlinear_forward(float *out, const float *x, const mt_qmatrix *w, int row0,
+                         const float *bias, size_t BT, int OC)
+{
+    cpu_qlinear_with(cpu_int8_kernel_pick(), 1, out, x, w, row0, bias, BT, OC);
+}
+
+void naive_qlinear_forward(float *out, const float *x, const mt_qmatrix *w, int row0,
+                           const float *bias, size_t BT, int OC)
+{
+    cpu_qlinear_with(cpu_int8_kernel_named("ref"), 0, out, x, w, row0, bias, BT, OC);
+}

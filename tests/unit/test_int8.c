@@ -1,0 +1,413 @@
+/* int8 linear layers (docs/quantization.md): every dot-product kernel this CPU runs against
+ * the reference (bit-exact int32, odd sizes, rows 1 and 16, the extremes of the range), the
+ * quantization round trip, an int8 linear against fp32, the weight lookup by address, and
+ * every architecture's logits in int8 against fp32 (forward, prefill and steps). */
+#include "test_util.h"
+#include "model_parity.h"
+
+#include "backend/cpu/cpu_ops.h"
+#include "mtlab/error.h"
+#include "mtlab/layers.h"
+#include "mtlab/model.h"
+#include "mtlab/rng.h"
+
+#define V TINY_MODEL_VOCAB
+
+static const char *const fast_kernels[] = {"avx2", "avx512-vnni"};
+
+/* n int8 values in [-127, 127] (extreme: all +-127, the largest products), rows of C
+ * zero padded to ld */
+static int8_t *random_rows(mt_rng *rng, int rows, int C, int ld, int extreme)
+{
+    int8_t *q = calloc((size_t)rows * ld, 1);
+    for (int r = 0; r < rows; r++)
+        for (int k = 0; k < C; k++) {
+            uint32_t u = (uint32_t)(mt_rng_uniform(rng) * 255.0f);
+            q[(size_t)r * ld + k] = extreme ? (u & 1 ? 127 : -127) : (int8_t)((int)(u % 255) - 127);
+        }
+    return q;
+}
+
+static void row_sums(int32_t *sum, const int8_t *q, int rows, int ld)
+{
+    for (int r = 0; r < rows; r++) {
+        sum[r] = 0;
+        for (int k = 0; k < ld; k++) sum[r] += q[(size_t)r * ld + k];
+    }
+}
+
+static void test_kernels_match_reference_exactly(void **state)
+{
+    (void)state;
+    const cpu_int8_kernel *ref = cpu_int8_kernel_named("ref");
+    assert_non_null(ref);
+    const int Ms[] = {1, 3, 16, 17, 70}, Ns[] = {1, 5, 8, 16, 17, 33, 70}, Cs[] = {1, 7, 63, 64, 65, 130, 300};
+    mt_rng rng;
+    mt_rng_init(&rng, 11, 0);
+    int ran = 0;
+    for (size_t f = 0; f < sizeof fast_kernels / sizeof *fast_kernels; f++) {
+        const cpu_int8_kernel *k = cpu_int8_kernel_named(fast_kernels[f]);
+        if (!k) {
+            printf("  (this CPU does not run the %s kernel)\n", fast_kernels[f]);
+            continue;
+        }
+        ran++;
+        for (size_t a = 0; a < 5; a++)
+            for (size_t b = 0; b < 7; b++)
+                for (size_t c = 0; c < 7; c++)
+                    for (int extreme = 0; extreme < 2; extreme++) {
+                        int M = Ms[a], N = Ns[b], C = Cs[c], ld = cpu_int8_ld(C), ldc = N + 3;
+                        int8_t *x = random_rows(&rng, M, C, ld, extreme);
+                        int8_t *w = random_rows(&rng, N, C, ld, extreme);
+                        int32_t *sum = malloc((size_t)N * sizeof *sum);
+                        int32_t *want = calloc((size_t)M * ldc, sizeof *want);
+                        int32_t *got = calloc((size_t)M * ldc, sizeof *got);
+                        row_sums(sum, w, N, ld);
+                        ref->dots(want, ldc, x, M, w, sum, N, ld);
+                        k->dots(got, ldc, x, M, w, sum, N, ld);
+                        for (int m = 0; m < M; m++)
+                            for (int j = 0; j < N; j++)
+                                if (got[m * ldc + j] != want[m * ldc + j])
+                                    fail_msg("%s M=%d N=%d C=%d row %d channel %d: %d, reference %d",
+                                             k->name, M, N, C, m, j, got[m * ldc + j], want[m * ldc + j]);
+                        free(x), free(w), free(sum), free(want), free(got);
+                    }
+    }
+    printf("  %d fast kernel(s) checked against the reference\n", ran);
+}
+
+/* the reference itself against products written out by hand */
+static void test_reference_kernel_by_hand(void **state)
+{
+    (void)state;
+    int8_t x[2 * 64] = {0}, w[3 * 64] = {0};
+    x[0] = 1, x[1] = -2, x[2] = 127;
+    x[64] = -127, x[65] = -127;
+    w[0] = 3, w[1] = 4, w[2] = -1;
+    w[64] = 127, w[65] = 127;
+    w[128 + 63] = 5;
+    int32_t sum[3], acc[6];
+    row_sums(sum, w, 3, 64);
+    cpu_int8_kernel_named("ref")->dots(acc, 3, x, 2, w, sum, 3, 64);
+    const int32_t want[6] = {3 - 8 - 127, 127 - 254, 0, -381 - 508, -2 * 127 * 127, 0};
+    for (int i = 0; i < 6; i++) assert_int_equal(acc[i], want[i]);
+}
+
+static void test_quantize_round_trip(void **state)
+{
+    (void)state;
+    mt_rng rng;
+    mt_rng_init(&rng, 5, 0);
+    const int Cs[] = {1, 7, 64, 65, 300};
+    for (size_t c = 0; c < 5; c++) {
+        int C = Cs[c], ld = cpu_int8_ld(C);
+        assert_int_equal(ld % MT_INT8_ALIGN, 0);
+        assert_true(ld >= C && ld < C + MT_INT8_ALIGN);
+        float *x = malloc((size_t)C * sizeof *x);
+        int8_t *q = malloc((size_t)ld);
+        float amax = 0;
+        for (int k = 0; k < C; k++) {
+            x[k] = 3.0f * (mt_rng_uniform(&rng) - 0.5f);
+            amax = fmaxf(amax, fabsf(x[k]));
+        }
+        memset(q, 0x55, (size_t)ld);
+        float s = cpu_int8_quantize_row(q, x, C, ld);
+        assert_float_equal(s, amax / 127.0f, 1e-9);
+        int saw_extreme = 0;
+        for (int k = 0; k < C; k++) {
+            assert_true(q[k] >= -127 && q[k] <= 127);
+            /* round to nearest: the dequantized value is within half a step */
+            assert_true(fabsf(x[k] - s * (float)q[k]) <= 0.5f * s * (1.0f + 1e-5f));
+            saw_extreme |= q[k] == 127 || q[k] == -127;
+        }
+        assert_true(saw_extreme);
+        for (int k = C; k < ld; k++) assert_int_equal(q[k], 0);
+        /* an all-zero row: scale 1, all zero */
+        memset(x, 0, (size_t)C * sizeof *x);
+        assert_float_equal(cpu_int8_quantize_row(q, x, C, ld), 1.0f, 0.0);
+        for (int k = 0; k < ld; k++) assert_int_equal(q[k], 0);
+        free(x), free(q);
+    }
+}
+
+static void test_qmatrix_rows_and_sums(void **state)
+{
+    (void)state;
+    const mt_backend *be = mt_backend_cpu();
+    float w[3 * 5] = {1, -2, 0.5f, 0, 0, 0, 0, 0, 0, 0, -0.25f, 0.125f, 0, 0, 0.25f};
+    mt_qmatrix q;
+    assert_int_equal(be->qmatrix_make(&q, w, 3, 5), 0);
+    assert_int_equal(q.rows, 3);
+    assert_int_equal(q.cols, 5);
+    assert_int_equal(q.ld, 64);
+    assert_float_equal(q.scale[0], 2.0f / 127.0f, 1e-9);
+    assert_int_equal(q.q[0], 64); /* 1 / (2/127) = 63.5, rounded to even */
+    assert_int_equal(q.q[1], -127);
+    assert_float_equal(q.scale[1], 1.0f, 0.0);
+    assert_int_equal(q.sum[1], 0);
+    assert_int_equal(q.q[2 * 64], -127);
+    assert_int_equal(q.sum[0], 64 - 127 + 32);
+    assert_int_equal(q.sum[2], -127 + 64 + 127);
+    be->qmatrix_free(&q);
+}
+
+/* An int8 linear against the fp32 one: the error of two roundings, each at most half a step
+ * of 1/127 of the row's or channel's largest value, summed over C terms. */
+static void test_qlinear_close_to_fp32(void **state)
+{
+    (void)state;
+    const mt_backend *be = mt_backend_cpu();
+    mt_rng rng;
+    mt_rng_init(&rng, 9, 0);
+    const int shapes[][3] = {{1, 256, 256}, {16, 256, 1000}, {5, 65, 17}, {3, 7, 3}};
+    for (size_t s = 0; s < 4; s++) {
+        int BT = shapes[s][0], C = shapes[s][1], OC = shapes[s][2];
+        float *x = malloc((size_t)BT * C * sizeof *x), *w = malloc((size_t)OC * C * sizeof *w);
+        float *b = malloc((size_t)OC * sizeof *b);
+        float *want = malloc((size_t)BT * OC * sizeof *want), *got = malloc((size_t)BT * OC * sizeof *got);
+        for (size_t i = 0; i < (size_t)BT * C; i++) x[i] = mt_rng_uniform(&rng) - 0.5f;
+        for (size_t i = 0; i < (size_t)OC * C; i++) w[i] = 0.1f * (mt_rng_uniform(&rng) - 0.5f);
+        for (int i = 0; i < OC; i++) b[i] = mt_rng_uniform(&rng);
+        mt_linear_forward(be, want, x, w, b, (size_t)BT, C, OC);
+        mt_qmatrix q;
+        assert_int_equal(be->qmatrix_make(&q, w, OC, C), 0);
+        be->qlinear_forward(got, x, &q, 0, b, (size_t)BT, OC);
+        /* per output: |err| <= sum_k (|x_k| dw + |w_k| dx + dx dw), dx = 0.5/127 max|x| ... */
+        double bound = C * (0.5 * 0.05 / 127.0 * 0.5 + 0.5 * 0.5 / 127.0 * 0.05 + 1e-6);
+        for (size_t i = 0; i < (size_t)BT * OC; i++)
+            if (fabs(got[i] - want[i]) > bound)
+                fail_msg("BT=%d C=%d OC=%d: output %zu off by %g (bound %g)", BT, C, OC, i,
+                         fabs(got[i] - want[i]), bound);
+        be->qmatrix_free(&q);
+        free(x), free(w), free(b), free(want), free(got);
+    }
+}
+
+/* Every kernel through the whole product (quantization, tiles, threads, dequantization) gives
+ * the naive backend's floats exactly: only the integer dots differ between them. */
+static void test_qlinear_same_with_every_kernel(void **state)
+{
+    (void)state;
+    mt_rng rng;
+    mt_rng_init(&rng, 3, 0);
+    int BT = 70, C = 130, OC = 150, row0 = 7, rows = OC + 20;
+    float *x = malloc((size_t)BT * C * sizeof *x), *w = malloc((size_t)rows * C * sizeof *w);
+    float *want = malloc((size_t)BT * OC * sizeof *want), *got = malloc((size_t)BT * OC * sizeof *got);
+    float *b = malloc((size_t)OC * sizeof *b);
+    for (size_t i = 0; i < (size_t)BT * C; i++) x[i] = (float)mt_rng_normal(&rng);
+    for (size_t i = 0; i < (size_t)rows * C; i++) w[i] = (float)mt_rng_normal(&rng);
+    for (int i = 0; i < OC; i++) b[i] = (float)mt_rng_normal(&rng);
+    mt_qmatrix q;
+    assert_int_equal(mt_backend_cpu()->qmatrix_make(&q, w, rows, C), 0);
+    mt_backend_cpu_naive()->qlinear_forward(want, x, &q, row0, b, (size_t)BT, OC);
+    for (size_t f = 0; f < sizeof fast_kernels / sizeof *fast_kernels; f++) {
+        if (!cpu_int8_kernel_named(fast_kernels[f])) continue;
+        setenv("MTLAB_INT8_KERNEL", fast_kernels[f], 1);
+        mt_backend_cpu()->qlinear_forward(got, x, &q, row0, b, (size_t)BT, OC);
+        assert_memory_equal(got, want, (size_t)BT * OC * sizeof *got);
+    }
+    unsetenv("MTLAB_INT8_KERNEL");
+    mt_backend_cpu()->qmatrix_free(&q);
+    free(x), free(w), free(want), free(got), free(b);
+}
+
+static void test_forced_kernel_must_exist(void **state)
+{
+    (void)state;
+    setenv("MTLAB_INT8_KERNEL", "avx9000", 1);
+    float w[4] = {1, 2, 3, 4};
+    mt_qmatrix q;
+    assert_int_equal(mt_backend_cpu()->qmatrix_make(&q, w, 2, 2), -1);
+    assert_non_null(strstr(mt_last_error(), "MTLAB_INT8_KERNEL=avx9000: not a kernel this CPU runs (it runs: ref"));
+    unsetenv("MTLAB_INT8_KERNEL");
+}
+
+static void test_qweights_find_by_address(void **state)
+{
+    (void)state;
+    float block[1000] = {0};
+    mt_qweights *qw = mt_qweights_new(mt_backend_cpu());
+    assert_int_equal(mt_qweights_add(qw, block + 500, 10, 8), 0); /* out of order on purpose */
+    assert_int_equal(mt_qweights_add(qw, block + 4, 6, 4), 0);
+    assert_int_equal(mt_qweights_add(qw, block + 100, 3, 16), 0);
+    assert_int_equal(mt_qweights_count(qw), 3);
+    int row0 = -1;
+    const mt_qmatrix *q = mt_qweights_find(qw, block + 4, 4, &row0);
+    assert_non_null(q);
+    assert_int_equal(q->rows, 6);
+    assert_int_equal(row0, 0);
+    q = mt_qweights_find(qw, block + 500 + 3 * 8, 8, &row0); /* a row range (Mamba's splits) */
+    assert_non_null(q);
+    assert_int_equal(q->rows, 10);
+    assert_int_equal(row0, 3);
+    assert_null(mt_qweights_find(qw, block + 500 + 3, 8, &row0));  /* not a row start */
+    assert_null(mt_qweights_find(qw, block + 500, 4, &row0));      /* another width */
+    assert_null(mt_qweights_find(qw, block + 28, 4, &row0));       /* past its rows */
+    assert_null(mt_qweights_find(qw, block + 999, 8, &row0));      /* past everything */
+    assert_null(mt_qweights_find(qw, block, 4, &row0));            /* before everything */
+    assert_int_equal(mt_qweights_bytes(qw), (6 + 3 + 10) * (64 + 8));
+    mt_qweights_free(qw);
+}
+
+static void test_precision_names(void **state)
+{
+    (void)state;
+    mt_precision p = MT_PRECISION_INT8;
+    assert_int_equal(mt_precision_parse("fp32", &p), 0);
+    assert_int_equal(p, MT_PRECISION_FP32);
+    assert_int_equal(mt_precision_parse("int8", &p), 0);
+    assert_int_equal(p, MT_PRECISION_INT8);
+    assert_string_equal(mt_precision_name(p), "int8");
+    assert_int_equal(mt_precision_parse("INT8", &p), -1);
+    assert_string_equal(mt_last_error(), "unknown precision 'INT8' (fp32 or int8)");
+    assert_int_equal(mt_precision_parse(NULL, &p), -1);
+}
+
+/* ---------------------------------------------------------------- whole models */
+/* Every parameter moved by U(-0.1, 0.1) (as in test_models_arch_decode.c): logits of order 1
+ * that exercise every tensor. */
+static mt_model *create(const char *preset, uint64_t seed)
+{
+    mt_model_config c;
+    tiny_model_config(&c, preset, 0.0f);
+    mt_model *m = mt_model_create(&c, mt_backend_cpu(), seed);
+    if (!m) fail_msg("%s: %s", preset, mt_last_error());
+    float *p = mt_model_params(m);
+    tiny_model_perturb(p, mt_model_param_block_size(m), seed);
+    return m;
+}
+
+enum { B = 2, T = 9, S = 7 };
+static const int32_t ids[B * T] = {
+    17, 23, 5, 32, 9, 2, 9, 31, 33,
+    0, 0, 30, 8, 2, 35, 12, 7, 19,
+};
+static const int32_t src[B * S] = {
+    12, 7, 19, 21, 13, 1, 1,
+    30, 8, 2, 35, 1, 0, 0,
+};
+
+/* worst |a - b| over the rows' logits relative to the largest |b|, and how many positions
+ * pick the same top token */
+static double compare_logits(const float *a, const float *b, size_t rows, int *agree)
+{
+    double worst = 0, big = 0;
+    *agree = 0;
+    for (size_t r = 0; r < rows; r++) {
+        int ia = 0, ib = 0;
+        for (int v = 0; v < V; v++) {
+            size_t i = r * V + v;
+            worst = fmax(worst, fabs(a[i] - b[i]));
+            big = fmax(big, fabs(b[i]));
+            if (a[i] > a[r * V + ia]) ia = v;
+            if (b[i] > b[r * V + ib]) ib = v;
+        }
+        *agree += ia == ib;
+    }
+    return worst / big;
+}
+
+/* Tiny models (C = 16) have few terms per dot product to average rounding out, so their int8
+ * error is larger than a real model's: 5% of the largest logit, and the same top token at
+ * 80% of positions, hold for all seven with room; the shipped models' BLEU is measured in
+ * docs/quantization.md §5. */
+#define INT8_REL_TOL 0.05
+#define INT8_TOP1_MIN 0.8
+
+static void check_forward(const char *preset)
+{
+    mt_model *m = create(preset, 21);
+    int encdec = mt_model_is_encdec(m);
+    mt_batch b = {.B = B, .T = T, .ids = ids, .S = encdec ? S : 0, .src = encdec ? src : NULL};
+    size_t n = (size_t)B * T * V;
+    float *fp = malloc(n * sizeof *fp), *q8 = malloc(n * sizeof *q8), *back = malloc(n * sizeof *back);
+    assert_int_equal(mt_model_forward(m, &b, fp), 0);
+    assert_int_equal(mt_model_set_precision(m, MT_PRECISION_INT8), 0);
+    assert_int_equal(mt_model_precision(m), MT_PRECISION_INT8);
+    assert_true(mt_model_int8_bytes(m) > 0);
+    assert_int_equal(mt_model_forward(m, &b, q8), 0);
+    int agree;
+    double rel = compare_logits(q8, fp, (size_t)B * T, &agree);
+    printf("  %-13s forward: rel %.4f, top-1 %d/%d\n", preset, rel, agree, B * T);
+    assert_true(rel > 0.0); /* the int8 path ran */
+    assert_true(rel < INT8_REL_TOL);
+    assert_true(agree >= INT8_TOP1_MIN * B * T);
+    /* training needs fp32 */
+    double loss;
+    assert_int_equal(mt_model_forward_backward(m, &b, &(mt_step_opts){0}, 0.0f, &loss, NULL), -1);
+    assert_non_null(strstr(mt_last_error(), "training needs fp32"));
+    /* back to fp32: the same logits as before, exactly */
+    assert_int_equal(mt_model_set_precision(m, MT_PRECISION_FP32), 0);
+    assert_int_equal(mt_model_int8_bytes(m), 0);
+    assert_int_equal(mt_model_forward(m, &b, back), 0);
+    assert_memory_equal(back, fp, n * sizeof *fp);
+    free(fp), free(q8), free(back);
+    mt_model_free(m);
+}
+
+/* Prefill, then three steps, in both precisions: the decoding paths (KV caches, Mamba and
+ * retention steps, the output projection on B rows) run their linears in int8 too. */
+static void decode_logits(mt_model *m, float *out, int steps)
+{
+    int encdec = mt_model_is_encdec(m);
+    const int P = encdec ? 1 : T;
+    int32_t prompt[B * T];
+    for (int i = 0; i < B * P; i++) prompt[i] = encdec ? 2 : ids[i];
+    mt_batch b = {.B = B, .T = P, .ids = prompt, .S = encdec ? S : 0, .src = encdec ? src : NULL};
+    mt_decode_state *st = mt_decode_state_new(m, B, P + steps, S);
+    assert_non_null(st);
+    assert_int_equal(mt_model_prefill(m, st, &b, out), 0);
+    for (int s = 1; s <= steps; s++) {
+        const int32_t tok[B] = {(int32_t)(5 + s), (int32_t)(11 + 2 * s)};
+        assert_int_equal(mt_model_step(m, st, tok, out + (size_t)s * B * V), 0);
+    }
+    mt_decode_state_free(st);
+}
+
+static void check_decode(const char *preset)
+{
+    enum { STEPS = 3 };
+    mt_model *m = create(preset, 23);
+    size_t n = (size_t)(STEPS + 1) * B * V;
+    float *fp = malloc(n * sizeof *fp), *q8 = malloc(n * sizeof *q8);
+    decode_logits(m, fp, STEPS);
+    assert_int_equal(mt_model_set_precision(m, MT_PRECISION_INT8), 0);
+    decode_logits(m, q8, STEPS);
+    int agree;
+    double rel = compare_logits(q8, fp, (size_t)(STEPS + 1) * B, &agree);
+    printf("  %-13s decode:  rel %.4f, top-1 %d/%d\n", preset, rel, agree, (STEPS + 1) * B);
+    assert_true(rel > 0.0);
+    assert_true(rel < INT8_REL_TOL);
+    assert_true(agree >= INT8_TOP1_MIN * (STEPS + 1) * B);
+    free(fp), free(q8);
+    mt_model_free(m);
+}
+
+static const char *const presets[] = {"transformer", "transformer++", "retnet", "mamba",
+                                      "mamba-mha", "mamba-local", "mamba-encdec"};
+
+static void test_every_architecture_int8_close_to_fp32(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof presets / sizeof *presets; i++) {
+        check_forward(presets[i]);
+        check_decode(presets[i]);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kernels_match_reference_exactly),
+        cmocka_unit_test(test_reference_kernel_by_hand),
+        cmocka_unit_test(test_quantize_round_trip),
+        cmocka_unit_test(test_qmatrix_rows_and_sums),
+        cmocka_unit_test(test_qlinear_close_to_fp32),
+        cmocka_unit_test(test_qlinear_same_with_every_kernel),
+        cmocka_unit_test(test_forced_kernel_must_exist),
+        cmocka_unit_test(test_qweights_find_by_address),
+        cmocka_unit_test(test_precision_names),
+        cmocka_unit_test(test_every_architecture_int8_close_to_fp32),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
