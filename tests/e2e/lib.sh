@@ -48,7 +48,7 @@ wait_count() {
     return 1
 }
 # the screen without what changes from run to run: a pane's timings in its bottom border
-stable_screen() { screen | sed -E 's/└─ [0-9.]+ (ms|s) · [^┘]*┘/└─ (timings) ─┘/g'; }
+stable_screen() { screen | sed -E 's/└─ [0-9.]+ (ms|s)[^┘]*┘/└─ (timings) ─┘/g'; }
 # compare the screen with a golden file (or write it with UPDATE_GOLDEN=1)
 golden_screen() {
     local name=$1 file=$golden/$1.txt
