@@ -17,6 +17,7 @@ typedef struct {
     const mt_text_lines *src_lines, *ref_lines; /* NULL: read src and ref as files */
     const char *stats, *train_src, *train_ref, *save_stats, *lexicon;
     const char *hyps_dir, *length_model, *ner, *device;
+    const char *names;            /* test.names.tsv: the recall of substituted names (docs/metrics.md §9) */
     int beam;
     int keep_hyps;                /* 1: the outcome keeps the hypotheses and the test set */
 } eval_request;

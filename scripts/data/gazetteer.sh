@@ -38,9 +38,11 @@ trap 'rm -rf "$tmp"' EXIT
 grep -E '^[A-Z][a-z]{2,11}$' "$en_list" | LC_ALL=C sort -u >"$tmp/capitalised"
 sed 's/.*/\L&/' "$tmp/capitalised" | paste - "$tmp/capitalised" | LC_ALL=C sort -t "$(printf '\t')" -k1,1 >"$tmp/pairs"
 LC_ALL=C join -t "$(printf '\t')" -v 1 "$tmp/pairs" "$tmp/taken" | cut -f2 | LC_ALL=C sort -u >"$tmp/kept"
-# Plurals of other entries (Adas, Aryans) are no names of one bearer: drop X+s and X+es.
+# Plurals of other entries (Adas, Aryans) are no names of one bearer: drop X+s and X+es. Nor are
+# adjectives of peoples, creeds and languages (Russian, Chinese, Marxist, Baltic), which Spanish
+# spells otherwise: drop the endings that make them (a few given names such as Adrian go too).
 sed 's/$/s/; p; s/s$/es/' "$tmp/capitalised" | LC_ALL=C sort -u >"$tmp/plurals"
-LC_ALL=C comm -23 "$tmp/kept" "$tmp/plurals" >"$tmp/names"
+LC_ALL=C comm -23 "$tmp/kept" "$tmp/plurals" | grep -Ev '(ian|ean|ese|ish|ism|ist|ite|ic)$' >"$tmp/names"
 
 # Every fourth name (in byte order) is held out for the test set.
 awk 'NR % 4 != 0' "$tmp/names" >"$out/gazetteer.train.txt"

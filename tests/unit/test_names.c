@@ -265,6 +265,45 @@ static void test_epoch_corpus(void **state)
     mt_tokenizer_free(tok);
 }
 
+static void test_names_list_and_recall(void **state)
+{
+    (void)state;
+    char path[128];
+    snprintf(path, sizeof path, "%s/names.tsv", tmpdir);
+    test_write_text(path, "# mtlab names 1\n# segments=3\n1\tAachen\tDavid\n1\tBoise\tMoab\n3\tCairns\tEdom\n");
+    mt_names_list l;
+    if (mt_names_list_read(&l, path) < 0) fail_msg("%s", mt_last_error());
+    assert_int_equal(l.n_segments, 3);
+    assert_int_equal(l.first[1], 2);
+    assert_int_equal(l.first[2], 2);
+    assert_int_equal(l.first[3], 3);
+    assert_string_equal(l.names[2], "Cairns");
+    /* whole words only: "Aacheners" is no copy of Aachen, "Boise’s" is */
+    const char *hyps[] = {"Aacheners met Boise’s king.", "nothing", "Cairns."};
+    mt_names_recall r;
+    mt_names_recall_score(&r, &l, hyps);
+    assert_int_equal(r.names, 3);
+    assert_int_equal(r.hits, 2);
+    assert_float_equal(r.recall, 2.0 / 3.0, 1e-12);
+    mt_names_list_free(&l);
+
+    struct {
+        const char *text, *error;
+    } bad[] = {
+        {"# mtlab names 2\n", ":1: not a names file"},
+        {"# mtlab names 1\n# pairs=3\n", ":2: expected '# segments=N'"},
+        {"# mtlab names 1\n# segments=2\n3\tAachen\tDavid\n", ":3: segment '3' is not in 1..2"},
+        {"# mtlab names 1\n# segments=2\n2\tAachen\tDavid\n1\tBoise\tMoab\n", ":4: segment 1 after segment 2"},
+        {"# mtlab names 1\n# segments=2\n1\tNew York\tDavid\n", ":3: 'New York' is not a single word"},
+        {"# mtlab names 1\n# segments=2\n1\tAachen\n", ":3: expected SEGMENT<TAB>NAME<TAB>ORIGINAL"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        test_write_text(path, bad[i].text);
+        assert_int_equal(mt_names_list_read(&l, path), -1);
+        if (!strstr(mt_last_error(), bad[i].error)) fail_msg("expected '%s' in: %s", bad[i].error, mt_last_error());
+    }
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -295,6 +334,7 @@ int main(void)
         cmocka_unit_test(test_gazetteer_checks),
         cmocka_unit_test(test_substitute_pair),
         cmocka_unit_test(test_epoch_corpus),
+        cmocka_unit_test(test_names_list_and_recall),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

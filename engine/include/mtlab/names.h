@@ -45,4 +45,34 @@ char *mt_name_replace(const char *text, const char *name, const char *repl, size
 int mt_names_substitute(char **src_out, char **tgt_out, const char **chosen, const char *src, const char *tgt,
                         const mt_entity_set *names, const mt_gazetteer *g, double p, mt_rng *rng);
 
+/* ------------------------------------------------------------------ recall of substituted names */
+
+/* The names a test set's translations must carry verbatim, per segment (test.names.tsv):
+ *   # mtlab names 1
+ *   # segments=312
+ *   1<TAB>Aachen<TAB>Abraham      segment (from 1), substituted name, the corpus name it replaced
+ * rows by segment; a segment may have several rows, or none. */
+#define MT_NAMES_MAGIC "# mtlab names 1"
+
+typedef struct {
+    size_t n_segments;
+    size_t *first;  /* (n_segments + 1): segment i's names are names[first[i] .. first[i+1]) */
+    char **names;   /* (first[n_segments]) */
+} mt_names_list;
+
+/* 0, or -1 with "PATH:LINE: problem" (bad magic or header, a segment out of range or
+ * out of order, a name that is no single word). */
+int mt_names_list_read(mt_names_list *l, const char *path);
+void mt_names_list_free(mt_names_list *l);
+
+/* Verbatim recall: of the (segment, name) rows, those whose name is a word of the segment's
+ * hypothesis (mt_name_replace's words, so "Aachen’s" counts and "Aachener" does not). */
+typedef struct {
+    size_t names, hits;
+    double recall; /* hits / names; 0 when there are none */
+} mt_names_recall;
+
+/* hyps holds l->n_segments translations. */
+void mt_names_recall_score(mt_names_recall *out, const mt_names_list *l, const char *const *hyps);
+
 #endif
