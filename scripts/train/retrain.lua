@@ -95,9 +95,10 @@ local function pass()
                             j.step, j.error or "?", r.name))
         r.gave_up = true
       else
+        local was, step = j.state, j.step
         mtlab.jobs.resume(j)
         active = active + 1
-        print(string.format("  %-28s resumed (%s at step %d of %d)", r.name, j.state, j.step, j.max_steps))
+        print(string.format("  %-28s resumed (%s at step %d of %d)", r.name, was, step, j.max_steps))
       end
     else
       local o = {name = r.name}
