@@ -104,6 +104,45 @@ static void test_shipped_scripts_load(void **state)
     }
 }
 
+/* The retraining runs (scripts/train/retrain/, budget.lua): the seven and three CAT-5 variants,
+ * ten times the demo's steps on the same batches, name substitution on, each its own run. */
+static void test_retrain_scripts_load(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *file, *arch, *name;
+        int cat_n;
+        double lr;
+    } runs[] = {
+        {"transformer-small", "transformer", "transformer-small-10k", 0, 8e-4},
+        {"transformer++-small", "transformer++", "transformer++-small-10k", 0, 8e-4},
+        {"retnet-small", "retnet", "retnet-small-10k", 0, 2e-3},
+        {"mamba-small", "mamba", "mamba-small-10k", 0, 2e-3},
+        {"mamba-mha-small", "mamba-mha", "mamba-mha-small-10k", 0, 1.4e-3},
+        {"mamba-local-small", "mamba-local", "mamba-local-small-10k", 0, 1.4e-3},
+        {"mamba-encdec-small", "mamba-encdec", "mamba-encdec-small-10k", 0, 1.4e-3},
+        {"transformer-cat5-small", "transformer", "transformer-cat5-small-10k", 5, 8e-4},
+        {"mamba-cat5-small", "mamba", "mamba-cat5-small-10k", 5, 2e-3},
+        {"mamba-mha-cat5-small", "mamba-mha", "mamba-mha-cat5-small-10k", 5, 1.4e-3},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "scripts/train/retrain/%s.lua", runs[i].file);
+        mt_train_config cfg;
+        if (train_config_load(&cfg, path)) fail_msg("%s", mt_last_error());
+        assert_string_equal(cfg.model.arch, runs[i].arch);
+        assert_string_equal(cfg.name, runs[i].name);
+        assert_int_equal(cfg.max_steps, 10000);
+        assert_int_equal(cfg.max_tokens, 4096);
+        assert_int_equal(cfg.cat_n, runs[i].cat_n);
+        assert_int_equal(cfg.max_len, runs[i].cat_n ? 512 : 128);
+        assert_true(fabs(cfg.lr - runs[i].lr) < 1e-12);
+        assert_float_equal(cfg.name_substitution, 0.3, 1e-12);
+        assert_string_equal(cfg.gazetteer, "scripts/data/gazetteer.train.txt");
+        assert_int_equal(cfg.save_dtype_f16, 1);
+    }
+}
+
 /* A tiny run on the tokenizer fixture corpus. */
 static void tiny_config(mt_train_config *cfg, const char *arch, const char *run, long max_steps)
 {
@@ -306,6 +345,7 @@ int main(void)
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_config_reads_values),
         cmocka_unit_test(test_shipped_scripts_load),
+        cmocka_unit_test(test_retrain_scripts_load),
         cmocka_unit_test(test_unavailable_device_is_an_error),
         cmocka_unit_test(test_resume_is_exact_mamba),
         cmocka_unit_test(test_resume_is_exact_transformer),
