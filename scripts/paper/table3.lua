@@ -70,7 +70,8 @@ local rows, labels, orig_ratios, cat_ratios = {}, {}, {}, {}
 for _, key in ipairs(order) do
   local o, c = results[key].orig, results[key].cat
   local row = {key}
-  for _, r in ipairs({o, c}) do
+  for _, kind in ipairs({"orig", "cat"}) do
+    local r = results[key][kind]
     row[#row + 1] = r and r.para or "-"
     row[#row + 1] = r and r.verses or "-"
     row[#row + 1] = r and r.ratio or "-"

@@ -64,6 +64,16 @@ describe("scripts", function()
     assert.has_error(function() mtlab.eval{models = {"nope"}, src = {"a"}, ref = {"b"}} end)
   end)
 
+  it("table3.lua puts a CAT bundle in the row of its original", function()
+    H.sh(string.format("cp -r %s %s/transformer-cat5-small", H.transformer, dir))
+    local out, code = H.sh(string.format("%s run scripts/paper/table3.lua --n 1 --data %s --beam 1 --out %s/out "
+                                         .. "--no-plot %s %s/transformer-cat5-small 2>&1", H.mtlab, dir, dir,
+                                         H.transformer, dir))
+    assert.are.equal(0, code, out)
+    assert.matches("| transformer%-small | [%d.]+ | [%d.]+ | [%d.]+ | [%d.]+ | [%d.]+ | [%d.]+ | %a+ |", out)
+    assert.is_nil(out:find("| transformer-cat5-small |", 1, true), out)
+  end)
+
   it("mtlab.eval scores the recall of substituted names", function()
     local tsv = dir .. "/names.tsv"
     H.write(tsv, "# mtlab names 1\n# segments=2\n1\tAachen\tDavid\n2\tBoise\tMoab\n")
