@@ -5,6 +5,7 @@
 #   make         build ./mtlab
 #   make deps    install missing Debian packages (apt-get; sudo when not root)
 #   make data    build the Bible corpus under data/bible/
+#   make gazetteer  rebuild scripts/data/gazetteer.*.txt (name substitution) from the word lists
 #   make bench   benchmarks (printed ratios, never timed tests)
 #   make bench-peers  mtlab's decoding vs CTranslate2 and transformers (pip-installs them)
 #   make fuzz    build the libFuzzer targets (clang) and run each for FUZZ_SECONDS
@@ -25,7 +26,7 @@ DEB_PKGS := build-essential pkg-config \
             libsentencepiece-dev sentencepiece \
             libopenblas-openmp-dev libjansson-dev libcmocka-dev libcairo2-dev tmux ncurses-term \
             sword-text-sparv sword-text-web libsword-utils \
-            apertium apertium-eng-spa lua-busted \
+            apertium apertium-eng-spa lua-busted wamerican wspanish \
             slurm-wlm munge
 FUZZ_PKGS := clang libclang-rt-14-dev
 
@@ -83,7 +84,7 @@ REL_TESTS := $(patsubst tests/unit/%.c,$(REL)/tests/%,$(TEST_C))
 SAN_TESTS := $(patsubst tests/unit/%.c,$(SAN)/tests/%,$(TEST_C))
 E2E_TOOLS := $(REL)/e2e/make_bundles
 
-.PHONY: test-cuda bench-cuda all run test test-build test-lua deps data bench bench-peers fuzz cuda clean
+.PHONY: test-cuda bench-cuda all run test test-build test-lua deps data bench bench-peers fuzz cuda clean gazetteer
 .DEFAULT_GOAL := all
 # Keep intermediate objects (test support files) so a second make does not relink everything.
 .SECONDARY:
@@ -99,6 +100,7 @@ run: deps
 test: deps
 	@tests/check_layers.sh
 	@tests/check_docs.sh
+	@tests/check_gazetteer.sh
 	@$(MAKE) --no-print-directory test-build
 	@tests/check_cycles.sh $(REL)/libmtlab.a
 	@tests/run.sh $(REL)/tests $(SAN)/tests
@@ -192,6 +194,12 @@ cuda: $(CUDA_OBJS)
 # ---------------------------------------------------------------- data, bench, fuzz
 data: deps $(BIN)
 	./$(BIN) data bible
+
+# The name-substitution gazetteer, from the wamerican/wspanish word lists minus the corpus
+# (docs/data.md §7); tests/check_gazetteer.sh checks the stored files against it.
+gazetteer: deps
+	@test -s data/bible/train.es || $(MAKE) --no-print-directory data
+	scripts/data/gazetteer.sh data/bible scripts/data
 
 bench: deps
 	@$(MAKE) --no-print-directory all

@@ -16,6 +16,7 @@
 
 #define DEFAULT_EXCLUDE "scripts/data/bible_exclude.tsv"
 #define DEFAULT_OUT "data/bible"
+#define DEFAULT_GAZETTEER "scripts/data/gazetteer.test.txt"
 
 typedef struct {
     const char *module;  /* SWORD module name */
@@ -67,7 +68,7 @@ static size_t restored_and_kept(const mt_bible_corpus *c)
     return n;
 }
 
-static int build_bible(const char *out_dir, const char *exclude_path)
+static int build_bible(const char *out_dir, const char *exclude_path, const char *gazetteer_path)
 {
     double t0 = mt_now_s();
     if (!on_path("mod2imp"))
@@ -76,12 +77,18 @@ static int build_bible(const char *out_dir, const char *exclude_path)
     mt_verse_list es = {0}, en = {0};
     mt_exclusions ex = {0};
     mt_bible_corpus corpus = {0};
+    mt_gazetteer gaz = {0};
+    mt_bible_names names = {0};
     int rc = 1;
+    if (mt_gazetteer_load(&gaz, gazetteer_path) < 0) {
+        cli_fail("%s", mt_last_error());
+        goto done;
+    }
     if (read_module(&spanish, &es) != 0) goto done;
     size_t restored = mt_restore_chapter_caps(&es);
     if (read_module(&english, &en) != 0) goto done;
     if (mt_exclusions_load(exclude_path, &ex) < 0 || mt_bible_build(&es, &en, &ex, &corpus) < 0 ||
-        mt_bible_write(&corpus, out_dir) < 0) {
+        mt_bible_names_build(&names, &corpus, &gaz) < 0 || mt_bible_write(&corpus, &names, out_dir) < 0) {
         cli_fail("%s", mt_last_error());
         goto done;
     }
@@ -101,9 +108,13 @@ static int build_bible(const char *out_dir, const char *exclude_path)
     printf("%-13s %6zu complete in all splits; %zu test chapters written\n", "chapters",
            corpus.n_chapters[MT_SPLIT_TRAIN] + corpus.n_chapters[MT_SPLIT_VALID] + corpus.n_chapters[MT_SPLIT_TEST],
            corpus.n_chapters[MT_SPLIT_TEST]);
+    printf("%-13s %6zu test verses share a name verbatim: %zu names substituted from %s\n", "test.names",
+           names.n, names.first[names.n], gazetteer_path);
     printf("wrote %s/ in %.2f s\n", out_dir, mt_now_s() - t0);
     rc = 0;
 done:
+    mt_bible_names_free(&names);
+    mt_gazetteer_free(&gaz);
     mt_bible_corpus_free(&corpus);
     mt_exclusions_free(&ex);
     mt_verse_list_free(&es);
@@ -114,23 +125,28 @@ done:
 static int run_data(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "bible") != 0) return cli_usage(&cmd_data);
-    const char *out_dir = DEFAULT_OUT, *exclude = NULL;
+    const char *out_dir = DEFAULT_OUT, *exclude = NULL, *gazetteer = NULL;
     for (int i = 2; i < argc; i++) {
         if (i + 1 < argc && strcmp(argv[i], "--out") == 0) out_dir = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "--exclude") == 0) exclude = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "--gazetteer") == 0) gazetteer = argv[++i];
         else return cli_usage(&cmd_data);
     }
-    char found[PATH_MAX];
+    char found[PATH_MAX], found_gaz[PATH_MAX];
     if (!exclude) {
         if (cli_find_resource(DEFAULT_EXCLUDE, found, sizeof found) < 0) return cli_fail("%s", mt_last_error());
         exclude = found;
     }
-    return build_bible(out_dir, exclude);
+    if (!gazetteer) {
+        if (cli_find_resource(DEFAULT_GAZETTEER, found_gaz, sizeof found_gaz) < 0) return cli_fail("%s", mt_last_error());
+        gazetteer = found_gaz;
+    }
+    return build_bible(out_dir, exclude, gazetteer);
 }
 
 const struct mt_command cmd_data = {
     "data",
-    "bible [--out DIR] [--exclude FILE]",
+    "bible [--out DIR] [--exclude FILE] [--gazetteer FILE]",
     "build the Spanish-English Bible corpus (default data/bible) from Debian's SWORD modules",
     run_data,
 };

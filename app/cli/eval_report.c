@@ -57,6 +57,12 @@ static void cell_chrf(char *o, size_t n, const eval_system_result *s, int a)
     snprintf(o, n, "%.2f", s->chrf);
 }
 
+static void cell_names(char *o, size_t n, const eval_system_result *s, int a)
+{
+    (void)a;
+    snprintf(o, n, "%.1f%%", 100.0 * s->names.recall);
+}
+
 static void cell_ne(char *o, size_t n, const eval_system_result *s, int bin)
 {
     size_t entities = bin < MT_NE_BINS ? s->ne.entities[bin] : s->ne.entities_all;
@@ -119,6 +125,10 @@ void eval_report_print(FILE *out, const eval_report *r)
     fputc('\n', out);
     row(out, r, width, "BLEU", cell_bleu, 0);
     row(out, r, width, "chrF2", cell_chrf, 0);
+    if (r->names_source && r->n_systems) {
+        snprintf(label, sizeof label, "names recall (%zu substituted)", r->systems[0].names.names);
+        row(out, r, width, label, cell_names, 0);
+    }
 
     const mt_ne_recall *ne = r->n_systems ? &r->systems[0].ne : NULL; /* counts are shared */
     for (int b = 0; b <= MT_NE_BINS; b++) {
@@ -169,6 +179,8 @@ void eval_report_print(FILE *out, const eval_report *r)
     else
         fprintf(out, "NE +tr.: no entity lexicon (give --lexicon or --train-src/--train-ref, or a bundle "
                      "with entity_lexicon.tsv)\n");
+    if (r->names_source)
+        fprintf(out, "names: substituted names of %s found as words of the hypothesis\n", r->names_source);
     fprintf(out, "length: source %s\n", r->length_unit);
     for (size_t s = 0; s < r->n_systems; s++)
         if (r->systems[s].cost.memory_kind)
@@ -186,7 +198,7 @@ static json_t *ne_bin_json(double recall, size_t entities, size_t occurrences, s
     return o;
 }
 
-static json_t *system_json(const eval_system_result *s, int with_translated)
+static json_t *system_json(const eval_system_result *s, int with_translated, int with_names)
 {
     json_t *o = json_object();
     json_object_set_new(o, "name", json_string(s->name));
@@ -215,6 +227,14 @@ static json_t *system_json(const eval_system_result *s, int with_translated)
         json_object_set_new(nt, "all", ne_bin_json(t->recall_all, t->entities_all, t->occurrences_all, t->hits_all));
     }
     json_object_set_new(o, "ne_recall_translated", nt);
+    json_t *names = json_null();
+    if (with_names) {
+        names = json_object();
+        json_object_set_new(names, "recall", s->names.names ? json_real(s->names.recall) : json_null());
+        json_object_set_new(names, "names", json_integer((json_int_t)s->names.names));
+        json_object_set_new(names, "hits", json_integer((json_int_t)s->names.hits));
+    }
+    json_object_set_new(o, "names_recall", names);
 
     json_t *buckets = json_array();
     for (int b = 0; b < MT_LENGTH_BUCKETS; b++) {
@@ -264,8 +284,9 @@ int eval_report_write_json(const eval_report *r, const char *path)
     json_object_set_new(ent, "lexicon", r->lexicon_source ? json_string(r->lexicon_source) : json_null());
     json_object_set_new(root, "entities", ent);
     json_object_set_new(root, "length_unit", json_string(r->length_unit));
+    json_object_set_new(root, "names", r->names_source ? json_string(r->names_source) : json_null());
     json_t *systems = json_array();
-    for (size_t s = 0; s < r->n_systems; s++) json_array_append_new(systems, system_json(&r->systems[s], r->lexicon_source != NULL));
+    for (size_t s = 0; s < r->n_systems; s++) json_array_append_new(systems, system_json(&r->systems[s], r->lexicon_source != NULL, r->names_source != NULL));
     json_object_set_new(root, "systems", systems);
 
     int flags = JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10);

@@ -9,6 +9,7 @@
 #include "mtlab/buckets.h"
 #include "mtlab/entities.h"
 #include "mtlab/metrics.h"
+#include "mtlab/names.h"
 #include "mtlab/translator.h"
 
 typedef struct {
@@ -18,6 +19,7 @@ typedef struct {
     double chrf;
     mt_ne_recall ne;              /* the paper's: copyable entities, verbatim hits */
     mt_ne_recall ne_translated;   /* copied or translated (docs/metrics.md §8.3); with a lexicon */
+    mt_names_recall names;        /* substituted names copied verbatim (docs/metrics.md §9); with --names */
     mt_bucket_score buckets[MT_LENGTH_BUCKETS];
     mt_translate_stats cost;
 } eval_system_result;
@@ -31,6 +33,7 @@ typedef struct {
     size_t stats_pairs, stats_entities;
     const char *lexicon_source;   /* entity lexicon path or "TRAIN_SRC + TRAIN_REF"; NULL: none */
     const char *length_unit;      /* "whitespace tokens" or "pieces of MODEL" */
+    const char *names_source;     /* the --names file; NULL: no names row */
     int beam;
     const eval_system_result *systems; /* (n_systems) */
     size_t n_systems;

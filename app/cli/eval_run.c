@@ -227,8 +227,8 @@ static int save_hyps(const char *dir, const char *system, char **hyps, size_t n)
 /* Translate with one system and score it; with keep, the hypotheses are handed over. */
 static int evaluate_system(eval_system_result *r, mt_translator *t, const mt_text_lines *src,
                            const mt_text_lines *ref, const mt_ne_testset *ts,
-                           const mt_ne_testset *ts_translated, const size_t *lengths, const char *hyps_dir,
-                           char ***keep)
+                           const mt_ne_testset *ts_translated, const mt_names_list *names, const size_t *lengths,
+                           const char *hyps_dir, char ***keep)
 {
     memset(r, 0, sizeof *r);
     r->name = mt_translator_name(t);
@@ -256,6 +256,7 @@ static int evaluate_system(eval_system_result *r, mt_translator *t, const mt_tex
         rc = fail("%s: scoring failed: %s", r->name, mt_last_error());
     if (rc == 0) mt_ne_recall_score(&r->ne, ts, h, NULL);
     if (rc == 0 && ts_translated) mt_ne_recall_score(&r->ne_translated, ts_translated, h, NULL);
+    if (rc == 0 && names) mt_names_recall_score(&r->names, names, h);
     if (rc == 0 && hyps_dir) rc = save_hyps(hyps_dir, r->name, hyps, src->n) ? -1 : 0;
     if (rc == 0 && keep) {
         *keep = hyps;
@@ -330,6 +331,7 @@ int eval_run(const eval_request *req, eval_outcome *out)
     mt_corpus_stats *stats = NULL;
     mt_ne_testset ts = {0}, ts_translated = {0};
     mt_entity_lexicon *lexicon = NULL;
+    mt_names_list names = {0};
     char *lexicon_source = out->lexicon_source;
     size_t *lengths = mt_xcalloc(src.n, sizeof *lengths);
     eval_system_result *results = out->results;
@@ -337,6 +339,16 @@ int eval_run(const eval_request *req, eval_outcome *out)
     rc = 1;
     if (open_systems(systems, &n_systems, &a)) goto done;
     if (source_lengths(lengths, &src, a.length_model, a.src)) goto done;
+    if (a.names) {
+        if (mt_names_list_read(&names, a.names) < 0) {
+            fail("%s", mt_last_error());
+            goto done;
+        }
+        if (names.n_segments != src.n) {
+            fail("%s lists names for %zu segments but %s has %zu lines", a.names, names.n_segments, a.src, src.n);
+            goto done;
+        }
+    }
     char bundle_stats_path[512];
     if (!a.stats && !a.train_src) bundle_stats(&a, bundle_stats_path, sizeof bundle_stats_path);
     if ((a.stats || a.train_src) && !(stats = load_stats(&a, lang, stats_source, sizeof out->stats_source)))
@@ -355,7 +367,8 @@ int eval_run(const eval_request *req, eval_outcome *out)
         goto done;
     }
     for (size_t s = 0; s < n_systems; s++) {
-        if (evaluate_system(&results[s], systems[s], &src, &ref, &ts, lexicon ? &ts_translated : NULL, lengths,
+        if (evaluate_system(&results[s], systems[s], &src, &ref, &ts, lexicon ? &ts_translated : NULL,
+                            a.names ? &names : NULL, lengths,
                             a.hyps_dir, a.keep_hyps ? &out->hyps[s] : NULL))
             goto done;
         /* the report outlives the systems: it keeps its own copy of their names */
@@ -373,6 +386,7 @@ int eval_run(const eval_request *req, eval_outcome *out)
         .stats_entities = stats ? mt_corpus_stats_entities(stats) : 0,
         .lexicon_source = lexicon ? lexicon_source : NULL,
         .length_unit = length_unit, .beam = a.beam,
+        .names_source = a.names,
         .systems = results, .n_systems = n_systems,
     };
     mt_bleu_opts bo = mt_bleu_defaults();
@@ -385,6 +399,7 @@ done:
     mt_ne_testset_free(&ts);
     mt_ne_testset_free(&ts_translated);
     mt_entity_lexicon_free(lexicon);
+    mt_names_list_free(&names);
     mt_corpus_stats_free(stats);
     free(lengths);
     if (rc == 0 && a.keep_hyps) {

@@ -20,6 +20,7 @@ typedef struct {
     const char *precision;        /* "fp32", "int8" or a list "fp32,int8": each bundle is
                                    * evaluated once per precision, its columns named
                                    * "DIR · PRECISION"; NULL: fp32, named DIR */
+    const char *names;            /* test.names.tsv: the recall of substituted names (docs/metrics.md §9) */
     int beam;
     int keep_hyps;                /* 1: the outcome keeps the hypotheses and the test set */
 } eval_request;

@@ -57,6 +57,13 @@ static void push_system(lua_State *L, const eval_outcome *o, size_t s)
         mtl_push_ne_recall(L, &r->ne_translated);
         lua_setfield(L, -2, "ne_translated");
     }
+    if (o->report.names_source) {
+        lua_createtable(L, 0, 3);
+        mtl_set_number(L, "recall", r->names.recall);
+        mtl_set_integer(L, "names", (lua_Integer)r->names.names);
+        mtl_set_integer(L, "hits", (lua_Integer)r->names.hits);
+        lua_setfield(L, -2, "names");
+    }
     lua_createtable(L, MT_LENGTH_BUCKETS, 0);
     for (int b = 0; b < MT_LENGTH_BUCKETS; b++) {
         lua_createtable(L, 0, 5);
@@ -87,14 +94,14 @@ static int eval_tostring(lua_State *L)
     return 1;
 }
 
-/* mtlab.eval{models=, src=, ref=, beam=5, device=, precision=, stats=, train_src=, train_ref=, lexicon=,
- * ner=, length_model=, hyps=, src_name=, ref_name=} */
+/* mtlab.eval{models=, src=, ref=, beam=5, device=, precision=, stats=, train_src=, train_ref=,
+ * lexicon=, ner=, length_model=, hyps=, src_name=, ref_name=, names=} */
 static int l_eval(lua_State *L)
 {
     static const char *const fn = "mtlab.eval";
     static const char *const known[] = {"models", "src", "ref", "beam", "device", "precision", "stats",
                                         "train_src", "train_ref", "lexicon", "ner",
-                                        "length_model", "hyps", "src_name", "ref_name", NULL};
+                                        "length_model", "hyps", "src_name", "ref_name", "names", NULL};
     lua_settop(L, 1);
     if (!lua_istable(L, 1)) mtl_error(L, fn, "takes one table {models=, src=, ref=, ...}, not %s",
                                       luaL_typename(L, 1));
@@ -135,6 +142,7 @@ static int l_eval(lua_State *L)
     rq.ner = mtl_opt_string(L, 1, fn, "ner", NULL);
     rq.length_model = mtl_opt_string(L, 1, fn, "length_model", NULL);
     rq.hyps_dir = mtl_opt_string(L, 1, fn, "hyps", NULL);
+    rq.names = mtl_opt_string(L, 1, fn, "names", NULL);
     if (rq.stats && rq.train_src) mtl_error(L, fn, "give either stats or train_src/train_ref, not both");
     if (!rq.train_src != !rq.train_ref) mtl_error(L, fn, "train_src and train_ref go together");
     rq.keep_hyps = 1;
@@ -164,6 +172,7 @@ static int l_eval(lua_State *L)
     mtl_set_string(L, "length_unit", o->report.length_unit);
     if (o->report.stats_source) mtl_set_string(L, "stats_source", o->report.stats_source);
     if (o->report.lexicon_source) mtl_set_string(L, "lexicon_source", o->report.lexicon_source);
+    if (o->report.names_source) mtl_set_string(L, "names_source", o->report.names_source);
     lua_createtable(L, (int)o->report.n_systems, 0);
     for (size_t s = 0; s < o->report.n_systems; s++) {
         push_system(L, o, s);

@@ -2,6 +2,7 @@
  * place only when every one was written, so a failed run leaves the previous corpus intact. */
 #include "mtlab/bible.h"
 #include "mtlab/error.h"
+#include "mtlab/rng.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -10,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum { MAX_FILES = 24 }; /* 18 written */
+enum { MAX_FILES = 24 }; /* 22 written */
 
 typedef struct {
     char final[PATH_MAX];
@@ -140,7 +141,98 @@ static void write_spans(out_set *set, const char *dir, const mt_bible_corpus *c,
     }
 }
 
-int mt_bible_write(const mt_bible_corpus *c, const char *dir)
+/* The fixed draws of test.names: seed 1 on a stream of its own. */
+enum { NAMES_SEED = 1, NAMES_STREAM = 0x50000 };
+
+void mt_bible_names_free(mt_bible_names *names)
+{
+    for (size_t i = 0; i < names->n; i++) {
+        free(names->es[i]);
+        free(names->en[i]);
+    }
+    if (names->first)
+        for (size_t k = 0; k < names->first[names->n]; k++) free(names->from[k]);
+    free(names->pairs);
+    free(names->es);
+    free(names->en);
+    free(names->first);
+    free(names->from);
+    free(names->to);
+    memset(names, 0, sizeof *names);
+}
+
+int mt_bible_names_build(mt_bible_names *out, const mt_bible_corpus *c, const mt_gazetteer *g)
+{
+    memset(out, 0, sizeof *out);
+    size_t room = c->split_pairs[MT_SPLIT_TEST], name_room = 0, n_names = 0;
+    out->pairs = mt_xmalloc((room ? room : 1) * sizeof *out->pairs);
+    out->es = mt_xmalloc((room ? room : 1) * sizeof *out->es);
+    out->en = mt_xmalloc((room ? room : 1) * sizeof *out->en);
+    out->first = mt_xcalloc(room + 1, sizeof *out->first);
+    mt_rng rng;
+    mt_rng_init(&rng, NAMES_SEED, NAMES_STREAM);
+    for (size_t i = 0; i < c->n_pairs; i++) {
+        const mt_pair *p = &c->pairs[i];
+        if (p->split != MT_SPLIT_TEST) continue;
+        mt_entity_set shared;
+        if (mt_names_shared(&shared, p->es->text, p->en->text, MT_NER_ENGLISH) < 0) {
+            mt_bible_names_free(out);
+            return mt_error_context("%s", p->es->key);
+        }
+        if (shared.n == 0) {
+            mt_entity_set_free(&shared);
+            continue;
+        }
+        if (n_names + shared.n > name_room) {
+            name_room = (n_names + shared.n) * 2 + 64;
+            out->from = mt_xrealloc(out->from, name_room * sizeof *out->from);
+            out->to = mt_xrealloc(out->to, name_room * sizeof *out->to);
+        }
+        char *es, *en;
+        int r = mt_names_substitute(&es, &en, out->to + n_names, p->es->text, p->en->text, &shared, g, 1.0, &rng);
+        if (r != (int)shared.n) { /* p = 1 replaces every name unless the gazetteer runs short */
+            if (r >= 0) {
+                free(es);
+                free(en);
+                mt_error("the gazetteer has too few names (%zu) for the %zu names of one verse", g->n, shared.n);
+            }
+            mt_entity_set_free(&shared);
+            mt_bible_names_free(out);
+            return mt_error_context("%s", p->es->key);
+        }
+        for (size_t k = 0; k < shared.n; k++) out->from[n_names + k] = shared.names[k];
+        n_names += shared.n;
+        free(shared.names); /* the names themselves moved to out->from */
+        out->pairs[out->n] = p;
+        out->es[out->n] = es;
+        out->en[out->n] = en;
+        out->n++;
+        out->first[out->n] = n_names;
+    }
+    return 0;
+}
+
+/* test.names.{es,en,keys,tsv}: the substituted verses and, per line, the names they carry. */
+static void write_names(out_set *set, const char *dir, const mt_bible_names *names)
+{
+    static const char *const ext[4] = {"es", "en", "keys", "tsv"};
+    for (int side = 0; side < 4; side++) {
+        char name[64];
+        snprintf(name, sizeof name, "test.names.%s", ext[side]);
+        FILE *f = open_out(set, dir, name);
+        if (!f) return;
+        if (side == 3) fprintf(f, "%s\n# segments=%zu\n", MT_NAMES_MAGIC, names->n);
+        for (size_t i = 0; i < names->n; i++) {
+            if (side == 3)
+                for (size_t k = names->first[i]; k < names->first[i + 1]; k++)
+                    fprintf(f, "%zu\t%s\t%s\n", i + 1, names->to[k], names->from[k]);
+            else
+                fprintf(f, "%s\n", side == 0 ? names->es[i] : side == 1 ? names->en[i] : names->pairs[i]->es->key);
+        }
+    }
+}
+
+int mt_bible_write(const mt_bible_corpus *c, const mt_bible_names *names, const char *dir)
 {
     if (make_dirs(dir) < 0) return -1;
     out_set set = {0};
@@ -148,5 +240,6 @@ int mt_bible_write(const mt_bible_corpus *c, const char *dir)
     write_spans(&set, dir, c, MT_SPLIT_VALID, "para8", c->para[MT_SPLIT_VALID], c->n_para[MT_SPLIT_VALID], 0);
     write_spans(&set, dir, c, MT_SPLIT_TEST, "para8", c->para[MT_SPLIT_TEST], c->n_para[MT_SPLIT_TEST], 0);
     write_spans(&set, dir, c, MT_SPLIT_TEST, "chapter", c->chapters[MT_SPLIT_TEST], c->n_chapters[MT_SPLIT_TEST], 1);
+    if (names) write_names(&set, dir, names);
     return finish(&set);
 }

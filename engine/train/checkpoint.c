@@ -83,6 +83,11 @@ static char *fingerprint(const mt_train_config *c, char *out, size_t n)
                             c->label_smoothing};
     h = fnv(h, ints, sizeof ints);
     h = fnv(h, reals, sizeof reals);
+    /* only when on, so checkpoints made before name substitution existed still resume */
+    if (c->name_substitution > 0) {
+        h = fnv(h, &c->name_substitution, sizeof c->name_substitution);
+        h = fnv(h, c->gazetteer, strlen(c->gazetteer));
+    }
     snprintf(out, n, "%016llx", (unsigned long long)h);
     return out;
 }

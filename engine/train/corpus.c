@@ -1,5 +1,6 @@
-/* Loading and tokenizing a parallel corpus for training. */
+/* Loading and tokenizing a parallel corpus for training, and its name-substituted epochs. */
 #include "mtlab/error.h"
+#include "mtlab/metrics.h"
 #include "mtlab/traindata.h"
 
 #include <errno.h>
@@ -120,4 +121,128 @@ void mt_corpus_free(mt_corpus *c)
     free(c->src_len);
     free(c->tgt_len);
     memset(c, 0, sizeof *c);
+}
+
+void mt_name_pool_free(mt_name_pool *np)
+{
+    for (size_t i = 0; i < np->n; i++) {
+        free(np->src[i]);
+        free(np->tgt[i]);
+        mt_entity_set_free(&np->names[i]);
+    }
+    free(np->pair);
+    free(np->src);
+    free(np->tgt);
+    free(np->names);
+    mt_gazetteer_free(&np->gaz);
+    memset(np, 0, sizeof *np);
+}
+
+int mt_name_pool_build(mt_name_pool *np, const char *src_path, const char *tgt_path, mt_ner_lang lang,
+                       const char *gazetteer_path, double p)
+{
+    memset(np, 0, sizeof *np);
+    np->p = p;
+    if (mt_gazetteer_load(&np->gaz, gazetteer_path) != 0) return -1;
+    mt_text_lines src = {0}, tgt = {0};
+    int rc = -1;
+    if (mt_text_lines_read(&src, src_path) != 0 || mt_text_lines_read(&tgt, tgt_path) != 0) goto out;
+    if (src.n != tgt.n) {
+        mt_error("%s has %zu lines but %s has %zu", src_path, src.n, tgt_path, tgt.n);
+        goto out;
+    }
+    size_t room = 0;
+    for (size_t i = 0; i < src.n; i++) {
+        mt_entity_set names;
+        if (mt_names_shared(&names, src.lines[i], tgt.lines[i], lang) != 0) {
+            mt_error_context("%s:%zu", tgt_path, i + 1);
+            goto out;
+        }
+        if (names.n == 0) {
+            mt_entity_set_free(&names);
+            continue;
+        }
+        if (np->n == room) {
+            room = room * 2 + 1024;
+            np->pair = mt_xrealloc(np->pair, room * sizeof *np->pair);
+            np->src = mt_xrealloc(np->src, room * sizeof *np->src);
+            np->tgt = mt_xrealloc(np->tgt, room * sizeof *np->tgt);
+            np->names = mt_xrealloc(np->names, room * sizeof *np->names);
+        }
+        np->pair[np->n] = (uint32_t)i;
+        np->src[np->n] = src.lines[i];
+        np->tgt[np->n] = tgt.lines[i];
+        src.lines[i] = tgt.lines[i] = NULL; /* the pool owns them now */
+        np->names[np->n++] = names;
+    }
+    rc = 0;
+out:
+    mt_text_lines_free(&src);
+    mt_text_lines_free(&tgt);
+    if (rc != 0) mt_name_pool_free(np);
+    return rc;
+}
+
+/* The RNG stream of name substitution (batches.c holds the data pipeline's others). */
+enum { STREAM_NAMES = 0x40000 };
+
+int mt_corpus_substitute_names(mt_corpus *out, const mt_corpus *base, const mt_name_pool *np,
+                               const mt_tokenizer *tok, int max_len, uint64_t seed, uint64_t epoch,
+                               size_t *substituted)
+{
+    memset(out, 0, sizeof *out);
+    if (np->n && np->pair[np->n - 1] >= base->n)
+        return mt_error("name substitution: the corpus has %zu pairs but its texts more", base->n);
+    size_t n = base->n, max_names = 0, count = 0, k = 0;
+    for (size_t j = 0; j < np->n; j++)
+        if (np->names[j].n > max_names) max_names = np->names[j].n;
+    const char **chosen = mt_xmalloc((max_names ? max_names : 1) * sizeof *chosen);
+    out->n = n;
+    out->truncated = base->truncated;
+    out->src_start = mt_xmalloc(n * sizeof *out->src_start);
+    out->tgt_start = mt_xmalloc(n * sizeof *out->tgt_start);
+    out->src_len = mt_xmalloc(n * sizeof *out->src_len);
+    out->tgt_len = mt_xmalloc(n * sizeof *out->tgt_len);
+    ids_buf buf = {0};
+    mt_rng rng;
+    mt_rng_init(&rng, seed, STREAM_NAMES + epoch);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        char *s = NULL, *t = NULL;
+        if (k < np->n && np->pair[k] == i) {
+            int r = mt_names_substitute(&s, &t, chosen, np->src[k], np->tgt[k], &np->names[k], &np->gaz, np->p, &rng);
+            k++;
+            if (r < 0) {
+                rc = mt_error_context("pair %zu", i + 1);
+                break;
+            }
+            count += (size_t)r;
+        }
+        if (s) {
+            /* truncations of the new texts are not counted again: base counted the pair's */
+            size_t cut = 0;
+            out->src_start[i] = buf.n;
+            out->src_len[i] = encode_line(&buf, tok, s, max_len, &cut, "substituted pair", i + 1);
+            out->tgt_start[i] = buf.n;
+            out->tgt_len[i] = encode_line(&buf, tok, t, max_len, &cut, "substituted pair", i + 1);
+            if (out->src_len[i] < 0 || out->tgt_len[i] < 0) rc = -1;
+        } else {
+            out->src_start[i] = buf.n;
+            ids_push(&buf, base->ids + base->src_start[i], (size_t)base->src_len[i]);
+            out->tgt_start[i] = buf.n;
+            ids_push(&buf, base->ids + base->tgt_start[i], (size_t)base->tgt_len[i]);
+            out->src_len[i] = base->src_len[i];
+            out->tgt_len[i] = base->tgt_len[i];
+        }
+        free(s);
+        free(t);
+    }
+    free(chosen);
+    out->ids = buf.v;
+    if (rc != 0) {
+        mt_corpus_free(out);
+        return -1;
+    }
+    if (substituted) *substituted = count;
+    return 0;
 }

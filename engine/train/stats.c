@@ -7,6 +7,12 @@
 
 #include <string.h>
 
+mt_ner_lang train_target_lang(const mt_train_config *cfg)
+{
+    const char *slash = strrchr(cfg->train_tgt, '/'), *dot = strrchr(cfg->train_tgt, '.');
+    return mt_ner_lang_for_code(dot && (!slash || dot > slash) ? dot + 1 : "");
+}
+
 int train_corpus_stats(const mt_train_config *cfg, train_entities *ent)
 {
     ent->stats = NULL;
@@ -16,11 +22,9 @@ int train_corpus_stats(const mt_train_config *cfg, train_entities *ent)
         mt_text_lines_free(&src);
         return -1;
     }
-    const char *slash = strrchr(cfg->train_tgt, '/'), *dot = strrchr(cfg->train_tgt, '.');
-    const char *suffix = dot && (!slash || dot > slash) ? dot + 1 : "";
     size_t n = src.n < tgt.n ? src.n : tgt.n;
     mt_corpus_stats *s = mt_corpus_stats_build((const char *const *)src.lines, (const char *const *)tgt.lines, n,
-                                               mt_ner_lang_for_code(suffix), NULL, NULL);
+                                               train_target_lang(cfg), NULL, NULL);
     mt_entity_lexicon *l = s ? mt_entity_lexicon_build((const char *const *)src.lines,
                                                        (const char *const *)tgt.lines, n, NULL, NULL)
                              : NULL;

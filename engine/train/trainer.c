@@ -70,6 +70,10 @@ int mt_train_config_check(const mt_train_config *cfg)
     if (cfg->max_steps < 1) return mt_error("train config: max_steps must be >= 1");
     if (cfg->cat_n < 0 || cfg->cat_n > 64) return mt_error("train config: cat_n must be in 0..64");
     if (cfg->cat_keep < 0 || cfg->cat_keep > 1) return mt_error("train config: cat_keep must be in [0, 1]");
+    if (!(cfg->name_substitution >= 0 && cfg->name_substitution <= 1))
+        return mt_error("train config: name_substitution must be in [0, 1], got %g", cfg->name_substitution);
+    if (cfg->name_substitution > 0 && file_readable("gazetteer", cfg->gazetteer))
+        return mt_error_context("train config: name_substitution = %g needs a gazetteer", cfg->name_substitution);
     if (cfg->log_every < 1) return mt_error("train config: log_every must be >= 1");
     if (cfg->valid_every < 0 || cfg->save_every < 0 || cfg->valid_bleu_lines < 0)
         return mt_error("train config: valid_every, save_every and valid_bleu_lines must be >= 0");
@@ -90,23 +94,36 @@ static void say(const mt_train_hooks *hooks, const char *fmt, ...)
 
 /* One epoch's data plan. */
 typedef struct {
+    mt_corpus named;         /* the epoch's name-substituted corpus (empty without a pool) */
+    const mt_corpus *corpus; /* what the examples index: &named, or the loaded corpus */
     mt_examples ex;
     mt_batch_plan plan;
     int *len;
 } epoch_plan;
 
-static void epoch_plan_build(epoch_plan *ep, const mt_train_config *cfg, const mt_corpus *c,
-                             int encdec, int epoch)
+/* np, when not NULL, substitutes names first (docs/data.md §8). 0 or -1. */
+static int epoch_plan_build(epoch_plan *ep, const mt_train_config *cfg, const mt_corpus *c,
+                            const mt_name_pool *np, const mt_tokenizer *tok, int encdec, int epoch)
 {
+    memset(ep, 0, sizeof *ep);
+    ep->corpus = c;
+    if (np) {
+        if (mt_corpus_substitute_names(&ep->named, c, np, tok, cfg->max_len, cfg->seed, (uint64_t)epoch, NULL) != 0)
+            return -1;
+        ep->corpus = &ep->named;
+    }
+    c = ep->corpus;
     mt_examples_build(&ep->ex, c, cfg->cat_n, cfg->cat_keep, cfg->max_len, cfg->seed, (uint64_t)epoch);
     ep->len = mt_xmalloc(ep->ex.n * sizeof *ep->len);
     for (size_t i = 0; i < ep->ex.n; i++) ep->len[i] = mt_example_packed_len(&ep->ex, i, encdec);
     mt_batch_plan_build(&ep->plan, ep->len, ep->ex.n, mt_batch_budget(cfg->max_tokens, encdec),
                         cfg->seed, (uint64_t)epoch);
+    return 0;
 }
 
 static void epoch_plan_free(epoch_plan *ep)
 {
+    mt_corpus_free(&ep->named);
     mt_examples_free(&ep->ex);
     mt_batch_plan_free(&ep->plan);
     free(ep->len);
@@ -128,7 +145,7 @@ static int valid_loss(mt_model *m, const mt_train_config *cfg, const mt_corpus *
     epoch_plan ep;
     mt_train_config plain = *cfg;
     plain.cat_n = 0;
-    epoch_plan_build(&ep, &plain, vc, encdec, 0);
+    epoch_plan_build(&ep, &plain, vc, NULL, NULL, encdec, 0);
     double sum = 0;
     size_t count = 0;
     mt_step_opts opts = {0};
@@ -163,6 +180,7 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
                         cfg->model.vocab_size);
     }
     mt_corpus train = {0}, valid = {0};
+    mt_name_pool names = {0};
     mt_model *m = NULL;
     train_state st = {0};
     log_file lf = {0};
@@ -176,6 +194,13 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
     if (train_corpus_stats(cfg, &ent) != 0) goto out;
     say(hooks, "data: %zu training pairs (%zu sides cut to %d ids), %zu validation pairs", train.n,
         train.truncated, cfg->max_len, valid.n);
+    if (cfg->name_substitution > 0) {
+        if (mt_name_pool_build(&names, cfg->train_src, cfg->train_tgt, train_target_lang(cfg), cfg->gazetteer,
+                               cfg->name_substitution) != 0)
+            goto out;
+        say(hooks, "name substitution: %zu training pairs share a name verbatim, each name replaced with "
+                   "probability %g by one of %zu names of %s", names.n, names.p, names.gaz.n, cfg->gazetteer);
+    }
 
     const mt_backend *be = mt_backend_for(cfg->device[0] ? cfg->device : "cpu", cfg->bf16);
     if (!be) goto out;
@@ -199,7 +224,8 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
     mt_train_progress pr = {.max_steps = cfg->max_steps, .valid_loss = -1, .valid_bleu = -1};
     double interval_loss = 0, interval_t0 = mt_now_s();
     size_t interval_tokens = 0;
-    epoch_plan_build(&ep, cfg, &train, encdec, st.epoch);
+    const mt_name_pool *np = cfg->name_substitution > 0 ? &names : NULL;
+    if (epoch_plan_build(&ep, cfg, &train, np, tok, encdec, st.epoch) != 0) goto out;
 
     while (st.step < cfg->max_steps) {
         if (hooks && hooks->stop && *hooks->stop) {
@@ -215,7 +241,7 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
                 epoch_plan_free(&ep);
                 st.epoch++;
                 st.batch = 0;
-                epoch_plan_build(&ep, cfg, &train, encdec, st.epoch);
+                if (epoch_plan_build(&ep, cfg, &train, np, tok, encdec, st.epoch) != 0) goto out;
             }
             mb_rows[n_mb] = ep.plan.order + ep.plan.start[st.batch];
             mb_n[n_mb] = ep.plan.rows[st.batch];
@@ -230,7 +256,7 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
         double step_loss = 0;
         for (int k = 0; k < n_mb; k++) {
             mt_batch batch;
-            mt_batch_pack(&batch, encdec, &cfg->model, &train, &ep.ex, mb_rows[k], mb_n[k]);
+            mt_batch_pack(&batch, encdec, &cfg->model, ep.corpus, &ep.ex, mb_rows[k], mb_n[k]);
             double loss;
             size_t n;
             /* every micro-batch token weighs 1/step_tokens: the step's gradient is the mean */
@@ -296,6 +322,7 @@ out:
     mt_model_free(m);
     mt_corpus_free(&train);
     mt_corpus_free(&valid);
+    mt_name_pool_free(&names);
     mt_tokenizer_free(tok);
     return rc;
 }

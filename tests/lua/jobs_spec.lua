@@ -103,4 +103,48 @@ print(j.state)
     local _, err3 = run_in(dir, 'local j = mtlab.jobs.list()[1]; return j.nope')
     assert.matches("job: no field or method 'nope'", err3)
   end)
+  it("drives runs with scripts/train/retrain.lua: starts, resumes, skips, one at a time", function()
+    H.sh(string.format("cd %s && sed 's/name = \"tiny\"/name = \"r1\"/' tiny.lua > r1.lua && "
+                       .. "sed 's/name = \"tiny\"/name = \"r2\"/' tiny.lua > r2.lua", dir))
+    local driver = string.format("cd %s && %s run %s/scripts/train/retrain.lua --poll 1 ", dir, bin, root)
+    -- --once with room for one run: r1 starts, r2 waits its turn
+    local out, code = H.sh(driver .. "--once r1.lua r2.lua max_steps=6 2>&1")
+    assert.are.equal(0, code, out)
+    assert.matches("r1%s+started from r1.lua", out)
+    assert.is_nil(out:find("r2 ", 1, true), out)
+    assert.matches("0 of 2 runs completed, 0 left alone, 2 still to go", out)
+    -- waiting: r1 ends, then r2 starts and ends
+    out, code = H.sh(driver .. "r1.lua r2.lua max_steps=6 2>&1")
+    assert.are.equal(0, code, out)
+    assert.matches("r2%s+started from r2.lua", out)
+    assert.matches("2 of 2 runs completed", out)
+    -- run again: nothing to do
+    out, code = H.sh(driver .. "r1.lua r2.lua 2>&1")
+    assert.are.equal(0, code, out)
+    assert.is_nil(out:find("started", 1, true), out)
+    assert.matches("r1%s+completed %(step 6%)", out)
+    -- a stopped run is resumed from its checkpoint
+    H.sh(string.format("cd %s && sed 's/name = \"tiny\"/name = \"r3\"/' tiny.lua > r3.lua", dir))
+    out, code = H.sh(driver .. "--once r3.lua max_steps=100000 save_every=2 valid_every=0 2>&1")
+    assert.are.equal(0, code, out)
+    local _, err, rc = run_in(dir, [[
+local j
+for _, x in ipairs(mtlab.jobs.list()) do if x.name == "r3" then j = x end end
+while j.step < 4 do j:wait(0.05) end
+j:stop()
+j:wait(60)
+assert(j.state == "cancelled", j.state)
+]])
+    assert.are.equal(0, rc, err)
+    out, code = H.sh(driver .. "--once r3.lua 2>&1")
+    assert.are.equal(0, code, out)
+    assert.matches("r3%s+resumed %(cancelled at step %d+ of 100000%)", out)
+    _, err, rc = run_in(dir, 'local j = mtlab.jobs.stop("r3"); j:wait(60); assert(j.step >= 4)')
+    assert.are.equal(0, rc, err)
+    -- a config that is not one is an error naming it
+    H.write(dir .. "/bad.lua", "return 42")
+    out, code = H.sh(driver .. "bad.lua 2>&1")
+    assert.are_not.equal(0, code)
+    assert.matches("retrain.lua: bad.lua: not a training config", out)
+  end)
 end)

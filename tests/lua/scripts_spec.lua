@@ -20,6 +20,11 @@ describe("scripts", function()
     local _, code = H.sh(string.format("%s data bible --out %s >/dev/null 2>&1", H.mtlab, dir))
     assert.are.equal(0, code)
     H.sh(string.format("head -50 %s/test.es > %s/t50.es; head -50 %s/test.en > %s/t50.en", dir, dir, dir, dir))
+    -- the first 5 lines of test.names, its names list cut to match
+    H.sh(string.format("mkdir %s/n5 && head -5 %s/test.names.es > %s/n5/test.names.es && "
+                       .. "head -5 %s/test.names.en > %s/n5/test.names.en && "
+                       .. "awk -F'\t' 'NR == 1 {print; next} NR == 2 {print \"# segments=5\"; next} $1 <= 5' "
+                       .. "%s/test.names.tsv > %s/n5/test.names.tsv", dir, dir, dir, dir, dir, dir, dir))
   end)
   teardown(function() os.execute("rm -rf " .. dir) end)
 
@@ -59,15 +64,44 @@ describe("scripts", function()
     assert.has_error(function() mtlab.eval{models = {"nope"}, src = {"a"}, ref = {"b"}} end)
   end)
 
+  it("table3.lua puts a CAT bundle in the row of its original", function()
+    H.sh(string.format("cp -r %s %s/transformer-cat5-small", H.transformer, dir))
+    local out, code = H.sh(string.format("%s run scripts/paper/table3.lua --n 1 --data %s --beam 1 --out %s/out "
+                                         .. "--no-plot %s %s/transformer-cat5-small 2>&1", H.mtlab, dir, dir,
+                                         H.transformer, dir))
+    assert.are.equal(0, code, out)
+    assert.matches("| transformer%-small | [%d.]+ | [%d.]+ | [%d.]+ | [%d.]+ | [%d.]+ | [%d.]+ | %a+ |", out)
+    assert.is_nil(out:find("| transformer-cat5-small |", 1, true), out)
+  end)
+
+  it("mtlab.eval scores the recall of substituted names", function()
+    local tsv = dir .. "/names.tsv"
+    H.write(tsv, "# mtlab names 1\n# segments=2\n1\tAachen\tDavid\n2\tBoise\tMoab\n")
+    local r = mtlab.eval{models = {"apertium:spa-eng"}, src = {"Y Aachen dijo", "Boise y Moab"},
+                         ref = {"And Aachen said", "Boise and Moab"}, names = tsv}
+    assert.are.equal(2, r.systems[1].names.names)
+    assert.are.equal(2, r.systems[1].names.hits)
+    assert.are.equal(1, r.systems[1].names.recall)
+    assert.matches("names recall %(2 substituted%)%s+100.0%%", tostring(r))
+    assert.has_error(function() mtlab.eval{models = {"apertium:spa-eng"}, src = {"a"}, ref = {"b"}, names = tsv} end,
+      "mtlab.eval: " .. tsv .. " lists names for 2 segments but src has 1 lines")
+    -- the names the data step wrote fit its test.names files
+    local out, code = H.sh(string.format("%s eval -m apertium:spa-eng --src %s/test.names.es --ref %s/test.names.en "
+                                         .. "--names %s/test.names.tsv 2>/dev/null", H.mtlab, dir, dir, dir))
+    assert.are.equal(0, code, out)
+    assert.matches("names recall %(%d+ substituted%)", out)
+  end)
+
   for _, case in ipairs({
-    {"table3.lua", "--n 1 --split test --data DIR", "PARA / VERSES"},
+    {"table3.lua", "--n 1 --split test --data DIR", "| model | ORIG PARA | ORIG VERSES | ORIG PARA/VERSES |"},
+    {"names.lua", "--data DIR/n5", "| system | BLEU | name recall % | names copied |"},
     {"table4.lua", "--max-verses 2", "state KiB b1"},
     {"fig1_ne_recall.lua", "--n 5", "| model | unseen |"},
     {"fig2_length.lua", "--n 2", "1-32"},
   }) do
     it(case[1] .. " runs and writes its files", function()
       local name = case[1]:gsub("%.lua$", "")
-      local extra = case[1] == "table3.lua" and "" or string.format("--src %s/t50.es", dir)
+      local extra = (case[1] == "table3.lua" or case[1] == "names.lua") and "" or string.format("--src %s/t50.es", dir)
       if case[1] == "fig1_ne_recall.lua" then extra = extra .. string.format(" --ref %s/t50.en", dir) end
       if case[1] == "fig2_length.lua" then extra = "--data " .. dir end
       local out, code = H.sh(string.format("%s run scripts/paper/%s %s %s --beam 1 --out %s/out --no-plot %s 2>&1",

@@ -481,7 +481,7 @@ static void test_write_files(void **state)
     assert_non_null(mkdtemp(tmpl));
     char dir[600];
     snprintf(dir, sizeof dir, "%s/out/bible", tmpl); /* parents are created */
-    if (mt_bible_write(&c, dir) < 0) fail_msg("%s", mt_last_error());
+    if (mt_bible_write(&c, NULL, dir) < 0) fail_msg("%s", mt_last_error());
     assert_file(dir, "valid.es", "es R1\n");
     assert_file(dir, "valid.en", "en R1\n");
     assert_file(dir, "valid.keys", "Ruth 1:1\n");
@@ -501,7 +501,7 @@ static void test_write_files(void **state)
 
     /* same bytes on a second run, and no temporary file left behind */
     char *first = slurp(dir, "test.es");
-    if (mt_bible_write(&c, dir) < 0) fail_msg("%s", mt_last_error());
+    if (mt_bible_write(&c, NULL, dir) < 0) fail_msg("%s", mt_last_error());
     char *second = slurp(dir, "test.es");
     assert_string_equal(first, second);
     free(first);
@@ -527,8 +527,100 @@ static void test_write_files(void **state)
     assert_int_equal(rmdir(tmpl), 0);
 
     /* an output path that cannot be a directory */
-    assert_int_equal(mt_bible_write(&c, "/dev/null/bible"), -1);
+    assert_int_equal(mt_bible_write(&c, NULL, "/dev/null/bible"), -1);
     assert_non_null(strstr(mt_last_error(), "/dev/null"));
+    mt_bible_corpus_free(&c);
+    mt_exclusions_free(&ex);
+    mt_verse_list_free(&es);
+    mt_verse_list_free(&en);
+}
+
+/* Sets the text of a verse the lists hold (the corpus's pairs point at it). */
+static void set_text(mt_verse_list *list, const char *key, const char *text)
+{
+    mt_verse *v = (mt_verse *)find(list, key);
+    free(v->text);
+    v->text = strdup(text);
+}
+
+/* test.names: only test verses with a name on both sides, every such name substituted from the
+ * gazetteer on both sides, the same files on every run, and a names list eval can read. */
+static void test_write_names(void **state)
+{
+    (void)state;
+    mt_verse_list es = {0}, en = {0};
+    mt_exclusions ex;
+    synthetic_corpus(&es, &en, &ex);
+    set_text(&es, "Esther 1:2", "Y Mardoqueo habló á Ester en Susa.");
+    set_text(&en, "Esther 1:2", "Mordecai spoke to Esther in Susa.");
+    set_text(&es, "Esther 3:4", "Ester, Ester y Hegai.");
+    set_text(&en, "Esther 3:4", "Esther, Esther and Hegai.");
+    set_text(&es, "Ruth 1:1", "Rut y Noemí en Moab."); /* valid split: never in test.names */
+    set_text(&en, "Ruth 1:1", "Ruth and Naomi in Moab.");
+    for (int v = 1; v <= 3; v++) { /* their labels "T1".. are shaped like names */
+        char key[32];
+        snprintf(key, sizeof key, "Titus 1:%d", v);
+        set_text(&es, key, "es");
+        set_text(&en, key, "en");
+    }
+    mt_bible_corpus c;
+    if (mt_bible_build(&es, &en, &ex, &c) < 0) fail_msg("%s", mt_last_error());
+    mt_gazetteer g = {.names = (char *[]){"Aachen", "Boise"}, .n = 2};
+    mt_bible_names names;
+    if (mt_bible_names_build(&names, &c, &g) < 0) fail_msg("%s", mt_last_error());
+    assert_int_equal(names.n, 2);
+    assert_int_equal(names.first[2], 2);
+    assert_string_equal(names.from[0], "Susa");
+    assert_string_equal(names.from[1], "Hegai");
+    char want[128];
+    snprintf(want, sizeof want, "Y Mardoqueo habló á Ester en %s.", names.to[0]);
+    assert_string_equal(names.es[0], want);
+    snprintf(want, sizeof want, "Esther, Esther and %s.", names.to[1]);
+    assert_string_equal(names.en[1], want);
+
+    char tmpl[] = "/tmp/mtlab_test_names_XXXXXX";
+    assert_non_null(mkdtemp(tmpl));
+    if (mt_bible_write(&c, &names, tmpl) < 0) fail_msg("%s", mt_last_error());
+    assert_file(tmpl, "test.names.keys", "Esther 1:2\nEsther 3:4\n");
+    snprintf(want, sizeof want, "# mtlab names 1\n# segments=2\n1\t%s\tSusa\n2\t%s\tHegai\n", names.to[0],
+             names.to[1]);
+    assert_file(tmpl, "test.names.tsv", want);
+    char path[700];
+    snprintf(path, sizeof path, "%s/test.names.tsv", tmpl);
+    mt_names_list l;
+    if (mt_names_list_read(&l, path) < 0) fail_msg("%s", mt_last_error());
+    assert_int_equal(l.n_segments, 2);
+    mt_names_list_free(&l);
+
+    /* the draws are fixed: a second build substitutes the same names */
+    mt_bible_names again;
+    if (mt_bible_names_build(&again, &c, &g) < 0) fail_msg("%s", mt_last_error());
+    assert_ptr_equal(again.to[0], names.to[0]);
+    assert_ptr_equal(again.to[1], names.to[1]);
+    mt_bible_names_free(&again);
+
+    /* a gazetteer with too few names for a verse is an error naming the verse */
+    set_text(&en, "Esther 1:2", "Mordecai spoke to Esther in Susa, Mardoqueo and Ester.");
+    mt_gazetteer one = {.names = (char *[]){"Aachen"}, .n = 1};
+    assert_int_equal(mt_bible_names_build(&again, &c, &one), -1);
+    assert_non_null(strstr(mt_last_error(), "Esther 1:2"));
+    assert_non_null(strstr(mt_last_error(), "too few names"));
+
+    static const char *const ext[] = {"es", "en", "keys", "tsv"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/test.names.%s", tmpl, ext[i]);
+        assert_int_equal(unlink(path), 0);
+    }
+    DIR *d = opendir(tmpl);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        snprintf(path, sizeof path, "%s/%s", tmpl, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+    assert_int_equal(rmdir(tmpl), 0);
+    mt_bible_names_free(&names);
     mt_bible_corpus_free(&c);
     mt_exclusions_free(&ex);
     mt_verse_list_free(&es);
@@ -552,6 +644,7 @@ int main(void)
         cmocka_unit_test(test_windows),
         cmocka_unit_test(test_complete_chapters),
         cmocka_unit_test(test_write_files),
+        cmocka_unit_test(test_write_names),
     };
     return cmocka_run_group_tests_name("bible", tests, NULL, NULL);
 }

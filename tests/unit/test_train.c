@@ -104,6 +104,45 @@ static void test_shipped_scripts_load(void **state)
     }
 }
 
+/* The retraining runs (scripts/train/retrain/, budget.lua): the seven and three CAT-5 variants,
+ * ten times the demo's steps on the same batches, name substitution on, each its own run. */
+static void test_retrain_scripts_load(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *file, *arch, *name;
+        int cat_n;
+        double lr;
+    } runs[] = {
+        {"transformer-small", "transformer", "transformer-small-10k", 0, 8e-4},
+        {"transformer++-small", "transformer++", "transformer++-small-10k", 0, 8e-4},
+        {"retnet-small", "retnet", "retnet-small-10k", 0, 2e-3},
+        {"mamba-small", "mamba", "mamba-small-10k", 0, 2e-3},
+        {"mamba-mha-small", "mamba-mha", "mamba-mha-small-10k", 0, 1.4e-3},
+        {"mamba-local-small", "mamba-local", "mamba-local-small-10k", 0, 1.4e-3},
+        {"mamba-encdec-small", "mamba-encdec", "mamba-encdec-small-10k", 0, 1.4e-3},
+        {"transformer-cat5-small", "transformer", "transformer-cat5-small-10k", 5, 8e-4},
+        {"mamba-cat5-small", "mamba", "mamba-cat5-small-10k", 5, 2e-3},
+        {"mamba-mha-cat5-small", "mamba-mha", "mamba-mha-cat5-small-10k", 5, 1.4e-3},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "scripts/train/retrain/%s.lua", runs[i].file);
+        mt_train_config cfg;
+        if (train_config_load(&cfg, path)) fail_msg("%s", mt_last_error());
+        assert_string_equal(cfg.model.arch, runs[i].arch);
+        assert_string_equal(cfg.name, runs[i].name);
+        assert_int_equal(cfg.max_steps, 10000);
+        assert_int_equal(cfg.max_tokens, 4096);
+        assert_int_equal(cfg.cat_n, runs[i].cat_n);
+        assert_int_equal(cfg.max_len, runs[i].cat_n ? 512 : 128);
+        assert_true(fabs(cfg.lr - runs[i].lr) < 1e-12);
+        assert_float_equal(cfg.name_substitution, 0.3, 1e-12);
+        assert_string_equal(cfg.gazetteer, "scripts/data/gazetteer.train.txt");
+        assert_int_equal(cfg.save_dtype_f16, 1);
+    }
+}
+
 /* A tiny run on the tokenizer fixture corpus. */
 static void tiny_config(mt_train_config *cfg, const char *arch, const char *run, long max_steps)
 {
@@ -165,16 +204,21 @@ static void test_unavailable_device_is_an_error(void **state)
     assert_non_null(strstr(mt_last_error(), "unknown device 'gpu'"));
 }
 
-static void check_resume_exact(const char *arch)
+/* names: the name_substitution probability (docs/data.md §8), 0 for none. */
+static void check_resume_exact(const char *arch, double names)
 {
     mt_train_config a, b;
-    char run_a[32], run_b[32];
-    snprintf(run_a, sizeof run_a, "%s-straight", arch);
-    snprintf(run_b, sizeof run_b, "%s-resumed", arch);
+    char run_a[48], run_b[48];
+    snprintf(run_a, sizeof run_a, "%s-%s-straight", arch, names > 0 ? "names" : "plain");
+    snprintf(run_b, sizeof run_b, "%s-%s-resumed", arch, names > 0 ? "names" : "plain");
     tiny_config(&a, arch, run_a, 6);
+    a.name_substitution = names;
+    snprintf(a.gazetteer, sizeof a.gazetteer, "scripts/data/gazetteer.train.txt");
     assert_int_equal(mt_train_run(&a, 0, NULL), 0);
 
     tiny_config(&b, arch, run_b, 3);
+    b.name_substitution = names;
+    snprintf(b.gazetteer, sizeof b.gazetteer, "scripts/data/gazetteer.train.txt");
     assert_int_equal(mt_train_run(&b, 0, NULL), 0);
     /* a second fresh start on the same run directory is refused */
     assert_int_equal(mt_train_run(&b, 0, NULL), -1);
@@ -216,13 +260,61 @@ static void check_resume_exact(const char *arch)
 static void test_resume_is_exact_mamba(void **state)
 {
     (void)state;
-    check_resume_exact("mamba");
+    check_resume_exact("mamba", 0);
+}
+
+/* Name substitution draws each epoch's names from (seed, epoch) alone, so the resumed process
+ * rebuilds the substituted epoch the first one trained on. The substituted run must also
+ * differ from the plain one, or the substitution did nothing. */
+static void test_resume_is_exact_with_names(void **state)
+{
+    (void)state;
+    check_resume_exact("mamba", 0.5);
+    char plain[128], named[128];
+    snprintf(plain, sizeof plain, "%s/mamba-plain-straight", tmpdir);
+    snprintf(named, sizeof named, "%s/mamba-names-straight", tmpdir);
+    char *lp = losses_of(plain), *ln = losses_of(named);
+    assert_string_not_equal(lp, ln);
+    free(lp);
+    free(ln);
+    /* resuming it without substitution is refused: the data would not be the same */
+    mt_train_config b;
+    tiny_config(&b, "mamba", "mamba-names-resumed", 8);
+    assert_int_equal(mt_train_run(&b, 1, NULL), -1);
+    assert_non_null(strstr(mt_last_error(), "other settings"));
+}
+
+static void test_name_substitution_config(void **state)
+{
+    (void)state;
+    mt_train_config cfg;
+    tiny_config(&cfg, "mamba", "bad-names", 2);
+    cfg.name_substitution = 1.5;
+    assert_int_equal(mt_train_run(&cfg, 0, NULL), -1);
+    assert_non_null(strstr(mt_last_error(), "name_substitution must be in [0, 1], got 1.5"));
+    cfg.name_substitution = 0.3;
+    assert_int_equal(mt_train_run(&cfg, 0, NULL), -1);
+    assert_non_null(strstr(mt_last_error(), "'gazetteer' is not set"));
+    assert_non_null(strstr(mt_last_error(), "name_substitution = 0.3 needs a gazetteer"));
+    snprintf(cfg.gazetteer, sizeof cfg.gazetteer, "no/such/names.txt");
+    assert_int_equal(mt_train_run(&cfg, 0, NULL), -1);
+    assert_non_null(strstr(mt_last_error(), "gazetteer = \"no/such/names.txt\""));
+    /* the Lua keys */
+    char path[128];
+    snprintf(path, sizeof path, "%s/names.lua", tmpdir);
+    test_write_text(path, "return { name = 'n', model = { preset = 'mamba-small' }, name_substitution = 0.25,\n"
+                          "  gazetteer = 'scripts/data/gazetteer.train.txt' }\n");
+    assert_int_equal(train_config_load(&cfg, path), 0);
+    assert_float_equal(cfg.name_substitution, 0.25, 1e-12);
+    assert_string_equal(cfg.gazetteer, "scripts/data/gazetteer.train.txt");
+    expect_config_error("return { model = { preset = 'mamba-small' }, name_substitution = 'yes' }",
+                        "'name_substitution' must be a number");
 }
 
 static void test_resume_is_exact_transformer(void **state)
 {
     (void)state;
-    check_resume_exact("transformer");
+    check_resume_exact("transformer", 0);
 }
 
 static int setup(void **state)
@@ -253,9 +345,12 @@ int main(void)
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_config_reads_values),
         cmocka_unit_test(test_shipped_scripts_load),
+        cmocka_unit_test(test_retrain_scripts_load),
         cmocka_unit_test(test_unavailable_device_is_an_error),
         cmocka_unit_test(test_resume_is_exact_mamba),
         cmocka_unit_test(test_resume_is_exact_transformer),
+        cmocka_unit_test(test_resume_is_exact_with_names),
+        cmocka_unit_test(test_name_substitution_config),
     };
     return cmocka_run_group_tests_name("train", tests, setup, teardown);
 }

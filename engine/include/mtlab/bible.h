@@ -6,6 +6,7 @@
  *   both + exclusion list --mt_bible_build--> aligned pairs, splits, 8-verse runs, chapters
  *   --mt_bible_write--> DIR/{train,valid,test}.{es,en,keys}, {valid,test}.para8.*,
  *                       test.chapter.*   (one line per verse/run/chapter, aligned)
+ *   test split + test gazetteer --mt_bible_names_build--> test.names.{es,en,keys,tsv}
  *
  * The rules and the expected figures are in docs/data.md; every function reports
  * bad input (invalid UTF-8, malformed keys or markup, inconsistent exclusion list) through
@@ -15,6 +16,8 @@
 
 #include <stddef.h>
 #include <stdio.h>
+
+#include "mtlab/names.h"
 
 /* ---------------------------------------------------------------- verses of one module */
 typedef struct {
@@ -121,9 +124,26 @@ void mt_bible_corpus_free(mt_bible_corpus *c);
  * a shorter remainder is dropped. Writes at most n / width spans; returns how many. */
 size_t mt_bible_windows(const mt_pair *pairs, size_t n, size_t width, mt_span *out);
 
-/* Write DIR/{train,valid,test}.{es,en,keys}, DIR/{valid,test}.para8.{es,en,keys} and
- * DIR/test.chapter.{es,en,keys}; creates DIR (and parents). Each file is written to a
- * temporary name and renamed into place only after all of them were written. 0 or -1. */
-int mt_bible_write(const mt_bible_corpus *c, const char *dir);
+/* test.names (docs/data.md §9): every test verse that shares a name verbatim (mt_names_shared,
+ * English recogniser) with each such name substituted on both sides by a name of the test
+ * gazetteer; the draws are fixed (seed 1), so the files are the same on every machine. */
+typedef struct {
+    size_t n;              /* verses */
+    const mt_pair **pairs; /* (n) */
+    char **es, **en;       /* (n) the substituted texts */
+    size_t *first;         /* (n + 1): the names of verse i are from/to[first[i] .. first[i+1]) */
+    char **from;           /* the corpus's names */
+    const char **to;       /* their substitutes (pointers into the gazetteer) */
+} mt_bible_names;
+
+int mt_bible_names_build(mt_bible_names *out, const mt_bible_corpus *c, const mt_gazetteer *g);
+void mt_bible_names_free(mt_bible_names *names);
+
+/* Write DIR/{train,valid,test}.{es,en,keys}, DIR/{valid,test}.para8.{es,en,keys},
+ * DIR/test.chapter.{es,en,keys} and, when names is not NULL, DIR/test.names.{es,en,keys,tsv}
+ * (the .tsv in the format of mt_names_list_read); creates DIR (and parents). Each file is
+ * written to a temporary name and renamed into place only after all of them were written.
+ * 0 or -1. */
+int mt_bible_write(const mt_bible_corpus *c, const mt_bible_names *names, const char *dir);
 
 #endif

@@ -32,6 +32,9 @@ typedef struct {
     int max_len;             /* ids per side, longer sides are cut (paper: 512) */
     int cat_n;               /* CAT-N: 0/1 off, N >= 2 concatenates N pairs */
     double cat_keep;         /* CAT-N: probability a pair stays alone (0.5) */
+    double name_substitution;/* probability a name shared verbatim by a training pair is replaced
+                              * by a gazetteer name, per name and epoch (0: off; docs/data.md §8) */
+    char gazetteer[512];     /* the names to substitute with, one per line */
 
     /* optimisation */
     size_t max_tokens;       /* padded tokens per side per micro-batch (mt_batch_budget) */

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mtlab/names.h"
 #include "mtlab/tokenizer.h"
 
 /* A tokenized parallel corpus; ids of every pair in one allocation. */
@@ -29,6 +30,30 @@ typedef struct {
 int mt_corpus_load(mt_corpus *c, const char *src_path, const char *tgt_path,
                    const mt_tokenizer *tok, int max_len);
 void mt_corpus_free(mt_corpus *c);
+
+/* Name substitution for training (mtlab/names.h, docs/data.md §8): the pairs of a corpus that
+ * share a name verbatim, kept as text, and the gazetteer to draw from. */
+typedef struct {
+    double p;            /* probability that one shared name of a pair is substituted */
+    mt_gazetteer gaz;
+    size_t n;            /* pairs with at least one shared name */
+    uint32_t *pair;      /* (n) their corpus indices, rising */
+    char **src, **tgt;   /* (n) their texts */
+    mt_entity_set *names;/* (n) their shared names */
+} mt_name_pool;
+
+/* Reads the pairs of two aligned files (the ones given to mt_corpus_load) and the gazetteer;
+ * the target recogniser is lang. 0, or -1 naming the file (and line). */
+int mt_name_pool_build(mt_name_pool *np, const char *src_path, const char *tgt_path, mt_ner_lang lang,
+                       const char *gazetteer_path, double p);
+void mt_name_pool_free(mt_name_pool *np);
+/* One epoch's corpus: base (loaded from the pool's files with the same tokenizer and max_len)
+ * with the pairs whose names were substituted encoded again. The draws depend only on
+ * (seed, epoch), so a resumed run rebuilds the same epoch; p = 0 copies base unchanged.
+ * *substituted, when not NULL, gets the number of names replaced. 0 or -1. */
+int mt_corpus_substitute_names(mt_corpus *out, const mt_corpus *base, const mt_name_pool *np,
+                               const mt_tokenizer *tok, int max_len, uint64_t seed, uint64_t epoch,
+                               size_t *substituted);
 
 /* An example is one pair or, with CAT-N, the concatenation of several pairs (their sources
  * joined, their targets joined, in the same order). parts of all examples share one array. */
