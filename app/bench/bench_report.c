@@ -1,4 +1,4 @@
-/* `mtlab bench`: the five sections of figures, all measured in this one run.
+/* `mtlab bench`: the six sections of figures, all measured in this one run.
  *   1. training gemms: FLOP rate inside real training steps vs cblas_sgemm alone (>= 70%)
  *   2. decode tokens/s at batch 1 (64, 256, 1024 new tokens) and 16 (64, 256), every small
  *      preset (all seven architectures)
@@ -6,7 +6,8 @@
  *      (copy bandwidth measured now) is the fastest a step can be when weights stream from
  *      memory; achieved / roofline >= 60%
  *   4. decoding-state memory at 64, 256 and 1024 generated tokens for every preset
- *   5. the probes' pass against the decode it explains (probes off cost nothing) */
+ *   5. the probes' pass against the decode it explains (probes off cost nothing)
+ *   6. a long prompt's prefill in chunks against one pass: peak RSS and tokens/s */
 #include "bench/bench.h"
 
 #include <cblas.h>
@@ -323,6 +324,40 @@ static int section_probes(int repeat)
     return 0;
 }
 
+/* ---------------------------------------------------------------- 6. long prefill */
+/* One pass would take the transformer past its 1,024 positions and the others' T x T scores
+ * to gigabytes at the 5,556 tokens of the workbench's long-line test: 2,048 tokens shows the
+ * growth and stays safe on a shared machine. The state is sized for 2T + 10 new tokens, as
+ * mt_translate sizes it. */
+static int section_prefill(void)
+{
+    enum { T = 2048 };
+    const char *presets[16];
+    int n_presets = small_presets(presets, 16);
+    printf("\n6. prefill of a %d-token prompt (source, for the encoder-decoders), state sized for\n"
+           "   %d new tokens: in chunks of %d against one pass (T x T scores), each in a child\n"
+           "   process: peak RSS of that process and prefill tokens/s\n", T, 2 * T + 10,
+           MT_PREFILL_CHUNK);
+    printf("   %-20s %12s %12s %12s %12s %8s\n", "preset", "RSS 1 pass", "RSS chunks",
+           "tok/s 1 pass", "tok/s chunks", "speed");
+    for (int p = 0; p < n_presets; p++) {
+        bench_prefill_result whole, chunked;
+        if (bench_prefill_child(presets[p], T, 2 * T + 10, 0, &whole) ||
+            bench_prefill_child(presets[p], T, 2 * T + 10, MT_PREFILL_CHUNK, &chunked))
+            return -1;
+        if (chunked.refused[0]) {
+            printf("   %-20s refused: %s\n", presets[p], chunked.refused);
+            continue;
+        }
+        printf("   %-20s %8.0f MiB %8.0f MiB %12.0f %12.0f %7.2fx\n", presets[p],
+               whole.peak_rss_bytes / 1048576.0, chunked.peak_rss_bytes / 1048576.0,
+               T / whole.seconds, T / chunked.seconds, whole.seconds / chunked.seconds);
+    }
+    printf("   (one pass here already shares one unit's working set among the units; before\n"
+           "   the chunked prefill every unit kept its own, so the old path held more)\n");
+    return 0;
+}
+
 int bench_run_all(const bench_opts *o)
 {
     printf("mtlab bench: %d OpenMP threads; OpenBLAS %d threads, %s\n", omp_get_max_threads(),
@@ -335,7 +370,8 @@ int bench_run_all(const bench_opts *o)
         ((o->sections & BENCH_DECODE) && section_decode(o->repeat, step_b1)) ||
         ((o->sections & BENCH_ROOFLINE) && section_roofline(o->repeat, step_b1)) ||
         ((o->sections & BENCH_STATE) && section_state()) ||
-        ((o->sections & BENCH_PROBES) && section_probes(o->repeat)))
+        ((o->sections & BENCH_PROBES) && section_probes(o->repeat)) ||
+        ((o->sections & BENCH_PREFILL) && section_prefill()))
         return -1;
     printf("\n");
     print_load("at end", 0);

@@ -27,7 +27,8 @@ static const struct {
                 {"decode", BENCH_DECODE},
                 {"roofline", BENCH_ROOFLINE},
                 {"state", BENCH_STATE},
-                {"probes", BENCH_PROBES}};
+                {"probes", BENCH_PROBES},
+                {"prefill", BENCH_PREFILL}};
 
 /* Add the section named s to the mask, or -1 with a message. */
 static int add_section(const char *s, unsigned *mask)
@@ -37,7 +38,7 @@ static int add_section(const char *s, unsigned *mask)
             *mask |= sections[i].bit;
             return 0;
         }
-    fprintf(stderr, "mtlab bench: --only takes gemm, decode, roofline, state or probes, got '%s'\n", s);
+    fprintf(stderr, "mtlab bench: --only takes gemm, decode, roofline, state, probes or prefill, got '%s'\n", s);
     return -1;
 }
 
