@@ -17,7 +17,8 @@ struct mt_decode_state {
     mt_model *m;
     int max_B, max_T, max_S;
     int B, len, S, primed;
-    int chunk;                 /* Tc: prompt positions per prefill pass, 0 for all at once */
+    int chunk;                 /* Tc: prompt positions per prefill pass, 0 for all at once,
+                                * MT_PREFILL_AUTO for the longest within the budget */
     float *cache;              /* every unit's cache, one allocation */
     mt_unit_cache *uc;         /* (decoder units) */
     float *enc_cache;          /* the encoder's unit states while it runs in chunks, or NULL */
@@ -77,7 +78,26 @@ size_t mt_decode_state_bytes_held(const mt_decode_state *st)
 
 void mt_decode_state_set_prefill_chunk(mt_decode_state *st, int positions)
 {
-    st->chunk = positions > 0 ? positions : 0;
+    st->chunk = positions > 0 || positions == MT_PREFILL_AUTO ? positions : 0;
+}
+
+/* Positions per pass for a prompt of T through stack s attending over Tk keys: the set
+ * chunk, or the longest power-of-two share of MT_PREFILL_MAX_CHUNK whose working set fits
+ * MT_PREFILL_WORK_BYTES (a longer chunk makes fewer, larger products; the budget keeps the
+ * attention scores (H, Tc, Tk) in bounds however long the keys run). */
+static int prefill_chunk(const mt_decode_state *st, const mt_stack *s, int B, int T, int Tk,
+                         int S)
+{
+    if (st->chunk == 0) return T;
+    if (st->chunk > 0) return st->chunk < T ? st->chunk : T;
+    mt_stack_acts scratch = {0};
+    int Tc = MT_PREFILL_MAX_CHUNK;
+    while (Tc > 1 && Tc / 2 >= T) Tc /= 2;
+    while (Tc > 16 && mt_stack_infer_layout(s, &scratch, NULL, B, Tc, Tk, S) * sizeof(float) >
+                          MT_PREFILL_WORK_BYTES)
+        Tc /= 2;
+    mt_stack_acts_free(&scratch);
+    return Tc < T ? Tc : T;
 }
 
 void mt_decode_state_free(mt_decode_state *st)
@@ -124,7 +144,7 @@ mt_decode_state *mt_decode_state_new(mt_model *m, int max_B, int max_T, int max_
     st->max_B = max_B;
     st->max_T = max_T;
     st->max_S = max_S;
-    st->chunk = MT_PREFILL_CHUNK;
+    st->chunk = MT_PREFILL_AUTO;
     const mt_stack *s = &m->dec;
     st->uc = mt_xcalloc((size_t)s->n_units + 1, sizeof *st->uc);
     size_t total = cache_floats(s, max_B, max_T, max_S), largest = 0;
@@ -299,7 +319,8 @@ static int encode_source(mt_decode_state *st, const mt_batch *b)
     int B = b->B, S = b->S;
     for (size_t i = 0; i < (size_t)B * S; i++) st->src_mask[i] = b->src[i] != m->cfg.pad_id;
     if (st->enc_uc) {
-        if (encode_chunks(st, b, st->src_mask, st->chunk ? st->chunk : S)) return -1;
+        if (encode_chunks(st, b, st->src_mask, prefill_chunk(st, &m->enc, B, S, S, 0)))
+            return -1;
     } else {
         if (size_work(st, B, 1, 1, S)) return -1;
         be->upload(st->d_src, b->src, (size_t)B * S * sizeof(int32_t));
@@ -323,7 +344,8 @@ int mt_model_prefill(mt_model *m, mt_decode_state *st, const mt_batch *b, float 
     if (m->arch->encdec && b->S > st->max_S)
         return mt_error("%s prefill: source length %d exceeds the state's %d", m->arch->name,
                         b->S, st->max_S);
-    int B = b->B, T = b->T, Tc = st->chunk && st->chunk < T ? st->chunk : T;
+    int B = b->B, T = b->T;
+    int Tc = prefill_chunk(st, &m->dec, B, T, st->max_T, m->arch->encdec ? b->S : 0);
     st->B = B;
     st->len = 0;
     st->primed = 0;

@@ -183,9 +183,13 @@ int mt_model_step(mt_model *m, mt_decode_state *st, const int32_t *tokens, float
 /* Beam search: row i of the new state is row rows[i] of the old one, n_rows <= max_B (so one
  * prefilled row per sentence can be expanded into its beams). */
 int mt_decode_state_reorder(mt_decode_state *st, const int32_t *rows, int n_rows);
-/* Prompt positions per prefill pass: MT_PREFILL_CHUNK by default, 0 for the whole prompt
- * in one pass (the reference the chunked prefill is tested and benchmarked against). */
-#define MT_PREFILL_CHUNK 128
+/* Prompt positions per prefill pass: MT_PREFILL_AUTO by default (the longest power of two up
+ * to MT_PREFILL_MAX_CHUNK whose working set fits MT_PREFILL_WORK_BYTES, at least 16), a fixed
+ * number, or 0 for the whole prompt in one pass (the reference the chunked prefill is tested
+ * and benchmarked against). */
+#define MT_PREFILL_AUTO (-1)
+#define MT_PREFILL_MAX_CHUNK 1024
+#define MT_PREFILL_WORK_BYTES ((size_t)64 << 20)
 void mt_decode_state_set_prefill_chunk(mt_decode_state *st, int positions);
 /* Tokens the state holds per row (prompt + steps). */
 int mt_decode_state_length(const mt_decode_state *st);
