@@ -153,10 +153,15 @@ void cu_retention_state_fill(float *kv, float *s, const float *k, const float *v
 // One block per (b, h), a thread per value column j (grid-strided over Dv); s is rewritten
 // after every thread of the block has read it.
 __global__ void retention_step_kernel(float *out, float *kv, float *s, const float *q, const float *k,
-                                      const float *v, int H, int Dk, int Dv, gammas g)
+                                      const float *v, const uint8_t *mask, int T, int H, int Dk,
+                                      int Dv, gammas g)
 {
     size_t bh = blockIdx.x;
     int h = (int)(bh % H), b = (int)(bh / H), CK = H * Dk, CV = H * Dv;
+    if (mask && !mask[(size_t)b * T]) {
+        for (int j = threadIdx.x; j < Dv; j += blockDim.x) out[(size_t)b * CV + (size_t)h * Dv + j] = 0.0f;
+        return;
+    }
     double gamma = g.gamma[h], s_old = s[bh], s_new = gamma * s_old + 1.0;
     float decay = (float)(gamma * sqrt(s_old / s_new)), c = (float)(1.0 / sqrt(s_new));
     float *st = kv + bh * Dk * Dv;
@@ -181,7 +186,7 @@ void cu_retention_step(float *out, float *kv, float *s, const float *q, const fl
     size_t n = (size_t)d->B * d->H;
     if (!n) return;
     int threads = d->Dv < 256 ? ((d->Dv + 31) / 32) * 32 : 256;
-    retention_step_kernel<<<(unsigned)n, threads, 0, cu_stream()>>>(out, kv, s, q, k, v, d->H, d->Dk, d->Dv,
+    retention_step_kernel<<<(unsigned)n, threads, 0, cu_stream()>>>(out, kv, s, q, k, v, d->key_mask, d->T, d->H, d->Dk, d->Dv,
                                                                    gammas_of(d));
     cu_check(cudaGetLastError(), "retention_step_kernel");
 }

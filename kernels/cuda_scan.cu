@@ -48,7 +48,7 @@ __global__ void scan_forward_kernel(float *y, float *h_last, mt_scan_args a)
 #pragma unroll 16
     for (int n = 0; n < NMAX; n++) {
         A[n] = n < N ? -expf(a.A_log[(size_t)ch.d * N + n]) : 0.0f;
-        h[n] = 0.0f;
+        h[n] = n < N && a.h0 ? a.h0[((size_t)ch.b * D + ch.d) * N + n] : 0.0f;
     }
     float bias = a.dt_bias[ch.d], dskip = a.Dskip[ch.d];
     for (int t = 0; t < T; t++) {

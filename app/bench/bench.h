@@ -123,6 +123,19 @@ void bench_ids_free(bench_ids *x);
  * dir/transformer-small and dir/mamba-small. */
 int bench_make_bundles(const char *dir);
 
+/* ---------------------------------------------------------------- long prefill
+ * A preset (random weights) prefilled with one T-token prompt (a T-token source for the
+ * encoder-decoders), its state sized for new_tokens more, in chunks of `chunk` positions (0:
+ * one pass), in a child process: the prefill's seconds and the child's peak RSS, or why the
+ * model refused the prompt (a model whose positions are limited). */
+typedef struct {
+    double seconds;
+    size_t peak_rss_bytes;
+    char refused[256]; /* "" when it ran */
+} bench_prefill_result;
+int bench_prefill_child(const char *preset, int T, int new_tokens, int chunk,
+                        bench_prefill_result *r);
+
 /* ---------------------------------------------------------------- the two modes of the command
  * bench_run_all prints the chosen sections of `mtlab bench`; bench_run_peer decodes a
  * peer-inputs file with a bundle and prints its tokens/s (the figure `make bench-peers`
@@ -134,7 +147,8 @@ enum {
     BENCH_STATE = 8,    /* 4. decoding-state memory */
     BENCH_PROBES = 16,  /* 5. the probes' pass vs decoding */
     BENCH_INT8 = 32,    /* 6. decode tokens/s with int8 linear layers vs fp32 */
-    BENCH_ALL = 63,
+    BENCH_PREFILL = 64, /* 7. a long prompt's prefill: chunks vs one pass */
+    BENCH_ALL = 127,
 };
 typedef struct {
     int repeat;         /* timed runs per figure, after one warm-up */

@@ -30,7 +30,8 @@ static const struct {
                 {"roofline", BENCH_ROOFLINE},
                 {"state", BENCH_STATE},
                 {"probes", BENCH_PROBES},
-                {"int8", BENCH_INT8}};
+                {"int8", BENCH_INT8},
+                {"prefill", BENCH_PREFILL}};
 
 /* Add the section named s to the mask, or -1 with a message. */
 static int add_section(const char *s, unsigned *mask)
@@ -40,7 +41,7 @@ static int add_section(const char *s, unsigned *mask)
             *mask |= sections[i].bit;
             return 0;
         }
-    fprintf(stderr, "mtlab bench: --only takes gemm, decode, roofline, state, probes or int8, got '%s'\n", s);
+    fprintf(stderr, "mtlab bench: --only takes gemm, decode, roofline, state, probes, int8 or prefill, got '%s'\n", s);
     return -1;
 }
 

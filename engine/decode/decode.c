@@ -108,7 +108,6 @@ static int decode_start(mt_decode_ctx *c, const int32_t *const *src, const int *
     int max_T = b.T + c->max_new_all - 1;
     int max_S = mt_model_is_encdec(c->m) ? b.S : 0;
     int rows = c->n * c->K;
-    c->res->state_bytes = mt_model_decode_state_bytes(c->m, rows, max_T, max_S);
     c->st = mt_decode_state_new(c->m, rows, max_T, max_S);
     int rc = c->st ? mt_model_prefill(c->m, c->st, &b, c->logits) : -1;
     free(ids);
@@ -179,6 +178,8 @@ int mt_decode(mt_model *m, const int32_t *const *src, const int *src_len, int n,
         rc = decode_start(&c, src, src_len);
         if (rc == 0) rc = c.K == 1 ? mt_decode_greedy_run(&c) : mt_decode_beam_run(&c);
     }
+    /* what decoding held: caches, and the working set of its largest pass */
+    if (c.st) res->state_bytes = mt_decode_state_bytes_held(c.st);
     mt_decode_state_free(c.st);
     free(c.logits);
     free(c.max_new);

@@ -163,16 +163,17 @@ int mt_attention_decode(const mt_backend *be, float *out, mt_attn_acts *a, const
 }
 
 void mt_attention_cross_fill(const mt_backend *be, mt_kv_cache *cache, const float *mem,
-                             const mt_attn_params *p, const mt_attn_config *cfg, int B, int S)
+                             const mt_attn_params *p, const mt_attn_config *cfg, int B, int S,
+                             int s0)
 {
     int C = cfg->C, kv = kv_width(cfg);
     for (int b = 0; b < B; b++) {
         const float *mb = mem + (size_t)b * S * kv;
-        size_t at = (size_t)b * cache->Tmax * C;
+        size_t at = ((size_t)b * cache->Tmax + s0) * C;
         mt_linear_forward(be, cache->k + at, mb, p->k_w, p->k_b, (size_t)S, kv, C);
         mt_linear_forward(be, cache->v + at, mb, p->v_w, p->v_b, (size_t)S, kv, C);
     }
-    cache->len = S;
+    cache->len = s0 + S;
 }
 
 void mt_attention_cross_decode(const mt_backend *be, float *out, mt_attn_acts *a, const float *x,

@@ -1,8 +1,9 @@
 /* Sliding-window attention decoding with a ring of keys and values (mtlab/layers.h): the
  * state of a windowed attention layer stays Tr = window + 1 positions long however long the
  * decode runs, like Mamba's conv and ssm state.
- *   prefill: the windowed causal forward over the prompt, then ring[p % Tr] = k_p, v_p for
- *            the last Tr prompt positions
+ *   prefill: the windowed causal forward over the prompt (or one chunk of it after the
+ *            ring's positions before it), then ring[p % Tr] = k_p, v_p for the last Tr
+ *            positions
  *   step:    ring[len % Tr] = k, v of the new token; attend over the filled slots */
 #include "mtlab/error.h"
 #include "mtlab/layers.h"
@@ -17,58 +18,93 @@ static mt_attn_desc ring_desc(const mt_attn_config *cfg, int B, int Tq, int Tk)
     return d;
 }
 
-static void project(const mt_backend *be, mt_attn_acts *a, const float *x,
-                    const mt_attn_params *p, const mt_attn_config *cfg, int B, int Tq, int pos0)
+/* out (B, Tq, C) = x W^T + b, rotated at positions pos0.. when rotate and the config rotates */
+static void project(const mt_backend *be, float *out, const float *x, const float *w,
+                    const float *bias, const mt_attn_config *cfg, int B, int Tq, int pos0,
+                    int rotate)
 {
-    int C = cfg->C, Dh = C / cfg->H;
-    size_t rows = (size_t)B * Tq;
-    mt_linear_forward(be, a->q, x, p->q_w, p->q_b, rows, C, C);
-    mt_linear_forward(be, a->k, x, p->k_w, p->k_b, rows, C, C);
-    mt_linear_forward(be, a->v, x, p->v_w, p->v_b, rows, C, C);
-    if (!cfg->rope_dim) return;
-    be->rope_forward(a->q, NULL, B, Tq, cfg->H, Dh, cfg->rope_dim, pos0, cfg->rope_inv_freq,
-                     cfg->rope_interleaved);
-    be->rope_forward(a->k, NULL, B, Tq, cfg->H, Dh, cfg->rope_dim, pos0, cfg->rope_inv_freq,
-                     cfg->rope_interleaved);
+    int C = cfg->C;
+    mt_linear_forward(be, out, x, w, bias, (size_t)B * Tq, C, C);
+    if (rotate && cfg->rope_dim)
+        be->rope_forward(out, NULL, B, Tq, cfg->H, C / cfg->H, cfg->rope_dim, pos0,
+                         cfg->rope_inv_freq, cfg->rope_interleaved);
 }
 
-/* ring slots [slot, slot + n) <- rows [t0, t0 + n) of the new keys and values (B, Tq, C) */
-static void ring_put(const mt_backend *be, mt_kv_cache *c, const mt_attn_acts *a, int C, int B,
-                     int Tq, int t0, int slot, int n)
+/* ring slots [slot, slot + n) <- rows [t0, t0 + n) of keys and values (B, rows, C) */
+static void ring_put(const mt_backend *be, mt_kv_cache *c, const float *k, const float *v, int C,
+                     int B, int rows, int t0, int slot, int n)
 {
     size_t ld = (size_t)c->Tmax * C;
-    be->copy2d(c->k + (size_t)slot * C, (int)ld, a->k + (size_t)t0 * C, Tq * C, (size_t)B, n * C);
-    be->copy2d(c->v + (size_t)slot * C, (int)ld, a->v + (size_t)t0 * C, Tq * C, (size_t)B, n * C);
+    be->copy2d(c->k + (size_t)slot * C, (int)ld, k + (size_t)t0 * C, rows * C, (size_t)B, n * C);
+    be->copy2d(c->v + (size_t)slot * C, (int)ld, v + (size_t)t0 * C, rows * C, (size_t)B, n * C);
+}
+
+/* rows [t0, t0 + n) of keys and values (B, rows, C) <- ring slots [slot, slot + n) */
+static void ring_get(const mt_backend *be, float *k, float *v, const mt_kv_cache *c, int C, int B,
+                     int rows, int t0, int slot, int n)
+{
+    size_t ld = (size_t)c->Tmax * C;
+    be->copy2d(k + (size_t)t0 * C, rows * C, c->k + (size_t)slot * C, (int)ld, (size_t)B, n * C);
+    be->copy2d(v + (size_t)t0 * C, rows * C, c->v + (size_t)slot * C, (int)ld, (size_t)B, n * C);
+}
+
+/* Positions [pos, pos + n) are ring slots from pos % Tr on, wrapping once: the two runs. */
+static int ring_run(int pos, int n, int Tr, int *slot)
+{
+    *slot = pos % Tr;
+    return n < Tr - *slot ? n : Tr - *slot;
+}
+
+/* a->k, a->v (B, P + Tq, C): the P positions before the chunk from the ring, then the chunk's
+ * own keys and values (projected through a->ctx, free until the attention writes it). */
+static void chunk_keys(const mt_backend *be, mt_attn_acts *a, const float *x,
+                       const mt_kv_cache *cache, const mt_attn_params *p,
+                       const mt_attn_config *cfg, int B, int Tq, int P)
+{
+    int C = cfg->C, Tk = P + Tq, slot;
+    int n1 = ring_run(cache->len - P, P, cache->Tmax, &slot);
+    if (P) ring_get(be, a->k, a->v, cache, C, B, Tk, 0, slot, n1);
+    if (P > n1) ring_get(be, a->k, a->v, cache, C, B, Tk, n1, 0, P - n1);
+    project(be, a->ctx, x, p->k_w, p->k_b, cfg, B, Tq, cache->len, 1);
+    be->copy2d(a->k + (size_t)P * C, Tk * C, a->ctx, Tq * C, (size_t)B, Tq * C);
+    project(be, a->ctx, x, p->v_w, p->v_b, cfg, B, Tq, cache->len, 0);
+    be->copy2d(a->v + (size_t)P * C, Tk * C, a->ctx, Tq * C, (size_t)B, Tq * C);
 }
 
 int mt_attention_ring_decode(const mt_backend *be, float *out, mt_attn_acts *a, const float *x,
-                             mt_kv_cache *cache, const uint8_t *prompt_mask,
+                             mt_kv_cache *cache, const uint8_t *key_mask, int key_ld,
                              const uint8_t *slot_mask, const mt_attn_params *p,
                              const mt_attn_config *cfg, int B, int Tq)
 {
     int C = cfg->C, Tr = cache->Tmax;
     size_t rows = (size_t)B * Tq;
-    if (cache->len == 0) {
-        project(be, a, x, p, cfg, B, Tq, 0);
-        mt_attn_desc d = ring_desc(cfg, B, Tq, Tq);
+    if (!slot_mask) {
+        int P = cache->len < Tr - 1 ? cache->len : Tr - 1, Tk = P + Tq, slot;
+        project(be, a->q, x, p->q_w, p->q_b, cfg, B, Tq, cache->len, 1);
+        chunk_keys(be, a, x, cache, p, cfg, B, Tq, P);
+        mt_attn_desc d = ring_desc(cfg, B, Tq, Tk);
         d.causal = 1;
+        d.q_pos0 = P;
         d.window = cfg->window;
-        d.key_mask = prompt_mask;
+        d.key_mask = key_mask ? key_mask + (cache->len - P) : NULL;
+        d.mask_bstride = (size_t)key_ld;
         be->attention_forward(a->ctx, a->att, a->q, a->k, a->v, &d);
         mt_linear_forward(be, out, a->ctx, p->o_w, p->o_b, rows, C, C);
-        /* the last min(Tq, Tr) positions, wrapping once at the end of the ring */
-        int first = Tq > Tr ? Tq - Tr : 0, n = Tq - first, slot = first % Tr;
-        int n1 = n < Tr - slot ? n : Tr - slot;
-        ring_put(be, cache, a, C, B, Tq, first, slot, n1);
-        if (n > n1) ring_put(be, cache, a, C, B, Tq, first + n1, 0, n - n1);
-        cache->len = Tq;
+        /* the chunk's last min(Tq, Tr) positions, wrapping once at the end of the ring */
+        int n = Tq < Tr ? Tq : Tr, pos = cache->len + Tq - n;
+        int n1 = ring_run(pos, n, Tr, &slot);
+        ring_put(be, cache, a->k, a->v, C, B, Tk, Tk - n, slot, n1);
+        if (n > n1) ring_put(be, cache, a->k, a->v, C, B, Tk, Tk - n + n1, 0, n - n1);
+        cache->len += Tq;
         return 0;
     }
-    if (Tq != 1)
-        return mt_error("attention ring decode: %d new positions after a prefill (one per step)",
-                        Tq);
-    project(be, a, x, p, cfg, B, 1, cache->len);
-    ring_put(be, cache, a, C, B, 1, 0, cache->len % Tr, 1);
+    if (Tq != 1 || cache->len == 0)
+        return mt_error("attention ring decode: a step of %d positions after %d (one per step, "
+                        "after a prefill)", Tq, cache->len);
+    project(be, a->q, x, p->q_w, p->q_b, cfg, B, 1, cache->len, 1);
+    project(be, a->k, x, p->k_w, p->k_b, cfg, B, 1, cache->len, 1);
+    project(be, a->v, x, p->v_w, p->v_b, cfg, B, 1, cache->len, 0);
+    ring_put(be, cache, a->k, a->v, C, B, 1, 0, cache->len % Tr, 1);
     cache->len++;
     mt_attn_desc d = ring_desc(cfg, B, 1, cache->len < Tr ? cache->len : Tr);
     d.kv_bstride = (size_t)Tr * C;

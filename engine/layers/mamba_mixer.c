@@ -87,6 +87,7 @@ float *mt_mamba_state_point(mt_mamba_state *s, float *base, const mt_mamba_confi
 {
     tensor_table_take(&s->conv, &base, (size_t)B * cfg->d_inner * cfg->d_conv, 1);
     tensor_table_take(&s->ssm, &base, (size_t)B * cfg->d_inner * cfg->d_state, 1);
+    s->len = 0;
     return base;
 }
 
@@ -111,6 +112,21 @@ static void x_proj_forward(const mt_backend *be, mt_mamba_acts *a, const mt_mamb
     mt_linear_forward(be, a->dt, a->dt_low, p->dt_proj_w, NULL, BT, R, D);
 }
 
+/* The first K-1 conv outputs of a later prefill chunk see inputs of the chunk before, which
+ * only the conv state holds: they come from the decoding step, which also advances the state
+ * (enough when the chunk is shorter than K; otherwise the caller refills it from the chunk).
+ * a->y and a->yg, written later, carry one position's input and output (B, D). */
+static void conv_continue(const mt_backend *be, mt_mamba_acts *a, const mt_mamba_params *p,
+                          const mt_mamba_config *cfg, mt_mamba_state *state, int B, int T)
+{
+    int D = cfg->d_inner, K = cfg->d_conv;
+    for (int t = 0; t < T && t < K - 1; t++) {
+        be->copy2d(a->y, D, a->x + (size_t)t * D, T * D, (size_t)B, D);
+        be->conv1d_step(a->yg, state->conv, a->y, p->conv_w, p->conv_b, B, D, K);
+        be->copy2d(a->xc + (size_t)t * D, T * D, a->yg, D, (size_t)B, D);
+    }
+}
+
 void mt_mamba_forward(const mt_backend *be, float *out, mt_mamba_acts *a, const float *inp,
                       const uint8_t *mask, const mt_mamba_params *p, const mt_mamba_config *cfg,
                       const mt_dropout *drop, mt_mamba_state *state, int B, int T)
@@ -120,13 +136,18 @@ void mt_mamba_forward(const mt_backend *be, float *out, mt_mamba_acts *a, const 
     mt_linear_forward(be, a->x, inp, p->in_proj_w, NULL, BT, C, D);
     mt_linear_forward(be, a->z, inp, p->in_proj_w + (size_t)D * C, NULL, BT, C, D);
     if (mask) be->mask_rows(a->x, mask, BT, D);
-    if (state) be->conv1d_state_fill(state->conv, a->x, B, T, D, cfg->d_conv);
     be->conv1d_forward(a->xc, a->x, p->conv_w, p->conv_b, B, T, D, cfg->d_conv);
+    int continuing = state && state->len > 0;
+    if (continuing) conv_continue(be, a, p, cfg, state, B, T);
+    if (state && (!continuing || T >= cfg->d_conv))
+        be->conv1d_state_fill(state->conv, a->x, B, T, D, cfg->d_conv);
     be->act_forward(MT_ACT_SILU, a->u, a->xc, BT * D);
     if (mask) be->mask_rows(a->u, mask, BT, D);
     x_proj_forward(be, a, p, cfg, BT);
     mt_scan_args s = scan_args(a, p, cfg, B, T);
+    if (continuing) s.h0 = state->ssm;
     be->scan_forward(a->y, state ? state->ssm : NULL, &s);
+    if (state) state->len += T;
     be->gate_forward(a->yg, a->y, a->z, BT * D);
     mt_linear_forward(be, a->o, a->yg, p->out_proj_w, NULL, BT, D, C);
     mt_dropout_forward(be, out, a->o, BT * C, drop);
@@ -179,4 +200,5 @@ void mt_mamba_step(const mt_backend *be, float *out, mt_mamba_acts *a, const flo
     be->scan_step(a->y, state->ssm, &s);
     be->gate_forward(a->yg, a->y, a->z, (size_t)B * D);
     mt_linear_forward(be, out, a->yg, p->out_proj_w, NULL, (size_t)B, D, C);
+    state->len++;
 }

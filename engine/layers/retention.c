@@ -46,7 +46,7 @@ float *mt_retention_params_point(mt_retention_params *p, float *base,
 size_t mt_retention_acts_count(const mt_retention_config *cfg, int B, int T)
 {
     size_t BT = (size_t)B * T, C = (size_t)cfg->C, V = (size_t)cfg->V, H = (size_t)cfg->H;
-    return BT * (2 * C + 5 * V + H) + (size_t)B * H * T * (T + 1);
+    return BT * (2 * C + 5 * V + H) + (size_t)B * H * T * (T + 1) + (size_t)B * (2 * C + 2 * V);
 }
 
 float *mt_retention_acts_point(mt_retention_acts *a, float *base, const mt_retention_config *cfg,
@@ -63,6 +63,7 @@ float *mt_retention_acts_point(mt_retention_acts *a, float *base, const mt_reten
     tensor_table_take(&a->on, &base, BT * V, 1);
     tensor_table_take(&a->rstd, &base, BT * H, 1);
     tensor_table_take(&a->gated, &base, BT * V, 1);
+    tensor_table_take(&a->step, &base, (size_t)B * (2 * C + 2 * V), 1);
     return base;
 }
 
@@ -117,6 +118,29 @@ static void output(const mt_backend *be, float *out, mt_retention_acts *a,
     mt_linear_forward(be, out, a->gated, p->o_w, NULL, BT, V, C);
 }
 
+/* A later chunk of a prefill: position t of every row goes through the recurrent step with
+ * the row's mask byte (the step's mask has row stride T), so the state ends as if the whole
+ * prompt had been fed token by token. */
+static void continue_chunk(const mt_backend *be, float *out, mt_retention_acts *a,
+                           const float *x, const uint8_t *mask, const mt_retention_params *p,
+                           const mt_retention_config *cfg, mt_retention_state *state,
+                           const float *gamma, int B, int T)
+{
+    int C = cfg->C, V = cfg->V;
+    project(be, a, x, p, cfg, B, T, state->len);
+    float *q = a->step, *k = q + (size_t)B * C, *v = k + (size_t)B * C, *o = v + (size_t)B * V;
+    for (int t = 0; t < T; t++) {
+        be->copy2d(q, C, a->q + (size_t)t * C, T * C, (size_t)B, C);
+        be->copy2d(k, C, a->k + (size_t)t * C, T * C, (size_t)B, C);
+        be->copy2d(v, V, a->v + (size_t)t * V, T * V, (size_t)B, V);
+        mt_retention_desc d = retention_desc(cfg, gamma, mask ? mask + t : NULL, B, T);
+        be->retention_step(o, state->kv, state->scale, q, k, v, &d);
+        be->copy2d(a->o + (size_t)t * V, T * V, o, V, (size_t)B, V);
+    }
+    state->len += T;
+    output(be, out, a, p, cfg, (size_t)B * T);
+}
+
 void mt_retention_forward(const mt_backend *be, float *out, mt_retention_acts *a, const float *x,
                           const uint8_t *mask, const mt_retention_params *p,
                           const mt_retention_config *cfg, mt_retention_state *state, int B,
@@ -124,6 +148,10 @@ void mt_retention_forward(const mt_backend *be, float *out, mt_retention_acts *a
 {
     float gamma[MT_RETENTION_MAX_HEADS];
     mt_retention_decays(gamma, cfg->H);
+    if (state && state->len > 0) {
+        continue_chunk(be, out, a, x, mask, p, cfg, state, gamma, B, T);
+        return;
+    }
     project(be, a, x, p, cfg, B, T, 0);
     mt_retention_desc d = retention_desc(cfg, gamma, mask, B, T);
     be->retention_forward(a->o, a->att, a->r, a->q, a->k, a->v, &d);

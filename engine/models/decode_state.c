@@ -1,9 +1,11 @@
-/* Incremental decoding: a prefill runs the prompt (and the encoder) in parallel and fills the
+/* Incremental decoding: a prefill runs the prompt (and the encoder) in parallel, in chunks of
+ * bounded length that continue each other's caches (docs/decoding.md §1.1), and fills the
  * per-unit caches; each step then runs one new token per row through the cached units
  * (attention over its KV cache or sliding-window ring, Mamba through its conv + ssm state,
  * docs/models.md §3.6, retention through its recurrent state, docs/models.md §4.3).
+ * Nothing is kept for backward: one unit's working set serves them all.
  * Letters (mtlab/backend.h): B rows, T prompt length, S source length, C d_model, V vocabulary,
- * Tr ring slots. */
+ * Tr ring slots, Tc prefill chunk. */
 #include "models/model_internal.h"
 
 #include <stdlib.h>
@@ -15,8 +17,12 @@ struct mt_decode_state {
     mt_model *m;
     int max_B, max_T, max_S;
     int B, len, S, primed;
+    int chunk;                 /* Tc: prompt positions per prefill pass, 0 for all at once,
+                                * MT_PREFILL_AUTO for the longest within the budget */
     float *cache;              /* every unit's cache, one allocation */
     mt_unit_cache *uc;         /* (decoder units) */
+    float *enc_cache;          /* the encoder's unit states while it runs in chunks, or NULL */
+    mt_unit_cache *enc_uc;     /* (encoder units) */
     float *reorder_tmp;        /* the largest cache tensor, for beam reordering */
     float *work;               /* activations of the current pass, one allocation */
     size_t work_cap;
@@ -29,7 +35,19 @@ struct mt_decode_state {
     int ring;                     /* Tr: slots of the sliding-window rings, 0 when none */
     uint8_t *slot_mask, *d_slot_mask; /* (max_B, Tr) host and backend */
     size_t cache_floats;
+    size_t fixed_bytes;        /* every allocation but work */
 };
+
+/* An encoder runs in chunks when every unit carries its past in a fixed state (the encoder of
+ * mamba-encdec); one with bidirectional attention sees the whole source at once (the
+ * Transformer's, bounded by its positions). */
+static int recurrent_stack(const mt_stack *s)
+{
+    for (int i = 0; i < s->n_units; i++)
+        if (s->units[i].kind == MT_UNIT_SELF_ATTN || s->units[i].kind == MT_UNIT_CROSS_ATTN)
+            return 0;
+    return 1;
+}
 
 /* The ring size of the model's sliding-window units (they share the config's window). */
 static int ring_slots(const mt_stack *s, int max_T)
@@ -55,7 +73,31 @@ size_t mt_model_decode_state_bytes(const mt_model *m, int max_B, int max_T, int 
 
 size_t mt_decode_state_bytes_held(const mt_decode_state *st)
 {
-    return st->cache_floats * sizeof(float);
+    return st->fixed_bytes + st->work_cap * sizeof(float);
+}
+
+void mt_decode_state_set_prefill_chunk(mt_decode_state *st, int positions)
+{
+    st->chunk = positions > 0 || positions == MT_PREFILL_AUTO ? positions : 0;
+}
+
+/* Positions per pass for a prompt of T through stack s attending over Tk keys: the set
+ * chunk, or the longest power-of-two share of MT_PREFILL_MAX_CHUNK whose working set fits
+ * MT_PREFILL_WORK_BYTES (a longer chunk makes fewer, larger products; the budget keeps the
+ * attention scores (H, Tc, Tk) in bounds however long the keys run). */
+static int prefill_chunk(const mt_decode_state *st, const mt_stack *s, int B, int T, int Tk,
+                         int S)
+{
+    if (st->chunk == 0) return T;
+    if (st->chunk > 0) return st->chunk < T ? st->chunk : T;
+    mt_stack_acts scratch = {0};
+    int Tc = MT_PREFILL_MAX_CHUNK;
+    while (Tc > 1 && Tc / 2 >= T) Tc /= 2;
+    while (Tc > 16 && mt_stack_infer_layout(s, &scratch, NULL, B, Tc, Tk, S) * sizeof(float) >
+                          MT_PREFILL_WORK_BYTES)
+        Tc /= 2;
+    mt_stack_acts_free(&scratch);
+    return Tc < T ? Tc : T;
 }
 
 void mt_decode_state_free(mt_decode_state *st)
@@ -63,6 +105,7 @@ void mt_decode_state_free(mt_decode_state *st)
     if (!st) return;
     const mt_backend *be = st->m->be;
     be->free(st->cache);
+    be->free(st->enc_cache);
     be->free(st->reorder_tmp);
     be->free(st->work);
     be->free(st->rows);
@@ -72,6 +115,7 @@ void mt_decode_state_free(mt_decode_state *st)
     mt_stack_acts_free(&st->enc_acts);
     mt_stack_acts_free(&st->dec_acts);
     free(st->uc);
+    free(st->enc_uc);
     free(st->key_mask);
     free(st->src_mask);
     free(st);
@@ -100,6 +144,7 @@ mt_decode_state *mt_decode_state_new(mt_model *m, int max_B, int max_T, int max_
     st->max_B = max_B;
     st->max_T = max_T;
     st->max_S = max_S;
+    st->chunk = MT_PREFILL_AUTO;
     const mt_stack *s = &m->dec;
     st->uc = mt_xcalloc((size_t)s->n_units + 1, sizeof *st->uc);
     size_t total = cache_floats(s, max_B, max_T, max_S), largest = 0;
@@ -109,6 +154,9 @@ mt_decode_state *mt_decode_state_new(mt_model *m, int max_B, int max_T, int max_
     size_t io = B * ((size_t)max_T + max_S + 1) * sizeof(int32_t) + B * (2 * (size_t)max_T + max_S);
     st->cache = total ? be->alloc(total * sizeof(float)) : NULL;
     st->rows = be->alloc(B * (2 * C + 2 + V) * sizeof(float));
+    /* the host masks count too: they are the state's as much as the backend's copies */
+    st->fixed_bytes = (total + B * (2 * C + 2 + V)) * sizeof(float) + io +
+                      B * ((size_t)max_T + max_S + 2 * (size_t)st->ring);
     st->io = be->alloc(io);
     if (st->ring) st->d_slot_mask = be->alloc(B * (size_t)st->ring);
     if ((total && !st->cache) || !st->rows || !st->io || (st->ring && !st->d_slot_mask)) {
@@ -128,7 +176,20 @@ mt_decode_state *mt_decode_state_new(mt_model *m, int max_B, int max_T, int max_
         }
     }
     st->reorder_tmp = largest ? be->alloc(largest * sizeof(float)) : NULL;
-    if (largest && !st->reorder_tmp) {
+    st->fixed_bytes += largest * sizeof(float);
+    if (m->arch->encdec && recurrent_stack(&m->enc)) {
+        size_t n_enc = cache_floats(&m->enc, max_B, max_S, 0);
+        st->enc_uc = mt_xcalloc((size_t)m->enc.n_units + 1, sizeof *st->enc_uc);
+        st->enc_cache = be->alloc(n_enc * sizeof(float) + 1);
+        st->fixed_bytes += n_enc * sizeof(float);
+        float *e = st->enc_cache;
+        for (int i = 0; e && i < m->enc.n_units; i++) {
+            size_t n = mt_unit_cache_count(&m->enc.units[i], max_B, max_S, 0);
+            if (n) mt_unit_cache_point(&m->enc.units[i], &st->enc_uc[i], e, max_B, max_S, 0);
+            e += n;
+        }
+    }
+    if ((largest && !st->reorder_tmp) || (st->enc_uc && !st->enc_cache)) {
         mt_error_context("%s decode state for %d rows x %d positions", name, max_B, max_T);
         mt_decode_state_free(st);
         return NULL;
@@ -147,13 +208,14 @@ mt_decode_state *mt_decode_state_new(mt_model *m, int max_B, int max_T, int max_
 
 int mt_decode_state_length(const mt_decode_state *st) { return st->len; }
 
-/* Lay out the pass's activations: the encoder for (B, S) when encode, the decoder for (B, Tq). */
-static int size_work(mt_decode_state *st, int B, int Tq, int encode)
+/* Lay out one pass's working set: when encode, the encoder for Se source positions (a chunk,
+ * or the whole source when the encoder does not run in chunks); the decoder for Tq new
+ * positions. */
+static int size_work(mt_decode_state *st, int B, int Tq, int encode, int Se)
 {
     mt_model *m = st->m;
-    size_t enc = encode ? mt_stack_acts_layout(&m->enc, &st->enc_acts, NULL, B, st->S, st->S, 0)
-                        : 0;
-    size_t dec = mt_stack_acts_layout(&m->dec, &st->dec_acts, NULL, B, Tq, st->max_T, st->max_S);
+    size_t enc = encode ? mt_stack_infer_layout(&m->enc, &st->enc_acts, NULL, B, Se, Se, 0) : 0;
+    size_t dec = mt_stack_infer_layout(&m->dec, &st->dec_acts, NULL, B, Tq, st->max_T, st->max_S);
     size_t n = enc + dec;
     if (n > st->work_cap) {
         m->be->free(st->work);
@@ -161,13 +223,15 @@ static int size_work(mt_decode_state *st, int B, int Tq, int encode)
         st->work_cap = st->work ? n : 0;
         if (!st->work) return mt_error_context("%s decoding", m->arch->name);
     }
-    if (encode) mt_stack_acts_layout(&m->enc, &st->enc_acts, st->work, B, st->S, st->S, 0);
-    mt_stack_acts_layout(&m->dec, &st->dec_acts, st->work + enc, B, Tq, st->max_T, st->max_S);
+    if (encode) mt_stack_infer_layout(&m->enc, &st->enc_acts, st->work, B, Se, Se, 0);
+    mt_stack_infer_layout(&m->dec, &st->dec_acts, st->work + enc, B, Tq, st->max_T,
+                          st->max_S);
     return 0;
 }
 
 /* Run Tq new positions per row (ids already on the backend) through the decoder units and
- * write the last position's next-token logits to host logits (B, V). */
+ * write the last position's next-token logits to host logits (B, V). first: a prefill pass
+ * (the prompt's mask in d_prompt_mask); otherwise one step. */
 static void run_decoder(mt_decode_state *st, int Tq, int first, float *logits)
 {
     mt_model *m = st->m;
@@ -183,7 +247,7 @@ static void run_decoder(mt_decode_state *st, int Tq, int first, float *logits)
     for (int i = 0; i < s->n_units; i++)
         mt_unit_decode(be, &s->units[i], &st->dec_acts.w[i], &st->uc[i], st->dec_acts.xs[i + 1],
                        st->dec_acts.xs[i], st->d_key_mask, st->d_prompt_mask, st->d_slot_mask,
-                       st->d_src_mask, B, Tq, first);
+                       st->d_src_mask, st->max_T, B, Tq, first);
     float *x_last = st->rows, *normed = x_last + (size_t)B * C;
     float *mean = normed + (size_t)B * C, *rstd = mean + B, *out = rstd + B;
     be->copy2d(x_last, C, st->dec_acts.xs[s->n_units] + (size_t)(Tq - 1) * C, Tq * C,
@@ -194,22 +258,80 @@ static void run_decoder(mt_decode_state *st, int Tq, int first, float *logits)
     st->len += Tq;
 }
 
-static void encode_source(mt_decode_state *st, const mt_batch *b)
+/* Positions [t0, t0 + n) of every row of host x (B, T) of width bytes each, uploaded packed
+ * (B, n) to dst. */
+static void upload_columns(const mt_backend *be, void *dst, const void *x, size_t width, int B,
+                           int T, int t0, int n)
+{
+    uint8_t *packed = mt_xmalloc((size_t)B * n * width + 1);
+    for (int r = 0; r < B; r++)
+        memcpy(packed + (size_t)r * n * width, (const uint8_t *)x + ((size_t)r * T + t0) * width,
+               (size_t)n * width);
+    be->upload(dst, packed, (size_t)B * n * width);
+    free(packed);
+}
+
+/* The encoder output mem (B, n, C), source positions [s0, s0 + n), into every
+ * cross-attention unit's keys and values. */
+static void fill_cross(mt_decode_state *st, const float *mem, int B, int n, int s0)
+{
+    mt_model *m = st->m;
+    for (int i = 0; i < m->dec.n_units; i++) {
+        const mt_unit *u = &m->dec.units[i];
+        if (u->kind == MT_UNIT_CROSS_ATTN)
+            mt_attention_cross_fill(m->be, &st->uc[i].kv, mem, &u->p.attn, &u->cfg.attn, B, n,
+                                    s0);
+    }
+}
+
+/* The encoder in chunks of Se source positions, each unit continuing its state like a decoder
+ * unit in a prefill; every chunk's output goes straight into the cross-attention caches. */
+static int encode_chunks(mt_decode_state *st, const mt_batch *b, const uint8_t *mask, int Se)
+{
+    mt_model *m = st->m;
+    const mt_backend *be = m->be;
+    const mt_stack *s = &m->enc;
+    int B = b->B, S = b->S;
+    for (int i = 0; i < s->n_units; i++)
+        st->enc_uc[i].kv.len = st->enc_uc[i].rs.len = st->enc_uc[i].ms.len = 0;
+    for (int t0 = 0; t0 < S; t0 += Se) {
+        int n = S - t0 < Se ? S - t0 : Se;
+        if (size_work(st, B, 1, 1, n)) return -1;
+        upload_columns(be, st->d_src, b->src, sizeof(int32_t), B, S, t0, n);
+        upload_columns(be, st->d_src_mask, mask, 1, B, S, t0, n);
+        mt_stack_embed(m, s, &st->enc_acts, st->d_src, B, n, t0, NULL);
+        for (int i = 0; i < s->n_units; i++)
+            mt_unit_decode(be, &s->units[i], &st->enc_acts.w[i], &st->enc_uc[i],
+                           st->enc_acts.xs[i + 1], st->enc_acts.xs[i], NULL, st->d_src_mask,
+                           NULL, NULL, 0, B, n, 1);
+        fill_cross(st, mt_stack_final_norm(be, s, st->enc_acts.fn_out, st->enc_acts.fn_mean,
+                                           st->enc_acts.fn_rstd, st->enc_acts.xs[s->n_units],
+                                           (size_t)B * n),
+                   B, n, t0);
+    }
+    return 0;
+}
+
+static int encode_source(mt_decode_state *st, const mt_batch *b)
 {
     mt_model *m = st->m;
     const mt_backend *be = m->be;
     int B = b->B, S = b->S;
     for (size_t i = 0; i < (size_t)B * S; i++) st->src_mask[i] = b->src[i] != m->cfg.pad_id;
-    be->upload(st->d_src, b->src, (size_t)B * S * sizeof(int32_t));
-    be->upload(st->d_src_mask, st->src_mask, (size_t)B * S);
-    mt_stack_embed(m, &m->enc, &st->enc_acts, st->d_src, B, S, 0, NULL);
-    const float *mem = mt_stack_forward(m, &m->enc, &st->enc_acts, NULL, st->d_src_mask, NULL, B,
-                                        S, 0, NULL);
-    for (int i = 0; i < m->dec.n_units; i++) {
-        const mt_unit *u = &m->dec.units[i];
-        if (u->kind == MT_UNIT_CROSS_ATTN)
-            mt_attention_cross_fill(be, &st->uc[i].kv, mem, &u->p.attn, &u->cfg.attn, B, S);
+    if (st->enc_uc) {
+        if (encode_chunks(st, b, st->src_mask, prefill_chunk(st, &m->enc, B, S, S, 0)))
+            return -1;
+    } else {
+        if (size_work(st, B, 1, 1, S)) return -1;
+        be->upload(st->d_src, b->src, (size_t)B * S * sizeof(int32_t));
+        be->upload(st->d_src_mask, st->src_mask, (size_t)B * S);
+        mt_stack_embed(m, &m->enc, &st->enc_acts, st->d_src, B, S, 0, NULL);
+        fill_cross(st, mt_stack_forward(m, &m->enc, &st->enc_acts, NULL, st->d_src_mask, NULL,
+                                        B, S, 0, NULL),
+                   B, S, 0);
     }
+    be->upload(st->d_src_mask, st->src_mask, (size_t)B * S);
+    return 0;
 }
 
 int mt_model_prefill(mt_model *m, mt_decode_state *st, const mt_batch *b, float *logits)
@@ -223,11 +345,15 @@ int mt_model_prefill(mt_model *m, mt_decode_state *st, const mt_batch *b, float 
         return mt_error("%s prefill: source length %d exceeds the state's %d", m->arch->name,
                         b->S, st->max_S);
     int B = b->B, T = b->T;
+    int Tc = prefill_chunk(st, &m->dec, B, T, st->max_T, m->arch->encdec ? b->S : 0);
     st->B = B;
     st->len = 0;
+    st->primed = 0;
     st->S = m->arch->encdec ? b->S : 0;
-    for (int i = 0; i < m->dec.n_units; i++) st->uc[i].kv.len = st->uc[i].rs.len = 0;
-    if (size_work(st, B, T, m->arch->encdec)) return -1;
+    for (int i = 0; i < m->dec.n_units; i++)
+        st->uc[i].kv.len = st->uc[i].rs.len = st->uc[i].ms.len = 0;
+    if (m->arch->encdec && encode_source(st, b)) return -1;
+    if (size_work(st, B, Tc, 0, 0)) return -1;
 
     memset(st->key_mask, 0, (size_t)st->max_B * st->max_T);
     uint8_t *prompt = mt_xmalloc((size_t)B * T);
@@ -237,11 +363,13 @@ int mt_model_prefill(mt_model *m, mt_decode_state *st, const mt_batch *b, float 
             prompt[(size_t)r * T + t] = real;
             st->key_mask[(size_t)r * st->max_T + t] = real;
         }
-    m->be->upload(st->d_prompt_mask, prompt, (size_t)B * T);
+    for (int t0 = 0; t0 < T; t0 += Tc) {
+        int n = T - t0 < Tc ? T - t0 : Tc;
+        upload_columns(m->be, st->d_prompt_mask, prompt, 1, B, T, t0, n);
+        upload_columns(m->be, st->d_ids, b->ids, sizeof(int32_t), B, T, t0, n);
+        run_decoder(st, n, 1, logits);
+    }
     free(prompt);
-    m->be->upload(st->d_ids, b->ids, (size_t)B * T * sizeof(int32_t));
-    if (m->arch->encdec) encode_source(st, b);
-    run_decoder(st, T, 1, logits);
     st->primed = 1;
     return 0;
 }
@@ -257,7 +385,7 @@ int mt_model_step(mt_model *m, mt_decode_state *st, const int32_t *tokens, float
         if (tokens[r] < 0 || tokens[r] >= m->cfg.vocab_size)
             return mt_error("%s step: token %d of row %d is outside the vocabulary (0..%d)",
                             m->arch->name, tokens[r], r, m->cfg.vocab_size - 1);
-    if (size_work(st, st->B, 1, 0)) return -1;
+    if (size_work(st, st->B, 1, 0, 0)) return -1;
     for (int r = 0; r < st->B; r++) st->key_mask[(size_t)r * st->max_T + st->len] = 1;
     m->be->upload(st->d_ids, tokens, (size_t)st->B * sizeof(int32_t));
     run_decoder(st, 1, 0, logits);

@@ -297,16 +297,17 @@ void mt_unit_backward(const mt_backend *be, mt_unit *u, const mt_unit_work *w, f
                       float *dmem, const float *x, const float *mem, const uint8_t *mask,
                       const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop,
                       float *scratch);
-/* Decoding: Tq new positions per row after the cached ones. key_mask (B, Tmax) covers cached
+/* Decoding: Tq new positions per row after the cached ones. key_mask (B, key_ld) covers cached
  * and new positions; prompt_mask (B, Tq) is the new positions' mask for a prefill (NULL when
  * all are real); slot_mask (B, R) marks the real tokens in a sliding-window ring
  * (mt_kv_ring_slot_mask). Self-attention appends to its cache (or ring); Mamba and retention
- * run their parallel forms and fill their states when first (the prefill), else one
- * recurrent step (Tq = 1). */
+ * run their parallel forms when first (a prefill: the whole prompt, or one chunk of it that
+ * continues the states the chunks before filled, docs/decoding.md §1.1), else one recurrent
+ * step (Tq = 1). */
 void mt_unit_decode(const mt_backend *be, const mt_unit *u, mt_unit_work *w, mt_unit_cache *c,
                     float *y, const float *x, const uint8_t *key_mask,
                     const uint8_t *prompt_mask, const uint8_t *slot_mask,
-                    const uint8_t *mem_mask, int B, int Tq, int first);
+                    const uint8_t *mem_mask, int key_ld, int B, int Tq, int first);
 /* Positions a self-attention unit caches for a decode of up to Tmax: Tmax, or the ring of
  * window + 1 (when shorter) for a sliding window. */
 int mt_unit_kv_slots(const mt_unit *u, int Tmax);
@@ -323,6 +324,11 @@ float *mt_unit_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, size_
  * host arrays of sa are allocated on first use. */
 size_t mt_stack_acts_layout(const mt_stack *s, mt_stack_acts *sa, float *base, int B, int T,
                             int Tk, int S);
+/* The same for inference, where nothing is kept for backward: the residual stream alternates
+ * between two buffers and every unit's work shares one region (the largest unit's), so the
+ * working set is one unit's, not the stack's (docs/decoding.md §1.1). */
+size_t mt_stack_infer_layout(const mt_stack *s, mt_stack_acts *sa, float *base, int B, int T,
+                             int Tk, int S);
 void mt_stack_acts_free(mt_stack_acts *sa);
 /* Dropout of site k (0..7) of unit i (unit -1: the embeddings). */
 mt_dropout mt_stack_dropout(const mt_stack *s, int unit, int k, const mt_step_opts *opts,

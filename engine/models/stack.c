@@ -33,6 +33,29 @@ size_t mt_stack_acts_layout(const mt_stack *s, mt_stack_acts *sa, float *base, i
     return off;
 }
 
+size_t mt_stack_infer_layout(const mt_stack *s, mt_stack_acts *sa, float *base, int B, int T,
+                             int Tk, int S)
+{
+    if (!sa->w) {
+        sa->w = mt_xcalloc((size_t)s->n_units + 1, sizeof *sa->w);
+        sa->xs = mt_xcalloc((size_t)s->n_units + 1, sizeof *sa->xs);
+    }
+    size_t BT = (size_t)B * T, BTC = BT * (size_t)s->C, most = 0;
+    for (int i = 0; i < s->n_units; i++) {
+        size_t n = mt_unit_work_count(&s->units[i], B, T, Tk, S);
+        if (n > most) most = n;
+    }
+    if (base) {
+        for (int i = 0; i <= s->n_units; i++) sa->xs[i] = base + (size_t)(i % 2) * BTC;
+        for (int i = 0; i < s->n_units; i++)
+            mt_unit_work_point(&s->units[i], &sa->w[i], base + 2 * BTC, B, T, Tk, S);
+        sa->fn_out = base + 2 * BTC + most;
+        sa->fn_mean = sa->fn_out + BTC;
+        sa->fn_rstd = sa->fn_mean + BT;
+    }
+    return 2 * BTC + most + BTC + 2 * BT;
+}
+
 void mt_stack_acts_free(mt_stack_acts *sa)
 {
     free(sa->w);

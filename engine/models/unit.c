@@ -36,7 +36,7 @@ typedef struct {
     void (*decode)(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, mt_unit_cache *c,
                    float *out, const float *in, const uint8_t *key_mask,
                    const uint8_t *prompt_mask, const uint8_t *slot_mask,
-                   const uint8_t *mem_mask, int B, int Tq, int first);
+                   const uint8_t *mem_mask, int key_ld, int B, int Tq, int first);
     int own_dropout; /* 1: the mixer applies the unit's dropout itself (Mamba) */
 } unit_ops;
 
@@ -46,11 +46,15 @@ int mt_unit_kv_slots(const mt_unit *u, int Tmax)
     return u->cfg.attn.window < Tmax ? u->cfg.attn.window + 1 : Tmax;
 }
 
-/* Keys a self-attention unit attends over: Tk, except a sliding window decoding one token,
- * which sees only its ring. */
+/* Keys a self-attention unit attends over: Tk (training: T), except a sliding window when
+ * decoding, which sees only its ring: the ring in a step, the ring's positions before a
+ * prefill chunk and the chunk's own in a prefill (docs/decoding.md §1.1). */
 static int attn_keys(const mt_unit *u, int T, int Tk)
 {
-    return T == 1 ? mt_unit_kv_slots(u, Tk) : Tk;
+    if (T == 1) return mt_unit_kv_slots(u, Tk);
+    if (u->cfg.attn.window <= 0) return Tk;
+    int ring = mt_unit_kv_slots(u, Tk) - 1 + T;
+    return ring < Tk ? ring : Tk;
 }
 
 /* ---- attention (self and cross) */
@@ -146,11 +150,11 @@ static float *attn_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, s
 static void self_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
                         mt_unit_cache *c, float *out, const float *in, const uint8_t *key_mask,
                         const uint8_t *prompt_mask, const uint8_t *slot_mask,
-                        const uint8_t *mem_mask, int B, int Tq, int first)
+                        const uint8_t *mem_mask, int key_ld, int B, int Tq, int first)
 {
     if (u->cfg.attn.window > 0)
-        mt_attention_ring_decode(be, out, &a->attn, in, &c->kv, prompt_mask, slot_mask,
-                                 &u->p.attn, &u->cfg.attn, B, Tq);
+        mt_attention_ring_decode(be, out, &a->attn, in, &c->kv, key_mask, key_ld,
+                                 first ? NULL : slot_mask, &u->p.attn, &u->cfg.attn, B, Tq);
     else
         mt_attention_decode(be, out, &a->attn, in, &c->kv, key_mask, &u->p.attn, &u->cfg.attn,
                             B, Tq);
@@ -158,7 +162,7 @@ static void self_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
 static void cross_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
                          mt_unit_cache *c, float *out, const float *in, const uint8_t *key_mask,
                          const uint8_t *prompt_mask, const uint8_t *slot_mask,
-                         const uint8_t *mem_mask, int B, int Tq, int first)
+                         const uint8_t *mem_mask, int key_ld, int B, int Tq, int first)
 {
     mt_attention_cross_decode(be, out, &a->attn, in, &c->kv, mem_mask, &u->p.attn,
                               &u->cfg.attn, B, Tq);
@@ -214,7 +218,7 @@ static void ffn_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a
 static void ffn_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, mt_unit_cache *c,
                        float *out, const float *in, const uint8_t *key_mask,
                        const uint8_t *prompt_mask, const uint8_t *slot_mask,
-                       const uint8_t *mem_mask, int B, int Tq, int first)
+                       const uint8_t *mem_mask, int key_ld, int B, int Tq, int first)
 {
     mt_ffn_forward(be, out, &a->ffn, in, &u->p.ffn, &u->cfg.ffn, (size_t)B * Tq);
 }
@@ -260,7 +264,7 @@ static void mlp_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a
 static void mlp_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, mt_unit_cache *c,
                        float *out, const float *in, const uint8_t *key_mask,
                        const uint8_t *prompt_mask, const uint8_t *slot_mask,
-                       const uint8_t *mem_mask, int B, int Tq, int first)
+                       const uint8_t *mem_mask, int key_ld, int B, int Tq, int first)
 {
     mt_gated_mlp_forward(be, out, &a->mlp, in, &u->p.mlp, &u->cfg.mlp, (size_t)B * Tq);
 }
@@ -321,7 +325,7 @@ static float *mamba_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, 
 static void mamba_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
                          mt_unit_cache *c, float *out, const float *in, const uint8_t *key_mask,
                          const uint8_t *prompt_mask, const uint8_t *slot_mask,
-                         const uint8_t *mem_mask, int B, int Tq, int first)
+                         const uint8_t *mem_mask, int key_ld, int B, int Tq, int first)
 {
     if (first)
         mt_mamba_forward(be, out, &a->mamba, in, prompt_mask, &u->p.mamba, &u->cfg.mamba, NULL,
@@ -386,7 +390,7 @@ static float *ret_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, si
 static void ret_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, mt_unit_cache *c,
                        float *out, const float *in, const uint8_t *key_mask,
                        const uint8_t *prompt_mask, const uint8_t *slot_mask,
-                       const uint8_t *mem_mask, int B, int Tq, int first)
+                       const uint8_t *mem_mask, int key_ld, int B, int Tq, int first)
 {
     if (first)
         mt_retention_forward(be, out, &a->ret, in, prompt_mask, &u->p.ret, &u->cfg.ret, &c->rs,
@@ -567,7 +571,7 @@ float *mt_unit_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, size_
 void mt_unit_decode(const mt_backend *be, const mt_unit *u, mt_unit_work *w, mt_unit_cache *c,
                     float *y, const float *x, const uint8_t *key_mask,
                     const uint8_t *prompt_mask, const uint8_t *slot_mask,
-                    const uint8_t *mem_mask, int B, int Tq, int first)
+                    const uint8_t *mem_mask, int key_ld, int B, int Tq, int first)
 {
     size_t BT = (size_t)B * Tq, BTC = BT * (size_t)mt_unit_width(u);
     const float *in = x;
@@ -577,7 +581,7 @@ void mt_unit_decode(const mt_backend *be, const mt_unit *u, mt_unit_work *w, mt_
         in = w->pre;
     }
     UNIT_OPS[u->kind].decode(be, u, &w->a, c, f, in, key_mask, prompt_mask, slot_mask, mem_mask,
-                             B, Tq, first);
+                             key_ld, B, Tq, first);
     be->add(f, f, x, BTC);
     if (u->post_norm) norm_forward(be, u, y, w->mean, w->rstd, w->pre, BT);
 }

@@ -33,6 +33,39 @@ float decode_vs_parallel(mt_model *m, const int32_t *ids, int B, int T, int P, c
     return worst;
 }
 
+float chunked_vs_whole(mt_model *m, const int32_t *ids, int B, int T, int P, const int32_t *src,
+                       int S, int chunk)
+{
+    const int V = mt_model_get_config(m)->vocab_size;
+    int32_t tok[8];
+    assert_true(B <= (int)(sizeof tok / sizeof tok[0]));
+    mt_decode_state *st[2] = {mt_decode_state_new(m, B, T, S), mt_decode_state_new(m, B, T, S)};
+    if (!st[0] || !st[1]) fail_msg("%s", mt_last_error());
+    mt_decode_state_set_prefill_chunk(st[0], chunk);
+    mt_decode_state_set_prefill_chunk(st[1], 0);
+    int32_t *prompt = malloc((size_t)B * P * sizeof(int32_t));
+    for (int b = 0; b < B; b++) memcpy(prompt + b * P, ids + b * T, (size_t)P * sizeof(int32_t));
+    mt_batch pb = {.B = B, .T = P, .ids = prompt, .S = S, .src = src};
+    float *logits[2] = {malloc((size_t)B * V * sizeof(float)), malloc((size_t)B * V * sizeof(float))};
+    float worst = 0.0f;
+    for (int t = P - 1; t < T; t++) {
+        for (int i = 0; i < 2; i++) {
+            if (t == P - 1) {
+                assert_int_equal(mt_model_prefill(m, st[i], &pb, logits[i]), 0);
+                continue;
+            }
+            for (int b = 0; b < B; b++) tok[b] = ids[b * T + t];
+            assert_int_equal(mt_model_step(m, st[i], tok, logits[i]), 0);
+        }
+        worst = fmaxf(worst, max_abs_diff(logits[0], logits[1], (size_t)B * V));
+    }
+    free(prompt);
+    free(logits[0]), free(logits[1]);
+    mt_decode_state_free(st[0]);
+    mt_decode_state_free(st[1]);
+    return worst;
+}
+
 float reorder_vs_parallel(mt_model *m, const int32_t *ids, int T, int P, const int32_t *src,
                           int S)
 {

@@ -16,6 +16,13 @@
 float decode_vs_parallel(mt_model *m, const int32_t *ids, int B, int T, int P, const int32_t *src,
                          int S, const float *full);
 
+/* The prefill in chunks of `chunk` positions (docs/decoding.md §1.1) against the prefill in
+ * one pass: rows ids (B, T) prefilled with their first P positions both ways, then stepped
+ * on to T alike; returns the largest difference between the two states' logits, at the
+ * prefill and at every step. src (B, S) as above (the encoder runs in chunks too). B <= 8. */
+float chunked_vs_whole(mt_model *m, const int32_t *ids, int B, int T, int P, const int32_t *src,
+                       int S, int chunk);
+
 /* Two rows ids (2, T) prefilled with their first P positions and stepped once, then reordered
  * into three beams [1, 0, 1] and stepped on to T: returns the largest difference between the
  * beams' logits and the parallel forward of the reordered rows (src (2, S) reordered alike).

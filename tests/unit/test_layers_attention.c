@@ -290,7 +290,7 @@ static void test_cross_decode_and_reorder(void **state)
     mt_kv_cache cache, moved;
     float *next = mt_kv_cache_point(&cache, block, &cfg, B, TMAX);
     mt_kv_cache_point(&moved, next, &cfg, B, TMAX);
-    mt_attention_cross_fill(be, &cache, mem, &p, &cfg, B, S);
+    mt_attention_cross_fill(be, &cache, mem, &p, &cfg, B, S, 0);
     mt_attention_acts_point(&a, acts, &cfg, B, TQ, TMAX);
     mt_attention_cross_decode(be, dec, &a, x, &cache, mem_mask, &p, &cfg, B, TQ);
     double worst = 0.0, scale = 0.0;

@@ -164,6 +164,36 @@ static void test_beam_reorder(void **state)
     mt_model_free(m);
 }
 
+/* The prefill in chunks gives the logits of the prefill in one pass, at the prefill and at
+ * every step after it, for every architecture: chunks of 1 (every boundary), 2, 3 and 5
+ * positions over 12-position prompts whose second row starts with 4 pads (chunks of pads
+ * alone), so boundaries fall inside mamba-local's window of 3 and Mamba's conv of 4; the
+ * encoder-decoders' sources (7 positions) run in the same chunks. */
+static void test_chunked_prefill_matches_whole(void **state)
+{
+    (void)state;
+    const char *archs[] = {"transformer", "transformer++", "retnet", "mamba", "mamba-mha",
+                           "mamba-local", "mamba-encdec"};
+    const int chunks[] = {1, 2, 3, 5};
+    const int32_t src[2 * 7] = {17, 23, 5, 32, 9, 31, 1, 30, 8, 35, 12, 1, 0, 0};
+    const int32_t tgt[2 * 8] = {3, 11, 38, 7, 33, 14, 15, 1, 3, 20, 6, 39, 14, 16, 12, 1};
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++) {
+        mt_model_config c = tiny(archs[i]);
+        mt_model *m = create(&c, 25);
+        int encdec = mt_model_is_encdec(m);
+        float worst = 0.0f;
+        for (size_t k = 0; k < sizeof chunks / sizeof chunks[0]; k++) {
+            float d = encdec ? chunked_vs_whole(m, tgt, 2, 8, 6, src, 7, chunks[k])
+                             : chunked_vs_whole(m, dec_ids, 2, T_DEC, 12, NULL, 0, chunks[k]);
+            worst = fmaxf(worst, d);
+        }
+        print_message("%-14s prefill in chunks of 1, 2, 3, 5 vs in one pass, then steps: max "
+                      "|diff| %.3g (tolerance %.0e)\n", archs[i], worst, STEP_TOL);
+        assert_true(worst < STEP_TOL);
+        mt_model_free(m);
+    }
+}
+
 /* Decoding-state bytes for 4 rows at max_T 64 and 4096: flat for the recurrent and windowed
  * models, growing with length for full attention. */
 static void test_state_size_against_length(void **state)
@@ -185,7 +215,7 @@ static void test_state_size_against_length(void **state)
         else assert_true(long_run > 32 * short_run);
         mt_decode_state *st = mt_decode_state_new(m, 4, 4096, 16);
         assert_non_null(st);
-        assert_int_equal(mt_decode_state_bytes_held(st), long_run);
+        assert_true(mt_decode_state_bytes_held(st) > long_run); /* caches + rows, ids, masks */
         mt_decode_state_free(st);
         mt_model_free(m);
     }
@@ -199,6 +229,57 @@ static void test_state_size_against_length(void **state)
     assert_int_equal(ring, mamba_layer + 2 * 2 * (3 + 1) * 16 * sizeof(float));
     mt_model_free(m);
     mt_model_free(plain);
+}
+
+/* The working set a decode state holds after the prefill (mt_decode_state_bytes_held less
+ * what it held fresh) stays within MT_PREFILL_WORK_BYTES and is the same for prompts of 2,100
+ * and 4,100 positions in one state: the chunks are as long either way, and nothing scales
+ * with the prompt but the caches, sized by the state. Prefilled in one pass, the 2,100-position
+ * prompt alone needs more (T x T scores for attention and retention). */
+static void test_prefill_working_set_is_bounded(void **state)
+{
+    (void)state;
+    const char *archs[] = {"transformer", "transformer++", "retnet", "mamba", "mamba-mha",
+                           "mamba-local", "mamba-encdec"};
+    enum { SHORT = 2100, LONG = 4100, MAX_T = 4200 };
+    int32_t *ids = malloc(LONG * sizeof(int32_t));
+    for (int t = 0; t < LONG; t++) ids[t] = 5 + (t * 7) % (V - 5);
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++) {
+        mt_model_config c = tiny(archs[i]);
+        c.max_positions = MAX_T; /* the transformer's table */
+        mt_model *m = create(&c, 27);
+        int encdec = mt_model_is_encdec(m);
+        const int32_t bos = 3;
+        size_t work[3];
+        float logits[V];
+        const int prompts[3] = {SHORT, LONG, SHORT}, chunks[3] = {MT_PREFILL_AUTO, MT_PREFILL_AUTO, 0};
+        for (int k = 0; k < 3; k++) {
+            int P = prompts[k];
+            mt_decode_state *st = mt_decode_state_new(m, 1, MAX_T, encdec ? LONG : 0);
+            assert_non_null(st);
+            mt_decode_state_set_prefill_chunk(st, chunks[k]);
+            size_t fresh = mt_decode_state_bytes_held(st);
+            mt_batch b = {.B = 1, .T = encdec ? 1 : P, .ids = encdec ? &bos : ids,
+                          .S = encdec ? P : 0, .src = encdec ? ids : NULL};
+            assert_int_equal(mt_model_prefill(m, st, &b, logits), 0);
+            work[k] = mt_decode_state_bytes_held(st) - fresh;
+            mt_decode_state_free(st);
+        }
+        print_message("%-14s prefill working set: %zu / %zu bytes for %d / %d positions in "
+                      "chunks, %zu for %d in one pass\n", archs[i], work[0], work[1], SHORT,
+                      LONG, work[2], SHORT);
+        if (!strcmp(archs[i], "transformer")) {
+            /* its encoder attends both ways and runs whole, so its pass grows with the source
+             * (which its position table bounds) */
+            assert_true(work[1] > work[0]);
+        } else {
+            assert_int_equal(work[0], work[1]);
+            assert_true(work[1] <= MT_PREFILL_WORK_BYTES);
+            assert_true(work[2] > work[0]);
+        }
+        mt_model_free(m);
+    }
+    free(ids);
 }
 
 /* A decode longer than the state, and a step before any prefill, are errors. */
@@ -230,6 +311,8 @@ int main(void)
         cmocka_unit_test(test_retnet_recurrent_matches_parallel),
         cmocka_unit_test(test_encdec_steps_match_parallel),
         cmocka_unit_test(test_beam_reorder),
+        cmocka_unit_test(test_chunked_prefill_matches_whole),
+        cmocka_unit_test(test_prefill_working_set_is_bounded),
         cmocka_unit_test(test_state_size_against_length),
         cmocka_unit_test(test_decode_misuse_is_an_error),
     };

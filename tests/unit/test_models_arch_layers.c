@@ -454,10 +454,11 @@ static void test_retention_layer_steps(void **state)
 }
 
 /* ---------------------------------------------------------------- sliding-window ring */
-/* Prefill then steps through a ring of window + 1 slots: every output equals the windowed
- * causal forward over the whole sequence, far beyond the window (rotary and left padding
- * included), for prompts shorter and longer than the ring. */
-static double ring_case(int P, int rope)
+/* Prefill (in chunks of `chunk` positions) then steps through a ring of window + 1 slots:
+ * every output equals the windowed causal forward over the whole sequence, far beyond the
+ * window (rotary and left padding included), for prompts shorter and longer than the ring and
+ * chunk boundaries inside a window. */
+static double ring_case(int P, int rope, int chunk)
 {
     enum { B = 2, T = 13, W = 3, R = W + 1, C = 8 };
     float inv_freq[2];
@@ -479,30 +480,32 @@ static double ring_case(int P, int rope)
     mt_kv_cache cache;
     mt_kv_cache_point(&cache, ring, &cfg, B, R);
     float *xp = calloc((size_t)B * P * C, 4), *yp = calloc((size_t)B * P * C, 4);
-    uint8_t mp[B * T], slots[B * R];
-    for (int b = 0; b < B; b++) {
-        memcpy(xp + (size_t)b * P * C, x + (size_t)b * T * C, (size_t)P * C * 4);
-        memcpy(mp + b * P, mask + b * T, (size_t)P);
-    }
-    mt_attention_acts_point(&a, acts, &cfg, B, P, P);
-    assert_int_equal(mt_attention_ring_decode(be, yp, &a, xp, &cache, mp, NULL, &p, &cfg, B, P), 0);
+    uint8_t slots[B * R];
     double worst = 0.0;
-    for (int b = 0; b < B; b++)
-        worst =
-            fmax(worst, max_rel(yp + (size_t)b * P * C, full + (size_t)b * T * C, (size_t)P * C));
+    for (int t0 = 0; t0 < P; t0 += chunk) {
+        int n = P - t0 < chunk ? P - t0 : chunk, before = t0 < R - 1 ? t0 : R - 1;
+        for (int b = 0; b < B; b++)
+            memcpy(xp + (size_t)b * n * C, x + ((size_t)b * T + t0) * C, (size_t)n * C * 4);
+        mt_attention_acts_point(&a, acts, &cfg, B, n, before + n);
+        assert_int_equal(
+            mt_attention_ring_decode(be, yp, &a, xp, &cache, mask, T, NULL, &p, &cfg, B, n), 0);
+        for (int b = 0; b < B; b++)
+            worst = fmax(worst, max_rel(yp + (size_t)b * n * C, full + ((size_t)b * T + t0) * C,
+                                        (size_t)n * C));
+    }
     float xs[B * C], ys[B * C];
     mt_attention_acts_point(&a, acts, &cfg, B, 1, R);
     for (int t = P; t < T; t++) {
         for (int b = 0; b < B; b++) memcpy(xs + b * C, x + ((size_t)b * T + t) * C, C * 4);
         mt_kv_ring_slot_mask(slots, mask, T, B, t + 1, R);
         assert_int_equal(
-            mt_attention_ring_decode(be, ys, &a, xs, &cache, NULL, slots, &p, &cfg, B, 1), 0);
+            mt_attention_ring_decode(be, ys, &a, xs, &cache, NULL, T, slots, &p, &cfg, B, 1), 0);
         for (int b = 0; b < B; b++)
             worst = fmax(worst, max_rel(ys + b * C, full + ((size_t)b * T + t) * C, C));
     }
     assert_int_equal(cache.len, T);
-    assert_int_equal(mt_attention_ring_decode(be, ys, &a, xp, &cache, NULL, slots, &p, &cfg, B, 2),
-                     -1);
+    assert_int_equal(
+        mt_attention_ring_decode(be, ys, &a, xp, &cache, NULL, T, slots, &p, &cfg, B, 2), -1);
     assert_non_null(strstr(mt_last_error(), "one per step"));
     free(params), free(mask), free(x), free(full), free(acts), free(ring), free(xp), free(yp);
     return worst;
@@ -513,12 +516,14 @@ static void test_ring_decode_matches_window_forward(void **state)
     (void)state;
     const int prompts[] = {1, 3, 6, 9};
     for (size_t i = 0; i < sizeof prompts / sizeof prompts[0]; i++)
-        for (int rope = 0; rope < 2; rope++) {
-            double e = ring_case(prompts[i], rope);
-            printf("window 3, ring of 4: prefill %d%s then steps to 13 vs windowed forward, max "
-                   "error %.1e relative (bound 1e-5)\n", prompts[i], rope ? " (rotary)" : "", e);
-            assert_true(e < 1e-5);
-        }
+        for (int rope = 0; rope < 2; rope++)
+            for (int chunk = 1; chunk <= 5; chunk += 2) {
+                double e = ring_case(prompts[i], rope, chunk == 5 ? prompts[i] : chunk);
+                printf("window 3, ring of 4: prefill %d%s in chunks of %d then steps to 13 vs "
+                       "windowed forward, max error %.1e relative (bound 1e-5)\n", prompts[i],
+                       rope ? " (rotary)" : "", chunk == 5 ? prompts[i] : chunk, e);
+                assert_true(e < 1e-5);
+            }
 }
 
 static void test_ring_slot_mask(void **state)

@@ -59,7 +59,7 @@ static void test_implicit_attention_reproduces_the_scan(void **state)
     static float alpha[D * T * T];
     float y[T * D];
     mt_implicit_attention(alpha, x.dt, x.dt_bias, x.A_log, x.Bm, x.Cm, T, D, N);
-    mt_scan_args a = {x.u, x.dt, x.A_log, x.Bm, x.Cm, x.Dskip, x.dt_bias, 1, T, D, N};
+    mt_scan_args a = {x.u, x.dt, x.A_log, x.Bm, x.Cm, x.Dskip, x.dt_bias, 1, T, D, N, NULL};
     mt_backend_cpu_naive()->scan_forward(y, NULL, &a);
     /* y_r,d = sum_c alpha_d[r][c] u_c,d + D_d u_r,d */
     for (int r = 0; r < T; r++)

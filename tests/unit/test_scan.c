@@ -38,7 +38,7 @@ static void scan_case_init(scan_case *s, int B, int T, int D, int N, uint64_t se
     s->dt_bias = gc_random(D, &rng, 1.0f);
     s->y = calloc(btd, 4);
     s->r = gc_random(btd, &rng, 1.0f);
-    s->a = (mt_scan_args){s->u, s->dt, s->A_log, s->Bm, s->Cm, s->Dskip, s->dt_bias, B, T, D, N};
+    s->a = (mt_scan_args){s->u, s->dt, s->A_log, s->Bm, s->Cm, s->Dskip, s->dt_bias, B, T, D, N, NULL};
 }
 
 static void scan_case_free(scan_case *s)
@@ -111,7 +111,7 @@ static void test_scan_step_matches_forward(void **state)
     fast->scan_forward(s.y, h_last, &s.a);
     float *u = malloc(B * D * 4), *dt = malloc(B * D * 4), *Bm = malloc(B * N * 4), *Cm = malloc(B * N * 4);
     float *y = malloc(B * D * 4);
-    mt_scan_args one = {u, dt, s.A_log, Bm, Cm, s.Dskip, s.dt_bias, B, 1, D, N};
+    mt_scan_args one = {u, dt, s.A_log, Bm, Cm, s.Dskip, s.dt_bias, B, 1, D, N, NULL};
     for (int t = 0; t < T; t++) {
         for (int b = 0; b < B; b++) {
             memcpy(u + b * D, s.u + ((size_t)b * T + t) * D, D * 4);
@@ -126,6 +126,53 @@ static void test_scan_step_matches_forward(void **state)
     assert_memory_equal(h, h_last, (size_t)B * D * N * 4);
     free(h_last), free(h), free(u), free(dt), free(Bm), free(Cm), free(y);
     scan_case_free(&s);
+}
+
+/* rows [t0, t1) of every batch row of x (B, T, W) */
+static float *time_slice(const float *x, int B, int T, int W, int t0, int t1)
+{
+    float *out = malloc((size_t)B * (t1 - t0) * W * 4);
+    for (int b = 0; b < B; b++)
+        memcpy(out + (size_t)b * (t1 - t0) * W, x + ((size_t)b * T + t0) * W,
+               (size_t)(t1 - t0) * W * 4);
+    return out;
+}
+
+/* A scan split in two at t = cut, the second part starting from the first part's h_last
+ * (h0, given as its own h_last), gives the whole scan's outputs and final state: the
+ * chunked prefill of docs/decoding.md §1.1. Both backends. */
+static void test_scan_continues_from_h0(void **state)
+{
+    (void)state;
+    const mt_backend *bes[2] = {fast, naive};
+    for (int i = 0; i < 2; i++) {
+        scan_case s;
+        scan_case_init(&s, 2, 13, 19, 5, 23);
+        int B = s.B, T = s.T, D = s.D, N = s.N, cut = 6;
+        float *h_whole = calloc((size_t)B * D * N, 4), *h = calloc((size_t)B * D * N, 4);
+        bes[i]->scan_forward(s.y, h_whole, &s.a);
+        float *y_parts[2];
+        for (int part = 0; part < 2; part++) {
+            int t0 = part ? cut : 0, t1 = part ? T : cut, Tp = t1 - t0;
+            float *u = time_slice(s.u, B, T, D, t0, t1), *dt = time_slice(s.dt, B, T, D, t0, t1);
+            float *Bm = time_slice(s.Bm, B, T, N, t0, t1), *Cm = time_slice(s.Cm, B, T, N, t0, t1);
+            y_parts[part] = malloc((size_t)B * Tp * D * 4);
+            mt_scan_args a = {u, dt, s.A_log, Bm, Cm, s.Dskip, s.dt_bias, B, Tp, D, N,
+                              part ? h : NULL};
+            bes[i]->scan_forward(y_parts[part], h, &a);
+            free(u), free(dt), free(Bm), free(Cm);
+        }
+        for (int b = 0; b < B; b++)
+            for (int t = 0; t < T; t++) {
+                const float *got = t < cut ? y_parts[0] + ((size_t)b * cut + t) * D
+                                           : y_parts[1] + ((size_t)b * (T - cut) + t - cut) * D;
+                for (int d = 0; d < D; d++)
+                    assert_float_equal(got[d], s.y[((size_t)b * T + t) * D + d], 1e-5);
+            }
+        for (size_t k = 0; k < (size_t)B * D * N; k++) assert_float_equal(h[k], h_whole[k], 1e-5);
+        free(y_parts[0]), free(y_parts[1]), free(h_whole), free(h);
+        scan_case_free(&s);
+    }
 }
 
 /* The scan in double precision, straight from the formulas in mtlab/backend.h. */
@@ -194,6 +241,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scan_vs_naive),
         cmocka_unit_test(test_scan_step_matches_forward),
+        cmocka_unit_test(test_scan_continues_from_h0),
         cmocka_unit_test(test_scan_grad),
     };
     return cmocka_run_group_tests_name("scan", tests, setup, NULL);

@@ -174,6 +174,7 @@ void cpu_retention_step(float *out, float *kv, float *s, const float *q, const f
             const float *vb = v + (size_t)b * CV + (size_t)h * Dv;
             float *ob = out + (size_t)b * CV + (size_t)h * Dv;
             for (int j = 0; j < Dv; j++) ob[j] = 0.0f;
+            if (d->key_mask && !d->key_mask[(size_t)b * d->T]) continue;
             for (int i = 0; i < Dk; i++) {
                 float *row = st + (size_t)i * Dv;
                 for (int j = 0; j < Dv; j++) {

@@ -91,6 +91,9 @@ MT_CPU_CLONES static void scan_forward_block(float *y, float *h_last, const mt_s
     float at[MT_SCAN_MAX_STATE][SCAN_BLOCK], Dk[SCAN_BLOCK];
     block_params(AT, Dk, a, d0, nd);
     memset(h, 0, (size_t)N * sizeof h[0]);
+    if (a->h0)
+        for (int j = 0; j < nd; j++)
+            for (int n = 0; n < N; n++) h[n][j] = a->h0[((size_t)b * D + d0 + j) * N + n];
     for (int t = 0; t < T; t++) {
         size_t row = ((size_t)b * T + t) * D + d0, r = ((size_t)b * T + t) * N;
         float delta[SCAN_BLOCK], u[SCAN_BLOCK], yt[SCAN_BLOCK];

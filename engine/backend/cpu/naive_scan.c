@@ -31,7 +31,9 @@ static void naive_expand(const mt_scan_args *a, float *delta, float *Abar, float
         for (int t = 0; t < a->T; t++)
             for (int d = 0; d < a->D; d++)
                 for (int n = 0; n < a->N; n++) {
-                    float prev = t > 0 ? h[X4(b, t - 1, d, n)] : 0.0f;
+                    float prev = t > 0  ? h[X4(b, t - 1, d, n)]
+                                 : a->h0 ? a->h0[((size_t)b * a->D + d) * a->N + n]
+                                         : 0.0f;
                     h[X4(b, t, d, n)] = Abar[X4(b, t, d, n)] * prev + Bu[X4(b, t, d, n)];
                 }
 }

@@ -69,7 +69,7 @@ typedef struct {
 
 /* The Mamba v1 selective scan (docs/models.md §3.4 steps 6-10), for every (b, t, d, n):
  *   delta = softplus(dt[b,t,d] + dt_bias[d]);  A = -exp(A_log[d,n])
- *   h[t]  = exp(delta*A) * h[t-1] + delta * Bm[b,t,n] * u[b,t,d]      (h[-1] = 0)
+ *   h[t]  = exp(delta*A) * h[t-1] + delta * Bm[b,t,n] * u[b,t,d]      (h[-1] = h0, or 0)
  *   y[b,t,d] = sum_n h[t][n] * Cm[b,t,n] + Dskip[d] * u[b,t,d]
  * Shapes: u, dt, y (B, T, D); Bm, Cm (B, T, N); A_log (D, N); Dskip, dt_bias (D);
  * states (B, D, N); N <= MT_SCAN_MAX_STATE. The single-step form uses T = 1 and carries h
@@ -84,6 +84,9 @@ typedef struct {
     const float *Dskip;   /* (D) */
     const float *dt_bias; /* (D) */
     int B, T, D, N;
+    /* (B, D, N) the state before t = 0, or NULL for zeros: a prefill in chunks continues
+     * from the last chunk's state (scan_forward only; may be its h_last) */
+    const float *h0;
 } mt_scan_args;
 
 /* Gradients of the scan inputs; all accumulate, any may be NULL except du and ddt. */
@@ -274,8 +277,10 @@ typedef struct mt_backend {
 
     /* ---- multi-scale retention (see mt_retention_desc); datt is caller scratch of att's
      * size. retention_state_fill: the recurrent state kv (B, H, Dk, Dv), s (B, H) after the
-     * T positions of k, v (pads skipped, decay counted by position). retention_step: T = 1,
-     * q, k (B, H*Dk), v, out (B, H*Dv), kv and s read and updated in place. */
+     * T positions of k, v (pads skipped, decay counted by position). retention_step: one
+     * position, q, k (B, H*Dk), v, out (B, H*Dv), kv and s read and updated in place; a row
+     * whose key_mask[b*T] is 0 is a left pad and keeps its (zero) state, out 0 (T is only the
+     * mask's row stride here, so a step can read one column of a prefill chunk's mask). */
     void (*retention_forward)(float *out, float *att, float *r, const float *q, const float *k,
                               const float *v, const mt_retention_desc *d);
     void (*retention_backward)(float *dq, float *dk, float *dv, float *datt, const float *dout,

@@ -87,7 +87,8 @@ typedef struct {
     int steps;           /* decoding steps after the prefills */
     size_t tokens;       /* ids of the results, all sentences (<eos> included) */
     double seconds;      /* wall-clock time of the whole call */
-    size_t state_bytes;  /* the largest decoding state used (caches for every row) */
+    size_t state_bytes;  /* the largest decoding state used: caches for every row and the
+                          * working set of its passes (mt_decode_state_bytes_held) */
     int failed_input;    /* on failure, the input at fault or -1 (the message says why) */
 } mt_decode_result;
 

@@ -252,9 +252,12 @@ float *mt_kv_cache_point(mt_kv_cache *c, float *base, const mt_attn_config *cfg,
 int mt_attention_decode(const mt_backend *be, float *out, mt_attn_acts *a, const float *x,
                         mt_kv_cache *cache, const uint8_t *key_mask, const mt_attn_params *p,
                         const mt_attn_config *cfg, int B, int Tq);
-/* Cross attention: fill the cache from mem (B, S, kv_C) once (S <= Tmax), then attend. */
+/* Cross attention: fill the cache from mem (B, S, kv_C), source positions [s0, s0 + S) (the
+ * whole source, or one chunk of it as an encoder in chunks produces it; s0 + S <= Tmax),
+ * then attend. */
 void mt_attention_cross_fill(const mt_backend *be, mt_kv_cache *cache, const float *mem,
-                             const mt_attn_params *p, const mt_attn_config *cfg, int B, int S);
+                             const mt_attn_params *p, const mt_attn_config *cfg, int B, int S,
+                             int s0);
 void mt_attention_cross_decode(const mt_backend *be, float *out, mt_attn_acts *a, const float *x,
                                const mt_kv_cache *cache, const uint8_t *mem_mask,
                                const mt_attn_params *p, const mt_attn_config *cfg, int B, int Tq);
@@ -266,16 +269,20 @@ void mt_kv_cache_reorder(const mt_backend *be, mt_kv_cache *dst, const mt_kv_cac
  * only itself and the W keys before it, so decoding keeps those in a ring of Tr slots
  * (mt_kv_cache_point with Tmax = Tr = W + 1, or fewer when no decode is longer): position p
  * lives in slot p % Tr, so memory stays constant in the sequence length.
- *   prefill (cache->len == 0, Tq positions): windowed causal attention over the prompt with
- *     prompt_mask (B, Tq) or NULL, then the last min(Tq, Tr) keys/values enter the ring;
- *   step (Tq == 1, cache->len > 0): the new key/value replaces slot len % Tr and the query
- *     attends over the filled slots, slot_mask (B, Tr) marking those holding a real token
- *     (mt_kv_ring_slot_mask). Keys are cached already rotated and softmax does not depend on
- *     the order of its keys, so the ring gives what a positional cache gives.
- * a: acts for (B, Tq, Tq) in a prefill, (B, 1, Tr) in a step. -1 on a step without a prefill
- * or a prefill into a used ring. Reorder the ring with mt_kv_cache_reorder. */
+ *   prefill (slot_mask NULL; Tq positions at len, the whole prompt or one chunk of it,
+ *     docs/decoding.md §1.1): the P = min(len, Tr - 1) positions before the chunk come out of
+ *     the ring in order, the chunk's keys/values follow them, and the chunk's queries run
+ *     windowed causal attention over those P + Tq keys with key_mask (B, key_ld) the
+ *     positional mask (0 at pads; NULL when all are real); then the last min(Tq, Tr)
+ *     keys/values enter the ring;
+ *   step (slot_mask set, Tq == 1, cache->len > 0): the new key/value replaces slot len % Tr
+ *     and the query attends over the filled slots, slot_mask (B, Tr) marking those holding a
+ *     real token (mt_kv_ring_slot_mask). Keys are cached already rotated and softmax does not
+ *     depend on the order of its keys, so the ring gives what a positional cache gives.
+ * a: acts for (B, Tq, P + Tq) in a prefill, (B, 1, Tr) in a step. -1 on a step without a
+ * prefill. Reorder the ring with mt_kv_cache_reorder. */
 int mt_attention_ring_decode(const mt_backend *be, float *out, mt_attn_acts *a, const float *x,
-                             mt_kv_cache *cache, const uint8_t *prompt_mask,
+                             mt_kv_cache *cache, const uint8_t *key_mask, int key_ld,
                              const uint8_t *slot_mask, const mt_attn_params *p,
                              const mt_attn_config *cfg, int B, int Tq);
 /* Host: slot_mask (B, Tr) of a ring holding positions [max(0, len - Tr), len), from the
@@ -316,6 +323,7 @@ typedef struct {
     float *on;     /* (B, T, V) group-normed */
     float *rstd;   /* (B*T*H) group norm */
     float *gated;  /* (B, T, V) SiLU(g) * on */
+    float *step;   /* (B, 2C + 2V) q, k, v, out of one position of a prefill chunk */
 } mt_retention_acts;
 /* Decoding state: s and KV of mt_retention_desc, plus the position of the next token. */
 typedef struct {
@@ -334,7 +342,10 @@ size_t mt_retention_state_count(const mt_retention_config *cfg, int B);
 float *mt_retention_state_point(mt_retention_state *s, float *base,
                                 const mt_retention_config *cfg, int B);
 /* out, x (B, T, C); mask (B, T) or NULL; state NULL, or filled after this prefill (positions
- * 0 .. T-1) for decoding. */
+ * 0 .. T-1) for decoding. A state that already holds positions (state->len > 0) is continued
+ * instead: the T positions are a later chunk of the prompt, run through the recurrent step one
+ * position at a time (pads keep the state), as decoding would feed them (docs/decoding.md
+ * §1.1). */
 void mt_retention_forward(const mt_backend *be, float *out, mt_retention_acts *a, const float *x,
                           const uint8_t *mask, const mt_retention_params *p,
                           const mt_retention_config *cfg, mt_retention_state *state, int B,
@@ -392,6 +403,7 @@ typedef struct {
 typedef struct {
     float *conv; /* (B, D, K) last K masked in_proj x values, oldest first */
     float *ssm;  /* (B, D, N) the SSM state h */
+    int len;     /* positions the state holds */
 } mt_mamba_state;
 int mt_mamba_tensors(const mt_mamba_config *cfg, mt_tensor_spec *specs); /* 9 tensors */
 size_t mt_mamba_params_count(const mt_mamba_config *cfg);
@@ -402,7 +414,10 @@ float *mt_mamba_acts_point(mt_mamba_acts *a, float *base, const mt_mamba_config 
 size_t mt_mamba_state_count(const mt_mamba_config *cfg, int B);
 float *mt_mamba_state_point(mt_mamba_state *s, float *base, const mt_mamba_config *cfg, int B);
 /* out, inp (B, T, C); mask (B, T) or NULL (left padding is exact: docs/models.md §3.5);
- * state NULL, or filled for decoding after this prefill (docs/models.md §3.6). */
+ * state NULL, or filled for decoding after this prefill (docs/models.md §3.6). A state that
+ * already holds positions (state->len > 0) is continued instead: the T positions are a later
+ * chunk of the prompt; the conv takes its first K-1 outputs from the state through the step
+ * and the scan starts from the SSM state (docs/decoding.md §1.1). */
 void mt_mamba_forward(const mt_backend *be, float *out, mt_mamba_acts *a, const float *inp,
                       const uint8_t *mask, const mt_mamba_params *p, const mt_mamba_config *cfg,
                       const mt_dropout *drop, mt_mamba_state *state, int B, int T);

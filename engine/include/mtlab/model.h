@@ -190,13 +190,24 @@ mt_decode_state *mt_decode_state_new(mt_model *m, int max_B, int max_T, int max_
 void mt_decode_state_free(mt_decode_state *st);
 /* Run the prompt in parallel and fill the caches: b->ids (B, T) is the decoder-only prompt
  * (`src <sep>`, left padded) or, for encoder-decoder models, the decoder prefix (usually
- * <bos>) with b->src the source to encode. Writes the next-token logits, host (B, V). */
+ * <bos>) with b->src the source to encode. Writes the next-token logits, host (B, V).
+ * The prompt (and a Mamba encoder's source) runs in chunks of the state's prefill chunk,
+ * each continuing the caches the chunks before filled, so the working set does not grow
+ * with the prompt beyond what the caches themselves need (docs/decoding.md §1.1). */
 int mt_model_prefill(mt_model *m, mt_decode_state *st, const mt_batch *b, float *logits);
 /* Feed one token per row (host (B)); writes the next-token logits, host (B, V). */
 int mt_model_step(mt_model *m, mt_decode_state *st, const int32_t *tokens, float *logits);
 /* Beam search: row i of the new state is row rows[i] of the old one, n_rows <= max_B (so one
  * prefilled row per sentence can be expanded into its beams). */
 int mt_decode_state_reorder(mt_decode_state *st, const int32_t *rows, int n_rows);
+/* Prompt positions per prefill pass: MT_PREFILL_AUTO by default (the longest power of two up
+ * to MT_PREFILL_MAX_CHUNK whose working set fits MT_PREFILL_WORK_BYTES, at least 16), a fixed
+ * number, or 0 for the whole prompt in one pass (the reference the chunked prefill is tested
+ * and benchmarked against). */
+#define MT_PREFILL_AUTO (-1)
+#define MT_PREFILL_MAX_CHUNK 1024
+#define MT_PREFILL_WORK_BYTES ((size_t)64 << 20)
+void mt_decode_state_set_prefill_chunk(mt_decode_state *st, int positions);
 /* Tokens the state holds per row (prompt + steps). */
 int mt_decode_state_length(const mt_decode_state *st);
 /* Bytes of model state a decode state for (max_B, max_T, max_S) holds: KV caches (growing
@@ -205,7 +216,8 @@ size_t mt_model_decode_state_bytes(const mt_model *m, int max_B, int max_T, int 
 /* The same from a configuration alone (no parameters are allocated), e.g. for paper-size
  * presets in benchmarks; 0 when the configuration is invalid. */
 size_t mt_model_config_decode_state_bytes(const mt_model_config *cfg, int max_B, int max_T, int max_S);
-/* The same for an existing state. */
+/* What an existing state holds now: those caches plus the working set of its passes so far
+ * (the largest prefill chunk or step), its rows, ids and masks: the decoding memory. */
 size_t mt_decode_state_bytes_held(const mt_decode_state *st);
 
 #endif
