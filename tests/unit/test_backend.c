@@ -286,6 +286,33 @@ static void test_conv1d_grad(void **state)
     free(m.x), free(m.w), free(m.bias), free(m.r);
 }
 
+/* The blocked backward against the channel-at-a-time reference: C not a multiple of the
+ * block, T shorter and longer than K; both sum each weight's terms in the same order in
+ * double, so they agree exactly. */
+static void test_conv1d_backward_vs_naive(void **state)
+{
+    (void)state;
+    mt_rng rng;
+    mt_rng_init(&rng, 15, 0);
+    const int shapes[][4] = {{3, 20, 37, 4}, {2, 3, 16, 4}, {1, 9, 5, 3}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int B = shapes[s][0], T = shapes[s][1], C = shapes[s][2], K = shapes[s][3];
+        size_t n = (size_t)B * T * C;
+        float *x = gc_random(n, &rng, 1.0f), *dout = gc_random(n, &rng, 1.0f);
+        float *w = gc_random((size_t)C * K, &rng, 1.0f);
+        float *dx1 = gc_random(n, &rng, 1.0f), *dw1 = gc_random((size_t)C * K, &rng, 1.0f);
+        float *db1 = gc_random((size_t)C, &rng, 1.0f);
+        float *dx2 = copy_of(dx1, n), *dw2 = copy_of(dw1, (size_t)C * K), *db2 = copy_of(db1, C);
+        fast->conv1d_backward(dx1, dw1, db1, dout, x, w, B, T, C, K);
+        naive->conv1d_backward(dx2, dw2, db2, dout, x, w, B, T, C, K);
+        assert_memory_equal(dx1, dx2, n * sizeof(float));
+        assert_memory_equal(dw1, dw2, (size_t)C * K * sizeof(float));
+        assert_memory_equal(db1, db2, (size_t)C * sizeof(float));
+        free(x), free(dout), free(w), free(dx1), free(dw1), free(db1), free(dx2), free(dw2);
+        free(db2);
+    }
+}
+
 /* ---------------------------------------------------------------- rows, reductions, misc */
 static void test_softmax_argmax(void **state)
 {
@@ -424,6 +451,7 @@ int main(void)
         cmocka_unit_test(test_rope),
         cmocka_unit_test(test_conv1d),
         cmocka_unit_test(test_conv1d_grad),
+        cmocka_unit_test(test_conv1d_backward_vs_naive),
         cmocka_unit_test(test_softmax_argmax),
         cmocka_unit_test(test_embedding_and_utilities),
         cmocka_unit_test(test_activations),

@@ -1,6 +1,6 @@
 /* The two CPU backend tables. They differ only where a fast path exists (matrix products,
- * attention, scan, retention); everything else is one implementation, already written as
- * plain loops. */
+ * conv1d backward, attention, scan, retention); everything else is one implementation,
+ * already written as plain loops. */
 #include "backend/cpu/cpu_ops.h"
 
 #define CPU_COMMON                                                                             \
@@ -19,7 +19,7 @@
     .sinusoid_fill = cpu_sinusoid_fill, .positions_add = cpu_positions_add,                    \
     .positions_backward = cpu_positions_backward, .rope_forward = cpu_rope_forward,            \
     .rope_backward = cpu_rope_backward, .conv1d_forward = cpu_conv1d_forward,                  \
-    .conv1d_backward = cpu_conv1d_backward, .conv1d_step = cpu_conv1d_step,                    \
+    .conv1d_step = cpu_conv1d_step,                                                            \
     .conv1d_state_fill = cpu_conv1d_state_fill, .scan_step = cpu_scan_step,                    \
     .retention_state_fill = cpu_retention_state_fill, .retention_step = cpu_retention_step,    \
     .cross_entropy_forward = cpu_cross_entropy_forward,                                        \
@@ -32,6 +32,7 @@ static const mt_backend cpu_backend = {
     CPU_COMMON,
     .gemm = cpu_gemm,
     .gemm_batched = cpu_gemm_batched,
+    .conv1d_backward = cpu_conv1d_backward,
     .attention_forward = cpu_attention_forward,
     .attention_backward = cpu_attention_backward,
     .scan_forward = cpu_scan_forward,
@@ -45,6 +46,7 @@ static const mt_backend naive_backend = {
     CPU_COMMON,
     .gemm = naive_gemm,
     .gemm_batched = naive_gemm_batched,
+    .conv1d_backward = naive_conv1d_backward,
     .attention_forward = naive_attention_forward,
     .attention_backward = naive_attention_backward,
     .scan_forward = naive_scan_forward,

@@ -95,7 +95,7 @@ void naive_attention_backward(float *dq, float *dk, float *dv, float *datt, cons
 /* 1 when key j is visible to query i of batch row b (shared by both attention versions) */
 int cpu_attn_visible(const mt_attn_desc *d, int b, int i, int j);
 
-/* causal depthwise conv1d (cpu_conv.c) */
+/* causal depthwise conv1d (cpu_conv.c; naive_conv.c: the backward one channel at a time) */
 void cpu_conv1d_forward(float *out, const float *x, const float *w, const float *bias, int B,
                         int T, int C, int K);
 void cpu_conv1d_backward(float *dx, float *dw, float *dbias, const float *dout, const float *x,
@@ -103,6 +103,8 @@ void cpu_conv1d_backward(float *dx, float *dw, float *dbias, const float *dout, 
 void cpu_conv1d_step(float *out, float *state, const float *x, const float *w, const float *bias,
                      int B, int C, int K);
 void cpu_conv1d_state_fill(float *state, const float *x, int B, int T, int C, int K);
+void naive_conv1d_backward(float *dx, float *dw, float *dbias, const float *dout,
+                           const float *x, const float *w, int B, int T, int C, int K);
 
 /* selective scan (cpu_scan.c: streaming, recomputes states in backward; naive_scan.c: keeps
  * every state) */

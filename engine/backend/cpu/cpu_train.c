@@ -50,24 +50,28 @@ void cpu_cross_entropy_backward(float *dlogits, const float *logits, const float
 
 /* keep_i = philox_uniform(seed, i, site, step) >= p ; out = keep ? x / (1 - p) : 0
  * (dropout_chunk with dx = NULL; with dx, the backward: dx += keep ? dout / (1 - p) : 0).
- * Elements [i0, i0 + n); Philox's rounds vectorise, so a vector of masks is drawn at once. */
+ * Elements [i0, i0 + n), i0 a multiple of 4. The scales come first, one Philox block per four
+ * elements (philox.h) with the blocks' rounds vectorised, then one plain pass applies them. */
 MT_CPU_CLONES static void dropout_chunk(float *out, float *dx, const float *in, size_t i0,
                                         size_t n, float p, uint64_t seed, uint64_t step,
                                         uint32_t site)
 {
     float inv_keep = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+    float keep[CPU_CHUNK];
+    uint32_t g0 = (uint32_t)(i0 >> 2), n_blocks = (uint32_t)((n + 3) >> 2);
+#pragma omp simd
+    for (uint32_t g = 0; g < n_blocks; g++) {
+        uint32_t r[4];
+        mt_philox_block(r, seed, g0 + g, site, step);
+        for (int w = 0; w < 4; w++)
+            keep[4 * g + w] = mt_u32_to_unit_float(r[w]) >= p ? inv_keep : 0.0f;
+    }
     if (dx) {
 #pragma omp simd
-        for (size_t i = i0; i < i0 + n; i++) {
-            float keep = mt_philox_uniform(seed, (uint32_t)i, site, step) >= p ? inv_keep : 0.0f;
-            dx[i] += in[i] * keep;
-        }
+        for (size_t i = 0; i < n; i++) dx[i0 + i] += in[i0 + i] * keep[i];
     } else {
 #pragma omp simd
-        for (size_t i = i0; i < i0 + n; i++) {
-            float keep = mt_philox_uniform(seed, (uint32_t)i, site, step) >= p ? inv_keep : 0.0f;
-            out[i] = in[i] * keep;
-        }
+        for (size_t i = 0; i < n; i++) out[i0 + i] = in[i0 + i] * keep[i];
     }
 }
 
