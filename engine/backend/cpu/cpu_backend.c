@@ -24,6 +24,7 @@
     .retention_state_fill = cpu_retention_state_fill, .retention_step = cpu_retention_step,    \
     .cross_entropy_forward = cpu_cross_entropy_forward,                                        \
     .cross_entropy_backward = cpu_cross_entropy_backward,                                      \
+    .cross_entropy_fused = cpu_cross_entropy_fused,                                            \
     .dropout_forward = cpu_dropout_forward, .dropout_backward = cpu_dropout_backward,          \
     .adamw_step = cpu_adamw_step
 
