@@ -180,9 +180,8 @@ static void embed_backward(mt_model *m, const mt_stack *s, float *dx, float *tmp
     float *dtable = m->grads + m->tensors[embed].offset;
     mt_dropout drop = mt_stack_dropout(s, -1, 0, opts, m->cfg.dropout);
     const float *d = dx;
-    if (drop.p > 0.0f) {
-        be->memzero(tmp, rows * s->C * sizeof(float));
-        mt_dropout_backward(be, tmp, dx, rows * s->C, &drop);
+    if (drop.p > 0.0f) { /* dropout's backward into zeros is its forward on the gradient */
+        mt_dropout_forward(be, tmp, dx, rows * s->C, &drop);
         d = tmp;
     }
     mt_embedding_backward(be, dtable, d, ids, rows, s->C, m->embed_scale);
