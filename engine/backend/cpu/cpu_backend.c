@@ -1,5 +1,5 @@
 /* The two CPU backend tables. They differ only where a fast path exists (matrix products,
- * conv1d backward, attention, scan, retention); everything else is one implementation,
+ * norm and conv1d backward, attention, scan, retention); everything else is one implementation,
  * already written as plain loops. */
 #include "backend/cpu/cpu_ops.h"
 
@@ -13,8 +13,7 @@
     .bias_backward = cpu_bias_backward, .copy2d = cpu_copy2d,                                  \
     .index_select = cpu_index_select, .sum = cpu_sum, .sum_squares = cpu_sum_squares,          \
     .argmax_rows = cpu_argmax_rows, .softmax = cpu_softmax, .log_softmax = cpu_log_softmax,    \
-    .layernorm_forward = cpu_layernorm_forward, .layernorm_backward = cpu_layernorm_backward,  \
-    .rmsnorm_forward = cpu_rmsnorm_forward, .rmsnorm_backward = cpu_rmsnorm_backward,          \
+    .layernorm_forward = cpu_layernorm_forward, .rmsnorm_forward = cpu_rmsnorm_forward,        \
     .embedding_forward = cpu_embedding_forward, .embedding_backward = cpu_embedding_backward,  \
     .sinusoid_fill = cpu_sinusoid_fill, .positions_add = cpu_positions_add,                    \
     .positions_backward = cpu_positions_backward, .rope_forward = cpu_rope_forward,            \
@@ -33,6 +32,8 @@ static const mt_backend cpu_backend = {
     CPU_COMMON,
     .gemm = cpu_gemm,
     .gemm_batched = cpu_gemm_batched,
+    .layernorm_backward = cpu_layernorm_backward,
+    .rmsnorm_backward = cpu_rmsnorm_backward,
     .conv1d_backward = cpu_conv1d_backward,
     .attention_forward = cpu_attention_forward,
     .attention_backward = cpu_attention_backward,
@@ -47,6 +48,8 @@ static const mt_backend naive_backend = {
     CPU_COMMON,
     .gemm = naive_gemm,
     .gemm_batched = naive_gemm_batched,
+    .layernorm_backward = naive_layernorm_backward,
+    .rmsnorm_backward = naive_rmsnorm_backward,
     .conv1d_backward = naive_conv1d_backward,
     .attention_forward = naive_attention_forward,
     .attention_backward = naive_attention_backward,

@@ -57,7 +57,7 @@ double cpu_row_sum_exp(const float *x, int n, float shift);
 double cpu_row_sum(const float *x, int n);
 void cpu_log_softmax(float *out, const float *x, size_t rows, int cols);
 
-/* normalisation (cpu_norm.c) */
+/* normalisation (cpu_norm.c; naive_norm.c: the weight gradients one column at a time) */
 void cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *x,
                            const float *weight, const float *bias, size_t BT, int C, float eps);
 void cpu_layernorm_backward(float *dx, float *dweight, float *dbias, const float *dout,
@@ -67,6 +67,11 @@ void cpu_rmsnorm_forward(float *out, float *rstd, const float *x, const float *w
                          int C, float eps);
 void cpu_rmsnorm_backward(float *dx, float *dweight, const float *dout, const float *x,
                           const float *weight, const float *rstd, size_t BT, int C);
+void naive_layernorm_backward(float *dx, float *dweight, float *dbias, const float *dout,
+                              const float *x, const float *weight, const float *mean,
+                              const float *rstd, size_t BT, int C);
+void naive_rmsnorm_backward(float *dx, float *dweight, const float *dout, const float *x,
+                            const float *weight, const float *rstd, size_t BT, int C);
 
 /* embeddings and positions (cpu_embedding.c) */
 void cpu_embedding_forward(float *out, const int32_t *ids, const float *table, size_t BT, int C,
