@@ -136,6 +136,10 @@ TIMED(cross_entropy_backward,
       (float *dlogits, const float *logits, const float *lse, const int32_t *targets,
        size_t BT, int V, int ignore_index, float smoothing, float scale),
       (dlogits, logits, lse, targets, BT, V, ignore_index, smoothing, scale))
+TIMED(cross_entropy_fused,
+      (float *losses, float *logits, const int32_t *targets, size_t BT, int V, int ignore_index,
+       float smoothing, float scale),
+      (losses, logits, targets, BT, V, ignore_index, smoothing, scale))
 TIMED(dropout_forward,
       (float *out, const float *x, size_t n, float p, uint64_t seed, uint64_t step,
        uint32_t site),
@@ -358,6 +362,7 @@ const mt_backend *bench_counting_backend(void)
         USE_TIMED(retention_backward);
         USE_TIMED(cross_entropy_forward);
         USE_TIMED(cross_entropy_backward);
+        USE_TIMED(cross_entropy_fused);
         USE_TIMED(dropout_forward);
         USE_TIMED(dropout_backward);
         USE_TIMED(adamw_step);
