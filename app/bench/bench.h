@@ -60,13 +60,13 @@ void bench_counters_free(void);
 
 /* ---------------------------------------------------------------- training step vs bare gemm
  * One training step (forward + backward + AdamW) against cblas_sgemm alone on the step's gemm
- * shapes with hot operands. The step's model FLOPs are 2 m n k summed over the gemm calls it
- * makes (forward and backward), counted the same way for every preset; the products inside
- * attention, retention and the scan, and all per-element work, add time but no FLOPs. So the
- * whole-step rate (model FLOPs / step seconds) over the bare rate (the same FLOPs / bare
- * seconds) is the share of the step a perfect run of its gemms would take. Each repeat runs
- * one step and then the bare shapes, so both see the same load from whatever else the
- * machine runs; ratios are medians of the per-repeat ratios. */
+ * shapes with hot operands (docs/models.md §10.7). The step's model FLOPs are 2 m n k summed
+ * over the gemm calls it makes (forward and backward), counted the same way for every preset;
+ * the products inside attention, retention and the scan, and all per-element work, add time
+ * but no FLOPs. So the whole-step rate (model FLOPs / step seconds) over the bare rate (the
+ * same FLOPs / bare seconds) is the share of the step a perfect run of its gemms would take.
+ * Each repeat runs one step and then the bare shapes, so both see the same load from whatever
+ * else the machine runs; ratios are medians of the per-repeat ratios. */
 typedef struct {
     const char *preset;
     int B, S, T;                     /* the batch trained on (S 0 for decoder-only) */

@@ -45,7 +45,7 @@ MT_HD void mt_philox_block(uint32_t r[4], uint64_t seed, uint32_t g, uint32_t si
 
 /* The dropout draw of element i at (seed, step, site): uniform in [0, 1). Each Philox block
  * gives four 32-bit words, and elements 4 g .. 4 g + 3 take the words of block g in order
- * (docs/models.md §10.3), so a run of elements costs a quarter of a block each. */
+ * (docs/models.md §10.6), so a run of elements costs a quarter of a block each. */
 MT_HD float mt_philox_uniform(uint64_t seed, uint32_t i, uint32_t site, uint64_t step)
 {
     uint32_t r[4];

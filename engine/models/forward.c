@@ -202,7 +202,7 @@ static size_t stack_scratch(const mt_stack *s, int B, int T, int S)
 #define LOSS_CHUNK_FLOATS ((size_t)1 << 21)
 
 /* The loss of the decoder's output and its gradient into dx (BT, C) and the output
- * projection's weight gradient, one chunk of rows at a time (docs/models.md §10.2):
+ * projection's weight gradient, one chunk of rows at a time (docs/models.md §10.5):
  *   logits_c = x_c W^T (+ bias) ; losses_c, logits_c <- scale (p - q) in place ;
  *   dx_c += logits_c W ; dW += logits_c^T x_c
  * m->logits holds the chunk. Returns the loss sum. */

@@ -355,7 +355,7 @@ double mt_model_run_forward(mt_model *m, const mt_step_opts *opts, int want_loss
  * which it returns; mt_model_run_forward is this, the projection and the loss. */
 const float *mt_model_run_stacks(mt_model *m, const mt_step_opts *opts);
 /* After mt_model_run_stacks: the loss through the output projection, in chunks of
- * m->loss_chunk_rows rows that never hold more logits than one chunk (docs/models.md §10.2),
+ * m->loss_chunk_rows rows that never hold more logits than one chunk (docs/models.md §10.5),
  * and the backward of everything, accumulating scale * d(loss sum) into the gradients. The
  * loss sum goes to *loss_sum; m->logits holds the last chunk's gradient afterwards. */
 int mt_model_run_backward(mt_model *m, const mt_step_opts *opts, float scale,

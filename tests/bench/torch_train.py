@@ -17,7 +17,7 @@ The other four families have no standard PyTorch implementation to compare with 
 out (the report prints mtlab's figure alone).
 
 CPU (--device cpu --mtlab ./mtlab): the demo presets' shapes (vocabulary 8000; docs/models.md
-§10.4) with the batch of `mtlab bench`'s training section, 64 rows of 64 tokens (decoder-only)
+§10.7) with the batch of `mtlab bench`'s training section, 64 rows of 64 tokens (decoder-only)
 or of 32 source + 32 target tokens, fp32, dropout 0.1, label smoothing 0.1, AdamW, the same
 thread count (torch.set_num_threads, OMP_NUM_THREADS for mtlab). Each peer runs in its own
 process, one after another, then `mtlab bench --only gemm`; the table gives both tokens/s and

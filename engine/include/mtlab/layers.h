@@ -407,7 +407,7 @@ void mt_cross_entropy_backward(const mt_backend *be, float *dlogits, const float
                                const float *lse, const int32_t *targets, size_t BT, int V,
                                int ignore_index, float smoothing, float scale);
 /* Training's form: losses (BT), and logits (BT, V) overwritten by scale * d(loss sum)/dlogits
- * (docs/models.md §10.2). */
+ * (docs/models.md §10.5). */
 void mt_cross_entropy_fused(const mt_backend *be, float *losses, float *logits,
                             const int32_t *targets, size_t BT, int V, int ignore_index,
                             float smoothing, float scale);
