@@ -313,8 +313,9 @@ static void test_conv1d_backward_vs_naive(void **state)
     }
 }
 
-/* The norms' blocked weight gradients against the column-at-a-time reference, exactly (same
- * sums in the same order), with and without a weight; dx is one shared implementation. */
+/* The norms' blocked weight gradients and the bias gradient against the column-at-a-time
+ * reference, exactly (same sums in the same order), with and without a weight; dx is one
+ * shared implementation. */
 static void test_norm_backward_vs_naive(void **state)
 {
     (void)state;
@@ -340,6 +341,9 @@ static void test_norm_backward_vs_naive(void **state)
             fast->rmsnorm_backward(NULL, dw1, dout, x, wt, rstd, BT, C);
             naive->rmsnorm_backward(NULL, dw2, dout, x, wt, rstd, BT, C);
             assert_memory_equal(dw1, dw2, C * sizeof(float));
+            fast->bias_backward(db1, dout, BT, C);
+            naive->bias_backward(db2, dout, BT, C);
+            assert_memory_equal(db1, db2, C * sizeof(float));
             free(dw1), free(db1), free(dw2), free(db2);
         }
         free(x), free(dout), free(w), free(bias), free(out), free(mean), free(rstd);

@@ -1,6 +1,6 @@
 /* The two CPU backend tables. They differ only where a fast path exists (matrix products,
- * norm and conv1d backward, attention, scan, retention); everything else is one implementation,
- * already written as plain loops. */
+ * bias, norm and conv1d backward, attention, scan, retention); everything else is one
+ * implementation, already written as plain loops. */
 #include "backend/cpu/cpu_ops.h"
 
 #define CPU_COMMON                                                                             \
@@ -10,7 +10,7 @@
     .mul_backward = cpu_mul_backward, .act_forward = cpu_act_forward,                          \
     .act_backward = cpu_act_backward, .gate_forward = cpu_gate_forward,                        \
     .gate_backward = cpu_gate_backward, .mask_rows = cpu_mask_rows, .bias_add = cpu_bias_add,  \
-    .bias_backward = cpu_bias_backward, .copy2d = cpu_copy2d,                                  \
+    .copy2d = cpu_copy2d,                                                                      \
     .index_select = cpu_index_select, .sum = cpu_sum, .sum_squares = cpu_sum_squares,          \
     .argmax_rows = cpu_argmax_rows, .softmax = cpu_softmax, .log_softmax = cpu_log_softmax,    \
     .layernorm_forward = cpu_layernorm_forward, .rmsnorm_forward = cpu_rmsnorm_forward,        \
@@ -32,6 +32,7 @@ static const mt_backend cpu_backend = {
     CPU_COMMON,
     .gemm = cpu_gemm,
     .gemm_batched = cpu_gemm_batched,
+    .bias_backward = cpu_bias_backward,
     .layernorm_backward = cpu_layernorm_backward,
     .rmsnorm_backward = cpu_rmsnorm_backward,
     .conv1d_backward = cpu_conv1d_backward,
@@ -48,6 +49,7 @@ static const mt_backend naive_backend = {
     CPU_COMMON,
     .gemm = naive_gemm,
     .gemm_batched = naive_gemm_batched,
+    .bias_backward = naive_bias_backward,
     .layernorm_backward = naive_layernorm_backward,
     .rmsnorm_backward = naive_rmsnorm_backward,
     .conv1d_backward = naive_conv1d_backward,

@@ -3,7 +3,7 @@
  * thread owns columns), recomputing the normalised value, so no two threads add to one float.
  * The columns go in blocks of NORM_BLOCK, so each row gives a block one cache line of dout
  * and of x rather than one float per column walk; every column still sums its rows in order
- * in double, as the naive twins in naive_norm.c do, so the two agree bit for bit. */
+ * in double, as the naive twins in naive_columns.c do, so the two agree bit for bit. */
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_simd.h"
 

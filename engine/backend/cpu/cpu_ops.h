@@ -44,6 +44,7 @@ void cpu_gate_backward(float *dvalue, float *dgate, const float *dout, const flo
 void cpu_mask_rows(float *x, const uint8_t *mask, size_t rows, int cols);
 void cpu_bias_add(float *out, const float *bias, size_t rows, int cols);
 void cpu_bias_backward(float *dbias, const float *dout, size_t rows, int cols);
+void naive_bias_backward(float *dbias, const float *dout, size_t rows, int cols);
 void cpu_copy2d(float *dst, int dst_ld, const float *src, int src_ld, size_t rows, int cols);
 void cpu_index_select(float *out, const float *src, const int32_t *idx, int n_idx,
                       size_t row_elems);
@@ -57,7 +58,7 @@ double cpu_row_sum_exp(const float *x, int n, float shift);
 double cpu_row_sum(const float *x, int n);
 void cpu_log_softmax(float *out, const float *x, size_t rows, int cols);
 
-/* normalisation (cpu_norm.c; naive_norm.c: the weight gradients one column at a time) */
+/* normalisation (cpu_norm.c; naive_columns.c: the weight gradients one column at a time) */
 void cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *x,
                            const float *weight, const float *bias, size_t BT, int C, float eps);
 void cpu_layernorm_backward(float *dx, float *dweight, float *dbias, const float *dout,

@@ -1,6 +1,17 @@
-/* Reference weight gradients of the norms: one column at a time down every row, in the order
- * the formulas are written (cpu_norm.c has the blocked versions tests compare with). */
+/* Reference column sums over rows (the norms' weight gradients, bias gradients): one column
+ * at a time down every row, in the order the formulas are written (cpu_norm.c and
+ * cpu_elementwise.c have the blocked versions tests compare with). */
 #include "backend/cpu/cpu_ops.h"
+
+/* dbias[c] += sum_r dout[r, c] */
+void naive_bias_backward(float *dbias, const float *dout, size_t rows, int cols)
+{
+    for (int c = 0; c < cols; c++) {
+        double acc = 0.0;
+        for (size_t r = 0; r < rows; r++) acc += dout[r * (size_t)cols + c];
+        dbias[c] += (float)acc;
+    }
+}
 
 /* dweight[c] += sum_r dout[r,c] (x[r,c] - mean[r]) rstd[r] ; dbias[c] += sum_r dout[r,c] */
 void naive_layernorm_backward(float *dx, float *dweight, float *dbias, const float *dout,
