@@ -4,7 +4,6 @@
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_simd.h"
 
-#include <string.h>
 
 #define PAR(B, T, C) ((size_t)(B) * (T) * (C) > 16384)
 
@@ -31,7 +30,7 @@ void cpu_conv1d_forward(float *out, const float *x, const float *w, const float 
  * of dout and of x to a block's lanes instead of one float per channel walk; every (c, k) still
  * sums its terms in (b, t) order in double, as naive_conv1d_backward does, so the two agree
  * bit for bit whatever the thread count. */
-enum { CONV_BLOCK = 16 };
+enum { CONV_BLOCK = CPU_LANES };
 
 MT_CPU_CLONES static void conv1d_weight_block(float *dw, float *dbias, const float *dout,
                                               const float *x, int B, int T, int C, int K,
@@ -40,15 +39,15 @@ MT_CPU_CLONES static void conv1d_weight_block(float *dw, float *dbias, const flo
     double acc_w[64][CONV_BLOCK] = {{0}}, acc_b[CONV_BLOCK] = {0}; /* K <= 64: Mamba uses 4 */
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
-            float g[CONV_BLOCK] = {0};
-            memcpy(g, dout + ((size_t)b * T + t) * C + c0, (size_t)nc * sizeof *g);
+            float g[CONV_BLOCK];
+            cpu_load_lanes(g, dout + ((size_t)b * T + t) * C + c0, nc);
 #pragma omp simd
             for (int j = 0; j < CONV_BLOCK; j++) acc_b[j] += g[j];
             for (int k = 0; k < K; k++) {
                 int s = t - K + 1 + k;
                 if (s < 0) continue;
-                float xs[CONV_BLOCK] = {0};
-                memcpy(xs, x + ((size_t)b * T + s) * C + c0, (size_t)nc * sizeof *xs);
+                float xs[CONV_BLOCK];
+                cpu_load_lanes(xs, x + ((size_t)b * T + s) * C + c0, nc);
 #pragma omp simd
                 for (int j = 0; j < CONV_BLOCK; j++) acc_w[k][j] += (double)g[j] * xs[j];
             }

@@ -9,7 +9,7 @@
 /* Loops shorter than this stay on one thread: waking the team costs more than the work. */
 #define PAR_MIN 16384
 
-enum { BIAS_BLOCK = 16 };
+enum { BIAS_BLOCK = CPU_LANES };
 
 void cpu_fill(float *x, size_t n, float value)
 {
@@ -158,8 +158,8 @@ MT_CPU_CLONES static void bias_backward_block(float *dbias, const float *dout, s
 {
     double acc[BIAS_BLOCK] = {0};
     for (size_t r = 0; r < rows; r++) {
-        float g[BIAS_BLOCK] = {0};
-        memcpy(g, dout + r * (size_t)cols + c0, (size_t)nc * sizeof *g);
+        float g[BIAS_BLOCK];
+        cpu_load_lanes(g, dout + r * (size_t)cols + c0, nc);
 #pragma omp simd
         for (int j = 0; j < BIAS_BLOCK; j++) acc[j] += g[j];
     }

@@ -8,11 +8,10 @@
 #include "backend/cpu/cpu_simd.h"
 
 #include <math.h>
-#include <string.h>
 
 #define PAR_ROWS(BT, C) ((BT) * (size_t)(C) > 16384)
 
-enum { NORM_BLOCK = 16 };
+enum { NORM_BLOCK = CPU_LANES };
 
 /* dweight[c] += sum_r dout[r,c] (x[r,c] - mean[r]) rstd[r] ; dbias[c] += sum_r dout[r,c]
  * for the nc columns from c0 */
@@ -23,9 +22,9 @@ MT_CPU_CLONES static void layernorm_weight_block(float *dweight, float *dbias, c
 {
     double dw[NORM_BLOCK] = {0}, db[NORM_BLOCK] = {0};
     for (size_t r = 0; r < BT; r++) {
-        float g[NORM_BLOCK] = {0}, xr[NORM_BLOCK] = {0};
-        memcpy(g, dout + r * (size_t)C + c0, (size_t)nc * sizeof *g);
-        memcpy(xr, x + r * (size_t)C + c0, (size_t)nc * sizeof *xr);
+        float g[NORM_BLOCK], xr[NORM_BLOCK];
+        cpu_load_lanes(g, dout + r * (size_t)C + c0, nc);
+        cpu_load_lanes(xr, x + r * (size_t)C + c0, nc);
         float m = mean[r], s = rstd[r];
 #pragma omp simd
         for (int j = 0; j < NORM_BLOCK; j++) {
@@ -46,9 +45,9 @@ MT_CPU_CLONES static void rmsnorm_weight_block(float *dweight, const float *dout
 {
     double dw[NORM_BLOCK] = {0};
     for (size_t r = 0; r < BT; r++) {
-        float g[NORM_BLOCK] = {0}, xr[NORM_BLOCK] = {0};
-        memcpy(g, dout + r * (size_t)C + c0, (size_t)nc * sizeof *g);
-        memcpy(xr, x + r * (size_t)C + c0, (size_t)nc * sizeof *xr);
+        float g[NORM_BLOCK], xr[NORM_BLOCK];
+        cpu_load_lanes(g, dout + r * (size_t)C + c0, nc);
+        cpu_load_lanes(xr, x + r * (size_t)C + c0, nc);
 #pragma omp simd
         for (int j = 0; j < NORM_BLOCK; j++) dw[j] += (double)g[j] * xr[j] * rstd[r];
     }
