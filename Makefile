@@ -229,6 +229,7 @@ bench-cuda: deps
 bench-peers: deps
 	@$(MAKE) --no-print-directory all
 	python3 tests/bench/bench_peers.py --mtlab ./$(BIN) --work $(BUILD)/bench-peers
+	python3 tests/bench/torch_train.py --device cpu --mtlab ./$(BIN)
 
 FUZZ_SECONDS ?= 300
 FUZZ_FLAGS := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \

@@ -40,7 +40,8 @@ extern "C" const struct mt_backend *mt_cuda_backend(int index, int bf16_gemm, ch
         .retention_forward = cu_retention_forward, .retention_backward = cu_retention_backward,
         .retention_state_fill = cu_retention_state_fill, .retention_step = cu_retention_step,
         .cross_entropy_forward = cu_cross_entropy_forward,
-        .cross_entropy_backward = cu_cross_entropy_backward, .dropout_forward = cu_dropout_forward,
+        .cross_entropy_backward = cu_cross_entropy_backward, .cross_entropy_fused = cu_cross_entropy_fused,
+        .dropout_forward = cu_dropout_forward,
         .dropout_backward = cu_dropout_backward, .adamw_step = cu_adamw_step,
         // no int8 kernels on the GPU: mt_model_set_precision refuses int8 with this
         // backend's name (docs/quantization.md §3)

@@ -123,6 +123,8 @@ void cu_cross_entropy_forward(float *losses, float *lse, const float *logits,
 void cu_cross_entropy_backward(float *dlogits, const float *logits, const float *lse,
                                const int32_t *targets, size_t BT, int V, int ignore_index,
                                float smoothing, float scale);
+void cu_cross_entropy_fused(float *losses, float *logits, const int32_t *targets, size_t BT,
+                            int V, int ignore_index, float smoothing, float scale);
 void cu_dropout_forward(float *out, const float *x, size_t n, float p, uint64_t seed,
                         uint64_t step, uint32_t site);
 void cu_dropout_backward(float *dx, const float *dout, size_t n, float p, uint64_t seed,

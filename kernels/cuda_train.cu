@@ -45,6 +45,52 @@ __global__ void cross_entropy_backward_kernel(float *dlogits, const float *logit
     }
 }
 
+// The two above in place, one block per row: the loss, then x_j <- scale * (p_j - q_j)
+// (0 on ignored rows); every thread reads lse from shared memory after the block's sums.
+__global__ void cross_entropy_fused_kernel(float *losses, float *logits, const int32_t *targets, int V,
+                                           int ignore_index, float smoothing, float scale)
+{
+    __shared__ float lse_row;
+    size_t r = blockIdx.x;
+    float *x = logits + r * V;
+    int t = targets[r];
+    if (t == ignore_index) {
+        for (int j = threadIdx.x; j < V; j += blockDim.x) x[j] = 0.0f;
+        if (!threadIdx.x) losses[r] = 0.0f;
+        return;
+    }
+    float mx = -INFINITY;
+    for (int j = threadIdx.x; j < V; j += blockDim.x) mx = fmaxf(mx, x[j]);
+    mx = cu_block_max(mx);
+    double sum = 0.0, sum_x = 0.0;
+    for (int j = threadIdx.x; j < V; j += blockDim.x) {
+        sum += exp((double)x[j] - mx);
+        sum_x += x[j];
+    }
+    sum = cu_block_sum(sum);
+    sum_x = cu_block_sum(sum_x);
+    if (!threadIdx.x) {
+        double l = mx + log(sum);
+        lse_row = (float)l;
+        losses[r] = (float)(l - (1.0 - smoothing) * x[t] - smoothing * sum_x / V);
+    }
+    __syncthreads();
+    float uniform = smoothing / V, l = lse_row;
+    for (int j = threadIdx.x; j < V; j += blockDim.x) {
+        float q = uniform + (j == t ? 1.0f - smoothing : 0.0f);
+        x[j] = scale * (expf(x[j] - l) - q);
+    }
+}
+
+void cu_cross_entropy_fused(float *losses, float *logits, const int32_t *targets, size_t BT, int V,
+                            int ignore_index, float smoothing, float scale)
+{
+    if (!BT) return;
+    cross_entropy_fused_kernel<<<(unsigned)BT, CU_ROW_THREADS, 0, cu_stream()>>>(losses, logits, targets, V,
+                                                                               ignore_index, smoothing, scale);
+    cu_check(cudaGetLastError(), "cross_entropy_fused_kernel");
+}
+
 void cu_cross_entropy_forward(float *losses, float *lse, const float *logits, const int32_t *targets, size_t BT,
                               int V, int ignore_index, float smoothing)
 {

@@ -21,13 +21,23 @@ double bench_median(double *v, int n);   /* sorts v; 0 when n is 0 */
  * bytes of parameter memory each operation reads are added up. The products attention_forward
  * and attention_backward make inside the backend are not gemm calls and are not counted. The
  * CPU backend itself is untouched, so ordinary runs pay nothing; only models created on this
- * table are counted. One counter set for the process: the table has no context pointer. */
+ * table are counted. Every other operation a training step calls is timed too, one total per
+ * operation, for the step's time breakdown. One counter set for the process: the table has
+ * no context pointer. */
 typedef struct {
     int trans_a, trans_b, m, n, k, lda, ldb, ldc;
     float beta;
     long calls;
     double seconds;  /* wall time inside these calls */
 } bench_gemm_shape;
+
+/* Wall time of one backend operation over the calls since the last reset. */
+#define BENCH_MAX_OPS 64
+typedef struct {
+    const char *name; /* the backend field's name: "scan_backward" */
+    long calls;
+    double seconds;
+} bench_op_time;
 
 typedef struct {
     bench_gemm_shape *shapes; /* (n_shapes) in first-seen order */
@@ -37,6 +47,8 @@ typedef struct {
     size_t param_bytes;        /* parameter bytes read since the last reset */
     const float *params;       /* the parameter block recognised by param_bytes */
     size_t n_params;           /* floats */
+    bench_op_time ops[BENCH_MAX_OPS]; /* (n_ops) every other timed operation, first-seen order */
+    int n_ops;
 } bench_counters;
 
 const mt_backend *bench_counting_backend(void);
@@ -46,23 +58,31 @@ const bench_counters *bench_counters_get(void);
 /* Release the shape table (the counters stay usable). */
 void bench_counters_free(void);
 
-/* ---------------------------------------------------------------- gemm: training vs bare
- * FLOP rate of the model's gemms inside forward+backward+AdamW steps against cblas_sgemm alone
- * on the same shapes with hot operands. Each repeat runs one step and then the bare shapes, so
- * both see the same load from whatever else the machine runs; the ratio is the median of the
- * per-repeat ratios. */
+/* ---------------------------------------------------------------- training step vs bare gemm
+ * One training step (forward + backward + AdamW) against cblas_sgemm alone on the step's gemm
+ * shapes with hot operands (docs/models.md §10.9). The step's model FLOPs are 2 m n k summed
+ * over the gemm calls it makes (forward and backward), counted the same way for every preset;
+ * the products inside attention, retention and the scan, and all per-element work, add time
+ * but no FLOPs. So the whole-step rate (model FLOPs / step seconds) over the bare rate (the
+ * same FLOPs / bare seconds) is the share of the step a perfect run of its gemms would take.
+ * Each repeat runs one step and then the bare shapes, so both see the same load from whatever
+ * else the machine runs; ratios are medians of the per-repeat ratios. */
 typedef struct {
     const char *preset;
     int B, S, T;                     /* the batch trained on (S 0 for decoder-only) */
+    size_t tokens;                   /* B * (S + T): tokens per step, both sides */
     double step_seconds;             /* median step */
     double gemm_seconds;             /* median time inside the gemms of a step */
     double bare_seconds;             /* median time of the same gemms bare, one by one */
-    double ratio;                    /* median of bare / in-step per repeat */
-    double gemm_flops;               /* per step */
+    double ratio;                    /* median of bare / in-step gemm time per repeat */
+    double step_ratio;               /* median of bare / whole step time per repeat */
+    double gemm_flops;               /* per step: the model FLOPs */
     long gemm_calls;                 /* per step */
     bench_gemm_shape *shapes;        /* (n_shapes) one step's calls and in-step seconds */
     double *bare_call_seconds;       /* (n_shapes) median bare seconds per call */
     int n_shapes;
+    bench_op_time ops[BENCH_MAX_OPS]; /* (n_ops) mean seconds per step of the other operations */
+    int n_ops;
 } bench_train_result;
 
 int bench_train_gemm(const char *preset, int B, int S, int T, int repeat,

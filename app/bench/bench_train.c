@@ -1,8 +1,9 @@
-/* The training gemm figure: the FLOP rate the model's matrix products reach inside real
- * training steps (forward + backward + AdamW on a token-budget batch, dropout on), against
- * cblas_sgemm alone on exactly the same shapes with hot operands. The bare rate is the best
- * this OpenBLAS does on those shapes on this machine; the gap is what cold operands, strided
- * views and everything around the products cost. */
+/* The training step figures: the FLOP rate of whole training steps (forward + backward +
+ * AdamW on a token-budget batch, dropout on) and of the model's matrix products inside them,
+ * against cblas_sgemm alone on exactly the same shapes with hot operands, and where the rest
+ * of the step's time goes, operation by operation. The bare rate is the best this OpenBLAS
+ * does on those shapes on this machine; the gap is what cold operands, strided views and
+ * everything around the products cost. */
 #include "bench/bench.h"
 
 #include <cblas.h>
@@ -110,9 +111,11 @@ int bench_train_gemm(const char *preset, int B, int S, int T, int repeat, bench_
     r->B = B;
     r->S = encdec ? S : 0;
     r->T = T;
-    /* per repeat: step, in-gemm and bare seconds, ratio; then per shape and repeat: bare */
-    double *v = mt_xmalloc((size_t)repeat * 4 * sizeof *v);
+    r->tokens = (size_t)B * (size_t)(r->S + T);
+    /* per repeat: step, in-gemm and bare seconds, both ratios; then per shape and repeat: bare */
+    double *v = mt_xmalloc((size_t)repeat * 5 * sizeof *v);
     double *step_s = v, *gemm_s = v + repeat, *bare_s = v + 2 * repeat, *ratio = v + 3 * repeat;
+    double *step_ratio = v + 4 * repeat;
     double *per_shape = NULL;
     int rc = bench_train_step(m, &b, 0); /* warm-up: allocates gradients, moments, activations */
     for (int i = 0; i < repeat && !rc; i++) {
@@ -133,6 +136,12 @@ int bench_train_gemm(const char *preset, int B, int S, int T, int repeat, bench_
             rc = mt_error("%s: the gemm shapes changed between training steps", preset);
             break;
         }
+        if (i == 0) r->n_ops = c->n_ops;
+        for (int k = 0; k < c->n_ops && k < r->n_ops; k++) {
+            r->ops[k].name = c->ops[k].name;
+            r->ops[k].calls = c->ops[k].calls;
+            r->ops[k].seconds += c->ops[k].seconds / repeat;
+        }
         gemm_s[i] = c->gemm_seconds;
         bare_s[i] = 0;
         for (int k = 0; k < r->n_shapes; k++) {
@@ -141,6 +150,7 @@ int bench_train_gemm(const char *preset, int B, int S, int T, int repeat, bench_
             bare_s[i] += (double)c->shapes[k].calls * call;
         }
         ratio[i] = bare_s[i] / gemm_s[i];
+        step_ratio[i] = bare_s[i] / step_s[i];
     }
     if (!rc) {
         r->bare_call_seconds = mt_xmalloc((size_t)r->n_shapes * sizeof *r->bare_call_seconds);
@@ -150,6 +160,7 @@ int bench_train_gemm(const char *preset, int B, int S, int T, int repeat, bench_
         r->gemm_seconds = bench_median(gemm_s, repeat);
         r->bare_seconds = bench_median(bare_s, repeat);
         r->ratio = bench_median(ratio, repeat);
+        r->step_ratio = bench_median(step_ratio, repeat);
     } else {
         bench_train_result_free(r);
     }

@@ -145,10 +145,9 @@ static const float *decoder_output(const mt_model *m)
     return s->final_norm_tensor >= 0 ? m->dec_acts.fn_out : m->dec_acts.xs[s->n_units];
 }
 
-double mt_model_run_forward(mt_model *m, const mt_step_opts *opts, int want_loss)
+const float *mt_model_run_stacks(mt_model *m, const mt_step_opts *opts)
 {
     int B = m->aB, T = m->aT, S = m->aS;
-    size_t BT = (size_t)B * T;
     const float *mem = NULL;
     if (m->arch->encdec) {
         mt_dropout drop = mt_stack_dropout(&m->enc, -1, 0, opts, m->cfg.dropout);
@@ -158,9 +157,14 @@ double mt_model_run_forward(mt_model *m, const mt_step_opts *opts, int want_loss
     }
     mt_dropout drop = mt_stack_dropout(&m->dec, -1, 0, opts, m->cfg.dropout);
     mt_stack_embed(m, &m->dec, &m->dec_acts, m->d_ids, B, T, 0, &drop);
-    const float *dec_out = mt_stack_forward(m, &m->dec, &m->dec_acts, mem, m->d_mask,
-                                            m->d_src_mask, B, T, S, opts);
-    mt_model_project(m, m->logits, dec_out, BT);
+    return mt_stack_forward(m, &m->dec, &m->dec_acts, mem, m->d_mask, m->d_src_mask, B, T, S,
+                            opts);
+}
+
+double mt_model_run_forward(mt_model *m, const mt_step_opts *opts, int want_loss)
+{
+    size_t BT = (size_t)m->aB * m->aT;
+    mt_model_project(m, m->logits, mt_model_run_stacks(m, opts), BT);
     if (!want_loss) return 0.0;
     float smoothing = opts ? opts->label_smoothing : 0.0f;
     return mt_cross_entropy_forward(m->be, m->losses, m->lse, m->logits, m->d_targets, BT,
@@ -176,9 +180,8 @@ static void embed_backward(mt_model *m, const mt_stack *s, float *dx, float *tmp
     float *dtable = m->grads + m->tensors[embed].offset;
     mt_dropout drop = mt_stack_dropout(s, -1, 0, opts, m->cfg.dropout);
     const float *d = dx;
-    if (drop.p > 0.0f) {
-        be->memzero(tmp, rows * s->C * sizeof(float));
-        mt_dropout_backward(be, tmp, dx, rows * s->C, &drop);
+    if (drop.p > 0.0f) { /* dropout's backward into zeros is its forward on the gradient */
+        mt_dropout_forward(be, tmp, dx, rows * s->C, &drop);
         d = tmp;
     }
     mt_embedding_backward(be, dtable, d, ids, rows, s->C, m->embed_scale);
@@ -194,39 +197,61 @@ static size_t stack_scratch(const mt_stack *s, int B, int T, int S)
     return most;
 }
 
-int mt_model_run_backward(mt_model *m, const mt_step_opts *opts, float scale)
+/* Rows of logits one chunk of training's loss holds: about 8 MB of them, enough rows that the
+ * chunk's three products stay efficient (the weight gradient's inner size is the chunk's rows). */
+#define LOSS_CHUNK_FLOATS ((size_t)1 << 21)
+
+/* The loss of the decoder's output and its gradient into dx (BT, C) and the output
+ * projection's weight gradient, one chunk of rows at a time (docs/models.md §10.7):
+ *   logits_c = x_c W^T (+ bias) ; losses_c, logits_c <- scale (p - q) in place ;
+ *   dx_c += logits_c W ; dW += logits_c^T x_c
+ * m->logits holds the chunk. Returns the loss sum. */
+static double loss_backward_chunked(mt_model *m, const mt_step_opts *opts, float scale,
+                                    float *dx)
 {
     const mt_backend *be = m->be;
-    int B = m->aB, T = m->aT, S = m->aS, C = m->cfg.d_model, V = m->cfg.vocab_size;
+    int C = m->cfg.d_model, V = m->cfg.vocab_size;
+    size_t BT = (size_t)m->aB * m->aT;
+    size_t chunk = m->loss_chunk_rows > 0 ? (size_t)m->loss_chunk_rows : LOSS_CHUNK_FLOATS / V;
+    if (chunk < 1) chunk = 1;
+    float smoothing = opts ? opts->label_smoothing : 0.0f;
+    const float *x = decoder_output(m);
+    int tied = m->lm_head_tensor < 0;
+    int weight = tied ? m->embed_tensor : m->lm_head_tensor;
+    const float *w = m->params + m->tensors[weight].offset;
+    float *dw = m->grads + m->tensors[weight].offset;
+    be->memzero(dx, BT * C * sizeof(float));
+    for (size_t r0 = 0; r0 < BT; r0 += chunk) {
+        size_t rows = BT - r0 < chunk ? BT - r0 : chunk;
+        const float *xc = x + r0 * C;
+        mt_model_project(m, m->logits, xc, rows);
+        mt_cross_entropy_fused(be, m->losses + r0, m->logits, m->d_targets + r0, rows, V,
+                               MT_IGNORE, smoothing, scale);
+        if (tied) mt_tied_logits_backward(be, dx + r0 * C, dw, NULL, m->logits, xc, w, rows, C, V);
+        else mt_linear_backward(be, dx + r0 * C, dw, NULL, m->logits, xc, w, rows, C, V);
+    }
+    return be->sum(m->losses, BT);
+}
+
+int mt_model_run_backward(mt_model *m, const mt_step_opts *opts, float scale, double *loss_sum)
+{
+    const mt_backend *be = m->be;
+    int B = m->aB, T = m->aT, S = m->aS, C = m->cfg.d_model;
     size_t BT = (size_t)B * T, NS = (size_t)B * S;
 
-    /* scratch: dlogits (BT, V), ddec_out (BT, C), dx (BT, C), dmem (NS, C), dxs (NS, C), units */
+    /* scratch: ddec_out (BT, C), dx (BT, C), dmem (NS, C), dxs (NS, C), units */
     size_t units = stack_scratch(&m->dec, B, T, S);
     if (m->arch->encdec) {
         size_t e = stack_scratch(&m->enc, B, S, 0);
         if (e > units) units = e;
     }
-    size_t n = BT * V + 2 * BT * C + 2 * NS * C + units;
+    size_t n = 2 * BT * C + 2 * NS * C + units;
     if (ensure(be, (void **)&m->scratch, &m->scratch_cap, n * sizeof(float)))
         return mt_error_context("%s model backward", m->arch->name);
-    float *dlogits = m->scratch, *ddec_out = dlogits + BT * V, *dx = ddec_out + BT * C;
+    float *ddec_out = m->scratch, *dx = ddec_out + BT * C;
     float *dmem = dx + BT * C, *dxs = dmem + NS * C, *unit_scratch = dxs + NS * C;
 
-    float smoothing = opts ? opts->label_smoothing : 0.0f;
-    be->memzero(dlogits, BT * V * sizeof(float));
-    mt_cross_entropy_backward(be, dlogits, m->logits, m->lse, m->d_targets, BT, V, MT_IGNORE,
-                              smoothing, scale);
-    be->memzero(ddec_out, BT * C * sizeof(float));
-    const float *dec_out = decoder_output(m);
-    if (m->lm_head_tensor < 0) {
-        const float *table = m->params + m->tensors[m->embed_tensor].offset;
-        float *dtable = m->grads + m->tensors[m->embed_tensor].offset;
-        mt_tied_logits_backward(be, ddec_out, dtable, NULL, dlogits, dec_out, table, BT, C, V);
-    } else {
-        const float *w = m->params + m->tensors[m->lm_head_tensor].offset;
-        float *dw = m->grads + m->tensors[m->lm_head_tensor].offset;
-        mt_linear_backward(be, ddec_out, dw, NULL, dlogits, dec_out, w, BT, C, V);
-    }
+    *loss_sum = loss_backward_chunked(m, opts, scale, ddec_out);
 
     const float *mem = NULL;
     if (m->arch->encdec) {
@@ -271,8 +296,14 @@ int mt_model_forward_backward(mt_model *m, const mt_batch *b, const mt_step_opts
         return mt_error("training needs fp32 weights; this model runs in %s",
                         mt_precision_name(m->precision));
     if (!mt_model_grads(m)) return -1;
-    if (mt_model_loss(m, b, opts, loss, n_tokens)) return -1;
+    if (mt_model_prepare(m, b)) return -1;
+    if (n_tokens) *n_tokens = m->n_targets;
+    if (loss) *loss = 0.0;
     if (m->n_targets == 0) return 0;
     float scale = grad_scale != 0.0f ? grad_scale : 1.0f / (float)m->n_targets;
-    return mt_model_run_backward(m, opts, scale);
+    mt_model_run_stacks(m, opts);
+    double sum;
+    if (mt_model_run_backward(m, opts, scale, &sum)) return -1;
+    if (loss) *loss = sum / (double)m->n_targets;
+    return 0;
 }

@@ -196,6 +196,8 @@ struct mt_model {
     int aB, aT, aS;
     mt_stack_acts enc_acts, dec_acts;
     float *logits, *losses, *lse; /* (BT, V), (BT), (BT) */
+    int loss_chunk_rows;          /* rows of logits training's loss holds at once; 0: rows of
+                                     about LOSS_CHUNK_FLOATS (forward.c) */
     /* backward scratch, one allocation */
     float *scratch;
     size_t scratch_cap;
@@ -359,8 +361,15 @@ int mt_model_check_batch(const mt_model *m, const mt_batch *b);
 int mt_model_prepare(mt_model *m, const mt_batch *b);
 /* Forward of the prepared batch to m->logits (BT, V); returns the loss sum when want_loss. */
 double mt_model_run_forward(mt_model *m, const mt_step_opts *opts, int want_loss);
-/* Backward of the last forward, accumulating scale * d(loss sum) into the gradients. */
-int mt_model_run_backward(mt_model *m, const mt_step_opts *opts, float scale);
+/* Forward of the prepared batch through the stacks only, up to the decoder's output (BT, C),
+ * which it returns; mt_model_run_forward is this, the projection and the loss. */
+const float *mt_model_run_stacks(mt_model *m, const mt_step_opts *opts);
+/* After mt_model_run_stacks: the loss through the output projection, in chunks of
+ * m->loss_chunk_rows rows that never hold more logits than one chunk (docs/models.md §10.7),
+ * and the backward of everything, accumulating scale * d(loss sum) into the gradients. The
+ * loss sum goes to *loss_sum; m->logits holds the last chunk's gradient afterwards. */
+int mt_model_run_backward(mt_model *m, const mt_step_opts *opts, float scale,
+                          double *loss_sum);
 /* Output projection of rows x (BT, C) into logits (BT, V). */
 void mt_model_project(const mt_model *m, float *logits, const float *x, size_t BT);
 /* Targets for the loss from host ids (B, T): targets[b, t] = ids[b, t+1] where counted, else

@@ -519,17 +519,14 @@ void mt_unit_backward(const mt_backend *be, mt_unit *u, const mt_unit_work *w, f
     const unit_ops *ops = &UNIT_OPS[u->kind];
     size_t BT = (size_t)B * T, BTC = BT * (size_t)mt_unit_width(u);
     float *dn = scratch, *dfbuf = scratch + BTC;
-    size_t n_da = ops->acts_count(u, B, T, T, S);
-    mt_unit_acts da;
+    mt_unit_acts da; /* each layer's backward zeroes the parts of da it accumulates into */
     ops->acts_point(u, &da, scratch + 2 * BTC, B, T, T, S);
-    be->memzero(scratch + 2 * BTC, n_da * sizeof(float));
     int unit_drop = !ops->own_dropout && dropping(drop);
 
     if (!u->post_norm) {
         const float *df = dy;
         if (unit_drop) {
-            be->memzero(dfbuf, BTC * sizeof(float));
-            mt_dropout_backward(be, dfbuf, dy, BTC, drop);
+            mt_dropout_forward(be, dfbuf, dy, BTC, drop); /* = its backward into zeros */
             df = dfbuf;
         }
         be->memzero(dn, BTC * sizeof(float));
@@ -542,8 +539,7 @@ void mt_unit_backward(const mt_backend *be, mt_unit *u, const mt_unit_work *w, f
         norm_backward(be, u, ds, dy, w->pre, w, BT);
         const float *df = ds;
         if (unit_drop) {
-            be->memzero(dfbuf, BTC * sizeof(float));
-            mt_dropout_backward(be, dfbuf, ds, BTC, drop);
+            mt_dropout_forward(be, dfbuf, ds, BTC, drop);
             df = dfbuf;
         }
         be->copy(dy, ds, BTC * sizeof(float));

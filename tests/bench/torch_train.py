@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""PyTorch training throughput on the shapes `mtlab bench --device cuda` trains (make bench-cuda).
+"""PyTorch training throughput on the shapes mtlab trains: the GPU report's (make bench-cuda) or,
+with --device cpu, the CPU training steps of `mtlab bench` (make bench-peers).
+
+GPU (the default):
 
 For the paper's 77M presets (docs/models.md §1.5) with the batch mtlab's GPU report
 uses (16 x 256 tokens decoder-only, 16 x (128 + 128) encoder-decoder), bf16 autocast with fp32
@@ -11,10 +14,21 @@ PyTorch implementations of each family:
   mamba          transformers' MambaForCausalLM (d 610, 24 layers); it uses the mamba_ssm CUDA
                  kernels when that package is installed, its PyTorch scan otherwise (printed)
 The other four families have no standard PyTorch implementation to compare with and are left
-out (the report prints mtlab's figure alone). A development tool: mtlab never imports it."""
+out (the report prints mtlab's figure alone).
+
+CPU (--device cpu --mtlab ./mtlab): the demo presets' shapes (vocabulary 8000; docs/models.md
+§10.7) with the batch of `mtlab bench`'s training section, 64 rows of 64 tokens (decoder-only)
+or of 32 source + 32 target tokens, fp32, dropout 0.1, label smoothing 0.1, AdamW, the same
+thread count (torch.set_num_threads, OMP_NUM_THREADS for mtlab). Each peer runs in its own
+process, one after another, then `mtlab bench --only gemm`; the table gives both tokens/s and
+mtlab / PyTorch (target >= 2). A development tool: mtlab never imports it."""
 import argparse
 import json
+import os
+import re
 import statistics
+import subprocess
+import sys
 import time
 
 import torch
@@ -24,21 +38,118 @@ V = 32000
 B = 16
 
 
-def timed_steps(model, make_loss, repeat):
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.001, fused=True)
+def timed_steps(model, make_loss, repeat, dev="cuda"):
+    gpu = dev == "cuda"
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.98), weight_decay=0.001,
+                            fused=gpu)
     times = []
     for i in range(repeat + 2):
-        torch.cuda.synchronize()
+        if gpu:
+            torch.cuda.synchronize()
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        with torch.autocast("cuda", dtype=torch.bfloat16):
+        if gpu:
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = make_loss()
+        else:
             loss = make_loss()
         loss.backward()
         opt.step()
-        torch.cuda.synchronize()
+        if gpu:
+            torch.cuda.synchronize()
         if i >= 2:
             times.append(time.perf_counter() - t0)
     return statistics.median(times)
+
+
+# ---------------------------------------------------------------- CPU: the demo presets
+# mtlab's "-small" presets (engine/models/presets.c) and `mtlab bench`'s training batch
+SMALL_V = 8000
+SMALL_B = 64
+SMALL_PEERS = ["transformer-small", "transformer++-small", "mamba-small"]
+
+
+class SmallEncDec(nn.Module):
+    """transformer-small: 3+3 post-norm layers, d 192, 4 heads, FFN 768, ReLU, tied output."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(SMALL_V, 192)
+        self.core = nn.Transformer(192, 4, 3, 3, 768, dropout=0.1, batch_first=True)
+        self.head = nn.Linear(192, SMALL_V, bias=False)
+        self.head.weight = self.emb.weight
+
+    def forward(self, src, tgt):
+        T = tgt.shape[1]
+        mask = torch.triu(torch.full((T, T), float("-inf")), 1)
+        return self.head(self.core(self.emb(src), self.emb(tgt), tgt_mask=mask))
+
+
+def run_cpu(preset, repeat):
+    """tokens/s (both sides) of PyTorch eager training steps on preset's shapes."""
+    ce = nn.CrossEntropyLoss(label_smoothing=0.1)
+    if preset == "transformer-small":
+        model = SmallEncDec()
+        src = torch.randint(5, SMALL_V, (SMALL_B, 32))
+        tgt = torch.randint(5, SMALL_V, (SMALL_B, 33))
+
+        def loss():
+            logits = model(src, tgt[:, :-1])
+            return ce(logits.reshape(-1, SMALL_V), tgt[:, 1:].reshape(-1))
+    else:
+        import transformers
+        if preset == "transformer++-small":
+            cfg = transformers.LlamaConfig(vocab_size=SMALL_V, hidden_size=168,
+                                           intermediate_size=672, num_hidden_layers=4,
+                                           num_attention_heads=4, tie_word_embeddings=False)
+            model = transformers.LlamaForCausalLM(cfg)
+        else:
+            cfg = transformers.MambaConfig(vocab_size=SMALL_V, hidden_size=192,
+                                           num_hidden_layers=12, state_size=16, expand=2,
+                                           conv_kernel=4)
+            model = transformers.MambaForCausalLM(cfg)
+        ids = torch.randint(5, SMALL_V, (SMALL_B, 65))
+
+        def loss():
+            logits = model(ids[:, :-1]).logits
+            return ce(logits.reshape(-1, SMALL_V), ids[:, 1:].reshape(-1))
+    model.train()
+    return SMALL_B * 64 / timed_steps(model, loss, repeat, "cpu")
+
+
+def mtlab_small(mtlab, threads, repeat):
+    """{preset: tokens/s} from `mtlab bench --only gemm` (its training-step table)."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    out = subprocess.run([mtlab, "bench", "--only", "gemm", "--repeat", str(repeat)],
+                         capture_output=True, text=True, env=env, check=True).stdout
+    rows = re.findall(r"^\s+(\S+-small)\s+\S+\s+[\d.]+\s+(\d+)\s", out, re.M)
+    return {p: float(t) for p, t in rows}
+
+
+def main_cpu(a):
+    peers = {}
+    for p in a.presets.split(","):
+        cmd = [sys.executable, __file__, "--device", "cpu", "--one", p, "--threads",
+               str(a.threads), "--repeat", str(a.repeat)]
+        run = subprocess.run(cmd, capture_output=True, text=True)
+        if run.returncode != 0:
+            sys.exit(f"torch_train: PyTorch {p} failed:\n{run.stderr}")
+        peers[p] = float(run.stdout.split()[-1])
+    ours = mtlab_small(a.mtlab, a.threads, a.repeat)
+    print(f"training steps on the CPU, {a.threads} threads, fp32, batch {SMALL_B}x64 tokens, "
+          f"median of {a.repeat} steps each (load {' '.join(f'{x:.2f}' for x in os.getloadavg())})")
+    print(f"  {'preset':20s} {'mtlab tok/s':>12s} {'PyTorch tok/s':>14s} {'ratio':>7s}")
+    for p in sorted(ours, key=lambda k: (k not in peers, k)):
+        if p in peers:
+            r = ours[p] / peers[p]
+            print(f"  {p:20s} {ours[p]:12.0f} {peers[p]:14.0f} {r:6.2f}x  "
+                  f"{'ok' if r >= 2 else 'below target'}")
+        else:
+            print(f"  {p:20s} {ours[p]:12.0f} {'(no peer)':>14s}")
+    print("  ratio: mtlab tokens/s / PyTorch eager tokens/s on the same shapes (target >= 2x)")
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump({"mtlab": ours, "pytorch": peers}, f, indent=1)
 
 
 class EncDec(nn.Module):
@@ -95,10 +206,25 @@ def run(preset, repeat):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    ap.add_argument("--out")
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--presets", default="transformer,transformer++,mamba")
+    ap.add_argument("--presets")
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--mtlab", default="./mtlab")
+    ap.add_argument("--one", help=argparse.SUPPRESS)  # the child process timing one peer
     a = ap.parse_args()
+    if a.device == "cpu":
+        torch.set_num_threads(a.threads)
+        if a.one:
+            print(f"{run_cpu(a.one, a.repeat):.1f}")
+        else:
+            a.presets = a.presets or ",".join(SMALL_PEERS)
+            main_cpu(a)
+        return
+    if not a.out:
+        ap.error("--out is required with --device cuda")
+    a.presets = a.presets or "transformer,transformer++,mamba"
     res = {}
     for p in a.presets.split(","):
         res[p] = run(p, a.repeat)

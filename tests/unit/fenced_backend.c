@@ -259,6 +259,11 @@ static void fb_cross_entropy_backward(float *dlogits, const float *logits, const
 {
     cpu->cross_entropy_backward(H(dlogits), H(logits), H(lse), H(targets), N, V, ignore_index, smoothing, scale);
 }
+static void fb_cross_entropy_fused(float *losses, float *logits, const int32_t *targets, size_t N, int V,
+                                   int ignore_index, float smoothing, float scale)
+{
+    cpu->cross_entropy_fused(H(losses), H(logits), H(targets), N, V, ignore_index, smoothing, scale);
+}
 static void fb_dropout_forward(float *out, const float *x, size_t n, float p, uint64_t seed, uint64_t step,
                                uint32_t site)
 {
@@ -299,7 +304,8 @@ static const mt_backend fenced = {
     .retention_forward = fb_retention_forward, .retention_backward = fb_retention_backward,
     .retention_state_fill = fb_retention_state_fill, .retention_step = fb_retention_step,
     .cross_entropy_forward = fb_cross_entropy_forward,
-    .cross_entropy_backward = fb_cross_entropy_backward, .dropout_forward = fb_dropout_forward,
+    .cross_entropy_backward = fb_cross_entropy_backward, .cross_entropy_fused = fb_cross_entropy_fused,
+    .dropout_forward = fb_dropout_forward,
     .dropout_backward = fb_dropout_backward, .adamw_step = fb_adamw_step,
 };
 

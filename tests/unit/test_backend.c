@@ -286,6 +286,70 @@ static void test_conv1d_grad(void **state)
     free(m.x), free(m.w), free(m.bias), free(m.r);
 }
 
+/* The blocked backward against the channel-at-a-time reference: C not a multiple of the
+ * block, T shorter and longer than K; both sum each weight's terms in the same order in
+ * double, so they agree exactly. */
+static void test_conv1d_backward_vs_naive(void **state)
+{
+    (void)state;
+    mt_rng rng;
+    mt_rng_init(&rng, 15, 0);
+    const int shapes[][4] = {{3, 20, 37, 4}, {2, 3, 16, 4}, {1, 9, 5, 3}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int B = shapes[s][0], T = shapes[s][1], C = shapes[s][2], K = shapes[s][3];
+        size_t n = (size_t)B * T * C;
+        float *x = gc_random(n, &rng, 1.0f), *dout = gc_random(n, &rng, 1.0f);
+        float *w = gc_random((size_t)C * K, &rng, 1.0f);
+        float *dx1 = gc_random(n, &rng, 1.0f), *dw1 = gc_random((size_t)C * K, &rng, 1.0f);
+        float *db1 = gc_random((size_t)C, &rng, 1.0f);
+        float *dx2 = copy_of(dx1, n), *dw2 = copy_of(dw1, (size_t)C * K), *db2 = copy_of(db1, C);
+        fast->conv1d_backward(dx1, dw1, db1, dout, x, w, B, T, C, K);
+        naive->conv1d_backward(dx2, dw2, db2, dout, x, w, B, T, C, K);
+        assert_memory_equal(dx1, dx2, n * sizeof(float));
+        assert_memory_equal(dw1, dw2, (size_t)C * K * sizeof(float));
+        assert_memory_equal(db1, db2, (size_t)C * sizeof(float));
+        free(x), free(dout), free(w), free(dx1), free(dw1), free(db1), free(dx2), free(dw2);
+        free(db2);
+    }
+}
+
+/* The norms' blocked weight gradients and the bias gradient against the column-at-a-time
+ * reference, exactly (same sums in the same order), with and without a weight; dx is one
+ * shared implementation. */
+static void test_norm_backward_vs_naive(void **state)
+{
+    (void)state;
+    mt_rng rng;
+    mt_rng_init(&rng, 16, 0);
+    const int shapes[][2] = {{50, 37}, {9, 192}, {3, 5}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        size_t BT = (size_t)shapes[s][0];
+        int C = shapes[s][1];
+        float *x = gc_random(BT * C, &rng, 1.0f), *dout = gc_random(BT * C, &rng, 1.0f);
+        float *w = gc_random(C, &rng, 1.0f), *bias = gc_random(C, &rng, 1.0f);
+        float *out = malloc(BT * C * sizeof(float)), *mean = malloc(BT * 4), *rstd = malloc(BT * 4);
+        for (int with_weight = 0; with_weight < 2; with_weight++) {
+            const float *wt = with_weight ? w : NULL;
+            float *dw1 = gc_random(C, &rng, 1.0f), *db1 = gc_random(C, &rng, 1.0f);
+            float *dw2 = copy_of(dw1, C), *db2 = copy_of(db1, C);
+            fast->layernorm_forward(out, mean, rstd, x, wt, bias, BT, C, 1e-5f);
+            fast->layernorm_backward(NULL, dw1, db1, dout, x, wt, mean, rstd, BT, C);
+            naive->layernorm_backward(NULL, dw2, db2, dout, x, wt, mean, rstd, BT, C);
+            assert_memory_equal(dw1, dw2, C * sizeof(float));
+            assert_memory_equal(db1, db2, C * sizeof(float));
+            fast->rmsnorm_forward(out, rstd, x, wt, BT, C, 1e-5f);
+            fast->rmsnorm_backward(NULL, dw1, dout, x, wt, rstd, BT, C);
+            naive->rmsnorm_backward(NULL, dw2, dout, x, wt, rstd, BT, C);
+            assert_memory_equal(dw1, dw2, C * sizeof(float));
+            fast->bias_backward(db1, dout, BT, C);
+            naive->bias_backward(db2, dout, BT, C);
+            assert_memory_equal(db1, db2, C * sizeof(float));
+            free(dw1), free(db1), free(dw2), free(db2);
+        }
+        free(x), free(dout), free(w), free(bias), free(out), free(mean), free(rstd);
+    }
+}
+
 /* ---------------------------------------------------------------- rows, reductions, misc */
 static void test_softmax_argmax(void **state)
 {
@@ -424,6 +488,8 @@ int main(void)
         cmocka_unit_test(test_rope),
         cmocka_unit_test(test_conv1d),
         cmocka_unit_test(test_conv1d_grad),
+        cmocka_unit_test(test_conv1d_backward_vs_naive),
+        cmocka_unit_test(test_norm_backward_vs_naive),
         cmocka_unit_test(test_softmax_argmax),
         cmocka_unit_test(test_embedding_and_utilities),
         cmocka_unit_test(test_activations),

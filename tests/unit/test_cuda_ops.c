@@ -559,9 +559,15 @@ static void test_loss_dropout_adamw(void **state)
             cpu->cross_entropy_backward(dl.h, logits.h, lse.h, t.h, N, Vv, -100, sm, 0.25f);
             gpu->cross_entropy_backward(dl.d, logits.d, lse.d, t.d, N, Vv, -100, sm, 0.25f);
             e = fmax(e, diff(dl));
+            /* the in-place training form, on a copy of the logits */
+            cpu->copy(dl.h, logits.h, N * Vv * sizeof(float));
+            gpu->copy(dl.d, logits.d, N * Vv * sizeof(float));
+            cpu->cross_entropy_fused(losses.h, dl.h, t.h, N, Vv, -100, sm, 0.25f);
+            gpu->cross_entropy_fused(losses.d, dl.d, t.d, N, Vv, -100, sm, 0.25f);
+            e = fmax(e, fmax(diff(losses), diff(dl)));
         }
         char what[96];
-        snprintf(what, sizeof what, "cross_entropy forward/backward %zux%d (smoothing 0, 0.1)", N, Vv);
+        snprintf(what, sizeof what, "cross_entropy forward/backward/fused %zux%d (smoothing 0, 0.1)", N, Vv);
         report(what, e, TOL_FP32);
         drop(logits), drop(losses), drop(lse), drop(dl), idrop(t);
     }

@@ -1,6 +1,6 @@
 /* The two CPU backend tables. They differ only where a fast path exists (matrix products,
- * attention, scan, retention, int8 products); everything else is one implementation, already
- * written as plain loops. */
+ * bias, norm and conv1d backward, attention, scan, retention, int8 products); everything else is
+ * one implementation, already written as plain loops. */
 #include "backend/cpu/cpu_ops.h"
 
 #define CPU_COMMON                                                                             \
@@ -10,20 +10,20 @@
     .mul_backward = cpu_mul_backward, .act_forward = cpu_act_forward,                          \
     .act_backward = cpu_act_backward, .gate_forward = cpu_gate_forward,                        \
     .gate_backward = cpu_gate_backward, .mask_rows = cpu_mask_rows, .bias_add = cpu_bias_add,  \
-    .bias_backward = cpu_bias_backward, .copy2d = cpu_copy2d,                                  \
+    .copy2d = cpu_copy2d,                                                                      \
     .index_select = cpu_index_select, .sum = cpu_sum, .sum_squares = cpu_sum_squares,          \
     .argmax_rows = cpu_argmax_rows, .softmax = cpu_softmax, .log_softmax = cpu_log_softmax,    \
-    .layernorm_forward = cpu_layernorm_forward, .layernorm_backward = cpu_layernorm_backward,  \
-    .rmsnorm_forward = cpu_rmsnorm_forward, .rmsnorm_backward = cpu_rmsnorm_backward,          \
+    .layernorm_forward = cpu_layernorm_forward, .rmsnorm_forward = cpu_rmsnorm_forward,        \
     .embedding_forward = cpu_embedding_forward, .embedding_backward = cpu_embedding_backward,  \
     .sinusoid_fill = cpu_sinusoid_fill, .positions_add = cpu_positions_add,                    \
     .positions_backward = cpu_positions_backward, .rope_forward = cpu_rope_forward,            \
     .rope_backward = cpu_rope_backward, .conv1d_forward = cpu_conv1d_forward,                  \
-    .conv1d_backward = cpu_conv1d_backward, .conv1d_step = cpu_conv1d_step,                    \
+    .conv1d_step = cpu_conv1d_step,                                                            \
     .conv1d_state_fill = cpu_conv1d_state_fill, .scan_step = cpu_scan_step,                    \
     .retention_state_fill = cpu_retention_state_fill, .retention_step = cpu_retention_step,    \
     .cross_entropy_forward = cpu_cross_entropy_forward,                                        \
     .cross_entropy_backward = cpu_cross_entropy_backward,                                      \
+    .cross_entropy_fused = cpu_cross_entropy_fused,                                            \
     .dropout_forward = cpu_dropout_forward, .dropout_backward = cpu_dropout_backward,          \
     .adamw_step = cpu_adamw_step, .qmatrix_make = cpu_qmatrix_make,                          \
     .qmatrix_free = cpu_qmatrix_free
@@ -33,6 +33,10 @@ static const mt_backend cpu_backend = {
     CPU_COMMON,
     .gemm = cpu_gemm,
     .gemm_batched = cpu_gemm_batched,
+    .bias_backward = cpu_bias_backward,
+    .layernorm_backward = cpu_layernorm_backward,
+    .rmsnorm_backward = cpu_rmsnorm_backward,
+    .conv1d_backward = cpu_conv1d_backward,
     .attention_forward = cpu_attention_forward,
     .attention_backward = cpu_attention_backward,
     .scan_forward = cpu_scan_forward,
@@ -47,6 +51,10 @@ static const mt_backend naive_backend = {
     CPU_COMMON,
     .gemm = naive_gemm,
     .gemm_batched = naive_gemm_batched,
+    .bias_backward = naive_bias_backward,
+    .layernorm_backward = naive_layernorm_backward,
+    .rmsnorm_backward = naive_rmsnorm_backward,
+    .conv1d_backward = naive_conv1d_backward,
     .attention_forward = naive_attention_forward,
     .attention_backward = naive_attention_backward,
     .scan_forward = naive_scan_forward,

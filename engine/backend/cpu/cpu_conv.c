@@ -2,6 +2,8 @@
  * keeping the first T outputs):
  *   out[b,t,c] = bias[c] + sum_{k<K} w[c,k] * x[b, t-K+1+k, c]      (x before t = 0 is 0) */
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_simd.h"
+
 
 #define PAR(B, T, C) ((size_t)(B) * (T) * (C) > 16384)
 
@@ -23,7 +25,40 @@ void cpu_conv1d_forward(float *out, const float *x, const float *w, const float 
 }
 
 /* dx[b,s,c] += sum_k w[c,k] dout[b, s+K-1-k, c]  (terms with s+K-1-k < T)
- * dw[c,k]   += sum_{b,t} dout[b,t,c] x[b, t-K+1+k, c] ; dbias[c] += sum_{b,t} dout[b,t,c] */
+ * dw[c,k]   += sum_{b,t} dout[b,t,c] x[b, t-K+1+k, c] ; dbias[c] += sum_{b,t} dout[b,t,c]
+ * The weight sums go by blocks of CONV_BLOCK channels, so each row contributes one cache line
+ * of dout and of x to a block's lanes instead of one float per channel walk; every (c, k) still
+ * sums its terms in (b, t) order in double, as naive_conv1d_backward does, so the two agree
+ * bit for bit whatever the thread count. */
+enum { CONV_BLOCK = CPU_LANES };
+
+MT_CPU_CLONES static void conv1d_weight_block(float *dw, float *dbias, const float *dout,
+                                              const float *x, int B, int T, int C, int K,
+                                              int c0, int nc)
+{
+    double acc_w[64][CONV_BLOCK] = {{0}}, acc_b[CONV_BLOCK] = {0}; /* K <= 64: Mamba uses 4 */
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            float g[CONV_BLOCK];
+            cpu_load_lanes(g, dout + ((size_t)b * T + t) * C + c0, nc);
+#pragma omp simd
+            for (int j = 0; j < CONV_BLOCK; j++) acc_b[j] += g[j];
+            for (int k = 0; k < K; k++) {
+                int s = t - K + 1 + k;
+                if (s < 0) continue;
+                float xs[CONV_BLOCK];
+                cpu_load_lanes(xs, x + ((size_t)b * T + s) * C + c0, nc);
+#pragma omp simd
+                for (int j = 0; j < CONV_BLOCK; j++) acc_w[k][j] += (double)g[j] * xs[j];
+            }
+        }
+    for (int j = 0; j < nc; j++) {
+        if (dbias) dbias[c0 + j] += (float)acc_b[j];
+        if (dw)
+            for (int k = 0; k < K; k++) dw[(size_t)(c0 + j) * K + k] += (float)acc_w[k][j];
+    }
+}
+
 void cpu_conv1d_backward(float *dx, float *dw, float *dbias, const float *dout, const float *x,
                          const float *w, int B, int T, int C, int K)
 {
@@ -41,22 +76,11 @@ void cpu_conv1d_backward(float *dx, float *dw, float *dbias, const float *dout, 
             }
     }
     if (!dw && !dbias) return;
-#pragma omp parallel for if (PAR(B, T, C))
-    for (int c = 0; c < C; c++) {
-        double acc_w[64] = {0}; /* K <= 64: Mamba uses 4 */
-        double acc_b = 0.0;
-        for (int b = 0; b < B; b++)
-            for (int t = 0; t < T; t++) {
-                double g = dout[((size_t)b * T + t) * C + c];
-                acc_b += g;
-                for (int k = 0; k < K; k++) {
-                    int s = t - K + 1 + k;
-                    if (s >= 0) acc_w[k] += g * x[((size_t)b * T + s) * C + c];
-                }
-            }
-        if (dbias) dbias[c] += (float)acc_b;
-        if (dw)
-            for (int k = 0; k < K; k++) dw[(size_t)c * K + k] += (float)acc_w[k];
+    int n_blocks = (C + CONV_BLOCK - 1) / CONV_BLOCK;
+#pragma omp parallel for schedule(static) if (PAR(B, T, C))
+    for (int blk = 0; blk < n_blocks; blk++) {
+        int c0 = blk * CONV_BLOCK, nc = C - c0 < CONV_BLOCK ? C - c0 : CONV_BLOCK;
+        conv1d_weight_block(dw, dbias, dout, x, B, T, C, K, c0, nc);
     }
 }
 

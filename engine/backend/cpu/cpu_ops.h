@@ -84,6 +84,7 @@ void cpu_gate_backward(float *dvalue, float *dgate, const float *dout, const flo
 void cpu_mask_rows(float *x, const uint8_t *mask, size_t rows, int cols);
 void cpu_bias_add(float *out, const float *bias, size_t rows, int cols);
 void cpu_bias_backward(float *dbias, const float *dout, size_t rows, int cols);
+void naive_bias_backward(float *dbias, const float *dout, size_t rows, int cols);
 void cpu_copy2d(float *dst, int dst_ld, const float *src, int src_ld, size_t rows, int cols);
 void cpu_index_select(float *out, const float *src, const int32_t *idx, int n_idx,
                       size_t row_elems);
@@ -97,7 +98,7 @@ double cpu_row_sum_exp(const float *x, int n, float shift);
 double cpu_row_sum(const float *x, int n);
 void cpu_log_softmax(float *out, const float *x, size_t rows, int cols);
 
-/* normalisation (cpu_norm.c) */
+/* normalisation (cpu_norm.c; naive_columns.c: the weight gradients one column at a time) */
 void cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *x,
                            const float *weight, const float *bias, size_t BT, int C, float eps);
 void cpu_layernorm_backward(float *dx, float *dweight, float *dbias, const float *dout,
@@ -107,6 +108,11 @@ void cpu_rmsnorm_forward(float *out, float *rstd, const float *x, const float *w
                          int C, float eps);
 void cpu_rmsnorm_backward(float *dx, float *dweight, const float *dout, const float *x,
                           const float *weight, const float *rstd, size_t BT, int C);
+void naive_layernorm_backward(float *dx, float *dweight, float *dbias, const float *dout,
+                              const float *x, const float *weight, const float *mean,
+                              const float *rstd, size_t BT, int C);
+void naive_rmsnorm_backward(float *dx, float *dweight, const float *dout, const float *x,
+                            const float *weight, const float *rstd, size_t BT, int C);
 
 /* embeddings and positions (cpu_embedding.c) */
 void cpu_embedding_forward(float *out, const int32_t *ids, const float *table, size_t BT, int C,
@@ -135,7 +141,7 @@ void naive_attention_backward(float *dq, float *dk, float *dv, float *datt, cons
 /* 1 when key j is visible to query i of batch row b (shared by both attention versions) */
 int cpu_attn_visible(const mt_attn_desc *d, int b, int i, int j);
 
-/* causal depthwise conv1d (cpu_conv.c) */
+/* causal depthwise conv1d (cpu_conv.c; naive_conv.c: the backward one channel at a time) */
 void cpu_conv1d_forward(float *out, const float *x, const float *w, const float *bias, int B,
                         int T, int C, int K);
 void cpu_conv1d_backward(float *dx, float *dw, float *dbias, const float *dout, const float *x,
@@ -143,6 +149,8 @@ void cpu_conv1d_backward(float *dx, float *dw, float *dbias, const float *dout, 
 void cpu_conv1d_step(float *out, float *state, const float *x, const float *w, const float *bias,
                      int B, int C, int K);
 void cpu_conv1d_state_fill(float *state, const float *x, int B, int T, int C, int K);
+void naive_conv1d_backward(float *dx, float *dw, float *dbias, const float *dout,
+                           const float *x, const float *w, int B, int T, int C, int K);
 
 /* selective scan (cpu_scan.c: streaming, recomputes states in backward; naive_scan.c: keeps
  * every state) */
@@ -179,6 +187,8 @@ void cpu_cross_entropy_forward(float *losses, float *lse, const float *logits,
 void cpu_cross_entropy_backward(float *dlogits, const float *logits, const float *lse,
                                 const int32_t *targets, size_t BT, int V, int ignore_index,
                                 float smoothing, float scale);
+void cpu_cross_entropy_fused(float *losses, float *logits, const int32_t *targets, size_t BT,
+                             int V, int ignore_index, float smoothing, float scale);
 void cpu_dropout_forward(float *out, const float *x, size_t n, float p, uint64_t seed,
                          uint64_t step, uint32_t site);
 void cpu_dropout_backward(float *dx, const float *dout, size_t n, float p, uint64_t seed,

@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { SCAN_BLOCK = 16 };
+enum { SCAN_BLOCK = CPU_LANES };
 
 /* A block's parameters with the channels on the lanes: AT[n][j] = -exp(A_log[d0 + j, n]),
  * Dk[j] = Dskip[d0 + j]; 0 on lanes past the block's nd channels. */
@@ -51,17 +51,21 @@ static inline void block_inputs(float *restrict delta, float *restrict u,
                                 const float *restrict dt, const float *restrict dt_bias,
                                 const float *restrict u_in, int nd)
 {
-    float v[SCAN_BLOCK] = {0};
-    memset(u, 0, SCAN_BLOCK * sizeof *u);
-    for (int j = 0; j < nd; j++) v[j] = dt[j] + dt_bias[j], u[j] = u_in[j];
+    float v[SCAN_BLOCK], bias[SCAN_BLOCK];
+    cpu_load_lanes(u, u_in, nd);
+    cpu_load_lanes(v, dt, nd);
+    cpu_load_lanes(bias, dt_bias, nd);
 #pragma omp simd
-    for (int j = 0; j < SCAN_BLOCK; j++) delta[j] = j < nd ? mt_softplusf(v[j]) : 0.0f;
+    for (int j = 0; j < SCAN_BLOCK; j++) delta[j] = j < nd ? mt_softplusf(v[j] + bias[j]) : 0.0f;
 }
 
-/* One time step of a block: h = exp(delta A) h + delta B u ; y[j] = D u + sum_n h C, the
- * sum taken over n in order. at (N x 16) receives exp(delta A) (for the backward pass). The
- * forward and the single step both come here, so decoding reproduces the forward bit for bit. */
+/* One time step of a block: h = exp(delta A) hp + delta B u ; y[j] = D u + sum_n h C, the
+ * sum taken over n in order, from the previous states hp into h (two tiles, so backward's
+ * recomputation writes each step's states in place instead of copying the last ones first).
+ * at (N x 16) receives exp(delta A) (for the backward pass). The forward and the single step
+ * both come here, so decoding reproduces the forward bit for bit. */
 static inline void scan_tile_update(float (*restrict h)[SCAN_BLOCK],
+                                    const float (*restrict hp)[SCAN_BLOCK],
                                     const float (*restrict AT)[SCAN_BLOCK],
                                     const float *restrict delta, const float *restrict u,
                                     const float *restrict Dk, const float *restrict Bt,
@@ -75,7 +79,7 @@ static inline void scan_tile_update(float (*restrict h)[SCAN_BLOCK],
 #pragma omp simd
         for (int j = 0; j < SCAN_BLOCK; j++) {
             float e = expf(delta[j] * AT[n][j]);
-            h[n][j] = e * h[n][j] + delta[j] * bn * u[j];
+            h[n][j] = e * hp[n][j] + delta[j] * bn * u[j];
             y[j] += h[n][j] * cn;
             at[n][j] = e;
         }
@@ -87,8 +91,9 @@ MT_CPU_CLONES static void scan_forward_block(float *y, float *h_last, const mt_s
                                              int d0, int nd)
 {
     int T = a->T, D = a->D, N = a->N;
-    float AT[MT_SCAN_MAX_STATE][SCAN_BLOCK], h[MT_SCAN_MAX_STATE][SCAN_BLOCK];
+    float AT[MT_SCAN_MAX_STATE][SCAN_BLOCK], tiles[2][MT_SCAN_MAX_STATE][SCAN_BLOCK];
     float at[MT_SCAN_MAX_STATE][SCAN_BLOCK], Dk[SCAN_BLOCK];
+    float(*h)[SCAN_BLOCK] = tiles[0];
     block_params(AT, Dk, a, d0, nd);
     memset(h, 0, (size_t)N * sizeof h[0]);
     if (a->h0)
@@ -97,10 +102,12 @@ MT_CPU_CLONES static void scan_forward_block(float *y, float *h_last, const mt_s
     for (int t = 0; t < T; t++) {
         size_t row = ((size_t)b * T + t) * D + d0, r = ((size_t)b * T + t) * N;
         float delta[SCAN_BLOCK], u[SCAN_BLOCK], yt[SCAN_BLOCK];
+        float(*next)[SCAN_BLOCK] = tiles[(t + 1) & 1];
         block_inputs(delta, u, a->dt + row, a->dt_bias + d0, a->u + row, nd);
-        scan_tile_update(h, (const float(*)[SCAN_BLOCK])AT, delta, u, Dk, a->Bm + r, a->Cm + r,
-                         N, at, yt);
-        memcpy(y + row, yt, (size_t)nd * sizeof *yt);
+        scan_tile_update(next, (const float(*)[SCAN_BLOCK])h, (const float(*)[SCAN_BLOCK])AT,
+                         delta, u, Dk, a->Bm + r, a->Cm + r, N, at, yt);
+        cpu_store_lanes(y + row, yt, nd);
+        h = next;
     }
     if (h_last)
         for (int j = 0; j < nd; j++)
@@ -125,18 +132,18 @@ MT_CPU_CLONES static void scan_step_block(float *y, float *h, const mt_scan_args
     int D = a->D, N = a->N;
     size_t i0 = (size_t)b * D + d0;
     float AT[MT_SCAN_MAX_STATE][SCAN_BLOCK], hT[MT_SCAN_MAX_STATE][SCAN_BLOCK];
-    float at[MT_SCAN_MAX_STATE][SCAN_BLOCK], Dk[SCAN_BLOCK];
+    float hN[MT_SCAN_MAX_STATE][SCAN_BLOCK], at[MT_SCAN_MAX_STATE][SCAN_BLOCK], Dk[SCAN_BLOCK];
     float delta[SCAN_BLOCK], u[SCAN_BLOCK], yt[SCAN_BLOCK];
     block_params(AT, Dk, a, d0, nd);
     memset(hT, 0, (size_t)N * sizeof hT[0]);
     for (int j = 0; j < nd; j++)
         for (int n = 0; n < N; n++) hT[n][j] = h[(i0 + j) * N + n];
     block_inputs(delta, u, a->dt + i0, a->dt_bias + d0, a->u + i0, nd);
-    scan_tile_update(hT, (const float(*)[SCAN_BLOCK])AT, delta, u, Dk, a->Bm + (size_t)b * N,
-                     a->Cm + (size_t)b * N, N, at, yt);
-    memcpy(y + i0, yt, (size_t)nd * sizeof *yt);
+    scan_tile_update(hN, (const float(*)[SCAN_BLOCK])hT, (const float(*)[SCAN_BLOCK])AT, delta,
+                     u, Dk, a->Bm + (size_t)b * N, a->Cm + (size_t)b * N, N, at, yt);
+    cpu_store_lanes(y + i0, yt, nd);
     for (int j = 0; j < nd; j++)
-        for (int n = 0; n < N; n++) h[(i0 + j) * N + n] = hT[n][j];
+        for (int n = 0; n < N; n++) h[(i0 + j) * N + n] = hN[n][j];
 }
 
 void cpu_scan_step(float *y, float *h, const mt_scan_args *a)
@@ -173,16 +180,14 @@ MT_CPU_CLONES static void scan_backward_block(const mt_scan_grads *g, const floa
     block_params(AT, Dk, a, d0, nd);
 
     /* recompute the states, keeping every step's */
-    float (*h)[SCAN_BLOCK] = (float(*)[SCAN_BLOCK])s->hs;
-    memset(h, 0, tile * sizeof(float));
     for (int t = 0; t < T; t++) {
         size_t row = ((size_t)b * T + t) * D + d0, r = ((size_t)b * T + t) * N;
         float *delta = s->deltas + (size_t)t * SCAN_BLOCK, *u = s->us + (size_t)t * SCAN_BLOCK;
         float (*ht)[SCAN_BLOCK] = (float(*)[SCAN_BLOCK])(s->hs + (size_t)t * tile);
-        if (t > 0) memcpy(ht, ht - N, tile * sizeof(float));
+        const float(*hp)[SCAN_BLOCK] = t > 0 ? (const float(*)[SCAN_BLOCK])(ht - N) : zeros;
         block_inputs(delta, u, a->dt + row, a->dt_bias + d0, a->u + row, nd);
-        scan_tile_update(ht, (const float(*)[SCAN_BLOCK])AT, delta, u, Dk, a->Bm + r, a->Cm + r,
-                         N, (float(*)[SCAN_BLOCK])(s->ats + (size_t)t * tile), yt);
+        scan_tile_update(ht, hp, (const float(*)[SCAN_BLOCK])AT, delta, u, Dk, a->Bm + r,
+                         a->Cm + r, N, (float(*)[SCAN_BLOCK])(s->ats + (size_t)t * tile), yt);
     }
 
     /* the reverse recurrence */
@@ -198,8 +203,8 @@ MT_CPU_CLONES static void scan_backward_block(const mt_scan_grads *g, const floa
         const float(*at)[SCAN_BLOCK] = (const float(*)[SCAN_BLOCK])(s->ats + (size_t)t * tile);
         float(*dBt)[SCAN_BLOCK] = (float(*)[SCAN_BLOCK])(s->dBl + (size_t)t * tile);
         float(*dCt)[SCAN_BLOCK] = (float(*)[SCAN_BLOCK])(s->dCl + (size_t)t * tile);
-        float dyt[SCAN_BLOCK] = {0}, du[SCAN_BLOCK], ddelta[SCAN_BLOCK], v[SCAN_BLOCK] = {0};
-        memcpy(dyt, dy + row, (size_t)nd * sizeof *dyt);
+        float dyt[SCAN_BLOCK], du[SCAN_BLOCK], ddelta[SCAN_BLOCK], v[SCAN_BLOCK], bias[SCAN_BLOCK];
+        cpu_load_lanes(dyt, dy + row, nd);
 #pragma omp simd
         for (int j = 0; j < SCAN_BLOCK; j++) du[j] = Dk[j] * dyt[j], ddelta[j] = 0.0f;
         for (int n = 0; n < N; n++) {
@@ -217,10 +222,11 @@ MT_CPU_CLONES static void scan_backward_block(const mt_scan_grads *g, const floa
             }
         }
         /* ddt = ddelta * softplus'(dt + dt_bias) */
-        for (int j = 0; j < nd; j++) v[j] = a->dt[row + j] + a->dt_bias[d0 + j];
+        cpu_load_lanes(v, a->dt + row, nd);
+        cpu_load_lanes(bias, a->dt_bias + d0, nd);
 #pragma omp simd
         for (int j = 0; j < SCAN_BLOCK; j++) {
-            ddelta[j] *= mt_softplus_gradf(v[j]);
+            ddelta[j] *= mt_softplus_gradf(v[j] + bias[j]);
             dDk[j] += dyt[j] * u[j];
             dbk[j] += ddelta[j];
         }

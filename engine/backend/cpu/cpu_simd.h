@@ -13,6 +13,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 __attribute__((simd("notinbranch"))) float expf(float);
@@ -30,6 +31,30 @@ __attribute__((simd("notinbranch"))) float log1pf(float);
 static inline size_t cpu_chunk_len(size_t i0, size_t n)
 {
     return n - i0 < CPU_CHUNK ? n - i0 : CPU_CHUNK;
+}
+
+/* Blocked loops keep CPU_LANES channels of a row in a small array. Moving n <= CPU_LANES
+ * floats between a row and such an array: a whole block is a copy of fixed size, which the
+ * compiler turns into a few vector moves; a copy of variable size is a library call, and at
+ * one call per row and block the calls cost more than the work. */
+#define CPU_LANES 16
+
+/* lanes[0, n) = src[0, n), lanes[n, CPU_LANES) = 0 */
+static inline void cpu_load_lanes(float *restrict lanes, const float *restrict src, int n)
+{
+    if (n == CPU_LANES) {
+        memcpy(lanes, src, CPU_LANES * sizeof *lanes);
+    } else {
+        memset(lanes, 0, CPU_LANES * sizeof *lanes);
+        memcpy(lanes, src, (size_t)n * sizeof *lanes);
+    }
+}
+
+/* dst[0, n) = lanes[0, n) */
+static inline void cpu_store_lanes(float *restrict dst, const float *restrict lanes, int n)
+{
+    if (n == CPU_LANES) memcpy(dst, lanes, CPU_LANES * sizeof *lanes);
+    else memcpy(dst, lanes, (size_t)n * sizeof *lanes);
 }
 
 #endif

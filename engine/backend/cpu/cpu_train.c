@@ -1,9 +1,11 @@
-/* Training operations: fused softmax cross-entropy, counter-based dropout, AdamW. */
+/* Training operations: fused softmax cross-entropy (and its in-place forward+backward form),
+ * counter-based dropout, AdamW. */
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_simd.h"
 #include "math/philox.h"
 
 #include <math.h>
+#include <string.h>
 
 /* lse = log sum_j exp(x_j) ; loss = -sum_j q_j (x_j - lse)
  *      = lse - (1 - eps) x_target - (eps / V) sum_j x_j          (q from label smoothing eps) */
@@ -35,6 +37,15 @@ MT_CPU_CLONES static void cross_entropy_row_backward(float *dx, const float *x, 
     for (int j = 0; j < V; j++) dx[j] += scale * (expf(x[j] - lse) - uniform);
 }
 
+/* the same, over the logits themselves: x_j <- scale * (exp(x_j - lse) - eps / V), which is
+ * 0 + scale * (p_j - q_j) evaluated exactly as above */
+MT_CPU_CLONES static void cross_entropy_row_fused(float *x, float lse, int V, float uniform,
+                                                  float scale)
+{
+#pragma omp simd
+    for (int j = 0; j < V; j++) x[j] = 0.0f + scale * (expf(x[j] - lse) - uniform);
+}
+
 void cpu_cross_entropy_backward(float *dlogits, const float *logits, const float *lse,
                                 const int32_t *targets, size_t BT, int V, int ignore_index,
                                 float smoothing, float scale)
@@ -48,26 +59,54 @@ void cpu_cross_entropy_backward(float *dlogits, const float *logits, const float
     }
 }
 
+/* cross_entropy_forward's loss and cross_entropy_backward's gradient of each row, written over
+ * the row: the max, sum of exponentials and sum pass read it from cache, the last pass
+ * overwrites it. The same helpers in the same order as the two separate operations, so the
+ * fused result equals theirs bit for bit. */
+void cpu_cross_entropy_fused(float *losses, float *logits, const int32_t *targets, size_t BT,
+                             int V, int ignore_index, float smoothing, float scale)
+{
+#pragma omp parallel for if (BT * (size_t)V > 65536)
+    for (size_t r = 0; r < BT; r++) {
+        float *x = logits + r * (size_t)V;
+        if (targets[r] == ignore_index) {
+            losses[r] = 0.0f;
+            memset(x, 0, (size_t)V * sizeof *x);
+            continue;
+        }
+        float mx = cpu_row_max(x, V);
+        double l = mx + log(cpu_row_sum_exp(x, V, mx));
+        double sum_x = smoothing != 0.0f ? cpu_row_sum(x, V) : 0.0;
+        losses[r] = (float)(l - (1.0 - smoothing) * x[targets[r]] - smoothing * sum_x / V);
+        cross_entropy_row_fused(x, (float)l, V, smoothing / V, scale);
+        x[targets[r]] -= scale * (1.0f - smoothing);
+    }
+}
+
 /* keep_i = philox_uniform(seed, i, site, step) >= p ; out = keep ? x / (1 - p) : 0
  * (dropout_chunk with dx = NULL; with dx, the backward: dx += keep ? dout / (1 - p) : 0).
- * Elements [i0, i0 + n); Philox's rounds vectorise, so a vector of masks is drawn at once. */
+ * Elements [i0, i0 + n), i0 a multiple of 4. The scales come first, one Philox block per four
+ * elements (philox.h) with the blocks' rounds vectorised, then one plain pass applies them. */
 MT_CPU_CLONES static void dropout_chunk(float *out, float *dx, const float *in, size_t i0,
                                         size_t n, float p, uint64_t seed, uint64_t step,
                                         uint32_t site)
 {
     float inv_keep = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+    float keep[CPU_CHUNK];
+    uint32_t g0 = (uint32_t)(i0 >> 2), n_blocks = (uint32_t)((n + 3) >> 2);
+#pragma omp simd
+    for (uint32_t g = 0; g < n_blocks; g++) {
+        uint32_t r[4];
+        mt_philox_block(r, seed, g0 + g, site, step);
+        for (int w = 0; w < 4; w++)
+            keep[4 * g + w] = mt_u32_to_unit_float(r[w]) >= p ? inv_keep : 0.0f;
+    }
     if (dx) {
 #pragma omp simd
-        for (size_t i = i0; i < i0 + n; i++) {
-            float keep = mt_philox_uniform(seed, (uint32_t)i, site, step) >= p ? inv_keep : 0.0f;
-            dx[i] += in[i] * keep;
-        }
+        for (size_t i = 0; i < n; i++) dx[i0 + i] += in[i0 + i] * keep[i];
     } else {
 #pragma omp simd
-        for (size_t i = i0; i < i0 + n; i++) {
-            float keep = mt_philox_uniform(seed, (uint32_t)i, site, step) >= p ? inv_keep : 0.0f;
-            out[i] = in[i] * keep;
-        }
+        for (size_t i = 0; i < n; i++) out[i0 + i] = in[i0 + i] * keep[i];
     }
 }
 

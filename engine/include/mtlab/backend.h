@@ -301,6 +301,11 @@ typedef struct mt_backend {
     void (*cross_entropy_backward)(float *dlogits, const float *logits, const float *lse,
                                    const int32_t *targets, size_t BT, int V, int ignore_index,
                                    float smoothing, float scale);
+    /* the two fused for training, in place, one row at a time while it is in cache: losses as
+     * forward computes them, then logits (BT, V) become scale * (p - q), all 0 on ignored rows
+     * (what backward would add to a zeroed dlogits, with lse rounded to float the same way) */
+    void (*cross_entropy_fused)(float *losses, float *logits, const int32_t *targets, size_t BT,
+                                int V, int ignore_index, float smoothing, float scale);
 
     /* ---- dropout with a counter-based mask: element i of a call is kept when
      * mt_philox_uniform(seed, i, site, step) >= p (engine/math/philox.h), so the mask depends

@@ -440,6 +440,11 @@ double mt_cross_entropy_forward(const mt_backend *be, float *losses, float *lse,
 void mt_cross_entropy_backward(const mt_backend *be, float *dlogits, const float *logits,
                                const float *lse, const int32_t *targets, size_t BT, int V,
                                int ignore_index, float smoothing, float scale);
+/* Training's form: losses (BT), and logits (BT, V) overwritten by scale * d(loss sum)/dlogits
+ * (docs/models.md §10.7). */
+void mt_cross_entropy_fused(const mt_backend *be, float *losses, float *logits,
+                            const int32_t *targets, size_t BT, int V, int ignore_index,
+                            float smoothing, float scale);
 
 /* ---------------------------------------------------------------- initialisation (host)
  * Parameters are initialised in host memory (then uploaded when the backend is a device). */
