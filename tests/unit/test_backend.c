@@ -74,6 +74,38 @@ static void test_gemm_vs_naive(void **state)
     free(a), free(b), free(c1), free(c2);
 }
 
+/* Decoding's x W^T for few rows (cpu_gemm_rows.c, when the CPU has AVX-512): every tile shape
+ * and its short last tiles, K with and without a partial vector, strides wider than the rows,
+ * and one product big enough to be split between threads. */
+static void test_gemm_rows_vs_naive(void **state)
+{
+    (void)state;
+    mt_rng rng;
+    mt_rng_init(&rng, 11, 0);
+    static const int Ms[] = {1, 2, 3, 4, 5, 16, 32}, Ns[] = {1, 5, 16, 17, 40}, Ks[] = {1, 15, 16, 17, 48};
+    double worst = 0.0;
+    int cases = 0;
+    for (size_t mi = 0; mi < sizeof Ms / sizeof *Ms; mi++)
+        for (size_t ni = 0; ni < sizeof Ns / sizeof *Ns; ni++)
+            for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks + 1; ki++) {
+                int m = Ms[mi], n = ki < sizeof Ks / sizeof *Ks ? Ns[ni] : 200 + Ns[ni];
+                int k = ki < sizeof Ks / sizeof *Ks ? Ks[ki] : 96;
+                int lda = k + 2, ldb = k + 5, ldc = n + 1;
+                float *a = gc_random((size_t)m * lda, &rng, 1.0f);
+                float *b = gc_random((size_t)n * ldb, &rng, 1.0f);
+                float *c1 = gc_random((size_t)m * ldc, &rng, 1.0f);
+                float *c2 = copy_of(c1, (size_t)m * ldc);
+                fast->gemm(0, 1, m, n, k, 0.7f, a, lda, b, ldb, 0.0f, c1, ldc);
+                naive->gemm(0, 1, m, n, k, 0.7f, a, lda, b, ldb, 0.0f, c2, ldc);
+                worst = fmax(worst, max_rel(c1, c2, (size_t)m * ldc));
+                free(a), free(b), free(c1), free(c2);
+                cases++;
+            }
+    printf("backend: gemm x W^T for few rows (%d shapes) max relative error %.2e (bound 1e-6)\n",
+           cases, worst);
+    assert_true(worst < 1e-6);
+}
+
 /* ---------------------------------------------------------------- attention */
 typedef struct {
     const char *name;
@@ -419,6 +451,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemm_vs_naive),
+        cmocka_unit_test(test_gemm_rows_vs_naive),
         cmocka_unit_test(test_attention_vs_naive),
         cmocka_unit_test(test_attention_fully_masked_row),
         cmocka_unit_test(test_rope),

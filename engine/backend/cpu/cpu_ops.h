@@ -21,6 +21,11 @@ void cpu_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const 
 void cpu_gemm_batched(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
                       int lda, size_t stride_a, const float *b, int ldb, size_t stride_b,
                       float beta, float *c, int ldc, size_t stride_c, int batch);
+/* y (M, N) = alpha x (M, K) w (N, K)^T for decoding's few rows (cpu_gemm_rows.c): 1 when done,
+ * 0 when this CPU or these sizes want OpenBLAS instead. */
+#define CPU_ROWS_MAX_M 32
+int cpu_gemm_rows(int M, int N, int K, float alpha, const float *x, int ldx, const float *w,
+                  int ldw, float *y, int ldy);
 void naive_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
                 int lda, const float *b, int ldb, float beta, float *c, int ldc);
 void naive_gemm_batched(int trans_a, int trans_b, int m, int n, int k, float alpha,
