@@ -252,8 +252,9 @@ def run_setting(s, a, bundle, ids, ct2_model, tokens_out=None):
                MKL_NUM_THREADS=str(s.threads))
     common = ["--new-tokens", str(a.new_tokens), "--batch", str(s.batch), "--repeat",
               str(a.repeat)]
-    if s.system == "mtlab":
-        cmd = [a.mtlab, "bench", "--peer-inputs", ids, "-m", bundle, *common]
+    if s.system in ("mtlab", "before"):
+        binary = a.mtlab if s.system == "mtlab" else a.mtlab_before
+        cmd = [binary, "bench", "--peer-inputs", ids, "-m", bundle, *common]
         if s.precision != "fp32":
             cmd += ["--precision", s.precision]
     else:
@@ -268,9 +269,9 @@ def run_setting(s, a, bundle, ids, ct2_model, tokens_out=None):
     if run.returncode != 0:
         sys.exit(f"bench-peers: {s.model} batch {s.batch}, {s.label()}: `{' '.join(cmd)}` "
                  f"exited with {run.returncode}:\n{(run.stderr or run.stdout).strip()[-2000:]}")
-    if s.system == "mtlab":
+    if s.system in ("mtlab", "before"):
         m = re.search(r"= ([0-9.]+) tokens/s", run.stdout)
-        return float(m.group(1)), "mtlab"
+        return float(m.group(1)), cmd[0]
     last = json.loads(run.stdout.strip().splitlines()[-1])
     return last["tok_s"], last["version"]
 
@@ -280,8 +281,8 @@ def mtlab_precisions(mtlab):
     return ["fp32", "int8"] if "--precision" in run.stdout + run.stderr else ["fp32"]
 
 
-def settings_for(model, batch, threads, precisions):
-    systems = [("mtlab", p) for p in precisions]
+def settings_for(model, batch, threads, precisions, before=False):
+    systems = [("mtlab", p) for p in precisions] + ([("before", "fp32")] if before else [])
     if model == "transformer":
         systems += [("ct2", "float32"), ("ct2", "int8")]
     systems += [("hf", "fp32")]
@@ -387,7 +388,7 @@ def bench(a):
             n = SOURCES_PER_BATCH.get(batch, 2 * batch)
             ids = os.path.join(a.work, f"{model}-b{batch}.ids")
             write_ids(ids, cfgs[model]["vocab_size"], n, a.src_len, seed=batch)
-            group = settings_for(model, batch, a.threads, precisions)
+            group = settings_for(model, batch, a.threads, precisions, bool(a.mtlab_before))
             for r in range(a.rounds):
                 order = group[r % len(group):] + group[:r % len(group)]
                 for s in order:
@@ -465,6 +466,8 @@ def check(a):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--mtlab", default="./mtlab")
+    p.add_argument("--mtlab-before", help="another mtlab binary (an older build) measured in "
+                   "the same rounds as the system 'before'")
     p.add_argument("--work", default="build/bench-peers")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--repeat", type=int, default=2)

@@ -53,7 +53,7 @@ static void masked_softmax_row(float *s, const mt_attn_desc *d, int b, int i)
     for (int j = 0; j < d->Tk; j++) s[j] *= inv;
 }
 
-/* One query of one head, as a decoding step asks (docs/decoding.md §8): the scores go to the
+/* One query of one head, as a decoding step asks (docs/decoding.md §9): the scores go to the
  * caller's p (Tk), then o (Dh) = softmax(p) v, with plain loops: two BLAS calls per head cost
  * more than the few multiply-adds they hold. */
 MT_CPU_CLONES static void single_query(float *o, float *p, const float *qh, const float *kh,

@@ -1,5 +1,5 @@
 /* y (M, N) = x (M, K) w (N, K)^T for the few rows a decoding step has (M <= CPU_ROWS_MAX_M):
- * every linear layer's x W^T at batch 1 to 16 (docs/decoding.md §8).
+ * every linear layer's x W^T at batch 1 to 16 (docs/decoding.md §9).
  *
  * OpenBLAS's sgemm first copies w into its packed layout, so for few rows it reads the weights
  * twice and spends most of a step packing them; its sgemv reads them once but one output at a
