@@ -86,9 +86,9 @@ double bench_bare_sgemm_seconds(const bench_gemm_shape *s);
 /* ---------------------------------------------------------------- fixed-length decoding
  * Greedy decoding that produces exactly new_tokens per row: neither <eos> nor <pad> is ever
  * chosen, as the peers' minimum-length settings suppress <eos> (CTranslate2's
- * min_decoding_length, transformers' min_new_tokens), so every system decodes the same ids. Prompts as
- * decode.h describes them: `src <sep>` left padded, or source `src <eos>` with prefix
- * <decoder_start>. tokens_out (n, new_tokens) receives the ids when not NULL. */
+ * min_decoding_length, transformers' min_new_tokens), so every system decodes the same ids.
+ * Prompts as decode.h describes them: `src <sep>` left padded, or source `src <eos>` with
+ * prefix <decoder_start>. tokens_out (n, new_tokens) receives the ids when not NULL. */
 typedef struct {
     double prefill_seconds, step_seconds; /* step_seconds: all new_tokens - 1 steps */
 } bench_decode_time;

@@ -82,7 +82,8 @@ static void test_gemm_rows_vs_naive(void **state)
     (void)state;
     mt_rng rng;
     mt_rng_init(&rng, 11, 0);
-    static const int Ms[] = {1, 2, 3, 4, 5, 16, 32}, Ns[] = {1, 5, 16, 17, 40}, Ks[] = {1, 15, 16, 17, 48};
+    static const int Ms[] = {1, 2, 3, 4, 5, 16, 32}, Ns[] = {1, 5, 16, 17, 40};
+    static const int Ks[] = {1, 15, 16, 17, 48};
     double worst = 0.0;
     int cases = 0;
     for (size_t mi = 0; mi < sizeof Ms / sizeof *Ms; mi++)

@@ -15,7 +15,7 @@ void cpu_copy(void *dst, const void *src, size_t bytes);
 void cpu_memzero(void *p, size_t bytes);
 void cpu_sync(void);
 
-/* matrix products (cpu_gemm.c: OpenBLAS; naive_gemm.c: loops) */
+/* matrix products (cpu_gemm.c: OpenBLAS and cpu_gemm_rows.c; naive_gemm.c: loops) */
 void cpu_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
               const float *b, int ldb, float beta, float *c, int ldc);
 void cpu_gemm_batched(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
