@@ -17,6 +17,13 @@
 
 /* w rows per unit of work handed to a thread (a multiple of every tile height) */
 #define BLOCK_N 16
+/* Where the kernel is the faster one (timed against OpenBLAS 0.3.21 on a Sapphire Rapids core,
+ * weights cold as in a step): with fewer than 64 columns of K or rows of w, OpenBLAS's packing
+ * costs little and the kernel's fold and tails weigh more; for one row of x, OpenBLAS's sgemv
+ * keeps up until the matrix outgrows the L2 cache (the output projection). */
+#define MIN_K 64
+#define MIN_N 64
+#define MIN_ONE_ROW ((size_t)1 << 20)
 /* below this many multiply-adds one thread is faster than a fork/join */
 #define PARALLEL_MIN_MACS ((size_t)1 << 18)
 
@@ -100,7 +107,8 @@ __attribute__((target("avx512f"))) static void rows_block(int M, int n0, int n1,
 int cpu_gemm_rows(int M, int N, int K, float alpha, const float *x, int ldx, const float *w,
                   int ldw, float *y, int ldy)
 {
-    if (M < 1 || M > CPU_ROWS_MAX_M || N < 1 || K < 1 || !__builtin_cpu_supports("avx512f"))
+    if (M < 1 || M > CPU_ROWS_MAX_M || N < MIN_N || K < MIN_K ||
+        (M == 1 && (size_t)N * K < MIN_ONE_ROW) || !__builtin_cpu_supports("avx512f"))
         return 0;
     int blocks = (N + BLOCK_N - 1) / BLOCK_N;
     int parallel = (size_t)M * N * K >= PARALLEL_MIN_MACS;
