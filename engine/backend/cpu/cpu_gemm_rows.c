@@ -4,7 +4,7 @@
  * OpenBLAS's sgemm first copies w into its packed layout, so for few rows it reads the weights
  * twice and spends most of a step packing them; its sgemv reads them once but one output at a
  * time. Here each weight row is read once, straight from w: a tile of rows of x by rows of w
- * (1 x 16, 2 x 8 or 4 x 4) keeps 16 dot products running in 16 AVX-512 registers along K,
+ * (2 x 8 or 4 x 4) keeps 16 dot products running in 16 AVX-512 registers along K,
  * and the 16 sums are folded into one register at the end (4 shuffle-and-add rounds instead of
  * 16 horizontal sums).
  * Threads split the rows of w when the product is big enough to pay for a fork. The sums run
@@ -17,13 +17,12 @@
 
 /* w rows per unit of work handed to a thread (a multiple of every tile height) */
 #define BLOCK_N 16
-/* Where the kernel is the faster one (timed against OpenBLAS 0.3.21 on a Sapphire Rapids core,
- * weights cold as in a step): with fewer than 64 columns of K or rows of w, OpenBLAS's packing
- * costs little and the kernel's fold and tails weigh more; for one row of x, OpenBLAS's sgemv
- * keeps up until the matrix outgrows the L2 cache (the output projection). */
+/* Where the kernel is the faster one (timed against OpenBLAS 0.3.21 on a Sapphire Rapids core):
+ * with fewer than 64 columns of K or rows of w, OpenBLAS's packing costs little and the
+ * kernel's fold and tails weigh more; for one row of x, OpenBLAS's sgemv reads the weights
+ * once too, and keeps up with it. */
 #define MIN_K 64
 #define MIN_N 64
-#define MIN_ONE_ROW ((size_t)1 << 20)
 /* below this many multiply-adds one thread is faster than a fork/join */
 #define PARALLEL_MIN_MACS ((size_t)1 << 18)
 
@@ -92,23 +91,21 @@ rows_tiles(int MT, int NT, int M, int n0, int n1, int K, float alpha, const floa
     }
 }
 
-/* The tile for M rows: one x row by 16 w rows at batch 1, 2 by 8, or 4 by 4 (each weight load
- * then feeds 4 multiply-adds). */
+/* The tile for M rows: 2 x rows by 8 w rows, or 4 by 4 (each weight load then feeds 4
+ * multiply-adds). */
 __attribute__((target("avx512f"))) static void rows_block(int M, int n0, int n1, int K,
                                                          float alpha, const float *x, int ldx,
                                                          const float *w, int ldw, float *y,
                                                          int ldy)
 {
-    if (M == 1) rows_tiles(1, 16, M, n0, n1, K, alpha, x, ldx, w, ldw, y, ldy);
-    else if (M < 4) rows_tiles(2, 8, M, n0, n1, K, alpha, x, ldx, w, ldw, y, ldy);
+    if (M < 4) rows_tiles(2, 8, M, n0, n1, K, alpha, x, ldx, w, ldw, y, ldy);
     else rows_tiles(4, 4, M, n0, n1, K, alpha, x, ldx, w, ldw, y, ldy);
 }
 
 int cpu_gemm_rows(int M, int N, int K, float alpha, const float *x, int ldx, const float *w,
                   int ldw, float *y, int ldy)
 {
-    if (M < 1 || M > CPU_ROWS_MAX_M || N < MIN_N || K < MIN_K ||
-        (M == 1 && (size_t)N * K < MIN_ONE_ROW) || !__builtin_cpu_supports("avx512f"))
+    if (M < 2 || M > CPU_ROWS_MAX_M || N < MIN_N || K < MIN_K || !__builtin_cpu_supports("avx512f"))
         return 0;
     int blocks = (N + BLOCK_N - 1) / BLOCK_N;
     int parallel = (size_t)M * N * K >= PARALLEL_MIN_MACS;

@@ -22,8 +22,8 @@ void cpu_gemm_batched(int trans_a, int trans_b, int m, int n, int k, float alpha
                       int lda, size_t stride_a, const float *b, int ldb, size_t stride_b,
                       float beta, float *c, int ldc, size_t stride_c, int batch);
 /* y (M, N) = alpha x (M, K) w (N, K)^T for decoding's few rows (cpu_gemm_rows.c): 1 when done,
- * 0 when this CPU or these sizes want OpenBLAS instead (M > 32, K or N below 64, one row of
- * x against less than 2^20 weights). */
+ * 0 when this CPU or these sizes want OpenBLAS instead (one row, more than 32, K or N below
+ * 64). */
 #define CPU_ROWS_MAX_M 32
 int cpu_gemm_rows(int M, int N, int K, float alpha, const float *x, int ldx, const float *w,
                   int ldw, float *y, int ldy);
