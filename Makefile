@@ -8,6 +8,7 @@
 #   make gazetteer  rebuild scripts/data/gazetteer.*.txt (name substitution) from the word lists
 #   make bench   benchmarks (printed ratios, never timed tests)
 #   make bench-peers  mtlab's decoding vs CTranslate2 and transformers (pip-installs them)
+#   make test-peers   every bench-peers peer decodes the same greedy tokens as mtlab (pip too)
 #   make fuzz    build the libFuzzer targets (clang) and run each for FUZZ_SECONDS
 #   make cuda    compile the CUDA objects (when nvcc exists)
 #   make clean
@@ -84,7 +85,7 @@ REL_TESTS := $(patsubst tests/unit/%.c,$(REL)/tests/%,$(TEST_C))
 SAN_TESTS := $(patsubst tests/unit/%.c,$(SAN)/tests/%,$(TEST_C))
 E2E_TOOLS := $(REL)/e2e/make_bundles
 
-.PHONY: test-cuda bench-cuda all run test test-build test-lua deps data bench bench-peers fuzz cuda clean gazetteer
+.PHONY: test-cuda bench-cuda all run test test-build test-lua deps data bench bench-peers test-peers fuzz cuda clean gazetteer
 .DEFAULT_GOAL := all
 # Keep intermediate objects (test support files) so a second make does not relink everything.
 .SECONDARY:
@@ -225,11 +226,16 @@ bench-cuda: deps
 	  ./$(BIN) bench --device $(or $(DEVICE),cuda:0); \
 	fi
 
-# Not part of `make test` or CI: it installs its peers from PyPI.
+# Not part of `make test` or CI: both install their peers from PyPI (README, "Peer benchmark").
+# BENCH_PEERS_ARGS passes options on, e.g. BENCH_PEERS_ARGS="--rounds 5 --models transformer".
 bench-peers: deps
 	@$(MAKE) --no-print-directory all
-	python3 tests/bench/bench_peers.py --mtlab ./$(BIN) --work $(BUILD)/bench-peers
+	python3 tests/bench/bench_peers.py --mtlab ./$(BIN) --work $(BUILD)/bench-peers $(BENCH_PEERS_ARGS)
 	python3 tests/bench/torch_train.py --device cpu --mtlab ./$(BIN)
+
+test-peers: deps
+	@$(MAKE) --no-print-directory all
+	python3 tests/bench/bench_peers.py --check --mtlab ./$(BIN) --work $(BUILD)/test-peers
 
 FUZZ_SECONDS ?= 300
 FUZZ_FLAGS := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \

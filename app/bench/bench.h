@@ -104,10 +104,11 @@ int bench_train_step(mt_model *m, const mt_batch *b, int step);
 double bench_bare_sgemm_seconds(const bench_gemm_shape *s);
 
 /* ---------------------------------------------------------------- fixed-length decoding
- * Greedy decoding that produces exactly new_tokens per row: <eos> does not stop a row (the
- * weights are usually random), and <pad> is never chosen, as in mt_decode. Prompts as
- * decode.h describes them: `src <sep>` left padded, or source `src <eos>` with prefix
- * <decoder_start>. tokens_out (n, new_tokens) receives the ids when not NULL. */
+ * Greedy decoding that produces exactly new_tokens per row: neither <eos> nor <pad> is ever
+ * chosen, as the peers' minimum-length settings suppress <eos> (CTranslate2's
+ * min_decoding_length, transformers' min_new_tokens), so every system decodes the same ids.
+ * Prompts as decode.h describes them: `src <sep>` left padded, or source `src <eos>` with
+ * prefix <decoder_start>. tokens_out (n, new_tokens) receives the ids when not NULL. */
 typedef struct {
     double prefill_seconds, step_seconds; /* step_seconds: all new_tokens - 1 steps */
 } bench_decode_time;
@@ -183,7 +184,8 @@ int bench_run_all(const bench_opts *o);
  * the same size with their state memory, and training tokens/s of the seven 77M presets in
  * bf16 — against PyTorch's when torch_json (tests/bench/torch_train.py's output) is given. */
 int bench_run_cuda(const char *device, const char *torch_json, int repeat);
-int bench_run_peer(const char *bundle, const char *inputs, int new_tokens, int batch,
-                   int repeat, mt_precision precision);
+/* tokens_out, when not NULL, receives one untimed pass's ids: one line of new_tokens per source. */
+int bench_run_peer(const char *bundle, const char *inputs, const char *tokens_out,
+                   int new_tokens, int batch, int repeat, mt_precision precision);
 
 #endif

@@ -41,14 +41,15 @@ static void build_prompts(const mt_model_config *cfg, int encdec, const int32_t 
     }
 }
 
-/* The most likely token of each row, <pad> excluded (mt_decode never generates it). */
-static void pick_tokens(int32_t *tok, const float *logits, int n, int V, int pad_id)
+/* The most likely token of each row, <pad> (mt_decode never generates it) and <eos> (every row
+ * runs to its fixed length) excluded. */
+static void pick_tokens(int32_t *tok, const float *logits, int n, int V, int pad_id, int eos_id)
 {
     for (int r = 0; r < n; r++) {
         const float *row = logits + (size_t)r * V;
         int best = -1;
         for (int j = 0; j < V; j++)
-            if (j != pad_id && (best < 0 || row[j] > row[best])) best = j;
+            if (j != pad_id && j != eos_id && (best < 0 || row[j] > row[best])) best = j;
         tok[r] = best;
     }
 }
@@ -72,7 +73,7 @@ int bench_decode_fixed(mt_model *m, const int32_t *const *src, const int *src_le
     if (!rc) rc = mt_model_prefill(m, st, &b, logits);
     double t1 = mt_now_s();
     for (int k = 0; k < new_tokens && !rc; k++) {
-        pick_tokens(tok, logits, n, V, cfg->pad_id);
+        pick_tokens(tok, logits, n, V, cfg->pad_id, cfg->eos_id);
         if (tokens_out)
             for (int r = 0; r < n; r++) tokens_out[(size_t)r * new_tokens + k] = tok[r];
         if (k + 1 < new_tokens) rc = mt_model_step(m, st, tok, logits);

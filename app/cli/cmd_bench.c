@@ -1,11 +1,12 @@
 /* `mtlab bench` (what `make bench` runs): speed figures and ratios measured in one run, never
  * pass/fail. Four modes:
  *   mtlab bench [--repeat N] [--only SECTION] [--verbose]
- *                                               the six sections (app/bench/bench_report.c)
+ *                                               the seven sections (app/bench/bench_report.c)
  *   mtlab bench --make-bundles DIR              random-weight small bundles for the peers
  *   mtlab bench --peer-inputs FILE -m BUNDLE    tokens/s on a file of token-id sources,
- *               [--new-tokens N] [--batch N]    the figure `make bench-peers` compares
+ *               [--new-tokens N] [--batch N]    the figure `make bench-peers` compares;
  *               [--precision fp32|int8]
+ *               [--tokens-out FILE]             the ids it generated (`make test-peers`)
  *   mtlab bench --device cuda[:N]               the GPU report `make bench-cuda` prints
  *               [--torch-json FILE]             (app/bench/bench_cuda.c) */
 #include "bench/bench.h"
@@ -16,7 +17,7 @@
 #include <string.h>
 
 typedef struct {
-    const char *make_bundles, *peer_inputs, *bundle, *device, *torch_json;
+    const char *make_bundles, *peer_inputs, *bundle, *device, *torch_json, *tokens_out;
     int new_tokens, batch;
     mt_precision precision;
     bench_opts o;
@@ -67,6 +68,7 @@ static int parse_args(bench_args *a, int argc, char **argv)
         else if (!strcmp(o, "--precision")) {
             if (mt_precision_parse(v, &a->precision)) return cli_fail("bench: %s", mt_last_error());
         }
+        else if (!strcmp(o, "--tokens-out")) a->tokens_out = v;
         else if (!strcmp(o, "--repeat")) {
             if (cli_option_int("bench", o, v, 1, 100, &a->o.repeat)) return 2;
         } else if (!strcmp(o, "--only")) {
@@ -92,6 +94,10 @@ static int parse_args(bench_args *a, int argc, char **argv)
         fprintf(stderr, "mtlab bench: --device runs the GPU report alone (no --only, -m or --make-bundles)\n");
         return 2;
     }
+    if (a->tokens_out && !a->peer_inputs) {
+        fprintf(stderr, "mtlab bench: --tokens-out goes with --peer-inputs\n");
+        return 2;
+    }
     if (!a->peer_inputs != !a->bundle) {
         fprintf(stderr, "mtlab bench: --peer-inputs and -m go together\n");
         return 2;
@@ -114,8 +120,8 @@ static int run_bench(int argc, char **argv)
     if (a.device)
         rc = bench_run_cuda(a.device, a.torch_json, a.o.repeat);
     else if (a.peer_inputs)
-        rc = bench_run_peer(a.bundle, a.peer_inputs, a.new_tokens, a.batch, a.o.repeat,
-                            a.precision);
+        rc = bench_run_peer(a.bundle, a.peer_inputs, a.tokens_out, a.new_tokens, a.batch,
+                            a.o.repeat, a.precision);
     else
         rc = bench_run_all(&a.o);
     return rc ? cli_fail("%s", mt_last_error()) : 0;
@@ -123,10 +129,10 @@ static int run_bench(int argc, char **argv)
 
 const struct mt_command cmd_bench = {
     "bench",
-    "[--repeat N] [--only gemm|decode|roofline|state|probes|int8 ...] [--verbose] | "
+    "[--repeat N] [--only gemm|decode|roofline|state|probes|int8|prefill ...] [--verbose] | "
     "--make-bundles DIR | "
     "--peer-inputs FILE -m BUNDLE [--new-tokens N] [--batch N] [--precision fp32|int8] "
-    "[--repeat N] | "
+    "[--repeat N] [--tokens-out FILE] | "
     "--device cuda[:N] [--torch-json FILE] [--repeat N]",
     "speed figures: training gemm rate, decode tokens/s, roofline, state memory",
     run_bench,

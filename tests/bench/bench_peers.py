@@ -1,23 +1,32 @@
 #!/usr/bin/env python3
-"""`make bench-peers`: mtlab's decoding speed against established implementations on the same
-bundles, the same token ids, the same thread count, in one run on this machine (development
-tool; not part of `make test` or CI).
+"""`make bench-peers`: mtlab's greedy decoding speed against established implementations on the
+same bundles and the same token ids, on this machine (development tool; not part of
+`make test` or CI). `make test-peers` (--check) checks that every peer decodes the same tokens.
 
   transformer bundle (Hugging Face Marian layout)
-      -> converted with CTranslate2's own converter, decoded by ctranslate2 (fp32)
-      -> also decoded by transformers' MarianMTModel (PyTorch eager), for reference
-  mamba bundle (MambaForCausalLM layout)
-      -> decoded by transformers' MambaForCausalLM (PyTorch eager)
+      -> CTranslate2 (converted by its own converter; float32 and int8), transformers'
+         MarianMTModel (PyTorch eager)
+  mamba bundle (MambaForCausalLM layout) -> transformers' MambaForCausalLM (eager)
+  hybrid bundle (mamba-mha) -> transformers' JambaForCausalLM (eager) of the same width, depth,
+         attention layers and state, one expert; it has an MLP per layer that mamba-mha has not
+         and random weights, so it is a speed peer of the class only, never token-checked
 
-Every system decodes greedily exactly NEW_TOKENS tokens per source (<eos> suppressed until
-then), batch by batch in file order, after one warm-up batch; each figure is the median of
---repeat passes. mtlab's figure comes from `mtlab bench --peer-inputs FILE -m BUNDLE`.
-Bundles: the trained ones under models/ when present, else random-weight bundles made by
-`mtlab bench --make-bundles` (speed does not depend on what the weights say).
-Missing Python packages (ctranslate2, transformers, torch, safetensors) are pip-installed.
+How it measures (the reasons are in README.md, "Peer benchmark"):
+  * every system and setting (system, precision, threads, batch) runs in a fresh process of
+    its own, so no OpenMP runtime is shared and no thread of an earlier system still spins;
+  * rounds: each round runs every setting once, in turn (A B C .. A B C ..); a figure is the
+    median over rounds, and a ratio is the median of the per-round ratios of its two settings;
+  * each system runs at 1 and 2 threads (--threads) and the best of each is reported;
+  * greedy, exactly --new-tokens new tokens per source (<eos> and <pad> suppressed), random
+    sources of --src-len ordinary ids (equal lengths: no padding), one warm-up batch per
+    process, then --repeat passes whose median is that process's figure.
+mtlab's figure comes from `mtlab bench --peer-inputs FILE -m BUNDLE`; its int8 rows run only
+when `mtlab bench --help` offers --precision. Missing Python packages are pip-installed.
 
-  python3 tests/bench/bench_peers.py [--mtlab ./mtlab] [--work DIR] [--threads N]
-                                     [--new-tokens N] [--repeat N]
+  python3 tests/bench/bench_peers.py [--mtlab ./mtlab] [--work DIR] [--rounds N] [--repeat N]
+          [--threads 1,2] [--batches 1,16] [--models transformer,mamba,hybrid]
+          [--new-tokens N] [--src-len N]
+  python3 tests/bench/bench_peers.py --check [--mtlab ./mtlab] [--work DIR]
 """
 import argparse
 import importlib
@@ -33,8 +42,13 @@ import time
 
 PACKAGES = [("ctranslate2", "ctranslate2"), ("transformers", "transformers"),
             ("torch", "torch"), ("safetensors", "safetensors")]
-SETTINGS = [(1, 4), (16, 32)]  # (batch, sources)
-FIRST_WORD_ID = 5              # ids below frame prompts: <pad> <eos> <sep> <bos> <unk>
+FIRST_WORD_ID = 5  # ids below frame prompts: <pad> <eos> <sep> <bos> <unk>
+SOURCES_PER_BATCH = {1: 8, 16: 32}  # sources decoded per pass, by batch size
+MODELS = {  # name: (preset, what models/ calls it, config model_type)
+    "transformer": ("transformer-small", "marian"),
+    "mamba": ("mamba-small", "mamba"),
+    "hybrid": ("mamba-mha-small", "mamba-mha"),
+}
 
 
 def ensure_packages():
@@ -45,218 +59,450 @@ def ensure_packages():
         importlib.invalidate_caches()
 
 
-def load_average():
-    one, five, fifteen = os.getloadavg()
-    return f"{one:.2f} {five:.2f} {fifteen:.2f}"
-
-
-# ---------------------------------------------------------------- bundles and inputs
-def find_bundles(mtlab, work):
-    """(transformer dir, mamba dir, where they came from)."""
-    found = {}
-    if os.path.isdir("models"):
-        for name in sorted(os.listdir("models")):
-            path = os.path.join("models", name, "config.json")
-            if os.path.isfile(path):
-                with open(path) as f:
-                    kind = json.load(f).get("model_type")
-                found.setdefault(kind, os.path.join("models", name))
-    if "marian" in found and "mamba" in found:
-        return found["marian"], found["mamba"], "trained bundles under models/"
-    out = os.path.join(work, "bundles")
-    subprocess.run([mtlab, "bench", "--make-bundles", out], check=True, capture_output=True)
-    return (os.path.join(out, "transformer-small"), os.path.join(out, "mamba-small"),
-            f"random-weight bundles from `mtlab bench --make-bundles {out}`")
-
-
 def bundle_config(bundle):
     with open(os.path.join(bundle, "config.json")) as f:
         return json.load(f)
 
 
-def write_inputs(path, vocab, n):
-    """n sources of 12..40 ordinary ids, sorted by length so batches pad little (the same
-    batches for every system, which all take the file in order)."""
-    rng = random.Random(1)
-    lengths = sorted(rng.randint(12, 40) for _ in range(n))
-    # vocab - 1 stays out: CTranslate2's Marian conversion drops the last vocabulary row
-    sources = [[rng.randint(FIRST_WORD_ID, vocab - 2) for _ in range(k)] for k in lengths]
+def write_ids(path, vocab, n, length, seed):
+    rng = random.Random(seed)
+    sources = [[rng.randint(FIRST_WORD_ID, vocab - 1) for _ in range(length)] for _ in range(n)]
     with open(path, "w") as f:
         for s in sources:
             f.write(" ".join(map(str, s)) + "\n")
-    return sources
 
 
-def batches(sources, batch):
-    return [sources[i:i + batch] for i in range(0, len(sources), batch)]
+def read_ids(path):
+    with open(path) as f:
+        return [[int(x) for x in line.split()] for line in f if line.strip()]
 
 
-def timed_passes(decode_batch, sources, batch, repeat, new_tokens):
-    """tokens/s: one warm-up batch, then the median of repeat passes over all batches."""
+def write_tokens(path, rows):
+    with open(path, "w") as f:
+        for r in rows:
+            f.write(" ".join(map(str, r)) + "\n")
+
+
+# ---------------------------------------------------------------- workers (one system each)
+def timed(decode_batch, sources, batch, repeat, new_tokens):
+    """(tokens/s, generated ids): one warm-up batch, then the median of repeat passes."""
     decode_batch(sources[:batch])
-    times, produced = [], 0
+    times, out = [], []
     for _ in range(repeat):
+        out = []
         t0 = time.perf_counter()
-        produced = sum(decode_batch(b) for b in batches(sources, batch))
+        for i in range(0, len(sources), batch):
+            out += decode_batch(sources[i:i + batch])
         times.append(time.perf_counter() - t0)
-    expected = len(sources) * new_tokens
-    if produced != expected:
-        print(f"bench-peers: warning: produced {produced} tokens, expected {expected}")
-    return produced / statistics.median(times)
+    bad = [i for i, r in enumerate(out) if len(r) != new_tokens]
+    if bad:
+        sys.exit(f"bench-peers: source {bad[0] + 1} got {len(out[bad[0]])} tokens, "
+                 f"not {new_tokens}")
+    return len(sources) * new_tokens / statistics.median(times), out
 
 
-# ---------------------------------------------------------------- mtlab
-def mtlab_tokens_per_s(mtlab, bundle, ids_path, batch, args):
-    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads),
-               OPENBLAS_NUM_THREADS=str(args.threads))
-    cmd = [mtlab, "bench", "--peer-inputs", ids_path, "-m", bundle, "--new-tokens",
-           str(args.new_tokens), "--batch", str(batch), "--repeat", str(args.repeat)]
-    run = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    m = re.search(r"= ([0-9.]+) tokens/s", run.stdout)
-    if run.returncode != 0 or not m:
-        sys.exit(f"bench-peers: `{' '.join(cmd)}` exited with {run.returncode}: "
-                 f"{(run.stderr or run.stdout).strip()}")
-    return float(m.group(1))
-
-
-# ---------------------------------------------------------------- CTranslate2
 class IdTokenizer:
-    """What CTranslate2's Marian loader asks of a tokenizer, for a bundle whose tokens are ids:
-    token i is "t<i>", with Marian's names for <eos>, <unk> and the trailing <pad> that the
-    loader removes."""
+    """What CTranslate2's converter asks of a tokenizer, for a bundle whose tokens are ids:
+    token i is "t<i>", with Marian's names for <eos> and <unk>."""
 
-    def __init__(self, vocab, eos_id, unk_id):
-        self.tokens = [f"t{i}" for i in range(vocab)]
-        self.tokens[eos_id], self.tokens[unk_id], self.tokens[-1] = "</s>", "<unk>", "<pad>"
-        self.eos_token, self.unk_token, self.bos_token = "</s>", "<unk>", "<s>"
+    def __init__(self, cfg):
+        self.tokens = [f"t{i}" for i in range(cfg["vocab_size"])]
+        self.tokens[cfg["eos_token_id"]] = self.eos_token = "</s>"
+        self.tokens[cfg["mtlab"]["unk_token_id"]] = self.unk_token = "<unk>"
+        self.bos_token = None
 
     def get_vocab(self):
         return {t: i for i, t in enumerate(self.tokens)}
 
 
-def ct2_translator(bundle, work, threads):
-    import ctranslate2
-    from ctranslate2.converters import TransformersConverter
+def ct2_convert(bundle, out):
+    """Convert a Marian-layout bundle with CTranslate2's own converter, keeping what mtlab (and
+    transformers) compute: the stock Marian loader drops the last vocabulary row (taking it
+    for the <pad> Transformers appends) and starts the decoder from a zero embedding instead
+    of decoder_start_token_id's, which would make CTranslate2 decode another model."""
+    from ctranslate2.converters import transformers as ct2t
 
     cfg = bundle_config(bundle)
-    tok = IdTokenizer(cfg["vocab_size"], cfg["eos_token_id"], cfg["mtlab"]["unk_token_id"])
+    tok = IdTokenizer(cfg)
 
-    class IdConverter(TransformersConverter):
+    class MtlabMarianLoader(ct2t.MarianMTLoader):
+        def get_model_spec(self, model):
+            model.config.normalize_before = False
+            model.config.normalize_embedding = False
+            return ct2t.BartLoader.get_model_spec(self, model)
+
+        def set_config(self, config, model, tokenizer):
+            config.eos_token, config.unk_token = tok.eos_token, tok.unk_token
+            config.decoder_start_token = tok.tokens[cfg["decoder_start_token_id"]]
+
+        def set_decoder(self, spec, decoder):
+            ct2t.BartLoader.set_decoder(self, spec, decoder)
+
+        def get_vocabulary(self, model, tokenizer):
+            return list(tok.tokens)
+
+    class IdConverter(ct2t.TransformersConverter):
         def load_tokenizer(self, tokenizer_class, model_name_or_path, **kwargs):
             return tok
 
-    out = os.path.join(work, "ct2-" + os.path.basename(os.path.normpath(bundle)))
+    ct2t._MODEL_LOADERS["MarianConfig"] = MtlabMarianLoader()
     IdConverter(bundle).convert(out, force=True)
-    translator = ctranslate2.Translator(out, device="cpu", compute_type="float32",
-                                        intra_threads=threads, inter_threads=1)
-    return translator, tok, ctranslate2.__version__
 
 
-def ct2_tokens_per_s(translator, tok, sources, batch, args):
+def worker_ct2(a):
+    import ctranslate2
+
+    cfg = bundle_config(a.bundle)
+    tok = IdTokenizer(cfg)
+    translator = ctranslate2.Translator(a.ct2_model, device="cpu", compute_type=a.precision,
+                                        intra_threads=a.threads, inter_threads=1)
+    index = tok.get_vocab()
+    pad = [[tok.tokens[cfg["pad_token_id"]]]]
+
     def decode_batch(b):
         src = [[tok.tokens[i] for i in s] + ["</s>"] for s in b]
         res = translator.translate_batch(src, beam_size=1, max_batch_size=len(b),
-                                         min_decoding_length=args.new_tokens,
-                                         max_decoding_length=args.new_tokens)
-        return sum(len(r.hypotheses[0]) for r in res)
-    return timed_passes(decode_batch, sources, batch, args.repeat, args.new_tokens)
+                                         min_decoding_length=a.new_tokens,
+                                         max_decoding_length=a.new_tokens,
+                                         suppress_sequences=pad)
+        return [[index[t] for t in r.hypotheses[0]] for r in res]
+    return timed(decode_batch, read_ids(a.ids), a.batch, a.repeat, a.new_tokens), \
+        f"ctranslate2 {ctranslate2.__version__}"
 
 
-# ---------------------------------------------------------------- transformers (PyTorch eager)
-def hf_tokens_per_s(model, cfg, sources, batch, args, encdec):
+def hf_model(bundle, kind):
     import torch
+    import transformers as tf
 
-    pad, eos = cfg["pad_token_id"], cfg["eos_token_id"]
-    sep = cfg.get("mtlab", {}).get("sep_token_id", 2)
-
-    def decode_batch(b):
-        longest = max(len(s) for s in b) + 1
-        if encdec:  # `src <eos>`, right padded
-            rows = [s + [eos] + [pad] * (longest - len(s) - 1) for s in b]
-            mask = [[1] * (len(s) + 1) + [0] * (longest - len(s) - 1) for s in b]
-        else:       # `src <sep>`, left padded
-            rows = [[pad] * (longest - len(s) - 1) + s + [sep] for s in b]
-            mask = [[0] * (longest - len(s) - 1) + [1] * (len(s) + 1) for s in b]
-        kwargs = dict(input_ids=torch.tensor(rows), attention_mask=torch.tensor(mask),
-                      do_sample=False, num_beams=1, min_new_tokens=args.new_tokens,
-                      max_new_tokens=args.new_tokens, pad_token_id=pad, eos_token_id=eos)
-        if encdec:
-            kwargs["decoder_start_token_id"] = cfg["decoder_start_token_id"]
-        with torch.inference_mode():
-            out = model.generate(**kwargs)
-        new = out.shape[1] - (1 if encdec else len(rows[0]))
-        return new * len(b)
-    return timed_passes(decode_batch, sources, batch, args.repeat, args.new_tokens)
-
-
-def hf_model(bundle, encdec):
-    import torch
-    from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
-
-    cls = AutoModelForSeq2SeqLM if encdec else AutoModelForCausalLM
+    if kind == "hybrid":  # the class's peer: Jamba of mamba-mha's shape (see the docstring)
+        c = bundle_config(bundle)
+        n, attn = c["num_hidden_layers"], c["attention_layers"]
+        period = attn[1] - attn[0] if len(attn) > 1 else n
+        jc = tf.JambaConfig(vocab_size=c["vocab_size"], hidden_size=c["hidden_size"],
+                            num_hidden_layers=n, num_attention_heads=c["num_attention_heads"],
+                            num_key_value_heads=c["num_attention_heads"],
+                            intermediate_size=c["hidden_size"], num_experts=1,
+                            num_experts_per_tok=1, attn_layer_period=period,
+                            attn_layer_offset=attn[0] % period, expert_layer_period=n + 1,
+                            expert_layer_offset=n, mamba_d_state=c["state_size"],
+                            mamba_d_conv=c["conv_kernel"], mamba_expand=c["expand"],
+                            mamba_dt_rank=c["time_step_rank"], use_mamba_kernels=False,
+                            tie_word_embeddings=True, pad_token_id=c["pad_token_id"],
+                            eos_token_id=c["eos_token_id"], bos_token_id=c["bos_token_id"])
+        torch.manual_seed(1)
+        return tf.JambaForCausalLM(jc).eval()
+    cls = tf.AutoModelForSeq2SeqLM if kind == "transformer" else tf.AutoModelForCausalLM
     return cls.from_pretrained(bundle, dtype=torch.float32).eval()
 
 
-# ---------------------------------------------------------------- main
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--mtlab", default="./mtlab")
-    p.add_argument("--work", default="build/bench-peers")
-    p.add_argument("--threads", type=int,
-                   default=int(os.environ.get("OMP_NUM_THREADS", 0)) or os.cpu_count())
-    p.add_argument("--new-tokens", type=int, default=64)
-    p.add_argument("--repeat", type=int, default=3)
-    args = p.parse_args()
-    os.makedirs(args.work, exist_ok=True)
-    ensure_packages()
+def worker_hf(a):
     import torch
     import transformers
 
     transformers.logging.set_verbosity_error()  # the eager-fallback notices are expected here
-    transformers.utils.logging.disable_progress_bar()
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(a.threads)
     torch.set_num_interop_threads(1)
-    start_load = load_average()
-    transformer, mamba, origin = find_bundles(args.mtlab, args.work)
-    print(f"bench-peers: {args.threads} threads for every system, greedy, exactly "
-          f"{args.new_tokens} new tokens per source, median of {args.repeat} passes after a "
-          f"warm-up batch")
-    print(f"bundles: {transformer}, {mamba} ({origin})")
-    print(f"load average at start: {start_load} on {os.cpu_count()} CPUs", flush=True)
-    if os.getloadavg()[0] > 0.5 * os.cpu_count():
-        print("note: the machine is busy; OpenMP threads of every system spin-wait for peers "
-              "held off the CPU, so figures are pessimistic and the ratios noisy")
+    cfg = bundle_config(a.bundle)
+    model = hf_model(a.bundle, a.model)
+    encdec = a.model == "transformer"
+    pad, eos = cfg["pad_token_id"], cfg["eos_token_id"]
+    sep = cfg.get("mtlab", {}).get("sep_token_id", 2)
 
-    rows = []
-    t_cfg, m_cfg = bundle_config(transformer), bundle_config(mamba)
-    translator, tok, ct2_version = ct2_translator(transformer, args.work, args.threads)
-    marian = hf_model(transformer, True)
-    mamba_model = hf_model(mamba, False)
-    hf = f"transformers {transformers.__version__} eager (torch {torch.__version__})"
-    for batch, n in SETTINGS:
-        for name, bundle, cfg in (("transformer", transformer, t_cfg), ("mamba", mamba, m_cfg)):
-            ids_path = os.path.join(args.work, f"{name}-b{batch}.ids")
-            sources = write_inputs(ids_path, cfg["vocab_size"], n)
-            ours = mtlab_tokens_per_s(args.mtlab, bundle, ids_path, batch, args)
-            if name == "transformer":
-                peers = [(f"ctranslate2 {ct2_version} fp32",
-                          ct2_tokens_per_s(translator, tok, sources, batch, args)),
-                         (hf, hf_tokens_per_s(marian, cfg, sources, batch, args, True))]
-            else:
-                peers = [(hf, hf_tokens_per_s(mamba_model, cfg, sources, batch, args, False))]
-            for peer, theirs in peers:
-                rows.append((name, batch, n, ours, peer, theirs))
-                print(f"  {name:<12} batch {batch:>2}: mtlab {ours:8.1f} tok/s, {peer}: "
-                      f"{theirs:8.1f} tok/s", flush=True)
+    def decode_batch(b):
+        rows = [s + [eos] if encdec else s + [sep] for s in b]  # equal lengths: no padding
+        kwargs = dict(input_ids=torch.tensor(rows), attention_mask=torch.ones(len(rows),
+                      len(rows[0]), dtype=torch.long), do_sample=False, num_beams=1,
+                      min_new_tokens=a.new_tokens, max_new_tokens=a.new_tokens,
+                      pad_token_id=pad, eos_token_id=eos, suppress_tokens=[pad],
+                      forced_eos_token_id=None)
+        if encdec:
+            kwargs["decoder_start_token_id"] = cfg["decoder_start_token_id"]
+        with torch.inference_mode():
+            out = model.generate(**kwargs)
+        return out[:, out.shape[1] - a.new_tokens:].tolist()
+    return timed(decode_batch, read_ids(a.ids), a.batch, a.repeat, a.new_tokens), \
+        f"transformers {transformers.__version__} eager"
 
-    print()
-    print(f"{'model':<12} {'batch':>5} {'sources':>7} {'mtlab tok/s':>12} {'peer tok/s':>11} "
-          f"{'mtlab/peer':>10}  peer")
-    for name, batch, n, ours, peer, theirs in rows:
-        print(f"{name:<12} {batch:>5} {n:>7} {ours:>12.1f} {theirs:>11.1f} "
-              f"{ours / theirs:>9.2f}x  {peer}")
-    print(f"load average at end: {load_average()}")
+
+def run_worker(a):
+    (rate, tokens), version = (worker_ct2 if a.worker == "ct2" else worker_hf)(a)
+    if a.tokens_out:
+        write_tokens(a.tokens_out, tokens)
+    print(json.dumps({"tok_s": rate, "version": version}))
+
+
+# ---------------------------------------------------------------- settings and rounds
+class Setting:
+    def __init__(self, model, system, precision, threads, batch):
+        self.model, self.system, self.precision = model, system, precision
+        self.threads, self.batch = threads, batch
+        self.rates, self.version = [], ""
+
+    @property
+    def family(self):  # the settings that differ only in threads
+        return (self.model, self.batch, self.system, self.precision)
+
+    def label(self):
+        return f"{self.system} {self.precision} {self.threads}t"
+
+
+def run_setting(s, a, bundle, ids, ct2_model, tokens_out=None):
+    """One fresh process decoding ids with setting s; its tokens/s."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(s.threads), OPENBLAS_NUM_THREADS=str(s.threads),
+               MKL_NUM_THREADS=str(s.threads))
+    common = ["--new-tokens", str(a.new_tokens), "--batch", str(s.batch), "--repeat",
+              str(a.repeat)]
+    if s.system in ("mtlab", "before"):
+        binary = a.mtlab if s.system == "mtlab" else a.mtlab_before
+        cmd = [binary, "bench", "--peer-inputs", ids, "-m", bundle, *common]
+        if s.precision != "fp32":
+            cmd += ["--precision", s.precision]
+    else:
+        cmd = [sys.executable, __file__, "--worker", s.system, "--model", s.model, "--bundle",
+               bundle, "--ids", ids, "--threads", str(s.threads), "--precision", s.precision,
+               *common]
+        if ct2_model:
+            cmd += ["--ct2-model", ct2_model]
+    if tokens_out:
+        cmd += ["--tokens-out", tokens_out]
+    run = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if run.returncode != 0:
+        sys.exit(f"bench-peers: {s.model} batch {s.batch}, {s.label()}: `{' '.join(cmd)}` "
+                 f"exited with {run.returncode}:\n{(run.stderr or run.stdout).strip()[-2000:]}")
+    if s.system in ("mtlab", "before"):
+        m = re.search(r"= ([0-9.]+) tokens/s", run.stdout)
+        return float(m.group(1)), cmd[0]
+    last = json.loads(run.stdout.strip().splitlines()[-1])
+    return last["tok_s"], last["version"]
+
+
+def mtlab_precisions(mtlab):
+    run = subprocess.run([mtlab, "bench", "--help"], capture_output=True, text=True)
+    return ["fp32", "int8"] if "--precision" in run.stdout + run.stderr else ["fp32"]
+
+
+def settings_for(model, batch, threads, precisions, before=False):
+    systems = [("mtlab", p) for p in precisions] + ([("before", "fp32")] if before else [])
+    if model == "transformer":
+        systems += [("ct2", "float32"), ("ct2", "int8")]
+    systems += [("hf", "fp32")]
+    return [Setting(model, sys_, p, t, batch) for sys_, p in systems for t in threads]
+
+
+def find_bundle(model, a):
+    preset, kind = MODELS[model]
+    path = os.path.join("models", preset)
+    if os.path.isfile(os.path.join(path, "config.json")) and \
+            bundle_config(path).get("model_type") == kind:
+        return path, "trained, models/"
+    out = os.path.join(a.work, "bundles")
+    if not os.path.isdir(os.path.join(out, preset)):
+        subprocess.run([a.mtlab, "bench", "--make-bundles", out], check=True,
+                       capture_output=True)
+    if not os.path.isdir(os.path.join(out, preset)):
+        return None, f"no {preset} bundle under models/ or from --make-bundles"
+    return os.path.join(out, preset), "random weights, mtlab bench --make-bundles"
+
+
+def cpu_description():
+    model, flags = "unknown", ""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and model == "unknown":
+                model = value.strip()
+            elif key.strip() == "flags" and not flags:
+                flags = value.strip()
+    return model, flags
+
+
+def median_ratio(x, y):
+    return statistics.median(p / q for p, q in zip(x.rates, y.rates))
+
+
+def best_of(settings):
+    """The setting of each family (system, precision) with the highest median."""
+    best = {}
+    for s in settings:
+        f = s.family
+        if f not in best or statistics.median(s.rates) > statistics.median(best[f].rates):
+            best[f] = s
+    return list(best.values())
+
+
+def report(group):
+    print(f"  {'setting':<24} {'median tok/s':>12}  per round")
+    for s in group:
+        rounds = " ".join(f"{r:.0f}" for r in s.rates)
+        print(f"  {s.label():<24} {statistics.median(s.rates):>12.1f}  {rounds}  {s.version}")
+    mtlab = [s for s in group if s.system == "mtlab"]
+    peers = [s for s in group if s.system != "mtlab"]
+    print("  mtlab / peer at the same threads (median of per-round ratios):")
+    for m in mtlab:
+        for p in peers:
+            if p.threads == m.threads:
+                print(f"    {m.label():<18} / {p.label():<18} {median_ratio(m, p):6.2f}x")
+    best = best_of(group)
+    print("  best thread count of each, and mtlab's best / each peer's best:")
+    for b in best:
+        print(f"    {b.system} {b.precision}: {b.threads} threads, "
+              f"{statistics.median(b.rates):.1f} tok/s")
+    for m in (b for b in best if b.system == "mtlab"):
+        for p in (b for b in best if b.system != "mtlab"):
+            print(f"    {m.label():<18} / {p.label():<18} {median_ratio(m, p):6.2f}x")
+
+
+def prepare(model, a, cfgs):
+    """(bundle, ct2 model dir or None, where the bundle came from) for one model."""
+    bundle, origin = find_bundle(model, a)
+    if not bundle:
+        return None, None, origin
+    cfgs[model] = bundle_config(bundle)
+    ct2_model = None
+    if model == "transformer":
+        ct2_model = os.path.join(a.work, "ct2-" + os.path.basename(os.path.normpath(bundle)))
+        subprocess.run([sys.executable, __file__, "--convert", bundle, "--ct2-model", ct2_model],
+                       check=True)
+    return bundle, ct2_model, origin
+
+
+def bench(a):
+    model, flags = cpu_description()
+    precisions = mtlab_precisions(a.mtlab)
+    print(f"cpu: {model}, {os.cpu_count()} logical CPUs")
+    print(f"cpu flags: {flags}")
+    print(f"bench-peers: greedy, exactly {a.new_tokens} new tokens per source, random sources of "
+          f"{a.src_len} ids; threads {a.threads}; {a.rounds} rounds, every setting a fresh "
+          f"process; in each, a warm-up batch and the median of {a.repeat} passes")
+    print(f"mtlab precisions: {', '.join(precisions)}"
+          + ("" if "int8" in precisions else " (this mtlab has no --precision)"))
+    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
+          flush=True)
+    cfgs = {}
+    for model in a.models:
+        bundle, ct2_model, origin = prepare(model, a, cfgs)
+        if not bundle:
+            print(f"\n{model}: skipped ({origin})")
+            continue
+        for batch in a.batches:
+            n = SOURCES_PER_BATCH.get(batch, 2 * batch)
+            ids = os.path.join(a.work, f"{model}-b{batch}.ids")
+            write_ids(ids, cfgs[model]["vocab_size"], n, a.src_len, seed=batch)
+            group = settings_for(model, batch, a.threads, precisions, bool(a.mtlab_before))
+            for r in range(a.rounds):
+                order = group[r % len(group):] + group[:r % len(group)]
+                for s in order:
+                    rate, s.version = run_setting(s, a, bundle, ids, ct2_model)
+                    s.rates.append(rate)
+            print(f"\n{model} ({bundle}, {origin}), batch {batch}, {n} sources:")
+            report(group)
+            sys.stdout.flush()
+    print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+def first_difference(want, got):
+    return next((k for k in range(len(want)) if k >= len(got) or got[k] != want[k]), None)
+
+
+def agreement(want, got):
+    same = sum(1 for w, g in zip(want, got) if w == g)
+    firsts = [first_difference(w, g) for w, g in zip(want, got)]
+    diverged = [k for k in firsts if k is not None]
+    return (f"{same} of {len(want)} sentences x {len(want[0])} tokens equal"
+            + (f", the others from token {min(diverged) + 1} on" if diverged else ""))
+
+
+def compare_tokens(want, got, quantized):
+    """None when got decodes as mtlab does, else what differs. Exact for fp32; a quantized
+    model rounds its weights differently from mtlab's, so its greedy path may leave mtlab's
+    once two candidates are close: it must still pick every sentence's first token as mtlab
+    does (a peer running another model, or another prompt, differs there)."""
+    if len(got) != len(want):
+        return f"{len(got)} sentences, mtlab decoded {len(want)}"
+    for i, (w, g) in enumerate(zip(want, got)):
+        k = first_difference(w, g)
+        if k is None or (quantized and k > 0):
+            continue
+        return (f"sentence {i + 1} of {len(want)} differs from mtlab at token {k + 1}\n"
+                f"    mtlab: {' '.join(map(str, w[:k + 3]))}\n"
+                f"    peer:  {' '.join(map(str, g[:k + 3]))}")
+    return None
+
+
+def check(a):
+    """Every peer decodes the same greedy tokens as mtlab on the same ids, or exit 1 naming the
+    system and the first sentence that differs."""
+    cfgs, failures = {}, []
+    precisions = mtlab_precisions(a.mtlab)
+    for model in ("transformer", "mamba"):
+        bundle, ct2_model, origin = prepare(model, a, cfgs)
+        if not bundle:
+            sys.exit(f"test-peers: {origin}")
+        for batch in (1, 4):
+            ids = os.path.join(a.work, f"check-{model}-b{batch}.ids")
+            write_ids(ids, cfgs[model]["vocab_size"], 8, a.src_len, seed=100 + batch)
+            want_path = os.path.join(a.work, f"check-{model}-b{batch}.mtlab")
+            run_setting(Setting(model, "mtlab", "fp32", 1, batch), a, bundle, ids, None,
+                        want_path)
+            want = read_ids(want_path)
+            peers = [s for s in settings_for(model, batch, [1], precisions) if s.system != "mtlab"
+                     or s.precision != "fp32"]
+            for s in peers:
+                got_path = os.path.join(a.work, f"check-{model}-b{batch}-{s.system}-{s.precision}")
+                run_setting(s, a, bundle, ids, ct2_model, got_path)
+                got = read_ids(got_path)
+                name = f"{model} batch {batch}: {s.system} {s.precision}"
+                problem = compare_tokens(want, got, s.precision == "int8")
+                if problem:
+                    failures.append(f"{name}: {problem}")
+                    print(f"FAIL {name}", flush=True)
+                else:
+                    print(f"ok   {name}: {agreement(want, got)}", flush=True)
+    for f in failures:
+        print(f, file=sys.stderr)
+    return 1 if failures else 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--mtlab", default="./mtlab")
+    p.add_argument("--mtlab-before", help="another mtlab binary (an older build) measured in "
+                   "the same rounds as the system 'before'")
+    p.add_argument("--work", default="build/bench-peers")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--repeat", type=int, default=2)
+    p.add_argument("--threads", default="1,2")
+    p.add_argument("--batches", default="1,16")
+    p.add_argument("--models", default="transformer,mamba,hybrid")
+    p.add_argument("--new-tokens", type=int, default=64)
+    p.add_argument("--src-len", type=int, default=32)
+    p.add_argument("--check", action="store_true")
+    # one system in this process (what the rounds start), and the CTranslate2 conversion
+    p.add_argument("--worker", choices=["ct2", "hf"])
+    p.add_argument("--convert")
+    p.add_argument("--model", choices=list(MODELS))
+    p.add_argument("--bundle")
+    p.add_argument("--ids")
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--precision", default="fp32")
+    p.add_argument("--ct2-model")
+    p.add_argument("--tokens-out")
+    a = p.parse_args()
+    if a.convert:
+        return ct2_convert(a.convert, a.ct2_model)
+    if a.worker:
+        a.threads = int(a.threads)
+        return run_worker(a)
+    a.threads = [int(t) for t in a.threads.split(",")]
+    a.batches = [int(b) for b in a.batches.split(",")]
+    a.models = a.models.split(",")
+    for m in a.models:
+        if m not in MODELS:
+            sys.exit(f"bench-peers: --models takes {', '.join(MODELS)}, got '{m}'")
+    os.makedirs(a.work, exist_ok=True)
+    ensure_packages()
+    return check(a) if a.check else bench(a)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -74,6 +74,38 @@ static void test_gemm_vs_naive(void **state)
     free(a), free(b), free(c1), free(c2);
 }
 
+/* Decoding's x W^T for few rows (cpu_gemm_rows.c, when the CPU has AVX-512): every tile shape
+ * and its short last tiles, K with and without a partial vector, strides wider than the rows,
+ * and products split between threads. */
+static double gemm_rows_case(mt_rng *rng, int m, int n, int k)
+{
+    int lda = k + 2, ldb = k + 5, ldc = n + 1;
+    float *a = gc_random((size_t)m * lda, rng, 1.0f), *b = gc_random((size_t)n * ldb, rng, 1.0f);
+    float *c1 = gc_random((size_t)m * ldc, rng, 1.0f), *c2 = copy_of(c1, (size_t)m * ldc);
+    fast->gemm(0, 1, m, n, k, 0.7f, a, lda, b, ldb, 0.0f, c1, ldc);
+    naive->gemm(0, 1, m, n, k, 0.7f, a, lda, b, ldb, 0.0f, c2, ldc);
+    double e = max_rel(c1, c2, (size_t)m * ldc);
+    free(a), free(b), free(c1), free(c2);
+    return e;
+}
+
+static void test_gemm_rows_vs_naive(void **state)
+{
+    (void)state;
+    mt_rng rng;
+    mt_rng_init(&rng, 11, 0);
+    static const int Ms[] = {2, 3, 4, 5, 16, 32}, Ns[] = {64, 67, 80}, Ks[] = {64, 67, 80, 257};
+    double worst = gemm_rows_case(&rng, 32, 1027, 67);
+    int cases = 1;
+    for (size_t mi = 0; mi < sizeof Ms / sizeof *Ms; mi++)
+        for (size_t ni = 0; ni < sizeof Ns / sizeof *Ns; ni++)
+            for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++, cases++)
+                worst = fmax(worst, gemm_rows_case(&rng, Ms[mi], Ns[ni], Ks[ki]));
+    printf("backend: gemm x W^T for few rows (%d shapes) max relative error %.2e (bound 1e-6)\n",
+           cases, worst);
+    assert_true(worst < 1e-6);
+}
+
 /* ---------------------------------------------------------------- attention */
 typedef struct {
     const char *name;
@@ -483,6 +515,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemm_vs_naive),
+        cmocka_unit_test(test_gemm_rows_vs_naive),
         cmocka_unit_test(test_attention_vs_naive),
         cmocka_unit_test(test_attention_fully_masked_row),
         cmocka_unit_test(test_rope),

@@ -6,6 +6,7 @@
  *   dV += P^T dO ; dP = dO V^T ; dS = P * (dP - rowsum(P * dP)) ;
  *   dQ += scale * dS K ; dK += scale * dS^T Q */
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_simd.h"
 #include "mtlab/error.h"
 
 #include <cblas.h>
@@ -52,12 +53,55 @@ static void masked_softmax_row(float *s, const mt_attn_desc *d, int b, int i)
     for (int j = 0; j < d->Tk; j++) s[j] *= inv;
 }
 
-/* Without att (inference, no probe) each thread scores into its own (Tq, Tk) scratch. */
+/* One query of one head, as a decoding step asks (docs/decoding.md §9): the scores go to the
+ * caller's p (Tk), then o (Dh) = softmax(p) v, with plain loops: two BLAS calls per head cost
+ * more than the few multiply-adds they hold. */
+MT_CPU_CLONES static void single_query(float *o, float *p, const float *qh, const float *kh,
+                                       const float *vh, const mt_attn_desc *d, int b)
+{
+    int C = d->H * d->Dh;
+    for (int j = 0; j < d->Tk; j++) {
+        const float *kj = kh + (size_t)j * C;
+        float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+        for (int c = 0; c < d->Dh; c++) dot += qh[c] * kj[c];
+        p[j] = d->scale * dot;
+    }
+    masked_softmax_row(p, d, b, 0);
+    for (int c = 0; c < d->Dh; c++) o[c] = 0.0f;
+    for (int j = 0; j < d->Tk; j++) {
+        if (p[j] == 0.0f) continue;
+        const float *vj = vh + (size_t)j * C;
+        float pj = p[j];
+#pragma omp simd
+        for (int c = 0; c < d->Dh; c++) o[c] += pj * vj[c];
+    }
+}
+
+/* Up to this many keys a decoding step's scores live on the stack. */
+#define SINGLE_QUERY_MAX_KEYS 4096
+
+/* Without att (inference, no probe) each thread scores into its own (Tq, Tk) scratch: on the
+ * stack for a single query, which forks only when the heads hold enough work. With att or
+ * without, a single query takes the same path, so a probe never changes the output. */
 void cpu_attention_forward(float *out, float *att, const float *q, const float *k, const float *v,
                            const mt_attn_desc *d)
 {
     int C = d->H * d->Dh;
     size_t kvs = kv_bstride(d), scores = (size_t)d->Tq * d->Tk;
+    if (d->Tq == 1 && (att || d->Tk <= SINGLE_QUERY_MAX_KEYS)) {
+#pragma omp parallel for collapse(2) if ((size_t)d->B * d->H * d->Tk * d->Dh > 65536)
+        for (int b = 0; b < d->B; b++)
+            for (int h = 0; h < d->H; h++) {
+                float own[SINGLE_QUERY_MAX_KEYS];
+                float *p = att ? att + ((size_t)b * d->H + h) * d->Tk : own;
+                single_query(out + (size_t)b * C + (size_t)h * d->Dh, p,
+                             q + (size_t)b * C + (size_t)h * d->Dh,
+                             k + (size_t)b * kvs + (size_t)h * d->Dh,
+                             v + (size_t)b * kvs + (size_t)h * d->Dh, d, b);
+            }
+        return;
+    }
 #pragma omp parallel
     {
         float *own = att ? NULL : mt_xmalloc(scores * sizeof(float));

@@ -1,5 +1,5 @@
 /* Matrix products through OpenBLAS (row-major cblas_sgemm, cblas_sgemv for one row or one
- * column). */
+ * column), except a decoding step's x W^T for few rows, which cpu_gemm_rows.c takes. */
 #include "backend/cpu/cpu_ops.h"
 
 #include <cblas.h>
@@ -22,6 +22,9 @@ void cpu_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const 
               const float *b, int ldb, float beta, float *c, int ldc)
 {
     if (m <= 0 || n <= 0) return;
+    if (!trans_a && trans_b && beta == 0.0f &&
+        cpu_gemm_rows(m, n, k, alpha, a, lda, b, ldb, c, ldc))
+        return;
     if (m == 1 && k > 0) {
         /* c (1, n) = alpha op(a) (1, k) op(b) (k, n): op(b) is b^T when b is stored (n, k) */
         int incx = trans_a ? lda : 1;

@@ -15,12 +15,18 @@ void cpu_copy(void *dst, const void *src, size_t bytes);
 void cpu_memzero(void *p, size_t bytes);
 void cpu_sync(void);
 
-/* matrix products (cpu_gemm.c: OpenBLAS; naive_gemm.c: loops) */
+/* matrix products (cpu_gemm.c: OpenBLAS and cpu_gemm_rows.c; naive_gemm.c: loops) */
 void cpu_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
               const float *b, int ldb, float beta, float *c, int ldc);
 void cpu_gemm_batched(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
                       int lda, size_t stride_a, const float *b, int ldb, size_t stride_b,
                       float beta, float *c, int ldc, size_t stride_c, int batch);
+/* y (M, N) = alpha x (M, K) w (N, K)^T for decoding's few rows (cpu_gemm_rows.c): 1 when done,
+ * 0 when this CPU or these sizes want OpenBLAS instead (one row, more than 32, K or N below
+ * 64). */
+#define CPU_ROWS_MAX_M 32
+int cpu_gemm_rows(int M, int N, int K, float alpha, const float *x, int ldx, const float *w,
+                  int ldw, float *y, int ldy);
 void naive_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
                 int lda, const float *b, int ldb, float beta, float *c, int ldc);
 void naive_gemm_batched(int trans_a, int trans_b, int m, int n, int k, float alpha,
