@@ -7,7 +7,7 @@
 
 int tui_utf8_decode(const char *s, size_t n, uint32_t *cp)
 {
-    *cp = TUI_REPLACEMENT_CHAR;
+    *cp = MT_UTF8_REPLACEMENT;
     return mt_utf8_next(s, n, cp);
 }
 

@@ -7,8 +7,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TUI_REPLACEMENT_CHAR 0xFFFDu
-
 /* Decode the character at s[0..n): returns its byte length (1..4) and sets *cp, or returns 0
  * for an invalid, overlong, surrogate or truncated sequence (then *cp = U+FFFD). n > 0. */
 int tui_utf8_decode(const char *s, size_t n, uint32_t *cp);

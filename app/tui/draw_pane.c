@@ -99,19 +99,22 @@ static int draw_state(tui_app *a, tui_pane *p, WINDOW *w)
 
 /* The title: name, architecture, parameters, device and the search ("greedy", "beam 5");
  * when that does not fit, the name and the search, the name cut short if it must be, so the
- * search always shows. */
+ * search shows unless the pane is too narrow for a name beside it (or did not load). */
 static void draw_title(tui_app *a, tui_pane *p, WINDOW *w, int focused)
 {
     const tui_glyphs *g = glyphs(a);
     char title[256], search[32], tail[64], name[96];
     int room = getmaxx(w) - 6 - (focused ? 2 : 0);
-    tui_format_search(search, sizeof search, p->beam);
+    /* a pane that did not load searches nothing: no greedy or beam in its title */
+    if (p->load_error) search[0] = 0;
+    else tui_format_search(search, sizeof search, p->beam);
     /* an int8 pane says so next to its name, the part of the title that is never dropped */
     if (p->int8) snprintf(name, sizeof name, "%s %s int8", p->name, g->dot);
     else snprintf(name, sizeof name, "%s", p->name);
     snprintf(title, sizeof title, "%s %s %s %s %s", name, g->dot, p->info, g->dot, search);
     if (!p->loaded || tui_text_width_z(title) > room) {
-        snprintf(tail, sizeof tail, " %s %s", g->dot, search);
+        if (search[0]) snprintf(tail, sizeof tail, " %s %s", g->dot, search);
+        else tail[0] = 0;
         int name_room = room - tui_text_width_z(tail);
         int cols;
         size_t n = tui_text_fit(name, strlen(name), name_room, &cols);

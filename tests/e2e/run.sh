@@ -376,6 +376,21 @@ int8_pane_titled() {
 check "a pane opened with --precision int8 says int8 in its title, the other does not" int8_pane_titled
 T kill-session -t e2e-int8
 
+# a bundle that does not load searches nothing: its title names no greedy or beam
+T new-session -d -s e2e-bad -x 100 -y 20 "$bin tui -m no-such-bundle -m bundles/mamba"
+unloaded_pane_titled() {
+    local deadline=$(( $(date +%s) + 20 )) screen
+    until T capture-pane -p -t e2e-bad | grep -q 'waiting for text in the editor'; do
+        [ "$(date +%s)" -lt $deadline ] || { T capture-pane -p -t e2e-bad | sed 's/^/      | /'; return 1; }
+        sleep 0.05
+    done
+    screen=$(T capture-pane -p -t e2e-bad)
+    grep -q '^┌─ no-such-bundle ─' <<<"$screen" && grep -q 'not loaded' <<<"$screen" &&
+        grep -q '┌─ mamba · mamba.* · greedy ─' <<<"$screen"
+}
+check "a pane whose bundle did not load names no search in its title" unloaded_pane_titled
+T kill-session -t e2e-bad
+
 # ---------------------------------------------------------------- command line
 unknown_theme() {
     local out rc

@@ -30,7 +30,7 @@ static void test_utf8_decode_rejects_bad_sequences(void **state)
     assert_int_equal(tui_utf8_decode("\xed\xa0\x80", 3, &cp), 0); /* surrogate */
     assert_int_equal(tui_utf8_decode("\xe4\xb8", 2, &cp), 0);     /* truncated */
     assert_int_equal(tui_utf8_decode("\xff", 1, &cp), 0);
-    assert_int_equal(cp, TUI_REPLACEMENT_CHAR);
+    assert_int_equal(cp, MT_UTF8_REPLACEMENT);
     char buf[4];
     assert_int_equal(mt_utf8_put(0x20AC, buf), 3);
     assert_memory_equal(buf, "\xe2\x82\xac", 3);
