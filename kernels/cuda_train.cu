@@ -5,24 +5,31 @@
 #include "cuda_rows.cuh"
 #include "math/philox.h"
 
+// One row's log-sum-exp and plain sum, by every thread of its block (thread 0's results are
+// the row's): lse = max + log sum_j exp(x_j - max), in double as the CPU sums them.
+static __device__ double cu_row_lse(const float *x, int V, double *sum_x)
+{
+    float mx = -INFINITY;
+    for (int j = threadIdx.x; j < V; j += blockDim.x) mx = fmaxf(mx, x[j]);
+    mx = cu_block_max(mx);
+    double sum = 0.0, sx = 0.0;
+    for (int j = threadIdx.x; j < V; j += blockDim.x) {
+        sum += exp((double)x[j] - mx);
+        sx += x[j];
+    }
+    sum = cu_block_sum(sum);
+    *sum_x = cu_block_sum(sx);
+    return mx + log(sum);
+}
+
 // lse = log sum_j exp(x_j) ; loss = lse - (1 - eps) x_target - (eps / V) sum_j x_j
 __global__ void cross_entropy_forward_kernel(float *losses, float *lse, const float *logits,
                                              const int32_t *targets, int V, int ignore_index, float smoothing)
 {
     size_t r = blockIdx.x;
     const float *x = logits + r * V;
-    float mx = -INFINITY;
-    for (int j = threadIdx.x; j < V; j += blockDim.x) mx = fmaxf(mx, x[j]);
-    mx = cu_block_max(mx);
-    double sum = 0.0, sum_x = 0.0;
-    for (int j = threadIdx.x; j < V; j += blockDim.x) {
-        sum += exp((double)x[j] - mx);
-        sum_x += x[j];
-    }
-    sum = cu_block_sum(sum);
-    sum_x = cu_block_sum(sum_x);
+    double sum_x, l = cu_row_lse(x, V, &sum_x);
     if (threadIdx.x) return;
-    double l = mx + log(sum);
     lse[r] = (float)l;
     int t = targets[r];
     losses[r] = t == ignore_index ? 0.0f : (float)(l - (1.0 - smoothing) * x[t] - smoothing * sum_x / V);
@@ -59,20 +66,10 @@ __global__ void cross_entropy_fused_kernel(float *losses, float *logits, const i
         if (!threadIdx.x) losses[r] = 0.0f;
         return;
     }
-    float mx = -INFINITY;
-    for (int j = threadIdx.x; j < V; j += blockDim.x) mx = fmaxf(mx, x[j]);
-    mx = cu_block_max(mx);
-    double sum = 0.0, sum_x = 0.0;
-    for (int j = threadIdx.x; j < V; j += blockDim.x) {
-        sum += exp((double)x[j] - mx);
-        sum_x += x[j];
-    }
-    sum = cu_block_sum(sum);
-    sum_x = cu_block_sum(sum_x);
+    double sum_x, row_lse = cu_row_lse(x, V, &sum_x);
     if (!threadIdx.x) {
-        double l = mx + log(sum);
-        lse_row = (float)l;
-        losses[r] = (float)(l - (1.0 - smoothing) * x[t] - smoothing * sum_x / V);
+        lse_row = (float)row_lse;
+        losses[r] = (float)(row_lse - (1.0 - smoothing) * x[t] - smoothing * sum_x / V);
     }
     __syncthreads();
     float uniform = smoothing / V, l = lse_row;

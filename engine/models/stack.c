@@ -6,13 +6,18 @@
 
 #include "mtlab/error.h"
 
+/* The per-unit pointer arrays of sa, made once (both layouts point them into their block). */
+static void stack_acts_alloc(const mt_stack *s, mt_stack_acts *sa)
+{
+    if (sa->w) return;
+    sa->w = mt_xcalloc((size_t)s->n_units + 1, sizeof *sa->w);
+    sa->xs = mt_xcalloc((size_t)s->n_units + 1, sizeof *sa->xs);
+}
+
 size_t mt_stack_acts_layout(const mt_stack *s, mt_stack_acts *sa, float *base, int B, int T,
                             int Tk, int S)
 {
-    if (!sa->w) {
-        sa->w = mt_xcalloc((size_t)s->n_units + 1, sizeof *sa->w);
-        sa->xs = mt_xcalloc((size_t)s->n_units + 1, sizeof *sa->xs);
-    }
+    stack_acts_alloc(s, sa);
     size_t BT = (size_t)B * T, BTC = BT * (size_t)s->C, off = 0;
     for (int i = 0; i <= s->n_units; i++) {
         if (base) sa->xs[i] = base + off;
@@ -36,10 +41,7 @@ size_t mt_stack_acts_layout(const mt_stack *s, mt_stack_acts *sa, float *base, i
 size_t mt_stack_infer_layout(const mt_stack *s, mt_stack_acts *sa, float *base, int B, int T,
                              int Tk, int S)
 {
-    if (!sa->w) {
-        sa->w = mt_xcalloc((size_t)s->n_units + 1, sizeof *sa->w);
-        sa->xs = mt_xcalloc((size_t)s->n_units + 1, sizeof *sa->xs);
-    }
+    stack_acts_alloc(s, sa);
     size_t BT = (size_t)B * T, BTC = BT * (size_t)s->C, most = 0;
     for (int i = 0; i < s->n_units; i++) {
         size_t n = mt_unit_work_count(&s->units[i], B, T, Tk, S);

@@ -10,29 +10,18 @@
 --   preset, peak lr, and for a CAT-N variant (docs/models.md §10.3) cat_n: the run is then
 --   named PRESET-catN-10k instead of PRESET-10k, and its sides may hold up to 512 ids so that
 --   N verses fit in one example (the test paragraphs of 8 verses are about 300 ids).
+local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+local demo_budget = dofile(here .. "demo_budget.lua")
+
 return function(preset, lr, variant)
   local cat_n = variant and variant.cat_n or 0
-  local name = cat_n > 1 and preset:gsub("%-small$", "") .. "-cat" .. cat_n .. "-small-10k" or preset .. "-10k"
-  return {
-    name = name,
-    model = { preset = preset, dropout = 0.1 },
-    train_src = "data/bible/train.es", train_tgt = "data/bible/train.en",
-    valid_src = "data/bible/valid.es", valid_tgt = "data/bible/valid.en",
-    tokenizer = "data/bible/spm.model",
-    max_len = cat_n > 1 and 512 or 128,
-    cat_n = cat_n,
-    max_tokens = 4096,
-    lr = lr,
-    warmup = 300,
-    weight_decay = 0.001,
-    max_steps = 10000,
-    log_every = 25,
-    valid_every = 1000,
-    valid_bleu_lines = 200,
-    save_every = 250,
-    save_dtype_f16 = true,
-    name_substitution = 0.3,
-    gazetteer = "scripts/data/gazetteer.train.txt",
-    seed = 1,
-  }
+  local c = demo_budget(preset, lr)
+  c.name = cat_n > 1 and preset:gsub("%-small$", "") .. "-cat" .. cat_n .. "-small-10k" or preset .. "-10k"
+  c.max_len = cat_n > 1 and 512 or 128
+  c.cat_n = cat_n
+  c.max_steps = 10000
+  c.valid_every = 1000
+  c.name_substitution = 0.3
+  c.gazetteer = "scripts/data/gazetteer.train.txt"
+  return c
 end

@@ -17,13 +17,7 @@ command -v tmux >/dev/null || { echo "e2e: tmux is not installed (make deps inst
 work=$(mktemp -d)
 sock=$work/tmux.sock
 . "$root/tests/e2e/lib.sh"
-cleanup() {
-    local p; p=$(pgrep -P "$(T display -p -t e2e '#{pane_pid}' 2>/dev/null)" -x "$(basename "$bin")" 2>/dev/null)
-    [ -n "$p" ] && kill -9 $p 2>/dev/null
-    T kill-server 2>/dev/null
-    rm -rf "$work"
-}
-trap cleanup EXIT
+trap e2e_cleanup EXIT
 passed=0 failed=0 started=$(date +%s)
 
 "$make_bundles" "$work/bundles" >"$work/make_bundles.log" 2>&1 || {

@@ -23,16 +23,9 @@ command -v tmux >/dev/null || { echo "e2e heatmap: tmux is not installed (make d
 
 work=$(mktemp -d)
 sock=$work/tmux.sock
-mtlab_pid() { pgrep -P "$(T display -p -t e2e '#{pane_pid}')" -x "$(basename "$bin")"; }
-cleanup() {
-    local p; p=$(mtlab_pid 2>/dev/null) && [ -n "$p" ] && kill -9 $p 2>/dev/null
-    T kill-server 2>/dev/null
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
 passed=0 failed=0 started=$(date +%s)
 . "$root/tests/e2e/lib.sh"
+trap e2e_cleanup EXIT
 
 # Every line of the panes' region keeps its borders: from the line that opens the first pane
 # to the status line, the first and last characters of each pane column are border glyphs.

@@ -19,7 +19,6 @@ command -v tmux >/dev/null || { echo "e2e jobs: tmux is not installed (make deps
 
 work=$(mktemp -d)
 sock=$work/tmux.sock
-mtlab_pid() { pgrep -P "$(T display -p -t e2e '#{pane_pid}')" -x "$(basename "$bin")"; }
 # the workbench and the runs of this test still going (a failed check) are stopped by their pids
 cleanup() {
     local p f

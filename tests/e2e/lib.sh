@@ -2,6 +2,15 @@
 # session "e2e", the screen read back with capture-pane, and waits that poll the screen with a
 # timeout (nothing sleeps a fixed time). The script sets sock and keeps passed/failed.
 T() { tmux -S "$sock" "$@"; }
+# the workbench's pid: the process of $bin under the e2e session's shell
+mtlab_pid() { pgrep -P "$(T display -p -t e2e '#{pane_pid}')" -x "$(basename "$bin")"; }
+# the EXIT trap: a workbench still running when the script ends (a failed check) is stopped by
+# its pid, then the private tmux server, and $work is removed
+e2e_cleanup() {
+    local p; p=$(mtlab_pid 2>/dev/null) && [ -n "$p" ] && kill -9 $p 2>/dev/null
+    T kill-server 2>/dev/null
+    rm -rf "$work"
+}
 screen() { T capture-pane -p -t e2e; }
 ok() { passed=$((passed + 1)); printf '  ok    %s\n' "$1"; }
 fail() {

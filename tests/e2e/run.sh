@@ -22,17 +22,9 @@ command -v tmux >/dev/null || { echo "e2e: tmux is not installed (make deps inst
 
 work=$(mktemp -d)
 sock=$work/tmux.sock
-mtlab_pid() { pgrep -P "$(T display -p -t e2e '#{pane_pid}')" -x "$(basename "$bin")"; }
-# a workbench still running when the script ends (a failed check) is stopped by its pid
-cleanup() {
-    local p; p=$(mtlab_pid 2>/dev/null) && [ -n "$p" ] && kill -9 $p 2>/dev/null
-    T kill-server 2>/dev/null
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
 passed=0 failed=0 started=$(date +%s)
 . "$root/tests/e2e/lib.sh"
+trap e2e_cleanup EXIT
 # wait_cursor 0|1: until the terminal's cursor is hidden (a pane has the focus) or shown (the
 # editor has it)
 wait_cursor() {

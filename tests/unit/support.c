@@ -1,6 +1,8 @@
 /* Helpers shared by the unit tests (declared in test_util.h). */
 #include "test_util.h"
 
+#include "mtlab/tokenizer.h"
+
 #include <ftw.h>
 #include <unistd.h>
 
@@ -58,4 +60,15 @@ double max_rel(const float *a, const float *b, size_t n)
         scale = fmax(scale, fabs((double)b[i]));
     }
     return diff / scale;
+}
+
+int test_train_fixture_tokenizer(const char *dir, int vocab_size, unsigned seed)
+{
+    char prefix[4096];
+    snprintf(prefix, sizeof prefix, "%s/spm", dir);
+    const char *inputs[] = {"tests/fixtures/tokenizer/corpus.es", "tests/fixtures/tokenizer/corpus.en"};
+    mt_tokenizer_train_opts o = {.inputs = inputs, .n_inputs = 2, .model_prefix = prefix,
+                                 .vocab_size = vocab_size, .character_coverage = 1.0,
+                                 .num_threads = 1, .seed = seed};
+    return mt_tokenizer_train(&o);
 }

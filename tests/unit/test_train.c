@@ -321,12 +321,7 @@ static int setup(void **state)
 {
     (void)state;
     if (test_make_tmpdir(tmpdir, sizeof tmpdir, "train") != 0) return -1;
-    char prefix[128];
-    snprintf(prefix, sizeof prefix, "%s/spm", tmpdir);
-    const char *inputs[] = {"tests/fixtures/tokenizer/corpus.es", "tests/fixtures/tokenizer/corpus.en"};
-    mt_tokenizer_train_opts o = {.inputs = inputs, .n_inputs = 2, .model_prefix = prefix, .vocab_size = 256,
-                                 .character_coverage = 1.0, .num_threads = 1, .seed = 1};
-    if (mt_tokenizer_train(&o) != 0) {
+    if (test_train_fixture_tokenizer(tmpdir, 256, 1) != 0) {
         fprintf(stderr, "tokenizer: %s\n", mt_last_error());
         return -1;
     }

@@ -108,16 +108,10 @@ static int text_setup(void **state)
     text_fixture *fx = calloc(1, sizeof *fx);
     snprintf(fx->dir, sizeof fx->dir, "/tmp/mtlab-decode-XXXXXX");
     if (!mkdtemp(fx->dir)) return -1;
-    char prefix[128];
-    snprintf(prefix, sizeof prefix, "%s/spm", fx->dir);
     snprintf(fx->tok_path, sizeof fx->tok_path, "%s/spm.model", fx->dir);
     snprintf(fx->bundle, sizeof fx->bundle, "%s/bundle", fx->dir);
-    static const char *const corpus[] = {"tests/fixtures/tokenizer/corpus.es",
-                                         "tests/fixtures/tokenizer/corpus.en"};
-    mt_tokenizer_train_opts o = {.inputs = corpus, .n_inputs = 2, .model_prefix = prefix,
-                                 .vocab_size = TOK_VOCAB, .character_coverage = 1.0,
-                                 .num_threads = 1, .seed = 3};
-    if (mt_tokenizer_train(&o) || !(fx->tok = mt_tokenizer_load(fx->tok_path))) {
+    if (test_train_fixture_tokenizer(fx->dir, TOK_VOCAB, 3) ||
+        !(fx->tok = mt_tokenizer_load(fx->tok_path))) {
         fprintf(stderr, "tokenizer: %s\n", mt_last_error());
         return -1;
     }

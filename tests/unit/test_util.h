@@ -21,6 +21,9 @@ void test_write_text(const char *path, const char *text);
 char *test_read_file(const char *path, size_t *len);
 /* A fresh directory /tmp/mtlab-TAG-XXXXXX written into buf; 0, or -1 when it cannot be made. */
 int test_make_tmpdir(char *buf, size_t len, const char *tag);
+/* Train DIR/spm.model (and .vocab) on the small Spanish-English fixture corpus
+ * (tests/fixtures/tokenizer/), one thread; 0, or -1 with mt_last_error(). */
+int test_train_fixture_tokenizer(const char *dir, int vocab_size, unsigned seed);
 /* Remove a directory tree (files and subdirectories); 0 or -1. */
 int test_remove_tree(const char *dir);
 /* max |a[i] - b[i]| over n floats */

@@ -1,4 +1,5 @@
 #include "tiny_bundle.h"
+#include "test_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,13 +10,8 @@
 
 int test_tiny_bundle(const char *dir, char *bundle, size_t len)
 {
-    char prefix[256], model[272];
-    snprintf(prefix, sizeof prefix, "%s/spm", dir);
-    const char *inputs[] = {"tests/fixtures/tokenizer/corpus.es", "tests/fixtures/tokenizer/corpus.en"};
-    mt_tokenizer_train_opts o = {.inputs = inputs, .n_inputs = 2, .model_prefix = prefix,
-                                 .vocab_size = 300, .character_coverage = 1.0, .num_threads = 1,
-                                 .seed = 7};
-    if (mt_tokenizer_train(&o)) return -1;
+    char model[272];
+    if (test_train_fixture_tokenizer(dir, 300, 7)) return -1;
     mt_model_config cfg;
     mt_model_preset(&cfg, "mamba-small");
     cfg.vocab_size = 304;
@@ -28,7 +24,7 @@ int test_tiny_bundle(const char *dir, char *bundle, size_t len)
     cfg.init_std = 0.1f;
     mt_model *m = mt_model_create(&cfg, mt_backend_cpu(), 2);
     snprintf(bundle, len, "%s/mamba", dir);
-    snprintf(model, sizeof model, "%s.model", prefix);
+    snprintf(model, sizeof model, "%s/spm.model", dir);
     int rc = m && mt_model_save(m, bundle, model, MT_DT_F32) == 0 ? 0 : -1;
     mt_model_free(m);
     return rc;
