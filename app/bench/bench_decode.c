@@ -2,6 +2,7 @@
  * (prefill, then one mt_model_step per token), and the parameter bytes one step reads. */
 #include "bench/bench.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,15 +42,23 @@ static void build_prompts(const mt_model_config *cfg, int encdec, const int32_t 
     }
 }
 
-/* The most likely token of each row, <pad> (mt_decode never generates it) and <eos> (every row
- * runs to its fixed length) excluded. */
-static void pick_tokens(int32_t *tok, const float *logits, int n, int V, int pad_id, int eos_id)
+/* The most likely token of each row (the first, on ties), <pad> (mt_decode never generates it)
+ * and <eos> (every row runs to its fixed length) excluded. The logits are the caller's scratch:
+ * those two are overwritten with -inf, so the maximum is one vectorized pass, and a second
+ * finds where it is. */
+static void pick_tokens(int32_t *tok, float *logits, int n, int V, int pad_id, int eos_id)
 {
     for (int r = 0; r < n; r++) {
-        const float *row = logits + (size_t)r * V;
+        float *row = logits + (size_t)r * V, mx = -INFINITY;
+        if (pad_id >= 0 && pad_id < V) row[pad_id] = -INFINITY;
+        if (eos_id >= 0 && eos_id < V) row[eos_id] = -INFINITY;
+#pragma omp simd reduction(max : mx)
+        for (int j = 0; j < V; j++) mx = row[j] > mx ? row[j] : mx;
         int best = -1;
-        for (int j = 0; j < V; j++)
-            if (j != pad_id && j != eos_id && (best < 0 || row[j] > row[best])) best = j;
+        for (int j = 0; j < V && best < 0; j++)
+            if (row[j] == mx && j != pad_id && j != eos_id) best = j;
+        for (int j = 0; j < V && best < 0; j++) /* all -inf or NaN: the first allowed */
+            if (j != pad_id && j != eos_id) best = j;
         tok[r] = best;
     }
 }

@@ -5,6 +5,7 @@
 #include "grad_check.h"
 #include "math/activation.h"
 #include "mtlab/backend.h"
+#include "backend/cpu/cpu_ops.h"
 
 static const mt_backend *fast, *naive;
 
@@ -74,15 +75,17 @@ static void test_gemm_vs_naive(void **state)
     free(a), free(b), free(c1), free(c2);
 }
 
-/* Decoding's x W^T for few rows (cpu_gemm_rows.c, when the CPU has AVX-512): every tile shape
- * and its short last tiles, K with and without a partial vector, strides wider than the rows,
- * and products split between threads. */
-static double gemm_rows_case(mt_rng *rng, int m, int n, int k)
+/* Decoding's x W^T for few rows (cpu_gemm_rows.c): through the backend (whichever kernel this
+ * CPU picks, or OpenBLAS), then each kernel this CPU runs on its own: every tile shape and its
+ * short last tiles, K with and without a partial vector, strides wider than the rows, and
+ * products split between threads. */
+static double gemm_rows_case(mt_rng *rng, int isa, int m, int n, int k)
 {
     int lda = k + 2, ldb = k + 5, ldc = n + 1;
     float *a = gc_random((size_t)m * lda, rng, 1.0f), *b = gc_random((size_t)n * ldb, rng, 1.0f);
     float *c1 = gc_random((size_t)m * ldc, rng, 1.0f), *c2 = copy_of(c1, (size_t)m * ldc);
-    fast->gemm(0, 1, m, n, k, 0.7f, a, lda, b, ldb, 0.0f, c1, ldc);
+    if (isa == CPU_ROWS_NONE) fast->gemm(0, 1, m, n, k, 0.7f, a, lda, b, ldb, 0.0f, c1, ldc);
+    else assert_int_equal(cpu_gemm_rows_with(isa, m, n, k, 0.7f, a, lda, b, ldb, c1, ldc), 1);
     naive->gemm(0, 1, m, n, k, 0.7f, a, lda, b, ldb, 0.0f, c2, ldc);
     double e = max_rel(c1, c2, (size_t)m * ldc);
     free(a), free(b), free(c1), free(c2);
@@ -92,18 +95,28 @@ static double gemm_rows_case(mt_rng *rng, int m, int n, int k)
 static void test_gemm_rows_vs_naive(void **state)
 {
     (void)state;
-    mt_rng rng;
-    mt_rng_init(&rng, 11, 0);
-    static const int Ms[] = {2, 3, 4, 5, 16, 32}, Ns[] = {64, 67, 80}, Ks[] = {64, 67, 80, 257};
-    double worst = gemm_rows_case(&rng, 32, 1027, 67);
-    int cases = 1;
-    for (size_t mi = 0; mi < sizeof Ms / sizeof *Ms; mi++)
-        for (size_t ni = 0; ni < sizeof Ns / sizeof *Ns; ni++)
-            for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++, cases++)
-                worst = fmax(worst, gemm_rows_case(&rng, Ms[mi], Ns[ni], Ks[ki]));
-    printf("backend: gemm x W^T for few rows (%d shapes) max relative error %.2e (bound 1e-6)\n",
-           cases, worst);
-    assert_true(worst < 1e-6);
+    static const int Ms[] = {1, 2, 3, 4, 5, 7, 16, 32}, Ns[] = {1, 5, 64, 67, 80},
+                     Ks[] = {3, 64, 67, 80, 257};
+    static const struct { int isa; const char *name; } kernels[] = {
+        {CPU_ROWS_NONE, "backend"}, {CPU_ROWS_AVX2, "avx2"}, {CPU_ROWS_AVX512, "avx512"}};
+    for (size_t ki = 0; ki < sizeof kernels / sizeof *kernels; ki++) {
+        int isa = kernels[ki].isa;
+        if (isa != CPU_ROWS_NONE && !cpu_gemm_rows_supported(isa)) {
+            printf("backend: gemm x W^T for few rows, %s kernel: not on this CPU\n", kernels[ki].name);
+            continue;
+        }
+        mt_rng rng;
+        mt_rng_init(&rng, 11, 0);
+        double worst = gemm_rows_case(&rng, isa, 32, 1027, 67);
+        int cases = 1;
+        for (size_t mi = 0; mi < sizeof Ms / sizeof *Ms; mi++)
+            for (size_t ni = 0; ni < sizeof Ns / sizeof *Ns; ni++)
+                for (size_t k = 0; k < sizeof Ks / sizeof *Ks; k++, cases++)
+                    worst = fmax(worst, gemm_rows_case(&rng, isa, Ms[mi], Ns[ni], Ks[k]));
+        printf("backend: gemm x W^T for few rows, %s (%d shapes) max relative error %.2e "
+               "(bound 1e-6)\n", kernels[ki].name, cases, worst);
+        assert_true(worst < 1e-6);
+    }
 }
 
 /* ---------------------------------------------------------------- attention */
@@ -183,6 +196,10 @@ static void test_attention_vs_naive(void **state)
         {"cross (Tq != Tk)", 2, 2, 5, 9, 4, 0, 0, 0, 1, 0},
         {"decode over a cache", 3, 2, 2, 9, 4, 1, 0, 7, 1, 5},
         {"decode window 4", 2, 2, 1, 11, 4, 1, 4, 10, 0, 3},
+        /* one row with work enough for threads: heads one by one */
+        {"decode, 1 row, 400 keys", 1, 4, 1, 400, 48, 1, 0, 399, 0, 0},
+        /* 4 heads x 1030 keys overflow the stack scratch: heads in pairs */
+        {"decode, 1030 keys", 2, 4, 1, 1030, 4, 1, 0, 1029, 1, 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) attention_case(&cases[i], &rng);
 }

@@ -53,52 +53,95 @@ static void masked_softmax_row(float *s, const mt_attn_desc *d, int b, int i)
     for (int j = 0; j < d->Tk; j++) s[j] *= inv;
 }
 
-/* One query of one head, as a decoding step asks (docs/decoding.md §9): the scores go to the
- * caller's p (Tk), then o (Dh) = softmax(p) v, with plain loops: two BLAS calls per head cost
- * more than the few multiply-adds they hold. */
-MT_CPU_CLONES static void single_query(float *o, float *p, const float *qh, const float *kh,
-                                       const float *vh, const mt_attn_desc *d, int b)
+/* One query per row, as a decoding step asks (docs/decoding.md §9), for heads h0 .. h1 of row
+ * b at once: the cache holds a row's keys as (Tk, H * Dh), so one pass along the keys reads
+ * each cached row whole and in order (the prefetchers stream it) and scores it for every head,
+ * and one pass along the values adds each value row, weighted, to every head's output. Plain
+ * loops: two BLAS calls per head cost more than the few multiply-adds they hold. p holds the
+ * heads' weights, (h1 - h0, Tk). Keys a query may not see score -inf, so the exp makes them 0;
+ * a head that sees none gets o = 0. */
+MT_CPU_CLONES static void single_query(float *o, float *p, const float *q, const float *kb,
+                                       const float *vb, const mt_attn_desc *d, int b, int h0,
+                                       int h1)
 {
-    int C = d->H * d->Dh;
-    for (int j = 0; j < d->Tk; j++) {
-        const float *kj = kh + (size_t)j * C;
-        float dot = 0.0f;
+    int C = d->H * d->Dh, Dh = d->Dh, Tk = d->Tk, G = h1 - h0;
+    for (int j = 0; j < Tk; j++) {
+        const float *kj = kb + (size_t)j * C;
+        for (int g = 0; g < G; g++) {
+            const float *qh = q + (size_t)(h0 + g) * Dh, *kh = kj + (size_t)(h0 + g) * Dh;
+            float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
-        for (int c = 0; c < d->Dh; c++) dot += qh[c] * kj[c];
-        p[j] = d->scale * dot;
+            for (int c = 0; c < Dh; c++) dot += qh[c] * kh[c];
+            p[(size_t)g * Tk + j] = d->scale * dot;
+        }
     }
-    masked_softmax_row(p, d, b, 0);
-    for (int c = 0; c < d->Dh; c++) o[c] = 0.0f;
-    for (int j = 0; j < d->Tk; j++) {
-        if (p[j] == 0.0f) continue;
-        const float *vj = vh + (size_t)j * C;
-        float pj = p[j];
+    int seen = 0;
+    for (int j = 0; j < Tk; j++) {
+        if (cpu_attn_visible(d, b, 0, j)) {
+            seen = 1;
+            continue;
+        }
+        for (int g = 0; g < G; g++) p[(size_t)g * Tk + j] = -INFINITY;
+    }
+    memset(o + (size_t)h0 * Dh, 0, (size_t)G * Dh * sizeof(float));
+    if (!seen) {
+        memset(p, 0, (size_t)G * Tk * sizeof(float));
+        return;
+    }
+    for (int g = 0; g < G; g++) {
+        float *pg = p + (size_t)g * Tk, mx = -INFINITY;
+        for (int j = 0; j < Tk; j++) mx = pg[j] > mx ? pg[j] : mx;
+        double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+        for (int j = 0; j < Tk; j++) {
+            pg[j] = expf(pg[j] - mx);
+            sum += pg[j];
+        }
+        float inv = (float)(1.0 / sum);
 #pragma omp simd
-        for (int c = 0; c < d->Dh; c++) o[c] += pj * vj[c];
+        for (int j = 0; j < Tk; j++) pg[j] *= inv;
+    }
+    /* a key of weight 0 adds nothing, not even a NaN its value row may hold */
+    for (int j = 0; j < Tk; j++) {
+        const float *vj = vb + (size_t)j * C;
+        for (int g = 0; g < G; g++) {
+            float w = p[(size_t)g * Tk + j];
+            if (w == 0.0f) continue;
+            float *oh = o + (size_t)(h0 + g) * Dh;
+            const float *vh = vj + (size_t)(h0 + g) * Dh;
+#pragma omp simd
+            for (int c = 0; c < Dh; c++) oh[c] += w * vh[c];
+        }
     }
 }
 
-/* Up to this many keys a decoding step's scores live on the stack. */
-#define SINGLE_QUERY_MAX_KEYS 4096
+/* Up to this many scores (heads x keys) a decoding step keeps on the stack. */
+#define SINGLE_QUERY_MAX_SCORES 4096
 
 /* Without att (inference, no probe) each thread scores into its own (Tq, Tk) scratch: on the
- * stack for a single query, which forks only when the heads hold enough work. With att or
- * without, a single query takes the same path, so a probe never changes the output. */
+ * stack for a single query. A single query takes all of a row's heads in one pass; with one
+ * row, or when a row's scores do not fit the stack, the heads are split into groups (which the
+ * threads share). With att or without, a single query takes the same path, so a probe never
+ * changes the output. */
 void cpu_attention_forward(float *out, float *att, const float *q, const float *k, const float *v,
                            const mt_attn_desc *d)
 {
     int C = d->H * d->Dh;
     size_t kvs = kv_bstride(d), scores = (size_t)d->Tq * d->Tk;
-    if (d->Tq == 1 && (att || d->Tk <= SINGLE_QUERY_MAX_KEYS)) {
-#pragma omp parallel for collapse(2) if ((size_t)d->B * d->H * d->Tk * d->Dh > 65536)
+    if (d->Tq == 1 && (att || d->Tk <= SINGLE_QUERY_MAX_SCORES)) {
+        int par = (size_t)d->B * d->H * d->Tk * d->Dh > 65536;
+        int G = d->B == 1 && par ? 1 : d->H; /* heads per group */
+        while (G > 1 && (size_t)G * d->Tk > SINGLE_QUERY_MAX_SCORES) G--;
+        while (d->H % G) G--;
+        int groups = d->H / G;
+#pragma omp parallel for collapse(2) if (par)
         for (int b = 0; b < d->B; b++)
-            for (int h = 0; h < d->H; h++) {
-                float own[SINGLE_QUERY_MAX_KEYS];
-                float *p = att ? att + ((size_t)b * d->H + h) * d->Tk : own;
-                single_query(out + (size_t)b * C + (size_t)h * d->Dh, p,
-                             q + (size_t)b * C + (size_t)h * d->Dh,
-                             k + (size_t)b * kvs + (size_t)h * d->Dh,
-                             v + (size_t)b * kvs + (size_t)h * d->Dh, d, b);
+            for (int gi = 0; gi < groups; gi++) {
+                float own[SINGLE_QUERY_MAX_SCORES];
+                int h0 = gi * G;
+                float *p = att ? att + ((size_t)b * d->H + h0) * d->Tk : own;
+                single_query(out + (size_t)b * C, p, q + (size_t)b * C, k + (size_t)b * kvs,
+                             v + (size_t)b * kvs, d, b, h0, h0 + G);
             }
         return;
     }

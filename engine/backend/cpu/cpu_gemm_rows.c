@@ -3,13 +3,17 @@
  *
  * OpenBLAS's sgemm first copies w into its packed layout, so for few rows it reads the weights
  * twice and spends most of a step packing them; its sgemv reads them once but one output at a
- * time. Here each weight row is read once, straight from w: a tile of rows of x by rows of w
- * (2 x 8 or 4 x 4) keeps 16 dot products running in 16 AVX-512 registers along K,
- * and the 16 sums are folded into one register at the end (4 shuffle-and-add rounds instead of
- * 16 horizontal sums).
+ * time. Here each weight row is read once, straight from w, by one of two kernels picked at
+ * run time:
+ *   AVX-512: a tile of rows of x by rows of w (2 x 8 or 4 x 4) keeps 16 dot products running
+ *     in 16 registers along K, and the 16 sums are folded into one register at the end (4
+ *     shuffle-and-add rounds instead of 16 horizontal sums);
+ *   AVX2 + FMA: a tile of up to 3 rows of x by 4 rows of w keeps 12 dot products in 12 of the
+ *     16 registers, each weight vector feeding 3 multiply-adds; each x row's 4 sums are folded
+ *     by two horizontal-add rounds.
  * Threads split the rows of w when the product is big enough to pay for a fork. The sums run
  * in another order than OpenBLAS's, so results agree to float rounding (tests/unit/
- * test_backend.c compares both with naive_gemm). */
+ * test_backend.c compares every kernel this CPU runs with naive_gemm). */
 #include "backend/cpu/cpu_ops.h"
 
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -102,26 +106,136 @@ __attribute__((target("avx512f"))) static void rows_block(int M, int n0, int n1,
     else rows_tiles(4, 4, M, n0, n1, K, alpha, x, ldx, w, ldw, y, ldy);
 }
 
-int cpu_gemm_rows(int M, int N, int K, float alpha, const float *x, int ldx, const float *w,
-                  int ldw, float *y, int ldy)
+/* ---- AVX2 + FMA */
+#define AVX2 __attribute__((target("avx2,fma")))
+
+/* The 4 lane sums of a[0..4) as one 128-bit vector: lane j = sum of a[j]. */
+AVX2 static inline __m128 fold4(__m256 a0, __m256 a1, __m256 a2, __m256 a3)
 {
-    if (M < 2 || M > CPU_ROWS_MAX_M || N < MIN_N || K < MIN_K || !__builtin_cpu_supports("avx512f"))
-        return 0;
+    __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+    return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+/* MT (1 to 3) rows of x from m against w rows n .. n + 3 (a short tile repeats row n1 - 1 and
+ * drops what it computed twice). Inlined with constant MT so the 4 * MT accumulators live in
+ * registers. */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+rows_tile8(int MT, int m, int n, int n1, int K, float alpha, const float *x, int ldx,
+           const float *w, int ldw, float *y, int ldy)
+{
+    const float *wr[4], *xr[3];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) wr[j] = w + (size_t)(n + j < n1 ? n + j : n1 - 1) * ldw;
+#pragma GCC unroll 3
+    for (int i = 0; i < MT; i++) xr[i] = x + (size_t)(m + i) * ldx;
+    __m256 acc[3][4];
+#pragma GCC unroll 3
+    for (int i = 0; i < MT; i++)
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) acc[i][j] = _mm256_setzero_ps();
+    int Kv = K - K % 8;
+    for (int k = 0; k < Kv; k += 8) {
+        __m256 xv[3];
+#pragma GCC unroll 3
+        for (int i = 0; i < MT; i++) xv[i] = _mm256_loadu_ps(xr[i] + k);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            __m256 wv = _mm256_loadu_ps(wr[j] + k);
+#pragma GCC unroll 3
+            for (int i = 0; i < MT; i++) acc[i][j] = _mm256_fmadd_ps(xv[i], wv, acc[i][j]);
+        }
+    }
+    if (Kv < K) {
+        /* lanes below K % 8 load, the rest read as 0 */
+        __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(K - Kv),
+                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        __m256 xv[3];
+#pragma GCC unroll 3
+        for (int i = 0; i < MT; i++) xv[i] = _mm256_maskload_ps(xr[i] + Kv, keep);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            __m256 wv = _mm256_maskload_ps(wr[j] + Kv, keep);
+#pragma GCC unroll 3
+            for (int i = 0; i < MT; i++) acc[i][j] = _mm256_fmadd_ps(xv[i], wv, acc[i][j]);
+        }
+    }
+#pragma GCC unroll 3
+    for (int i = 0; i < MT; i++) {
+        float sums[4];
+        _mm_storeu_ps(sums, _mm_mul_ps(fold4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]),
+                                       _mm_set1_ps(alpha)));
+        for (int j = 0; j < 4 && n + j < n1; j++) y[(size_t)(m + i) * ldy + n + j] = sums[j];
+    }
+}
+
+/* Rows n0..n1-1 of y^T: x in tiles of 3 rows, the last 1 to 4 as 1, 2 or 2 + 2. */
+AVX2 static void rows_block_avx2(int M, int n0, int n1, int K, float alpha, const float *x,
+                                 int ldx, const float *w, int ldw, float *y, int ldy)
+{
+    for (int n = n0; n < n1; n += 4) {
+        int m = 0;
+        for (; M - m > 4 || M - m == 3; m += 3)
+            rows_tile8(3, m, n, n1, K, alpha, x, ldx, w, ldw, y, ldy);
+        for (; m < M; m += 2) {
+            if (M - m == 1) rows_tile8(1, m, n, n1, K, alpha, x, ldx, w, ldw, y, ldy);
+            else rows_tile8(2, m, n, n1, K, alpha, x, ldx, w, ldw, y, ldy);
+        }
+    }
+}
+
+/* ---- choice and threading */
+
+int cpu_gemm_rows_supported(cpu_rows_isa isa)
+{
+    __builtin_cpu_init();
+    if (isa == CPU_ROWS_AVX512) return __builtin_cpu_supports("avx512f");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const float *x,
+                       int ldx, const float *w, int ldw, float *y, int ldy)
+{
     int blocks = (N + BLOCK_N - 1) / BLOCK_N;
     int parallel = (size_t)M * N * K >= PARALLEL_MIN_MACS;
 #pragma omp parallel for schedule(static) if (parallel)
     for (int t = 0; t < blocks; t++) {
         int n0 = t * BLOCK_N, n1 = n0 + BLOCK_N < N ? n0 + BLOCK_N : N;
-        rows_block(M, n0, n1, K, alpha, x, ldx, w, ldw, y, ldy);
+        if (isa == CPU_ROWS_AVX512) rows_block(M, n0, n1, K, alpha, x, ldx, w, ldw, y, ldy);
+        else rows_block_avx2(M, n0, n1, K, alpha, x, ldx, w, ldw, y, ldy);
     }
     return 1;
 }
-#else
+
 int cpu_gemm_rows(int M, int N, int K, float alpha, const float *x, int ldx, const float *w,
                   int ldw, float *y, int ldy)
 {
-    (void)M, (void)N, (void)K, (void)alpha, (void)x, (void)ldx, (void)w, (void)ldw, (void)y;
-    (void)ldy;
+    if (M < 2 || M > CPU_ROWS_MAX_M || N < MIN_N || K < MIN_K) return 0;
+    static int isa = -1; /* the best kernel this CPU runs, or none (checked once) */
+    if (isa < 0)
+        isa = cpu_gemm_rows_supported(CPU_ROWS_AVX512) ? CPU_ROWS_AVX512
+              : cpu_gemm_rows_supported(CPU_ROWS_AVX2) ? CPU_ROWS_AVX2
+                                                       : CPU_ROWS_NONE;
+    if (isa == CPU_ROWS_NONE) return 0;
+    return cpu_gemm_rows_with((cpu_rows_isa)isa, M, N, K, alpha, x, ldx, w, ldw, y, ldy);
+}
+#else
+int cpu_gemm_rows_supported(cpu_rows_isa isa)
+{
+    (void)isa;
     return 0;
+}
+
+int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const float *x,
+                       int ldx, const float *w, int ldw, float *y, int ldy)
+{
+    (void)isa, (void)M, (void)N, (void)K, (void)alpha, (void)x, (void)ldx, (void)w, (void)ldw;
+    (void)y, (void)ldy;
+    return 0;
+}
+
+int cpu_gemm_rows(int M, int N, int K, float alpha, const float *x, int ldx, const float *w,
+                  int ldw, float *y, int ldy)
+{
+    return cpu_gemm_rows_with(CPU_ROWS_NONE, M, N, K, alpha, x, ldx, w, ldw, y, ldy);
 }
 #endif

@@ -5,6 +5,7 @@
  * Letters: M rows of activations (BT), N output channels (OC), ld the padded row width in
  * bytes (the input width C rounded up to MT_INT8_ALIGN). */
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_simd.h"
 #include "mtlab/error.h"
 
 #include <math.h>
@@ -21,8 +22,9 @@ enum { TILE = 64 };
 #define CPU_INT8_PARALLEL_MACS (1u << 20)
 
 /* q (ld) = round(x / scale) with scale = max|x| / 127 (docs/quantization.md §1); bytes past C
- * are 0. Returns the scale. */
-float cpu_int8_quantize_row(int8_t *q, const float *x, int C, int ld)
+ * are 0. Returns the scale. Compiled per x86-64 level: below SSE4.1 nearbyintf is a call per
+ * element. */
+MT_CPU_CLONES float cpu_int8_quantize_row(int8_t *q, const float *x, int C, int ld)
 {
     float amax = 0.0f;
 #pragma omp simd reduction(max : amax)

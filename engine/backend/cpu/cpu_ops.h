@@ -27,6 +27,12 @@ void cpu_gemm_batched(int trans_a, int trans_b, int m, int n, int k, float alpha
 #define CPU_ROWS_MAX_M 32
 int cpu_gemm_rows(int M, int N, int K, float alpha, const float *x, int ldx, const float *w,
                   int ldw, float *y, int ldy);
+/* The kernels behind it, for tests: whether this CPU runs one, and the product with it (any
+ * M, N, K >= 1). */
+typedef enum { CPU_ROWS_NONE, CPU_ROWS_AVX2, CPU_ROWS_AVX512 } cpu_rows_isa;
+int cpu_gemm_rows_supported(cpu_rows_isa isa);
+int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const float *x,
+                       int ldx, const float *w, int ldw, float *y, int ldy);
 void naive_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
                 int lda, const float *b, int ldb, float beta, float *c, int ldc);
 void naive_gemm_batched(int trans_a, int trans_b, int m, int n, int k, float alpha,

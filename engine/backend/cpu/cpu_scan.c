@@ -33,21 +33,26 @@ enum { SCAN_BLOCK = CPU_LANES };
 
 /* A block's parameters with the channels on the lanes: AT[n][j] = -exp(A_log[d0 + j, n]),
  * Dk[j] = Dskip[d0 + j]; 0 on lanes past the block's nd channels. */
-static inline void block_params(float (*restrict AT)[SCAN_BLOCK], float *restrict Dk,
+__attribute__((always_inline)) static inline void block_params(float (*restrict AT)[SCAN_BLOCK], float *restrict Dk,
                                 const mt_scan_args *a, int d0, int nd)
 {
     int N = a->N;
+    /* gathered first, so the exp runs a vector at a time: a decoding step pays it per block */
     for (int n = 0; n < N; n++) {
+        float al[SCAN_BLOCK];
+        for (int j = 0; j < SCAN_BLOCK; j++) al[j] = j < nd ? a->A_log[(size_t)(d0 + j) * N + n] : 0.0f;
 #pragma omp simd
-        for (int j = 0; j < SCAN_BLOCK; j++)
-            AT[n][j] = j < nd ? -expf(a->A_log[(size_t)(d0 + (j < nd ? j : 0)) * N + n]) : 0.0f;
+        for (int j = 0; j < SCAN_BLOCK; j++) {
+            float e = -expf(al[j]);
+            AT[n][j] = j < nd ? e : 0.0f;
+        }
     }
     for (int j = 0; j < SCAN_BLOCK; j++) Dk[j] = j < nd ? a->Dskip[d0 + j] : 0.0f;
 }
 
 /* A block's inputs at one time step, zero-padded to the lanes: u[j] = u_in[j],
  * delta[j] = softplus(dt[j] + dt_bias[j]) for j < nd (dt, u_in, dt_bias start at the block). */
-static inline void block_inputs(float *restrict delta, float *restrict u,
+__attribute__((always_inline)) static inline void block_inputs(float *restrict delta, float *restrict u,
                                 const float *restrict dt, const float *restrict dt_bias,
                                 const float *restrict u_in, int nd)
 {
@@ -56,7 +61,10 @@ static inline void block_inputs(float *restrict delta, float *restrict u,
     cpu_load_lanes(v, dt, nd);
     cpu_load_lanes(bias, dt_bias, nd);
 #pragma omp simd
-    for (int j = 0; j < SCAN_BLOCK; j++) delta[j] = j < nd ? mt_softplusf(v[j] + bias[j]) : 0.0f;
+    for (int j = 0; j < SCAN_BLOCK; j++) {
+        float sp = mt_softplusf(v[j] + bias[j]); /* unconditional: the vector log1pf */
+        delta[j] = j < nd ? sp : 0.0f;
+    }
 }
 
 /* One time step of a block: h = exp(delta A) hp + delta B u ; y[j] = D u + sum_n h C, the
@@ -64,7 +72,7 @@ static inline void block_inputs(float *restrict delta, float *restrict u,
  * recomputation writes each step's states in place instead of copying the last ones first).
  * at (N x 16) receives exp(delta A) (for the backward pass). The forward and the single step
  * both come here, so decoding reproduces the forward bit for bit. */
-static inline void scan_tile_update(float (*restrict h)[SCAN_BLOCK],
+__attribute__((always_inline)) static inline void scan_tile_update(float (*restrict h)[SCAN_BLOCK],
                                     const float (*restrict hp)[SCAN_BLOCK],
                                     const float (*restrict AT)[SCAN_BLOCK],
                                     const float *restrict delta, const float *restrict u,
