@@ -6,6 +6,7 @@
 #include "math/activation.h"
 #include "mtlab/backend.h"
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_simd.h"
 
 static const mt_backend *fast, *naive;
 
@@ -117,6 +118,25 @@ static void test_gemm_rows_vs_naive(void **state)
                "(bound 1e-6)\n", kernels[ki].name, cases, worst);
         assert_true(worst < 1e-6);
     }
+}
+
+/* The scan's inline exp (cpu_simd.h): within 2 float roundings of e^x over [-87, 88], exactly 1
+ * at 0, and the clamped ends finite and positive far beyond (the scan's decays go to -inf). */
+static void test_expf_poly(void **state)
+{
+    (void)state;
+    double worst = 0.0;
+    for (double x = -87.0; x <= 88.0; x += 1.0 / 4096) {
+        float xf = (float)x;
+        double ref = exp((double)xf), e = fabs((double)cpu_expf_poly(xf) - ref) / ref;
+        worst = e > worst ? e : worst;
+    }
+    printf("backend: inline expf over [-87, 88] max relative error %.2e (bound 1.2e-7)\n", worst);
+    assert_true(worst < 1.2e-7);
+    assert_true(cpu_expf_poly(0.0f) == 1.0f);
+    float lo = cpu_expf_poly(-1e30f), hi = cpu_expf_poly(1e30f);
+    assert_true(lo >= 0.0f && lo < 2e-38f);
+    assert_true(isfinite(hi) && hi > 1e38f);
 }
 
 /* ---------------------------------------------------------------- attention */
@@ -533,6 +553,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemm_vs_naive),
         cmocka_unit_test(test_gemm_rows_vs_naive),
+        cmocka_unit_test(test_expf_poly),
         cmocka_unit_test(test_attention_vs_naive),
         cmocka_unit_test(test_attention_fully_masked_row),
         cmocka_unit_test(test_rope),

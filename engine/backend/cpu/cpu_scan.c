@@ -3,7 +3,9 @@
  * Channels go in blocks of SCAN_BLOCK = 16 and a block's states sit transposed, h[n][j]: the
  * block's channels j run along the vector lanes and every loop over them is an `omp simd` loop of
  * fixed length inside a function cloned per vector width (cpu_simd.h). So the decays
- * exp(delta A), most of the scan's cost, go through libmvec a whole vector at a time, and
+ * exp(delta A), most of the scan's cost, are computed a whole vector at a time by an exp
+ * inlined into the loop (cpu_expf_poly: a call to libmvec's saved and restored every live
+ * register around each vector, which took more time than the exps), and
  * the sums over the states n (y = sum_n h C, and du, ddelta in backward) add vectors lane by
  * lane instead of reducing across lanes. Lanes past the last channel carry delta = u = 0, so
  * their states stay 0 and nothing of them is stored.
@@ -86,7 +88,7 @@ __attribute__((always_inline)) static inline void scan_tile_update(float (*restr
         float bn = Bt[n], cn = Ct[n];
 #pragma omp simd
         for (int j = 0; j < SCAN_BLOCK; j++) {
-            float e = expf(delta[j] * AT[n][j]);
+            float e = cpu_expf_poly(delta[j] * AT[n][j]);
             h[n][j] = e * hp[n][j] + delta[j] * bn * u[j];
             y[j] += h[n][j] * cn;
             at[n][j] = e;

@@ -13,6 +13,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
@@ -22,6 +23,35 @@ __attribute__((simd("notinbranch"))) float log1pf(float);
 #else
 #define MT_CPU_CLONES
 #endif
+
+/* e^x for the inner loops that take one exp per element of a large array (the scan's decays),
+ * as plain arithmetic the vectorizer inlines: libmvec's vector expf is a call, and around a
+ * call every live vector register is saved and restored, which cost more than the exp itself.
+ * x = k ln2 + r with k = round(x / ln2) and |r| <= ln2 / 2 (ln2 in two parts, the first exact
+ * in k * ln2_hi for |k| < 2^8), e^r by its Taylor series to r^7 / 7! (what is left out is below
+ * 0.35^8 / 8!, 6e-9 of the result) and 2^k put straight into the exponent bits. x is clamped
+ * to [-87, 88], where 2^k stays a normal float: below it the result is e^-87 (1.6e-38) where
+ * expf would give a subnormal or 0. Within 2 float roundings of e^x elsewhere
+ * (tests/unit/test_backend.c). */
+static inline float cpu_expf_poly(float x)
+{
+    x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
+    /* round to nearest by adding and taking away 1.5 * 2^23 (nearbyintf does not vectorize) */
+    float k = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    float r = (x - k * 0.693145751953125f) - k * 1.428606765330187e-06f;
+    float p = 1.0f / 5040.0f;
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    int32_t bits = ((int32_t)k + 127) << 23;
+    float two_k;
+    memcpy(&two_k, &bits, sizeof two_k);
+    return p * two_k;
+}
 
 /* Elementwise operations hand each thread whole chunks of CPU_CHUNK elements and run every
  * chunk through a cloned `omp simd` function. */
