@@ -2,7 +2,8 @@
 -- end, at most --parallel of them at once, as background jobs (runs/NAME/, mtlab.jobs). Each run
 -- not yet started is started, each stopped or failed one is resumed from its checkpoint, each
 -- completed one is skipped; so the driver can be stopped (Ctrl-C stops the waiting, never the
--- runs) and run again at any time, after a machine restart too, and it carries on.
+-- runs) and run again at any time, after a machine restart too, and it carries on. On a fresh
+-- machine it first makes the corpus and the tokenizer the runs read.
 --
 --   OMP_NUM_THREADS=T ./mtlab run scripts/train/retrain.lua [--parallel 1] [--poll 60] [--once]
 --                                   [--suffix S] [CONFIG...] [KEY=VALUE...]
@@ -47,6 +48,46 @@ for _, config in ipairs(configs) do
   end
   runs[#runs + 1] = {config = config, name = cfg.name .. opts.suffix, failures = 0, last_step = -1}
 end
+-- What the runs read and a fresh machine lacks: the corpus (`mtlab data bible`) and the
+-- tokenizer (`mtlab tokenizer train`: seeded, so it is the shipped bundles' tokenizer.model).
+-- Both are made here, once, with this same binary; any other missing input is an error that
+-- names it, before anything starts.
+local BUILT_BY = {["data/bible/spm.model"] = "tokenizer train"}
+local function built_by(path)
+  return BUILT_BY[path] or (path:match("^data/bible/[^/]+$") and "data bible") or nil
+end
+local function prepare_inputs()
+  local missing, steps = {}, {}
+  for _, r in ipairs(runs) do
+    local cfg = dofile(r.config)
+    for _, key in ipairs({"train_src", "train_tgt", "valid_src", "valid_tgt", "tokenizer", "gazetteer"}) do
+      local path = cfg[key]
+      if type(path) == "string" and not R.exists(path) and not missing[path] then
+        missing[path] = true
+        local step = built_by(path)
+        if not step then
+          error(string.format("retrain.lua: %s: %s = %q does not exist (nothing was started)", r.config, key,
+                              path), 0)
+        end
+        if not steps[step] then steps[#steps + 1], steps[step] = step, true end
+      end
+    end
+  end
+  if #steps == 0 then return end
+  -- popen's shell is a child of this process, so its $PPID names the mtlab binary running us
+  local p = assert(io.popen("readlink /proc/$PPID/exe"))
+  local exe = p:read("l")
+  p:close()
+  if not exe or exe == "" then error("retrain.lua: cannot find the mtlab binary (/proc/PID/exe)", 0) end
+  table.sort(steps, function(a, b) return a == "data bible" and b ~= "data bible" end) -- corpus first
+  for _, step in ipairs(steps) do
+    print("retrain: inputs missing, running: mtlab " .. step)
+    local ok = os.execute("'" .. exe:gsub("'", "'\\''") .. "' " .. step)
+    if not ok then error("retrain.lua: `mtlab " .. step .. "` failed (nothing was started)", 0) end
+  end
+end
+prepare_inputs()
+
 print(string.format("retrain: %d runs, at most %d at once, OMP_NUM_THREADS=%s each", #runs, opts.parallel,
                     os.getenv("OMP_NUM_THREADS") or "(unset: every core)"))
 

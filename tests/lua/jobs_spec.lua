@@ -146,5 +146,13 @@ assert(j.state == "cancelled", j.state)
     out, code = H.sh(driver .. "bad.lua 2>&1")
     assert.are_not.equal(0, code)
     assert.matches("retrain.lua: bad.lua: not a training config", out)
+    -- an input it cannot make (only data/bible/ is made here) is an error naming it, before
+    -- any run starts
+    H.sh(string.format("cd %s && sed 's/name = \"tiny\"/name = \"r4\"/' tiny.lua | "
+                       .. "sed 's|\"data/spm.model\"|\"nowhere/spm.model\"|' > r4.lua", dir))
+    out, code = H.sh(driver .. "--once r1.lua r4.lua 2>&1")
+    assert.are_not.equal(0, code)
+    assert.matches('r4.lua: tokenizer = "nowhere/spm.model" does not exist %(nothing was started%)', out)
+    assert.is_nil(out:find("started from", 1, true), out)
   end)
 end)
