@@ -53,6 +53,19 @@ static void masked_softmax_row(float *s, const mt_attn_desc *d, int b, int i)
     for (int j = 0; j < d->Tk; j++) s[j] *= inv;
 }
 
+/* x . y over n floats in eight running sums, added pairwise at the end: a plain loop the
+ * compiler turns into vector multiply-adds and one short fold (an `omp simd` reduction of
+ * unknown length summed its lanes through memory, one at a time). */
+static inline float dot_lanes(const float *restrict x, const float *restrict y, int n)
+{
+    float acc[8] = {0};
+    int c = 0;
+    for (; c + 8 <= n; c += 8)
+        for (int l = 0; l < 8; l++) acc[l] += x[c + l] * y[c + l];
+    for (; c < n; c++) acc[c % 8] += x[c] * y[c];
+    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
 /* One query per row, as a decoding step asks (docs/decoding.md §9), for heads h0 .. h1 of row
  * b at once: the cache holds a row's keys as (Tk, H * Dh), so one pass along the keys reads
  * each cached row whole and in order (the prefetchers stream it) and scores it for every head,
@@ -67,13 +80,9 @@ MT_CPU_CLONES static void single_query(float *o, float *p, const float *q, const
     int C = d->H * d->Dh, Dh = d->Dh, Tk = d->Tk, G = h1 - h0;
     for (int j = 0; j < Tk; j++) {
         const float *kj = kb + (size_t)j * C;
-        for (int g = 0; g < G; g++) {
-            const float *qh = q + (size_t)(h0 + g) * Dh, *kh = kj + (size_t)(h0 + g) * Dh;
-            float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-            for (int c = 0; c < Dh; c++) dot += qh[c] * kh[c];
-            p[(size_t)g * Tk + j] = d->scale * dot;
-        }
+        for (int g = 0; g < G; g++)
+            p[(size_t)g * Tk + j] =
+                d->scale * dot_lanes(q + (size_t)(h0 + g) * Dh, kj + (size_t)(h0 + g) * Dh, Dh);
     }
     int seen = 0;
     for (int j = 0; j < Tk; j++) {
@@ -101,8 +110,34 @@ MT_CPU_CLONES static void single_query(float *o, float *p, const float *q, const
 #pragma omp simd
         for (int j = 0; j < Tk; j++) pg[j] *= inv;
     }
-    /* a key of weight 0 adds nothing, not even a NaN its value row may hold */
-    for (int j = 0; j < Tk; j++) {
+    /* Four value rows at a time, so each pass over a head's output adds four of them (one
+     * addition into o per key made every key wait for the store of the one before). A key of
+     * weight 0 adds nothing, not even a NaN its value row may hold: four with one go key by
+     * key. */
+    int j = 0;
+    for (; j + 4 <= Tk; j += 4) {
+        const float *v0 = vb + (size_t)j * C, *v1 = v0 + C, *v2 = v1 + C, *v3 = v2 + C;
+        for (int g = 0; g < G; g++) {
+            const float *pg = p + (size_t)g * Tk + j;
+            float w0 = pg[0], w1 = pg[1], w2 = pg[2], w3 = pg[3];
+            float *oh = o + (size_t)(h0 + g) * Dh;
+            size_t at = (size_t)(h0 + g) * Dh;
+            if (w0 == 0.0f || w1 == 0.0f || w2 == 0.0f || w3 == 0.0f) {
+                for (int i = 0; i < 4; i++) {
+                    if (pg[i] == 0.0f) continue;
+                    float w = pg[i];
+                    const float *vh = vb + (size_t)(j + i) * C + at;
+#pragma omp simd
+                    for (int c = 0; c < Dh; c++) oh[c] += w * vh[c];
+                }
+                continue;
+            }
+            const float *a0 = v0 + at, *a1 = v1 + at, *a2 = v2 + at, *a3 = v3 + at;
+#pragma omp simd
+            for (int c = 0; c < Dh; c++) oh[c] += (w0 * a0[c] + w1 * a1[c]) + (w2 * a2[c] + w3 * a3[c]);
+        }
+    }
+    for (; j < Tk; j++) {
         const float *vj = vb + (size_t)j * C;
         for (int g = 0; g < G; g++) {
             float w = p[(size_t)g * Tk + j];
