@@ -46,7 +46,7 @@ for _, config in ipairs(configs) do
   if not ok or type(cfg) ~= "table" or type(cfg.name) ~= "string" then
     error(string.format("retrain.lua: %s: not a training config (%s)", config, ok and "no name" or cfg), 0)
   end
-  runs[#runs + 1] = {config = config, name = cfg.name .. opts.suffix, failures = 0, last_step = -1}
+  runs[#runs + 1] = {config = config, cfg = cfg, name = cfg.name .. opts.suffix, failures = 0, last_step = -1}
 end
 -- What the runs read and a fresh machine lacks: the corpus (`mtlab data bible`) and the
 -- tokenizer (`mtlab tokenizer train`: seeded, so it is the shipped bundles' tokenizer.model).
@@ -59,9 +59,8 @@ end
 local function prepare_inputs()
   local missing, steps = {}, {}
   for _, r in ipairs(runs) do
-    local cfg = dofile(r.config)
     for _, key in ipairs({"train_src", "train_tgt", "valid_src", "valid_tgt", "tokenizer", "gazetteer"}) do
-      local path = cfg[key]
+      local path = r.cfg[key]
       if type(path) == "string" and not R.exists(path) and not missing[path] then
         missing[path] = true
         local step = built_by(path)

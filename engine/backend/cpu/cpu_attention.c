@@ -66,6 +66,15 @@ static inline float dot_lanes(const float *restrict x, const float *restrict y, 
     return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
 }
 
+/* o (n) += w v, skipped when w is 0: a key of weight 0 adds nothing, not even a NaN its value
+ * row may hold. */
+static inline void add_weighted(float *restrict o, float w, const float *restrict v, int n)
+{
+    if (w == 0.0f) return;
+#pragma omp simd
+    for (int c = 0; c < n; c++) o[c] += w * v[c];
+}
+
 /* One query per row, as a decoding step asks (docs/decoding.md §9), for heads h0 .. h1 of row
  * b at once: the cache holds a row's keys as (Tk, H * Dh), so one pass along the keys reads
  * each cached row whole and in order (the prefetchers stream it) and scores it for every head,
@@ -111,43 +120,30 @@ MT_CPU_CLONES static void single_query(float *o, float *p, const float *q, const
         for (int j = 0; j < Tk; j++) pg[j] *= inv;
     }
     /* Four value rows at a time, so each pass over a head's output adds four of them (one
-     * addition into o per key made every key wait for the store of the one before). A key of
-     * weight 0 adds nothing, not even a NaN its value row may hold: four with one go key by
-     * key. */
+     * addition into o per key made every key wait for the store of the one before); four with a
+     * weight of 0 among them, and the last Tk % 4, go key by key (add_weighted). */
     int j = 0;
     for (; j + 4 <= Tk; j += 4) {
-        const float *v0 = vb + (size_t)j * C, *v1 = v0 + C, *v2 = v1 + C, *v3 = v2 + C;
+        const float *v0 = vb + (size_t)j * C;
         for (int g = 0; g < G; g++) {
             const float *pg = p + (size_t)g * Tk + j;
-            float w0 = pg[0], w1 = pg[1], w2 = pg[2], w3 = pg[3];
-            float *oh = o + (size_t)(h0 + g) * Dh;
             size_t at = (size_t)(h0 + g) * Dh;
+            float *oh = o + at, w0 = pg[0], w1 = pg[1], w2 = pg[2], w3 = pg[3];
             if (w0 == 0.0f || w1 == 0.0f || w2 == 0.0f || w3 == 0.0f) {
-                for (int i = 0; i < 4; i++) {
-                    if (pg[i] == 0.0f) continue;
-                    float w = pg[i];
-                    const float *vh = vb + (size_t)(j + i) * C + at;
-#pragma omp simd
-                    for (int c = 0; c < Dh; c++) oh[c] += w * vh[c];
-                }
+                for (int i = 0; i < 4; i++) add_weighted(oh, pg[i], v0 + (size_t)i * C + at, Dh);
                 continue;
             }
-            const float *a0 = v0 + at, *a1 = v1 + at, *a2 = v2 + at, *a3 = v3 + at;
+            const float *a0 = v0 + at, *a1 = a0 + C, *a2 = a1 + C, *a3 = a2 + C;
 #pragma omp simd
-            for (int c = 0; c < Dh; c++) oh[c] += (w0 * a0[c] + w1 * a1[c]) + (w2 * a2[c] + w3 * a3[c]);
+            for (int c = 0; c < Dh; c++)
+                oh[c] += (w0 * a0[c] + w1 * a1[c]) + (w2 * a2[c] + w3 * a3[c]);
         }
     }
-    for (; j < Tk; j++) {
-        const float *vj = vb + (size_t)j * C;
+    for (; j < Tk; j++)
         for (int g = 0; g < G; g++) {
-            float w = p[(size_t)g * Tk + j];
-            if (w == 0.0f) continue;
-            float *oh = o + (size_t)(h0 + g) * Dh;
-            const float *vh = vj + (size_t)(h0 + g) * Dh;
-#pragma omp simd
-            for (int c = 0; c < Dh; c++) oh[c] += w * vh[c];
+            size_t at = (size_t)(h0 + g) * Dh;
+            add_weighted(o + at, p[(size_t)g * Tk + j], vb + (size_t)j * C + at, Dh);
         }
-    }
 }
 
 /* Up to this many scores (heads x keys) a decoding step keeps on the stack. */

@@ -35,14 +35,16 @@ enum { SCAN_BLOCK = CPU_LANES };
 
 /* A block's parameters with the channels on the lanes: AT[n][j] = -exp(A_log[d0 + j, n]),
  * Dk[j] = Dskip[d0 + j]; 0 on lanes past the block's nd channels. */
-__attribute__((always_inline)) static inline void block_params(float (*restrict AT)[SCAN_BLOCK], float *restrict Dk,
-                                const mt_scan_args *a, int d0, int nd)
+__attribute__((always_inline)) static inline void
+block_params(float (*restrict AT)[SCAN_BLOCK], float *restrict Dk, const mt_scan_args *a, int d0,
+             int nd)
 {
     int N = a->N;
     /* gathered first, so the exp runs a vector at a time: a decoding step pays it per block */
     for (int n = 0; n < N; n++) {
         float al[SCAN_BLOCK];
-        for (int j = 0; j < SCAN_BLOCK; j++) al[j] = j < nd ? a->A_log[(size_t)(d0 + j) * N + n] : 0.0f;
+        for (int j = 0; j < SCAN_BLOCK; j++)
+            al[j] = j < nd ? a->A_log[(size_t)(d0 + j) * N + n] : 0.0f;
 #pragma omp simd
         for (int j = 0; j < SCAN_BLOCK; j++) {
             float e = -expf(al[j]);
@@ -54,9 +56,9 @@ __attribute__((always_inline)) static inline void block_params(float (*restrict 
 
 /* A block's inputs at one time step, zero-padded to the lanes: u[j] = u_in[j],
  * delta[j] = softplus(dt[j] + dt_bias[j]) for j < nd (dt, u_in, dt_bias start at the block). */
-__attribute__((always_inline)) static inline void block_inputs(float *restrict delta, float *restrict u,
-                                const float *restrict dt, const float *restrict dt_bias,
-                                const float *restrict u_in, int nd)
+__attribute__((always_inline)) static inline void
+block_inputs(float *restrict delta, float *restrict u, const float *restrict dt,
+             const float *restrict dt_bias, const float *restrict u_in, int nd)
 {
     float v[SCAN_BLOCK], bias[SCAN_BLOCK];
     cpu_load_lanes(u, u_in, nd);
@@ -74,13 +76,12 @@ __attribute__((always_inline)) static inline void block_inputs(float *restrict d
  * recomputation writes each step's states in place instead of copying the last ones first).
  * at (N x 16) receives exp(delta A) (for the backward pass). The forward and the single step
  * both come here, so decoding reproduces the forward bit for bit. */
-__attribute__((always_inline)) static inline void scan_tile_update(float (*restrict h)[SCAN_BLOCK],
-                                    const float (*restrict hp)[SCAN_BLOCK],
-                                    const float (*restrict AT)[SCAN_BLOCK],
-                                    const float *restrict delta, const float *restrict u,
-                                    const float *restrict Dk, const float *restrict Bt,
-                                    const float *restrict Ct, int N,
-                                    float (*restrict at)[SCAN_BLOCK], float *restrict y)
+__attribute__((always_inline)) static inline void
+scan_tile_update(float (*restrict h)[SCAN_BLOCK], const float (*restrict hp)[SCAN_BLOCK],
+                 const float (*restrict AT)[SCAN_BLOCK], const float *restrict delta,
+                 const float *restrict u, const float *restrict Dk, const float *restrict Bt,
+                 const float *restrict Ct, int N, float (*restrict at)[SCAN_BLOCK],
+                 float *restrict y)
 {
 #pragma omp simd
     for (int j = 0; j < SCAN_BLOCK; j++) y[j] = Dk[j] * u[j];
