@@ -36,7 +36,10 @@ __global__ void attention_forward_kernel(float *out, float *att, const float *q,
 {
     extern __shared__ float smem[];
     const int Dh = d.Dh, C = d.H * Dh, Tq = d.Tq, Tk = d.Tk;
-    float *Qs = smem, *Ks = Qs + QT * Dh, *Vs = Ks + KT * Dh, *Os = Vs + KT * Dh;
+    // Ks rows are padded to Dh + 1 floats: the score loop's 32 lanes read 32 keys at one column,
+    // which a stride of Dh (a multiple of 32 banks) would put in one shared-memory bank
+    const int KS = Dh + 1;
+    float *Qs = smem, *Ks = Qs + QT * Dh, *Vs = Ks + KT * KS, *Os = Vs + KT * Dh;
     float *S = Os + QT * Dh, *row_m = S + QT * KT, *row_l = row_m + QT, *corr = row_l + QT;
     int tiles_q = (Tq + QT - 1) / QT;
     int bh = blockIdx.x / tiles_q, q0 = (blockIdx.x % tiles_q) * QT;
@@ -63,14 +66,14 @@ __global__ void attention_forward_kernel(float *out, float *att, const float *q,
             for (int e = threadIdx.x; e < KT * Dh; e += THREADS) {
                 int j = e / Dh, c = e % Dh;
                 bool in = j0 + j < Tk;
-                Ks[e] = in ? kb[(size_t)(j0 + j) * C + c] : 0.0f;
+                Ks[j * KS + c] = in ? kb[(size_t)(j0 + j) * C + c] : 0.0f;
                 if (!pass) Vs[e] = in ? vb[(size_t)(j0 + j) * C + c] : 0.0f;
             }
             __syncthreads();
             for (int e = threadIdx.x; e < QT * KT; e += THREADS) {
                 int i = e / KT, j = e % KT;
                 float s = 0.0f;
-                for (int c = 0; c < Dh; c++) s += Qs[i * Dh + c] * Ks[j * Dh + c];
+                for (int c = 0; c < Dh; c++) s += Qs[i * Dh + c] * Ks[j * KS + c];
                 bool vis = i < nq && j0 + j < Tk && visible(d, mask, mstride, b, q0 + i, j0 + j);
                 S[e] = vis ? d.scale * s : -INFINITY;
             }
@@ -137,7 +140,7 @@ void cu_attention_forward(float *out, float *att, const float *q, const float *k
         cu_memzero(out, (size_t)d->B * d->Tq * d->H * d->Dh * sizeof(float));
         return;
     }
-    size_t smem = ((size_t)(2 * QT + 2 * KT) * d->Dh + QT * KT + 3 * QT) * sizeof(float);
+    size_t smem = ((size_t)(2 * QT + 2 * KT) * d->Dh + KT + QT * KT + 3 * QT) * sizeof(float);
     cu_check(cudaFuncSetAttribute(attention_forward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
              "attention_forward_kernel shared memory");
     unsigned blocks = (unsigned)d->B * d->H * ((d->Tq + QT - 1) / QT);

@@ -6,8 +6,10 @@
 // (mixed precision, as the paper trained): the operands are converted to bf16 copies in
 // scratch memory and multiplied with fp32 accumulation into an fp32 result.
 #include "cuda_ops.h"
+#include "cuda_rows.cuh"
 
 #include <cuda_bf16.h>
+#include <stdint.h>
 
 // dst[r * ld + c] = bf16(src[r * ld + c]) over rows x ld elements (the whole strided matrix)
 __global__ void to_bf16_kernel(__nv_bfloat16 *dst, const float *src, size_t n)
@@ -25,6 +27,110 @@ static __nv_bfloat16 *bf16_copy(const float *src, size_t n)
     to_bf16_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(d, src, n);
     cu_check(cudaGetLastError(), "to_bf16_kernel");
     return d;
+}
+
+// ---------------------------------------------------------------- few rows: x W^T
+// Decoding multiplies a handful of rows (one per sentence of the batch) by each weight matrix:
+// C (m, n) = alpha x (m, k) W^T + beta C with W (n, k) row-major, m <= ROWS_MAX. The work is
+// reading W once; cuBLAS's fp32 kernels at m = 16 reached 15% of the copy bandwidth on an H100
+// (bench-cuda), and its bf16 path would convert all of W per call. Here a block takes RW
+// consecutive weight rows; its WARPS warps split k, the block reading each of those rows as one
+// contiguous run (16-byte loads where rows and strides allow), every lane keeping RW x MR
+// partial dots; warp shuffles, then shared memory across the warps, finish the sums. fp32
+// arithmetic in both precision modes (the bf16 mode would only lose accuracy here).
+#define ROWS_MAX 16
+#define RW 4
+#define WARPS 8
+
+template <int MR, bool VEC>
+__global__ void __launch_bounds__(WARPS * 32) gemm_rows_kernel(int m, int n, int k, float alpha, const float *x,
+                                                               int ldx, size_t sx, const float *w, int ldw,
+                                                               size_t sw, float beta, float *c, int ldc, size_t sc)
+{
+    __shared__ float part[WARPS][MR * RW];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, n0 = blockIdx.x * RW;
+    x += blockIdx.y * sx, w += blockIdx.y * sw, c += blockIdx.y * sc;
+    const int rows = n - n0 < RW ? n - n0 : RW;
+    const float *wr[RW];
+#pragma unroll
+    for (int r = 0; r < RW; r++) wr[r] = w + (size_t)(n0 + (r < rows ? r : 0)) * ldw; // past n: a real row, unused
+    float acc[MR][RW];
+#pragma unroll
+    for (int i = 0; i < MR; i++)
+#pragma unroll
+        for (int r = 0; r < RW; r++) acc[i][r] = 0.0f;
+    if (VEC) {
+        const int k4 = k / 4; // k, ldx, ldw multiples of 4 and x, w 16-byte aligned (the caller checks)
+        for (int q = threadIdx.x; q < k4; q += WARPS * 32) {
+            float4 wv[RW];
+#pragma unroll
+            for (int r = 0; r < RW; r++) wv[r] = __ldg((const float4 *)wr[r] + q);
+#pragma unroll
+            for (int i = 0; i < MR; i++) {
+                if (i >= m) break;
+                float4 xv = __ldg((const float4 *)(x + (size_t)i * ldx) + q);
+#pragma unroll
+                for (int r = 0; r < RW; r++)
+                    acc[i][r] += xv.x * wv[r].x + xv.y * wv[r].y + xv.z * wv[r].z + xv.w * wv[r].w;
+            }
+        }
+    } else {
+        for (int q = threadIdx.x; q < k; q += WARPS * 32) {
+            float wv[RW];
+#pragma unroll
+            for (int r = 0; r < RW; r++) wv[r] = __ldg(wr[r] + q);
+#pragma unroll
+            for (int i = 0; i < MR; i++) {
+                if (i >= m) break;
+                float xv = __ldg(x + (size_t)i * ldx + q);
+#pragma unroll
+                for (int r = 0; r < RW; r++) acc[i][r] += xv * wv[r];
+            }
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < MR; i++)
+#pragma unroll
+        for (int r = 0; r < RW; r++) {
+            float v = cu_warp_sum(acc[i][r]);
+            if (lane == 0) part[warp][i * RW + r] = v;
+        }
+    __syncthreads();
+    for (int t = threadIdx.x; t < MR * RW; t += WARPS * 32) {
+        int i = t / RW, r = t % RW;
+        if (i >= m || r >= rows) continue;
+        float sum = 0.0f;
+        for (int v = 0; v < WARPS; v++) sum += part[v][t];
+        float *out = c + (size_t)i * ldc + n0 + r;
+        *out = beta == 0.0f ? alpha * sum : alpha * sum + beta * *out;
+    }
+}
+
+template <int MR>
+static void gemm_rows_launch(int m, int n, int k, float alpha, const float *x, int ldx, size_t sx, const float *w,
+                             int ldw, size_t sw, float beta, float *c, int ldc, size_t sc, int batch)
+{
+    dim3 grid((unsigned)((n + RW - 1) / RW), (unsigned)batch);
+    bool vec = k % 4 == 0 && ldx % 4 == 0 && ldw % 4 == 0 && sx % 4 == 0 && sw % 4 == 0 &&
+               (((uintptr_t)x | (uintptr_t)w) & 15) == 0;
+    if (vec)
+        gemm_rows_kernel<MR, true><<<grid, WARPS * 32, 0, cu_stream()>>>(m, n, k, alpha, x, ldx, sx, w, ldw, sw,
+                                                                         beta, c, ldc, sc);
+    else
+        gemm_rows_kernel<MR, false><<<grid, WARPS * 32, 0, cu_stream()>>>(m, n, k, alpha, x, ldx, sx, w, ldw, sw,
+                                                                          beta, c, ldc, sc);
+    cu_check(cudaGetLastError(), "gemm_rows_kernel");
+}
+
+// m rows (1..ROWS_MAX) of x times W^T: the accumulator count MR is the next power of two
+static void gemm_rows(int m, int n, int k, float alpha, const float *x, int ldx, size_t sx, const float *w, int ldw,
+                      size_t sw, float beta, float *c, int ldc, size_t sc, int batch)
+{
+    if (m <= 1) gemm_rows_launch<1>(m, n, k, alpha, x, ldx, sx, w, ldw, sw, beta, c, ldc, sc, batch);
+    else if (m <= 2) gemm_rows_launch<2>(m, n, k, alpha, x, ldx, sx, w, ldw, sw, beta, c, ldc, sc, batch);
+    else if (m <= 4) gemm_rows_launch<4>(m, n, k, alpha, x, ldx, sx, w, ldw, sw, beta, c, ldc, sc, batch);
+    else if (m <= 8) gemm_rows_launch<8>(m, n, k, alpha, x, ldx, sx, w, ldw, sw, beta, c, ldc, sc, batch);
+    else gemm_rows_launch<16>(m, n, k, alpha, x, ldx, sx, w, ldw, sw, beta, c, ldc, sc, batch);
 }
 
 // c (m, n) *= beta, for k == 0 where cuBLAS would not be called
@@ -48,6 +154,10 @@ static void gemm_strided(int trans_a, int trans_b, int m, int n, int k, float al
             scale_rows_kernel<<<cu_grid((size_t)m * n), CU_THREADS, 0, cu_stream()>>>(c + i * stride_c, m, n, ldc, beta);
             cu_check(cudaGetLastError(), "scale_rows_kernel");
         }
+        return;
+    }
+    if (!trans_a && trans_b && m <= ROWS_MAX && batch <= 65535) {
+        gemm_rows(m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch);
         return;
     }
     cublasOperation_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;

@@ -183,6 +183,41 @@ static void test_gemm(void **state)
     drop(a), drop(b), drop(c);
 }
 
+/* x W^T with few rows (decoding's shape, the CUDA backend's own kernel up to 16 rows): aligned
+ * rows and strides take its 16-byte loads, odd ones its scalar loads; poisoned outputs with
+ * beta 0 must all be written; a strided batch as well */
+static double rows_case(int m, int n, int k, int ld_pad, float beta, int batch)
+{
+    int ld = k + ld_pad, ldc = n + ld_pad;
+    size_t sa = (size_t)m * ld + ld_pad, sb = (size_t)n * ld + ld_pad, sc = (size_t)m * ldc + ld_pad;
+    pair a = rnd(sa * batch, 1.0f), b = rnd(sb * batch, 1.0f);
+    pair c = beta == 0.0f ? poison(sc * batch) : rnd(sc * batch, 1.0f);
+    cpu->gemm_batched(0, 1, m, n, k, 0.75f, a.h, ld, sa, b.h, ld, sb, beta, c.h, ldc, sc, batch);
+    gpu->gemm_batched(0, 1, m, n, k, 0.75f, a.d, ld, sa, b.d, ld, sb, beta, c.d, ldc, sc, batch);
+    double r = diff(c);
+    drop(a), drop(b), drop(c);
+    return r;
+}
+
+static void test_gemm_rows(void **state)
+{
+    NEED_GPU();
+    const int shapes[][3] = {{1, 1, 4}, {1, 2048, 2048}, {3, 37, 260}, {5, 301, 1028}, {8, 8192, 512},
+                             {9, 130, 12}, {16, 2052, 4096}, {16, 1, 3}, {12, 33, 7}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int pi = 0; pi < 3; pi++) /* row strides k + 0, 1 and 4 */
+            for (int acc = 0; acc < 2; acc++) {
+                int pad = (int[]){0, 1, 4}[pi];
+                char what[96];
+                snprintf(what, sizeof what, "gemm rows %dx%dx%d ld pad %d beta %d", shapes[s][0], shapes[s][1],
+                         shapes[s][2], pad, acc);
+                report(what, rows_case(shapes[s][0], shapes[s][1], shapes[s][2], pad, acc ? 0.5f : 0.0f, 1),
+                       TOL_FP32);
+            }
+    report("gemm rows batched 3 x 16x67x132 beta 1", rows_case(16, 67, 132, 4, 1.0f, 3), TOL_FP32);
+    report("gemm rows batched 2 x 7x40x33 beta 0", rows_case(7, 40, 33, 1, 0.0f, 2), TOL_FP32);
+}
+
 /* the same thread's backend switched to bf16 inputs, then back to fp32 */
 static void test_gemm_bf16(void **state)
 {
@@ -614,6 +649,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_gemm_rows),
         cmocka_unit_test(test_gemm_bf16),
         cmocka_unit_test(test_elementwise),
         cmocka_unit_test(test_rows),
