@@ -170,6 +170,10 @@ enum {
     BENCH_INT8 = 32,    /* 6. decode tokens/s with int8 linear layers vs fp32 */
     BENCH_PREFILL = 64, /* 7. a long prompt's prefill: chunks vs one pass */
     BENCH_ALL = 127,
+    /* the GPU report's sections after its device figures (--device; `decode` is Table 4 there) */
+    BENCH_CUDA_KERNELS = 128,
+    BENCH_CUDA_TRAIN = 256,
+    BENCH_CUDA_ALL = BENCH_CUDA_KERNELS | BENCH_DECODE | BENCH_CUDA_TRAIN,
 };
 typedef struct {
     int repeat;         /* timed runs per figure, after one warm-up */
@@ -183,7 +187,7 @@ int bench_run_all(const bench_opts *o);
  * them, Table-4 decoding (batch 16, 1024 new tokens) of a Mamba-1.4B and a Transformer++ of
  * the same size with their state memory, and training tokens/s of the seven 77M presets in
  * bf16 — against PyTorch's when torch_json (tests/bench/torch_train.py's output) is given. */
-int bench_run_cuda(const char *device, const char *torch_json, int repeat);
+int bench_run_cuda(const char *device, const char *torch_json, int repeat, unsigned sections);
 /* tokens_out, when not NULL, receives one untimed pass's ids: one line of new_tokens per source. */
 int bench_run_peer(const char *bundle, const char *inputs, const char *tokens_out,
                    int new_tokens, int batch, int repeat, mt_precision precision);

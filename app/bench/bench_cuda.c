@@ -320,7 +320,7 @@ static int train_rates(const mt_backend *be, const char *torch_json, int repeat)
     return rc;
 }
 
-int bench_run_cuda(const char *device, const char *torch_json, int repeat)
+int bench_run_cuda(const char *device, const char *torch_json, int repeat, unsigned sections)
 {
     if (repeat > MAX_REPEAT) repeat = MAX_REPEAT;
     if (strncmp(device, "cuda", 4)) return mt_error("bench --device: '%s' is not a CUDA device (cuda or cuda:N)", device);
@@ -349,9 +349,9 @@ int bench_run_cuda(const char *device, const char *torch_json, int repeat)
     printf("   cuBLAS 8192^3 bf16 in, fp32 out %7.1f TFLOP/s (our bf16 path, operands converted per call)\n",
            blas16 / 1e12);
     fflush(stdout);
-    if (kernels(be, copy_bw, blas32, blas16, repeat)) return -1;
+    if ((sections & BENCH_CUDA_KERNELS) && kernels(be, copy_bw, blas32, blas16, repeat)) return -1;
     fflush(stdout);
-    if (table4(be, repeat)) return -1;
+    if ((sections & BENCH_DECODE) && table4(be, repeat)) return -1;
     fflush(stdout);
-    return train_rates(be, torch_json, repeat);
+    return sections & BENCH_CUDA_TRAIN ? train_rates(be, torch_json, repeat) : 0;
 }

@@ -8,7 +8,8 @@
  *               [--precision fp32|int8]
  *               [--tokens-out FILE]             the ids it generated (`make test-peers`)
  *   mtlab bench --device cuda[:N]               the GPU report `make bench-cuda` prints
- *               [--torch-json FILE]             (app/bench/bench_cuda.c) */
+ *               [--torch-json FILE]             (app/bench/bench_cuda.c); --only kernels,
+ *               [--only kernels|decode|train]   decode or train picks its sections */
 #include "bench/bench.h"
 #include "cli/commands.h"
 #include "mtlab/error.h"
@@ -32,7 +33,9 @@ static const struct {
                 {"state", BENCH_STATE},
                 {"probes", BENCH_PROBES},
                 {"int8", BENCH_INT8},
-                {"prefill", BENCH_PREFILL}};
+                {"prefill", BENCH_PREFILL},
+                {"kernels", BENCH_CUDA_KERNELS},
+                {"train", BENCH_CUDA_TRAIN}};
 
 /* Add the section named s to the mask, or -1 with a message. */
 static int add_section(const char *s, unsigned *mask)
@@ -42,7 +45,8 @@ static int add_section(const char *s, unsigned *mask)
             *mask |= sections[i].bit;
             return 0;
         }
-    fprintf(stderr, "mtlab bench: --only takes gemm, decode, roofline, state, probes, int8 or prefill, got '%s'\n", s);
+    fprintf(stderr, "mtlab bench: --only takes gemm, decode, roofline, state, probes, int8 or prefill "
+                    "(with --device: kernels, decode or train), got '%s'\n", s);
     return -1;
 }
 
@@ -90,8 +94,15 @@ static int parse_args(bench_args *a, int argc, char **argv)
         fprintf(stderr, "mtlab bench: --torch-json goes with --device cuda[:N]\n");
         return 2;
     }
-    if (a->device && (a->make_bundles || a->peer_inputs || a->o.sections)) {
-        fprintf(stderr, "mtlab bench: --device runs the GPU report alone (no --only, -m or --make-bundles)\n");
+    if (a->device && (a->make_bundles || a->peer_inputs)) {
+        fprintf(stderr, "mtlab bench: --device runs the GPU report alone (no -m or --make-bundles)\n");
+        return 2;
+    }
+    unsigned cpu_only = BENCH_ALL & ~BENCH_DECODE, cuda_only = BENCH_CUDA_KERNELS | BENCH_CUDA_TRAIN;
+    if (a->o.sections & (a->device ? cpu_only : cuda_only)) {
+        fprintf(stderr, "mtlab bench: --only %s goes %s --device\n",
+                a->device ? "gemm, roofline, state, probes, int8 or prefill" : "kernels or train",
+                a->device ? "without" : "with");
         return 2;
     }
     if (a->tokens_out && !a->peer_inputs) {
@@ -102,7 +113,7 @@ static int parse_args(bench_args *a, int argc, char **argv)
         fprintf(stderr, "mtlab bench: --peer-inputs and -m go together\n");
         return 2;
     }
-    if (!a->o.sections) a->o.sections = BENCH_ALL;
+    if (!a->o.sections) a->o.sections = a->device ? BENCH_CUDA_ALL : BENCH_ALL;
     return 0;
 }
 
@@ -118,7 +129,7 @@ static int run_bench(int argc, char **argv)
         return 0;
     }
     if (a.device)
-        rc = bench_run_cuda(a.device, a.torch_json, a.o.repeat);
+        rc = bench_run_cuda(a.device, a.torch_json, a.o.repeat, a.o.sections);
     else if (a.peer_inputs)
         rc = bench_run_peer(a.bundle, a.peer_inputs, a.tokens_out, a.new_tokens, a.batch,
                             a.o.repeat, a.precision);
