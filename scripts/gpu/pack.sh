@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Packs what a lent GPU machine needs to run mtlab's CUDA checks into .dev/ (ignored; the device
+# tool carries it): the rel build's binaries, the shared libraries they load that a bare CUDA image
+# lacks (glibc and CUDA's own stay behind), tmux for the workbench check, and the corpus for a
+# training run. scripts/gpu/remote.sh unpacks it there. A development tool; mtlab never needs it.
+# Use: scripts/gpu/pack.sh [BUNDLE...]   (bundles under models/ to take along, for the panes)
+set -eu
+cd "$(dirname "$0")/../.."
+grep -qx '/.dev/' .git/info/exclude 2>/dev/null || echo '/.dev/' >>.git/info/exclude
+rm -rf .dev && mkdir -p .dev/stage/bin .dev/stage/lib .dev/stage/fallback
+bins="mtlab build/rel/tests/test_device build/rel/tests/test_cuda_ops build/rel/tests/test_cuda_models"
+cp $bins .dev/stage/bin/
+cp "$(command -v tmux)" .dev/stage/bin/
+skip='libc\.so|libm\.so|libmvec|libpthread|libdl\.so|librt\.so|libresolv|ld-linux|/cuda/|libcublas|libcudart'
+for b in $bins "$(command -v tmux)"; do ldd "$b" | awk '/=>/ {print $3}'; done | sort -u | grep -Ev "$skip" |
+  while read -r lib; do
+    case "$lib" in
+      */libstdc++*|*/libgcc_s*) cp -L "$lib" .dev/stage/fallback/ ;;   # the image's newer ones first
+      *) cp -L "$lib" .dev/stage/lib/ ;;
+    esac
+  done
+mkdir -p .dev/stage/terminfo/s && cp /lib/terminfo/s/screen-256color /lib/terminfo/s/screen .dev/stage/terminfo/s/
+if [ -s data/bible/train.es ]; then mkdir -p .dev/stage/data && cp -r data/bible .dev/stage/data/; fi
+for m in "$@"; do mkdir -p .dev/stage/models && cp -r "models/$m" .dev/stage/models/; done
+tar -C .dev/stage -cJf .dev/pack.tar.xz . && rm -rf .dev/stage
+ls -la .dev/pack.tar.xz
