@@ -98,8 +98,9 @@ static int draw_state(tui_app *a, tui_pane *p, WINDOW *w)
 }
 
 /* The title: name, architecture, parameters, device and the search ("greedy", "beam 5");
- * when that does not fit, the name and the search, the name cut short if it must be, so the
- * search shows unless the pane is too narrow for a name beside it (or did not load). */
+ * when that does not fit, the name, the device (panes on the CPU and a GPU side by side are
+ * compared by it) and the search; then the name and the search, the name cut short if it must
+ * be, so the search shows unless the pane is too narrow for a name beside it (or did not load). */
 static void draw_title(tui_app *a, tui_pane *p, WINDOW *w, int focused)
 {
     const tui_glyphs *g = glyphs(a);
@@ -112,6 +113,14 @@ static void draw_title(tui_app *a, tui_pane *p, WINDOW *w, int focused)
     if (p->int8) snprintf(name, sizeof name, "%s %s int8", p->name, g->dot);
     else snprintf(name, sizeof name, "%s", p->name);
     snprintf(title, sizeof title, "%s %s %s %s %s", name, g->dot, p->info, g->dot, search);
+    const char *device = strrchr(p->info, ','); /* info: "arch, N params, device" */
+    if (p->loaded && tui_text_width_z(title) > room && device && search[0]) {
+        snprintf(title, sizeof title, "%s %s %s %s %s", name, g->dot, device + 2, g->dot, search);
+        if (tui_text_width_z(title) <= room) {
+            tui_put_title(w, &a->palette, title, focused, g->focus_mark);
+            return;
+        }
+    }
     if (!p->loaded || tui_text_width_z(title) > room) {
         if (search[0]) snprintf(tail, sizeof tail, " %s %s", g->dot, search);
         else tail[0] = 0;
