@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on a lent GPU machine, from the repository root, over what scripts/gpu/pack.sh packed:
 #   scripts/gpu/remote.sh STAGE...   stages: info tests sanitize torch bench:SECTION:REPEAT tui
-#                                    train:CONFIG:SECONDS:NAME:KEY=V,...
+#                                    train:CONFIG:SECONDS:NAME:KEY=V,... trainall:SECONDS:CONFIG,...
 # Each stage has its own time limit and writes its whole log to $OUT/STAGE.log (the device tool
 # brings $OUT back); one stage failing does not stop the next. A development tool.
 set -u
@@ -15,8 +15,9 @@ for f in /usr/local/cuda/lib64/libcublas.so.13 /usr/local/cuda*/lib64/libcublas.
 done
 export LD_LIBRARY_PATH=$P/lib:${cudalib:-/usr/local/cuda/lib64}:$P/fallback
 export PATH=$P/bin:$PATH TERM=${TERM:-xterm-256color} TERMINFO_DIRS=$P/terminfo:/usr/share/terminfo:/lib/terminfo
-ln -sf $P/bin/mtlab mtlab
-mkdir -p build/rel/tests && cp $P/bin/test_* build/rel/tests/
+# the packed binaries, where no build of this checkout is (a local try-out keeps its own)
+[ -e mtlab ] || ln -s $P/bin/mtlab mtlab
+for t in $P/bin/test_*; do [ -e "build/rel/tests/${t##*/}" ] || { mkdir -p build/rel/tests && cp "$t" build/rel/tests/; }; done
 [ -d data/bible ] || { [ -d $P/data ] && mkdir -p data && cp -r $P/data/bible data/; }
 [ -d $P/models ] && mkdir -p models && cp -rn $P/models/* models/
 stage() { # name limit command...
@@ -43,6 +44,18 @@ for s in "$@"; do
     train:*) IFS=: read -r _ cfg secs name kv <<<"$s"   # train:CONFIG:SECONDS:NAME:KEY=V,KEY=V
              stage "train-$name" "$secs" ./mtlab train "$cfg" device=cuda name="$name" ${kv//,/ }
              cp "runs/$name/log.jsonl" "$OUT/train-$name.jsonl" 2>/dev/null ;;
+    trainall:*) # trainall:SECONDS:CONFIG,CONFIG,...: the runs side by side on the one GPU; their
+                # logs as OUT/trainall-logs.tar.xz, each run's best bundle as OUT/NAME.tar.xz
+                # ($OUT brings back 8 files: at most 6 bundles beside the logs and this stage's own)
+      IFS=: read -r _ secs cfgs <<<"$s"; pids=(); mkdir -p /tmp/trainall
+      for cfg in ${cfgs//,/ }; do
+        timeout -k 10 "$secs" ./mtlab train "$cfg" device=cuda bf16=true >"/tmp/trainall/$(basename "$cfg" .lua).log" 2>&1 &
+        pids+=($!)
+      done
+      wait "${pids[@]}"
+      for f in /tmp/trainall/*.log; do echo "== $f"; tail -n 4 "$f"; done | tee "$OUT/trainall.log"
+      tar -cJf "$OUT/trainall-logs.tar.xz" /tmp/trainall runs/*/log.jsonl 2>/dev/null
+      for d in runs/*/best; do n=$(basename "$(dirname "$d")"); tar -C "runs/$n" -cJf "$OUT/$n.tar.xz" best; done ;;
     *) echo "remote.sh: unknown stage '$s'" ;;
   esac
 done
