@@ -4,7 +4,8 @@
 // the operands swapped, each with its own transpose flag and the same leading dimensions.
 // fp32 mode: cublasSgemm with default math (no TF32), as the parity tests need. bf16 mode
 // (mixed precision, as the paper trained): the operands are converted to bf16 copies in
-// scratch memory and multiplied with fp32 accumulation into an fp32 result.
+// scratch memory and multiplied with fp32 accumulation into an fp32 result. x W^T with at most
+// 16 rows of x (decoding) takes our own kernel instead, in fp32 in both modes (below).
 #include "cuda_ops.h"
 #include "cuda_rows.cuh"
 

@@ -24,3 +24,8 @@ if [ -s data/bible/train.es ]; then mkdir -p .dev/stage/data && cp -r data/bible
 for m in "$@"; do mkdir -p .dev/stage/models && cp -r "models/$m" .dev/stage/models/; done
 tar -C .dev/stage -cJf .dev/pack.tar.xz . && rm -rf .dev/stage
 ls -la .dev/pack.tar.xz
+# what a device call would carry: tracked files plus this pack (the limit is 64 MiB)
+mib=$( { git ls-files -z | xargs -0 stat -c %s; stat -c %s .dev/pack.tar.xz; } | awk '{s+=$1} END {printf "%.1f", s/1048576}')
+echo "tracked files + .dev: $mib MiB (a device call carries at most 64)"
+awk -v m="$mib" 'BEGIN {exit !(m > 64)}' && echo "over: take models/ out of the index for the call (docs/cuda.md §1)"
+exit 0
