@@ -100,13 +100,13 @@ static void test_scan_vs_naive(void **state)
     scan_case_free(&s);
 }
 
-/* Feeding the tokens one at a time through scan_step reproduces the parallel scan. */
-static void test_scan_step_matches_forward(void **state)
+/* Feeding the tokens one at a time through scan_step reproduces the parallel scan: a state
+ * size of 4 (states moved element by element), then 16 over two whole channel blocks and a
+ * part (whole blocks move in 8 x 8 transposes) */
+static void step_matches_forward(int B, int T, int D, int N, uint64_t seed)
 {
-    (void)state;
     scan_case s;
-    scan_case_init(&s, 2, 11, 21, 4, 22);
-    int B = s.B, T = s.T, D = s.D, N = s.N;
+    scan_case_init(&s, B, T, D, N, seed);
     float *h_last = calloc((size_t)B * D * N, 4), *h = calloc((size_t)B * D * N, 4);
     fast->scan_forward(s.y, h_last, &s.a);
     float *u = malloc(B * D * 4), *dt = malloc(B * D * 4), *Bm = malloc(B * N * 4), *Cm = malloc(B * N * 4);
@@ -126,6 +126,13 @@ static void test_scan_step_matches_forward(void **state)
     assert_memory_equal(h, h_last, (size_t)B * D * N * 4);
     free(h_last), free(h), free(u), free(dt), free(Bm), free(Cm), free(y);
     scan_case_free(&s);
+}
+
+static void test_scan_step_matches_forward(void **state)
+{
+    (void)state;
+    step_matches_forward(2, 11, 21, 4, 22);
+    step_matches_forward(3, 9, 37, 16, 23);
 }
 
 /* rows [t0, t1) of every batch row of x (B, T, W) */

@@ -136,36 +136,51 @@ void cpu_scan_forward(float *y, float *h_last, const mt_scan_args *a)
         }
 }
 
-/* One decoding step of channels [d0, d0 + nd) of batch row b (h: the (B, D, N) states) */
-MT_CPU_CLONES static void scan_step_block(float *y, float *h, const mt_scan_args *a, int b,
-                                          int d0, int nd)
+/* One decoding step of channels [d0, d0 + nd) of every batch row (h: the (B, D, N) states).
+ * The block's A = -exp(A_log) is taken once for all rows: per row, it cost as many exps as the
+ * step itself (a third of a batch-16 Mamba decoding step on an AVX2 EPYC, perf). */
+MT_CPU_CLONES static void scan_step_block(float *y, float *h, const mt_scan_args *a, int d0, int nd)
 {
     int D = a->D, N = a->N;
-    size_t i0 = (size_t)b * D + d0;
     float AT[MT_SCAN_MAX_STATE][SCAN_BLOCK], hT[MT_SCAN_MAX_STATE][SCAN_BLOCK];
     float hN[MT_SCAN_MAX_STATE][SCAN_BLOCK], at[MT_SCAN_MAX_STATE][SCAN_BLOCK], Dk[SCAN_BLOCK];
     float delta[SCAN_BLOCK], u[SCAN_BLOCK], yt[SCAN_BLOCK];
     block_params(AT, Dk, a, d0, nd);
     memset(hT, 0, (size_t)N * sizeof hT[0]);
-    for (int j = 0; j < nd; j++)
-        for (int n = 0; n < N; n++) hT[n][j] = h[(i0 + j) * N + n];
-    block_inputs(delta, u, a->dt + i0, a->dt_bias + d0, a->u + i0, nd);
-    scan_tile_update(hN, (const float(*)[SCAN_BLOCK])hT, (const float(*)[SCAN_BLOCK])AT, delta,
-                     u, Dk, a->Bm + (size_t)b * N, a->Cm + (size_t)b * N, N, at, yt);
-    cpu_store_lanes(y + i0, yt, nd);
-    for (int j = 0; j < nd; j++)
-        for (int n = 0; n < N; n++) h[(i0 + j) * N + n] = hN[n][j];
+    /* a whole block of a state size in eights moves between h (d, n) and the tile (n, d) in
+     * 8 x 8 transposes, the rest element by element */
+    int blocked = nd == SCAN_BLOCK && N % 8 == 0;
+    for (int b = 0; b < a->B; b++) {
+        size_t i0 = (size_t)b * D + d0;
+        if (blocked) {
+            for (int j = 0; j < SCAN_BLOCK; j += 8)
+                for (int n = 0; n < N; n += 8) cpu_transpose8(&hT[n][j], SCAN_BLOCK, h + (i0 + j) * N + n, N);
+        } else {
+            for (int j = 0; j < nd; j++)
+                for (int n = 0; n < N; n++) hT[n][j] = h[(i0 + j) * N + n];
+        }
+        block_inputs(delta, u, a->dt + i0, a->dt_bias + d0, a->u + i0, nd);
+        scan_tile_update(hN, (const float(*)[SCAN_BLOCK])hT, (const float(*)[SCAN_BLOCK])AT, delta,
+                         u, Dk, a->Bm + (size_t)b * N, a->Cm + (size_t)b * N, N, at, yt);
+        cpu_store_lanes(y + i0, yt, nd);
+        if (blocked) {
+            for (int j = 0; j < SCAN_BLOCK; j += 8)
+                for (int n = 0; n < N; n += 8) cpu_transpose8(h + (i0 + j) * N + n, N, &hN[n][j], SCAN_BLOCK);
+        } else {
+            for (int j = 0; j < nd; j++)
+                for (int n = 0; n < N; n++) h[(i0 + j) * N + n] = hN[n][j];
+        }
+    }
 }
 
 void cpu_scan_step(float *y, float *h, const mt_scan_args *a)
 {
-    int B = a->B, D = a->D, N = a->N, n_blocks = (D + SCAN_BLOCK - 1) / SCAN_BLOCK;
-#pragma omp parallel for collapse(2) schedule(static) if ((size_t)B * D * N > 16384)
-    for (int b = 0; b < B; b++)
-        for (int blk = 0; blk < n_blocks; blk++) {
-            int d0 = blk * SCAN_BLOCK, nd = D - d0 < SCAN_BLOCK ? D - d0 : SCAN_BLOCK;
-            scan_step_block(y, h, a, b, d0, nd);
-        }
+    int D = a->D, N = a->N, n_blocks = (D + SCAN_BLOCK - 1) / SCAN_BLOCK;
+#pragma omp parallel for schedule(static) if ((size_t)a->B * D * N > 16384)
+    for (int blk = 0; blk < n_blocks; blk++) {
+        int d0 = blk * SCAN_BLOCK, nd = D - d0 < SCAN_BLOCK ? D - d0 : SCAN_BLOCK;
+        scan_step_block(y, h, a, d0, nd);
+    }
 }
 
 /* One thread's scratch for the backward pass */

@@ -87,4 +87,41 @@ static inline void cpu_store_lanes(float *restrict dst, const float *restrict la
     else memcpy(dst, lanes, (size_t)n * sizeof *lanes);
 }
 
+/* dst[c * ld_dst + r] = src[r * ld_src + c] for r, c < 8: an 8 x 8 block transposed through
+ * vector shuffles (GCC's vector extension, so each clone gets its own widest), where element by
+ * element it is 64 scalar loads and 64 scalar stores at a stride. */
+#if defined(__GNUC__) && !defined(__clang__)
+typedef float cpu_v8f __attribute__((vector_size(32)));
+typedef int32_t cpu_v8i __attribute__((vector_size(32)));
+static inline void cpu_transpose8(float *restrict dst, size_t ld_dst, const float *restrict src,
+                                  size_t ld_src)
+{
+    cpu_v8f r[8], t[8], u[8];
+    for (int i = 0; i < 8; i++) memcpy(&r[i], src + i * ld_src, sizeof r[i]);
+    for (int i = 0; i < 8; i += 2) { /* within each 128-bit half: rows i, i+1 interleaved */
+        t[i] = __builtin_shuffle(r[i], r[i + 1], (cpu_v8i){0, 8, 1, 9, 4, 12, 5, 13});
+        t[i + 1] = __builtin_shuffle(r[i], r[i + 1], (cpu_v8i){2, 10, 3, 11, 6, 14, 7, 15});
+    }
+    for (int i = 0; i < 8; i += 4) { /* four rows of columns c and c + 4 */
+        u[i] = __builtin_shuffle(t[i], t[i + 2], (cpu_v8i){0, 1, 8, 9, 4, 5, 12, 13});
+        u[i + 1] = __builtin_shuffle(t[i], t[i + 2], (cpu_v8i){2, 3, 10, 11, 6, 7, 14, 15});
+        u[i + 2] = __builtin_shuffle(t[i + 1], t[i + 3], (cpu_v8i){0, 1, 8, 9, 4, 5, 12, 13});
+        u[i + 3] = __builtin_shuffle(t[i + 1], t[i + 3], (cpu_v8i){2, 3, 10, 11, 6, 7, 14, 15});
+    }
+    for (int c = 0; c < 4; c++) { /* the 128-bit halves of rows 0-3 and 4-7 joined */
+        cpu_v8f lo = __builtin_shuffle(u[c], u[c + 4], (cpu_v8i){0, 1, 2, 3, 8, 9, 10, 11});
+        cpu_v8f hi = __builtin_shuffle(u[c], u[c + 4], (cpu_v8i){4, 5, 6, 7, 12, 13, 14, 15});
+        memcpy(dst + c * ld_dst, &lo, sizeof lo);
+        memcpy(dst + (c + 4) * ld_dst, &hi, sizeof hi);
+    }
+}
+#else
+static inline void cpu_transpose8(float *restrict dst, size_t ld_dst, const float *restrict src,
+                                  size_t ld_src)
+{
+    for (int r = 0; r < 8; r++)
+        for (int c = 0; c < 8; c++) dst[c * ld_dst + r] = src[r * ld_src + c];
+}
+#endif
+
 #endif
