@@ -84,20 +84,43 @@ void cpu_conv1d_backward(float *dx, float *dw, float *dbias, const float *dout, 
     }
 }
 
+/* One row of a decoding step. The common width K = 4 runs across channels as one vector loop
+ * (the states' stride of 4 floats is a fixed interleave the vectorizer undoes): element by
+ * element it was 7% of a batch-16 mamba-small decoding step. Same sums in the same order. */
+MT_CPU_CLONES static void conv_step_row(float *restrict out, float *restrict st, const float *restrict x,
+                                        const float *restrict w, const float *bias, int C, int K)
+{
+    if (K == 4) {
+#pragma omp simd
+        for (int c = 0; c < C; c++) {
+            float s1 = st[4 * c + 1], s2 = st[4 * c + 2], s3 = st[4 * c + 3], xc = x[c];
+            st[4 * c] = s1, st[4 * c + 1] = s2, st[4 * c + 2] = s3, st[4 * c + 3] = xc;
+            float acc = bias ? bias[c] : 0.0f;
+            acc += w[4 * c] * s1;
+            acc += w[4 * c + 1] * s2;
+            acc += w[4 * c + 2] * s3;
+            acc += w[4 * c + 3] * xc;
+            out[c] = acc;
+        }
+        return;
+    }
+    for (int c = 0; c < C; c++) {
+        float *sc = st + (size_t)c * K;
+        for (int k = 0; k + 1 < K; k++) sc[k] = sc[k + 1];
+        sc[K - 1] = x[c];
+        float acc = bias ? bias[c] : 0.0f;
+        for (int k = 0; k < K; k++) acc += w[(size_t)c * K + k] * sc[k];
+        out[c] = acc;
+    }
+}
+
 /* state[b,c,:] <- (state[b,c,1:], x[b,c]) ; out[b,c] = bias[c] + sum_k w[c,k] state[b,c,k] */
 void cpu_conv1d_step(float *out, float *state, const float *x, const float *w, const float *bias,
                      int B, int C, int K)
 {
-#pragma omp parallel for collapse(2) if ((size_t)B * C * K > 16384)
+#pragma omp parallel for schedule(static) if ((size_t)B * C * K > 16384)
     for (int b = 0; b < B; b++)
-        for (int c = 0; c < C; c++) {
-            float *st = state + ((size_t)b * C + c) * K;
-            for (int k = 0; k + 1 < K; k++) st[k] = st[k + 1];
-            st[K - 1] = x[(size_t)b * C + c];
-            float acc = bias ? bias[c] : 0.0f;
-            for (int k = 0; k < K; k++) acc += w[(size_t)c * K + k] * st[k];
-            out[(size_t)b * C + c] = acc;
-        }
+        conv_step_row(out + (size_t)b * C, state + (size_t)b * C * K, x + (size_t)b * C, w, bias, C, K);
 }
 
 /* state[b,c,k] = x[b, T-K+k, c], 0 where T-K+k < 0 */
