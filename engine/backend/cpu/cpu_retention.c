@@ -7,8 +7,11 @@
  * D is never stored: row n of it is gamma^(n-m) / sqrt(rowsum_n) over the visible keys, with
  * rowsum_n = gamma rowsum_(n-1) + [n visible]. Threads take whole (b, h) problems, so every
  * output slice has one writer. The recurrent state fill and step are plain loops shared by
- * both backend tables. */
+ * both backend tables, their (Dk, Dv) inner loops in functions cloned per vector width (an
+ * OpenMP region's own body is compiled for the baseline x86-64 only, cpu_simd.h): each element
+ * takes the same operations in the same order on every width. */
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_simd.h"
 #include "mtlab/error.h"
 
 #include <cblas.h>
@@ -130,6 +133,35 @@ void cpu_retention_backward(float *dq, float *dk, float *dv, float *datt, const 
 }
 
 /* s = sum_m w_m, KV = sum_m w_m k_m^T v_m / sqrt(s), w_m = [m real] gamma^(T-1-m) */
+/* st (Dk, Dv) += (w k_i) v_j */
+MT_CPU_CLONES static void outer_add(float *restrict st, float w, const float *restrict km,
+                                    const float *restrict vm, int Dk, int Dv)
+{
+    for (int i = 0; i < Dk; i++) {
+        float wk = w * km[i];
+        float *row = st + (size_t)i * Dv;
+#pragma omp simd
+        for (int j = 0; j < Dv; j++) row[j] += wk * vm[j];
+    }
+}
+
+/* one head's step: st = st decay + (c k_i) v_j ; ob = q st (row by row) */
+MT_CPU_CLONES static void step_head(float *restrict ob, float *restrict st, const float *restrict qb,
+                                    const float *restrict kb, const float *restrict vb, float decay,
+                                    float c, int Dk, int Dv)
+{
+    for (int j = 0; j < Dv; j++) ob[j] = 0.0f;
+    for (int i = 0; i < Dk; i++) {
+        float *row = st + (size_t)i * Dv;
+        float ck = c * kb[i], qi = qb[i];
+#pragma omp simd
+        for (int j = 0; j < Dv; j++) {
+            row[j] = row[j] * decay + ck * vb[j];
+            ob[j] += qi * row[j];
+        }
+    }
+}
+
 void cpu_retention_state_fill(float *kv, float *s, const float *k, const float *v,
                               const mt_retention_desc *d)
 {
@@ -147,8 +179,7 @@ void cpu_retention_state_fill(float *kv, float *s, const float *k, const float *
                 const float *km = k + ((size_t)b * T + m) * CK + (size_t)h * Dk;
                 const float *vm = v + ((size_t)b * T + m) * CV + (size_t)h * Dv;
                 total += w;
-                for (int i = 0; i < Dk; i++)
-                    for (int j = 0; j < Dv; j++) st[(size_t)i * Dv + j] += w * km[i] * vm[j];
+                outer_add(st, w, km, vm, Dk, Dv);
             }
             float inv = total > 0.0 ? (float)(1.0 / sqrt(total)) : 0.0f;
             for (size_t i = 0; i < (size_t)Dk * Dv; i++) st[i] *= inv;
@@ -173,15 +204,11 @@ void cpu_retention_step(float *out, float *kv, float *s, const float *q, const f
             const float *kb = k + (size_t)b * CK + (size_t)h * Dk;
             const float *vb = v + (size_t)b * CV + (size_t)h * Dv;
             float *ob = out + (size_t)b * CV + (size_t)h * Dv;
-            for (int j = 0; j < Dv; j++) ob[j] = 0.0f;
-            if (d->key_mask && !d->key_mask[(size_t)b * d->T]) continue;
-            for (int i = 0; i < Dk; i++) {
-                float *row = st + (size_t)i * Dv;
-                for (int j = 0; j < Dv; j++) {
-                    row[j] = row[j] * decay + c * kb[i] * vb[j];
-                    ob[j] += qb[i] * row[j];
-                }
+            if (d->key_mask && !d->key_mask[(size_t)b * d->T]) {
+                for (int j = 0; j < Dv; j++) ob[j] = 0.0f;
+                continue;
             }
+            step_head(ob, st, qb, kb, vb, decay, c, Dk, Dv);
             s[(size_t)b * d->H + h] = (float)s_new;
         }
 }
