@@ -11,44 +11,92 @@
 
 enum { BIAS_BLOCK = CPU_LANES };
 
+/* The loops below run in chunks of CPU_CHUNK through functions cloned per vector width
+ * (cpu_simd.h): an OpenMP region's own body is compiled for the baseline x86-64 only. Outputs may
+ * be one of the inputs (in place), element for element. */
+MT_CPU_CLONES static void fill_chunk(float *x, size_t n, float value)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) x[i] = value;
+}
+
+MT_CPU_CLONES static void scale_chunk(float *x, size_t n, float s)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) x[i] *= s;
+}
+
+MT_CPU_CLONES static void axpy_chunk(float *y, const float *x, size_t n, float a)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+
+MT_CPU_CLONES static void add_chunk(float *out, const float *a, const float *b, size_t n)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+
+MT_CPU_CLONES static void mul_chunk(float *out, const float *a, const float *b, size_t n)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) out[i] = a[i] * b[i];
+}
+
+MT_CPU_CLONES static void mul_backward_chunk(float *da, float *db, const float *dout, const float *a,
+                                             const float *b, size_t n)
+{
+    if (da) {
+#pragma omp simd
+        for (size_t i = 0; i < n; i++) da[i] += dout[i] * b[i];
+    }
+    if (db) {
+#pragma omp simd
+        for (size_t i = 0; i < n; i++) db[i] += dout[i] * a[i];
+    }
+}
+
 void cpu_fill(float *x, size_t n, float value)
 {
-#pragma omp parallel for if (n > PAR_MIN)
-    for (size_t i = 0; i < n; i++) x[i] = value;
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+    for (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK) fill_chunk(x + i0, cpu_chunk_len(i0, n), value);
 }
 
 void cpu_scale(float *x, size_t n, float s)
 {
-#pragma omp parallel for if (n > PAR_MIN)
-    for (size_t i = 0; i < n; i++) x[i] *= s;
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+    for (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK) scale_chunk(x + i0, cpu_chunk_len(i0, n), s);
 }
 
 void cpu_axpy(float *y, const float *x, size_t n, float a)
 {
-#pragma omp parallel for if (n > PAR_MIN)
-    for (size_t i = 0; i < n; i++) y[i] += a * x[i];
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+    for (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK)
+        axpy_chunk(y + i0, x + i0, cpu_chunk_len(i0, n), a);
 }
 
 void cpu_add(float *out, const float *a, const float *b, size_t n)
 {
-#pragma omp parallel for if (n > PAR_MIN)
-    for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+    for (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK)
+        add_chunk(out + i0, a + i0, b + i0, cpu_chunk_len(i0, n));
 }
 
 void cpu_mul(float *out, const float *a, const float *b, size_t n)
 {
-#pragma omp parallel for if (n > PAR_MIN)
-    for (size_t i = 0; i < n; i++) out[i] = a[i] * b[i];
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+    for (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK)
+        mul_chunk(out + i0, a + i0, b + i0, cpu_chunk_len(i0, n));
 }
 
 void cpu_mul_backward(float *da, float *db, const float *dout, const float *a, const float *b,
                       size_t n)
 {
-#pragma omp parallel for if (n > PAR_MIN)
-    for (size_t i = 0; i < n; i++) {
-        if (da) da[i] += dout[i] * b[i];
-        if (db) db[i] += dout[i] * a[i];
-    }
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+    for (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK)
+        mul_backward_chunk(da ? da + i0 : NULL, db ? db + i0 : NULL, dout + i0, a + i0, b + i0,
+                           cpu_chunk_len(i0, n));
 }
 
 /* The activation loops run in chunks through cloned `omp simd` functions (cpu_simd.h), one loop
@@ -147,7 +195,7 @@ void cpu_bias_add(float *out, const float *bias, size_t rows, int cols)
 #pragma omp parallel for if (rows * (size_t)cols > PAR_MIN)
     for (size_t r = 0; r < rows; r++) {
         float *row = out + r * (size_t)cols;
-        for (int c = 0; c < cols; c++) row[c] += bias[c];
+        add_chunk(row, row, bias, (size_t)cols);
     }
 }
 

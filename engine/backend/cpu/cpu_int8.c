@@ -133,6 +133,20 @@ void cpu_qmatrix_free(mt_qmatrix *q)
 
 /* ---- the product */
 
+/* out = (x scale * w scale) * (xq . wq) + b over n channels, cloned per vector width (inside
+ * the OpenMP region it ran as baseline SSE2) */
+MT_CPU_CLONES static void dequantize(float *restrict o, const int32_t *restrict a, float sx,
+                                     const float *restrict w_scale, const float *restrict b, int n)
+{
+    if (b) {
+#pragma omp simd
+        for (int j = 0; j < n; j++) o[j] = (float)a[j] * (sx * w_scale[j]) + b[j];
+    } else {
+#pragma omp simd
+        for (int j = 0; j < n; j++) o[j] = (float)a[j] * (sx * w_scale[j]);
+    }
+}
+
 void cpu_qlinear_with(const cpu_int8_kernel *kern, int threaded, float *out, const float *x,
                       const mt_qmatrix *w, int row0, const float *bias, size_t BT, int OC)
 {
@@ -155,21 +169,9 @@ void cpu_qlinear_with(const cpu_int8_kernel *kern, int threaded, float *out, con
         for (size_t m0 = 0; m0 < BT; m0 += TILE) {
             int mm = BT - m0 < TILE ? (int)(BT - m0) : TILE;
             kern->dots(acc, TILE, xq + m0 * ld, mm, wq + (size_t)j0 * ld, wsum + j0, nn, ld);
-            /* out = (x scale * w scale) * (xq . wq) + b */
-            for (int i = 0; i < mm; i++) {
-                float *o = out + (m0 + i) * OC + j0;
-                const int32_t *a = acc + i * TILE;
-                const float *w_scale = ws + j0;
-                float sx = xs[m0 + i];
-                if (bias) {
-                    const float *b = bias + j0;
-#pragma omp simd
-                    for (int j = 0; j < nn; j++) o[j] = (float)a[j] * (sx * w_scale[j]) + b[j];
-                } else {
-#pragma omp simd
-                    for (int j = 0; j < nn; j++) o[j] = (float)a[j] * (sx * w_scale[j]);
-                }
-            }
+            for (int i = 0; i < mm; i++)
+                dequantize(out + (m0 + i) * OC + j0, acc + i * TILE, xs[m0 + i], ws + j0,
+                           bias ? bias + j0 : NULL, nn);
         }
     }
     free(xq);
