@@ -127,18 +127,35 @@ void cpu_dropout_backward(float *dx, const float *dout, size_t n, float p, uint6
 }
 
 /* torch.optim.AdamW: p *= 1 - lr wd ; m = b1 m + (1-b1) g ; v = b2 v + (1-b2) g^2 ;
- * p -= lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps) */
+ * p -= lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
+ * In chunks through a function cloned per vector width (an OpenMP region's own body is
+ * compiled for the baseline x86-64 only, cpu_simd.h); each element's arithmetic is the same. */
+MT_CPU_CLONES static void adamw_chunk(float *restrict params, const float *restrict grads,
+                                      float *restrict m, float *restrict v,
+                                      const uint8_t *restrict decay_mask, size_t n,
+                                      const mt_adamw_hparams *h, float bc1, float sqrt_bc2)
+{
+    float decay = 1.0f - h->lr * h->weight_decay, lr = h->lr, eps = h->eps;
+    float b1 = h->beta1, b2 = h->beta2;
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) {
+        float g = grads[i], p = params[i];
+        if (!decay_mask || decay_mask[i]) p *= decay;
+        float mi = b1 * m[i] + (1.0f - b1) * g;
+        float vi = b2 * v[i] + (1.0f - b2) * g * g;
+        m[i] = mi;
+        v[i] = vi;
+        params[i] = p - lr * (mi / bc1) / (sqrtf(vi) / sqrt_bc2 + eps);
+    }
+}
+
 void cpu_adamw_step(float *params, const float *grads, float *m, float *v,
                     const uint8_t *decay_mask, size_t n, const mt_adamw_hparams *h, int step)
 {
     float bc1 = (float)(1.0 - pow(h->beta1, step)), bc2 = (float)(1.0 - pow(h->beta2, step));
-    float sqrt_bc2 = sqrtf(bc2), decay = 1.0f - h->lr * h->weight_decay;
-#pragma omp parallel for if (n > 16384)
-    for (size_t i = 0; i < n; i++) {
-        float g = grads[i];
-        if (!decay_mask || decay_mask[i]) params[i] *= decay;
-        m[i] = h->beta1 * m[i] + (1.0f - h->beta1) * g;
-        v[i] = h->beta2 * v[i] + (1.0f - h->beta2) * g * g;
-        params[i] -= h->lr * (m[i] / bc1) / (sqrtf(v[i]) / sqrt_bc2 + h->eps);
-    }
+    float sqrt_bc2 = sqrtf(bc2);
+#pragma omp parallel for schedule(static) if (n > 16384)
+    for (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK)
+        adamw_chunk(params + i0, grads + i0, m + i0, v + i0, decay_mask ? decay_mask + i0 : NULL,
+                    cpu_chunk_len(i0, n), h, bc1, sqrt_bc2);
 }
