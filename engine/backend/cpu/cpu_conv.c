@@ -7,21 +7,28 @@
 
 #define PAR(B, T, C) ((size_t)(B) * (T) * (C) > 16384)
 
+/* Output row t of one batch row (xb: its (T, C) inputs), in a function cloned per vector width:
+ * an OpenMP region's own body is compiled for the baseline x86-64 only (cpu_simd.h). */
+MT_CPU_CLONES static void conv_forward_row(float *o, const float *xb, const float *w,
+                                           const float *bias, int t, int C, int K)
+{
+    for (int c = 0; c < C; c++) o[c] = bias ? bias[c] : 0.0f;
+    for (int k = 0; k < K; k++) {
+        int s = t - K + 1 + k;
+        if (s < 0) continue;
+        const float *xs = xb + (size_t)s * C;
+#pragma omp simd
+        for (int c = 0; c < C; c++) o[c] += w[(size_t)c * K + k] * xs[c];
+    }
+}
+
 void cpu_conv1d_forward(float *out, const float *x, const float *w, const float *bias, int B,
                         int T, int C, int K)
 {
 #pragma omp parallel for collapse(2) if (PAR(B, T, C))
     for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++) {
-            float *o = out + ((size_t)b * T + t) * C;
-            for (int c = 0; c < C; c++) o[c] = bias ? bias[c] : 0.0f;
-            for (int k = 0; k < K; k++) {
-                int s = t - K + 1 + k;
-                if (s < 0) continue;
-                const float *xs = x + ((size_t)b * T + s) * C;
-                for (int c = 0; c < C; c++) o[c] += w[(size_t)c * K + k] * xs[c];
-            }
-        }
+        for (int t = 0; t < T; t++)
+            conv_forward_row(out + ((size_t)b * T + t) * C, x + (size_t)b * T * C, w, bias, t, C, K);
 }
 
 /* dx[b,s,c] += sum_k w[c,k] dout[b, s+K-1-k, c]  (terms with s+K-1-k < T)
@@ -59,21 +66,27 @@ MT_CPU_CLONES static void conv1d_weight_block(float *dw, float *dbias, const flo
     }
 }
 
+/* dx row s of one batch row (gb: its (T, C) output gradients), cloned as conv_forward_row */
+MT_CPU_CLONES static void conv_dx_row(float *dxs, const float *gb, const float *w, int s, int T,
+                                      int C, int K)
+{
+    for (int k = 0; k < K; k++) {
+        int t = s + K - 1 - k;
+        if (t >= T) continue;
+        const float *g = gb + (size_t)t * C;
+#pragma omp simd
+        for (int c = 0; c < C; c++) dxs[c] += w[(size_t)c * K + k] * g[c];
+    }
+}
+
 void cpu_conv1d_backward(float *dx, float *dw, float *dbias, const float *dout, const float *x,
                          const float *w, int B, int T, int C, int K)
 {
     if (dx) {
 #pragma omp parallel for collapse(2) if (PAR(B, T, C))
         for (int b = 0; b < B; b++)
-            for (int s = 0; s < T; s++) {
-                float *dxs = dx + ((size_t)b * T + s) * C;
-                for (int k = 0; k < K; k++) {
-                    int t = s + K - 1 - k;
-                    if (t >= T) continue;
-                    const float *g = dout + ((size_t)b * T + t) * C;
-                    for (int c = 0; c < C; c++) dxs[c] += w[(size_t)c * K + k] * g[c];
-                }
-            }
+            for (int s = 0; s < T; s++)
+                conv_dx_row(dx + ((size_t)b * T + s) * C, dout + (size_t)b * T * C, w, s, T, C, K);
     }
     if (!dw && !dbias) return;
     int n_blocks = (C + CONV_BLOCK - 1) / CONV_BLOCK;
