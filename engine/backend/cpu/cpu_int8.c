@@ -9,6 +9,7 @@
 #include "mtlab/error.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,9 +18,9 @@
  * its 64 weight rows (64 * ld bytes) in L2 while every row block passes over them. */
 enum { TILE = 64 };
 /* Multiply-adds below which one thread is faster than waking the others: a decoding step's
- * d_model x d_model projections at batch 1 stay on one thread, the vocabulary projection
- * and prefills spread. */
-#define CPU_INT8_PARALLEL_MACS (1u << 20)
+ * d_model x d_model projections at batch 1 stay on one thread; at batch 16, the vocabulary
+ * projection and prefills they spread. */
+#define CPU_INT8_PARALLEL_MACS (1u << 18)
 
 /* q (ld) = round(x / scale) with scale = max|x| / 127 (docs/quantization.md §1); bytes past C
  * are 0. Returns the scale. Compiled per x86-64 level: below SSE4.1 nearbyintf is a call per
@@ -155,23 +156,33 @@ void cpu_qlinear_with(const cpu_int8_kernel *kern, int threaded, float *out, con
     float *xs = mt_xmalloc(BT * sizeof *xs);
     size_t macs = BT * (size_t)OC * (size_t)ld;
     int par = threaded && macs >= CPU_INT8_PARALLEL_MACS;
-#pragma omp parallel for schedule(static) if (par && BT > 1)
-    for (size_t m = 0; m < BT; m++) xs[m] = cpu_int8_quantize_row(xq + m * ld, x + m * C, C, ld);
-
+    /* With several threads, tiles narrow (down to 16 channels) until each thread has two: a
+     * batch-16 step's d_model-wide projections are 3 tiles of 64, one thread would get two. */
+    int tw = TILE, threads = par ? omp_get_max_threads() : 1;
+    while (threads > 1 && tw > 16 && (OC + tw - 1) / tw < 2 * threads) tw /= 2;
+    int n_tiles = (OC + tw - 1) / tw;
     const int8_t *wq = w->q + (size_t)row0 * ld;
     const float *ws = w->scale + row0;
     const int32_t *wsum = w->sum + row0;
-    int n_tiles = (OC + TILE - 1) / TILE;
-#pragma omp parallel for schedule(static) if (par)
-    for (int t = 0; t < n_tiles; t++) {
-        int32_t acc[TILE * TILE];
-        int j0 = t * TILE, nn = OC - j0 < TILE ? OC - j0 : TILE;
-        for (size_t m0 = 0; m0 < BT; m0 += TILE) {
-            int mm = BT - m0 < TILE ? (int)(BT - m0) : TILE;
-            kern->dots(acc, TILE, xq + m0 * ld, mm, wq + (size_t)j0 * ld, wsum + j0, nn, ld);
-            for (int i = 0; i < mm; i++)
-                dequantize(out + (m0 + i) * OC + j0, acc + i * TILE, xs[m0 + i], ws + j0,
-                           bias ? bias + j0 : NULL, nn);
+    if (BT == 1) xs[0] = cpu_int8_quantize_row(xq, x, C, ld); /* no worksharing for one row */
+#pragma omp parallel if (par)
+    {
+        if (BT > 1) {
+#pragma omp for schedule(static)
+            for (size_t m = 0; m < BT; m++)
+                xs[m] = cpu_int8_quantize_row(xq + m * ld, x + m * C, C, ld);
+        }
+#pragma omp for schedule(static)
+        for (int t = 0; t < n_tiles; t++) {
+            int32_t acc[TILE * TILE];
+            int j0 = t * tw, nn = OC - j0 < tw ? OC - j0 : tw;
+            for (size_t m0 = 0; m0 < BT; m0 += TILE) {
+                int mm = BT - m0 < TILE ? (int)(BT - m0) : TILE;
+                kern->dots(acc, TILE, xq + m0 * ld, mm, wq + (size_t)j0 * ld, wsum + j0, nn, ld);
+                for (int i = 0; i < mm; i++)
+                    dequantize(out + (m0 + i) * OC + j0, acc + i * TILE, xs[m0 + i], ws + j0,
+                               bias ? bias + j0 : NULL, nn);
+            }
         }
     }
     free(xq);
