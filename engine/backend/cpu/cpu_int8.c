@@ -18,8 +18,8 @@
  * its 64 weight rows (64 * ld bytes) in L2 while every row block passes over them. */
 enum { TILE = 64 };
 /* Multiply-adds below which one thread is faster than waking the others: a decoding step's
- * d_model x d_model projections at batch 1 stay on one thread; at batch 16, the vocabulary
- * projection and prefills they spread. */
+ * d_model x d_model projections stay on one thread at batch 1 and spread at batch 16, as the
+ * vocabulary projection and prefills do. */
 #define CPU_INT8_PARALLEL_MACS (1u << 18)
 
 /* q (ld) = round(x / scale) with scale = max|x| / 127 (docs/quantization.md §1); bytes past C

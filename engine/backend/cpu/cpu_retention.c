@@ -132,7 +132,6 @@ void cpu_retention_backward(float *dq, float *dk, float *dv, float *datt, const 
     free(pw);
 }
 
-/* s = sum_m w_m, KV = sum_m w_m k_m^T v_m / sqrt(s), w_m = [m real] gamma^(T-1-m) */
 /* st (Dk, Dv) += (w k_i) v_j */
 MT_CPU_CLONES static void outer_add(float *restrict st, float w, const float *restrict km,
                                     const float *restrict vm, int Dk, int Dv)
@@ -162,6 +161,7 @@ MT_CPU_CLONES static void step_head(float *restrict ob, float *restrict st, cons
     }
 }
 
+/* s = sum_m w_m, KV = sum_m w_m k_m^T v_m / sqrt(s), w_m = [m real] gamma^(T-1-m) */
 void cpu_retention_state_fill(float *kv, float *s, const float *k, const float *v,
                               const mt_retention_desc *d)
 {
