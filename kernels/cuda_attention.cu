@@ -7,7 +7,8 @@
 // the caller wants the probabilities (backward reads them, probes show them), a second pass
 // over the key tiles writes att = exp(s - m) / l with the final m and l.
 //   S = scale * Q K^T ; P = softmax over visible keys ; O = P V
-// Backward reads the stored probabilities, as the contract has it, through cuBLAS:
+// Backward reads the stored probabilities, as the contract has it, through cuBLAS (each product
+// one batch over all batch rows and heads, cu_gemm_bh):
 //   dV += P^T dO ; dP = dO V^T ; dS = P * (dP - rowsum(P * dP)) ;
 //   dQ += scale * dS K ; dK += scale * dS^T Q
 #include "cuda_ops.h"
@@ -164,23 +165,15 @@ __global__ void softmax_backward_rows_kernel(float *ds, const float *p, int Tk)
 void cu_attention_backward(float *dq, float *dk, float *dv, float *datt, const float *dout, const float *q,
                            const float *k, const float *v, const float *att, const mt_attn_desc *d)
 {
-    const int H = d->H, Tq = d->Tq, Tk = d->Tk, Dh = d->Dh, C = H * Dh;
-    if (d->B <= 0 || H <= 0 || Tq <= 0 || Tk <= 0 || Dh <= 0) return;
-    size_t kvs = kv_stride(d), pp = (size_t)Tq * Tk;
-    // per batch row, one strided batch over the heads (head h: columns h*Dh of ld C)
-    for (int b = 0; b < d->B; b++) {
-        const float *p = att + (size_t)b * H * pp, *go = dout + (size_t)b * Tq * C;
-        const float *vb = v + (size_t)b * kvs;
-        float *ds = datt + (size_t)b * H * pp;
-        if (dv) cu_gemm_batched(1, 0, Tk, Dh, Tq, 1.0f, p, Tk, pp, go, C, Dh, 1.0f, dv + (size_t)b * kvs, C, Dh, H);
-        cu_gemm_batched(0, 1, Tq, Tk, Dh, 1.0f, go, C, Dh, vb, C, Dh, 0.0f, ds, Tk, pp, H);
-    }
-    softmax_backward_rows_kernel<<<(unsigned)((size_t)d->B * H * Tq), CU_ROW_THREADS, 0, cu_stream()>>>(datt, att, Tk);
+    const int B = d->B, H = d->H, Tq = d->Tq, Tk = d->Tk, Dh = d->Dh, C = H * Dh;
+    if (B <= 0 || H <= 0 || Tq <= 0 || Tk <= 0 || Dh <= 0) return;
+    // every product is one batch over the B x H grid: P and dS are (B, H, Tq, Tk), head h of a
+    // row of q, dout (stride Tq * C over b) or k, v (stride kvs) the Dh columns from h * Dh
+    size_t kvs = kv_stride(d), pp = (size_t)Tq * Tk, ps = (size_t)H * pp, qs = (size_t)Tq * C;
+    if (dv) cu_gemm_bh(1, 0, Tk, Dh, Tq, 1.0f, att, Tk, ps, pp, dout, C, qs, Dh, 1.0f, dv, C, kvs, Dh, B, H);
+    cu_gemm_bh(0, 1, Tq, Tk, Dh, 1.0f, dout, C, qs, Dh, v, C, kvs, Dh, 0.0f, datt, Tk, ps, pp, B, H);
+    softmax_backward_rows_kernel<<<(unsigned)((size_t)B * H * Tq), CU_ROW_THREADS, 0, cu_stream()>>>(datt, att, Tk);
     cu_check(cudaGetLastError(), "softmax_backward_rows_kernel");
-    for (int b = 0; b < d->B; b++) {
-        const float *ds = datt + (size_t)b * H * pp;
-        const float *qb = q + (size_t)b * Tq * C, *kb = k + (size_t)b * kvs;
-        if (dq) cu_gemm_batched(0, 0, Tq, Dh, Tk, d->scale, ds, Tk, pp, kb, C, Dh, 1.0f, dq + (size_t)b * Tq * C, C, Dh, H);
-        if (dk) cu_gemm_batched(1, 0, Tk, Dh, Tq, d->scale, ds, Tk, pp, qb, C, Dh, 1.0f, dk + (size_t)b * kvs, C, Dh, H);
-    }
+    if (dq) cu_gemm_bh(0, 0, Tq, Dh, Tk, d->scale, datt, Tk, ps, pp, k, C, kvs, Dh, 1.0f, dq, C, qs, Dh, B, H);
+    if (dk) cu_gemm_bh(1, 0, Tk, Dh, Tq, d->scale, datt, Tk, ps, pp, q, C, qs, Dh, 1.0f, dk, C, kvs, Dh, B, H);
 }

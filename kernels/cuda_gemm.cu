@@ -11,6 +11,11 @@
 
 #include <cuda_bf16.h>
 #include <stdint.h>
+#include <string.h>
+
+extern "C" {
+#include "mtlab/error.h"
+}
 
 // dst[r * ld + c] = bf16(src[r * ld + c]) over rows x ld elements (the whole strided matrix)
 __global__ void to_bf16_kernel(__nv_bfloat16 *dst, const float *src, size_t n)
@@ -194,4 +199,117 @@ void cu_gemm_batched(int trans_a, int trans_b, int m, int n, int k, float alpha,
 {
     gemm_strided(trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc,
                  stride_c, batch);
+}
+
+// ---------------------------------------------------------------- a B x H grid of products
+// ptr[i], ptr[n + i], ptr[2n + i]: the operands of cell i = b * H + h (bytes per element ea for A
+// and B, which are bf16 copies in the bf16 mode, ec for C)
+__global__ void bh_pointers_kernel(const void **ptr, const char *a, size_t a_bs, size_t a_hs, const char *b,
+                                   size_t b_bs, size_t b_hs, const char *c, size_t c_bs, size_t c_hs, int H,
+                                   size_t n, size_t ea, size_t ec)
+{
+    CU_FOR_EACH(i, n)
+    {
+        size_t bi = i / H, hi = i % H;
+        ptr[i] = a + (bi * a_bs + hi * a_hs) * ea;
+        ptr[n + i] = b + (bi * b_bs + hi * b_hs) * ea;
+        ptr[2 * n + i] = c + (bi * c_bs + hi * c_hs) * ec;
+    }
+}
+
+void cu_gemm_bh(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda, size_t a_bs,
+                size_t a_hs, const float *b, int ldb, size_t b_bs, size_t b_hs, float beta, float *c, int ldc,
+                size_t c_bs, size_t c_hs, int B, int H)
+{
+    if (m <= 0 || n <= 0 || B <= 0 || H <= 0) return;
+    // a one-row or one-column grid has only one stride that matters
+    if (H == 1) a_hs = a_bs, b_hs = b_bs, c_hs = c_bs;
+    if (B == 1) a_bs = H * a_hs, b_bs = H * b_hs, c_bs = H * c_hs;
+    if (a_bs == H * a_hs && b_bs == H * b_hs && c_bs == H * c_hs) {
+        gemm_strided(trans_a, trans_b, m, n, k, alpha, a, lda, a_hs, b, ldb, b_hs, beta, c, ldc, c_hs, B * H);
+        return;
+    }
+    if (k <= 0) { // only C scales: per grid row
+        for (int i = 0; i < B; i++) gemm_strided(0, 0, m, n, 0, alpha, a, lda, 0, b, ldb, 0, beta, c + i * c_bs, ldc, c_hs, H);
+        return;
+    }
+    size_t cells = (size_t)B * H;
+    const void **ptr = (const void **)cu_scratch(3 * cells * sizeof(void *));
+    if (!ptr) return;
+    cublasOperation_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (!cu_gemm_bf16()) {
+        bh_pointers_kernel<<<cu_grid(cells), CU_THREADS, 0, cu_stream()>>>(
+            ptr, (const char *)a, a_bs, a_hs, (const char *)b, b_bs, b_hs, (const char *)c, c_bs, c_hs, H, cells,
+            sizeof(float), sizeof(float));
+        cu_check(cudaGetLastError(), "bh_pointers_kernel");
+        // swapped operands (row-major C is column-major C^T): cuBLAS's A is our B
+        cu_check_blas(cublasSgemmBatched(cu_blas(), tb, ta, n, m, k, &alpha, (const float *const *)(ptr + cells), ldb,
+                                         (const float *const *)ptr, lda, &beta, (float *const *)(ptr + 2 * cells),
+                                         ldc, (int)cells),
+                      "cublasSgemmBatched");
+    } else {
+        // bf16 copies of the whole strided operands, in the fp32 layout
+        size_t na = (size_t)(B - 1) * a_bs + (size_t)(H - 1) * a_hs + span(trans_a ? k : m, trans_a ? m : k, lda);
+        size_t nb = (size_t)(B - 1) * b_bs + (size_t)(H - 1) * b_hs + span(trans_b ? n : k, trans_b ? k : n, ldb);
+        __nv_bfloat16 *a16 = bf16_copy(a, na), *b16 = bf16_copy(b, nb);
+        if (a16 && b16) {
+            bh_pointers_kernel<<<cu_grid(cells), CU_THREADS, 0, cu_stream()>>>(
+                ptr, (const char *)a16, a_bs, a_hs, (const char *)b16, b_bs, b_hs, (const char *)c, c_bs, c_hs, H,
+                cells, sizeof(__nv_bfloat16), sizeof(float));
+            cu_check(cudaGetLastError(), "bh_pointers_kernel");
+            cu_check_blas(cublasGemmBatchedEx(cu_blas(), tb, ta, n, m, k, &alpha, ptr + cells, CUDA_R_16BF, ldb, ptr,
+                                              CUDA_R_16BF, lda, &beta, (void *const *)(ptr + 2 * cells), CUDA_R_32F,
+                                              ldc, (int)cells, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                          "cublasGemmBatchedEx (bf16)");
+        }
+        cu_scratch_free(a16);
+        cu_scratch_free(b16);
+    }
+    cu_scratch_free(ptr);
+}
+
+// ---------------------------------------------------------------- bf16 weights (precision bf16)
+// A model in precision bf16 keeps a bf16 copy of each linear weight, rounded once
+// (mt_model_set_precision), so a product reads half the bytes of fp32 and no copy of W is made
+// per call: only x is rounded. cuBLAS then multiplies on the tensor cores with fp32 sums.
+int cu_qmatrix_make(mt_qmatrix *q, mt_qkind kind, const float *w, int rows, int cols)
+{
+    memset(q, 0, sizeof *q);
+    if (kind != MT_QMATRIX_BF16)
+        return mt_error("the CUDA backend has no int8 linear layers (on a CUDA device use fp32 or bf16)");
+    size_t n = (size_t)rows * cols;
+    q->bf16 = (uint16_t *)cu_alloc((n ? n : 1) * sizeof(uint16_t));
+    if (!q->bf16) return -1;
+    q->kind = kind, q->rows = rows, q->cols = cols, q->ld = cols;
+    if (n) {
+        to_bf16_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>((__nv_bfloat16 *)q->bf16, w, n);
+        cu_check(cudaGetLastError(), "to_bf16_kernel");
+    }
+    return 0;
+}
+
+void cu_qmatrix_free(mt_qmatrix *q)
+{
+    cu_free(q->bf16);
+    memset(q, 0, sizeof *q);
+}
+
+// out (BT, OC) = x (BT, C) w[row0 .. row0 + OC)^T + bias
+void cu_qlinear_forward(float *out, const float *x, const mt_qmatrix *w, int row0, const float *bias, size_t BT,
+                        int OC)
+{
+    if (BT == 0 || OC <= 0) return;
+    const int C = w->cols;
+    __nv_bfloat16 *x16 = bf16_copy(x, BT * (size_t)C);
+    if (!x16) return;
+    const __nv_bfloat16 *w16 = (const __nv_bfloat16 *)w->bf16 + (size_t)row0 * w->ld;
+    const float one = 1.0f, zero = 0.0f;
+    // row-major out = x W^T is column-major out^T (OC, BT) = W x^T, W (OC, C) row-major = (C, OC)
+    // column-major, hence W transposed
+    cu_check_blas(cublasGemmEx(cu_blas(), CUBLAS_OP_T, CUBLAS_OP_N, OC, (int)BT, C, &one, w16, CUDA_R_16BF, w->ld,
+                               x16, CUDA_R_16BF, C, &zero, out, CUDA_R_32F, OC, CUBLAS_COMPUTE_32F,
+                               CUBLAS_GEMM_DEFAULT),
+                  "cublasGemmEx (bf16 weights)");
+    cu_scratch_free(x16);
+    if (bias) cu_bias_add(out, bias, BT, OC);
 }

@@ -71,6 +71,18 @@ void cu_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const f
 void cu_gemm_batched(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
                      int lda, size_t stride_a, const float *b, int ldb, size_t stride_b,
                      float beta, float *c, int ldc, size_t stride_c, int batch);
+// One product per cell (b, h) of a B x H grid, C_bh = alpha op(A_bh) op(B_bh) + beta C_bh, where
+// each operand steps by its own stride over b and another over h (X_bh = X + b * x_bs + h * x_hs:
+// attention's heads inside token-major rows). A strided batch when the strides are uniform, else
+// one cuBLAS pointer-array batch over all B * H products (the pointers made on the device).
+void cu_gemm_bh(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+                size_t a_bs, size_t a_hs, const float *b, int ldb, size_t b_bs, size_t b_hs,
+                float beta, float *c, int ldc, size_t c_bs, size_t c_hs, int B, int H);
+// bf16 linear layers (precision bf16): the kind of mt_qmatrix the CUDA backend makes
+int cu_qmatrix_make(mt_qmatrix *q, mt_qkind kind, const float *w, int rows, int cols);
+void cu_qmatrix_free(mt_qmatrix *q);
+void cu_qlinear_forward(float *out, const float *x, const mt_qmatrix *w, int row0, const float *bias, size_t BT,
+                        int OC);
 double cu_sum(const float *x, size_t n);
 double cu_sum_squares(const float *x, size_t n);
 void cu_argmax_rows(int32_t *out, const float *x, size_t rows, int cols);

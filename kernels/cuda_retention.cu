@@ -79,16 +79,13 @@ void cu_retention_forward(float *out, float *att, float *r, const float *q, cons
 {
     const int B = d->B, H = d->H, T = d->T, Dk = d->Dk, Dv = d->Dv, CK = H * Dk, CV = H * Dv;
     if (B <= 0 || H <= 0 || T <= 0) return;
-    size_t pp = (size_t)T * T;
-    for (int b = 0; b < B; b++)
-        cu_gemm_batched(0, 1, T, T, Dk, 1.0f, q + (size_t)b * T * CK, CK, Dk, k + (size_t)b * T * CK, CK, Dk, 0.0f,
-                        att + (size_t)b * H * pp, T, pp, H);
+    // one batch over the B x H grid per product (cu_gemm_bh): head h of a row, columns h * D
+    size_t pp = (size_t)T * T, ps = (size_t)H * pp, ks = (size_t)T * CK, vs = (size_t)T * CV;
+    cu_gemm_bh(0, 1, T, T, Dk, 1.0f, q, CK, ks, Dk, k, CK, ks, Dk, 0.0f, att, T, ps, pp, B, H);
     retention_rows_forward_kernel<<<(unsigned)((size_t)B * H * T), CU_ROW_THREADS, 0, cu_stream()>>>(
         att, r, d->key_mask, H, T, gammas_of(d));
     cu_check(cudaGetLastError(), "retention_rows_forward_kernel");
-    for (int b = 0; b < B; b++)
-        cu_gemm_batched(0, 0, T, Dv, T, 1.0f, att + (size_t)b * H * pp, T, pp, v + (size_t)b * T * CV, CV, Dv, 0.0f,
-                        out + (size_t)b * T * CV, CV, Dv, H);
+    cu_gemm_bh(0, 0, T, Dv, T, 1.0f, att, T, ps, pp, v, CV, vs, Dv, 0.0f, out, CV, vs, Dv, B, H);
 }
 
 void cu_retention_backward(float *dq, float *dk, float *dv, float *datt, const float *dout, const float *q,
@@ -97,22 +94,14 @@ void cu_retention_backward(float *dq, float *dk, float *dv, float *datt, const f
 {
     const int B = d->B, H = d->H, T = d->T, Dk = d->Dk, Dv = d->Dv, CK = H * Dk, CV = H * Dv;
     if (B <= 0 || H <= 0 || T <= 0) return;
-    size_t pp = (size_t)T * T;
-    for (int b = 0; b < B; b++) {
-        const float *p = att + (size_t)b * H * pp, *go = dout + (size_t)b * T * CV;
-        if (dv) cu_gemm_batched(1, 0, T, Dv, T, 1.0f, p, T, pp, go, CV, Dv, 1.0f, dv + (size_t)b * T * CV, CV, Dv, H);
-        cu_gemm_batched(0, 1, T, T, Dv, 1.0f, go, CV, Dv, v + (size_t)b * T * CV, CV, Dv, 0.0f,
-                        datt + (size_t)b * H * pp, T, pp, H);
-    }
+    size_t pp = (size_t)T * T, ps = (size_t)H * pp, ks = (size_t)T * CK, vs = (size_t)T * CV;
+    if (dv) cu_gemm_bh(1, 0, T, Dv, T, 1.0f, att, T, ps, pp, dout, CV, vs, Dv, 1.0f, dv, CV, vs, Dv, B, H);
+    cu_gemm_bh(0, 1, T, T, Dv, 1.0f, dout, CV, vs, Dv, v, CV, vs, Dv, 0.0f, datt, T, ps, pp, B, H);
     retention_rows_backward_kernel<<<(unsigned)((size_t)B * H * T), CU_ROW_THREADS, 0, cu_stream()>>>(
         datt, r, d->key_mask, H, T, gammas_of(d));
     cu_check(cudaGetLastError(), "retention_rows_backward_kernel");
-    for (int b = 0; b < B; b++) {
-        const float *ds = datt + (size_t)b * H * pp;
-        size_t off = (size_t)b * T * CK;
-        if (dq) cu_gemm_batched(0, 0, T, Dk, T, 1.0f, ds, T, pp, k + off, CK, Dk, 1.0f, dq + off, CK, Dk, H);
-        if (dk) cu_gemm_batched(1, 0, T, Dk, T, 1.0f, ds, T, pp, q + off, CK, Dk, 1.0f, dk + off, CK, Dk, H);
-    }
+    if (dq) cu_gemm_bh(0, 0, T, Dk, T, 1.0f, datt, T, ps, pp, k, CK, ks, Dk, 1.0f, dq, CK, ks, Dk, B, H);
+    if (dk) cu_gemm_bh(1, 0, T, Dk, T, 1.0f, datt, T, ps, pp, q, CK, ks, Dk, 1.0f, dk, CK, ks, Dk, B, H);
 }
 
 // s = sum_m w_m ; KV[i, j] = sum_m w_m k_m[i] v_m[j] / sqrt(s), w_m = [m real] gamma^(T-1-m).

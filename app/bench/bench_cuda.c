@@ -214,11 +214,15 @@ static int kernels(const mt_backend *be, double copy_bw, double blas32, double b
 }
 
 /* ---------------------------------------------------------------- 3. Table 4 decoding */
-static int decode_row(const mt_backend *be, const char *label, mt_model_config *cfg, int repeat)
+static int decode_row(const mt_backend *be, const char *label, mt_model_config *cfg, mt_precision prec, int repeat)
 {
     enum { BATCH = 16, PROMPT = 16, NEW = 1024 };
     mt_model *m = mt_model_create(cfg, be, 1);
     if (!m) return -1;
+    if (mt_model_set_precision(m, prec) != 0) {
+        mt_model_free(m);
+        return -1;
+    }
     int32_t words[BATCH][PROMPT];
     const int32_t *src[BATCH];
     int len[BATCH];
@@ -237,8 +241,8 @@ static int decode_row(const mt_backend *be, const char *label, mt_model_config *
         double s = bench_median(t, repeat);
         size_t st64 = mt_model_decode_state_bytes(m, BATCH, PROMPT + 64, 0);
         size_t st1k = mt_model_decode_state_bytes(m, BATCH, PROMPT + NEW, 0);
-        printf("   %-34s %6.2fB params  %9.0f tokens/s  state %8.1f MiB at 64, %8.1f MiB at 1024 tokens\n",
-               label, (double)mt_model_param_count(m) / 1e9, BATCH * (double)NEW / s,
+        printf("   %-34s %s %6.2fB params  %9.0f tokens/s  state %8.1f MiB at 64, %8.1f MiB at 1024 tokens\n",
+               label, mt_precision_name(prec), (double)mt_model_param_count(m) / 1e9, BATCH * (double)NEW / s,
                st64 / 1048576.0, st1k / 1048576.0);
     }
     mt_model_free(m);
@@ -252,10 +256,16 @@ static int table4(const mt_backend *be, int repeat)
     mt_model_config c;
     if (mt_model_preset(&c, "mamba")) return -1;
     c.vocab_size = 50280, c.d_model = 2048, c.n_layers = 48, c.dt_rank = 128;
-    if (decode_row(be, "mamba (d_model 2048, 48 layers)", &c, repeat)) return -1;
+    /* fp32 weights, then bf16 copies of them (precision bf16: half the bytes a step reads) */
+    for (int p = 0; p < 2; p++)
+        if (decode_row(be, "mamba (d_model 2048, 48 layers)", &c, p ? MT_PRECISION_BF16 : MT_PRECISION_FP32, repeat))
+            return -1;
     if (mt_model_preset(&c, "transformer++")) return -1;
     c.vocab_size = 50280, c.d_model = 2048, c.n_layers = 24, c.n_heads = 16, c.ffn_dim = 5504;
-    return decode_row(be, "transformer++ (2048, 24 layers)", &c, repeat);
+    for (int p = 0; p < 2; p++)
+        if (decode_row(be, "transformer++ (2048, 24 layers)", &c, p ? MT_PRECISION_BF16 : MT_PRECISION_FP32, repeat))
+            return -1;
+    return 0;
 }
 
 /* ---------------------------------------------------------------- 4. training at 77M */

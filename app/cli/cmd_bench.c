@@ -5,7 +5,7 @@
  *   mtlab bench --make-bundles DIR              random-weight small bundles for the peers
  *   mtlab bench --peer-inputs FILE -m BUNDLE    tokens/s on a file of token-id sources,
  *               [--new-tokens N] [--batch N]    the figure `make bench-peers` compares;
- *               [--precision fp32|int8]
+ *               [--precision fp32|int8|bf16]
  *               [--tokens-out FILE]             the ids it generated (`make test-peers`)
  *   mtlab bench --device cuda[:N]               the GPU report `make bench-cuda` prints
  *               [--torch-json FILE]             (app/bench/bench_cuda.c); --only kernels,
@@ -142,7 +142,7 @@ const struct mt_command cmd_bench = {
     "bench",
     "[--repeat N] [--only gemm|decode|roofline|state|probes|int8|prefill ...] [--verbose] | "
     "--make-bundles DIR | "
-    "--peer-inputs FILE -m BUNDLE [--new-tokens N] [--batch N] [--precision fp32|int8] "
+    "--peer-inputs FILE -m BUNDLE [--new-tokens N] [--batch N] [--precision fp32|int8|bf16] "
     "[--repeat N] [--tokens-out FILE] | "
     "--device cuda[:N] [--torch-json FILE] [--repeat N]",
     "speed figures: training gemm rate, decode tokens/s, roofline, state memory",

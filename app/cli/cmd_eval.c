@@ -84,7 +84,7 @@ static int run_eval(int argc, char **argv)
 
 const struct mt_command cmd_eval = {
     .name = "eval",
-    .args = "-m SYSTEM [-m SYSTEM ...] --src FILE --ref FILE [--beam N] [--device cpu|cuda[:N]] [--precision fp32|int8|fp32,int8] "
+    .args = "-m SYSTEM [-m SYSTEM ...] --src FILE --ref FILE [--beam N] [--device cpu|cuda[:N]] [--precision fp32|int8|bf16|fp32,int8...] "
             "[--json FILE] "
             "[--stats corpus_stats.tsv | --train-src FILE --train-ref FILE [--save-stats FILE]] "
             "[--lexicon entity_lexicon.tsv] [--ner english|generic] [--length-model SPM.model] [--hyps DIR] "

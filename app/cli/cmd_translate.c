@@ -17,7 +17,7 @@
 
 typedef struct {
     const char *bundle, *input, *device;
-    int runner_flags; /* MT_RUNNER_INT8 from --precision int8 */
+    int runner_flags; /* MT_RUNNER_INT8 / MT_RUNNER_BF16 from --precision */
     int beam, max_len, batch, paragraphs, verbose;
 } translate_args;
 
@@ -179,7 +179,7 @@ static int run(int argc, char **argv)
 
 const struct mt_command cmd_translate = {
     .name = "translate",
-    .args = "-m BUNDLE [-i FILE] [--device cpu|cuda[:N]] [--precision fp32|int8] [--beam N] [--max-len N] [--batch N] [--paragraphs] "
+    .args = "-m BUNDLE [-i FILE] [--device cpu|cuda[:N]] [--precision fp32|int8|bf16] [--beam N] [--max-len N] [--batch N] [--paragraphs] "
             "[--verbose]",
     .summary = "translate sentences (one per line) or paragraphs from FILE or stdin",
     .run = run,

@@ -21,14 +21,14 @@ static int run(int argc, char **argv)
             if (o.n_dirs == TUI_MAX_PANES)
                 return cli_fail("tui: at most %d models (-m) side by side", TUI_MAX_PANES);
             o.devices[o.n_dirs] = o.device;
-            o.int8[o.n_dirs] = o.precision_int8;
+            o.precision[o.n_dirs] = o.precision_flags;
             o.dirs[o.n_dirs++] = argv[++i];
         } else if (!strcmp(a, "--device") && has_value) {
             o.device = argv[++i];
         } else if (!strcmp(a, "--precision") && has_value) {
             int flags = mt_runner_precision_flags(argv[++i]);
             if (flags < 0) return cli_fail("tui: %s", mt_last_error());
-            o.precision_int8 = flags == MT_RUNNER_INT8;
+            o.precision_flags = flags;
         } else if (!strcmp(a, "--models") && has_value) {
             o.models_root = argv[++i];
         } else if (!strcmp(a, "--theme") && has_value) {
@@ -55,7 +55,7 @@ static int run(int argc, char **argv)
         if (problem[0]) o.warning = problem;
         for (int i = 0; i < n_defaults && o.n_dirs < TUI_MAX_PANES; i++) {
             o.devices[o.n_dirs] = o.device;
-            o.int8[o.n_dirs] = o.precision_int8;
+            o.precision[o.n_dirs] = o.precision_flags;
             o.dirs[o.n_dirs++] = defaults[i];
         }
         if (n_defaults == 0) {
@@ -77,7 +77,7 @@ static int run(int argc, char **argv)
 
 const struct mt_command cmd_tui = {
     .name = "tui",
-    .args = "[[--device cpu|cuda[:N]] [--precision fp32|int8] -m BUNDLE_DIR]... [--models DIR] [--theme NAME|FILE] [--beam N] [--ascii] "
+    .args = "[[--device cpu|cuda[:N]] [--precision fp32|int8|bf16] -m BUNDLE_DIR]... [--models DIR] [--theme NAME|FILE] [--beam N] [--ascii] "
             "[--no-mouse] [--script FILE.lua]",
     .summary = "the workbench: models side by side, streaming translation, heatmaps "
                "(also `mtlab` alone)",

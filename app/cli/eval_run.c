@@ -283,7 +283,7 @@ static int open_systems(mt_translator **systems, size_t *n, const eval_request *
         precisions[n_prec++] = p;
     }
     if (a->precision && n_prec == 0)
-        return fail("eval: --precision '%s': give fp32, int8 or fp32,int8", a->precision);
+        return fail("eval: --precision '%s': give fp32, int8, bf16 or a list such as fp32,int8", a->precision);
     if (n_prec == 0) precisions[n_prec++] = NULL;
     mt_translate_opts opts = mt_translate_defaults();
     opts.beam = a->beam;

@@ -299,7 +299,7 @@ static int theme_named(const tui_app *a, const char *name)
 static void open_pane(tui_app *a, ui_call *call)
 {
     if (call->pane >= 0 && call->pane < a->n_panes) tui_pane_remove(a, call->pane);
-    if (tui_pane_add(a, call->text, a->default_device, a->default_int8) != 0) {
+    if (tui_pane_add(a, call->text, a->default_device, a->default_precision) != 0) {
         snprintf(call->error, sizeof call->error, "%s", mt_last_error());
         return;
     }

@@ -8,9 +8,9 @@
 
 const mtl_help_entry mtl_help[] = {
     {"mtlab.load",
-     "mtlab.load(path [, {device=\"cpu\"|\"cuda:N\", precision=\"fp32\"|\"int8\"}]) -> model",
+     "mtlab.load(path [, {device=\"cpu\"|\"cuda:N\", precision=\"fp32\"|\"int8\"|\"bf16\"}]) -> model",
      "Opens a model bundle directory (or \"apertium:MODE\", Apertium's rule-based translator) "
-     "on a device, its linear layers in fp32 or int8 (CPU only)."},
+     "on a device, its linear layers in fp32, int8 (CPU only) or bf16 (CUDA only)."},
     {"mtlab.help", "mtlab.help([name]) -> string",
      "The signature and one sentence about a function of this module; without a name, the "
      "list of all of them."},
@@ -30,8 +30,8 @@ const mtl_help_entry mtl_help[] = {
     {"model.name",
      "model.name, model.arch, model.params, model.device, model.precision, model.path, "
      "model.config",
-     "The bundle's name, architecture, parameter count, device, precision (\"fp32\" or "
-     "\"int8\"), path and config.json as a table."},
+     "The bundle's name, architecture, parameter count, device, precision (\"fp32\", "
+     "\"int8\" or \"bf16\"), path and config.json as a table."},
     {"matrix:get", "matrix:get(i, j) -> number (also matrix[i][j])",
      "One value of a probe map, 1-based."},
     {"matrix:shape", "matrix:shape() -> rows, cols", "The size of the matrix (#matrix is rows)."},

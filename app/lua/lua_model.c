@@ -35,7 +35,7 @@ typedef struct {
     mt_tokenizer *tok;
     mt_translator *peer;    /* ... or a rule-based system */
     const char *device;     /* the backend's name ("cpu", "cuda:0") */
-    const char *precision;  /* "fp32" or "int8" (mtlab/model.h) */
+    const char *precision;  /* "fp32", "int8" or "bf16" (mtlab/model.h) */
     int busy;               /* a translate or probe is running */
     int closed;             /* closed (freed once not busy) */
 } model_handle;
@@ -187,9 +187,9 @@ static int model_tostring(lua_State *L)
     char params[32] = "rules";
     if (h->model) format_params(params, sizeof params, mt_model_param_count(h->model));
     /* the precision only when it is not the default, as the workbench's pane titles do */
-    int int8 = !strcmp(h->precision, "int8");
-    lua_pushfstring(L, "<mtlab.model %s%s \xc2\xb7 %s \xc2\xb7 %s \xc2\xb7 %s>", h->name,
-                    int8 ? " \xc2\xb7 int8" : "", arch_of(h), params, h->device);
+    int other = strcmp(h->precision, "fp32") != 0;
+    lua_pushfstring(L, "<mtlab.model %s%s%s \xc2\xb7 %s \xc2\xb7 %s \xc2\xb7 %s>", h->name,
+                    other ? " \xc2\xb7 " : "", other ? h->precision : "", arch_of(h), params, h->device);
     return 1;
 }
 

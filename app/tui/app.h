@@ -40,7 +40,8 @@ typedef struct {
     int id;                 /* unique for the session: events name their pane by it */
     char *dir;              /* the bundle directory */
     char name[64];          /* its last path component */
-    int int8;               /* 1: its model's linear layers run in int8 (shown in the title) */
+    int precision;          /* its model's linear layers: runner flags (0: fp32, MT_RUNNER_INT8,
+                             * MT_RUNNER_BF16; shown in the title unless fp32) */
     char info[160];         /* "mamba, 7.52M params, cpu" once loaded */
     tui_worker *worker;
     int loaded;
@@ -121,7 +122,7 @@ typedef struct {
     tui_result_cache cache; /* finished translations by (model, mode, text) */
     int default_beam;
     const char *default_device; /* for bundles opened from the picker (NULL: cpu) */
-    int default_int8;       /* and their precision (1: int8) */
+    int default_precision;  /* and their precision (runner flags) */
     mt_text_span *ed_spans; /* entities of the whole editor text, for the underline */
     size_t n_ed_spans;
     unsigned long spans_version;
@@ -160,7 +161,7 @@ typedef struct {
 } tui_app;
 
 /* panes and requests (requests.c) */
-int tui_pane_add(tui_app *a, const char *dir, const char *device, int int8);
+int tui_pane_add(tui_app *a, const char *dir, const char *device, int precision);
 void tui_pane_remove(tui_app *a, int index);
 tui_pane *tui_pane_by_id(tui_app *a, int id);
 /* Send the editor's segments to every loaded pane (or one pane when only is not NULL): each

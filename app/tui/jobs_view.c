@@ -164,7 +164,7 @@ static void open_best(tui_app *a)
         say(a, 1, msg);
         return;
     }
-    if (tui_pane_add(a, dir, a->default_device, a->default_int8) != 0) {
+    if (tui_pane_add(a, dir, a->default_device, a->default_precision) != 0) {
         say(a, 1, mt_last_error());
         return;
     }

@@ -188,7 +188,7 @@ static void open_typed(tui_app *a)
             tui_notice(a, "%s is open already (pane %d)", dir, i + 1);
             return;
         }
-    if (tui_pane_add(a, dir, a->default_device, a->default_int8) != 0) {
+    if (tui_pane_add(a, dir, a->default_device, a->default_precision) != 0) {
         tui_notice(a, "%s", mt_last_error());
         return;
     }
@@ -229,5 +229,5 @@ void tui_picker_choose(tui_app *a)
             tui_pane_remove(a, i);
             return;
         }
-    if (tui_pane_add(a, dir, a->default_device, a->default_int8) != 0) tui_notice(a, "%s", mt_last_error());
+    if (tui_pane_add(a, dir, a->default_device, a->default_precision) != 0) tui_notice(a, "%s", mt_last_error());
 }

@@ -40,7 +40,7 @@ static void pane_clear_probe(tui_pane *p)
 /* What names the pane's weights for the result cache: the bundle's real path, the device, the
  * precision and the weights file's size and modification time (a run's best/ is rewritten as
  * it trains). */
-static char *model_key(const char *dir, const char *device, int int8)
+static char *model_key(const char *dir, const char *device, int precision)
 {
     char real[PATH_MAX], path[PATH_MAX + 32], key[2 * PATH_MAX + 96];
     struct stat st;
@@ -48,18 +48,18 @@ static char *model_key(const char *dir, const char *device, int int8)
     snprintf(path, sizeof path, "%s/model.safetensors", real);
     if (stat(path, &st) != 0) memset(&st, 0, sizeof st);
     snprintf(key, sizeof key, "%s|%s|%s|%lld|%lld.%09ld", real, device ? device : "cpu",
-             int8 ? "int8" : "fp32", (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+             mt_runner_precision_name(precision), (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
     return mt_xstrdup(key);
 }
 
-int tui_pane_add(tui_app *a, const char *dir, const char *device, int int8)
+int tui_pane_add(tui_app *a, const char *dir, const char *device, int precision)
 {
     if (a->n_panes == TUI_MAX_PANES)
         return mt_error("at most %d model panes; remove one first (F5)", TUI_MAX_PANES);
     tui_pane *p = mt_xcalloc(1, sizeof *p);
     p->id = ++a->next_pane_id;
     p->dir = mt_xstrdup(dir);
-    p->model_key = model_key(dir, device, int8);
+    p->model_key = model_key(dir, device, precision);
     mt_bundle_name(p->name, sizeof p->name, dir);
     p->beam = a->default_beam;
     p->probe_segment = -1;
@@ -67,8 +67,8 @@ int tui_pane_add(tui_app *a, const char *dir, const char *device, int int8)
     p->heat_head = -1;
     /* per row by default: every map readable at once; F12 moves to the shared raw scale */
     p->heat_norm = TUI_NORM_ROW;
-    p->int8 = int8;
-    p->worker = tui_worker_start(p->id, dir, device, int8 ? MT_RUNNER_INT8 : 0, &a->q);
+    p->precision = precision;
+    p->worker = tui_worker_start(p->id, dir, device, precision, &a->q);
     if (!p->worker) {
         free(p->model_key);
         free(p->dir);
@@ -76,8 +76,8 @@ int tui_pane_add(tui_app *a, const char *dir, const char *device, int int8)
         return -1;
     }
     a->panes[a->n_panes++] = p;
-    tui_log_add(&a->log, TUI_LOG_INFO, "loading %s on %s%s", dir, device ? device : "cpu",
-                int8 ? " in int8" : "");
+    tui_log_add(&a->log, TUI_LOG_INFO, "loading %s on %s%s%s", dir, device ? device : "cpu",
+                precision ? " in " : "", precision ? mt_runner_precision_name(precision) : "");
     a->relayout = 1;
     return 0;
 }

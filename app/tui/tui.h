@@ -11,9 +11,10 @@ typedef struct {
     const char *devices[TUI_MAX_PANES]; /* the device of each: the --device before it (NULL: cpu) */
     int n_dirs;
     const char *device;     /* the last --device given: later bundles and the picker (NULL: cpu) */
-    int int8[TUI_MAX_PANES]; /* 1: the linear layers of that pane's model in int8 (the
-                              * --precision before its -m) */
-    int precision_int8;     /* the last --precision given: later bundles and the picker */
+    int precision[TUI_MAX_PANES]; /* how the linear layers of that pane's model run (runner
+                                   * flags: 0, MT_RUNNER_INT8, MT_RUNNER_BF16; the
+                                   * --precision before its -m) */
+    int precision_flags;    /* the last --precision given: later bundles and the picker */
     const char *theme;      /* a name in themes/ or a file path; NULL: the default */
     int beam;               /* 1: greedy (default), else beam search with this many beams */
     int ascii;              /* ASCII glyphs even in a UTF-8 locale */

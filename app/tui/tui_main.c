@@ -231,7 +231,7 @@ int tui_run(const tui_options *o)
     a->zoomed = -1;
     a->default_beam = o->beam > 0 ? o->beam : 1;
     a->default_device = o->device;
-    a->default_int8 = o->precision_int8;
+    a->default_precision = o->precision_flags;
     a->ascii = o->ascii;
     a->utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
     a->empty_hint = o->empty_hint;
@@ -261,7 +261,7 @@ int tui_run(const tui_options *o)
     if (o->warning) tui_log_add(&a->log, TUI_LOG_WARN, "%s", o->warning);
     for (int i = 0; i < o->n_dirs; i++) {
         load_entity_lexicon(a, o->dirs[i]);
-        if (tui_pane_add(a, o->dirs[i], o->devices[i], o->int8[i]) != 0) tui_log_add(&a->log, TUI_LOG_ERROR, "%s", mt_last_error());
+        if (tui_pane_add(a, o->dirs[i], o->devices[i], o->precision[i]) != 0) tui_log_add(&a->log, TUI_LOG_ERROR, "%s", mt_last_error());
     }
     a->relayout = 1;
     if (o->script) tui_console_run_file(a, o->script);

@@ -7,8 +7,7 @@ void mt_linear_forward(const mt_backend *be, float *out, const float *x, const f
                        const float *bias, size_t BT, int C, int OC)
 {
     int row0;
-    const mt_qmatrix *q = be->int8_weights ? mt_qweights_find(be->int8_weights, weight, C, &row0)
-                                           : NULL;
+    const mt_qmatrix *q = be->qweights ? mt_qweights_find(be->qweights, weight, C, &row0) : NULL;
     if (q) {
         be->qlinear_forward(out, x, q, row0, bias, BT, OC);
         return;

@@ -161,11 +161,11 @@ const mt_arch *mt_arch_find_hf(const char *model_type);
 struct mt_model {
     mt_model_config cfg;
     const mt_arch *arch;
-    const mt_backend *be;   /* the backend every operation runs on: base_be, or int8_be */
+    const mt_backend *be;   /* the backend every operation runs on: base_be, or low_be */
     const mt_backend *base_be; /* the device's backend the model was made on */
     mt_precision precision;
-    mt_qweights *qweights;  /* int8 copies of the linear weights, or NULL (fp32) */
-    mt_backend int8_be;     /* base_be with int8_weights = qweights (model_precision.c) */
+    mt_qweights *qweights;  /* int8 or bf16 copies of the linear weights, or NULL (fp32) */
+    mt_backend low_be;      /* base_be with its qweights = qweights (model_precision.c) */
 
     mt_named_tensor *tensors;
     int n_tensors, cap_tensors;

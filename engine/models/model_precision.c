@@ -1,7 +1,7 @@
-/* fp32 or int8 linear layers for a model (mtlab/model.h, docs/quantization.md §3). In int8 the
- * model runs on a copy of its backend whose int8_weights lists the quantized matrices, so every
- * linear layer of every architecture (prefill and step, the output projection too) finds its
- * int8 weights through mt_linear_forward, and nothing above the layers changes. */
+/* fp32, int8 or bf16 linear layers for a model (mtlab/model.h, docs/quantization.md §3). In int8
+ * or bf16 the model runs on a copy of its backend whose qweights lists the low-precision
+ * matrices, so every linear layer of every architecture (prefill and step, the output
+ * projection too) finds them through mt_linear_forward, and nothing above the layers changes. */
 #include "models/model_internal.h"
 
 #include <string.h>
@@ -12,11 +12,15 @@ int mt_precision_parse(const char *name, mt_precision *out)
 {
     if (name && !strcmp(name, "fp32")) *out = MT_PRECISION_FP32;
     else if (name && !strcmp(name, "int8")) *out = MT_PRECISION_INT8;
-    else return mt_error("unknown precision '%s' (fp32 or int8)", name ? name : "");
+    else if (name && !strcmp(name, "bf16")) *out = MT_PRECISION_BF16;
+    else return mt_error("unknown precision '%s' (fp32, int8 or bf16)", name ? name : "");
     return 0;
 }
 
-const char *mt_precision_name(mt_precision p) { return p == MT_PRECISION_INT8 ? "int8" : "fp32"; }
+const char *mt_precision_name(mt_precision p)
+{
+    return p == MT_PRECISION_INT8 ? "int8" : p == MT_PRECISION_BF16 ? "bf16" : "fp32";
+}
 
 /* The matrices linear layers multiply by: every 2-D ".weight" that is not a token embedding,
  * and the embedding the output projection reads when it is tied to it. Norm gains are 1-D;
@@ -34,26 +38,28 @@ static int is_linear_weight(const mt_model *m, int i)
 int mt_model_set_precision(mt_model *m, mt_precision p)
 {
     if (p == m->precision) return 0;
-    if (p == MT_PRECISION_FP32) {
-        mt_qweights_free(m->qweights);
-        m->qweights = NULL;
-        m->be = m->base_be;
+    if (p != MT_PRECISION_FP32) {
+        mt_qkind kind = p == MT_PRECISION_BF16 ? MT_QMATRIX_BF16 : MT_QMATRIX_INT8;
+        mt_qweights *qw = mt_qweights_new(m->base_be);
+        for (int i = 0; i < m->n_tensors; i++) {
+            if (!is_linear_weight(m, i)) continue;
+            const mt_named_tensor *t = &m->tensors[i];
+            if (mt_qweights_add(qw, kind, m->params + t->offset, t->shape[0], t->shape[1]) != 0) {
+                mt_qweights_free(qw);
+                return mt_error_context("%s in %s", t->name, mt_precision_name(p));
+            }
+        }
+        mt_qweights_free(m->qweights); /* int8 -> bf16: the new copies first, then the old go */
+        m->qweights = qw;
+        m->low_be = *m->base_be;
+        m->low_be.qweights = qw;
+        m->be = &m->low_be;
         m->precision = p;
         return 0;
     }
-    mt_qweights *qw = mt_qweights_new(m->base_be);
-    for (int i = 0; i < m->n_tensors; i++) {
-        if (!is_linear_weight(m, i)) continue;
-        const mt_named_tensor *t = &m->tensors[i];
-        if (mt_qweights_add(qw, m->params + t->offset, t->shape[0], t->shape[1]) != 0) {
-            mt_qweights_free(qw);
-            return mt_error_context("%s in int8", t->name);
-        }
-    }
-    m->qweights = qw;
-    m->int8_be = *m->base_be;
-    m->int8_be.int8_weights = qw;
-    m->be = &m->int8_be;
+    mt_qweights_free(m->qweights);
+    m->qweights = NULL;
+    m->be = m->base_be;
     m->precision = p;
     return 0;
 }

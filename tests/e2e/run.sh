@@ -408,7 +408,7 @@ check "inspect: a config whose dtype is not the weights' is reported" dtype_disa
 bad_precision() {
     local out rc
     out=$(echo "hola" | "$bin" translate -m bundles/mamba --precision int4 2>&1); rc=$?
-    [ $rc = 1 ] && [ "$out" = "mtlab: unknown precision 'int4' (fp32 or int8)" ]
+    [ $rc = 1 ] && [ "$out" = "mtlab: unknown precision 'int4' (fp32, int8 or bf16)" ]
 }
 check "translate with an unknown precision names the ones there are" bad_precision
 

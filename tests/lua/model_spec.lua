@@ -21,7 +21,7 @@ describe("mtlab.load", function()
     local r = m:translate("Y dijo Dios: Sea la luz: y fué la luz.", {beam = 1})
     assert.matches("God", r.text)
     assert.has_error(function() mtlab.load(H.mamba, {precision = "int4"}) end,
-      "mtlab.load: unknown precision 'int4' (fp32 or int8)")
+      "mtlab.load: unknown precision 'int4' (fp32, int8 or bf16)")
   end)
 
   it("names the function and the problem for bad arguments", function()

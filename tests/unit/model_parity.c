@@ -122,6 +122,45 @@ static void check(int rc, const char *what, const mt_model_config *c, const mt_b
     if (rc != 0) fail_msg("%s %s on %s: %s", c->arch, what, be->name, mt_last_error());
 }
 
+/* Prefill, two steps, a beam reorder (rows swapped and duplicated), one more step: the largest
+ * relative difference of the logits of a against b (on the CPU) */
+static double decode_compare(mt_model *ma, mt_model *mb, const two_rows *r, const mt_model_config *c, int encdec)
+{
+    const mt_backend *be = mt_model_backend(ma), *cpu = mt_model_backend(mb);
+    double worst = 0.0;
+    mt_decode_state *sa = mt_decode_state_new(ma, 2, 24, 8), *sb = mt_decode_state_new(mb, 2, 24, 8);
+    if (!sa || !sb) fail_msg("%s decode state: %s", c->arch, mt_last_error());
+    mt_batch prompt = r->b;
+    if (encdec) prompt.T = 1;
+    else prompt.T = 6; /* row 0: 5 source ids + <sep>; row 1: 3 pads + 3 ids */
+    int32_t prompt_ids[2 * 6];
+    if (!encdec) {
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 6; j++) prompt_ids[i * 6 + j] = r->ids[i * 12 + j];
+        prompt.ids = prompt_ids;
+    }
+    float *sla = malloc(2 * V * sizeof *sla), *slb = malloc(2 * V * sizeof *slb);
+    check(mt_model_prefill(ma, sa, &prompt, sla), "prefill", c, be);
+    check(mt_model_prefill(mb, sb, &prompt, slb), "prefill", c, cpu);
+    worst = fmax(worst, rel_diff(sla, slb, 2 * V));
+    const int32_t toks[3][2] = {{7, 9}, {12, 30}, {6, 6}};
+    const int32_t rows[2] = {1, 1};
+    for (int s = 0; s < 3; s++) {
+        if (s == 2) {
+            check(mt_decode_state_reorder(sa, rows, 2), "reorder", c, be);
+            check(mt_decode_state_reorder(sb, rows, 2), "reorder", c, cpu);
+        }
+        check(mt_model_step(ma, sa, toks[s], sla), "step", c, be);
+        check(mt_model_step(mb, sb, toks[s], slb), "step", c, cpu);
+        worst = fmax(worst, rel_diff(sla, slb, 2 * V));
+    }
+    mt_decode_state_free(sa);
+    mt_decode_state_free(sb);
+
+    free(sla), free(slb);
+    return worst;
+}
+
 parity_report model_parity(const mt_backend *be, const char *preset, int exact)
 {
     parity_report rep = {0};
@@ -164,34 +203,7 @@ parity_report model_parity(const mt_backend *be, const char *preset, int exact)
     rep.params = rel_diff(pa, pb, np);
 
     /* 3. prefill, two steps, a beam reorder (rows swapped and duplicated), one more step */
-    mt_decode_state *sa = mt_decode_state_new(ma, 2, 24, 8), *sb = mt_decode_state_new(mb, 2, 24, 8);
-    if (!sa || !sb) fail_msg("%s decode state: %s", c.arch, mt_last_error());
-    mt_batch prompt = r.b;
-    if (encdec) prompt.T = 1;
-    else prompt.T = 6; /* row 0: 5 source ids + <sep>; row 1: 3 pads + 3 ids */
-    int32_t prompt_ids[2 * 6];
-    if (!encdec) {
-        for (int i = 0; i < 2; i++)
-            for (int j = 0; j < 6; j++) prompt_ids[i * 6 + j] = r.ids[i * 12 + j];
-        prompt.ids = prompt_ids;
-    }
-    float *sla = malloc(2 * V * sizeof *sla), *slb = malloc(2 * V * sizeof *slb);
-    check(mt_model_prefill(ma, sa, &prompt, sla), "prefill", &c, be);
-    check(mt_model_prefill(mb, sb, &prompt, slb), "prefill", &c, cpu);
-    rep.logits = fmax(rep.logits, rel_diff(sla, slb, 2 * V));
-    const int32_t toks[3][2] = {{7, 9}, {12, 30}, {6, 6}};
-    const int32_t rows[2] = {1, 1};
-    for (int s = 0; s < 3; s++) {
-        if (s == 2) {
-            check(mt_decode_state_reorder(sa, rows, 2), "reorder", &c, be);
-            check(mt_decode_state_reorder(sb, rows, 2), "reorder", &c, cpu);
-        }
-        check(mt_model_step(ma, sa, toks[s], sla), "step", &c, be);
-        check(mt_model_step(mb, sb, toks[s], slb), "step", &c, cpu);
-        rep.logits = fmax(rep.logits, rel_diff(sla, slb, 2 * V));
-    }
-    mt_decode_state_free(sa);
-    mt_decode_state_free(sb);
+    rep.logits = fmax(rep.logits, decode_compare(ma, mb, &r, &c, encdec));
 
     /* 4. the probes of one translation: every map of every kind the architecture has */
     {
@@ -238,8 +250,30 @@ parity_report model_parity(const mt_backend *be, const char *preset, int exact)
     print_message("%-14s on %s: logits %.3g, loss %.3g, grads %.3g, params after AdamW %.3g, "
                   "probes %.3g (max relative differences from the CPU)\n",
                   preset, be->name, rep.logits, rep.loss, rep.grads, rep.params, rep.probes);
-    free(la), free(lb), free(ga), free(gb), free(pa), free(pb), free(sla), free(slb);
+    free(la), free(lb), free(ga), free(gb), free(pa), free(pb);
     mt_model_free(ma);
     mt_model_free(mb);
     return rep;
+}
+
+double model_precision_parity(const mt_backend *be, const char *preset, mt_precision p)
+{
+    const mt_backend *cpu = mt_backend_cpu();
+    mt_model_config c;
+    tiny_model_config(&c, preset, 0.0f);
+    mt_model *ma = create_on(be, &c), *mb = create_on(cpu, &c);
+    perturb_both(ma, mb);
+    check(mt_model_set_precision(ma, p), "set_precision", &c, be);
+    int encdec = mt_model_is_encdec(mb);
+    two_rows r;
+    make_batch(&r, &c, encdec);
+    size_t nl = (size_t)r.b.B * r.b.T * V;
+    float *la = malloc(nl * sizeof *la), *lb = malloc(nl * sizeof *lb);
+    check(mt_model_forward(ma, &r.b, la), "forward", &c, be);
+    check(mt_model_forward(mb, &r.b, lb), "forward", &c, cpu);
+    double worst = fmax(rel_diff(la, lb, nl), decode_compare(ma, mb, &r, &c, encdec));
+    free(la), free(lb);
+    mt_model_free(ma);
+    mt_model_free(mb);
+    return worst;
 }

@@ -33,4 +33,8 @@ void tiny_model_perturb(float *p, size_t n, uint64_t seed);
  * Fails the cmocka test on any API error. */
 parity_report model_parity(const mt_backend *be, const char *preset, int exact);
 
+/* The same model at precision p on `be` against fp32 on the CPU: the largest relative
+ * difference of the logits of a padded batch, a prefill and decoding steps (as above). */
+double model_precision_parity(const mt_backend *be, const char *preset, mt_precision p);
+
 #endif

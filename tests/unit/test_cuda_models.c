@@ -7,6 +7,8 @@
 #include "cuda_check.h"
 #include "model_parity.h"
 
+#include "mtlab/error.h"
+
 static const char *const presets[] = {
     "transformer", "transformer++", "retnet", "mamba", "mamba-mha", "mamba-local", "mamba-encdec",
 };
@@ -53,11 +55,36 @@ static void test_models_bf16(void **state)
     cuda_or_skip(0);
 }
 
+/* precision bf16 (weights rounded to bf16 once, tensor-core products) against fp32 on the CPU;
+ * and int8, which has no CUDA kernels, refused with a message */
+static void test_models_bf16_weights(void **state)
+{
+    (void)state;
+    const mt_backend *be = cuda_or_skip(0);
+    if (!be) return;
+    const char *over = NULL;
+    for (size_t i = 0; i < sizeof presets / sizeof *presets; i++) {
+        double rel = model_precision_parity(be, presets[i], MT_PRECISION_BF16);
+        print_message("  %-13s bf16 weights: logits relative error %.3g (bound %.0e)\n", presets[i], rel, bf16.logits);
+        if (!(rel <= bf16.logits) && !over) over = presets[i];
+    }
+    if (over) fail_msg("%s (and any printed above) over the bound in precision bf16", over);
+    mt_model_config c;
+    tiny_model_config(&c, "mamba", 0.0f);
+    mt_model *m = mt_model_create(&c, be, 1);
+    assert_non_null(m);
+    assert_int_equal(mt_model_set_precision(m, MT_PRECISION_INT8), -1);
+    assert_non_null(strstr(mt_last_error(), "no int8 linear layers"));
+    assert_int_equal(mt_model_precision(m), MT_PRECISION_FP32);
+    mt_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_models_fp32),
         cmocka_unit_test(test_models_bf16),
+        cmocka_unit_test(test_models_bf16_weights),
     };
     return cmocka_run_group_tests_name("cuda_models", tests, NULL, NULL);
 }

@@ -233,6 +233,31 @@ static void test_gemm_bf16(void **state)
     report("gemm bf16 inputs, fp32 accumulate 77x130x257", rel, TOL_BF16);
 }
 
+/* precision bf16's linear layer: a row range of a bf16 weight copy, bias, against fp32 on the
+ * CPU (decoding's few rows and a prefill's many) */
+static void test_bf16_linear(void **state)
+{
+    NEED_GPU();
+    const int rows = 70, C = 136, row0 = 9, OC = 50;
+    pair w = rnd((size_t)rows * C, 1.0f), bias = rnd((size_t)OC, 1.0f);
+    mt_qmatrix q;
+    assert_int_equal(gpu->qmatrix_make(&q, MT_QMATRIX_BF16, w.d, rows, C), 0);
+    for (int bt = 1; bt <= 257; bt += 128) {
+        pair x = rnd((size_t)bt * C, 1.0f), out = poison((size_t)bt * OC);
+        cpu->gemm(0, 1, bt, OC, C, 1.0f, x.h, C, w.h + (size_t)row0 * C, C, 0.0f, out.h, OC);
+        cpu->bias_add(out.h, bias.h, (size_t)bt, OC);
+        gpu->qlinear_forward(out.d, x.d, &q, row0, bias.d, (size_t)bt, OC);
+        char what[96];
+        snprintf(what, sizeof what, "bf16 linear rows %d..%d of %dx%d, %d rows of x, bias", row0, row0 + OC, rows, C,
+                 bt);
+        report(what, diff(out), TOL_BF16);
+        drop(x), drop(out);
+    }
+    gpu->qmatrix_free(&q);
+    assert_int_equal(gpu->qmatrix_make(&q, MT_QMATRIX_INT8, w.d, rows, C), -1);
+    drop(w), drop(bias);
+}
+
 /* ---------------------------------------------------------------- elementwise */
 static void test_elementwise(void **state)
 {
@@ -411,7 +436,7 @@ typedef struct {
     int B, H, Tq, Tk, Dh, causal, window, masked, cache;
 } attn_case;
 
-static void attention_case(const attn_case *c)
+static void attention_case(const attn_case *c, double tol)
 {
     int C = c->H * c->Dh, Tmax = c->cache ? c->Tk + 5 : c->Tk;
     mt_attn_desc d = {.B = c->B, .H = c->H, .Tq = c->Tq, .Tk = c->Tk, .Dh = c->Dh,
@@ -438,10 +463,10 @@ static void attention_case(const attn_case *c)
     gpu->attention_backward(dq.d, dk.d, dv.d, datt.d, dout.d, q.d, k.d, v.d, att.d, &dd);
     e = fmax(e, fmax(diff(dq), fmax(diff(dk), diff(dv))));
     char what[120];
-    snprintf(what, sizeof what, "attention B%d H%d Tq%d Tk%d Dh%d%s%s%s%s", c->B, c->H, c->Tq, c->Tk,
+    snprintf(what, sizeof what, "attention B%d H%d Tq%d Tk%d Dh%d%s%s%s%s%s", c->B, c->H, c->Tq, c->Tk,
              c->Dh, c->causal ? " causal" : "", c->window ? " window" : "", c->masked ? " masked" : "",
-             c->cache ? " cache" : "");
-    report(what, e, TOL_FP32);
+             c->cache ? " cache" : "", tol == TOL_BF16 ? " bf16 products" : "");
+    report(what, e, tol);
     drop(q), drop(k), drop(v), drop(out), drop(att), drop(out2), drop(dout), drop(dq), drop(dk), drop(dv);
     drop(datt), mdrop(m);
 }
@@ -454,7 +479,15 @@ static void test_attention(void **state)
         {3, 2, 5, 19, 32, 0, 0, 1, 0},    {2, 4, 1, 70, 64, 1, 0, 1, 1}, {1, 8, 1, 130, 64, 1, 64, 0, 1},
         {2, 2, 129, 129, 64, 1, 0, 1, 0}, {1, 2, 3, 200, 128, 1, 0, 0, 1},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) attention_case(&cases[i]);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) attention_case(&cases[i], TOL_FP32);
+    /* the backward's products in the bf16 mode (one pointer-array batch over rows and heads) */
+    if (!(gpu = cuda_or_skip(1))) return;
+    const attn_case wide = {5, 3, 21, 40, 48, 0, 0, 1, 1};
+    const attn_case odd = {3, 2, 9, 11, 5, 1, 0, 1, 0}; /* heads 10 bytes apart in bf16 */
+    attention_case(&wide, TOL_BF16);
+    attention_case(&odd, TOL_BF16);
+    attention_case(&cases[6], TOL_BF16);
+    gpu = cuda_or_skip(0);
 }
 
 /* ---------------------------------------------------------------- retention */
@@ -651,6 +684,7 @@ int main(void)
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_gemm_rows),
         cmocka_unit_test(test_gemm_bf16),
+        cmocka_unit_test(test_bf16_linear),
         cmocka_unit_test(test_elementwise),
         cmocka_unit_test(test_rows),
         cmocka_unit_test(test_norms),

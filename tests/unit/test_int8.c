@@ -7,6 +7,7 @@
 
 #include "backend/cpu/cpu_ops.h"
 #include "mtlab/error.h"
+#include "mtlab/runner.h"
 #include "mtlab/layers.h"
 #include "mtlab/model.h"
 #include "mtlab/rng.h"
@@ -136,7 +137,7 @@ static void test_qmatrix_rows_and_sums(void **state)
     const mt_backend *be = mt_backend_cpu();
     float w[3 * 5] = {1, -2, 0.5f, 0, 0, 0, 0, 0, 0, 0, -0.25f, 0.125f, 0, 0, 0.25f};
     mt_qmatrix q;
-    assert_int_equal(be->qmatrix_make(&q, w, 3, 5), 0);
+    assert_int_equal(be->qmatrix_make(&q, MT_QMATRIX_INT8, w, 3, 5), 0);
     assert_int_equal(q.rows, 3);
     assert_int_equal(q.cols, 5);
     assert_int_equal(q.ld, 64);
@@ -170,7 +171,7 @@ static void test_qlinear_close_to_fp32(void **state)
         for (int i = 0; i < OC; i++) b[i] = mt_rng_uniform(&rng);
         mt_linear_forward(be, want, x, w, b, (size_t)BT, C, OC);
         mt_qmatrix q;
-        assert_int_equal(be->qmatrix_make(&q, w, OC, C), 0);
+        assert_int_equal(be->qmatrix_make(&q, MT_QMATRIX_INT8, w, OC, C), 0);
         be->qlinear_forward(got, x, &q, 0, b, (size_t)BT, OC);
         /* per output: |err| <= sum_k (|x_k| dw + |w_k| dx + dx dw), dx = 0.5/127 max|x| ... */
         double bound = C * (0.5 * 0.05 / 127.0 * 0.5 + 0.5 * 0.5 / 127.0 * 0.05 + 1e-6);
@@ -198,7 +199,7 @@ static void test_qlinear_same_with_every_kernel(void **state)
     for (size_t i = 0; i < (size_t)rows * C; i++) w[i] = (float)mt_rng_normal(&rng);
     for (int i = 0; i < OC; i++) b[i] = (float)mt_rng_normal(&rng);
     mt_qmatrix q;
-    assert_int_equal(mt_backend_cpu()->qmatrix_make(&q, w, rows, C), 0);
+    assert_int_equal(mt_backend_cpu()->qmatrix_make(&q, MT_QMATRIX_INT8, w, rows, C), 0);
     mt_backend_cpu_naive()->qlinear_forward(want, x, &q, row0, b, (size_t)BT, OC);
     for (size_t f = 0; f < sizeof fast_kernels / sizeof *fast_kernels; f++) {
         if (!cpu_int8_kernel_named(fast_kernels[f])) continue;
@@ -217,7 +218,7 @@ static void test_forced_kernel_must_exist(void **state)
     setenv("MTLAB_INT8_KERNEL", "avx9000", 1);
     float w[4] = {1, 2, 3, 4};
     mt_qmatrix q;
-    assert_int_equal(mt_backend_cpu()->qmatrix_make(&q, w, 2, 2), -1);
+    assert_int_equal(mt_backend_cpu()->qmatrix_make(&q, MT_QMATRIX_INT8, w, 2, 2), -1);
     assert_non_null(strstr(mt_last_error(), "MTLAB_INT8_KERNEL=avx9000: not a kernel this CPU runs (it runs: ref"));
     unsetenv("MTLAB_INT8_KERNEL");
 }
@@ -227,9 +228,9 @@ static void test_qweights_find_by_address(void **state)
     (void)state;
     float block[1000] = {0};
     mt_qweights *qw = mt_qweights_new(mt_backend_cpu());
-    assert_int_equal(mt_qweights_add(qw, block + 500, 10, 8), 0); /* out of order on purpose */
-    assert_int_equal(mt_qweights_add(qw, block + 4, 6, 4), 0);
-    assert_int_equal(mt_qweights_add(qw, block + 100, 3, 16), 0);
+    assert_int_equal(mt_qweights_add(qw, MT_QMATRIX_INT8, block + 500, 10, 8), 0); /* out of order on purpose */
+    assert_int_equal(mt_qweights_add(qw, MT_QMATRIX_INT8, block + 4, 6, 4), 0);
+    assert_int_equal(mt_qweights_add(qw, MT_QMATRIX_INT8, block + 100, 3, 16), 0);
     assert_int_equal(mt_qweights_count(qw), 3);
     int row0 = -1;
     const mt_qmatrix *q = mt_qweights_find(qw, block + 4, 4, &row0);
@@ -258,9 +259,34 @@ static void test_precision_names(void **state)
     assert_int_equal(mt_precision_parse("int8", &p), 0);
     assert_int_equal(p, MT_PRECISION_INT8);
     assert_string_equal(mt_precision_name(p), "int8");
+    assert_int_equal(mt_precision_parse("bf16", &p), 0);
+    assert_int_equal(p, MT_PRECISION_BF16);
+    assert_string_equal(mt_precision_name(p), "bf16");
+    assert_int_equal(mt_runner_precision_flags("bf16"), MT_RUNNER_BF16);
+    assert_string_equal(mt_runner_precision_name(MT_RUNNER_BF16), "bf16");
+    assert_string_equal(mt_runner_precision_name(mt_runner_precision_flags("int8")), "int8");
+    assert_string_equal(mt_runner_precision_name(0), "fp32");
     assert_int_equal(mt_precision_parse("INT8", &p), -1);
-    assert_string_equal(mt_last_error(), "unknown precision 'INT8' (fp32 or int8)");
+    assert_string_equal(mt_last_error(), "unknown precision 'INT8' (fp32, int8 or bf16)");
     assert_int_equal(mt_precision_parse(NULL, &p), -1);
+}
+
+static mt_model *create(const char *preset, uint64_t seed);
+
+/* bf16 weights are a CUDA device's: on the CPU the switch fails with a message that says so,
+ * naming the tensor, and the model keeps running in its precision (int8 here) */
+static void test_bf16_refused_on_the_cpu(void **state)
+{
+    (void)state;
+    mt_model *m = create("transformer", 5);
+    assert_int_equal(mt_model_set_precision(m, MT_PRECISION_INT8), 0);
+    size_t bytes = mt_model_int8_bytes(m);
+    assert_int_equal(mt_model_set_precision(m, MT_PRECISION_BF16), -1);
+    assert_non_null(strstr(mt_last_error(), "no bf16 linear layers"));
+    assert_non_null(strstr(mt_last_error(), "in bf16"));
+    assert_int_equal(mt_model_precision(m), MT_PRECISION_INT8);
+    assert_int_equal(mt_model_int8_bytes(m), bytes);
+    mt_model_free(m);
 }
 
 /* ---------------------------------------------------------------- whole models */
@@ -407,6 +433,7 @@ int main(void)
         cmocka_unit_test(test_forced_kernel_must_exist),
         cmocka_unit_test(test_qweights_find_by_address),
         cmocka_unit_test(test_precision_names),
+        cmocka_unit_test(test_bf16_refused_on_the_cpu),
         cmocka_unit_test(test_every_architecture_int8_close_to_fp32),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -99,9 +99,12 @@ const cpu_int8_kernel *cpu_int8_kernel_pick(void)
 
 /* ---- weights */
 
-int cpu_qmatrix_make(mt_qmatrix *q, const float *w, int rows, int cols)
+int cpu_qmatrix_make(mt_qmatrix *q, mt_qkind kind, const float *w, int rows, int cols)
 {
     memset(q, 0, sizeof *q);
+    if (kind != MT_QMATRIX_INT8)
+        return mt_error("the CPU backend has no bf16 linear layers (bf16 runs on a CUDA device; "
+                        "on the CPU use fp32 or int8)");
     if (!cpu_int8_kernel_pick()) return -1;
     q->rows = rows;
     q->cols = cols;

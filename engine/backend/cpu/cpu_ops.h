@@ -69,7 +69,7 @@ const cpu_int8_kernel *cpu_int8_kernel_pick(void);
 float cpu_int8_quantize_row(int8_t *q, const float *x, int C, int ld);
 /* C rounded up to MT_INT8_ALIGN. */
 int cpu_int8_ld(int C);
-int cpu_qmatrix_make(mt_qmatrix *q, const float *w, int rows, int cols);
+int cpu_qmatrix_make(mt_qmatrix *q, mt_qkind kind, const float *w, int rows, int cols);
 void cpu_qmatrix_free(mt_qmatrix *q);
 /* qlinear_forward with a given kernel, threaded over output tiles when threaded is 1 and the
  * product is large enough. */

@@ -136,11 +136,17 @@ typedef struct {
  * MT_INT8_ALIGN, zero past cols; sum[r] = sum_k q[r,k] (what the u8 x s8 instructions need,
  * §2). Any row range of a quantized matrix is itself one, at q + row0 * ld. */
 #define MT_INT8_ALIGN 64
+/* The other kind, bf16 (a CUDA backend's; docs/cuda.md §7): the weights rounded to bf16 once,
+ * (rows, ld = cols), multiplied in bf16 with fp32 accumulation, so that decoding reads half the
+ * bytes and runs on the tensor cores. Any row range is itself one, at bf16 + row0 * ld. */
+typedef enum { MT_QMATRIX_INT8, MT_QMATRIX_BF16 } mt_qkind;
 typedef struct {
+    mt_qkind kind;
     int rows, cols, ld;
-    int8_t *q;     /* (rows, ld) backend memory */
-    float *scale;  /* (rows) */
-    int32_t *sum;  /* (rows) */
+    int8_t *q;     /* (rows, ld) backend memory (int8) */
+    float *scale;  /* (rows) (int8) */
+    int32_t *sum;  /* (rows) (int8) */
+    uint16_t *bf16; /* (rows, ld) backend memory (bf16: the upper 16 bits of fp32, rounded) */
 } mt_qmatrix;
 
 /* A model's int8 weights, found by the address of the fp32 matrices they replace
@@ -325,21 +331,22 @@ typedef struct mt_backend {
     void (*adamw_step)(float *params, const float *grads, float *m, float *v,
                        const uint8_t *decay_mask, size_t n, const mt_adamw_hparams *h, int step);
 
-    /* ---- int8 linear layers (docs/quantization.md); all NULL on a backend without them.
-     * qmatrix_make quantizes w (rows, cols), backend memory, into q (its buffers are freed by
-     * qmatrix_free); -1 + mt_error when out of memory or when the int8 kernels cannot run.
-     * qlinear_forward: out (BT, OC) = dequant(quant(x) w[row0 .. row0+OC)^T) + bias, with
-     * x (BT, w->cols) quantized per row on the fly (§1), int32 accumulation, fp32 out; bias
-     * (OC) or NULL. */
-    int (*qmatrix_make)(mt_qmatrix *q, const float *w, int rows, int cols);
+    /* ---- int8 / bf16 linear layers (docs/quantization.md); all NULL on a backend without
+     * either. qmatrix_make makes the `kind` copy of w (rows, cols), backend memory, in q (its
+     * buffers are freed by qmatrix_free); -1 + mt_error when out of memory or when the
+     * backend has no kernels of that kind (the CPU's are int8, CUDA's bf16).
+     * qlinear_forward: out (BT, OC) = x w[row0 .. row0+OC)^T + bias in w's kind: int8 with
+     * x (BT, w->cols) quantized per row on the fly (§1) and int32 accumulation; bf16 with x
+     * rounded to bf16 and fp32 accumulation; fp32 out; bias (OC) or NULL. */
+    int (*qmatrix_make)(mt_qmatrix *q, mt_qkind kind, const float *w, int rows, int cols);
     void (*qmatrix_free)(mt_qmatrix *q);
     void (*qlinear_forward)(float *out, const float *x, const mt_qmatrix *w, int row0,
                             const float *bias, size_t BT, int OC);
 
-    /* The int8 weights that linear layers (mt_linear_forward) use in place of the fp32 ones
-     * they are passed; NULL everywhere but in the copy of its backend an int8 model runs on
-     * (mt_model_set_precision). */
-    const struct mt_qweights *int8_weights;
+    /* The int8 or bf16 weights that linear layers (mt_linear_forward) use in place of the
+     * fp32 ones they are passed; NULL everywhere but in the copy of its backend an int8 or
+     * bf16 model runs on (mt_model_set_precision). */
+    const struct mt_qweights *qweights;
 } mt_backend;
 
 /* The CPU backend: OpenBLAS sgemm and OpenMP loops. */

@@ -53,23 +53,24 @@ typedef struct {
 
 /* ---------------------------------------------------------------- linear
  * out (BT, OC) = x (BT, C) weight^T + bias; weight (OC, C) (PyTorch layout), bias (OC) or NULL.
- * On a backend with int8 weights (be->int8_weights) a weight found there runs as an int8
- * linear (be->qlinear_forward); training (backward) is always fp32. */
+ * On a backend with int8 or bf16 weights (be->qweights) a weight found there runs in that
+ * precision (be->qlinear_forward); training (backward) is always fp32. */
 void mt_linear_forward(const mt_backend *be, float *out, const float *x, const float *weight,
                        const float *bias, size_t BT, int C, int OC);
 void mt_linear_backward(const mt_backend *be, float *dx, float *dweight, float *dbias,
                         const float *dout, const float *x, const float *weight, size_t BT, int C,
                         int OC);
 
-/* ---------------------------------------------------------------- int8 weights
- * The int8 copies of a model's linear weights (docs/quantization.md §3), each registered by
+/* ---------------------------------------------------------------- int8 / bf16 weights
+ * The int8 (or bf16) copies of a model's linear weights (docs/quantization.md §3), each registered by
  * the address of its fp32 matrix (rows, cols) in the parameter block. A layer may pass a
  * pointer to a row range of a registered matrix (Mamba splits in_proj and x_proj by rows):
  * mt_qweights_find returns the matrix and the first row. */
 typedef struct mt_qweights mt_qweights;
 mt_qweights *mt_qweights_new(const mt_backend *be);
-/* Quantize w (rows, cols), backend memory, with be->qmatrix_make; -1 + mt_error on failure. */
-int mt_qweights_add(mt_qweights *qw, const float *w, int rows, int cols);
+/* The `kind` copy of w (rows, cols), backend memory, by be->qmatrix_make; -1 + mt_error on
+ * failure. */
+int mt_qweights_add(mt_qweights *qw, mt_qkind kind, const float *w, int rows, int cols);
 /* The matrix holding the rows that start at w with cols columns (*row0 its first row), or
  * NULL when w is not inside a registered matrix of that width. */
 const mt_qmatrix *mt_qweights_find(const mt_qweights *qw, const float *w, int cols, int *row0);

@@ -100,20 +100,23 @@ const char *mt_model_tokenizer_path(const mt_model *m);
 void mt_model_free(mt_model *m);
 
 /* ---------------------------------------------------------------- precision
- * How linear layers compute at inference (docs/quantization.md): fp32, or int8 weights (per
+ * How linear layers compute at inference (docs/quantization.md): fp32, int8 weights (per
  * output channel, quantized from the current parameters when the precision is set) with
- * activations quantized per row on the fly. Token embeddings stay fp32 (a lookup has no
- * products to speed up); the output projection is quantized, tied or not. Training needs
- * fp32: forward_backward on an int8 model is an error. */
-typedef enum { MT_PRECISION_FP32, MT_PRECISION_INT8 } mt_precision;
-/* "fp32" / "int8" -> *out; -1 + mt_error("unknown precision 'x' (fp32 or int8)"). */
+ * activations quantized per row on the fly, or bf16 weights (rounded once when the precision
+ * is set) with bf16 activations and fp32 sums. Token embeddings stay fp32 (a lookup has no
+ * products to speed up); the output projection is converted, tied or not. Training needs
+ * fp32: forward_backward on an int8 or bf16 model is an error. */
+typedef enum { MT_PRECISION_FP32, MT_PRECISION_INT8, MT_PRECISION_BF16 } mt_precision;
+/* "fp32" / "int8" / "bf16" -> *out; -1 + mt_error("unknown precision 'x' (fp32, int8 or
+ * bf16)"). */
 int mt_precision_parse(const char *name, mt_precision *out);
 const char *mt_precision_name(mt_precision p);
-/* Switch precision; -1 + mt_error when the backend has no int8 kernels (CUDA) or memory runs
- * out (the model keeps its previous precision). */
+/* Switch precision; -1 + mt_error when the backend has no kernels of that kind (int8: the
+ * CPU's; bf16: a CUDA device's, weights rounded to bf16 once and multiplied on its tensor
+ * cores) or memory runs out (the model keeps its previous precision). */
 int mt_model_set_precision(mt_model *m, mt_precision p);
 mt_precision mt_model_precision(const mt_model *m);
-/* Bytes held by the int8 weights (0 in fp32). */
+/* Bytes held by the int8 or bf16 weights (0 in fp32). */
 size_t mt_model_int8_bytes(const mt_model *m);
 
 /* ---------------------------------------------------------------- facts */

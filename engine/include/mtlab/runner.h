@@ -34,9 +34,13 @@ enum {
                             cannot be read fails the open: "PATH:LINE: problem") */
     MT_RUNNER_INT8 = 2,  /* run the linear layers in int8 (mt_model_set_precision; a device
                             without int8 kernels fails the open, naming it) */
+    MT_RUNNER_BF16 = 4,  /* the same in bf16 (a CUDA device's) */
 };
-/* MT_RUNNER_INT8 for "int8", 0 for "fp32" (or NULL); -1 + mt_error for anything else. */
+/* MT_RUNNER_INT8 for "int8", MT_RUNNER_BF16 for "bf16", 0 for "fp32" (or NULL); -1 +
+ * mt_error for anything else. */
 int mt_runner_precision_flags(const char *precision);
+/* "int8", "bf16" or "fp32" for such flags */
+const char *mt_runner_precision_name(int flags);
 
 /* Open the bundle directory dir on device ("cpu", "cuda", "cuda:N"; NULL: cpu). NULL with the
  * reason: the device cannot be opened (naming it), the bundle is missing a file or holds a bad
