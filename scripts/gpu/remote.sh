@@ -1,11 +1,25 @@
 #!/usr/bin/env bash
 # Runs on a lent GPU machine, from the repository root, over what scripts/gpu/pack.sh packed:
-#   scripts/gpu/remote.sh STAGE...   stages: info tests sanitize torch bench:SECTION:REPEAT tui
-#                                    train:CONFIG:SECONDS:NAME:KEY=V,... trainall:SECONDS:CONFIG,...
-# Each stage has its own time limit and writes its whole log to $OUT/STAGE.log (the device tool
-# brings $OUT back); one stage failing does not stop the next. A development tool.
+#   [CALL_LIMIT=S] scripts/gpu/remote.sh STAGE...
+# stages: info tests sanitize torch[:PRESETS] bench:SECTION:REPEAT tui
+#         train:CONFIG:SECONDS:NAME:KEY=V,...
+#         mps                              NVIDIA's multi-process service, when it runs here
+#         trainall:SECONDS:CONFIG,...      the runs side by side on the one GPU, detached (they
+#                                          outlive the call while the machine stays warm)
+#         trainwait:SECONDS                until every run of trainall has ended, or SECONDS
+#         stopall                          stops the runs (each saves a checkpoint; best/ is kept)
+#         fetch:N                          up to N ended runs' best bundles, OUT/NAME.tar.xz
+# (torch and bench stages are skipped while training runs share the GPU)
+# Each stage has its own time limit, cut to what is left of CALL_LIMIT (the device call's
+# timeout, default 600 s, less a margin to pack the logs); a stage with under 10 s left is
+# skipped. Every stage's whole log goes into OUT/logs.tar.xz at the end (the device tool brings
+# back 8 files: the logs and 7 bundles), its tail to stdout. A development tool.
 set -u
+T0=$(date +%s)
+CALL_LIMIT=${CALL_LIMIT:-600}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+LOGS=/tmp/mtlogs; mkdir -p "$LOGS"
+RUNS=/tmp/trainall; mkdir -p "$RUNS"
 P=/tmp/mtpack
 if [ ! -d $P/bin ]; then mkdir -p $P && tar -xJf .dev/pack.tar.xz -C $P || exit 1; fi
 cudalib=
@@ -15,20 +29,39 @@ for f in /usr/local/cuda/lib64/libcublas.so.13 /usr/local/cuda*/lib64/libcublas.
 done
 export LD_LIBRARY_PATH=$P/lib:${cudalib:-/usr/local/cuda/lib64}:$P/fallback
 export PATH=$P/bin:$PATH TERM=${TERM:-xterm-256color} TERMINFO_DIRS=$P/terminfo:/usr/share/terminfo:/lib/terminfo
+# MPS clients find the daemon through this folder (set for every call: runs outlive calls)
+[ -s $RUNS/mps ] && export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
 # the packed binaries, where no build of this checkout is (a local try-out keeps its own)
 [ -e mtlab ] || ln -s $P/bin/mtlab mtlab
 for t in $P/bin/test_*; do [ -e "build/rel/tests/${t##*/}" ] || { mkdir -p build/rel/tests && cp "$t" build/rel/tests/; }; done
 [ -d data/bible ] || { [ -d $P/data ] && mkdir -p data && cp -r $P/data/bible data/; }
 [ -d $P/models ] && mkdir -p models && cp -rn $P/models/* models/
+
+left() { echo $(( CALL_LIMIT - 20 - ($(date +%s) - T0) )); }
+pack_logs() { tar -C "$LOGS" -cJf "$OUT/logs.tar.xz" . 2>/dev/null; }
+trap pack_logs EXIT
+
 stage() { # name limit command...
   local name=$1 limit=$2; shift 2
+  local l; l=$(left)
+  [ "$l" -lt "$limit" ] && limit=$l
+  if [ "$limit" -lt 10 ]; then echo "== $name skipped: $l s left of the call"; return; fi
   local t0=$(date +%s)
   echo "== $name (limit ${limit}s)"
-  timeout -k 5 "$limit" stdbuf -oL -eL "$@" >"$OUT/$name.log" 2>&1
+  timeout -k 5 "$limit" stdbuf -oL -eL "$@" >"$LOGS/$name.log" 2>&1
   local rc=$?
   echo "== $name rc $rc in $(( $(date +%s) - t0 ))s"
-  tail -n "${TAILN:-25}" "$OUT/$name.log"
+  tail -n "${TAILN:-25}" "$LOGS/$name.log"
 }
+
+running() { # the trainall runs still alive
+  local n=0
+  for f in $RUNS/*.pid; do [ -e "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && n=$((n + 1)); done
+  echo $n
+}
+
+progress() { for f in $RUNS/*.log; do [ -e "$f" ] && echo "$(basename "$f" .log): $(grep -a 'step' "$f" | tail -n 1)"; done; }
+
 for s in "$@"; do
   case "$s" in
     info) stage info 30 bash -c 'nvidia-smi; nvcc --version | tail -1; echo cudalib='"$cudalib"';
@@ -36,26 +69,58 @@ for s in "$@"; do
     tests) for t in test_device test_cuda_ops test_cuda_models; do
              MTLAB_REQUIRE_CUDA=1 stage "$t" 240 build/rel/tests/$t; done ;;
     sanitize) stage sanitize 200 compute-sanitizer --print-limit 20 build/rel/tests/test_cuda_ops ;;
-    torch) stage torch 180 python3 -u tests/bench/torch_train.py --out "$OUT/torch_train.json" ;;
+    torch*|bench:*) [ "$(running)" -gt 0 ] && { echo "== $s skipped: $(running) training runs share the GPU"; continue; } ;;&
+    torch|torch:*) pre=${s#torch}; pre=${pre#:}
+           stage torch 180 python3 -u tests/bench/torch_train.py --out "$LOGS/torch_train.json" ${pre:+--presets "$pre"} ;;
     bench:*) IFS=: read -r _ only rep <<<"$s"; j=()   # bench:kernels:3 (the torch JSON from an earlier call: .dev/)
-           for f in "$OUT/torch_train.json" .dev/torch_train.json; do [ -s "$f" ] && { j=(--torch-json "$f"); break; }; done
+           for f in "$LOGS/torch_train.json" .dev/torch_train.json; do [ -s "$f" ] && { j=(--torch-json "$f"); break; }; done
            stage "bench-$only" 300 ./mtlab bench --device cuda:0 --only "$only" --repeat "$rep" "${j[@]}" ;;
-    tui) stage tui 120 scripts/gpu/panes.sh "$OUT" ;;
+    tui) stage tui 120 scripts/gpu/panes.sh "$LOGS" ;;
     train:*) IFS=: read -r _ cfg secs name kv <<<"$s"   # train:CONFIG:SECONDS:NAME:KEY=V,KEY=V
              stage "train-$name" "$secs" ./mtlab train "$cfg" device=cuda name="$name" ${kv//,/ }
-             cp "runs/$name/log.jsonl" "$OUT/train-$name.jsonl" 2>/dev/null ;;
-    trainall:*) # trainall:SECONDS:CONFIG,CONFIG,...: the runs side by side on the one GPU; their
-                # logs as OUT/trainall-logs.tar.xz, each run's best bundle as OUT/NAME.tar.xz
-                # ($OUT brings back 8 files: at most 6 bundles beside the logs and this stage's own)
-      IFS=: read -r _ secs cfgs <<<"$s"; pids=(); mkdir -p /tmp/trainall
+             cp "runs/$name/log.jsonl" "$LOGS/train-$name.jsonl" 2>/dev/null ;;
+    mps) # the runs' kernels side by side instead of time-sliced; kept only if a client can start
+      mkdir -p /tmp/mps /tmp/mps-log
+      if CUDA_MPS_PIPE_DIRECTORY=/tmp/mps CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log nvidia-cuda-mps-control -d 2>"$LOGS/mps.log" &&
+         CUDA_MPS_PIPE_DIRECTORY=/tmp/mps timeout 30 ./mtlab devices >>"$LOGS/mps.log" 2>&1; then
+        echo 1 >$RUNS/mps; export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
+        echo "== mps: running"
+      else
+        echo quit | CUDA_MPS_PIPE_DIRECTORY=/tmp/mps nvidia-cuda-mps-control 2>/dev/null
+        echo "== mps: not available (time-sliced runs):"; tail -n 5 "$LOGS/mps.log"
+      fi ;;
+    trainall:*) IFS=: read -r _ secs cfgs <<<"$s"   # extra keys for every run: TRAIN_KV="bf16=true"
       for cfg in ${cfgs//,/ }; do
-        timeout -k 10 "$secs" ./mtlab train "$cfg" device=cuda bf16=true >"/tmp/trainall/$(basename "$cfg" .lua).log" 2>&1 &
-        pids+=($!)
+        n=$(basename "$cfg" .lua)
+        OMP_NUM_THREADS=1 setsid nohup timeout -k 20 "$secs" ./mtlab train "$cfg" device=cuda ${TRAIN_KV:-} \
+          >"$RUNS/$n.log" 2>&1 </dev/null &
+        echo $! >"$RUNS/$n.pid"
       done
-      wait "${pids[@]}"
-      for f in /tmp/trainall/*.log; do echo "== $f"; tail -n 4 "$f"; done | tee "$OUT/trainall.log"
-      tar -cJf "$OUT/trainall-logs.tar.xz" /tmp/trainall runs/*/log.jsonl 2>/dev/null
-      for d in runs/*/best; do n=$(basename "$(dirname "$d")"); tar -C "runs/$n" -cJf "$OUT/$n.tar.xz" best; done ;;
+      echo "== trainall: $(running) runs started, each stopped after ${secs}s" ;;
+    trainwait:*) secs=${s#trainwait:}; t0=$(date +%s)
+      while [ "$(running)" -gt 0 ] && [ $(( $(date +%s) - t0 )) -lt "$secs" ] && [ "$(left)" -gt 60 ]; do
+        sleep 15; [ $(( ($(date +%s) - t0) % 60 )) -lt 15 ] && { echo "-- $(( $(date +%s) - T0 ))s: $(running) running"; progress | cut -c1-150; }
+      done
+      echo "== trainwait: $(running) still running after $(( $(date +%s) - t0 ))s"; progress | cut -c1-200
+      if [ "$(running)" -eq 0 ] && [ -s $RUNS/mps ]; then
+        echo quit | nvidia-cuda-mps-control; rm -f $RUNS/mps; unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+      fi ;;
+    stopall) for f in $RUNS/*.pid; do kill -TERM "$(cat "$f")" 2>/dev/null; done   # each saves a checkpoint
+      t0=$(date +%s); while [ "$(running)" -gt 0 ] && [ $(( $(date +%s) - t0 )) -lt 60 ]; do sleep 2; done
+      echo "== stopall: $(running) still running"; progress | cut -c1-200 ;;
+    fetch:*) max=${s#fetch:}; k=0
+      mkdir -p "$LOGS/runs"; cp $RUNS/*.log "$LOGS/runs/" 2>/dev/null
+      for d in runs/*/; do n=$(basename "$d"); cp "$d/log.jsonl" "$LOGS/runs/$n.jsonl" 2>/dev/null; done
+      for pidf in $RUNS/*.pid; do
+        n=$(basename "$pidf" .pid); kill -0 "$(cat "$pidf")" 2>/dev/null && continue
+        run=$n-10k   # the retraining configs name their runs so (scripts/train/budget.lua)
+        [ -n "$run" ] && [ -d "runs/$run/best" ] && [ ! -e "$RUNS/$run.fetched" ] || continue
+        [ "$k" -ge "$max" ] && break
+        # OUT's names may hold letters, digits, '.', '_' and '-' only: transformer++ comes back as transformerpp
+        tar -C "runs/$run" -cf - best | xz -T0 -6 >"$OUT/${run//+/p}.tar.xz" && touch "$RUNS/$run.fetched" && k=$((k + 1))
+      done
+      echo "== fetch: $k bundles ($(ls $RUNS/*.fetched 2>/dev/null | wc -l) of $(ls $RUNS/*.pid 2>/dev/null | wc -l) fetched so far)"
+      ls -la "$OUT" ;;
     *) echo "remote.sh: unknown stage '$s'" ;;
   esac
 done
