@@ -74,6 +74,12 @@ int mt_train_config_check(const mt_train_config *cfg)
         return mt_error("train config: name_substitution must be in [0, 1], got %g", cfg->name_substitution);
     if (cfg->name_substitution > 0 && file_readable("gazetteer", cfg->gazetteer))
         return mt_error_context("train config: name_substitution = %g needs a gazetteer", cfg->name_substitution);
+    if (cfg->init_step < 0 || cfg->init_step >= cfg->max_steps)
+        return mt_error("train config: init_step must be in 0 .. max_steps - 1 (%ld), got %ld", cfg->max_steps - 1,
+                        cfg->init_step);
+    if (cfg->init[0] && file_readable("init", cfg->init)) return -1;
+    if (cfg->init_step > 0 && !cfg->init[0])
+        return mt_error("train config: init_step = %ld needs init (the bundle to start from)", cfg->init_step);
     if (cfg->log_every < 1) return mt_error("train config: log_every must be >= 1");
     if (cfg->valid_every < 0 || cfg->save_every < 0 || cfg->valid_bleu_lines < 0)
         return mt_error("train config: valid_every, save_every and valid_bleu_lines must be >= 0");
@@ -166,6 +172,53 @@ static int valid_loss(mt_model *m, const mt_train_config *cfg, const mt_corpus *
     return rc;
 }
 
+/* The config's model with the weights of the bundle cfg->init: the same architecture, the same
+ * tensors by name and shape, and the same head count and window (which shape no tensor but
+ * change what the weights mean); dropout and the initialisers' settings are the config's own. */
+static mt_model *model_from_init(const mt_train_config *cfg, const mt_backend *be)
+{
+    mt_model *b = mt_model_load(cfg->init, be, 0);
+    if (!b) {
+        mt_error_context("train config: init = \"%s\"", cfg->init);
+        return NULL;
+    }
+    const mt_model_config *x = mt_model_get_config(b), *c = &cfg->model;
+    mt_model *m = NULL;
+    if (strcmp(x->arch, c->arch) != 0) {
+        mt_error("train config: init = \"%s\" is a %s model, the config's is %s", cfg->init, x->arch, c->arch);
+    } else if (strcmp(c->arch, "mamba") != 0 && x->n_heads != c->n_heads) {
+        mt_error("train config: init = \"%s\" has %d heads, the config's model %d", cfg->init, x->n_heads, c->n_heads);
+    } else if (!strcmp(c->arch, "mamba-local") && x->window != c->window) {
+        mt_error("train config: init = \"%s\" has window %d, the config's model %d", cfg->init, x->window, c->window);
+    } else if ((m = mt_model_create(c, be, cfg->seed)) != NULL) {
+        int n = mt_model_tensor_count(m), bad = n != mt_model_tensor_count(b);
+        for (int i = 0; i < n && !bad; i++) {
+            mt_model_tensor_info t, u;
+            mt_model_tensor(m, i, &t);
+            int j = mt_model_find_tensor(b, t.name);
+            if (j < 0 || (mt_model_tensor(b, j, &u), u.ndim != t.ndim || u.numel != t.numel ||
+                          memcmp(u.shape, t.shape, (size_t)t.ndim * sizeof *t.shape) != 0)) {
+                mt_error("train config: init = \"%s\": %s %s (its config differs from the run's: "
+                         "d_model, layers, ffn_dim or vocabulary)",
+                         cfg->init, t.name, j < 0 ? "is missing" : "has another shape");
+                bad = 1;
+            }
+        }
+        if (!bad && mt_model_param_block_size(b) != mt_model_param_block_size(m)) {
+            mt_error("train config: init = \"%s\" holds other tensors than the config's model", cfg->init);
+            bad = 1;
+        }
+        if (bad) {
+            mt_model_free(m);
+            m = NULL;
+        } else {
+            be->copy(mt_model_params(m), mt_model_params(b), mt_model_param_block_size(m) * sizeof(float));
+        }
+    }
+    mt_model_free(b);
+    return m;
+}
+
 int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *hooks)
 {
     if (mt_train_config_check(cfg) != 0) return -1;
@@ -213,9 +266,11 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
             mt_error("%s already holds a checkpoint: resume it (--resume) or choose another name", cfg->run_dir);
             goto out;
         }
-        m = mt_model_create(&cfg->model, be, cfg->seed);
+        m = cfg->init[0] ? model_from_init(cfg, be) : mt_model_create(&cfg->model, be, cfg->seed);
         if (!m) goto out;
         st.best_bleu = -1;
+        st.step = cfg->init_step;
+        if (cfg->init[0]) say(hooks, "weights from %s, counting on from step %ld", cfg->init, cfg->init_step);
     }
     say(hooks, "model: %s, %zu parameters", cfg->model.arch, mt_model_param_count(m));
     if (log_open(&lf, cfg, resume) != 0) goto out;

@@ -22,6 +22,7 @@ for b in $bins "$(command -v tmux)"; do ldd "$b" | awk '/=>/ {print $3}'; done |
 mkdir -p .dev/stage/terminfo/s && cp /lib/terminfo/s/screen-256color /lib/terminfo/s/screen .dev/stage/terminfo/s/
 if [ -s data/bible/train.es ]; then mkdir -p .dev/stage/data && cp -r data/bible .dev/stage/data/; fi
 for m in "$@"; do mkdir -p .dev/stage/models && cp -r "models/$m" .dev/stage/models/; done
+[ $# -gt 0 ] && cp models/provenance.tsv .dev/stage/models/   # the steps a TRAIN_INIT run goes on from
 tar -C .dev/stage -cJf .dev/pack.tar.xz . && rm -rf .dev/stage
 ls -la .dev/pack.tar.xz
 # what a device call would carry: tracked files plus this pack (the limit is 64 MiB)

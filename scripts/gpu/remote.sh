@@ -91,8 +91,12 @@ for s in "$@"; do
       fi ;;
     trainall:*) IFS=: read -r _ secs cfgs <<<"$s"   # extra keys for every run: TRAIN_KV="bf16=true"
       for cfg in ${cfgs//,/ }; do
-        n=$(basename "$cfg" .lua)
-        OMP_NUM_THREADS=1 setsid nohup timeout -k 20 "$secs" ./mtlab train "$cfg" device=cuda ${TRAIN_KV:-} \
+        n=$(basename "$cfg" .lua) init=()
+        if [ -n "${TRAIN_INIT:-}" ]; then   # go on from the bundle TRAIN_INIT/NAME at its step (models/provenance.tsv)
+          st=$(awk -F'\t' -v r="$n" '$2 == r {print $3}' "$TRAIN_INIT/provenance.tsv")
+          [ -n "$st" ] && [ -s "$TRAIN_INIT/$n/config.json" ] && init=(init="$TRAIN_INIT/$n" init_step="$st")
+        fi
+        OMP_NUM_THREADS=1 setsid nohup timeout -k 20 "$secs" ./mtlab train "$cfg" device=cuda ${TRAIN_KV:-} "${init[@]}" \
           >"$RUNS/$n.log" 2>&1 </dev/null &
         echo $! >"$RUNS/$n.pid"
       done

@@ -317,6 +317,64 @@ static void test_resume_is_exact_transformer(void **state)
     check_resume_exact("transformer", 0);
 }
 
+/* A run started from another's bundle (init, init_step): the weights are the bundle's, the steps
+ * and the learning-rate schedule go on from init_step, and a bundle of another shape is refused
+ * naming the size that differs. */
+static void test_init_from_a_bundle(void **state)
+{
+    (void)state;
+    mt_train_config a, b;
+    tiny_config(&a, "mamba", "init-source", 3);
+    assert_int_equal(mt_train_run(&a, 0, NULL), 0);
+
+    tiny_config(&b, "mamba", "init-continued", 4);
+    snprintf(b.init, sizeof b.init, "%s/checkpoint", a.run_dir);
+    b.init_step = 3;
+    b.lr = 1e-9; /* one step that moves nothing measurable: the weights stay the bundle's */
+    b.weight_decay = 0;
+    if (mt_train_run(&b, 0, NULL) != 0) fail_msg("%s", mt_last_error());
+    char path[700];
+    snprintf(path, sizeof path, "%s/log.jsonl", b.run_dir);
+    char *log = test_read_file(path, NULL);
+    assert_non_null(log);
+    assert_non_null(strstr(log, "\"step\":4,")); /* the one step it ran is step 4 */
+    assert_null(strstr(log, "\"step\":1,"));
+    free(log);
+    char da[700], db[700];
+    snprintf(da, sizeof da, "%s/checkpoint", a.run_dir);
+    snprintf(db, sizeof db, "%s/checkpoint", b.run_dir);
+    mt_model *ma = mt_model_load(da, mt_backend_cpu(), 0), *mb = mt_model_load(db, mt_backend_cpu(), 0);
+    assert_non_null(ma);
+    assert_non_null(mb);
+    size_t n = mt_model_param_block_size(ma);
+    assert_int_equal(n, mt_model_param_block_size(mb));
+    const float *pa = mt_model_params(ma), *pb = mt_model_params(mb);
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)pa[i] - pb[i]));
+    assert_true(worst < 1e-6);
+    mt_model_free(ma);
+    mt_model_free(mb);
+
+    mt_train_config c;
+    tiny_config(&c, "mamba", "init-wrong-size", 4);
+    snprintf(c.init, sizeof c.init, "%s/checkpoint", a.run_dir);
+    c.model.d_model = 32;
+    assert_int_equal(mt_train_run(&c, 0, NULL), -1);
+    assert_non_null(strstr(mt_last_error(), "has another shape"));
+    tiny_config(&c, "transformer", "init-wrong-arch", 4);
+    snprintf(c.init, sizeof c.init, "%s/checkpoint", a.run_dir);
+    assert_int_equal(mt_train_run(&c, 0, NULL), -1);
+    assert_non_null(strstr(mt_last_error(), "is a mamba model, the config's is transformer"));
+    tiny_config(&c, "mamba", "init-no-bundle", 4);
+    c.init_step = 2;
+    assert_int_equal(mt_train_run(&c, 0, NULL), -1);
+    assert_non_null(strstr(mt_last_error(), "init_step = 2 needs init"));
+    snprintf(c.init, sizeof c.init, "%s/checkpoint", a.run_dir);
+    c.init_step = 4;
+    assert_int_equal(mt_train_run(&c, 0, NULL), -1);
+    assert_non_null(strstr(mt_last_error(), "init_step must be in 0 .. max_steps - 1"));
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -346,6 +404,7 @@ int main(void)
         cmocka_unit_test(test_resume_is_exact_transformer),
         cmocka_unit_test(test_resume_is_exact_with_names),
         cmocka_unit_test(test_name_substitution_config),
+        cmocka_unit_test(test_init_from_a_bundle),
     };
     return cmocka_run_group_tests_name("train", tests, setup, teardown);
 }

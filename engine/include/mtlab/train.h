@@ -45,6 +45,10 @@ typedef struct {
     float label_smoothing;
     long max_steps;          /* stop after this many optimiser steps */
     uint64_t seed;
+    char init[512];          /* a bundle whose weights a new run starts from (its architecture
+                              * and sizes must be the config's), or "": fresh weights */
+    long init_step;          /* with init: the step the run counts on from (the learning-rate
+                              * schedule's position); AdamW's moments start at zero */
 
     /* bookkeeping */
     int log_every;           /* steps between log lines */
