@@ -41,7 +41,7 @@ import sys
 import time
 
 PACKAGES = [("ctranslate2", "ctranslate2"), ("transformers", "transformers"),
-            ("torch", "torch"), ("safetensors", "safetensors")]
+            ("torch", "torch"), ("safetensors", "safetensors"), ("sentencepiece", "sentencepiece")]
 FIRST_WORD_ID = 5  # ids below frame prompts: <pad> <eos> <sep> <bos> <unk>
 SOURCES_PER_BATCH = {1: 8, 16: 32}  # sources decoded per pass, by batch size
 MODELS = {  # name: (preset, what models/ calls it, config model_type)
@@ -70,6 +70,32 @@ def write_ids(path, vocab, n, length, seed):
     with open(path, "w") as f:
         for s in sources:
             f.write(" ".join(map(str, s)) + "\n")
+
+
+# The check's sources: sentences in the corpus's style (written for this file), so that a model
+# trained on it picks its first word with a margin and a quantized peer that rounds its weights
+# otherwise must still pick it as mtlab does. (Random ids, the speed runs' sources, leave a
+# trained model torn between several first words; int8 rounding then flips some of them.)
+CHECK_SENTENCES = [
+    "Y dijo Dios a Moisés que subiera al monte con los ancianos del pueblo.",
+    "Entonces el rey mandó llamar a todos los sabios de la ciudad para que le dijeran el sueño.",
+    "Y los hijos de Israel salieron de la tierra de Egipto con sus ganados y sus tiendas.",
+    "Bienaventurados los que oyen la palabra y la guardan en su corazón todos los días.",
+    "Y Jesús les respondió diciendo: Id y decid a Juan lo que habéis visto y oído.",
+    "Y el pueblo se levantó de mañana y ofreció holocaustos sobre el altar del Señor.",
+    "Porque la ley fue dada por medio de Moisés, mas la gracia vino después de él.",
+    "Y Pablo, después de haber estado allí algún tiempo, partió para Antioquía con Bernabé.",
+]
+
+
+def write_sentence_ids(path, bundle, n, seed):
+    """n of CHECK_SENTENCES (rotated by seed) in the bundle's own pieces, each cut to the
+    shortest one's length, so that every batch is rectangular as the random sources are."""
+    import sentencepiece as spm
+    sp = spm.SentencePieceProcessor(model_file=os.path.join(bundle, "tokenizer.model"))
+    rows = [sp.encode(CHECK_SENTENCES[(seed + i) % len(CHECK_SENTENCES)]) for i in range(n)]
+    length = min(len(r) for r in rows)
+    write_tokens(path, [r[:length] for r in rows])
 
 
 def read_ids(path):
@@ -409,23 +435,31 @@ def agreement(want, got):
     firsts = [first_difference(w, g) for w, g in zip(want, got)]
     diverged = [k for k in firsts if k is not None]
     return (f"{same} of {len(want)} sentences x {len(want[0])} tokens equal"
-            + (f", the others from token {min(diverged) + 1} on" if diverged else ""))
+            + (f", the others from token {min(diverged) + 1} on" if diverged else "")
+            + (f" ({sum(1 for k in firsts if k != 0)} of {len(want)} first tokens equal)" if 0 in firsts else ""))
 
 
 def compare_tokens(want, got, quantized):
     """None when got decodes as mtlab does, else what differs. Exact for fp32; a quantized
     model rounds its weights differently from mtlab's, so its greedy path may leave mtlab's
-    once two candidates are close: it must still pick every sentence's first token as mtlab
-    does (a peer running another model, or another prompt, differs there)."""
+    wherever two candidates are close, the first word too (a sentence that may or may not start
+    with "And"): it must pick the first token as mtlab does in at least three sentences of four
+    (a peer running another model, or another prompt, agrees on next to none)."""
     if len(got) != len(want):
         return f"{len(got)} sentences, mtlab decoded {len(want)}"
-    for i, (w, g) in enumerate(zip(want, got)):
-        k = first_difference(w, g)
-        if k is None or (quantized and k > 0):
-            continue
-        return (f"sentence {i + 1} of {len(want)} differs from mtlab at token {k + 1}\n"
-                f"    mtlab: {' '.join(map(str, w[:k + 3]))}\n"
-                f"    peer:  {' '.join(map(str, g[:k + 3]))}")
+    firsts = [first_difference(w, g) for w, g in zip(want, got)]
+    if quantized:
+        if 4 * sum(1 for k in firsts if k != 0) >= 3 * len(want):
+            return None
+        i = next(i for i, k in enumerate(firsts) if k == 0)
+        return (f"{sum(1 for k in firsts if k == 0)} of {len(want)} sentences start with another "
+                f"token than mtlab's, e.g. sentence {i + 1}\n"
+                f"    mtlab: {' '.join(map(str, want[i][:3]))}\n    peer:  {' '.join(map(str, got[i][:3]))}")
+    for i, (w, g, k) in enumerate(zip(want, got, firsts)):
+        if k is not None:
+            return (f"sentence {i + 1} of {len(want)} differs from mtlab at token {k + 1}\n"
+                    f"    mtlab: {' '.join(map(str, w[:k + 3]))}\n"
+                    f"    peer:  {' '.join(map(str, g[:k + 3]))}")
     return None
 
 
@@ -440,7 +474,7 @@ def check(a):
             sys.exit(f"test-peers: {origin}")
         for batch in (1, 4):
             ids = os.path.join(a.work, f"check-{model}-b{batch}.ids")
-            write_ids(ids, cfgs[model]["vocab_size"], 8, a.src_len, seed=100 + batch)
+            write_sentence_ids(ids, bundle, 8, seed=batch)
             want_path = os.path.join(a.work, f"check-{model}-b{batch}.mtlab")
             run_setting(Setting(model, "mtlab", "fp32", 1, batch), a, bundle, ids, None,
                         want_path)
