@@ -24,6 +24,12 @@ describe("mtlab.load", function()
       "mtlab.load: unknown precision 'int4' (fp32, int8 or bf16)")
   end)
 
+  it("refuses bf16 on the CPU, saying where it runs", function()
+    local ok, err = pcall(mtlab.load, H.mamba, {precision = "bf16"})
+    assert.is_false(ok)
+    assert.matches("no bf16 linear layers %(bf16 runs on a CUDA device; on the CPU use fp32 or int8%)", err)
+  end)
+
   it("names the function and the problem for bad arguments", function()
     assert.has_error(function() mtlab.load("no/such/dir") end,
       "mtlab.load: no model bundle at 'no/such/dir' (not a directory)")
