@@ -367,6 +367,20 @@ int8_pane_titled() {
 }
 check "a pane opened with --precision int8 says int8 in its title, the other does not" int8_pane_titled
 T kill-session -t e2e-int8
+# bf16 is a CUDA precision: on the CPU its pane says why it did not load, the next pane loads
+T new-session -d -s e2e-bf16 -x 120 -y 24 "$bin tui --precision bf16 -m bundles/mamba --precision fp32 -m bundles/mamba"
+bf16_pane_refused() {
+    local deadline=$(( $(date +%s) + 20 )) screen
+    until T capture-pane -p -t e2e-bf16 | grep -q 'waiting for text in the editor'; do
+        [ "$(date +%s)" -lt $deadline ] || { T capture-pane -p -t e2e-bf16 | sed 's/^/      | /'; return 1; }
+        sleep 0.05
+    done
+    screen=$(T capture-pane -p -t e2e-bf16)
+    grep -q 'mamba · bf16' <<<"$screen" && grep -q 'no bf16 linear layers' <<<"$screen" &&
+        grep -q 'not loaded' <<<"$screen"
+}
+check "a pane opened with --precision bf16 on the CPU says why it did not load" bf16_pane_refused
+T kill-session -t e2e-bf16
 
 # a bundle that does not load searches nothing: its title names no greedy or beam
 T new-session -d -s e2e-bad -x 100 -y 20 "$bin tui -m no-such-bundle -m bundles/mamba"
