@@ -230,7 +230,8 @@ void cu_gemm_bh(int trans_a, int trans_b, int m, int n, int k, float alpha, cons
         return;
     }
     if (k <= 0) { // only C scales: per grid row
-        for (int i = 0; i < B; i++) gemm_strided(0, 0, m, n, 0, alpha, a, lda, 0, b, ldb, 0, beta, c + i * c_bs, ldc, c_hs, H);
+        for (int i = 0; i < B; i++)
+            gemm_strided(0, 0, m, n, 0, alpha, a, lda, 0, b, ldb, 0, beta, c + i * c_bs, ldc, c_hs, H);
         return;
     }
     size_t cells = (size_t)B * H;

@@ -48,7 +48,8 @@ static char *model_key(const char *dir, const char *device, int precision)
     snprintf(path, sizeof path, "%s/model.safetensors", real);
     if (stat(path, &st) != 0) memset(&st, 0, sizeof st);
     snprintf(key, sizeof key, "%s|%s|%s|%lld|%lld.%09ld", real, device ? device : "cpu",
-             mt_runner_precision_name(precision), (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+             mt_runner_precision_name(precision), (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+             st.st_mtim.tv_nsec);
     return mt_xstrdup(key);
 }
 
