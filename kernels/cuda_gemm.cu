@@ -35,6 +35,14 @@ static __nv_bfloat16 *bf16_copy(const float *src, size_t n)
     return d;
 }
 
+// The bf16 copy of a product's operand op(X) (rows, cols), stored at ld, in the fp32 layout (same
+// strides): everything from x to `last` elements past it (where its last batch entry starts)
+// plus that entry's span.
+static __nv_bfloat16 *bf16_operand(const float *x, size_t last, int trans, int rows, int cols, int ld)
+{
+    return bf16_copy(x, last + span(trans ? cols : rows, trans ? rows : cols, ld));
+}
+
 // ---------------------------------------------------------------- few rows: x W^T
 // Decoding multiplies a handful of rows (one per sentence of the batch) by each weight matrix:
 // C (m, n) = alpha x (m, k) W^T + beta C with W (n, k) row-major, m <= ROWS_MAX. The work is
@@ -174,9 +182,8 @@ static void gemm_strided(int trans_a, int trans_b, int m, int n, int k, float al
         return;
     }
     // the bf16 copies keep the fp32 layout (same strides), so one conversion per operand
-    size_t na = (size_t)(batch - 1) * stride_a + span(trans_a ? k : m, trans_a ? m : k, lda);
-    size_t nb = (size_t)(batch - 1) * stride_b + span(trans_b ? n : k, trans_b ? k : n, ldb);
-    __nv_bfloat16 *a16 = bf16_copy(a, na), *b16 = bf16_copy(b, nb);
+    __nv_bfloat16 *a16 = bf16_operand(a, (size_t)(batch - 1) * stride_a, trans_a, m, k, lda);
+    __nv_bfloat16 *b16 = bf16_operand(b, (size_t)(batch - 1) * stride_b, trans_b, k, n, ldb);
     if (a16 && b16)
         cu_check_blas(cublasGemmStridedBatchedEx(cu_blas(), tb, ta, n, m, k, &alpha, b16, CUDA_R_16BF, ldb,
                                                  (long long)stride_b, a16, CUDA_R_16BF, lda, (long long)stride_a,
@@ -250,9 +257,8 @@ void cu_gemm_bh(int trans_a, int trans_b, int m, int n, int k, float alpha, cons
                       "cublasSgemmBatched");
     } else {
         // bf16 copies of the whole strided operands, in the fp32 layout
-        size_t na = (size_t)(B - 1) * a_bs + (size_t)(H - 1) * a_hs + span(trans_a ? k : m, trans_a ? m : k, lda);
-        size_t nb = (size_t)(B - 1) * b_bs + (size_t)(H - 1) * b_hs + span(trans_b ? n : k, trans_b ? k : n, ldb);
-        __nv_bfloat16 *a16 = bf16_copy(a, na), *b16 = bf16_copy(b, nb);
+        __nv_bfloat16 *a16 = bf16_operand(a, (size_t)(B - 1) * a_bs + (size_t)(H - 1) * a_hs, trans_a, m, k, lda);
+        __nv_bfloat16 *b16 = bf16_operand(b, (size_t)(B - 1) * b_bs + (size_t)(H - 1) * b_hs, trans_b, k, n, ldb);
         if (a16 && b16) {
             bh_pointers_kernel<<<cu_grid(cells), CU_THREADS, 0, cu_stream()>>>(
                 ptr, (const char *)a16, a_bs, a_hs, (const char *)b16, b_bs, b_hs, (const char *)c, c_bs, c_hs, H,

@@ -111,7 +111,8 @@ static void draw_title(tui_app *a, tui_pane *p, WINDOW *w, int focused)
     else tui_format_search(search, sizeof search, p->beam);
     /* an int8 or bf16 pane says so next to its name, the part of the title never dropped */
     if (p->precision)
-        snprintf(name, sizeof name, "%s %s %s", p->name, g->dot, mt_runner_precision_name(p->precision));
+        snprintf(name, sizeof name, "%s %s %s", p->name, g->dot,
+                 mt_precision_name(mt_runner_precision((unsigned)p->precision)));
     else snprintf(name, sizeof name, "%s", p->name);
     snprintf(title, sizeof title, "%s %s %s %s %s", name, g->dot, p->info, g->dot, search);
     const char *device = strrchr(p->info, ','); /* info: "arch, N params, device" */

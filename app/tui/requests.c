@@ -48,8 +48,8 @@ static char *model_key(const char *dir, const char *device, int precision)
     snprintf(path, sizeof path, "%s/model.safetensors", real);
     if (stat(path, &st) != 0) memset(&st, 0, sizeof st);
     snprintf(key, sizeof key, "%s|%s|%s|%lld|%lld.%09ld", real, device ? device : "cpu",
-             mt_runner_precision_name(precision), (long long)st.st_size, (long long)st.st_mtim.tv_sec,
-             st.st_mtim.tv_nsec);
+             mt_precision_name(mt_runner_precision((unsigned)precision)), (long long)st.st_size,
+             (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
     return mt_xstrdup(key);
 }
 
@@ -78,7 +78,7 @@ int tui_pane_add(tui_app *a, const char *dir, const char *device, int precision)
     }
     a->panes[a->n_panes++] = p;
     tui_log_add(&a->log, TUI_LOG_INFO, "loading %s on %s%s%s", dir, device ? device : "cpu",
-                precision ? " in " : "", precision ? mt_runner_precision_name(precision) : "");
+                precision ? " in " : "", precision ? mt_precision_name(mt_runner_precision((unsigned)precision)) : "");
     a->relayout = 1;
     return 0;
 }

@@ -32,10 +32,7 @@ mt_runner *mt_runner_open(const char *dir, const char *device, unsigned flags)
     r->dir = mt_xstrdup(dir);
     r->backend = be;
     r->model = mt_model_load(dir, be, 0);
-    mt_precision p = flags & MT_RUNNER_INT8   ? MT_PRECISION_INT8
-                     : flags & MT_RUNNER_BF16 ? MT_PRECISION_BF16
-                                              : MT_PRECISION_FP32;
-    if (r->model && mt_model_set_precision(r->model, p) != 0) {
+    if (r->model && mt_model_set_precision(r->model, mt_runner_precision(flags)) != 0) {
         mt_error_context("%s", dir);
         mt_runner_close(r);
         return NULL;
@@ -59,9 +56,9 @@ int mt_runner_precision_flags(const char *precision)
     return p == MT_PRECISION_INT8 ? MT_RUNNER_INT8 : p == MT_PRECISION_BF16 ? MT_RUNNER_BF16 : 0;
 }
 
-const char *mt_runner_precision_name(int flags)
+mt_precision mt_runner_precision(unsigned flags)
 {
-    return flags & MT_RUNNER_INT8 ? "int8" : flags & MT_RUNNER_BF16 ? "bf16" : "fp32";
+    return flags & MT_RUNNER_INT8 ? MT_PRECISION_INT8 : flags & MT_RUNNER_BF16 ? MT_PRECISION_BF16 : MT_PRECISION_FP32;
 }
 
 void mt_runner_close(mt_runner *r)

@@ -356,13 +356,19 @@ for theme in dark light high-contrast monochrome; do
 done
 # --precision int8 before a bundle applies to that pane only, and its title says so
 T new-session -d -s e2e-int8 -x 120 -y 24 "$bin tui -m bundles/mamba --precision int8 -m bundles/mamba"
-int8_pane_titled() {
-    local deadline=$(( $(date +%s) + 20 )) screen
-    until [ "$(T capture-pane -p -t e2e-int8 | grep -o 'waiting for text in the editor' | wc -l)" -ge 2 ]; do
-        [ "$(date +%s)" -lt $deadline ] || { T capture-pane -p -t e2e-int8 | sed 's/^/      | /'; return 1; }
+# panes_ready SESSION N: SESSION's screen once N of its panes wait for text (20 s at most), or
+# the screen on stderr and status 1
+panes_ready() {
+    local deadline=$(( $(date +%s) + 20 ))
+    until [ "$(T capture-pane -p -t "$1" | grep -o 'waiting for text in the editor' | wc -l)" -ge "$2" ]; do
+        [ "$(date +%s)" -lt $deadline ] || { T capture-pane -p -t "$1" | sed 's/^/      | /' >&2; return 1; }
         sleep 0.05
     done
-    screen=$(T capture-pane -p -t e2e-int8)
+    T capture-pane -p -t "$1"
+}
+int8_pane_titled() {
+    local screen
+    screen=$(panes_ready e2e-int8 2) || return 1
     [ "$(grep -c 'mamba · int8 · mamba' <<<"$screen")" = 1 ] && grep -q '─ mamba · mamba' <<<"$screen"
 }
 check "a pane opened with --precision int8 says int8 in its title, the other does not" int8_pane_titled
@@ -370,12 +376,8 @@ T kill-session -t e2e-int8
 # bf16 is a CUDA precision: on the CPU its pane says why it did not load, the next pane loads
 T new-session -d -s e2e-bf16 -x 120 -y 24 "$bin tui --precision bf16 -m bundles/mamba --precision fp32 -m bundles/mamba"
 bf16_pane_refused() {
-    local deadline=$(( $(date +%s) + 20 )) screen
-    until T capture-pane -p -t e2e-bf16 | grep -q 'waiting for text in the editor'; do
-        [ "$(date +%s)" -lt $deadline ] || { T capture-pane -p -t e2e-bf16 | sed 's/^/      | /'; return 1; }
-        sleep 0.05
-    done
-    screen=$(T capture-pane -p -t e2e-bf16)
+    local screen
+    screen=$(panes_ready e2e-bf16 1) || return 1
     grep -q 'mamba · bf16' <<<"$screen" && grep -q 'no bf16 linear layers' <<<"$screen" &&
         grep -q 'not loaded' <<<"$screen"
 }
@@ -385,12 +387,8 @@ T kill-session -t e2e-bf16
 # a bundle that does not load searches nothing: its title names no greedy or beam
 T new-session -d -s e2e-bad -x 100 -y 20 "$bin tui -m no-such-bundle -m bundles/mamba"
 unloaded_pane_titled() {
-    local deadline=$(( $(date +%s) + 20 )) screen
-    until T capture-pane -p -t e2e-bad | grep -q 'waiting for text in the editor'; do
-        [ "$(date +%s)" -lt $deadline ] || { T capture-pane -p -t e2e-bad | sed 's/^/      | /'; return 1; }
-        sleep 0.05
-    done
-    screen=$(T capture-pane -p -t e2e-bad)
+    local screen
+    screen=$(panes_ready e2e-bad 1) || return 1
     grep -q '^┌─ no-such-bundle ─' <<<"$screen" && grep -q 'not loaded' <<<"$screen" &&
         grep -q '┌─ mamba · mamba.* · greedy ─' <<<"$screen"
 }

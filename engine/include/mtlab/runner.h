@@ -39,8 +39,9 @@ enum {
 /* MT_RUNNER_INT8 for "int8", MT_RUNNER_BF16 for "bf16", 0 for "fp32" (or NULL); -1 +
  * mt_error for anything else. */
 int mt_runner_precision_flags(const char *precision);
-/* "int8", "bf16" or "fp32" for such flags */
-const char *mt_runner_precision_name(int flags);
+/* The precision such flags ask for (MT_PRECISION_FP32 for neither); its name is
+ * mt_precision_name's. */
+mt_precision mt_runner_precision(unsigned flags);
 
 /* Open the bundle directory dir on device ("cpu", "cuda", "cuda:N"; NULL: cpu). NULL with the
  * reason: the device cannot be opened (naming it), the bundle is missing a file or holds a bad
