@@ -12,6 +12,7 @@ static const struct mt_command *const commands[] = {
     &cmd_data,
     &cmd_score,
     &cmd_inspect,
+    &cmd_average,
     &cmd_train,
     &cmd_forward,
     &cmd_translate,

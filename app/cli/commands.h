@@ -20,6 +20,7 @@ extern const struct mt_command cmd_tokenizer;
 extern const struct mt_command cmd_data;
 extern const struct mt_command cmd_score;
 extern const struct mt_command cmd_inspect;
+extern const struct mt_command cmd_average;
 extern const struct mt_command cmd_train;
 extern const struct mt_command cmd_forward;
 extern const struct mt_command cmd_translate;

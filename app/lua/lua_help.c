@@ -11,6 +11,10 @@ const mtl_help_entry mtl_help[] = {
      "mtlab.load(path [, {device=\"cpu\"|\"cuda:N\", precision=\"fp32\"|\"int8\"|\"bf16\"}]) -> model",
      "Opens a model bundle directory (or \"apertium:MODE\", Apertium's rule-based translator) "
      "on a device, its linear layers in fp32, int8 (CPU only) or bf16 (CUDA only)."},
+    {"mtlab.average", "mtlab.average({bundles}, out [, {dtype=\"f32\"|\"f16\"|\"bf16\"}]) -> out",
+     "Checkpoint averaging: writes the bundle out with the element-wise mean of the weights of "
+     "bundles of one model (the first's dtype by default); refuses other architectures, shapes "
+     "or tokenizers."},
     {"mtlab.help", "mtlab.help([name]) -> string",
      "The signature and one sentence about a function of this module; without a name, the "
      "list of all of them."},

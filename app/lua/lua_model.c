@@ -533,6 +533,38 @@ static int m_probe(lua_State *L)
     return 1;
 }
 
+/* mtlab.average({bundles}, out [, {dtype=}]) -> out: checkpoint averaging (mt_model_average). */
+static int l_average(lua_State *L)
+{
+    static const char *const fn = "mtlab.average";
+    static const char *const known[] = {"dtype", NULL};
+    lua_settop(L, 3);
+    luaL_checktype(L, 1, LUA_TTABLE);
+    const char *out = luaL_checkstring(L, 2);
+    mtl_check_options(L, 3, fn, known);
+    const char *dtype_name = mtl_opt_string(L, 3, fn, "dtype", NULL);
+    int dtype = -1;
+    if (dtype_name) {
+        if (!strcmp(dtype_name, "f32")) dtype = MT_DT_F32;
+        else if (!strcmp(dtype_name, "f16")) dtype = MT_DT_F16;
+        else if (!strcmp(dtype_name, "bf16")) dtype = MT_DT_BF16;
+        else mtl_error(L, fn, "unknown dtype '%s' (f32, f16 or bf16)", dtype_name);
+    }
+    lua_Integer n = luaL_len(L, 1);
+    if (n < 1) mtl_error(L, fn, "no bundles to average (the list is empty)");
+    if (n > 100000) mtl_error(L, fn, "%lld bundles is too many to average", (long long)n);
+    const char **dirs = lua_newuserdatauv(L, (size_t)n * sizeof *dirs, 0); /* freed by the GC */
+    for (lua_Integer i = 1; i <= n; i++) {
+        if (lua_geti(L, 1, i) != LUA_TSTRING)
+            mtl_error(L, fn, "bundle %lld must be a path (a string), not %s", (long long)i, luaL_typename(L, -1));
+        dirs[i - 1] = lua_tostring(L, -1); /* the table keeps the string alive */
+        lua_pop(L, 1);
+    }
+    if (mt_model_average(dirs, (int)n, out, dtype) != 0) mtl_error(L, fn, "%s", mt_last_error());
+    lua_pushstring(L, out);
+    return 1;
+}
+
 void mtl_open_model(lua_State *L)
 {
     luaL_newmetatable(L, "mtlab.probe_box");
@@ -553,4 +585,6 @@ void mtl_open_model(lua_State *L)
     lua_pop(L, 1);
     lua_pushcfunction(L, l_load);
     lua_setfield(L, -2, "load");
+    lua_pushcfunction(L, l_average);
+    lua_setfield(L, -2, "average");
 }

@@ -34,7 +34,7 @@ static const key_desc run_keys[] = {
     RUN_KEY(save_every, K_INT),    RUN_KEY(save_dtype_f16, K_BOOL),
     RUN_KEY(device, K_STR),        RUN_KEY(bf16, K_BOOL),
     RUN_KEY(name_substitution, K_DOUBLE), RUN_KEY(gazetteer, K_STR),
-    RUN_KEY(init, K_STR),          RUN_KEY(init_step, K_LONG),
+    RUN_KEY(init, K_STR),          RUN_KEY(init_step, K_LONG),    RUN_KEY(keep_every, K_INT),
 };
 
 #define MODEL_KEY(f, t) {#f, t, offsetof(mt_model_config, f), sizeof(((mt_model_config *)0)->f)}

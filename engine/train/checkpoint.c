@@ -171,12 +171,28 @@ int checkpoint_save(const mt_model *cm, const mt_train_config *cfg, const train_
     return remove_flat_dir(old);
 }
 
-int save_best(const mt_model *m, const mt_train_config *cfg, const train_entities *ent)
+/* A bundle of the current weights in run_dir/sub, in the dtype of shipped bundles. */
+static int save_bundle(const mt_model *m, const mt_train_config *cfg, const train_entities *ent,
+                       const char *sub)
 {
     char dir[700];
-    snprintf(dir, sizeof dir, "%s/best", cfg->run_dir);
+    snprintf(dir, sizeof dir, "%s/%s", cfg->run_dir, sub);
     if (mt_model_save(m, dir, cfg->tokenizer, cfg->save_dtype_f16 ? MT_DT_F16 : MT_DT_F32) != 0) return -1;
     return write_stats(dir, ent);
+}
+
+int save_best(const mt_model *m, const mt_train_config *cfg, const train_entities *ent)
+{
+    return save_bundle(m, cfg, ent, "best");
+}
+
+int save_kept(const mt_model *m, const mt_train_config *cfg, const train_entities *ent, long step)
+{
+    char parent[700], sub[64];
+    snprintf(parent, sizeof parent, "%s/steps", cfg->run_dir);
+    if (mkdir_p(parent) != 0) return -1;
+    snprintf(sub, sizeof sub, "steps/%ld", step);
+    return save_bundle(m, cfg, ent, sub);
 }
 
 static int read_state(const char *dir, const mt_train_config *cfg, train_state *st)

@@ -43,6 +43,8 @@ int checkpoint_save(const mt_model *m, const mt_train_config *cfg, const train_s
                     const train_entities *ent);
 mt_model *checkpoint_load(const mt_train_config *cfg, const mt_backend *be, train_state *st);
 int save_best(const mt_model *m, const mt_train_config *cfg, const train_entities *ent);
+/* run_dir/steps/STEP: the bundle a run keeps every keep_every steps */
+int save_kept(const mt_model *m, const mt_train_config *cfg, const train_entities *ent, long step);
 /* The entity recogniser of the training targets, picked by the target file's suffix. */
 mt_ner_lang train_target_lang(const mt_train_config *cfg);
 /* Entity frequencies (the target file's suffix picks the recogniser) and lexicon of the

@@ -81,8 +81,8 @@ int mt_train_config_check(const mt_train_config *cfg)
     if (cfg->init_step > 0 && !cfg->init[0])
         return mt_error("train config: init_step = %ld needs init (the bundle to start from)", cfg->init_step);
     if (cfg->log_every < 1) return mt_error("train config: log_every must be >= 1");
-    if (cfg->valid_every < 0 || cfg->save_every < 0 || cfg->valid_bleu_lines < 0)
-        return mt_error("train config: valid_every, save_every and valid_bleu_lines must be >= 0");
+    if (cfg->valid_every < 0 || cfg->save_every < 0 || cfg->keep_every < 0 || cfg->valid_bleu_lines < 0)
+        return mt_error("train config: valid_every, save_every, keep_every and valid_bleu_lines must be >= 0");
     return 0;
 }
 
@@ -182,39 +182,14 @@ static mt_model *model_from_init(const mt_train_config *cfg, const mt_backend *b
         mt_error_context("train config: init = \"%s\"", cfg->init);
         return NULL;
     }
-    const mt_model_config *x = mt_model_get_config(b), *c = &cfg->model;
-    mt_model *m = NULL;
-    if (strcmp(x->arch, c->arch) != 0) {
-        mt_error("train config: init = \"%s\" is a %s model, the config's is %s", cfg->init, x->arch, c->arch);
-    } else if (strcmp(c->arch, "mamba") != 0 && x->n_heads != c->n_heads) {
-        mt_error("train config: init = \"%s\" has %d heads, the config's model %d", cfg->init, x->n_heads, c->n_heads);
-    } else if (!strcmp(c->arch, "mamba-local") && x->window != c->window) {
-        mt_error("train config: init = \"%s\" has window %d, the config's model %d", cfg->init, x->window, c->window);
-    } else if ((m = mt_model_create(c, be, cfg->seed)) != NULL) {
-        int n = mt_model_tensor_count(m), bad = n != mt_model_tensor_count(b);
-        for (int i = 0; i < n && !bad; i++) {
-            mt_model_tensor_info t, u;
-            mt_model_tensor(m, i, &t);
-            int j = mt_model_find_tensor(b, t.name);
-            if (j < 0 || (mt_model_tensor(b, j, &u), u.ndim != t.ndim || u.numel != t.numel ||
-                          memcmp(u.shape, t.shape, (size_t)t.ndim * sizeof *t.shape) != 0)) {
-                mt_error("train config: init = \"%s\": %s %s (its config differs from the run's: "
-                         "d_model, layers, ffn_dim or vocabulary)",
-                         cfg->init, t.name, j < 0 ? "is missing" : "has another shape");
-                bad = 1;
-            }
-        }
-        if (!bad && mt_model_param_block_size(b) != mt_model_param_block_size(m)) {
-            mt_error("train config: init = \"%s\" holds other tensors than the config's model", cfg->init);
-            bad = 1;
-        }
-        if (bad) {
-            mt_model_free(m);
-            m = NULL;
-        } else {
-            be->copy(mt_model_params(m), mt_model_params(b), mt_model_param_block_size(m) * sizeof(float));
-        }
+    char name[600];
+    snprintf(name, sizeof name, "train config: init = \"%s\"", cfg->init);
+    mt_model *m = mt_model_create(&cfg->model, be, cfg->seed);
+    if (m && mt_model_check_same_layout(m, "the config's", b, name) != 0) {
+        mt_model_free(m);
+        m = NULL;
     }
+    if (m) be->copy(mt_model_params(m), mt_model_params(b), mt_model_param_block_size(m) * sizeof(float));
     mt_model_free(b);
     return m;
 }
@@ -361,6 +336,10 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
                 say(hooks, "step %ld: best validation BLEU so far (%.2f): saved %s/best", st.step,
                     pr.valid_bleu, cfg->run_dir);
             }
+        }
+        if (cfg->keep_every && st.step % cfg->keep_every == 0) {
+            if (save_kept(m, cfg, &ent, st.step) != 0) goto out;
+            say(hooks, "step %ld: kept %s/steps/%ld", st.step, cfg->run_dir, st.step);
         }
         if (cfg->save_every && st.step % cfg->save_every == 0 && !last) {
             if (checkpoint_save(m, cfg, &st, &ent) != 0) goto out;

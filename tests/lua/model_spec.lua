@@ -164,3 +164,38 @@ describe("model:probe", function()
     assert.has_error(function() m:probe("Y", r, {kind = "cross", head = 99}) end)
   end)
 end)
+
+describe("mtlab.average", function()
+  it("writes the mean of bundles of one model, in their dtype or the one asked for", function()
+    local dir = H.tmpname()
+    os.remove(dir)
+    assert.are.equal(dir, mtlab.average({H.mamba, H.mamba}, dir))
+    local src = "Y dijo Dios: Sea la luz: y fué la luz."
+    local a <close> = mtlab.load(H.mamba)
+    local b <close> = mtlab.load(dir)
+    -- two equal F16 bundles average to the same F16 weights: the same translation
+    assert.are.equal(a:translate(src, {beam = 1}).text, b:translate(src, {beam = 1}).text)
+    local f16 = #H.read(dir .. "/model.safetensors")
+    mtlab.average({H.mamba}, dir, {dtype = "f32"})
+    local f32 = #H.read(dir .. "/model.safetensors")
+    assert.is_true(f32 > 1.9 * f16)
+    H.sh("rm -rf '" .. dir .. "'")
+  end)
+
+  it("names what cannot be averaged", function()
+    local dir = H.tmpname()
+    os.remove(dir)
+    local ok, err = pcall(mtlab.average, {H.mamba, H.transformer}, dir)
+    assert.is_false(ok)
+    assert.matches("^mtlab.average: models/transformer%-small is a transformer model, models/mamba%-small is mamba", err)
+    assert.has_error(function() mtlab.average({}, dir) end,
+      "mtlab.average: no bundles to average (the list is empty)")
+    assert.has_error(function() mtlab.average({H.mamba, 3}, dir) end,
+      "mtlab.average: bundle 2 must be a path (a string), not number")
+    assert.has_error(function() mtlab.average({H.mamba}, dir, {dtype = "f8"}) end,
+      "mtlab.average: unknown dtype 'f8' (f32, f16 or bf16)")
+    ok, err = pcall(mtlab.average, {H.mamba}, H.mamba)
+    assert.is_false(ok)
+    assert.matches("is one of the bundles averaged", err)
+  end)
+end)

@@ -375,6 +375,93 @@ static void test_init_from_a_bundle(void **state)
     assert_non_null(strstr(mt_last_error(), "init_step must be in 0 .. max_steps - 1"));
 }
 
+/* Bundle dir's weights, loaded on the CPU (the test fails when it does not load). */
+static mt_model *load_bundle(const char *dir)
+{
+    mt_model *m = mt_model_load(dir, mt_backend_cpu(), 0);
+    if (!m) fail_msg("%s: %s", dir, mt_last_error());
+    return m;
+}
+
+/* keep_every keeps a bundle at every such step; averaging kept bundles gives the mean of their
+ * weights whatever their order, one bundle averages to itself, the first bundle's training
+ * statistics come along, and bundles that cannot be averaged are refused naming why. */
+static void test_keep_every_and_average(void **state)
+{
+    (void)state;
+    mt_train_config a;
+    tiny_config(&a, "mamba", "kept", 3);
+    a.keep_every = 1;
+    if (mt_train_run(&a, 0, NULL) != 0) fail_msg("%s", mt_last_error());
+    char k[3][700], out[700], rev[700], one[700];
+    for (int i = 0; i < 3; i++) snprintf(k[i], sizeof k[i], "%s/steps/%d", a.run_dir, i + 1);
+    snprintf(out, sizeof out, "%s/avg", tmpdir);
+    snprintf(rev, sizeof rev, "%s/avg-reversed", tmpdir);
+    snprintf(one, sizeof one, "%s/avg-one", tmpdir);
+    const char *dirs[3] = {k[0], k[1], k[2]}, *back[3] = {k[2], k[1], k[0]};
+    if (mt_model_average(dirs, 3, out, -1) != 0) fail_msg("%s", mt_last_error());
+    assert_int_equal(mt_model_average(back, 3, rev, -1), 0);
+    assert_int_equal(mt_model_average(dirs + 2, 1, one, -1), 0);
+
+    mt_model *m[3] = {load_bundle(k[0]), load_bundle(k[1]), load_bundle(k[2])};
+    mt_model *avg = load_bundle(out), *avg_rev = load_bundle(rev), *avg_one = load_bundle(one);
+    size_t n = mt_model_param_block_size(avg);
+    const float *p0 = mt_model_params(m[0]), *p1 = mt_model_params(m[1]), *p2 = mt_model_params(m[2]);
+    const float *pa = mt_model_params(avg);
+    double worst = 0, moved = 0;
+    for (size_t i = 0; i < n; i++) {
+        worst = fmax(worst, fabs(((double)p0[i] + p1[i] + p2[i]) / 3 - pa[i]));
+        moved = fmax(moved, fabs((double)p0[i] - p2[i]));
+    }
+    assert_true(moved > 1e-4); /* the kept steps differ, so the mean is not any one of them */
+    assert_true(worst < 1e-6);
+    assert_memory_equal(pa, mt_model_params(avg_rev), n * sizeof(float));
+    assert_memory_equal(p2, mt_model_params(avg_one), n * sizeof(float));
+    for (int i = 0; i < 3; i++) mt_model_free(m[i]);
+    mt_model_free(avg);
+    mt_model_free(avg_rev);
+    mt_model_free(avg_one);
+    char p[800], q[800];
+    snprintf(p, sizeof p, "%s/entity_lexicon.tsv", k[0]);
+    snprintf(q, sizeof q, "%s/entity_lexicon.tsv", out);
+    char *lex0 = test_read_file(p, NULL), *lex = test_read_file(q, NULL);
+    assert_non_null(lex0);
+    assert_non_null(lex);
+    assert_string_equal(lex0, lex);
+    free(lex0);
+    free(lex);
+
+    assert_int_equal(mt_model_average(dirs, 3, k[1], -1), -1);
+    assert_non_null(strstr(mt_last_error(), "is one of the bundles averaged"));
+    assert_int_equal(mt_model_average(dirs, 0, out, -1), -1);
+    assert_non_null(strstr(mt_last_error(), "no bundles"));
+    mt_train_config c;
+    tiny_config(&c, "transformer", "avg-other-arch", 1);
+    assert_int_equal(mt_train_run(&c, 0, NULL), 0);
+    snprintf(p, sizeof p, "%s/checkpoint", c.run_dir);
+    const char *mixed[2] = {k[0], p};
+    assert_int_equal(mt_model_average(mixed, 2, out, -1), -1);
+    assert_non_null(strstr(mt_last_error(), "is a transformer model"));
+    tiny_config(&c, "mamba", "avg-other-size", 1);
+    c.model.d_model = 32;
+    assert_int_equal(mt_train_run(&c, 0, NULL), 0);
+    snprintf(p, sizeof p, "%s/checkpoint", c.run_dir);
+    assert_int_equal(mt_model_average(mixed, 2, out, -1), -1);
+    assert_non_null(strstr(mt_last_error(), "has another shape"));
+    snprintf(q, sizeof q, "%s/other-tokenizer", tmpdir);
+    assert_int_equal(mkdir(q, 0755), 0);
+    assert_int_equal(test_train_fixture_tokenizer(q, 250, 1), 0);
+    tiny_config(&c, "mamba", "avg-other-tokenizer", 1);
+    snprintf(c.tokenizer, sizeof c.tokenizer, "%s/spm.model", q);
+    assert_int_equal(mt_train_run(&c, 0, NULL), 0);
+    snprintf(p, sizeof p, "%s/checkpoint", c.run_dir);
+    assert_int_equal(mt_model_average(mixed, 2, out, -1), -1);
+    assert_non_null(strstr(mt_last_error(), "has another tokenizer.model"));
+    snprintf(p, sizeof p, "%s/no-such-bundle", tmpdir);
+    assert_int_equal(mt_model_average(mixed, 2, out, -1), -1);
+    assert_non_null(strstr(mt_last_error(), "no-such-bundle"));
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -396,6 +483,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_errors),
+        cmocka_unit_test(test_keep_every_and_average),
         cmocka_unit_test(test_config_reads_values),
         cmocka_unit_test(test_shipped_scripts_load),
         cmocka_unit_test(test_retrain_scripts_load),

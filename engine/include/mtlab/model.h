@@ -143,6 +143,20 @@ int mt_model_tensor(const mt_model *m, int i, mt_model_tensor_info *info);
 /* Index of a tensor by name, or -1. */
 int mt_model_find_tensor(const mt_model *m, const char *name);
 
+/* 0 when got can stand in for want: the same architecture, head count (and window, for
+ * mamba-local) and every tensor of want by name and shape; otherwise an error naming got_name,
+ * want_name and what differs ("B has 8 heads, A has 4"). */
+int mt_model_check_same_layout(const mt_model *want, const char *want_name, const mt_model *got,
+                               const char *got_name);
+
+/* Checkpoint averaging (docs/models.md §10.10): the bundle out gets the element-wise mean of
+ * the weights of the n bundles dirs (each checked against the first with
+ * mt_model_check_same_layout, and each with the first's tokenizer, byte for byte), the first's
+ * config, tokenizer and training statistics, stored as dtype (MT_DT_F32, MT_DT_F16, MT_DT_BF16,
+ * or -1: the dtype the first bundle's weights are stored in). The sums are in double, so the
+ * result does not depend on the order of dirs. out may not be one of dirs. */
+int mt_model_average(const char *const *dirs, int n, const char *out, int dtype);
+
 /* The parameter and gradient blocks (backend memory, mt_model_param_block_size floats each;
  * the gradient block is allocated by the first backward). */
 size_t mt_model_param_block_size(const mt_model *m);

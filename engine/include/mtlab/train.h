@@ -8,6 +8,7 @@
  *                      tokenizer.model) plus trainer.safetensors (AdamW moments) and
  *                      trainer.json (step, epoch, position in the epoch, config fingerprint)
  *   best/              the bundle with the best validation BLEU so far
+ *   steps/STEP/        with keep_every: the bundle of every keep_every-th step, kept
  * Everything the run does is a function of the config and its seed, so a run resumed from a
  * checkpoint produces the same losses as one that never stopped. */
 #ifndef MTLAB_TRAIN_H
@@ -55,7 +56,9 @@ typedef struct {
     int valid_every;         /* steps between validations (0: only at the end) */
     int valid_bleu_lines;    /* validation lines decoded greedily for BLEU (0: loss only) */
     int save_every;          /* steps between checkpoints (0: only at the end) */
-    int save_dtype_f16;      /* 1: best/ bundle weights in F16 (checkpoints stay F32) */
+    int save_dtype_f16;      /* 1: best/ and steps/ bundle weights in F16 (checkpoints stay F32) */
+    int keep_every;          /* steps between kept bundles steps/STEP (0: none), for averaging
+                              * (mt_bundle_average) or a look back at a run */
 
     /* where it runs */
     char device[32];         /* "cpu" (default when empty), "cuda", "cuda:N" */

@@ -1,0 +1,63 @@
+/* `mtlab average -o OUT BUNDLE...`: checkpoint averaging, one bundle whose weights are the
+ * element-wise mean of several bundles of one model (docs/models.md §10.10). */
+#include "cli/commands.h"
+#include "mtlab/error.h"
+#include "mtlab/model.h"
+#include "mtlab/safetensors.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int run_average(int argc, char **argv)
+{
+    const char *out = NULL, *dtype_name = NULL;
+    const char **dirs = calloc((size_t)argc, sizeof *dirs);
+    int n = 0;
+    for (int i = 1; i < argc; i++) {
+        if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--out")) && i + 1 < argc) {
+            out = argv[++i];
+        } else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) {
+            dtype_name = argv[++i];
+        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            free(dirs);
+            cli_print_usage(stdout, &cmd_average);
+            return 0;
+        } else if (argv[i][0] == '-') {
+            free(dirs);
+            fprintf(stderr, "mtlab average: unknown option '%s'\n", argv[i]);
+            return cli_usage(&cmd_average);
+        } else {
+            dirs[n++] = argv[i];
+        }
+    }
+    if (!out || n < 1) {
+        free(dirs);
+        return cli_usage(&cmd_average);
+    }
+    int dtype = -1;
+    if (dtype_name) {
+        char up[16];
+        size_t k = 0;
+        for (; dtype_name[k] && k + 1 < sizeof up; k++) up[k] = (char)toupper((unsigned char)dtype_name[k]);
+        up[k] = '\0';
+        mt_dtype dt;
+        if (mt_dtype_from_name(up, &dt) != 0 || (dt != MT_DT_F32 && dt != MT_DT_F16 && dt != MT_DT_BF16)) {
+            free(dirs);
+            fprintf(stderr, "mtlab average: --dtype takes f32, f16 or bf16, not '%s'\n", dtype_name);
+            return 2;
+        }
+        dtype = (int)dt;
+    }
+    int rc = mt_model_average(dirs, n, out, dtype);
+    free(dirs);
+    if (rc != 0) return cli_fail("%s", mt_last_error());
+    printf("%s: the mean of %d bundle%s\n", out, n, n == 1 ? "" : "s");
+    return 0;
+}
+
+const struct mt_command cmd_average = {
+    "average", "-o OUT [--dtype f32|f16|bf16] BUNDLE...",
+    "checkpoint averaging: a bundle with the mean weights of bundles of one model", run_average,
+};
