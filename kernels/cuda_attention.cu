@@ -7,6 +7,14 @@
 // the caller wants the probabilities (backward reads them, probes show them), a second pass
 // over the key tiles writes att = exp(s - m) / l with the final m and l.
 //   S = scale * Q K^T ; P = softmax over visible keys ; O = P V
+// One query per (b, h) (a decoding step, att not wanted) takes its own kernel instead, split
+// over the keys (FlashDecoding): the 16-query tiles above would leave 15 of 16 rows idle and
+// put one block on each (b, h), too few to keep the memory system busy at long caches. Each
+// block takes a chunk of keys of one (b, h), each warp every DEC_WARPS-th key of the chunk (one
+// key row per warp step, coalesced over Dh; the query and the running output in registers),
+// and writes the chunk's (m, l, unnormalised o); a second kernel combines the chunks:
+//   M = max_s m_s ; L = sum_s l_s exp(m_s - M) ; O = sum_s o_s exp(m_s - M) / L
+// With one chunk the first kernel writes O / L itself.
 // Backward reads the stored probabilities, as the contract has it, through cuBLAS (each product
 // one batch over all batch rows and heads, cu_gemm_bh):
 //   dV += P^T dO ; dP = dO V^T ; dS = P * (dP - rowsum(P * dP)) ;
@@ -128,6 +136,113 @@ __global__ void attention_forward_kernel(float *out, float *att, const float *q,
     }
 }
 
+#define DEC_WARPS 4
+#define DEC_MAX_DH 256 // registers hold Dh / 32 floats of the query and of the output per lane
+
+// Partial results of chunk s of (b, h): part[(bh * S + s) * (Dh + 2) + ...] = o[0..Dh), m, l.
+template <int NV>
+__global__ void attention_decode_kernel(float *out, float *part, const float *q, const float *k, const float *v,
+                                        mt_attn_desc d, size_t kvs, size_t mstride, int chunk)
+{
+    extern __shared__ float wo[]; // DEC_WARPS x Dh: each warp's unnormalised output
+    __shared__ float wm[DEC_WARPS], wl[DEC_WARPS];
+    const int Dh = d.Dh, C = d.H * Dh;
+    const int bh = blockIdx.x, b = bh / d.H, h = bh % d.H, split = blockIdx.y;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const float *qb = q + (size_t)b * C + (size_t)h * Dh;
+    const float *kb = k + (size_t)b * kvs + (size_t)h * Dh, *vb = v + (size_t)b * kvs + (size_t)h * Dh;
+    float qr[NV], o[NV];
+#pragma unroll
+    for (int i = 0; i < NV; i++) {
+        int c = lane + 32 * i;
+        qr[i] = c < Dh ? qb[c] : 0.0f;
+        o[i] = 0.0f;
+    }
+    float m = -INFINITY, l = 0.0f;
+    int j0 = split * chunk, j1 = min(d.Tk, j0 + chunk);
+    if (d.causal && d.q_pos0 + 1 < j1) j1 = d.q_pos0 + 1; // keys after the query's position
+    for (int j = j0 + warp; j < j1; j += DEC_WARPS) {
+        if (!visible(d, d.key_mask, mstride, b, 0, j)) continue; // the same j on every lane
+        const float *kr = kb + (size_t)j * C, *vr = vb + (size_t)j * C;
+        float s = 0.0f;
+#pragma unroll
+        for (int i = 0; i < NV; i++) {
+            int c = lane + 32 * i;
+            if (c < Dh) s += qr[i] * kr[c];
+        }
+        s = d.scale * cu_warp_sum(s);
+        float m_new = fmaxf(m, s);
+        float corr = expf(m - m_new), p = expf(s - m_new); // m = -inf at the first key: corr 0
+        l = l * corr + p;
+#pragma unroll
+        for (int i = 0; i < NV; i++) {
+            int c = lane + 32 * i;
+            if (c < Dh) o[i] = o[i] * corr + p * vr[c];
+        }
+        m = m_new;
+    }
+#pragma unroll
+    for (int i = 0; i < NV; i++) {
+        int c = lane + 32 * i;
+        if (c < Dh) wo[warp * Dh + c] = o[i];
+    }
+    if (lane == 0) wm[warp] = m, wl[warp] = l;
+    __syncthreads();
+    float M = -INFINITY;
+    for (int w = 0; w < DEC_WARPS; w++) M = fmaxf(M, wm[w]);
+    float L = 0.0f;
+    for (int w = 0; w < DEC_WARPS; w++)
+        if (wm[w] != -INFINITY) L += wl[w] * expf(wm[w] - M);
+    float *pp = gridDim.y > 1 ? part + ((size_t)bh * gridDim.y + split) * (Dh + 2) : NULL;
+    for (int c = threadIdx.x; c < Dh; c += blockDim.x) {
+        float O = 0.0f;
+        for (int w = 0; w < DEC_WARPS; w++)
+            if (wm[w] != -INFINITY) O += wo[w * Dh + c] * expf(wm[w] - M);
+        if (gridDim.y == 1) out[(size_t)b * C + (size_t)h * Dh + c] = L > 0.0f ? O / L : 0.0f;
+        else pp[c] = O;
+    }
+    if (gridDim.y > 1 && threadIdx.x == 0) pp[Dh] = M, pp[Dh + 1] = L;
+}
+
+__global__ void attention_decode_combine_kernel(float *out, const float *part, int H, int Dh, int S)
+{
+    const int bh = blockIdx.x, b = bh / H, h = bh % H;
+    const float *pp = part + (size_t)bh * S * (Dh + 2);
+    float M = -INFINITY;
+    for (int s = 0; s < S; s++) M = fmaxf(M, pp[(size_t)s * (Dh + 2) + Dh]);
+    float L = 0.0f;
+    for (int s = 0; s < S; s++) {
+        float ms = pp[(size_t)s * (Dh + 2) + Dh];
+        if (ms != -INFINITY) L += pp[(size_t)s * (Dh + 2) + Dh + 1] * expf(ms - M);
+    }
+    for (int c = threadIdx.x; c < Dh; c += blockDim.x) {
+        float O = 0.0f;
+        for (int s = 0; s < S; s++) {
+            float ms = pp[(size_t)s * (Dh + 2) + Dh];
+            if (ms != -INFINITY) O += pp[(size_t)s * (Dh + 2) + c] * expf(ms - M);
+        }
+        out[(size_t)b * H * Dh + (size_t)h * Dh + c] = L > 0.0f ? O / L : 0.0f;
+    }
+}
+
+// Chunks of keys for B*H single queries: enough blocks to fill the device (about 1024), none
+// shorter than 64 keys.
+static int decode_splits(const mt_attn_desc *d)
+{
+    int bh = d->B * d->H, want = (1024 + bh - 1) / bh, most = (d->Tk + 63) / 64;
+    return want < 1 ? 1 : want > most ? most : want;
+}
+
+template <int NV>
+static void decode_launch(float *out, float *part, const float *q, const float *k, const float *v,
+                          const mt_attn_desc *d, size_t kvs, size_t mstride, int S, int chunk)
+{
+    dim3 grid((unsigned)(d->B * d->H), (unsigned)S);
+    size_t smem = (size_t)DEC_WARPS * d->Dh * sizeof(float);
+    attention_decode_kernel<NV><<<grid, DEC_WARPS * 32, smem, cu_stream()>>>(out, part, q, k, v, *d, kvs, mstride,
+                                                                             chunk);
+}
+
 static size_t kv_stride(const mt_attn_desc *d)
 {
     return d->kv_bstride ? d->kv_bstride : (size_t)d->Tk * d->H * d->Dh;
@@ -141,11 +256,28 @@ void cu_attention_forward(float *out, float *att, const float *q, const float *k
         cu_memzero(out, (size_t)d->B * d->Tq * d->H * d->Dh * sizeof(float));
         return;
     }
+    size_t mstride = d->mask_bstride ? d->mask_bstride : (size_t)d->Tk;
+    if (d->Tq == 1 && !att && d->Dh <= DEC_MAX_DH) {
+        int S = decode_splits(d), chunk = (d->Tk + S - 1) / S;
+        S = (d->Tk + chunk - 1) / chunk;
+        float *part = NULL;
+        if (S > 1 && !(part = (float *)cu_scratch((size_t)d->B * d->H * S * (d->Dh + 2) * sizeof(float)))) return;
+        if (d->Dh <= 32) decode_launch<1>(out, part, q, k, v, d, kv_stride(d), mstride, S, chunk);
+        else if (d->Dh <= 64) decode_launch<2>(out, part, q, k, v, d, kv_stride(d), mstride, S, chunk);
+        else if (d->Dh <= 128) decode_launch<4>(out, part, q, k, v, d, kv_stride(d), mstride, S, chunk);
+        else decode_launch<8>(out, part, q, k, v, d, kv_stride(d), mstride, S, chunk);
+        cu_check(cudaGetLastError(), "attention_decode_kernel");
+        if (S > 1) {
+            attention_decode_combine_kernel<<<(unsigned)(d->B * d->H), 128, 0, cu_stream()>>>(out, part, d->H, d->Dh, S);
+            cu_check(cudaGetLastError(), "attention_decode_combine_kernel");
+            cu_scratch_free(part);
+        }
+        return;
+    }
     size_t smem = ((size_t)(2 * QT + 2 * KT) * d->Dh + KT + QT * KT + 3 * QT) * sizeof(float);
     cu_check(cudaFuncSetAttribute(attention_forward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
              "attention_forward_kernel shared memory");
     unsigned blocks = (unsigned)d->B * d->H * ((d->Tq + QT - 1) / QT);
-    size_t mstride = d->mask_bstride ? d->mask_bstride : (size_t)d->Tk;
     attention_forward_kernel<<<blocks, THREADS, smem, cu_stream()>>>(out, att, q, k, v, *d, kv_stride(d), mstride);
     cu_check(cudaGetLastError(), "attention_forward_kernel");
 }

@@ -197,6 +197,23 @@ static int kernels(const mt_backend *be, double copy_bw, double blas32, double b
     be->free(a.datt), be->free(a.dq), be->free(a.dk), be->free(a.dv);
     if (rc) return -1;
 
+    /* one decoding step's attention at Table 4's shape: 16 single queries per head over a
+     * 1024-token cache; it must read every cached key and value once */
+    const int DB = 16, DT = 1024;
+    size_t nkv = (size_t)DB * DT * C;
+    attn_ctx dec = {.d = {.B = DB, .H = H, .Tq = 1, .Tk = DT, .Dh = Dh, .causal = 1, .q_pos0 = DT - 1,
+                          .scale = 1.0f / sqrtf((float)Dh)}};
+    dec.q = dev_random(be, (size_t)DB * C, 1, 15), dec.k = dev_random(be, nkv, 1, 16);
+    dec.v = dev_random(be, nkv, 1, 17), dec.out = be->alloc((size_t)DB * C * sizeof(float));
+    rc = dec.q && dec.k && dec.v && dec.out ? 0 : -1;
+    if (!rc) {
+        double bytes = 2.0 * 4.0 * nkv, t = time_median(be, run_attn_fwd_noprobs, &dec, repeat);
+        printf("   attention decode B%d H%d Tk%d Dh%d (one query)   %8.3f ms  %7.1f GB/s = %5.1f%% of copy\n", DB, H,
+               DT, Dh, t * 1e3, bytes / t / 1e9, 100 * bytes / t / copy_bw);
+    }
+    be->free(dec.q), be->free(dec.k), be->free(dec.v), be->free(dec.out);
+    if (rc) return -1;
+
     /* the linear layers of a 1.4B model on 8192 tokens */
     const int shapes[][3] = {{8192, 2048, 2048}, {8192, 8192, 2048}, {8192, 2048, 8192}, {16, 2048, 2048}};
     for (int prec = 0; prec < 2; prec++) {

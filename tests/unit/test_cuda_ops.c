@@ -478,6 +478,11 @@ static void test_attention(void **state)
         {1, 1, 1, 1, 1, 0, 0, 0, 0},      {2, 3, 7, 7, 8, 1, 0, 1, 0},   {2, 2, 33, 33, 16, 1, 4, 0, 0},
         {3, 2, 5, 19, 32, 0, 0, 1, 0},    {2, 4, 1, 70, 64, 1, 0, 1, 1}, {1, 8, 1, 130, 64, 1, 64, 0, 1},
         {2, 2, 129, 129, 64, 1, 0, 1, 0}, {1, 2, 3, 200, 128, 1, 0, 0, 1},
+        /* one query (decoding; out2 takes the split-key kernel): 4 chunks of 256 keys at Table
+         * 4's shape, 47 chunks of 64, cross-attention over a masked source with Dh 5, Dh 200
+         * with a window that leaves whole chunks invisible, Dh 300 (the tiled kernel) */
+        {16, 16, 1, 1024, 128, 1, 0, 1, 1}, {1, 2, 1, 3000, 64, 1, 0, 0, 1}, {3, 2, 1, 500, 5, 0, 0, 1, 0},
+        {2, 3, 1, 300, 200, 1, 40, 0, 1},   {1, 1, 1, 70, 300, 1, 0, 0, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) attention_case(&cases[i], TOL_FP32);
     /* the backward's products in the bf16 mode (one pointer-array batch over rows and heads) */
