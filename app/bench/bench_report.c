@@ -21,6 +21,7 @@
 
 #include "mtlab/clock.h"
 #include "mtlab/decode.h"
+#include "mtlab/device.h"
 #include "mtlab/error.h"
 #include "mtlab/probe.h"
 #include "mtlab/rng.h"
@@ -461,6 +462,8 @@ int bench_run_all(const bench_opts *o)
 {
     printf("mtlab bench: %d OpenMP threads; OpenBLAS %d threads, %s\n", omp_get_max_threads(),
            openblas_get_num_threads(), openblas_get_config());
+    char hint[512];
+    if (mt_cpu_blas_hint(hint, sizeof hint)) printf("   %s\n", hint);
     print_load("at start", 1);
     printf("every figure: one warm-up, then the median of %d runs\n", o->repeat);
     double step_b1[2] = {0, 0};

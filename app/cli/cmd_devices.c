@@ -9,7 +9,9 @@ static int run_devices(int argc, char **argv)
 {
     (void)argv;
     if (argc != 1) return cli_usage(&cmd_devices);
-    printf("cpu       OpenBLAS + OpenMP, %d threads\n", omp_get_max_threads());
+    printf("cpu       OpenBLAS (%s kernels) + OpenMP, %d threads\n", mt_cpu_blas_core(), omp_get_max_threads());
+    char hint[512];
+    if (mt_cpu_blas_hint(hint, sizeof hint)) printf("          %s\n", hint);
     char why[256] = "";
     int n = mt_cuda_devices(why, sizeof why);
     if (n == 0) printf("cuda      none (%s)\n", why);

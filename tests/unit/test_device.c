@@ -6,6 +6,8 @@
 #include "mtlab/device.h"
 #include "mtlab/error.h"
 
+#include <string.h>
+
 static void test_device_count_never_fails(void **state)
 {
     (void)state;
@@ -36,6 +38,26 @@ static void test_cuda_silu_matches_cpu(void **state)
 }
 
 /* Device names: cpu always works; the rest either give a CUDA backend or say exactly why not. */
+/* The CPU names its BLAS kernels, and the hint appears exactly when the CPU has AVX-512 and
+ * they are not AVX-512 ones, naming them and the variable that changes them. */
+static void test_cpu_blas_kernels(void **state)
+{
+    (void)state;
+    const char *core = mt_cpu_blas_core();
+    assert_non_null(core);
+    assert_true(strlen(core) > 0);
+    char hint[512] = "";
+    int wide = !strcmp(core, "SkylakeX") || !strcmp(core, "Cooperlake") || !strcmp(core, "SapphireRapids");
+    int has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+              __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+    int h = mt_cpu_blas_hint(hint, sizeof hint);
+    assert_int_equal(h, has && !wide);
+    if (h) {
+        assert_non_null(strstr(hint, core));
+        assert_non_null(strstr(hint, "OPENBLAS_CORETYPE="));
+    }
+}
+
 static void test_backend_for_names(void **state)
 {
     (void)state;
@@ -69,6 +91,7 @@ int main(void)
         cmocka_unit_test(test_device_count_never_fails),
         cmocka_unit_test(test_cuda_silu_matches_cpu),
         cmocka_unit_test(test_backend_for_names),
+        cmocka_unit_test(test_cpu_blas_kernels),
     };
     return cmocka_run_group_tests_name("device", tests, NULL, NULL);
 }

@@ -12,6 +12,12 @@ int mt_cuda_devices(char *why, size_t why_len);
 /* "NVIDIA H100 ..., 79.1 GiB, sm_90" for device index; 0 or -1 (mt_last_error). */
 int mt_cuda_describe(int index, char *out, size_t out_len);
 
+/* The OpenBLAS core whose kernels the CPU backend runs ("Haswell", "SkylakeX", ...). */
+const char *mt_cpu_blas_core(void);
+/* 1 and a sentence in out when the CPU could run faster BLAS kernels than the ones loaded (it
+ * has AVX-512, OpenBLAS picked AVX2 ones: what OPENBLAS_CORETYPE would choose), else 0. */
+int mt_cpu_blas_hint(char *out, size_t len);
+
 struct mt_backend;
 
 /* The backend a device name selects: "cpu", "cuda" (device 0) or "cuda:N". A CUDA backend is
