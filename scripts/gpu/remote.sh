@@ -8,7 +8,9 @@
 #                                          outlive the call while the machine stays warm)
 #         trainwait:SECONDS                until every run of trainall has ended, or SECONDS
 #         stopall                          stops the runs (each saves a checkpoint; best/ is kept)
-#         fetch:N                          up to N ended runs' best bundles, OUT/NAME.tar.xz
+#         fetch:N                          up to N ended runs' best bundles, OUT/NAME.tar.xz; with
+#                                          FETCH_AVG=1,2,4,8 and kept bundles, the best of best/ and
+#                                          the means of the last kept ones (scripts/train/average.lua)
 # (torch and bench stages are skipped while training runs share the GPU)
 # Each stage has its own time limit, cut to what is left of CALL_LIMIT (the device call's
 # timeout, default 600 s, less a margin to pack the logs); a stage with under 10 s left is
@@ -120,8 +122,18 @@ for s in "$@"; do
         run=$n-10k   # the retraining configs name their runs so (scripts/train/budget.lua)
         [ -n "$run" ] && [ -d "runs/$run/best" ] && [ ! -e "$RUNS/$run.fetched" ] || continue
         [ "$k" -ge "$max" ] && break
+        sub=best
+        if [ -n "${FETCH_AVG:-}" ] && [ -d "runs/$run/steps" ]; then
+          # with kept bundles (TRAIN_KV="keep_every=250"): the best of best/ and the means of the
+          # last FETCH_AVG kept ones on the validation split (paragraphs for CAT runs), as best/
+          para=; case $run in *-cat*) para=--para ;; esac
+          OMP_NUM_THREADS=8 timeout 300 ./mtlab run scripts/train/average.lua "runs/$run" --last "$FETCH_AVG" $para \
+            --out "runs/$run/chosen" >"$LOGS/average-$run.log" 2>&1 && sub=chosen
+          tail -n 12 "$LOGS/average-$run.log"
+        fi
         # OUT's names may hold letters, digits, '.', '_' and '-' only: transformer++ comes back as transformerpp
-        tar -C "runs/$run" -cf - best | xz -T0 -6 >"$OUT/${run//+/p}.tar.xz" && touch "$RUNS/$run.fetched" && k=$((k + 1))
+        tar -C "runs/$run" -cf - --transform "s,^$sub,best," $sub | xz -T0 -6 >"$OUT/${run//+/p}.tar.xz" &&
+          touch "$RUNS/$run.fetched" && k=$((k + 1))
       done
       echo "== fetch: $k bundles ($(ls $RUNS/*.fetched 2>/dev/null | wc -l) of $(ls $RUNS/*.pid 2>/dev/null | wc -l) fetched so far)"
       ls -la "$OUT" ;;
