@@ -97,6 +97,7 @@ for s in "$@"; do
         if [ -n "${TRAIN_INIT:-}" ]; then   # go on from the bundle TRAIN_INIT/NAME at its step (models/provenance.tsv)
           st=$(awk -F'\t' -v r="$n" '$2 == r {print $3}' "$TRAIN_INIT/provenance.tsv")
           [ -n "$st" ] && [ -s "$TRAIN_INIT/$n/config.json" ] && init=(init="$TRAIN_INIT/$n" init_step="$st")
+          [ "${st:-0}" -ge 10000 ] && { echo "== trainall: $n is at the budget's 10000 steps already"; continue; }
         fi
         OMP_NUM_THREADS=1 setsid nohup timeout -k 20 "$secs" ./mtlab train "$cfg" device=cuda ${TRAIN_KV:-} "${init[@]}" \
           >"$RUNS/$n.log" 2>&1 </dev/null &
