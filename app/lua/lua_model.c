@@ -550,14 +550,18 @@ static int l_average(lua_State *L)
         else if (!strcmp(dtype_name, "bf16")) dtype = MT_DT_BF16;
         else mtl_error(L, fn, "unknown dtype '%s' (f32, f16 or bf16)", dtype_name);
     }
-    lua_Integer n = luaL_len(L, 1);
+    lua_Integer n = (lua_Integer)lua_rawlen(L, 1);
     if (n < 1) mtl_error(L, fn, "no bundles to average (the list is empty)");
     if (n > 100000) mtl_error(L, fn, "%lld bundles is too many to average", (long long)n);
+    for (lua_Integer i = 1; i <= n; i++) {
+        if (lua_rawgeti(L, 1, i) != LUA_TSTRING)
+            mtl_error(L, fn, "bundle %lld must be a path (a string), not %s", (long long)i, luaL_typename(L, -1));
+        lua_pop(L, 1);
+    }
     const char **dirs = lua_newuserdatauv(L, (size_t)n * sizeof *dirs, 0); /* freed by the GC */
     for (lua_Integer i = 1; i <= n; i++) {
-        if (lua_geti(L, 1, i) != LUA_TSTRING)
-            mtl_error(L, fn, "bundle %lld must be a path (a string), not %s", (long long)i, luaL_typename(L, -1));
-        dirs[i - 1] = lua_tostring(L, -1); /* the table keeps the string alive */
+        lua_rawgeti(L, 1, i);
+        dirs[i - 1] = lua_tostring(L, -1); /* the table holds the string (a raw read) */
         lua_pop(L, 1);
     }
     if (mt_model_average(dirs, (int)n, out, dtype) != 0) mtl_error(L, fn, "%s", mt_last_error());
