@@ -3,9 +3,7 @@
 #include "cli/commands.h"
 #include "mtlab/error.h"
 #include "mtlab/model.h"
-#include "mtlab/safetensors.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,14 +36,10 @@ static int run_average(int argc, char **argv)
     }
     int dtype = -1;
     if (dtype_name) {
-        char up[16];
-        size_t k = 0;
-        for (; dtype_name[k] && k + 1 < sizeof up; k++) up[k] = (char)toupper((unsigned char)dtype_name[k]);
-        up[k] = '\0';
         mt_dtype dt;
-        if (mt_dtype_from_name(up, &dt) != 0 || (dt != MT_DT_F32 && dt != MT_DT_F16 && dt != MT_DT_BF16)) {
+        if (mt_model_save_dtype_parse(dtype_name, &dt) != 0) {
             free(dirs);
-            fprintf(stderr, "mtlab average: --dtype takes f32, f16 or bf16, not '%s'\n", dtype_name);
+            fprintf(stderr, "mtlab average: --dtype: %s\n", mt_last_error());
             return 2;
         }
         dtype = (int)dt;

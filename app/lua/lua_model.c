@@ -543,13 +543,9 @@ static int l_average(lua_State *L)
     const char *out = luaL_checkstring(L, 2);
     mtl_check_options(L, 3, fn, known);
     const char *dtype_name = mtl_opt_string(L, 3, fn, "dtype", NULL);
-    int dtype = -1;
-    if (dtype_name) {
-        if (!strcmp(dtype_name, "f32")) dtype = MT_DT_F32;
-        else if (!strcmp(dtype_name, "f16")) dtype = MT_DT_F16;
-        else if (!strcmp(dtype_name, "bf16")) dtype = MT_DT_BF16;
-        else mtl_error(L, fn, "unknown dtype '%s' (f32, f16 or bf16)", dtype_name);
-    }
+    mt_dtype dt = MT_DT_F32;
+    if (dtype_name && mt_model_save_dtype_parse(dtype_name, &dt) != 0) mtl_error(L, fn, "%s", mt_last_error());
+    int dtype = dtype_name ? (int)dt : -1;
     lua_Integer n = (lua_Integer)lua_rawlen(L, 1);
     if (n < 1) mtl_error(L, fn, "no bundles to average (the list is empty)");
     if (n > 100000) mtl_error(L, fn, "%lld bundles is too many to average", (long long)n);

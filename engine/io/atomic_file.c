@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -102,6 +103,30 @@ int atomic_file_replace(const char *path, const void *data, size_t n)
     atomic_file af;
     if (atomic_file_begin(&af, path)) return -1;
     if (atomic_file_write(&af, data, n) || atomic_file_seal(&af)) {
+        atomic_file_discard(&af);
+        return -1;
+    }
+    return atomic_file_commit(&af);
+}
+
+int atomic_file_write_file(atomic_file *af, const char *src)
+{
+    FILE *f = fopen(src, "rb");
+    if (!f) return mt_error("%s: %s", src, strerror(errno));
+    char buf[1 << 16];
+    size_t n;
+    int rc = 0;
+    while (!rc && (n = fread(buf, 1, sizeof buf, f)) > 0) rc = atomic_file_write(af, buf, n);
+    if (!rc && ferror(f)) rc = mt_error("%s: read failed", src);
+    fclose(f);
+    return rc;
+}
+
+int atomic_file_copy(const char *path, const char *src)
+{
+    atomic_file af;
+    if (atomic_file_begin(&af, path)) return -1;
+    if (atomic_file_write_file(&af, src) || atomic_file_seal(&af)) {
         atomic_file_discard(&af);
         return -1;
     }

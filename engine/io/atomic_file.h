@@ -28,5 +28,9 @@ void atomic_file_discard(atomic_file *af);
 
 /* begin + write + seal + commit of one buffer, discarding the temporary on failure. */
 int atomic_file_replace(const char *path, const void *data, size_t n);
+/* Append the whole file src to af. */
+int atomic_file_write_file(atomic_file *af, const char *src);
+/* atomic_file_replace with the contents of the file src. */
+int atomic_file_copy(const char *path, const char *src);
 
 #endif

@@ -138,19 +138,6 @@ static int make_dirs(const char *dir)
     return rc ? rc : check_dir(dir);
 }
 
-static int copy_into(atomic_file *af, const char *src)
-{
-    FILE *f = fopen(src, "rb");
-    if (!f) return mt_error("%s: %s", src, strerror(errno));
-    char buf[1 << 16];
-    size_t n;
-    int rc = 0;
-    while (!rc && (n = fread(buf, 1, sizeof buf, f)) > 0) rc = atomic_file_write(af, buf, n);
-    if (!rc && ferror(f)) rc = mt_error("%s: read failed", src);
-    fclose(f);
-    return rc;
-}
-
 enum { MEMBER_CONFIG, MEMBER_WEIGHTS, MEMBER_TOKENIZER, MEMBER_CORPUS_STATS, N_MEMBERS };
 
 static int write_member(atomic_file *af, int member, const mt_bundle_contents *c)
@@ -164,8 +151,8 @@ static int write_member(atomic_file *af, int member, const mt_bundle_contents *c
     }
     case MEMBER_WEIGHTS:
         return st_write_contents(af, c->tensors, c->n_tensors, c->metadata, c->n_metadata);
-    case MEMBER_TOKENIZER: return copy_into(af, c->tokenizer_path);
-    case MEMBER_CORPUS_STATS: return copy_into(af, c->corpus_stats_path);
+    case MEMBER_TOKENIZER: return atomic_file_write_file(af, c->tokenizer_path);
+    case MEMBER_CORPUS_STATS: return atomic_file_write_file(af, c->corpus_stats_path);
     }
     return mt_error("%s: unknown bundle member", af->path);
 }

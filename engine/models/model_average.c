@@ -1,7 +1,7 @@
 /* Checkpoint averaging: one bundle whose weights are the element-wise mean of several bundles
  * of one model (docs/models.md §10.10), and the layout check it shares with training's `init`. */
+#include "io/atomic_file.h"
 #include "mtlab/backend.h"
-#include "mtlab/entities.h"
 #include "mtlab/error.h"
 #include "mtlab/model.h"
 #include "mtlab/safetensors.h"
@@ -77,27 +77,17 @@ static int stored_dtype(const char *dir)
     return dt;
 }
 
-/* The first bundle's corpus_stats.tsv and entity_lexicon.tsv, when it has them, into out: the
- * averaged bundles come from one training corpus, so its statistics hold for the mean too. */
+/* The first bundle's training statistics, when it has them, into out: the averaged bundles come
+ * from one training corpus, so its statistics hold for the mean too. */
 static int copy_stats(const char *from, const char *out)
 {
-    char src[PATH_MAX], dst[PATH_MAX];
-    struct stat sb;
-    snprintf(src, sizeof src, "%s/corpus_stats.tsv", from);
-    if (stat(src, &sb) == 0) {
-        mt_corpus_stats *s = mt_corpus_stats_read(src);
-        snprintf(dst, sizeof dst, "%s/corpus_stats.tsv", out);
-        int rc = s ? mt_corpus_stats_write(s, dst) : -1;
-        mt_corpus_stats_free(s);
-        if (rc != 0) return -1;
-    }
-    snprintf(src, sizeof src, "%s/entity_lexicon.tsv", from);
-    if (stat(src, &sb) == 0) {
-        mt_entity_lexicon *l = mt_entity_lexicon_read(src);
-        snprintf(dst, sizeof dst, "%s/entity_lexicon.tsv", out);
-        int rc = l ? mt_entity_lexicon_write(l, dst) : -1;
-        mt_entity_lexicon_free(l);
-        if (rc != 0) return -1;
+    static const char *const files[] = {"corpus_stats.tsv", "entity_lexicon.tsv"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char src[PATH_MAX], dst[PATH_MAX];
+        struct stat sb;
+        snprintf(src, sizeof src, "%s/%s", from, files[i]);
+        snprintf(dst, sizeof dst, "%s/%s", out, files[i]);
+        if (stat(src, &sb) == 0 && atomic_file_copy(dst, src) != 0) return -1;
     }
     return 0;
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "mtlab/error.h"
 
@@ -169,6 +170,20 @@ int mt_model_save(const mt_model *m, const char *dir, const char *tokenizer_mode
     free(host);
     mt_config_free(c);
     return rc;
+}
+
+int mt_model_save_dtype_parse(const char *name, mt_dtype *out)
+{
+    static const struct {
+        const char *name;
+        mt_dtype dtype;
+    } names[] = {{"f32", MT_DT_F32}, {"f16", MT_DT_F16}, {"bf16", MT_DT_BF16}};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcasecmp(name, names[i].name)) {
+            *out = names[i].dtype;
+            return 0;
+        }
+    return mt_error("unknown dtype '%s' (f32, f16 or bf16)", name);
 }
 
 const char *mt_model_tokenizer_path(const mt_model *m) { return m->tokenizer_path; }

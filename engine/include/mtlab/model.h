@@ -93,6 +93,9 @@ mt_model *mt_model_load(const char *dir, const mt_backend *be, unsigned flags);
  * (exact, what checkpoints use), MT_DT_F16 or MT_DT_BF16 (rounded to nearest even; half the
  * size, for shipped bundles); loading converts back to fp32. */
 int mt_model_save(const mt_model *m, const char *dir, const char *tokenizer_model, mt_dtype dtype);
+/* The dtype a bundle's weights can be saved as, by the names users type: "f32", "f16" or "bf16"
+ * (any case); -1 and an error naming them otherwise. */
+int mt_model_save_dtype_parse(const char *name, mt_dtype *out);
 /* The tokenizer.model of the bundle the model was loaded from; NULL for created models or
  * bundles loaded without one. */
 const char *mt_model_tokenizer_path(const mt_model *m);
