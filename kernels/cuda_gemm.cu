@@ -5,7 +5,8 @@
 // fp32 mode: cublasSgemm with default math (no TF32), as the parity tests need. bf16 mode
 // (mixed precision, as the paper trained): the operands are converted to bf16 copies in
 // scratch memory and multiplied with fp32 accumulation into an fp32 result. x W^T with at most
-// 16 rows of x (decoding) takes our own kernel instead, in fp32 in both modes (below).
+// 16 rows of x (decoding) takes our own kernel instead, in fp32 in both modes (below), and
+// against precision bf16's weight copies another, on the tensor cores (qrows_kernel).
 #include "cuda_ops.h"
 #include "cuda_rows.cuh"
 
@@ -301,6 +302,126 @@ void cu_qmatrix_free(mt_qmatrix *q)
     memset(q, 0, sizeof *q);
 }
 
+// ---------------------------------------------------------------- few rows: x W^T, bf16 W
+// A decoding step in precision bf16: m <= ROWS_MAX rows of x (bf16) against a bf16 weight copy.
+// The work is reading W once, and at 16 rows each weight takes 16 multiply-adds: on the CUDA
+// cores that would be about three quarters of an H100's fp32 rate at its copy bandwidth, so the
+// products go to the tensor cores (mma.sync m16n8k16, fp32 sums), the rows of x being the
+// instruction's 16 rows (zeros past m) and eight weight rows its 8 columns.
+//
+// Loads: lane (g, t) = (lane / 4, lane % 4) reads 8 consecutive k of weight row g of each tile
+// as one 16-byte load, a tile's 8 rows x 32 k as 512 contiguous-per-row bytes. The instruction
+// wants lane (g, t) to hold k 2t, 2t+1 and 2t+8, 2t+9 of a 16-wide step instead; since a dot
+// product does not depend on the order of its k, each 32-wide chunk is fed to two instructions
+// with its k permuted so that the 16 loaded bytes are exactly what the lane holds: instruction j
+// (0, 1) takes k 8t+4j, 8t+4j+1 where it expects 2t, 2t+1 and 8t+4j+2, 8t+4j+3 where it expects
+// 2t+8, 2t+9, in A (x) and B (W) alike, so the lane's x load is the same 16 bytes of rows g and
+// g+8. A block takes NT tiles (8 NT weight rows) and its QWARPS warps split the chunks of k,
+// two chunks in flight per warp; shared memory sums the warps' 16 x 8 NT partial products.
+// Needs k and the weight stride multiples of 8 and 16-byte aligned rows (the caller checks).
+#define QWARPS 8
+
+__device__ __forceinline__ void mma_bf16_m16n8k16(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
+{
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <int NT, bool HI> // HI: m > 8, rows g + 8 of x are used
+__global__ void __launch_bounds__(QWARPS * 32) qrows_kernel(int m, int n, int k, const __nv_bfloat16 *x,
+                                                            const __nv_bfloat16 *w, int ldw, const float *bias,
+                                                            float *out, int ldo)
+{
+    __shared__ float part[QWARPS][16][NT * 8 + 1];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int n0 = blockIdx.x * NT * 8, chunks = (k + 31) / 32, k8 = k / 8;
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+    const uint4 *wr[NT];
+#pragma unroll
+    for (int j = 0; j < NT; j++) {
+        int row = n0 + j * 8 + g;
+        wr[j] = (const uint4 *)(w + (size_t)(row < n ? row : n - 1) * ldw); // past n: a real row, unused
+    }
+    const uint4 *x0 = (const uint4 *)(x + (size_t)g * k), *x1 = (const uint4 *)(x + (size_t)(g + 8) * k);
+    const bool has0 = g < m, has1 = HI && g + 8 < m;
+    float acc[NT][4];
+#pragma unroll
+    for (int j = 0; j < NT; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+    for (int c = warp; c < chunks; c += 2 * QWARPS) {
+        uint4 xa[2], xb[2], wv[2][NT];
+#pragma unroll
+        for (int u = 0; u < 2; u++) { // both chunks' loads first, then the products
+            const int q = (c + u * QWARPS) * 4 + t; // this lane's 16 bytes, in units of 8 k
+            const bool in = c + u * QWARPS < chunks && q < k8;
+            xa[u] = in && has0 ? __ldg(x0 + q) : zero;
+            xb[u] = in && has1 ? __ldg(x1 + q) : zero;
+#pragma unroll
+            for (int j = 0; j < NT; j++) wv[u][j] = in ? __ldg(wr[j] + q) : zero;
+        }
+#pragma unroll
+        for (int u = 0; u < 2; u++) {
+            const uint32_t a0[4] = {xa[u].x, xb[u].x, xa[u].y, xb[u].y}, a1[4] = {xa[u].z, xb[u].z, xa[u].w, xb[u].w};
+#pragma unroll
+            for (int j = 0; j < NT; j++) {
+                mma_bf16_m16n8k16(acc[j], a0, wv[u][j].x, wv[u][j].y);
+                mma_bf16_m16n8k16(acc[j], a1, wv[u][j].z, wv[u][j].w);
+            }
+        }
+    }
+    // the accumulator: (row g, columns 2t, 2t+1) and (row g+8, the same columns) of each tile
+#pragma unroll
+    for (int j = 0; j < NT; j++) {
+        part[warp][g][j * 8 + 2 * t] = acc[j][0], part[warp][g][j * 8 + 2 * t + 1] = acc[j][1];
+        part[warp][g + 8][j * 8 + 2 * t] = acc[j][2], part[warp][g + 8][j * 8 + 2 * t + 1] = acc[j][3];
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < 16 * NT * 8; e += QWARPS * 32) {
+        const int i = e / (NT * 8), col = e % (NT * 8);
+        if (i >= m || n0 + col >= n) continue;
+        float sum = 0.0f;
+#pragma unroll
+        for (int v = 0; v < QWARPS; v++) sum += part[v][i][col];
+        out[(size_t)i * ldo + n0 + col] = bias ? sum + bias[n0 + col] : sum;
+    }
+}
+
+// The multiprocessor count of the current device (asked once per device)
+static int sm_count(void)
+{
+    static int count[64];
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 1;
+    if (!count[dev]) {
+        int v = 0;
+        cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev);
+        count[dev] = v > 0 ? v : 1;
+    }
+    return count[dev];
+}
+
+template <int NT>
+static void qrows_launch(int m, int n, int k, const __nv_bfloat16 *x, const __nv_bfloat16 *w, int ldw,
+                         const float *bias, float *out, int ldo)
+{
+    const unsigned blocks = (unsigned)((n + NT * 8 - 1) / (NT * 8));
+    if (m > 8) qrows_kernel<NT, true><<<blocks, QWARPS * 32, 0, cu_stream()>>>(m, n, k, x, w, ldw, bias, out, ldo);
+    else qrows_kernel<NT, false><<<blocks, QWARPS * 32, 0, cu_stream()>>>(m, n, k, x, w, ldw, bias, out, ldo);
+    cu_check(cudaGetLastError(), "qrows_kernel");
+}
+
+// out (m, n) = x (m, k) W^T + bias, m <= ROWS_MAX. Wider blocks (more tiles) read x fewer times
+// per weight byte; narrower ones keep every multiprocessor busy when W has few rows.
+static void qrows(int m, int n, int k, const __nv_bfloat16 *x, const __nv_bfloat16 *w, int ldw, const float *bias,
+                  float *out, int ldo)
+{
+    const int sms = sm_count();
+    if ((n + 31) / 32 >= sms) qrows_launch<4>(m, n, k, x, w, ldw, bias, out, ldo);
+    else if ((n + 15) / 16 >= sms / 2) qrows_launch<2>(m, n, k, x, w, ldw, bias, out, ldo);
+    else qrows_launch<1>(m, n, k, x, w, ldw, bias, out, ldo);
+}
+
 // out (BT, OC) = x (BT, C) w[row0 .. row0 + OC)^T + bias
 void cu_qlinear_forward(float *out, const float *x, const mt_qmatrix *w, int row0, const float *bias, size_t BT,
                         int OC)
@@ -310,6 +431,11 @@ void cu_qlinear_forward(float *out, const float *x, const mt_qmatrix *w, int row
     __nv_bfloat16 *x16 = bf16_copy(x, BT * (size_t)C);
     if (!x16) return;
     const __nv_bfloat16 *w16 = (const __nv_bfloat16 *)w->bf16 + (size_t)row0 * w->ld;
+    if (BT <= ROWS_MAX && C % 8 == 0 && w->ld % 8 == 0 && ((uintptr_t)w16 & 15) == 0) {
+        qrows((int)BT, OC, C, x16, w16, w->ld, bias, out, OC);
+        cu_scratch_free(x16);
+        return;
+    }
     const float one = 1.0f, zero = 0.0f;
     // row-major out = x W^T is column-major out^T (OC, BT) = W x^T, W (OC, C) row-major = (C, OC)
     // column-major, hence W transposed

@@ -136,6 +136,41 @@ static void run_attn_bwd(const mt_backend *be, void *p)
     be->attention_backward(c->dq, c->dk, c->dv, c->datt, c->dout, c->q, c->k, c->v, c->att, &c->d);
 }
 
+typedef struct {
+    mt_qmatrix q;
+    float *x, *out;
+    int m;
+} qlinear_ctx;
+
+static void run_qlinear(const mt_backend *be, void *p)
+{
+    qlinear_ctx *c = p;
+    be->qlinear_forward(c->out, c->x, &c->q, 0, NULL, (size_t)c->m, c->q.rows);
+}
+
+/* precision bf16's linear layers as a decoding step runs them (1 and 16 rows of x against a bf16
+ * weight copy): bytes of weights read over the copy bandwidth, the whole of the step's work */
+static int qlinear_rows(const mt_backend *be, double copy_bw, int repeat)
+{
+    const int shapes[][2] = {{2048, 2048}, {8192, 2048}, {2048, 8192}, {50280, 2048}}, ms[] = {1, 16};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        const int n = shapes[i][0], k = shapes[i][1];
+        float *w = dev_random(be, (size_t)n * k, 1, 18);
+        qlinear_ctx c = {.x = dev_random(be, (size_t)16 * k, 1, 19), .out = be->alloc((size_t)16 * n * sizeof(float))};
+        int rc = w && c.x && c.out && be->qmatrix_make(&c.q, MT_QMATRIX_BF16, w, n, k) == 0 ? 0 : -1;
+        for (size_t j = 0; !rc && j < sizeof ms / sizeof *ms; j++) {
+            c.m = ms[j];
+            double t = time_median(be, run_qlinear, &c, repeat), bytes = 2.0 * n * (double)k;
+            printf("   bf16 weights %2d x %5d x %5d (decoding)        %8.3f ms  %7.1f GB/s = %5.1f%% of copy\n", c.m, n,
+                   k, t * 1e3, bytes / t / 1e9, 100 * bytes / t / copy_bw);
+        }
+        if (c.q.bf16) be->qmatrix_free(&c.q);
+        be->free(w), be->free(c.x), be->free(c.out);
+        if (rc) return -1;
+    }
+    return 0;
+}
+
 static int kernels(const mt_backend *be, double copy_bw, double blas32, double blas16, int repeat)
 {
     printf("\n2. kernels against the device (fp32 unless named)\n");
@@ -227,7 +262,8 @@ static int kernels(const mt_backend *be, double copy_bw, double blas32, double b
                    prec ? "bf16" : "fp32");
         }
     }
-    return mt_backend_for(be->name, 0) ? 0 : -1;
+    if (!mt_backend_for(be->name, 0)) return -1;
+    return qlinear_rows(be, copy_bw, repeat);
 }
 
 /* ---------------------------------------------------------------- 3. Table 4 decoding */

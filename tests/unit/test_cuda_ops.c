@@ -233,29 +233,44 @@ static void test_gemm_bf16(void **state)
     report("gemm bf16 inputs, fp32 accumulate 77x130x257", rel, TOL_BF16);
 }
 
-/* precision bf16's linear layer: a row range of a bf16 weight copy, bias, against fp32 on the
- * CPU (decoding's few rows and a prefill's many) */
-static void test_bf16_linear(void **state)
+/* precision bf16's linear layer: rows row0 .. row0 + OC of a rows x C bf16 weight copy, bias,
+ * against fp32 on the CPU, for each count of rows of x in bts (-1 ends the list) */
+static void bf16_linear_case(int rows, int C, int row0, int OC, const int *bts)
 {
-    NEED_GPU();
-    const int rows = 70, C = 136, row0 = 9, OC = 50;
     pair w = rnd((size_t)rows * C, 1.0f), bias = rnd((size_t)OC, 1.0f);
     mt_qmatrix q;
     assert_int_equal(gpu->qmatrix_make(&q, MT_QMATRIX_BF16, w.d, rows, C), 0);
-    for (int bt = 1; bt <= 257; bt += 128) {
+    for (; *bts > 0; bts++) {
+        const int bt = *bts;
         pair x = rnd((size_t)bt * C, 1.0f), out = poison((size_t)bt * OC);
         cpu->gemm(0, 1, bt, OC, C, 1.0f, x.h, C, w.h + (size_t)row0 * C, C, 0.0f, out.h, OC);
         cpu->bias_add(out.h, bias.h, (size_t)bt, OC);
         gpu->qlinear_forward(out.d, x.d, &q, row0, bias.d, (size_t)bt, OC);
-        char what[96];
-        snprintf(what, sizeof what, "bf16 linear rows %d..%d of %dx%d, %d rows of x, bias", row0, row0 + OC, rows, C,
-                 bt);
+        char what[112];
+        snprintf(what, sizeof what, "bf16 linear rows %d..%d of %dx%d, %d rows of x%s, bias", row0, row0 + OC, rows,
+                 C, bt, bt <= 16 && C % 8 == 0 ? " (tensor-core few rows)" : "");
         report(what, diff(out), TOL_BF16);
         drop(x), drop(out);
     }
     gpu->qmatrix_free(&q);
-    assert_int_equal(gpu->qmatrix_make(&q, MT_QMATRIX_INT8, w.d, rows, C), -1);
     drop(w), drop(bias);
+}
+
+/* decoding's few rows (the tensor-core kernel: 1-8 rows, 9-16 rows, weight tiles of 8 rows cut
+ * by OC, k not a multiple of its 32-wide chunks, the widest blocks on 4,300 weight rows), a
+ * prefill's many (cuBLAS), and C = 12, which the few-rows kernel leaves to cuBLAS */
+static void test_bf16_linear(void **state)
+{
+    NEED_GPU();
+    const int all[] = {1, 2, 5, 8, 9, 13, 16, 17, 129, 257, -1}, few[] = {1, 8, 16, -1};
+    bf16_linear_case(70, 136, 9, 50, all);
+    bf16_linear_case(300, 200, 3, 257, few);
+    bf16_linear_case(4300, 64, 0, 4300, few);
+    bf16_linear_case(40, 12, 5, 33, few);
+    mt_qmatrix q;
+    pair w = rnd(16, 1.0f);
+    assert_int_equal(gpu->qmatrix_make(&q, MT_QMATRIX_INT8, w.d, 4, 4), -1);
+    drop(w);
 }
 
 /* ---------------------------------------------------------------- elementwise */
