@@ -4,6 +4,7 @@
 #include "lua/lua_internal.h"
 #include "lua/mtlab_lua.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -153,9 +154,28 @@ void mtl_set_string(lua_State *L, const char *key, const char *v)
     lua_setfield(L, -2, key);
 }
 
+/* 1 when msg starts with the position error() gives a message at level 1 or more
+ * ("chunk:line: "), which it never gives at level 0 */
+static int has_position(const char *msg)
+{
+    for (const char *p = msg; *p && *p != '\n'; p++) {
+        if (*p != ':' || !isdigit((unsigned char)p[1])) continue;
+        const char *q = p + 1;
+        while (isdigit((unsigned char)*q)) q++;
+        if (q[0] == ':' && q[1] == ' ') return 1;
+    }
+    return 0;
+}
+
 int mtlab_lua_traceback(lua_State *L)
 {
     const char *msg = lua_tostring(L, 1);
+    /* error(msg, 0): a message meant for the user as it is (a script's usage line, a bad
+     * argument it names), so no traceback after it; every other error keeps its traceback */
+    lua_Debug ar;
+    if (msg && !has_position(msg) && lua_getstack(L, 1, &ar) && lua_getinfo(L, "Sn", &ar) && ar.what[0] == 'C' &&
+        ar.name && !strcmp(ar.name, "error"))
+        return 1;
     if (!msg) msg = luaL_tolstring(L, 1, NULL); /* error objects that are not strings */
     luaL_traceback(L, L, msg, 1);
     return 1;

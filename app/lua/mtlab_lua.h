@@ -34,7 +34,8 @@ void mtlab_lua_reset_interrupt(lua_State *L);
  * left on the stack. */
 int mtlab_lua_dofile(lua_State *L, const char *path, int nargs);
 
-/* The message handler every call into Lua uses: the error and a traceback. */
+/* The message handler every call into Lua uses: the error and a traceback (the message alone
+ * when the global error() raised it at level 0, e.g. a script's usage line). */
 int mtlab_lua_traceback(lua_State *L);
 
 /* The API reference as markdown (README's "Lua API" section is this text). */

@@ -16,6 +16,20 @@ describe("mtlab run", function()
     assert.matches("in main chunk", err)
   end)
 
+  it("prints error(msg, 0) as the script's own message, without a traceback", function()
+    local _, err, code = H.run_lua('error("usage: mtlab run x.lua FILE", 0)')
+    assert.are.equal(1, code)
+    assert.are.equal("mtlab run: usage: mtlab run x.lua FILE\n", err)
+    -- a message with what looks like a position (chunk:line: ) keeps its traceback, as does a
+    -- binding's error
+    _, err, code = H.run_lua('error("see b.lua:3: there", 0)')
+    assert.are.equal(1, code)
+    assert.matches("stack traceback", err)
+    _, err, code = H.run_lua('mtlab.load("no/such/bundle")')
+    assert.are.equal(1, code)
+    assert.matches("stack traceback:.*in main chunk", err)
+  end)
+
   it("prints a command's --help on stdout", function()
     for _, cmd in ipairs({"eval", "score", "run", "translate", "inspect"}) do
       local out, code = H.sh(string.format("%s %s --help 2>/dev/null", H.mtlab, cmd))
