@@ -1,8 +1,9 @@
 /* `mtlab run SCRIPT.lua [ARGS...]`: runs a Lua script headless with the `mtlab` module.
  * The script sees `arg` as lua.c sets it (arg[0] the script, arg[1..] its arguments, negative
  * indices the command before it) and its arguments as `...`. A script error prints the
- * traceback (none after error(msg, 0), a message meant for the user as it is) and exits 1; Ctrl-C interrupts the script wherever it is (a running translation
- * included) and exits 130 with the traceback of where it stopped. */
+ * traceback (none after error(msg, 0), a message meant for the user as it is) and exits 1;
+ * Ctrl-C interrupts the script wherever it is (a running translation included) and exits 130
+ * with the traceback of where it stopped. */
 #include "cli/commands.h"
 #include "lua/mtlab_lua.h"
 #include "mtlab/error.h"

@@ -154,8 +154,8 @@ void mtl_set_string(lua_State *L, const char *key, const char *v)
     lua_setfield(L, -2, key);
 }
 
-/* 1 when msg starts with the position error() gives a message at level 1 or more
- * ("chunk:line: "), which it never gives at level 0 */
+/* 1 when msg's first line holds a position ("chunk:line: "), as error() gives a message at
+ * level 1 or more and never at level 0 */
 static int has_position(const char *msg)
 {
     for (const char *p = msg; *p && *p != '\n'; p++) {
