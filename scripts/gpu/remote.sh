@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # Runs on a lent GPU machine, from the repository root, over what scripts/gpu/pack.sh packed:
 #   [CALL_LIMIT=S] scripts/gpu/remote.sh STAGE...
-# stages: info tests sanitize torch[:PRESETS] bench:SECTION:REPEAT tui
+# stages: info tests sanitize torch[:PRESETS] bench:SECTION:REPEAT[:LIMIT] tui
 #         train:CONFIG:SECONDS:NAME:KEY=V,...
 #         mps                              NVIDIA's multi-process service, when it runs here
 #         trainall:SECONDS:CONFIG,...      the runs side by side on the one GPU, detached (they
-#                                          outlive the call while the machine stays warm)
-#         trainwait:SECONDS                until every run of trainall has ended, or SECONDS
+#                                          outlive the call while the machine stays warm;
+#                                          TRAIN_MAX=N: each to N steps, past the budget)
+#         trainwait:SECONDS[:LEAVE]        until every run of trainall has ended, or SECONDS, or only
+#                                          LEAVE seconds of the call are left (default 60)
 #         stopall                          stops the runs (each saves a checkpoint; best/ is kept)
+#         snap                             each run's newest kept bundle, OUT/NAME-stepN.tar.xz, while
+#                                          it runs on (insurance for a later call that may not come)
 #         fetch:N                          up to N ended runs' best bundles, OUT/NAME.tar.xz; with
 #                                          FETCH_AVG=1,2,4,8 and kept bundles, the best of best/ and
-#                                          the means of the last kept ones (scripts/train/average.lua)
+#                                          the means of the last kept ones (scripts/train/average.lua,
+#                                          scored on FETCH_DEVICE, default cpu)
 # (torch and bench stages are skipped while training runs share the GPU)
 # Each stage has its own time limit, cut to what is left of CALL_LIMIT (the device call's
 # timeout, default 600 s, less a margin to pack the logs); a stage with under 10 s left is
@@ -74,9 +79,9 @@ for s in "$@"; do
     torch*|bench:*) [ "$(running)" -gt 0 ] && { echo "== $s skipped: $(running) training runs share the GPU"; continue; } ;;&
     torch|torch:*) pre=${s#torch}; pre=${pre#:}
            stage torch 180 python3 -u tests/bench/torch_train.py --out "$LOGS/torch_train.json" ${pre:+--presets "$pre"} ;;
-    bench:*) IFS=: read -r _ only rep <<<"$s"; j=()   # bench:kernels:3 (the torch JSON from an earlier call: .dev/)
+    bench:*) IFS=: read -r _ only rep lim <<<"$s"; j=()   # bench:kernels:3[:LIMIT] (the torch JSON from an earlier call: .dev/)
            for f in "$LOGS/torch_train.json" .dev/torch_train.json; do [ -s "$f" ] && { j=(--torch-json "$f"); break; }; done
-           stage "bench-$only" 300 ./mtlab bench --device cuda:0 --only "$only" --repeat "$rep" "${j[@]}" ;;
+           stage "bench-$only" "${lim:-300}" ./mtlab bench --device cuda:0 --only "$only" --repeat "$rep" "${j[@]}" ;;
     tui) stage tui 120 scripts/gpu/panes.sh "$LOGS" ;;
     train:*) IFS=: read -r _ cfg secs name kv <<<"$s"   # train:CONFIG:SECONDS:NAME:KEY=V,KEY=V
              stage "train-$name" "$secs" ./mtlab train "$cfg" device=cuda name="$name" ${kv//,/ }
@@ -97,15 +102,16 @@ for s in "$@"; do
         if [ -n "${TRAIN_INIT:-}" ]; then   # go on from the bundle TRAIN_INIT/NAME at its step (models/provenance.tsv)
           st=$(awk -F'\t' -v r="$n" '$2 == r {print $3}' "$TRAIN_INIT/provenance.tsv")
           [ -n "$st" ] && [ -s "$TRAIN_INIT/$n/config.json" ] && init=(init="$TRAIN_INIT/$n" init_step="$st")
-          [ "${st:-0}" -ge 10000 ] && { echo "== trainall: $n is at the budget's 10000 steps already"; continue; }
+          [ "${st:-0}" -ge "${TRAIN_MAX:-10000}" ] && { echo "== trainall: $n is at ${TRAIN_MAX:-10000} steps already"; continue; }
         fi
-        OMP_NUM_THREADS=1 setsid nohup timeout -k 20 "$secs" ./mtlab train "$cfg" device=cuda ${TRAIN_KV:-} "${init[@]}" \
+        OMP_NUM_THREADS=1 setsid nohup timeout -k 20 "$secs" ./mtlab train "$cfg" device=cuda ${TRAIN_MAX:+max_steps=$TRAIN_MAX} \
+          ${TRAIN_KV:-} "${init[@]}" \
           >"$RUNS/$n.log" 2>&1 </dev/null &
         echo $! >"$RUNS/$n.pid"
       done
       echo "== trainall: $(running) runs started, each stopped after ${secs}s" ;;
-    trainwait:*) secs=${s#trainwait:}; t0=$(date +%s)
-      while [ "$(running)" -gt 0 ] && [ $(( $(date +%s) - t0 )) -lt "$secs" ] && [ "$(left)" -gt 60 ]; do
+    trainwait:*) IFS=: read -r _ secs leave <<<"$s"; t0=$(date +%s)   # trainwait:SECONDS[:LEAVE]
+      while [ "$(running)" -gt 0 ] && [ $(( $(date +%s) - t0 )) -lt "$secs" ] && [ "$(left)" -gt "${leave:-60}" ]; do
         sleep 15; [ $(( ($(date +%s) - t0) % 60 )) -lt 15 ] && { echo "-- $(( $(date +%s) - T0 ))s: $(running) running"; progress | cut -c1-150; }
       done
       echo "== trainwait: $(running) still running after $(( $(date +%s) - t0 ))s"; progress | cut -c1-200
@@ -115,6 +121,17 @@ for s in "$@"; do
     stopall) for f in $RUNS/*.pid; do kill -TERM "$(cat "$f")" 2>/dev/null; done   # each saves a checkpoint
       t0=$(date +%s); while [ "$(running)" -gt 0 ] && [ $(( $(date +%s) - t0 )) -lt 60 ]; do sleep 2; done
       echo "== stopall: $(running) still running"; progress | cut -c1-200 ;;
+    snap) # insurance while runs go on past the call: each run's newest complete kept bundle
+      # (the last "kept" line of its log), OUT/NAME-stepN.tar.xz, to score and average here
+      for f in $RUNS/*.log; do
+        [ -e "$f" ] || continue
+        d=$(grep -a -o 'kept [^ ]*/steps/[0-9]*' "$f" | tail -n 1 | cut -d' ' -f2)
+        [ -n "$d" ] && [ -s "$d/config.json" ] || continue
+        n=$(basename "$(dirname "$(dirname "$d")")")
+        tar -C "$(dirname "$d")" -cf - --transform "s,^$(basename "$d"),best," "$(basename "$d")" |
+          xz -T0 -6 >"$OUT/${n//+/p}-step$(basename "$d").tar.xz"
+      done
+      echo "== snap:"; ls -la "$OUT" ;;
     fetch:*) max=${s#fetch:}; k=0
       mkdir -p "$LOGS/runs"; cp $RUNS/*.log "$LOGS/runs/" 2>/dev/null
       for d in runs/*/; do n=$(basename "$d"); cp "$d/log.jsonl" "$LOGS/runs/$n.jsonl" 2>/dev/null; done
@@ -128,7 +145,9 @@ for s in "$@"; do
           # with kept bundles (TRAIN_KV="keep_every=250"): the best of best/ and the means of the
           # last FETCH_AVG kept ones on the validation split (paragraphs for CAT runs), as best/
           para=; case $run in *-cat*) para=--para ;; esac
-          OMP_NUM_THREADS=8 timeout 300 ./mtlab run scripts/train/average.lua "runs/$run" --last "$FETCH_AVG" $para \
+          l=$(left); [ "$l" -gt 300 ] && l=300
+          OMP_NUM_THREADS=8 timeout "$l" ./mtlab run scripts/train/average.lua "runs/$run" --last "$FETCH_AVG" $para \
+            --device "${FETCH_DEVICE:-cpu}" \
             --out "runs/$run/chosen" >"$LOGS/average-$run.log" 2>&1 && sub=chosen
           tail -n 12 "$LOGS/average-$run.log"
         fi

@@ -4,21 +4,22 @@
 -- --out (when given). Choose on the validation split, never on the test set.
 --
 --   ./mtlab run scripts/train/average.lua RUN_DIR [--last 1,2,4,8] [--from 0] [--para]
---        [--data data/bible] [--src FILE --ref FILE] [--n 0] [--beam 1] [--out DIR] [BUNDLE...]
+--        [--data data/bible] [--src FILE --ref FILE] [--n 0] [--beam 1] [--device cpu] [--out DIR] [BUNDLE...]
 --
 -- Scored on DATA/valid.{es,en} (verses), or with --para on DATA/valid.para8.{es,en} (8-verse
--- paragraphs translated whole: what a CAT-N run is for), or on --src/--ref.
+-- paragraphs translated whole: what a CAT-N run is for), or on --src/--ref. --device cuda:0 scores
+-- the candidates there (a GPU machine's lease, docs/cuda.md §6); the averaging itself is the CPU's.
 package.path = arg[0]:match("^(.-)[^/]*$") .. "../lib/?.lua;" .. package.path
 local mtlab = require "mtlab"
 local R = require "report"
 
 local S = "average.lua"
 local opts, rest = R.args(S, {last = "1,2,4,8", from = 0, para = false, data = "data/bible", src = "",
-                              ref = "", n = 0, beam = 1, out = ""}, arg)
+                              ref = "", n = 0, beam = 1, device = "cpu", out = ""}, arg)
 local run = table.remove(rest, 1)
 if not run then
   error(S .. ": usage: ./mtlab run scripts/train/average.lua RUN_DIR [--last 1,2,4,8] [--from STEP] " ..
-        "[--para] [--data DIR] [--src F --ref F] [--n N] [--beam N] [--out DIR] [BUNDLE...]", 0)
+        "[--para] [--data DIR] [--src F --ref F] [--n N] [--beam N] [--device D] [--out DIR] [BUNDLE...]", 0)
 end
 local function quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 
@@ -56,7 +57,7 @@ end
 local src, ref = R.lines(src_path, opts.n), R.lines(ref_path, opts.n)
 
 local function score(dir)
-  local m <close> = mtlab.load(dir)
+  local m <close> = mtlab.load(dir, {device = opts.device})
   local hyps = {}
   for i, r in ipairs(m:translate(src, {beam = opts.beam})) do hyps[i] = r.text end
   return mtlab.score.bleu(hyps, ref).score
