@@ -187,8 +187,8 @@ T send-keys -t e2e e
 base=heatmap-retnet-small-retention-L0-seg1
 check "e writes the map and says where" wait_for "wrote $work/$base.svg, .png and .csv" 10
 csv_ok() {
-    [ "$(head -1 $base.csv)" = 'position,Y,dijo,Dios,:,Sea,la,luz,.,<sep>,God,said,",",“,Let,the,light,shine,.”' ] &&
-        sed -n 2p $base.csv | grep -qE '^Y,[0-9.e-]+,{17}$'
+    [ "$(head -1 $base.csv)" = 'position,Y,dijo,Dios,:,Sea,la,luz,.,<sep>,God,said,",",“,Let,the,light,be,light,.”' ] &&
+        sed -n 2p $base.csv | grep -qE '^Y,[0-9.e-]+,{18}$'
 }
 check "... the CSV: token labels, values, masked cells empty" csv_ok
 png_ok() { [ "$(head -c 8 $base.png | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; }
