@@ -46,7 +46,9 @@ extern "C" const struct mt_backend *mt_cuda_backend(int index, int bf16_gemm, ch
         // bf16 weights (precision bf16); no int8 kernels on the GPU: qmatrix_make refuses
         // int8, naming the backend (docs/quantization.md §3)
         .qmatrix_make = cu_qmatrix_make, .qmatrix_free = cu_qmatrix_free,
-        .qlinear_forward = cu_qlinear_forward, .qweights = NULL,
+        .qlinear_forward = cu_qlinear_forward,
+        .graph_begin = cu_graph_begin, .graph_end = cu_graph_end, .graph_run = cu_graph_run,
+        .graph_free = cu_graph_free, .qweights = NULL,
     };
     return &tables[index];
 }

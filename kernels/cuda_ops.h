@@ -66,6 +66,11 @@ void cu_download(void *host_dst, const void *src, size_t bytes);
 void cu_copy(void *dst, const void *src, size_t bytes);
 void cu_memzero(void *p, size_t bytes);
 void cu_sync(void);
+// recorded steps (CUDA graphs of the thread's stream; mtlab/backend.h graph_begin ...)
+int cu_graph_begin(void);
+void *cu_graph_end(void);
+void cu_graph_run(void *graph);
+void cu_graph_free(void *graph);
 void cu_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
              const float *b, int ldb, float beta, float *c, int ldc);
 void cu_gemm_batched(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,

@@ -15,6 +15,7 @@
 #include <cublas_v2.h>
 #include <float.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 extern "C" {
@@ -204,6 +205,53 @@ void cu_sync(void)
 {
     cu_check(cudaStreamSynchronize(ctx.stream), "sync");
     take_error();
+}
+
+// ---------------------------------------------------------------- recorded steps
+// The thread's stream is captured (thread-local mode: other threads, other panes, go on
+// unhindered) and the capture instantiated once; a replay is one cudaGraphLaunch for the
+// thousand-odd kernels of a large Mamba's decoding step, whose launches otherwise cost the host
+// more than the kernels cost the GPU (docs/cuda.md §4). Scratch taken from the thread's pool
+// while capturing becomes the graph's own allocation nodes. MTLAB_CUDA_GRAPHS=0 turns recording
+// off (every step then runs its operations one by one, as before).
+int cu_graph_begin(void)
+{
+    const char *off = getenv("MTLAB_CUDA_GRAPHS");
+    if ((off && !strcmp(off, "0")) || ctx.error[0]) return -1;
+    if (cudaStreamBeginCapture(ctx.stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+        cudaGetLastError();
+        return -1;
+    }
+    return 0;
+}
+
+void *cu_graph_end(void)
+{
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t x = NULL;
+    int failed = cudaStreamEndCapture(ctx.stream, &g) != cudaSuccess || !g || ctx.error[0];
+    if (!failed && cudaGraphInstantiate(&x, g, 0) != cudaSuccess) failed = 1;
+    if (g) cudaGraphDestroy(g);
+    if (failed) {
+        // nothing that was captured ran, and the caller runs it all itself: what went wrong
+        // while capturing (an operation that cannot be captured) is not its error
+        if (x) cudaGraphExecDestroy(x);
+        cudaGetLastError();
+        ctx.error[0] = '\0';
+        return NULL;
+    }
+    return x;
+}
+
+void cu_graph_run(void *graph)
+{
+    cu_check(cudaGraphLaunch((cudaGraphExec_t)graph, ctx.stream), "cudaGraphLaunch");
+}
+
+// A graph still running is freed when it ends.
+void cu_graph_free(void *graph)
+{
+    if (graph) cu_check(cudaGraphExecDestroy((cudaGraphExec_t)graph), "cudaGraphExecDestroy");
 }
 
 void *cu_scratch(size_t bytes)

@@ -13,6 +13,14 @@
 
 #include "mtlab/error.h"
 
+/* What a recorded step's frozen arguments depend on: the backend (its precision's weights),
+ * the working set and the rows. The caches, masks, ids and rows buffers never move. */
+typedef struct {
+    const mt_backend *be;
+    const float *work;
+    int B;
+} step_key;
+
 struct mt_decode_state {
     mt_model *m;
     int max_B, max_T, max_S;
@@ -36,6 +44,10 @@ struct mt_decode_state {
     uint8_t *slot_mask, *d_slot_mask; /* (max_B, Tr) host and backend */
     size_t cache_floats;
     size_t fixed_bytes;        /* every allocation but work */
+    int replayable;            /* steps take the same arguments at every position (below) */
+    void *graph;               /* the recorded step (backends that record), or NULL */
+    step_key graph_for, last_step; /* what it was recorded for; the last step run op by op */
+    int unrecordable;          /* a recording failed: this state's steps run op by op */
 };
 
 /* An encoder runs in chunks when every unit carries its past in a fixed state (the encoder of
@@ -45,6 +57,20 @@ static int recurrent_stack(const mt_stack *s)
 {
     for (int i = 0; i < s->n_units; i++)
         if (s->units[i].kind == MT_UNIT_SELF_ATTN || s->units[i].kind == MT_UNIT_CROSS_ATTN)
+            return 0;
+    return 1;
+}
+
+/* Whether every decoding step runs the same operations on the same arguments whatever the
+ * position: no position table, and units whose step does not depend on it (attention reads a
+ * cache that grows; retention rotates by the position). Then one step, recorded, replays for
+ * every later one (step_replayed). */
+static int position_free_steps(const mt_stack *s)
+{
+    if (s->positions) return 0;
+    for (int i = 0; i < s->n_units; i++)
+        if (s->units[i].kind != MT_UNIT_MAMBA && s->units[i].kind != MT_UNIT_FFN &&
+            s->units[i].kind != MT_UNIT_GATED_MLP)
             return 0;
     return 1;
 }
@@ -104,6 +130,7 @@ void mt_decode_state_free(mt_decode_state *st)
 {
     if (!st) return;
     const mt_backend *be = st->m->be;
+    if (st->graph) be->graph_free(st->graph);
     be->free(st->cache);
     be->free(st->enc_cache);
     be->free(st->reorder_tmp);
@@ -146,6 +173,7 @@ mt_decode_state *mt_decode_state_new(mt_model *m, int max_B, int max_T, int max_
     st->max_S = max_S;
     st->chunk = MT_PREFILL_AUTO;
     const mt_stack *s = &m->dec;
+    st->replayable = position_free_steps(s);
     st->uc = mt_xcalloc((size_t)s->n_units + 1, sizeof *st->uc);
     size_t total = cache_floats(s, max_B, max_T, max_S), largest = 0;
     st->cache_floats = total;
@@ -229,6 +257,90 @@ static int size_work(mt_decode_state *st, int B, int Tq, int encode, int Se)
     return 0;
 }
 
+/* The rows buffer: x_last (B, C), normed (B, C), mean, rstd (B); returns the logits (B, V)
+ * after them. */
+static float *rows_parts(const mt_decode_state *st, float **x_last, float **normed, float **mean,
+                         float **rstd)
+{
+    size_t B = (size_t)st->B, C = (size_t)st->m->cfg.d_model;
+    *x_last = st->rows;
+    *normed = st->rows + B * C;
+    *mean = *normed + B * C;
+    *rstd = *mean + B;
+    return *rstd + B;
+}
+
+/* The decoder's operations for Tq new positions per row (ids, masks already on the backend),
+ * the last position's next-token logits left in the rows buffer (returned). Only operations
+ * that can be recorded: no upload, download or host result. */
+static float *decoder_ops(mt_decode_state *st, int Tq, int first)
+{
+    mt_model *m = st->m;
+    const mt_backend *be = m->be;
+    mt_stack *s = &m->dec;
+    int B = st->B, C = m->cfg.d_model;
+    mt_stack_embed(m, s, &st->dec_acts, st->d_ids, B, Tq, st->len, NULL);
+    for (int i = 0; i < s->n_units; i++)
+        mt_unit_decode(be, &s->units[i], &st->dec_acts.w[i], &st->uc[i], st->dec_acts.xs[i + 1],
+                       st->dec_acts.xs[i], st->d_key_mask, st->d_prompt_mask, st->d_slot_mask,
+                       st->d_src_mask, st->max_T, B, Tq, first);
+    float *x_last, *normed, *mean, *rstd, *out = rows_parts(st, &x_last, &normed, &mean, &rstd);
+    be->copy2d(x_last, C, st->dec_acts.xs[s->n_units] + (size_t)(Tq - 1) * C, Tq * C,
+               (size_t)B, C);
+    const float *dec_out = mt_stack_final_norm(be, s, normed, mean, rstd, x_last, (size_t)B);
+    mt_model_project(m, out, dec_out, (size_t)B);
+    return out;
+}
+
+/* What the units' step does on the host besides queueing operations, which a replay skips:
+ * their recurrent states count the positions they have taken (the Mamba mixer's len). */
+static void count_step(mt_decode_state *st, int n)
+{
+    for (int i = 0; i < st->m->dec.n_units; i++)
+        if (st->m->dec.units[i].kind == MT_UNIT_MAMBA) st->uc[i].ms.len += n;
+}
+
+static int same_step(const step_key *a, const step_key *b)
+{
+    return a->be == b->be && a->work == b->work && a->B == b->B;
+}
+
+/* A step of a replayable decoder on a backend that records (CUDA graphs): the second step in a
+ * row with the same backend, working set and rows is recorded and replayed, and every later
+ * step with them only replays, one launch instead of the step's thousand-odd operations at the
+ * 1.4B shape (docs/cuda.md §4). Anything that changes the key (a beam search dropping rows, a
+ * longer prefill moving the working set, another precision) runs op by op until it holds
+ * still again. A backend that will not record runs the step op by op; after a recording that
+ * fails (nothing recorded has run) so does every later step of this state. */
+
+static float *step_replayed(mt_decode_state *st)
+{
+    const mt_backend *be = st->m->be;
+    step_key k = {be, st->work, st->B};
+    if (st->graph && !same_step(&st->graph_for, &k)) {
+        be->graph_free(st->graph);
+        st->graph = NULL;
+    }
+    if (st->graph) {
+        be->graph_run(st->graph);
+        count_step(st, 1);
+        float *x_last, *normed, *mean, *rstd;
+        return rows_parts(st, &x_last, &normed, &mean, &rstd);
+    }
+    if (!st->unrecordable && same_step(&st->last_step, &k) && be->graph_begin() == 0) {
+        float *out = decoder_ops(st, 1, 0); /* recorded, not run; the host side counted */
+        if ((st->graph = be->graph_end())) {
+            st->graph_for = k;
+            be->graph_run(st->graph);
+            return out;
+        }
+        count_step(st, -1);
+        st->unrecordable = 1;
+    }
+    st->last_step = k;
+    return decoder_ops(st, 1, 0);
+}
+
 /* Run Tq new positions per row (ids already on the backend) through the decoder units and
  * write the last position's next-token logits to host logits (B, V). first: a prefill pass
  * (the prompt's mask in d_prompt_mask); otherwise one step. */
@@ -236,25 +348,15 @@ static void run_decoder(mt_decode_state *st, int Tq, int first, float *logits)
 {
     mt_model *m = st->m;
     const mt_backend *be = m->be;
-    mt_stack *s = &m->dec;
-    int B = st->B, C = m->cfg.d_model, V = m->cfg.vocab_size;
+    int B = st->B;
     be->upload(st->d_key_mask, st->key_mask, (size_t)st->max_B * st->max_T);
     if (st->ring && !first) {
         mt_kv_ring_slot_mask(st->slot_mask, st->key_mask, st->max_T, B, st->len + 1, st->ring);
         be->upload(st->d_slot_mask, st->slot_mask, (size_t)B * st->ring);
     }
-    mt_stack_embed(m, s, &st->dec_acts, st->d_ids, B, Tq, st->len, NULL);
-    for (int i = 0; i < s->n_units; i++)
-        mt_unit_decode(be, &s->units[i], &st->dec_acts.w[i], &st->uc[i], st->dec_acts.xs[i + 1],
-                       st->dec_acts.xs[i], st->d_key_mask, st->d_prompt_mask, st->d_slot_mask,
-                       st->d_src_mask, st->max_T, B, Tq, first);
-    float *x_last = st->rows, *normed = x_last + (size_t)B * C;
-    float *mean = normed + (size_t)B * C, *rstd = mean + B, *out = rstd + B;
-    be->copy2d(x_last, C, st->dec_acts.xs[s->n_units] + (size_t)(Tq - 1) * C, Tq * C,
-               (size_t)B, C);
-    const float *dec_out = mt_stack_final_norm(be, s, normed, mean, rstd, x_last, (size_t)B);
-    mt_model_project(m, out, dec_out, (size_t)B);
-    be->download(logits, out, (size_t)B * V * sizeof(float));
+    float *out = !first && Tq == 1 && st->replayable && be->graph_begin ? step_replayed(st)
+                                                                        : decoder_ops(st, Tq, first);
+    be->download(logits, out, (size_t)B * m->cfg.vocab_size * sizeof(float));
     st->len += Tq;
 }
 

@@ -122,8 +122,10 @@ static void check(int rc, const char *what, const mt_model_config *c, const mt_b
     if (rc != 0) fail_msg("%s %s on %s: %s", c->arch, what, be->name, mt_last_error());
 }
 
-/* Prefill, two steps, a beam reorder (rows swapped and duplicated), one more step: the largest
- * relative difference of the logits of a against b (on the CPU) */
+/* Prefill, two steps, a beam reorder (rows swapped and duplicated), three more steps: the
+ * largest relative difference of the logits of a against b (on the CPU). On a backend that
+ * records steps, a Mamba's second step is recorded and the later ones replayed, the reorder's
+ * states included. */
 static double decode_compare(mt_model *ma, mt_model *mb, const two_rows *r, const mt_model_config *c, int encdec)
 {
     const mt_backend *be = mt_model_backend(ma), *cpu = mt_model_backend(mb);
@@ -143,9 +145,9 @@ static double decode_compare(mt_model *ma, mt_model *mb, const two_rows *r, cons
     check(mt_model_prefill(ma, sa, &prompt, sla), "prefill", c, be);
     check(mt_model_prefill(mb, sb, &prompt, slb), "prefill", c, cpu);
     worst = fmax(worst, rel_diff(sla, slb, 2 * V));
-    const int32_t toks[3][2] = {{7, 9}, {12, 30}, {6, 6}};
+    const int32_t toks[5][2] = {{7, 9}, {12, 30}, {6, 6}, {21, 8}, {5, 33}};
     const int32_t rows[2] = {1, 1};
-    for (int s = 0; s < 3; s++) {
+    for (int s = 0; s < 5; s++) {
         if (s == 2) {
             check(mt_decode_state_reorder(sa, rows, 2), "reorder", c, be);
             check(mt_decode_state_reorder(sb, rows, 2), "reorder", c, cpu);
@@ -202,7 +204,7 @@ parity_report model_parity(const mt_backend *be, const char *preset, int exact)
     float *pa = block_of(ma, mt_model_params(ma)), *pb = block_of(mb, mt_model_params(mb));
     rep.params = rel_diff(pa, pb, np);
 
-    /* 3. prefill, two steps, a beam reorder (rows swapped and duplicated), one more step */
+    /* 3. prefill, two steps, a beam reorder (rows swapped and duplicated), three more steps */
     rep.logits = fmax(rep.logits, decode_compare(ma, mb, &r, &c, encdec));
 
     /* 4. the probes of one translation: every map of every kind the architecture has */

@@ -343,6 +343,20 @@ typedef struct mt_backend {
     void (*qlinear_forward)(float *out, const float *x, const mt_qmatrix *w, int row0,
                             const float *bias, size_t BT, int OC);
 
+    /* ---- recorded steps (all NULL on a backend without them, as the CPU's): the operations
+     * queued between graph_begin and graph_end are recorded instead of run; graph_end returns
+     * a handle that graph_run replays as often as wanted, on the same buffers with the same
+     * sizes (the arguments are frozen, the data they point to is read afresh). graph_begin
+     * returns -1 when it will not record (nothing to undo); graph_end returns NULL when the
+     * recording failed, and then NONE of the recorded operations ran: the caller runs them
+     * itself. While recording, no upload, download, sync or host-result operation (sum,
+     * sum_squares, argmax_rows) may be queued. Used for decoding steps whose arguments do not
+     * change from one step to the next (engine/models/decode_state.c). */
+    int (*graph_begin)(void);
+    void *(*graph_end)(void);
+    void (*graph_run)(void *graph);
+    void (*graph_free)(void *graph);
+
     /* The int8 or bf16 weights that linear layers (mt_linear_forward) use in place of the
      * fp32 ones they are passed; NULL everywhere but in the copy of its backend an int8 or
      * bf16 model runs on (mt_model_set_precision). */
