@@ -27,18 +27,28 @@
 /* Median seconds of fn(ctx) over repeat runs after one warm-up, the device synchronised. */
 typedef void (*timed_fn)(const mt_backend *be, void *ctx);
 
-static double time_median(const mt_backend *be, timed_fn fn, void *ctx, int repeat)
+/* Seconds per call of fn: the median of repeat samples, each `inner` calls queued back to back
+ * and one wait for them all. A lone call's time includes a launch and the host's wait for the
+ * device (tens of microseconds), which a call inside a decoding step does not pay; operations
+ * that take a few microseconds are timed with inner > 1 (and, where their data would fit in
+ * the L2 cache, on rotating copies of it: qlinear_rows). */
+static double time_median_n(const mt_backend *be, timed_fn fn, void *ctx, int repeat, int inner)
 {
     double t[MAX_REPEAT];
     fn(be, ctx);
     be->sync();
     for (int i = 0; i < repeat; i++) {
         double t0 = mt_now_s();
-        fn(be, ctx);
+        for (int j = 0; j < inner; j++) fn(be, ctx);
         be->sync();
-        t[i] = mt_now_s() - t0;
+        t[i] = (mt_now_s() - t0) / inner;
     }
     return bench_median(t, repeat);
+}
+
+static double time_median(const mt_backend *be, timed_fn fn, void *ctx, int repeat)
+{
+    return time_median_n(be, fn, ctx, repeat, 1);
 }
 
 /* n floats on the device, U(-scale, scale) */
@@ -136,8 +146,10 @@ static void run_attn_bwd(const mt_backend *be, void *p)
     be->attention_backward(c->dq, c->dk, c->dv, c->datt, c->dout, c->q, c->k, c->v, c->att, &c->d);
 }
 
+enum { QCOPIES_MAX = 32 };
 typedef struct {
-    mt_qmatrix q;
+    mt_qmatrix q[QCOPIES_MAX]; /* copies of one weight matrix, together beyond the L2 cache */
+    int copies, next;
     float *x, *out;
     int m;
 } qlinear_ctx;
@@ -145,26 +157,38 @@ typedef struct {
 static void run_qlinear(const mt_backend *be, void *p)
 {
     qlinear_ctx *c = p;
-    be->qlinear_forward(c->out, c->x, &c->q, 0, NULL, (size_t)c->m, c->q.rows);
+    const mt_qmatrix *q = &c->q[c->next++ % c->copies];
+    be->qlinear_forward(c->out, c->x, q, 0, NULL, (size_t)c->m, q->rows);
 }
 
 /* precision bf16's linear layers as a decoding step runs them (1 and 16 rows of x against a bf16
- * weight copy): bytes of weights read over the copy bandwidth, the whole of the step's work */
+ * weight copy): bytes of weights read over the copy bandwidth, the whole of the step's work.
+ * A step reads each layer's weights once and from device memory, so the calls run back to
+ * back over copies of the matrix that together outgrow the L2 cache (256 MiB). */
 static int qlinear_rows(const mt_backend *be, double copy_bw, int repeat)
 {
-    const int shapes[][2] = {{2048, 2048}, {8192, 2048}, {2048, 8192}, {50280, 2048}}, ms[] = {1, 16};
+    const int shapes[][2] = {{2048, 2048}, {8192, 2048}, {2048, 8192}, {160, 4096}, {4096, 128}, {50280, 2048}};
+    const int ms[] = {1, 16};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         const int n = shapes[i][0], k = shapes[i][1];
+        double bytes = 2.0 * n * (double)k;
+        int copies = (int)ceil(256.0 * 1048576.0 / bytes);
+        if (copies > QCOPIES_MAX) copies = QCOPIES_MAX;
         float *w = dev_random(be, (size_t)n * k, 1, 18);
-        qlinear_ctx c = {.x = dev_random(be, (size_t)16 * k, 1, 19), .out = be->alloc((size_t)16 * n * sizeof(float))};
-        int rc = w && c.x && c.out && be->qmatrix_make(&c.q, MT_QMATRIX_BF16, w, n, k) == 0 ? 0 : -1;
+        qlinear_ctx c = {.copies = copies, .x = dev_random(be, (size_t)16 * k, 1, 19),
+                         .out = be->alloc((size_t)16 * n * sizeof(float))};
+        int rc = w && c.x && c.out ? 0 : -1, made = 0;
+        while (!rc && made < copies) {
+            rc = be->qmatrix_make(&c.q[made], MT_QMATRIX_BF16, w, n, k);
+            if (!rc) made++;
+        }
         for (size_t j = 0; !rc && j < sizeof ms / sizeof *ms; j++) {
             c.m = ms[j];
-            double t = time_median(be, run_qlinear, &c, repeat), bytes = 2.0 * n * (double)k;
+            double t = time_median_n(be, run_qlinear, &c, repeat, 2 * copies);
             printf("   bf16 weights %2d x %5d x %5d (decoding)        %8.3f ms  %7.1f GB/s = %5.1f%% of copy\n", c.m, n,
                    k, t * 1e3, bytes / t / 1e9, 100 * bytes / t / copy_bw);
         }
-        if (c.q.bf16) be->qmatrix_free(&c.q);
+        for (int j = 0; j < made; j++) be->qmatrix_free(&c.q[j]);
         be->free(w), be->free(c.x), be->free(c.out);
         if (rc) return -1;
     }
@@ -242,7 +266,7 @@ static int kernels(const mt_backend *be, double copy_bw, double blas32, double b
     dec.v = dev_random(be, nkv, 1, 17), dec.out = be->alloc((size_t)DB * C * sizeof(float));
     rc = dec.q && dec.k && dec.v && dec.out ? 0 : -1;
     if (!rc) {
-        double bytes = 2.0 * 4.0 * nkv, t = time_median(be, run_attn_fwd_noprobs, &dec, repeat);
+        double bytes = 2.0 * 4.0 * nkv, t = time_median_n(be, run_attn_fwd_noprobs, &dec, repeat, 16);
         printf("   attention decode B%d H%d Tk%d Dh%d (one query)   %8.3f ms  %7.1f GB/s = %5.1f%% of copy\n", DB, H,
                DT, Dh, t * 1e3, bytes / t / 1e9, 100 * bytes / t / copy_bw);
     }
@@ -267,36 +291,52 @@ static int kernels(const mt_backend *be, double copy_bw, double blas32, double b
 }
 
 /* ---------------------------------------------------------------- 3. Table 4 decoding */
-static int decode_row(const mt_backend *be, const char *label, mt_model_config *cfg, mt_precision prec, int repeat)
+enum { DEC_BATCH = 16, DEC_PROMPT = 16, DEC_NEW = 1024, DEC_WARM = 32 };
+
+/* One row: model m as it stands (its precision set), Table 4's decode timed repeat times after
+ * a short warm-up (module loads, handles, the bf16 path's first conversions) */
+static int decode_row(mt_model *m, const char *label, const char *how, int repeat)
 {
-    enum { BATCH = 16, PROMPT = 16, NEW = 1024 };
+    const mt_model_config *cfg = mt_model_get_config(m);
+    int32_t words[DEC_BATCH][DEC_PROMPT];
+    const int32_t *src[DEC_BATCH];
+    int len[DEC_BATCH];
+    for (int r = 0; r < DEC_BATCH; r++) {
+        for (int i = 0; i < DEC_PROMPT; i++) words[r][i] = (int32_t)(cfg->unk_id + 1 + (r * 31 + i * 7) % 1000);
+        src[r] = words[r], len[r] = DEC_PROMPT;
+    }
+    double t[MAX_REPEAT], step[MAX_REPEAT];
+    bench_decode_time dt;
+    int rc = bench_decode_fixed(m, src, len, DEC_BATCH, DEC_WARM, NULL, &dt);
+    for (int i = 0; i < repeat && !rc; i++) {
+        rc = bench_decode_fixed(m, src, len, DEC_BATCH, DEC_NEW, NULL, &dt);
+        t[i] = dt.prefill_seconds + dt.step_seconds;
+        step[i] = dt.step_seconds / (DEC_NEW - 1);
+    }
+    if (rc) return rc;
+    double s = bench_median(t, repeat);
+    size_t st64 = mt_model_decode_state_bytes(m, DEC_BATCH, DEC_PROMPT + 64, 0);
+    size_t st1k = mt_model_decode_state_bytes(m, DEC_BATCH, DEC_PROMPT + DEC_NEW, 0);
+    printf("   %-32s %-14s %5.2fB params %7.0f tokens/s %6.2f ms/step  state %7.1f MiB at 64, %7.1f MiB at 1024\n",
+           label, how, (double)mt_model_param_count(m) / 1e9, DEC_BATCH * (double)DEC_NEW / s,
+           1e3 * bench_median(step, repeat), st64 / 1048576.0, st1k / 1048576.0);
+    return 0;
+}
+
+/* One model, its fp32 row, then bf16 copies of its weights (half the bytes a step reads); a
+ * model whose steps replay as recorded graphs (the Mamba: docs/cuda.md §4) once more with
+ * recording off, so the graphs' gain is measured in the same run */
+static int decode_rows(const mt_backend *be, const char *label, mt_model_config *cfg, int recorded, int repeat)
+{
     mt_model *m = mt_model_create(cfg, be, 1);
     if (!m) return -1;
-    if (mt_model_set_precision(m, prec) != 0) {
-        mt_model_free(m);
-        return -1;
-    }
-    int32_t words[BATCH][PROMPT];
-    const int32_t *src[BATCH];
-    int len[BATCH];
-    for (int r = 0; r < BATCH; r++) {
-        for (int i = 0; i < PROMPT; i++) words[r][i] = (int32_t)(cfg->unk_id + 1 + (r * 31 + i * 7) % 1000);
-        src[r] = words[r], len[r] = PROMPT;
-    }
-    double t[MAX_REPEAT];
-    int rc = 0;
-    for (int i = 0; i <= repeat && !rc; i++) {
-        bench_decode_time dt;
-        rc = bench_decode_fixed(m, src, len, BATCH, NEW, NULL, &dt);
-        if (i) t[i - 1] = dt.prefill_seconds + dt.step_seconds;
-    }
-    if (!rc) {
-        double s = bench_median(t, repeat);
-        size_t st64 = mt_model_decode_state_bytes(m, BATCH, PROMPT + 64, 0);
-        size_t st1k = mt_model_decode_state_bytes(m, BATCH, PROMPT + NEW, 0);
-        printf("   %-34s %s %6.2fB params  %9.0f tokens/s  state %8.1f MiB at 64, %8.1f MiB at 1024 tokens\n",
-               label, mt_precision_name(prec), (double)mt_model_param_count(m) / 1e9, BATCH * (double)NEW / s,
-               st64 / 1048576.0, st1k / 1048576.0);
+    int rc = decode_row(m, label, recorded ? "fp32, graphs" : "fp32", repeat);
+    if (!rc) rc = mt_model_set_precision(m, MT_PRECISION_BF16);
+    if (!rc) rc = decode_row(m, label, recorded ? "bf16, graphs" : "bf16", repeat);
+    if (!rc && recorded) {
+        setenv("MTLAB_CUDA_GRAPHS", "0", 1);
+        rc = decode_row(m, label, "bf16, op by op", repeat);
+        unsetenv("MTLAB_CUDA_GRAPHS");
     }
     mt_model_free(m);
     return rc;
@@ -309,16 +349,10 @@ static int table4(const mt_backend *be, int repeat)
     mt_model_config c;
     if (mt_model_preset(&c, "mamba")) return -1;
     c.vocab_size = 50280, c.d_model = 2048, c.n_layers = 48, c.dt_rank = 128;
-    /* fp32 weights, then bf16 copies of them (precision bf16: half the bytes a step reads) */
-    for (int p = 0; p < 2; p++)
-        if (decode_row(be, "mamba (d_model 2048, 48 layers)", &c, p ? MT_PRECISION_BF16 : MT_PRECISION_FP32, repeat))
-            return -1;
+    if (decode_rows(be, "mamba (d_model 2048, 48 layers)", &c, 1, repeat)) return -1;
     if (mt_model_preset(&c, "transformer++")) return -1;
     c.vocab_size = 50280, c.d_model = 2048, c.n_layers = 24, c.n_heads = 16, c.ffn_dim = 5504;
-    for (int p = 0; p < 2; p++)
-        if (decode_row(be, "transformer++ (2048, 24 layers)", &c, p ? MT_PRECISION_BF16 : MT_PRECISION_FP32, repeat))
-            return -1;
-    return 0;
+    return decode_rows(be, "transformer++ (2048, 24 layers)", &c, 0, repeat);
 }
 
 /* ---------------------------------------------------------------- 4. training at 77M */
