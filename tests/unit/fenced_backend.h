@@ -11,4 +11,14 @@
 
 const mt_backend *fenced_backend(void);
 
+/* It records decoding steps (mtlab/backend.h graph_begin ...) as a tape of the operations a
+ * position-free step uses; any other operation while recording fails the recording. The counts
+ * since the last take: */
+typedef struct {
+    int recorded, replayed, failed;
+} fenced_graph_counts;
+fenced_graph_counts fenced_graph_counts_take(void);
+/* on: every recording fails (nothing recorded runs), as a capture that CUDA refuses. */
+void fenced_fail_recordings(int on);
+
 #endif
