@@ -318,7 +318,10 @@ void cu_qmatrix_free(mt_qmatrix *q)
 // 2t+8, 2t+9, in A (x) and B (W) alike, so the lane's x load is the same 16 bytes of rows g and
 // g+8. A block takes NT tiles (8 NT weight rows) and its QWARPS warps split the chunks of k,
 // two chunks in flight per warp; shared memory sums the warps' 16 x 8 NT partial products.
-// Needs k and the weight stride multiples of 8 and 16-byte aligned rows (the caller checks).
+// x is bf16, or fp32 rounded to bf16 as it is loaded (two 16-byte loads for the lane's 8 k, the
+// same rounding as to_bf16_kernel), which spares a decoding step's linear layer the conversion
+// kernel and its scratch. Needs k and the weight stride multiples of 8 and 16-byte aligned rows
+// of W and x (the caller checks).
 #define QWARPS 8
 
 __device__ __forceinline__ void mma_bf16_m16n8k16(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
@@ -329,8 +332,22 @@ __device__ __forceinline__ void mma_bf16_m16n8k16(float c[4], const uint32_t a[4
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-template <int NT, bool HI> // HI: m > 8, rows g + 8 of x are used
-__global__ void __launch_bounds__(QWARPS * 32) qrows_kernel(int m, int n, int k, const __nv_bfloat16 *x,
+// The 8 values of x at k 8q .. 8q+7 of a row, as 8 bf16 in k order (the low half of each word
+// first, as they lie in memory)
+__device__ __forceinline__ uint4 x8_bf16(const __nv_bfloat16 *row, int q) { return __ldg((const uint4 *)row + q); }
+__device__ __forceinline__ uint32_t bf16_pair(float lo, float hi)
+{
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *(const uint32_t *)&v;
+}
+__device__ __forceinline__ uint4 x8_bf16(const float *row, int q)
+{
+    const float4 a = __ldg((const float4 *)row + 2 * q), b = __ldg((const float4 *)row + 2 * q + 1);
+    return make_uint4(bf16_pair(a.x, a.y), bf16_pair(a.z, a.w), bf16_pair(b.x, b.y), bf16_pair(b.z, b.w));
+}
+
+template <int NT, bool HI, typename XT> // HI: m > 8, rows g + 8 of x are used; XT: bf16 or float
+__global__ void __launch_bounds__(QWARPS * 32) qrows_kernel(int m, int n, int k, const XT *x,
                                                             const __nv_bfloat16 *w, int ldw, const float *bias,
                                                             float *out, int ldo)
 {
@@ -344,7 +361,7 @@ __global__ void __launch_bounds__(QWARPS * 32) qrows_kernel(int m, int n, int k,
         int row = n0 + j * 8 + g;
         wr[j] = (const uint4 *)(w + (size_t)(row < n ? row : n - 1) * ldw); // past n: a real row, unused
     }
-    const uint4 *x0 = (const uint4 *)(x + (size_t)g * k), *x1 = (const uint4 *)(x + (size_t)(g + 8) * k);
+    const XT *x0 = x + (size_t)g * k, *x1 = x + (size_t)(g + 8) * k;
     const bool has0 = g < m, has1 = HI && g + 8 < m;
     float acc[NT][4];
 #pragma unroll
@@ -355,8 +372,8 @@ __global__ void __launch_bounds__(QWARPS * 32) qrows_kernel(int m, int n, int k,
         for (int u = 0; u < 2; u++) { // both chunks' loads first, then the products
             const int q = (c + u * QWARPS) * 4 + t; // this lane's 16 bytes, in units of 8 k
             const bool in = c + u * QWARPS < chunks && q < k8;
-            xa[u] = in && has0 ? __ldg(x0 + q) : zero;
-            xb[u] = in && has1 ? __ldg(x1 + q) : zero;
+            xa[u] = in && has0 ? x8_bf16(x0, q) : zero;
+            xb[u] = in && has1 ? x8_bf16(x1, q) : zero;
 #pragma unroll
             for (int j = 0; j < NT; j++) wv[u][j] = in ? __ldg(wr[j] + q) : zero;
         }
@@ -401,25 +418,26 @@ static int sm_count(void)
     return count[dev];
 }
 
-template <int NT>
-static void qrows_launch(int m, int n, int k, const __nv_bfloat16 *x, const __nv_bfloat16 *w, int ldw,
-                         const float *bias, float *out, int ldo)
+template <int NT, typename XT>
+static void qrows_launch(int m, int n, int k, const XT *x, const __nv_bfloat16 *w, int ldw, const float *bias,
+                         float *out, int ldo)
 {
     const unsigned blocks = (unsigned)((n + NT * 8 - 1) / (NT * 8));
-    if (m > 8) qrows_kernel<NT, true><<<blocks, QWARPS * 32, 0, cu_stream()>>>(m, n, k, x, w, ldw, bias, out, ldo);
-    else qrows_kernel<NT, false><<<blocks, QWARPS * 32, 0, cu_stream()>>>(m, n, k, x, w, ldw, bias, out, ldo);
+    if (m > 8) qrows_kernel<NT, true, XT><<<blocks, QWARPS * 32, 0, cu_stream()>>>(m, n, k, x, w, ldw, bias, out, ldo);
+    else qrows_kernel<NT, false, XT><<<blocks, QWARPS * 32, 0, cu_stream()>>>(m, n, k, x, w, ldw, bias, out, ldo);
     cu_check(cudaGetLastError(), "qrows_kernel");
 }
 
 // out (m, n) = x (m, k) W^T + bias, m <= ROWS_MAX. Wider blocks (more tiles) read x fewer times
 // per weight byte; narrower ones keep every multiprocessor busy when W has few rows.
-static void qrows(int m, int n, int k, const __nv_bfloat16 *x, const __nv_bfloat16 *w, int ldw, const float *bias,
-                  float *out, int ldo)
+template <typename XT>
+static void qrows(int m, int n, int k, const XT *x, const __nv_bfloat16 *w, int ldw, const float *bias, float *out,
+                  int ldo)
 {
     const int sms = sm_count();
-    if ((n + 31) / 32 >= sms) qrows_launch<4>(m, n, k, x, w, ldw, bias, out, ldo);
-    else if ((n + 15) / 16 >= sms / 2) qrows_launch<2>(m, n, k, x, w, ldw, bias, out, ldo);
-    else qrows_launch<1>(m, n, k, x, w, ldw, bias, out, ldo);
+    if ((n + 31) / 32 >= sms) qrows_launch<4, XT>(m, n, k, x, w, ldw, bias, out, ldo);
+    else if ((n + 15) / 16 >= sms / 2) qrows_launch<2, XT>(m, n, k, x, w, ldw, bias, out, ldo);
+    else qrows_launch<1, XT>(m, n, k, x, w, ldw, bias, out, ldo);
 }
 
 // out (BT, OC) = x (BT, C) w[row0 .. row0 + OC)^T + bias
@@ -428,11 +446,16 @@ void cu_qlinear_forward(float *out, const float *x, const mt_qmatrix *w, int row
 {
     if (BT == 0 || OC <= 0) return;
     const int C = w->cols;
+    const __nv_bfloat16 *w16 = (const __nv_bfloat16 *)w->bf16 + (size_t)row0 * w->ld;
+    const bool few = BT <= ROWS_MAX && C % 8 == 0 && w->ld % 8 == 0 && ((uintptr_t)w16 & 15) == 0;
+    if (few && ((uintptr_t)x & 15) == 0) { // x rounded as the kernel loads it
+        qrows((int)BT, OC, C, x, w16, w->ld, bias, out, OC);
+        return;
+    }
     __nv_bfloat16 *x16 = bf16_copy(x, BT * (size_t)C);
     if (!x16) return;
-    const __nv_bfloat16 *w16 = (const __nv_bfloat16 *)w->bf16 + (size_t)row0 * w->ld;
-    if (BT <= ROWS_MAX && C % 8 == 0 && w->ld % 8 == 0 && ((uintptr_t)w16 & 15) == 0) {
-        qrows((int)BT, OC, C, x16, w16, w->ld, bias, out, OC);
+    if (few) {
+        qrows((int)BT, OC, C, (const __nv_bfloat16 *)x16, w16, w->ld, bias, out, OC);
         cu_scratch_free(x16);
         return;
     }

@@ -7,7 +7,9 @@ layout for .bf16 places them (A: a0,a1 row g cols 2t,2t+1; a2,a3 row g+8; a4..a7
 cols +8. B: b0,b1 rows 2t,2t+1 col g; b2,b3 rows 2t+8,2t+9. C: c0,c1 row g cols 2t,2t+1; c2,c3
 row g+8), then the shared-memory sum over the warps, and compares with x W^T in double. It checks
 the kernel's index arithmetic (the k permutation, tiles, tails, rows past m and n), not the
-hardware. Plain Python, no packages: python3 scripts/gpu/qrows_fragments.py
+hardware. A lane's 8 k of x are the same whether the kernel loads them as 8 bf16 or as two
+float4 rounded in k order (x8_bf16), so one replay covers both. Plain Python, no packages:
+python3 scripts/gpu/qrows_fragments.py
 """
 import random
 
