@@ -115,6 +115,11 @@ typedef struct {
 
 int bench_decode_fixed(mt_model *m, const int32_t *const *src, const int *src_len, int n,
                        int new_tokens, int32_t *tokens_out, bench_decode_time *t);
+/* The same length, each step's token the row's maximum chosen on the model's backend
+ * (mt_model_step_argmax: a GPU step downloads n ids, not n x V logits), eos and pad included:
+ * greedy throughput as the paper's Table 4 measures it. */
+int bench_decode_device_pick(mt_model *m, const int32_t *const *src, const int *src_len, int n,
+                             int new_tokens, bench_decode_time *t);
 
 /* Parameter bytes one batch-1 decoding step reads (measured with the counting backend on a
  * model created from cfg, after a 16-token prefill) and the size of the parameter block. */

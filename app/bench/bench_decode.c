@@ -63,8 +63,10 @@ static void pick_tokens(int32_t *tok, float *logits, int n, int V, int pad_id, i
     }
 }
 
-int bench_decode_fixed(mt_model *m, const int32_t *const *src, const int *src_len, int n,
-                       int new_tokens, int32_t *tokens_out, bench_decode_time *t)
+/* device_pick: after the prefill, each row's next token is the maximum chosen where the logits
+ * are (mt_model_step_argmax), pad and eos not excluded */
+static int decode_fixed(mt_model *m, const int32_t *const *src, const int *src_len, int n, int new_tokens,
+                        int32_t *tokens_out, bench_decode_time *t, int device_pick)
 {
     const mt_model_config *cfg = mt_model_get_config(m);
     int encdec = mt_model_is_encdec(m), V = cfg->vocab_size;
@@ -81,11 +83,17 @@ int bench_decode_fixed(mt_model *m, const int32_t *const *src, const int *src_le
     double t0 = mt_now_s();
     if (!rc) rc = mt_model_prefill(m, st, &b, logits);
     double t1 = mt_now_s();
+    if (!rc) pick_tokens(tok, logits, n, V, cfg->pad_id, cfg->eos_id);
     for (int k = 0; k < new_tokens && !rc; k++) {
-        pick_tokens(tok, logits, n, V, cfg->pad_id, cfg->eos_id);
         if (tokens_out)
             for (int r = 0; r < n; r++) tokens_out[(size_t)r * new_tokens + k] = tok[r];
-        if (k + 1 < new_tokens) rc = mt_model_step(m, st, tok, logits);
+        if (k + 1 == new_tokens) break;
+        if (device_pick) {
+            rc = mt_model_step_argmax(m, st, tok, tok);
+        } else {
+            rc = mt_model_step(m, st, tok, logits);
+            if (!rc) pick_tokens(tok, logits, n, V, cfg->pad_id, cfg->eos_id);
+        }
     }
     t->prefill_seconds = t1 - t0;
     t->step_seconds = mt_now_s() - t1;
@@ -95,6 +103,18 @@ int bench_decode_fixed(mt_model *m, const int32_t *const *src, const int *src_le
     free(ids);
     free(srcbuf);
     return rc;
+}
+
+int bench_decode_fixed(mt_model *m, const int32_t *const *src, const int *src_len, int n,
+                       int new_tokens, int32_t *tokens_out, bench_decode_time *t)
+{
+    return decode_fixed(m, src, src_len, n, new_tokens, tokens_out, t, 0);
+}
+
+int bench_decode_device_pick(mt_model *m, const int32_t *const *src, const int *src_len, int n,
+                             int new_tokens, bench_decode_time *t)
+{
+    return decode_fixed(m, src, src_len, n, new_tokens, NULL, t, 1);
 }
 
 int bench_step_param_bytes(const mt_model_config *cfg, size_t *step_bytes, size_t *all_bytes)

@@ -342,9 +342,10 @@ static float *step_replayed(mt_decode_state *st)
 }
 
 /* Run Tq new positions per row (ids already on the backend) through the decoder units and
- * write the last position's next-token logits to host logits (B, V). first: a prefill pass
- * (the prompt's mask in d_prompt_mask); otherwise one step. */
-static void run_decoder(mt_decode_state *st, int Tq, int first, float *logits)
+ * write the last position's next-token logits to host logits (B, V), or with logits NULL each
+ * row's most probable next token to host next (B). first: a prefill pass (the prompt's mask in
+ * d_prompt_mask); otherwise one step. */
+static void run_decoder(mt_decode_state *st, int Tq, int first, float *logits, int32_t *next)
 {
     mt_model *m = st->m;
     const mt_backend *be = m->be;
@@ -356,7 +357,12 @@ static void run_decoder(mt_decode_state *st, int Tq, int first, float *logits)
     }
     float *out = !first && Tq == 1 && st->replayable && be->graph_begin ? step_replayed(st)
                                                                         : decoder_ops(st, Tq, first);
-    be->download(logits, out, (size_t)B * m->cfg.vocab_size * sizeof(float));
+    if (logits) {
+        be->download(logits, out, (size_t)B * m->cfg.vocab_size * sizeof(float));
+    } else {
+        be->argmax_rows(st->d_rows, out, (size_t)B, m->cfg.vocab_size);
+        be->download(next, st->d_rows, (size_t)B * sizeof(int32_t));
+    }
     st->len += Tq;
 }
 
@@ -469,14 +475,14 @@ int mt_model_prefill(mt_model *m, mt_decode_state *st, const mt_batch *b, float 
         int n = T - t0 < Tc ? T - t0 : Tc;
         upload_columns(m->be, st->d_prompt_mask, prompt, 1, B, T, t0, n);
         upload_columns(m->be, st->d_ids, b->ids, sizeof(int32_t), B, T, t0, n);
-        run_decoder(st, n, 1, logits);
+        run_decoder(st, n, 1, logits, NULL);
     }
     free(prompt);
     st->primed = 1;
     return 0;
 }
 
-int mt_model_step(mt_model *m, mt_decode_state *st, const int32_t *tokens, float *logits)
+static int step(mt_model *m, mt_decode_state *st, const int32_t *tokens, float *logits, int32_t *next)
 {
     if (st->m != m) return mt_error("decode state belongs to another model");
     if (!st->primed) return mt_error("%s step before prefill", m->arch->name);
@@ -490,8 +496,18 @@ int mt_model_step(mt_model *m, mt_decode_state *st, const int32_t *tokens, float
     if (size_work(st, st->B, 1, 0, 0)) return -1;
     for (int r = 0; r < st->B; r++) st->key_mask[(size_t)r * st->max_T + st->len] = 1;
     m->be->upload(st->d_ids, tokens, (size_t)st->B * sizeof(int32_t));
-    run_decoder(st, 1, 0, logits);
+    run_decoder(st, 1, 0, logits, next);
     return 0;
+}
+
+int mt_model_step(mt_model *m, mt_decode_state *st, const int32_t *tokens, float *logits)
+{
+    return step(m, st, tokens, logits, NULL);
+}
+
+int mt_model_step_argmax(mt_model *m, mt_decode_state *st, const int32_t *tokens, int32_t *next)
+{
+    return step(m, st, tokens, NULL, next);
 }
 
 /* Reorder host mask rows (row bytes each) in place by rows. */

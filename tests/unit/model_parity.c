@@ -125,7 +125,8 @@ static void check(int rc, const char *what, const mt_model_config *c, const mt_b
 /* Prefill, two steps, a beam reorder (rows swapped and duplicated), three more steps: the
  * largest relative difference of the logits of a against b (on the CPU). On a backend that
  * records steps, a Mamba's second step is recorded and the later ones replayed, the reorder's
- * states included. */
+ * states included. A third state takes the same steps on a's backend choosing each row's next
+ * token there (mt_model_step_argmax): it must choose the maximum of a's logits. */
 static double decode_compare(mt_model *ma, mt_model *mb, const two_rows *r, const mt_model_config *c, int encdec)
 {
     const mt_backend *be = mt_model_backend(ma), *cpu = mt_model_backend(mb);
@@ -141,9 +142,15 @@ static double decode_compare(mt_model *ma, mt_model *mb, const two_rows *r, cons
             for (int j = 0; j < 6; j++) prompt_ids[i * 6 + j] = r->ids[i * 12 + j];
         prompt.ids = prompt_ids;
     }
+    /* sc takes the same steps on a's backend through mt_model_step_argmax: its ids must be the
+     * first maximum of each row of sa's logits */
+    mt_decode_state *sc = mt_decode_state_new(ma, 2, 24, 8);
+    if (!sc) fail_msg("%s decode state: %s", c->arch, mt_last_error());
     float *sla = malloc(2 * V * sizeof *sla), *slb = malloc(2 * V * sizeof *slb);
+    float *slc = malloc(2 * V * sizeof *slc);
     check(mt_model_prefill(ma, sa, &prompt, sla), "prefill", c, be);
     check(mt_model_prefill(mb, sb, &prompt, slb), "prefill", c, cpu);
+    check(mt_model_prefill(ma, sc, &prompt, slc), "prefill", c, be);
     worst = fmax(worst, rel_diff(sla, slb, 2 * V));
     const int32_t toks[5][2] = {{7, 9}, {12, 30}, {6, 6}, {21, 8}, {5, 33}};
     const int32_t rows[2] = {1, 1};
@@ -151,15 +158,28 @@ static double decode_compare(mt_model *ma, mt_model *mb, const two_rows *r, cons
         if (s == 2) {
             check(mt_decode_state_reorder(sa, rows, 2), "reorder", c, be);
             check(mt_decode_state_reorder(sb, rows, 2), "reorder", c, cpu);
+            check(mt_decode_state_reorder(sc, rows, 2), "reorder", c, be);
         }
+        int32_t next[2];
         check(mt_model_step(ma, sa, toks[s], sla), "step", c, be);
         check(mt_model_step(mb, sb, toks[s], slb), "step", c, cpu);
+        check(mt_model_step_argmax(ma, sc, toks[s], next), "step_argmax", c, be);
         worst = fmax(worst, rel_diff(sla, slb, 2 * V));
+        for (int row = 0; row < 2; row++) {
+            const float *l = sla + (size_t)row * V;
+            int best = 0;
+            for (int j = 1; j < V; j++)
+                if (l[j] > l[best]) best = j;
+            if (next[row] != best)
+                fail_msg("%s on %s: step %d row %d: step_argmax chose %d, the logits' maximum is at %d", c->arch,
+                         be->name, s, row, next[row], best);
+        }
     }
     mt_decode_state_free(sa);
     mt_decode_state_free(sb);
+    mt_decode_state_free(sc);
 
-    free(sla), free(slb);
+    free(sla), free(slb), free(slc);
     return worst;
 }
 

@@ -349,10 +349,10 @@ typedef struct mt_backend {
      * sizes (the arguments are frozen, the data they point to is read afresh). graph_begin
      * returns -1 when it will not record (nothing to undo); graph_end returns NULL when the
      * recording failed, and then NONE of the recorded operations ran: the caller runs them
-     * itself. While recording, no alloc, free, upload, download, sync or host-result operation
-     * (sum, sum_squares, argmax_rows) may be called. Used for decoding steps whose arguments do
-     * not change from one step to the next (engine/models/decode_state.c); the fenced test
-     * backend records them on the CPU (tests/unit/fenced_backend.c). */
+     * itself. While recording, no alloc, free, upload, download, sync or host result (sum,
+     * sum_squares) may be called. Used for decoding steps whose arguments do not change from
+     * one step to the next (engine/models/decode_state.c); the fenced test backend records
+     * them on the CPU (tests/unit/fenced_backend.c). */
     int (*graph_begin)(void);
     void *(*graph_end)(void);
     void (*graph_run)(void *graph);

@@ -217,6 +217,10 @@ void mt_decode_state_free(mt_decode_state *st);
 int mt_model_prefill(mt_model *m, mt_decode_state *st, const mt_batch *b, float *logits);
 /* Feed one token per row (host (B)); writes the next-token logits, host (B, V). */
 int mt_model_step(mt_model *m, mt_decode_state *st, const int32_t *tokens, float *logits);
+/* The same step, but only each row's most probable next token comes back (host (B); the first
+ * index of the row's maximum, as argmax_rows), chosen where the logits are: on a GPU a step
+ * then downloads B ids instead of B x V logits (Table 4's greedy throughput). */
+int mt_model_step_argmax(mt_model *m, mt_decode_state *st, const int32_t *tokens, int32_t *next);
 /* Beam search: row i of the new state is row rows[i] of the old one, n_rows <= max_B (so one
  * prefilled row per sentence can be expanded into its beams). */
 int mt_decode_state_reorder(mt_decode_state *st, const int32_t *rows, int n_rows);
