@@ -235,7 +235,6 @@ void *cu_graph_end(void)
     if (failed) {
         // nothing that was captured ran, and the caller runs it all itself: what went wrong
         // while capturing (an operation that cannot be captured) is not its error
-        if (x) cudaGraphExecDestroy(x);
         cudaGetLastError();
         ctx.error[0] = '\0';
         return NULL;

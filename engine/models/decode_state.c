@@ -36,7 +36,8 @@ struct mt_decode_state {
     size_t work_cap;
     mt_stack_acts enc_acts, dec_acts;
     float *rows;               /* x_last (B, C), normed (B, C), mean, rstd (B), logits (B, V) */
-    void *io;                  /* ids, src (int32), masks (bytes), rows index */
+    void *io;                  /* ids, src (int32), masks (bytes), rows (a reorder's index,
+                                * a step's argmax) */
     int32_t *d_ids, *d_src, *d_rows;
     uint8_t *d_key_mask, *d_prompt_mask, *d_src_mask;
     uint8_t *key_mask, *src_mask; /* host copies (max_B, max_T), (max_B, max_S) */
@@ -312,7 +313,6 @@ static int same_step(const step_key *a, const step_key *b)
  * longer prefill moving the working set, another precision) runs op by op until it holds
  * still again. A backend that will not record runs the step op by op; after a recording that
  * fails (nothing recorded has run) so does every later step of this state. */
-
 static float *step_replayed(mt_decode_state *st)
 {
     const mt_backend *be = st->m->be;
