@@ -69,6 +69,9 @@ int mt_train_config_check(const mt_train_config *cfg)
         return mt_error("train config: label_smoothing must be in [0, 1)");
     if (cfg->max_steps < 1) return mt_error("train config: max_steps must be >= 1");
     if (cfg->cat_n < 0 || cfg->cat_n > 64) return mt_error("train config: cat_n must be in 0..64");
+    if (cfg->cat_min != 0 && (cfg->cat_min < 2 || cfg->cat_min > cfg->cat_n))
+        return mt_error("train config: cat_min = %d: it must be 0 (exactly cat_n pairs) or in 2..cat_n (%d)",
+                        cfg->cat_min, cfg->cat_n);
     if (cfg->cat_keep < 0 || cfg->cat_keep > 1) return mt_error("train config: cat_keep must be in [0, 1]");
     if (!(cfg->name_substitution >= 0 && cfg->name_substitution <= 1))
         return mt_error("train config: name_substitution must be in [0, 1], got %g", cfg->name_substitution);
@@ -119,7 +122,7 @@ static int epoch_plan_build(epoch_plan *ep, const mt_train_config *cfg, const mt
         ep->corpus = &ep->named;
     }
     c = ep->corpus;
-    mt_examples_build(&ep->ex, c, cfg->cat_n, cfg->cat_keep, cfg->max_len, cfg->seed, (uint64_t)epoch);
+    mt_examples_build(&ep->ex, c, cfg->cat_n, cfg->cat_min, cfg->cat_keep, cfg->max_len, cfg->seed, (uint64_t)epoch);
     ep->len = mt_xmalloc(ep->ex.n * sizeof *ep->len);
     for (size_t i = 0; i < ep->ex.n; i++) ep->len[i] = mt_example_packed_len(&ep->ex, i, encdec);
     mt_batch_plan_build(&ep->plan, ep->len, ep->ex.n, mt_batch_budget(cfg->max_tokens, encdec),

@@ -1,9 +1,10 @@
 -- Table 3 of the paper, paragraph level: each model translates the 8-verse paragraphs of the
 -- test set whole (PARA) and verse by verse (VERSES, joined per paragraph), both scored against
 -- the paragraph references; the ratio PARA / VERSES shows what long inputs cost. A CAT-trained
--- bundle (models/NAME-cat5-small, docs/models.md §10.3) stands in the row of its original
--- (ORIG, models/NAME-small), so the table reads as the paper's ORIG vs CAT; the ratio a CAT
--- model should keep (issue 21: at least 0.70) is checked in the last column.
+-- bundle (models/NAME-catN-small, or NAME-catMtoN-small for joins of M to N verses; docs/models.md
+-- §10.3) stands in the row of its original (ORIG, models/NAME-small), so the table reads as the
+-- paper's ORIG vs CAT, one row per CAT variant; the ratio a CAT model should keep (issue 21: at
+-- least 0.70) is checked in the last column.
 --
 --   ./mtlab run scripts/paper/table3.lua [--n 0] [--beam 5] [--data data/bible] [--split test]
 --                                        [--out out] [--no-plot] [BUNDLE...]
@@ -14,8 +15,19 @@ local R = require "report"
 local opts, models = R.args("table3.lua", {n = 0, beam = 5, out = "out", split = "test",
                                             data = "data/bible", no_plot = false}, arg)
 if #models == 0 then
+  local cats = {}
+  local ls = io.popen("ls -1 models 2>/dev/null")
+  for d in ls:lines() do
+    if d:match("%-cat%d[%dto]*%-small$") then cats[#cats + 1] = d end
+  end
+  ls:close()
+  table.sort(cats)
   for _, name in ipairs(R.SEVEN) do
-    for _, dir in ipairs({"models/" .. name .. "-small", "models/" .. name .. "-cat5-small"}) do
+    local dirs = {"models/" .. name .. "-small"}
+    for _, d in ipairs(cats) do
+      if d:gsub("%-cat%d[%dto]*", "") == name .. "-small" then dirs[#dirs + 1] = "models/" .. d end
+    end
+    for _, dir in ipairs(dirs) do
       if R.exists(dir .. "/config.json") then models[#models + 1] = dir end
     end
   end
@@ -61,29 +73,34 @@ for _, dir in ipairs(models) do
   local verses = mtlab.score.bleu(joined, para_ref).score
   local ratio = verses > 0 and para / verses or 0
   -- "transformer-cat5-small" goes in the row of "transformer-small", as its CAT column
-  local cat = m.name:match("%-cat(%d+)")
-  local key = m.name:gsub("%-cat%d+", "")
-  if not results[key] then results[key] = {}; order[#order + 1] = key end
-  results[key][cat and "cat" or "orig"] = {name = m.name, para = para, verses = verses, ratio = ratio, n = cat}
+  local cat = m.name:match("%-cat(%d[%dto]*)")
+  local key = m.name:gsub("%-cat%d[%dto]*", "")
+  if not results[key] then results[key] = {cats = {}}; order[#order + 1] = key end
+  local r = {name = m.name, para = para, verses = verses, ratio = ratio,
+             label = cat and "CAT-" .. cat:gsub("to", "..")}
+  if cat then table.insert(results[key].cats, r) else results[key].orig = r end
 end
 local rows, labels, orig_ratios, cat_ratios = {}, {}, {}, {}
 for _, key in ipairs(order) do
-  local o, c = results[key].orig, results[key].cat
-  local row = {key}
-  for _, kind in ipairs({"orig", "cat"}) do
-    local r = results[key][kind]
-    row[#row + 1] = r and r.para or "-"
-    row[#row + 1] = r and r.verses or "-"
-    row[#row + 1] = r and r.ratio or "-"
+  local o = results[key].orig
+  local cats = #results[key].cats > 0 and results[key].cats or {false}
+  for _, c in ipairs(cats) do
+    local row = {key, c and c.label or "-"}
+    for _, r in ipairs({o or false, c}) do
+      row[#row + 1] = r and r.para or "-"
+      row[#row + 1] = r and r.verses or "-"
+      row[#row + 1] = r and r.ratio or "-"
+    end
+    row[#row + 1] = c and (c.ratio >= TARGET and "yes" or "no") or "-"
+    rows[#rows + 1] = row
+    labels[#labels + 1] = c and key .. " " .. c.label or key
+    orig_ratios[#orig_ratios + 1], cat_ratios[#cat_ratios + 1] = o and o.ratio or 0, c and c.ratio or 0
   end
-  row[#row + 1] = c and (c.ratio >= TARGET and "yes" or "no") or "-"
-  rows[#rows + 1] = row
-  labels[#labels + 1], orig_ratios[#orig_ratios + 1], cat_ratios[#cat_ratios + 1] = key, o and o.ratio or 0, c and c.ratio or 0
 end
 local md = string.format("Table 3 (paragraph level), %d paragraphs of 8 verses (%s.para8), beam %d: BLEU of each "
                          .. "paragraph translated whole (PARA) and verse by verse (VERSES), for the original "
                          .. "model (ORIG) and its CAT-N variant (CAT)\n\n", #para_src, base, opts.beam)
-           .. R.markdown({"model", "ORIG PARA", "ORIG VERSES", "ORIG PARA/VERSES", "CAT PARA", "CAT VERSES",
+           .. R.markdown({"model", "CAT-N", "ORIG PARA", "ORIG VERSES", "ORIG PARA/VERSES", "CAT PARA", "CAT VERSES",
                           "CAT PARA/VERSES", string.format("CAT >= %.2f", TARGET)}, rows)
 io.write(md)
 local plot = mtlab.plot.bar{title = "Paragraph BLEU as a share of verse-by-verse BLEU", labels = labels,

@@ -64,14 +64,18 @@ describe("scripts", function()
     assert.has_error(function() mtlab.eval{models = {"nope"}, src = {"a"}, ref = {"b"}} end)
   end)
 
-  it("table3.lua puts a CAT bundle in the row of its original", function()
-    H.sh(string.format("cp -r %s %s/transformer-cat5-small", H.transformer, dir))
+  it("table3.lua puts each CAT bundle in a row of its original", function()
+    H.sh(string.format("cp -r %s %s/transformer-cat5-small && cp -r %s %s/transformer-cat2to10-small",
+                       H.transformer, dir, H.transformer, dir))
     local out, code = H.sh(string.format("%s run scripts/paper/table3.lua --n 1 --data %s --beam 1 --out %s/out "
-                                         .. "--no-plot %s %s/transformer-cat5-small 2>&1", H.mtlab, dir, dir,
-                                         H.transformer, dir))
+                                         .. "--no-plot %s %s/transformer-cat5-small %s/transformer-cat2to10-small 2>&1",
+                                         H.mtlab, dir, dir, H.transformer, dir, dir))
     assert.are.equal(0, code, out)
-    assert.matches("| transformer%-small | [%d.]+ | [%d.]+ | [%d.]+ | [%d.]+ | [%d.]+ | [%d.]+ | %a+ |", out)
+    local row = "| transformer%%-small | %s | [%%d.]+ | [%%d.]+ | [%%d.]+ | [%%d.]+ | [%%d.]+ | [%%d.]+ | %%a+ |"
+    assert.matches(string.format(row, "CAT%-5"), out)
+    assert.matches(string.format(row, "CAT%-2%.%.10"), out)
     assert.is_nil(out:find("| transformer-cat5-small |", 1, true), out)
+    assert.is_nil(out:find("to10", 1, true), out)
   end)
 
   it("mtlab.eval scores the recall of substituted names", function()
@@ -93,7 +97,7 @@ describe("scripts", function()
   end)
 
   for _, case in ipairs({
-    {"table3.lua", "--n 1 --split test --data DIR", "| model | ORIG PARA | ORIG VERSES | ORIG PARA/VERSES |"},
+    {"table3.lua", "--n 1 --split test --data DIR", "| model | CAT-N | ORIG PARA | ORIG VERSES | ORIG PARA/VERSES |"},
     {"names.lua", "--data DIR/n5", "| system | BLEU | name recall % | names copied |"},
     {"table4.lua", "--max-verses 2", "state KiB b1"},
     {"fig1_ne_recall.lua", "--n 5", "| model | unseen |"},

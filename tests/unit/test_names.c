@@ -234,7 +234,7 @@ static void test_epoch_corpus(void **state)
 
     /* CAT-N joins the epoch's substituted pairs: lengths and ids come from that corpus */
     mt_examples ex;
-    mt_examples_build(&ex, &a, 3, 0.0, 0, 1, 0);
+    mt_examples_build(&ex, &a, 3, 0, 0.0, 0, 1, 0);
     mt_model_config mc;
     assert_int_equal(mt_model_preset(&mc, "transformer-small"), 0);
     for (size_t e = 0; e < ex.n; e++) {

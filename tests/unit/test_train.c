@@ -289,6 +289,12 @@ static void test_name_substitution_config(void **state)
     (void)state;
     mt_train_config cfg;
     tiny_config(&cfg, "mamba", "bad-names", 2);
+    cfg.cat_n = 5;
+    cfg.cat_min = 7;
+    assert_int_equal(mt_train_run(&cfg, 0, NULL), -1);
+    assert_non_null(strstr(mt_last_error(), "cat_min = 7: it must be 0 (exactly cat_n pairs) or in 2..cat_n (5)"));
+    cfg.cat_n = 0;
+    cfg.cat_min = 0;
     cfg.name_substitution = 1.5;
     assert_int_equal(mt_train_run(&cfg, 0, NULL), -1);
     assert_non_null(strstr(mt_last_error(), "name_substitution must be in [0, 1], got 1.5"));

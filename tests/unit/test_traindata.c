@@ -56,7 +56,7 @@ static void test_batch_budget_same_pairs(void **state)
     c.src_len = sl;
     c.tgt_len = tl;
     mt_examples e;
-    mt_examples_build(&e, &c, 1, 0.5, 0, 1, 0);
+    mt_examples_build(&e, &c, 1, 0, 0.5, 0, 1, 0);
     size_t batches[2], same_budget_batches = 0;
     for (int encdec = 0; encdec < 2; encdec++) {
         for (int i = 0; i < N; i++) len[encdec][i] = mt_example_packed_len(&e, (size_t)i, encdec);
@@ -91,7 +91,7 @@ static void test_examples_catn(void **state)
     c.tgt_len = tl;
 
     mt_examples plain;
-    mt_examples_build(&plain, &c, 1, 0.5, 0, 1, 0);
+    mt_examples_build(&plain, &c, 1, 0, 0.5, 0, 1, 0);
     for (int i = 0; i < N; i++) {
         assert_int_equal(plain.n_parts[i], 1);
         assert_int_equal(plain.parts[plain.start[i]], i);
@@ -99,7 +99,7 @@ static void test_examples_catn(void **state)
     mt_examples_free(&plain);
 
     mt_examples cat;
-    mt_examples_build(&cat, &c, 5, 0.5, 0, 1, 0);
+    mt_examples_build(&cat, &c, 5, 0, 0.5, 0, 1, 0);
     int joined = 0;
     for (int i = 0; i < N; i++) {
         assert_true(cat.n_parts[i] == 1 || cat.n_parts[i] == 5);
@@ -117,9 +117,30 @@ static void test_examples_catn(void **state)
     assert_true(joined > 70 && joined < 130);
     mt_examples_free(&cat);
 
+    /* cat_min 2 of cat_n 6: each join's size is drawn from 2..6, every size turns up, the sums
+     * hold, and the same (seed, epoch) draws the same epoch */
+    mt_examples range, again;
+    mt_examples_build(&range, &c, 6, 2, 0.5, 0, 1, 3);
+    mt_examples_build(&again, &c, 6, 2, 0.5, 0, 1, 3);
+    int sizes[7] = {0};
+    for (int i = 0; i < N; i++) {
+        int k = range.n_parts[i];
+        assert_true(k >= 1 && k <= 6);
+        sizes[k]++;
+        int s = 0;
+        for (int j = 0; j < k; j++) s += sl[range.parts[range.start[i] + (size_t)j]];
+        assert_int_equal(s, range.src_len[i]);
+        assert_int_equal(again.n_parts[i], k);
+        assert_memory_equal(again.parts + again.start[i], range.parts + range.start[i], (size_t)k * sizeof *range.parts);
+    }
+    for (int k = 2; k <= 6; k++) assert_true(sizes[k] > 5); /* about 20 each */
+    assert_true(sizes[1] > 70 && sizes[1] < 130);
+    mt_examples_free(&range);
+    mt_examples_free(&again);
+
     /* a length cap that no joined example fits: nothing is joined */
     mt_examples capped;
-    mt_examples_build(&capped, &c, 5, 0.0, 12, 1, 0);
+    mt_examples_build(&capped, &c, 5, 0, 0.0, 12, 1, 0);
     for (int i = 0; i < N; i++) assert_int_equal(capped.n_parts[i], 1);
     mt_examples_free(&capped);
 }

@@ -32,6 +32,7 @@ typedef struct {
     char tokenizer[512];     /* sentencepiece .model; copied into every saved bundle */
     int max_len;             /* ids per side, longer sides are cut (paper: 512) */
     int cat_n;               /* CAT-N: 0/1 off, N >= 2 concatenates N pairs */
+    int cat_min;             /* CAT-N: 2..N-1 joins a drawn cat_min..N pairs instead (0: exactly N) */
     double cat_keep;         /* CAT-N: probability a pair stays alone (0.5) */
     double name_substitution;/* probability a name shared verbatim by a training pair is replaced
                               * by a gazetteer name, per name and epoch (0: off; docs/data.md §8) */

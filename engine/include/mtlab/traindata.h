@@ -68,10 +68,12 @@ typedef struct {
 
 /* One epoch of examples from corpus c. cat_n <= 1: every pair once, in corpus order.
  * cat_n >= 2 (CAT-N, docs/models.md §10.3): each pair stays alone with probability keep_p, else it
- * is joined with cat_n - 1 pairs drawn uniformly at random (seeded by seed and epoch); examples
- * whose joined sides exceed max_len ids are not joined (the pair stays alone). */
-void mt_examples_build(mt_examples *e, const mt_corpus *c, int cat_n, double keep_p, int max_len,
-                       uint64_t seed, uint64_t epoch);
+ * is joined with cat_n - 1 pairs drawn uniformly at random (seeded by seed and epoch); with
+ * 2 <= cat_min < cat_n the join's size is itself drawn uniformly from cat_min..cat_n pairs (other
+ * cat_min: exactly cat_n). Examples whose joined sides exceed max_len ids are not joined (the pair
+ * stays alone). */
+void mt_examples_build(mt_examples *e, const mt_corpus *c, int cat_n, int cat_min, double keep_p,
+                       int max_len, uint64_t seed, uint64_t epoch);
 void mt_examples_free(mt_examples *e);
 
 /* Token-budget batches of similar lengths: examples are sorted by length (ties broken by a seeded
