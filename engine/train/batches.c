@@ -10,12 +10,13 @@
 /* RNG streams of the data pipeline (other streams belong to initialisation and dropout). */
 enum { STREAM_CATN = 0x10000, STREAM_SORT = 0x20000, STREAM_SHUFFLE = 0x30000 };
 
+int mt_cat_fewest(int cat_n, int cat_min) { return cat_min >= 2 && cat_min < cat_n ? cat_min : cat_n; }
+
 void mt_examples_build(mt_examples *e, const mt_corpus *c, int cat_n, int cat_min, double keep_p,
                        int max_len, uint64_t seed, uint64_t epoch)
 {
     int parts_per = cat_n > 1 ? (cat_n < 64 ? cat_n : 64) : 1;
-    /* the fewest pairs a join holds; a range draws its size, exactly cat_n draws nothing more */
-    int fewest = cat_min >= 2 && cat_min < parts_per ? cat_min : parts_per;
+    int fewest = mt_cat_fewest(parts_per, cat_min);
     memset(e, 0, sizeof *e);
     e->n = c->n;
     e->parts = mt_xmalloc(c->n * (size_t)parts_per * sizeof *e->parts);
@@ -33,8 +34,10 @@ void mt_examples_build(mt_examples *e, const mt_corpus *c, int cat_n, int cat_mi
         /* cat_n <= 1 draws nothing, so plain epochs do not depend on the RNG at all. */
         if (parts_per > 1 && mt_rng_uniform_double(&rng) >= keep_p) {
             uint32_t partner[64];
-            int want = (fewest < parts_per ? fewest + (int)mt_rng_below(&rng, (uint64_t)(parts_per - fewest + 1))
-                                           : parts_per) - 1;
+            /* a range draws the join's size; exactly cat_n draws nothing more */
+            int size = parts_per;
+            if (fewest < parts_per) size = fewest + (int)mt_rng_below(&rng, (uint64_t)(parts_per - fewest + 1));
+            int want = size - 1;
             int s2 = sl, t2 = tl;
             for (int j = 0; j < want; j++) {
                 partner[j] = (uint32_t)mt_rng_below(&rng, c->n);

@@ -84,7 +84,7 @@ static char *fingerprint(const mt_train_config *c, char *out, size_t n)
     h = fnv(h, ints, sizeof ints);
     h = fnv(h, reals, sizeof reals);
     /* only when it draws the join's size, so checkpoints made before cat_min existed still resume */
-    if (c->cat_min >= 2 && c->cat_min < c->cat_n) h = fnv(h, &c->cat_min, sizeof c->cat_min);
+    if (mt_cat_fewest(c->cat_n, c->cat_min) < c->cat_n) h = fnv(h, &c->cat_min, sizeof c->cat_min);
     /* only when on, so checkpoints made before name substitution existed still resume */
     if (c->name_substitution > 0) {
         h = fnv(h, &c->name_substitution, sizeof c->name_substitution);

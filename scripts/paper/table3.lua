@@ -14,19 +14,24 @@ local R = require "report"
 
 local opts, models = R.args("table3.lua", {n = 0, beam = 5, out = "out", split = "test",
                                             data = "data/bible", no_plot = false}, arg)
+-- "transformer-cat2to10-small" -> "transformer-small", "2to10" (a CAT variant and its original's
+-- name); "transformer-small" -> "transformer-small", nil
+local function cat_of(name)
+  return (name:gsub("%-cat%d[%dto]*", "")), name:match("%-cat(%d[%dto]*)")
+end
+
 if #models == 0 then
-  local cats = {}
+  local cats = {} -- original's name -> its CAT variants' directories
   local ls = io.popen("ls -1 models 2>/dev/null")
   for d in ls:lines() do
-    if d:match("%-cat%d[%dto]*%-small$") then cats[#cats + 1] = d end
+    local orig, cat = cat_of(d)
+    if cat then cats[orig] = cats[orig] or {}; table.insert(cats[orig], "models/" .. d) end
   end
   ls:close()
-  table.sort(cats)
   for _, name in ipairs(R.SEVEN) do
-    local dirs = {"models/" .. name .. "-small"}
-    for _, d in ipairs(cats) do
-      if d:gsub("%-cat%d[%dto]*", "") == name .. "-small" then dirs[#dirs + 1] = "models/" .. d end
-    end
+    local dirs = cats[name .. "-small"] or {}
+    table.sort(dirs)
+    table.insert(dirs, 1, "models/" .. name .. "-small")
     for _, dir in ipairs(dirs) do
       if R.exists(dir .. "/config.json") then models[#models + 1] = dir end
     end
@@ -73,8 +78,7 @@ for _, dir in ipairs(models) do
   local verses = mtlab.score.bleu(joined, para_ref).score
   local ratio = verses > 0 and para / verses or 0
   -- "transformer-cat5-small" goes in the row of "transformer-small", as its CAT column
-  local cat = m.name:match("%-cat(%d[%dto]*)")
-  local key = m.name:gsub("%-cat%d[%dto]*", "")
+  local key, cat = cat_of(m.name)
   if not results[key] then results[key] = {cats = {}}; order[#order + 1] = key end
   local r = {name = m.name, para = para, verses = verses, ratio = ratio,
              label = cat and "CAT-" .. cat:gsub("to", "..")}

@@ -221,6 +221,13 @@ def hf_model(bundle, kind):
     return cls.from_pretrained(bundle, dtype=torch.float32).eval()
 
 
+def framing(cfg):
+    """The ids that frame a prompt: (<eos> ending an encoder's source, <sep> between a
+    decoder-only prompt's source and target, the decoder's start token of an encoder-decoder)."""
+    return (cfg["eos_token_id"], cfg.get("mtlab", {}).get("sep_token_id", 2),
+            cfg.get("decoder_start_token_id"))
+
+
 def worker_hf(a):
     import torch
     import transformers
@@ -231,8 +238,8 @@ def worker_hf(a):
     cfg = bundle_config(a.bundle)
     model = hf_model(a.bundle, a.model)
     encdec = a.model == "transformer"
-    pad, eos = cfg["pad_token_id"], cfg["eos_token_id"]
-    sep = cfg.get("mtlab", {}).get("sep_token_id", 2)
+    pad = cfg["pad_token_id"]
+    eos, sep, start = framing(cfg)
 
     def decode_batch(b):
         rows = [s + [eos] if encdec else s + [sep] for s in b]  # equal lengths: no padding
@@ -242,7 +249,7 @@ def worker_hf(a):
                       pad_token_id=pad, eos_token_id=eos, suppress_tokens=[pad],
                       forced_eos_token_id=None)
         if encdec:
-            kwargs["decoder_start_token_id"] = cfg["decoder_start_token_id"]
+            kwargs["decoder_start_token_id"] = start
         with torch.inference_mode():
             out = model.generate(**kwargs)
         return out[:, out.shape[1] - a.new_tokens:].tolist()
@@ -447,23 +454,22 @@ def agreement(want, got):
 TIE = 1e-3
 
 
-def mtlab_logit_gap(a, bundle, source, prefix, pair):
+def mtlab_logit_gap(a, bundle, encdec, source, prefix, pair):
     """|logit(pair[0]) - logit(pair[1])| of mtlab's next-token logits after prefix (the
     decoded tokens before the divergence), the prompt framed as the decoding framed it."""
-    encdec = bundle_config(bundle).get("model_type") == "marian"
+    import numpy as np
+    cfg = bundle_config(bundle)
+    eos, sep, start = framing(cfg)
     logits = os.path.join(a.work, "tie.f32")
+    cmd = [a.mtlab, "forward", "-m", bundle, "--logits", logits]
     if encdec:
-        cmd = [a.mtlab, "forward", "-m", bundle, "--src", " ".join(map(str, source + [1])),
-               "--logits", logits, " ".join(map(str, [3] + prefix))]
+        cmd += ["--src", " ".join(map(str, source + [eos])), " ".join(map(str, [start] + prefix))]
     else:
-        cmd = [a.mtlab, "forward", "-m", bundle, "--logits", logits,
-               " ".join(map(str, source + [2] + prefix))]
+        cmd += [" ".join(map(str, source + [sep] + prefix))]
     run = subprocess.run(cmd, capture_output=True, text=True)
     if run.returncode != 0:
         sys.exit(f"test-peers: `{' '.join(cmd)}` exited with {run.returncode}:\n{run.stderr.strip()}")
-    import numpy as np
-    vocab = bundle_config(bundle)["vocab_size"]
-    last = np.fromfile(logits, dtype=np.float32).reshape(-1, vocab)[-1]
+    last = np.fromfile(logits, dtype=np.float32).reshape(-1, cfg["vocab_size"])[-1]
     return abs(float(last[pair[0]]) - float(last[pair[1]]))
 
 
@@ -516,7 +522,7 @@ def check(a):
             want_path = os.path.join(a.work, f"check-{model}-b{batch}.mtlab")
             run_setting(Setting(model, "mtlab", "fp32", 1, batch), a, bundle, ids, None,
                         want_path)
-            want = read_ids(want_path)
+            want, sources = read_ids(want_path), read_ids(ids)
             peers = [s for s in settings_for(model, batch, [1], precisions) if s.system != "mtlab"
                      or s.precision != "fp32"]
             for s in peers:
@@ -524,10 +530,10 @@ def check(a):
                 run_setting(s, a, bundle, ids, ct2_model, got_path)
                 got = read_ids(got_path)
                 name = f"{model} batch {batch}: {s.system} {s.precision}"
-                sources = read_ids(ids)
                 problem, note = compare_tokens(
                     want, got, s.precision == "int8",
-                    lambda i, k: mtlab_logit_gap(a, bundle, sources[i], want[i][:k], (want[i][k], got[i][k])))
+                    lambda i, k: mtlab_logit_gap(a, bundle, model == "transformer", sources[i], want[i][:k],
+                                                 (want[i][k], got[i][k])))
                 if problem:
                     failures.append(f"{name}: {problem}")
                     print(f"FAIL {name}", flush=True)

@@ -74,6 +74,9 @@ typedef struct {
  * stays alone). */
 void mt_examples_build(mt_examples *e, const mt_corpus *c, int cat_n, int cat_min, double keep_p,
                        int max_len, uint64_t seed, uint64_t epoch);
+/* The fewest pairs a CAT-N join holds: cat_min where it draws the join's size (2 <= cat_min <
+ * cat_n), otherwise cat_n. */
+int mt_cat_fewest(int cat_n, int cat_min);
 void mt_examples_free(mt_examples *e);
 
 /* Token-budget batches of similar lengths: examples are sorted by length (ties broken by a seeded
