@@ -134,7 +134,7 @@ mt_corpus_stats *mt_corpus_stats_read(const char *path)
 {
     mt_corpus_stats *s = mt_xcalloc(1, sizeof *s);
     tsv_reader r = {STATS_MAGIC, "a corpus_stats file", MAX_STATS_LINE,
-                    "# pairs=N ner=english|generic", stats_header, stats_row, s};
+                    "# pairs=N ner=english|generic", stats_header, stats_row, s, NULL};
     if (tsv_read(path, &r) < 0) {
         mt_corpus_stats_free(s);
         return NULL;

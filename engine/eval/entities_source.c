@@ -2,7 +2,9 @@
  * docs/metrics.md §5.4): what in a typed source sentence a translation should carry over, so
  * the workbench can mark each name copied, translated or dropped. With no reference, a word is
  * a name when its corpus says so (the lexicon's names, wherever they stand) or, for words the
- * corpus does not know, when it is capitalised away from the start of a sentence. Numbers are
+ * corpus does not know, when it is capitalised away from the start of a sentence; a word the
+ * corpus writes as an ordinary word ("Que" opening a verse inside a pasted paragraph) is none.
+ * Numbers are
  * left out: a translation may rightly write them another way ("2015" is not a name). */
 #include "eval/entities_words.h"
 #include "mtlab/entities.h"
@@ -15,6 +17,7 @@ static int is_name_word(const char *src, const entity_word *w, const mt_entity_l
 {
     if (!entity_word_name_shaped(w)) return 0;
     if (lex && mt_entity_lexicon_is_name(lex, src + w->start, w->end - w->start)) return 1;
+    if (lex && mt_entity_lexicon_is_word(lex, src + w->start, w->end - w->start)) return 0;
     return !(w->flags & WORD_SENTENCE_START);
 }
 

@@ -4,7 +4,9 @@
  *
  *   dice(s, t) = 2 pairs(s, t) / (pairs(s) + pairs(t))
  *
- * pairs(x) counts the training pairs whose side contains word x (once per pair). */
+ * pairs(x) counts the training pairs whose side contains word x (once per pair). Beside the
+ * names it keeps the source side's ordinary words (lower-cased), so that the source detector
+ * can tell a capitalised "Que" it knows from a name it has never seen. */
 #include "eval/entities_words.h"
 #include "mtlab/entities.h"
 #include "eval/tsv_file.h"
@@ -15,12 +17,14 @@
 #include "data/strmap.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#define LEXICON_MAGIC "# mtlab entity_lexicon 1"
+#define LEXICON_MAGIC "# mtlab entity_lexicon 2"
+#define LEXICON_MAGIC_1 "# mtlab entity_lexicon 1" /* names only: still read */
 #define MAX_LEXICON_LINE 4096
 
 typedef struct {
@@ -37,6 +41,8 @@ struct mt_entity_lexicon {
     lexicon_entry *entries; /* (n) */
     size_t n, cap;
     size_t pairs;
+    strmap words;          /* the source's ordinary words, lower-cased (values unused) */
+    size_t header_words;   /* words=N of a file's header, SIZE_MAX when it has none */
 };
 
 static lexicon_entry *add_entry(mt_entity_lexicon *l, const char *name, size_t len, size_t pairs)
@@ -71,6 +77,7 @@ void mt_entity_lexicon_free(mt_entity_lexicon *l)
     }
     free(l->entries);
     strmap_free(&l->index);
+    strmap_free(&l->words);
     free(l);
 }
 
@@ -116,6 +123,39 @@ static void pick_names(side_counts *c)
         if (!uses || *uses < c->capitalised.vals[i]) strmap_put(&c->names, w, strlen(w), 0, NULL);
         free(lower);
     }
+}
+
+/* Code points of a UTF-8 string. */
+static size_t utf8_chars(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++) n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+/* The ordinary words of a side, lower-cased into out: a word written in lower case more often
+ * than any capitalised spelling of it stands in the middle of a sentence ("que", "banco"; not
+ * "dios", whose Dios is mostly a name). Words a name could never be are left out: one letter
+ * long, or starting with a digit. */
+static void pick_words(strmap *out, const side_counts *c)
+{
+    strmap capitalised = {0}; /* lower-cased spelling -> most mid-sentence uses of one spelling */
+    for (size_t i = 0; i < c->capitalised.cap; i++) {
+        if (!c->capitalised.keys[i]) continue;
+        char *lower = mt_lowercase(c->capitalised.keys[i]);
+        size_t *most = strmap_put(&capitalised, lower, strlen(lower), 0, NULL);
+        if (*most < c->capitalised.vals[i]) *most = c->capitalised.vals[i];
+        free(lower);
+    }
+    for (size_t i = 0; i < c->lower.cap; i++) {
+        const char *w = c->lower.keys[i];
+        if (!w || utf8_chars(w) < 2 || (*w >= '0' && *w <= '9')) continue;
+        char *lower = mt_lowercase(w);
+        const size_t *mid = strmap_get(&capitalised, lower, strlen(lower));
+        if (!mid || c->lower.vals[i] > *mid) strmap_put(out, lower, strlen(lower), 1, NULL);
+        free(lower);
+    }
+    strmap_free(&capitalised);
 }
 
 /* The distinct words of text that are keys of `of` (or, when also is not NULL, of also), as
@@ -233,6 +273,7 @@ mt_entity_lexicon *mt_entity_lexicon_build(const char *const *src, const char *c
     l = mt_xcalloc(1, sizeof *l);
     l->pairs = n;
     choose_forms(l, &s, &target_pairs, &joint);
+    pick_words(&l->words, &s);
 out:
     side_counts_free(&s);
     side_counts_free(&t);
@@ -251,10 +292,24 @@ static const lexicon_entry *entry_of(const mt_entity_lexicon *l, const char *wor
 
 size_t mt_entity_lexicon_pairs(const mt_entity_lexicon *l) { return l->pairs; }
 size_t mt_entity_lexicon_names(const mt_entity_lexicon *l) { return l->n; }
+size_t mt_entity_lexicon_words(const mt_entity_lexicon *l) { return l->words.n; }
 
 int mt_entity_lexicon_is_name(const mt_entity_lexicon *l, const char *word, size_t len)
 {
     return entry_of(l, word, len) != NULL;
+}
+
+int mt_entity_lexicon_is_word(const mt_entity_lexicon *l, const char *word, size_t len)
+{
+    if (l->words.n == 0) return 0;
+    char stack[256], *copy = len < sizeof stack ? stack : mt_xmalloc(len + 1);
+    memcpy(copy, word, len);
+    copy[len] = '\0';
+    char *lower = mt_lowercase(copy);
+    int known = lower && strmap_get(&l->words, lower, strlen(lower)) != NULL;
+    free(lower);
+    if (copy != stack) free(copy);
+    return known;
 }
 
 size_t mt_entity_lexicon_forms(const mt_entity_lexicon *l, const char *word, size_t len,
@@ -270,19 +325,31 @@ size_t mt_entity_lexicon_forms(const mt_entity_lexicon *l, const char *word, siz
 
 /* ------------------------------------------------------------------ the file */
 
+static int by_bytes(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 int mt_entity_lexicon_write(const mt_entity_lexicon *l, const char *path)
 {
     atomic_file af;
     int rc = -1;
     if (atomic_file_begin(&af, path)) goto done;
     FILE *f = af.f;
-    fprintf(f, "%s\n# pairs=%zu\n", LEXICON_MAGIC, l->pairs);
+    fprintf(f, "%s\n# pairs=%zu words=%zu\n", LEXICON_MAGIC, l->pairs, l->words.n);
     for (size_t i = 0; i < l->n; i++) {
         const lexicon_entry *e = &l->entries[i];
         if (e->n_forms == 0) fprintf(f, "%s\t\t0\t%zu\n", e->name, e->pairs);
         for (size_t k = 0; k < e->n_forms; k++)
             fprintf(f, "%s\t%s\t%.4f\t%zu\n", e->name, e->forms[k], e->dice[k], e->form_pairs[k]);
     }
+    const char **words = mt_xmalloc((l->words.n + 1) * sizeof *words);
+    size_t n_words = 0;
+    for (size_t i = 0; i < l->words.cap; i++)
+        if (l->words.keys[i]) words[n_words++] = l->words.keys[i];
+    qsort(words, n_words, sizeof *words, by_bytes);
+    for (size_t i = 0; i < n_words; i++) fprintf(f, "%s\n", words[i]);
+    free(words);
     int write_failed = ferror(f);
     if (write_failed) mt_error("%s: write failed", path);
     if (write_failed || atomic_file_seal(&af)) {
@@ -302,9 +369,28 @@ static int valid_utf8_word(const char *s)
     return 0;
 }
 
+/* A line without a tab: one ordinary word of the source, in lower case. */
+static int parse_word(mt_entity_lexicon *l, const char *line)
+{
+    entity_words ws;
+    if (entity_words_split(&ws, line) < 0) return -1;
+    int one_word = ws.n == 1 && ws.w[0].start == 0 && ws.w[0].end == strlen(line);
+    entity_words_free(&ws);
+    if (!one_word) return mt_error("expected one word, or SOURCE<TAB>TARGET<TAB>DICE<TAB>COUNT");
+    char *lower = mt_lowercase(line);
+    int same = lower && strcmp(lower, line) == 0;
+    free(lower);
+    if (!same) return mt_error("word '%s' is not in lower case", line);
+    int inserted;
+    strmap_put(&l->words, line, strlen(line), 1, &inserted);
+    if (!inserted) return mt_error("word '%s' is listed twice", line);
+    return 0;
+}
+
 /* One "SOURCE<TAB>TARGET<TAB>DICE<TAB>COUNT" line, without its newline. */
 static int parse_entry(mt_entity_lexicon *l, char *line)
 {
+    if (!strchr(line, '\t')) return parse_word(l, line);
     char *f[4];
     f[0] = line;
     for (int k = 1; k < 4; k++) {
@@ -341,10 +427,18 @@ static int parse_entry(mt_entity_lexicon *l, char *line)
     return 0;
 }
 
+/* "# pairs=N words=M", or "# pairs=N" (a file of version 1, or one without words) */
 static int lexicon_header(void *user, char *line)
 {
     mt_entity_lexicon *l = user;
-    return strncmp(line, "# pairs=", 8) != 0 || tsv_parse_count(line + 8, &l->pairs) < 0 ? -1 : 0;
+    if (strncmp(line, "# pairs=", 8) != 0) return -1;
+    char *words = strstr(line, " words=");
+    l->header_words = SIZE_MAX;
+    if (words) {
+        *words = '\0';
+        if (tsv_parse_count(words + 7, &l->header_words) < 0) return -1;
+    }
+    return tsv_parse_count(line + 8, &l->pairs);
 }
 
 static int lexicon_row(void *user, char *line, size_t len)
@@ -356,11 +450,16 @@ static int lexicon_row(void *user, char *line, size_t len)
 mt_entity_lexicon *mt_entity_lexicon_read(const char *path)
 {
     mt_entity_lexicon *l = mt_xcalloc(1, sizeof *l);
-    tsv_reader r = {LEXICON_MAGIC, "an entity lexicon", MAX_LEXICON_LINE, "# pairs=N",
-                    lexicon_header, lexicon_row, l};
-    if (tsv_read(path, &r) < 0) {
-        mt_entity_lexicon_free(l);
-        return NULL;
+    tsv_reader r = {LEXICON_MAGIC, "an entity lexicon", MAX_LEXICON_LINE, "# pairs=N words=M",
+                    lexicon_header, lexicon_row, l, LEXICON_MAGIC_1};
+    if (tsv_read(path, &r) < 0) goto fail;
+    if (l->header_words != SIZE_MAX && l->header_words != l->words.n) {
+        mt_error("%s: the header counts %zu words but the file lists %zu (cut short?)", path, l->header_words,
+                 l->words.n);
+        goto fail;
     }
     return l;
+fail:
+    mt_entity_lexicon_free(l);
+    return NULL;
 }

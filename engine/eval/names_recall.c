@@ -65,7 +65,7 @@ int mt_names_list_read(mt_names_list *l, const char *path)
 {
     memset(l, 0, sizeof *l);
     names_reader r = {.l = l};
-    tsv_reader tr = {MT_NAMES_MAGIC, "a names file", MAX_NAMES_LINE, "# segments=N", names_header, names_row, &r};
+    tsv_reader tr = {MT_NAMES_MAGIC, "a names file", MAX_NAMES_LINE, "# segments=N", names_header, names_row, &r, NULL};
     if (tsv_read(path, &tr) < 0) {
         for (size_t i = 0; i < r.rows; i++) free(l->names[i]);
         free(l->names);

@@ -19,6 +19,7 @@ typedef struct {
     int (*header)(void *user, char *line);               /* 0 or -1 (no message needed) */
     int (*row)(void *user, char *line, size_t len);      /* 0 or -1 with mt_error */
     void *user;
+    const char *older_magic; /* an earlier version's first line, still read; NULL: none */
 } tsv_reader;
 
 /* Read path through r: 0, or -1 with "PATH:LINE: problem" (mt_last_error). */

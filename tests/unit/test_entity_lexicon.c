@@ -60,6 +60,16 @@ static void test_lexicon_learns_forms(void **state)
     assert_false(mt_entity_lexicon_is_name(l, "Entonces", 8));
     assert_int_equal(mt_entity_lexicon_names(l), 9);
     assert_int_equal(mt_entity_lexicon_pairs(l), 23);
+    /* ordinary words: written in lower case, looked up in any case */
+    static const char *const ordinary[] = {"que", "Que", "banco", "Banco", "MONTE", "pueblo", "habló"};
+    for (size_t i = 0; i < sizeof ordinary / sizeof ordinary[0]; i++)
+        if (!mt_entity_lexicon_is_word(l, ordinary[i], strlen(ordinary[i])))
+            fail_msg("'%s' is not an ordinary word", ordinary[i]);
+    /* names, words never written in lower case, one letter: not ordinary words */
+    static const char *const not_ordinary[] = {"Dios", "Marta", "Entonces", "Cuando", "Valencia", "y", "a"};
+    for (size_t i = 0; i < sizeof not_ordinary / sizeof not_ordinary[0]; i++)
+        if (mt_entity_lexicon_is_word(l, not_ordinary[i], strlen(not_ordinary[i])))
+            fail_msg("'%s' is an ordinary word", not_ordinary[i]);
     const char *const *forms;
     const double *dice;
     const size_t *pairs_with;
@@ -88,7 +98,15 @@ static void test_detector_with_corpus(void **state)
     test_detected_entities(got, sizeof got, "Banco, España", l);
     assert_string_equal(got, "España");
     test_detected_entities(got, sizeof got, "Vino el Banco, España.", l);
+    assert_string_equal(got, "España");
+    test_detected_entities(got, sizeof got, "Vino el Banco, España.", NULL);
     assert_string_equal(got, "Banco|España");
+    /* verses joined into a paragraph: a capitalised ordinary word of the corpus inside a
+     * sentence is none; a capitalised word the corpus never saw is a name */
+    test_detected_entities(got, sizeof got, "Y subió al monte, Que era bueno, Cuando vino Valencia", l);
+    assert_string_equal(got, "Cuando|Valencia");
+    test_detected_entities(got, sizeof got, "Y subió al monte, Que era bueno, Cuando vino Valencia", NULL);
+    assert_string_equal(got, "Que|Cuando|Valencia");
     /* a repeated name is found every time (the workbench lists it once, with a count) */
     test_detected_entities(got, sizeof got, "Dios dijo: Dios es Dios.", l);
     assert_string_equal(got, "Dios|Dios|Dios");
@@ -171,16 +189,32 @@ static void test_file_round_trip(void **state)
     char path[256], got[128];
     temp_path(path, sizeof path, "lexicon.tsv");
     mt_entity_lexicon *l = fixture_lexicon();
+    size_t words = mt_entity_lexicon_words(l);
+    assert_true(words > 40);
     assert_int_equal(mt_entity_lexicon_write(l, path), 0);
     mt_entity_lexicon_free(l);
     char *text = test_read_file(path, NULL);
-    assert_non_null(strstr(text, "# mtlab entity_lexicon 1\n# pairs=23\nDios\tGod\t1.0000\t4\n"));
+    char head[64];
+    snprintf(head, sizeof head, "# mtlab entity_lexicon 2\n# pairs=23 words=%zu\nDios\tGod\t1.0000\t4\n", words);
+    assert_non_null(strstr(text, head));
+    /* the words after the names, bytewise */
+    assert_non_null(strstr(text, "\nIsrael\tIsrael\t1.0000\t2\nal\nallí\namó\nbanco\n"));
     free(text);
     l = mt_entity_lexicon_read(path);
     if (!l) fail_msg("%s", mt_last_error());
     forms_of(got, sizeof got, l, "Roma");
     assert_string_equal(got, "Rome");
     assert_int_equal(mt_entity_lexicon_names(l), 9);
+    assert_int_equal(mt_entity_lexicon_words(l), words);
+    assert_true(mt_entity_lexicon_is_word(l, "Que", 3));
+    mt_entity_lexicon_free(l);
+    /* a file of version 1 has names only: no ordinary words, the detector as before */
+    test_write_text(path, "# mtlab entity_lexicon 1\n# pairs=10\nDios\tGod\t0.9\t3\n");
+    l = mt_entity_lexicon_read(path);
+    if (!l) fail_msg("%s", mt_last_error());
+    assert_int_equal(mt_entity_lexicon_words(l), 0);
+    test_detected_entities(got, sizeof got, "Dios dijo, Que vino Valencia", l);
+    assert_string_equal(got, "Dios|Que|Valencia");
     mt_entity_lexicon_free(l);
     /* a name with no form is still a name */
     test_write_text(path, "# mtlab entity_lexicon 1\n# pairs=10\nBanco\t\t0\t3\n");
@@ -209,7 +243,7 @@ static void test_file_errors(void **state)
     const char *head = "# mtlab entity_lexicon 1\n# pairs=10\n";
     char text[256];
     expect_error("# mtlab corpus_stats 1\n", ":1: not an entity lexicon");
-    expect_error("# mtlab entity_lexicon 1\n# pairs=x\n", ":2: expected '# pairs=N'");
+    expect_error("# mtlab entity_lexicon 1\n# pairs=x\n", ":2: expected '# pairs=N words=M'");
     expect_error("# mtlab entity_lexicon 1\n", "header ends after one line");
     snprintf(text, sizeof text, "%sDios\tGod\n", head);
     expect_error(text, ":3: expected SOURCE<TAB>TARGET<TAB>DICE<TAB>COUNT");
@@ -221,6 +255,16 @@ static void test_file_errors(void **state)
     expect_error(text, ":4: 'Dios' -> 'God' is listed twice");
     snprintf(text, sizeof text, "%sDi\xe9s\tGod\t0.9\t3\n", head);
     expect_error(text, ":3: invalid UTF-8");
+    /* ordinary words: one per line, in lower case, once, as many as the header counts */
+    expect_error("# mtlab entity_lexicon 2\n# pairs=10 words=x\n", ":2: expected '# pairs=N words=M'");
+    snprintf(text, sizeof text, "%sque\nQue\n", head);
+    expect_error(text, ":4: word 'Que' is not in lower case");
+    snprintf(text, sizeof text, "%sque\nque\n", head);
+    expect_error(text, ":4: word 'que' is listed twice");
+    snprintf(text, sizeof text, "%sdos palabras\n", head);
+    expect_error(text, ":3: expected one word, or SOURCE<TAB>TARGET<TAB>DICE<TAB>COUNT");
+    expect_error("# mtlab entity_lexicon 2\n# pairs=10 words=3\nque\n",
+                 "the header counts 3 words but the file lists 1 (cut short?)");
 }
 
 /* The lexicon shipped with a bundle, learned from the Bible training split. */
@@ -244,6 +288,14 @@ static void test_shipped_lexicon(void **state)
     char got[128];
     test_detected_entities(got, sizeof got, "Marta lloró. Pedro y Juan fueron a Roma en 2015.", l);
     assert_string_equal(got, "Marta|Pedro|Juan|Roma");
+    /* three verses of test.para8 joined at commas: the verse-opening Que and En are ordinary
+     * words of the Bible, Assuero, Susán and Persia its names */
+    test_detected_entities(got, sizeof got,
+                           "Y aconteció en los días de Assuero, Que en aquellos días, asentado que fué el rey "
+                           "Assuero en la silla de su reino, la cual estaba en Susán capital del reino, En el "
+                           "tercer año de su reinado, teniendo delante de él la fuerza de Persia",
+                           l);
+    assert_string_equal(got, "Assuero|Assuero|Susán|Persia");
     mt_entity_lexicon_free(l);
 }
 

@@ -127,20 +127,26 @@ void mt_ne_recall_score(mt_ne_recall *out, const mt_ne_testset *ts, const char *
 
 /* ------------------------------------------------------------------ bilingual entity lexicon */
 
-/* Which target forms each source name takes in the training corpus (docs/metrics.md §8):
+/* Which target forms each source name takes in the training corpus (docs/metrics.md §8), and
+ * which source words are ordinary ones:
  *   - a NAME of a side is a word capitalised in the middle of a sentence at least twice, and
  *     more often so than written in lower case anywhere (Dios, Juan; God, John; not "Y");
+ *   - an ORDINARY WORD of the source is a word written in lower case more often than any
+ *     capitalised spelling of it stands mid-sentence (que, banco), kept lower-cased; words of
+ *     one letter or starting with a digit are left out (a name is never one);
  *   - per training pair, every source name present is paired with every target name present
  *     and with its own spelling when that occurs as a target word (identity counts too);
  *   - dice(s, t) = 2 pairs(s, t) / (pairs(s) + pairs(t)); a form is kept when
  *     pairs(s, t) >= MT_LEXICON_MIN_PAIRS, dice >= MT_LEXICON_MIN_DICE and dice at least
  *     half the best form's, at most MT_LEXICON_MAX_FORMS per name, best first.
  * Stored as entity_lexicon.tsv beside corpus_stats.tsv:
- *   # mtlab entity_lexicon 1
- *   # pairs=29102
+ *   # mtlab entity_lexicon 2
+ *   # pairs=29102 words=22911
  *   Dios<TAB>God<TAB>0.8712<TAB>2890      source, target form, dice, pairs with both
  *   Banco<TAB><TAB>0<TAB>3               a name with no form: pairs with the name
- * (names by falling pair count, then bytewise; forms best first). */
+ *   que                                   an ordinary word, after the names
+ * (names by falling pair count, then bytewise; forms best first; words bytewise). A file of
+ * version 1 (names only, "# pairs=N") is still read: it knows no ordinary words. */
 typedef struct mt_entity_lexicon mt_entity_lexicon;
 
 #define MT_LEXICON_MIN_PAIRS 2
@@ -160,8 +166,11 @@ void mt_entity_lexicon_free(mt_entity_lexicon *l);
 
 size_t mt_entity_lexicon_pairs(const mt_entity_lexicon *l); /* training pairs learned from */
 size_t mt_entity_lexicon_names(const mt_entity_lexicon *l); /* distinct source names */
+size_t mt_entity_lexicon_words(const mt_entity_lexicon *l); /* ordinary source words */
 /* 1 when word[0..len) is a source name of the corpus. */
 int mt_entity_lexicon_is_name(const mt_entity_lexicon *l, const char *word, size_t len);
+/* 1 when word[0..len), lower-cased, is an ordinary word of the source ("Que" for que). */
+int mt_entity_lexicon_is_word(const mt_entity_lexicon *l, const char *word, size_t len);
 /* The target forms of source name word[0..len), best first (*forms points into l); 0 when it
  * has none or is not a name. dice and pairs, when not NULL, point to the forms' figures. */
 size_t mt_entity_lexicon_forms(const mt_entity_lexicon *l, const char *word, size_t len,
@@ -171,8 +180,9 @@ size_t mt_entity_lexicon_forms(const mt_entity_lexicon *l, const char *word, siz
 
 /* Names in a SOURCE sentence (typed text, no reference): single words, in text order (a
  * name may repeat). With a lexicon, every word that is a name of its corpus (at any position,
- * so "Marta dijo" yields Marta) and every name-shaped word the corpus never saw that does not
- * start a sentence; without one, name-shaped words that do not start a sentence. Numbers are
+ * so "Marta dijo" yields Marta) and every name-shaped word that does not start a sentence and
+ * is not an ordinary word of the corpus (so a verse-opening "Que" inside a paragraph is none);
+ * without one, name-shaped words that do not start a sentence. Numbers are
  * never names; punctuation and spaces end a word. lex may be NULL. 0, or -1 on invalid UTF-8. */
 int mt_source_entities(mt_text_span **spans, size_t *n, const char *src, const mt_entity_lexicon *lex);
 
