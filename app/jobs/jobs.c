@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +99,23 @@ static void last_log_line(const char *dir, char *out, size_t n)
     snprintf(out, n, "%s", start);
 }
 
+/* The step of the run's latest complete checkpoint (checkpoint/, or checkpoint.old/ when a
+ * write was cut short: what a resume loads), -1 when it has none. */
+static long checkpoint_step(const char *dir)
+{
+    static const char *const leaves[] = {"checkpoint/trainer.json", "checkpoint.old/trainer.json"};
+    for (size_t i = 0; i < sizeof leaves / sizeof leaves[0]; i++) {
+        char path[800];
+        snprintf(path, sizeof path, "%s/%s", dir, leaves[i]);
+        json_t *root = json_load_file(path, 0, NULL);
+        json_t *step = root ? json_object_get(root, "step") : NULL;
+        long v = json_is_integer(step) ? (long)json_integer_value(step) : -1;
+        json_decref(root);
+        if (v >= 0) return v;
+    }
+    return -1;
+}
+
 /* The state file's claim checked against the process table or Slurm. */
 static int check_alive(job_info *j)
 {
@@ -124,9 +142,15 @@ static int check_alive(job_info *j)
     }
     j->state = gone;
     if (gone != JOB_FAILED) return 0;
-    char last[400];
+    char last[300], resume[160];
     last_log_line(j->dir, last, sizeof last);
-    snprintf(j->error, sizeof j->error, "the trainer ended without recording its end (killed?)%s%s",
+    long step = checkpoint_step(j->dir);
+    if (step >= 0)
+        snprintf(resume, sizeof resume, "; mtlab jobs resume %s goes on from its checkpoint at step %ld", j->name,
+                 step);
+    else
+        snprintf(resume, sizeof resume, "; it left no checkpoint: mtlab jobs resume %s starts it over", j->name);
+    snprintf(j->error, sizeof j->error, "the trainer ended without recording its end (killed?)%s%s%s", resume,
              last[0] ? "; train.log ends: " : "", last);
     return 0;
 }

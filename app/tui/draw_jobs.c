@@ -11,21 +11,37 @@
 #include "plot/plot.h"
 #include "tui/app.h"
 #include "tui/columns.h"
+#include "tui/glyphs.h"
 #include "tui/styled.h"
 
 enum { NAME_W = 16, STATE_W = 10, STEPS_W = 13, BAR_W = 12, NUM_W = 8 };
+/* the columns after RUN, with the space before each */
+enum { AFTER_NAME_W = 1 + STATE_W + 1 + STEPS_W + 1 + BAR_W + 1 + NUM_W + 1 + NUM_W + 1 + NUM_W - 2 };
 
 static tui_meaning series_meaning(size_t run) { return (tui_meaning)(TUI_C_SERIES1 + run % TUI_N_SERIES); }
 
 static int use_ascii(const tui_app *a) { return !a->utf8 || a->ascii; }
 
+/* The RUN column: as wide as the longest name where the window has room for it beside the
+ * other columns, and never narrower than NAME_W for want of room. */
+static int name_width(const tui_jobs *v, int width)
+{
+    int longest = 3; /* "RUN" */
+    for (size_t i = 0; i < v->n_runs; i++) {
+        int tw = tui_text_width_z(v->runs[i].info.name);
+        if (tw > longest) longest = tw;
+    }
+    int room = width - 2 - AFTER_NAME_W, floor = longest < NAME_W ? longest : NAME_W;
+    return longest < room ? longest : room > floor ? room : floor;
+}
+
 static void draw_runs(tui_app *a, WINDOW *w, int y0, int rows)
 {
     tui_jobs *v = a->jobs;
-    int width = getmaxx(w) - 2;
+    int width = getmaxx(w) - 2, name_w = name_width(v, width);
     char line[512];
     tui_set_style(w, &a->palette, TUI_C_TITLE);
-    snprintf(line, sizeof line, "  %-*s %-*s %-*s %-*s %*s %*s %*s", NAME_W, "RUN", STATE_W, "STATE",
+    snprintf(line, sizeof line, "  %-*s %-*s %-*s %-*s %*s %*s %*s", name_w, "RUN", STATE_W, "STATE",
              STEPS_W, "STEP", BAR_W, "PROGRESS", NUM_W, "TOK/S", NUM_W, "ETA", NUM_W - 2, "BLEU");
     tui_put(w, y0, 1, line, width);
     if (v->list_error[0]) {
@@ -54,6 +70,8 @@ static void draw_runs(tui_app *a, WINDOW *w, int y0, int rows)
         /* the run's colour, as its curves have it */
         tui_set_style(w, &a->palette, series_meaning(i));
         tui_put(w, y, 1, use_ascii(a) ? "*" : "\xe2\x97\x8f", 1);
+        char name[3 * sizeof run->info.name];
+        tui_fit_middle(name, sizeof name, run->info.name, name_w, tui_glyphs_for(!use_ascii(a))->ellipsis);
         tui_meaning sm = run->info.state == JOB_FAILED    ? TUI_C_ERROR
                        : run->info.state == JOB_RUNNING   ? TUI_C_BUSY
                        : run->info.state == JOB_COMPLETED ? TUI_C_DONE
@@ -63,7 +81,7 @@ static void draw_runs(tui_app *a, WINDOW *w, int y0, int rows)
             int cols, right; /* right-aligned */
             tui_meaning m;
         } col[] = {
-            {run->info.name, NAME_W, 0, base}, {cols.state, STATE_W, 0, sel ? base : sm},
+            {name, name_w, 0, base},           {cols.state, STATE_W, 0, sel ? base : sm},
             {cols.steps, STEPS_W, 0, base},    {bar, BAR_W, 0, base},
             {cols.tokens_per_s, NUM_W, 1, base}, {cols.eta, NUM_W, 1, base},
             {cols.bleu, NUM_W - 2, 1, base},

@@ -108,11 +108,19 @@ before=$(md5sum runs/long/job.json)
 wait $w1 $w2
 check "two watchers of a killed job agree, and say it failed" \
     bash -c "diff watcher1.out watcher2.out && grep -q '^long .* failed' watcher1.out && grep -q 'killed' watcher1.out"
+check "and where a resume goes on from: the checkpoint of the stop" \
+    grep -q "mtlab jobs resume long goes on from its checkpoint at step $stopped_at;" watcher1.out
 check "watching never writes the state file" test "$(md5sum runs/long/job.json)" = "$before"
 sleep 100 & other=$!
 sed -i "s/\"pid\": $pid,/\"pid\": $other,/" runs/long/job.json
 check "a live process with the job's old pid is not taken for the job" test "$(state long)" = failed
 kill $other
+"$M" jobs start tiny.lua --name early max_steps=100000 save_every=0 valid_every=0 >/dev/null 2>&1
+wait_step early 2 30
+kill -9 "$(json_field early pid)"
+wait_state early failed 10 >/dev/null
+check "a run killed before its first checkpoint is said to start over" \
+    bash -c "\"$M\" jobs list | grep -A1 '^early ' | grep -q 'it left no checkpoint: mtlab jobs resume early starts it over'"
 
 # ---------------------------------------------------------------- SIGKILL during checkpoint writes
 # save_every = 1: a checkpoint per step. Each kill waits for a fresh checkpoint.new/ (the write

@@ -1,8 +1,19 @@
 /* The jobs view's pure pieces (app/tui/jobs_format.c): the ETA from the recent rate, its
- * format, the progress bar in UTF-8 and ASCII, and a run's list columns. */
+ * format, the progress bar in UTF-8 and ASCII, a run's list columns, and a name cut in its
+ * middle. */
 #include "test_util.h"
 
+#include <locale.h>
+
+#include "tui/columns.h"
 #include "tui/jobs_view.h"
+
+/* display widths come from wcwidth(3): a UTF-8 LC_CTYPE */
+static int setup(void **state)
+{
+    (void)state;
+    return setlocale(LC_CTYPE, "C.UTF-8") ? 0 : -1;
+}
 
 static void test_eta_from_recent_rate(void **state)
 {
@@ -87,6 +98,32 @@ static void test_columns(void **state)
     assert_string_equal(c.bleu, "-");
 }
 
+static void test_fit_middle(void **state)
+{
+    (void)state;
+    char buf[256];
+    /* whole when it fits */
+    tui_fit_middle(buf, sizeof buf, "mamba-local-small-reg", 21, "\u2026");
+    assert_string_equal(buf, "mamba-local-small-reg");
+    /* else start and end around the ellipsis, the end the larger half: two runs of one
+     * preset stay apart */
+    tui_fit_middle(buf, sizeof buf, "mamba-local-small-reg", 16, "\u2026");
+    assert_string_equal(buf, "mamba-l\u2026mall-reg");
+    tui_fit_middle(buf, sizeof buf, "mamba-local-small-10k-cont", 16, "\u2026");
+    assert_string_equal(buf, "mamba-l\u202610k-cont");
+    tui_fit_middle(buf, sizeof buf, "mamba-local-small-reg", 16, "...");
+    assert_string_equal(buf, "mamba-...all-reg");
+    /* columns, not bytes: wide and combining characters */
+    tui_fit_middle(buf, sizeof buf, "\u65e5\u672c\u8a9e-run-e\u0301t\u00e9", 9, "\u2026");
+    assert_int_equal(tui_text_width_z(buf), 9);
+    assert_string_equal(buf, "\u65e5\u672c\u2026-e\u0301t\u00e9");
+    /* no room beside the ellipsis: the start alone */
+    tui_fit_middle(buf, sizeof buf, "mamba-local-small-reg", 1, "\u2026");
+    assert_string_equal(buf, "m");
+    tui_fit_middle(buf, sizeof buf, "mamba", 0, "\u2026");
+    assert_string_equal(buf, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -94,6 +131,7 @@ int main(void)
         cmocka_unit_test(test_eta_format),
         cmocka_unit_test(test_progress_bar),
         cmocka_unit_test(test_columns),
+        cmocka_unit_test(test_fit_middle),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, setup, NULL);
 }
