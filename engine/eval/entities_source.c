@@ -4,8 +4,8 @@
  * a name when its corpus says so (the lexicon's names, wherever they stand) or, for words the
  * corpus does not know, when it is capitalised away from the start of a sentence; a word the
  * corpus writes as an ordinary word ("Que" opening a verse inside a pasted paragraph) is none.
- * Numbers are
- * left out: a translation may rightly write them another way ("2015" is not a name). */
+ * Numbers are left out: a translation may rightly write them another way ("2015" is not a
+ * name). */
 #include "eval/entities_words.h"
 #include "mtlab/entities.h"
 #include "mtlab/error.h"
