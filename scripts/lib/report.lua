@@ -26,6 +26,34 @@ function R.shipped(suffix)
   return found
 end
 
+-- "transformer-cat2to10-small" -> "transformer-small", "2to10" (a CAT variant and its
+-- original's name; docs/models.md §10.3); "transformer-small" -> "transformer-small", nil
+function R.cat_of(name)
+  return (name:gsub("%-cat%d[%dto]*", "")), name:match("%-cat(%d[%dto]*)")
+end
+
+-- The shipped bundles of the seven with their CAT variants (models/NAME-small, then each
+-- models/NAME-catN-small or NAME-catMtoN-small by name), in the paper's order.
+function R.shipped_with_cats()
+  local cats = {} -- original's name -> its CAT variants' directories
+  local ls = io.popen("ls -1 models 2>/dev/null")
+  for d in ls:lines() do
+    local orig, cat = R.cat_of(d)
+    if cat then cats[orig] = cats[orig] or {}; table.insert(cats[orig], "models/" .. d) end
+  end
+  ls:close()
+  local found = {}
+  for _, name in ipairs(R.SEVEN) do
+    local dirs = cats[name .. "-small"] or {}
+    table.sort(dirs)
+    table.insert(dirs, 1, "models/" .. name .. "-small")
+    for _, dir in ipairs(dirs) do
+      if exists(dir .. "/config.json") then found[#found + 1] = dir end
+    end
+  end
+  return found
+end
+
 -- Parses `--key value` options (spec: key -> default; a boolean default makes a flag) and
 -- positional arguments. Unknown options are errors naming the script.
 function R.args(script, spec, argv)
@@ -69,6 +97,31 @@ function R.lines(path, n)
     t[#t + 1] = line
   end
   return t
+end
+
+-- The verses of the first n 8-verse paragraphs of BASE (data/bible/test: its .para8.keys,
+-- "Esther 1:1-8", looked up in .keys): {{src = {8 verses}, ref = {8 verses}}, ...}. A key that
+-- cannot be read or a verse missing from BASE.keys is an error naming it.
+function R.paragraph_verses(base, n)
+  local script = arg[0]:match("([^/]*)$")
+  local keys, src, ref = R.lines(base .. ".keys"), R.lines(base .. ".es"), R.lines(base .. ".en")
+  local index = {}
+  for i, k in ipairs(keys) do index[k] = i end
+  local paragraphs = {}
+  for p, key in ipairs(R.lines(base .. ".para8.keys", n)) do
+    local book, ch, a, b = key:match("^(.-) (%d+):(%d+)%-(%d+)$")
+    if not book then error(string.format("%s: %s.para8.keys:%d: cannot read '%s'", script, base, p, key), 0) end
+    local para = {src = {}, ref = {}}
+    for v = tonumber(a), tonumber(b) do
+      local i = index[string.format("%s %s:%d", book, ch, v)]
+      if not i then
+        error(string.format("%s: verse %s %s:%d of paragraph %d is not in %s.keys", script, book, ch, v, p, base), 0)
+      end
+      para.src[#para.src + 1], para.ref[#para.ref + 1] = src[i], ref[i]
+    end
+    paragraphs[p] = para
+  end
+  return paragraphs
 end
 
 -- A markdown table: headers {...}, rows {{...}, ...}; numbers printed with fmt (default %.2f).

@@ -14,50 +14,10 @@ local R = require "report"
 
 local opts, models = R.args("table3.lua", {n = 0, beam = 5, out = "out", split = "test",
                                             data = "data/bible", no_plot = false}, arg)
--- "transformer-cat2to10-small" -> "transformer-small", "2to10" (a CAT variant and its original's
--- name); "transformer-small" -> "transformer-small", nil
-local function cat_of(name)
-  return (name:gsub("%-cat%d[%dto]*", "")), name:match("%-cat(%d[%dto]*)")
-end
-
-if #models == 0 then
-  local cats = {} -- original's name -> its CAT variants' directories
-  local ls = io.popen("ls -1 models 2>/dev/null")
-  for d in ls:lines() do
-    local orig, cat = cat_of(d)
-    if cat then cats[orig] = cats[orig] or {}; table.insert(cats[orig], "models/" .. d) end
-  end
-  ls:close()
-  for _, name in ipairs(R.SEVEN) do
-    local dirs = cats[name .. "-small"] or {}
-    table.sort(dirs)
-    table.insert(dirs, 1, "models/" .. name .. "-small")
-    for _, dir in ipairs(dirs) do
-      if R.exists(dir .. "/config.json") then models[#models + 1] = dir end
-    end
-  end
-end
+if #models == 0 then models = R.shipped_with_cats() end
 local base = opts.data .. "/" .. opts.split
 local para_src, para_ref = R.lines(base .. ".para8.es", opts.n), R.lines(base .. ".para8.en", opts.n)
-local para_keys = R.lines(base .. ".para8.keys", opts.n)
-
--- the verses of each paragraph, found through the keys ("Esther 1:1-8" -> Esther 1:1 .. 1:8)
-local verse_src, index = {}, {}
-do
-  local keys, src = R.lines(base .. ".keys"), R.lines(base .. ".es")
-  for i, k in ipairs(keys) do index[k] = i end
-  for p, key in ipairs(para_keys) do
-    local book, ch, a, b = key:match("^(.-) (%d+):(%d+)%-(%d+)$")
-    if not book then error(string.format("table3.lua: %s.para8.keys:%d: cannot read '%s'", base, p, key), 0) end
-    local verses = {}
-    for v = tonumber(a), tonumber(b) do
-      local i = index[string.format("%s %s:%d", book, ch, v)]
-      if not i then error(string.format("table3.lua: verse %s %s:%d of paragraph %d is not in %s.keys", book, ch, v, p, base), 0) end
-      verses[#verses + 1] = src[i]
-    end
-    verse_src[p] = verses
-  end
-end
+local paragraphs = R.paragraph_verses(base, opts.n)
 
 local TARGET = 0.70
 local results, order = {}, {}
@@ -66,8 +26,8 @@ for _, dir in ipairs(models) do
   local hyp_para = {}
   for i, r in ipairs(m:translate(para_src, {beam = opts.beam})) do hyp_para[i] = r.text end
   local flat, owner = {}, {}
-  for p, verses in ipairs(verse_src) do
-    for _, v in ipairs(verses) do flat[#flat + 1], owner[#flat + 1] = v, p end
+  for p, para in ipairs(paragraphs) do
+    for _, v in ipairs(para.src) do flat[#flat + 1], owner[#flat + 1] = v, p end
   end
   local joined = {}
   for i, r in ipairs(m:translate(flat, {beam = opts.beam})) do
@@ -78,7 +38,7 @@ for _, dir in ipairs(models) do
   local verses = mtlab.score.bleu(joined, para_ref).score
   local ratio = verses > 0 and para / verses or 0
   -- "transformer-cat5-small" goes in the row of "transformer-small", as its CAT column
-  local key, cat = cat_of(m.name)
+  local key, cat = R.cat_of(m.name)
   if not results[key] then results[key] = {cats = {}}; order[#order + 1] = key end
   local r = {name = m.name, para = para, verses = verses, ratio = ratio,
              label = cat and "CAT-" .. cat:gsub("to", "..")}

@@ -78,6 +78,16 @@ describe("scripts", function()
     assert.is_nil(out:find("to10", 1, true), out)
   end)
 
+  it("para_length.lua takes rising lengths of 1 to 8 verses, and says so otherwise", function()
+    for _, bad in ipairs({"2,1", "1,9", "0,4", "1,x", "1,,2"}) do
+      local out, code = H.sh(string.format("%s run scripts/paper/para_length.lua --lengths %s --data %s --no-plot %s 2>&1",
+                                           H.mtlab, bad, dir, H.transformer))
+      assert.are_not.equal(0, code, out)
+      local says = "para_length.lua: --lengths takes rising whole numbers of verses from 1 to 8, not '" .. bad .. "'"
+      assert.is_truthy(out:find(says, 1, true), out)
+    end
+  end)
+
   it("mtlab.eval scores the recall of substituted names", function()
     local tsv = dir .. "/names.tsv"
     H.write(tsv, "# mtlab names 1\n# segments=2\n1\tAachen\tDavid\n2\tBoise\tMoab\n")
@@ -102,10 +112,12 @@ describe("scripts", function()
     {"table4.lua", "--max-verses 2", "state KiB b1"},
     {"fig1_ne_recall.lua", "--n 5", "| model | unseen |"},
     {"fig2_length.lua", "--n 2", "1-32"},
+    {"para_length.lua", "--n 1 --lengths 1,3,8 --data DIR", "| model | 1 verse | 3 verses | 8 verses | 8 / 1 |"},
   }) do
     it(case[1] .. " runs and writes its files", function()
       local name = case[1]:gsub("%.lua$", "")
-      local extra = (case[1] == "table3.lua" or case[1] == "names.lua") and "" or string.format("--src %s/t50.es", dir)
+      local own_data = case[1] == "table3.lua" or case[1] == "names.lua" or case[1] == "para_length.lua"
+      local extra = own_data and "" or string.format("--src %s/t50.es", dir)
       if case[1] == "fig1_ne_recall.lua" then extra = extra .. string.format(" --ref %s/t50.en", dir) end
       if case[1] == "fig2_length.lua" then extra = "--data " .. dir end
       local out, code = H.sh(string.format("%s run scripts/paper/%s %s %s --beam 1 --out %s/out --no-plot %s 2>&1",
