@@ -54,4 +54,5 @@ static int run_average(int argc, char **argv)
 const struct mt_command cmd_average = {
     "average", "-o OUT [--dtype f32|f16|bf16] BUNDLE...",
     "checkpoint averaging: a bundle with the mean weights of bundles of one model", run_average,
+    .parallel = 0,
 };

@@ -147,4 +147,5 @@ const struct mt_command cmd_bench = {
     "--device cuda[:N] [--torch-json FILE] [--repeat N]",
     "speed figures: training gemm rate, decode tokens/s, roofline, state memory",
     run_bench,
+    .parallel = 1,
 };

@@ -149,4 +149,5 @@ const struct mt_command cmd_data = {
     "bible [--out DIR] [--exclude FILE] [--gazetteer FILE]",
     "build the Spanish-English Bible corpus (default data/bible) from Debian's SWORD modules",
     run_data,
+    .parallel = 0,
 };

@@ -24,4 +24,5 @@ static int run_devices(int argc, char **argv)
 
 const struct mt_command cmd_devices = {
     "devices", "", "list the CPU and CUDA devices models can run on", run_devices,
+    .parallel = 0,
 };

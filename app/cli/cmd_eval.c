@@ -92,4 +92,5 @@ const struct mt_command cmd_eval = {
             "  SYSTEM is apertium:MODE (e.g. apertium:spa-eng) or a model bundle directory",
     .summary = "compare systems: BLEU, chrF, named-entity recall by frequency, length buckets, cost",
     .run = run_eval,
+    .parallel = 1,
 };

@@ -118,4 +118,5 @@ done:
 const struct mt_command cmd_forward = {
     "forward", "-m BUNDLE [--device cpu|cuda[:N]] [--src IDS] [--logits FILE] [--save DIR [--dtype F32|F16|BF16]] IDS",
     "run a model bundle on token ids: the prediction at every position", run_forward,
+    .parallel = 1,
 };

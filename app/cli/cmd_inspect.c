@@ -191,4 +191,5 @@ static int run_inspect(int argc, char **argv)
 const struct mt_command cmd_inspect = {
     "inspect", "BUNDLE_DIR | FILE.safetensors",
     "show a model bundle or weights file: config, tensors, parameter counts", run_inspect,
+    .parallel = 0,
 };

@@ -157,4 +157,5 @@ const struct mt_command cmd_jobs = {
     "log NAME [--follow]",
     "training runs in the background (locally or on Slurm): start, list, stop with a checkpoint, resume, log",
     run_jobs,
+    .parallel = 0,
 };

@@ -229,4 +229,5 @@ const struct mt_command cmd_score = {
     "[--smooth exp|floor|add-k|none] [--json]",
     "sacreBLEU-exact BLEU, chrF and chrF++ of a translation against references",
     run_score,
+    .parallel = 0,
 };

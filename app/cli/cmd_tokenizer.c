@@ -231,4 +231,5 @@ const struct mt_command cmd_tokenizer = {
     "       mtlab tokenizer decode -m MODEL           (lines of space-separated ids)",
     "train the joint es+en sentencepiece model; encode or decode text with one",
     run_tokenizer,
+    .parallel = 0,
 };

@@ -118,4 +118,5 @@ const struct mt_command cmd_train = {
     "train a model from a Lua config (KEY=VALUE: override a key, model.KEY a model key); runs/NAME/ "
     "gets log.jsonl and checkpoints",
     run_train,
+    .parallel = 1,
 };

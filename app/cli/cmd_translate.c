@@ -183,4 +183,5 @@ const struct mt_command cmd_translate = {
             "[--verbose]",
     .summary = "translate sentences (one per line) or paragraphs from FILE or stdin",
     .run = run,
+    .parallel = 1,
 };

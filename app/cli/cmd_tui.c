@@ -82,4 +82,5 @@ const struct mt_command cmd_tui = {
     .summary = "the workbench: models side by side, streaming translation, heatmaps "
                "(also `mtlab` alone)",
     .run = run,
+    .parallel = 1,
 };

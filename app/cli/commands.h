@@ -13,6 +13,7 @@ struct mt_command {
     const char *args;    /* "-m BUNDLE [--beam N] [-i FILE]" */
     const char *summary; /* one line for the usage screen */
     int (*run)(int argc, char **argv); /* argv[0] is the command name */
+    int parallel; /* 1: its work runs in OpenMP teams (app/main.c sets their spinning) */
 };
 
 extern const struct mt_command cmd_devices;

@@ -86,4 +86,21 @@ print("finished")
     assert.matches("interrupted", err)
     assert.matches("in method 'translate'", err)
   end)
+
+  it("starts OpenMP with 1,000 spins unless the user set how it waits (docs/decoding.md §9.1)", function()
+    local script = H.tmpname()
+    H.write(script, 'print(os.getenv("GOMP_SPINCOUNT"), os.getenv("OMP_WAIT_POLICY"), arg[1])')
+    local function env_of(set)
+      local out, code = H.sh(string.format("env -u GOMP_SPINCOUNT -u OMP_WAIT_POLICY %s %s run %s 'a b'",
+                                           set, H.mtlab, script))
+      assert.are.equal(0, code, out)
+      return out
+    end
+    -- set, and the arguments survive the second start
+    assert.are.equal("1000\tnil\ta b\n", env_of(""))
+    -- the user's own choice stays
+    assert.are.equal("5\tnil\ta b\n", env_of("GOMP_SPINCOUNT=5"))
+    assert.are.equal("nil\tpassive\ta b\n", env_of("OMP_WAIT_POLICY=passive"))
+    os.remove(script)
+  end)
 end)
