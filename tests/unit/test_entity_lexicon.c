@@ -240,31 +240,29 @@ static void expect_error(const char *text, const char *message)
 static void test_file_errors(void **state)
 {
     (void)state;
-    const char *head = "# mtlab entity_lexicon 1\n# pairs=10\n";
-    char text[256];
     expect_error("# mtlab corpus_stats 1\n", ":1: not an entity lexicon");
     expect_error("# mtlab entity_lexicon 1\n# pairs=x\n", ":2: expected '# pairs=N words=M'");
     expect_error("# mtlab entity_lexicon 1\n", "header ends after one line");
-    snprintf(text, sizeof text, "%sDios\tGod\n", head);
-    expect_error(text, ":3: expected SOURCE<TAB>TARGET<TAB>DICE<TAB>COUNT");
-    snprintf(text, sizeof text, "%sDios\tGod\t1.5\t3\n", head);
-    expect_error(text, ":3: dice '1.5' is not a number from 0 to 1");
-    snprintf(text, sizeof text, "%sDios\tGod\t0.9\t11\n", head);
-    expect_error(text, ":3: count 11 is outside 1..10");
-    snprintf(text, sizeof text, "%sDios\tGod\t0.9\t3\nDios\tGod\t0.8\t2\n", head);
-    expect_error(text, ":4: 'Dios' -> 'God' is listed twice");
-    snprintf(text, sizeof text, "%sDi\xe9s\tGod\t0.9\t3\n", head);
-    expect_error(text, ":3: invalid UTF-8");
-    /* ordinary words: one per line, in lower case, once, as many as the header counts */
     expect_error("# mtlab entity_lexicon 2\n# pairs=10 words=x\n", ":2: expected '# pairs=N words=M'");
-    snprintf(text, sizeof text, "%sque\nQue\n", head);
-    expect_error(text, ":4: word 'Que' is not in lower case");
-    snprintf(text, sizeof text, "%sque\nque\n", head);
-    expect_error(text, ":4: word 'que' is listed twice");
-    snprintf(text, sizeof text, "%sdos palabras\n", head);
-    expect_error(text, ":3: expected one word, or SOURCE<TAB>TARGET<TAB>DICE<TAB>COUNT");
     expect_error("# mtlab entity_lexicon 2\n# pairs=10 words=3\nque\n",
                  "the header counts 3 words but the file lists 1 (cut short?)");
+    /* rows after a good header: the names' lines, then the ordinary words (one per line, in
+     * lower case, once) */
+    static const char *const rows[][2] = {
+        {"Dios\tGod\n", ":3: expected SOURCE<TAB>TARGET<TAB>DICE<TAB>COUNT"},
+        {"Dios\tGod\t1.5\t3\n", ":3: dice '1.5' is not a number from 0 to 1"},
+        {"Dios\tGod\t0.9\t11\n", ":3: count 11 is outside 1..10"},
+        {"Dios\tGod\t0.9\t3\nDios\tGod\t0.8\t2\n", ":4: 'Dios' -> 'God' is listed twice"},
+        {"Di\xe9s\tGod\t0.9\t3\n", ":3: invalid UTF-8"},
+        {"que\nQue\n", ":4: word 'Que' is not in lower case"},
+        {"que\nque\n", ":4: word 'que' is listed twice"},
+        {"dos palabras\n", ":3: expected one word, or SOURCE<TAB>TARGET<TAB>DICE<TAB>COUNT"},
+    };
+    char text[256];
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        snprintf(text, sizeof text, "# mtlab entity_lexicon 1\n# pairs=10\n%s", rows[i][0]);
+        expect_error(text, rows[i][1]);
+    }
 }
 
 /* The lexicon shipped with a bundle, learned from the Bible training split. */
