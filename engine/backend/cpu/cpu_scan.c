@@ -75,23 +75,24 @@ block_inputs(float *restrict delta, float *restrict u, const float *restrict dt,
  * sum taken over n in order, from the previous states hp into h (two tiles, so backward's
  * recomputation writes each step's states in place instead of copying the last ones first).
  * at (N x 16) receives exp(delta A) (for the backward pass). The forward and the single step
- * both come here, so decoding reproduces the forward bit for bit. */
+ * both come here, so decoding reproduces the forward bit for bit. Backward's recomputation
+ * passes with_y = 0, a constant: inlined, the sum over C it does not read is left out. */
 __attribute__((always_inline)) static inline void
 scan_tile_update(float (*restrict h)[SCAN_BLOCK], const float (*restrict hp)[SCAN_BLOCK],
                  const float (*restrict AT)[SCAN_BLOCK], const float *restrict delta,
                  const float *restrict u, const float *restrict Dk, const float *restrict Bt,
                  const float *restrict Ct, int N, float (*restrict at)[SCAN_BLOCK],
-                 float *restrict y)
+                 float *restrict y, const int with_y)
 {
 #pragma omp simd
-    for (int j = 0; j < SCAN_BLOCK; j++) y[j] = Dk[j] * u[j];
+    for (int j = 0; j < SCAN_BLOCK; j++) y[j] = with_y ? Dk[j] * u[j] : 0.0f;
     for (int n = 0; n < N; n++) {
-        float bn = Bt[n], cn = Ct[n];
+        float bn = Bt[n], cn = with_y ? Ct[n] : 0.0f;
 #pragma omp simd
         for (int j = 0; j < SCAN_BLOCK; j++) {
             float e = cpu_expf_poly(delta[j] * AT[n][j]);
             h[n][j] = e * hp[n][j] + delta[j] * bn * u[j];
-            y[j] += h[n][j] * cn;
+            if (with_y) y[j] += h[n][j] * cn;
             at[n][j] = e;
         }
     }
@@ -116,7 +117,7 @@ MT_CPU_CLONES static void scan_forward_block(float *y, float *h_last, const mt_s
         float(*next)[SCAN_BLOCK] = tiles[(t + 1) & 1];
         block_inputs(delta, u, a->dt + row, a->dt_bias + d0, a->u + row, nd);
         scan_tile_update(next, (const float(*)[SCAN_BLOCK])h, (const float(*)[SCAN_BLOCK])AT,
-                         delta, u, Dk, a->Bm + r, a->Cm + r, N, at, yt);
+                         delta, u, Dk, a->Bm + r, a->Cm + r, N, at, yt, 1);
         cpu_store_lanes(y + row, yt, nd);
         h = next;
     }
@@ -161,7 +162,7 @@ MT_CPU_CLONES static void scan_step_block(float *y, float *h, const mt_scan_args
         }
         block_inputs(delta, u, a->dt + i0, a->dt_bias + d0, a->u + i0, nd);
         scan_tile_update(hN, (const float(*)[SCAN_BLOCK])hT, (const float(*)[SCAN_BLOCK])AT, delta,
-                         u, Dk, a->Bm + (size_t)b * N, a->Cm + (size_t)b * N, N, at, yt);
+                         u, Dk, a->Bm + (size_t)b * N, a->Cm + (size_t)b * N, N, at, yt, 1);
         cpu_store_lanes(y + i0, yt, nd);
         if (blocked) {
             for (int j = 0; j < SCAN_BLOCK; j += 8)
@@ -201,7 +202,7 @@ MT_CPU_CLONES static void scan_backward_block(const mt_scan_grads *g, const floa
     int T = a->T, D = a->D, N = a->N;
     size_t tile = (size_t)N * SCAN_BLOCK;
     float AT[MT_SCAN_MAX_STATE][SCAN_BLOCK], carry[MT_SCAN_MAX_STATE][SCAN_BLOCK];
-    float dAT[MT_SCAN_MAX_STATE][SCAN_BLOCK], Dk[SCAN_BLOCK], yt[SCAN_BLOCK];
+    float dAT[MT_SCAN_MAX_STATE][SCAN_BLOCK], Dk[SCAN_BLOCK], unused_y[SCAN_BLOCK];
     float dDk[SCAN_BLOCK] = {0}, dbk[SCAN_BLOCK] = {0};
     block_params(AT, Dk, a, d0, nd);
 
@@ -212,8 +213,8 @@ MT_CPU_CLONES static void scan_backward_block(const mt_scan_grads *g, const floa
         float (*ht)[SCAN_BLOCK] = (float(*)[SCAN_BLOCK])(s->hs + (size_t)t * tile);
         const float(*hp)[SCAN_BLOCK] = t > 0 ? (const float(*)[SCAN_BLOCK])(ht - N) : zeros;
         block_inputs(delta, u, a->dt + row, a->dt_bias + d0, a->u + row, nd);
-        scan_tile_update(ht, hp, (const float(*)[SCAN_BLOCK])AT, delta, u, Dk, a->Bm + r,
-                         a->Cm + r, N, (float(*)[SCAN_BLOCK])(s->ats + (size_t)t * tile), yt);
+        scan_tile_update(ht, hp, (const float(*)[SCAN_BLOCK])AT, delta, u, Dk, a->Bm + r, a->Cm + r,
+                         N, (float(*)[SCAN_BLOCK])(s->ats + (size_t)t * tile), unused_y, 0);
     }
 
     /* the reverse recurrence */
@@ -230,20 +231,23 @@ MT_CPU_CLONES static void scan_backward_block(const mt_scan_grads *g, const floa
         float(*dBt)[SCAN_BLOCK] = (float(*)[SCAN_BLOCK])(s->dBl + (size_t)t * tile);
         float(*dCt)[SCAN_BLOCK] = (float(*)[SCAN_BLOCK])(s->dCl + (size_t)t * tile);
         float dyt[SCAN_BLOCK], du[SCAN_BLOCK], ddelta[SCAN_BLOCK], v[SCAN_BLOCK], bias[SCAN_BLOCK];
+        float du_dB[SCAN_BLOCK], gB[SCAN_BLOCK], gAh[SCAN_BLOCK];
         cpu_load_lanes(dyt, dy + row, nd);
+        /* delta and u leave the sum over n: du = D dy + delta sum_n g B,
+         * ddelta = u sum_n g B + sum_n A (g exp(delta A) h_{t-1}) */
 #pragma omp simd
-        for (int j = 0; j < SCAN_BLOCK; j++) du[j] = Dk[j] * dyt[j], ddelta[j] = 0.0f;
+        for (int j = 0; j < SCAN_BLOCK; j++) du_dB[j] = delta[j] * u[j], gB[j] = 0.0f, gAh[j] = 0.0f;
         for (int n = 0; n < N; n++) {
             float bn = Bt[n], cn = Ct[n];
 #pragma omp simd
             for (int j = 0; j < SCAN_BLOCK; j++) {
                 float gt = dyt[j] * cn + carry[n][j];
-                float decayed = at[n][j] * hp[n][j]; /* exp(delta A) h_{t-1} */
+                float gh = gt * (at[n][j] * hp[n][j]); /* g exp(delta A) h_{t-1} */
                 dCt[n][j] += dyt[j] * ht[n][j];
-                dBt[n][j] += gt * delta[j] * u[j];
-                du[j] += gt * delta[j] * bn;
-                ddelta[j] += gt * (bn * u[j] + AT[n][j] * decayed);
-                dAT[n][j] += gt * delta[j] * decayed;
+                dBt[n][j] += gt * du_dB[j];
+                gB[j] += gt * bn;
+                gAh[j] += AT[n][j] * gh;
+                dAT[n][j] += delta[j] * gh;
                 carry[n][j] = gt * at[n][j];
             }
         }
@@ -252,7 +256,8 @@ MT_CPU_CLONES static void scan_backward_block(const mt_scan_grads *g, const floa
         cpu_load_lanes(bias, a->dt_bias + d0, nd);
 #pragma omp simd
         for (int j = 0; j < SCAN_BLOCK; j++) {
-            ddelta[j] *= mt_softplus_gradf(v[j] + bias[j]);
+            du[j] = Dk[j] * dyt[j] + delta[j] * gB[j];
+            ddelta[j] = (u[j] * gB[j] + gAh[j]) * mt_softplus_gradf(v[j] + bias[j]);
             dDk[j] += dyt[j] * u[j];
             dbk[j] += ddelta[j];
         }
