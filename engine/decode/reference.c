@@ -92,10 +92,8 @@ int mt_decode_greedy_naive(mt_model *m, const int32_t *src, int src_len, int max
             break;
         }
         const float *x = q.logits;
-        int32_t tok = pad == 0 ? 1 : 0;
-        for (int v = 0; v < q.V; v++)
-            if (v != pad && x[v] > x[tok]) tok = v;
-        logprob += (double)x[tok] - mt_logsumexp(x, q.V, pad);
+        int32_t tok = naive_argmax(x, q.V, pad);
+        logprob += (double)x[tok] - naive_logsumexp(x, q.V, pad);
         if (tok == eos) {
             finished = 1;
             break;
@@ -180,7 +178,7 @@ int mt_decode_beam_naive(mt_model *m, const int32_t *src, int src_len, int max_n
         int nc = 0;
         for (int b = 0; b < live; b++) {
             const float *x = q.logits + (size_t)b * V;
-            double lse = mt_logsumexp(x, V, pad);
+            double lse = naive_logsumexp(x, V, pad);
             for (int v = 0; v < V; v++)
                 if (v != pad)
                     cands[nc++] = (naive_cand){lp[b] + (double)x[v] - lse, (long)b * V + v};

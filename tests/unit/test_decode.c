@@ -7,9 +7,11 @@
 
 #include <omp.h>
 
+#include "decode/search.h"
 #include "mtlab/decode.h"
 #include "mtlab/error.h"
 #include "mtlab/model.h"
+#include "mtlab/rng.h"
 
 #define V 64
 #define FIRST_WORD 5 /* ids below are the reserved ones (mtlab/tokenizer.h) */
@@ -195,6 +197,49 @@ static mt_model *tiny_model(const char *arch, uint64_t seed)
     double loss;
     train(m, &p, mt_model_is_encdec(m) ? 12 : 8, 3e-3f, 0.0, &loss);
     return m;
+}
+
+/* ---------------------------------------------------------------- row helpers */
+
+/* mt_argmax and mt_logsumexp (vectorised) against their plain loops on rows of 1 to 8,001
+ * logits, skip at every kind of place or none, with the maximum tied at several places, -inf
+ * logits and a skip holding the largest value: the same index, the lse within float rounding */
+static void test_row_helpers_match_naive(void **state)
+{
+    (void)state;
+    static const int lens[] = {1, 2, 7, 16, 17, 100, 8000, 8001};
+    mt_rng rng;
+    mt_rng_init(&rng, 42, 0);
+    float *x = malloc(8001 * sizeof *x);
+    int rows = 0;
+    double worst = 0.0;
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        int n = lens[li];
+        int skips[] = {-1, 0, n / 2, n - 1, n};
+        for (int si = 0; si < 5; si++)
+            for (int kind = 0; kind < 4; kind++) {
+                int skip = skips[si];
+                if (n == 1 && (skip == 0 || skip == n - 1)) continue; /* nothing left to pick */
+                for (int v = 0; v < n; v++) x[v] = (float)(mt_rng_uniform(&rng) * 20.0 - 10.0);
+                if (kind == 1) /* the maximum tied at three places */
+                    for (int t = 0; t < 3; t++) x[(int)(mt_rng_uniform(&rng) * n)] = 12.5f;
+                if (kind == 2) /* -inf logits, as a masked vocabulary gives */
+                    for (int v = 0; v < n; v += 3) x[v] = -INFINITY;
+                if (kind == 3 && skip >= 0 && skip < n) x[skip] = 50.0f; /* skip is the largest */
+                if (kind == 2 && n > 1 && x[skip == 1 ? 2 : 1] == -INFINITY) x[skip == 1 ? 2 : 1] = 0.5f;
+                int32_t fast = mt_argmax(x, n, skip), ref = naive_argmax(x, n, skip);
+                if (fast != ref) fail_msg("n %d skip %d kind %d: argmax %d, naive %d", n, skip, kind, fast, ref);
+                assert_true(fast != skip);
+                double a = mt_logsumexp(x, n, skip), b = naive_logsumexp(x, n, skip);
+                double err = fabs(a - b) / (1.0 + fabs(b));
+                if (err > 1e-6) fail_msg("n %d skip %d kind %d: lse %.9f, naive %.9f", n, skip, kind, a, b);
+                worst = err > worst ? err : worst;
+                rows++;
+            }
+    }
+    print_message("row helpers: %d rows, argmax identical, lse within %.1e of the double loop (bound 1e-6)\n",
+                  rows, worst);
+    free(x);
 }
 
 /* ---------------------------------------------------------------- greedy */
@@ -573,6 +618,7 @@ int main(void)
      * are the backend tests' business; the searches here are single-threaded logic. */
     omp_set_num_threads(1);
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_row_helpers_match_naive),
         cmocka_unit_test(test_greedy_matches_naive_transformer),
         cmocka_unit_test(test_greedy_matches_naive_mamba),
         cmocka_unit_test(test_beam_matches_naive_transformer),
