@@ -67,10 +67,10 @@ __global__ void bias_add_kernel(float *out, const float *bias, size_t n, int col
     CU_FOR_EACH(i, n) out[i] += bias[i % cols];
 }
 
-__global__ void index_select_kernel(float *out, const float *src, const int32_t *idx, size_t n,
-                                    size_t row_elems)
+__global__ void index_select_kernel(float *out, const float *src, size_t src_ld, const int32_t *idx,
+                                    size_t n, size_t cols)
 {
-    CU_FOR_EACH(i, n) out[i] = src[(size_t)idx[i / row_elems] * row_elems + i % row_elems];
+    CU_FOR_EACH(i, n) out[i] = src[(size_t)idx[i / cols] * src_ld + i % cols];
 }
 
 void cu_fill(float *x, size_t n, float value) { LAUNCH(fill_kernel, n, x, n, value); }
@@ -144,10 +144,10 @@ void cu_copy2d(float *dst, int dst_ld, const float *src, int src_ld, size_t rows
     cu_scratch_free(tmp);
 }
 
-void cu_index_select(float *out, const float *src, const int32_t *idx, int n_idx, size_t row_elems)
+void cu_index_select(float *out, const float *src, size_t src_ld, const int32_t *idx, int n_idx, size_t cols)
 {
-    size_t n = (size_t)n_idx * row_elems;
-    LAUNCH(index_select_kernel, n, out, src, idx, n, row_elems);
+    size_t n = (size_t)n_idx * cols;
+    LAUNCH(index_select_kernel, n, out, src, src_ld, idx, n, cols);
 }
 
 // ---------------------------------------------------------------- softmax rows

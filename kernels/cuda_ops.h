@@ -110,8 +110,8 @@ void cu_mask_rows(float *x, const uint8_t *mask, size_t rows, int cols);
 void cu_bias_add(float *out, const float *bias, size_t rows, int cols);
 void cu_bias_backward(float *dbias, const float *dout, size_t rows, int cols);
 void cu_copy2d(float *dst, int dst_ld, const float *src, int src_ld, size_t rows, int cols);
-void cu_index_select(float *out, const float *src, const int32_t *idx, int n_idx,
-                     size_t row_elems);
+void cu_index_select(float *out, const float *src, size_t src_ld, const int32_t *idx, int n_idx,
+                     size_t cols);
 void cu_softmax(float *out, const float *x, size_t rows, int cols);
 void cu_log_softmax(float *out, const float *x, size_t rows, int cols);
 void cu_layernorm_forward(float *out, float *mean, float *rstd, const float *x,

@@ -195,7 +195,7 @@ void mt_kv_cache_reorder(const mt_backend *be, mt_kv_cache *dst, const mt_kv_cac
                          const int32_t *beam_idx, int B, const mt_attn_config *cfg)
 {
     size_t row = (size_t)src->Tmax * cfg->C;
-    be->index_select(dst->k, src->k, beam_idx, B, row);
-    be->index_select(dst->v, src->v, beam_idx, B, row);
+    be->index_select(dst->k, src->k, row, beam_idx, B, row);
+    be->index_select(dst->v, src->v, row, beam_idx, B, row);
     dst->len = src->len;
 }

@@ -204,8 +204,9 @@ void mt_retention_state_reorder(const mt_backend *be, mt_retention_state *dst,
                                 const mt_retention_state *src, const int32_t *idx, int B,
                                 const mt_retention_config *cfg)
 {
-    be->index_select(dst->kv, src->kv, idx, B, (size_t)cfg->C * cfg->V / cfg->H);
-    be->index_select(dst->scale, src->scale, idx, B, (size_t)cfg->H);
+    size_t kv = (size_t)cfg->C * cfg->V / cfg->H;
+    be->index_select(dst->kv, src->kv, kv, idx, B, kv);
+    be->index_select(dst->scale, src->scale, (size_t)cfg->H, idx, B, (size_t)cfg->H);
     dst->len = src->len;
 }
 

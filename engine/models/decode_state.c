@@ -32,6 +32,8 @@ struct mt_decode_state {
     float *enc_cache;          /* the encoder's unit states while it runs in chunks, or NULL */
     mt_unit_cache *enc_uc;     /* (encoder units) */
     float *reorder_tmp;        /* the largest cache tensor, for beam reordering */
+    int *origin, *origin_tmp;  /* (max_B) the prefill row whose source each row's fixed caches
+                                * (cross-attention keys and values) hold, and a reorder's */
     float *work;               /* activations of the current pass, one allocation */
     size_t work_cap;
     mt_stack_acts enc_acts, dec_acts;
@@ -140,6 +142,8 @@ void mt_decode_state_free(mt_decode_state *st)
     be->free(st->io);
     be->free(st->d_slot_mask);
     free(st->slot_mask);
+    free(st->origin);
+    free(st->origin_tmp);
     mt_stack_acts_free(&st->enc_acts);
     mt_stack_acts_free(&st->dec_acts);
     free(st->uc);
@@ -172,6 +176,8 @@ mt_decode_state *mt_decode_state_new(mt_model *m, int max_B, int max_T, int max_
     st->max_B = max_B;
     st->max_T = max_T;
     st->max_S = max_S;
+    st->origin = mt_xcalloc((size_t)max_B, sizeof *st->origin);
+    st->origin_tmp = mt_xcalloc((size_t)max_B, sizeof *st->origin_tmp);
     st->chunk = MT_PREFILL_AUTO;
     const mt_stack *s = &m->dec;
     st->replayable = position_free_steps(s);
@@ -199,8 +205,8 @@ mt_decode_state *mt_decode_state_new(mt_model *m, int max_B, int max_T, int max_
         if (n) mt_unit_cache_point(&s->units[i], &st->uc[i], p, max_B, max_T, max_S);
         p += n;
         for (int w = 0; w < 2; w++) {
-            size_t row;
-            if (mt_unit_cache_tensor(&s->units[i], &st->uc[i], w, &row) && row * B > largest)
+            size_t row, used;
+            if (mt_unit_cache_tensor(&s->units[i], &st->uc[i], w, &row, &used) && row * B > largest)
                 largest = row * B;
         }
     }
@@ -478,6 +484,7 @@ int mt_model_prefill(mt_model *m, mt_decode_state *st, const mt_batch *b, float 
         run_decoder(st, n, 1, logits, NULL);
     }
     free(prompt);
+    for (int r = 0; r < st->max_B; r++) st->origin[r] = r < B ? r : -1; /* -1: holds no source */
     st->primed = 1;
     return 0;
 }
@@ -532,18 +539,34 @@ int mt_decode_state_reorder(mt_decode_state *st, const int32_t *rows, int n_rows
             return mt_error("%s reorder: row index %d is outside 0..%d", m->arch->name, rows[i],
                             st->B - 1);
     be->upload(st->d_rows, rows, (size_t)n_rows * sizeof(int32_t));
+    /* A cross-attention cache is fixed after the prefill, a function of its row's source. Beam
+     * search prefills one row per sentence and copies it to the sentence's beams, so a reorder
+     * among the beams of each sentence leaves every row with the source it had: those caches
+     * (and the source mask) move only when a row's origin changes (the first expansion, a
+     * finished sentence leaving the rows). */
+    int same_sources = 1;
+    for (int i = 0; i < n_rows; i++) {
+        st->origin_tmp[i] = st->origin[rows[i]];
+        same_sources &= st->origin_tmp[i] == st->origin[i];
+    }
+    memcpy(st->origin, st->origin_tmp, (size_t)n_rows * sizeof *st->origin);
+    for (int i = n_rows; i < st->max_B; i++) st->origin[i] = -1;
     const mt_stack *s = &m->dec;
     for (int i = 0; i < s->n_units; i++) {
+        if (same_sources && s->units[i].kind == MT_UNIT_CROSS_ATTN) continue;
         for (int w = 0; w < 2; w++) {
-            size_t row;
-            float *t = mt_unit_cache_tensor(&s->units[i], &st->uc[i], w, &row);
-            if (!t || !row) continue;
-            be->index_select(st->reorder_tmp, t, st->d_rows, n_rows, row);
-            be->copy(t, st->reorder_tmp, (size_t)n_rows * row * sizeof(float));
+            /* only the part of each row that holds the state moves: a KV cache's filled
+             * positions, not its capacity (beam 5 copied whole rows twice a step: a quarter
+             * of the transformer's decoding time) */
+            size_t row, used;
+            float *t = mt_unit_cache_tensor(&s->units[i], &st->uc[i], w, &row, &used);
+            if (!t || !used) continue;
+            be->index_select(st->reorder_tmp, t, row, st->d_rows, n_rows, used);
+            be->copy2d(t, (int)row, st->reorder_tmp, (int)used, (size_t)n_rows, (int)used);
         }
     }
     reorder_host(st->key_mask, (size_t)st->max_T, rows, n_rows, st->B);
-    if (st->S) {
+    if (st->S && !same_sources) {
         reorder_host(st->src_mask, (size_t)st->S, rows, n_rows, st->B);
         be->upload(st->d_src_mask, st->src_mask, (size_t)n_rows * st->S);
     }

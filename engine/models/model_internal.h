@@ -316,9 +316,12 @@ int mt_unit_kv_slots(const mt_unit *u, int Tmax);
 size_t mt_unit_cache_count(const mt_unit *u, int B, int Tmax, int Smax);
 void mt_unit_cache_point(const mt_unit *u, mt_unit_cache *c, float *base, int B, int Tmax,
                          int Smax);
-/* The cache tensors of a unit for beam reordering: tensor which (0, 1) and the floats of one
- * batch row of it; NULL when the unit has no such tensor. */
-float *mt_unit_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, size_t *row);
+/* The cache tensors of a unit for beam reordering: tensor which (0, 1), the floats of one
+ * batch row of it (row) and how many of them, from the row's start, hold the state now (used:
+ * a KV cache's filled positions, all of a recurrent state); NULL when the unit has no such
+ * tensor. */
+float *mt_unit_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, size_t *row,
+                            size_t *used);
 
 /* ---- stacks (stack.c) */
 /* Lay out a stack's activations for (B, T) with attention over Tk keys (self) and S source

@@ -32,7 +32,7 @@ typedef struct {
     size_t (*cache_count)(const mt_unit *u, int B, int Tmax, int Smax);
     void (*cache_point)(const mt_unit *u, mt_unit_cache *c, float *base, int B, int Tmax,
                         int Smax);
-    float *(*cache_tensor)(const mt_unit *u, mt_unit_cache *c, int which, size_t *row);
+    float *(*cache_tensor)(const mt_unit *u, mt_unit_cache *c, int which, size_t *row, size_t *used);
     void (*decode)(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, mt_unit_cache *c,
                    float *out, const float *in, const uint8_t *key_mask,
                    const uint8_t *prompt_mask, const uint8_t *slot_mask,
@@ -141,9 +141,13 @@ static void cross_cache_point(const mt_unit *u, mt_unit_cache *c, float *base, i
 {
     mt_kv_cache_point(&c->kv, base, &u->cfg.attn, B, Smax);
 }
-static float *attn_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, size_t *row)
+static float *attn_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, size_t *row,
+                                size_t *used)
 {
+    /* the filled positions: len of them, or the whole ring once a window's ring has wrapped */
+    int filled = c->kv.len < c->kv.Tmax ? c->kv.len : c->kv.Tmax;
     *row = (size_t)c->kv.Tmax * u->cfg.attn.C;
+    *used = (size_t)filled * u->cfg.attn.C;
     return which == 0 ? c->kv.k : c->kv.v;
 }
 
@@ -175,7 +179,8 @@ static void no_cache_point(const mt_unit *u, mt_unit_cache *c, float *base, int 
                            int Smax)
 {
 }
-static float *no_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, size_t *row)
+static float *no_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, size_t *row,
+                              size_t *used)
 {
     return NULL;
 }
@@ -316,10 +321,11 @@ static void mamba_cache_point(const mt_unit *u, mt_unit_cache *c, float *base, i
 {
     mt_mamba_state_point(&c->ms, base, &u->cfg.mamba, B);
 }
-static float *mamba_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, size_t *row)
+static float *mamba_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, size_t *row,
+                                 size_t *used)
 {
     const mt_mamba_config *mc = &u->cfg.mamba;
-    *row = (size_t)mc->d_inner * (which == 0 ? mc->d_conv : mc->d_state);
+    *row = *used = (size_t)mc->d_inner * (which == 0 ? mc->d_conv : mc->d_state);
     return which == 0 ? c->ms.conv : c->ms.ssm;
 }
 static void mamba_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
@@ -381,10 +387,11 @@ static void ret_cache_point(const mt_unit *u, mt_unit_cache *c, float *base, int
 {
     mt_retention_state_point(&c->rs, base, &u->cfg.ret, B);
 }
-static float *ret_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, size_t *row)
+static float *ret_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, size_t *row,
+                               size_t *used)
 {
     const mt_retention_config *rc = &u->cfg.ret;
-    *row = which == 0 ? (size_t)rc->C * rc->V / rc->H : (size_t)rc->H;
+    *row = *used = which == 0 ? (size_t)rc->C * rc->V / rc->H : (size_t)rc->H;
     return which == 0 ? c->rs.kv : c->rs.scale;
 }
 static void ret_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, mt_unit_cache *c,
@@ -558,10 +565,11 @@ void mt_unit_cache_point(const mt_unit *u, mt_unit_cache *c, float *base, int B,
     UNIT_OPS[u->kind].cache_point(u, c, base, B, Tmax, Smax);
 }
 
-float *mt_unit_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, size_t *row)
+float *mt_unit_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, size_t *row,
+                            size_t *used)
 {
-    *row = 0;
-    return UNIT_OPS[u->kind].cache_tensor(u, c, which, row);
+    *row = *used = 0;
+    return UNIT_OPS[u->kind].cache_tensor(u, c, which, row, used);
 }
 
 void mt_unit_decode(const mt_backend *be, const mt_unit *u, mt_unit_work *w, mt_unit_cache *c,

@@ -229,10 +229,11 @@ static void fb_copy2d(float *dst, int dst_ld, const float *src, int src_ld, size
     RECORD(R_COPY2D, copy2d, rec_copy2d, dst, dst_ld, src, src_ld, rows, cols);
     cpu->copy2d(H(dst), dst_ld, H(src), src_ld, rows, cols);
 }
-static void fb_index_select(float *out, const float *src, const int32_t *idx, int n_idx, size_t row_elems)
+static void fb_index_select(float *out, const float *src, size_t src_ld, const int32_t *idx, int n_idx,
+                            size_t cols)
 {
     if (refused()) return;
-    cpu->index_select(H(out), H(src), H(idx), n_idx, row_elems);
+    cpu->index_select(H(out), H(src), src_ld, H(idx), n_idx, cols);
 }
 static double fb_sum(const float *x, size_t n)
 {

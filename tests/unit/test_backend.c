@@ -5,6 +5,7 @@
 #include "grad_check.h"
 #include "math/activation.h"
 #include "mtlab/backend.h"
+#include "mtlab/error.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_simd.h"
 
@@ -488,9 +489,16 @@ static void test_embedding_and_utilities(void **state)
         for (int c = 0; c < C; c++) assert_true(m[i * C + c] == (mask[i] ? dout[i * C + c] : 0.0f));
     int32_t idx[3] = {5, 0, 5};
     float sel[3 * C];
-    fast->index_select(sel, dout, idx, 3, C);
+    fast->index_select(sel, dout, C, idx, 3, C);
     assert_memory_equal(sel, dout + 5 * C, C * sizeof(float));
     assert_memory_equal(sel + C, dout, C * sizeof(float));
+    assert_memory_equal(sel + 2 * C, dout + 5 * C, C * sizeof(float));
+    /* the first 2 floats of each picked row, packed (a KV cache's filled positions) */
+    float part[3 * 2 + 1];
+    part[6] = 42.0f;
+    fast->index_select(part, dout, C, idx, 3, 2);
+    for (int i = 0; i < 3; i++) assert_memory_equal(part + 2 * i, dout + idx[i] * C, 2 * sizeof(float));
+    assert_true(part[6] == 42.0f);
     float block[4 * 3];
     fast->copy2d(block, 3, dout + 2, C, 4, 3);
     for (int r = 0; r < 4; r++)
@@ -558,9 +566,33 @@ static void test_memory(void **state)
     assert_null(fast->alloc((size_t)-1)); /* overflow is an error, not a crash */
 }
 
+/* be->alloc: 64-byte aligned and zero-filled at every size; a block freed and taken again is
+ * zero again; a size that overflows is an error naming it */
+static void test_alloc(void **state)
+{
+    (void)state;
+    static const size_t sizes[] = {0, 1, 63, 64, 1000, (1u << 20) - 128, (1u << 20) - 64, 1u << 20,
+                                   3u << 20};
+    for (int round = 0; round < 2; round++)
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+            size_t n = sizes[i];
+            unsigned char *p = fast->alloc(n);
+            assert_non_null(p);
+            assert_int_equal((uintptr_t)p % 64, 0);
+            for (size_t k = 0; k < n; k++)
+                if (p[k]) fail_msg("alloc(%zu), round %d: byte %zu is %d", n, round, k, p[k]);
+            memset(p, 0xab, n); /* dirty it: the next round must see zeros again */
+            fast->free(p);
+        }
+    fast->free(NULL);
+    assert_null(fast->alloc(SIZE_MAX - 8));
+    assert_non_null(strstr(mt_last_error(), "overflows"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_alloc),
         cmocka_unit_test(test_gemm_vs_naive),
         cmocka_unit_test(test_gemm_rows_vs_naive),
         cmocka_unit_test(test_expf_poly),

@@ -361,9 +361,14 @@ static void test_rows(void **state)
         /* index_select: rows of a state picked, repeated and reordered */
         ipair idx = ids((size_t)rows, rows);
         pair sel = poison(n);
-        cpu->index_select(sel.h, x.h, idx.h, rows, (size_t)cols);
-        gpu->index_select(sel.d, x.d, idx.d, rows, (size_t)cols);
+        cpu->index_select(sel.h, x.h, (size_t)cols, idx.h, rows, (size_t)cols);
+        gpu->index_select(sel.d, x.d, (size_t)cols, idx.d, rows, (size_t)cols);
         snprintf(what, sizeof what, "index_select %dx%d", rows, cols);
+        report(what, diff(sel), 0.0);
+        /* and the first half of each picked row, packed (a KV cache's filled positions) */
+        cpu->index_select(sel.h, x.h, (size_t)cols, idx.h, rows, (size_t)(cols / 2));
+        gpu->index_select(sel.d, x.d, (size_t)cols, idx.d, rows, (size_t)(cols / 2));
+        snprintf(what, sizeof what, "index_select %dx%d of rows %d apart", rows, cols / 2, cols);
         report(what, diff(sel), 0.0);
         drop(x), drop(b), drop(db), drop(o), drop(sel), mdrop(m), idrop(idx);
     }

@@ -231,10 +231,9 @@ void cpu_copy2d(float *dst, int dst_ld, const float *src, int src_ld, size_t row
         memmove(dst + r * (size_t)dst_ld, src + r * (size_t)src_ld, (size_t)cols * sizeof(float));
 }
 
-void cpu_index_select(float *out, const float *src, const int32_t *idx, int n_idx,
-                      size_t row_elems)
+void cpu_index_select(float *out, const float *src, size_t src_ld, const int32_t *idx, int n_idx,
+                      size_t cols)
 {
     for (int i = 0; i < n_idx; i++)
-        memcpy(out + (size_t)i * row_elems, src + (size_t)idx[i] * row_elems,
-               row_elems * sizeof(float));
+        memcpy(out + (size_t)i * cols, src + (size_t)idx[i] * src_ld, cols * sizeof(float));
 }

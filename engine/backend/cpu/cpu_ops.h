@@ -98,8 +98,8 @@ void cpu_bias_add(float *out, const float *bias, size_t rows, int cols);
 void cpu_bias_backward(float *dbias, const float *dout, size_t rows, int cols);
 void naive_bias_backward(float *dbias, const float *dout, size_t rows, int cols);
 void cpu_copy2d(float *dst, int dst_ld, const float *src, int src_ld, size_t rows, int cols);
-void cpu_index_select(float *out, const float *src, const int32_t *idx, int n_idx,
-                      size_t row_elems);
+void cpu_index_select(float *out, const float *src, size_t src_ld, const int32_t *idx, int n_idx,
+                      size_t cols);
 double cpu_sum(const float *x, size_t n);
 double cpu_sum_squares(const float *x, size_t n);
 void cpu_argmax_rows(int32_t *out, const float *x, size_t rows, int cols);

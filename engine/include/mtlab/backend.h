@@ -201,10 +201,12 @@ typedef struct mt_backend {
     void (*bias_backward)(float *dbias, const float *dout, size_t rows, int cols);
     /* dst[r*dst_ld + c] = src[r*src_ld + c] for r < rows, c < cols */
     void (*copy2d)(float *dst, int dst_ld, const float *src, int src_ld, size_t rows, int cols);
-    /* out[i, :] = src[idx[i], :], rows of row_elems floats (beam search cache reorder);
+    /* out[i*cols + c] = src[idx[i]*src_ld + c] for i < n_idx, c < cols: rows picked from src
+     * (src_ld floats apart; their first cols taken) into packed rows of out (beam search's
+     * reorder of decoding caches, which takes only the filled part of a KV cache's rows);
      * idx is backend memory, out must not alias src */
-    void (*index_select)(float *out, const float *src, const int32_t *idx, int n_idx,
-                         size_t row_elems);
+    void (*index_select)(float *out, const float *src, size_t src_ld, const int32_t *idx,
+                         int n_idx, size_t cols);
     /* host results; these wait for the device */
     double (*sum)(const float *x, size_t n);
     double (*sum_squares)(const float *x, size_t n);
