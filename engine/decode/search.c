@@ -41,7 +41,7 @@ static float max_except(const float *x, int V, int skip)
 }
 
 /* The maximum first, vectorised, then the first index that holds it: the same index as a
- * scan for the first strict improvement (tests/unit/test_decode_search.c), at a fraction of
+ * scan for the first strict improvement (naive_argmax; tests/unit/test_decode.c), at a fraction of
  * its time on an 8,000-token row. NaN is never chosen; a row without a number gives the
  * first index other than skip. */
 int32_t mt_argmax(const float *x, int V, int skip)
