@@ -32,7 +32,8 @@ typedef struct {
     size_t (*cache_count)(const mt_unit *u, int B, int Tmax, int Smax);
     void (*cache_point)(const mt_unit *u, mt_unit_cache *c, float *base, int B, int Tmax,
                         int Smax);
-    float *(*cache_tensor)(const mt_unit *u, mt_unit_cache *c, int which, size_t *row, size_t *used);
+    float *(*cache_tensor)(const mt_unit *u, mt_unit_cache *c, int which, size_t *row,
+                           size_t *used);
     void (*decode)(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, mt_unit_cache *c,
                    float *out, const float *in, const uint8_t *key_mask,
                    const uint8_t *prompt_mask, const uint8_t *slot_mask,

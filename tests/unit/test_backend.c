@@ -497,7 +497,8 @@ static void test_embedding_and_utilities(void **state)
     float part[3 * 2 + 1];
     part[6] = 42.0f;
     fast->index_select(part, dout, C, idx, 3, 2);
-    for (int i = 0; i < 3; i++) assert_memory_equal(part + 2 * i, dout + idx[i] * C, 2 * sizeof(float));
+    for (int i = 0; i < 3; i++)
+        assert_memory_equal(part + 2 * i, dout + idx[i] * C, 2 * sizeof(float));
     assert_true(part[6] == 42.0f);
     float block[4 * 3];
     fast->copy2d(block, 3, dout + 2, C, 4, 3);

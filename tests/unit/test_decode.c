@@ -224,21 +224,26 @@ static void test_row_helpers_match_naive(void **state)
                 if (kind == 1) /* the maximum tied at three places */
                     for (int t = 0; t < 3; t++) x[(int)(mt_rng_uniform(&rng) * n)] = 12.5f;
                 if (kind == 2) /* -inf logits, as a masked vocabulary gives */
-                    for (int v = 0; v < n; v += 3) x[v] = -INFINITY;
+                    for (int v = 1; v < n; v += 3) x[v] = -INFINITY;
                 if (kind == 3 && skip >= 0 && skip < n) x[skip] = 50.0f; /* skip is the largest */
-                if (kind == 2 && n > 1 && x[skip == 1 ? 2 : 1] == -INFINITY) x[skip == 1 ? 2 : 1] = 0.5f;
                 int32_t fast = mt_argmax(x, n, skip), ref = naive_argmax(x, n, skip);
-                if (fast != ref) fail_msg("n %d skip %d kind %d: argmax %d, naive %d", n, skip, kind, fast, ref);
+                if (fast != ref)
+                    fail_msg("n %d skip %d kind %d: argmax %d, naive %d", n, skip, kind, fast, ref);
                 assert_true(fast != skip);
                 double a = mt_logsumexp(x, n, skip), b = naive_logsumexp(x, n, skip);
+                if (isnan(b)) { /* every logit left is -inf (n 2, skip 0): no number either way */
+                    assert_true(isnan(a));
+                    continue;
+                }
                 double err = fabs(a - b) / (1.0 + fabs(b));
-                if (err > 1e-6) fail_msg("n %d skip %d kind %d: lse %.9f, naive %.9f", n, skip, kind, a, b);
+                if (err > 1e-6)
+                    fail_msg("n %d skip %d kind %d: lse %.9f, naive %.9f", n, skip, kind, a, b);
                 worst = err > worst ? err : worst;
                 rows++;
             }
     }
-    print_message("row helpers: %d rows, argmax identical, lse within %.1e of the double loop (bound 1e-6)\n",
-                  rows, worst);
+    print_message("row helpers: %d rows, argmax identical, lse within %.1e of the double loop "
+                  "(bound 1e-6)\n", rows, worst);
     free(x);
 }
 

@@ -236,7 +236,8 @@ MT_CPU_CLONES static void scan_backward_block(const mt_scan_grads *g, const floa
         /* delta and u leave the sum over n: du = D dy + delta sum_n g B,
          * ddelta = u sum_n g B + sum_n A (g exp(delta A) h_{t-1}) */
 #pragma omp simd
-        for (int j = 0; j < SCAN_BLOCK; j++) du_dB[j] = delta[j] * u[j], gB[j] = 0.0f, gAh[j] = 0.0f;
+        for (int j = 0; j < SCAN_BLOCK; j++)
+            du_dB[j] = delta[j] * u[j], gB[j] = 0.0f, gAh[j] = 0.0f;
         for (int n = 0; n < N; n++) {
             float bn = Bt[n], cn = Ct[n];
 #pragma omp simd
