@@ -229,7 +229,16 @@ saved_files() {
 }
 check "... a TSV and a JSONL of the source and the translation" saved_files
 T send-keys -t e2e C-s
-two_saves() { wait_for '^ saved 1 segment' 5 && [ "$(ls mtlab-translations-*.tsv | wc -l)" = 2 ]; }
+# the first save's status line is still on screen: wait for the second file itself (a loaded
+# machine can take longer than one look)
+two_saves() {
+    local deadline=$(( $(now_ms) + 5000 ))
+    while [ "$(now_ms)" -lt $deadline ]; do
+        [ "$(ls mtlab-translations-*.tsv | wc -l)" = 2 ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
 check "a second save writes new files beside the first" two_saves
 # F5: a typed path opens its bundle; a bad one is named with its problem
 T send-keys -t e2e F5
