@@ -9,7 +9,10 @@
 #ifdef __CUDACC__
 #define MT_HD __host__ __device__ __forceinline__
 #else
-#define MT_HD static inline
+/* always inlined, as __forceinline__ on the device: a loop around a call vectorises only with
+ * the body in it, and GCC's -O2 left a large one out (Philox, philox.h: the dropout loop ran
+ * one block at a time) */
+#define MT_HD static inline __attribute__((always_inline))
 #endif
 
 /* sigmoid(x) = 1 / (1 + e^-x) */

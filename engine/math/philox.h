@@ -10,9 +10,12 @@
 
 #include "math/elementwise.h"
 
-/* out[0..3] = Philox4x32-10(counter = c, key = k) */
-MT_HD void mt_philox4x32(uint32_t out[4], uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3,
-                         uint32_t k0, uint32_t k1)
+/* (*o0, *o1, *o2, *o3) = Philox4x32-10(counter = c, key = k): four outputs of their own, so
+ * a CPU loop over blocks can store each word of every block into an array of its own (four
+ * words into one small array per block kept GCC from vectorising the loop) */
+MT_HD void mt_philox4x32_words(uint32_t *o0, uint32_t *o1, uint32_t *o2, uint32_t *o3,
+                               uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0,
+                               uint32_t k1)
 {
     const uint32_t mul0 = 0xD2511F53u, mul1 = 0xCD9E8D57u;
     const uint32_t weyl0 = 0x9E3779B9u, weyl1 = 0xBB67AE85u;
@@ -29,18 +32,31 @@ MT_HD void mt_philox4x32(uint32_t out[4], uint32_t c0, uint32_t c1, uint32_t c2,
         c0 = n0, c1 = lo1, c2 = n2, c3 = lo0;
         k0 += weyl0, k1 += weyl1;
     }
-    out[0] = c0, out[1] = c1, out[2] = c2, out[3] = c3;
+    *o0 = c0, *o1 = c1, *o2 = c2, *o3 = c3;
+}
+
+/* out[0..3] = Philox4x32-10(counter = c, key = k) */
+MT_HD void mt_philox4x32(uint32_t out[4], uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3,
+                         uint32_t k0, uint32_t k1)
+{
+    mt_philox4x32_words(&out[0], &out[1], &out[2], &out[3], c0, c1, c2, c3, k0, k1);
 }
 
 /* 24 random bits -> a float in [0, 1) with every value exactly representable */
 MT_HD float mt_u32_to_unit_float(uint32_t x) { return (float)(x >> 8) * (1.0f / 16777216.0f); }
 
 /* The four draws of one Philox block: elements 4 g .. 4 g + 3 of (seed, step, site). */
+MT_HD void mt_philox_block_words(uint32_t *r0, uint32_t *r1, uint32_t *r2, uint32_t *r3,
+                                 uint64_t seed, uint32_t g, uint32_t site, uint64_t step)
+{
+    mt_philox4x32_words(r0, r1, r2, r3, g, site, (uint32_t)step, (uint32_t)(step >> 32),
+                        (uint32_t)seed, (uint32_t)(seed >> 32));
+}
+
 MT_HD void mt_philox_block(uint32_t r[4], uint64_t seed, uint32_t g, uint32_t site,
                            uint64_t step)
 {
-    mt_philox4x32(r, g, site, (uint32_t)step, (uint32_t)(step >> 32), (uint32_t)seed,
-                  (uint32_t)(seed >> 32));
+    mt_philox_block_words(&r[0], &r[1], &r[2], &r[3], seed, g, site, step);
 }
 
 /* The dropout draw of element i at (seed, step, site): uniform in [0, 1). Each Philox block

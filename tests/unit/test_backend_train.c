@@ -98,6 +98,14 @@ static void test_dropout_reproducible(void **state)
     for (int i = 0; i < N; i++) ones[i] = 1.0f;
     be->dropout_backward(dx, ones, N, p, 1234, 5, 2);
     for (int i = 0; i < N; i++) assert_true((dx[i] != 0.0f) == (a[i] != 0.0f));
+    /* lengths that end inside a Philox block and inside a chunk of the CPU's loop */
+    for (int len = 1; len <= 4103; len += 1367) {
+        be->dropout_forward(c, x, (size_t)len, p, 99, 7, 1);
+        for (int i = 0; i < len; i++) {
+            int keep = mt_philox_uniform(99, (uint32_t)i, 1, 7) >= p;
+            assert_true(c[i] == (keep ? x[i] * (1.0f / (1.0f - p)) : 0.0f));
+        }
+    }
     /* in place works */
     memcpy(c, x, N * sizeof(float));
     be->dropout_forward(c, c, N, p, 1234, 5, 2);

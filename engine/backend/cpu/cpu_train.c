@@ -93,13 +93,18 @@ MT_CPU_CLONES static void dropout_chunk(float *out, float *dx, const float *in, 
 {
     float inv_keep = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
     float keep[CPU_CHUNK];
+    uint32_t words[4][CPU_CHUNK / 4]; /* word w of block g, by word: stores a vector can make */
     uint32_t g0 = (uint32_t)(i0 >> 2), n_blocks = (uint32_t)((n + 3) >> 2);
 #pragma omp simd
+    for (uint32_t g = 0; g < n_blocks; g++)
+        mt_philox_block_words(&words[0][g], &words[1][g], &words[2][g], &words[3][g], seed,
+                              g0 + g, site, step);
+#pragma omp simd
     for (uint32_t g = 0; g < n_blocks; g++) {
-        uint32_t r[4];
-        mt_philox_block(r, seed, g0 + g, site, step);
-        for (int w = 0; w < 4; w++)
-            keep[4 * g + w] = mt_u32_to_unit_float(r[w]) >= p ? inv_keep : 0.0f;
+        keep[4 * g] = mt_u32_to_unit_float(words[0][g]) >= p ? inv_keep : 0.0f;
+        keep[4 * g + 1] = mt_u32_to_unit_float(words[1][g]) >= p ? inv_keep : 0.0f;
+        keep[4 * g + 2] = mt_u32_to_unit_float(words[2][g]) >= p ? inv_keep : 0.0f;
+        keep[4 * g + 3] = mt_u32_to_unit_float(words[3][g]) >= p ? inv_keep : 0.0f;
     }
     if (dx) {
 #pragma omp simd
