@@ -374,7 +374,9 @@ static void test_conv1d_backward_vs_naive(void **state)
     (void)state;
     mt_rng rng;
     mt_rng_init(&rng, 15, 0);
-    const int shapes[][4] = {{3, 20, 37, 4}, {2, 3, 16, 4}, {1, 9, 5, 3}};
+    /* the last is large enough to be split across threads, by spans of whole vectors with a
+     * shorter last one */
+    const int shapes[][4] = {{3, 20, 37, 4}, {2, 3, 16, 4}, {1, 9, 5, 3}, {4, 70, 75, 4}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int B = shapes[s][0], T = shapes[s][1], C = shapes[s][2], K = shapes[s][3];
         size_t n = (size_t)B * T * C;

@@ -3,98 +3,116 @@
  *   out[b,t,c] = bias[c] + sum_{k<K} w[c,k] * x[b, t-K+1+k, c]      (x before t = 0 is 0) */
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_simd.h"
+#include "mtlab/error.h"
 
+#include <omp.h>
+#include <stdlib.h>
 
 #define PAR(B, T, C) ((size_t)(B) * (T) * (C) > 16384)
 
+/* The weights by tap, wT[k*C + c] = w[c*K + k]: the vector loops over channels then read them
+ * contiguously instead of gathering every K-th float (w is (C, K), HF's layout). */
+static float *weights_by_tap(const float *w, int C, int K)
+{
+    float *wT = mt_xmalloc((size_t)C * K * sizeof *wT);
+    for (int c = 0; c < C; c++)
+        for (int k = 0; k < K; k++) wT[(size_t)k * C + c] = w[(size_t)c * K + k];
+    return wT;
+}
+
 /* Output row t of one batch row (xb: its (T, C) inputs), in a function cloned per vector width:
  * an OpenMP region's own body is compiled for the baseline x86-64 only (cpu_simd.h). */
-MT_CPU_CLONES static void conv_forward_row(float *o, const float *xb, const float *w,
-                                           const float *bias, int t, int C, int K)
+MT_CPU_CLONES static void conv_forward_row(float *restrict o, const float *restrict xb,
+                                           const float *restrict wT, const float *bias, int t,
+                                           int C, int K)
 {
     for (int c = 0; c < C; c++) o[c] = bias ? bias[c] : 0.0f;
     for (int k = 0; k < K; k++) {
         int s = t - K + 1 + k;
         if (s < 0) continue;
-        const float *xs = xb + (size_t)s * C;
+        const float *xs = xb + (size_t)s * C, *wk = wT + (size_t)k * C;
 #pragma omp simd
-        for (int c = 0; c < C; c++) o[c] += w[(size_t)c * K + k] * xs[c];
+        for (int c = 0; c < C; c++) o[c] += wk[c] * xs[c];
     }
 }
 
 void cpu_conv1d_forward(float *out, const float *x, const float *w, const float *bias, int B,
                         int T, int C, int K)
 {
+    float *wT = weights_by_tap(w, C, K);
 #pragma omp parallel for collapse(2) if (PAR(B, T, C))
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++)
-            conv_forward_row(out + ((size_t)b * T + t) * C, x + (size_t)b * T * C, w, bias, t, C, K);
+            conv_forward_row(out + ((size_t)b * T + t) * C, x + (size_t)b * T * C, wT, bias, t, C, K);
+    free(wT);
 }
 
 /* dx[b,s,c] += sum_k w[c,k] dout[b, s+K-1-k, c]  (terms with s+K-1-k < T)
  * dw[c,k]   += sum_{b,t} dout[b,t,c] x[b, t-K+1+k, c] ; dbias[c] += sum_{b,t} dout[b,t,c]
- * The weight sums go by blocks of CONV_BLOCK channels, so each row contributes one cache line
- * of dout and of x to a block's lanes instead of one float per channel walk; every (c, k) still
- * sums its terms in (b, t) order in double, as naive_conv1d_backward does, so the two agree
- * bit for bit whatever the thread count. */
-enum { CONV_BLOCK = CPU_LANES };
-
-MT_CPU_CLONES static void conv1d_weight_block(float *dw, float *dbias, const float *dout,
-                                              const float *x, int B, int T, int C, int K,
+ * One pass over the rows s for a chunk of CONV_CHUNK channels: row s of dx takes the taps
+ * t = s+K-1-k of dout, and the same pairs (t, s) are the terms of dw[., k], so dout, x and dx
+ * are each read once (dout's rows t > s come again from the cache). Every dx element adds its
+ * K terms in k order and every (c, k) of dw sums its terms in (b, t) order in double, as
+ * naive_conv1d_backward does, so the two agree bit for bit whatever the thread count. Each
+ * thread takes one span of whole vectors of channels (one thread: whole rows, read as they lie
+ * in memory; narrower chunks, each streaming all rows, were slower). */
+MT_CPU_CLONES static void conv_backward_chunk(float *dx, float *dw, float *dbias,
+                                              const float *dout, const float *x,
+                                              const float *wT, int B, int T, int C, int K,
                                               int c0, int nc)
 {
-    double acc_w[64][CONV_BLOCK] = {{0}}, acc_b[CONV_BLOCK] = {0}; /* K <= 64: Mamba uses 4 */
+    int sums = dw || dbias;
+    double *acc_b = sums ? mt_xcalloc((size_t)(K + 1) * nc, sizeof *acc_b) : NULL;
+    double *acc_w = sums ? acc_b + nc : NULL; /* acc_w[k * nc + j] */
     for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++) {
-            float g[CONV_BLOCK];
-            cpu_load_lanes(g, dout + ((size_t)b * T + t) * C + c0, nc);
+        for (int s = 0; s < T; s++) {
+            size_t row = ((size_t)b * T + s) * C + c0;
+            const float *restrict xs = x + row, *restrict gs = dout + row;
+            float *restrict dxs = dx ? dx + row : NULL;
+            if (sums) {
 #pragma omp simd
-            for (int j = 0; j < CONV_BLOCK; j++) acc_b[j] += g[j];
+                for (int j = 0; j < nc; j++) acc_b[j] += gs[j];
+            }
             for (int k = 0; k < K; k++) {
-                int s = t - K + 1 + k;
-                if (s < 0) continue;
-                float xs[CONV_BLOCK];
-                cpu_load_lanes(xs, x + ((size_t)b * T + s) * C + c0, nc);
+                if (s + K - 1 - k >= T) continue;
+                const float *restrict gt = gs + (size_t)(K - 1 - k) * C;
+                const float *restrict wk = wT + (size_t)k * C + c0;
+                if (dxs) {
 #pragma omp simd
-                for (int j = 0; j < CONV_BLOCK; j++) acc_w[k][j] += (double)g[j] * xs[j];
+                    for (int j = 0; j < nc; j++) dxs[j] += wk[j] * gt[j];
+                }
+                if (sums) {
+                    double *restrict aw = acc_w + (size_t)k * nc;
+#pragma omp simd
+                    for (int j = 0; j < nc; j++) aw[j] += (double)gt[j] * xs[j];
+                }
             }
         }
+    if (!sums) return;
     for (int j = 0; j < nc; j++) {
         if (dbias) dbias[c0 + j] += (float)acc_b[j];
         if (dw)
-            for (int k = 0; k < K; k++) dw[(size_t)(c0 + j) * K + k] += (float)acc_w[k][j];
+            for (int k = 0; k < K; k++)
+                dw[(size_t)(c0 + j) * K + k] += (float)acc_w[(size_t)k * nc + j];
     }
-}
-
-/* dx row s of one batch row (gb: its (T, C) output gradients), cloned as conv_forward_row */
-MT_CPU_CLONES static void conv_dx_row(float *dxs, const float *gb, const float *w, int s, int T,
-                                      int C, int K)
-{
-    for (int k = 0; k < K; k++) {
-        int t = s + K - 1 - k;
-        if (t >= T) continue;
-        const float *g = gb + (size_t)t * C;
-#pragma omp simd
-        for (int c = 0; c < C; c++) dxs[c] += w[(size_t)c * K + k] * g[c];
-    }
+    free(acc_b);
 }
 
 void cpu_conv1d_backward(float *dx, float *dw, float *dbias, const float *dout, const float *x,
                          const float *w, int B, int T, int C, int K)
 {
-    if (dx) {
-#pragma omp parallel for collapse(2) if (PAR(B, T, C))
-        for (int b = 0; b < B; b++)
-            for (int s = 0; s < T; s++)
-                conv_dx_row(dx + ((size_t)b * T + s) * C, dout + (size_t)b * T * C, w, s, T, C, K);
+    if (!dx && !dw && !dbias) return;
+    float *wT = weights_by_tap(w, C, K);
+    int threads = PAR(B, T, C) ? omp_get_max_threads() : 1;
+    int vectors = (C + CPU_LANES - 1) / CPU_LANES;
+    int span = (vectors + threads - 1) / threads * CPU_LANES; /* channels per thread */
+    int n_chunks = (C + span - 1) / span;
+#pragma omp parallel for schedule(static) num_threads(n_chunks) if (n_chunks > 1)
+    for (int i = 0; i < n_chunks; i++) {
+        int c0 = i * span, nc = C - c0 < span ? C - c0 : span;
+        conv_backward_chunk(dx, dw, dbias, dout, x, wT, B, T, C, K, c0, nc);
     }
-    if (!dw && !dbias) return;
-    int n_blocks = (C + CONV_BLOCK - 1) / CONV_BLOCK;
-#pragma omp parallel for schedule(static) if (PAR(B, T, C))
-    for (int blk = 0; blk < n_blocks; blk++) {
-        int c0 = blk * CONV_BLOCK, nc = C - c0 < CONV_BLOCK ? C - c0 : CONV_BLOCK;
-        conv1d_weight_block(dw, dbias, dout, x, B, T, C, K, c0, nc);
-    }
+    free(wT);
 }
 
 /* One row of a decoding step. The common width K = 4 runs across channels as one vector loop
