@@ -51,14 +51,14 @@ borders_intact() {
 marked_label() { screen | sed -n 's/^│▶\([^ ]*\) .*/\1/p' | head -1; }
 readout_label() { screen | sed -n "s/^│row [0-9]* '\\([^']*\\)' → .*/\\1/p" | head -1; }
 # marker_matches_readout ROW: until the readout is on row ROW and names the marked row's label
+readout_on_marked_row() {
+    local m r
+    m=$(marked_label); r=$(readout_label)
+    screen | grep -q "^│row $1 '" && [ -n "$m" ] && [ "$m" = "$r" ]
+}
 marker_matches_readout() {
-    local m r deadline=$(( $(now_ms) + 5000 ))
-    while [ "$(now_ms)" -lt $deadline ]; do
-        m=$(marked_label); r=$(readout_label)
-        screen | grep -q "^│row $1 '" && [ -n "$m" ] && [ "$m" = "$r" ] && return 0
-        sleep 0.05
-    done
-    echo "      | marker '$m', readout '$r'"
+    wait_until 5 readout_on_marked_row "$1" && return 0
+    echo "      | marker '$(marked_label)', readout '$(readout_label)'"
     return 1
 }
 # Row labels of the zoomed pane, one line each: as many as the rows (the cursor is on the

@@ -19,24 +19,23 @@ fail() {
     screen | sed 's/^/      | /'
 }
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+# wait_until SECONDS COMMAND...: run the command every 50 ms until it succeeds (every wait below
+# is one of these)
+wait_until() {
+    local deadline=$(( $(now_ms) + $1 * 1000 )); shift
+    while [ "$(now_ms)" -lt $deadline ]; do
+        "$@" && return 0
+        sleep 0.05
+    done
+    return 1
+}
+screen_has() { screen | grep -Eq -- "$1"; }
+screen_lacks() { ! screen_has "$1"; }
+screen_count_at_least() { [ "$(screen | grep -Eo -- "$1" | wc -l)" -ge "$2" ]; }
 # wait_for REGEX [SECONDS]: poll the screen until a line matches
-wait_for() {
-    local deadline=$(( $(now_ms) + ${2:-10} * 1000 ))
-    while [ "$(now_ms)" -lt $deadline ]; do
-        screen | grep -Eq -- "$1" && return 0
-        sleep 0.05
-    done
-    return 1
-}
+wait_for() { wait_until "${2:-10}" screen_has "$1"; }
 # wait_gone REGEX [SECONDS]: until no line matches
-wait_gone() {
-    local deadline=$(( $(now_ms) + ${2:-10} * 1000 ))
-    while [ "$(now_ms)" -lt $deadline ]; do
-        screen | grep -Eq -- "$1" || return 0
-        sleep 0.05
-    done
-    return 1
-}
+wait_gone() { wait_until "${2:-10}" screen_lacks "$1"; }
 check() { if "${@:2}"; then ok "$1"; else fail "$1"; fi; }
 # after mtlab exits: status 0, and nothing from a sanitizer (when the binary has one)
 exited_cleanly() {
@@ -48,14 +47,7 @@ run_mtlab() { T send-keys -t e2e -l "$1; echo \"mtlab exited \$?\""; T send-keys
 # type a line into the focused console and press Enter
 type_line() { T send-keys -t e2e -l "$1"; T send-keys -t e2e Enter; }
 # wait_count REGEX N [SECONDS]: until at least N matches on the screen
-wait_count() {
-    local deadline=$(( $(now_ms) + ${3:-10} * 1000 ))
-    while [ "$(now_ms)" -lt $deadline ]; do
-        [ "$(screen | grep -Eo -- "$1" | wc -l)" -ge "$2" ] && return 0
-        sleep 0.05
-    done
-    return 1
-}
+wait_count() { wait_until "${3:-10}" screen_count_at_least "$1" "$2"; }
 # the screen without what changes from run to run: a pane's timings in its bottom border
 stable_screen() { screen | sed -E 's/└─ [0-9.]+ (ms|s)[^┘]*┘/└─ (timings) ─┘/g'; }
 # compare the screen with a golden file (or write it with UPDATE_GOLDEN=1)

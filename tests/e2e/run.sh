@@ -27,14 +27,8 @@ passed=0 failed=0 started=$(date +%s)
 trap e2e_cleanup EXIT
 # wait_cursor 0|1: until the terminal's cursor is hidden (a pane has the focus) or shown (the
 # editor has it)
-wait_cursor() {
-    local deadline=$(( $(date +%s%N) / 1000000 + 5000 ))
-    while [ $(( $(date +%s%N) / 1000000 )) -lt $deadline ]; do
-        [ "$(T display -p -t e2e '#{cursor_flag}')" = "$1" ] && return 0
-        sleep 0.05
-    done
-    return 1
-}
+cursor_is() { [ "$(T display -p -t e2e '#{cursor_flag}')" = "$1" ]; }
+wait_cursor() { wait_until 5 cursor_is "$1"; }
 
 "$make_bundles" "$work/bundles" >"$work/make_bundles.log" 2>&1 || {
     cat "$work/make_bundles.log"; echo "e2e: make_bundles failed"; exit 1; }
@@ -231,14 +225,8 @@ check "... a TSV and a JSONL of the source and the translation" saved_files
 T send-keys -t e2e C-s
 # the first save's status line is still on screen: wait for the second file itself (a loaded
 # machine can take longer than one look)
-two_saves() {
-    local deadline=$(( $(now_ms) + 5000 ))
-    while [ "$(now_ms)" -lt $deadline ]; do
-        [ "$(ls mtlab-translations-*.tsv | wc -l)" = 2 ] && return 0
-        sleep 0.05
-    done
-    return 1
-}
+saved_twice() { [ "$(ls mtlab-translations-*.tsv | wc -l)" = 2 ]; }
+two_saves() { wait_until 5 saved_twice; }
 check "a second save writes new files beside the first" two_saves
 # F5: a typed path opens its bundle; a bad one is named with its problem
 T send-keys -t e2e F5

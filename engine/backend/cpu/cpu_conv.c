@@ -49,8 +49,8 @@ void cpu_conv1d_forward(float *out, const float *x, const float *w, const float 
 
 /* dx[b,s,c] += sum_k w[c,k] dout[b, s+K-1-k, c]  (terms with s+K-1-k < T)
  * dw[c,k]   += sum_{b,t} dout[b,t,c] x[b, t-K+1+k, c] ; dbias[c] += sum_{b,t} dout[b,t,c]
- * One pass over the rows s for a chunk of CONV_CHUNK channels: row s of dx takes the taps
- * t = s+K-1-k of dout, and the same pairs (t, s) are the terms of dw[., k], so dout, x and dx
+ * One pass over the rows s for a span of channels: row s of dx takes the taps t = s+K-1-k of
+ * dout, and the same pairs (t, s) are the terms of dw[., k], so dout, x and dx
  * are each read once (dout's rows t > s come again from the cache). Every dx element adds its
  * K terms in k order and every (c, k) of dw sums its terms in (b, t) order in double, as
  * naive_conv1d_backward does, so the two agree bit for bit whatever the thread count. Each
