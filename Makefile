@@ -80,8 +80,13 @@ CUDA_OBJS    := $(if $(NVCC),$(patsubst %.cu,$(REL)/%.o,$(KERNELS_CU)))
 NVCCFLAGS    := -std=c++17 -O2 -g -Iengine/include -Iengine -Ikernels \
                 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
                 -Xcompiler -Wall,-Wextra,-Werror,-fPIC
-CUDA_LDLIBS  := $(if $(NVCC),-L$(CUDA_HOME)/lib64 -Wl$(comma)-rpath$(comma)$(CUDA_HOME)/lib64 -lcublas -lcublasLt -lcudart)
-REL_DEFS     := $(if $(NVCC),-DMTLAB_HAVE_CUDA=1,-DMTLAB_HAVE_CUDA=0)
+# The CUDA backend is a shared object that engine/core/device.c loads (dlopen) on the first
+# call asking for a CUDA device, so the CPU-only path maps no cudart or cuBLAS. It calls back
+# into the executable (mt_error), which therefore exports its symbols (-rdynamic).
+CUDA_SO      := $(if $(NVCC),$(REL)/libmtlab-cuda.so)
+CUDA_SO_LIBS := -L$(CUDA_HOME)/lib64 -Wl$(comma)-rpath$(comma)$(CUDA_HOME)/lib64 -lcublas -lcublasLt -lcudart
+CUDA_LDLIBS  := $(if $(NVCC),-rdynamic)
+REL_DEFS     := $(if $(NVCC),-DMTLAB_HAVE_CUDA=1 -DMTLAB_CUDA_SO='"$(abspath $(CUDA_SO))"',-DMTLAB_HAVE_CUDA=0)
 
 REL_TESTS := $(patsubst tests/unit/%.c,$(REL)/tests/%,$(TEST_C))
 SAN_TESTS := $(patsubst tests/unit/%.c,$(SAN)/tests/%,$(TEST_C))
@@ -171,8 +176,11 @@ $(SAN)/%.o: %.cc
 # agree bit for bit, and the tests hold the scan to the naive one within float rounding.
 $(REL)/engine/backend/cpu/cpu_scan.o $(SAN)/engine/backend/cpu/cpu_scan.o: CFLAGS_COMMON += -ffp-contract=fast
 
-$(REL)/libmtlab.a: $(REL_LIB_OBJS) $(CUDA_OBJS)
+$(REL)/libmtlab.a: $(REL_LIB_OBJS) | $(CUDA_SO)
 	@rm -f $@; ar rcs $@ $^
+$(CUDA_SO): $(CUDA_OBJS)
+	@$(if $(V),,echo "  LINK    $@")
+	$(Q)$(CXX) -shared -o $@ $^ $(CUDA_SO_LIBS)
 $(SAN)/libmtlab.a: $(SAN_LIB_OBJS)
 	@rm -f $@; ar rcs $@ $^
 
@@ -198,7 +206,7 @@ $(REL)/e2e/%: tests/e2e/%.c $(REL)/libmtlab.a
 	@$(if $(V),,echo "  E2E     $@")
 	$(Q)$(CC) $(CPPFLAGS) $(REL_DEFS) $(CFLAGS_COMMON) $(OPT_FLAGS) -o $@ $^ $(LDLIBS_COMMON) $(CUDA_LDLIBS)
 
-cuda: $(CUDA_OBJS)
+cuda: $(CUDA_SO)
 	@$(if $(NVCC),echo "mtlab: CUDA objects built with $(NVCC)",echo "mtlab: no nvcc found; CUDA backend not built")
 
 # ---------------------------------------------------------------- data, bench, fuzz

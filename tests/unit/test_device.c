@@ -8,6 +8,39 @@
 
 #include <string.h>
 
+/* 1 when a shared library whose name contains `name` is mapped into this process */
+static int mapped(const char *name)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    assert_non_null(f);
+    char line[1024];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) found = strstr(line, name) != NULL;
+    fclose(f);
+    return found;
+}
+
+/* The CPU path maps no CUDA library (cudart and cuBLAS cost ~200 MB of RSS at load); asking for
+ * a CUDA device loads the backend (in a build with CUDA), device or not. Runs first. */
+static void test_cuda_loaded_only_when_asked(void **state)
+{
+    (void)state;
+    const mt_backend *cpu = mt_backend_for("cpu", 0);
+    assert_non_null(cpu);
+    float *x = cpu->alloc(4 * sizeof *x);
+    cpu->free(x);
+    assert_false(mapped("libcudart"));
+    assert_false(mapped("libcublas"));
+    char why[256] = "";
+    mt_cuda_devices(why, sizeof why);
+#if MTLAB_HAVE_CUDA
+    assert_true(mapped("libmtlab-cuda"));
+    assert_true(mapped("libcudart"));
+#else
+    assert_false(mapped("libcudart"));
+#endif
+}
+
 static void test_device_count_never_fails(void **state)
 {
     (void)state;
@@ -88,6 +121,7 @@ static void test_backend_for_names(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cuda_loaded_only_when_asked),
         cmocka_unit_test(test_device_count_never_fails),
         cmocka_unit_test(test_cuda_silu_matches_cpu),
         cmocka_unit_test(test_backend_for_names),
