@@ -369,6 +369,37 @@ static void test_segment_stats_sum_to_corpus(void **state)
     json_decref(j);
 }
 
+/* With several references, sacreBLEU keeps the statistics of the first reference with the best
+ * segment F-score: on a tie (here "abc" matches neither reference, F = 0 against both) a later
+ * reference must not replace it, or the corpus sums change. The expected values are sacreBLEU
+ * 2.6.0's, from:
+ *   python3 -c "from sacrebleu.metrics import CHRF; h=['abc','Sea la luz']; \
+ *     r=[['xyz','Sea la luz'],['uvwxyz','Sea la luz']]; \
+ *     print(repr(CHRF().corpus_score(h,r).score), repr(CHRF(word_order=2).corpus_score(h,r).score))"
+ * which prints 89.36988936988938 88.90241702741703 (with the references swapped, 67.19819495953145:
+ * the order matters, so the first of the tied references must win). */
+static void test_chrf_tie_keeps_first_reference(void **state)
+{
+    (void)state;
+    const char *hyps[] = {"abc", "Sea la luz"};
+    const char *ref1[] = {"xyz", "Sea la luz"}, *ref2[] = {"uvwxyz", "Sea la luz"};
+    const char *const *refs[] = {ref1, ref2};
+    const char *const *swapped[] = {ref2, ref1};
+    mt_chrf_opts chrf = mt_chrf_defaults(), chrfpp = mt_chrfpp_defaults();
+    double score;
+    assert_int_equal(mt_chrf_corpus(&score, hyps, 2, refs, 2, &chrf), 0);
+    assert_close(score, 89.36988936988938, "chrF2", "tied references");
+    assert_int_equal(mt_chrf_corpus(&score, hyps, 2, refs, 2, &chrfpp), 0);
+    assert_close(score, 88.90241702741703, "chrF2++", "tied references");
+    assert_int_equal(mt_chrf_corpus(&score, hyps, 2, swapped, 2, &chrf), 0);
+    assert_close(score, 67.19819495953145, "chrF2", "tied references, swapped");
+    /* the segment's statistics are the first reference's: "xyz" has 3 character unigrams */
+    mt_chrf_stats s;
+    const char *seg_refs[] = {"xyz", "uvwxyz"};
+    assert_int_equal(mt_chrf_segment_stats(&s, "abc", seg_refs, 2, &chrf), 0);
+    assert_int_equal(s.ref[0], 3);
+}
+
 static void test_invalid_input_is_an_error(void **state)
 {
     (void)state;
@@ -645,6 +676,7 @@ int main(void)
         cmocka_unit_test(test_lowercase_strings_match_python),
         cmocka_unit_test(test_scores_match_sacrebleu),
         cmocka_unit_test(test_segment_stats_sum_to_corpus),
+        cmocka_unit_test(test_chrf_tie_keeps_first_reference),
         cmocka_unit_test(test_invalid_input_is_an_error),
         cmocka_unit_test(test_ngram_counter),
         cmocka_unit_test(test_score_command_prints_like_sacrebleu),
