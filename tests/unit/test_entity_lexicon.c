@@ -178,6 +178,36 @@ static void test_translated_aware_recall(void **state)
     mt_entity_lexicon_free(l);
 }
 
+/* An entity's training count is the largest any of its occurrences gives: God is first kept as
+ * a lexicon form of Dios (4 pairs: regular), then copied verbatim where the statistics know it
+ * (no statistics: 0). The second occurrence must not lower the first's count, or a regular
+ * entity lands in "unseen". */
+static void test_translated_count_keeps_maximum(void **state)
+{
+    (void)state;
+    mt_entity_lexicon *l = fixture_lexicon();
+    const char *src[] = {"Y habló Dios.", "Y vino God."};
+    const char *ref[] = {"And God spoke.", "And God came."};
+    const char *hyp[] = {"And God spoke.", "And he came."};
+    mt_ne_testset ts;
+    assert_int_equal(mt_ne_testset_build_translated(&ts, src, ref, 2, MT_NER_ENGLISH, NULL, l), 0);
+    assert_int_equal(ts.n_names, 1);
+    assert_string_equal(ts.names[0], "God");
+    assert_int_equal(ts.train_count[0], 4);
+    mt_ne_recall r;
+    mt_ne_recall_score(&r, &ts, hyp, NULL);
+    assert_int_equal(r.entities[MT_NE_REGULAR], 1);
+    assert_int_equal(r.entities[MT_NE_UNSEEN], 0);
+    assert_true(fabs(r.recall[MT_NE_REGULAR] - 0.5) < 1e-12);
+    mt_ne_testset_free(&ts);
+    /* the other order: the verbatim occurrence first, then the translated one raises the count */
+    const char *src2[] = {src[1], src[0]}, *ref2[] = {ref[1], ref[0]};
+    assert_int_equal(mt_ne_testset_build_translated(&ts, src2, ref2, 2, MT_NER_ENGLISH, NULL, l), 0);
+    assert_int_equal(ts.train_count[0], 4);
+    mt_ne_testset_free(&ts);
+    mt_entity_lexicon_free(l);
+}
+
 static void temp_path(char *out, size_t len, const char *name)
 {
     snprintf(out, len, "/tmp/mtlab_test_lexicon_%d_%s", (int)getpid(), name);
@@ -304,6 +334,7 @@ int main(void)
         cmocka_unit_test(test_detector_with_corpus),
         cmocka_unit_test(test_fates),
         cmocka_unit_test(test_translated_aware_recall),
+        cmocka_unit_test(test_translated_count_keeps_maximum),
         cmocka_unit_test(test_file_round_trip),
         cmocka_unit_test(test_file_errors),
         cmocka_unit_test(test_shipped_lexicon),
