@@ -1,14 +1,22 @@
 /* mtlab: a terminal workbench for machine translation with state space models and attention.
  * This file dispatches to the subcommands in app/cli/ (with no arguments it opens the
- * workbench, `mtlab tui`), first setting OpenMP's spinning for those that need it (below). */
+ * workbench, `mtlab tui`), first settling OpenMP's spinning and the BLAS kernels for those that
+ * run model math (below). */
 #include "cli/commands.h"
+#include "mtlab/device.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* How long OpenMP's idle threads spin. A libgomp thread that waits at a barrier spins for
+/* Two settings that libraries read before main, set here for the commands that run model
+ * math, which then execute mtlab again, once (about 60 ms of loading). A variable set before
+ * main is lost when libc's own initialiser takes the environment from the stack again, so
+ * setting it in this process is too late; the processes mtlab starts (training jobs) inherit
+ * both. A user's own value of either is left as it is.
+ *
+ * How long OpenMP's idle threads spin. A libgomp thread that waits at a barrier spins for
  * GOMP_SPINCOUNT iterations before it sleeps: 300,000 by default, about a millisecond. When
  * every core is busy (a training job beside the workbench, two jobs on two cores), the thread
  * it waits for is not running, and the spinning holds the core that thread needs: on a 2-core
@@ -16,25 +24,28 @@
  * thread and 111 s on two. With 1,000 spins the idle machine decodes and trains as fast as
  * before, and the busy one took 2.8 s (docs/decoding.md §9.1).
  *
- * libgomp reads its environment in its initialiser, before main, and a variable set before
- * main is lost when libc's own initialiser takes the environment from the stack again; so a
- * command whose work runs in OpenMP teams sets it and executes mtlab again, once (about 60 ms
- * of loading). A GOMP_SPINCOUNT or OMP_WAIT_POLICY of the user's is left as it is; the
- * processes mtlab starts (training jobs) inherit the setting. */
+ * Which BLAS kernels: OpenBLAS picks them by CPU model and gives CPUs newer than itself
+ * narrower ones than they run (SSE3 on a Xeon with AVX-512, AVX2 on Zen 4); OPENBLAS_CORETYPE
+ * names the widest the CPU's features allow (engine/backend/cpu/cpu_blas_info.c,
+ * docs/models.md §10.9). */
 #define SPIN_COUNT "1000"
 
-static void settle_openmp(char **argv)
+static void settle_environment(char **argv)
 {
-    if (getenv("GOMP_SPINCOUNT") || getenv("OMP_WAIT_POLICY")) return;
+    int again = 0;
+    if (!getenv("GOMP_SPINCOUNT") && !getenv("OMP_WAIT_POLICY"))
+        again |= setenv("GOMP_SPINCOUNT", SPIN_COUNT, 1) == 0;
+    const char *core = getenv("OPENBLAS_CORETYPE") ? NULL : mt_cpu_blas_best_core();
+    if (core) again |= setenv("OPENBLAS_CORETYPE", core, 1) == 0;
+    if (!again) return;
     /* the binary's own path, not /proc/self/exe: the process keeps its name ("mtlab" in ps) */
     char self[4096];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0 || (size_t)n >= sizeof self - 1) return;
     self[n] = '\0';
-    if (setenv("GOMP_SPINCOUNT", SPIN_COUNT, 1) != 0) return;
     execv(self, argv);
-    /* the binary is gone (rebuilt under the running program): go on with libgomp's default
-     * here; the processes this one starts get the variable */
+    /* the binary is gone (rebuilt under the running program): go on with the libraries'
+     * defaults here; the processes this one starts get the variables */
 }
 
 static const struct mt_command *const commands[] = {
@@ -67,7 +78,7 @@ static void usage(FILE *out)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        settle_openmp(argv);
+        settle_environment(argv);
         return cmd_tui.run(1, (char *[]){"tui", NULL});
     }
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
@@ -80,7 +91,7 @@ int main(int argc, char **argv)
             cli_print_usage(stdout, commands[i]);
             return 0;
         }
-        if (commands[i]->parallel) settle_openmp(argv);
+        if (commands[i]->parallel) settle_environment(argv);
         return commands[i]->run(argc - 1, argv + 1);
     }
     fprintf(stderr, "mtlab: unknown command '%s'\n\n", argv[1]);

@@ -4,12 +4,15 @@
 
 #include <omp.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static int run_devices(int argc, char **argv)
 {
     (void)argv;
     if (argc != 1) return cli_usage(&cmd_devices);
-    printf("cpu       OpenBLAS (%s kernels) + OpenMP, %d threads\n", mt_cpu_blas_core(), omp_get_max_threads());
+    const char *pinned = getenv("OPENBLAS_CORETYPE");
+    printf("cpu       OpenBLAS (%s kernels%s%s) + OpenMP, %d threads\n", mt_cpu_blas_core(),
+           pinned ? ", OPENBLAS_CORETYPE=" : "", pinned ? pinned : "", omp_get_max_threads());
     char hint[512];
     if (mt_cpu_blas_hint(hint, sizeof hint)) printf("          %s\n", hint);
     char why[256] = "";
@@ -24,5 +27,5 @@ static int run_devices(int argc, char **argv)
 
 const struct mt_command cmd_devices = {
     "devices", "", "list the CPU and CUDA devices models can run on", run_devices,
-    .parallel = 0,
+    .parallel = 1, /* it reports the OpenMP and BLAS settings the model commands run with */
 };

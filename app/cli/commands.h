@@ -13,7 +13,8 @@ struct mt_command {
     const char *args;    /* "-m BUNDLE [--beam N] [-i FILE]" */
     const char *summary; /* one line for the usage screen */
     int (*run)(int argc, char **argv); /* argv[0] is the command name */
-    int parallel; /* 1: its work runs in OpenMP teams (app/main.c sets their spinning) */
+    int parallel; /* 1: it runs model math (OpenMP teams, BLAS): app/main.c settles OpenMP's
+                   * spinning and the BLAS kernels first */
 };
 
 extern const struct mt_command cmd_devices;

@@ -71,8 +71,8 @@ static void test_cuda_silu_matches_cpu(void **state)
 }
 
 /* Device names: cpu always works; the rest either give a CUDA backend or say exactly why not. */
-/* The CPU names its BLAS kernels, and the hint appears exactly when the CPU has AVX-512 and
- * they are not AVX-512 ones, naming them and the variable that changes them. */
+/* The CPU names its BLAS kernels, and the hint appears exactly when the CPU runs wider ones
+ * than are loaded, naming both and the variable that chooses them. */
 static void test_cpu_blas_kernels(void **state)
 {
     (void)state;
@@ -80,14 +80,41 @@ static void test_cpu_blas_kernels(void **state)
     assert_non_null(core);
     assert_true(strlen(core) > 0);
     char hint[512] = "";
-    int wide = !strcmp(core, "SkylakeX") || !strcmp(core, "Cooperlake") || !strcmp(core, "SapphireRapids");
-    int has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-              __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+    const char *best = mt_cpu_blas_best_core();
     int h = mt_cpu_blas_hint(hint, sizeof hint);
-    assert_int_equal(h, has && !wide);
+    assert_int_equal(h, best != NULL);
     if (h) {
         assert_non_null(strstr(hint, core));
+        assert_non_null(strstr(hint, best));
         assert_non_null(strstr(hint, "OPENBLAS_CORETYPE="));
+    }
+}
+
+/* The core chosen from the CPU's features: the widest they allow, and only over a narrower one
+ * (OpenBLAS 0.3.21 gives a Xeon with AVX-512 Prescott's SSE3 kernels, Zen 4 Haswell's). */
+static void test_blas_core_from_features(void **state)
+{
+    (void)state;
+    const mt_cpu_features sse = {0, 0, 0}, avx2 = {1, 0, 0}, avx512 = {1, 1, 0}, bf16 = {1, 1, 1};
+    static const struct {
+        int features; /* 0 sse, 1 avx2, 2 avx512, 3 avx512 + bf16 */
+        const char *loaded, *want;
+    } cases[] = {
+        {3, "Prescott", "Cooperlake"}, {2, "Prescott", "SkylakeX"}, {1, "Prescott", "Haswell"},
+        {0, "Prescott", NULL},         {3, "Haswell", "Cooperlake"}, {2, "Zen", "SkylakeX"},
+        {1, "Haswell", NULL},          {1, "Zen", NULL},             {3, "SkylakeX", NULL},
+        {2, "Cooperlake", NULL},       {3, "SapphireRapids", NULL},  {1, "Nehalem", "Haswell"},
+        {3, "unknown", "Cooperlake"},  {0, "unknown", NULL},
+    };
+    const mt_cpu_features *f[] = {&sse, &avx2, &avx512, &bf16};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *got = mt_blas_core_for(*f[cases[i].features], cases[i].loaded);
+        if (!cases[i].want) {
+            if (got) fail_msg("case %zu: %s -> %s, expected none", i, cases[i].loaded, got);
+        } else if (!got || strcmp(got, cases[i].want)) {
+            fail_msg("case %zu: %s -> %s, expected %s", i, cases[i].loaded, got ? got : "none",
+                     cases[i].want);
+        }
     }
 }
 
@@ -126,6 +153,7 @@ int main(void)
         cmocka_unit_test(test_cuda_silu_matches_cpu),
         cmocka_unit_test(test_backend_for_names),
         cmocka_unit_test(test_cpu_blas_kernels),
+        cmocka_unit_test(test_blas_core_from_features),
     };
     return cmocka_run_group_tests_name("device", tests, NULL, NULL);
 }

@@ -1,7 +1,10 @@
-/* What the CPU backend's BLAS runs on this machine (`mtlab devices`, `mtlab bench`): OpenBLAS
- * picks its kernels by CPU model when it loads, and OpenBLAS 0.3.21 (Debian 12) does not know
- * AMD's Zen 4 and Zen 5, which have AVX-512: it falls back to its AVX2 (Haswell) kernels there.
- * OPENBLAS_CORETYPE, read when the library loads, chooses others; this file only says so. */
+/* Which kernels the CPU backend's BLAS runs, and which it should. OpenBLAS picks its kernels by
+ * CPU model when the library loads, and Debian 12's OpenBLAS 0.3.21 misjudges CPUs newer than
+ * it: AMD's Zen 4 and Zen 5 (AVX-512) get its AVX2 (Haswell) kernels, and an Intel Xeon that
+ * reports itself only as "Intel(R) Xeon(R) Processor" gets Prescott's SSE3 ones. The
+ * features, read with cpuid, say what the CPU can run; OPENBLAS_CORETYPE, read when the library
+ * loads, chooses that. app/main.c sets it before the commands that run model math (unless the
+ * user did) and executes mtlab again, as it does for OpenMP's spinning. */
 #include "mtlab/device.h"
 
 #include <cblas.h>
@@ -9,33 +12,39 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* OpenBLAS cores whose sgemm uses AVX-512 */
-static int avx512_core(const char *core)
+/* OpenBLAS cores by the widest vectors their sgemm uses */
+static int core_width(const char *core)
 {
-    static const char *const cores[] = {"SkylakeX", "Cooperlake", "SapphireRapids", NULL};
-    for (int i = 0; cores[i]; i++)
-        if (!strcmp(core, cores[i])) return 1;
-    return 0;
+    static const char *const avx512[] = {"SkylakeX", "Cooperlake", "SapphireRapids", NULL};
+    static const char *const avx2[] = {"Haswell", "Zen", NULL};
+    for (int i = 0; avx512[i]; i++)
+        if (!strcmp(core, avx512[i])) return 512;
+    for (int i = 0; avx2[i]; i++)
+        if (!strcmp(core, avx2[i])) return 256;
+    return 128;
 }
 
-static int cpu_has_avx512(void)
+mt_cpu_features mt_cpu_features_now(void)
 {
+    mt_cpu_features f = {0, 0, 0};
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-#else
-    return 0;
+    f.avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    f.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+#if __GNUC__ >= 12
+    f.avx512_bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
 #endif
+#endif
+    return f;
 }
 
-static int cpu_has_avx512_bf16(void)
+const char *mt_blas_core_for(mt_cpu_features f, const char *loaded)
 {
-#if defined(__x86_64__) && defined(__GNUC__) && __GNUC__ >= 12
-    return __builtin_cpu_supports("avx512bf16");
-#else
-    return 0;
-#endif
+    int have = core_width(loaded ? loaded : "");
+    if (f.avx512 && have < 512) return f.avx512_bf16 ? "Cooperlake" : "SkylakeX";
+    if (f.avx2_fma && have < 256) return "Haswell";
+    return NULL;
 }
 
 const char *mt_cpu_blas_core(void)
@@ -44,15 +53,25 @@ const char *mt_cpu_blas_core(void)
     return core ? core : "unknown";
 }
 
+const char *mt_cpu_blas_best_core(void)
+{
+    return mt_blas_core_for(mt_cpu_features_now(), mt_cpu_blas_core());
+}
+
 int mt_cpu_blas_hint(char *out, size_t len)
 {
-    const char *core = mt_cpu_blas_core();
-    if (!cpu_has_avx512() || avx512_core(core)) return 0;
-    const char *want = cpu_has_avx512_bf16() ? "Cooperlake" : "SkylakeX";
+    const char *want = mt_cpu_blas_best_core();
+    if (!want) return 0;
     const char *set = getenv("OPENBLAS_CORETYPE");
-    snprintf(out, len,
-             "this CPU has AVX-512 but OpenBLAS runs its %s kernels%s%s%s; OPENBLAS_CORETYPE=%s selects "
-             "AVX-512 ones (docs/models.md §10.9)",
-             core, set ? " (OPENBLAS_CORETYPE=" : "", set ? set : "", set ? " in the environment)" : "", want);
+    if (set)
+        snprintf(out, len,
+                 "OPENBLAS_CORETYPE=%s in the environment keeps OpenBLAS on its %s kernels; this "
+                 "CPU runs %s ones (unset it and mtlab chooses them; docs/models.md §10.9)",
+                 set, mt_cpu_blas_core(), want);
+    else
+        snprintf(out, len,
+                 "OpenBLAS runs its %s kernels; this CPU runs %s ones (mtlab sets "
+                 "OPENBLAS_CORETYPE=%s for the commands that run models; docs/models.md §10.9)",
+                 mt_cpu_blas_core(), want, want);
     return 1;
 }

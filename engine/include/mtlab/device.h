@@ -14,8 +14,21 @@ int mt_cuda_describe(int index, char *out, size_t out_len);
 
 /* The OpenBLAS core whose kernels the CPU backend runs ("Haswell", "SkylakeX", ...). */
 const char *mt_cpu_blas_core(void);
-/* 1 and a sentence in out when the CPU could run faster BLAS kernels than the ones loaded (it
- * has AVX-512, OpenBLAS picked AVX2 ones: what OPENBLAS_CORETYPE would choose), else 0. */
+
+/* What the CPU can run, from cpuid. */
+typedef struct {
+    int avx2_fma;    /* AVX2 and FMA */
+    int avx512;      /* AVX-512 F, DQ, BW and VL */
+    int avx512_bf16; /* and AVX512-BF16 */
+} mt_cpu_features;
+mt_cpu_features mt_cpu_features_now(void);
+/* The OpenBLAS core (OPENBLAS_CORETYPE) whose kernels are the widest a CPU with features f
+ * runs, when the loaded core's are narrower: "Cooperlake", "SkylakeX" or "Haswell"; NULL when
+ * `loaded` is already as wide. mt_cpu_blas_best_core: for this CPU and the loaded library. */
+const char *mt_blas_core_for(mt_cpu_features f, const char *loaded);
+const char *mt_cpu_blas_best_core(void);
+/* 1 and a sentence in out when the CPU could run wider BLAS kernels than the ones loaded
+ * (OPENBLAS_CORETYPE pinned by the user, or mtlab not started through its own main), else 0. */
 int mt_cpu_blas_hint(char *out, size_t len);
 
 struct mt_backend;
