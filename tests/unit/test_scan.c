@@ -243,6 +243,49 @@ static void test_scan_grad(void **state)
     scan_case_free(&s);
 }
 
+/* Every scan gradient accumulates (+=) into what its buffer already holds, as the optimiser's
+ * gradient buffers rely on; the optional ones may be NULL. Backward into zeros gives G0; into
+ * buffers pre-loaded with P it must give P + G0 (to rounding: the naive loop adds in steps). */
+static void scan_backward_accumulates(const mt_backend *be, const char *name)
+{
+    scan_case s;
+    scan_case_init(&s, 2, 11, 19, 5, 29);
+    scan_grads zero, pre;
+    scan_grads_init(&zero, &s), scan_grads_init(&pre, &s);
+    size_t btd = (size_t)s.B * s.T * s.D, btn = (size_t)s.B * s.T * s.N;
+    size_t total = 2 * btd + (size_t)s.D * s.N + 2 * btn + 2 * (size_t)s.D;
+    mt_rng rng;
+    mt_rng_init(&rng, 31, 0);
+    float *loaded = gc_random(total, &rng, 1.0f);
+    memcpy(pre.block, loaded, total * 4);
+    be->scan_backward(&zero.g, s.r, &s.a);
+    be->scan_backward(&pre.g, s.r, &s.a);
+    double worst = 0;
+    for (size_t i = 0; i < total; i++) {
+        double want = (double)loaded[i] + zero.block[i];
+        double e = fabs(pre.block[i] - want) / (fabs(loaded[i]) + fabs(zero.block[i]) + 1e-30);
+        if (e > worst) worst = e;
+    }
+    printf("scan %s: backward into pre-loaded gradients, max deviation from P + G0 %.1e (bound 1e-6)\n",
+           name, worst);
+    assert_true(worst < 1e-6);
+    /* only du and ddt: the same du and ddt */
+    scan_grads two;
+    scan_grads_init(&two, &s);
+    mt_scan_grads only = {two.g.du, two.g.ddt, NULL, NULL, NULL, NULL, NULL};
+    be->scan_backward(&only, s.r, &s.a);
+    assert_memory_equal(two.block, zero.block, 2 * btd * 4);
+    free(loaded), free(zero.block), free(pre.block), free(two.block);
+    scan_case_free(&s);
+}
+
+static void test_scan_backward_accumulates(void **state)
+{
+    (void)state;
+    scan_backward_accumulates(fast, "cpu");
+    scan_backward_accumulates(naive, "naive");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -250,6 +293,7 @@ int main(void)
         cmocka_unit_test(test_scan_step_matches_forward),
         cmocka_unit_test(test_scan_continues_from_h0),
         cmocka_unit_test(test_scan_grad),
+        cmocka_unit_test(test_scan_backward_accumulates),
     };
     return cmocka_run_group_tests_name("scan", tests, setup, NULL);
 }
