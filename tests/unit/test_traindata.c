@@ -138,6 +138,20 @@ static void test_examples_catn(void **state)
     mt_examples_free(&range);
     mt_examples_free(&again);
 
+    /* keep_p is the probability that a pair stays alone: 0 joins every pair, 1 none, 0.9 about
+     * one in ten (a rule read the wrong way round reads 0.5 the same) */
+    int keep_joined[3] = {0};
+    const double keeps[3] = {0.0, 1.0, 0.9};
+    for (int k = 0; k < 3; k++) {
+        mt_examples e;
+        mt_examples_build(&e, &c, 4, 0, keeps[k], 0, 7, 0);
+        for (int i = 0; i < N; i++) keep_joined[k] += e.n_parts[i] > 1;
+        mt_examples_free(&e);
+    }
+    assert_int_equal(keep_joined[0], N);
+    assert_int_equal(keep_joined[1], 0);
+    assert_true(keep_joined[2] > 5 && keep_joined[2] < 40);
+
     /* a length cap that no joined example fits: nothing is joined */
     mt_examples capped;
     mt_examples_build(&capped, &c, 5, 0, 0.0, 12, 1, 0);
