@@ -241,6 +241,60 @@ static void test_attention_fully_masked_row(void **state)
     }
 }
 
+/* A key a query may not see scores far above the visible ones (88 and more: exp of the gap
+ * underflows float): it still gets weight 0 and the visible keys a proper softmax, no NaN and
+ * no all-zero row. The softmax's maximum must be taken over the visible keys only; over all
+ * keys it is equally right until the exps underflow. Both paths of the fast backend (one
+ * query, several), a padding mask and a causal one, against the softmax computed here. */
+static void masked_far_above_case(const mt_backend *be, int Tq, int causal, float gap)
+{
+    enum { TK = 5 };
+    float score[TK] = {0.0f, 1.0f, -0.5f, 2.0f, 0.5f};
+    int hidden = causal ? 4 : 2; /* the key no query here may see... */
+    score[hidden] = 2.0f + gap;
+    uint8_t mask[TK] = {1, 1, 0, 1, 1};
+    /* ...causal: queries at positions 3.. see keys up to their own; key 4 only from position 4 */
+    mt_attn_desc d = {.B = 1, .H = 1, .Tq = Tq, .Tk = TK, .Dh = 2, .causal = causal,
+                      .q_pos0 = causal ? 3 : 0, .key_mask = causal ? NULL : mask, .scale = 1.0f};
+    float q[3 * 2], k[TK * 2], v[TK * 2], out[3 * 2], att[3 * TK];
+    for (int i = 0; i < Tq; i++) q[2 * i] = 1.0f, q[2 * i + 1] = 0.0f;
+    for (int j = 0; j < TK; j++) k[2 * j] = score[j], k[2 * j + 1] = 0.0f, v[2 * j] = j + 1.0f, v[2 * j + 1] = -10.0f * j;
+    for (int with_att = 1; with_att >= 0; with_att--) {
+        be->attention_forward(out, with_att ? att : NULL, q, k, v, &d);
+        for (int i = 0; i < Tq; i++) {
+            double mx = -INFINITY, p[TK], sum = 0.0, o[2] = {0, 0};
+            int visible[TK];
+            for (int j = 0; j < TK; j++) {
+                visible[j] = causal ? j <= 3 + i : mask[j];
+                if (visible[j] && score[j] > mx) mx = score[j];
+            }
+            for (int j = 0; j < TK; j++) sum += p[j] = visible[j] ? exp((double)score[j] - mx) : 0.0;
+            for (int j = 0; j < TK; j++) {
+                p[j] /= sum;
+                o[0] += p[j] * v[2 * j], o[1] += p[j] * v[2 * j + 1];
+                if (with_att && !(fabs(att[i * TK + j] - p[j]) < 1e-6))
+                    fail_msg("gap %g, Tq %d, causal %d, query %d: weight of key %d is %g, want %g", gap, Tq,
+                             causal, i, j, att[i * TK + j], p[j]);
+            }
+            for (int e = 0; e < 2; e++)
+                if (!(fabs(out[2 * i + e] - o[e]) <= 1e-5 * (1 + fabs(o[e]))))
+                    fail_msg("gap %g, Tq %d, causal %d, query %d: out[%d] is %g, want %g", gap, Tq, causal, i, e,
+                             out[2 * i + e], o[e]);
+        }
+    }
+}
+
+static void test_attention_masked_key_far_above(void **state)
+{
+    (void)state;
+    const float gaps[] = {10.0f, 88.0f, 90.0f, 200.0f, 1e30f};
+    for (int which = 0; which < 2; which++)
+        for (size_t g = 0; g < sizeof gaps / sizeof gaps[0]; g++)
+            for (int causal = 0; causal < 2; causal++)
+                for (int Tq = 1; Tq <= 3; Tq += 2)
+                    masked_far_above_case(which ? naive : fast, Tq, causal, gaps[g]);
+}
+
 /* ---------------------------------------------------------------- rotary */
 static void test_rope(void **state)
 {
@@ -601,6 +655,7 @@ int main(void)
         cmocka_unit_test(test_expf_poly),
         cmocka_unit_test(test_attention_vs_naive),
         cmocka_unit_test(test_attention_fully_masked_row),
+        cmocka_unit_test(test_attention_masked_key_far_above),
         cmocka_unit_test(test_rope),
         cmocka_unit_test(test_conv1d),
         cmocka_unit_test(test_conv1d_grad),
