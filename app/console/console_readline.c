@@ -20,6 +20,8 @@
 #include "mtlab/utf8.h"
 
 #define HISTORY_KEEP 1000
+/* readline's own default, set so that a user's inputrc cannot take C-J away (end_search) */
+#define ISEARCH_TERMINATORS "\033\n"
 
 static tui_console *rl_console;
 static unsigned char input[256];
@@ -174,6 +176,7 @@ int console_rl_start(tui_console *c)
     if (history_path[0] && read_history(history_path) == ENOENT) write_history(history_path);
     prompt_now = "> ";
     rl_callback_handler_install(prompt_now, on_line);
+    rl_variable_bind("isearch-terminators", "\\e\\C-J");
     rl_bind_keyseq("\\e[3~", rl_delete);
     rl_bind_keyseq("\\e[H", rl_beg_of_line);
     rl_bind_keyseq("\\e[F", rl_end_of_line);
@@ -188,7 +191,10 @@ void console_rl_stop(void)
         struct stat st;
         if (stat(history_path, &st) == 0) history_truncate_file(history_path, HISTORY_KEEP);
     }
-    clear_history();
+    /* the undo lists of the line and of each history entry edited (clear_history leaves
+     * those), so that a closed console holds no memory of readline's */
+    rl_free_undo_list();
+    rl_clear_history();
     if (rl_null_in) fclose(rl_null_in);
     if (rl_null_out) fclose(rl_null_out);
     rl_instream = rl_outstream = rl_null_in = rl_null_out = NULL;
@@ -201,6 +207,30 @@ static void push(const char *bytes, size_t n)
     if (input_len + n > sizeof input) return;
     memcpy(input + input_len, bytes, n);
     input_len += n;
+}
+
+/* A key that readline's incremental search would take as the start of a key sequence (Ctrl-X,
+ * or Esc were it not a search terminator). */
+static int starts_key_sequence(unsigned char b)
+{
+    Keymap map = rl_get_keymap();
+    return map[b].type == ISKMAP && !strchr(ISEARCH_TERMINATORS, b);
+}
+
+/* Readline 8.2 ends a search that meets a key sequence (Ctrl-R, Ctrl-X, x) by pushing the
+ * keys back and calling rl_callback_read_char within itself, which crashes in callback mode
+ * (tests/unit/test_console_readline.c has the sequences). Ending the search first with C-J,
+ * which keeps the line found and runs nothing, then giving it the sequence does the same
+ * without that path. */
+static void end_search(void)
+{
+    if (input_head == 0) {
+        if (input_len == sizeof input) return;
+        memmove(input + 1, input, input_len++);
+        input_head = 1;
+    }
+    input[--input_head] = '\n';
+    rl_callback_read_char();
 }
 
 void console_rl_key(int key, int is_char)
@@ -223,7 +253,10 @@ void console_rl_key(int key, int is_char)
         char b = (char)key;
         push(&b, 1);
     }
-    while (input_available()) rl_callback_read_char();
+    while (input_available()) {
+        if (RL_ISSTATE(RL_STATE_ISEARCH) && starts_key_sequence(input[input_head])) end_search();
+        rl_callback_read_char();
+    }
 }
 
 const char *console_rl_prompt(void) { return rl_display_prompt ? rl_display_prompt : prompt_now; }

@@ -1,0 +1,142 @@
+/* The console's line editor (console_readline.c): GNU readline's callback interface fed the
+ * TUI's keys by console_rl_key, driven here without curses or a Lua thread. */
+#include "test_util.h"
+
+#include <curses.h>
+#include <lauxlib.h>
+#include <pthread.h>
+#include <readline/readline.h>
+
+#include "console/console_internal.h"
+#include "tui/keys.h"
+
+static char state_dir[256];
+
+static int setup(void **state)
+{
+    (void)state;
+    if (test_make_tmpdir(state_dir, sizeof state_dir, "readline") != 0) return -1;
+    setenv("XDG_STATE_HOME", state_dir, 1);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    test_remove_tree(state_dir);
+    return 0;
+}
+
+typedef struct {
+    tui_app *app;
+    tui_console c;
+} bench;
+
+static void start(bench *b)
+{
+    memset(b, 0, sizeof *b);
+    b->app = calloc(1, sizeof *b->app);
+    assert_non_null(b->app);
+    assert_int_equal(tui_queue_init(&b->app->q), 0);
+    b->c.app = b->app;
+    b->c.parser = luaL_newstate();
+    b->c.L = luaL_newstate(); /* what Tab completes against */
+    pthread_mutex_init(&b->c.lock, NULL);
+    pthread_mutex_init(&b->c.state_lock, NULL);
+    assert_int_equal(console_rl_start(&b->c), 0);
+}
+
+static void stop(bench *b)
+{
+    console_rl_stop();
+    for (console_request *r = b->c.req_head, *next; r; r = next) {
+        next = r->next;
+        free(r->text);
+        free(r);
+    }
+    console_scrollback_free(&b->c.sb);
+    lua_close(b->c.parser);
+    lua_close(b->c.L);
+    free(b->c.pending);
+    pthread_mutex_destroy(&b->c.lock);
+    pthread_mutex_destroy(&b->c.state_lock);
+    tui_queue_destroy(&b->app->q);
+    free(b->app);
+}
+
+/* Each byte as the TUI passes a typed control key or ASCII character. */
+static void keys(const char *s)
+{
+    for (; *s; s++) console_rl_key((unsigned char)*s, 0);
+}
+
+static const char *line(void)
+{
+    int point;
+    return console_rl_line(&point);
+}
+
+/* Ctrl-R (or Ctrl-S), then Ctrl-X, a prefix inside the incremental search, then any key:
+ * readline 8.2's callback mode crashed ending the search there (the workbench died on
+ * Ctrl-O, Ctrl-R, Ctrl-X, x). The search ends with the line it found, as an Emacs user
+ * expects of a command key, and the key sequence after it runs. */
+static void test_prefix_key_inside_search(void **state)
+{
+    (void)state;
+    bench b;
+    start(&b);
+    keys("alpha = 1\r" "beta = 2\r");
+    keys("\x12" "bet" "\x18" "x");
+    assert_string_equal(line(), "beta = 2");
+    console_rl_clear_line();
+    /* Ctrl-X Ctrl-U (undo) after the search: the line the search found stays */
+    keys("\x12" "alp" "\x18\x15");
+    assert_string_equal(line(), "alpha = 1");
+    console_rl_clear_line();
+    /* the forward search, and a search that found nothing */
+    keys("\x13" "zz" "\x18" "y");
+    keys("\x07\x07");
+    console_rl_clear_line();
+    /* typing goes on normally after each */
+    keys("ok");
+    assert_string_equal(line(), "ok");
+    stop(&b);
+}
+
+/* Every three keys from the keys that start or end readline's multi-key states (searches,
+ * prefixes, Meta, quoted insert, numeric arguments, abort, accept) after a search or a prefix:
+ * none crashes, and after Ctrl-G twice and a cleared line typing works again. */
+static void test_key_triples_after_search_and_prefixes(void **state)
+{
+    (void)state;
+    static const char firsts[] = "\x12\x13\x18\x1b\x16\x1f";
+    static const char alphabet[] = "\x12\x13\x18\x1b\x16\x07\x15\r\x0e\x10\x19x[1-";
+    bench b;
+    start(&b);
+    keys("alpha = 1\r" "x = [1]\r");
+    for (const char *f = firsts; *f; f++)
+        for (const char *m = alphabet; *m; m++)
+            for (const char *k = alphabet; *k; k++) {
+                char seq[8] = {'a', *f, *m, *k, '\0'};
+                keys(seq);
+                keys("\x07\x07");
+                /* Meta-Enter is readline's vi-editing-mode */
+                if (rl_editing_mode == 0) rl_emacs_editing_mode(1, 0);
+                console_rl_clear_line();
+                keys("z");
+                if (strcmp(line(), "z") != 0)
+                    fail_msg("after %02x %02x %02x the line is \"%s\", not \"z\"",
+                             (unsigned char)*f, (unsigned char)*m, (unsigned char)*k, line());
+                console_rl_clear_line();
+            }
+    stop(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_prefix_key_inside_search),
+        cmocka_unit_test(test_key_triples_after_search_and_prefixes),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
