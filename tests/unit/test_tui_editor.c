@@ -109,6 +109,32 @@ static void test_paste_is_cleaned_and_is_one_edit(void **state)
     tui_editor_free(&e);
 }
 
+/* A paste of invalid bytes only: each becomes the three bytes of U+FFFD, the most the repair
+ * can grow a text (a buffer sized for less overflows, which ASan sees). */
+static void test_paste_of_only_invalid_bytes(void **state)
+{
+    (void)state;
+    static const size_t lengths[] = {1, 2, 3, 4, 5, 31, 4096, 100000};
+    for (size_t t = 0; t < sizeof lengths / sizeof lengths[0]; t++) {
+        size_t n = lengths[t];
+        for (int kind = 0; kind < 2; kind++) {
+            /* 0xff never starts a character; 0x80 is a continuation byte with nothing before */
+            char *paste = malloc(n);
+            memset(paste, kind ? 0x80 : 0xff, n);
+            tui_editor e;
+            tui_editor_init(&e, 3 * n + 16);
+            size_t replaced = 0;
+            assert_int_equal(tui_editor_insert(&e, paste, n, &replaced), 0);
+            assert_int_equal(replaced, n);
+            assert_int_equal(e.len, 3 * n);
+            for (size_t i = 0; i < n; i++) assert_memory_equal(e.text + 3 * i, "\xef\xbf\xbd", 3);
+            assert_int_equal(mt_utf8_invalid_offset(e.text, e.len), e.len);
+            tui_editor_free(&e);
+            free(paste);
+        }
+    }
+}
+
 static void test_cap_reports_what_did_not_fit(void **state)
 {
     (void)state;
@@ -208,6 +234,7 @@ int main(void)
         cmocka_unit_test(test_widths),
         cmocka_unit_test(test_typing_and_deleting_whole_characters),
         cmocka_unit_test(test_paste_is_cleaned_and_is_one_edit),
+        cmocka_unit_test(test_paste_of_only_invalid_bytes),
         cmocka_unit_test(test_cap_reports_what_did_not_fit),
         cmocka_unit_test(test_wrap_at_spaces_and_inside_long_words),
         cmocka_unit_test(test_cursor_moves_over_wrapped_rows),
