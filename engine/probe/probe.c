@@ -212,16 +212,17 @@ int mt_probe_run(mt_model *m, const int32_t *src, int src_len, const int32_t *hy
     if (encdec) {
         out->src = mt_xmalloc((size_t)S * sizeof *out->src);
         out->n_src = S;
-        memcpy(out->src, src, (size_t)src_len * sizeof *src);
+        if (src_len > 0) memcpy(out->src, src, (size_t)src_len * sizeof *src);
         out->src[src_len] = cfg->eos_id;
         out->tokens[0] = cfg->decoder_start_id;
         out->n_prompt = 1;
     } else {
-        memcpy(out->tokens, src, (size_t)src_len * sizeof *src);
+        if (src_len > 0) memcpy(out->tokens, src, (size_t)src_len * sizeof *src);
         out->tokens[src_len] = cfg->sep_id;
         out->n_prompt = src_len + 1;
     }
-    memcpy(out->tokens + out->n_prompt, hyp, (size_t)hyp_len * sizeof *hyp);
+    /* an empty source or translation may come as NULL, which memcpy must not get even for 0 */
+    if (hyp_len > 0) memcpy(out->tokens + out->n_prompt, hyp, (size_t)hyp_len * sizeof *hyp);
     mt_batch b = {.B = 1, .T = T, .ids = out->tokens, .S = S, .src = out->src};
     if (mt_model_prepare(m, &b) != 0) {
         mt_error_context("probes");

@@ -316,6 +316,32 @@ static void test_maps_are_causal_in_the_hypothesis(void **state)
     }
 }
 
+/* An empty translation (no hypothesis tokens, hyp NULL as a decoder leaves it) and an empty
+ * source (no ids from the tokenizer) are probed like any other: only the prompt positions. */
+static void test_empty_hypothesis_and_source(void **state)
+{
+    (void)state;
+    const char *archs[] = {"mamba", "transformer"};
+    for (int a = 0; a < 2; a++) {
+        mt_model *m = tiny(archs[a], 11);
+        int encdec = mt_model_is_encdec(m);
+        mt_probe_record r;
+        assert_int_equal(mt_probe_run(m, SRC, 5, NULL, 0, NULL, &r), 0);
+        assert_int_equal(r.n_tokens, encdec ? 1 : 6);
+        assert_int_equal(r.n_prompt, r.n_tokens);
+        assert_true(r.n_maps > 0);
+        mt_probe_record_free(&r);
+        assert_int_equal(mt_probe_run(m, NULL, 0, NULL, 0, NULL, &r), 0);
+        assert_int_equal(r.n_tokens, 1);
+        assert_int_equal(r.n_src, encdec ? 1 : 0);
+        mt_probe_record_free(&r);
+        assert_int_equal(mt_probe_run(m, NULL, 0, HYP, 2, NULL, &r), 0);
+        assert_int_equal(r.n_tokens, 3);
+        mt_probe_record_free(&r);
+        mt_model_free(m);
+    }
+}
+
 static void test_kinds_filter_and_errors(void **state)
 {
     (void)state;
@@ -347,6 +373,7 @@ int main(void)
         cmocka_unit_test(test_mamba_maps),
         cmocka_unit_test(test_retention_and_window_maps),
         cmocka_unit_test(test_maps_are_causal_in_the_hypothesis),
+        cmocka_unit_test(test_empty_hypothesis_and_source),
         cmocka_unit_test(test_kinds_filter_and_errors),
     };
     return cmocka_run_group_tests_name("probe", tests, NULL, NULL);
