@@ -178,25 +178,27 @@ static void *lua_thread(void *arg)
         console_request *r = c->req_head;
         c->req_head = r->next;
         if (!c->req_head) c->req_tail = NULL;
+        /* disarmed while the lock is held: an interrupt asked once this request is taken
+         * (Ctrl-C, or console_lua_stop seeing busy) is never lost */
+        mtlab_lua_reset_interrupt(c->L);
         c->busy = 1;
         c->changed = 1;
         console_wake_ui(c);
         pthread_mutex_unlock(&c->lock);
 
         pthread_mutex_lock(&c->state_lock);
-        mtlab_lua_reset_interrupt(c->L);
         switch (r->kind) {
         case CONSOLE_REQ_CHUNK: run_chunk(c, r->text); break;
         case CONSOLE_REQ_HELP: show_help(c, r->text); break;
         case CONSOLE_REQ_FILE: run_file(c, r->text); break;
         case CONSOLE_REQ_KEY: run_binding(c, r->key); break;
         }
-        mtlab_lua_reset_interrupt(c->L);
         pthread_mutex_unlock(&c->state_lock);
         free(r->text);
         free(r);
 
         pthread_mutex_lock(&c->lock);
+        mtlab_lua_reset_interrupt(c->L);
         c->busy = 0;
         c->changed = 1;
         console_wake_ui(c);

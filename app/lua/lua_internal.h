@@ -15,6 +15,7 @@
 typedef struct {
     atomic_int cancel;                 /* a running decode's cancel flag (mt_decode_opts) */
     volatile sig_atomic_t interrupted; /* set by mtlab_lua_interrupt */
+    lua_State *_Atomic running;        /* the coroutine running now (NULL: the main thread) */
 } mtl_context;
 
 /* The context of L (kept in the state's extra space, so a signal handler can reach it). */

@@ -8,11 +8,19 @@
 #include <lualib.h>
 #include <stdlib.h>
 
+/* An interrupt stays armed until the top level clears it (mtlab_lua_reset_interrupt): the hook
+ * raises "interrupted" at every instruction of Lua code, so a pcall, an xpcall's handler or a
+ * coroutine.resume that catches the error only gets as far as its next instruction. It counts
+ * instructions only, so C functions (a model's __close, a finaliser) still run to their end. */
 static void interrupt_hook(lua_State *L, lua_Debug *ar)
 {
     (void)ar;
-    lua_sethook(L, NULL, 0, 0);
     luaL_error(L, "interrupted");
+}
+
+static void arm(lua_State *L)
+{
+    lua_sethook(L, interrupt_hook, LUA_MASKCOUNT, 1);
 }
 
 void mtlab_lua_interrupt(lua_State *L)
@@ -20,8 +28,11 @@ void mtlab_lua_interrupt(lua_State *L)
     mtl_context *c = mtl_context_of(L);
     c->interrupted = 1;
     atomic_store(&c->cancel, 1);
-    /* lua_sethook is the one Lua call that is safe in a signal handler (lua.c does the same) */
-    lua_sethook(L, interrupt_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT, 1);
+    /* lua_sethook is the one Lua call that is safe in a signal handler (lua.c does the same);
+     * a hook belongs to one thread, so the coroutine running now is armed too */
+    arm(L);
+    lua_State *co = atomic_load(&c->running);
+    if (co) arm(co);
 }
 
 int mtlab_lua_interrupted(lua_State *L)
@@ -35,6 +46,60 @@ void mtlab_lua_reset_interrupt(lua_State *L)
     c->interrupted = 0;
     atomic_store(&c->cancel, 0);
     lua_sethook(L, NULL, 0, 0);
+}
+
+/* coroutine.resume and the functions of coroutine.wrap run the standard ones (upvalue 1) with
+ * the coroutine they resume (upvalue 2 for wrap, else argument 1) recorded as the running
+ * thread, so that an interrupt reaches it; a coroutine made before the interrupt has no hook of
+ * its own. Once it returns, an interrupt that came meanwhile arms the thread that resumed it. */
+static int tracked_resume(lua_State *L)
+{
+    mtl_context *c = mtl_context_of(L);
+    lua_State *co = lua_tothread(L, lua_upvalueindex(2));
+    if (!co) {
+        luaL_checktype(L, 1, LUA_TTHREAD); /* here, where the message can name this function */
+        co = lua_tothread(L, 1);
+    }
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_State *outer = atomic_exchange(&c->running, co);
+    if (c->interrupted) arm(co);
+    int st = lua_pcall(L, lua_gettop(L) - 1, LUA_MULTRET, 0);
+    atomic_store(&c->running, outer);
+    if (c->interrupted) arm(L);
+    if (st != LUA_OK) {
+        /* where the wrap function was called, as the standard one says (it saw this C one) */
+        if (lua_type(L, lua_upvalueindex(2)) == LUA_TTHREAD && lua_type(L, -1) == LUA_TSTRING) {
+            luaL_where(L, 1);
+            lua_insert(L, -2);
+            lua_concat(L, 2);
+        }
+        return lua_error(L);
+    }
+    return lua_gettop(L);
+}
+
+static int tracked_wrap(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TFUNCTION);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, 1); /* the standard wrap: a function over a new coroutine */
+    lua_getupvalue(L, -1, 1);           /* its coroutine */
+    lua_pushcclosure(L, tracked_resume, 2);
+    return 1;
+}
+
+static void track_coroutines(lua_State *L)
+{
+    lua_getglobal(L, "coroutine");
+    lua_getfield(L, -1, "resume");
+    lua_pushcclosure(L, tracked_resume, 1);
+    lua_setfield(L, -2, "resume");
+    lua_getfield(L, -1, "wrap");
+    lua_pushcclosure(L, tracked_wrap, 1);
+    lua_setfield(L, -2, "wrap");
+    lua_pop(L, 1);
 }
 
 static int luaopen_mtlab(lua_State *L)
@@ -63,8 +128,10 @@ lua_State *mtlab_lua_new(void)
         return NULL;
     }
     atomic_init(&c->cancel, 0);
+    atomic_init(&c->running, NULL);
     *(mtl_context **)lua_getextraspace(L) = c;
     luaL_openlibs(L);
+    track_coroutines(L);
     luaL_requiref(L, "mtlab", luaopen_mtlab, 1);
     lua_pop(L, 1);
     return L;

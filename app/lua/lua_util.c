@@ -16,10 +16,7 @@ mtl_context *mtl_context_of(lua_State *L)
 
 void mtl_check_interrupt(lua_State *L)
 {
-    if (mtl_context_of(L)->interrupted) {
-        lua_sethook(L, NULL, 0, 0);
-        luaL_error(L, "interrupted");
-    }
+    if (mtl_context_of(L)->interrupted) luaL_error(L, "interrupted");
 }
 
 int mtl_error(lua_State *L, const char *fn, const char *fmt, ...)

@@ -11,7 +11,10 @@
  * lua_help.c (mtlab.help, the console's `? name`, README's API section).
  *
  * Interrupts: mtlab_lua_interrupt() may be called from a signal handler; it cancels a running
- * decode and makes the next Lua instruction raise "interrupted" with a traceback. */
+ * decode and makes the next Lua instruction raise "interrupted" with a traceback, in the main
+ * thread and in the coroutine running then. It stays armed (every instruction raises again, so
+ * no pcall or coroutine.resume can swallow it) until the caller at the top level, after its
+ * lua_pcall has returned, calls mtlab_lua_reset_interrupt. */
 #ifndef MTLAB_APP_MTLAB_LUA_H
 #define MTLAB_APP_MTLAB_LUA_H
 
@@ -27,6 +30,7 @@ void mtlab_lua_close(lua_State *L);
 void mtlab_lua_interrupt(lua_State *L);
 /* 1 when an interrupt was requested since the state was made (or since the last reset). */
 int mtlab_lua_interrupted(lua_State *L);
+/* Disarm: only where no Lua code of L is running (between two top-level calls). */
 void mtlab_lua_reset_interrupt(lua_State *L);
 
 /* Load and run a file (or stdin when path is "-") with the traceback handler, arguments

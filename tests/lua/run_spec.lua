@@ -49,7 +49,8 @@ describe("mtlab run", function()
   end)
 
   -- Starts a script in the background, waits until it wrote `ready`, sends SIGINT, and
-  -- returns its exit status and stderr.
+  -- returns its exit status and stderr (a script still running 30 s after the signal is
+  -- killed, and its stderr says so).
   local function interrupt(chunk)
     local script, ready, err = H.tmpname(), H.tmpname(), H.tmpname()
     os.remove(ready)
@@ -57,7 +58,10 @@ describe("mtlab run", function()
     local out = H.sh(string.format([[
 %s run %s 2>%s & pid=$!
 for i in $(seq 1 600); do [ -e %s ] && break; sleep 0.05; done
-kill -INT $pid; wait $pid; echo $?]], H.mtlab, script, err, ready))
+kill -INT $pid
+for i in $(seq 1 600); do kill -0 $pid 2>/dev/null || break; sleep 0.05; done
+kill -KILL $pid 2>/dev/null && echo "still running 30 s after SIGINT" >>%s
+wait $pid; echo $?]], H.mtlab, script, err, ready, err))
     local e = H.read(err)
     os.remove(script); os.remove(ready); os.remove(err)
     return tonumber(out:match("(%d+)%s*$")), e
@@ -70,6 +74,21 @@ kill -INT $pid; wait $pid; echo $?]], H.mtlab, script, err, ready))
     assert.are.equal(130, code)
     assert.matches("interrupted", err)
     assert.matches("in local 'spin'", err)
+  end)
+
+  it("stops a loop that catches every error on Ctrl-C: pcall, xpcall and coroutines cannot swallow it", function()
+    for _, loop in ipairs({
+      "while true do pcall(function() while true do end end) end",
+      "while true do xpcall(function() while true do end end, function(e) return e end) end",
+      "while true do pcall(error, 'x') end",
+      "while true do coroutine.resume(coroutine.create(function() while true do end end)) end",
+      "while true do pcall(coroutine.wrap(function() pcall(function() while true do end end) end)) end",
+    }) do
+      local code, err = interrupt('io.open("READY", "w"):close()\n' .. loop .. '\n')
+      assert.are.equal(130, code, loop .. "\n" .. err)
+      assert.matches("interrupted", err, 1, true)
+      assert.is_nil(err:find("still running", 1, true), loop)
+    end
   end)
 
   it("stops a long translation on Ctrl-C", function()
