@@ -1,17 +1,12 @@
 /* Reading and grouping the input of `mtlab translate` (translate_input.h). */
 #include "cli/translate_input.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/types.h>
 
 #include "mtlab/error.h"
+#include "mtlab/files.h"
 #include "mtlab/utf8.h"
-
-/* A sentence or paragraph line has no business holding a megabyte; stopping there turns a
- * wrong file (a binary, a corpus without newlines) into a clear message. */
-#define MAX_LINE_BYTES ((size_t)1 << 20)
 
 void tr_lines_free(tr_lines *l)
 {
@@ -24,31 +19,13 @@ void tr_lines_free(tr_lines *l)
 int tr_read_lines(tr_lines *out, FILE *f, const char *name)
 {
     memset(out, 0, sizeof *out);
-    size_t cap = 0, buf_cap = 0;
-    char *buf = NULL;
-    int rc = 0;
-    for (;;) {
-        errno = 0;
-        ssize_t got = getline(&buf, &buf_cap, f);
-        if (got < 0) {
-            if (ferror(f)) rc = mt_error("%s: read error after line %zu: %s", name, out->n,
-                                         strerror(errno ? errno : EIO));
-            break;
-        }
-        size_t len = (size_t)got, line_no = out->n + 1;
-        if (len > 0 && buf[len - 1] == '\n') len--;
+    mt_line_reader lr;
+    mt_line_reader_init(&lr, f, name, 0);
+    size_t cap = 0, len;
+    char *buf;
+    int rc;
+    while ((rc = mt_line_next(&lr, &buf, &len)) > 0) {
         if (len > 0 && buf[len - 1] == '\r') len--;
-        if (len > MAX_LINE_BYTES) {
-            rc = mt_error("%s:%zu: line of %zu bytes is over the %zu-byte limit", name, line_no,
-                          len, MAX_LINE_BYTES);
-            break;
-        }
-        const char *nul = memchr(buf, '\0', len);
-        if (nul) {
-            rc = mt_error("%s:%zu: NUL byte at byte %zu (not a text file?)", name, line_no,
-                          (size_t)(nul - buf));
-            break;
-        }
         if (out->n == cap) {
             cap = cap ? 2 * cap : 64;
             out->lines = mt_xrealloc(out->lines, cap * sizeof *out->lines);
@@ -58,14 +35,15 @@ int tr_read_lines(tr_lines *out, FILE *f, const char *name)
         line[len] = '\0';
         out->lines[out->n++] = line;
     }
-    free(buf);
+    rc = rc < 0 ? -1 : 0;
+    mt_line_reader_free(&lr);
     /* Invalid UTF-8 is named by its own line and byte here: a paragraph joins lines, so the
      * tokenizer could only name the paragraph. Checked after reading, so a NUL byte or an
      * over-long line anywhere is reported first, as a file that is not text. */
     for (size_t i = 0; rc == 0 && i < out->n; i++) {
         const char *line = out->lines[i];
-        size_t len = strlen(line), bad = mt_utf8_invalid_offset(line, len);
-        if (bad < len)
+        size_t n = strlen(line), bad = mt_utf8_invalid_offset(line, n);
+        if (bad < n)
             rc = mt_error("%s:%zu: invalid UTF-8 at byte %zu (0x%02X)", name, i + 1, bad,
                           (unsigned)(unsigned char)line[bad]);
     }

@@ -2,16 +2,12 @@
  * (open(..., newline="\n") then line.rstrip() for every line). */
 #include "eval/codepoints.h"
 #include "mtlab/error.h"
+#include "mtlab/files.h"
 #include "mtlab/metrics.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* A sentence-per-line file has no business holding a 16 MiB line; stopping there turns a
- * wrong file (a binary, a whole corpus on one line) into a clear message. */
-#define MAX_LINE_BYTES ((size_t)16 << 20)
 
 void mt_text_lines_free(mt_text_lines *t)
 {
@@ -21,20 +17,10 @@ void mt_text_lines_free(mt_text_lines *t)
     t->n = 0;
 }
 
-/* Validates one line (without its '\n') and returns it rstripped, or NULL. */
+/* Validates one line (without its '\n'; length and NUL bytes checked by the reader) and
+ * returns it rstripped, or NULL. */
 static char *clean_line(const char *buf, size_t len, const char *path, size_t line_no)
 {
-    if (len > MAX_LINE_BYTES) {
-        mt_error("%s:%zu: line of %zu bytes is over the %zu-byte limit (one sentence per line "
-                 "expected)", path, line_no, len, MAX_LINE_BYTES);
-        return NULL;
-    }
-    const char *nul = memchr(buf, '\0', len);
-    if (nul) {
-        mt_error("%s:%zu: NUL byte at byte %zu (not a text file?)", path, line_no,
-                 (size_t)(nul - buf));
-        return NULL;
-    }
     mt_cpbuf cps = {0};
     if (mt_utf8_decode(&cps, buf, len) < 0) {
         mt_cpbuf_free(&cps);
@@ -49,22 +35,16 @@ static char *clean_line(const char *buf, size_t len, const char *path, size_t li
 int mt_text_lines_read(mt_text_lines *out, const char *path)
 {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
-    if (!f) return mt_error("%s: %s", path, strerror(errno));
+    FILE *f = mt_file_fopen(path, MT_FILE_STREAM);
+    if (!f) return -1;
+    mt_line_reader lr;
+    mt_line_reader_init(&lr, f, path, 0);
     size_t cap = 0;
-    char *buf = NULL;
-    size_t buf_cap = 0;
-    int rc = 0;
-    for (;;) {
-        errno = 0;
-        ssize_t got = getline(&buf, &buf_cap, f);
-        if (got < 0) {
-            if (ferror(f)) rc = mt_error("%s: read error: %s", path, strerror(errno ? errno : EIO));
-            break;
-        }
-        size_t len = (size_t)got;
-        if (len > 0 && buf[len - 1] == '\n') len--;
-        char *line = clean_line(buf, len, path, out->n + 1);
+    char *buf;
+    size_t len;
+    int rc;
+    while ((rc = mt_line_next(&lr, &buf, &len)) > 0) {
+        char *line = clean_line(buf, len, path, lr.line_no);
         if (!line) {
             rc = -1;
             break;
@@ -75,8 +55,8 @@ int mt_text_lines_read(mt_text_lines *out, const char *path)
         }
         out->lines[out->n++] = line;
     }
-    free(buf);
+    mt_line_reader_free(&lr);
     fclose(f);
     if (rc < 0) mt_text_lines_free(out);
-    return rc;
+    return rc < 0 ? -1 : 0;
 }

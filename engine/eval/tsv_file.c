@@ -1,13 +1,12 @@
 #include "eval/tsv_file.h"
 
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/types.h>
 
 #include "mtlab/error.h"
+#include "mtlab/files.h"
 
 int tsv_parse_count(const char *s, size_t *out)
 {
@@ -25,21 +24,19 @@ int tsv_parse_count(const char *s, size_t *out)
 
 int tsv_read(const char *path, const tsv_reader *r)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) return mt_error("%s: %s", path, strerror(errno));
-    char *line = NULL;
-    size_t cap = 0, line_no = 0;
-    ssize_t got;
-    int ok = 1;
-    while (ok && (got = getline(&line, &cap, f)) >= 0) {
-        line_no++;
-        size_t len = (size_t)got;
-        if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
-        if (len > r->max_line) {
-            mt_error("%s:%zu: line of %zu bytes (%s has short lines)", path, line_no, len, r->kind);
-            ok = 0;
-        } else if (strlen(line) != len) {
-            mt_error("%s:%zu: NUL byte at byte %zu (not a text file?)", path, line_no, strlen(line));
+    FILE *f = mt_file_fopen(path, MT_FILE_STREAM);
+    if (!f) return -1;
+    char hint[96];
+    snprintf(hint, sizeof hint, "%s has short lines", r->kind);
+    mt_line_reader lr;
+    mt_line_reader_init(&lr, f, path, r->max_line);
+    lr.hint = hint;
+    char *line;
+    size_t len;
+    int got, ok = 1;
+    while (ok && (got = mt_line_next(&lr, &line, &len)) != 0) {
+        size_t line_no = lr.line_no;
+        if (got < 0) {
             ok = 0;
         } else if (line_no == 1) {
             if (strcmp(line, r->magic) != 0 && !(r->older_magic && strcmp(line, r->older_magic) == 0)) {
@@ -56,16 +53,12 @@ int tsv_read(const char *path, const tsv_reader *r)
             ok = 0;
         }
     }
-    if (ok && ferror(f)) {
-        mt_error("%s: read error: %s", path, strerror(errno));
-        ok = 0;
-    }
-    if (ok && line_no < 2) {
+    if (ok && lr.line_no < 2) {
         mt_error("%s: %s (%s has a two-line header)", path,
-                 line_no == 0 ? "empty file" : "header ends after one line", r->kind);
+                 lr.line_no == 0 ? "empty file" : "header ends after one line", r->kind);
         ok = 0;
     }
-    free(line);
+    mt_line_reader_free(&lr);
     fclose(f);
     return ok ? 0 : -1;
 }

@@ -1,6 +1,7 @@
 #include "io/atomic_file.h"
 
 #include "mtlab/error.h"
+#include "mtlab/files.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -111,8 +112,8 @@ int atomic_file_replace(const char *path, const void *data, size_t n)
 
 int atomic_file_write_file(atomic_file *af, const char *src)
 {
-    FILE *f = fopen(src, "rb");
-    if (!f) return mt_error("%s: %s", src, strerror(errno));
+    FILE *f = mt_file_fopen(src, MT_FILE_REGULAR);
+    if (!f) return -1;
     char buf[1 << 16];
     size_t n;
     int rc = 0;

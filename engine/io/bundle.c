@@ -5,6 +5,7 @@
 #include "io/atomic_file.h"
 #include "io/safetensors_write.h"
 #include "mtlab/error.h"
+#include "mtlab/files.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -49,7 +50,9 @@ static int check_dir(const char *dir)
     return 0;
 }
 
-/* Names every missing member at once, so one run tells the whole story. */
+/* Names every missing member at once, so one run tells the whole story; a member that is
+ * there but no regular file (a directory, a FIFO, a link to /dev/zero, a symlink loop, one
+ * that cannot be reached) is named with what it is instead. */
 static int check_members(const char *dir, unsigned flags)
 {
     const char *required[] = {CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE};
@@ -58,12 +61,16 @@ static int check_members(const char *dir, unsigned flags)
     int n_missing = 0;
     for (int i = 0; i < n_required; i++) {
         char *path = member_path(dir, required[i]);
-        if (!is_regular_file(path)) {
+        struct stat sb;
+        int absent = lstat(path, &sb) != 0 && errno == ENOENT;
+        int bad = !absent && mt_file_check(path, MT_FILE_REGULAR) != 0;
+        free(path);
+        if (bad) return mt_error_context("%s: not a usable model bundle", dir);
+        if (absent) {
             size_t used = strlen(missing);
             snprintf(missing + used, sizeof missing - used, "%s%s", n_missing ? ", " : "", required[i]);
             n_missing++;
         }
-        free(path);
     }
     if (n_missing) return mt_error("%s: not a model bundle: missing %s", dir, missing);
     return 0;

@@ -3,6 +3,7 @@
 
 #include "io/json_util.h"
 #include "mtlab/error.h"
+#include "mtlab/files.h"
 
 #include <errno.h>
 #include <float.h>
@@ -47,14 +48,11 @@ mt_config *mt_config_parse(const char *text, size_t len, const char *name)
 
 mt_config *mt_config_load(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        mt_error("%s: %s", path, strerror(errno));
-        return NULL;
-    }
+    FILE *f = mt_file_fopen(path, MT_FILE_REGULAR);
+    if (!f) return NULL;
     struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        mt_error("%s: not a regular file", path);
+    if (fstat(fileno(f), &sb) != 0) {
+        mt_error("%s: %s", path, strerror(errno));
         fclose(f);
         return NULL;
     }

@@ -5,6 +5,7 @@
 
 #include "io/json_util.h"
 #include "mtlab/error.h"
+#include "mtlab/files.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -345,20 +346,11 @@ mt_safetensors *mt_st_open_buffer(const void *data, size_t len, const char *name
 
 mt_safetensors *mt_st_open(const char *path)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        mt_error("%s: %s", path, strerror(errno));
-        return NULL;
-    }
+    int fd = mt_file_open(path, MT_FILE_REGULAR);
+    if (fd < 0) return NULL;
     struct stat sb;
     if (fstat(fd, &sb) != 0) {
         mt_error("%s: %s", path, strerror(errno));
-        close(fd);
-        return NULL;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        mt_error("%s: %s", path, S_ISDIR(sb.st_mode) ? "is a directory, not a safetensors file"
-                                                     : "not a regular file");
         close(fd);
         return NULL;
     }

@@ -10,6 +10,7 @@
 #include <vector>
 
 extern "C" {
+#include "mtlab/files.h"
 #include "mtlab/tokenizer.h"
 #include "mtlab/utf8.h"
 }
@@ -78,11 +79,8 @@ extern "C" mt_tokenizer *mt_tokenizer_load_bytes(const void *data, size_t len,
 
 extern "C" mt_tokenizer *mt_tokenizer_load(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        mt_error("%s: %s", path, strerror(errno));
-        return nullptr;
-    }
+    FILE *f = mt_file_fopen(path, MT_FILE_REGULAR);
+    if (!f) return nullptr;
     long size = -1;
     if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
     if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {

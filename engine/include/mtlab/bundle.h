@@ -123,4 +123,25 @@ typedef struct {
  * that fails leaves the previous bundle as it was. */
 int mt_bundle_write(const char *dir, const mt_bundle_contents *contents);
 
+/* A bundle written where a user named it (`mtlab average -o`, `forward --save`): written whole
+ * into a new directory beside the target, then renamed into place, so the target is never
+ * half-written. An existing bundle there is replaced only when asked (replace), then in one
+ * rename exchange; a directory holding anything but a bundle's files is never replaced. */
+typedef struct {
+    char *dir; /* the target */
+    char *tmp; /* "<parent>/.<name>.new-<pid>-<n>": write the bundle here, then commit */
+    int replace; /* 1: the target holds a bundle that commit replaces */
+} mt_bundle_target;
+
+enum { MT_BUNDLE_TARGET_EXISTS = -2 };
+/* Checks the target and creates tmp (and the target's missing parents). 0, or
+ * MT_BUNDLE_TARGET_EXISTS with "DIR: already exists and holds a model bundle; not
+ * overwritten" (replace not given), or -1 ("DIR: holds steps/, which no model bundle holds:
+ * not replaced", "DIR: not a directory", ...). The target may be missing or an empty directory. */
+int mt_bundle_target_begin(mt_bundle_target *t, const char *dir, int replace);
+/* Renames tmp into place (exchanging it with the old bundle, then removing that); releases t. */
+int mt_bundle_target_commit(mt_bundle_target *t);
+/* Removes tmp and what was written there, and releases t (safe after commit and on zeroes). */
+void mt_bundle_target_discard(mt_bundle_target *t);
+
 #endif

@@ -153,7 +153,8 @@ typedef struct {
 } mt_text_lines;
 
 /* 0, or -1 with "PATH: No such file or directory", "PATH:17: invalid UTF-8 at byte 5 (0xFF)"
- * (bytes counted from 0), "PATH:3: NUL byte at byte 0" or an over-long line. */
+ * (bytes counted from 0), "PATH:3: NUL byte at byte 0" or a line over MT_LINE_MAX_BYTES
+ * (mtlab/files.h: refused as soon as it is read). A regular file, a pipe or a FIFO. */
 int mt_text_lines_read(mt_text_lines *out, const char *path);
 void mt_text_lines_free(mt_text_lines *t);
 
