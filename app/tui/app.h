@@ -162,6 +162,9 @@ typedef struct {
 
 /* panes and requests (requests.c) */
 int tui_pane_add(tui_app *a, const char *dir, const char *device, int precision);
+/* The result cache's name for a pane's weights (malloc'd): the bundle's real path, the device,
+ * the precision (MT_RUNNER_* flags) and the weights file's size and modification time. */
+char *tui_pane_model_key(const char *dir, const char *device, int precision);
 void tui_pane_remove(tui_app *a, int index);
 tui_pane *tui_pane_by_id(tui_app *a, int id);
 /* Send the editor's segments to every loaded pane (or one pane when only is not NULL): each

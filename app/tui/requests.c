@@ -40,7 +40,7 @@ static void pane_clear_probe(tui_pane *p)
 /* What names the pane's weights for the result cache: the bundle's real path, the device, the
  * precision and the weights file's size and modification time (a run's best/ is rewritten as
  * it trains). */
-static char *model_key(const char *dir, const char *device, int precision)
+char *tui_pane_model_key(const char *dir, const char *device, int precision)
 {
     char real[PATH_MAX], path[PATH_MAX + 32], key[2 * PATH_MAX + 96];
     struct stat st;
@@ -60,7 +60,7 @@ int tui_pane_add(tui_app *a, const char *dir, const char *device, int precision)
     tui_pane *p = mt_xcalloc(1, sizeof *p);
     p->id = ++a->next_pane_id;
     p->dir = mt_xstrdup(dir);
-    p->model_key = model_key(dir, device, precision);
+    p->model_key = tui_pane_model_key(dir, device, precision);
     mt_bundle_name(p->name, sizeof p->name, dir);
     p->beam = a->default_beam;
     p->probe_segment = -1;

@@ -4,6 +4,10 @@
  * over a long random sequence of gets and puts. */
 #include "test_util.h"
 
+#include <sys/stat.h>
+
+#include "mtlab/runner.h"
+#include "tui/app.h"
 #include "tui/result_cache.h"
 
 static void test_hit_miss_and_key_parts(void **state)
@@ -29,6 +33,38 @@ static void test_hit_miss_and_key_parts(void **state)
     assert_string_equal(tui_cache_get(&c, "models/mamba", "beam=1", "Sea la luz"), "Be light");
     assert_int_equal(c.n, 2);
     tui_cache_free(&c);
+}
+
+/* A pane's model key names everything that changes its translations besides the mode: the
+ * bundle (by its real path), the device, the precision (an int8 pane must not be shown an fp32
+ * pane's results) and the weights file as it is now. */
+static void test_model_key_parts(void **state)
+{
+    (void)state;
+    char dir[256], link[300], weights[300];
+    assert_int_equal(test_make_tmpdir(dir, sizeof dir, "cachekey"), 0);
+    snprintf(weights, sizeof weights, "%s/model.safetensors", dir);
+    test_write_text(weights, "weights");
+    char *fp32 = tui_pane_model_key(dir, NULL, 0);
+    char *fp32_cpu = tui_pane_model_key(dir, "cpu", 0);
+    char *int8 = tui_pane_model_key(dir, NULL, MT_RUNNER_INT8);
+    char *bf16 = tui_pane_model_key(dir, NULL, MT_RUNNER_BF16);
+    char *cuda = tui_pane_model_key(dir, "cuda:0", 0);
+    snprintf(link, sizeof link, "%s/../%s", dir, strrchr(dir, '/') + 1);
+    char *via_link = tui_pane_model_key(link, NULL, 0);
+    assert_string_equal(fp32, fp32_cpu);
+    assert_string_equal(fp32, via_link);
+    assert_string_not_equal(fp32, int8);
+    assert_string_not_equal(fp32, bf16);
+    assert_string_not_equal(int8, bf16);
+    assert_string_not_equal(fp32, cuda);
+    /* new weights (a run's best/ rewritten): another key */
+    test_write_text(weights, "other weights");
+    char *rewritten = tui_pane_model_key(dir, NULL, 0);
+    assert_string_not_equal(fp32, rewritten);
+    char *keys[] = {fp32, fp32_cpu, int8, bf16, cuda, via_link, rewritten};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) free(keys[i]);
+    test_remove_tree(dir);
 }
 
 static void test_eviction_least_recently_used(void **state)
@@ -115,6 +151,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hit_miss_and_key_parts),
+        cmocka_unit_test(test_model_key_parts),
         cmocka_unit_test(test_eviction_least_recently_used),
         cmocka_unit_test(test_matches_naive_lru),
     };
