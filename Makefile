@@ -115,6 +115,7 @@ test: deps
 	@$(MAKE) --no-print-directory test-lua
 	@tests/jobs/run.sh ./$(BIN)
 	@tests/e2e/run.sh ./$(BIN) $(E2E_TOOLS)
+	@tests/e2e/cli.sh ./$(BIN) $(E2E_TOOLS) $(SAN)/$(BIN)
 	@tests/e2e/heatmap.sh ./$(BIN)
 	@tests/e2e/console.sh ./$(BIN) $(E2E_TOOLS)
 	@tests/e2e/jobs.sh ./$(BIN)

@@ -75,24 +75,25 @@ static void usage(FILE *out)
     fprintf(out, "\n`mtlab COMMAND --help` shows a command's arguments.\n");
 }
 
+/* Every exit after output goes through cli_finish: output that could not be written fails. */
 int main(int argc, char **argv)
 {
     if (argc < 2) {
         settle_environment(argv);
-        return cmd_tui.run(1, (char *[]){"tui", NULL});
+        return cli_finish(cmd_tui.run(1, (char *[]){"tui", NULL}));
     }
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         usage(stdout);
-        return 0;
+        return cli_finish(0);
     }
     for (size_t i = 0; i < N_COMMANDS; i++) {
         if (strcmp(argv[1], commands[i]->name) != 0) continue;
         if (argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
             cli_print_usage(stdout, commands[i]);
-            return 0;
+            return cli_finish(0);
         }
         if (commands[i]->parallel) settle_environment(argv);
-        return commands[i]->run(argc - 1, argv + 1);
+        return cli_finish(commands[i]->run(argc - 1, argv + 1));
     }
     fprintf(stderr, "mtlab: unknown command '%s'\n\n", argv[1]);
     usage(stderr);

@@ -74,10 +74,12 @@ static int run_eval(int argc, char **argv)
     eval_args a;
     int rc = parse_args(&a, argc, argv);
     if (rc) return rc;
+    /* a report that cannot be written fails now, not after the translations */
+    if (a.json && strcmp(a.json, "-") != 0 && cli_check_output(a.json)) return 1;
     eval_outcome out;
     if (eval_run(&a.req, &out)) return cli_fail("%s", mt_last_error());
     eval_report_print(stdout, &out.report);
-    rc = a.json ? (eval_report_write_json(&out.report, a.json) < 0) : 0;
+    rc = a.json ? eval_report_write_json(&out.report, a.json) : 0;
     eval_outcome_free(&out);
     return rc;
 }

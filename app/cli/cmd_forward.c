@@ -2,6 +2,7 @@
  * a smoke test for a model bundle, and (with --logits / --save) the way to compare it with
  * another implementation (tests/fixtures/models/check_transformers.py does that). */
 #include "cli/commands.h"
+#include "mtlab/bundle.h"
 #include "mtlab/error.h"
 #include "mtlab/runner.h"
 
@@ -33,11 +34,23 @@ static int parse_ids(const char *text, int32_t **ids, int *n, int *cap)
 
 static int write_floats(const char *path, const float *x, size_t n)
 {
-    FILE *f = fopen(path, "wb");
-    if (!f) return cli_fail("%s: cannot create", path);
-    size_t done = fwrite(x, sizeof(float), n, f);
-    if (fclose(f) != 0 || done != n) return cli_fail("%s: write failed", path);
-    return 0;
+    FILE *f = cli_create(path);
+    if (!f) return 1;
+    fwrite(x, sizeof(float), n, f);
+    return cli_close_output(f, path);
+}
+
+/* The model as a bundle in dir, through a new directory renamed into place (--force: over an
+ * existing bundle). */
+static int save_bundle(const mt_model *m, const char *dir, mt_dtype dtype, int force)
+{
+    mt_bundle_target target;
+    int rc = mt_bundle_target_begin(&target, dir, force);
+    if (rc == 0 && (rc = mt_model_save(m, target.tmp, mt_model_tokenizer_path(m), dtype)) == 0)
+        rc = mt_bundle_target_commit(&target);
+    mt_bundle_target_discard(&target);
+    if (rc == MT_BUNDLE_TARGET_EXISTS) return cli_fail("%s (--force replaces it)", mt_last_error());
+    return rc ? cli_fail("%s", mt_last_error()) : 0;
 }
 
 static int run_forward(int argc, char **argv)
@@ -46,13 +59,14 @@ static int run_forward(int argc, char **argv)
     const char *device = NULL;
     mt_dtype save_dtype = MT_DT_F32;
     int32_t *ids = NULL, *src = NULL;
-    int n = 0, cap = 0, n_src = 0, cap_src = 0;
+    int n = 0, cap = 0, n_src = 0, cap_src = 0, force = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-m") && i + 1 < argc) bundle = argv[++i];
         else if (!strcmp(argv[i], "--device") && i + 1 < argc) device = argv[++i];
         else if (!strcmp(argv[i], "--src") && i + 1 < argc) src_text = argv[++i];
         else if (!strcmp(argv[i], "--logits") && i + 1 < argc) logits_path = argv[++i];
         else if (!strcmp(argv[i], "--save") && i + 1 < argc) save_dir = argv[++i];
+        else if (!strcmp(argv[i], "--force")) force = 1;
         else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) {
             if (mt_dtype_from_name(argv[++i], &save_dtype))
                 return cli_fail("forward: --dtype '%s' is not F32, F16 or BF16", argv[i]);
@@ -69,6 +83,7 @@ static int run_forward(int argc, char **argv)
     }
     if (src_text && parse_ids(src_text, &src, &n_src, &cap_src)) {
         free(ids);
+        free(src);
         return cli_fail("forward: --src '%s' is not a list of token ids", src_text);
     }
     int rc = 1;
@@ -102,10 +117,7 @@ static int run_forward(int argc, char **argv)
         printf("%4d %8d %10zu %10.4f\n", t, ids[t], best, row[best]);
     }
     if (logits_path && write_floats(logits_path, logits, (size_t)n * V)) goto done;
-    if (save_dir && mt_model_save(m, save_dir, mt_model_tokenizer_path(m), save_dtype)) {
-        cli_fail("%s", mt_last_error());
-        goto done;
-    }
+    if (save_dir && save_bundle(m, save_dir, save_dtype, force)) goto done;
     rc = 0;
 done:
     free(logits);
@@ -116,7 +128,8 @@ done:
 }
 
 const struct mt_command cmd_forward = {
-    "forward", "-m BUNDLE [--device cpu|cuda[:N]] [--src IDS] [--logits FILE] [--save DIR [--dtype F32|F16|BF16]] IDS",
+    "forward", "-m BUNDLE [--device cpu|cuda[:N]] [--src IDS] [--logits FILE] [--save DIR [--force] [--dtype F32|F16|BF16]] IDS\n"
+    "  an existing --save bundle is replaced only with --force (whole, in one rename)",
     "run a model bundle on token ids: the prediction at every position", run_forward,
     .parallel = 1,
 };

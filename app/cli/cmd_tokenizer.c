@@ -3,6 +3,7 @@
 #include "cli/commands.h"
 #include "mtlab/clock.h"
 #include "mtlab/error.h"
+#include "mtlab/files.h"
 #include "mtlab/tokenizer.h"
 
 #include <errno.h>
@@ -10,7 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/types.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* The trained model depends on the thread count (see tokenizer.h); a fixed default makes
@@ -19,28 +20,31 @@ enum { DEFAULT_TRAIN_THREADS = 8, DEFAULT_VOCAB = 8000 };
 
 static const char *const SIDES[] = {"es", "en"};
 
-/* Strips "\n" / "\r\n" in place; returns the new length. */
-static size_t chomp(char *line, size_t len)
+/* Strips a final "\r" (of "\r\n") in place. */
+static void chomp_cr(char *line, size_t len)
 {
-    if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
-    if (len > 0 && line[len - 1] == '\r') line[--len] = '\0';
-    return len;
+    if (len > 0 && line[len - 1] == '\r') line[len - 1] = '\0';
 }
 
 /* Average pieces per line of a file (a verse per line in the Bible corpus); -1 on error. */
 static double pieces_per_line(const mt_tokenizer *tok, const char *path, size_t *n_lines)
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = mt_file_fopen(path, MT_FILE_STREAM);
     if (!f) {
-        cli_fail("%s: %s", path, strerror(errno));
+        cli_fail("%s", mt_last_error());
         return -1;
     }
-    char *line = NULL;
-    size_t cap = 0, lines = 0, pieces = 0;
-    ssize_t len;
-    int failed = 0;
-    while (!failed && (len = getline(&line, &cap, f)) >= 0) {
-        chomp(line, (size_t)len);
+    mt_line_reader lr;
+    mt_line_reader_init(&lr, f, path, 0);
+    char *line;
+    size_t len, lines = 0, pieces = 0;
+    int got, failed = 0;
+    while (!failed && (got = mt_line_next(&lr, &line, &len)) != 0) {
+        if (got < 0) {
+            failed = cli_fail("%s", mt_last_error());
+            break;
+        }
+        chomp_cr(line, len);
         int *ids;
         size_t n;
         lines++;
@@ -51,7 +55,7 @@ static double pieces_per_line(const mt_tokenizer *tok, const char *path, size_t 
         pieces += n;
         free(ids);
     }
-    free(line);
+    mt_line_reader_free(&lr);
     fclose(f);
     if (failed) return -1;
     *n_lines = lines;
@@ -117,7 +121,8 @@ static int run_train(int argc, char **argv)
     return rc;
 }
 
-/* Parses "-m MODEL [--ids]" and loads the model: 0 ok, else the exit status (1 or 2). */
+/* Parses "-m MODEL [--ids]" and loads the model: 0 ok, else the exit status (1 or 2). MODEL
+ * is a sentencepiece model or a model bundle directory (its tokenizer.model). */
 static int open_model(int argc, char **argv, int *ids_flag, mt_tokenizer **tok)
 {
     const char *model = NULL;
@@ -127,6 +132,16 @@ static int open_model(int argc, char **argv, int *ids_flag, mt_tokenizer **tok)
         else return cli_usage(&cmd_tokenizer);
     }
     if (!model) return cli_usage(&cmd_tokenizer);
+    char member[PATH_MAX];
+    struct stat sb;
+    if (stat(model, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        if ((size_t)snprintf(member, sizeof member, "%s/tokenizer.model", model) >= sizeof member)
+            return cli_fail("%s: path too long", model);
+        if (lstat(member, &sb) != 0 && errno == ENOENT)
+            return cli_fail("%s: a directory without a tokenizer.model (-m takes a sentencepiece "
+                            "model or a model bundle)", model);
+        model = member;
+    }
     *tok = mt_tokenizer_load(model);
     return *tok ? 0 : cli_fail("%s", mt_last_error());
 }
@@ -137,17 +152,21 @@ static int run_encode(int argc, char **argv)
     mt_tokenizer *tok;
     int status = open_model(argc, argv, &as_ids, &tok);
     if (status) return status;
-    char *line = NULL;
-    size_t cap = 0, line_no = 0;
-    ssize_t len;
-    int rc = 0;
-    while (rc == 0 && (len = getline(&line, &cap, stdin)) >= 0) {
-        line_no++;
-        chomp(line, (size_t)len);
+    mt_line_reader lr;
+    mt_line_reader_init(&lr, stdin, "stdin", 0);
+    char *line;
+    size_t len;
+    int got, rc = 0;
+    while (rc == 0 && (got = mt_line_next(&lr, &line, &len)) != 0) {
+        if (got < 0) {
+            rc = cli_fail("%s", mt_last_error());
+            break;
+        }
+        chomp_cr(line, len);
         int *ids;
         size_t n;
         if (mt_tokenizer_encode(tok, line, &ids, &n)) {
-            rc = cli_fail("stdin:%zu: %s", line_no, mt_last_error());
+            rc = cli_fail("stdin:%zu: %s", lr.line_no, mt_last_error());
             break;
         }
         for (size_t i = 0; i < n; i++) {
@@ -157,8 +176,9 @@ static int run_encode(int argc, char **argv)
         }
         putchar('\n');
         free(ids);
+        if (ferror(stdout)) rc = cli_stdout_check(); /* stop at a full disk, not at the input's end */
     }
-    free(line);
+    mt_line_reader_free(&lr);
     mt_tokenizer_free(tok);
     return rc;
 }
@@ -189,27 +209,32 @@ static int run_decode(int argc, char **argv)
     mt_tokenizer *tok;
     int status = open_model(argc, argv, NULL, &tok);
     if (status) return status;
-    char *line = NULL;
+    mt_line_reader lr;
+    mt_line_reader_init(&lr, stdin, "stdin", 0);
+    char *line;
     int *ids = NULL;
-    size_t cap = 0, ids_cap = 0, line_no = 0, n;
-    ssize_t len;
-    int rc = 0;
-    while (rc == 0 && (len = getline(&line, &cap, stdin)) >= 0) {
-        line_no++;
-        chomp(line, (size_t)len);
-        if (parse_ids(line, line_no, &ids, &ids_cap, &n)) {
+    size_t len, ids_cap = 0, n;
+    int got, rc = 0;
+    while (rc == 0 && (got = mt_line_next(&lr, &line, &len)) != 0) {
+        if (got < 0) {
+            rc = cli_fail("%s", mt_last_error());
+            break;
+        }
+        chomp_cr(line, len);
+        if (parse_ids(line, lr.line_no, &ids, &ids_cap, &n)) {
             rc = 1;
             break;
         }
         char *text = mt_tokenizer_decode(tok, ids, n);
         if (!text) {
-            rc = cli_fail("stdin:%zu: %s", line_no, mt_last_error());
+            rc = cli_fail("stdin:%zu: %s", lr.line_no, mt_last_error());
             break;
         }
         puts(text);
         free(text);
+        if (ferror(stdout)) rc = cli_stdout_check();
     }
-    free(line);
+    mt_line_reader_free(&lr);
     free(ids);
     mt_tokenizer_free(tok);
     return rc;

@@ -6,9 +6,9 @@
 #include "cli/translate_input.h"
 #include "mtlab/decode.h"
 #include "mtlab/error.h"
+#include "mtlab/files.h"
 #include "mtlab/runner.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +32,12 @@ static int parse_args(translate_args *a, int argc, char **argv)
         int *num = NULL, most = 0;
         if (!strcmp(o, "-m") || !strcmp(o, "--model")) {
             if (!has_value) return cli_usage(&cmd_translate);
+            /* one model: `mtlab eval -m A -m B` is the command that compares several */
+            if (a->bundle) {
+                fprintf(stderr, "mtlab translate: -m given twice (%s, then %s): translate takes one "
+                        "model (mtlab eval -m A -m B compares several)\n", a->bundle, argv[i + 1]);
+                return 2;
+            }
             a->bundle = argv[++i];
         } else if (!strcmp(o, "--device")) {
             if (!has_value) return cli_usage(&cmd_translate);
@@ -42,6 +48,10 @@ static int parse_args(translate_args *a, int argc, char **argv)
             if (a->runner_flags < 0) return cli_fail("%s", mt_last_error());
         } else if (!strcmp(o, "-i") || !strcmp(o, "--input")) {
             if (!has_value) return cli_usage(&cmd_translate);
+            if (a->input) {
+                fprintf(stderr, "mtlab translate: -i given twice (%s, then %s)\n", a->input, argv[i + 1]);
+                return 2;
+            }
             a->input = argv[++i];
         } else if (!strcmp(o, "--beam")) {
             num = &a->beam, most = MT_DECODE_MAX_BEAM;
@@ -121,13 +131,13 @@ static int translate_window(const mt_runner *r, const tr_units *u, const encoded
         puts(filled ? res.hyps[j].text : "");
         j += filled;
     }
-    fflush(stdout);
+    int rc = cli_stdout_check(); /* a full disk stops the translation at once */
     sum->inputs += n;
     sum->tokens += res.tokens;
     sum->seconds += res.seconds;
     if (res.state_bytes > sum->state_bytes) sum->state_bytes = res.state_bytes;
     mt_decode_result_free(&res);
-    return 0;
+    return rc;
 }
 
 static int translate(const translate_args *a)
@@ -135,10 +145,10 @@ static int translate(const translate_args *a)
     mt_runner *r = mt_runner_open(a->bundle, a->device, (unsigned)a->runner_flags);
     if (!r) return cli_fail("%s", mt_last_error());
     const char *name = a->input ? a->input : "<stdin>";
-    FILE *f = a->input ? fopen(a->input, "rb") : stdin;
+    FILE *f = a->input ? mt_file_fopen(a->input, MT_FILE_STREAM) : stdin;
     int rc = 0;
     tr_lines in = {0};
-    if (!f) rc = cli_fail("%s: %s", a->input, strerror(errno));
+    if (!f) rc = cli_fail("%s", mt_last_error());
     else if (tr_read_lines(&in, f, name)) rc = cli_fail("%s", mt_last_error());
     if (f && f != stdin) fclose(f);
     tr_units u = {0};

@@ -292,12 +292,16 @@ int eval_report_write_json(const eval_report *r, const char *path)
     int flags = JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10);
     int rc;
     if (!strcmp(path, "-")) {
-        rc = json_dumpf(root, stdout, flags);
-        fputc('\n', stdout);
+        rc = json_dumpf(root, stdout, flags) != 0 || fputc('\n', stdout) == EOF ? cli_stdout_check() : 0;
     } else {
-        rc = json_dump_file(root, path, flags);
+        FILE *f = cli_create(path);
+        rc = !f;
+        if (f) {
+            json_dumpf(root, f, flags);
+            fputc('\n', f);
+            rc = cli_close_output(f, path);
+        }
     }
     json_decref(root);
-    if (rc != 0) return cli_fail("%s: cannot write the JSON report: %s", path, strerror(errno));
-    return 0;
+    return rc;
 }

@@ -43,8 +43,8 @@ typedef struct {
  * and lengths were counted). */
 void eval_report_print(FILE *out, const eval_report *r);
 
-/* The same numbers as a JSON document written to path ("-": stdout). 0, or -1 after printing
- * the reason. */
+/* The same numbers as a JSON document written to path ("-": stdout). 0, or 1 after printing
+ * the reason ("mtlab: /tmp: cannot create: Is a directory"). */
 int eval_report_write_json(const eval_report *r, const char *path);
 
 /* "812.0 KiB", "1.3 GiB" */

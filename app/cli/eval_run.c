@@ -220,8 +220,9 @@ static int save_hyps(const char *dir, const char *system, char **hyps, size_t n)
     FILE *f = fopen(path, "w");
     if (!f) return fail("%s: %s", path, strerror(errno));
     for (size_t i = 0; i < n; i++) fprintf(f, "%s\n", hyps[i]);
-    if (fclose(f) != 0) return fail("%s: write failed", path);
-    return 0;
+    int err = fflush(f) != 0 ? errno : ferror(f) ? EIO : 0;
+    if (fclose(f) != 0 && !err) err = errno;
+    return err ? fail("%s: cannot write: %s", path, strerror(err)) : 0;
 }
 
 /* Translate with one system and score it; with keep, the hypotheses are handed over. */
