@@ -256,16 +256,39 @@ test-peers: deps
 	python3 tests/bench/bench_peers.py --check --mtlab ./$(BIN) --work $(BUILD)/test-peers
 
 FUZZ_SECONDS ?= 300
-FUZZ_FLAGS := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-              -Wall -Wextra -Werror -Wshadow -D_GNU_SOURCE -Iengine/include -Iengine
-# The targets exercise the model-bundle readers: engine/io, the error buffer and jansson only.
+FUZZ_SAN := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_CPPFLAGS := -D_GNU_SOURCE -Iengine/include -Iengine -Iapp
+FUZZ_FLAGS := -std=c11 $(FUZZ_SAN) -Wall -Wextra -Werror -Wshadow
+FUZZ_CXXFLAGS := -std=c++17 $(FUZZ_SAN) -Wall -Wextra -Werror
+# Each target links the sources of the parser it drives, FUZZ_SRC_<target> (FUZZ_LIB_C, the
+# model-bundle readers, when it names none), and the pkg-config packages FUZZ_PC_<target>
+# (jansson when it names none); a C++ source among them links the target with clang++.
 FUZZ_LIB_C := $(wildcard engine/io/*.c) engine/core/error.c
-FUZZ_HEADERS := $(wildcard engine/io/*.h engine/include/mtlab/*.h engine/math/*.h)
-FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_C))
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_C) $(FUZZ_HEADERS)
+FUZZ_SRC_fuzz_tokenizer := engine/tokenizer/spm.cc engine/text/utf8.c $(FUZZ_LIB_C)
+FUZZ_PC_fuzz_tokenizer := sentencepiece jansson
+FUZZ_SRC_fuzz_entity_lexicon := engine/eval/entity_lexicon.c engine/eval/entities_words.c \
+    engine/eval/tsv_file.c engine/eval/lowercase.c engine/eval/unicode_case_tables.c \
+    engine/eval/codepoints.c engine/data/strmap.c engine/text/utf8.c $(FUZZ_LIB_C)
+FUZZ_SRC_fuzz_job_file := app/jobs/job_file.c $(FUZZ_LIB_C)
+FUZZ_SRC_fuzz_theme := app/tui/theme.c engine/core/error.c
+FUZZ_NAMES := $(patsubst tests/fuzz/%.c,%,$(FUZZ_C))
+FUZZ_BINS := $(patsubst %,$(BUILD)/fuzz/%,$(FUZZ_NAMES))
+fuzz_objs = $(patsubst %,$(BUILD)/fuzz/obj/%.o,$(basename tests/fuzz/$(1).c $(or $(FUZZ_SRC_$(1)),$(FUZZ_LIB_C))))
+$(BUILD)/fuzz/obj/%.o: %.c
 	@mkdir -p $(@D)
-	@$(if $(V),,echo "  FUZZ    $@")
-	$(Q)clang $(FUZZ_FLAGS) $(shell $(PKGCONF) --cflags jansson) -o $@ $< $(FUZZ_LIB_C) $(shell $(PKGCONF) --libs jansson) -lm
+	@$(if $(V),,echo "  FUZZCC  $<")
+	$(Q)clang $(FUZZ_FLAGS) $(FUZZ_CPPFLAGS) $(shell $(PKGCONF) --cflags jansson) -MMD -MP -c -o $@ $<
+$(BUILD)/fuzz/obj/%.o: %.cc
+	@mkdir -p $(@D)
+	@$(if $(V),,echo "  FUZZCXX $<")
+	$(Q)clang++ $(FUZZ_CXXFLAGS) $(FUZZ_CPPFLAGS) $(shell $(PKGCONF) --cflags sentencepiece) -MMD -MP -c -o $@ $<
+define fuzz_target
+$(BUILD)/fuzz/$(1): $(call fuzz_objs,$(1))
+	@$$(if $$(V),,echo "  FUZZ    $$@")
+	$$(Q)$(if $(filter %.cc,$(FUZZ_SRC_$(1))),clang++,clang) $(FUZZ_SAN) -o $$@ $$^ \
+	    $$(shell $$(PKGCONF) --libs $(or $(FUZZ_PC_$(1)),jansson)) -lm
+endef
+$(foreach t,$(FUZZ_NAMES),$(eval $(call fuzz_target,$(t))))
 
 fuzz:
 	$(call install_missing,$(DEB_PKGS) $(FUZZ_PKGS))
