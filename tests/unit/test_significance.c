@@ -1,9 +1,11 @@
 /* Paired significance tests and the NumPy generator under them, against what NumPy and
  * sacreBLEU 2.6.0 themselves produced (tests/fixtures/metrics/make_significance.py): every
  * draw and sum, and p-values, bootstrap means and intervals of BLEU and chrF2 for a baseline
- * and two systems under the paired bootstrap and approximate randomization, to the bit. */
+ * and two systems under the paired bootstrap and approximate randomization, to the bit; and the
+ * table `mtlab score --paired-bs|ar` prints, byte for byte as `sacrebleu -f text` prints it. */
 #include "test_util.h"
 
+#include "cli/sig_table.h"
 #include "eval/np_random.h"
 #include "mtlab/error.h"
 #include "mtlab/metrics.h"
@@ -150,10 +152,11 @@ static void test_paired_tests_match_sacrebleu(void **state)
     json_array_foreach(tests, ti, t) {
         const char *kind = json_string_value(json_object_get(t, "test"));
         mt_sig_opts o = mt_sig_defaults(!strcmp(kind, "bs") ? MT_SIG_BOOTSTRAP : MT_SIG_RANDOMIZATION);
+        mt_sig_result all[2][8];
         for (int mi = 0; mi < 2; mi++) {
             const mt_sig_metric *m = &metrics[mi];
             double **st = stats_of(&s, mi, &bo, &co, m->n_stats);
-            mt_sig_result res[8];
+            mt_sig_result *res = all[mi];
             assert_int_equal(mt_sig_paired(res, (const double *const *)st, s.n_sys, s.n_seg, m, &o), 0);
             json_t *want = json_object_get(json_object_get(t, "metrics"), m->name);
             assert_int_equal(json_array_size(want), s.n_sys);
@@ -177,6 +180,20 @@ static void test_paired_tests_match_sacrebleu(void **state)
             const char *full = json_string_value(json_object_get(json_object_get(t, "signatures"), m->name));
             assert_non_null(strstr(full, sig));
         }
+        const char *names[2] = {metrics[0].name, metrics[1].name};
+        const char *sys_names[8];
+        json_t *sys = json_object_get(j, "systems");
+        for (size_t k = 0; k < s.n_sys; k++)
+            sys_names[k] = json_string_value(json_object_get(json_array_get(sys, k), "name"));
+        const mt_sig_result *cols[2] = {all[0], all[1]};
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        sig_table_print(f, sys_names, s.n_sys, names, cols, 2, 2);
+        fclose(f);
+        const char *want = json_string_value(json_object_get(json_object_get(j, "tables"), kind));
+        if (strcmp(text, want)) fail_msg("%s table:\n%s\nsacreBLEU:\n%s", kind, text, want);
+        free(text);
     }
     free_systems(&s);
     json_decref(j);
