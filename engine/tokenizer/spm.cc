@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -58,22 +59,28 @@ extern "C" mt_tokenizer *mt_tokenizer_load_bytes(const void *data, size_t len,
             mt_error("%s: empty, not a sentencepiece model", name);
             return nullptr;
         }
-        mt_tokenizer *tok = new mt_tokenizer;
+        /* owned until returned: the parser may throw (a piece starting with a NUL byte makes
+         * its trie builder fail), and spm_guarded's catch must not leak it */
+        std::unique_ptr<mt_tokenizer> tok(new mt_tokenizer);
         tok->name = name;
-        const auto status =
-            tok->sp.LoadFromSerializedProto(std::string_view((const char *)data, len));
-        if (!status.ok()) {
-            const std::string why = spm_status_text(status);
+        sentencepiece::util::Status status;
+        std::string why;
+        try {
+            status = tok->sp.LoadFromSerializedProto(std::string_view((const char *)data, len));
+            if (!status.ok()) why = spm_status_text(status);
+        } catch (const std::exception &e) {
+            why = e.what();
+            const size_t at = why.find("exception: ");
+            if (at != std::string::npos) why = why.substr(at + 11);
+            if (why.empty()) why = "the parser raised an exception";
+        }
+        if (!status.ok() || !why.empty()) {
             mt_error("%s: not a sentencepiece model%s%s%s", name, why.empty() ? "" : " (",
                      why.c_str(), why.empty() ? "" : ")");
-            delete tok;
             return nullptr;
         }
-        if (check_reserved_ids(tok)) {
-            delete tok;
-            return nullptr;
-        }
-        return tok;
+        if (check_reserved_ids(tok.get())) return nullptr;
+        return tok.release();
     });
 }
 

@@ -479,6 +479,15 @@ static void test_load_bytes_matches_load(void **state)
 
     assert_null(mt_tokenizer_load_bytes("\x0a\x05garbage", 9, "bundle/tokenizer.model"));
     assert_error_contains("bundle/tokenizer.model: not a sentencepiece model");
+
+    /* a piece starting with a NUL byte: sentencepiece's trie builder throws from inside the
+     * load (found by tests/fuzz/fuzz_tokenizer.c); refused like any bad model, and nothing
+     * leaks (the san build's LeakSanitizer checks) */
+    static const unsigned char nul_piece[] = {0x0a, 0x0e, 0x0a, 0x05, 0x3c, 0x75, 0x6e, 0x6b, 0x3e, 0x15,
+                                              0x00, 0x00, 0x00, 0x00, 0x18, 0x02, 0x0a, 0x0c, 0x0a, 0x03,
+                                              0x00, 0x38, 0x81, 0x15, 0xa2, 0x95, 0x32, 0x00, 0x32, 0x00};
+    assert_null(mt_tokenizer_load_bytes(nul_piece, sizeof nul_piece, "bundle/tokenizer.model"));
+    assert_error_contains("bundle/tokenizer.model: not a sentencepiece model (");
 }
 
 int main(void)
