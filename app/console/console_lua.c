@@ -218,6 +218,12 @@ int console_lua_start(tui_console *c)
     lua_newtable(L);
     lua_setfield(L, LUA_REGISTRYINDEX, "mtlab.console.bindings");
     ui_open_library(L, c);
+    /* package.loaded.ui, where an argument error finds the name of a ui function called from
+     * C (pcall): "bad argument #1 to 'ui.notify'", not to '?' */
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    lua_getglobal(L, "ui");
+    lua_setfield(L, -2, "ui");
+    lua_pop(L, 1);
     if (pthread_create(&c->thread, NULL, lua_thread, c) != 0) {
         mtlab_lua_close(L);
         c->L = NULL;

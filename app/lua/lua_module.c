@@ -7,6 +7,7 @@
 
 #include <lualib.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* An interrupt stays armed until the top level clears it (mtlab_lua_reset_interrupt): the hook
  * raises "interrupted" at every instruction of Lua code, so a pcall, an xpcall's handler or a
@@ -102,6 +103,52 @@ static void track_coroutines(lua_State *L)
     lua_pop(L, 1);
 }
 
+/* loaded[meta ":" name] = each function of the handle's metatable at mt and of the tables in it
+ * (its methods). */
+static void name_handle(lua_State *L, int loaded, const char *meta, int mt)
+{
+    lua_pushnil(L);
+    while (lua_next(L, mt)) {
+        if (lua_type(L, -2) == LUA_TSTRING && lua_type(L, -1) == LUA_TFUNCTION) {
+            lua_pushfstring(L, "%s:%s", meta, lua_tostring(L, -2));
+            lua_pushvalue(L, -2);
+            lua_settable(L, loaded);
+        } else if (lua_type(L, -1) == LUA_TTABLE) {
+            name_handle(L, loaded, meta, lua_gettop(L));
+        }
+        lua_pop(L, 1);
+    }
+}
+
+/* luaL_argerror names a function called from C (by pcall, as a callback) only when it finds it
+ * in package.loaded, at most two levels down; else the message reads "bad argument #1 to '?'".
+ * So each sub-table goes there as "mtlab.corpus" (require "mtlab.corpus" gives it too), and each
+ * handle's methods and metamethods as "mtlab.model:translate". */
+static void name_functions(lua_State *L)
+{
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    int loaded = lua_gettop(L);
+    lua_getfield(L, loaded, "mtlab");
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        if (lua_type(L, -2) == LUA_TSTRING && lua_type(L, -1) == LUA_TTABLE) {
+            lua_pushfstring(L, "mtlab.%s", lua_tostring(L, -2));
+            lua_pushvalue(L, -2);
+            lua_settable(L, loaded);
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    lua_pushnil(L);
+    while (lua_next(L, LUA_REGISTRYINDEX)) {
+        if (lua_type(L, -2) == LUA_TSTRING && !strncmp(lua_tostring(L, -2), "mtlab.", 6) &&
+            lua_type(L, -1) == LUA_TTABLE)
+            name_handle(L, loaded, lua_tostring(L, -2), lua_gettop(L));
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+}
+
 static int luaopen_mtlab(lua_State *L)
 {
     lua_newtable(L);
@@ -134,6 +181,7 @@ lua_State *mtlab_lua_new(void)
     track_coroutines(L);
     luaL_requiref(L, "mtlab", luaopen_mtlab, 1);
     lua_pop(L, 1);
+    name_functions(L);
     return L;
 }
 

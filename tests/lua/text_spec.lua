@@ -133,6 +133,44 @@ describe("mtlab.help", function()
       "mtlab.help: no function named 'nope' (mtlab.help() lists them)")
   end)
 
+  it("names every function in its argument errors, called as a field, a method or through pcall", function()
+    -- luaL_argerror names a function called from C (pcall, a callback) only when it finds it
+    -- in package.loaded; "bad argument #1 to '?'" is what it says otherwise
+    local co = coroutine.create(print)
+    local seen = 0
+    local function check(f, name)
+      local ok, e = pcall(f, co, co, co, co)
+      seen = seen + 1
+      if not ok then
+        e = tostring(e)
+        assert.is_nil(e:find("to '?'", 1, true), name .. ": " .. e)
+        assert.is_nil(e:find("'?'", 1, true), name .. ": " .. e)
+      end
+    end
+    local function walk(t, prefix)
+      for k, v in pairs(t) do
+        if type(v) == "function" then check(v, prefix .. k)
+        elseif type(v) == "table" then walk(v, prefix .. k .. ".") end
+      end
+    end
+    walk(mtlab, "mtlab.")
+    -- the handles' methods and metamethods, through their metatables
+    for meta, mt in pairs(debug.getregistry()) do
+      if type(meta) == "string" and meta:match("^mtlab%.") and type(mt) == "table" then
+        for k, v in pairs(mt) do
+          if type(v) == "function" then check(v, meta .. "." .. k)
+          elseif type(v) == "table" then walk(v, meta .. ":") end
+        end
+      end
+    end
+    assert.is_true(seen > 40, tostring(seen))
+    -- the standard libraries' names are kept
+    local _, e = pcall(coroutine.resume, 1)
+    assert.matches("bad argument #1 to 'coroutine.resume'", e, 1, true)
+    _, e = pcall(string.rep)
+    assert.matches("bad argument #1 to 'string.rep'", e, 1, true)
+  end)
+
   it("is README's API reference", function()
     local ref = H.sh(H.mtlab .. " run --reference")
     local readme = H.read("README.md")

@@ -145,11 +145,32 @@ static void test_stop_returns_while_a_pcall_loop_runs(void **state)
     free(a);
 }
 
+/* a ui function called through pcall names itself in an argument error */
+static void test_ui_functions_are_named(void **state)
+{
+    (void)state;
+    tui_app *a = calloc(1, sizeof *a);
+    tui_console *c = console_start(a);
+    deadline("ui argument errors");
+    console_send(c, CONSOLE_REQ_CHUNK,
+                 "for _, k in ipairs({'open', 'close', 'set_text', 'heatmap', "
+                 "'notify', 'bind', 'theme', 'text_view'}) do "
+                 "local ok, e = pcall(ui[k], coroutine.create(print)) "
+                 "print(k .. ': ' .. tostring(e)) end", 0);
+    wait_busy(a, c, 0);
+    alarm(0);
+    assert_true(scrollback_has(c, "notify: bad argument #1 to 'ui.notify' (string expected, got thread)"));
+    if (scrollback_has(c, "'?'")) fail_msg("a ui function is unnamed in an argument error");
+    console_end(a, c);
+    free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ctrl_c_stops_a_pcall_loop),
         cmocka_unit_test(test_stop_returns_while_a_pcall_loop_runs),
+        cmocka_unit_test(test_ui_functions_are_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
