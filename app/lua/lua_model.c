@@ -4,8 +4,9 @@
  * A handle runs on the thread that calls it (a CUDA backend is bound to the thread that opened
  * it: keep a handle on the Lua state that loaded it). Streaming callbacks run inside the
  * decode through lua_pcall: an error there cancels the decode and is raised again, traceback
- * included, once the engine has returned and freed what it holds. Closing a handle from inside
- * its own callback only marks it; it is freed when the decode has returned. */
+ * included (any other value raised, e.g. a table, as it is), once the engine has returned and
+ * freed what it holds. Closing a handle from inside its own callback marks it and cancels the
+ * decode; it is freed when the decode has returned, and translate raises that it was closed. */
 #include "cli/progress.h"
 #include "lua/lua_internal.h"
 #include "lua/mtlab_lua.h"
@@ -53,11 +54,14 @@ static void handle_free(model_handle *h)
     h->path = h->name = NULL;
 }
 
+/* Closed while busy (from its own callback): marked, and the decode cancelled; translate frees
+ * it once the engine has returned and raises that the model was closed. */
 static int model_close(lua_State *L)
 {
     model_handle *h = luaL_checkudata(L, 1, MODEL_META);
     h->closed = 1;
     if (!h->busy) handle_free(h);
+    else atomic_store(&mtl_context_of(L)->cancel, 1);
     return 0;
 }
 
@@ -226,6 +230,14 @@ typedef struct {
     size_t done;
 } translate_call;
 
+/* on_token's message handler: a string gets the traceback; any other value (error{...},
+ * error(42)) is left as it is, so that the caller's pcall gets the very value raised. */
+static int callback_handler(lua_State *L)
+{
+    if (lua_type(L, 1) != LUA_TSTRING) return 1;
+    return mtlab_lua_traceback(L);
+}
+
 static void call_on_token(translate_call *c, const mt_decode_event *e)
 {
     lua_State *L = c->L;
@@ -246,7 +258,7 @@ static void call_on_token(translate_call *c, const mt_decode_event *e)
 static void on_decode_event(void *user, const mt_decode_event *e)
 {
     translate_call *c = user;
-    if (c->failed) return;
+    if (c->failed || c->h->closed) return; /* the decode is cancelled: its last step's events */
     if (e->final) {
         c->done++;
         if (c->show_bar) cli_progress_update(&c->bar, c->done);
@@ -320,7 +332,7 @@ static int m_translate(lua_State *L)
         c.on_token = lua_gettop(L);
     }
     if (h->peer) return translate_peer(L, h, texts, n, single);
-    lua_pushcfunction(L, mtlab_lua_traceback);
+    lua_pushcfunction(L, callback_handler);
     c.handler = lua_gettop(L);
     mtl_context *ctx = mtl_context_of(L);
     mtl_check_interrupt(L);
@@ -335,24 +347,24 @@ static int m_translate(lua_State *L)
     int rc = mt_translate(h->model, h->tok, texts, (int)n, batch, &o, &res);
     h->busy = 0;
     if (c.show_bar) cli_progress_finish(&c.bar, NULL);
-    if (rc != 0) {
+    /* what stopped it, most telling first: the callback's error, an interrupt, a close from
+     * the callback, the engine's error */
+    if (c.failed || ctx->interrupted || h->closed || rc != 0) {
         char msg[1024];
-        snprintf(msg, sizeof msg, "%s", mt_last_error());
-        if (h->closed) handle_free(h);
-        if (res.failed_input >= 0 && !single)
-            mtl_error(L, fn, "text[%d]: %s", res.failed_input + 1, msg);
-        mtl_error(L, fn, "%s", msg);
-    }
-    if (c.failed || ctx->interrupted || h->closed) {
-        mt_decode_result_free(&res);
+        snprintf(msg, sizeof msg, "%s", rc != 0 ? mt_last_error() : "");
+        if (rc == 0) mt_decode_result_free(&res);
         if (h->closed) handle_free(h);
         if (c.failed) {
             lua_rawgeti(L, LUA_REGISTRYINDEX, c.error_ref);
             luaL_unref(L, LUA_REGISTRYINDEX, c.error_ref);
             return lua_error(L);
         }
-        if (ctx->interrupted) mtl_check_interrupt(L);
-        return 0; /* closed by its own callback and nothing failed: no results to give */
+        mtl_check_interrupt(L);
+        if (h->closed)
+            mtl_error(L, fn, "the model was closed during translate (by its on_token callback)");
+        if (res.failed_input >= 0 && !single)
+            mtl_error(L, fn, "text[%d]: %s", res.failed_input + 1, msg);
+        mtl_error(L, fn, "%s", msg);
     }
     if (single) {
         push_result(L, &res.hyps[0], &res);

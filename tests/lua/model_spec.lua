@@ -100,12 +100,34 @@ describe("model:translate", function()
     assert.are.equal(1, calls)
   end)
 
-  it("survives its handle being closed inside on_token", function()
+  it("gives back the very value on_token raised, whatever its type", function()
+    for _, value in ipairs({{code = 7}, 42, true, setmetatable({}, {__tostring = function() return "obj" end})}) do
+      local ok, err = pcall(m.translate, m, {"Y dijo Dios: Sea la luz", "En el principio"},
+        {beam = 1, on_token = function() error(value) end})
+      assert.is_false(ok)
+      assert.are.equal(value, err)
+    end
+    -- a string keeps its traceback; error(msg, 0) stays as it is
+    local _, err = pcall(m.translate, m, "Y dijo Dios", {beam = 1, on_token = function() error("plain", 0) end})
+    assert.are.equal("plain", err)
+  end)
+
+  it("raises a clear error when its handle is closed inside on_token, and stops decoding", function()
     local h = mtlab.load(H.mamba)
+    local calls = 0
     -- a whole clause: the fragment "Y dijo Dios" alone the pure Mamba may end at once
-    local r = h:translate("Y dijo Dios: Sea la luz", {beam = 1, on_token = function() h:close() end})
-    assert.is_nil(r)
+    local ok, err = pcall(h.translate, h, {"Y dijo Dios: Sea la luz", "En el principio creó Dios los cielos y la tierra"},
+      {beam = 1, on_token = function() calls = calls + 1; h:close() end})
+    assert.is_false(ok)
+    assert.are.equal("mtlab.model:translate: the model was closed during translate (by its on_token callback)", err)
+    assert.are.equal(1, calls)
     assert.are.equal("<mtlab.model closed>", tostring(h))
+    assert.has_error(function() h:translate("x") end, "mtlab.model:translate: the model handle is closed")
+    -- closed and then raising: the callback's own error wins
+    local h2 = mtlab.load(H.mamba)
+    ok, err = pcall(h2.translate, h2, "Y dijo Dios: Sea la luz", {beam = 1, on_token = function() h2:close(); error({mine = true}) end})
+    assert.is_false(ok)
+    assert.is_true(err.mine)
   end)
 
   it("refuses a re-entrant call and bad options", function()
