@@ -20,6 +20,13 @@ MT_HD float mt_gelu_gradf(float x)
     return cdf + x * 0.39894228040143268f * expf(-0.5f * x * x);
 }
 
+/* tanh, and d/dx tanh(x) = 1 - tanh(x)^2 */
+MT_HD float mt_tanh_gradf(float x)
+{
+    float t = tanhf(x);
+    return 1.0f - t * t;
+}
+
 MT_HD float mt_actf(mt_act act, float x)
 {
     switch (act) {
@@ -27,6 +34,7 @@ MT_HD float mt_actf(mt_act act, float x)
     case MT_ACT_SILU: return mt_siluf(x);
     case MT_ACT_SOFTPLUS: return mt_softplusf(x);
     case MT_ACT_GELU: return mt_geluf(x);
+    case MT_ACT_TANH: return tanhf(x);
     }
     return x;
 }
@@ -38,6 +46,7 @@ MT_HD float mt_act_gradf(mt_act act, float x)
     case MT_ACT_SILU: return mt_silu_gradf(x);
     case MT_ACT_SOFTPLUS: return mt_softplus_gradf(x);
     case MT_ACT_GELU: return mt_gelu_gradf(x);
+    case MT_ACT_TANH: return mt_tanh_gradf(x);
     }
     return 1.0f;
 }

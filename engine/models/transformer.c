@@ -106,7 +106,8 @@ static const char *activation_name(mt_act act)
     case MT_ACT_RELU: return "relu";
     case MT_ACT_SILU: return "swish";
     case MT_ACT_GELU: return "gelu";
-    case MT_ACT_SOFTPLUS: break;
+    case MT_ACT_SOFTPLUS:
+    case MT_ACT_TANH: break;
     }
     return "?";
 }

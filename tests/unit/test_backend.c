@@ -576,8 +576,8 @@ static void test_activations(void **state)
     float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y), *dx = malloc(N * sizeof *dx);
     float *ones = malloc(N * sizeof *ones);
     for (int i = 0; i < N; i++) x[i] = -30.0f + 60.0f * i / N + 0.01f, ones[i] = 1.0f;
-    const mt_act acts[4] = {MT_ACT_RELU, MT_ACT_SILU, MT_ACT_SOFTPLUS, MT_ACT_GELU};
-    for (int a = 0; a < 4; a++) {
+    const mt_act acts[5] = {MT_ACT_RELU, MT_ACT_SILU, MT_ACT_SOFTPLUS, MT_ACT_GELU, MT_ACT_TANH};
+    for (int a = 0; a < 5; a++) {
         fast->act_forward(acts[a], y, x, N);
         memset(dx, 0, N * sizeof *dx);
         fast->act_backward(acts[a], dx, ones, x, N);
@@ -587,6 +587,7 @@ static void test_activations(void **state)
             case MT_ACT_RELU: want = xd > 0 ? xd : 0, grad = xd > 0; break;
             case MT_ACT_SILU: want = xd / (1 + exp(-xd)), grad = 1 / (1 + exp(-xd)) * (1 + xd * (1 - 1 / (1 + exp(-xd)))); break;
             case MT_ACT_SOFTPLUS: want = log1p(exp(xd)), grad = 1 / (1 + exp(-xd)); break;
+            case MT_ACT_TANH: want = tanh(xd), grad = 1 - tanh(xd) * tanh(xd); break;
             default: want = 0.5 * xd * (1 + erf(xd / sqrt(2.0))), grad = 0.5 * (1 + erf(xd / sqrt(2.0))) + xd * exp(-0.5 * xd * xd) / sqrt(2 * M_PI); break;
             }
             assert_float_equal(y[i], want, 1e-5 * (1 + fabs(want)));

@@ -300,9 +300,9 @@ static void test_elementwise(void **state)
         snprintf(what, sizeof what, "fill/scale/axpy/add/mul/mul_backward n=%zu", n);
         report(what, worst, TOL_FP32);
 
-        const mt_act acts[] = {MT_ACT_RELU, MT_ACT_SILU, MT_ACT_SOFTPLUS, MT_ACT_GELU};
-        const char *names[] = {"relu", "silu", "softplus", "gelu"};
-        for (int a = 0; a < 4; a++) {
+        const mt_act acts[] = {MT_ACT_RELU, MT_ACT_SILU, MT_ACT_SOFTPLUS, MT_ACT_GELU, MT_ACT_TANH};
+        const char *names[] = {"relu", "silu", "softplus", "gelu", "tanh"};
+        for (int a = 0; a < 5; a++) {
             pair o = poison(n);
             cpu->act_forward(acts[a], o.h, x.h, n), gpu->act_forward(acts[a], o.d, x.d, n);
             double w = diff(o);

@@ -112,6 +112,7 @@ MT_CPU_CLONES static void act_forward_chunk(mt_act act, float *restrict out,
     case MT_ACT_SILU: ACT_LOOP(out[i] = mt_siluf(x[i])); break;
     case MT_ACT_SOFTPLUS: ACT_LOOP(out[i] = mt_softplusf(x[i])); break;
     case MT_ACT_GELU: ACT_LOOP(out[i] = mt_geluf(x[i])); break;
+    case MT_ACT_TANH: ACT_LOOP(out[i] = tanhf(x[i])); break;
     }
 }
 
@@ -127,6 +128,7 @@ MT_CPU_CLONES static void act_backward_chunk(mt_act act, float *restrict dx,
         ACT_LOOP(dx[i] += dout[i] * mt_softplus_gradf(x[i]));
         break;
     case MT_ACT_GELU: ACT_LOOP(dx[i] += dout[i] * mt_gelu_gradf(x[i])); break;
+    case MT_ACT_TANH: ACT_LOOP(dx[i] += dout[i] * mt_tanh_gradf(x[i])); break;
     }
 }
 

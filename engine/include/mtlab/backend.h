@@ -43,6 +43,7 @@ typedef enum {
     MT_ACT_SILU,     /* x * sigmoid(x) ("swish") */
     MT_ACT_SOFTPLUS, /* log(1 + e^x), linear above 20 */
     MT_ACT_GELU,     /* x * Phi(x), the exact erf form (GPT-NeoX / Pythia) */
+    MT_ACT_TANH,     /* tanh(x) (COMET's estimator) */
 } mt_act;
 
 /* One attention problem: out = softmax(scale * q k^T + mask) v, per batch row and head.
