@@ -1,11 +1,19 @@
 /* `mtlab score`: BLEU, chrF and chrF++ of a hypothesis file against one or more reference
  * files, printed as `sacrebleu REF... -i HYP -m bleu chrf -f text -w 2` prints them (or, with
  * --json, as its JSON output with -w 2), so the numbers can be pasted next to published ones.
- * --lowercase applies to every metric (sacreBLEU's -lc plus --chrf-lowercase). */
+ * --lowercase applies to every metric (sacreBLEU's -lc plus --chrf-lowercase).
+ *
+ * Several hypothesis files (--hyp A --hyp B ..., or -i A B ...) are systems compared in one
+ * table, the first the baseline; --paired-bs or --paired-ar adds sacreBLEU's paired tests
+ * (docs/metrics.md §10): the same table, intervals and p-values as `sacrebleu REF -i A B ...
+ * --paired-bs -w 2`. */
 #include "cli/commands.h"
+#include "cli/sig_table.h"
 #include "mtlab/error.h"
 #include "mtlab/metrics.h"
+#include "mtlab/significance.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,9 +22,14 @@
 enum metric { METRIC_BLEU, METRIC_CHRF, METRIC_CHRFPP };
 #define MAX_METRICS 8
 #define MAX_REFS 64
+#define MAX_SYSTEMS 32
 
 typedef struct {
-    const char *hyp_path;
+    const char *hyp_paths[MAX_SYSTEMS]; /* the first is the baseline of a paired test */
+    size_t n_hyps;
+    int paired;                         /* 0, or 1 + mt_sig_test */
+    size_t paired_n;                    /* resamples or trials; 0: sacreBLEU's */
+    uint64_t seed;
     const char *ref_paths[MAX_REFS];
     size_t n_refs;
     enum metric metrics[MAX_METRICS];
@@ -57,12 +70,32 @@ static int parse_args(score_args *a, int argc, char **argv)
 {
     memset(a, 0, sizeof *a);
     a->smooth = MT_SMOOTH_EXP;
+    a->seed = MT_SIG_DEFAULT_SEED;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         int has_value = i + 1 < argc;
         if (!strcmp(o, "--hyp") || !strcmp(o, "-i")) {
             if (!has_value) return cli_usage(&cmd_score);
-            a->hyp_path = argv[++i];
+            /* --hyp takes one file a time; -i, as sacreBLEU's, every file up to the next option */
+            do {
+                if (a->n_hyps == MAX_SYSTEMS)
+                    return cli_fail("score: too many systems (at most %d)", MAX_SYSTEMS);
+                a->hyp_paths[a->n_hyps++] = argv[++i];
+            } while (!strcmp(o, "-i") && i + 1 < argc && argv[i + 1][0] != '-');
+        } else if (!strcmp(o, "--paired-bs") || !strcmp(o, "--paired-ar")) {
+            a->paired = 1 + (!strcmp(o, "--paired-ar") ? MT_SIG_RANDOMIZATION : MT_SIG_BOOTSTRAP);
+        } else if (!strcmp(o, "--paired-n") || !strcmp(o, "--seed")) {
+            if (!has_value) return cli_usage(&cmd_score);
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(argv[++i], &end, 10);
+            if (errno || end == argv[i] || *end || argv[i][0] == '-' ||
+                (!strcmp(o, "--paired-n") && (v == 0 || v > 1000000)))
+                return cli_fail("score: %s takes %s, not '%s'", o,
+                                !strcmp(o, "--seed") ? "a whole number" : "a count from 1 to 1000000",
+                                argv[i]);
+            if (!strcmp(o, "--seed")) a->seed = v;
+            else a->paired_n = (size_t)v;
         } else if (!strcmp(o, "--ref") || !strcmp(o, "-r")) {
             if (!has_value) return cli_usage(&cmd_score);
             if (a->n_refs == MAX_REFS)
@@ -95,10 +128,13 @@ static int parse_args(score_args *a, int argc, char **argv)
             return cli_usage(&cmd_score);
         }
     }
-    if (!a->hyp_path || a->n_refs == 0) {
-        fprintf(stderr, "mtlab score: %s is missing\n", !a->hyp_path ? "--hyp FILE" : "--ref FILE");
+    if (!a->n_hyps || a->n_refs == 0) {
+        fprintf(stderr, "mtlab score: %s is missing\n", !a->n_hyps ? "--hyp FILE" : "--ref FILE");
         return cli_usage(&cmd_score);
     }
+    if (a->paired && a->n_hyps < 2)
+        return cli_fail("score: a paired test compares systems with a baseline: give two or more "
+                        "hypothesis files (the first is the baseline)");
     if (a->n_metrics == 0) {
         a->metrics[a->n_metrics++] = METRIC_BLEU;
         a->metrics[a->n_metrics++] = METRIC_CHRF;
@@ -190,44 +226,219 @@ static int print_json(const score_result *res, size_t n)
     return 0;
 }
 
+/* The metric's options and its view for the paired tests (ctx points into o). */
+typedef struct {
+    mt_bleu_opts bleu;
+    mt_chrf_opts chrf;
+    char name[32];
+    char signature[200]; /* with the test's fields after nrefs, as sacreBLEU writes it */
+    mt_sig_metric sig;
+} metric_setup;
+
+static void setup_metric(metric_setup *ms, enum metric m, const score_args *a)
+{
+    memset(ms, 0, sizeof *ms);
+    char sig[160];
+    if (m == METRIC_BLEU) {
+        ms->bleu = mt_bleu_defaults();
+        ms->bleu.lowercase = a->lowercase;
+        ms->bleu.smooth = a->smooth;
+        ms->sig = mt_sig_bleu_metric(&ms->bleu);
+        snprintf(ms->name, sizeof ms->name, "BLEU");
+        mt_bleu_signature(sig, sizeof sig, &ms->bleu, a->n_refs, 0);
+    } else {
+        ms->chrf = m == METRIC_CHRF ? mt_chrf_defaults() : mt_chrfpp_defaults();
+        ms->chrf.lowercase = a->lowercase;
+        ms->sig = mt_sig_chrf_metric(&ms->chrf, ms->name, sizeof ms->name);
+        mt_chrf_signature(sig, sizeof sig, &ms->chrf, a->n_refs, 0);
+    }
+    if (!a->paired) {
+        snprintf(ms->signature, sizeof ms->signature, "%s", sig);
+        return;
+    }
+    mt_sig_opts o = mt_sig_defaults((mt_sig_test)(a->paired - 1));
+    o.n_samples = a->paired_n;
+    o.seed = a->seed;
+    char test[64];
+    mt_sig_signature(test, sizeof test, &o);
+    size_t first = strcspn(sig, "|");
+    snprintf(ms->signature, sizeof ms->signature, "%.*s|%s%s", (int)first, sig, test, sig + first);
+}
+
+/* Per-segment statistics of one system, n rows of ms->sig.n_stats. 0 or -1. */
+static int segment_stats(double *rows, const metric_setup *ms, enum metric m,
+                         const mt_text_lines *hyp, const char *const *const *refs, size_t n_refs)
+{
+    const char *seg_refs[MAX_REFS];
+    for (size_t i = 0; i < hyp->n; i++) {
+        for (size_t r = 0; r < n_refs; r++) seg_refs[r] = refs[r][i];
+        double *row = rows + i * ms->sig.n_stats;
+        int rc;
+        if (m == METRIC_BLEU) {
+            mt_bleu_stats st;
+            rc = mt_bleu_segment_stats(&st, hyp->lines[i], seg_refs, n_refs, &ms->bleu);
+            if (rc == 0) mt_sig_bleu_row(row, &st);
+        } else {
+            mt_chrf_stats st;
+            rc = mt_chrf_segment_stats(&st, hyp->lines[i], seg_refs, n_refs, &ms->chrf);
+            if (rc == 0) mt_sig_chrf_row(row, &st);
+        }
+        if (rc != 0) {
+            mt_error_context("line %zu", i + 1);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void explain_test(const score_args *a, size_t n)
+{
+    int bs = a->paired - 1 == MT_SIG_BOOTSTRAP;
+    printf("Paired %s, %zu %s against the baseline, seed %llu (docs/metrics.md §10).\n",
+           bs ? "bootstrap resampling" : "approximate randomization", n,
+           bs ? "resamples" : "trials", (unsigned long long)a->seed);
+    printf("%s"
+           "p: how often chance alone gives a difference from the baseline at least as large;\n"
+           "* marks p <= 0.05, a difference unlikely to be chance (not which system is better).\n\n",
+           bs ? "Each cell: the score (the bootstrap's mean ± half its 95% interval).\n" : "");
+}
+
+/* Every system against the baseline (the first), as one table, with the paired test when one
+ * was asked for; or the same as JSON. */
+static int compare_systems(const score_args *a, const mt_text_lines *hyps,
+                           const char *const *const *refs)
+{
+    int rc = 0;
+    metric_setup *ms = mt_xmalloc(a->n_metrics * sizeof *ms);
+    mt_sig_result *res = mt_xmalloc(a->n_metrics * a->n_hyps * sizeof *res);
+    double **stats = mt_xmalloc(a->n_hyps * sizeof *stats);
+    size_t n_seg = hyps[0].n;
+    for (size_t mi = 0; mi < a->n_metrics && rc == 0; mi++) {
+        setup_metric(&ms[mi], a->metrics[mi], a);
+        size_t k = ms[mi].sig.n_stats;
+        for (size_t s = 0; s < a->n_hyps; s++) stats[s] = mt_xmalloc((n_seg ? n_seg : 1) * k * sizeof **stats);
+        for (size_t s = 0; s < a->n_hyps && rc == 0; s++)
+            if (segment_stats(stats[s], &ms[mi], a->metrics[mi], &hyps[s], refs, a->n_refs) < 0)
+                rc = cli_fail("%s: %s", a->hyp_paths[s], mt_last_error());
+        mt_sig_result *col = res + mi * a->n_hyps;
+        if (rc == 0 && a->paired) {
+            mt_sig_opts o = mt_sig_defaults((mt_sig_test)(a->paired - 1));
+            o.n_samples = a->paired_n;
+            o.seed = a->seed;
+            if (mt_sig_paired(col, (const double *const *)stats, a->n_hyps, n_seg, &ms[mi].sig, &o) < 0)
+                rc = cli_fail("score: %s", mt_last_error());
+        } else if (rc == 0) {
+            double *sums = mt_xmalloc(k * sizeof *sums);
+            for (size_t s = 0; s < a->n_hyps; s++) {
+                memset(&col[s], 0, sizeof col[s]);
+                memset(sums, 0, k * sizeof *sums);
+                for (size_t i = 0; i < n_seg; i++)
+                    for (size_t j = 0; j < k; j++) sums[j] += stats[s][i * k + j];
+                col[s].score = ms[mi].sig.score(sums, ms[mi].sig.ctx);
+            }
+            free(sums);
+        }
+        for (size_t s = 0; s < a->n_hyps; s++) free(stats[s]);
+    }
+    if (rc == 0 && a->json) {
+        json_t *list = json_array();
+        for (size_t s = 0; s < a->n_hyps; s++) {
+            json_t *o = json_object();
+            json_object_set_new(o, "system", json_string(a->hyp_paths[s]));
+            json_object_set_new(o, "baseline", json_boolean(s == 0));
+            for (size_t mi = 0; mi < a->n_metrics; mi++) {
+                const mt_sig_result *r = &res[mi * a->n_hyps + s];
+                json_t *m = json_object();
+                json_object_set_new(m, "score", json_real(r->score));
+                if (r->has_ci) {
+                    json_object_set_new(m, "mean", json_real(r->mean));
+                    json_object_set_new(m, "ci", json_real(r->ci));
+                }
+                if (r->has_p) json_object_set_new(m, "p_value", json_real(r->p));
+                json_object_set_new(m, "signature", json_string(ms[mi].signature));
+                json_object_set_new(o, ms[mi].name, m);
+            }
+            json_array_append_new(list, o);
+        }
+        char *text = json_dumps(list, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+        json_decref(list);
+        if (!text) rc = cli_fail("score: cannot format JSON");
+        else printf("%s\n", text);
+        free(text);
+    } else if (rc == 0) {
+        const char *names[MAX_METRICS];
+        const mt_sig_result *cols[MAX_METRICS];
+        for (size_t mi = 0; mi < a->n_metrics; mi++) {
+            names[mi] = ms[mi].name;
+            cols[mi] = res + mi * a->n_hyps;
+        }
+        sig_table_print(stdout, a->hyp_paths, a->n_hyps, names, cols, a->n_metrics, 2);
+        printf("\n");
+        if (a->paired) {
+            mt_sig_opts o = mt_sig_defaults((mt_sig_test)(a->paired - 1));
+            o.n_samples = a->paired_n;
+            explain_test(a, o.n_samples ? o.n_samples
+                                        : o.test == MT_SIG_BOOTSTRAP ? MT_SIG_BOOTSTRAP_SAMPLES
+                                                                     : MT_SIG_RANDOMIZATION_TRIALS);
+        }
+        printf("-----------------\nMetric signatures\n-----------------\n");
+        for (size_t mi = 0; mi < a->n_metrics; mi++) printf(" - %-10s %s\n", ms[mi].name, ms[mi].signature);
+    }
+    free(stats);
+    free(res);
+    free(ms);
+    return rc;
+}
+
 static int run_score(int argc, char **argv)
 {
     score_args a;
     int rc = parse_args(&a, argc, argv);
     if (rc) return rc;
 
-    mt_text_lines hyp, refs[MAX_REFS];
+    mt_text_lines hyps[MAX_SYSTEMS], refs[MAX_REFS];
     const char *const *ref_streams[MAX_REFS];
-    if (cli_read_sentences(&hyp, a.hyp_path)) return cli_fail("%s", mt_last_error());
-    size_t n_read = 0;
+    size_t n_hyps = 0, n_read = 0;
+    for (; n_hyps < a.n_hyps && rc == 0; n_hyps++) {
+        if (cli_read_sentences(&hyps[n_hyps], a.hyp_paths[n_hyps])) {
+            rc = cli_fail("%s", mt_last_error());
+            break;
+        }
+        if (hyps[n_hyps].n != hyps[0].n)
+            rc = cli_fail("%s has %zu lines but %s has %zu", a.hyp_paths[0], hyps[0].n,
+                          a.hyp_paths[n_hyps], hyps[n_hyps].n);
+    }
     for (; n_read < a.n_refs && rc == 0; n_read++) {
         if (cli_read_sentences(&refs[n_read], a.ref_paths[n_read])) {
             rc = cli_fail("%s", mt_last_error());
             break;
         }
         ref_streams[n_read] = (const char *const *)refs[n_read].lines;
-        if (refs[n_read].n != hyp.n)
-            rc = cli_fail("%s has %zu lines but %s has %zu", a.hyp_path, hyp.n,
+        if (refs[n_read].n != hyps[0].n)
+            rc = cli_fail("%s has %zu lines but %s has %zu", a.hyp_paths[0], hyps[0].n,
                           a.ref_paths[n_read], refs[n_read].n);
     }
-    if (rc == 0) {
+    if (rc == 0 && a.n_hyps > 1) {
+        rc = compare_systems(&a, hyps, ref_streams);
+    } else if (rc == 0) {
         score_result res[MAX_METRICS];
         for (size_t i = 0; i < a.n_metrics && rc == 0; i++)
-            if (compute(&res[i], a.metrics[i], &a, &hyp, ref_streams) < 0)
-                rc = cli_fail("%s: %s", a.hyp_path, mt_last_error());
+            if (compute(&res[i], a.metrics[i], &a, &hyps[0], ref_streams) < 0)
+                rc = cli_fail("%s: %s", a.hyp_paths[0], mt_last_error());
         if (rc == 0 && a.json) rc = print_json(res, a.n_metrics);
         else if (rc == 0) print_text(res, a.n_metrics);
     }
-    mt_text_lines_free(&hyp);
+    for (size_t h = 0; h < n_hyps; h++) mt_text_lines_free(&hyps[h]);
     for (size_t r = 0; r < n_read; r++) mt_text_lines_free(&refs[r]);
     return rc;
 }
 
 const struct mt_command cmd_score = {
     "score",
-    "--hyp FILE --ref FILE [--ref FILE...] [-m bleu,chrf,chrf++] [--lowercase] "
-    "[--smooth exp|floor|add-k|none] [--json]",
-    "sacreBLEU-exact BLEU, chrF and chrF++ of a translation against references",
+    "--hyp FILE [--hyp FILE...] --ref FILE [--ref FILE...] [-m bleu,chrf,chrf++] [--lowercase] "
+    "[--smooth exp|floor|add-k|none] [--paired-bs|--paired-ar [--paired-n N] [--seed N]] [--json]",
+    "sacreBLEU-exact BLEU, chrF and chrF++ of translations against references; paired tests "
+    "between systems (the first is the baseline)",
     run_score,
     .parallel = 0,
 };

@@ -1,6 +1,7 @@
 /* Helpers shared by the unit tests (declared in test_util.h). */
 #include "test_util.h"
 
+#include "cli/commands.h"
 #include "mtlab/tokenizer.h"
 
 #include <ftw.h>
@@ -71,4 +72,50 @@ int test_train_fixture_tokenizer(const char *dir, int vocab_size, unsigned seed)
                                  .vocab_size = vocab_size, .character_coverage = 1.0,
                                  .num_threads = 1, .seed = seed};
     return mt_tokenizer_train(&o);
+}
+
+static char *slurp_captured(FILE *f)
+{
+    fflush(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *s = calloc((size_t)n + 1, 1);
+    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    return s;
+}
+
+test_captured test_run_command(const struct mt_command *cmd, const char *const *args)
+{
+    char *argv[64];
+    int argc = 0;
+    argv[argc++] = (char *)cmd->name;
+    for (; *args && argc < 62; args++) argv[argc++] = (char *)*args;
+    argv[argc] = NULL;
+    fflush(stdout);
+    fflush(stderr);
+    FILE *out = tmpfile(), *err = tmpfile();
+    assert_true(out && err);
+    int saved_out = dup(1), saved_err = dup(2);
+    dup2(fileno(out), 1);
+    dup2(fileno(err), 2);
+    test_captured c;
+    c.rc = cmd->run(argc, argv);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(saved_out, 1);
+    dup2(saved_err, 2);
+    close(saved_out);
+    close(saved_err);
+    c.out = slurp_captured(out);
+    c.err = slurp_captured(err);
+    return c;
+}
+
+void test_captured_free(test_captured *c)
+{
+    free(c->out);
+    free(c->err);
+    c->out = c->err = NULL;
 }

@@ -462,56 +462,12 @@ static void test_ngram_counter(void **state)
 
 /* ------------------------------------------------------------------ mtlab score */
 
-typedef struct {
-    int rc;
-    char *out, *err;
-} captured;
-
-static char *slurp(FILE *f)
-{
-    fflush(f);
-    long n = ftell(f);
-    rewind(f);
-    char *s = calloc((size_t)n + 1, 1);
-    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    return s;
-}
+typedef test_captured captured;
 
 /* Runs `mtlab score ARGS` in this process with stdout and stderr captured. */
-static captured run_score(const char *const *args)
-{
-    char *argv[32];
-    int argc = 0;
-    argv[argc++] = "score";
-    for (; *args; args++) argv[argc++] = (char *)*args;
-    argv[argc] = NULL;
-    fflush(stdout);
-    fflush(stderr);
-    FILE *out = tmpfile(), *err = tmpfile();
-    int saved_out = dup(1), saved_err = dup(2);
-    dup2(fileno(out), 1);
-    dup2(fileno(err), 2);
-    captured c;
-    c.rc = cmd_score.run(argc, argv);
-    fflush(stdout);
-    fflush(stderr);
-    dup2(saved_out, 1);
-    dup2(saved_err, 2);
-    close(saved_out);
-    close(saved_err);
-    fseek(out, 0, SEEK_END);
-    fseek(err, 0, SEEK_END);
-    c.out = slurp(out);
-    c.err = slurp(err);
-    return c;
-}
+static captured run_score(const char *const *args) { return test_run_command(&cmd_score, args); }
 
-static void captured_free(captured *c)
-{
-    free(c->out);
-    free(c->err);
-}
+static void captured_free(captured *c) { test_captured_free(c); }
 
 static void write_lines(const char *path, const char *const *lines, size_t n)
 {

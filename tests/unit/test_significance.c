@@ -5,6 +5,7 @@
  * table `mtlab score --paired-bs|ar` prints, byte for byte as `sacrebleu -f text` prints it. */
 #include "test_util.h"
 
+#include "cli/commands.h"
 #include "cli/sig_table.h"
 #include "eval/np_random.h"
 #include "mtlab/error.h"
@@ -12,8 +13,10 @@
 #include "mtlab/significance.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define FIXTURE "tests/fixtures/metrics/significance.json"
 
@@ -230,12 +233,84 @@ static void test_identical_systems(void **state)
     json_decref(j);
 }
 
+static void write_lines(const char *path, const char *const *lines, size_t n)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    for (size_t i = 0; i < n; i++) fprintf(f, "%s\n", lines[i]);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* `mtlab score --hyp base --hyp close --hyp far --ref ref -m bleu chrf --paired-bs` (and -ar)
+ * prints sacreBLEU's table and signatures; bad uses are refused. */
+static void test_score_command(void **state)
+{
+    (void)state;
+    json_t *j = load();
+    systems s;
+    read_systems(j, &s);
+    char dir[PATH_MAX], cwd[PATH_MAX];
+    assert_int_equal(test_make_tmpdir(dir, sizeof dir, "sig"), 0);
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir(dir), 0);
+    json_t *sys = json_object_get(j, "systems");
+    for (size_t k = 0; k < s.n_sys; k++)
+        write_lines(json_string_value(json_object_get(json_array_get(sys, k), "name")), s.lines[k], s.n_seg);
+    write_lines("ref", s.ref, s.n_seg);
+    static const char *const kinds[] = {"bs", "ar"};
+    for (int k = 0; k < 2; k++) {
+        const char *flag = k ? "--paired-ar" : "--paired-bs";
+        test_captured c = test_run_command(&cmd_score, (const char *[]){"--hyp", "base", "-i", "close", "far",
+                                                      "--ref", "ref", "-m", "bleu", "chrf", flag, NULL});
+        assert_int_equal(c.rc, 0);
+        const char *want = json_string_value(json_object_get(json_object_get(j, "tables"), kinds[k]));
+        if (strncmp(c.out, want, strlen(want))) fail_msg("%s:\n%s\nsacreBLEU:\n%s", flag, c.out, want);
+        /* the signatures carry the test's fields after nrefs, as sacreBLEU's do */
+        json_t *t = json_array_get(json_object_get(j, "tests"), (size_t)k);
+        const char *bleu_sig = json_string_value(json_object_get(json_object_get(t, "signatures"), "BLEU"));
+        char line[256];
+        snprintf(line, sizeof line, " - BLEU       %s\n", bleu_sig);
+        if (!strstr(c.out, line)) fail_msg("no line '%s' in:\n%s", line, c.out);
+        test_captured_free(&c);
+    }
+    /* a paired test needs a baseline and a system; counts are checked */
+    test_captured c = test_run_command(&cmd_score, (const char *[]){"--hyp", "base", "--ref", "ref", "--paired-bs", NULL});
+    assert_int_equal(c.rc, 1);
+    assert_non_null(strstr(c.err, "baseline"));
+    test_captured_free(&c);
+    c = test_run_command(&cmd_score, (const char *[]){"-i", "base", "far", "--ref", "ref", "--paired-ar",
+                                                      "--paired-n", "0", NULL});
+    assert_int_equal(c.rc, 1);
+    assert_non_null(strstr(c.err, "--paired-n"));
+    test_captured_free(&c);
+    /* --json: one object per system, the p-values as numbers */
+    c = test_run_command(&cmd_score, (const char *[]){"-i", "base", "far", "--ref", "ref", "-m", "bleu",
+                                                      "--paired-bs", "--json", NULL});
+    assert_int_equal(c.rc, 0);
+    json_error_t err;
+    json_t *out = json_loads(c.out, 0, &err);
+    assert_non_null(out);
+    assert_int_equal(json_array_size(out), 2);
+    json_t *far = json_object_get(json_array_get(out, 1), "BLEU");
+    json_t *want_far = json_array_get(json_object_get(json_object_get(json_array_get(json_object_get(j, "tests"), 0),
+                                                                       "metrics"), "BLEU"), 2);
+    assert_true(json_number_value(json_object_get(far, "p_value")) ==
+                json_number_value(json_object_get(want_far, "p")));
+    json_decref(out);
+    test_captured_free(&c);
+    assert_int_equal(chdir(cwd), 0);
+    test_remove_tree(dir);
+    free_systems(&s);
+    json_decref(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_numpy_draws),
         cmocka_unit_test(test_paired_tests_match_sacrebleu),
         cmocka_unit_test(test_identical_systems),
+        cmocka_unit_test(test_score_command),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

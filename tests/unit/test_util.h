@@ -26,6 +26,15 @@ int test_make_tmpdir(char *buf, size_t len, const char *tag);
 int test_train_fixture_tokenizer(const char *dir, int vocab_size, unsigned seed);
 /* Remove a directory tree (files and subdirectories); 0 or -1. */
 int test_remove_tree(const char *dir);
+/* A command's run in this process, its stdout and stderr captured (malloc'd, NUL-terminated). */
+typedef struct {
+    int rc;
+    char *out, *err;
+} test_captured;
+struct mt_command;
+/* Runs cmd->run with argv {cmd->name, args..., NULL} (args NULL-terminated, at most 60). */
+test_captured test_run_command(const struct mt_command *cmd, const char *const *args);
+void test_captured_free(test_captured *c);
 /* max |a[i] - b[i]| over n floats */
 float max_abs_diff(const float *a, const float *b, size_t n);
 /* max_i |a_i - b_i| / max(max_i |b_i|, 1e-30), in double */
