@@ -25,7 +25,7 @@ Q := $(if $(V),,@)
 DEB_PKGS := build-essential pkg-config \
             libncurses-dev libreadline-dev liblua5.4-dev lua5.4 \
             libsentencepiece-dev sentencepiece \
-            libopenblas-openmp-dev libjansson-dev libcmocka-dev libcairo2-dev tmux ncurses-term \
+            libopenblas-openmp-dev libjansson-dev libzip-dev libcmocka-dev libcairo2-dev tmux ncurses-term \
             sword-text-sparv sword-text-web libsword-utils \
             apertium apertium-eng-spa lua-busted wamerican wspanish \
             slurm-wlm munge
@@ -40,7 +40,7 @@ CUDA_HOME ?= $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(NVCC)))
 BLAS_DIR := /usr/lib/x86_64-linux-gnu/openblas-openmp
 PKGCONF  := PKG_CONFIG_PATH=$(BLAS_DIR)/pkgconfig pkg-config
 comma    := ,
-PC_LIBS  := ncursesw readline lua5.4 sentencepiece openblas jansson cairo
+PC_LIBS  := ncursesw readline lua5.4 sentencepiece openblas jansson libzip cairo
 # Evaluated lazily (=) so that `make deps` can run before pkg-config knows the packages.
 PC_CFLAGS = $(shell $(PKGCONF) --cflags $(PC_LIBS) 2>/dev/null)
 PC_LDLIBS = $(shell $(PKGCONF) --libs $(PC_LIBS) 2>/dev/null)
@@ -262,7 +262,8 @@ FUZZ_FLAGS := -std=c11 $(FUZZ_SAN) -Wall -Wextra -Werror -Wshadow
 FUZZ_CXXFLAGS := -std=c++17 $(FUZZ_SAN) -Wall -Wextra -Werror
 # Each target links the sources of the parser it drives, FUZZ_SRC_<target> (FUZZ_LIB_C, the
 # model-bundle readers, when it names none), and the pkg-config packages FUZZ_PC_<target>
-# (jansson when it names none); a C++ source among them links the target with clang++.
+# (jansson when it names none) and libzip (engine/io/torch_zip.c); a C++ source among them
+# links the target with clang++.
 FUZZ_LIB_C := $(wildcard engine/io/*.c) engine/core/error.c
 FUZZ_SRC_fuzz_tokenizer := engine/tokenizer/spm.cc engine/text/utf8.c $(FUZZ_LIB_C)
 FUZZ_PC_fuzz_tokenizer := sentencepiece jansson
@@ -286,7 +287,7 @@ define fuzz_target
 $(BUILD)/fuzz/$(1): $(call fuzz_objs,$(1))
 	@$$(if $$(V),,echo "  FUZZ    $$@")
 	$$(Q)$(if $(filter %.cc,$(FUZZ_SRC_$(1))),clang++,clang) $(FUZZ_SAN) -o $$@ $$^ \
-	    $$(shell $$(PKGCONF) --libs $(or $(FUZZ_PC_$(1)),jansson)) -lm
+	    $$(shell $$(PKGCONF) --libs $(or $(FUZZ_PC_$(1)),jansson) libzip) -lm
 endef
 $(foreach t,$(FUZZ_NAMES),$(eval $(call fuzz_target,$(t))))
 

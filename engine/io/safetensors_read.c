@@ -4,6 +4,7 @@
 #include "mtlab/safetensors.h"
 
 #include "io/json_util.h"
+#include "io/safetensors_image.h"
 #include "mtlab/error.h"
 #include "mtlab/files.h"
 
@@ -26,6 +27,7 @@ struct mt_safetensors {
     const unsigned char *file; /* (file_size) the whole file */
     size_t file_size;
     void *map;                 /* the mapping when opened from a path, else NULL */
+    void *owned;               /* the image when built in memory (st_open_image), else NULL */
     size_t data_size;          /* bytes after the header */
     mt_st_tensor *tensors;     /* (n_tensors) sorted by name */
     int n_tensors;
@@ -344,6 +346,19 @@ mt_safetensors *mt_st_open_buffer(const void *data, size_t len, const char *name
     return st;
 }
 
+mt_safetensors *st_open_image(void *data, size_t len, const char *name)
+{
+    mt_safetensors *st = st_new(name ? name : "<buffer>");
+    st->owned = data;
+    st->file = data;
+    st->file_size = len;
+    if (st_validate(st)) {
+        mt_st_close(st);
+        return NULL;
+    }
+    return st;
+}
+
 mt_safetensors *mt_st_open(const char *path)
 {
     int fd = mt_file_open(path, MT_FILE_REGULAR);
@@ -379,6 +394,7 @@ void mt_st_close(mt_safetensors *st)
 {
     if (!st) return;
     if (st->map) munmap(st->map, st->file_size);
+    free(st->owned);
     free(st->tensors);
     free(st->meta_keys);
     free(st->meta_values);
