@@ -24,7 +24,7 @@ Q := $(if $(V),,@)
 # ---------------------------------------------------------------- Debian packages
 DEB_PKGS := build-essential pkg-config \
             libncurses-dev libreadline-dev liblua5.4-dev lua5.4 \
-            libsentencepiece-dev sentencepiece \
+            libsentencepiece-dev sentencepiece libpcre2-dev libutf8proc-dev \
             libopenblas-openmp-dev libjansson-dev libzip-dev libcmocka-dev libcairo2-dev tmux ncurses-term \
             sword-text-sparv sword-text-web libsword-utils \
             apertium apertium-eng-spa lua-busted wamerican wspanish \
@@ -40,7 +40,7 @@ CUDA_HOME ?= $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(NVCC)))
 BLAS_DIR := /usr/lib/x86_64-linux-gnu/openblas-openmp
 PKGCONF  := PKG_CONFIG_PATH=$(BLAS_DIR)/pkgconfig pkg-config
 comma    := ,
-PC_LIBS  := ncursesw readline lua5.4 sentencepiece openblas jansson libzip cairo
+PC_LIBS  := ncursesw readline lua5.4 sentencepiece openblas jansson libpcre2-8 libutf8proc libzip cairo
 # Evaluated lazily (=) so that `make deps` can run before pkg-config knows the packages.
 PC_CFLAGS = $(shell $(PKGCONF) --cflags $(PC_LIBS) 2>/dev/null)
 PC_LDLIBS = $(shell $(PKGCONF) --libs $(PC_LIBS) 2>/dev/null)
@@ -265,8 +265,11 @@ FUZZ_CXXFLAGS := -std=c++17 $(FUZZ_SAN) -Wall -Wextra -Werror
 # (jansson when it names none) and libzip (engine/io/torch_zip.c); a C++ source among them
 # links the target with clang++.
 FUZZ_LIB_C := $(wildcard engine/io/*.c) engine/core/error.c
-FUZZ_SRC_fuzz_tokenizer := engine/tokenizer/spm.cc engine/text/utf8.c $(FUZZ_LIB_C)
-FUZZ_PC_fuzz_tokenizer := sentencepiece jansson
+HF_BPE_C := engine/tokenizer/hf_bpe.c engine/tokenizer/hf_bpe_load.c engine/data/strmap.c
+FUZZ_SRC_fuzz_tokenizer := engine/tokenizer/spm.cc $(HF_BPE_C) engine/text/utf8.c $(FUZZ_LIB_C)
+FUZZ_PC_fuzz_tokenizer := sentencepiece jansson libpcre2-8 libutf8proc
+FUZZ_SRC_fuzz_tokenizer_json := $(HF_BPE_C) engine/text/utf8.c engine/core/error.c
+FUZZ_PC_fuzz_tokenizer_json := jansson libpcre2-8 libutf8proc
 FUZZ_SRC_fuzz_entity_lexicon := engine/eval/entity_lexicon.c engine/eval/entities_words.c \
     engine/eval/tsv_file.c engine/eval/lowercase.c engine/eval/unicode_case_tables.c \
     engine/eval/codepoints.c engine/data/strmap.c engine/text/utf8.c $(FUZZ_LIB_C)

@@ -1,5 +1,8 @@
 /* The mtlab tokenizer API over sentencepiece: load, encode, decode, vocabulary look-ups.
- * Training is in spm_train.cc. Every entry point is extern "C" and catches every exception. */
+ * Training is in spm_train.cc. Every entry point is extern "C" and catches every exception.
+ * A Hugging Face tokenizer.json (byte-level BPE) is read by hf_bpe.c: loading tells the two
+ * apart by content, and every entry point hands such a tokenizer over to it. */
+#include "tokenizer/hf_bpe.h"
 #include "tokenizer/spm_boundary.h"
 
 #include <cerrno>
@@ -18,12 +21,24 @@ extern "C" {
 
 struct mt_tokenizer {
     sentencepiece::SentencePieceProcessor sp;
+    hf_bpe *bpe = nullptr; /* a tokenizer.json instead of sp */
     std::string name; /* file (or bundle member) the model came from, for messages */
 };
 
 /* Real models are a few MB; anything far larger is not one, and reading it would only waste
  * memory before the parser says so. */
 static const long MAX_MODEL_BYTES = 256L << 20;
+
+/* A tokenizer.json's tokenizer; NULL with the error. */
+static mt_tokenizer *load_json(const void *data, size_t len, const char *name)
+{
+    hf_bpe *bpe = hf_bpe_load_bytes(data, len, name);
+    if (!bpe) return nullptr;
+    mt_tokenizer *tok = new mt_tokenizer;
+    tok->name = name;
+    tok->bpe = bpe;
+    return tok;
+}
 
 static const char *const RESERVED_PIECES[] = {"<pad>", "<eos>", "<sep>", "<bos>", "<unk>"};
 
@@ -59,6 +74,7 @@ extern "C" mt_tokenizer *mt_tokenizer_load_bytes(const void *data, size_t len,
             mt_error("%s: empty, not a sentencepiece model", name);
             return nullptr;
         }
+        if (hf_bpe_is_json(data, len)) return load_json(data, len, name);
         /* owned until returned: the parser may throw (a piece starting with a NUL byte makes
          * its trie builder fail), and spm_guarded's catch must not leak it */
         std::unique_ptr<mt_tokenizer> tok(new mt_tokenizer);
@@ -96,7 +112,7 @@ extern "C" mt_tokenizer *mt_tokenizer_load(const char *path)
         return nullptr;
     }
     if (size > MAX_MODEL_BYTES) {
-        mt_error("%s: %ld bytes is too large for a sentencepiece model (limit %ld)", path, size,
+        mt_error("%s: %ld bytes is too large for a tokenizer (limit %ld)", path, size,
                  MAX_MODEL_BYTES);
         fclose(f);
         return nullptr;
@@ -119,15 +135,21 @@ extern "C" mt_tokenizer *mt_tokenizer_load(const char *path)
     return tok;
 }
 
-extern "C" void mt_tokenizer_free(mt_tokenizer *tok) { delete tok; }
+extern "C" void mt_tokenizer_free(mt_tokenizer *tok)
+{
+    if (tok) hf_bpe_free(tok->bpe);
+    delete tok;
+}
 
 extern "C" int mt_tokenizer_vocab_size(const mt_tokenizer *tok)
 {
+    if (tok->bpe) return hf_bpe_vocab_size(tok->bpe);
     return spm_guarded(tok->name.c_str(), -1, [&] { return tok->sp.GetPieceSize(); });
 }
 
 extern "C" const char *mt_tokenizer_id_to_piece(const mt_tokenizer *tok, int id)
 {
+    if (tok->bpe) return hf_bpe_id_to_piece(tok->bpe, id);
     if (id < 0 || id >= tok->sp.GetPieceSize()) return nullptr;
     return spm_guarded(tok->name.c_str(), (const char *)nullptr,
                        [&] { return tok->sp.IdToPiece(id).c_str(); });
@@ -135,6 +157,7 @@ extern "C" const char *mt_tokenizer_id_to_piece(const mt_tokenizer *tok, int id)
 
 extern "C" int mt_tokenizer_piece_to_id(const mt_tokenizer *tok, const char *piece)
 {
+    if (tok->bpe) return hf_bpe_piece_to_id(tok->bpe, piece);
     if (!piece) return MT_UNK_ID;
     return spm_guarded(tok->name.c_str(), (int)MT_UNK_ID, [&] { return tok->sp.PieceToId(piece); });
 }
@@ -147,6 +170,7 @@ extern "C" int mt_tokenizer_encode(const mt_tokenizer *tok, const char *text, in
     const size_t bad = mt_utf8_invalid_offset(text, len);
     if (bad < len)
         return mt_error("invalid UTF-8 at byte %zu (0x%02X)", bad, (unsigned)(unsigned char)text[bad]);
+    if (tok->bpe) return hf_bpe_encode(tok->bpe, text, len, ids, n);
     return spm_guarded(tok->name.c_str(), -1, [&] {
         std::vector<int> out;
         const auto status = tok->sp.Encode(std::string_view(text, len), &out);
@@ -161,6 +185,7 @@ extern "C" int mt_tokenizer_encode(const mt_tokenizer *tok, const char *text, in
 
 extern "C" char *mt_tokenizer_decode(const mt_tokenizer *tok, const int *ids, size_t n)
 {
+    if (tok->bpe) return hf_bpe_decode(tok->bpe, ids, n, 1);
     const char *name = tok->name.c_str();
     return spm_guarded(name, (char *)nullptr, [&]() -> char * {
         const int vocab = tok->sp.GetPieceSize();

@@ -1,4 +1,6 @@
-/* Subword tokenizer: a thin C API over the sentencepiece library (engine/tokenizer/spm.cc).
+/* Subword tokenizer: a thin C API over the sentencepiece library (engine/tokenizer/spm.cc),
+ * and over mtlab's reader of Hugging Face tokenizer.json files, byte-level BPE (GPT-2,
+ * GPT-NeoX / Pythia, mamba-*-hf: engine/tokenizer/hf_bpe.h), which ids as `tokenizers` does.
  * mtlab models share one joint source+target unigram model with these reserved ids: */
 #ifndef MTLAB_TOKENIZER_H
 #define MTLAB_TOKENIZER_H
@@ -9,7 +11,9 @@ enum { MT_PAD_ID = 0, MT_EOS_ID = 1, MT_SEP_ID = 2, MT_BOS_ID = 3, MT_UNK_ID = 4
 
 typedef struct mt_tokenizer mt_tokenizer;
 
-/* Load a sentencepiece .model file; NULL with mt_last_error() naming the file on failure. */
+/* Load a sentencepiece .model file or a tokenizer.json (told apart by content); NULL with
+ * mt_last_error() naming the file (and for a tokenizer.json the key) on failure. The reserved
+ * ids above hold for sentencepiece models only. */
 mt_tokenizer *mt_tokenizer_load(const char *path);
 /* Load from the bytes of a .model file (e.g. embedded in a bundle); NULL on failure. */
 mt_tokenizer *mt_tokenizer_load_bytes(const void *data, size_t len, const char *name_for_errors);
@@ -18,13 +22,14 @@ void mt_tokenizer_free(mt_tokenizer *tok);
 int mt_tokenizer_vocab_size(const mt_tokenizer *tok);
 /* Piece text of an id ("▁Dios"); NULL when out of range. Valid while tok lives. */
 const char *mt_tokenizer_id_to_piece(const mt_tokenizer *tok, int id);
-/* Id of a piece, MT_UNK_ID when unknown. */
+/* Id of a piece, MT_UNK_ID when unknown (a tokenizer.json: -1). */
 int mt_tokenizer_piece_to_id(const mt_tokenizer *tok, const char *piece);
 
 /* Encode UTF-8 text (no special ids added). *ids is malloc'd (caller frees), *n its length.
  * Returns 0, or -1 (invalid UTF-8 is reported with its byte offset). */
 int mt_tokenizer_encode(const mt_tokenizer *tok, const char *text, int **ids, size_t *n);
-/* Decode ids to malloc'd UTF-8 text, skipping <pad>/<eos>/<sep>/<bos>. NULL on failure. */
+/* Decode ids to malloc'd UTF-8 text, skipping <pad>/<eos>/<sep>/<bos> (a tokenizer.json: its
+ * special added tokens, as `tokenizers` does by default). NULL on failure. */
 char *mt_tokenizer_decode(const mt_tokenizer *tok, const int *ids, size_t n);
 
 /* Train a unigram model on one or more UTF-8 text files (one sentence per line), writing
