@@ -21,10 +21,12 @@
 #include <string.h>
 
 static int is_digit(uint32_t c) { return c >= '0' && c <= '9'; }
+static int is_non_digit(uint32_t c) { return !is_digit(c); }
 static int is_period_comma(uint32_t c) { return c == '.' || c == ','; }
+static int is_dash(uint32_t c) { return c == '-'; }
 
 /* Rule a's class: {|}~  [\]^_`  space!"#$%&  ()*+  :;<=>?@  / */
-static int is_13a_symbol(uint32_t c)
+int mt_tok_is_13a_symbol(uint32_t c)
 {
     return (c >= 0x7B && c <= 0x7E) || (c >= 0x5B && c <= 0x60) || (c >= 0x20 && c <= 0x26) ||
            (c >= 0x28 && c <= 0x2B) || (c >= 0x3A && c <= 0x40) || c == '/';
@@ -44,8 +46,7 @@ static int matches_at(const mt_cpbuf *s, size_t i, const char *pat)
     return 1;
 }
 
-/* Python's str.replace(pat, rep): every non-overlapping occurrence, left to right. */
-static void replace_all(mt_cpbuf *s, const char *pat, const char *rep)
+void mt_tok_replace_all(mt_cpbuf *s, const char *pat, const char *rep)
 {
     mt_cpbuf out = {0};
     size_t k = strlen(pat);
@@ -68,31 +69,33 @@ static int contains(const mt_cpbuf *s, uint32_t c)
     return 0;
 }
 
-/* The two-character rules b, c, d as one re.sub pass each. */
-enum pair_rule { AFTER_NON_DIGIT, BEFORE_NON_DIGIT, DASH_AFTER_DIGIT };
-
-static int pair_matches(enum pair_rule r, uint32_t x, uint32_t y)
+void mt_tok_pad(mt_cpbuf *s, mt_cp_pred is_sep)
 {
-    switch (r) {
-    case AFTER_NON_DIGIT: return !is_digit(x) && is_period_comma(y);
-    case BEFORE_NON_DIGIT: return is_period_comma(x) && !is_digit(y);
-    case DASH_AFTER_DIGIT: return is_digit(x) && y == '-';
+    mt_cpbuf out = {0};
+    for (size_t i = 0; i < s->n; i++) {
+        if (is_sep(s->cp[i])) {
+            mt_cpbuf_push(&out, ' ');
+            mt_cpbuf_push(&out, s->cp[i]);
+            mt_cpbuf_push(&out, ' ');
+        } else {
+            mt_cpbuf_push(&out, s->cp[i]);
+        }
     }
-    return 0;
+    mt_cpbuf_free(s);
+    *s = out;
 }
 
-static void pair_pass(mt_cpbuf *s, enum pair_rule r)
+void mt_tok_pair(mt_cpbuf *s, mt_cp_pred first, mt_cp_pred second, int space_before)
 {
     mt_cpbuf out = {0};
     size_t i = 0;
     while (i < s->n) {
-        if (i + 1 < s->n && pair_matches(r, s->cp[i], s->cp[i + 1])) {
-            uint32_t x = s->cp[i], y = s->cp[i + 1];
-            if (r == BEFORE_NON_DIGIT) mt_cpbuf_push(&out, ' '); /* ' \1 \2' */
-            mt_cpbuf_push(&out, x);
+        if (i + 1 < s->n && first(s->cp[i]) && second(s->cp[i + 1])) {
+            if (space_before) mt_cpbuf_push(&out, ' '); /* ' \1 \2' */
+            mt_cpbuf_push(&out, s->cp[i]);
             mt_cpbuf_push(&out, ' ');
-            mt_cpbuf_push(&out, y);
-            if (r != BEFORE_NON_DIGIT) mt_cpbuf_push(&out, ' '); /* '\1 \2 ' */
+            mt_cpbuf_push(&out, s->cp[i + 1]);
+            if (!space_before) mt_cpbuf_push(&out, ' '); /* '\1 \2 ' */
             i += 2; /* resume after the match, as re.sub does */
         } else {
             mt_cpbuf_push(&out, s->cp[i++]);
@@ -102,43 +105,11 @@ static void pair_pass(mt_cpbuf *s, enum pair_rule r)
     *s = out;
 }
 
-void mt_tok13a_codepoints(mt_cpbuf *out, const uint32_t *in, size_t n)
+void mt_tok_split_join(mt_cpbuf *out, const uint32_t *in, size_t n)
 {
-    mt_cpbuf s = {0};
-    for (size_t i = 0; i < n; i++) mt_cpbuf_push(&s, in[i]);
-    replace_all(&s, "<skipped>", "");
-    replace_all(&s, "-\n", "");
-    replace_all(&s, "\n", " ");
-    if (contains(&s, '&')) {
-        replace_all(&s, "&quot;", "\"");
-        replace_all(&s, "&amp;", "&");
-        replace_all(&s, "&lt;", "<");
-        replace_all(&s, "&gt;", ">");
-    }
-
-    /* ' ' + line + ' ', then rule a */
-    mt_cpbuf spaced = {0};
-    mt_cpbuf_push(&spaced, ' ');
-    for (size_t i = 0; i < s.n; i++) {
-        if (is_13a_symbol(s.cp[i])) {
-            mt_cpbuf_push(&spaced, ' ');
-            mt_cpbuf_push(&spaced, s.cp[i]);
-            mt_cpbuf_push(&spaced, ' ');
-        } else {
-            mt_cpbuf_push(&spaced, s.cp[i]);
-        }
-    }
-    mt_cpbuf_push(&spaced, ' ');
-    mt_cpbuf_free(&s);
-
-    pair_pass(&spaced, AFTER_NON_DIGIT);
-    pair_pass(&spaced, BEFORE_NON_DIGIT);
-    pair_pass(&spaced, DASH_AFTER_DIGIT);
-
-    /* ' '.join(line.split()) */
     int in_token = 0, any = 0;
-    for (size_t i = 0; i < spaced.n; i++) {
-        uint32_t c = spaced.cp[i];
+    for (size_t i = 0; i < n; i++) {
+        uint32_t c = in[i];
         if (mt_is_py_space(c)) {
             in_token = 0;
             continue;
@@ -147,6 +118,44 @@ void mt_tok13a_codepoints(mt_cpbuf *out, const uint32_t *in, size_t n)
         mt_cpbuf_push(out, c);
         in_token = any = 1;
     }
+}
+
+void mt_tok_13a_rules(mt_cpbuf *s)
+{
+    mt_tok_pad(s, mt_tok_is_13a_symbol);
+    mt_tok_pair(s, is_non_digit, is_period_comma, 0);
+    mt_tok_pair(s, is_period_comma, is_non_digit, 1);
+    mt_tok_pair(s, is_digit, is_dash, 0);
+}
+
+void mt_tok_regexp_codepoints(mt_cpbuf *out, const uint32_t *in, size_t n)
+{
+    mt_cpbuf s = {0};
+    for (size_t i = 0; i < n; i++) mt_cpbuf_push(&s, in[i]);
+    mt_tok_13a_rules(&s);
+    mt_tok_split_join(out, s.cp, s.n);
+    mt_cpbuf_free(&s);
+}
+
+void mt_tok13a_codepoints(mt_cpbuf *out, const uint32_t *in, size_t n)
+{
+    mt_cpbuf s = {0};
+    for (size_t i = 0; i < n; i++) mt_cpbuf_push(&s, in[i]);
+    mt_tok_replace_all(&s, "<skipped>", "");
+    mt_tok_replace_all(&s, "-\n", "");
+    mt_tok_replace_all(&s, "\n", " ");
+    if (contains(&s, '&')) {
+        mt_tok_replace_all(&s, "&quot;", "\"");
+        mt_tok_replace_all(&s, "&amp;", "&");
+        mt_tok_replace_all(&s, "&lt;", "<");
+        mt_tok_replace_all(&s, "&gt;", ">");
+    }
+    mt_cpbuf spaced = {0}; /* ' ' + line + ' ' */
+    mt_cpbuf_push(&spaced, ' ');
+    for (size_t i = 0; i < s.n; i++) mt_cpbuf_push(&spaced, s.cp[i]);
+    mt_cpbuf_push(&spaced, ' ');
+    mt_tok_regexp_codepoints(out, spaced.cp, spaced.n);
+    mt_cpbuf_free(&s);
     mt_cpbuf_free(&spaced);
 }
 
