@@ -33,20 +33,19 @@ static void assert_same_tensor(const mt_st_tensor *a, const mt_st_tensor *b)
 
 /* ---------------------------------------------------------------- files torch wrote */
 
-static void test_tensors_equal_their_contiguous_copies(void **state)
+static void check_tensors(const char *path)
 {
-    (void)state;
-    mt_safetensors *bin = mt_torch_open(FIXTURES "tensors.bin");
+    mt_safetensors *bin = mt_torch_open(path);
     if (!bin) fail_msg("%s", mt_last_error());
     mt_safetensors *ref = mt_st_open(FIXTURES "tensors.safetensors");
     assert_non_null(ref);
-    assert_string_equal(mt_st_name(bin), FIXTURES "tensors.bin");
+    assert_string_equal(mt_st_name(bin), path);
     assert_int_equal(mt_st_count(bin), mt_st_count(ref));
     assert_int_equal(mt_st_count(bin), 14);
     for (int i = 0; i < mt_st_count(ref); i++) {
         const mt_st_tensor *want = mt_st_tensor_at(ref, i);
         const mt_st_tensor *got = mt_st_find(bin, want->name);
-        if (!got) fail_msg("tensor '%s' missing from tensors.bin", want->name);
+        if (!got) fail_msg("tensor '%s' missing from %s", want->name, path);
         assert_same_tensor(got, want);
     }
     /* the views by hand: wide is (4, 6); transposed = wide.t(), sliced = wide[1:3, 2:5] */
@@ -71,6 +70,14 @@ static void test_tensors_equal_their_contiguous_copies(void **state)
     assert_ptr_not_equal(e->data, l->data);
     mt_st_close(bin);
     mt_st_close(ref);
+}
+
+static void test_tensors_equal_their_contiguous_copies(void **state)
+{
+    (void)state;
+    check_tensors(FIXTURES "tensors.bin");
+    /* protocol 5: FRAME, MEMOIZE, STACK_GLOBAL, SHORT_BINUNICODE instead of protocol 2's opcodes */
+    check_tensors(FIXTURES "tensors_protocol5.bin");
 }
 
 /* save_pretrained(safe_serialization=True) leaves tied copies out; False keeps every key. */
