@@ -1,5 +1,6 @@
 /* `mtlab eval`: translate a test set with one or more systems and compare them in one table:
- * BLEU and chrF (sacreBLEU-exact), named-entity recall by training-frequency bin (the paper's
+ * BLEU, chrF and chrF++ (sacreBLEU-exact; with two systems or more, each tested against the
+ * first by sacreBLEU's paired bootstrap, docs/metrics.md §10), named-entity recall by training-frequency bin (the paper's
  * verbatim analysis, and beside it the recall that also counts names the lexicon says were
  * translated), the verbatim recall of substituted names (--names), scores by source-length bucket, and the cost of translating (time, tokens/s,
  * peak memory). Every input is checked before any system runs, so a wrong file fails in a
@@ -42,6 +43,7 @@ static int parse_args(eval_args *a, int argc, char **argv)
         else if (!strcmp(o, "--device")) dest = &a->req.device;
         else if (!strcmp(o, "--precision")) dest = &a->req.precision;
         else if (!strcmp(o, "--names")) dest = &a->req.names;
+        else if (!strcmp(o, "--paired")) dest = &a->req.paired;
         else if (!strcmp(o, "--beam")) {
             if (i + 1 >= argc) return cli_usage(&cmd_eval);
             if (cli_option_int("eval", o, argv[++i], 1, MT_DECODE_MAX_BEAM, &a->req.beam)) return 2;
@@ -90,9 +92,11 @@ const struct mt_command cmd_eval = {
             "[--json FILE] "
             "[--stats corpus_stats.tsv | --train-src FILE --train-ref FILE [--save-stats FILE]] "
             "[--lexicon entity_lexicon.tsv] [--ner english|generic] [--length-model SPM.model] [--hyps DIR] "
-            "[--names test.names.tsv]\n"
-            "  SYSTEM is apertium:MODE (e.g. apertium:spa-eng) or a model bundle directory",
-    .summary = "compare systems: BLEU, chrF, named-entity recall by frequency, length buckets, cost",
+            "[--names test.names.tsv] [--paired bs|ar|none]\n"
+            "  SYSTEM is apertium:MODE (e.g. apertium:spa-eng) or a model bundle directory; with two\n"
+            "  systems or more, every one is tested against the first (paired bootstrap unless --paired)",
+    .summary = "compare systems: BLEU, chrF, chrF++ with paired significance, named-entity recall by "
+               "frequency, length buckets, cost",
     .run = run_eval,
     .parallel = 1,
 };

@@ -46,15 +46,20 @@ static void row(FILE *out, const eval_report *r, int width, const char *label, c
     fputc('\n', out);
 }
 
-static void cell_bleu(char *o, size_t n, const eval_system_result *s, int a)
+/* A corpus score, starred when the paired test finds it differs from the first system's */
+static void cell_score(char *o, size_t n, const eval_system_result *s, int metric)
 {
-    (void)a;
-    snprintf(o, n, "%.2f", s->bleu.score);
+    double v = metric == EVAL_BLEU ? s->bleu.score : metric == EVAL_CHRF ? s->chrf : s->chrfpp;
+    const mt_sig_result *t = &s->sig[metric];
+    snprintf(o, n, "%.2f%s", v, t->has_p && t->p <= 0.05 ? "*" : "");
 }
-static void cell_chrf(char *o, size_t n, const eval_system_result *s, int a)
+
+/* The test's p-value against the first system ("-" for the first) */
+static void cell_p(char *o, size_t n, const eval_system_result *s, int metric)
 {
-    (void)a;
-    snprintf(o, n, "%.2f", s->chrf);
+    const mt_sig_result *t = &s->sig[metric];
+    if (t->has_p) snprintf(o, n, "%.4f", t->p);
+    else snprintf(o, n, "-");
 }
 
 static void cell_names(char *o, size_t n, const eval_system_result *s, int a)
@@ -123,8 +128,12 @@ void eval_report_print(FILE *out, const eval_report *r)
     fprintf(out, "%-*s", LABEL_WIDTH, "");
     for (size_t s = 0; s < r->n_systems; s++) fprintf(out, "%*s", width, r->systems[s].name);
     fputc('\n', out);
-    row(out, r, width, "BLEU", cell_bleu, 0);
-    row(out, r, width, "chrF2", cell_chrf, 0);
+    static const char *const metric_label[EVAL_METRICS] = {"BLEU", "chrF2", "chrF2++"};
+    for (int m = 0; m < EVAL_METRICS; m++) row(out, r, width, metric_label[m], cell_score, m);
+    for (int m = 0; r->paired && m < EVAL_METRICS; m++) {
+        snprintf(label, sizeof label, "  p vs first, %s", metric_label[m]);
+        row(out, r, width, label, cell_p, m);
+    }
     if (r->names_source && r->n_systems) {
         snprintf(label, sizeof label, "names recall (%zu substituted)", r->systems[0].names.names);
         row(out, r, width, label, cell_names, 0);
@@ -162,7 +171,13 @@ void eval_report_print(FILE *out, const eval_report *r)
     row(out, r, width, "peak memory", cell_memory, 0);
 
     fprintf(out, "\n%zu segments of %s -> %s\n", r->segments, r->src_path, r->ref_path);
-    fprintf(out, "BLEU:  %s\nchrF2: %s\n", r->bleu_signature, r->chrf_signature);
+    fprintf(out, "BLEU:    %s\nchrF2:   %s\nchrF2++: %s\n", r->bleu_signature, r->chrf_signature,
+            r->chrfpp_signature);
+    if (r->paired)
+        fprintf(out, "*: differs from %s at p <= 0.05 (paired %s, %zu %s, seed %llu; docs/metrics.md "
+                     "§10)\n",
+                r->systems[0].name, r->paired - 1 == MT_SIG_BOOTSTRAP ? "bootstrap" : "approximate randomization",
+                r->paired_n, r->paired - 1 == MT_SIG_BOOTSTRAP ? "resamples" : "trials", r->seed);
     fprintf(out, "NE:    %s recogniser on the reference, kept when verbatim in the source; ", r->ner);
     if (r->stats_source)
         fprintf(out,
@@ -208,6 +223,21 @@ static json_t *system_json(const eval_system_result *s, int with_translated, int
     mt_bleu_verbose(verbose, sizeof verbose, &s->bleu);
     json_object_set_new(o, "bleu_verbose", json_string(verbose));
     json_object_set_new(o, "chrf", json_real(s->chrf));
+    json_object_set_new(o, "chrfpp", json_real(s->chrfpp));
+    static const char *const metric_key[EVAL_METRICS] = {"bleu", "chrf", "chrfpp"};
+    json_t *sig = json_null();
+    if (s->sig[EVAL_BLEU].has_ci || s->sig[EVAL_BLEU].has_p) {
+        sig = json_object();
+        for (int m = 0; m < EVAL_METRICS; m++) {
+            const mt_sig_result *t = &s->sig[m];
+            json_t *e = json_object();
+            json_object_set_new(e, "p_value", t->has_p ? json_real(t->p) : json_null());
+            json_object_set_new(e, "mean", t->has_ci ? json_real(t->mean) : json_null());
+            json_object_set_new(e, "ci", t->has_ci ? json_real(t->ci) : json_null());
+            json_object_set_new(sig, metric_key[m], e);
+        }
+    }
+    json_object_set_new(o, "significance", sig);
 
     json_t *ne = json_object();
     for (int b = 0; b < MT_NE_BINS; b++)
@@ -274,6 +304,16 @@ int eval_report_write_json(const eval_report *r, const char *path)
     json_object_set_new(root, "segments", json_integer((json_int_t)r->segments));
     json_object_set_new(root, "bleu_signature", json_string(r->bleu_signature));
     json_object_set_new(root, "chrf_signature", json_string(r->chrf_signature));
+    json_object_set_new(root, "chrfpp_signature", json_string(r->chrfpp_signature));
+    json_t *test = json_null();
+    if (r->paired) {
+        test = json_object();
+        json_object_set_new(test, "test", json_string(r->paired - 1 == MT_SIG_BOOTSTRAP ? "bs" : "ar"));
+        json_object_set_new(test, "samples", json_integer((json_int_t)r->paired_n));
+        json_object_set_new(test, "seed", json_integer((json_int_t)r->seed));
+        json_object_set_new(test, "baseline", json_string(r->systems[0].name));
+    }
+    json_object_set_new(root, "paired_test", test);
     json_object_set_new(root, "beam", json_integer(r->beam));
     json_t *ent = json_object();
     json_object_set_new(ent, "recogniser", json_string(r->ner));

@@ -10,13 +10,20 @@
 #include "mtlab/entities.h"
 #include "mtlab/metrics.h"
 #include "mtlab/names.h"
+#include "mtlab/significance.h"
 #include "mtlab/translator.h"
+
+/* The metrics the paired test compares systems on, in the table's order */
+enum { EVAL_BLEU, EVAL_CHRF, EVAL_CHRFPP, EVAL_METRICS };
 
 typedef struct {
     const char *name;             /* "apertium:spa-eng" */
     const char *kind;             /* "apertium" */
     mt_bleu_score bleu;
-    double chrf;
+    double chrf, chrfpp;
+    /* against the first system, when the report has a paired test (docs/metrics.md §10) */
+    mt_sig_result sig[EVAL_METRICS];
+    double *seg_stats[EVAL_METRICS]; /* per-segment statistics, freed once the test has run */
     mt_ne_recall ne;              /* the paper's: copyable entities, verbatim hits */
     mt_ne_recall ne_translated;   /* copied or translated (docs/metrics.md §8.3); with a lexicon */
     mt_names_recall names;        /* substituted names copied verbatim (docs/metrics.md §9); with --names */
@@ -27,7 +34,10 @@ typedef struct {
 typedef struct {
     const char *src_path, *ref_path;
     size_t segments;
-    char bleu_signature[160], chrf_signature[160];
+    char bleu_signature[160], chrf_signature[160], chrfpp_signature[160];
+    int paired;                   /* 0: no test (one system, or --paired none); 1 + mt_sig_test */
+    size_t paired_n;              /* its resamples or trials */
+    unsigned long long seed;
     const char *ner;              /* recogniser name */
     const char *stats_source;     /* corpus_stats path, "computed from TRAIN_SRC + TRAIN_REF" or NULL */
     size_t stats_pairs, stats_entities;

@@ -226,6 +226,66 @@ static int save_hyps(const char *dir, const char *system, char **hyps, size_t n)
 }
 
 /* Translate with one system and score it; with keep, the hypotheses are handed over. */
+/* The per-segment statistics the paired test resamples: BLEU, chrF2 and chrF2++ rows. */
+static int segment_stats(eval_system_result *r, const char *const *hyps, const char *const *refs, size_t n)
+{
+    mt_bleu_opts bo = mt_bleu_defaults();
+    mt_chrf_opts co[2] = {mt_chrf_defaults(), mt_chrfpp_defaults()};
+    size_t k[EVAL_METRICS] = {MT_SIG_BLEU_STATS, mt_sig_chrf_stats(&co[0]), mt_sig_chrf_stats(&co[1])};
+    for (int m = 0; m < EVAL_METRICS; m++) r->seg_stats[m] = mt_xmalloc((n ? n : 1) * k[m] * sizeof(double));
+    for (size_t i = 0; i < n; i++) {
+        mt_bleu_stats b;
+        mt_chrf_stats c;
+        if (mt_bleu_segment_stats(&b, hyps[i], &refs[i], 1, &bo) < 0) return -1;
+        mt_sig_bleu_row(r->seg_stats[EVAL_BLEU] + i * k[EVAL_BLEU], &b);
+        for (int m = 0; m < 2; m++) {
+            if (mt_chrf_segment_stats(&c, hyps[i], &refs[i], 1, &co[m]) < 0) return -1;
+            mt_sig_chrf_row(r->seg_stats[EVAL_CHRF + m] + i * k[EVAL_CHRF + m], &c);
+        }
+    }
+    return 0;
+}
+
+static void free_segment_stats(eval_system_result *r)
+{
+    for (int m = 0; m < EVAL_METRICS; m++) {
+        free(r->seg_stats[m]);
+        r->seg_stats[m] = NULL;
+    }
+}
+
+/* "bs", "ar", "none" or NULL (bs from two systems on): 1 + mt_sig_test, 0 for none, -1 */
+static int paired_test(const char *name, size_t n_systems)
+{
+    if (!name) return n_systems >= 2 ? 1 + MT_SIG_BOOTSTRAP : 0;
+    if (!strcmp(name, "none")) return 0;
+    if (!strcmp(name, "bs")) return 1 + MT_SIG_BOOTSTRAP;
+    if (!strcmp(name, "ar")) return 1 + MT_SIG_RANDOMIZATION;
+    return -1;
+}
+
+/* Every system against the first on BLEU, chrF2 and chrF2++ (docs/metrics.md §10). */
+static int compare_with_first(eval_report *rep, eval_system_result *res, size_t n_systems)
+{
+    mt_bleu_opts bo = mt_bleu_defaults();
+    mt_chrf_opts co = mt_chrf_defaults(), cpp = mt_chrfpp_defaults();
+    char name[2][32];
+    mt_sig_metric m[EVAL_METRICS] = {mt_sig_bleu_metric(&bo), mt_sig_chrf_metric(&co, name[0], sizeof name[0]),
+                                     mt_sig_chrf_metric(&cpp, name[1], sizeof name[1])};
+    mt_sig_opts o = mt_sig_defaults((mt_sig_test)(rep->paired - 1));
+    rep->paired_n = o.test == MT_SIG_BOOTSTRAP ? MT_SIG_BOOTSTRAP_SAMPLES : MT_SIG_RANDOMIZATION_TRIALS;
+    rep->seed = o.seed;
+    const double *stats[EVAL_MAX_SYSTEMS];
+    mt_sig_result out[EVAL_MAX_SYSTEMS];
+    for (int k = 0; k < EVAL_METRICS; k++) {
+        for (size_t s = 0; s < n_systems; s++) stats[s] = res[s].seg_stats[k];
+        if (mt_sig_paired(out, stats, n_systems, rep->segments, &m[k], &o) < 0)
+            return fail("eval: the paired test: %s", mt_last_error());
+        for (size_t s = 0; s < n_systems; s++) res[s].sig[k] = out[s];
+    }
+    return 0;
+}
+
 static int evaluate_system(eval_system_result *r, mt_translator *t, const mt_text_lines *src,
                            const mt_text_lines *ref, const mt_ne_testset *ts,
                            const mt_ne_testset *ts_translated, const mt_names_list *names, const size_t *lengths,
@@ -250,9 +310,11 @@ static int evaluate_system(eval_system_result *r, mt_translator *t, const mt_tex
     const char *const *h = (const char *const *)hyps, *const *refs = (const char *const *)ref->lines;
     const char *const *const ref_streams[1] = {refs};
     mt_bleu_opts bo = mt_bleu_defaults();
-    mt_chrf_opts co = mt_chrf_defaults();
+    mt_chrf_opts co = mt_chrf_defaults(), cpp = mt_chrfpp_defaults();
     if (mt_bleu_corpus(&r->bleu, h, src->n, ref_streams, 1, &bo) < 0 ||
         mt_chrf_corpus(&r->chrf, h, src->n, ref_streams, 1, &co) < 0 ||
+        mt_chrf_corpus(&r->chrfpp, h, src->n, ref_streams, 1, &cpp) < 0 ||
+        segment_stats(r, h, refs, src->n) < 0 ||
         mt_bucket_scores(r->buckets, lengths, h, refs, src->n) < 0)
         rc = fail("%s: scoring failed: %s", r->name, mt_last_error());
     if (rc == 0) mt_ne_recall_score(&r->ne, ts, h, NULL);
@@ -311,6 +373,9 @@ int eval_run(const eval_request *req, eval_outcome *out)
     int rc;
     mt_ner_lang lang = mt_ner_lang_for_code(language_suffix(a.ref));
     if (a.ner && mt_ner_lang_parse(a.ner, &lang) < 0) return fail("eval: %s", mt_last_error());
+    if (paired_test(a.paired, a.n_systems) < 0)
+        return fail("eval: paired test '%s': give bs (paired bootstrap), ar (approximate randomization) "
+                    "or none", a.paired);
 
     /* the --hyps directory is made (or found unusable) before minutes of translating */
     if (a.hyps_dir && mkdir(a.hyps_dir, 0777) != 0 && errno != EEXIST)
@@ -391,11 +456,18 @@ int eval_run(const eval_request *req, eval_outcome *out)
         .systems = results, .n_systems = n_systems,
     };
     mt_bleu_opts bo = mt_bleu_defaults();
-    mt_chrf_opts co = mt_chrf_defaults();
+    mt_chrf_opts co = mt_chrf_defaults(), cpp = mt_chrfpp_defaults();
     mt_bleu_signature(out->report.bleu_signature, sizeof out->report.bleu_signature, &bo, 1, 0);
     mt_chrf_signature(out->report.chrf_signature, sizeof out->report.chrf_signature, &co, 1, 0);
+    mt_chrf_signature(out->report.chrfpp_signature, sizeof out->report.chrfpp_signature, &cpp, 1, 0);
+    out->report.paired = paired_test(a.paired, n_systems);
+    if (out->report.paired && n_systems >= 2 && src.n > 0 &&
+        compare_with_first(&out->report, results, n_systems))
+        goto done;
+    if (n_systems < 2 || src.n == 0) out->report.paired = 0;
     rc = 0;
 done:
+    for (size_t s = 0; s < EVAL_MAX_SYSTEMS; s++) free_segment_stats(&results[s]);
     for (size_t s = 0; s < n_systems; s++) mt_translator_close(systems[s]);
     mt_ne_testset_free(&ts);
     mt_ne_testset_free(&ts_translated);

@@ -21,6 +21,7 @@ typedef struct {
                                    * evaluated once per precision, its columns named
                                    * "DIR · PRECISION"; NULL: fp32, named DIR */
     const char *names;            /* test.names.tsv: the recall of substituted names (docs/metrics.md §9) */
+    const char *paired;           /* "bs", "ar" or "none"; NULL: bs when there are two systems or more */
     int beam;
     int keep_hyps;                /* 1: the outcome keeps the hypotheses and the test set */
 } eval_request;

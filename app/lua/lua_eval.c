@@ -51,6 +51,25 @@ static void push_system(lua_State *L, const eval_outcome *o, size_t s)
     mtl_set_string(L, "kind", r->kind);
     mtl_set_number(L, "bleu", r->bleu.score);
     mtl_set_number(L, "chrf", r->chrf);
+    mtl_set_number(L, "chrfpp", r->chrfpp);
+    if (o->report.paired) {
+        /* {bleu=, chrf=, chrfpp=} of {p=, mean=, ci=} against the first system */
+        static const char *const key[EVAL_METRICS] = {"bleu", "chrf", "chrfpp"};
+        lua_createtable(L, 0, EVAL_METRICS);
+        for (int m = 0; m < EVAL_METRICS; m++) {
+            const mt_sig_result *t = &r->sig[m];
+            lua_createtable(L, 0, 4);
+            if (t->has_p) mtl_set_number(L, "p", t->p);
+            if (t->has_p) {
+                lua_pushboolean(L, t->p <= 0.05);
+                lua_setfield(L, -2, "significant");
+            }
+            if (t->has_ci) mtl_set_number(L, "mean", t->mean);
+            if (t->has_ci) mtl_set_number(L, "ci", t->ci);
+            lua_setfield(L, -2, key[m]);
+        }
+        lua_setfield(L, -2, "significance");
+    }
     mtl_push_ne_recall(L, &r->ne);
     lua_setfield(L, -2, "ne");
     if (o->report.lexicon_source) {
@@ -95,13 +114,13 @@ static int eval_tostring(lua_State *L)
 }
 
 /* mtlab.eval{models=, src=, ref=, beam=5, device=, precision=, stats=, train_src=, train_ref=,
- * lexicon=, ner=, length_model=, hyps=, src_name=, ref_name=, names=} */
+ * lexicon=, ner=, length_model=, hyps=, src_name=, ref_name=, names=, paired=} */
 static int l_eval(lua_State *L)
 {
     static const char *const fn = "mtlab.eval";
     static const char *const known[] = {"models", "src", "ref", "beam", "device", "precision", "stats",
                                         "train_src", "train_ref", "lexicon", "ner",
-                                        "length_model", "hyps", "src_name", "ref_name", "names", NULL};
+                                        "length_model", "hyps", "src_name", "ref_name", "names", "paired", NULL};
     lua_settop(L, 1);
     if (!lua_istable(L, 1)) mtl_error(L, fn, "takes one table {models=, src=, ref=, ...}, not %s",
                                       luaL_typename(L, 1));
@@ -143,6 +162,7 @@ static int l_eval(lua_State *L)
     rq.length_model = mtl_opt_string(L, 1, fn, "length_model", NULL);
     rq.hyps_dir = mtl_opt_string(L, 1, fn, "hyps", NULL);
     rq.names = mtl_opt_string(L, 1, fn, "names", NULL);
+    rq.paired = mtl_opt_string(L, 1, fn, "paired", NULL);
     if (rq.stats && rq.train_src) mtl_error(L, fn, "give either stats or train_src/train_ref, not both");
     if (!rq.train_src != !rq.train_ref) mtl_error(L, fn, "train_src and train_ref go together");
     rq.keep_hyps = 1;
@@ -168,6 +188,15 @@ static int l_eval(lua_State *L)
     mtl_set_integer(L, "beam", o->report.beam);
     mtl_set_string(L, "bleu_signature", o->report.bleu_signature);
     mtl_set_string(L, "chrf_signature", o->report.chrf_signature);
+    mtl_set_string(L, "chrfpp_signature", o->report.chrfpp_signature);
+    if (o->report.paired) {
+        lua_createtable(L, 0, 4);
+        mtl_set_string(L, "test", o->report.paired - 1 == MT_SIG_BOOTSTRAP ? "bs" : "ar");
+        mtl_set_integer(L, "samples", (lua_Integer)o->report.paired_n);
+        mtl_set_integer(L, "seed", (lua_Integer)o->report.seed);
+        mtl_set_string(L, "baseline", o->report.systems[0].name);
+        lua_setfield(L, -2, "paired_test");
+    }
     mtl_set_string(L, "ner", o->report.ner);
     mtl_set_string(L, "length_unit", o->report.length_unit);
     if (o->report.stats_source) mtl_set_string(L, "stats_source", o->report.stats_source);

@@ -68,9 +68,13 @@ const mtl_help_entry mtl_help[] = {
      "entities, occurrences, hits}, binned by the training counts in corpus_stats.tsv."},
     {"mtlab.eval",
      "mtlab.eval{models={...}, src=, ref=, beam=5, device=, precision=, stats=, train_src=, "
-     "train_ref=, lexicon=, ner=, length_model=, hyps=DIR, src_name=, ref_name=, names=TSV} -> result",
-     "What `mtlab eval` computes, as data: result.systems[i] = {name, bleu, chrf, ne, "
-     "ne_translated, names, buckets, time_s, peak_bytes, hyps, ...}; result.text is the report it "
+     "train_ref=, lexicon=, ner=, length_model=, hyps=DIR, src_name=, ref_name=, names=TSV, "
+     "paired=\"bs\"|\"ar\"|\"none\"} -> result",
+     "What `mtlab eval` computes, as data: result.systems[i] = {name, bleu, chrf, chrfpp, "
+     "significance, ne, ne_translated, names, buckets, time_s, peak_bytes, hyps, ...}; with two "
+     "systems or more, significance = {bleu=, chrf=, chrfpp=} each {p, significant, mean, ci} "
+     "against systems[1] (paired bootstrap unless paired= says otherwise; result.paired_test "
+     "names it); result.text is the report it "
      "prints; src and ref are files or lists of lines; precision=\"fp32,int8\" evaluates each "
      "bundle both ways (systems named \"DIR · int8\"); names (test.names.tsv) adds each system's "
      "recall of substituted names, {recall, names, hits}."},

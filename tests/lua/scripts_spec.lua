@@ -64,6 +64,32 @@ describe("scripts", function()
     assert.has_error(function() mtlab.eval{models = {"nope"}, src = {"a"}, ref = {"b"}} end)
   end)
 
+  it("mtlab.eval tests every system against the first", function()
+    local src = {"Y dijo Dios: Sea la luz", "Y fué la luz", "Y vió Dios que la luz era buena"}
+    local ref = {"God said, “Let there be light,”", "and there was light.", "God saw the light, and saw that it was good."}
+    local r = mtlab.eval{models = {H.transformer, "apertium:spa-eng"}, src = src, ref = ref, beam = 1, ref_name = "x.en"}
+    assert.are.same({"bs", 1000, 12345, "models/transformer-small"},
+      {r.paired_test.test, r.paired_test.samples, r.paired_test.seed, r.paired_test.baseline})
+    assert.is_nil(r.systems[1].significance.bleu.p)
+    for _, m in ipairs{"bleu", "chrf", "chrfpp"} do
+      local t = r.systems[2].significance[m]
+      assert.is_true(t.p > 0 and t.p <= 1)
+      assert.are.equal(t.p <= 0.05, t.significant)
+      assert.is_number(t.mean)
+      assert.is_number(t.ci)
+    end
+    assert.is_true(r.systems[2].chrfpp > 0)
+    assert.matches("p vs first, BLEU", tostring(r))
+    local ar = mtlab.eval{models = {H.transformer, "apertium:spa-eng"}, src = src, ref = ref, beam = 1, ref_name = "x.en", paired = "ar"}
+    assert.are.equal("ar", ar.paired_test.test)
+    assert.is_nil(ar.systems[2].significance.bleu.mean)
+    local none = mtlab.eval{models = {H.transformer, "apertium:spa-eng"}, src = src, ref = ref, beam = 1, ref_name = "x.en", paired = "none"}
+    assert.is_nil(none.paired_test)
+    assert.is_nil(none.systems[2].significance)
+    assert.has_error(function() mtlab.eval{models = {H.transformer}, src = src, ref = ref, paired = "t"} end,
+      "mtlab.eval: eval: paired test 't': give bs (paired bootstrap), ar (approximate randomization) or none")
+  end)
+
   it("table3.lua puts each CAT bundle in a row of its original", function()
     H.sh(string.format("cp -r %s %s/transformer-cat5-small && cp -r %s %s/transformer-cat2to10-small",
                        H.transformer, dir, H.transformer, dir))

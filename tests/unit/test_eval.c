@@ -3,10 +3,12 @@
  * tests skip with the reason when apertium or its spa-eng mode is not installed. */
 #include "test_util.h"
 #include "cli/commands.h"
+#include "cli/eval_run.h"
 #include "cli/progress.h"
 #include "mtlab/buckets.h"
 #include "mtlab/error.h"
 #include "mtlab/metrics.h"
+#include "mtlab/significance.h"
 #include "mtlab/translator.h"
 
 #include <dirent.h>
@@ -402,7 +404,7 @@ static void test_eval_apertium_table_and_json(void **state)
     if (rc != 0) fail_msg("mtlab eval failed: %s", err);
     assert_non_null(strstr(out, "apertium:spa-eng"));
     assert_non_null(
-        strstr(out, "BLEU:  nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" MT_SACREBLEU_VERSION));
+        strstr(out, "BLEU:    nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" MT_SACREBLEU_VERSION));
     assert_non_null(strstr(out, "NE recall frequent (0 ent, 0 occ)"));
     assert_non_null(strstr(out, "(3 pairs, 2 entities)"));
 
@@ -457,6 +459,71 @@ static void test_eval_apertium_table_and_json(void **state)
     json_decref(root);
 }
 
+/* Two systems: each is tested against the first on BLEU, chrF2 and chrF2++ with the paired
+ * bootstrap, the same figures mt_sig_paired gives for their hypotheses; --paired ar and none. */
+static void test_eval_paired_test(void **state)
+{
+    workdir *w = *state;
+    PATH(src, "src.es");
+    PATH(ref, "ref.en");
+    put(w, "src.es", "a b c\nb a\nc c a b\na\nb b c a c\nc a\n");
+    put(w, "ref.en", "a b c\nb a c\nc a b\na b\nb c a c\nc b a\n");
+    const char *tests[] = {NULL, "ar", "none"};
+    for (int t = 0; t < 3; t++) {
+        eval_request req = {.systems = {"tests/fixtures/models/mamba", "tests/fixtures/models/marian"},
+                            .n_systems = 2, .src = src, .ref = ref, .beam = 1, .keep_hyps = 1,
+                            .paired = tests[t]};
+        eval_outcome out;
+        if (eval_run(&req, &out) != 0) fail_msg("%s", mt_last_error());
+        const eval_report *r = &out.report;
+        assert_int_equal(r->paired, t == 2 ? 0 : 1 + (t == 1 ? MT_SIG_RANDOMIZATION : MT_SIG_BOOTSTRAP));
+        assert_false(r->systems[0].sig[EVAL_BLEU].has_p);
+        if (t == 2) {
+            assert_false(r->systems[1].sig[EVAL_BLEU].has_p);
+            eval_outcome_free(&out);
+            continue;
+        }
+        /* recompute from the kept hypotheses */
+        mt_bleu_opts bo = mt_bleu_defaults();
+        mt_chrf_opts cpp = mt_chrfpp_defaults();
+        char name[32];
+        mt_sig_metric m[2] = {mt_sig_bleu_metric(&bo), mt_sig_chrf_metric(&cpp, name, sizeof name)};
+        int which[2] = {EVAL_BLEU, EVAL_CHRFPP};
+        for (int k = 0; k < 2; k++) {
+            double *rows[2];
+            for (int s = 0; s < 2; s++) {
+                rows[s] = calloc(r->segments * m[k].n_stats, sizeof(double));
+                for (size_t i = 0; i < r->segments; i++) {
+                    const char *refs[1] = {out.ref.lines[i]};
+                    if (k == 0) {
+                        mt_bleu_stats b;
+                        assert_int_equal(mt_bleu_segment_stats(&b, out.hyps[s][i], refs, 1, &bo), 0);
+                        mt_sig_bleu_row(rows[s] + i * m[k].n_stats, &b);
+                    } else {
+                        mt_chrf_stats c;
+                        assert_int_equal(mt_chrf_segment_stats(&c, out.hyps[s][i], refs, 1, &cpp), 0);
+                        mt_sig_chrf_row(rows[s] + i * m[k].n_stats, &c);
+                    }
+                }
+            }
+            mt_sig_opts o = mt_sig_defaults(t == 1 ? MT_SIG_RANDOMIZATION : MT_SIG_BOOTSTRAP);
+            mt_sig_result want[2];
+            assert_int_equal(mt_sig_paired(want, (const double *const *)rows, 2, r->segments, &m[k], &o), 0);
+            const mt_sig_result *got = &r->systems[1].sig[which[k]];
+            assert_true(got->has_p);
+            assert_true(got->p == want[1].p);
+            assert_int_equal(got->has_ci, want[1].has_ci);
+            if (got->has_ci) assert_true(got->mean == want[1].mean && got->ci == want[1].ci);
+            free(rows[0]);
+            free(rows[1]);
+        }
+        eval_outcome_free(&out);
+    }
+    char *bad[] = {"-m", "tests/fixtures/models/mamba", "-m", "tests/fixtures/models/marian", "--src", src, "--ref",
+                   ref, "--paired", "t"};
+    expect_eval_error(w, bad, 10, "paired test 't': give bs");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -469,6 +536,7 @@ int main(void)
         cmocka_unit_test(test_bundle_translator_streams),
         cmocka_unit_test_setup_teardown(test_eval_input_errors, setup_workdir, teardown_workdir),
         cmocka_unit_test_setup_teardown(test_eval_apertium_table_and_json, setup_workdir, teardown_workdir),
+        cmocka_unit_test_setup_teardown(test_eval_paired_test, setup_workdir, teardown_workdir),
     };
     return cmocka_run_group_tests_name("eval", tests, NULL, NULL);
 }
