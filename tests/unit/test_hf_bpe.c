@@ -242,6 +242,30 @@ static void test_lookups(void **state)
     mt_tokenizer_free(tok);
 }
 
+/* \s in the pre-tokenizer's expression is Unicode's White_Space, as in onig: PCRE2's \s also
+ * takes U+180E (MONGOLIAN VOWEL SEPARATOR), which would split " \u180e" from "x" differently
+ * (`tokenizers` gives [7, 0] here: " \u180e" is one word). */
+static void test_white_space_is_onig_white_space(void **state)
+{
+    (void)state;
+    static const char JSON[] =
+        "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"x\":0,\"\u0120\":1,\"\u00e1\":2,\"\u0142\":3,"
+        "\"\u0130\":4,\"\u0120\u00e1\":5,\"\u0120\u00e1\u0142\":6,\"\u0120\u00e1\u0142\u0130\":7},"
+        "\"merges\":[\"\u0120 \u00e1\",\"\u0120\u00e1 \u0142\",\"\u0120\u00e1\u0142 \u0130\"]},"
+        "\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false},"
+        "\"decoder\":{\"type\":\"ByteLevel\"}}";
+    mt_tokenizer *tok = mt_tokenizer_load_bytes(JSON, strlen(JSON), "ws.json");
+    if (!tok) fail_msg("%s", mt_last_error());
+    int *ids;
+    size_t n;
+    assert_int_equal(mt_tokenizer_encode(tok, " \xe1\xa0\x8ex", &ids, &n), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[0], 7);
+    assert_int_equal(ids[1], 0);
+    free(ids);
+    mt_tokenizer_free(tok);
+}
+
 /* ---------------------------------------------------------------- refusals */
 
 /* A small valid tokenizer.json with one part replaced: "%s" marks where. */
@@ -378,6 +402,7 @@ int main(void)
         cmocka_unit_test(test_decode_skips_special_tokens),
         cmocka_unit_test(test_lookups),
         cmocka_unit_test(test_small_file_loads),
+        cmocka_unit_test(test_white_space_is_onig_white_space),
         cmocka_unit_test(test_refusals_name_file_and_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
