@@ -65,8 +65,8 @@ static int check_reserved_ids(const mt_tokenizer *tok)
     return 0;
 }
 
-extern "C" mt_tokenizer *mt_tokenizer_load_bytes(const void *data, size_t len,
-                                                 const char *name_for_errors)
+static mt_tokenizer *load_bytes(const void *data, size_t len, const char *name_for_errors,
+                                bool reserved_ids)
 {
     const char *name = name_for_errors ? name_for_errors : "tokenizer";
     return spm_guarded(name, (mt_tokenizer *)nullptr, [&]() -> mt_tokenizer * {
@@ -95,12 +95,18 @@ extern "C" mt_tokenizer *mt_tokenizer_load_bytes(const void *data, size_t len,
                      why.c_str(), why.empty() ? "" : ")");
             return nullptr;
         }
-        if (check_reserved_ids(tok.get())) return nullptr;
+        if (reserved_ids && check_reserved_ids(tok.get())) return nullptr;
         return tok.release();
     });
 }
 
-extern "C" mt_tokenizer *mt_tokenizer_load(const char *path)
+extern "C" mt_tokenizer *mt_tokenizer_load_bytes(const void *data, size_t len,
+                                                 const char *name_for_errors)
+{
+    return load_bytes(data, len, name_for_errors, true);
+}
+
+static mt_tokenizer *load_file(const char *path, bool reserved_ids)
 {
     FILE *f = mt_file_fopen(path, MT_FILE_REGULAR);
     if (!f) return nullptr;
@@ -130,9 +136,16 @@ extern "C" mt_tokenizer *mt_tokenizer_load(const char *path)
     if (read_failed || got != (size_t)size)
         mt_error("%s: read error after %zu of %ld bytes", path, got, size);
     else
-        tok = mt_tokenizer_load_bytes(bytes, got, path);
+        tok = load_bytes(bytes, got, path, reserved_ids);
     free(bytes);
     return tok;
+}
+
+extern "C" mt_tokenizer *mt_tokenizer_load(const char *path) { return load_file(path, true); }
+
+extern "C" mt_tokenizer *mt_tokenizer_load_foreign(const char *path)
+{
+    return load_file(path, false);
 }
 
 extern "C" void mt_tokenizer_free(mt_tokenizer *tok)

@@ -17,6 +17,10 @@ typedef struct mt_tokenizer mt_tokenizer;
 mt_tokenizer *mt_tokenizer_load(const char *path);
 /* Load from the bytes of a .model file (e.g. embedded in a bundle); NULL on failure. */
 mt_tokenizer *mt_tokenizer_load_bytes(const void *data, size_t len, const char *name_for_errors);
+/* Load another project's sentencepiece model (XLM-R's sentencepiece.bpe.model for COMET) with
+ * its own ids: no reserved-id check, and encode returns sentencepiece's ids as they are (the
+ * caller maps them to its model's). decode skips ids 0..3 as for mtlab's models. */
+mt_tokenizer *mt_tokenizer_load_foreign(const char *path);
 void mt_tokenizer_free(mt_tokenizer *tok);
 
 int mt_tokenizer_vocab_size(const mt_tokenizer *tok);
