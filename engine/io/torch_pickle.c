@@ -78,6 +78,7 @@ static const struct {
     {"torch", "ByteStorage", G_STORAGE_TYPE, MT_DT_U8},
     {"torch", "BoolStorage", G_STORAGE_TYPE, MT_DT_BOOL},
     {"torch", "UntypedStorage", G_STORAGE_TYPE, MT_DT_U8},
+    {"torch.storage", "UntypedStorage", G_STORAGE_TYPE, MT_DT_U8}, /* as pickle names it */
     {"torch", "float64", G_DTYPE, MT_DT_F64},
     {"torch", "float32", G_DTYPE, MT_DT_F32},
     {"torch", "float16", G_DTYPE, MT_DT_F16},

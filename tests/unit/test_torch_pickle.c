@@ -145,9 +145,26 @@ static void test_nested_and_parameters(void **state)
     mt_st_close(ref);
 }
 
+static void test_tensor_subclass_attributes(void **state)
+{
+    (void)state;
+    mt_safetensors *ref = mt_st_open(FIXTURES "tensors.safetensors");
+    mt_safetensors *st = mt_torch_open(FIXTURES "attributes.bin");
+    if (!st) fail_msg("%s", mt_last_error());
+    assert_int_equal(mt_st_count(st), 2);
+    assert_same_tensor(mt_st_find(st, "a"), mt_st_find(ref, "f32"));
+    float ones[3];
+    assert_int_equal(mt_st_read_f32(st, "p", 1, (int64_t[]){3}, ones), 0);
+    assert_true(ones[0] == 1 && ones[1] == 1 && ones[2] == 1);
+    mt_st_close(st);
+    mt_st_close(ref);
+}
+
 static void test_refused_files_are_named(void **state)
 {
     (void)state;
+    assert_null(mt_torch_open(FIXTURES "float8.bin"));
+    assert_error_contains(FIXTURES "float8.bin: data.pkl refers to torch.float8_e4m3fn, which mtlab does not load");
     assert_null(mt_torch_open(FIXTURES "evil.bin"));
     assert_error_contains(FIXTURES "evil.bin: data.pkl refers to posix.system, which mtlab does not load");
     assert_null(mt_torch_open(FIXTURES "legacy.bin"));
@@ -323,6 +340,42 @@ static void test_handmade_pickle_reads(void **state)
     /* elements (0,0) (0,1) (1,0) (1,1) sit at storage elements 10, 12, 11, 13 */
     static const int order[4] = {10, 12, 11, 13};
     for (int i = 0; i < 4; i++) assert_int_equal(hb[2 * i], 2 * order[i]);
+    mt_st_close(st);
+}
+
+/* _rebuild_tensor_v3: an untyped (byte) storage read as the dtype given after the hooks. */
+static void test_rebuild_tensor_v3(void **state)
+{
+    (void)state;
+    pickle p;
+    pk_begin(&p);
+    pk_str(&p, "h");
+    pk_global(&p, "torch._utils", "_rebuild_tensor_v3");
+    pk_op(&p, '(');
+    pk_op(&p, '(');
+    pk_str(&p, "storage");
+    pk_global(&p, "torch.storage", "UntypedStorage");
+    pk_str(&p, "2");
+    pk_str(&p, "cpu");
+    pk_int(&p, 64);
+    pk_op(&p, 't');
+    pk_op(&p, 'Q');
+    pk_int(&p, 2);                                /* offset, in float16 elements */
+    pk_ints(&p, (int64_t[]){4}, 1);
+    pk_ints(&p, (int64_t[]){2}, 1);
+    pk_op(&p, 0x89);
+    pk_op(&p, '}');
+    pk_global(&p, "torch", "float16");
+    pk_op(&p, 't');
+    pk_op(&p, 'R');
+    pk_end(&p);
+    mt_safetensors *st = read_pickle(&p);
+    if (!st) fail_msg("%s", mt_last_error());
+    const mt_st_tensor *h = mt_st_find(st, "h");
+    assert_int_equal(h->dtype, MT_DT_F16);
+    assert_int_equal(h->numel, 4);
+    const unsigned char *b = h->data;
+    for (int i = 0; i < 4; i++) assert_int_equal(b[2 * i], 4 + 4 * i); /* bytes 4, 8, 12, 16 */
     mt_st_close(st);
 }
 
@@ -693,7 +746,9 @@ int main(void)
         cmocka_unit_test(test_marian_bin_equals_safetensors),
         cmocka_unit_test(test_mamba_bin_equals_safetensors),
         cmocka_unit_test(test_nested_and_parameters),
+        cmocka_unit_test(test_tensor_subclass_attributes),
         cmocka_unit_test(test_refused_files_are_named),
+        cmocka_unit_test(test_rebuild_tensor_v3),
         cmocka_unit_test(test_handmade_pickle_reads),
         cmocka_unit_test(test_globals_outside_the_allowlist),
         cmocka_unit_test(test_unknown_and_unread_opcodes),
