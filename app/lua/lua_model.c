@@ -21,6 +21,7 @@
 #include "mtlab/translator.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -228,6 +229,7 @@ typedef struct {
     cli_progress bar;
     int show_bar;
     size_t done;
+    size_t first;        /* the window's first input: events count sentences from it */
 } translate_call;
 
 /* on_token's message handler: a string gets the traceback; any other value (error{...},
@@ -244,7 +246,7 @@ static void call_on_token(translate_call *c, const mt_decode_event *e)
     lua_pushvalue(L, c->on_token);
     const char *piece = e->n_tokens > 0 ? mt_tokenizer_id_to_piece(c->h->tok, e->token) : "";
     lua_pushstring(L, piece ? piece : "");
-    lua_pushinteger(L, e->sentence + 1);
+    lua_pushinteger(L, (lua_Integer)(c->first + (size_t)e->sentence) + 1);
     char *text = mt_tokenizer_decode(c->h->tok, (const int *)e->tokens, (size_t)e->n_tokens);
     lua_pushstring(L, text ? text : "");
     free(text);
@@ -308,6 +310,21 @@ static int translate_peer(lua_State *L, model_handle *h, const char **texts, siz
     return 1;
 }
 
+/* Inputs are translated a window of this many batches at a time, as the CLI's translate does:
+ * the C results of one window at a time, whatever the length of the list. */
+#define TRANSLATE_WINDOW_BATCHES 8
+
+typedef struct {
+    mt_sources src;
+} sources_box;
+
+static int sources_box_gc(lua_State *L)
+{
+    sources_box *b = luaL_checkudata(L, 1, "mtlab.sources_box");
+    mt_sources_free(&b->src);
+    return 0;
+}
+
 /* model:translate(text | {texts} [, {beam=, max_len=, batch=, on_token=}]) */
 static int m_translate(lua_State *L)
 {
@@ -332,50 +349,68 @@ static int m_translate(lua_State *L)
         c.on_token = lua_gettop(L);
     }
     if (h->peer) return translate_peer(L, h, texts, n, single);
+    if (n > INT_MAX) mtl_error(L, fn, "%zu texts is too many for one call", n);
     lua_pushcfunction(L, callback_handler);
     c.handler = lua_gettop(L);
     mtl_context *ctx = mtl_context_of(L);
     mtl_check_interrupt(L);
     atomic_store(&ctx->cancel, 0);
+    /* every text encoded and checked before any is translated (the sources are small) */
+    sources_box *sb = lua_newuserdatauv(L, sizeof *sb, 0);
+    memset(sb, 0, sizeof *sb);
+    luaL_setmetatable(L, "mtlab.sources_box");
+    int bad;
+    if (mt_sources_encode(&sb->src, h->model, h->tok, texts, (int)n, &o, &bad) != 0) {
+        if (bad >= 0 && !single) mtl_error(L, fn, "text[%d]: %s", bad + 1, mt_last_error());
+        mtl_error(L, fn, "%s", mt_last_error());
+    }
+    if (!single) lua_createtable(L, (int)n, 0);
+    int out = lua_gettop(L);
     c.show_bar = progress && n > 1 && isatty(STDERR_FILENO);
     if (c.show_bar) cli_progress_start(&c.bar, h->name, n);
     o.on_token = on_decode_event;
     o.user = &c;
     o.cancel = &ctx->cancel;
-    mt_decode_result res;
-    h->busy = 1;
-    int rc = mt_translate(h->model, h->tok, texts, (int)n, batch, &o, &res);
-    h->busy = 0;
+    size_t window = (size_t)batch * TRANSLATE_WINDOW_BATCHES;
+    int rc = 0, failed_input = -1;
+    char msg[1024] = "";
+    for (size_t first = 0; first < n; first += window) {
+        size_t count = n - first < window ? n - first : window;
+        mt_decode_result res;
+        c.first = first;
+        h->busy = 1;
+        rc = mt_translate_ids(h->model, h->tok, (const int32_t *const *)sb->src.ids + first,
+                              sb->src.len + first, (int)count, batch, &o, &res);
+        h->busy = 0;
+        if (rc != 0) {
+            snprintf(msg, sizeof msg, "%s", mt_last_error());
+            if (res.failed_input >= 0) failed_input = (int)first + res.failed_input;
+            break;
+        }
+        if (c.failed || ctx->interrupted || h->closed) {
+            mt_decode_result_free(&res);
+            break;
+        }
+        for (size_t i = 0; i < count; i++) {
+            push_result(L, &res.hyps[i], &res);
+            if (!single) lua_rawseti(L, out, (lua_Integer)(first + i) + 1);
+        }
+        mt_decode_result_free(&res);
+    }
     if (c.show_bar) cli_progress_finish(&c.bar, NULL);
     /* what stopped it, most telling first: the callback's error, an interrupt, a close from
      * the callback, the engine's error */
-    if (c.failed || ctx->interrupted || h->closed || rc != 0) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", rc != 0 ? mt_last_error() : "");
-        if (rc == 0) mt_decode_result_free(&res);
-        if (h->closed) handle_free(h);
-        if (c.failed) {
-            lua_rawgeti(L, LUA_REGISTRYINDEX, c.error_ref);
-            luaL_unref(L, LUA_REGISTRYINDEX, c.error_ref);
-            return lua_error(L);
-        }
-        mtl_check_interrupt(L);
-        if (h->closed)
-            mtl_error(L, fn, "the model was closed during translate (by its on_token callback)");
-        if (res.failed_input >= 0 && !single)
-            mtl_error(L, fn, "text[%d]: %s", res.failed_input + 1, msg);
-        mtl_error(L, fn, "%s", msg);
+    if (h->closed) handle_free(h);
+    if (c.failed) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, c.error_ref);
+        luaL_unref(L, LUA_REGISTRYINDEX, c.error_ref);
+        return lua_error(L);
     }
-    if (single) {
-        push_result(L, &res.hyps[0], &res);
-    } else {
-        lua_createtable(L, (int)n, 0);
-        for (size_t i = 0; i < n; i++) {
-            push_result(L, &res.hyps[i], &res);
-            lua_rawseti(L, -2, (lua_Integer)i + 1);
-        }
-    }
-    mt_decode_result_free(&res);
+    mtl_check_interrupt(L);
+    if (h->closed) mtl_error(L, fn, "the model was closed during translate (by its on_token callback)");
+    if (rc != 0 && failed_input >= 0 && !single)
+        mtl_error(L, fn, "text[%d]: %s", failed_input + 1, msg);
+    if (rc != 0) mtl_error(L, fn, "%s", msg);
     return 1;
 }
 
@@ -579,6 +614,10 @@ static int l_average(lua_State *L)
 
 void mtl_open_model(lua_State *L)
 {
+    luaL_newmetatable(L, "mtlab.sources_box");
+    lua_pushcfunction(L, sources_box_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pop(L, 1);
     luaL_newmetatable(L, "mtlab.probe_box");
     lua_pushcfunction(L, probe_box_gc);
     lua_setfield(L, -2, "__gc");

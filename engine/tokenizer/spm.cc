@@ -180,6 +180,11 @@ extern "C" int mt_tokenizer_encode(const mt_tokenizer *tok, const char *text, in
     *ids = nullptr;
     *n = 0;
     const size_t len = strlen(text);
+    /* the one line limit of every reader, here too for text that came another way (Lua, the
+     * editor): sentencepiece holds ~100 bytes a byte of input, so it is refused unread */
+    if (len > MT_LINE_MAX_BYTES)
+        return mt_error("a text of %zu bytes is over the %zu-byte limit of one input", len,
+                        MT_LINE_MAX_BYTES);
     const size_t bad = mt_utf8_invalid_offset(text, len);
     if (bad < len)
         return mt_error("invalid UTF-8 at byte %zu (0x%02X)", bad, (unsigned)(unsigned char)text[bad]);

@@ -130,6 +130,39 @@ describe("model:translate", function()
     assert.is_true(err.mine)
   end)
 
+  it("translates a long list a window of batches at a time, the inputs and callbacks in order", function()
+    -- batch 1: a window of 8 inputs, so 19 inputs take three windows, the last one short
+    local texts = {}
+    for i = 1, 19 do texts[i] = ({"Y dijo Dios", "Sea la luz", "En el principio"})[i % 3 + 1] .. " " .. i end
+    local last = {}
+    local rs = m:translate(texts, {beam = 1, batch = 1, on_token = function(_, i, text) last[i] = text end})
+    assert.are.equal(19, #rs)
+    for i = 1, 19 do
+      assert.are.equal(m:translate(texts[i], {beam = 1}).text, rs[i].text, texts[i])
+      assert.are.equal(rs[i].text, last[i] or "", texts[i])
+    end
+    -- a bad text in the last window fails before anything is translated
+    texts[18] = "\xff"
+    local calls = 0
+    local ok, err = pcall(m.translate, m, texts, {beam = 1, batch = 1, on_token = function() calls = calls + 1 end})
+    assert.is_false(ok)
+    assert.matches("text[18]: invalid UTF-8 at byte 0", err, 1, true)
+    assert.are.equal(0, calls)
+  end)
+
+  it("refuses a text over the one-input limit (mtlab/files.h) before tokenizing it, naming the limit", function()
+    local long = string.rep("Hola ", 220000) -- 1,100,000 bytes
+    local ok, err = pcall(m.translate, m, long)
+    assert.is_false(ok)
+    assert.matches("1100000 bytes is over the 1048576-byte limit", err, 1, true)
+    ok, err = pcall(m.translate, m, {"Hola", long})
+    assert.is_false(ok)
+    assert.matches("text[2]: a text of 1100000 bytes is over the 1048576-byte limit", err, 1, true)
+    ok, err = pcall(m.probe, m, long, "Hello")
+    assert.is_false(ok)
+    assert.matches("src: a text of 1100000 bytes is over the 1048576-byte limit", err, 1, true)
+  end)
+
   it("refuses a re-entrant call and bad options", function()
     assert.has_error(function()
       m:translate("Y dijo Dios", {beam = 1, on_token = function() m:translate("x") end})

@@ -103,7 +103,7 @@ print("finished")
 ]], H.mamba))
     assert.are.equal(130, code)
     assert.matches("interrupted", err)
-    assert.matches("in method 'translate'", err)
+    assert.matches("in function 'mtlab.model:translate'", err, 1, true)
   end)
 
   it("starts OpenMP with 1,000 spins unless the user set how it waits (docs/decoding.md §9.1)", function()

@@ -30,7 +30,8 @@ const char *mt_tokenizer_id_to_piece(const mt_tokenizer *tok, int id);
 int mt_tokenizer_piece_to_id(const mt_tokenizer *tok, const char *piece);
 
 /* Encode UTF-8 text (no special ids added). *ids is malloc'd (caller frees), *n its length.
- * Returns 0, or -1 (invalid UTF-8 is reported with its byte offset). */
+ * Returns 0, or -1 (invalid UTF-8 is reported with its byte offset; a text over
+ * MT_LINE_MAX_BYTES, mtlab/files.h, is refused before it is read). */
 int mt_tokenizer_encode(const mt_tokenizer *tok, const char *text, int **ids, size_t *n);
 /* Decode ids to malloc'd UTF-8 text, skipping <pad>/<eos>/<sep>/<bos> (a tokenizer.json: its
  * special added tokens, as `tokenizers` does by default). NULL on failure. */
