@@ -48,6 +48,26 @@ describe("mtlab.plot", function()
     assert.has_error(function() mtlab.plot.line{y = {1}, colour = "red"} end)
     assert.has_error(function() mtlab.plot.heatmap({{1, 2}, {3}}) end,
       "mtlab.plot.heatmap: row 2 has 1 values, row 1 has 2")
+    -- parallel lists, each one the longer
+    assert.has_error(function() mtlab.plot.line{y = {1}, x = {1, 2}} end,
+      "mtlab.plot.line: x has 2 values but y has 1")
+    assert.has_error(function() mtlab.plot.line{series = {{y = {1, 2}}, {y = {1}, x = {}}}} end,
+      "mtlab.plot.line: series[2].x has 0 values but y has 1")
+    assert.has_error(function() mtlab.plot.heatmap({{1}, {3, 4}}) end,
+      "mtlab.plot.heatmap: row 2 has 2 values, row 1 has 1")
+    assert.has_error(function() mtlab.plot.heatmap({{1, 2}, {3, 4}}, {row_labels = {"a"}}) end,
+      "mtlab.plot.heatmap: row_labels has 1 labels for 2 rows")
+    assert.has_error(function() mtlab.plot.heatmap({{1, 2}, {3, 4}}, {row_labels = {"a", "b", "c"}}) end,
+      "mtlab.plot.heatmap: row_labels has 3 labels for 2 rows")
+    assert.has_error(function() mtlab.plot.heatmap({{1, 2}, {3, 4}}, {col_labels = {"x"}}) end,
+      "mtlab.plot.heatmap: col_labels has 1 labels for 2 columns")
+    assert.has_error(function() mtlab.plot.heatmap({{1, 2}, {3, 4}}, {col_labels = {"x", "y", "z"}}) end,
+      "mtlab.plot.heatmap: col_labels has 3 labels for 2 columns")
+    for _, values in ipairs({{1}, {1, 2, 3}, {}}) do
+      local ok, err = pcall(mtlab.plot.bar, {labels = {"a", "b"}, series = {{name = "s", values = values}}})
+      assert.is_false(ok)
+      assert.matches("series s has " .. #values .. " values for 2 labels", err, 1, true)
+    end
     local p = mtlab.plot.line{y = {1, 2}}
     local ok, err = pcall(p.save, p, "/tmp/plot.gif")
     assert.is_false(ok)

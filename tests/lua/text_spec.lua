@@ -37,6 +37,16 @@ describe("mtlab.score", function()
   it("names the problem", function()
     assert.has_error(function() mtlab.score.bleu({"a", "b"}, {"a"}) end,
       "mtlab.score.bleu: refs has 1 lines but there are 2 hypotheses")
+    -- every stream against the hypotheses, each way, in both metrics
+    for _, score in ipairs({"bleu", "chrf"}) do
+      local f, fn = mtlab.score[score], "mtlab.score." .. score
+      assert.has_error(function() f({"a"}, {"a", "b"}) end, fn .. ": refs has 2 lines but there are 1 hypotheses")
+      assert.has_error(function() f({"a", "b"}, {"a"}) end, fn .. ": refs has 1 lines but there are 2 hypotheses")
+      assert.has_error(function() f({}, {"a"}) end, fn .. ": refs has 1 lines but there are 0 hypotheses")
+      assert.has_error(function() f({"a"}, {{"a"}, {}}) end, fn .. ": refs[2] has 0 lines but there are 1 hypotheses")
+      assert.has_error(function() f({"a", "b"}, {{"a", "b"}, {"a"}}) end, fn .. ": refs[2] has 1 lines but there are 2 hypotheses")
+      assert.has_error(function() f({"a"}, {{"a"}, {"a", "b"}}) end, fn .. ": refs[2] has 2 lines but there are 1 hypotheses")
+    end
     assert.has_error(function() mtlab.score.bleu({"a"}, {"a"}, {smooth = "log"}) end,
       "mtlab.score.bleu: unknown smoothing 'log' (exp, floor, add-k, none)")
     assert.has_error(function() mtlab.score.chrf("a", {"a"}) end,
@@ -70,6 +80,9 @@ describe("mtlab.corpus", function()
     H.write(ref, "one\n")
     assert.has_error(function() mtlab.corpus.pairs(src, ref) end,
       string.format("mtlab.corpus.pairs: '%s' has 3 lines but '%s' has 1: the files are not parallel", src, ref))
+    assert.has_error(function() mtlab.corpus.pairs(ref, src) end,
+      string.format("mtlab.corpus.pairs: '%s' has 1 lines but '%s' has 3: the files are not parallel", ref, src))
+    assert.has_error(function() mtlab.corpus.read(ref, src) end)
     assert.has_error(function() mtlab.corpus.lines("no/such/file") end,
       "mtlab.corpus.lines: no/such/file: No such file or directory")
     H.write(src, "ok\nbad \xff byte\n")
@@ -99,6 +112,22 @@ describe("mtlab.entities.recall", function()
     assert.has_error(function() mtlab.entities.recall({"a"}, {}, {"a"}) end,
       "mtlab.entities.recall: srcs, hyps and refs must be as long as each other (1, 0, 1)")
     assert.has_error(function() mtlab.entities.recall({}, {}, {}, {stats = "nope.tsv"}) end)
+  end)
+
+  it("refuses lists of different lengths, each one shorter or longer than the others, empty included", function()
+    local two, one = {"Y Abraham dijo", "Y Moisés dijo"}, {"Abraham said"}
+    for _, c in ipairs({
+      {one, two, two, "1, 2, 2"}, {two, one, two, "2, 1, 2"}, {two, two, one, "2, 2, 1"},
+      {two, one, one, "2, 1, 1"}, {one, two, one, "1, 2, 1"}, {one, one, two, "1, 1, 2"},
+      {{}, two, two, "0, 2, 2"}, {two, {}, two, "2, 0, 2"}, {two, two, {}, "2, 2, 0"},
+      {{}, {}, one, "0, 0, 1"},
+    }) do
+      assert.has_error(function() mtlab.entities.recall(c[1], c[2], c[3]) end,
+        "mtlab.entities.recall: srcs, hyps and refs must be as long as each other (" .. c[4] .. ")")
+    end
+    local none = mtlab.entities.recall({}, {}, {})
+    assert.are.equal(0, none.all.entities)
+    assert.are.equal(0, none.all.hits)
   end)
 end)
 
