@@ -31,10 +31,11 @@ int hf_bpe_is_json(const void *data, size_t len);
 hf_bpe *hf_bpe_load_bytes(const void *data, size_t len, const char *name);
 void hf_bpe_free(hf_bpe *tok);
 
-/* The highest id (model vocabulary or added token) + 1. */
+/* The highest id (model vocabulary or added token) + 1; every id below it has a token (a
+ * file with a gap is refused). */
 int hf_bpe_vocab_size(const hf_bpe *tok);
 /* The token's text as the vocabulary spells it ("ĠGod"), an added token's content; NULL for
- * an id out of range or one no token has. */
+ * an id out of range. */
 const char *hf_bpe_id_to_piece(const hf_bpe *tok, int id);
 /* The id of a token's text (added tokens first, then the model's vocabulary), else -1. */
 int hf_bpe_piece_to_id(const hf_bpe *tok, const char *piece);

@@ -570,6 +570,10 @@ hf_bpe *hf_bpe_load_bytes(const void *data, size_t len, const char *name)
     }
     json_decref(root);
     if (rc == 0 && t->n_ids == 0) rc = fail(name, "model.vocab: empty");
+    /* every id below the vocabulary size names a token, as mt_tokenizer promises its callers */
+    for (int id = 0; rc == 0 && id < t->n_ids; id++)
+        if (!t->pieces[id])
+            rc = fail(name, "model.vocab: no token has id %d (ids run 0..%d)", id, t->n_ids - 1);
     if (rc) {
         hf_bpe_free(t);
         return NULL;

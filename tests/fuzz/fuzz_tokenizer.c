@@ -1,11 +1,14 @@
 /* libFuzzer target for tokenizer.model (engine/tokenizer/spm.cc over sentencepiece's protobuf
- * parser): any bytes give a tokenizer or one error line naming the file, never a crash or a C++
- * exception crossing into C; an accepted model keeps mtlab's promises (the reserved ids,
- * look-ups by id and by piece agreeing) and encodes and decodes text. Every fourth input also
- * goes through mt_tokenizer_load from a file, which must decide the same.
+ * parser, and a tokenizer.json through the same entry point: fuzz_tokenizer_json.c fuzzes that
+ * reader on its own): any bytes give a tokenizer or one error line naming the file, never a
+ * crash or a C++ exception crossing into C; an accepted model keeps mtlab's promises (the
+ * reserved ids for a sentencepiece model, look-ups by id and by piece agreeing) and encodes and
+ * decodes text. Every fourth input also goes through mt_tokenizer_load from a file, which must
+ * decide the same.
  * Build and run: make fuzz (see the Makefile). */
 #include "mtlab/error.h"
 #include "mtlab/tokenizer.h"
+#include "tokenizer/hf_bpe.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -23,10 +26,10 @@
 
 static const char NAME[] = "fuzz/tokenizer.model";
 
-static void check_model(const mt_tokenizer *tok)
+static void check_model(const mt_tokenizer *tok, int json)
 {
     int V = mt_tokenizer_vocab_size(tok);
-    CHECK(V > MT_UNK_ID);
+    CHECK(json ? V > 0 : V > MT_UNK_ID);
     CHECK(mt_tokenizer_id_to_piece(tok, -1) == NULL && mt_tokenizer_id_to_piece(tok, V) == NULL);
     for (int id = 0; id < V && id < 64; id++) {
         const char *piece = mt_tokenizer_id_to_piece(tok, id);
@@ -79,7 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(strncmp(mt_last_error(), NAME, strlen(NAME)) == 0);
         CHECK(strchr(mt_last_error(), '\n') == NULL);
     } else {
-        check_model(tok);
+        check_model(tok, hf_bpe_is_json(data, size));
     }
     if (size % 4 == 0) CHECK(via_file(data, size) == (tok != NULL));
     mt_tokenizer_free(tok);

@@ -346,7 +346,7 @@ static void test_refusals_name_file_and_key(void **state)
     struct {
         parts p;
         const char *expected;
-    } cases[16];
+    } cases[20];
     size_t n = 0;
 #define CASE(field, value, msg)                 \
     do {                                        \
@@ -369,6 +369,7 @@ static void test_refusals_name_file_and_key(void **state)
     CASE(merges, "\"a c\"", "model.merges[0]: the token \"c\" is not in model.vocab");
     CASE(vocab, "\"a\":0,\"b\":1,\"<|endoftext|>\":3", "model.merges[0]: the merged token \"ab\" is not in model.vocab");
     CASE(vocab, "\"a\":0,\"b\":0,\"ab\":2,\"<|endoftext|>\":3", "is also the token");
+    CASE(vocab, "\"a\":0,\"b\":1,\"ab\":2,\"<|endoftext|>\":3,\"x\":5", "model.vocab: no token has id 4 (ids run 0..5)");
     CASE(added, "{\"id\":5,\"content\":\"<|endoftext|>\",\"special\":true}",
          "added_tokens[0].id: \"<|endoftext|>\" has id 5, but model.vocab gives it id 3");
     CASE(added, "{\"id\":0,\"content\":\"<pad>\",\"special\":true}",
