@@ -29,8 +29,8 @@ int mtl_error(lua_State *L, const char *fn, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* A list argument of strings: a table with n >= 0 strings at 1..n (or a single string when
- * single_ok; *was_single says which). The array lives in a userdata pushed on the stack, so an
- * error anywhere later frees it; the strings are the table's own. */
+ * single_ok; *was_single says which), none holding a NUL byte. The array lives in a userdata
+ * pushed on the stack, so an error anywhere later frees it; the strings are the table's own. */
 const char **mtl_check_strings(lua_State *L, int idx, const char *fn, const char *what,
                                size_t *n, int single_ok, int *was_single);
 

@@ -29,6 +29,20 @@ int mtl_error(lua_State *L, const char *fn, const char *fmt, ...)
     return luaL_error(L, "%s: %s", fn, msg);
 }
 
+/* The string at idx as C text: a NUL inside it would end the text there without a word. i is
+ * its 1-based place in the list `what`, 0 for the argument itself. */
+static const char *c_text(lua_State *L, int idx, const char *fn, const char *what, size_t i)
+{
+    size_t len;
+    const char *s = lua_tolstring(L, idx, &len);
+    size_t nul = strlen(s);
+    if (nul < len) {
+        if (i) mtl_error(L, fn, "%s[%zu] holds a NUL byte at byte %zu", what, i, nul);
+        mtl_error(L, fn, "%s holds a NUL byte at byte %zu", what, nul);
+    }
+    return s;
+}
+
 const char **mtl_check_strings(lua_State *L, int idx, const char *fn, const char *what,
                                size_t *n, int single_ok, int *was_single)
 {
@@ -36,7 +50,7 @@ const char **mtl_check_strings(lua_State *L, int idx, const char *fn, const char
     if (was_single) *was_single = 0;
     if (single_ok && lua_type(L, idx) == LUA_TSTRING) {
         const char **one = lua_newuserdatauv(L, sizeof *one, 0);
-        one[0] = lua_tostring(L, idx);
+        one[0] = c_text(L, idx, fn, what, 0);
         *n = 1;
         if (was_single) *was_single = 1;
         return one;
@@ -50,7 +64,7 @@ const char **mtl_check_strings(lua_State *L, int idx, const char *fn, const char
         if (lua_geti(L, idx, (lua_Integer)i + 1) != LUA_TSTRING)
             mtl_error(L, fn, "%s[%zu] must be a string, not %s", what, i + 1,
                       luaL_typename(L, -1));
-        arr[i] = lua_tostring(L, -1);
+        arr[i] = c_text(L, -1, fn, what, i + 1);
         lua_pop(L, 1); /* the table keeps the string alive */
     }
     *n = len;

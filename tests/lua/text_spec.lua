@@ -131,6 +131,22 @@ describe("mtlab.entities.recall", function()
   end)
 end)
 
+describe("text arguments", function()
+  it("refuses a NUL byte inside a text, which C would cut there without a word", function()
+    assert.has_error(function() mtlab.score.bleu({"a\0b"}, {"a"}) end,
+      "mtlab.score.bleu: hyps[1] holds a NUL byte at byte 1")
+    assert.has_error(function() mtlab.score.chrf({"a"}, {{"a"}, {"x\0"}}) end,
+      "mtlab.score.chrf: refs[2][1] holds a NUL byte at byte 1")
+    assert.has_error(function() mtlab.entities.recall({"\0"}, {"a"}, {"a"}) end,
+      "mtlab.entities.recall: srcs[1] holds a NUL byte at byte 0")
+    local m <close> = mtlab.load(H.transformer)
+    assert.has_error(function() m:translate("Hola\0 mundo") end,
+      "mtlab.model:translate: text holds a NUL byte at byte 4")
+    assert.has_error(function() m:translate({"Hola", "Y dijo\0"}) end,
+      "mtlab.model:translate: text[2] holds a NUL byte at byte 6")
+  end)
+end)
+
 describe("mtlab.help", function()
   it("has an entry for every function of the module, and a function for every entry", function()
     local names = {}
