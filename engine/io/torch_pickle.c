@@ -132,6 +132,9 @@ struct value {
 
 typedef struct {
     const char *file;            /* the checkpoint, in messages */
+    const char *part;            /* the pickle, in messages: "data.pkl", "the pickle" */
+    const char *at;              /* before an offset: "data.pkl byte", "byte" */
+    size_t base;                 /* offset of start in what messages count bytes of */
     const unsigned char *p, *end, *start;
     size_t op_at;                /* byte offset of the opcode being run */
     value *values;               /* every value made */
@@ -151,7 +154,7 @@ static int pkl_error(const unpickler *u, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    return mt_error("%s: data.pkl byte %zu: %s", u->file, u->op_at, what);
+    return mt_error("%s: %s %zu: %s", u->file, u->at, u->base + u->op_at, what);
 }
 
 static const char *kind_name(const value *v)
@@ -257,8 +260,8 @@ static const char *opcode_name(int op);
 static int take(unpickler *u, size_t n, const unsigned char **out)
 {
     if ((size_t)(u->end - u->p) < n)
-        return mt_error("%s: data.pkl ends inside opcode %s at byte %zu (truncated?)", u->file,
-                        opcode_name(u->start[u->op_at]), u->op_at);
+        return mt_error("%s: %s ends inside opcode %s at byte %zu (truncated?)", u->file, u->part,
+                        opcode_name(u->start[u->op_at]), u->base + u->op_at);
     *out = u->p;
     u->p += n;
     return 0;
@@ -290,8 +293,8 @@ static int op_counted(unpickler *u, size_t n, value_kind kind)
     const unsigned char *s = NULL;
     if (take_le(u, n, &len)) return -1;
     if (len > (uint64_t)(u->end - u->p))
-        return mt_error("%s: data.pkl byte %zu: a string of %" PRIu64 " bytes runs past the end (%zu bytes left)",
-                        u->file, u->op_at, len, (size_t)(u->end - u->p));
+        return pkl_error(u, "a string of %" PRIu64 " bytes runs past the end (%zu bytes left)", len,
+                         (size_t)(u->end - u->p));
     if (take(u, (size_t)len, &s)) return -1;
     push(u, new_str(u, kind, s, (size_t)len));
     return 0;
@@ -346,7 +349,7 @@ static int push_global(unpickler *u, const char *module, const char *name)
     int g = find_global(module, name);
     if (g < 0) {
         char m[128], n[128];
-        return mt_error("%s: data.pkl refers to %s.%s, which mtlab does not load", u->file,
+        return mt_error("%s: %s refers to %s.%s, which mtlab does not load", u->file, u->part,
                         printable_text(m, sizeof m, module), printable_text(n, sizeof n, name));
     }
     value *v = new_value(u, V_GLOBAL);
@@ -386,8 +389,12 @@ static int op_binpersid(unpickler *u)
     if (need(u, "BINPERSID", 1)) return -1;
     value *pid = pop(u);
     value **f = pid->u.seq.items;
-    if (pid->kind != V_TUPLE || pid->u.seq.n != 5 || f[0]->kind != V_STR || strcmp(f[0]->u.str.s, "storage") != 0)
+    if (pid->kind != V_TUPLE || pid->u.seq.n < 5 || pid->u.seq.n > 6 || f[0]->kind != V_STR ||
+        strcmp(f[0]->u.str.s, "storage") != 0)
         return pkl_error(u, "a persistent id that is not ('storage', type, key, location, numel)");
+    /* the legacy format's sixth field: a view of another storage, which torch >= 0.4 never writes */
+    if (pid->u.seq.n == 6 && f[5]->kind != V_NONE)
+        return pkl_error(u, "a storage that is a view of another (legacy format), which mtlab does not read");
     if (!global_is(f[1], G_STORAGE_TYPE))
         return pkl_error(u, "a storage whose type is %s, not a storage type", kind_name(f[1]));
     if (f[2]->kind != V_STR || strlen(f[2]->u.str.s) != f[2]->u.str.len)
@@ -526,7 +533,8 @@ static int memo_put(unpickler *u, uint64_t key)
     if (need(u, "PUT", 1)) return -1;
     /* torch (and pickle) number memo entries 0, 1, 2, ...: one entry costs at least a byte */
     if (key >= (uint64_t)(u->end - u->start))
-        return pkl_error(u, "memo key %" PRIu64 " is larger than data.pkl (%zu bytes)", key, (size_t)(u->end - u->start));
+        return pkl_error(u, "memo key %" PRIu64 " is larger than %s (%zu bytes)", key, u->part,
+                         (size_t)(u->end - u->start));
     reserve(&u->memo, &u->cap_memo, (size_t)key + 1, sizeof *u->memo);
     for (size_t i = u->n_memo; i <= key && i < u->cap_memo; i++) u->memo[i] = NULL;
     if (key >= u->n_memo) u->n_memo = (size_t)key + 1;
@@ -747,7 +755,8 @@ static int unpickle(unpickler *u, value **result)
         int rc = step(u, result);
         if (rc) return rc < 0 ? -1 : 0;
     }
-    return mt_error("%s: data.pkl ends at byte %zu without STOP (truncated?)", u->file, (size_t)(u->end - u->start));
+    return mt_error("%s: %s ends at byte %zu without STOP (truncated?)", u->file, u->part,
+                    u->base + (size_t)(u->end - u->start));
 }
 
 /* ---------------------------------------------------------------- the state_dict */
@@ -784,7 +793,7 @@ static const value *dict_get(const value *dict, const char *key)
 static const value *find_state_dict(const char *file, const value *top)
 {
     if (top->kind != V_DICT) {
-        mt_error("%s: data.pkl holds %s, not a state_dict (a dict of tensors)", file, kind_name(top));
+        mt_error("%s: the checkpoint holds %s, not a state_dict (a dict of tensors)", file, kind_name(top));
         return NULL;
     }
     for (int depth = 0; depth < 2; depth++) {
@@ -1056,21 +1065,77 @@ fail:
     return NULL;
 }
 
+struct torch_pickle {
+    unpickler u;
+    value *top;
+};
+
+void torch_pickle_free(torch_pickle *tp)
+{
+    if (!tp) return;
+    free_values(tp->u.values);
+    free(tp->u.stack);
+    free(tp->u.marks);
+    free(tp->u.memo);
+    free(tp);
+}
+
+torch_pickle *torch_unpickle(const unsigned char *pkl, size_t len, const char *file, size_t base, size_t *used)
+{
+    if (len > TORCH_MAX_PICKLE) {
+        mt_error("%s: a pickle of %zu bytes, more than the %d a checkpoint needs", file, len, TORCH_MAX_PICKLE);
+        return NULL;
+    }
+    torch_pickle *tp = mt_xcalloc(1, sizeof *tp);
+    tp->u = (unpickler){.file = file, .part = base ? "the pickle" : "data.pkl", .at = base ? "byte" : "data.pkl byte",
+                        .base = base, .p = pkl, .start = pkl, .end = pkl + len};
+    if (unpickle(&tp->u, &tp->top)) {
+        torch_pickle_free(tp);
+        return NULL;
+    }
+    if (used) *used = (size_t)(tp->u.p - pkl);
+    return tp;
+}
+
+mt_safetensors *torch_pickle_state_dict(const torch_pickle *tp, const torch_storages *storages)
+{
+    const value *sd = find_state_dict(tp->u.file, tp->top);
+    return sd ? build_image(tp->u.file, sd, storages) : NULL;
+}
+
+int torch_pickle_int(const torch_pickle *tp, int64_t *out)
+{
+    if (tp->top->kind != V_INT) return -1;
+    *out = tp->top->u.i;
+    return 0;
+}
+
+int torch_pickle_flag(const torch_pickle *tp, const char *key)
+{
+    const value *v = tp->top->kind == V_DICT ? dict_get(tp->top, key) : NULL;
+    return v && v->kind == V_BOOL && v->u.i;
+}
+
+size_t torch_pickle_strings(const torch_pickle *tp, size_t i, const char **s)
+{
+    const value *v = tp->top;
+    if (v->kind != V_LIST && v->kind != V_TUPLE) return 0;
+    if (i < v->u.seq.n) *s = v->u.seq.items[i]->kind == V_STR ? v->u.seq.items[i]->u.str.s : NULL;
+    return v->u.seq.n;
+}
+
+size_t torch_pickle_storage_elem_size(const torch_pickle *tp, const char *key)
+{
+    for (const value *v = tp->u.values; v; v = v->next)
+        if (v->kind == V_STORAGE && strcmp(v->u.st.key, key) == 0) return mt_dtype_size(v->u.st.dtype);
+    return 0;
+}
+
 mt_safetensors *torch_read_state_dict(const unsigned char *pkl, size_t len, const char *file,
                                       const torch_storages *storages)
 {
-    unpickler u = {.file = file, .p = pkl, .start = pkl, .end = pkl + len};
-    value *top = NULL;
-    mt_safetensors *st = NULL;
-    if (len > TORCH_MAX_PICKLE) {
-        mt_error("%s: data.pkl is %zu bytes, more than the %d a checkpoint needs", file, len, TORCH_MAX_PICKLE);
-    } else if (unpickle(&u, &top) == 0) {
-        const value *sd = find_state_dict(file, top);
-        if (sd) st = build_image(file, sd, storages);
-    }
-    free_values(u.values);
-    free(u.stack);
-    free(u.marks);
-    free(u.memo);
+    torch_pickle *tp = torch_unpickle(pkl, len, file, 0, NULL);
+    mt_safetensors *st = tp ? torch_pickle_state_dict(tp, storages) : NULL;
+    torch_pickle_free(tp);
     return st;
 }

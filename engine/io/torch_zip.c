@@ -1,4 +1,4 @@
-/* The archive around a torch.save checkpoint: find ARCHIVE/data.pkl, check the byte order,
+/* The archive around a torch.save checkpoint (torch_legacy.c reads the format before it): find ARCHIVE/data.pkl, check the byte order,
  * hand data.pkl to the restricted unpickler (torch_pickle.c) and the ARCHIVE/data/KEY entries
  * to it as storages. libzip reads the archive (and checks each entry's CRC as it is read). */
 #include "mtlab/torch_checkpoint.h"
@@ -170,19 +170,16 @@ static int check_byteorder(const archive *a)
 /* What a file that is not a zip archive probably is, for the message. */
 static int not_a_zip(const unsigned char *data, size_t len, const char *name)
 {
-    if (len >= 2 && data[0] == 0x80 && data[1] <= 5)
-        return mt_error("%s: a legacy PyTorch checkpoint (torch < 1.6, not a zip archive), which mtlab does not "
-                        "read: load and save it again with a newer torch, or as model.safetensors",
-                        name);
     if (len >= 9 && data[8] == '{')
         return mt_error("%s: a safetensors file, not a PyTorch checkpoint (read it as model.safetensors)", name);
-    return mt_error("%s: not a PyTorch checkpoint (not a zip archive)", name);
+    return mt_error("%s: not a PyTorch checkpoint (neither a zip archive nor the legacy format)", name);
 }
 
 mt_safetensors *mt_torch_open_buffer(const void *data, size_t len, const char *name)
 {
     if (!name) name = "<buffer>";
     static const unsigned char ZIP_MAGIC[4] = {'P', 'K', 3, 4};
+    if (torch_legacy_magic(data, len)) return torch_legacy_read(data, len, name);
     if (len < 4 || memcmp(data, ZIP_MAGIC, 4) != 0) {
         not_a_zip(data, len, name);
         return NULL;

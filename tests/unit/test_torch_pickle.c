@@ -133,6 +133,13 @@ static void test_nested_and_parameters(void **state)
     assert_int_equal(mt_st_count(nested), 2); /* the "model" entry, not epoch or optimizer */
     assert_same_tensor(mt_st_find(nested, "a"), mt_st_find(ref, "f32"));
     assert_same_tensor(mt_st_find(nested, "b"), mt_st_find(ref, "i64"));
+    /* the legacy format (torch < 1.6) of the same state_dict */
+    mt_safetensors *legacy = mt_torch_open(FIXTURES "legacy.bin");
+    if (!legacy) fail_msg("%s", mt_last_error());
+    assert_int_equal(mt_st_count(legacy), 2);
+    assert_same_tensor(mt_st_find(legacy, "a"), mt_st_find(ref, "f32"));
+    assert_same_tensor(mt_st_find(legacy, "b"), mt_st_find(ref, "i64"));
+    mt_st_close(legacy);
     mt_safetensors *params = mt_torch_open(FIXTURES "parameter.bin");
     if (!params) fail_msg("%s", mt_last_error());
     assert_int_equal(mt_st_count(params), 2);
@@ -167,12 +174,10 @@ static void test_refused_files_are_named(void **state)
     assert_error_contains(FIXTURES "float8.bin: data.pkl refers to torch.float8_e4m3fn, which mtlab does not load");
     assert_null(mt_torch_open(FIXTURES "evil.bin"));
     assert_error_contains(FIXTURES "evil.bin: data.pkl refers to posix.system, which mtlab does not load");
-    assert_null(mt_torch_open(FIXTURES "legacy.bin"));
-    assert_error_contains(FIXTURES "legacy.bin: a legacy PyTorch checkpoint (torch < 1.6");
     assert_null(mt_torch_open(FIXTURES "tensors.safetensors"));
     assert_error_contains("tensors.safetensors: a safetensors file, not a PyTorch checkpoint");
     assert_null(mt_torch_open(FIXTURES "make_fixtures.py"));
-    assert_error_contains("make_fixtures.py: not a PyTorch checkpoint (not a zip archive)");
+    assert_error_contains("make_fixtures.py: not a PyTorch checkpoint (neither a zip archive nor the legacy format)");
     assert_null(mt_torch_open(FIXTURES "no-such.bin"));
     assert_error_contains("no-such.bin: No such file or directory");
     assert_null(mt_torch_open(FIXTURES));
@@ -517,7 +522,7 @@ static void test_not_a_state_dict(void **state)
     pk_op(&p, 2);
     pk_op(&p, ']');
     pk_op(&p, '.');
-    expect_refused(&p, "t.bin: data.pkl holds a list, not a state_dict");
+    expect_refused(&p, "t.bin: the checkpoint holds a list, not a state_dict");
     pk_begin(&p);
     pk_str(&p, "step");
     pk_int(&p, 7);
@@ -628,6 +633,61 @@ static void test_copies_of_one_storage_are_bounded(void **state)
             assert_error_contains("t.bin: the tensors copy 576 bytes out of 64 bytes of storages, more than 8 times");
         }
     }
+}
+
+/* legacy.bin changed at one place each, and cut at every length. */
+static void test_legacy_format_damaged(void **state)
+{
+    (void)state;
+    size_t len;
+    unsigned char *orig = (unsigned char *)test_read_file(FIXTURES "legacy.bin", &len);
+    assert_non_null(orig);
+    unsigned char *data = malloc(len);
+    /* the version, 1001 (BININT2 0xe9 0x03 after the 15 bytes of the magic number) */
+    memcpy(data, orig, len);
+    assert_memory_equal(data + 15, "\x80\x02M\xe9\x03.", 6);
+    data[18] = 0xe8;
+    assert_null(mt_torch_open_buffer(data, len, "old.bin"));
+    assert_error_contains("old.bin: legacy format version 1000, mtlab reads 1001");
+    /* little_endian False */
+    memcpy(data, orig, len);
+    unsigned char *le = memmem(data, len, "little_endian", 13);
+    assert_non_null(le);
+    unsigned char *flag = memchr(le + 13, 0x88, 4); /* NEWTRUE after the key and its BINPUT */
+    assert_non_null(flag);
+    *flag = 0x89;
+    assert_null(mt_torch_open_buffer(data, len, "old.bin"));
+    assert_error_contains("old.bin: a big-endian legacy checkpoint");
+    /* the first storage's element count, 12, made huge; then one short of its bytes */
+    memcpy(data, orig, len);
+    size_t first = len - 104; /* two storages follow the pickles: 8 + 48 and 8 + 40 bytes */
+    assert_int_equal(data[first], 12);
+    data[first + 7] = 0x40;
+    assert_null(mt_torch_open_buffer(data, len, "old.bin"));
+    assert_error_contains("of 4611686018427387916 elements runs past the end of the file");
+    /* the state_dict's storage size, 12 elements (BININT1 after "cpu" and its BINPUT), made 13 */
+    memcpy(data, orig, len);
+    unsigned char *cpu = memmem(data, len, "cpu", 3);
+    assert_non_null(cpu);
+    assert_memory_equal(cpu + 5, "K\x0c", 2);
+    cpu[6] = 13;
+    assert_null(mt_torch_open_buffer(data, len, "old.bin"));
+    assert_error_contains("old.bin: tensor 'a': storage");
+    assert_error_contains("the file holds 48 bytes of it, the state_dict gives it 52");
+    /* an unknown opcode in the state_dict pickle: the offset counts from the file's start */
+    memcpy(data, orig, len);
+    assert_int_equal(data[137], 0x80);
+    data[139] = 0xff;
+    assert_null(mt_torch_open_buffer(data, len, "old.bin"));
+    assert_error_contains("old.bin: byte 139: unknown pickle opcode 0xff");
+    for (size_t cut = 0; cut < len; cut++) {
+        mt_clear_error();
+        mt_safetensors *st = mt_torch_open_buffer(orig, cut, "old.bin");
+        if (st) fail_msg("a legacy file cut at %zu of %zu bytes was accepted", cut, len);
+        if (strncmp(mt_last_error(), "old.bin: ", 9) != 0) fail_msg("cut at %zu: \"%s\"", cut, mt_last_error());
+    }
+    free(data);
+    free(orig);
 }
 
 /* ---------------------------------------------------------------- archives built with libzip */
@@ -757,6 +817,7 @@ int main(void)
         cmocka_unit_test(test_not_a_state_dict),
         cmocka_unit_test(test_tensor_against_its_storage),
         cmocka_unit_test(test_copies_of_one_storage_are_bounded),
+        cmocka_unit_test(test_legacy_format_damaged),
         cmocka_unit_test(test_archives),
     };
     return cmocka_run_group_tests_name("torch_pickle", tests, NULL, NULL);

@@ -28,7 +28,8 @@
 #include <stddef.h>
 
 /* Read and check a checkpoint file; NULL (mt_last_error) on any problem. The legacy format
- * (torch < 1.6, not a zip archive) is refused by name. */
+ * (torch < 1.6: pickles in a row, then the storages) is read as well, through the same
+ * unpickler. */
 mt_safetensors *mt_torch_open(const char *path);
 /* The same over a file already in memory (borrowed for the call only); name is used in
  * messages ("<buffer>" when NULL). */
