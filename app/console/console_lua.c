@@ -88,6 +88,24 @@ static void write_error(tui_console *c, lua_State *L)
     console_write(c, CONSOLE_ERROR, "\n", 1);
 }
 
+/* The values on the stack as one line of text, tab-separated, pretty-printed. It may run a
+ * __tostring, so it runs protected (an error there printed, not Lua's panic). */
+static int format_results(lua_State *L)
+{
+    int n = lua_gettop(L);
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (int i = 1; i <= n; i++) {
+        char *s = console_pretty(L, i);
+        lua_pushstring(L, s);
+        free(s);
+        luaL_addvalue(&b);
+        luaL_addchar(&b, i < n ? '\t' : '\n');
+    }
+    luaL_pushresult(&b);
+    return 1;
+}
+
 /* Load text (as an expression first) and run it; print the values it returns. */
 static void run_chunk(tui_console *c, const char *text)
 {
@@ -104,16 +122,18 @@ static void run_chunk(tui_console *c, const char *text)
         st = luaL_loadbuffer(L, text, n, "=console");
     }
     if (st == LUA_OK) st = lua_pcall(L, 0, LUA_MULTRET, base + 1);
+    int results = lua_gettop(L) - base - 1;
+    if (st == LUA_OK && results > 0) {
+        lua_pushcfunction(L, format_results);
+        lua_insert(L, base + 2);
+        st = lua_pcall(L, results, 1, base + 1);
+    }
     if (st != LUA_OK) {
         write_error(c, L);
-    } else {
-        int results = lua_gettop(L) - base - 1;
-        for (int i = 1; i <= results; i++) {
-            char *s = console_pretty(L, base + 1 + i);
-            console_write(c, CONSOLE_OUT, s, strlen(s));
-            console_write(c, CONSOLE_OUT, i < results ? "\t" : "\n", 1);
-            free(s);
-        }
+    } else if (results > 0) {
+        size_t len;
+        const char *s = lua_tolstring(L, -1, &len);
+        console_write(c, CONSOLE_OUT, s, len);
     }
     lua_settop(L, base);
 }

@@ -43,12 +43,25 @@ static void put_quoted(strbuf *b, const char *s, size_t n)
     puts_(b, "\"");
 }
 
-/* luaL_tolstring's text for the value at idx (uses __tostring and __name). */
+static int tostring_of(lua_State *L)
+{
+    luaL_tolstring(L, 1, NULL);
+    return 1;
+}
+
+/* luaL_tolstring's text for the value at idx (uses __tostring and __name). A __tostring that
+ * raises is shown by its message: printing must not raise past the buffer it fills. */
 static void put_tostring(lua_State *L, strbuf *b, int idx)
 {
+    lua_pushcfunction(L, tostring_of);
+    lua_pushvalue(L, idx);
+    int ok = lua_pcall(L, 1, 1, 0) == LUA_OK && lua_type(L, -1) == LUA_TSTRING;
+    if (!ok) puts_(b, "(__tostring failed: ");
     size_t n;
-    const char *s = luaL_tolstring(L, idx, &n);
-    put(b, s, n);
+    const char *s = lua_tolstring(L, -1, &n);
+    if (s) put(b, s, n);
+    else puts_(b, "an error that is not a string");
+    if (!ok) puts_(b, ")");
     lua_pop(L, 1);
 }
 

@@ -165,12 +165,32 @@ static void test_ui_functions_are_named(void **state)
     free(a);
 }
 
+/* a value whose __tostring raises: the error is printed and the console goes on (it ran
+ * outside any pcall, so Lua's panic aborted the workbench) */
+static void test_printing_a_result_that_raises(void **state)
+{
+    (void)state;
+    tui_app *a = calloc(1, sizeof *a);
+    tui_console *c = console_start(a);
+    deadline("a __tostring that raises");
+    console_send(c, CONSOLE_REQ_CHUNK,
+                 "setmetatable({}, {__tostring = function() error('no text for this') end})", 0);
+    console_send(c, CONSOLE_REQ_CHUNK, "print('still' .. ' here')", 0);
+    wait_busy(a, c, 0);
+    alarm(0);
+    assert_true(scrollback_has(c, "no text for this"));
+    assert_true(scrollback_has(c, "still here"));
+    console_end(a, c);
+    free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ctrl_c_stops_a_pcall_loop),
         cmocka_unit_test(test_stop_returns_while_a_pcall_loop_runs),
         cmocka_unit_test(test_ui_functions_are_named),
+        cmocka_unit_test(test_printing_a_result_that_raises),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
