@@ -28,7 +28,7 @@ typedef struct {
 
 typedef struct {
     const unsigned char *data;
-    legacy_storage *storages;
+    legacy_storage *storages; /* (n) sorted by key once laid out */
     size_t n;
 } legacy_file;
 
@@ -37,11 +37,15 @@ int torch_legacy_magic(const unsigned char *data, size_t len)
     return len >= sizeof MAGIC && memcmp(data, MAGIC, sizeof MAGIC) == 0;
 }
 
+static int by_key(const void *a, const void *b)
+{
+    return strcmp(((const legacy_storage *)a)->key, ((const legacy_storage *)b)->key);
+}
+
 static const legacy_storage *find(const legacy_file *lf, const char *key)
 {
-    for (size_t i = 0; i < lf->n; i++)
-        if (strcmp(lf->storages[i].key, key) == 0) return &lf->storages[i];
-    return NULL;
+    legacy_storage want = {.key = key};
+    return lf->n ? bsearch(&want, lf->storages, lf->n, sizeof want, by_key) : NULL;
 }
 
 static int legacy_check(void *ctx, const char *key, size_t nbytes)
@@ -70,7 +74,7 @@ static int legacy_load(void *ctx, const char *key, size_t nbytes, unsigned char 
 
 /* Lays out the storages after the key list (pickle 5) at pos; 0 or -1. */
 static int lay_out(const char *file, const unsigned char *data, size_t len, size_t pos, const torch_pickle *keys,
-                   const torch_pickle *sd, legacy_file *lf)
+                   torch_pickle *sd, legacy_file *lf)
 {
     const char *key = NULL;
     size_t n = torch_pickle_strings(keys, 0, &key);
@@ -97,6 +101,11 @@ static int lay_out(const char *file, const unsigned char *data, size_t len, size
         lf->n = i + 1;
         pos += (size_t)nbytes;
     }
+    qsort(lf->storages, lf->n, sizeof *lf->storages, by_key);
+    for (size_t i = 1; i < lf->n; i++)
+        if (strcmp(lf->storages[i - 1].key, lf->storages[i].key) == 0)
+            return mt_error("%s: storage '%s' is listed twice", file,
+                            printable_text(quoted, sizeof quoted, lf->storages[i].key));
     return 0;
 }
 

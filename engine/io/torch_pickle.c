@@ -1068,6 +1068,8 @@ fail:
 struct torch_pickle {
     unpickler u;
     value *top;
+    const storage **by_key; /* (n_by_key) every storage the pickle names, sorted by key; made on demand */
+    size_t n_by_key;
 };
 
 void torch_pickle_free(torch_pickle *tp)
@@ -1077,6 +1079,7 @@ void torch_pickle_free(torch_pickle *tp)
     free(tp->u.stack);
     free(tp->u.marks);
     free(tp->u.memo);
+    free(tp->by_key);
     free(tp);
 }
 
@@ -1124,11 +1127,25 @@ size_t torch_pickle_strings(const torch_pickle *tp, size_t i, const char **s)
     return v->u.seq.n;
 }
 
-size_t torch_pickle_storage_elem_size(const torch_pickle *tp, const char *key)
+static int storage_key_order(const void *a, const void *b)
 {
-    for (const value *v = tp->u.values; v; v = v->next)
-        if (v->kind == V_STORAGE && strcmp(v->u.st.key, key) == 0) return mt_dtype_size(v->u.st.dtype);
-    return 0;
+    return strcmp((*(const storage *const *)a)->key, (*(const storage *const *)b)->key);
+}
+
+size_t torch_pickle_storage_elem_size(torch_pickle *tp, const char *key)
+{
+    if (!tp->by_key) {
+        size_t n = 0;
+        for (const value *v = tp->u.values; v; v = v->next) n += v->kind == V_STORAGE;
+        tp->by_key = mt_xmalloc((n + 1) * sizeof *tp->by_key);
+        for (const value *v = tp->u.values; v; v = v->next)
+            if (v->kind == V_STORAGE) tp->by_key[tp->n_by_key++] = &v->u.st;
+        qsort(tp->by_key, tp->n_by_key, sizeof *tp->by_key, storage_key_order);
+    }
+    const storage want = {.key = (char *)key}, *wantp = &want;
+    const storage **found = tp->n_by_key ? bsearch(&wantp, tp->by_key, tp->n_by_key, sizeof *tp->by_key, storage_key_order)
+                                         : NULL;
+    return found ? mt_dtype_size((*found)->dtype) : 0;
 }
 
 mt_safetensors *torch_read_state_dict(const unsigned char *pkl, size_t len, const char *file,

@@ -38,7 +38,7 @@ int torch_pickle_int(const torch_pickle *tp, int64_t *out);
 int torch_pickle_flag(const torch_pickle *tp, const char *key);
 size_t torch_pickle_strings(const torch_pickle *tp, size_t i, const char **s);
 /* Bytes per element of the storage key names in the pickle; 0 when it names none. */
-size_t torch_pickle_storage_elem_size(const torch_pickle *tp, const char *key);
+size_t torch_pickle_storage_elem_size(torch_pickle *tp, const char *key);
 
 /* A legacy checkpoint (torch < 1.6): magic, version and system pickles, the state_dict pickle,
  * the list of storage keys, then each storage as an 8-byte element count and its bytes. */

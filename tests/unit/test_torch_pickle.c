@@ -674,6 +674,17 @@ static void test_legacy_format_damaged(void **state)
     assert_null(mt_torch_open_buffer(data, len, "old.bin"));
     assert_error_contains("old.bin: tensor 'a': storage");
     assert_error_contains("the file holds 48 bytes of it, the state_dict gives it 52");
+    /* the key list naming the first storage twice (its last key rewritten as the first) */
+    memcpy(data, orig, len);
+    unsigned char *list = data + 411, *last = NULL;
+    for (unsigned char *at = list; (at = memmem(at, len - (size_t)(at - data), "X\x0e\x00\x00\x00", 5)); at += 5)
+        last = at;
+    assert_true(last > list);
+    assert_memory_equal(list, "\x80\x02]q\x00(X", 7); /* PROTO 2, EMPTY_LIST, BINPUT 0, MARK, BINUNICODE */
+    memcpy(last + 5, list + 11, 14);
+    assert_null(mt_torch_open_buffer(data, len, "old.bin"));
+    assert_error_contains("old.bin: storage '");
+    assert_error_contains("' is listed twice");
     /* an unknown opcode in the state_dict pickle: the offset counts from the file's start */
     memcpy(data, orig, len);
     assert_int_equal(data[137], 0x80);
