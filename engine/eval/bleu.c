@@ -1,6 +1,7 @@
 /* BLEU exactly as sacreBLEU computes it (metrics/bleu.py, helpers.py, utils.my_log).
  *
- * Per segment, text -> [lowercase] -> rstrip -> 13a tokens; n-grams of orders 1..4 counted
+ * Per segment, text -> [lowercase] -> rstrip -> tokenizer (13a unless opts->tokenize says
+ * otherwise, tok_sacrebleu.c) -> words split on whitespace; n-grams of orders 1..4 counted
  * as multisets. With several references each n-gram's reference count is its maximum over
  * them, and the reference length is the one closest to the hypothesis length (the shorter on
  * ties). Statistics [hyp_len, ref_len, correct_1..4, total_1..4] are summed over the corpus
@@ -8,6 +9,7 @@
 #include "eval/codepoints.h"
 #include "eval/ngram_counter.h"
 #include "eval/tok13a.h"
+#include "eval/tok_sacrebleu.h"
 #include "mtlab/error.h"
 #include "mtlab/metrics.h"
 
@@ -19,12 +21,12 @@
 mt_bleu_opts mt_bleu_defaults(void)
 {
     return (mt_bleu_opts){.lowercase = 0, .smooth = MT_SMOOTH_EXP, .smooth_value = -1,
-                          .effective_order = 0};
+                          .effective_order = 0, .tokenize = MT_BLEU_TOK_13A, .spm = NULL};
 }
 
 /* One preprocessed sentence and its n-gram multisets. */
 typedef struct {
-    char *tokens;                                 /* 13a tokens joined by single spaces */
+    char *tokens;                                 /* words joined by single spaces */
     size_t n_tokens;
     mt_ngram_counter ngrams[MT_BLEU_MAX_ORDER];   /* [n-1]: the n-grams, as spans of tokens */
 } bleu_segment;
@@ -35,20 +37,27 @@ static void bleu_segment_free(bleu_segment *s)
     for (int n = 0; n < MT_BLEU_MAX_ORDER; n++) mt_ngram_counter_free(&s->ngrams[n]);
 }
 
-/* BLEU._preprocess_segment (lowercase, rstrip, tokenize), then extract_all_word_ngrams. */
-static int bleu_segment_read(bleu_segment *out, const char *sent, int lowercase)
+/* BLEU._preprocess_segment (lowercase, rstrip, tokenize), then extract_all_word_ngrams, which
+ * splits the tokenizer's output on whitespace (13a's output is split already; "none" and
+ * "char" leave runs of whitespace). */
+static int bleu_segment_read(bleu_segment *out, const char *sent, const mt_bleu_opts *opts)
 {
     memset(out, 0, sizeof *out);
     char *lowered = NULL;
-    if (lowercase && !(sent = lowered = mt_lowercase(sent))) return -1;
-    mt_cpbuf cps = {0}, toks = {0};
+    if (opts->lowercase && !(sent = lowered = mt_lowercase(sent))) return -1;
+    mt_cpbuf cps = {0}, raw = {0}, toks = {0};
     int rc = mt_utf8_decode(&cps, sent, strlen(sent));
     free(lowered);
+    if (rc == 0)
+        rc = mt_sacre_tokenize_codepoints(&raw, opts->tokenize, opts->spm, cps.cp,
+                                          mt_py_rstrip_len(cps.cp, cps.n));
     if (rc < 0) {
         mt_cpbuf_free(&cps);
+        mt_cpbuf_free(&raw);
         return -1;
     }
-    mt_tok13a_codepoints(&toks, cps.cp, mt_py_rstrip_len(cps.cp, cps.n));
+    mt_tok_split_join(&toks, raw.cp, raw.n);
+    mt_cpbuf_free(&raw);
     size_t len;
     out->tokens = mt_utf8_encode(toks.cp, toks.n, &len, NULL);
     mt_cpbuf_free(&cps);
@@ -96,7 +105,7 @@ int mt_bleu_segment_stats(mt_bleu_stats *out, const char *hyp, const char *const
     bleu_segment h = {0};
     int rc = 0;
     for (size_t r = 0; r < n_refs && rc == 0; r++) {
-        if (bleu_segment_read(&ref[r], refs[r], opts->lowercase) < 0) {
+        if (bleu_segment_read(&ref[r], refs[r], opts) < 0) {
             rc = mt_error_context("reference %zu", r + 1);
             break;
         }
@@ -108,7 +117,7 @@ int mt_bleu_segment_stats(mt_bleu_stats *out, const char *hyp, const char *const
                     mt_ngram_max(&ref_max[n], c->slots[i].key, c->slots[i].len, c->slots[i].count);
         }
     }
-    if (rc == 0 && bleu_segment_read(&h, hyp, opts->lowercase) < 0)
+    if (rc == 0 && bleu_segment_read(&h, hyp, opts) < 0)
         rc = mt_error_context("hypothesis");
     if (rc == 0) {
         out->hyp_len = (int64_t)h.n_tokens;
@@ -239,10 +248,11 @@ void mt_bleu_signature(char *out, size_t out_len, const mt_bleu_opts *opts, size
                  smooth_value_or_default(opts));
     else
         snprintf(smooth, sizeof smooth, "%s", names[opts->smooth]);
-    snprintf(out, out_len, short_form ? "#:%zu|c:%s|e:%s|tok:13a|s:%s|v:%s"
-                                      : "nrefs:%zu|case:%s|eff:%s|tok:13a|smooth:%s|version:%s",
+    const char *tok = mt_bleu_tokenize_name(opts->tokenize);
+    snprintf(out, out_len, short_form ? "#:%zu|c:%s|e:%s|tok:%s|s:%s|v:%s"
+                                      : "nrefs:%zu|case:%s|eff:%s|tok:%s|smooth:%s|version:%s",
              n_refs, opts->lowercase ? "lc" : "mixed", opts->effective_order ? "yes" : "no",
-             smooth, MT_SACREBLEU_VERSION);
+             tok ? tok : "?", smooth, MT_SACREBLEU_VERSION);
 }
 
 void mt_bleu_verbose(char *out, size_t out_len, const mt_bleu_score *s)

@@ -1,6 +1,7 @@
-/* Translation metrics that reproduce sacreBLEU exactly: BLEU with the 13a tokenizer, chrF and
- * chrF++. Same numbers, same signatures, same printed lines as sacrebleu MT_SACREBLEU_VERSION
- * (run under CPython 3.11, whose float sums are plain left-to-right additions).
+/* Translation metrics that reproduce sacreBLEU exactly: BLEU (with its 13a, none, intl, char,
+ * zh, flores101 and flores200 tokenizers), chrF, chrF++ and TER. Same numbers, same
+ * signatures, same printed lines as sacrebleu MT_SACREBLEU_VERSION (run under CPython 3.11,
+ * whose float sums are plain left-to-right additions).
  *
  * Text is UTF-8; every function that reads text validates it and fails with -1 and
  * "invalid UTF-8 at byte N" (mt_last_error) rather than guessing. Python semantics are kept
@@ -29,6 +30,39 @@ char *mt_tokenize_13a(const char *line);
 /* Python's str.lower() of UTF-8 text, malloc'd; NULL on invalid UTF-8. */
 char *mt_lowercase(const char *text);
 
+/* ------------------------------------------------------------------ BLEU's tokenizers */
+
+/* sacreBLEU's --tokenize choices that need no Python: */
+typedef enum {
+    MT_BLEU_TOK_13A = 0, /* mteval-v13a (the default) */
+    MT_BLEU_TOK_NONE,    /* the text as it is */
+    MT_BLEU_TOK_INTL,    /* mteval-v14 international: Unicode punctuation and symbols */
+    MT_BLEU_TOK_CHAR,    /* every character */
+    MT_BLEU_TOK_ZH,      /* Chinese characters one by one, the rest as 13a */
+    MT_BLEU_TOK_FLORES101, /* SentencePiece pieces of a given model (spBLEU), FLORES-101's */
+    MT_BLEU_TOK_FLORES200, /* ... FLORES-200's */
+    MT_BLEU_TOK_COUNT
+} mt_bleu_tokenize;
+
+/* A SentencePiece model used only to split text into pieces, as sacreBLEU's spm tokenizers
+ * do (any model file; mtlab's reserved ids are not required). engine/tokenizer/spm_pieces.cc */
+typedef struct mt_spm_pieces mt_spm_pieces;
+/* NULL with "PATH: ..." (mt_last_error) when the file is missing or not a model. */
+mt_spm_pieces *mt_spm_pieces_load(const char *path);
+void mt_spm_pieces_free(mt_spm_pieces *m);
+/* " ".join(EncodeAsPieces(text)), malloc'd; NULL on invalid UTF-8 or a library error. */
+char *mt_spm_pieces_encode(const mt_spm_pieces *m, const char *text);
+
+/* The name sacreBLEU gives it (--tokenize and the signature's "tok:"): "13a", "none", "intl",
+ * "char", "zh", "flores101", "flores200"; NULL when out of range. */
+const char *mt_bleu_tokenize_name(mt_bleu_tokenize t);
+/* The tokenizer called name; -1 with "unknown tokenizer 'x' (13a, none, ...)" otherwise. */
+int mt_bleu_tokenize_parse(const char *name, mt_bleu_tokenize *out);
+/* What sacreBLEU's tokenizer t returns for line, byte for byte, malloc'd (for "none" the line
+ * itself, for "char" every character, whitespace included, joined by spaces). spm is needed by
+ * the flores tokenizers only. NULL with mt_last_error on invalid UTF-8 or a missing model. */
+char *mt_tokenize_sacrebleu(mt_bleu_tokenize t, const mt_spm_pieces *spm, const char *line);
+
 /* ------------------------------------------------------------------ BLEU */
 
 #define MT_BLEU_MAX_ORDER 4
@@ -45,6 +79,8 @@ typedef struct {
     mt_bleu_smooth smooth;
     double smooth_value;    /* < 0: sacreBLEU's default (floor 0.1, add-k 1) */
     int effective_order;    /* 1: average only the orders that have n-grams (sentence BLEU) */
+    mt_bleu_tokenize tokenize;  /* MT_BLEU_TOK_13A (0) unless chosen ("tok:" in the signature) */
+    const mt_spm_pieces *spm;   /* the SentencePiece model of the flores tokenizers, else NULL */
 } mt_bleu_opts;
 
 /* sacreBLEU's corpus defaults: mixed case, exp smoothing, effective order off. */
@@ -84,7 +120,7 @@ int mt_bleu_corpus(mt_bleu_score *out, const char *const *hyps, size_t n,
 int mt_bleu_sentence(mt_bleu_score *out, const char *hyp, const char *const *refs,
                      size_t n_refs, const mt_bleu_opts *opts);
 
-/* "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0", or with short_form
+/* "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0" (tok: opts->tokenize), or with short_form
  * "#:1|c:mixed|e:no|tok:13a|s:exp|v:2.6.0". Truncated to fit out_len. */
 void mt_bleu_signature(char *out, size_t out_len, const mt_bleu_opts *opts, size_t n_refs,
                        int short_form);
@@ -157,5 +193,49 @@ typedef struct {
  * (mtlab/files.h: refused as soon as it is read). A regular file, a pipe or a FIFO. */
 int mt_text_lines_read(mt_text_lines *out, const char *path);
 void mt_text_lines_free(mt_text_lines *t);
+
+/* ------------------------------------------------------------------ TER */
+
+/* Translation edit rate as sacreBLEU computes it (Tercom's greedy shifts, engine/eval/ter.c):
+ * the fewest word edits and block shifts turning the hypothesis into a reference, per
+ * reference word. Lower is better. */
+typedef struct {
+    int normalized;     /* 1: Tercom's normalization and punctuation splitting ("norm:yes") */
+    int no_punct;       /* 1: remove punctuation ("punct:no") */
+    int asian_support;  /* 1: with the two above, CJK characters and punctuation too */
+    int case_sensitive; /* 0: lowercase first ("case:lc", sacreBLEU's default) */
+} mt_ter_opts;
+
+mt_ter_opts mt_ter_defaults(void); /* all 0: lowercased, not normalized, punctuation kept */
+
+/* Statistics of one segment, or of a corpus once summed (sacreBLEU's [edits, ref length]). */
+typedef struct {
+    double edits;   /* fewest edits over the references (a whole number) */
+    double ref_len; /* the references' average length in words */
+} mt_ter_stats;
+
+/* sacreBLEU's TercomTokenizer after rstrip: malloc'd tokens joined by single spaces; NULL on
+ * invalid UTF-8. */
+char *mt_tokenize_tercom(const char *line, const mt_ter_opts *opts);
+
+/* Statistics of one segment against its n_refs references (n_refs >= 1). 0 or -1. */
+int mt_ter_segment_stats(mt_ter_stats *out, const char *hyp, const char *const *refs,
+                         size_t n_refs, const mt_ter_opts *opts);
+void mt_ter_stats_add(mt_ter_stats *acc, const mt_ter_stats *s);
+/* 100 edits / ref_len; 100 when ref_len is 0 but edits are not, 0 when both are. */
+double mt_ter_from_stats(const mt_ter_stats *stats);
+
+/* Corpus TER; refs[r][i] as at the top. 0 or -1 ("segment 17: ..."). */
+int mt_ter_corpus(double *score, const char *const *hyps, size_t n,
+                  const char *const *const *refs, size_t n_refs, const mt_ter_opts *opts);
+int mt_ter_sentence(double *score, const char *hyp, const char *const *refs, size_t n_refs,
+                    const mt_ter_opts *opts);
+
+/* "nrefs:1|case:lc|tok:tercom|norm:no|punct:yes|asian:no|version:2.6.0" (short:
+ * "#:1|c:lc|t:tercom|nr:no|pn:yes|as:no|v:2.6.0"). */
+void mt_ter_signature(char *out, size_t out_len, const mt_ter_opts *opts, size_t n_refs,
+                      int short_form);
+/* "TER|SIG = 25.93" with `width` decimals; without "|SIG" when signature is NULL or "". */
+void mt_ter_format(char *out, size_t out_len, double score, const char *signature, int width);
 
 #endif
