@@ -179,6 +179,8 @@ enum {
     BENCH_CUDA_KERNELS = 128,
     BENCH_CUDA_TRAIN = 256,
     BENCH_CUDA_ALL = BENCH_CUDA_KERNELS | BENCH_DECODE | BENCH_CUDA_TRAIN,
+    /* COMET at wmt22-comet-da's size, on the CPU or --device; only when named (2.2 GB) */
+    BENCH_COMET = 512,
 };
 typedef struct {
     int repeat;         /* timed runs per figure, after one warm-up */
@@ -192,6 +194,9 @@ int bench_run_all(const bench_opts *o);
  * them, Table-4 decoding (batch 16, 1024 new tokens) of a Mamba-1.4B and a Transformer++ of
  * the same size with their state memory, and training tokens/s of the seven 77M presets in
  * bf16 — against PyTorch's when torch_json (tests/bench/torch_train.py's output) is given. */
+/* COMET segments per second at XLM-R large's shapes, random weights (app/bench/bench_comet.c);
+ * device NULL: the CPU. */
+int bench_run_comet(const char *device, int repeat);
 int bench_run_cuda(const char *device, const char *torch_json, int repeat, unsigned sections);
 /* tokens_out, when not NULL, receives one untimed pass's ids: one line of new_tokens per source. */
 int bench_run_peer(const char *bundle, const char *inputs, const char *tokens_out,

@@ -9,7 +9,9 @@
  *               [--tokens-out FILE]             the ids it generated (`make test-peers`)
  *   mtlab bench --device cuda[:N]               the GPU report `make bench-cuda` prints
  *               [--torch-json FILE]             (app/bench/bench_cuda.c); --only kernels,
- *               [--only kernels|decode|train]   decode or train picks its sections */
+ *               [--only kernels|decode|train]   decode or train picks its sections
+ *   mtlab bench --only comet [--device cuda[:N]]  COMET segments/s at wmt22-comet-da's size
+ *                                               (app/bench/bench_comet.c) */
 #include "bench/bench.h"
 #include "cli/commands.h"
 #include "mtlab/error.h"
@@ -35,7 +37,8 @@ static const struct {
                 {"int8", BENCH_INT8},
                 {"prefill", BENCH_PREFILL},
                 {"kernels", BENCH_CUDA_KERNELS},
-                {"train", BENCH_CUDA_TRAIN}};
+                {"train", BENCH_CUDA_TRAIN},
+                {"comet", BENCH_COMET}};
 
 /* Add the section named s to the mask, or -1 with a message. */
 static int add_section(const char *s, unsigned *mask)
@@ -45,8 +48,8 @@ static int add_section(const char *s, unsigned *mask)
             *mask |= sections[i].bit;
             return 0;
         }
-    fprintf(stderr, "mtlab bench: --only takes gemm, decode, roofline, state, probes, int8 or prefill "
-                    "(with --device: kernels, decode or train), got '%s'\n", s);
+    fprintf(stderr, "mtlab bench: --only takes gemm, decode, roofline, state, probes, int8, prefill "
+                    "or comet (with --device: kernels, decode, train or comet), got '%s'\n", s);
     return -1;
 }
 
@@ -128,6 +131,10 @@ static int run_bench(int argc, char **argv)
                a.make_bundles);
         return 0;
     }
+    if (a.o.sections & BENCH_COMET) {
+        if (bench_run_comet(a.device, a.o.repeat)) return cli_fail("%s", mt_last_error());
+        if (!(a.o.sections &= ~BENCH_COMET)) return 0;
+    }
     if (a.device)
         rc = bench_run_cuda(a.device, a.torch_json, a.o.repeat, a.o.sections);
     else if (a.peer_inputs)
@@ -140,7 +147,7 @@ static int run_bench(int argc, char **argv)
 
 const struct mt_command cmd_bench = {
     "bench",
-    "[--repeat N] [--only gemm|decode|roofline|state|probes|int8|prefill ...] [--verbose] | "
+    "[--repeat N] [--only gemm|decode|roofline|state|probes|int8|prefill|comet ...] [--verbose] | "
     "--make-bundles DIR | "
     "--peer-inputs FILE -m BUNDLE [--new-tokens N] [--batch N] [--precision fp32|int8|bf16] "
     "[--repeat N] [--tokens-out FILE] | "
