@@ -229,7 +229,6 @@ typedef struct {
     cli_progress bar;
     int show_bar;
     size_t done;
-    size_t first;        /* the window's first input: events count sentences from it */
 } translate_call;
 
 /* on_token's message handler: a string gets the traceback; any other value (error{...},
@@ -246,7 +245,7 @@ static void call_on_token(translate_call *c, const mt_decode_event *e)
     lua_pushvalue(L, c->on_token);
     const char *piece = e->n_tokens > 0 ? mt_tokenizer_id_to_piece(c->h->tok, e->token) : "";
     lua_pushstring(L, piece ? piece : "");
-    lua_pushinteger(L, (lua_Integer)(c->first + (size_t)e->sentence) + 1);
+    lua_pushinteger(L, e->sentence + 1);
     char *text = mt_tokenizer_decode(c->h->tok, (const int *)e->tokens, (size_t)e->n_tokens);
     lua_pushstring(L, text ? text : "");
     free(text);
@@ -310,10 +309,6 @@ static int translate_peer(lua_State *L, model_handle *h, const char **texts, siz
     return 1;
 }
 
-/* Inputs are translated a window of this many batches at a time, as the CLI's translate does:
- * the C results of one window at a time, whatever the length of the list. */
-#define TRANSLATE_WINDOW_BATCHES 8
-
 typedef struct {
     mt_sources src;
 } sources_box;
@@ -355,7 +350,7 @@ static int m_translate(lua_State *L)
     mtl_context *ctx = mtl_context_of(L);
     mtl_check_interrupt(L);
     atomic_store(&ctx->cancel, 0);
-    /* every text encoded and checked before any is translated (the sources are small) */
+    /* every text encoded and checked before any is translated, each error naming its text */
     sources_box *sb = lua_newuserdatauv(L, sizeof *sb, 0);
     memset(sb, 0, sizeof *sb);
     luaL_setmetatable(L, "mtlab.sources_box");
@@ -371,32 +366,19 @@ static int m_translate(lua_State *L)
     o.on_token = on_decode_event;
     o.user = &c;
     o.cancel = &ctx->cancel;
-    size_t window = (size_t)batch * TRANSLATE_WINDOW_BATCHES;
-    int rc = 0, failed_input = -1;
+    mt_decode_result res;
+    h->busy = 1;
+    int rc = mt_translate_ids(h->model, h->tok, (const int32_t *const *)sb->src.ids, sb->src.len,
+                              (int)n, batch, &o, &res);
+    h->busy = 0;
     char msg[1024] = "";
-    for (size_t first = 0; first < n; first += window) {
-        size_t count = n - first < window ? n - first : window;
-        mt_decode_result res;
-        c.first = first;
-        h->busy = 1;
-        rc = mt_translate_ids(h->model, h->tok, (const int32_t *const *)sb->src.ids + first,
-                              sb->src.len + first, (int)count, batch, &o, &res);
-        h->busy = 0;
-        if (rc != 0) {
-            snprintf(msg, sizeof msg, "%s", mt_last_error());
-            if (res.failed_input >= 0) failed_input = (int)first + res.failed_input;
-            break;
-        }
-        if (c.failed || ctx->interrupted || h->closed) {
-            mt_decode_result_free(&res);
-            break;
-        }
-        for (size_t i = 0; i < count; i++) {
+    if (rc != 0) snprintf(msg, sizeof msg, "%s", mt_last_error());
+    else if (!(c.failed || ctx->interrupted || h->closed))
+        for (size_t i = 0; i < n; i++) {
             push_result(L, &res.hyps[i], &res);
-            if (!single) lua_rawseti(L, out, (lua_Integer)(first + i) + 1);
+            if (!single) lua_rawseti(L, out, (lua_Integer)i + 1);
         }
-        mt_decode_result_free(&res);
-    }
+    if (rc == 0) mt_decode_result_free(&res);
     if (c.show_bar) cli_progress_finish(&c.bar, NULL);
     /* what stopped it, most telling first: the callback's error, an interrupt, a close from
      * the callback, the engine's error */
@@ -408,8 +390,8 @@ static int m_translate(lua_State *L)
     }
     mtl_check_interrupt(L);
     if (h->closed) mtl_error(L, fn, "the model was closed during translate (by its on_token callback)");
-    if (rc != 0 && failed_input >= 0 && !single)
-        mtl_error(L, fn, "text[%d]: %s", failed_input + 1, msg);
+    if (rc != 0 && res.failed_input >= 0 && !single)
+        mtl_error(L, fn, "text[%d]: %s", res.failed_input + 1, msg);
     if (rc != 0) mtl_error(L, fn, "%s", msg);
     return 1;
 }

@@ -130,8 +130,7 @@ describe("model:translate", function()
     assert.is_true(err.mine)
   end)
 
-  it("translates a long list a window of batches at a time, the inputs and callbacks in order", function()
-    -- batch 1: a window of 8 inputs, so 19 inputs take three windows, the last one short
+  it("translates a list batch by batch, the results and callbacks in input order", function()
     local texts = {}
     for i = 1, 19 do texts[i] = ({"Y dijo Dios", "Sea la luz", "En el principio"})[i % 3 + 1] .. " " .. i end
     local last = {}
@@ -141,7 +140,7 @@ describe("model:translate", function()
       assert.are.equal(m:translate(texts[i], {beam = 1}).text, rs[i].text, texts[i])
       assert.are.equal(rs[i].text, last[i] or "", texts[i])
     end
-    -- a bad text in the last window fails before anything is translated
+    -- a bad text near the end fails before anything is translated, named once and from 1
     texts[18] = "\xff"
     local calls = 0
     local ok, err = pcall(m.translate, m, texts, {beam = 1, batch = 1, on_token = function() calls = calls + 1 end})
