@@ -38,7 +38,26 @@ CONFIG_SEEDS = {
     "numbers": '{"i": -9223372036854775808, "r": 1.7976931348623157e308, "t": 5e-324, "z": -0.0}',
 }
 
+def torch_seeds(out):
+    """fuzz_torch_pickle: checkpoints from tests/fixtures/torch_pickle/ whole (zip archives and
+    the legacy format) and their data.pkl alone (the target makes storages up for those)."""
+    import zipfile
+    src = os.path.join(HERE, "..", "fixtures", "torch_pickle")
+    os.makedirs(out, exist_ok=True)
+    for name in ["tensors.bin", "tensors_protocol5.bin", "nested.bin", "parameter.bin", "attributes.bin",
+                 "float8.bin", "evil.bin", "marian/pytorch_model.bin"]:
+        base = name.replace("/", "_")
+        if os.path.getsize(os.path.join(src, name)) < 8192:
+            shutil.copy(os.path.join(src, name), os.path.join(out, base))
+        with zipfile.ZipFile(os.path.join(src, name)) as z:
+            pkl = [n for n in z.namelist() if n.endswith("/data.pkl")][0]
+            with open(os.path.join(out, base[:-4] + ".pkl"), "wb") as f:
+                f.write(z.read(pkl))
+    shutil.copy(os.path.join(src, "legacy.bin"), os.path.join(out, "legacy.bin"))
+
+
 if __name__ == "__main__":
+    torch_seeds(os.path.join(HERE, "seeds", "fuzz_torch_pickle"))
     st_dir = os.path.join(HERE, "seeds", "fuzz_safetensors")
     cfg_dir = os.path.join(HERE, "seeds", "fuzz_config")
     os.makedirs(st_dir, exist_ok=True)
