@@ -94,21 +94,30 @@ static int run_train(int argc, char **argv)
     /* past a file size limit (RLIMIT_FSIZE) a write fails with EFBIG and the run stops with that
      * message, instead of the process dying silently */
     signal(SIGXFSZ, SIG_IGN);
+    /* A job's trainer locks its run before it writes job.json: one refused because another
+     * process trains the run must leave that one's record alone. A plain run is locked by
+     * mt_train_run. */
+    int lock = -1;
+    if (job && (lock = mt_run_lock(cfg.run_dir, MT_RUN_TRAINER)) < 0) return cli_fail("%s", mt_last_error());
     /* "running" in job.json promises a stop request is heard: only now */
-    if (job && job_trainer_begin(cfg.run_dir) != 0) return cli_fail("%s", mt_last_error());
+    if (job && job_trainer_begin(cfg.run_dir) != 0) {
+        mt_run_unlock(lock);
+        return cli_fail("%s", mt_last_error());
+    }
 
     train_view view;
     char label[160];
     snprintf(label, sizeof label, "train %s", cfg.name);
     cli_progress_start(&view.bar, label, (size_t)cfg.max_steps);
     mt_train_hooks hooks = {.progress = show_progress, .message = show_message, .ud = &view,
-                            .stop = &stop_requested};
+                            .stop = &stop_requested, .run_locked = job};
     int rc = mt_train_run(&cfg, resume, &hooks);
     cli_progress_finish(&view.bar, NULL);
     char error[512];
     snprintf(error, sizeof error, "%s", rc != 0 ? mt_last_error() : "");
     if (job && job_trainer_end(cfg.run_dir, rc != 0, stop_requested, rc != 0 ? error : NULL) != 0)
         fprintf(stderr, "mtlab train: %s\n", mt_last_error());
+    mt_run_unlock(lock);
     if (rc != 0) return cli_fail("train %s: %s", cfg.name, error);
     return 0;
 }

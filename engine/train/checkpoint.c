@@ -153,6 +153,17 @@ static int write_stats(const char *dir, const train_entities *ent)
     return mt_entity_lexicon_write(ent->lexicon, path);
 }
 
+long checkpoint_stop_step;
+checkpoint_stage checkpoint_stop_stage;
+
+/* 1 when a test asked the save of this step to stop after stage (with the error set). */
+static int stop_here(const train_state *st, checkpoint_stage stage)
+{
+    if (checkpoint_stop_stage != stage || checkpoint_stop_step != st->step) return 0;
+    mt_error("checkpoint of step %ld: stopped after stage %d of the swap (checkpoint_stop_stage)", st->step, stage);
+    return 1;
+}
+
 int checkpoint_save(const mt_model *cm, const mt_train_config *cfg, const train_state *st,
                     const train_entities *ent)
 {
@@ -164,12 +175,15 @@ int checkpoint_save(const mt_model *cm, const mt_train_config *cfg, const train_
     if (remove_flat_dir(tmp) != 0) return -1;
     if (mt_model_save(m, tmp, cfg->tokenizer, MT_DT_F32) != 0) return -1;
     if (write_trainer_state(tmp, m, cfg, st) != 0 || write_stats(tmp, ent) != 0) return -1;
+    if (stop_here(st, CHECKPOINT_NEW_WRITTEN)) return -1;
     if (dir_exists(cur)) {
         if (remove_flat_dir(old) != 0) return -1;
         if (rename(cur, old) != 0) return mt_error("%s: %s", cur, strerror(errno));
     }
+    if (stop_here(st, CHECKPOINT_OLD_RENAMED)) return -1;
     if (rename(tmp, cur) != 0) return mt_error("%s: %s", tmp, strerror(errno));
     if (sync_dir(cfg->run_dir) != 0) return -1;
+    if (stop_here(st, CHECKPOINT_NEW_RENAMED)) return -1;
     return remove_flat_dir(old);
 }
 

@@ -21,12 +21,15 @@ int mkdir_p(const char *path);
 
 /* ---- log.jsonl (run_log.c) */
 typedef struct {
-    FILE *f;
+    int fd; /* -1: closed */
     char path[600];
 } log_file;
-int log_open(log_file *lf, const mt_train_config *cfg, int resume);
-void log_step(log_file *lf, const mt_train_progress *p);
-void log_validation(log_file *lf, const mt_train_progress *p);
+/* A fresh log (resume_step < 0), or the log cut back to the records up to resume_step (*dropped:
+ * the bytes cut). 0, or -1 with the file closed. */
+int log_open(log_file *lf, const mt_train_config *cfg, long resume_step, long *dropped);
+/* 0, or -1 when the line could not be written whole (the run stops: it would go on unlogged). */
+int log_step(log_file *lf, const mt_train_progress *p);
+int log_validation(log_file *lf, const mt_train_progress *p);
 void log_close(log_file *lf);
 
 /* What every saved bundle gets from the training corpus besides weights: its entity
@@ -39,6 +42,16 @@ typedef struct {
 
 /* ---- checkpoints (checkpoint.c) */
 int checkpoint_exists(const mt_train_config *cfg);
+/* The states checkpoint_save passes through; a crash leaves the run in one of them. */
+typedef enum {
+    CHECKPOINT_NEW_WRITTEN = 1, /* checkpoint.new/ complete, checkpoint/ untouched */
+    CHECKPOINT_OLD_RENAMED,     /* checkpoint/ renamed to checkpoint.old/ */
+    CHECKPOINT_NEW_RENAMED,     /* checkpoint.new/ renamed to checkpoint/, .old/ not yet removed */
+} checkpoint_stage;
+/* For tests: the save of step checkpoint_stop_step stops after checkpoint_stop_stage and fails,
+ * leaving the run directory as a crash there would (stage 0: never). */
+extern long checkpoint_stop_step;
+extern checkpoint_stage checkpoint_stop_stage;
 int checkpoint_save(const mt_model *m, const mt_train_config *cfg, const train_state *st,
                     const train_entities *ent);
 mt_model *checkpoint_load(const mt_train_config *cfg, const mt_backend *be, train_state *st);

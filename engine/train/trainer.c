@@ -200,13 +200,18 @@ static mt_model *model_from_init(const mt_train_config *cfg, const mt_backend *b
 int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *hooks)
 {
     if (mt_train_config_check(cfg) != 0) return -1;
-    if (mkdir_p(cfg->run_dir) != 0) return -1;
+    int lock = -1; /* run_dir's lock, when this call takes it */
+    if (!(hooks && hooks->run_locked) && (lock = mt_run_lock(cfg->run_dir, MT_RUN_TRAINER)) < 0) return -1;
 
     mt_tokenizer *tok = mt_tokenizer_load(cfg->tokenizer);
-    if (!tok) return -1;
+    if (!tok) {
+        mt_run_unlock(lock);
+        return -1;
+    }
     if (mt_tokenizer_vocab_size(tok) > cfg->model.vocab_size) {
         int v = mt_tokenizer_vocab_size(tok);
         mt_tokenizer_free(tok);
+        mt_run_unlock(lock);
         return mt_error("train config: the tokenizer has %d pieces but model.vocab_size is %d", v,
                         cfg->model.vocab_size);
     }
@@ -214,7 +219,7 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
     mt_name_pool names = {0};
     mt_model *m = NULL;
     train_state st = {0};
-    log_file lf = {0};
+    log_file lf = {.fd = -1};
     epoch_plan ep = {0};
     train_entities ent = {0};
     int rc = -1, have_valid = cfg->valid_src[0] != '\0';
@@ -251,7 +256,11 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
         if (cfg->init[0]) say(hooks, "weights from %s, counting on from step %ld", cfg->init, cfg->init_step);
     }
     say(hooks, "model: %s, %zu parameters", cfg->model.arch, mt_model_param_count(m));
-    if (log_open(&lf, cfg, resume) != 0) goto out;
+    long dropped;
+    if (log_open(&lf, cfg, resume ? st.step : -1, &dropped) != 0) goto out;
+    if (dropped)
+        say(hooks, "%s: cut back to step %ld (%ld bytes logged after the checkpoint dropped)", lf.path, st.step,
+            dropped);
 
     int encdec = mt_model_is_encdec(m);
     mt_train_progress pr = {.max_steps = cfg->max_steps, .valid_loss = -1, .valid_bleu = -1};
@@ -318,7 +327,7 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
                                      .tokens_per_s = (double)interval_tokens / (t - interval_t0),
                                      .elapsed_s = t - t0, .valid_loss = pr.valid_loss,
                                      .valid_bleu = pr.valid_bleu};
-            log_step(&lf, &pr);
+            if (log_step(&lf, &pr) != 0) goto out;
             if (hooks && hooks->progress) hooks->progress(hooks->ud, &pr);
             interval_loss = 0;
             interval_tokens = 0;
@@ -329,7 +338,7 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
             if (valid_loss(m, cfg, &valid, &pr.valid_loss) != 0) goto out;
             if (cfg->valid_bleu_lines > 0 && validate_bleu(m, tok, cfg, &pr.valid_bleu) != 0) goto out;
             pr.is_validation = 1;
-            log_validation(&lf, &pr);
+            if (log_validation(&lf, &pr) != 0) goto out;
             if (hooks && hooks->progress) hooks->progress(hooks->ud, &pr);
             pr.is_validation = 0;
             interval_t0 = mt_now_s(); /* validation time is not training throughput */
@@ -361,5 +370,6 @@ out:
     mt_corpus_free(&valid);
     mt_name_pool_free(&names);
     mt_tokenizer_free(tok);
+    mt_run_unlock(lock);
     return rc;
 }

@@ -92,7 +92,22 @@ typedef struct {
     /* Set (e.g. by a SIGINT/SIGTERM handler) to stop: the trainer saves a checkpoint at the
      * next step boundary and returns 0. */
     volatile sig_atomic_t *stop;
+    /* 1: the caller holds run_dir's lock (mt_run_lock) for the whole run; 0: mt_train_run takes
+     * it itself and refuses to run when another process holds it. */
+    int run_locked;
 } mt_train_hooks;
+
+/* One process at a time works on a run directory: the trainer for its whole life, a job launcher
+ * (app/jobs) while it checks and launches. It holds run_dir/train.lock with flock(2), which the
+ * kernel releases when the process ends however it ends, so a killed trainer leaves no stale
+ * lock; the file holds "PID trained" or "PID launched" for the message of whoever is refused. */
+typedef enum { MT_RUN_TRAINER, MT_RUN_LAUNCHER } mt_run_holder;
+/* Create run_dir if needed and lock it: the descriptor (close-on-exec), or -1 with
+ * mt_last_error() "run DIR is already being trained by pid N". A lock held by a launcher (for
+ * milliseconds) is waited for, up to 10 s; one held by a trainer is not. */
+int mt_run_lock(const char *run_dir, mt_run_holder who);
+/* Release a lock of mt_run_lock (fd < 0: nothing), even where forked children share it. */
+void mt_run_unlock(int fd);
 
 /* Train from scratch, or, with resume, continue from run_dir/checkpoint (the config must match
  * the one the checkpoint was made with, except max_steps and the bookkeeping intervals). */
