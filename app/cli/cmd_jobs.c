@@ -66,6 +66,9 @@ static void format_time(double t, char *out, size_t n)
     strftime(out, n, "%Y-%m-%d %H:%M:%S", &tm);
 }
 
+/* Every run, a broken one (its job.json unreadable) too: state "broken" and the reason below it.
+ * The exit status is 0 all the same: the list is whole, and a script that watches its jobs
+ * should not lose them all to one damaged file (it finds the broken ones by their state). */
 static int list(void)
 {
     job_info *jobs;
@@ -87,7 +90,7 @@ static int list(void)
         snprintf(where, sizeof where, "%s", job_launcher_name(j->launcher));
         printf("%-20s %-7s %-10s %13s %8.4f %9.0f %6s  %s\n", j->name, where, job_state_name(j->state), steps,
                j->loss, j->tokens_per_s, bleu, started);
-        if (j->state == JOB_FAILED && j->error[0]) printf("  %s\n", j->error);
+        if ((j->state == JOB_FAILED || j->state == JOB_BROKEN) && j->error[0]) printf("  %s\n", j->error);
     }
     free(jobs);
     return 0;
@@ -155,7 +158,8 @@ const struct mt_command cmd_jobs = {
     "jobs",
     "start CONFIG.lua [--launcher local|slurm] [--name N] [KEY=VALUE...] | list | stop NAME | resume NAME | "
     "log NAME [--follow]",
-    "training runs in the background (locally or on Slurm): start, list, stop with a checkpoint, resume, log",
+    "training runs in the background (locally or on Slurm), one trainer per run: start, list (exits 0 with a "
+    "run whose job.json cannot be read shown as \"broken\"), stop with a checkpoint, resume, log",
     run_jobs,
     .parallel = 0,
 };

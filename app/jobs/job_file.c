@@ -11,7 +11,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-static const char *const state_names[] = {"pending", "running", "completed", "cancelled", "failed"};
+static const char *const state_names[] = {"pending", "running", "completed", "cancelled", "failed", "broken"};
 
 const char *job_state_name(job_state s)
 {
@@ -118,7 +118,7 @@ int job_file_read(job_info *j, const char *dir)
     const char *launcher = json_string_value(json_object_get(o, "launcher"));
     const char *state = json_string_value(json_object_get(o, "state"));
     int found = -1;
-    for (int s = 0; state && s < (int)(sizeof state_names / sizeof state_names[0]); s++)
+    for (int s = 0; state && s < JOB_BROKEN; s++) /* "broken" is what a reader says, never a file */
         if (!strcmp(state, state_names[s])) found = s;
     if (!launcher || job_launcher_parse(launcher, &j->launcher) != 0 || found < 0) {
         json_decref(o);

@@ -40,6 +40,36 @@ static int parse_record(const char *line, size_t len, job_log_record *r)
     return rc;
 }
 
+/* Records by step, train before valid, and by position among equals. */
+typedef struct {
+    job_log_record r;
+    size_t at;
+} placed;
+
+static int by_step(const void *a, const void *b)
+{
+    const placed *x = a, *y = b;
+    if (x->r.step != y->r.step) return x->r.step < y->r.step ? -1 : 1;
+    if (x->r.is_valid != y->r.is_valid) return x->r.is_valid - y->r.is_valid;
+    return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* Keep the last record of each step and event, in step order: recs[0..*n) in place. */
+static void last_per_step(job_log_record *recs, size_t *n)
+{
+    if (*n < 2) return;
+    placed *p = mt_xmalloc(*n * sizeof *p);
+    for (size_t i = 0; i < *n; i++) p[i] = (placed){recs[i], i};
+    qsort(p, *n, sizeof *p, by_step);
+    size_t kept = 0;
+    for (size_t i = 0; i < *n; i++) {
+        int same_as_next = i + 1 < *n && p[i + 1].r.step == p[i].r.step && p[i + 1].r.is_valid == p[i].r.is_valid;
+        if (!same_as_next) recs[kept++] = p[i].r;
+    }
+    free(p);
+    *n = kept;
+}
+
 int job_log_read_since(const char *dir, long *offset, job_log_record **recs, size_t *n)
 {
     *recs = NULL;
@@ -77,5 +107,6 @@ int job_log_read_since(const char *dir, long *offset, job_log_record **recs, siz
     }
     *offset += (long)at;
     free(buf);
+    last_per_step(*recs, n);
     return 0;
 }

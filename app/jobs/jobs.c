@@ -58,21 +58,30 @@ int job_start(job_info *out, const char *config_path, const job_start_opts *o)
     if (!getcwd(j.cwd, sizeof j.cwd)) return mt_error("cannot read the current directory: %s", strerror(errno));
     if (mkdir(RUNS_DIR, 0777) != 0 && errno != EEXIST) return mt_error(RUNS_DIR ": %s", strerror(errno));
     if (mkdir(j.dir, 0777) != 0 && errno != EEXIST) return mt_error("%s: %s", j.dir, strerror(errno));
+    /* Two starts of one name at once: the lock lets one through at a time, and the second
+     * then finds the first one's run. */
+    int lock = mt_run_lock(j.dir, MT_RUN_LAUNCHER);
+    if (lock < 0) return -1;
+    rc = -1;
     char copy[800];
     snprintf(copy, sizeof copy, "%s/config.lua", j.dir);
-    if (train_config_write(&cfg, preset, copy) != 0) return -1;
-    j.launcher = o->launcher;
-    j.max_steps = cfg.max_steps;
-    j.valid_bleu = -1;
-    j.started_at = job_wall_time();
-    rc = o->launcher == JOB_SLURM ? job_slurm_launch(&j, 0) : job_local_launch(&j, 0);
-    if (rc != 0) {
-        /* nothing runs: leave no state file behind that claims otherwise */
-        char state[800];
-        snprintf(state, sizeof state, "%s/job.json", j.dir);
-        unlink(state);
-        return -1;
+    if (exists(j.dir, "job.json") || exists(j.dir, "checkpoint") || exists(j.dir, "checkpoint.old"))
+        mt_error("%s already holds a run: resume it (mtlab jobs resume %s) or choose another --name", j.dir, j.name);
+    else if (train_config_write(&cfg, preset, copy) == 0) {
+        j.launcher = o->launcher;
+        j.max_steps = cfg.max_steps;
+        j.valid_bleu = -1;
+        j.started_at = job_wall_time();
+        rc = o->launcher == JOB_SLURM ? job_slurm_launch(&j, 0) : job_local_launch(&j, 0);
+        if (rc != 0) {
+            /* nothing runs: leave no state file behind that claims otherwise */
+            char state[800];
+            snprintf(state, sizeof state, "%s/job.json", j.dir);
+            unlink(state);
+        }
     }
+    mt_run_unlock(lock);
+    if (rc != 0) return -1;
     *out = j;
     return 0;
 }
@@ -221,14 +230,16 @@ int job_list(job_info **jobs, size_t *n)
             cap = cap ? 2 * cap : 8;
             *jobs = mt_xrealloc(*jobs, cap * sizeof **jobs);
         }
-        if (load_dir(&(*jobs)[*n], dir) != 0) {
-            closedir(d);
-            free(*jobs);
-            *jobs = NULL;
-            *n = 0;
-            return -1;
+        job_info *j = &(*jobs)[(*n)++];
+        if (load_dir(j, dir) != 0) {
+            /* one unreadable state file hides no other job */
+            memset(j, 0, sizeof *j);
+            snprintf(j->name, sizeof j->name, "%s", e->d_name);
+            snprintf(j->dir, sizeof j->dir, "%s", dir);
+            snprintf(j->error, sizeof j->error, "%s", mt_last_error());
+            j->state = JOB_BROKEN;
+            j->valid_bleu = -1;
         }
-        (*n)++;
     }
     closedir(d);
     if (*n) qsort(*jobs, *n, sizeof **jobs, by_name);
@@ -244,11 +255,31 @@ int job_stop(job_info *j)
     return 0;
 }
 
-int job_resume(job_info *j)
+/* Whether a trainer could take j up: its config is there and leaves steps to train. */
+static int check_resumable(const job_info *j)
+{
+    char path[800];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/config.lua", j->dir);
+    if (stat(path, &st) != 0)
+        return mt_error("%s: %s: a job resumes with the config it was started with", path, strerror(errno));
+    mt_train_config cfg;
+    if (train_config_load(&cfg, path) != 0) return -1;
+    long step = checkpoint_step(j->dir);
+    if (step >= cfg.max_steps)
+        return mt_error("%s is complete: its checkpoint is at step %ld of max_steps %ld, nothing to resume (raise "
+                        "max_steps in %s to train on)",
+                        j->name, step, cfg.max_steps, path);
+    return 0;
+}
+
+static int resume_locked(job_info *j)
 {
     if (job_refresh(j) != 0) return -1;
     if (job_active(j)) return mt_error("%s is %s: stop it before resuming", j->name, job_state_name(j->state));
-    /* a run killed before its first checkpoint starts again from scratch */
+    if (check_resumable(j) != 0) return -1;
+    /* a run killed before its first checkpoint starts again from scratch; one killed while it
+     * saved one has it under checkpoint.old/ */
     int resume = exists(j->dir, "checkpoint") || exists(j->dir, "checkpoint.old");
     char cwd[512];
     if (!getcwd(cwd, sizeof cwd)) return mt_error("cannot read the current directory: %s", strerror(errno));
@@ -260,6 +291,19 @@ int job_resume(job_info *j)
     j->log_offset = 0;
     j->step = 0;
     return j->launcher == JOB_SLURM ? job_slurm_launch(j, resume) : job_local_launch(j, resume);
+}
+
+int job_resume(job_info *j)
+{
+    if (job_refresh(j) != 0) return -1;
+    if (job_active(j)) return mt_error("%s is %s: stop it before resuming", j->name, job_state_name(j->state));
+    /* Two resumes at once: the second one in finds the first one's trainer running (the
+     * launcher records it before it lets go), or the trainer itself holding the lock. */
+    int lock = mt_run_lock(j->dir, MT_RUN_LAUNCHER);
+    if (lock < 0) return -1;
+    int rc = resume_locked(j);
+    mt_run_unlock(lock);
+    return rc;
 }
 
 int job_wait(job_info *j, double timeout_s)

@@ -5,6 +5,8 @@
  *   job.json     the state file: launcher, pid (+ its start time) or Slurm job id, state,
  *                start/end times, exit code, error; replaced atomically (temp + fsync + rename)
  *   train.log    the trainer's stdout and stderr
+ *   train.lock   flock'd by the trainer for its life and by a launcher while it starts one, so a
+ *                second start or resume is refused (mt_run_lock, mtlab/train.h)
  *   log.jsonl, checkpoint/, best/   written by `mtlab train` (mtlab/train.h)
  *
  * Who writes job.json: the launcher, once, before the trainer may start (a local child waits
@@ -32,6 +34,7 @@ typedef enum {
     JOB_COMPLETED, /* reached max_steps */
     JOB_CANCELLED, /* stopped on request, checkpoint saved: resumable */
     JOB_FAILED,    /* error (job_info.error says which) or killed */
+    JOB_BROKEN,    /* job_list only: its job.json cannot be read (job_info.error says why) */
 } job_state;
 
 /* A record of log.jsonl: a training interval or a validation. */
@@ -86,11 +89,15 @@ int job_start(job_info *out, const char *config_path, const job_start_opts *o);
 int job_load(job_info *j, const char *name);
 /* Re-read the state file, check it against the process table / Slurm, read new log records. */
 int job_refresh(job_info *j);
-/* Every job under runs/, sorted by name (malloc'd array, free()). */
+/* Every job under runs/, sorted by name (malloc'd array, free()). A run whose job.json cannot
+ * be read is listed as JOB_BROKEN with the reason in its error, beside the others; -1 only when
+ * runs/ itself cannot be read. */
 int job_list(job_info **jobs, size_t *n);
 /* Ask a pending or running job to stop (graceful); returns at once (see job_wait). */
 int job_stop(job_info *j);
-/* Relaunch a job that is not pending or running, from its checkpoint when it has one. */
+/* Relaunch a job that is not pending or running, from its checkpoint when it has one; refused
+ * when no trainer could take it (its config.lua is missing, or its checkpoint already reached
+ * max_steps) or another process trains its run (mt_run_lock). */
 int job_resume(job_info *j);
 /* Poll until the job is neither pending nor running: 0, or 1 when timeout_s (< 0: none)
  * passed first; -1 on error. */
@@ -99,7 +106,9 @@ int job_wait(job_info *j, double timeout_s);
 int job_active(const job_info *j);
 
 /* The complete lines of dir/log.jsonl after *offset, parsed; *offset moves past them (a line
- * still being written is left for the next call). *recs is malloc'd (free()), *n may be 0. */
+ * still being written is left for the next call). Of records of the same step and event only
+ * the last is kept, and they come in step order (a log written before resumes cut it back may
+ * repeat the steps after a checkpoint). *recs is malloc'd (free()), *n may be 0. */
 int job_log_read_since(const char *dir, long *offset, job_log_record **recs, size_t *n);
 
 /* For `mtlab train --job`: the trainer records itself as running, and later its end

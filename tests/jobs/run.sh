@@ -122,6 +122,74 @@ wait_state early failed 10 >/dev/null
 check "a run killed before its first checkpoint is said to start over" \
     bash -c "\"$M\" jobs list | grep -A1 '^early ' | grep -q 'it left no checkpoint: mtlab jobs resume early starts it over'"
 
+# ---------------------------------------------------------------- one trainer per run
+# Five resumes of one stopped job at once, five starts of one name at once: one launches, the
+# others are refused naming why (the run's lock, or the record of the one that won).
+"$M" jobs start tiny.lua --name race max_steps=100000 save_every=0 valid_every=0 >/dev/null 2>&1
+wait_step race 2 30
+"$M" jobs stop race >/dev/null 2>&1
+n=$(grep -c 'resumed from step' runs/race/train.log)
+pids=()
+for i in 1 2 3 4 5; do "$M" jobs resume race >race.$i.out 2>&1 & pids+=($!); done
+wait "${pids[@]}"
+refused='already being trained by pid [0-9]\|being launched by pid [0-9]\|race is running: stop it before resuming'
+check "five resumes at once: one resumes, four are refused naming why" \
+    test "$(grep -l 'race: resumed, pid' race.*.out | wc -l)" = 1 -a "$(grep -l "$refused" race.*.out | wc -l)" = 4
+wait_until 30 bash -c "[ \$(grep -c 'resumed from step' runs/race/train.log) -gt $n ]"
+pid=$(json_field race pid)
+out=$("$M" train runs/race/config.lua --resume 2>&1); rc=$?
+check "a plain train of a job's run while the job trains it is refused, naming the job's pid" \
+    test $rc = 1 -a -n "$(grep "run runs/race is already being trained by pid $pid" <<<"$out")" -a "$(state race)" = running
+"$M" jobs stop race >/dev/null 2>&1
+check "and one trainer ran: one more resume in its log, stopped cleanly" \
+    test "$(grep -c 'resumed from step' runs/race/train.log)" = $((n + 1)) -a "$(state race)" = cancelled
+pids=()
+for i in 1 2 3 4 5; do
+    "$M" jobs start tiny.lua --name twin max_steps=100000 save_every=0 valid_every=0 >twin.$i.out 2>&1 & pids+=($!)
+done
+wait "${pids[@]}"
+refused='already being trained by pid [0-9]\|being launched by pid [0-9]\|runs/twin already holds a run'
+check "five starts of one name at once: one starts, four are refused naming why" \
+    test "$(grep -l 'twin: started, pid' twin.*.out | wc -l)" = 1 -a "$(grep -l "$refused" twin.*.out | wc -l)" = 4
+wait_step twin 2 30
+"$M" jobs stop twin >/dev/null 2>&1
+check "and the one started trains alone and stops cleanly" \
+    test "$(grep -c 'model: mamba' runs/twin/train.log)" = 1 -a "$(state twin)" = cancelled
+
+# ---------------------------------------------------------------- resumes that cannot be, or only from .old/
+# A crash between the checkpoint swap's renames leaves only checkpoint.old/: the resume goes on
+# from it.
+saved=$(sed -n 's/^ *"step": \([0-9]*\),/\1/p' runs/race/checkpoint/trainer.json)
+mv runs/race/checkpoint runs/race/checkpoint.old
+n=$(grep -c "resumed from step $saved " runs/race/train.log)
+"$M" jobs resume race >/dev/null 2>&1
+check "a run left with only checkpoint.old/ resumes from it" \
+    wait_until 30 bash -c "[ \$(grep -c 'resumed from step $saved ' runs/race/train.log) -gt $n ]"
+"$M" jobs stop race >/dev/null 2>&1
+mv runs/race/config.lua race.lua
+out=$("$M" jobs resume race 2>&1); rc=$?
+check "a resume without the run's config.lua names the missing file and starts nothing" \
+    test $rc = 1 -a -n "$(grep 'runs/race/config.lua: No such file or directory' <<<"$out")" -a "$(state race)" = cancelled
+mv race.lua runs/race/config.lua
+out=$("$M" jobs resume tiny 2>&1); rc=$?
+check "a resume of a complete run says it is complete" \
+    test $rc = 1 -a -n "$(grep 'tiny is complete: its checkpoint is at step 20 of max_steps 20' <<<"$out")"
+
+# ---------------------------------------------------------------- a broken state file
+mkdir runs/broken && printf '{"name": "broken", "state": ' >runs/broken/job.json
+out=$("$M" jobs list 2>&1); rc=$?
+check "jobs list with one broken job.json lists the others, marks it with the reason and exits 0" \
+    test $rc = 0 -a -n "$(grep '^tiny .* completed' <<<"$out")" -a -n "$(grep '^race .* cancelled' <<<"$out")" \
+        -a -n "$(grep '^broken .* broken' <<<"$out")" -a -n "$(grep '^  runs/broken/job.json:1:' <<<"$out")"
+rm -r runs/broken
+
+# ---------------------------------------------------------------- a log that cannot be written
+out=$(ulimit -f 4; "$M" train tiny.lua --name limited max_steps=200 log_every=1 valid_every=0 save_every=0 2>&1); rc=$?
+check "a log write past the file size limit stops the run with the reason, the log whole lines" \
+    test $rc = 1 -a -n "$(grep 'log.jsonl: cannot write: File too large' <<<"$out")" \
+        -a "$(tail -c 1 runs/limited/log.jsonl | od -An -c | tr -d ' ')" = '\n' \
+        -a "$(grep -vc '^{.*}$' runs/limited/log.jsonl)" = 0
+
 # ---------------------------------------------------------------- SIGKILL during checkpoint writes
 # save_every = 1: a checkpoint per step. Each kill waits for a fresh checkpoint.new/ (the write
 # under way; its inode tells it from one a previous kill left behind), then a seeded random
@@ -154,6 +222,8 @@ for i in $(seq 1 20); do
 done
 check "20 SIGKILLs during checkpoint writes: each left a checkpoint that loaded and resumed" \
     test $kills = 20 -a $resumed_ok = 1
+dups=$(grep -o '"step":[0-9]*' runs/killed/log.jsonl | sort | uniq -d | head -3 | tr '\n' ' ')
+check "and its log holds each step once (a resume cuts what was logged after its checkpoint)" test -z "$dups"
 echo "    ($kills kills in $(( $(date +%s) - kill_t0 )) s, $mid_write of them with checkpoint.new/ or .old/ on disk)"
 "$M" jobs stop killed >/dev/null 2>&1
 check "the run stops cleanly after the kills" test "$(state killed)" = cancelled

@@ -1,0 +1,184 @@
+/* app/jobs without launching anything: the list with a broken state file, the log read back
+ * with each step once, and the resumes refused before a launch (a missing config, a complete
+ * run, a run another process trains). Runs under runs/ of a temporary working directory. */
+#include "test_util.h"
+#include "jobs/jobs.h"
+#include "mtlab/error.h"
+#include "mtlab/train.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char tmpdir[64], home[1024];
+
+static void job_file(const char *name, const char *state)
+{
+    char dir[256], path[300], text[600];
+    snprintf(dir, sizeof dir, "runs/%s", name);
+    mkdir("runs", 0777);
+    mkdir(dir, 0777);
+    snprintf(path, sizeof path, "%s/job.json", dir);
+    snprintf(text, sizeof text,
+             "{\"name\": \"%s\", \"launcher\": \"local\", \"state\": \"%s\", \"cwd\": \"%s\", \"pid\": 0,\n"
+             " \"host\": \"h\", \"slurm_id\": \"\", \"error\": \"\", \"started_at\": 1.0, \"ended_at\": 2.0,\n"
+             " \"exit_code\": 0, \"config\": \"config.lua\", \"max_steps\": 20, \"pid_start\": \"0\"}\n",
+             name, state, tmpdir);
+    test_write_text(path, text);
+}
+
+static void config_file(const char *name, long max_steps)
+{
+    char path[300], text[300];
+    snprintf(path, sizeof path, "runs/%s/config.lua", name);
+    snprintf(text, sizeof text, "return { name = '%s', model = { preset = 'mamba-small' }, max_steps = %ld }\n", name,
+             max_steps);
+    test_write_text(path, text);
+}
+
+static void checkpoint_at(const char *name, const char *leaf, long step)
+{
+    char path[300], text[200];
+    snprintf(path, sizeof path, "runs/%s/%s", name, leaf);
+    mkdir(path, 0777);
+    snprintf(path, sizeof path, "runs/%s/%s/trainer.json", name, leaf);
+    snprintf(text, sizeof text, "{\"step\": %ld, \"epoch\": 0, \"batch\": 0}\n", step);
+    test_write_text(path, text);
+}
+
+static void expect_error(const char *needle)
+{
+    if (!strstr(mt_last_error(), needle)) fail_msg("expected '%s' in: %s", needle, mt_last_error());
+}
+
+/* One job.json that does not parse: the others are listed, it is marked broken with the reason. */
+static void test_list_marks_a_broken_job(void **state)
+{
+    (void)state;
+    job_file("alpha", "completed");
+    job_file("beta", "completed");
+    test_write_text("runs/beta/job.json", "{\"name\": \"beta\", \"state\": ");
+    job_file("gamma", "cancelled");
+    job_info *jobs;
+    size_t n;
+    if (job_list(&jobs, &n) != 0) fail_msg("%s", mt_last_error());
+    assert_int_equal(n, 3);
+    assert_string_equal(jobs[0].name, "alpha");
+    assert_string_equal(job_state_name(jobs[0].state), "completed");
+    assert_string_equal(jobs[1].name, "beta");
+    assert_string_equal(job_state_name(jobs[1].state), "broken");
+    assert_non_null(strstr(jobs[1].error, "runs/beta/job.json:1:"));
+    assert_string_equal(jobs[2].name, "gamma");
+    assert_string_equal(job_state_name(jobs[2].state), "cancelled");
+    free(jobs);
+    /* a file cannot claim to be broken: that is a reader's word */
+    job_file("delta", "broken");
+    assert_int_equal(job_list(&jobs, &n), 0);
+    assert_int_equal(n, 4);
+    assert_string_equal(jobs[2].name, "delta");
+    assert_int_equal(jobs[2].state, JOB_BROKEN);
+    assert_non_null(strstr(jobs[2].error, "runs/delta/job.json: not a job state file"));
+    free(jobs);
+    test_remove_tree("runs");
+}
+
+/* A log that repeats the steps after a checkpoint (written before resumes cut it back): each
+ * step once, its last record, in step order. */
+static void test_log_takes_the_last_record_per_step(void **state)
+{
+    (void)state;
+    job_file("logged", "failed");
+    test_write_text("runs/logged/log.jsonl",
+                    "{\"event\":\"train\",\"step\":2,\"loss\":5.0}\n"
+                    "{\"event\":\"train\",\"step\":4,\"loss\":4.0}\n"
+                    "{\"event\":\"valid\",\"step\":4,\"valid_loss\":4.5,\"valid_bleu\":1.0}\n"
+                    "{\"event\":\"train\",\"step\":6,\"loss\":3.0}\n"
+                    "{\"event\":\"train\",\"step\":4,\"loss\":4.25}\n"
+                    "{\"event\":\"valid\",\"step\":4,\"valid_loss\":4.75,\"valid_bleu\":2.0}\n"
+                    "{\"event\":\"train\",\"step\":6,\"loss\":3.25}\n"
+                    "{\"event\":\"train\",\"step\":8,\"loss\":2.0}\n");
+    long offset = 0;
+    job_log_record *r;
+    size_t n;
+    assert_int_equal(job_log_read_since("runs/logged", &offset, &r, &n), 0);
+    assert_int_equal(n, 5);
+    static const struct {
+        long step;
+        int valid;
+        double value;
+    } want[] = {{2, 0, 5.0}, {4, 0, 4.25}, {4, 1, 4.75}, {6, 0, 3.25}, {8, 0, 2.0}};
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(r[i].step, want[i].step);
+        assert_int_equal(r[i].is_valid, want[i].valid);
+        assert_float_equal(r[i].is_valid ? r[i].valid_loss : r[i].loss, want[i].value, 0);
+    }
+    free(r);
+    job_info j;
+    assert_int_equal(job_load(&j, "logged"), 0);
+    assert_int_equal(j.step, 8);
+    assert_float_equal(j.valid_bleu, 2.0, 0);
+    test_remove_tree("runs");
+}
+
+/* Resumes that no trainer could take, refused before anything is launched. */
+static void test_resume_refusals(void **state)
+{
+    (void)state;
+    job_info j;
+    /* no config.lua */
+    job_file("noconfig", "cancelled");
+    checkpoint_at("noconfig", "checkpoint", 5);
+    assert_int_equal(job_load(&j, "noconfig"), 0);
+    assert_int_equal(job_resume(&j), -1);
+    expect_error("runs/noconfig/config.lua: No such file or directory");
+    /* complete: its checkpoint reached max_steps (checkpoint/ or, after a crash at the swap,
+     * checkpoint.old/) */
+    job_file("done", "completed");
+    config_file("done", 20);
+    checkpoint_at("done", "checkpoint", 20);
+    assert_int_equal(job_load(&j, "done"), 0);
+    assert_int_equal(job_resume(&j), -1);
+    expect_error("done is complete: its checkpoint is at step 20 of max_steps 20, nothing to resume");
+    job_file("done-old", "failed");
+    config_file("done-old", 20);
+    checkpoint_at("done-old", "checkpoint.old", 20);
+    assert_int_equal(job_load(&j, "done-old"), 0);
+    assert_int_equal(job_resume(&j), -1);
+    expect_error("done-old is complete");
+    /* another process trains the run (a plain `mtlab train` of its config) */
+    job_file("busy", "cancelled");
+    config_file("busy", 20);
+    checkpoint_at("busy", "checkpoint", 5);
+    int fd = mt_run_lock("runs/busy", MT_RUN_TRAINER);
+    assert_true(fd >= 0);
+    assert_int_equal(job_load(&j, "busy"), 0);
+    assert_int_equal(job_resume(&j), -1);
+    char want[128];
+    snprintf(want, sizeof want, "run runs/busy is already being trained by pid %ld", (long)getpid());
+    expect_error(want);
+    mt_run_unlock(fd);
+    test_remove_tree("runs");
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    if (!getcwd(home, sizeof home) || test_make_tmpdir(tmpdir, sizeof tmpdir, "jobs") != 0) return -1;
+    return chdir(tmpdir);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    if (chdir(home) != 0) return -1;
+    return test_remove_tree(tmpdir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_list_marks_a_broken_job),
+        cmocka_unit_test(test_log_takes_the_last_record_per_step),
+        cmocka_unit_test(test_resume_refusals),
+    };
+    return cmocka_run_group_tests_name("jobs", tests, setup, teardown);
+}
