@@ -6,9 +6,16 @@
  * Several hypothesis files (--hyp A --hyp B ..., or -i A B ...) are systems compared in one
  * table, the first the baseline; --paired-bs or --paired-ar adds sacreBLEU's paired tests
  * (docs/metrics.md §10): the same table, intervals and p-values as `sacrebleu REF -i A B ...
- * --paired-bs -w 2`. */
+ * --paired-bs -w 2`.
+ *
+ * -m comet with --comet DIR and --src FILE adds COMET (mtlab/comet.h, one reference): alone it
+ * prints the system score on COMET's own scale ("COMET = 0.8456", the mean of the segment
+ * scores, as comet-score prints it); in the systems table and the paired tests it is that mean
+ * x 100 ("84.56"), on the scale of the table's other columns. --device cpu|cuda[:N] runs it. */
 #include "cli/commands.h"
 #include "cli/sig_table.h"
+#include "mtlab/comet.h"
+#include "mtlab/device.h"
 #include "mtlab/error.h"
 #include "mtlab/metrics.h"
 #include "mtlab/significance.h"
@@ -19,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum metric { METRIC_BLEU, METRIC_CHRF, METRIC_CHRFPP };
+enum metric { METRIC_BLEU, METRIC_CHRF, METRIC_CHRFPP, METRIC_COMET };
 #define MAX_METRICS 8
 #define MAX_REFS 64
 #define MAX_SYSTEMS 32
@@ -36,12 +43,16 @@ typedef struct {
     size_t n_metrics;
     int lowercase, json;
     mt_bleu_smooth smooth;
+    const char *src_path, *comet_dir, *device; /* COMET's source, model directory, device */
+    mt_comet *comet;                           /* opened by run_score when -m comet */
+    const mt_text_lines *src;
 } score_args;
 
 static int add_metric(score_args *a, const char *name, size_t len)
 {
     static const struct { const char *name; enum metric m; } known[] = {
         {"bleu", METRIC_BLEU}, {"chrf", METRIC_CHRF}, {"chrf++", METRIC_CHRFPP},
+        {"comet", METRIC_COMET},
     };
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         if (strlen(known[i].name) != len || strncmp(known[i].name, name, len) != 0) continue;
@@ -50,7 +61,7 @@ static int add_metric(score_args *a, const char *name, size_t len)
         a->metrics[a->n_metrics++] = known[i].m;
         return 0;
     }
-    fprintf(stderr, "mtlab score: unknown metric '%.*s' (bleu, chrf, chrf++)\n", (int)len, name);
+    fprintf(stderr, "mtlab score: unknown metric '%.*s' (bleu, chrf, chrf++, comet)\n", (int)len, name);
     return 2;
 }
 
@@ -123,6 +134,12 @@ static int parse_args(score_args *a, int argc, char **argv)
             }
         } else if (!strcmp(o, "--json")) {
             a->json = 1;
+        } else if (!strcmp(o, "--src") || !strcmp(o, "-s") || !strcmp(o, "--comet") ||
+                   !strcmp(o, "--device")) {
+            if (!has_value) return cli_usage(&cmd_score);
+            const char **dst = !strcmp(o, "--comet") ? &a->comet_dir
+                               : !strcmp(o, "--device") ? &a->device : &a->src_path;
+            *dst = argv[++i];
         } else {
             fprintf(stderr, "mtlab score: unknown argument '%s'\n", o);
             return cli_usage(&cmd_score);
@@ -139,7 +156,30 @@ static int parse_args(score_args *a, int argc, char **argv)
         a->metrics[a->n_metrics++] = METRIC_BLEU;
         a->metrics[a->n_metrics++] = METRIC_CHRF;
     }
+    int comet = 0;
+    for (size_t m = 0; m < a->n_metrics; m++) comet |= a->metrics[m] == METRIC_COMET;
+    if (comet && (!a->comet_dir || !a->src_path))
+        return cli_fail("score: -m comet needs %s", !a->comet_dir ? "--comet DIR (the model)"
+                                                                 : "--src FILE (the sources)");
+    if (comet && a->n_refs != 1)
+        return cli_fail("score: COMET takes one reference, got %zu", a->n_refs);
+    if (!comet && (a->comet_dir || a->src_path || a->device))
+        return cli_fail("score: --comet, --src and --device go with -m comet");
     return 0;
+}
+
+/* COMET's segment scores of one system, n floats; -1 with mt_last_error(). */
+static int comet_scores(float *out, const score_args *a, const mt_text_lines *hyp,
+                        const char *const *const *refs)
+{
+    return mt_comet_score(a->comet, (const char *const *)a->src->lines,
+                          (const char *const *)hyp->lines, refs[0], hyp->n, out);
+}
+
+static void comet_signature(char *out, size_t len, const score_args *a)
+{
+    snprintf(out, len, "nrefs:1|model:%s|device:%s|version:mtlab", a->comet_dir,
+             a->device ? a->device : "cpu");
 }
 
 /* One printed result: sacreBLEU's text line and the parts its JSON object is made of. */
@@ -168,6 +208,17 @@ static int compute(score_result *r, enum metric m, const score_args *a, const mt
         mt_bleu_signature(r->signature, sizeof r->signature, &o, a->n_refs, 0);
         mt_bleu_verbose(r->verbose, sizeof r->verbose, &s);
         mt_bleu_format(r->line, sizeof r->line, &s, r->signature, 2);
+    } else if (m == METRIC_COMET) {
+        float *seg = mt_xmalloc(hyp->n * sizeof *seg);
+        int rc = comet_scores(seg, a, hyp, refs);
+        double sum = 0;
+        for (size_t i = 0; i < hyp->n && !rc; i++) sum += seg[i];
+        free(seg);
+        if (rc) return -1;
+        snprintf(r->name, sizeof r->name, "COMET");
+        r->score = sum / (double)hyp->n;
+        comet_signature(r->signature, sizeof r->signature, a);
+        snprintf(r->line, sizeof r->line, "COMET|%s = %.4f", r->signature, r->score);
     } else {
         mt_chrf_opts o = m == METRIC_CHRF ? mt_chrf_defaults() : mt_chrfpp_defaults();
         o.lowercase = a->lowercase;
@@ -201,7 +252,9 @@ static int print_json(const score_result *res, size_t n)
     if (n > 1) printf("[\n");
     for (size_t i = 0; i < n; i++) {
         char rounded[64];
-        snprintf(rounded, sizeof rounded, "%.2f", res[i].score);
+        /* COMET's own 4 decimals, as comet-score prints its system score */
+        snprintf(rounded, sizeof rounded, "%.*f", strcmp(res[i].name, "COMET") ? 2 : 4,
+                 res[i].score);
         json_t *o = json_object();
         json_object_set_new(o, "name", json_string(res[i].name));
         json_object_set_new(o, "score", json_real(strtod(rounded, NULL)));
@@ -246,6 +299,10 @@ static void setup_metric(metric_setup *ms, enum metric m, const score_args *a)
         ms->sig = mt_sig_bleu_metric(&ms->bleu);
         snprintf(ms->name, sizeof ms->name, "BLEU");
         mt_bleu_signature(sig, sizeof sig, &ms->bleu, a->n_refs, 0);
+    } else if (m == METRIC_COMET) {
+        ms->sig = mt_sig_comet_metric();
+        snprintf(ms->name, sizeof ms->name, "COMET");
+        comet_signature(sig, sizeof sig, a);
     } else {
         ms->chrf = m == METRIC_CHRF ? mt_chrf_defaults() : mt_chrfpp_defaults();
         ms->chrf.lowercase = a->lowercase;
@@ -291,6 +348,17 @@ static int segment_stats(double *rows, const metric_setup *ms, enum metric m,
     return 0;
 }
 
+/* COMET's rows [score, 1] of one system. 0 or -1. */
+static int comet_rows(double *rows, const score_args *a, const mt_text_lines *hyp,
+                      const char *const *const *refs)
+{
+    float *seg = mt_xmalloc(hyp->n * sizeof *seg);
+    int rc = comet_scores(seg, a, hyp, refs);
+    for (size_t i = 0; i < hyp->n && !rc; i++) mt_sig_comet_row(rows + i * MT_SIG_COMET_STATS, seg[i]);
+    free(seg);
+    return rc;
+}
+
 static void explain_test(const score_args *a, size_t n)
 {
     int bs = a->paired - 1 == MT_SIG_BOOTSTRAP;
@@ -318,7 +386,9 @@ static int compare_systems(const score_args *a, const mt_text_lines *hyps,
         size_t k = ms[mi].sig.n_stats;
         for (size_t s = 0; s < a->n_hyps; s++) stats[s] = mt_xmalloc((n_seg ? n_seg : 1) * k * sizeof **stats);
         for (size_t s = 0; s < a->n_hyps && rc == 0; s++)
-            if (segment_stats(stats[s], &ms[mi], a->metrics[mi], &hyps[s], refs, a->n_refs) < 0)
+            if (a->metrics[mi] == METRIC_COMET ? comet_rows(stats[s], a, &hyps[s], refs)
+                                               : segment_stats(stats[s], &ms[mi], a->metrics[mi],
+                                                               &hyps[s], refs, a->n_refs) < 0)
                 rc = cli_fail("%s: %s", a->hyp_paths[s], mt_last_error());
         mt_sig_result *col = res + mi * a->n_hyps;
         if (rc == 0 && a->paired) {
@@ -418,6 +488,17 @@ static int run_score(int argc, char **argv)
             rc = cli_fail("%s has %zu lines but %s has %zu", a.hyp_paths[0], hyps[0].n,
                           a.ref_paths[n_read], refs[n_read].n);
     }
+    mt_text_lines src = {0};
+    int have_src = 0;
+    if (rc == 0 && a.comet_dir) {
+        const mt_backend *be = a.device ? mt_backend_for(a.device, 0) : mt_backend_cpu();
+        if (!be || cli_read_sentences(&src, a.src_path)) rc = cli_fail("%s", mt_last_error());
+        else if ((have_src = 1, src.n != hyps[0].n))
+            rc = cli_fail("%s has %zu lines but %s has %zu", a.hyp_paths[0], hyps[0].n,
+                          a.src_path, src.n);
+        else if (!(a.comet = mt_comet_open(a.comet_dir, be))) rc = cli_fail("%s", mt_last_error());
+        a.src = &src;
+    }
     if (rc == 0 && a.n_hyps > 1) {
         rc = compare_systems(&a, hyps, ref_streams);
     } else if (rc == 0) {
@@ -428,6 +509,8 @@ static int run_score(int argc, char **argv)
         if (rc == 0 && a.json) rc = print_json(res, a.n_metrics);
         else if (rc == 0) print_text(res, a.n_metrics);
     }
+    mt_comet_free(a.comet);
+    if (have_src) mt_text_lines_free(&src);
     for (size_t h = 0; h < n_hyps; h++) mt_text_lines_free(&hyps[h]);
     for (size_t r = 0; r < n_read; r++) mt_text_lines_free(&refs[r]);
     return rc;
@@ -435,10 +518,11 @@ static int run_score(int argc, char **argv)
 
 const struct mt_command cmd_score = {
     "score",
-    "--hyp FILE [--hyp FILE...] --ref FILE [--ref FILE...] [-m bleu,chrf,chrf++] [--lowercase] "
-    "[--smooth exp|floor|add-k|none] [--paired-bs|--paired-ar [--paired-n N] [--seed N]] [--json]",
-    "sacreBLEU-exact BLEU, chrF and chrF++ of translations against references; paired tests "
-    "between systems (the first is the baseline)",
+    "--hyp FILE [--hyp FILE...] --ref FILE [--ref FILE...] [-m bleu,chrf,chrf++,comet] [--lowercase] "
+    "[--smooth exp|floor|add-k|none] [--paired-bs|--paired-ar [--paired-n N] [--seed N]] [--json] "
+    "[-m comet --comet DIR --src FILE [--device cpu|cuda[:N]]]",
+    "sacreBLEU-exact BLEU, chrF and chrF++ of translations against references, and COMET; "
+    "paired tests between systems (the first is the baseline)",
     run_score,
     .parallel = 0,
 };

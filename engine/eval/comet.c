@@ -584,13 +584,13 @@ void mt_sig_comet_row(double *row, float score)
     row[1] = 1.0;
 }
 
-static double comet_mean(const double *sums, const void *ctx)
+static double comet_mean_x100(const double *sums, const void *ctx)
 {
     (void)ctx;
-    return sums[1] > 0 ? sums[0] / sums[1] : 0.0;
+    return sums[1] > 0 ? 100.0 * sums[0] / sums[1] : 0.0;
 }
 
 mt_sig_metric mt_sig_comet_metric(void)
 {
-    return (mt_sig_metric){.name = "COMET", .n_stats = MT_SIG_COMET_STATS, .score = comet_mean};
+    return (mt_sig_metric){.name = "COMET", .n_stats = MT_SIG_COMET_STATS, .score = comet_mean_x100};
 }

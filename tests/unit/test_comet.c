@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <unistd.h>
 
+#include "cli/commands.h"
 #include "cuda_check.h"
 #include "eval/comet_internal.h"
 #include "mtlab/comet.h"
@@ -292,7 +293,7 @@ static void test_variants_run(void **state)
     free_fixture(f);
 }
 
-/* the paired tests over COMET: the score is the mean of the segment scores */
+/* the paired tests over COMET: the score is the mean of the segment scores, x 100 */
 static void test_significance(void **state)
 {
     (void)state;
@@ -306,8 +307,67 @@ static void test_significance(void **state)
     mt_sig_result r[2];
     mt_sig_opts o = mt_sig_defaults(MT_SIG_BOOTSTRAP);
     assert_int_equal(mt_sig_paired(r, stats, 2, S, &m, &o), 0);
-    assert_float_equal(r[0].score, 2.4 / 6, 1e-6), assert_float_equal(r[1].score, 3.0 / 6, 1e-6);
+    assert_float_equal(r[0].score, 240.0 / 6, 1e-4), assert_float_equal(r[1].score, 300.0 / 6, 1e-4);
     assert_true(r[1].has_p && r[1].p > 0 && r[1].p <= 1);
+}
+
+/* mtlab score -m comet: the system score COMET printed, alone, as JSON and in the systems
+ * table (x 100, with a paired test); what it needs is asked for by name */
+static void test_score_command(void **state)
+{
+    (void)state;
+    fixture *f = load_fixture();
+    test_captured c = test_run_command(&cmd_score, (const char *[]){
+        "--hyp", FIX "/hyp.txt", "--ref", FIX "/ref.txt", "-m", "comet", "--comet", FIX "/model",
+        "--src", FIX "/src.txt", NULL});
+    assert_int_equal(c.rc, 0);
+    char want[160];
+    snprintf(want, sizeof want, "COMET|nrefs:1|model:" FIX "/model|device:cpu|version:mtlab = %.4f\n",
+             f->system);
+    assert_string_equal(c.out, want);
+    test_captured_free(&c);
+    c = test_run_command(&cmd_score, (const char *[]){"--hyp", FIX "/hyp.txt", "--ref", FIX "/ref.txt",
+                                                      "-m", "comet", "--comet", FIX "/model", "--src",
+                                                      FIX "/src.txt", "--json", NULL});
+    assert_int_equal(c.rc, 0);
+    json_t *j = json_loads(c.out, 0, NULL);
+    assert_non_null(j);
+    assert_float_equal(json_real_value(json_object_get(j, "score")), f->system, 5.1e-5);
+    json_decref(j);
+    test_captured_free(&c);
+    /* two systems: the hypotheses against the references themselves, as a table */
+    c = test_run_command(&cmd_score, (const char *[]){"-i", FIX "/hyp.txt", FIX "/ref.txt", "--ref",
+                                                      FIX "/ref.txt", "-m", "comet", "--comet",
+                                                      FIX "/model", "--src", FIX "/src.txt",
+                                                      "--paired-bs", NULL});
+    assert_int_equal(c.rc, 0);
+    char cell[32];
+    snprintf(cell, sizeof cell, "%.2f (", 100 * f->system);
+    if (!strstr(c.out, "COMET (μ ± 95% CI)") || !strstr(c.out, cell))
+        fail_msg("no COMET column with %s in:\n%s", cell, c.out);
+    test_captured_free(&c);
+    const struct { const char *const *args; const char *want; } bad[] = {
+        {(const char *[]){"--hyp", FIX "/hyp.txt", "--ref", FIX "/ref.txt", "-m", "comet", "--src",
+                          FIX "/src.txt", NULL}, "-m comet needs --comet DIR"},
+        {(const char *[]){"--hyp", FIX "/hyp.txt", "--ref", FIX "/ref.txt", "-m", "comet", "--comet",
+                          FIX "/model", NULL}, "-m comet needs --src FILE"},
+        {(const char *[]){"--hyp", FIX "/hyp.txt", "--ref", FIX "/ref.txt", "--ref", FIX "/ref.txt",
+                          "-m", "comet", "--comet", FIX "/model", "--src", FIX "/src.txt", NULL},
+         "COMET takes one reference, got 2"},
+        {(const char *[]){"--hyp", FIX "/hyp.txt", "--ref", FIX "/ref.txt", "--comet", FIX "/model",
+                          NULL}, "--comet, --src and --device go with -m comet"},
+        {(const char *[]){"--hyp", FIX "/hyp.txt", "--ref", FIX "/ref.txt", "-m", "comet", "--comet",
+                          FIX "/model", "--src", FIX "/ref.txt", "--device", "tpu", NULL}, "tpu"},
+        {(const char *[]){"--hyp", FIX "/hyp.txt", "--ref", FIX "/ref.txt", "-m", "comet", "--comet",
+                          FIX, "--src", FIX "/src.txt", NULL}, FIX "/hparams.yaml"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        c = test_run_command(&cmd_score, bad[i].args);
+        assert_int_equal(c.rc, 1);
+        if (!strstr(c.err, bad[i].want)) fail_msg("case %zu: \"%s\" lacks \"%s\"", i, c.err, bad[i].want);
+        test_captured_free(&c);
+    }
+    free_fixture(f);
 }
 
 /* the CUDA backend gives the CPU's scores (skips without a device) */
@@ -335,6 +395,7 @@ int main(void)
         cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_variants_run),
         cmocka_unit_test(test_significance),
+        cmocka_unit_test(test_score_command),
         cmocka_unit_test(test_cuda_scores),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,7 +14,7 @@
  * Score: the estimator, Linear -> act -> ... -> Linear (1), on
  *   [h, r, h*r, |h-r|, h*s, |h-s|]  (h, r, s: the embeddings of hypothesis, reference, source)
  * The system score is the mean of the segment scores (both on COMET's own scale, about 0..1
- * for wmt22-comet-da; not x100).
+ * for wmt22-comet-da; x 100 only in the significance tests, below).
  *
  * A model directory holds what Unbabel releases plus XLM-R's tokenizer:
  *   hparams.yaml                  the RegressionMetric's hyper-parameters
@@ -85,7 +85,8 @@ int mt_comet_score_ids(mt_comet *m, const mt_comet_seq *src, const mt_comet_seq 
 int mt_comet_encode(const mt_comet *m, const char *text, int32_t **ids, int *len);
 
 /* COMET for the paired significance tests: per-segment statistics [score, 1]; the corpus
- * score is sums[0] / sums[1], the mean segment score, on COMET's scale (not x100). */
+ * score is 100 * sums[0] / sums[1], the mean segment score x 100 (84.56 for 0.8456), on the
+ * 0..100 scale of the tests' other metrics and of their tables' two decimals. */
 #define MT_SIG_COMET_STATS 2
 void mt_sig_comet_row(double *row, float score);
 mt_sig_metric mt_sig_comet_metric(void);
