@@ -103,14 +103,18 @@ static void make_safetensors_dir(char *dir, size_t len)
     link_into(dir, "model.safetensors", FIX "/model.safetensors");
 }
 
+/* on the CPU backend and on the naive reference one */
 static void test_checkpoint_scores(void **state)
 {
     (void)state;
     fixture *f = load_fixture();
-    mt_comet *m = mt_comet_open(FIX "/model", mt_backend_cpu());
-    if (!m) fail_msg("%s", mt_last_error());
-    check_scores(m, f);
-    mt_comet_free(m);
+    const mt_backend *backends[2] = {mt_backend_cpu(), mt_backend_cpu_naive()};
+    for (int b = 0; b < 2; b++) {
+        mt_comet *m = mt_comet_open(FIX "/model", backends[b]);
+        if (!m) fail_msg("%s", mt_last_error());
+        check_scores(m, f);
+        mt_comet_free(m);
+    }
     free_fixture(f);
 }
 
