@@ -153,6 +153,7 @@ static void save_translations(tui_app *a)
     int rc = tui_write_translations(tsv, jsonl, a->sent.texts, a->sent.n, cols, a->n_panes);
     rc |= fclose(tsv) != 0;
     rc |= fclose(jsonl) != 0;
+    if (!rc) a->saved_version = a->sent_version;
     int unfinished = 0;
     for (int i = 0; i < a->n_panes; i++)
         for (int k = 0; k < a->panes[i]->n_hyps; k++) unfinished += !a->panes[i]->final[k];
@@ -257,11 +258,36 @@ static int region_at(const tui_app *a, int y, int x)
     return REGION_NONE;
 }
 
+/* A quit key: at once, unless the editor holds text that Ctrl-S has not saved (typed, or a
+ * paste whose Ctrl-Q came along), which asks first on the status line. */
+static void quit_or_ask(tui_app *a)
+{
+    if (a->ed.len == 0 || a->ed.version == a->saved_version) {
+        a->quit = 1;
+        return;
+    }
+    a->confirm_quit = 1;
+    snprintf(a->notice, sizeof a->notice,
+             "quit? the editor's text is not saved (Ctrl-S saves it): q or y quits, "
+             "any other key stays");
+    a->notice_until = mt_now_s() + 1e9;
+}
+
+/* The key after "quit?": q or y quits, anything else (a mouse click too) stays. */
+static void answer_quit(tui_app *a, int key, int is_char)
+{
+    a->confirm_quit = 0;
+    a->notice[0] = '\0';
+    a->dirty = 1;
+    if (is_char && (key == 'q' || key == 'y' || key == 'Q' || key == 'Y')) a->quit = 1;
+    else tui_notice(a, "not quitting");
+}
+
 static void apply(tui_app *a, tui_action act, int my, int mx)
 {
     switch (act) {
     case TUI_ACT_NONE: return;
-    case TUI_ACT_QUIT: a->quit = 1; return;
+    case TUI_ACT_QUIT: quit_or_ask(a); break;
     case TUI_ACT_HELP:
         a->overlay = a->overlay == TUI_OVERLAY_HELP ? TUI_OVERLAY_NONE : TUI_OVERLAY_HELP;
         a->help_scroll = 0;
@@ -340,6 +366,10 @@ static void apply(tui_app *a, tui_action act, int my, int mx)
 
 void tui_handle_key(tui_app *a, int key, int is_char)
 {
+    if (a->confirm_quit) {
+        answer_quit(a, key, is_char);
+        return;
+    }
     if (a->overlay == TUI_OVERLAY_NONE && tui_console_key(a, key, is_char)) return;
     if (a->jobs && a->overlay == TUI_OVERLAY_NONE) {
         tui_action act = is_char ? TUI_ACT_NONE : tui_key_action(key, TUI_IN_JOBS);
@@ -375,6 +405,10 @@ void tui_handle_mouse(tui_app *a)
     else if (me.bstate & BUTTON4_PRESSED) key = TUI_MOUSE_WHEEL_UP;
     else if (me.bstate & BUTTON5_PRESSED) key = TUI_MOUSE_WHEEL_DOWN;
     else return; /* a release: the press did the work */
+    if (a->confirm_quit) {
+        answer_quit(a, key, 0);
+        return;
+    }
     unsigned context;
     if (a->overlay == TUI_OVERLAY_NONE && (me.bstate & BUTTON1_PRESSED) && tui_console_click(a, me.y, me.x))
         return;

@@ -158,6 +158,8 @@ typedef struct {
     WINDOW *w_editor, *w_panes[TUI_MAX_PANES], *w_empty, *w_log, *w_status, *w_overlay, *w_console;
     int dirty, relayout;
     int quit;
+    int confirm_quit;             /* a quit key asked "quit?": the next key answers */
+    unsigned long saved_version;  /* the editor version Ctrl-S last saved */
 } tui_app;
 
 /* panes and requests (requests.c) */

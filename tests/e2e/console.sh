@@ -128,7 +128,7 @@ for demo in ${E2E_DEMOS-forgetting implicit_attention copying}; do
     done
     check "demo $demo runs to its end" wait_for 'end of the demo' 60
     check "... without an error" bash -c "! tmux -S '$sock' capture-pane -p -t e2e | grep -Eq 'stack traceback|Sanitizer'"
-    T send-keys -t e2e C-q
+    quit_workbench
     check "... and the workbench quits" exited_cleanly
 done
 

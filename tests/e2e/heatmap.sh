@@ -121,7 +121,7 @@ T send-keys -t e2e Tab Tab Tab F6 F6
 check "Mamba-Local's sliding-window map is named for what it is" wait_for 'local window attention · L' 5
 T send-keys -t e2e F6
 check "... and its Mamba layers' map too" wait_for 'implicit attention · L0' 5
-T send-keys -t e2e Escape C-q
+T send-keys -t e2e Escape; quit_workbench
 check "Ctrl-Q quits with status 0" exited_cleanly
 
 # ---------------------------------------------------------------- RetNet and Mamba, 120x40
@@ -208,7 +208,7 @@ check "at 40x12 both maps still show a readout" wait_count "→'[^']*' ([0-9.e-]
 check "... and no border is overwritten" borders_intact 2
 golden_screen heatmap_40x12
 T resize-window -t e2e -x 120 -y 40
-T send-keys -t e2e C-q
+quit_workbench
 check "Ctrl-Q quits with status 0" exited_cleanly
 
 echo

@@ -95,7 +95,7 @@ T send-keys -t e2e F11
 check "F11 opens the view again, the runs still there" wait_for "$(row tiny completed 300/300)" 10
 T send-keys -t e2e Escape
 check "Esc closes it" wait_gone 'jobs \(F11\)' 5
-T send-keys -t e2e C-q
+quit_workbench
 check "Ctrl-Q quits with status 0" exited_cleanly
 
 echo

@@ -68,3 +68,10 @@ golden_screen() {
 # an X10 mouse event: button code (0 press button 1, 3 release, 64/65 wheel) at (row, col)
 mouse() { T send-keys -t e2e -l "$(printf '\033[M%b%b%b' "\\0$(printf %o $((32 + $1)))" \
           "\\0$(printf %o $((33 + $3)))" "\\0$(printf %o $((33 + $2)))")"; }
+# Ctrl-Q, answered y when the workbench asks first (the editor holds text Ctrl-S has not saved)
+quit_asked_or_done() { screen_has 'quit\? the editor.s text' || screen_has 'mtlab exited [0-9]+'; }
+quit_workbench() {
+    T send-keys -t e2e C-q
+    wait_until 10 quit_asked_or_done && screen_has 'quit\? the editor.s text' && T send-keys -t e2e y
+    return 0
+}

@@ -46,7 +46,7 @@ echo "e2e: workbench in tmux (120x40)"
 run_mtlab "$bin tui --models no-models"
 check "no models: the empty state says how to get some" wait_for 'No models yet: no-models/ holds no bundle' 10
 golden_screen empty_state
-T send-keys -t e2e C-q
+quit_workbench
 check "Ctrl-Q quits with status 0" exited_cleanly
 
 # ---------------------------------------------------------------- the bundles of a models dir
@@ -65,7 +65,7 @@ check "F5 opens the bundle picker" wait_for 'model bundles \(3/4 panes\)' 5
 golden_screen picker
 T send-keys -t e2e Enter
 check "choosing an open bundle closes its pane" wait_for 'model bundles \(2/4 panes\)' 5
-T send-keys -t e2e Escape C-q
+T send-keys -t e2e Escape; quit_workbench
 check "Ctrl-Q quits with status 0" exited_cleanly
 
 # ---------------------------------------------------------------- two models side by side
@@ -164,7 +164,7 @@ check "back at 120x40 the panes return" wait_count 'params, cpu' 2 5
 T send-keys -t e2e F9 F2
 check "F9 cycles to the next theme and names it in the status line" \
     wait_for '^ theme high-contrast \(2 of 4, 256 colours; F9: next\)' 5
-T send-keys -t e2e F2 C-q
+T send-keys -t e2e F2; quit_workbench
 check "Ctrl-Q quits with status 0" exited_cleanly
 T send-keys -t e2e -l "stty -g > stty.after; cmp -s stty.before stty.after && echo TTY-RESTORED"
 T send-keys -t e2e Enter
@@ -180,7 +180,7 @@ check "next to a broken bundle the other pane works" wait_count ' done ' 1 20
 check "--ascii marks entities with ASCII symbols" wait_for '  x dropped: Dios, Pedro, Jerusalén' 2
 T send-keys -t e2e F2
 check "NO_COLOR turns colours off" wait_for 'theme light, no colour' 5
-T send-keys -t e2e C-q
+quit_workbench
 check "quits" exited_cleanly
 
 # ---------------------------------------------------------------- invalid bytes, search, picker, save, log
@@ -254,7 +254,7 @@ log_scrolled() {
 check "PgUp scrolls the log back" log_scrolled
 T send-keys -t e2e PPage PPage
 check "... to its first line, and shows where it is" wait_for ' 1-[0-9]+/[0-9]+ ─┘$' 5
-T send-keys -t e2e Escape C-q
+T send-keys -t e2e Escape; quit_workbench
 check "quits" exited_cleanly
 
 # ---------------------------------------------------------------- a device that cannot be opened
@@ -262,7 +262,7 @@ T send-keys -t e2e -l "clear"; T send-keys -t e2e Enter
 run_mtlab "$bin tui -m bundles/mamba --device cuda:7 -m bundles/mamba"
 check "a bundle on an unavailable GPU fails in its own pane, saying why" wait_for 'cuda:7: ' 10
 check "... while the CPU pane beside it loads" wait_for 'mamba, [0-9.]+K params, cpu' 10
-T send-keys -t e2e C-q
+quit_workbench
 check "quits" exited_cleanly
 
 # ---------------------------------------------------------------- the crash handler
