@@ -28,7 +28,7 @@ DEB_PKGS := build-essential pkg-config \
             libopenblas-openmp-dev libjansson-dev libzip-dev libcmocka-dev libcairo2-dev tmux ncurses-term \
             sword-text-sparv sword-text-web libsword-utils \
             apertium apertium-eng-spa lua-busted wamerican wspanish \
-            slurm-wlm munge
+            slurm-wlm munge libopenmpi-dev openmpi-bin
 FUZZ_PKGS := clang libclang-rt-14-dev
 
 # ---------------------------------------------------------------- toolchain and flags
@@ -40,7 +40,7 @@ CUDA_HOME ?= $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(NVCC)))
 BLAS_DIR := /usr/lib/x86_64-linux-gnu/openblas-openmp
 PKGCONF  := PKG_CONFIG_PATH=$(BLAS_DIR)/pkgconfig pkg-config
 comma    := ,
-PC_LIBS  := ncursesw readline lua5.4 sentencepiece openblas jansson libpcre2-8 libutf8proc libzip cairo
+PC_LIBS  := ncursesw readline lua5.4 sentencepiece openblas jansson libpcre2-8 libutf8proc libzip cairo ompi-c
 # Evaluated lazily (=) so that `make deps` can run before pkg-config knows the packages.
 PC_CFLAGS = $(shell $(PKGCONF) --cflags $(PC_LIBS) 2>/dev/null)
 PC_LDLIBS = $(shell $(PKGCONF) --libs $(PC_LIBS) 2>/dev/null)
@@ -119,6 +119,7 @@ test: deps
 	@tests/e2e/heatmap.sh ./$(BIN)
 	@tests/e2e/console.sh ./$(BIN) $(E2E_TOOLS)
 	@tests/e2e/jobs.sh ./$(BIN)
+	@tests/e2e/keymash.sh $(SAN)/$(BIN)
 
 test-build: $(BIN) $(SAN)/$(BIN) $(REL_TESTS) $(SAN_TESTS) $(E2E_TOOLS)
 
@@ -275,6 +276,7 @@ FUZZ_SRC_fuzz_entity_lexicon := engine/eval/entity_lexicon.c engine/eval/entitie
     engine/eval/codepoints.c engine/data/strmap.c engine/text/utf8.c $(FUZZ_LIB_C)
 FUZZ_SRC_fuzz_job_file := app/jobs/job_file.c $(FUZZ_LIB_C)
 FUZZ_SRC_fuzz_theme := app/tui/theme.c engine/core/error.c
+FUZZ_SRC_fuzz_keys := app/tui/editor.c app/tui/columns.c engine/text/utf8.c engine/core/error.c
 FUZZ_NAMES := $(patsubst tests/fuzz/%.c,%,$(FUZZ_C))
 FUZZ_BINS := $(patsubst %,$(BUILD)/fuzz/%,$(FUZZ_NAMES))
 fuzz_objs = $(patsubst %,$(BUILD)/fuzz/obj/%.o,$(basename tests/fuzz/$(1).c $(or $(FUZZ_SRC_$(1)),$(FUZZ_LIB_C))))
