@@ -28,7 +28,7 @@ DEB_PKGS := build-essential pkg-config \
             libopenblas-openmp-dev libjansson-dev libzip-dev libcmocka-dev libcairo2-dev tmux ncurses-term \
             sword-text-sparv sword-text-web libsword-utils \
             apertium apertium-eng-spa lua-busted wamerican wspanish \
-            slurm-wlm munge libopenmpi-dev openmpi-bin
+            slurm-wlm munge
 FUZZ_PKGS := clang libclang-rt-14-dev
 
 # ---------------------------------------------------------------- toolchain and flags
@@ -40,7 +40,7 @@ CUDA_HOME ?= $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(NVCC)))
 BLAS_DIR := /usr/lib/x86_64-linux-gnu/openblas-openmp
 PKGCONF  := PKG_CONFIG_PATH=$(BLAS_DIR)/pkgconfig pkg-config
 comma    := ,
-PC_LIBS  := ncursesw readline lua5.4 sentencepiece openblas jansson libpcre2-8 libutf8proc libzip cairo ompi-c
+PC_LIBS  := ncursesw readline lua5.4 sentencepiece openblas jansson libpcre2-8 libutf8proc libzip cairo
 # Evaluated lazily (=) so that `make deps` can run before pkg-config knows the packages.
 PC_CFLAGS = $(shell $(PKGCONF) --cflags $(PC_LIBS) 2>/dev/null)
 PC_LDLIBS = $(shell $(PKGCONF) --libs $(PC_LIBS) 2>/dev/null)
