@@ -1,9 +1,13 @@
-/* `mtlab data bible`: build the Spanish-English Bible corpus from Debian's SWORD modules.
- * mod2imp dumps each module; the engine (mtlab/bible.h) cleans, joins, splits and writes. */
+/* `mtlab data`: datasets (mtlab/dataset.h).
+ *   bible   build the Spanish-English Bible corpus from Debian's SWORD modules: mod2imp dumps
+ *           each module; the engine (mtlab/bible.h) cleans, joins, splits and writes.
+ *   import  any parallel corpus (two aligned files or TSV columns) into the same layout. */
 #include "cli/commands.h"
 #include "cli/paths.h"
+#include "cli/progress.h"
 #include "mtlab/clock.h"
 #include "mtlab/bible.h"
+#include "mtlab/dataset.h"
 #include "mtlab/error.h"
 
 #include <errno.h>
@@ -122,9 +126,167 @@ done:
     return rc;
 }
 
+/* ---------------------------------------------------------------- import */
+enum { MAX_SOURCES = 64, BAD_LINES_SHOWN = 20 };
+
+typedef struct {
+    cli_progress bar;
+    size_t bad_lines;
+} import_ui;
+
+static void import_bad_line(void *ud, const char *file, size_t line, const char *problem)
+{
+    import_ui *ui = ud;
+    if (++ui->bad_lines > BAD_LINES_SHOWN) return;
+    cli_progress_clear(&ui->bar);
+    fprintf(stderr, "mtlab: %s:%zu: %s (line dropped, counted as bad_line)\n", file, line, problem);
+}
+
+static void import_progress(void *ud, size_t done, size_t total)
+{
+    (void)total;
+    cli_progress_update(&((import_ui *)ud)->bar, done);
+}
+
+/* "--valid N" (a count) or "--valid 0.05" (a fraction of the kept pairs). */
+static int split_option(const char *opt, const char *text, size_t *n, double *frac)
+{
+    char *end;
+    errno = 0;
+    if (strchr(text, '.')) {
+        double v = strtod(text, &end);
+        if (errno || end == text || *end || !(v > 0 && v < 1))
+            return cli_fail("data import: %s takes a count of pairs or a fraction between 0 and 1, not '%s'", opt,
+                            text);
+        *n = 0;
+        *frac = v;
+        return 0;
+    }
+    long v = strtol(text, &end, 10);
+    if (errno || end == text || *end || v < 0)
+        return cli_fail("data import: %s takes a count of pairs or a fraction between 0 and 1, not '%s'", opt, text);
+    *n = (size_t)v;
+    *frac = 0;
+    return 0;
+}
+
+static int parse_columns(const char *text, int *s, int *t)
+{
+    char *end;
+    long a = strtol(text, &end, 10), b = 0;
+    if (*end == ',') b = strtol(end + 1, &end, 10);
+    if (*end || a < 1 || b < 1 || a > 1000 || b > 1000 || a == b)
+        return cli_fail("data import: --columns takes two different column numbers counted from 1, as 1,2 (not "
+                        "'%s')", text);
+    *s = (int)a;
+    *t = (int)b;
+    return 0;
+}
+
+static int run_import(int argc, char **argv)
+{
+    if (argc < 2 || argv[1][0] == '-')
+        return cli_fail("data import: the first argument is the dataset directory to write (mtlab data import DIR "
+                        "--src FILE --tgt FILE --src-lang L --tgt-lang L)");
+    const char *dir = argv[1];
+    mt_import_source sources[MAX_SOURCES];
+    size_t n_sources = 0;
+    const char *pending_src = NULL, *pending_tgt = NULL;
+    int columns[2] = {1, 2}, valid_given = 0, test_given = 0;
+    mt_import_opts o = {.sources = sources, .seed = 1, .valid_n = MT_SPLIT_AUTO, .test_n = MT_SPLIT_AUTO};
+    long seed = 1, max_words = 0;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int two = !strcmp(a, "--valid-files") || !strcmp(a, "--test-files");
+        if (!v || (two && i + 2 >= argc)) return cli_fail("data import: %s needs %s", a, two ? "two files" : "a value");
+        i++;
+        int rc = 0;
+        if (!strcmp(a, "--src") || !strcmp(a, "--tgt")) {
+            const char **slot = a[2] == 's' ? &pending_src : &pending_tgt;
+            if (*slot) return cli_fail("data import: %s %s given before the %s of the previous %s", a, v,
+                                       a[2] == 's' ? "--tgt" : "--src", a);
+            *slot = v;
+            if (pending_src && pending_tgt) {
+                if (n_sources == MAX_SOURCES) return cli_fail("data import: more than %d sources", MAX_SOURCES);
+                sources[n_sources++] = (mt_import_source){pending_src, pending_tgt, 0, 0};
+                pending_src = pending_tgt = NULL;
+            }
+        } else if (!strcmp(a, "--tsv")) {
+            if (n_sources == MAX_SOURCES) return cli_fail("data import: more than %d sources", MAX_SOURCES);
+            sources[n_sources++] = (mt_import_source){v, NULL, columns[0], columns[1]};
+        } else if (!strcmp(a, "--columns")) {
+            rc = parse_columns(v, &columns[0], &columns[1]);
+            if (rc == 0 && n_sources && !sources[n_sources - 1].tgt) { /* the --tsv just before */
+                sources[n_sources - 1].src_col = columns[0];
+                sources[n_sources - 1].tgt_col = columns[1];
+            }
+        } else if (!strcmp(a, "--src-lang")) o.src_lang = v;
+        else if (!strcmp(a, "--tgt-lang")) o.tgt_lang = v;
+        else if (!strcmp(a, "--valid") || !strcmp(a, "--test")) {
+            int *given = a[2] == 'v' ? &valid_given : &test_given;
+            if (*given) return cli_fail("data import: give %s once, either as a count or with %s-files", a, a);
+            *given = 1;
+            rc = a[2] == 'v' ? split_option(a, v, &o.valid_n, &o.valid_frac) : split_option(a, v, &o.test_n, &o.test_frac);
+        } else if (two) {
+            int *given = a[2] == 'v' ? &valid_given : &test_given;
+            if (*given) return cli_fail("data import: give the %s split once, as a count or as files", a[2] == 'v' ? "valid" : "test");
+            *given = 1;
+            const char **files = a[2] == 'v' ? o.valid_files : o.test_files;
+            files[0] = v;
+            files[1] = argv[++i];
+        } else if (!strcmp(a, "--seed")) rc = cli_option_long("data import", a, v, 0, LONG_MAX, &seed);
+        else if (!strcmp(a, "--max-words")) rc = cli_option_long("data import", a, v, 1, 1000000, &max_words);
+        else if (!strcmp(a, "--max-ratio")) {
+            char *end;
+            o.max_ratio = strtod(v, &end);
+            if (*end || !(o.max_ratio >= 1)) return cli_fail("data import: --max-ratio takes a number >= 1, not '%s'", v);
+        } else return cli_fail("data import: unknown option '%s' (see `mtlab data --help`)", a);
+        if (rc) return rc;
+    }
+    if (pending_src || pending_tgt)
+        return cli_fail("data import: %s %s has no %s to pair with", pending_src ? "--src" : "--tgt",
+                        pending_src ? pending_src : pending_tgt, pending_src ? "--tgt" : "--src");
+    if (n_sources == 0) return cli_fail("data import: give the corpus: --src FILE --tgt FILE, or --tsv FILE");
+    if (!o.src_lang || !o.tgt_lang)
+        return cli_fail("data import: give the languages: --src-lang L --tgt-lang L (BCP-47 codes, e.g. de en)");
+    if (o.valid_files[0]) o.valid_n = 0;
+    if (o.test_files[0]) o.test_n = 0;
+    o.n_sources = n_sources;
+    o.seed = (uint64_t)seed;
+    o.max_words = (size_t)max_words;
+    import_ui ui = {0};
+    o.bad_line = import_bad_line;
+    o.progress = import_progress;
+    o.ud = &ui;
+    double t0 = mt_now_s();
+    mt_import_counts c;
+    cli_progress_start(&ui.bar, "import", 0);
+    int rc = mt_dataset_import(&o, dir, &c);
+    cli_progress_finish(&ui.bar, NULL);
+    if (ui.bad_lines > BAD_LINES_SHOWN)
+        fprintf(stderr, "mtlab: ... and %zu more bad lines (all counted in the manifest)\n",
+                ui.bad_lines - BAD_LINES_SHOWN);
+    if (rc < 0) return cli_fail("data import: %s", mt_last_error());
+    printf("%-10s %8zu pairs from %zu source%s (%s -> %s)\n", "read", c.read, n_sources, n_sources == 1 ? "" : "s",
+           o.src_lang, o.tgt_lang);
+    printf("%-10s %8zu bad lines, %zu empty, %zu too long, %zu length ratio, %zu duplicate, %zu in valid/test "
+           "files\n", "dropped", c.bad_line, c.empty, c.too_long, c.ratio, c.duplicate, c.overlap);
+    printf("%-10s %8zu pairs (%zu changed by NFC, %zu had control characters removed)\n", "kept", c.kept,
+           c.nfc_changed, c.control_removed);
+    printf("%-10s %8zu train / %zu valid / %zu test pairs\n", "split", c.split[0], c.split[1], c.split[2]);
+    printf("wrote %s/ (train.%s train.%s ..., manifest.json) in %.2f s\n", dir, o.src_lang, o.tgt_lang,
+           mt_now_s() - t0);
+    return 0;
+}
+
 static int run_data(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "bible") != 0) return cli_usage(&cmd_data);
+    if (argc < 2) return cli_usage(&cmd_data);
+    if (!strcmp(argv[1], "import")) return run_import(argc - 1, argv + 1);
+    if (strcmp(argv[1], "bible") != 0) {
+        fprintf(stderr, "mtlab data: unknown subcommand '%s' (known: bible, import)\n", argv[1]);
+        return cli_usage(&cmd_data);
+    }
     const char *out_dir = DEFAULT_OUT, *exclude = NULL, *gazetteer = NULL;
     for (int i = 2; i < argc; i++) {
         if (i + 1 < argc && strcmp(argv[i], "--out") == 0) out_dir = argv[++i];
@@ -146,8 +308,13 @@ static int run_data(int argc, char **argv)
 
 const struct mt_command cmd_data = {
     "data",
-    "bible [--out DIR] [--exclude FILE] [--gazetteer FILE]",
-    "build the Spanish-English Bible corpus (default data/bible) from Debian's SWORD modules",
+    "bible [--out DIR] [--exclude FILE] [--gazetteer FILE]\n"
+    "       mtlab data import DIR (--src FILE --tgt FILE | --tsv FILE [--columns S,T])... --src-lang L\n"
+    "                   --tgt-lang L [--valid N | --valid-files S T] [--test N | --test-files S T]\n"
+    "                   [--seed S] [--max-words N] [--max-ratio R]",
+    "build the Bible corpus (default data/bible), or import any parallel corpus into DIR\n"
+    "(DIR/{train,valid,test}.{L} and DIR/manifest.json; --valid/--test: a count or a fraction such\n"
+    "as 0.05, drawn with --seed; default 5% each, at most 1000)",
     run_data,
     .parallel = 0,
 };

@@ -1,100 +1,13 @@
 /* Writing the corpus files. All of them go to temporary names first and are renamed into
  * place only when every one was written, so a failed run leaves the previous corpus intact. */
+#include "data/manifest.h"
+#include "data/out_files.h"
 #include "mtlab/bible.h"
 #include "mtlab/error.h"
 #include "mtlab/rng.h"
 
-#include <errno.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-enum { MAX_FILES = 24 }; /* 22 written */
-
-typedef struct {
-    char final[PATH_MAX];
-    char tmp[PATH_MAX];
-    FILE *f;
-} out_file;
-
-typedef struct {
-    out_file files[MAX_FILES];
-    size_t n;
-    int failed;
-} out_set;
-
-static int make_dirs(const char *dir)
-{
-    char path[PATH_MAX];
-    if (!dir[0]) return mt_error("empty output directory name");
-    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) return mt_error("%s: path too long", dir);
-    for (char *p = path + 1;; p++) {
-        if (*p != '/' && *p != '\0') continue;
-        char saved = *p;
-        *p = '\0';
-        if (mkdir(path, 0777) < 0 && errno != EEXIST) return mt_error("%s: cannot create directory: %s", path, strerror(errno));
-        *p = saved;
-        if (saved == '\0') break;
-    }
-    struct stat st;
-    if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) return mt_error("%s: not a directory", dir);
-    return 0;
-}
-
-/* Open DIR/NAME's temporary file; NULL (and set->failed) on failure. */
-static FILE *open_out(out_set *set, const char *dir, const char *name)
-{
-    if (set->failed) return NULL;
-    if (set->n == MAX_FILES) {
-        mt_error("%s/%s: more than %d output files", dir, name, MAX_FILES);
-        set->failed = 1;
-        return NULL;
-    }
-    out_file *o = &set->files[set->n];
-    if (snprintf(o->final, sizeof o->final, "%s/%s", dir, name) >= (int)sizeof o->final ||
-        snprintf(o->tmp, sizeof o->tmp, "%s/.%s.tmp-XXXXXX", dir, name) >= (int)sizeof o->tmp) {
-        mt_error("%s/%s: path too long", dir, name);
-        set->failed = 1;
-        return NULL;
-    }
-    int fd = mkstemp(o->tmp);
-    if (fd < 0 || fchmod(fd, 0644) < 0 || !(o->f = fdopen(fd, "w"))) {
-        mt_error("%s: cannot create: %s", o->tmp, strerror(errno));
-        if (fd >= 0) {
-            close(fd);
-            unlink(o->tmp);
-        }
-        set->failed = 1;
-        return NULL;
-    }
-    set->n++;
-    return o->f;
-}
-
-/* Flush, sync and close every file; then rename all into place, or remove all temporaries. */
-static int finish(out_set *set)
-{
-    for (size_t i = 0; i < set->n; i++) {
-        out_file *o = &set->files[i];
-        int bad = ferror(o->f) || fflush(o->f) != 0 || fsync(fileno(o->f)) != 0;
-        if (fclose(o->f) != 0) bad = 1;
-        if (bad && !set->failed) {
-            mt_error("%s: write error: %s", o->final, strerror(errno));
-            set->failed = 1;
-        }
-    }
-    for (size_t i = 0; i < set->n && !set->failed; i++) {
-        if (rename(set->files[i].tmp, set->files[i].final) < 0) {
-            mt_error("%s: cannot rename into place: %s", set->files[i].final, strerror(errno));
-            set->failed = 1;
-        }
-    }
-    if (set->failed)
-        for (size_t i = 0; i < set->n; i++) unlink(set->files[i].tmp); /* renamed ones are already gone */
-    return set->failed ? -1 : 0;
-}
 
 static const char *side_text(const mt_pair *p, int english) { return english ? p->en->text : p->es->text; }
 
@@ -105,7 +18,7 @@ static void write_verses(out_set *set, const char *dir, const mt_bible_corpus *c
     for (int side = 0; side < 3; side++) {
         char name[64];
         snprintf(name, sizeof name, "%s.%s", mt_split_name(split), ext[side]);
-        FILE *f = open_out(set, dir, name);
+        FILE *f = out_open(set, dir, name);
         if (!f) return;
         for (size_t i = 0; i < c->n_pairs; i++) {
             const mt_pair *p = &c->pairs[i];
@@ -125,7 +38,7 @@ static void write_spans(out_set *set, const char *dir, const mt_bible_corpus *c,
     for (int side = 0; side < 3; side++) {
         char name[64];
         snprintf(name, sizeof name, "%s.%s.%s", mt_split_name(split), kind, ext[side]);
-        FILE *f = open_out(set, dir, name);
+        FILE *f = out_open(set, dir, name);
         if (!f) return;
         for (size_t i = 0; i < n; i++) {
             const mt_pair *first = &c->pairs[spans[i].first], *last = first + spans[i].count - 1;
@@ -219,7 +132,7 @@ static void write_names(out_set *set, const char *dir, const mt_bible_names *nam
     for (int side = 0; side < 4; side++) {
         char name[64];
         snprintf(name, sizeof name, "test.names.%s", ext[side]);
-        FILE *f = open_out(set, dir, name);
+        FILE *f = out_open(set, dir, name);
         if (!f) return;
         if (side == 3) fprintf(f, "%s\n# segments=%zu\n", MT_NAMES_MAGIC, names->n);
         for (size_t i = 0; i < names->n; i++) {
@@ -234,12 +147,22 @@ static void write_names(out_set *set, const char *dir, const mt_bible_names *nam
 
 int mt_bible_write(const mt_bible_corpus *c, const mt_bible_names *names, const char *dir)
 {
-    if (make_dirs(dir) < 0) return -1;
+    if (out_dir_make(dir) < 0) return -1;
     out_set set = {0};
     for (int s = 0; s < MT_SPLIT_COUNT; s++) write_verses(&set, dir, c, (mt_split)s);
     write_spans(&set, dir, c, MT_SPLIT_VALID, "para8", c->para[MT_SPLIT_VALID], c->n_para[MT_SPLIT_VALID], 0);
     write_spans(&set, dir, c, MT_SPLIT_TEST, "para8", c->para[MT_SPLIT_TEST], c->n_para[MT_SPLIT_TEST], 0);
     write_spans(&set, dir, c, MT_SPLIT_TEST, "chapter", c->chapters[MT_SPLIT_TEST], c->n_chapters[MT_SPLIT_TEST], 1);
     if (names) write_names(&set, dir, names);
-    return finish(&set);
+    /* the same manifest as an imported dataset's (mtlab/dataset.h): the languages, what was
+     * joined and dropped; the files' sizes and hashes are added by manifest_write */
+    json_t *info = json_pack("{s:[{s:s,s:s},{s:s,s:s}], s:{s:I, s:I, s:I, s:I, s:I}, s:s}", "sources", "module",
+                             "spaRV1909eb", "lang", "es", "module", "engWEB2015eb", "lang", "en", "filters",
+                             "common_keys", (json_int_t)c->n_common, "excluded", (json_int_t)c->n_excluded,
+                             "es_only", (json_int_t)c->n_es_only, "en_only", (json_int_t)c->n_en_only, "kept",
+                             (json_int_t)c->n_pairs, "split", "whole books (docs/data.md §4)");
+    int rc = -1;
+    if (set.failed) json_decref(info);
+    else rc = manifest_write(&set, dir, "es", "en", info);
+    return out_commit(&set) < 0 || rc < 0 ? -1 : 0;
 }

@@ -519,7 +519,7 @@ static void test_write_files(void **state)
         files++;
     }
     closedir(d);
-    assert_int_equal(files, 18);
+    assert_int_equal(files, 19); /* with manifest.json */
     assert_int_equal(rmdir(dir), 0);
     char out[700];
     snprintf(out, sizeof out, "%s/out", tmpl);
