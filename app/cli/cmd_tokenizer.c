@@ -1,7 +1,9 @@
-/* `mtlab tokenizer`: train the joint Spanish+English sentencepiece model on a parallel corpus,
- * and encode/decode text through a model, stdin to stdout, one line at a time. */
+/* `mtlab tokenizer`: train a sentencepiece model on a dataset's training split (joint over both
+ * languages, or one per language), and encode/decode text through a model, stdin to stdout,
+ * one line at a time. */
 #include "cli/commands.h"
 #include "mtlab/clock.h"
+#include "mtlab/dataset.h"
 #include "mtlab/error.h"
 #include "mtlab/files.h"
 #include "mtlab/tokenizer.h"
@@ -17,8 +19,6 @@
 /* The trained model depends on the thread count (see tokenizer.h); a fixed default makes
  * `mtlab tokenizer train` give the same model on every machine. */
 enum { DEFAULT_TRAIN_THREADS = 8, DEFAULT_VOCAB = 8000 };
-
-static const char *const SIDES[] = {"es", "en"};
 
 /* Strips a final "\r" (of "\r\n") in place. */
 static void chomp_cr(char *line, size_t len)
@@ -62,15 +62,46 @@ static double pieces_per_line(const mt_tokenizer *tok, const char *path, size_t 
     return lines ? (double)pieces / (double)lines : 0.0;
 }
 
+/* Train one model on inputs[0..n) into prefix.model and print its pieces per line of each. */
+static int train_one(const char *const *inputs, size_t n, const char *prefix, const char *what,
+                     const mt_tokenizer_train_opts *base)
+{
+    char model_path[PATH_MAX];
+    if ((size_t)snprintf(model_path, sizeof model_path, "%s.model", prefix) >= sizeof model_path)
+        return cli_fail("--out: path too long");
+    mt_tokenizer_train_opts opts = *base;
+    opts.inputs = inputs;
+    opts.n_inputs = n;
+    opts.model_prefix = prefix;
+    double t0 = mt_now_s();
+    if (mt_tokenizer_train(&opts)) return cli_fail("%s", mt_last_error());
+    double train_s = mt_now_s() - t0;
+    mt_tokenizer *tok = mt_tokenizer_load(model_path);
+    if (!tok) return cli_fail("%s", mt_last_error());
+    printf("%s: %d pieces (unigram, %s, coverage %g, seed %u, threads %d), trained in %.1f s\n", model_path,
+           mt_tokenizer_vocab_size(tok), what, opts.character_coverage, opts.seed, opts.num_threads, train_s);
+    int rc = 0;
+    for (size_t s = 0; s < n && rc == 0; s++) {
+        size_t lines;
+        double avg = pieces_per_line(tok, inputs[s], &lines);
+        if (avg < 0) rc = 1;
+        else printf("  %s: %.2f pieces per line (%zu lines)\n", inputs[s], avg, lines);
+    }
+    mt_tokenizer_free(tok);
+    return rc;
+}
+
 static int run_train(int argc, char **argv)
 {
-    const char *dir = "data/bible", *out = NULL;
+    const char *dir = "data/bible", *out = NULL, *user_symbols = NULL;
     long vocab = DEFAULT_VOCAB, seed = 0, threads = DEFAULT_TRAIN_THREADS;
-    int verbose = 0;
+    double coverage = 1.0;
+    int verbose = 0, separate = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--verbose")) {
-            verbose = 1;
+        if (!strcmp(a, "--verbose") || !strcmp(a, "--separate") || !strcmp(a, "--joint")) {
+            if (a[2] == 'v') verbose = 1;
+            else separate = a[2] == 's';
             continue;
         }
         if (!v) return cli_usage(&cmd_tokenizer);
@@ -78,47 +109,52 @@ static int run_train(int argc, char **argv)
         int rc = 0;
         if (!strcmp(a, "--data")) dir = v;
         else if (!strcmp(a, "--out")) out = v;
+        else if (!strcmp(a, "--user-symbols")) user_symbols = v;
         else if (!strcmp(a, "--vocab")) rc = cli_option_long("tokenizer", a, v, MT_UNK_ID + 2, 1000000, &vocab);
         else if (!strcmp(a, "--seed")) rc = cli_option_long("tokenizer", a, v, 0, UINT_MAX, &seed);
         else if (!strcmp(a, "--threads")) rc = cli_option_long("tokenizer", a, v, 1, 128, &threads);
-        else return cli_usage(&cmd_tokenizer);
+        else if (!strcmp(a, "--character-coverage")) {
+            char *end;
+            coverage = strtod(v, &end);
+            if (*end || !(coverage >= 0.9 && coverage <= 1.0))
+                return cli_fail("tokenizer: --character-coverage takes a number from 0.9 to 1 (0.9995 for "
+                                "languages with many characters, such as Chinese or Japanese), not '%s'", v);
+        } else return cli_usage(&cmd_tokenizer);
         if (rc) return rc;
     }
-    char inputs[2][PATH_MAX], prefix[PATH_MAX], model_path[PATH_MAX];
+    mt_dataset ds;
+    if (mt_dataset_open(&ds, dir) < 0) return cli_fail("--data: %s", mt_last_error());
+    char inputs[2][PATH_MAX];
     for (int s = 0; s < 2; s++) {
-        if ((size_t)snprintf(inputs[s], sizeof inputs[s], "%s/train.%s", dir, SIDES[s]) >= sizeof inputs[s])
-            return cli_fail("--data: path too long");
+        if (mt_dataset_path(&ds, "train", s, inputs[s], sizeof inputs[s]) < 0) return cli_fail("%s", mt_last_error());
         if (access(inputs[s], R_OK) != 0)
-            return cli_fail("%s: %s (build the corpus with `mtlab data bible`, or point --data at a "
-                            "directory holding train.es and train.en)", inputs[s], strerror(errno));
+            return cli_fail("%s: %s (the %s training side of the dataset %s)", inputs[s], strerror(errno),
+                            s ? ds.tgt_lang : ds.src_lang, dir);
     }
-    if ((size_t)snprintf(prefix, sizeof prefix, "%s%s", out ? out : dir, out ? "" : "/spm") >= sizeof prefix ||
-        (size_t)snprintf(model_path, sizeof model_path, "%s.model", prefix) >= sizeof model_path)
-        return cli_fail("--out: path too long");
-
-    const char *const input_list[] = {inputs[0], inputs[1]};
-    mt_tokenizer_train_opts opts = {
-        .inputs = input_list, .n_inputs = 2, .model_prefix = prefix, .vocab_size = (int)vocab,
-        .character_coverage = 1.0, .num_threads = (int)threads, .seed = (unsigned)seed,
-        .verbose = verbose,
+    mt_tokenizer_train_opts base = {
+        .vocab_size = (int)vocab, .character_coverage = coverage, .num_threads = (int)threads,
+        .seed = (unsigned)seed, .verbose = verbose, .user_symbols = user_symbols,
     };
-    double t0 = mt_now_s();
-    if (mt_tokenizer_train(&opts)) return cli_fail("%s", mt_last_error());
-    double train_s = mt_now_s() - t0;
-
-    mt_tokenizer *tok = mt_tokenizer_load(model_path);
-    if (!tok) return cli_fail("%s", mt_last_error());
-    printf("%s: %d pieces (unigram, joint es+en, seed %ld, threads %ld), trained in %.1f s\n",
-           model_path, mt_tokenizer_vocab_size(tok), seed, threads, train_s);
-    int rc = 0;
-    for (int s = 0; s < 2 && rc == 0; s++) {
-        size_t lines;
-        double avg = pieces_per_line(tok, inputs[s], &lines);
-        if (avg < 0) rc = 1;
-        else printf("  %s: %.2f pieces per verse (%zu verses)\n", inputs[s], avg, lines);
+    char prefix[PATH_MAX], what[2 * MT_LANG_MAX + 16];
+    if (!separate) {
+        if ((size_t)snprintf(prefix, sizeof prefix, "%s%s", out ? out : dir, out ? "" : "/spm") >= sizeof prefix)
+            return cli_fail("--out: path too long");
+        snprintf(what, sizeof what, "joint %s+%s", ds.src_lang, ds.tgt_lang);
+        const char *const input_list[] = {inputs[0], inputs[1]};
+        return train_one(input_list, 2, prefix, what, &base);
     }
-    mt_tokenizer_free(tok);
-    return rc;
+    /* one model per language: PREFIX.L.model */
+    for (int s = 0; s < 2; s++) {
+        const char *lang = s ? ds.tgt_lang : ds.src_lang;
+        if ((size_t)snprintf(prefix, sizeof prefix, "%s%s.%s", out ? out : dir, out ? "" : "/spm", lang) >=
+            sizeof prefix)
+            return cli_fail("--out: path too long");
+        snprintf(what, sizeof what, "%s only", lang);
+        const char *const input_list[] = {inputs[s]};
+        int rc = train_one(input_list, 1, prefix, what, &base);
+        if (rc) return rc;
+    }
+    return 0;
 }
 
 /* Parses "-m MODEL [--ids]" and loads the model: 0 ok, else the exit status (1 or 2). MODEL
@@ -251,10 +287,13 @@ static int run_tokenizer(int argc, char **argv)
 
 const struct mt_command cmd_tokenizer = {
     "tokenizer",
-    "train [--data DIR] [--vocab N] [--out PREFIX] [--seed S] [--threads N] [--verbose]\n"
+    "train [--data DIR] [--vocab N] [--joint | --separate] [--character-coverage C]\n"
+    "             [--user-symbols A,B] [--out PREFIX] [--seed S] [--threads N] [--verbose]\n"
     "       mtlab tokenizer encode -m MODEL [--ids]   (stdin -> stdout, a line at a time)\n"
     "       mtlab tokenizer decode -m MODEL           (lines of space-separated ids)",
-    "train the joint es+en sentencepiece model; encode or decode text with one",
+    "train a sentencepiece model on a dataset's train split (default data/bible; its languages from\n"
+    "DIR/manifest.json): joint over both languages into DIR/spm.model, or --separate into\n"
+    "DIR/spm.SRC.model and DIR/spm.TGT.model (the trainer takes a joint one); encode or decode text",
     run_tokenizer,
     .parallel = 0,
 };

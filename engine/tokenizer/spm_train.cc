@@ -69,7 +69,7 @@ static std::unordered_map<std::string, std::string> trainer_flags(const mt_token
                                                                   int vocab, double coverage,
                                                                   int threads)
 {
-    return {
+    std::unordered_map<std::string, std::string> flags = {
         {"model_type", "unigram"},
         {"model_prefix", o->model_prefix},
         {"vocab_size", std::to_string(vocab)},
@@ -88,6 +88,8 @@ static std::unordered_map<std::string, std::string> trainer_flags(const mt_token
         {"max_sentence_length", std::to_string((int)CORPUS_MAX_LINE_BYTES)},
         {"minloglevel", std::to_string(o->verbose ? SPM_LOG_ALL : SPM_LOG_ERRORS)},
     };
+    if (o->user_symbols && *o->user_symbols) flags["user_defined_symbols"] = o->user_symbols;
+    return flags;
 }
 
 /* sentencepiece only finds out after training that it cannot write the model, and then says

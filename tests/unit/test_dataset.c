@@ -6,6 +6,7 @@
 #include "data/sha256.h"
 #include "mtlab/dataset.h"
 #include "mtlab/error.h"
+#include "mtlab/tokenizer.h"
 
 #include <jansson.h>
 #include <unistd.h>
@@ -279,12 +280,48 @@ static void test_cli(void **state)
     test_captured_free(&r);
 }
 
+/* `mtlab tokenizer train --data DIR` on a de-en dataset: its languages from the manifest (it
+ * looked for DIR/train.es before), DIR/spm.model by default, --separate one per language. */
+static void test_tokenizer_train(void **state)
+{
+    (void)state;
+    char tmp[256], dir[300];
+    assert_int_equal(test_make_tmpdir(tmp, sizeof tmp, "dataset"), 0);
+    snprintf(dir, sizeof dir, "%s/deen", tmp);
+    test_captured r = test_run_command(&cmd_data, (const char *const[]){"import", dir, "--tsv",
+                                       "tests/fixtures/de-en/pairs.tsv", "--src-lang", "de", "--tgt-lang", "en",
+                                       "--valid", "40", "--test", "40", NULL});
+    if (r.rc) fail_msg("%s", r.err);
+    assert_non_null(strstr(r.out, "split           338 train / 40 valid / 40 test pairs"));
+    test_captured_free(&r);
+    r = test_run_command(&cmd_tokenizer, (const char *const[]){"train", "--data", dir, "--vocab", "150",
+                                                               "--threads", "1", NULL});
+    if (r.rc) fail_msg("%s", r.err);
+    assert_non_null(strstr(r.out, "spm.model: 150 pieces (unigram, joint de+en"));
+    assert_non_null(strstr(r.out, "train.de: "));
+    test_captured_free(&r);
+    r = test_run_command(&cmd_tokenizer, (const char *const[]){"train", "--data", dir, "--vocab", "100",
+                                                               "--threads", "1", "--separate", "--user-symbols",
+                                                               "<x>", NULL});
+    if (r.rc) fail_msg("%s", r.err);
+    assert_non_null(strstr(r.out, "spm.de.model: 100 pieces (unigram, de only"));
+    assert_non_null(strstr(r.out, "spm.en.model: 100 pieces (unigram, en only"));
+    test_captured_free(&r);
+    char model[400];
+    snprintf(model, sizeof model, "%s/spm.en.model", dir);
+    mt_tokenizer *tok = mt_tokenizer_load(model);
+    assert_non_null(tok);
+    assert_true(mt_tokenizer_piece_to_id(tok, "<x>") > MT_UNK_ID); /* a user symbol is one piece */
+    mt_tokenizer_free(tok);
+    test_remove_tree(tmp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_clean),         cmocka_unit_test(test_sha256),  cmocka_unit_test(test_lang_check),
         cmocka_unit_test(test_import),        cmocka_unit_test(test_import_errors),
-        cmocka_unit_test(test_open),          cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_open),          cmocka_unit_test(test_cli),     cmocka_unit_test(test_tokenizer_train),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

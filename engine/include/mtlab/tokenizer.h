@@ -49,6 +49,7 @@ typedef struct {
     unsigned seed;             /* for reproducible sampling of the training sentences */
     size_t max_sentences;      /* 0: 2,000,000; more input lines than this are sampled */
     int verbose;               /* 1: let sentencepiece log its progress to stderr */
+    const char *user_symbols;  /* NULL, or comma-separated pieces always kept whole ("<de>,<en>") */
 } mt_tokenizer_train_opts;
 /* The model depends on the inputs, the seed and num_threads (the EM sums are split per
  * thread), so fix num_threads where byte-identical models across machines matter. */
