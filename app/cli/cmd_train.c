@@ -1,11 +1,15 @@
 /* `mtlab train CONFIG.lua [--resume] [--max-steps N] [--name N] [--job] [KEY=VALUE...]`: a plain
- * process that trains one model. SIGINT/SIGTERM only set a flag; the trainer saves a checkpoint
- * at the next step and exits. --job: started by `mtlab jobs` (app/jobs/jobs.h), it records its
- * start and end in runs/NAME/job.json. */
+ * process that trains one model. SIGINT/SIGTERM (and SIGUSR1, which mpirun passes on to its
+ * ranks) only set a flag; the trainer saves a checkpoint at the next step and exits. --job:
+ * started by `mtlab jobs` (app/jobs/jobs.h), it records its start and end in
+ * runs/NAME/job.json. Started by mpirun or srun as one of N ranks, it trains with the others
+ * over MPI (docs/distributed.md); rank 0 alone writes the run's files and job.json, and a rank
+ * that fails says its rank and host. */
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "jobs/jobs.h"
 #include "lua/train_config.h"
+#include "mtlab/collective.h"
 #include "mtlab/error.h"
 #include "mtlab/train.h"
 
@@ -14,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static volatile sig_atomic_t stop_requested;
 
@@ -88,8 +93,10 @@ static int run_train(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaddset(&sa.sa_mask, SIGINT);
     sigaddset(&sa.sa_mask, SIGTERM);
+    sigaddset(&sa.sa_mask, SIGUSR1);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
     sigprocmask(SIG_UNBLOCK, &sa.sa_mask, NULL); /* a job's launcher blocks them (job_local.c) */
     /* past a file size limit (RLIMIT_FSIZE) a write fails with EFBIG and the run stops with that
      * message, instead of the process dying silently */
@@ -97,12 +104,26 @@ static int run_train(int argc, char **argv)
     /* A job's trainer locks its run before it writes job.json: one refused because another
      * process trains the run must leave that one's record alone. A plain run is locked by
      * mt_train_run. */
-    int lock = -1;
-    if (job && (lock = mt_run_lock(cfg.run_dir, MT_RUN_TRAINER)) < 0) return cli_fail("%s", mt_last_error());
+    mt_collective *coll = mt_collective_single();
+    int ranks;
+    if (mt_collective_launched(&ranks) && !(coll = mt_collective_mpi()))
+        return cli_fail("train %s: started as one of %d ranks, but: %s", cfg.name, ranks, mt_last_error());
+    char who[128] = ""; /* "rank R on HOST: " when there are several */
+    if (coll->size > 1) {
+        char host[64] = "?";
+        gethostname(host, sizeof host - 1);
+        snprintf(who, sizeof who, "rank %d on %s: ", coll->rank, host);
+    }
+    int lead = coll->rank == 0, lock = -1;
+    if (lead && job && (lock = mt_run_lock(cfg.run_dir, MT_RUN_TRAINER)) < 0) {
+        coll->close(coll);
+        return cli_fail("%s%s", who, mt_last_error());
+    }
     /* "running" in job.json promises a stop request is heard: only now */
-    if (job && job_trainer_begin(cfg.run_dir) != 0) {
+    if (lead && job && job_trainer_begin(cfg.run_dir) != 0) {
         mt_run_unlock(lock);
-        return cli_fail("%s", mt_last_error());
+        coll->close(coll);
+        return cli_fail("%s%s", who, mt_last_error());
     }
 
     train_view view;
@@ -110,14 +131,22 @@ static int run_train(int argc, char **argv)
     snprintf(label, sizeof label, "train %s", cfg.name);
     cli_progress_start(&view.bar, label, (size_t)cfg.max_steps);
     mt_train_hooks hooks = {.progress = show_progress, .message = show_message, .ud = &view,
-                            .stop = &stop_requested, .run_locked = job};
+                            .stop = &stop_requested, .run_locked = job, .collective = coll};
     int rc = mt_train_run(&cfg, resume, &hooks);
     cli_progress_finish(&view.bar, NULL);
-    char error[512];
-    snprintf(error, sizeof error, "%s", rc != 0 ? mt_last_error() : "");
-    if (job && job_trainer_end(cfg.run_dir, rc != 0, stop_requested, rc != 0 ? error : NULL) != 0)
+    char error[700];
+    snprintf(error, sizeof error, "%s%s", who, rc != 0 ? mt_last_error() : "");
+    if (lead && job && job_trainer_end(cfg.run_dir, rc != 0, stop_requested, rc != 0 ? error : NULL) != 0)
         fprintf(stderr, "mtlab train: %s\n", mt_last_error());
     mt_run_unlock(lock);
+    if (rc != 0 && coll->size > 1) {
+        /* no MPI_Finalize: the launcher sees this rank fail and stops the others, which may wait
+         * in a collective for this one */
+        fprintf(stderr, "mtlab: train %s: %s\n", cfg.name, error);
+        fflush(NULL);
+        _exit(1);
+    }
+    coll->close(coll);
     if (rc != 0) return cli_fail("train %s: %s", cfg.name, error);
     return 0;
 }

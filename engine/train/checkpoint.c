@@ -123,9 +123,9 @@ static int write_trainer_state(const char *dir, mt_model *m, const mt_train_conf
     if (rc != 0) return -1;
 
     char fp[32];
-    json_t *o = json_pack("{s:I, s:i, s:I, s:f, s:s, s:s}", "step", (json_int_t)st->step, "epoch", st->epoch,
+    json_t *o = json_pack("{s:I, s:i, s:I, s:f, s:s, s:s, s:i}", "step", (json_int_t)st->step, "epoch", st->epoch,
                           "batch", (json_int_t)st->batch, "best_bleu", st->best_bleu, "fingerprint",
-                          fingerprint(cfg, fp, sizeof fp), "name", cfg->name);
+                          fingerprint(cfg, fp, sizeof fp), "name", cfg->name, "shards", st->shards);
     snprintf(path, sizeof path, "%s/trainer.json", dir);
     char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
     json_decref(o);
@@ -220,14 +220,20 @@ static int read_state(const char *dir, const mt_train_config *cfg, train_state *
     if (!o) return mt_error("%s:%d: %s", path, err.line, err.text);
     json_int_t step, batch;
     const char *fprint;
-    int rc = json_unpack_ex(o, &err, 0, "{s:I, s:i, s:I, s:F, s:s}", "step", &step, "epoch", &st->epoch, "batch",
-                            &batch, "best_bleu", &st->best_bleu, "fingerprint", &fprint);
+    st->shards = 1;
+    int rc = json_unpack_ex(o, &err, 0, "{s:I, s:i, s:I, s:F, s:s, s?i}", "step", &step, "epoch", &st->epoch,
+                            "batch", &batch, "best_bleu", &st->best_bleu, "fingerprint", &fprint, "shards",
+                            &st->shards);
     if (rc != 0) {
         json_decref(o);
         return mt_error("%s: %s", path, err.text);
     }
     st->step = (long)step;
     st->batch = (size_t)batch;
+    if (st->shards < 1 || st->shards > 4096) {
+        json_decref(o);
+        return mt_error("%s: shards = %d: it must be in 1..4096", path, st->shards);
+    }
     if (strcmp(fprint, fingerprint(cfg, fp, sizeof fp)) != 0) {
         json_decref(o);
         return mt_error("%s: this checkpoint was made with other settings (model, data, batching, "

@@ -103,9 +103,10 @@ static int emit(log_file *lf, json_t *obj)
 
 int log_step(log_file *lf, const mt_train_progress *p)
 {
-    return emit(lf, json_pack("{s:s, s:I, s:i, s:f, s:f, s:f, s:f}", "event", "train", "step", (json_int_t)p->step,
-                              "epoch", p->epoch, "loss", p->loss, "lr", p->lr, "tokens_per_s", p->tokens_per_s,
-                              "elapsed_s", p->elapsed_s));
+    return emit(lf, json_pack("{s:s, s:I, s:i, s:f, s:f, s:f, s:f, s:i, s:f, s:f}", "event", "train", "step",
+                              (json_int_t)p->step, "epoch", p->epoch, "loss", p->loss, "lr", p->lr, "tokens_per_s",
+                              p->tokens_per_s, "elapsed_s", p->elapsed_s, "ranks", p->ranks, "step_s", p->step_s,
+                              "reduce_s", p->reduce_s));
 }
 
 int log_validation(log_file *lf, const mt_train_progress *p)

@@ -14,6 +14,8 @@ typedef struct {
     int epoch;        /* current epoch */
     size_t batch;     /* next batch of the epoch plan */
     double best_bleu; /* best validation BLEU so far (-1: none) */
+    int shards;       /* each global batch is cut into this many shards (the ranks the run began
+                       * with; 1 in checkpoints made before data parallelism) */
 } train_state;
 
 /* mkdir -p; errors name the path. */

@@ -1,6 +1,7 @@
 /* The training loop: epochs of token-budget batches, gradient accumulation, AdamW under an
  * inverse-sqrt schedule, periodic logging, validation and checkpoints (checkpoint.c). */
 #include "mtlab/clock.h"
+#include "mtlab/collective.h"
 #include "mtlab/device.h"
 #include "mtlab/error.h"
 #include "mtlab/train.h"
@@ -110,9 +111,10 @@ typedef struct {
     int *len;
 } epoch_plan;
 
-/* np, when not NULL, substitutes names first (docs/data.md §8). 0 or -1. */
+/* np, when not NULL, substitutes names first (docs/data.md §8). A batch holds max_tokens x
+ * shards (one shard per rank). 0 or -1. */
 static int epoch_plan_build(epoch_plan *ep, const mt_train_config *cfg, const mt_corpus *c,
-                            const mt_name_pool *np, const mt_tokenizer *tok, int encdec, int epoch)
+                            const mt_name_pool *np, const mt_tokenizer *tok, int encdec, int epoch, int shards)
 {
     memset(ep, 0, sizeof *ep);
     ep->corpus = c;
@@ -125,7 +127,7 @@ static int epoch_plan_build(epoch_plan *ep, const mt_train_config *cfg, const mt
     mt_examples_build(&ep->ex, c, cfg->cat_n, cfg->cat_min, cfg->cat_keep, cfg->max_len, cfg->seed, (uint64_t)epoch);
     ep->len = mt_xmalloc(ep->ex.n * sizeof *ep->len);
     for (size_t i = 0; i < ep->ex.n; i++) ep->len[i] = mt_example_packed_len(&ep->ex, i, encdec);
-    mt_batch_plan_build(&ep->plan, ep->len, ep->ex.n, mt_batch_budget(cfg->max_tokens, encdec),
+    mt_batch_plan_build(&ep->plan, ep->len, ep->ex.n, mt_batch_budget(cfg->max_tokens * (size_t)shards, encdec),
                         cfg->seed, (uint64_t)epoch);
     return 0;
 }
@@ -154,7 +156,7 @@ static int valid_loss(mt_model *m, const mt_train_config *cfg, const mt_corpus *
     epoch_plan ep;
     mt_train_config plain = *cfg;
     plain.cat_n = 0;
-    epoch_plan_build(&ep, &plain, vc, NULL, NULL, encdec, 0);
+    epoch_plan_build(&ep, &plain, vc, NULL, NULL, encdec, 0, 1);
     double sum = 0;
     size_t count = 0;
     mt_step_opts opts = {0};
@@ -197,11 +199,79 @@ static mt_model *model_from_init(const mt_train_config *cfg, const mt_backend *b
     return m;
 }
 
+/* 1 when any rank was asked to stop (so all stop at the same step), 0 when none; -1 on error. */
+static int stop_agreed(mt_collective *coll, const mt_train_hooks *hooks)
+{
+    int mine = hooks && hooks->stop && *hooks->stop;
+    if (coll->size == 1) return mine;
+    int *all = mt_xmalloc((size_t)coll->size * sizeof *all);
+    int rc = coll->all_gather(coll, &mine, all, sizeof mine) != 0 ? -1 : 0;
+    for (int r = 0; r < coll->size && rc == 0; r++) rc = all[r] != 0;
+    free(all);
+    return rc;
+}
+
+/* The step's loss summed over the ranks in rank order (host doubles), or -1. */
+static int sum_over_ranks(mt_collective *coll, double *x)
+{
+    if (coll->size == 1) return 0;
+    double *all = mt_xmalloc((size_t)coll->size * sizeof *all);
+    int rc = coll->all_gather(coll, x, all, sizeof *x);
+    if (rc == 0) {
+        *x = 0;
+        for (int r = 0; r < coll->size; r++) *x += all[r];
+    }
+    free(all);
+    return rc;
+}
+
+/* Sum the ranks' gradient blocks; through a host copy when the collective cannot read the
+ * backend's memory (MPI with a CUDA model). */
+static int reduce_grads(mt_collective *coll, mt_model *m, float **host, double *seconds)
+{
+    double t = mt_now_s();
+    const mt_backend *be = mt_model_backend(m);
+    size_t n = mt_model_param_block_size(m);
+    float *g = mt_model_grads(m);
+    int rc;
+    if (be->host_memory || coll->device_memory) {
+        rc = coll->all_reduce_sum(coll, g, n);
+    } else {
+        if (!*host) *host = mt_xmalloc(n * sizeof **host);
+        be->download(*host, g, n * sizeof **host);
+        rc = coll->all_reduce_sum(coll, *host, n);
+        if (rc == 0) be->upload(g, *host, n * sizeof **host);
+    }
+    *seconds += mt_now_s() - t;
+    return rc != 0 ? mt_error_context("step gradient all-reduce over %d ranks (%s)", coll->size, coll->name) : 0;
+}
+
+/* The gradient block exists after the first backward; a rank whose first shards are empty
+ * still needs one to receive the others' sum, so it runs one pair without training. */
+static int ensure_grads(mt_model *m, const mt_train_config *cfg, const epoch_plan *ep, int encdec)
+{
+    if (mt_model_grads(m) || ep->plan.n_batches == 0) return 0;
+    mt_batch batch;
+    mt_batch_pack(&batch, encdec, &cfg->model, ep->corpus, &ep->ex, ep->plan.order, 1);
+    mt_step_opts opts = {0};
+    double loss;
+    size_t n;
+    int rc = mt_model_forward_backward(m, &batch, &opts, 1.0f, &loss, &n);
+    mt_batch_free(&batch);
+    mt_model_zero_grad(m);
+    return rc;
+}
+
 int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *hooks)
 {
     if (mt_train_config_check(cfg) != 0) return -1;
+    mt_collective *coll = hooks && hooks->collective ? hooks->collective : mt_collective_single();
+    int lead = coll->rank == 0; /* the rank that logs, validates and saves */
+    const mt_train_hooks *all_hooks = hooks;
+    if (!lead) hooks = NULL; /* one voice: the others' errors come back as their return value */
     int lock = -1; /* run_dir's lock, when this call takes it */
-    if (!(hooks && hooks->run_locked) && (lock = mt_run_lock(cfg->run_dir, MT_RUN_TRAINER)) < 0) return -1;
+    if (lead && !(hooks && hooks->run_locked) && (lock = mt_run_lock(cfg->run_dir, MT_RUN_TRAINER)) < 0)
+        return -1;
 
     mt_tokenizer *tok = mt_tokenizer_load(cfg->tokenizer);
     if (!tok) {
@@ -222,12 +292,13 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
     log_file lf = {.fd = -1};
     epoch_plan ep = {0};
     train_entities ent = {0};
+    float *grads_host = NULL;
     int rc = -1, have_valid = cfg->valid_src[0] != '\0';
     double t0 = mt_now_s();
 
     if (mt_corpus_load(&train, cfg->train_src, cfg->train_tgt, tok, cfg->max_len) != 0) goto out;
     if (have_valid && mt_corpus_load(&valid, cfg->valid_src, cfg->valid_tgt, tok, cfg->max_len) != 0) goto out;
-    if (train_corpus_stats(cfg, &ent) != 0) goto out;
+    if (lead && train_corpus_stats(cfg, &ent) != 0) goto out; /* for saved bundles */
     say(hooks, "data: %zu training pairs (%zu sides cut to %d ids), %zu validation pairs", train.n,
         train.truncated, cfg->max_len, valid.n);
     if (cfg->name_substitution > 0) {
@@ -253,27 +324,39 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
         if (!m) goto out;
         st.best_bleu = -1;
         st.step = cfg->init_step;
+        st.shards = coll->size;
         if (cfg->init[0]) say(hooks, "weights from %s, counting on from step %ld", cfg->init, cfg->init_step);
     }
     say(hooks, "model: %s, %zu parameters", cfg->model.arch, mt_model_param_count(m));
-    long dropped;
-    if (log_open(&lf, cfg, resume ? st.step : -1, &dropped) != 0) goto out;
+    say(hooks, "ranks %d (%s): each batch of max_tokens %zu x %d is cut into %d shards", coll->size, coll->name,
+        cfg->max_tokens, st.shards, st.shards);
+    if (coll->size > st.shards)
+        say(hooks, "the run began on %d ranks, so its batches have %d shards: ranks %d..%d only wait", st.shards,
+            st.shards, st.shards, coll->size - 1);
+    long dropped = 0;
+    if (lead && log_open(&lf, cfg, resume ? st.step : -1, &dropped) != 0) goto out;
     if (dropped)
         say(hooks, "%s: cut back to step %ld (%ld bytes logged after the checkpoint dropped)", lf.path, st.step,
             dropped);
 
     int encdec = mt_model_is_encdec(m);
-    mt_train_progress pr = {.max_steps = cfg->max_steps, .valid_loss = -1, .valid_bleu = -1};
-    double interval_loss = 0, interval_t0 = mt_now_s();
+    mt_train_progress pr = {.max_steps = cfg->max_steps, .valid_loss = -1, .valid_bleu = -1,
+                            .ranks = coll->size};
+    double interval_loss = 0, interval_t0 = mt_now_s(), interval_step_s = 0, interval_reduce_s = 0;
     size_t interval_tokens = 0;
+    long interval_steps = 0;
     const mt_name_pool *np = cfg->name_substitution > 0 ? &names : NULL;
-    if (epoch_plan_build(&ep, cfg, &train, np, tok, encdec, st.epoch) != 0) goto out;
+    if (epoch_plan_build(&ep, cfg, &train, np, tok, encdec, st.epoch, st.shards) != 0) goto out;
+    if (coll->size > 1 && ensure_grads(m, cfg, &ep, encdec) != 0) goto out;
 
     while (st.step < cfg->max_steps) {
-        if (hooks && hooks->stop && *hooks->stop) {
+        int stop = stop_agreed(coll, all_hooks);
+        if (stop < 0) goto out;
+        if (stop) {
             say(hooks, "stopping at step %ld: saving a checkpoint", st.step);
             break;
         }
+        double step_t0 = mt_now_s();
         /* One optimiser step = accum consecutive batches of the epoch plan. */
         const uint32_t *mb_rows[64];
         int mb_n[64], n_mb = 0;
@@ -283,7 +366,7 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
                 epoch_plan_free(&ep);
                 st.epoch++;
                 st.batch = 0;
-                if (epoch_plan_build(&ep, cfg, &train, np, tok, encdec, st.epoch) != 0) goto out;
+                if (epoch_plan_build(&ep, cfg, &train, np, tok, encdec, st.epoch, st.shards) != 0) goto out;
             }
             mb_rows[n_mb] = ep.plan.order + ep.plan.start[st.batch];
             mb_n[n_mb] = ep.plan.rows[st.batch];
@@ -297,16 +380,25 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
                              .label_smoothing = cfg->label_smoothing};
         double step_loss = 0;
         for (int k = 0; k < n_mb; k++) {
-            mt_batch batch;
-            mt_batch_pack(&batch, encdec, &cfg->model, ep.corpus, &ep.ex, mb_rows[k], mb_n[k]);
-            double loss;
-            size_t n;
-            /* every micro-batch token weighs 1/step_tokens: the step's gradient is the mean */
-            int frc = mt_model_forward_backward(m, &batch, &opts, 1.0f / (float)step_tokens, &loss, &n);
-            mt_batch_free(&batch);
-            if (frc != 0) goto out;
-            step_loss += loss * (double)n;
+            /* this rank's shards of the batch: s = rank, rank + N, ... of st.shards row ranges */
+            for (int s = coll->rank; s < st.shards; s += coll->size) {
+                int lo = (int)((long)mb_n[k] * s / st.shards), hi = (int)((long)mb_n[k] * (s + 1) / st.shards);
+                if (hi == lo) continue;
+                mt_batch batch;
+                mt_batch_pack(&batch, encdec, &cfg->model, ep.corpus, &ep.ex, mb_rows[k] + lo, hi - lo);
+                double loss;
+                size_t n;
+                /* every token of the global batch weighs 1/step_tokens: the step's gradient is the mean */
+                int frc = mt_model_forward_backward(m, &batch, &opts, 1.0f / (float)step_tokens, &loss, &n);
+                mt_batch_free(&batch);
+                if (frc != 0) goto out;
+                step_loss += loss * (double)n;
+            }
         }
+        double reduce_s = 0;
+        if (coll->size > 1 && (reduce_grads(coll, m, &grads_host, &reduce_s) != 0 ||
+                               sum_over_ranks(coll, &step_loss) != 0))
+            goto out;
         double lr = mt_lr_inverse_sqrt(cfg->lr, step, cfg->warmup);
         mt_adamw_hparams h = {(float)lr, (float)cfg->beta1, (float)cfg->beta2, (float)cfg->eps,
                               (float)cfg->weight_decay};
@@ -318,6 +410,9 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
         }
         interval_loss += step_loss;
         interval_tokens += step_tokens;
+        interval_step_s += mt_now_s() - step_t0;
+        interval_reduce_s += reduce_s;
+        interval_steps++;
 
         int last = st.step == cfg->max_steps;
         if (st.step % cfg->log_every == 0 || last) {
@@ -326,14 +421,19 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
                                      .loss = interval_loss / (double)interval_tokens, .lr = lr,
                                      .tokens_per_s = (double)interval_tokens / (t - interval_t0),
                                      .elapsed_s = t - t0, .valid_loss = pr.valid_loss,
-                                     .valid_bleu = pr.valid_bleu};
-            if (log_step(&lf, &pr) != 0) goto out;
+                                     .valid_bleu = pr.valid_bleu, .ranks = coll->size,
+                                     .step_s = interval_step_s / (double)interval_steps,
+                                     .reduce_s = interval_reduce_s / (double)interval_steps};
+            if (lead && log_step(&lf, &pr) != 0) goto out;
             if (hooks && hooks->progress) hooks->progress(hooks->ud, &pr);
             interval_loss = 0;
             interval_tokens = 0;
+            interval_step_s = interval_reduce_s = 0;
+            interval_steps = 0;
             interval_t0 = mt_now_s();
         }
 
+        if (!lead) continue; /* validation and saving are rank 0's */
         if (have_valid && ((cfg->valid_every && st.step % cfg->valid_every == 0) || last)) {
             if (valid_loss(m, cfg, &valid, &pr.valid_loss) != 0) goto out;
             if (cfg->valid_bleu_lines > 0 && validate_bleu(m, tok, cfg, &pr.valid_bleu) != 0) goto out;
@@ -358,10 +458,11 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
             say(hooks, "step %ld: checkpoint saved", st.step);
         }
     }
-    if (checkpoint_save(m, cfg, &st, &ent) != 0) goto out;
+    if (lead && checkpoint_save(m, cfg, &st, &ent) != 0) goto out;
     say(hooks, "step %ld: checkpoint saved to %s/checkpoint (%.1f s)", st.step, cfg->run_dir, mt_now_s() - t0);
     rc = 0;
 out:
+    free(grads_host);
     train_entities_free(&ent);
     epoch_plan_free(&ep);
     log_close(&lf);

@@ -82,6 +82,9 @@ typedef struct {
     double valid_loss;       /* < 0 until the first validation */
     double valid_bleu;       /* < 0 until the first validation with BLEU */
     int is_validation;       /* 1 when this report follows a validation */
+    int ranks;               /* processes training together (mt_train_hooks.collective) */
+    double step_s;           /* mean wall time of a step over the last interval */
+    double reduce_s;         /* of it, the mean time in the gradient all-reduce */
 } mt_train_progress;
 
 typedef struct {
@@ -95,6 +98,13 @@ typedef struct {
     /* 1: the caller holds run_dir's lock (mt_run_lock) for the whole run; 0: mt_train_run takes
      * it itself and refuses to run when another process holds it. */
     int run_locked;
+    /* Data parallelism (mtlab/collective.h; NULL: one process). Every rank calls mt_train_run
+     * with the same config: each global batch (the plan of max_tokens x shards, where shards is
+     * the number of ranks the run started with, kept in its checkpoints) is cut into shards,
+     * rank r computes the gradient of shards r, r + N, ..., and the ranks' gradients are summed
+     * in rank order, so a run gives the same losses on any N. Rank 0 alone takes the lock,
+     * writes the log, validates and saves; the others only train. */
+    struct mt_collective *collective;
 } mt_train_hooks;
 
 /* One process at a time works on a run directory: the trainer for its whole life, a job launcher
