@@ -1,6 +1,7 @@
 /* Lua table -> mt_train_config, driven by two key tables (run settings, model overrides). */
 #include "lua/train_config.h"
 #include "lua/mtlab_lua.h"
+#include "mtlab/dataset.h"
 #include "mtlab/error.h"
 
 #include <lauxlib.h>
@@ -9,6 +10,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* K_LAYERS: a list of 0-based layer indices, stored in mt_model_config's attn_layers and
  * n_attn_layers (the same numbering as config.json) */
@@ -23,7 +25,8 @@ typedef struct {
 
 #define RUN_KEY(f, t) {#f, t, offsetof(mt_train_config, f), sizeof(((mt_train_config *)0)->f)}
 static const key_desc run_keys[] = {
-    RUN_KEY(name, K_STR),          RUN_KEY(run_dir, K_STR),       RUN_KEY(train_src, K_STR),
+    RUN_KEY(name, K_STR),          RUN_KEY(run_dir, K_STR),       RUN_KEY(dataset, K_STR),
+    RUN_KEY(src_lang, K_STR),      RUN_KEY(tgt_lang, K_STR),      RUN_KEY(train_src, K_STR),
     RUN_KEY(train_tgt, K_STR),     RUN_KEY(valid_src, K_STR),     RUN_KEY(valid_tgt, K_STR),
     RUN_KEY(tokenizer, K_STR),     RUN_KEY(max_len, K_INT),       RUN_KEY(cat_n, K_INT),
     RUN_KEY(cat_min, K_INT),       RUN_KEY(cat_keep, K_DOUBLE),   RUN_KEY(max_tokens, K_SIZE),
@@ -231,6 +234,76 @@ static int apply_override(lua_State *L, const char *path, const char *ov)
     return 0;
 }
 
+/* The direction of `dataset = DIR`: src_lang/tgt_lang left out or the dataset's (0), or its
+ * two languages swapped (1: trains tgt -> src, as en -> es on the Bible); anything else is an
+ * error. Read from the table (still on the stack), since cfg holds the defaults for keys left
+ * out. */
+static int dataset_direction(lua_State *L, const mt_dataset *d, const char *path, const char *dataset, int *reverse)
+{
+    const char *keys[2] = {"src_lang", "tgt_lang"}, *given[2] = {NULL, NULL};
+    for (int i = 0; i < 2; i++) {
+        lua_getfield(L, -1, keys[i]);
+        given[i] = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+        lua_pop(L, 1); /* the string stays alive in the table */
+    }
+    const char *fwd[2] = {d->src_lang, d->tgt_lang};
+    for (*reverse = 0; *reverse < 2; (*reverse)++) {
+        int fits = 1;
+        for (int i = 0; i < 2; i++) fits &= !given[i] || !strcmp(given[i], fwd[i ^ *reverse]);
+        if (fits) return 0;
+    }
+    return mt_error("%s: src_lang = \"%s\", tgt_lang = \"%s\" beside dataset = \"%s\", whose languages are %s "
+                    "and %s (leave them out for %s -> %s, or swap them for the reverse direction)",
+                    path, given[0] ? given[0] : "", given[1] ? given[1] : "", dataset, d->src_lang, d->tgt_lang,
+                    d->src_lang, d->tgt_lang);
+}
+
+/* `dataset = DIR`: the files and the languages from the dataset (mtlab/dataset.h); a file key
+ * or language given beside it must be the dataset's (a config written back by
+ * train_config_write holds both), the tokenizer defaults to DIR/spm.model. Without a dataset the
+ * languages are the keys src_lang/tgt_lang (default es, en), checked as BCP-47 tags. With a
+ * dataset they choose the direction (dataset_direction). Then the model records them (its
+ * bundles' config.json). */
+static int resolve_dataset(lua_State *L, mt_train_config *cfg, const char *path)
+{
+    if (cfg->dataset[0]) {
+        mt_dataset d;
+        int reverse;
+        if (mt_dataset_open(&d, cfg->dataset) < 0) return mt_error_context("%s: dataset = \"%s\"", path, cfg->dataset);
+        if (dataset_direction(L, &d, path, cfg->dataset, &reverse) < 0) return -1;
+        struct {
+            const char *key;
+            char *value;
+            size_t size;
+            const char *split;
+            int target;
+        } files[] = {{"train_src", cfg->train_src, sizeof cfg->train_src, "train", 0},
+                     {"train_tgt", cfg->train_tgt, sizeof cfg->train_tgt, "train", 1},
+                     {"valid_src", cfg->valid_src, sizeof cfg->valid_src, "valid", 0},
+                     {"valid_tgt", cfg->valid_tgt, sizeof cfg->valid_tgt, "valid", 1}};
+        for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+            char want[sizeof cfg->train_src];
+            if (mt_dataset_path(&d, files[i].split, files[i].target ^ reverse, want, sizeof want) < 0)
+                return mt_error_context("%s: dataset", path);
+            if (files[i].value[0] && strcmp(files[i].value, want) != 0)
+                return mt_error("%s: '%s' = \"%s\" beside dataset = \"%s\" (which gives %s): give one or the other",
+                                path, files[i].key, files[i].value, cfg->dataset, want);
+            if (files[i].target == 0 && strcmp(files[i].split, "valid") == 0 && access(want, F_OK) != 0)
+                break; /* a dataset without a valid split: validation is off */
+            snprintf(files[i].value, files[i].size, "%s", want);
+        }
+        if (!cfg->tokenizer[0]) snprintf(cfg->tokenizer, sizeof cfg->tokenizer, "%s/spm.model", cfg->dataset);
+        snprintf(cfg->src_lang, sizeof cfg->src_lang, "%s", reverse ? d.tgt_lang : d.src_lang);
+        snprintf(cfg->tgt_lang, sizeof cfg->tgt_lang, "%s", reverse ? d.src_lang : d.tgt_lang);
+    }
+    if (mt_lang_check(cfg->src_lang) < 0) return mt_error_context("%s: 'src_lang'", path);
+    if (mt_lang_check(cfg->tgt_lang) < 0) return mt_error_context("%s: 'tgt_lang'", path);
+    snprintf(cfg->model.src_lang, sizeof cfg->model.src_lang, "%s", cfg->src_lang);
+    snprintf(cfg->model.tgt_lang, sizeof cfg->model.tgt_lang, "%s", cfg->tgt_lang);
+    cfg->model.langs_recorded = 1;
+    return 0;
+}
+
 int train_config_load_with(mt_train_config *cfg, const char *path, const char *const *overrides,
                            int n_overrides, char *preset, size_t len)
 {
@@ -264,6 +337,7 @@ int train_config_load_with(mt_train_config *cfg, const char *path, const char *c
     }
     lua_pop(L, 1);
     if (read_table(L, cfg, run_keys, sizeof run_keys / sizeof run_keys[0], path, "model") != 0) goto out;
+    if (resolve_dataset(L, cfg, path) != 0) goto out;
     if (!cfg->run_dir[0]) snprintf(cfg->run_dir, sizeof cfg->run_dir, "runs/%s", cfg->name);
     rc = 0;
 out:

@@ -10,6 +10,9 @@
  *     lr = 1e-3, warmup = 1000, max_tokens = 6000, max_steps = 8000,
  *   }
  *
+ * or, for any dataset (mtlab/dataset.h), `dataset = "data/mycorp"` in place of the four file keys:
+ * the files, the languages (src_lang, tgt_lang) and the tokenizer (DIR/spm.model) come from it.
+ *
  * Unknown keys are errors (a typo must not silently train something else). */
 #ifndef MTLAB_APP_TRAIN_CONFIG_H
 #define MTLAB_APP_TRAIN_CONFIG_H

@@ -3,8 +3,10 @@
  * each architecture's file. */
 #include "models/model_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
+#include "mtlab/dataset.h"
 #include "mtlab/error.h"
 #include "mtlab/tokenizer.h"
 
@@ -32,17 +34,37 @@ int mt_model_config_token_id(const mt_config *c, const char *key, int *id)
     return 0;
 }
 
+/* mtlab.src_lang and mtlab.tgt_lang, both or neither; without them a bundle made before they
+ * existed (every one was trained on the Bible) reads as es -> en, with langs_recorded 0. */
+static int read_langs(mt_model_config *cfg, const mt_config *x)
+{
+    snprintf(cfg->src_lang, sizeof cfg->src_lang, "%s", MT_DEFAULT_SRC_LANG);
+    snprintf(cfg->tgt_lang, sizeof cfg->tgt_lang, "%s", MT_DEFAULT_TGT_LANG);
+    cfg->langs_recorded = 0;
+    if (!x || (!mt_config_has(x, "src_lang") && !mt_config_has(x, "tgt_lang"))) return 0;
+    const char *keys[2] = {"src_lang", "tgt_lang"};
+    char *dst[2] = {cfg->src_lang, cfg->tgt_lang};
+    for (int i = 0; i < 2; i++) {
+        const char *v = mt_config_string(x, keys[i]);
+        if (!v) return -1;
+        if (mt_lang_check(v) < 0) return mt_error_context("%s: key 'mtlab.%s'", mt_config_name(x), keys[i]);
+        snprintf(dst[i], sizeof cfg->src_lang, "%s", v);
+    }
+    cfg->langs_recorded = 1;
+    return 0;
+}
+
 int mt_model_config_read_mtlab(mt_model_config *cfg, const mt_config *c)
 {
     const mt_config *x = mt_config_object(c, "mtlab");
     if (!x) {
         if (mt_config_has(c, "mtlab"))
             return mt_error("%s: key 'mtlab' must be an object", mt_config_name(c));
-        return 0;
+        return read_langs(cfg, NULL);
     }
     return mt_model_config_token_id(x, "sep_token_id", &cfg->sep_id) ||
                    mt_model_config_token_id(x, "unk_token_id", &cfg->unk_id) ||
-                   mt_config_float_or(x, "dropout", cfg->dropout, 0.0, 0.999, &cfg->dropout)
+                   mt_config_float_or(x, "dropout", cfg->dropout, 0.0, 0.999, &cfg->dropout) || read_langs(cfg, x)
                ? -1
                : 0;
 }
@@ -65,5 +87,9 @@ int mt_model_config_write_mtlab(const mt_model_config *cfg, mt_config *c, int wi
     rc |= mt_config_set_int(x, "sep_token_id", cfg->sep_id);
     rc |= mt_config_set_int(x, "unk_token_id", cfg->unk_id);
     if (with_dropout) rc |= mt_config_set_float(x, "dropout", cfg->dropout);
+    if (cfg->langs_recorded && cfg->src_lang[0] && cfg->tgt_lang[0]) { /* a default stays unwritten */
+        rc |= mt_config_set_string(x, "src_lang", cfg->src_lang);
+        rc |= mt_config_set_string(x, "tgt_lang", cfg->tgt_lang);
+    }
     return rc ? -1 : 0;
 }

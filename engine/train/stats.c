@@ -7,11 +7,9 @@
 
 #include <string.h>
 
-mt_ner_lang train_target_lang(const mt_train_config *cfg)
-{
-    const char *slash = strrchr(cfg->train_tgt, '/'), *dot = strrchr(cfg->train_tgt, '.');
-    return mt_ner_lang_for_code(dot && (!slash || dot > slash) ? dot + 1 : "");
-}
+/* The recogniser of the target language the config names (its dataset's), never guessed from
+ * a file name. */
+mt_ner_lang train_target_lang(const mt_train_config *cfg) { return mt_ner_lang_for_code(cfg->tgt_lang); }
 
 int train_corpus_stats(const mt_train_config *cfg, train_entities *ent)
 {

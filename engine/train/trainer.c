@@ -3,6 +3,7 @@
 #include "mtlab/clock.h"
 #include "mtlab/collective.h"
 #include "mtlab/device.h"
+#include "mtlab/dataset.h"
 #include "mtlab/error.h"
 #include "mtlab/train.h"
 #include "train_internal.h"
@@ -19,6 +20,8 @@ void mt_train_config_defaults(mt_train_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     snprintf(cfg->name, sizeof cfg->name, "run");
+    snprintf(cfg->src_lang, sizeof cfg->src_lang, "%s", MT_DEFAULT_SRC_LANG);
+    snprintf(cfg->tgt_lang, sizeof cfg->tgt_lang, "%s", MT_DEFAULT_TGT_LANG);
     cfg->max_len = 256;
     cfg->cat_keep = 0.5;
     cfg->max_tokens = 4096;

@@ -5,13 +5,13 @@
 -- the paper's learning rate (docs/models.md §1.5, Table 5) doubled for these small sizes, so only
 -- the budget is shared, not the tuning.
 -- Use: return dofile(<this file>)("mamba-small", 2e-3)   -- name (= preset) and peak lr
+-- The dataset is the Bible (es -> en); any other one is a key on the command line:
+--   mtlab train scripts/train/mamba-small.lua dataset=data/mycorp name=mycorp-mamba
 return function(name, lr)
   return {
     name = name,
     model = { preset = name, dropout = 0.1 },
-    train_src = "data/bible/train.es", train_tgt = "data/bible/train.en",
-    valid_src = "data/bible/valid.es", valid_tgt = "data/bible/valid.en",
-    tokenizer = "data/bible/spm.model",
+    dataset = "data/bible",   -- files, languages and tokenizer (DIR/spm.model) from here
     max_len = 128,
     max_tokens = 4096,
     lr = lr,

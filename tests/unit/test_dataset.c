@@ -5,7 +5,9 @@
 #include "cli/commands.h"
 #include "data/sha256.h"
 #include "mtlab/dataset.h"
+#include "mtlab/backend.h"
 #include "mtlab/error.h"
+#include "mtlab/model.h"
 #include "mtlab/tokenizer.h"
 
 #include <jansson.h>
@@ -316,12 +318,60 @@ static void test_tokenizer_train(void **state)
     test_remove_tree(tmp);
 }
 
+/* A bundle's config.json records the direction the trainer gives its model (mtlab.src_lang,
+ * mtlab.tgt_lang) and reads it back; a bundle without them (every one made before) reads as the
+ * Bible's es -> en with langs_recorded 0; a bad tag is an error naming the key. */
+static void test_bundle_langs(void **state)
+{
+    (void)state;
+    char tmp[256], dir[300], path[400];
+    assert_int_equal(test_make_tmpdir(tmp, sizeof tmp, "dataset"), 0);
+    char spm[300];
+    if (test_train_fixture_tokenizer(tmp, 100, 1) < 0) fail_msg("%s", mt_last_error());
+    snprintf(spm, sizeof spm, "%s/spm.model", tmp);
+    mt_model_config cfg;
+    assert_int_equal(mt_model_preset(&cfg, "transformer-small"), 0);
+    cfg.vocab_size = 100;
+    cfg.d_model = 16;
+    cfg.n_layers = cfg.n_encoder_layers = 1;
+    cfg.ffn_dim = 32;
+    cfg.n_heads = 2;
+    for (int recorded = 0; recorded < 2; recorded++) {
+        snprintf(cfg.src_lang, sizeof cfg.src_lang, "%s", recorded ? "de" : "");
+        snprintf(cfg.tgt_lang, sizeof cfg.tgt_lang, "%s", recorded ? "pt-BR" : "");
+        cfg.langs_recorded = recorded;
+        mt_model *m = mt_model_create(&cfg, mt_backend_cpu(), 1);
+        assert_non_null(m);
+        snprintf(dir, sizeof dir, "%s/b%d", tmp, recorded);
+        if (mt_model_save(m, dir, spm, MT_DT_F32) < 0) fail_msg("%s", mt_last_error());
+        mt_model_free(m);
+        m = mt_model_load(dir, mt_backend_cpu(), 0);
+        if (!m) fail_msg("%s", mt_last_error());
+        const mt_model_config *c = mt_model_get_config(m);
+        assert_string_equal(c->src_lang, recorded ? "de" : "es");
+        assert_string_equal(c->tgt_lang, recorded ? "pt-BR" : "en");
+        assert_int_equal(c->langs_recorded, recorded);
+        mt_model_free(m);
+    }
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    char *text = test_read_file(path, NULL);
+    char *at = strstr(text, "\"pt-BR\"");
+    assert_non_null(at);
+    memcpy(at, "\"pt_BR\"", 7);
+    test_write_text(path, text);
+    free(text);
+    assert_null(mt_model_load(dir, mt_backend_cpu(), 0));
+    assert_non_null(strstr(mt_last_error(), "key 'mtlab.tgt_lang'"));
+    test_remove_tree(tmp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_clean),         cmocka_unit_test(test_sha256),  cmocka_unit_test(test_lang_check),
         cmocka_unit_test(test_import),        cmocka_unit_test(test_import_errors),
         cmocka_unit_test(test_open),          cmocka_unit_test(test_cli),     cmocka_unit_test(test_tokenizer_train),
+        cmocka_unit_test(test_bundle_langs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

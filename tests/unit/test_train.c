@@ -104,6 +104,65 @@ static void test_shipped_scripts_load(void **state)
     }
 }
 
+/* `dataset = DIR`: files, languages and tokenizer from the manifest; the reverse direction by
+ * swapping the languages; a file key or language that disagrees is an error naming it; the
+ * config written back reads the same; without a dataset the languages default to es, en. */
+static void test_config_dataset(void **state)
+{
+    (void)state;
+    char dir[128], path[160], lua[1024];
+    snprintf(dir, sizeof dir, "%s/deen", tmpdir);
+    mkdir(dir, 0755);
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    test_write_text(path, "{\"format\": \"mtlab-dataset 1\", \"src_lang\": \"de\", \"tgt_lang\": \"en\"}\n");
+    const char *files[] = {"train.de", "train.en", "valid.de", "valid.en"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        test_write_text(path, "x\n");
+    }
+    snprintf(path, sizeof path, "%s/ds.lua", tmpdir);
+    snprintf(lua, sizeof lua, "return { name = 'd', model = { preset = 'mamba-small' }, dataset = '%s' }\n", dir);
+    test_write_text(path, lua);
+    mt_train_config cfg;
+    if (train_config_load(&cfg, path)) fail_msg("%s", mt_last_error());
+    assert_string_equal(cfg.src_lang, "de");
+    assert_string_equal(cfg.tgt_lang, "en");
+    assert_string_equal(cfg.model.src_lang, "de"); /* what the bundles' config.json records */
+    assert_string_equal(cfg.model.tgt_lang, "en");
+    assert_string_equal(strrchr(cfg.train_src, '/'), "/train.de");
+    assert_string_equal(strrchr(cfg.valid_tgt, '/'), "/valid.en");
+    assert_string_equal(strrchr(cfg.tokenizer, '/'), "/spm.model");
+
+    /* written back (a job's copy) and read again: the same */
+    char copy[160];
+    snprintf(copy, sizeof copy, "%s/copy.lua", tmpdir);
+    assert_int_equal(train_config_write(&cfg, "mamba-small", copy), 0);
+    mt_train_config again;
+    if (train_config_load(&again, copy)) fail_msg("%s", mt_last_error());
+    assert_string_equal(again.train_tgt, cfg.train_tgt);
+    assert_string_equal(again.tgt_lang, "en");
+
+    /* the reverse direction: en -> de from the same files */
+    snprintf(lua, sizeof lua, "return { model = { preset = 'mamba-small' }, dataset = '%s', src_lang = 'en', tgt_lang = 'de' }\n", dir);
+    test_write_text(path, lua);
+    if (train_config_load(&cfg, path)) fail_msg("%s", mt_last_error());
+    assert_string_equal(strrchr(cfg.train_src, '/'), "/train.en");
+    assert_string_equal(strrchr(cfg.train_tgt, '/'), "/train.de");
+    assert_string_equal(cfg.model.src_lang, "en");
+
+    snprintf(lua, sizeof lua, "return { model = { preset = 'mamba-small' }, dataset = '%s', tgt_lang = 'fr' }\n", dir);
+    expect_config_error(lua, "whose languages are de and en");
+    snprintf(lua, sizeof lua, "return { model = { preset = 'mamba-small' }, dataset = '%s', train_src = 'a.de' }\n", dir);
+    expect_config_error(lua, "'train_src' = \"a.de\" beside dataset");
+    expect_config_error("return { model = { preset = 'mamba-small' }, dataset = '/nonexistent' }",
+                        "dataset = \"/nonexistent\": /nonexistent: not a dataset");
+    expect_config_error("return { model = { preset = 'mamba-small' }, src_lang = 'de_DE' }", "'src_lang'");
+    test_write_text(path, "return { model = { preset = 'mamba-small' }, train_src = 'a', train_tgt = 'b' }\n");
+    if (train_config_load(&cfg, path)) fail_msg("%s", mt_last_error());
+    assert_string_equal(cfg.src_lang, "es"); /* no dataset: the Bible's direction unless given */
+    assert_string_equal(cfg.tgt_lang, "en");
+}
+
 /* The retraining runs (scripts/train/retrain/, budget.lua): the seven and three CAT-5 variants,
  * ten times the demo's steps on the same batches, name substitution on, each its own run. */
 static void test_retrain_scripts_load(void **state)
@@ -491,6 +550,7 @@ int main(void)
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_keep_every_and_average),
         cmocka_unit_test(test_config_reads_values),
+        cmocka_unit_test(test_config_dataset),
         cmocka_unit_test(test_shipped_scripts_load),
         cmocka_unit_test(test_retrain_scripts_load),
         cmocka_unit_test(test_unavailable_device_is_an_error),

@@ -57,6 +57,11 @@ typedef struct {
     int n_attn_layers;     /* mamba-mha / mamba-local: entries of attn_layers */
     int attn_layers[MT_MAX_ATTN_LAYERS]; /* 0-based indices of the layers that are attention
                                           * blocks (the paper: N/2 - 1 and N - 1) */
+    char src_lang[36], tgt_lang[36]; /* the direction, BCP-47 ("es", "en"; MT_LANG_MAX of
+                                      * mtlab/dataset.h): config.json's mtlab.src_lang/tgt_lang,
+                                      * written by the trainer from its dataset */
+    int langs_recorded;              /* 0: config.json had none, read as the Bible's es -> en (and
+                                      * saved without them again); 1: written */
 } mt_model_config;
 
 typedef struct mt_model mt_model;

@@ -26,7 +26,10 @@ typedef struct {
     char run_dir[512];       /* default runs/NAME */
     mt_model_config model;   /* architecture and sizes (a preset plus overrides) */
 
-    /* data: aligned text files and the tokenizer */
+    /* data: a dataset directory (mtlab/dataset.h) or aligned text files, and the tokenizer */
+    char dataset[512];       /* "": the files below; else they (and the tokenizer, when not
+                              * given) come from DIR/{train,valid}.{src_lang,tgt_lang} */
+    char src_lang[36], tgt_lang[36]; /* the direction (the dataset's; default es, en) */
     char train_src[512], train_tgt[512];
     char valid_src[512], valid_tgt[512];
     char tokenizer[512];     /* sentencepiece .model; copied into every saved bundle */
