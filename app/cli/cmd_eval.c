@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/eval_report.h"
 #include "cli/eval_run.h"
+#include "mtlab/dataset.h"
 #include "mtlab/decode.h"
 #include "mtlab/error.h"
 
@@ -17,6 +18,7 @@
 typedef struct {
     eval_request req;
     const char *json;
+    char test_src[4096], test_ref[4096]; /* --data's test split */
 } eval_args;
 
 static int parse_args(eval_args *a, int argc, char **argv)
@@ -40,6 +42,8 @@ static int parse_args(eval_args *a, int argc, char **argv)
         else if (!strcmp(o, "--hyps")) dest = &a->req.hyps_dir;
         else if (!strcmp(o, "--length-model")) dest = &a->req.length_model;
         else if (!strcmp(o, "--ner")) dest = &a->req.ner;
+        else if (!strcmp(o, "--data")) dest = &a->req.data;
+        else if (!strcmp(o, "--tgt-lang")) dest = &a->req.tgt_lang;
         else if (!strcmp(o, "--device")) dest = &a->req.device;
         else if (!strcmp(o, "--precision")) dest = &a->req.precision;
         else if (!strcmp(o, "--names")) dest = &a->req.names;
@@ -57,6 +61,16 @@ static int parse_args(eval_args *a, int argc, char **argv)
             return cli_usage(&cmd_eval);
         }
         *dest = argv[++i];
+    }
+    if (a->req.data && (!a->req.src || !a->req.ref)) {
+        /* the dataset's test split, named by its languages */
+        mt_dataset d;
+        if (mt_dataset_open(&d, a->req.data) < 0) return cli_fail("eval: --data: %s", mt_last_error());
+        if ((!a->req.src && mt_dataset_path(&d, "test", 0, a->test_src, sizeof a->test_src) < 0) ||
+            (!a->req.ref && mt_dataset_path(&d, "test", 1, a->test_ref, sizeof a->test_ref) < 0))
+            return cli_fail("eval: --data: %s", mt_last_error());
+        if (!a->req.src) a->req.src = a->test_src;
+        if (!a->req.ref) a->req.ref = a->test_ref;
     }
     const char *missing = a->req.n_systems == 0 ? "-m SYSTEM" : !a->req.src ? "--src FILE"
                         : !a->req.ref              ? "--ref FILE" : NULL;
@@ -92,7 +106,10 @@ const struct mt_command cmd_eval = {
             "[--json FILE] "
             "[--stats corpus_stats.tsv | --train-src FILE --train-ref FILE [--save-stats FILE]] "
             "[--lexicon entity_lexicon.tsv] [--ner english|generic] [--length-model SPM.model] [--hyps DIR] "
-            "[--names test.names.tsv] [--paired bs|ar|none]\n"
+            "[--names test.names.tsv] [--paired bs|ar|none] [--data DIR] [--tgt-lang L]\n"
+            "  --data DIR: a dataset's test split (DIR/test.SRC, DIR/test.TGT) and languages; the target\n"
+            "  language (the entity recogniser's: en -> english, others generic) is --tgt-lang, else\n"
+            "  the dataset's, else the first system's (its config.json, or the Apertium mode)\n"
             "  SYSTEM is apertium:MODE (e.g. apertium:spa-eng) or a model bundle directory; with two\n"
             "  systems or more, every one is tested against the first (paired bootstrap unless --paired)",
     .summary = "compare systems: BLEU, chrF, chrF++ with paired significance, named-entity recall by "

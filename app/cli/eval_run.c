@@ -5,6 +5,8 @@
 #include "cli/eval_run.h"
 #include "cli/progress.h"
 #include "mtlab/buckets.h"
+#include "mtlab/bundle.h"
+#include "mtlab/dataset.h"
 #include "mtlab/entities.h"
 #include "mtlab/error.h"
 #include "mtlab/metrics.h"
@@ -68,11 +70,39 @@ static int check_aligned(const mt_text_lines *src, const mt_text_lines *ref, con
                 src->n, ref_name, ref->n);
 }
 
-/* The suffix of a file name as a language code: "test.en" -> "en". */
-static const char *language_suffix(const char *path)
+/* The target language of the evaluation, never a file's extension: the request's tgt_lang,
+ * else its dataset's (manifest.json), else the first system's: a bundle's config.json
+ * (mtlab.tgt_lang; a bundle that records none is the Bible's es -> en), Apertium's mode
+ * ("spa-eng" -> "eng"). 0 or -1. */
+static int target_lang(const eval_request *a, char *lang, size_t len)
 {
-    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
-    return dot && (!slash || dot > slash) ? dot + 1 : "";
+    if (a->tgt_lang) {
+        snprintf(lang, len, "%s", a->tgt_lang);
+        return mt_lang_check(lang);
+    }
+    if (a->data) {
+        mt_dataset d;
+        if (mt_dataset_open(&d, a->data) < 0) return -1;
+        snprintf(lang, len, "%s", d.tgt_lang);
+        return 0;
+    }
+    const char *sys = a->systems[0];
+    if (!strncmp(sys, "apertium:", 9)) {
+        const char *dash = strrchr(sys, '-');
+        snprintf(lang, len, "%s", dash ? dash + 1 : sys + 9);
+        return 0;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", sys);
+    mt_config *c = mt_config_load(path);
+    if (!c) { /* not a bundle: opening it says why */
+        snprintf(lang, len, "%s", MT_DEFAULT_TGT_LANG);
+        return 0;
+    }
+    const mt_config *x = mt_config_object(c, "mtlab");
+    snprintf(lang, len, "%s", x ? mt_config_string_or(x, "tgt_lang", MT_DEFAULT_TGT_LANG) : MT_DEFAULT_TGT_LANG);
+    mt_config_free(c);
+    return 0;
 }
 
 static void stats_progress(void *user, size_t done, size_t total)
@@ -105,10 +135,10 @@ static mt_corpus_stats *load_stats(const eval_request *a, mt_ner_lang lang, char
         }
         if (mt_corpus_stats_lang(s) != lang) {
             /* counts from another recogniser would put entities in the wrong bins */
-            fail("%s: counted with the %s recogniser, but this evaluation uses %s (give --ner %s, or "
-                     "recompute with --train-src/--train-ref)",
-                     a->stats, mt_ner_lang_name(mt_corpus_stats_lang(s)), mt_ner_lang_name(lang),
-                     mt_ner_lang_name(mt_corpus_stats_lang(s)));
+            fail("%s: counted with the %s recogniser, but this evaluation's target language uses the %s "
+                 "one (choose the %s recogniser, or recompute the statistics from the training pair)",
+                 a->stats, mt_ner_lang_name(mt_corpus_stats_lang(s)), mt_ner_lang_name(lang),
+                 mt_ner_lang_name(mt_corpus_stats_lang(s)));
             mt_corpus_stats_free(s);
             return NULL;
         }
@@ -371,8 +401,14 @@ int eval_run(const eval_request *req, eval_outcome *out)
     memset(out, 0, sizeof *out);
     eval_request a = *req;
     int rc;
-    mt_ner_lang lang = mt_ner_lang_for_code(language_suffix(a.ref));
-    if (a.ner && mt_ner_lang_parse(a.ner, &lang) < 0) return fail("eval: %s", mt_last_error());
+    mt_ner_lang lang = MT_NER_ENGLISH;
+    if (a.ner) {
+        if (mt_ner_lang_parse(a.ner, &lang) < 0) return fail("eval: %s", mt_last_error());
+    } else {
+        char tgt[MT_LANG_MAX];
+        if (target_lang(&a, tgt, sizeof tgt) < 0) return fail("eval: target language: %s", mt_last_error());
+        lang = mt_ner_lang_for_code(tgt);
+    }
     if (paired_test(a.paired, a.n_systems) < 0)
         return fail("eval: paired test '%s': give bs (paired bootstrap), ar (approximate randomization) "
                     "or none", a.paired);

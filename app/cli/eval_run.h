@@ -21,6 +21,9 @@ typedef struct {
                                    * evaluated once per precision, its columns named
                                    * "DIR · PRECISION"; NULL: fp32, named DIR */
     const char *names;            /* test.names.tsv: the recall of substituted names (docs/metrics.md §9) */
+    const char *data;             /* a dataset directory: its languages (and, in the callers, its test split) */
+    const char *tgt_lang;         /* the target language (the entity recogniser's); NULL: from data,
+                                   * else the first system (never a file's extension) */
     const char *paired;           /* "bs", "ar" or "none"; NULL: bs when there are two systems or more */
     int beam;
     int keep_hyps;                /* 1: the outcome keeps the hypotheses and the test set */

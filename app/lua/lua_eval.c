@@ -114,13 +114,16 @@ static int eval_tostring(lua_State *L)
 }
 
 /* mtlab.eval{models=, src=, ref=, beam=5, device=, precision=, stats=, train_src=, train_ref=,
- * lexicon=, ner=, length_model=, hyps=, src_name=, ref_name=, names=, paired=} */
+ * lexicon=, ner=, length_model=, hyps=, src_name=, ref_name=, names=, paired=, data=, tgt_lang=}:
+ * the entity recogniser follows tgt_lang, else data's (a dataset directory), else the first
+ * model's target language */
 static int l_eval(lua_State *L)
 {
     static const char *const fn = "mtlab.eval";
     static const char *const known[] = {"models", "src", "ref", "beam", "device", "precision", "stats",
                                         "train_src", "train_ref", "lexicon", "ner",
-                                        "length_model", "hyps", "src_name", "ref_name", "names", "paired", NULL};
+                                        "length_model", "hyps", "src_name", "ref_name", "names", "paired",
+                                        "data", "tgt_lang", NULL};
     lua_settop(L, 1);
     if (!lua_istable(L, 1)) mtl_error(L, fn, "takes one table {models=, src=, ref=, ...}, not %s",
                                       luaL_typename(L, 1));
@@ -163,6 +166,8 @@ static int l_eval(lua_State *L)
     rq.hyps_dir = mtl_opt_string(L, 1, fn, "hyps", NULL);
     rq.names = mtl_opt_string(L, 1, fn, "names", NULL);
     rq.paired = mtl_opt_string(L, 1, fn, "paired", NULL);
+    rq.data = mtl_opt_string(L, 1, fn, "data", NULL);
+    rq.tgt_lang = mtl_opt_string(L, 1, fn, "tgt_lang", NULL);
     if (rq.stats && rq.train_src) mtl_error(L, fn, "give either stats or train_src/train_ref, not both");
     if (!rq.train_src != !rq.train_ref) mtl_error(L, fn, "train_src and train_ref go together");
     rq.keep_hyps = 1;

@@ -459,6 +459,33 @@ static void test_eval_apertium_table_and_json(void **state)
     json_decref(root);
 }
 
+/* The entity recogniser follows the target language of the first system (Apertium's mode here),
+ * --tgt-lang or --data's manifest, never the reference's file name: "ref.txt" used to read as
+ * generic. */
+static void test_eval_target_language(void **state)
+{
+    workdir *w = *state;
+    if (apertium_missing()) skip();
+    PATH(src, "src.es");
+    put(w, "ref.txt", "In the beginning God created the heavens and the earth.\nDavid said.\nIsrael went.\n");
+    PATH(ref, "ref.txt");
+    char out[8192], err[4096];
+    int rc = run_eval(w, out, sizeof out, err, sizeof err, (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", ref}, 6);
+    if (rc != 0) fail_msg("mtlab eval failed: %s", err);
+    assert_non_null(strstr(out, "NE:    english recogniser"));
+    rc = run_eval(w, out, sizeof out, err, sizeof err,
+                  (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", ref, "--tgt-lang", "de"}, 8);
+    if (rc != 0) fail_msg("mtlab eval failed: %s", err);
+    assert_non_null(strstr(out, "NE:    generic recogniser"));
+    put(w, "manifest.json", "{\"format\": \"mtlab-dataset 1\", \"src_lang\": \"es\", \"tgt_lang\": \"fr\"}");
+    rc = run_eval(w, out, sizeof out, err, sizeof err,
+                  (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", ref, "--data", w->dir}, 8);
+    if (rc != 0) fail_msg("mtlab eval failed: %s", err);
+    assert_non_null(strstr(out, "NE:    generic recogniser"));
+    expect_eval_error(w, (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", ref, "--tgt-lang", "x_y"}, 8,
+                      "target language: language 'x_y': not a BCP-47 tag");
+}
+
 /* Two systems: each is tested against the first on BLEU, chrF2 and chrF2++ with the paired
  * bootstrap, the same figures mt_sig_paired gives for their hypotheses; --paired ar and none. */
 static void test_eval_paired_test(void **state)
@@ -536,6 +563,7 @@ int main(void)
         cmocka_unit_test(test_bundle_translator_streams),
         cmocka_unit_test_setup_teardown(test_eval_input_errors, setup_workdir, teardown_workdir),
         cmocka_unit_test_setup_teardown(test_eval_apertium_table_and_json, setup_workdir, teardown_workdir),
+        cmocka_unit_test_setup_teardown(test_eval_target_language, setup_workdir, teardown_workdir),
         cmocka_unit_test_setup_teardown(test_eval_paired_test, setup_workdir, teardown_workdir),
     };
     return cmocka_run_group_tests_name("eval", tests, NULL, NULL);
