@@ -28,7 +28,7 @@ DEB_PKGS := build-essential pkg-config \
             libopenblas-openmp-dev libjansson-dev libzip-dev libcmocka-dev libcairo2-dev tmux ncurses-term \
             sword-text-sparv sword-text-web libsword-utils \
             apertium apertium-eng-spa lua-busted wamerican wspanish \
-            slurm-wlm munge
+            slurm-wlm munge libopenmpi-dev openmpi-bin
 FUZZ_PKGS := clang libclang-rt-14-dev
 
 # ---------------------------------------------------------------- toolchain and flags
@@ -40,7 +40,7 @@ CUDA_HOME ?= $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(NVCC)))
 BLAS_DIR := /usr/lib/x86_64-linux-gnu/openblas-openmp
 PKGCONF  := PKG_CONFIG_PATH=$(BLAS_DIR)/pkgconfig pkg-config
 comma    := ,
-PC_LIBS  := ncursesw readline lua5.4 sentencepiece openblas jansson libpcre2-8 libutf8proc libzip cairo
+PC_LIBS  := ncursesw readline lua5.4 sentencepiece openblas jansson libpcre2-8 libutf8proc libzip cairo ompi-c
 # Evaluated lazily (=) so that `make deps` can run before pkg-config knows the packages.
 PC_CFLAGS = $(shell $(PKGCONF) --cflags $(PC_LIBS) 2>/dev/null)
 PC_LDLIBS = $(shell $(PKGCONF) --libs $(PC_LIBS) 2>/dev/null)
@@ -116,6 +116,7 @@ test: deps
 	@tests/jobs/run.sh ./$(BIN)
 	@tests/e2e/run.sh ./$(BIN) $(E2E_TOOLS)
 	@tests/e2e/cli.sh ./$(BIN) $(E2E_TOOLS) $(SAN)/$(BIN)
+	@tests/e2e/dataset.sh ./$(BIN)
 	@tests/e2e/heatmap.sh ./$(BIN)
 	@tests/e2e/console.sh ./$(BIN) $(E2E_TOOLS)
 	@tests/e2e/jobs.sh ./$(BIN)
