@@ -219,7 +219,7 @@ static void choose_forms(mt_entity_lexicon *l, const side_counts *s, const strma
         cands[id][n_cands[id]++] = (candidate){tab + 1, dice, joint->vals[i]};
     }
     for (size_t id = 0; id < l->n; id++) {
-        qsort(cands[id], n_cands[id], sizeof **cands, by_dice);
+        if (n_cands[id] > 1) qsort(cands[id], n_cands[id], sizeof **cands, by_dice); /* none: NULL */
         /* a further form needs half the best one's dice: co-occurring names are not forms */
         for (size_t k = 0; k < n_cands[id] && k < MT_LEXICON_MAX_FORMS && 2 * cands[id][k].dice >= cands[id][0].dice;
              k++)
