@@ -8,11 +8,16 @@ set -eu
 cd "$(dirname "$0")/../.."
 grep -qx '/.dev/' .git/info/exclude 2>/dev/null || echo '/.dev/' >>.git/info/exclude
 rm -rf .dev && mkdir -p .dev/stage/bin .dev/stage/lib .dev/stage/fallback
-bins="mtlab build/rel/tests/test_device build/rel/tests/test_cuda_ops build/rel/tests/test_cuda_models"
+# BUILD and BIN as the Makefile's (a private build: BUILD=build-x BIN=mtlab-x); the CUDA backend is
+# the shared object the binaries load on demand (engine/core/device.c), packed beside mtlab
+B=${BUILD:-build}
+bins="${BIN:-mtlab} $B/rel/tests/test_device $B/rel/tests/test_cuda_ops $B/rel/tests/test_cuda_models $B/rel/tests/test_comet"
 cp $bins .dev/stage/bin/
+[ "${BIN:-mtlab}" = mtlab ] || mv ".dev/stage/bin/${BIN##*/}" .dev/stage/bin/mtlab
+cp "$B/rel/libmtlab-cuda.so" .dev/stage/bin/
 cp "$(command -v tmux)" .dev/stage/bin/
 skip='libc\.so|libm\.so|libmvec|libpthread|libdl\.so|librt\.so|libresolv|ld-linux|/cuda/|libcublas|libcudart'
-for b in $bins "$(command -v tmux)"; do ldd "$b" | awk '/=>/ {print $3}'; done | sort -u | grep -Ev "$skip" |
+for b in $bins "$B/rel/libmtlab-cuda.so" "$(command -v tmux)"; do ldd "$b" | awk '/=>/ {print $3}'; done | sort -u | grep -Ev "$skip" |
   while read -r lib; do
     case "$lib" in
       */libstdc++*|*/libgcc_s*) cp -L "$lib" .dev/stage/fallback/ ;;   # the image's newer ones first

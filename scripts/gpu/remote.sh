@@ -35,6 +35,8 @@ for f in /usr/local/cuda/lib64/libcublas.so.13 /usr/local/cuda*/lib64/libcublas.
   [ -e "$f" ] && { cudalib=$(dirname "$f"); break; }
 done
 export LD_LIBRARY_PATH=$P/lib:${cudalib:-/usr/local/cuda/lib64}:$P/fallback
+# the CUDA backend the binaries dlopen (the tests look beside themselves, then here)
+export MTLAB_CUDA_LIB=$P/bin/libmtlab-cuda.so
 export PATH=$P/bin:$PATH TERM=${TERM:-xterm-256color} TERMINFO_DIRS=$P/terminfo:/usr/share/terminfo:/lib/terminfo
 # MPS clients find the daemon through this folder (set for every call: runs outlive calls)
 [ -s $RUNS/mps ] && export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
@@ -73,7 +75,7 @@ for s in "$@"; do
   case "$s" in
     info) stage info 30 bash -c 'nvidia-smi; nvcc --version | tail -1; echo cudalib='"$cudalib"';
             ldd ./mtlab | grep -i "not found"; ./mtlab devices; infocmp tmux-256color >/dev/null && echo terminfo ok' ;;
-    tests) for t in test_device test_cuda_ops test_cuda_models; do
+    tests) for t in test_device test_cuda_ops test_cuda_models test_comet; do
              MTLAB_REQUIRE_CUDA=1 stage "$t" 240 build/rel/tests/$t; done ;;
     sanitize) stage sanitize 200 compute-sanitizer --print-limit 20 build/rel/tests/test_cuda_ops ;;
     torch*|bench:*) [ "$(running)" -gt 0 ] && { echo "== $s skipped: $(running) training runs share the GPU"; continue; } ;;&
