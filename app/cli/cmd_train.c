@@ -62,6 +62,10 @@ static int run_train(int argc, char **argv)
     const char *config = NULL;
     int resume = 0, job = 0, n_overrides = 0;
     long max_steps = 0;
+    if (argc == 2 && !strcmp(argv[1], "--reference")) {
+        train_config_reference(stdout);
+        return 0;
+    }
     const char **overrides = calloc((size_t)argc, sizeof *overrides);
     char name_override[160];
     for (int i = 1; i < argc; i++) {
@@ -152,9 +156,9 @@ static int run_train(int argc, char **argv)
 }
 
 const struct mt_command cmd_train = {
-    "train", "CONFIG.lua [--resume] [--max-steps N] [--name N] [--job] [KEY=VALUE...]",
+    "train", "CONFIG.lua [--resume] [--max-steps N] [--name N] [--job] [KEY=VALUE...] | --reference",
     "train a model from a Lua config (KEY=VALUE: override a key, model.KEY a model key); runs/NAME/ "
-    "gets log.jsonl and checkpoints",
+    "gets log.jsonl and checkpoints; --reference prints every config key (docs/training-config.md)",
     run_train,
     .parallel = 1,
 };

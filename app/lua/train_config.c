@@ -20,36 +20,89 @@ typedef struct {
     const char *name;
     key_type type;
     size_t offset;
-    size_t size; /* K_STR: buffer size */
+    size_t size;     /* K_STR: buffer size */
+    const char *doc; /* one line for `mtlab train --reference` (docs/training-config.md) */
 } key_desc;
 
-#define RUN_KEY(f, t) {#f, t, offsetof(mt_train_config, f), sizeof(((mt_train_config *)0)->f)}
+#define RUN_KEY(f, t, doc) {#f, t, offsetof(mt_train_config, f), sizeof(((mt_train_config *)0)->f), doc}
 static const key_desc run_keys[] = {
-    RUN_KEY(name, K_STR),          RUN_KEY(run_dir, K_STR),       RUN_KEY(dataset, K_STR),
-    RUN_KEY(src_lang, K_STR),      RUN_KEY(tgt_lang, K_STR),      RUN_KEY(train_src, K_STR),
-    RUN_KEY(train_tgt, K_STR),     RUN_KEY(valid_src, K_STR),     RUN_KEY(valid_tgt, K_STR),
-    RUN_KEY(tokenizer, K_STR),     RUN_KEY(max_len, K_INT),       RUN_KEY(cat_n, K_INT),
-    RUN_KEY(cat_min, K_INT),       RUN_KEY(cat_keep, K_DOUBLE),   RUN_KEY(max_tokens, K_SIZE),
-    RUN_KEY(accum, K_INT),         RUN_KEY(lr, K_DOUBLE),         RUN_KEY(warmup, K_LONG),
-    RUN_KEY(weight_decay, K_DOUBLE), RUN_KEY(beta1, K_DOUBLE),    RUN_KEY(beta2, K_DOUBLE),
-    RUN_KEY(eps, K_DOUBLE),        RUN_KEY(label_smoothing, K_FLOAT), RUN_KEY(max_steps, K_LONG),
-    RUN_KEY(seed, K_U64),          RUN_KEY(log_every, K_INT),     RUN_KEY(valid_every, K_INT),
-    RUN_KEY(valid_bleu_lines, K_INT), RUN_KEY(save_every, K_INT), RUN_KEY(save_dtype_f16, K_BOOL),
-    RUN_KEY(device, K_STR),        RUN_KEY(bf16, K_BOOL),
-    RUN_KEY(name_substitution, K_DOUBLE), RUN_KEY(gazetteer, K_STR),
-    RUN_KEY(init, K_STR),          RUN_KEY(init_step, K_LONG),    RUN_KEY(keep_every, K_INT),
+    RUN_KEY(name, K_STR, "the run's name; its files go to runs/NAME unless run_dir says otherwise"),
+    RUN_KEY(run_dir, K_STR, "where the run's files go (\"\": runs/NAME)"),
+    RUN_KEY(dataset, K_STR,
+            "a dataset directory (`mtlab data import`, `mtlab data bible`): it gives the four file keys, the "
+            "languages and the tokenizer (DIR/spm.model); docs/data.md §10"),
+    RUN_KEY(src_lang, K_STR,
+            "source language, a BCP-47 tag; beside dataset, leave both out or swap them for the reverse direction"),
+    RUN_KEY(tgt_lang, K_STR, "target language, as src_lang"),
+    RUN_KEY(train_src, K_STR, "training sources, one sentence a line (without dataset)"),
+    RUN_KEY(train_tgt, K_STR, "training targets, aligned with train_src"),
+    RUN_KEY(valid_src, K_STR, "validation sources (validation loss and BLEU)"),
+    RUN_KEY(valid_tgt, K_STR, "validation targets, aligned with valid_src"),
+    RUN_KEY(tokenizer, K_STR, "the sentencepiece .model; copied into every saved bundle"),
+    RUN_KEY(max_len, K_INT, "token ids per side; longer sides are cut"),
+    RUN_KEY(cat_n, K_INT, "CAT-N: N >= 2 trains on N consecutive pairs joined into one (0 or 1: off); docs/models.md §10.3"),
+    RUN_KEY(cat_min, K_INT, "CAT-N: 2..N-1 joins a drawn cat_min..N pairs instead (0: exactly N)"),
+    RUN_KEY(cat_keep, K_DOUBLE, "CAT-N: the probability that a pair stays alone"),
+    RUN_KEY(max_tokens, K_SIZE,
+            "padded tokens per side in a micro-batch (decoder-only rows hold both sides, so they get twice the "
+            "rows x length)"),
+    RUN_KEY(accum, K_INT, "micro-batches per optimiser step"),
+    RUN_KEY(lr, K_DOUBLE, "peak learning rate (inverse square root schedule after the warm-up)"),
+    RUN_KEY(warmup, K_LONG, "warm-up steps (0: Hugging Face's timescale form of the schedule)"),
+    RUN_KEY(weight_decay, K_DOUBLE, "AdamW's weight decay"),
+    RUN_KEY(beta1, K_DOUBLE, "AdamW's beta1"),
+    RUN_KEY(beta2, K_DOUBLE, "AdamW's beta2"),
+    RUN_KEY(eps, K_DOUBLE, "AdamW's epsilon"),
+    RUN_KEY(label_smoothing, K_FLOAT, "label smoothing of the cross-entropy"),
+    RUN_KEY(max_steps, K_LONG, "stop after this many optimiser steps"),
+    RUN_KEY(seed, K_U64, "the seed of initialisation, batches and dropout"),
+    RUN_KEY(log_every, K_INT, "steps between log lines (log.jsonl)"),
+    RUN_KEY(valid_every, K_INT, "steps between validations (0: only at the end)"),
+    RUN_KEY(valid_bleu_lines, K_INT, "validation lines decoded greedily for BLEU (0: loss only)"),
+    RUN_KEY(save_every, K_INT, "steps between checkpoints (0: only at the end)"),
+    RUN_KEY(save_dtype_f16, K_BOOL, "true: the best/ and steps/ bundles store F16 weights (checkpoints stay F32)"),
+    RUN_KEY(device, K_STR, "\"cpu\" (also \"\"), \"cuda\" or \"cuda:N\""),
+    RUN_KEY(bf16, K_BOOL, "CUDA: matrix products in bf16, fp32 master weights and state"),
+    RUN_KEY(name_substitution, K_DOUBLE,
+            "the probability that a name a pair carries verbatim on both sides is replaced by a gazetteer name, per "
+            "name and epoch (0: off); docs/data.md §8"),
+    RUN_KEY(gazetteer, K_STR, "the names to substitute with, one per line"),
+    RUN_KEY(init, K_STR,
+            "a bundle whose weights a new run starts from (the config's architecture and sizes); \"\": fresh weights"),
+    RUN_KEY(init_step, K_LONG,
+            "with init: the step the run counts on from (the learning-rate schedule's position); AdamW's moments "
+            "start at zero"),
+    RUN_KEY(keep_every, K_INT,
+            "steps between bundles kept in runs/NAME/steps/STEP (0: none), for checkpoint averaging; docs/models.md "
+            "§10.10"),
 };
 
-#define MODEL_KEY(f, t) {#f, t, offsetof(mt_model_config, f), sizeof(((mt_model_config *)0)->f)}
+#define MODEL_KEY(f, t, doc) {#f, t, offsetof(mt_model_config, f), sizeof(((mt_model_config *)0)->f), doc}
 static const key_desc model_keys[] = {
-    MODEL_KEY(vocab_size, K_INT),    MODEL_KEY(d_model, K_INT),        MODEL_KEY(n_layers, K_INT),
-    MODEL_KEY(n_encoder_layers, K_INT), MODEL_KEY(n_heads, K_INT),     MODEL_KEY(ffn_dim, K_INT),
-    MODEL_KEY(activation, K_ACT),    MODEL_KEY(max_positions, K_INT),  MODEL_KEY(scale_embedding, K_BOOL),
-    MODEL_KEY(tie_embeddings, K_BOOL), MODEL_KEY(d_state, K_INT),      MODEL_KEY(d_conv, K_INT),
-    MODEL_KEY(expand, K_INT),        MODEL_KEY(dt_rank, K_INT),        MODEL_KEY(dt_min, K_FLOAT),
-    MODEL_KEY(dt_max, K_FLOAT),      MODEL_KEY(dt_init_floor, K_FLOAT), MODEL_KEY(norm_eps, K_FLOAT),
-    MODEL_KEY(init_std, K_FLOAT),    MODEL_KEY(dropout, K_FLOAT),      MODEL_KEY(rope_theta, K_FLOAT),
-    MODEL_KEY(value_dim, K_INT),     MODEL_KEY(window, K_INT),         MODEL_KEY(attn_layers, K_LAYERS),
+    MODEL_KEY(vocab_size, K_INT, "V: the vocabulary size (the tokenizer's)"),
+    MODEL_KEY(d_model, K_INT, "C: the model width"),
+    MODEL_KEY(n_layers, K_INT, "layers (an encoder-decoder's decoder layers)"),
+    MODEL_KEY(n_encoder_layers, K_INT, "encoder layers (encoder-decoder models)"),
+    MODEL_KEY(n_heads, K_INT, "attention heads"),
+    MODEL_KEY(ffn_dim, K_INT, "FFN width"),
+    MODEL_KEY(activation, K_ACT, "FFN activation"),
+    MODEL_KEY(max_positions, K_INT, "rows of the sinusoid table (transformer)"),
+    MODEL_KEY(scale_embedding, K_BOOL, "token embeddings times sqrt(C)"),
+    MODEL_KEY(tie_embeddings, K_BOOL, "the output projection is the token embedding"),
+    MODEL_KEY(d_state, K_INT, "Mamba: state size per channel"),
+    MODEL_KEY(d_conv, K_INT, "Mamba: width of the causal convolution"),
+    MODEL_KEY(expand, K_INT, "Mamba: inner width as a multiple of C"),
+    MODEL_KEY(dt_rank, K_INT, "Mamba: rank of the step-size projection"),
+    MODEL_KEY(dt_min, K_FLOAT, "Mamba: config.json's time_step_min (written out; not read by the initialiser)"),
+    MODEL_KEY(dt_max, K_FLOAT, "Mamba: config.json's time_step_max (the same)"),
+    MODEL_KEY(dt_init_floor, K_FLOAT, "Mamba: config.json's time_step_floor (the same)"),
+    MODEL_KEY(norm_eps, K_FLOAT, "RMSNorm epsilon (LayerNorm uses 1e-5)"),
+    MODEL_KEY(init_std, K_FLOAT, "Mamba: embedding initialisation N(0, init_std)"),
+    MODEL_KEY(dropout, K_FLOAT, "residual-branch dropout while training"),
+    MODEL_KEY(rope_theta, K_FLOAT, "transformer++: the rotary base"),
+    MODEL_KEY(value_dim, K_INT, "retnet: value width over all heads"),
+    MODEL_KEY(window, K_INT, "mamba-local: a query sees itself and the window keys before it"),
+    MODEL_KEY(attn_layers, K_LAYERS, "mamba-mha, mamba-local: the 0-based indices of the attention layers"),
 };
 
 /* A Lua sequence of layer indices into the config's attn_layers / n_attn_layers. */
@@ -362,19 +415,19 @@ static void write_quoted(FILE *f, const char *s)
     fputc('"', f);
 }
 
-/* One key = value line; floats with enough digits to read back to the same bits. */
-static void write_key(FILE *f, const void *base, const key_desc *k, const char *indent)
+/* A key's value as Lua reads it; exact: floats with enough digits to read back to the same bits
+ * (else the shortest %g form, for people). */
+static void write_value(FILE *f, const void *base, const key_desc *k, int exact)
 {
     const char *src = (const char *)base + k->offset;
-    fprintf(f, "%s%s = ", indent, k->name);
     switch (k->type) {
     case K_STR: write_quoted(f, src); break;
     case K_INT: fprintf(f, "%d", *(const int *)src); break;
     case K_LONG: fprintf(f, "%ld", *(const long *)src); break;
     case K_SIZE: fprintf(f, "%zu", *(const size_t *)src); break;
     case K_U64: fprintf(f, "%lld", (long long)*(const uint64_t *)src); break;
-    case K_DOUBLE: fprintf(f, "%.17g", *(const double *)src); break;
-    case K_FLOAT: fprintf(f, "%.9g", (double)*(const float *)src); break;
+    case K_DOUBLE: fprintf(f, exact ? "%.17g" : "%g", *(const double *)src); break;
+    case K_FLOAT: fprintf(f, exact ? "%.9g" : "%g", (double)*(const float *)src); break;
     case K_BOOL: fputs(*(const int *)src ? "true" : "false", f); break;
     case K_ACT:
         for (size_t i = 0; i < sizeof activations / sizeof activations[0]; i++)
@@ -391,7 +444,61 @@ static void write_key(FILE *f, const void *base, const key_desc *k, const char *
         break;
     }
     }
+}
+
+/* One key = value line. */
+static void write_key(FILE *f, const void *base, const key_desc *k, const char *indent)
+{
+    fprintf(f, "%s%s = ", indent, k->name);
+    write_value(f, base, k, 1);
     fputs(",\n", f);
+}
+
+static const char *type_name(key_type t)
+{
+    switch (t) {
+    case K_STR: return "string";
+    case K_INT:
+    case K_LONG:
+    case K_SIZE:
+    case K_U64: return "integer";
+    case K_DOUBLE:
+    case K_FLOAT: return "number";
+    case K_BOOL: return "boolean";
+    case K_ACT: return "\"relu\", \"silu\" (\"swish\") or \"gelu\"";
+    case K_LAYERS: return "list of integers";
+    }
+    return "?";
+}
+
+void train_config_reference(FILE *f)
+{
+    mt_train_config defaults;
+    mt_train_config_defaults(&defaults);
+    fputs("# Training configuration keys\n\n"
+          "<!-- Generated by `mtlab train --reference` from the key tables of app/lua/train_config.c; "
+          "tests/lua/train_config_spec.lua checks that this file is its output. -->\n\n"
+          "`mtlab train CONFIG.lua` and `mtlab jobs start CONFIG.lua` read a Lua file that returns a table "
+          "of the keys below (`scripts/train/*.lua` are examples). An unknown key, or a value of the wrong "
+          "type, is an error that names the file and the key. `KEY=VALUE` after the config overrides a key "
+          "(`model.KEY=VALUE` a model key), checked the same way. A job's `runs/NAME/config.lua` is the "
+          "config written back with every key.\n\n"
+          "## Run keys\n\n"
+          "| key | type | default | what it sets |\n| --- | --- | --- | --- |\n",
+          f);
+    for (size_t i = 0; i < sizeof run_keys / sizeof run_keys[0]; i++) {
+        fprintf(f, "| `%s` | %s | `", run_keys[i].name, type_name(run_keys[i].type));
+        write_value(f, &defaults, &run_keys[i], 0);
+        fprintf(f, "` | %s |\n", run_keys[i].doc);
+    }
+    fputs("\n## Model keys\n\n"
+          "`model = { preset = \"NAME\", KEY = VALUE, ... }`: a preset (an architecture at a size, such as "
+          "`mamba-small` or `transformer`) gives every key its value, and the keys given beside it "
+          "override those.\n\n"
+          "| key | type | what it sets |\n| --- | --- | --- |\n",
+          f);
+    for (size_t i = 0; i < sizeof model_keys / sizeof model_keys[0]; i++)
+        fprintf(f, "| `%s` | %s | %s |\n", model_keys[i].name, type_name(model_keys[i].type), model_keys[i].doc);
 }
 
 int train_config_write(const mt_train_config *cfg, const char *preset, const char *path)

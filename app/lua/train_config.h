@@ -19,6 +19,8 @@
 
 #include "mtlab/train.h"
 
+#include <stdio.h>
+
 /* Read path into cfg (defaults first). 0, or -1 with mt_last_error() naming the file and key. */
 int train_config_load(mt_train_config *cfg, const char *path);
 
@@ -32,5 +34,9 @@ int train_config_load_with(mt_train_config *cfg, const char *path, const char *c
 /* Write cfg as a self-contained config file (every key, the model as its preset plus every
  * size), which train_config_load reads back into the same cfg: a job's config copy. */
 int train_config_write(const mt_train_config *cfg, const char *preset, const char *path);
+
+/* Every key of the two key tables as a markdown reference (types, the run keys' defaults, one
+ * line each): `mtlab train --reference`, docs/training-config.md. */
+void train_config_reference(FILE *f);
 
 #endif
