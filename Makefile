@@ -276,8 +276,8 @@ FUZZ_SRC_fuzz_entity_lexicon := engine/eval/entity_lexicon.c engine/eval/entitie
     engine/eval/tsv_file.c engine/eval/lowercase.c engine/eval/unicode_case_tables.c \
     engine/eval/codepoints.c engine/data/strmap.c engine/text/utf8.c $(FUZZ_LIB_C)
 FUZZ_SRC_fuzz_job_file := app/jobs/job_file.c $(FUZZ_LIB_C)
-FUZZ_SRC_fuzz_theme := app/tui/theme.c engine/core/error.c
-FUZZ_SRC_fuzz_keys := app/tui/editor.c app/tui/columns.c engine/text/utf8.c engine/core/error.c
+FUZZ_SRC_fuzz_theme := app/common/theme.c engine/core/error.c
+FUZZ_SRC_fuzz_keys := app/tui/editor.c app/common/columns.c engine/text/utf8.c engine/core/error.c
 FUZZ_NAMES := $(patsubst tests/fuzz/%.c,%,$(FUZZ_C))
 FUZZ_BINS := $(patsubst %,$(BUILD)/fuzz/%,$(FUZZ_NAMES))
 fuzz_objs = $(patsubst %,$(BUILD)/fuzz/obj/%.o,$(basename tests/fuzz/$(1).c $(or $(FUZZ_SRC_$(1)),$(FUZZ_LIB_C))))

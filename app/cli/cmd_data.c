@@ -3,8 +3,8 @@
  *           each module; the engine (mtlab/bible.h) cleans, joins, splits and writes.
  *   import  any parallel corpus (two aligned files or TSV columns) into the same layout. */
 #include "cli/commands.h"
-#include "cli/paths.h"
-#include "cli/progress.h"
+#include "common/paths.h"
+#include "common/progress.h"
 #include "mtlab/clock.h"
 #include "mtlab/bible.h"
 #include "mtlab/dataset.h"

@@ -2,7 +2,7 @@
  * training corpus and store it with a bundle, for bundles trained before `mtlab train` wrote
  * one or trained elsewhere. */
 #include "cli/commands.h"
-#include "cli/progress.h"
+#include "common/progress.h"
 #include "mtlab/entities.h"
 #include "mtlab/error.h"
 #include "mtlab/metrics.h"

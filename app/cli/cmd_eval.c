@@ -6,8 +6,8 @@
  * peak memory). Every input is checked before any system runs, so a wrong file fails in a
  * second with its name and line rather than after a long translation. */
 #include "cli/commands.h"
-#include "cli/eval_report.h"
-#include "cli/eval_run.h"
+#include "common/eval_report.h"
+#include "common/eval_run.h"
 #include "mtlab/dataset.h"
 #include "mtlab/decode.h"
 #include "mtlab/error.h"

@@ -13,7 +13,7 @@
  * scores, as comet-score prints it); in the systems table and the paired tests it is that mean
  * x 100 ("84.56"), on the scale of the table's other columns. --device cpu|cuda[:N] runs it. */
 #include "cli/commands.h"
-#include "cli/sig_table.h"
+#include "common/sig_table.h"
 #include "mtlab/comet.h"
 #include "mtlab/device.h"
 #include "mtlab/error.h"

@@ -6,7 +6,7 @@
  * over MPI (docs/distributed.md); rank 0 alone writes the run's files and job.json, and a rank
  * that fails says its rank and host. */
 #include "cli/commands.h"
-#include "cli/progress.h"
+#include "common/progress.h"
 #include "jobs/jobs.h"
 #include "lua/train_config.h"
 #include "mtlab/collective.h"

@@ -3,7 +3,7 @@
  * input order. Internally the inputs go in windows of 8 batches, sorted by length inside each
  * window so batches pad little; each window's translations are written as soon as it is done. */
 #include "cli/commands.h"
-#include "cli/translate_input.h"
+#include "common/translate_input.h"
 #include "mtlab/decode.h"
 #include "mtlab/error.h"
 #include "mtlab/files.h"

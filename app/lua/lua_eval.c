@@ -1,7 +1,7 @@
 /* mtlab.eval{...}: the evaluation `mtlab eval` runs (cli/eval_run.h), as Lua data. The table
  * holds every figure of the printed report, each system's hypotheses, and `text`, the report
  * exactly as `mtlab eval` prints it (also its __tostring). */
-#include "cli/eval_run.h"
+#include "common/eval_run.h"
 #include "lua/lua_internal.h"
 #include "mtlab/buckets.h"
 #include "mtlab/decode.h"

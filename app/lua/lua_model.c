@@ -7,7 +7,7 @@
  * included (any other value raised, e.g. a table, as it is), once the engine has returned and
  * freed what it holds. Closing a handle from inside its own callback marks it and cancels the
  * decode; it is freed when the decode has returned, and translate raises that it was closed. */
-#include "cli/progress.h"
+#include "common/progress.h"
 #include "lua/lua_internal.h"
 #include "lua/mtlab_lua.h"
 #include "mtlab/backend.h"

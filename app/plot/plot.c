@@ -3,7 +3,7 @@
 #include "plot/plot_internal.h"
 
 #include "mtlab/error.h"
-#include "tui/columns.h"
+#include "common/columns.h"
 
 #include <float.h>
 #include <math.h>

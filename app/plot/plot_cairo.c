@@ -6,7 +6,7 @@
 
 #include "mtlab/error.h"
 #include "mtlab/utf8.h"
-#include "tui/columns.h"
+#include "common/columns.h"
 
 #include <cairo-svg.h>
 #include <cairo.h>

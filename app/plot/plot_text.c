@@ -11,8 +11,8 @@
 #include "plot/plot_internal.h"
 
 #include "mtlab/error.h"
-#include "tui/columns.h"
-#include "tui/theme.h"
+#include "common/columns.h"
+#include "common/theme.h"
 
 #include <errno.h>
 #include <math.h>

@@ -25,7 +25,7 @@
 #include "tui/pane_worker.h"
 #include "tui/queue.h"
 #include "tui/result_cache.h"
-#include "tui/theme.h"
+#include "common/theme.h"
 #include "tui/theme_curses.h"
 #include "tui/tui.h"
 

@@ -10,7 +10,7 @@
 
 #include "mtlab/clock.h"
 #include "tui/app.h"
-#include "tui/columns.h"
+#include "common/columns.h"
 #include "tui/glyphs.h"
 #include "tui/styled.h"
 

@@ -10,7 +10,7 @@
 #include "mtlab/error.h"
 #include "plot/plot.h"
 #include "tui/app.h"
-#include "tui/columns.h"
+#include "common/columns.h"
 #include "tui/glyphs.h"
 #include "tui/styled.h"
 

@@ -12,7 +12,7 @@
 #include "tui/glyphs.h"
 #include "tui/marks.h"
 #include "tui/styled.h"
-#include "tui/columns.h"
+#include "common/columns.h"
 
 static const tui_glyphs *glyphs(const tui_app *a) { return tui_glyphs_for(a->utf8 && !a->ascii); }
 

@@ -5,7 +5,7 @@
 
 #include "mtlab/error.h"
 #include "mtlab/utf8.h"
-#include "tui/columns.h"
+#include "common/columns.h"
 
 void tui_editor_init(tui_editor *e, size_t max_bytes)
 {

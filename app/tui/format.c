@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tui/columns.h"
+#include "common/columns.h"
 
 /* v with three significant digits: 1.23, 12.3, 123 */
 static void three_digits(char *out, size_t len, double v, const char *unit)

@@ -10,7 +10,7 @@
 #include "mtlab/error.h"
 #include "plot/plot.h"
 #include "tui/app.h"
-#include "tui/columns.h"
+#include "common/columns.h"
 
 enum { PX_PER_CELL = 28, PX_MARGIN = 240, PX_MIN = 400, PX_MAX = 4096 };
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tui/columns.h"
+#include "common/columns.h"
 #include "tui/format.h"
 #include "tui/jobs_view.h"
 

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/paths.h"
+#include "common/paths.h"
 #include "mtlab/error.h"
 #include "tui/app.h"
 #include "tui/jobs_view.h"

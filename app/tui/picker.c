@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/paths.h"
+#include "common/paths.h"
 #include "mtlab/error.h"
 #include "mtlab/metrics.h"
 #include "mtlab/utf8.h"

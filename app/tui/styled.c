@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "mtlab/error.h"
-#include "tui/columns.h"
+#include "common/columns.h"
 
 void tui_styled_init(tui_styled *s)
 {

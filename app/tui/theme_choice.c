@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/paths.h"
+#include "common/paths.h"
 #include "mtlab/error.h"
 #include "tui/app.h"
 

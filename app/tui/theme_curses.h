@@ -5,7 +5,7 @@
 
 #include <curses.h>
 
-#include "tui/theme.h"
+#include "common/theme.h"
 
 #define TUI_HEAT_LEVELS_MAX 16
 

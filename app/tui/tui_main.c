@@ -20,7 +20,7 @@
 #include "tui/app.h"
 #include "tui/terminal.h"
 #include "tui/tui.h"
-#include "tui/columns.h"
+#include "common/columns.h"
 
 #define SPINNER_TICK_S 0.1
 

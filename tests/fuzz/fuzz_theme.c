@@ -4,7 +4,7 @@
  * heat scale answers for every value. The text is passed without a terminating NUL, as read.
  * Build and run: make fuzz (see the Makefile). */
 #include "mtlab/error.h"
-#include "tui/theme.h"
+#include "common/theme.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -3,8 +3,8 @@
  * tests skip with the reason when apertium or its spa-eng mode is not installed. */
 #include "test_util.h"
 #include "cli/commands.h"
-#include "cli/eval_run.h"
-#include "cli/progress.h"
+#include "common/eval_run.h"
+#include "common/progress.h"
 #include "mtlab/buckets.h"
 #include "mtlab/error.h"
 #include "mtlab/metrics.h"

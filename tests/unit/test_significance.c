@@ -6,7 +6,7 @@
 #include "test_util.h"
 
 #include "cli/commands.h"
-#include "cli/sig_table.h"
+#include "common/sig_table.h"
 #include "eval/np_random.h"
 #include "mtlab/error.h"
 #include "mtlab/metrics.h"

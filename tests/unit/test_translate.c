@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
-#include "cli/translate_input.h"
+#include "common/translate_input.h"
 #include "mtlab/decode.h"
 #include "mtlab/error.h"
 #include "mtlab/model.h"

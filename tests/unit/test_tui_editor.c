@@ -7,7 +7,7 @@
 
 #include "tui/editor.h"
 #include "mtlab/utf8.h"
-#include "tui/columns.h"
+#include "common/columns.h"
 
 static int setup(void **state)
 {

@@ -5,7 +5,7 @@
 
 #include <locale.h>
 
-#include "tui/columns.h"
+#include "common/columns.h"
 #include "tui/jobs_view.h"
 
 /* display widths come from wcwidth(3): a UTF-8 LC_CTYPE */

@@ -7,7 +7,7 @@
 
 #include "mtlab/error.h"
 #include "tui/heatmap.h"
-#include "tui/theme.h"
+#include "common/theme.h"
 
 static void test_shipped_themes_parse(void **state)
 {

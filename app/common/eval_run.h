@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "cli/eval_report.h"
+#include "common/eval_report.h"
 #include "mtlab/metrics.h"
 
 #define EVAL_MAX_SYSTEMS 16

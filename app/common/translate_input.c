@@ -1,5 +1,5 @@
 /* Reading and grouping the input of `mtlab translate` (translate_input.h). */
-#include "cli/translate_input.h"
+#include "common/translate_input.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-#include "cli/eval_report.h"
+#include "common/eval_report.h"
 
 #include "cli/commands.h"
 

@@ -1,6 +1,6 @@
-/* sacreBLEU's multi-system table (app/cli/sig_table.h): cells of one or more lines, each line
+/* sacreBLEU's multi-system table (app/common/sig_table.h): cells of one or more lines, each line
  * aligned on its own, columns as wide as their widest line plus a space each side. */
-#include "cli/sig_table.h"
+#include "common/sig_table.h"
 
 #include <stdlib.h>
 #include <string.h>

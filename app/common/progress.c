@@ -1,4 +1,4 @@
-#include "cli/progress.h"
+#include "common/progress.h"
 
 #include "mtlab/clock.h"
 

@@ -1,4 +1,4 @@
-#include "tui/theme.h"
+#include "common/theme.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,4 +1,4 @@
-#include "tui/columns.h"
+#include "common/columns.h"
 
 #include "mtlab/utf8.h"
 

@@ -1,8 +1,8 @@
 /* UTF-8 for the screen: decoding one character, its display width, and cutting text to a
  * number of columns. Widths come from wcwidth(3), so the process must run under a UTF-8
  * LC_CTYPE for wide (CJK) and combining characters to measure right. */
-#ifndef MTLAB_TUI_COLUMNS_H
-#define MTLAB_TUI_COLUMNS_H
+#ifndef MTLAB_COMMON_COLUMNS_H
+#define MTLAB_COMMON_COLUMNS_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -2,8 +2,8 @@
  * before any system runs, then each system translates the test set and is scored (BLEU, chrF,
  * named-entity recall by training frequency, length buckets, cost). */
 #include "cli/commands.h"
-#include "cli/eval_run.h"
-#include "cli/progress.h"
+#include "common/eval_run.h"
+#include "common/progress.h"
 #include "mtlab/buckets.h"
 #include "mtlab/bundle.h"
 #include "mtlab/dataset.h"

@@ -19,8 +19,8 @@
  * terminal's own. Every meaning stays legible at every colour level: where the fallback of a
  * colour lands on its background's (a grey that becomes black on 8 colours), the nearest other
  * colour of that level is used instead (tui_style_resolve). */
-#ifndef MTLAB_TUI_THEME_H
-#define MTLAB_TUI_THEME_H
+#ifndef MTLAB_COMMON_THEME_H
+#define MTLAB_COMMON_THEME_H
 
 #include <stddef.h>
 #include <stdint.h>

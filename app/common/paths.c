@@ -1,4 +1,4 @@
-#include "cli/paths.h"
+#include "common/paths.h"
 #include "mtlab/error.h"
 
 #include <limits.h>
