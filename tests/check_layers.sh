@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The include rules of docs/ARCHITECTURE.md §3, checked on the sources (run by `make test`):
-#   engine/ and kernels/ include nothing from app/, and no ncurses, Lua or readline header.
+#   engine/ and kernels/ include nothing from app/, and no ncurses, Lua or readline header;
+#   app/'s folders include only themselves and the folders below them (the table may_use).
 # An include is resolved the way the compiler resolves it: a quoted name first beside the file,
 # then (quoted or not) in the -I directories of the Makefile's CPPFLAGS. A name that resolves
 # nowhere but starts with one of app/'s folders (or a folder app/ is to get) counts as app/'s.
@@ -87,8 +88,92 @@ while IFS= read -r -d '' file; do
 done < <(find engine kernels -type f \( -name '*.c' -o -name '*.h' -o -name '*.cc' -o -name '*.cpp' \
                                         -o -name '*.hpp' -o -name '*.cu' -o -name '*.cuh' \) -print0 | sort -z)
 
-if [ "$violations" -gt 0 ]; then
-    echo "check_layers: $violations include(s) break the layering of docs/ARCHITECTURE.md §3 (engine/ and kernels/ may not include app/, ncurses, Lua or readline)"
+engine_violations=$violations engine_files=$files
+
+# app/'s folders, lowest first: each may include the engine, itself and the folders named after
+# it, never one above it, so app/ has a floor (common/) and no cycle. main is app/main.c; tui/
+# holds its Lua console (tui/console/), which is a pane of the workbench.
+declare -A may_use=(
+    [common]=""
+    [plot]="common"
+    [jobs]="common"
+    [bench]="common"
+    [lua]="common plot jobs"
+    [tui]="common plot jobs lua"
+    [cli]="common plot jobs lua tui bench"
+    [main]="cli"
+)
+
+# The table itself has no cycle: walking down from each folder never meets a folder twice on one
+# path.
+cycle=
+walk() { # FOLDER PATH
+    local d
+    for d in ${may_use[$1]}; do
+        case " $2 " in *" $d "*) cycle="$2 $d"; return ;; esac
+        [ -n "${may_use[$d]+set}" ] || { cycle="$1 -> $d (not in the table)"; return; }
+        walk "$d" "$2 $d"
+        [ -z "$cycle" ] || return
+    done
+}
+for a in "${!may_use[@]}"; do walk "$a" "$a"; [ -z "$cycle" ] || break; done
+if [ -n "$cycle" ]; then
+    echo "check_layers: the table of app/'s folders has a cycle: ${cycle// / -> }"
     exit 1
 fi
-echo "check_layers: $files files of engine/ and kernels/ include nothing from app/, ncurses, Lua or readline"
+
+# folder = the app/ folder a path (relative to the root) belongs to, main for app/main.c.
+folder_of() {
+    local rest=${1#app/}
+    case "$rest" in */*) folder=${rest%%/*} ;; *) folder=main ;; esac
+}
+
+violations=0 files=0
+while IFS= read -r -d '' file; do
+    files=$((files + 1))
+    folder_of "$file"; own=$folder
+    if [ -z "${may_use[$own]+set}" ]; then
+        echo "$file: app/$own/ is not in check_layers.sh's table of app/'s folders (say what it may include)"
+        violations=$((violations + 1))
+        continue
+    fi
+    while IFS= read -r hit; do
+        line=${hit%%:*}
+        inc=${hit#*:}
+        inc=${inc#*include}
+        inc=${inc#"${inc%%[!$' \t']*}"}
+        case "$inc" in
+            \"*) quoted=1; name=${inc#\"}; name=${name%%\"*} ;;
+            *) continue ;; # <system> headers and macro includes
+        esac
+        resolve "$file" "$name" "$quoted"
+        if [ -n "$resolved" ]; then
+            case "$resolved" in app/*) ;; *) continue ;; esac
+        else
+            resolved="app/$name" # unresolved: its first folder names the app/ folder meant
+        fi
+        folder_of "$resolved"
+        [ "$folder" = "$own" ] && continue
+        case " ${may_use[$own]} " in *" $folder "*) continue ;; esac
+        allowed=${may_use[$own]}
+        allowed=${allowed:+only ${allowed// /, }}
+        echo "$file:$line: app/$own/ includes \"$name\" ($resolved): app/$own/ may include ${allowed:-no other folder of app/}"
+        violations=$((violations + 1))
+    done < <(grep -nE '^[[:space:]]*#[[:space:]]*include' "$file")
+done < <(find app -type f \( -name '*.c' -o -name '*.h' \) -print0 | sort -z)
+app_violations=$violations app_files=$files
+
+status=0
+if [ "$engine_violations" -gt 0 ]; then
+    echo "check_layers: $engine_violations include(s) break the layering of docs/ARCHITECTURE.md §3 (engine/ and kernels/ may not include app/, ncurses, Lua or readline)"
+    status=1
+else
+    echo "check_layers: $engine_files files of engine/ and kernels/ include nothing from app/, ncurses, Lua or readline"
+fi
+if [ "$app_violations" -gt 0 ]; then
+    echo "check_layers: $app_violations include(s) break the order of app/'s folders (table in tests/check_layers.sh)"
+    status=1
+else
+    echo "check_layers: $app_files files of app/ include only their own folder and the folders below it"
+fi
+exit $status

@@ -8,7 +8,7 @@
 #include "cli/commands.h"
 #include "common/progress.h"
 #include "jobs/jobs.h"
-#include "lua/train_config.h"
+#include "common/train_config.h"
 #include "mtlab/collective.h"
 #include "mtlab/error.h"
 #include "mtlab/train.h"

@@ -1,6 +1,6 @@
 #include "common/eval_report.h"
 
-#include "cli/commands.h"
+#include "common/output.h"
 
 #include <errno.h>
 #include <jansson.h>

@@ -1,7 +1,7 @@
 /* The work of `mtlab eval`, shared by the command and Lua's mtlab.eval: every input checked
  * before any system runs, then each system translates the test set and is scored (BLEU, chrF,
  * named-entity recall by training frequency, length buckets, cost). */
-#include "cli/commands.h"
+#include "common/output.h"
 #include "common/eval_run.h"
 #include "common/progress.h"
 #include "mtlab/buckets.h"

@@ -1,6 +1,6 @@
 /* Jobs: start (config checked before anything runs), load, refresh, list, stop, resume, wait. */
 #include "jobs/job_internal.h"
-#include "lua/train_config.h"
+#include "common/train_config.h"
 #include "mtlab/error.h"
 #include "mtlab/train.h"
 

@@ -21,6 +21,8 @@
 #include <lua.h>
 #include <stdio.h>
 
+#include "common/lua_run.h"
+
 /* A new state with Lua's standard libraries, `require "mtlab"` and the global `mtlab`.
  * NULL only when memory runs out (mt_last_error). Close it with mtlab_lua_close. */
 lua_State *mtlab_lua_new(void);
@@ -32,15 +34,6 @@ void mtlab_lua_interrupt(lua_State *L);
 int mtlab_lua_interrupted(lua_State *L);
 /* Disarm: only where no Lua code of L is running (between two top-level calls). */
 void mtlab_lua_reset_interrupt(lua_State *L);
-
-/* Load and run a file (or stdin when path is "-") with the traceback handler, arguments
- * from the stack's top nargs values. LUA_OK, or a Lua status with the message (and traceback)
- * left on the stack. */
-int mtlab_lua_dofile(lua_State *L, const char *path, int nargs);
-
-/* The message handler every call into Lua uses: the error and a traceback (the message alone
- * when the global error() raised it at level 0, e.g. a script's usage line). */
-int mtlab_lua_traceback(lua_State *L);
 
 /* The API reference as markdown (README's "Lua API" section is this text). */
 void mtlab_lua_reference(FILE *out);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "console/console.h"
+#include "tui/console/console.h"
 #include "mtlab/clock.h"
 #include "tui/app.h"
 #include "tui/format.h"

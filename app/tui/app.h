@@ -7,7 +7,7 @@
  * jobs_view.c (the jobs view's keys; jobs_watch.c its watcher thread, jobs_format.c its pure
  * pieces), draw*.c (draw_jobs.c: the jobs view; draw_heatmap.c: a pane's heatmap, laid out
  * by heat_layout.c, its data and files from heat_export.c); the Lua console (Ctrl-O) is
- * app/console/ (console.h). */
+ * app/tui/console/ (console.h). */
 #ifndef MTLAB_TUI_APP_H
 #define MTLAB_TUI_APP_H
 

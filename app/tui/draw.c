@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "console/console.h"
+#include "tui/console/console.h"
 #include "mtlab/clock.h"
 #include "tui/app.h"
 #include "tui/glyphs.h"

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "console/console.h"
+#include "tui/console/console.h"
 #include "mtlab/error.h"
 #include "tui/app.h"
 #include "tui/format.h"

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "console/console.h"
+#include "tui/console/console.h"
 #include "mtlab/clock.h"
 #include "mtlab/error.h"
 #include "mtlab/utf8.h"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "console/console_parts.h"
+#include "tui/console/console_parts.h"
 
 static char *pretty_of(lua_State *L, const char *expr)
 {

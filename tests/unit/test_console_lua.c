@@ -7,7 +7,7 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include "console/console_internal.h"
+#include "tui/console/console_internal.h"
 #include "tui/app.h"
 
 static const char *hang_what = "";

@@ -7,7 +7,7 @@
 #include <pthread.h>
 #include <readline/readline.h>
 
-#include "console/console_internal.h"
+#include "tui/console/console_internal.h"
 #include "tui/keys.h"
 
 static char state_dir[256];

@@ -1,7 +1,7 @@
 /* Training runs: Lua config errors, and a resumed run that repeats the uninterrupted one
  * bit for bit (same per-step losses, same final weights). */
 #include "test_util.h"
-#include "lua/train_config.h"
+#include "common/train_config.h"
 #include "mtlab/error.h"
 #include "mtlab/tokenizer.h"
 #include "mtlab/train.h"

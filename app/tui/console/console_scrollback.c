@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "console/console_parts.h"
+#include "tui/console/console_parts.h"
 #include "mtlab/error.h"
 
 void console_scrollback_free(console_scrollback *s)

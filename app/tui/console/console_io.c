@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "console/console_internal.h"
+#include "tui/console/console_internal.h"
 #include "mtlab/error.h"
 #include "mtlab/utf8.h"
 

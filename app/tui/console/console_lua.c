@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "console/console_internal.h"
+#include "tui/console/console_internal.h"
 #include "lua/mtlab_lua.h"
 #include "mtlab/error.h"
 

@@ -8,8 +8,8 @@
 #include <lua.h>
 #include <pthread.h>
 
-#include "console/console.h"
-#include "console/console_parts.h"
+#include "tui/console/console.h"
+#include "tui/console/console_parts.h"
 
 /* What the UI thread asks of the Lua thread. */
 typedef enum { CONSOLE_REQ_CHUNK, CONSOLE_REQ_HELP, CONSOLE_REQ_FILE, CONSOLE_REQ_KEY } console_req_kind;

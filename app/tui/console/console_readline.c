@@ -15,7 +15,7 @@
 #include <readline/history.h>
 #include <readline/readline.h>
 
-#include "console/console_internal.h"
+#include "tui/console/console_internal.h"
 #include "mtlab/error.h"
 #include "mtlab/utf8.h"
 

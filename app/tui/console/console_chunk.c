@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "console/console_parts.h"
+#include "tui/console/console_parts.h"
 #include "mtlab/error.h"
 
 static int compiles(lua_State *P, const char *text, int *incomplete)

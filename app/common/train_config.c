@@ -1,6 +1,6 @@
 /* Lua table -> mt_train_config, driven by two key tables (run settings, model overrides). */
-#include "lua/train_config.h"
-#include "lua/mtlab_lua.h"
+#include "common/train_config.h"
+#include "common/lua_run.h"
 #include "mtlab/dataset.h"
 #include "mtlab/error.h"
 

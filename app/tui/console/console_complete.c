@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "console/console_parts.h"
+#include "tui/console/console_parts.h"
 #include "mtlab/error.h"
 
 static int cmp_str(const void *x, const void *y)

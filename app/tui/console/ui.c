@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "console/console_internal.h"
+#include "tui/console/console_internal.h"
 #include "mtlab/clock.h"
 #include "mtlab/error.h"
 
