@@ -473,14 +473,4 @@ const char *hf_bpe_id_to_piece(const hf_bpe *t, int id)
     return id >= 0 && id < t->n_ids ? t->pieces[id] : NULL;
 }
 
-int hf_bpe_piece_to_id(const hf_bpe *t, const char *piece)
-{
-    if (!piece) return -1;
-    size_t *v = strmap_get(&t->vocab, piece, strlen(piece));
-    if (v) return (int)*v;
-    for (size_t k = 0; k < t->n_added; k++)
-        if (strcmp(t->pieces[t->added[k].id], piece) == 0) return t->added[k].id;
-    return -1;
-}
-
 int hf_bpe_is_special(const hf_bpe *t, int id) { return id >= 0 && id < t->n_ids && t->special[id]; }

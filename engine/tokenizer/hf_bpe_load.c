@@ -150,6 +150,19 @@ static int vocab_id(const hf_bpe *t, const char *s, size_t len)
     return v ? (int)*v : -1;
 }
 
+/* Here rather than in hf_bpe.c, which already needs this file (normalizers, merges): the
+ * check of the post-processor's tokens needs it too, and the two objects must not need each
+ * other (tests/check_cycles.sh). */
+int hf_bpe_piece_to_id(const hf_bpe *t, const char *piece)
+{
+    if (!piece) return -1;
+    int id = vocab_id(t, piece, strlen(piece));
+    if (id >= 0) return id;
+    for (size_t k = 0; k < t->n_added; k++)
+        if (strcmp(t->pieces[t->added[k].id], piece) == 0) return t->added[k].id;
+    return -1;
+}
+
 static void grow_ids(hf_bpe *t, int id)
 {
     if (id < t->n_ids) return;
