@@ -1,7 +1,10 @@
-/* `mtlab score`: BLEU, chrF and chrF++ of a hypothesis file against one or more reference
- * files, printed as `sacrebleu REF... -i HYP -m bleu chrf -f text -w 2` prints them (or, with
- * --json, as its JSON output with -w 2), so the numbers can be pasted next to published ones.
- * --lowercase applies to every metric (sacreBLEU's -lc plus --chrf-lowercase).
+/* `mtlab score`: BLEU, chrF, chrF++ and TER of a hypothesis file against one or more
+ * reference files, printed as `sacrebleu REF... -i HYP -m bleu chrf ter -f text -w 2` prints
+ * them (or, with --json, as its JSON output with -w 2), so the numbers can be pasted next to
+ * published ones. --lowercase applies to BLEU and chrF (sacreBLEU's -lc plus --chrf-lowercase);
+ * TER lowercases unless --ter-case-sensitive. sacreBLEU's own names choose the rest:
+ * --tokenize (BLEU's; flores101/flores200 with --spm FILE, the SentencePiece model),
+ * --chrf-word-order, --ter-normalized, --ter-no-punct, --ter-asian-support.
  *
  * Several hypothesis files (--hyp A --hyp B ..., or -i A B ...) are systems compared in one
  * table, the first the baseline; --paired-bs or --paired-ar adds sacreBLEU's paired tests
@@ -26,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum metric { METRIC_BLEU, METRIC_CHRF, METRIC_CHRFPP, METRIC_COMET };
+enum metric { METRIC_BLEU, METRIC_CHRF, METRIC_CHRFPP, METRIC_TER, METRIC_COMET };
 #define MAX_METRICS 8
 #define MAX_REFS 64
 #define MAX_SYSTEMS 32
@@ -43,6 +46,11 @@ typedef struct {
     size_t n_metrics;
     int lowercase, json;
     mt_bleu_smooth smooth;
+    mt_bleu_tokenize tokenize;
+    const char *spm_path;      /* the flores tokenizers' SentencePiece model */
+    const mt_spm_pieces *spm;  /* loaded by run_score */
+    int chrf_word_order;       /* -1: the metric's own (0 for chrf, 2 for chrf++) */
+    mt_ter_opts ter;
     const char *src_path, *comet_dir, *device; /* COMET's source, model directory, device */
     mt_comet *comet;                           /* opened by run_score when -m comet */
     const mt_text_lines *src;
@@ -52,7 +60,7 @@ static int add_metric(score_args *a, const char *name, size_t len)
 {
     static const struct { const char *name; enum metric m; } known[] = {
         {"bleu", METRIC_BLEU}, {"chrf", METRIC_CHRF}, {"chrf++", METRIC_CHRFPP},
-        {"comet", METRIC_COMET},
+        {"ter", METRIC_TER}, {"comet", METRIC_COMET},
     };
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         if (strlen(known[i].name) != len || strncmp(known[i].name, name, len) != 0) continue;
@@ -61,7 +69,7 @@ static int add_metric(score_args *a, const char *name, size_t len)
         a->metrics[a->n_metrics++] = known[i].m;
         return 0;
     }
-    fprintf(stderr, "mtlab score: unknown metric '%.*s' (bleu, chrf, chrf++, comet)\n", (int)len, name);
+    fprintf(stderr, "mtlab score: unknown metric '%.*s' (bleu, chrf, chrf++, ter, comet)\n", (int)len, name);
     return 2;
 }
 
@@ -82,6 +90,9 @@ static int parse_args(score_args *a, int argc, char **argv)
     memset(a, 0, sizeof *a);
     a->smooth = MT_SMOOTH_EXP;
     a->seed = MT_SIG_DEFAULT_SEED;
+    a->tokenize = MT_BLEU_TOK_13A;
+    a->chrf_word_order = -1;
+    a->ter = mt_ter_defaults();
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         int has_value = i + 1 < argc;
@@ -134,6 +145,29 @@ static int parse_args(score_args *a, int argc, char **argv)
             }
         } else if (!strcmp(o, "--json")) {
             a->json = 1;
+        } else if (!strcmp(o, "--tokenize") || !strcmp(o, "-tok")) {
+            if (!has_value) return cli_usage(&cmd_score);
+            if (mt_bleu_tokenize_parse(argv[++i], &a->tokenize) < 0)
+                return cli_fail("score: --tokenize: %s", mt_last_error());
+        } else if (!strcmp(o, "--spm")) {
+            if (!has_value) return cli_usage(&cmd_score);
+            a->spm_path = argv[++i];
+        } else if (!strcmp(o, "--chrf-word-order") || !strcmp(o, "-cw")) {
+            if (!has_value) return cli_usage(&cmd_score);
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (end == argv[i] || *end || v < 0 || v > MT_CHRF_MAX_ORDERS - 6)
+                return cli_fail("score: %s takes a count from 0 to %d, not '%s'", o,
+                                MT_CHRF_MAX_ORDERS - 6, argv[i]);
+            a->chrf_word_order = (int)v;
+        } else if (!strcmp(o, "--ter-normalized")) {
+            a->ter.normalized = 1;
+        } else if (!strcmp(o, "--ter-no-punct")) {
+            a->ter.no_punct = 1;
+        } else if (!strcmp(o, "--ter-asian-support")) {
+            a->ter.asian_support = 1;
+        } else if (!strcmp(o, "--ter-case-sensitive")) {
+            a->ter.case_sensitive = 1;
         } else if (!strcmp(o, "--src") || !strcmp(o, "-s") || !strcmp(o, "--comet") ||
                    !strcmp(o, "--device")) {
             if (!has_value) return cli_usage(&cmd_score);
@@ -165,6 +199,11 @@ static int parse_args(score_args *a, int argc, char **argv)
         return cli_fail("score: COMET takes one reference, got %zu", a->n_refs);
     if (!comet && (a->comet_dir || a->src_path || a->device))
         return cli_fail("score: --comet, --src and --device go with -m comet");
+    int flores = a->tokenize == MT_BLEU_TOK_FLORES101 || a->tokenize == MT_BLEU_TOK_FLORES200;
+    if (flores != (a->spm_path != NULL))
+        return cli_fail(flores ? "score: --tokenize %s needs --spm FILE (its SentencePiece model)"
+                               : "score: --spm FILE goes with --tokenize flores101 or flores200",
+                        mt_bleu_tokenize_name(a->tokenize));
     return 0;
 }
 
@@ -180,6 +219,24 @@ static void comet_signature(char *out, size_t len, const score_args *a)
 {
     snprintf(out, len, "nrefs:1|model:%s|device:%s|version:mtlab", a->comet_dir,
              a->device ? a->device : "cpu");
+}
+
+static mt_bleu_opts bleu_opts_of(const score_args *a)
+{
+    mt_bleu_opts o = mt_bleu_defaults();
+    o.lowercase = a->lowercase;
+    o.smooth = a->smooth;
+    o.tokenize = a->tokenize;
+    o.spm = a->spm;
+    return o;
+}
+
+static mt_chrf_opts chrf_opts_of(enum metric m, const score_args *a)
+{
+    mt_chrf_opts o = m == METRIC_CHRF ? mt_chrf_defaults() : mt_chrfpp_defaults();
+    o.lowercase = a->lowercase;
+    if (m == METRIC_CHRF && a->chrf_word_order >= 0) o.word_order = a->chrf_word_order;
+    return o;
 }
 
 /* One printed result: sacreBLEU's text line and the parts its JSON object is made of. */
@@ -198,9 +255,7 @@ static int compute(score_result *r, enum metric m, const score_args *a, const mt
     memset(r, 0, sizeof *r);
     const char *const *hyps = (const char *const *)hyp->lines;
     if (m == METRIC_BLEU) {
-        mt_bleu_opts o = mt_bleu_defaults();
-        o.lowercase = a->lowercase;
-        o.smooth = a->smooth;
+        mt_bleu_opts o = bleu_opts_of(a);
         mt_bleu_score s;
         if (mt_bleu_corpus(&s, hyps, hyp->n, refs, a->n_refs, &o) < 0) return -1;
         snprintf(r->name, sizeof r->name, "BLEU");
@@ -219,9 +274,13 @@ static int compute(score_result *r, enum metric m, const score_args *a, const mt
         r->score = sum / (double)hyp->n;
         comet_signature(r->signature, sizeof r->signature, a);
         snprintf(r->line, sizeof r->line, "COMET|%s = %.4f", r->signature, r->score);
+    } else if (m == METRIC_TER) {
+        if (mt_ter_corpus(&r->score, hyps, hyp->n, refs, a->n_refs, &a->ter) < 0) return -1;
+        snprintf(r->name, sizeof r->name, "TER");
+        mt_ter_signature(r->signature, sizeof r->signature, &a->ter, a->n_refs, 0);
+        mt_ter_format(r->line, sizeof r->line, r->score, r->signature, 2);
     } else {
-        mt_chrf_opts o = m == METRIC_CHRF ? mt_chrf_defaults() : mt_chrfpp_defaults();
-        o.lowercase = a->lowercase;
+        mt_chrf_opts o = chrf_opts_of(m, a);
         if (mt_chrf_corpus(&r->score, hyps, hyp->n, refs, a->n_refs, &o) < 0) return -1;
         mt_chrf_name(r->name, sizeof r->name, &o);
         mt_chrf_signature(r->signature, sizeof r->signature, &o, a->n_refs, 0);
@@ -283,6 +342,7 @@ static int print_json(const score_result *res, size_t n)
 typedef struct {
     mt_bleu_opts bleu;
     mt_chrf_opts chrf;
+    mt_ter_opts ter;
     char name[32];
     char signature[200]; /* with the test's fields after nrefs, as sacreBLEU writes it */
     mt_sig_metric sig;
@@ -293,9 +353,7 @@ static void setup_metric(metric_setup *ms, enum metric m, const score_args *a)
     memset(ms, 0, sizeof *ms);
     char sig[160];
     if (m == METRIC_BLEU) {
-        ms->bleu = mt_bleu_defaults();
-        ms->bleu.lowercase = a->lowercase;
-        ms->bleu.smooth = a->smooth;
+        ms->bleu = bleu_opts_of(a);
         ms->sig = mt_sig_bleu_metric(&ms->bleu);
         snprintf(ms->name, sizeof ms->name, "BLEU");
         mt_bleu_signature(sig, sizeof sig, &ms->bleu, a->n_refs, 0);
@@ -303,9 +361,13 @@ static void setup_metric(metric_setup *ms, enum metric m, const score_args *a)
         ms->sig = mt_sig_comet_metric();
         snprintf(ms->name, sizeof ms->name, "COMET");
         comet_signature(sig, sizeof sig, a);
+    } else if (m == METRIC_TER) {
+        ms->ter = a->ter;
+        ms->sig = mt_sig_ter_metric(&ms->ter);
+        snprintf(ms->name, sizeof ms->name, "TER");
+        mt_ter_signature(sig, sizeof sig, &ms->ter, a->n_refs, 0);
     } else {
-        ms->chrf = m == METRIC_CHRF ? mt_chrf_defaults() : mt_chrfpp_defaults();
-        ms->chrf.lowercase = a->lowercase;
+        ms->chrf = chrf_opts_of(m, a);
         ms->sig = mt_sig_chrf_metric(&ms->chrf, ms->name, sizeof ms->name);
         mt_chrf_signature(sig, sizeof sig, &ms->chrf, a->n_refs, 0);
     }
@@ -335,6 +397,10 @@ static int segment_stats(double *rows, const metric_setup *ms, enum metric m,
             mt_bleu_stats st;
             rc = mt_bleu_segment_stats(&st, hyp->lines[i], seg_refs, n_refs, &ms->bleu);
             if (rc == 0) mt_sig_bleu_row(row, &st);
+        } else if (m == METRIC_TER) {
+            mt_ter_stats st;
+            rc = mt_ter_segment_stats(&st, hyp->lines[i], seg_refs, n_refs, &ms->ter);
+            if (rc == 0) mt_sig_ter_row(row, &st);
         } else {
             mt_chrf_stats st;
             rc = mt_chrf_segment_stats(&st, hyp->lines[i], seg_refs, n_refs, &ms->chrf);
@@ -490,6 +556,10 @@ static int run_score(int argc, char **argv)
     }
     mt_text_lines src = {0};
     int have_src = 0;
+    mt_spm_pieces *spm = NULL;
+    if (rc == 0 && a.spm_path && !(spm = mt_spm_pieces_load(a.spm_path)))
+        rc = cli_fail("score: --spm %s", mt_last_error());
+    a.spm = spm;
     if (rc == 0 && a.comet_dir) {
         const mt_backend *be = a.device ? mt_backend_for(a.device, 0) : mt_backend_cpu();
         if (!be || cli_read_sentences(&src, a.src_path)) rc = cli_fail("%s", mt_last_error());
@@ -510,6 +580,7 @@ static int run_score(int argc, char **argv)
         else if (rc == 0) print_text(res, a.n_metrics);
     }
     mt_comet_free(a.comet);
+    mt_spm_pieces_free(spm);
     if (have_src) mt_text_lines_free(&src);
     for (size_t h = 0; h < n_hyps; h++) mt_text_lines_free(&hyps[h]);
     for (size_t r = 0; r < n_read; r++) mt_text_lines_free(&refs[r]);
@@ -518,10 +589,12 @@ static int run_score(int argc, char **argv)
 
 const struct mt_command cmd_score = {
     "score",
-    "--hyp FILE [--hyp FILE...] --ref FILE [--ref FILE...] [-m bleu,chrf,chrf++,comet] [--lowercase] "
-    "[--smooth exp|floor|add-k|none] [--paired-bs|--paired-ar [--paired-n N] [--seed N]] [--json] "
+    "--hyp FILE [--hyp FILE...] --ref FILE [--ref FILE...] [-m bleu,chrf,chrf++,ter,comet] [--lowercase] "
+    "[--smooth exp|floor|add-k|none] [--tokenize 13a|none|intl|char|zh|flores101|flores200 [--spm FILE]] "
+    "[--chrf-word-order N] [--ter-normalized] [--ter-no-punct] [--ter-asian-support] "
+    "[--ter-case-sensitive] [--paired-bs|--paired-ar [--paired-n N] [--seed N]] [--json] "
     "[-m comet --comet DIR --src FILE [--device cpu|cuda[:N]]]",
-    "sacreBLEU-exact BLEU, chrF and chrF++ of translations against references, and COMET; "
+    "sacreBLEU-exact BLEU, chrF, chrF++ and TER of translations against references, and COMET; "
     "paired tests between systems (the first is the baseline)",
     run_score,
     .parallel = 0,

@@ -335,3 +335,31 @@ mt_sig_metric mt_sig_chrf_metric(const mt_chrf_opts *o, char *name, size_t name_
     mt_sig_metric m = {name, mt_sig_chrf_stats(o), mt_sig_chrf_score, mt_sig_chrf_score_f32, 1, o};
     return m;
 }
+
+void mt_sig_ter_row(double *row, const mt_ter_stats *s)
+{
+    row[0] = s->edits;
+    row[1] = s->ref_len;
+}
+
+double mt_sig_ter_score(const double *sums, const void *ctx)
+{
+    (void)ctx;
+    mt_ter_stats st = {sums[0], sums[1]};
+    return mt_ter_from_stats(&st);
+}
+
+/* sacreBLEU's TER on float32 statistics: 100 * (edits / ref_len), both steps float32; the
+ * two special cases are Python floats (100.0 and 0.0), as in mt_ter_from_stats */
+double mt_sig_ter_score_f32(const float *sums, const void *ctx)
+{
+    (void)ctx;
+    if (sums[1] > 0.0f) return (double)(100.0f * (sums[0] / sums[1]));
+    return sums[0] > 0.0f ? 100.0 : 0.0;
+}
+
+mt_sig_metric mt_sig_ter_metric(const mt_ter_opts *o)
+{
+    mt_sig_metric m = {"TER", MT_SIG_TER_STATS, mt_sig_ter_score, mt_sig_ter_score_f32, 1, o};
+    return m;
+}

@@ -561,8 +561,8 @@ static void test_score_command_errors(void **state)
     snprintf(msg, sizeof msg, "mtlab: %s: No such file or directory\n", missing);
     expect_failure((const char *[]){"--hyp", missing, "--ref", ref, NULL}, 1, msg);
     expect_failure((const char *[]){"--hyp", hyp, NULL}, 2, "usage: mtlab score");
-    expect_failure((const char *[]){"--hyp", hyp, "--ref", hyp, "-m", "ter", NULL}, 2,
-                   "unknown metric 'ter'");
+    expect_failure((const char *[]){"--hyp", hyp, "--ref", hyp, "-m", "wer", NULL}, 2,
+                   "unknown metric 'wer'");
     expect_failure((const char *[]){"--hyp", hyp, "--ref", hyp, "--smooth", "max", NULL}, 2,
                    "unknown smoothing 'max'");
 

@@ -1,6 +1,6 @@
 /* Paired significance tests and the NumPy generator under them, against what NumPy and
  * sacreBLEU 2.6.0 themselves produced (tests/fixtures/metrics/make_significance.py): every
- * draw and sum, and p-values, bootstrap means and intervals of BLEU and chrF2 for a baseline
+ * draw and sum, and p-values, bootstrap means and intervals of BLEU, chrF2 and TER for a baseline
  * and two systems under the paired bootstrap and approximate randomization, to the bit; and the
  * table `mtlab score --paired-bs|ar` prints, byte for byte as `sacrebleu -f text` prints it. */
 #include "test_util.h"
@@ -110,7 +110,7 @@ static void free_systems(systems *s)
     free(s->ref);
 }
 
-/* per-segment statistics of every system for BLEU (metric 0) or chrF2 (metric 1) */
+/* per-segment statistics of every system for BLEU (metric 0), chrF2 (1) or TER (2) */
 static double **stats_of(const systems *s, int metric, const mt_bleu_opts *bo, const mt_chrf_opts *co,
                          size_t n_stats)
 {
@@ -123,10 +123,15 @@ static double **stats_of(const systems *s, int metric, const mt_bleu_opts *bo, c
                 mt_bleu_stats b;
                 assert_int_equal(mt_bleu_segment_stats(&b, s->lines[k][i], refs, 1, bo), 0);
                 mt_sig_bleu_row(st[k] + i * n_stats, &b);
-            } else {
+            } else if (metric == 1) {
                 mt_chrf_stats c;
                 assert_int_equal(mt_chrf_segment_stats(&c, s->lines[k][i], refs, 1, co), 0);
                 mt_sig_chrf_row(st[k] + i * n_stats, &c);
+            } else {
+                mt_ter_opts to = mt_ter_defaults();
+                mt_ter_stats t;
+                assert_int_equal(mt_ter_segment_stats(&t, s->lines[k][i], refs, 1, &to), 0);
+                mt_sig_ter_row(st[k] + i * n_stats, &t);
             }
         }
     }
@@ -149,14 +154,17 @@ static void test_paired_tests_match_sacrebleu(void **state)
     mt_bleu_opts bo = mt_bleu_defaults();
     mt_chrf_opts co = mt_chrf_defaults();
     char chrf_name[32];
-    mt_sig_metric metrics[2] = {mt_sig_bleu_metric(&bo), mt_sig_chrf_metric(&co, chrf_name, sizeof chrf_name)};
+    mt_ter_opts to = mt_ter_defaults();
+    mt_sig_metric metrics[3] = {mt_sig_bleu_metric(&bo), mt_sig_chrf_metric(&co, chrf_name, sizeof chrf_name),
+                                mt_sig_ter_metric(&to)};
     assert_string_equal(metrics[1].name, "chrF2");
+    assert_string_equal(metrics[2].name, "TER");
     size_t ti;
     json_array_foreach(tests, ti, t) {
         const char *kind = json_string_value(json_object_get(t, "test"));
         mt_sig_opts o = mt_sig_defaults(!strcmp(kind, "bs") ? MT_SIG_BOOTSTRAP : MT_SIG_RANDOMIZATION);
-        mt_sig_result all[2][8];
-        for (int mi = 0; mi < 2; mi++) {
+        mt_sig_result all[3][8];
+        for (int mi = 0; mi < 3; mi++) {
             const mt_sig_metric *m = &metrics[mi];
             double **st = stats_of(&s, mi, &bo, &co, m->n_stats);
             mt_sig_result *res = all[mi];
@@ -183,16 +191,16 @@ static void test_paired_tests_match_sacrebleu(void **state)
             const char *full = json_string_value(json_object_get(json_object_get(t, "signatures"), m->name));
             assert_non_null(strstr(full, sig));
         }
-        const char *names[2] = {metrics[0].name, metrics[1].name};
+        const char *names[3] = {metrics[0].name, metrics[1].name, metrics[2].name};
         const char *sys_names[8];
         json_t *sys = json_object_get(j, "systems");
         for (size_t k = 0; k < s.n_sys; k++)
             sys_names[k] = json_string_value(json_object_get(json_array_get(sys, k), "name"));
-        const mt_sig_result *cols[2] = {all[0], all[1]};
+        const mt_sig_result *cols[3] = {all[0], all[1], all[2]};
         char *text = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&text, &len);
-        sig_table_print(f, sys_names, s.n_sys, names, cols, 2, 2);
+        sig_table_print(f, sys_names, s.n_sys, names, cols, 3, 2);
         fclose(f);
         const char *want = json_string_value(json_object_get(json_object_get(j, "tables"), kind));
         if (strcmp(text, want)) fail_msg("%s table:\n%s\nsacreBLEU:\n%s", kind, text, want);
@@ -241,7 +249,7 @@ static void write_lines(const char *path, const char *const *lines, size_t n)
     assert_int_equal(fclose(f), 0);
 }
 
-/* `mtlab score --hyp base --hyp close --hyp far --ref ref -m bleu chrf --paired-bs` (and -ar)
+/* `mtlab score --hyp base --hyp close --hyp far --ref ref -m bleu chrf ter --paired-bs` (and -ar)
  * prints sacreBLEU's table and signatures; bad uses are refused. */
 static void test_score_command(void **state)
 {
@@ -261,16 +269,20 @@ static void test_score_command(void **state)
     for (int k = 0; k < 2; k++) {
         const char *flag = k ? "--paired-ar" : "--paired-bs";
         test_captured c = test_run_command(&cmd_score, (const char *[]){"--hyp", "base", "-i", "close", "far",
-                                                      "--ref", "ref", "-m", "bleu", "chrf", flag, NULL});
+                                                      "--ref", "ref", "-m", "bleu", "chrf", "ter", flag, NULL});
         assert_int_equal(c.rc, 0);
         const char *want = json_string_value(json_object_get(json_object_get(j, "tables"), kinds[k]));
         if (strncmp(c.out, want, strlen(want))) fail_msg("%s:\n%s\nsacreBLEU:\n%s", flag, c.out, want);
         /* the signatures carry the test's fields after nrefs, as sacreBLEU's do */
         json_t *t = json_array_get(json_object_get(j, "tests"), (size_t)k);
-        const char *bleu_sig = json_string_value(json_object_get(json_object_get(t, "signatures"), "BLEU"));
-        char line[256];
-        snprintf(line, sizeof line, " - BLEU       %s\n", bleu_sig);
-        if (!strstr(c.out, line)) fail_msg("no line '%s' in:\n%s", line, c.out);
+        static const char *const metric_names[] = {"BLEU", "chrF2", "TER"};
+        for (int mi = 0; mi < 3; mi++) {
+            const char *sig = json_string_value(json_object_get(json_object_get(t, "signatures"),
+                                                                metric_names[mi]));
+            char line[256];
+            snprintf(line, sizeof line, " - %-10s %s\n", metric_names[mi], sig);
+            if (!strstr(c.out, line)) fail_msg("no line '%s' in:\n%s", line, c.out);
+        }
         test_captured_free(&c);
     }
     /* a paired test needs a baseline and a system; counts are checked */

@@ -75,8 +75,14 @@ size_t mt_sig_chrf_stats(const mt_chrf_opts *o); /* 3 per order */
 void mt_sig_chrf_row(double *row, const mt_chrf_stats *s);
 double mt_sig_chrf_score(const double *sums, const void *chrf_opts);
 double mt_sig_chrf_score_f32(const float *sums, const void *chrf_opts);
-/* BLEU and chrF as mt_sig_metric (name: the metric's own, "BLEU", "chrF2", "chrF2++") */
+#define MT_SIG_TER_STATS 2 /* [edits, ref_len] */
+void mt_sig_ter_row(double *row, const mt_ter_stats *s);
+double mt_sig_ter_score(const double *sums, const void *ctx);
+double mt_sig_ter_score_f32(const float *sums, const void *ctx);
+/* BLEU, chrF and TER as mt_sig_metric (name: the metric's own, "BLEU", "chrF2", "chrF2++",
+ * "TER"; TER's score does not depend on its options, which shape the statistics only) */
 mt_sig_metric mt_sig_bleu_metric(const mt_bleu_opts *o);
 mt_sig_metric mt_sig_chrf_metric(const mt_chrf_opts *o, char *name, size_t name_len);
+mt_sig_metric mt_sig_ter_metric(const mt_ter_opts *o);
 
 #endif
