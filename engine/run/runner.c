@@ -23,19 +23,13 @@ static int read_corpus_stats(const char *dir, mt_corpus_stats **out)
     return *out ? 0 : -1;
 }
 
-/* A model's vocabulary may be padded past its tokenizer's pieces (docs/bundles.md §5), to a
- * multiple of 128 at most: a tokenizer with more pieces, or far fewer, is another model's, and
- * its ids would index other rows (garbage, or past the embedding). */
-enum { VOCAB_PAD = 128 };
-
 static int check_vocab(const mt_model *m, const mt_tokenizer *tok, const char *dir, const char *tok_path)
 {
     int rows = mt_model_get_config(m)->vocab_size, pieces = mt_tokenizer_vocab_size(tok);
-    int padded = (pieces + VOCAB_PAD - 1) / VOCAB_PAD * VOCAB_PAD;
-    if (pieces <= rows && rows <= padded) return 0;
+    if (mt_vocab_rows_fit(pieces, rows)) return 0;
     return mt_error("%s: %s has %d pieces but the model (%s/config.json vocab_size) has %d rows: "
                     "not this model's tokenizer (a padded vocabulary ends at the next multiple of %d)",
-                    dir, tok_path, pieces, dir, rows, VOCAB_PAD);
+                    dir, tok_path, pieces, dir, rows, MT_VOCAB_PAD);
 }
 
 mt_runner *mt_runner_open(const char *dir, const char *device, unsigned flags)

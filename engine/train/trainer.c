@@ -281,12 +281,14 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
         mt_run_unlock(lock);
         return -1;
     }
-    if (mt_tokenizer_vocab_size(tok) > cfg->model.vocab_size) {
+    if (!mt_vocab_rows_fit(mt_tokenizer_vocab_size(tok), cfg->model.vocab_size)) {
         int v = mt_tokenizer_vocab_size(tok);
         mt_tokenizer_free(tok);
         mt_run_unlock(lock);
-        return mt_error("train config: the tokenizer has %d pieces but model.vocab_size is %d", v,
-                        cfg->model.vocab_size);
+        return mt_error("train config: the tokenizer %s has %d pieces but model.vocab_size is %d: a model's "
+                        "vocabulary holds the pieces, padded at most to the next multiple of %d (%d)",
+                        cfg->tokenizer, v, cfg->model.vocab_size, MT_VOCAB_PAD,
+                        (v + MT_VOCAB_PAD - 1) / MT_VOCAB_PAD * MT_VOCAB_PAD);
     }
     mt_corpus train = {0}, valid = {0};
     mt_name_pool names = {0};

@@ -263,6 +263,25 @@ static void test_unavailable_device_is_an_error(void **state)
     assert_non_null(strstr(mt_last_error(), "unknown device 'gpu'"));
 }
 
+/* The trainer refuses a vocabulary that loading the bundle would refuse (runner.c's rule):
+ * fewer rows than the tokenizer's 256 pieces, or rows past their padding to a multiple of 128. */
+static void test_vocab_rows_must_fit_the_tokenizer(void **state)
+{
+    (void)state;
+    static const int bad[] = {255, 257, 384};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        mt_train_config cfg;
+        tiny_config(&cfg, "mamba", "vocab-rows", 1);
+        cfg.model.vocab_size = bad[i];
+        assert_int_equal(mt_train_run(&cfg, 0, NULL), -1);
+        char want[160];
+        snprintf(want, sizeof want, "the tokenizer %s/spm.model has 256 pieces but model.vocab_size is %d", tmpdir,
+                 bad[i]);
+        if (!strstr(mt_last_error(), want)) fail_msg("%s", mt_last_error());
+        assert_non_null(strstr(mt_last_error(), "multiple of 128"));
+    }
+}
+
 /* names: the name_substitution probability (docs/data.md §8), 0 for none. */
 static void check_resume_exact(const char *arch, double names)
 {
@@ -554,6 +573,7 @@ int main(void)
         cmocka_unit_test(test_shipped_scripts_load),
         cmocka_unit_test(test_retrain_scripts_load),
         cmocka_unit_test(test_unavailable_device_is_an_error),
+        cmocka_unit_test(test_vocab_rows_must_fit_the_tokenizer),
         cmocka_unit_test(test_resume_is_exact_mamba),
         cmocka_unit_test(test_resume_is_exact_transformer),
         cmocka_unit_test(test_resume_is_exact_with_names),

@@ -24,6 +24,15 @@ mt_tokenizer *mt_tokenizer_load_foreign(const char *path);
 void mt_tokenizer_free(mt_tokenizer *tok);
 
 int mt_tokenizer_vocab_size(const mt_tokenizer *tok);
+
+/* A model's vocabulary (its embedding rows) holds its tokenizer's pieces, padded at most to the
+ * next multiple of MT_VOCAB_PAD (docs/bundles.md §5): fewer rows, or more, is another model's
+ * tokenizer, whose ids index other rows. Loading a bundle and training one both check this. */
+enum { MT_VOCAB_PAD = 128 };
+static inline int mt_vocab_rows_fit(int pieces, int rows)
+{
+    return pieces <= rows && rows <= (pieces + MT_VOCAB_PAD - 1) / MT_VOCAB_PAD * MT_VOCAB_PAD;
+}
 /* Piece text of an id ("▁Dios"); NULL when out of range. Valid while tok lives. */
 const char *mt_tokenizer_id_to_piece(const mt_tokenizer *tok, int id);
 /* Id of a piece, MT_UNK_ID when unknown (a tokenizer.json: -1). */
