@@ -12,13 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(cond)                                                                    \
-    do {                                                                               \
-        if (!(cond)) {                                                                 \
-            fprintf(stderr, "%s:%d: broken promise: %s\n", __FILE__, __LINE__, #cond); \
-            abort();                                                                   \
-        }                                                                              \
-    } while (0)
+#include "fuzz_util.h"
 
 static const char NAME[] = "fuzz/config.json";
 

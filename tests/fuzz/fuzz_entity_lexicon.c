@@ -12,42 +12,17 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CHECK(cond)                                                                    \
-    do {                                                                               \
-        if (!(cond)) {                                                                 \
-            fprintf(stderr, "%s:%d: broken promise: %s\n", __FILE__, __LINE__, #cond); \
-            abort();                                                                   \
-        }                                                                              \
-    } while (0)
+#include "fuzz_util.h"
 
 static char path[96], again_path[104];
-
-static char *read_all(const char *p, size_t *n)
-{
-    FILE *f = fopen(p, "rb");
-    CHECK(f);
-    char *buf = NULL;
-    size_t cap = 0;
-    *n = 0;
-    for (;;) {
-        if (*n == cap) buf = realloc(buf, cap = cap ? 2 * cap : 4096);
-        size_t got = fread(buf + *n, 1, cap - *n, f);
-        if (got == 0) break;
-        *n += got;
-    }
-    fclose(f);
-    return buf;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!path[0]) {
-        const char *tmp = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-        snprintf(path, sizeof path, "%s/mtlab-fuzz-lexicon-%ld.tsv", tmp, (long)getpid());
+        fuzz_scratch_path(path, sizeof path, "mtlab-fuzz-lexicon-", ".tsv");
         snprintf(again_path, sizeof again_path, "%s.again", path);
     }
-    FILE *f = fopen(path, "wb");
-    CHECK(f && fwrite(data, 1, size, f) == size && fclose(f) == 0);
+    fuzz_write_file(path, data, size);
     mt_clear_error();
     mt_entity_lexicon *l = mt_entity_lexicon_read(path);
     if (!l) {
@@ -67,9 +42,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(mt_entity_lexicon_names(back) == mt_entity_lexicon_names(l));
     CHECK(mt_entity_lexicon_words(back) == mt_entity_lexicon_words(l));
     size_t n1, n2;
-    char *text1 = read_all(again_path, &n1);
-    CHECK(mt_entity_lexicon_write(back, again_path) == 0);
-    char *text2 = read_all(again_path, &n2);
+    char *text1 = fuzz_read_file(again_path, &n1);
+    CHECK(text1 && mt_entity_lexicon_write(back, again_path) == 0);
+    char *text2 = fuzz_read_file(again_path, &n2);
+    CHECK(text2);
     CHECK(n1 == n2 && memcmp(text1, text2, n1) == 0);
     /* every name line of the written file is a name with those forms in both */
     char *line = text1;

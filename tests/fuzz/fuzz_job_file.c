@@ -10,34 +10,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#define CHECK(cond)                                                                    \
-    do {                                                                               \
-        if (!(cond)) {                                                                 \
-            fprintf(stderr, "%s:%d: broken promise: %s\n", __FILE__, __LINE__, #cond); \
-            abort();                                                                   \
-        }                                                                              \
-    } while (0)
+#include "fuzz_util.h"
 
 static char dir[64], path[96];
-
-static void write_file(const uint8_t *data, size_t size)
-{
-    FILE *f = fopen(path, "wb");
-    CHECK(f && fwrite(data, 1, size, f) == size && fclose(f) == 0);
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!dir[0]) {
-        snprintf(dir, sizeof dir, "%s/mtlab-fuzz-job-%ld", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp",
-                 (long)getpid());
-        mkdir(dir, 0700);
+        fuzz_scratch_dir(dir, sizeof dir, "mtlab-fuzz-job-");
         snprintf(path, sizeof path, "%s/job.json", dir);
     }
-    write_file(data, size);
+    fuzz_write_file(path, data, size);
     job_info j;
     memset(&j, 0xA5, sizeof j); /* whatever the caller's struct held */
     mt_clear_error();

@@ -17,13 +17,7 @@
 #include "mtlab/utf8.h"
 #include "tui/editor.h"
 
-#define CHECK(cond)                                                                    \
-    do {                                                                               \
-        if (!(cond)) {                                                                 \
-            fprintf(stderr, "%s:%d: broken promise: %s\n", __FILE__, __LINE__, #cond); \
-            abort();                                                                   \
-        }                                                                              \
-    } while (0)
+#include "fuzz_util.h"
 
 /* Small enough that the cap is reached often. */
 #define MAX_BYTES 512

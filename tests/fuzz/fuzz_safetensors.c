@@ -12,13 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CHECK(cond)                                                                    \
-    do {                                                                               \
-        if (!(cond)) {                                                                 \
-            fprintf(stderr, "%s:%d: broken promise: %s\n", __FILE__, __LINE__, #cond); \
-            abort();                                                                   \
-        }                                                                              \
-    } while (0)
+#include "fuzz_util.h"
 
 static const char NAME[] = "fuzz.safetensors";
 
@@ -60,8 +54,7 @@ static void check_rewrite(const mt_safetensors *st)
     }
     for (int i = 0; i < n_meta; i++) meta[i] = (mt_st_meta){mt_st_metadata_key(st, i), mt_st_metadata_value(st, i)};
     char path[64];
-    snprintf(path, sizeof path, "%s/mtlab-fuzz-%ld.safetensors", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp",
-             (long)getpid());
+    fuzz_scratch_path(path, sizeof path, "mtlab-fuzz-", ".safetensors");
     if (mt_st_write(path, w, n, meta, n_meta) == 0) {
         mt_safetensors *again = mt_st_open(path);
         if (!again) fprintf(stderr, "re-read failed: %s\n", mt_last_error());

@@ -16,13 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CHECK(cond)                                                                    \
-    do {                                                                               \
-        if (!(cond)) {                                                                 \
-            fprintf(stderr, "%s:%d: broken promise: %s\n", __FILE__, __LINE__, #cond); \
-            abort();                                                                   \
-        }                                                                              \
-    } while (0)
+#include "fuzz_util.h"
 
 static const char NAME[] = "fuzz/tokenizer.model";
 
@@ -59,10 +53,8 @@ static void check_model(const mt_tokenizer *tok, int json)
 static int via_file(const uint8_t *data, size_t size)
 {
     char path[96];
-    snprintf(path, sizeof path, "%s/mtlab-fuzz-%ld.model", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp",
-             (long)getpid());
-    FILE *f = fopen(path, "wb");
-    CHECK(f && fwrite(data, 1, size, f) == size && fclose(f) == 0);
+    fuzz_scratch_path(path, sizeof path, "mtlab-fuzz-", ".model");
+    fuzz_write_file(path, data, size);
     mt_clear_error();
     mt_tokenizer *tok = mt_tokenizer_load(path);
     if (!tok) {
