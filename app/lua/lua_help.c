@@ -47,12 +47,18 @@ const mtl_help_entry mtl_help[] = {
     {"matrix:row_labels", "matrix:row_labels() -> {strings}",
      "The tokens (or layers, channel groups) the rows stand for."},
     {"matrix:col_labels", "matrix:col_labels() -> {strings}", "The tokens the columns stand for."},
-    {"mtlab.score.bleu", "mtlab.score.bleu(hyps, refs [, {lowercase=, smooth=\"exp\"}]) -> score",
+    {"mtlab.score.bleu",
+     "mtlab.score.bleu(hyps, refs [, {lowercase=, smooth=\"exp\", tokenize=\"13a\", spm=}]) -> score",
      "Corpus BLEU exactly as sacreBLEU 2.6.0 (and `mtlab score`) computes it: {score, "
-     "signature, line, verbose, precisions, bp, ratio, sys_len, ref_len}."},
+     "signature, line, verbose, precisions, bp, ratio, sys_len, ref_len}; tokenize is "
+     "sacreBLEU's (13a, none, intl, char, zh, flores101/flores200 with spm = MODEL FILE)."},
     {"mtlab.score.chrf", "mtlab.score.chrf(hyps, refs [, {lowercase=, word_order=0}]) -> score",
      "Corpus chrF2 (word_order=2: chrF2++) exactly as sacreBLEU computes it: {name, score, "
      "signature, line}."},
+    {"mtlab.score.ter",
+     "mtlab.score.ter(hyps, refs [, {normalized=, no_punct=, asian_support=, case_sensitive=}]) -> score",
+     "Corpus TER exactly as sacreBLEU computes it (its --ter-* options; lowercased unless "
+     "case_sensitive): {name, score, signature, line}."},
     {"mtlab.corpus.lines", "mtlab.corpus.lines(path) -> iterator",
      "The lines of a UTF-8 text file, trailing whitespace removed."},
     {"mtlab.corpus.pairs", "mtlab.corpus.pairs(src_path, ref_path) -> iterator of src, ref",

@@ -1,4 +1,4 @@
-/* mtlab.score: sacreBLEU-exact BLEU and chrF over Lua lists (mtlab/metrics.h). The result's
+/* mtlab.score: sacreBLEU-exact BLEU, chrF and TER over Lua lists (mtlab/metrics.h). The result's
  * `line` is what `mtlab score` prints for the same files, to the last digit. */
 #include "lua/lua_internal.h"
 #include "mtlab/error.h"
@@ -62,11 +62,12 @@ static mt_bleu_smooth check_smooth(lua_State *L, const char *fn, const char *s)
     return MT_SMOOTH_EXP;
 }
 
-/* mtlab.score.bleu(hyps, refs [, {lowercase=, smooth=}]) */
+/* mtlab.score.bleu(hyps, refs [, {lowercase=, smooth=, tokenize=, spm=}]): tokenize is
+ * sacreBLEU's --tokenize (13a by default); flores101 and flores200 take spm = FILE. */
 static int l_bleu(lua_State *L)
 {
     static const char *const fn = "mtlab.score.bleu";
-    static const char *const known[] = {"lowercase", "smooth", NULL};
+    static const char *const known[] = {"lowercase", "smooth", "tokenize", "spm", NULL};
     lua_settop(L, 3); /* optional arguments at fixed indices, whatever follows */
     size_t n, n_refs;
     const char **hyps = mtl_check_strings(L, 1, fn, "hyps", &n, 0, NULL);
@@ -74,9 +75,22 @@ static int l_bleu(lua_State *L)
     mt_bleu_opts o = mt_bleu_defaults();
     o.lowercase = mtl_opt_boolean(L, 3, fn, "lowercase", 0);
     o.smooth = check_smooth(L, fn, mtl_opt_string(L, 3, fn, "smooth", "exp"));
+    const char *tok = mtl_opt_string(L, 3, fn, "tokenize", "13a");
+    const char *spm_path = mtl_opt_string(L, 3, fn, "spm", NULL);
+    if (mt_bleu_tokenize_parse(tok, &o.tokenize) < 0) mtl_error(L, fn, "%s", mt_last_error());
+    int flores = o.tokenize == MT_BLEU_TOK_FLORES101 || o.tokenize == MT_BLEU_TOK_FLORES200;
+    if (flores && !spm_path)
+        mtl_error(L, fn, "tokenize = '%s' needs spm = FILE (its SentencePiece model)", tok);
+    if (!flores && spm_path) mtl_error(L, fn, "spm = FILE goes with tokenize = 'flores101' or 'flores200'");
     const char *const *const *refs = check_refs(L, 2, fn, n, &n_refs);
+    mt_spm_pieces *spm = NULL;
+    if (spm_path && !(spm = mt_spm_pieces_load(spm_path))) mtl_error(L, fn, "%s", mt_last_error());
+    o.spm = spm;
     mt_bleu_score s;
-    if (mt_bleu_corpus(&s, hyps, n, refs, n_refs, &o) < 0) mtl_error(L, fn, "%s", mt_last_error());
+    int rc = mt_bleu_corpus(&s, hyps, n, refs, n_refs, &o);
+    mt_spm_pieces_free(spm);
+    o.spm = NULL;
+    if (rc < 0) mtl_error(L, fn, "%s", mt_last_error());
     char sig[160], line[512], verbose[256];
     mt_bleu_signature(sig, sizeof sig, &o, n_refs, 0);
     mt_bleu_format(line, sizeof line, &s, sig, 2);
@@ -121,6 +135,32 @@ static int l_chrf(lua_State *L)
     return 1;
 }
 
+/* mtlab.score.ter(hyps, refs [, {normalized=, no_punct=, asian_support=, case_sensitive=}]):
+ * sacreBLEU's TER and its --ter-* options. */
+static int l_ter(lua_State *L)
+{
+    static const char *const fn = "mtlab.score.ter";
+    static const char *const known[] = {"normalized", "no_punct", "asian_support", "case_sensitive",
+                                        NULL};
+    lua_settop(L, 3); /* optional arguments at fixed indices, whatever follows */
+    size_t n, n_refs;
+    const char **hyps = mtl_check_strings(L, 1, fn, "hyps", &n, 0, NULL);
+    mtl_check_options(L, 3, fn, known);
+    mt_ter_opts o = mt_ter_defaults();
+    o.normalized = mtl_opt_boolean(L, 3, fn, "normalized", 0);
+    o.no_punct = mtl_opt_boolean(L, 3, fn, "no_punct", 0);
+    o.asian_support = mtl_opt_boolean(L, 3, fn, "asian_support", 0);
+    o.case_sensitive = mtl_opt_boolean(L, 3, fn, "case_sensitive", 0);
+    const char *const *const *refs = check_refs(L, 2, fn, n, &n_refs);
+    double score;
+    if (mt_ter_corpus(&score, hyps, n, refs, n_refs, &o) < 0) mtl_error(L, fn, "%s", mt_last_error());
+    char sig[160], line[512];
+    mt_ter_signature(sig, sizeof sig, &o, n_refs, 0);
+    mt_ter_format(line, sizeof line, score, sig, 2);
+    push_result(L, "TER", score, sig, line);
+    return 1;
+}
+
 static int result_tostring(lua_State *L)
 {
     lua_getfield(L, 1, "line");
@@ -133,7 +173,7 @@ void mtl_open_score(lua_State *L)
     lua_pushcfunction(L, result_tostring);
     lua_setfield(L, -2, "__tostring");
     lua_pop(L, 1);
-    static const luaL_Reg fns[] = {{"bleu", l_bleu}, {"chrf", l_chrf}, {NULL, NULL}};
+    static const luaL_Reg fns[] = {{"bleu", l_bleu}, {"chrf", l_chrf}, {"ter", l_ter}, {NULL, NULL}};
     luaL_newlib(L, fns);
     lua_setfield(L, -2, "score");
 }

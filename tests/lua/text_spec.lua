@@ -23,6 +23,32 @@ describe("mtlab.score", function()
     assert.are.equal(4, #b.precisions)
   end)
 
+  it("TER and BLEU's tokenizers print what sacreBLEU printed for the Bible", function()
+    local hyps, refs = lines(HYP), lines(REF)
+    local f = io.open("tests/fixtures/metrics/ter.json")
+    local fixture = f:read("a")
+    f:close()
+    -- ter.json's `sacrebleu REF -i HYP -m ter [--ter-normalized --ter-case-sensitive]` lines
+    local t = mtlab.score.ter(hyps, refs)
+    assert.are.equal("TER|nrefs:1|case:lc|tok:tercom|norm:no|punct:yes|asian:no|version:2.6.0 = 70.87", t.line)
+    assert.truthy(fixture:find(t.line .. "\\n", 1, true))
+    local tn = mtlab.score.ter(hyps, {refs}, {normalized = true, case_sensitive = true})
+    assert.truthy(fixture:find(tn.line .. "\\n", 1, true))
+    assert.matches("norm:yes", tn.signature)
+    assert.are.equal("TER", t.name)
+    local cli = H.sh(string.format("%s score --hyp %s --ref %s -m bleu --tokenize flores200 --spm %s",
+      H.mtlab, HYP, REF, "tests/fixtures/metrics/spm_bpe300.model"))
+    local sp = mtlab.score.bleu(hyps, refs, {tokenize = "flores200", spm = "tests/fixtures/metrics/spm_bpe300.model"})
+    assert.are.equal(sp.line .. "\n", cli)
+    assert.matches("tok:flores200", sp.signature)
+    local intl = mtlab.score.bleu(hyps, refs, {tokenize = "intl"})
+    assert.matches("tok:intl", intl.signature)
+    assert.has_error(function() mtlab.score.bleu(hyps, refs, {tokenize = "flores101"}) end,
+      "mtlab.score.bleu: tokenize = 'flores101' needs spm = FILE (its SentencePiece model)")
+    assert.has_error(function() mtlab.score.bleu({"a"}, {"a"}, {tokenize = "ja"}) end)
+    assert.has_error(function() mtlab.score.ter({"a"}, {"a"}, {normalised = true}) end)
+  end)
+
   it("takes several reference streams and options", function()
     local two = mtlab.score.bleu({"the cat sat on the mat today"},
       {{"the cat sat on the mat today"}, {"a dog"}})
