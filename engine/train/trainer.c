@@ -63,7 +63,8 @@ int mt_train_config_check(const mt_train_config *cfg)
     if (cfg->max_tokens < (size_t)cfg->max_len * 2 + 4)
         return mt_error("train config: max_tokens (%zu) must hold at least one example of max_len %d",
                         cfg->max_tokens, cfg->max_len);
-    if (cfg->accum < 1) return mt_error("train config: accum must be >= 1, got %d", cfg->accum);
+    if (cfg->accum < 1 || cfg->accum > MT_TRAIN_MAX_ACCUM)
+        return mt_error("train config: accum must be in 1..%d, got %d", MT_TRAIN_MAX_ACCUM, cfg->accum);
     if (!(cfg->lr > 0) || !(cfg->lr < 1)) return mt_error("train config: lr must be in (0, 1), got %g", cfg->lr);
     if (cfg->warmup < 0) return mt_error("train config: warmup must be >= 0");
     if (cfg->weight_decay < 0 || cfg->beta1 < 0 || cfg->beta1 >= 1 || cfg->beta2 < 0 || cfg->beta2 >= 1 ||
@@ -363,10 +364,10 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
         }
         double step_t0 = mt_now_s();
         /* One optimiser step = accum consecutive batches of the epoch plan. */
-        const uint32_t *mb_rows[64];
-        int mb_n[64], n_mb = 0;
+        const uint32_t *mb_rows[MT_TRAIN_MAX_ACCUM];
+        int mb_n[MT_TRAIN_MAX_ACCUM], n_mb = 0;
         size_t step_tokens = 0;
-        while (n_mb < cfg->accum && n_mb < 64) {
+        while (n_mb < cfg->accum) {
             if (st.batch >= ep.plan.n_batches) {
                 epoch_plan_free(&ep);
                 st.epoch++;

@@ -282,6 +282,20 @@ static void test_vocab_rows_must_fit_the_tokenizer(void **state)
     }
 }
 
+/* An optimiser step gathers at most MT_TRAIN_MAX_ACCUM micro-batches: a larger accum is refused by
+ * name, never trained as the limit while the checkpoint records the value asked for. */
+static void test_accum_above_the_limit_is_refused(void **state)
+{
+    (void)state;
+    mt_train_config cfg;
+    tiny_config(&cfg, "mamba", "accum-limit", 1);
+    cfg.accum = MT_TRAIN_MAX_ACCUM + 1;
+    assert_int_equal(mt_train_run(&cfg, 0, NULL), -1);
+    char want[120];
+    snprintf(want, sizeof want, "accum must be in 1..%d, got %d", MT_TRAIN_MAX_ACCUM, MT_TRAIN_MAX_ACCUM + 1);
+    if (!strstr(mt_last_error(), want)) fail_msg("expected '%s' in: %s", want, mt_last_error());
+}
+
 /* names: the name_substitution probability (docs/data.md §8), 0 for none. */
 static void check_resume_exact(const char *arch, double names)
 {
@@ -573,6 +587,7 @@ int main(void)
         cmocka_unit_test(test_shipped_scripts_load),
         cmocka_unit_test(test_retrain_scripts_load),
         cmocka_unit_test(test_unavailable_device_is_an_error),
+        cmocka_unit_test(test_accum_above_the_limit_is_refused),
         cmocka_unit_test(test_vocab_rows_must_fit_the_tokenizer),
         cmocka_unit_test(test_resume_is_exact_mamba),
         cmocka_unit_test(test_resume_is_exact_transformer),

@@ -21,6 +21,9 @@
 #include "mtlab/model.h"
 #include "mtlab/traindata.h"
 
+/* The most micro-batches one optimiser step gathers (accum). */
+#define MT_TRAIN_MAX_ACCUM 64
+
 typedef struct {
     char name[128];          /* run name */
     char run_dir[512];       /* default runs/NAME */
@@ -43,7 +46,7 @@ typedef struct {
 
     /* optimisation */
     size_t max_tokens;       /* padded tokens per side per micro-batch (mt_batch_budget) */
-    int accum;               /* micro-batches per optimiser step */
+    int accum;               /* micro-batches per optimiser step, 1..MT_TRAIN_MAX_ACCUM */
     double lr;               /* peak learning rate */
     long warmup;             /* warm-up steps (0: HF timescale form, see mt_lr_inverse_sqrt) */
     double weight_decay, beta1, beta2, eps;
