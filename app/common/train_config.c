@@ -7,6 +7,8 @@
 #include <lauxlib.h>
 #include <lualib.h>
 #include <errno.h>
+#include <float.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -111,6 +113,7 @@ static int store_layers(lua_State *L, mt_model_config *mc, const char *where)
     if (lua_type(L, -1) != LUA_TTABLE)
         return mt_error("%s: 'attn_layers' must be a list of 0-based layer indices such as {5, 11}", where);
     lua_Integer n = luaL_len(L, -1);
+    if (n < 0) return mt_error("%s: 'attn_layers' must be a list (its length is %lld)", where, (long long)n);
     if (n > MT_MAX_ATTN_LAYERS)
         return mt_error("%s: 'attn_layers' lists %lld layers, at most %d", where, (long long)n, MT_MAX_ATTN_LAYERS);
     for (lua_Integer i = 1; i <= n; i++) {
@@ -131,10 +134,11 @@ static const struct {
     mt_act act;
 } activations[] = {{"relu", MT_ACT_RELU}, {"silu", MT_ACT_SILU}, {"swish", MT_ACT_SILU}, {"gelu", MT_ACT_GELU}};
 
-static const key_desc *find_key(const key_desc *keys, size_t n, const char *name)
+/* name holds len bytes: a key with a NUL inside is no key's name */
+static const key_desc *find_key(const key_desc *keys, size_t n, const char *name, size_t len)
 {
     for (size_t i = 0; i < n; i++)
-        if (!strcmp(keys[i].name, name)) return &keys[i];
+        if (strlen(keys[i].name) == len && !memcmp(keys[i].name, name, len)) return &keys[i];
     return NULL;
 }
 
@@ -154,7 +158,9 @@ static int store(lua_State *L, void *base, const key_desc *k, const char *where)
     if (k->type == K_LAYERS) return store_layers(L, (mt_model_config *)base, where);
     if (k->type == K_STR || k->type == K_ACT) {
         if (lua_type(L, -1) != LUA_TSTRING) return mt_error("%s: '%s' must be a string", where, k->name);
-        const char *s = lua_tostring(L, -1);
+        size_t len;
+        const char *s = lua_tolstring(L, -1, &len);
+        if (strlen(s) != len) return mt_error("%s: '%s' holds a NUL byte", where, k->name);
         if (k->type == K_ACT) {
             for (size_t i = 0; i < sizeof activations / sizeof activations[0]; i++)
                 if (!strcmp(s, activations[i].name)) {
@@ -163,8 +169,8 @@ static int store(lua_State *L, void *base, const key_desc *k, const char *where)
                 }
             return mt_error("%s: activation \"%s\" is not one of relu, silu, gelu", where, s);
         }
-        if (strlen(s) >= k->size) return mt_error("%s: '%s' is longer than %zu bytes", where, k->name, k->size - 1);
-        memcpy(dst, s, strlen(s) + 1);
+        if (len >= k->size) return mt_error("%s: '%s' is longer than %zu bytes", where, k->name, k->size - 1);
+        memcpy(dst, s, len + 1);
         return 0;
     }
     if (k->type == K_BOOL) {
@@ -175,6 +181,8 @@ static int store(lua_State *L, void *base, const key_desc *k, const char *where)
     if (k->type == K_DOUBLE || k->type == K_FLOAT) {
         lua_Number v = lua_tonumberx(L, -1, &isnum);
         if (!isnum || lua_type(L, -1) != LUA_TNUMBER) return mt_error("%s: '%s' must be a number", where, k->name);
+        if (!isfinite(v)) return mt_error("%s: '%s' must be a finite number", where, k->name);
+        if (k->type == K_FLOAT && fabs(v) > FLT_MAX) return mt_error("%s: '%s' is out of range", where, k->name);
         if (k->type == K_DOUBLE) *(double *)dst = (double)v;
         else *(float *)dst = (float)v;
         return 0;
@@ -204,15 +212,17 @@ static int read_table(lua_State *L, void *base, const key_desc *keys, size_t n, 
     lua_pushnil(L);
     while (lua_next(L, -2)) {
         if (lua_type(L, -2) != LUA_TSTRING) {
+            const char *type = luaL_typename(L, -2);
             lua_pop(L, 2);
-            return mt_error("%s: keys must be names, found a %s key", where, luaL_typename(L, -2));
+            return mt_error("%s: keys must be names, found a %s key", where, type);
         }
-        const char *name = lua_tostring(L, -2);
-        if (skip && !strcmp(name, skip)) {
+        size_t len;
+        const char *name = lua_tolstring(L, -2, &len);
+        if (skip && strlen(skip) == len && !memcmp(name, skip, len)) {
             lua_pop(L, 1);
             continue;
         }
-        const key_desc *k = find_key(keys, n, name);
+        const key_desc *k = find_key(keys, n, name, len);
         if (!k) {
             char known[1024];
             list_keys(known, sizeof known, keys, n);
@@ -230,7 +240,9 @@ static int read_table(lua_State *L, void *base, const key_desc *keys, size_t n, 
     return 0;
 }
 
-static int read_model(lua_State *L, mt_model_config *mc, const char *path)
+/* The model table at the top of the stack; the preset's name (read once: a metamethod may answer
+ * differently the next time) to preset (size len) unless NULL. */
+static int read_model(lua_State *L, mt_model_config *mc, const char *path, char *preset_out, size_t len)
 {
     char where[600];
     snprintf(where, sizeof where, "%s: model", path);
@@ -242,6 +254,7 @@ static int read_model(lua_State *L, mt_model_config *mc, const char *path)
     }
     const char *preset = lua_tostring(L, -1);
     int rc = mt_model_preset(mc, preset);
+    if (preset_out) snprintf(preset_out, len, "%s", preset);
     lua_pop(L, 1);
     if (rc != 0) return mt_error_context("%s", where);
     return read_table(L, mc, model_keys, sizeof model_keys / sizeof model_keys[0], where, "preset");
@@ -357,6 +370,63 @@ static int resolve_dataset(lua_State *L, mt_train_config *cfg, const char *path)
     return 0;
 }
 
+/* train_config_from_state's arguments, for read_settings under lua_pcall. */
+typedef struct {
+    mt_train_config *cfg;
+    const char *path;
+    const char *const *overrides;
+    int n_overrides;
+    char *preset;
+    size_t len;
+    int rc;
+} read_args;
+
+/* lua_pcall'ed: (args, settings table). A metamethod of the config's tables may raise an
+ * error or run out of memory; pcall turns either into a message instead of Lua's panic. */
+static int read_settings(lua_State *L)
+{
+    read_args *a = lua_touserdata(L, 1);
+    mt_train_config *cfg = a->cfg;
+    const char *path = a->path;
+    lua_settop(L, 2);
+    a->rc = -1;
+    for (int i = 0; i < a->n_overrides; i++)
+        if (apply_override(L, path, a->overrides[i]) != 0) return 0;
+    lua_getfield(L, -1, "model");
+    if (lua_isnil(L, -1)) {
+        mt_error("%s: 'model' is missing (e.g. model = { preset = \"mamba-small\" })", path);
+        return 0;
+    }
+    if (read_model(L, &cfg->model, path, a->preset, a->len) != 0) return 0;
+    lua_pop(L, 1);
+    if (read_table(L, cfg, run_keys, sizeof run_keys / sizeof run_keys[0], path, "model") != 0) return 0;
+    if (resolve_dataset(L, cfg, path) != 0) return 0;
+    if (!cfg->run_dir[0]) snprintf(cfg->run_dir, sizeof cfg->run_dir, "runs/%s", cfg->name);
+    a->rc = 0;
+    return 0;
+}
+
+int train_config_from_state(mt_train_config *cfg, lua_State *L, const char *path, const char *const *overrides,
+                            int n_overrides, char *preset, size_t len)
+{
+    mt_train_config_defaults(cfg);
+    if (lua_type(L, -1) != LUA_TTABLE)
+        return mt_error("%s: the file must `return { ... }` a table of settings, it returned %s", path,
+                        luaL_typename(L, -1));
+    read_args a = {cfg, path, overrides, n_overrides, preset, len, -1};
+    int top = lua_gettop(L);
+    lua_pushcfunction(L, read_settings);
+    lua_pushlightuserdata(L, &a);
+    lua_pushvalue(L, top);
+    if (lua_pcall(L, 2, 0, 0) != LUA_OK) {
+        const char *msg = lua_tostring(L, -1);
+        mt_error("%s: %s", path, msg ? msg : "an error object that is not a string");
+        a.rc = -1;
+    }
+    lua_settop(L, top);
+    return a.rc;
+}
+
 int train_config_load_with(mt_train_config *cfg, const char *path, const char *const *overrides,
                            int n_overrides, char *preset, size_t len)
 {
@@ -370,29 +440,7 @@ int train_config_load_with(mt_train_config *cfg, const char *path, const char *c
         goto out;
     }
     lua_settop(L, 1); /* the chunk's first result (nil when it returns nothing) */
-    if (lua_type(L, -1) != LUA_TTABLE) {
-        mt_error("%s: the file must `return { ... }` a table of settings, it returned %s", path,
-                 luaL_typename(L, -1));
-        goto out;
-    }
-    for (int i = 0; i < n_overrides; i++)
-        if (apply_override(L, path, overrides[i]) != 0) goto out;
-    lua_getfield(L, -1, "model");
-    if (lua_isnil(L, -1)) {
-        mt_error("%s: 'model' is missing (e.g. model = { preset = \"mamba-small\" })", path);
-        goto out;
-    }
-    if (read_model(L, &cfg->model, path) != 0) goto out;
-    if (preset) {
-        lua_getfield(L, -1, "preset");
-        snprintf(preset, len, "%s", lua_tostring(L, -1));
-        lua_pop(L, 1);
-    }
-    lua_pop(L, 1);
-    if (read_table(L, cfg, run_keys, sizeof run_keys / sizeof run_keys[0], path, "model") != 0) goto out;
-    if (resolve_dataset(L, cfg, path) != 0) goto out;
-    if (!cfg->run_dir[0]) snprintf(cfg->run_dir, sizeof cfg->run_dir, "runs/%s", cfg->name);
-    rc = 0;
+    rc = train_config_from_state(cfg, L, path, overrides, n_overrides, preset, len);
 out:
     lua_close(L);
     return rc;
@@ -415,6 +463,16 @@ static void write_quoted(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* A float key's value; exact: always as a float literal, since Lua reads "-0" as the integer 0
+ * (+0.0 once converted). */
+static void write_number(FILE *f, const char *fmt, double v, int exact)
+{
+    char text[64];
+    snprintf(text, sizeof text, fmt, v);
+    fputs(text, f);
+    if (exact && !strpbrk(text, ".eEn")) fputs(".0", f);
+}
+
 /* A key's value as Lua reads it; exact: floats with enough digits to read back to the same bits
  * (else the shortest %g form, for people). */
 static void write_value(FILE *f, const void *base, const key_desc *k, int exact)
@@ -426,8 +484,8 @@ static void write_value(FILE *f, const void *base, const key_desc *k, int exact)
     case K_LONG: fprintf(f, "%ld", *(const long *)src); break;
     case K_SIZE: fprintf(f, "%zu", *(const size_t *)src); break;
     case K_U64: fprintf(f, "%lld", (long long)*(const uint64_t *)src); break;
-    case K_DOUBLE: fprintf(f, exact ? "%.17g" : "%g", *(const double *)src); break;
-    case K_FLOAT: fprintf(f, exact ? "%.9g" : "%g", (double)*(const float *)src); break;
+    case K_DOUBLE: write_number(f, exact ? "%.17g" : "%g", *(const double *)src, exact); break;
+    case K_FLOAT: write_number(f, exact ? "%.9g" : "%g", (double)*(const float *)src, exact); break;
     case K_BOOL: fputs(*(const int *)src ? "true" : "false", f); break;
     case K_ACT:
         for (size_t i = 0; i < sizeof activations / sizeof activations[0]; i++)

@@ -31,6 +31,14 @@ int train_config_load(mt_train_config *cfg, const char *path);
 int train_config_load_with(mt_train_config *cfg, const char *path, const char *const *overrides,
                            int n_overrides, char *preset, size_t len);
 
+/* The same from a caller's Lua state: the settings table at the top of L's stack (a chunk's
+ * result) is read into cfg, path naming it in errors. Errors raised by the table's metamethods
+ * become mt_last_error(); the stack is left as it was. A sandboxed state (the fuzz target) reads
+ * configs without running them with the full libraries. */
+struct lua_State;
+int train_config_from_state(mt_train_config *cfg, struct lua_State *L, const char *path,
+                            const char *const *overrides, int n_overrides, char *preset, size_t len);
+
 /* Write cfg as a self-contained config file (every key, the model as its preset plus every
  * size), which train_config_load reads back into the same cfg: a job's config copy. */
 int train_config_write(const mt_train_config *cfg, const char *preset, const char *path);
