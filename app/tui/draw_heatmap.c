@@ -202,8 +202,6 @@ static int widest_label(const tui_pane *p, mt_probe_axis axis, int n)
     return wmax;
 }
 
-static int clamp(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
-
 void tui_draw_heatmap(tui_app *a, tui_pane *p, WINDOW *w, int y0, int x0, int h, int width)
 {
     p->heat_geom = (tui_heat_geom){0};
@@ -230,8 +228,8 @@ void tui_draw_heatmap(tui_app *a, tui_pane *p, WINDOW *w, int y0, int x0, int h,
         draw_message(a, w, y0, x0, width, "this model records no maps", TUI_C_DIM);
         return;
     }
-    p->sel_row = clamp(p->sel_row, 0, m->rows - 1);
-    p->sel_col = clamp(p->sel_col, 0, m->cols - 1);
+    p->sel_row = tui_clamp(p->sel_row, 0, m->rows - 1);
+    p->sel_col = tui_clamp(p->sel_col, 0, m->cols - 1);
     const mt_probe_record *r = &p->probe->rec;
     int labelled_cols = tui_heat_token_axis(m->col_axis);
     tui_heat_geom_in in = {m->rows, m->cols, tui_heat_split(r, m->row_axis),

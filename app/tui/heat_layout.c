@@ -1,8 +1,8 @@
 #include "tui/heat_layout.h"
+#include "tui/layout.h"
 
 #include <string.h>
 
-static int clamp(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 static int min(int a, int b) { return a < b ? a : b; }
 static int max(int a, int b) { return a > b ? a : b; }
 
@@ -11,8 +11,8 @@ static int max(int a, int b) { return a > b ? a : b; }
 static int scroll_to(int first, int sel, int shown, int n)
 {
     if (shown >= n) return 0;
-    first = clamp(first, sel - shown + 1, sel);
-    return clamp(first, 0, n - shown);
+    first = tui_clamp(first, sel - shown + 1, sel);
+    return tui_clamp(first, 0, n - shown);
 }
 
 static int splits(int split, int n) { return split > 0 && split < n; }
@@ -25,15 +25,15 @@ void tui_heat_geom_fit(tui_heat_geom *g, const tui_heat_geom_in *in, int h, int 
     g->legend_y = g->marker_y = -1;
     g->row_split = in->row_split, g->col_split = in->col_split;
     if (h < 3 || w < 8 || in->rows <= 0 || in->cols <= 0) return;
-    int sel_row = clamp(in->sel_row, 0, in->rows - 1);
-    int sel_col = clamp(in->sel_col, 0, in->cols - 1);
+    int sel_row = tui_clamp(in->sel_row, 0, in->rows - 1);
+    int sel_col = tui_clamp(in->sel_col, 0, in->cols - 1);
 
     /* columns: the gutter for the row labels, then cells as wide as fit */
-    g->gutter_w = clamp(in->row_label_w, 1, TUI_HEAT_GUTTER_MAX - 2) + 2;
+    g->gutter_w = tui_clamp(in->row_label_w, 1, TUI_HEAT_GUTTER_MAX - 2) + 2;
     g->gutter_w = min(g->gutter_w, w / 2);
     int W = w - g->gutter_w;
     g->sep_col = splits(in->col_split, in->cols) && in->cols + 1 <= W;
-    g->cell_w = clamp((W - g->sep_col) / in->cols, 1, TUI_HEAT_CELL_W_MAX);
+    g->cell_w = tui_clamp((W - g->sep_col) / in->cols, 1, TUI_HEAT_CELL_W_MAX);
     g->n_cols = min(in->cols, (W - g->sep_col) / g->cell_w);
     g->col0 = scroll_to(in->col0, sel_col, g->n_cols, in->cols);
     /* a label across its cell needs three characters and a space, unless it is shorter */
@@ -55,7 +55,7 @@ void tui_heat_geom_fit(tui_heat_geom *g, const tui_heat_geom_in *in, int h, int 
         g->labels_h = band;
         top = band + 1;
         int fit_h = (R - top - g->sep_row) / in->rows;
-        g->cell_h = clamp(fit_h, 1, max(1, g->cell_w / 2));
+        g->cell_h = tui_clamp(fit_h, 1, max(1, g->cell_w / 2));
     } else {
         /* rows first (at least the cursor's), then a line of labels, the marker, the
          * boundary, and more lines of labels */
@@ -75,7 +75,7 @@ void tui_heat_geom_fit(tui_heat_geom *g, const tui_heat_geom_in *in, int h, int 
     g->cells_y = g->labels_y + g->labels_h;
     g->cells_x = g->gutter_w;
     int map_lines = (g->legend_y >= 0 ? g->legend_y : g->readout_y) - g->cells_y - g->sep_row;
-    g->n_rows = clamp(map_lines / g->cell_h, 0, in->rows);
+    g->n_rows = tui_clamp(map_lines / g->cell_h, 0, in->rows);
     g->row0 = scroll_to(in->row0, sel_row, g->n_rows, in->rows);
     if (g->n_rows < in->rows) g->sep_row = 0;
     if (g->n_cols < in->cols) g->sep_col = 0;

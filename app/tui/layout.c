@@ -12,8 +12,6 @@ enum {
     OVERLAY_MAX_H = 34,
 };
 
-static int clamp(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
-
 int tui_rect_contains(tui_rect r, int y, int x)
 {
     return r.h > 0 && r.w > 0 && y >= r.y && y < r.y + r.h && x >= r.x && x < r.x + r.w;
@@ -68,15 +66,15 @@ int tui_layout_compute_console(tui_layout *out, int cols, int rows, int n_panes,
     memset(out, 0, sizeof *out);
     out->cols = cols;
     out->rows = rows;
-    out->n_panes = clamp(n_panes, 0, TUI_MAX_PANES);
+    out->n_panes = tui_clamp(n_panes, 0, TUI_MAX_PANES);
     if (cols < TUI_MIN_COLS || rows < TUI_MIN_ROWS) {
         out->too_small = 1;
         return -1;
     }
     out->status = (tui_rect){rows - 1, 0, 1, cols};
-    int editor_h = clamp((rows - 1) / 4, EDITOR_MIN_H - 2, EDITOR_MAX_LINES) + 2;
-    int log_h = show_log ? clamp(rows / 4, LOG_MIN_H, 12) : 0;
-    int console_h = show_console ? clamp(rows * 2 / 5, CONSOLE_MIN_H, CONSOLE_MAX_H) : 0;
+    int editor_h = tui_clamp((rows - 1) / 4, EDITOR_MIN_H - 2, EDITOR_MAX_LINES) + 2;
+    int log_h = show_log ? tui_clamp(rows / 4, LOG_MIN_H, 12) : 0;
+    int console_h = show_console ? tui_clamp(rows * 2 / 5, CONSOLE_MIN_H, CONSOLE_MAX_H) : 0;
     int n = out->n_panes;
     /* give up room in this order until the panes fit: the log, console lines, editor lines,
      * and last the console itself */

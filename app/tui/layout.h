@@ -59,4 +59,7 @@ void tui_layout_zoom(tui_layout *L, int pane);
 /* 1 when the point (y, x) lies inside r. */
 int tui_rect_contains(tui_rect r, int y, int x);
 
+/* v held to lo..hi (lo when hi < lo): the layouts' sizes and selections. */
+static inline int tui_clamp(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+
 #endif
