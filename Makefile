@@ -107,6 +107,7 @@ run: deps
 
 test: deps
 	@tests/check_layers.sh
+	@tests/check_archs.sh
 	@tests/check_docs.sh
 	@tests/check_gazetteer.sh
 	@$(MAKE) --no-print-directory test-build

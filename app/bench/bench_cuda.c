@@ -381,10 +381,9 @@ static int train_rates(const mt_backend *be, const char *torch_json, int repeat)
         json_decref(torch);
         return -1;
     }
-    static const char *const presets[] = {"transformer", "transformer++", "retnet", "mamba",
-                                          "mamba-mha", "mamba-local", "mamba-encdec"};
+    const char *const *presets = mt_model_arch_list();
     int rc = 0;
-    for (size_t i = 0; i < sizeof presets / sizeof *presets && !rc; i++) {
+    for (size_t i = 0; presets[i] && !rc; i++) {
         mt_model_config cfg;
         if ((rc = mt_model_preset(&cfg, presets[i]))) break;
         mt_model *m = mt_model_create(&cfg, be, 1);

@@ -98,23 +98,32 @@ static void print_breakdown(bench_train_result *r)
     printf(", host %.0f%%\n", 100.0 * (rest > 0 ? rest : 0.0) / r->step_seconds);
 }
 
+/* The demo presets (the "-small" names), in preset order: every architecture of the registry. */
+static int small_presets(const char **out, int cap)
+{
+    int n = 0;
+    for (const char *const *name = mt_model_preset_names(); *name && n < cap; name++) {
+        size_t len = strlen(*name);
+        if (len > 6 && !strcmp(*name + len - 6, "-small")) out[n++] = *name;
+    }
+    return n;
+}
+
 static int section_gemm(const bench_opts *o)
 {
-    /* 4096 tokens per step: 64 rows of 64 tokens, or of 32 source + 32 target tokens */
-    static const struct {
-        const char *preset;
-        int B, S, T;
-    } runs[] = {{"transformer-small", 64, 32, 32},   {"mamba-small", 64, 0, 64},
-                {"transformer++-small", 64, 0, 64}, {"retnet-small", 64, 0, 64},
-                {"mamba-mha-small", 64, 0, 64},     {"mamba-local-small", 64, 0, 64},
-                {"mamba-encdec-small", 64, 32, 32}};
+    const char *presets[16];
+    int n_presets = small_presets(presets, 16);
     printf("\n1. training steps: forward+backward+AdamW (4096-token batches, dropout on) vs\n"
            "   cblas_sgemm alone on the step's gemm shapes, hot\n");
     printf("   %-18s %-11s %7s %8s %7s %8s %8s %6s\n", "preset", "batch", "step s", "tokens/s",
            "GFLOP", "step GF/s", "bare GF/s", "ratio");
-    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+    for (int i = 0; i < n_presets; i++) {
+        /* 4096 tokens per step: 64 rows of 64 tokens, or of 32 source + 32 target tokens */
+        mt_model_config cfg;
+        if (mt_model_preset(&cfg, presets[i])) return -1;
+        int encdec = mt_model_config_is_encdec(&cfg);
         bench_train_result r;
-        if (bench_train_gemm(runs[i].preset, runs[i].B, runs[i].S, runs[i].T, o->repeat, &r))
+        if (bench_train_gemm(presets[i], 64, encdec ? 32 : 0, encdec ? 32 : 64, o->repeat, &r))
             return -1;
         char batch[32];
         if (r.S) snprintf(batch, sizeof batch, "%dx(%d+%d)", r.B, r.S, r.T);
@@ -181,17 +190,6 @@ static int time_decode(mt_model *m, const sources *s, int B, int new_tokens, int
     *total = bench_median(all, repeat);
     free(pre);
     return rc;
-}
-
-/* The demo presets (the "-small" names), in preset order: all seven architectures. */
-static int small_presets(const char **out, int cap)
-{
-    int n = 0;
-    for (const char *const *name = mt_model_preset_names(); *name && n < cap; name++) {
-        size_t len = strlen(*name);
-        if (len > 6 && !strcmp(*name + len - 6, "-small")) out[n++] = *name;
-    }
-    return n;
 }
 
 /* A random-weight model of the preset on the CPU, and decode sources for its vocabulary;

@@ -15,6 +15,9 @@ const mtl_help_entry mtl_help[] = {
      "Checkpoint averaging: writes the bundle out with the element-wise mean of the weights of "
      "bundles of one model (the first's dtype by default); refuses other architectures, shapes "
      "or tokenizers."},
+    {"mtlab.architectures", "mtlab.architectures() -> {names}",
+     "The architectures mtlab builds, in the paper's order (the engine's registry); each is a "
+     "preset of the paper's sizes, and NAME-small one of the demo's."},
     {"mtlab.help", "mtlab.help([name]) -> string",
      "The signature and one sentence about a function of this module; without a name, the "
      "list of all of them."},

@@ -594,6 +594,18 @@ static int l_average(lua_State *L)
     return 1;
 }
 
+/* mtlab.architectures() -> {names}: the engine's registry, in its order */
+static int l_architectures(lua_State *L)
+{
+    const char *const *names = mt_model_arch_list();
+    lua_newtable(L);
+    for (int i = 0; names[i]; i++) {
+        lua_pushstring(L, names[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    return 1;
+}
+
 void mtl_open_model(lua_State *L)
 {
     luaL_newmetatable(L, "mtlab.sources_box");
@@ -620,4 +632,6 @@ void mtl_open_model(lua_State *L)
     lua_setfield(L, -2, "load");
     lua_pushcfunction(L, l_average);
     lua_setfield(L, -2, "average");
+    lua_pushcfunction(L, l_architectures);
+    lua_setfield(L, -2, "architectures");
 }

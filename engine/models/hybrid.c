@@ -112,6 +112,24 @@ static int check(const mt_model_config *c)
     return 0;
 }
 
+/* the paper's 24 layers, d_model 624, attention (8 heads) at 0-based layers N/2 - 1 and N - 1
+ * (the paper's N/2 and N) (~78M); the demo's 12 layers, d_model 200; mamba-local's window is 64
+ * tokens */
+static void preset(mt_model_config *c, int small, int window)
+{
+    int layers = small ? 12 : 24;
+    mt_mamba_preset(c, small ? 200 : 624, layers);
+    c->n_heads = 8;
+    c->window = window;
+    c->n_attn_layers = 2;
+    c->attn_layers[0] = layers / 2 - 1;
+    c->attn_layers[1] = layers - 1;
+}
+
+static void preset_mha(mt_model_config *c, int small) { preset(c, small, 0); }
+
+static void preset_local(mt_model_config *c, int small) { preset(c, small, 64); }
+
 const mt_arch mt_arch_mamba_mha = {
     .name = "mamba-mha",
     .hf_class = NULL,
@@ -123,6 +141,8 @@ const mt_arch mt_arch_mamba_mha = {
     .config_read = config_read_mha,
     .config_write = config_write,
     .aliases = mt_mamba_aliases,
+    .preset = preset_mha,
+    .layout_keys = MT_LAYOUT_HEADS,
 };
 
 const mt_arch mt_arch_mamba_local = {
@@ -136,4 +156,6 @@ const mt_arch mt_arch_mamba_local = {
     .config_read = config_read_local,
     .config_write = config_write,
     .aliases = mt_mamba_aliases,
+    .preset = preset_local,
+    .layout_keys = MT_LAYOUT_HEADS | MT_LAYOUT_WINDOW,
 };

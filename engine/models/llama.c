@@ -163,6 +163,20 @@ static int check(const mt_model_config *c)
     return 0;
 }
 
+/* the paper's 12 layers, d_model 496, 8 heads, SwiGLU 1984, untied (~79M); the demo's 4 layers,
+ * d_model 168, 4 heads, SwiGLU 672 */
+static void preset(mt_model_config *c, int small)
+{
+    c->d_model = small ? 168 : 496;
+    c->n_layers = small ? 4 : 12;
+    c->n_heads = small ? 4 : 8;
+    c->ffn_dim = small ? 672 : 1984;
+    c->max_positions = 2048; /* LlamaConfig's default; informational (rotary needs no table) */
+    c->norm_eps = 1e-6f;
+    c->rope_theta = 10000.0f;
+    c->init_std = 0.02f;
+}
+
 const mt_arch mt_arch_llama = {
     .name = "transformer++",
     .hf_class = "LlamaForCausalLM",
@@ -173,4 +187,6 @@ const mt_arch mt_arch_llama = {
     .check = check,
     .config_read = config_read,
     .config_write = config_write,
+    .preset = preset,
+    .layout_keys = MT_LAYOUT_HEADS,
 };

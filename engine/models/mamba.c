@@ -185,6 +185,28 @@ int mt_mamba_keys_check(const mt_model_config *c)
     return 0;
 }
 
+void mt_mamba_preset(mt_model_config *c, int C, int layers)
+{
+    c->d_model = C;
+    c->n_layers = layers;
+    c->d_state = 16;
+    c->d_conv = 4;
+    c->expand = 2;
+    c->dt_rank = (C + 15) / 16;
+    c->dt_min = 0.001f;
+    c->dt_max = 0.1f;
+    c->dt_init_floor = 1e-4f;
+    c->norm_eps = 1e-5f;
+    c->tie_embeddings = 1;
+    c->init_std = 0.02f;
+}
+
+/* the paper's 24 layers, d_model 610 (~77M); the demo's 12 layers, d_model 192 */
+static void preset(mt_model_config *c, int small)
+{
+    mt_mamba_preset(c, small ? 192 : 610, small ? 12 : 24);
+}
+
 const char *const mt_mamba_aliases[][2] = {
     {"backbone.embeddings.weight", "backbone.embedding.weight"},
     {NULL, NULL},
@@ -201,4 +223,5 @@ const mt_arch mt_arch_mamba = {
     .config_read = config_read,
     .config_write = config_write,
     .aliases = mt_mamba_aliases,
+    .preset = preset,
 };

@@ -135,6 +135,17 @@ static int check(const mt_model_config *c)
     return 0;
 }
 
+/* the paper's 8 Mamba encoder layers, 6 decoder blocks, d_model 512, MLP 2048 (~82M); the demo's
+ * 4 + 3, d_model 152, MLP 608; 8 heads */
+static void preset(mt_model_config *c, int small)
+{
+    int C = small ? 152 : 512;
+    mt_mamba_preset(c, C, small ? 3 : 6);
+    c->n_encoder_layers = small ? 4 : 8;
+    c->n_heads = 8;
+    c->ffn_dim = 4 * C;
+}
+
 const mt_arch mt_arch_mamba_encdec = {
     .name = "mamba-encdec",
     .hf_class = NULL,
@@ -145,4 +156,6 @@ const mt_arch mt_arch_mamba_encdec = {
     .check = check,
     .config_read = config_read,
     .config_write = config_write,
+    .preset = preset,
+    .layout_keys = MT_LAYOUT_HEADS,
 };

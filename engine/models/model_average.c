@@ -1,6 +1,7 @@
 /* Checkpoint averaging: one bundle whose weights are the element-wise mean of several bundles
  * of one model (docs/models.md §10.10), and the layout check it shares with training's `init`. */
 #include "io/atomic_file.h"
+#include "models/model_internal.h"
 #include "mtlab/backend.h"
 #include "mtlab/error.h"
 #include "mtlab/model.h"
@@ -19,9 +20,10 @@ int mt_model_check_same_layout(const mt_model *want, const char *want_name, cons
     const mt_model_config *c = mt_model_get_config(want), *x = mt_model_get_config(got);
     if (strcmp(x->arch, c->arch) != 0)
         return mt_error("%s is a %s model, %s is %s", got_name, x->arch, want_name, c->arch);
-    if (strcmp(c->arch, "mamba") != 0 && x->n_heads != c->n_heads)
+    unsigned layout = mt_arch_find(c->arch)->layout_keys;
+    if ((layout & MT_LAYOUT_HEADS) && x->n_heads != c->n_heads)
         return mt_error("%s has %d heads, %s has %d", got_name, x->n_heads, want_name, c->n_heads);
-    if (!strcmp(c->arch, "mamba-local") && x->window != c->window)
+    if ((layout & MT_LAYOUT_WINDOW) && x->window != c->window)
         return mt_error("%s has window %d, %s has %d", got_name, x->window, want_name, c->window);
     int n = mt_model_tensor_count(want);
     for (int i = 0; i < n; i++) {

@@ -142,8 +142,17 @@ typedef struct mt_arch {
      * encoder/decoder embed_tokens to model.shared only when the output projection is tied
      * too, so an untied model needs the copies in the file). */
     const char *const *embed_copies;
+    /* The preset sizes into a config already zeroed, with its ids and the common dropout:
+     * the paper's (small = 0, preset `name`) or the Bible demo's (small = 1, `name`-small). */
+    void (*preset)(mt_model_config *cfg, int small);
+    /* Configuration fields that shape a model without showing in its tensors' shapes
+     * (MT_LAYOUT_*): checkpoints to average or to initialise from must agree on them. */
+    unsigned layout_keys;
 } mt_arch;
 
+enum { MT_LAYOUT_HEADS = 1u << 0, MT_LAYOUT_WINDOW = 1u << 1 };
+
+/* Each architecture's entry, defined in its own file and listed once in arch.c's mt_archs. */
 extern const mt_arch mt_arch_transformer;
 extern const mt_arch mt_arch_mamba;
 extern const mt_arch mt_arch_llama;
@@ -151,10 +160,14 @@ extern const mt_arch mt_arch_retnet;
 extern const mt_arch mt_arch_mamba_mha;
 extern const mt_arch mt_arch_mamba_local;
 extern const mt_arch mt_arch_mamba_encdec;
-/* ---- the list of architectures (arch.c) */
+/* ---- the registry of architectures (arch.c): every list of architectures derives from it */
+/* The architectures in the paper's order, NULL-terminated. */
+extern const mt_arch *const mt_archs[];
 const mt_arch *mt_arch_find(const char *name);
-/* "transformer, mamba, ..." for error messages. */
+/* "transformer, transformer++, ..." for error messages. */
 const char *mt_arch_names(void);
+/* "marian, llama, ..." (the model_type of each) for error messages. */
+const char *mt_arch_model_types(void);
 /* The architecture whose model_type / config.json "architectures" entry matches, or NULL. */
 const mt_arch *mt_arch_find_hf(const char *model_type);
 
@@ -226,6 +239,9 @@ void mt_mamba_backbone_init(mt_model *m, float *host, uint64_t seed);
 /* mt_arch.aliases of every model on the Mamba backbone (mamba.c): the token embedding as
  * mamba_ssm's own checkpoints name it (backbone.embedding, not backbone.embeddings). */
 extern const char *const mt_mamba_aliases[][2];
+/* The Mamba sizes of the presets on the Mamba backbone (mamba.c): width C, `layers` layers,
+ * mamba_ssm's state 16, kernel 4, expand 2, rank ceil(C / 16), tied output. */
+void mt_mamba_preset(mt_model_config *c, int C, int layers);
 
 /* ---- what every configuration shares (config_common.c) */
 /* The reserved token ids of mtlab/tokenizer.h (decoder start = <bos>). */

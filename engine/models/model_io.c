@@ -29,8 +29,8 @@ static const mt_arch *arch_of(const mt_config *c)
         return NULL;
     }
     const mt_arch *a = mt_arch_find_hf(type);
-    if (!a) mt_error("%s: model_type '%s' is not supported (marian, mamba, llama, retnet, "
-                     "mamba-mha, mamba-local, mamba-encdec)", mt_config_name(c), type);
+    if (!a) mt_error("%s: model_type '%s' is not supported (%s)", mt_config_name(c), type,
+                     mt_arch_model_types());
     return a;
 }
 

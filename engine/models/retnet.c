@@ -136,6 +136,19 @@ static int check(const mt_model_config *c)
     return 0;
 }
 
+/* the paper's 12 layers, d_model 512, values 1024, 4 heads, GLU 1024, untied (~77M); the demo's
+ * 4 layers, d_model 176, values 352, 4 heads, GLU 352 */
+static void preset(mt_model_config *c, int small)
+{
+    c->d_model = small ? 176 : 512;
+    c->n_layers = small ? 4 : 12;
+    c->n_heads = 4;
+    c->value_dim = small ? 352 : 1024;
+    c->ffn_dim = small ? 352 : 1024;
+    c->norm_eps = 1e-5f;
+    c->scale_embedding = 1;
+}
+
 const mt_arch mt_arch_retnet = {
     .name = "retnet",
     .hf_class = NULL,
@@ -146,4 +159,6 @@ const mt_arch mt_arch_retnet = {
     .check = check,
     .config_read = config_read,
     .config_write = config_write,
+    .preset = preset,
+    .layout_keys = MT_LAYOUT_HEADS,
 };

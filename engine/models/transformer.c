@@ -231,6 +231,22 @@ static const char *const ignored[] = {
     "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight", NULL,
 };
 
+/* the paper's 6+6 layers, d_model 512, 8 heads, FFN 2048, separate output (~77M); the demo's
+ * 3+3 layers, d_model 192, 4 heads, FFN 768, tied output */
+static void preset(mt_model_config *c, int small)
+{
+    c->d_model = small ? 192 : 512;
+    c->n_encoder_layers = small ? 3 : 6;
+    c->n_layers = small ? 3 : 6;
+    c->n_heads = small ? 4 : 8;
+    c->ffn_dim = small ? 768 : 2048;
+    c->activation = MT_ACT_RELU;
+    c->max_positions = 1024;
+    c->scale_embedding = 1;
+    c->tie_embeddings = small;
+    c->init_std = 0.02f;
+}
+
 const mt_arch mt_arch_transformer = {
     .name = "transformer",
     .hf_class = "MarianMTModel",
@@ -244,4 +260,6 @@ const mt_arch mt_arch_transformer = {
     .aliases = aliases,
     .ignored = ignored,
     .embed_copies = embed_copies,
+    .preset = preset,
+    .layout_keys = MT_LAYOUT_HEADS,
 };

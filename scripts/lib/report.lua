@@ -5,9 +5,8 @@ local mtlab = require "mtlab"
 
 local R = {}
 
--- The seven architectures in the paper's order, by their shipped demo bundles.
-R.SEVEN = {"transformer", "transformer++", "retnet", "mamba", "mamba-mha", "mamba-local",
-           "mamba-encdec"}
+-- The architectures in the paper's order (the engine's registry), by their shipped demo bundles.
+R.ARCHS = mtlab.architectures()
 
 local function exists(path)
   local f = io.open(path, "r")
@@ -16,10 +15,10 @@ local function exists(path)
 end
 R.exists = exists
 
--- models/NAME-small for each of the seven that is there (or models/NAME-SUFFIX-small).
+-- models/NAME-small for each architecture that is there (or models/NAME-SUFFIX-small).
 function R.shipped(suffix)
   local found = {}
-  for _, name in ipairs(R.SEVEN) do
+  for _, name in ipairs(R.ARCHS) do
     local dir = "models/" .. name .. (suffix and ("-" .. suffix) or "") .. "-small"
     if exists(dir .. "/config.json") then found[#found + 1] = dir end
   end
@@ -32,7 +31,7 @@ function R.cat_of(name)
   return (name:gsub("%-cat%d[%dto]*", "")), name:match("%-cat(%d[%dto]*)")
 end
 
--- The shipped bundles of the seven with their CAT variants (models/NAME-small, then each
+-- The shipped bundles of the architectures with their CAT variants (models/NAME-small, then each
 -- models/NAME-catN-small or NAME-catMtoN-small by name), in the paper's order.
 function R.shipped_with_cats()
   local cats = {} -- original's name -> its CAT variants' directories
@@ -43,7 +42,7 @@ function R.shipped_with_cats()
   end
   ls:close()
   local found = {}
-  for _, name in ipairs(R.SEVEN) do
+  for _, name in ipairs(R.ARCHS) do
     local dirs = cats[name .. "-small"] or {}
     table.sort(dirs)
     table.insert(dirs, 1, "models/" .. name .. "-small")

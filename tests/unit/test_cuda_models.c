@@ -9,10 +9,6 @@
 
 #include "mtlab/error.h"
 
-static const char *const presets[] = {
-    "transformer", "transformer++", "retnet", "mamba", "mamba-mha", "mamba-local", "mamba-encdec",
-};
-
 typedef struct {
     double logits, loss, grads, params, probes;
 } bounds;
@@ -24,7 +20,8 @@ static const bounds bf16 = {5e-2, 1e-2, 1e-1, 1e-3, 5e-2};
 static void check_all(const mt_backend *be, const bounds *b)
 {
     const char *over = NULL;
-    for (size_t i = 0; i < sizeof presets / sizeof *presets; i++) {
+    const char *const *presets = mt_model_arch_list(); /* every architecture of the registry */
+    for (size_t i = 0; presets[i]; i++) {
         parity_report r = model_parity(be, presets[i], 0);
         if (!(r.logits <= b->logits && r.loss <= b->loss && r.grads <= b->grads &&
               r.params <= b->params && r.probes <= b->probes)) {
@@ -63,7 +60,8 @@ static void test_models_bf16_weights(void **state)
     const mt_backend *be = cuda_or_skip(0);
     if (!be) return;
     const char *over = NULL;
-    for (size_t i = 0; i < sizeof presets / sizeof *presets; i++) {
+    const char *const *presets = mt_model_arch_list(); /* every architecture of the registry */
+    for (size_t i = 0; presets[i]; i++) {
         double rel = model_precision_parity(be, presets[i], MT_PRECISION_BF16);
         print_message("  %-13s bf16 weights: logits relative error %.3g (bound %.0e)\n", presets[i], rel, bf16.logits);
         if (!(rel <= bf16.logits) && !over) over = presets[i];

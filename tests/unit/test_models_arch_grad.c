@@ -83,6 +83,7 @@ static void test_mamba_encdec_backward(void **state)
 static void test_adamw_fits_a_batch(void **state)
 {
     (void)state;
+    /* not the registry: the models test_models.c does not already step (transformer, mamba) */
     const char *presets[] = {"transformer++", "retnet", "mamba-mha", "mamba-local",
                              "mamba-encdec"};
     mt_adamw_hparams h = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-8f,

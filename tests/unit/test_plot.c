@@ -198,7 +198,7 @@ static void test_braille_dots(void **state)
 static void test_bar_golden(void **state)
 {
     (void)state;
-    const char *labels[] = {"transformer", "mamba", "retnet"};
+    const char *labels[] = {"transformer", "mamba", "retnet"}; /* not the registry: labels */
     const double bleu[] = {17.3, 6.8, NAN};
     plot *p = plot_bar_new("BLEU", "test BLEU", labels, 3);
     assert_int_equal(plot_bar_add(p, NULL, bleu, 3), 0);

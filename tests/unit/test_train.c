@@ -87,6 +87,7 @@ static void test_config_reads_values(void **state)
 static void test_shipped_scripts_load(void **state)
 {
     (void)state;
+    /* not the registry: the shipped scripts, each with its family's learning rate */
     static const char *const archs[] = {"transformer", "mamba", "transformer++", "retnet",
                                         "mamba-mha", "mamba-local", "mamba-encdec"};
     /* the paper's learning rate of each family (docs/models.md §1.5), doubled */

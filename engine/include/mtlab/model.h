@@ -30,8 +30,7 @@
  * mamba_encdec.c). */
 #define MT_MAX_ATTN_LAYERS 64
 typedef struct {
-    char arch[24];         /* "transformer", "mamba", "transformer++", "retnet", "mamba-mha",
-                            * "mamba-local" or "mamba-encdec" */
+    char arch[24];         /* an architecture of mt_model_arch_list() */
     int vocab_size;        /* V */
     int d_model;           /* C */
     int n_layers;          /* decoder-only: layers; encoder-decoder: decoder layers */
@@ -67,12 +66,14 @@ typedef struct {
 typedef struct mt_model mt_model;
 
 /* ---------------------------------------------------------------- configurations
- * Presets: "transformer", "mamba", "transformer++", "retnet", "mamba-mha", "mamba-local",
- * "mamba-encdec" (the paper's sizes, 77M-82M parameters with V = 32000, docs/models.md §1.5), and
- * each with "-small" (the Bible demo sizes: ~4.6M each with V = 8000). */
+ * Presets: each architecture's name (the paper's sizes, 77M-82M parameters with V = 32000,
+ * docs/models.md §1.5), and each with "-small" (the Bible demo sizes: ~4.6M each with V = 8000). */
 int mt_model_preset(mt_model_config *cfg, const char *name);
-/* NULL-terminated list of preset names. */
+/* NULL-terminated list of preset names: the architectures, then their "-small" presets. */
 const char *const *mt_model_preset_names(void);
+/* NULL-terminated list of the architectures' names in the paper's order (engine/models/arch.c,
+ * the one registry; docs/adding-an-architecture.md). */
+const char *const *mt_model_arch_list(void);
 /* 1 when the architecture name is known. */
 int mt_model_arch_known(const char *arch);
 /* Check that a configuration is usable (positive sizes, heads divide C, ids < V ...). */
