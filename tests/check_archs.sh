@@ -3,7 +3,8 @@
 # `make test`): the architectures are listed only in engine/models/arch.c's mt_archs, each named
 # in its own file's mt_arch entry (`.name = "..."`); everything else gets the list from it
 # (mt_model_arch_list, mt_model_preset_names, mtlab.architectures()). A list is three or more
-# different architecture names as string literals within two consecutive lines; such a list
+# different architecture names in string literals (each its own, or words of one such as
+# "transformer, mamba, retnet") within two consecutive lines; such a list
 # anywhere else would leave a new architecture out. Exempt: the architecture files of
 # engine/models/, docs/, README.md, models/ and tests/fixtures/ (prose and data), and an
 # initialiser marked "not the registry: WHY" (a chosen subset, a property stated per
@@ -34,6 +35,8 @@ for f in "${files[@]}"; do
             while (match(s, /"[^"]*"/)) {
                 w = substr(s, RSTART, RLENGTH)
                 if (w in want) cur[w] = 1
+                m = split(substr(w, 2, length(w) - 2), words, /[ ,;:()]+/)
+                for (j = 1; j <= m; j++) if (("\"" words[j] "\"") in want) cur["\"" words[j] "\""] = 1
                 s = substr(s, RSTART + RLENGTH)
             }
             delete both
