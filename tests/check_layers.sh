@@ -65,20 +65,25 @@ forbidden() { # FILE NAME QUOTED
     done
 }
 
+# line, quoted and name of a grep -n hit "LINE:#include <name>" or "name"; 1 for a macro include
+# (nothing to resolve).
+parse_include() { # HIT
+    local inc=${1#*:}
+    line=${1%%:*}
+    inc=${inc#*include}
+    inc=${inc#"${inc%%[!$' \t']*}"}
+    case "$inc" in
+        \"*) quoted=1; name=${inc#\"}; name=${name%%\"*} ;;
+        \<*) quoted=0; name=${inc#<}; name=${name%%>*} ;;
+        *) return 1 ;;
+    esac
+}
+
 violations=0 files=0
 while IFS= read -r -d '' file; do
     files=$((files + 1))
-    # LINE:#include <name> or "name"
     while IFS= read -r hit; do
-        line=${hit%%:*}
-        inc=${hit#*:}
-        inc=${inc#*include}
-        inc=${inc#"${inc%%[!$' \t']*}"}
-        case "$inc" in
-            \"*) quoted=1; name=${inc#\"}; name=${name%%\"*} ;;
-            \<*) quoted=0; name=${inc#<}; name=${name%%>*} ;;
-            *) continue ;; # a macro include: nothing to resolve
-        esac
+        parse_include "$hit" || continue
         forbidden "$file" "$name" "$quoted"
         if [ -n "$why" ]; then
             echo "$file:$line: ${file%%/*}/ includes $why"
@@ -138,14 +143,7 @@ while IFS= read -r -d '' file; do
         continue
     fi
     while IFS= read -r hit; do
-        line=${hit%%:*}
-        inc=${hit#*:}
-        inc=${inc#*include}
-        inc=${inc#"${inc%%[!$' \t']*}"}
-        case "$inc" in
-            \"*) quoted=1; name=${inc#\"}; name=${name%%\"*} ;;
-            *) continue ;; # <system> headers and macro includes
-        esac
+        parse_include "$hit" && [ "$quoted" = 1 ] || continue # <system> headers, macro includes
         resolve "$file" "$name" "$quoted"
         if [ -n "$resolved" ]; then
             case "$resolved" in app/*) ;; *) continue ;; esac
