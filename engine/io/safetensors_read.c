@@ -8,15 +8,11 @@
 #include "mtlab/error.h"
 #include "mtlab/files.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "safetensors data is little-endian; this reader copies it as is"
@@ -361,28 +357,13 @@ mt_safetensors *st_open_image(void *data, size_t len, const char *name)
 
 mt_safetensors *mt_st_open(const char *path)
 {
-    int fd = mt_file_open(path, MT_FILE_REGULAR);
-    if (fd < 0) return NULL;
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        mt_error("%s: %s", path, strerror(errno));
-        close(fd);
-        return NULL;
-    }
+    void *map;
+    size_t size;
+    if (mt_file_map(path, &map, &size)) return NULL;
     mt_safetensors *st = st_new(path);
-    st->file_size = (size_t)sb.st_size;
-    if (st->file_size >= 8) {
-        st->map = mmap(NULL, st->file_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (st->map == MAP_FAILED) {
-            st->map = NULL;
-            mt_error("%s: cannot map %zu bytes: %s", path, st->file_size, strerror(errno));
-            close(fd);
-            mt_st_close(st);
-            return NULL;
-        }
-        st->file = st->map;
-    }
-    close(fd);
+    st->map = map;
+    st->file = map;
+    st->file_size = size;
     if (st_validate(st)) {
         mt_st_close(st);
         return NULL;

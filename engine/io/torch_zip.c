@@ -8,13 +8,10 @@
 #include "mtlab/error.h"
 #include "mtlab/files.h"
 
-#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zip.h>
 
 typedef struct {
@@ -225,25 +222,9 @@ out:
 
 mt_safetensors *mt_torch_open(const char *path)
 {
-    int fd = mt_file_open(path, MT_FILE_REGULAR);
-    if (fd < 0) return NULL;
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        mt_error("%s: %s", path, strerror(errno));
-        close(fd);
-        return NULL;
-    }
-    size_t size = (size_t)sb.st_size;
-    void *map = NULL;
-    if (size > 0) {
-        map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (map == MAP_FAILED) {
-            mt_error("%s: cannot map %zu bytes: %s", path, size, strerror(errno));
-            close(fd);
-            return NULL;
-        }
-    }
-    close(fd);
+    void *map;
+    size_t size;
+    if (mt_file_map(path, &map, &size)) return NULL;
     mt_safetensors *st = mt_torch_open_buffer(map ? map : "", size, path);
     if (map) munmap(map, size);
     return st;

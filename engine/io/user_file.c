@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -60,4 +61,31 @@ FILE *mt_file_fopen(const char *path, int kind)
         close(fd);
     }
     return f;
+}
+
+int mt_file_map(const char *path, void **map, size_t *size)
+{
+    *map = NULL;
+    *size = 0;
+    int fd = mt_file_open(path, MT_FILE_REGULAR);
+    if (fd < 0) return -1;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        mt_error("%s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    size_t n = (size_t)sb.st_size;
+    if (n > 0) {
+        void *m = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m == MAP_FAILED) {
+            mt_error("%s: cannot map %zu bytes: %s", path, n, strerror(errno));
+            close(fd);
+            return -1;
+        }
+        *map = m;
+    }
+    close(fd);
+    *size = n;
+    return 0;
 }
