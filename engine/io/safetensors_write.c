@@ -3,6 +3,7 @@
 #include "io/safetensors_write.h"
 
 #include "io/json_util.h"
+#include "io/safetensors_image.h"
 #include "math/half.h"
 #include "mtlab/error.h"
 
@@ -97,10 +98,15 @@ static char *build_header(const char *path, const planned *plan, int n, const mt
             return NULL;
         }
     }
+    return st_header_encode(root, path, len);
+}
+
+char *st_header_encode(json_t *root, const char *name, size_t *len)
+{
     char *json = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(root);
     if (!json) {
-        mt_error("%s: cannot encode the header", path);
+        mt_error("%s: cannot encode the header", name);
         return NULL;
     }
     size_t json_len = strlen(json), padded = (json_len + 7) / 8 * 8;

@@ -1002,20 +1002,7 @@ static char *image_header(const char *file, entry *e, size_t n, size_t *len)
             return NULL;
         }
     }
-    char *json = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
-    json_decref(root);
-    if (!json) {
-        mt_error("%s: cannot encode the tensor table", file);
-        return NULL;
-    }
-    size_t json_len = strlen(json), padded = (json_len + 7) / 8 * 8;
-    char *header = mt_xmalloc(8 + padded);
-    for (int i = 0; i < 8; i++) header[i] = (char)((uint64_t)padded >> (8 * i));
-    memcpy(header + 8, json, json_len);
-    memset(header + 8 + json_len, ' ', padded - json_len);
-    free(json);
-    *len = 8 + padded;
-    return header;
+    return st_header_encode(root, file, len);
 }
 
 /* Loads each storage once, copies every tensor viewing it, frees it. */
