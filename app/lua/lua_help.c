@@ -11,10 +11,12 @@ const mtl_help_entry mtl_help[] = {
      "mtlab.load(path [, {device=\"cpu\"|\"cuda:N\", precision=\"fp32\"|\"int8\"|\"bf16\"}]) -> model",
      "Opens a model bundle directory (or \"apertium:MODE\", Apertium's rule-based translator) "
      "on a device, its linear layers in fp32, int8 (CPU only) or bf16 (CUDA only)."},
-    {"mtlab.average", "mtlab.average({bundles}, out [, {dtype=\"f32\"|\"f16\"|\"bf16\"}]) -> out",
+    {"mtlab.average",
+     "mtlab.average({bundles}, out [, {dtype=\"f32\"|\"f16\"|\"bf16\", force=false}]) -> out",
      "Checkpoint averaging: writes the bundle out with the element-wise mean of the weights of "
      "bundles of one model (the first's dtype by default); refuses other architectures, shapes "
-     "or tokenizers."},
+     "or tokenizers. A bundle already at out is replaced only with force = true (whole, in one "
+     "rename)."},
     {"mtlab.architectures", "mtlab.architectures() -> {names}",
      "The architectures mtlab builds, in the paper's order (the engine's registry); each is a "
      "preset of the paper's sizes, and NAME-small one of the demo's."},

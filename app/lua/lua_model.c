@@ -562,16 +562,19 @@ static int m_probe(lua_State *L)
     return 1;
 }
 
-/* mtlab.average({bundles}, out [, {dtype=}]) -> out: checkpoint averaging (mt_model_average). */
+/* mtlab.average({bundles}, out [, {dtype=, force=}]) -> out: checkpoint averaging
+ * (mt_model_average) into a bundle target, as `mtlab average -o` writes: an existing bundle at
+ * out is replaced only with force = true, and then whole. */
 static int l_average(lua_State *L)
 {
     static const char *const fn = "mtlab.average";
-    static const char *const known[] = {"dtype", NULL};
+    static const char *const known[] = {"dtype", "force", NULL};
     lua_settop(L, 3);
     luaL_checktype(L, 1, LUA_TTABLE);
     const char *out = luaL_checkstring(L, 2);
     mtl_check_options(L, 3, fn, known);
     const char *dtype_name = mtl_opt_string(L, 3, fn, "dtype", NULL);
+    int force = mtl_opt_boolean(L, 3, fn, "force", 0);
     mt_dtype dt = MT_DT_F32;
     if (dtype_name && mt_model_save_dtype_parse(dtype_name, &dt) != 0) mtl_error(L, fn, "%s", mt_last_error());
     int dtype = dtype_name ? (int)dt : -1;
@@ -589,7 +592,12 @@ static int l_average(lua_State *L)
         dirs[i - 1] = lua_tostring(L, -1); /* the table holds the string (a raw read) */
         lua_pop(L, 1);
     }
-    if (mt_model_average(dirs, (int)n, out, dtype) != 0) mtl_error(L, fn, "%s", mt_last_error());
+    mt_bundle_target target;
+    int rc = mt_bundle_target_begin(&target, out, force);
+    if (rc == 0 && (rc = mt_model_average(dirs, (int)n, target.tmp, dtype)) == 0) rc = mt_bundle_target_commit(&target);
+    mt_bundle_target_discard(&target);
+    if (rc == MT_BUNDLE_TARGET_EXISTS) mtl_error(L, fn, "%s (force = true replaces it)", mt_last_error());
+    if (rc != 0) mtl_error(L, fn, "%s", mt_last_error());
     lua_pushstring(L, out);
     return 1;
 }

@@ -1,10 +1,12 @@
 -- Checkpoint averaging for a run that kept bundles (`keep_every`, docs/models.md §10.10): for each
 -- k of --last, the mean of the run's last k kept bundles (at or after --from), scored on held-out
 -- text beside the run's best/ and any BUNDLE named; the candidate that scores best is written to
--- --out (when given). Choose on the validation split, never on the test set.
+-- --out (when given; a bundle already there is replaced only with --force). Choose on the
+-- validation split, never on the test set.
 --
 --   ./mtlab run scripts/train/average.lua RUN_DIR [--last 1,2,4,8] [--from 0] [--para]
---        [--data data/bible] [--src FILE --ref FILE] [--n 0] [--beam 1] [--device cpu] [--out DIR] [BUNDLE...]
+--        [--data data/bible] [--src FILE --ref FILE] [--n 0] [--beam 1] [--device cpu] [--out DIR [--force]]
+--        [BUNDLE...]
 --
 -- Scored on DATA/valid.{es,en} (verses), or with --para on DATA/valid.para8.{es,en} (8-verse
 -- paragraphs translated whole: what a CAT-N run is for), or on --src/--ref. --device cuda:0 scores
@@ -15,11 +17,16 @@ local R = require "report"
 
 local S = "average.lua"
 local opts, rest = R.args(S, {last = "1,2,4,8", from = 0, para = false, data = "data/bible", src = "",
-                              ref = "", n = 0, beam = 1, device = "cpu", out = ""}, arg)
+                              ref = "", n = 0, beam = 1, device = "cpu", out = "",
+                              force = false}, arg)
 local run = table.remove(rest, 1)
 if not run then
   error(S .. ": usage: ./mtlab run scripts/train/average.lua RUN_DIR [--last 1,2,4,8] [--from STEP] " ..
-        "[--para] [--data DIR] [--src F --ref F] [--n N] [--beam N] [--device D] [--out DIR] [BUNDLE...]", 0)
+        "[--para] [--data DIR] [--src F --ref F] [--n N] [--beam N] [--device D] [--out DIR [--force]] [BUNDLE...]", 0)
+end
+-- before the scoring, not after it (mtlab.average refuses it again when it writes)
+if opts.out ~= "" and not opts.force and R.exists(opts.out .. "/config.json") then
+  error(string.format("%s: --out %s already holds a model bundle; not overwritten (--force replaces it)", S, opts.out), 0)
 end
 local function quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 
@@ -81,7 +88,7 @@ local rows, best = {}, nil
 for _, c in ipairs(cands) do
   local dir = c.dirs[1]
   if #c.dirs > 1 then
-    mtlab.average(c.dirs, tmp)
+    mtlab.average(c.dirs, tmp, {force = true}) -- the previous candidate's
     dir = tmp
   end
   local ok, bleu = pcall(score, dir)
@@ -101,6 +108,6 @@ print(string.format("%s on %s (%d %s, beam %d)\n", run, src_path, #src, opts.par
 print(R.markdown({"candidate", "bundles", "BLEU"}, rows))
 print(string.format("\nbest: %s (%.2f)", best.label, best.bleu))
 if opts.out ~= "" then
-  mtlab.average(best.dirs, opts.out)
+  mtlab.average(best.dirs, opts.out, {force = opts.force})
   print("wrote " .. opts.out)
 end

@@ -33,6 +33,23 @@ describe("scripts/train/average.lua", function()
     assert.are.equal("2 4 6 ", steps)
   end)
 
+  it("never replaces an existing --out bundle unless --force", function()
+    local cmd = string.format("cd %s && %s run %s/scripts/train/average.lua runs/tiny --last 1 --data data " ..
+                              "--out again %%s >/dev/null 2>err.txt", dir, bin, root)
+    local _, code = H.sh(cmd:format(""))
+    assert.are.equal(0, code, H.read(dir .. "/err.txt"))
+    local first = H.read(dir .. "/again/model.safetensors")
+    H.write(dir .. "/again/model.safetensors", "not these weights")
+    _, code = H.sh(cmd:format(""))
+    assert.are_not.equal(0, code)
+    assert.matches("average.lua: %-%-out again already holds a model bundle; not overwritten %(%-%-force " ..
+                   "replaces it%)", H.read(dir .. "/err.txt"))
+    assert.are.equal("not these weights", H.read(dir .. "/again/model.safetensors"))
+    _, code = H.sh(cmd:format("--force"))
+    assert.are.equal(0, code, H.read(dir .. "/err.txt"))
+    assert.are.equal(first, H.read(dir .. "/again/model.safetensors"))
+  end)
+
   it("says when a run kept no bundles", function()
     local _, code = H.sh(string.format("cd %s && %s run %s/scripts/train/average.lua runs/none 2>err.txt", dir, bin, root))
     assert.are_not.equal(0, code)
