@@ -135,7 +135,8 @@ const mtl_help_entry mtl_help[] = {
      "job.tokens_per_s, job.valid_bleu, job.pid, job.slurm_id, job.error, job.started_at, "
      "job.ended_at",
      "A job's run and, read afresh from its state file and log at each access, its state "
-     "(pending, running, completed, cancelled or failed) and latest figures."},
+     "(pending, running, completed, cancelled or failed; broken when its job.json cannot be "
+     "read, the reason in job.error: listed as broken beside the others) and latest figures."},
 };
 const size_t mtl_help_count = sizeof mtl_help / sizeof mtl_help[0];
 

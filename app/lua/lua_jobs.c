@@ -201,7 +201,12 @@ static int job_index(lua_State *L)
     else if (!strcmp(k, "launcher")) lua_pushstring(L, job_launcher_name(j->launcher));
     else if (!strcmp(k, "max_steps")) lua_pushinteger(L, j->max_steps);
     else {
-        refresh(L, j, "job");
+        if (job_refresh(j) != 0) {
+            /* its job.json cannot be read: broken, as mtlab.jobs.list and `jobs list` say,
+             * the reason in job.error, rather than a raise at every field of a listed run */
+            snprintf(j->error, sizeof j->error, "%s", mt_last_error());
+            j->state = JOB_BROKEN;
+        }
         if (!strcmp(k, "state")) lua_pushstring(L, job_state_name(j->state));
         else if (!strcmp(k, "step")) lua_pushinteger(L, j->step);
         else if (!strcmp(k, "loss")) lua_pushnumber(L, j->loss);

@@ -72,16 +72,12 @@ static void draw_runs(tui_app *a, WINDOW *w, int y0, int rows)
         tui_put(w, y, 1, use_ascii(a) ? "*" : "\xe2\x97\x8f", 1);
         char name[3 * sizeof run->info.name];
         tui_fit_middle(name, sizeof name, run->info.name, name_w, tui_glyphs_for(!use_ascii(a))->ellipsis);
-        tui_meaning sm = run->info.state == JOB_FAILED    ? TUI_C_ERROR
-                       : run->info.state == JOB_RUNNING   ? TUI_C_BUSY
-                       : run->info.state == JOB_COMPLETED ? TUI_C_DONE
-                                                          : TUI_C_DIM;
         const struct {
             const char *text;
             int cols, right; /* right-aligned */
             tui_meaning m;
         } col[] = {
-            {name, name_w, 0, base},           {cols.state, STATE_W, 0, sel ? base : sm},
+            {name, name_w, 0, base},           {cols.state, STATE_W, 0, sel ? base : cols.state_meaning},
             {cols.steps, STEPS_W, 0, base},    {bar, BAR_W, 0, base},
             {cols.tokens_per_s, NUM_W, 1, base}, {cols.eta, NUM_W, 1, base},
             {cols.bleu, NUM_W - 2, 1, base},

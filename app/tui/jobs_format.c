@@ -66,6 +66,10 @@ void tui_progress_bar(char *out, size_t len, long done, long total, int width, i
 void tui_job_columns(tui_job_cols *c, const job_info *j, double eta_s)
 {
     snprintf(c->state, sizeof c->state, "%s", job_state_name(j->state));
+    c->state_meaning = j->state == JOB_FAILED || j->state == JOB_BROKEN ? TUI_C_ERROR
+                     : j->state == JOB_RUNNING                          ? TUI_C_BUSY
+                     : j->state == JOB_COMPLETED                        ? TUI_C_DONE
+                                                                        : TUI_C_DIM;
     if (j->max_steps > 0) snprintf(c->steps, sizeof c->steps, "%ld/%ld", j->step, j->max_steps);
     else snprintf(c->steps, sizeof c->steps, "%ld", j->step);
     if (j->tokens_per_s > 0) tui_format_count(c->tokens_per_s, sizeof c->tokens_per_s, (size_t)(j->tokens_per_s + 0.5));

@@ -98,6 +98,26 @@ static void test_columns(void **state)
     assert_string_equal(c.bleu, "-");
 }
 
+/* A state's colour is its meaning: a run whose job.json cannot be read is an error, as a
+ * failed one is, not the dim of a cancelled one. */
+static void test_state_meanings(void **state)
+{
+    (void)state;
+    static const struct {
+        job_state s;
+        tui_meaning m;
+    } want[] = {
+        {JOB_PENDING, TUI_C_DIM},     {JOB_RUNNING, TUI_C_BUSY}, {JOB_COMPLETED, TUI_C_DONE},
+        {JOB_CANCELLED, TUI_C_DIM},   {JOB_FAILED, TUI_C_ERROR}, {JOB_BROKEN, TUI_C_ERROR},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        job_info j = {.state = want[i].s, .valid_bleu = -1};
+        tui_job_cols c;
+        tui_job_columns(&c, &j, -1);
+        if (c.state_meaning != want[i].m) fail_msg("%s: meaning %d, expected %d", c.state, c.state_meaning, want[i].m);
+    }
+}
+
 static void test_fit_middle(void **state)
 {
     (void)state;
@@ -131,6 +151,7 @@ int main(void)
         cmocka_unit_test(test_eta_format),
         cmocka_unit_test(test_progress_bar),
         cmocka_unit_test(test_columns),
+        cmocka_unit_test(test_state_meanings),
         cmocka_unit_test(test_fit_middle),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
