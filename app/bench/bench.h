@@ -181,6 +181,8 @@ enum {
     BENCH_CUDA_ALL = BENCH_CUDA_KERNELS | BENCH_DECODE | BENCH_CUDA_TRAIN,
     /* COMET at wmt22-comet-da's size, on the CPU or --device; only when named (2.2 GB) */
     BENCH_COMET = 512,
+    /* data-parallel training, 1 and 2 ranks under mpirun; only when named */
+    BENCH_RANKS = 1024,
 };
 typedef struct {
     int repeat;         /* timed runs per figure, after one warm-up */
@@ -197,6 +199,8 @@ int bench_run_all(const bench_opts *o);
 /* COMET segments per second at XLM-R large's shapes, random weights (app/bench/bench_comet.c);
  * device NULL: the CPU. */
 int bench_run_comet(const char *device, int repeat);
+/* Step time and its all-reduce share for 1 and 2 ranks (app/bench/bench_ranks.c). */
+int bench_run_ranks(int repeat);
 int bench_run_cuda(const char *device, const char *torch_json, int repeat, unsigned sections);
 /* tokens_out, when not NULL, receives one untimed pass's ids: one line of new_tokens per source. */
 int bench_run_peer(const char *bundle, const char *inputs, const char *tokens_out,

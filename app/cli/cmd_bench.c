@@ -11,7 +11,9 @@
  *               [--torch-json FILE]             (app/bench/bench_cuda.c); --only kernels,
  *               [--only kernels|decode|train]   decode or train picks its sections
  *   mtlab bench --only comet [--device cuda[:N]]  COMET segments/s at wmt22-comet-da's size
- *                                               (app/bench/bench_comet.c) */
+ *                                               (app/bench/bench_comet.c)
+ *   mtlab bench --only ranks                    data-parallel step time and all-reduce share,
+ *                                               1 and 2 ranks (app/bench/bench_ranks.c) */
 #include "bench/bench.h"
 #include "cli/commands.h"
 #include "mtlab/error.h"
@@ -38,7 +40,8 @@ static const struct {
                 {"prefill", BENCH_PREFILL},
                 {"kernels", BENCH_CUDA_KERNELS},
                 {"train", BENCH_CUDA_TRAIN},
-                {"comet", BENCH_COMET}};
+                {"comet", BENCH_COMET},
+                {"ranks", BENCH_RANKS}};
 
 /* Add the section named s to the mask, or -1 with a message. */
 static int add_section(const char *s, unsigned *mask)
@@ -49,7 +52,7 @@ static int add_section(const char *s, unsigned *mask)
             return 0;
         }
     fprintf(stderr, "mtlab bench: --only takes gemm, decode, roofline, state, probes, int8, prefill "
-                    "or comet (with --device: kernels, decode, train or comet), got '%s'\n", s);
+                    "comet or ranks (with --device: kernels, decode, train or comet), got '%s'\n", s);
     return -1;
 }
 
@@ -101,10 +104,10 @@ static int parse_args(bench_args *a, int argc, char **argv)
         fprintf(stderr, "mtlab bench: --device runs the GPU report alone (no -m or --make-bundles)\n");
         return 2;
     }
-    unsigned cpu_only = BENCH_ALL & ~BENCH_DECODE, cuda_only = BENCH_CUDA_KERNELS | BENCH_CUDA_TRAIN;
+    unsigned cpu_only = (BENCH_ALL & ~BENCH_DECODE) | BENCH_RANKS, cuda_only = BENCH_CUDA_KERNELS | BENCH_CUDA_TRAIN;
     if (a->o.sections & (a->device ? cpu_only : cuda_only)) {
         fprintf(stderr, "mtlab bench: --only %s goes %s --device\n",
-                a->device ? "gemm, roofline, state, probes, int8 or prefill" : "kernels or train",
+                a->device ? "gemm, roofline, state, probes, int8, prefill or ranks" : "kernels or train",
                 a->device ? "without" : "with");
         return 2;
     }
@@ -131,6 +134,10 @@ static int run_bench(int argc, char **argv)
                a.make_bundles);
         return 0;
     }
+    if (a.o.sections & BENCH_RANKS) {
+        if (bench_run_ranks(a.o.repeat)) return cli_fail("%s", mt_last_error());
+        if (!(a.o.sections &= ~BENCH_RANKS)) return 0;
+    }
     if (a.o.sections & BENCH_COMET) {
         if (bench_run_comet(a.device, a.o.repeat)) return cli_fail("%s", mt_last_error());
         if (!(a.o.sections &= ~BENCH_COMET)) return 0;
@@ -147,7 +154,7 @@ static int run_bench(int argc, char **argv)
 
 const struct mt_command cmd_bench = {
     "bench",
-    "[--repeat N] [--only gemm|decode|roofline|state|probes|int8|prefill|comet ...] [--verbose] | "
+    "[--repeat N] [--only gemm|decode|roofline|state|probes|int8|prefill|comet|ranks ...] [--verbose] | "
     "--make-bundles DIR | "
     "--peer-inputs FILE -m BUNDLE [--new-tokens N] [--batch N] [--precision fp32|int8|bf16] "
     "[--repeat N] [--tokens-out FILE] | "

@@ -31,7 +31,18 @@ static int start(int argc, char **argv)
         if (!strcmp(argv[i], "--launcher") && i + 1 < argc) {
             if (job_launcher_parse(argv[++i], &o.launcher) != 0) bad = 1;
         } else if (!strcmp(argv[i], "--name") && i + 1 < argc) o.name = argv[++i];
-        else if (argv[i][0] == '-') bad = 2;
+        else if ((!strcmp(argv[i], "--procs") || !strcmp(argv[i], "--nodes") || !strcmp(argv[i], "--tasks") ||
+                  !strcmp(argv[i], "--gpus-per-node")) && i + 1 < argc) {
+            long v;
+            if (cli_option_long("jobs start", argv[i], argv[i + 1], 1, 65536, &v)) {
+                free(ov);
+                return 2;
+            }
+            int *slot = !strcmp(argv[i], "--procs") ? &o.procs : !strcmp(argv[i], "--nodes") ? &o.nodes
+                      : !strcmp(argv[i], "--tasks") ? &o.tasks : &o.gpus_per_node;
+            *slot = (int)v;
+            i++;
+        } else if (argv[i][0] == '-') bad = 2;
         else if (strchr(argv[i], '=')) ov[o.n_overrides++] = argv[i];
         else if (!config) config = argv[i];
         else bad = 2;
@@ -78,7 +89,7 @@ static int list(void)
         printf("no jobs under runs/ (start one: mtlab jobs start CONFIG.lua)\n");
         return 0;
     }
-    printf("%-20s %-7s %-10s %13s %8s %9s %6s  %s\n", "NAME", "WHERE", "STATE", "STEP", "LOSS", "TOK/S", "BLEU",
+    printf("%-20s %-9s %-10s %13s %8s %9s %6s  %s\n", "NAME", "WHERE", "STATE", "STEP", "LOSS", "TOK/S", "BLEU",
            "STARTED");
     for (size_t i = 0; i < n; i++) {
         const job_info *j = &jobs[i];
@@ -87,8 +98,10 @@ static int list(void)
         if (j->valid_bleu >= 0) snprintf(bleu, sizeof bleu, "%.2f", j->valid_bleu);
         else snprintf(bleu, sizeof bleu, "-");
         format_time(j->started_at, started, sizeof started);
-        snprintf(where, sizeof where, "%s", job_launcher_name(j->launcher));
-        printf("%-20s %-7s %-10s %13s %8.4f %9.0f %6s  %s\n", j->name, where, job_state_name(j->state), steps,
+        /* a data-parallel job is one line: where it runs and on how many ranks ("slurm:4") */
+        if (j->ranks > 1) snprintf(where, sizeof where, "%s:%d", job_launcher_name(j->launcher), j->ranks);
+        else snprintf(where, sizeof where, "%s", job_launcher_name(j->launcher));
+        printf("%-20s %-9s %-10s %13s %8.4f %9.0f %6s  %s\n", j->name, where, job_state_name(j->state), steps,
                j->loss, j->tokens_per_s, bleu, started);
         if ((j->state == JOB_FAILED || j->state == JOB_BROKEN) && j->error[0]) printf("  %s\n", j->error);
     }
@@ -156,7 +169,8 @@ static int run_jobs(int argc, char **argv)
 
 const struct mt_command cmd_jobs = {
     "jobs",
-    "start CONFIG.lua [--launcher local|slurm] [--name N] [KEY=VALUE...] | list | stop NAME | resume NAME | "
+    "start CONFIG.lua [--launcher local|slurm] [--name N] [--procs N | --tasks N | --nodes N [--gpus-per-node G]] "
+    "[KEY=VALUE...] | list | stop NAME | resume NAME | "
     "log NAME [--follow]",
     "training runs in the background (locally or on Slurm), one trainer per run: start, list (exits 0 with a "
     "run whose job.json cannot be read shown as \"broken\"), stop with a checkpoint, resume, log",

@@ -21,10 +21,20 @@
 #include <unistd.h>
 
 static volatile sig_atomic_t stop_requested;
+/* One of several ranks: SIGTERM comes from a launcher ending the job (srun or mpirun after a
+ * rank died, a scancel): the others may never answer a collective again, so a graceful stop
+ * would wait forever; the rank leaves at once, the last checkpoint stays. SIGUSR1 (and SIGINT)
+ * stop gracefully: what `mtlab jobs stop` sends. */
+static char terminated_msg[256];
+static size_t terminated_len;
 
 static void on_signal(int sig)
 {
-    (void)sig;
+    if (sig == SIGTERM && terminated_len) {
+        ssize_t w = write(2, terminated_msg, terminated_len);
+        (void)w;
+        _exit(128 + SIGTERM);
+    }
     stop_requested = 1;
 }
 
@@ -92,6 +102,22 @@ static int run_train(int argc, char **argv)
     if (loaded != 0) return cli_fail("%s", mt_last_error());
     if (max_steps > 0) cfg.max_steps = max_steps;
 
+    /* MPI first: its start may set handlers of its own, ours come after */
+    mt_collective *coll = mt_collective_single();
+    int ranks;
+    if (mt_collective_launched(&ranks) && !(coll = mt_collective_mpi()))
+        return cli_fail("train %s: started as one of %d ranks, but: %s", cfg.name, ranks, mt_last_error());
+    char who[128] = ""; /* "rank R on HOST: " when there are several */
+    if (coll->size > 1) {
+        char host[64] = "?";
+        gethostname(host, sizeof host - 1);
+        snprintf(who, sizeof who, "rank %d on %s: ", coll->rank, host);
+        terminated_len = (size_t)snprintf(terminated_msg, sizeof terminated_msg,
+                                          "mtlab: train %s: %sterminated (SIGTERM): the launcher ends the job; "
+                                          "ranks stop with a checkpoint on SIGUSR1 (mtlab jobs stop)\n",
+                                          cfg.name, who);
+        if (terminated_len >= sizeof terminated_msg) terminated_len = sizeof terminated_msg - 1;
+    }
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
@@ -108,16 +134,6 @@ static int run_train(int argc, char **argv)
     /* A job's trainer locks its run before it writes job.json: one refused because another
      * process trains the run must leave that one's record alone. A plain run is locked by
      * mt_train_run. */
-    mt_collective *coll = mt_collective_single();
-    int ranks;
-    if (mt_collective_launched(&ranks) && !(coll = mt_collective_mpi()))
-        return cli_fail("train %s: started as one of %d ranks, but: %s", cfg.name, ranks, mt_last_error());
-    char who[128] = ""; /* "rank R on HOST: " when there are several */
-    if (coll->size > 1) {
-        char host[64] = "?";
-        gethostname(host, sizeof host - 1);
-        snprintf(who, sizeof who, "rank %d on %s: ", coll->rank, host);
-    }
     int lead = coll->rank == 0, lock = -1;
     if (lead && job && (lock = mt_run_lock(cfg.run_dir, MT_RUN_TRAINER)) < 0) {
         coll->close(coll);

@@ -82,6 +82,9 @@ int job_file_write(const job_info *j)
     char start[32];
     snprintf(start, sizeof start, "%llu", j->pid_start);
     json_object_set_new(o, "pid_start", json_string(start));
+    json_object_set_new(o, "ranks", json_integer(j->ranks > 1 ? j->ranks : 1));
+    if (j->nodes) json_object_set_new(o, "nodes", json_integer(j->nodes));
+    if (j->gpus_per_node) json_object_set_new(o, "gpus_per_node", json_integer(j->gpus_per_node));
     char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
     json_decref(o);
     char path[800];
@@ -138,6 +141,15 @@ int job_file_read(job_info *j, const char *dir)
     j->ended_at = json_number_value(json_object_get(o, "ended_at"));
     j->exit_code = (int)json_integer_value(json_object_get(o, "exit_code"));
     j->max_steps = (long)json_integer_value(json_object_get(o, "max_steps"));
+    /* absent in jobs made before data parallelism: one process */
+    json_t *ranks = json_object_get(o, "ranks");
+    j->ranks = ranks ? (int)json_integer_value(ranks) : 1;
+    j->nodes = (int)json_integer_value(json_object_get(o, "nodes"));
+    j->gpus_per_node = (int)json_integer_value(json_object_get(o, "gpus_per_node"));
+    if (j->ranks < 1 || j->nodes < 0 || j->gpus_per_node < 0) {
+        json_decref(o);
+        return mt_error("%s: ranks must be >= 1, nodes and gpus_per_node >= 0", path);
+    }
     json_decref(o);
     return 0;
 }

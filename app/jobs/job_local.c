@@ -1,6 +1,8 @@
 /* The local launcher: the trainer as a detached process of its own session (setsid, reparented
  * away from the launcher by a double fork), stdout and stderr appended to runs/NAME/train.log,
- * so it outlives the shell, script or workbench that started it. */
+ * so it outlives the shell, script or workbench that started it. A job of N ranks runs them
+ * under OpenMP's mpirun (oversubscribed: ranks may outnumber cores here); rank 0 then records
+ * its own pid, so a stop reaches it and it tells the others at the next step. */
 #include "jobs/job_internal.h"
 #include "mtlab/error.h"
 
@@ -38,7 +40,26 @@ static void become_trainer(int go_fd, const job_info *j, const char *exe, int re
     dup2(log_fd, 1);
     dup2(log_fd, 2);
     char *argv[] = {(char *)exe, "train", config, "--job", resume ? "--resume" : NULL, NULL};
-    execv(exe, argv);
+    if (j->ranks <= 1) {
+        execv(exe, argv);
+        _exit(127);
+    }
+    char np[16];
+    snprintf(np, sizeof np, "%d", j->ranks);
+    char *mpirun[12];
+    int n = 0;
+    mpirun[n++] = "mpirun";
+    mpirun[n++] = "--oversubscribe";
+    /* mpirun refuses root unless told; a container's root is the usual case */
+    if (geteuid() == 0) mpirun[n++] = "--allow-run-as-root";
+    mpirun[n++] = "-np";
+    mpirun[n++] = np;
+    for (int i = 0; argv[i]; i++) mpirun[n++] = argv[i];
+    mpirun[n] = NULL;
+    execvp("mpirun", mpirun);
+    static const char missing[] = "mtlab jobs: mpirun could not be run: install openmpi-bin\n";
+    ssize_t w = write(2, missing, sizeof missing - 1);
+    (void)w;
     _exit(127);
 }
 
@@ -69,6 +90,7 @@ int job_local_launch(job_info *j, int resume)
         sigemptyset(&stop_signals);
         sigaddset(&stop_signals, SIGINT);
         sigaddset(&stop_signals, SIGTERM);
+        sigaddset(&stop_signals, SIGUSR1); /* a data-parallel job's stop (jobs.c) */
         sigprocmask(SIG_BLOCK, &stop_signals, NULL);
         pid_t pid = fork();
         if (pid == 0) {

@@ -1,6 +1,9 @@
 /* The Slurm launcher: runs/NAME/job.sbatch runs the trainer; it is submitted held (sbatch
  * --hold), recorded in job.json, then released, so the trainer's own writes always come after
- * the launcher's. State comes from squeue while Slurm holds the job, then from sacct. */
+ * the launcher's. State comes from squeue while Slurm holds the job, then from sacct. A job of
+ * N ranks runs `srun --mpi=pmix mtlab train ...`: Slurm starts the ranks and hands them MPI's
+ * wiring (PMIx); one that dies ends the step (--kill-on-bad-exit) and srun names its task
+ * and node in train.log. */
 #include "jobs/job_internal.h"
 #include "mtlab/error.h"
 
@@ -65,9 +68,18 @@ static int write_script(const job_info *j, const char *path, const char *exe, in
     FILE *f = fopen(path, "w");
     if (!f) return mt_error("%s: %s", path, strerror(errno));
     fprintf(f, "#!/bin/sh\n# Written by `mtlab jobs`: trains %s.\n", j->name);
-    fprintf(f, "#SBATCH --job-name=mtlab-%s\n#SBATCH --ntasks=1\n#SBATCH --open-mode=append\n", j->name);
+    fprintf(f, "#SBATCH --job-name=mtlab-%s\n", j->name);
+    if (j->nodes) fprintf(f, "#SBATCH --nodes=%d\n", j->nodes);
+    if (j->gpus_per_node)
+        fprintf(f, "#SBATCH --ntasks-per-node=%d\n#SBATCH --gpus-per-node=%d\n", j->gpus_per_node, j->gpus_per_node);
+    else fprintf(f, "#SBATCH --ntasks=%d\n", j->ranks > 1 ? j->ranks : 1);
+    /* a data-parallel job saves a checkpoint and stops 5 minutes before its time limit */
+    if (j->ranks > 1) fprintf(f, "#SBATCH --signal=USR1@300\n");
+    fprintf(f, "#SBATCH --open-mode=append\n");
     fprintf(f, "#SBATCH --chdir=%s\n#SBATCH --output=%s/%s/train.log\n", j->cwd, j->cwd, j->dir);
-    fputs("exec ", f);
+    /* one rank per task; the PMIx plugin wires them into one MPI world */
+    if (j->ranks > 1) fputs("exec srun --mpi=pmix --kill-on-bad-exit=1 ", f);
+    else fputs("exec ", f);
     shell_quote(f, exe);
     fprintf(f, " train %s/config.lua --job%s\n", j->dir, resume ? " --resume" : "");
     int bad = ferror(f) != 0;
@@ -180,7 +192,8 @@ int job_slurm_stop(job_info *j)
         if (job_slurm_query(j, &active, &st) != 0 || !active) return 0;
         if (tries == 600) return mt_error("%s: Slurm runs it but the trainer did not start in 60 s", j->name);
     }
-    char *term[] = {"scancel", "--signal=TERM", "--full", j->slurm_id, NULL};
-    if (run_capture(term, out, sizeof out) != 0) return mt_error("scancel --signal=TERM %s failed", j->slurm_id);
+    /* ranks take SIGTERM as their launcher's end of the job (cmd_train.c): they stop on USR1 */
+    char *term[] = {"scancel", j->ranks > 1 ? "--signal=USR1" : "--signal=TERM", "--full", j->slurm_id, NULL};
+    if (run_capture(term, out, sizeof out) != 0) return mt_error("%s %s failed", term[1], j->slurm_id);
     return 0;
 }

@@ -29,8 +29,31 @@ int job_active(const job_info *j)
     return j->state == JOB_PENDING || j->state == JOB_RUNNING;
 }
 
+/* How many ranks the options ask for; -1 with the option named when they do not fit the launcher. */
+static int ranks_of(const job_start_opts *o, int *nodes, int *gpus_per_node)
+{
+    *nodes = *gpus_per_node = 0;
+    if (o->procs < 0 || o->nodes < 0 || o->gpus_per_node < 0 || o->tasks < 0)
+        return mt_error("--procs, --nodes, --gpus-per-node and --tasks must be >= 1");
+    if (o->launcher == JOB_LOCAL) {
+        if (o->nodes || o->gpus_per_node || o->tasks)
+            return mt_error("--nodes, --gpus-per-node and --tasks are for --launcher slurm (local: --procs N)");
+        return o->procs > 1 ? o->procs : 1;
+    }
+    if (o->procs) return mt_error("--procs is for --launcher local (slurm: --tasks N or --nodes N --gpus-per-node G)");
+    if (o->tasks && o->gpus_per_node)
+        return mt_error("--tasks and --gpus-per-node both say how many ranks: give one (a GPU job runs one per GPU)");
+    *nodes = o->nodes;
+    *gpus_per_node = o->gpus_per_node;
+    if (o->tasks) return o->tasks;
+    int n = o->nodes ? o->nodes : 1;
+    return o->gpus_per_node ? n * o->gpus_per_node : n;
+}
+
 int job_start(job_info *out, const char *config_path, const job_start_opts *o)
 {
+    int nodes, gpus_per_node, ranks = ranks_of(o, &nodes, &gpus_per_node);
+    if (ranks < 0) return -1;
     int n = o->n_overrides + 1;
     const char **ov = mt_xcalloc((size_t)n, sizeof *ov);
     char name_ov[160];
@@ -69,6 +92,9 @@ int job_start(job_info *out, const char *config_path, const job_start_opts *o)
         mt_error("%s already holds a run: resume it (mtlab jobs resume %s) or choose another --name", j.dir, j.name);
     else if (train_config_write(&cfg, preset, copy) == 0) {
         j.launcher = o->launcher;
+        j.ranks = ranks;
+        j.nodes = nodes;
+        j.gpus_per_node = gpus_per_node;
         j.max_steps = cfg.max_steps;
         j.valid_bleu = -1;
         j.started_at = job_wall_time();
@@ -125,6 +151,34 @@ static long checkpoint_step(const char *dir)
     return -1;
 }
 
+/* A rank that died is named by its launcher in train.log: mpirun ("... noticed that process rank
+ * 1 with PID 42 on node h exited on signal 9 (Killed)."), srun ("srun: error: h: task 1:
+ * Killed"), or the rank itself ("rank 1 on h: ..."). The first such line since the trainer last
+ * started, or "". */
+static void rank_failure_line(const char *dir, char *out, size_t n)
+{
+    char path[800], line[1024];
+    snprintf(path, sizeof path, "%s/train.log", dir);
+    out[0] = '\0';
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    /* a log of many steps: its last 64 KiB hold the end */
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    if (size > 65536) fseek(f, size - 65536, SEEK_SET);
+    else fseek(f, 0, SEEK_SET);
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = '\0';
+        if (!strncmp(line, "mtlab train: ranks ", 19)) out[0] = '\0';
+        /* the ranks the launcher ended say so; it is the one that died that matters */
+        else if (!out[0] && !strstr(line, "terminated (SIGTERM)") && (strstr(line, "noticed that process rank") ||
+                             (strstr(line, "srun: error:") && strstr(line, ": task ")) ||
+                             (strstr(line, ": rank ") && strstr(line, " on ") && strstr(line, "mtlab"))))
+            snprintf(out, n, "%s", line);
+    }
+    fclose(f);
+}
+
 /* The state file's claim checked against the process table or Slurm. */
 static int check_alive(job_info *j)
 {
@@ -153,6 +207,12 @@ static int check_alive(job_info *j)
     if (gone != JOB_FAILED) return 0;
     char last[300], resume[160];
     last_log_line(j->dir, last, sizeof last);
+    if (j->ranks > 1) {
+        /* below the launcher's report come its frames of dashes: the report says more */
+        char rank_line[300];
+        rank_failure_line(j->dir, rank_line, sizeof rank_line);
+        if (rank_line[0]) snprintf(last, sizeof last, "%s", rank_line);
+    }
     long step = checkpoint_step(j->dir);
     if (step >= 0)
         snprintf(resume, sizeof resume, "; mtlab jobs resume %s goes on from its checkpoint at step %ld", j->name,
@@ -184,6 +244,16 @@ int job_refresh(job_info *j)
     if (job_file_read(&fresh, j->dir) != 0) return -1;
     *j = fresh;
     if (check_alive(j) != 0) return -1;
+    if (j->state == JOB_FAILED && j->ranks > 1) {
+        /* the ranks the launcher stopped after one died say less than the launcher did */
+        char rank_line[400];
+        rank_failure_line(j->dir, rank_line, sizeof rank_line);
+        if (rank_line[0] && !strstr(j->error, rank_line)) {
+            char error[sizeof j->error];
+            snprintf(error, sizeof error, "%s; %s", rank_line, j->error);
+            snprintf(j->error, sizeof j->error, "%s", error);
+        }
+    }
     job_log_record *recs;
     size_t n;
     if (job_log_read_since(j->dir, &j->log_offset, &recs, &n) != 0) return -1;
@@ -251,7 +321,9 @@ int job_stop(job_info *j)
     if (job_refresh(j) != 0) return -1;
     if (!job_active(j)) return mt_error("%s is not running (it is %s)", j->name, job_state_name(j->state));
     if (j->launcher == JOB_SLURM) return job_slurm_stop(j);
-    if (kill(j->pid, SIGTERM) != 0 && errno != ESRCH) return mt_error("%s: kill: %s", j->name, strerror(errno));
+    /* a data-parallel job's rank 0: SIGUSR1 (SIGTERM ends ranks at once, cmd_train.c) */
+    if (kill(j->pid, j->ranks > 1 ? SIGUSR1 : SIGTERM) != 0 && errno != ESRCH)
+        return mt_error("%s: kill: %s", j->name, strerror(errno));
     return 0;
 }
 

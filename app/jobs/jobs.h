@@ -18,7 +18,9 @@
  * squeue/sacct for Slurm. A job whose process is gone without recording its end is `failed`.
  *
  * Stopping is graceful: SIGTERM (local kill, Slurm `scancel --signal=TERM --full`); the
- * trainer saves a checkpoint at the next step and records `cancelled`. Resume relaunches the
+ * trainer saves a checkpoint at the next step and records `cancelled`. A data-parallel job (N
+ * ranks under mpirun or srun, docs/distributed.md) is one job: rank 0 records itself in
+ * job.json, and it stops on SIGUSR1 instead (its ranks take SIGTERM as the launcher's end). Resume relaunches the
  * same config with --resume through the same launcher. */
 #ifndef MTLAB_APP_JOBS_H
 #define MTLAB_APP_JOBS_H
@@ -56,7 +58,10 @@ typedef struct {
     job_state state;       /* after job_refresh: the file checked against the process/queue */
     pid_t pid;             /* the trainer's pid (0: not started) */
     unsigned long long pid_start; /* its start time in clock ticks after boot (/proc/PID/stat) */
-    char host[64];         /* where the trainer runs */
+    char host[64];         /* where the trainer runs (its rank 0) */
+    int ranks;             /* trainer processes (1; N: data parallel, docs/distributed.md) */
+    int nodes;             /* Slurm: nodes asked for (0: Slurm's choice) */
+    int gpus_per_node;     /* Slurm: GPUs per node, one rank each (0: a CPU job) */
     char slurm_id[32];     /* Slurm job id ("" for local jobs) */
     double started_at, ended_at; /* Unix seconds; 0: not yet */
     int exit_code;         /* the trainer's exit status once ended */
@@ -74,6 +79,9 @@ typedef struct {
     const char *name;              /* NULL: the config's name */
     const char *const *overrides;  /* "key=value", "model.key=value" */
     int n_overrides;
+    /* Data parallel (0: one process). local: procs ranks under mpirun; slurm: tasks ranks, or
+     * nodes x gpus_per_node (one rank per GPU), or nodes ranks, under srun. */
+    int procs, nodes, gpus_per_node, tasks;
 } job_start_opts;
 
 const char *job_state_name(job_state s);

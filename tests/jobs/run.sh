@@ -55,6 +55,16 @@ wait_step() {
     done
     return 1
 }
+# losses RUN: the loss of each train record of runs/RUN/log.jsonl, one a line
+losses() { grep -o '"event":"train","step":[0-9]*,"epoch":[0-9]*,"loss":[-0-9.e+]*' "runs/$1/log.jsonl" | sed 's/.*"loss"://'; }
+# same_losses A B: 20 losses each, equal within 1e-5 relative
+same_losses() {
+    paste <(losses "$1") <(losses "$2") | awk '{ n++; d = $1 - $2; if (d < 0) d = -d; r = $2 < 0 ? -$2 : $2
+        if (NF != 2 || d > 1e-5 * r) { print "    step " n ": " $1 " vs " $2; bad = 1 } }
+        END { if (n != 20) { print "    " n " losses, not 20"; bad = 1 } exit bad }'
+}
+# other_rank RUN: the pid of its `mtlab train` that is not rank 0 (which job.json records)
+other_rank() { pgrep -f "^$M train runs/$1/config.lua" | grep -vx "$(json_field "$1" pid)"; }
 json_field() { sed -n "s/^ *\"$2\": \"\\{0,1\\}\\([^\",]*\\)\"\\{0,1\\},\\{0,1\\}\$/\\1/p" "$work/runs/$1/job.json"; }
 
 # ---------------------------------------------------------------- a tiny corpus and config
@@ -244,6 +254,49 @@ saved=$(sed -n 's/^ *"step": \([0-9]*\),/\1/p' runs/full/checkpoint/trainer.json
 check "and it resumes from it once there is room" \
     grep -q "resumed from step $saved .*step $((saved + 2)): checkpoint saved" <(tr '\n' ' ' <full_resume.out)
 
+# ---------------------------------------------------------------- data parallel: 2 ranks under mpirun
+# Without dropout (its masks are drawn over the batch a process holds, docs/distributed.md) the
+# losses of 2 ranks of max_tokens 600 are those of one process of 1200.
+dp="model.dropout=0 log_every=1 valid_every=0"
+echo "jobs: data parallel, local (mpirun)"
+if ! command -v mpirun >/dev/null; then
+    echo "  skip  ranks: mpirun is not installed (Debian: openmpi-bin)"
+else
+    "$M" train tiny.lua --name dp-one max_tokens=1200 $dp >dp_one.out 2>&1
+    "$M" jobs start tiny.lua --procs 2 --name dp-two $dp >/dev/null 2>&1
+    "$M" jobs start tiny.lua --procs 2 --name dp-again $dp >/dev/null 2>&1
+    wait_state dp-two completed 60 >/dev/null
+    wait_state dp-again completed 60
+    check "jobs start --procs 2 runs one job of 2 ranks" \
+        bash -c "'$M' jobs list | grep -q '^dp-two  *local:2  *completed  *20/20' && grep -q '^mtlab train: ranks 2 (mpi)' runs/dp-two/train.log"
+    out=$(same_losses dp-two dp-one)
+    check "2 ranks x max_tokens 600: the losses of 1 process x 1200 (1e-5)" test -z "$out"
+    [ -n "$out" ] && echo "$out"
+    check "two runs of 2 ranks: the same bits" test -n "$(losses dp-two)" -a "$(losses dp-two)" = "$(losses dp-again)"
+    # a rank killed mid-run: mpirun stops the other, the job fails naming rank and host
+    "$M" jobs start tiny.lua --procs 2 --name dp-kill $dp max_steps=100000 save_every=5 >/dev/null 2>&1
+    wait_step dp-kill 12 60
+    kill -9 $(other_rank dp-kill)
+    wait_state dp-kill failed 30
+    err=$("$M" jobs list | grep -A1 '^dp-kill ')
+    check "a rank killed with SIGKILL fails the job, naming its rank and host" \
+        grep -q "process rank 1 .* on node $(hostname) .*signal 9" <<<"$err"
+    check "and says where a resume goes on from" grep -q "goes on from its checkpoint at step" <<<"$err"
+    "$M" jobs resume dp-kill >/dev/null 2>&1
+    wait_until 60 grep -q 'resumed from step' runs/dp-kill/train.log
+    "$M" jobs stop dp-kill >/dev/null 2>&1
+    check "it resumes on 2 ranks and stops with a checkpoint" \
+        test "$(state dp-kill)" = cancelled -a "$(grep -c '^mtlab train: ranks 2' runs/dp-kill/train.log)" = 2
+    # 10 steps on 2 ranks, the last 10 in one process: the losses of dp-two
+    "$M" jobs start tiny.lua --procs 2 --name dp-cut $dp max_steps=10 >/dev/null 2>&1
+    wait_state dp-cut completed 60 >/dev/null
+    "$M" train runs/dp-cut/config.lua --resume max_steps=20 >dp_cut.out 2>&1
+    out=$(same_losses dp-cut dp-two)
+    check "resumed from 2 ranks on 1, the run goes on with the same losses" \
+        test -z "$out" -a -n "$(grep 'the run began on\|cut into 2 shards' dp_cut.out)"
+    [ -n "$out" ] && echo "$out"
+fi
+
 # ---------------------------------------------------------------- Slurm
 echo "jobs: Slurm launcher (a private single-node Slurm; local part $(( $(date +%s) - started )) s)"
 if ! slurm_up "$work/slurm"; then
@@ -264,6 +317,28 @@ else
     wait_until 60 grep -q 'resumed from step' runs/slurm-stop/train.log
     "$M" jobs stop slurm-stop >/dev/null 2>&1
     check "and it stops again" test "$(state slurm-stop)" = cancelled
+    if command -v mpirun >/dev/null; then
+        # 2 tasks under srun (PMIx): the same losses as one process of twice the batch
+        "$M" jobs start tiny.lua --launcher slurm --tasks 2 --name sl-two $dp >/dev/null 2>&1
+        wait_state sl-two completed 60
+        check "jobs start --launcher slurm --tasks 2 runs srun with PMIx" \
+            bash -c "grep -q '^#SBATCH --ntasks=2' runs/sl-two/job.sbatch && grep -q '^exec srun --mpi=pmix' runs/sl-two/job.sbatch && grep -q '^mtlab train: ranks 2 (mpi)' runs/sl-two/train.log"
+        out=$(same_losses sl-two dp-one)
+        check "2 Slurm tasks: the losses of 1 process x 1200 (1e-5)" test -z "$out"
+        [ -n "$out" ] && echo "$out"
+        "$M" jobs start tiny.lua --launcher slurm --tasks 2 --name sl-kill $dp max_steps=100000 save_every=5 >/dev/null 2>&1
+        wait_step sl-kill 12 60
+        kill -9 $(other_rank sl-kill)
+        wait_state sl-kill failed 60
+        err=$("$M" jobs list | grep -A1 '^sl-kill ')
+        check "a Slurm task killed with SIGKILL fails the job, naming task and node" \
+            grep -q "srun: error: $(hostname -s): task 1: Killed" <<<"$err"
+        "$M" jobs resume sl-kill >/dev/null 2>&1
+        wait_until 60 grep -q 'resumed from step' runs/sl-kill/train.log
+        "$M" jobs stop sl-kill >/dev/null 2>&1
+        check "it resumes on 2 tasks and stops with a checkpoint" \
+            test "$(state sl-kill)" = cancelled -a -s runs/sl-kill/checkpoint/trainer.json
+    fi
     slurm_down
 fi
 

@@ -42,10 +42,40 @@ static void test_bad_json_is_one_line(void **state)
     rmdir(dir);
 }
 
+/* A data-parallel job's ranks, nodes and GPUs per node survive the file; a file from before
+ * them is one process; a count below 1 is refused naming the file. */
+static void test_ranks_round_trip(void **state)
+{
+    char dir[128];
+    snprintf(dir, sizeof dir, "/tmp/mtlab_test_job_ranks_%d", (int)getpid());
+    mkdir(dir, 0700);
+    job_info j = {.launcher = JOB_SLURM, .state = JOB_PENDING, .ranks = 16, .nodes = 2, .gpus_per_node = 8};
+    snprintf(j.name, sizeof j.name, "dp");
+    snprintf(j.dir, sizeof j.dir, "%s", dir);
+    assert_int_equal(job_file_write(&j), 0);
+    job_info back = {0};
+    assert_int_equal(job_file_read(&back, dir), 0);
+    assert_int_equal(back.ranks, 16);
+    assert_int_equal(back.nodes, 2);
+    assert_int_equal(back.gpus_per_node, 8);
+    write_job(dir, "{\"name\": \"x\", \"launcher\": \"local\", \"state\": \"completed\"}\n");
+    assert_int_equal(job_file_read(&back, dir), 0);
+    assert_int_equal(back.ranks, 1);
+    assert_int_equal(back.nodes, 0);
+    write_job(dir, "{\"name\": \"x\", \"launcher\": \"local\", \"state\": \"completed\", \"ranks\": 0}\n");
+    assert_int_equal(job_file_read(&back, dir), -1);
+    assert_non_null(strstr(mt_last_error(), "/job.json: ranks must be >= 1"));
+    char path[256];
+    snprintf(path, sizeof path, "%s/job.json", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_json_is_one_line),
+        cmocka_unit_test(test_ranks_round_trip),
     };
     return cmocka_run_group_tests_name("job_file", tests, NULL, NULL);
 }

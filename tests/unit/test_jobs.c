@@ -159,6 +159,65 @@ static void test_resume_refusals(void **state)
     test_remove_tree("runs");
 }
 
+/* A data-parallel job whose processes are gone: its error names the rank that died and its host
+ * from the launcher's report in train.log, not a rank the launcher ended after it, nor the
+ * launcher's frames of dashes. */
+static void test_dead_rank_named(void **state)
+{
+    static const char *const logs[][2] = {
+        {"mtlab train: ranks 2 (mpi): each batch of max_tokens 600 x 2 is cut into 2 shards\n"
+         "step 2/20  loss 5.5\n"
+         "mtlab: train dp: rank 0 on h: terminated (SIGTERM): the launcher ends the job\n"
+         "--------------------------------------------------------------------------\n"
+         "mpirun noticed that process rank 1 with PID 0 on node h exited on signal 9 (Killed).\n"
+         "--------------------------------------------------------------------------\n",
+         "mpirun noticed that process rank 1 with PID 0 on node h exited on signal 9 (Killed)."},
+        {"mtlab train: ranks 2 (mpi): each batch of max_tokens 600 x 2 is cut into 2 shards\n"
+         "srun: error: h: task 1: Killed\n"
+         "mtlab: train dp: rank 0 on h: terminated (SIGTERM): the launcher ends the job\n"
+         "srun: error: h: task 0: Exited with exit code 143\n",
+         "srun: error: h: task 1: Killed"},
+        /* a resumed run: the failure of the run before the resume is not this one's */
+        {"srun: error: h: task 1: Killed\n"
+         "mtlab train: ranks 2 (mpi): each batch of max_tokens 600 x 2 is cut into 2 shards\n"
+         "mtlab: train dp: rank 1 on h2: MPI: MPI_Alltoallv (gradient slices) failed: x\n",
+         "rank 1 on h2: MPI: MPI_Alltoallv"},
+    };
+    for (size_t i = 0; i < sizeof logs / sizeof logs[0]; i++) {
+        job_file("dp", "running");
+        test_write_text("runs/dp/job.json", "{\"name\": \"dp\", \"launcher\": \"local\", \"state\": \"running\", "
+                                            "\"pid\": 0, \"pid_start\": \"0\", \"ranks\": 2, \"max_steps\": 20}\n");
+        test_write_text("runs/dp/train.log", logs[i][0]);
+        job_info j;
+        assert_int_equal(job_load(&j, "dp"), 0);
+        assert_int_equal(j.state, JOB_FAILED);
+        assert_int_equal(j.ranks, 2);
+        if (!strstr(j.error, logs[i][1])) fail_msg("log %zu: expected '%s' in: %s", i, logs[i][1], j.error);
+        assert_null(strstr(j.error, "-----"));
+        test_remove_tree("runs");
+    }
+}
+
+/* Ranks asked of the wrong launcher, or twice: refused naming the options, nothing starts. */
+static void test_ranks_options_refused(void **state)
+{
+    const struct {
+        job_start_opts o;
+        const char *error;
+    } cases[] = {
+        {{.launcher = JOB_LOCAL, .nodes = 2}, "--nodes, --gpus-per-node and --tasks are for --launcher slurm"},
+        {{.launcher = JOB_LOCAL, .tasks = 2}, "are for --launcher slurm (local: --procs N)"},
+        {{.launcher = JOB_SLURM, .procs = 2}, "--procs is for --launcher local"},
+        {{.launcher = JOB_SLURM, .tasks = 4, .gpus_per_node = 2}, "--tasks and --gpus-per-node both say"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        job_info j;
+        assert_int_equal(job_start(&j, "no-such-config.lua", &cases[i].o), -1);
+        expect_error(cases[i].error);
+        assert_int_equal(access("runs", F_OK), -1);
+    }
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -179,6 +238,8 @@ int main(void)
         cmocka_unit_test(test_list_marks_a_broken_job),
         cmocka_unit_test(test_log_takes_the_last_record_per_step),
         cmocka_unit_test(test_resume_refusals),
+        cmocka_unit_test(test_dead_rank_named),
+        cmocka_unit_test(test_ranks_options_refused),
     };
     return cmocka_run_group_tests_name("jobs", tests, setup, teardown);
 }
