@@ -62,6 +62,19 @@ static double pieces_per_line(const mt_tokenizer *tok, const char *path, size_t 
     return lines ? (double)pieces / (double)lines : 0.0;
 }
 
+/* A model file already at prefix.model is replaced only when asked (force); anything but a
+ * regular file there (a directory, a FIFO) never is. 0, or the exit status. */
+static int check_model_target(const char *prefix, int force)
+{
+    char path[PATH_MAX];
+    if ((size_t)snprintf(path, sizeof path, "%s.model", prefix) >= sizeof path) return cli_fail("--out: path too long");
+    struct stat st;
+    if (lstat(path, &st) != 0) return errno == ENOENT ? 0 : cli_fail("%s: %s", path, strerror(errno));
+    if (mt_file_check(path, MT_FILE_REGULAR) != 0) return cli_fail("%s", mt_last_error());
+    if (!force) return cli_fail("%s: already exists; not overwritten (--force replaces it)", path);
+    return 0;
+}
+
 /* Train one model on inputs[0..n) into prefix.model and print its pieces per line of each. */
 static int train_one(const char *const *inputs, size_t n, const char *prefix, const char *what,
                      const mt_tokenizer_train_opts *base)
@@ -96,11 +109,12 @@ static int run_train(int argc, char **argv)
     const char *dir = "data/bible", *out = NULL, *user_symbols = NULL;
     long vocab = DEFAULT_VOCAB, seed = 0, threads = DEFAULT_TRAIN_THREADS;
     double coverage = 1.0;
-    int verbose = 0, separate = 0;
+    int verbose = 0, separate = 0, force = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--verbose") || !strcmp(a, "--separate") || !strcmp(a, "--joint")) {
+        if (!strcmp(a, "--verbose") || !strcmp(a, "--separate") || !strcmp(a, "--joint") || !strcmp(a, "--force")) {
             if (a[2] == 'v') verbose = 1;
+            else if (a[2] == 'f') force = 1;
             else separate = a[2] == 's';
             continue;
         }
@@ -139,19 +153,26 @@ static int run_train(int argc, char **argv)
     if (!separate) {
         if ((size_t)snprintf(prefix, sizeof prefix, "%s%s", out ? out : dir, out ? "" : "/spm") >= sizeof prefix)
             return cli_fail("--out: path too long");
+        int rc = check_model_target(prefix, force);
+        if (rc) return rc;
         snprintf(what, sizeof what, "joint %s+%s", ds.src_lang, ds.tgt_lang);
         const char *const input_list[] = {inputs[0], inputs[1]};
         return train_one(input_list, 2, prefix, what, &base);
     }
-    /* one model per language: PREFIX.L.model */
+    /* one model per language: PREFIX.L.model, both targets checked before either is trained */
+    char prefixes[2][PATH_MAX];
     for (int s = 0; s < 2; s++) {
         const char *lang = s ? ds.tgt_lang : ds.src_lang;
-        if ((size_t)snprintf(prefix, sizeof prefix, "%s%s.%s", out ? out : dir, out ? "" : "/spm", lang) >=
-            sizeof prefix)
+        if ((size_t)snprintf(prefixes[s], sizeof prefixes[s], "%s%s.%s", out ? out : dir, out ? "" : "/spm", lang) >=
+            sizeof prefixes[s])
             return cli_fail("--out: path too long");
-        snprintf(what, sizeof what, "%s only", lang);
+        int rc = check_model_target(prefixes[s], force);
+        if (rc) return rc;
+    }
+    for (int s = 0; s < 2; s++) {
+        snprintf(what, sizeof what, "%s only", s ? ds.tgt_lang : ds.src_lang);
         const char *const input_list[] = {inputs[s]};
-        int rc = train_one(input_list, 1, prefix, what, &base);
+        int rc = train_one(input_list, 1, prefixes[s], what, &base);
         if (rc) return rc;
     }
     return 0;
@@ -288,12 +309,13 @@ static int run_tokenizer(int argc, char **argv)
 const struct mt_command cmd_tokenizer = {
     "tokenizer",
     "train [--data DIR] [--vocab N] [--joint | --separate] [--character-coverage C]\n"
-    "             [--user-symbols A,B] [--out PREFIX] [--seed S] [--threads N] [--verbose]\n"
+    "             [--user-symbols A,B] [--out PREFIX] [--force] [--seed S] [--threads N] [--verbose]\n"
     "       mtlab tokenizer encode -m MODEL [--ids]   (stdin -> stdout, a line at a time)\n"
     "       mtlab tokenizer decode -m MODEL           (lines of space-separated ids)",
     "train a sentencepiece model on a dataset's train split (default data/bible; its languages from\n"
     "DIR/manifest.json): joint over both languages into DIR/spm.model, or --separate into\n"
-    "DIR/spm.SRC.model and DIR/spm.TGT.model (the trainer takes a joint one); encode or decode text",
+    "DIR/spm.SRC.model and DIR/spm.TGT.model (the trainer takes a joint one); a model file already\n"
+    "there is replaced only with --force (whole, in one rename); encode or decode text",
     run_tokenizer,
     .parallel = 0,
 };

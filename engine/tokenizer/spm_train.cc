@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -66,12 +67,12 @@ class ReaderIterator : public sentencepiece::SentenceIterator {
 /* Options in sentencepiece's own flag names (spm_train --help). Ids: unk/bos/eos/pad are
  * placed explicitly; the one control symbol, <sep>, then takes the lowest free id, 2. */
 static std::unordered_map<std::string, std::string> trainer_flags(const mt_tokenizer_train_opts *o,
-                                                                  int vocab, double coverage,
-                                                                  int threads)
+                                                                  const std::string &prefix, int vocab,
+                                                                  double coverage, int threads)
 {
     std::unordered_map<std::string, std::string> flags = {
         {"model_type", "unigram"},
-        {"model_prefix", o->model_prefix},
+        {"model_prefix", prefix},
         {"vocab_size", std::to_string(vocab)},
         {"character_coverage", std::to_string(coverage)},
         {"num_threads", std::to_string(threads)},
@@ -104,12 +105,25 @@ static int check_output_dir(const char *prefix)
     return 0;
 }
 
-static int check_trained_model(const char *prefix)
+static int check_trained_model(const std::string &prefix)
 {
-    const std::string path = std::string(prefix) + ".model";
+    const std::string path = prefix + ".model";
     mt_tokenizer *tok = mt_tokenizer_load(path.c_str());
     if (!tok) return mt_error_context("after training");
     mt_tokenizer_free(tok);
+    return 0;
+}
+
+/* The model is trained under a temporary prefix beside the target and renamed into place only
+ * when whole and loadable: a failed, full-disk or interrupted run leaves the previous model as
+ * it was, and a reader never sees half a file. */
+static int commit_trained_model(const std::string &tmp, const char *prefix)
+{
+    for (const char *ext : {".vocab", ".model"}) {
+        const std::string from = tmp + ext, to = std::string(prefix) + ext;
+        if (rename(from.c_str(), to.c_str()) != 0)
+            return mt_error("%s: cannot rename %s into place: %s", to.c_str(), from.c_str(), strerror(errno));
+    }
     return 0;
 }
 
@@ -129,11 +143,12 @@ extern "C" int mt_tokenizer_train(const mt_tokenizer_train_opts *o)
 
     corpus_reader *reader = corpus_reader_open(o->inputs, o->n_inputs, max_lines, o->seed);
     if (!reader) return -1;
-    const int rc = spm_guarded(o->model_prefix, -1, [&] {
+    const std::string tmp = std::string(o->model_prefix) + ".new-" + std::to_string((long)getpid());
+    int rc = spm_guarded(o->model_prefix, -1, [&] {
         sentencepiece::SetRandomGeneratorSeed(o->seed);
         ReaderIterator lines(reader);
-        const auto status =
-            sentencepiece::SentencePieceTrainer::Train(trainer_flags(o, vocab, coverage, threads), &lines);
+        const auto status = sentencepiece::SentencePieceTrainer::Train(
+            trainer_flags(o, tmp, vocab, coverage, threads), &lines);
         if (lines.failed()) return -1;
         if (!status.ok())
             return mt_error("%s.model: training on %zu lines of %s%s failed: %s", o->model_prefix,
@@ -143,6 +158,8 @@ extern "C" int mt_tokenizer_train(const mt_tokenizer_train_opts *o)
         return 0;
     });
     corpus_reader_close(reader);
-    if (rc) return -1;
-    return check_trained_model(o->model_prefix);
+    if (rc == 0) rc = check_trained_model(tmp);
+    if (rc == 0) rc = commit_trained_model(tmp, o->model_prefix);
+    for (const char *ext : {".vocab", ".model"}) unlink((tmp + ext).c_str()); /* what is left of it */
+    return rc ? -1 : 0;
 }

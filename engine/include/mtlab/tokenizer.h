@@ -47,7 +47,9 @@ int mt_tokenizer_encode(const mt_tokenizer *tok, const char *text, int **ids, si
 char *mt_tokenizer_decode(const mt_tokenizer *tok, const int *ids, size_t n);
 
 /* Train a unigram model on one or more UTF-8 text files (one sentence per line), writing
- * model_prefix.model and model_prefix.vocab, with the reserved ids above. */
+ * model_prefix.model and model_prefix.vocab, with the reserved ids above: trained under a
+ * temporary name beside them and renamed into place when whole (files already there are
+ * replaced; `mtlab tokenizer train` asks for --force first). */
 typedef struct {
     const char *const *inputs; /* input files */
     size_t n_inputs;
