@@ -1,5 +1,6 @@
 #include "eval/codepoints.h"
 
+#include "eval/unicode_case.h"
 #include "mtlab/error.h"
 #include "mtlab/utf8.h"
 
@@ -60,4 +61,16 @@ size_t mt_py_rstrip_len(const uint32_t *cp, size_t n)
 {
     while (n > 0 && mt_is_py_space(cp[n - 1])) n--;
     return n;
+}
+
+int mt_cp_in_ranges(const mt_cp_range *r, size_t n, uint32_t c)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c < r[mid].first) hi = mid;
+        else if (c > r[mid].last) lo = mid + 1;
+        else return 1;
+    }
+    return 0;
 }

@@ -25,24 +25,12 @@ static void open_utf8_locale(void)
     utf8_locale = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
 }
 
-static int in_ranges(const mt_cp_range *r, size_t n, uint32_t c)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (c < r[mid].first) hi = mid;
-        else if (c > r[mid].last) lo = mid + 1;
-        else return 1;
-    }
-    return 0;
-}
-
 static int case_ignorable(uint32_t c)
 {
-    return in_ranges(mt_case_ignorable, mt_case_ignorable_count, c);
+    return mt_cp_in_ranges(mt_case_ignorable, mt_case_ignorable_count, c);
 }
 
-static int cased(uint32_t c) { return in_ranges(mt_cased, mt_cased_count, c); }
+static int cased(uint32_t c) { return mt_cp_in_ranges(mt_cased, mt_cased_count, c); }
 
 /* Final_Sigma: \p{cased} \p{case-ignorable}* U+03A3 !(\p{case-ignorable}* \p{cased}) */
 static int final_sigma(const uint32_t *s, size_t n, size_t i)

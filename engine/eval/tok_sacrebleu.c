@@ -47,22 +47,10 @@ int mt_bleu_tokenize_parse(const char *name, mt_bleu_tokenize *out)
     return mt_error("unknown tokenizer '%s' (%s)", name, choices);
 }
 
-static int in_table(const mt_cp_range *r, size_t n, uint32_t c)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (c < r[mid].first) hi = mid;
-        else if (c > r[mid].last) lo = mid + 1;
-        else return 1;
-    }
-    return 0;
-}
-
-static int is_punct(uint32_t c) { return in_table(mt_intl_punct, mt_intl_punct_count, c); }
-static int is_symbol(uint32_t c) { return in_table(mt_intl_symbol, mt_intl_symbol_count, c); }
-static int is_not_number(uint32_t c) { return !in_table(mt_intl_number, mt_intl_number_count, c); }
-static int is_zh_char(uint32_t c) { return in_table(mt_zh_chars, mt_zh_chars_count, c); }
+static int is_punct(uint32_t c) { return mt_cp_in_ranges(mt_intl_punct, mt_intl_punct_count, c); }
+static int is_symbol(uint32_t c) { return mt_cp_in_ranges(mt_intl_symbol, mt_intl_symbol_count, c); }
+static int is_not_number(uint32_t c) { return !mt_cp_in_ranges(mt_intl_number, mt_intl_number_count, c); }
+static int is_zh_char(uint32_t c) { return mt_cp_in_ranges(mt_zh_chars, mt_zh_chars_count, c); }
 
 static void copy_into(mt_cpbuf *s, const uint32_t *in, size_t n)
 {

@@ -11,6 +11,9 @@ typedef struct {
     uint32_t first, last; /* inclusive */
 } mt_cp_range;
 
+/* Whether c lies in one of the n ranges r, sorted and disjoint as the generated tables are. */
+int mt_cp_in_ranges(const mt_cp_range *r, size_t n, uint32_t c);
+
 extern const mt_cp_range mt_case_ignorable[];
 extern const size_t mt_case_ignorable_count;
 extern const mt_cp_range mt_cased[];
