@@ -181,14 +181,6 @@ mt_comet *mt_comet_random(const mt_comet_config *cfg, const mt_backend *be, uint
 }
 
 /* ---------------------------------------------------------------- reading a directory */
-static char *join(const char *dir, const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = mt_xmalloc(n);
-    snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
 static int exists(const char *path)
 {
     struct stat sb;
@@ -197,7 +189,7 @@ static int exists(const char *path)
 
 static mt_safetensors *open_weights(const char *dir)
 {
-    char *st_path = join(dir, "model.safetensors"), *ck = join(dir, "checkpoints/model.ckpt");
+    char *st_path = mt_path_join(dir, "model.safetensors"), *ck = mt_path_join(dir, "checkpoints/model.ckpt");
     mt_safetensors *st = NULL;
     if (exists(st_path)) st = mt_st_open(st_path);
     else if (exists(ck)) st = mt_torch_open(ck);
@@ -234,7 +226,7 @@ static int encoder_shapes(mt_comet_config *c, const mt_safetensors *st, const ch
     }
     if (c->P < 6) return mt_error("%s: %d positions is too few for XLM-R", mt_st_name(st), c->P);
     c->H = c->C % 64 == 0 ? c->C / 64 : 1, c->eps = 1e-5f;
-    char *cfg_path = join(dir, "config.json");
+    char *cfg_path = mt_path_join(dir, "config.json");
     int rc = 0;
     if (exists(cfg_path)) {
         json_error_t err;
@@ -261,7 +253,7 @@ static int encoder_shapes(mt_comet_config *c, const mt_safetensors *st, const ch
 
 static int load_tokenizer(mt_comet *m, const char *dir)
 {
-    char *path = join(dir, "sentencepiece.bpe.model");
+    char *path = mt_path_join(dir, "sentencepiece.bpe.model");
     int rc = 0;
     if (!exists(path))
         rc = mt_error("%s: missing: COMET's tokenizer is XLM-R's sentencepiece.bpe.model (from "
@@ -319,7 +311,7 @@ mt_comet *mt_comet_open(const char *dir, const mt_backend *be)
 {
     mt_comet *m = mt_xcalloc(1, sizeof *m);
     m->be = be;
-    char *hp = join(dir, "hparams.yaml");
+    char *hp = mt_path_join(dir, "hparams.yaml");
     int rc = comet_hparams_read(hp, &m->cfg);
     free(hp);
     mt_safetensors *st = rc ? NULL : open_weights(dir);

@@ -26,14 +26,6 @@ struct mt_bundle {
     char *corpus_stats_path; /* NULL when absent */
 };
 
-static char *member_path(const char *dir, const char *file)
-{
-    size_t len = strlen(dir) + strlen(file) + 2;
-    char *path = mt_xmalloc(len);
-    snprintf(path, len, "%s/%s", dir, file);
-    return path;
-}
-
 static int is_regular_file(const char *path)
 {
     struct stat sb;
@@ -60,7 +52,7 @@ static int check_members(const char *dir, unsigned flags)
     char missing[256] = "";
     int n_missing = 0;
     for (int i = 0; i < n_required; i++) {
-        char *path = member_path(dir, required[i]);
+        char *path = mt_path_join(dir, required[i]);
         struct stat sb;
         int absent = lstat(path, &sb) != 0 && errno == ENOENT;
         int bad = !absent && mt_file_check(path, MT_FILE_REGULAR) != 0;
@@ -81,7 +73,7 @@ mt_bundle *mt_bundle_open(const char *dir, unsigned flags)
     if (check_dir(dir) || check_members(dir, flags)) return NULL;
     mt_bundle *b = mt_xcalloc(1, sizeof *b);
     b->dir = mt_xstrdup(dir);
-    char *config_path = member_path(dir, CONFIG_FILE), *weights_path = member_path(dir, WEIGHTS_FILE);
+    char *config_path = mt_path_join(dir, CONFIG_FILE), *weights_path = mt_path_join(dir, WEIGHTS_FILE);
     b->config = mt_config_load(config_path);
     b->weights = b->config ? mt_st_open(weights_path) : NULL;
     free(config_path);
@@ -90,12 +82,12 @@ mt_bundle *mt_bundle_open(const char *dir, unsigned flags)
         mt_bundle_close(b);
         return NULL;
     }
-    b->tokenizer_path = member_path(dir, TOKENIZER_FILE);
+    b->tokenizer_path = mt_path_join(dir, TOKENIZER_FILE);
     if (!is_regular_file(b->tokenizer_path)) {
         free(b->tokenizer_path);
         b->tokenizer_path = NULL;
     }
-    b->corpus_stats_path = member_path(dir, CORPUS_STATS_FILE);
+    b->corpus_stats_path = mt_path_join(dir, CORPUS_STATS_FILE);
     if (!is_regular_file(b->corpus_stats_path)) {
         free(b->corpus_stats_path);
         b->corpus_stats_path = NULL;
@@ -174,7 +166,7 @@ int mt_bundle_write(const char *dir, const mt_bundle_contents *contents)
     int rc = 0;
     for (int m = 0; m < N_MEMBERS && !rc; m++) {
         if (!wanted[m]) continue;
-        char *path = member_path(dir, files[m]);
+        char *path = mt_path_join(dir, files[m]);
         rc = atomic_file_begin(&afs[m], path);
         free(path);
         if (!rc) rc = write_member(&afs[m], m, contents);

@@ -89,3 +89,11 @@ int mt_file_map(const char *path, void **map, size_t *size)
     *size = n;
     return 0;
 }
+
+char *mt_path_join(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = mt_xmalloc(n);
+    snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}

@@ -31,6 +31,8 @@ FILE *mt_file_fopen(const char *path, int kind);
 /* A regular file mapped read-only, whole: *map is NULL for an empty file, else the caller
  * munmaps (*map, *size). 0, or -1 with the reason ("PATH: cannot map N bytes: ..."). */
 int mt_file_map(const char *path, void **map, size_t *size);
+/* "DIR/NAME", malloc'd. */
+char *mt_path_join(const char *dir, const char *name);
 
 /* Lines of a stream, one at a time, each at most max bytes (MT_LINE_MAX_BYTES when 0): a
  * longer line is an error as soon as its max+1-th byte is read. */
