@@ -21,6 +21,8 @@
 #include "mtlab/model.h"
 #include "mtlab/rng.h"
 
+#include <stddef.h>
+
 #define MT_NAME_MAX 96
 
 typedef struct {
@@ -242,6 +244,59 @@ extern const char *const mt_mamba_aliases[][2];
 /* The Mamba sizes of the presets on the Mamba backbone (mamba.c): width C, `layers` layers,
  * mamba_ssm's state 16, kernel 4, expand 2, rank ceil(C / 16), tied output. */
 void mt_mamba_preset(mt_model_config *c, int C, int layers);
+
+/* ---- config.json keys from one table per architecture (config_keys.c) */
+typedef enum {
+    MT_KEY_INT,          /* an int field in lo..hi */
+    MT_KEY_FLOAT,        /* a float field in lo..hi */
+    MT_KEY_BOOL,         /* an int field, 0 or 1; absent: def */
+    MT_KEY_NOT_BOOL,     /* an int field holding the key's negation (no_scale_embedding) */
+    MT_KEY_TOKEN_ID,     /* an int field; absent or null keeps it, a list gives its first */
+    MT_KEY_FIXED_BOOL,   /* no field: def is the only value mtlab's model supports */
+    MT_KEY_FIXED_STRING, /* no field: str is written; absent reads as str, alt is accepted too */
+    MT_KEY_CONST_STRING, /* no field: str is written, the key not read (model_type) */
+} mt_key_type;
+
+enum {
+    MT_KEY_OPTIONAL = 1u << 0,   /* MT_KEY_INT / MT_KEY_FLOAT: absent reads as def */
+    MT_KEY_READ_ONLY = 1u << 1,  /* checked when present, never written */
+    MT_KEY_WRITE_ONLY = 1u << 2, /* written, never read */
+};
+
+typedef struct {
+    const char *name;  /* the config.json key; NULL ends a table */
+    mt_key_type type;
+    size_t offset;     /* of the field in mt_model_config */
+    double lo, hi, def;
+    unsigned flags;    /* MT_KEY_* */
+    const char *str, *alt, *why; /* MT_KEY_FIXED_STRING: written, also accepted, the error's reason */
+} mt_config_key;
+
+/* The rows of a key table, by type (f: a field of mt_model_config) */
+#define MT_KEY_FIELD(f) offsetof(mt_model_config, f)
+#define MT_CFG_INT(k, f, l, h) {.name = k, .type = MT_KEY_INT, .offset = MT_KEY_FIELD(f), .lo = l, .hi = h}
+#define MT_CFG_INT_OR(k, f, d, l, h)                                                               \
+    {.name = k, .type = MT_KEY_INT, .offset = MT_KEY_FIELD(f), .lo = l, .hi = h, .def = d,         \
+     .flags = MT_KEY_OPTIONAL}
+#define MT_CFG_FLOAT_OR(k, f, d, l, h)                                                             \
+    {.name = k, .type = MT_KEY_FLOAT, .offset = MT_KEY_FIELD(f), .lo = l, .hi = h, .def = d,       \
+     .flags = MT_KEY_OPTIONAL}
+#define MT_CFG_BOOL_OR(k, f, d) {.name = k, .type = MT_KEY_BOOL, .offset = MT_KEY_FIELD(f), .def = d}
+#define MT_CFG_NOT_BOOL_OR(k, f, d)                                                                \
+    {.name = k, .type = MT_KEY_NOT_BOOL, .offset = MT_KEY_FIELD(f), .def = d}
+#define MT_CFG_TOKEN_ID(k, f) {.name = k, .type = MT_KEY_TOKEN_ID, .offset = MT_KEY_FIELD(f)}
+#define MT_CFG_FIXED_BOOL(k, v, fl) {.name = k, .type = MT_KEY_FIXED_BOOL, .def = v, .flags = fl}
+#define MT_CFG_FIXED_STRING(k, v, a, w)                                                            \
+    {.name = k, .type = MT_KEY_FIXED_STRING, .str = v, .alt = a, .why = w}
+#define MT_CFG_CONST_STRING(k, v) {.name = k, .type = MT_KEY_CONST_STRING, .str = v}
+#define MT_CFG_END {.name = NULL}
+
+/* Every key of the table that is read (errors name the file and the key); `model` names the
+ * model in a fixed key's error ("mtlab's RetNet has true"). */
+int mt_config_keys_read(mt_model_config *cfg, const mt_config *c, const mt_config_key *keys,
+                        const char *model);
+/* Every key that is written, in the table's order (the order of the keys in config.json). */
+int mt_config_keys_write(const mt_model_config *cfg, mt_config *o, const mt_config_key *keys);
 
 /* ---- what every configuration shares (config_common.c) */
 /* The reserved token ids of mtlab/tokenizer.h (decoder start = <bos>). */

@@ -62,58 +62,42 @@ static void init(mt_model *m, float *host, uint64_t seed)
     mt_model_init_norms(m, host);
 }
 
+/* torchscale's RetNetConfig keys, in the order config.json holds them; the last three are
+ * checked when present and not written */
+static const mt_config_key keys[] = {
+    MT_CFG_CONST_STRING("model_type", "retnet"),
+    MT_CFG_INT("decoder_embed_dim", d_model, 1, 1 << 16),
+    MT_CFG_INT("decoder_value_embed_dim", value_dim, 1, 1 << 17),
+    MT_CFG_INT("decoder_retention_heads", n_heads, 1, MT_RETENTION_MAX_HEADS),
+    MT_CFG_INT("decoder_ffn_embed_dim", ffn_dim, 1, 1 << 18),
+    MT_CFG_INT("decoder_layers", n_layers, 1, 1024),
+    MT_CFG_INT("vocab_size", vocab_size, 1, 1 << 22),
+    MT_CFG_FLOAT_OR("layernorm_eps", norm_eps, 1e-6f, 1e-12, 1.0),
+    MT_CFG_FIXED_STRING("activation_fn", "swish", "silu", "the GLU uses swish"),
+    MT_CFG_NOT_BOOL_OR("no_scale_embedding", scale_embedding, 0),
+    MT_CFG_BOOL_OR("share_decoder_input_output_embed", tie_embeddings, 0),
+    MT_CFG_FIXED_BOOL("decoder_normalize_before", 1, 0),
+    MT_CFG_FLOAT_OR("dropout", dropout, 0.0f, 0.0, 0.999),
+    MT_CFG_TOKEN_ID("pad_token_id", pad_id),
+    MT_CFG_TOKEN_ID("eos_token_id", eos_id),
+    MT_CFG_TOKEN_ID("bos_token_id", bos_id),
+    MT_CFG_FIXED_BOOL("deepnorm", 0, MT_KEY_READ_ONLY),
+    MT_CFG_FIXED_BOOL("subln", 0, MT_KEY_READ_ONLY),
+    MT_CFG_FIXED_BOOL("layernorm_embedding", 0, MT_KEY_READ_ONLY),
+    MT_CFG_END,
+};
+
 static int config_read(mt_model_config *cfg, const mt_config *c)
 {
-    const char *path = mt_config_name(c);
-    int no_scale, shared;
     mt_model_config_init_ids(cfg);
     snprintf(cfg->arch, sizeof cfg->arch, "retnet");
-    if (mt_config_int(c, "decoder_embed_dim", 1, 1 << 16, &cfg->d_model) ||
-        mt_config_int(c, "decoder_value_embed_dim", 1, 1 << 17, &cfg->value_dim) ||
-        mt_config_int(c, "decoder_retention_heads", 1, MT_RETENTION_MAX_HEADS, &cfg->n_heads) ||
-        mt_config_int(c, "decoder_ffn_embed_dim", 1, 1 << 18, &cfg->ffn_dim) ||
-        mt_config_int(c, "decoder_layers", 1, 1024, &cfg->n_layers) ||
-        mt_config_int(c, "vocab_size", 1, 1 << 22, &cfg->vocab_size) ||
-        mt_config_float_or(c, "layernorm_eps", 1e-6f, 1e-12, 1.0, &cfg->norm_eps) ||
-        mt_config_float_or(c, "dropout", 0.0f, 0.0, 0.999, &cfg->dropout) ||
-        mt_config_bool_or(c, "no_scale_embedding", 0, &no_scale) ||
-        mt_config_bool_or(c, "share_decoder_input_output_embed", 0, &shared) ||
-        mt_model_config_token_id(c, "pad_token_id", &cfg->pad_id) ||
-        mt_model_config_token_id(c, "eos_token_id", &cfg->eos_id) ||
-        mt_model_config_token_id(c, "bos_token_id", &cfg->bos_id) ||
-        mt_model_config_fixed_bool(c, "decoder_normalize_before", 1, "RetNet") ||
-        mt_model_config_fixed_bool(c, "deepnorm", 0, "RetNet") ||
-        mt_model_config_fixed_bool(c, "subln", 0, "RetNet") ||
-        mt_model_config_fixed_bool(c, "layernorm_embedding", 0, "RetNet"))
-        return -1;
-    cfg->scale_embedding = !no_scale;
-    cfg->tie_embeddings = shared;
-    const char *act = mt_config_string_or(c, "activation_fn", "swish");
-    if (!act) return -1;
-    if (strcmp(act, "swish") != 0 && strcmp(act, "silu") != 0)
-        return mt_error("%s: activation_fn \"%s\" is not supported (the GLU uses swish)", path,
-                        act);
+    if (mt_config_keys_read(cfg, c, keys, "RetNet")) return -1;
     return mt_model_config_read_mtlab(cfg, c);
 }
 
 static int config_write(const mt_model_config *c, mt_config *o)
 {
-    int rc = mt_config_set_string(o, "model_type", "retnet");
-    rc |= mt_config_set_int(o, "decoder_embed_dim", c->d_model);
-    rc |= mt_config_set_int(o, "decoder_value_embed_dim", c->value_dim);
-    rc |= mt_config_set_int(o, "decoder_retention_heads", c->n_heads);
-    rc |= mt_config_set_int(o, "decoder_ffn_embed_dim", c->ffn_dim);
-    rc |= mt_config_set_int(o, "decoder_layers", c->n_layers);
-    rc |= mt_config_set_int(o, "vocab_size", c->vocab_size);
-    rc |= mt_config_set_float(o, "layernorm_eps", c->norm_eps);
-    rc |= mt_config_set_string(o, "activation_fn", "swish");
-    rc |= mt_config_set_bool(o, "no_scale_embedding", !c->scale_embedding);
-    rc |= mt_config_set_bool(o, "share_decoder_input_output_embed", c->tie_embeddings);
-    rc |= mt_config_set_bool(o, "decoder_normalize_before", 1);
-    rc |= mt_config_set_float(o, "dropout", c->dropout);
-    rc |= mt_config_set_int(o, "pad_token_id", c->pad_id);
-    rc |= mt_config_set_int(o, "eos_token_id", c->eos_id);
-    rc |= mt_config_set_int(o, "bos_token_id", c->bos_id);
+    int rc = mt_config_keys_write(c, o, keys);
     rc |= mt_model_config_write_mtlab(c, o, 0);
     return rc ? -1 : 0;
 }

@@ -378,6 +378,10 @@ static void test_config_errors_name_the_problem(void **state)
                         "\"decoder_value_embed_dim\": 48",
                         "'decoder.layers.0.retention.v_proj.weight' has shape (32, 16), "
                         "expected (48, 16)");
+    expect_config_error("retnet", "\"activation_fn\": \"swish\"", "\"activation_fn\": \"gelu\"",
+                        "activation_fn \"gelu\" is not supported (the GLU uses swish)");
+    expect_config_error("retnet", "\"dropout\": ", "\"dropout\": 1.5, \"x\": ",
+                        "key 'dropout' must be");
     expect_config_error("mamba-mha", "\"attention_layers\": [", "\"attention_layers\": [2, ",
                         "attention_layers must be increasing");
     expect_config_error("mamba-mha", ATTN_LAYERS_1, "\"attention_layers\": [3]",
