@@ -48,6 +48,7 @@ static int parse_args(eval_args *a, int argc, char **argv)
         else if (!strcmp(o, "--precision")) dest = &a->req.precision;
         else if (!strcmp(o, "--names")) dest = &a->req.names;
         else if (!strcmp(o, "--paired")) dest = &a->req.paired;
+        else if (!strcmp(o, "--comet")) dest = &a->req.comet;
         else if (!strcmp(o, "--beam")) {
             if (i + 1 >= argc) return cli_usage(&cmd_eval);
             if (cli_option_int("eval", o, argv[++i], 1, MT_DECODE_MAX_BEAM, &a->req.beam)) return 2;
@@ -106,13 +107,15 @@ const struct mt_command cmd_eval = {
             "[--json FILE] "
             "[--stats corpus_stats.tsv | --train-src FILE --train-ref FILE [--save-stats FILE]] "
             "[--lexicon entity_lexicon.tsv] [--ner english|generic] [--length-model SPM.model] [--hyps DIR] "
-            "[--names test.names.tsv] [--paired bs|ar|none] [--data DIR] [--tgt-lang L]\n"
+            "[--names test.names.tsv] [--paired bs|ar|none] [--comet DIR] [--data DIR] [--tgt-lang L]\n"
+            "  --comet DIR: a COMET model (mtlab/comet.h) adds its row, the mean segment score, and\n"
+            "  its paired test; it runs on --device\n"
             "  --data DIR: a dataset's test split (DIR/test.SRC, DIR/test.TGT) and languages; the target\n"
             "  language (the entity recogniser's: en -> english, others generic) is --tgt-lang, else\n"
             "  the dataset's, else the first system's (its config.json, or the Apertium mode)\n"
             "  SYSTEM is apertium:MODE (e.g. apertium:spa-eng) or a model bundle directory; with two\n"
             "  systems or more, every one is tested against the first (paired bootstrap unless --paired)",
-    .summary = "compare systems: BLEU, chrF, chrF++ with paired significance, named-entity recall by "
+    .summary = "compare systems: BLEU, chrF, chrF++ (and COMET) with paired significance, named-entity recall by "
                "frequency, length buckets, cost",
     .run = run_eval,
     .parallel = 1,

@@ -46,12 +46,14 @@ static void row(FILE *out, const eval_report *r, int width, const char *label, c
     fputc('\n', out);
 }
 
-/* A corpus score, starred when the paired test finds it differs from the first system's */
+/* A corpus score, starred when the paired test finds it differs from the first system's;
+ * COMET on its own scale with 4 decimals, as comet-score and `mtlab score` print it */
 static void cell_score(char *o, size_t n, const eval_system_result *s, int metric)
 {
-    double v = metric == EVAL_BLEU ? s->bleu.score : metric == EVAL_CHRF ? s->chrf : s->chrfpp;
+    double v = metric == EVAL_BLEU ? s->bleu.score : metric == EVAL_CHRF ? s->chrf
+               : metric == EVAL_CHRFPP ? s->chrfpp : s->comet;
     const mt_sig_result *t = &s->sig[metric];
-    snprintf(o, n, "%.2f%s", v, t->has_p && t->p <= 0.05 ? "*" : "");
+    snprintf(o, n, "%.*f%s", metric == EVAL_COMET ? 4 : 2, v, t->has_p && t->p <= 0.05 ? "*" : "");
 }
 
 /* The test's p-value against the first system ("-" for the first) */
@@ -128,9 +130,10 @@ void eval_report_print(FILE *out, const eval_report *r)
     fprintf(out, "%-*s", LABEL_WIDTH, "");
     for (size_t s = 0; s < r->n_systems; s++) fprintf(out, "%*s", width, r->systems[s].name);
     fputc('\n', out);
-    static const char *const metric_label[EVAL_METRICS] = {"BLEU", "chrF2", "chrF2++"};
-    for (int m = 0; m < EVAL_METRICS; m++) row(out, r, width, metric_label[m], cell_score, m);
-    for (int m = 0; r->paired && m < EVAL_METRICS; m++) {
+    static const char *const metric_label[EVAL_METRICS] = {"BLEU", "chrF2", "chrF2++", "COMET"};
+    int n_metrics = r->comet_model ? EVAL_METRICS : EVAL_COMET;
+    for (int m = 0; m < n_metrics; m++) row(out, r, width, metric_label[m], cell_score, m);
+    for (int m = 0; r->paired && m < n_metrics; m++) {
         snprintf(label, sizeof label, "  p vs first, %s", metric_label[m]);
         row(out, r, width, label, cell_p, m);
     }
@@ -173,6 +176,9 @@ void eval_report_print(FILE *out, const eval_report *r)
     fprintf(out, "\n%zu segments of %s -> %s\n", r->segments, r->src_path, r->ref_path);
     fprintf(out, "BLEU:    %s\nchrF2:   %s\nchrF2++: %s\n", r->bleu_signature, r->chrf_signature,
             r->chrfpp_signature);
+    if (r->comet_model)
+        fprintf(out, "COMET:   model %s, the mean of the segment scores (its paired test on the mean x 100)\n",
+                r->comet_model);
     if (r->paired)
         fprintf(out, "*: differs from %s at p <= 0.05 (paired %s, %zu %s, seed %llu; docs/metrics.md "
                      "§10)\n",
@@ -213,7 +219,7 @@ static json_t *ne_bin_json(double recall, size_t entities, size_t occurrences, s
     return o;
 }
 
-static json_t *system_json(const eval_system_result *s, int with_translated, int with_names)
+static json_t *system_json(const eval_system_result *s, int with_translated, int with_names, int with_comet)
 {
     json_t *o = json_object();
     json_object_set_new(o, "name", json_string(s->name));
@@ -224,11 +230,12 @@ static json_t *system_json(const eval_system_result *s, int with_translated, int
     json_object_set_new(o, "bleu_verbose", json_string(verbose));
     json_object_set_new(o, "chrf", json_real(s->chrf));
     json_object_set_new(o, "chrfpp", json_real(s->chrfpp));
-    static const char *const metric_key[EVAL_METRICS] = {"bleu", "chrf", "chrfpp"};
+    json_object_set_new(o, "comet", with_comet ? json_real(s->comet) : json_null());
+    static const char *const metric_key[EVAL_METRICS] = {"bleu", "chrf", "chrfpp", "comet"};
     json_t *sig = json_null();
     if (s->sig[EVAL_BLEU].has_ci || s->sig[EVAL_BLEU].has_p) {
         sig = json_object();
-        for (int m = 0; m < EVAL_METRICS; m++) {
+        for (int m = 0; m < (with_comet ? EVAL_METRICS : EVAL_COMET); m++) {
             const mt_sig_result *t = &s->sig[m];
             json_t *e = json_object();
             json_object_set_new(e, "p_value", t->has_p ? json_real(t->p) : json_null());
@@ -305,6 +312,7 @@ int eval_report_write_json(const eval_report *r, const char *path)
     json_object_set_new(root, "bleu_signature", json_string(r->bleu_signature));
     json_object_set_new(root, "chrf_signature", json_string(r->chrf_signature));
     json_object_set_new(root, "chrfpp_signature", json_string(r->chrfpp_signature));
+    json_object_set_new(root, "comet_model", r->comet_model ? json_string(r->comet_model) : json_null());
     json_t *test = json_null();
     if (r->paired) {
         test = json_object();
@@ -326,7 +334,8 @@ int eval_report_write_json(const eval_report *r, const char *path)
     json_object_set_new(root, "length_unit", json_string(r->length_unit));
     json_object_set_new(root, "names", r->names_source ? json_string(r->names_source) : json_null());
     json_t *systems = json_array();
-    for (size_t s = 0; s < r->n_systems; s++) json_array_append_new(systems, system_json(&r->systems[s], r->lexicon_source != NULL, r->names_source != NULL));
+    for (size_t s = 0; s < r->n_systems; s++) json_array_append_new(systems, system_json(&r->systems[s], r->lexicon_source != NULL, r->names_source != NULL,
+                                                                         r->comet_model != NULL));
     json_object_set_new(root, "systems", systems);
 
     int flags = JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10);

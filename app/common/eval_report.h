@@ -13,15 +13,18 @@
 #include "mtlab/significance.h"
 #include "mtlab/translator.h"
 
-/* The metrics the paired test compares systems on, in the table's order */
-enum { EVAL_BLEU, EVAL_CHRF, EVAL_CHRFPP, EVAL_METRICS };
+/* The metrics the paired test compares systems on, in the table's order; COMET only when the
+ * report has a COMET model (eval_report.comet_model) */
+enum { EVAL_BLEU, EVAL_CHRF, EVAL_CHRFPP, EVAL_COMET, EVAL_METRICS };
 
 typedef struct {
     const char *name;             /* "apertium:spa-eng" */
     const char *kind;             /* "apertium" */
     mt_bleu_score bleu;
     double chrf, chrfpp;
-    /* against the first system, when the report has a paired test (docs/metrics.md §10) */
+    double comet;                 /* the mean segment score, COMET's own scale (with a model) */
+    /* against the first system, when the report has a paired test (docs/metrics.md §10);
+     * COMET's score, mean and interval are the mean x 100, as in `mtlab score`'s tests */
     mt_sig_result sig[EVAL_METRICS];
     double *seg_stats[EVAL_METRICS]; /* per-segment statistics, freed once the test has run */
     mt_ne_recall ne;              /* the paper's: copyable entities, verbatim hits */
@@ -35,6 +38,7 @@ typedef struct {
     const char *src_path, *ref_path;
     size_t segments;
     char bleu_signature[160], chrf_signature[160], chrfpp_signature[160];
+    const char *comet_model;      /* the COMET model directory; NULL: no COMET row */
     int paired;                   /* 0: no test (one system, or --paired none); 1 + mt_sig_test */
     size_t paired_n;              /* its resamples or trials */
     unsigned long long seed;

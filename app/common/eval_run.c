@@ -6,7 +6,9 @@
 #include "common/progress.h"
 #include "mtlab/buckets.h"
 #include "mtlab/bundle.h"
+#include "mtlab/comet.h"
 #include "mtlab/dataset.h"
+#include "mtlab/device.h"
 #include "mtlab/entities.h"
 #include "mtlab/error.h"
 #include "mtlab/metrics.h"
@@ -261,8 +263,8 @@ static int segment_stats(eval_system_result *r, const char *const *hyps, const c
 {
     mt_bleu_opts bo = mt_bleu_defaults();
     mt_chrf_opts co[2] = {mt_chrf_defaults(), mt_chrfpp_defaults()};
-    size_t k[EVAL_METRICS] = {MT_SIG_BLEU_STATS, mt_sig_chrf_stats(&co[0]), mt_sig_chrf_stats(&co[1])};
-    for (int m = 0; m < EVAL_METRICS; m++) r->seg_stats[m] = mt_xmalloc((n ? n : 1) * k[m] * sizeof(double));
+    size_t k[EVAL_COMET] = {MT_SIG_BLEU_STATS, mt_sig_chrf_stats(&co[0]), mt_sig_chrf_stats(&co[1])};
+    for (int m = 0; m < EVAL_COMET; m++) r->seg_stats[m] = mt_xmalloc((n ? n : 1) * k[m] * sizeof(double));
     for (size_t i = 0; i < n; i++) {
         mt_bleu_stats b;
         mt_chrf_stats c;
@@ -294,20 +296,38 @@ static int paired_test(const char *name, size_t n_systems)
     return -1;
 }
 
-/* Every system against the first on BLEU, chrF2 and chrF2++ (docs/metrics.md §10). */
+/* COMET's segment scores of one system: its mean (COMET's scale) and the paired test's rows. */
+static int comet_score(eval_system_result *r, mt_comet *comet, const char *const *src,
+                       const char *const *hyps, const char *const *refs, size_t n)
+{
+    float *seg = mt_xmalloc((n ? n : 1) * sizeof *seg);
+    r->seg_stats[EVAL_COMET] = mt_xmalloc((n ? n : 1) * MT_SIG_COMET_STATS * sizeof(double));
+    int rc = n ? mt_comet_score(comet, src, hyps, refs, n, seg) : 0;
+    double sum = 0; /* left to right, as `mtlab score -m comet` sums them */
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        sum += seg[i];
+        mt_sig_comet_row(r->seg_stats[EVAL_COMET] + i * MT_SIG_COMET_STATS, seg[i]);
+    }
+    r->comet = n ? sum / (double)n : 0.0;
+    free(seg);
+    return rc;
+}
+
+/* Every system against the first on BLEU, chrF2, chrF2++ and, with a model, COMET
+ * (docs/metrics.md §10). */
 static int compare_with_first(eval_report *rep, eval_system_result *res, size_t n_systems)
 {
     mt_bleu_opts bo = mt_bleu_defaults();
     mt_chrf_opts co = mt_chrf_defaults(), cpp = mt_chrfpp_defaults();
     char name[2][32];
     mt_sig_metric m[EVAL_METRICS] = {mt_sig_bleu_metric(&bo), mt_sig_chrf_metric(&co, name[0], sizeof name[0]),
-                                     mt_sig_chrf_metric(&cpp, name[1], sizeof name[1])};
+                                     mt_sig_chrf_metric(&cpp, name[1], sizeof name[1]), mt_sig_comet_metric()};
     mt_sig_opts o = mt_sig_defaults((mt_sig_test)(rep->paired - 1));
     rep->paired_n = o.test == MT_SIG_BOOTSTRAP ? MT_SIG_BOOTSTRAP_SAMPLES : MT_SIG_RANDOMIZATION_TRIALS;
     rep->seed = o.seed;
     const double *stats[EVAL_MAX_SYSTEMS];
     mt_sig_result out[EVAL_MAX_SYSTEMS];
-    for (int k = 0; k < EVAL_METRICS; k++) {
+    for (int k = 0; k < (rep->comet_model ? EVAL_METRICS : EVAL_COMET); k++) {
         for (size_t s = 0; s < n_systems; s++) stats[s] = res[s].seg_stats[k];
         if (mt_sig_paired(out, stats, n_systems, rep->segments, &m[k], &o) < 0)
             return fail("eval: the paired test: %s", mt_last_error());
@@ -319,7 +339,7 @@ static int compare_with_first(eval_report *rep, eval_system_result *res, size_t 
 static int evaluate_system(eval_system_result *r, mt_translator *t, const mt_text_lines *src,
                            const mt_text_lines *ref, const mt_ne_testset *ts,
                            const mt_ne_testset *ts_translated, const mt_names_list *names, const size_t *lengths,
-                           const char *hyps_dir, char ***keep)
+                           mt_comet *comet, const char *hyps_dir, char ***keep)
 {
     memset(r, 0, sizeof *r);
     r->name = mt_translator_name(t);
@@ -347,6 +367,8 @@ static int evaluate_system(eval_system_result *r, mt_translator *t, const mt_tex
         segment_stats(r, h, refs, src->n) < 0 ||
         mt_bucket_scores(r->buckets, lengths, h, refs, src->n) < 0)
         rc = fail("%s: scoring failed: %s", r->name, mt_last_error());
+    if (rc == 0 && comet && comet_score(r, comet, (const char *const *)src->lines, h, refs, src->n) < 0)
+        rc = fail("%s: COMET: %s", r->name, mt_last_error());
     if (rc == 0) mt_ne_recall_score(&r->ne, ts, h, NULL);
     if (rc == 0 && ts_translated) mt_ne_recall_score(&r->ne_translated, ts_translated, h, NULL);
     if (rc == 0 && names) mt_names_recall_score(&r->names, names, h);
@@ -434,12 +456,20 @@ int eval_run(const eval_request *req, eval_outcome *out)
     mt_ne_testset ts = {0}, ts_translated = {0};
     mt_entity_lexicon *lexicon = NULL;
     mt_names_list names = {0};
+    mt_comet *comet = NULL;
     char *lexicon_source = out->lexicon_source;
     size_t *lengths = mt_xcalloc(src.n, sizeof *lengths);
     eval_system_result *results = out->results;
     char *stats_source = out->stats_source;
     rc = 1;
     if (open_systems(systems, &n_systems, &a)) goto done;
+    if (a.comet) {
+        const mt_backend *be = a.device ? mt_backend_for(a.device, 0) : mt_backend_cpu();
+        if (!be || !(comet = mt_comet_open(a.comet, be))) {
+            fail("eval: COMET model %s: %s", a.comet, mt_last_error());
+            goto done;
+        }
+    }
     if (source_lengths(lengths, &src, a.length_model, a.src)) goto done;
     if (a.names) {
         if (mt_names_list_read(&names, a.names) < 0) {
@@ -470,7 +500,7 @@ int eval_run(const eval_request *req, eval_outcome *out)
     }
     for (size_t s = 0; s < n_systems; s++) {
         if (evaluate_system(&results[s], systems[s], &src, &ref, &ts, lexicon ? &ts_translated : NULL,
-                            a.names ? &names : NULL, lengths,
+                            a.names ? &names : NULL, lengths, comet,
                             a.hyps_dir, a.keep_hyps ? &out->hyps[s] : NULL))
             goto done;
         /* the report outlives the systems: it keeps its own copy of their names */
@@ -488,7 +518,7 @@ int eval_run(const eval_request *req, eval_outcome *out)
         .stats_entities = stats ? mt_corpus_stats_entities(stats) : 0,
         .lexicon_source = lexicon ? lexicon_source : NULL,
         .length_unit = length_unit, .beam = a.beam,
-        .names_source = a.names,
+        .names_source = a.names, .comet_model = a.comet,
         .systems = results, .n_systems = n_systems,
     };
     mt_bleu_opts bo = mt_bleu_defaults();
@@ -505,6 +535,7 @@ int eval_run(const eval_request *req, eval_outcome *out)
 done:
     for (size_t s = 0; s < EVAL_MAX_SYSTEMS; s++) free_segment_stats(&results[s]);
     for (size_t s = 0; s < n_systems; s++) mt_translator_close(systems[s]);
+    mt_comet_free(comet);
     mt_ne_testset_free(&ts);
     mt_ne_testset_free(&ts_translated);
     mt_entity_lexicon_free(lexicon);

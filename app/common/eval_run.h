@@ -25,6 +25,7 @@ typedef struct {
     const char *tgt_lang;         /* the target language (the entity recogniser's); NULL: from data,
                                    * else the first system (never a file's extension) */
     const char *paired;           /* "bs", "ar" or "none"; NULL: bs when there are two systems or more */
+    const char *comet;            /* a COMET model directory (mtlab/comet.h), run on device; NULL: none */
     int beam;
     int keep_hyps;                /* 1: the outcome keeps the hypotheses and the test set */
 } eval_request;

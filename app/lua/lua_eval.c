@@ -52,11 +52,14 @@ static void push_system(lua_State *L, const eval_outcome *o, size_t s)
     mtl_set_number(L, "bleu", r->bleu.score);
     mtl_set_number(L, "chrf", r->chrf);
     mtl_set_number(L, "chrfpp", r->chrfpp);
+    int n_metrics = o->report.comet_model ? EVAL_METRICS : EVAL_COMET;
+    if (o->report.comet_model) mtl_set_number(L, "comet", r->comet);
     if (o->report.paired) {
-        /* {bleu=, chrf=, chrfpp=} of {p=, mean=, ci=} against the first system */
-        static const char *const key[EVAL_METRICS] = {"bleu", "chrf", "chrfpp"};
+        /* {bleu=, chrf=, chrfpp=, comet=} of {p=, mean=, ci=} against the first system (COMET's
+         * mean and ci on the test's scale, the mean x 100) */
+        static const char *const key[EVAL_METRICS] = {"bleu", "chrf", "chrfpp", "comet"};
         lua_createtable(L, 0, EVAL_METRICS);
-        for (int m = 0; m < EVAL_METRICS; m++) {
+        for (int m = 0; m < n_metrics; m++) {
             const mt_sig_result *t = &r->sig[m];
             lua_createtable(L, 0, 4);
             if (t->has_p) mtl_set_number(L, "p", t->p);
@@ -114,7 +117,8 @@ static int eval_tostring(lua_State *L)
 }
 
 /* mtlab.eval{models=, src=, ref=, beam=5, device=, precision=, stats=, train_src=, train_ref=,
- * lexicon=, ner=, length_model=, hyps=, src_name=, ref_name=, names=, paired=, data=, tgt_lang=}:
+ * lexicon=, ner=, length_model=, hyps=, src_name=, ref_name=, names=, paired=, data=, tgt_lang=,
+ * comet=}: comet is a COMET model directory (systems[i].comet, significance.comet);
  * the entity recogniser follows tgt_lang, else data's (a dataset directory), else the first
  * model's target language */
 static int l_eval(lua_State *L)
@@ -123,7 +127,7 @@ static int l_eval(lua_State *L)
     static const char *const known[] = {"models", "src", "ref", "beam", "device", "precision", "stats",
                                         "train_src", "train_ref", "lexicon", "ner",
                                         "length_model", "hyps", "src_name", "ref_name", "names", "paired",
-                                        "data", "tgt_lang", NULL};
+                                        "data", "tgt_lang", "comet", NULL};
     lua_settop(L, 1);
     if (!lua_istable(L, 1)) mtl_error(L, fn, "takes one table {models=, src=, ref=, ...}, not %s",
                                       luaL_typename(L, 1));
@@ -168,6 +172,7 @@ static int l_eval(lua_State *L)
     rq.paired = mtl_opt_string(L, 1, fn, "paired", NULL);
     rq.data = mtl_opt_string(L, 1, fn, "data", NULL);
     rq.tgt_lang = mtl_opt_string(L, 1, fn, "tgt_lang", NULL);
+    rq.comet = mtl_opt_string(L, 1, fn, "comet", NULL);
     if (rq.stats && rq.train_src) mtl_error(L, fn, "give either stats or train_src/train_ref, not both");
     if (!rq.train_src != !rq.train_ref) mtl_error(L, fn, "train_src and train_ref go together");
     rq.keep_hyps = 1;
@@ -194,6 +199,7 @@ static int l_eval(lua_State *L)
     mtl_set_string(L, "bleu_signature", o->report.bleu_signature);
     mtl_set_string(L, "chrf_signature", o->report.chrf_signature);
     mtl_set_string(L, "chrfpp_signature", o->report.chrfpp_signature);
+    if (o->report.comet_model) mtl_set_string(L, "comet_model", o->report.comet_model);
     if (o->report.paired) {
         lua_createtable(L, 0, 4);
         mtl_set_string(L, "test", o->report.paired - 1 == MT_SIG_BOOTSTRAP ? "bs" : "ar");

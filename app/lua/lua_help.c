@@ -80,10 +80,11 @@ const mtl_help_entry mtl_help[] = {
     {"mtlab.eval",
      "mtlab.eval{models={...}, src=, ref=, beam=5, device=, precision=, stats=, train_src=, "
      "train_ref=, lexicon=, ner=, length_model=, hyps=DIR, src_name=, ref_name=, names=TSV, "
-     "paired=\"bs\"|\"ar\"|\"none\"} -> result",
+     "paired=\"bs\"|\"ar\"|\"none\", comet=DIR} -> result",
      "What `mtlab eval` computes, as data: result.systems[i] = {name, bleu, chrf, chrfpp, "
      "significance, ne, ne_translated, names, buckets, time_s, peak_bytes, hyps, ...}; with two "
      "systems or more, significance = {bleu=, chrf=, chrfpp=} each {p, significant, mean, ci} "
+     "(and comet= with a COMET model directory: systems[i].comet, the mean segment score) "
      "against systems[1] (paired bootstrap unless paired= says otherwise; result.paired_test "
      "names it); result.text is the report it "
      "prints; src and ref are files or lists of lines; precision=\"fp32,int8\" evaluates each "

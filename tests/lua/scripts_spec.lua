@@ -44,6 +44,34 @@ describe("scripts", function()
     assert.matches("<svg", H.read(dir .. "/out/table2.svg"))
   end)
 
+  it("table2.lua and mtlab.eval add COMET and its paired test with a COMET checkpoint", function()
+    local comet, fixtures = "tests/fixtures/comet/model", "tests/fixtures/models/"
+    local src = {"Y dijo Dios: Sea la luz", "Y fué la luz", "Y vió Dios que la luz era buena"}
+    local ref = {"God said, “Let there be light,”", "and there was light.", "God saw the light, and saw that it was good."}
+    local r = mtlab.eval{models = {fixtures .. "mamba", fixtures .. "marian"}, src = src, ref = ref, beam = 1,
+                         comet = comet}
+    assert.are.equal(comet, r.comet_model)
+    assert.are.equal("number", type(r.systems[1].comet))
+    assert.are.equal("number", type(r.systems[2].significance.comet.p))
+    assert.is_nil(r.systems[1].significance.comet.p)
+    assert.matches("\nCOMET ", r.text)
+    local plain = mtlab.eval{models = {fixtures .. "mamba"}, src = src, ref = ref, beam = 1}
+    assert.is_nil(plain.systems[1].comet)
+    -- the checkpoint from the environment, as README says
+    local f = io.open(dir .. "/c3.es", "w") f:write(table.concat(src, "\n"), "\n") f:close()
+    f = io.open(dir .. "/c3.en", "w") f:write(table.concat(ref, "\n"), "\n") f:close()
+    local out, code = H.sh(string.format("MTLAB_COMET=%s %s run scripts/paper/table2.lua --src %s/c3.es --ref %s/c3.en "
+                                         .. "--beam 1 --out %s/c3 --no-plot %smamba %smarian 2>/dev/null",
+                                         comet, H.mtlab, dir, dir, dir, fixtures, fixtures))
+    assert.are.equal(0, code)
+    assert.matches("| model | BLEU | chrF | COMET | NE recall % |", out, 1, true)
+    assert.matches("\n| marian | [%d.]+%*? | [%d.]+%*? | %-?[%d.]+%*? | ", out)
+    assert.matches("*: differs from mamba at p <= 0.05 (paired bootstrap, 1000 resamples)", out, 1, true)
+    out = H.sh(string.format("%s run scripts/paper/table2.lua --src %s/c3.es --ref %s/c3.en --beam 1 --out %s/c3 "
+                             .. "--no-plot %smamba 2>/dev/null", H.mtlab, dir, dir, dir, fixtures))
+    assert.matches("| model | BLEU | chrF | NE recall % |", out, 1, true)
+  end)
+
   it("mtlab.eval gives the figures as data", function()
     local r = mtlab.eval{models = {H.transformer, "apertium:spa-eng"}, src = {"Y dijo Dios: Sea la luz"},
                          ref = {"God said, “Let there be light,”"}, beam = 1, ref_name = "x.en"}

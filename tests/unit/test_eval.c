@@ -6,6 +6,7 @@
 #include "common/eval_run.h"
 #include "common/progress.h"
 #include "mtlab/buckets.h"
+#include "mtlab/comet.h"
 #include "mtlab/error.h"
 #include "mtlab/metrics.h"
 #include "mtlab/significance.h"
@@ -551,6 +552,86 @@ static void test_eval_paired_test(void **state)
     expect_eval_error(w, bad, 10, "paired test 't': give bs");
 }
 
+/* --comet DIR: each system's COMET is the mean of its segments' scores (those mt_comet_score
+ * gives for its kept hypotheses), tested against the first system as mtlab score's paired tests
+ * do (x 100); a COMET row and its p row in the table, "comet" in the JSON; a model that cannot
+ * be read stops eval before any system translates. */
+#define COMET_MODEL "tests/fixtures/comet/model"
+static void test_eval_comet(void **state)
+{
+    workdir *w = *state;
+    PATH(src, "src.es");
+    PATH(ref, "ref.en");
+    eval_request req = {.systems = {"tests/fixtures/models/mamba", "tests/fixtures/models/marian"},
+                        .n_systems = 2, .src = src, .ref = ref, .beam = 1, .keep_hyps = 1,
+                        .comet = COMET_MODEL};
+    eval_outcome out;
+    if (eval_run(&req, &out) != 0) fail_msg("%s", mt_last_error());
+    const eval_report *r = &out.report;
+    assert_string_equal(r->comet_model, COMET_MODEL);
+    mt_comet *m = mt_comet_open(COMET_MODEL, mt_backend_cpu());
+    assert_non_null(m);
+    size_t n = r->segments;
+    float *seg = calloc(n, sizeof *seg);
+    double *rows[2];
+    for (int s = 0; s < 2; s++) {
+        assert_int_equal(mt_comet_score(m, (const char *const *)out.src.lines, (const char *const *)out.hyps[s],
+                                        (const char *const *)out.ref.lines, n, seg), 0);
+        double sum = 0;
+        rows[s] = calloc(n * MT_SIG_COMET_STATS, sizeof(double));
+        for (size_t i = 0; i < n; i++) {
+            sum += seg[i];
+            mt_sig_comet_row(rows[s] + i * MT_SIG_COMET_STATS, seg[i]);
+        }
+        assert_true(r->systems[s].comet == sum / (double)n);
+    }
+    mt_sig_metric sm = mt_sig_comet_metric();
+    mt_sig_opts o = mt_sig_defaults(MT_SIG_BOOTSTRAP);
+    mt_sig_result want[2];
+    assert_int_equal(mt_sig_paired(want, (const double *const *)rows, 2, n, &sm, &o), 0);
+    const mt_sig_result *got = &r->systems[1].sig[EVAL_COMET];
+    assert_true(got->has_p && got->p == want[1].p && got->mean == want[1].mean && got->ci == want[1].ci);
+    assert_false(r->systems[0].sig[EVAL_COMET].has_p);
+    free(rows[0]);
+    free(rows[1]);
+    free(seg);
+    mt_comet_free(m);
+    eval_outcome_free(&out);
+
+    /* the command: a COMET row of 4 decimals, its p row, and the JSON */
+    static char text[65536], err[4096];
+    PATH(json, "eval.json");
+    char *args[] = {"-m", "tests/fixtures/models/mamba", "-m", "tests/fixtures/models/marian", "--src", src,
+                    "--ref", ref, "--beam", "1", "--comet", COMET_MODEL, "--json", json};
+    int rc = run_eval(w, text, sizeof text, err, sizeof err, args, 14);
+    if (rc != 0) fail_msg("exit %d: %s", rc, err);
+    const char *row = strstr(text, "\nCOMET ");
+    assert_non_null(row);
+    assert_non_null(strstr(text, "\n  p vs first, COMET "));
+    assert_non_null(strstr(text, "COMET:   model " COMET_MODEL));
+    json_error_t jerr;
+    json_t *j = json_load_file(json, 0, &jerr);
+    assert_non_null(j);
+    assert_string_equal(json_string_value(json_object_get(j, "comet_model")), COMET_MODEL);
+    json_t *sys1 = json_array_get(json_object_get(j, "systems"), 1);
+    assert_true(json_is_real(json_object_get(sys1, "comet")));
+    json_t *sig = json_object_get(json_object_get(sys1, "significance"), "comet");
+    assert_true(json_is_real(json_object_get(sig, "p_value")));
+    char cell[32];
+    snprintf(cell, sizeof cell, "%.4f", json_real_value(json_object_get(sys1, "comet")));
+    assert_non_null(strstr(row, cell));
+    json_decref(j);
+    /* without --comet: no COMET row, "comet": null */
+    char *plain[] = {"-m", "tests/fixtures/models/mamba", "--src", src, "--ref", ref, "--beam", "1", "--json", json};
+    assert_int_equal(run_eval(w, text, sizeof text, err, sizeof err, plain, 10), 0);
+    assert_null(strstr(text, "COMET"));
+    j = json_load_file(json, 0, &jerr);
+    assert_true(json_is_null(json_object_get(json_array_get(json_object_get(j, "systems"), 0), "comet")));
+    json_decref(j);
+    char *bad[] = {"-m", "tests/fixtures/models/mamba", "--src", src, "--ref", ref, "--comet", "/nonexistent/comet"};
+    expect_eval_error(w, bad, 8, "/nonexistent/comet");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -565,6 +646,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_eval_apertium_table_and_json, setup_workdir, teardown_workdir),
         cmocka_unit_test_setup_teardown(test_eval_target_language, setup_workdir, teardown_workdir),
         cmocka_unit_test_setup_teardown(test_eval_paired_test, setup_workdir, teardown_workdir),
+        cmocka_unit_test_setup_teardown(test_eval_comet, setup_workdir, teardown_workdir),
     };
     return cmocka_run_group_tests_name("eval", tests, NULL, NULL);
 }
