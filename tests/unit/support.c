@@ -2,6 +2,7 @@
 #include "test_util.h"
 
 #include "cli/commands.h"
+#include "mtlab/error.h"
 #include "mtlab/tokenizer.h"
 
 #include <ftw.h>
@@ -72,6 +73,16 @@ int test_train_fixture_tokenizer(const char *dir, int vocab_size, unsigned seed)
                                  .vocab_size = vocab_size, .character_coverage = 1.0,
                                  .num_threads = 1, .seed = seed};
     return mt_tokenizer_train(&o);
+}
+
+int test_tokenizer_tmpdir(char *buf, size_t len, const char *tag)
+{
+    if (test_make_tmpdir(buf, len, tag) != 0) return -1;
+    if (test_train_fixture_tokenizer(buf, 256, 1) != 0) {
+        fprintf(stderr, "tokenizer: %s\n", mt_last_error());
+        return -1;
+    }
+    return 0;
 }
 
 static char *slurp_captured(FILE *f)

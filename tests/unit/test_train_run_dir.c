@@ -294,12 +294,7 @@ static void test_checkpoint_swap_stages(void **state)
 static int setup(void **state)
 {
     (void)state;
-    if (test_make_tmpdir(tmpdir, sizeof tmpdir, "run-dir") != 0) return -1;
-    if (test_train_fixture_tokenizer(tmpdir, 256, 1) != 0) {
-        fprintf(stderr, "tokenizer: %s\n", mt_last_error());
-        return -1;
-    }
-    return 0;
+    return test_tokenizer_tmpdir(tmpdir, sizeof tmpdir, "run-dir");
 }
 
 static int teardown(void **state)

@@ -24,6 +24,9 @@ int test_make_tmpdir(char *buf, size_t len, const char *tag);
 /* Train DIR/spm.model (and .vocab) on the small Spanish-English fixture corpus
  * (tests/fixtures/tokenizer/), one thread; 0, or -1 with mt_last_error(). */
 int test_train_fixture_tokenizer(const char *dir, int vocab_size, unsigned seed);
+/* The setup of the tests that train tiny runs: test_make_tmpdir, then the fixture tokenizer
+ * (vocabulary 256, seed 1) in it. 0, or -1 after printing why to stderr. */
+int test_tokenizer_tmpdir(char *buf, size_t len, const char *tag);
 /* Remove a directory tree (files and subdirectories); 0 or -1. */
 int test_remove_tree(const char *dir);
 /* A command's run in this process, its stdout and stderr captured (malloc'd, NUL-terminated). */
