@@ -372,7 +372,7 @@ static int train_rates(const mt_backend *be, const char *torch_json, int repeat)
         if (!torch || !json_is_object(torch)) {
             json_decref(torch);
             return mt_error("%s:%d: %s (expected {\"preset\": tokens_per_s, ...} from "
-                            "tests/bench/torch_train.py)", torch_json, err.line, err.text);
+                            "tests/bench/torch_train.py)", torch_json, err.line, mt_error_oneline(err.text));
         }
     }
     printf("\n4. training tokens/s at the paper's 77M presets, 16 x 256-token batches, bf16 matrix products%s\n",

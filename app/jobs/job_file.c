@@ -113,10 +113,7 @@ int job_file_read(job_info *j, const char *dir)
     json_t *o = json_load_file(path, 0, &err);
     if (!o) {
         if (access(path, F_OK) != 0) return mt_error("%s: no such job (no job.json)", dir);
-        /* jansson quotes the text near the error, which may hold newlines: one line */
-        for (char *c = err.text; *c; c++)
-            if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
-        return mt_error("%s:%d: %s", path, err.line, err.text);
+        return mt_error("%s:%d: %s", path, err.line, mt_error_oneline(err.text));
     }
     const char *launcher = json_string_value(json_object_get(o, "launcher"));
     const char *state = json_string_value(json_object_get(o, "state"));

@@ -164,7 +164,7 @@ static void push_config(lua_State *L, const model_handle *h)
     snprintf(path, sizeof path, "%s/config.json", h->path);
     json_error_t err;
     json_t *root = json_load_file(path, 0, &err);
-    if (!root) mtl_error(L, "mtlab.model.config", "%s:%d: %s", path, err.line, err.text);
+    if (!root) mtl_error(L, "mtlab.model.config", "%s:%d: %s", path, err.line, mt_error_oneline(err.text));
     push_json(L, root);
     json_decref(root);
 }

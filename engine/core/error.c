@@ -32,6 +32,13 @@ const char *mt_last_error(void) { return err_buf; }
 
 void mt_clear_error(void) { err_buf[0] = '\0'; }
 
+char *mt_error_oneline(char *text)
+{
+    for (char *c = text; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7F) *c = '?';
+    return text;
+}
+
 static void out_of_memory(size_t n, const char *file, int line)
 {
     fprintf(stderr, "mtlab: out of memory allocating %zu bytes at %s:%d\n", n, file, line);

@@ -143,7 +143,7 @@ int mt_dataset_open(mt_dataset *d, const char *dir)
     }
     json_error_t err;
     json_t *m = json_load_file(path, 0, &err);
-    if (!m) return mt_error("%s:%d: %s", path, err.line, err.text);
+    if (!m) return mt_error("%s:%d: %s", path, err.line, mt_error_oneline(err.text));
     int rc = 0;
     json_t *format = json_object_get(m, "format");
     if (!json_is_object(m) || !json_is_string(format) || strcmp(json_string_value(format), MT_MANIFEST_FORMAT) != 0)

@@ -33,9 +33,8 @@ mt_config *mt_config_parse(const char *text, size_t len, const char *name)
     json_error_t jerr;
     json_t *obj = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
     if (!obj) {
-        char why[sizeof jerr.text]; /* jansson quotes the input, which may hold newlines */
-        mt_error("%s: not valid JSON: %s (line %d, column %d)", name, printable_text(why, sizeof why, jerr.text),
-                 jerr.line, jerr.column);
+        mt_error("%s: not valid JSON: %s (line %d, column %d)", name, mt_error_oneline(jerr.text), jerr.line,
+                 jerr.column);
         return NULL;
     }
     if (!json_is_object(obj)) {

@@ -310,9 +310,8 @@ static int st_validate(mt_safetensors *st)
     json_t *header = json_loadb((const char *)st->file + 8, (size_t)header_len,
                                 JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
     if (!header) {
-        char why[sizeof jerr.text]; /* jansson quotes the input, which may hold newlines */
         return mt_error("%s: header is not valid JSON: %s (header byte %d)", st->name,
-                        printable_text(why, sizeof why, jerr.text), jerr.position);
+                        mt_error_oneline(jerr.text), jerr.position);
     }
     int rc = json_is_object(header) ? parse_header(st, header)
                                     : mt_error("%s: header is %s, expected a JSON object", st->name,

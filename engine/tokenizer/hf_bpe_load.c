@@ -562,7 +562,7 @@ hf_bpe *hf_bpe_load_bytes(const void *data, size_t len, const char *name)
     json_error_t jerr;
     json_t *root = json_loadb(data, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
-        mt_error("%s:%d:%d: not a tokenizer.json: %s", name, jerr.line, jerr.column, jerr.text);
+        mt_error("%s:%d:%d: not a tokenizer.json: %s", name, jerr.line, jerr.column, mt_error_oneline(jerr.text));
         return NULL;
     }
     hf_bpe *t = mt_xcalloc(1, sizeof *t);

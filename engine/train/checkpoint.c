@@ -217,7 +217,7 @@ static int read_state(const char *dir, const mt_train_config *cfg, train_state *
     snprintf(path, sizeof path, "%s/trainer.json", dir);
     json_error_t err;
     json_t *o = json_load_file(path, 0, &err);
-    if (!o) return mt_error("%s:%d: %s", path, err.line, err.text);
+    if (!o) return mt_error("%s:%d: %s", path, err.line, mt_error_oneline(err.text));
     json_int_t step, batch;
     const char *fprint;
     st->shards = 1;
@@ -226,7 +226,7 @@ static int read_state(const char *dir, const mt_train_config *cfg, train_state *
                             &st->shards);
     if (rc != 0) {
         json_decref(o);
-        return mt_error("%s: %s", path, err.text);
+        return mt_error("%s: %s", path, mt_error_oneline(err.text));
     }
     st->step = (long)step;
     st->batch = (size_t)batch;

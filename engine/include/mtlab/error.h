@@ -18,6 +18,11 @@
 int mt_error(const char *fmt, ...) MT_PRINTF(1, 2);
 /* Prefix the current message with "context: " (e.g. a file name added by an outer caller). */
 int mt_error_context(const char *fmt, ...) MT_PRINTF(1, 2);
+/* A parser's message made fit for one line of mtlab's, in place: control characters become '?'.
+ * jansson's json_error_t.text quotes the input near the error, newlines included, so every
+ * message built from it passes it through here: mt_error("%s:%d: %s", path, err.line,
+ * mt_error_oneline(err.text)). Returns text. */
+char *mt_error_oneline(char *text);
 /* The last message recorded on this thread ("" when none). */
 const char *mt_last_error(void);
 void mt_clear_error(void);
