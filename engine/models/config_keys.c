@@ -54,7 +54,11 @@ static int read_key(mt_model_config *cfg, const mt_config *c, const mt_config_ke
         return 0;
     }
     case MT_KEY_CONST_STRING:
+    case MT_KEY_CONST_BOOL:
+    case MT_KEY_CONST_FLOAT:
         return 0;
+    case MT_KEY_CUSTOM:
+        return k->read ? k->read(cfg, c) : 0;
     }
     return mt_error("%s: key '%s' has no reader", mt_config_name(c), k->name);
 }
@@ -92,6 +96,15 @@ int mt_config_keys_write(const mt_model_config *cfg, mt_config *o, const mt_conf
         case MT_KEY_FIXED_STRING:
         case MT_KEY_CONST_STRING:
             rc |= mt_config_set_string(o, k->name, k->str);
+            break;
+        case MT_KEY_CONST_BOOL:
+            rc |= mt_config_set_bool(o, k->name, (int)k->def);
+            break;
+        case MT_KEY_CONST_FLOAT:
+            rc |= mt_config_set_float(o, k->name, (float)k->def);
+            break;
+        case MT_KEY_CUSTOM:
+            rc |= k->write(cfg, o);
             break;
         }
     }

@@ -45,25 +45,54 @@ static int build(mt_model *m)
     return 0;
 }
 
+static int write_model_type(const mt_model_config *cfg, mt_config *o)
+{
+    return mt_config_set_string(o, "model_type", cfg->arch);
+}
+
+/* attention_layers (0-based), by default the paper's N/2 - 1 and N - 1 */
+static int read_attention_layers(mt_model_config *cfg, const mt_config *c)
+{
+    if (mt_config_has(c, "attention_layers"))
+        return mt_config_int_list(c, "attention_layers", 0, 1 << 20, cfg->attn_layers,
+                                  MT_MAX_ATTN_LAYERS, &cfg->n_attn_layers);
+    cfg->n_attn_layers = 0;
+    if (cfg->n_layers >= 2) cfg->attn_layers[cfg->n_attn_layers++] = cfg->n_layers / 2 - 1;
+    cfg->attn_layers[cfg->n_attn_layers++] = cfg->n_layers - 1;
+    return 0;
+}
+
+static int write_attention_layers(const mt_model_config *cfg, mt_config *o)
+{
+    return mt_config_set_int_list(o, "attention_layers", cfg->attn_layers, cfg->n_attn_layers);
+}
+
+/* sliding_window: mamba-local's alone */
+static int read_sliding_window(mt_model_config *cfg, const mt_config *c)
+{
+    return local(cfg) ? mt_config_int_or(c, "sliding_window", 64, 1, 1 << 20, &cfg->window) : 0;
+}
+
+static int write_sliding_window(const mt_model_config *cfg, mt_config *o)
+{
+    return local(cfg) ? mt_config_set_int(o, "sliding_window", cfg->window) : 0;
+}
+
+/* the keys beside MambaConfig's (mt_mamba_keys_read), in the order config.json holds them */
+static const mt_config_key keys[] = {
+    MT_CFG_CUSTOM("model_type", NULL, write_model_type),
+    MT_CFG_INT("num_hidden_layers", n_layers, 1, 1024),
+    MT_CFG_CUSTOM("attention_layers", read_attention_layers, write_attention_layers),
+    MT_CFG_INT_OR("num_attention_heads", n_heads, 8, 1, 1 << 12),
+    MT_CFG_CUSTOM("sliding_window", read_sliding_window, write_sliding_window),
+    MT_CFG_END,
+};
+
 static int config_read(mt_model_config *cfg, const mt_config *c, const char *arch)
 {
     mt_model_config_init_ids(cfg);
     snprintf(cfg->arch, sizeof cfg->arch, "%s", arch);
-    if (mt_mamba_keys_read(cfg, c) ||
-        mt_config_int(c, "num_hidden_layers", 1, 1024, &cfg->n_layers) ||
-        mt_config_int_or(c, "num_attention_heads", 8, 1, 1 << 12, &cfg->n_heads))
-        return -1;
-    if (local(cfg) && mt_config_int_or(c, "sliding_window", 64, 1, 1 << 20, &cfg->window))
-        return -1;
-    if (mt_config_has(c, "attention_layers")) {
-        if (mt_config_int_list(c, "attention_layers", 0, 1 << 20, cfg->attn_layers,
-                               MT_MAX_ATTN_LAYERS, &cfg->n_attn_layers))
-            return -1;
-    } else {
-        cfg->n_attn_layers = 0;
-        if (cfg->n_layers >= 2) cfg->attn_layers[cfg->n_attn_layers++] = cfg->n_layers / 2 - 1;
-        cfg->attn_layers[cfg->n_attn_layers++] = cfg->n_layers - 1;
-    }
+    if (mt_mamba_keys_read(cfg, c) || mt_config_keys_read(cfg, c, keys, arch)) return -1;
     return mt_model_config_read_mtlab(cfg, c);
 }
 
@@ -79,11 +108,7 @@ static int config_read_local(mt_model_config *cfg, const mt_config *c)
 
 static int config_write(const mt_model_config *c, mt_config *o)
 {
-    int rc = mt_config_set_string(o, "model_type", c->arch);
-    rc |= mt_config_set_int(o, "num_hidden_layers", c->n_layers);
-    rc |= mt_config_set_int_list(o, "attention_layers", c->attn_layers, c->n_attn_layers);
-    rc |= mt_config_set_int(o, "num_attention_heads", c->n_heads);
-    if (local(c)) rc |= mt_config_set_int(o, "sliding_window", c->window);
+    int rc = mt_config_keys_write(c, o, keys);
     rc |= mt_mamba_keys_write(c, o);
     rc |= mt_model_config_write_mtlab(c, o, 1);
     return rc ? -1 : 0;

@@ -71,35 +71,26 @@ static int int_either(const mt_config *c, const char *key, const char *old_key, 
                          lo, hi, out);
 }
 
-int mt_mamba_keys_read(mt_model_config *cfg, const mt_config *c)
+/* hidden_size, or d_model in state-spaces checkpoints */
+static int read_hidden_size(mt_model_config *cfg, const mt_config *c)
 {
-    const char *path = mt_config_name(c);
-    int tie;
-    /* MambaConfig defaults for the optional keys */
-    if (int_either(c, "hidden_size", "d_model", 1, 1 << 16, &cfg->d_model) ||
-        mt_config_int(c, "vocab_size", 1, 1 << 22, &cfg->vocab_size) ||
-        mt_config_int_or(c, "state_size", 16, 1, MT_SCAN_MAX_STATE, &cfg->d_state) ||
-        mt_config_int_or(c, "conv_kernel", 4, 1, 64, &cfg->d_conv) ||
-        mt_config_int_or(c, "expand", 2, 1, 16, &cfg->expand) ||
-        mt_config_float_or(c, "layer_norm_epsilon", 1e-5f, 1e-12, 1.0, &cfg->norm_eps) ||
-        mt_config_float_or(c, "initializer_range", 0.1f, 0.0, 1e3, &cfg->init_std) ||
-        mt_config_float_or(c, "time_step_min", 0.001f, 1e-12, 1e3, &cfg->dt_min) ||
-        mt_config_float_or(c, "time_step_max", 0.1f, 1e-12, 1e3, &cfg->dt_max) ||
-        mt_config_float_or(c, "time_step_floor", 1e-4f, 0.0, 1e3, &cfg->dt_init_floor) ||
-        mt_config_bool_or(c, "tie_word_embeddings", 1, &tie) ||
-        mt_model_config_token_id(c, "pad_token_id", &cfg->pad_id) ||
-        mt_model_config_token_id(c, "eos_token_id", &cfg->eos_id) ||
-        mt_model_config_token_id(c, "bos_token_id", &cfg->bos_id) ||
-        mt_model_config_fixed_bool(c, "use_bias", 0, "Mamba") ||
-        mt_model_config_fixed_bool(c, "use_conv_bias", 1, "Mamba"))
-        return -1;
-    cfg->tie_embeddings = tie;
-    cfg->dropout = 0.0f;
-    const char *act = mt_config_string_or(c, "hidden_act", "silu");
-    if (!act) return -1;
-    if (strcmp(act, "silu") != 0)
-        return mt_error("%s: hidden_act \"%s\" is not supported (Mamba uses silu)", path, act);
-    /* time_step_rank: an integer, or "auto" = ceil(hidden_size / 16) */
+    return int_either(c, "hidden_size", "d_model", 1, 1 << 16, &cfg->d_model);
+}
+
+static int write_hidden_size(const mt_model_config *cfg, mt_config *o)
+{
+    return mt_config_set_int(o, "hidden_size", cfg->d_model);
+}
+
+/* expand x hidden_size, checked by mt_mamba_keys_read once both are read */
+static int write_intermediate_size(const mt_model_config *cfg, mt_config *o)
+{
+    return mt_config_set_int(o, "intermediate_size", (long long)cfg->expand * cfg->d_model);
+}
+
+/* time_step_rank: an integer, or "auto" = ceil(hidden_size / 16) */
+static int read_time_step_rank(mt_model_config *cfg, const mt_config *c)
+{
     cfg->dt_rank = (cfg->d_model + 15) / 16;
     const char *rank = mt_config_has(c, "time_step_rank")
                            ? mt_config_string_or(c, "time_step_rank", NULL)
@@ -108,59 +99,98 @@ int mt_mamba_keys_read(mt_model_config *cfg, const mt_config *c)
         mt_clear_error();
         if (mt_config_int(c, "time_step_rank", 1, 1 << 20, &cfg->dt_rank)) return -1;
     }
+    return 0;
+}
+
+static int write_time_step_rank(const mt_model_config *cfg, mt_config *o)
+{
+    return mt_config_set_int(o, "time_step_rank", cfg->dt_rank);
+}
+
+/* MambaConfig's keys but the layer count, in the order config.json holds them; MambaConfig's
+ * defaults for the optional ones */
+static const mt_config_key mamba_keys[] = {
+    MT_CFG_CUSTOM("hidden_size", read_hidden_size, write_hidden_size),
+    MT_CFG_CUSTOM("intermediate_size", NULL, write_intermediate_size),
+    MT_CFG_INT_OR("state_size", d_state, 16, 1, MT_SCAN_MAX_STATE),
+    MT_CFG_INT_OR("conv_kernel", d_conv, 4, 1, 64),
+    MT_CFG_INT_OR("expand", expand, 2, 1, 16),
+    MT_CFG_CUSTOM("time_step_rank", read_time_step_rank, write_time_step_rank),
+    MT_CFG_CONST_FLOAT("time_step_scale", 1.0),
+    MT_CFG_FLOAT_OR("time_step_min", dt_min, 0.001f, 1e-12, 1e3),
+    MT_CFG_FLOAT_OR("time_step_max", dt_max, 0.1f, 1e-12, 1e3),
+    MT_CFG_FLOAT_OR("time_step_floor", dt_init_floor, 1e-4f, 0.0, 1e3),
+    MT_CFG_CONST_STRING("time_step_init_scheme", "random"),
+    MT_CFG_FLOAT_OR("layer_norm_epsilon", norm_eps, 1e-5f, 1e-12, 1.0),
+    MT_CFG_FLOAT_OR("initializer_range", init_std, 0.1f, 0.0, 1e3),
+    MT_CFG_FIXED_BOOL("use_bias", 0, 0),
+    MT_CFG_FIXED_BOOL("use_conv_bias", 1, 0),
+    MT_CFG_FIXED_STRING("hidden_act", "silu", NULL, "Mamba uses silu"),
+    MT_CFG_CONST_BOOL("residual_in_fp32", 1),
+    MT_CFG_CONST_BOOL("rescale_prenorm_residual", 0),
+    MT_CFG_BOOL_OR("tie_word_embeddings", tie_embeddings, 1),
+    MT_CFG_INT("vocab_size", vocab_size, 1, 1 << 22),
+    MT_CFG_TOKEN_ID("pad_token_id", pad_id),
+    MT_CFG_TOKEN_ID("eos_token_id", eos_id),
+    MT_CFG_TOKEN_ID("bos_token_id", bos_id),
+    MT_CFG_END,
+};
+
+int mt_mamba_keys_read(mt_model_config *cfg, const mt_config *c)
+{
+    if (mt_config_keys_read(cfg, c, mamba_keys, "Mamba")) return -1;
+    cfg->dropout = 0.0f;
     int inner;
     if (mt_config_int_or(c, "intermediate_size", cfg->expand * cfg->d_model, 1, 1 << 22, &inner))
         return -1;
     if (inner != cfg->expand * cfg->d_model)
-        return mt_error("%s: intermediate_size %d is not expand x hidden_size = %d", path, inner,
-                        cfg->expand * cfg->d_model);
+        return mt_error("%s: intermediate_size %d is not expand x hidden_size = %d",
+                        mt_config_name(c), inner, cfg->expand * cfg->d_model);
     return 0;
 }
+
+/* num_hidden_layers, or n_layer in state-spaces checkpoints */
+static int read_layers(mt_model_config *cfg, const mt_config *c)
+{
+    return int_either(c, "num_hidden_layers", "n_layer", 1, 1024, &cfg->n_layers);
+}
+
+static int write_layers(const mt_model_config *cfg, mt_config *o)
+{
+    return mt_config_set_int(o, "num_hidden_layers", cfg->n_layers);
+}
+
+static int write_class(const mt_model_config *cfg, mt_config *o)
+{
+    (void)cfg;
+    const char *archs[] = {"MambaForCausalLM"};
+    return mt_config_set_string_list(o, "architectures", archs, 1);
+}
+
+/* MambaForCausalLM's keys before MambaConfig's (mamba_keys) */
+static const mt_config_key keys[] = {
+    MT_CFG_CUSTOM("architectures", NULL, write_class),
+    MT_CFG_CONST_STRING("model_type", "mamba"),
+    MT_CFG_CUSTOM("num_hidden_layers", read_layers, write_layers),
+    MT_CFG_END,
+};
 
 static int config_read(mt_model_config *cfg, const mt_config *c)
 {
     mt_model_config_init_ids(cfg);
     snprintf(cfg->arch, sizeof cfg->arch, "mamba");
-    if (mt_mamba_keys_read(cfg, c) ||
-        int_either(c, "num_hidden_layers", "n_layer", 1, 1024, &cfg->n_layers))
-        return -1;
+    if (mt_mamba_keys_read(cfg, c) || mt_config_keys_read(cfg, c, keys, "Mamba")) return -1;
     return mt_model_config_read_mtlab(cfg, c);
 }
 
 int mt_mamba_keys_write(const mt_model_config *c, mt_config *o)
 {
-    int rc = mt_config_set_int(o, "hidden_size", c->d_model);
-    rc |= mt_config_set_int(o, "intermediate_size", (long long)c->expand * c->d_model);
-    rc |= mt_config_set_int(o, "state_size", c->d_state);
-    rc |= mt_config_set_int(o, "conv_kernel", c->d_conv);
-    rc |= mt_config_set_int(o, "expand", c->expand);
-    rc |= mt_config_set_int(o, "time_step_rank", c->dt_rank);
-    rc |= mt_config_set_float(o, "time_step_scale", 1.0f);
-    rc |= mt_config_set_float(o, "time_step_min", c->dt_min);
-    rc |= mt_config_set_float(o, "time_step_max", c->dt_max);
-    rc |= mt_config_set_float(o, "time_step_floor", c->dt_init_floor);
-    rc |= mt_config_set_string(o, "time_step_init_scheme", "random");
-    rc |= mt_config_set_float(o, "layer_norm_epsilon", c->norm_eps);
-    rc |= mt_config_set_float(o, "initializer_range", c->init_std);
-    rc |= mt_config_set_bool(o, "use_bias", 0);
-    rc |= mt_config_set_bool(o, "use_conv_bias", 1);
-    rc |= mt_config_set_string(o, "hidden_act", "silu");
-    rc |= mt_config_set_bool(o, "residual_in_fp32", 1);
-    rc |= mt_config_set_bool(o, "rescale_prenorm_residual", 0);
-    rc |= mt_config_set_bool(o, "tie_word_embeddings", c->tie_embeddings);
-    rc |= mt_config_set_int(o, "vocab_size", c->vocab_size);
-    rc |= mt_config_set_int(o, "pad_token_id", c->pad_id);
-    rc |= mt_config_set_int(o, "eos_token_id", c->eos_id);
-    rc |= mt_config_set_int(o, "bos_token_id", c->bos_id);
-    return rc ? -1 : 0;
+    return mt_config_keys_write(c, o, mamba_keys);
 }
 
 static int config_write(const mt_model_config *c, mt_config *o)
 {
-    const char *archs[] = {"MambaForCausalLM"};
-    int rc = mt_config_set_string_list(o, "architectures", archs, 1);
-    rc |= mt_config_set_string(o, "model_type", "mamba");
-    rc |= mt_config_set_int(o, "num_hidden_layers", c->n_layers);
+    int rc = mt_config_keys_write(c, o, keys);
     rc |= mt_mamba_keys_write(c, o);
     rc |= mt_model_config_write_mtlab(c, o, 1);
     return rc ? -1 : 0;

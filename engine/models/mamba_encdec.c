@@ -92,29 +92,30 @@ static void init(mt_model *m, float *host, uint64_t seed)
     mt_model_init_norms(m, host);
 }
 
+/* the keys beside MambaConfig's (mt_mamba_keys_read), in the order config.json holds them */
+static const mt_config_key keys[] = {
+    MT_CFG_CONST_STRING("model_type", "mamba-encdec"),
+    MT_CFG_CONST_BOOL("is_encoder_decoder", 1),
+    MT_CFG_INT("encoder_layers", n_encoder_layers, 1, 1024),
+    MT_CFG_INT("decoder_layers", n_layers, 1, 1024),
+    MT_CFG_INT_OR("num_attention_heads", n_heads, 8, 1, 1 << 12),
+    MT_CFG_INT("decoder_ffn_dim", ffn_dim, 1, 1 << 18),
+    MT_CFG_TOKEN_ID("decoder_start_token_id", decoder_start_id),
+    MT_CFG_END,
+};
+
 static int config_read(mt_model_config *cfg, const mt_config *c)
 {
     mt_model_config_init_ids(cfg);
     snprintf(cfg->arch, sizeof cfg->arch, "mamba-encdec");
-    if (mt_mamba_keys_read(cfg, c) ||
-        mt_config_int(c, "encoder_layers", 1, 1024, &cfg->n_encoder_layers) ||
-        mt_config_int(c, "decoder_layers", 1, 1024, &cfg->n_layers) ||
-        mt_config_int_or(c, "num_attention_heads", 8, 1, 1 << 12, &cfg->n_heads) ||
-        mt_config_int(c, "decoder_ffn_dim", 1, 1 << 18, &cfg->ffn_dim) ||
-        mt_model_config_token_id(c, "decoder_start_token_id", &cfg->decoder_start_id))
+    if (mt_mamba_keys_read(cfg, c) || mt_config_keys_read(cfg, c, keys, "mamba-encdec"))
         return -1;
     return mt_model_config_read_mtlab(cfg, c);
 }
 
 static int config_write(const mt_model_config *c, mt_config *o)
 {
-    int rc = mt_config_set_string(o, "model_type", "mamba-encdec");
-    rc |= mt_config_set_bool(o, "is_encoder_decoder", 1);
-    rc |= mt_config_set_int(o, "encoder_layers", c->n_encoder_layers);
-    rc |= mt_config_set_int(o, "decoder_layers", c->n_layers);
-    rc |= mt_config_set_int(o, "num_attention_heads", c->n_heads);
-    rc |= mt_config_set_int(o, "decoder_ffn_dim", c->ffn_dim);
-    rc |= mt_config_set_int(o, "decoder_start_token_id", c->decoder_start_id);
+    int rc = mt_config_keys_write(c, o, keys);
     rc |= mt_mamba_keys_write(c, o);
     rc |= mt_model_config_write_mtlab(c, o, 1);
     return rc ? -1 : 0;

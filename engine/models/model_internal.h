@@ -255,6 +255,9 @@ typedef enum {
     MT_KEY_FIXED_BOOL,   /* no field: def is the only value mtlab's model supports */
     MT_KEY_FIXED_STRING, /* no field: str is written; absent reads as str, alt is accepted too */
     MT_KEY_CONST_STRING, /* no field: str is written, the key not read (model_type) */
+    MT_KEY_CONST_BOOL,   /* no field: def is written, the key not read */
+    MT_KEY_CONST_FLOAT,  /* no field: def is written, the key not read */
+    MT_KEY_CUSTOM,       /* the key's own read and write (another spelling, a derived value) */
 } mt_key_type;
 
 enum {
@@ -270,6 +273,8 @@ typedef struct {
     double lo, hi, def;
     unsigned flags;    /* MT_KEY_* */
     const char *str, *alt, *why; /* MT_KEY_FIXED_STRING: written, also accepted, the error's reason */
+    int (*read)(mt_model_config *cfg, const mt_config *c);       /* MT_KEY_CUSTOM; NULL: not read */
+    int (*write)(const mt_model_config *cfg, mt_config *o);      /* MT_KEY_CUSTOM */
 } mt_config_key;
 
 /* The rows of a key table, by type (f: a field of mt_model_config) */
@@ -289,6 +294,9 @@ typedef struct {
 #define MT_CFG_FIXED_STRING(k, v, a, w)                                                            \
     {.name = k, .type = MT_KEY_FIXED_STRING, .str = v, .alt = a, .why = w}
 #define MT_CFG_CONST_STRING(k, v) {.name = k, .type = MT_KEY_CONST_STRING, .str = v}
+#define MT_CFG_CONST_BOOL(k, v) {.name = k, .type = MT_KEY_CONST_BOOL, .def = v}
+#define MT_CFG_CONST_FLOAT(k, v) {.name = k, .type = MT_KEY_CONST_FLOAT, .def = v}
+#define MT_CFG_CUSTOM(k, r, w) {.name = k, .type = MT_KEY_CUSTOM, .read = r, .write = w}
 #define MT_CFG_END {.name = NULL}
 
 /* Every key of the table that is read (errors name the file and the key); `model` names the

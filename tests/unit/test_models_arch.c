@@ -392,6 +392,12 @@ static void test_config_errors_name_the_problem(void **state)
                         "use_conv_bias = false is not supported (mtlab's Mamba has true)");
     expect_config_error("mamba-local", "\"sliding_window\": 3", "\"sliding_window\": 0",
                         "sliding_window");
+    expect_config_error("mamba-local", "\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"",
+                        "hidden_act \"gelu\" is not supported (Mamba uses silu)");
+    expect_config_error("mamba-mha", "\"intermediate_size\": 32", "\"intermediate_size\": 30",
+                        "intermediate_size 30 is not expand x hidden_size = 32");
+    expect_config_error("mamba-encdec", "\"decoder_ffn_dim\": 24", "\"decoder_ffn_dim\": 0",
+                        "key 'decoder_ffn_dim' must be an integer from 1");
     expect_config_error("mamba-encdec", "\"encoder_layers\": 2", "\"encoder_layers\": 1",
                         "unexpected tensor 'encoder.layers.1.");
     expect_config_error("mamba-encdec", "\"num_attention_heads\": 2",
