@@ -32,6 +32,13 @@ const struct mt_backend *mt_cuda_backend(int index, int bf16_gemm, char *why, si
 int mt_cuda_memory(size_t *used, size_t *reserved, size_t *dev_free, size_t *dev_total, char *why,
                    size_t why_len);
 
+struct mt_collective;
+
+/* The NCCL collectives of rank host->rank of host->size on device `index`, the NCCL id sent
+ * from rank 0 over host (kernels/collective_nccl.cu); NULL with the reason in why (no NCCL in
+ * the toolkit, no device, NCCL's error). The result owns host: its close closes host too. */
+struct mt_collective *mt_cuda_collective_nccl(struct mt_collective *host, int index, char *why, size_t why_len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -67,6 +67,29 @@ static void show_message(void *ud, const char *text)
     fprintf(stderr, "mtlab train: %s\n", text);
 }
 
+/* Ranks on CUDA devices: "cuda" alone means one GPU per rank of a node (the launcher's local
+ * rank picks it), and the gradients are summed by NCCL in device memory. Without NCCL they go
+ * through host memory over MPI, said once. */
+static mt_collective *on_gpus(mt_collective *mpi, mt_train_config *cfg, const char *who)
+{
+    static const char *const local_rank[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID"};
+    if (!strcmp(cfg->device, "cuda")) {
+        int local = 0;
+        for (size_t i = 0; i < sizeof local_rank / sizeof local_rank[0]; i++)
+            if (getenv(local_rank[i])) {
+                local = atoi(getenv(local_rank[i]));
+                break;
+            }
+        snprintf(cfg->device, sizeof cfg->device, "cuda:%d", local);
+    }
+    int index = cfg->device[4] == ':' ? atoi(cfg->device + 5) : 0;
+    mt_collective *nccl = mt_collective_nccl(mpi, index);
+    if (nccl) return nccl;
+    if (mpi->rank == 0)
+        fprintf(stderr, "mtlab train: %s%s: the gradients go through host memory over MPI\n", who, mt_last_error());
+    return mpi;
+}
+
 static int run_train(int argc, char **argv)
 {
     const char *config = NULL;
@@ -117,6 +140,7 @@ static int run_train(int argc, char **argv)
                                           "ranks stop with a checkpoint on SIGUSR1 (mtlab jobs stop)\n",
                                           cfg.name, who);
         if (terminated_len >= sizeof terminated_msg) terminated_len = sizeof terminated_msg - 1;
+        if (!strncmp(cfg.device, "cuda", 4)) coll = on_gpus(coll, &cfg, who);
     }
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;

@@ -1,5 +1,6 @@
 #include "mtlab/device.h"
 #include "mtlab/backend.h"
+#include "mtlab/collective.h"
 #include "mtlab/error.h"
 
 #include <errno.h>
@@ -47,6 +48,8 @@ static struct {
     int (*device_count)(char *why, size_t why_len);
     int (*device_name)(int index, char *out, size_t out_len);
     const struct mt_backend *(*backend)(int index, int bf16_gemm, char *why, size_t why_len);
+    /* optional: NULL in a backend built before the NCCL collectives */
+    struct mt_collective *(*collective_nccl)(struct mt_collective *host, int index, char *why, size_t why_len);
     char why[768]; /* why it did not load ("" when it did) */
 } cuda_so;
 static pthread_once_t cuda_so_once = PTHREAD_ONCE_INIT;
@@ -88,6 +91,7 @@ static void load_cuda_so(void)
     *(void **)&cuda_so.device_count = dlsym(h, "mt_cuda_device_count");
     *(void **)&cuda_so.device_name = dlsym(h, "mt_cuda_device_name");
     *(void **)&cuda_so.backend = dlsym(h, "mt_cuda_backend");
+    *(void **)&cuda_so.collective_nccl = dlsym(h, "mt_cuda_collective_nccl");
     if (!cuda_so.device_count || !cuda_so.device_name || !cuda_so.backend) {
         snprintf(cuda_so.why, sizeof cuda_so.why, "the CUDA backend (%s) lacks a function: %s",
                  CUDA_SO_NAME, dlerror());
@@ -134,7 +138,30 @@ static const mt_backend *cuda_backend(int index, int bf16_gemm)
     if (!be) mt_error("cuda:%d: %s", index, why);
     return be;
 }
+
+mt_collective *mt_collective_nccl(mt_collective *host, int index)
+{
+    char why[768] = "";
+    if (cuda_so_ready(why, sizeof why) != 0) {
+        mt_error("NCCL on cuda:%d: %s", index, why);
+        return NULL;
+    }
+    if (!cuda_so.collective_nccl) {
+        mt_error("NCCL on cuda:%d: %s has no NCCL collectives (rebuild it)", index, CUDA_SO_NAME);
+        return NULL;
+    }
+    mt_collective *c = cuda_so.collective_nccl(host, index, why, sizeof why);
+    if (!c) mt_error("NCCL on cuda:%d: %s", index, why);
+    return c;
+}
 #else
+mt_collective *mt_collective_nccl(mt_collective *host, int index)
+{
+    (void)host;
+    mt_error("NCCL on cuda:%d: this mtlab was built without CUDA (no nvcc at build time)", index);
+    return NULL;
+}
+
 int mt_cuda_devices(char *why, size_t why_len)
 {
     if (why && why_len) snprintf(why, why_len, "this mtlab was built without CUDA (no nvcc at build time)");

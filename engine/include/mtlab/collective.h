@@ -42,6 +42,12 @@ int mt_collective_launched(int *size);
  * built without MPI or MPI cannot start. */
 mt_collective *mt_collective_mpi(void);
 
+/* The NCCL collectives on CUDA device `index` (gradients in device memory), the NCCL id sent
+ * from rank 0 over host (MPI, or mt_collective_single for one rank); closing the result closes
+ * host. NULL with mt_last_error() without CUDA, NCCL or the device (engine/core/device.c loads
+ * them from libmtlab-cuda.so). */
+mt_collective *mt_collective_nccl(mt_collective *host, int index);
+
 /* dst (n) = parts[0] + parts[1] + ... + parts[size - 1], each part n floats apart, added in that
  * order: the fixed order every implementation reduces in. */
 void mt_collective_sum_ranks(float *dst, const float *parts, int size, size_t n);
