@@ -29,7 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum metric { METRIC_BLEU, METRIC_CHRF, METRIC_CHRFPP, METRIC_TER, METRIC_COMET };
+/* in the sorted order of their names, the order sacreBLEU prints them in */
+enum metric { METRIC_BLEU, METRIC_CHRF, METRIC_CHRFPP, METRIC_COMET, METRIC_TER };
 #define MAX_METRICS 8
 #define MAX_REFS 64
 #define MAX_SYSTEMS 32
@@ -64,6 +65,8 @@ static int add_metric(score_args *a, const char *name, size_t len)
     };
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         if (strlen(known[i].name) != len || strncmp(known[i].name, name, len) != 0) continue;
+        for (size_t m = 0; m < a->n_metrics; m++)
+            if (a->metrics[m] == known[i].m) return 0; /* each once, as sacreBLEU's dict of them */
         if (a->n_metrics == MAX_METRICS)
             return cli_fail("score: too many metrics (at most %d)", MAX_METRICS);
         a->metrics[a->n_metrics++] = known[i].m;
@@ -190,6 +193,14 @@ static int parse_args(score_args *a, int argc, char **argv)
         a->metrics[a->n_metrics++] = METRIC_BLEU;
         a->metrics[a->n_metrics++] = METRIC_CHRF;
     }
+    /* sacreBLEU prints one system's metrics, and the systems table without a paired test, in
+     * sorted order (`for name in sorted(metrics)`); the paired test's table in -m's order */
+    for (size_t i = 1; !a->paired && i < a->n_metrics; i++)
+        for (size_t j = i; j > 0 && a->metrics[j - 1] > a->metrics[j]; j--) {
+            enum metric t = a->metrics[j];
+            a->metrics[j] = a->metrics[j - 1];
+            a->metrics[j - 1] = t;
+        }
     int comet = 0;
     for (size_t m = 0; m < a->n_metrics; m++) comet |= a->metrics[m] == METRIC_COMET;
     if (comet && (!a->comet_dir || !a->src_path))

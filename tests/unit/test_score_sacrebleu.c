@@ -92,6 +92,26 @@ static void test_tokenize_matches_sacrebleu(void **state)
     json_decref(j);
 }
 
+/* sacreBLEU prints one system's metrics (and the systems table's columns without a paired test)
+ * in the sorted order of their names, whatever order -m gave, each once. */
+static void test_metrics_print_in_sacrebleus_order(void **state)
+{
+    (void)state;
+    json_t *j = load("tests/fixtures/metrics/ter.json");
+    json_t *run = json_array_get(json_object_get(j, "cli"), 2);
+    assert_non_null(strstr(JSTR(run, "command"), "-m bleu chrf ter --chrf-word-order 2"));
+    expect_output((const char *[]){"--hyp", HYP, "--ref", REF, "-m", "ter", "chrf", "bleu", "ter",
+                                   "--chrf-word-order", "2", NULL},
+                  JSTR(run, "output"), "-m ter chrf bleu ter");
+    json_decref(j);
+    test_captured c = test_run_command(&cmd_score, (const char *[]){"-i", HYP, REF, "--ref", REF, "-m", "ter",
+                                                                    "bleu", NULL});
+    assert_int_equal(c.rc, 0);
+    const char *bleu = strstr(c.out, "BLEU"), *ter = strstr(c.out, "TER");
+    assert_true(bleu && ter && bleu < ter);
+    test_captured_free(&c);
+}
+
 static void expect_refusal(const char *const *args, const char *needle)
 {
     test_captured c = test_run_command(&cmd_score, args);
@@ -123,6 +143,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ter_commands_match_sacrebleu),
         cmocka_unit_test(test_tokenize_matches_sacrebleu),
+        cmocka_unit_test(test_metrics_print_in_sacrebleus_order),
         cmocka_unit_test(test_bad_options_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
