@@ -23,6 +23,10 @@ cleanup() {
         pid=$(sed -n 's/^ *"pid": \([0-9]*\),/\1/p' "$f")
         [ -n "$pid" ] && [ "$(readlink "/proc/$pid/cwd" 2>/dev/null)" = "$work" ] && kill -9 "$pid" 2>/dev/null
     done
+    # an srun of a data-parallel job waits for the controller stopped above to close its step
+    for pid in $(pgrep -x srun); do
+        [ "$(readlink "/proc/$pid/cwd" 2>/dev/null)" = "$work" ] && kill -9 "$pid" 2>/dev/null
+    done
     rm -rf "$work"
 }
 trap cleanup EXIT
