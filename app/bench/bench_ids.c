@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "mtlab/error.h"
+#include "mtlab/files.h"
 #include "mtlab/tokenizer.h"
 
 #define MAX_LINES (1 << 20)
@@ -45,8 +46,8 @@ static int parse_line(char *line, const char *path, size_t lineno, int vocab, in
 int bench_ids_read(const char *path, int vocab, bench_ids *out)
 {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "r");
-    if (!f) return mt_error("%s: %s", path, strerror(errno));
+    FILE *f = mt_file_fopen(path, MT_FILE_STREAM); /* read once: `<(cmd)` will do */
+    if (!f) return -1;
     int32_t *row = mt_xmalloc(MAX_IDS_PER_LINE * sizeof *row);
     char *line = NULL;
     size_t cap = 0, lineno = 0;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "mtlab/error.h"
+#include "mtlab/files.h"
 
 enum { THEME_MAX_BYTES = 64 * 1024 };
 
@@ -276,8 +277,8 @@ int tui_theme_parse(tui_theme *t, const char *text, size_t len, const char *path
 
 int tui_theme_load(tui_theme *t, const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return mt_error("%s: %s", path, strerror(errno));
+    FILE *f = mt_file_fopen(path, MT_FILE_REGULAR);
+    if (!f) return -1;
     char *buf = mt_xmalloc(THEME_MAX_BYTES + 1);
     size_t n = fread(buf, 1, THEME_MAX_BYTES + 1, f);
     int err = ferror(f);

@@ -1,6 +1,7 @@
 /* runs/NAME/job.json: reading it, replacing it atomically, and the trainer's own updates. */
 #include "jobs/job_internal.h"
 #include "mtlab/error.h"
+#include "mtlab/files.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -110,9 +111,12 @@ int job_file_read(job_info *j, const char *dir)
     char path[800];
     snprintf(path, sizeof path, "%s/job.json", dir);
     json_error_t err;
-    json_t *o = json_load_file(path, 0, &err);
+    if (access(path, F_OK) != 0) return mt_error("%s: no such job (no job.json)", dir);
+    FILE *f = mt_file_fopen(path, MT_FILE_REGULAR);
+    if (!f) return -1;
+    json_t *o = json_loadf(f, 0, &err);
+    fclose(f);
     if (!o) {
-        if (access(path, F_OK) != 0) return mt_error("%s: no such job (no job.json)", dir);
         return mt_error("%s:%d: %s", path, err.line, mt_error_oneline(err.text));
     }
     const char *launcher = json_string_value(json_object_get(o, "launcher"));

@@ -2,12 +2,14 @@
  * watcher polling a growing file never sees half a record. */
 #include "jobs/jobs.h"
 #include "mtlab/error.h"
+#include "mtlab/files.h"
 
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static double number(json_t *o, const char *key, double def)
 {
@@ -76,8 +78,9 @@ int job_log_read_since(const char *dir, long *offset, job_log_record **recs, siz
     *n = 0;
     char path[800];
     snprintf(path, sizeof path, "%s/log.jsonl", dir);
-    FILE *f = fopen(path, "rb");
-    if (!f) return errno == ENOENT ? 0 : mt_error("%s: %s", path, strerror(errno));
+    if (access(path, F_OK) != 0 && errno == ENOENT) return 0; /* nothing logged yet */
+    FILE *f = mt_file_fopen(path, MT_FILE_REGULAR);
+    if (!f) return -1;
     fseek(f, 0, SEEK_END);
     long size = ftell(f);
     if (size < *offset) *offset = 0; /* rewritten: a fresh run of the same name */

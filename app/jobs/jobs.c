@@ -2,6 +2,7 @@
 #include "jobs/job_internal.h"
 #include "common/train_config.h"
 #include "mtlab/error.h"
+#include "mtlab/files.h"
 #include "mtlab/train.h"
 
 #include <dirent.h>
@@ -118,7 +119,7 @@ static void last_log_line(const char *dir, char *out, size_t n)
     char path[800], buf[4096];
     snprintf(path, sizeof path, "%s/train.log", dir);
     out[0] = '\0';
-    FILE *f = fopen(path, "rb");
+    FILE *f = mt_file_fopen(path, MT_FILE_REGULAR);
     if (!f) return;
     fseek(f, 0, SEEK_END);
     long size = ftell(f);
@@ -142,7 +143,9 @@ static long checkpoint_step(const char *dir)
     for (size_t i = 0; i < sizeof leaves / sizeof leaves[0]; i++) {
         char path[800];
         snprintf(path, sizeof path, "%s/%s", dir, leaves[i]);
-        json_t *root = json_load_file(path, 0, NULL);
+        FILE *f = mt_file_fopen(path, MT_FILE_REGULAR);
+        json_t *root = f ? json_loadf(f, 0, NULL) : NULL;
+        if (f) fclose(f);
         json_t *step = root ? json_object_get(root, "step") : NULL;
         long v = json_is_integer(step) ? (long)json_integer_value(step) : -1;
         json_decref(root);
@@ -160,7 +163,7 @@ static void rank_failure_line(const char *dir, char *out, size_t n)
     char path[800], line[1024];
     snprintf(path, sizeof path, "%s/train.log", dir);
     out[0] = '\0';
-    FILE *f = fopen(path, "rb");
+    FILE *f = mt_file_fopen(path, MT_FILE_REGULAR);
     if (!f) return;
     /* a log of many steps: its last 64 KiB hold the end */
     fseek(f, 0, SEEK_END);

@@ -2,6 +2,7 @@
  * bible_exclude.tsv, one "KEY<TAB>REASON" per line). */
 #include "mtlab/bible.h"
 #include "mtlab/error.h"
+#include "mtlab/files.h"
 #include "mtlab/utf8.h"
 
 #include "data/strmap.h"
@@ -92,8 +93,8 @@ fail:
 
 int mt_exclusions_load(const char *path, mt_exclusions *out)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return mt_error("%s: cannot open: %s", path, strerror(errno));
+    FILE *f = mt_file_fopen(path, MT_FILE_REGULAR);
+    if (!f) return -1;
     char *text = NULL;
     size_t len = 0, cap = 0;
     for (;;) {

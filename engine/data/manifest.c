@@ -4,6 +4,7 @@
 #include "data/sha256.h"
 #include "mtlab/dataset.h"
 #include "mtlab/error.h"
+#include "mtlab/files.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -36,9 +37,9 @@ int mt_lang_check(const char *tag)
 /* Bytes, lines, words and SHA-256 of a written (closed) file. */
 static json_t *file_facts(const char *path, const char *name, size_t *lines_out, size_t *words_out)
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = mt_file_fopen(path, MT_FILE_REGULAR);
     if (!f) {
-        mt_error("%s: cannot read back: %s", name, strerror(errno));
+        mt_error_context("%s: cannot read back", name);
         return NULL;
     }
     sha256_ctx c;
@@ -142,7 +143,10 @@ int mt_dataset_open(mt_dataset *d, const char *dir)
         return 0;
     }
     json_error_t err;
-    json_t *m = json_load_file(path, 0, &err);
+    FILE *f = mt_file_fopen(path, MT_FILE_REGULAR);
+    if (!f) return -1;
+    json_t *m = json_loadf(f, 0, &err);
+    fclose(f);
     if (!m) return mt_error("%s:%d: %s", path, err.line, mt_error_oneline(err.text));
     int rc = 0;
     json_t *format = json_object_get(m, "format");

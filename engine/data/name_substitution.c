@@ -1,5 +1,6 @@
 /* Name substitution and its gazetteer (mtlab/names.h, docs/data.md §7–8). */
 #include "mtlab/error.h"
+#include "mtlab/files.h"
 #include "mtlab/names.h"
 
 #include "data/strmap.h"
@@ -34,8 +35,8 @@ static const char *gazetteer_line_problem(const char *line)
 int mt_gazetteer_load(mt_gazetteer *g, const char *path)
 {
     memset(g, 0, sizeof *g);
-    FILE *f = fopen(path, "r");
-    if (!f) return mt_error("%s: %s", path, strerror(errno));
+    FILE *f = mt_file_fopen(path, MT_FILE_REGULAR);
+    if (!f) return -1;
     strmap seen = {0};
     char *line = NULL;
     size_t cap = 0, lineno = 0, room = 0;

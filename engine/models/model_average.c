@@ -4,6 +4,7 @@
 #include "models/model_internal.h"
 #include "mtlab/backend.h"
 #include "mtlab/error.h"
+#include "mtlab/files.h"
 #include "mtlab/model.h"
 #include "mtlab/safetensors.h"
 
@@ -43,13 +44,10 @@ int mt_model_check_same_layout(const mt_model *want, const char *want_name, cons
 /* 1 when the two files hold the same bytes, 0 when not, -1 (an error) when one is unreadable. */
 static int same_bytes(const char *a, const char *b)
 {
-    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    FILE *fa = mt_file_fopen(a, MT_FILE_REGULAR), *fb = fa ? mt_file_fopen(b, MT_FILE_REGULAR) : NULL;
     if (!fa || !fb) {
-        int e = errno;
-        const char *bad = fa ? b : a;
         if (fa) fclose(fa);
-        if (fb) fclose(fb);
-        return mt_error("%s: %s", bad, strerror(e));
+        return -1;
     }
     int same = 1;
     char x[65536], y[65536];

@@ -1,5 +1,6 @@
 /* Loading and tokenizing a parallel corpus for training, and its name-substituted epochs. */
 #include "mtlab/error.h"
+#include "mtlab/files.h"
 #include "mtlab/metrics.h"
 #include "mtlab/traindata.h"
 
@@ -50,12 +51,12 @@ int mt_corpus_load(mt_corpus *c, const char *src_path, const char *tgt_path,
                    const mt_tokenizer *tok, int max_len)
 {
     memset(c, 0, sizeof *c);
-    FILE *fs = fopen(src_path, "r");
-    if (!fs) return mt_error("%s: %s", src_path, strerror(errno));
-    FILE *ft = fopen(tgt_path, "r");
+    FILE *fs = mt_file_fopen(src_path, MT_FILE_REGULAR);
+    if (!fs) return -1;
+    FILE *ft = mt_file_fopen(tgt_path, MT_FILE_REGULAR);
     if (!ft) {
         fclose(fs);
-        return mt_error("%s: %s", tgt_path, strerror(errno));
+        return -1;
     }
     ids_buf buf = {0};
     size_t cap = 0, lineno = 0;
