@@ -3,9 +3,9 @@
  * workbench, `mtlab tui`), first settling OpenMP's spinning and the BLAS kernels for those that
  * run model math (below). */
 #include "cli/commands.h"
+#include "common/allocator.h"
 #include "mtlab/device.h"
 
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,20 +77,9 @@ static void usage(FILE *out)
 }
 
 /* Every exit after output goes through cli_finish: output that could not be written fails. */
-/* glibc maps blocks of 128 KiB and more, but raises that threshold to the size of each mapped
- * block freed (up to 32 MiB), after which a decoding batch's state comes from the heap, between
- * the small results that outlive it: the freed state cannot go back to the system and the heap
- * grows with the number of batches (a Lua translate of 4,000 verses at beam 5 peaked at 73 to
- * 275 MB from run to run). A fixed threshold keeps every block of 1 MiB or more mapped and
- * unmapped (docs/decoding.md §9.2). A user's MALLOC_MMAP_THRESHOLD_ is left as it is. */
-static void settle_allocator(void)
-{
-    if (!getenv("MALLOC_MMAP_THRESHOLD_")) mallopt(M_MMAP_THRESHOLD, 1 << 20);
-}
-
 int main(int argc, char **argv)
 {
-    settle_allocator();
+    app_settle_allocator();
     if (argc < 2) {
         settle_environment(argv);
         return cli_finish(cmd_tui.run(1, (char *[]){"tui", NULL}));
