@@ -5,6 +5,7 @@
 #include <curses.h>
 #include <lauxlib.h>
 #include <pthread.h>
+#include <readline/history.h>
 #include <readline/readline.h>
 
 #include "tui/console/console_internal.h"
@@ -103,6 +104,35 @@ static void test_prefix_key_inside_search(void **state)
     stop(&b);
 }
 
+/* A console started after one that had history: rl_clear_history left the freed entries in
+ * the list, which the next console's first search read as lines (fuzz_console: Ctrl-S, Esc, a,
+ * Enter run twice crashed in readline's search cleanup). */
+static void test_search_after_a_restart(void **state)
+{
+    (void)state;
+    /* no history file, whose lines a new console would read back over the freed ones */
+    char *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    unsetenv("XDG_STATE_HOME");
+    unsetenv("HOME");
+    for (int round = 0; round < 3; round++) {
+        bench b;
+        start(&b);
+        HIST_ENTRY **h = history_list();
+        assert_int_equal(history_length, 0);
+        assert_true(h == NULL || h[0] == NULL);
+        keys("\x13" "\x1b" "a" "\r" "bb" "\r");
+        keys("\x12" "b" "\x1b");
+        assert_string_equal(line(), "bb");
+        console_rl_clear_line();
+        keys("ok");
+        assert_string_equal(line(), "ok");
+        stop(&b);
+    }
+    setenv("XDG_STATE_HOME", state_dir, 1);
+    if (home) setenv("HOME", home, 1);
+    free(home);
+}
+
 /* Every three keys from the keys that start or end readline's multi-key states (searches,
  * prefixes, Meta, quoted insert, numeric arguments, abort, accept) after a search or a prefix:
  * none crashes, and after Ctrl-G twice and a cleared line typing works again. */
@@ -136,6 +166,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_prefix_key_inside_search),
+        cmocka_unit_test(test_search_after_a_restart),
         cmocka_unit_test(test_key_triples_after_search_and_prefixes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

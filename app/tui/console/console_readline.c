@@ -195,6 +195,11 @@ void console_rl_stop(void)
      * those), so that a closed console holds no memory of readline's */
     rl_free_undo_list();
     rl_clear_history();
+    /* rl_clear_history frees the entries but leaves them in the list, which history_list's
+     * readers take as ending at a NULL: the next console's first search read the freed ones
+     * (fuzz_console: a search in a console started after one that had history crashed) */
+    HIST_ENTRY **left = history_list();
+    if (left) left[0] = NULL;
     if (rl_null_in) fclose(rl_null_in);
     if (rl_null_out) fclose(rl_null_out);
     rl_instream = rl_outstream = rl_null_in = rl_null_out = NULL;
