@@ -53,9 +53,16 @@ static int read_key(mt_model_config *cfg, const mt_config *c, const mt_config_ke
                             k->why);
         return 0;
     }
+    case MT_KEY_SAME_INT:
+        if (mt_config_int_or(c, k->name, *int_field(cfg, k), 0, 1 << 30, &v)) return -1;
+        if (v != *int_field(cfg, k))
+            return mt_error("%s: %s = %d differs from %s = %d (mtlab needs them equal)",
+                            mt_config_name(c), k->name, v, k->str, *int_field(cfg, k));
+        return 0;
     case MT_KEY_CONST_STRING:
     case MT_KEY_CONST_BOOL:
     case MT_KEY_CONST_FLOAT:
+    case MT_KEY_CONST_CLASS:
         return 0;
     case MT_KEY_CUSTOM:
         return k->read ? k->read(cfg, c) : 0;
@@ -79,6 +86,7 @@ int mt_config_keys_write(const mt_model_config *cfg, mt_config *o, const mt_conf
         switch (k->type) {
         case MT_KEY_INT:
         case MT_KEY_TOKEN_ID:
+        case MT_KEY_SAME_INT:
             rc |= mt_config_set_int(o, k->name, *int_value(cfg, k));
             break;
         case MT_KEY_FLOAT:
@@ -102,6 +110,9 @@ int mt_config_keys_write(const mt_model_config *cfg, mt_config *o, const mt_conf
             break;
         case MT_KEY_CONST_FLOAT:
             rc |= mt_config_set_float(o, k->name, (float)k->def);
+            break;
+        case MT_KEY_CONST_CLASS:
+            rc |= mt_config_set_string_list(o, k->name, &k->str, 1);
             break;
         case MT_KEY_CUSTOM:
             rc |= k->write(cfg, o);

@@ -76,73 +76,83 @@ static int read_rope(mt_model_config *cfg, const mt_config *c)
     return 0;
 }
 
-static int config_read(mt_model_config *cfg, const mt_config *c)
+static int write_rope(const mt_model_config *cfg, mt_config *o)
 {
-    const char *path = mt_config_name(c);
-    int tie, kv_heads, head_dim;
-    mt_model_config_init_ids(cfg);
-    snprintf(cfg->arch, sizeof cfg->arch, "transformer++");
-    if (mt_config_int(c, "hidden_size", 1, 1 << 16, &cfg->d_model) ||
-        mt_config_int(c, "num_hidden_layers", 1, 1024, &cfg->n_layers) ||
-        mt_config_int(c, "num_attention_heads", 1, 1 << 12, &cfg->n_heads) ||
-        mt_config_int(c, "intermediate_size", 1, 1 << 18, &cfg->ffn_dim) ||
-        mt_config_int(c, "vocab_size", 1, 1 << 22, &cfg->vocab_size) ||
-        mt_config_int_or(c, "max_position_embeddings", 2048, 1, 1 << 24, &cfg->max_positions) ||
-        mt_config_float_or(c, "rms_norm_eps", 1e-6f, 1e-12, 1.0, &cfg->norm_eps) ||
-        mt_config_float_or(c, "initializer_range", 0.02f, 0.0, 1e3, &cfg->init_std) ||
-        mt_config_bool_or(c, "tie_word_embeddings", 0, &tie) || read_rope(cfg, c) ||
-        mt_model_config_token_id(c, "pad_token_id", &cfg->pad_id) ||
-        mt_model_config_token_id(c, "eos_token_id", &cfg->eos_id) ||
-        mt_model_config_token_id(c, "bos_token_id", &cfg->bos_id) ||
-        mt_model_config_fixed_bool(c, "attention_bias", 0, "transformer++") ||
-        mt_model_config_fixed_bool(c, "mlp_bias", 0, "transformer++"))
-        return -1;
-    cfg->tie_embeddings = tie;
-    if (mt_config_int_or(c, "num_key_value_heads", cfg->n_heads, 1, 1 << 12, &kv_heads))
-        return -1;
+    mt_config *rope = mt_config_set_object(o, "rope_parameters");
+    return rope ? mt_config_set_float(rope, "rope_theta", cfg->rope_theta) |
+                      mt_config_set_string(rope, "rope_type", "default")
+                : -1;
+}
+
+static int read_kv_heads(mt_model_config *cfg, const mt_config *c)
+{
+    int kv_heads;
+    if (mt_config_int_or(c, "num_key_value_heads", cfg->n_heads, 1, 1 << 12, &kv_heads)) return -1;
     if (kv_heads != cfg->n_heads)
         return mt_error("%s: num_key_value_heads %d differs from num_attention_heads %d (grouped "
-                        "keys/values are not supported)", path, kv_heads, cfg->n_heads);
-    if (cfg->d_model % cfg->n_heads == 0) {
-        int want = cfg->d_model / cfg->n_heads;
-        if (mt_config_int_or(c, "head_dim", want, 1, 1 << 16, &head_dim)) return -1;
-        if (head_dim != want)
-            return mt_error("%s: head_dim %d is not hidden_size / num_attention_heads = %d", path,
-                            head_dim, want);
-    }
-    const char *act = mt_config_string_or(c, "hidden_act", "silu");
-    if (!act) return -1;
-    if (strcmp(act, "silu") != 0)
-        return mt_error("%s: hidden_act \"%s\" is not supported (SwiGLU uses silu)", path, act);
+                        "keys/values are not supported)", mt_config_name(c), kv_heads, cfg->n_heads);
+    return 0;
+}
+
+static int write_kv_heads(const mt_model_config *cfg, mt_config *o)
+{
+    return mt_config_set_int(o, "num_key_value_heads", cfg->n_heads);
+}
+
+/* head_dim: hidden_size / num_attention_heads (mt_arch.check refuses heads that do not divide) */
+static int read_head_dim(mt_model_config *cfg, const mt_config *c)
+{
+    if (cfg->d_model % cfg->n_heads) return 0;
+    int want = cfg->d_model / cfg->n_heads, head_dim;
+    if (mt_config_int_or(c, "head_dim", want, 1, 1 << 16, &head_dim)) return -1;
+    if (head_dim != want)
+        return mt_error("%s: head_dim %d is not hidden_size / num_attention_heads = %d",
+                        mt_config_name(c), head_dim, want);
+    return 0;
+}
+
+static int write_head_dim(const mt_model_config *cfg, mt_config *o)
+{
+    return mt_config_set_int(o, "head_dim", cfg->d_model / cfg->n_heads);
+}
+
+/* LlamaConfig's keys, in the order config.json holds them, with its defaults for the optional
+ * ones */
+static const mt_config_key keys[] = {
+    MT_CFG_CONST_CLASS("LlamaForCausalLM"),
+    MT_CFG_CONST_STRING("model_type", "llama"),
+    MT_CFG_INT("hidden_size", d_model, 1, 1 << 16),
+    MT_CFG_INT("intermediate_size", ffn_dim, 1, 1 << 18),
+    MT_CFG_INT("num_hidden_layers", n_layers, 1, 1024),
+    MT_CFG_INT("num_attention_heads", n_heads, 1, 1 << 12),
+    MT_CFG_CUSTOM("num_key_value_heads", read_kv_heads, write_kv_heads),
+    MT_CFG_CUSTOM("head_dim", read_head_dim, write_head_dim),
+    MT_CFG_FIXED_STRING("hidden_act", "silu", NULL, "SwiGLU uses silu"),
+    MT_CFG_INT_OR("max_position_embeddings", max_positions, 2048, 1, 1 << 24),
+    MT_CFG_FLOAT_OR("rms_norm_eps", norm_eps, 1e-6f, 1e-12, 1.0),
+    MT_CFG_FLOAT_OR("initializer_range", init_std, 0.02f, 0.0, 1e3),
+    MT_CFG_CUSTOM("rope_parameters", read_rope, write_rope),
+    MT_CFG_FIXED_BOOL("attention_bias", 0, 0),
+    MT_CFG_FIXED_BOOL("mlp_bias", 0, 0),
+    MT_CFG_BOOL_OR("tie_word_embeddings", tie_embeddings, 0),
+    MT_CFG_INT("vocab_size", vocab_size, 1, 1 << 22),
+    MT_CFG_TOKEN_ID("pad_token_id", pad_id),
+    MT_CFG_TOKEN_ID("eos_token_id", eos_id),
+    MT_CFG_TOKEN_ID("bos_token_id", bos_id),
+    MT_CFG_END,
+};
+
+static int config_read(mt_model_config *cfg, const mt_config *c)
+{
+    mt_model_config_init_ids(cfg);
+    snprintf(cfg->arch, sizeof cfg->arch, "transformer++");
+    if (mt_config_keys_read(cfg, c, keys, "transformer++")) return -1;
     return mt_model_config_read_mtlab(cfg, c);
 }
 
 static int config_write(const mt_model_config *c, mt_config *o)
 {
-    const char *archs[] = {"LlamaForCausalLM"};
-    int rc = mt_config_set_string_list(o, "architectures", archs, 1);
-    rc |= mt_config_set_string(o, "model_type", "llama");
-    rc |= mt_config_set_int(o, "hidden_size", c->d_model);
-    rc |= mt_config_set_int(o, "intermediate_size", c->ffn_dim);
-    rc |= mt_config_set_int(o, "num_hidden_layers", c->n_layers);
-    rc |= mt_config_set_int(o, "num_attention_heads", c->n_heads);
-    rc |= mt_config_set_int(o, "num_key_value_heads", c->n_heads);
-    rc |= mt_config_set_int(o, "head_dim", c->d_model / c->n_heads);
-    rc |= mt_config_set_string(o, "hidden_act", "silu");
-    rc |= mt_config_set_int(o, "max_position_embeddings", c->max_positions);
-    rc |= mt_config_set_float(o, "rms_norm_eps", c->norm_eps);
-    rc |= mt_config_set_float(o, "initializer_range", c->init_std);
-    mt_config *rope = mt_config_set_object(o, "rope_parameters");
-    rc |= rope ? mt_config_set_float(rope, "rope_theta", c->rope_theta) |
-                     mt_config_set_string(rope, "rope_type", "default")
-               : -1;
-    rc |= mt_config_set_bool(o, "attention_bias", 0);
-    rc |= mt_config_set_bool(o, "mlp_bias", 0);
-    rc |= mt_config_set_bool(o, "tie_word_embeddings", c->tie_embeddings);
-    rc |= mt_config_set_int(o, "vocab_size", c->vocab_size);
-    rc |= mt_config_set_int(o, "pad_token_id", c->pad_id);
-    rc |= mt_config_set_int(o, "eos_token_id", c->eos_id);
-    rc |= mt_config_set_int(o, "bos_token_id", c->bos_id);
+    int rc = mt_config_keys_write(c, o, keys);
     rc |= mt_model_config_write_mtlab(c, o, 1);
     return rc ? -1 : 0;
 }

@@ -160,16 +160,9 @@ static int write_layers(const mt_model_config *cfg, mt_config *o)
     return mt_config_set_int(o, "num_hidden_layers", cfg->n_layers);
 }
 
-static int write_class(const mt_model_config *cfg, mt_config *o)
-{
-    (void)cfg;
-    const char *archs[] = {"MambaForCausalLM"};
-    return mt_config_set_string_list(o, "architectures", archs, 1);
-}
-
 /* MambaForCausalLM's keys before MambaConfig's (mamba_keys) */
 static const mt_config_key keys[] = {
-    MT_CFG_CUSTOM("architectures", NULL, write_class),
+    MT_CFG_CONST_CLASS("MambaForCausalLM"),
     MT_CFG_CONST_STRING("model_type", "mamba"),
     MT_CFG_CUSTOM("num_hidden_layers", read_layers, write_layers),
     MT_CFG_END,

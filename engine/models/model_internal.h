@@ -257,6 +257,8 @@ typedef enum {
     MT_KEY_CONST_STRING, /* no field: str is written, the key not read (model_type) */
     MT_KEY_CONST_BOOL,   /* no field: def is written, the key not read */
     MT_KEY_CONST_FLOAT,  /* no field: def is written, the key not read */
+    MT_KEY_CONST_CLASS,  /* no field: [str] is written (Hugging Face's "architectures"), not read */
+    MT_KEY_SAME_INT,     /* the int field of the key str, written again; read, must be equal */
     MT_KEY_CUSTOM,       /* the key's own read and write (another spelling, a derived value) */
 } mt_key_type;
 
@@ -296,6 +298,9 @@ typedef struct {
 #define MT_CFG_CONST_STRING(k, v) {.name = k, .type = MT_KEY_CONST_STRING, .str = v}
 #define MT_CFG_CONST_BOOL(k, v) {.name = k, .type = MT_KEY_CONST_BOOL, .def = v}
 #define MT_CFG_CONST_FLOAT(k, v) {.name = k, .type = MT_KEY_CONST_FLOAT, .def = v}
+#define MT_CFG_CONST_CLASS(v) {.name = "architectures", .type = MT_KEY_CONST_CLASS, .str = v}
+#define MT_CFG_SAME_INT(k, f, other)                                                               \
+    {.name = k, .type = MT_KEY_SAME_INT, .offset = MT_KEY_FIELD(f), .str = other}
 #define MT_CFG_CUSTOM(k, r, w) {.name = k, .type = MT_KEY_CUSTOM, .read = r, .write = w}
 #define MT_CFG_END {.name = NULL}
 

@@ -112,87 +112,82 @@ static const char *activation_name(mt_act act)
     return "?";
 }
 
-/* Both sides of a Marian config must agree where mtlab has one value. */
-static int same_int(const mt_config *c, const char *key, int want, const char *key_want)
+static int read_activation(mt_model_config *cfg, const mt_config *c)
 {
-    int v;
-    if (mt_config_int_or(c, key, want, 0, 1 << 30, &v)) return -1;
-    if (v != want)
-        return mt_error("%s: %s = %d differs from %s = %d (mtlab needs them equal)",
-                        mt_config_name(c), key, v, key_want, want);
-    return 0;
-}
-
-static int config_read(mt_model_config *cfg, const mt_config *c)
-{
-    const char *path = mt_config_name(c);
-    int shared, tie, scale;
-    /* MarianConfig defaults for the optional keys */
-    mt_model_config_init_ids(cfg);
-    snprintf(cfg->arch, sizeof cfg->arch, "transformer");
-    if (mt_config_int(c, "d_model", 1, 1 << 16, &cfg->d_model) ||
-        mt_config_int(c, "encoder_layers", 1, 1024, &cfg->n_encoder_layers) ||
-        mt_config_int(c, "decoder_layers", 1, 1024, &cfg->n_layers) ||
-        mt_config_int(c, "encoder_attention_heads", 1, 1 << 16, &cfg->n_heads) ||
-        mt_config_int(c, "encoder_ffn_dim", 1, 1 << 18, &cfg->ffn_dim) ||
-        mt_config_int(c, "vocab_size", 1, 1 << 22, &cfg->vocab_size) ||
-        mt_config_int_or(c, "max_position_embeddings", 1024, 1, 1 << 20, &cfg->max_positions) ||
-        mt_config_bool_or(c, "scale_embedding", 0, &scale) ||
-        mt_config_bool_or(c, "share_encoder_decoder_embeddings", 1, &shared) ||
-        mt_config_bool_or(c, "tie_word_embeddings", 1, &tie) ||
-        mt_config_float_or(c, "dropout", 0.1f, 0.0, 0.999, &cfg->dropout) ||
-        mt_config_float_or(c, "init_std", 0.02f, 0.0, 1e3, &cfg->init_std) ||
-        mt_model_config_token_id(c, "pad_token_id", &cfg->pad_id) ||
-        mt_model_config_token_id(c, "eos_token_id", &cfg->eos_id) ||
-        mt_model_config_token_id(c, "bos_token_id", &cfg->bos_id) ||
-        mt_model_config_token_id(c, "decoder_start_token_id", &cfg->decoder_start_id))
-        return -1;
-    cfg->scale_embedding = scale;
-    cfg->tie_embeddings = tie;
-    if (same_int(c, "decoder_attention_heads", cfg->n_heads, "encoder_attention_heads") ||
-        same_int(c, "decoder_ffn_dim", cfg->ffn_dim, "encoder_ffn_dim") ||
-        same_int(c, "decoder_vocab_size", cfg->vocab_size, "vocab_size"))
-        return -1;
-    if (!shared)
-        return mt_error("%s: share_encoder_decoder_embeddings false is not supported (mtlab "
-                        "models share one token embedding)", path);
     const char *act = mt_config_string_or(c, "activation_function", "gelu");
     if (!act) return -1;
     if (activation_from_name(act, &cfg->activation))
         return mt_error("%s: activation_function \"%s\" is not supported (relu, swish, silu, "
-                        "gelu)", path, act);
+                        "gelu)", mt_config_name(c), act);
+    return 0;
+}
+
+static int write_activation(const mt_model_config *cfg, mt_config *o)
+{
+    return mt_config_set_string(o, "activation_function", activation_name(cfg->activation));
+}
+
+static int read_shared(mt_model_config *cfg, const mt_config *c)
+{
+    (void)cfg;
+    int shared;
+    if (mt_config_bool_or(c, "share_encoder_decoder_embeddings", 1, &shared)) return -1;
+    if (!shared)
+        return mt_error("%s: share_encoder_decoder_embeddings false is not supported (mtlab "
+                        "models share one token embedding)", mt_config_name(c));
+    return 0;
+}
+
+static int write_shared(const mt_model_config *cfg, mt_config *o)
+{
+    (void)cfg;
+    return mt_config_set_bool(o, "share_encoder_decoder_embeddings", 1);
+}
+
+/* MarianConfig's keys, in the order config.json holds them, with its defaults for the optional
+ * ones; both sides of the model must agree where mtlab has one value */
+static const mt_config_key keys[] = {
+    MT_CFG_CONST_CLASS("MarianMTModel"),
+    MT_CFG_CONST_STRING("model_type", "marian"),
+    MT_CFG_INT("d_model", d_model, 1, 1 << 16),
+    MT_CFG_INT("encoder_layers", n_encoder_layers, 1, 1024),
+    MT_CFG_INT("decoder_layers", n_layers, 1, 1024),
+    MT_CFG_INT("encoder_attention_heads", n_heads, 1, 1 << 16),
+    MT_CFG_SAME_INT("decoder_attention_heads", n_heads, "encoder_attention_heads"),
+    MT_CFG_INT("encoder_ffn_dim", ffn_dim, 1, 1 << 18),
+    MT_CFG_SAME_INT("decoder_ffn_dim", ffn_dim, "encoder_ffn_dim"),
+    MT_CFG_CUSTOM("activation_function", read_activation, write_activation),
+    MT_CFG_INT_OR("max_position_embeddings", max_positions, 1024, 1, 1 << 20),
+    MT_CFG_INT("vocab_size", vocab_size, 1, 1 << 22),
+    MT_CFG_SAME_INT("decoder_vocab_size", vocab_size, "vocab_size"),
+    MT_CFG_BOOL_OR("scale_embedding", scale_embedding, 0),
+    MT_CFG_CUSTOM("share_encoder_decoder_embeddings", read_shared, write_shared),
+    MT_CFG_BOOL_OR("tie_word_embeddings", tie_embeddings, 1),
+    MT_CFG_CONST_BOOL("is_encoder_decoder", 1),
+    MT_CFG_TOKEN_ID("pad_token_id", pad_id),
+    MT_CFG_TOKEN_ID("eos_token_id", eos_id),
+    {.name = "forced_eos_token_id", .type = MT_KEY_TOKEN_ID, .offset = MT_KEY_FIELD(eos_id),
+     .flags = MT_KEY_WRITE_ONLY},
+    MT_CFG_TOKEN_ID("bos_token_id", bos_id),
+    MT_CFG_TOKEN_ID("decoder_start_token_id", decoder_start_id),
+    MT_CFG_FLOAT_OR("dropout", dropout, 0.1f, 0.0, 0.999),
+    MT_CFG_CONST_FLOAT("attention_dropout", 0.0),
+    MT_CFG_CONST_FLOAT("activation_dropout", 0.0),
+    MT_CFG_FLOAT_OR("init_std", init_std, 0.02f, 0.0, 1e3),
+    MT_CFG_END,
+};
+
+static int config_read(mt_model_config *cfg, const mt_config *c)
+{
+    mt_model_config_init_ids(cfg);
+    snprintf(cfg->arch, sizeof cfg->arch, "transformer");
+    if (mt_config_keys_read(cfg, c, keys, "Marian")) return -1;
     return mt_model_config_read_mtlab(cfg, c);
 }
 
 static int config_write(const mt_model_config *c, mt_config *o)
 {
-    const char *archs[] = {"MarianMTModel"};
-    int rc = mt_config_set_string_list(o, "architectures", archs, 1);
-    rc |= mt_config_set_string(o, "model_type", "marian");
-    rc |= mt_config_set_int(o, "d_model", c->d_model);
-    rc |= mt_config_set_int(o, "encoder_layers", c->n_encoder_layers);
-    rc |= mt_config_set_int(o, "decoder_layers", c->n_layers);
-    rc |= mt_config_set_int(o, "encoder_attention_heads", c->n_heads);
-    rc |= mt_config_set_int(o, "decoder_attention_heads", c->n_heads);
-    rc |= mt_config_set_int(o, "encoder_ffn_dim", c->ffn_dim);
-    rc |= mt_config_set_int(o, "decoder_ffn_dim", c->ffn_dim);
-    rc |= mt_config_set_string(o, "activation_function", activation_name(c->activation));
-    rc |= mt_config_set_int(o, "max_position_embeddings", c->max_positions);
-    rc |= mt_config_set_int(o, "vocab_size", c->vocab_size);
-    rc |= mt_config_set_int(o, "decoder_vocab_size", c->vocab_size);
-    rc |= mt_config_set_bool(o, "scale_embedding", c->scale_embedding);
-    rc |= mt_config_set_bool(o, "share_encoder_decoder_embeddings", 1);
-    rc |= mt_config_set_bool(o, "tie_word_embeddings", c->tie_embeddings);
-    rc |= mt_config_set_bool(o, "is_encoder_decoder", 1);
-    rc |= mt_config_set_int(o, "pad_token_id", c->pad_id);
-    rc |= mt_config_set_int(o, "eos_token_id", c->eos_id);
-    rc |= mt_config_set_int(o, "forced_eos_token_id", c->eos_id);
-    rc |= mt_config_set_int(o, "bos_token_id", c->bos_id);
-    rc |= mt_config_set_int(o, "decoder_start_token_id", c->decoder_start_id);
-    rc |= mt_config_set_float(o, "dropout", c->dropout);
-    rc |= mt_config_set_float(o, "attention_dropout", 0.0f);
-    rc |= mt_config_set_float(o, "activation_dropout", 0.0f);
-    rc |= mt_config_set_float(o, "init_std", c->init_std);
+    int rc = mt_config_keys_write(c, o, keys);
     rc |= mt_model_config_write_mtlab(c, o, 0);
     return rc ? -1 : 0;
 }
