@@ -261,7 +261,7 @@ test-peers: deps
 FUZZ_SECONDS ?= 300
 FUZZ_SAN := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 FUZZ_CPPFLAGS := -D_GNU_SOURCE -Iengine/include -Iengine -Iapp
-FUZZ_FLAGS := -std=c11 $(FUZZ_SAN) -Wall -Wextra -Werror -Wshadow
+FUZZ_FLAGS := -std=c11 $(FUZZ_SAN) -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
 FUZZ_CXXFLAGS := -std=c++17 $(FUZZ_SAN) -Wall -Wextra -Werror
 # Each target links the sources of the parser it drives, FUZZ_SRC_<target> (FUZZ_LIB_C, the
 # model-bundle readers, when it names none), and the pkg-config packages FUZZ_PC_<target>
@@ -279,13 +279,28 @@ FUZZ_SRC_fuzz_entity_lexicon := engine/eval/entity_lexicon.c engine/eval/entitie
 FUZZ_SRC_fuzz_job_file := app/jobs/job_file.c $(FUZZ_LIB_C)
 FUZZ_SRC_fuzz_theme := app/common/theme.c engine/core/error.c
 FUZZ_SRC_fuzz_keys := app/tui/editor.c app/common/columns.c engine/text/utf8.c engine/core/error.c
+# The training config: its reader, the Lua runner, and the engine it checks presets, datasets and
+# languages against; the kernels with OpenMP pragmas are compiled with -fopenmp (LLVM's runtime).
+FUZZ_SRC_fuzz_train_config := app/common/train_config.c app/common/lua_run.c $(ENGINE_C) $(ENGINE_CC)
+FUZZ_PC_fuzz_train_config := lua5.4 openblas ompi-c sentencepiece jansson libpcre2-8 libutf8proc
+FUZZ_LIBS_fuzz_train_config := -fopenmp -ldl
+# `mtlab data import`: the engine as above (its objects are shared).
+FUZZ_SRC_fuzz_import := $(ENGINE_C) $(ENGINE_CC)
+FUZZ_PC_fuzz_import := $(FUZZ_PC_fuzz_train_config)
+FUZZ_LIBS_fuzz_import := $(FUZZ_LIBS_fuzz_train_config)
+# The console's line editor (readline's callback interface) with what it writes and queues to.
+FUZZ_SRC_fuzz_console := $(addprefix app/tui/console/console_,readline.c io.c scrollback.c chunk.c complete.c) \
+    app/tui/queue.c app/tui/keys.c $(ENGINE_C) $(ENGINE_CC)
+FUZZ_PC_fuzz_console := readline ncursesw $(FUZZ_PC_fuzz_train_config)
+FUZZ_LIBS_fuzz_console := $(FUZZ_LIBS_fuzz_train_config)
+$(BUILD)/fuzz/obj/engine/backend/%.o $(BUILD)/fuzz/obj/engine/probe/%.o: FUZZ_FLAGS += -fopenmp -Wno-pass-failed
 FUZZ_NAMES := $(patsubst tests/fuzz/%.c,%,$(FUZZ_C))
 FUZZ_BINS := $(patsubst %,$(BUILD)/fuzz/%,$(FUZZ_NAMES))
 fuzz_objs = $(patsubst %,$(BUILD)/fuzz/obj/%.o,$(basename tests/fuzz/$(1).c $(or $(FUZZ_SRC_$(1)),$(FUZZ_LIB_C))))
 $(BUILD)/fuzz/obj/%.o: %.c
 	@mkdir -p $(@D)
 	@$(if $(V),,echo "  FUZZCC  $<")
-	$(Q)clang $(FUZZ_FLAGS) $(FUZZ_CPPFLAGS) $(shell $(PKGCONF) --cflags jansson) -MMD -MP -c -o $@ $<
+	$(Q)clang $(FUZZ_FLAGS) $(FUZZ_CPPFLAGS) $(shell $(PKGCONF) --cflags jansson lua5.4 openblas ompi-c) -MMD -MP -c -o $@ $<
 $(BUILD)/fuzz/obj/%.o: %.cc
 	@mkdir -p $(@D)
 	@$(if $(V),,echo "  FUZZCXX $<")
@@ -294,7 +309,7 @@ define fuzz_target
 $(BUILD)/fuzz/$(1): $(call fuzz_objs,$(1))
 	@$$(if $$(V),,echo "  FUZZ    $$@")
 	$$(Q)$(if $(filter %.cc,$(FUZZ_SRC_$(1))),clang++,clang) $(FUZZ_SAN) -o $$@ $$^ \
-	    $$(shell $$(PKGCONF) --libs $(or $(FUZZ_PC_$(1)),jansson) libzip) -lm
+	    $$(shell $$(PKGCONF) --libs $(or $(FUZZ_PC_$(1)),jansson) libzip) $(FUZZ_LIBS_$(1)) -lm
 endef
 $(foreach t,$(FUZZ_NAMES),$(eval $(call fuzz_target,$(t))))
 
