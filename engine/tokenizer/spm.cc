@@ -42,6 +42,25 @@ static mt_tokenizer *load_json(const void *data, size_t len, const char *name)
 
 static const char *const RESERVED_PIECES[] = {"<pad>", "<eos>", "<sep>", "<bos>", "<unk>"};
 
+/* A piece as an error message may quote it: control bytes as \xNN (a message is one line),
+ * at most 40 bytes of it. */
+static std::string quotable(const std::string &piece)
+{
+    std::string out;
+    for (size_t i = 0; i < piece.size() && i < 40; i++) {
+        unsigned char c = (unsigned char)piece[i];
+        if (c < 0x20 || c == 0x7f) {
+            char hex[8];
+            snprintf(hex, sizeof hex, "\\x%02x", c);
+            out += hex;
+        } else {
+            out += (char)c;
+        }
+    }
+    if (piece.size() > 40) out += "...";
+    return out;
+}
+
 /* The reserved ids are what every mtlab model relies on (decoder-only models read
  * "src <sep> tgt <eos>"), so a model with another layout is refused rather than half-working. */
 static int check_reserved_ids(const mt_tokenizer *tok)
@@ -56,7 +75,7 @@ static int check_reserved_ids(const mt_tokenizer *tok)
         if (piece != RESERVED_PIECES[id])
             return mt_error("%s: not an mtlab tokenizer: id %d is '%s', expected the reserved "
                             "piece '%s' (train one with `mtlab tokenizer train`)",
-                            name, id, piece.c_str(), RESERVED_PIECES[id]);
+                            name, id, quotable(piece).c_str(), RESERVED_PIECES[id]);
         const bool is_unk = id == MT_UNK_ID;
         if (is_unk ? !tok->sp.IsUnknown(id) : !tok->sp.IsControl(id))
             return mt_error("%s: not an mtlab tokenizer: id %d '%s' is not marked as %s", name, id,
