@@ -20,6 +20,7 @@
 #include "mtlab/clock.h"
 #include "mtlab/device.h"
 #include "mtlab/error.h"
+#include "mtlab/files.h"
 #include "mtlab/rng.h"
 
 #define MAX_REPEAT 100
@@ -368,7 +369,10 @@ static int train_rates(const mt_backend *be, const char *torch_json, int repeat)
     json_t *torch = NULL;
     if (torch_json) {
         json_error_t err;
-        torch = json_load_file(torch_json, 0, &err);
+        FILE *f = mt_file_fopen(torch_json, MT_FILE_REGULAR);
+        if (!f) return -1;
+        torch = json_loadf(f, 0, &err);
+        fclose(f);
         if (!torch || !json_is_object(torch)) {
             json_decref(torch);
             return mt_error("%s:%d: %s (expected {\"preset\": tokens_per_s, ...} from "

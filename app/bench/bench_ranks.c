@@ -6,6 +6,7 @@
  * all-reduce's cost, not a speed-up. */
 #include "bench/bench.h"
 #include "mtlab/error.h"
+#include "mtlab/files.h"
 #include "mtlab/rng.h"
 #include "mtlab/tokenizer.h"
 
@@ -127,8 +128,8 @@ static int read_figures(const char *dir, const char *name, ranks_figures *f)
 {
     char path[700], line[4096];
     snprintf(path, sizeof path, "%s/runs/%s/log.jsonl", dir, name);
-    FILE *in = fopen(path, "r");
-    if (!in) return mt_error("%s: %s", path, strerror(errno));
+    FILE *in = mt_file_fopen(path, MT_FILE_REGULAR);
+    if (!in) return -1;
     memset(f, 0, sizeof *f);
     int n = 0, seen = 0;
     while (fgets(line, sizeof line, in)) {

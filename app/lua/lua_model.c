@@ -14,6 +14,7 @@
 #include "mtlab/bundle.h"
 #include "mtlab/decode.h"
 #include "mtlab/error.h"
+#include "mtlab/files.h"
 #include "mtlab/model.h"
 #include "mtlab/probe.h"
 #include "mtlab/runner.h"
@@ -163,7 +164,10 @@ static void push_config(lua_State *L, const model_handle *h)
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", h->path);
     json_error_t err;
-    json_t *root = json_load_file(path, 0, &err);
+    FILE *f = mt_file_fopen(path, MT_FILE_REGULAR);
+    if (!f) mtl_error(L, "mtlab.model.config", "%s", mt_last_error());
+    json_t *root = json_loadf(f, 0, &err);
+    fclose(f);
     if (!root) mtl_error(L, "mtlab.model.config", "%s:%d: %s", path, err.line, mt_error_oneline(err.text));
     push_json(L, root);
     json_decref(root);

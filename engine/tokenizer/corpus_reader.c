@@ -1,6 +1,7 @@
 #include "tokenizer/corpus_reader.h"
 
 #include "mtlab/error.h"
+#include "mtlab/files.h"
 #include "mtlab/utf8.h"
 
 #include <errno.h>
@@ -40,8 +41,8 @@ static double uniform01(uint64_t *state) { return (double)(splitmix64_next(state
 
 static int open_file(corpus_reader *r, size_t i)
 {
-    r->f = fopen(r->paths[i], "rb");
-    if (!r->f) return mt_error("%s: %s", r->paths[i], strerror(errno));
+    r->f = mt_file_fopen(r->paths[i], MT_FILE_REGULAR); /* read twice: counted, then sampled */
+    if (!r->f) return -1;
     r->file = i;
     r->line_no = 0;
     return 0;

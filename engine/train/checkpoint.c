@@ -7,6 +7,7 @@
  * point leaves a complete checkpoint under one of the two names; loading falls back to .old.
  * Every file is fsynced before the renames and the run directory after them. */
 #include "mtlab/error.h"
+#include "mtlab/files.h"
 #include "io/atomic_file.h"
 #include "mtlab/safetensors.h"
 #include "train_internal.h"
@@ -216,7 +217,10 @@ static int read_state(const char *dir, const mt_train_config *cfg, train_state *
     char path[800], fp[32];
     snprintf(path, sizeof path, "%s/trainer.json", dir);
     json_error_t err;
-    json_t *o = json_load_file(path, 0, &err);
+    FILE *f = mt_file_fopen(path, MT_FILE_REGULAR);
+    if (!f) return -1;
+    json_t *o = json_loadf(f, 0, &err);
+    fclose(f);
     if (!o) return mt_error("%s:%d: %s", path, err.line, mt_error_oneline(err.text));
     json_int_t step, batch;
     const char *fprint;

@@ -12,7 +12,10 @@
 #include "mtlab/error.h"
 #include "mtlab/model.h"
 #include "mtlab/names.h"
+#include "mtlab/tokenizer.h"
+#include "mtlab/train.h"
 #include "mtlab/traindata.h"
+#include "train/train_internal.h"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -50,6 +53,35 @@ static void test_engine_readers(void **state)
     assert_int_equal(mkfifo(path, 0600), 0);
     mt_dataset d;
     assert_int_equal(mt_dataset_open(&d, dir), -1);
+    expect_fifo_refused(path);
+    alarm(0);
+}
+
+/* Files the trainers read: tokenizer training's inputs (read twice: counted, then sampled) and
+ * a run's checkpoint/trainer.json. */
+static void test_training_inputs(void **state)
+{
+    (void)state;
+    alarm(20);
+    char prefix[300];
+    snprintf(prefix, sizeof prefix, "%s/spm", tmp);
+    const char *inputs[] = {"tests/fixtures/tokenizer/corpus.es", fifo};
+    mt_tokenizer_train_opts o = {.inputs = inputs, .n_inputs = 2, .model_prefix = prefix, .vocab_size = 100,
+                                 .num_threads = 1};
+    assert_int_equal(mt_tokenizer_train(&o), -1);
+    expect_fifo_refused(fifo);
+
+    mt_train_config cfg;
+    mt_train_config_defaults(&cfg);
+    snprintf(cfg.run_dir, sizeof cfg.run_dir, "%s/run", tmp);
+    char path[700];
+    assert_int_equal(mkdir(cfg.run_dir, 0755), 0);
+    snprintf(path, sizeof path, "%s/checkpoint", cfg.run_dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/checkpoint/trainer.json", cfg.run_dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    train_state st = {0};
+    assert_null(checkpoint_load(&cfg, NULL, &st));
     expect_fifo_refused(path);
     alarm(0);
 }
@@ -138,6 +170,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_engine_readers),
+        cmocka_unit_test(test_training_inputs),
         cmocka_unit_test(test_average_tokenizers),
         cmocka_unit_test(test_app_readers),
     };
