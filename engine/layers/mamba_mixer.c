@@ -18,41 +18,42 @@ void mt_mamba_config_default(mt_mamba_config *cfg, int d_model)
     cfg->dt_rank = (d_model + 15) / 16;
 }
 
+/* The mixer's tensors in block order, listed once (p may be NULL when no pointers are made) */
+static void walk(tensor_walk *w, const mt_mamba_config *cfg, mt_mamba_params *p)
+{
+    int C = cfg->d_model, D = cfg->d_inner, N = cfg->d_state, R = cfg->dt_rank;
+    mt_mamba_params none;
+    if (!p) p = &none;
+    tensor_walk_row(w, &p->in_proj_w, "in_proj", ".weight", 1, 2, 2 * D, C, 0);
+    tensor_walk_row(w, &p->conv_w, "conv1d", ".weight", 1, 3, D, 1, cfg->d_conv);
+    tensor_walk_row(w, &p->conv_b, "conv1d", ".bias", 0, 1, D, 0, 0);
+    tensor_walk_row(w, &p->x_proj_w, "x_proj", ".weight", 1, 2, R + 2 * N, D, 0);
+    tensor_walk_row(w, &p->dt_proj_w, "dt_proj", ".weight", 1, 2, D, R, 0);
+    tensor_walk_row(w, &p->dt_proj_b, "dt_proj", ".bias", 0, 1, D, 0, 0);
+    tensor_walk_row(w, &p->A_log, "A_log", "", 0, 2, D, N, 0);
+    tensor_walk_row(w, &p->D, "D", "", 0, 1, D, 0, 0);
+    tensor_walk_row(w, &p->out_proj_w, "out_proj", ".weight", 1, 2, C, D, 0);
+}
+
 int mt_mamba_tensors(const mt_mamba_config *cfg, mt_tensor_spec *specs)
 {
-    int n = 0, C = cfg->d_model, D = cfg->d_inner, N = cfg->d_state, R = cfg->dt_rank;
-    tensor_table_add(specs, &n, "in_proj", ".weight", 1, 2, 2 * D, C, 0);
-    tensor_table_add(specs, &n, "conv1d", ".weight", 1, 3, D, 1, cfg->d_conv);
-    tensor_table_add(specs, &n, "conv1d", ".bias", 0, 1, D, 0, 0);
-    tensor_table_add(specs, &n, "x_proj", ".weight", 1, 2, R + 2 * N, D, 0);
-    tensor_table_add(specs, &n, "dt_proj", ".weight", 1, 2, D, R, 0);
-    tensor_table_add(specs, &n, "dt_proj", ".bias", 0, 1, D, 0, 0);
-    tensor_table_add(specs, &n, "A_log", "", 0, 2, D, N, 0);
-    tensor_table_add(specs, &n, "D", "", 0, 1, D, 0, 0);
-    tensor_table_add(specs, &n, "out_proj", ".weight", 1, 2, C, D, 0);
-    return n;
+    tensor_walk w = {.specs = specs};
+    walk(&w, cfg, NULL);
+    return w.n;
 }
 
 size_t mt_mamba_params_count(const mt_mamba_config *cfg)
 {
-    size_t C = cfg->d_model, D = cfg->d_inner, N = cfg->d_state, R = cfg->dt_rank;
-    return 2 * D * C + D * cfg->d_conv + D + (R + 2 * N) * D + D * R + D + D * N + D +
-           C * D;
+    tensor_walk w = {0};
+    walk(&w, cfg, NULL);
+    return w.count;
 }
 
 float *mt_mamba_params_point(mt_mamba_params *p, float *base, const mt_mamba_config *cfg)
 {
-    size_t C = cfg->d_model, D = cfg->d_inner, N = cfg->d_state, R = cfg->dt_rank;
-    tensor_table_take(&p->in_proj_w, &base, 2 * D * C, 1);
-    tensor_table_take(&p->conv_w, &base, D * cfg->d_conv, 1);
-    tensor_table_take(&p->conv_b, &base, D, 1);
-    tensor_table_take(&p->x_proj_w, &base, (R + 2 * N) * D, 1);
-    tensor_table_take(&p->dt_proj_w, &base, D * R, 1);
-    tensor_table_take(&p->dt_proj_b, &base, D, 1);
-    tensor_table_take(&p->A_log, &base, D * N, 1);
-    tensor_table_take(&p->D, &base, D, 1);
-    tensor_table_take(&p->out_proj_w, &base, C * D, 1);
-    return base;
+    tensor_walk w = {.base = base};
+    walk(&w, cfg, p);
+    return w.base;
 }
 
 size_t mt_mamba_acts_count(const mt_mamba_config *cfg, int B, int T)

@@ -43,3 +43,16 @@ void tensor_table_take(float **slot, float **base, size_t count, int present)
     *slot = present ? *base : NULL;
     if (present) *base += count;
 }
+
+void tensor_walk_row(tensor_walk *w, float **slot, const char *prefix, const char *suffix,
+                     int decay, int ndim, int d0, int d1, int d2)
+{
+    size_t count = (size_t)d0 * (size_t)(ndim > 1 ? d1 : 1) * (size_t)(ndim > 2 ? d2 : 1);
+    if (w->specs) tensor_table_add(w->specs, &w->n, prefix, suffix, decay, ndim, d0, d1, d2);
+    else w->n++;
+    w->count += count;
+    if (w->base) {
+        *slot = w->base;
+        w->base += count;
+    }
+}

@@ -11,4 +11,18 @@ void tensor_table_add(mt_tensor_spec *specs, int *n, const char *prefix, const c
 /* *slot = *base (or NULL when present is 0); *base += count when present */
 void tensor_table_take(float **slot, float **base, size_t count, int present);
 
+/* One pass over a layer's tensors, listed once in one function of the layer: each
+ * tensor_walk_row adds the tensor's spec (when specs is set), counts its floats, and points its
+ * slot into the parameter block (when base is set). The layer's tensors(), params_count() and
+ * params_point() are that one list walked three ways. */
+typedef struct {
+    mt_tensor_spec *specs; /* or NULL */
+    int n;                 /* tensors walked */
+    size_t count;          /* floats walked */
+    float *base;           /* the next tensor's place in the block, or NULL */
+} tensor_walk;
+
+void tensor_walk_row(tensor_walk *w, float **slot, const char *prefix, const char *suffix,
+                     int decay, int ndim, int d0, int d1, int d2);
+
 #endif
