@@ -9,36 +9,42 @@
 
 static int kv_width(const mt_attn_config *cfg) { return cfg->kv_C ? cfg->kv_C : cfg->C; }
 
+/* The block's tensors in block order, listed once (p may be NULL when no pointers are made) */
+static void walk(tensor_walk *w, const mt_attn_config *cfg, mt_attn_params *p)
+{
+    const char *out = cfg->out_name ? cfg->out_name : "out_proj";
+    int C = cfg->C, kv = kv_width(cfg), b = cfg->bias;
+    mt_attn_params none;
+    if (!p) p = &none;
+    tensor_walk_row(w, &p->q_w, "q_proj", ".weight", 1, 2, C, C, 0);
+    tensor_walk_optional(w, b, &p->q_b, "q_proj", ".bias", 0, 1, C, 0, 0);
+    tensor_walk_row(w, &p->k_w, "k_proj", ".weight", 1, 2, C, kv, 0);
+    tensor_walk_optional(w, b, &p->k_b, "k_proj", ".bias", 0, 1, C, 0, 0);
+    tensor_walk_row(w, &p->v_w, "v_proj", ".weight", 1, 2, C, kv, 0);
+    tensor_walk_optional(w, b, &p->v_b, "v_proj", ".bias", 0, 1, C, 0, 0);
+    tensor_walk_row(w, &p->o_w, out, ".weight", 1, 2, C, C, 0);
+    tensor_walk_optional(w, b, &p->o_b, out, ".bias", 0, 1, C, 0, 0);
+}
+
 int mt_attention_tensors(const mt_attn_config *cfg, mt_tensor_spec *specs)
 {
-    const char *names[4] = {"q_proj", "k_proj", "v_proj", cfg->out_name ? cfg->out_name : "out_proj"};
-    int n = 0;
-    for (int i = 0; i < 4; i++) {
-        int in = (i == 1 || i == 2) ? kv_width(cfg) : cfg->C;
-        tensor_table_add(specs, &n, names[i], ".weight", 1, 2, cfg->C, in, 0);
-        if (cfg->bias) tensor_table_add(specs, &n, names[i], ".bias", 0, 1, cfg->C, 0, 0);
-    }
-    return n;
+    tensor_walk w = {.specs = specs};
+    walk(&w, cfg, NULL);
+    return w.n;
 }
 
 size_t mt_attention_params_count(const mt_attn_config *cfg)
 {
-    size_t C = (size_t)cfg->C;
-    return 2 * C * C + 2 * C * kv_width(cfg) + (cfg->bias ? 4 * C : 0);
+    tensor_walk w = {0};
+    walk(&w, cfg, NULL);
+    return w.count;
 }
 
 float *mt_attention_params_point(mt_attn_params *p, float *base, const mt_attn_config *cfg)
 {
-    size_t C = (size_t)cfg->C, kv = (size_t)kv_width(cfg);
-    tensor_table_take(&p->q_w, &base, C * C, 1);
-    tensor_table_take(&p->q_b, &base, C, cfg->bias);
-    tensor_table_take(&p->k_w, &base, C * kv, 1);
-    tensor_table_take(&p->k_b, &base, C, cfg->bias);
-    tensor_table_take(&p->v_w, &base, C * kv, 1);
-    tensor_table_take(&p->v_b, &base, C, cfg->bias);
-    tensor_table_take(&p->o_w, &base, C * C, 1);
-    tensor_table_take(&p->o_b, &base, C, cfg->bias);
-    return base;
+    tensor_walk w = {.base = base};
+    walk(&w, cfg, p);
+    return w.base;
 }
 
 size_t mt_attention_acts_count(const mt_attn_config *cfg, int B, int Tq, int Tk)

@@ -4,28 +4,36 @@
 #include "layers/tensor_table.h"
 
 /* ---------------------------------------------------------------- FFN */
+/* The FFN's tensors in block order, listed once (p may be NULL when no pointers are made) */
+static void ffn_walk(tensor_walk *w, const mt_ffn_config *cfg, mt_ffn_params *p)
+{
+    mt_ffn_params none;
+    if (!p) p = &none;
+    tensor_walk_row(w, &p->fc1_w, "fc1", ".weight", 1, 2, cfg->F, cfg->C, 0);
+    tensor_walk_optional(w, cfg->bias, &p->fc1_b, "fc1", ".bias", 0, 1, cfg->F, 0, 0);
+    tensor_walk_row(w, &p->fc2_w, "fc2", ".weight", 1, 2, cfg->C, cfg->F, 0);
+    tensor_walk_optional(w, cfg->bias, &p->fc2_b, "fc2", ".bias", 0, 1, cfg->C, 0, 0);
+}
+
 int mt_ffn_tensors(const mt_ffn_config *cfg, mt_tensor_spec *specs)
 {
-    int n = 0;
-    tensor_table_add(specs, &n, "fc1", ".weight", 1, 2, cfg->F, cfg->C, 0);
-    if (cfg->bias) tensor_table_add(specs, &n, "fc1", ".bias", 0, 1, cfg->F, 0, 0);
-    tensor_table_add(specs, &n, "fc2", ".weight", 1, 2, cfg->C, cfg->F, 0);
-    if (cfg->bias) tensor_table_add(specs, &n, "fc2", ".bias", 0, 1, cfg->C, 0, 0);
-    return n;
+    tensor_walk w = {.specs = specs};
+    ffn_walk(&w, cfg, NULL);
+    return w.n;
 }
 
 size_t mt_ffn_params_count(const mt_ffn_config *cfg)
 {
-    return 2 * (size_t)cfg->F * cfg->C + (cfg->bias ? (size_t)cfg->F + cfg->C : 0);
+    tensor_walk w = {0};
+    ffn_walk(&w, cfg, NULL);
+    return w.count;
 }
 
 float *mt_ffn_params_point(mt_ffn_params *p, float *base, const mt_ffn_config *cfg)
 {
-    tensor_table_take(&p->fc1_w, &base, (size_t)cfg->F * cfg->C, 1);
-    tensor_table_take(&p->fc1_b, &base, (size_t)cfg->F, cfg->bias);
-    tensor_table_take(&p->fc2_w, &base, (size_t)cfg->C * cfg->F, 1);
-    tensor_table_take(&p->fc2_b, &base, (size_t)cfg->C, cfg->bias);
-    return base;
+    tensor_walk w = {.base = base};
+    ffn_walk(&w, cfg, p);
+    return w.base;
 }
 
 size_t mt_ffn_acts_count(const mt_ffn_config *cfg, size_t BT) { return 2 * BT * cfg->F; }

@@ -14,33 +14,39 @@ void mt_retention_decays(float *gamma, int H)
     for (int h = 0; h < H; h++) gamma[h] = (float)(1.0 - pow(2.0, -5.0 - h));
 }
 
+/* The block's tensors in block order, listed once (p may be NULL when no pointers are made) */
+static void walk(tensor_walk *w, const mt_retention_config *cfg, mt_retention_params *p)
+{
+    int C = cfg->C, V = cfg->V;
+    mt_retention_params none;
+    if (!p) p = &none;
+    tensor_walk_row(w, &p->q_w, "q_proj", ".weight", 1, 2, C, C, 0);
+    tensor_walk_row(w, &p->k_w, "k_proj", ".weight", 1, 2, C, C, 0);
+    tensor_walk_row(w, &p->v_w, "v_proj", ".weight", 1, 2, V, C, 0);
+    tensor_walk_row(w, &p->g_w, "g_proj", ".weight", 1, 2, V, C, 0);
+    tensor_walk_row(w, &p->o_w, "out_proj", ".weight", 1, 2, C, V, 0);
+}
+
 int mt_retention_tensors(const mt_retention_config *cfg, mt_tensor_spec *specs)
 {
-    int n = 0, C = cfg->C, V = cfg->V;
-    tensor_table_add(specs, &n, "q_proj", ".weight", 1, 2, C, C, 0);
-    tensor_table_add(specs, &n, "k_proj", ".weight", 1, 2, C, C, 0);
-    tensor_table_add(specs, &n, "v_proj", ".weight", 1, 2, V, C, 0);
-    tensor_table_add(specs, &n, "g_proj", ".weight", 1, 2, V, C, 0);
-    tensor_table_add(specs, &n, "out_proj", ".weight", 1, 2, C, V, 0);
-    return n;
+    tensor_walk w = {.specs = specs};
+    walk(&w, cfg, NULL);
+    return w.n;
 }
 
 size_t mt_retention_params_count(const mt_retention_config *cfg)
 {
-    size_t C = (size_t)cfg->C, V = (size_t)cfg->V;
-    return 2 * C * C + 3 * V * C;
+    tensor_walk w = {0};
+    walk(&w, cfg, NULL);
+    return w.count;
 }
 
 float *mt_retention_params_point(mt_retention_params *p, float *base,
                                  const mt_retention_config *cfg)
 {
-    size_t C = (size_t)cfg->C, V = (size_t)cfg->V;
-    tensor_table_take(&p->q_w, &base, C * C, 1);
-    tensor_table_take(&p->k_w, &base, C * C, 1);
-    tensor_table_take(&p->v_w, &base, V * C, 1);
-    tensor_table_take(&p->g_w, &base, V * C, 1);
-    tensor_table_take(&p->o_w, &base, C * V, 1);
-    return base;
+    tensor_walk w = {.base = base};
+    walk(&w, cfg, p);
+    return w.base;
 }
 
 size_t mt_retention_acts_count(const mt_retention_config *cfg, int B, int T)

@@ -56,3 +56,10 @@ void tensor_walk_row(tensor_walk *w, float **slot, const char *prefix, const cha
         w->base += count;
     }
 }
+
+void tensor_walk_optional(tensor_walk *w, int present, float **slot, const char *prefix,
+                          const char *suffix, int decay, int ndim, int d0, int d1, int d2)
+{
+    if (present) tensor_walk_row(w, slot, prefix, suffix, decay, ndim, d0, d1, d2);
+    else if (w->base) *slot = NULL;
+}

@@ -24,5 +24,8 @@ typedef struct {
 
 void tensor_walk_row(tensor_walk *w, float **slot, const char *prefix, const char *suffix,
                      int decay, int ndim, int d0, int d1, int d2);
+/* The same for a tensor the configuration may leave out (a bias): absent, its slot is NULL. */
+void tensor_walk_optional(tensor_walk *w, int present, float **slot, const char *prefix,
+                          const char *suffix, int decay, int ndim, int d0, int d1, int d2);
 
 #endif

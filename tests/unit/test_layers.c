@@ -61,6 +61,7 @@ static double act_d(mt_act act, double x)
     case MT_ACT_SILU: return x / (1 + exp(-x));
     case MT_ACT_SOFTPLUS: return x <= 20 ? log1p(exp(x)) : x;
     case MT_ACT_GELU: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+    case MT_ACT_TANH: return tanh(x);
     }
     return x;
 }
