@@ -230,8 +230,12 @@ static int encoder_shapes(mt_comet_config *c, const mt_safetensors *st, const ch
     int rc = 0;
     if (exists(cfg_path)) {
         json_error_t err;
-        json_t *j = json_load_file(cfg_path, 0, &err);
-        if (!j) rc = mt_error("%s:%d: %s", cfg_path, err.line, mt_error_oneline(err.text));
+        FILE *cf = mt_file_fopen(cfg_path, MT_FILE_REGULAR);
+        json_t *j = cf ? json_loadf(cf, 0, &err) : NULL;
+        int opened = cf != NULL;
+        if (cf) fclose(cf);
+        if (!opened) rc = -1;
+        else if (!j) rc = mt_error("%s:%d: %s", cfg_path, err.line, mt_error_oneline(err.text));
         else {
             json_t *h = json_object_get(j, "num_attention_heads");
             json_t *e = json_object_get(j, "layer_norm_eps");

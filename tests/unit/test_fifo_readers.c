@@ -7,7 +7,9 @@
 #include "bench/bench.h"
 #include "common/theme.h"
 #include "jobs/jobs.h"
+#include "mtlab/backend.h"
 #include "mtlab/bible.h"
+#include "mtlab/comet.h"
 #include "mtlab/dataset.h"
 #include "mtlab/error.h"
 #include "mtlab/model.h"
@@ -107,6 +109,23 @@ static void test_average_tokenizers(void **state)
     expect_fifo_refused(tok);
 }
 
+/* A COMET model directory's config.json. */
+static void test_comet_config(void **state)
+{
+    (void)state;
+    char dir[300], cmd[800], path[400];
+    snprintf(dir, sizeof dir, "%s/comet", tmp);
+    snprintf(cmd, sizeof cmd, "cp -rL tests/fixtures/comet/model %s", dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    alarm(60);
+    assert_null(mt_comet_open(dir, mt_backend_cpu()));
+    alarm(0);
+    expect_fifo_refused(path);
+}
+
 static void test_app_readers(void **state)
 {
     (void)state;
@@ -172,6 +191,7 @@ int main(void)
         cmocka_unit_test(test_engine_readers),
         cmocka_unit_test(test_training_inputs),
         cmocka_unit_test(test_average_tokenizers),
+        cmocka_unit_test(test_comet_config),
         cmocka_unit_test(test_app_readers),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
