@@ -277,7 +277,7 @@ FUZZ_SRC_fuzz_entity_lexicon := engine/eval/entity_lexicon.c engine/eval/entitie
     engine/eval/tsv_file.c engine/eval/lowercase.c engine/eval/unicode_case_tables.c \
     engine/eval/codepoints.c engine/data/strmap.c engine/text/utf8.c $(FUZZ_LIB_C)
 FUZZ_SRC_fuzz_job_file := app/jobs/job_file.c $(FUZZ_LIB_C)
-FUZZ_SRC_fuzz_theme := app/common/theme.c engine/core/error.c
+FUZZ_SRC_fuzz_theme := app/common/theme.c engine/io/user_file.c engine/core/error.c
 FUZZ_SRC_fuzz_keys := app/tui/editor.c app/common/columns.c engine/text/utf8.c engine/core/error.c
 # The training config: its reader, the Lua runner, and the engine it checks presets, datasets and
 # languages against; the kernels with OpenMP pragmas are compiled with -fopenmp (LLVM's runtime).
