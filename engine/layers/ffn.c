@@ -70,53 +70,55 @@ void mt_ffn_backward(const mt_backend *be, float *dx, mt_ffn_params *g, mt_ffn_a
  *   LLAMA  gate_proj, up_proj (value), down_proj
  *   RETNET fc1 (gate, SiLU side), gate (value), fc2
  *   FC1    fc1 = [value; gate] (2F, C), fc2 */
-int mt_gated_mlp_tensors(const mt_gated_mlp_config *cfg, mt_tensor_spec *specs)
+static void gated_walk(tensor_walk *w, const mt_gated_mlp_config *cfg, mt_gated_mlp_params *p)
 {
     static const char *names[][3] = {
         [MT_GATED_LLAMA] = {"gate_proj", "up_proj", "down_proj"},
         [MT_GATED_RETNET] = {"fc1", "gate", "fc2"},
     };
-    int n = 0, C = cfg->C, F = cfg->F;
-    if (cfg->layout == MT_GATED_FC1) {
-        tensor_table_add(specs, &n, "fc1", ".weight", 1, 2, 2 * F, C, 0);
-        if (cfg->bias) tensor_table_add(specs, &n, "fc1", ".bias", 0, 1, 2 * F, 0, 0);
-        tensor_table_add(specs, &n, "fc2", ".weight", 1, 2, C, F, 0);
-        if (cfg->bias) tensor_table_add(specs, &n, "fc2", ".bias", 0, 1, C, 0, 0);
-        return n;
+    int C = cfg->C, F = cfg->F, b = cfg->bias;
+    mt_gated_mlp_params none;
+    if (!p) p = &none;
+    if (cfg->layout == MT_GATED_FC1) { /* one fc1 tensor, its halves value and gate */
+        tensor_walk_row(w, &p->value_w, "fc1", ".weight", 1, 2, 2 * F, C, 0);
+        tensor_walk_optional(w, b, &p->value_b, "fc1", ".bias", 0, 1, 2 * F, 0, 0);
+        if (w->base) {
+            p->gate_w = p->value_w + (size_t)F * C;
+            p->gate_b = b ? p->value_b + F : NULL;
+        }
+        tensor_walk_row(w, &p->down_w, "fc2", ".weight", 1, 2, C, F, 0);
+        tensor_walk_optional(w, b, &p->down_b, "fc2", ".bias", 0, 1, C, 0, 0);
+        return;
     }
-    for (int i = 0; i < 3; i++) {
-        const char *name = names[cfg->layout][i];
-        int out = i < 2 ? F : C, in = i < 2 ? C : F;
-        tensor_table_add(specs, &n, name, ".weight", 1, 2, out, in, 0);
-        if (cfg->bias) tensor_table_add(specs, &n, name, ".bias", 0, 1, out, 0, 0);
-    }
-    return n;
+    const char *const *name = names[cfg->layout];
+    tensor_walk_row(w, &p->gate_w, name[0], ".weight", 1, 2, F, C, 0);
+    tensor_walk_optional(w, b, &p->gate_b, name[0], ".bias", 0, 1, F, 0, 0);
+    tensor_walk_row(w, &p->value_w, name[1], ".weight", 1, 2, F, C, 0);
+    tensor_walk_optional(w, b, &p->value_b, name[1], ".bias", 0, 1, F, 0, 0);
+    tensor_walk_row(w, &p->down_w, name[2], ".weight", 1, 2, C, F, 0);
+    tensor_walk_optional(w, b, &p->down_b, name[2], ".bias", 0, 1, C, 0, 0);
+}
+
+int mt_gated_mlp_tensors(const mt_gated_mlp_config *cfg, mt_tensor_spec *specs)
+{
+    tensor_walk w = {.specs = specs};
+    gated_walk(&w, cfg, NULL);
+    return w.n;
 }
 
 size_t mt_gated_mlp_params_count(const mt_gated_mlp_config *cfg)
 {
-    return 3 * (size_t)cfg->F * cfg->C + (cfg->bias ? 2 * (size_t)cfg->F + cfg->C : 0);
+    tensor_walk w = {0};
+    gated_walk(&w, cfg, NULL);
+    return w.count;
 }
 
 float *mt_gated_mlp_params_point(mt_gated_mlp_params *p, float *base,
                                  const mt_gated_mlp_config *cfg)
 {
-    size_t fc = (size_t)cfg->F * cfg->C;
-    int b = cfg->bias;
-    if (cfg->layout == MT_GATED_FC1) {
-        tensor_table_take(&p->value_w, &base, fc, 1);
-        tensor_table_take(&p->gate_w, &base, fc, 1);
-        tensor_table_take(&p->value_b, &base, (size_t)cfg->F, b);
-        tensor_table_take(&p->gate_b, &base, (size_t)cfg->F, b);
-    } else {
-        tensor_table_take(&p->gate_w, &base, fc, 1);
-        tensor_table_take(&p->gate_b, &base, (size_t)cfg->F, b);
-        tensor_table_take(&p->value_w, &base, fc, 1);
-        tensor_table_take(&p->value_b, &base, (size_t)cfg->F, b);
-    }
-    tensor_table_take(&p->down_w, &base, fc, 1);
-    tensor_table_take(&p->down_b, &base, (size_t)cfg->C, b);
-    return base;
+    tensor_walk w = {.base = base};
+    gated_walk(&w, cfg, p);
+    return w.base;
 }
 
 size_t mt_gated_mlp_acts_count(const mt_gated_mlp_config *cfg, size_t BT)
