@@ -39,6 +39,15 @@ static void refresh(lua_State *L, job_info *j, const char *fn)
     if (job_refresh(j) != 0) mtl_error(L, fn, "%s", mt_last_error());
 }
 
+/* Fields of a run read afresh: one whose state cannot be read is broken, as mtlab.jobs.list and
+ * `jobs list` say, the reason in job.error, rather than a raise at every field of a listed run. */
+static void refresh_or_broken(job_info *j)
+{
+    if (job_refresh(j) == 0) return;
+    snprintf(j->error, sizeof j->error, "%s", mt_last_error());
+    j->state = JOB_BROKEN;
+}
+
 /* mtlab.jobs.start(config [, {launcher=, name=, overrides={key=value}}]) -> job */
 static int l_start(lua_State *L)
 {
@@ -201,12 +210,7 @@ static int job_index(lua_State *L)
     else if (!strcmp(k, "launcher")) lua_pushstring(L, job_launcher_name(j->launcher));
     else if (!strcmp(k, "max_steps")) lua_pushinteger(L, j->max_steps);
     else {
-        if (job_refresh(j) != 0) {
-            /* its job.json cannot be read: broken, as mtlab.jobs.list and `jobs list` say,
-             * the reason in job.error, rather than a raise at every field of a listed run */
-            snprintf(j->error, sizeof j->error, "%s", mt_last_error());
-            j->state = JOB_BROKEN;
-        }
+        refresh_or_broken(j);
         if (!strcmp(k, "state")) lua_pushstring(L, job_state_name(j->state));
         else if (!strcmp(k, "step")) lua_pushinteger(L, j->step);
         else if (!strcmp(k, "loss")) lua_pushnumber(L, j->loss);
@@ -225,7 +229,11 @@ static int job_index(lua_State *L)
 static int job_tostring(lua_State *L)
 {
     job_info *j = luaL_checkudata(L, 1, JOB_META);
-    refresh(L, j, "job");
+    refresh_or_broken(j);
+    if (j->state == JOB_BROKEN) {
+        lua_pushfstring(L, "mtlab.job: %s (broken: %s)", j->name, j->error);
+        return 1;
+    }
     lua_pushfstring(L, "mtlab.job: %s (%s, %s, step %d/%d)", j->name, job_launcher_name(j->launcher),
                     job_state_name(j->state), (int)j->step, (int)j->max_steps);
     return 1;
