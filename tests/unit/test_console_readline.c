@@ -133,6 +133,26 @@ static void test_search_after_a_restart(void **state)
     free(home);
 }
 
+/* A console stopped inside a search (or a prefix, a numeric argument): the next console's keys
+ * went to the old search, whose terminators the new console's start had freed (fuzz_console:
+ * a heap-use-after-free in readline's search). Stopping ends every multi-key state. */
+static void test_stop_inside_a_search(void **state)
+{
+    (void)state;
+    static const char *const unfinished[] = {"\x12" "x", "\x13", "\x18", "\x1b" "5", "\x1b"};
+    for (size_t i = 0; i < sizeof unfinished / sizeof unfinished[0]; i++) {
+        bench b;
+        start(&b);
+        keys(unfinished[i]);
+        stop(&b);
+        start(&b);
+        assert_false(RL_ISSTATE(RL_STATE_ISEARCH | RL_STATE_MULTIKEY | RL_STATE_NUMERICARG));
+        keys("ok");
+        assert_string_equal(line(), "ok");
+        stop(&b);
+    }
+}
+
 /* Every three keys from the keys that start or end readline's multi-key states (searches,
  * prefixes, Meta, quoted insert, numeric arguments, abort, accept) after a search or a prefix:
  * none crashes, and after Ctrl-G twice and a cleared line typing works again. */
@@ -167,6 +187,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_prefix_key_inside_search),
         cmocka_unit_test(test_search_after_a_restart),
+        cmocka_unit_test(test_stop_inside_a_search),
         cmocka_unit_test(test_key_triples_after_search_and_prefixes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

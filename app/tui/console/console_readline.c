@@ -186,6 +186,13 @@ int console_rl_start(tui_console *c)
 void console_rl_stop(void)
 {
     if (!rl_console) return;
+    /* a search, prefix or numeric argument left open would take the next console's keys, its
+     * search terminators freed by that console's start: Ctrl-G ends each as a user would
+     * (rl_callback_sigcleanup leaves the prompt a search saved) */
+    for (int i = 0; i < 4 && RL_ISSTATE(RL_STATE_ISEARCH | RL_STATE_NSEARCH | RL_STATE_MULTIKEY |
+                                        RL_STATE_NUMERICARG | RL_STATE_CHARSEARCH | RL_STATE_VIMOTION);
+         i++)
+        console_rl_key('\a', 0);
     rl_callback_handler_remove();
     if (history_path[0]) {
         struct stat st;
