@@ -60,19 +60,27 @@ int mt_corpus_load(mt_corpus *c, const char *src_path, const char *tgt_path,
     }
     ids_buf buf = {0};
     size_t cap = 0, lineno = 0;
-    char *ls = NULL, *lt = NULL;
-    size_t ls_cap = 0, lt_cap = 0;
+    /* one line limit, applied while reading: a file without newlines costs a megabyte */
+    mt_line_reader rs, rt;
+    mt_line_reader_init(&rs, fs, src_path, 0);
+    mt_line_reader_init(&rt, ft, tgt_path, 0);
+    rs.hint = rt.hint = "one sentence per line expected";
     int rc = -1;
     for (;;) {
-        ssize_t ns = getline(&ls, &ls_cap, fs);
-        ssize_t nt = getline(&lt, &lt_cap, ft);
-        if (ns < 0 && nt < 0) break;
+        char *ls, *lt;
+        size_t ls_n, lt_n;
+        int gs = mt_line_next(&rs, &ls, &ls_n);
+        if (gs < 0) goto out;
+        int gt = mt_line_next(&rt, &lt, &lt_n);
+        if (gt < 0) goto out;
+        if (!gs && !gt) break;
         lineno++;
-        if (ns < 0 || nt < 0) {
-            mt_error("%s has %zu lines but %s has more", ns < 0 ? src_path : tgt_path,
-                     lineno - 1, ns < 0 ? tgt_path : src_path);
+        if (!gs || !gt) {
+            mt_error("%s has %zu lines but %s has more", !gs ? src_path : tgt_path,
+                     lineno - 1, !gs ? tgt_path : src_path);
             goto out;
         }
+        ssize_t ns = (ssize_t)ls_n, nt = (ssize_t)lt_n;
         chomp(ls, &ns);
         chomp(lt, &nt);
         if ((ns == 0) != (nt == 0)) {
@@ -105,8 +113,8 @@ int mt_corpus_load(mt_corpus *c, const char *src_path, const char *tgt_path,
     buf.v = NULL;
     rc = 0;
 out:
-    free(ls);
-    free(lt);
+    mt_line_reader_free(&rs);
+    mt_line_reader_free(&rt);
     free(buf.v);
     fclose(fs);
     fclose(ft);

@@ -1,6 +1,7 @@
 /* Training data: corpus loading errors, CAT-N examples, token-budget batch plans, lr schedule. */
 #include "test_util.h"
 #include "mtlab/error.h"
+#include "mtlab/files.h"
 #include "mtlab/train.h"
 #include "mtlab/traindata.h"
 
@@ -204,6 +205,19 @@ static void test_corpus_load_errors(void **state)
     test_write_text(b, "");
     assert_int_equal(mt_corpus_load(&c, a, b, tok, 0), -1);
     assert_non_null(strstr(mt_last_error(), "no lines"));
+
+    /* one line limit for every reader (mtlab/files.h), applied while reading, not after */
+    size_t n = MT_LINE_MAX_BYTES + 2;
+    char *long_line = malloc(n);
+    memset(long_line, 'a', n - 1);
+    long_line[n - 1] = '\n';
+    test_write_text(a, "uno\n");
+    test_write_file(b, long_line, n);
+    free(long_line);
+    assert_int_equal(mt_corpus_load(&c, a, b, tok, 0), -1);
+    char want[400];
+    snprintf(want, sizeof want, "%s:1: line longer than the %zu-byte limit", b, MT_LINE_MAX_BYTES);
+    if (!strstr(mt_last_error(), want)) fail_msg("expected '%s' in: %s", want, mt_last_error());
 
     unlink(a);
     unlink(b);
