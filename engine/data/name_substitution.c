@@ -38,20 +38,22 @@ int mt_gazetteer_load(mt_gazetteer *g, const char *path)
     FILE *f = mt_file_fopen(path, MT_FILE_REGULAR);
     if (!f) return -1;
     strmap seen = {0};
-    char *line = NULL;
-    size_t cap = 0, lineno = 0, room = 0;
-    ssize_t len;
-    int rc = 0;
-    while ((len = getline(&line, &cap, f)) >= 0) {
+    mt_line_reader lr;
+    mt_line_reader_init(&lr, f, path, 0);
+    lr.hint = "one name per line expected";
+    char *line;
+    size_t len, lineno = 0, room = 0;
+    int rc = 0, got;
+    while ((got = mt_line_next(&lr, &line, &len)) > 0) {
         lineno++;
-        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
+        while (len > 0 && line[len - 1] == '\r') line[--len] = '\0';
         const char *problem = gazetteer_line_problem(line);
         if (problem) {
             rc = mt_error("%s:%zu: \"%.40s\": %s", path, lineno, line, problem);
             break;
         }
         int inserted;
-        strmap_put(&seen, line, (size_t)len, lineno, &inserted);
+        strmap_put(&seen, line, len, lineno, &inserted);
         if (!inserted) {
             rc = mt_error("%s:%zu: \"%s\" is listed twice", path, lineno, line);
             break;
@@ -62,9 +64,9 @@ int mt_gazetteer_load(mt_gazetteer *g, const char *path)
         }
         g->names[g->n++] = mt_xstrdup(line);
     }
-    if (rc == 0 && ferror(f)) rc = mt_error("%s: %s", path, strerror(errno));
+    if (rc == 0 && got < 0) rc = -1;
     if (rc == 0 && g->n == 0) rc = mt_error("%s: no names", path);
-    free(line);
+    mt_line_reader_free(&lr);
     fclose(f);
     strmap_free(&seen);
     if (rc != 0) mt_gazetteer_free(g);

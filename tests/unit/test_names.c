@@ -3,6 +3,7 @@
  * and epoch, p = 0 leaves the corpus as loaded, CAT-N joins the substituted pairs). */
 #include "test_util.h"
 #include "mtlab/error.h"
+#include "mtlab/files.h"
 #include "mtlab/names.h"
 #include "mtlab/tokenizer.h"
 #include "mtlab/train.h"
@@ -72,6 +73,20 @@ static void test_gazetteer_checks(void **state)
     }
     assert_int_equal(mt_gazetteer_load(&g, "no/such/gazetteer.txt"), -1);
     assert_non_null(strstr(mt_last_error(), "no/such/gazetteer.txt"));
+    /* read through the one line reader: a NUL byte is named (it cut the name short), and the
+     * line limit applies while reading */
+    test_write_file(path, "Aachen\nBo\0ise\n", 14);
+    assert_int_equal(mt_gazetteer_load(&g, path), -1);
+    if (!strstr(mt_last_error(), "g.txt:2: NUL byte at byte 2")) fail_msg("%s", mt_last_error());
+    size_t n = MT_LINE_MAX_BYTES + 2;
+    char *long_line = malloc(n);
+    long_line[0] = 'A';
+    memset(long_line + 1, 'b', n - 2);
+    long_line[n - 1] = '\n';
+    test_write_file(path, long_line, n);
+    free(long_line);
+    assert_int_equal(mt_gazetteer_load(&g, path), -1);
+    if (!strstr(mt_last_error(), "g.txt:1: line longer than the 1048576-byte limit")) fail_msg("%s", mt_last_error());
     /* the shipped parts load, and none of their names is shared with the other part */
     mt_gazetteer train, test;
     if (mt_gazetteer_load(&train, "scripts/data/gazetteer.train.txt") != 0) fail_msg("%s", mt_last_error());
