@@ -20,10 +20,8 @@ struct corpus_reader {
     size_t taken;    /* of those, lines handed out */
     uint64_t rng;    /* splitmix64 state */
     size_t file;     /* index into paths of the file being read */
-    size_t line_no;  /* 1-based line number in that file */
     FILE *f;         /* NULL between files */
-    char *buf;       /* getline buffer */
-    size_t cap;
+    mt_line_reader lr; /* f's lines, the limit applied while reading */
 };
 
 /* splitmix64 (Steele, Lea, Flood 2014): a small, well-mixed generator, so the sample depends
@@ -44,7 +42,8 @@ static int open_file(corpus_reader *r, size_t i)
     r->f = mt_file_fopen(r->paths[i], MT_FILE_REGULAR); /* read twice: counted, then sampled */
     if (!r->f) return -1;
     r->file = i;
-    r->line_no = 0;
+    mt_line_reader_init(&r->lr, r->f, r->paths[i], CORPUS_MAX_LINE_BYTES);
+    r->lr.hint = "one sentence per line expected for tokenizer training";
     return 0;
 }
 
@@ -53,29 +52,15 @@ static int open_file(corpus_reader *r, size_t i)
 static int read_line(corpus_reader *r, size_t *len)
 {
     const char *path = r->paths[r->file];
-    errno = 0;
-    ssize_t n = getline(&r->buf, &r->cap, r->f);
-    if (n < 0) {
-        if (ferror(r->f)) return mt_error("%s: read error: %s", path, strerror(errno ? errno : EIO));
-        return 0;
-    }
-    r->line_no++;
-    size_t l = (size_t)n;
-    if (l > 0 && r->buf[l - 1] == '\n') l--;
-    if (l > 0 && r->buf[l - 1] == '\r') l--;
-    r->buf[l] = '\0';
-    if (l > CORPUS_MAX_LINE_BYTES)
-        return mt_error("%s:%zu: line of %zu bytes is longer than the %d-byte limit for tokenizer "
-                        "training (one sentence per line expected)",
-                        path, r->line_no, l, CORPUS_MAX_LINE_BYTES);
-    size_t bad = mt_utf8_invalid_offset(r->buf, l);
+    char *line;
+    size_t l;
+    int got = mt_line_next(&r->lr, &line, &l); /* NUL bytes and read errors named there */
+    if (got <= 0) return got;
+    if (l > 0 && line[l - 1] == '\r') line[--l] = '\0';
+    size_t bad = mt_utf8_invalid_offset(line, l);
     if (bad < l)
-        return mt_error("%s:%zu: invalid UTF-8 at byte %zu of the line (0x%02X)", path, r->line_no,
-                        bad, (unsigned)(unsigned char)r->buf[bad]);
-    const char *nul = memchr(r->buf, '\0', l);
-    if (nul)
-        return mt_error("%s:%zu: NUL byte at byte %zu of the line (binary file?)", path, r->line_no,
-                        (size_t)(nul - r->buf));
+        return mt_error("%s:%zu: invalid UTF-8 at byte %zu of the line (0x%02X)", path, r->lr.line_no,
+                        bad, (unsigned)(unsigned char)line[bad]);
     *len = l;
     return 1;
 }
@@ -84,6 +69,7 @@ static void close_file(corpus_reader *r)
 {
     if (r->f) fclose(r->f);
     r->f = NULL;
+    mt_line_reader_free(&r->lr);
 }
 
 corpus_reader *corpus_reader_open(const char *const *paths, size_t n_paths, size_t max_lines,
@@ -145,7 +131,7 @@ int corpus_reader_next(corpus_reader *r, const char **line, size_t *len)
         r->seen++;
         if (take) {
             r->taken++;
-            *line = r->buf;
+            *line = r->lr.buf;
             return 1;
         }
     }
@@ -160,6 +146,5 @@ void corpus_reader_close(corpus_reader *r)
 {
     if (!r) return;
     close_file(r);
-    free(r->buf);
     free(r);
 }
