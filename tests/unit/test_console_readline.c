@@ -153,6 +153,29 @@ static void test_stop_inside_a_search(void **state)
     }
 }
 
+/* Ctrl-Space (a NUL key) inside a search: readline ended the search and handed the NUL back as
+ * "no key", leaking the prompt the search had saved (fuzz_console, LeakSanitizer). The search
+ * ends with the line it found, then Ctrl-Space sets the mark. */
+static void test_ctrl_space_inside_search(void **state)
+{
+    (void)state;
+    bench b;
+    start(&b);
+    keys("one two\r");
+    keys("\x12" "one");
+    console_rl_key(0, 0);
+    assert_false(RL_ISSTATE(RL_STATE_ISEARCH));
+    assert_string_equal(line(), "one two");
+    keys("\x13");
+    console_rl_key(0, 0);
+    keys("!");
+    assert_false(RL_ISSTATE(RL_STATE_ISEARCH));
+    console_rl_clear_line();
+    keys("ok");
+    assert_string_equal(line(), "ok");
+    stop(&b);
+}
+
 /* Every three keys from the keys that start or end readline's multi-key states (searches,
  * prefixes, Meta, quoted insert, numeric arguments, abort, accept) after a search or a prefix:
  * none crashes, and after Ctrl-G twice and a cleared line typing works again. */
@@ -188,6 +211,7 @@ int main(void)
         cmocka_unit_test(test_prefix_key_inside_search),
         cmocka_unit_test(test_search_after_a_restart),
         cmocka_unit_test(test_stop_inside_a_search),
+        cmocka_unit_test(test_ctrl_space_inside_search),
         cmocka_unit_test(test_key_triples_after_search_and_prefixes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -222,11 +222,13 @@ static void push(const char *bytes, size_t n)
 }
 
 /* A key that readline's incremental search would take as the start of a key sequence (Ctrl-X,
- * or Esc were it not a search terminator). */
+ * or Esc were it not a search terminator), or Ctrl-Space (NUL), which the search ends on and
+ * hands back as the next key with rl_execute_next(0), where 0 means "none": the prompt the
+ * search saved leaked (fuzz_console: Ctrl-S, Ctrl-Space). */
 static int starts_key_sequence(unsigned char b)
 {
     Keymap map = rl_get_keymap();
-    return map[b].type == ISKMAP && !strchr(ISEARCH_TERMINATORS, b);
+    return b == 0 || (map[b].type == ISKMAP && !strchr(ISEARCH_TERMINATORS, b));
 }
 
 /* Readline 8.2 ends a search that meets a key sequence (Ctrl-R, Ctrl-X, x) by pushing the
