@@ -436,7 +436,10 @@ int train_config_load_with(mt_train_config *cfg, const char *path, const char *c
     luaL_openlibs(L);
     int rc = -1;
     if (mtlab_lua_dofile(L, path, 0) != LUA_OK) {
-        mt_error("%s", lua_tostring(L, -1));
+        /* the message's first line ("FILE:LINE: what"); the traceback below it names only
+         * the config's own chunk */
+        const char *msg = lua_tostring(L, -1);
+        mt_error("%.*s", (int)strcspn(msg ? msg : "", "\n"), msg ? msg : "(no message)");
         goto out;
     }
     lua_settop(L, 1); /* the chunk's first result (nil when it returns nothing) */

@@ -7,24 +7,44 @@
 
 static _Thread_local char err_buf[1024];
 
+/* A message is one line, whatever text of the input it quotes (a file's piece, a JSON value, a
+ * pickle's string): control characters become \xNN, cut at the buffer's end. */
+static void one_line(char *dst, size_t cap, const char *src)
+{
+    size_t o = 0;
+    for (; *src && o + 1 < cap; src++) {
+        unsigned char c = (unsigned char)*src;
+        if (c < 0x20 || c == 0x7F) {
+            if (o + 5 >= cap) break;
+            snprintf(dst + o, 5, "\\x%02x", c);
+            o += 4;
+        } else {
+            dst[o++] = (char)c;
+        }
+    }
+    dst[o] = '\0';
+}
+
 int mt_error(const char *fmt, ...)
 {
+    char text[sizeof err_buf];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err_buf, sizeof err_buf, fmt, ap);
+    vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
+    one_line(err_buf, sizeof err_buf, text);
     return -1;
 }
 
 int mt_error_context(const char *fmt, ...)
 {
-    char prefix[512], old[sizeof err_buf];
+    char prefix[512], text[sizeof err_buf];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
-    memcpy(old, err_buf, sizeof old);
-    snprintf(err_buf, sizeof err_buf, "%s: %s", prefix, old);
+    snprintf(text, sizeof text, "%s: %s", prefix, err_buf);
+    one_line(err_buf, sizeof err_buf, text);
     return -1;
 }
 

@@ -14,7 +14,9 @@
 #define MT_PRINTF(a, b)
 #endif
 
-/* Record an error message (printf-style); always returns -1 so callers can `return mt_error(...)`. */
+/* Record an error message (printf-style); always returns -1 so callers can `return mt_error(...)`.
+ * The message is kept on one line: a control character in it (quoted input, a parser's text)
+ * is recorded as \xNN. */
 int mt_error(const char *fmt, ...) MT_PRINTF(1, 2);
 /* Prefix the current message with "context: " (e.g. a file name added by an outer caller). */
 int mt_error_context(const char *fmt, ...) MT_PRINTF(1, 2);
