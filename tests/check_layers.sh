@@ -106,7 +106,7 @@ declare -A may_use=(
     [lua]="common plot jobs"
     [tui]="common plot jobs lua"
     [cli]="common plot jobs lua tui bench"
-    [main]="cli"
+    [main]="common cli"
 )
 
 # The table itself has no cycle: walking down from each folder never meets a folder twice on one
