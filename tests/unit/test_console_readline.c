@@ -176,6 +176,21 @@ static void test_ctrl_space_inside_search(void **state)
     stop(&b);
 }
 
+/* A history line edited, then a search aborted over it: the line's undo list is also the
+ * history entry's, and console_rl_stop freed it twice (fuzz_console: a double free when the
+ * workbench closed the console). */
+static void test_stop_after_editing_history(void **state)
+{
+    (void)state;
+    bench b;
+    start(&b);
+    keys("]\r");
+    console_rl_key(TUI_FKEY(KEY_UP), 0);
+    keys("\x15" "\x13" "\x07" "k");
+    assert_string_equal(line(), "k");
+    stop(&b);
+}
+
 /* Every three keys from the keys that start or end readline's multi-key states (searches,
  * prefixes, Meta, quoted insert, numeric arguments, abort, accept) after a search or a prefix:
  * none crashes, and after Ctrl-G twice and a cleared line typing works again. */
@@ -212,6 +227,7 @@ int main(void)
         cmocka_unit_test(test_search_after_a_restart),
         cmocka_unit_test(test_stop_inside_a_search),
         cmocka_unit_test(test_ctrl_space_inside_search),
+        cmocka_unit_test(test_stop_after_editing_history),
         cmocka_unit_test(test_key_triples_after_search_and_prefixes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -7,6 +7,7 @@
  * (console_complete) against the console's state when the Lua thread is idle. */
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +184,39 @@ int console_rl_start(tui_console *c)
     return 0;
 }
 
+static int pointer_order(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+    return (x > y) - (x < y);
+}
+
+/* The undo records of the line and of every history entry edited (clear_history leaves those),
+ * each freed once, so that a closed console holds no memory of readline's: an edited history
+ * line's records are also the line's, which rl_free_undo_list and rl_clear_history each freed
+ * (fuzz_console: a double free after a history line was edited and a search aborted over it). */
+static void free_undo_records(void)
+{
+    size_t n = 0, cap = 0;
+    UNDO_LIST **all = NULL;
+    HIST_ENTRY **h = history_list();
+    for (int i = -1; i < history_length; i++) {
+        UNDO_LIST *u = i < 0 ? rl_undo_list : (UNDO_LIST *)h[i]->data;
+        for (; u; u = u->next) {
+            if (n == cap) all = mt_xrealloc(all, (cap = cap ? 2 * cap : 64) * sizeof *all);
+            all[n++] = u;
+        }
+        if (i >= 0) h[i]->data = NULL;
+    }
+    rl_undo_list = NULL;
+    if (n) qsort(all, n, sizeof *all, pointer_order);
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || all[i] != all[i - 1]) {
+            free(all[i]->text);
+            free(all[i]);
+        }
+    free(all);
+}
+
 void console_rl_stop(void)
 {
     if (!rl_console) return;
@@ -198,9 +232,7 @@ void console_rl_stop(void)
         struct stat st;
         if (stat(history_path, &st) == 0) history_truncate_file(history_path, HISTORY_KEEP);
     }
-    /* the undo lists of the line and of each history entry edited (clear_history leaves
-     * those), so that a closed console holds no memory of readline's */
-    rl_free_undo_list();
+    free_undo_records();
     rl_clear_history();
     /* rl_clear_history frees the entries but leaves them in the list, which history_list's
      * readers take as ending at a NULL: the next console's first search read the freed ones
