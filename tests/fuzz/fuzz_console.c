@@ -32,11 +32,12 @@
 #include "tui/keys.h"
 
 /* readline 8.2 in callback mode never frees the context of a non-incremental search (Meta-p,
- * Meta-n) that is aborted (Ctrl-G, or erasing past its start): _rl_nsearch_callback returns
- * without its cleanup. A leak of readline's own, named here so that every other leak still
- * stops the run; the slow unwinder lets the suppression see readline's frames. */
+ * Meta-n) that is aborted (Ctrl-G, or erasing past its start), nor the undo records of what was
+ * typed into it: _rl_nsearch_callback returns without its cleanup. Leaks of readline's own,
+ * named here so that every other leak still stops the run; the slow unwinder lets the
+ * suppressions see readline's frames. */
 const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void) { return "leak:_rl_scxt_alloc\n"; }
+const char *__lsan_default_suppressions(void) { return "leak:_rl_scxt_alloc\nleak:_rl_nsearch_callback\n"; }
 const char *__asan_default_options(void);
 const char *__asan_default_options(void) { return "fast_unwind_on_malloc=0"; }
 
