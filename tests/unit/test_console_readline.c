@@ -220,6 +220,27 @@ static void test_key_triples_after_search_and_prefixes(void **state)
     stop(&b);
 }
 
+/* A combining mark typed alone, then history and a forward search: readline's search left the
+ * point inside the mark's two bytes (fuzz_console), where the next key would insert into the
+ * middle of a character. The point stays on a character boundary after every key. */
+static void test_point_stays_on_a_character(void **state)
+{
+    (void)state;
+    bench b;
+    start(&b);
+    console_rl_key(0x301, 1); /* U+0301 COMBINING ACUTE ACCENT, two bytes */
+    keys("\x0f" "e");
+    console_rl_key(TUI_FKEY(KEY_UP), 0);
+    keys("\x13" "s" "\x1b");
+    int point;
+    const char *l = console_rl_line(&point);
+    size_t len = strlen(l);
+    assert_true(point >= 0 && (size_t)point <= len);
+    if ((size_t)point < len) assert_int_not_equal((unsigned char)l[point] & 0xC0, 0x80);
+    assert_true(rl_point == point);
+    stop(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -229,6 +250,7 @@ int main(void)
         cmocka_unit_test(test_ctrl_space_inside_search),
         cmocka_unit_test(test_stop_after_editing_history),
         cmocka_unit_test(test_key_triples_after_search_and_prefixes),
+        cmocka_unit_test(test_point_stays_on_a_character),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -303,6 +303,13 @@ void console_rl_key(int key, int is_char)
         if (RL_ISSTATE(RL_STATE_ISEARCH) && starts_key_sequence(input[input_head])) end_search();
         rl_callback_read_char();
     }
+    /* readline's search can leave the point inside a character (a combining mark typed alone,
+     * then a forward search: fuzz_console), where the next key would insert into its bytes:
+     * back to the character's first byte */
+    if (rl_line_buffer)
+        while (rl_point > 0 && rl_point < rl_end &&
+               ((unsigned char)rl_line_buffer[rl_point] & 0xC0) == 0x80)
+            rl_point--;
 }
 
 const char *console_rl_prompt(void) { return rl_display_prompt ? rl_display_prompt : prompt_now; }
