@@ -4,6 +4,7 @@
 #include "cli/commands.h"
 #include "mtlab/error.h"
 #include "mtlab/tokenizer.h"
+#include "mtlab/train.h"
 
 #include <ftw.h>
 #include <unistd.h>
@@ -129,4 +130,29 @@ void test_captured_free(test_captured *c)
     free(c->out);
     free(c->err);
     c->out = c->err = NULL;
+}
+
+void test_tiny_train_config(mt_train_config *cfg, const char *preset, const char *dir, const char *run,
+                            long max_steps)
+{
+    mt_train_config_defaults(cfg);
+    assert_int_equal(mt_model_preset(&cfg->model, preset), 0);
+    cfg->model.vocab_size = 256;
+    cfg->model.d_model = 16;
+    cfg->model.n_layers = 2;
+    cfg->model.dt_rank = 1;
+    snprintf(cfg->name, sizeof cfg->name, "%s", run);
+    snprintf(cfg->run_dir, sizeof cfg->run_dir, "%s/%s", dir, run);
+    snprintf(cfg->train_src, sizeof cfg->train_src, "tests/fixtures/tokenizer/corpus.es");
+    snprintf(cfg->train_tgt, sizeof cfg->train_tgt, "tests/fixtures/tokenizer/corpus.en");
+    snprintf(cfg->tokenizer, sizeof cfg->tokenizer, "%s/spm.model", dir);
+    cfg->max_len = 48;
+    cfg->max_tokens = 600;
+    cfg->lr = 3e-3;
+    cfg->warmup = 2;
+    cfg->max_steps = max_steps;
+    cfg->log_every = 1;
+    cfg->valid_every = 0;
+    cfg->valid_bleu_lines = 0;
+    cfg->save_every = 0;
 }

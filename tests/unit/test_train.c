@@ -206,31 +206,13 @@ static void test_retrain_scripts_load(void **state)
 /* A tiny run on the tokenizer fixture corpus. */
 static void tiny_config(mt_train_config *cfg, const char *arch, const char *run, long max_steps)
 {
-    mt_train_config_defaults(cfg);
-    assert_int_equal(mt_model_preset(&cfg->model, !strcmp(arch, "mamba") ? "mamba-small" : "transformer-small"), 0);
-    cfg->model.vocab_size = 256;
-    cfg->model.d_model = 16;
-    cfg->model.n_layers = 2;
+    test_tiny_train_config(cfg, !strcmp(arch, "mamba") ? "mamba-small" : "transformer-small", tmpdir, run,
+                           max_steps);
     cfg->model.n_encoder_layers = 1;
     cfg->model.n_heads = 2;
     cfg->model.ffn_dim = 32;
-    cfg->model.dt_rank = 1;
     cfg->model.dropout = 0.1f;
-    snprintf(cfg->name, sizeof cfg->name, "%s", run);
-    snprintf(cfg->run_dir, sizeof cfg->run_dir, "%s/%s", tmpdir, run);
-    snprintf(cfg->train_src, sizeof cfg->train_src, "tests/fixtures/tokenizer/corpus.es");
-    snprintf(cfg->train_tgt, sizeof cfg->train_tgt, "tests/fixtures/tokenizer/corpus.en");
-    snprintf(cfg->tokenizer, sizeof cfg->tokenizer, "%s/spm.model", tmpdir);
-    cfg->max_len = 48;
-    cfg->max_tokens = 600;
     cfg->accum = 2;
-    cfg->lr = 3e-3;
-    cfg->warmup = 2;
-    cfg->max_steps = max_steps;
-    cfg->log_every = 1;
-    cfg->valid_every = 0;
-    cfg->valid_bleu_lines = 0;
-    cfg->save_every = 0;
     cfg->seed = 11;
 }
 

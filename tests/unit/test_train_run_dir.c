@@ -18,27 +18,8 @@ static char tmpdir[64];
 /* A tiny Mamba run on the tokenizer fixture corpus, one record per step. */
 static void tiny_config(mt_train_config *cfg, const char *run, long max_steps)
 {
-    mt_train_config_defaults(cfg);
-    assert_int_equal(mt_model_preset(&cfg->model, "mamba-small"), 0);
-    cfg->model.vocab_size = 256;
-    cfg->model.d_model = 16;
-    cfg->model.n_layers = 2;
-    cfg->model.dt_rank = 1;
+    test_tiny_train_config(cfg, "mamba-small", tmpdir, run, max_steps);
     cfg->model.d_state = 4;
-    snprintf(cfg->name, sizeof cfg->name, "%s", run);
-    snprintf(cfg->run_dir, sizeof cfg->run_dir, "%s/%s", tmpdir, run);
-    snprintf(cfg->train_src, sizeof cfg->train_src, "tests/fixtures/tokenizer/corpus.es");
-    snprintf(cfg->train_tgt, sizeof cfg->train_tgt, "tests/fixtures/tokenizer/corpus.en");
-    snprintf(cfg->tokenizer, sizeof cfg->tokenizer, "%s/spm.model", tmpdir);
-    cfg->max_len = 48;
-    cfg->max_tokens = 600;
-    cfg->lr = 3e-3;
-    cfg->warmup = 2;
-    cfg->max_steps = max_steps;
-    cfg->log_every = 1;
-    cfg->valid_every = 0;
-    cfg->valid_bleu_lines = 0;
-    cfg->save_every = 0;
     cfg->seed = 5;
 }
 
