@@ -241,6 +241,21 @@ static void test_point_stays_on_a_character(void **state)
     stop(&b);
 }
 
+/* Tab with no Lua state behind the console (it failed to start, or closed while keys still
+ * came: the key-mash test's seed 899401 crashed in lua_gettop(NULL)): nothing is completed. */
+static void test_tab_without_a_lua_state(void **state)
+{
+    (void)state;
+    bench b;
+    start(&b);
+    lua_close(b.c.L);
+    b.c.L = NULL;
+    keys("mtl" "\t" "\t");
+    assert_string_equal(line(), "mtl");
+    b.c.L = luaL_newstate();
+    stop(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -251,6 +266,7 @@ int main(void)
         cmocka_unit_test(test_stop_after_editing_history),
         cmocka_unit_test(test_key_triples_after_search_and_prefixes),
         cmocka_unit_test(test_point_stays_on_a_character),
+        cmocka_unit_test(test_tab_without_a_lua_state),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -91,6 +91,10 @@ static char **complete(const char *text, int start, int end)
     tui_console *c = rl_console;
     /* only while the Lua thread is idle: the state is its own while it runs */
     if (pthread_mutex_trylock(&c->state_lock) != 0) return NULL;
+    if (!c->L) { /* no Lua state (it did not start, or has been closed): nothing to complete */
+        pthread_mutex_unlock(&c->state_lock);
+        return NULL;
+    }
     char **cand;
     int n = console_complete(c->L, text, &cand);
     pthread_mutex_unlock(&c->state_lock);
