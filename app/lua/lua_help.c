@@ -173,6 +173,7 @@ int mtl_help_fn(lua_State *L)
 
 void mtlab_lua_reference(FILE *out)
 {
+    /* an empty line between entries: each function its own short paragraph in README */
     for (size_t i = 0; i < mtl_help_count; i++)
-        fprintf(out, "- `%s`  \n  %s\n", mtl_help[i].signature, mtl_help[i].summary);
+        fprintf(out, "%s- `%s`  \n  %s\n", i ? "\n" : "", mtl_help[i].signature, mtl_help[i].summary);
 }
