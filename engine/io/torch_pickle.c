@@ -1,5 +1,5 @@
-/* A restricted unpickler for the data.pkl of a torch.save checkpoint, and the state_dict it
- * holds copied out as a safetensors image.
+/* A restricted unpickler for the data.pkl of a torch.save checkpoint (the state_dict it holds
+ * becomes a safetensors image in torch_state_dict.c).
  *
  * The machine is pickle's: a stack of values, a mark stack, a memo. Values are plain data
  * (None, bools, ints, floats, strings, bytes, tuples, lists, dicts) plus four kinds that stand
@@ -13,6 +13,7 @@
  * Sizes: every count the machine keeps (stack, marks, memo, values) grows by at most one per
  * opcode byte read, so memory is bounded by a multiple of data.pkl's length. */
 #include "io/torch_pickle.h"
+#include "io/torch_values.h"
 
 #include "io/json_util.h"
 #include "io/safetensors_image.h"
@@ -28,17 +29,8 @@
 #error "torch storages are read as little-endian bytes and copied as they are"
 #endif
 
-/* Shared storages are copied once per tensor that views them (tied embeddings: Marian names
- * one storage four times). A file asking for more than this many copies of its storages in
- * total is refused rather than expanded (a short pickle can name one storage a million times). */
-enum { MAX_COPIES = 8 };
 
 /* ---------------------------------------------------------------- values */
-
-typedef enum {
-    V_NONE, V_BOOL, V_INT, V_FLOAT, V_STR, V_BYTES, V_TUPLE, V_LIST, V_DICT,
-    V_GLOBAL, V_STORAGE, V_TENSOR,
-} value_kind;
 
 typedef enum {
     G_ORDERED_DICT,
@@ -92,43 +84,6 @@ static const struct {
 };
 enum { N_GLOBALS = sizeof GLOBALS / sizeof GLOBALS[0] };
 
-typedef struct value value;
-
-typedef struct {
-    char *key;             /* the name of its entry ARCHIVE/data/KEY */
-    mt_dtype dtype;        /* of the storage type (U8 for UntypedStorage) */
-    size_t nbytes;         /* numel * dtype size, as the persistent id says */
-} storage;
-
-typedef struct {
-    const value *storage;  /* a V_STORAGE */
-    mt_dtype dtype;
-    int64_t offset;        /* in elements of dtype */
-    size_t ndim;           /* as pickled; only the first MT_ST_MAX_DIMS are kept */
-    size_t n_strides;
-    int64_t size[MT_ST_MAX_DIMS];
-    int64_t stride[MT_ST_MAX_DIMS];
-} tensor;
-
-struct value {
-    value *next;           /* every value, for freeing */
-    value_kind kind;
-    union {
-        int64_t i;         /* V_BOOL, V_INT */
-        double f;          /* V_FLOAT */
-        struct {           /* V_STR, V_BYTES: NUL-terminated, may hold NULs */
-            char *s;
-            size_t len;
-        } str;
-        struct {           /* V_TUPLE, V_LIST: items; V_DICT: keys and values interleaved */
-            value **items;
-            size_t n, cap;
-        } seq;
-        int global;        /* V_GLOBAL: index into GLOBALS */
-        storage st;        /* V_STORAGE */
-        tensor *t;         /* V_TENSOR (apart: most values are small) */
-    } u;
-};
 
 typedef struct {
     const char *file;            /* the checkpoint, in messages */
@@ -157,7 +112,7 @@ static int pkl_error(const unpickler *u, const char *fmt, ...)
     return mt_error("%s: %s %zu: %s", u->file, u->at, u->base + u->op_at, what);
 }
 
-static const char *kind_name(const value *v)
+const char *torch_value_kind_name(const value *v)
 {
     switch (v->kind) {
     case V_NONE: return "None";
@@ -370,7 +325,7 @@ static int op_stack_global(unpickler *u)
     if (need(u, "STACK_GLOBAL", 2)) return -1;
     value *name = pop(u), *module = pop(u);
     if (module->kind != V_STR || name->kind != V_STR)
-        return pkl_error(u, "STACK_GLOBAL of %s and %s, expected two str", kind_name(module), kind_name(name));
+        return pkl_error(u, "STACK_GLOBAL of %s and %s, expected two str", torch_value_kind_name(module), torch_value_kind_name(name));
     if (strlen(module->u.str.s) != module->u.str.len || strlen(name->u.str.s) != name->u.str.len)
         return pkl_error(u, "STACK_GLOBAL name holds a NUL byte");
     return push_global(u, module->u.str.s, name->u.str.s);
@@ -396,10 +351,10 @@ static int op_binpersid(unpickler *u)
     if (pid->u.seq.n == 6 && f[5]->kind != V_NONE)
         return pkl_error(u, "a storage that is a view of another (legacy format), which mtlab does not read");
     if (!global_is(f[1], G_STORAGE_TYPE))
-        return pkl_error(u, "a storage whose type is %s, not a storage type", kind_name(f[1]));
+        return pkl_error(u, "a storage whose type is %s, not a storage type", torch_value_kind_name(f[1]));
     if (f[2]->kind != V_STR || strlen(f[2]->u.str.s) != f[2]->u.str.len)
-        return pkl_error(u, "a storage whose key is %s, not a str", kind_name(f[2]));
-    if (f[3]->kind != V_STR) return pkl_error(u, "a storage whose location is %s, not a str", kind_name(f[3]));
+        return pkl_error(u, "a storage whose key is %s, not a str", torch_value_kind_name(f[2]));
+    if (f[3]->kind != V_STR) return pkl_error(u, "a storage whose location is %s, not a str", torch_value_kind_name(f[3]));
     if (f[4]->kind != V_INT || f[4]->u.i < 0)
         return pkl_error(u, "storage '%s' has a size that is not a non-negative int", f[2]->u.str.s);
     mt_dtype dt = GLOBALS[f[1]->u.global].dtype;
@@ -418,11 +373,11 @@ static int op_binpersid(unpickler *u)
 
 static int int_tuple(const unpickler *u, const char *what, const value *v, int64_t *out, size_t *n)
 {
-    if (v->kind != V_TUPLE) return pkl_error(u, "tensor %s is %s, expected a tuple of ints", what, kind_name(v));
+    if (v->kind != V_TUPLE) return pkl_error(u, "tensor %s is %s, expected a tuple of ints", what, torch_value_kind_name(v));
     *n = v->u.seq.n;
     for (size_t d = 0; d < v->u.seq.n; d++) {
         if (v->u.seq.items[d]->kind != V_INT)
-            return pkl_error(u, "tensor %s holds %s, expected ints", what, kind_name(v->u.seq.items[d]));
+            return pkl_error(u, "tensor %s holds %s, expected ints", what, torch_value_kind_name(v->u.seq.items[d]));
         if (d < MT_ST_MAX_DIMS) out[d] = v->u.seq.items[d]->u.i;
     }
     return 0;
@@ -445,8 +400,8 @@ static int rebuild_tensor(unpickler *u, int g, const value *args, value **out)
                                            : n == 7 || n == 8;
     if (!ok) return pkl_error(u, "%s with %zu arguments", fn_name(g), n);
     value **a = args->u.seq.items;
-    if (a[0]->kind != V_STORAGE) return pkl_error(u, "%s of %s, not a storage", fn_name(g), kind_name(a[0]));
-    if (a[1]->kind != V_INT) return pkl_error(u, "tensor offset is %s, expected an int", kind_name(a[1]));
+    if (a[0]->kind != V_STORAGE) return pkl_error(u, "%s of %s, not a storage", fn_name(g), torch_value_kind_name(a[0]));
+    if (a[1]->kind != V_INT) return pkl_error(u, "tensor offset is %s, expected an int", torch_value_kind_name(a[1]));
     value *v = new_value(u, V_TENSOR);
     tensor *t = v->u.t = mt_xcalloc(1, sizeof *t);
     t->storage = a[0];
@@ -455,7 +410,7 @@ static int rebuild_tensor(unpickler *u, int g, const value *args, value **out)
     if (int_tuple(u, "size", a[2], t->size, &t->ndim) || int_tuple(u, "stride", a[3], t->stride, &t->n_strides))
         return -1;
     if (kind == G_REBUILD_TENSOR_V3) {
-        if (!global_is(a[6], G_DTYPE)) return pkl_error(u, "tensor dtype is %s, expected a torch dtype", kind_name(a[6]));
+        if (!global_is(a[6], G_DTYPE)) return pkl_error(u, "tensor dtype is %s, expected a torch dtype", torch_value_kind_name(a[6]));
         t->dtype = GLOBALS[a[6]->u.global].dtype;
     }
     *out = v;
@@ -479,7 +434,7 @@ static int reduce_call(unpickler *u, int g, const value *args, value **out)
     case G_REBUILD_PARAMETER_WITH_STATE:
         if (n != (GLOBALS[g].kind == G_REBUILD_PARAMETER ? 3u : 4u))
             return pkl_error(u, "%s with %zu arguments", fn_name(g), n);
-        if (a[0]->kind != V_TENSOR) return pkl_error(u, "%s of %s, not a tensor", fn_name(g), kind_name(a[0]));
+        if (a[0]->kind != V_TENSOR) return pkl_error(u, "%s of %s, not a tensor", fn_name(g), torch_value_kind_name(a[0]));
         *out = a[0];
         return 0;
     case G_REBUILD_FROM_TYPE_V2: {
@@ -487,11 +442,11 @@ static int reduce_call(unpickler *u, int g, const value *args, value **out)
         if (n != 4) return pkl_error(u, "%s with %zu arguments", fn_name(g), n);
         if (a[0]->kind != V_GLOBAL || GLOBALS[a[0]->u.global].kind == G_REBUILD_FROM_TYPE_V2 ||
             GLOBALS[a[0]->u.global].kind > G_REBUILD_FROM_TYPE_V2)
-            return pkl_error(u, "%s of %s, not a tensor rebuild function", fn_name(g), kind_name(a[0]));
-        if (!global_is(a[1], G_TENSOR_TYPE)) return pkl_error(u, "%s to %s, not a tensor type", fn_name(g), kind_name(a[1]));
-        if (a[2]->kind != V_TUPLE) return pkl_error(u, "%s with arguments in %s, not a tuple", fn_name(g), kind_name(a[2]));
+            return pkl_error(u, "%s of %s, not a tensor rebuild function", fn_name(g), torch_value_kind_name(a[0]));
+        if (!global_is(a[1], G_TENSOR_TYPE)) return pkl_error(u, "%s to %s, not a tensor type", fn_name(g), torch_value_kind_name(a[1]));
+        if (a[2]->kind != V_TUPLE) return pkl_error(u, "%s with arguments in %s, not a tuple", fn_name(g), torch_value_kind_name(a[2]));
         int rc = reduce_call(u, a[0]->u.global, a[2], out);
-        if (!rc && (*out)->kind != V_TENSOR) return pkl_error(u, "%s made %s, not a tensor", fn_name(g), kind_name(*out));
+        if (!rc && (*out)->kind != V_TENSOR) return pkl_error(u, "%s made %s, not a tensor", fn_name(g), torch_value_kind_name(*out));
         return rc;
     }
     case G_TENSOR_TYPE:
@@ -506,8 +461,8 @@ static int op_reduce(unpickler *u)
 {
     if (need(u, "REDUCE", 2)) return -1;
     value *args = pop(u), *fn = pop(u);
-    if (fn->kind != V_GLOBAL) return pkl_error(u, "REDUCE calls %s, not a function", kind_name(fn));
-    if (args->kind != V_TUPLE) return pkl_error(u, "REDUCE with arguments in %s, not a tuple", kind_name(args));
+    if (fn->kind != V_GLOBAL) return pkl_error(u, "REDUCE calls %s, not a function", torch_value_kind_name(fn));
+    if (args->kind != V_TUPLE) return pkl_error(u, "REDUCE with arguments in %s, not a tuple", torch_value_kind_name(args));
     value *out;
     if (reduce_call(u, fn->u.global, args, &out)) return -1;
     push(u, out);
@@ -522,7 +477,7 @@ static int op_build(unpickler *u)
     value *state = pop(u), *obj = u->stack[u->n_stack - 1];
     (void)state;
     if (obj->kind != V_DICT && obj->kind != V_TENSOR)
-        return pkl_error(u, "BUILD on %s (mtlab sets state only on dicts and tensors)", kind_name(obj));
+        return pkl_error(u, "BUILD on %s (mtlab sets state only on dicts and tensors)", torch_value_kind_name(obj));
     return 0;
 }
 
@@ -566,7 +521,7 @@ static int op_setitems(unpickler *u, int many)
         from = u->n_stack - 2;
         dict = u->stack[from - 1];
     }
-    if (dict->kind != V_DICT) return pkl_error(u, "SETITEM%s on %s, not a dict", many ? "S" : "", kind_name(dict));
+    if (dict->kind != V_DICT) return pkl_error(u, "SETITEM%s on %s, not a dict", many ? "S" : "", torch_value_kind_name(dict));
     for (size_t i = from; i < u->n_stack; i++) seq_append(dict, u->stack[i]);
     u->n_stack = from;
     if (many) u->n_marks--;
@@ -586,7 +541,7 @@ static int op_appends(unpickler *u, int many)
         from = u->n_stack - 1;
     }
     list = u->stack[from - 1];
-    if (list->kind != V_LIST) return pkl_error(u, "APPEND%s on %s, not a list", many ? "S" : "", kind_name(list));
+    if (list->kind != V_LIST) return pkl_error(u, "APPEND%s on %s, not a list", many ? "S" : "", torch_value_kind_name(list));
     for (size_t i = from; i < u->n_stack; i++) seq_append(list, u->stack[i]);
     u->n_stack = from;
     if (many) u->n_marks--;
@@ -759,296 +714,12 @@ static int unpickle(unpickler *u, value **result)
                     u->base + (size_t)(u->end - u->start));
 }
 
-/* ---------------------------------------------------------------- the state_dict */
-
-typedef struct {
-    const char *name;    /* the key */
-    const tensor *t;
-    size_t nbytes;       /* numel * dtype size */
-    size_t offset;       /* in the image's data section */
-} entry;
-
-static int entry_error(const char *file, const char *name, const char *fmt, ...) MT_PRINTF(3, 4);
-static int entry_error(const char *file, const char *name, const char *fmt, ...)
-{
-    char what[512], quoted[160];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    return mt_error("%s: tensor '%s': %s", file, printable_text(quoted, sizeof quoted, name), what);
-}
-
-static const value *dict_get(const value *dict, const char *key)
+const value *torch_dict_get(const value *dict, const char *key)
 {
     for (size_t i = 0; i + 1 < dict->u.seq.n; i += 2) {
         const value *k = dict->u.seq.items[i];
         if (k->kind == V_STR && strcmp(k->u.str.s, key) == 0) return dict->u.seq.items[i + 1];
     }
-    return NULL;
-}
-
-/* The pickled dict itself, or (checkpoints written by training scripts) its "state_dict" or
- * "model" entry, one or two levels down. */
-static const value *find_state_dict(const char *file, const value *top)
-{
-    if (top->kind != V_DICT) {
-        mt_error("%s: the checkpoint holds %s, not a state_dict (a dict of tensors)", file, kind_name(top));
-        return NULL;
-    }
-    for (int depth = 0; depth < 2; depth++) {
-        const value *inner = dict_get(top, "state_dict");
-        if (!inner || inner->kind != V_DICT) inner = dict_get(top, "model");
-        if (!inner || inner->kind != V_DICT) break;
-        top = inner;
-    }
-    return top;
-}
-
-static size_t type_size(const tensor *t) { return mt_dtype_size(t->dtype); }
-
-/* Checks one tensor against its storage: sizes and strides non-negative, every element it
- * views inside the storage, no more elements than the storage holds (an expanded view, stride
- * 0, would multiply a small file into a large copy). */
-static int check_tensor(const char *file, const char *name, const tensor *t, size_t *nbytes)
-{
-    const storage *s = &t->storage->u.st;
-    if (t->ndim > MT_ST_MAX_DIMS)
-        return entry_error(file, name, "%zu dimensions, mtlab reads at most %d", t->ndim, MT_ST_MAX_DIMS);
-    if (t->n_strides != t->ndim)
-        return entry_error(file, name, "%zu sizes but %zu strides", t->ndim, t->n_strides);
-    const size_t esize = type_size(t), have = s->nbytes / esize;
-    char sizes[160], strides[160];
-    mt_st_shape_text(sizes, sizeof sizes, (int)t->ndim, t->size);
-    mt_st_shape_text(strides, sizeof strides, (int)t->ndim, t->stride);
-    if (t->offset < 0) return entry_error(file, name, "storage offset %" PRId64 " is negative", t->offset);
-    size_t numel = 1, last = (size_t)t->offset;
-    int overflow = (uint64_t)t->offset > SIZE_MAX;
-    for (size_t d = 0; d < t->ndim; d++) {
-        if (t->size[d] < 0 || t->stride[d] < 0)
-            return entry_error(file, name, "sizes %s with strides %s: negative", sizes, strides);
-        overflow |= __builtin_mul_overflow(numel, (size_t)t->size[d], &numel);
-    }
-    if (!overflow && numel) {
-        for (size_t d = 0; d < t->ndim; d++) {
-            size_t reach;
-            overflow |= __builtin_mul_overflow((size_t)t->size[d] - 1, (size_t)t->stride[d], &reach) ||
-                        __builtin_add_overflow(last, reach, &last);
-        }
-    }
-    if (overflow || (numel ? last >= have : last > have))
-        return entry_error(file, name,
-                           "sizes %s with strides %s from offset %" PRId64 " reach past the end of storage '%s', "
-                           "which holds %zu %s elements",
-                           sizes, strides, t->offset, s->key, have, mt_dtype_torch_name(t->dtype));
-    if (numel > have)
-        return entry_error(file, name,
-                           "sizes %s with strides %s view %zu elements of storage '%s', which holds %zu: an "
-                           "expanded view, which mtlab does not load",
-                           sizes, strides, numel, s->key, have);
-    *nbytes = numel * esize;
-    return 0;
-}
-
-/* Copies the elements t views, in row-major order, to out. */
-static void copy_strided(unsigned char *out, const unsigned char *storage_bytes, const tensor *t, size_t numel)
-{
-    const size_t esize = type_size(t);
-    const unsigned char *base = storage_bytes + (size_t)t->offset * esize;
-    int contiguous = 1;
-    int64_t expect = 1;
-    for (size_t d = t->ndim; d-- > 0;) {
-        if (t->size[d] != 1 && t->stride[d] != expect) contiguous = 0;
-        expect *= t->size[d];
-    }
-    if (contiguous) {
-        memcpy(out, base, numel * esize);
-        return;
-    }
-    int64_t idx[MT_ST_MAX_DIMS] = {0};
-    size_t at = 0; /* element offset of idx within the storage, from base */
-    for (size_t i = 0; i < numel; i++) {
-        memcpy(out + i * esize, base + at * esize, esize);
-        for (size_t d = t->ndim; d-- > 0;) {
-            if (++idx[d] < t->size[d]) {
-                at += (size_t)t->stride[d];
-                break;
-            }
-            at -= (size_t)(t->size[d] - 1) * (size_t)t->stride[d];
-            idx[d] = 0;
-        }
-    }
-}
-
-static int by_name(const void *a, const void *b) { return strcmp(((const entry *)a)->name, ((const entry *)b)->name); }
-
-/* As the safetensors writer lays data out: larger elements first, then by name. */
-static int by_layout(const void *a, const void *b)
-{
-    const entry *x = a, *y = b;
-    size_t sx = type_size(x->t), sy = type_size(y->t);
-    if (sx != sy) return sx > sy ? -1 : 1;
-    return strcmp(x->name, y->name);
-}
-
-/* Tensors grouped by the storage entry they view: by key, not by storage object (a pickle may
- * name one key in several persistent ids), and by size within a key, so that a key given two
- * sizes is checked twice and fails once. */
-static int by_storage(const void *a, const void *b)
-{
-    const storage *x = &(*(const entry *const *)a)->t->storage->u.st, *y = &(*(const entry *const *)b)->t->storage->u.st;
-    int c = strcmp(x->key, y->key);
-    if (c) return c;
-    return x->nbytes < y->nbytes ? -1 : x->nbytes > y->nbytes;
-}
-
-static int same_storage(const entry *a, const entry *b)
-{
-    const storage *x = &a->t->storage->u.st, *y = &b->t->storage->u.st;
-    return strcmp(x->key, y->key) == 0 && x->nbytes == y->nbytes;
-}
-
-/* The entries of the state_dict, checked, sorted by name; NULL on a problem. */
-static entry *collect_entries(const char *file, const value *sd, size_t *n_out)
-{
-    size_t n = sd->u.seq.n / 2;
-    entry *e = mt_xcalloc(n + 1, sizeof *e);
-    char quoted[160];
-    for (size_t i = 0; i < n; i++) {
-        const value *k = sd->u.seq.items[2 * i], *v = sd->u.seq.items[2 * i + 1];
-        if (k->kind != V_STR) {
-            mt_error("%s: the state_dict has a key that is %s, not a str", file, kind_name(k));
-            goto fail;
-        }
-        if (strlen(k->u.str.s) != k->u.str.len) {
-            mt_error("%s: key '%s': holds a NUL byte", file, printable_text(quoted, sizeof quoted, k->u.str.s));
-            goto fail;
-        }
-        if (strcmp(k->u.str.s, "__metadata__") == 0) {
-            mt_error("%s: key '__metadata__' is reserved and cannot name a tensor", file);
-            goto fail;
-        }
-        if (v->kind != V_TENSOR) {
-            mt_error("%s: key '%s' holds %s, not a tensor", file, printable_text(quoted, sizeof quoted, k->u.str.s),
-                     kind_name(v));
-            goto fail;
-        }
-        e[i].name = k->u.str.s;
-        e[i].t = v->u.t;
-        if (check_tensor(file, e[i].name, e[i].t, &e[i].nbytes)) goto fail;
-    }
-    qsort(e, n, sizeof *e, by_name);
-    for (size_t i = 1; i < n; i++) {
-        if (strcmp(e[i - 1].name, e[i].name) == 0) {
-            mt_error("%s: key '%s' appears twice in the state_dict", file, printable_text(quoted, sizeof quoted, e[i].name));
-            goto fail;
-        }
-    }
-    *n_out = n;
-    return e;
-fail:
-    free(e);
-    return NULL;
-}
-
-/* Every storage a tensor views exists with the size data.pkl gives it (asked before anything
- * is allocated for the tensors), and the tensors copy at most MAX_COPIES times their bytes. */
-static int check_storages(const char *file, entry *e, size_t n, const torch_storages *from, size_t *total)
-{
-    size_t storages = 0, copies = 0;
-    int rc = 0;
-    const entry **order = mt_xmalloc((n + 1) * sizeof *order);
-    for (size_t i = 0; i < n; i++) order[i] = &e[i];
-    qsort(order, n, sizeof *order, by_storage);
-    for (size_t i = 0; i < n && !rc; i++) {
-        const storage *s = &order[i]->t->storage->u.st;
-        if (i == 0 || !same_storage(order[i], order[i - 1])) {
-            if (from->check(from->ctx, s->key, s->nbytes))
-                rc = entry_error(file, order[i]->name, "%s", mt_last_error());
-            else if (__builtin_add_overflow(storages, s->nbytes, &storages))
-                rc = mt_error("%s: the storages hold more bytes than memory can address", file);
-        }
-        if (!rc && __builtin_add_overflow(copies, order[i]->nbytes, &copies))
-            rc = mt_error("%s: the tensors hold more bytes than memory can address", file);
-    }
-    free(order);
-    if (rc) return -1;
-    if (copies / MAX_COPIES > storages)
-        return mt_error("%s: the tensors copy %zu bytes out of %zu bytes of storages, more than %d times: refused "
-                        "(views of the same storage named over and over)",
-                        file, copies, storages, MAX_COPIES);
-    *total = copies;
-    return 0;
-}
-
-/* u64 length | JSON header padded with spaces to a multiple of 8, offsets assigned to e. */
-static char *image_header(const char *file, entry *e, size_t n, size_t *len)
-{
-    qsort(e, n, sizeof *e, by_layout);
-    json_t *root = json_object();
-    json_object_set_new(root, "__metadata__", json_pack("{s:s}", "format", "pt"));
-    size_t offset = 0;
-    char quoted[160];
-    for (size_t i = 0; i < n; i++) {
-        e[i].offset = offset;
-        offset += e[i].nbytes;
-        json_t *shape = json_array();
-        for (size_t d = 0; d < e[i].t->ndim; d++) json_array_append_new(shape, json_integer(e[i].t->size[d]));
-        json_t *entry_json = json_pack("{s:s, s:o, s:[I, I]}", "dtype", mt_dtype_name(e[i].t->dtype), "shape", shape,
-                                       "data_offsets", (json_int_t)e[i].offset, (json_int_t)offset);
-        if (!entry_json || json_object_set_new(root, e[i].name, entry_json)) {
-            json_decref(root);
-            mt_error("%s: key '%s' is not valid UTF-8", file, printable_text(quoted, sizeof quoted, e[i].name));
-            return NULL;
-        }
-    }
-    return st_header_encode(root, file, len);
-}
-
-/* Loads each storage once, copies every tensor viewing it, frees it. */
-static int fill_data(const char *file, entry *e, size_t n, unsigned char *data, const torch_storages *from)
-{
-    const entry **order = mt_xmalloc((n + 1) * sizeof *order);
-    for (size_t i = 0; i < n; i++) order[i] = &e[i];
-    qsort(order, n, sizeof *order, by_storage);
-    unsigned char *bytes = NULL;
-    int rc = 0;
-    for (size_t i = 0; i < n && !rc; i++) {
-        const entry *x = order[i];
-        const storage *s = &x->t->storage->u.st;
-        if (i == 0 || !same_storage(x, order[i - 1])) {
-            free(bytes);
-            bytes = NULL;
-            if (from->load(from->ctx, s->key, s->nbytes, &bytes)) rc = entry_error(file, x->name, "%s", mt_last_error());
-        }
-        if (!rc && x->nbytes) copy_strided(data + x->offset, bytes, x->t, x->nbytes / type_size(x->t));
-    }
-    free(bytes);
-    free(order);
-    return rc;
-}
-
-static mt_safetensors *build_image(const char *file, const value *sd, const torch_storages *from)
-{
-    size_t n = 0, total = 0, header_len = 0;
-    entry *e = collect_entries(file, sd, &n);
-    if (!e) return NULL;
-    char *header = NULL;
-    unsigned char *image = NULL;
-    if (check_storages(file, e, n, from, &total) || !(header = image_header(file, e, n, &header_len))) goto fail;
-    if (total > SIZE_MAX - header_len || !(image = malloc(header_len + total))) {
-        mt_error("%s: out of memory for %zu bytes of tensors", file, total);
-        goto fail;
-    }
-    memcpy(image, header, header_len);
-    if (fill_data(file, e, n, image + header_len, from)) goto fail;
-    free(header);
-    free(e);
-    return st_open_image(image, header_len + total, file);
-fail:
-    free(image);
-    free(header);
-    free(e);
     return NULL;
 }
 
@@ -1089,8 +760,7 @@ torch_pickle *torch_unpickle(const unsigned char *pkl, size_t len, const char *f
 
 mt_safetensors *torch_pickle_state_dict(const torch_pickle *tp, const torch_storages *storages)
 {
-    const value *sd = find_state_dict(tp->u.file, tp->top);
-    return sd ? build_image(tp->u.file, sd, storages) : NULL;
+    return torch_state_dict_image(tp->u.file, tp->top, storages);
 }
 
 int torch_pickle_int(const torch_pickle *tp, int64_t *out)
@@ -1102,7 +772,7 @@ int torch_pickle_int(const torch_pickle *tp, int64_t *out)
 
 int torch_pickle_flag(const torch_pickle *tp, const char *key)
 {
-    const value *v = tp->top->kind == V_DICT ? dict_get(tp->top, key) : NULL;
+    const value *v = tp->top->kind == V_DICT ? torch_dict_get(tp->top, key) : NULL;
     return v && v->kind == V_BOOL && v->u.i;
 }
 
