@@ -113,18 +113,27 @@ int job_start(job_info *out, const char *config_path, const job_start_opts *o)
     return 0;
 }
 
+/* The run's train.log, positioned at its last `tail` bytes (all of it when shorter); NULL when
+ * it cannot be read. */
+static FILE *open_log_tail(const char *dir, long tail)
+{
+    char path[800];
+    snprintf(path, sizeof path, "%s/train.log", dir);
+    FILE *f = mt_file_fopen(path, MT_FILE_REGULAR);
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, size > tail ? size - tail : 0, SEEK_SET);
+    return f;
+}
+
 /* The last non-empty line of train.log (what a trainer that died without recording said). */
 static void last_log_line(const char *dir, char *out, size_t n)
 {
-    char path[800], buf[4096];
-    snprintf(path, sizeof path, "%s/train.log", dir);
+    char buf[4096];
     out[0] = '\0';
-    FILE *f = mt_file_fopen(path, MT_FILE_REGULAR);
+    FILE *f = open_log_tail(dir, (long)sizeof buf - 1);
     if (!f) return;
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    long from = size > (long)sizeof buf - 1 ? size - (long)sizeof buf + 1 : 0;
-    fseek(f, from, SEEK_SET);
     size_t len = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     buf[len] = '\0';
@@ -160,16 +169,11 @@ static long checkpoint_step(const char *dir)
  * started, or "". */
 static void rank_failure_line(const char *dir, char *out, size_t n)
 {
-    char path[800], line[1024];
-    snprintf(path, sizeof path, "%s/train.log", dir);
+    char line[1024];
     out[0] = '\0';
-    FILE *f = mt_file_fopen(path, MT_FILE_REGULAR);
-    if (!f) return;
     /* a log of many steps: its last 64 KiB hold the end */
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    if (size > 65536) fseek(f, size - 65536, SEEK_SET);
-    else fseek(f, 0, SEEK_SET);
+    FILE *f = open_log_tail(dir, 65536);
+    if (!f) return;
     while (fgets(line, sizeof line, f)) {
         line[strcspn(line, "\r\n")] = '\0';
         if (!strncmp(line, "mtlab train: ranks ", 19)) out[0] = '\0';
