@@ -349,6 +349,15 @@ static int print_json(const score_result *res, size_t n)
     return 0;
 }
 
+/* The paired test the options ask for (a->paired != 0) */
+static mt_sig_opts paired_opts(const score_args *a)
+{
+    mt_sig_opts o = mt_sig_defaults((mt_sig_test)(a->paired - 1));
+    o.n_samples = a->paired_n;
+    o.seed = a->seed;
+    return o;
+}
+
 /* The metric's options and its view for the paired tests (ctx points into o). */
 typedef struct {
     mt_bleu_opts bleu;
@@ -386,9 +395,7 @@ static void setup_metric(metric_setup *ms, enum metric m, const score_args *a)
         snprintf(ms->signature, sizeof ms->signature, "%s", sig);
         return;
     }
-    mt_sig_opts o = mt_sig_defaults((mt_sig_test)(a->paired - 1));
-    o.n_samples = a->paired_n;
-    o.seed = a->seed;
+    mt_sig_opts o = paired_opts(a);
     char test[64];
     mt_sig_signature(test, sizeof test, &o);
     size_t first = strcspn(sig, "|");
@@ -469,9 +476,7 @@ static int compare_systems(const score_args *a, const mt_text_lines *hyps,
                 rc = cli_fail("%s: %s", a->hyp_paths[s], mt_last_error());
         mt_sig_result *col = res + mi * a->n_hyps;
         if (rc == 0 && a->paired) {
-            mt_sig_opts o = mt_sig_defaults((mt_sig_test)(a->paired - 1));
-            o.n_samples = a->paired_n;
-            o.seed = a->seed;
+            mt_sig_opts o = paired_opts(a);
             if (mt_sig_paired(col, (const double *const *)stats, a->n_hyps, n_seg, &ms[mi].sig, &o) < 0)
                 rc = cli_fail("score: %s", mt_last_error());
         } else if (rc == 0) {
@@ -522,11 +527,8 @@ static int compare_systems(const score_args *a, const mt_text_lines *hyps,
         sig_table_print(stdout, a->hyp_paths, a->n_hyps, names, cols, a->n_metrics, 2);
         printf("\n");
         if (a->paired) {
-            mt_sig_opts o = mt_sig_defaults((mt_sig_test)(a->paired - 1));
-            o.n_samples = a->paired_n;
-            explain_test(a, o.n_samples ? o.n_samples
-                                        : o.test == MT_SIG_BOOTSTRAP ? MT_SIG_BOOTSTRAP_SAMPLES
-                                                                     : MT_SIG_RANDOMIZATION_TRIALS);
+            mt_sig_opts o = paired_opts(a);
+            explain_test(a, mt_sig_samples(&o));
         }
         printf("-----------------\nMetric signatures\n-----------------\n");
         for (size_t mi = 0; mi < a->n_metrics; mi++) printf(" - %-10s %s\n", ms[mi].name, ms[mi].signature);

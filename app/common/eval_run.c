@@ -323,7 +323,7 @@ static int compare_with_first(eval_report *rep, eval_system_result *res, size_t 
     mt_sig_metric m[EVAL_METRICS] = {mt_sig_bleu_metric(&bo), mt_sig_chrf_metric(&co, name[0], sizeof name[0]),
                                      mt_sig_chrf_metric(&cpp, name[1], sizeof name[1]), mt_sig_comet_metric()};
     mt_sig_opts o = mt_sig_defaults((mt_sig_test)(rep->paired - 1));
-    rep->paired_n = o.test == MT_SIG_BOOTSTRAP ? MT_SIG_BOOTSTRAP_SAMPLES : MT_SIG_RANDOMIZATION_TRIALS;
+    rep->paired_n = mt_sig_samples(&o);
     rep->seed = o.seed;
     const double *stats[EVAL_MAX_SYSTEMS];
     mt_sig_result out[EVAL_MAX_SYSTEMS];

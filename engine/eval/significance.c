@@ -17,7 +17,7 @@ mt_sig_opts mt_sig_defaults(mt_sig_test test)
     return o;
 }
 
-static size_t n_samples_of(const mt_sig_opts *o)
+size_t mt_sig_samples(const mt_sig_opts *o)
 {
     if (o->n_samples) return o->n_samples;
     return o->test == MT_SIG_BOOTSTRAP ? MT_SIG_BOOTSTRAP_SAMPLES : MT_SIG_RANDOMIZATION_TRIALS;
@@ -26,7 +26,7 @@ static size_t n_samples_of(const mt_sig_opts *o)
 void mt_sig_signature(char *out, size_t out_len, const mt_sig_opts *o)
 {
     snprintf(out, out_len, "%s:%zu|seed:%llu", o->test == MT_SIG_BOOTSTRAP ? "bs" : "ar",
-             n_samples_of(o), (unsigned long long)o->seed);
+             mt_sig_samples(o), (unsigned long long)o->seed);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -182,7 +182,7 @@ int mt_sig_paired(mt_sig_result *out, const double *const *stats, size_t n_sys, 
     if (n_seg == 0) return mt_error("significance: no segments to resample");
     if (n_seg > UINT32_MAX - 1)
         return mt_error("significance: %zu segments exceed the sampler's %u", n_seg, UINT32_MAX - 1);
-    size_t n = n_samples_of(opts);
+    size_t n = mt_sig_samples(opts);
     double *sums = mt_xmalloc(m->n_stats * sizeof *sums);
     for (size_t s = 0; s < n_sys; s++) {
         memset(&out[s], 0, sizeof out[s]);

@@ -50,6 +50,8 @@ typedef struct {
 } mt_sig_opts;
 
 mt_sig_opts mt_sig_defaults(mt_sig_test test);
+/* the resamples or trials opts asks for (its n_samples, else the test's default) */
+size_t mt_sig_samples(const mt_sig_opts *opts);
 
 typedef struct {
     double score;    /* the system's corpus score */
