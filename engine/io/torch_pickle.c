@@ -758,10 +758,9 @@ torch_pickle *torch_unpickle(const unsigned char *pkl, size_t len, const char *f
     return tp;
 }
 
-mt_safetensors *torch_pickle_state_dict(const torch_pickle *tp, const torch_storages *storages)
-{
-    return torch_state_dict_image(tp->u.file, tp->top, storages);
-}
+const value *torch_pickle_top(const torch_pickle *tp) { return tp->top; }
+
+const char *torch_pickle_file(const torch_pickle *tp) { return tp->u.file; }
 
 int torch_pickle_int(const torch_pickle *tp, int64_t *out)
 {
@@ -803,13 +802,4 @@ size_t torch_pickle_storage_elem_size(torch_pickle *tp, const char *key)
     const storage **found = tp->n_by_key ? bsearch(&wantp, tp->by_key, tp->n_by_key, sizeof *tp->by_key, storage_key_order)
                                          : NULL;
     return found ? mt_dtype_size((*found)->dtype) : 0;
-}
-
-mt_safetensors *torch_read_state_dict(const unsigned char *pkl, size_t len, const char *file,
-                                      const torch_storages *storages)
-{
-    torch_pickle *tp = torch_unpickle(pkl, len, file, 0, NULL);
-    mt_safetensors *st = tp ? torch_pickle_state_dict(tp, storages) : NULL;
-    torch_pickle_free(tp);
-    return st;
 }

@@ -308,3 +308,17 @@ mt_safetensors *torch_state_dict_image(const char *file, const value *top, const
     const value *sd = find_state_dict(file, top);
     return sd ? build_image(file, sd, from) : NULL;
 }
+
+mt_safetensors *torch_pickle_state_dict(const torch_pickle *tp, const torch_storages *storages)
+{
+    return torch_state_dict_image(torch_pickle_file(tp), torch_pickle_top(tp), storages);
+}
+
+mt_safetensors *torch_read_state_dict(const unsigned char *pkl, size_t len, const char *file,
+                                      const torch_storages *storages)
+{
+    torch_pickle *tp = torch_unpickle(pkl, len, file, 0, NULL);
+    mt_safetensors *st = tp ? torch_pickle_state_dict(tp, storages) : NULL;
+    torch_pickle_free(tp);
+    return st;
+}

@@ -55,6 +55,9 @@ struct value {
 const char *torch_value_kind_name(const value *v);
 /* a V_DICT's value under a str key, or NULL */
 const value *torch_dict_get(const value *dict, const char *key);
+/* what the pickle returned, and the checkpoint's name for messages */
+const value *torch_pickle_top(const torch_pickle *tp);
+const char *torch_pickle_file(const torch_pickle *tp);
 /* The state_dict in top (top itself, or its "state_dict" / "model" entry) as a safetensors
  * image, its tensors copied out of the storages; NULL with mt_error naming file and key. */
 mt_safetensors *torch_state_dict_image(const char *file, const value *top, const torch_storages *from);
