@@ -28,7 +28,7 @@ DEB_PKGS := build-essential pkg-config \
             libopenblas-openmp-dev libjansson-dev libzip-dev libcmocka-dev libcairo2-dev tmux ncurses-term \
             sword-text-sparv sword-text-web libsword-utils \
             apertium apertium-eng-spa lua-busted wamerican wspanish \
-            slurm-wlm munge libopenmpi-dev openmpi-bin
+            slurm-wlm munge libopenmpi-dev openmpi-bin libmecab-dev mecab-ipadic mecab-utils
 FUZZ_PKGS := clang libclang-rt-14-dev
 
 # ---------------------------------------------------------------- toolchain and flags
@@ -52,7 +52,7 @@ CPPFLAGS := -D_GNU_SOURCE -Iengine/include -Iengine -Iapp -Ikernels
 # changes a result.
 CFLAGS_COMMON = -std=c11 -g -fopenmp -fno-math-errno -fno-trapping-math $(WARN) $(PC_CFLAGS)
 CXXFLAGS_COMMON = -std=c++17 -g -fopenmp -fno-math-errno -fno-trapping-math -Wall -Wextra -Werror $(PC_CFLAGS)
-LDLIBS_COMMON = $(PC_LDLIBS) -Wl,-rpath,$(BLAS_DIR) -lstdc++ -lm -lpthread -fopenmp
+LDLIBS_COMMON = $(PC_LDLIBS) -lmecab -Wl,-rpath,$(BLAS_DIR) -lstdc++ -lm -lpthread -fopenmp
 
 OPT_FLAGS := -O2 -march=x86-64-v2
 SAN_FLAGS := -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -183,12 +183,21 @@ $(SAN)/%.o: %.cc
 # agree bit for bit, and the tests hold the scan to the naive one within float rounding.
 $(REL)/engine/backend/cpu/cpu_scan.o $(SAN)/engine/backend/cpu/cpu_scan.o: CFLAGS_COMMON += -ffp-contract=fast
 
-$(REL)/libmtlab.a: $(REL_LIB_OBJS) | $(CUDA_SO)
+# sacreBLEU's ja-mecab dictionary (scripts/data/mecab_ipadic.sh), found by the binaries at its
+# absolute path (or MTLAB_MECAB_DIC); linked programs wait for it, so tests find it built.
+MECAB_DIC := $(BUILD)/mecab-ipadic
+$(MECAB_DIC)/sys.dic: scripts/data/mecab_ipadic.sh
+	@$(if $(V),,echo "  DICT    $(MECAB_DIC)")
+	$(Q)scripts/data/mecab_ipadic.sh $(MECAB_DIC)
+$(REL)/engine/eval/tok_mecab.o $(SAN)/engine/eval/tok_mecab.o: \
+    CPPFLAGS += -DMTLAB_MECAB_DIC='"$(abspath $(MECAB_DIC))"'
+
+$(REL)/libmtlab.a: $(REL_LIB_OBJS) | $(CUDA_SO) $(MECAB_DIC)/sys.dic
 	@rm -f $@; ar rcs $@ $^
 $(CUDA_SO): $(CUDA_OBJS)
 	@$(if $(V),,echo "  LINK    $@")
 	$(Q)$(CXX) -shared -o $@ $^ $(CUDA_SO_LIBS)
-$(SAN)/libmtlab.a: $(SAN_LIB_OBJS)
+$(SAN)/libmtlab.a: $(SAN_LIB_OBJS) | $(MECAB_DIC)/sys.dic
 	@rm -f $@; ar rcs $@ $^
 
 $(BIN): $(REL)/app/main.o $(REL)/libmtlab.a
@@ -286,7 +295,7 @@ FUZZ_SRC_fuzz_keys := app/tui/editor.c app/common/columns.c engine/text/utf8.c e
 # languages against; the kernels with OpenMP pragmas are compiled with -fopenmp (LLVM's runtime).
 FUZZ_SRC_fuzz_train_config := app/common/train_config.c app/common/lua_run.c $(ENGINE_C) $(ENGINE_CC)
 FUZZ_PC_fuzz_train_config := lua5.4 openblas ompi-c sentencepiece jansson libpcre2-8 libutf8proc
-FUZZ_LIBS_fuzz_train_config := -fopenmp -ldl
+FUZZ_LIBS_fuzz_train_config := -fopenmp -ldl -lmecab
 # `mtlab data import`: the engine as above (its objects are shared).
 FUZZ_SRC_fuzz_import := $(ENGINE_C) $(ENGINE_CC)
 FUZZ_PC_fuzz_import := $(FUZZ_PC_fuzz_train_config)

@@ -603,7 +603,7 @@ static int run_score(int argc, char **argv)
 const struct mt_command cmd_score = {
     "score",
     "--hyp FILE [--hyp FILE...] --ref FILE [--ref FILE...] [-m bleu,chrf,chrf++,ter,comet] [--lowercase] "
-    "[--smooth exp|floor|add-k|none] [--tokenize 13a|none|intl|char|zh|flores101|flores200 [--spm FILE]] "
+    "[--smooth exp|floor|add-k|none] [--tokenize 13a|none|intl|char|zh|flores101|flores200 [--spm FILE]|ja-mecab] "
     "[--chrf-word-order N] [--ter-normalized] [--ter-no-punct] [--ter-asian-support] "
     "[--ter-case-sensitive] [--paired-bs|--paired-ar [--paired-n N] [--seed N]] [--json] "
     "[-m comet --comet DIR --src FILE [--device cpu|cuda[:N]]]",

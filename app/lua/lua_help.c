@@ -56,7 +56,7 @@ const mtl_help_entry mtl_help[] = {
      "mtlab.score.bleu(hyps, refs [, {lowercase=, smooth=\"exp\", tokenize=\"13a\", spm=}]) -> score",
      "Corpus BLEU exactly as sacreBLEU 2.6.0 (and `mtlab score`) computes it: {score, "
      "signature, line, verbose, precisions, bp, ratio, sys_len, ref_len}; tokenize is "
-     "sacreBLEU's (13a, none, intl, char, zh, flores101/flores200 with spm = MODEL FILE)."},
+     "sacreBLEU's (13a, none, intl, char, zh, flores101/flores200 with spm = MODEL FILE, ja-mecab)."},
     {"mtlab.score.chrf", "mtlab.score.chrf(hyps, refs [, {lowercase=, word_order=0}]) -> score",
      "Corpus chrF2 (word_order=2: chrF2++) exactly as sacreBLEU computes it: {name, score, "
      "signature, line}."},

@@ -248,7 +248,8 @@ void mt_bleu_signature(char *out, size_t out_len, const mt_bleu_opts *opts, size
                  smooth_value_or_default(opts));
     else
         snprintf(smooth, sizeof smooth, "%s", names[opts->smooth]);
-    const char *tok = mt_bleu_tokenize_name(opts->tokenize);
+    const char *tok = opts->tokenize == MT_BLEU_TOK_JA_MECAB ? mt_mecab_signature()
+                                                              : mt_bleu_tokenize_name(opts->tokenize);
     snprintf(out, out_len, short_form ? "#:%zu|c:%s|e:%s|tok:%s|s:%s|v:%s"
                                       : "nrefs:%zu|case:%s|eff:%s|tok:%s|smooth:%s|version:%s",
              n_refs, opts->lowercase ? "lc" : "mixed", opts->effective_order ? "yes" : "no",

@@ -11,7 +11,8 @@
  *              the 13a rules without 13a's entity handling and padding (mt_tok_regexp_codepoints)
  *   flores101, flores200
  *              " ".join(EncodeAsPieces(line)) with the SentencePiece model given (spm_pieces.cc)
- * ja-mecab and ko-mecab are left out: they run MeCab through Python packages. */
+ *   ja-mecab   MeCab's words of line.strip(), stripped (tok_mecab.c)
+ * ko-mecab is left out: its dictionary (mecab-ko-dic) is not a Debian package. */
 #include "eval/tok_sacrebleu.h"
 
 #include "eval/tok13a.h"
@@ -25,7 +26,7 @@ static const char *const TOKENIZER_NAMES[MT_BLEU_TOK_COUNT] = {
     [MT_BLEU_TOK_13A] = "13a",   [MT_BLEU_TOK_NONE] = "none",
     [MT_BLEU_TOK_INTL] = "intl", [MT_BLEU_TOK_CHAR] = "char",
     [MT_BLEU_TOK_ZH] = "zh",     [MT_BLEU_TOK_FLORES101] = "flores101",
-    [MT_BLEU_TOK_FLORES200] = "flores200",
+    [MT_BLEU_TOK_FLORES200] = "flores200", [MT_BLEU_TOK_JA_MECAB] = "ja-mecab",
 };
 
 const char *mt_bleu_tokenize_name(mt_bleu_tokenize t)
@@ -110,6 +111,7 @@ int mt_sacre_tokenize_codepoints(mt_cpbuf *out, mt_bleu_tokenize t, const mt_spm
         return 0;
     case MT_BLEU_TOK_FLORES101:
     case MT_BLEU_TOK_FLORES200: return tokenize_spm(out, t, spm, in, n);
+    case MT_BLEU_TOK_JA_MECAB: return mt_mecab_tokenize(out, in, n);
     case MT_BLEU_TOK_COUNT: break;
     }
     return mt_error("tokenizer %d out of range", (int)t);

@@ -1,7 +1,9 @@
 /* BLEU's tokenizers (13a, none, intl, char, zh, flores101, flores200) against sacreBLEU 2.6.0
  * itself (tests/fixtures/metrics/tokenizers.json, made by make_ter_tok_fixtures.py): each
  * tokenizer's output string for string, and corpus BLEU with each, its signature and printed
- * line byte for byte. The flores tokenizers run with the SentencePiece models the fixture names. */
+ * line byte for byte. The flores tokenizers run with the SentencePiece models the fixture names.
+ * ja-mecab the same way against tests/fixtures/metrics/ja_mecab.json (make_ja_mecab.py), with
+ * the dictionary make builds (BUILD/mecab-ipadic). */
 #include "test_util.h"
 
 #include "mtlab/error.h"
@@ -10,11 +12,12 @@
 #include <jansson.h>
 
 #define FIXTURE "tests/fixtures/metrics/tokenizers.json"
+#define JA_FIXTURE "tests/fixtures/metrics/ja_mecab.json"
 
 #define JSTR(o, k) json_string_value(json_object_get((o), (k)))
 #define JNUM(o, k) json_number_value(json_object_get((o), (k)))
 
-static json_t *fixture;
+static json_t *fixture, *ja_fixture;
 static mt_spm_pieces *flores[2]; /* flores101, flores200 */
 
 static int setup(void **state)
@@ -24,6 +27,10 @@ static int setup(void **state)
     fixture = json_load_file(FIXTURE, 0, &err);
     if (!fixture) {
         fprintf(stderr, "%s:%d: %s\n", FIXTURE, err.line, err.text);
+        return -1;
+    }
+    if (!(ja_fixture = json_load_file(JA_FIXTURE, 0, &err))) {
+        fprintf(stderr, "%s:%d: %s\n", JA_FIXTURE, err.line, err.text);
         return -1;
     }
     json_t *models = json_object_get(fixture, "flores_models");
@@ -42,6 +49,7 @@ static int teardown(void **state)
     (void)state;
     for (int k = 0; k < 2; k++) mt_spm_pieces_free(flores[k]);
     json_decref(fixture);
+    json_decref(ja_fixture);
     return 0;
 }
 
@@ -83,7 +91,7 @@ static void test_tokenizers_match_sacrebleu(void **state)
             free(got);
         }
     }
-    assert_int_equal(k, MT_BLEU_TOK_COUNT);
+    assert_int_equal(k, MT_BLEU_TOK_JA_MECAB); /* all but ja-mecab, whose fixture is its own */
 }
 
 typedef struct {
@@ -165,7 +173,77 @@ static void test_bleu_with_each_tokenizer_matches_sacrebleu(void **state)
         assert_same_text(line, JSTR(cs, "line_width_1"), what);
         corpus_free(&c);
     }
-    assert_true(k >= 3 * MT_BLEU_TOK_COUNT * 2);
+    assert_true(k >= 3 * MT_BLEU_TOK_JA_MECAB * 2);
+}
+
+/* Runs first: the process's MeCab tagger is made on first success only, so a dictionary that
+ * is missing, or is not sacreBLEU's, is refused with its path and nothing is cached. Debian's
+ * own compiled ipadic (mecab-ipadic) has the one entry more that sacreBLEU refuses. */
+static void test_ja_mecab_refuses_other_dictionaries(void **state)
+{
+    (void)state;
+    setenv("MTLAB_MECAB_DIC", "tests/fixtures/metrics/no-such-dic", 1);
+    assert_null(mt_tokenize_sacrebleu(MT_BLEU_TOK_JA_MECAB, NULL, "日本語"));
+    assert_non_null(strstr(mt_last_error(), "ja-mecab: tests/fixtures/metrics/no-such-dic: "));
+    setenv("MTLAB_MECAB_DIC", "/var/lib/mecab/dic/ipadic", 1);
+    assert_null(mt_tokenize_sacrebleu(MT_BLEU_TOK_JA_MECAB, NULL, "日本語"));
+    assert_string_equal(mt_last_error(),
+                        "ja-mecab: /var/lib/mecab/dic/ipadic: a dictionary of 392127 entries; "
+                        "sacreBLEU's ja-mecab needs the IPA dictionary of 392126 and no user dictionary");
+    unsetenv("MTLAB_MECAB_DIC");
+}
+
+static void test_ja_mecab_matches_sacrebleu(void **state)
+{
+    (void)state;
+    assert_int_equal(JNUM(ja_fixture, "dictionary_size"), 392126);
+    json_t *pairs = json_object_get(ja_fixture, "pairs"), *pair;
+    assert_true(json_array_size(pairs) >= 1000);
+    size_t i;
+    json_array_foreach(pairs, i, pair) {
+        const char *in = json_string_value(json_array_get(pair, 0));
+        char *got = mt_tokenize_sacrebleu(MT_BLEU_TOK_JA_MECAB, NULL, in);
+        if (!got) fail_msg("ja-mecab of string %zu: %s", i, mt_last_error());
+        char what[64];
+        snprintf(what, sizeof what, "ja-mecab of string %zu", i);
+        assert_same_text(got, json_string_value(json_array_get(pair, 1)), what);
+        free(got);
+    }
+    /* 令和 is two words in sacreBLEU's dictionary (one in Debian's, which adds the era) */
+    char *reiwa = mt_tokenize_sacrebleu(MT_BLEU_TOK_JA_MECAB, NULL, "\u3000令和元年\n");
+    assert_string_equal(reiwa, "令 和 元年");
+    free(reiwa);
+
+    json_t *cs;
+    size_t k;
+    json_array_foreach(json_object_get(ja_fixture, "scores"), k, cs) {
+        json_t *j = json_object_get(json_object_get(ja_fixture, "corpora"), JSTR(cs, "corpus"));
+        const char **hyps = strings_of(json_object_get(j, "hyps"));
+        const char **streams[2] = {0};
+        size_t n_refs = json_array_size(json_object_get(j, "refs"));
+        assert_true(n_refs >= 1 && n_refs <= 2);
+        for (size_t r = 0; r < n_refs; r++) streams[r] = strings_of(json_array_get(json_object_get(j, "refs"), r));
+        mt_bleu_opts o = mt_bleu_defaults();
+        o.tokenize = MT_BLEU_TOK_JA_MECAB;
+        o.lowercase = json_is_true(json_object_get(cs, "lowercase"));
+        char what[96], sig[160], line[512];
+        snprintf(what, sizeof what, "ja-mecab, %s%s", JSTR(cs, "corpus"), o.lowercase ? ", lowercase" : "");
+        mt_bleu_score s;
+        if (mt_bleu_corpus(&s, hyps, json_array_size(json_object_get(j, "hyps")),
+                           (const char *const *const *)streams, n_refs, &o) < 0)
+            fail_msg("%s: %s", what, mt_last_error());
+        if (fabs(s.score - JNUM(cs, "score")) > 1e-9)
+            fail_msg("%s: BLEU %.17g, sacreBLEU says %.17g", what, s.score, JNUM(cs, "score"));
+        mt_bleu_signature(sig, sizeof sig, &o, n_refs, 0);
+        assert_same_text(sig, JSTR(cs, "signature"), what);
+        mt_bleu_format(line, sizeof line, &s, sig, 2);
+        assert_same_text(line, JSTR(cs, "line"), what);
+        mt_bleu_signature(sig, sizeof sig, &o, n_refs, 1);
+        assert_same_text(sig, JSTR(cs, "short_signature"), what);
+        free(hyps);
+        for (size_t r = 0; r < n_refs; r++) free(streams[r]);
+    }
+    assert_int_equal(k, 4);
 }
 
 static void test_names_and_errors(void **state)
@@ -178,9 +256,9 @@ static void test_names_and_errors(void **state)
     }
     assert_null(mt_bleu_tokenize_name(MT_BLEU_TOK_COUNT));
     mt_bleu_tokenize t;
-    assert_int_equal(mt_bleu_tokenize_parse("ja-mecab", &t), -1);
-    assert_string_equal(mt_last_error(),
-                        "unknown tokenizer 'ja-mecab' (13a, none, intl, char, zh, flores101, flores200)");
+    assert_int_equal(mt_bleu_tokenize_parse("ko-mecab", &t), -1);
+    assert_string_equal(mt_last_error(), "unknown tokenizer 'ko-mecab' "
+                                         "(13a, none, intl, char, zh, flores101, flores200, ja-mecab)");
 
     /* the default stays 13a */
     mt_bleu_opts o = mt_bleu_defaults();
@@ -232,7 +310,9 @@ static void test_tokenizer_rules(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ja_mecab_refuses_other_dictionaries), /* before any tagger is made */
         cmocka_unit_test(test_tokenizers_match_sacrebleu),
+        cmocka_unit_test(test_ja_mecab_matches_sacrebleu),
         cmocka_unit_test(test_bleu_with_each_tokenizer_matches_sacrebleu),
         cmocka_unit_test(test_names_and_errors),
         cmocka_unit_test(test_tokenizer_rules),

@@ -1,5 +1,5 @@
 /* Translation metrics that reproduce sacreBLEU exactly: BLEU (with its 13a, none, intl, char,
- * zh, flores101 and flores200 tokenizers), chrF, chrF++ and TER. Same numbers, same
+ * zh, flores101, flores200 and ja-mecab tokenizers), chrF, chrF++ and TER. Same numbers, same
  * signatures, same printed lines as sacrebleu MT_SACREBLEU_VERSION (run under CPython 3.11,
  * whose float sums are plain left-to-right additions).
  *
@@ -32,7 +32,7 @@ char *mt_lowercase(const char *text);
 
 /* ------------------------------------------------------------------ BLEU's tokenizers */
 
-/* sacreBLEU's --tokenize choices that need no Python: */
+/* sacreBLEU's --tokenize choices (ko-mecab is left out: MeCab's Korean dictionary is not in Debian): */
 typedef enum {
     MT_BLEU_TOK_13A = 0, /* mteval-v13a (the default) */
     MT_BLEU_TOK_NONE,    /* the text as it is */
@@ -41,6 +41,7 @@ typedef enum {
     MT_BLEU_TOK_ZH,      /* Chinese characters one by one, the rest as 13a */
     MT_BLEU_TOK_FLORES101, /* SentencePiece pieces of a given model (spBLEU), FLORES-101's */
     MT_BLEU_TOK_FLORES200, /* ... FLORES-200's */
+    MT_BLEU_TOK_JA_MECAB,  /* MeCab's Japanese words, with the IPA dictionary make builds */
     MT_BLEU_TOK_COUNT
 } mt_bleu_tokenize;
 
@@ -54,13 +55,15 @@ void mt_spm_pieces_free(mt_spm_pieces *m);
 char *mt_spm_pieces_encode(const mt_spm_pieces *m, const char *text);
 
 /* The name sacreBLEU gives it (--tokenize and the signature's "tok:"): "13a", "none", "intl",
- * "char", "zh", "flores101", "flores200"; NULL when out of range. */
+ * "char", "zh", "flores101", "flores200", "ja-mecab"; NULL when out of range. (The signature
+ * says "ja-mecab-0.996-IPA" for the last, MeCab's version inside, as sacreBLEU's does.) */
 const char *mt_bleu_tokenize_name(mt_bleu_tokenize t);
 /* The tokenizer called name; -1 with "unknown tokenizer 'x' (13a, none, ...)" otherwise. */
 int mt_bleu_tokenize_parse(const char *name, mt_bleu_tokenize *out);
 /* What sacreBLEU's tokenizer t returns for line, byte for byte, malloc'd (for "none" the line
  * itself, for "char" every character, whitespace included, joined by spaces). spm is needed by
- * the flores tokenizers only. NULL with mt_last_error on invalid UTF-8 or a missing model. */
+ * the flores tokenizers only. NULL with mt_last_error on invalid UTF-8, a missing model, or for
+ * ja-mecab a missing dictionary. */
 char *mt_tokenize_sacrebleu(mt_bleu_tokenize t, const mt_spm_pieces *spm, const char *line);
 
 /* ------------------------------------------------------------------ BLEU */
