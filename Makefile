@@ -123,6 +123,7 @@ test: deps
 	@tests/e2e/dataset.sh ./$(BIN)
 	@tests/e2e/heatmap.sh ./$(BIN)
 	@tests/e2e/console.sh ./$(BIN) $(E2E_TOOLS)
+	@tests/e2e/improvise.sh ./$(BIN) $(E2E_TOOLS)
 	@tests/e2e/jobs.sh ./$(BIN)
 	@tests/e2e/keymash.sh $(SAN)/$(BIN)
 

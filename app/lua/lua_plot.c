@@ -1,8 +1,10 @@
 /* mtlab.plot: line, bar and heatmap plots (app/plot/plot.h) for scripts. A constructor
  * returns a plot handle; p:show() draws it on stdout (braille and block characters, colours on
- * a terminal unless NO_COLOR is set, plain text when piped), p:save(path) writes .svg, .png or
- * .csv by the name's extension, p:text() returns the drawing as a string. */
+ * a terminal unless NO_COLOR is set, plain text when piped; in the workbench's console, into
+ * the console), p:save(path) writes .svg, .png or .csv by the name's extension, p:text()
+ * returns the drawing as a string. */
 #include "lua/lua_internal.h"
+#include "lua/mtlab_lua.h"
 #include "mtlab/error.h"
 #include "plot/plot.h"
 
@@ -225,14 +227,43 @@ static int l_heatmap(lua_State *L)
     return 1;
 }
 
-/* Terminal size and abilities for drawing on stdout. */
-static plot_text_opts terminal_opts(lua_State *L, int idx, const char *fn)
+#define OUTPUT_KEY "mtlab.plot.output"
+
+void mtlab_lua_set_output(lua_State *L, const mtlab_lua_output *out)
+{
+    if (out) {
+        mtlab_lua_output *o = lua_newuserdatauv(L, sizeof *o, 0);
+        *o = *out;
+    } else {
+        lua_pushnil(L);
+    }
+    lua_setfield(L, LUA_REGISTRYINDEX, OUTPUT_KEY);
+}
+
+/* The output set by mtlab_lua_set_output, or NULL: stdout. */
+static const mtlab_lua_output *output_of(lua_State *L)
+{
+    lua_getfield(L, LUA_REGISTRYINDEX, OUTPUT_KEY);
+    const mtlab_lua_output *o = lua_touserdata(L, -1);
+    lua_pop(L, 1);
+    return o;
+}
+
+/* The size and abilities of where the plot goes: the output set for the state (the console:
+ * its width; colour only for show, whose text it paints), else stdout (a terminal's width,
+ * colour when it is a terminal). */
+static plot_text_opts terminal_opts(lua_State *L, int idx, const char *fn, int show)
 {
     static const char *const known[] = {"width", "height", "color", "ascii", NULL};
     mtl_check_options(L, idx, fn, known);
+    const mtlab_lua_output *out = output_of(L);
     int tty = isatty(STDOUT_FILENO);
     struct winsize ws;
     int cols = tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col ? ws.ws_col : 80;
+    if (out) {
+        cols = out->width(out->ctx);
+        tty = show && out->color(out->ctx);
+    }
     const char *lang = getenv("LC_ALL");
     if (!lang || !*lang) lang = getenv("LC_CTYPE");
     if (!lang || !*lang) lang = getenv("LANG");
@@ -240,7 +271,7 @@ static plot_text_opts terminal_opts(lua_State *L, int idx, const char *fn)
                         strstr(lang, "utf-8"));
     const char *no_color = getenv("NO_COLOR");
     plot_text_opts o;
-    o.width = (int)mtl_opt_integer(L, idx, fn, "width", cols > 100 ? 100 : cols, 10, 1000);
+    o.width = (int)mtl_opt_integer(L, idx, fn, "width", cols > 100 ? 100 : cols < 10 ? 10 : cols, 10, 1000);
     o.height = (int)mtl_opt_integer(L, idx, fn, "height", 20, 4, 500);
     o.color = mtl_opt_boolean(L, idx, fn, "color", tty && !(no_color && *no_color));
     o.ascii = mtl_opt_boolean(L, idx, fn, "ascii", !utf8);
@@ -252,7 +283,7 @@ static int p_text(lua_State *L)
 {
     plot_handle *h = check_plot(L, 1, "mtlab.plot:text");
     lua_settop(L, 2);
-    plot_text_opts o = terminal_opts(L, 2, "mtlab.plot:text");
+    plot_text_opts o = terminal_opts(L, 2, "mtlab.plot:text", 0);
     char *text = plot_text(h->p, &o);
     if (!text) mtl_error(L, "mtlab.plot:text", "%s", mt_last_error());
     lua_pushstring(L, text);
@@ -260,12 +291,20 @@ static int p_text(lua_State *L)
     return 1;
 }
 
-/* p:show([opts]): the drawing on stdout */
+/* p:show([opts]): the drawing on stdout, or where mtlab_lua_set_output sends it */
 static int p_show(lua_State *L)
 {
     plot_handle *h = check_plot(L, 1, "mtlab.plot:show");
     lua_settop(L, 2);
-    plot_text_opts o = terminal_opts(L, 2, "mtlab.plot:show");
+    plot_text_opts o = terminal_opts(L, 2, "mtlab.plot:show", 1);
+    const mtlab_lua_output *out = output_of(L);
+    if (out) {
+        char *text = plot_text(h->p, &o);
+        if (!text) mtl_error(L, "mtlab.plot:show", "%s", mt_last_error());
+        out->write(out->ctx, text, strlen(text));
+        free(text);
+        return 0;
+    }
     fflush(stdout);
     if (plot_text_write(h->p, &o, stdout) < 0) mtl_error(L, "mtlab.plot:show", "%s", mt_last_error());
     fflush(stdout);

@@ -35,6 +35,18 @@ int mtlab_lua_interrupted(lua_State *L);
 /* Disarm: only where no Lua code of L is running (between two top-level calls). */
 void mtlab_lua_reset_interrupt(lua_State *L);
 
+/* Where plots go when the state's output is not the terminal (the workbench's console):
+ * p:show() hands its text to write (with colour escapes when color says it can paint them),
+ * p:text() and p:show() fit width columns; p:text() is plain unless asked for color=true.
+ * Copied; NULL removes it. */
+typedef struct {
+    void (*write)(void *ctx, const char *text, size_t len);
+    int (*width)(void *ctx);
+    int (*color)(void *ctx);
+    void *ctx;
+} mtlab_lua_output;
+void mtlab_lua_set_output(lua_State *L, const mtlab_lua_output *out);
+
 /* The API reference as markdown (README's "Lua API" section is this text). */
 void mtlab_lua_reference(FILE *out);
 

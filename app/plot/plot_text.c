@@ -523,6 +523,43 @@ static void heat_put(canvas *cv, const plot *p, int x, int y, double t)
     }
 }
 
+/* A heatmap as drawn: the matrix, or, when it has more rows (columns) than there are lines
+ * (characters), blocks of rbin x cbin cells shown as their defined cells' mean, labelled by
+ * their first row (column). */
+typedef struct {
+    int rows, cols, rbin, cbin;
+    double *v;          /* (rows, cols) */
+    uint8_t *defined;   /* (rows, cols) */
+} heat_view;
+
+static void heat_view_make(heat_view *hv, const plot *p, int rbin, int cbin)
+{
+    hv->rbin = rbin, hv->cbin = cbin;
+    hv->rows = (p->rows + rbin - 1) / rbin;
+    hv->cols = (p->cols + cbin - 1) / cbin;
+    size_t n = (size_t)hv->rows * (size_t)hv->cols;
+    hv->v = mt_xcalloc(n, sizeof *hv->v);
+    hv->defined = mt_xcalloc(n, 1);
+    for (int r = 0; r < hv->rows; r++)
+        for (int c = 0; c < hv->cols; c++) {
+            double sum = 0;
+            int k = 0;
+            for (int i = r * rbin; i < (r + 1) * rbin && i < p->rows; i++)
+                for (int j = c * cbin; j < (c + 1) * cbin && j < p->cols; j++) {
+                    size_t at = (size_t)i * p->cols + j;
+                    if (p->defined[at]) sum += p->v[at], k++;
+                }
+            hv->v[(size_t)r * hv->cols + c] = k ? sum / k : 0;
+            hv->defined[(size_t)r * hv->cols + c] = k > 0;
+        }
+}
+
+static void heat_view_free(heat_view *hv)
+{
+    free(hv->v);
+    free(hv->defined);
+}
+
 static int render_heatmap(const plot *p, canvas *cv, const plot_text_opts *o)
 {
     int top = p->title[0] != 0;
@@ -538,32 +575,36 @@ static int render_heatmap(const plot *p, canvas *cv, const plot_text_opts *o)
         int w = text_cols(p->col_labels[c], cv->ascii);
         if (w > cl) cl = w;
     }
-    int x0 = lw + 1, cw_max = (cv->w - x0) / p->cols;
-    if (cw_max < 1) return too_small(p, o, "one column per matrix column beside the row labels");
+    int x0 = lw + 1, room_w = cv->w - x0;
+    if (room_w < 1) return too_small(p, o, "a column beside the row labels");
+    int cbin = (p->cols + room_w - 1) / room_w, cols = (p->cols + cbin - 1) / cbin;
+    int cw_max = room_w / cols;
     /* column labels across when they fit in a cell (a blank between them), else one character
      * per row, downwards */
-    int across = cl < cw_max || (p->cols == 1 && cl <= cw_max);
+    int across = cl < cw_max || (cols == 1 && cl <= cw_max);
     int lab_rows = across ? 1 : cl < 6 ? cl : 6;
     while (!across && lab_rows > 1 && top + lab_rows + p->rows + bottom > cv->h) lab_rows--;
     int avail = cv->h - top - lab_rows - bottom;
-    if (avail < p->rows) return too_small(p, o, "one row per matrix row");
+    if (avail < 1) return too_small(p, o, "a line for the map");
+    heat_view hv;
+    heat_view_make(&hv, p, (p->rows + avail - 1) / avail, cbin);
     /* cells as wide as fit, and as high as fit up to square (a character is about twice as
      * high as wide) */
-    int cw = cw_max, rh = avail / p->rows;
+    int cw = cw_max, rh = avail / hv.rows;
     if (rh > cw / 2) rh = cw / 2 > 1 ? cw / 2 : 1;
 
     double lo, hi;
     plot_heat_range(p, &lo, &hi);
     if (p->title[0]) canvas_text_centred(cv, 0, cv->w, 0, p->title, -1);
     if (p->y_label[0]) canvas_text(cv, 0, top, p->y_label, lw, -1);
-    for (int c = 0; c < p->cols; c++) {
+    for (int c = 0; c < hv.cols; c++) {
         int x = x0 + c * cw;
+        const char *s = p->col_labels[c * cbin];
         if (across) {
-            canvas_text(cv, x, top, p->col_labels[c], cw, -1);
+            canvas_text(cv, x, top, s, cw, -1);
             continue;
         }
         /* downwards: the label's characters one per row, cut with an ellipsis */
-        const char *s = p->col_labels[c];
         size_t n = strlen(s), i = 0;
         int total = text_cols(s, cv->ascii);
         for (int row = 0; row < lab_rows && i < n; row++) {
@@ -582,17 +623,17 @@ static int render_heatmap(const plot *p, canvas *cv, const plot_text_opts *o)
         }
     }
     int gy = top + lab_rows;
-    for (int r = 0; r < p->rows; r++) {
-        canvas_text(cv, 0, gy + r * rh + (rh - 1) / 2, p->row_labels[r], lw, -1);
-        for (int c = 0; c < p->cols; c++) {
-            size_t i = (size_t)r * p->cols + c;
-            double t = p->defined[i] ? plot_heat_t(p->v[i], lo, hi) : -1;
+    for (int r = 0; r < hv.rows; r++) {
+        canvas_text(cv, 0, gy + r * rh + (rh - 1) / 2, p->row_labels[r * hv.rbin], lw, -1);
+        for (int c = 0; c < hv.cols; c++) {
+            size_t i = (size_t)r * hv.cols + c;
+            double t = hv.defined[i] ? plot_heat_t(hv.v[i], lo, hi) : -1;
             for (int dy = 0; dy < rh; dy++)
                 for (int dx = 0; dx < cw; dx++) heat_put(cv, p, x0 + c * cw + dx, gy + r * rh + dy, t);
         }
     }
-    int y = gy + p->rows * rh;
-    if (p->x_label[0]) canvas_text_centred(cv, x0, cw * p->cols, y++, p->x_label, -1);
+    int y = gy + hv.rows * rh;
+    if (p->x_label[0]) canvas_text_centred(cv, x0, cw * hv.cols, y++, p->x_label, -1);
     /* the scale: low value, the colours or shades in order, high value */
     char lo_s[32], hi_s[32];
     plot_format_value(lo_s, sizeof lo_s, lo);
@@ -602,9 +643,20 @@ static int render_heatmap(const plot *p, canvas *cv, const plot_text_opts *o)
     for (int i = 0; i < steps; i++) heat_put(cv, p, x + i, y, (i + 0.5) / steps);
     x += steps + 1;
     x += canvas_text(cv, x, y, hi_s, cv->w - x, -1);
+    /* what a cell stands for when blocks are drawn, then what a blank means */
+    char note[96] = "";
+    if (hv.rbin > 1 || hv.cbin > 1) {
+        int n = snprintf(note, sizeof note, "  mean of");
+        if (hv.rbin > 1) n += snprintf(note + n, sizeof note - (size_t)n, " %d rows a line", hv.rbin);
+        if (hv.cbin > 1)
+            snprintf(note + n, sizeof note - (size_t)n, "%s %d columns a character",
+                     hv.rbin > 1 ? "," : "", hv.cbin);
+    }
     int undefined = 0;
     for (size_t i = 0; i < (size_t)p->rows * (size_t)p->cols; i++) undefined |= !p->defined[i];
-    if (undefined) canvas_text(cv, x + 2, y, "blank: not defined", cv->w - x - 2, -1);
+    if (undefined) snprintf(note + strlen(note), sizeof note - strlen(note), "  blank: not defined");
+    if (note[0] && cv->w > x) canvas_text(cv, x, y, note, cv->w - x, -1);
+    heat_view_free(&hv);
     return y + 1;
 }
 

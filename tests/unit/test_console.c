@@ -147,6 +147,36 @@ static void test_scrollback(void **state)
     free(s);
 }
 
+/* Colour escapes: their bytes are no columns, an SGR sets the colours that follow it. */
+static void test_ansi_escapes(void **state)
+{
+    (void)state;
+    const char *line = "ab\x1b[0;38;5;148mc\x1b[0;48;5;60m \x1b[0m\xe2\x96\x88\x1b[1;31md\x1b[K";
+    assert_int_equal(console_ansi_columns(line), 6);
+    console_sgr sgr = {-1, -1};
+    size_t at = console_ansi_seek(line, 2, &sgr);
+    assert_int_equal(line[at], 'c');
+    assert_int_equal(sgr.fg, 148);
+    assert_int_equal(sgr.bg, -1);
+    sgr = (console_sgr){-1, -1};
+    at = console_ansi_seek(line, 3, &sgr);
+    assert_int_equal(line[at], ' ');
+    assert_int_equal(sgr.fg, -1);
+    assert_int_equal(sgr.bg, 60);
+    sgr = (console_sgr){-1, -1};
+    at = console_ansi_seek(line, 5, &sgr);
+    assert_int_equal(line[at], 'd');
+    assert_int_equal(sgr.fg, 1);
+    assert_int_equal(sgr.bg, -1);
+    sgr = (console_sgr){-1, -1};
+    assert_int_equal(console_ansi_escape("\x1b[38;2;255;0;0m", &sgr), 15);
+    assert_int_equal(sgr.fg, 196);
+    /* cut short, or not an escape at all */
+    assert_int_equal(console_ansi_escape("\x1b[38;5", &sgr), 6);
+    assert_int_equal(console_ansi_escape("x", &sgr), 0);
+    assert_int_equal(console_ansi_columns("\x1b[0m"), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -154,6 +184,7 @@ int main(void)
         cmocka_unit_test(test_chunks),
         cmocka_unit_test(test_completion),
         cmocka_unit_test(test_scrollback),
+        cmocka_unit_test(test_ansi_escapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

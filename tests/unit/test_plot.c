@@ -283,6 +283,37 @@ static void test_heatmap_golden(void **state)
     plot_free(p);
 }
 
+/* A matrix with more rows or columns than the cells given is drawn with several matrix rows
+ * (columns) a character, each the mean of its block, and says so; a 30x30 map fits 120x14. */
+static void test_heatmap_binned(void **state)
+{
+    (void)state;
+    enum { N = 30, WIDE = 200 };
+    float v[N * WIDE];
+    for (int i = 0; i < N * WIDE; i++) v[i] = (float)(i % 7);
+    plot *p = plot_heatmap_new("big", NULL, NULL, v, N, N, NULL, NULL, NULL);
+    assert_non_null(p);
+    for (int color = 0; color <= 1; color++) {
+        char *s = render(p, 120, 14, color, 0);
+        int lines = 0;
+        for (const char *c = s; *c; c++) lines += *c == '\n';
+        assert_true(lines <= 14);
+        assert_non_null(strstr(s, "3 rows a line"));
+        free(s);
+    }
+    plot_free(p);
+    /* 200 columns in 45: each character is the mean of 5 */
+    const float ramp[] = {0, 0, 0, 0, 0, 1, 1, 1, 1, 1};
+    float wide[WIDE];
+    for (int j = 0; j < WIDE; j++) wide[j] = ramp[(j / 5) % 2 * 5];
+    p = plot_heatmap_new("wide", NULL, NULL, wide, 1, WIDE, NULL, NULL, NULL);
+    char *s = render(p, 46, 6, 0, 0);
+    assert_non_null(strstr(s, " ░█░█"));
+    assert_non_null(strstr(s, "5 columns a character"));
+    free(s);
+    plot_free(p);
+}
+
 static void test_text_write(void **state)
 {
     (void)state;
@@ -540,7 +571,7 @@ static void test_size_errors(void **state)
     plot *p = small_heatmap();
     plot_text_opts o = {30, 4, 0, 0};
     assert_null(plot_text(p, &o));
-    assert_error_has("heatmap 'cross' does not fit in 30 x 4 cells (one row per matrix row)");
+    assert_error_has("heatmap 'cross' does not fit in 30 x 4 cells (a line for the map)");
     o = (plot_text_opts){2, 9, 0, 0};
     assert_null(plot_text(p, &o));
     assert_error_has("2 x 9 cells is not a usable size");
@@ -644,6 +675,7 @@ int main(void)
         cmocka_unit_test(test_text_cells),
         cmocka_unit_test(test_bar_golden),
         cmocka_unit_test(test_heatmap_golden),
+        cmocka_unit_test(test_heatmap_binned),
         cmocka_unit_test(test_text_write),
         cmocka_unit_test(test_svg_written),
         cmocka_unit_test(test_png_heatmap_pixels),

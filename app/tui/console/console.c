@@ -16,6 +16,8 @@ static tui_console *console_new(tui_app *a)
 {
     tui_console *c = mt_xcalloc(1, sizeof *c);
     c->app = a;
+    c->text_w = COLS > 12 ? COLS - 2 : 10;   /* until the first frame says */
+    c->sgr_text_fg = c->sgr_text_bg = -2;
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_init(&c->state_lock, NULL);
     pthread_cond_init(&c->wake_lua, NULL);
@@ -276,6 +278,57 @@ static size_t byte_at_column(const char *s, int col)
     return i;
 }
 
+/* Paint with an escape's colours: a pair made for them once (on a terminal of 256 colours or
+ * more; else, or when the pairs run out, the line's own style). */
+static void sgr_style(tui_console *c, WINDOW *w, const tui_palette *pal, console_sgr sgr,
+                      tui_meaning base)
+{
+    if ((sgr.fg < 0 && sgr.bg < 0) || pal->level < TUI_COLORS_256 ||
+        COLOR_PAIRS < CONSOLE_PAIR0 + CONSOLE_SGR_PAIRS) {
+        tui_set_style(w, pal, base);
+        return;
+    }
+    int fg, bg;
+    extended_pair_content(pal->pair[TUI_C_TEXT], &fg, &bg);
+    if (fg != c->sgr_text_fg || bg != c->sgr_text_bg) {
+        c->n_sgr_pairs = 0;       /* the theme changed: the pairs are made again */
+        c->sgr_text_fg = fg, c->sgr_text_bg = bg;
+    }
+    int i = 0;
+    while (i < c->n_sgr_pairs && (c->sgr_pairs[i].fg != sgr.fg || c->sgr_pairs[i].bg != sgr.bg)) i++;
+    if (i == c->n_sgr_pairs) {
+        if (i == CONSOLE_SGR_PAIRS) {
+            tui_set_style(w, pal, base);
+            return;
+        }
+        init_extended_pair(CONSOLE_PAIR0 + i, sgr.fg >= 0 ? sgr.fg : fg, sgr.bg >= 0 ? sgr.bg : bg);
+        c->sgr_pairs[c->n_sgr_pairs++] = sgr;
+    }
+    wattr_set(w, A_NORMAL, (short)(CONSOLE_PAIR0 + i), NULL);
+}
+
+/* Columns [first, first + n) of an output line at (y, 1), its escapes painted as colours. */
+static void draw_output(tui_console *c, WINDOW *w, const tui_palette *pal, int y,
+                        const char *text, int first, int n, tui_meaning base)
+{
+    console_sgr sgr = {-1, -1};
+    size_t i = console_ansi_seek(text, first, &sgr);
+    for (int k = 0; k < n && text[i];) {
+        size_t e = console_ansi_escape(text + i, &sgr);
+        if (e) {
+            i += e;
+            continue;
+        }
+        size_t len = 1;
+        while (((unsigned char)text[i + len] & 0xc0) == 0x80) len++;
+        sgr_style(c, w, pal, sgr, base);
+        if ((unsigned char)text[i] < 0x20 || text[i] == 0x7f) mvwaddch(w, y, 1 + k, '?');
+        else mvwaddnstr(w, y, 1 + k, text + i, (int)len);
+        i += len;
+        k++;
+    }
+}
+
 void tui_console_draw(tui_app *a, WINDOW *w)
 {
     tui_console *c = a->console;
@@ -293,15 +346,17 @@ void tui_console_draw(tui_app *a, WINDOW *w)
     tui_put(w, 0, 2, title, width - 4);
     /* the newest lines above the prompt, long ones wrapped, scrolled back by c->scroll lines */
     int text_w = width - 2, y = h - 3;
+    c->text_w = text_w;
+    c->text_colors = a->palette.level >= TUI_COLORS_256 && COLOR_PAIRS >= CONSOLE_PAIR0 + CONSOLE_SGR_PAIRS;
     for (int i = c->sb.n - 1 - c->scroll; y >= 1 && i >= 0; i--) {
         const console_line *l = console_scrollback_get(&c->sb, i);
-        tui_set_style(w, &a->palette, l->kind == CONSOLE_ERROR ? TUI_C_ERROR
-                                      : l->kind == CONSOLE_ECHO ? TUI_C_DIM
-                                                                : TUI_C_TEXT);
-        int cols = columns(l->text, strlen(l->text));
+        tui_meaning base = l->kind == CONSOLE_ERROR ? TUI_C_ERROR
+                         : l->kind == CONSOLE_ECHO  ? TUI_C_DIM
+                                                    : TUI_C_TEXT;
+        int cols = console_ansi_columns(l->text);
         int n_rows = text_w > 0 && cols > text_w ? (cols + text_w - 1) / text_w : 1;
         for (int r = n_rows - 1; r >= 0 && y >= 1; r--, y--)
-            tui_put(w, y, 1, l->text + byte_at_column(l->text, r * text_w), text_w);
+            draw_output(c, w, &a->palette, y, l->text, r * text_w, text_w, base);
     }
     pthread_mutex_unlock(&c->lock);
     /* the prompt line: prompt and text, scrolled sideways to keep the cursor in view */

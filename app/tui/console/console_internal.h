@@ -52,6 +52,8 @@ typedef struct ui_call {
 
 #define CONSOLE_MAX_BINDINGS 32
 #define CONSOLE_TYPEAHEAD 64
+#define CONSOLE_PAIR0 128         /* above the theme's pairs (meanings and heat levels) */
+#define CONSOLE_SGR_PAIRS 256
 
 typedef struct {
     int key, is_char;
@@ -67,11 +69,17 @@ struct tui_console {
      * gets the rest once Lua is idle, so neither a lesson's step nor a typed line is lost */
     console_key typeahead[CONSOLE_TYPEAHEAD];
     int n_typeahead;
+    /* the colour pairs painting escapes' colours (UI thread): pair CONSOLE_PAIR0 + i is
+     * sgr_pairs[i] over the text colours it was made with */
+    console_sgr sgr_pairs[CONSOLE_SGR_PAIRS];
+    int n_sgr_pairs, sgr_text_fg, sgr_text_bg;
 
     pthread_mutex_t lock;    /* guards everything below */
     pthread_cond_t wake_lua; /* a request came, or quitting */
     pthread_cond_t answered; /* a ui call is done */
     console_scrollback sb;
+    int text_w, text_colors; /* the output area's columns, and 1 when it paints xterm-256
+                              * colours: for plots the Lua thread draws */
     int changed;             /* output since the last frame */
     int woken;               /* a TUI_EV_CONSOLE is on its way */
     console_request *req_head, *req_tail;

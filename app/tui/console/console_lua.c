@@ -50,6 +50,30 @@ static int lua_io_write(lua_State *L)
     return 1;
 }
 
+/* Plots (p:show) go into the scrollback, as wide as its lines, in colour where it can. */
+static void output_write(void *ctx, const char *text, size_t len)
+{
+    console_write(ctx, CONSOLE_OUT, text, len);
+}
+
+static int output_width(void *ctx)
+{
+    tui_console *c = ctx;
+    pthread_mutex_lock(&c->lock);
+    int w = c->text_w;
+    pthread_mutex_unlock(&c->lock);
+    return w;
+}
+
+static int output_color(void *ctx)
+{
+    tui_console *c = ctx;
+    pthread_mutex_lock(&c->lock);
+    int color = c->text_colors;
+    pthread_mutex_unlock(&c->lock);
+    return color;
+}
+
 /* os.exit from the console: the workbench asks first (y quits). */
 static int lua_os_exit(lua_State *L)
 {
@@ -235,6 +259,7 @@ int console_lua_start(tui_console *c)
     set_function(L, c, NULL, "print", lua_print);
     set_function(L, c, "io", "write", lua_io_write);
     set_function(L, c, "os", "exit", lua_os_exit);
+    mtlab_lua_set_output(L, &(mtlab_lua_output){output_write, output_width, output_color, c});
     lua_newtable(L);
     lua_setfield(L, LUA_REGISTRYINDEX, "mtlab.console.bindings");
     ui_open_library(L, c);

