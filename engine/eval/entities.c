@@ -6,7 +6,8 @@
  *     from a list of common words) or by style (peoples and languages: "Levites", "Greek");
  *     see entities_english.c;
  *   - candidates separated by exactly one space form one multiword name ("Jesus Christ",
- *     "King David"), as a chunker joins them, except after a title that stands apart
+ *     "King David"), also through the particles of names ("Ursula von der Leyen",
+ *     entity_word_name_particle), as a chunker joins them, except after a title that stands apart
  *     ("Lord Yahweh" is "Lord" and "Yahweh"); a hyphen or "of" does not join (measured:
  *     joining "X of Y" lowers agreement);
  *   - apostrophes end a word, so the possessive "David’s" yields "David".
@@ -82,10 +83,16 @@ int mt_entities_find(mt_text_span **spans, size_t *n, const char *text, mt_ner_l
     for (size_t i = 0; i < ws.n; i++) {
         if (!is_candidate(text, &ws.w[i], lang)) continue;
         size_t j = i;
-        while (j + 1 < ws.n && entity_words_adjacent(text, &ws.w[j], &ws.w[j + 1]) &&
-               is_candidate(text, &ws.w[j + 1], lang) &&
-               !(lang == MT_NER_ENGLISH && is_title(text, &ws.w[j])))
-            j++;
+        while (!(lang == MT_NER_ENGLISH && is_title(text, &ws.w[j]))) {
+            size_t k = j + 1; /* the next word, past the particles of a name ("von der") */
+            while (k < ws.n && entity_words_adjacent(text, &ws.w[k - 1], &ws.w[k]) &&
+                   entity_word_name_particle(text, &ws.w[k]))
+                k++;
+            if (k >= ws.n || !entity_words_adjacent(text, &ws.w[k - 1], &ws.w[k]) ||
+                !is_candidate(text, &ws.w[k], lang))
+                break;
+            j = k;
+        }
         push_span(spans, n, &cap, (mt_text_span){ws.w[i].start, ws.w[j].end});
         i = j;
     }

@@ -5,6 +5,7 @@
  *                                              entities include e (once per sentence)
  *   bin(e)      = digitize(train_count(e), [0, 1, 16])  -> unseen, regular, frequent
  *   recall(bin) = mean over the distinct e in the bin of recall(e)   (unweighted) */
+#include "eval/entities_words.h"
 #include "mtlab/entities.h"
 #include "mtlab/error.h"
 
@@ -112,7 +113,7 @@ static int kept_translated(kept_list *out, const char *src, const char *ref, mt_
     mt_text_span *ents, *names;
     size_t n_ents, n_names;
     if (mt_entities_find(&ents, &n_ents, ref, lang) < 0) return mt_error_context("reference");
-    if (mt_source_entities(&names, &n_names, src, lex) < 0) {
+    if (entity_source_name_words(&names, &n_names, src, lex) < 0) {
         free(ents);
         return mt_error_context("source");
     }

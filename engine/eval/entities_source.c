@@ -5,7 +5,15 @@
  * corpus does not know, when it is capitalised away from the start of a sentence; a word the
  * corpus writes as an ordinary word ("Que" opening a verse inside a pasted paragraph) is none.
  * Numbers are left out: a translation may rightly write them another way ("2015" is not a
- * name). */
+ * name).
+ *
+ * Names of several words are one name: capitalised words one space apart, joined through the
+ * particles of names ("Pedro Sánchez", "Ursula von der Leyen"). Two or more capitalised words
+ * in a row make a name even when each alone is an ordinary word of the corpus ("El País",
+ * "Nueva York", "António Costa": the Bible writes país, nueva and costa); a leading word is
+ * left out when it opens the sentence and the corpus does not know it as a name, or is an
+ * ordinary word before a name the corpus knows ("Entonces Jesús" opening a verse inside a
+ * paragraph is Jesús). */
 #include "eval/entities_words.h"
 #include "mtlab/entities.h"
 #include "mtlab/error.h"
@@ -21,6 +29,58 @@ static int is_name_word(const char *src, const entity_word *w, const mt_entity_l
     return !(w->flags & WORD_SENTENCE_START);
 }
 
+static void push(mt_text_span **spans, size_t *n, size_t *cap, mt_text_span span)
+{
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 8;
+        *spans = mt_xrealloc(*spans, *cap * sizeof **spans);
+    }
+    (*spans)[(*n)++] = span;
+}
+
+int entity_source_name_words(mt_text_span **spans, size_t *n, const char *src, const mt_entity_lexicon *lex)
+{
+    *spans = NULL;
+    *n = 0;
+    entity_words ws;
+    if (entity_words_split(&ws, src) < 0) return -1;
+    size_t cap = 0;
+    for (size_t i = 0; i < ws.n; i++)
+        if (is_name_word(src, &ws.w[i], lex)) push(spans, n, &cap, (mt_text_span){ws.w[i].start, ws.w[i].end});
+    entity_words_free(&ws);
+    return 0;
+}
+
+/* The word after w[i] in the same name (particles skipped), or 0 when the name ends at i. */
+static size_t next_in_name(const char *src, const entity_words *ws, size_t i)
+{
+    size_t k = i + 1;
+    while (k < ws->n && entity_words_adjacent(src, &ws->w[k - 1], &ws->w[k]) &&
+           entity_word_name_particle(src, &ws->w[k]))
+        k++;
+    if (k < ws->n && entity_words_adjacent(src, &ws->w[k - 1], &ws->w[k]) &&
+        entity_word_name_shaped(&ws->w[k]) && !(ws->w[k].flags & WORD_SENTENCE_START))
+        return k;
+    return 0;
+}
+
+static int known_name(const char *src, const entity_word *w, const mt_entity_lexicon *lex)
+{
+    return lex && mt_entity_lexicon_is_name(lex, src + w->start, w->end - w->start);
+}
+
+/* Whether the leading word w[a] of the name a..last stays out of it. */
+static int drop_leading(const char *src, const entity_words *ws, size_t a, size_t last,
+                        const mt_entity_lexicon *lex)
+{
+    const entity_word *w = &ws->w[a];
+    if ((w->flags & WORD_SENTENCE_START) && !known_name(src, w, lex)) return 1;
+    if (!lex || !mt_entity_lexicon_is_word(lex, src + w->start, w->end - w->start)) return 0;
+    for (size_t k = next_in_name(src, ws, a); k && k <= last; k = next_in_name(src, ws, k))
+        if (known_name(src, &ws->w[k], lex)) return 1;
+    return 0;
+}
+
 int mt_source_entities(mt_text_span **spans, size_t *n, const char *src, const mt_entity_lexicon *lex)
 {
     *spans = NULL;
@@ -29,15 +89,50 @@ int mt_source_entities(mt_text_span **spans, size_t *n, const char *src, const m
     if (entity_words_split(&ws, src) < 0) return -1;
     size_t cap = 0;
     for (size_t i = 0; i < ws.n; i++) {
-        if (!is_name_word(src, &ws.w[i], lex)) continue;
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 8;
-            *spans = mt_xrealloc(*spans, cap * sizeof **spans);
-        }
-        (*spans)[(*n)++] = (mt_text_span){ws.w[i].start, ws.w[i].end};
+        if (!entity_word_name_shaped(&ws.w[i])) continue;
+        size_t last = i;
+        for (size_t k; (k = next_in_name(src, &ws, last));) last = k;
+        size_t a = i;
+        while (a != last && drop_leading(src, &ws, a, last, lex)) a = next_in_name(src, &ws, a);
+        if (a != last) push(spans, n, &cap, (mt_text_span){ws.w[a].start, ws.w[last].end});
+        else if (is_name_word(src, &ws.w[a], lex)) push(spans, n, &cap, (mt_text_span){ws.w[a].start, ws.w[a].end});
+        i = last;
     }
     entity_words_free(&ws);
     return 0;
+}
+
+/* A name of several words carried over word by word: each capitalised word copied or one of
+ * its lexicon forms present, at least one translated. *form: that first form. */
+static mt_entity_fate fate_by_words(const char *hyp, const char *name, size_t len,
+                                    const mt_entity_lexicon *lex, const char **form)
+{
+    char *copy = mt_xmalloc(len + 1);
+    memcpy(copy, name, len);
+    copy[len] = '\0';
+    entity_words ws;
+    mt_entity_fate fate = MT_ENTITY_DROPPED;
+    if (entity_words_split(&ws, copy) == 0) {
+        const char *first = NULL;
+        size_t k = 0;
+        for (; k < ws.n; k++) {
+            const entity_word *w = &ws.w[k];
+            if (!entity_word_name_shaped(w) || mt_text_contains(hyp, copy + w->start, w->end - w->start))
+                continue;
+            const char *const *forms;
+            size_t nf = mt_entity_lexicon_forms(lex, copy + w->start, w->end - w->start, &forms, NULL, NULL), f = 0;
+            while (f < nf && !mt_text_contains(hyp, forms[f], strlen(forms[f]))) f++;
+            if (f == nf) break;
+            if (!first) first = forms[f];
+        }
+        if (k == ws.n && first) {
+            fate = MT_ENTITY_TRANSLATED;
+            if (form) *form = first;
+        }
+        entity_words_free(&ws);
+    }
+    free(copy);
+    return fate;
 }
 
 mt_entity_fate mt_entity_fate_in(const char *hyp, const char *name, size_t len, const mt_entity_lexicon *lex,
@@ -51,5 +146,6 @@ mt_entity_fate mt_entity_fate_in(const char *hyp, const char *name, size_t len, 
         if (form) *form = forms[k];
         return MT_ENTITY_TRANSLATED;
     }
+    if (lex && memchr(name, ' ', len)) return fate_by_words(hyp, name, len, lex, form);
     return MT_ENTITY_DROPPED;
 }

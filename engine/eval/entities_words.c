@@ -141,6 +141,15 @@ int entity_word_name_shaped(const entity_word *w)
            w->n_chars >= 2;
 }
 
+int entity_word_name_particle(const char *text, const entity_word *w)
+{
+    static const char *const particles[] = {"von", "van", "der", "den", "ter", "vom", "zu", "bin", "ibn"};
+    size_t len = w->end - w->start;
+    for (size_t i = 0; i < sizeof particles / sizeof particles[0]; i++)
+        if (strlen(particles[i]) == len && !memcmp(text + w->start, particles[i], len)) return 1;
+    return 0;
+}
+
 int entity_words_adjacent(const char *text, const entity_word *a, const entity_word *b)
 {
     return b->start == a->end + 1 && text[a->end] == ' ';

@@ -5,6 +5,8 @@
 #ifndef MTLAB_EVAL_ENTITIES_WORDS_H
 #define MTLAB_EVAL_ENTITIES_WORDS_H
 
+#include "mtlab/entities.h"
+
 #include <stddef.h>
 
 enum {
@@ -37,6 +39,11 @@ int entity_word_ascii_lower(char *buf, size_t cap, const char *text, const entit
  * not all capitals, not a number. */
 int entity_word_name_shaped(const entity_word *w);
 
+/* 1 when w is a lower-case particle that joins the capitalised words of one name around it
+ * ("Ursula von der Leyen", "Vincent van Gogh"): von, van, der, den, ter, vom, zu, bin, ibn.
+ * The Romance prepositions (de, del, la, di) are not: "el Dios de Israel" is two names. */
+int entity_word_name_particle(const char *text, const entity_word *w);
+
 /* 1 when the text between two words is exactly one space. */
 int entity_words_adjacent(const char *text, const entity_word *a, const entity_word *b);
 
@@ -46,5 +53,9 @@ int entity_words_adjacent(const char *text, const entity_word *a, const entity_w
 int english_common_word(const char *lower, int sentence_start);
 /* 1 when lower is a title that stays a word of its own before a name ("lord"). */
 int english_title_word(const char *lower);
+
+/* mt_source_entities' names one word each, as they were before names of several words: what
+ * the translated-aware recall (entities_recall.c) matches lexicon forms against. */
+int entity_source_name_words(mt_text_span **spans, size_t *n, const char *src, const mt_entity_lexicon *lex);
 
 #endif
