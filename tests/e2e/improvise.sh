@@ -50,6 +50,15 @@ check "... and no escape's bytes" screen_lacks '\[0;4|\^\['
 type_line "return #p:text{width = 120, height = 14} > 0"
 check "p:text{width=120, height=14} draws a 30x30 map" wait_for '^│true +│$' 5
 
+# ---------------------------------------------------------------- type-ahead
+# a line typed while Lua runs (here until the file `go` appears) is kept whole, however long
+type_line "while not io.open('go') do end"
+wait_for 'running, Ctrl-C interrupts' 5
+long="return ('$(printf 'typed ahead %.0s' $(seq 8))'):upper() .. 'END'"
+type_line "$long"
+touch go
+check "a long line typed while Lua runs keeps every key" wait_for '^│(TYPED AHEAD ){8}END +│$' 10
+
 quit_workbench
 check "the workbench quits" exited_cleanly
 

@@ -49,6 +49,7 @@ void tui_console_free(tui_app *a)
         free(r);
     }
     console_scrollback_free(&c->sb);
+    free(c->typeahead);
     lua_close(c->parser);
     free(c->pending);
     pthread_cond_destroy(&c->wake_lua);
@@ -200,7 +201,11 @@ int tui_console_key(tui_app *a, int key, int is_char)
         return 0;
     }
     if (busy) {
-        if (c->n_typeahead < CONSOLE_TYPEAHEAD) c->typeahead[c->n_typeahead++] = (console_key){key, is_char};
+        if (c->n_typeahead == c->cap_typeahead) {
+            c->cap_typeahead = c->cap_typeahead ? 2 * c->cap_typeahead : 64;
+            c->typeahead = mt_xrealloc(c->typeahead, (size_t)c->cap_typeahead * sizeof *c->typeahead);
+        }
+        c->typeahead[c->n_typeahead++] = (console_key){key, is_char};
         return 1;
     }
     console_rl_key(key, is_char);

@@ -51,7 +51,6 @@ typedef struct ui_call {
 } ui_call;
 
 #define CONSOLE_MAX_BINDINGS 32
-#define CONSOLE_TYPEAHEAD 64
 #define CONSOLE_PAIR0 128         /* above the theme's pairs (meanings and heat levels) */
 #define CONSOLE_SGR_PAIRS 256
 
@@ -67,8 +66,8 @@ struct tui_console {
     lua_State *parser;       /* UI thread: classifies chunks (nothing runs in it) */
     /* keys typed while Lua runs (UI thread): the next ui.wait_key takes the first, readline
      * gets the rest once Lua is idle, so neither a lesson's step nor a typed line is lost */
-    console_key typeahead[CONSOLE_TYPEAHEAD];
-    int n_typeahead;
+    console_key *typeahead;  /* (cap_typeahead), every key kept however many */
+    int n_typeahead, cap_typeahead;
     /* the colour pairs painting escapes' colours (UI thread): pair CONSOLE_PAIR0 + i is
      * sgr_pairs[i] over the text colours it was made with */
     console_sgr sgr_pairs[CONSOLE_SGR_PAIRS];
