@@ -225,7 +225,15 @@ void tui_draw_heatmap(tui_app *a, tui_pane *p, WINDOW *w, int y0, int x0, int h,
     const mt_probe_map *m;
     float *v = tui_heat_pane_slice(p, &m);
     if (!v) {
-        draw_message(a, w, y0, x0, width, "this model records no maps", TUI_C_DIM);
+        /* the kind asked for is missing; the model may well record others */
+        int any = 0;
+        for (int k = 0; k < MT_PROBE_KINDS; k++) any |= tui_heat_count(&p->probe->rec, (mt_probe_kind)k) > 0;
+        if (any && p->heat_kind >= 0)
+            snprintf(msg, sizeof msg, "no %s maps in this model (F3 shows the ones it records)",
+                     mt_probe_kind_name((mt_probe_kind)p->heat_kind));
+        else
+            snprintf(msg, sizeof msg, "this model records no maps");
+        draw_message(a, w, y0, x0, width, msg, TUI_C_DIM);
         return;
     }
     p->sel_row = tui_clamp(p->sel_row, 0, m->rows - 1);

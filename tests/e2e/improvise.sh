@@ -59,6 +59,17 @@ type_line "$long"
 touch go
 check "a long line typed while Lua runs keeps every key" wait_for '^│(TYPED AHEAD ){8}END +│$' 10
 
+# ---------------------------------------------------------------- a refused call
+# the transformer records attention maps, no state norms: the call is refused, and the pane
+# neither changes nor claims the model records nothing
+type_line "ui.set_text('Y dijo Dios: Sea la luz.') ui.translate() ui.wait() ui.heatmap(1, {kind = 'cross'}) ui.wait(1)"
+wait_for '^│cross-attention · ' 20
+type_line "ui.heatmap(1, {kind = 'state_norms'})"
+check "a call asking for maps the model lacks is refused, naming what it has" \
+    wait_for '^│console:1: ui.heatmap: transformer has no state_norms maps \(it records: ' 5
+check "... and the pane still shows its cross-attention map" wait_for '^│cross-attention · ' 5
+check "... never saying the model records no maps" screen_lacks 'records no maps'
+
 quit_workbench
 check "the workbench quits" exited_cleanly
 

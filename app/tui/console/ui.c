@@ -162,6 +162,29 @@ static const struct {
     {"implicit", MT_PROBE_IMPLICIT_ATTN},
 };
 
+/* The error of a ui.heatmap asking pane p for map nth of kind: none of that kind (naming the
+ * kinds it has), or too few layers; 0 when the pane has it. */
+static int heat_refused(ui_call *call, const tui_pane *p, int kind, int nth)
+{
+    const mt_probe_record *r = &p->probe->rec;
+    int count = tui_heat_count(r, (mt_probe_kind)kind);
+    const char *name = mt_probe_kind_name((mt_probe_kind)kind);
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if ((int)kinds[i].kind == kind) name = kinds[i].name;
+    if (count == 0) {
+        char has[128] = "";
+        for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+            if (tui_heat_count(r, kinds[i].kind) > 0)
+                snprintf(has + strlen(has), sizeof has - strlen(has), "%s%s", has[0] ? ", " : "",
+                         kinds[i].name);
+        snprintf(call->error, sizeof call->error, "%s has no %s maps (it records: %s)", p->name,
+                 name, has[0] ? has : "none");
+    } else if (nth >= count) {
+        snprintf(call->error, sizeof call->error, "%s has %d %s layers", p->name, count, name);
+    }
+    return call->error[0] != 0;
+}
+
 static int l_heatmap(lua_State *L)
 {
     ui_call call = {.op = UI_HEATMAP, .pane = check_pane(L, 1, "ui.heatmap"), .kind = -1, .layer = -1, .head = -1, .scale = -1};
@@ -341,21 +364,16 @@ int ui_execute(tui_app *a, ui_call *call)
     case UI_HEATMAP:
         if (pane_exists(a, call)) {
             tui_pane *p = a->panes[call->pane];
+            /* checked against the maps the pane holds before anything changes: a refused call
+             * leaves the pane as it was */
+            int kind = call->kind >= 0 ? call->kind : p->heat_kind;
+            int nth = call->layer >= 0 ? call->layer : 0;
+            if (p->probe && kind >= 0 && heat_refused(call, p, kind, nth)) return 1;
             p->view = TUI_VIEW_HEATMAP;
-            if (call->kind >= 0) p->heat_kind = call->kind;
-            p->heat_nth = call->layer >= 0 ? call->layer : 0;
+            p->heat_kind = kind;
+            p->heat_nth = nth;
             p->heat_head = call->head;
             if (call->scale >= 0) p->heat_norm = (tui_heat_norm)call->scale;
-            if (p->probe && p->heat_kind >= 0) {
-                const mt_probe_record *r = &p->probe->rec;
-                if (tui_heat_count(r, (mt_probe_kind)p->heat_kind) == 0)
-                    snprintf(call->error, sizeof call->error, "%s has no %s maps", p->name,
-                             mt_probe_kind_name((mt_probe_kind)p->heat_kind));
-                else if (p->heat_nth >= tui_heat_count(r, (mt_probe_kind)p->heat_kind))
-                    snprintf(call->error, sizeof call->error, "%s has %d %s layers", p->name,
-                             tui_heat_count(r, (mt_probe_kind)p->heat_kind),
-                             mt_probe_kind_name((mt_probe_kind)p->heat_kind));
-            }
             tui_request_probe(a, p);
         }
         return 1;
