@@ -59,7 +59,9 @@ wait_for 'running, Ctrl-C interrupts' 5
 T send-keys -t e2e -l "x"
 check "a key typed while Lua runs goes to the next ui.wait_key" wait_for '^│key +x +│$' 20
 type_line "error('boom')"
-check "an error prints its traceback" wait_for "^│        \[C\]: in function 'error'" 5
+check "an error prints its message" wait_for '^│console:1: boom +│$' 5
+T send-keys -t e2e F12
+check "... and F12 its traceback" wait_for "^│        \[C\]: in function 'error'" 5
 type_line "2*21"
 check "... and the console goes on" wait_for '^│42 +│$' 5
 T send-keys -t e2e C-r; T send-keys -t e2e -l "2*"

@@ -70,6 +70,18 @@ check "a call asking for maps the model lacks is refused, naming what it has" \
 check "... and the pane still shows its cross-attention map" wait_for '^│cross-attention · ' 5
 check "... never saying the model records no maps" screen_lacks 'records no maps'
 
+# ---------------------------------------------------------------- short errors
+type_line "ui.close(5)"
+check "an argument error prints its message" wait_for '^│console:1: ui.close: no pane 5 \(panes are 1 to 4\) +│$' 5
+check "... with the key to its traceback" wait_for '^│  \(F12: the traceback\) +│$' 5
+check "... and not the traceback itself" screen_lacks 'stack traceback'
+T send-keys -t e2e F12
+check "F12 shows the traceback" wait_for "^│        \[C\]: in function 'ui.close'" 5
+type_line "? ui"
+check "? ui lists the ui functions" wait_for '^│In the workbench also: ui\.' 5
+type_line "local t = nil; return t.x"
+check "a runtime error keeps its traceback" wait_for '^│        console:1: in main chunk' 5
+
 quit_workbench
 check "the workbench quits" exited_cleanly
 

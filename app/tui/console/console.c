@@ -50,6 +50,7 @@ void tui_console_free(tui_app *a)
     }
     console_scrollback_free(&c->sb);
     free(c->typeahead);
+    free(c->last_traceback);
     lua_close(c->parser);
     free(c->pending);
     pthread_cond_destroy(&c->wake_lua);
@@ -179,6 +180,17 @@ int tui_console_key(tui_app *a, int key, int is_char)
         return 1;
     }
     if (!c->open || !c->focused) return 0;
+    if (!is_char && key == TUI_FKEY(KEY_F(12))) {
+        pthread_mutex_lock(&c->lock);
+        char *tb = c->last_traceback ? mt_xstrdup(c->last_traceback) : NULL;
+        pthread_mutex_unlock(&c->lock);
+        const char *none = "(no error yet: F12 shows the last error's traceback)";
+        console_write(c, tb ? CONSOLE_ERROR : CONSOLE_OUT, tb ? tb : none, strlen(tb ? tb : none));
+        console_write(c, tb ? CONSOLE_ERROR : CONSOLE_OUT, "\n", 1);
+        free(tb);
+        c->scroll = 0;
+        return 1;
+    }
     if (!is_char && (key == TUI_FKEY(KEY_PPAGE) || key == TUI_FKEY(KEY_NPAGE))) {
         int page = a->L.console.h > 4 ? a->L.console.h - 3 : 1;
         c->scroll += key == TUI_FKEY(KEY_PPAGE) ? page : -page;

@@ -112,6 +112,31 @@ static void write_error(tui_console *c, lua_State *L)
     console_write(c, CONSOLE_ERROR, "\n", 1);
 }
 
+/* The console's message handler. An error raised by a C function (an argument check:
+ * "ui.close: no pane 5", or error()) is the user's to read: its message alone, the traceback
+ * kept for F12. Any other (a runtime error, an interrupt) comes with its traceback. */
+static int console_traceback(lua_State *L)
+{
+    tui_console *c = console_of(L);
+    lua_Debug ar;
+    int from_c = lua_getstack(L, 1, &ar) && lua_getinfo(L, "S", &ar) && ar.what[0] == 'C';
+    const char *msg = lua_tostring(L, 1);
+    if (!msg) msg = luaL_tolstring(L, 1, NULL);
+    luaL_traceback(L, L, msg, 1);
+    pthread_mutex_lock(&c->lock);
+    free(c->last_traceback);
+    c->last_traceback = mt_xstrdup(lua_tostring(L, -1));
+    pthread_mutex_unlock(&c->lock);
+    if (from_c) lua_pushfstring(L, "%s\n  (F12: the traceback)", msg);
+    return 1;
+}
+
+static void push_handler(tui_console *c, lua_State *L)
+{
+    lua_pushlightuserdata(L, c);
+    lua_pushcclosure(L, console_traceback, 1);
+}
+
 /* The values on the stack as one line of text, tab-separated, pretty-printed. It may run a
  * __tostring, so it runs protected (an error there printed, not Lua's panic). */
 static int format_results(lua_State *L)
@@ -135,7 +160,7 @@ static void run_chunk(tui_console *c, const char *text)
 {
     lua_State *L = c->L;
     int base = lua_gettop(L);
-    lua_pushcfunction(L, mtlab_lua_traceback);
+    push_handler(c, L);
     size_t n = strlen(text);
     char *ret = mt_xmalloc(n + 9);
     snprintf(ret, n + 9, "return %s;", text);
@@ -164,7 +189,9 @@ static void run_chunk(tui_console *c, const char *text)
 
 static void show_help(tui_console *c, const char *name)
 {
-    const char *ui = name[0] ? ui_help(name) : NULL;
+    const char *ui = !strcmp(name, "ui") || !strcmp(name, "ui.") ? ui_help("")
+                   : name[0]                                    ? ui_help(name)
+                                                                : NULL;
     if (ui) {
         console_write(c, CONSOLE_OUT, ui, strlen(ui));
         console_write(c, CONSOLE_OUT, "\n", 1);
@@ -172,7 +199,7 @@ static void show_help(tui_console *c, const char *name)
     }
     lua_State *L = c->L;
     int base = lua_gettop(L);
-    lua_pushcfunction(L, mtlab_lua_traceback);
+    push_handler(c, L);
     lua_getglobal(L, "mtlab");
     lua_getfield(L, -1, "help");
     lua_remove(L, -2);
@@ -204,7 +231,7 @@ static void run_binding(tui_console *c, int key)
 {
     lua_State *L = c->L;
     int base = lua_gettop(L);
-    lua_pushcfunction(L, mtlab_lua_traceback);
+    push_handler(c, L);
     lua_getfield(L, LUA_REGISTRYINDEX, "mtlab.console.bindings");
     lua_rawgeti(L, -1, key);
     lua_remove(L, -2);
