@@ -13,7 +13,8 @@
 #define SCROLLS (PANES | TUI_IN_OVERLAY | TUI_IN_LOG)
 #define JOBS TUI_IN_JOBS
 
-/* Order matters twice: the help lists sections and lines in this order, and the status line
+/* Every function key but F1 has a Ctrl key beside it, for laptops where F-keys need Fn.
+ * Order matters twice: the help lists sections and lines in this order, and the status line
  * shows the hints in this order. */
 const tui_binding tui_bindings[] = {
     {{F(1)}, TUI_IN_ANY, TUI_ACT_HELP, "Workbench", "show or hide this help", "help"},
@@ -25,13 +26,13 @@ const tui_binding tui_bindings[] = {
      "focus the next pane (editor, models, log, editor...)", "focus"},
     {{K(KEY_BTAB)}, (TUI_IN_ANY & ~TUI_IN_OVERLAY) | TUI_IN_LOG, TUI_ACT_FOCUS_PREV, "Workbench",
      "focus the previous pane", NULL},
-    {{F(2)}, TUI_IN_ANY, TUI_ACT_LOG, "Workbench",
+    {{F(2), TUI_CTRL('w')}, TUI_IN_ANY, TUI_ACT_LOG, "Workbench",
      "show or hide the log (loads, errors, timings)", "log"},
-    {{F(3)}, TUI_IN_ANY & ~TUI_IN_OVERLAY, TUI_ACT_HEATMAP, "Workbench",
+    {{F(3), TUI_CTRL('v')}, TUI_IN_ANY & ~TUI_IN_OVERLAY, TUI_ACT_HEATMAP, "Workbench",
      "focused pane (all from the editor): text or heatmap", "heatmap"},
     {{F(4), TUI_CTRL('b')}, TUI_IN_ANY & ~TUI_IN_OVERLAY, TUI_ACT_BEAM, "Workbench",
      "focused pane (all from the editor): greedy or beam 5", "beam"},
-    {{F(5)}, TUI_IN_ANY, TUI_ACT_PICKER, "Workbench",
+    {{F(5), TUI_CTRL('p')}, TUI_IN_ANY, TUI_ACT_PICKER, "Workbench",
      "bundle picker: add or remove model panes", "models"},
     {{F(11), TUI_CTRL('g')}, TUI_IN_ANY | JOBS, TUI_ACT_JOBS, "Workbench",
      "training jobs under runs/: launch, watch, stop, resume", "jobs"},
@@ -73,10 +74,10 @@ const tui_binding tui_bindings[] = {
     {{K(KEY_BACKSPACE), 127, TUI_CTRL('h')}, TUI_IN_OVERLAY, TUI_ACT_BACKSPACE,
      "Panes, log and overlays", "picker: delete the last character of the typed path", NULL},
 
-    {{F(6)}, TUI_IN_HEATMAP, TUI_ACT_HEAT_KIND, "Heatmap",
+    {{F(6), TUI_CTRL('k')}, TUI_IN_HEATMAP, TUI_ACT_HEAT_KIND, "Heatmap",
      "next map: state norms, attention, implicit attention", "map"},
-    {{F(7)}, TUI_IN_HEATMAP, TUI_ACT_HEAT_LAYER, "Heatmap", "next layer", "layer"},
-    {{F(8)}, TUI_IN_HEATMAP, TUI_ACT_HEAT_HEAD, "Heatmap",
+    {{F(7), TUI_CTRL('y')}, TUI_IN_HEATMAP, TUI_ACT_HEAT_LAYER, "Heatmap", "next layer", "layer"},
+    {{F(8), TUI_CTRL('d')}, TUI_IN_HEATMAP, TUI_ACT_HEAT_HEAD, "Heatmap",
      "next head, or the mean of the heads", "head"},
     {{F(12), TUI_CTRL('n')}, TUI_IN_HEATMAP, TUI_ACT_HEAT_NORM, "Heatmap",
      "scale: raw (shared by the panes), per row, log", "scale"},

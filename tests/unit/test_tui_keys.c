@@ -92,6 +92,36 @@ static void test_every_binding_is_documented_and_reachable(void **state)
     }
 }
 
+/* Laptops reach F-keys only with Fn: every function-key binding but F1 has a Ctrl key too, in
+ * every context it applies to, and the help names both. */
+static void test_function_keys_have_ctrl_keys(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < tui_n_bindings; i++) {
+        const tui_binding *b = &tui_bindings[i];
+        if (!TUI_IS_FKEY(b->keys[0]) || b->keys[0] < TUI_FKEY(KEY_F(2)) ||
+            b->keys[0] > TUI_FKEY(KEY_F(12)))
+            continue;
+        int ctrl = 0;
+        for (int k = 1; k < TUI_BINDING_KEYS && b->keys[k]; k++)
+            if (b->keys[k] < 32 && b->keys[k] != TUI_ESC) ctrl = b->keys[k];
+        if (!ctrl) fail_msg("%s (F%d) has no Ctrl key", b->help, (b->keys[0] & 0xffffff) - KEY_F0);
+        for (size_t c = 0; c < sizeof contexts / sizeof contexts[0]; c++)
+            if (b->where & contexts[c])
+                assert_int_equal(tui_key_action(ctrl, contexts[c]), b->action);
+    }
+    assert_int_equal(tui_key_action(TUI_CTRL('v'), TUI_IN_EDITOR), TUI_ACT_HEATMAP);
+    assert_int_equal(tui_key_action(TUI_CTRL('v'), TUI_IN_HEATMAP), TUI_ACT_HEATMAP);
+    assert_int_equal(tui_key_action(TUI_CTRL('k'), TUI_IN_HEATMAP), TUI_ACT_HEAT_KIND);
+    assert_int_equal(tui_key_action(TUI_CTRL('y'), TUI_IN_HEATMAP), TUI_ACT_HEAT_LAYER);
+    assert_int_equal(tui_key_action(TUI_CTRL('d'), TUI_IN_HEATMAP), TUI_ACT_HEAT_HEAD);
+    int n, found = 0;
+    char **lines = tui_help_lines(&n);
+    for (int i = 0; i < n; i++) found += strstr(lines[i], "F3 Ctrl-V") || strstr(lines[i], "F7 Ctrl-Y");
+    assert_int_equal(found, 2);
+    tui_lines_free(lines, n);
+}
+
 static void test_help_lists_every_binding(void **state)
 {
     (void)state;
@@ -149,6 +179,7 @@ int main(void)
         cmocka_unit_test(test_dispatch_by_context),
         cmocka_unit_test(test_no_key_bound_twice_in_a_context),
         cmocka_unit_test(test_every_binding_is_documented_and_reachable),
+        cmocka_unit_test(test_function_keys_have_ctrl_keys),
         cmocka_unit_test(test_help_lists_every_binding),
         cmocka_unit_test(test_key_names),
         cmocka_unit_test(test_status_hints_fit_and_follow_the_table),
