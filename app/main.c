@@ -1,7 +1,7 @@
 /* mtlab: a terminal workbench for machine translation with state space models and attention.
- * This file dispatches to the subcommands in app/cli/ (with no arguments it opens the
- * workbench, `mtlab tui`), first settling OpenMP's spinning and the BLAS kernels for those that
- * run model math (below). */
+ * This file dispatches to the subcommands in app/cli/ (with no arguments, or options alone,
+ * it opens the workbench: `mtlab --theme light` is `mtlab tui --theme light`), first settling
+ * OpenMP's spinning and the BLAS kernels for those that run model math (below). */
 #include "cli/commands.h"
 #include "common/allocator.h"
 #include "mtlab/device.h"
@@ -58,6 +58,7 @@ static const struct mt_command *const commands[] = {
     &cmd_average,
     &cmd_train,
     &cmd_forward,
+    &cmd_attribute,
     &cmd_translate,
     &cmd_eval,
     &cmd_entities,
@@ -70,7 +71,8 @@ static const struct mt_command *const commands[] = {
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: mtlab COMMAND [ARGS]\n\ncommands:\n");
+    fprintf(out, "usage: mtlab COMMAND [ARGS]   (mtlab [tui options] opens the workbench)\n\n"
+                 "commands:\n");
     for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(out, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
     fprintf(out, "\n`mtlab COMMAND --help` shows a command's arguments.\n");
@@ -87,6 +89,17 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return cli_finish(0);
+    }
+    /* `mtlab --theme light`: options before any command are the workbench's */
+    if (argv[1][0] == '-') {
+        settle_environment(argv);
+        char **args = malloc((size_t)(argc + 1) * sizeof *args);
+        if (!args) return cli_finish(1);
+        args[0] = "tui";
+        memcpy(args + 1, argv + 1, (size_t)argc * sizeof *args);
+        int rc = cmd_tui.run(argc, args);
+        free(args);
+        return cli_finish(rc);
     }
     for (size_t i = 0; i < N_COMMANDS; i++) {
         if (strcmp(argv[1], commands[i]->name) != 0) continue;

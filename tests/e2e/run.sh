@@ -49,6 +49,15 @@ golden_screen empty_state
 quit_workbench
 check "Ctrl-Q quits with status 0" exited_cleanly
 
+# ---------------------------------------------------------------- tui's options on bare mtlab
+T send-keys -t e2e -l "clear"; T send-keys -t e2e Enter
+run_mtlab "$bin --theme light --models no-models"
+check "mtlab --theme light opens the workbench" wait_for 'No models yet: no-models/ holds no bundle' 10
+T send-keys -t e2e F9
+check "... in the light theme (F9 goes on to the next)" wait_for 'theme monochrome \(4 of 4' 5
+quit_workbench
+check "... and quits with status 0" exited_cleanly
+
 # ---------------------------------------------------------------- the bundles of a models dir
 T send-keys -t e2e -l "clear"; T send-keys -t e2e Enter
 run_mtlab "$bin tui --models bundles"
