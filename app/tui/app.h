@@ -105,6 +105,8 @@ typedef struct {
     tui_console *console;   /* NULL until Ctrl-O first opens it */
     int zoom;               /* z: the focused pane takes the whole screen */
     int zoomed;             /* the pane the layout zoomed, -1 none */
+    int console_rows;       /* the console's height (ui.console), 0: the layout's default */
+    int editor_lines;       /* the editor's wrapped rows the layout was computed for */
 
     /* look */
     tui_theme theme;

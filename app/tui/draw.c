@@ -41,11 +41,27 @@ void tui_free_windows(tui_app *a)
     drop(&a->w_console);
 }
 
+/* The rows the editor's text takes wrapped to a full-width editor (the empty editor's hint:
+ * one). */
+static int editor_lines(tui_app *a)
+{
+    if (a->ed.len == 0 || COLS < 5) return 1;
+    tui_vrow *rows;
+    int n = tui_editor_wrap(&a->ed, COLS - 3, &rows, NULL, NULL);
+    free(rows);
+    return n;
+}
+
 void tui_build_windows(tui_app *a)
 {
     tui_free_windows(a);
-    tui_layout_compute_console(&a->L, COLS, LINES, a->n_panes, a->show_log,
-                               tui_console_is_open(a));
+    a->editor_lines = editor_lines(a);
+    tui_layout_in in = {.cols = COLS, .rows = LINES, .n_panes = a->n_panes,
+                        .show_log = a->show_log, .editor_lines = a->editor_lines,
+                        .console_h = !tui_console_is_open(a) ? 0
+                                     : a->console_rows ? a->console_rows
+                                                       : TUI_CONSOLE_DEFAULT};
+    tui_layout_compute_in(&a->L, &in);
     a->zoomed = zoom_target(a);
     tui_layout_zoom(&a->L, a->zoomed);
     a->relayout = 0;
@@ -153,7 +169,8 @@ static void draw_status(tui_app *a, WINDOW *w)
 
 void tui_draw(tui_app *a)
 {
-    if (a->relayout || zoom_target(a) != a->zoomed) tui_build_windows(a);
+    if (a->relayout || zoom_target(a) != a->zoomed || editor_lines(a) != a->editor_lines)
+        tui_build_windows(a);
     a->dirty = 0;
     if (a->L.too_small) {
         draw_too_small(a);

@@ -6,7 +6,7 @@ enum {
     EDITOR_MIN_H = 3,  /* border, one line, border */
     EDITOR_MAX_LINES = 8,
     LOG_MIN_H = 4,
-    CONSOLE_MIN_H = 4, /* border, two lines of output, the prompt... bottom border */
+    CONSOLE_MIN_H = TUI_CONSOLE_MIN_ROWS,
     CONSOLE_MAX_H = 24,
     OVERLAY_MAX_W = 84,
     OVERLAY_MAX_H = 34,
@@ -18,19 +18,21 @@ int tui_rect_contains(tui_rect r, int y, int x)
 }
 
 /* Grid columns for n panes in a W x H area: one row when every pane gets the side-by-side
- * width; otherwise the fewest columns that keep panes comfortably tall, else the fewest that
- * fit at all. 0 when nothing fits. */
+ * width; otherwise the columns whose panes come nearest a heatmap's shape (a map cell is
+ * about three columns wide: the shorter of height and width / 3 is the largest), the fewest
+ * columns on a tie. 0 when nothing fits. A 100x30 screen gets a 2x2 grid of 13-row panes
+ * rather than four 6-row panes stacked, whose maps would show two rows. */
 static int grid_columns(int n, int W, int H)
 {
     if (W / n >= TUI_PANE_SIDE_MIN_W && H >= TUI_PANE_MIN_H) return n;
-    for (int pass = 0; pass < 2; pass++) {
-        int min_h = pass == 0 ? TUI_PANE_COMFORT_H : TUI_PANE_MIN_H;
-        for (int c = 1; c <= n; c++) {
-            int r = (n + c - 1) / c;
-            if (W / c >= TUI_PANE_MIN_W && H / r >= min_h) return c;
-        }
+    int best = 0, best_side = 0;
+    for (int c = 1; c <= n; c++) {
+        int r = (n + c - 1) / c, w = W / c, h = H / r;
+        if (w < TUI_PANE_MIN_W || h < TUI_PANE_MIN_H) continue;
+        int side = h < w / 3 ? h : w / 3;
+        if (side > best_side) best = c, best_side = side;
     }
-    return 0;
+    return best;
 }
 
 /* Split [0, total) into k parts, the first total % k parts one cell larger. */
@@ -63,6 +65,14 @@ int tui_layout_compute(tui_layout *out, int cols, int rows, int n_panes, int sho
 int tui_layout_compute_console(tui_layout *out, int cols, int rows, int n_panes, int show_log,
                                int show_console)
 {
+    tui_layout_in in = {.cols = cols, .rows = rows, .n_panes = n_panes, .show_log = show_log,
+                        .console_h = show_console ? TUI_CONSOLE_DEFAULT : 0};
+    return tui_layout_compute_in(out, &in);
+}
+
+int tui_layout_compute_in(tui_layout *out, const tui_layout_in *in)
+{
+    int cols = in->cols, rows = in->rows, n_panes = in->n_panes;
     memset(out, 0, sizeof *out);
     out->cols = cols;
     out->rows = rows;
@@ -72,9 +82,13 @@ int tui_layout_compute_console(tui_layout *out, int cols, int rows, int n_panes,
         return -1;
     }
     out->status = (tui_rect){rows - 1, 0, 1, cols};
-    int editor_h = tui_clamp((rows - 1) / 4, EDITOR_MIN_H - 2, EDITOR_MAX_LINES) + 2;
-    int log_h = show_log ? tui_clamp(rows / 4, LOG_MIN_H, 12) : 0;
-    int console_h = show_console ? tui_clamp(rows * 2 / 5, CONSOLE_MIN_H, CONSOLE_MAX_H) : 0;
+    int editor_lines = tui_clamp((rows - 1) / 4, EDITOR_MIN_H - 2, EDITOR_MAX_LINES);
+    if (in->editor_lines > 0) editor_lines = tui_clamp(in->editor_lines, 1, editor_lines);
+    int editor_h = editor_lines + 2;
+    int log_h = in->show_log ? tui_clamp(rows / 4, LOG_MIN_H, 12) : 0;
+    int console_h = in->console_h == TUI_CONSOLE_DEFAULT
+                        ? tui_clamp(rows * 2 / 5, CONSOLE_MIN_H, CONSOLE_MAX_H)
+                        : in->console_h > 0 ? tui_clamp(in->console_h, CONSOLE_MIN_H, rows) : 0;
     int n = out->n_panes;
     /* give up room in this order until the panes fit: the log, console lines, editor lines,
      * and last the console itself */

@@ -20,7 +20,6 @@
 #define TUI_PANE_SIDE_MIN_W 30 /* narrower than this, panes stop sitting side by side */
 #define TUI_PANE_MIN_W 16
 #define TUI_PANE_MIN_H 3       /* border, one line of text, border */
-#define TUI_PANE_COMFORT_H 6   /* a grid prefers fewer columns while panes stay this tall */
 
 typedef struct {
     int y, x, h, w; /* top-left corner and size in cells; h = 0 means absent */
@@ -40,6 +39,24 @@ typedef struct {
     tui_rect overlay; /* a centred box for help and the bundle picker */
 } tui_layout;
 
+#define TUI_CONSOLE_MIN_ROWS 4 /* border, two lines of output, the prompt... bottom border */
+#define TUI_CONSOLE_DEFAULT -1 /* tui_layout_in.console_h: about 2/5 of the rows */
+
+/* What the layout is computed from. */
+typedef struct {
+    int cols, rows;   /* the terminal */
+    int n_panes;      /* 0..TUI_MAX_PANES model panes */
+    int show_log;
+    int console_h;    /* 0: closed; TUI_CONSOLE_DEFAULT; else the rows asked for it */
+    int editor_lines; /* the rows the editor's text takes wrapped (0: as many as allowed) */
+} tui_layout_in;
+
+/* Fill out for the input: the editor as tall as its text (one to eight lines, at most a
+ * quarter of the screen), the console as asked, the panes the rest. When they do not fit,
+ * the log goes first, then console lines, editor lines and last the console. 0, or -1 (with
+ * out->too_small = 1) when the terminal is too small. */
+int tui_layout_compute_in(tui_layout *out, const tui_layout_in *in);
+
 /* Fill out for a cols x rows terminal with n_panes (0..TUI_MAX_PANES) model panes and the log
  * pane shown or not. Returns 0, or -1 (with out->too_small = 1) when the terminal is too
  * small for them. */
@@ -47,7 +64,8 @@ int tui_layout_compute(tui_layout *out, int cols, int rows, int n_panes, int sho
 
 /* The same with the Lua console open (show_console = 1) under the panes and the log: it takes
  * about 2/5 of the rows and shrinks before the editor does; it is left out only when even the
- * smallest console would push the panes off the screen. */
+ * smallest console would push the panes off the screen. The editor takes its largest height
+ * (tui_layout_compute_in sizes it to its text). */
 int tui_layout_compute_console(tui_layout *out, int cols, int rows, int n_panes, int show_log,
                                int show_console);
 

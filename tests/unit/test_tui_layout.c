@@ -107,6 +107,50 @@ static void test_console_takes_the_bottom_and_gives_way_before_the_editor(void *
     assert_int_equal(without.console.h, 0);
 }
 
+/* On a projector (100x30, 80x24) one line of text keeps a one-line editor, the console keeps
+ * the height asked, and the panes get every other row. */
+static void test_editor_fits_its_text_and_the_console_its_height(void **state)
+{
+    (void)state;
+    int sizes[][2] = {{100, 30}, {80, 24}, {160, 45}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        int cols = sizes[i][0], rows = sizes[i][1];
+        tui_layout L;
+        tui_layout_in in = {.cols = cols, .rows = rows, .n_panes = 2, .editor_lines = 1,
+                            .console_h = 6};
+        assert_int_equal(tui_layout_compute_in(&L, &in), 0);
+        assert_int_equal(L.editor.h, 3);
+        assert_int_equal(L.console.h, 6);
+        assert_int_equal(L.panes[0].h, rows - 1 - 3 - 6);
+        assert_int_equal(L.panes[0].y, 3);
+        /* more text, more rows, up to a quarter of the screen */
+        in.editor_lines = 3;
+        assert_int_equal(tui_layout_compute_in(&L, &in), 0);
+        assert_int_equal(L.editor.h, 5);
+        in.editor_lines = 50;
+        assert_int_equal(tui_layout_compute_in(&L, &in), 0);
+        assert_int_equal(L.editor.h, tui_clamp((rows - 1) / 4, 1, 8) + 2);
+        /* the default console is what tui_layout_compute_console gives */
+        in.console_h = TUI_CONSOLE_DEFAULT;
+        tui_layout def;
+        assert_int_equal(tui_layout_compute_in(&L, &in), 0);
+        assert_int_equal(tui_layout_compute_console(&def, cols, rows, 2, 0, 1), 0);
+        assert_int_equal(L.console.h, def.console.h);
+        /* four panes: a grid whose maps show more than a few rows */
+        in.n_panes = 4, in.console_h = 0, in.editor_lines = 1;
+        assert_int_equal(tui_layout_compute_in(&L, &in), 0);
+        for (int p = 0; p < 4; p++)
+            if (L.panes[p].h < 10)
+                fail_msg("%dx%d, four panes: pane %d is %d rows", cols, rows, p + 1, L.panes[p].h);
+        in.n_panes = 2, in.console_h = 6, in.editor_lines = 50;
+        /* a console taller than the screen allows gives way to the panes */
+        in.console_h = 200;
+        assert_int_equal(tui_layout_compute_in(&L, &in), 0);
+        assert_true(L.panes[0].h >= TUI_PANE_MIN_H);
+        assert_int_equal(L.console.y + L.console.h, rows - 1);
+    }
+}
+
 static void test_below_minimum_is_too_small(void **state)
 {
     (void)state;
@@ -198,6 +242,7 @@ int main(void)
         cmocka_unit_test(test_every_size_fits),
         cmocka_unit_test(test_every_size_fits_with_the_console),
         cmocka_unit_test(test_console_takes_the_bottom_and_gives_way_before_the_editor),
+        cmocka_unit_test(test_editor_fits_its_text_and_the_console_its_height),
         cmocka_unit_test(test_below_minimum_is_too_small),
         cmocka_unit_test(test_side_by_side_when_wide_stacked_when_narrow),
         cmocka_unit_test(test_log_gives_way_before_panes),
