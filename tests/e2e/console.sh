@@ -101,6 +101,26 @@ type_line "3*3"
 check "... and works" wait_for '^│9 +│$' 5
 T resize-window -t e2e -x 120 -y 40
 wait_for '^┌─ transformer · transformer' 5
+type_line "ui.cursor(2, 2, 3)"
+check "ui.cursor puts the map's cursor on a cell (1-based), named in the readout" wait_for 'row 2 .* col 3 ' 5
+type_line "ui.heatmap(2, {kind = 'implicit'}) ui.wait(2) ui.scroll(2, 20)"
+check "ui.scroll makes a map row the first shown (the cursor on it)" wait_for 'row 20 .* col 3 ' 10
+type_line "ui.cursor(2, 99, 1)"
+check "... a cell off the map is an error" wait_for "ui.cursor: mamba's map has [0-9]+ rows" 5
+type_line "print(ui.export(2))"
+check "ui.export writes the map's files and says where" wait_for '^│wrote .*\.svg, \.png and \.csv' 10
+console_top() { [ "$(screen | grep -n '^┌─ Lua console' | cut -d: -f1)" = "$1" ]; }
+type_line "ui.console{height = 8}"
+check "ui.console{height=} sizes the console" wait_until 5 console_top 32
+type_line "ui.console{height = 12}"
+check "... and again" wait_until 5 console_top 28
+type_line "ui.console{size = 3}"
+check "... an unknown field is an error" wait_for "ui.console: unknown field 'size'" 5
+type_line "ui.zoom(2)"
+check "ui.zoom shows one pane over the screen, the console closed" wait_gone 'Lua console' 5
+check "... the pane from the top line" bash -c "tmux -S '$sock' capture-pane -p -t e2e | head -1 | grep -q '^┌─ ▶ mamba'"
+T send-keys -t e2e C-o
+check "Ctrl-O brings the console back" wait_for '^┌─ Lua console' 5
 type_line "os.exit(0)"
 check "os.exit asks before quitting" wait_for 'os.exit: quit the workbench\?' 5
 T send-keys -t e2e n
@@ -117,17 +137,36 @@ has_history() { grep -q '^2\*21$' "$work/state/mtlab/history"; }
 check "the lines are kept in \$XDG_STATE_HOME/mtlab/history" has_history
 
 # ---------------------------------------------------------------- the demos
-# each runs from --script on the shipped models, advancing on a key until it says it is over
+# each runs from --script on the shipped models, advancing on Space until it says it is over;
+# the first also goes back a step with Backspace, and keys other than Space, Enter and
+# Backspace drive the workbench instead of the lesson
+step_shown() { screen_has "^ \\[$1/[0-9]+ · Space: next · Backspace: back\\]"; }
+first=1
 for demo in ${E2E_DEMOS-forgetting implicit_attention copying}; do
     T send-keys -t e2e -l "clear"; T send-keys -t e2e Enter
     run_mtlab "$bin tui --models '$root/models' --script '$root/scripts/demo/$demo.lua'"
+    if [ $first = 1 ]; then
+        first=0
+        wait_until 120 step_shown 1
+        T send-keys -t e2e Tab
+        check "in a lesson Tab focuses the next pane" wait_for '^┌─ ▶ mamba-small' 5
+        T send-keys -t e2e z Tab Tab
+        check "... and z, Tab, Tab do not advance the lesson" step_shown 1
+        T send-keys -t e2e Space
+        check "Space goes to the next step" wait_until 120 step_shown 2
+        T send-keys -t e2e BSpace
+        check "Backspace goes back a step" wait_until 120 step_shown 1
+        T send-keys -t e2e Enter
+        check "Enter goes to the next step too" wait_until 120 step_shown 2
+    fi
     for _ in $(seq 20); do
-        wait_for '\[[0-9]+/[0-9]+ · key: next\]|end of the demo|stack traceback' 120 || break
+        wait_for '\[[0-9]+/[0-9]+ · Space: next · Backspace: back\]|end of the demo|stack traceback' 120 || break
         screen | grep -Eq 'end of the demo|stack traceback' && break
         step=$(screen | grep -Eo '\[[0-9]+/' | tail -1 | tr -d '[/')
         T send-keys -t e2e Space
-        wait_gone "\\[$step/[0-9]+ · key: next\\]" 120 || break
+        wait_until 120 bash -c "! tmux -S '$sock' capture-pane -p -t e2e | grep -Eq '^ \\[$step/[0-9]+ · Space'" || break
     done
+    check "... no step says a claim does not hold" bash -c "! tmux -S '$sock' capture-pane -p -t e2e -S - | grep -q 'not so with these models'"
     check "demo $demo runs to its end" wait_for 'end of the demo' 60
     check "... without an error" bash -c "! tmux -S '$sock' capture-pane -p -t e2e | grep -Eq 'stack traceback|Sanitizer'"
     quit_workbench

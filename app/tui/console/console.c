@@ -133,7 +133,14 @@ static int answer_key_wait(tui_app *a, tui_console *c, int key, int is_char)
             a->notice[0] = '\0';
             if (call->result) a->quit = 1;
         } else {
-            console_key_name(key, is_char, call->result_text, sizeof call->result_text);
+            char name[64];
+            console_key_name(key, is_char, name, sizeof name);
+            /* a lesson takes its own keys (Space, Enter, Backspace); the others go on */
+            if (!ui_wait_key_takes(call, name)) {
+                w = &call->next;
+                continue;
+            }
+            snprintf(call->result_text, sizeof call->result_text, "%s", name);
         }
         call->done = 1;
         *w = call->next;

@@ -25,11 +25,13 @@ typedef struct console_request {
 typedef enum {
     UI_PANES, UI_OPEN, UI_CLOSE, UI_SET_TEXT, UI_TRANSLATE, UI_HEATMAP, UI_TEXT_VIEW, UI_NOTIFY,
     UI_BIND, UI_THEME, UI_WAIT, UI_WAIT_KEY, UI_CONFIRM_QUIT,
+    UI_ZOOM, UI_CURSOR, UI_SCROLL, UI_EXPORT, UI_CONSOLE,
 } ui_op;
 
 typedef struct {
     char name[64], arch[64];
     int loaded;
+    int beam;                /* the pane's search: 1 greedy */
 } ui_pane_info;
 
 typedef struct ui_call {
@@ -38,13 +40,16 @@ typedef struct ui_call {
     int kind, layer, head;   /* UI_HEATMAP: mt_probe_kind or -1, 0-based layer or -1, head or -1 */
     int scale;               /* UI_HEATMAP: tui_heat_norm, or -1 to keep the pane's */
     int key;                 /* UI_BIND */
+    int row, col;            /* UI_CURSOR, UI_SCROLL: 0-based; UI_ZOOM: row 1 zooms, 0 not */
+    int height, hide, focus; /* UI_CONSOLE: rows (0 keeps), 1 closes, 0/1 (-1 keeps) */
     double seconds;          /* UI_NOTIFY: how long it stays (<= 0: until the next one) */
-    char *text;              /* path, text, message, theme name (the caller's) */
+    char *text;              /* path, text, message, theme name (the caller's); UI_WAIT_KEY:
+                              * the key names it takes, one a line ("" any key) */
     /* the answer */
     int done;
     char error[256];         /* "" when it worked */
     int result;              /* UI_OPEN: the pane; UI_CONFIRM_QUIT: 1 quits */
-    char result_text[64];    /* UI_WAIT_KEY: the key's name */
+    char result_text[256];   /* UI_WAIT_KEY: the key's name; UI_EXPORT: what was written */
     ui_pane_info panes[TUI_MAX_PANES];
     int n_panes;
     struct ui_call *next;
@@ -124,6 +129,8 @@ void ui_open_library(lua_State *L, tui_console *c);
 int ui_execute(tui_app *a, ui_call *call);
 /* UI thread: 1 when a waiting call's condition holds now (it is then answered). */
 int ui_wait_over(tui_app *a, ui_call *call);
+/* 1 when a UI_WAIT_KEY call takes the key named name (its list, or any key). */
+int ui_wait_key_takes(const ui_call *call, const char *name);
 /* The name ui.wait_key returns for a key: "Space", "n", "Enter", "F5". */
 void console_key_name(int key, int is_char, char *out, size_t len);
 /* "F5", "Ctrl-G" -> the key code, or -1. */

@@ -17,8 +17,8 @@
 static const struct {
     const char *name, *signature, *sentence;
 } help[] = {
-    {"ui.panes", "ui.panes() -> {{index=, name=, arch=, loaded=}, ...}",
-     "The model panes, left to right, top to bottom."},
+    {"ui.panes", "ui.panes() -> {{index=, name=, arch=, loaded=, beam=}, ...}",
+     "The model panes, left to right, top to bottom (beam 1: greedy search)."},
     {"ui.open", "ui.open(path [, pane]) -> pane",
      "Opens a model bundle in a new pane, or in place of the given one."},
     {"ui.close", "ui.close(pane)", "Closes a pane (its model is freed)."},
@@ -40,9 +40,23 @@ static const struct {
     {"ui.wait", "ui.wait([pane])",
      "Waits until the pane (every pane by default) has loaded and translated the editor's "
      "current text, its heatmap included."},
-    {"ui.wait_key", "ui.wait_key() -> name",
+    {"ui.wait_key", "ui.wait_key([{names}]) -> name",
      "Waits for the next key pressed anywhere in the workbench and returns its name (\"Space\", "
-     "\"n\", \"Enter\"); Ctrl-C interrupts."},
+     "\"n\", \"Enter\"); with a list of names it takes only those keys, the others drive the "
+     "workbench as usual; Ctrl-C interrupts."},
+    {"ui.zoom", "ui.zoom(pane | false)",
+     "Shows the pane over the whole screen (the console closes; Ctrl-O opens it), or no pane "
+     "zoomed."},
+    {"ui.cursor", "ui.cursor(pane, row, col)",
+     "Puts the pane's heatmap cursor on a cell (1-based, as the map's readout counts) and "
+     "scrolls the map to it; the readout under the map names the cell and its value."},
+    {"ui.scroll", "ui.scroll(pane, line)",
+     "Scrolls the pane so that its text line (or its heatmap row) is the first shown, 1-based."},
+    {"ui.export", "ui.export(pane) -> message",
+     "Writes the pane's heatmap as SVG, PNG and CSV files, as e does, and says where."},
+    {"ui.console", "ui.console{height=, hide=, focus=}",
+     "Sizes the console (height rows, the pane kept on screen first), closes it (hide=true) or "
+     "gives the keys to the workbench (focus=false) or back to the console (focus=true)."},
 };
 
 const char *ui_help(const char *name)
@@ -112,6 +126,8 @@ static int l_panes(lua_State *L)
         lua_setfield(L, -2, "arch");
         lua_pushboolean(L, call.panes[i].loaded);
         lua_setfield(L, -2, "loaded");
+        lua_pushinteger(L, call.panes[i].beam);
+        lua_setfield(L, -2, "beam");
         lua_rawseti(L, -2, i + 1);
     }
     return 1;
@@ -278,10 +294,95 @@ static int l_wait(lua_State *L)
 
 static int l_wait_key(lua_State *L)
 {
-    ui_call call = {.op = UI_WAIT_KEY, .pane = -1};
+    char names[512] = "";
+    if (!lua_isnoneornil(L, 1)) {
+        luaL_checktype(L, 1, LUA_TTABLE);
+        size_t used = 0;
+        lua_Integer n = luaL_len(L, 1);
+        if (n == 0) return luaL_error(L, "ui.wait_key: the list of keys is empty");
+        for (lua_Integer i = 1; i <= n; i++) {
+            lua_rawgeti(L, 1, i);
+            const char *k = lua_tostring(L, -1);
+            if (!k || !k[0] || strchr(k, '\n'))
+                return luaL_error(L, "ui.wait_key: key %d of the list is not a key name", (int)i);
+            if (used + strlen(k) + 2 > sizeof names)
+                return luaL_error(L, "ui.wait_key: the list of keys is too long");
+            used += (size_t)snprintf(names + used, sizeof names - used, "%s\n", k);
+            lua_pop(L, 1);
+        }
+    }
+    ui_call call = {.op = UI_WAIT_KEY, .pane = -1, .text = names};
     call_ui(L, "ui.wait_key", &call);
     lua_pushstring(L, call.result_text);
     return 1;
+}
+
+static int l_zoom(lua_State *L)
+{
+    ui_call call = {.op = UI_ZOOM, .pane = -1};
+    if (!(lua_isboolean(L, 1) && !lua_toboolean(L, 1))) {
+        call.pane = check_pane(L, 1, "ui.zoom");
+        call.row = 1;
+    }
+    call_ui(L, "ui.zoom", &call);
+    return 0;
+}
+
+static int check_line(lua_State *L, int arg, const char *fn, const char *what)
+{
+    lua_Integer v = luaL_checkinteger(L, arg);
+    if (v < 1 || v > INT_MAX) luaL_error(L, "%s: %s is 1-based (got %d)", fn, what, (int)v);
+    return (int)v - 1;
+}
+
+static int l_cursor(lua_State *L)
+{
+    ui_call call = {.op = UI_CURSOR, .pane = check_pane(L, 1, "ui.cursor"),
+                    .row = check_line(L, 2, "ui.cursor", "row"),
+                    .col = check_line(L, 3, "ui.cursor", "col")};
+    call_ui(L, "ui.cursor", &call);
+    return 0;
+}
+
+static int l_scroll(lua_State *L)
+{
+    ui_call call = {.op = UI_SCROLL, .pane = check_pane(L, 1, "ui.scroll"),
+                    .row = check_line(L, 2, "ui.scroll", "line")};
+    call_ui(L, "ui.scroll", &call);
+    return 0;
+}
+
+static int l_export(lua_State *L)
+{
+    ui_call call = {.op = UI_EXPORT, .pane = check_pane(L, 1, "ui.export")};
+    call_ui(L, "ui.export", &call);
+    lua_pushstring(L, call.result_text);
+    return 1;
+}
+
+static int l_console(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    ui_call call = {.op = UI_CONSOLE, .pane = -1, .focus = -1};
+    if (lua_getfield(L, 1, "height") != LUA_TNIL) {
+        lua_Integer h = luaL_checkinteger(L, -1);
+        if (h < TUI_CONSOLE_MIN_ROWS || h > 200)
+            return luaL_error(L, "ui.console: height %d is not %d to 200 rows", (int)h,
+                              TUI_CONSOLE_MIN_ROWS);
+        call.height = (int)h;
+    }
+    if (lua_getfield(L, 1, "hide") != LUA_TNIL) call.hide = lua_toboolean(L, -1);
+    if (lua_getfield(L, 1, "focus") != LUA_TNIL) call.focus = lua_toboolean(L, -1);
+    lua_pop(L, 3);
+    lua_pushnil(L);
+    while (lua_next(L, 1)) {
+        const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "";
+        if (strcmp(k, "height") && strcmp(k, "hide") && strcmp(k, "focus"))
+            return luaL_error(L, "ui.console: unknown field '%s' (height, hide, focus)", k);
+        lua_pop(L, 1);
+    }
+    call_ui(L, "ui.console", &call);
+    return 0;
 }
 
 void ui_open_library(lua_State *L, tui_console *c)
@@ -291,7 +392,8 @@ void ui_open_library(lua_State *L, tui_console *c)
         {"set_text", l_set_text}, {"translate", l_translate}, {"heatmap", l_heatmap},
         {"text_view", l_text_view}, {"notify", l_notify},   {"bind", l_bind},
         {"theme", l_theme},       {"wait", l_wait},         {"wait_key", l_wait_key},
-        {NULL, NULL},
+        {"zoom", l_zoom},         {"cursor", l_cursor},     {"scroll", l_scroll},
+        {"export", l_export},     {"console", l_console},   {NULL, NULL},
     };
     lua_newtable(L);
     lua_pushlightuserdata(L, c);
@@ -337,6 +439,78 @@ static void open_pane(tui_app *a, ui_call *call)
     call->result = at;
 }
 
+int ui_wait_key_takes(const ui_call *call, const char *name)
+{
+    if (!call->text || !call->text[0]) return 1;
+    size_t n = strlen(name);
+    for (const char *k = call->text; *k; k = strchr(k, '\n') + 1)
+        if (!strncmp(k, name, n) && k[n] == '\n') return 1;
+    return 0;
+}
+
+/* The heatmap the pane shows now, or NULL with the call's error saying why. */
+static const mt_probe_map *shown_map(tui_pane *p, ui_call *call, const char *fn)
+{
+    int i = p->view == TUI_VIEW_HEATMAP && p->probe && p->heat_kind >= 0
+                ? tui_heat_find(&p->probe->rec, (mt_probe_kind)p->heat_kind, p->heat_nth)
+                : -1;
+    if (i >= 0) return &p->probe->rec.maps[i];
+    snprintf(call->error, sizeof call->error, "%s shows no heatmap (ui.heatmap(%d), then ui.wait(), "
+             "before %s)", p->name, call->pane + 1, fn);
+    return NULL;
+}
+
+static void place_cursor(tui_app *a, ui_call *call)
+{
+    tui_pane *p = a->panes[call->pane];
+    const mt_probe_map *m = shown_map(p, call, "ui.cursor");
+    if (!m) return;
+    if (call->row >= m->rows || call->col >= m->cols) {
+        snprintf(call->error, sizeof call->error, "%s's map has %d rows and %d columns (asked %d, %d)",
+                 p->name, m->rows, m->cols, call->row + 1, call->col + 1);
+        return;
+    }
+    p->sel_row = call->row, p->sel_col = call->col;
+}
+
+static void scroll_to_line(tui_app *a, ui_call *call)
+{
+    tui_pane *p = a->panes[call->pane];
+    if (p->view == TUI_VIEW_TEXT) {
+        p->scroll = call->row;
+        return;
+    }
+    const mt_probe_map *m = shown_map(p, call, "ui.scroll");
+    if (!m) return;
+    if (call->row >= m->rows) {
+        snprintf(call->error, sizeof call->error, "%s's map has %d rows (asked %d)", p->name,
+                 m->rows, call->row + 1);
+        return;
+    }
+    /* the drawing keeps the cursor in view: it goes to the first row asked */
+    p->heat_row0 = p->sel_row = call->row;
+}
+
+static void export_map(tui_app *a, ui_call *call)
+{
+    tui_pane *p = a->panes[call->pane];
+    if (!shown_map(p, call, "ui.export")) return;
+    tui_heat_export(a, p);
+    if (strncmp(a->notice, "wrote ", 6) != 0) snprintf(call->error, sizeof call->error, "%s", a->notice);
+    else snprintf(call->result_text, sizeof call->result_text, "%s", a->notice);
+}
+
+static void set_console(tui_app *a, ui_call *call)
+{
+    tui_console *c = a->console;
+    if (call->height > 0) a->console_rows = call->height;
+    if (call->hide) c->open = c->focused = 0;
+    else if (call->height > 0 || call->focus >= 0) c->open = 1;
+    if (call->focus >= 0 && c->open) c->focused = call->focus;
+    if (c->open) a->zoom = 0;
+    a->relayout = 1;
+}
+
 int ui_execute(tui_app *a, ui_call *call)
 {
     switch (call->op) {
@@ -348,6 +522,7 @@ int ui_execute(tui_app *a, ui_call *call)
             snprintf(call->panes[i].arch, sizeof call->panes[i].arch, "%.*s",
                      (int)strcspn(p->info, ","), p->info);
             call->panes[i].loaded = p->loaded;
+            call->panes[i].beam = p->beam;
         }
         return 1;
     case UI_OPEN: open_pane(a, call); return 1;
@@ -400,6 +575,25 @@ int ui_execute(tui_app *a, ui_call *call)
         else if (tui_apply_theme(a, i) != 0) snprintf(call->error, sizeof call->error, "%s", mt_last_error());
         return 1;
     }
+    case UI_ZOOM:
+        if (call->row && !pane_exists(a, call)) return 1;
+        a->zoom = call->row;
+        if (a->zoom) {
+            tui_focus(a, call->pane);
+            a->console->open = a->console->focused = 0;
+        }
+        a->relayout = 1;
+        return 1;
+    case UI_CURSOR:
+        if (pane_exists(a, call)) place_cursor(a, call);
+        return 1;
+    case UI_SCROLL:
+        if (pane_exists(a, call)) scroll_to_line(a, call);
+        return 1;
+    case UI_EXPORT:
+        if (pane_exists(a, call)) export_map(a, call);
+        return 1;
+    case UI_CONSOLE: set_console(a, call); return 1;
     case UI_WAIT:
         if (call->pane >= 0 && !pane_exists(a, call)) return 1;
         return ui_wait_over(a, call);
@@ -409,12 +603,18 @@ int ui_execute(tui_app *a, ui_call *call)
         a->notice_until = mt_now_s() + 1e9;
         return 0;
     case UI_WAIT_KEY: {
+        /* the first key typed ahead that the call takes */
         tui_console *c = a->console;
-        if (c->n_typeahead == 0) return 0;
-        console_key_name(c->typeahead[0].key, c->typeahead[0].is_char, call->result_text,
-                         sizeof call->result_text);
-        memmove(c->typeahead, c->typeahead + 1, (size_t)--c->n_typeahead * sizeof *c->typeahead);
-        return 1;
+        for (int i = 0; i < c->n_typeahead; i++) {
+            char name[64];
+            console_key_name(c->typeahead[i].key, c->typeahead[i].is_char, name, sizeof name);
+            if (!ui_wait_key_takes(call, name)) continue;
+            snprintf(call->result_text, sizeof call->result_text, "%s", name);
+            memmove(c->typeahead + i, c->typeahead + i + 1,
+                    (size_t)(--c->n_typeahead - i) * sizeof *c->typeahead);
+            return 1;
+        }
+        return 0;
     }
     }
     return 1;
