@@ -173,6 +173,25 @@ for demo in ${E2E_DEMOS-forgetting implicit_attention copying}; do
     check "... and the workbench quits" exited_cleanly
 done
 
+# ---------------------------------------------------------------- a lesson on a projector
+# the implicit-attention lesson at its third step (the cursors on the cell it talks about) at
+# 100x30 and 80x24: both maps, the readouts under them, the console and the status line
+golden=$root/tests/e2e/golden
+for size in 100x30 80x24; do
+    T resize-window -t e2e -x "${size%x*}" -y "${size#*x}"
+    T send-keys -t e2e -l "clear"; T send-keys -t e2e Enter
+    run_mtlab "$bin tui --models '$root/models' --script '$root/scripts/demo/implicit_attention.lua'"
+    for step in 1 2; do
+        wait_until 120 step_shown $step && T send-keys -t e2e Space
+    done
+    check "at $size the lesson reaches its third step" wait_until 120 step_shown 3
+    check "... with both cursors on the name's column" wait_count "→ ?(col [0-9]+ )?'Gamaliel'" 2 10
+    golden_screen "lesson_implicit_attention_$size"
+    quit_workbench
+    check "... and the workbench quits" exited_cleanly
+done
+T resize-window -t e2e -x 120 -y 40
+
 echo
 echo "console end-to-end tests took $(( $(date +%s) - started )) s"
 echo "e2e-console: $passed passed, $failed failed"
