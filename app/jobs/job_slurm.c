@@ -17,39 +17,67 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Run argv (no shell), its stdout into out (size n, trimmed); its exit status, or -1. */
-static int run_capture(char *const argv[], char *out, size_t n)
+/* Read fd to its end into buf (size n, the rest dropped), NUL-terminated and trimmed. */
+static void read_all(int fd, char *buf, size_t n)
 {
-    int fds[2];
+    size_t len = 0;
+    char drop[512];
+    for (;;) {
+        char *to = len < n - 1 ? buf + len : drop;
+        size_t room = len < n - 1 ? n - 1 - len : sizeof drop;
+        ssize_t r = read(fd, to, room);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        if (to == buf + len) len += (size_t)r;
+    }
+    buf[len] = '\0';
+    while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' ')) buf[--len] = '\0';
+}
+
+/* Run argv (no shell), its stdout into out (size n, trimmed) and, when err is given, its
+ * stderr into err (size en): what the command said when it failed. Its exit status, or -1. */
+static int run_capture_err(char *const argv[], char *out, size_t n, char *err, size_t en)
+{
+    int fds[2], efds[2] = {-1, -1};
     if (pipe2(fds, O_CLOEXEC) != 0) return -1;
+    if (err && pipe2(efds, O_CLOEXEC) != 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
         close(fds[0]);
         close(fds[1]);
+        if (err) close(efds[0]), close(efds[1]);
         return -1;
     }
     if (pid == 0) {
         dup2(fds[1], 1);
+        if (err) dup2(efds[1], 2);
         execvp(argv[0], argv);
         _exit(127);
     }
     close(fds[1]);
-    size_t len = 0;
-    ssize_t r;
-    while ((r = read(fds[0], out + len, n - 1 - len)) != 0) {
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) break;
-        len += (size_t)r;
-        if (len == n - 1) break;
-    }
+    if (err) close(efds[1]);
+    /* stdout first, then stderr: what these commands write to stderr is a few lines, far
+     * below a pipe's buffer, so the child never blocks on it meanwhile */
+    read_all(fds[0], out, n);
     close(fds[0]);
-    out[len] = '\0';
-    while (len && (out[len - 1] == '\n' || out[len - 1] == ' ')) out[--len] = '\0';
+    if (err) {
+        read_all(efds[0], err, en);
+        close(efds[0]);
+    }
     int status;
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR) return -1;
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int run_capture(char *const argv[], char *out, size_t n)
+{
+    return run_capture_err(argv, out, n, NULL, 0);
 }
 
 /* A single-quoted shell word (the script is read by /bin/sh). */
@@ -96,9 +124,13 @@ int job_slurm_launch(job_info *j, int resume)
     snprintf(script, sizeof script, "%s/%s/job.sbatch", j->cwd, j->dir);
     if (write_script(j, script, exe, resume) != 0) return -1;
     char *submit[] = {"sbatch", "--parsable", "--hold", script, NULL};
-    int rc = run_capture(submit, out, sizeof out);
+    char said[512];
+    int rc = run_capture_err(submit, out, sizeof out, said, sizeof said);
     if (rc == 127 || rc < 0) return mt_error("sbatch could not be run: is Slurm installed (slurm-client)?");
-    if (rc != 0) return mt_error("sbatch failed (exit %d) for %s", rc, script);
+    if (rc != 0) {
+        for (char *nl; (nl = strchr(said, '\n'));) *nl = ' '; /* one line for the status */
+        return mt_error("sbatch failed (exit %d): %s", rc, said[0] ? said : "it said nothing");
+    }
     char *semi = strchr(out, ';'); /* "ID;cluster" on federated setups */
     if (semi) *semi = '\0';
     if (!out[0] || strspn(out, "0123456789") != strlen(out))

@@ -51,6 +51,24 @@ static int ranks_of(const job_start_opts *o, int *nodes, int *gpus_per_node)
     return o->gpus_per_node ? n * o->gpus_per_node : n;
 }
 
+/* Remove dir and everything under it (best effort: what cannot go stays). */
+static void remove_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        for (struct dirent *e; (e = readdir(d));) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+            char path[1024];
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            struct stat st;
+            if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) remove_tree(path);
+            else unlink(path);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
 int job_start(job_info *out, const char *config_path, const job_start_opts *o)
 {
     int nodes, gpus_per_node, ranks = ranks_of(o, &nodes, &gpus_per_node);
@@ -81,7 +99,8 @@ int job_start(job_info *out, const char *config_path, const job_start_opts *o)
                         j.name);
     if (!getcwd(j.cwd, sizeof j.cwd)) return mt_error("cannot read the current directory: %s", strerror(errno));
     if (mkdir(RUNS_DIR, 0777) != 0 && errno != EEXIST) return mt_error(RUNS_DIR ": %s", strerror(errno));
-    if (mkdir(j.dir, 0777) != 0 && errno != EEXIST) return mt_error("%s: %s", j.dir, strerror(errno));
+    int made = mkdir(j.dir, 0777) == 0;
+    if (!made && errno != EEXIST) return mt_error("%s: %s", j.dir, strerror(errno));
     /* Two starts of one name at once: the lock lets one through at a time, and the second
      * then finds the first one's run. */
     int lock = mt_run_lock(j.dir, MT_RUN_LAUNCHER);
@@ -108,7 +127,12 @@ int job_start(job_info *out, const char *config_path, const job_start_opts *o)
         }
     }
     mt_run_unlock(lock);
-    if (rc != 0) return -1;
+    if (rc != 0) {
+        /* a directory this start made holds nothing of use: it goes, so no half-made run is
+         * listed and the name stays free */
+        if (made) remove_tree(j.dir);
+        return -1;
+    }
     *out = j;
     return 0;
 }

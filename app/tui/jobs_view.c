@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/paths.h"
+#include "common/train_config.h"
 #include "mtlab/error.h"
 #include "tui/app.h"
 #include "tui/jobs_view.h"
@@ -32,7 +33,9 @@ static int cmp_str(const void *x, const void *y)
     return strcmp(*(const char *const *)x, *(const char *const *)y);
 }
 
-/* The configs under scripts/train/ (of the current directory, else the installed ones). */
+/* The training configs under scripts/train/ (of the current directory, else the installed
+ * ones): the scripts that load as one (a table of settings), not the drivers and helpers
+ * beside them (average.lua, a budget returning a function). */
 static void find_configs(tui_jobs *v)
 {
     char root[PATH_MAX];
@@ -50,6 +53,8 @@ static void find_configs(tui_jobs *v)
         }
         char path[PATH_MAX + 256];
         snprintf(path, sizeof path, "%s/%s", root, e->d_name);
+        mt_train_config cfg;
+        if (train_config_load(&cfg, path) != 0) continue;
         v->configs[v->n_configs++] = mt_xstrdup(path);
     }
     closedir(d);
@@ -128,11 +133,16 @@ static void launch(tui_app *a)
     if (job_start(&j, config, &o) != 0) {
         snprintf(msg, sizeof msg, "%s (nothing launched)", mt_last_error());
         say(a, 1, msg);
+        /* back on the path line, the config's path there to edit: what is typed next goes
+         * into it, not to the keys of a listed config */
+        if (v->config_sel > 0) snprintf(v->path, sizeof v->path, "%s", config);
+        v->config_sel = 0;
         return;
     }
     snprintf(msg, sizeof msg, "launched %s (%s) from %s", j.name, job_launcher_name(j.launcher), config);
     say(a, 0, msg);
     v->picking = 0;
+    v->path[0] = '\0';
     tui_jobs_poke(v);
 }
 
@@ -192,7 +202,7 @@ int tui_jobs_action(tui_app *a, tui_action act)
     switch (act) {
     case TUI_ACT_JOBS: tui_jobs_close(a); break;
     case TUI_ACT_CLOSE:
-        if (v->picking) v->picking = 0;
+        if (v->picking) v->picking = 0, v->path[0] = '\0';
         else tui_jobs_close(a);
         break;
     case TUI_ACT_SCROLL_UP: highlight(a, -1); break;
@@ -210,6 +220,7 @@ int tui_jobs_action(tui_app *a, tui_action act)
             v->picking = 1;
             if (!v->configs) find_configs(v);
             v->config_sel = 0;
+            v->path[0] = '\0'; /* a fresh line: no path left from before */
             v->message[0] = '\0';
         }
         break;

@@ -41,6 +41,14 @@ row() { printf '^│. %s +%s +%s' "$1" "$2" "${3:-}"; }
 # ---------------------------------------------------------------- a tiny corpus and config
 cd "$work"
 "$root/tests/jobs/tiny_run.sh" "$bin" "$work" 300 100 100 || { echo "e2e-jobs: the tiny run's inputs could not be made"; exit 1; }
+# the picker's list: a training config, and two scripts beside it that are none; an sbatch that
+# refuses every job, saying why on stderr
+mkdir -p scripts/train fakebin
+sed 's/name = "tiny"/name = "picked"/' tiny.lua >scripts/train/picked.lua
+echo 'return function(name) return {name = name} end' >scripts/train/helper.lua
+echo 'local here = arg[0]; print(here)' >scripts/train/driver.lua
+printf '#!/bin/sh\necho "sbatch: error: Batch job submission failed: Invalid partition name specified" >&2\nexit 1\n' >fakebin/sbatch
+chmod +x fakebin/sbatch
 # a run going before the workbench starts
 "$bin" jobs start tiny.lua --name long max_steps=100000 save_every=0 valid_every=0 >long.out 2>&1 || {
     cat long.out; echo "e2e jobs: the long run did not start"; exit 1; }
@@ -50,11 +58,28 @@ T set-option -t e2e status off >/dev/null
 wait_for '^\$' 5 || { echo "e2e jobs: the test shell did not start"; exit 1; }
 
 echo "e2e: the jobs view in tmux (120x40)"
-run_mtlab "$bin tui --models no-models"
+run_mtlab "PATH=$work/fakebin:\$PATH $bin tui --models no-models"
 check "the status line offers the jobs view" wait_for 'F11 jobs' 10
 T send-keys -t e2e F11
 check "F11 opens the jobs view" wait_for 'jobs \(F11\): runs/, launcher local' 5
 check "a run started before the workbench is listed as running" wait_for "$(row long running '[0-9]+/100000')" 10
+
+# ---------------------------------------------------------------- the picker
+T send-keys -t e2e n
+check "the picker lists the training configs" wait_for '^│  .*scripts/train/picked\.lua' 5
+check "... and not the scripts that are none" screen_lacks 'helper\.lua|driver\.lua'
+T send-keys -t e2e Down s
+check "s on a listed config switches to Slurm" wait_for 'launcher slurm' 5
+T send-keys -t e2e Enter
+check "a refused sbatch shows sbatch's own message" wait_for 'sbatch failed \(exit 1\): sbatch: error: .*Invalid partition name specified' 10
+check "... and leaves no half-made run directory" test ! -e runs/picked
+T send-keys -t e2e -l "xa"
+check "typing after the failed launch goes into the path line" wait_for 'path: .*scripts/train/picked\.luaxa_' 5
+check "... not to the keys (a: plots every run)" wait_for 'plots: the highlighted run' 1
+T send-keys -t e2e Escape n
+check "the picker opens again with an empty path" wait_for 'path: _' 5
+T send-keys -t e2e Down s Up Escape
+wait_for 'launcher local' 5
 
 # ---------------------------------------------------------------- launching
 T send-keys -t e2e n
