@@ -105,6 +105,11 @@ size_t mt_decode_state_bytes_held(const mt_decode_state *st)
     return st->fixed_bytes + st->work_cap * sizeof(float);
 }
 
+size_t mt_decode_state_model_bytes(const mt_decode_state *st, int rows)
+{
+    return mt_model_decode_state_bytes(st->m, rows, st->len > 0 ? st->len : 1, st->S);
+}
+
 void mt_decode_state_set_prefill_chunk(mt_decode_state *st, int positions)
 {
     st->chunk = positions > 0 || positions == MT_PREFILL_AUTO ? positions : 0;
@@ -287,10 +292,12 @@ static float *decoder_ops(mt_decode_state *st, int Tq, int first)
     mt_stack *s = &m->dec;
     int B = st->B, C = m->cfg.d_model;
     mt_stack_embed(m, s, &st->dec_acts, st->d_ids, B, Tq, st->len, NULL);
+    mt_pass pass = {.B = B, .T = Tq, .mask = st->d_prompt_mask, .mem_mask = st->d_src_mask,
+                    .key_mask = st->d_key_mask, .key_ld = st->max_T,
+                    .slot_mask = st->d_slot_mask, .first = first};
     for (int i = 0; i < s->n_units; i++)
         mt_unit_decode(be, &s->units[i], &st->dec_acts.w[i], &st->uc[i], st->dec_acts.xs[i + 1],
-                       st->dec_acts.xs[i], st->d_key_mask, st->d_prompt_mask, st->d_slot_mask,
-                       st->d_src_mask, st->max_T, B, Tq, first);
+                       st->dec_acts.xs[i], &pass);
     float *x_last, *normed, *mean, *rstd, *out = rows_parts(st, &x_last, &normed, &mean, &rstd);
     be->copy2d(x_last, C, st->dec_acts.xs[s->n_units] + (size_t)(Tq - 1) * C, Tq * C,
                (size_t)B, C);
@@ -414,10 +421,10 @@ static int encode_chunks(mt_decode_state *st, const mt_batch *b, const uint8_t *
         upload_columns(be, st->d_src, b->src, sizeof(int32_t), B, S, t0, n);
         upload_columns(be, st->d_src_mask, mask, 1, B, S, t0, n);
         mt_stack_embed(m, s, &st->enc_acts, st->d_src, B, n, t0, NULL);
+        mt_pass pass = {.B = B, .T = n, .mask = st->d_src_mask, .first = 1};
         for (int i = 0; i < s->n_units; i++)
             mt_unit_decode(be, &s->units[i], &st->enc_acts.w[i], &st->enc_uc[i],
-                           st->enc_acts.xs[i + 1], st->enc_acts.xs[i], NULL, st->d_src_mask,
-                           NULL, NULL, 0, B, n, 1);
+                           st->enc_acts.xs[i + 1], st->enc_acts.xs[i], &pass);
         fill_cross(st, mt_stack_final_norm(be, s, st->enc_acts.fn_out, st->enc_acts.fn_mean,
                                            st->enc_acts.fn_rstd, st->enc_acts.xs[s->n_units],
                                            (size_t)B * n),
@@ -440,9 +447,8 @@ static int encode_source(mt_decode_state *st, const mt_batch *b)
         be->upload(st->d_src, b->src, (size_t)B * S * sizeof(int32_t));
         be->upload(st->d_src_mask, st->src_mask, (size_t)B * S);
         mt_stack_embed(m, &m->enc, &st->enc_acts, st->d_src, B, S, 0, NULL);
-        fill_cross(st, mt_stack_forward(m, &m->enc, &st->enc_acts, NULL, st->d_src_mask, NULL,
-                                        B, S, 0, NULL),
-                   B, S, 0);
+        mt_pass enc = {.B = B, .T = S, .mask = st->d_src_mask};
+        fill_cross(st, mt_stack_forward(m, &m->enc, &st->enc_acts, &enc), B, S, 0);
     }
     be->upload(st->d_src_mask, st->src_mask, (size_t)B * S);
     return 0;

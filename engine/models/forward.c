@@ -152,13 +152,14 @@ const float *mt_model_run_stacks(mt_model *m, const mt_step_opts *opts)
     if (m->arch->encdec) {
         mt_dropout drop = mt_stack_dropout(&m->enc, -1, 0, opts, m->cfg.dropout);
         mt_stack_embed(m, &m->enc, &m->enc_acts, m->d_src, B, S, 0, &drop);
-        mem = mt_stack_forward(m, &m->enc, &m->enc_acts, NULL, m->d_src_mask, NULL, B, S, 0,
-                               opts);
+        mt_pass enc = {.B = B, .T = S, .mask = m->d_src_mask, .opts = opts};
+        mem = mt_stack_forward(m, &m->enc, &m->enc_acts, &enc);
     }
     mt_dropout drop = mt_stack_dropout(&m->dec, -1, 0, opts, m->cfg.dropout);
     mt_stack_embed(m, &m->dec, &m->dec_acts, m->d_ids, B, T, 0, &drop);
-    return mt_stack_forward(m, &m->dec, &m->dec_acts, mem, m->d_mask, m->d_src_mask, B, T, S,
-                            opts);
+    mt_pass dec = {.B = B, .T = T, .S = S, .mem = mem, .mask = m->d_mask,
+                   .mem_mask = m->d_src_mask, .opts = opts};
+    return mt_stack_forward(m, &m->dec, &m->dec_acts, &dec);
 }
 
 double mt_model_run_forward(mt_model *m, const mt_step_opts *opts, int want_loss)
@@ -259,12 +260,13 @@ int mt_model_run_backward(mt_model *m, const mt_step_opts *opts, float scale, do
         mem = e->final_norm_tensor >= 0 ? m->enc_acts.fn_out : m->enc_acts.xs[e->n_units];
         be->memzero(dmem, NS * C * sizeof(float));
     }
-    mt_stack_backward(m, &m->dec, &m->dec_acts, dx, ddec_out, dmem, mem, m->d_mask,
-                      m->d_src_mask, B, T, S, opts, unit_scratch);
+    mt_pass dec = {.B = B, .T = T, .S = S, .mem = mem, .dmem = dmem, .mask = m->d_mask,
+                   .mem_mask = m->d_src_mask, .opts = opts};
+    mt_stack_backward(m, &m->dec, &m->dec_acts, dx, ddec_out, &dec, unit_scratch);
     embed_backward(m, &m->dec, dx, ddec_out, m->d_ids, BT, opts);
     if (m->arch->encdec) {
-        mt_stack_backward(m, &m->enc, &m->enc_acts, dxs, dmem, NULL, NULL, m->d_src_mask, NULL,
-                          B, S, 0, opts, unit_scratch);
+        mt_pass enc = {.B = B, .T = S, .mask = m->d_src_mask, .opts = opts};
+        mt_stack_backward(m, &m->enc, &m->enc_acts, dxs, dmem, &enc, unit_scratch);
         embed_backward(m, &m->enc, dxs, dmem, m->d_src, NS, opts);
     }
     return 0;

@@ -371,29 +371,43 @@ void mt_unit_params_point(mt_unit_kind kind, const mt_unit_config *cfg, mt_unit_
 /* d_model of a unit. */
 int mt_unit_width(const mt_unit *u);
 
-/* y (B, T, C) from x (B, T, C); mem (B, S, C) the encoder output for cross-attention; mask
- * (B, T) the rows' padding mask, mem_mask (B, S) the source's. */
+/* One pass over a stack or one of its units: the shape and the masks every kind of unit may
+ * read, carried in one place so that a new mask or option is one field here (as the backend's
+ * mt_attn_desc and mt_scan_args carry a kernel's). A field a pass does not use is 0 / NULL. */
+typedef struct {
+    int B, T;                 /* rows, positions per row (decoding: Tq new positions) */
+    int S;                    /* source positions of mem; 0 without an encoder */
+    const float *mem;         /* (B, S, C) the encoder output cross-attention reads, or NULL */
+    float *dmem;              /* (B, S, C) backward: accumulates the gradient of mem */
+    const uint8_t *mask;      /* (B, T) the rows' padding mask; decoding: the new positions'
+                               * (a prefill's prompt), NULL when all are real */
+    const uint8_t *mem_mask;  /* (B, S) the source's padding mask */
+    const mt_step_opts *opts; /* stack passes: training options (dropout), or NULL */
+    const mt_dropout *drop;   /* unit passes: the unit's dropout (the stack sets it), or NULL */
+    /* decoding only (mt_unit_decode) */
+    const uint8_t *key_mask;  /* (B, key_ld) covers cached and new positions */
+    int key_ld;
+    const uint8_t *slot_mask; /* (B, R) the real tokens in a sliding-window ring */
+    int first;                /* 1: a prefill (parallel forms), 0: one recurrent step */
+} mt_pass;
+
+/* y (B, T, C) from x (B, T, C) for pass (B, T, S, mem, mask, mem_mask, drop). */
 void mt_unit_forward(const mt_backend *be, const mt_unit *u, mt_unit_work *w, float *y,
-                     const float *x, const float *mem, const uint8_t *mask,
-                     const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop);
+                     const float *x, const mt_pass *pass);
 /* dy (B, T, C): on entry the gradient of the unit's output, on return that of its input x.
- * dmem (B, S, C) accumulates cross-attention's encoder-output gradient. scratch holds
+ * pass->dmem (B, S, C) accumulates cross-attention's encoder-output gradient. scratch holds
  * mt_unit_scratch_count floats. */
 void mt_unit_backward(const mt_backend *be, mt_unit *u, const mt_unit_work *w, float *dy,
-                      float *dmem, const float *x, const float *mem, const uint8_t *mask,
-                      const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop,
-                      float *scratch);
-/* Decoding: Tq new positions per row after the cached ones. key_mask (B, key_ld) covers cached
- * and new positions; prompt_mask (B, Tq) is the new positions' mask for a prefill (NULL when
- * all are real); slot_mask (B, R) marks the real tokens in a sliding-window ring
- * (mt_kv_ring_slot_mask). Self-attention appends to its cache (or ring); Mamba and retention
- * run their parallel forms when first (a prefill: the whole prompt, or one chunk of it that
- * continues the states the chunks before filled, docs/decoding.md §1.1), else one recurrent
- * step (Tq = 1). */
+                      const float *x, const mt_pass *pass, float *scratch);
+/* Decoding: pass->T new positions per row after the cached ones. pass->key_mask (B, key_ld)
+ * covers cached and new positions; pass->mask (B, T) is the new positions' mask for a prefill
+ * (NULL when all are real); pass->slot_mask (B, R) marks the real tokens in a sliding-window
+ * ring (mt_kv_ring_slot_mask). Self-attention appends to its cache (or ring); Mamba and
+ * retention run their parallel forms when pass->first (a prefill: the whole prompt, or one
+ * chunk of it that continues the states the chunks before filled, docs/decoding.md §1.1), else
+ * one recurrent step (T = 1). */
 void mt_unit_decode(const mt_backend *be, const mt_unit *u, mt_unit_work *w, mt_unit_cache *c,
-                    float *y, const float *x, const uint8_t *key_mask,
-                    const uint8_t *prompt_mask, const uint8_t *slot_mask,
-                    const uint8_t *mem_mask, int key_ld, int B, int Tq, int first);
+                    float *y, const float *x, const mt_pass *pass);
 /* Positions a self-attention unit caches for a decode of up to Tmax: Tmax, or the ring of
  * window + 1 (when shorter) for a sliding window. */
 int mt_unit_kv_slots(const mt_unit *u, int Tmax);
@@ -426,16 +440,14 @@ mt_dropout mt_stack_dropout(const mt_stack *s, int unit, int k, const mt_step_op
  * dropout. */
 void mt_stack_embed(const mt_model *m, const mt_stack *s, mt_stack_acts *sa, const int32_t *ids,
                     int B, int T, int pos0, const mt_dropout *drop);
-/* Run every unit and the final norm; returns the stack output (BT, C). */
+/* Run every unit and the final norm over pass (B, T, S, mem, mask, mem_mask, opts); returns the
+ * stack output (BT, C). */
 const float *mt_stack_forward(const mt_model *m, const mt_stack *s, mt_stack_acts *sa,
-                              const float *mem, const uint8_t *mask, const uint8_t *mem_mask,
-                              int B, int T, int S, const mt_step_opts *opts);
+                              const mt_pass *pass);
 /* dout (BT, C) the gradient of the stack output; dx (BT, C), another buffer, receives the
- * gradient of the embeddings. dmem as in mt_unit_backward. */
+ * gradient of the embeddings. pass->dmem as in mt_unit_backward. */
 void mt_stack_backward(mt_model *m, mt_stack *s, const mt_stack_acts *sa, float *dx,
-                       const float *dout, float *dmem, const float *mem, const uint8_t *mask,
-                       const uint8_t *mem_mask, int B, int T, int S, const mt_step_opts *opts,
-                       float *scratch);
+                       const float *dout, const mt_pass *pass, float *scratch);
 /* Final norm of rows x (BT, C) into out (BT, C) (mean/rstd (BT) saved); returns x when the stack
  * has none. */
 const float *mt_stack_final_norm(const mt_backend *be, const mt_stack *s, float *out,

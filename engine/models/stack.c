@@ -101,25 +101,23 @@ const float *mt_stack_final_norm(const mt_backend *be, const mt_stack *s, float 
 }
 
 const float *mt_stack_forward(const mt_model *m, const mt_stack *s, mt_stack_acts *sa,
-                              const float *mem, const uint8_t *mask, const uint8_t *mem_mask,
-                              int B, int T, int S, const mt_step_opts *opts)
+                              const mt_pass *pass)
 {
+    mt_pass unit = *pass;
     for (int i = 0; i < s->n_units; i++) {
-        mt_dropout drop = mt_stack_dropout(s, i, 0, opts, m->cfg.dropout);
-        mt_unit_forward(m->be, &s->units[i], &sa->w[i], sa->xs[i + 1], sa->xs[i], mem, mask,
-                        mem_mask, B, T, S, &drop);
+        mt_dropout drop = mt_stack_dropout(s, i, 0, pass->opts, m->cfg.dropout);
+        unit.drop = &drop;
+        mt_unit_forward(m->be, &s->units[i], &sa->w[i], sa->xs[i + 1], sa->xs[i], &unit);
     }
     return mt_stack_final_norm(m->be, s, sa->fn_out, sa->fn_mean, sa->fn_rstd,
-                               sa->xs[s->n_units], (size_t)B * T);
+                               sa->xs[s->n_units], (size_t)pass->B * pass->T);
 }
 
 void mt_stack_backward(mt_model *m, mt_stack *s, const mt_stack_acts *sa, float *dx,
-                       const float *dout, float *dmem, const float *mem, const uint8_t *mask,
-                       const uint8_t *mem_mask, int B, int T, int S, const mt_step_opts *opts,
-                       float *scratch)
+                       const float *dout, const mt_pass *pass, float *scratch)
 {
     const mt_backend *be = m->be;
-    size_t BT = (size_t)B * T, BTC = BT * (size_t)s->C;
+    size_t BT = (size_t)pass->B * pass->T, BTC = BT * (size_t)s->C;
     if (s->final_norm_tensor >= 0) {
         be->memzero(dx, BTC * sizeof(float));
         const float *x = sa->xs[s->n_units];
@@ -131,9 +129,10 @@ void mt_stack_backward(mt_model *m, mt_stack *s, const mt_stack_acts *sa, float 
     } else {
         be->copy(dx, dout, BTC * sizeof(float));
     }
+    mt_pass unit = *pass;
     for (int i = s->n_units - 1; i >= 0; i--) {
-        mt_dropout drop = mt_stack_dropout(s, i, 0, opts, m->cfg.dropout);
-        mt_unit_backward(be, &s->units[i], &sa->w[i], dx, dmem, sa->xs[i], mem, mask, mem_mask,
-                         B, T, S, &drop, scratch);
+        mt_dropout drop = mt_stack_dropout(s, i, 0, pass->opts, m->cfg.dropout);
+        unit.drop = &drop;
+        mt_unit_backward(be, &s->units[i], &sa->w[i], dx, sa->xs[i], &unit, scratch);
     }
 }

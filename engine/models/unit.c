@@ -22,22 +22,17 @@ typedef struct {
     void (*acts_point)(const mt_unit *u, mt_unit_acts *a, float *base, int B, int T, int Tk,
                        int S);
     void (*forward)(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, float *out,
-                    const float *in, const float *mem, const uint8_t *mask,
-                    const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop);
-    /* dx += mixer'(dout); for cross-attention dmem receives the key/value side. */
+                    const float *in, const mt_pass *pass);
+    /* dx += mixer'(dout); for cross-attention pass->dmem receives the key/value side. */
     void (*backward)(const mt_backend *be, mt_unit *u, const mt_unit_acts *a, mt_unit_acts *da,
-                     float *dx, float *dmem, const float *dout, const float *in,
-                     const float *mem, const uint8_t *mask, const uint8_t *mem_mask, int B,
-                     int T, int S, const mt_dropout *drop);
+                     float *dx, const float *dout, const float *in, const mt_pass *pass);
     size_t (*cache_count)(const mt_unit *u, int B, int Tmax, int Smax);
     void (*cache_point)(const mt_unit *u, mt_unit_cache *c, float *base, int B, int Tmax,
                         int Smax);
     float *(*cache_tensor)(const mt_unit *u, mt_unit_cache *c, int which, size_t *row,
                            size_t *used);
     void (*decode)(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, mt_unit_cache *c,
-                   float *out, const float *in, const uint8_t *key_mask,
-                   const uint8_t *prompt_mask, const uint8_t *slot_mask,
-                   const uint8_t *mem_mask, int key_ld, int B, int Tq, int first);
+                   float *out, const float *in, const mt_pass *pass);
     int own_dropout; /* 1: the mixer applies the unit's dropout itself (Mamba) */
 } unit_ops;
 
@@ -93,35 +88,33 @@ static void cross_acts_point(const mt_unit *u, mt_unit_acts *a, float *base, int
     mt_attention_acts_point(&a->attn, base, &u->cfg.attn, B, T, S);
 }
 
-static void self_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, float *out,
-                         const float *in, const float *mem, const uint8_t *mask,
-                         const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop)
+static void self_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
+                         float *out, const float *in, const mt_pass *pass)
 {
-    mt_attention_forward(be, out, &a->attn, in, in, mask, &u->p.attn, &u->cfg.attn, B, T, T);
+    mt_attention_forward(be, out, &a->attn, in, in, pass->mask, &u->p.attn, &u->cfg.attn, pass->B,
+                         pass->T, pass->T);
 }
-static void cross_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, float *out,
-                          const float *in, const float *mem, const uint8_t *mask,
-                          const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop)
+static void cross_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
+                          float *out, const float *in, const mt_pass *pass)
 {
-    mt_attention_forward(be, out, &a->attn, in, mem, mem_mask, &u->p.attn, &u->cfg.attn, B, T,
-                         S);
+    mt_attention_forward(be, out, &a->attn, in, pass->mem, pass->mem_mask, &u->p.attn,
+                         &u->cfg.attn, pass->B, pass->T, pass->S);
 }
 
 static void self_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a,
-                          mt_unit_acts *da, float *dx, float *dmem, const float *dout,
-                          const float *in, const float *mem, const uint8_t *mask,
-                          const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop)
+                          mt_unit_acts *da, float *dx, const float *dout, const float *in,
+                          const mt_pass *pass)
 {
-    mt_attention_backward(be, dx, dx, &u->g.attn, &da->attn, dout, &a->attn, in, in, mask,
-                          &u->p.attn, &u->cfg.attn, B, T, T);
+    mt_attention_backward(be, dx, dx, &u->g.attn, &da->attn, dout, &a->attn, in, in, pass->mask,
+                          &u->p.attn, &u->cfg.attn, pass->B, pass->T, pass->T);
 }
 static void cross_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a,
-                           mt_unit_acts *da, float *dx, float *dmem, const float *dout,
-                           const float *in, const float *mem, const uint8_t *mask,
-                           const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop)
+                           mt_unit_acts *da, float *dx, const float *dout, const float *in,
+                           const mt_pass *pass)
 {
-    mt_attention_backward(be, dx, dmem, &u->g.attn, &da->attn, dout, &a->attn, in, mem,
-                          mem_mask, &u->p.attn, &u->cfg.attn, B, T, S);
+    mt_attention_backward(be, dx, pass->dmem, &u->g.attn, &da->attn, dout, &a->attn, in,
+                          pass->mem, pass->mem_mask, &u->p.attn, &u->cfg.attn, pass->B, pass->T,
+                          pass->S);
 }
 
 static size_t self_cache_count(const mt_unit *u, int B, int Tmax, int Smax)
@@ -153,24 +146,21 @@ static float *attn_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, s
 }
 
 static void self_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
-                        mt_unit_cache *c, float *out, const float *in, const uint8_t *key_mask,
-                        const uint8_t *prompt_mask, const uint8_t *slot_mask,
-                        const uint8_t *mem_mask, int key_ld, int B, int Tq, int first)
+                        mt_unit_cache *c, float *out, const float *in, const mt_pass *pass)
 {
     if (u->cfg.attn.window > 0)
-        mt_attention_ring_decode(be, out, &a->attn, in, &c->kv, key_mask, key_ld,
-                                 first ? NULL : slot_mask, &u->p.attn, &u->cfg.attn, B, Tq);
+        mt_attention_ring_decode(be, out, &a->attn, in, &c->kv, pass->key_mask, pass->key_ld,
+                                 pass->first ? NULL : pass->slot_mask, &u->p.attn, &u->cfg.attn,
+                                 pass->B, pass->T);
     else
-        mt_attention_decode(be, out, &a->attn, in, &c->kv, key_mask, &u->p.attn, &u->cfg.attn,
-                            B, Tq);
+        mt_attention_decode(be, out, &a->attn, in, &c->kv, pass->key_mask, &u->p.attn,
+                            &u->cfg.attn, pass->B, pass->T);
 }
 static void cross_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
-                         mt_unit_cache *c, float *out, const float *in, const uint8_t *key_mask,
-                         const uint8_t *prompt_mask, const uint8_t *slot_mask,
-                         const uint8_t *mem_mask, int key_ld, int B, int Tq, int first)
+                         mt_unit_cache *c, float *out, const float *in, const mt_pass *pass)
 {
-    mt_attention_cross_decode(be, out, &a->attn, in, &c->kv, mem_mask, &u->p.attn,
-                              &u->cfg.attn, B, Tq);
+    mt_attention_cross_decode(be, out, &a->attn, in, &c->kv, pass->mem_mask, &u->p.attn,
+                              &u->cfg.attn, pass->B, pass->T);
 }
 
 /* ---- the kinds without a decoding cache (FFN, gated MLP) */
@@ -207,26 +197,22 @@ static void ffn_acts_point(const mt_unit *u, mt_unit_acts *a, float *base, int B
 {
     mt_ffn_acts_point(&a->ffn, base, &u->cfg.ffn, (size_t)B * T);
 }
-static void ffn_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, float *out,
-                        const float *in, const float *mem, const uint8_t *mask,
-                        const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop)
+static void ffn_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
+                        float *out, const float *in, const mt_pass *pass)
 {
-    mt_ffn_forward(be, out, &a->ffn, in, &u->p.ffn, &u->cfg.ffn, (size_t)B * T);
+    mt_ffn_forward(be, out, &a->ffn, in, &u->p.ffn, &u->cfg.ffn, (size_t)pass->B * pass->T);
 }
 static void ffn_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a,
-                         mt_unit_acts *da, float *dx, float *dmem, const float *dout,
-                         const float *in, const float *mem, const uint8_t *mask,
-                         const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop)
+                         mt_unit_acts *da, float *dx, const float *dout, const float *in,
+                         const mt_pass *pass)
 {
     mt_ffn_backward(be, dx, &u->g.ffn, &da->ffn, dout, &a->ffn, in, &u->p.ffn, &u->cfg.ffn,
-                    (size_t)B * T);
+                    (size_t)pass->B * pass->T);
 }
-static void ffn_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, mt_unit_cache *c,
-                       float *out, const float *in, const uint8_t *key_mask,
-                       const uint8_t *prompt_mask, const uint8_t *slot_mask,
-                       const uint8_t *mem_mask, int key_ld, int B, int Tq, int first)
+static void ffn_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
+                       mt_unit_cache *c, float *out, const float *in, const mt_pass *pass)
 {
-    mt_ffn_forward(be, out, &a->ffn, in, &u->p.ffn, &u->cfg.ffn, (size_t)B * Tq);
+    mt_ffn_forward(be, out, &a->ffn, in, &u->p.ffn, &u->cfg.ffn, (size_t)pass->B * pass->T);
 }
 
 /* ---- gated MLP */
@@ -253,26 +239,24 @@ static void mlp_acts_point(const mt_unit *u, mt_unit_acts *a, float *base, int B
 {
     mt_gated_mlp_acts_point(&a->mlp, base, &u->cfg.mlp, (size_t)B * T);
 }
-static void mlp_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, float *out,
-                        const float *in, const float *mem, const uint8_t *mask,
-                        const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop)
+static void mlp_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
+                        float *out, const float *in, const mt_pass *pass)
 {
-    mt_gated_mlp_forward(be, out, &a->mlp, in, &u->p.mlp, &u->cfg.mlp, (size_t)B * T);
+    mt_gated_mlp_forward(be, out, &a->mlp, in, &u->p.mlp, &u->cfg.mlp,
+                         (size_t)pass->B * pass->T);
 }
 static void mlp_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a,
-                         mt_unit_acts *da, float *dx, float *dmem, const float *dout,
-                         const float *in, const float *mem, const uint8_t *mask,
-                         const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop)
+                         mt_unit_acts *da, float *dx, const float *dout, const float *in,
+                         const mt_pass *pass)
 {
     mt_gated_mlp_backward(be, dx, &u->g.mlp, &da->mlp, dout, &a->mlp, in, &u->p.mlp, &u->cfg.mlp,
-                          (size_t)B * T);
+                          (size_t)pass->B * pass->T);
 }
-static void mlp_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, mt_unit_cache *c,
-                       float *out, const float *in, const uint8_t *key_mask,
-                       const uint8_t *prompt_mask, const uint8_t *slot_mask,
-                       const uint8_t *mem_mask, int key_ld, int B, int Tq, int first)
+static void mlp_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
+                       mt_unit_cache *c, float *out, const float *in, const mt_pass *pass)
 {
-    mt_gated_mlp_forward(be, out, &a->mlp, in, &u->p.mlp, &u->cfg.mlp, (size_t)B * Tq);
+    mt_gated_mlp_forward(be, out, &a->mlp, in, &u->p.mlp, &u->cfg.mlp,
+                         (size_t)pass->B * pass->T);
 }
 
 /* ---- Mamba */
@@ -299,19 +283,18 @@ static void mamba_acts_point(const mt_unit *u, mt_unit_acts *a, float *base, int
 {
     mt_mamba_acts_point(&a->mamba, base, &u->cfg.mamba, B, T);
 }
-static void mamba_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, float *out,
-                          const float *in, const float *mem, const uint8_t *mask,
-                          const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop)
+static void mamba_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
+                          float *out, const float *in, const mt_pass *pass)
 {
-    mt_mamba_forward(be, out, &a->mamba, in, mask, &u->p.mamba, &u->cfg.mamba, drop, NULL, B, T);
+    mt_mamba_forward(be, out, &a->mamba, in, pass->mask, &u->p.mamba, &u->cfg.mamba, pass->drop,
+                     NULL, pass->B, pass->T);
 }
 static void mamba_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a,
-                           mt_unit_acts *da, float *dx, float *dmem, const float *dout,
-                           const float *in, const float *mem, const uint8_t *mask,
-                           const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop)
+                           mt_unit_acts *da, float *dx, const float *dout, const float *in,
+                           const mt_pass *pass)
 {
-    mt_mamba_backward(be, dx, &u->g.mamba, &da->mamba, dout, &a->mamba, in, mask, &u->p.mamba,
-                      &u->cfg.mamba, drop, B, T);
+    mt_mamba_backward(be, dx, &u->g.mamba, &da->mamba, dout, &a->mamba, in, pass->mask,
+                      &u->p.mamba, &u->cfg.mamba, pass->drop, pass->B, pass->T);
 }
 static size_t mamba_cache_count(const mt_unit *u, int B, int Tmax, int Smax)
 {
@@ -330,15 +313,13 @@ static float *mamba_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, 
     return which == 0 ? c->ms.conv : c->ms.ssm;
 }
 static void mamba_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
-                         mt_unit_cache *c, float *out, const float *in, const uint8_t *key_mask,
-                         const uint8_t *prompt_mask, const uint8_t *slot_mask,
-                         const uint8_t *mem_mask, int key_ld, int B, int Tq, int first)
+                         mt_unit_cache *c, float *out, const float *in, const mt_pass *pass)
 {
-    if (first)
-        mt_mamba_forward(be, out, &a->mamba, in, prompt_mask, &u->p.mamba, &u->cfg.mamba, NULL,
-                         &c->ms, B, Tq);
+    if (pass->first)
+        mt_mamba_forward(be, out, &a->mamba, in, pass->mask, &u->p.mamba, &u->cfg.mamba, NULL,
+                         &c->ms, pass->B, pass->T);
     else
-        mt_mamba_step(be, out, &a->mamba, in, &u->p.mamba, &u->cfg.mamba, &c->ms, B);
+        mt_mamba_step(be, out, &a->mamba, in, &u->p.mamba, &u->cfg.mamba, &c->ms, pass->B);
 }
 
 /* ---- retention */
@@ -365,19 +346,18 @@ static void ret_acts_point(const mt_unit *u, mt_unit_acts *a, float *base, int B
 {
     mt_retention_acts_point(&a->ret, base, &u->cfg.ret, B, T);
 }
-static void ret_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, float *out,
-                        const float *in, const float *mem, const uint8_t *mask,
-                        const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop)
+static void ret_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
+                        float *out, const float *in, const mt_pass *pass)
 {
-    mt_retention_forward(be, out, &a->ret, in, mask, &u->p.ret, &u->cfg.ret, NULL, B, T);
+    mt_retention_forward(be, out, &a->ret, in, pass->mask, &u->p.ret, &u->cfg.ret, NULL, pass->B,
+                         pass->T);
 }
 static void ret_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a,
-                         mt_unit_acts *da, float *dx, float *dmem, const float *dout,
-                         const float *in, const float *mem, const uint8_t *mask,
-                         const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop)
+                         mt_unit_acts *da, float *dx, const float *dout, const float *in,
+                         const mt_pass *pass)
 {
-    mt_retention_backward(be, dx, &u->g.ret, &da->ret, dout, &a->ret, in, mask, &u->p.ret,
-                          &u->cfg.ret, B, T);
+    mt_retention_backward(be, dx, &u->g.ret, &da->ret, dout, &a->ret, in, pass->mask, &u->p.ret,
+                          &u->cfg.ret, pass->B, pass->T);
 }
 static size_t ret_cache_count(const mt_unit *u, int B, int Tmax, int Smax)
 {
@@ -395,16 +375,14 @@ static float *ret_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, si
     *row = *used = which == 0 ? (size_t)rc->C * rc->V / rc->H : (size_t)rc->H;
     return which == 0 ? c->rs.kv : c->rs.scale;
 }
-static void ret_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, mt_unit_cache *c,
-                       float *out, const float *in, const uint8_t *key_mask,
-                       const uint8_t *prompt_mask, const uint8_t *slot_mask,
-                       const uint8_t *mem_mask, int key_ld, int B, int Tq, int first)
+static void ret_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
+                       mt_unit_cache *c, float *out, const float *in, const mt_pass *pass)
 {
-    if (first)
-        mt_retention_forward(be, out, &a->ret, in, prompt_mask, &u->p.ret, &u->cfg.ret, &c->rs,
-                             B, Tq);
+    if (pass->first)
+        mt_retention_forward(be, out, &a->ret, in, pass->mask, &u->p.ret, &u->cfg.ret, &c->rs,
+                             pass->B, pass->T);
     else
-        mt_retention_step(be, out, &a->ret, in, &u->p.ret, &u->cfg.ret, &c->rs, B);
+        mt_retention_step(be, out, &a->ret, in, &u->p.ret, &u->cfg.ret, &c->rs, pass->B);
 }
 
 static const unit_ops UNIT_OPS[] = {
@@ -502,33 +480,31 @@ static void norm_backward(const mt_backend *be, mt_unit *u, float *dx, const flo
 static int dropping(const mt_dropout *drop) { return drop && drop->p > 0.0f; }
 
 void mt_unit_forward(const mt_backend *be, const mt_unit *u, mt_unit_work *w, float *y,
-                     const float *x, const float *mem, const uint8_t *mask,
-                     const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop)
+                     const float *x, const mt_pass *pass)
 {
     const unit_ops *ops = &UNIT_OPS[u->kind];
-    size_t BT = (size_t)B * T, BTC = BT * (size_t)mt_unit_width(u);
+    size_t BT = (size_t)pass->B * pass->T, BTC = BT * (size_t)mt_unit_width(u);
     const float *in = x;
     float *f = u->post_norm ? w->pre : y;
     if (!u->post_norm) {
         norm_forward(be, u, w->pre, w->mean, w->rstd, x, BT);
         in = w->pre;
     }
-    ops->forward(be, u, &w->a, f, in, mem, mask, mem_mask, B, T, S, drop);
-    if (!ops->own_dropout && dropping(drop)) mt_dropout_forward(be, f, f, BTC, drop);
+    ops->forward(be, u, &w->a, f, in, pass);
+    if (!ops->own_dropout && dropping(pass->drop)) mt_dropout_forward(be, f, f, BTC, pass->drop);
     be->add(f, f, x, BTC);
     if (u->post_norm) norm_forward(be, u, y, w->mean, w->rstd, w->pre, BT);
 }
 
 void mt_unit_backward(const mt_backend *be, mt_unit *u, const mt_unit_work *w, float *dy,
-                      float *dmem, const float *x, const float *mem, const uint8_t *mask,
-                      const uint8_t *mem_mask, int B, int T, int S, const mt_dropout *drop,
-                      float *scratch)
+                      const float *x, const mt_pass *pass, float *scratch)
 {
     const unit_ops *ops = &UNIT_OPS[u->kind];
-    size_t BT = (size_t)B * T, BTC = BT * (size_t)mt_unit_width(u);
+    const mt_dropout *drop = pass->drop;
+    size_t BT = (size_t)pass->B * pass->T, BTC = BT * (size_t)mt_unit_width(u);
     float *dn = scratch, *dfbuf = scratch + BTC;
     mt_unit_acts da; /* each layer's backward zeroes the parts of da it accumulates into */
-    ops->acts_point(u, &da, scratch + 2 * BTC, B, T, T, S);
+    ops->acts_point(u, &da, scratch + 2 * BTC, pass->B, pass->T, pass->T, pass->S);
     int unit_drop = !ops->own_dropout && dropping(drop);
 
     if (!u->post_norm) {
@@ -538,8 +514,7 @@ void mt_unit_backward(const mt_backend *be, mt_unit *u, const mt_unit_work *w, f
             df = dfbuf;
         }
         be->memzero(dn, BTC * sizeof(float));
-        ops->backward(be, u, &w->a, &da, dn, dmem, df, w->pre, mem, mask, mem_mask, B, T, S,
-                      drop);
+        ops->backward(be, u, &w->a, &da, dn, df, w->pre, pass);
         norm_backward(be, u, dy, dn, x, w, BT);
     } else {
         float *ds = dn;
@@ -551,7 +526,7 @@ void mt_unit_backward(const mt_backend *be, mt_unit *u, const mt_unit_work *w, f
             df = dfbuf;
         }
         be->copy(dy, ds, BTC * sizeof(float));
-        ops->backward(be, u, &w->a, &da, dy, dmem, df, x, mem, mask, mem_mask, B, T, S, drop);
+        ops->backward(be, u, &w->a, &da, dy, df, x, pass);
     }
 }
 
@@ -574,19 +549,16 @@ float *mt_unit_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, size_
 }
 
 void mt_unit_decode(const mt_backend *be, const mt_unit *u, mt_unit_work *w, mt_unit_cache *c,
-                    float *y, const float *x, const uint8_t *key_mask,
-                    const uint8_t *prompt_mask, const uint8_t *slot_mask,
-                    const uint8_t *mem_mask, int key_ld, int B, int Tq, int first)
+                    float *y, const float *x, const mt_pass *pass)
 {
-    size_t BT = (size_t)B * Tq, BTC = BT * (size_t)mt_unit_width(u);
+    size_t BT = (size_t)pass->B * pass->T, BTC = BT * (size_t)mt_unit_width(u);
     const float *in = x;
     float *f = u->post_norm ? w->pre : y;
     if (!u->post_norm) {
         norm_forward(be, u, w->pre, w->mean, w->rstd, x, BT);
         in = w->pre;
     }
-    UNIT_OPS[u->kind].decode(be, u, &w->a, c, f, in, key_mask, prompt_mask, slot_mask, mem_mask,
-                             key_ld, B, Tq, first);
+    UNIT_OPS[u->kind].decode(be, u, &w->a, c, f, in, pass);
     be->add(f, f, x, BTC);
     if (u->post_norm) norm_forward(be, u, y, w->mean, w->rstd, w->pre, BT);
 }
