@@ -1,6 +1,7 @@
 /* Jobs: start (config checked before anything runs), load, refresh, list, stop, resume, wait. */
 #include "jobs/job_internal.h"
 #include "common/train_config.h"
+#include "mtlab/clock.h"
 #include "mtlab/error.h"
 #include "mtlab/files.h"
 #include "mtlab/train.h"
@@ -411,14 +412,11 @@ int job_resume(job_info *j)
 
 int job_wait(job_info *j, double timeout_s)
 {
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = mt_now_s();
     for (;;) {
         if (job_refresh(j) != 0) return -1;
         if (!job_active(j)) return 0;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        double waited = (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec);
-        if (timeout_s >= 0 && waited >= timeout_s) return 1;
+        if (timeout_s >= 0 && mt_now_s() - t0 >= timeout_s) return 1;
         struct timespec pause = {0, 100 * 1000 * 1000};
         nanosleep(&pause, NULL);
     }

@@ -3,6 +3,7 @@
  * handles of one run (or a handle and `mtlab jobs list`) always agree. */
 #include "jobs/jobs.h"
 #include "lua/lua_internal.h"
+#include "mtlab/clock.h"
 #include "mtlab/error.h"
 
 #include <stdio.h>
@@ -136,14 +137,11 @@ static int do_wait(lua_State *L, const char *fn)
         if (!isnum || timeout < 0) mtl_error(L, fn, "timeout must be a number of seconds >= 0, not %s",
                                              luaL_tolstring(L, 2, NULL));
     }
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = mt_now_s();
     for (;;) {
         refresh(L, j, fn);
         if (!job_active(j)) break;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        double waited = (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec);
-        if (timeout >= 0 && waited >= timeout) break;
+        if (timeout >= 0 && mt_now_s() - t0 >= timeout) break;
         mtl_check_interrupt(L);
         struct timespec pause = {0, 100 * 1000 * 1000};
         nanosleep(&pause, NULL);
