@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/columns.h"
 #include "tui/console/console.h"
 #include "mtlab/clock.h"
 #include "tui/app.h"
@@ -143,8 +144,17 @@ static void draw_status(tui_app *a, WINDOW *w)
     wbkgdset(w, ' ' | COLOR_PAIR(a->palette.pair[TUI_C_STATUS]) | a->palette.attr[TUI_C_STATUS]);
     werase(w);
     if (a->notice[0] && mt_now_s() < a->notice_until) {
+        /* a notice longer than the line ends in an ellipsis, so it reads as cut (a lesson's
+         * step is whole in the console) */
+        const char *dots = tui_glyphs_for(a->utf8 && !a->ascii)->ellipsis;
+        size_t len = strlen(a->notice);
+        int cols;
+        size_t n = tui_text_fit(a->notice, len, width - 2, &cols);
+        if (n < len) n = tui_text_fit(a->notice, len, width - 2 - tui_text_width_z(dots), &cols);
+        char line[sizeof a->notice + 8];
+        snprintf(line, sizeof line, "%.*s%s", (int)n, a->notice, n < len ? dots : "");
         tui_set_style(w, &a->palette, TUI_C_WARNING);
-        tui_put(w, 0, 1, a->notice, width - 2);
+        tui_put(w, 0, 1, line, width - 2);
         return;
     }
     char hints[512];
