@@ -133,8 +133,9 @@ static void draw_title(tui_app *a, tui_pane *p, WINDOW *w, int focused)
             n = tui_text_fit(name, strlen(name), name_room - tui_text_width_z(g->ellipsis), &cols);
         snprintf(title, sizeof title, "%.*s%s%s", (int)n, name,
                  n < strlen(name) ? g->ellipsis : "", tail);
-        /* too narrow for both: the name, which tells the panes apart, before the search */
-        if (name_room < 4) {
+        /* too narrow for both: the whole name, which tells the panes apart, before the
+         * search ("transformer-small", not "transform… · greedy") */
+        if (n < strlen(name)) {
             n = tui_text_fit(name, strlen(name), room, &cols);
             if (n < strlen(name))
                 n = tui_text_fit(name, strlen(name), room - tui_text_width_z(g->ellipsis), &cols);
@@ -157,8 +158,8 @@ void tui_draw_pane(tui_app *a, int index, WINDOW *w)
     if (p->have_stats && !p->busy) {
         char stats[160], sep[16];
         snprintf(sep, sizeof sep, " %s ", g->dot);
-        tui_stats st = {p->seconds, p->tokens, p->state_bytes, p->n_hyps - p->n_cached,
-                        p->n_cached};
+        tui_stats st = {p->seconds, p->tokens, p->model_state_bytes, p->n_hyps - p->n_cached,
+                        p->n_cached, p->state_bytes};
         int cols = tui_format_stats(stats + 1, sizeof stats - 2, &st, sep, state_x - 4);
         if (cols > 0) {
             stats[0] = ' ';

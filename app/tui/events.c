@@ -64,16 +64,19 @@ static void request_event(tui_app *a, tui_pane *p, tui_event *ev)
         p->seconds = ev->seconds;
         p->tokens = ev->tokens;
         p->state_bytes = ev->state_bytes;
+        p->model_state_bytes = ev->model_state_bytes;
         p->have_stats = 1;
-        char t[32], mem[32], search[32];
+        char t[32], mem[32], state[32], search[32];
         tui_format_search(search, sizeof search, p->beam);
         tui_format_seconds(t, sizeof t, ev->seconds);
         tui_format_bytes(mem, sizeof mem, ev->state_bytes);
+        tui_format_bytes(state, sizeof state, ev->model_state_bytes);
         tui_log_add(&a->log, TUI_LOG_INFO, "%s: %d segment%s translated (%d from the cache), "
-                    "%zu tokens in %s (%.1f tokens/s), %s, decoding state %s", p->name,
+                    "%zu tokens in %s (%.1f tokens/s), %s, model state %s a sentence, working "
+                    "set %s", p->name,
                     p->n_worker, p->n_worker == 1 ? "" : "s", p->n_cached, ev->tokens, t,
                     ev->seconds > 0 ? (double)ev->tokens / ev->seconds : 0.0,
-                    search, mem);
+                    search, state, mem);
         break;
     }
     case TUI_EV_FAILED:

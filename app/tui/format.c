@@ -46,43 +46,58 @@ void tui_format_search(char *out, size_t len, int beam)
     else snprintf(out, len, "beam %d", beam);
 }
 
-enum { STATS_ITEMS = 4, STATS_ITEM_LEN = 48 };
+enum { STATS_ITEMS = 5, STATS_ITEM_LEN = 48 };
 typedef char stats_items[2][STATS_ITEMS][STATS_ITEM_LEN]; /* [long or short label][item] */
 
-static void stats_item(stats_items items, int *n, const char *long_form, const char *short_form)
+/* An item and its rank: when they do not all fit, the highest ranks go first. */
+static void stats_item(stats_items items, int *rank, int *n, int r, const char *long_form,
+                       const char *short_form)
 {
     snprintf(items[0][*n], STATS_ITEM_LEN, "%s", long_form);
     snprintf(items[1][*n], STATS_ITEM_LEN, "%s", short_form);
-    (*n)++;
+    rank[(*n)++] = r;
 }
 
 int tui_format_stats(char *out, size_t len, const tui_stats *s, const char *sep, int width)
 {
     char t[32], mem[32], a[STATS_ITEM_LEN], b[STATS_ITEM_LEN];
     stats_items items;
-    int n = 0;
+    int n = 0, rank[STATS_ITEMS];
     tui_format_seconds(t, sizeof t, s->seconds);
     tui_format_bytes(mem, sizeof mem, s->state_bytes);
     if (s->translated > 0) {
         double rate = s->seconds > 0 ? (double)s->tokens / s->seconds : 0.0;
-        stats_item(items, &n, t, t);
+        stats_item(items, rank, &n, 0, t, t);
         snprintf(a, sizeof a, "%.1f tok/s", rate);
         snprintf(b, sizeof b, "%.0f t/s", rate);
-        stats_item(items, &n, a, b);
+        stats_item(items, rank, &n, 2, a, b);
+        /* named in both forms: the model's state, not the decoding's working set */
         snprintf(a, sizeof a, "state %s", mem);
-        stats_item(items, &n, a, mem);
+        stats_item(items, rank, &n, 1, a, a);
     }
     if (s->cached > 0) {
         snprintf(a, sizeof a, "%d cached", s->cached);
-        stats_item(items, &n, a, a);
+        stats_item(items, rank, &n, 3, a, a);
     }
-    /* long labels, then short ones; then fewer items */
+    /* the working set is always named, so it is not taken for the state */
+    if (s->translated > 0 && s->work_bytes > 0) {
+        tui_format_bytes(mem, sizeof mem, s->work_bytes);
+        snprintf(a, sizeof a, "working set %s", mem);
+        snprintf(b, sizeof b, "work %s", mem);
+        stats_item(items, rank, &n, 4, a, b);
+    }
+    /* long labels, then short ones; then fewer items: the time, the model's state, the rate,
+     * the cached count, the working set, in that order of keeping */
     for (int keep = n; keep > 0; keep--)
         for (int form = 0; form < 2; form++) {
             size_t used = 0;
-            for (int i = 0; i < keep && used < len; i++)
-                used += (size_t)snprintf(out + used, len - used, "%s%s", i ? sep : "",
+            for (int i = 0, shown = 0; i < n && used < len; i++) {
+                int ahead = 0;
+                for (int j = 0; j < n; j++) ahead += rank[j] < rank[i];
+                if (ahead >= keep) continue;
+                used += (size_t)snprintf(out + used, len - used, "%s%s", shown++ ? sep : "",
                                          items[form][i]);
+            }
             if (used >= len) continue;
             int cols = tui_text_width_z(out);
             if (cols <= width) return cols;

@@ -17,15 +17,18 @@ void tui_format_search(char *out, size_t len, int beam);
 typedef struct {
     double seconds;      /* decoding wall time of the segments translated */
     size_t tokens;       /* tokens they produced */
-    size_t state_bytes;  /* the largest decoding state */
+    size_t state_bytes;  /* the model's state of one sentence: KV cache, recurrent state */
     int translated;      /* segments decoded */
     int cached;          /* segments shown from the result cache */
+    size_t work_bytes;   /* decoding's working set (every row's caches and the passes'
+                          * activations); 0: not shown */
 } tui_stats;
 
 /* The statistics in at most width columns, sep between the items: "830 ms · 35.0 tok/s ·
- * state 2.59 MiB · 445 cached" shortened by labels first ("35 t/s", "2.59 MiB"), then by
- * dropping whole items from the end: a number never loses its unit. "" when not even the time
- * fits. Returns the width in columns. */
+ * state 2.59 MiB · 445 cached · working set 9.00 MiB" shortened by labels first ("35 t/s",
+ * "work 9.00 MiB"), then by dropping whole items, the working set first, then the cached count,
+ * the rate and the state: a number never loses its unit. "" when not even the time fits.
+ * Returns the width in columns. */
 int tui_format_stats(char *out, size_t len, const tui_stats *s, const char *sep, int width);
 
 

@@ -61,6 +61,7 @@ static void on_done(void *user, unsigned long request, const mt_decode_result *r
     ev->seconds = res->seconds;
     ev->tokens = res->tokens;
     ev->state_bytes = res->state_bytes;
+    ev->model_state_bytes = res->model_state_bytes;
     ev->cancelled = res->cancelled;
     tui_queue_push(w->q, ev);
 }

@@ -34,7 +34,9 @@ typedef struct tui_event {
     char info[160];       /* TUI_EV_LOADED: "mamba, 7.52M params, cpu" */
     double seconds;       /* TUI_EV_DONE: decoding wall time */
     size_t tokens;        /* TUI_EV_DONE: generated tokens, <eos> included */
-    size_t state_bytes;   /* TUI_EV_DONE: the largest decoding state */
+    size_t state_bytes;   /* TUI_EV_DONE: the largest decoding state, working set included */
+    size_t model_state_bytes; /* TUI_EV_DONE: the model's state of one sentence alone (KV
+                           * cache, recurrent state; mt_decode_result) */
     int cancelled;        /* TUI_EV_DONE */
     tui_probe *probe;     /* TUI_EV_PROBE */
     struct tui_event *next;

@@ -365,12 +365,20 @@ static void test_batched_equals_single(void **state)
             mt_decode_result all;
             decode_ok(m, &s, &o, &all);
             assert_true(all.state_bytes > 0);
+            /* the model's state of one sentence, without the working set: Mamba's is one
+             * fixed size per row, whatever the sentences and their lengths */
+            size_t fixed = mt_model_decode_state_bytes(m, beam, 1, 0);
+            if (a == 1) assert_int_equal(all.model_state_bytes, fixed);
+            assert_true(all.model_state_bytes > 0 && all.model_state_bytes < all.state_bytes);
             for (int i = 0; i < s.n; i++) {
                 sources one = {.n = 1, .len = {s.len[i]}, .ptr = {s.ids[i]}};
                 mt_decode_result r;
                 decode_ok(m, &one, &o, &r);
                 assert_same_hyp(&all.hyps[i], &r.hyps[0], i);
                 assert_true(r.state_bytes < all.state_bytes);
+                if (a == 1) assert_int_equal(r.model_state_bytes, fixed);
+                /* a Transformer's KV cache grows with the length decoded */
+                else assert_true(r.model_state_bytes <= all.model_state_bytes);
                 mt_decode_result_free(&r);
             }
             mt_decode_result_free(&all);

@@ -183,18 +183,21 @@ static void test_stats_fit_without_cutting_units(void **state)
 {
     (void)state;
     char b[160];
-    tui_stats s = {0.830, 29, (size_t)(2.59 * 1048576), 1, 445};
+    tui_stats s = {0.830, 29, (size_t)(2.59 * 1048576), 1, 445, 0};
     const char *sep = " \xc2\xb7 ";
     assert_int_equal(tui_format_stats(b, sizeof b, &s, sep, 80), 49);
     assert_string_equal(b, "830 ms · 34.9 tok/s · state 2.59 MiB · 445 cached");
     tui_format_stats(b, sizeof b, &s, sep, 45);
-    assert_string_equal(b, "830 ms · 35 t/s · 2.59 MiB · 445 cached");
+    assert_string_equal(b, "830 ms · 35 t/s · state 2.59 MiB · 445 cached");
     tui_format_stats(b, sizeof b, &s, sep, 36);
     assert_string_equal(b, "830 ms · 34.9 tok/s · state 2.59 MiB");
+    tui_format_stats(b, sizeof b, &s, sep, 32);
+    assert_string_equal(b, "830 ms · 35 t/s · state 2.59 MiB");
+    /* narrower: the model's state stays longer than the rate */
     tui_format_stats(b, sizeof b, &s, sep, 30);
-    assert_string_equal(b, "830 ms · 35 t/s · 2.59 MiB");
+    assert_string_equal(b, "830 ms · state 2.59 MiB");
     tui_format_stats(b, sizeof b, &s, sep, 16);
-    assert_string_equal(b, "830 ms · 35 t/s");
+    assert_string_equal(b, "830 ms");
     tui_format_stats(b, sizeof b, &s, sep, 7);
     assert_string_equal(b, "830 ms");
     assert_int_equal(tui_format_stats(b, sizeof b, &s, sep, 5), 0);
@@ -207,8 +210,14 @@ static void test_stats_fit_without_cutting_units(void **state)
         assert_true(n == 0 || !strcmp(b + n - 2, "ms") || !strcmp(b + n - 2, "/s") ||
                     !strcmp(b + n - 3, "MiB") || !strcmp(b + n - 6, "cached"));
     }
+    /* the model's state and the working set, each named */
+    tui_stats w = {0.830, 29, 12 * 1024, 1, 0, 9 * 1048576};
+    tui_format_stats(b, sizeof b, &w, sep, 80);
+    assert_string_equal(b, "830 ms · 34.9 tok/s · state 12.0 KiB · working set 9.00 MiB");
+    tui_format_stats(b, sizeof b, &w, sep, 50);
+    assert_string_equal(b, "830 ms · 35 t/s · state 12.0 KiB · work 9.00 MiB");
     /* all from the cache */
-    tui_stats c = {0, 0, 0, 0, 446};
+    tui_stats c = {0, 0, 0, 0, 446, 0};
     tui_format_stats(b, sizeof b, &c, sep, 40);
     assert_string_equal(b, "446 cached");
     tui_format_search(b, sizeof b, 1);
