@@ -1,6 +1,6 @@
 /* mt_decode: option checks, length limits, prompts, the decoding state and its prefill, then
- * greedy.c or beam.c (search.h). The helpers both searches share are in search.c. */
-#include "decode/search.h"
+ * greedy.c or beam.c (searches.h). The helpers both searches share are in search.c. */
+#include "decode/searches.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -82,15 +82,15 @@ static void build_prompts(const mt_model *m, const int32_t *const *src, const in
         *srcbuf = s;
         return;
     }
-    /* `src <sep>` left padded; a model with a text template has its separator in src */
-    int sep = mt_model_config_prompt_sep(cfg), T = longest + (sep >= 0);
+    /* `src <sep>` left padded */
+    int T = longest + 1;
     int32_t *d = mt_xmalloc((size_t)n * T * sizeof *d);
     for (int i = 0; i < n; i++) {
         int32_t *row = d + (size_t)i * T;
-        int pad = T - (sep >= 0) - src_len[i];
+        int pad = T - 1 - src_len[i];
         for (int t = 0; t < pad; t++) row[t] = cfg->pad_id;
         if (src_len[i]) memcpy(row + pad, src[i], (size_t)src_len[i] * sizeof *row);
-        if (sep >= 0) row[T - 1] = sep;
+        row[T - 1] = cfg->sep_id;
     }
     b->T = T;
     b->ids = d;
@@ -147,8 +147,6 @@ int mt_decode(mt_model *m, const int32_t *const *src, const int *src_len, int n,
     if (n == 0) return 0;
     mt_decode_ctx c = {
         .m = m, .o = o, .n = n, .K = o->beam, .t0 = t0, .res = res,
-        .hf = o->semantics == MT_SEARCH_HF ||
-              (o->semantics == MT_SEARCH_AUTO && mt_model_get_config(m)->hf_generate),
         .V = mt_model_get_config(m)->vocab_size,
     };
     c.n_gen = o->vocab_limit > 0 ? o->vocab_limit : c.V;
