@@ -170,6 +170,36 @@ int plot_heatmap_set_scale(plot *p, plot_scale scale)
     return 0;
 }
 
+int plot_heatmap_set_colors(plot *p, const uint8_t *rgb, int n)
+{
+    char what[160];
+    if (p->kind != PLOT_HEATMAP)
+        return mt_error("%s: colours need a heatmap", plot_describe(p, what, sizeof what));
+    if (!rgb || n < 2)
+        return mt_error("%s: %d colour stops; a scale needs at least 2",
+                        plot_describe(p, what, sizeof what), n);
+    free(p->stops);
+    p->stops = mt_xmalloc((size_t)n * sizeof *p->stops);
+    for (int i = 0; i < n; i++)
+        p->stops[i] = (plot_rgb){rgb[3 * i], rgb[3 * i + 1], rgb[3 * i + 2]};
+    p->n_stops = n;
+    return 0;
+}
+
+int plot_heatmap_set_split(plot *p, int row_split, int col_split)
+{
+    char what[160];
+    if (p->kind != PLOT_HEATMAP)
+        return mt_error("%s: a boundary needs a heatmap", plot_describe(p, what, sizeof what));
+    if (row_split < 0 || row_split >= p->rows || col_split < 0 || col_split >= p->cols)
+        return mt_error("%s: boundary before row %d, column %d is outside the %d x %d matrix",
+                        plot_describe(p, what, sizeof what), row_split, col_split, p->rows,
+                        p->cols);
+    p->row_split = row_split;
+    p->col_split = col_split;
+    return 0;
+}
+
 int plot_scale_parse(const char *name, plot_scale *scale)
 {
     if (!strcmp(name, "viridis")) *scale = PLOT_SCALE_VIRIDIS;
@@ -197,6 +227,7 @@ void plot_free(plot *p)
     free_strings(p->labels, p->n_labels);
     free(p->v);
     free(p->defined);
+    free(p->stops);
     free_strings(p->row_labels, (size_t)p->rows);
     free_strings(p->col_labels, (size_t)p->cols);
     free(p->title);
@@ -327,10 +358,9 @@ int plot_scale_stops(plot_scale s, const plot_rgb **stops)
     return (int)(sizeof viridis_stops / sizeof viridis_stops[0]);
 }
 
-plot_rgb plot_scale_rgb(plot_scale s, double t)
+/* The colour at t in [0, 1] (clamped) between n stops. */
+static plot_rgb stops_rgb(const plot_rgb *st, int n, double t)
 {
-    const plot_rgb *st;
-    int n = plot_scale_stops(s, &st);
     t = t < 0 ? 0 : t > 1 ? 1 : t;
     double pos = t * (n - 1);
     int i = (int)pos;
@@ -342,6 +372,27 @@ plot_rgb plot_scale_rgb(plot_scale s, double t)
         (uint8_t)lround(st[i].b + f * (st[i + 1].b - st[i].b)),
     };
     return c;
+}
+
+plot_rgb plot_scale_rgb(plot_scale s, double t)
+{
+    const plot_rgb *st;
+    int n = plot_scale_stops(s, &st);
+    return stops_rgb(st, n, t);
+}
+
+int plot_heat_stops(const plot *p, const plot_rgb **stops)
+{
+    if (!p->stops) return plot_scale_stops(p->scale, stops);
+    *stops = p->stops;
+    return p->n_stops;
+}
+
+plot_rgb plot_heat_rgb(const plot *p, double t)
+{
+    const plot_rgb *st;
+    int n = plot_heat_stops(p, &st);
+    return stops_rgb(st, n, t);
 }
 
 /* ---------------------------------------------------------------- ticks */

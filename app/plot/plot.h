@@ -49,6 +49,12 @@ plot *plot_heatmap_new(const char *title, const char *x_label, const char *y_lab
 /* Fix the colour range to lo..hi (finite, lo < hi); values outside are clamped. */
 int plot_heatmap_set_range(plot *p, double lo, double hi);
 int plot_heatmap_set_scale(plot *p, plot_scale scale);
+/* Colour by n >= 2 stops instead (rgb: 3n bytes, red green blue, cold to hot, evenly spaced):
+ * a caller's own palette, e.g. the workbench's theme, so a file looks like the screen. */
+int plot_heatmap_set_colors(plot *p, const uint8_t *rgb, int n);
+/* Boundary lines before row row_split and before column col_split (0: none), e.g. between a
+ * source and its translation; each must lie inside the matrix. */
+int plot_heatmap_set_split(plot *p, int row_split, int col_split);
 /* "viridis" or "greys" -> *scale; 0, or -1 naming the known scales. */
 int plot_scale_parse(const char *name, plot_scale *scale);
 

@@ -443,7 +443,7 @@ static void draw_heatmap(cairo_t *cr, const plot *p, int width, int height)
             size_t i = (size_t)r * p->cols + c;
             double x = round(g.x0 + c * g.cell), y = round(g.y0 + r * g.cell);
             double x1 = round(g.x0 + (c + 1) * g.cell), y1 = round(g.y0 + (r + 1) * g.cell);
-            set_rgb(cr, p->defined[i] ? plot_scale_rgb(p->scale, plot_heat_t(p->v[i], lo, hi))
+            set_rgb(cr, p->defined[i] ? plot_heat_rgb(p, plot_heat_t(p->v[i], lo, hi))
                                       : plot_masked_rgb);
             cairo_rectangle(cr, x, y, x1 - x, y1 - y);
             cairo_fill(cr);
@@ -452,6 +452,23 @@ static void draw_heatmap(cairo_t *cr, const plot *p, int width, int height)
     cairo_set_line_width(cr, 1);
     cairo_rectangle(cr, g.x0 - 0.5, g.y0 - 0.5, gw + 1, gh + 1);
     cairo_stroke(cr);
+    /* the source/translation boundary, as the workbench draws it */
+    if (p->row_split > 0 || p->col_split > 0) {
+        set_rgb(cr, ink);
+        cairo_set_line_width(cr, fmax(1.5, g.cell * 0.12));
+        if (p->row_split > 0) {
+            double y = round(g.y0 + p->row_split * g.cell);
+            cairo_move_to(cr, g.x0, y);
+            cairo_line_to(cr, g.x0 + gw, y);
+        }
+        if (p->col_split > 0) {
+            double x = round(g.x0 + p->col_split * g.cell);
+            cairo_move_to(cr, x, g.y0);
+            cairo_line_to(cr, x, g.y0 + gh);
+        }
+        cairo_stroke(cr);
+        cairo_set_line_width(cr, 1);
+    }
 
     font(cr, g.lf, 0);
     set_rgb(cr, ink);
@@ -468,7 +485,7 @@ static void draw_heatmap(cairo_t *cr, const plot *p, int width, int height)
 
     /* the colour bar: the scale's stops bottom (lo) to top (hi), ticks on its right */
     const plot_rgb *st;
-    int n = plot_scale_stops(p->scale, &st);
+    int n = plot_heat_stops(p, &st);
     cairo_pattern_t *grad = cairo_pattern_create_linear(0, g.y0 + gh, 0, g.y0);
     for (int i = 0; i < n; i++)
         cairo_pattern_add_color_stop_rgb(grad, (double)i / (n - 1), st[i].r / 255.0,

@@ -28,9 +28,12 @@ struct plot {
     int has_range;
     double lo, hi;                   /* the range set by plot_heatmap_set_range */
     plot_scale scale;
+    struct plot_rgb *stops;          /* (n_stops) set by plot_heatmap_set_colors, else NULL */
+    int n_stops;
+    int row_split, col_split;        /* boundary lines before these (0: none) */
 };
 
-typedef struct {
+typedef struct plot_rgb {
     uint8_t r, g, b;
 } plot_rgb;
 
@@ -40,6 +43,9 @@ plot_rgb plot_series_rgb(size_t i);
 plot_rgb plot_scale_rgb(plot_scale s, double t);
 /* The scale's stops, cold to hot; returns their count. */
 int plot_scale_stops(plot_scale s, const plot_rgb **stops);
+/* A heatmap's own colours: its stops (plot_heatmap_set_colors) or its scale's. */
+plot_rgb plot_heat_rgb(const plot *p, double t);
+int plot_heat_stops(const plot *p, const plot_rgb **stops);
 /* Background of undefined heat cells in files. */
 extern const plot_rgb plot_masked_rgb;
 

@@ -511,7 +511,7 @@ static void heat_put(canvas *cv, const plot *p, int x, int y, double t)
 {
     if (t < 0) return;
     if (cv->color) {
-        plot_rgb c = plot_scale_rgb(p->scale, t);
+        plot_rgb c = plot_heat_rgb(p, t);
         canvas_put(cv, x, y, " ", -1, tui_rgb_to_256(c.r, c.g, c.b));
     } else if (cv->ascii) {
         int n = (int)sizeof heat_ascii - 1, lv = (int)(t * n);

@@ -420,6 +420,28 @@ static void test_png_heatmap_pixels(void **state)
     plot_cairo_heat_cell(p, 420, 300, 0, 1, r);
     assert_rgb(pixel(s, r[0] + r[2] / 2, r[1] + r[3] / 2), plot_scale_rgb(PLOT_SCALE_GREYS, 0.5));
     cairo_surface_destroy(s);
+
+    /* a caller's own colours (the workbench's theme) and the boundary line before row 1 and
+     * column 1: the cells keep their colours, the line runs between them */
+    const uint8_t theme[] = {0, 0, 0, 200, 40, 0, 255, 255, 255};
+    assert_int_equal(plot_heatmap_set_colors(p, theme, 3), 0);
+    assert_int_equal(plot_heatmap_set_split(p, 1, 1), 0);
+    if (plot_save(p, path, 420, 300)) fail_msg("%s", mt_last_error());
+    s = cairo_image_surface_create_from_png(path);
+    cairo_surface_flush(s);
+    plot_cairo_heat_cell(p, 420, 300, 0, 1, r);
+    assert_rgb(pixel(s, r[0] + r[2] / 2, r[1] + r[3] / 2), (plot_rgb){200, 40, 0});
+    plot_cairo_heat_cell(p, 420, 300, 0, 0, r);
+    assert_rgb(pixel(s, r[0] + r[2] / 2, r[1] + r[3] / 2), (plot_rgb){0, 0, 0});
+    plot_cairo_heat_cell(p, 420, 300, 1, 1, r);
+    assert_rgb(pixel(s, r[0] + r[2] / 2, r[1] + r[3] / 2), (plot_rgb){100, 20, 0});
+    plot_rgb line = pixel(s, r[0] + r[2] / 2, r[1]); /* the row boundary, over cell (1, 1) */
+    assert_true(line.r < 0x40 && line.g < 0x40 && line.b < 0x40);
+    cairo_surface_destroy(s);
+    assert_int_equal(plot_heatmap_set_colors(p, theme, 1), -1);
+    assert_error_has("1 colour stops; a scale needs at least 2");
+    assert_int_equal(plot_heatmap_set_split(p, 2, 0), -1);
+    assert_error_has("boundary before row 2, column 0 is outside the 2 x 2 matrix");
     plot_free(p);
 }
 
