@@ -443,6 +443,10 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
         if (have_valid && ((cfg->valid_every && st.step % cfg->valid_every == 0) || last)) {
             if (valid_loss(m, cfg, &valid, &pr.valid_loss) != 0) goto out;
             if (cfg->valid_bleu_lines > 0 && validate_bleu(m, tok, cfg, &pr.valid_bleu) != 0) goto out;
+            /* the step validated, not the last one logged (log_every need not divide it) */
+            pr.step = st.step;
+            pr.epoch = st.epoch;
+            pr.elapsed_s = mt_now_s() - t0;
             pr.is_validation = 1;
             if (log_validation(&lf, &pr) != 0) goto out;
             if (hooks && hooks->progress) hooks->progress(hooks->ud, &pr);

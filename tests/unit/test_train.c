@@ -232,6 +232,32 @@ static char *losses_of(const char *run_dir)
     return out;
 }
 
+/* Validation is logged at the step it ran, not the last logged one: valid_every = 3 with
+ * log_every = 5 validates at steps 3 and 6, and at the last, 8. */
+static void test_validation_logged_at_its_step(void **state)
+{
+    (void)state;
+    mt_train_config cfg;
+    tiny_config(&cfg, "mamba", "valid-step", 8);
+    snprintf(cfg.valid_src, sizeof cfg.valid_src, "tests/fixtures/tokenizer/corpus.es");
+    snprintf(cfg.valid_tgt, sizeof cfg.valid_tgt, "tests/fixtures/tokenizer/corpus.en");
+    cfg.log_every = 5;
+    cfg.valid_every = 3;
+    assert_int_equal(mt_train_run(&cfg, 0, NULL), 0);
+    char path[700], steps[64] = "";
+    snprintf(path, sizeof path, "%s/log.jsonl", cfg.run_dir);
+    char *log = test_read_file(path, NULL);
+    assert_non_null(log);
+    for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n")) {
+        if (!strstr(line, "\"valid\"")) continue;
+        char *at = strstr(line, "\"step\":");
+        assert_non_null(at);
+        snprintf(steps + strlen(steps), sizeof steps - strlen(steps), " %ld", strtol(at + 7, NULL, 10));
+    }
+    free(log);
+    assert_string_equal(steps, " 3 6 8");
+}
+
 /* A device that cannot be opened stops the run at its start, with a message naming it. */
 static void test_unavailable_device_is_an_error(void **state)
 {
@@ -569,6 +595,7 @@ int main(void)
         cmocka_unit_test(test_config_dataset),
         cmocka_unit_test(test_shipped_scripts_load),
         cmocka_unit_test(test_retrain_scripts_load),
+        cmocka_unit_test(test_validation_logged_at_its_step),
         cmocka_unit_test(test_unavailable_device_is_an_error),
         cmocka_unit_test(test_accum_above_the_limit_is_refused),
         cmocka_unit_test(test_vocab_rows_must_fit_the_tokenizer),
