@@ -25,6 +25,7 @@ extern const struct mt_command cmd_inspect;
 extern const struct mt_command cmd_average;
 extern const struct mt_command cmd_train;
 extern const struct mt_command cmd_forward;
+extern const struct mt_command cmd_attribute;
 extern const struct mt_command cmd_translate;
 extern const struct mt_command cmd_eval;
 extern const struct mt_command cmd_entities;
