@@ -197,7 +197,7 @@ const struct mt_command cmd_attribute = {
     "attribute",
     "-m BUNDLE [--device cpu|cuda[:N]] [--method saliency|input_x_gradient|integrated_gradients]\n"
     "  [--steps N] [--baseline zero|pad] [--hyp TEXT] [--contrast TOKEN] --csv FILE   (source on stdin)\n"
-    "  rows: each target token (the model's greedy translation, or --hyp, then </s>); columns:\n"
+    "  rows: each target token (the model's greedy translation, or --hyp, then <eos>); columns:\n"
     "  the source-side inputs, then the target-side ones; raw values (docs/attribution.md).\n"
     "  integrated_gradients (--steps, default 64) prints its completeness check",
     "gradient attribution of a translation onto its source tokens, as CSV", run_attribute,

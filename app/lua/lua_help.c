@@ -34,6 +34,12 @@ const mtl_help_entry mtl_help[] = {
      "One map of what the model computed for src -> hyp: kind state_norms, state_groups, "
      "attention, cross or implicit; layer 1-based (first such layer by default); head (mean "
      "of heads by default)."},
+    {"model:attribute",
+     "model:attribute(src, hyp [, {method=, steps=, contrast=, baseline=}]) -> matrix",
+     "Gradient attribution of each target token of hyp (nil: the greedy translation; rows, "
+     "then <eos>) onto the inputs (columns: source side, then target side): method saliency, "
+     "input_x_gradient or integrated_gradients (steps, default 64; baseline pad or zero); "
+     "contrast, a token, attributes log p(target) - log p(contrast)."},
     {"model:close", "model:close()",
      "Frees the model now (also done by the garbage collector and by a <close> variable)."},
     {"model.name",

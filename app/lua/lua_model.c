@@ -10,6 +10,7 @@
 #include "common/progress.h"
 #include "lua/lua_internal.h"
 #include "lua/mtlab_lua.h"
+#include "mtlab/attribution.h"
 #include "mtlab/backend.h"
 #include "mtlab/bundle.h"
 #include "mtlab/decode.h"
@@ -566,6 +567,83 @@ static int m_probe(lua_State *L)
     return 1;
 }
 
+/* model:attribute(src, hyp [, {method=, steps=, contrast=, baseline=}]) -> mtlab.matrix:
+ * gradient attribution (mtlab/attribution.h) of each target token (rows: hyp, then <eos>) onto
+ * the inputs (columns: the source side, then the target side); hyp nil: the model's greedy
+ * translation of src. */
+static int m_attribute(lua_State *L)
+{
+    static const char *const fn = "mtlab.model:attribute";
+    static const char *const known[] = {"method", "steps", "contrast", "baseline", NULL};
+    lua_settop(L, 4);
+    model_handle *h = check_model(L, 1, fn);
+    if (h->peer) mtl_error(L, fn, "%s has no gradients (a rule-based system)", h->name);
+    mtl_check_options(L, 4, fn, known);
+    mt_attr_opts o;
+    mt_attr_opts_init(&o);
+    const char *method = mtl_opt_string(L, 4, fn, "method", "saliency");
+    if (mt_attr_method_parse(method, &o.method)) mtl_error(L, fn, "%s", mt_last_error());
+    o.steps = (int)mtl_opt_integer(L, 4, fn, "steps", 0, 1, MT_ATTR_MAX_STEPS);
+    const char *baseline = mtl_opt_string(L, 4, fn, "baseline", "pad");
+    if (!strcmp(baseline, "zero")) o.baseline = MT_ATTR_BASELINE_ZERO;
+    else if (strcmp(baseline, "pad"))
+        mtl_error(L, fn, "baseline must be 'pad' or 'zero', not '%s'", baseline);
+    int has_contrast = lua_istable(L, 4) && lua_getfield(L, 4, "contrast") != LUA_TNIL;
+    if (has_contrast) { /* a token id, or a text of exactly one token */
+        int ok;
+        lua_Integer id = lua_tointegerx(L, -1, &ok);
+        if (!ok && lua_type(L, -1) == LUA_TSTRING) {
+            int *ids;
+            size_t n;
+            int direct = mt_tokenizer_piece_to_id(h->tok, lua_tostring(L, -1));
+            const char *known_piece = mt_tokenizer_id_to_piece(h->tok, direct);
+            if (known_piece && !strcmp(known_piece, lua_tostring(L, -1))) id = direct, ok = 1;
+            else if (mt_tokenizer_encode(h->tok, lua_tostring(L, -1), &ids, &n) >= 0) {
+                if (n == 1) id = ids[0], ok = 1;
+                free(ids);
+            }
+        }
+        if (!ok || id < 0 || id >= mt_model_get_config(h->model)->vocab_size)
+            mtl_error(L, fn, "contrast must be one token (an id or a text of one token)");
+        o.contrast = (int32_t)id;
+    }
+    if (lua_istable(L, 4)) lua_pop(L, 1);
+    o.vocab_limit = mt_tokenizer_vocab_size(h->tok);
+    probe_box *b = lua_newuserdatauv(L, sizeof *b, 0);
+    memset(b, 0, sizeof *b);
+    luaL_setmetatable(L, "mtlab.probe_box");
+    int n_src, n_hyp = 0;
+    b->src = probe_ids(L, 2, h, "src", &n_src);
+    if (!lua_isnil(L, 3)) b->hyp = probe_ids(L, 3, h, "hyp", &n_hyp);
+    mt_attribution a;
+    h->busy = 1;
+    int rc = mt_attribute(h->model, b->src, n_src, b->hyp, n_hyp, &o, &a);
+    h->busy = 0;
+    if (rc < 0) mtl_error(L, fn, "%s", mt_last_error());
+    char **rows = mt_xcalloc((size_t)a.rows + 1, sizeof *rows);
+    char **cols = mt_xcalloc((size_t)a.cols + 1, sizeof *cols);
+    for (int i = 0; i < a.rows; i++) {
+        const char *p = mt_tokenizer_id_to_piece(h->tok, a.row_ids[i]);
+        rows[i] = mt_xstrdup(p ? p : "?");
+    }
+    for (int i = 0; i < a.cols; i++) {
+        const char *p = mt_tokenizer_id_to_piece(h->tok, a.col_ids[i]);
+        cols[i] = mt_xstrdup(p ? p : "?");
+    }
+    const char *foil = o.contrast >= 0 ? mt_tokenizer_id_to_piece(h->tok, o.contrast) : NULL;
+    char what[160];
+    snprintf(what, sizeof what, "%s attribution%s%s", mt_attr_method_name(a.method),
+             o.contrast >= 0 ? ", contrast " : "", o.contrast >= 0 ? (foil ? foil : "?") : "");
+    float *values = a.values;
+    a.values = NULL;
+    mtl_push_matrix(L, values, a.rows, a.cols, (const char *const *)rows,
+                    (const char *const *)cols, what);
+    free_strv(rows, a.rows);
+    free_strv(cols, a.cols);
+    mt_attribution_free(&a);
+    return 1;
+}
+
 /* mtlab.average({bundles}, out [, {dtype=, force=}]) -> out: checkpoint averaging
  * (mt_model_average) into a bundle target, as `mtlab average -o` writes: an existing bundle at
  * out is replaced only with force = true, and then whole. */
@@ -634,7 +712,8 @@ void mtl_open_model(lua_State *L)
                                     {"__index", model_index},
                                     {NULL, NULL}};
     static const luaL_Reg methods[] = {
-        {"translate", m_translate}, {"probe", m_probe}, {"close", model_close}, {NULL, NULL}};
+        {"translate", m_translate}, {"probe", m_probe}, {"attribute", m_attribute},
+        {"close", model_close}, {NULL, NULL}};
     luaL_newmetatable(L, MODEL_META);
     luaL_setfuncs(L, meta, 0);
     luaL_newlib(L, methods);

@@ -1,0 +1,48 @@
+-- model:attribute on the shipped bundles: the matrix's shape and labels, contrast as the
+-- difference of two attributions, and the errors (docs/attribution.md).
+local H = dofile("tests/lua/helpers.lua")
+
+describe("model:attribute", function()
+  it("gives one row per target token and </s>, one column per input", function()
+    for _, path in ipairs({H.mamba, H.transformer}) do
+      local m <close> = mtlab.load(path)
+      local a = m:attribute("En el principio creó Dios los cielos y la tierra.", "And God said", {method = "input_x_gradient"})
+      local rows, cols = a:shape()
+      local labels, inputs = a:row_labels(), a:col_labels()
+      assert.are.equal(labels[rows], "<eos>")
+      assert.are.equal(inputs[1], "▁En")
+      assert.are.equal(#inputs, cols)
+      assert.matches("^input_x_gradient attribution", a.what)
+      -- the greedy translation when hyp is nil
+      local g = m:attribute("En el principio creó Dios los cielos y la tierra.", nil)
+      local r = m:translate("En el principio creó Dios los cielos y la tierra.", {beam = 1})
+      assert.are.equal(#r.ids + 1, (g:shape()))
+    end
+  end)
+
+  it("attributes log p(target) - log p(contrast) with contrast=", function()
+    local m <close> = mtlab.load(H.mamba)
+    local src, ids = "En el principio creó Dios los cielos y la tierra.", m:translate("En el principio creó Dios los cielos y la tierra.", {beam = 1}).ids
+    assert.is_true(#ids >= 2)
+    local foil = {ids[2]}
+    for i = 2, #ids do foil[i] = ids[i] end
+    local opts = {method = "input_x_gradient"}
+    local mine, theirs = m:attribute(src, ids, opts), m:attribute(src, foil, opts)
+    local both = m:attribute(src, ids, {method = "input_x_gradient", contrast = ids[2]})
+    -- row 1 sees only the prompt, which the two hypotheses share
+    for j = 1, select(2, both:shape()) do
+      assert.is_true(math.abs(both[1][j] - (mine[1][j] - theirs[1][j])) <= 1e-4)
+    end
+    assert.matches(", contrast ", both.what, 1, true)
+  end)
+
+  it("says what is wrong with its options", function()
+    local m <close> = mtlab.load(H.mamba)
+    assert.has_error(function() m:attribute("Y", nil, {method = "gradient"}) end,
+      "mtlab.model:attribute: unknown attribution method 'gradient' (saliency, " ..
+      "input_x_gradient or integrated_gradients)")
+    assert.has_error(function() m:attribute("Y", nil, {contrast = "Dios y"}) end,
+      "mtlab.model:attribute: contrast must be one token (an id or a text of one token)")
+    assert.has_error(function() m:attribute("Y", nil, {colour = 1}) end)
+  end)
+end)
