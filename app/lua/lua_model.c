@@ -480,6 +480,8 @@ static char **axis_labels(const model_handle *h, const mt_probe_record *r, mt_pr
             snprintf(buf, sizeof buf, "layer %d", i + 1), piece = buf;
         else if (axis == MT_PROBE_AXIS_GROUP)
             snprintf(buf, sizeof buf, "group %d", i + 1), piece = buf;
+        /* a word-start mark is not part of the word a reader sees */
+        if (piece && !strncmp(piece, "\u2581", 3)) piece = piece[3] ? piece + 3 : "\u2423";
         out[i] = mt_xstrdup(piece ? piece : "?");
     }
     return out;
@@ -501,8 +503,9 @@ static int m_probe(lua_State *L)
     if (h->peer) mtl_error(L, fn, "%s has no probes (a rule-based system)", h->name);
     mtl_check_options(L, 4, fn, known);
     const char *kind_name = mtl_opt_string(L, 4, fn, "kind", NULL);
-    lua_Integer layer = mtl_opt_integer(L, 4, fn, "layer", 0, 0, 4096);
-    lua_Integer head = mtl_opt_integer(L, 4, fn, "head", 0, 0, 4096);
+    /* 1-based when given (0: the first map, the heads' mean) */
+    lua_Integer layer = mtl_opt_integer(L, 4, fn, "layer", 0, 1, 4096);
+    lua_Integer head = mtl_opt_integer(L, 4, fn, "head", 0, 1, 4096);
     int encoder = mtl_opt_boolean(L, 4, fn, "encoder", 0);
     size_t k = 0;
     if (kind_name) {

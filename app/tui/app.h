@@ -68,6 +68,7 @@ typedef struct {
     tui_view view;
     tui_probe *probe;       /* the heatmap's data, for probe_segment */
     int probe_segment;      /* -1: none asked */
+    unsigned long probe_request; /* the request whose text and output the probes are of */
     int probe_pending;
     char *probe_error;
     int heat_kind;          /* mt_probe_kind shown, -1 before a record arrives */
@@ -238,6 +239,12 @@ void tui_draw_pane(tui_app *a, int index, WINDOW *w);
 void tui_draw_heatmap(tui_app *a, tui_pane *p, WINDOW *w, int y0, int x0, int h, int width);
 
 /* the heatmap a pane shows (heat_export.c) */
+/* 1 when its probes are of the text the pane shows now: the request shown, the segment under
+ * the editor's cursor, and no edit since the text was sent; else the map is being recomputed. */
+int tui_heat_current(const tui_app *a, const tui_pane *p);
+/* The top of the raw and log scales: the largest value any pane's heatmap of the same class
+ * (tui_heat_state_class) shows now. */
+float tui_heat_shared_max(const tui_app *a, mt_probe_kind kind);
 /* Its slice (malloc'd; the map in *map) as tui_heat_pick gives it. */
 float *tui_heat_pane_slice(const tui_pane *p, const mt_probe_map **map);
 /* Its header: "retention · L1 2/3 · mean of 4 heads · seg 1" (dot: the separator glyph), made

@@ -18,34 +18,11 @@ enum { LABEL_MAX = 64 };
 
 static const tui_glyphs *glyphs(const tui_app *a) { return tui_glyphs_for(a->utf8 && !a->ascii); }
 
-/* Maps compared on one scale: state norms with state norms, attention (self, cross,
- * retention, implicit) with attention. */
-static int scale_class(mt_probe_kind k)
-{
-    return k == MT_PROBE_STATE_NORMS || k == MT_PROBE_STATE_GROUPS;
-}
-
-/* The raw scale: the largest value any pane's heatmap of the same class shows now. */
-static float shared_max(tui_app *a, mt_probe_kind kind)
-{
-    float mx = 0;
-    for (int i = 0; i < a->n_panes; i++) {
-        tui_pane *q = a->panes[i];
-        if (q->view != TUI_VIEW_HEATMAP) continue;
-        const mt_probe_map *m;
-        float *v = tui_heat_pane_slice(q, &m);
-        if (v && scale_class(m->kind) == scale_class(kind)) {
-            float qm = tui_heat_max(v, m->rows, m->cols);
-            if (qm > mx) mx = qm;
-        }
-        free(v);
-    }
-    return mx;
-}
-
+/* Colour levels on 256 colours and more; else one level a shading glyph (░▒▓█). */
 static int levels_of(const tui_app *a)
 {
-    return a->palette.heat_levels ? a->palette.heat_levels : TUI_SHADES;
+    return a->palette.heat_levels && a->palette.level >= TUI_COLORS_256 ? a->palette.heat_levels
+                                                                         : TUI_SHADES - 1;
 }
 
 /* One character of a heat cell at a level; masked cells (level < 0) are the background. */
@@ -58,40 +35,26 @@ static void heat_char(tui_app *a, WINDOW *w, int y, int x, int level)
         mvwaddch(w, y, x, ' ');
         return;
     }
-    if (pal->heat_levels) {
+    int shade = tui_heat_shade(level, levels_of(a), TUI_SHADES);
+    /* 8 or 16 colours make no ramp (the low ones fall to the background's black, like a
+     * masked cell): there the glyphs shade in the text's colour, as plot:text{color=false} */
+    if (pal->heat_levels && pal->level >= TUI_COLORS_256) {
         wattr_set(w, pal->heat_fg_attr[level], pal->heat_fg0 + level, NULL);
         mvwaddstr(w, y, x, g->shades[TUI_SHADES - 1]);
         return;
     }
-    /* without colours the lowest level is still a glyph, so a zero is not a masked cell */
-    int shade = 1 + level * (TUI_SHADES - 1) / levels_of(a);
     tui_set_style(w, pal, TUI_C_TEXT);
-    mvwaddstr(w, y, x, g->shades[shade < TUI_SHADES ? shade : TUI_SHADES - 1]);
+    mvwaddstr(w, y, x, g->shades[shade]);
 }
 
+/* The legend in numbers: per row, its top is the cursor row's max (the row the readout is on). */
 static void draw_legend(tui_app *a, tui_pane *p, WINDOW *w, int y, int x, int width, float max,
-                        mt_probe_kind kind)
+                        const mt_probe_map *m, const float *v)
 {
-    /* raw and log share their scale with the other panes' maps of the same class */
-    const char *shared = scale_class(kind) ? "shared by state maps" : "shared by attention";
-    char lo[32], hi[32], what[64];
-    switch (p->heat_norm) {
-    case TUI_NORM_ROW:
-        snprintf(lo, sizeof lo, "0");
-        snprintf(hi, sizeof hi, "row max");
-        snprintf(what, sizeof what, "per row");
-        break;
-    case TUI_NORM_LOG:
-        snprintf(lo, sizeof lo, "%.2g", max * 1e-3);
-        snprintf(hi, sizeof hi, "%.3g", max);
-        snprintf(what, sizeof what, "log, %s", shared);
-        break;
-    default:
-        snprintf(lo, sizeof lo, "0");
-        snprintf(hi, sizeof hi, "%.3g", max);
-        snprintf(what, sizeof what, "raw, %s", shared);
-        break;
-    }
+    tui_heat_scale sc;
+    tui_heat_scale_describe(&sc, p->heat_norm, m->kind, max,
+                            tui_heat_max(v + (size_t)p->sel_row * m->cols, 1, m->cols));
+    const char *lo = sc.lo, *hi = sc.hi, *what = sc.what;
     tui_heat_legend l;
     if (tui_heat_legend_fit(&l, width, tui_text_width_z(lo), tui_text_width_z(hi),
                             tui_text_width_z(what)) < 0)
@@ -130,8 +93,9 @@ static void draw_readout(tui_app *a, tui_pane *p, WINDOW *w, int y, int x, int w
     else
         snprintf(val, sizeof val, "%.3g", v[(size_t)p->sel_row * m->cols + p->sel_col]);
     const char *arrow = glyphs(a)->arrow;
-    snprintf(line, sizeof line, "row %d %s%s%s %s col %d %s%s%s  %s", p->sel_row,
-             tokens_r ? "'" : "", rl, tokens_r ? "'" : "", arrow, p->sel_col, tokens_c ? "'" : "",
+    /* numbered from 1, as every index a person reads (titles, exports, Lua) */
+    snprintf(line, sizeof line, "row %d %s%s%s %s col %d %s%s%s  %s", p->sel_row + 1,
+             tokens_r ? "'" : "", rl, tokens_r ? "'" : "", arrow, p->sel_col + 1, tokens_c ? "'" : "",
              cl, tokens_c ? "'" : "", val);
     if (tui_text_width_z(line) > width)
         snprintf(line, sizeof line, "%s%s%s%s%s%s%s %s", tokens_r ? "'" : "", rl,
@@ -150,7 +114,10 @@ static void draw_col_labels(tui_app *a, tui_pane *p, WINDOW *w, int y0, int x0,
         int x = x0 + tui_heat_col_x(g, c);
         tui_set_style(w, &a->palette, c == p->sel_col ? TUI_C_SELECTION : TUI_C_DIM);
         if (!g->vertical) {
-            tui_put(w, y0 + g->labels_y, x, label, g->cell_w - 1);
+            int line = g->stagger ? (c - g->col0) % 2 : 0;
+            int room = (g->stagger ? 2 * g->cell_w : g->cell_w) - 1;
+            if (room > g->w - (x - x0)) room = g->w - (x - x0);
+            tui_put(w, y0 + g->labels_y + line, x, label, room);
             continue;
         }
         const char *s = label;
@@ -189,6 +156,26 @@ static void draw_message(tui_app *a, WINDOW *w, int y, int x, int width, const c
     tui_put(w, y, x, msg, width);
 }
 
+/* The axes' caption where the title had no room for it: on the marker's line, right or left of
+ * the marker, else on a free line above the legend. 0 when neither has room. */
+static int draw_axes_elsewhere(tui_app *a, const tui_pane *p, WINDOW *w, int y0, int x0,
+                                int width, const tui_heat_geom *g, const char *axes)
+{
+    int aw = tui_text_width_z(axes), y = -1, x = 0;
+    if (g->marker_y >= 0 && aw <= width) {
+        int mx = tui_heat_col_x(g, p->sel_col);
+        if (mx < width - aw - 1) y = g->marker_y, x = width - aw;
+        else if (aw + 1 < mx) y = g->marker_y, x = 0;
+    }
+    int last = g->n_rows > 0 ? tui_heat_row_y(g, g->row0 + g->n_rows - 1) + g->cell_h : 0;
+    int below = g->legend_y >= 0 ? g->legend_y : g->readout_y;
+    if (y < 0 && last < below && aw <= width) y = below - 1, x = 0;
+    if (y < 0) return 0;
+    tui_set_style(w, &a->palette, TUI_C_DIM);
+    tui_put(w, y0 + y, x0 + x, axes, aw);
+    return 1;
+}
+
 /* The widest label of an axis (n positions), in columns, at most LABEL_MAX. */
 static int widest_label(const tui_pane *p, mt_probe_axis axis, int n)
 {
@@ -211,6 +198,14 @@ void tui_draw_heatmap(tui_app *a, tui_pane *p, WINDOW *w, int y0, int x0, int h,
     if (p->probe_error) {
         snprintf(msg, sizeof msg, "no probes: %s", p->probe_error);
         draw_message(a, w, y0, x0, width, msg, TUI_C_ERROR);
+        return;
+    }
+    if (p->probe && !tui_heat_current(a, p)) {
+        /* never a map of another text, search or segment than the pane's */
+        snprintf(msg, sizeof msg, "%s: recomputing the map %s",
+                 a->sent_version != a->ed.version ? "the text changed" : "not this segment",
+                 spin);
+        draw_message(a, w, y0, x0, width, msg, TUI_C_DIM);
         return;
     }
     if (!p->probe) {
@@ -248,12 +243,27 @@ void tui_draw_heatmap(tui_app *a, tui_pane *p, WINDOW *w, int y0, int x0, int h,
     tui_heat_geom_fit(g, &in, h, width);
     p->heat_row0 = g->row0, p->heat_col0 = g->col0;
 
-    char title[256];
+    /* the title, and what the rows and columns are: beside it when both fit, else on another
+     * line, else beside a shorter title */
+    char title[256], axes[96];
+    tui_heat_axes_caption(axes, sizeof axes, r, m->row_axis, m->col_axis,
+                          a->utf8 && !a->ascii ? "\u2193" : "v", glyphs(a)->arrow);
+    int axes_w = tui_text_width_z(axes);
     tui_heat_title(title, sizeof title, p, m, glyphs(a)->dot, width);
+    int beside = tui_text_width_z(title) + 2 + axes_w <= width;
+    if (!beside && !draw_axes_elsewhere(a, p, w, y0, x0, width, g, axes)) {
+        tui_heat_title(title, sizeof title, p, m, glyphs(a)->dot, width - axes_w - 2);
+        beside = tui_text_width_z(title) + 2 + axes_w <= width;
+        if (!beside) tui_heat_title(title, sizeof title, p, m, glyphs(a)->dot, width);
+    }
     tui_set_style(w, &a->palette, TUI_C_TITLE);
     tui_put(w, y0 + g->header_y, x0, title, width);
+    if (beside) {
+        tui_set_style(w, &a->palette, TUI_C_DIM);
+        tui_put(w, y0 + g->header_y, x0 + width - axes_w, axes, axes_w);
+    }
 
-    float max = shared_max(a, m->kind);
+    float max = tui_heat_shared_max(a, m->kind);
     float *norm = mt_xmalloc((size_t)m->rows * (size_t)m->cols * sizeof *norm);
     tui_heat_normalise(norm, v, m->rows, m->cols, p->heat_norm, max);
     int L = levels_of(a);
@@ -282,7 +292,7 @@ void tui_draw_heatmap(tui_app *a, tui_pane *p, WINDOW *w, int y0, int x0, int h,
         }
     }
     draw_boundary(a, w, y0, x0, g);
-    if (g->legend_y >= 0) draw_legend(a, p, w, y0 + g->legend_y, x0, width, max, m->kind);
+    if (g->legend_y >= 0) draw_legend(a, p, w, y0 + g->legend_y, x0, width, max, m, v);
     draw_readout(a, p, w, y0 + g->readout_y, x0, width, m, v);
     free(norm);
     free(v);

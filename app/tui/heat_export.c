@@ -12,7 +12,34 @@
 #include "tui/app.h"
 #include "common/columns.h"
 
-enum { PX_PER_CELL = 28, PX_MARGIN = 240, PX_MIN = 400, PX_MAX = 4096 };
+enum {
+    PX_CONTENT = 1100, PX_CELL_MIN = 10, PX_CELL_MAX = 28, /* the cells' side, in pixels */
+    PX_MARGIN = 260, PX_MIN = 400, PX_MAX = 4096,
+    HEAT_STOPS = 16,
+};
+
+int tui_heat_current(const tui_app *a, const tui_pane *p)
+{
+    return p->probe && p->probe_request == p->request && a->sent_version == a->ed.version &&
+           p->probe_segment == tui_cursor_segment(a);
+}
+
+float tui_heat_shared_max(const tui_app *a, mt_probe_kind kind)
+{
+    float mx = 0;
+    for (int i = 0; i < a->n_panes; i++) {
+        const tui_pane *q = a->panes[i];
+        if (q->view != TUI_VIEW_HEATMAP) continue;
+        const mt_probe_map *m;
+        float *v = tui_heat_pane_slice(q, &m);
+        if (v && tui_heat_state_class(m->kind) == tui_heat_state_class(kind)) {
+            float qm = tui_heat_max(v, m->rows, m->cols);
+            if (qm > mx) mx = qm;
+        }
+        free(v);
+    }
+    return mx;
+}
 
 float *tui_heat_pane_slice(const tui_pane *p, const mt_probe_map **map)
 {
@@ -37,9 +64,9 @@ void tui_heat_title(char *out, size_t len, const tui_pane *p, const mt_probe_map
                      p->heat_head + 1, m->heads);
         if (m->layer >= 0 && terse < 2)
             snprintf(where, sizeof where, " %s %sL%d %d/%d", dot, m->encoder ? "encoder " : "",
-                     m->layer, p->heat_nth + 1, count);
+                     m->layer + 1, p->heat_nth + 1, count);
         else if (m->layer >= 0)
-            snprintf(where, sizeof where, " %s %sL%d", dot, m->encoder ? "enc " : "", m->layer);
+            snprintf(where, sizeof where, " %s %sL%d", dot, m->encoder ? "enc " : "", m->layer + 1);
         if (terse == 0) snprintf(seg, sizeof seg, " %s seg %d", dot, p->probe_segment + 1);
         snprintf(out, len, "%s%s%s%s", mt_probe_map_name(m), where, head, seg);
         if (width <= 0 || tui_text_width_z(out) <= width) return;
@@ -78,10 +105,34 @@ static void free_labels(char **l, int n)
     free(l);
 }
 
-static int px(int cells)
+/* Pixels of a cell: large for a short sentence, smaller for a long one, so a file fits a
+ * page or a slide whatever the map's size (a 120-token sequence is about 1300 px, not 3600). */
+static int cell_px(int rows, int cols)
 {
-    int v = PX_MARGIN + cells * PX_PER_CELL;
+    int n = rows > cols ? rows : cols;
+    int c = PX_CONTENT / (n > 0 ? n : 1);
+    return c < PX_CELL_MIN ? PX_CELL_MIN : c > PX_CELL_MAX ? PX_CELL_MAX : c;
+}
+
+static int px(int cells, int cell)
+{
+    int v = PX_MARGIN + cells * cell;
     return v < PX_MIN ? PX_MIN : v > PX_MAX ? PX_MAX : v;
+}
+
+/* The theme's heat colours as the file's scale (a theme without them: greys, as the glyphs). */
+static void theme_colors(plot *pl, const tui_theme *t)
+{
+    if (t->n_heat == 0) {
+        plot_heatmap_set_scale(pl, PLOT_SCALE_GREYS);
+        return;
+    }
+    uint8_t rgb[3 * HEAT_STOPS];
+    for (int i = 0; i < HEAT_STOPS; i++) {
+        tui_color c = tui_heat_color(t, (double)i / (HEAT_STOPS - 1));
+        rgb[3 * i] = c.r, rgb[3 * i + 1] = c.g, rgb[3 * i + 2] = c.b;
+    }
+    plot_heatmap_set_colors(pl, rgb, HEAT_STOPS);
 }
 
 /* The base name "heatmap-PANE-MAP-L1-h2-seg1" plus "-N" when a file of that base exists. */
@@ -91,7 +142,7 @@ static void base_name(char *out, size_t len, const tui_pane *p, const mt_probe_m
     snprintf(what, sizeof what, "%s-%s%s", p->name, m->encoder ? "encoder-" : "",
              mt_probe_map_name(m));
     char layer[16] = "", head[16] = "";
-    if (m->layer >= 0) snprintf(layer, sizeof layer, "-L%d", m->layer);
+    if (m->layer >= 0) snprintf(layer, sizeof layer, "-L%d", m->layer + 1);
     if (m->heads > 1 && p->heat_head >= 0) snprintf(head, sizeof head, "-h%d", p->heat_head + 1);
     char safe[128];
     file_safe(safe, sizeof safe, what);
@@ -112,6 +163,11 @@ static void base_name(char *out, size_t len, const tui_pane *p, const mt_probe_m
 
 void tui_heat_export(tui_app *a, tui_pane *p)
 {
+    if (p->probe && !tui_heat_current(a, p)) {
+        tui_notice(a, "export: %s's map is being recomputed for the text shown; export it "
+                   "once it shows", p->name);
+        return;
+    }
     const mt_probe_map *m;
     float *v = tui_heat_pane_slice(p, &m);
     if (!v) {
@@ -123,22 +179,49 @@ void tui_heat_export(tui_app *a, tui_pane *p)
         for (int c = 0; c < m->cols; c++) mask[(size_t)r * m->cols + c] = (uint8_t)mt_probe_masked(m, r, c);
     char **rows = axis_labels(p, m->row_axis, m->rows);
     char **cols = axis_labels(p, m->col_axis, m->cols);
-    char title[256], heading[192];
-    tui_heat_title(heading, sizeof heading, p, m, "\u00b7", 0);
-    snprintf(title, sizeof title, "%s: %s", p->name, heading);
     const mt_probe_record *rec = &p->probe->rec;
-    plot *pl = plot_heatmap_new(title, tui_heat_axis_name(rec, m->col_axis),
-                                tui_heat_axis_name(rec, m->row_axis), v, m->rows, m->cols,
+    /* the picture the screen shows: its scale (raw over the shared max, per row, log), its
+     * colours, labels, boundary and axis names; the CSV keeps the values themselves */
+    float max = tui_heat_shared_max(a, m->kind);
+    tui_heat_scale sc;
+    tui_heat_scale_describe(&sc, p->heat_norm, m->kind, max, max);
+    float *shown = mt_xmalloc((size_t)m->rows * (size_t)m->cols * sizeof *shown);
+    tui_heat_normalise(shown, v, m->rows, m->cols, p->heat_norm, max);
+    char title[384], heading[192], scale[160];
+    tui_heat_title(heading, sizeof heading, p, m, "\u00b7", 0);
+    if (p->heat_norm == TUI_NORM_ROW)
+        snprintf(scale, sizeof scale, "scale per row, 0 to each row's max");
+    else
+        snprintf(scale, sizeof scale, "scale %s, %s to %s", sc.what, sc.lo, sc.hi);
+    snprintf(title, sizeof title, "%s: %s \u00b7 %s", p->name, heading, scale);
+    const char *x_name = tui_heat_axis_title(rec, m->col_axis);
+    const char *y_name = tui_heat_axis_title(rec, m->row_axis);
+    char x_label[64], y_label[64];
+    snprintf(x_label, sizeof x_label, "%s \u2192", x_name);
+    snprintf(y_label, sizeof y_label, "%s \u2193", y_name);
+    /* raw: the values on the shared range, so the colour bar reads in them */
+    int raw = p->heat_norm == TUI_NORM_RAW && max > 0;
+    plot *pl = plot_heatmap_new(title, x_label, y_label, raw ? v : shown, m->rows, m->cols,
                                 (const char *const *)rows, (const char *const *)cols, mask);
+    plot *data = plot_heatmap_new(title, x_name, y_name, v, m->rows, m->cols,
+                                  (const char *const *)rows, (const char *const *)cols, mask);
+    int rc = pl && data ? 0 : -1;
+    if (rc == 0) {
+        theme_colors(pl, &a->theme);
+        rc = plot_heatmap_set_range(pl, 0, raw ? max : 1);
+        int rs = tui_heat_split(rec, m->row_axis), cs = tui_heat_split(rec, m->col_axis);
+        if (rc == 0 && (rs || cs)) rc = plot_heatmap_set_split(pl, rs, cs);
+    }
     char base[256], paths[3][300], cwd[512];
     base_name(base, sizeof base, p, m);
     static const char *const ext[] = {".svg", ".png", ".csv"};
-    int rc = pl ? 0 : -1;
+    int cell = cell_px(m->rows, m->cols);
     for (int e = 0; e < 3 && rc == 0; e++) {
         snprintf(paths[e], sizeof paths[e], "%s%s", base, ext[e]);
         /* wide enough for the title (about 13 px a character) */
-        int wpx = px(m->cols), tpx = 13 * (int)strlen(title) + 40;
-        rc = plot_save(pl, paths[e], wpx > tpx ? wpx : tpx < PX_MAX ? tpx : PX_MAX, px(m->rows));
+        int wpx = px(m->cols, cell), tpx = 13 * tui_text_width_z(title) + 40;
+        rc = plot_save(e == 2 ? data : pl, paths[e], wpx > tpx ? wpx : tpx < PX_MAX ? tpx : PX_MAX,
+                       px(m->rows, cell));
     }
     if (rc == 0) {
         if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, ".");
@@ -146,6 +229,8 @@ void tui_heat_export(tui_app *a, tui_pane *p)
     } else {
         tui_notice(a, "export failed: %s", mt_last_error());
     }
+    plot_free(data);
+    free(shown);
     plot_free(pl);
     free_labels(rows, m->rows);
     free_labels(cols, m->cols);

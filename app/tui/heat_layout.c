@@ -39,7 +39,11 @@ void tui_heat_geom_fit(tui_heat_geom *g, const tui_heat_geom_in *in, int h, int 
     /* a label across its cell needs three characters and a space, unless it is shorter */
     int across = g->cell_w - 1;
     g->vertical = in->col_label_w > 0 && across < min(in->col_label_w, 3);
-    int band = in->col_label_w <= 0 ? 0 : g->vertical ? min(in->col_label_w, TUI_HEAT_LABEL_H_MAX) : 1;
+    /* words wider than a cell: every other column's on a second line, twice the room */
+    g->stagger = !g->vertical && in->col_label_w > across && g->n_cols > 1;
+    int band = in->col_label_w <= 0 ? 0
+               : g->vertical    ? min(in->col_label_w, TUI_HEAT_LABEL_H_MAX)
+                                : 1 + g->stagger;
 
     /* lines: header and readout always, the legend when four lines are left for the rest */
     int R = h - 2;
@@ -70,6 +74,7 @@ void tui_heat_geom_fit(tui_heat_geom *g, const tui_heat_geom_in *in, int h, int 
         g->labels_h = label_min + min(band - label_min, rest);
         top = g->labels_h + marker;
     }
+    if (g->labels_h < 2) g->stagger = 0;
     g->marker_y = top > g->labels_h ? 1 : -1;
     g->labels_y = 1 + (g->marker_y >= 0);
     g->cells_y = g->labels_y + g->labels_h;

@@ -6,6 +6,8 @@
  *             ▼                                      marker: the cursor's column
  *          Y d M A  J < W h                          column labels: down the column when the
  *            i a       s e                           cells are narrow, across them otherwise
+ *                                                    (on two staggered lines when a word is
+ *                                                    wider than its cell)
  *   Y      ████████│███████                          row labels | cells; │ and ─ (when they
  *   ▶dijo  ████████│███████                          fit) between source and translation
  *   0 ░▒▓█ 0.243  raw, shared by attention           legend, shortened to fit
@@ -37,6 +39,8 @@ typedef struct {
     int marker_y;             /* the cursor's column mark; -1 when there is no room */
     int labels_y, labels_h;   /* the column labels' band (labels_h 0: none) */
     int vertical;             /* 1: column labels run down their column, one character a line */
+    int stagger;              /* 1: labels across, on two lines, every other column on each, so
+                               * a word gets two cells' room (vertical is 0) */
     int gutter_w;             /* row labels: the marker, the label, a space */
     int cells_y, cells_x;     /* the top-left cell */
     int cell_h, cell_w;

@@ -68,6 +68,12 @@ void tui_heat_normalise(float *out, const float *v, int rows, int cols, tui_heat
     }
 }
 
+int tui_heat_shade(int level, int levels, int n_shades)
+{
+    int shade = 1 + level * (n_shades - 1) / (levels > 0 ? levels : 1);
+    return shade < 1 ? 1 : shade >= n_shades ? n_shades - 1 : shade;
+}
+
 int tui_heat_level(float v, int levels)
 {
     int l = (int)(v * (float)levels);
@@ -98,27 +104,63 @@ void tui_heat_axis_label(char *out, size_t len, const mt_labelled_probe *pr, mt_
                          int i)
 {
     if (axis == MT_PROBE_AXIS_LAYER || axis == MT_PROBE_AXIS_GROUP) {
-        snprintf(out, len, "%s%d", axis == MT_PROBE_AXIS_LAYER ? "L" : "g", i);
+        snprintf(out, len, "%s%d", axis == MT_PROBE_AXIS_LAYER ? "L" : "g", i + 1);
         return;
     }
     char **labels = axis == MT_PROBE_AXIS_SOURCE ? pr->src_labels : pr->labels;
     int n = axis == MT_PROBE_AXIS_SOURCE ? pr->rec.n_src : pr->rec.n_tokens;
     const char *s = i >= 0 && i < n && labels ? labels[i] : "?";
-    if (!strncmp(s, "\u2581", 3) && s[3]) s += 3;
+    /* the word-start mark is no part of what a reader reads; alone it is a space token */
+    if (!strncmp(s, "\u2581", 3)) s = s[3] ? s + 3 : "\u2423";
     snprintf(out, len, "%s", s);
+}
+
+const char *tui_heat_axis_title(const mt_probe_record *r, mt_probe_axis axis)
+{
+    switch (axis) {
+    case MT_PROBE_AXIS_LAYER: return "layer";
+    case MT_PROBE_AXIS_GROUP: return "channel group";
+    case MT_PROBE_AXIS_SOURCE: return "source";
+    default: return r->n_src ? "translation" : "source | translation";
+    }
+}
+
+void tui_heat_axes_caption(char *out, size_t len, const mt_probe_record *r, mt_probe_axis rows,
+                           mt_probe_axis cols, const char *down, const char *right)
+{
+    snprintf(out, len, "%s %s  %s %s", tui_heat_axis_title(r, rows), down,
+             tui_heat_axis_title(r, cols), right);
+}
+
+int tui_heat_state_class(mt_probe_kind kind)
+{
+    return kind == MT_PROBE_STATE_NORMS || kind == MT_PROBE_STATE_GROUPS;
+}
+
+void tui_heat_scale_describe(tui_heat_scale *out, tui_heat_norm norm, mt_probe_kind kind,
+                             float max, float row_max)
+{
+    const char *shared = tui_heat_state_class(kind) ? "shared by state maps" : "shared by attention";
+    switch (norm) {
+    case TUI_NORM_ROW:
+        snprintf(out->lo, sizeof out->lo, "0");
+        snprintf(out->hi, sizeof out->hi, "%.3g", row_max);
+        snprintf(out->what, sizeof out->what, "per row, top = this row's max");
+        break;
+    case TUI_NORM_LOG:
+        snprintf(out->lo, sizeof out->lo, "%.2g", max * 1e-3);
+        snprintf(out->hi, sizeof out->hi, "%.3g", max);
+        snprintf(out->what, sizeof out->what, "log, %s", shared);
+        break;
+    default:
+        snprintf(out->lo, sizeof out->lo, "0");
+        snprintf(out->hi, sizeof out->hi, "%.3g", max);
+        snprintf(out->what, sizeof out->what, "raw, %s", shared);
+        break;
+    }
 }
 
 int tui_heat_token_axis(mt_probe_axis axis)
 {
     return axis == MT_PROBE_AXIS_TARGET || axis == MT_PROBE_AXIS_SOURCE;
-}
-
-const char *tui_heat_axis_name(const mt_probe_record *r, mt_probe_axis axis)
-{
-    switch (axis) {
-    case MT_PROBE_AXIS_LAYER: return "layer";
-    case MT_PROBE_AXIS_GROUP: return "channel group";
-    case MT_PROBE_AXIS_SOURCE: return "source position";
-    default: return r->n_src ? "target position" : "position";
-    }
 }

@@ -32,15 +32,19 @@ float *tui_heat_pick(const mt_probe_record *r, int kind, int nth, int h, const m
 /* The first position after the source/target boundary on an axis (the prompt `src <sep>` of
  * a decoder-only model, then its translation), or 0 where the axis has none. */
 int tui_heat_split(const mt_probe_record *r, mt_probe_axis axis);
-/* The label of position i of an axis: the token's piece without its word-start mark, "L2" for
- * a layer, "g3" for a channel group. */
+/* The label of position i of an axis: the token's piece without its word-start mark (a lone
+ * mark: "␣"), "L2" for a layer, "g3" for a channel group, numbered from 1. */
 void tui_heat_axis_label(char *out, size_t len, const mt_labelled_probe *pr, mt_probe_axis axis,
                          int i);
+/* What a person calls an axis in a caption: "translation", "source", "layer", "channel
+ * group"; a decoder-only model's sequence (the source, <sep>, then the translation):
+ * "source | translation". */
+const char *tui_heat_axis_title(const mt_probe_record *r, mt_probe_axis axis);
+/* "translation ↓  source →": the rows' axis and the columns' (arrows: the glyphs to use). */
+void tui_heat_axes_caption(char *out, size_t len, const mt_probe_record *r, mt_probe_axis rows,
+                           mt_probe_axis cols, const char *down, const char *right);
 /* 1 when an axis indexes tokens (target or source positions), not layers or groups. */
 int tui_heat_token_axis(mt_probe_axis axis);
-/* What an axis indexes, for readouts and exported plots: "layer", "channel group", "target
- * position", "source position" (decoder-only: "position"). */
-const char *tui_heat_axis_name(const mt_probe_record *r, mt_probe_axis axis);
 
 /* out (rows, cols) = head h of the map, or the mean over heads when h < 0. */
 void tui_heat_slice(float *out, const mt_probe_map *m, int h);
@@ -50,6 +54,20 @@ float tui_heat_max(const float *v, int rows, int cols);
  * and log use. */
 void tui_heat_normalise(float *out, const float *v, int rows, int cols, tui_heat_norm norm,
                         float max);
+/* 1 for the maps of states (norms, groups), 0 for attention-like maps: raw and log scales are
+ * shared within a class only. */
+int tui_heat_state_class(mt_probe_kind kind);
+/* The scale in numbers and words, for the legend and for exported titles: lo and hi, the
+ * values at the scale's two ends (per row: 0 and row_max, the max of the row it is read on),
+ * and what it is ("raw, shared by attention", "per row", "log, ..."). */
+typedef struct {
+    char lo[32], hi[32], what[64];
+} tui_heat_scale;
+void tui_heat_scale_describe(tui_heat_scale *out, tui_heat_norm norm, mt_probe_kind kind,
+                             float max, float row_max);
+/* The shading glyph (1..n_shades-1; 0 is the blank of a masked cell) of level 0..levels-1:
+ * the lowest level is still a glyph, so a zero never looks like a masked cell. */
+int tui_heat_shade(int level, int levels, int n_shades);
 /* The discrete level 0..levels-1 of a normalised value. */
 int tui_heat_level(float v, int levels);
 

@@ -207,10 +207,13 @@ static void submit(tui_app *a, tui_pane *p, unsigned long request)
     p->final = mt_xcalloc((size_t)n, 1);
     p->n_hyps = n;
     snprintf(p->mode, sizeof p->mode, "beam=%d", p->beam);
+    /* probes describe one request's text and output: a new request makes them stale in any
+     * view (a map kept while the pane showed its text would describe the old text) */
+    pane_clear_probe(p);
     int probe = -1;
     if (p->view == TUI_VIEW_HEATMAP) {
-        pane_clear_probe(p);
         probe = p->probe_segment = tui_cursor_segment(a);
+        p->probe_request = request;
         p->probe_pending = 1;
     }
     /* the segment whose probes are wanted is decoded again: the cache holds no probes */
@@ -257,10 +260,13 @@ void tui_request_probe(tui_app *a, tui_pane *p)
 {
     if (p->view != TUI_VIEW_HEATMAP || !p->loaded || p->busy || a->sent.n == 0) return;
     int seg = tui_cursor_segment(a);
-    if (p->probe_segment == seg && (p->probe || p->probe_pending || p->probe_error)) return;
+    if (p->probe_segment == seg && p->probe_request == p->request &&
+        (p->probe || p->probe_pending || p->probe_error))
+        return;
     if (seg >= p->n_hyps || !p->final[seg]) return;
     pane_clear_probe(p);
     p->probe_segment = seg;
+    p->probe_request = p->request;
     p->probe_pending = 1;
     for (int k = 0; k < p->n_worker; k++)
         if (p->worker_seg[k] == seg) {

@@ -201,7 +201,7 @@ describe("model:probe", function()
     assert.are.equal(m.config.num_hidden_layers or m.config.n_layer, rows)
     assert.are.equal(3 + 1 + r.tokens, cols) -- src <sep> hyp
     assert.are.equal(rows, #norms)
-    assert.are.same({"▁Y", "▁dijo", "▁Dios", "<sep>"}, {table.unpack(norms:col_labels(), 1, 4)})
+    assert.are.same({"Y", "dijo", "Dios", "<sep>"}, {table.unpack(norms:col_labels(), 1, 4)})
     assert.are.equal(norms:get(2, 3), norms[2][3])
     local v, i, j = norms:max()
     assert.are.equal(v, norms[i][j])
@@ -231,6 +231,11 @@ describe("model:probe", function()
     assert.are.equal(rows, select(1, h1:shape()))
     assert.has_error(function() m:probe("Y", r, {kind = "cross", layer = 99}) end)
     assert.has_error(function() m:probe("Y", r, {kind = "cross", head = 99}) end)
+    -- layers and heads are 1-based: 0 is out of range, not "the first"
+    assert.has_error(function() m:probe("Y", r, {kind = "cross", layer = 0}) end,
+      "mtlab.model:probe: option layer must be a whole number from 1 to 4096, not 0")
+    assert.has_error(function() m:probe("Y", r, {kind = "cross", head = 0}) end,
+      "mtlab.model:probe: option head must be a whole number from 1 to 4096, not 0")
   end)
 end)
 

@@ -119,10 +119,20 @@ static void test_a_sentence_fills_the_pane(void **state)
     assert_int_equal(g.sep_col, 1);
     assert_true(g.cell_w >= 5);
     assert_int_equal(g.vertical, 0);
+    /* words of 7 in cells of 5: one line across when the marker and the boundary take the
+     * spare lines ... */
+    assert_int_equal(g.stagger, 0);
     assert_int_equal(g.labels_h, 1);
     assert_int_equal(g.legend_y, 16);
     assert_int_equal(g.marker_y, 1);
     assert_int_equal(g.sep_row, 1);
+    /* ... two staggered lines, a word per two cells, with one more line */
+    tui_heat_geom_fit(&g, &in, 19, 78);
+    assert_int_equal(g.stagger, 1);
+    assert_int_equal(g.labels_h, 2);
+    assert_int_equal(g.marker_y, 1);
+    assert_int_equal(g.sep_row, 1);
+    tui_heat_geom_fit(&g, &in, 18, 78);
     /* a 38-line zoomed pane gives every token two or more lines */
     tui_heat_geom_fit(&g, &in, 38, 118);
     assert_true(g.cell_h >= 2);

@@ -144,6 +144,11 @@ static void test_heat_normalisations(void **state)
     assert_int_equal(tui_heat_level(0.0f, 16), 0);
     assert_int_equal(tui_heat_level(1.0f, 16), 15);
     assert_int_equal(tui_heat_level(0.5f, 16), 8);
+    /* shading: the lowest level is the lightest glyph, never the masked blank; the highest
+     * the full block; in order between */
+    assert_int_equal(tui_heat_shade(0, 8, 5), 1);
+    assert_int_equal(tui_heat_shade(7, 8, 5), 4);
+    for (int l = 1; l < 16; l++) assert_true(tui_heat_shade(l, 16, 5) >= tui_heat_shade(l - 1, 16, 5));
 }
 
 static void test_heat_slices_and_kinds(void **state)
@@ -185,34 +190,60 @@ static void test_heat_slices_and_kinds(void **state)
     r.n_tokens = 7, r.n_prompt = 4;
     assert_int_equal(tui_heat_split(&r, MT_PROBE_AXIS_TARGET), 4);
     assert_int_equal(tui_heat_split(&r, MT_PROBE_AXIS_LAYER), 0);
-    assert_string_equal(tui_heat_axis_name(&r, MT_PROBE_AXIS_TARGET), "position");
+    assert_string_equal(tui_heat_axis_title(&r, MT_PROBE_AXIS_TARGET), "source | translation");
     r.n_src = 5, r.n_prompt = 1;
     assert_int_equal(tui_heat_split(&r, MT_PROBE_AXIS_TARGET), 0);
     assert_int_equal(tui_heat_split(&r, MT_PROBE_AXIS_SOURCE), 0);
-    assert_string_equal(tui_heat_axis_name(&r, MT_PROBE_AXIS_TARGET), "target position");
+    assert_string_equal(tui_heat_axis_title(&r, MT_PROBE_AXIS_TARGET), "translation");
 }
 
-/* Axis labels: the piece without its word-start mark (a lone mark stays), layers and groups
- * numbered, "?" past the end. */
+/* The legend's ends are numbers on every scale: per row, the max of the row read. */
+static void test_heat_scale_numbers(void **state)
+{
+    (void)state;
+    tui_heat_scale s;
+    tui_heat_scale_describe(&s, TUI_NORM_ROW, MT_PROBE_CROSS_ATTN, 2.55f, 0.43f);
+    assert_string_equal(s.lo, "0");
+    assert_string_equal(s.hi, "0.43");
+    assert_string_equal(s.what, "per row, top = this row's max");
+    tui_heat_scale_describe(&s, TUI_NORM_RAW, MT_PROBE_CROSS_ATTN, 2.55f, 0.43f);
+    assert_string_equal(s.hi, "2.55");
+    assert_string_equal(s.what, "raw, shared by attention");
+    tui_heat_scale_describe(&s, TUI_NORM_LOG, MT_PROBE_STATE_NORMS, 10.0f, 0.43f);
+    assert_string_equal(s.lo, "0.01");
+    assert_string_equal(s.hi, "10");
+    assert_string_equal(s.what, "log, shared by state maps");
+}
+
+/* Axis labels: the piece without its word-start mark (a lone mark, a space token, reads "␣"),
+ * layers and groups numbered from 1, "?" past the end. */
 static void test_heat_axis_labels(void **state)
 {
     (void)state;
     char *labels[] = {"\u2581Dios", "s", "\u2581"};
     mt_labelled_probe pr = {.rec = {.n_tokens = 3}, .labels = labels};
-    char out[32];
+    char out[64];
     tui_heat_axis_label(out, sizeof out, &pr, MT_PROBE_AXIS_TARGET, 0);
     assert_string_equal(out, "Dios");
     tui_heat_axis_label(out, sizeof out, &pr, MT_PROBE_AXIS_TARGET, 1);
     assert_string_equal(out, "s");
     tui_heat_axis_label(out, sizeof out, &pr, MT_PROBE_AXIS_TARGET, 2);
-    assert_string_equal(out, "\u2581");
+    assert_string_equal(out, "\u2423");
     tui_heat_axis_label(out, sizeof out, &pr, MT_PROBE_AXIS_TARGET, 3);
     assert_string_equal(out, "?");
     tui_heat_axis_label(out, sizeof out, &pr, MT_PROBE_AXIS_LAYER, 2);
-    assert_string_equal(out, "L2");
+    assert_string_equal(out, "L3"); /* numbered from 1 */
     tui_heat_axis_label(out, sizeof out, &pr, MT_PROBE_AXIS_GROUP, 0);
-    assert_string_equal(out, "g0");
+    assert_string_equal(out, "g1");
     assert_true(tui_heat_token_axis(MT_PROBE_AXIS_TARGET) && tui_heat_token_axis(MT_PROBE_AXIS_SOURCE));
+    /* the axes named for a class: what the rows and the columns are */
+    mt_probe_record encdec = {.n_src = 4, .n_tokens = 3};
+    tui_heat_axes_caption(out, sizeof out, &encdec, MT_PROBE_AXIS_TARGET, MT_PROBE_AXIS_SOURCE,
+                          "\u2193", "\u2192");
+    assert_string_equal(out, "translation \u2193  source \u2192");
+    tui_heat_axes_caption(out, sizeof out, &pr.rec, MT_PROBE_AXIS_LAYER, MT_PROBE_AXIS_TARGET,
+                          "v", "->");
+    assert_string_equal(out, "layer v  source | translation ->");
     assert_false(tui_heat_token_axis(MT_PROBE_AXIS_LAYER) || tui_heat_token_axis(MT_PROBE_AXIS_GROUP));
 }
 
@@ -288,6 +319,7 @@ int main(void)
         cmocka_unit_test(test_heat_normalisations),
         cmocka_unit_test(test_heat_slices_and_kinds),
         cmocka_unit_test(test_heat_axis_labels),
+        cmocka_unit_test(test_heat_scale_numbers),
         cmocka_unit_test(test_every_theme_legible_at_every_level),
         cmocka_unit_test(test_fallback_repair),
     };

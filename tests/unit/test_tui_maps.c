@@ -1,0 +1,195 @@
+/* A pane's heatmap describes what the pane shows: the workbench's request and event code
+ * (requests.c, events.c) driven without curses on a tiny bundle. After the text changes or the
+ * search changes while the pane shows its translation, F3 brings a map of the new text and the
+ * new output, never the one recorded before; while the text is edited and not yet sent, the
+ * map says it is being recomputed (tui_heat_current). */
+#include "test_util.h"
+
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tiny_bundle.h"
+#include "tui/app.h"
+
+static char dir[64], bundle[96];
+
+static int make_bundle(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/mtlab-tui-maps-XXXXXX");
+    if (!mkdtemp(dir)) return -1;
+    return test_tiny_bundle(dir, bundle, sizeof bundle);
+}
+
+static int remove_bundle(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static tui_app *app_new(void)
+{
+    tui_app *a = calloc(1, sizeof *a);
+    tui_editor_init(&a->ed, TUI_EDITOR_MAX_BYTES);
+    tui_log_init(&a->log);
+    assert_int_equal(tui_queue_init(&a->q), 0);
+    tui_cache_init(&a->cache, 64, 1u << 20);
+    a->default_beam = 1;
+    a->focus = -1;
+    return a;
+}
+
+static void app_free(tui_app *a)
+{
+    while (a->n_panes) tui_pane_remove(a, 0);
+    for (tui_event *ev = tui_queue_drain(&a->q), *nx; ev; ev = nx) {
+        nx = ev->next;
+        tui_event_free(ev);
+    }
+    tui_sent_free(&a->sent);
+    tui_cache_free(&a->cache);
+    tui_queue_destroy(&a->q);
+    tui_log_free(&a->log);
+    tui_editor_free(&a->ed);
+    free(a);
+}
+
+typedef int (*settled)(const tui_pane *p);
+static int is_loaded(const tui_pane *p) { return p->loaded; }
+static int is_idle(const tui_pane *p) { return !p->busy; }
+static int has_probe(const tui_pane *p) { return p->probe || p->probe_error; }
+
+/* Apply the workers' events until done(p) holds (at most 20 s). */
+static void pump_until(tui_app *a, tui_pane *p, settled done)
+{
+    struct pollfd pfd = {.fd = tui_queue_fd(&a->q), .events = POLLIN};
+    for (int round = 0; round < 200 && !done(p); round++)
+        if (poll(&pfd, 1, 100) > 0) tui_handle_events(a);
+    assert_true(done(p));
+}
+
+/* The text of pieces [from, to) of labels as the tokenizer decodes it: the word-start marks
+ * as spaces, an unknown piece as " ⁇ ", trimmed. */
+static void pieces_text(char *out, size_t len, char **labels, int from, int to)
+{
+    size_t k = 0;
+    for (int i = from; i < to; i++)
+        for (const char *s = strcmp(labels[i], "<unk>") ? labels[i] : "▁⁇▁";
+             *s && k + 1 < len; s++) {
+            if (!strncmp(s, "\u2581", 3)) {
+                if (k > 0) out[k++] = ' ';
+                s += 2;
+            } else {
+                out[k++] = *s;
+            }
+        }
+    while (k > 0 && out[k - 1] == ' ') k--;
+    out[k] = '\0';
+}
+
+/* The map p shows is of segment seg's source as sent and of the translation the pane shows. */
+static void assert_map_of_shown(tui_app *a, tui_pane *p, int seg)
+{
+    assert_non_null(p->probe);
+    assert_null(p->probe_error);
+    assert_true(tui_heat_current(a, p));
+    const mt_labelled_probe *pr = p->probe;
+    /* a decoder-only model: the prompt is `source <sep>`, then the translation */
+    int n = pr->rec.n_prompt;
+    assert_string_equal(pr->labels[n - 1], "<sep>");
+    char src[512], hyp[512];
+    pieces_text(src, sizeof src, pr->labels, 0, n - 1);
+    assert_string_equal(src, a->sent.texts[seg]);
+    int end = pr->rec.n_tokens;
+    if (end > n && !strcmp(pr->labels[end - 1], "</s>")) end--;
+    pieces_text(hyp, sizeof hyp, pr->labels, n, end);
+    char shown[512];
+    snprintf(shown, sizeof shown, "%s", p->hyps[seg]);
+    for (size_t k = strlen(shown); k > 0 && shown[k - 1] == ' '; k--) shown[k - 1] = '\0';
+    assert_string_equal(hyp, shown);
+}
+
+static void set_text(tui_app *a, const char *text)
+{
+    tui_editor_set_text(&a->ed, text);
+    tui_translate(a, NULL);
+}
+
+static void test_map_follows_text_and_search(void **state)
+{
+    (void)state;
+    tui_app *a = app_new();
+    assert_int_equal(tui_pane_add(a, bundle, NULL, 0), 0);
+    tui_pane *p = a->panes[0];
+    pump_until(a, p, is_loaded);
+
+    /* F3 on the first text: its map */
+    set_text(a, "En el principio creó Dios los cielos y la tierra.");
+    pump_until(a, p, is_idle);
+    p->view = TUI_VIEW_HEATMAP;
+    tui_request_probe(a, p);
+    pump_until(a, p, has_probe);
+    assert_map_of_shown(a, p, 0);
+
+    /* back to the text, a new text, F3: the map of the new text, not the old one */
+    p->view = TUI_VIEW_TEXT;
+    set_text(a, "Y vio Dios que la luz era buena.");
+    pump_until(a, p, is_idle);
+    p->view = TUI_VIEW_HEATMAP;
+    tui_request_probe(a, p);
+    pump_until(a, p, has_probe);
+    assert_map_of_shown(a, p, 0);
+
+    /* back to the text, another search (F4), F3: the map of the new search's output */
+    p->view = TUI_VIEW_TEXT;
+    p->beam = 3;
+    tui_translate(a, p);
+    pump_until(a, p, is_idle);
+    p->view = TUI_VIEW_HEATMAP;
+    tui_request_probe(a, p);
+    pump_until(a, p, has_probe);
+    assert_map_of_shown(a, p, 0);
+
+    /* `e` writes what the screen shows, named as the screen names it: layers from 1, the
+     * axes by what they are, a size that fits the map */
+    p->heat_kind = MT_PROBE_IMPLICIT_ATTN;
+    p->heat_nth = 0;
+    char cwd[512], out[96];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    snprintf(out, sizeof out, "%s/export", dir);
+    assert_int_equal(mkdir(out, 0755), 0);
+    assert_int_equal(chdir(out), 0);
+    tui_heat_export(a, p);
+    assert_non_null(strstr(a->notice, "heatmap-mamba-implicit-attention-L1-seg1.svg"));
+    size_t len;
+    char *csv = test_read_file("heatmap-mamba-implicit-attention-L1-seg1.csv", &len);
+    assert_non_null(csv);
+    assert_memory_equal(csv, "source | translation,", 21);
+    free(csv);
+    unsigned char *png = (unsigned char *)test_read_file("heatmap-mamba-implicit-attention-L1-seg1.png", &len);
+    assert_non_null(png);
+    int n = p->probe->rec.n_tokens;
+    unsigned w = (unsigned)png[16] << 24 | png[17] << 16 | png[18] << 8 | png[19];
+    unsigned h = (unsigned)png[20] << 24 | png[21] << 16 | png[22] << 8 | png[23];
+    /* cells shrink as the map grows: the whole stays about a slide's size */
+    assert_true(n > 50);
+    assert_true(h <= 1400 && w <= 1600);
+    free(png);
+    assert_int_equal(chdir(cwd), 0);
+
+    /* the text edited and not sent yet: the map is no longer current */
+    tui_editor_set_text(&a->ed, "Y dijo Dios: Sea la luz.");
+    assert_false(tui_heat_current(a, p));
+    app_free(a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_map_follows_text_and_search),
+    };
+    return cmocka_run_group_tests(tests, make_bundle, remove_bundle);
+}
