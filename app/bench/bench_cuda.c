@@ -196,7 +196,8 @@ static int qlinear_rows(const mt_backend *be, double copy_bw, int repeat)
     return 0;
 }
 
-static int kernels(const mt_backend *be, double copy_bw, double blas32, double blas16, int repeat)
+static int kernel_rates(const mt_backend *be, double copy_bw, double blas32, double blas16,
+                        int repeat)
 {
     printf("\n2. kernels against the device (fp32 unless named)\n");
     /* the scan at the Mamba-1.4B training shape: d_inner 4096, N 16 */
@@ -450,7 +451,8 @@ int bench_run_cuda(const char *device, const char *torch_json, int repeat, unsig
     printf("   cuBLAS 8192^3 bf16 in, fp32 out %7.1f TFLOP/s (our bf16 path, operands converted per call)\n",
            blas16 / 1e12);
     fflush(stdout);
-    if ((sections & BENCH_CUDA_KERNELS) && kernels(be, copy_bw, blas32, blas16, repeat)) return -1;
+    if ((sections & BENCH_CUDA_KERNELS) && kernel_rates(be, copy_bw, blas32, blas16, repeat))
+        return -1;
     fflush(stdout);
     if ((sections & BENCH_DECODE) && table4(be, repeat)) return -1;
     fflush(stdout);

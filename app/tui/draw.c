@@ -11,7 +11,7 @@
 #include "tui/glyphs.h"
 #include "tui/styled.h"
 
-static WINDOW *make(tui_rect r)
+static WINDOW *window_open(tui_rect r)
 {
     if (r.h <= 0 || r.w <= 0) return NULL;
     WINDOW *w = newwin(r.h, r.w, r.y, r.x);
@@ -19,7 +19,7 @@ static WINDOW *make(tui_rect r)
     return w;
 }
 
-static void drop(WINDOW **w)
+static void window_close(WINDOW **w)
 {
     if (*w) delwin(*w);
     *w = NULL;
@@ -33,13 +33,13 @@ static int zoom_target(tui_app *a)
 
 void tui_free_windows(tui_app *a)
 {
-    drop(&a->w_editor);
-    for (int i = 0; i < TUI_MAX_PANES; i++) drop(&a->w_panes[i]);
-    drop(&a->w_empty);
-    drop(&a->w_log);
-    drop(&a->w_status);
-    drop(&a->w_overlay);
-    drop(&a->w_console);
+    window_close(&a->w_editor);
+    for (int i = 0; i < TUI_MAX_PANES; i++) window_close(&a->w_panes[i]);
+    window_close(&a->w_empty);
+    window_close(&a->w_log);
+    window_close(&a->w_status);
+    window_close(&a->w_overlay);
+    window_close(&a->w_console);
 }
 
 /* The rows the editor's text takes wrapped to a full-width editor (the empty editor's hint:
@@ -68,13 +68,13 @@ void tui_build_windows(tui_app *a)
     a->relayout = 0;
     a->dirty = 1;
     if (a->L.too_small) return;
-    a->w_editor = make(a->L.editor);
-    for (int i = 0; i < a->L.n_panes; i++) a->w_panes[i] = make(a->L.panes[i]);
-    a->w_empty = make(a->L.empty);
-    a->w_log = make(a->L.log);
-    a->w_status = make(a->L.status);
-    a->w_overlay = make(a->L.overlay);
-    a->w_console = make(a->L.console);
+    a->w_editor = window_open(a->L.editor);
+    for (int i = 0; i < a->L.n_panes; i++) a->w_panes[i] = window_open(a->L.panes[i]);
+    a->w_empty = window_open(a->L.empty);
+    a->w_log = window_open(a->L.log);
+    a->w_status = window_open(a->L.status);
+    a->w_overlay = window_open(a->L.overlay);
+    a->w_console = window_open(a->L.console);
 }
 
 static void draw_too_small(tui_app *a)

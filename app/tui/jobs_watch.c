@@ -100,8 +100,8 @@ static void curves_copy(tui_job_curves *dst, const tui_job_curves *src)
     dst->bleu = copy_doubles(src->bleu, src->n_valid);
 }
 
-/* One look at runs/: a snapshot (runs malloc'd), or the error in err. */
-static tui_job_run *look(watch_list *l, size_t *n_out, char *err, size_t err_len)
+/* The runs of runs/ as they are now (malloc'd), or the error in err. */
+static tui_job_run *snapshot_runs(watch_list *l, size_t *n_out, char *err, size_t err_len)
 {
     job_info *jobs;
     size_t n;
@@ -132,7 +132,7 @@ static void *watch_main(void *arg)
         pthread_mutex_unlock(&v->mu);
         size_t n;
         char err[512];
-        tui_job_run *runs = look(&l, &n, err, sizeof err);
+        tui_job_run *runs = snapshot_runs(&l, &n, err, sizeof err);
         pthread_mutex_lock(&v->mu);
         tui_job_runs_free(v->fresh, v->n_fresh);
         v->fresh = runs;

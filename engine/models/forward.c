@@ -96,9 +96,9 @@ int mt_model_prepare(mt_model *m, const mt_batch *b)
     size_t n_acts = acts_layout(m, NULL, B, T, S);
     if (ensure(be, (void **)&m->acts, &m->acts_cap, n_acts * sizeof(float))) return -1;
     acts_layout(m, m->acts, B, T, S);
-    m->aB = B;
-    m->aT = T;
-    m->aS = S;
+    m->acts_B = B;
+    m->acts_T = T;
+    m->acts_S = S;
 
     /* ids (BT), targets (BT), src (NS) as int32, then masks (BT + NS) as bytes */
     size_t io_bytes = (2 * BT + NS) * sizeof(int32_t) + BT + NS;
@@ -147,7 +147,7 @@ static const float *decoder_output(const mt_model *m)
 
 const float *mt_model_run_stacks(mt_model *m, const mt_step_opts *opts)
 {
-    int B = m->aB, T = m->aT, S = m->aS;
+    int B = m->acts_B, T = m->acts_T, S = m->acts_S;
     const float *mem = NULL;
     if (m->arch->encdec) {
         mt_dropout drop = mt_stack_dropout(&m->enc, -1, 0, opts, m->cfg.dropout);
@@ -164,7 +164,7 @@ const float *mt_model_run_stacks(mt_model *m, const mt_step_opts *opts)
 
 double mt_model_run_forward(mt_model *m, const mt_step_opts *opts, int want_loss)
 {
-    size_t BT = (size_t)m->aB * m->aT;
+    size_t BT = (size_t)m->acts_B * m->acts_T;
     mt_model_project(m, m->logits, mt_model_run_stacks(m, opts), BT);
     if (!want_loss) return 0.0;
     float smoothing = opts ? opts->label_smoothing : 0.0f;
@@ -212,7 +212,7 @@ static double loss_backward_chunked(mt_model *m, const mt_step_opts *opts, float
 {
     const mt_backend *be = m->be;
     int C = m->cfg.d_model, V = m->cfg.vocab_size;
-    size_t BT = (size_t)m->aB * m->aT;
+    size_t BT = (size_t)m->acts_B * m->acts_T;
     size_t chunk = m->loss_chunk_rows > 0 ? (size_t)m->loss_chunk_rows : LOSS_CHUNK_FLOATS / V;
     if (chunk < 1) chunk = 1;
     float smoothing = opts ? opts->label_smoothing : 0.0f;
@@ -237,7 +237,7 @@ static double loss_backward_chunked(mt_model *m, const mt_step_opts *opts, float
 int mt_model_run_backward(mt_model *m, const mt_step_opts *opts, float scale, double *loss_sum)
 {
     const mt_backend *be = m->be;
-    int B = m->aB, T = m->aT, S = m->aS, C = m->cfg.d_model;
+    int B = m->acts_B, T = m->acts_T, S = m->acts_S, C = m->cfg.d_model;
     size_t BT = (size_t)B * T, NS = (size_t)B * S;
 
     /* scratch: ddec_out (BT, C), dx (BT, C), dmem (NS, C), dxs (NS, C), units */

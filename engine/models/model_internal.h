@@ -176,11 +176,11 @@ const mt_arch *mt_arch_find_hf(const char *model_type);
 struct mt_model {
     mt_model_config cfg;
     const mt_arch *arch;
-    const mt_backend *be;   /* the backend every operation runs on: base_be, or low_be */
+    const mt_backend *be;   /* the backend every operation runs on: base_be, or precision_be */
     const mt_backend *base_be; /* the device's backend the model was made on */
     mt_precision precision;
     mt_qweights *qweights;  /* int8 or bf16 copies of the linear weights, or NULL (fp32) */
-    mt_backend low_be;      /* base_be with its qweights = qweights (model_precision.c) */
+    mt_backend precision_be; /* base_be with its qweights = qweights (model_precision.c) */
 
     mt_named_tensor *tensors;
     int n_tensors, cap_tensors;
@@ -208,7 +208,7 @@ struct mt_model {
     /* training activations for the current (B, T, S), one allocation, grown on demand */
     float *acts;
     size_t acts_cap;
-    int aB, aT, aS;
+    int acts_B, acts_T, acts_S; /* the batch shape the activations are laid out for */
     mt_stack_acts enc_acts, dec_acts;
     float *logits, *losses, *lse; /* (BT, V), (BT), (BT) */
     int loss_chunk_rows;          /* rows of logits training's loss holds at once; 0: rows of

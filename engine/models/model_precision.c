@@ -51,9 +51,9 @@ int mt_model_set_precision(mt_model *m, mt_precision p)
         }
         mt_qweights_free(m->qweights); /* int8 -> bf16: the new copies first, then the old go */
         m->qweights = qw;
-        m->low_be = *m->base_be;
-        m->low_be.qweights = qw;
-        m->be = &m->low_be;
+        m->precision_be = *m->base_be;
+        m->precision_be.qweights = qw;
+        m->be = &m->precision_be;
         m->precision = p;
         return 0;
     }
