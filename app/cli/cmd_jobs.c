@@ -94,7 +94,7 @@ static int list(void)
     for (size_t i = 0; i < n; i++) {
         const job_info *j = &jobs[i];
         char steps[40], bleu[16], started[32], where[40];
-        snprintf(steps, sizeof steps, "%ld/%ld", j->step, j->max_steps);
+        snprintf(steps, sizeof steps, "%ld/%ld", job_shown_step(j), j->max_steps);
         if (j->valid_bleu >= 0) snprintf(bleu, sizeof bleu, "%.2f", j->valid_bleu);
         else snprintf(bleu, sizeof bleu, "-");
         format_time(j->started_at, started, sizeof started);
@@ -121,12 +121,25 @@ static int stop(const char *name)
     return 0;
 }
 
-static int resume(const char *name)
+/* jobs resume NAME [max_steps=N]: N extends the run past its end */
+static int resume(const char *name, const char *setting)
 {
     job_info j;
-    if (job_load(&j, name) != 0 || job_resume(&j) != 0) return cli_fail("jobs resume: %s", mt_last_error());
-    if (j.launcher == JOB_SLURM) printf("%s: resubmitted to Slurm as job %s\n", name, j.slurm_id);
-    else printf("%s: resumed, pid %ld\n", name, (long)j.pid);
+    long max_steps = 0;
+    if (setting) {
+        char *end;
+        if (strncmp(setting, "max_steps=", 10) != 0)
+            return cli_fail("jobs resume: %s: only max_steps=N can change when a run resumes", setting);
+        max_steps = strtol(setting + 10, &end, 10);
+        if (end == setting + 10 || *end || max_steps < 1)
+            return cli_fail("jobs resume: %s: max_steps must be a whole number >= 1", setting);
+    }
+    if (job_load(&j, name) != 0 || job_resume_to(&j, max_steps) != 0)
+        return cli_fail("jobs resume: %s", mt_last_error());
+    char to[48] = "";
+    if (max_steps) snprintf(to, sizeof to, ", to max_steps %ld", max_steps);
+    if (j.launcher == JOB_SLURM) printf("%s: resubmitted to Slurm as job %s%s\n", name, j.slurm_id, to);
+    else printf("%s: resumed, pid %ld%s\n", name, (long)j.pid, to);
     return 0;
 }
 
@@ -161,7 +174,7 @@ static int run_jobs(int argc, char **argv)
     if (!strcmp(sub, "start")) return start(argc, argv);
     if (!strcmp(sub, "list") && argc == 2) return list();
     if (!strcmp(sub, "stop") && argc == 3) return stop(argv[2]);
-    if (!strcmp(sub, "resume") && argc == 3) return resume(argv[2]);
+    if (!strcmp(sub, "resume") && (argc == 3 || argc == 4)) return resume(argv[2], argc == 4 ? argv[3] : NULL);
     if (!strcmp(sub, "log") && argc == 3) return show_log(argv[2], 0);
     if (!strcmp(sub, "log") && argc == 4 && !strcmp(argv[3], "--follow")) return show_log(argv[2], 1);
     return cli_usage(&cmd_jobs);
@@ -170,7 +183,7 @@ static int run_jobs(int argc, char **argv)
 const struct mt_command cmd_jobs = {
     "jobs",
     "start CONFIG.lua [--launcher local|slurm] [--name N] [--procs N | --tasks N | --nodes N [--gpus-per-node G]] "
-    "[KEY=VALUE...] | list | stop NAME | resume NAME | "
+    "[KEY=VALUE...] | list | stop NAME | resume NAME [max_steps=N] | "
     "log NAME [--follow]",
     "training runs in the background (locally or on Slurm), one trainer per run: start, list (exits 0 with a "
     "run whose job.json cannot be read shown as \"broken\"), stop with a checkpoint, resume, log",

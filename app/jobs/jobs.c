@@ -291,7 +291,14 @@ int job_refresh(job_info *j)
     if (job_log_read_since(j->dir, &j->log_offset, &recs, &n) != 0) return -1;
     apply_records(j, recs, n);
     free(recs);
+    j->checkpoint = checkpoint_step(j->dir);
     return 0;
+}
+
+long job_shown_step(const job_info *j)
+{
+    if (job_active(j)) return j->step;
+    return j->checkpoint >= 0 ? j->checkpoint : 0;
 }
 
 static int load_dir(job_info *j, const char *dir)
@@ -371,16 +378,35 @@ static int check_resumable(const job_info *j)
     if (train_config_load(&cfg, path) != 0) return -1;
     long step = checkpoint_step(j->dir);
     if (step >= cfg.max_steps)
-        return mt_error("%s is complete: its checkpoint is at step %ld of max_steps %ld, nothing to resume (raise "
-                        "max_steps in %s to train on)",
-                        j->name, step, cfg.max_steps, path);
+        return mt_error("%s is complete: its checkpoint is at step %ld of max_steps %ld, nothing to resume "
+                        "(mtlab jobs resume %s max_steps=N trains it on)",
+                        j->name, step, cfg.max_steps, j->name);
     return 0;
 }
 
-static int resume_locked(job_info *j)
+/* Raise the max_steps of the job's config copy to max_steps, past its checkpoint's step: the
+ * resume then trains the run on to it. */
+static int extend(job_info *j, long max_steps)
+{
+    char path[800], preset[64];
+    snprintf(path, sizeof path, "%s/config.lua", j->dir);
+    mt_train_config cfg;
+    if (train_config_load_with(&cfg, path, NULL, 0, preset, sizeof preset) != 0) return -1;
+    long step = checkpoint_step(j->dir);
+    if (max_steps <= step)
+        return mt_error("max_steps=%ld does not extend %s: its checkpoint is at step %ld", max_steps, j->name,
+                        step);
+    cfg.max_steps = max_steps;
+    if (train_config_write(&cfg, preset, path) != 0) return -1;
+    j->max_steps = max_steps;
+    return 0;
+}
+
+static int resume_locked(job_info *j, long max_steps)
 {
     if (job_refresh(j) != 0) return -1;
     if (job_active(j)) return mt_error("%s is %s: stop it before resuming", j->name, job_state_name(j->state));
+    if (max_steps > 0 && extend(j, max_steps) != 0) return -1;
     if (check_resumable(j) != 0) return -1;
     /* a run killed before its first checkpoint starts again from scratch; one killed while it
      * saved one has it under checkpoint.old/ */
@@ -399,13 +425,18 @@ static int resume_locked(job_info *j)
 
 int job_resume(job_info *j)
 {
+    return job_resume_to(j, 0);
+}
+
+int job_resume_to(job_info *j, long max_steps)
+{
     if (job_refresh(j) != 0) return -1;
     if (job_active(j)) return mt_error("%s is %s: stop it before resuming", j->name, job_state_name(j->state));
     /* Two resumes at once: the second one in finds the first one's trainer running (the
      * launcher records it before it lets go), or the trainer itself holding the lock. */
     int lock = mt_run_lock(j->dir, MT_RUN_LAUNCHER);
     if (lock < 0) return -1;
-    int rc = resume_locked(j);
+    int rc = resume_locked(j, max_steps);
     mt_run_unlock(lock);
     return rc;
 }

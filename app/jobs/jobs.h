@@ -69,6 +69,7 @@ typedef struct {
     long max_steps;        /* from the config */
     /* the latest of log.jsonl (job_refresh reads what was appended since the last call) */
     long step;             /* last logged step (0: none yet) */
+    long checkpoint;       /* the step of its checkpoint, where a resume continues (-1: none) */
     double loss, tokens_per_s, elapsed_s;
     double valid_bleu;     /* last validation BLEU, -1: none yet */
     long log_offset;       /* bytes of log.jsonl read so far */
@@ -106,7 +107,13 @@ int job_stop(job_info *j);
 /* Relaunch a job that is not pending or running, from its checkpoint when it has one; refused
  * when no trainer could take it (its config.lua is missing, or its checkpoint already reached
  * max_steps) or another process trains its run (mt_run_lock). */
+/* The step to show for the job: the logged one while it is active, else its checkpoint's
+ * (0 without one: a resume starts from scratch), which is where it stands. */
+long job_shown_step(const job_info *j);
 int job_resume(job_info *j);
+/* The same, first raising the run's max_steps to max_steps (0: as it is), which must lie past
+ * its checkpoint: a completed run trains on. */
+int job_resume_to(job_info *j, long max_steps);
 /* Poll until the job is neither pending nor running: 0, or 1 when timeout_s (< 0: none)
  * passed first; -1 on error. */
 int job_wait(job_info *j, double timeout_s);

@@ -70,8 +70,8 @@ void tui_job_columns(tui_job_cols *c, const job_info *j, double eta_s)
                      : j->state == JOB_RUNNING                          ? TUI_C_BUSY
                      : j->state == JOB_COMPLETED                        ? TUI_C_DONE
                                                                         : TUI_C_DIM;
-    if (j->max_steps > 0) snprintf(c->steps, sizeof c->steps, "%ld/%ld", j->step, j->max_steps);
-    else snprintf(c->steps, sizeof c->steps, "%ld", j->step);
+    if (j->max_steps > 0) snprintf(c->steps, sizeof c->steps, "%ld/%ld", job_shown_step(j), j->max_steps);
+    else snprintf(c->steps, sizeof c->steps, "%ld", job_shown_step(j));
     if (j->tokens_per_s > 0) tui_format_count(c->tokens_per_s, sizeof c->tokens_per_s, (size_t)(j->tokens_per_s + 0.5));
     else snprintf(c->tokens_per_s, sizeof c->tokens_per_s, "-");
     tui_format_eta(c->eta, sizeof c->eta, j->state == JOB_RUNNING ? eta_s : -1);

@@ -159,6 +159,30 @@ static void test_resume_refusals(void **state)
     test_remove_tree("runs");
 }
 
+/* A run that stopped or died: the step shown is its checkpoint's, where a resume continues,
+ * not the last step it logged; a running one shows the step it logged. */
+static void test_step_shown_is_the_checkpoints(void **state)
+{
+    (void)state;
+    job_file("died", "failed");
+    config_file("died", 20);
+    checkpoint_at("died", "checkpoint", 5);
+    test_write_text("runs/died/log.jsonl", "{\"event\":\"train\",\"step\":7,\"loss\":5.0}\n");
+    job_info j;
+    assert_int_equal(job_load(&j, "died"), 0);
+    assert_int_equal(j.step, 7);
+    assert_int_equal(j.checkpoint, 5);
+    assert_int_equal(job_shown_step(&j), 5);
+    job_file("fresh", "failed");
+    test_write_text("runs/fresh/log.jsonl", "{\"event\":\"train\",\"step\":3,\"loss\":5.0}\n");
+    assert_int_equal(job_load(&j, "fresh"), 0);
+    assert_int_equal(j.checkpoint, -1);
+    assert_int_equal(job_shown_step(&j), 0); /* no checkpoint: a resume starts from scratch */
+    j.state = JOB_RUNNING;
+    assert_int_equal(job_shown_step(&j), 3);
+    test_remove_tree("runs");
+}
+
 /* A data-parallel job whose processes are gone: its error names the rank that died and its host
  * from the launcher's report in train.log, not a rank the launcher ended after it, nor the
  * launcher's frames of dashes. */
@@ -238,6 +262,7 @@ int main(void)
         cmocka_unit_test(test_list_marks_a_broken_job),
         cmocka_unit_test(test_log_takes_the_last_record_per_step),
         cmocka_unit_test(test_resume_refusals),
+        cmocka_unit_test(test_step_shown_is_the_checkpoints),
         cmocka_unit_test(test_dead_rank_named),
         cmocka_unit_test(test_ranks_options_refused),
     };
