@@ -133,8 +133,9 @@ static void draw_title(tui_app *a, tui_pane *p, WINDOW *w, int focused)
             n = tui_text_fit(name, strlen(name), name_room - tui_text_width_z(g->ellipsis), &cols);
         snprintf(title, sizeof title, "%.*s%s%s", (int)n, name,
                  n < strlen(name) ? g->ellipsis : "", tail);
-        /* too narrow for both: the name, which tells the panes apart, before the search */
-        if (name_room < 4) {
+        /* too narrow for both: the whole name, which tells the panes apart, before the
+         * search ("transformer-small", not "transform… · greedy") */
+        if (n < strlen(name)) {
             n = tui_text_fit(name, strlen(name), room, &cols);
             if (n < strlen(name))
                 n = tui_text_fit(name, strlen(name), room - tui_text_width_z(g->ellipsis), &cols);

@@ -190,6 +190,17 @@ for size in 100x30 80x24; do
     quit_workbench
     check "... and the workbench quits" exited_cleanly
 done
+# the shipped models' four panes at 100x30 with the console open: side by side, each title
+# names its model whole (the search goes first)
+T resize-window -t e2e -x 100 -y 30
+T send-keys -t e2e -l "clear"; T send-keys -t e2e Enter
+run_mtlab "$bin tui --models '$root/models'"
+wait_count 'params, cpu|cpu · greedy|─ done ─' 4 30
+T send-keys -t e2e C-o
+check "at 100x30 with the console open four panes keep their whole names" \
+    wait_for '^┌─ transformer-small ─.*┐┌─ mamba-small ─.*┐┌─ mamba-mha-small ─.*┐┌─ mamba-local-small ─' 10
+quit_workbench
+check "... and the workbench quits" exited_cleanly
 T resize-window -t e2e -x 120 -y 40
 
 echo
