@@ -82,7 +82,9 @@ const mtl_help_entry mtl_help[] = {
     {"mtlab.entities.recall",
      "mtlab.entities.recall(srcs, hyps, refs [, {stats=PATH, lang=}]) -> bins",
      "Named-entity recall as in the paper: {unseen, regular, frequent, all}, each {recall, "
-     "entities, occurrences, hits}, binned by the training counts in corpus_stats.tsv."},
+     "macro_recall, micro_recall, entities, occurrences, hits}, binned by the training counts "
+     "in corpus_stats.tsv. recall is the paper's macro average, the mean of each distinct "
+     "entity's recall (macro_recall); micro_recall is hits / occurrences."},
     {"mtlab.eval",
      "mtlab.eval{models={...}, src=, ref=, beam=5, device=, precision=, stats=, train_src=, "
      "train_ref=, lexicon=, ner=, length_model=, hyps=DIR, src_name=, ref_name=, names=TSV, "

@@ -167,8 +167,13 @@ void mtl_push_ne_recall(lua_State *L, const mt_ne_recall *r)
 {
     lua_createtable(L, 0, MT_NE_BINS + 1);
     for (int b = -1; b < MT_NE_BINS; b++) {
-        lua_createtable(L, 0, 4);
+        lua_createtable(L, 0, 6);
+        /* recall is the paper's: the mean over distinct entities (macro); micro is hits over
+         * occurrences, which a reader beside hits= and occurrences= may take it for */
+        size_t hits = b < 0 ? r->hits_all : r->hits[b], occ = b < 0 ? r->occurrences_all : r->occurrences[b];
         mtl_set_number(L, "recall", b < 0 ? r->recall_all : r->recall[b]);
+        mtl_set_number(L, "macro_recall", b < 0 ? r->recall_all : r->recall[b]);
+        mtl_set_number(L, "micro_recall", occ ? (double)hits / (double)occ : 0);
         mtl_set_integer(L, "entities", (lua_Integer)(b < 0 ? r->entities_all : r->entities[b]));
         mtl_set_integer(L, "occurrences",
                         (lua_Integer)(b < 0 ? r->occurrences_all : r->occurrences[b]));

@@ -140,6 +140,18 @@ describe("mtlab.entities.recall", function()
     assert.has_error(function() mtlab.entities.recall({}, {}, {}, {stats = "nope.tsv"}) end)
   end)
 
+  it("says its recall is the macro average over distinct entities and gives the micro one", function()
+    -- Abraham found in 1 of his 2 sentences (0.5), Zorobabel in his one (1): macro 0.75,
+    -- micro 2 hits of 3 occurrences
+    local r = mtlab.entities.recall({"Abraham dijo", "Abraham fue", "Zorobabel dijo"},
+      {"Abraham said", "He went", "Zorobabel said"}, {"Abraham said", "Abraham went", "Zorobabel said"})
+    assert.are.equal(0.75, r.all.recall)
+    assert.are.equal(0.75, r.all.macro_recall)
+    assert.are.equal(2 / 3, r.all.micro_recall)
+    assert.are.equal(2, r.all.hits)
+    assert.are.equal(3, r.all.occurrences)
+  end)
+
   it("refuses lists of different lengths, each one shorter or longer than the others, empty included", function()
     local two, one = {"Y Abraham dijo", "Y Moisés dijo"}, {"Abraham said"}
     for _, c in ipairs({
