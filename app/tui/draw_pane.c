@@ -50,7 +50,9 @@ static void draw_message(WINDOW *w, const tui_palette *pal, const char *msg, tui
     tui_styled_free(&st);
 }
 
-static void draw_text(tui_app *a, tui_pane *p, WINDOW *w)
+static void draw_title(tui_app *a, tui_pane *p, WINDOW *w, int focused, int reserve);
+
+static void draw_text(tui_app *a, tui_pane *p, WINDOW *w, int focused)
 {
     int width = getmaxx(w) - 2, h = getmaxy(w) - 2;
     tui_styled st;
@@ -65,6 +67,10 @@ static void draw_text(tui_app *a, tui_pane *p, WINDOW *w)
         char more[32];
         snprintf(more, sizeof more, " %d-%d/%d ", p->scroll + 1,
                  p->scroll + h < n ? p->scroll + h : n, n);
+        /* the title again, fitted beside the position so that neither covers the other */
+        tui_set_style(w, &a->palette, focused ? TUI_C_FOCUS : TUI_C_BORDER);
+        mvwhline(w, 0, 1, ACS_HLINE, getmaxx(w) - 2);
+        draw_title(a, p, w, focused, (int)strlen(more) + 1);
         tui_set_style(w, &a->palette, TUI_C_DIM);
         tui_put(w, 0, getmaxx(w) - 2 - (int)strlen(more), more, (int)strlen(more));
     }
@@ -97,15 +103,16 @@ static int draw_state(tui_app *a, tui_pane *p, WINDOW *w)
     return x;
 }
 
-/* The title: name, architecture, parameters, device and the search ("greedy", "beam 5");
+/* The title: name, architecture, parameters, device and the search ("greedy", "beam 5"), in
+ * the top border less reserve columns at its right (a scrolled pane's position);
  * when that does not fit, the name, the device (panes on the CPU and a GPU side by side are
  * compared by it) and the search; then the name and the search, the name cut short if it must
  * be, so the search shows unless the pane is too narrow for a name beside it (or did not load). */
-static void draw_title(tui_app *a, tui_pane *p, WINDOW *w, int focused)
+static void draw_title(tui_app *a, tui_pane *p, WINDOW *w, int focused, int reserve)
 {
     const tui_glyphs *g = glyphs(a);
     char title[256], search[32], tail[64], name[96];
-    int room = getmaxx(w) - 6 - (focused ? 2 : 0);
+    int room = getmaxx(w) - 6 - (focused ? 2 : 0) - reserve;
     /* a pane that did not load searches nothing: no greedy or beam in its title */
     if (p->load_error) search[0] = 0;
     else tui_format_search(search, sizeof search, p->beam);
@@ -153,7 +160,7 @@ void tui_draw_pane(tui_app *a, int index, WINDOW *w)
     werase(w);
     tui_set_style(w, &a->palette, focused ? TUI_C_FOCUS : TUI_C_BORDER);
     box(w, 0, 0);
-    draw_title(a, p, w, focused);
+    draw_title(a, p, w, focused, 0);
     int state_x = draw_state(a, p, w);
     if (p->have_stats && !p->busy) {
         char stats[160], sep[16];
@@ -188,5 +195,5 @@ void tui_draw_pane(tui_app *a, int index, WINDOW *w)
         draw_message(w, &a->palette, "waiting for text in the editor", TUI_C_DIM);
         return;
     }
-    draw_text(a, p, w);
+    draw_text(a, p, w, focused);
 }

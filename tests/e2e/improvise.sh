@@ -82,6 +82,14 @@ check "? ui lists the ui functions" wait_for '^│In the workbench also: ui\.' 5
 type_line "local t = nil; return t.x"
 check "a runtime error keeps its traceback" wait_for '^│        console:1: in main chunk' 5
 
+# ---------------------------------------------------------------- a scrolled pane's title
+# two narrow panes with more lines than they show: the title keeps the search beside the
+# scroll position
+type_line "ui.open('bundles/mamba') ui.text_view(1) ui.set_text(string.rep('Y dijo Dios: Sea la luz.\\n', 30)) ui.translate() ui.wait()"
+T resize-window -t e2e -x 76 -y 40
+check "a scrolled pane's title keeps its search" wait_for '^┌─ transformer · (cpu · )?greedy ─+ 1-[0-9]+/[0-9]+ ─┐' 20
+T resize-window -t e2e -x 120 -y 40
+
 quit_workbench
 check "the workbench quits" exited_cleanly
 
