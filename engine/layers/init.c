@@ -41,6 +41,9 @@ void mt_mamba_init(mt_rng *r, mt_mamba_params *host, const mt_mamba_config *cfg,
     const double dt_min = 1e-3, dt_max = 0.1, dt_floor = 1e-4;
     int C = cfg->d_model, D = cfg->d_inner, N = cfg->d_state, R = cfg->dt_rank, K = cfg->d_conv;
     mt_init_linear_default(r, host->in_proj_w, NULL, 2 * D, C);
+    /* mamba_ssm zeroes every Linear bias (Hugging Face's use_bias) */
+    if (host->in_proj_b) mt_init_fill(host->in_proj_b, (size_t)2 * D, 0.0f);
+    if (host->out_proj_b) mt_init_fill(host->out_proj_b, (size_t)C, 0.0f);
     /* conv1d (D, 1, K), groups = D: fan_in = 1 * K */
     mt_init_linear_default(r, host->conv_w, host->conv_b, D, K);
     mt_init_linear_default(r, host->x_proj_w, NULL, R + 2 * N, D);

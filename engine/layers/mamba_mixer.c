@@ -5,6 +5,7 @@
  *   dt = dt_low dt_proj_w^T                  (dt_proj.bias is added inside the scan)
  *   y = scan(u, dt, A_log, Bm, Cm, D, dt_proj.bias) ; yg = y * SiLU(z)
  *   o = yg out_proj^T ; out = dropout(o)
+ * (plus in_proj's and out_proj's biases with cfg->bias; conv1d's bias unless cfg->no_conv_bias)
  * With left padding, x and u are 0 on the pads, so Bm = Cm = dt_low = 0 there, every state
  * stays exactly 0 through the pads, and the real tokens see what an unpadded run sees. */
 #include "layers/tensor_table.h"
@@ -16,6 +17,8 @@ void mt_mamba_config_default(mt_mamba_config *cfg, int d_model)
     cfg->d_state = 16;
     cfg->d_conv = 4;
     cfg->dt_rank = (d_model + 15) / 16;
+    cfg->bias = 0;
+    cfg->no_conv_bias = 0;
 }
 
 /* The mixer's tensors in block order, listed once (p may be NULL when no pointers are made) */
@@ -25,14 +28,22 @@ static void walk(tensor_walk *w, const mt_mamba_config *cfg, mt_mamba_params *p)
     mt_mamba_params none;
     if (!p) p = &none;
     tensor_walk_row(w, &p->in_proj_w, "in_proj", ".weight", 1, 2, 2 * D, C, 0);
+    tensor_walk_optional(w, cfg->bias, &p->in_proj_b, "in_proj", ".bias", 0, 1, 2 * D, 0, 0);
     tensor_walk_row(w, &p->conv_w, "conv1d", ".weight", 1, 3, D, 1, cfg->d_conv);
-    tensor_walk_row(w, &p->conv_b, "conv1d", ".bias", 0, 1, D, 0, 0);
+    tensor_walk_optional(w, !cfg->no_conv_bias, &p->conv_b, "conv1d", ".bias", 0, 1, D, 0, 0);
     tensor_walk_row(w, &p->x_proj_w, "x_proj", ".weight", 1, 2, R + 2 * N, D, 0);
     tensor_walk_row(w, &p->dt_proj_w, "dt_proj", ".weight", 1, 2, D, R, 0);
     tensor_walk_row(w, &p->dt_proj_b, "dt_proj", ".bias", 0, 1, D, 0, 0);
     tensor_walk_row(w, &p->A_log, "A_log", "", 0, 2, D, N, 0);
     tensor_walk_row(w, &p->D, "D", "", 0, 1, D, 0, 0);
     tensor_walk_row(w, &p->out_proj_w, "out_proj", ".weight", 1, 2, C, D, 0);
+    tensor_walk_optional(w, cfg->bias, &p->out_proj_b, "out_proj", ".bias", 0, 1, C, 0, 0);
+}
+
+/* the z half of in_proj's bias, or NULL */
+static const float *z_bias(const mt_mamba_params *p, const mt_mamba_config *cfg)
+{
+    return p->in_proj_b ? p->in_proj_b + cfg->d_inner : NULL;
 }
 
 int mt_mamba_tensors(const mt_mamba_config *cfg, mt_tensor_spec *specs)
@@ -134,8 +145,8 @@ void mt_mamba_forward(const mt_backend *be, float *out, mt_mamba_acts *a, const 
 {
     size_t BT = (size_t)B * T;
     int C = cfg->d_model, D = cfg->d_inner;
-    mt_linear_forward(be, a->x, inp, p->in_proj_w, NULL, BT, C, D);
-    mt_linear_forward(be, a->z, inp, p->in_proj_w + (size_t)D * C, NULL, BT, C, D);
+    mt_linear_forward(be, a->x, inp, p->in_proj_w, p->in_proj_b, BT, C, D);
+    mt_linear_forward(be, a->z, inp, p->in_proj_w + (size_t)D * C, z_bias(p, cfg), BT, C, D);
     if (mask) be->mask_rows(a->x, mask, BT, D);
     be->conv1d_forward(a->xc, a->x, p->conv_w, p->conv_b, B, T, D, cfg->d_conv);
     int continuing = state && state->len > 0;
@@ -150,7 +161,7 @@ void mt_mamba_forward(const mt_backend *be, float *out, mt_mamba_acts *a, const 
     be->scan_forward(a->y, state ? state->ssm : NULL, &s);
     if (state) state->len += T;
     be->gate_forward(a->yg, a->y, a->z, BT * D);
-    mt_linear_forward(be, a->o, a->yg, p->out_proj_w, NULL, BT, D, C);
+    mt_linear_forward(be, a->o, a->yg, p->out_proj_w, p->out_proj_b, BT, D, C);
     mt_dropout_forward(be, out, a->o, BT * C, drop);
 }
 
@@ -163,7 +174,8 @@ void mt_mamba_backward(const mt_backend *be, float *dinp, mt_mamba_params *g, mt
     int C = cfg->d_model, D = cfg->d_inner, R = cfg->dt_rank, N = cfg->d_state;
     be->memzero(da->x, mt_mamba_acts_count(cfg, B, T) * sizeof(float)); /* da is one block */
     mt_dropout_backward(be, da->o, dout, BT * C, drop);
-    mt_linear_backward(be, da->yg, g->out_proj_w, NULL, da->o, a->yg, p->out_proj_w, BT, D, C);
+    mt_linear_backward(be, da->yg, g->out_proj_w, g->out_proj_b, da->o, a->yg, p->out_proj_w, BT,
+                       D, C);
     be->gate_backward(da->y, da->z, da->yg, a->y, a->z, BT * D);
     mt_scan_args s = scan_args(a, p, cfg, B, T);
     mt_scan_grads sg = {
@@ -181,8 +193,9 @@ void mt_mamba_backward(const mt_backend *be, float *dinp, mt_mamba_params *g, mt
     be->act_backward(MT_ACT_SILU, da->xc, da->u, a->xc, BT * D);
     be->conv1d_backward(da->x, g->conv_w, g->conv_b, da->xc, a->x, p->conv_w, B, T, D, cfg->d_conv);
     if (mask) be->mask_rows(da->x, mask, BT, D);
-    mt_linear_backward(be, dinp, g->in_proj_w, NULL, da->x, inp, p->in_proj_w, BT, C, D);
-    mt_linear_backward(be, dinp, g->in_proj_w + (size_t)D * C, NULL, da->z, inp,
+    mt_linear_backward(be, dinp, g->in_proj_w, g->in_proj_b, da->x, inp, p->in_proj_w, BT, C, D);
+    mt_linear_backward(be, dinp, g->in_proj_w + (size_t)D * C,
+                       g->in_proj_b ? g->in_proj_b + D : NULL, da->z, inp,
                        p->in_proj_w + (size_t)D * C, BT, C, D);
 }
 
@@ -192,14 +205,14 @@ void mt_mamba_step(const mt_backend *be, float *out, mt_mamba_acts *a, const flo
                    int B)
 {
     int C = cfg->d_model, D = cfg->d_inner;
-    mt_linear_forward(be, a->x, inp, p->in_proj_w, NULL, (size_t)B, C, D);
-    mt_linear_forward(be, a->z, inp, p->in_proj_w + (size_t)D * C, NULL, (size_t)B, C, D);
+    mt_linear_forward(be, a->x, inp, p->in_proj_w, p->in_proj_b, (size_t)B, C, D);
+    mt_linear_forward(be, a->z, inp, p->in_proj_w + (size_t)D * C, z_bias(p, cfg), (size_t)B, C, D);
     be->conv1d_step(a->xc, state->conv, a->x, p->conv_w, p->conv_b, B, D, cfg->d_conv);
     be->act_forward(MT_ACT_SILU, a->u, a->xc, (size_t)B * D);
     x_proj_forward(be, a, p, cfg, (size_t)B);
     mt_scan_args s = scan_args(a, p, cfg, B, 1);
     be->scan_step(a->y, state->ssm, &s);
     be->gate_forward(a->yg, a->y, a->z, (size_t)B * D);
-    mt_linear_forward(be, out, a->yg, p->out_proj_w, NULL, (size_t)B, D, C);
+    mt_linear_forward(be, out, a->yg, p->out_proj_w, p->out_proj_b, (size_t)B, D, C);
     state->len++;
 }

@@ -16,6 +16,8 @@ mt_mamba_config mt_mamba_mixer_config(const mt_model_config *c)
         .d_state = c->d_state,
         .d_conv = c->d_conv,
         .dt_rank = c->dt_rank,
+        .bias = c->mamba_bias,
+        .no_conv_bias = c->mamba_no_conv_bias,
     };
     return mc;
 }
@@ -123,13 +125,16 @@ static const mt_config_key mamba_keys[] = {
     MT_CFG_CONST_STRING("time_step_init_scheme", "random"),
     MT_CFG_FLOAT_OR("layer_norm_epsilon", norm_eps, 1e-5f, 1e-12, 1.0),
     MT_CFG_FLOAT_OR("initializer_range", init_std, 0.1f, 0.0, 1e3),
-    MT_CFG_FIXED_BOOL("use_bias", 0, 0),
-    MT_CFG_FIXED_BOOL("use_conv_bias", 1, 0),
+    MT_CFG_BOOL_OR("use_bias", mamba_bias, 0),
+    MT_CFG_NOT_BOOL_OR("use_conv_bias", mamba_no_conv_bias, 1),
     MT_CFG_FIXED_STRING("hidden_act", "silu", NULL, "Mamba uses silu"),
     MT_CFG_CONST_BOOL("residual_in_fp32", 1),
     MT_CFG_CONST_BOOL("rescale_prenorm_residual", 0),
     MT_CFG_BOOL_OR("tie_word_embeddings", tie_embeddings, 1),
     MT_CFG_INT("vocab_size", vocab_size, 1, 1 << 22),
+    /* what the checkpoint's vocabulary was padded to; vocab_size holds the padded rows */
+    {.name = "pad_vocab_size_multiple", .type = MT_KEY_INT, .offset = MT_KEY_FIELD(pad_vocab_multiple),
+     .lo = 1, .hi = 1 << 16, .def = 8, .flags = MT_KEY_OPTIONAL | MT_KEY_READ_ONLY},
     MT_CFG_TOKEN_ID("pad_token_id", pad_id),
     MT_CFG_TOKEN_ID("eos_token_id", eos_id),
     MT_CFG_TOKEN_ID("bos_token_id", bos_id),
@@ -222,6 +227,7 @@ void mt_mamba_preset(mt_model_config *c, int C, int layers)
     c->norm_eps = 1e-5f;
     c->tie_embeddings = 1;
     c->init_std = 0.02f;
+    c->pad_vocab_multiple = 8;
 }
 
 /* the paper's 24 layers, d_model 610 (~77M); the demo's 12 layers, d_model 192 */

@@ -280,10 +280,8 @@ static void test_mamba_left_padding_exact(void **state)
 /* Prefill 3 tokens (with state capture), then step 6 more: every output matches the parallel
  * forward over all 9 tokens. The step runs matrix products on B rows instead of B*T, so
  * OpenBLAS may round differently: tolerance 1e-5 relative to the output scale. */
-static void test_mamba_step_matches_parallel(void **state)
+static void step_matches_parallel(const mt_mamba_config *cfg)
 {
-    (void)state;
-    const mt_mamba_config *cfg = &small_cfg;
     int C = cfg->d_model;
     enum { B = 2, T = 9, PRE = 3 };
     mt_mamba_params p;
@@ -316,6 +314,26 @@ static void test_mamba_step_matches_parallel(void **state)
            worst, scale);
     assert_true(worst <= 1e-5 * scale);
     free(params), free(h), free(acts), free(st), free(full), free(pre_out), free(h_pre), free(x), free(y);
+}
+
+static void test_mamba_step_matches_parallel(void **state)
+{
+    (void)state;
+    step_matches_parallel(&small_cfg);
+    /* Hugging Face's use_bias (in_proj and out_proj biases) without the conv1d bias */
+    mt_mamba_config biased = small_cfg;
+    biased.bias = 1;
+    biased.no_conv_bias = 1;
+    mt_mamba_params p;
+    assert_int_equal(mt_mamba_params_count(&biased),
+                     mt_mamba_params_count(&small_cfg) + 2 * 16 + 8 - 16);
+    float *block = calloc(mt_mamba_params_count(&biased), sizeof *block);
+    mt_mamba_params_point(&p, block, &biased);
+    assert_null(p.conv_b);
+    assert_non_null(p.in_proj_b);
+    assert_non_null(p.out_proj_b);
+    free(block);
+    step_matches_parallel(&biased);
 }
 
 /* ---------------------------------------------------------------- initialisation */

@@ -367,26 +367,31 @@ void mt_retention_state_reorder(const mt_backend *be, mt_retention_state *dst,
 /* ---------------------------------------------------------------- Mamba v1 mixer
  * docs/models.md §3.4: in_proj -> x, z; x *= mask; conv (K); SiLU; x *= mask; x_proj -> dt, Bm, Cm;
  * dt_proj (bias added in the scan before softplus); scan with A = -exp(A_log) and D skip;
- * y *= SiLU(z); out_proj; dropout. No biases except conv1d and dt_proj. */
+ * y *= SiLU(z); out_proj; dropout. No biases except conv1d and dt_proj (mamba_ssm's; Hugging
+ * Face's use_bias adds in_proj's and out_proj's, use_conv_bias false drops conv1d's). */
 typedef struct {
     int d_model; /* C */
     int d_inner; /* D = expand * C */
     int d_state; /* N (16) */
     int d_conv;  /* K (4) */
     int dt_rank; /* R = ceil(C / 16) */
+    int bias;    /* 1: in_proj and out_proj have biases (Hugging Face MambaConfig use_bias) */
+    int no_conv_bias; /* 1: conv1d has none (use_conv_bias false) */
 } mt_mamba_config;
 /* d_inner = 2C, d_state 16, d_conv 4, dt_rank ceil(C/16) (mamba_ssm defaults) */
 void mt_mamba_config_default(mt_mamba_config *cfg, int d_model);
 typedef struct {
     float *in_proj_w;  /* (2*D, C): rows [0, D) x, [D, 2*D) z */
+    float *in_proj_b;  /* (2*D) or NULL (cfg bias) */
     float *conv_w;     /* (D, K) */
-    float *conv_b;     /* (D) */
+    float *conv_b;     /* (D) or NULL (cfg no_conv_bias) */
     float *x_proj_w;   /* (R + 2*N, D): rows [0,R) dt, [R,R+N) B, [R+N,R+2N) C */
     float *dt_proj_w;  /* (D, R) */
     float *dt_proj_b;  /* (D) */
     float *A_log;      /* (D, N) */
     float *D;          /* (D) */
     float *out_proj_w; /* (C, D) */
+    float *out_proj_b; /* (C) or NULL (cfg bias) */
 } mt_mamba_params;
 typedef struct {
     float *x;      /* (B, T, D) in_proj x half, masked */

@@ -61,6 +61,10 @@ typedef struct {
                                       * written by the trainer from its dataset */
     int langs_recorded;              /* 0: config.json had none, read as the Bible's es -> en (and
                                       * saved without them again); 1: written */
+    int mamba_bias;        /* Mamba: in_proj and out_proj have biases (MambaConfig use_bias) */
+    int mamba_no_conv_bias; /* Mamba: conv1d has none (MambaConfig use_conv_bias false) */
+    int pad_vocab_multiple; /* Mamba: MambaConfig pad_vocab_size_multiple (8), checked and not
+                             * used: vocab_size holds the padded rows */
 } mt_model_config;
 
 typedef struct mt_model mt_model;
