@@ -4,7 +4,7 @@
  * later reorder moves each surviving beam's caches (attention keys/values, Mamba conv and ssm
  * states) to the row of the beam that continues it, dropping finished sentences.
  * The naive reference is mt_decode_beam_naive (reference.c). */
-#include "decode/searches.h"
+#include "decode/search.h"
 
 #include <stdlib.h>
 #include <string.h>

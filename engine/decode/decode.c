@@ -1,6 +1,6 @@
 /* mt_decode: option checks, length limits, prompts, the decoding state and its prefill, then
- * greedy.c or beam.c (searches.h). The helpers both searches share are in search.c. */
-#include "decode/searches.h"
+ * greedy.c or beam.c (search.h). The helpers both searches share are in search.c. */
+#include "decode/search.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * the batch when it emits <eos> or reaches its length limit, and the decoding state is
  * compacted to the rows still running (mt_decode_state_reorder), so finished sentences cost
  * nothing. The naive reference is mt_decode_greedy_naive (reference.c). */
-#include "decode/searches.h"
+#include "decode/search.h"
 
 #include <stdlib.h>
 

@@ -1,6 +1,5 @@
-/* What the searches share (search.c, beam_hyps.c): one decoding call's context, scoring,
- * streaming and the finished-hypothesis list of beam search. The searches themselves are in
- * searches.h; nothing here calls them.
+/* Decoding's inside: one decoding call's context, the scoring, streaming and finished-hypothesis
+ * list the searches share (search.c, beam_hyps.c), and the two searches (greedy.c, beam.c).
  * Letters (mtlab/backend.h): n sentences, K beams, V vocabulary, rows = live rows of the
  * decoding state. */
 #ifndef MTLAB_DECODE_SEARCH_H
@@ -66,5 +65,10 @@ typedef struct {
 } mt_scored;
 /* Insert (score, index) into top (n kept, at most k), keeping it sorted. */
 void mt_topk_push(mt_scored *top, int *n, int k, double score, long index);
+
+/* ---- the two searches mt_decode (decode.c) picks between: greedy.c for one beam, beam.c for
+ * more. Each runs a prefilled context to the end, filling c->res. 0 or -1. */
+int mt_decode_greedy_run(mt_decode_ctx *c);
+int mt_decode_beam_run(mt_decode_ctx *c);
 
 #endif
