@@ -142,7 +142,9 @@ static void save_translations(tui_app *a)
     for (int i = 0; i < a->n_panes; i++) {
         const tui_pane *p = a->panes[i];
         tui_format_search(search[i], sizeof search[i], p->beam);
-        cols[i] = (tui_save_column){p->name, p->dir, search[i], p->hyps, p->final, p->n_hyps};
+        cols[i] = (tui_save_column){p->name, p->dir, search[i], p->hyps, p->final, p->n_hyps,
+                                    {p->have_stats, p->seconds, p->tokens, p->model_state_bytes,
+                                     p->state_bytes}};
     }
     FILE *tsv, *jsonl;
     char tsv_path[PATH_MAX], jsonl_path[PATH_MAX];
@@ -150,7 +152,8 @@ static void save_translations(tui_app *a)
         tui_notice(a, "not saved: %s", mt_last_error());
         return;
     }
-    int rc = tui_write_translations(tsv, jsonl, a->sent.texts, a->sent.n, cols, a->n_panes);
+    tui_save_entities ents = {(const mt_text_span *const *)a->sent.spans, a->sent.n_spans, a->lexicon};
+    int rc = tui_write_translations(tsv, jsonl, a->sent.texts, a->sent.n, cols, a->n_panes, &ents);
     rc |= fclose(tsv) != 0;
     rc |= fclose(jsonl) != 0;
     if (!rc) a->saved_version = a->sent_version;

@@ -227,9 +227,11 @@ T send-keys -t e2e C-s
 check "Ctrl-S saves and says where" wait_for '^ saved 1 segment x 1 pane to mtlab-translations-[0-9]{8}-[0-9]{6}(-[0-9]+)?\.tsv and \.jsonl' 5
 saved_files() {
     local tsv; tsv=$(ls mtlab-translations-*.tsv | head -1)
-    [ "$(sed -n 1p "$tsv")" = "$(printf 'source\tmamba (greedy)')" ] &&
+    [ "$(sed -n 1p "$tsv")" = "$(printf 'source\tmamba (greedy)\tmamba names')" ] &&
         sed -n 2p "$tsv" | grep -q "^$verse"$'\t'"[[:alpha:]]" &&
-        grep -q '"translations":\[{"model":"mamba","bundle":"bundles/mamba","search":"greedy","translation":"' "${tsv%.tsv}.jsonl"
+        grep -q '"translations":\[{"model":"mamba","bundle":"bundles/mamba","search":"greedy","translation":"' "${tsv%.tsv}.jsonl" &&
+        grep -q '"names":\[{"name":"[^"]*","verdict":"\(copied\|translated\|dropped\)"' "${tsv%.tsv}.jsonl" &&
+        grep -q '"request":{"seconds":[0-9.e-]*,"tokens":[0-9]*,"tokens_per_s":' "${tsv%.tsv}.jsonl"
 }
 check "... a TSV and a JSONL of the source and the translation" saved_files
 T send-keys -t e2e C-s

@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <unistd.h>
 
+#include "mtlab/error.h"
 #include "tui/save.h"
 
 static char *slurp(FILE *f)
@@ -25,11 +26,12 @@ static void test_table_and_lines(void **state)
     char *b_hyps[] = {"Be light", NULL};
     unsigned char a_final[] = {1, 1}, b_final[] = {1, 0};
     tui_save_column cols[] = {
-        {"mamba-small", "models/mamba-small", "greedy", a_hyps, a_final, 2},
-        {"retnet-small", "models/retnet-small", "beam 5", b_hyps, b_final, 2},
+        {"mamba-small", "models/mamba-small", "greedy", a_hyps, a_final, 2,
+         {1, 2.0, 50, 4096, 8192}},
+        {"retnet-small", "models/retnet-small", "beam 5", b_hyps, b_final, 2, {0}},
     };
     FILE *tsv = tmpfile(), *jsonl = tmpfile();
-    assert_int_equal(tui_write_translations(tsv, jsonl, sources, 2, cols, 2), 0);
+    assert_int_equal(tui_write_translations(tsv, jsonl, sources, 2, cols, 2, NULL), 0);
     char *t = slurp(tsv), *j = slurp(jsonl);
     assert_string_equal(t, "source\tmamba-small (greedy)\tretnet-small (beam 5)\n"
                            "Sea la luz\tLet there be light\tBe light\n"
@@ -50,7 +52,61 @@ static void test_table_and_lines(void **state)
     assert_string_equal(json_string_value(json_object_get(b, "search")), "beam 5");
     assert_true(json_is_null(json_object_get(b, "translation")));
     assert_true(json_is_false(json_object_get(b, "finished")));
+    /* the request's figures where the pane had them, null where it had none */
+    json_t *ra = json_object_get(a, "request");
+    assert_true(json_real_value(json_object_get(ra, "seconds")) == 2.0);
+    assert_int_equal(json_integer_value(json_object_get(ra, "tokens")), 50);
+    assert_true(json_real_value(json_object_get(ra, "tokens_per_s")) == 25.0);
+    assert_int_equal(json_integer_value(json_object_get(ra, "model_state_bytes")), 4096);
+    assert_int_equal(json_integer_value(json_object_get(ra, "working_set_bytes")), 8192);
+    assert_true(json_is_null(json_object_get(b, "request")));
     json_decref(row);
+    free(t);
+    free(j);
+    fclose(tsv);
+    fclose(jsonl);
+}
+
+/* Each translation's verdict on each source name: copied, translated (with the form the
+ * lexicon gives) or dropped, in the JSON lines and in one TSV column per pane. */
+static void test_entity_verdicts(void **state)
+{
+    (void)state;
+    char *sources[] = {"Y dijo Dios a Moisés y a Aarón"};
+    char *hyps[] = {"And God said to Moses"};
+    unsigned char final[] = {1};
+    tui_save_column col = {"m", "models/m", "greedy", hyps, final, 1, {0}};
+    mt_text_span spans[] = {{7, 11}, {14, 21}, {26, 32}};
+    const mt_text_span *seg_spans[] = {spans};
+    size_t n_spans[] = {3};
+    char dir[256], path[300];
+    assert_int_equal(test_make_tmpdir(dir, sizeof dir, "save-lexicon"), 0);
+    snprintf(path, sizeof path, "%s/entity_lexicon.tsv", dir);
+    test_write_text(path, "# mtlab entity_lexicon 2\n# pairs=10 words=0\n"
+                          "Dios\tGod\t0.9\t10\nMoisés\tMoses\t0.9\t10\n");
+    mt_entity_lexicon *lex = mt_entity_lexicon_read(path);
+    if (!lex) fail_msg("%s", mt_last_error());
+    tui_save_entities ents = {seg_spans, n_spans, lex};
+    FILE *tsv = tmpfile(), *jsonl = tmpfile();
+    assert_int_equal(tui_write_translations(tsv, jsonl, sources, 1, &col, 1, &ents), 0);
+    char *t = slurp(tsv), *j = slurp(jsonl);
+    assert_string_equal(t, "source\tm (greedy)\tm names\n"
+                           "Y dijo Dios a Moisés y a Aarón\tAnd God said to Moses\t"
+                           "translated Dios→God; translated Moisés→Moses; dropped Aarón\n");
+    json_error_t err;
+    json_t *row = json_loadb(j, strlen(j), 0, &err);
+    assert_non_null(row);
+    json_t *names = json_object_get(json_array_get(json_object_get(row, "translations"), 0), "names");
+    assert_int_equal(json_array_size(names), 3);
+    json_t *dios = json_array_get(names, 0), *aaron = json_array_get(names, 2);
+    assert_string_equal(json_string_value(json_object_get(dios, "name")), "Dios");
+    assert_string_equal(json_string_value(json_object_get(dios, "verdict")), "translated");
+    assert_string_equal(json_string_value(json_object_get(dios, "as")), "God");
+    assert_string_equal(json_string_value(json_object_get(aaron, "verdict")), "dropped");
+    assert_true(json_is_null(json_object_get(aaron, "as")));
+    json_decref(row);
+    mt_entity_lexicon_free(lex);
+    test_remove_tree(dir);
     free(t);
     free(j);
     fclose(tsv);
@@ -90,6 +146,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table_and_lines),
+        cmocka_unit_test(test_entity_verdicts),
         cmocka_unit_test(test_names_never_overwrite),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
