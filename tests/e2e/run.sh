@@ -86,8 +86,8 @@ verse="En el principio creó Dios los cielos y la tierra, y Pedro fue a Jerusal�
 T send-keys -t e2e -l "$verse"
 check "typing pauses, both panes translate and finish" wait_count ' done ' 2 20
 check "the source entities are counted in the editor" wait_for 'source · 1 segment · 3 entities' 2
-check "each pane shows time, tokens/s and state memory" \
-    wait_count '[0-9.]+ (ms|s) · [0-9.]+ tok/s · state [0-9.]+ (B|KiB|MiB)' 2 2
+check "each pane shows time, tokens/s, its model state and the working set, each named" \
+    wait_count '[0-9.]+ (ms|s) · [0-9.]+ (tok|t)/s · state [0-9.]+ (B|KiB|MiB) · work(ing set)? [0-9.]+ (B|KiB|MiB)' 2 2
 check "each pane lists the entities it dropped, with a symbol" wait_count '✗ dropped: ' 2 2
 # the first line of the panes' text, under their titles (wherever the editor's height puts it)
 both_panes_have_text() {
@@ -138,19 +138,19 @@ wait_count ' done ' 2 20
 
 # ---------------------------------------------------------------- heatmaps
 T send-keys -t e2e F3
-check "F3 shows a heatmap in every pane, with a legend" wait_count 'scale 0 .{16} row max  per row' 2 15
-check "the transformer pane shows attention" wait_for 'self-attention · L0' 2
+check "F3 shows a heatmap in every pane, with a legend" wait_count 'scale 0 .{8,16} [0-9.e-]+  per row' 2 15
+check "the transformer pane shows attention" wait_for 'self-attention · L1' 2
 check "the Mamba pane shows its state norms" wait_for 'state norms · seg 1' 2
 T send-keys -t e2e Tab Tab F6
-check "F6 moves the Mamba pane to its next map" wait_for 'state groups · L0' 5
+check "F6 moves the Mamba pane to its next map" wait_for 'state groups · L1' 5
 T send-keys -t e2e F6
-check "... and then to its implicit attention" wait_for 'implicit attention · L0' 5
+check "... and then to its implicit attention" wait_for 'implicit attention · L1' 5
 T send-keys -t e2e C-n
 check "Ctrl-N switches the scale to log, shared with the other pane" wait_for 'log, shared by attention' 5
 T send-keys -t e2e F12
 check "F12 switches it to raw" wait_for 'raw, shared by attention' 5
 T send-keys -t e2e Right Right
-check "Right moves the cursor a column; the readout names it" wait_for "│row 0 '[^']*' → col 2 '" 5
+check "Right moves the cursor a column; the readout names it" wait_for "│row 1 '[^']*' → col 3 '" 5
 screen >"$work/heatmap_screen.txt"
 T send-keys -t e2e Escape F3
 
