@@ -174,7 +174,8 @@ enum {
     BENCH_PROBES = 16,  /* 5. the probes' pass vs decoding */
     BENCH_INT8 = 32,    /* 6. decode tokens/s with int8 linear layers vs fp32 */
     BENCH_PREFILL = 64, /* 7. a long prompt's prefill: chunks vs one pass */
-    BENCH_ALL = 127,
+    BENCH_ATTRIBUTION = 2048, /* 8. input x gradient attribution vs decoding */
+    BENCH_ALL = 127 | BENCH_ATTRIBUTION,
     /* the GPU report's sections after its device figures (--device; `decode` is Table 4 there) */
     BENCH_CUDA_KERNELS = 128,
     BENCH_CUDA_TRAIN = 256,

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mtlab/attribution.h"
 #include "mtlab/clock.h"
 #include "mtlab/decode.h"
 #include "mtlab/device.h"
@@ -373,6 +374,68 @@ static int section_probes(int repeat)
     return 0;
 }
 
+/* ---------------------------------------------------------------- 8. attribution */
+/* Median seconds of repeat attributions (after one warm-up) of hyp by method. */
+static int time_attribution(mt_model *m, const sources *s, const int32_t *hyp, int n_hyp,
+                            mt_attr_method method, int steps, int repeat, double *seconds)
+{
+    mt_attr_opts o;
+    mt_attr_opts_init(&o);
+    o.method = method;
+    o.steps = steps;
+    double *v = mt_xmalloc((size_t)(repeat + 1) * sizeof *v);
+    int rc = 0;
+    for (int i = 0; i <= repeat && !rc; i++) {
+        mt_attribution a;
+        double t0 = mt_now_s();
+        rc = mt_attribute(m, s->src[0], s->len[0], hyp, n_hyp, &o, &a);
+        v[i] = mt_now_s() - t0;
+        if (!rc) mt_attribution_free(&a);
+    }
+    *seconds = bench_median(v + 1, repeat);
+    free(v);
+    return rc;
+}
+
+/* One input x gradient attribution of a whole 40-token translation (41 rows with </s>: one
+ * backward pass per row, batched) against the batch-1 greedy decode of it (goal: 3x on the
+ * CPU), and integrated gradients' time per step (IG_STEPS steps, divided). */
+static int section_attribution(int repeat)
+{
+    enum { HYP = 40, IG_STEPS = 4 };
+    const char *presets[16];
+    int n_presets = small_presets(presets, 16);
+    printf("\n8. attribution (docs/attribution.md): input x gradient of every token of a %d-token\n"
+           "   translation of a %d-token source, against the batch-1 greedy decode of it;\n"
+           "   integrated gradients per step (%d steps, divided)\n", HYP, DECODE_SRC_LEN,
+           IG_STEPS);
+    printf("   %-20s %10s %10s %8s %12s\n", "preset", "decode ms", "IxG ms", "ratio",
+           "IG ms/step");
+    for (int p = 0; p < n_presets; p++) {
+        sources s;
+        mt_model *m = preset_with_sources(presets[p], &s);
+        if (!m) return -1;
+        int32_t hyp[HYP];
+        bench_decode_time t;
+        double prefill, per_step, decode, ixg = 0.0, ig = 0.0;
+        int rc = bench_decode_fixed(m, s.src, s.len, 1, HYP, hyp, &t);
+        if (!rc) rc = time_decode(m, &s, 1, HYP, repeat, &prefill, &per_step, &decode);
+        if (!rc)
+            rc = time_attribution(m, &s, hyp, HYP, MT_ATTR_INPUT_X_GRADIENT, 0, repeat, &ixg);
+        if (!rc)
+            rc = time_attribution(m, &s, hyp, HYP, MT_ATTR_INTEGRATED_GRADIENTS, IG_STEPS, 1,
+                                  &ig);
+        free(s.words);
+        mt_model_free(m);
+        if (rc) return -1;
+        printf("   %-20s %10.2f %10.2f %7.2fx %12.2f\n", presets[p], 1e3 * decode, 1e3 * ixg,
+               ixg / decode, 1e3 * ig / IG_STEPS);
+    }
+    printf("   each target row is one backward pass through the training backward (weight\n"
+           "   gradients included), so the ratio grows with the translation's length\n");
+    return 0;
+}
+
 /* ---------------------------------------------------------------- 6. int8 decode */
 /* Each preset's model decodes in fp32 and then, quantized, in int8, batch by batch, so both
  * figures of a row see the same load. */
@@ -472,7 +535,8 @@ int bench_run_all(const bench_opts *o)
         ((o->sections & BENCH_STATE) && section_state()) ||
         ((o->sections & BENCH_PROBES) && section_probes(o->repeat)) ||
         ((o->sections & BENCH_INT8) && section_int8(o->repeat)) ||
-        ((o->sections & BENCH_PREFILL) && section_prefill(o->repeat)))
+        ((o->sections & BENCH_PREFILL) && section_prefill(o->repeat)) ||
+        ((o->sections & BENCH_ATTRIBUTION) && section_attribution(o->repeat)))
         return -1;
     printf("\n");
     print_load("at end", 0);

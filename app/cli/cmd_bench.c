@@ -38,6 +38,7 @@ static const struct {
                 {"probes", BENCH_PROBES},
                 {"int8", BENCH_INT8},
                 {"prefill", BENCH_PREFILL},
+                {"attribution", BENCH_ATTRIBUTION},
                 {"kernels", BENCH_CUDA_KERNELS},
                 {"train", BENCH_CUDA_TRAIN},
                 {"comet", BENCH_COMET},
@@ -51,8 +52,8 @@ static int add_section(const char *s, unsigned *mask)
             *mask |= sections[i].bit;
             return 0;
         }
-    fprintf(stderr, "mtlab bench: --only takes gemm, decode, roofline, state, probes, int8, prefill "
-                    "comet or ranks (with --device: kernels, decode, train or comet), got '%s'\n", s);
+    fprintf(stderr, "mtlab bench: --only takes gemm, decode, roofline, state, probes, int8, prefill, "
+                    "attribution, comet or ranks (with --device: kernels, decode, train or comet), got '%s'\n", s);
     return -1;
 }
 
@@ -107,7 +108,7 @@ static int parse_args(bench_args *a, int argc, char **argv)
     unsigned cpu_only = (BENCH_ALL & ~BENCH_DECODE) | BENCH_RANKS, cuda_only = BENCH_CUDA_KERNELS | BENCH_CUDA_TRAIN;
     if (a->o.sections & (a->device ? cpu_only : cuda_only)) {
         fprintf(stderr, "mtlab bench: --only %s goes %s --device\n",
-                a->device ? "gemm, roofline, state, probes, int8, prefill or ranks" : "kernels or train",
+                a->device ? "gemm, roofline, state, probes, int8, prefill, attribution or ranks" : "kernels or train",
                 a->device ? "without" : "with");
         return 2;
     }
@@ -154,7 +155,7 @@ static int run_bench(int argc, char **argv)
 
 const struct mt_command cmd_bench = {
     "bench",
-    "[--repeat N] [--only gemm|decode|roofline|state|probes|int8|prefill|comet|ranks ...] [--verbose] | "
+    "[--repeat N] [--only gemm|decode|roofline|state|probes|int8|prefill|attribution|comet|ranks ...] [--verbose] | "
     "--make-bundles DIR | "
     "--peer-inputs FILE -m BUNDLE [--new-tokens N] [--batch N] [--precision fp32|int8|bf16] "
     "[--repeat N] [--tokens-out FILE] | "
