@@ -11,10 +11,12 @@
 #include "model_grad_check.h"
 #include "model_parity.h"
 
-static mt_model *tiny(const char *preset, uint64_t seed)
+/* mamba_options: MambaConfig's use_bias and use_conv_bias false (mt_model_config) */
+static mt_model *tiny_with(const char *preset, uint64_t seed, int mamba_options)
 {
     mt_model_config c;
     assert_int_equal(mt_model_preset(&c, preset), 0);
+    c.mamba_bias = c.mamba_no_conv_bias = mamba_options;
     c.vocab_size = 12, c.d_model = 8, c.n_heads = 2, c.n_layers = 2, c.ffn_dim = 12;
     c.value_dim = 12, c.d_state = 4, c.dt_rank = 2, c.n_encoder_layers = 1;
     c.window = 2, c.n_attn_layers = 1, c.attn_layers[0] = 1;
@@ -27,6 +29,8 @@ static mt_model *tiny(const char *preset, uint64_t seed)
     tiny_model_perturb(p, mt_model_param_block_size(m), seed);
     return m;
 }
+
+static mt_model *tiny(const char *preset, uint64_t seed) { return tiny_with(preset, seed, 0); }
 
 /* decoder-only `src <sep> tgt </s>`, left padded */
 static const int32_t dec_ids[2 * 7] = {5, 6, 7, 2, 8, 9, 1, 0, 0, 0, 10, 2, 11, 1};
@@ -74,6 +78,17 @@ static void test_mamba_local_backward(void **state)
     grad_case("mamba-local", 34, 0.0f, "mamba-local (window 2 over 7 positions, dropout 0.1)");
 }
 
+/* Hugging Face's options: biases on in_proj and out_proj, none on conv1d */
+static void test_mamba_biases_backward(void **state)
+{
+    (void)state;
+    mt_model *m = tiny_with("mamba", 36, 1);
+    mt_batch b = batch_for(m);
+    mt_step_opts opts = {.train = 1, .seed = 7, .step = 2};
+    check_model_gradients(m, &b, &opts, "mamba (use_bias, no conv bias, dropout 0.1)");
+    mt_model_free(m);
+}
+
 static void test_mamba_encdec_backward(void **state)
 {
     (void)state;
@@ -117,6 +132,7 @@ int main(void)
         cmocka_unit_test(test_mamba_mha_backward),
         cmocka_unit_test(test_mamba_local_backward),
         cmocka_unit_test(test_mamba_encdec_backward),
+        cmocka_unit_test(test_mamba_biases_backward),
         cmocka_unit_test(test_adamw_fits_a_batch),
     };
     return cmocka_run_group_tests_name("models_arch_grad", tests, NULL, NULL);
