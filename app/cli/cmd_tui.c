@@ -35,6 +35,8 @@ static int run(int argc, char **argv)
             o.theme = argv[++i];
         } else if (!strcmp(a, "--beam") && has_value) {
             if (cli_option_int("tui", a, argv[++i], 1, MT_DECODE_MAX_BEAM, &o.beam)) return 2;
+        } else if (!strcmp(a, "--refs") && has_value) {
+            o.refs = argv[++i];
         } else if (!strcmp(a, "--script") && has_value) {
             o.script = argv[++i];
         } else if (!strcmp(a, "--ascii")) {
@@ -77,7 +79,7 @@ static int run(int argc, char **argv)
 
 const struct mt_command cmd_tui = {
     .name = "tui",
-    .args = "[[--device cpu|cuda[:N]] [--precision fp32|int8|bf16] -m BUNDLE_DIR]... [--models DIR] [--theme NAME|FILE] [--beam N] [--ascii] "
+    .args = "[[--device cpu|cuda[:N]] [--precision fp32|int8|bf16] -m BUNDLE_DIR]... [--models DIR] [--theme NAME|FILE] [--beam N] [--refs FILE] [--ascii] "
             "[--no-mouse] [--script FILE.lua]",
     .summary = "the workbench: models side by side, streaming translation, heatmaps "
                "(also `mtlab` alone)",

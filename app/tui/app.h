@@ -14,6 +14,7 @@
 #include <curses.h>
 
 #include "mtlab/entities.h"
+#include "mtlab/metrics.h"
 #include "mtlab/probe.h"
 #include "tui/editor.h"
 #include "tui/heat_layout.h"
@@ -123,6 +124,8 @@ typedef struct {
     unsigned long sent_version; /* the editor version last sent */
     double edit_time;       /* when the text last changed */
     tui_sent sent;
+    mt_text_lines refs;     /* reference lines for the segments (refs.h); n = 0: none */
+    char *refs_path;
     tui_result_cache cache; /* finished translations by (model, mode, text) */
     int default_beam;
     const char *default_device; /* for bundles opened from the picker (NULL: cpu) */
@@ -182,6 +185,8 @@ void tui_request_probe(tui_app *a, tui_pane *p);
 /* The segment (index into a->sent) whose line holds the editor's cursor, else 0. */
 int tui_cursor_segment(const tui_app *a);
 void tui_sent_free(tui_sent *s);
+/* refs.c: read the reference lines of path (line i for segment i); 0, or -1 naming the file. */
+int tui_refs_load(tui_app *a, const char *path);
 /* The pane's segment that the worker's text number k is, -1 when none. */
 int tui_pane_segment(const tui_pane *p, int k);
 /* Recompute the editor's entity underline when the text changed. */

@@ -7,19 +7,45 @@
 #include <string.h>
 
 #include "mtlab/clock.h"
+#include "mtlab/error.h"
 #include "tui/app.h"
 #include "tui/format.h"
 #include "tui/glyphs.h"
 #include "tui/marks.h"
+#include "tui/refs.h"
 #include "tui/styled.h"
 #include "common/columns.h"
 
 static const tui_glyphs *glyphs(const tui_app *a) { return tui_glyphs_for(a->utf8 && !a->ascii); }
 
-/* The pane's translation as styled text. */
+/* "BLEU 34.1 · chrF2 56.2" */
+static void add_scores(tui_app *a, tui_styled *st, const char *lead, const tui_ref_score *s)
+{
+    char line[128];
+    snprintf(line, sizeof line, "%sBLEU %.1f %s chrF2 %.1f", lead, s->bleu, glyphs(a)->dot, s->chrf);
+    tui_styled_addz(st, line, TUI_C_DIM);
+}
+
+/* The pane's translation as styled text; with references, each finished segment's scores
+ * under it and the total first. */
 static void build_text(tui_app *a, tui_pane *p, tui_styled *st)
 {
-    for (int i = 0; i < p->n_hyps && i < a->sent.n; i++) {
+    int n = p->n_hyps < a->sent.n ? p->n_hyps : a->sent.n;
+    tui_ref_score *seg = NULL, total = {0};
+    if (a->refs.n > 0 && n > 0) {
+        seg = mt_xcalloc((size_t)n, sizeof *seg);
+        if (tui_ref_scores((const char *const *)p->hyps, p->final, n, &a->refs, seg, &total) != 0) {
+            free(seg);
+            seg = NULL;
+        } else {
+            char lead[96];
+            snprintf(lead, sizeof lead, "%d of %d segments vs references: ", total.scored, n);
+            if (total.scored) add_scores(a, st, lead, &total);
+            else tui_styled_addz(st, "vs references: no finished segment yet", TUI_C_DIM);
+            tui_styled_addz(st, "\n", TUI_C_TEXT);
+        }
+    }
+    for (int i = 0; i < n; i++) {
         if (i > 0) tui_styled_addz(st, "\n", TUI_C_TEXT);
         if (p->n_hyps > 1) {
             char num[16];
@@ -29,12 +55,17 @@ static void build_text(tui_app *a, tui_pane *p, tui_styled *st)
         const char *hyp = p->hyps[i] ? p->hyps[i] : "";
         size_t base = st->len;
         tui_styled_addz(st, hyp, TUI_C_TEXT);
+        if (seg && seg[i].scored) {
+            tui_styled_addz(st, "\n", TUI_C_TEXT);
+            add_scores(a, st, "  ", &seg[i]);
+        }
         if (!p->final[i] || a->sent.n_spans[i] == 0) continue;
         tui_mark_entities(st, base, hyp, a->sent.texts[i], a->sent.spans[i], a->sent.n_spans[i], a->lexicon);
         tui_styled_addz(st, "\n", TUI_C_TEXT);
         tui_entity_line(st, hyp, a->sent.texts[i], a->sent.spans[i], a->sent.n_spans[i], a->lexicon,
                         glyphs(a));
     }
+    free(seg);
 }
 
 static void draw_message(WINDOW *w, const tui_palette *pal, const char *msg, tui_meaning m)

@@ -23,6 +23,7 @@ typedef struct {
     const char *empty_hint; /* shown when no pane is open */
     const char *warning;    /* logged as a warning at start (NULL: none) */
     const char *script;     /* a Lua file the console runs at start (NULL: none) */
+    const char *refs;       /* reference lines for the segments (--refs; NULL: none) */
 } tui_options;
 
 /* The bundles (directories holding a config.json) in root, or when root is NULL in the

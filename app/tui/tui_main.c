@@ -213,6 +213,8 @@ static void app_free(tui_app *a)
     tui_free_windows(a);
     tui_picker_free(a);
     tui_sent_free(&a->sent);
+    mt_text_lines_free(&a->refs);
+    free(a->refs_path);
     tui_queue_destroy(&a->q);
     free(a->ed_spans);
     free(a->paste);
@@ -247,6 +249,11 @@ int tui_run(const tui_options *o)
         return 1;
     }
     a->theme_index = index < 0 ? 0 : index;
+    if (o->refs && tui_refs_load(a, o->refs) != 0) {
+        fprintf(stderr, "mtlab: --refs: %s\n", mt_last_error());
+        app_free(a);
+        return 1;
+    }
     if (tui_term_start(o->no_mouse) != 0) {
         fprintf(stderr, "mtlab: %s\n", mt_last_error());
         app_free(a);

@@ -90,8 +90,20 @@ T resize-window -t e2e -x 76 -y 40
 check "a scrolled pane's title keeps its search" wait_for '^┌─ transformer · (cpu · )?greedy ─+ 1-[0-9]+/[0-9]+ ─┐' 20
 T resize-window -t e2e -x 120 -y 40
 
+# ---------------------------------------------------------------- references
+printf 'And God said, Let there be light.\nAnd there was light.\n' >refs.txt
+type_line "ui.references('nope.txt')"
+check "ui.references names a file it cannot read" wait_for '^│console:1: ui.references: nope.txt: No such file or directory' 5
+type_line "ui.references('refs.txt') ui.set_text('Y dijo Dios: Sea la luz.\\nY fue la luz.') ui.translate() ui.wait()"
+check "with references each pane shows the total BLEU and chrF2" \
+    wait_count '│2 of 2 segments vs references: BLEU [0-9.]+ · chrF2 [0-9.]+' 2 20
+check "... and each segment's" wait_count '│  BLEU [0-9.]+ · chrF2 [0-9.]+ +│' 4 5
+
 quit_workbench
 check "the workbench quits" exited_cleanly
+run_mtlab "$bin tui -m bundles/transformer --refs missing.txt"
+check "mtlab tui --refs names a file it cannot read, before the screen opens" \
+    wait_for '^mtlab: --refs: missing.txt: No such file or directory' 10
 
 echo
 echo "improvise end-to-end tests took $(( $(date +%s) - started )) s"

@@ -24,7 +24,7 @@ typedef struct console_request {
 /* What the Lua thread asks of the UI thread: a `ui` call, carried out by ui_execute. */
 typedef enum {
     UI_PANES, UI_OPEN, UI_CLOSE, UI_SET_TEXT, UI_TRANSLATE, UI_HEATMAP, UI_TEXT_VIEW, UI_NOTIFY,
-    UI_BIND, UI_THEME, UI_WAIT, UI_WAIT_KEY, UI_CONFIRM_QUIT,
+    UI_BIND, UI_THEME, UI_WAIT, UI_WAIT_KEY, UI_CONFIRM_QUIT, UI_REFERENCES,
     UI_ZOOM, UI_CURSOR, UI_SCROLL, UI_EXPORT, UI_CONSOLE,
 } ui_op;
 

@@ -37,6 +37,9 @@ static const struct {
     {"ui.bind", "ui.bind(key, fn)",
      "Runs fn on the console's thread when the key (\"F11\", \"Ctrl-G\") is pressed."},
     {"ui.theme", "ui.theme(name)", "Switches to a colour theme of themes/ (dark, light, ...)."},
+    {"ui.references", "ui.references(path)",
+     "Loads reference lines for the editor's segments (line i for segment i): each pane then "
+     "shows each finished segment's BLEU and chrF2 and their total (as `mtlab tui --refs`)."},
     {"ui.wait", "ui.wait([pane])",
      "Waits until the pane (every pane by default) has loaded and translated the editor's "
      "current text, its heatmap included."},
@@ -278,6 +281,13 @@ static int l_bind(lua_State *L)
     return 0;
 }
 
+static int l_references(lua_State *L)
+{
+    ui_call call = {.op = UI_REFERENCES, .pane = -1, .text = (char *)luaL_checkstring(L, 1)};
+    call_ui(L, "ui.references", &call);
+    return 0;
+}
+
 static int l_theme(lua_State *L)
 {
     ui_call call = {.op = UI_THEME, .pane = -1, .text = (char *)luaL_checkstring(L, 1)};
@@ -392,6 +402,7 @@ void ui_open_library(lua_State *L, tui_console *c)
         {"set_text", l_set_text}, {"translate", l_translate}, {"heatmap", l_heatmap},
         {"text_view", l_text_view}, {"notify", l_notify},   {"bind", l_bind},
         {"theme", l_theme},       {"wait", l_wait},         {"wait_key", l_wait_key},
+        {"references", l_references},
         {"zoom", l_zoom},         {"cursor", l_cursor},     {"scroll", l_scroll},
         {"export", l_export},     {"console", l_console},   {NULL, NULL},
     };
@@ -569,6 +580,9 @@ int ui_execute(tui_app *a, ui_call *call)
         else if (!known) c->bound[c->n_bound++] = call->key;
         return 1;
     }
+    case UI_REFERENCES:
+        if (tui_refs_load(a, call->text) != 0) snprintf(call->error, sizeof call->error, "%s", mt_last_error());
+        return 1;
     case UI_THEME: {
         int i = theme_named(a, call->text);
         if (i < 0) snprintf(call->error, sizeof call->error, "no theme '%s' in themes/", call->text);
