@@ -2,8 +2,11 @@
  * attention) of the segment under the editor's cursor, laid out by tui_heat_geom_fit
  * (heat_layout.h: the picture of the parts is there): row and column labels, the cursor's
  * row and column marked, a legend, and a readout naming the cursor's row, column and value.
- * Cells are one colour each (a full block in the theme's heat colour), or shaded glyphs
- * without colours; cells the unit cannot see (mt_probe_masked) are the pane's background. */
+ * Cells are one colour each (a full block in the theme's heat colour) on 256 colours and more,
+ * else shaded glyphs ░▒▓█ in the text's colour (8 or 16 colours make no ramp); cells the unit
+ * cannot see (mt_probe_masked) are the pane's background. What the rows and columns are is
+ * captioned beside the title or on the marker's line; a map that is not of the pane's current
+ * text, search and segment (tui_heat_current) is not drawn: the pane says it is recomputed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,8 +98,8 @@ static void draw_readout(tui_app *a, tui_pane *p, WINDOW *w, int y, int x, int w
     const char *arrow = glyphs(a)->arrow;
     /* numbered from 1, as every index a person reads (titles, exports, Lua) */
     snprintf(line, sizeof line, "row %d %s%s%s %s col %d %s%s%s  %s", p->sel_row + 1,
-             tokens_r ? "'" : "", rl, tokens_r ? "'" : "", arrow, p->sel_col + 1, tokens_c ? "'" : "",
-             cl, tokens_c ? "'" : "", val);
+             tokens_r ? "'" : "", rl, tokens_r ? "'" : "", arrow, p->sel_col + 1,
+             tokens_c ? "'" : "", cl, tokens_c ? "'" : "", val);
     if (tui_text_width_z(line) > width)
         snprintf(line, sizeof line, "%s%s%s%s%s%s%s %s", tokens_r ? "'" : "", rl,
                  tokens_r ? "'" : "", arrow, tokens_c ? "'" : "", cl, tokens_c ? "'" : "", val);

@@ -140,7 +140,8 @@ int tui_heat_state_class(mt_probe_kind kind)
 void tui_heat_scale_describe(tui_heat_scale *out, tui_heat_norm norm, mt_probe_kind kind,
                              float max, float row_max)
 {
-    const char *shared = tui_heat_state_class(kind) ? "shared by state maps" : "shared by attention";
+    const char *shared =
+        tui_heat_state_class(kind) ? "shared by state maps" : "shared by attention";
     switch (norm) {
     case TUI_NORM_ROW:
         snprintf(out->lo, sizeof out->lo, "0");

@@ -165,11 +165,15 @@ static void test_map_follows_text_and_search(void **state)
     tui_heat_export(a, p);
     assert_non_null(strstr(a->notice, "heatmap-mamba-implicit-attention-L1-seg1.svg"));
     size_t len;
-    char *csv = test_read_file("heatmap-mamba-implicit-attention-L1-seg1.csv", &len);
+    const char *base = "heatmap-mamba-implicit-attention-L1-seg1";
+    char path[96];
+    snprintf(path, sizeof path, "%s.csv", base);
+    char *csv = test_read_file(path, &len);
     assert_non_null(csv);
     assert_memory_equal(csv, "source | translation,", 21);
     free(csv);
-    unsigned char *png = (unsigned char *)test_read_file("heatmap-mamba-implicit-attention-L1-seg1.png", &len);
+    snprintf(path, sizeof path, "%s.png", base);
+    unsigned char *png = (unsigned char *)test_read_file(path, &len);
     assert_non_null(png);
     int n = p->probe->rec.n_tokens;
     unsigned w = (unsigned)png[16] << 24 | png[17] << 16 | png[18] << 8 | png[19];

@@ -148,7 +148,8 @@ static void test_heat_normalisations(void **state)
      * the full block; in order between */
     assert_int_equal(tui_heat_shade(0, 8, 5), 1);
     assert_int_equal(tui_heat_shade(7, 8, 5), 4);
-    for (int l = 1; l < 16; l++) assert_true(tui_heat_shade(l, 16, 5) >= tui_heat_shade(l - 1, 16, 5));
+    for (int l = 1; l < 16; l++)
+        assert_true(tui_heat_shade(l, 16, 5) >= tui_heat_shade(l - 1, 16, 5));
 }
 
 static void test_heat_slices_and_kinds(void **state)
