@@ -18,18 +18,18 @@ static lua_State *running;
 static void on_sigint(int sig)
 {
     (void)sig;
-    if (running) mtlab_lua_interrupt(running);
+    if (running) mtl_interrupt(running);
 }
 
 static int run(int argc, char **argv)
 {
     if (argc >= 2 && !strcmp(argv[1], "--reference")) {
-        mtlab_lua_reference(stdout);
+        mtl_reference(stdout);
         return 0;
     }
     if (argc < 2 || (argv[1][0] == '-' && argv[1][1] != '\0')) return cli_usage(&cmd_run);
     const char *script = argv[1];
-    lua_State *L = mtlab_lua_new();
+    lua_State *L = mtl_new();
     if (!L) return cli_fail("%s", mt_last_error());
     /* arg: [-2] = "mtlab", [-1] = "run", [0] = the script, [1..] = its arguments */
     lua_createtable(L, argc - 2, 3);
@@ -49,17 +49,17 @@ static int run(int argc, char **argv)
     sa.sa_handler = on_sigint;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old);
-    int rc = mtlab_lua_dofile(L, script, argc - 2);
+    int rc = mtl_dofile(L, script, argc - 2);
     sigaction(SIGINT, &old, NULL);
     running = NULL;
     int status = 0;
     if (rc != LUA_OK) {
         const char *msg = lua_tostring(L, -1);
         fprintf(stderr, "mtlab run: %s\n", msg ? msg : "(error object is not a string)");
-        status = mtlab_lua_interrupted(L) ? 130 : 1;
+        status = mtl_interrupted(L) ? 130 : 1;
     }
     fflush(stdout);
-    mtlab_lua_close(L);
+    mtl_close(L);
     return status;
 }
 

@@ -18,7 +18,7 @@ static int has_position(const char *msg)
     return 0;
 }
 
-int mtlab_lua_traceback(lua_State *L)
+int mtl_traceback(lua_State *L)
 {
     const char *msg = lua_tostring(L, 1);
     /* error(msg, 0): a message meant for the user as it is (a script's usage line, a bad
@@ -32,7 +32,7 @@ int mtlab_lua_traceback(lua_State *L)
     return 1;
 }
 
-int mtlab_lua_dofile(lua_State *L, const char *path, int nargs)
+int mtl_dofile(lua_State *L, const char *path, int nargs)
 {
     int rc = luaL_loadfile(L, strcmp(path, "-") ? path : NULL);
     lua_insert(L, -(nargs + 1)); /* the chunk (or the message) below the arguments */
@@ -41,7 +41,7 @@ int mtlab_lua_dofile(lua_State *L, const char *path, int nargs)
         return rc;
     }
     int fn = lua_gettop(L) - nargs;
-    lua_pushcfunction(L, mtlab_lua_traceback);
+    lua_pushcfunction(L, mtl_traceback);
     lua_insert(L, fn);
     rc = lua_pcall(L, nargs, LUA_MULTRET, fn);
     lua_remove(L, fn);

@@ -8,10 +8,10 @@
 /* Load and run a file (or stdin when path is "-") with the traceback handler, arguments
  * from the stack's top nargs values. LUA_OK, or a Lua status with the message (and traceback)
  * left on the stack. */
-int mtlab_lua_dofile(lua_State *L, const char *path, int nargs);
+int mtl_dofile(lua_State *L, const char *path, int nargs);
 
 /* The message handler every call into Lua uses: the error and a traceback (the message alone
  * when the global error() raised it at level 0, e.g. a script's usage line). */
-int mtlab_lua_traceback(lua_State *L);
+int mtl_traceback(lua_State *L);
 
 #endif

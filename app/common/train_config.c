@@ -435,7 +435,7 @@ int train_config_load_with(mt_train_config *cfg, const char *path, const char *c
     if (!L) return mt_error("%s: cannot create a Lua state", path);
     luaL_openlibs(L);
     int rc = -1;
-    if (mtlab_lua_dofile(L, path, 0) != LUA_OK) {
+    if (mtl_dofile(L, path, 0) != LUA_OK) {
         /* the message's first line ("FILE:LINE: what"); the traceback below it names only
          * the config's own chunk */
         const char *msg = lua_tostring(L, -1);

@@ -179,7 +179,7 @@ int mtl_help_fn(lua_State *L)
     return 1;
 }
 
-void mtlab_lua_reference(FILE *out)
+void mtl_reference(FILE *out)
 {
     /* an empty line between entries: each function its own short paragraph in README */
     for (size_t i = 0; i < mtl_help_count; i++)

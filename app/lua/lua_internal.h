@@ -14,7 +14,7 @@
 
 typedef struct {
     atomic_int cancel;                 /* a running decode's cancel flag (mt_decode_opts) */
-    volatile sig_atomic_t interrupted; /* set by mtlab_lua_interrupt */
+    volatile sig_atomic_t interrupted; /* set by mtl_interrupt */
     lua_State *_Atomic running;        /* the coroutine running now (NULL: the main thread) */
 } mtl_context;
 

@@ -244,7 +244,7 @@ void mtl_open_jobs(lua_State *L)
     lua_setfield(L, -2, "__index");
     lua_pushcfunction(L, job_tostring);
     lua_setfield(L, -2, "__tostring");
-    luaL_newlib(L, methods); /* what job_index gives, here for mtlab_lua_name_functions */
+    luaL_newlib(L, methods); /* what job_index gives, here for mtl_name_functions */
     lua_setfield(L, -2, "methods");
     lua_pop(L, 1);
     static const luaL_Reg fns[] = {

@@ -241,7 +241,7 @@ typedef struct {
 static int callback_handler(lua_State *L)
 {
     if (lua_type(L, 1) != LUA_TSTRING) return 1;
-    return mtlab_lua_traceback(L);
+    return mtl_traceback(L);
 }
 
 static void call_on_token(translate_call *c, const mt_decode_event *e)

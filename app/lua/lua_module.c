@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* An interrupt stays armed until the top level clears it (mtlab_lua_reset_interrupt): the hook
+/* An interrupt stays armed until the top level clears it (mtl_reset_interrupt): the hook
  * raises "interrupted" at every instruction of Lua code, so a pcall, an xpcall's handler or a
  * coroutine.resume that catches the error only gets as far as its next instruction. It counts
  * instructions only, so C functions (a model's __close, a finaliser) still run to their end. */
@@ -24,7 +24,7 @@ static void arm(lua_State *L)
     lua_sethook(L, interrupt_hook, LUA_MASKCOUNT, 1);
 }
 
-void mtlab_lua_interrupt(lua_State *L)
+void mtl_interrupt(lua_State *L)
 {
     mtl_context *c = mtl_context_of(L);
     c->interrupted = 1;
@@ -36,12 +36,12 @@ void mtlab_lua_interrupt(lua_State *L)
     if (co) arm(co);
 }
 
-int mtlab_lua_interrupted(lua_State *L)
+int mtl_interrupted(lua_State *L)
 {
     return mtl_context_of(L)->interrupted != 0;
 }
 
-void mtlab_lua_reset_interrupt(lua_State *L)
+void mtl_reset_interrupt(lua_State *L)
 {
     mtl_context *c = mtl_context_of(L);
     c->interrupted = 0;
@@ -165,7 +165,7 @@ static int luaopen_mtlab(lua_State *L)
     return 1;
 }
 
-lua_State *mtlab_lua_new(void)
+lua_State *mtl_new(void)
 {
     mtl_context *c = calloc(1, sizeof *c);
     lua_State *L = c ? luaL_newstate() : NULL;
@@ -185,7 +185,7 @@ lua_State *mtlab_lua_new(void)
     return L;
 }
 
-void mtlab_lua_close(lua_State *L)
+void mtl_close(lua_State *L)
 {
     if (!L) return;
     mtl_context *c = mtl_context_of(L);

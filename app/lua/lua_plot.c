@@ -229,10 +229,10 @@ static int l_heatmap(lua_State *L)
 
 #define OUTPUT_KEY "mtlab.plot.output"
 
-void mtlab_lua_set_output(lua_State *L, const mtlab_lua_output *out)
+void mtl_set_output(lua_State *L, const mtl_output *out)
 {
     if (out) {
-        mtlab_lua_output *o = lua_newuserdatauv(L, sizeof *o, 0);
+        mtl_output *o = lua_newuserdatauv(L, sizeof *o, 0);
         *o = *out;
     } else {
         lua_pushnil(L);
@@ -240,11 +240,11 @@ void mtlab_lua_set_output(lua_State *L, const mtlab_lua_output *out)
     lua_setfield(L, LUA_REGISTRYINDEX, OUTPUT_KEY);
 }
 
-/* The output set by mtlab_lua_set_output, or NULL: stdout. */
-static const mtlab_lua_output *output_of(lua_State *L)
+/* The output set by mtl_set_output, or NULL: stdout. */
+static const mtl_output *output_of(lua_State *L)
 {
     lua_getfield(L, LUA_REGISTRYINDEX, OUTPUT_KEY);
-    const mtlab_lua_output *o = lua_touserdata(L, -1);
+    const mtl_output *o = lua_touserdata(L, -1);
     lua_pop(L, 1);
     return o;
 }
@@ -256,7 +256,7 @@ static plot_text_opts terminal_opts(lua_State *L, int idx, const char *fn, int s
 {
     static const char *const known[] = {"width", "height", "color", "ascii", NULL};
     mtl_check_options(L, idx, fn, known);
-    const mtlab_lua_output *out = output_of(L);
+    const mtl_output *out = output_of(L);
     int tty = isatty(STDOUT_FILENO);
     struct winsize ws;
     int cols = tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col ? ws.ws_col : 80;
@@ -291,13 +291,13 @@ static int p_text(lua_State *L)
     return 1;
 }
 
-/* p:show([opts]): the drawing on stdout, or where mtlab_lua_set_output sends it */
+/* p:show([opts]): the drawing on stdout, or where mtl_set_output sends it */
 static int p_show(lua_State *L)
 {
     plot_handle *h = check_plot(L, 1, "mtlab.plot:show");
     lua_settop(L, 2);
     plot_text_opts o = terminal_opts(L, 2, "mtlab.plot:show", 1);
-    const mtlab_lua_output *out = output_of(L);
+    const mtl_output *out = output_of(L);
     if (out) {
         char *text = plot_text(h->p, &o);
         if (!text) mtl_error(L, "mtlab.plot:show", "%s", mt_last_error());

@@ -8,13 +8,14 @@
  * names the function and the argument ("mtlab.load: no model bundle at 'x' (config.json
  * missing)"). Handles are full userdata with one named metatable each (mtlab.model,
  * mtlab.matrix) and __gc, __close, __tostring. The reference of every function is the table in
- * lua_help.c (mtlab.help, the console's `? name`, README's API section).
+ * lua_help.c (mtlab.help, the console's `? name`, README's API section). Its C names, public
+ * (here) and internal (lua_internal.h), share one prefix: mtl_.
  *
- * Interrupts: mtlab_lua_interrupt() may be called from a signal handler; it cancels a running
+ * Interrupts: mtl_interrupt() may be called from a signal handler; it cancels a running
  * decode and makes the next Lua instruction raise "interrupted" with a traceback, in the main
  * thread and in the coroutine running then. It stays armed (every instruction raises again, so
  * no pcall or coroutine.resume can swallow it) until the caller at the top level, after its
- * lua_pcall has returned, calls mtlab_lua_reset_interrupt. */
+ * lua_pcall has returned, calls mtl_reset_interrupt. */
 #ifndef MTLAB_APP_MTLAB_LUA_H
 #define MTLAB_APP_MTLAB_LUA_H
 
@@ -24,16 +25,16 @@
 #include "common/lua_run.h"
 
 /* A new state with Lua's standard libraries, `require "mtlab"` and the global `mtlab`.
- * NULL only when memory runs out (mt_last_error). Close it with mtlab_lua_close. */
-lua_State *mtlab_lua_new(void);
-void mtlab_lua_close(lua_State *L);
+ * NULL only when memory runs out (mt_last_error). Close it with mtl_close. */
+lua_State *mtl_new(void);
+void mtl_close(lua_State *L);
 
 /* Async-signal-safe: stop what L runs as soon as possible (see the header comment). */
-void mtlab_lua_interrupt(lua_State *L);
+void mtl_interrupt(lua_State *L);
 /* 1 when an interrupt was requested since the state was made (or since the last reset). */
-int mtlab_lua_interrupted(lua_State *L);
+int mtl_interrupted(lua_State *L);
 /* Disarm: only where no Lua code of L is running (between two top-level calls). */
-void mtlab_lua_reset_interrupt(lua_State *L);
+void mtl_reset_interrupt(lua_State *L);
 
 /* Where plots go when the state's output is not the terminal (the workbench's console):
  * p:show() hands its text to write (with colour escapes when color says it can paint them),
@@ -44,10 +45,10 @@ typedef struct {
     int (*width)(void *ctx);
     int (*color)(void *ctx);
     void *ctx;
-} mtlab_lua_output;
-void mtlab_lua_set_output(lua_State *L, const mtlab_lua_output *out);
+} mtl_output;
+void mtl_set_output(lua_State *L, const mtl_output *out);
 
 /* The API reference as markdown (README's "Lua API" section is this text). */
-void mtlab_lua_reference(FILE *out);
+void mtl_reference(FILE *out);
 
 #endif

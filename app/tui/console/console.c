@@ -100,7 +100,7 @@ static void interrupt(tui_console *c)
     pthread_mutex_lock(&c->lock);
     int busy = c->busy;
     if (busy) {
-        mtlab_lua_interrupt(c->L);
+        mtl_interrupt(c->L);
         for (ui_call *w = c->waiting; w; w = w->next) {
             snprintf(w->error, sizeof w->error, "interrupted");
             w->done = 1;

@@ -1,5 +1,5 @@
 /* The workbench's Lua console (Ctrl-O), the hooks the TUI calls. The console runs chunks on its
- * own thread with its own lua_State (mtlab_lua_new plus the `ui` table); the UI thread keeps
+ * own thread with its own lua_State (mtl_new plus the `ui` table); the UI thread keeps
  * the line editor (GNU readline's callback interface), the scrollback and every piece of TUI
  * state: each `ui` call is a request the UI thread carries out (tui_console_pump) and answers.
  *

@@ -1,4 +1,4 @@
-/* The console's Lua thread: one lua_State from mtlab_lua_new with the `ui` table, print and
+/* The console's Lua thread: one lua_State from mtl_new with the `ui` table, print and
  * io.write sent to the scrollback, os.exit asking before it quits the workbench. It takes the
  * UI thread's requests in order: a chunk (run as lua.c runs a line: its values printed), a
  * `? name`, a file (--script, dofile), a bound key. Every call into Lua goes through
@@ -223,7 +223,7 @@ static void run_file(tui_console *c, const char *path)
 {
     lua_State *L = c->L;
     int base = lua_gettop(L);
-    if (mtlab_lua_dofile(L, path, 0) != LUA_OK) write_error(c, L);
+    if (mtl_dofile(L, path, 0) != LUA_OK) write_error(c, L);
     lua_settop(L, base);
 }
 
@@ -251,7 +251,7 @@ static void *lua_thread(void *arg)
         if (!c->req_head) c->req_tail = NULL;
         /* disarmed while the lock is held: an interrupt asked once this request is taken
          * (Ctrl-C, or console_lua_stop seeing busy) is never lost */
-        mtlab_lua_reset_interrupt(c->L);
+        mtl_reset_interrupt(c->L);
         c->busy = 1;
         c->changed = 1;
         console_wake_ui(c);
@@ -269,7 +269,7 @@ static void *lua_thread(void *arg)
         free(r);
 
         pthread_mutex_lock(&c->lock);
-        mtlab_lua_reset_interrupt(c->L);
+        mtl_reset_interrupt(c->L);
         c->busy = 0;
         c->changed = 1;
         console_wake_ui(c);
@@ -280,13 +280,13 @@ static void *lua_thread(void *arg)
 
 int console_lua_start(tui_console *c)
 {
-    lua_State *L = mtlab_lua_new();
+    lua_State *L = mtl_new();
     if (!L) return -1;
     c->L = L;
     set_function(L, c, NULL, "print", lua_print);
     set_function(L, c, "io", "write", lua_io_write);
     set_function(L, c, "os", "exit", lua_os_exit);
-    mtlab_lua_set_output(L, &(mtlab_lua_output){output_write, output_width, output_color, c});
+    mtl_set_output(L, &(mtl_output){output_write, output_width, output_color, c});
     lua_newtable(L);
     lua_setfield(L, LUA_REGISTRYINDEX, "mtlab.console.bindings");
     ui_open_library(L, c);
@@ -297,7 +297,7 @@ int console_lua_start(tui_console *c)
     lua_setfield(L, -2, "ui");
     lua_pop(L, 1);
     if (pthread_create(&c->thread, NULL, lua_thread, c) != 0) {
-        mtlab_lua_close(L);
+        mtl_close(L);
         c->L = NULL;
         return mt_error("console: cannot start its thread");
     }
@@ -310,7 +310,7 @@ void console_lua_stop(tui_console *c)
     if (!c->thread_started) return;
     pthread_mutex_lock(&c->lock);
     c->quitting = 1;
-    if (c->busy) mtlab_lua_interrupt(c->L);
+    if (c->busy) mtl_interrupt(c->L);
     /* calls in flight end with an error, so the thread can reach its loop and stop */
     for (ui_call *lists[2] = {c->calls, c->waiting}, **l = lists; l < lists + 2; l++)
         for (ui_call *w = *l; w; w = w->next) {
@@ -322,6 +322,6 @@ void console_lua_stop(tui_console *c)
     pthread_cond_signal(&c->wake_lua);
     pthread_mutex_unlock(&c->lock);
     pthread_join(c->thread, NULL);
-    mtlab_lua_close(c->L);
+    mtl_close(c->L);
     c->L = NULL;
 }
