@@ -31,13 +31,28 @@ static void take_probe(tui_app *a, tui_pane *p, tui_event *ev)
     p->probe = ev->probe;
     ev->probe = NULL;
     const mt_probe_record *r = &p->probe->rec;
+    /* a map asked for before the probes came (ui.heatmap) that the record lacks is replaced
+     * by the first there is, and the notice says so: never silently another layer or head */
+    if (p->heat_kind >= 0 && tui_heat_count(r, (mt_probe_kind)p->heat_kind) == 0)
+        tui_notice(a, "%s records no %s maps", p->name,
+                   mt_probe_kind_name((mt_probe_kind)p->heat_kind));
     if (p->heat_kind < 0 || tui_heat_count(r, (mt_probe_kind)p->heat_kind) == 0) {
         p->heat_kind = tui_heat_next_kind(r, -1);
         p->heat_nth = 0;
         p->heat_head = -1;
     }
-    if (p->heat_kind >= 0 && p->heat_nth >= tui_heat_count(r, (mt_probe_kind)p->heat_kind))
+    int count = p->heat_kind >= 0 ? tui_heat_count(r, (mt_probe_kind)p->heat_kind) : 0;
+    if (p->heat_kind >= 0 && p->heat_nth >= count) {
+        tui_notice(a, "%s has %d %s layers, not %d: showing layer 1", p->name, count,
+                   mt_probe_kind_name((mt_probe_kind)p->heat_kind), p->heat_nth + 1);
         p->heat_nth = 0;
+    }
+    int m = p->heat_kind >= 0 ? tui_heat_find(r, (mt_probe_kind)p->heat_kind, p->heat_nth) : -1;
+    if (m >= 0 && p->heat_head >= r->maps[m].heads) {
+        tui_notice(a, "%s's %s has %d heads, not %d: showing their mean", p->name,
+                   mt_probe_map_name(&r->maps[m]), r->maps[m].heads, p->heat_head + 1);
+        p->heat_head = -1;
+    }
     p->heat_row0 = p->heat_col0 = 0;
 }
 
