@@ -241,6 +241,117 @@ static void test_point_stays_on_a_character(void **state)
     stop(&b);
 }
 
+/* A keyboard macro holding a search and a key sequence: Ctrl-X ( Ctrl-R Ctrl-X Ctrl-X [ Ctrl-X )
+ * records it, Ctrl-X e (here in the next console, as fuzz_console found it) replayed the keys
+ * from inside readline, where end_search never saw the Ctrl-X reach the search: readline 8.2
+ * crashed in rl_callback_read_char. A macro replays the keys as if typed: the search ends, Ctrl-X
+ * Ctrl-X swaps point and mark, "[" is inserted. */
+static void test_keyboard_macro_with_a_search(void **state)
+{
+    (void)state;
+    bench b;
+    start(&b);
+    keys("alpha = 1\r");
+    keys("\x18(" "\x12" "\x18\x18" "[" "\x18)");
+    assert_string_equal(line(), "[");
+    keys("\x18" "e");
+    assert_string_equal(line(), "[[");
+    console_rl_clear_line();
+    keys("ab" "\x18(" "c" "\x18)" "\x18" "e" "\x18" "e");
+    assert_string_equal(line(), "abccc");
+    stop(&b);
+    /* the macro outlives its console, as readline's does */
+    start(&b);
+    keys("\x18(" "\x12" "\x18\x18" "[" "\x18)");
+    console_rl_clear_line();
+    stop(&b);
+    start(&b);
+    keys("\x18" "e");
+    assert_string_equal(line(), "[");
+    keys("\x18" "e" "\x07");
+    assert_false(RL_ISSTATE(RL_STATE_ISEARCH | RL_STATE_MACROINPUT | RL_STATE_MACRODEF));
+    stop(&b);
+    /* a console closed while a macro was being recorded leaves no recording behind */
+    start(&b);
+    keys("\x18(" "\x12" "x");
+    stop(&b);
+    start(&b);
+    keys("ok" "\x18)");
+    assert_string_equal(line(), "ok");
+    assert_false(RL_ISSTATE(RL_STATE_MACRODEF));
+    stop(&b);
+}
+
+static void write_inputrc(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* The same keys in a string macro of the user's inputrc ("\C-t": "\C-r\C-x\C-x["), read when
+ * readline starts or again with Ctrl-X Ctrl-R: readline replays those from inside itself too. */
+static void test_string_macro_with_a_search(void **state)
+{
+    (void)state;
+    char inputrc[300];
+    snprintf(inputrc, sizeof inputrc, "%s/inputrc", state_dir);
+    write_inputrc(inputrc, "\"\\C-t\": \"\\C-r\\C-x\\C-x[\"\n");
+    assert_int_equal(rl_read_init_file(inputrc), 0); /* as readline's first start reads it */
+    bench b;
+    start(&b);
+    keys("alpha = 1\r");
+    keys("\x14");
+    assert_string_equal(line(), "[");
+    keys("\x14" "x");
+    char *by_macro = strdup(line());
+    console_rl_clear_line();
+    keys("\x12\x18\x18[" "\x12\x18\x18[" "x"); /* the same keys typed */
+    assert_string_equal(line(), by_macro);
+    free(by_macro);
+    console_rl_clear_line();
+    /* Ctrl-X Ctrl-R reads the file again: a macro under Meta (Esc o) */
+    write_inputrc(inputrc, "\"\\eo\": \"\\C-s\\C-x\\C-x]\"\n");
+    keys("\x18\x12");
+    keys("\x1b" "o");
+    assert_string_equal(line(), "]");
+    keys("\x1b" "o" "\x07");
+    assert_string_equal(line(), "]]");
+    console_rl_clear_line();
+    keys("ok");
+    assert_string_equal(line(), "ok");
+    stop(&b);
+}
+
+/* Meta-p and Meta-n, readline's non-incremental searches, from a line with edits: one that found
+ * a line leaked the undo records of the line it replaced, one begun on an edited history line
+ * leaked that line's (fuzz_console; LeakSanitizer, so the ASan build holds this test). A search
+ * begun on a history line starts from the end of the history. */
+static void test_noninc_search_from_edited_lines(void **state)
+{
+    (void)state;
+    bench b;
+    start(&b);
+    keys("nx = 1\r" "ny = 2\r");
+    keys("ab" "\x1b" "p" "nx =" "\r");
+    assert_string_equal(line(), "nx = 1");
+    console_rl_clear_line();
+    console_rl_key(TUI_FKEY(KEY_UP), 0);
+    keys("f" "\x1b" "n" "zz" "\r");
+    assert_false(RL_ISSTATE(RL_STATE_NSEARCH));
+    console_rl_clear_line();
+    console_rl_key(TUI_FKEY(KEY_UP), 0);
+    assert_string_equal(line(), "ny = 2f");
+    keys("g" "\x1b" "p" "ny =" "\r");
+    assert_false(RL_ISSTATE(RL_STATE_NSEARCH));
+    assert_memory_equal(line(), "ny = 2", 6);
+    console_rl_clear_line();
+    keys("ok");
+    assert_string_equal(line(), "ok");
+    stop(&b);
+}
+
 /* Tab with no Lua state behind the console (it failed to start, or closed while keys still
  * came: the key-mash test's seed 899401 crashed in lua_gettop(NULL)): nothing is completed. */
 static void test_tab_without_a_lua_state(void **state)
@@ -267,6 +378,9 @@ int main(void)
         cmocka_unit_test(test_key_triples_after_search_and_prefixes),
         cmocka_unit_test(test_point_stays_on_a_character),
         cmocka_unit_test(test_tab_without_a_lua_state),
+        cmocka_unit_test(test_keyboard_macro_with_a_search),
+        cmocka_unit_test(test_string_macro_with_a_search),
+        cmocka_unit_test(test_noninc_search_from_edited_lines),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -3,8 +3,9 @@
  * line is drawn by the console pane from rl_line_buffer and rl_point (rl_redisplay_function
  * only asks for a frame), terminal preparation and signal handling are off, and anything
  * readline would print goes to /dev/null. Emacs keys, Ctrl-R search and the history
- * ($XDG_STATE_HOME/mtlab/history) are readline's own; Tab completes Lua names
- * (console_complete) against the console's state when the Lua thread is idle. */
+ * ($XDG_STATE_HOME/mtlab/history) are readline's own; macros replay through the console's input
+ * (own_macros); Tab completes Lua names (console_complete) against the console's state when the
+ * Lua thread is idle. */
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>
@@ -25,8 +26,13 @@
 #define ISEARCH_TERMINATORS "\033\n"
 
 static tui_console *rl_console;
-static unsigned char input[256];
+static unsigned char input[1024];
 static size_t input_head, input_len;
+/* The keyboard macro (Ctrl-X ( ... Ctrl-X ), Ctrl-X e): the keys as the TUI gave them, kept
+ * across consoles as readline keeps its own */
+static unsigned char macro[256];
+static size_t macro_len;
+static int macro_recording;
 static FILE *rl_null_in, *rl_null_out;
 static char history_path[PATH_MAX];
 static const char *prompt_now = "> ";
@@ -152,6 +158,218 @@ static void find_history(void)
     snprintf(history_path, sizeof history_path, "%s/history", dir);
 }
 
+static void push(const char *bytes, size_t n)
+{
+    if (input_head == input_len) input_head = input_len = 0;
+    if (input_len + n > sizeof input) return;
+    memcpy(input + input_len, bytes, n);
+    input_len += n;
+    if (macro_recording) {
+        if (macro_len + n > sizeof macro) { /* too long to replay: no macro, as after Ctrl-G */
+            macro_recording = 0;
+            macro_len = 0;
+            rl_ding();
+            return;
+        }
+        memcpy(macro + macro_len, bytes, n);
+        macro_len += n;
+    }
+}
+
+/* Macros are the console's, not readline's: readline replays a macro's keys from inside
+ * rl_callback_read_char, where console_rl_key never sees them, so a macro holding a search and
+ * a key sequence (Ctrl-X ( Ctrl-R Ctrl-X Ctrl-X [ Ctrl-X ), then Ctrl-X e: fuzz_console; or an
+ * inputrc's "\C-t": "\C-r\C-x\C-x[") reached the search crash that end_search keeps typed keys
+ * from. Here a keyboard macro is the keys the TUI gave while it was recorded, a string macro its
+ * text, and running either puts the keys in front of the input, to be read as typed keys. */
+static void replay(const unsigned char *keys, size_t n, int count)
+{
+    if (count < 1) count = 1;
+    if (input_head == input_len) input_head = input_len = 0;
+    size_t left = input_len - input_head;
+    if (n == 0 || (size_t)count > sizeof input / n || left + (size_t)count * n > sizeof input) {
+        rl_ding();
+        return;
+    }
+    memmove(input + (size_t)count * n, input + input_head, left);
+    for (int i = 0; i < count; i++) memcpy(input + (size_t)i * n, keys, n);
+    input_head = 0;
+    input_len = left + (size_t)count * n;
+}
+
+/* The keys that ran the command now running, which a recording has taken in too. */
+static void unrecord_command_keys(void)
+{
+    size_t n = (size_t)(rl_key_sequence_length > 0 ? rl_key_sequence_length : 0);
+    macro_len = n < macro_len ? macro_len - n : 0;
+}
+
+static int macro_start(int count, int key)
+{
+    (void)count;
+    (void)key;
+    macro_len = 0;
+    if (macro_recording) { /* readline's answer to a second Ctrl-X ( */
+        macro_recording = 0;
+        rl_ding();
+        return 1;
+    }
+    macro_recording = 1;
+    return 0;
+}
+
+static int macro_end(int count, int key)
+{
+    (void)key;
+    if (!macro_recording) {
+        rl_ding();
+        return 1;
+    }
+    unrecord_command_keys();
+    macro_recording = 0;
+    /* readline's: with an argument n, the macro then runs n - 1 times */
+    if (count > 1) replay(macro, macro_len, count - 1);
+    return 0;
+}
+
+static int macro_call(int count, int key)
+{
+    (void)key;
+    if (macro_recording) { /* a macro calling itself: readline ignores the call, so do we */
+        unrecord_command_keys();
+        rl_ding();
+        return 1;
+    }
+    replay(macro, macro_len, count);
+    return 0;
+}
+
+/* The string macros taken over from readline's keymaps: the keys bound and the text. */
+typedef struct {
+    unsigned char keys[16];
+    size_t n_keys;
+    char *text;
+} string_macro;
+static string_macro *string_macros;
+static size_t n_string_macros;
+
+static int string_macro_run(int count, int key)
+{
+    (void)key;
+    size_t n = (size_t)(rl_key_sequence_length > 0 ? rl_key_sequence_length : 0);
+    for (size_t i = 0; i < n_string_macros; i++) {
+        const string_macro *m = &string_macros[i];
+        if (m->n_keys == n && memcmp(m->keys, rl_executing_keyseq, n) == 0) {
+            replay((const unsigned char *)m->text, strlen(m->text), count);
+            return 0;
+        }
+    }
+    rl_ding();
+    return 1;
+}
+
+/* Each string macro in MAP and the keymaps under it (keys: the sequence that leads to MAP)
+ * becomes string_macro_run, its text kept in string_macros. */
+static void own_string_macros(Keymap map, unsigned char *keys, size_t depth)
+{
+    for (int k = 0; k < KEYMAP_SIZE - 1; k++) {
+        keys[depth] = (unsigned char)k;
+        if (map[k].type == ISKMAP && map[k].function && depth + 1 < sizeof string_macros->keys) {
+            own_string_macros((Keymap)map[k].function, keys, depth + 1);
+        } else if (map[k].type == ISMACR && map[k].function) {
+            string_macros = mt_xrealloc(string_macros, (n_string_macros + 1) * sizeof *string_macros);
+            string_macro *m = &string_macros[n_string_macros++];
+            memcpy(m->keys, keys, depth + 1);
+            m->n_keys = depth + 1;
+            m->text = (char *)map[k].function; /* readline's copy, the console's from now on */
+            map[k].type = ISFUNC;
+            map[k].function = string_macro_run;
+        }
+    }
+}
+
+/* Readline's non-incremental search (Meta-p, Meta-n) keeps the line it replaces in a saved
+ * entry, which a search that finds a line frees without the line's undo records (search.c,
+ * make_history_line_current), and one begun on an edited history line drops that line's
+ * records: both leaked (fuzz_console, LeakSanitizer). So a search starts from the end of the
+ * history, as Meta-> goes there (a history line's edits kept in its entry, the line saved on
+ * entering the history back), and the line's undo records are freed first: the search saves a
+ * line without any, and the line it was begun from can no longer be undone. */
+static void give_up_undo_before_search(void)
+{
+    if (current_history()) rl_end_of_history(1, 0);
+    rl_free_undo_list();
+}
+
+static int noninc_reverse_search(int count, int key)
+{
+    give_up_undo_before_search();
+    return rl_noninc_reverse_search(count, key);
+}
+
+static int noninc_forward_search(int count, int key)
+{
+    give_up_undo_before_search();
+    return rl_noninc_forward_search(count, key);
+}
+
+static int noninc_reverse_search_again(int count, int key)
+{
+    give_up_undo_before_search();
+    return rl_noninc_reverse_search_again(count, key);
+}
+
+static int noninc_forward_search_again(int count, int key)
+{
+    give_up_undo_before_search();
+    return rl_noninc_forward_search_again(count, key);
+}
+
+static void own_macros(void);
+
+/* Ctrl-X Ctrl-R: an inputrc read again may bind macros and the search terminators anew. */
+static int reread_init_file(int count, int key)
+{
+    int r = rl_re_read_init_file(count, key);
+    own_macros();
+    return r;
+}
+
+/* Readline's keyboard macro commands (Ctrl-X (, Ctrl-X ), Ctrl-X e unless an inputrc moved them),
+ * its string macros in every keymap and its non-incremental searches become the console's, and
+ * the incremental search ends on C-J. */
+static void own_macros(void)
+{
+    static const struct {
+        rl_command_func_t *readline_fn, *console_fn;
+    } commands[] = {
+        {rl_start_kbd_macro, macro_start},
+        {rl_end_kbd_macro, macro_end},
+        {rl_call_last_kbd_macro, macro_call},
+        {rl_re_read_init_file, reread_init_file},
+        {rl_noninc_reverse_search, noninc_reverse_search},
+        {rl_noninc_forward_search, noninc_forward_search},
+        {rl_noninc_reverse_search_again, noninc_reverse_search_again},
+        {rl_noninc_forward_search_again, noninc_forward_search_again},
+    };
+    static const char *const keymaps[] = {"emacs", "vi-insert", "vi-command"};
+    rl_variable_bind("isearch-terminators", "\\e\\C-J");
+    for (size_t i = 0; i < sizeof keymaps / sizeof keymaps[0]; i++) {
+        Keymap map = rl_get_keymap_by_name(keymaps[i]);
+        if (!map) continue;
+        for (size_t j = 0; j < sizeof commands / sizeof commands[0]; j++) {
+            char **seqs = rl_invoking_keyseqs_in_map(commands[j].readline_fn, map);
+            for (char **seq = seqs; seq && *seq; seq++) {
+                rl_bind_keyseq_in_map(*seq, commands[j].console_fn, map);
+                free(*seq);
+            }
+            free(seqs);
+        }
+        unsigned char keys[sizeof string_macros->keys];
+        own_string_macros(map, keys, 0);
+    }
+}
+
 int console_rl_start(tui_console *c)
 {
     rl_console = c;
@@ -181,10 +399,11 @@ int console_rl_start(tui_console *c)
     if (history_path[0] && read_history(history_path) == ENOENT) write_history(history_path);
     prompt_now = "> ";
     rl_callback_handler_install(prompt_now, on_line);
-    rl_variable_bind("isearch-terminators", "\\e\\C-J");
     rl_bind_keyseq("\\e[3~", rl_delete);
     rl_bind_keyseq("\\e[H", rl_beg_of_line);
     rl_bind_keyseq("\\e[F", rl_end_of_line);
+    own_macros();
+    macro_recording = 0;
     return 0;
 }
 
@@ -224,6 +443,10 @@ static void free_undo_records(void)
 void console_rl_stop(void)
 {
     if (!rl_console) return;
+    if (macro_recording) { /* a macro never ended is no macro, and Ctrl-G below is no key of it */
+        macro_recording = 0;
+        macro_len = 0;
+    }
     /* a search, prefix or numeric argument left open would take the next console's keys, its
      * search terminators freed by that console's start: Ctrl-G ends each as a user would
      * (rl_callback_sigcleanup leaves the prompt a search saved) */
@@ -247,14 +470,6 @@ void console_rl_stop(void)
     if (rl_null_out) fclose(rl_null_out);
     rl_instream = rl_outstream = rl_null_in = rl_null_out = NULL;
     rl_console = NULL;
-}
-
-static void push(const char *bytes, size_t n)
-{
-    if (input_head == input_len) input_head = input_len = 0;
-    if (input_len + n > sizeof input) return;
-    memcpy(input + input_len, bytes, n);
-    input_len += n;
 }
 
 /* A key that readline's incremental search would take as the start of a key sequence (Ctrl-X,
