@@ -11,6 +11,7 @@
 
 #include "tiny_bundle.h"
 #include "tui/app.h"
+#include "tui/console/console_internal.h"
 
 static char dir[64], bundle[96];
 
@@ -139,6 +140,13 @@ static void test_map_follows_text_and_search(void **state)
     assert_map_of_shown(a, p, 0);
     assert_int_equal(p->heat_nth, 0);
     assert_non_null(strstr(a->notice, "mamba has 2 implicit attention layers, not 100"));
+
+    /* ui.heatmap asks for a head the map does not have: an error, the pane as it was */
+    ui_call call = {.op = UI_HEATMAP, .pane = 0, .kind = MT_PROBE_IMPLICIT_ATTN, .layer = 0,
+                    .head = 99, .scale = -1};
+    ui_execute(a, &call);
+    assert_string_equal(call.error, "mamba's implicit layer 1 has 1 head, not 100");
+    assert_int_equal(p->heat_head, -1);
 
     /* back to the text, a new text, F3: the map of the new text, not the old one */
     p->view = TUI_VIEW_TEXT;

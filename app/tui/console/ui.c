@@ -200,6 +200,11 @@ static int heat_refused(ui_call *call, const tui_pane *p, int kind, int nth)
                  name, has[0] ? has : "none");
     } else if (nth >= count) {
         snprintf(call->error, sizeof call->error, "%s has %d %s layers", p->name, count, name);
+    } else if (call->head >= 0) {
+        const mt_probe_map *m = &r->maps[tui_heat_find(r, (mt_probe_kind)kind, nth)];
+        if (call->head >= m->heads)
+            snprintf(call->error, sizeof call->error, "%s's %s layer %d has %d head%s, not %d",
+                     p->name, name, nth + 1, m->heads, m->heads == 1 ? "" : "s", call->head + 1);
     }
     return call->error[0] != 0;
 }
