@@ -55,7 +55,7 @@ static int run(int argc, char **argv)
         n_defaults = tui_default_bundles(&defaults, o.models_root, models_dir, sizeof models_dir, problem,
                                          sizeof problem);
         if (problem[0]) o.warning = problem;
-        for (int i = 0; i < n_defaults && o.n_dirs < TUI_MAX_PANES; i++) {
+        for (int i = 0; i < n_defaults && o.n_dirs < TUI_DEFAULT_PANES; i++) {
             o.devices[o.n_dirs] = o.device;
             o.precision[o.n_dirs] = o.precision_flags;
             o.dirs[o.n_dirs++] = defaults[i];

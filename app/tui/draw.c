@@ -53,6 +53,13 @@ static int editor_lines(tui_app *a)
     return n;
 }
 
+/* The focused pane is on a page not shown (Tab moved to it): the layout turns the page. */
+static int off_page(const tui_app *a)
+{
+    return a->focus >= 0 && a->focus < a->n_panes && a->zoomed < 0 && !a->L.too_small &&
+           (a->focus < a->L.first_shown || a->focus >= a->L.first_shown + a->L.n_shown);
+}
+
 void tui_build_windows(tui_app *a)
 {
     tui_free_windows(a);
@@ -61,7 +68,10 @@ void tui_build_windows(tui_app *a)
                         .show_log = a->show_log, .editor_lines = a->editor_lines,
                         .console_h = !tui_console_is_open(a) ? 0
                                      : a->console_rows ? a->console_rows
-                                                       : TUI_CONSOLE_DEFAULT};
+                                                       : TUI_CONSOLE_DEFAULT,
+                        /* when not every pane fits, the page of the focused one (else the
+                         * page shown before) */
+                        .page_of = a->focus >= 0 ? a->focus : a->L.first_shown};
     tui_layout_compute_in(&a->L, &in);
     a->zoomed = zoom_target(a);
     tui_layout_zoom(&a->L, a->zoomed);
@@ -179,7 +189,7 @@ static void draw_status(tui_app *a, WINDOW *w)
 
 void tui_draw(tui_app *a)
 {
-    if (a->relayout || zoom_target(a) != a->zoomed || editor_lines(a) != a->editor_lines)
+    if (a->relayout || zoom_target(a) != a->zoomed || editor_lines(a) != a->editor_lines || off_page(a))
         tui_build_windows(a);
     a->dirty = 0;
     if (a->L.too_small) {

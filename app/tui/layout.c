@@ -45,7 +45,7 @@ static void split(int total, int k, int i, int *start, int *len)
 
 static void place_panes(tui_layout *L, int y0, int H)
 {
-    int n = L->n_panes, c = L->grid_cols, r = L->grid_rows;
+    int n = L->n_shown, c = L->grid_cols, r = L->grid_rows;
     for (int i = 0; i < n; i++) {
         int row = i / c, col = i % c;
         /* the last row spreads its panes over the whole width */
@@ -53,7 +53,7 @@ static void place_panes(tui_layout *L, int y0, int H)
         int x, w, y, h;
         split(L->cols, in_row, col, &x, &w);
         split(H, r, row, &y, &h);
-        L->panes[i] = (tui_rect){y0 + y, x, h, w};
+        L->panes[L->first_shown + i] = (tui_rect){y0 + y, x, h, w};
     }
 }
 
@@ -89,7 +89,14 @@ int tui_layout_compute_in(tui_layout *out, const tui_layout_in *in)
     int console_h = in->console_h == TUI_CONSOLE_DEFAULT
                         ? tui_clamp(rows * 2 / 5, CONSOLE_MIN_H, CONSOLE_MAX_H)
                         : in->console_h > 0 ? tui_clamp(in->console_h, CONSOLE_MIN_H, rows) : 0;
-    int n = out->n_panes;
+    /* more panes than fit even with nothing else beside them: a page of those that fit, the
+     * one holding in->page_of */
+    int n = out->n_panes, room = rows - 1 - EDITOR_MIN_H - (in->console_h ? CONSOLE_MIN_H : 0);
+    while (n > 1 && grid_columns(n, cols, room) == 0) n--;
+    int page_of = tui_clamp(in->page_of, 0, out->n_panes ? out->n_panes - 1 : 0);
+    out->first_shown = n ? page_of / n * n : 0;
+    if (out->first_shown + n > out->n_panes) out->first_shown = out->n_panes - n;
+    out->n_shown = n;
     /* give up room in this order until the panes fit: the log, console lines, editor lines,
      * and last the console itself */
     for (;;) {

@@ -89,7 +89,7 @@ type_line "ui.bind('F11', function() print('F11 pressed') end)"
 T send-keys -t e2e F11
 check "ui.bind runs a Lua function on its key" wait_for '^│F11 pressed' 5
 type_line "ui.close(5)"
-check "a bad ui call is an error naming the problem" wait_for '^│console:1: ui.close: no pane 5 \(panes are 1 to 4\)' 5
+check "a bad ui call is an error naming the problem" wait_for '^│console:1: ui.close: no pane 5 \(2 open\)' 5
 T send-keys -t e2e PPage
 check "PgUp scrolls the output back" wait_for 'scrolled back, PgDn' 5
 T send-keys -t e2e NPage

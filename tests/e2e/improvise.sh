@@ -72,7 +72,7 @@ check "... never saying the model records no maps" screen_lacks 'records no maps
 
 # ---------------------------------------------------------------- short errors
 type_line "ui.close(5)"
-check "an argument error prints its message" wait_for '^│console:1: ui.close: no pane 5 \(panes are 1 to 4\) +│$' 5
+check "an argument error prints its message" wait_for '^│console:1: ui.close: no pane 5 \(1 open\) +│$' 5
 check "... with the key to its traceback" wait_for '^│  \(F12: the traceback\) +│$' 5
 check "... and not the traceback itself" screen_lacks 'stack traceback'
 T send-keys -t e2e F12
@@ -104,6 +104,21 @@ check "the workbench quits" exited_cleanly
 run_mtlab "$bin tui -m bundles/transformer --refs missing.txt"
 check "mtlab tui --refs names a file it cannot read, before the screen opens" \
     wait_for '^mtlab: --refs: missing.txt: No such file or directory' 10
+
+# ---------------------------------------------------------------- all seven architectures
+T resize-window -t e2e -x 160 -y 45
+T send-keys -t e2e -l "clear"; T send-keys -t e2e Enter
+seven=""
+for m in transformer-small transformer++-small mamba-small mamba-mha-small mamba-local-small \
+         mamba-encdec-small retnet-small; do seven="$seven -m $root/models/$m"; done
+run_mtlab "$bin tui$seven"
+check "the seven shipped architectures open side by side" wait_count '┌─ [a-z+-]+-small ' 7 30
+T send-keys -t e2e -l "Y dijo Dios: Sea la luz."
+check "... and each translates" wait_count ' done ─┘' 7 60
+T resize-window -t e2e -x 80 -y 24
+check "... all seven still shown at 80x24" wait_count '┌─ (▶ )?[a-z+-]+(-small|…) ' 7 10
+quit_workbench
+check "the workbench quits" exited_cleanly
 
 echo
 echo "improvise end-to-end tests took $(( $(date +%s) - started )) s"

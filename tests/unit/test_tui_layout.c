@@ -23,7 +23,13 @@ static void check_layout(const tui_layout *L, int cols, int rows, int n, int sho
     int k = 0;
     r[k++] = L->editor;
     r[k++] = L->status;
-    for (int i = 0; i < L->n_panes; i++) r[k++] = L->panes[i];
+    /* the page shown: at least one pane when there are any, the others absent */
+    if (n > 0) assert_true(L->n_shown >= 1 && L->first_shown >= 0 && L->first_shown + L->n_shown <= n);
+    for (int i = 0; i < L->n_panes; i++) {
+        int shown = i >= L->first_shown && i < L->first_shown + L->n_shown;
+        if (shown) r[k++] = L->panes[i];
+        else if (L->panes[i].h != 0) fail_msg("%dx%d, %d panes: pane %d is off the page yet placed", cols, rows, n, i);
+    }
     if (n == 0) r[k++] = L->empty;
     if (L->log.h > 0) r[k++] = L->log;
     if (L->console.h > 0) r[k++] = L->console;
@@ -39,7 +45,7 @@ static void check_layout(const tui_layout *L, int cols, int rows, int n, int sho
                 fail_msg("%dx%d, %d panes: regions %d and %d overlap", cols, rows, n, i, j);
     }
     assert_int_equal(area, (long)cols * rows);
-    for (int i = 0; i < L->n_panes; i++) {
+    for (int i = L->first_shown; i < L->first_shown + L->n_shown; i++) {
         assert_true(L->panes[i].w >= TUI_PANE_MIN_W);
         assert_true(L->panes[i].h >= TUI_PANE_MIN_H);
     }
@@ -204,6 +210,34 @@ static void test_contains(void **state)
     assert_false(tui_rect_contains((tui_rect){0, 0, 0, 5}, 0, 0));
 }
 
+/* Every shipped architecture side by side: seven panes all show at 160x45 and, smaller, at
+ * 80x24; at 40x12 a page of those that fit shows, the one holding the pane asked for (the
+ * focused one). */
+static void test_seven_panes(void **state)
+{
+    (void)state;
+    tui_layout L;
+    tui_layout_in in = {.cols = 160, .rows = 45, .n_panes = 7};
+    assert_int_equal(tui_layout_compute_in(&L, &in), 0);
+    assert_int_equal(L.first_shown, 0);
+    assert_int_equal(L.n_shown, 7);
+    check_layout(&L, 160, 45, 7, 0);
+    in = (tui_layout_in){.cols = 80, .rows = 24, .n_panes = 7};
+    assert_int_equal(tui_layout_compute_in(&L, &in), 0);
+    assert_int_equal(L.n_shown, 7);
+    check_layout(&L, 80, 24, 7, 0);
+    in = (tui_layout_in){.cols = 40, .rows = 12, .n_panes = 7, .page_of = 6};
+    assert_int_equal(tui_layout_compute_in(&L, &in), 0);
+    assert_true(L.n_shown >= 2 && L.n_shown < 7);
+    assert_true(6 >= L.first_shown && 6 < L.first_shown + L.n_shown);
+    assert_true(L.panes[0].h == 0);
+    check_layout(&L, 40, 12, 7, 0);
+    in.page_of = 0;
+    assert_int_equal(tui_layout_compute_in(&L, &in), 0);
+    assert_int_equal(L.first_shown, 0);
+    assert_true(L.panes[6].h == 0);
+}
+
 /* Zoom: the pane takes every line above the status line, nothing else is left to draw, and
  * a too-small terminal or a pane that is not there changes nothing. */
 static void test_zoom_gives_one_pane_the_screen(void **state)
@@ -247,6 +281,7 @@ int main(void)
         cmocka_unit_test(test_side_by_side_when_wide_stacked_when_narrow),
         cmocka_unit_test(test_log_gives_way_before_panes),
         cmocka_unit_test(test_contains),
+        cmocka_unit_test(test_seven_panes),
         cmocka_unit_test(test_zoom_gives_one_pane_the_screen),
     };
     return cmocka_run_group_tests_name("tui_layout", tests, NULL, NULL);
