@@ -158,7 +158,7 @@ static int l_eval(lua_State *L)
     mt_text_lines src_holder = {0}, ref_holder = {0};
     request_text(L, fn, "src", &rq.src, &rq.src_lines, &src_holder, src_name);
     request_text(L, fn, "ref", &rq.ref, &rq.ref_lines, &ref_holder, ref_name);
-    rq.beam = (int)mtl_opt_integer(L, 1, fn, "beam", MT_DECODE_DEFAULT_BEAM, 1, MT_DECODE_MAX_BEAM);
+    rq.beam = (int)mtl_opt_integer(L, 1, fn, "beam", mtl_default_beam(L), 1, MT_DECODE_MAX_BEAM);
     rq.device = mtl_opt_string(L, 1, fn, "device", NULL);
     rq.precision = mtl_opt_string(L, 1, fn, "precision", NULL);
     rq.stats = mtl_opt_string(L, 1, fn, "stats", NULL);

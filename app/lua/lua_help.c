@@ -27,8 +27,9 @@ const mtl_help_entry mtl_help[] = {
      "model:translate(text | {texts} [, {beam=5, max_len=, batch=16, on_token=fn, "
      "progress=true}]) -> result | {results}",
      "Translates; a result is {text, tokens, time_s, state_bytes, score, logprob, finished, "
-     "ids}; on_token(piece, i, text) sees each new token, and an error it raises cancels the "
-     "decode."},
+     "ids, search} (search: \"greedy\" or \"beam 5\"); on_token(piece, i, text) sees each new "
+     "token, and an error it raises cancels the decode. Without beam= the workbench's console "
+     "decodes with the panes' search (F4), elsewhere beam 5 as `mtlab translate`."},
     {"model:probe",
      "model:probe(src, hyp [, {kind=, layer=, head=, encoder=}]) -> matrix",
      "One map of what the model computed for src -> hyp: kind state_norms, state_groups, "

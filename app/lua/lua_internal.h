@@ -21,6 +21,10 @@ typedef struct {
 /* The context of L (kept in the state's extra space, so a signal handler can reach it). */
 mtl_context *mtl_context_of(lua_State *L);
 
+/* The search translate and eval use when given no beam= (lua_plot.c: the host's, as
+ * mtl_set_output sets it, else MT_DECODE_DEFAULT_BEAM). */
+int mtl_default_beam(lua_State *L);
+
 /* Raise "interrupted" when an interrupt is pending (long C loops call it between items). */
 void mtl_check_interrupt(lua_State *L);
 

@@ -338,7 +338,7 @@ static int m_translate(lua_State *L)
     mtl_check_options(L, 3, fn, known);
     mt_decode_opts o;
     mt_decode_opts_init(&o);
-    o.beam = (int)mtl_opt_integer(L, 3, fn, "beam", MT_DECODE_DEFAULT_BEAM, 1, 256);
+    o.beam = (int)mtl_opt_integer(L, 3, fn, "beam", mtl_default_beam(L), 1, 256);
     o.max_new_tokens = (int)mtl_opt_integer(L, 3, fn, "max_len", 0, 0, 65536);
     int batch = (int)mtl_opt_integer(L, 3, fn, "batch", MT_DECODE_DEFAULT_BATCH, 1, 4096);
     int progress = mtl_opt_boolean(L, 3, fn, "progress", 1);
@@ -381,6 +381,10 @@ static int m_translate(lua_State *L)
     else if (!(c.failed || ctx->interrupted || h->closed))
         for (size_t i = 0; i < n; i++) {
             push_result(L, &res.hyps[i], &res);
+            /* the search used, as a pane's title names it */
+            if (o.beam > 1) lua_pushfstring(L, "beam %d", o.beam);
+            else lua_pushliteral(L, "greedy");
+            lua_setfield(L, -2, "search");
             if (!single) lua_rawseti(L, out, (lua_Integer)i + 1);
         }
     if (rc == 0) mt_decode_result_free(&res);

@@ -5,6 +5,7 @@
  * returns the drawing as a string. */
 #include "lua/lua_internal.h"
 #include "lua/mtlab_lua.h"
+#include "mtlab/decode.h"
 #include "mtlab/error.h"
 #include "plot/plot.h"
 
@@ -247,6 +248,12 @@ static const mtl_output *output_of(lua_State *L)
     const mtl_output *o = lua_touserdata(L, -1);
     lua_pop(L, 1);
     return o;
+}
+
+int mtl_default_beam(lua_State *L)
+{
+    const mtl_output *out = output_of(L);
+    return out && out->beam ? out->beam(out->ctx) : MT_DECODE_DEFAULT_BEAM;
 }
 
 /* The size and abilities of where the plot goes: the output set for the state (the console:

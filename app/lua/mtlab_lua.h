@@ -39,12 +39,15 @@ void mtl_reset_interrupt(lua_State *L);
 /* Where plots go when the state's output is not the terminal (the workbench's console):
  * p:show() hands its text to write (with colour escapes when color says it can paint them),
  * p:text() and p:show() fit width columns; p:text() is plain unless asked for color=true.
- * Copied; NULL removes it. */
+ * beam, when not NULL, is the search model:translate and mtlab.eval use when given no beam=
+ * (the workbench's panes', so the console decodes as the panes show; else
+ * MT_DECODE_DEFAULT_BEAM, as `mtlab translate`). Copied; NULL removes it. */
 typedef struct {
     void (*write)(void *ctx, const char *text, size_t len);
     int (*width)(void *ctx);
     int (*color)(void *ctx);
     void *ctx;
+    int (*beam)(void *ctx);
 } mtl_output;
 void mtl_set_output(lua_State *L, const mtl_output *out);
 

@@ -90,6 +90,17 @@ T resize-window -t e2e -x 76 -y 40
 check "a scrolled pane's title keeps its search" wait_for '^┌─ transformer · (cpu · )?greedy ─+ 1-[0-9]+/[0-9]+ ─┐' 20
 T resize-window -t e2e -x 120 -y 40
 
+# ---------------------------------------------------------------- one search
+# translate in the console decodes with the panes' search and says which
+type_line "mm = mtlab.load('bundles/transformer') return mm:translate('Y dijo Dios: Sea la luz.').search"
+check "m:translate in the console uses the panes' search (greedy), and says so" wait_for '^│greedy +│$' 20
+T send-keys -t e2e F4
+wait_for '· beam 5 ─' 10
+type_line "return 'after F4: ' .. mm:translate('Y dijo Dios: Sea la luz.').search"
+check "... and beam 5 once F4 switched the panes" wait_for '^│after F4: beam 5 +│$' 20
+T send-keys -t e2e F4
+wait_for '· greedy ─' 10
+
 # ---------------------------------------------------------------- references
 printf 'And God said, Let there be light.\nAnd there was light.\n' >refs.txt
 type_line "ui.references('nope.txt')"

@@ -17,6 +17,7 @@ static tui_console *console_new(tui_app *a)
     tui_console *c = mt_xcalloc(1, sizeof *c);
     c->app = a;
     c->text_w = COLS > 12 ? COLS - 2 : 10;   /* until the first frame says */
+    c->search_beam = a->default_beam;
     c->sgr_text_fg = c->sgr_text_bg = -2;
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_init(&c->state_lock, NULL);
@@ -246,6 +247,7 @@ void tui_console_pump(tui_app *a)
     tui_console *c = a->console;
     if (!c) return;
     pthread_mutex_lock(&c->lock);
+    c->search_beam = a->n_panes ? a->panes[0]->beam : a->default_beam;
     c->woken = 0;
     if (c->changed) a->dirty = 1;
     c->changed = 0;

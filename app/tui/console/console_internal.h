@@ -83,6 +83,7 @@ struct tui_console {
     pthread_cond_t answered; /* a ui call is done */
     console_scrollback sb;
     char *last_traceback;    /* the last error's, for F12 */
+    int search_beam;         /* the panes' search (1: greedy), for translate in Lua */
     int text_w, text_colors; /* the output area's columns, and 1 when it paints xterm-256
                               * colours: for plots the Lua thread draws */
     int changed;             /* output since the last frame */
