@@ -175,10 +175,24 @@ void tui_picker_open(tui_app *a)
     a->dirty = 1;
 }
 
-/* Open the bundle at the typed path (a notice says what is wrong with a bad one). */
+/* Open the bundle at the typed path (a notice says what is wrong with a bad one); a text
+ * file typed there (not a bundle's config.json) is loaded as the segments' references. */
 static void open_typed(tui_app *a)
 {
     char dir[PATH_MAX];
+    struct stat st;
+    size_t len = strlen(a->picker_path);
+    if (stat(a->picker_path, &st) == 0 && S_ISREG(st.st_mode) &&
+        !(len >= 11 && !strcmp(a->picker_path + len - 11, "config.json"))) {
+        if (tui_refs_load(a, a->picker_path) != 0) {
+            tui_notice(a, "%s", mt_last_error());
+            return;
+        }
+        tui_notice(a, "references: %zu lines from %s, scored in every pane", a->refs.n, a->picker_path);
+        tui_picker_free(a);
+        a->overlay = TUI_OVERLAY_NONE;
+        return;
+    }
     if (tui_bundle_path(a->picker_path, dir, sizeof dir) != 0) {
         tui_notice(a, "%s", mt_last_error());
         return;

@@ -110,6 +110,13 @@ check "with references each pane shows the total BLEU and chrF2" \
     wait_count '│2 of 2 segments vs references: BLEU [0-9.]+ · chrF2 [0-9.]+' 2 20
 check "... and each segment's" wait_count '│  BLEU [0-9.]+ · chrF2 [0-9.]+ +│' 4 5
 
+printf 'God said.\n' >refs2.txt
+T send-keys -t e2e F5
+wait_for 'model bundles \(' 5
+T send-keys -t e2e -l "refs2.txt"; T send-keys -t e2e Enter
+check "F5 with a text file's path loads it as the references" wait_for 'references: 1 lines from refs2.txt' 5
+check "... and the panes score against it" wait_count '│1 of 2 segments vs references: BLEU' 2 10
+
 quit_workbench
 check "the workbench quits" exited_cleanly
 run_mtlab "$bin tui -m bundles/transformer --refs missing.txt"
