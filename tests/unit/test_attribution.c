@@ -236,6 +236,76 @@ static void test_greedy_hypothesis(void **state)
     }
 }
 
+/* models/transformer-small (a MarianMTModel bundle) against PyTorch autograd on the same
+ * bundle (tests/fixtures/attribution/make_fixture.py): each row within 1e-4 of the row's
+ * largest reference value. */
+static int32_t *read_ids(FILE *f, const char *key, int *n)
+{
+    char word[32];
+    assert_int_equal(fscanf(f, "%31s", word), 1);
+    assert_string_equal(word, key);
+    int32_t *ids = calloc(256, sizeof *ids);
+    *n = 0;
+    int c;
+    while ((c = fgetc(f)) != '\n' && c != EOF) {
+        if (c == ' ') continue;
+        ungetc(c, f);
+        assert_true(*n < 256 && fscanf(f, "%d", &ids[*n]) == 1);
+        (*n)++;
+    }
+    return ids;
+}
+
+static void test_transformer_small_matches_pytorch(void **state)
+{
+    (void)state;
+    FILE *f = fopen("tests/fixtures/attribution/transformer_small.txt", "r");
+    assert_non_null(f);
+    char line[512];
+    assert_non_null(fgets(line, sizeof line, f)); /* the comment */
+    int n_src, n_hyp;
+    int32_t *fsrc = read_ids(f, "src", &n_src), *fhyp = read_ids(f, "hyp", &n_hyp);
+    mt_model *m = mt_model_load("models/transformer-small", mt_backend_cpu(), 0);
+    if (!m) fail_msg("%s", mt_last_error());
+    const mt_attr_method methods[] = {MT_ATTR_INPUT_X_GRADIENT, MT_ATTR_SALIENCY};
+    for (int k = 0; k < 2; k++) {
+        char name[32];
+        int rows, cols;
+        assert_int_equal(fscanf(f, "%31s %d %d", name, &rows, &cols), 3);
+        assert_string_equal(name, mt_attr_method_name(methods[k]));
+        mt_attr_opts o;
+        mt_attr_opts_init(&o);
+        o.method = methods[k];
+        mt_attribution a;
+        assert_int_equal(mt_attribute(m, fsrc, n_src, fhyp, n_hyp, &o, &a), 0);
+        assert_int_equal(a.rows, rows);
+        assert_int_equal(a.cols, cols);
+        double worst = 0.0;
+        for (int j = 0; j < rows; j++) {
+            double ref[64], most = 0.0, err = 0.0;
+            assert_true(cols <= 64);
+            for (int c = 0; c < cols; c++) {
+                assert_int_equal(fscanf(f, "%lf", &ref[c]), 1);
+                if (fabs(ref[c]) > most) most = fabs(ref[c]);
+            }
+            for (int c = 0; c < cols; c++) {
+                double d = fabs(a.values[(size_t)j * cols + c] - ref[c]);
+                if (d > err) err = d;
+            }
+            if (err / most > worst) worst = err / most;
+            if (err > 1e-4 * most)
+                fail_msg("%s row %d: off by %.3g of its largest value %.4g", name, j, err, most);
+        }
+        printf("transformer-small %s vs PyTorch autograd: worst row error %.2e of the row's "
+               "largest value\n", name, worst);
+        mt_attribution_free(&a);
+    }
+    fclose(f);
+    free(fsrc);
+    free(fhyp);
+    mt_model_free(m);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -275,6 +345,7 @@ int main(void)
         cmocka_unit_test(test_integrated_gradients_complete),
         cmocka_unit_test(test_contrast_is_the_difference),
         cmocka_unit_test(test_greedy_hypothesis),
+        cmocka_unit_test(test_transformer_small_matches_pytorch),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
