@@ -33,7 +33,7 @@ static tui_console *console_new(tui_app *a)
     console_rl_start(c);
     static const char hello[] =
         "Lua console: mtlab.* and ui.* (? NAME for help, Tab completes, Ctrl-C interrupts, "
-        "Ctrl-O closes)\n";
+        "F12 the last error's traceback, Ctrl-O closes)\n";
     console_write(c, CONSOLE_OUT, hello, sizeof hello - 1);
     return c;
 }
