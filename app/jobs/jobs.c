@@ -446,9 +446,16 @@ int job_wait(job_info *j, double timeout_s)
     double t0 = mt_now_s();
     for (;;) {
         if (job_refresh(j) != 0) return -1;
-        if (!job_active(j)) return 0;
+        if (job_ended(j)) return 0;
         if (timeout_s >= 0 && mt_now_s() - t0 >= timeout_s) return 1;
-        struct timespec pause = {0, 100 * 1000 * 1000};
+        struct timespec pause = {0, (job_active(j) ? 100 : 10) * 1000 * 1000};
         nanosleep(&pause, NULL);
     }
+}
+
+int job_ended(const job_info *j)
+{
+    /* a local trainer records its end just before it exits and frees the run's lock: it has
+     * ended once it has gone, so a resume right after finds the run free */
+    return !job_active(j) && !(j->launcher == JOB_LOCAL && job_pid_alive(j->pid, j->pid_start));
 }

@@ -119,6 +119,9 @@ int job_resume_to(job_info *j, long max_steps);
 int job_wait(job_info *j, double timeout_s);
 /* 1 while pending or running. */
 int job_active(const job_info *j);
+/* Not active, and its trainer's process gone too (it records its end just before it exits):
+ * what a wait waits for. */
+int job_ended(const job_info *j);
 
 /* The complete lines of dir/log.jsonl after *offset, parsed; *offset moves past them (a line
  * still being written is left for the next call). Of records of the same step and event only

@@ -140,14 +140,14 @@ static int do_wait(lua_State *L, const char *fn)
     double t0 = mt_now_s();
     for (;;) {
         refresh(L, j, fn);
-        if (!job_active(j)) break;
+        if (job_ended(j)) break;
         if (timeout >= 0 && mt_now_s() - t0 >= timeout) break;
         mtl_check_interrupt(L);
         struct timespec pause = {0, 100 * 1000 * 1000};
         nanosleep(&pause, NULL);
     }
     lua_settop(L, 1);
-    lua_pushboolean(L, !job_active(j));
+    lua_pushboolean(L, job_ended(j));
     return 2;
 }
 

@@ -62,6 +62,11 @@ while j.step < 4 do j:wait(0.05) end
 j:stop()
 local _, finished = j:wait(60)
 print(finished, j.state)
+-- the wait returns once the trainer has exited, not only recorded its end: its lock is free
+local stat = io.open("/proc/" .. j.pid .. "/stat")
+local st = stat and stat:read("a"):match("%) (%a)")
+if stat then stat:close() end
+print((st == nil or st == "Z") and "trainer gone" or "trainer alive")
 j:resume()
 print(j.state)
 mtlab.jobs.stop("b")
@@ -69,7 +74,7 @@ j:wait(60)
 print(j.state)
 ]])
     assert.are.equal(0, code, err)
-    assert.are.equal("true\tcancelled\nrunning\ncancelled\n", out)
+    assert.are.equal("true\tcancelled\ntrainer gone\nrunning\ncancelled\n", out)
     assert.matches("resumed from step", H.read(dir .. "/runs/b/train.log"))
   end)
 
