@@ -16,14 +16,14 @@ static void walk(tensor_walk *w, const mt_attn_config *cfg, mt_attn_params *p)
     int C = cfg->C, kv = kv_width(cfg), b = cfg->bias;
     mt_attn_params none;
     if (!p) p = &none;
-    tensor_walk_row(w, &p->q_w, "q_proj", ".weight", 1, 2, C, C, 0);
-    tensor_walk_optional(w, b, &p->q_b, "q_proj", ".bias", 0, 1, C, 0, 0);
-    tensor_walk_row(w, &p->k_w, "k_proj", ".weight", 1, 2, C, kv, 0);
-    tensor_walk_optional(w, b, &p->k_b, "k_proj", ".bias", 0, 1, C, 0, 0);
-    tensor_walk_row(w, &p->v_w, "v_proj", ".weight", 1, 2, C, kv, 0);
-    tensor_walk_optional(w, b, &p->v_b, "v_proj", ".bias", 0, 1, C, 0, 0);
-    tensor_walk_row(w, &p->o_w, out, ".weight", 1, 2, C, C, 0);
-    tensor_walk_optional(w, b, &p->o_b, out, ".bias", 0, 1, C, 0, 0);
+    tensor_walk_row(w, &p->q_w, "q_proj", ".weight", 1, TENSOR_SHAPE2(C, C));
+    tensor_walk_optional(w, b, &p->q_b, "q_proj", ".bias", 0, TENSOR_SHAPE1(C));
+    tensor_walk_row(w, &p->k_w, "k_proj", ".weight", 1, TENSOR_SHAPE2(C, kv));
+    tensor_walk_optional(w, b, &p->k_b, "k_proj", ".bias", 0, TENSOR_SHAPE1(C));
+    tensor_walk_row(w, &p->v_w, "v_proj", ".weight", 1, TENSOR_SHAPE2(C, kv));
+    tensor_walk_optional(w, b, &p->v_b, "v_proj", ".bias", 0, TENSOR_SHAPE1(C));
+    tensor_walk_row(w, &p->o_w, out, ".weight", 1, TENSOR_SHAPE2(C, C));
+    tensor_walk_optional(w, b, &p->o_b, out, ".bias", 0, TENSOR_SHAPE1(C));
 }
 
 int mt_attention_tensors(const mt_attn_config *cfg, mt_tensor_spec *specs)

@@ -9,10 +9,10 @@ static void ffn_walk(tensor_walk *w, const mt_ffn_config *cfg, mt_ffn_params *p)
 {
     mt_ffn_params none;
     if (!p) p = &none;
-    tensor_walk_row(w, &p->fc1_w, "fc1", ".weight", 1, 2, cfg->F, cfg->C, 0);
-    tensor_walk_optional(w, cfg->bias, &p->fc1_b, "fc1", ".bias", 0, 1, cfg->F, 0, 0);
-    tensor_walk_row(w, &p->fc2_w, "fc2", ".weight", 1, 2, cfg->C, cfg->F, 0);
-    tensor_walk_optional(w, cfg->bias, &p->fc2_b, "fc2", ".bias", 0, 1, cfg->C, 0, 0);
+    tensor_walk_row(w, &p->fc1_w, "fc1", ".weight", 1, TENSOR_SHAPE2(cfg->F, cfg->C));
+    tensor_walk_optional(w, cfg->bias, &p->fc1_b, "fc1", ".bias", 0, TENSOR_SHAPE1(cfg->F));
+    tensor_walk_row(w, &p->fc2_w, "fc2", ".weight", 1, TENSOR_SHAPE2(cfg->C, cfg->F));
+    tensor_walk_optional(w, cfg->bias, &p->fc2_b, "fc2", ".bias", 0, TENSOR_SHAPE1(cfg->C));
 }
 
 int mt_ffn_tensors(const mt_ffn_config *cfg, mt_tensor_spec *specs)
@@ -80,23 +80,23 @@ static void gated_walk(tensor_walk *w, const mt_gated_mlp_config *cfg, mt_gated_
     mt_gated_mlp_params none;
     if (!p) p = &none;
     if (cfg->layout == MT_GATED_FC1) { /* one fc1 tensor, its halves value and gate */
-        tensor_walk_row(w, &p->value_w, "fc1", ".weight", 1, 2, 2 * F, C, 0);
-        tensor_walk_optional(w, b, &p->value_b, "fc1", ".bias", 0, 1, 2 * F, 0, 0);
+        tensor_walk_row(w, &p->value_w, "fc1", ".weight", 1, TENSOR_SHAPE2(2 * F, C));
+        tensor_walk_optional(w, b, &p->value_b, "fc1", ".bias", 0, TENSOR_SHAPE1(2 * F));
         if (w->base) {
             p->gate_w = p->value_w + (size_t)F * C;
             p->gate_b = b ? p->value_b + F : NULL;
         }
-        tensor_walk_row(w, &p->down_w, "fc2", ".weight", 1, 2, C, F, 0);
-        tensor_walk_optional(w, b, &p->down_b, "fc2", ".bias", 0, 1, C, 0, 0);
+        tensor_walk_row(w, &p->down_w, "fc2", ".weight", 1, TENSOR_SHAPE2(C, F));
+        tensor_walk_optional(w, b, &p->down_b, "fc2", ".bias", 0, TENSOR_SHAPE1(C));
         return;
     }
     const char *const *name = names[cfg->layout];
-    tensor_walk_row(w, &p->gate_w, name[0], ".weight", 1, 2, F, C, 0);
-    tensor_walk_optional(w, b, &p->gate_b, name[0], ".bias", 0, 1, F, 0, 0);
-    tensor_walk_row(w, &p->value_w, name[1], ".weight", 1, 2, F, C, 0);
-    tensor_walk_optional(w, b, &p->value_b, name[1], ".bias", 0, 1, F, 0, 0);
-    tensor_walk_row(w, &p->down_w, name[2], ".weight", 1, 2, C, F, 0);
-    tensor_walk_optional(w, b, &p->down_b, name[2], ".bias", 0, 1, C, 0, 0);
+    tensor_walk_row(w, &p->gate_w, name[0], ".weight", 1, TENSOR_SHAPE2(F, C));
+    tensor_walk_optional(w, b, &p->gate_b, name[0], ".bias", 0, TENSOR_SHAPE1(F));
+    tensor_walk_row(w, &p->value_w, name[1], ".weight", 1, TENSOR_SHAPE2(F, C));
+    tensor_walk_optional(w, b, &p->value_b, name[1], ".bias", 0, TENSOR_SHAPE1(F));
+    tensor_walk_row(w, &p->down_w, name[2], ".weight", 1, TENSOR_SHAPE2(C, F));
+    tensor_walk_optional(w, b, &p->down_b, name[2], ".bias", 0, TENSOR_SHAPE1(C));
 }
 
 int mt_gated_mlp_tensors(const mt_gated_mlp_config *cfg, mt_tensor_spec *specs)

@@ -27,17 +27,17 @@ static void walk(tensor_walk *w, const mt_mamba_config *cfg, mt_mamba_params *p)
     int C = cfg->d_model, D = cfg->d_inner, N = cfg->d_state, R = cfg->dt_rank;
     mt_mamba_params none;
     if (!p) p = &none;
-    tensor_walk_row(w, &p->in_proj_w, "in_proj", ".weight", 1, 2, 2 * D, C, 0);
-    tensor_walk_optional(w, cfg->bias, &p->in_proj_b, "in_proj", ".bias", 0, 1, 2 * D, 0, 0);
-    tensor_walk_row(w, &p->conv_w, "conv1d", ".weight", 1, 3, D, 1, cfg->d_conv);
-    tensor_walk_optional(w, !cfg->no_conv_bias, &p->conv_b, "conv1d", ".bias", 0, 1, D, 0, 0);
-    tensor_walk_row(w, &p->x_proj_w, "x_proj", ".weight", 1, 2, R + 2 * N, D, 0);
-    tensor_walk_row(w, &p->dt_proj_w, "dt_proj", ".weight", 1, 2, D, R, 0);
-    tensor_walk_row(w, &p->dt_proj_b, "dt_proj", ".bias", 0, 1, D, 0, 0);
-    tensor_walk_row(w, &p->A_log, "A_log", "", 0, 2, D, N, 0);
-    tensor_walk_row(w, &p->D, "D", "", 0, 1, D, 0, 0);
-    tensor_walk_row(w, &p->out_proj_w, "out_proj", ".weight", 1, 2, C, D, 0);
-    tensor_walk_optional(w, cfg->bias, &p->out_proj_b, "out_proj", ".bias", 0, 1, C, 0, 0);
+    tensor_walk_row(w, &p->in_proj_w, "in_proj", ".weight", 1, TENSOR_SHAPE2(2 * D, C));
+    tensor_walk_optional(w, cfg->bias, &p->in_proj_b, "in_proj", ".bias", 0, TENSOR_SHAPE1(2 * D));
+    tensor_walk_row(w, &p->conv_w, "conv1d", ".weight", 1, TENSOR_SHAPE3(D, 1, cfg->d_conv));
+    tensor_walk_optional(w, !cfg->no_conv_bias, &p->conv_b, "conv1d", ".bias", 0, TENSOR_SHAPE1(D));
+    tensor_walk_row(w, &p->x_proj_w, "x_proj", ".weight", 1, TENSOR_SHAPE2(R + 2 * N, D));
+    tensor_walk_row(w, &p->dt_proj_w, "dt_proj", ".weight", 1, TENSOR_SHAPE2(D, R));
+    tensor_walk_row(w, &p->dt_proj_b, "dt_proj", ".bias", 0, TENSOR_SHAPE1(D));
+    tensor_walk_row(w, &p->A_log, "A_log", "", 0, TENSOR_SHAPE2(D, N));
+    tensor_walk_row(w, &p->D, "D", "", 0, TENSOR_SHAPE1(D));
+    tensor_walk_row(w, &p->out_proj_w, "out_proj", ".weight", 1, TENSOR_SHAPE2(C, D));
+    tensor_walk_optional(w, cfg->bias, &p->out_proj_b, "out_proj", ".bias", 0, TENSOR_SHAPE1(C));
 }
 
 /* the z half of in_proj's bias, or NULL */

@@ -20,11 +20,11 @@ static void walk(tensor_walk *w, const mt_retention_config *cfg, mt_retention_pa
     int C = cfg->C, V = cfg->V;
     mt_retention_params none;
     if (!p) p = &none;
-    tensor_walk_row(w, &p->q_w, "q_proj", ".weight", 1, 2, C, C, 0);
-    tensor_walk_row(w, &p->k_w, "k_proj", ".weight", 1, 2, C, C, 0);
-    tensor_walk_row(w, &p->v_w, "v_proj", ".weight", 1, 2, V, C, 0);
-    tensor_walk_row(w, &p->g_w, "g_proj", ".weight", 1, 2, V, C, 0);
-    tensor_walk_row(w, &p->o_w, "out_proj", ".weight", 1, 2, C, V, 0);
+    tensor_walk_row(w, &p->q_w, "q_proj", ".weight", 1, TENSOR_SHAPE2(C, C));
+    tensor_walk_row(w, &p->k_w, "k_proj", ".weight", 1, TENSOR_SHAPE2(C, C));
+    tensor_walk_row(w, &p->v_w, "v_proj", ".weight", 1, TENSOR_SHAPE2(V, C));
+    tensor_walk_row(w, &p->g_w, "g_proj", ".weight", 1, TENSOR_SHAPE2(V, C));
+    tensor_walk_row(w, &p->o_w, "out_proj", ".weight", 1, TENSOR_SHAPE2(C, V));
 }
 
 int mt_retention_tensors(const mt_retention_config *cfg, mt_tensor_spec *specs)

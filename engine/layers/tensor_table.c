@@ -28,13 +28,12 @@ void mt_tensors_decay_mask(uint8_t *mask, const mt_tensor_spec *specs, int n)
 }
 
 void tensor_table_add(mt_tensor_spec *specs, int *n, const char *prefix, const char *suffix,
-                      int decay, int ndim, int d0, int d1, int d2)
+                      int decay, tensor_shape shape)
 {
     mt_tensor_spec *s = &specs[(*n)++];
     snprintf(s->name, sizeof s->name, "%s%s", prefix, suffix);
-    s->ndim = ndim;
-    s->shape[0] = d0, s->shape[1] = d1, s->shape[2] = d2;
-    for (int i = ndim; i < 3; i++) s->shape[i] = 1;
+    s->ndim = shape.ndim;
+    for (int i = 0; i < 3; i++) s->shape[i] = i < shape.ndim ? shape.d[i] : 1;
     s->decay = decay;
 }
 
@@ -45,10 +44,11 @@ void tensor_table_take(float **slot, float **base, size_t count, int present)
 }
 
 void tensor_walk_row(tensor_walk *w, float **slot, const char *prefix, const char *suffix,
-                     int decay, int ndim, int d0, int d1, int d2)
+                     int decay, tensor_shape shape)
 {
-    size_t count = (size_t)d0 * (size_t)(ndim > 1 ? d1 : 1) * (size_t)(ndim > 2 ? d2 : 1);
-    if (w->specs) tensor_table_add(w->specs, &w->n, prefix, suffix, decay, ndim, d0, d1, d2);
+    size_t count = 1;
+    for (int i = 0; i < shape.ndim; i++) count *= (size_t)shape.d[i];
+    if (w->specs) tensor_table_add(w->specs, &w->n, prefix, suffix, decay, shape);
     else w->n++;
     w->count += count;
     if (w->base) {
@@ -58,8 +58,8 @@ void tensor_walk_row(tensor_walk *w, float **slot, const char *prefix, const cha
 }
 
 void tensor_walk_optional(tensor_walk *w, int present, float **slot, const char *prefix,
-                          const char *suffix, int decay, int ndim, int d0, int d1, int d2)
+                          const char *suffix, int decay, tensor_shape shape)
 {
-    if (present) tensor_walk_row(w, slot, prefix, suffix, decay, ndim, d0, d1, d2);
+    if (present) tensor_walk_row(w, slot, prefix, suffix, decay, shape);
     else if (w->base) *slot = NULL;
 }

@@ -4,9 +4,18 @@
 
 #include "mtlab/layers.h"
 
-/* specs[*n] = {prefix + suffix, shape (d0, d1, d2) with ndim dims, decay}; *n += 1 */
+/* A tensor's shape: ndim dims, those past ndim 1. */
+typedef struct {
+    int ndim;
+    int d[3];
+} tensor_shape;
+#define TENSOR_SHAPE1(d0) ((tensor_shape){1, {(d0), 1, 1}})
+#define TENSOR_SHAPE2(d0, d1) ((tensor_shape){2, {(d0), (d1), 1}})
+#define TENSOR_SHAPE3(d0, d1, d2) ((tensor_shape){3, {(d0), (d1), (d2)}})
+
+/* specs[*n] = {prefix + suffix, shape, decay}; *n += 1 */
 void tensor_table_add(mt_tensor_spec *specs, int *n, const char *prefix, const char *suffix,
-                      int decay, int ndim, int d0, int d1, int d2);
+                      int decay, tensor_shape shape);
 
 /* *slot = *base (or NULL when present is 0); *base += count when present */
 void tensor_table_take(float **slot, float **base, size_t count, int present);
@@ -23,9 +32,9 @@ typedef struct {
 } tensor_walk;
 
 void tensor_walk_row(tensor_walk *w, float **slot, const char *prefix, const char *suffix,
-                     int decay, int ndim, int d0, int d1, int d2);
+                     int decay, tensor_shape shape);
 /* The same for a tensor the configuration may leave out (a bias): absent, its slot is NULL. */
 void tensor_walk_optional(tensor_walk *w, int present, float **slot, const char *prefix,
-                          const char *suffix, int decay, int ndim, int d0, int d1, int d2);
+                          const char *suffix, int decay, tensor_shape shape);
 
 #endif
