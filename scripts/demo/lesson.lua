@@ -60,14 +60,31 @@ local function check(title, steps)
   return results
 end
 
+-- text broken into lines of at most width columns at spaces (a word longer than a line
+-- keeps its own line)
+function lesson.wrap(text, width)
+  local lines, line = {}, ""
+  for word in text:gmatch("%S+") do
+    if line ~= "" and utf8.len(line) + 1 + utf8.len(word) > width then
+      lines[#lines + 1] = line
+      line = word
+    else
+      line = line == "" and word or line .. " " .. word
+    end
+  end
+  if line ~= "" then lines[#lines + 1] = line end
+  return table.concat(lines, "\n")
+end
+
 -- One lesson: title, then its steps in order; each step is {say = "..." or function,
 -- run = function() end (may be nil), holds = function() -> ok, why (may be nil)} and says
 -- `say` after it ran.
 function lesson.run(title, steps)
   if not ui then return check(title, steps) end
   -- the keys drive the workbench; the console keeps a few lines for the lesson's text
-  ui.console{height = 6, focus = false}
-  print("== " .. title .. " (" .. #steps .. " steps; Space: next, Backspace: back, Ctrl-C: stop)")
+  local width = ui.console{height = 6, focus = false}
+  print(lesson.wrap("== " .. title .. " (" .. #steps .. " steps; Space: next, Backspace: back, "
+                    .. "Ctrl-C: stop)", width))
   local i = 1
   while i <= #steps do
     local step = steps[i]
@@ -77,7 +94,7 @@ function lesson.run(title, steps)
       local ok, why = step.holds()
       if not ok then say = say .. " [not so with these models: " .. (why or "see the panes") .. "]" end
     end
-    print(string.format("[%d/%d] %s", i, #steps, say))
+    print(lesson.wrap(string.format("[%d/%d] %s", i, #steps, say), width))
     ui.notify(string.format("[%d/%d · Space: next · Backspace: back] %s", i, #steps, say))
     local key = ui.wait_key{"Space", "Enter", "Backspace"}
     i = key == "Backspace" and math.max(1, i - 1) or i + 1

@@ -177,6 +177,12 @@ done
 # the implicit-attention lesson at its third step (the cursors on the cell it talks about) at
 # 100x30 and 80x24: both maps, the readouts under them, the console and the status line
 golden=$root/tests/e2e/golden
+# no console line is filled to its border with a letter that the next line goes on with (a
+# line wrapped at a space ends short of the border)
+no_word_cut() {
+    ! screen | sed -n '/^┌─ Lua console/,/^└/p' | sed 's/^│//; s/│$//' |
+        awk 'NR > 1 && prev ~ /[[:alnum:]]$/ && $0 ~ /^[[:alnum:]]/ {cut = 1} {prev = $0} END {exit !cut}'
+}
 for size in 100x30 80x24; do
     T resize-window -t e2e -x "${size%x*}" -y "${size#*x}"
     T send-keys -t e2e -l "clear"; T send-keys -t e2e Enter
@@ -186,6 +192,7 @@ for size in 100x30 80x24; do
     done
     check "at $size the lesson reaches its third step" wait_until 120 step_shown 3
     check "... with both cursors on the name's column" wait_count "→ ?(col [0-9]+ )?'Gamaliel'" 2 10
+    check "... its text wrapped at spaces, no word cut between two console lines" no_word_cut
     golden_screen "lesson_implicit_attention_$size"
     quit_workbench
     check "... and the workbench quits" exited_cleanly
