@@ -74,6 +74,8 @@ typedef struct {
     char *probe_error;
     int heat_kind;          /* mt_probe_kind shown, -1 before a record arrives */
     int heat_nth;           /* which map of that kind (layer order) */
+    int heat_layer_asked;   /* the model's layer (1-based) ui.heatmap asked for before the
+                             * probes came, found in them when they come; 0: none */
     int heat_head;          /* -1: the heads' average */
     tui_heat_norm heat_norm;
     int sel_row, sel_col;   /* the heatmap's cursor (kept inside the map when drawn) */

@@ -42,6 +42,17 @@ static void take_probe(tui_app *a, tui_pane *p, tui_event *ev)
         p->heat_head = -1;
     }
     int count = p->heat_kind >= 0 ? tui_heat_count(r, (mt_probe_kind)p->heat_kind) : 0;
+    if (p->heat_kind >= 0 && p->heat_layer_asked > 0) {
+        char layers[160];
+        int nth = tui_heat_nth_of_layer(r, (mt_probe_kind)p->heat_kind, p->heat_layer_asked - 1,
+                                        layers, sizeof layers);
+        if (nth < 0)
+            tui_notice(a, "%s has %s maps at layers %s, not %d: showing the first", p->name,
+                       mt_probe_kind_name((mt_probe_kind)p->heat_kind), layers,
+                       p->heat_layer_asked);
+        p->heat_nth = nth < 0 ? 0 : nth;
+    }
+    p->heat_layer_asked = 0;
     if (p->heat_kind >= 0 && p->heat_nth >= count) {
         tui_notice(a, "%s has %d %s layers, not %d: showing layer 1", p->name, count,
                    mt_probe_kind_name((mt_probe_kind)p->heat_kind), p->heat_nth + 1);

@@ -22,6 +22,22 @@ int tui_heat_find(const mt_probe_record *r, mt_probe_kind kind, int nth)
     return -1;
 }
 
+int tui_heat_nth_of_layer(const mt_probe_record *r, mt_probe_kind kind, int layer, char *layers,
+                          size_t len)
+{
+    int found = -1;
+    if (len) layers[0] = '\0';
+    for (int nth = 0, i; (i = tui_heat_find(r, kind, nth)) >= 0; nth++) {
+        /* a model-wide map (state norms over every layer) is the one whatever the layer */
+        if (found < 0 && (r->maps[i].layer == layer || r->maps[i].layer < 0)) found = nth;
+        if (r->maps[i].layer < 0) continue;
+        size_t at = strlen(layers);
+        if (at < len)
+            snprintf(layers + at, len - at, "%s%d", at ? ", " : "", r->maps[i].layer + 1);
+    }
+    return found;
+}
+
 int tui_heat_next_kind(const mt_probe_record *r, int kind)
 {
     for (int step = 1; step <= MT_PROBE_KINDS; step++) {

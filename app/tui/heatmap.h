@@ -20,6 +20,12 @@ typedef enum { TUI_NORM_RAW, TUI_NORM_ROW, TUI_NORM_LOG, TUI_NORM_COUNT } tui_he
 
 /* Index of the map of the given kind and layer (encoder maps after decoder ones), or -1. */
 int tui_heat_find(const mt_probe_record *r, mt_probe_kind kind, int nth);
+/* Which map of a kind (the nth, as tui_heat_find counts) is of the model's layer `layer`
+ * (0-based, as mt_probe_map.layer; the decoder's before the encoder's; a model-wide map is of
+ * every layer), or -1; *layers (len > 0) gets the layers that kind has, 1-based as titles show
+ * them ("6, 12"), for messages. */
+int tui_heat_nth_of_layer(const mt_probe_record *r, mt_probe_kind kind, int layer, char *layers,
+                          size_t len);
 /* How many maps of a kind the record holds. */
 int tui_heat_count(const mt_probe_record *r, mt_probe_kind kind);
 /* The next kind after `kind` that the record has (wrapping), or -1 when it has none. */

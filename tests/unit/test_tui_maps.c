@@ -134,12 +134,12 @@ static void test_map_follows_text_and_search(void **state)
     pump_until(a, p, is_idle);
     p->view = TUI_VIEW_HEATMAP;
     p->heat_kind = MT_PROBE_IMPLICIT_ATTN;
-    p->heat_nth = 99;
+    p->heat_layer_asked = 100;
     tui_request_probe(a, p);
     pump_until(a, p, has_probe);
     assert_map_of_shown(a, p, 0);
     assert_int_equal(p->heat_nth, 0);
-    assert_non_null(strstr(a->notice, "mamba has 2 implicit attention layers, not 100"));
+    assert_non_null(strstr(a->notice, "implicit attention maps at layers 1, 2, not 100"));
 
     /* ui.heatmap asks for a head the map does not have: an error, the pane as it was */
     ui_call call = {.op = UI_HEATMAP, .pane = 0, .kind = MT_PROBE_IMPLICIT_ATTN, .layer = 0,
@@ -147,6 +147,20 @@ static void test_map_follows_text_and_search(void **state)
     ui_execute(a, &call);
     assert_string_equal(call.error, "mamba's implicit layer 1 has 1 head, not 100");
     assert_int_equal(p->heat_head, -1);
+    /* its layer is the model's, as the title's L and model:probe's layer: with the maps of
+     * layers 4 and 8 (a hybrid's attention), layer 8 is the second map and layer 1 none */
+    mt_probe_record *rec = &p->probe->rec;
+    for (int nth = 0; nth < 2; nth++)
+        rec->maps[tui_heat_find(rec, MT_PROBE_IMPLICIT_ATTN, nth)].layer = 3 + 4 * nth;
+    call = (ui_call){.op = UI_HEATMAP, .pane = 0, .kind = MT_PROBE_IMPLICIT_ATTN, .layer = 7,
+                     .head = -1, .scale = -1};
+    ui_execute(a, &call);
+    assert_string_equal(call.error, "");
+    assert_int_equal(p->heat_nth, 1);
+    call.layer = 0;
+    ui_execute(a, &call);
+    assert_string_equal(call.error, "mamba has implicit maps at layers 4, 8, not 1");
+    assert_int_equal(p->heat_nth, 1);
 
     /* back to the text, a new text, F3: the map of the new text, not the old one */
     p->view = TUI_VIEW_TEXT;

@@ -182,12 +182,16 @@ static const struct {
     {"implicit", MT_PROBE_IMPLICIT_ATTN},
 };
 
-/* The error of a ui.heatmap asking pane p for map nth of kind: none of that kind (naming the
- * kinds it has), or too few layers; 0 when the pane has it. */
-static int heat_refused(ui_call *call, const tui_pane *p, int kind, int nth)
+/* The error of a ui.heatmap asking pane p for kind at the model's layer call->layer (as the
+ * map's title names it, L1 the first; -1: its first map) and head: none of that kind (naming
+ * the kinds it has), no map at that layer (naming the layers that have one) or too few heads;
+ * 0 when the pane has it, and *nth is which map of the kind it is. */
+static int heat_refused(ui_call *call, const tui_pane *p, int kind, int *nth_out)
 {
+    int nth = 0;
     const mt_probe_record *r = &p->probe->rec;
     int count = tui_heat_count(r, (mt_probe_kind)kind);
+    char layers[160];
     const char *name = mt_probe_kind_name((mt_probe_kind)kind);
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         if ((int)kinds[i].kind == kind) name = kinds[i].name;
@@ -199,14 +203,19 @@ static int heat_refused(ui_call *call, const tui_pane *p, int kind, int nth)
                          kinds[i].name);
         snprintf(call->error, sizeof call->error, "%s has no %s maps (it records: %s)", p->name,
                  name, has[0] ? has : "none");
-    } else if (nth >= count) {
-        snprintf(call->error, sizeof call->error, "%s has %d %s layers", p->name, count, name);
+    } else if (call->layer >= 0 &&
+               (nth = tui_heat_nth_of_layer(r, (mt_probe_kind)kind, call->layer, layers,
+                                            sizeof layers)) < 0) {
+        snprintf(call->error, sizeof call->error, "%s has %s maps at layer%s %s, not %d", p->name,
+                 name, count == 1 ? "" : "s", layers, call->layer + 1);
     } else if (call->head >= 0) {
         const mt_probe_map *m = &r->maps[tui_heat_find(r, (mt_probe_kind)kind, nth)];
         if (call->head >= m->heads)
             snprintf(call->error, sizeof call->error, "%s's %s layer %d has %d head%s, not %d",
-                     p->name, name, nth + 1, m->heads, m->heads == 1 ? "" : "s", call->head + 1);
+                     p->name, name, m->layer + 1, m->heads, m->heads == 1 ? "" : "s",
+                     call->head + 1);
     }
+    *nth_out = nth;
     return call->error[0] != 0;
 }
 
@@ -560,12 +569,13 @@ int ui_execute(tui_app *a, ui_call *call)
             tui_pane *p = a->panes[call->pane];
             /* checked against the maps the pane holds before anything changes: a refused call
              * leaves the pane as it was */
-            int kind = call->kind >= 0 ? call->kind : p->heat_kind;
-            int nth = call->layer >= 0 ? call->layer : 0;
-            if (p->probe && kind >= 0 && heat_refused(call, p, kind, nth)) return 1;
+            int kind = call->kind >= 0 ? call->kind : p->heat_kind, nth = 0;
+            if (p->probe && kind >= 0 && heat_refused(call, p, kind, &nth)) return 1;
             p->view = TUI_VIEW_HEATMAP;
             p->heat_kind = kind;
             p->heat_nth = nth;
+            /* without the probes yet, the layer is found when they come (events.c) */
+            p->heat_layer_asked = p->probe ? 0 : call->layer + 1;
             p->heat_head = call->head;
             if (call->scale >= 0) p->heat_norm = (tui_heat_norm)call->scale;
             tui_request_probe(a, p);
