@@ -279,7 +279,8 @@ static plot_text_opts terminal_opts(lua_State *L, int idx, const char *fn, int s
     const char *no_color = getenv("NO_COLOR");
     plot_text_opts o;
     o.width = (int)mtl_opt_integer(L, idx, fn, "width", cols > 100 ? 100 : cols < 10 ? 10 : cols, 10, 1000);
-    o.height = (int)mtl_opt_integer(L, idx, fn, "height", 20, 4, 500);
+    int rows = out && out->height ? out->height(out->ctx) : 20;
+    o.height = (int)mtl_opt_integer(L, idx, fn, "height", rows < 4 ? 4 : rows, 4, 500);
     o.color = mtl_opt_boolean(L, idx, fn, "color", tty && !(no_color && *no_color));
     o.ascii = mtl_opt_boolean(L, idx, fn, "ascii", !utf8);
     return o;

@@ -48,6 +48,7 @@ typedef struct {
     int (*color)(void *ctx);
     void *ctx;
     int (*beam)(void *ctx);
+    int (*height)(void *ctx); /* the lines a plot may take by default (NULL: 20) */
 } mtl_output;
 void mtl_set_output(lua_State *L, const mtl_output *out);
 

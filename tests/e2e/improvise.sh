@@ -39,7 +39,8 @@ wait_for '^┌─ Lua console \(Ctrl-O\)' 5
 # ---------------------------------------------------------------- plots
 type_line "t = {} for i = 1, 30 do t[i] = {} for j = 1, 30 do t[i][j] = (i * j) % 11 end end"
 type_line "p = mtlab.plot.heatmap(t, {title = 'products'}) p:show()"
-check "p:show() draws the plot inside the console" wait_for '^│0 .* 10  mean of 2 rows a line +│$' 5
+check "p:show() draws the plot inside the console" wait_for '^│0 .* 10  mean of [0-9] rows a line +│$' 5
+check "... whole, title and all, in the console's lines" wait_for '^│ +products +│$' 1
 check "... above the prompt, the pane's frame untouched" \
     bash -c "tmux -S '$sock' capture-pane -p -t e2e | grep -q '^┌─ transformer · transformer' &&
              tmux -S '$sock' capture-pane -p -t e2e | grep -q '^┌─ Lua console'"

@@ -17,6 +17,7 @@ static tui_console *console_new(tui_app *a)
     tui_console *c = mt_xcalloc(1, sizeof *c);
     c->app = a;
     c->text_w = COLS > 12 ? COLS - 2 : 10;   /* until the first frame says */
+    c->text_h = 20;
     c->search_beam = a->default_beam;
     c->sgr_text_fg = c->sgr_text_bg = -2;
     pthread_mutex_init(&c->lock, NULL);
@@ -373,6 +374,7 @@ void tui_console_draw(tui_app *a, WINDOW *w)
     /* the newest lines above the prompt, long ones wrapped, scrolled back by c->scroll lines */
     int text_w = width - 2, y = h - 3;
     c->text_w = text_w;
+    c->text_h = h - 3; /* the lines above the prompt */
     c->text_colors = a->palette.level >= TUI_COLORS_256 && COLOR_PAIRS >= CONSOLE_PAIR0 + CONSOLE_SGR_PAIRS;
     for (int i = c->sb.n - 1 - c->scroll; y >= 1 && i >= 0; i--) {
         const console_line *l = console_scrollback_get(&c->sb, i);

@@ -84,8 +84,8 @@ struct tui_console {
     console_scrollback sb;
     char *last_traceback;    /* the last error's, for F12 */
     int search_beam;         /* the panes' search (1: greedy), for translate in Lua */
-    int text_w, text_colors; /* the output area's columns, and 1 when it paints xterm-256
-                              * colours: for plots the Lua thread draws */
+    int text_w, text_h, text_colors; /* the output area's columns and lines, and 1 when it
+                              * paints xterm-256 colours: for plots the Lua thread draws */
     int changed;             /* output since the last frame */
     int woken;               /* a TUI_EV_CONSOLE is on its way */
     console_request *req_head, *req_tail;

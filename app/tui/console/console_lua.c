@@ -74,6 +74,16 @@ static int output_color(void *ctx)
     return color;
 }
 
+/* The console's output lines: a plot fits them unless asked for more */
+static int output_height(void *ctx)
+{
+    tui_console *c = ctx;
+    pthread_mutex_lock(&c->lock);
+    int h = c->text_h;
+    pthread_mutex_unlock(&c->lock);
+    return h;
+}
+
 /* The panes' search: what translate and eval decode with when given no beam= */
 static int output_beam(void *ctx)
 {
@@ -296,7 +306,7 @@ int console_lua_start(tui_console *c)
     set_function(L, c, NULL, "print", lua_print);
     set_function(L, c, "io", "write", lua_io_write);
     set_function(L, c, "os", "exit", lua_os_exit);
-    mtl_set_output(L, &(mtl_output){output_write, output_width, output_color, c, output_beam});
+    mtl_set_output(L, &(mtl_output){output_write, output_width, output_color, c, output_beam, output_height});
     lua_newtable(L);
     lua_setfield(L, LUA_REGISTRYINDEX, "mtlab.console.bindings");
     ui_open_library(L, c);
