@@ -35,6 +35,27 @@ static long long file_bytes(const char *path)
     return stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
 }
 
+/* The tokenizer line: a file with its size, or an opus-mt checkpoint's three files (the
+ * bundle's tokenizer is then its directory) with theirs. */
+static void print_tokenizer(const char *tok)
+{
+    char a[32];
+    struct stat sb;
+    if (stat(tok, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        printf("tokenizer  %s (%s bytes)\n", tok, grouped(a, sizeof a, (unsigned long long)file_bytes(tok)));
+        return;
+    }
+    printf("tokenizer  %s: opus-mt", tok);
+    const char *files[] = {"source.spm", "target.spm", "vocab.json"};
+    for (int i = 0; i < 3; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", tok, files[i]);
+        printf("%s %s (%s bytes)", i ? "," : "", files[i],
+               grouped(a, sizeof a, (unsigned long long)file_bytes(path)));
+    }
+    printf("\n");
+}
+
 static void print_config(const mt_config *c)
 {
     int n;
@@ -161,7 +182,7 @@ static int inspect_bundle(const char *dir)
     print_config(mt_bundle_config(b));
     const char *tok = mt_bundle_tokenizer_path(b), *stats = mt_bundle_corpus_stats_path(b);
     char a[32];
-    if (tok) printf("tokenizer  %s (%s bytes)\n", tok, grouped(a, sizeof a, (unsigned long long)file_bytes(tok)));
+    if (tok) print_tokenizer(tok);
     else printf("tokenizer  none (the bundle has no tokenizer.model)\n");
     if (stats) printf("stats      %s (%s bytes)\n", stats, grouped(a, sizeof a, (unsigned long long)file_bytes(stats)));
     unsigned long long per_dtype[MT_DT_COUNT];

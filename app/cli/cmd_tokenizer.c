@@ -179,7 +179,8 @@ static int run_train(int argc, char **argv)
 }
 
 /* Parses "-m MODEL [--ids]" and loads the model: 0 ok, else the exit status (1 or 2). MODEL
- * is a sentencepiece model or a model bundle directory (its tokenizer.model). */
+ * is a sentencepiece model, a tokenizer.json, or a model directory (mt_tokenizer_load: its
+ * tokenizer.model or tokenizer.json, or an opus-mt checkpoint's source.spm and vocab.json). */
 static int open_model(int argc, char **argv, int *ids_flag, mt_tokenizer **tok)
 {
     const char *model = NULL;
@@ -189,16 +190,6 @@ static int open_model(int argc, char **argv, int *ids_flag, mt_tokenizer **tok)
         else return cli_usage(&cmd_tokenizer);
     }
     if (!model) return cli_usage(&cmd_tokenizer);
-    char member[PATH_MAX];
-    struct stat sb;
-    if (stat(model, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        if ((size_t)snprintf(member, sizeof member, "%s/tokenizer.model", model) >= sizeof member)
-            return cli_fail("%s: path too long", model);
-        if (lstat(member, &sb) != 0 && errno == ENOENT)
-            return cli_fail("%s: a directory without a tokenizer.model (-m takes a sentencepiece "
-                            "model or a model bundle)", model);
-        model = member;
-    }
     *tok = mt_tokenizer_load(model);
     return *tok ? 0 : cli_fail("%s", mt_last_error());
 }

@@ -24,10 +24,12 @@ static void finalize(mt_decode_ctx *c, beam_sentence *bs, int s, int add_running
 {
     float lp = c->o->length_penalty;
     int K = c->K, stride = c->max_new[s];
+    /* at the length limit generate() forces <eos> with log p 0 (decode.h); a cancel does not */
+    int forced_eos = c->hf && !c->res->cancelled;
     if (add_running)
         for (int b = 0; b < K; b++)
             mt_beam_hyps_add(&bs->hyps, bs->tokens + (size_t)b * stride, bs->len, bs->logprob[b],
-                             0, lp);
+                             forced_eos, lp);
     const mt_hypothesis *best = &bs->hyps.h[mt_beam_hyps_best(&bs->hyps)];
     mt_hypothesis_set(&c->res->hyps[s], best->ids, best->n_ids, best->logprob, best->finished,
                       lp, mt_now_s() - c->t0);
@@ -42,7 +44,8 @@ static int candidates(const mt_decode_ctx *c, const beam_sentence *bs, int row0,
     int V = c->V, n_top = 0, pad = mt_model_get_config(c->m)->pad_id;
     for (int b = 0; b < live; b++) {
         const float *x = c->logits + (size_t)(row0 + b) * V;
-        double lse = mt_logsumexp(x, c->n_gen, pad);
+        /* generate() masks <pad> after the log-softmax, mtlab before (decode.h) */
+        double lse = mt_logsumexp(x, c->n_gen, c->hf ? -1 : pad);
         /* score of beam b extended by v = its log-probability + log p(v) */
         for (int v = 0; v < c->n_gen; v++) {
             if (v == pad) continue;
@@ -80,7 +83,10 @@ static int advance(mt_decode_ctx *c, beam_sentence *bs, int s, int row0, int liv
         new_logprob[n_beams] = top[rank].score;
         n_beams++;
     }
-    if (mt_beam_hyps_done(&bs->hyps, top[0].score, bs->len + 1, lp)) {
+    /* the best running beam (generate()) or the best candidate of the step, which may have
+     * just ended (BeamSearchScorer) */
+    double best = c->hf && n_beams ? new_logprob[0] : top[0].score;
+    if (mt_beam_hyps_done(&bs->hyps, best, bs->len + 1, lp)) {
         finalize(c, bs, s, 0);
         return 1;
     }

@@ -147,6 +147,8 @@ int mt_decode(mt_model *m, const int32_t *const *src, const int *src_len, int n,
     if (n == 0) return 0;
     mt_decode_ctx c = {
         .m = m, .o = o, .n = n, .K = o->beam, .t0 = t0, .res = res,
+        .hf = o->semantics == MT_SEARCH_HF ||
+              (o->semantics == MT_SEARCH_AUTO && mt_model_get_config(m)->hf_generate),
         .V = mt_model_get_config(m)->vocab_size,
     };
     c.n_gen = o->vocab_limit > 0 ? o->vocab_limit : c.V;

@@ -37,15 +37,16 @@ int mt_decode_greedy_run(mt_decode_ctx *c)
             const float *x = c->logits + (size_t)r * V;
             int32_t tok = mt_argmax(x, c->n_gen, cfg->pad_id);
             /* log p(tok) = x[tok] - logsumexp(x) */
-            g->logprob += (double)x[tok] - mt_logsumexp(x, c->n_gen, cfg->pad_id);
+            g->logprob += (double)x[tok] - mt_logsumexp(x, c->n_gen, c->hf ? -1 : cfg->pad_id);
             int finished = tok == cfg->eos_id;
             if (!finished) {
                 g->tokens[g->n++] = tok;
                 mt_decode_emit(c, s, g->tokens, g->n, 0);
             }
             if (finished || g->n == c->max_new[s]) {
-                mt_hypothesis_set(&c->res->hyps[s], g->tokens, g->n, g->logprob, finished, lp,
-                                  mt_now_s() - c->t0);
+                /* generate() ends a line at the limit with a forced <eos> (decode.h) */
+                mt_hypothesis_set(&c->res->hyps[s], g->tokens, g->n, g->logprob, finished || c->hf,
+                                  lp, mt_now_s() - c->t0);
                 mt_decode_emit(c, s, g->tokens, g->n, 1);
                 continue;
             }

@@ -18,6 +18,7 @@ typedef struct {
     mt_decode_state *st;  /* n * K rows */
     float *logits;        /* host (n * K, V): the next-token logits of the live rows */
     double t0;            /* start time (seconds, monotonic clock) */
+    int hf;               /* 1: transformers' generate() semantics (decode.h, MT_SEARCH_HF) */
     mt_decode_result *res;
 } mt_decode_ctx;
 

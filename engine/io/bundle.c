@@ -6,6 +6,7 @@
 #include "io/safetensors_write.h"
 #include "mtlab/error.h"
 #include "mtlab/files.h"
+#include "mtlab/torch_checkpoint.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -16,6 +17,14 @@
 static const char CONFIG_FILE[] = "config.json";
 static const char WEIGHTS_FILE[] = "model.safetensors";
 static const char TOKENIZER_FILE[] = "tokenizer.model";
+/* A checkpoint from the Hugging Face hub may hold another file in place of a member: the
+ * weights as torch.save wrote them, the tokenizer as a tokenizer.json or as an opus-mt
+ * checkpoint's source.spm, target.spm and vocab.json (mt_tokenizer_load reads the directory). */
+static const char *const WEIGHTS_FILES[] = {WEIGHTS_FILE, "pytorch_model.bin", NULL};
+static const char *const TOKENIZER_FILES[] = {TOKENIZER_FILE, "tokenizer.json", "source.spm", NULL};
+static const char WEIGHTS_ALTERNATIVES[] = "model.safetensors (or pytorch_model.bin)";
+static const char TOKENIZER_ALTERNATIVES[] =
+    "tokenizer.model (or tokenizer.json, or source.spm, target.spm and vocab.json)";
 static const char CORPUS_STATS_FILE[] = "corpus_stats.tsv";
 
 struct mt_bundle {
@@ -42,25 +51,40 @@ static int check_dir(const char *dir)
     return 0;
 }
 
+/* The first of files[] that dir holds: its name, or NULL when none is there (*bad: one is
+ * there but is no regular file, with the error). */
+static const char *present(const char *dir, const char *const *files, int *bad)
+{
+    *bad = 0;
+    for (int i = 0; files[i]; i++) {
+        char *path = mt_path_join(dir, files[i]);
+        struct stat sb;
+        int absent = lstat(path, &sb) != 0 && errno == ENOENT;
+        *bad = !absent && mt_file_check(path, MT_FILE_REGULAR) != 0;
+        free(path);
+        if (!absent) return files[i];
+    }
+    return NULL;
+}
+
 /* Names every missing member at once, so one run tells the whole story; a member that is
  * there but no regular file (a directory, a FIFO, a link to /dev/zero, a symlink loop, one
  * that cannot be reached) is named with what it is instead. */
 static int check_members(const char *dir, unsigned flags)
 {
-    const char *required[] = {CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE};
+    const char *const config_files[] = {CONFIG_FILE, NULL};
+    const char *const *required[] = {config_files, WEIGHTS_FILES, TOKENIZER_FILES};
+    const char *names[] = {CONFIG_FILE, WEIGHTS_ALTERNATIVES, TOKENIZER_ALTERNATIVES};
     const int n_required = (flags & MT_BUNDLE_NO_TOKENIZER) ? 2 : 3;
-    char missing[256] = "";
+    char missing[512] = "";
     int n_missing = 0;
     for (int i = 0; i < n_required; i++) {
-        char *path = mt_path_join(dir, required[i]);
-        struct stat sb;
-        int absent = lstat(path, &sb) != 0 && errno == ENOENT;
-        int bad = !absent && mt_file_check(path, MT_FILE_REGULAR) != 0;
-        free(path);
+        int bad;
+        int absent = present(dir, required[i], &bad) == NULL;
         if (bad) return mt_error_context("%s: not a usable model bundle", dir);
         if (absent) {
             size_t used = strlen(missing);
-            snprintf(missing + used, sizeof missing - used, "%s%s", n_missing ? ", " : "", required[i]);
+            snprintf(missing + used, sizeof missing - used, "%s%s", n_missing ? ", " : "", names[i]);
             n_missing++;
         }
     }
@@ -73,20 +97,22 @@ mt_bundle *mt_bundle_open(const char *dir, unsigned flags)
     if (check_dir(dir) || check_members(dir, flags)) return NULL;
     mt_bundle *b = mt_xcalloc(1, sizeof *b);
     b->dir = mt_xstrdup(dir);
-    char *config_path = mt_path_join(dir, CONFIG_FILE), *weights_path = mt_path_join(dir, WEIGHTS_FILE);
+    int bad;
+    const char *weights_file = present(dir, WEIGHTS_FILES, &bad);
+    char *config_path = mt_path_join(dir, CONFIG_FILE), *weights_path = mt_path_join(dir, weights_file);
     b->config = mt_config_load(config_path);
-    b->weights = b->config ? mt_st_open(weights_path) : NULL;
+    if (b->config)
+        b->weights = weights_file == WEIGHTS_FILE ? mt_st_open(weights_path) : mt_torch_open(weights_path);
     free(config_path);
     free(weights_path);
     if (!b->weights) {
         mt_bundle_close(b);
         return NULL;
     }
-    b->tokenizer_path = mt_path_join(dir, TOKENIZER_FILE);
-    if (!is_regular_file(b->tokenizer_path)) {
-        free(b->tokenizer_path);
-        b->tokenizer_path = NULL;
-    }
+    const char *tokenizer_file = present(dir, TOKENIZER_FILES, &bad);
+    if (tokenizer_file && !bad)
+        b->tokenizer_path = tokenizer_file == TOKENIZER_FILES[2] ? mt_xstrdup(dir)
+                                                                 : mt_path_join(dir, tokenizer_file);
     b->corpus_stats_path = mt_path_join(dir, CORPUS_STATS_FILE);
     if (!is_regular_file(b->corpus_stats_path)) {
         free(b->corpus_stats_path);
@@ -137,7 +163,14 @@ static int make_dirs(const char *dir)
     return rc ? rc : check_dir(dir);
 }
 
-enum { MEMBER_CONFIG, MEMBER_WEIGHTS, MEMBER_TOKENIZER, MEMBER_CORPUS_STATS, N_MEMBERS };
+/* An opus-mt tokenizer (a directory, mt_bundle_tokenizer_path) is copied as its three files. */
+enum {
+    MEMBER_CONFIG, MEMBER_WEIGHTS, MEMBER_TOKENIZER, MEMBER_CORPUS_STATS,
+    MEMBER_SOURCE_SPM, MEMBER_TARGET_SPM, MEMBER_VOCAB, N_MEMBERS
+};
+static const char *const MEMBER_FILES[N_MEMBERS] = {CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE,
+                                                    CORPUS_STATS_FILE, "source.spm", "target.spm",
+                                                    "vocab.json"};
 
 static int write_member(atomic_file *af, int member, const mt_bundle_contents *c)
 {
@@ -152,6 +185,14 @@ static int write_member(atomic_file *af, int member, const mt_bundle_contents *c
         return st_write_contents(af, c->tensors, c->n_tensors, c->metadata, c->n_metadata);
     case MEMBER_TOKENIZER: return atomic_file_write_file(af, c->tokenizer_path);
     case MEMBER_CORPUS_STATS: return atomic_file_write_file(af, c->corpus_stats_path);
+    case MEMBER_SOURCE_SPM:
+    case MEMBER_TARGET_SPM:
+    case MEMBER_VOCAB: {
+        char *from = mt_path_join(c->tokenizer_path, MEMBER_FILES[member]);
+        int rc = atomic_file_write_file(af, from);
+        free(from);
+        return rc;
+    }
     }
     return mt_error("%s: unknown bundle member", af->path);
 }
@@ -160,8 +201,12 @@ int mt_bundle_write(const char *dir, const mt_bundle_contents *contents)
 {
     if (!contents->config) return mt_error("%s: a bundle needs a config", dir);
     if (make_dirs(dir)) return -1;
-    const char *files[N_MEMBERS] = {CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE, CORPUS_STATS_FILE};
-    const int wanted[N_MEMBERS] = {1, 1, contents->tokenizer_path != NULL, contents->corpus_stats_path != NULL};
+    const char *const *files = MEMBER_FILES;
+    struct stat sb;
+    const int tok_dir = contents->tokenizer_path && stat(contents->tokenizer_path, &sb) == 0 &&
+                        S_ISDIR(sb.st_mode);
+    const int wanted[N_MEMBERS] = {1, 1, contents->tokenizer_path != NULL && !tok_dir,
+                                   contents->corpus_stats_path != NULL, tok_dir, tok_dir, tok_dir};
     atomic_file afs[N_MEMBERS] = {{0}};
     int rc = 0;
     for (int m = 0; m < N_MEMBERS && !rc; m++) {

@@ -479,7 +479,8 @@ int mt_model_prefill(mt_model *m, mt_decode_state *st, const mt_batch *b, float 
     uint8_t *prompt = mt_xmalloc((size_t)B * T);
     for (int r = 0; r < B; r++)
         for (int t = 0; t < T; t++) {
-            uint8_t real = b->ids[(size_t)r * T + t] != m->cfg.pad_id;
+            /* the decoder start is real even where it is <pad> (as in forward.c) */
+            uint8_t real = b->ids[(size_t)r * T + t] != m->cfg.pad_id || (m->arch->encdec && t == 0);
             prompt[(size_t)r * T + t] = real;
             st->key_mask[(size_t)r * st->max_T + t] = real;
         }

@@ -112,7 +112,10 @@ int mt_model_prepare(mt_model *m, const mt_batch *b)
     int32_t *targets = mt_xmalloc(BT * sizeof *targets);
     uint8_t *mask = mt_xmalloc(BT + NS);
     m->n_targets = mt_model_targets(m, targets, b->ids, B, T);
-    for (size_t i = 0; i < BT; i++) mask[i] = b->ids[i] != m->cfg.pad_id;
+    /* an encoder-decoder's first decoder input is its start token, a real one even where it is
+     * <pad> (Marian's decoder_start_token_id) */
+    for (size_t i = 0; i < BT; i++)
+        mask[i] = b->ids[i] != m->cfg.pad_id || (m->arch->encdec && i % (size_t)T == 0);
     for (size_t i = 0; i < NS; i++) mask[BT + i] = b->src[i] != m->cfg.pad_id;
     be->upload(m->d_ids, b->ids, BT * sizeof(int32_t));
     be->upload(m->d_targets, targets, BT * sizeof(int32_t));

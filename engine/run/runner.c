@@ -23,13 +23,36 @@ static int read_corpus_stats(const char *dir, mt_corpus_stats **out)
     return *out ? 0 : -1;
 }
 
-static int check_vocab(const mt_model *m, const mt_tokenizer *tok, const char *dir, const char *tok_path)
+static int check_vocab(const mt_model *m, const mt_tokenizer *tok, const char *dir)
 {
     int rows = mt_model_get_config(m)->vocab_size, pieces = mt_tokenizer_vocab_size(tok);
     if (mt_vocab_rows_fit(pieces, rows)) return 0;
     return mt_error("%s: %s has %d pieces but the model (%s/config.json vocab_size) has %d rows: "
                     "not this model's tokenizer (a padded vocabulary ends at the next multiple of %d)",
-                    dir, tok_path, pieces, dir, rows, MT_VOCAB_PAD);
+                    dir, mt_tokenizer_source(tok), pieces, dir, rows, MT_VOCAB_PAD);
+}
+
+/* The config's end-of-sentence and padding ids must be the tokenizer's, where it fixes them
+ * (an opus-mt config beside another vocabulary would otherwise decode without a word). */
+static int check_special_ids(const mt_model *m, const mt_tokenizer *tok, const char *dir)
+{
+    const mt_model_config *c = mt_model_get_config(m);
+    const struct {
+        mt_token_role role;
+        const char *key, *what;
+        int id;
+    } ids[] = {{MT_ROLE_EOS, "eos_token_id", "end of sentence", c->eos_id},
+               {MT_ROLE_PAD, "pad_token_id", "padding", c->pad_id}};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        int want = mt_tokenizer_special_id(tok, ids[i].role);
+        if (want < 0 || want == ids[i].id) continue;
+        const char *piece = mt_tokenizer_id_to_piece(tok, ids[i].id);
+        return mt_error("%s/config.json: %s %d is '%s' in %s, whose %s is '%s' (id %d)", dir,
+                        ids[i].key, ids[i].id, piece ? piece : "outside the vocabulary",
+                        mt_tokenizer_source(tok), ids[i].what, mt_tokenizer_id_to_piece(tok, want),
+                        want);
+    }
+    return 0;
 }
 
 mt_runner *mt_runner_open(const char *dir, const char *device, unsigned flags)
@@ -49,7 +72,7 @@ mt_runner *mt_runner_open(const char *dir, const char *device, unsigned flags)
     const char *tok_path = r->model ? mt_model_tokenizer_path(r->model) : NULL;
     if (r->model && !tok_path) mt_error("%s: the bundle has no tokenizer.model", dir);
     if (tok_path) r->tok = mt_tokenizer_load(tok_path);
-    if (!r->tok || check_vocab(r->model, r->tok, dir, tok_path) != 0 || ((flags & MT_RUNNER_STATS) && read_corpus_stats(dir, &r->stats) != 0)) {
+    if (!r->tok || check_vocab(r->model, r->tok, dir) != 0 || check_special_ids(r->model, r->tok, dir) != 0 || ((flags & MT_RUNNER_STATS) && read_corpus_stats(dir, &r->stats) != 0)) {
         mt_runner_close(r);
         return NULL;
     }

@@ -1,8 +1,11 @@
 /* The mtlab tokenizer API over sentencepiece: load, encode, decode, vocabulary look-ups.
  * Training is in spm_train.cc. Every entry point is extern "C" and catches every exception.
  * A Hugging Face tokenizer.json (byte-level BPE) is read by hf_bpe.c: loading tells the two
- * apart by content, and every entry point hands such a tokenizer over to it. */
+ * apart by content, and every entry point hands such a tokenizer over to it. A directory holds
+ * one of these, or an opus-mt checkpoint's source.spm + target.spm + vocab.json
+ * (marian_vocab.cc). */
 #include "tokenizer/hf_bpe.h"
+#include "tokenizer/marian_vocab.h"
 #include "tokenizer/spm_boundary.h"
 
 #include <cerrno>
@@ -10,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <sys/stat.h>
 #include <string>
 #include <vector>
 
@@ -22,6 +26,8 @@ extern "C" {
 struct mt_tokenizer {
     sentencepiece::SentencePieceProcessor sp;
     hf_bpe *bpe = nullptr; /* a tokenizer.json instead of sp */
+    marian_vocab *marian = nullptr; /* an opus-mt directory's tokenizer instead of sp */
+    bool reserved_ids = false; /* sp holds mtlab's reserved ids (checked at load) */
     std::string name; /* file (or bundle member) the model came from, for messages */
 };
 
@@ -115,6 +121,7 @@ static mt_tokenizer *load_bytes(const void *data, size_t len, const char *name_f
             return nullptr;
         }
         if (reserved_ids && check_reserved_ids(tok.get())) return nullptr;
+        tok->reserved_ids = reserved_ids;
         return tok.release();
     });
 }
@@ -160,7 +167,39 @@ static mt_tokenizer *load_file(const char *path, bool reserved_ids)
     return tok;
 }
 
-extern "C" mt_tokenizer *mt_tokenizer_load(const char *path) { return load_file(path, true); }
+static bool is_dir(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+/* The tokenizer a model directory holds: its tokenizer.model, its tokenizer.json, or an opus-mt
+ * checkpoint's three files, in that order. */
+static mt_tokenizer *load_dir(const char *dir)
+{
+    static const char *const files[] = {"tokenizer.model", "tokenizer.json"};
+    for (const char *file : files) {
+        std::string path = std::string(dir) + "/" + file;
+        struct stat sb;
+        if (lstat(path.c_str(), &sb) == 0) return load_file(path.c_str(), true);
+    }
+    if (!marian_vocab_in_dir(dir)) {
+        mt_error("%s: no tokenizer: a model directory holds tokenizer.model, tokenizer.json, or "
+                 "an opus-mt checkpoint's source.spm, target.spm and vocab.json", dir);
+        return nullptr;
+    }
+    marian_vocab *mv = marian_vocab_load(dir);
+    if (!mv) return nullptr;
+    mt_tokenizer *tok = new mt_tokenizer;
+    tok->name = marian_vocab_path(mv);
+    tok->marian = mv;
+    return tok;
+}
+
+extern "C" mt_tokenizer *mt_tokenizer_load(const char *path)
+{
+    return is_dir(path) ? load_dir(path) : load_file(path, true);
+}
 
 extern "C" mt_tokenizer *mt_tokenizer_load_foreign(const char *path)
 {
@@ -170,18 +209,21 @@ extern "C" mt_tokenizer *mt_tokenizer_load_foreign(const char *path)
 extern "C" void mt_tokenizer_free(mt_tokenizer *tok)
 {
     if (tok) hf_bpe_free(tok->bpe);
+    if (tok) marian_vocab_free(tok->marian);
     delete tok;
 }
 
 extern "C" int mt_tokenizer_vocab_size(const mt_tokenizer *tok)
 {
     if (tok->bpe) return hf_bpe_vocab_size(tok->bpe);
+    if (tok->marian) return marian_vocab_size(tok->marian);
     return spm_guarded(tok->name.c_str(), -1, [&] { return tok->sp.GetPieceSize(); });
 }
 
 extern "C" const char *mt_tokenizer_id_to_piece(const mt_tokenizer *tok, int id)
 {
     if (tok->bpe) return hf_bpe_id_to_piece(tok->bpe, id);
+    if (tok->marian) return marian_vocab_id_to_piece(tok->marian, id);
     if (id < 0 || id >= tok->sp.GetPieceSize()) return nullptr;
     return spm_guarded(tok->name.c_str(), (const char *)nullptr,
                        [&] { return tok->sp.IdToPiece(id).c_str(); });
@@ -190,6 +232,7 @@ extern "C" const char *mt_tokenizer_id_to_piece(const mt_tokenizer *tok, int id)
 extern "C" int mt_tokenizer_piece_to_id(const mt_tokenizer *tok, const char *piece)
 {
     if (tok->bpe) return hf_bpe_piece_to_id(tok->bpe, piece);
+    if (tok->marian) return marian_vocab_piece_to_id(tok->marian, piece);
     if (!piece) return MT_UNK_ID;
     return spm_guarded(tok->name.c_str(), (int)MT_UNK_ID, [&] { return tok->sp.PieceToId(piece); });
 }
@@ -208,6 +251,7 @@ extern "C" int mt_tokenizer_encode(const mt_tokenizer *tok, const char *text, in
     if (bad < len)
         return mt_error("invalid UTF-8 at byte %zu (0x%02X)", bad, (unsigned)(unsigned char)text[bad]);
     if (tok->bpe) return hf_bpe_encode(tok->bpe, text, len, ids, n);
+    if (tok->marian) return marian_vocab_encode(tok->marian, text, len, ids, n);
     return spm_guarded(tok->name.c_str(), -1, [&] {
         std::vector<int> out;
         const auto status = tok->sp.Encode(std::string_view(text, len), &out);
@@ -223,6 +267,7 @@ extern "C" int mt_tokenizer_encode(const mt_tokenizer *tok, const char *text, in
 extern "C" char *mt_tokenizer_decode(const mt_tokenizer *tok, const int *ids, size_t n)
 {
     if (tok->bpe) return hf_bpe_decode(tok->bpe, ids, n, 1);
+    if (tok->marian) return marian_vocab_decode(tok->marian, ids, n);
     const char *name = tok->name.c_str();
     return spm_guarded(name, (char *)nullptr, [&]() -> char * {
         const int vocab = tok->sp.GetPieceSize();
@@ -246,4 +291,16 @@ extern "C" char *mt_tokenizer_decode(const mt_tokenizer *tok, const int *ids, si
         }
         return mt_xstrdup(text.c_str());
     });
+}
+
+extern "C" const char *mt_tokenizer_source(const mt_tokenizer *tok) { return tok->name.c_str(); }
+
+extern "C" int mt_tokenizer_special_id(const mt_tokenizer *tok, mt_token_role role)
+{
+    if (tok->marian)
+        return role == MT_ROLE_EOS   ? marian_vocab_eos(tok->marian)
+               : role == MT_ROLE_PAD ? marian_vocab_pad(tok->marian)
+                                     : marian_vocab_unk(tok->marian);
+    if (tok->bpe || !tok->reserved_ids) return -1;
+    return role == MT_ROLE_EOS ? MT_EOS_ID : role == MT_ROLE_PAD ? MT_PAD_ID : MT_UNK_ID;
 }

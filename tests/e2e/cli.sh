@@ -129,7 +129,7 @@ for M in "${bins[@]}"; do
     # ---------------------------------------------------------------- errors that mislead
     expect "tokenizer encode -m BUNDLE_DIR uses its tokenizer.model" 0 '' \
         bash -c "'$M' tokenizer encode -m b/mamba <src.txt | grep -q ."
-    expect "tokenizer encode -m DIR without one: said so" 1 'tok: a directory without a tokenizer.model' \
+    expect "tokenizer encode -m DIR without one: said so" 1 'tok: no tokenizer: a model directory holds tokenizer.model' \
         "$M" tokenizer encode -m tok
     expect "a 200-piece tokenizer in a 304-row model: refused naming both" 1 \
         'm_tok/tokenizer.model has 200 pieces but the model \(m_tok/config.json vocab_size\) has 304 rows' \

@@ -397,11 +397,14 @@ static void test_bundle_missing_members(void **state)
     tmp_path(dir, sizeof dir, "partial");
     assert_int_equal(mkdir(dir, 0777), 0);
     assert_null(mt_bundle_open(dir, 0));
-    assert_error_contains("partial: not a model bundle: missing config.json, model.safetensors, tokenizer.model");
+    assert_error_contains("partial: not a model bundle: missing config.json, model.safetensors (or "
+                          "pytorch_model.bin), tokenizer.model (or tokenizer.json, or source.spm, "
+                          "target.spm and vocab.json)");
     snprintf(path, sizeof path, "%s/config.json", dir);
     write_text(path, "{}");
     assert_null(mt_bundle_open(dir, 0));
-    assert_error_contains("partial: not a model bundle: missing model.safetensors, tokenizer.model");
+    assert_error_contains("partial: not a model bundle: missing model.safetensors (or "
+                          "pytorch_model.bin), tokenizer.model");
     assert_null(mt_bundle_open(dir, MT_BUNDLE_NO_TOKENIZER));
     assert_error_contains("partial: not a model bundle: missing model.safetensors");
     assert_null(strstr(mt_last_error(), "tokenizer"));

@@ -89,7 +89,10 @@ enum {
 };
 
 /* Open a bundle directory: checks that config.json, model.safetensors and tokenizer.model exist
- * (naming every missing one), loads config.json and maps and validates model.safetensors. */
+ * (naming every missing one), loads config.json and maps and validates model.safetensors. A
+ * checkpoint from the Hugging Face hub may hold pytorch_model.bin for the weights (read through
+ * mtlab/torch_checkpoint.h) and tokenizer.json, or an opus-mt checkpoint's source.spm,
+ * target.spm and vocab.json, for the tokenizer. */
 mt_bundle *mt_bundle_open(const char *dir, unsigned flags);
 void mt_bundle_close(mt_bundle *b);
 
@@ -99,7 +102,9 @@ const char *mt_bundle_dir(const mt_bundle *b);
 void mt_bundle_name(char *out, size_t len, const char *dir);
 const mt_config *mt_bundle_config(const mt_bundle *b);
 const mt_safetensors *mt_bundle_weights(const mt_bundle *b);
-/* "<dir>/tokenizer.model", or NULL when absent (only with MT_BUNDLE_NO_TOKENIZER). */
+/* The tokenizer for mt_tokenizer_load: "<dir>/tokenizer.model", "<dir>/tokenizer.json", or
+ * "<dir>" itself for an opus-mt checkpoint (source.spm, target.spm, vocab.json); NULL when
+ * absent (only with MT_BUNDLE_NO_TOKENIZER). */
 const char *mt_bundle_tokenizer_path(const mt_bundle *b);
 /* "<dir>/corpus_stats.tsv", or NULL when the bundle has none. */
 const char *mt_bundle_corpus_stats_path(const mt_bundle *b);
@@ -114,7 +119,9 @@ typedef struct {
     int n_tensors;
     const mt_st_meta *metadata;   /* "__metadata__" of model.safetensors (may be NULL) */
     int n_metadata;
-    const char *tokenizer_path;    /* copied in as tokenizer.model; NULL leaves it as it is */
+    const char *tokenizer_path;    /* copied in as tokenizer.model (a directory: as an opus-mt
+                                    * checkpoint's source.spm, target.spm, vocab.json); NULL
+                                    * leaves it as it is */
     const char *corpus_stats_path; /* copied in as corpus_stats.tsv; NULL leaves it as it is */
 } mt_bundle_contents;
 

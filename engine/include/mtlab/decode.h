@@ -24,7 +24,20 @@
  * normalised by the current length, cannot beat the worst of them; at the length limit the
  * running beams join the finished ones. The result is the best-scoring hypothesis. Width 1
  * is exactly greedy search; a wider beam usually scores better than greedy but need not: the
- * greedy path can be pruned by beams that lead early and end worse. */
+ * greedy path can be pruned by beams that lead early and end worse.
+ *
+ * A checkpoint from the Hugging Face hub (config.json without an mtlab block: an opus-mt
+ * model) decodes as transformers' generate() (4.50 and later) does with its config's
+ * bad_words_ids = [[pad]] and forced_eos_token_id = eos, early_stopping False
+ * (MT_SEARCH_HF; mtlab's own bundles decode with MT_SEARCH_MTLAB unless asked otherwise):
+ *   - the log-softmax runs over every id, <pad> included, which is then masked (mtlab
+ *     normalises over the ids that may be generated);
+ *   - the stopping test holds the worst finished hypothesis against the best *running* beam
+ *     (mtlab: the best candidate of the step, which may be one that just ended);
+ *   - at the length limit every running beam ends with a forced <eos> of log-probability 0,
+ *     counted in its length (mtlab: they end there without one). generate's max_length L
+ *     counts the decoder start and that <eos>: it is max_new_tokens = L - 2 here.
+ * The generated ids are the same either way for greedy search. */
 #ifndef MTLAB_DECODE_H
 #define MTLAB_DECODE_H
 
@@ -38,6 +51,8 @@
 #define MT_DECODE_DEFAULT_BEAM 5
 #define MT_DECODE_MAX_BEAM 256
 #define MT_DECODE_DEFAULT_BATCH 16 /* the paper's test batch size */
+
+enum { MT_SEARCH_AUTO = 0, MT_SEARCH_MTLAB = 1, MT_SEARCH_HF = 2 };
 
 /* What the stream callback receives. */
 typedef struct {
@@ -61,6 +76,8 @@ typedef struct {
     float length_penalty;  /* exponent of the generated length in the score (1.0) */
     int vocab_limit;       /* > 0: only ids below it are generated (the tokenizer's pieces when
                               the model's vocabulary is padded past them); 0: every id */
+    int semantics;         /* MT_SEARCH_AUTO (0): as the model's config says; MT_SEARCH_MTLAB;
+                              MT_SEARCH_HF (transformers' generate, above) */
     mt_decode_callback on_token; /* NULL: no streaming */
     void *user;
     const atomic_int *cancel; /* checked before every step; non-zero stops decoding and each

@@ -61,6 +61,8 @@ typedef struct {
                                       * written by the trainer from its dataset */
     int langs_recorded;              /* 0: config.json had none, read as the Bible's es -> en (and
                                       * saved without them again); 1: written */
+    int hf_generate;       /* 1: a checkpoint from the Hugging Face hub (no mtlab block), which
+                            * decodes as transformers' generate() does (mtlab/decode.h) */
     int mamba_bias;        /* Mamba: in_proj and out_proj have biases (MambaConfig use_bias) */
     int mamba_no_conv_bias; /* Mamba: conv1d has none (MambaConfig use_conv_bias false) */
     int pad_vocab_multiple; /* Mamba: MambaConfig pad_vocab_size_multiple (8), checked and not

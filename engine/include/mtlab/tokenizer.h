@@ -11,9 +11,11 @@ enum { MT_PAD_ID = 0, MT_EOS_ID = 1, MT_SEP_ID = 2, MT_BOS_ID = 3, MT_UNK_ID = 4
 
 typedef struct mt_tokenizer mt_tokenizer;
 
-/* Load a sentencepiece .model file or a tokenizer.json (told apart by content); NULL with
- * mt_last_error() naming the file (and for a tokenizer.json the key) on failure. The reserved
- * ids above hold for sentencepiece models only. */
+/* Load a sentencepiece .model file or a tokenizer.json (told apart by content), or the
+ * tokenizer a model directory holds: its tokenizer.model, its tokenizer.json, or an opus-mt
+ * checkpoint's source.spm + target.spm + vocab.json (ids from vocab.json, language codes
+ * ">>xx<<" kept whole: engine/tokenizer/marian_vocab.h). NULL with mt_last_error() naming the
+ * file (and the key) on failure. The reserved ids above hold for sentencepiece models only. */
 mt_tokenizer *mt_tokenizer_load(const char *path);
 /* Load from the bytes of a .model file (e.g. embedded in a bundle); NULL on failure. */
 mt_tokenizer *mt_tokenizer_load_bytes(const void *data, size_t len, const char *name_for_errors);
@@ -33,9 +35,17 @@ static inline int mt_vocab_rows_fit(int pieces, int rows)
 {
     return pieces <= rows && rows <= (pieces + MT_VOCAB_PAD - 1) / MT_VOCAB_PAD * MT_VOCAB_PAD;
 }
+/* The file the ids come from, for messages ("m/tokenizer.model", "opus-mt-es-en/vocab.json"). */
+const char *mt_tokenizer_source(const mt_tokenizer *tok);
+
+/* The id the tokenizer gives a role: mtlab's reserved ids, an opus-mt vocabulary's </s>,
+ * <pad> and <unk>; -1 when it does not fix one (a tokenizer.json, a foreign model). Opening a
+ * model checks its config's special ids against these. */
+typedef enum { MT_ROLE_EOS, MT_ROLE_PAD, MT_ROLE_UNK } mt_token_role;
+int mt_tokenizer_special_id(const mt_tokenizer *tok, mt_token_role role);
 /* Piece text of an id ("▁Dios"); NULL when out of range. Valid while tok lives. */
 const char *mt_tokenizer_id_to_piece(const mt_tokenizer *tok, int id);
-/* Id of a piece, MT_UNK_ID when unknown (a tokenizer.json: -1). */
+/* Id of a piece, MT_UNK_ID when unknown (a tokenizer.json or an opus-mt vocabulary: -1). */
 int mt_tokenizer_piece_to_id(const mt_tokenizer *tok, const char *piece);
 
 /* Encode UTF-8 text (no special ids added). *ids is malloc'd (caller frees), *n its length.
@@ -43,7 +53,8 @@ int mt_tokenizer_piece_to_id(const mt_tokenizer *tok, const char *piece);
  * MT_LINE_MAX_BYTES, mtlab/files.h, is refused before it is read). */
 int mt_tokenizer_encode(const mt_tokenizer *tok, const char *text, int **ids, size_t *n);
 /* Decode ids to malloc'd UTF-8 text, skipping <pad>/<eos>/<sep>/<bos> (a tokenizer.json: its
- * special added tokens, as `tokenizers` does by default). NULL on failure. */
+ * special added tokens, as `tokenizers` does by default; an opus-mt vocabulary: </s>, <pad>
+ * and <unk>, as MarianTokenizer.decode(skip_special_tokens=True)). NULL on failure. */
 char *mt_tokenizer_decode(const mt_tokenizer *tok, const int *ids, size_t n);
 
 /* Train a unigram model on one or more UTF-8 text files (one sentence per line), writing

@@ -1,0 +1,350 @@
+/* An opus-mt checkpoint as the hub holds it (tests/fixtures/marian/opus-mt-tiny: config.json,
+ * model.safetensors and pytorch_model.bin, source.spm, target.spm, vocab.json), against what
+ * transformers gives for it (tests/fixtures/marian/make.py): MarianTokenizer's ids and decoded
+ * text, logits, greedy and beam-5 generate() token for token, from either weights file; and the
+ * errors a wrong or incomplete directory gets. */
+#include "test_util.h"
+
+#include <unistd.h>
+
+#include "mtlab/decode.h"
+#include "mtlab/error.h"
+#include "mtlab/model.h"
+#include "mtlab/runner.h"
+#include "mtlab/safetensors.h"
+#include "mtlab/tokenizer.h"
+
+#define FIXTURE "tests/fixtures/marian"
+#define CHECKPOINT FIXTURE "/opus-mt-tiny"
+#define LOGIT_TOL 1e-4f
+/* make.py's generate(max_length=20): the decoder start, at most 18 tokens, </s> */
+#define MAX_NEW 18
+#define N_LINES 20
+#define MAX_IDS 64
+
+static const char *const MEMBERS[] = {"config.json", "model.safetensors", "pytorch_model.bin",
+                                      "source.spm", "target.spm", "vocab.json",
+                                      "tokenizer_config.json", NULL};
+
+/* Copy the checkpoint into a fresh directory, leaving out the member `skip` (NULL: none). */
+static void copy_checkpoint(char *dir, size_t len, const char *skip)
+{
+    assert_int_equal(test_make_tmpdir(dir, len, "marian"), 0);
+    for (int i = 0; MEMBERS[i]; i++) {
+        if (skip && !strcmp(MEMBERS[i], skip)) continue;
+        char from[512], to[512];
+        snprintf(from, sizeof from, "%s/%s", CHECKPOINT, MEMBERS[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, MEMBERS[i]);
+        size_t n;
+        char *data = test_read_file(from, &n);
+        assert_non_null(data);
+        test_write_file(to, data, n);
+        free(data);
+    }
+}
+
+/* Replace the first `from` in dir/file by `to`. */
+static void patch(const char *dir, const char *file, const char *from, const char *to)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    char *text = test_read_file(path, NULL);
+    assert_non_null(text);
+    char *at = strstr(text, from);
+    if (!at) fail_msg("%s: no '%s' to patch", path, from);
+    size_t head = (size_t)(at - text), tail = strlen(at + strlen(from));
+    char *out = malloc(head + strlen(to) + tail + 1);
+    memcpy(out, text, head);
+    strcpy(out + head, to);
+    strcpy(out + head + strlen(to), at + strlen(from));
+    test_write_text(path, out);
+    free(out);
+    free(text);
+}
+
+/* Lines of ids ("5 9 0"): n[i] ids each into ids[i]; returns the number of lines. */
+static int read_ids(const char *name, int32_t ids[][MAX_IDS], int *n)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", FIXTURE, name);
+    char *text = test_read_file(path, NULL);
+    assert_non_null(text);
+    int lines = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        assert_true(lines < N_LINES);
+        n[lines] = 0;
+        char *end;
+        for (long v = strtol(line, &end, 10); end != line; v = strtol(line, &end, 10)) {
+            assert_true(n[lines] < MAX_IDS);
+            ids[lines][n[lines]++] = (int32_t)v;
+            line = end;
+        }
+        lines++;
+    }
+    free(text);
+    return lines;
+}
+
+static char **read_lines(const char *name, int *n)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", FIXTURE, name);
+    char *text = test_read_file(path, NULL);
+    assert_non_null(text);
+    char **lines = calloc(N_LINES + 1, sizeof *lines);
+    *n = 0;
+    for (char *p = text; *p && *n < N_LINES;) {
+        char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        lines[*n] = strndup(p, len);
+        (*n)++;
+        p += len + (nl != NULL);
+    }
+    free(text);
+    return lines;
+}
+
+static void free_lines(char **lines)
+{
+    for (int i = 0; lines[i]; i++) free(lines[i]);
+    free(lines);
+}
+
+static void test_tokenizer_matches_marian_tokenizer(void **state)
+{
+    (void)state;
+    mt_tokenizer *tok = mt_tokenizer_load(CHECKPOINT);
+    if (!tok) fail_msg("%s", mt_last_error());
+    assert_int_equal(mt_tokenizer_vocab_size(tok), 616);
+    assert_int_equal(mt_tokenizer_special_id(tok, MT_ROLE_EOS), 0);
+    assert_int_equal(mt_tokenizer_special_id(tok, MT_ROLE_UNK), 1);
+    assert_int_equal(mt_tokenizer_special_id(tok, MT_ROLE_PAD), 615);
+    int n_src, n_want[N_LINES];
+    char **src = read_lines("sources.es", &n_src);
+    static int32_t want[N_LINES][MAX_IDS];
+    assert_int_equal(read_ids("source.ids", want, n_want), N_LINES);
+    assert_int_equal(n_src, N_LINES);
+    int unk = 0, code = 0;
+    for (int i = 0; i < N_LINES; i++) {
+        int *ids;
+        size_t n;
+        assert_int_equal(mt_tokenizer_encode(tok, src[i], &ids, &n), 0);
+        /* MarianTokenizer appends </s>; mtlab's decoding does (decode.h) */
+        assert_int_equal((int)n + 1, n_want[i]);
+        for (size_t j = 0; j < n; j++) {
+            if (ids[j] != want[i][j])
+                fail_msg("line %d id %zu: %d, MarianTokenizer %d", i + 1, j, ids[j], want[i][j]);
+            unk += ids[j] == 1;
+        }
+        code += n && !strcmp(mt_tokenizer_id_to_piece(tok, ids[0]), ">>en<<");
+        free(ids);
+    }
+    assert_true(unk > 0);  /* a piece vocab.json lacks */
+    assert_int_equal(code, 1); /* the language code, one token */
+
+    int n_greedy[N_LINES], n_text;
+    static int32_t greedy[N_LINES][MAX_IDS];
+    assert_int_equal(read_ids("greedy.ids", greedy, n_greedy), N_LINES);
+    char **text = read_lines("greedy.txt", &n_text);
+    for (int i = 0; i < N_LINES; i++) {
+        char *got = mt_tokenizer_decode(tok, greedy[i], (size_t)n_greedy[i]);
+        assert_non_null(got);
+        assert_string_equal(got, text[i]);
+        free(got);
+    }
+    free_lines(text);
+    free_lines(src);
+    mt_tokenizer_free(tok);
+}
+
+static void check_logits(const char *dir)
+{
+    mt_model *m = mt_model_load(dir, mt_backend_cpu(), 0);
+    if (!m) fail_msg("%s: %s", dir, mt_last_error());
+    mt_safetensors *ref = mt_st_open(FIXTURE "/logits.safetensors");
+    assert_non_null(ref);
+    const mt_st_tensor *src = mt_st_find(ref, "src_ids"), *tgt = mt_st_find(ref, "tgt_ids"),
+                       *want = mt_st_find(ref, "logits");
+    assert_true(src && tgt && want);
+    mt_batch b = {.B = (int)tgt->shape[0], .T = (int)tgt->shape[1], .ids = (const int32_t *)tgt->data,
+                  .S = (int)src->shape[1], .src = (const int32_t *)src->data};
+    float *got = malloc(want->nbytes);
+    assert_int_equal(mt_model_forward(m, &b, got), 0);
+    float diff = max_abs_diff(got, (const float *)want->data, want->numel);
+    print_message("%s: logits max |mtlab - transformers| = %.3g (tolerance %.0e)\n", dir, diff,
+                  LOGIT_TOL);
+    assert_true(diff < LOGIT_TOL);
+    free(got);
+    mt_st_close(ref);
+    mt_model_free(m);
+}
+
+/* Decode every source line alone, as make.py's generate() did, under the given semantics
+ * (mtlab/decode.h); the number of lines token-identical to generate()'s. */
+static int lines_as_generate(const char *dir, int beam, const char *expected, int semantics)
+{
+    mt_runner *r = mt_runner_open(dir, NULL, 0);
+    if (!r) fail_msg("%s: %s", dir, mt_last_error());
+    int n_src[N_LINES], n_want[N_LINES];
+    static int32_t src[N_LINES][MAX_IDS], want[N_LINES][MAX_IDS];
+    assert_int_equal(read_ids("source.ids", src, n_src), N_LINES);
+    assert_int_equal(read_ids(expected, want, n_want), N_LINES);
+    mt_decode_opts o;
+    mt_decode_opts_init(&o);
+    o.beam = beam;
+    o.max_new_tokens = MAX_NEW;
+    o.semantics = semantics;
+    int same = 0;
+    for (int i = 0; i < N_LINES; i++) {
+        const int32_t *s = src[i];
+        int len = n_src[i] - 1; /* without MarianTokenizer's </s> */
+        mt_decode_result res;
+        assert_int_equal(mt_decode(r->model, &s, &len, 1, &o, &res), 0);
+        const mt_hypothesis *h = &res.hyps[0];
+        /* generate() ends every line with </s>, forced at the length limit */
+        assert_int_equal(want[i][n_want[i] - 1], 0);
+        int ok = h->n_ids == n_want[i] - 1 &&
+                 (h->n_ids == 0 || !memcmp(h->ids, want[i], (size_t)h->n_ids * sizeof(int32_t)));
+        if (semantics != MT_SEARCH_MTLAB) assert_true(h->finished);
+        if (!ok && semantics != MT_SEARCH_MTLAB) {
+            char got[512] = "";
+            for (int j = 0; j < h->n_ids; j++)
+                snprintf(got + strlen(got), sizeof got - strlen(got), " %d", h->ids[j]);
+            print_error("%s beam %d line %d:%s\n", dir, beam, i + 1, got);
+        }
+        same += ok;
+        mt_decode_result_free(&res);
+    }
+    print_message("%s: beam %d%s, %d/%d lines token-identical to generate()\n", dir, beam,
+                  semantics == MT_SEARCH_MTLAB ? " with mtlab's own semantics" : "", same, N_LINES);
+    mt_runner_close(r);
+    return same;
+}
+
+static void check_generate(const char *dir, int beam, const char *expected)
+{
+    /* a checkpoint without an mtlab block decodes as generate() by itself (MT_SEARCH_AUTO) */
+    assert_int_equal(lines_as_generate(dir, beam, expected, MT_SEARCH_AUTO), N_LINES);
+}
+
+static void test_safetensors_matches_transformers(void **state)
+{
+    (void)state;
+    check_logits(CHECKPOINT);
+    check_generate(CHECKPOINT, 1, "greedy.ids");
+    check_generate(CHECKPOINT, 5, "beam5.ids");
+    /* how many lines mtlab's own semantics would give alike (printed, not required) */
+    lines_as_generate(CHECKPOINT, 5, "beam5.ids", MT_SEARCH_MTLAB);
+}
+
+static void test_pytorch_model_bin_matches_transformers(void **state)
+{
+    (void)state;
+    char dir[256];
+    copy_checkpoint(dir, sizeof dir, "model.safetensors");
+    check_logits(dir);
+    check_generate(dir, 1, "greedy.ids");
+    check_generate(dir, 5, "beam5.ids");
+    test_remove_tree(dir);
+}
+
+/* translate() through the runner: the text MarianTokenizer decodes generate()'s ids to. */
+static void test_translate_text(void **state)
+{
+    (void)state;
+    mt_runner *r = mt_runner_open(CHECKPOINT, NULL, 0);
+    if (!r) fail_msg("%s", mt_last_error());
+    int n_src, n_text;
+    char **src = read_lines("sources.es", &n_src), **text = read_lines("greedy.txt", &n_text);
+    mt_decode_opts o;
+    mt_decode_opts_init(&o);
+    o.beam = 1;
+    o.max_new_tokens = MAX_NEW;
+    mt_decode_result res;
+    assert_int_equal(mt_translate(r->model, r->tok, (const char *const *)src, n_src, 0, &o, &res), 0);
+    for (int i = 0; i < n_src; i++) assert_string_equal(res.hyps[i].text, text[i]);
+    mt_decode_result_free(&res);
+    free_lines(src);
+    free_lines(text);
+    mt_runner_close(r);
+}
+
+/* Opening dir to run fails with a message holding every one of the `want` strings. */
+static void expect_open_error(const char *dir, const char *want1, const char *want2)
+{
+    mt_runner *r = mt_runner_open(dir, NULL, 0);
+    if (r) fail_msg("%s opened; expected an error with '%s'", dir, want1);
+    const char *err = mt_last_error();
+    print_message("  %s\n", err);
+    if (!strstr(err, want1) || (want2 && !strstr(err, want2)))
+        fail_msg("error '%s' lacks '%s'%s%s", err, want1, want2 ? " or " : "", want2 ? want2 : "");
+}
+
+static void test_errors_name_the_file_and_key(void **state)
+{
+    (void)state;
+    char dir[256];
+    copy_checkpoint(dir, sizeof dir, "target.spm");
+    expect_open_error(dir, "target.spm", "source.spm, target.spm and vocab.json");
+    test_remove_tree(dir);
+
+    copy_checkpoint(dir, sizeof dir, "model.safetensors");
+    char bin[300];
+    snprintf(bin, sizeof bin, "%s/pytorch_model.bin", dir);
+    assert_int_equal(unlink(bin), 0);
+    expect_open_error(dir, "missing model.safetensors (or pytorch_model.bin)", NULL);
+    test_remove_tree(dir);
+
+    /* an eos_token_id that is not vocab.json's </s> */
+    copy_checkpoint(dir, sizeof dir, NULL);
+    patch(dir, "config.json", "\"eos_token_id\": 0", "\"eos_token_id\": 1");
+    expect_open_error(dir, "config.json: eos_token_id 1 is '<unk>'", "vocab.json, whose end of "
+                                                                      "sentence is '</s>' (id 0)");
+    test_remove_tree(dir);
+
+    /* a pad_token_id that is not <pad> (and bad_words_ids and decoder start to match) */
+    copy_checkpoint(dir, sizeof dir, NULL);
+    patch(dir, "config.json", "\"pad_token_id\": 615", "\"pad_token_id\": 614");
+    patch(dir, "config.json", "[\n    [\n      615\n    ]\n  ]", "[[614]]");
+    expect_open_error(dir, "config.json: pad_token_id 614", "whose padding is '<pad>' (id 615)");
+    test_remove_tree(dir);
+
+    copy_checkpoint(dir, sizeof dir, NULL);
+    patch(dir, "config.json", "[\n    [\n      615\n    ]\n  ]", "[[615], [7]]");
+    expect_open_error(dir, "config.json: bad_words_ids [[615], [7]] is not supported", NULL);
+    test_remove_tree(dir);
+
+    copy_checkpoint(dir, sizeof dir, NULL);
+    patch(dir, "config.json", "\"normalize_before\": false", "\"normalize_before\": true");
+    expect_open_error(dir, "config.json: normalize_before = true is not supported", NULL);
+    test_remove_tree(dir);
+
+    /* a vocabulary of another size than the model's */
+    copy_checkpoint(dir, sizeof dir, NULL);
+    patch(dir, "vocab.json", "\"<pad>\": 615", "\"<pad>\": 615, \"extra\": 616");
+    expect_open_error(dir, "vocab.json has 617 pieces but the model", "has 616 rows");
+    test_remove_tree(dir);
+
+    copy_checkpoint(dir, sizeof dir, NULL);
+    patch(dir, "vocab.json", "\"<unk>\": 1", "\"<unknown>\": 1");
+    expect_open_error(dir, "vocab.json: no entry '<unk>'", NULL);
+    test_remove_tree(dir);
+
+    copy_checkpoint(dir, sizeof dir, NULL);
+    patch(dir, "vocab.json", "\"<unk>\": 1", "\"<unk>\": 0");
+    expect_open_error(dir, "vocab.json: id 0 is given to both '</s>' and '<unk>'", NULL);
+    test_remove_tree(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tokenizer_matches_marian_tokenizer),
+        cmocka_unit_test(test_safetensors_matches_transformers),
+        cmocka_unit_test(test_pytorch_model_bin_matches_transformers),
+        cmocka_unit_test(test_translate_text),
+        cmocka_unit_test(test_errors_name_the_file_and_key),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
