@@ -459,8 +459,10 @@ static int32_t *probe_ids(lua_State *L, int idx, const model_handle *h, const ch
                   what, luaL_typename(L, idx));
     int *raw;
     size_t len;
-    if (mt_tokenizer_encode(h->tok, lua_tostring(L, idx), &raw, &len) < 0)
-        mtl_error(L, fn, "%s: %s", what, mt_last_error());
+    /* a source text goes through the model's prompt template, as translate does */
+    int rc = !strcmp(what, "src") ? mt_source_encode(h->model, h->tok, lua_tostring(L, idx), &raw, &len)
+                                  : mt_tokenizer_encode(h->tok, lua_tostring(L, idx), &raw, &len);
+    if (rc < 0) mtl_error(L, fn, "%s: %s", what, mt_last_error());
     int32_t *ids = mt_xmalloc((len + 1) * sizeof *ids);
     for (size_t i = 0; i < len; i++) ids[i] = raw[i];
     free(raw);

@@ -41,7 +41,7 @@ static void finalize(mt_decode_ctx *c, beam_sentence *bs, int s, int add_running
 static int candidates(const mt_decode_ctx *c, const beam_sentence *bs, int row0, int live,
                       mt_scored *top)
 {
-    int V = c->V, n_top = 0, pad = mt_model_get_config(c->m)->pad_id;
+    int V = c->V, n_top = 0, pad = mt_model_config_never_generated(mt_model_get_config(c->m));
     for (int b = 0; b < live; b++) {
         const float *x = c->logits + (size_t)(row0 + b) * V;
         /* generate() masks <pad> after the log-softmax, mtlab before (decode.h) */

@@ -82,15 +82,15 @@ static void build_prompts(const mt_model *m, const int32_t *const *src, const in
         *srcbuf = s;
         return;
     }
-    /* `src <sep>` left padded */
-    int T = longest + 1;
+    /* `src <sep>` left padded; a model with a text template has its separator in src */
+    int sep = mt_model_config_prompt_sep(cfg), T = longest + (sep >= 0);
     int32_t *d = mt_xmalloc((size_t)n * T * sizeof *d);
     for (int i = 0; i < n; i++) {
         int32_t *row = d + (size_t)i * T;
-        int pad = T - 1 - src_len[i];
+        int pad = T - (sep >= 0) - src_len[i];
         for (int t = 0; t < pad; t++) row[t] = cfg->pad_id;
         if (src_len[i]) memcpy(row + pad, src[i], (size_t)src_len[i] * sizeof *row);
-        row[T - 1] = cfg->sep_id;
+        if (sep >= 0) row[T - 1] = sep;
     }
     b->T = T;
     b->ids = d;

@@ -31,7 +31,8 @@ static void seqs_init(naive_seqs *q, mt_model *m, const int32_t *src, int src_le
     q->m = m;
     q->encdec = mt_model_is_encdec(m);
     q->V = cfg->vocab_size;
-    q->prompt = q->encdec ? 1 : src_len + 1;
+    int sep = mt_model_config_prompt_sep(cfg);
+    q->prompt = q->encdec ? 1 : src_len + (sep >= 0);
     q->cap = q->prompt + max_new;
     q->seq = mt_xmalloc((size_t)rows * q->cap * sizeof *q->seq);
     q->logits = mt_xmalloc((size_t)rows * q->cap * q->V * sizeof *q->logits);
@@ -46,7 +47,7 @@ static void seqs_init(naive_seqs *q, mt_model *m, const int32_t *src, int src_le
         row[0] = cfg->decoder_start_id;
     } else {
         if (src_len) memcpy(row, src, (size_t)src_len * sizeof *src);
-        row[src_len] = cfg->sep_id;
+        if (sep >= 0) row[src_len] = sep;
     }
 }
 
@@ -80,7 +81,8 @@ int mt_decode_greedy_naive(mt_model *m, const int32_t *src, int src_len, int max
 {
     memset(out, 0, sizeof *out);
     if (max_new < 1) return mt_error("greedy: max new tokens %d must be positive", max_new);
-    int eos = mt_model_get_config(m)->eos_id, pad = mt_model_get_config(m)->pad_id;
+    int eos = mt_model_get_config(m)->eos_id;
+    int pad = mt_model_config_never_generated(mt_model_get_config(m));
     naive_seqs q;
     seqs_init(&q, m, src, src_len, 1, max_new);
     int32_t *gen = q.seq + q.prompt;
@@ -159,7 +161,8 @@ int mt_decode_beam_naive(mt_model *m, const int32_t *src, int src_len, int max_n
                          float length_penalty, mt_hypothesis *out)
 {
     memset(out, 0, sizeof *out);
-    int K = beam, eos = mt_model_get_config(m)->eos_id, pad = mt_model_get_config(m)->pad_id;
+    int K = beam, eos = mt_model_get_config(m)->eos_id;
+    int pad = mt_model_config_never_generated(mt_model_get_config(m));
     if (max_new < 1 || K < 1)
         return mt_error("beam: max new %d and beam %d must be positive", max_new, K);
     naive_seqs q;

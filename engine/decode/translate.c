@@ -47,6 +47,22 @@ void mt_sources_free(mt_sources *s)
     memset(s, 0, sizeof *s);
 }
 
+int mt_source_encode(const mt_model *m, const mt_tokenizer *tok, const char *text, int **ids,
+                     size_t *n)
+{
+    const char *prompt = mt_model_get_config(m)->prompt;
+    const char *at = prompt[0] ? strstr(prompt, "{src}") : NULL;
+    if (!at) return mt_tokenizer_encode(tok, text, ids, n);
+    size_t before = (size_t)(at - prompt), len = strlen(text), after = strlen(at + 5);
+    char *full = mt_xmalloc(before + len + after + 1);
+    memcpy(full, prompt, before);
+    memcpy(full + before, text, len);
+    memcpy(full + before + len, at + 5, after + 1);
+    int rc = mt_tokenizer_encode(tok, full, ids, n);
+    free(full);
+    return rc;
+}
+
 int mt_sources_encode(mt_sources *s, const mt_model *m, const mt_tokenizer *tok,
                       const char *const *texts, int n, const mt_decode_opts *o, int *bad)
 {
@@ -58,7 +74,7 @@ int mt_sources_encode(mt_sources *s, const mt_model *m, const mt_tokenizer *tok,
     for (int i = 0; i < n; i++) {
         int *ids;
         size_t len = 0;
-        int rc = mt_tokenizer_encode(tok, texts[i], &ids, &len);
+        int rc = mt_source_encode(m, tok, texts[i], &ids, &len);
         if (rc == 0 && len > (size_t)1 << 24) {
             free(ids);
             rc = mt_error("%zu tokens is too long to translate", len);

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "mtlab/dataset.h"
 #include "mtlab/error.h"
@@ -54,15 +55,42 @@ static int read_langs(mt_model_config *cfg, const mt_config *x)
     return 0;
 }
 
+/* mtlab.prompt (docs/bundles.md §2.4): a text holding "{src}" once. A decoder-only checkpoint
+ * without an mtlab block (from the hub) has no <sep> of mtlab's: its prompt is the source text
+ * alone, which the model continues. */
+static int read_prompt(mt_model_config *cfg, const mt_config *x)
+{
+    cfg->prompt[0] = '\0';
+    if (!x) {
+        if (!mt_model_config_is_encdec(cfg)) snprintf(cfg->prompt, sizeof cfg->prompt, "{src}");
+        return 0;
+    }
+    if (!mt_config_has(x, "prompt")) return 0;
+    const char *p = mt_config_string(x, "prompt");
+    if (!p) return -1;
+    const char *at = strstr(p, "{src}");
+    if (!at || strstr(at + 5, "{src}"))
+        return mt_error("%s: key 'mtlab.prompt' must hold {src} exactly once, got \"%s\"",
+                        mt_config_name(x), p);
+    if (strlen(p) >= sizeof cfg->prompt)
+        return mt_error("%s: key 'mtlab.prompt' is longer than %zu bytes", mt_config_name(x),
+                        sizeof cfg->prompt - 1);
+    if (mt_model_config_is_encdec(cfg))
+        return mt_error("%s: key 'mtlab.prompt': a %s model takes the source on its own, without "
+                        "a prompt", mt_config_name(x), cfg->arch);
+    snprintf(cfg->prompt, sizeof cfg->prompt, "%s", p);
+    return 0;
+}
+
 int mt_model_config_read_mtlab(mt_model_config *cfg, const mt_config *c)
 {
     const mt_config *x = mt_config_object(c, "mtlab");
     if (!x) {
         if (mt_config_has(c, "mtlab"))
             return mt_error("%s: key 'mtlab' must be an object", mt_config_name(c));
-        return read_langs(cfg, NULL);
+        return read_langs(cfg, NULL) || read_prompt(cfg, NULL) ? -1 : 0;
     }
-    return mt_model_config_token_id(x, "sep_token_id", &cfg->sep_id) ||
+    return mt_model_config_token_id(x, "sep_token_id", &cfg->sep_id) || read_prompt(cfg, x) ||
                    mt_model_config_token_id(x, "unk_token_id", &cfg->unk_id) ||
                    mt_config_float_or(x, "dropout", cfg->dropout, 0.0, 0.999, &cfg->dropout) || read_langs(cfg, x)
                ? -1
@@ -87,6 +115,7 @@ int mt_model_config_write_mtlab(const mt_model_config *cfg, mt_config *c, int wi
     rc |= mt_config_set_int(x, "sep_token_id", cfg->sep_id);
     rc |= mt_config_set_int(x, "unk_token_id", cfg->unk_id);
     if (with_dropout) rc |= mt_config_set_float(x, "dropout", cfg->dropout);
+    if (cfg->prompt[0]) rc |= mt_config_set_string(x, "prompt", cfg->prompt);
     if (cfg->langs_recorded && cfg->src_lang[0] && cfg->tgt_lang[0]) { /* a default stays unwritten */
         rc |= mt_config_set_string(x, "src_lang", cfg->src_lang);
         rc |= mt_config_set_string(x, "tgt_lang", cfg->tgt_lang);

@@ -202,8 +202,10 @@ int mt_probe_run(mt_model *m, const int32_t *src, int src_len, const int32_t *hy
     int encdec = m->arch->encdec;
     if (src_len < 0 || hyp_len < 0 || (src_len > 0 && !src) || (hyp_len > 0 && !hyp))
         return mt_error("probes: bad source or hypothesis (%d and %d tokens)", src_len, hyp_len);
-    /* decoder-only: `src <sep> hyp`; encoder-decoder: source `src <eos>`, decoder `<bos> hyp` */
-    int T = encdec ? 1 + hyp_len : src_len + 1 + hyp_len;
+    /* decoder-only: `src <sep> hyp` (a text template holds its separator in src); encoder-
+     * decoder: source `src <eos>`, decoder `<bos> hyp` */
+    int sep = mt_model_config_prompt_sep(cfg);
+    int T = encdec ? 1 + hyp_len : src_len + (sep >= 0) + hyp_len;
     int S = encdec ? src_len + 1 : 0;
     if (T > max_pos || S > max_pos)
         return mt_error("probes: %d positions exceed the limit of %d", T > S ? T : S, max_pos);
@@ -218,8 +220,8 @@ int mt_probe_run(mt_model *m, const int32_t *src, int src_len, const int32_t *hy
         out->n_prompt = 1;
     } else {
         if (src_len > 0) memcpy(out->tokens, src, (size_t)src_len * sizeof *src);
-        out->tokens[src_len] = cfg->sep_id;
-        out->n_prompt = src_len + 1;
+        if (sep >= 0) out->tokens[src_len] = sep;
+        out->n_prompt = src_len + (sep >= 0);
     }
     /* an empty source or translation may come as NULL, which memcpy must not get even for 0 */
     if (hyp_len > 0) memcpy(out->tokens + out->n_prompt, hyp, (size_t)hyp_len * sizeof *hyp);

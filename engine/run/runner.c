@@ -55,6 +55,27 @@ static int check_special_ids(const mt_model *m, const mt_tokenizer *tok, const c
     return 0;
 }
 
+/* A tokenizer.json fixes no roles, but a config's bos, eos and pad ids must be among its
+ * special tokens (<|endoftext|>): an id that is a word piece is another tokenizer's. */
+static int check_json_special_ids(const mt_model *m, const mt_tokenizer *tok, const char *dir)
+{
+    const mt_model_config *c = mt_model_get_config(m);
+    if (mt_model_is_encdec(m)) return 0;
+    const struct {
+        const char *key;
+        int id;
+    } ids[] = {{"eos_token_id", c->eos_id}, {"pad_token_id", c->pad_id}, {"bos_token_id", c->bos_id}};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        if (mt_tokenizer_is_special(tok, ids[i].id) != 0) continue;
+        const char *piece = mt_tokenizer_id_to_piece(tok, ids[i].id);
+        return mt_error("%s/config.json: %s %d is %s%s%s in %s, not one of its special tokens "
+                        "(added_tokens with \"special\": true): not this model's tokenizer?", dir,
+                        ids[i].key, ids[i].id, piece ? "'" : "", piece ? piece : "outside the vocabulary",
+                        piece ? "'" : "", mt_tokenizer_source(tok));
+    }
+    return 0;
+}
+
 mt_runner *mt_runner_open(const char *dir, const char *device, unsigned flags)
 {
     double t0 = mt_now_s();
@@ -72,7 +93,7 @@ mt_runner *mt_runner_open(const char *dir, const char *device, unsigned flags)
     const char *tok_path = r->model ? mt_model_tokenizer_path(r->model) : NULL;
     if (r->model && !tok_path) mt_error("%s: the bundle has no tokenizer.model", dir);
     if (tok_path) r->tok = mt_tokenizer_load(tok_path);
-    if (!r->tok || check_vocab(r->model, r->tok, dir) != 0 || check_special_ids(r->model, r->tok, dir) != 0 || ((flags & MT_RUNNER_STATS) && read_corpus_stats(dir, &r->stats) != 0)) {
+    if (!r->tok || check_vocab(r->model, r->tok, dir) != 0 || check_special_ids(r->model, r->tok, dir) != 0 || check_json_special_ids(r->model, r->tok, dir) != 0 || ((flags & MT_RUNNER_STATS) && read_corpus_stats(dir, &r->stats) != 0)) {
         mt_runner_close(r);
         return NULL;
     }

@@ -87,7 +87,7 @@ static void run_probe(mt_worker *w, int text)
     int *ids = NULL;
     size_t n = 0;
     mt_labelled_probe *probe = mt_xcalloc(1, sizeof *probe);
-    int rc = mt_tokenizer_encode(tok, w->last.texts[text], &ids, &n);
+    int rc = mt_source_encode(w->runner->model, tok, w->last.texts[text], &ids, &n);
     if (rc == 0) {
         const mt_hypothesis *h = &w->last_res.hyps[text];
         mt_probe_opts o = {0};

@@ -304,3 +304,9 @@ extern "C" int mt_tokenizer_special_id(const mt_tokenizer *tok, mt_token_role ro
     if (tok->bpe || !tok->reserved_ids) return -1;
     return role == MT_ROLE_EOS ? MT_EOS_ID : role == MT_ROLE_PAD ? MT_PAD_ID : MT_UNK_ID;
 }
+
+extern "C" int mt_tokenizer_is_special(const mt_tokenizer *tok, int id)
+{
+    if (!tok->bpe) return -1;
+    return id >= 0 && id < hf_bpe_vocab_size(tok->bpe) && hf_bpe_is_special(tok->bpe, id);
+}

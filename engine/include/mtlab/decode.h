@@ -132,6 +132,12 @@ int mt_decode(mt_model *m, const int32_t *const *src, const int *src_len, int n,
 int mt_translate(mt_model *m, const mt_tokenizer *tok, const char *const *texts, int n,
                  int batch, const mt_decode_opts *o, mt_decode_result *res);
 
+/* Encode one source text as the model's prompt takes it: put in its text template first
+ * (mt_model_config.prompt, "{src}<sep>"), or as it is for a model whose prompt is `src <sep>`
+ * in ids (mt_decode appends <sep>). As mt_tokenizer_encode: 0 or -1, *ids malloc'd. */
+int mt_source_encode(const mt_model *m, const mt_tokenizer *tok, const char *text, int **ids,
+                     size_t *n);
+
 /* Sources encoded once, for callers that check every input before translating any (a file
  * whose line 900 is bad fails before line 1 is printed) and then translate in pieces. */
 typedef struct {

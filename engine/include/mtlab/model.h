@@ -67,7 +67,26 @@ typedef struct {
     int mamba_no_conv_bias; /* Mamba: conv1d has none (MambaConfig use_conv_bias false) */
     int pad_vocab_multiple; /* Mamba: MambaConfig pad_vocab_size_multiple (8), checked and not
                              * used: vocab_size holds the padded rows */
+    char prompt[256];      /* decoder-only: config.json's mtlab.prompt, a text template holding
+                            * "{src}" once ("{src}<sep>", "Spanish: {src}\nEnglish:"): the source
+                            * text goes in its place and the whole is encoded (mt_source_encode),
+                            * no <sep> appended; "": ids `src <sep>` (mtlab's own models;
+                            * docs/bundles.md §2.4) */
 } mt_model_config;
+
+/* The id decoding never generates: <pad>, except where it is also <eos> (the hub's Mamba and
+ * GPT-NeoX configs give bos = eos = pad = 0), then none (-1). */
+static inline int mt_model_config_never_generated(const mt_model_config *c)
+{
+    return c->pad_id == c->eos_id ? -1 : c->pad_id;
+}
+
+/* The id a decoder-only prompt ends with after the source ids: <sep>, or -1 when the model
+ * has a text template (prompt), which holds its separator itself. */
+static inline int mt_model_config_prompt_sep(const mt_model_config *c)
+{
+    return c->prompt[0] ? -1 : c->sep_id;
+}
 
 typedef struct mt_model mt_model;
 

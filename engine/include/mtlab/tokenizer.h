@@ -43,6 +43,12 @@ const char *mt_tokenizer_source(const mt_tokenizer *tok);
  * model checks its config's special ids against these. */
 typedef enum { MT_ROLE_EOS, MT_ROLE_PAD, MT_ROLE_UNK } mt_token_role;
 int mt_tokenizer_special_id(const mt_tokenizer *tok, mt_token_role role);
+
+/* 1 when id is a special token of a tokenizer.json (an added token marked special:
+ * <|endoftext|>), 0 when it is another of its tokens or outside the vocabulary; -1 for the
+ * other formats, whose special ids mt_tokenizer_special_id gives. */
+int mt_tokenizer_is_special(const mt_tokenizer *tok, int id);
+
 /* Piece text of an id ("▁Dios"); NULL when out of range. Valid while tok lives. */
 const char *mt_tokenizer_id_to_piece(const mt_tokenizer *tok, int id);
 /* Id of a piece, MT_UNK_ID when unknown (a tokenizer.json or an opus-mt vocabulary: -1). */
