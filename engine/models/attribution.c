@@ -227,17 +227,18 @@ static void seed_logits(const attr_seq *q, const float *logits, float *dlogits,
     }
 }
 
-/* One pass over B copies of the sequence, copy r on the path at alpha[r] (delta added at
- * column col as in embed_path): the log-probs of the picks into logp, and with backward (one
- * pick per copy, pick k on copy k) the gradients of the embedding output, host gdec (B, T, C)
- * and genc (B, S, C). */
-static int attr_pass(attr_seq *q, int B, const float *alpha, int col, const float *delta,
+/* One pass over B copies of the sequence's first T decoder positions (every pick's position
+ * is below T: the decoders are causal, so the later ones change nothing), copy r on the path
+ * at alpha[r] (delta added at column col as in embed_path): the log-probs of the picks into
+ * logp, and with backward (one pick per copy, pick k on copy k) the gradients of the embedding
+ * output, host gdec (B, T, C) and genc (B, S, C). */
+static int attr_pass(attr_seq *q, int T, int B, const float *alpha, int col, const float *delta,
                      const attr_pick *picks, int n_picks, int backward, double *logp,
                      float *gdec, float *genc)
 {
     mt_model *m = q->m;
     const mt_backend *be = m->be;
-    int T = q->T, S = q->S, C = m->cfg.d_model, V = m->cfg.vocab_size;
+    int S = q->S, C = m->cfg.d_model, V = m->cfg.vocab_size;
     size_t BT = (size_t)B * T, NS = (size_t)B * S;
     int32_t *ids = mt_xmalloc(BT * sizeof *ids);
     int32_t *src = NS ? mt_xmalloc(NS * sizeof *src) : NULL;
@@ -323,13 +324,14 @@ static double position_score(mt_attr_method method, const float *grad, float sca
     return method == MT_ATTR_SALIENCY ? sqrt(s) : s;
 }
 
-/* Add weight * the scores of copy r's gradients to row j of out (cols = S + T). */
-static void add_scores(const attr_seq *q, mt_attr_method method, const float *gdec,
+/* Add weight * the scores of copy r's gradients (gdec of a pass over T decoder positions) to
+ * row j of out (cols = S + q->T; the positions from T on get nothing). */
+static void add_scores(const attr_seq *q, int T, mt_attr_method method, const float *gdec,
                        const float *genc, int r, int j, double weight, double *out)
 {
-    int C = q->m->cfg.d_model, T = q->T, S = q->S;
+    int C = q->m->cfg.d_model, S = q->S;
     float scale = q->m->embed_scale;
-    double *row = out + (size_t)j * (S + T);
+    double *row = out + (size_t)j * (S + q->T);
     for (int s = 0; s < S; s++)
         row[s] += weight * position_score(method, genc + ((size_t)r * S + s) * C, scale,
                                           q->e_enc + (size_t)s * C, q->b_enc + (size_t)s * C, C);
@@ -344,7 +346,7 @@ static int all_logprobs(attr_seq *q, float alpha, int col, const float *delta, d
 {
     attr_pick *picks = mt_xmalloc((size_t)q->rows * sizeof *picks);
     for (int j = 0; j < q->rows; j++) picks[j] = (attr_pick){0, target_pos(q, j), j};
-    int rc = attr_pass(q, 1, &alpha, col, delta, picks, q->rows, 0, logp, NULL, NULL);
+    int rc = attr_pass(q, q->T, 1, &alpha, col, delta, picks, q->rows, 0, logp, NULL, NULL);
     free(picks);
     return rc;
 }
@@ -383,15 +385,21 @@ static void gauss_legendre(int n, double *x01, double *w01)
     }
 }
 
-/* The backward passes: (target j, node k) pairs in chunks of copies whose activations stay
- * under MT_ATTR_CHUNK_POSITIONS positions; scores weighted by the node's weight into acc
+/* Copies of one pass at least (when that many are left): fewer would leave the products thin. */
+#define MIN_CHUNK_COPIES 8
+
+/* The backward passes: (target j, node k) pairs in order of j, in chunks of copies whose
+ * activations stay under MT_ATTR_CHUNK_POSITIONS positions and that run only the decoder
+ * positions up to their last target's (so a translation's rows come in about four chunks of
+ * growing length, not one of the full length); scores weighted by the node's weight into acc
  * (rows, cols). */
 static int attribute_rows(attr_seq *q, mt_attr_method method, int steps, double *acc)
 {
     int C = q->m->cfg.d_model, per_copy = q->T + q->S;
     int chunk = MT_ATTR_CHUNK_POSITIONS / per_copy;
+    long total = (long)q->rows * steps, quarter = (total + 3) / 4;
+    if (chunk > quarter) chunk = quarter > MIN_CHUNK_COPIES ? (int)quarter : MIN_CHUNK_COPIES;
     if (chunk < 1) chunk = 1;
-    long total = (long)q->rows * steps;
     if (chunk > total) chunk = (int)total;
     double *node = mt_xmalloc((size_t)steps * sizeof *node);
     double *weight = mt_xmalloc((size_t)steps * sizeof *weight);
@@ -413,9 +421,10 @@ static int attribute_rows(attr_seq *q, mt_attr_method method, int steps, double 
             alpha[r] = (float)node[nodes[r]];
             picks[r] = (attr_pick){r, target_pos(q, j), j};
         }
-        rc = attr_pass(q, B, alpha, -1, NULL, picks, B, 1, logp, gdec, genc);
+        int T = picks[B - 1].pos + 1; /* the chunk's last target is its latest */
+        rc = attr_pass(q, T, B, alpha, -1, NULL, picks, B, 1, logp, gdec, genc);
         for (int r = 0; r < B && rc == 0; r++)
-            add_scores(q, method, gdec, genc, r, picks[r].j, weight[nodes[r]], acc);
+            add_scores(q, T, method, gdec, genc, r, picks[r].j, weight[nodes[r]], acc);
     }
     free(node);
     free(weight);
