@@ -163,14 +163,15 @@ static int make_dirs(const char *dir)
     return rc ? rc : check_dir(dir);
 }
 
-/* An opus-mt tokenizer (a directory, mt_bundle_tokenizer_path) is copied as its three files. */
+/* An opus-mt tokenizer (a directory, mt_bundle_tokenizer_path) is copied as its three files, a
+ * Hugging Face tokenizer.json as tokenizer.json (where transformers looks for it). */
 enum {
     MEMBER_CONFIG, MEMBER_WEIGHTS, MEMBER_TOKENIZER, MEMBER_CORPUS_STATS,
-    MEMBER_SOURCE_SPM, MEMBER_TARGET_SPM, MEMBER_VOCAB, N_MEMBERS
+    MEMBER_SOURCE_SPM, MEMBER_TARGET_SPM, MEMBER_VOCAB, MEMBER_TOKENIZER_JSON, N_MEMBERS
 };
 static const char *const MEMBER_FILES[N_MEMBERS] = {CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE,
                                                     CORPUS_STATS_FILE, "source.spm", "target.spm",
-                                                    "vocab.json"};
+                                                    "vocab.json", "tokenizer.json"};
 
 static int write_member(atomic_file *af, int member, const mt_bundle_contents *c)
 {
@@ -183,7 +184,8 @@ static int write_member(atomic_file *af, int member, const mt_bundle_contents *c
     }
     case MEMBER_WEIGHTS:
         return st_write_contents(af, c->tensors, c->n_tensors, c->metadata, c->n_metadata);
-    case MEMBER_TOKENIZER: return atomic_file_write_file(af, c->tokenizer_path);
+    case MEMBER_TOKENIZER:
+    case MEMBER_TOKENIZER_JSON: return atomic_file_write_file(af, c->tokenizer_path);
     case MEMBER_CORPUS_STATS: return atomic_file_write_file(af, c->corpus_stats_path);
     case MEMBER_SOURCE_SPM:
     case MEMBER_TARGET_SPM:
@@ -205,8 +207,11 @@ int mt_bundle_write(const char *dir, const mt_bundle_contents *contents)
     struct stat sb;
     const int tok_dir = contents->tokenizer_path && stat(contents->tokenizer_path, &sb) == 0 &&
                         S_ISDIR(sb.st_mode);
-    const int wanted[N_MEMBERS] = {1, 1, contents->tokenizer_path != NULL && !tok_dir,
-                                   contents->corpus_stats_path != NULL, tok_dir, tok_dir, tok_dir};
+    size_t tok_len = contents->tokenizer_path ? strlen(contents->tokenizer_path) : 0;
+    const int tok_json = !tok_dir && tok_len >= 5 && !strcmp(contents->tokenizer_path + tok_len - 5, ".json");
+    const int wanted[N_MEMBERS] = {1, 1, contents->tokenizer_path != NULL && !tok_dir && !tok_json,
+                                   contents->corpus_stats_path != NULL, tok_dir, tok_dir, tok_dir,
+                                   tok_json};
     atomic_file afs[N_MEMBERS] = {{0}};
     int rc = 0;
     for (int m = 0; m < N_MEMBERS && !rc; m++) {

@@ -242,6 +242,35 @@ static void test_bias_variant(void **state)
     free_reference(r);
 }
 
+/* Saved again (a finetune's bundle, forward --save): tokenizer.json keeps its name, so that
+ * transformers finds it, config.json keeps the prompt, and the copy reloads the same model. */
+static void test_save_round_trip(void **state)
+{
+    (void)state;
+    mt_runner *run = mt_runner_open(FIX "/bin", "cpu", 0);
+    if (!run) fail_msg("%s", mt_last_error());
+    char dir[256];
+    assert_int_equal(test_make_tmpdir(dir, sizeof dir, "mamba-hf-save"), 0);
+    char out[300];
+    snprintf(out, sizeof out, "%s/copy", dir);
+    if (mt_model_save(run->model, out, mt_model_tokenizer_path(run->model), MT_DT_F32))
+        fail_msg("%s", mt_last_error());
+    char path[400];
+    snprintf(path, sizeof path, "%s/tokenizer.json", out);
+    assert_int_equal(access(path, R_OK), 0);
+    snprintf(path, sizeof path, "%s/tokenizer.model", out);
+    assert_int_not_equal(access(path, F_OK), 0);
+    mt_runner *again = mt_runner_open(out, "cpu", 0);
+    if (!again) fail_msg("%s", mt_last_error());
+    assert_string_equal(mt_model_get_config(again->model)->prompt, "{src}<sep>");
+    size_t n = mt_model_param_block_size(run->model);
+    assert_int_equal(mt_model_param_block_size(again->model), n);
+    assert_memory_equal(mt_model_params(run->model), mt_model_params(again->model), n * sizeof(float));
+    mt_runner_close(again);
+    mt_runner_close(run);
+    test_remove_tree(dir);
+}
+
 /* A copy of st/ with one file replaced by text. */
 static void variant(char *dir, size_t len, const char *file, const char *text)
 {
@@ -328,6 +357,7 @@ int main(void)
         cmocka_unit_test(test_safetensors),
         cmocka_unit_test(test_pytorch_bin),
         cmocka_unit_test(test_bias_variant),
+        cmocka_unit_test(test_save_round_trip),
         cmocka_unit_test(test_special_ids),
         cmocka_unit_test(test_other_tokenizer),
     };

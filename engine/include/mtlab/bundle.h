@@ -120,8 +120,8 @@ typedef struct {
     const mt_st_meta *metadata;   /* "__metadata__" of model.safetensors (may be NULL) */
     int n_metadata;
     const char *tokenizer_path;    /* copied in as tokenizer.model (a directory: as an opus-mt
-                                    * checkpoint's source.spm, target.spm, vocab.json); NULL
-                                    * leaves it as it is */
+                                    * checkpoint's source.spm, target.spm, vocab.json; a *.json
+                                    * file: as tokenizer.json); NULL leaves it as it is */
     const char *corpus_stats_path; /* copied in as corpus_stats.tsv; NULL leaves it as it is */
 } mt_bundle_contents;
 
