@@ -138,6 +138,22 @@ for M in "${bins[@]}"; do
         "$M" forward -m b/mamba --src 1,2,x 5
     expect "translate -m A -m B: refused" 2 '-m given twice \(b/mamba, then b/transformer\)' \
         "$M" translate -m b/mamba -m b/transformer -i src.txt
+
+    # ---------------------------------------------------------------- an opus-mt checkpoint
+    # as the hub holds it (tests/fixtures/marian: what transformers gives for it)
+    O=$root/tests/fixtures/marian
+    expect "opus-mt: tokenizer encode --ids -m DIR gives MarianTokenizer's ids" 0 '' \
+        bash -c "'$M' tokenizer encode --ids -m '$O/opus-mt-tiny' <'$O/sources.es' |
+                 diff - <(sed 's/ *0\$//' '$O/source.ids')"
+    expect "opus-mt: translate -m DIR gives MarianTokenizer's text of generate()'s ids" 0 '' \
+        bash -c "'$M' translate -m '$O/opus-mt-tiny' --beam 1 --max-len 18 -i '$O/sources.es' |
+                 diff - '$O/greedy.txt'"
+    expect "opus-mt: inspect names its three tokenizer files" 0 '' \
+        bash -c "'$M' inspect '$O/opus-mt-tiny' | grep -q 'opus-mt source.spm'"
+    rm -rf opus && expect "opus-mt: forward --save writes a bundle" 0 '' \
+        "$M" forward -m "$O/opus-mt-tiny" --src 36,92,0 --save opus 615,5
+    expect "  ... with its tokenizer files, translating as the checkpoint" 0 '' \
+        bash -c "'$M' translate -m opus --beam 1 --max-len 18 -i '$O/sources.es' | diff - '$O/greedy.txt'"
 done
 
 echo "cli: $passed passed, $failed failed"
