@@ -34,12 +34,13 @@ static int build(mt_model *m)
                  .window = local(c) ? c->window : 0, .out_name = "o_proj"},
     };
     char prefix[MT_NAME_MAX], norm[MT_NAME_MAX];
+    const mt_unit_norm rms = {.kind = MT_NORM_RMS, .name = norm, .eps = c->norm_eps};
     for (int l = 0; l < c->n_layers; l++) {
         int a = is_attention(c, l);
         snprintf(prefix, sizeof prefix, "backbone.layers.%d.mixer.", l);
         snprintf(norm, sizeof norm, "backbone.layers.%d.norm", l);
         mt_model_add_unit(m, &m->dec, a ? MT_UNIT_SELF_ATTN : MT_UNIT_MAMBA, a ? &attn : &mixer,
-                          prefix, MT_NORM_RMS, norm, 0, c->norm_eps)->layer = l;
+                          prefix, &rms)->layer = l;
     }
     mt_model_add_final_norm(m, &m->dec, MT_NORM_RMS, "backbone.norm_f", c->norm_eps);
     return 0;

@@ -25,15 +25,14 @@ static int build(mt_model *m)
     };
     mt_unit_config mlp = {.mlp = {.C = C, .F = c->ffn_dim, .layout = MT_GATED_LLAMA}};
     char prefix[MT_NAME_MAX], norm[MT_NAME_MAX];
+    const mt_unit_norm rms = {.kind = MT_NORM_RMS, .name = norm, .eps = c->norm_eps};
     for (int l = 0; l < c->n_layers; l++) {
         snprintf(prefix, sizeof prefix, "model.layers.%d.self_attn.", l);
         snprintf(norm, sizeof norm, "model.layers.%d.input_layernorm", l);
-        mt_model_add_unit(m, &m->dec, MT_UNIT_SELF_ATTN, &attn, prefix, MT_NORM_RMS, norm, 0,
-                          c->norm_eps)->layer = l;
+        mt_model_add_unit(m, &m->dec, MT_UNIT_SELF_ATTN, &attn, prefix, &rms)->layer = l;
         snprintf(prefix, sizeof prefix, "model.layers.%d.mlp.", l);
         snprintf(norm, sizeof norm, "model.layers.%d.post_attention_layernorm", l);
-        mt_model_add_unit(m, &m->dec, MT_UNIT_GATED_MLP, &mlp, prefix, MT_NORM_RMS, norm, 0,
-                          c->norm_eps)->layer = l;
+        mt_model_add_unit(m, &m->dec, MT_UNIT_GATED_MLP, &mlp, prefix, &rms)->layer = l;
     }
     mt_model_add_final_norm(m, &m->dec, MT_NORM_RMS, "model.norm", c->norm_eps);
     return 0;

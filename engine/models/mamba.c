@@ -28,11 +28,11 @@ static int build(mt_model *m)
     mt_model_add_embeddings(m, "backbone.embeddings.weight", "lm_head.weight");
     mt_unit_config mixer = {.mamba = mt_mamba_mixer_config(c)};
     char prefix[MT_NAME_MAX], norm[MT_NAME_MAX];
+    const mt_unit_norm rms = {.kind = MT_NORM_RMS, .name = norm, .eps = c->norm_eps};
     for (int l = 0; l < c->n_layers; l++) {
         snprintf(prefix, sizeof prefix, "backbone.layers.%d.mixer.", l);
         snprintf(norm, sizeof norm, "backbone.layers.%d.norm", l);
-        mt_model_add_unit(m, &m->dec, MT_UNIT_MAMBA, &mixer, prefix, MT_NORM_RMS, norm, 0,
-                          c->norm_eps)->layer = l;
+        mt_model_add_unit(m, &m->dec, MT_UNIT_MAMBA, &mixer, prefix, &rms)->layer = l;
     }
     mt_model_add_final_norm(m, &m->dec, MT_NORM_RMS, "backbone.norm_f", c->norm_eps);
     return 0;

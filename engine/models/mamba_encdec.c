@@ -28,11 +28,11 @@ static int build(mt_model *m)
     mt_unit_config cross = {.attn = {.C = C, .H = c->n_heads, .out_name = "o_proj"}};
     mt_unit_config mlp = {.mlp = {.C = C, .F = c->ffn_dim, .bias = 1, .layout = MT_GATED_FC1}};
     char prefix[MT_NAME_MAX], norm[MT_NAME_MAX];
+    const mt_unit_norm rms = {.kind = MT_NORM_RMS, .name = norm, .eps = c->norm_eps};
     for (int l = 0; l < c->n_encoder_layers; l++) {
         snprintf(prefix, sizeof prefix, "encoder.layers.%d.mixer.", l);
         snprintf(norm, sizeof norm, "encoder.layers.%d.norm", l);
-        mt_model_add_unit(m, &m->enc, MT_UNIT_MAMBA, &mixer, prefix, MT_NORM_RMS, norm, 0,
-                          c->norm_eps)->layer = l;
+        mt_model_add_unit(m, &m->enc, MT_UNIT_MAMBA, &mixer, prefix, &rms)->layer = l;
     }
     mt_model_add_final_norm(m, &m->enc, MT_NORM_RMS, "encoder.norm_f", c->norm_eps);
     const mt_unit_kind kinds[3] = {MT_UNIT_MAMBA, MT_UNIT_CROSS_ATTN, MT_UNIT_GATED_MLP};
@@ -41,8 +41,7 @@ static int build(mt_model *m)
         for (int k = 0; k < 3; k++) {
             snprintf(prefix, sizeof prefix, "decoder.layers.%d.mixer.", 3 * l + k);
             snprintf(norm, sizeof norm, "decoder.layers.%d.norm", 3 * l + k);
-            mt_model_add_unit(m, &m->dec, kinds[k], cfgs[k], prefix, MT_NORM_RMS, norm, 0,
-                              c->norm_eps)->layer = l;
+            mt_model_add_unit(m, &m->dec, kinds[k], cfgs[k], prefix, &rms)->layer = l;
         }
     mt_model_add_final_norm(m, &m->dec, MT_NORM_RMS, "decoder.norm_f", c->norm_eps);
     return 0;

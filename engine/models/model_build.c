@@ -53,8 +53,8 @@ static int add_norm_tensors(mt_model *m, mt_norm_kind norm, const char *name, in
 }
 
 mt_unit *mt_model_add_unit(mt_model *m, mt_stack *s, mt_unit_kind kind,
-                           const mt_unit_config *cfg, const char *prefix, mt_norm_kind norm,
-                           const char *norm_name, int post_norm, float eps)
+                           const mt_unit_config *cfg, const char *prefix,
+                           const mt_unit_norm *norm)
 {
     if (s->n_units == s->cap_units) {
         s->cap_units = s->cap_units ? 2 * s->cap_units : 16;
@@ -63,9 +63,9 @@ mt_unit *mt_model_add_unit(mt_model *m, mt_stack *s, mt_unit_kind kind,
     mt_unit *u = &s->units[s->n_units++];
     memset(u, 0, sizeof *u);
     u->kind = kind;
-    u->norm = norm;
-    u->post_norm = post_norm;
-    u->eps = eps;
+    u->norm = norm->kind;
+    u->post_norm = norm->post;
+    u->eps = norm->eps;
     u->cfg = *cfg;
     mt_tensor_spec specs[16];
     int n = mt_unit_tensors(kind, cfg, specs);
@@ -75,7 +75,7 @@ mt_unit *mt_model_add_unit(mt_model *m, mt_stack *s, mt_unit_kind kind,
         snprintf(full, sizeof full, "%s%s", prefix, specs[i].name);
         mt_model_add_tensor(m, full, specs[i].ndim, specs[i].shape, specs[i].decay, 0);
     }
-    u->norm_tensor = add_norm_tensors(m, norm, norm_name, mt_unit_width(u));
+    u->norm_tensor = add_norm_tensors(m, norm->kind, norm->name, mt_unit_width(u));
     return u;
 }
 

@@ -331,11 +331,19 @@ void mt_model_add_embeddings(mt_model *m, const char *embed_name, const char *lm
 /* Append a tensor to the table; returns its index. */
 int mt_model_add_tensor(mt_model *m, const char *name, int ndim, const int *shape, int decay,
                         int buffer);
+/* A unit's norm as its architecture declares it: kind, name (".weight" / ".bias" appended),
+ * after the residual (post, Marian) or before the mixer (pre), epsilon. */
+typedef struct {
+    mt_norm_kind kind;
+    const char *name;
+    int post;
+    float eps;
+} mt_unit_norm;
 /* Append a unit to a stack and register its mixer tensors (names prefix + the layer's local
- * names) and its norm (norm_name + ".weight" / ".bias"). */
+ * names) and its norm. */
 mt_unit *mt_model_add_unit(mt_model *m, mt_stack *s, mt_unit_kind kind,
-                           const mt_unit_config *cfg, const char *prefix, mt_norm_kind norm,
-                           const char *norm_name, int post_norm, float eps);
+                           const mt_unit_config *cfg, const char *prefix,
+                           const mt_unit_norm *norm);
 /* Register a stack's final norm (name + ".weight" [+ ".bias"]). */
 void mt_model_add_final_norm(mt_model *m, mt_stack *s, mt_norm_kind norm, const char *name,
                              float eps);

@@ -23,15 +23,14 @@ static int build(mt_model *m)
     mt_unit_config ret = {.ret = {.C = E, .H = c->n_heads, .V = c->value_dim, .eps = c->norm_eps}};
     mt_unit_config glu = {.mlp = {.C = E, .F = c->ffn_dim, .layout = MT_GATED_RETNET}};
     char prefix[MT_NAME_MAX], norm[MT_NAME_MAX];
+    const mt_unit_norm rms = {.kind = MT_NORM_RMS, .name = norm, .eps = c->norm_eps};
     for (int l = 0; l < c->n_layers; l++) {
         snprintf(prefix, sizeof prefix, "decoder.layers.%d.retention.", l);
         snprintf(norm, sizeof norm, "decoder.layers.%d.retention_layer_norm", l);
-        mt_model_add_unit(m, &m->dec, MT_UNIT_RETENTION, &ret, prefix, MT_NORM_RMS, norm, 0,
-                          c->norm_eps)->layer = l;
+        mt_model_add_unit(m, &m->dec, MT_UNIT_RETENTION, &ret, prefix, &rms)->layer = l;
         snprintf(prefix, sizeof prefix, "decoder.layers.%d.ffn.", l);
         snprintf(norm, sizeof norm, "decoder.layers.%d.final_layer_norm", l);
-        mt_model_add_unit(m, &m->dec, MT_UNIT_GATED_MLP, &glu, prefix, MT_NORM_RMS, norm, 0,
-                          c->norm_eps)->layer = l;
+        mt_model_add_unit(m, &m->dec, MT_UNIT_GATED_MLP, &glu, prefix, &rms)->layer = l;
     }
     mt_model_add_final_norm(m, &m->dec, MT_NORM_RMS, "decoder.layer_norm", c->norm_eps);
     return 0;
