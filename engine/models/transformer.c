@@ -5,6 +5,7 @@
  * plus the final_logits_bias buffer. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "models/model_internal.h"
@@ -141,6 +142,22 @@ static int write_shared(const mt_model_config *cfg, mt_config *o)
     return mt_config_set_bool(o, "share_encoder_decoder_embeddings", 1);
 }
 
+/* bad_words_ids as the hub's opus-mt configs give it, [[pad_token_id]]: mtlab never generates
+ * <pad> and bans nothing else */
+static int read_bad_words(mt_model_config *cfg, const mt_config *c)
+{
+    if (!mt_config_has(c, "bad_words_ids")) return 0;
+    char want[32], *got = mt_config_value_json(c, "bad_words_ids");
+    snprintf(want, sizeof want, "[[%d]]", cfg->pad_id);
+    int rc = 0;
+    if (!got || strcmp(got, want))
+        rc = mt_error("%s: bad_words_ids %.80s is not supported (only %s, the pad_token_id: "
+                      "mtlab never generates <pad> and bans nothing else)", mt_config_name(c),
+                      got ? got : "?", want);
+    free(got);
+    return rc;
+}
+
 /* MarianConfig's keys, in the order config.json holds them, with its defaults for the optional
  * ones; both sides of the model must agree where mtlab has one value */
 static const mt_config_key keys[] = {
@@ -167,6 +184,15 @@ static const mt_config_key keys[] = {
      .flags = MT_KEY_WRITE_ONLY},
     MT_CFG_TOKEN_ID("bos_token_id", bos_id),
     MT_CFG_TOKEN_ID("decoder_start_token_id", decoder_start_id),
+    {.name = "bad_words_ids", .type = MT_KEY_CUSTOM, .read = read_bad_words,
+     .flags = MT_KEY_READ_ONLY},
+    /* keys of the BART-era configs the hub's opus-mt checkpoints were converted with: what
+     * Marian is (sinusoid positions, post-norm, no extra norms or logits bias) */
+    MT_CFG_FIXED_BOOL("static_position_embeddings", 1, MT_KEY_READ_ONLY),
+    MT_CFG_FIXED_BOOL("normalize_before", 0, MT_KEY_READ_ONLY),
+    MT_CFG_FIXED_BOOL("normalize_embedding", 0, MT_KEY_READ_ONLY),
+    MT_CFG_FIXED_BOOL("add_final_layer_norm", 0, MT_KEY_READ_ONLY),
+    MT_CFG_FIXED_BOOL("add_bias_logits", 0, MT_KEY_READ_ONLY),
     MT_CFG_FLOAT_OR("dropout", dropout, 0.1f, 0.0, 0.999),
     MT_CFG_CONST_FLOAT("attention_dropout", 0.0),
     MT_CFG_CONST_FLOAT("activation_dropout", 0.0),
@@ -179,6 +205,7 @@ static int config_read(mt_model_config *cfg, const mt_config *c)
     mt_model_config_init_ids(cfg);
     snprintf(cfg->arch, sizeof cfg->arch, "transformer");
     if (mt_config_keys_read(cfg, c, keys, "Marian")) return -1;
+    cfg->hf_generate = !mt_config_has(c, "mtlab");
     return mt_model_config_read_mtlab(cfg, c);
 }
 
