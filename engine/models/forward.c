@@ -49,12 +49,15 @@ size_t mt_model_targets(const mt_model *m, int32_t *targets, const int32_t *ids,
     size_t count = 0;
     for (int b = 0; b < B; b++) {
         const int32_t *row = ids + (size_t)b * T;
-        /* decoder-only: predictions count from the first <sep> on (docs/models.md §1.3) */
+        /* decoder-only: predictions count from the first <sep> on (docs/models.md §1.3); its
+         * rows are left padded, so the <eos> at the end counts even where it is also <pad>
+         * (the hub's Mamba configs) */
         int counting = m->arch->encdec;
         for (int t = 0; t < T; t++) {
             if (!counting && row[t] == m->cfg.sep_id) counting = 1;
-            int32_t next = t + 1 < T ? row[t + 1] : m->cfg.pad_id;
-            int use = counting && next != m->cfg.pad_id;
+            int32_t next = t + 1 < T ? row[t + 1] : -1;
+            int use = counting && next >= 0 &&
+                      (next != m->cfg.pad_id || (!m->arch->encdec && next == m->cfg.eos_id));
             targets[(size_t)b * T + t] = use ? next : MT_IGNORE;
             count += (size_t)use;
         }

@@ -177,6 +177,22 @@ static void check_dir(const char *dir)
     }
     mt_decode_result_free(&res);
 
+    /* the loss of `prompt hypothesis <eos>` counts every hypothesis token and the <eos>, which
+     * is also <pad> here (a finetune learns where to stop) */
+    {
+        int32_t row[MAX_IDS * 2];
+        int n = r->n_ids[0];
+        memcpy(row, r->ids[0], (size_t)n * sizeof *row);
+        memcpy(row + n, r->greedy[0], (size_t)r->n_greedy[0] * sizeof *row);
+        assert_int_equal(r->greedy[0][r->n_greedy[0] - 1], cfg->eos_id);
+        mt_batch b = {.B = 1, .T = n + r->n_greedy[0], .ids = row};
+        mt_step_opts so = {0};
+        double loss;
+        size_t n_tokens;
+        assert_int_equal(mt_model_loss(m, &b, &so, &loss, &n_tokens), 0);
+        assert_int_equal(n_tokens, (size_t)r->n_greedy[0]);
+    }
+
     /* probes: state norms over the template's prompt and the hypothesis */
     mt_probe_record rec;
     assert_int_equal(mt_probe_run(m, r->ids[0], r->n_ids[0], r->greedy[0], 3, NULL, &rec), 0);
