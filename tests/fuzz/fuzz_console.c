@@ -10,7 +10,7 @@
  *              emoji, no-break and zero-width spaces)
  *   0xC0-0xDF  a paste: the next (op & 31) + 1 bytes typed as characters (Latin-1)
  *   0xE0-0xFF  the line cleared, as the console does after Ctrl-C
- * vi mode (Meta-Ctrl-J) is switched off again after each key (see below).
+ * vi mode (Meta-Ctrl-J) is switched off again after each key, a pasted one too (after_key).
  * After every key the line is NUL-terminated at rl_end, rl_point lies within it and, in a valid
  * UTF-8 line, on a character boundary; the prompt is one of the console's.
  * Build and run: make fuzz (see the Makefile). */
@@ -54,6 +54,16 @@ static void check_line(void)
         CHECK(point == rl_end || ((unsigned char)line[point] & 0xC0) != 0x80);
     const char *prompt = console_rl_prompt();
     CHECK(prompt);
+}
+
+/* After every key, a pasted one too: the line checked, and vi mode (Meta-Ctrl-J, Meta-Ctrl-M,
+ * pasted or typed) switched back to emacs (the console's) at once: readline 8.2's vi mode
+ * overwrites its kill ring's last entry on a second kill in a row without freeing it (2 bytes
+ * for "xx"), a leak of readline's own. */
+static void after_key(void)
+{
+    check_line();
+    if (rl_editing_mode == 0) rl_emacs_editing_mode(1, 0);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -101,16 +111,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         } else if (op < 0xE0) {
             for (size_t n = (size_t)(op & 31) + 1; n > 0 && i < size; n--) {
                 console_rl_key(data[i++], 1);
-                check_line();
+                after_key();
             }
         } else {
             console_rl_clear_line();
         }
-        check_line();
-        /* Meta-Ctrl-J is readline's vi-editing-mode, back to emacs (the console's) at once:
-         * readline 8.2's vi mode overwrites its kill ring's last entry on a second kill in a
-         * row without freeing it (2 bytes for "xx"), a leak of readline's own */
-        if (rl_editing_mode == 0) rl_emacs_editing_mode(1, 0);
+        after_key();
     }
 
     console_rl_stop();
