@@ -313,6 +313,7 @@ static void apply(tui_app *a, tui_action act, int my, int mx)
     case TUI_ACT_TRANSLATE: tui_translate(a, NULL); break;
     case TUI_ACT_SAVE: save_translations(a); break;
     case TUI_ACT_BEAM: toggle_beam(a); break;
+    case TUI_ACT_LANGUAGE: tui_next_language(a); break;
     case TUI_ACT_PICKER: tui_picker_open(a); break;
     case TUI_ACT_JOBS: tui_jobs_toggle(a); break;
     case TUI_ACT_CONSOLE: tui_console_toggle(a); break;

@@ -44,6 +44,8 @@ typedef struct {
     int precision;          /* its model's linear layers: runner flags (0: fp32, MT_RUNNER_INT8,
                              * MT_RUNNER_BF16; shown in the title unless fp32) */
     char info[160];         /* "mamba, 7.52M params, cpu" once loaded */
+    char src_lang[36], tgt_lang[36]; /* its bundle's direction once loaded ("es", "en"); ""
+                             * when config.json records none (then it is fed any text) */
     tui_worker *worker;
     int loaded;
     char *load_error;       /* the bundle could not be loaded: shown in the pane */
@@ -98,6 +100,8 @@ typedef struct tui_console tui_console;
 typedef struct {
     tui_editor ed;
     int ed_scroll;          /* first wrapped row shown */
+    char ed_lang[36];       /* the source language Ctrl-F chose for the editor, "" none:
+                             * tui_editor_language says which it writes */
     tui_pane *panes[TUI_MAX_PANES];
     int n_panes, next_pane_id;
     int focus;              /* -1: the editor, else a pane index */
@@ -193,6 +197,23 @@ int tui_refs_load(tui_app *a, const char *path);
 int tui_pane_segment(const tui_pane *p, int k);
 /* Recompute the editor's entity underline when the text changed. */
 void tui_refresh_entities(tui_app *a);
+
+/* the editor's language and the panes it feeds (languages.c) */
+/* The source language the editor writes: the one Ctrl-F chose while an open pane translates
+ * from it, else the first loaded pane's that records one (in pane order, so the same whichever
+ * loads first); "" when no pane records its languages. */
+const char *tui_editor_language(const tui_app *a);
+/* 1 when the editor's text goes to the pane: it records no source language, or the editor
+ * writes its source language. */
+int tui_pane_feeds(const tui_app *a, const tui_pane *p);
+/* Ctrl-F: the editor writes the next source language of the loaded panes, and the text goes
+ * to the panes of that language; a notice when there is no other. */
+void tui_next_language(tui_app *a);
+/* What a pane that the editor does not feed says: "this model translates en→es; the editor is
+ * writing es (Ctrl-F: write en)". */
+void tui_other_language_message(const tui_app *a, const tui_pane *p, char *out, size_t len);
+/* The distinct source languages of the loaded panes, in pane order, into langs[0..n). */
+int tui_source_languages(const tui_app *a, const char **langs);
 
 /* events (events.c) */
 void tui_handle_events(tui_app *a);

@@ -14,10 +14,28 @@ static void title(tui_app *a, WINDOW *w, int focused)
     tui_segment *segs;
     int n = tui_editor_segments(&a->ed, &segs);
     free(segs);
-    char t[160];
+    char t[256], lang[160] = "";
     const tui_glyphs *g = tui_glyphs_for(a->utf8 && !a->ascii);
-    snprintf(t, sizeof t, "source %s %d segment%s %s %zu entit%s", g->dot, n, n == 1 ? "" : "s",
-             g->dot, a->n_ed_spans, a->n_ed_spans == 1 ? "y" : "ies");
+    /* the language it feeds, once a pane records one; with several, the key and the others in
+     * the order the key brings them */
+    const char *langs[TUI_MAX_PANES];
+    int n_langs = tui_source_languages(a, langs);
+    if (n_langs > 0) {
+        const char *now = tui_editor_language(a);
+        size_t k = (size_t)snprintf(lang, sizeof lang, " %s %s", g->dot, now);
+        if (n_langs > 1) {
+            char key[32];
+            tui_action_key(TUI_ACT_LANGUAGE, key, sizeof key);
+            k += (size_t)snprintf(lang + k, sizeof lang - k, " (%s:", key);
+            int at = 0;
+            while (at < n_langs && langs[at] != now) at++;
+            for (int i = 1; i < n_langs && k < sizeof lang; i++)
+                k += (size_t)snprintf(lang + k, sizeof lang - k, " %s", langs[(at + i) % n_langs]);
+            if (k < sizeof lang) snprintf(lang + k, sizeof lang - k, ")");
+        }
+    }
+    snprintf(t, sizeof t, "source%s %s %d segment%s %s %zu entit%s", lang, g->dot, n,
+             n == 1 ? "" : "s", g->dot, a->n_ed_spans, a->n_ed_spans == 1 ? "y" : "ies");
     tui_put_title(w, &a->palette, t, focused, g->focus_mark);
 }
 

@@ -134,36 +134,41 @@ static int draw_state(tui_app *a, tui_pane *p, WINDOW *w)
     return x;
 }
 
-/* The title: name, architecture, parameters, device and the search ("greedy", "beam 5"), in
- * the top border less reserve columns at its right (a scrolled pane's position);
- * when that does not fit, the name, the device (panes on the CPU and a GPU side by side are
- * compared by it) and the search; then the name and the search, the name cut short if it must
- * be, so the search shows unless the pane is too narrow for a name beside it (or did not load). */
+/* The title: name, direction ("es→en", when the bundle records it), architecture, parameters,
+ * device and the search ("greedy", "beam 5"), in the top border less reserve columns at its
+ * right (a scrolled pane's position); when that does not fit, the name, the direction, the
+ * device (panes on the CPU and a GPU side by side are compared by it) and the search; then the
+ * name, the direction and the search, the name cut short if it must be, so the search shows
+ * unless the pane is too narrow for a name beside it (or did not load). */
 static void draw_title(tui_app *a, tui_pane *p, WINDOW *w, int focused, int reserve)
 {
     const tui_glyphs *g = glyphs(a);
-    char title[256], search[32], tail[64], name[96];
+    char title[512], search[32], tail[160], name[96], dir[48], lead[64] = "";
     int room = getmaxx(w) - 6 - (focused ? 2 : 0) - reserve;
     /* a pane that did not load searches nothing: no greedy or beam in its title */
     if (p->load_error) search[0] = 0;
     else tui_format_search(search, sizeof search, p->beam);
+    /* the direction follows the name and stays as long as the search does */
+    tui_format_direction(dir, sizeof dir, p->src_lang, p->tgt_lang, g->arrow);
+    if (dir[0]) snprintf(lead, sizeof lead, " %s %s", g->dot, dir);
     /* an int8 or bf16 pane says so next to its name, the part of the title never dropped */
     if (p->precision)
         snprintf(name, sizeof name, "%s %s %s", p->name, g->dot,
                  mt_precision_name(mt_runner_precision((unsigned)p->precision)));
     else snprintf(name, sizeof name, "%s", p->name);
-    snprintf(title, sizeof title, "%s %s %s %s %s", name, g->dot, p->info, g->dot, search);
+    snprintf(title, sizeof title, "%s%s %s %s %s %s", name, lead, g->dot, p->info, g->dot, search);
     const char *device = strrchr(p->info, ','); /* info: "arch, N params, device" */
     if (p->loaded && tui_text_width_z(title) > room && device && search[0]) {
-        snprintf(title, sizeof title, "%s %s %s %s %s", name, g->dot, device + 2, g->dot, search);
+        snprintf(title, sizeof title, "%s%s %s %s %s %s", name, lead, g->dot, device + 2, g->dot,
+                 search);
         if (tui_text_width_z(title) <= room) {
             tui_put_title(w, &a->palette, title, focused, g->focus_mark);
             return;
         }
     }
     if (!p->loaded || tui_text_width_z(title) > room) {
-        if (search[0]) snprintf(tail, sizeof tail, " %s %s", g->dot, search);
-        else tail[0] = 0;
+        if (search[0]) snprintf(tail, sizeof tail, "%s %s %s", lead, g->dot, search);
+        else snprintf(tail, sizeof tail, "%s", lead);
         int name_room = room - tui_text_width_z(tail);
         int cols;
         size_t n = tui_text_fit(name, strlen(name), name_room, &cols);
@@ -171,8 +176,13 @@ static void draw_title(tui_app *a, tui_pane *p, WINDOW *w, int focused, int rese
             n = tui_text_fit(name, strlen(name), name_room - tui_text_width_z(g->ellipsis), &cols);
         snprintf(title, sizeof title, "%.*s%s%s", (int)n, name,
                  n < strlen(name) ? g->ellipsis : "", tail);
-        /* too narrow for both: the whole name, which tells the panes apart, before the
-         * search ("transformer-small", not "transform… · greedy") */
+        /* too narrow for both: the whole name, which tells the panes apart, and its direction
+         * before the search ("transformer-small · es→en", not "transform… · es→en · greedy"),
+         * else the whole name alone */
+        if (n < strlen(name) && lead[0]) {
+            snprintf(title, sizeof title, "%s%s", name, lead);
+            if (tui_text_width_z(title) <= room) n = strlen(name);
+        }
         if (n < strlen(name)) {
             n = tui_text_fit(name, strlen(name), room, &cols);
             if (n < strlen(name))
@@ -216,6 +226,12 @@ void tui_draw_pane(tui_app *a, int index, WINDOW *w)
     }
     if (p->request_error) {
         draw_message(w, &a->palette, p->request_error, TUI_C_ERROR);
+        return;
+    }
+    if (!tui_pane_feeds(a, p)) {
+        char msg[256];
+        tui_other_language_message(a, p, msg, sizeof msg);
+        draw_message(w, &a->palette, msg, TUI_C_DIM);
         return;
     }
     if (p->view == TUI_VIEW_HEATMAP) {

@@ -10,11 +10,18 @@
 
 static void loaded(tui_app *a, tui_pane *p, tui_event *ev)
 {
+    char lang[sizeof a->ed_lang];
+    snprintf(lang, sizeof lang, "%s", tui_editor_language(a));
     p->loaded = 1;
     snprintf(p->info, sizeof p->info, "%s", ev->info);
+    snprintf(p->src_lang, sizeof p->src_lang, "%s", ev->src_lang);
+    snprintf(p->tgt_lang, sizeof p->tgt_lang, "%s", ev->tgt_lang);
     tui_log_add(&a->log, TUI_LOG_INFO, "%s", ev->text ? ev->text : p->dir);
-    /* text not sent yet goes to every pane when the debounce ends */
-    if (a->sent.n > 0 && a->sent_version == a->ed.version) tui_translate(a, p);
+    /* text not sent yet goes to every pane when the debounce ends; a pane that changes the
+     * editor's language (one before the others in pane order loaded after them) re-routes
+     * the text sent to every pane */
+    if (a->sent.n > 0 && a->sent_version == a->ed.version)
+        tui_translate(a, strcmp(lang, tui_editor_language(a)) ? NULL : p);
 }
 
 static void take_probe(tui_app *a, tui_pane *p, tui_event *ev)

@@ -20,6 +20,13 @@ void tui_format_count(char *out, size_t len, size_t n)
     else three_digits(out, len, (double)n / 1e9, "G");
 }
 
+void tui_format_direction(char *out, size_t len, const char *src, const char *tgt,
+                          const char *arrow)
+{
+    if (!src[0] || !tgt[0]) snprintf(out, len, "%s", "");
+    else snprintf(out, len, "%s%s%s", src, arrow, tgt);
+}
+
 void tui_format_bytes(char *out, size_t len, size_t bytes)
 {
     static const char *const units[] = {" KiB", " MiB", " GiB", " TiB"};

@@ -13,6 +13,11 @@ void tui_format_seconds(char *out, size_t len, double seconds);
 /* The decoding search as the panes name it: "greedy" (beam 1) or "beam 5". */
 void tui_format_search(char *out, size_t len, int beam);
 
+/* A direction as the titles show it: "es→en" with arrow "→"; "" when src is "" (a bundle
+ * that records no languages shows none). */
+void tui_format_direction(char *out, size_t len, const char *src, const char *tgt,
+                          const char *arrow);
+
 /* A pane's statistics of its last translation. */
 typedef struct {
     double seconds;      /* decoding wall time of the segments translated */

@@ -32,6 +32,8 @@ const tui_binding tui_bindings[] = {
      "focused pane (all from the editor): text or heatmap", "heatmap"},
     {{F(4), TUI_CTRL('b')}, TUI_IN_ANY & ~TUI_IN_OVERLAY, TUI_ACT_BEAM, "Workbench",
      "focused pane (all from the editor): greedy or beam 5", "beam"},
+    {{TUI_CTRL('f')}, TUI_IN_ANY & ~TUI_IN_OVERLAY, TUI_ACT_LANGUAGE, "Workbench",
+     "editor's language: the panes' next source language", NULL},
     {{F(5), TUI_CTRL('p')}, TUI_IN_ANY, TUI_ACT_PICKER, "Workbench",
      "bundle picker: add or remove model panes", "models"},
     {{F(11), TUI_CTRL('g')}, TUI_IN_ANY | JOBS, TUI_ACT_JOBS, "Workbench",
@@ -207,6 +209,14 @@ char **tui_help_lines(int *n)
     }
     *n = k;
     return lines;
+}
+
+const char *tui_action_key(tui_action act, char *buf, size_t len)
+{
+    for (size_t i = 0; i < tui_n_bindings; i++)
+        if (tui_bindings[i].action == act) return tui_key_name(tui_bindings[i].keys[0], buf, len);
+    snprintf(buf, len, "%s", "");
+    return buf;
 }
 
 void tui_lines_free(char **lines, int n)

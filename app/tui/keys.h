@@ -31,6 +31,7 @@ typedef enum {
     TUI_ACT_TRANSLATE,
     TUI_ACT_SAVE,         /* write the source and every pane's translation to files */
     TUI_ACT_BEAM,
+    TUI_ACT_LANGUAGE,     /* the editor writes the next source language of the panes */
     TUI_ACT_PICKER,
     TUI_ACT_CONSOLE,
     TUI_ACT_THEME,
@@ -105,6 +106,8 @@ const char *tui_key_name(int key, char *buf, size_t len);
  * malloc'd array of *n malloc'd strings (free with tui_lines_free). */
 char **tui_help_lines(int *n);
 void tui_lines_free(char **lines, int n);
+/* The name of the first key bound to act ("Ctrl-F"), for messages that name it; "" when none. */
+const char *tui_action_key(tui_action act, char *buf, size_t len);
 /* "F1 help  F2 log  ..." for the bindings of a context that carry a hint (those of the
  * context alone first), cut to fit width columns at a whole hint; writes into buf. */
 void tui_status_hints(char *buf, size_t len, unsigned context, int width);

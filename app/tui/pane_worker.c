@@ -32,8 +32,14 @@ static void on_loaded(void *user, const mt_runner *r)
     tui_event *ev = tui_event_new(TUI_EV_LOADED, w->pane_id, 0);
     char params[32];
     tui_format_count(params, sizeof params, r->params);
-    snprintf(ev->info, sizeof ev->info, "%s, %s params, %s", mt_model_get_config(r->model)->arch,
-             params, r->backend->name);
+    const mt_model_config *cfg = mt_model_get_config(r->model);
+    snprintf(ev->info, sizeof ev->info, "%s, %s params, %s", cfg->arch, params, r->backend->name);
+    /* only a recorded direction: a bundle without one is read as the Bible's es -> en, which
+     * the panes must not show as if the bundle said so */
+    if (cfg->langs_recorded) {
+        snprintf(ev->src_lang, sizeof ev->src_lang, "%s", cfg->src_lang);
+        snprintf(ev->tgt_lang, sizeof ev->tgt_lang, "%s", cfg->tgt_lang);
+    }
     ev->text = mt_xmalloc(256);
     snprintf(ev->text, 256, "loaded %s (%s) in %.2f s", r->dir, ev->info, r->load_seconds);
     tui_queue_push(w->q, ev);

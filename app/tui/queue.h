@@ -32,6 +32,8 @@ typedef struct tui_event {
     int segment;
     char *text;           /* malloc'd or NULL */
     char info[160];       /* TUI_EV_LOADED: "mamba, 7.52M params, cpu" */
+    char src_lang[36], tgt_lang[36]; /* TUI_EV_LOADED: the bundle's direction ("es", "en");
+                           * "" when its config.json records none */
     double seconds;       /* TUI_EV_DONE: decoding wall time */
     size_t tokens;        /* TUI_EV_DONE: generated tokens, <eos> included */
     size_t state_bytes;   /* TUI_EV_DONE: the largest decoding state, working set included */

@@ -85,6 +85,8 @@ int tui_pane_add(tui_app *a, const char *dir, const char *device, int precision)
 
 void tui_pane_remove(tui_app *a, int index)
 {
+    char lang[sizeof a->ed_lang];
+    snprintf(lang, sizeof lang, "%s", tui_editor_language(a));
     tui_pane *p = a->panes[index];
     tui_worker_stop(p->worker);
     tui_log_add(&a->log, TUI_LOG_INFO, "closed %s", p->dir);
@@ -99,6 +101,9 @@ void tui_pane_remove(tui_app *a, int index)
     a->n_panes--;
     if (a->focus >= a->n_panes) a->focus = a->n_panes - 1;
     a->relayout = 1;
+    /* the last pane of the editor's language closed: the text goes to the panes of the
+     * language it writes now */
+    if (strcmp(lang, tui_editor_language(a)) && a->sent.n > 0) tui_translate(a, NULL);
 }
 
 tui_pane *tui_pane_by_id(tui_app *a, int id)
@@ -243,6 +248,19 @@ static void submit(tui_app *a, tui_pane *p, unsigned long request)
     free(misses);
 }
 
+/* A pane of another source language than the editor's: it shows no translation of the text
+ * (it says why, draw_pane.c) and its worker stops. */
+static void hold(tui_pane *p, unsigned long request)
+{
+    pane_clear_results(p);
+    pane_clear_probe(p);
+    tui_worker_cancel(p->worker);
+    p->request = request;
+    p->busy = 0;
+    p->scroll = 0;
+    p->have_stats = 0;
+}
+
 void tui_translate(tui_app *a, tui_pane *only)
 {
     /* text that changed since the last request goes to every pane, whoever asked */
@@ -251,7 +269,9 @@ void tui_translate(tui_app *a, tui_pane *only)
     unsigned long request = ++a->next_request;
     for (int i = 0; i < a->n_panes; i++) {
         tui_pane *p = a->panes[i];
-        if (p->loaded && (!only || p == only)) submit(a, p, request);
+        if (!p->loaded || (only && p != only)) continue;
+        if (tui_pane_feeds(a, p)) submit(a, p, request);
+        else hold(p, request);
     }
     a->dirty = 1;
 }

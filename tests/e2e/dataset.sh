@@ -57,8 +57,58 @@ if [ -s "$root/data/bible/train.es" ]; then
     head -20 bible/test.en >t.en; head -20 bible/test.es >t.es
     run "eval en -> es" "$bin" eval -m runs/rev/best --src t.en --ref t.es --beam 1
     has "the generic recogniser for a Spanish target (from the bundle)" 'NE: +generic recogniser'
+    run "train es -> en (the dataset's languages)" "$bin" train "$root/scripts/train/transformer-small.lua" \
+        dataset=bible name=fwd run_dir=runs/fwd max_steps=5 model.vocab_size=400 \
+        max_tokens=512 valid_every=5 save_every=5 log_every=5 valid_bleu_lines=5
+    workbench=1
 else
     echo "  skip  data/bible is not built (mtlab data bible)"
+fi
+
+# The workbench on the three directions: each pane's title names its bundle's direction, the
+# editor says which language it writes (the first pane's, de), its text goes only to the de -> en
+# pane while the others say what they translate, and Ctrl-F moves the editor to es, then en.
+if [ "${workbench:-0}" = 1 ] && command -v tmux >/dev/null; then
+    echo "e2e: the workbench on de -> en, es -> en and en -> es"
+    sock=$work/tmux.sock
+    . "$root/tests/e2e/lib.sh"
+    trap e2e_cleanup EXIT
+    T -f /dev/null new-session -d -s e2e -x 160 -y 45 "env TERM=tmux-256color PS1='$ ' bash --norc --noprofile"
+    T set-option -t e2e status off >/dev/null
+    wait_for '^\$' 5 || fail "the test shell started"
+    # pane_text N: the text of the Nth of the panes side by side, its wrapped rows joined;
+    # pane_state N: the state at the right of its bottom border
+    pane_text() { screen | grep '││' | sed 's/││/\t/g; s/^│//; s/│$//' | cut -f"$1" | tr '\n' ' ' | tr -s ' '; }
+    pane_has() { pane_text "$1" | grep -Eq -- "$2"; }
+    pane_lacks() { ! pane_has "$@"; }
+    pane_state() { screen | grep '^└' | tail -1 | sed 's/┘└/\t/g' | cut -f"$1" | grep -Eo '(done|ready|translating)'; }
+    pane_done() { [ "$(pane_state "$1")" = done ]; }
+    run_mtlab "$bin tui -m runs/deen/best -m runs/fwd/best -m runs/rev/best --beam 1"
+    wait_count ' ready ─' 3 60
+    check "the titles name the directions" \
+        screen_has '┌─ deen · de→en · .*┌─ fwd · es→en · .*┌─ rev · en→es · '
+    check "the editor writes the first pane's language, Ctrl-F names the others in turn" \
+        screen_has 'source · de \(Ctrl-F: es en\) ·'
+    T send-keys -t e2e -l "Anna liest heute ein Buch."
+    check "the de -> en pane translates the German" wait_until 30 pane_done 1
+    check "the es -> en pane is not fed German and says so" \
+        pane_has 2 '^this model translates es→en; the editor is writing de \(Ctrl-F: write es\) $'
+    check "the en -> es pane says how many Ctrl-F reach its language" \
+        pane_has 3 'this model translates en→es; the editor is writing de \(Ctrl-F 2 times: write en\)'
+    T send-keys -t e2e C-f
+    check "Ctrl-F: the editor writes es" wait_for 'source · es \(Ctrl-F: en de\) ·' 10
+    check "the es -> en pane translates" wait_until 30 pane_done 2
+    check "the de -> en pane is no longer fed" pane_has 1 'this model translates de→en; the editor is writing es'
+    check "the en -> es pane still is not" pane_has 3 'the editor is writing es \(Ctrl-F: write en\)'
+    T resize-window -t e2e -x 100 -y 30
+    T send-keys -t e2e C-f
+    check "at 100x30, Ctrl-F again: en" wait_for 'source · en \(Ctrl-F: de es\) ·' 10
+    check "at 100x30 the titles keep the directions" \
+        screen_has '┌─ deen · de→en · .*┌─ fwd · es→en · .*┌─ rev · en→es · '
+    check "the en -> es pane translates" wait_until 30 pane_done 3
+    check "the es -> en pane is no longer fed" pane_has 2 'this model translates es→en; the editor is writing en'
+    quit_workbench
+    check "the workbench exits cleanly" exited_cleanly
 fi
 echo "dataset e2e: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -4,14 +4,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mtlab/model.h"
 #include "mtlab/tokenizer.h"
 
 int test_tiny_bundle(const char *dir, char *bundle, size_t len)
 {
+    return test_tiny_bundle_langs(dir, "mamba", NULL, NULL, bundle, len);
+}
+
+int test_tiny_bundle_langs(const char *dir, const char *name, const char *src_lang,
+                           const char *tgt_lang, char *bundle, size_t len)
+{
     char model[272];
-    if (test_train_fixture_tokenizer(dir, 300, 7)) return -1;
+    snprintf(model, sizeof model, "%s/spm.model", dir);
+    if (access(model, R_OK) != 0 && test_train_fixture_tokenizer(dir, 300, 7)) return -1;
     mt_model_config cfg;
     mt_model_preset(&cfg, "mamba-small");
     cfg.vocab_size = 304;
@@ -22,9 +30,13 @@ int test_tiny_bundle(const char *dir, char *bundle, size_t len)
     cfg.dropout = 0;
     cfg.tie_embeddings = 0;
     cfg.init_std = 0.1f;
+    if (src_lang && tgt_lang) {
+        snprintf(cfg.src_lang, sizeof cfg.src_lang, "%s", src_lang);
+        snprintf(cfg.tgt_lang, sizeof cfg.tgt_lang, "%s", tgt_lang);
+        cfg.langs_recorded = 1;
+    }
     mt_model *m = mt_model_create(&cfg, mt_backend_cpu(), 2);
-    snprintf(bundle, len, "%s/mamba", dir);
-    snprintf(model, sizeof model, "%s/spm.model", dir);
+    snprintf(bundle, len, "%s/%s", dir, name);
     int rc = m && mt_model_save(m, bundle, model, MT_DT_F32) == 0 ? 0 : -1;
     mt_model_free(m);
     return rc;
