@@ -26,8 +26,10 @@ const mtl_help_entry mtl_help[] = {
     {"model:translate",
      "model:translate(text | {texts} [, {beam=5, max_len=, batch=16, on_token=fn, "
      "progress=true}]) -> result | {results}",
-     "Translates; a result is {text, tokens, time_s, state_bytes, score, logprob, finished, "
-     "ids, search} (search: \"greedy\" or \"beam 5\"); on_token(piece, i, text) sees each new "
+     "Translates; a result is {text, tokens, time_s, state_bytes, model_state_bytes, score, "
+     "logprob, finished, ids, search} (search: \"greedy\" or \"beam 5\"; state_bytes the "
+     "decoding's largest working set, model_state_bytes the model's own state at the end: KV "
+     "cache or recurrent state, one sentence's); on_token(piece, i, text) sees each new "
      "token, and an error it raises cancels the decode. Without beam= the workbench's console "
      "decodes with the panes' search (F4), elsewhere beam 5 as `mtlab translate`."},
     {"model:probe",

@@ -275,11 +275,12 @@ static void on_decode_event(void *user, const mt_decode_event *e)
 
 static void push_result(lua_State *L, const mt_hypothesis *hy, const mt_decode_result *res)
 {
-    lua_createtable(L, 0, 8);
+    lua_createtable(L, 0, 10);
     mtl_set_string(L, "text", hy->text ? hy->text : "");
     mtl_set_integer(L, "tokens", hy->n_ids);
     mtl_set_number(L, "time_s", hy->seconds);
     mtl_set_integer(L, "state_bytes", (lua_Integer)res->state_bytes);
+    mtl_set_integer(L, "model_state_bytes", (lua_Integer)res->model_state_bytes);
     mtl_set_number(L, "score", hy->score);
     mtl_set_number(L, "logprob", hy->logprob);
     lua_pushboolean(L, hy->finished);
@@ -303,10 +304,11 @@ static int translate_peer(lua_State *L, model_handle *h, const char **texts, siz
     const mt_translate_stats *st = mt_translator_last_stats(h->peer);
     lua_createtable(L, (int)n, 0);
     for (size_t i = 0; i < n; i++) {
-        lua_createtable(L, 0, 5);
+        lua_createtable(L, 0, 6);
         mtl_set_string(L, "text", hyps[i]);
         mtl_set_number(L, "time_s", st->seconds);
         mtl_set_integer(L, "state_bytes", (lua_Integer)st->peak_bytes);
+        mtl_set_integer(L, "model_state_bytes", 0); /* a peer keeps no model state */
         lua_rawseti(L, -2, (lua_Integer)i + 1);
         free(hyps[i]);
     }

@@ -93,6 +93,19 @@ describe("model:translate", function()
     assert.is_true(one.score <= 0)
   end)
 
+  it("gives the model's own state apart from the working set", function()
+    -- the transformer's KV cache grows with the length decoded; Mamba's state does not
+    local short = "Y dijo Dios: Sea la luz"
+    local long = "Y dijo Dios: Sea la luz; y fué la luz. Y vió Dios que la luz era buena"
+    local t1, t2 = m:translate(short, {beam = 1}), m:translate(long, {beam = 1})
+    assert.is_true(t1.model_state_bytes > 0 and t1.model_state_bytes < t1.state_bytes)
+    assert.is_true(t2.model_state_bytes > t1.model_state_bytes)
+    local mamba <close> = mtlab.load(H.mamba)
+    local m1, m2 = mamba:translate(short, {beam = 1}), mamba:translate(long, {beam = 1})
+    assert.is_true(m1.model_state_bytes > 0 and m1.model_state_bytes < m1.state_bytes)
+    assert.are.equal(m1.model_state_bytes, m2.model_state_bytes)
+  end)
+
   it("streams tokens to on_token", function()
     local seen, last = 0, nil
     local r = m:translate("Y dijo Dios: Sea la luz", {beam = 1, on_token = function(piece, i, text)
