@@ -37,6 +37,9 @@ check "Ctrl-O opens the console under the panes" wait_for '^┌─ Lua console \
 check "... and the pane stays visible above it" wait_for '^┌─ transformer · transformer' 1
 type_line "1+1"
 check "1+1 prints 2" wait_for '^│2 +│$' 5
+type_line "print(string.rep('word ', 30))"
+check "a long line wraps at a space, not inside a word" wait_for '^│word( word){22} +│$' 5
+check "... and goes on with the next word" wait_for '^│word( word){6} +│$' 1
 type_line "{1, 'two', x = {y = 3}}"
 check "a table is pretty-printed" wait_for '^│\{1, "two", x = \{y = 3\}\} +│' 5
 T send-keys -t e2e -l "mtlab.sc"; T send-keys -t e2e Tab

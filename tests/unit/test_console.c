@@ -147,6 +147,46 @@ static void test_scrollback(void **state)
     free(s);
 }
 
+/* Output wraps at spaces: a row ends at the last space that lets it fit (the space not shown),
+ * a word longer than the width breaks at the width, escapes take no columns. */
+static void test_wrap(void **state)
+{
+    (void)state;
+    console_row rows[8];
+    assert_int_equal(console_wrap("the quick brown fox", 10, rows, 8), 2);
+    assert_int_equal(rows[0].first, 0);
+    assert_int_equal(rows[0].n, 9);  /* "the quick" */
+    assert_int_equal(rows[1].first, 10);
+    assert_int_equal(rows[1].n, 9);  /* "brown fox" */
+    /* a space just past the width ends the row there */
+    assert_int_equal(console_wrap("abcde fgh", 5, rows, 8), 2);
+    assert_int_equal(rows[0].n, 5);
+    assert_int_equal(rows[1].first, 6);
+    assert_int_equal(rows[1].n, 3);
+    /* a word longer than the width breaks at the width */
+    assert_int_equal(console_wrap("ab abcdefghijkl", 5, rows, 8), 4);
+    assert_int_equal(rows[0].n, 2);
+    assert_int_equal(rows[1].first, 3);
+    assert_int_equal(rows[1].n, 5);
+    assert_int_equal(rows[2].first, 8);
+    assert_int_equal(rows[2].n, 5);
+    assert_int_equal(rows[3].first, 13);
+    assert_int_equal(rows[3].n, 2);
+    /* what fits is one row; an empty line is one empty row; a final space adds none */
+    assert_int_equal(console_wrap("abcde", 5, rows, 8), 1);
+    assert_int_equal(rows[0].n, 5);
+    assert_int_equal(console_wrap("", 5, rows, 8), 1);
+    assert_int_equal(rows[0].n, 0);
+    assert_int_equal(console_wrap("abcde ", 5, rows, 8), 1);
+    /* colour escapes and multi-byte characters count one column per character */
+    assert_int_equal(console_wrap("\x1b[31m\xc3\xa1rbol\x1b[0m verde", 8, rows, 8), 2);
+    assert_int_equal(rows[0].n, 5);
+    assert_int_equal(rows[1].first, 6);
+    /* more rows than asked for: all counted, max stored */
+    assert_int_equal(console_wrap("a b c d e", 1, rows, 2), 5);
+    assert_int_equal(rows[1].first, 2);
+}
+
 /* Colour escapes: their bytes are no columns, an SGR sets the colours that follow it. */
 static void test_ansi_escapes(void **state)
 {
@@ -185,6 +225,7 @@ int main(void)
         cmocka_unit_test(test_completion),
         cmocka_unit_test(test_scrollback),
         cmocka_unit_test(test_ansi_escapes),
+        cmocka_unit_test(test_wrap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

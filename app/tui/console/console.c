@@ -371,7 +371,8 @@ void tui_console_draw(tui_app *a, WINDOW *w)
              c->scroll > 0 ? " · scrolled back, PgDn" : "");
     tui_set_style(w, &a->palette, TUI_C_TITLE);
     tui_put(w, 0, 2, title, width - 4);
-    /* the newest lines above the prompt, long ones wrapped, scrolled back by c->scroll lines */
+    /* the newest lines above the prompt, long ones wrapped at spaces, scrolled back by c->scroll
+     * lines */
     int text_w = width - 2, y = h - 3;
     c->text_w = text_w;
     c->text_h = h - 3; /* the lines above the prompt */
@@ -381,10 +382,15 @@ void tui_console_draw(tui_app *a, WINDOW *w)
         tui_meaning base = l->kind == CONSOLE_ERROR ? TUI_C_ERROR
                          : l->kind == CONSOLE_ECHO  ? TUI_C_DIM
                                                     : TUI_C_TEXT;
-        int cols = console_ansi_columns(l->text);
-        int n_rows = text_w > 0 && cols > text_w ? (cols + text_w - 1) / text_w : 1;
+        console_row few[16], *rows = few;
+        int n_rows = console_wrap(l->text, text_w, few, 16);
+        if (n_rows > 16) {
+            rows = mt_xmalloc((size_t)n_rows * sizeof *rows);
+            console_wrap(l->text, text_w, rows, n_rows);
+        }
         for (int r = n_rows - 1; r >= 0 && y >= 1; r--, y--)
-            draw_output(c, w, &a->palette, y, l->text, r * text_w, text_w, base);
+            draw_output(c, w, &a->palette, y, l->text, rows[r].first, rows[r].n, base);
+        if (rows != few) free(rows);
     }
     pthread_mutex_unlock(&c->lock);
     /* the prompt line: prompt and text, scrolled sideways to keep the cursor in view */

@@ -1,5 +1,6 @@
 /* Colour escapes in the console's output: print(p:text{color=true}) and p:show() write xterm
- * SGR escapes, which the console paints as colours instead of showing their bytes. */
+ * SGR escapes, which the console paints as colours instead of showing their bytes; and where
+ * an output line wraps, counting columns past the escapes. */
 #include <stdlib.h>
 
 #include "tui/console/console_parts.h"
@@ -85,4 +86,35 @@ int console_ansi_columns(const char *s)
         for (i++; ((unsigned char)s[i] & 0xc0) == 0x80; i++) {}
     }
     return cols;
+}
+
+int console_wrap(const char *s, int width, console_row *rows, int max)
+{
+    console_sgr sgr = {-1, -1};
+    int n = 0, first = 0, space = -1, col = 0;
+    if (width < 1) width = 1;
+    for (size_t i = 0; s[i];) {
+        size_t e = console_ansi_escape(s + i, &sgr);
+        if (e) {
+            i += e;
+            continue;
+        }
+        int is_space = s[i] == ' ';
+        if (col - first == width) {
+            /* the row is full: end it at this space, else at the last one, else here */
+            int end = is_space ? col : space > first ? space : col;
+            if (n < max) rows[n] = (console_row){first, end - first};
+            n++;
+            first = is_space || end < col ? end + 1 : col;
+            space = -1;
+        }
+        if (is_space && col >= first) space = col;
+        col++;
+        for (i++; ((unsigned char)s[i] & 0xc0) == 0x80; i++) {}
+    }
+    if (col > first || n == 0) {
+        if (n < max) rows[n] = (console_row){first, col - first};
+        n++;
+    }
+    return n;
 }

@@ -49,6 +49,16 @@ int console_ansi_columns(const char *s);
  * *sgr left as the escapes before it set it. */
 size_t console_ansi_seek(const char *s, int col, console_sgr *sgr);
 
+/* One screen row of a wrapped line: columns [first, first + n). */
+typedef struct {
+    int first, n;
+} console_row;
+
+/* How s wraps at width columns: a row ends at the last space that lets it fit (that space is
+ * shown on neither row), a word longer than width breaks at width. Stores the first max rows
+ * and returns how many there are (at least 1: an empty line is an empty row). */
+int console_wrap(const char *s, int width, console_row *rows, int max);
+
 /* ---------------------------------------------------------------- values */
 #define CONSOLE_PRETTY_DEPTH 3   /* tables nested deeper print as {...} */
 #define CONSOLE_PRETTY_ITEMS 24  /* a table shows this many entries, then "... (N more)" */
