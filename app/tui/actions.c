@@ -317,6 +317,9 @@ static void apply(tui_app *a, tui_action act, int my, int mx)
     case TUI_ACT_PICKER: tui_picker_open(a); break;
     case TUI_ACT_JOBS: tui_jobs_toggle(a); break;
     case TUI_ACT_CONSOLE: tui_console_toggle(a); break;
+    /* two rows a step: a few presses cross the screen, one row would hardly show */
+    case TUI_ACT_CONSOLE_TALLER: tui_console_resize(a, 2); break;
+    case TUI_ACT_CONSOLE_SHORTER: tui_console_resize(a, -2); break;
     case TUI_ACT_THEME:
         if (a->n_themes > 0) tui_apply_theme(a, (a->theme_index + 1) % a->n_themes);
         break;

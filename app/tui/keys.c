@@ -115,6 +115,13 @@ const tui_binding tui_bindings[] = {
      "picker: delete the last character of the typed path", NULL},
     {{TUI_ESC}, JOBS, TUI_ACT_CLOSE, "Jobs view", "close the picker, else the jobs view", "close"},
 
+    {{K(KEY_SR)}, TUI_IN_ANY, TUI_ACT_CONSOLE_TALLER, "Lua console",
+     "make the console taller (it opens)", NULL},
+    {{K(KEY_SF)}, TUI_IN_ANY, TUI_ACT_CONSOLE_SHORTER, "Lua console",
+     "make the console shorter", NULL},
+    {{F(12), TUI_CTRL('t')}, TUI_IN_CONSOLE, TUI_ACT_CONSOLE_TRACEBACK, "Lua console",
+     "the last error's traceback", NULL},
+
     {{TUI_MOUSE_CLICK}, TUI_IN_ANY & ~TUI_IN_OVERLAY, TUI_ACT_FOCUS_AT, "Mouse",
      "focus the pane under the pointer", NULL},
     {{TUI_MOUSE_WHEEL_UP}, TUI_IN_ANY, TUI_ACT_SCROLL_UP, "Mouse",
@@ -158,7 +165,8 @@ static const struct {
     {K(KEY_BTAB), "Shift-Tab"}, {K(KEY_ENTER), "keypad Enter"}, {K(KEY_BACKSPACE), "Backspace"},
     {K(KEY_DC), "Delete"}, {K(KEY_LEFT), "Left"}, {K(KEY_RIGHT), "Right"}, {K(KEY_UP), "Up"},
     {K(KEY_DOWN), "Down"}, {K(KEY_HOME), "Home"}, {K(KEY_END), "End"}, {K(KEY_PPAGE), "PgUp"},
-    {K(KEY_NPAGE), "PgDn"}, {TUI_MOUSE_CLICK, "Click"}, {TUI_MOUSE_WHEEL_UP, "Wheel up"},
+    {K(KEY_NPAGE), "PgDn"}, {K(KEY_SR), "Shift-Up"}, {K(KEY_SF), "Shift-Down"},
+    {TUI_MOUSE_CLICK, "Click"}, {TUI_MOUSE_WHEEL_UP, "Wheel up"},
     {TUI_MOUSE_WHEEL_DOWN, "Wheel down"},
 };
 

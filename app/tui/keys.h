@@ -34,6 +34,9 @@ typedef enum {
     TUI_ACT_LANGUAGE,     /* the editor writes the next source language of the panes */
     TUI_ACT_PICKER,
     TUI_ACT_CONSOLE,
+    TUI_ACT_CONSOLE_TALLER,    /* the console's height, a step at a time (ui.console{height=}) */
+    TUI_ACT_CONSOLE_SHORTER,
+    TUI_ACT_CONSOLE_TRACEBACK, /* the console: the last error's traceback */
     TUI_ACT_THEME,
     TUI_ACT_HEATMAP,
     TUI_ACT_HEAT_KIND,
@@ -81,6 +84,8 @@ enum {
     TUI_IN_ANY = 15,
     TUI_IN_JOBS = 16,    /* the jobs view (F11); the bindings for anywhere apply there too */
     TUI_IN_LOG = 32,     /* the log (F2), focused with Tab */
+    TUI_IN_CONSOLE = 64, /* the console's own keys while it has the keyboard; the others go to
+                          * its line editor, function keys to the workbench */
 };
 
 #define TUI_BINDING_KEYS 3

@@ -65,6 +65,18 @@ type_line "error('boom')"
 check "an error prints its message" wait_for '^│console:1: boom +│$' 5
 T send-keys -t e2e F12
 check "... and F12 its traceback" wait_for "^│        \[C\]: in function 'error'" 5
+T send-keys -t e2e C-t
+check "... and Ctrl-T (F12 on a laptop) prints it again" wait_count "^│        \[C\]: in function 'error'" 2 5
+# Shift-Up / Shift-Down resize the console two rows a step: its top border moves
+console_top() { screen | grep -n '^┌─ Lua console' | cut -d: -f1; }
+console_top_is() { [ "$(console_top)" = "$1" ]; }
+top=$(console_top)
+T send-keys -t e2e S-Up
+check "Shift-Up makes the console taller" wait_until 5 console_top_is $((top - 2))
+T send-keys -t e2e S-Down; T send-keys -t e2e S-Down
+check "Shift-Down makes it shorter" wait_until 5 console_top_is $((top + 2))
+T send-keys -t e2e S-Up
+wait_until 5 console_top_is "$top"
 type_line "2*21"
 check "... and the console goes on" wait_for '^│42 +│$' 5
 T send-keys -t e2e C-r; T send-keys -t e2e -l "2*"

@@ -74,7 +74,7 @@ check "... never saying the model records no maps" screen_lacks 'records no maps
 # ---------------------------------------------------------------- short errors
 type_line "ui.close(5)"
 check "an argument error prints its message" wait_for '^│console:1: ui.close: no pane 5 \(1 open\) +│$' 5
-check "... with the key to its traceback" wait_for '^│  \(F12: the traceback\) +│$' 5
+check "... with the keys to its traceback" wait_for '^│  \(F12 or Ctrl-T: the traceback\) +│$' 5
 check "... and not the traceback itself" screen_lacks 'stack traceback'
 T send-keys -t e2e F12
 check "F12 shows the traceback" wait_for "^│        \[C\]: in function 'ui.close'" 5

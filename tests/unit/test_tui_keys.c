@@ -7,7 +7,7 @@
 #include "tui/keys.h"
 
 static const unsigned contexts[] = {TUI_IN_EDITOR, TUI_IN_PANE, TUI_IN_HEATMAP, TUI_IN_OVERLAY,
-                                    TUI_IN_JOBS, TUI_IN_LOG};
+                                    TUI_IN_JOBS, TUI_IN_LOG, TUI_IN_CONSOLE};
 
 static void test_dispatch_by_context(void **state)
 {
@@ -54,6 +54,32 @@ static void test_dispatch_by_context(void **state)
     assert_int_equal(tui_key_action(TUI_FKEY(KEY_UP), TUI_IN_JOBS), TUI_ACT_SCROLL_UP);
     assert_int_equal(tui_key_action('\t', TUI_IN_JOBS), TUI_ACT_NONE);
     assert_int_equal(tui_key_action(TUI_FKEY(KEY_F(4)), TUI_IN_JOBS), TUI_ACT_NONE);
+}
+
+/* The console's own keys are in the table (and so in F1): F12 or Ctrl-T the last error's
+ * traceback while it has the keys; Shift-Up and Shift-Down resize it from anywhere. */
+static void test_console_keys(void **state)
+{
+    (void)state;
+    assert_int_equal(tui_key_action(TUI_FKEY(KEY_F(12)), TUI_IN_CONSOLE), TUI_ACT_CONSOLE_TRACEBACK);
+    assert_int_equal(tui_key_action(TUI_CTRL('t'), TUI_IN_CONSOLE), TUI_ACT_CONSOLE_TRACEBACK);
+    /* the workbench's keys stay the workbench's: the console passes them on */
+    assert_int_equal(tui_key_action(TUI_CTRL('t'), TUI_IN_EDITOR), TUI_ACT_THEME);
+    assert_int_equal(tui_key_action(TUI_FKEY(KEY_F(12)), TUI_IN_HEATMAP), TUI_ACT_HEAT_NORM);
+    assert_int_equal(tui_key_action(TUI_CTRL('q'), TUI_IN_CONSOLE), TUI_ACT_NONE);
+    for (size_t c = 0; c < sizeof contexts / sizeof contexts[0] - 1; c++) {
+        assert_int_equal(tui_key_action(TUI_FKEY(KEY_SR), contexts[c]), TUI_ACT_CONSOLE_TALLER);
+        assert_int_equal(tui_key_action(TUI_FKEY(KEY_SF), contexts[c]), TUI_ACT_CONSOLE_SHORTER);
+    }
+    int n, found = 0;
+    char **lines = tui_help_lines(&n);
+    for (int i = 0; i < n; i++)
+        found += (strstr(lines[i], "F12 Ctrl-T") && strstr(lines[i], "traceback")) ||
+                 (strstr(lines[i], "Shift-Up") && strstr(lines[i], "taller")) ||
+                 (strstr(lines[i], "Shift-Down") && strstr(lines[i], "shorter")) ||
+                 !strcmp(lines[i], "Lua console");
+    assert_int_equal(found, 4);
+    tui_lines_free(lines, n);
 }
 
 static void test_no_key_bound_twice_in_a_context(void **state)
@@ -177,6 +203,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dispatch_by_context),
+        cmocka_unit_test(test_console_keys),
         cmocka_unit_test(test_no_key_bound_twice_in_a_context),
         cmocka_unit_test(test_every_binding_is_documented_and_reachable),
         cmocka_unit_test(test_function_keys_have_ctrl_keys),

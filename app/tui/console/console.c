@@ -34,7 +34,7 @@ static tui_console *console_new(tui_app *a)
     console_rl_start(c);
     static const char hello[] =
         "Lua console: mtlab.* and ui.* (? NAME for help, Tab completes, Ctrl-C interrupts, "
-        "F12 the last error's traceback, Ctrl-O closes)\n";
+        "F12 or Ctrl-T the last error's traceback, Shift-Up/Down resize, Ctrl-O closes)\n";
     console_write(c, CONSOLE_OUT, hello, sizeof hello - 1);
     return c;
 }
@@ -189,11 +189,11 @@ int tui_console_key(tui_app *a, int key, int is_char)
         return 1;
     }
     if (!c->open || !c->focused) return 0;
-    if (!is_char && key == TUI_FKEY(KEY_F(12))) {
+    if (!is_char && tui_key_action(key, TUI_IN_CONSOLE) == TUI_ACT_CONSOLE_TRACEBACK) {
         pthread_mutex_lock(&c->lock);
         char *tb = c->last_traceback ? mt_xstrdup(c->last_traceback) : NULL;
         pthread_mutex_unlock(&c->lock);
-        const char *none = "(no error yet: F12 shows the last error's traceback)";
+        const char *none = "(no error yet: F12 or Ctrl-T shows the last error's traceback)";
         console_write(c, tb ? CONSOLE_ERROR : CONSOLE_OUT, tb ? tb : none, strlen(tb ? tb : none));
         console_write(c, tb ? CONSOLE_ERROR : CONSOLE_OUT, "\n", 1);
         free(tb);
@@ -232,6 +232,20 @@ int tui_console_key(tui_app *a, int key, int is_char)
     console_rl_key(key, is_char);
     a->dirty = 1;
     return 1;
+}
+
+void tui_console_resize(tui_app *a, int delta)
+{
+    if (!ensure(a)) return;
+    tui_console *c = a->console;
+    if (!c->open) {
+        if (delta > 0) c->open = c->focused = 1;
+    } else {
+        int h = a->L.console.h + delta;
+        a->console_rows = h < TUI_CONSOLE_MIN_ROWS ? TUI_CONSOLE_MIN_ROWS : h;
+    }
+    if (c->open) a->zoom = 0;
+    a->relayout = 1;
 }
 
 int tui_console_click(tui_app *a, int y, int x)

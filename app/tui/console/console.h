@@ -18,6 +18,10 @@
 
 /* Ctrl-O: open the console (starting its Lua thread the first time) and focus it, or close it. */
 void tui_console_toggle(tui_app *a);
+/* Shift-Up / Shift-Down: the open console delta rows taller (or shorter), never under
+ * TUI_CONSOLE_MIN_ROWS (the layout caps what the screen cannot give); growing a closed one
+ * opens it. */
+void tui_console_resize(tui_app *a, int delta);
 /* A key (as tui_handle_key gets it). 1 when the console took it: it has the focus, a script
  * waits for a key, or a script bound it. */
 int tui_console_key(tui_app *a, int key, int is_char);

@@ -147,7 +147,7 @@ static int console_traceback(lua_State *L)
     free(c->last_traceback);
     c->last_traceback = mt_xstrdup(lua_tostring(L, -1));
     pthread_mutex_unlock(&c->lock);
-    if (from_c) lua_pushfstring(L, "%s\n  (F12: the traceback)", msg);
+    if (from_c) lua_pushfstring(L, "%s\n  (F12 or Ctrl-T: the traceback)", msg);
     return 1;
 }
 
