@@ -11,20 +11,6 @@
 #include "tui/format.h"
 #include "tui/save.h"
 
-static unsigned pane_context(const tui_pane *p)
-{
-    return p->view == TUI_VIEW_HEATMAP ? TUI_IN_HEATMAP : TUI_IN_PANE;
-}
-
-unsigned tui_focus_context(const tui_app *a)
-{
-    if (a->overlay != TUI_OVERLAY_NONE) return TUI_IN_OVERLAY;
-    if (a->jobs) return TUI_IN_JOBS;
-    if (a->log_focus) return TUI_IN_LOG;
-    if (a->focus < 0) return TUI_IN_EDITOR;
-    return pane_context(a->panes[a->focus]);
-}
-
 /* Width of the editor's text rows (one column stays free for the cursor). */
 static int editor_width(const tui_app *a) { return a->L.editor.w - 3; }
 
@@ -56,13 +42,6 @@ static void scroll_pane(tui_app *a, tui_pane *p, int delta)
         p->scroll += delta;
         if (p->scroll < 0) p->scroll = 0;
     }
-    a->dirty = 1;
-}
-
-void tui_focus(tui_app *a, int index)
-{
-    a->focus = index;
-    a->log_focus = 0;
     a->dirty = 1;
 }
 
@@ -423,7 +402,7 @@ void tui_handle_mouse(tui_app *a)
     else if (a->jobs) context = TUI_IN_JOBS;
     else {
         int r = region_at(a, me.y, me.x);
-        context = r >= 0 ? pane_context(a->panes[r]) : TUI_IN_EDITOR;
+        context = r >= 0 ? tui_pane_context(a->panes[r]) : TUI_IN_EDITOR;
     }
     tui_action act = tui_key_action(key, context);
     if (context == TUI_IN_JOBS && tui_jobs_action(a, act)) return;

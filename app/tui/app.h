@@ -218,11 +218,15 @@ int tui_source_languages(const tui_app *a, const char **langs);
 /* events (events.c) */
 void tui_handle_events(tui_app *a);
 
-/* keys and mouse (actions.c) */
+/* where the keys go (focus.c) */
 /* Where keys go now: TUI_IN_EDITOR, _PANE, _HEATMAP, _OVERLAY, _JOBS or _LOG. */
 unsigned tui_focus_context(const tui_app *a);
+/* A pane's context: TUI_IN_HEATMAP when it shows its heatmap, else TUI_IN_PANE. */
+unsigned tui_pane_context(const tui_pane *p);
 /* Focus the editor (-1) or a pane. */
 void tui_focus(tui_app *a, int index);
+
+/* keys and mouse (actions.c) */
 void tui_handle_key(tui_app *a, int key, int is_char);
 void tui_handle_mouse(tui_app *a);
 
