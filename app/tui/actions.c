@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "tui/console/console.h"
 #include "mtlab/clock.h"
@@ -92,6 +93,28 @@ static int target_panes(tui_app *a, tui_pane **out)
     }
     for (int i = 0; i < a->n_panes; i++) out[i] = a->panes[i];
     return a->n_panes;
+}
+
+/* Ctrl-F: the editor writes the next source language of the loaded panes, and the text goes
+ * to the panes of that language; a notice when there is no other. */
+static void next_language(tui_app *a)
+{
+    const char *langs[TUI_MAX_PANES];
+    int n = tui_source_languages(a, langs);
+    const char *now = tui_editor_language(a);
+    if (n == 0) {
+        tui_notice(a, "no open pane records its source language: the editor feeds every pane");
+        return;
+    }
+    if (n == 1) {
+        tui_notice(a, "every open pane translates from %s: no other language to write", now);
+        return;
+    }
+    int at = 0;
+    while (at < n && strcasecmp(langs[at], now)) at++;
+    snprintf(a->ed_lang, sizeof a->ed_lang, "%s", langs[(at + 1) % n]);
+    tui_log_add(&a->log, TUI_LOG_INFO, "the editor writes %s", a->ed_lang);
+    tui_translate(a, NULL);
 }
 
 static void toggle_beam(tui_app *a)
@@ -292,7 +315,7 @@ static void apply(tui_app *a, tui_action act, int my, int mx)
     case TUI_ACT_TRANSLATE: tui_translate(a, NULL); break;
     case TUI_ACT_SAVE: save_translations(a); break;
     case TUI_ACT_BEAM: toggle_beam(a); break;
-    case TUI_ACT_LANGUAGE: tui_next_language(a); break;
+    case TUI_ACT_LANGUAGE: next_language(a); break;
     case TUI_ACT_PICKER: tui_picker_open(a); break;
     case TUI_ACT_JOBS: tui_jobs_toggle(a); break;
     case TUI_ACT_CONSOLE: tui_console_toggle(a); break;

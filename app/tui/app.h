@@ -206,9 +206,6 @@ const char *tui_editor_language(const tui_app *a);
 /* 1 when the editor's text goes to the pane: it records no source language, or the editor
  * writes its source language. */
 int tui_pane_feeds(const tui_app *a, const tui_pane *p);
-/* Ctrl-F: the editor writes the next source language of the loaded panes, and the text goes
- * to the panes of that language; a notice when there is no other. */
-void tui_next_language(tui_app *a);
 /* What a pane that the editor does not feed says: "this model translates en→es; the editor is
  * writing es (Ctrl-F: write en)". */
 void tui_other_language_message(const tui_app *a, const tui_pane *p, char *out, size_t len);

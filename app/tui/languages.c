@@ -37,26 +37,6 @@ int tui_pane_feeds(const tui_app *a, const tui_pane *p)
     return !p->src_lang[0] || !lang[0] || !strcasecmp(p->src_lang, lang);
 }
 
-void tui_next_language(tui_app *a)
-{
-    const char *langs[TUI_MAX_PANES];
-    int n = tui_source_languages(a, langs);
-    const char *now = tui_editor_language(a);
-    if (n == 0) {
-        tui_notice(a, "no open pane records its source language: the editor feeds every pane");
-        return;
-    }
-    if (n == 1) {
-        tui_notice(a, "every open pane translates from %s: no other language to write", now);
-        return;
-    }
-    int at = 0;
-    while (at < n && strcasecmp(langs[at], now)) at++;
-    snprintf(a->ed_lang, sizeof a->ed_lang, "%s", langs[(at + 1) % n]);
-    tui_log_add(&a->log, TUI_LOG_INFO, "the editor writes %s", a->ed_lang);
-    tui_translate(a, NULL);
-}
-
 void tui_other_language_message(const tui_app *a, const tui_pane *p, char *out, size_t len)
 {
     char dir[96], key[32];
