@@ -58,11 +58,11 @@ static int read_langs(mt_model_config *cfg, const mt_config *x)
 /* mtlab.prompt (docs/bundles.md §2.4): a text holding "{src}" once. A decoder-only checkpoint
  * without an mtlab block (from the hub) has no <sep> of mtlab's: its prompt is the source text
  * alone, which the model continues. */
-static int read_prompt(mt_model_config *cfg, const mt_config *x)
+static int read_prompt(mt_model_config *cfg, const mt_config *x, int encdec)
 {
     cfg->prompt[0] = '\0';
     if (!x) {
-        if (!mt_model_config_is_encdec(cfg)) snprintf(cfg->prompt, sizeof cfg->prompt, "{src}");
+        if (!encdec) snprintf(cfg->prompt, sizeof cfg->prompt, "{src}");
         return 0;
     }
     if (!mt_config_has(x, "prompt")) return 0;
@@ -75,22 +75,22 @@ static int read_prompt(mt_model_config *cfg, const mt_config *x)
     if (strlen(p) >= sizeof cfg->prompt)
         return mt_error("%s: key 'mtlab.prompt' is longer than %zu bytes", mt_config_name(x),
                         sizeof cfg->prompt - 1);
-    if (mt_model_config_is_encdec(cfg))
+    if (encdec)
         return mt_error("%s: key 'mtlab.prompt': a %s model takes the source on its own, without "
                         "a prompt", mt_config_name(x), cfg->arch);
     snprintf(cfg->prompt, sizeof cfg->prompt, "%s", p);
     return 0;
 }
 
-int mt_model_config_read_mtlab(mt_model_config *cfg, const mt_config *c)
+int mt_model_config_read_mtlab(mt_model_config *cfg, const mt_config *c, int encdec)
 {
     const mt_config *x = mt_config_object(c, "mtlab");
     if (!x) {
         if (mt_config_has(c, "mtlab"))
             return mt_error("%s: key 'mtlab' must be an object", mt_config_name(c));
-        return read_langs(cfg, NULL) || read_prompt(cfg, NULL) ? -1 : 0;
+        return read_langs(cfg, NULL) || read_prompt(cfg, NULL, encdec) ? -1 : 0;
     }
-    return mt_model_config_token_id(x, "sep_token_id", &cfg->sep_id) || read_prompt(cfg, x) ||
+    return mt_model_config_token_id(x, "sep_token_id", &cfg->sep_id) || read_prompt(cfg, x, encdec) ||
                    mt_model_config_token_id(x, "unk_token_id", &cfg->unk_id) ||
                    mt_config_float_or(x, "dropout", cfg->dropout, 0.0, 0.999, &cfg->dropout) || read_langs(cfg, x)
                ? -1

@@ -94,7 +94,7 @@ static int config_read(mt_model_config *cfg, const mt_config *c, const char *arc
     mt_model_config_init_ids(cfg);
     snprintf(cfg->arch, sizeof cfg->arch, "%s", arch);
     if (mt_mamba_keys_read(cfg, c) || mt_config_keys_read(cfg, c, keys, arch)) return -1;
-    return mt_model_config_read_mtlab(cfg, c);
+    return mt_model_config_read_mtlab(cfg, c, mt_arch_mamba_mha.encdec); /* mamba-local alike */
 }
 
 static int config_read_mha(mt_model_config *cfg, const mt_config *c)

@@ -109,7 +109,7 @@ static int config_read(mt_model_config *cfg, const mt_config *c)
     snprintf(cfg->arch, sizeof cfg->arch, "mamba-encdec");
     if (mt_mamba_keys_read(cfg, c) || mt_config_keys_read(cfg, c, keys, "mamba-encdec"))
         return -1;
-    return mt_model_config_read_mtlab(cfg, c);
+    return mt_model_config_read_mtlab(cfg, c, mt_arch_mamba_encdec.encdec);
 }
 
 static int config_write(const mt_model_config *c, mt_config *o)

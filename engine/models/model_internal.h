@@ -320,8 +320,10 @@ int mt_model_config_token_id(const mt_config *c, const char *key, int *id);
 /* A boolean key whose value `model` fixes (absent means want): any other value is an error
  * "config.json: use_bias = true is not supported (mtlab's Mamba has false)". */
 int mt_model_config_fixed_bool(const mt_config *c, const char *key, int want, const char *model);
-/* The "mtlab" block shared by every architecture: sep/unk ids and dropout. */
-int mt_model_config_read_mtlab(mt_model_config *cfg, const mt_config *c);
+/* The "mtlab" block shared by every architecture: sep/unk ids, dropout, languages and the
+ * prompt, which depends on encdec, the architecture's own flag (passed in, so that this file
+ * needs no registry of the architectures that use it). */
+int mt_model_config_read_mtlab(mt_model_config *cfg, const mt_config *c, int encdec);
 int mt_model_config_write_mtlab(const mt_model_config *cfg, mt_config *c, int with_dropout);
 
 /* ---- building, for the architectures' build functions (model_build.c) */

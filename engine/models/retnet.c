@@ -91,7 +91,7 @@ static int config_read(mt_model_config *cfg, const mt_config *c)
     mt_model_config_init_ids(cfg);
     snprintf(cfg->arch, sizeof cfg->arch, "retnet");
     if (mt_config_keys_read(cfg, c, keys, "RetNet")) return -1;
-    return mt_model_config_read_mtlab(cfg, c);
+    return mt_model_config_read_mtlab(cfg, c, mt_arch_retnet.encdec);
 }
 
 static int config_write(const mt_model_config *c, mt_config *o)

@@ -206,7 +206,7 @@ static int config_read(mt_model_config *cfg, const mt_config *c)
     snprintf(cfg->arch, sizeof cfg->arch, "transformer");
     if (mt_config_keys_read(cfg, c, keys, "Marian")) return -1;
     cfg->hf_generate = !mt_config_has(c, "mtlab");
-    return mt_model_config_read_mtlab(cfg, c);
+    return mt_model_config_read_mtlab(cfg, c, mt_arch_transformer.encdec);
 }
 
 static int config_write(const mt_model_config *c, mt_config *o)
