@@ -37,6 +37,8 @@ static int run(int argc, char **argv)
             if (cli_option_int("tui", a, argv[++i], 1, MT_DECODE_MAX_BEAM, &o.beam)) return 2;
         } else if (!strcmp(a, "--refs") && has_value) {
             o.refs = argv[++i];
+        } else if (!strcmp(a, "--comet") && has_value) {
+            o.comet = argv[++i];
         } else if (!strcmp(a, "--script") && has_value) {
             o.script = argv[++i];
         } else if (!strcmp(a, "--ascii")) {
@@ -79,7 +81,7 @@ static int run(int argc, char **argv)
 
 const struct mt_command cmd_tui = {
     .name = "tui",
-    .args = "[[--device cpu|cuda[:N]] [--precision fp32|int8|bf16] -m BUNDLE_DIR]... [--models DIR] [--theme NAME|FILE] [--beam N] [--refs FILE] [--ascii] "
+    .args = "[[--device cpu|cuda[:N]] [--precision fp32|int8|bf16] -m BUNDLE_DIR]... [--models DIR] [--theme NAME|FILE] [--beam N] [--refs FILE] [--comet DIR] [--ascii] "
             "[--no-mouse] [--script FILE.lua]",
     .summary = "the workbench: models side by side, streaming translation, heatmaps "
                "(also `mtlab` alone)",

@@ -25,11 +25,13 @@ static void editor_changed(tui_app *a)
  * it. */
 static void move_cursor(tui_pane *p, int dy, int dx)
 {
-    int i = p->probe && p->heat_kind >= 0
-                ? tui_heat_find(&p->probe->rec, (mt_probe_kind)p->heat_kind, p->heat_nth)
+    const tui_probe *pr = tui_heat_pane_probe(p);
+    int attribution = p->heat_kind == TUI_HEAT_ATTRIBUTION;
+    int i = pr && p->heat_kind >= 0
+                ? tui_heat_find(&pr->rec, (mt_probe_kind)p->heat_kind, attribution ? 0 : p->heat_nth)
                 : -1;
     if (i < 0) return;
-    const mt_probe_map *m = &p->probe->rec.maps[i];
+    const mt_probe_map *m = &pr->rec.maps[i];
     p->sel_row += dy, p->sel_col += dx;
     p->sel_row = p->sel_row < 0 ? 0 : p->sel_row >= m->rows ? m->rows - 1 : p->sel_row;
     p->sel_col = p->sel_col < 0 ? 0 : p->sel_col >= m->cols ? m->cols - 1 : p->sel_col;
@@ -181,20 +183,64 @@ static void toggle_heatmap(tui_app *a)
     }
 }
 
+/* m: the attribution's next method; c: its contrast, the token of the cursor's column when
+ * that column is of the translation (again on the same token: no contrast). */
+static void attribution_step(tui_app *a, tui_pane *p, tui_action act)
+{
+    if (p->heat_kind != TUI_HEAT_ATTRIBUTION) {
+        tui_notice(a, "%s: the attribution map's key (F6 or Ctrl-K to the attribution map)",
+                   act == TUI_ACT_HEAT_METHOD ? "m" : "c");
+        return;
+    }
+    if (act == TUI_ACT_HEAT_METHOD) {
+        p->attr_method = (p->attr_method + 1) % MT_ATTR_METHODS;
+    } else {
+        int split = tui_heat_pane_split(p, MT_PROBE_AXIS_SOURCE);
+        if (!p->attr_raw || !tui_heat_current(a, p)) {
+            tui_notice(a, "c: wait for the attribution map, then put the cursor on a column of "
+                       "the translation");
+            return;
+        }
+        if (p->sel_col < split) {
+            tui_notice(a, "c: the contrast is a token of the translation: put the cursor on a "
+                       "column right of the line (c again there: no contrast)");
+            return;
+        }
+        const char *piece = p->attr_raw->col_labels[p->sel_col];
+        if (!strcmp(piece, p->attr_contrast)) p->attr_contrast[0] = '\0';
+        else snprintf(p->attr_contrast, sizeof p->attr_contrast, "%s", piece);
+    }
+    tui_request_probe(a, p);
+}
+
 static void heat_step(tui_app *a, tui_action act)
 {
     if (a->focus < 0) return;
     tui_pane *p = a->panes[a->focus];
-    if (!p->probe || p->heat_kind < 0) return;
-    const mt_probe_record *r = &p->probe->rec;
+    if (act == TUI_ACT_HEAT_METHOD || act == TUI_ACT_HEAT_CONTRAST) {
+        attribution_step(a, p, act);
+        a->dirty = 1;
+        return;
+    }
+    if (act == TUI_ACT_HEAT_KIND && p->heat_kind == TUI_HEAT_ATTRIBUTION && !p->probe) {
+        /* the probes' first kind, once they come (events.c) */
+        p->heat_kind = -1;
+        tui_request_probe(a, p);
+        return;
+    }
+    const tui_probe *pr = tui_heat_pane_probe(p);
+    if (!pr || p->heat_kind < 0) return;
+    const mt_probe_record *r = &pr->rec;
     switch (act) {
     case TUI_ACT_HEAT_KIND:
-        p->heat_kind = tui_heat_next_kind(r, p->heat_kind);
+        p->heat_kind = tui_heat_next_kind(p->probe ? &p->probe->rec : NULL, p->heat_kind);
         p->heat_nth = 0;
         p->heat_head = -1;
         p->heat_row0 = 0;
+        tui_request_probe(a, p);
         break;
     case TUI_ACT_HEAT_LAYER:
+        if (p->heat_kind == TUI_HEAT_ATTRIBUTION) break; /* one map, of the whole model */
         p->heat_nth = (p->heat_nth + 1) % tui_heat_count(r, (mt_probe_kind)p->heat_kind);
         p->heat_head = -1;
         break;
@@ -244,7 +290,7 @@ static void editor_action(tui_app *a, tui_action act)
  * inside the pane. */
 static void select_at(tui_pane *p, int y, int x)
 {
-    if (p->view != TUI_VIEW_HEATMAP || !p->probe) return;
+    if (p->view != TUI_VIEW_HEATMAP || !tui_heat_pane_probe(p)) return;
     int row = tui_heat_row_at(&p->heat_geom, y - p->heat_y0);
     int col = tui_heat_col_at(&p->heat_geom, x - p->heat_x0);
     if (row < 0 || col < 0) return;
@@ -330,6 +376,8 @@ static void apply(tui_app *a, tui_action act, int my, int mx)
     case TUI_ACT_HEAT_LAYER:
     case TUI_ACT_HEAT_HEAD:
     case TUI_ACT_HEAT_NORM:
+    case TUI_ACT_HEAT_METHOD:
+    case TUI_ACT_HEAT_CONTRAST:
     case TUI_ACT_CURSOR_LEFT:
     case TUI_ACT_CURSOR_RIGHT:
     case TUI_ACT_CURSOR_UP:
@@ -389,7 +437,7 @@ void tui_handle_key(tui_app *a, int key, int is_char)
     if (is_char) {
         if (a->overlay == TUI_OVERLAY_PICKER) tui_picker_type(a, key);
         if (a->overlay != TUI_OVERLAY_NONE) return;
-        /* the heatmap's letters (z, e); any other goes to the editor */
+        /* the heatmap's letters (z, e, m, c); any other goes to the editor */
         tui_action act = tui_focus_context(a) == TUI_IN_HEATMAP ? tui_key_action(key, TUI_IN_HEATMAP)
                                                              : TUI_ACT_NONE;
         if (act != TUI_ACT_NONE) {

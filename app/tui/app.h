@@ -16,6 +16,7 @@
 #include "mtlab/entities.h"
 #include "mtlab/metrics.h"
 #include "mtlab/probe.h"
+#include "tui/comet_worker.h"
 #include "tui/editor.h"
 #include "tui/heat_layout.h"
 #include "tui/heatmap.h"
@@ -132,6 +133,7 @@ typedef struct {
     tui_sent sent;
     mt_text_lines refs;     /* reference lines for the segments (refs.h); n = 0: none */
     char *refs_path;
+    tui_comet *comet;       /* --comet: per-segment COMET against refs (comet_worker.h); NULL */
     tui_result_cache cache; /* finished translations by (model, mode, text) */
     int default_beam;
     const char *default_device; /* for bundles opened from the picker (NULL: cpu) */
@@ -206,6 +208,9 @@ const char *tui_editor_language(const tui_app *a);
 /* 1 when the editor's text goes to the pane: it records no source language, or the editor
  * writes its source language. */
 int tui_pane_feeds(const tui_app *a, const tui_pane *p);
+/* Ctrl-F: the editor writes the next source language of the loaded panes, and the text goes
+ * to the panes of that language; a notice when there is no other. */
+void tui_next_language(tui_app *a);
 /* What a pane that the editor does not feed says: "this model translates en→es; the editor is
  * writing es (Ctrl-F: write en)". */
 void tui_other_language_message(const tui_app *a, const tui_pane *p, char *out, size_t len);
@@ -215,15 +220,11 @@ int tui_source_languages(const tui_app *a, const char **langs);
 /* events (events.c) */
 void tui_handle_events(tui_app *a);
 
-/* where the keys go (focus.c) */
+/* keys and mouse (actions.c) */
 /* Where keys go now: TUI_IN_EDITOR, _PANE, _HEATMAP, _OVERLAY, _JOBS or _LOG. */
 unsigned tui_focus_context(const tui_app *a);
-/* A pane's context: TUI_IN_HEATMAP when it shows its heatmap, else TUI_IN_PANE. */
-unsigned tui_pane_context(const tui_pane *p);
 /* Focus the editor (-1) or a pane. */
 void tui_focus(tui_app *a, int index);
-
-/* keys and mouse (actions.c) */
 void tui_handle_key(tui_app *a, int key, int is_char);
 void tui_handle_mouse(tui_app *a);
 

@@ -88,13 +88,13 @@ static void draw_readout(tui_app *a, tui_pane *p, WINDOW *w, int y, int x, int w
                          const mt_probe_map *m, const float *v)
 {
     char rl[LABEL_MAX], cl[LABEL_MAX], val[32], line[256];
-    tui_heat_axis_label(rl, sizeof rl, p->probe, m->row_axis, p->sel_row);
-    tui_heat_axis_label(cl, sizeof cl, p->probe, m->col_axis, p->sel_col);
+    tui_heat_axis_label(rl, sizeof rl, tui_heat_pane_probe(p), m->row_axis, p->sel_row);
+    tui_heat_axis_label(cl, sizeof cl, tui_heat_pane_probe(p), m->col_axis, p->sel_col);
     int tokens_r = tui_heat_token_axis(m->row_axis), tokens_c = tui_heat_token_axis(m->col_axis);
     if (mt_probe_masked(m, p->sel_row, p->sel_col))
         snprintf(val, sizeof val, "masked");
     else
-        snprintf(val, sizeof val, "%.3g", v[(size_t)p->sel_row * m->cols + p->sel_col]);
+        snprintf(val, sizeof val, "%.3g", tui_heat_pane_value(p, m, v, p->sel_row, p->sel_col));
     const char *arrow = glyphs(a)->arrow;
     /* numbered from 1, as every index a person reads (titles, exports, Lua) */
     snprintf(line, sizeof line, "row %d %s%s%s %s col %d %s%s%s  %s", p->sel_row + 1,
@@ -113,7 +113,7 @@ static void draw_col_labels(tui_app *a, tui_pane *p, WINDOW *w, int y0, int x0,
 {
     for (int c = g->col0; c < g->col0 + g->n_cols; c++) {
         char label[LABEL_MAX];
-        tui_heat_axis_label(label, sizeof label, p->probe, m->col_axis, c);
+        tui_heat_axis_label(label, sizeof label, tui_heat_pane_probe(p), m->col_axis, c);
         int x = x0 + tui_heat_col_x(g, c);
         tui_set_style(w, &a->palette, c == p->sel_col ? TUI_C_SELECTION : TUI_C_DIM);
         if (!g->vertical) {
@@ -185,7 +185,7 @@ static int widest_label(const tui_pane *p, mt_probe_axis axis, int n)
     int wmax = 0;
     for (int i = 0; i < n; i++) {
         char label[LABEL_MAX];
-        tui_heat_axis_label(label, sizeof label, p->probe, axis, i);
+        tui_heat_axis_label(label, sizeof label, tui_heat_pane_probe(p), axis, i);
         int lw = tui_text_width_z(label);
         if (lw > wmax) wmax = lw;
     }
@@ -198,22 +198,29 @@ void tui_draw_heatmap(tui_app *a, tui_pane *p, WINDOW *w, int y0, int x0, int h,
     p->heat_y0 = y0, p->heat_x0 = x0;
     const char *spin = glyphs(a)->spinner[(long)(mt_now_s() * 10) % glyphs(a)->n_spinner];
     char msg[512];
-    if (p->probe_error) {
-        snprintf(msg, sizeof msg, "no probes: %s", p->probe_error);
+    int attribution = p->heat_kind == TUI_HEAT_ATTRIBUTION;
+    const tui_probe *pr = tui_heat_pane_probe(p);
+    if (attribution ? p->attr_error != NULL : p->probe_error != NULL) {
+        snprintf(msg, sizeof msg, "%s: %s", attribution ? "no attribution" : "no probes",
+                 attribution ? p->attr_error : p->probe_error);
         draw_message(a, w, y0, x0, width, msg, TUI_C_ERROR);
         return;
     }
-    if (p->probe && !tui_heat_current(a, p)) {
+    if (pr && !tui_heat_current(a, p)) {
         /* never a map of another text, search or segment than the pane's */
         snprintf(msg, sizeof msg, "%s: recomputing the map %s",
-                 a->sent_version != a->ed.version ? "the text changed" : "not this segment",
+                 a->sent_version != a->ed.version ? "the text changed"
+                 : attribution && p->attr_segment == tui_cursor_segment(a) ? "new method or contrast"
+                                                                         : "not this segment",
                  spin);
         draw_message(a, w, y0, x0, width, msg, TUI_C_DIM);
         return;
     }
-    if (!p->probe) {
-        if (p->busy || p->probe_pending)
-            snprintf(msg, sizeof msg, "%s %s", p->busy ? "translating" : "recording probes", spin);
+    if (!pr) {
+        if (p->busy || (attribution ? p->attr_pending : p->probe_pending))
+            snprintf(msg, sizeof msg, "%s %s",
+                     p->busy ? "translating" : attribution ? "attributing" : "recording probes",
+                     spin);
         else
             snprintf(msg, sizeof msg, "no heatmap yet: type text in the editor (F3: back to "
                      "the translation)");
@@ -225,10 +232,10 @@ void tui_draw_heatmap(tui_app *a, tui_pane *p, WINDOW *w, int y0, int x0, int h,
     if (!v) {
         /* the kind asked for is missing; the model may well record others */
         int any = 0;
-        for (int k = 0; k < MT_PROBE_KINDS; k++) any |= tui_heat_count(&p->probe->rec, (mt_probe_kind)k) > 0;
+        for (int k = 0; k < MT_PROBE_KINDS; k++) any |= tui_heat_count(&pr->rec, (mt_probe_kind)k) > 0;
         if (any && p->heat_kind >= 0)
             snprintf(msg, sizeof msg, "no %s maps in this model (F3 shows the ones it records)",
-                     mt_probe_kind_name((mt_probe_kind)p->heat_kind));
+                     tui_heat_kind_name(p->heat_kind));
         else
             snprintf(msg, sizeof msg, "this model records no maps");
         draw_message(a, w, y0, x0, width, msg, TUI_C_DIM);
@@ -236,10 +243,9 @@ void tui_draw_heatmap(tui_app *a, tui_pane *p, WINDOW *w, int y0, int x0, int h,
     }
     p->sel_row = tui_clamp(p->sel_row, 0, m->rows - 1);
     p->sel_col = tui_clamp(p->sel_col, 0, m->cols - 1);
-    const mt_probe_record *r = &p->probe->rec;
     int labelled_cols = tui_heat_token_axis(m->col_axis);
-    tui_heat_geom_in in = {m->rows, m->cols, tui_heat_split(r, m->row_axis),
-                           tui_heat_split(r, m->col_axis), widest_label(p, m->row_axis, m->rows),
+    tui_heat_geom_in in = {m->rows, m->cols, tui_heat_pane_split(p, m->row_axis),
+                           tui_heat_pane_split(p, m->col_axis), widest_label(p, m->row_axis, m->rows),
                            labelled_cols ? widest_label(p, m->col_axis, m->cols) : 0,
                            p->sel_row, p->sel_col, p->heat_row0, p->heat_col0};
     tui_heat_geom *g = &p->heat_geom;
@@ -249,8 +255,9 @@ void tui_draw_heatmap(tui_app *a, tui_pane *p, WINDOW *w, int y0, int x0, int h,
     /* the title, and what the rows and columns are: beside it when both fit, else on another
      * line, else beside a shorter title */
     char title[256], axes[96];
-    tui_heat_axes_caption(axes, sizeof axes, r, m->row_axis, m->col_axis,
-                          a->utf8 && !a->ascii ? "\u2193" : "v", glyphs(a)->arrow);
+    snprintf(axes, sizeof axes, "%s %s  %s %s", tui_heat_pane_axis_title(p, m->row_axis),
+             a->utf8 && !a->ascii ? "\u2193" : "v", tui_heat_pane_axis_title(p, m->col_axis),
+             glyphs(a)->arrow);
     int axes_w = tui_text_width_z(axes);
     tui_heat_title(title, sizeof title, p, m, glyphs(a)->dot, width);
     int beside = tui_text_width_z(title) + 2 + axes_w <= width;
@@ -278,7 +285,7 @@ void tui_draw_heatmap(tui_app *a, tui_pane *p, WINDOW *w, int y0, int x0, int h,
     for (int row = g->row0; row < g->row0 + g->n_rows; row++) {
         int y = y0 + tui_heat_row_y(g, row);
         char label[LABEL_MAX];
-        tui_heat_axis_label(label, sizeof label, p->probe, m->row_axis, row);
+        tui_heat_axis_label(label, sizeof label, tui_heat_pane_probe(p), m->row_axis, row);
         int selected = row == p->sel_row;
         tui_set_style(w, &a->palette, selected ? TUI_C_SELECTION : TUI_C_DIM);
         int lx = x0;

@@ -18,12 +18,51 @@
 
 static const tui_glyphs *glyphs(const tui_app *a) { return tui_glyphs_for(a->utf8 && !a->ascii); }
 
-/* "BLEU 34.1 · chrF2 56.2" */
-static void add_scores(tui_app *a, tui_styled *st, const char *lead, const tui_ref_score *s)
+/* "BLEU 34.1 · chrF2 56.2", then with --comet "· COMET 0.8123" (comet: the score or its state,
+ * "" without a COMET model) */
+static void add_scores(tui_app *a, tui_styled *st, const char *lead, const tui_ref_score *s,
+                       const char *comet)
 {
-    char line[128];
-    snprintf(line, sizeof line, "%sBLEU %.1f %s chrF2 %.1f", lead, s->bleu, glyphs(a)->dot, s->chrf);
+    char line[192];
+    const char *dot = glyphs(a)->dot;
+    snprintf(line, sizeof line, "%sBLEU %.1f %s chrF2 %.1f%s%s%s%s", lead, s->bleu, dot, s->chrf,
+             comet[0] ? " " : "", comet[0] ? dot : "", comet[0] ? " COMET " : "", comet);
     tui_styled_addz(st, line, TUI_C_DIM);
+}
+
+/* The COMET of the pane's segments against the references, off the UI thread (comet_worker.h):
+ * seg[i] each finished, referenced segment's score as shown ("0.8123", "…" while it is
+ * computed, "n/a" when it cannot be), total the mean of the segments' scores ("…" until every
+ * one is known); all "" without --comet. */
+static void comet_scores(tui_app *a, tui_pane *p, int n, const tui_ref_score *ref_seg,
+                         char (*seg)[16], char *total, size_t len)
+{
+    total[0] = '\0';
+    for (int i = 0; i < n; i++) seg[i][0] = '\0';
+    if (!a->comet) return;
+    double sum = 0;
+    int known = 0, pending = 0, failed = 0;
+    for (int i = 0; i < n; i++) {
+        if (!ref_seg[i].scored) continue;
+        float s;
+        switch (tui_comet_get(a->comet, a->sent.texts[i], p->hyps[i], a->refs.lines[i], &s)) {
+        case TUI_COMET_KNOWN:
+            snprintf(seg[i], sizeof seg[i], "%.4f", s);
+            sum += s, known++;
+            break;
+        case TUI_COMET_PENDING:
+            snprintf(seg[i], sizeof seg[i], "%s", glyphs(a)->ellipsis);
+            pending++;
+            break;
+        case TUI_COMET_FAILED:
+            snprintf(seg[i], sizeof seg[i], "n/a");
+            failed++;
+            break;
+        }
+    }
+    if (pending) snprintf(total, len, "%s", glyphs(a)->ellipsis);
+    else if (known) snprintf(total, len, "%.4f%s", sum / known, failed ? " (scored ones)" : "");
+    else if (failed) snprintf(total, len, "n/a");
 }
 
 /* The pane's translation as styled text; with references, each finished segment's scores
@@ -32,15 +71,18 @@ static void build_text(tui_app *a, tui_pane *p, tui_styled *st)
 {
     int n = p->n_hyps < a->sent.n ? p->n_hyps : a->sent.n;
     tui_ref_score *seg = NULL, total = {0};
+    char (*comet)[16] = NULL, comet_total[48] = "";
     if (a->refs.n > 0 && n > 0) {
         seg = mt_xcalloc((size_t)n, sizeof *seg);
         if (tui_ref_scores((const char *const *)p->hyps, p->final, n, &a->refs, seg, &total) != 0) {
             free(seg);
             seg = NULL;
         } else {
+            comet = mt_xcalloc((size_t)n, sizeof *comet);
+            comet_scores(a, p, n, seg, comet, comet_total, sizeof comet_total);
             char lead[96];
             snprintf(lead, sizeof lead, "%d of %d segments vs references: ", total.scored, n);
-            if (total.scored) add_scores(a, st, lead, &total);
+            if (total.scored) add_scores(a, st, lead, &total, comet_total);
             else tui_styled_addz(st, "vs references: no finished segment yet", TUI_C_DIM);
             tui_styled_addz(st, "\n", TUI_C_TEXT);
         }
@@ -57,7 +99,7 @@ static void build_text(tui_app *a, tui_pane *p, tui_styled *st)
         tui_styled_addz(st, hyp, TUI_C_TEXT);
         if (seg && seg[i].scored) {
             tui_styled_addz(st, "\n", TUI_C_TEXT);
-            add_scores(a, st, "  ", &seg[i]);
+            add_scores(a, st, "  ", &seg[i], comet[i]);
         }
         if (!p->final[i] || a->sent.n_spans[i] == 0) continue;
         tui_mark_entities(st, base, hyp, a->sent.texts[i], a->sent.spans[i], a->sent.n_spans[i], a->lexicon);
@@ -66,6 +108,7 @@ static void build_text(tui_app *a, tui_pane *p, tui_styled *st)
                         glyphs(a));
     }
     free(seg);
+    free(comet);
 }
 
 static void draw_message(WINDOW *w, const tui_palette *pal, const char *msg, tui_meaning m)

@@ -128,6 +128,14 @@ static void request_event(tui_app *a, tui_pane *p, tui_event *ev)
     }
 }
 
+static void comet_event(tui_app *a, tui_event *ev)
+{
+    tui_comet_take(a->comet, ev);
+    if (ev->kind == TUI_EV_COMET_FAILED)
+        tui_notice(a, "COMET: %s", tui_comet_error(a->comet));
+    a->dirty = 1;
+}
+
 void tui_handle_events(tui_app *a)
 {
     tui_event *ev = tui_queue_drain(&a->q);
@@ -136,6 +144,8 @@ void tui_handle_events(tui_app *a)
         tui_pane *p = tui_pane_by_id(a, ev->pane_id);
         if (ev->kind == TUI_EV_CONSOLE) {
             tui_console_pump(a);
+        } else if (ev->kind == TUI_EV_COMET || ev->kind == TUI_EV_COMET_FAILED) {
+            if (a->comet) comet_event(a, ev);
         } else if (p) {
             a->dirty = 1;
             switch (ev->kind) {

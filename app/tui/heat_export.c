@@ -20,11 +20,42 @@ enum {
 
 int tui_heat_current(const tui_app *a, const tui_pane *p)
 {
-    return p->probe && p->probe_request == p->request && a->sent_version == a->ed.version &&
-           p->probe_segment == tui_cursor_segment(a);
+    if (a->sent_version != a->ed.version) return 0;
+    if (p->heat_kind == TUI_HEAT_ATTRIBUTION)
+        return p->attr && p->attr_request == p->request &&
+               p->attr_segment == tui_cursor_segment(a) && p->attr_of_method == p->attr_method &&
+               !strcmp(p->attr_of_contrast, p->attr_contrast);
+    return p->probe && p->probe_request == p->request && p->probe_segment == tui_cursor_segment(a);
 }
 
-float tui_heat_shared_max(const tui_app *a, mt_probe_kind kind)
+const tui_probe *tui_heat_pane_probe(const tui_pane *p)
+{
+    return p->heat_kind == TUI_HEAT_ATTRIBUTION ? p->attr : p->probe;
+}
+
+int tui_heat_pane_split(const tui_pane *p, mt_probe_axis axis)
+{
+    if (p->heat_kind == TUI_HEAT_ATTRIBUTION)
+        return axis == MT_PROBE_AXIS_SOURCE && p->attr_raw ? p->attr_raw->attr.n_src : 0;
+    return p->probe ? tui_heat_split(&p->probe->rec, axis) : 0;
+}
+
+const char *tui_heat_pane_axis_title(const tui_pane *p, mt_probe_axis axis)
+{
+    if (p->heat_kind == TUI_HEAT_ATTRIBUTION)
+        return axis == MT_PROBE_AXIS_SOURCE ? "source | translation" : "translation";
+    return tui_heat_axis_title(&p->probe->rec, axis);
+}
+
+float tui_heat_pane_value(const tui_pane *p, const mt_probe_map *m, const float *v, int row,
+                          int col)
+{
+    if (m->kind == TUI_HEAT_ATTRIBUTION && p->attr_raw)
+        return p->attr_raw->attr.values[(size_t)row * m->cols + col];
+    return v[(size_t)row * m->cols + col];
+}
+
+float tui_heat_shared_max(const tui_app *a, int kind)
 {
     float mx = 0;
     for (int i = 0; i < a->n_panes; i++) {
@@ -32,7 +63,7 @@ float tui_heat_shared_max(const tui_app *a, mt_probe_kind kind)
         if (q->view != TUI_VIEW_HEATMAP) continue;
         const mt_probe_map *m;
         float *v = tui_heat_pane_slice(q, &m);
-        if (v && tui_heat_state_class(m->kind) == tui_heat_state_class(kind)) {
+        if (v && tui_heat_scale_class(m->kind) == tui_heat_scale_class(kind)) {
             float qm = tui_heat_max(v, m->rows, m->cols);
             if (qm > mx) mx = qm;
         }
@@ -44,13 +75,41 @@ float tui_heat_shared_max(const tui_app *a, mt_probe_kind kind)
 float *tui_heat_pane_slice(const tui_pane *p, const mt_probe_map **map)
 {
     *map = NULL;
-    if (!p->probe) return NULL;
-    return tui_heat_pick(&p->probe->rec, p->heat_kind, p->heat_nth, p->heat_head, map);
+    const tui_probe *pr = tui_heat_pane_probe(p);
+    if (!pr) return NULL;
+    return tui_heat_pick(&pr->rec, p->heat_kind, p->heat_kind == TUI_HEAT_ATTRIBUTION ? 0 : p->heat_nth,
+                         p->heat_head, map);
+}
+
+/* "attribution · input x gradient · vs 'God' · seg 1", shorter to fit width (as below). */
+static void attribution_title(char *out, size_t len, const tui_pane *p, const char *dot,
+                              int width)
+{
+    static const char *const terse_method[] = {"saliency", "x-grad", "IG"};
+    char contrast[96] = "";
+    if (p->attr_contrast[0]) {
+        char piece[64];
+        tui_heat_piece_text(piece, sizeof piece, p->attr_contrast);
+        snprintf(contrast, sizeof contrast, " %s vs '%s'", dot, piece);
+    }
+    for (int terse = 0; terse < 3; terse++) {
+        char seg[24] = "";
+        if (terse == 0) snprintf(seg, sizeof seg, " %s seg %d", dot, p->attr_segment + 1);
+        const char *method = terse < 2 ? tui_heat_method_title(p->attr_method)
+                                       : terse_method[p->attr_method % 3];
+        snprintf(out, len, "%s %s %s%s%s", terse < 2 ? "attribution" : "attr", dot, method,
+                 contrast, seg);
+        if (width <= 0 || tui_text_width_z(out) <= width) return;
+    }
 }
 
 void tui_heat_title(char *out, size_t len, const tui_pane *p, const mt_probe_map *m,
                     const char *dot, int width)
 {
+    if (m->kind == TUI_HEAT_ATTRIBUTION) {
+        attribution_title(out, len, p, dot, width);
+        return;
+    }
     int count = tui_heat_count(&p->probe->rec, m->kind);
     /* the longest that fits: then without the segment, then heads and layers in short */
     for (int terse = 0; terse < 3; terse++) {
@@ -93,7 +152,7 @@ static char **axis_labels(const tui_pane *p, mt_probe_axis axis, int n)
     char **l = mt_xmalloc((size_t)n * sizeof *l);
     for (int i = 0; i < n; i++) {
         char buf[256];
-        tui_heat_axis_label(buf, sizeof buf, p->probe, axis, i);
+        tui_heat_axis_label(buf, sizeof buf, tui_heat_pane_probe(p), axis, i);
         l[i] = mt_xstrdup(buf);
     }
     return l;
@@ -139,14 +198,20 @@ static void theme_colors(plot *pl, const tui_theme *t)
 static void base_name(char *out, size_t len, const tui_pane *p, const mt_probe_map *m)
 {
     char what[128], stem[224];
-    snprintf(what, sizeof what, "%s-%s%s", p->name, m->encoder ? "encoder-" : "",
-             mt_probe_map_name(m));
+    if (m->kind == TUI_HEAT_ATTRIBUTION)
+        snprintf(what, sizeof what, "%s-attribution-%s%s%s", p->name,
+                 mt_attr_method_name((mt_attr_method)p->attr_method),
+                 p->attr_contrast[0] ? "-vs-" : "", p->attr_contrast);
+    else
+        snprintf(what, sizeof what, "%s-%s%s", p->name, m->encoder ? "encoder-" : "",
+                 mt_probe_map_name(m));
     char layer[16] = "", head[16] = "";
     if (m->layer >= 0) snprintf(layer, sizeof layer, "-L%d", m->layer + 1);
     if (m->heads > 1 && p->heat_head >= 0) snprintf(head, sizeof head, "-h%d", p->heat_head + 1);
     char safe[128];
     file_safe(safe, sizeof safe, what);
-    snprintf(stem, sizeof stem, "heatmap-%s%s%s-seg%d", safe, layer, head, p->probe_segment + 1);
+    int seg = m->kind == TUI_HEAT_ATTRIBUTION ? p->attr_segment : p->probe_segment;
+    snprintf(stem, sizeof stem, "heatmap-%s%s%s-seg%d", safe, layer, head, seg + 1);
     static const char *const ext[] = {".svg", ".png", ".csv"};
     for (int n = 1;; n++) {
         if (n == 1) snprintf(out, len, "%s", stem);
@@ -163,7 +228,7 @@ static void base_name(char *out, size_t len, const tui_pane *p, const mt_probe_m
 
 void tui_heat_export(tui_app *a, tui_pane *p)
 {
-    if (p->probe && !tui_heat_current(a, p)) {
+    if (tui_heat_pane_probe(p) && !tui_heat_current(a, p)) {
         tui_notice(a, "export: %s's map is being recomputed for the text shown; export it "
                    "once it shows", p->name);
         return;
@@ -179,7 +244,7 @@ void tui_heat_export(tui_app *a, tui_pane *p)
         for (int c = 0; c < m->cols; c++) mask[(size_t)r * m->cols + c] = (uint8_t)mt_probe_masked(m, r, c);
     char **rows = axis_labels(p, m->row_axis, m->rows);
     char **cols = axis_labels(p, m->col_axis, m->cols);
-    const mt_probe_record *rec = &p->probe->rec;
+
     /* the picture the screen shows: its scale (raw over the shared max, per row, log), its
      * colours, labels, boundary and axis names; the CSV keeps the values themselves */
     float max = tui_heat_shared_max(a, m->kind);
@@ -194,8 +259,8 @@ void tui_heat_export(tui_app *a, tui_pane *p)
     else
         snprintf(scale, sizeof scale, "scale %s, %s to %s", sc.what, sc.lo, sc.hi);
     snprintf(title, sizeof title, "%s: %s \u00b7 %s", p->name, heading, scale);
-    const char *x_name = tui_heat_axis_title(rec, m->col_axis);
-    const char *y_name = tui_heat_axis_title(rec, m->row_axis);
+    const char *x_name = tui_heat_pane_axis_title(p, m->col_axis);
+    const char *y_name = tui_heat_pane_axis_title(p, m->row_axis);
     char x_label[64], y_label[64];
     snprintf(x_label, sizeof x_label, "%s \u2192", x_name);
     snprintf(y_label, sizeof y_label, "%s \u2193", y_name);
@@ -203,13 +268,15 @@ void tui_heat_export(tui_app *a, tui_pane *p)
     int raw = p->heat_norm == TUI_NORM_RAW && max > 0;
     plot *pl = plot_heatmap_new(title, x_label, y_label, raw ? v : shown, m->rows, m->cols,
                                 (const char *const *)rows, (const char *const *)cols, mask);
-    plot *data = plot_heatmap_new(title, x_name, y_name, v, m->rows, m->cols,
+    /* the CSV: the values themselves (an attribution's signed ones) */
+    const float *values = m->kind == TUI_HEAT_ATTRIBUTION && p->attr_raw ? p->attr_raw->attr.values : v;
+    plot *data = plot_heatmap_new(title, x_name, y_name, values, m->rows, m->cols,
                                   (const char *const *)rows, (const char *const *)cols, mask);
     int rc = pl && data ? 0 : -1;
     if (rc == 0) {
         theme_colors(pl, &a->theme);
         rc = plot_heatmap_set_range(pl, 0, raw ? max : 1);
-        int rs = tui_heat_split(rec, m->row_axis), cs = tui_heat_split(rec, m->col_axis);
+        int rs = tui_heat_pane_split(p, m->row_axis), cs = tui_heat_pane_split(p, m->col_axis);
         if (rc == 0 && (rs || cs)) rc = plot_heatmap_set_split(pl, rs, cs);
     }
     char base[256], paths[3][300], cwd[512];

@@ -40,11 +40,63 @@ int tui_heat_nth_of_layer(const mt_probe_record *r, mt_probe_kind kind, int laye
 
 int tui_heat_next_kind(const mt_probe_record *r, int kind)
 {
-    for (int step = 1; step <= MT_PROBE_KINDS; step++) {
-        int k = ((kind < 0 ? -1 : kind) + step) % MT_PROBE_KINDS;
-        if (tui_heat_count(r, (mt_probe_kind)k) > 0) return k;
+    for (int step = 1; step <= TUI_HEAT_KINDS; step++) {
+        int k = ((kind < 0 ? -1 : kind) + step) % TUI_HEAT_KINDS;
+        if (k == TUI_HEAT_ATTRIBUTION || (r && tui_heat_count(r, (mt_probe_kind)k) > 0)) return k;
     }
     return -1;
+}
+
+const char *tui_heat_kind_name(int kind)
+{
+    return kind == TUI_HEAT_ATTRIBUTION ? "attribution" : mt_probe_kind_name((mt_probe_kind)kind);
+}
+
+const char *tui_heat_map_name(const mt_probe_map *m)
+{
+    return m->kind == TUI_HEAT_ATTRIBUTION ? "attribution" : mt_probe_map_name(m);
+}
+
+const char *tui_heat_method_title(int method)
+{
+    switch (method) {
+    case MT_ATTR_SALIENCY: return "saliency";
+    case MT_ATTR_INPUT_X_GRADIENT: return "input x gradient";
+    case MT_ATTR_INTEGRATED_GRADIENTS: return "integrated gradients";
+    default: return "?";
+    }
+}
+
+static char **copy_labels(char *const *labels, int n)
+{
+    char **out = mt_xcalloc((size_t)n + 1, sizeof *out);
+    for (int i = 0; i < n; i++) out[i] = mt_xstrdup(labels && labels[i] ? labels[i] : "?");
+    return out;
+}
+
+tui_probe *tui_heat_attribution_record(const mt_labelled_attribution *la)
+{
+    const mt_attribution *at = &la->attr;
+    tui_probe *pr = mt_xcalloc(1, sizeof *pr);
+    mt_probe_record *r = &pr->rec;
+    r->n_tokens = at->rows;
+    r->tokens = mt_xmalloc(((size_t)at->rows + 1) * sizeof *r->tokens);
+    memcpy(r->tokens, at->row_ids, (size_t)at->rows * sizeof *r->tokens);
+    r->n_src = at->cols;
+    r->src = mt_xmalloc(((size_t)at->cols + 1) * sizeof *r->src);
+    memcpy(r->src, at->col_ids, (size_t)at->cols * sizeof *r->src);
+    pr->labels = copy_labels(la->row_labels, at->rows);
+    pr->src_labels = copy_labels(la->col_labels, at->cols);
+    r->n_maps = 1;
+    r->maps = mt_xcalloc(1, sizeof *r->maps);
+    mt_probe_map *m = &r->maps[0];
+    *m = (mt_probe_map){.kind = (mt_probe_kind)TUI_HEAT_ATTRIBUTION, .unit = MT_PROBE_UNIT_MODEL,
+                        .layer = -1, .heads = 1, .rows = at->rows, .cols = at->cols,
+                        .row_axis = MT_PROBE_AXIS_TARGET, .col_axis = MT_PROBE_AXIS_SOURCE};
+    size_t n = (size_t)at->rows * (size_t)at->cols;
+    m->values = mt_xmalloc((n + 1) * sizeof *m->values);
+    for (size_t i = 0; i < n; i++) m->values[i] = fabsf(at->values[i]);
+    return pr;
 }
 
 void tui_heat_slice(float *out, const mt_probe_map *m, int h)
@@ -125,10 +177,14 @@ void tui_heat_axis_label(char *out, size_t len, const mt_labelled_probe *pr, mt_
     }
     char **labels = axis == MT_PROBE_AXIS_SOURCE ? pr->src_labels : pr->labels;
     int n = axis == MT_PROBE_AXIS_SOURCE ? pr->rec.n_src : pr->rec.n_tokens;
-    const char *s = i >= 0 && i < n && labels ? labels[i] : "?";
+    tui_heat_piece_text(out, len, i >= 0 && i < n && labels ? labels[i] : "?");
+}
+
+void tui_heat_piece_text(char *out, size_t len, const char *piece)
+{
     /* the word-start mark is no part of what a reader reads; alone it is a space token */
-    if (!strncmp(s, "\u2581", 3)) s = s[3] ? s + 3 : "\u2423";
-    snprintf(out, len, "%s", s);
+    if (!strncmp(piece, "\u2581", 3)) piece = piece[3] ? piece + 3 : "\u2423";
+    snprintf(out, len, "%s", piece);
 }
 
 const char *tui_heat_axis_title(const mt_probe_record *r, mt_probe_axis axis)
@@ -153,11 +209,17 @@ int tui_heat_state_class(mt_probe_kind kind)
     return kind == MT_PROBE_STATE_NORMS || kind == MT_PROBE_STATE_GROUPS;
 }
 
-void tui_heat_scale_describe(tui_heat_scale *out, tui_heat_norm norm, mt_probe_kind kind,
-                             float max, float row_max)
+int tui_heat_scale_class(int kind)
 {
-    const char *shared =
-        tui_heat_state_class(kind) ? "shared by state maps" : "shared by attention";
+    return kind == TUI_HEAT_ATTRIBUTION ? 2 : tui_heat_state_class((mt_probe_kind)kind);
+}
+
+void tui_heat_scale_describe(tui_heat_scale *out, tui_heat_norm norm, int kind, float max,
+                             float row_max)
+{
+    static const char *const shared_by[] = {"shared by attention", "shared by state maps",
+                                            "shared by attribution maps"};
+    const char *shared = shared_by[tui_heat_scale_class(kind)];
     switch (norm) {
     case TUI_NORM_ROW:
         snprintf(out->lo, sizeof out->lo, "0");

@@ -6,7 +6,7 @@
  * Keys are ints: a character or control character is its code point ('\t', TUI_CTRL('q')); a
  * curses function key is TUI_FKEY(KEY_F(1)); mouse pseudo-keys are TUI_MOUSE_*. Typing a
  * printable character is not in the table, except in the jobs view and a few letters of the
- * heatmap (z, e): it goes to the editor. */
+ * heatmap (z, e, m, c): it goes to the editor. */
 #ifndef MTLAB_TUI_KEYS_H
 #define MTLAB_TUI_KEYS_H
 
@@ -43,6 +43,8 @@ typedef enum {
     TUI_ACT_HEAT_LAYER,
     TUI_ACT_HEAT_HEAD,
     TUI_ACT_HEAT_NORM,
+    TUI_ACT_HEAT_METHOD,   /* the attribution map's method */
+    TUI_ACT_HEAT_CONTRAST, /* the attribution map's contrast token */
     TUI_ACT_CURSOR_LEFT,  /* heatmap: move the cursor a column / a row */
     TUI_ACT_CURSOR_RIGHT,
     TUI_ACT_CURSOR_UP,

@@ -91,6 +91,22 @@ static void on_probe_failed(void *user, unsigned long request, int segment, cons
     push_text(user, TUI_EV_PROBE_FAILED, request, segment, why);
 }
 
+static void on_attribution(void *user, unsigned long request, int segment,
+                           mt_labelled_attribution *attr)
+{
+    tui_worker *w = user;
+    tui_event *ev = tui_event_new(TUI_EV_ATTRIBUTION, w->pane_id, request);
+    ev->segment = segment;
+    ev->attr = attr;
+    ev->probe = tui_heat_attribution_record(attr); /* here, off the UI thread */
+    tui_queue_push(w->q, ev);
+}
+
+static void on_attribution_failed(void *user, unsigned long request, int segment, const char *why)
+{
+    push_text(user, TUI_EV_ATTRIBUTION_FAILED, request, segment, why);
+}
+
 tui_worker *tui_worker_start(int pane_id, const char *bundle_dir, const char *device,
                              unsigned runner_flags, tui_queue *q)
 {
@@ -100,7 +116,8 @@ tui_worker *tui_worker_start(int pane_id, const char *bundle_dir, const char *de
     mt_worker_sink sink = {
         .user = w, .loaded = on_loaded, .load_failed = on_load_failed, .partial = on_partial,
         .final = on_final, .done = on_done, .failed = on_failed, .probe = on_probe,
-        .probe_failed = on_probe_failed,
+        .probe_failed = on_probe_failed, .attribution = on_attribution,
+        .attribution_failed = on_attribution_failed,
     };
     w->engine = mt_worker_start(bundle_dir, device, runner_flags, PARTIAL_INTERVAL_S, &sink);
     if (!w->engine) {
@@ -119,6 +136,14 @@ void tui_worker_submit(tui_worker *w, unsigned long request, char **texts, int n
 }
 
 void tui_worker_probe(tui_worker *w, int segment) { mt_worker_probe(w->engine, segment); }
+
+void tui_worker_attribute(tui_worker *w, int segment, int method, const char *contrast)
+{
+    mt_attr_opts o;
+    mt_attr_opts_init(&o);
+    o.method = (mt_attr_method)method;
+    mt_worker_attribute(w->engine, segment, &o, contrast);
+}
 
 void tui_worker_cancel(tui_worker *w) { mt_worker_cancel(w->engine); }
 

@@ -22,6 +22,10 @@ void tui_worker_submit(tui_worker *w, unsigned long request, char **texts, int n
                        int threads, int probe_segment);
 /* Record the probes of a segment of the last finished request (reported under that request). */
 void tui_worker_probe(tui_worker *w, int segment);
+/* Attribute a segment of the last finished request (mtlab/attribution.h: method, contrast the
+ * piece of a token or NULL) on the worker's thread; reported under that request as
+ * TUI_EV_ATTRIBUTION with the map's record already built. */
+void tui_worker_attribute(tui_worker *w, int segment, int method, const char *contrast);
 /* Stop the running request (it reports TUI_EV_DONE with cancelled = 1) and drop a waiting one. */
 void tui_worker_cancel(tui_worker *w);
 /* Cancel, wait for the thread and free everything. */

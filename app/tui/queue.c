@@ -48,6 +48,7 @@ void tui_event_free(tui_event *ev)
     if (!ev) return;
     free(ev->text);
     mt_labelled_probe_free(ev->probe);
+    mt_labelled_attribution_free(ev->attr);
     free(ev);
 }
 

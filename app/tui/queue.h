@@ -18,6 +18,8 @@ typedef enum {
     TUI_EV_FAILED,     /* the request failed: text says why (segment: the input at fault or -1) */
     TUI_EV_PROBE,      /* probe record for segment (probe owned by the event) */
     TUI_EV_PROBE_FAILED,
+    TUI_EV_COMET,      /* a COMET score (no pane): text the triple's key, score (NaN: failed) */
+    TUI_EV_COMET_FAILED, /* the COMET model did not load: text says why */
     TUI_EV_CONSOLE,    /* the Lua console has output or a `ui` call waiting (no pane) */
 } tui_event_kind;
 
@@ -40,6 +42,7 @@ typedef struct tui_event {
     size_t model_state_bytes; /* TUI_EV_DONE: the model's state of one sentence alone (KV
                            * cache, recurrent state; mt_decode_result) */
     int cancelled;        /* TUI_EV_DONE */
+    double score;         /* TUI_EV_COMET */
     tui_probe *probe;     /* TUI_EV_PROBE */
     struct tui_event *next;
 } tui_event;

@@ -28,6 +28,17 @@ static void pane_clear_results(tui_pane *p)
     p->request_error = NULL;
 }
 
+static void pane_clear_attr(tui_pane *p)
+{
+    mt_labelled_probe_free(p->attr);
+    p->attr = NULL;
+    mt_labelled_attribution_free(p->attr_raw);
+    p->attr_raw = NULL;
+    free(p->attr_error);
+    p->attr_error = NULL;
+    p->attr_pending = 0;
+}
+
 static void pane_clear_probe(tui_pane *p)
 {
     mt_labelled_probe_free(p->probe);
@@ -64,6 +75,7 @@ int tui_pane_add(tui_app *a, const char *dir, const char *device, int precision)
     mt_bundle_name(p->name, sizeof p->name, dir);
     p->beam = a->default_beam;
     p->probe_segment = -1;
+    p->attr_segment = -1;
     p->heat_kind = -1;
     p->heat_head = -1;
     /* per row by default: every map readable at once; F12 moves to the shared raw scale */
@@ -92,6 +104,7 @@ void tui_pane_remove(tui_app *a, int index)
     tui_log_add(&a->log, TUI_LOG_INFO, "closed %s", p->dir);
     pane_clear_results(p);
     pane_clear_probe(p);
+    pane_clear_attr(p);
     free(p->load_error);
     free(p->model_key);
     free(p->dir);
@@ -206,6 +219,7 @@ static void submit(tui_app *a, tui_pane *p, unsigned long request)
         tui_worker_cancel(p->worker);
         p->busy = 0;
         pane_clear_probe(p);
+        pane_clear_attr(p);
         return;
     }
     p->hyps = mt_xcalloc((size_t)n, sizeof *p->hyps);
@@ -215,17 +229,20 @@ static void submit(tui_app *a, tui_pane *p, unsigned long request)
     /* probes describe one request's text and output: a new request makes them stale in any
      * view (a map kept while the pane showed its text would describe the old text) */
     pane_clear_probe(p);
-    int probe = -1;
-    if (p->view == TUI_VIEW_HEATMAP) {
-        probe = p->probe_segment = tui_cursor_segment(a);
+    pane_clear_attr(p);
+    int probe = -1, map = -1;
+    if (p->view == TUI_VIEW_HEATMAP) map = tui_cursor_segment(a);
+    if (map >= 0 && p->heat_kind != TUI_HEAT_ATTRIBUTION) {
+        probe = p->probe_segment = map;
         p->probe_request = request;
         p->probe_pending = 1;
     }
-    /* the segment whose probes are wanted is decoded again: the cache holds no probes */
+    /* the segment whose map is wanted is decoded again: the cache holds no probes, and the
+     * worker attributes only the translations of its last request (asked when it is done) */
     int *misses = mt_xmalloc((size_t)n * sizeof *misses), m = 0;
     for (int i = 0; i < n; i++) {
-        const char *hit = i == probe ? NULL : tui_cache_get(&a->cache, p->model_key, p->mode,
-                                                            a->sent.texts[i]);
+        const char *hit = i == map ? NULL : tui_cache_get(&a->cache, p->model_key, p->mode,
+                                                          a->sent.texts[i]);
         if (hit) {
             p->hyps[i] = mt_xstrdup(hit);
             p->final[i] = 1;
@@ -276,9 +293,41 @@ void tui_translate(tui_app *a, tui_pane *only)
     a->dirty = 1;
 }
 
+/* The attribution of the cursor's segment with the pane's method and contrast, unless the pane
+ * has it or has asked for it. */
+static void request_attr(tui_app *a, tui_pane *p)
+{
+    int seg = tui_cursor_segment(a);
+    if (p->attr_segment == seg && p->attr_request == p->request &&
+        p->attr_of_method == p->attr_method && !strcmp(p->attr_of_contrast, p->attr_contrast) &&
+        (p->attr || p->attr_pending || p->attr_error))
+        return;
+    if (seg >= p->n_hyps || !p->final[seg]) return;
+    pane_clear_attr(p);
+    p->attr_segment = seg;
+    p->attr_request = p->request;
+    p->attr_of_method = p->attr_method;
+    snprintf(p->attr_of_contrast, sizeof p->attr_of_contrast, "%s", p->attr_contrast);
+    for (int k = 0; k < p->n_worker; k++)
+        if (p->worker_seg[k] == seg) {
+            p->attr_pending = 1;
+            tui_worker_attribute(p->worker, k, p->attr_method,
+                                 p->attr_contrast[0] ? p->attr_contrast : NULL);
+            return;
+        }
+    /* a segment from the cache: the worker decodes it again, then is asked (events.c) */
+    send_to_worker(a, p, p->request, &seg, 1, -1);
+    p->n_cached = p->n_hyps - 1;
+    p->attr_segment = -1;
+}
+
 void tui_request_probe(tui_app *a, tui_pane *p)
 {
     if (p->view != TUI_VIEW_HEATMAP || !p->loaded || p->busy || a->sent.n == 0) return;
+    if (p->heat_kind == TUI_HEAT_ATTRIBUTION) {
+        request_attr(a, p);
+        return;
+    }
     int seg = tui_cursor_segment(a);
     if (p->probe_segment == seg && p->probe_request == p->request &&
         (p->probe || p->probe_pending || p->probe_error))

@@ -24,6 +24,8 @@ typedef struct {
     const char *warning;    /* logged as a warning at start (NULL: none) */
     const char *script;     /* a Lua file the console runs at start (NULL: none) */
     const char *refs;       /* reference lines for the segments (--refs; NULL: none) */
+    const char *comet;      /* a COMET model (mtlab/comet.h) scoring each segment against its
+                             * reference beside BLEU and chrF (--comet DIR; NULL: none) */
 } tui_options;
 
 /* The bundles (directories holding a config.json) in root, or when root is NULL in the

@@ -215,6 +215,7 @@ static void app_free(tui_app *a)
     tui_sent_free(&a->sent);
     mt_text_lines_free(&a->refs);
     free(a->refs_path);
+    tui_comet_stop(a->comet);
     tui_queue_destroy(&a->q);
     free(a->ed_spans);
     free(a->paste);
@@ -251,6 +252,11 @@ int tui_run(const tui_options *o)
     a->theme_index = index < 0 ? 0 : index;
     if (o->refs && tui_refs_load(a, o->refs) != 0) {
         fprintf(stderr, "mtlab: --refs: %s\n", mt_last_error());
+        app_free(a);
+        return 1;
+    }
+    if (o->comet && !(a->comet = tui_comet_start(o->comet, &a->q))) {
+        fprintf(stderr, "mtlab: --comet: %s\n", mt_last_error());
         app_free(a);
         return 1;
     }

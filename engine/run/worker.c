@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +25,10 @@ struct mt_worker {
     int stop;                 /* guarded by lock */
     mt_worker_request pending; /* texts NULL when none; guarded by lock */
     int probe_request;        /* text of the last request, -1 when none; guarded by lock */
+    int attr_request;         /* text of the last request to attribute, -1 when none; guarded
+                               * by lock */
+    mt_attr_opts attr_opts;   /* its options; guarded by lock */
+    char *attr_contrast;      /* its contrast piece or NULL; guarded by lock */
     /* worker-thread only */
     mt_runner *runner;
     mt_worker_request last;   /* the last finished request and its results, for probes */
@@ -43,6 +48,18 @@ void mt_labelled_probe_free(mt_labelled_probe *p)
     free(p->src_labels);
     mt_probe_record_free(&p->rec);
     free(p);
+}
+
+void mt_labelled_attribution_free(mt_labelled_attribution *a)
+{
+    if (!a) return;
+    for (int i = 0; a->row_labels && i < a->attr.rows; i++) free(a->row_labels[i]);
+    for (int i = 0; a->col_labels && i < a->attr.cols; i++) free(a->col_labels[i]);
+    free(a->row_labels);
+    free(a->col_labels);
+    free(a->contrast);
+    mt_attribution_free(&a->attr);
+    free(a);
 }
 
 static void request_free(mt_worker_request *r)
@@ -108,6 +125,51 @@ static void run_probe(mt_worker *w, int text)
     else mt_labelled_probe_free(probe);
 }
 
+/* A contrast token's id: its piece, else the piece with the word-start mark ("Zor": "▁Zor"). */
+static int contrast_id(const mt_tokenizer *tok, const char *piece)
+{
+    int id = mt_tokenizer_piece_to_id(tok, piece);
+    if (id >= 0) return id;
+    char marked[128];
+    snprintf(marked, sizeof marked, "\u2581%s", piece);
+    return mt_tokenizer_piece_to_id(tok, marked);
+}
+
+static void run_attribution(mt_worker *w, int text, mt_attr_opts *o, char *contrast)
+{
+    if (!w->have_last || text < 0 || text >= w->last.n || w->last_res.cancelled) {
+        free(contrast);
+        return;
+    }
+    const mt_tokenizer *tok = w->runner->tok;
+    int *ids = NULL;
+    size_t n = 0;
+    mt_labelled_attribution *la = mt_xcalloc(1, sizeof *la);
+    la->contrast = contrast;
+    int rc = 0;
+    if (contrast && (o->contrast = contrast_id(tok, contrast)) < 0)
+        rc = mt_error("no token '%s' in the vocabulary to contrast with", contrast);
+    if (rc == 0) rc = mt_source_encode(w->runner->model, tok, w->last.texts[text], &ids, &n);
+    if (rc == 0) {
+        const mt_hypothesis *h = &w->last_res.hyps[text];
+        rc = mt_attribute(w->runner->model, ids, (int)n, h->ids, h->n_ids, o, &la->attr);
+    }
+    free(ids);
+    if (rc != 0) {
+        mt_labelled_attribution_free(la);
+        if (w->sink.attribution_failed)
+            w->sink.attribution_failed(w->sink.user, w->last.id, text, mt_last_error());
+        return;
+    }
+    const mt_attribution *at = &la->attr;
+    la->row_labels = mt_xcalloc((size_t)at->rows + 1, sizeof *la->row_labels);
+    for (int i = 0; i < at->rows; i++) la->row_labels[i] = label_of(tok, at->row_ids[i]);
+    la->col_labels = mt_xcalloc((size_t)at->cols + 1, sizeof *la->col_labels);
+    for (int i = 0; i < at->cols; i++) la->col_labels[i] = label_of(tok, at->col_ids[i]);
+    if (w->sink.attribution) w->sink.attribution(w->sink.user, w->last.id, text, la);
+    else mt_labelled_attribution_free(la);
+}
+
 static void run_request(mt_worker *w, mt_worker_request *req)
 {
     /* the OpenMP team size is per thread: this worker's share of the cores */
@@ -147,18 +209,23 @@ static void *worker_main(void *arg)
     if (w->runner && w->sink.loaded) w->sink.loaded(w->sink.user, w->runner);
     pthread_mutex_lock(&w->lock);
     for (;;) {
-        while (!w->stop && !w->pending.texts && w->probe_request < 0)
+        while (!w->stop && !w->pending.texts && w->probe_request < 0 && w->attr_request < 0)
             pthread_cond_wait(&w->wake, &w->lock);
         if (w->stop) break;
         mt_worker_request req = w->pending;
-        int probe = w->probe_request;
+        int probe = w->probe_request, attr = w->attr_request;
+        mt_attr_opts attr_opts = w->attr_opts;
+        char *contrast = w->attr_contrast;
+        w->attr_contrast = NULL;
         memset(&w->pending, 0, sizeof w->pending);
-        w->probe_request = -1;
+        w->probe_request = w->attr_request = -1;
         atomic_store(&w->cancel, 0);
         pthread_mutex_unlock(&w->lock);
         if (!w->runner) request_free(&req);
         else if (req.texts) run_request(w, &req);
         else run_probe(w, probe);
+        if (w->runner && !req.texts) run_attribution(w, attr, &attr_opts, contrast);
+        else free(contrast);
         pthread_mutex_lock(&w->lock);
     }
     pthread_mutex_unlock(&w->lock);
@@ -176,7 +243,7 @@ mt_worker *mt_worker_start(const char *dir, const char *device, unsigned runner_
     w->runner_flags = runner_flags;
     w->partial_interval = partial_interval;
     w->sink = *sink;
-    w->probe_request = -1;
+    w->probe_request = w->attr_request = -1;
     atomic_init(&w->cancel, 0);
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->wake, NULL);
@@ -206,7 +273,9 @@ void mt_worker_submit(mt_worker *w, const mt_worker_request *req)
     pthread_mutex_lock(&w->lock);
     request_free(&w->pending);
     w->pending = *req;
-    w->probe_request = -1;
+    w->probe_request = w->attr_request = -1;
+    free(w->attr_contrast);
+    w->attr_contrast = NULL;
     atomic_store(&w->cancel, 1);
     pthread_cond_signal(&w->wake);
     pthread_mutex_unlock(&w->lock);
@@ -222,11 +291,26 @@ void mt_worker_probe(mt_worker *w, int text)
     pthread_mutex_unlock(&w->lock);
 }
 
+void mt_worker_attribute(mt_worker *w, int text, const mt_attr_opts *o, const char *contrast)
+{
+    pthread_mutex_lock(&w->lock);
+    if (!w->pending.texts) {
+        w->attr_request = text;
+        w->attr_opts = *o;
+        free(w->attr_contrast);
+        w->attr_contrast = contrast ? mt_xstrdup(contrast) : NULL;
+        pthread_cond_signal(&w->wake);
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
 void mt_worker_cancel(mt_worker *w)
 {
     pthread_mutex_lock(&w->lock);
     request_free(&w->pending);
-    w->probe_request = -1;
+    w->probe_request = w->attr_request = -1;
+    free(w->attr_contrast);
+    w->attr_contrast = NULL;
     atomic_store(&w->cancel, 1);
     pthread_mutex_unlock(&w->lock);
 }
@@ -242,6 +326,7 @@ void mt_worker_stop(mt_worker *w)
     pthread_join(w->thread, NULL);
     pthread_cond_destroy(&w->wake);
     pthread_mutex_destroy(&w->lock);
+    free(w->attr_contrast);
     free(w->dir);
     free(w->device);
     free(w);

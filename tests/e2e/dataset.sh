@@ -109,6 +109,23 @@ if [ "${workbench:-0}" = 1 ] && command -v tmux >/dev/null; then
     check "the es -> en pane is no longer fed" pane_has 2 'this model translates es→en; the editor is writing en'
     quit_workbench
     check "the workbench exits cleanly" exited_cleanly
+
+    # --refs and --comet: each pane scores its segments with COMET (the fixture's tiny model)
+    # beside BLEU and chrF2, and their mean first
+    head -2 bible/test.es >two.es
+    head -2 bible/test.en >two.en
+    T send-keys -t e2e C-l
+    run_mtlab "$bin tui -m runs/fwd/best --beam 1 --refs two.en --comet $root/tests/fixtures/comet/model"
+    wait_for ' ready ─' 60
+    T send-keys -t e2e -l "$(sed -n 1p two.es)"
+    T send-keys -t e2e Enter
+    T send-keys -t e2e -l "$(sed -n 2p two.es)"
+    check "COMET of the segments' mean beside corpus BLEU and chrF2" \
+        wait_for '2 of 2 segments vs references: BLEU [0-9.]+ · chrF2 [0-9.]+ · COMET -?[0-9]+\.[0-9]{4}' 60
+    check "COMET under each segment" \
+        wait_count '^│  BLEU [0-9.]+ · chrF2 [0-9.]+ · COMET -?[0-9]+\.[0-9]{4} ' 2 30
+    quit_workbench
+    check "the workbench with COMET exits cleanly" exited_cleanly
 fi
 echo "dataset e2e: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -5,6 +5,7 @@
  * map says it is being recomputed (tui_heat_current). */
 #include "test_util.h"
 
+#include <math.h>
 #include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -218,10 +219,118 @@ static void test_map_follows_text_and_search(void **state)
     app_free(a);
 }
 
+static int has_attr(const tui_pane *p) { return (p->attr && !p->attr_pending) || p->attr_error; }
+
+/* The attribution map: asked for as the other maps (the pane's request and segment), computed
+ * on the pane's worker; m steps the method, c contrasts with the cursor column's token of the
+ * translation; rows are the pane's translation, columns the source then the translation. */
+static void test_attribution_map(void **state)
+{
+    (void)state;
+    tui_app *a = app_new();
+    assert_int_equal(tui_pane_add(a, bundle, NULL, 0), 0);
+    tui_pane *p = a->panes[0];
+    pump_until(a, p, is_loaded);
+    set_text(a, "En el principio creó Dios los cielos y la tierra.");
+    pump_until(a, p, is_idle);
+
+    /* every model has it, after the probes' kinds (F6 reaches it) */
+    assert_int_equal(tui_heat_next_kind(NULL, -1), TUI_HEAT_ATTRIBUTION);
+    assert_int_equal(tui_key_action('m', TUI_IN_HEATMAP), TUI_ACT_HEAT_METHOD);
+    assert_int_equal(tui_key_action('c', TUI_IN_HEATMAP), TUI_ACT_HEAT_CONTRAST);
+    assert_int_equal(tui_key_action('m', TUI_IN_PANE), TUI_ACT_NONE);
+
+    ui_call call = {.op = UI_HEATMAP, .pane = 0, .kind = TUI_HEAT_ATTRIBUTION, .layer = -1,
+                    .head = -1, .scale = -1, .method = MT_ATTR_SALIENCY};
+    ui_execute(a, &call);
+    assert_string_equal(call.error, "");
+    assert_int_equal(p->heat_kind, TUI_HEAT_ATTRIBUTION);
+    assert_null(p->attr);
+    assert_true(p->attr_pending);
+    pump_until(a, p, has_attr);
+    assert_null(p->attr_error);
+    assert_true(tui_heat_current(a, p));
+    const mt_probe_map *m;
+    float *v = tui_heat_pane_slice(p, &m);
+    assert_non_null(v);
+    const mt_attribution *at = &p->attr_raw->attr;
+    assert_int_equal(at->method, MT_ATTR_SALIENCY);
+    /* rows: the pane's translation, then </s>; columns: `source <sep>`, then the translation */
+    char hyp[512], src[512], shown[512];
+    pieces_text(hyp, sizeof hyp, p->attr->labels, 0, m->rows - 1);
+    snprintf(shown, sizeof shown, "%s", p->hyps[0]);
+    for (size_t k = strlen(shown); k > 0 && shown[k - 1] == ' '; k--) shown[k - 1] = '\0';
+    assert_string_equal(hyp, shown);
+    int split = tui_heat_pane_split(p, MT_PROBE_AXIS_SOURCE);
+    assert_int_equal(split, at->n_src);
+    assert_string_equal(p->attr->src_labels[split - 1], "<sep>");
+    pieces_text(src, sizeof src, p->attr->src_labels, 0, split - 1);
+    assert_string_equal(src, a->sent.texts[0]);
+    assert_string_equal(tui_heat_pane_axis_title(p, MT_PROBE_AXIS_SOURCE), "source | translation");
+    /* cells are |a|; the readout reads the signed value */
+    for (int i = 0; i < m->rows * m->cols; i++) assert_true(v[i] == fabsf(at->values[i]));
+    assert_true(tui_heat_pane_value(p, m, v, 1, 0) == at->values[at->cols]);
+    char title[256];
+    tui_heat_title(title, sizeof title, p, m, "·", 0);
+    assert_string_equal(title, "attribution · saliency · seg 1");
+    free(v);
+
+    /* m: the next method; the map says it is recomputed until it comes */
+    tui_focus(a, 0);
+    p->view = TUI_VIEW_HEATMAP;
+    tui_handle_key(a, 'm', 1);
+    assert_int_equal(p->attr_method, MT_ATTR_INPUT_X_GRADIENT);
+    assert_false(tui_heat_current(a, p));
+    pump_until(a, p, has_attr);
+    assert_true(tui_heat_current(a, p));
+    assert_int_equal(p->attr_raw->attr.method, MT_ATTR_INPUT_X_GRADIENT);
+
+    /* c on a source column: refused, said; on a translation column: that token's contrast,
+     * whose own row attributes log p(t) - log p(t) = 0 */
+    p->sel_col = 0;
+    tui_handle_key(a, 'c', 1);
+    assert_string_equal(p->attr_contrast, "");
+    assert_non_null(strstr(a->notice, "contrast is a token of the translation"));
+    p->sel_col = split + 1; /* the translation's second token */
+    char piece[64];
+    snprintf(piece, sizeof piece, "%s", p->attr_raw->col_labels[split + 1]);
+    tui_handle_key(a, 'c', 1);
+    assert_string_equal(p->attr_contrast, piece);
+    assert_false(tui_heat_current(a, p));
+    pump_until(a, p, has_attr);
+    assert_null(p->attr_error);
+    assert_true(tui_heat_current(a, p));
+    assert_string_equal(p->attr_raw->contrast, piece);
+    v = tui_heat_pane_slice(p, &m);
+    assert_non_null(v);
+    tui_heat_title(title, sizeof title, p, m, "·", 0);
+    char want[128], bare[64];
+    tui_heat_piece_text(bare, sizeof bare, piece);
+    snprintf(want, sizeof want, "attribution · input x gradient · vs '%s' · seg 1", bare);
+    assert_string_equal(title, want);
+    for (int c = 0; c < m->cols; c++) assert_true(v[(size_t)1 * m->cols + c] == 0);
+    free(v);
+    /* c again on the same token: no contrast */
+    tui_handle_key(a, 'c', 1);
+    assert_string_equal(p->attr_contrast, "");
+
+    /* a new text: the old attribution is never shown for it */
+    pump_until(a, p, has_attr);
+    set_text(a, "Y dijo Dios: Sea la luz.");
+    assert_false(tui_heat_current(a, p));
+    pump_until(a, p, is_idle);
+    pump_until(a, p, has_attr);
+    assert_true(tui_heat_current(a, p));
+    pieces_text(src, sizeof src, p->attr->src_labels, 0, tui_heat_pane_split(p, MT_PROBE_AXIS_SOURCE) - 1);
+    assert_string_equal(src, "Y dijo Dios: Sea la luz.");
+    app_free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_map_follows_text_and_search),
+        cmocka_unit_test(test_attribution_map),
     };
     return cmocka_run_group_tests(tests, make_bundle, remove_bundle);
 }

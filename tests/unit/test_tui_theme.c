@@ -177,7 +177,9 @@ static void test_heat_slices_and_kinds(void **state)
     assert_int_equal(tui_heat_find(&r, MT_PROBE_SELF_ATTN, 2), 1);
     assert_int_equal(tui_heat_find(&r, MT_PROBE_CROSS_ATTN, 0), -1);
     assert_int_equal(tui_heat_next_kind(&r, -1), MT_PROBE_SELF_ATTN);
-    assert_int_equal(tui_heat_next_kind(&r, MT_PROBE_SELF_ATTN), MT_PROBE_SELF_ATTN);
+    /* then the attribution map, which every model has, then round again */
+    assert_int_equal(tui_heat_next_kind(&r, MT_PROBE_SELF_ATTN), TUI_HEAT_ATTRIBUTION);
+    assert_int_equal(tui_heat_next_kind(&r, TUI_HEAT_ATTRIBUTION), MT_PROBE_SELF_ATTN);
     /* the slice of the second decoder map, head 2 */
     const mt_probe_map *m;
     float *v = tui_heat_pick(&r, MT_PROBE_SELF_ATTN, 1, 1, &m);

@@ -39,12 +39,14 @@ typedef struct ui_call {
     int pane;                /* 0-based, -1 when none was given */
     int kind, layer, head;   /* UI_HEATMAP: mt_probe_kind or -1, 0-based layer or -1, head or -1 */
     int scale;               /* UI_HEATMAP: tui_heat_norm, or -1 to keep the pane's */
+    int method;              /* UI_HEATMAP: mt_attr_method, or -1 to keep the pane's */
     int key;                 /* UI_BIND */
     int row, col;            /* UI_CURSOR, UI_SCROLL: 0-based; UI_ZOOM: row 1 zooms, 0 not */
     int height, hide, focus; /* UI_CONSOLE: rows (0 keeps), 1 closes, 0/1 (-1 keeps) */
     double seconds;          /* UI_NOTIFY: how long it stays (<= 0: until the next one) */
     char *text;              /* path, text, message, theme name (the caller's); UI_WAIT_KEY:
-                              * the key names it takes, one a line ("" any key) */
+                              * the key names it takes, one a line ("" any key); UI_HEATMAP:
+                              * the contrast token ("" none, NULL keeps the pane's) */
     /* the answer */
     int done;
     char error[256];         /* "" when it worked */

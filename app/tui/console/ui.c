@@ -26,8 +26,11 @@ static const struct {
      "Replaces the editor's source text (each non-blank line a segment); it is translated "
      "when typing would be (ui.translate does it now)."},
     {"ui.translate", "ui.translate()", "Sends the editor's text to every loaded pane now."},
-    {"ui.heatmap", "ui.heatmap(pane [, {kind=, layer=, head=, scale=}])",
-     "Shows a pane's heatmap: kind state_norms, state_groups, attention, cross or implicit; "
+    {"ui.heatmap", "ui.heatmap(pane [, {kind=, layer=, head=, scale=, method=, contrast=}])",
+     "Shows a pane's heatmap: kind state_norms, state_groups, attention, cross, implicit or "
+     "attribution (every model: which source and earlier translation tokens made each "
+     "translation token, by method saliency, input_x_gradient or integrated_gradients; contrast "
+     "a token, e.g. \"r\": each row attributes log p(its token) - log p(that one); \"\" none); "
      "layer and head 1-based (the heads' mean by default); scale raw (one scale shared by the "
      "panes), row or log."},
     {"ui.text_view", "ui.text_view(pane)", "Shows a pane's translation again."},
@@ -179,7 +182,7 @@ static const struct {
 } kinds[] = {
     {"state_norms", MT_PROBE_STATE_NORMS}, {"state_groups", MT_PROBE_STATE_GROUPS},
     {"attention", MT_PROBE_SELF_ATTN},     {"cross", MT_PROBE_CROSS_ATTN},
-    {"implicit", MT_PROBE_IMPLICIT_ATTN},
+    {"implicit", MT_PROBE_IMPLICIT_ATTN},  {"attribution", (mt_probe_kind)TUI_HEAT_ATTRIBUTION},
 };
 
 /* The error of a ui.heatmap asking pane p for kind at the model's layer call->layer (as the
@@ -221,7 +224,8 @@ static int heat_refused(ui_call *call, const tui_pane *p, int kind, int *nth_out
 
 static int l_heatmap(lua_State *L)
 {
-    ui_call call = {.op = UI_HEATMAP, .pane = check_pane(L, 1, "ui.heatmap"), .kind = -1, .layer = -1, .head = -1, .scale = -1};
+    ui_call call = {.op = UI_HEATMAP, .pane = check_pane(L, 1, "ui.heatmap"), .kind = -1,
+                    .layer = -1, .head = -1, .scale = -1, .method = -1};
     if (!lua_isnoneornil(L, 2)) {
         luaL_checktype(L, 2, LUA_TTABLE);
         if (lua_getfield(L, 2, "kind") != LUA_TNIL) {
@@ -230,7 +234,26 @@ static int l_heatmap(lua_State *L)
                 if (!strcmp(k, kinds[i].name)) call.kind = (int)kinds[i].kind;
             if (call.kind < 0)
                 return luaL_error(L, "ui.heatmap: unknown kind '%s' (state_norms, state_groups, "
-                                     "attention, cross, implicit)", k);
+                                     "attention, cross, implicit, attribution)", k);
+        }
+        int attribution = call.kind == TUI_HEAT_ATTRIBUTION;
+        if (lua_getfield(L, 2, "method") != LUA_TNIL) {
+            const char *m = luaL_checkstring(L, -1);
+            mt_attr_method method;
+            if (!attribution)
+                return luaL_error(L, "ui.heatmap: method is the attribution map's (kind='attribution')");
+            if (mt_attr_method_parse(m, &method) != 0)
+                return luaL_error(L, "ui.heatmap: unknown method '%s' (saliency, input_x_gradient, "
+                                     "integrated_gradients)", m);
+            call.method = (int)method;
+        }
+        if (lua_getfield(L, 2, "contrast") != LUA_TNIL) {
+            const char *c = luaL_checkstring(L, -1);
+            if (!attribution)
+                return luaL_error(L, "ui.heatmap: contrast is the attribution map's (kind='attribution')");
+            if (strlen(c) >= sizeof ((tui_pane *)0)->attr_contrast)
+                return luaL_error(L, "ui.heatmap: contrast is one token, not '%s'", c);
+            call.text = (char *)c; /* the value stays on the Lua stack during the call */
         }
         if (lua_getfield(L, 2, "scale") != LUA_TNIL) {
             static const char *const scales[] = {"raw", "row", "log", NULL};
@@ -478,10 +501,12 @@ int ui_wait_key_takes(const ui_call *call, const char *name)
 /* The heatmap the pane shows now, or NULL with the call's error saying why. */
 static const mt_probe_map *shown_map(tui_pane *p, ui_call *call, const char *fn)
 {
-    int i = p->view == TUI_VIEW_HEATMAP && p->probe && p->heat_kind >= 0
-                ? tui_heat_find(&p->probe->rec, (mt_probe_kind)p->heat_kind, p->heat_nth)
+    const tui_probe *pr = tui_heat_pane_probe(p);
+    int i = p->view == TUI_VIEW_HEATMAP && pr && p->heat_kind >= 0
+                ? tui_heat_find(&pr->rec, (mt_probe_kind)p->heat_kind,
+                                p->heat_kind == TUI_HEAT_ATTRIBUTION ? 0 : p->heat_nth)
                 : -1;
-    if (i >= 0) return &p->probe->rec.maps[i];
+    if (i >= 0) return &pr->rec.maps[i];
     snprintf(call->error, sizeof call->error, "%s shows no heatmap (ui.heatmap(%d), then ui.wait(), "
              "before %s)", p->name, call->pane + 1, fn);
     return NULL;
@@ -570,7 +595,11 @@ int ui_execute(tui_app *a, ui_call *call)
             /* checked against the maps the pane holds before anything changes: a refused call
              * leaves the pane as it was */
             int kind = call->kind >= 0 ? call->kind : p->heat_kind, nth = 0;
-            if (p->probe && kind >= 0 && heat_refused(call, p, kind, &nth)) return 1;
+            if (p->probe && kind >= 0 && kind != TUI_HEAT_ATTRIBUTION &&
+                heat_refused(call, p, kind, &nth))
+                return 1;
+            if (call->method >= 0) p->attr_method = call->method;
+            if (call->text) snprintf(p->attr_contrast, sizeof p->attr_contrast, "%s", call->text);
             p->view = TUI_VIEW_HEATMAP;
             p->heat_kind = kind;
             p->heat_nth = nth;
@@ -656,7 +685,7 @@ int ui_execute(tui_app *a, ui_call *call)
 static int pane_settled(const tui_app *a, const tui_pane *p)
 {
     if (p->load_error) return 1;
-    if (!p->loaded || p->busy || p->probe_pending) return 0;
+    if (!p->loaded || p->busy || p->probe_pending || p->attr_pending) return 0;
     return a->sent_version == a->ed.version;
 }
 

@@ -1,9 +1,10 @@
 /* A model on a thread of its own. The worker opens its bundle (mtlab/runner.h) on its thread
  * (a CUDA backend is bound to the thread that opens it), then serves requests one at a time:
  * translate a list of texts, streaming each text's hypothesis as it grows, and record the
- * probes of one text of the last translation. Submitting a request cancels the running one
- * (through the decoder's cancel flag) and replaces any request still waiting, so the newest
- * text always wins and the caller never blocks on the model.
+ * probes of one text of the last translation or attribute it (mtlab/attribution.h).
+ * Submitting a request cancels the running one (through the decoder's cancel flag) and
+ * replaces any request still waiting, so the newest text always wins and the caller never
+ * blocks on the model.
  *
  * Results go to an mt_worker_sink: plain callbacks, called on the worker's thread, that hand
  * them on (the workbench pushes them onto its event queue; a script may wait on them). The
@@ -12,6 +13,7 @@
 #ifndef MTLAB_WORKER_H
 #define MTLAB_WORKER_H
 
+#include "mtlab/attribution.h"
 #include "mtlab/decode.h"
 #include "mtlab/probe.h"
 #include "mtlab/runner.h"
@@ -25,6 +27,16 @@ typedef struct {
 } mt_labelled_probe;
 
 void mt_labelled_probe_free(mt_labelled_probe *p);
+
+/* An attribution (mtlab/attribution.h) with the tokenizer's piece for each row and column. */
+typedef struct {
+    mt_attribution attr;
+    char **row_labels; /* (attr.rows) */
+    char **col_labels; /* (attr.cols) */
+    char *contrast;    /* the contrast token's piece, NULL when none */
+} mt_labelled_attribution;
+
+void mt_labelled_attribution_free(mt_labelled_attribution *a);
 
 /* Where a worker's results go. Every callback runs on the worker's thread and may be NULL;
  * strings and records are valid during the call only, except a probe, which the callback
@@ -45,6 +57,9 @@ typedef struct {
     void (*failed)(void *user, unsigned long request, int text, const char *why);
     void (*probe)(void *user, unsigned long request, int text, mt_labelled_probe *p);
     void (*probe_failed)(void *user, unsigned long request, int text, const char *why);
+    /* the attribution of a text's translation (the callback owns it) */
+    void (*attribution)(void *user, unsigned long request, int text, mt_labelled_attribution *a);
+    void (*attribution_failed)(void *user, unsigned long request, int text, const char *why);
 } mt_worker_sink;
 
 typedef struct {
@@ -71,6 +86,11 @@ void mt_worker_submit(mt_worker *w, const mt_worker_request *req);
 /* Record the probes of text of the last finished translation (reported under its id); ignored
  * while a translation is waiting. */
 void mt_worker_probe(mt_worker *w, int text);
+/* Attribute text of the last finished translation (its hypothesis as the target) with o's
+ * method and steps, contrasted with the token whose piece is contrast (the word-start mark
+ * may be left out; NULL: none; a piece the vocabulary lacks fails naming it), reported under
+ * its id; ignored while a translation is waiting. */
+void mt_worker_attribute(mt_worker *w, int text, const mt_attr_opts *o, const char *contrast);
 /* Stop the running translation (it reports done with res->cancelled = 1) and drop a waiting
  * request. */
 void mt_worker_cancel(mt_worker *w);
