@@ -75,7 +75,8 @@ typedef struct {
     unsigned long probe_request; /* the request whose text and output the probes are of */
     int probe_pending;
     char *probe_error;
-    int heat_kind;          /* mt_probe_kind shown, -1 before a record arrives */
+    int heat_kind;          /* mt_probe_kind shown or TUI_HEAT_ATTRIBUTION, -1 before a record
+                             * arrives */
     int heat_nth;           /* which map of that kind (layer order) */
     int heat_layer_asked;   /* the model's layer (1-based) ui.heatmap asked for before the
                              * probes came, found in them when they come; 0: none */
@@ -85,6 +86,19 @@ typedef struct {
     int heat_row0, heat_col0; /* first map row and column shown */
     tui_heat_geom heat_geom; /* the last frame's layout, for mouse clicks */
     int heat_y0, heat_x0;   /* where in the pane it was drawn */
+
+    /* the attribution map (heat_kind TUI_HEAT_ATTRIBUTION), keyed as the probes are by the
+     * request and segment, and by the method and contrast it was computed with */
+    int attr_method;        /* mt_attr_method asked for (m steps through them) */
+    char attr_contrast[64]; /* the contrast token's piece asked for (c), "" none */
+    tui_probe *attr;        /* its map's record (tui_heat_attribution_record) */
+    mt_labelled_attribution *attr_raw; /* the signed values and the columns' split */
+    unsigned long attr_request;
+    int attr_segment;       /* -1: none asked */
+    int attr_of_method;     /* the method and contrast the record (or the one pending) is of */
+    char attr_of_contrast[64];
+    int attr_pending;
+    char *attr_error;
 } tui_pane;
 
 /* What was last sent for translation: the editor's segments then, with their entities. */
@@ -188,7 +202,8 @@ tui_pane *tui_pane_by_id(tui_app *a, int id);
  * segment the result cache holds for the pane is shown at once, the others go to its worker. */
 void tui_translate(tui_app *a, tui_pane *only);
 /* Ask the pane for the probes of the segment under the editor's cursor, when it shows its
- * heatmap and does not have them. */
+ * heatmap and does not have them; for the attribution map, its attribution with the pane's
+ * method and contrast. */
 void tui_request_probe(tui_app *a, tui_pane *p);
 /* The segment (index into a->sent) whose line holds the editor's cursor, else 0. */
 int tui_cursor_segment(const tui_app *a);
@@ -208,9 +223,6 @@ const char *tui_editor_language(const tui_app *a);
 /* 1 when the editor's text goes to the pane: it records no source language, or the editor
  * writes its source language. */
 int tui_pane_feeds(const tui_app *a, const tui_pane *p);
-/* Ctrl-F: the editor writes the next source language of the loaded panes, and the text goes
- * to the panes of that language; a notice when there is no other. */
-void tui_next_language(tui_app *a);
 /* What a pane that the editor does not feed says: "this model translates en→es; the editor is
  * writing es (Ctrl-F: write en)". */
 void tui_other_language_message(const tui_app *a, const tui_pane *p, char *out, size_t len);
@@ -220,11 +232,15 @@ int tui_source_languages(const tui_app *a, const char **langs);
 /* events (events.c) */
 void tui_handle_events(tui_app *a);
 
-/* keys and mouse (actions.c) */
+/* where the keys go (focus.c) */
 /* Where keys go now: TUI_IN_EDITOR, _PANE, _HEATMAP, _OVERLAY, _JOBS or _LOG. */
 unsigned tui_focus_context(const tui_app *a);
+/* A pane's context: TUI_IN_HEATMAP when it shows its heatmap, else TUI_IN_PANE. */
+unsigned tui_pane_context(const tui_pane *p);
 /* Focus the editor (-1) or a pane. */
 void tui_focus(tui_app *a, int index);
+
+/* keys and mouse (actions.c) */
 void tui_handle_key(tui_app *a, int key, int is_char);
 void tui_handle_mouse(tui_app *a);
 
@@ -274,9 +290,20 @@ void tui_draw_heatmap(tui_app *a, tui_pane *p, WINDOW *w, int y0, int x0, int h,
 int tui_heat_current(const tui_app *a, const tui_pane *p);
 /* The top of the raw and log scales: the largest value any pane's heatmap of the same class
  * (tui_heat_state_class) shows now. */
-float tui_heat_shared_max(const tui_app *a, mt_probe_kind kind);
+float tui_heat_shared_max(const tui_app *a, int kind);
 /* Its slice (malloc'd; the map in *map) as tui_heat_pick gives it. */
 float *tui_heat_pane_slice(const tui_pane *p, const mt_probe_map **map);
+/* The record the heatmap shown is of: the attribution's for the attribution map, else the
+ * probes' (NULL before it comes). */
+const tui_probe *tui_heat_pane_probe(const tui_pane *p);
+/* The boundary between source and translation on an axis of the map shown (an attribution's
+ * columns: its source side, then the translation), as tui_heat_split. */
+int tui_heat_pane_split(const tui_pane *p, mt_probe_axis axis);
+/* What the map's axis is called ("source | translation" for an attribution's columns). */
+const char *tui_heat_pane_axis_title(const tui_pane *p, mt_probe_axis axis);
+/* The value a person reads at a cell: the attribution's signed value, else the map's. */
+float tui_heat_pane_value(const tui_pane *p, const mt_probe_map *m, const float *v, int row,
+                          int col);
 /* Its header: "retention · L1 2/3 · mean of 4 heads · seg 1" (dot: the separator glyph), made
  * shorter to fit width columns when it can (width <= 0: the whole). */
 void tui_heat_title(char *out, size_t len, const tui_pane *p, const mt_probe_map *m,

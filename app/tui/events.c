@@ -37,6 +37,7 @@ static void take_probe(tui_app *a, tui_pane *p, tui_event *ev)
     mt_labelled_probe_free(p->probe);
     p->probe = ev->probe;
     ev->probe = NULL;
+    if (p->heat_kind == TUI_HEAT_ATTRIBUTION) return; /* needs no probes: it stays shown */
     const mt_probe_record *r = &p->probe->rec;
     /* a map asked for before the probes came (ui.heatmap) that the record lacks is replaced
      * by the first there is, and the notice says so: never silently another layer or head */
@@ -74,6 +75,30 @@ static void take_probe(tui_app *a, tui_pane *p, tui_event *ev)
     p->heat_row0 = p->heat_col0 = 0;
 }
 
+/* An attribution of the request shown: kept when it is of the segment, method and contrast
+ * last asked for (an older one, of a method since changed, is dropped). */
+static void take_attr(tui_app *a, tui_pane *p, tui_event *ev)
+{
+    if (tui_pane_segment(p, ev->segment) != p->attr_segment) return;
+    if (ev->kind == TUI_EV_ATTRIBUTION &&
+        ((int)ev->attr->attr.method != p->attr_of_method ||
+         strcmp(ev->attr->contrast ? ev->attr->contrast : "", p->attr_of_contrast) != 0))
+        return;
+    p->attr_pending = 0;
+    if (ev->kind == TUI_EV_ATTRIBUTION_FAILED) {
+        free(p->attr_error);
+        p->attr_error = mt_xstrdup(ev->text ? ev->text : "attribution failed");
+        tui_log_add(&a->log, TUI_LOG_ERROR, "%s: attribution: %s", p->name, p->attr_error);
+        return;
+    }
+    mt_labelled_probe_free(p->attr);
+    mt_labelled_attribution_free(p->attr_raw);
+    p->attr = ev->probe;
+    p->attr_raw = ev->attr;
+    ev->probe = NULL;
+    ev->attr = NULL;
+}
+
 static void request_event(tui_app *a, tui_pane *p, tui_event *ev)
 {
     switch (ev->kind) {
@@ -94,6 +119,9 @@ static void request_event(tui_app *a, tui_pane *p, tui_event *ev)
     case TUI_EV_DONE: {
         p->busy = 0;
         if (ev->cancelled) return;
+        /* the attribution map is asked for once the translation is done */
+        if (p->view == TUI_VIEW_HEATMAP && p->heat_kind == TUI_HEAT_ATTRIBUTION)
+            tui_request_probe(a, p);
         p->seconds = ev->seconds;
         p->tokens = ev->tokens;
         p->state_bytes = ev->state_bytes;
@@ -122,6 +150,10 @@ static void request_event(tui_app *a, tui_pane *p, tui_event *ev)
     case TUI_EV_PROBE:
     case TUI_EV_PROBE_FAILED:
         take_probe(a, p, ev);
+        break;
+    case TUI_EV_ATTRIBUTION:
+    case TUI_EV_ATTRIBUTION_FAILED:
+        take_attr(a, p, ev);
         break;
     default:
         break;

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "mtlab/worker.h"
+#include "tui/heatmap.h" /* tui_probe */
 
 typedef enum {
     TUI_EV_LOADED,     /* the bundle is loaded: info holds "arch, params, device" */
@@ -18,14 +19,13 @@ typedef enum {
     TUI_EV_FAILED,     /* the request failed: text says why (segment: the input at fault or -1) */
     TUI_EV_PROBE,      /* probe record for segment (probe owned by the event) */
     TUI_EV_PROBE_FAILED,
+    TUI_EV_ATTRIBUTION, /* attribution of segment: attr, and probe its map's record */
+    TUI_EV_ATTRIBUTION_FAILED,
     TUI_EV_COMET,      /* a COMET score (no pane): text the triple's key, score (NaN: failed) */
     TUI_EV_COMET_FAILED, /* the COMET model did not load: text says why */
     TUI_EV_CONSOLE,    /* the Lua console has output or a `ui` call waiting (no pane) */
 } tui_event_kind;
 
-/* A probe record with the tokenizer's pieces for its positions (the UI has no tokenizer);
- * freed with mt_labelled_probe_free. */
-typedef mt_labelled_probe tui_probe;
 
 typedef struct tui_event {
     tui_event_kind kind;
@@ -43,7 +43,8 @@ typedef struct tui_event {
                            * cache, recurrent state; mt_decode_result) */
     int cancelled;        /* TUI_EV_DONE */
     double score;         /* TUI_EV_COMET */
-    tui_probe *probe;     /* TUI_EV_PROBE */
+    tui_probe *probe;     /* TUI_EV_PROBE, TUI_EV_ATTRIBUTION */
+    mt_labelled_attribution *attr; /* TUI_EV_ATTRIBUTION */
     struct tui_event *next;
 } tui_event;
 

@@ -137,7 +137,7 @@ static int anything_moving(const tui_app *a)
 {
     for (int i = 0; i < a->n_panes; i++) {
         const tui_pane *p = a->panes[i];
-        if (p->busy || p->probe_pending || (!p->loaded && !p->load_error)) return 1;
+        if (p->busy || p->probe_pending || p->attr_pending || (!p->loaded && !p->load_error)) return 1;
     }
     return 0;
 }
