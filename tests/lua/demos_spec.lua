@@ -13,6 +13,28 @@ describe("demos", function()
     end)
   end
 
+  it("copying shows each model's attribution at the name, naming the tokens the models write", function()
+    local results = dofile("scripts/demo/copying.lua")
+    local step
+    for _, r in ipairs(results) do
+      if r.say:find("^Attribution") then step = r end
+    end
+    assert.is_not_nil(step, "copying has no attribution step")
+    assert.is_true(step.holds, step.why)
+    local mha_tok, mamba_tok = step.say:match("mamba%-mha%-small writes '(%S+)',.-mamba%-small writes '(%S+)',")
+    assert.is_not_nil(mha_tok, step.say)
+    -- the tokens it names are the second pieces of the name in each model's own translation
+    local sentence = "Y Zorvald habló con Quimberly en Taravesh."
+    for name, tok in pairs{["mamba-mha-small"] = mha_tok, ["mamba-small"] = mamba_tok} do
+      local m = mtlab.load("models/" .. name)
+      local text = m:translate(sentence, {beam = 1}).text
+      local rows = m:attribute(sentence, text, {method = "saliency"}):row_labels()
+      assert.are.equal("\u{2581}Zo", rows[1])
+      assert.are.equal(tok, rows[2])
+      m:close()
+    end
+  end)
+
   it("forgetting names a name Mamba drops and the Transformer writes #slow", function()
     local results = dofile("scripts/demo/forgetting.lua")
     local es, en = results[2].say:match("'(%S+)' comes early; the Transformer writes '(%S+)'")
