@@ -1,6 +1,7 @@
 /* Lua table -> mt_train_config, driven by two key tables (run settings, model overrides). */
 #include "common/train_config.h"
 #include "common/lua_run.h"
+#include "mtlab/bundle.h"
 #include "mtlab/dataset.h"
 #include "mtlab/error.h"
 
@@ -70,7 +71,9 @@ static const key_desc run_keys[] = {
             "name and epoch (0: off); docs/data.md §8"),
     RUN_KEY(gazetteer, K_STR, "the names to substitute with, one per line"),
     RUN_KEY(init, K_STR,
-            "a bundle whose weights a new run starts from (the config's architecture and sizes); \"\": fresh weights"),
+            "a bundle or a checkpoint from the hub (MambaForCausalLM ...) whose weights a new run starts from: a "
+            "finetune; it gives the model keys and the tokenizer, so the model table may be left out (a key given "
+            "there must be the checkpoint's, but for dropout); \"\": fresh weights"),
     RUN_KEY(init_step, K_LONG,
             "with init: the step the run counts on from (the learning-rate schedule's position); AdamW's moments "
             "start at zero"),
@@ -105,6 +108,10 @@ static const key_desc model_keys[] = {
     MODEL_KEY(value_dim, K_INT, "retnet: value width over all heads"),
     MODEL_KEY(window, K_INT, "mamba-local: a query sees itself and the window keys before it"),
     MODEL_KEY(attn_layers, K_LAYERS, "mamba-mha, mamba-local: the 0-based indices of the attention layers"),
+    MODEL_KEY(prompt, K_STR,
+              "decoder-only: a prompt template holding {src} once (\"{src}<sep>\"): training puts each source into "
+              "it and the saved bundle translates with it (config.json's mtlab.prompt, docs/bundles.md §2.4); "
+              "\"\": ids `src <sep>`; a finetune of a checkpoint from the hub, which has none, must give it"),
 };
 
 /* A Lua sequence of layer indices into the config's attn_layers / n_attn_layers. */
@@ -370,6 +377,103 @@ static int resolve_dataset(lua_State *L, mt_train_config *cfg, const char *path)
     return 0;
 }
 
+static void write_value(FILE *f, const void *base, const key_desc *k, int exact);
+
+/* A model key's value as a config file holds it, for messages. */
+static void value_text(char *out, size_t len, const void *base, const key_desc *k)
+{
+    FILE *f = fmemopen(out, len, "w");
+    if (!f) {
+        snprintf(out, len, "?");
+        return;
+    }
+    write_value(f, base, k, 0);
+    fclose(f);
+}
+
+/* 1 when model key k holds the same value in a and b. */
+static int same_value(const mt_model_config *a, const mt_model_config *b, const key_desc *k)
+{
+    if (k->type == K_LAYERS)
+        return a->n_attn_layers == b->n_attn_layers &&
+               !memcmp(a->attn_layers, b->attn_layers, (size_t)a->n_attn_layers * sizeof *a->attn_layers);
+    if (k->type == K_STR) return !strcmp((const char *)a + k->offset, (const char *)b + k->offset);
+    return !memcmp((const char *)a + k->offset, (const char *)b + k->offset, k->size);
+}
+
+/* `init = DIR`, a finetune: the model's configuration and tokenizer are the checkpoint's
+ * (mt_model_config_load), and the model table (at the top of the stack, or nil) may be left
+ * out. A preset given there must be the checkpoint's architecture (its sizes are the
+ * checkpoint's), and each key given must hold the checkpoint's value, but for dropout (a
+ * training setting). A decoder-only checkpoint from the hub (no mtlab block in config.json)
+ * has no template and no separator of mtlab's (its sep id would be an ordinary token), so
+ * model.prompt must be given: the template the finetune trains with and its bundles keep. */
+static int init_model(lua_State *L, mt_train_config *cfg, const char *path, char *preset_out, size_t len)
+{
+    char where[600], tok[sizeof cfg->tokenizer], file[700];
+    snprintf(where, sizeof where, "%s: init = \"%s\"", path, cfg->init);
+    mt_model_config ck;
+    if (mt_model_config_load(cfg->init, &ck, tok, sizeof tok) != 0) return mt_error_context("%s", where);
+    snprintf(file, sizeof file, "%s/config.json", cfg->init);
+    mt_config *json = mt_config_load(file);
+    if (!json) return mt_error_context("%s", where);
+    int hub = !mt_config_has(json, "mtlab") && !mt_model_config_is_encdec(&ck);
+    mt_config_free(json);
+    if (cfg->tokenizer[0] && strcmp(cfg->tokenizer, tok) != 0)
+        return mt_error("%s: 'tokenizer' = \"%s\" contradicts init = \"%s\", whose tokenizer is %s (leave it out)",
+                        path, cfg->tokenizer, cfg->init, tok);
+    snprintf(cfg->tokenizer, sizeof cfg->tokenizer, "%s", tok);
+    mt_model_config given = ck;
+    if (hub) given.prompt[0] = '\0'; /* "{src}" as read: none of mtlab's */
+    if (lua_type(L, -1) == LUA_TTABLE) {
+        char model_where[640];
+        snprintf(model_where, sizeof model_where, "%s: model", path);
+        lua_getfield(L, -1, "preset");
+        if (!lua_isnil(L, -1)) {
+            mt_model_config p;
+            const char *name = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+            int rc = !name ? mt_error("%s: 'preset' must name a preset (e.g. \"mamba-small\")", model_where)
+                     : mt_model_preset(&p, name) != 0 ? mt_error_context("%s", model_where)
+                     : strcmp(p.arch, ck.arch) != 0
+                         ? mt_error("%s: preset \"%s\" is a %s, but init = \"%s\" is a %s model (leave the preset "
+                                    "out: the checkpoint gives the model)",
+                                    model_where, name, p.arch, cfg->init, ck.arch)
+                         : 0;
+            if (rc != 0) {
+                lua_pop(L, 1);
+                return -1;
+            }
+        }
+        lua_pop(L, 1);
+        if (read_table(L, &given, model_keys, sizeof model_keys / sizeof model_keys[0], model_where, "preset") != 0)
+            return -1;
+    } else if (!lua_isnil(L, -1)) {
+        return mt_error("%s: model must be a table of model keys (or left out beside init)", path);
+    }
+    for (size_t i = 0; i < sizeof model_keys / sizeof model_keys[0]; i++) {
+        const key_desc *k = &model_keys[i];
+        if (!strcmp(k->name, "dropout") || (hub && !strcmp(k->name, "prompt")) || same_value(&given, &ck, k))
+            continue;
+        char want[300], got[300];
+        value_text(got, sizeof got, &given, k);
+        value_text(want, sizeof want, &ck, k);
+        return mt_error("%s: model: '%s' = %s contradicts init = \"%s\", whose %s is %s (leave it out: the "
+                        "checkpoint gives the model)",
+                        path, k->name, got, cfg->init, k->name, want);
+    }
+    if (hub && !given.prompt[0])
+        return mt_error("%s: init = \"%s\" is a decoder-only checkpoint from the hub (its config.json has no "
+                        "mtlab block), which has no prompt template and no separator of mtlab's: give "
+                        "model.prompt, the template training puts each source into and its bundles translate "
+                        "with (\"{src}<sep>\" with an added <sep> token, or \"Spanish: {src}\\nEnglish:\"; "
+                        "docs/bundles.md §2.4)",
+                        path, cfg->init);
+    given.hf_generate = 0; /* the finetune's bundles are mtlab's: they decode with its template */
+    cfg->model = given;
+    if (preset_out) snprintf(preset_out, len, "%s", ck.arch);
+    return 0;
+}
+
 /* train_config_from_state's arguments, for read_settings under lua_pcall. */
 typedef struct {
     mt_train_config *cfg;
@@ -392,14 +496,19 @@ static int read_settings(lua_State *L)
     a->rc = -1;
     for (int i = 0; i < a->n_overrides; i++)
         if (apply_override(L, path, a->overrides[i]) != 0) return 0;
-    lua_getfield(L, -1, "model");
-    if (lua_isnil(L, -1)) {
-        mt_error("%s: 'model' is missing (e.g. model = { preset = \"mamba-small\" })", path);
-        return 0;
-    }
-    if (read_model(L, &cfg->model, path, a->preset, a->len) != 0) return 0;
-    lua_pop(L, 1);
     if (read_table(L, cfg, run_keys, sizeof run_keys / sizeof run_keys[0], path, "model") != 0) return 0;
+    lua_getfield(L, -1, "model");
+    if (cfg->init[0]) {
+        if (init_model(L, cfg, path, a->preset, a->len) != 0) return 0;
+    } else {
+        if (lua_isnil(L, -1)) {
+            mt_error("%s: 'model' is missing (e.g. model = { preset = \"mamba-small\" }, or init = a checkpoint "
+                     "to finetune)", path);
+            return 0;
+        }
+        if (read_model(L, &cfg->model, path, a->preset, a->len) != 0) return 0;
+    }
+    lua_pop(L, 1);
     if (resolve_dataset(L, cfg, path) != 0) return 0;
     if (!cfg->run_dir[0]) snprintf(cfg->run_dir, sizeof cfg->run_dir, "runs/%s", cfg->name);
     a->rc = 0;
@@ -556,6 +665,14 @@ void train_config_reference(FILE *f)
           "`model = { preset = \"NAME\", KEY = VALUE, ... }`: a preset (an architecture at a size, such as "
           "`mamba-small` or `transformer`) gives every key its value, and the keys given beside it "
           "override those.\n\n"
+          "A finetune names no preset: `init = DIR` (a bundle, or a checkpoint from the hub such as "
+          "state-spaces/mamba-130m-hf) gives every model key and the tokenizer, so its config holds init, the "
+          "data and training keys (`scripts/train/finetune-mamba.lua`). A model table beside init may set "
+          "dropout, restate the checkpoint's values, and give `prompt` to a decoder-only checkpoint from the "
+          "hub, which has none (its config.json has no mtlab block) and must get one; any other value is an "
+          "error naming the key. Training rows are then the decoding prompt (the source put into the "
+          "template and encoded whole, as `mtlab translate` does), the target and `<eos>`, and every saved "
+          "bundle keeps the template and the Hugging Face layout, so `transformers` loads it back.\n\n"
           "| key | type | what it sets |\n| --- | --- | --- |\n",
           f);
     for (size_t i = 0; i < sizeof model_keys / sizeof model_keys[0]; i++)

@@ -50,17 +50,7 @@ void mt_sources_free(mt_sources *s)
 int mt_source_encode(const mt_model *m, const mt_tokenizer *tok, const char *text, int **ids,
                      size_t *n)
 {
-    const char *prompt = mt_model_get_config(m)->prompt;
-    const char *at = prompt[0] ? strstr(prompt, "{src}") : NULL;
-    if (!at) return mt_tokenizer_encode(tok, text, ids, n);
-    size_t before = (size_t)(at - prompt), len = strlen(text), after = strlen(at + 5);
-    char *full = mt_xmalloc(before + len + after + 1);
-    memcpy(full, prompt, before);
-    memcpy(full + before, text, len);
-    memcpy(full + before + len, at + 5, after + 1);
-    int rc = mt_tokenizer_encode(tok, full, ids, n);
-    free(full);
-    return rc;
+    return mt_prompt_encode(tok, mt_model_get_config(m)->prompt, text, ids, n);
 }
 
 int mt_sources_encode(mt_sources *s, const mt_model *m, const mt_tokenizer *tok,

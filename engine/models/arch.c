@@ -131,5 +131,11 @@ int mt_model_config_check(const mt_model_config *c)
         check_id(c, "sep id", c->sep_id) || check_id(c, "bos id", c->bos_id) ||
         check_id(c, "unk id", c->unk_id) || check_id(c, "decoder start id", c->decoder_start_id))
         return -1;
+    const char *at = strstr(c->prompt, "{src}");
+    if (c->prompt[0] && (!at || strstr(at + 5, "{src}")))
+        return mt_error("%s config: prompt \"%s\" must hold {src} exactly once", c->arch, c->prompt);
+    if (c->prompt[0] && arch->encdec)
+        return mt_error("%s config: prompt \"%s\": a %s model takes the source on its own, without a prompt",
+                        c->arch, c->prompt, c->arch);
     return arch->check(c);
 }

@@ -484,6 +484,7 @@ void mt_model_project(const mt_model *m, float *logits, const float *x, size_t B
 /* Targets for the loss from host ids (B, T): targets[b, t] = ids[b, t+1] where counted, else
  * MT_IGNORE (see model.h); returns the number of counted tokens. */
 #define MT_IGNORE (-100)
-size_t mt_model_targets(const mt_model *m, int32_t *targets, const int32_t *ids, int B, int T);
+size_t mt_model_targets(const mt_model *m, int32_t *targets, const int32_t *ids, const int *n_prompt, int B,
+                        int T);
 
 #endif

@@ -126,6 +126,20 @@ mt_model *mt_model_load(const char *dir, const mt_backend *be, unsigned flags)
     return m;
 }
 
+int mt_model_config_load(const char *dir, mt_model_config *cfg, char *tokenizer, size_t len)
+{
+    mt_bundle *bd = mt_bundle_open(dir, 0);
+    if (!bd) return -1;
+    memset(cfg, 0, sizeof *cfg);
+    const mt_arch *arch = arch_of(mt_bundle_config(bd));
+    int rc = !arch || arch->config_read(cfg, mt_bundle_config(bd)) ? -1 : 0;
+    if (rc == 0 && mt_model_config_check(cfg) != 0) rc = mt_error_context("%s", dir);
+    if (rc == 0 && (size_t)snprintf(tokenizer, len, "%s", mt_bundle_tokenizer_path(bd)) >= len)
+        rc = mt_error("%s: the tokenizer's path is longer than %zu bytes", dir, len - 1);
+    mt_bundle_close(bd);
+    return rc;
+}
+
 int mt_model_save(const mt_model *m, const char *dir, const char *tokenizer_model, mt_dtype dtype)
 {
     if (dtype != MT_DT_F32 && dtype != MT_DT_F16 && dtype != MT_DT_BF16)

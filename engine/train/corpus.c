@@ -30,15 +30,18 @@ static void chomp(char *s, ssize_t *len)
     while (*len > 0 && (s[*len - 1] == '\n' || s[*len - 1] == '\r')) s[--*len] = '\0';
 }
 
-/* Encode one line into buf (cut to max_len); returns the number of ids kept or -1. */
-static int encode_line(ids_buf *buf, const mt_tokenizer *tok, const char *line, int max_len,
-                       size_t *truncated, const char *path, size_t lineno)
+/* Encode one line (put into prompt first, unless NULL) into buf, cut to max_len: the last
+ * `tail` ids stay (a template's separator), the ones before them go; returns the number of
+ * ids kept or -1. */
+static int encode_line(ids_buf *buf, const mt_tokenizer *tok, const char *prompt, int tail, const char *line,
+                       int max_len, size_t *truncated, const char *path, size_t lineno)
 {
     int *ids;
     size_t n;
-    if (mt_tokenizer_encode(tok, line, &ids, &n) != 0)
+    if (mt_prompt_encode(tok, prompt, line, &ids, &n) != 0)
         return mt_error_context("%s:%zu", path, lineno);
     if (max_len > 0 && n > (size_t)max_len) {
+        memmove(ids + max_len - tail, ids + n - (size_t)tail, (size_t)tail * sizeof *ids);
         n = (size_t)max_len;
         (*truncated)++;
     }
@@ -50,7 +53,29 @@ static int encode_line(ids_buf *buf, const mt_tokenizer *tok, const char *line, 
 int mt_corpus_load(mt_corpus *c, const char *src_path, const char *tgt_path,
                    const mt_tokenizer *tok, int max_len)
 {
+    return mt_corpus_load_prompted(c, src_path, tgt_path, tok, max_len, NULL);
+}
+
+/* The ids of a prompt template's text after {src}, encoded alone (at most max_len / 2). */
+static int prompt_tail(const mt_tokenizer *tok, const char *prompt, int max_len, int *tail)
+{
+    const char *at = prompt && prompt[0] ? strstr(prompt, "{src}") : NULL;
+    *tail = 0;
+    if (!at || !at[5]) return 0;
+    int *ids;
+    size_t n;
+    if (mt_tokenizer_encode(tok, at + 5, &ids, &n) != 0) return mt_error_context("prompt \"%s\"", prompt);
+    free(ids);
+    *tail = max_len > 0 && n > (size_t)max_len / 2 ? max_len / 2 : (int)n;
+    return 0;
+}
+
+int mt_corpus_load_prompted(mt_corpus *c, const char *src_path, const char *tgt_path,
+                            const mt_tokenizer *tok, int max_len, const char *prompt)
+{
     memset(c, 0, sizeof *c);
+    int tail;
+    if (prompt_tail(tok, prompt, max_len, &tail) != 0) return -1;
     FILE *fs = mt_file_fopen(src_path, MT_FILE_REGULAR);
     if (!fs) return -1;
     FILE *ft = mt_file_fopen(tgt_path, MT_FILE_REGULAR);
@@ -96,11 +121,11 @@ int mt_corpus_load(mt_corpus *c, const char *src_path, const char *tgt_path,
             c->tgt_len = mt_xrealloc(c->tgt_len, cap * sizeof *c->tgt_len);
         }
         c->src_start[c->n] = buf.n;
-        int n = encode_line(&buf, tok, ls, max_len, &c->truncated, src_path, lineno);
+        int n = encode_line(&buf, tok, prompt, tail, ls, max_len, &c->truncated, src_path, lineno);
         if (n < 0) goto out;
         c->src_len[c->n] = n;
         c->tgt_start[c->n] = buf.n;
-        n = encode_line(&buf, tok, lt, max_len, &c->truncated, tgt_path, lineno);
+        n = encode_line(&buf, tok, NULL, 0, lt, max_len, &c->truncated, tgt_path, lineno);
         if (n < 0) goto out;
         c->tgt_len[c->n] = n;
         c->n++;
@@ -231,9 +256,9 @@ int mt_corpus_substitute_names(mt_corpus *out, const mt_corpus *base, const mt_n
             /* truncations of the new texts are not counted again: base counted the pair's */
             size_t cut = 0;
             out->src_start[i] = buf.n;
-            out->src_len[i] = encode_line(&buf, tok, s, max_len, &cut, "substituted pair", i + 1);
+            out->src_len[i] = encode_line(&buf, tok, NULL, 0, s, max_len, &cut, "substituted pair", i + 1);
             out->tgt_start[i] = buf.n;
-            out->tgt_len[i] = encode_line(&buf, tok, t, max_len, &cut, "substituted pair", i + 1);
+            out->tgt_len[i] = encode_line(&buf, tok, NULL, 0, t, max_len, &cut, "substituted pair", i + 1);
             if (out->src_len[i] < 0 || out->tgt_len[i] < 0) rc = -1;
         } else {
             out->src_start[i] = buf.n;

@@ -1,5 +1,7 @@
 /* Packing examples into model batches (model.h token conventions):
  *   decoder-only     [<pad> ...] src <sep> tgt <eos>          left padded
+ *                    [<pad> ...] prompt tgt <eos>             a prompt template's (mc->prompt):
+ *                                                             its sources are the template's ids
  *   encoder-decoder  src: src <eos> [<pad> ...]   ids: <bos> tgt <eos> [<pad> ...]
  * A CAT-N example joins the sources of its parts, and their targets, in part order. */
 #include "mtlab/error.h"
@@ -8,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-int mt_example_packed_len(const mt_examples *e, size_t i, int encdec)
+int mt_example_packed_len(const mt_examples *e, size_t i, int encdec, int sep)
 {
-    if (!encdec) return e->src_len[i] + e->tgt_len[i] + 2;
+    if (!encdec) return e->src_len[i] + e->tgt_len[i] + 1 + (sep != 0);
     int s = e->src_len[i] + 1, t = e->tgt_len[i] + 2;
     return s > t ? s : t;
 }
@@ -35,23 +37,26 @@ void mt_batch_pack(mt_batch *b, int encdec, const mt_model_config *mc, const mt_
     memset(b, 0, sizeof *b);
     b->B = n_rows;
     if (!encdec) {
-        int T = 0;
+        int sep = mt_model_config_prompt_sep(mc), T = 0;
         for (int r = 0; r < n_rows; r++) {
-            int l = mt_example_packed_len(e, rows[r], 0);
+            int l = mt_example_packed_len(e, rows[r], 0, sep >= 0);
             if (l > T) T = l;
         }
         int32_t *ids = mt_xmalloc((size_t)n_rows * (size_t)T * sizeof *ids);
+        int *n_prompt = sep < 0 ? mt_xmalloc((size_t)n_rows * sizeof *n_prompt) : NULL;
         for (int r = 0; r < n_rows; r++) {
             int32_t *row = ids + (size_t)r * (size_t)T;
-            int pad = T - mt_example_packed_len(e, rows[r], 0);
+            int pad = T - mt_example_packed_len(e, rows[r], 0, sep >= 0);
             for (int t = 0; t < pad; t++) row[t] = mc->pad_id;
             int at = pad + copy_side(row + pad, c, e, rows[r], 0);
-            row[at++] = mc->sep_id;
+            if (sep >= 0) row[at++] = sep;
+            else n_prompt[r] = at;
             at += copy_side(row + at, c, e, rows[r], 1);
             row[at] = mc->eos_id;
         }
         b->T = T;
         b->ids = ids;
+        b->n_prompt = n_prompt;
         return;
     }
     int S = 0, T = 0;
@@ -81,5 +86,6 @@ void mt_batch_free(mt_batch *b)
 {
     free((void *)b->ids);
     free((void *)b->src);
+    free((void *)b->n_prompt);
     memset(b, 0, sizeof *b);
 }

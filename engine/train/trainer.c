@@ -82,6 +82,12 @@ int mt_train_config_check(const mt_train_config *cfg)
         return mt_error("train config: name_substitution must be in [0, 1], got %g", cfg->name_substitution);
     if (cfg->name_substitution > 0 && file_readable("gazetteer", cfg->gazetteer))
         return mt_error_context("train config: name_substitution = %g needs a gazetteer", cfg->name_substitution);
+    if (cfg->model.prompt[0] && cfg->cat_n >= 2)
+        return mt_error("train config: cat_n = %d with the prompt template \"%s\": CAT-N joins sources, a "
+                        "template takes one (leave cat_n out)", cfg->cat_n, cfg->model.prompt);
+    if (cfg->model.prompt[0] && cfg->name_substitution > 0)
+        return mt_error("train config: name_substitution = %g with the prompt template \"%s\" is not supported "
+                        "(leave name_substitution out)", cfg->name_substitution, cfg->model.prompt);
     if (cfg->init_step < 0 || cfg->init_step >= cfg->max_steps)
         return mt_error("train config: init_step must be in 0 .. max_steps - 1 (%ld), got %ld", cfg->max_steps - 1,
                         cfg->init_step);
@@ -130,7 +136,8 @@ static int epoch_plan_build(epoch_plan *ep, const mt_train_config *cfg, const mt
     c = ep->corpus;
     mt_examples_build(&ep->ex, c, cfg->cat_n, cfg->cat_min, cfg->cat_keep, cfg->max_len, cfg->seed, (uint64_t)epoch);
     ep->len = mt_xmalloc(ep->ex.n * sizeof *ep->len);
-    for (size_t i = 0; i < ep->ex.n; i++) ep->len[i] = mt_example_packed_len(&ep->ex, i, encdec);
+    int sep = mt_model_config_prompt_sep(&cfg->model) >= 0;
+    for (size_t i = 0; i < ep->ex.n; i++) ep->len[i] = mt_example_packed_len(&ep->ex, i, encdec, sep);
     mt_batch_plan_build(&ep->plan, ep->len, ep->ex.n, mt_batch_budget(cfg->max_tokens * (size_t)shards, encdec),
                         cfg->seed, (uint64_t)epoch);
     return 0;
@@ -302,8 +309,12 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
     int rc = -1, have_valid = cfg->valid_src[0] != '\0';
     double t0 = mt_now_s();
 
-    if (mt_corpus_load(&train, cfg->train_src, cfg->train_tgt, tok, cfg->max_len) != 0) goto out;
-    if (have_valid && mt_corpus_load(&valid, cfg->valid_src, cfg->valid_tgt, tok, cfg->max_len) != 0) goto out;
+    /* a prompt template's sources are put into it, as decoding puts them (mt_source_encode) */
+    const char *prompt = cfg->model.prompt;
+    if (mt_corpus_load_prompted(&train, cfg->train_src, cfg->train_tgt, tok, cfg->max_len, prompt) != 0) goto out;
+    if (have_valid &&
+        mt_corpus_load_prompted(&valid, cfg->valid_src, cfg->valid_tgt, tok, cfg->max_len, prompt) != 0)
+        goto out;
     if (lead && train_corpus_stats(cfg, &ent) != 0) goto out; /* for saved bundles */
     say(hooks, "data: %zu training pairs (%zu sides cut to %d ids), %zu validation pairs", train.n,
         train.truncated, cfg->max_len, valid.n);

@@ -60,7 +60,7 @@ static void test_batch_budget_same_pairs(void **state)
     mt_examples_build(&e, &c, 1, 0, 0.5, 0, 1, 0);
     size_t batches[2], same_budget_batches = 0;
     for (int encdec = 0; encdec < 2; encdec++) {
-        for (int i = 0; i < N; i++) len[encdec][i] = mt_example_packed_len(&e, (size_t)i, encdec);
+        for (int i = 0; i < N; i++) len[encdec][i] = mt_example_packed_len(&e, (size_t)i, encdec, 1);
         mt_batch_plan p;
         mt_batch_plan_build(&p, len[encdec], N, mt_batch_budget(1024, encdec), 3, 0);
         batches[encdec] = p.n_batches;

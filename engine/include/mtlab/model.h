@@ -117,6 +117,10 @@ enum {
     MT_MODEL_LOAD_NO_TOKENIZER = 1, /* do not require tokenizer.model (test fixtures) */
 };
 mt_model *mt_model_load(const char *dir, const mt_backend *be, unsigned flags);
+/* The configuration of a bundle or checkpoint directory as mt_model_load reads it, and the path
+ * of its tokenizer (mt_bundle_tokenizer_path) into tokenizer (size len), without reading the
+ * weights: what a finetune (a train config's init) takes from its checkpoint. 0 or -1. */
+int mt_model_config_load(const char *dir, mt_model_config *cfg, char *tokenizer, size_t len);
 
 /* Write a bundle directory that `transformers` loads unchanged (HF tensor names and config
  * keys), replacing any bundle there only once everything is written. tokenizer_model is the
@@ -204,6 +208,9 @@ typedef struct {
     const int32_t *ids;   /* host (B, T), see the token conventions above */
     int S;                /* encoder-decoder: source length */
     const int32_t *src;   /* host (B, S), encoder-decoder only */
+    const int *n_prompt;  /* decoder-only, host (B) or NULL: ids of each row before its target,
+                           * left padding included; the loss counts from there on (a prompt
+                           * template's rows, which hold no <sep> to count from) */
 } mt_batch;
 
 /* Logits of every position: host (B, T, V). */

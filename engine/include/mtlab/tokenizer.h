@@ -58,6 +58,10 @@ int mt_tokenizer_piece_to_id(const mt_tokenizer *tok, const char *piece);
  * Returns 0, or -1 (invalid UTF-8 is reported with its byte offset; a text over
  * MT_LINE_MAX_BYTES, mtlab/files.h, is refused before it is read). */
 int mt_tokenizer_encode(const mt_tokenizer *tok, const char *text, int **ids, size_t *n);
+/* Encode text put into a decoder-only model's prompt template (mt_model_config.prompt, holding
+ * "{src}" once, e.g. "{src}<sep>"): the whole text at once, so an added token of the template
+ * comes out as its id. prompt NULL or "": text alone. As mt_tokenizer_encode. */
+int mt_prompt_encode(const mt_tokenizer *tok, const char *prompt, const char *text, int **ids, size_t *n);
 /* Decode ids to malloc'd UTF-8 text, skipping <pad>/<eos>/<sep>/<bos> (a tokenizer.json: its
  * special added tokens, as `tokenizers` does by default; an opus-mt vocabulary: </s>, <pad>
  * and <unk>, as MarianTokenizer.decode(skip_special_tokens=True)). NULL on failure. */

@@ -129,11 +129,14 @@ void mt_run_unlock(int fd);
  * the one the checkpoint was made with, except max_steps and the bookkeeping intervals). */
 int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *hooks);
 
-/* Length of example i as the model sees it (decoder-only: src + <sep> + tgt + <eos>;
- * encoder-decoder: the longer of `src <eos>` and `<bos> tgt <eos>`), for batch planning. */
-int mt_example_packed_len(const mt_examples *e, size_t i, int encdec);
+/* Length of example i as the model sees it (decoder-only: src + <sep> + tgt + <eos>, without
+ * the <sep> where sep is 0: a prompt template's sources hold their separator; encoder-decoder:
+ * the longer of `src <eos>` and `<bos> tgt <eos>`), for batch planning. */
+int mt_example_packed_len(const mt_examples *e, size_t i, int encdec, int sep);
 /* Pack examples (pairs or CAT-N joins) into a model batch following model.h's token
- * conventions; rows are example indices. The id arrays are malloc'd (mt_batch_free). */
+ * conventions; rows are example indices. A decoder-only model with a prompt template
+ * (mc->prompt, whose corpus was loaded with mt_corpus_load_prompted) gets rows
+ * `prompt tgt <eos>` and b->n_prompt. The arrays are malloc'd (mt_batch_free). */
 void mt_batch_pack(mt_batch *b, int encdec, const mt_model_config *mc, const mt_corpus *c,
                    const mt_examples *e, const uint32_t *rows, int n_rows);
 void mt_batch_free(mt_batch *b);

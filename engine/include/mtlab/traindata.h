@@ -29,6 +29,12 @@ typedef struct {
  * different line counts, invalid UTF-8, empty file, an empty line on one side only. */
 int mt_corpus_load(mt_corpus *c, const char *src_path, const char *tgt_path,
                    const mt_tokenizer *tok, int max_len);
+/* The same with each source put into a decoder-only model's prompt template first
+ * (mt_prompt_encode; prompt NULL or "": as mt_corpus_load), so a finetune's rows begin with the
+ * ids decoding gives the model. A source cut to max_len keeps the ids of the template's text
+ * after {src} (its separator) at its end. */
+int mt_corpus_load_prompted(mt_corpus *c, const char *src_path, const char *tgt_path,
+                            const mt_tokenizer *tok, int max_len, const char *prompt);
 void mt_corpus_free(mt_corpus *c);
 
 /* Name substitution for training (mtlab/names.h, docs/data.md §8): the pairs of a corpus that
