@@ -5,7 +5,8 @@
 # stay inside their panes; every row is labelled and the marker and the readout name the
 # same token; the cursor moves over rows and columns (keys and mouse); z zooms a pane to the
 # whole screen and back; the names say what a map is; masked cells are blank (the pane's
-# background) in every theme; e writes SVG, PNG and CSV files and says where. Golden screens
+# background) in every theme; e writes SVG, PNG and CSV files and says where; the attribution
+# map (every model) steps its method and contrast. Golden screens
 # (tests/e2e/golden/heatmap_*.txt, timings masked) pin the layouts; UPDATE_GOLDEN=1 rewrites
 # them.
 #
@@ -210,6 +211,52 @@ check "at 40x12 both maps still show a readout" wait_count "→'[^']*' ([0-9.e-]
 check "... and no border is overwritten" borders_intact 2
 golden_screen heatmap_40x12
 T resize-window -t e2e -x 120 -y 40
+quit_workbench
+check "Ctrl-Q quits with status 0" exited_cleanly
+
+# ---------------------------------------------------------------- the attribution map, 100x30
+# every model has it (F6 after the probes' maps): rows the translation, columns the source then
+# the translation; m steps the method, c contrasts with the cursor column's token, e exports
+T send-keys -t e2e -l "clear"; T send-keys -t e2e Enter
+T resize-window -t e2e -x 100 -y 30
+run_mtlab "$bin tui -m $models/mamba-small -m $models/mamba-mha-small"
+wait_count 'params, cpu' 2 20
+T send-keys -t e2e -l "Y Zorvald habló con Quimberly en Taravesh."
+check "attribution: both panes translate" wait_count ' done ' 2 30
+T send-keys -t e2e Tab F3
+wait_for '│row 1 ' 20
+to_attribution() {
+    local i
+    for i in 1 2 3 4 5 6; do
+        wait_for '│attribution · saliency' 3 && return 0
+        T send-keys -t e2e F6
+    done
+    wait_for '│attribution · saliency' 20
+}
+check "F6 reaches Mamba's attribution map, its method in the title" to_attribution
+check "... rows the translation, columns the source then the translation" \
+    wait_for 'translation ↓  source \| translation →' 5
+check "... the readout names a translation token and a source token" \
+    wait_for "^│row 1 'Zo' → col 1 'Y'  -?[0-9.e-]+ " 20
+T send-keys -t e2e c
+check "c on a source column is refused, saying why" wait_for 'contrast is a token of the translation' 5
+T send-keys -t e2e m
+check "m: the next method, in the title" wait_for '│attribution · input x gradient · seg 1' 30
+for i in $(seq 22); do T send-keys -t e2e Right; done
+T send-keys -t e2e Down
+check "the cursor on the translation's 'm'" wait_for "^│row 2 'm' → col 23 'm' " 10
+T send-keys -t e2e c
+check "c: contrasted with that token, in the title" wait_for "│attribution · input x gradient · vs 'm'" 30
+check "... its own row is then zero (log p(m) - log p(m))" wait_for "^│row 2 'm' → col 23 'm'  0 " 30
+T send-keys -t e2e e
+abase=heatmap-mamba-small-attribution-input_x_gradient-vs-m-seg1
+attr_files() { wait_for "wrote $work/heatmap-mamba-small-attr" 10 && [ -s $abase.svg ] && [ -s $abase.png ] && [ -s $abase.csv ]; }
+check "e writes the attribution map and says where" attr_files
+attr_csv_ok() {
+    head -1 $abase.csv | grep -q '^translation,Y,Zo,r,v,al,d,habló,' &&
+        sed -n 2p $abase.csv | grep -qE '^Zo,.*,-[0-9]'
+}
+check "... the CSV: token labels and the signed values" attr_csv_ok
 quit_workbench
 check "Ctrl-Q quits with status 0" exited_cleanly
 
