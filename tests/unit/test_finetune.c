@@ -76,6 +76,22 @@ static void test_init_supplies_the_model(void **state)
     assert_float_equal(cfg.model.dropout, 0.1, 1e-7);
     assert_string_equal(cfg.tokenizer, HUB "/tokenizer.json");
     assert_int_equal(mt_train_config_check(&cfg), 0);
+    /* a job's config.lua (every key written back, preset = the architecture) reads back the same */
+    char preset[64], path[128];
+    mt_train_config back;
+    snprintf(path, sizeof path, "%s/supplied.lua", tmpdir);
+    assert_int_equal(train_config_load_with(&cfg, path, NULL, 0, preset, sizeof preset), 0);
+    assert_string_equal(preset, "mamba");
+    snprintf(path, sizeof path, "%s/written.lua", tmpdir);
+    assert_int_equal(train_config_write(&cfg, preset, path), 0);
+    if (train_config_load_with(&back, path, NULL, 0, NULL, 0) != 0) fail_msg("%s", mt_last_error());
+    assert_string_equal(back.model.arch, "mamba");
+    assert_int_equal(back.model.d_model, 32);
+    assert_int_equal(back.model.vocab_size, 600);
+    assert_string_equal(back.model.prompt, "{src}<sep>");
+    assert_float_equal(back.model.dropout, 0.1, 1e-7);
+    assert_float_equal(back.model.norm_eps, cfg.model.norm_eps, 0);
+    assert_string_equal(back.tokenizer, cfg.tokenizer);
     /* the same keys restated, as a written-back config holds them, are no contradiction */
     assert_int_equal(load_config(&cfg, "restated", HUB,
                                  "  model = { preset = \"mamba\", d_model = 32, n_layers = 2, vocab_size = 600,"
