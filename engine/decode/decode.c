@@ -29,6 +29,13 @@ void mt_decode_result_free(mt_decode_result *r)
     r->n = 0;
 }
 
+/* Whether decoding follows transformers' generate() (decode.h). */
+static int hf_semantics(const mt_model *m, const mt_decode_opts *o)
+{
+    return o->semantics == MT_SEARCH_HF ||
+           (o->semantics == MT_SEARCH_AUTO && mt_model_get_config(m)->hf_generate);
+}
+
 int mt_decode_max_new(const mt_model *m, int src_len, const mt_decode_opts *o)
 {
     const mt_model_config *cfg = mt_model_get_config(m);
@@ -38,6 +45,9 @@ int mt_decode_max_new(const mt_model *m, int src_len, const mt_decode_opts *o)
         return mt_error("max new tokens %d is outside 1..%d", o->max_new_tokens,
                         MAX_NEW_TOKENS);
     int n = o->max_new_tokens > 0 ? o->max_new_tokens : 2 * src_len + 10;
+    /* a hub checkpoint asked for no length: generate()'s max_length (decode.h) */
+    if (o->max_new_tokens == 0 && cfg->hf_max_length > 0 && hf_semantics(m, o))
+        n = cfg->hf_max_length - 2;
     if (n > MAX_NEW_TOKENS) n = MAX_NEW_TOKENS;
     /* An encoder-decoder model with a position table holds source `src <eos>` and decoder
      * positions 0 .. n-1 (the prefix and all generated tokens but the last). */
@@ -147,8 +157,7 @@ int mt_decode(mt_model *m, const int32_t *const *src, const int *src_len, int n,
     if (n == 0) return 0;
     mt_decode_ctx c = {
         .m = m, .o = o, .n = n, .K = o->beam, .t0 = t0, .res = res,
-        .hf = o->semantics == MT_SEARCH_HF ||
-              (o->semantics == MT_SEARCH_AUTO && mt_model_get_config(m)->hf_generate),
+        .hf = hf_semantics(m, o),
         .V = mt_model_get_config(m)->vocab_size,
     };
     c.n_gen = o->vocab_limit > 0 ? o->vocab_limit : c.V;

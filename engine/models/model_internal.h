@@ -324,6 +324,10 @@ int mt_model_config_fixed_bool(const mt_config *c, const char *key, int want, co
  * prompt, which depends on encdec, the architecture's own flag (passed in, so that this file
  * needs no registry of the architectures that use it). */
 int mt_model_config_read_mtlab(mt_model_config *cfg, const mt_config *c, int encdec);
+/* cfg->hf_max_length of a hub checkpoint (cfg->hf_generate) in dir, whose config.json is c:
+ * the max_length generate() takes when asked for none (generation_config.c); 0 or -1 with an
+ * error naming the file and the key. */
+int mt_hf_generation_max_length(mt_model_config *cfg, const char *dir, const mt_config *c);
 int mt_model_config_write_mtlab(const mt_model_config *cfg, mt_config *c, int with_dropout);
 
 /* ---- building, for the architectures' build functions (model_build.c) */

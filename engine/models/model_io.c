@@ -106,7 +106,8 @@ mt_model *mt_model_load(const char *dir, const mt_backend *be, unsigned flags)
     memset(&cfg, 0, sizeof cfg);
     const mt_arch *arch = arch_of(c);
     mt_model *m = NULL;
-    if (arch && !arch->config_read(&cfg, c)) {
+    if (arch && !arch->config_read(&cfg, c) &&
+        (!cfg.hf_generate || !mt_hf_generation_max_length(&cfg, dir, c))) {
         m = mt_model_new(&cfg, be);
         if (!m) mt_error_context("%s", dir);
     }
@@ -133,6 +134,9 @@ int mt_model_config_load(const char *dir, mt_model_config *cfg, char *tokenizer,
     memset(cfg, 0, sizeof *cfg);
     const mt_arch *arch = arch_of(mt_bundle_config(bd));
     int rc = !arch || arch->config_read(cfg, mt_bundle_config(bd)) ? -1 : 0;
+    if (rc == 0 && cfg->hf_generate &&
+        mt_hf_generation_max_length(cfg, dir, mt_bundle_config(bd)))
+        rc = -1;
     if (rc == 0 && mt_model_config_check(cfg) != 0) rc = mt_error_context("%s", dir);
     if (rc == 0 && (size_t)snprintf(tokenizer, len, "%s", mt_bundle_tokenizer_path(bd)) >= len)
         rc = mt_error("%s: the tokenizer's path is longer than %zu bytes", dir, len - 1);

@@ -338,6 +338,79 @@ static void test_errors_name_the_file_and_key(void **state)
     test_remove_tree(dir);
 }
 
+/* generate() without a length asks the generation config, which for a hub checkpoint is
+ * generation_config.json, or config.json where that file was made from it (_from_model_config)
+ * and config.json holds generation keys (the hub's opus-mt: max_length 512), or config.json
+ * where there is none; max_length L counts the decoder start and the forced </s> (L - 2 new
+ * tokens), except that the default 20 counts without the start (19). */
+static int default_max_new(const char *dir, int src_len)
+{
+    mt_runner *r = mt_runner_open(dir, NULL, 0);
+    if (!r) fail_msg("%s: %s", dir, mt_last_error());
+    mt_decode_opts o;
+    mt_decode_opts_init(&o);
+    int n = mt_decode_max_new(r->model, src_len, &o);
+    mt_runner_close(r);
+    return n;
+}
+
+static void write_generation_config(const char *dir, const char *keys)
+{
+    char path[512], text[512];
+    snprintf(path, sizeof path, "%s/generation_config.json", dir);
+    snprintf(text, sizeof text,
+             "{%s\"bad_words_ids\": [[615]], \"decoder_start_token_id\": 615, "
+             "\"eos_token_id\": 0, \"forced_eos_token_id\": 0, \"pad_token_id\": 615}\n", keys);
+    test_write_text(path, text);
+}
+
+static void test_max_length_as_generate(void **state)
+{
+    (void)state;
+    char dir[256];
+    copy_checkpoint(dir, sizeof dir, NULL);
+    /* config.json's max_length 512: 510 new tokens, as many as the 64 positions hold */
+    assert_int_equal(default_max_new(dir, 5), 64);
+    write_generation_config(dir, "\"_from_model_config\": true, \"max_length\": 12, ");
+    assert_int_equal(default_max_new(dir, 5), 64);
+    write_generation_config(dir, "\"max_length\": 20, ");
+    assert_int_equal(default_max_new(dir, 5), 19);
+    write_generation_config(dir, "");
+    assert_int_equal(default_max_new(dir, 5), 19);
+
+    /* max_length 12: every greedy line of make.py's (max_length 20) cut to 10 tokens + </s> */
+    write_generation_config(dir, "\"max_length\": 12, ");
+    assert_int_equal(default_max_new(dir, 5), 10);
+    mt_runner *r = mt_runner_open(dir, NULL, 0);
+    if (!r) fail_msg("%s: %s", dir, mt_last_error());
+    int n_src[N_LINES], n_want[N_LINES];
+    static int32_t src[N_LINES][MAX_IDS], want[N_LINES][MAX_IDS];
+    assert_int_equal(read_ids("source.ids", src, n_src), N_LINES);
+    assert_int_equal(read_ids("greedy.ids", want, n_want), N_LINES);
+    mt_decode_opts o;
+    mt_decode_opts_init(&o);
+    o.beam = 1;
+    for (int i = 0; i < N_LINES; i++) {
+        const int32_t *s = src[i];
+        int len = n_src[i] - 1;
+        mt_decode_result res;
+        assert_int_equal(mt_decode(r->model, &s, &len, 1, &o, &res), 0);
+        int n = n_want[i] - 1 < 10 ? n_want[i] - 1 : 10;
+        assert_int_equal(res.hyps[0].n_ids, n);
+        assert_true(res.hyps[0].finished);
+        assert_memory_equal(res.hyps[0].ids, want[i], (size_t)n * sizeof(int32_t));
+        mt_decode_result_free(&res);
+    }
+    mt_runner_close(r);
+
+    write_generation_config(dir, "\"max_length\": \"long\", ");
+    expect_open_error(dir, "generation_config.json", "max_length");
+    write_generation_config(dir, "");
+    patch(dir, "config.json", "\"max_length\": 512", "\"max_length\": 2");
+    expect_open_error(dir, "config.json", "max_length");
+    test_remove_tree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -346,6 +419,7 @@ int main(void)
         cmocka_unit_test(test_pytorch_model_bin_matches_transformers),
         cmocka_unit_test(test_translate_text),
         cmocka_unit_test(test_errors_name_the_file_and_key),
+        cmocka_unit_test(test_max_length_as_generate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

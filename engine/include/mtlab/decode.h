@@ -71,8 +71,10 @@ typedef void (*mt_decode_callback)(void *user, const mt_decode_event *ev);
 
 typedef struct {
     int beam;              /* 1: greedy; K > 1: beam search with K beams */
-    int max_new_tokens;    /* 0: 2 * source tokens + 10 for each sentence; either way capped
-                              by what the model can hold (encoder-decoder: its positions) */
+    int max_new_tokens;    /* 0: 2 * source tokens + 10 for each sentence, or where decoding
+                              is generate()'s, the max_length its generation config gives
+                              less 2 (docs/bundles.md §3.1); either way capped by what the
+                              model can hold (encoder-decoder: its positions) */
     float length_penalty;  /* exponent of the generated length in the score (1.0) */
     int vocab_limit;       /* > 0: only ids below it are generated (the tokenizer's pieces when
                               the model's vocabulary is padded past them); 0: every id */

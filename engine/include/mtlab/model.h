@@ -63,6 +63,9 @@ typedef struct {
                                       * saved without them again); 1: written */
     int hf_generate;       /* 1: a checkpoint from the Hugging Face hub (no mtlab block), which
                             * decodes as transformers' generate() does (mtlab/decode.h) */
+    int hf_max_length;     /* hf_generate: the max_length generate() runs with when asked for
+                            * none (generation_config.json or config.json, docs/bundles.md
+                            * §3.1), the decoder start and the final </s> included; 0: none */
     int mamba_bias;        /* Mamba: in_proj and out_proj have biases (MambaConfig use_bias) */
     int mamba_no_conv_bias; /* Mamba: conv1d has none (MambaConfig use_conv_bias false) */
     int pad_vocab_multiple; /* Mamba: MambaConfig pad_vocab_size_multiple (8), checked and not
