@@ -301,6 +301,9 @@ const tui_probe *tui_heat_pane_probe(const tui_pane *p);
 int tui_heat_pane_split(const tui_pane *p, mt_probe_axis axis);
 /* What the map's axis is called ("source | translation" for an attribution's columns). */
 const char *tui_heat_pane_axis_title(const tui_pane *p, mt_probe_axis axis);
+/* 1 when the map's unit cannot see column col from row row (mt_probe_masked; for an
+ * attribution, a translation token after the one the row is predicted from). */
+int tui_heat_pane_masked(const tui_pane *p, const mt_probe_map *m, int row, int col);
 /* The value a person reads at a cell: the attribution's signed value, else the map's. */
 float tui_heat_pane_value(const tui_pane *p, const mt_probe_map *m, const float *v, int row,
                           int col);

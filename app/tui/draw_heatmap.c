@@ -4,7 +4,7 @@
  * row and column marked, a legend, and a readout naming the cursor's row, column and value.
  * Cells are one colour each (a full block in the theme's heat colour) on 256 colours and more,
  * else shaded glyphs ░▒▓█ in the text's colour (8 or 16 colours make no ramp); cells the unit
- * cannot see (mt_probe_masked) are the pane's background. What the rows and columns are is
+ * cannot see (tui_heat_pane_masked) are the pane's background. What the rows and columns are is
  * captioned beside the title or on the marker's line; a map that is not of the pane's current
  * text, search and segment (tui_heat_current) is not drawn: the pane says it is recomputed. */
 #include <stdio.h>
@@ -91,7 +91,7 @@ static void draw_readout(tui_app *a, tui_pane *p, WINDOW *w, int y, int x, int w
     tui_heat_axis_label(rl, sizeof rl, tui_heat_pane_probe(p), m->row_axis, p->sel_row);
     tui_heat_axis_label(cl, sizeof cl, tui_heat_pane_probe(p), m->col_axis, p->sel_col);
     int tokens_r = tui_heat_token_axis(m->row_axis), tokens_c = tui_heat_token_axis(m->col_axis);
-    if (mt_probe_masked(m, p->sel_row, p->sel_col))
+    if (tui_heat_pane_masked(p, m, p->sel_row, p->sel_col))
         snprintf(val, sizeof val, "masked");
     else
         snprintf(val, sizeof val, "%.3g", tui_heat_pane_value(p, m, v, p->sel_row, p->sel_col));
@@ -293,7 +293,7 @@ void tui_draw_heatmap(tui_app *a, tui_pane *p, WINDOW *w, int y0, int x0, int h,
         else lx++;
         tui_put(w, y, lx, label, x0 + g->gutter_w - 1 - lx);
         for (int c = g->col0; c < g->col0 + g->n_cols; c++) {
-            int level = mt_probe_masked(m, row, c)
+            int level = tui_heat_pane_masked(p, m, row, c)
                             ? -1
                             : tui_heat_level(norm[(size_t)row * m->cols + c], L);
             int x = x0 + tui_heat_col_x(g, c);

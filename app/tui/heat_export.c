@@ -47,6 +47,16 @@ const char *tui_heat_pane_axis_title(const tui_pane *p, mt_probe_axis axis)
     return tui_heat_axis_title(&p->probe->rec, axis);
 }
 
+int tui_heat_pane_masked(const tui_pane *p, const mt_probe_map *m, int row, int col)
+{
+    if (m->kind != TUI_HEAT_ATTRIBUTION || !p->attr_raw) return mt_probe_masked(m, row, col);
+    /* the translation side is `<bos> hyp` (encoder-decoder: one more than the rows before
+     * </s>) or `hyp` (decoder-only); row i is predicted from its first i + 1 or i tokens */
+    int split = p->attr_raw->attr.n_src, side = m->cols - split;
+    int seen = row + side - (m->rows - 1);
+    return col >= split && col - split >= seen;
+}
+
 float tui_heat_pane_value(const tui_pane *p, const mt_probe_map *m, const float *v, int row,
                           int col)
 {
@@ -241,7 +251,8 @@ void tui_heat_export(tui_app *a, tui_pane *p)
     }
     uint8_t *mask = mt_xmalloc((size_t)m->rows * (size_t)m->cols);
     for (int r = 0; r < m->rows; r++)
-        for (int c = 0; c < m->cols; c++) mask[(size_t)r * m->cols + c] = (uint8_t)mt_probe_masked(m, r, c);
+        for (int c = 0; c < m->cols; c++)
+            mask[(size_t)r * m->cols + c] = (uint8_t)tui_heat_pane_masked(p, m, r, c);
     char **rows = axis_labels(p, m->row_axis, m->rows);
     char **cols = axis_labels(p, m->col_axis, m->cols);
 

@@ -247,7 +247,10 @@ T send-keys -t e2e Down
 check "the cursor on the translation's 'm'" wait_for "^│row 2 'm' → col 23 'm' " 10
 T send-keys -t e2e c
 check "c: contrasted with that token, in the title" wait_for "│attribution · input x gradient · vs 'm'" 30
-check "... its own row is then zero (log p(m) - log p(m))" wait_for "^│row 2 'm' → col 23 'm'  0 " 30
+check "... a translation token after the row's is masked" wait_for "^│row 2 'm' → col 23 'm'  masked" 30
+T send-keys -t e2e Left
+check "... and the contrast token's own row is zero (log p(m) - log p(m))" \
+    wait_for "^│row 2 'm' → col 22 'Zo'  0 " 10
 T send-keys -t e2e e
 abase=heatmap-mamba-small-attribution-input_x_gradient-vs-m-seg1
 attr_files() { wait_for "wrote $work/heatmap-mamba-small-attr" 10 && [ -s $abase.svg ] && [ -s $abase.png ] && [ -s $abase.csv ]; }

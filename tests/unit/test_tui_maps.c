@@ -267,6 +267,16 @@ static void test_attribution_map(void **state)
     pieces_text(src, sizeof src, p->attr->src_labels, 0, split - 1);
     assert_string_equal(src, a->sent.texts[0]);
     assert_string_equal(tui_heat_pane_axis_title(p, MT_PROBE_AXIS_SOURCE), "source | translation");
+    /* a translation column after the token its row is predicted from is masked, as the
+     * causal maps' triangle (decoder-only: row i sees the translation's first i - 1 tokens) */
+    assert_false(tui_heat_pane_masked(p, m, 0, split - 1));
+    assert_true(tui_heat_pane_masked(p, m, 0, split));
+    assert_false(tui_heat_pane_masked(p, m, 1, split));
+    assert_true(tui_heat_pane_masked(p, m, 1, split + 1));
+    assert_false(tui_heat_pane_masked(p, m, m->rows - 1, m->cols - 1));
+    for (int r = 0; r < m->rows; r++)
+        for (int c = 0; c < m->cols; c++)
+            if (tui_heat_pane_masked(p, m, r, c)) assert_true(at->values[(size_t)r * m->cols + c] == 0);
     /* cells are |a|; the readout reads the signed value */
     for (int i = 0; i < m->rows * m->cols; i++) assert_true(v[i] == fabsf(at->values[i]));
     assert_true(tui_heat_pane_value(p, m, v, 1, 0) == at->values[at->cols]);
