@@ -112,7 +112,9 @@ int mt_model_config_write_mtlab(const mt_model_config *cfg, mt_config *c, int wi
     mt_config *x = mt_config_set_object(c, "mtlab");
     if (!x) return -1;
     int rc = mt_config_set_string(x, "architecture", cfg->arch);
-    rc |= mt_config_set_int(x, "sep_token_id", cfg->sep_id);
+    /* a prompt template holds its separator: a sep id beside it would name a token nothing uses
+     * (the default 2 is an ordinary token of a hub model's vocabulary) */
+    if (!cfg->prompt[0]) rc |= mt_config_set_int(x, "sep_token_id", cfg->sep_id);
     rc |= mt_config_set_int(x, "unk_token_id", cfg->unk_id);
     if (with_dropout) rc |= mt_config_set_float(x, "dropout", cfg->dropout);
     if (cfg->prompt[0]) rc |= mt_config_set_string(x, "prompt", cfg->prompt);

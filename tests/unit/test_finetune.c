@@ -269,6 +269,8 @@ static void test_finetune_lowers_the_validation_loss(void **state)
     const mt_config *x = mt_config_object(c, "mtlab");
     assert_non_null(x);
     assert_string_equal(mt_config_string(x, "prompt"), "{src}<sep>");
+    /* the template holds the separator: no sep id of mtlab's (2 is an ordinary GPT-NeoX token) */
+    assert_false(mt_config_has(x, "sep_token_id"));
     mt_config_free(c);
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
     size_t a_len, b_len;
