@@ -86,42 +86,48 @@ static void rope(const mt_backend *be, float *x, const mt_attn_config *cfg, int 
 }
 
 void mt_attention_forward(const mt_backend *be, float *out, mt_attn_acts *a, const float *xq,
-                          const float *xkv, const uint8_t *key_mask, const mt_attn_params *p,
-                          const mt_attn_config *cfg, int B, int Tq, int Tk)
+                          const float *xkv, const mt_attn_params *p, const mt_attn_call *call)
 {
-    int C = cfg->C, kv = kv_width(cfg);
+    const mt_attn_config *cfg = call->cfg;
+    int C = cfg->C, kv = kv_width(cfg), B = call->B, Tq = call->Tq, Tk = call->Tk;
     mt_linear_forward(be, a->q, xq, p->q_w, p->q_b, (size_t)B * Tq, C, C);
     mt_linear_forward(be, a->k, xkv, p->k_w, p->k_b, (size_t)B * Tk, kv, C);
     mt_linear_forward(be, a->v, xkv, p->v_w, p->v_b, (size_t)B * Tk, kv, C);
     rope(be, a->q, cfg, B, Tq, Tk - Tq, 0);
     rope(be, a->k, cfg, B, Tk, 0, 0);
     mt_attn_desc d = attn_desc(cfg, B, Tq, Tk);
-    d.key_mask = key_mask;
+    d.key_mask = call->key_mask;
     be->attention_forward(a->ctx, a->att, a->q, a->k, a->v, &d);
     mt_linear_forward(be, out, a->ctx, p->o_w, p->o_b, (size_t)B * Tq, C, C);
 }
 
-void mt_attention_backward(const mt_backend *be, float *dxq, float *dxkv, mt_attn_params *g,
-                           mt_attn_acts *da, const float *dout, const mt_attn_acts *a,
-                           const float *xq, const float *xkv, const uint8_t *key_mask,
-                           const mt_attn_params *p, const mt_attn_config *cfg, int B, int Tq,
-                           int Tk)
+void mt_attention_backward(const mt_backend *be, const mt_attn_grads *grads, const float *dout,
+                           const mt_attn_acts *a, const float *xq, const float *xkv,
+                           const mt_attn_params *p, const mt_attn_call *call)
 {
-    int C = cfg->C, kv = kv_width(cfg);
+    const mt_attn_config *cfg = call->cfg;
+    mt_attn_params *g = grads->g;
+    mt_attn_acts *da = grads->da;
+    float *dxq = grads->dxq, *dxkv = grads->dxkv;
+    int C = cfg->C, kv = kv_width(cfg), B = call->B, Tq = call->Tq, Tk = call->Tk;
     size_t nq = (size_t)B * Tq * C, nk = (size_t)B * Tk * C;
     be->memzero(da->q, nq * sizeof(float));
     be->memzero(da->k, nk * sizeof(float));
     be->memzero(da->v, nk * sizeof(float));
     be->memzero(da->ctx, nq * sizeof(float));
-    mt_linear_backward(be, da->ctx, g->o_w, g->o_b, dout, a->ctx, p->o_w, (size_t)B * Tq, C, C);
+    mt_linear_backward(be, &(mt_weight_grads){da->ctx, g->o_w, g->o_b}, dout, a->ctx, p->o_w,
+                       (size_t)B * Tq, C, C);
     mt_attn_desc d = attn_desc(cfg, B, Tq, Tk);
-    d.key_mask = key_mask;
+    d.key_mask = call->key_mask;
     be->attention_backward(da->q, da->k, da->v, da->att, da->ctx, a->q, a->k, a->v, a->att, &d);
     rope(be, da->q, cfg, B, Tq, Tk - Tq, 1);
     rope(be, da->k, cfg, B, Tk, 0, 1);
-    mt_linear_backward(be, dxq, g->q_w, g->q_b, da->q, xq, p->q_w, (size_t)B * Tq, C, C);
-    mt_linear_backward(be, dxkv, g->k_w, g->k_b, da->k, xkv, p->k_w, (size_t)B * Tk, kv, C);
-    mt_linear_backward(be, dxkv, g->v_w, g->v_b, da->v, xkv, p->v_w, (size_t)B * Tk, kv, C);
+    mt_linear_backward(be, &(mt_weight_grads){dxq, g->q_w, g->q_b}, da->q, xq, p->q_w,
+                       (size_t)B * Tq, C, C);
+    mt_linear_backward(be, &(mt_weight_grads){dxkv, g->k_w, g->k_b}, da->k, xkv, p->k_w,
+                       (size_t)B * Tk, kv, C);
+    mt_linear_backward(be, &(mt_weight_grads){dxkv, g->v_w, g->v_b}, da->v, xkv, p->v_w,
+                       (size_t)B * Tk, kv, C);
 }
 
 /* ---------------------------------------------------------------- decoding with a KV cache */
@@ -141,10 +147,10 @@ float *mt_kv_cache_point(mt_kv_cache *c, float *base, const mt_attn_config *cfg,
 }
 
 int mt_attention_decode(const mt_backend *be, float *out, mt_attn_acts *a, const float *x,
-                        mt_kv_cache *cache, const uint8_t *key_mask, const mt_attn_params *p,
-                        const mt_attn_config *cfg, int B, int Tq)
+                        mt_kv_cache *cache, const mt_attn_params *p, const mt_attn_call *call)
 {
-    int C = cfg->C;
+    const mt_attn_config *cfg = call->cfg;
+    int C = cfg->C, B = call->B, Tq = call->Tq;
     if (cache->len + Tq > cache->Tmax)
         return mt_error("attention decode: KV cache full (%d cached + %d new > capacity %d)",
                         cache->len, Tq, cache->Tmax);
@@ -160,7 +166,7 @@ int mt_attention_decode(const mt_backend *be, float *out, mt_attn_acts *a, const
     be->copy2d(cache->v + at, cache->Tmax * C, a->v, Tq * C, (size_t)B, Tq * C);
     mt_attn_desc d = attn_desc(cfg, B, Tq, cache->len + Tq);
     d.kv_bstride = (size_t)cache->Tmax * C;
-    d.key_mask = key_mask;
+    d.key_mask = call->key_mask;
     d.mask_bstride = (size_t)cache->Tmax;
     be->attention_forward(a->ctx, a->att, a->q, cache->k, cache->v, &d);
     mt_linear_forward(be, out, a->ctx, p->o_w, p->o_b, rows, C, C);
@@ -183,16 +189,17 @@ void mt_attention_cross_fill(const mt_backend *be, mt_kv_cache *cache, const flo
 }
 
 void mt_attention_cross_decode(const mt_backend *be, float *out, mt_attn_acts *a, const float *x,
-                               const mt_kv_cache *cache, const uint8_t *mem_mask,
-                               const mt_attn_params *p, const mt_attn_config *cfg, int B, int Tq)
+                               const mt_kv_cache *cache, const mt_attn_params *p,
+                               const mt_attn_call *call)
 {
-    int C = cfg->C;
+    const mt_attn_config *cfg = call->cfg;
+    int C = cfg->C, B = call->B, Tq = call->Tq;
     size_t rows = (size_t)B * Tq;
     mt_linear_forward(be, a->q, x, p->q_w, p->q_b, rows, C, C);
     mt_attn_desc d = attn_desc(cfg, B, Tq, cache->len);
     d.causal = 0;
     d.kv_bstride = (size_t)cache->Tmax * C;
-    d.key_mask = mem_mask;
+    d.key_mask = call->key_mask;
     be->attention_forward(a->ctx, a->att, a->q, cache->k, cache->v, &d);
     mt_linear_forward(be, out, a->ctx, p->o_w, p->o_b, rows, C, C);
 }

@@ -83,11 +83,12 @@ static void chunk_keys(const ring_call *rc, mt_attn_acts *a, const float *x,
 }
 
 int mt_attention_ring_decode(const mt_backend *be, float *out, mt_attn_acts *a, const float *x,
-                             mt_kv_cache *cache, const uint8_t *key_mask, int key_ld,
-                             const uint8_t *slot_mask, const mt_attn_params *p,
-                             const mt_attn_config *cfg, int B, int Tq)
+                             mt_kv_cache *cache, const mt_attn_params *p,
+                             const mt_attn_call *call)
 {
-    int C = cfg->C, Tr = cache->Tmax;
+    const mt_attn_config *cfg = call->cfg;
+    const uint8_t *key_mask = call->key_mask, *slot_mask = call->slot_mask;
+    int C = cfg->C, Tr = cache->Tmax, B = call->B, Tq = call->Tq;
     size_t rows = (size_t)B * Tq;
     ring_call rc = {.be = be, .p = p, .cfg = cfg, .B = B};
     if (!slot_mask) {
@@ -99,7 +100,7 @@ int mt_attention_ring_decode(const mt_backend *be, float *out, mt_attn_acts *a, 
         d.q_pos0 = P;
         d.window = cfg->window;
         d.key_mask = key_mask ? key_mask + (cache->len - P) : NULL;
-        d.mask_bstride = (size_t)key_ld;
+        d.mask_bstride = (size_t)call->key_ld;
         be->attention_forward(a->ctx, a->att, a->q, a->k, a->v, &d);
         mt_linear_forward(be, out, a->ctx, p->o_w, p->o_b, rows, C, C);
         /* the chunk's last min(Tq, Tr) positions, wrapping once at the end of the ring */

@@ -53,16 +53,20 @@ void mt_ffn_forward(const mt_backend *be, float *out, mt_ffn_acts *a, const floa
     mt_linear_forward(be, out, a->act, p->fc2_w, p->fc2_b, BT, cfg->F, cfg->C);
 }
 
-void mt_ffn_backward(const mt_backend *be, float *dx, mt_ffn_params *g, mt_ffn_acts *da,
-                     const float *dout, const mt_ffn_acts *a, const float *x,
-                     const mt_ffn_params *p, const mt_ffn_config *cfg, size_t BT)
+void mt_ffn_backward(const mt_backend *be, const mt_ffn_grads *grads, const float *dout,
+                     const mt_ffn_acts *a, const float *x, const mt_ffn_params *p,
+                     const mt_ffn_config *cfg, size_t BT)
 {
+    mt_ffn_params *g = grads->g;
+    mt_ffn_acts *da = grads->da;
     size_t nf = BT * cfg->F;
     be->memzero(da->pre, nf * sizeof(float));
     be->memzero(da->act, nf * sizeof(float));
-    mt_linear_backward(be, da->act, g->fc2_w, g->fc2_b, dout, a->act, p->fc2_w, BT, cfg->F, cfg->C);
+    mt_linear_backward(be, &(mt_weight_grads){da->act, g->fc2_w, g->fc2_b}, dout, a->act, p->fc2_w,
+                       BT, cfg->F, cfg->C);
     be->act_backward(cfg->act, da->pre, da->act, a->pre, nf);
-    mt_linear_backward(be, dx, g->fc1_w, g->fc1_b, da->pre, x, p->fc1_w, BT, cfg->C, cfg->F);
+    mt_linear_backward(be, &(mt_weight_grads){grads->dx, g->fc1_w, g->fc1_b}, da->pre, x, p->fc1_w,
+                       BT, cfg->C, cfg->F);
 }
 
 /* ---------------------------------------------------------------- gated MLP
@@ -144,19 +148,23 @@ void mt_gated_mlp_forward(const mt_backend *be, float *out, mt_gated_mlp_acts *a
     mt_linear_forward(be, out, a->hidden, p->down_w, p->down_b, BT, cfg->F, cfg->C);
 }
 
-void mt_gated_mlp_backward(const mt_backend *be, float *dx, mt_gated_mlp_params *g,
-                           mt_gated_mlp_acts *da, const float *dout, const mt_gated_mlp_acts *a,
-                           const float *x, const mt_gated_mlp_params *p,
-                           const mt_gated_mlp_config *cfg, size_t BT)
+void mt_gated_mlp_backward(const mt_backend *be, const mt_gated_mlp_grads *grads,
+                           const float *dout, const mt_gated_mlp_acts *a, const float *x,
+                           const mt_gated_mlp_params *p, const mt_gated_mlp_config *cfg,
+                           size_t BT)
 {
+    mt_gated_mlp_params *g = grads->g;
+    mt_gated_mlp_acts *da = grads->da;
+    float *dx = grads->dx;
     size_t nf = BT * cfg->F;
     be->memzero(da->value, nf * sizeof(float));
     be->memzero(da->gate, nf * sizeof(float));
     be->memzero(da->hidden, nf * sizeof(float));
-    mt_linear_backward(be, da->hidden, g->down_w, g->down_b, dout, a->hidden, p->down_w, BT, cfg->F,
-                       cfg->C);
+    mt_linear_backward(be, &(mt_weight_grads){da->hidden, g->down_w, g->down_b}, dout, a->hidden,
+                       p->down_w, BT, cfg->F, cfg->C);
     be->gate_backward(da->value, da->gate, da->hidden, a->value, a->gate, nf);
-    mt_linear_backward(be, dx, g->value_w, g->value_b, da->value, x, p->value_w, BT, cfg->C,
-                       cfg->F);
-    mt_linear_backward(be, dx, g->gate_w, g->gate_b, da->gate, x, p->gate_w, BT, cfg->C, cfg->F);
+    mt_linear_backward(be, &(mt_weight_grads){dx, g->value_w, g->value_b}, da->value, x, p->value_w,
+                       BT, cfg->C, cfg->F);
+    mt_linear_backward(be, &(mt_weight_grads){dx, g->gate_w, g->gate_b}, da->gate, x, p->gate_w, BT,
+                       cfg->C, cfg->F);
 }

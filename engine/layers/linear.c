@@ -16,10 +16,10 @@ void mt_linear_forward(const mt_backend *be, float *out, const float *x, const f
     if (bias) be->bias_add(out, bias, BT, OC);
 }
 
-void mt_linear_backward(const mt_backend *be, float *dx, float *dweight, float *dbias,
-                        const float *dout, const float *x, const float *weight, size_t BT, int C,
-                        int OC)
+void mt_linear_backward(const mt_backend *be, const mt_weight_grads *grads, const float *dout,
+                        const float *x, const float *weight, size_t BT, int C, int OC)
 {
+    float *dx = grads->dx, *dweight = grads->dweight, *dbias = grads->dbias;
     if (dx) be->gemm(0, 0, (int)BT, C, OC, 1.0f, dout, OC, weight, C, 1.0f, dx, C);
     if (dweight) be->gemm(1, 0, OC, C, (int)BT, 1.0f, dout, OC, x, C, 1.0f, dweight, C);
     if (dbias) be->bias_backward(dbias, dout, BT, OC);
@@ -44,9 +44,9 @@ void mt_tied_logits_forward(const mt_backend *be, float *logits, const float *x,
     mt_linear_forward(be, logits, x, table, bias, BT, C, V);
 }
 
-void mt_tied_logits_backward(const mt_backend *be, float *dx, float *dtable, float *dbias,
+void mt_tied_logits_backward(const mt_backend *be, const mt_weight_grads *grads,
                              const float *dlogits, const float *x, const float *table, size_t BT,
                              int C, int V)
 {
-    mt_linear_backward(be, dx, dtable, dbias, dlogits, x, table, BT, C, V);
+    mt_linear_backward(be, grads, dlogits, x, table, BT, C, V);
 }

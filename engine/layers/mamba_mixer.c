@@ -140,9 +140,12 @@ static void conv_continue(const mt_backend *be, mt_mamba_acts *a, const mt_mamba
 }
 
 void mt_mamba_forward(const mt_backend *be, float *out, mt_mamba_acts *a, const float *inp,
-                      const uint8_t *mask, const mt_mamba_params *p, const mt_mamba_config *cfg,
-                      const mt_dropout *drop, mt_mamba_state *state, int B, int T)
+                      const mt_mamba_params *p, const mt_mamba_call *call)
 {
+    const mt_mamba_config *cfg = call->cfg;
+    const uint8_t *mask = call->mask;
+    mt_mamba_state *state = call->state;
+    int B = call->B, T = call->T;
     size_t BT = (size_t)B * T;
     int C = cfg->d_model, D = cfg->d_inner;
     mt_linear_forward(be, a->x, inp, p->in_proj_w, p->in_proj_b, BT, C, D);
@@ -162,20 +165,25 @@ void mt_mamba_forward(const mt_backend *be, float *out, mt_mamba_acts *a, const 
     if (state) state->len += T;
     be->gate_forward(a->yg, a->y, a->z, BT * D);
     mt_linear_forward(be, a->o, a->yg, p->out_proj_w, p->out_proj_b, BT, D, C);
-    mt_dropout_forward(be, out, a->o, BT * C, drop);
+    mt_dropout_forward(be, out, a->o, BT * C, call->drop);
 }
 
-void mt_mamba_backward(const mt_backend *be, float *dinp, mt_mamba_params *g, mt_mamba_acts *da,
-                       const float *dout, const mt_mamba_acts *a, const float *inp,
-                       const uint8_t *mask, const mt_mamba_params *p,
-                       const mt_mamba_config *cfg, const mt_dropout *drop, int B, int T)
+void mt_mamba_backward(const mt_backend *be, const mt_mamba_grads *grads, const float *dout,
+                       const mt_mamba_acts *a, const float *inp, const mt_mamba_params *p,
+                       const mt_mamba_call *call)
 {
+    const mt_mamba_config *cfg = call->cfg;
+    const uint8_t *mask = call->mask;
+    mt_mamba_params *g = grads->g;
+    mt_mamba_acts *da = grads->da;
+    float *dinp = grads->dinp;
+    int B = call->B, T = call->T;
     size_t BT = (size_t)B * T;
     int C = cfg->d_model, D = cfg->d_inner, R = cfg->dt_rank, N = cfg->d_state;
     be->memzero(da->x, mt_mamba_acts_count(cfg, B, T) * sizeof(float)); /* da is one block */
-    mt_dropout_backward(be, da->o, dout, BT * C, drop);
-    mt_linear_backward(be, da->yg, g->out_proj_w, g->out_proj_b, da->o, a->yg, p->out_proj_w, BT,
-                       D, C);
+    mt_dropout_backward(be, da->o, dout, BT * C, call->drop);
+    mt_linear_backward(be, &(mt_weight_grads){da->yg, g->out_proj_w, g->out_proj_b}, da->o, a->yg,
+                       p->out_proj_w, BT, D, C);
     be->gate_backward(da->y, da->z, da->yg, a->y, a->z, BT * D);
     mt_scan_args s = scan_args(a, p, cfg, B, T);
     mt_scan_grads sg = {
@@ -183,20 +191,23 @@ void mt_mamba_backward(const mt_backend *be, float *dinp, mt_mamba_params *g, mt
         .dDskip = g->D, .ddt_bias = g->dt_proj_b,
     };
     be->scan_backward(&sg, da->y, &s);
-    mt_linear_backward(be, da->dt_low, g->dt_proj_w, NULL, da->dt, a->dt_low, p->dt_proj_w, BT, R, D);
-    mt_linear_backward(be, da->u, g->x_proj_w, NULL, da->dt_low, a->u, p->x_proj_w, BT, D, R);
-    mt_linear_backward(be, da->u, g->x_proj_w + (size_t)R * D, NULL, da->Bm, a->u,
-                       p->x_proj_w + (size_t)R * D, BT, D, N);
-    mt_linear_backward(be, da->u, g->x_proj_w + (size_t)(R + N) * D, NULL, da->Cm, a->u,
-                       p->x_proj_w + (size_t)(R + N) * D, BT, D, N);
+    mt_linear_backward(be, &(mt_weight_grads){da->dt_low, g->dt_proj_w, NULL}, da->dt, a->dt_low,
+                       p->dt_proj_w, BT, R, D);
+    mt_linear_backward(be, &(mt_weight_grads){da->u, g->x_proj_w, NULL}, da->dt_low, a->u,
+                       p->x_proj_w, BT, D, R);
+    mt_linear_backward(be, &(mt_weight_grads){da->u, g->x_proj_w + (size_t)R * D, NULL}, da->Bm,
+                       a->u, p->x_proj_w + (size_t)R * D, BT, D, N);
+    mt_linear_backward(be, &(mt_weight_grads){da->u, g->x_proj_w + (size_t)(R + N) * D, NULL},
+                       da->Cm, a->u, p->x_proj_w + (size_t)(R + N) * D, BT, D, N);
     if (mask) be->mask_rows(da->u, mask, BT, D);
     be->act_backward(MT_ACT_SILU, da->xc, da->u, a->xc, BT * D);
     be->conv1d_backward(da->x, g->conv_w, g->conv_b, da->xc, a->x, p->conv_w, B, T, D, cfg->d_conv);
     if (mask) be->mask_rows(da->x, mask, BT, D);
-    mt_linear_backward(be, dinp, g->in_proj_w, g->in_proj_b, da->x, inp, p->in_proj_w, BT, C, D);
-    mt_linear_backward(be, dinp, g->in_proj_w + (size_t)D * C,
-                       g->in_proj_b ? g->in_proj_b + D : NULL, da->z, inp,
-                       p->in_proj_w + (size_t)D * C, BT, C, D);
+    mt_linear_backward(be, &(mt_weight_grads){dinp, g->in_proj_w, g->in_proj_b}, da->x, inp,
+                       p->in_proj_w, BT, C, D);
+    float *dz_bias = g->in_proj_b ? g->in_proj_b + D : NULL;
+    mt_linear_backward(be, &(mt_weight_grads){dinp, g->in_proj_w + (size_t)D * C, dz_bias}, da->z,
+                       inp, p->in_proj_w + (size_t)D * C, BT, C, D);
 }
 
 /* docs/models.md §3.6: the conv state takes the new x and the scan advances one step. */

@@ -3,29 +3,31 @@
 #include "mtlab/layers.h"
 
 void mt_layernorm_forward(const mt_backend *be, float *out, float *mean, float *rstd,
-                          const float *x, const float *weight, const float *bias, size_t BT,
-                          int C, float eps)
+                          const float *x, const float *weight, const float *bias,
+                          const mt_norm_call *call)
 {
-    be->layernorm_forward(out, mean, rstd, x, weight, bias, BT, C, eps);
+    be->layernorm_forward(out, mean, rstd, x, weight, bias, call->BT, call->C, call->eps);
 }
 
-void mt_layernorm_backward(const mt_backend *be, float *dx, float *dweight, float *dbias,
-                           const float *dout, const float *x, const float *weight,
-                           const float *mean, const float *rstd, size_t BT, int C)
+void mt_layernorm_backward(const mt_backend *be, const mt_weight_grads *grads, const float *dout,
+                           const float *x, const float *weight, const float *mean,
+                           const float *rstd, const mt_norm_call *call)
 {
-    be->layernorm_backward(dx, dweight, dbias, dout, x, weight, mean, rstd, BT, C);
+    be->layernorm_backward(grads->dx, grads->dweight, grads->dbias, dout, x, weight, mean, rstd,
+                           call->BT, call->C);
 }
 
 void mt_rmsnorm_forward(const mt_backend *be, float *out, float *rstd, const float *x,
-                        const float *weight, size_t BT, int C, float eps)
+                        const float *weight, const mt_norm_call *call)
 {
-    be->rmsnorm_forward(out, rstd, x, weight, BT, C, eps);
+    be->rmsnorm_forward(out, rstd, x, weight, call->BT, call->C, call->eps);
 }
 
-void mt_rmsnorm_backward(const mt_backend *be, float *dx, float *dweight, const float *dout,
-                         const float *x, const float *weight, const float *rstd, size_t BT, int C)
+void mt_rmsnorm_backward(const mt_backend *be, const mt_weight_grads *grads, const float *dout,
+                         const float *x, const float *weight, const float *rstd,
+                         const mt_norm_call *call)
 {
-    be->rmsnorm_backward(dx, dweight, dout, x, weight, rstd, BT, C);
+    be->rmsnorm_backward(grads->dx, grads->dweight, dout, x, weight, rstd, call->BT, call->C);
 }
 
 static int dropout_active(const mt_dropout *drop) { return drop && drop->p > 0.0f; }

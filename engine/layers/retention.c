@@ -128,11 +128,13 @@ static void output(const mt_backend *be, float *out, mt_retention_acts *a,
  * the row's mask byte (the step's mask has row stride T), so the state ends as if the whole
  * prompt had been fed token by token. */
 static void continue_chunk(const mt_backend *be, float *out, mt_retention_acts *a,
-                           const float *x, const uint8_t *mask, const mt_retention_params *p,
-                           const mt_retention_config *cfg, mt_retention_state *state,
-                           const float *gamma, int B, int T)
+                           const float *x, const mt_retention_params *p,
+                           const mt_retention_call *call, const float *gamma)
 {
-    int C = cfg->C, V = cfg->V;
+    const mt_retention_config *cfg = call->cfg;
+    const uint8_t *mask = call->mask;
+    mt_retention_state *state = call->state;
+    int C = cfg->C, V = cfg->V, B = call->B, T = call->T;
     project(be, a, x, p, cfg, B, T, state->len);
     float *q = a->step, *k = q + (size_t)B * C, *v = k + (size_t)B * C, *o = v + (size_t)B * V;
     for (int t = 0; t < T; t++) {
@@ -148,18 +150,19 @@ static void continue_chunk(const mt_backend *be, float *out, mt_retention_acts *
 }
 
 void mt_retention_forward(const mt_backend *be, float *out, mt_retention_acts *a, const float *x,
-                          const uint8_t *mask, const mt_retention_params *p,
-                          const mt_retention_config *cfg, mt_retention_state *state, int B,
-                          int T)
+                          const mt_retention_params *p, const mt_retention_call *call)
 {
+    const mt_retention_config *cfg = call->cfg;
+    mt_retention_state *state = call->state;
+    int B = call->B, T = call->T;
     float gamma[MT_RETENTION_MAX_HEADS];
     mt_retention_decays(gamma, cfg->H);
     if (state && state->len > 0) {
-        continue_chunk(be, out, a, x, mask, p, cfg, state, gamma, B, T);
+        continue_chunk(be, out, a, x, p, call, gamma);
         return;
     }
     project(be, a, x, p, cfg, B, T, 0);
-    mt_retention_desc d = retention_desc(cfg, gamma, mask, B, T);
+    mt_retention_desc d = retention_desc(cfg, gamma, call->mask, B, T);
     be->retention_forward(a->o, a->att, a->r, a->q, a->k, a->v, &d);
     if (state) {
         be->retention_state_fill(state->kv, state->scale, a->k, a->v, &d);
@@ -168,29 +171,34 @@ void mt_retention_forward(const mt_backend *be, float *out, mt_retention_acts *a
     output(be, out, a, p, cfg, (size_t)B * T);
 }
 
-void mt_retention_backward(const mt_backend *be, float *dx, mt_retention_params *g,
-                           mt_retention_acts *da, const float *dout, const mt_retention_acts *a,
-                           const float *x, const uint8_t *mask, const mt_retention_params *p,
-                           const mt_retention_config *cfg, int B, int T)
+void mt_retention_backward(const mt_backend *be, const mt_retention_grads *grads,
+                           const float *dout, const mt_retention_acts *a, const float *x,
+                           const mt_retention_params *p, const mt_retention_call *call)
 {
+    const mt_retention_config *cfg = call->cfg;
+    mt_retention_params *g = grads->g;
+    mt_retention_acts *da = grads->da;
+    float *dx = grads->dx;
+    int B = call->B, T = call->T;
     size_t BT = (size_t)B * T;
     int C = cfg->C, V = cfg->V, H = cfg->H, Dk = C / H;
     float gamma[MT_RETENTION_MAX_HEADS];
     mt_retention_decays(gamma, H);
     be->memzero(da->q, mt_retention_acts_count(cfg, B, T) * sizeof(float)); /* one block */
-    mt_linear_backward(be, da->gated, g->o_w, NULL, dout, a->gated, p->o_w, BT, V, C);
+    mt_linear_backward(be, &(mt_weight_grads){da->gated, g->o_w, NULL}, dout, a->gated, p->o_w, BT,
+                       V, C);
     be->gate_backward(da->on, da->g, da->gated, a->on, a->g, BT * V);
     be->rmsnorm_backward(da->o, NULL, da->on, a->o, NULL, a->rstd, BT * H, V / H);
-    mt_retention_desc d = retention_desc(cfg, gamma, mask, B, T);
+    mt_retention_desc d = retention_desc(cfg, gamma, call->mask, B, T);
     be->retention_backward(da->q, da->k, da->v, da->att, da->o, a->q, a->k, a->v, a->att, a->r,
                            &d);
     be->rope_backward(da->q, NULL, B, T, H, Dk, Dk, 0, cfg->inv_freq, 1);
     be->rope_backward(da->k, NULL, B, T, H, Dk, Dk, 0, cfg->inv_freq, 1);
     be->scale(da->k, BT * C, 1.0f / sqrtf((float)Dk));
-    mt_linear_backward(be, dx, g->q_w, NULL, da->q, x, p->q_w, BT, C, C);
-    mt_linear_backward(be, dx, g->k_w, NULL, da->k, x, p->k_w, BT, C, C);
-    mt_linear_backward(be, dx, g->v_w, NULL, da->v, x, p->v_w, BT, C, V);
-    mt_linear_backward(be, dx, g->g_w, NULL, da->g, x, p->g_w, BT, C, V);
+    mt_linear_backward(be, &(mt_weight_grads){dx, g->q_w, NULL}, da->q, x, p->q_w, BT, C, C);
+    mt_linear_backward(be, &(mt_weight_grads){dx, g->k_w, NULL}, da->k, x, p->k_w, BT, C, C);
+    mt_linear_backward(be, &(mt_weight_grads){dx, g->v_w, NULL}, da->v, x, p->v_w, BT, C, V);
+    mt_linear_backward(be, &(mt_weight_grads){dx, g->g_w, NULL}, da->g, x, p->g_w, BT, C, V);
 }
 
 void mt_retention_step(const mt_backend *be, float *out, mt_retention_acts *a, const float *x,

@@ -291,7 +291,7 @@ static int attr_pass(attr_seq *q, int T, int B, const float *alpha, int col, con
         be->upload(lg, logits, P * V * sizeof *logits);
         int weight = m->lm_head_tensor < 0 ? m->embed_tensor : m->lm_head_tensor;
         const float *w = m->params + m->tensors[weight].offset;
-        mt_linear_backward(be, dxg, NULL, NULL, lg, xg, w, P, C, V);
+        mt_linear_backward(be, &(mt_weight_grads){dxg, NULL, NULL}, lg, xg, w, P, C, V);
         for (size_t k = 0; k < P; k++)
             be->copy(dout + ((size_t)picks[k].brow * T + picks[k].pos) * C, dxg + k * C,
                      C * sizeof(float));

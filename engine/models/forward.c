@@ -44,8 +44,7 @@ int mt_model_check_batch(const mt_model *m, const mt_batch *b)
     return check_ids(m, b->src, b->B, b->S, "source");
 }
 
-size_t mt_model_targets(const mt_model *m, int32_t *targets, const int32_t *ids, const int *n_prompt, int B,
-                        int T)
+size_t mt_model_targets(const mt_model *m, int32_t *targets, const int32_t *ids, int B, int T)
 {
     size_t count = 0;
     for (int b = 0; b < B; b++) {
@@ -55,7 +54,7 @@ size_t mt_model_targets(const mt_model *m, int32_t *targets, const int32_t *ids,
          * (the hub's Mamba configs) */
         int counting = m->arch->encdec;
         for (int t = 0; t < T; t++) {
-            if (!counting && (n_prompt ? t >= n_prompt[b] - 1 : row[t] == m->cfg.sep_id)) counting = 1;
+            if (!counting && row[t] == m->cfg.sep_id) counting = 1;
             int32_t next = t + 1 < T ? row[t + 1] : -1;
             int use = counting && next >= 0 &&
                       (next != m->cfg.pad_id || (!m->arch->encdec && next == m->cfg.eos_id));
@@ -115,7 +114,7 @@ int mt_model_prepare(mt_model *m, const mt_batch *b)
 
     int32_t *targets = mt_xmalloc(BT * sizeof *targets);
     uint8_t *mask = mt_xmalloc(BT + NS);
-    m->n_targets = mt_model_targets(m, targets, b->ids, m->arch->encdec ? NULL : b->n_prompt, B, T);
+    m->n_targets = mt_model_targets(m, targets, b->ids, B, T);
     /* an encoder-decoder's first decoder input is its start token, a real one even where it is
      * <pad> (Marian's decoder_start_token_id) */
     for (size_t i = 0; i < BT; i++)
@@ -175,8 +174,9 @@ double mt_model_run_forward(mt_model *m, const mt_step_opts *opts, int want_loss
     mt_model_project(m, m->logits, mt_model_run_stacks(m, opts), BT);
     if (!want_loss) return 0.0;
     float smoothing = opts ? opts->label_smoothing : 0.0f;
-    return mt_cross_entropy_forward(m->be, m->losses, m->lse, m->logits, m->d_targets, BT,
-                                    m->cfg.vocab_size, MT_IGNORE, smoothing);
+    mt_loss_call loss = {.BT = BT, .V = m->cfg.vocab_size, .ignore_index = MT_IGNORE,
+                         .smoothing = smoothing};
+    return mt_cross_entropy_forward(m->be, m->losses, m->lse, m->logits, m->d_targets, &loss);
 }
 
 /* Backward of the embeddings of one stack: dx (rows, C) through dropout into the table. */
@@ -233,10 +233,12 @@ static double loss_backward_chunked(mt_model *m, const mt_step_opts *opts, float
         size_t rows = BT - r0 < chunk ? BT - r0 : chunk;
         const float *xc = x + r0 * C;
         mt_model_project(m, m->logits, xc, rows);
-        mt_cross_entropy_fused(be, m->losses + r0, m->logits, m->d_targets + r0, rows, V,
-                               MT_IGNORE, smoothing, scale);
-        if (tied) mt_tied_logits_backward(be, dx + r0 * C, dw, NULL, m->logits, xc, w, rows, C, V);
-        else mt_linear_backward(be, dx + r0 * C, dw, NULL, m->logits, xc, w, rows, C, V);
+        mt_cross_entropy_fused(be, m->losses + r0, m->logits, m->d_targets + r0,
+                               &(mt_loss_call){rows, V, MT_IGNORE, smoothing, scale});
+        if (tied) mt_tied_logits_backward(be, &(mt_weight_grads){dx + r0 * C, dw, NULL}, m->logits,
+                                          xc, w, rows, C, V);
+        else mt_linear_backward(be, &(mt_weight_grads){dx + r0 * C, dw, NULL}, m->logits, xc, w,
+                                rows, C, V);
     }
     return be->sum(m->losses, BT);
 }

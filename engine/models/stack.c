@@ -94,9 +94,10 @@ const float *mt_stack_final_norm(const mt_backend *be, const mt_stack *s, float 
 {
     if (s->final_norm_tensor < 0) return x;
     if (s->final_norm == MT_NORM_LAYER)
-        mt_layernorm_forward(be, out, mean, rstd, x, s->fn_w, s->fn_b, BT, s->C, s->final_eps);
+        mt_layernorm_forward(be, out, mean, rstd, x, s->fn_w, s->fn_b,
+                             &(mt_norm_call){BT, s->C, s->final_eps});
     else
-        mt_rmsnorm_forward(be, out, rstd, x, s->fn_w, BT, s->C, s->final_eps);
+        mt_rmsnorm_forward(be, out, rstd, x, s->fn_w, &(mt_norm_call){BT, s->C, s->final_eps});
     return out;
 }
 
@@ -122,10 +123,11 @@ void mt_stack_backward(mt_model *m, mt_stack *s, const mt_stack_acts *sa, float 
         be->memzero(dx, BTC * sizeof(float));
         const float *x = sa->xs[s->n_units];
         if (s->final_norm == MT_NORM_LAYER)
-            mt_layernorm_backward(be, dx, s->gfn_w, s->gfn_b, dout, x, s->fn_w, sa->fn_mean,
-                                  sa->fn_rstd, BT, s->C);
+            mt_layernorm_backward(be, &(mt_weight_grads){dx, s->gfn_w, s->gfn_b}, dout, x, s->fn_w,
+                                  sa->fn_mean, sa->fn_rstd, &(mt_norm_call){.BT = BT, .C = s->C});
         else
-            mt_rmsnorm_backward(be, dx, s->gfn_w, dout, x, s->fn_w, sa->fn_rstd, BT, s->C);
+            mt_rmsnorm_backward(be, &(mt_weight_grads){dx, s->gfn_w, NULL}, dout, x, s->fn_w,
+                                sa->fn_rstd, &(mt_norm_call){.BT = BT, .C = s->C});
     } else {
         be->copy(dx, dout, BTC * sizeof(float));
     }

@@ -91,30 +91,35 @@ static void cross_acts_point(const mt_unit *u, mt_unit_acts *a, float *base, int
 static void self_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
                          float *out, const float *in, const mt_pass *pass)
 {
-    mt_attention_forward(be, out, &a->attn, in, in, pass->mask, &u->p.attn, &u->cfg.attn, pass->B,
-                         pass->T, pass->T);
+    mt_attn_call call = {.cfg = &u->cfg.attn, .B = pass->B, .Tq = pass->T, .Tk = pass->T,
+                         .key_mask = pass->mask};
+    mt_attention_forward(be, out, &a->attn, in, in, &u->p.attn, &call);
 }
 static void cross_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
                           float *out, const float *in, const mt_pass *pass)
 {
-    mt_attention_forward(be, out, &a->attn, in, pass->mem, pass->mem_mask, &u->p.attn,
-                         &u->cfg.attn, pass->B, pass->T, pass->S);
+    mt_attn_call call = {.cfg = &u->cfg.attn, .B = pass->B, .Tq = pass->T, .Tk = pass->S,
+                         .key_mask = pass->mem_mask};
+    mt_attention_forward(be, out, &a->attn, in, pass->mem, &u->p.attn, &call);
 }
 
 static void self_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a,
                           mt_unit_acts *da, float *dx, const float *dout, const float *in,
                           const mt_pass *pass)
 {
-    mt_attention_backward(be, dx, dx, &u->g.attn, &da->attn, dout, &a->attn, in, in, pass->mask,
-                          &u->p.attn, &u->cfg.attn, pass->B, pass->T, pass->T);
+    mt_attn_call call = {.cfg = &u->cfg.attn, .B = pass->B, .Tq = pass->T, .Tk = pass->T,
+                         .key_mask = pass->mask};
+    mt_attn_grads grads = {dx, dx, &u->g.attn, &da->attn};
+    mt_attention_backward(be, &grads, dout, &a->attn, in, in, &u->p.attn, &call);
 }
 static void cross_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a,
                            mt_unit_acts *da, float *dx, const float *dout, const float *in,
                            const mt_pass *pass)
 {
-    mt_attention_backward(be, dx, pass->dmem, &u->g.attn, &da->attn, dout, &a->attn, in,
-                          pass->mem, pass->mem_mask, &u->p.attn, &u->cfg.attn, pass->B, pass->T,
-                          pass->S);
+    mt_attn_call call = {.cfg = &u->cfg.attn, .B = pass->B, .Tq = pass->T, .Tk = pass->S,
+                         .key_mask = pass->mem_mask};
+    mt_attn_grads grads = {dx, pass->dmem, &u->g.attn, &da->attn};
+    mt_attention_backward(be, &grads, dout, &a->attn, in, pass->mem, &u->p.attn, &call);
 }
 
 static size_t self_cache_count(const mt_unit *u, int B, int Tmax, int Smax)
@@ -148,19 +153,20 @@ static float *attn_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, s
 static void self_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
                         mt_unit_cache *c, float *out, const float *in, const mt_pass *pass)
 {
+    mt_attn_call call = {.cfg = &u->cfg.attn, .B = pass->B, .Tq = pass->T,
+                         .key_mask = pass->key_mask, .key_ld = pass->key_ld,
+                         .slot_mask = pass->first ? NULL : pass->slot_mask};
     if (u->cfg.attn.window > 0)
-        mt_attention_ring_decode(be, out, &a->attn, in, &c->kv, pass->key_mask, pass->key_ld,
-                                 pass->first ? NULL : pass->slot_mask, &u->p.attn, &u->cfg.attn,
-                                 pass->B, pass->T);
+        mt_attention_ring_decode(be, out, &a->attn, in, &c->kv, &u->p.attn, &call);
     else
-        mt_attention_decode(be, out, &a->attn, in, &c->kv, pass->key_mask, &u->p.attn,
-                            &u->cfg.attn, pass->B, pass->T);
+        mt_attention_decode(be, out, &a->attn, in, &c->kv, &u->p.attn, &call);
 }
 static void cross_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
                          mt_unit_cache *c, float *out, const float *in, const mt_pass *pass)
 {
-    mt_attention_cross_decode(be, out, &a->attn, in, &c->kv, pass->mem_mask, &u->p.attn,
-                              &u->cfg.attn, pass->B, pass->T);
+    mt_attn_call call = {.cfg = &u->cfg.attn, .B = pass->B, .Tq = pass->T,
+                         .key_mask = pass->mem_mask};
+    mt_attention_cross_decode(be, out, &a->attn, in, &c->kv, &u->p.attn, &call);
 }
 
 /* ---- the kinds without a decoding cache (FFN, gated MLP) */
@@ -206,8 +212,8 @@ static void ffn_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a
                          mt_unit_acts *da, float *dx, const float *dout, const float *in,
                          const mt_pass *pass)
 {
-    mt_ffn_backward(be, dx, &u->g.ffn, &da->ffn, dout, &a->ffn, in, &u->p.ffn, &u->cfg.ffn,
-                    (size_t)pass->B * pass->T);
+    mt_ffn_backward(be, &(mt_ffn_grads){dx, &u->g.ffn, &da->ffn}, dout, &a->ffn, in, &u->p.ffn,
+                    &u->cfg.ffn, (size_t)pass->B * pass->T);
 }
 static void ffn_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
                        mt_unit_cache *c, float *out, const float *in, const mt_pass *pass)
@@ -249,8 +255,8 @@ static void mlp_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a
                          mt_unit_acts *da, float *dx, const float *dout, const float *in,
                          const mt_pass *pass)
 {
-    mt_gated_mlp_backward(be, dx, &u->g.mlp, &da->mlp, dout, &a->mlp, in, &u->p.mlp, &u->cfg.mlp,
-                          (size_t)pass->B * pass->T);
+    mt_gated_mlp_backward(be, &(mt_gated_mlp_grads){dx, &u->g.mlp, &da->mlp}, dout, &a->mlp, in,
+                          &u->p.mlp, &u->cfg.mlp, (size_t)pass->B * pass->T);
 }
 static void mlp_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
                        mt_unit_cache *c, float *out, const float *in, const mt_pass *pass)
@@ -286,15 +292,18 @@ static void mamba_acts_point(const mt_unit *u, mt_unit_acts *a, float *base, int
 static void mamba_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
                           float *out, const float *in, const mt_pass *pass)
 {
-    mt_mamba_forward(be, out, &a->mamba, in, pass->mask, &u->p.mamba, &u->cfg.mamba, pass->drop,
-                     NULL, pass->B, pass->T);
+    mt_mamba_call call = {.cfg = &u->cfg.mamba, .B = pass->B, .T = pass->T, .mask = pass->mask,
+                          .drop = pass->drop};
+    mt_mamba_forward(be, out, &a->mamba, in, &u->p.mamba, &call);
 }
 static void mamba_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a,
                            mt_unit_acts *da, float *dx, const float *dout, const float *in,
                            const mt_pass *pass)
 {
-    mt_mamba_backward(be, dx, &u->g.mamba, &da->mamba, dout, &a->mamba, in, pass->mask,
-                      &u->p.mamba, &u->cfg.mamba, pass->drop, pass->B, pass->T);
+    mt_mamba_call call = {.cfg = &u->cfg.mamba, .B = pass->B, .T = pass->T, .mask = pass->mask,
+                          .drop = pass->drop};
+    mt_mamba_grads grads = {dx, &u->g.mamba, &da->mamba};
+    mt_mamba_backward(be, &grads, dout, &a->mamba, in, &u->p.mamba, &call);
 }
 static size_t mamba_cache_count(const mt_unit *u, int B, int Tmax, int Smax)
 {
@@ -316,8 +325,9 @@ static void mamba_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a
                          mt_unit_cache *c, float *out, const float *in, const mt_pass *pass)
 {
     if (pass->first)
-        mt_mamba_forward(be, out, &a->mamba, in, pass->mask, &u->p.mamba, &u->cfg.mamba, NULL,
-                         &c->ms, pass->B, pass->T);
+        mt_mamba_forward(be, out, &a->mamba, in, &u->p.mamba,
+                         &(mt_mamba_call){.cfg = &u->cfg.mamba, .B = pass->B, .T = pass->T,
+                                          .mask = pass->mask, .state = &c->ms});
     else
         mt_mamba_step(be, out, &a->mamba, in, &u->p.mamba, &u->cfg.mamba, &c->ms, pass->B);
 }
@@ -349,15 +359,16 @@ static void ret_acts_point(const mt_unit *u, mt_unit_acts *a, float *base, int B
 static void ret_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
                         float *out, const float *in, const mt_pass *pass)
 {
-    mt_retention_forward(be, out, &a->ret, in, pass->mask, &u->p.ret, &u->cfg.ret, NULL, pass->B,
-                         pass->T);
+    mt_retention_call call = {.cfg = &u->cfg.ret, .B = pass->B, .T = pass->T, .mask = pass->mask};
+    mt_retention_forward(be, out, &a->ret, in, &u->p.ret, &call);
 }
 static void ret_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a,
                          mt_unit_acts *da, float *dx, const float *dout, const float *in,
                          const mt_pass *pass)
 {
-    mt_retention_backward(be, dx, &u->g.ret, &da->ret, dout, &a->ret, in, pass->mask, &u->p.ret,
-                          &u->cfg.ret, pass->B, pass->T);
+    mt_retention_call call = {.cfg = &u->cfg.ret, .B = pass->B, .T = pass->T, .mask = pass->mask};
+    mt_retention_grads grads = {dx, &u->g.ret, &da->ret};
+    mt_retention_backward(be, &grads, dout, &a->ret, in, &u->p.ret, &call);
 }
 static size_t ret_cache_count(const mt_unit *u, int B, int Tmax, int Smax)
 {
@@ -379,8 +390,9 @@ static void ret_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
                        mt_unit_cache *c, float *out, const float *in, const mt_pass *pass)
 {
     if (pass->first)
-        mt_retention_forward(be, out, &a->ret, in, pass->mask, &u->p.ret, &u->cfg.ret, &c->rs,
-                             pass->B, pass->T);
+        mt_retention_forward(be, out, &a->ret, in, &u->p.ret,
+                             &(mt_retention_call){.cfg = &u->cfg.ret, .B = pass->B, .T = pass->T,
+                                                  .mask = pass->mask, .state = &c->rs});
     else
         mt_retention_step(be, out, &a->ret, in, &u->p.ret, &u->cfg.ret, &c->rs, pass->B);
 }
@@ -461,9 +473,10 @@ static void norm_forward(const mt_backend *be, const mt_unit *u, float *out, flo
 {
     int C = mt_unit_width(u);
     if (u->norm == MT_NORM_LAYER)
-        mt_layernorm_forward(be, out, mean, rstd, x, u->norm_w, u->norm_b, BT, C, u->eps);
+        mt_layernorm_forward(be, out, mean, rstd, x, u->norm_w, u->norm_b,
+                             &(mt_norm_call){BT, C, u->eps});
     else
-        mt_rmsnorm_forward(be, out, rstd, x, u->norm_w, BT, C, u->eps);
+        mt_rmsnorm_forward(be, out, rstd, x, u->norm_w, &(mt_norm_call){BT, C, u->eps});
 }
 
 static void norm_backward(const mt_backend *be, mt_unit *u, float *dx, const float *dout,
@@ -471,10 +484,11 @@ static void norm_backward(const mt_backend *be, mt_unit *u, float *dx, const flo
 {
     int C = mt_unit_width(u);
     if (u->norm == MT_NORM_LAYER)
-        mt_layernorm_backward(be, dx, u->gnorm_w, u->gnorm_b, dout, x, u->norm_w, w->mean,
-                              w->rstd, BT, C);
+        mt_layernorm_backward(be, &(mt_weight_grads){dx, u->gnorm_w, u->gnorm_b}, dout, x,
+                              u->norm_w, w->mean, w->rstd, &(mt_norm_call){.BT = BT, .C = C});
     else
-        mt_rmsnorm_backward(be, dx, u->gnorm_w, dout, x, u->norm_w, w->rstd, BT, C);
+        mt_rmsnorm_backward(be, &(mt_weight_grads){dx, u->gnorm_w, NULL}, dout, x, u->norm_w,
+                            w->rstd, &(mt_norm_call){.BT = BT, .C = C});
 }
 
 static int dropping(const mt_dropout *drop) { return drop && drop->p > 0.0f; }

@@ -124,19 +124,21 @@ void xlmr_forward(const mt_backend *be, xlmr_acts *a, const int32_t *ids, const 
     mt_embedding_forward(be, a->y, ids, p->word, BT, C, 1.0f);
     be->positions_add(a->y, p->pos, B, T, C, XLMR_FIRST_POSITION);
     be->bias_add(a->y, p->type, BT, C);
-    mt_layernorm_forward(be, a->x, a->mean, a->rstd, a->y, p->emb_ln_w, p->emb_ln_b, BT, C, cfg->eps);
+    mt_layernorm_forward(be, a->x, a->mean, a->rstd, a->y, p->emb_ln_w, p->emb_ln_b,
+                         &(mt_norm_call){BT, C, cfg->eps});
     fn(ctx, 0, a->x);
 
     for (int l = 0; l < cfg->L; l++) {
         const xlmr_layer *ly = &p->layers[l];
-        mt_attention_forward(be, a->h, &a->attn, a->x, a->x, mask, &ly->attn, &ac, B, T, T);
+        mt_attn_call call = {.cfg = &ac, .B = B, .Tq = T, .Tk = T, .key_mask = mask};
+        mt_attention_forward(be, a->h, &a->attn, a->x, a->x, &ly->attn, &call);
         be->add(a->y, a->x, a->h, BT * C);
-        mt_layernorm_forward(be, a->x, a->mean, a->rstd, a->y, ly->attn_ln_w, ly->attn_ln_b, BT,
-                             C, cfg->eps);
+        mt_layernorm_forward(be, a->x, a->mean, a->rstd, a->y, ly->attn_ln_w, ly->attn_ln_b,
+                             &(mt_norm_call){BT, C, cfg->eps});
         mt_ffn_forward(be, a->h, &a->ffn, a->x, &ly->ffn, &fc, BT);
         be->add(a->y, a->x, a->h, BT * C);
-        mt_layernorm_forward(be, a->x, a->mean, a->rstd, a->y, ly->ffn_ln_w, ly->ffn_ln_b, BT, C,
-                             cfg->eps);
+        mt_layernorm_forward(be, a->x, a->mean, a->rstd, a->y, ly->ffn_ln_w, ly->ffn_ln_b,
+                             &(mt_norm_call){BT, C, cfg->eps});
         fn(ctx, l + 1, a->x);
     }
 }

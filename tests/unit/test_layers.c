@@ -93,7 +93,7 @@ static void test_linear_grad(void **state)
     /* gradients accumulate: pre-load 1 and take it off afterwards */
     for (size_t i = 0; i < N * C; i++) dx[i] = 1.0f;
     mt_linear_forward(be, out, x, w, b, N, C, OC);
-    mt_linear_backward(be, dx, dw, db, r, x, w, N, C, OC);
+    mt_linear_backward(be, &(mt_weight_grads){dx, dw, db}, r, x, w, N, C, OC);
     for (size_t i = 0; i < N * C; i++) dx[i] -= 1.0f;
     linear_ref m = {N, C, OC, to_double(x, N * C), to_double(w, (size_t)OC * C), to_double(b, OC),
                     calloc(N * OC, 8), to_double(r, N * OC)};
@@ -141,7 +141,7 @@ static void test_embedding_tied_grad(void **state)
     float *dtable = calloc(V * C, 4), *dbias = calloc(V, 4), *dh = calloc(N * C, 4);
     mt_embedding_forward(be, h, ids, table, N, C, 2.0f);
     mt_tied_logits_forward(be, logits, h, table, bias, N, C, V);
-    mt_tied_logits_backward(be, dh, dtable, dbias, r, h, table, N, C, V);
+    mt_tied_logits_backward(be, &(mt_weight_grads){dh, dtable, dbias}, r, h, table, N, C, V);
     mt_embedding_backward(be, dtable, dh, ids, N, C, 2.0f);
     embed_ref m = {N, C, V, ids, 2.0, to_double(table, V * C), to_double(bias, V), calloc(N * C, 8),
                    calloc(N * V, 8), to_double(r, N * V)};
@@ -187,11 +187,14 @@ static void norm_check(int rms, int affine, const char *name)
     float *dx = calloc(N * C, 4), *dw = calloc(C, 4), *db = calloc(C, 4);
     const float *wp = affine ? w : NULL;
     if (rms) {
-        mt_rmsnorm_forward(be, out, rstd, x, wp, N, C, 1e-5f);
-        mt_rmsnorm_backward(be, dx, affine ? dw : NULL, r, x, wp, rstd, N, C);
+        mt_rmsnorm_forward(be, out, rstd, x, wp, &(mt_norm_call){N, C, 1e-5f});
+        mt_rmsnorm_backward(be, &(mt_weight_grads){dx, affine ? dw : NULL, NULL}, r, x, wp, rstd,
+                            &(mt_norm_call){.BT = N, .C = C});
     } else {
-        mt_layernorm_forward(be, out, mean, rstd, x, wp, affine ? b : NULL, N, C, 1e-5f);
-        mt_layernorm_backward(be, dx, affine ? dw : NULL, affine ? db : NULL, r, x, wp, mean, rstd, N, C);
+        mt_layernorm_forward(be, out, mean, rstd, x, wp, affine ? b : NULL,
+                             &(mt_norm_call){N, C, 1e-5f});
+        mt_layernorm_backward(be, &(mt_weight_grads){dx, affine ? dw : NULL, affine ? db : NULL}, r,
+                              x, wp, mean, rstd, &(mt_norm_call){.BT = N, .C = C});
     }
     norm_ref m = {N, C, rms, affine, to_double(x, N * C), to_double(w, C), to_double(b, C),
                   calloc(N * C, 8), to_double(r, N * C)};
@@ -318,7 +321,7 @@ static void mlp_check(const mt_ffn_config *fcfg, const mt_gated_mlp_config *gcfg
         assert_ptr_equal(mt_gated_mlp_acts_point(&a, acts, gcfg, N), acts + na);
         mt_gated_mlp_acts_point(&da, dacts, gcfg, N);
         mt_gated_mlp_forward(be, out, &a, x, &m.gp, gcfg, N);
-        mt_gated_mlp_backward(be, dx, &g, &da, r, &a, x, &m.gp, gcfg, N);
+        mt_gated_mlp_backward(be, &(mt_gated_mlp_grads){dx, &g, &da}, r, &a, x, &m.gp, gcfg, N);
     } else {
         mt_ffn_params g;
         mt_ffn_acts a, da;
@@ -329,7 +332,7 @@ static void mlp_check(const mt_ffn_config *fcfg, const mt_gated_mlp_config *gcfg
         if (fcfg->act == MT_ACT_RELU) /* keep fc1 outputs 0.3+ away from ReLU's kink */
             for (int i = 0; i < F; i++) m.fp.fc1_b[i] = i % 2 ? 0.5f : -0.5f;
         mt_ffn_forward(be, out, &a, x, &m.fp, fcfg, N);
-        mt_ffn_backward(be, dx, &g, &da, r, &a, x, &m.fp, fcfg, N);
+        mt_ffn_backward(be, &(mt_ffn_grads){dx, &g, &da}, r, &a, x, &m.fp, fcfg, N);
     }
     m.pd = to_double(params, np), m.x = to_double(x, N * C), m.r = to_double(r, N * C);
     m.out = calloc(N * C, 8), m.h1 = calloc(N * F, 8), m.h2 = calloc(N * F, 8);
@@ -434,8 +437,10 @@ static void test_cross_entropy(void **state)
         float eps = smooth ? 0.1f : 0.0f;
         float *logits = gc_random(N * V, &rng, 3.0f), *losses = calloc(N, 4), *lse = calloc(N, 4);
         float *dlogits = calloc(N * V, 4);
-        double total = mt_cross_entropy_forward(be, losses, lse, logits, targets, N, V, 0, eps);
-        mt_cross_entropy_backward(be, dlogits, logits, lse, targets, N, V, 0, eps, 1.0f);
+        double total = mt_cross_entropy_forward(
+            be, losses, lse, logits, targets, &(mt_loss_call){.BT = N, .V = V, .smoothing = eps});
+        mt_cross_entropy_backward(be, dlogits, logits, lse, targets,
+                                  &(mt_loss_call){N, V, 0, eps, 1.0f});
         ce_ref m = {N, V, eps, targets, to_double(logits, N * V)};
         double want = ce_ref_loss(&m);
         assert_true(fabs(total - want) < 1e-6 * fabs(want));

@@ -151,8 +151,9 @@ static void attention_grad_case(const attn_setup *s)
     float *xq = gc_random(nq, &rng, 1.0f), *xkv = s->self ? xq : gc_random(nkv, &rng, 1.0f);
     float *dxq = calloc(nq, 4), *dxkv = s->self ? dxq : calloc(nkv, 4);
     float *out = calloc(nq, 4), *r = gc_random(nq, &rng, 1.0f);
-    mt_attention_forward(be, out, &a, xq, xkv, mask, &p, &cfg, B, Tq, Tk);
-    mt_attention_backward(be, dxq, dxkv, &g, &da, r, &a, xq, xkv, mask, &p, &cfg, B, Tq, Tk);
+    mt_attn_call call = {.cfg = &cfg, .B = B, .Tq = Tq, .Tk = Tk, .key_mask = mask};
+    mt_attention_forward(be, out, &a, xq, xkv, &p, &call);
+    mt_attention_backward(be, &(mt_attn_grads){dxq, dxkv, &g, &da}, r, &a, xq, xkv, &p, &call);
     attn_ref m = {.cfg = cfg, .B = B, .Tq = Tq, .Tk = Tk, .self = s->self, .mask = mask,
                   .inv_freq = inv_freq, .fbase = params, .fp = p, .pd = to_double(params, np),
                   .xq = to_double(xq, nq), .xkv = s->self ? NULL : to_double(xkv, nkv),
@@ -229,7 +230,8 @@ static void decode_case(int window)
     mt_attn_acts a;
     mt_attention_acts_point(&a, acts, &cfg, B, T, T);
     float *full = calloc((size_t)B * T * C, 4);
-    mt_attention_forward(be, full, &a, x, x, mask_full, &p, &cfg, B, T, T);
+    mt_attention_forward(be, full, &a, x, x, &p,
+                         &(mt_attn_call){.cfg = &cfg, .B = B, .Tq = T, .Tk = T, .key_mask = mask_full});
     float *cache_block = calloc(mt_kv_cache_count(&cfg, B, TMAX), 4);
     mt_kv_cache cache;
     assert_ptr_equal(mt_kv_cache_point(&cache, cache_block, &cfg, B, TMAX), cache_block + mt_kv_cache_count(&cfg, B, TMAX));
@@ -240,7 +242,7 @@ static void decode_case(int window)
         int n = t0 == 0 ? PRE : 1;
         for (int b = 0; b < B; b++) memcpy(xs + (size_t)b * n * C, x + ((size_t)b * T + t0) * C, (size_t)n * C * 4);
         mt_attention_acts_point(&a, acts, &cfg, B, n, TMAX);
-        assert_int_equal(mt_attention_decode(be, ys, &a, xs, &cache, mask_cache, &p, &cfg, B, n), 0);
+        assert_int_equal(mt_attention_decode(be, ys, &a, xs, &cache, &p, &(mt_attn_call){.cfg = &cfg, .B = B, .Tq = n, .key_mask = mask_cache}), 0);
         for (int b = 0; b < B; b++)
             for (int i = 0; i < n * C; i++)
                 worst = fmax(worst, fabs(ys[(size_t)b * n * C + i] - full[((size_t)b * T + t0) * C + i]));
@@ -251,9 +253,10 @@ static void decode_case(int window)
     assert_true(worst <= 1e-6 * scale);
     /* 2 more fit, the third does not */
     mt_attention_acts_point(&a, acts, &cfg, B, 1, TMAX);
-    assert_int_equal(mt_attention_decode(be, ys, &a, xs, &cache, mask_cache, &p, &cfg, B, 1), 0);
-    assert_int_equal(mt_attention_decode(be, ys, &a, xs, &cache, mask_cache, &p, &cfg, B, 1), 0);
-    assert_int_equal(mt_attention_decode(be, ys, &a, xs, &cache, mask_cache, &p, &cfg, B, 1), -1);
+    mt_attn_call step = {.cfg = &cfg, .B = B, .Tq = 1, .key_mask = mask_cache};
+    assert_int_equal(mt_attention_decode(be, ys, &a, xs, &cache, &p, &step), 0);
+    assert_int_equal(mt_attention_decode(be, ys, &a, xs, &cache, &p, &step), 0);
+    assert_int_equal(mt_attention_decode(be, ys, &a, xs, &cache, &p, &step), -1);
     assert_non_null(strstr(mt_last_error(), "KV cache full"));
     free(params), free(x), free(acts), free(full), free(cache_block), free(xs), free(ys);
 }
@@ -285,14 +288,15 @@ static void test_cross_decode_and_reorder(void **state)
     mt_attn_acts a;
     mt_attention_acts_point(&a, acts, &cfg, B, TQ, S);
     float *full = calloc((size_t)B * TQ * C, 4), *dec = calloc((size_t)B * TQ * C, 4);
-    mt_attention_forward(be, full, &a, x, mem, mem_mask, &p, &cfg, B, TQ, S);
+    mt_attn_call call = {.cfg = &cfg, .B = B, .Tq = TQ, .Tk = S, .key_mask = mem_mask};
+    mt_attention_forward(be, full, &a, x, mem, &p, &call);
     float *block = calloc(2 * mt_kv_cache_count(&cfg, B, TMAX), 4);
     mt_kv_cache cache, moved;
     float *next = mt_kv_cache_point(&cache, block, &cfg, B, TMAX);
     mt_kv_cache_point(&moved, next, &cfg, B, TMAX);
     mt_attention_cross_fill(be, &cache, mem, &p, &cfg, B, S, 0);
     mt_attention_acts_point(&a, acts, &cfg, B, TQ, TMAX);
-    mt_attention_cross_decode(be, dec, &a, x, &cache, mem_mask, &p, &cfg, B, TQ);
+    mt_attention_cross_decode(be, dec, &a, x, &cache, &p, &call);
     double worst = 0.0, scale = 0.0;
     for (int i = 0; i < B * TQ * C; i++) worst = fmax(worst, fabs(dec[i] - full[i])), scale = fmax(scale, fabs(full[i]));
     printf("attention: cross decode from the cache vs cross forward, max error %.1e of scale %.2f (bound 1e-6 relative)\n", worst, scale);

@@ -191,8 +191,9 @@ static void test_mamba_grad(void **state)
     mt_mamba_acts_point(&da, dacts, cfg, B, T);
     mt_mamba_params_point(&g, grads, cfg);
     float *h = gc_random(nh, &rng, 1.0f), *out = calloc(nh, 4), *r = gc_random(nh, &rng, 1.0f);
-    mt_mamba_forward(be, out, &a, h, mask, &p, cfg, &drop, NULL, B, T);
-    mt_mamba_backward(be, dh, &g, &da, r, &a, h, mask, &p, cfg, &drop, B, T);
+    mt_mamba_call call = {.cfg = cfg, .B = B, .T = T, .mask = mask, .drop = &drop};
+    mt_mamba_forward(be, out, &a, h, &p, &call);
+    mt_mamba_backward(be, &(mt_mamba_grads){dh, &g, &da}, r, &a, h, &p, &call);
     /* pads get no gradient: they never influence a real token or themselves */
     for (int k = 0; k < 2 * cfg->d_model; k++) assert_true(dh[(size_t)T * cfg->d_model + k] == 0.0f);
     mamba_ref m = {.cfg = *cfg, .B = B, .T = T, .mask = mask, .drop = drop, .fbase = params, .fp = p,
@@ -242,8 +243,10 @@ static double left_padding_case(const mt_backend *b_end, float pad_value, float 
     mt_mamba_acts_point(&a2, acts2, cfg, 2, T), mt_mamba_acts_point(&a1, acts1, cfg, 1, REAL);
     mt_mamba_state_point(&s2, st2, cfg, 2), mt_mamba_state_point(&s1, st1, cfg, 1);
     float *out1 = calloc((size_t)REAL * C, 4);
-    mt_mamba_forward(b_end, out2, &a2, h2, mask, &p, cfg, NULL, &s2, 2, T);
-    mt_mamba_forward(b_end, out1, &a1, h1, NULL, &p, cfg, NULL, &s1, 1, REAL);
+    mt_mamba_forward(b_end, out2, &a2, h2, &p,
+                     &(mt_mamba_call){.cfg = cfg, .B = 2, .T = T, .mask = mask, .state = &s2});
+    mt_mamba_forward(b_end, out1, &a1, h1, &p,
+                     &(mt_mamba_call){.cfg = cfg, .B = 1, .T = REAL, .state = &s1});
     /* the scan state stays exactly zero through the pads: their outputs are exactly 0 */
     for (int t = 0; t < PADS; t++)
         for (int d = 0; d < Di; d++) assert_true(a2.y[((size_t)T + t) * Di + d] == 0.0f);
@@ -296,10 +299,11 @@ static void step_matches_parallel(const mt_mamba_config *cfg)
     mt_mamba_state s;
     mt_mamba_acts_point(&a, acts, cfg, B, T);
     mt_mamba_state_point(&s, st, cfg, B);
-    mt_mamba_forward(be, full, &a, h, NULL, &p, cfg, NULL, NULL, B, T);
+    mt_mamba_forward(be, full, &a, h, &p, &(mt_mamba_call){.cfg = cfg, .B = B, .T = T});
     for (int b = 0; b < B; b++) memcpy(h_pre + (size_t)b * PRE * C, h + (size_t)b * T * C, (size_t)PRE * C * 4);
     mt_mamba_acts_point(&a, acts, cfg, B, PRE);
-    mt_mamba_forward(be, pre_out, &a, h_pre, NULL, &p, cfg, NULL, &s, B, PRE);
+    mt_mamba_forward(be, pre_out, &a, h_pre, &p,
+                     &(mt_mamba_call){.cfg = cfg, .B = B, .T = PRE, .state = &s});
     mt_mamba_acts_point(&a, acts, cfg, B, 1);
     double worst = 0.0, scale = 0.0;
     for (int i = 0; i < B * T * C; i++) scale = fmax(scale, fabs(full[i]));

@@ -356,8 +356,9 @@ static void test_retention_layer_gradients(void **state)
     mt_retention_acts_point(&da, dacts, &cfg, B, T);
     float *x = gc_random(nx, &rng, 1.0f), *dx = calloc(nx, 4), *out = calloc(nx, 4);
     float *rw = gc_random(nx, &rng, 1.0f);
-    mt_retention_forward(be, out, &a, x, mask, &p, &cfg, NULL, B, T);
-    mt_retention_backward(be, dx, &g, &da, rw, &a, x, mask, &p, &cfg, B, T);
+    mt_retention_call call = {.cfg = &cfg, .B = B, .T = T, .mask = mask};
+    mt_retention_forward(be, out, &a, x, &p, &call);
+    mt_retention_backward(be, &(mt_retention_grads){dx, &g, &da}, rw, &a, x, &p, &call);
     layer_ref m = {.cfg = cfg,
                    .B = B,
                    .T = T,
@@ -414,7 +415,8 @@ static void test_retention_layer_steps(void **state)
     mt_retention_acts a;
     mt_retention_acts_point(&a, acts, &cfg, B, T);
     float *x = gc_random((size_t)B * T * C, &rng, 1.0f), *full = calloc((size_t)B * T * C, 4);
-    mt_retention_forward(be, full, &a, x, mask, &p, &cfg, NULL, B, T);
+    mt_retention_forward(be, full, &a, x, &p,
+                         &(mt_retention_call){.cfg = &cfg, .B = B, .T = T, .mask = mask});
     size_t ns = mt_retention_state_count(&cfg, B);
     assert_int_equal(ns, (size_t)B * (C * V / H + H));
     float *block = calloc(2 * ns, 4);
@@ -428,7 +430,8 @@ static void test_retention_layer_steps(void **state)
         memcpy(mp + b * P, mask + b * T, P);
     }
     mt_retention_acts_point(&a, acts, &cfg, B, P);
-    mt_retention_forward(be, yp, &a, xp, mp, &p, &cfg, &st, B, P);
+    mt_retention_forward(be, yp, &a, xp, &p,
+                         &(mt_retention_call){.cfg = &cfg, .B = B, .T = P, .mask = mp, .state = &st});
     assert_int_equal(st.len, P);
     double worst = max_rel(yp + (size_t)P * C - C, full + (size_t)P * C - C, C);
     float xs[B * C], ys[B * C];
@@ -475,7 +478,8 @@ static double ring_case(int P, int rope, int chunk)
     float *acts = calloc(mt_attention_acts_count(&cfg, B, T, T), 4);
     mt_attn_acts a;
     mt_attention_acts_point(&a, acts, &cfg, B, T, T);
-    mt_attention_forward(be, full, &a, x, x, mask, &p, &cfg, B, T, T);
+    mt_attention_forward(be, full, &a, x, x, &p,
+                         &(mt_attn_call){.cfg = &cfg, .B = B, .Tq = T, .Tk = T, .key_mask = mask});
     float *ring = calloc(mt_kv_cache_count(&cfg, B, R), 4);
     mt_kv_cache cache;
     mt_kv_cache_point(&cache, ring, &cfg, B, R);
@@ -488,7 +492,9 @@ static double ring_case(int P, int rope, int chunk)
             memcpy(xp + (size_t)b * n * C, x + ((size_t)b * T + t0) * C, (size_t)n * C * 4);
         mt_attention_acts_point(&a, acts, &cfg, B, n, before + n);
         assert_int_equal(
-            mt_attention_ring_decode(be, yp, &a, xp, &cache, mask, T, NULL, &p, &cfg, B, n), 0);
+            mt_attention_ring_decode(be, yp, &a, xp, &cache, &p,
+                                     &(mt_attn_call){.cfg = &cfg, .B = B, .Tq = n,
+                                                     .key_mask = mask, .key_ld = T}), 0);
         for (int b = 0; b < B; b++)
             worst = fmax(worst, max_rel(yp + (size_t)b * n * C, full + ((size_t)b * T + t0) * C,
                                         (size_t)n * C));
@@ -499,13 +505,17 @@ static double ring_case(int P, int rope, int chunk)
         for (int b = 0; b < B; b++) memcpy(xs + b * C, x + ((size_t)b * T + t) * C, C * 4);
         mt_kv_ring_slot_mask(slots, mask, T, B, t + 1, R);
         assert_int_equal(
-            mt_attention_ring_decode(be, ys, &a, xs, &cache, NULL, T, slots, &p, &cfg, B, 1), 0);
+            mt_attention_ring_decode(be, ys, &a, xs, &cache, &p,
+                                     &(mt_attn_call){.cfg = &cfg, .B = B, .Tq = 1, .key_ld = T,
+                                                     .slot_mask = slots}), 0);
         for (int b = 0; b < B; b++)
             worst = fmax(worst, max_rel(ys + b * C, full + ((size_t)b * T + t) * C, C));
     }
     assert_int_equal(cache.len, T);
     assert_int_equal(
-        mt_attention_ring_decode(be, ys, &a, xp, &cache, NULL, T, slots, &p, &cfg, B, 2), -1);
+        mt_attention_ring_decode(be, ys, &a, xp, &cache, &p,
+                                 &(mt_attn_call){.cfg = &cfg, .B = B, .Tq = 2, .key_ld = T,
+                                                 .slot_mask = slots}), -1);
     assert_non_null(strstr(mt_last_error(), "one per step"));
     free(params), free(mask), free(x), free(full), free(acts), free(ring), free(xp), free(yp);
     return worst;

@@ -3,7 +3,12 @@
  * the CPU and CUDA backends.
  *
  * Conventions (llm.c style):
- * - Arguments: backend, outputs, what backward needs (acts), inputs, parameters, sizes.
+ * - Arguments: backend, outputs, what backward needs (acts), inputs, parameters, and the
+ *   sizes: loose for the simple layers, else in one descriptor per layer kind (mt_attn_call,
+ *   mt_mamba_call, mt_retention_call, mt_norm_call, mt_loss_call: config, shape, masks,
+ *   dropout, decoding state), so a new option is one field, not a change to every signature.
+ *   What a backward accumulates comes in one struct (mt_weight_grads, mt_attn_grads, ...; as
+ *   the backend's mt_scan_grads): the input gradient, the parameter gradients, the scratch.
  * - Backward mirrors forward and ACCUMULATES (+=) into parameter gradients and into the input
  *   gradient; an input gradient pointer may be NULL when nobody needs it (e.g. token ids).
  * - Parameters, gradients, optimiser state and activations are each ONE allocation per model.
@@ -57,9 +62,13 @@ typedef struct {
  * precision (be->qlinear_forward); training (backward) is always fp32. */
 void mt_linear_forward(const mt_backend *be, float *out, const float *x, const float *weight,
                        const float *bias, size_t BT, int C, int OC);
-void mt_linear_backward(const mt_backend *be, float *dx, float *dweight, float *dbias,
-                        const float *dout, const float *x, const float *weight, size_t BT, int C,
-                        int OC);
+/* What the backward of a layer with one weight (linear, tied logits, norms) accumulates: dx,
+ * dweight, dbias; any may be NULL when nobody needs it (no bias, a frozen weight). */
+typedef struct {
+    float *dx, *dweight, *dbias;
+} mt_weight_grads;
+void mt_linear_backward(const mt_backend *be, const mt_weight_grads *grads, const float *dout,
+                        const float *x, const float *weight, size_t BT, int C, int OC);
 
 /* ---------------------------------------------------------------- int8 / bf16 weights
  * The int8 (or bf16) copies of a model's linear weights (docs/quantization.md §3), each registered by
@@ -89,22 +98,30 @@ void mt_embedding_backward(const mt_backend *be, float *dtable, const float *dou
  * final_logits_bias). */
 void mt_tied_logits_forward(const mt_backend *be, float *logits, const float *x,
                             const float *table, const float *bias, size_t BT, int C, int V);
-void mt_tied_logits_backward(const mt_backend *be, float *dx, float *dtable, float *dbias,
+/* grads->dweight is the table's gradient */
+void mt_tied_logits_backward(const mt_backend *be, const mt_weight_grads *grads,
                              const float *dlogits, const float *x, const float *table, size_t BT,
                              int C, int V);
 
 /* ---------------------------------------------------------------- normalisation, dropout
  * mean, rstd (BT) are saved for backward; RMSNorm weight NULL = no affine (RetNet group norm) */
+typedef struct {
+    size_t BT;
+    int C;
+    float eps; /* forward only */
+} mt_norm_call;
 void mt_layernorm_forward(const mt_backend *be, float *out, float *mean, float *rstd,
-                          const float *x, const float *weight, const float *bias, size_t BT,
-                          int C, float eps);
-void mt_layernorm_backward(const mt_backend *be, float *dx, float *dweight, float *dbias,
-                           const float *dout, const float *x, const float *weight,
-                           const float *mean, const float *rstd, size_t BT, int C);
+                          const float *x, const float *weight, const float *bias,
+                          const mt_norm_call *call);
+void mt_layernorm_backward(const mt_backend *be, const mt_weight_grads *grads, const float *dout,
+                           const float *x, const float *weight, const float *mean,
+                           const float *rstd, const mt_norm_call *call);
 void mt_rmsnorm_forward(const mt_backend *be, float *out, float *rstd, const float *x,
-                        const float *weight, size_t BT, int C, float eps);
-void mt_rmsnorm_backward(const mt_backend *be, float *dx, float *dweight, const float *dout,
-                         const float *x, const float *weight, const float *rstd, size_t BT, int C);
+                        const float *weight, const mt_norm_call *call);
+/* grads->dbias is unused (RMSNorm has no bias) */
+void mt_rmsnorm_backward(const mt_backend *be, const mt_weight_grads *grads, const float *dout,
+                         const float *x, const float *weight, const float *rstd,
+                         const mt_norm_call *call);
 /* out (n) = dropout(x); out may alias x. backward: dx += dropout'(dout). */
 void mt_dropout_forward(const mt_backend *be, float *out, const float *x, size_t n,
                         const mt_dropout *drop);
@@ -151,9 +168,16 @@ float *mt_ffn_acts_point(mt_ffn_acts *a, float *base, const mt_ffn_config *cfg, 
 /* x, out (BT, C) */
 void mt_ffn_forward(const mt_backend *be, float *out, mt_ffn_acts *a, const float *x,
                     const mt_ffn_params *p, const mt_ffn_config *cfg, size_t BT);
-void mt_ffn_backward(const mt_backend *be, float *dx, mt_ffn_params *g, mt_ffn_acts *da,
-                     const float *dout, const mt_ffn_acts *a, const float *x,
-                     const mt_ffn_params *p, const mt_ffn_config *cfg, size_t BT);
+/* What backward accumulates: dx (BT, C), the parameter gradients g; da is scratch with the
+ * layout of the acts. */
+typedef struct {
+    float *dx;
+    mt_ffn_params *g;
+    mt_ffn_acts *da;
+} mt_ffn_grads;
+void mt_ffn_backward(const mt_backend *be, const mt_ffn_grads *grads, const float *dout,
+                     const mt_ffn_acts *a, const float *x, const mt_ffn_params *p,
+                     const mt_ffn_config *cfg, size_t BT);
 
 typedef enum {
     MT_GATED_LLAMA,  /* tensors up_proj, gate_proj, down_proj (value = up) */
@@ -187,10 +211,16 @@ float *mt_gated_mlp_acts_point(mt_gated_mlp_acts *a, float *base, const mt_gated
                                size_t BT);
 void mt_gated_mlp_forward(const mt_backend *be, float *out, mt_gated_mlp_acts *a, const float *x,
                           const mt_gated_mlp_params *p, const mt_gated_mlp_config *cfg, size_t BT);
-void mt_gated_mlp_backward(const mt_backend *be, float *dx, mt_gated_mlp_params *g,
-                           mt_gated_mlp_acts *da, const float *dout, const mt_gated_mlp_acts *a,
-                           const float *x, const mt_gated_mlp_params *p,
-                           const mt_gated_mlp_config *cfg, size_t BT);
+/* as mt_ffn_grads */
+typedef struct {
+    float *dx;
+    mt_gated_mlp_params *g;
+    mt_gated_mlp_acts *da;
+} mt_gated_mlp_grads;
+void mt_gated_mlp_backward(const mt_backend *be, const mt_gated_mlp_grads *grads,
+                           const float *dout, const mt_gated_mlp_acts *a, const float *x,
+                           const mt_gated_mlp_params *p, const mt_gated_mlp_config *cfg,
+                           size_t BT);
 
 /* ---------------------------------------------------------------- multi-head attention
  * Self attention: xkv = xq, Tk = Tq. Cross attention: xkv is the encoder output (B, Tk, kv_C)
@@ -227,17 +257,31 @@ float *mt_attention_params_point(mt_attn_params *p, float *base, const mt_attn_c
 size_t mt_attention_acts_count(const mt_attn_config *cfg, int B, int Tq, int Tk);
 float *mt_attention_acts_point(mt_attn_acts *a, float *base, const mt_attn_config *cfg, int B,
                                int Tq, int Tk);
-/* out (B, Tq, C); xq (B, Tq, C); xkv (B, Tk, kv_C); key_mask (B, Tk) or NULL */
+/* One call of an attention layer: its config, the shape and the masks (as the backend's
+ * mt_attn_desc carries a kernel's); the arrays are the functions' own arguments. */
+typedef struct {
+    const mt_attn_config *cfg;
+    int B, Tq, Tk; /* Tk: keys of forward/backward; a decode reads it from the cache */
+    /* forward/backward: (B, Tk) the keys' padding; decode: (B, Tmax) over cached and new
+     * positions; cross decode: the memory's (B, S); ring decode: (B, key_ld) positional; NULL
+     * when every key is real */
+    const uint8_t *key_mask;
+    int key_ld;               /* ring decode: key_mask's row stride */
+    const uint8_t *slot_mask; /* ring decode: (B, Tr) for a step, NULL for a prefill */
+} mt_attn_call;
+/* What backward accumulates: dxq, dxkv (may be the same buffer for self attention; either
+ * may be NULL), the parameter gradients g; da is scratch with the layout of the acts. */
+typedef struct {
+    float *dxq, *dxkv;
+    mt_attn_params *g;
+    mt_attn_acts *da;
+} mt_attn_grads;
+/* out (B, Tq, C); xq (B, Tq, C); xkv (B, Tk, kv_C) */
 void mt_attention_forward(const mt_backend *be, float *out, mt_attn_acts *a, const float *xq,
-                          const float *xkv, const uint8_t *key_mask, const mt_attn_params *p,
-                          const mt_attn_config *cfg, int B, int Tq, int Tk);
-/* dxq, dxkv accumulate (may be the same buffer for self attention; either may be NULL);
- * da is scratch with the layout of a. */
-void mt_attention_backward(const mt_backend *be, float *dxq, float *dxkv, mt_attn_params *g,
-                           mt_attn_acts *da, const float *dout, const mt_attn_acts *a,
-                           const float *xq, const float *xkv, const uint8_t *key_mask,
-                           const mt_attn_params *p, const mt_attn_config *cfg, int B, int Tq,
-                           int Tk);
+                          const float *xkv, const mt_attn_params *p, const mt_attn_call *call);
+void mt_attention_backward(const mt_backend *be, const mt_attn_grads *grads, const float *dout,
+                           const mt_attn_acts *a, const float *xq, const float *xkv,
+                           const mt_attn_params *p, const mt_attn_call *call);
 
 /* KV cache for decoding: k, v (B, Tmax, C), rows [0, len) filled. Self attention appends the
  * new tokens' keys/values; cross attention fills it once from the encoder output. */
@@ -251,8 +295,7 @@ float *mt_kv_cache_point(mt_kv_cache *c, float *base, const mt_attn_config *cfg,
  * len = 0, Tq = prompt length; decode: Tq = 1). key_mask (B, Tmax) covers all cached and new
  * positions (0 at left pads) or is NULL. a: acts for (B, Tq, Tmax). -1 when the cache is full. */
 int mt_attention_decode(const mt_backend *be, float *out, mt_attn_acts *a, const float *x,
-                        mt_kv_cache *cache, const uint8_t *key_mask, const mt_attn_params *p,
-                        const mt_attn_config *cfg, int B, int Tq);
+                        mt_kv_cache *cache, const mt_attn_params *p, const mt_attn_call *call);
 /* Cross attention: fill the cache from mem (B, S, kv_C), source positions [s0, s0 + S) (the
  * whole source, or one chunk of it as an encoder in chunks produces it; s0 + S <= Tmax),
  * then attend. */
@@ -260,8 +303,8 @@ void mt_attention_cross_fill(const mt_backend *be, mt_kv_cache *cache, const flo
                              const mt_attn_params *p, const mt_attn_config *cfg, int B, int S,
                              int s0);
 void mt_attention_cross_decode(const mt_backend *be, float *out, mt_attn_acts *a, const float *x,
-                               const mt_kv_cache *cache, const uint8_t *mem_mask,
-                               const mt_attn_params *p, const mt_attn_config *cfg, int B, int Tq);
+                               const mt_kv_cache *cache, const mt_attn_params *p,
+                               const mt_attn_call *call);
 /* Beam search: reorder the cache rows along the batch, src/dst (B, Tmax, C) each. */
 void mt_kv_cache_reorder(const mt_backend *be, mt_kv_cache *dst, const mt_kv_cache *src,
                          const int32_t *beam_idx, int B, const mt_attn_config *cfg);
@@ -283,9 +326,8 @@ void mt_kv_cache_reorder(const mt_backend *be, mt_kv_cache *dst, const mt_kv_cac
  * a: acts for (B, Tq, P + Tq) in a prefill, (B, 1, Tr) in a step. -1 on a step without a
  * prefill. Reorder the ring with mt_kv_cache_reorder. */
 int mt_attention_ring_decode(const mt_backend *be, float *out, mt_attn_acts *a, const float *x,
-                             mt_kv_cache *cache, const uint8_t *key_mask, int key_ld,
-                             const uint8_t *slot_mask, const mt_attn_params *p,
-                             const mt_attn_config *cfg, int B, int Tq);
+                             mt_kv_cache *cache, const mt_attn_params *p,
+                             const mt_attn_call *call);
 /* Host: slot_mask (B, Tr) of a ring holding positions [max(0, len - Tr), len), from the
  * positional key_mask (B, key_ld) (0 at pads); slots without a position are 0. */
 void mt_kv_ring_slot_mask(uint8_t *slot_mask, const uint8_t *key_mask, int key_ld, int B,
@@ -347,14 +389,24 @@ float *mt_retention_state_point(mt_retention_state *s, float *base,
  * instead: the T positions are a later chunk of the prompt, run through the recurrent step one
  * position at a time (pads keep the state), as decoding would feed them (docs/decoding.md
  * §1.1). */
+typedef struct {
+    const mt_retention_config *cfg;
+    int B, T;
+    const uint8_t *mask;       /* (B, T) or NULL */
+    mt_retention_state *state; /* forward only: NULL, or the decoding state to fill or continue */
+} mt_retention_call;
+/* What backward accumulates: dx (B, T, C), the parameter gradients g; da is scratch with the
+ * layout of the acts. */
+typedef struct {
+    float *dx;
+    mt_retention_params *g;
+    mt_retention_acts *da;
+} mt_retention_grads;
 void mt_retention_forward(const mt_backend *be, float *out, mt_retention_acts *a, const float *x,
-                          const uint8_t *mask, const mt_retention_params *p,
-                          const mt_retention_config *cfg, mt_retention_state *state, int B,
-                          int T);
-void mt_retention_backward(const mt_backend *be, float *dx, mt_retention_params *g,
-                           mt_retention_acts *da, const float *dout, const mt_retention_acts *a,
-                           const float *x, const uint8_t *mask, const mt_retention_params *p,
-                           const mt_retention_config *cfg, int B, int T);
+                          const mt_retention_params *p, const mt_retention_call *call);
+void mt_retention_backward(const mt_backend *be, const mt_retention_grads *grads,
+                           const float *dout, const mt_retention_acts *a, const float *x,
+                           const mt_retention_params *p, const mt_retention_call *call);
 /* One recurrent step at position state->len: x, out (B, C); a: acts for (B, T = 1). */
 void mt_retention_step(const mt_backend *be, float *out, mt_retention_acts *a, const float *x,
                        const mt_retention_params *p, const mt_retention_config *cfg,
@@ -424,13 +476,25 @@ float *mt_mamba_state_point(mt_mamba_state *s, float *base, const mt_mamba_confi
  * already holds positions (state->len > 0) is continued instead: the T positions are a later
  * chunk of the prompt; the conv takes its first K-1 outputs from the state through the step
  * and the scan starts from the SSM state (docs/decoding.md §1.1). */
+typedef struct {
+    const mt_mamba_config *cfg;
+    int B, T;
+    const uint8_t *mask;    /* (B, T) or NULL */
+    const mt_dropout *drop; /* of the output, or NULL */
+    mt_mamba_state *state;  /* forward only: NULL, or the decoding state to fill or continue */
+} mt_mamba_call;
+/* What backward accumulates: dinp (B, T, C), the parameter gradients g; da is scratch with
+ * the layout of the acts. */
+typedef struct {
+    float *dinp;
+    mt_mamba_params *g;
+    mt_mamba_acts *da;
+} mt_mamba_grads;
 void mt_mamba_forward(const mt_backend *be, float *out, mt_mamba_acts *a, const float *inp,
-                      const uint8_t *mask, const mt_mamba_params *p, const mt_mamba_config *cfg,
-                      const mt_dropout *drop, mt_mamba_state *state, int B, int T);
-void mt_mamba_backward(const mt_backend *be, float *dinp, mt_mamba_params *g, mt_mamba_acts *da,
-                       const float *dout, const mt_mamba_acts *a, const float *inp,
-                       const uint8_t *mask, const mt_mamba_params *p,
-                       const mt_mamba_config *cfg, const mt_dropout *drop, int B, int T);
+                      const mt_mamba_params *p, const mt_mamba_call *call);
+void mt_mamba_backward(const mt_backend *be, const mt_mamba_grads *grads, const float *dout,
+                       const mt_mamba_acts *a, const float *inp, const mt_mamba_params *p,
+                       const mt_mamba_call *call);
 /* One recurrent step: inp, out (B, C); a: acts for (B, T = 1); updates state. No dropout. */
 void mt_mamba_step(const mt_backend *be, float *out, mt_mamba_acts *a, const float *inp,
                    const mt_mamba_params *p, const mt_mamba_config *cfg, mt_mamba_state *state,
@@ -440,17 +504,22 @@ void mt_mamba_step(const mt_backend *be, float *out, mt_mamba_acts *a, const flo
  * Cross-entropy over target tokens fused with softmax (backend.h); logits (BT, V).
  * Forward writes losses (BT) and lse (BT) and returns the sum of the losses (host). Backward:
  * dlogits += scale * d(sum of losses)/dlogits; scale = 1/count gives the mean's gradient. */
+typedef struct {
+    size_t BT;
+    int V;
+    int ignore_index; /* targets equal to it count nothing */
+    float smoothing;  /* label smoothing */
+    float scale;      /* backward and fused only */
+} mt_loss_call;
 double mt_cross_entropy_forward(const mt_backend *be, float *losses, float *lse,
-                                const float *logits, const int32_t *targets, size_t BT, int V,
-                                int ignore_index, float smoothing);
+                                const float *logits, const int32_t *targets,
+                                const mt_loss_call *call);
 void mt_cross_entropy_backward(const mt_backend *be, float *dlogits, const float *logits,
-                               const float *lse, const int32_t *targets, size_t BT, int V,
-                               int ignore_index, float smoothing, float scale);
+                               const float *lse, const int32_t *targets, const mt_loss_call *call);
 /* Training's form: losses (BT), and logits (BT, V) overwritten by scale * d(loss sum)/dlogits
  * (docs/models.md §10.7). */
 void mt_cross_entropy_fused(const mt_backend *be, float *losses, float *logits,
-                            const int32_t *targets, size_t BT, int V, int ignore_index,
-                            float smoothing, float scale);
+                            const int32_t *targets, const mt_loss_call *call);
 
 /* ---------------------------------------------------------------- initialisation (host)
  * Parameters are initialised in host memory (then uploaded when the backend is a device). */
