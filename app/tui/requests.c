@@ -266,11 +266,12 @@ static void submit(tui_app *a, tui_pane *p, unsigned long request)
 }
 
 /* A pane of another source language than the editor's: it shows no translation of the text
- * (it says why, draw_pane.c) and its worker stops. */
+ * (it says why, draw_pane.c), its worker stops and no map stays pending. */
 static void hold(tui_pane *p, unsigned long request)
 {
     pane_clear_results(p);
     pane_clear_probe(p);
+    pane_clear_attr(p);
     tui_worker_cancel(p->worker);
     p->request = request;
     p->busy = 0;

@@ -189,6 +189,34 @@ static void test_text_goes_to_the_panes_of_its_language(void **state)
     app_free(a);
 }
 
+/* A pane that stops being fed drops the maps it was computing: nothing stays pending (a pending
+ * map keeps the workbench redrawing) and no map of the old text comes later. */
+static void test_a_held_pane_drops_its_pending_maps(void **state)
+{
+    (void)state;
+    tui_app *a = app_new();
+    assert_int_equal(tui_pane_add(a, es_en, NULL, 0), 0);
+    assert_int_equal(tui_pane_add(a, en_es, NULL, 0), 0);
+    pump_until(a, all_loaded);
+    tui_pane *es = a->panes[0];
+    tui_editor_set_text(&a->ed, "Y dijo Dios: Sea la luz.");
+    tui_translate(a, NULL);
+    pump_until(a, all_idle);
+    assert_true(translated(a, es));
+    es->view = TUI_VIEW_HEATMAP;
+    es->heat_kind = TUI_HEAT_ATTRIBUTION;
+    tui_request_probe(a, es);
+    assert_true(es->attr_pending);
+    tui_handle_key(a, TUI_CTRL('f'), 0);
+    assert_false(tui_pane_feeds(a, es));
+    assert_false(es->attr_pending);
+    assert_false(es->probe_pending);
+    pump_until(a, all_idle);
+    assert_null(es->attr);
+    assert_false(es->attr_pending);
+    app_free(a);
+}
+
 /* One source language among the panes: everything goes everywhere, as before; the key says
  * there is nothing to switch to. */
 static void test_one_language_changes_nothing(void **state)
@@ -223,6 +251,7 @@ int main(void)
         cmocka_unit_test(test_direction_format),
         cmocka_unit_test(test_panes_take_their_bundles_direction),
         cmocka_unit_test(test_text_goes_to_the_panes_of_its_language),
+        cmocka_unit_test(test_a_held_pane_drops_its_pending_maps),
         cmocka_unit_test(test_one_language_changes_nothing),
     };
     return cmocka_run_group_tests(tests, make_bundles, remove_bundles);
