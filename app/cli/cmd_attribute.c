@@ -4,6 +4,7 @@
  * input tokens (source side, then the target side), the first column the target tokens. */
 #include "cli/commands.h"
 #include "mtlab/attribution.h"
+#include "mtlab/decode.h"
 #include "mtlab/error.h"
 #include "mtlab/runner.h"
 #include "mtlab/tokenizer.h"
@@ -158,7 +159,7 @@ static int run_attribute(int argc, char **argv)
     }
     o.vocab_limit = mt_tokenizer_vocab_size(r->tok);
     if (contrast && contrast_id(r->tok, contrast, &o.contrast)) goto done;
-    if (mt_tokenizer_encode(r->tok, src_text, &src, &n_src) < 0) {
+    if (mt_source_encode(r->model, r->tok, src_text, &src, &n_src) < 0) {
         cli_fail("attribute: the source on stdin: %s", mt_last_error());
         goto done;
     }

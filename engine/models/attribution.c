@@ -110,7 +110,8 @@ static void host_embeddings(const mt_model *m, const mt_stack *s, const int32_t 
                             C * sizeof(float));
 }
 
-/* decoder-only: `src <sep> hyp`; encoder-decoder: source `src <eos>`, decoder `<bos> hyp` */
+/* decoder-only: `src <sep> hyp` (a text template holds its separator in src, as the probes and
+ * decoding take it); encoder-decoder: source `src <eos>`, decoder `<bos> hyp` */
 static int seq_init(attr_seq *q, mt_model *m, const int32_t *src, int src_len,
                     const int32_t *hyp, int hyp_len, const mt_attr_opts *o)
 {
@@ -122,7 +123,9 @@ static int seq_init(attr_seq *q, mt_model *m, const int32_t *src, int src_len,
     if (q->contrast >= cfg->vocab_size)
         return mt_error("attribution: contrast token %d is outside the vocabulary (0..%d)",
                         q->contrast, cfg->vocab_size - 1);
-    q->n_prompt = q->encdec ? 1 : src_len + 1;
+    int sep = mt_model_config_prompt_sep(cfg);
+    q->n_prompt = q->encdec ? 1 : src_len + (sep >= 0);
+    if (q->n_prompt == 0) return mt_error("attribution: an empty prompt predicts nothing");
     q->T = q->n_prompt + hyp_len;
     q->S = q->encdec ? src_len + 1 : 0;
     q->ids = mt_xmalloc((size_t)q->T * sizeof *q->ids);
@@ -133,7 +136,7 @@ static int seq_init(attr_seq *q, mt_model *m, const int32_t *src, int src_len,
         q->ids[0] = cfg->decoder_start_id;
     } else {
         if (src_len > 0) memcpy(q->ids, src, (size_t)src_len * sizeof *src);
-        q->ids[src_len] = cfg->sep_id;
+        if (sep >= 0) q->ids[src_len] = sep;
     }
     if (hyp_len > 0) memcpy(q->ids + q->n_prompt, hyp, (size_t)hyp_len * sizeof *hyp);
     q->rows = hyp_len + 1;

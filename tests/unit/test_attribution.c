@@ -10,6 +10,8 @@
 #include "mtlab/decode.h"
 #include "mtlab/error.h"
 #include "mtlab/model.h"
+#include "mtlab/runner.h"
+#include "mtlab/tokenizer.h"
 
 static mt_model *tiny(const char *arch, uint64_t seed)
 {
@@ -306,6 +308,37 @@ static void test_transformer_small_matches_pytorch(void **state)
     mt_model_free(m);
 }
 
+/* A decoder-only model with a text prompt template (a hub Mamba, tests/fixtures/mamba_hf/st:
+ * "{src}<sep>") holds its separator in the encoded source: the attribution's inputs are the
+ * encoded source and the hypothesis, no <sep> appended (as decoding and the probes take it). */
+static void test_prompt_template(void **state)
+{
+    (void)state;
+    mt_runner *r = mt_runner_open("tests/fixtures/mamba_hf/st", "cpu", 0);
+    if (!r) fail_msg("%s", mt_last_error());
+    int *src_ids, *hyp_ids;
+    size_t n_src, n_hyp;
+    assert_int_equal(mt_source_encode(r->model, r->tok, "hola mundo", &src_ids, &n_src), 0);
+    assert_int_equal(mt_tokenizer_encode(r->tok, "hello world", &hyp_ids, &n_hyp), 0);
+    int32_t s32[64], h32[64];
+    assert_true(n_src < 64 && n_hyp < 64);
+    for (size_t i = 0; i < n_src; i++) s32[i] = src_ids[i];
+    for (size_t i = 0; i < n_hyp; i++) h32[i] = hyp_ids[i];
+    mt_attr_opts o;
+    mt_attr_opts_init(&o);
+    o.method = MT_ATTR_INPUT_X_GRADIENT;
+    mt_attribution a;
+    assert_int_equal(mt_attribute(r->model, s32, (int)n_src, h32, (int)n_hyp, &o, &a), 0);
+    assert_int_equal(a.n_src, (int)n_src);
+    assert_int_equal(a.cols, (int)(n_src + n_hyp));
+    for (size_t i = 0; i < n_src; i++) assert_int_equal(a.col_ids[i], s32[i]);
+    assert_int_equal(a.rows, (int)n_hyp + 1);
+    mt_attribution_free(&a);
+    free(src_ids);
+    free(hyp_ids);
+    mt_runner_close(r);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -346,6 +379,7 @@ int main(void)
         cmocka_unit_test(test_contrast_is_the_difference),
         cmocka_unit_test(test_greedy_hypothesis),
         cmocka_unit_test(test_transformer_small_matches_pytorch),
+        cmocka_unit_test(test_prompt_template),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
