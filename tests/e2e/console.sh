@@ -107,7 +107,14 @@ type_line "ui.close(5)"
 check "a bad ui call is an error naming the problem" wait_for '^│console:1: ui.close: no pane 5 \(2 open\)' 5
 T send-keys -t e2e PPage
 check "PgUp scrolls the output back" wait_for 'scrolled back, PgDn' 5
-T send-keys -t e2e NPage
+# however far PgUp goes, it stops at the oldest line (the greeting): the view never scrolls empty
+greeting_on_top() {
+    screen | grep -A1 '^┌─ Lua console' | tail -1 | grep -Eq '^│ *[^ │]' &&
+        screen | grep -q 'Ctrl-O closes)'
+}
+for i in $(seq 30); do T send-keys -t e2e PPage; done
+check "... as far as its first line, the view still full" wait_until 5 greeting_on_top
+for i in $(seq 30); do T send-keys -t e2e NPage; done
 check "PgDn returns" wait_gone 'scrolled back, PgDn' 5
 T resize-window -t e2e -x 60 -y 20
 check "at 60x20 the console still sits under both panes" wait_for '^┌─ Lua console \(Ctrl-O\)' 5

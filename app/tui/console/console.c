@@ -377,8 +377,18 @@ void tui_console_draw(tui_app *a, WINDOW *w)
     werase(w);
     tui_set_style(w, &a->palette, c->focused ? TUI_C_FOCUS : TUI_C_BORDER);
     box(w, 0, 0);
+    int text_w = width - 2, y = h - 3;
     pthread_mutex_lock(&c->lock);
     int busy = c->busy;
+    /* scrolled back at most until the oldest lines fill the view (PgUp counts lines, which
+     * wrap to several rows): the view never scrolls past them into emptiness */
+    if (c->scroll > 0) {
+        int k = 0, rows = 0;
+        while (k < c->sb.n && rows < h - 3)
+            rows += console_wrap(console_scrollback_get(&c->sb, k++)->text, text_w, NULL, 0);
+        int most = rows >= h - 3 ? c->sb.n - k : 0;
+        if (c->scroll > most) c->scroll = most;
+    }
     char title[160];
     snprintf(title, sizeof title, " Lua console (Ctrl-O)%s%s ",
              busy ? " · running, Ctrl-C interrupts" : "",
@@ -387,7 +397,6 @@ void tui_console_draw(tui_app *a, WINDOW *w)
     tui_put(w, 0, 2, title, width - 4);
     /* the newest lines above the prompt, long ones wrapped at spaces, scrolled back by c->scroll
      * lines */
-    int text_w = width - 2, y = h - 3;
     c->text_w = text_w;
     c->text_h = h - 3; /* the lines above the prompt */
     c->text_colors = a->palette.level >= TUI_COLORS_256 && COLOR_PAIRS >= CONSOLE_PAIR0 + CONSOLE_SGR_PAIRS;
