@@ -205,6 +205,15 @@ static void test_rows_are_the_decoding_prompt(void **state)
     mt_batch_free(&b);
     mt_examples_free(&ex);
     mt_corpus_free(&c);
+
+    /* a prompt cut to max_len keeps the template's separator at its end */
+    assert_int_equal(mt_corpus_load_prompted(&c, DATA "/valid.es", DATA "/valid.en", tok, 8, mc->prompt), 0);
+    assert_int_equal(c.truncated, 2 * c.n);
+    for (size_t i = 0; i < c.n; i++) {
+        assert_int_equal(c.src_len[i], 8);
+        assert_int_equal(c.ids[c.src_start[i] + 7], mt_tokenizer_piece_to_id(tok, "<sep>"));
+    }
+    mt_corpus_free(&c);
     mt_tokenizer_free(tok);
     mt_model_free(m);
 }
