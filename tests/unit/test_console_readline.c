@@ -367,6 +367,37 @@ static void test_tab_without_a_lua_state(void **state)
     stop(&b);
 }
 
+/* Meta-- Meta-- (Esc - Esc -): the Esc ends the first argument, and the second '-' comes after
+ * an explicit argument, so readline 8.2 runs '-' as a key (self-insert with -1: nothing) and then
+ * shows "(arg: -1) " by saving the prompt anew, with no argument left to restore it: the prompt
+ * stayed, and the next search's save overwrote the saved one, leaking the prompt the console's
+ * start had made (fuzz_console, LeakSanitizer: 8 and 3 bytes from rl_expand_prompt). Meta-1
+ * Meta-- the same with an insert. The message ends with its key, in one console and the next. */
+static void test_argument_message_ends_with_its_key(void **state)
+{
+    (void)state;
+    static const char *const keys_left[] = {"\x1b-\x1b-", "\x1b" "1" "\x1b-", "\x1b-\x1b-x"};
+    static const char *const lines[] = {"", "-", "x"};
+    for (size_t i = 0; i < sizeof keys_left / sizeof keys_left[0]; i++) {
+        bench b;
+        start(&b);
+        keys(keys_left[i]);
+        assert_string_equal(line(), lines[i]);
+        assert_false(RL_ISSTATE(RL_STATE_NUMERICARG));
+        assert_string_equal(console_rl_prompt(), "> ");
+        keys("\x12" "\x07");
+        assert_string_equal(console_rl_prompt(), "> ");
+        keys("\x1b-\x1b-");
+        stop(&b);
+        start(&b);
+        assert_string_equal(console_rl_prompt(), "> ");
+        keys("\x12" "\x07" "ok");
+        assert_string_equal(line(), "ok");
+        assert_string_equal(console_rl_prompt(), "> ");
+        stop(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -381,6 +412,7 @@ int main(void)
         cmocka_unit_test(test_keyboard_macro_with_a_search),
         cmocka_unit_test(test_string_macro_with_a_search),
         cmocka_unit_test(test_noninc_search_from_edited_lines),
+        cmocka_unit_test(test_argument_message_ends_with_its_key),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -498,6 +498,19 @@ static void end_search(void)
     rl_callback_read_char();
 }
 
+/* A message (readline's "(arg: N) ") left shown when no numeric argument or search is under
+ * way: Meta-- Meta-- ends the first argument on its Esc, and readline 8.2 runs the second '-'
+ * as a key (an explicit argument came before it) then shows the argument anyway, saving the
+ * prompt for a message nothing ends. The next save (a search, an argument) overwrote the saved
+ * one, leaking the prompt (fuzz_console, LeakSanitizer: rl_expand_prompt's 8 and 3 bytes).
+ * Ended after each key, as readline ends a message, the prompt restored. */
+static void end_left_message(void)
+{
+    if (rl_display_prompt != rl_prompt &&
+        !RL_ISSTATE(RL_STATE_ISEARCH | RL_STATE_NSEARCH | RL_STATE_NUMERICARG | RL_STATE_VIMOTION))
+        rl_clear_message();
+}
+
 void console_rl_key(int key, int is_char)
 {
     static const struct {
@@ -521,6 +534,7 @@ void console_rl_key(int key, int is_char)
     while (input_available()) {
         if (RL_ISSTATE(RL_STATE_ISEARCH) && starts_key_sequence(input[input_head])) end_search();
         rl_callback_read_char();
+        end_left_message();
     }
     /* readline's search can leave the point inside a character (a combining mark typed alone,
      * then a forward search: fuzz_console), where the next key would insert into its bytes:
