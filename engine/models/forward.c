@@ -44,7 +44,8 @@ int mt_model_check_batch(const mt_model *m, const mt_batch *b)
     return check_ids(m, b->src, b->B, b->S, "source");
 }
 
-size_t mt_model_targets(const mt_model *m, int32_t *targets, const int32_t *ids, int B, int T)
+size_t mt_model_targets(const mt_model *m, int32_t *targets, const int32_t *ids, const int *n_prompt, int B,
+                        int T)
 {
     size_t count = 0;
     for (int b = 0; b < B; b++) {
@@ -54,7 +55,7 @@ size_t mt_model_targets(const mt_model *m, int32_t *targets, const int32_t *ids,
          * (the hub's Mamba configs) */
         int counting = m->arch->encdec;
         for (int t = 0; t < T; t++) {
-            if (!counting && row[t] == m->cfg.sep_id) counting = 1;
+            if (!counting && (n_prompt ? t >= n_prompt[b] - 1 : row[t] == m->cfg.sep_id)) counting = 1;
             int32_t next = t + 1 < T ? row[t + 1] : -1;
             int use = counting && next >= 0 &&
                       (next != m->cfg.pad_id || (!m->arch->encdec && next == m->cfg.eos_id));
@@ -114,7 +115,7 @@ int mt_model_prepare(mt_model *m, const mt_batch *b)
 
     int32_t *targets = mt_xmalloc(BT * sizeof *targets);
     uint8_t *mask = mt_xmalloc(BT + NS);
-    m->n_targets = mt_model_targets(m, targets, b->ids, B, T);
+    m->n_targets = mt_model_targets(m, targets, b->ids, m->arch->encdec ? NULL : b->n_prompt, B, T);
     /* an encoder-decoder's first decoder input is its start token, a real one even where it is
      * <pad> (Marian's decoder_start_token_id) */
     for (size_t i = 0; i < BT; i++)
