@@ -163,15 +163,27 @@ static int make_dirs(const char *dir)
     return rc ? rc : check_dir(dir);
 }
 
-/* An opus-mt tokenizer (a directory, mt_bundle_tokenizer_path) is copied as its three files, a
- * Hugging Face tokenizer.json as tokenizer.json (where transformers looks for it). */
+/* An opus-mt tokenizer (a directory, mt_bundle_tokenizer_path) is copied as its three files,
+ * and its target_vocab.json and tokenizer_config.json where it has them (separate
+ * vocabularies); a Hugging Face tokenizer.json as tokenizer.json (where transformers looks for
+ * it). */
 enum {
     MEMBER_CONFIG, MEMBER_WEIGHTS, MEMBER_TOKENIZER, MEMBER_CORPUS_STATS,
-    MEMBER_SOURCE_SPM, MEMBER_TARGET_SPM, MEMBER_VOCAB, MEMBER_TOKENIZER_JSON, N_MEMBERS
+    MEMBER_SOURCE_SPM, MEMBER_TARGET_SPM, MEMBER_VOCAB, MEMBER_TARGET_VOCAB,
+    MEMBER_TOKENIZER_CONFIG, MEMBER_TOKENIZER_JSON, N_MEMBERS
 };
-static const char *const MEMBER_FILES[N_MEMBERS] = {CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE,
-                                                    CORPUS_STATS_FILE, "source.spm", "target.spm",
-                                                    "vocab.json", "tokenizer.json"};
+static const char *const MEMBER_FILES[N_MEMBERS] = {
+    CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE, CORPUS_STATS_FILE, "source.spm", "target.spm",
+    "vocab.json", "target_vocab.json", "tokenizer_config.json", "tokenizer.json"};
+
+/* 1 when the opus-mt tokenizer directory tok holds member's file. */
+static int tokenizer_has(const char *tok, int member)
+{
+    char *path = mt_path_join(tok, MEMBER_FILES[member]);
+    const int has = mt_file_check(path, MT_FILE_REGULAR) == 0;
+    free(path);
+    return has;
+}
 
 static int write_member(atomic_file *af, int member, const mt_bundle_contents *c)
 {
@@ -189,7 +201,9 @@ static int write_member(atomic_file *af, int member, const mt_bundle_contents *c
     case MEMBER_CORPUS_STATS: return atomic_file_write_file(af, c->corpus_stats_path);
     case MEMBER_SOURCE_SPM:
     case MEMBER_TARGET_SPM:
-    case MEMBER_VOCAB: {
+    case MEMBER_VOCAB:
+    case MEMBER_TARGET_VOCAB:
+    case MEMBER_TOKENIZER_CONFIG: {
         char *from = mt_path_join(c->tokenizer_path, MEMBER_FILES[member]);
         int rc = atomic_file_write_file(af, from);
         free(from);
@@ -209,9 +223,11 @@ int mt_bundle_write(const char *dir, const mt_bundle_contents *contents)
                         S_ISDIR(sb.st_mode);
     size_t tok_len = contents->tokenizer_path ? strlen(contents->tokenizer_path) : 0;
     const int tok_json = !tok_dir && tok_len >= 5 && !strcmp(contents->tokenizer_path + tok_len - 5, ".json");
-    const int wanted[N_MEMBERS] = {1, 1, contents->tokenizer_path != NULL && !tok_dir && !tok_json,
-                                   contents->corpus_stats_path != NULL, tok_dir, tok_dir, tok_dir,
-                                   tok_json};
+    const int wanted[N_MEMBERS] = {
+        1, 1, contents->tokenizer_path != NULL && !tok_dir && !tok_json,
+        contents->corpus_stats_path != NULL, tok_dir, tok_dir, tok_dir,
+        tok_dir && tokenizer_has(contents->tokenizer_path, MEMBER_TARGET_VOCAB),
+        tok_dir && tokenizer_has(contents->tokenizer_path, MEMBER_TOKENIZER_CONFIG), tok_json};
     atomic_file afs[N_MEMBERS] = {{0}};
     int rc = 0;
     for (int m = 0; m < N_MEMBERS && !rc; m++) {

@@ -159,8 +159,10 @@ int mt_model_save(const mt_model *m, const char *dir, const char *tokenizer_mode
     float *host = mt_xmalloc(m->n_floats * sizeof(float) + 1);
     m->be->download(host, m->params, m->n_floats * sizeof(float));
     int n_copies = 0;
-    /* transformers re-ties the copies itself when the output projection is tied */
-    while (!m->cfg.tie_embeddings && m->arch->embed_copies && m->arch->embed_copies[n_copies])
+    /* transformers re-ties the copies itself when the output projection is tied; a model whose
+     * encoder has an embedding of its own saves each under its name */
+    while (!m->cfg.tie_embeddings && m->enc.embed_tensor < 0 && m->arch->embed_copies &&
+           m->arch->embed_copies[n_copies])
         n_copies++;
     int n = m->n_tensors + n_copies;
     mt_st_write_tensor *ts = mt_xcalloc((size_t)n, sizeof *ts);

@@ -2,7 +2,8 @@
  * (docs/models.md §5): shared token embedding times sqrt(C), fixed sinusoid positions, post-norm
  * layers (encoder: self-attention, FFN; decoder: causal self-attention, cross-attention, FFN),
  * biases everywhere, output projection tied to the embedding or separate (lm_head.weight),
- * plus the final_logits_bias buffer. */
+ * plus the final_logits_bias buffer. A hub checkpoint with separate vocabularies has an
+ * encoder embedding of its own (separate_embeddings; the output is then the decoder's). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,14 @@ static int build(mt_model *m)
 {
     const mt_model_config *c = &m->cfg;
     int C = c->d_model, V = c->vocab_size;
-    mt_model_add_embeddings(m, "model.shared.weight", "lm_head.weight");
+    if (c->separate_embeddings) {
+        int shape[2] = {V, C};
+        m->enc.embed_tensor =
+            mt_model_add_tensor(m, "model.encoder.embed_tokens.weight", 2, shape, 1, 0);
+        mt_model_add_embeddings(m, "model.decoder.embed_tokens.weight", "lm_head.weight");
+    } else {
+        mt_model_add_embeddings(m, "model.shared.weight", "lm_head.weight");
+    }
     int bias_shape[2] = {1, V};
     m->logits_bias_tensor = mt_model_add_tensor(m, "final_logits_bias", 2, bias_shape, 0, 1);
     m->embed_scale = c->scale_embedding ? sqrtf((float)C) : 1.0f;
@@ -86,6 +94,12 @@ static void init(mt_model *m, float *host, uint64_t seed)
             }
         }
     }
+    if (m->enc.embed_tensor >= 0) { /* separate_embeddings: the encoder's, as the decoder's */
+        float *enc = mt_model_host_tensor(m, host, m->enc.embed_tensor);
+        mt_rng_init(&r, seed, stream);
+        mt_init_normal(&r, enc, (size_t)c->vocab_size * C, 1.0f / sqrtf((float)C));
+        mt_init_fill(enc + (size_t)c->pad_id * C, (size_t)C, 0.0f);
+    }
     mt_model_init_norms(m, host);
 }
 
@@ -125,21 +139,19 @@ static int write_activation(const mt_model_config *cfg, mt_config *o)
     return mt_config_set_string(o, "activation_function", activation_name(cfg->activation));
 }
 
+/* MarianModel: false gives the encoder and the decoder an embedding each (copies of one
+ * vocab_size x d_model initialisation), and a tied lm_head is the decoder's */
 static int read_shared(mt_model_config *cfg, const mt_config *c)
 {
-    (void)cfg;
     int shared;
     if (mt_config_bool_or(c, "share_encoder_decoder_embeddings", 1, &shared)) return -1;
-    if (!shared)
-        return mt_error("%s: share_encoder_decoder_embeddings false is not supported (mtlab "
-                        "models share one token embedding)", mt_config_name(c));
+    cfg->separate_embeddings = !shared;
     return 0;
 }
 
 static int write_shared(const mt_model_config *cfg, mt_config *o)
 {
-    (void)cfg;
-    return mt_config_set_bool(o, "share_encoder_decoder_embeddings", 1);
+    return mt_config_set_bool(o, "share_encoder_decoder_embeddings", !cfg->separate_embeddings);
 }
 
 /* bad_words_ids as the hub's opus-mt configs give it, [[pad_token_id]]: mtlab never generates

@@ -16,12 +16,20 @@ extern "C" {
 #include "mtlab/files.h"
 }
 
-struct marian_vocab {
-    sentencepiece::SentencePieceProcessor source, target;
+/* One vocabulary file: piece <-> id, every id below its size given once. */
+struct vocab_map {
     std::vector<std::string> pieces;             /* (V) id -> piece */
     std::unordered_map<std::string, int> ids;    /* piece -> id */
+};
+
+struct marian_vocab {
+    sentencepiece::SentencePieceProcessor source, target;
+    vocab_map src;      /* vocab.json: the source's ids */
+    vocab_map tgt;      /* target_vocab.json where the vocabularies are separate, else src */
+    bool separate = false;
     int eos = -1, pad = -1, unk = -1;
-    std::string vocab_path;
+    std::string vocab_path, target_vocab_path;
+    const vocab_map &out() const { return separate ? tgt : src; }
 };
 
 static std::string member(const char *dir, const char *name)
@@ -50,21 +58,19 @@ static int load_spm(sentencepiece::SentencePieceProcessor *sp, const char *dir, 
 }
 
 /* One of the three tokens MarianTokenizer requires: its id, or -1 with the error. */
-static int special(const marian_vocab *mv, const char *piece, const char *role)
+static int special(const vocab_map &map, const char *path, const char *piece, const char *role)
 {
-    auto it = mv->ids.find(piece);
-    if (it == mv->ids.end())
-        return mt_error("%s: no entry '%s' (MarianTokenizer's %s)", mv->vocab_path.c_str(), piece,
-                        role);
+    auto it = map.ids.find(piece);
+    if (it == map.ids.end())
+        return mt_error("%s: no entry '%s' (MarianTokenizer's %s)", path, piece, role);
     return it->second;
 }
 
-static int load_vocab(marian_vocab *mv, const char *dir)
+static int load_vocab(vocab_map *mv, const char *path, const char *dir)
 {
-    const char *path = mv->vocab_path.c_str();
     if (mt_file_check(path, MT_FILE_REGULAR) != 0)
         return mt_error_context("%s: an opus-mt tokenizer needs source.spm, target.spm and "
-                                "vocab.json", dir);
+                                "%s", dir, strrchr(path, '/') + 1);
     json_error_t jerr;
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) return mt_error("%s:%d: %s", path, jerr.line, jerr.text);
@@ -92,21 +98,13 @@ static int load_vocab(marian_vocab *mv, const char *dir)
         }
     }
     json_decref(root);
-    if (rc) return -1;
-    /* n distinct ids below n: every id has its piece */
-    if ((mv->eos = special(mv, "</s>", "eos_token")) < 0 ||
-        (mv->pad = special(mv, "<pad>", "pad_token")) < 0 ||
-        (mv->unk = special(mv, "<unk>", "unk_token")) < 0)
-        return -1;
-    return 0;
+    return rc ? -1 : 0; /* n distinct ids below n: every id has its piece */
 }
 
-/* MarianTokenizer reads one vocabulary unless separate_vocabs asks for two. */
-static int check_one_vocab(const char *dir)
+/* MarianTokenizer reads target_vocab.json only where tokenizer_config.json's separate_vocabs
+ * is true: 1, 0, or -1 with the error. */
+static int separate_vocabs(const char *dir)
 {
-    if (mt_file_check(member(dir, "target_vocab.json").c_str(), MT_FILE_REGULAR) == 0)
-        return mt_error("%s: target_vocab.json: separate source and target vocabularies are not "
-                        "supported (mtlab's transformer shares one embedding)", dir);
     const std::string cfg = member(dir, "tokenizer_config.json");
     if (mt_file_check(cfg.c_str(), MT_FILE_REGULAR) != 0) return 0;
     json_error_t jerr;
@@ -115,9 +113,33 @@ static int check_one_vocab(const char *dir)
     const json_t *sep = json_is_object(root) ? json_object_get(root, "separate_vocabs") : nullptr;
     const bool separate = sep && json_is_true(sep);
     json_decref(root);
-    if (separate)
-        return mt_error("%s: separate_vocabs true is not supported (mtlab's transformer shares "
-                        "one embedding)", cfg.c_str());
+    return separate ? 1 : 0;
+}
+
+/* The source's </s>, <pad> and <unk> (MarianTokenizer's special ids, which decoding skips),
+ * and the target vocabulary's, which must be the same ids: the model has one eos and pad. */
+static int load_specials(marian_vocab *mv)
+{
+    const char *path = mv->vocab_path.c_str();
+    if ((mv->eos = special(mv->src, path, "</s>", "eos_token")) < 0 ||
+        (mv->pad = special(mv->src, path, "<pad>", "pad_token")) < 0 ||
+        (mv->unk = special(mv->src, path, "<unk>", "unk_token")) < 0)
+        return -1;
+    if (!mv->separate) return 0;
+    const char *tpath = mv->target_vocab_path.c_str();
+    static const char *const pieces[] = {"</s>", "<pad>", "<unk>"};
+    const int want[] = {mv->eos, mv->pad, mv->unk};
+    for (int k = 0; k < 3; k++) {
+        const int id = special(mv->tgt, tpath, pieces[k], "target vocabulary's");
+        if (id < 0) return -1;
+        if (id != want[k])
+            return mt_error("%s: '%s' is id %d, in %s id %d: the two vocabularies must give the "
+                            "special tokens the same ids", tpath, pieces[k], id, path, want[k]);
+    }
+    if (mv->tgt.pieces.size() != mv->src.pieces.size())
+        return mt_error("%s: %zu entries, %s %zu: vocabularies of two sizes are not supported "
+                        "(transformers' MarianMTModel gives the decoder's embedding vocab_size "
+                        "rows)", tpath, mv->tgt.pieces.size(), path, mv->src.pieces.size());
     return 0;
 }
 
@@ -126,9 +148,15 @@ extern "C" marian_vocab *marian_vocab_load(const char *dir)
     return spm_guarded(dir, (marian_vocab *)nullptr, [&]() -> marian_vocab * {
         std::unique_ptr<marian_vocab> mv(new marian_vocab);
         mv->vocab_path = member(dir, "vocab.json");
-        if (load_spm(&mv->source, dir, "source.spm") || load_spm(&mv->target, dir, "target.spm") ||
-            check_one_vocab(dir) || load_vocab(mv.get(), dir))
+        mv->target_vocab_path = member(dir, "target_vocab.json");
+        if (load_spm(&mv->source, dir, "source.spm") || load_spm(&mv->target, dir, "target.spm"))
             return nullptr;
+        const int separate = separate_vocabs(dir);
+        if (separate < 0 || load_vocab(&mv->src, mv->vocab_path.c_str(), dir)) return nullptr;
+        mv->separate = separate == 1;
+        if (mv->separate && load_vocab(&mv->tgt, mv->target_vocab_path.c_str(), dir))
+            return nullptr;
+        if (load_specials(mv.get())) return nullptr;
         return mv.release();
     });
 }
@@ -136,28 +164,29 @@ extern "C" marian_vocab *marian_vocab_load(const char *dir)
 extern "C" void marian_vocab_free(marian_vocab *mv) { delete mv; }
 
 extern "C" const char *marian_vocab_path(const marian_vocab *mv) { return mv->vocab_path.c_str(); }
-extern "C" int marian_vocab_size(const marian_vocab *mv) { return (int)mv->pieces.size(); }
+extern "C" int marian_vocab_size(const marian_vocab *mv) { return (int)mv->src.pieces.size(); }
 extern "C" int marian_vocab_eos(const marian_vocab *mv) { return mv->eos; }
 extern "C" int marian_vocab_pad(const marian_vocab *mv) { return mv->pad; }
 extern "C" int marian_vocab_unk(const marian_vocab *mv) { return mv->unk; }
 
 extern "C" const char *marian_vocab_id_to_piece(const marian_vocab *mv, int id)
 {
-    if (id < 0 || (size_t)id >= mv->pieces.size()) return nullptr;
-    return mv->pieces[(size_t)id].c_str();
+    const vocab_map &map = mv->out();
+    if (id < 0 || (size_t)id >= map.pieces.size()) return nullptr;
+    return map.pieces[(size_t)id].c_str();
 }
 
 extern "C" int marian_vocab_piece_to_id(const marian_vocab *mv, const char *piece)
 {
     if (!piece) return -1;
-    auto it = mv->ids.find(piece);
-    return it == mv->ids.end() ? -1 : it->second;
+    auto it = mv->out().ids.find(piece);
+    return it == mv->out().ids.end() ? -1 : it->second;
 }
 
 static int lookup(const marian_vocab *mv, const std::string &piece)
 {
-    auto it = mv->ids.find(piece);
-    return it == mv->ids.end() ? mv->unk : it->second;
+    auto it = mv->src.ids.find(piece);
+    return it == mv->src.ids.end() ? mv->unk : it->second;
 }
 
 extern "C" int marian_vocab_encode(const marian_vocab *mv, const char *text, size_t len, int **ids,
@@ -191,15 +220,16 @@ extern "C" char *marian_vocab_decode(const marian_vocab *mv, const int *ids, siz
 {
     const char *name = mv->vocab_path.c_str();
     return spm_guarded(name, (char *)nullptr, [&]() -> char * {
+        const vocab_map &map = mv->out();
         std::vector<std::string> pieces;
         for (size_t i = 0; i < n; i++) {
-            if (ids[i] < 0 || (size_t)ids[i] >= mv->pieces.size()) {
+            if (ids[i] < 0 || (size_t)ids[i] >= map.pieces.size()) {
                 mt_error("%s: cannot decode id %d (position %zu): the vocabulary has ids 0..%zu",
-                         name, ids[i], i, mv->pieces.size() - 1);
+                         name, ids[i], i, map.pieces.size() - 1);
                 return nullptr;
             }
             if (ids[i] != mv->eos && ids[i] != mv->pad && ids[i] != mv->unk)
-                pieces.push_back(mv->pieces[(size_t)ids[i]]);
+                pieces.push_back(map.pieces[(size_t)ids[i]]);
         }
         std::string text;
         const auto status = mv->target.Decode(pieces, &text);

@@ -7,8 +7,10 @@
  *   2. source.spm cuts the rest into pieces;
  *   3. each piece is looked up in vocab.json; a piece it lacks is <unk>.
  * Decoding drops </s>, <pad> and <unk> (decode(..., skip_special_tokens=True)) and joins the
- * other pieces through target.spm. Separate source and target vocabularies (target_vocab.json,
- * separate_vocabs in tokenizer_config.json) are refused by name. */
+ * other pieces through target.spm. With separate vocabularies (tokenizer_config.json's
+ * separate_vocabs true) the source's ids come from vocab.json and the output's from
+ * target_vocab.json (decoding, the piece of an id), whose </s>, <pad> and <unk> must be
+ * vocab.json's ids, and whose size its. */
 #ifndef MTLAB_TOKENIZER_MARIAN_VOCAB_H
 #define MTLAB_TOKENIZER_MARIAN_VOCAB_H
 
@@ -22,16 +24,17 @@ typedef struct marian_vocab marian_vocab;
 
 /* 1 when dir holds source.spm (what tells an opus-mt directory). */
 int marian_vocab_in_dir(const char *dir);
-/* Load dir/source.spm, dir/target.spm and dir/vocab.json; NULL with mt_error naming the file
- * (and the key) on failure. */
+/* Load dir/source.spm, dir/target.spm, dir/vocab.json (and dir/target_vocab.json); NULL with
+ * mt_error naming the file (and the key) on failure. */
 marian_vocab *marian_vocab_load(const char *dir);
 void marian_vocab_free(marian_vocab *mv);
 
 /* "DIR/vocab.json": the file the ids come from, for messages. */
 const char *marian_vocab_path(const marian_vocab *mv);
 int marian_vocab_size(const marian_vocab *mv);
+/* The output's vocabulary (target_vocab.json where separate). */
 const char *marian_vocab_id_to_piece(const marian_vocab *mv, int id);
-/* The id of a vocabulary entry, -1 when there is none. */
+/* The id of an entry of the output's vocabulary, -1 when there is none. */
 int marian_vocab_piece_to_id(const marian_vocab *mv, const char *piece);
 /* The ids of </s>, <pad> and <unk>. */
 int marian_vocab_eos(const marian_vocab *mv);

@@ -158,11 +158,14 @@ static void test_tokenizer_matches_marian_tokenizer(void **state)
     mt_tokenizer_free(tok);
 }
 
-static void check_logits(const char *dir)
+/* ref: the logits file under FIXTURE ("logits.safetensors", "sep/logits.safetensors") */
+static void check_logits(const char *dir, const char *ref_name)
 {
     mt_model *m = mt_model_load(dir, mt_backend_cpu(), 0);
     if (!m) fail_msg("%s: %s", dir, mt_last_error());
-    mt_safetensors *ref = mt_st_open(FIXTURE "/logits.safetensors");
+    char ref_path[256];
+    snprintf(ref_path, sizeof ref_path, "%s/%s", FIXTURE, ref_name);
+    mt_safetensors *ref = mt_st_open(ref_path);
     assert_non_null(ref);
     const mt_st_tensor *src = mt_st_find(ref, "src_ids"), *tgt = mt_st_find(ref, "tgt_ids"),
                        *want = mt_st_find(ref, "logits");
@@ -188,7 +191,12 @@ static int lines_as_generate(const char *dir, int beam, const char *expected, in
     if (!r) fail_msg("%s: %s", dir, mt_last_error());
     int n_src[N_LINES], n_want[N_LINES];
     static int32_t src[N_LINES][MAX_IDS], want[N_LINES][MAX_IDS];
-    assert_int_equal(read_ids("source.ids", src, n_src), N_LINES);
+    /* the sources beside the expected ids ("beam5.ids", "sep/beam5.ids") */
+    char source_ids[64];
+    const char *slash = strrchr(expected, '/');
+    snprintf(source_ids, sizeof source_ids, "%.*ssource.ids", slash ? (int)(slash - expected + 1) : 0,
+             expected);
+    assert_int_equal(read_ids(source_ids, src, n_src), N_LINES);
     assert_int_equal(read_ids(expected, want, n_want), N_LINES);
     mt_decode_opts o;
     mt_decode_opts_init(&o);
@@ -231,7 +239,7 @@ static void check_generate(const char *dir, int beam, const char *expected)
 static void test_safetensors_matches_transformers(void **state)
 {
     (void)state;
-    check_logits(CHECKPOINT);
+    check_logits(CHECKPOINT, "logits.safetensors");
     check_generate(CHECKPOINT, 1, "greedy.ids");
     check_generate(CHECKPOINT, 5, "beam5.ids");
     /* the fixture tells the semantics apart (make.py's PAD_BIAS): mtlab's own beam search,
@@ -244,7 +252,7 @@ static void test_pytorch_model_bin_matches_transformers(void **state)
     (void)state;
     char dir[256];
     copy_checkpoint(dir, sizeof dir, "model.safetensors");
-    check_logits(dir);
+    check_logits(dir, "logits.safetensors");
     check_generate(dir, 1, "greedy.ids");
     check_generate(dir, 5, "beam5.ids");
     test_remove_tree(dir);
@@ -411,6 +419,118 @@ static void test_max_length_as_generate(void **state)
     test_remove_tree(dir);
 }
 
+/* Separate vocabularies (tests/fixtures/marian/sep, make.py's make_separate): vocab.json gives
+ * the source's ids, target_vocab.json the output's; the encoder and the decoder have an
+ * embedding each, the output projection is the decoder's. */
+#define SEP_CHECKPOINT FIXTURE "/sep/opus-mt-tiny-sep"
+
+static void test_separate_vocabularies_match_transformers(void **state)
+{
+    (void)state;
+    mt_tokenizer *tok = mt_tokenizer_load(SEP_CHECKPOINT);
+    if (!tok) fail_msg("%s", mt_last_error());
+    int n_src, n_want[N_LINES];
+    char **src = read_lines("sources.es", &n_src);
+    static int32_t want[N_LINES][MAX_IDS];
+    assert_int_equal(read_ids("sep/source.ids", want, n_want), N_LINES);
+    for (int i = 0; i < N_LINES; i++) {
+        int *ids;
+        size_t n;
+        assert_int_equal(mt_tokenizer_encode(tok, src[i], &ids, &n), 0);
+        assert_int_equal((int)n + 1, n_want[i]);
+        assert_memory_equal(ids, want[i], n * sizeof(int));
+        free(ids);
+    }
+    int n_greedy[N_LINES], n_text;
+    static int32_t greedy[N_LINES][MAX_IDS];
+    assert_int_equal(read_ids("sep/greedy.ids", greedy, n_greedy), N_LINES);
+    char **text = read_lines("sep/greedy.txt", &n_text);
+    for (int i = 0; i < N_LINES; i++) {
+        char *got = mt_tokenizer_decode(tok, greedy[i], (size_t)n_greedy[i]);
+        assert_non_null(got);
+        assert_string_equal(got, text[i]);
+        free(got);
+    }
+    free_lines(text);
+    free_lines(src);
+    mt_tokenizer_free(tok);
+
+    check_logits(SEP_CHECKPOINT, "sep/logits.safetensors");
+    check_generate(SEP_CHECKPOINT, 1, "sep/greedy.ids");
+    check_generate(SEP_CHECKPOINT, 5, "sep/beam5.ids");
+}
+
+/* Saved (forward --save, a finetune), the model keeps its two vocabularies and embeddings: the
+ * saved bundle decodes generate()'s ids to MarianTokenizer's text and searches as before. */
+static void test_separate_vocabularies_saved(void **state)
+{
+    (void)state;
+    mt_model *m = mt_model_load(SEP_CHECKPOINT, mt_backend_cpu(), 0);
+    if (!m) fail_msg("%s", mt_last_error());
+    char dir[256];
+    assert_int_equal(test_make_tmpdir(dir, sizeof dir, "marian-sep-save"), 0);
+    if (mt_model_save(m, dir, mt_model_tokenizer_path(m), MT_DT_F32))
+        fail_msg("%s", mt_last_error());
+    mt_model_free(m);
+    mt_tokenizer *tok = mt_tokenizer_load(dir);
+    if (!tok) fail_msg("%s", mt_last_error());
+    int n_greedy[N_LINES], n_text;
+    static int32_t greedy[N_LINES][MAX_IDS];
+    assert_int_equal(read_ids("sep/greedy.ids", greedy, n_greedy), N_LINES);
+    char **text = read_lines("sep/greedy.txt", &n_text);
+    for (int i = 0; i < N_LINES; i++) {
+        char *got = mt_tokenizer_decode(tok, greedy[i], (size_t)n_greedy[i]);
+        assert_non_null(got);
+        assert_string_equal(got, text[i]);
+        free(got);
+    }
+    free_lines(text);
+    mt_tokenizer_free(tok);
+    /* a saved bundle is mtlab's (its config has an mtlab block): generate()'s semantics asked */
+    assert_int_equal(lines_as_generate(dir, 5, "sep/beam5.ids", MT_SEARCH_HF), N_LINES);
+    test_remove_tree(dir);
+}
+
+static void copy_separate(char *dir, size_t len, const char *skip)
+{
+    static const char *const members[] = {"config.json", "model.safetensors", "source.spm",
+                                          "target.spm", "vocab.json", "target_vocab.json",
+                                          "tokenizer_config.json", NULL};
+    assert_int_equal(test_make_tmpdir(dir, len, "marian-sep"), 0);
+    for (int i = 0; members[i]; i++) {
+        if (skip && !strcmp(members[i], skip)) continue;
+        char from[512], to[512];
+        snprintf(from, sizeof from, "%s/%s", SEP_CHECKPOINT, members[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, members[i]);
+        size_t n;
+        char *data = test_read_file(from, &n);
+        assert_non_null(data);
+        test_write_file(to, data, n);
+        free(data);
+    }
+}
+
+static void test_separate_vocabulary_errors(void **state)
+{
+    (void)state;
+    char dir[256];
+    copy_separate(dir, sizeof dir, "target_vocab.json");
+    expect_open_error(dir, "target_vocab.json", NULL);
+    test_remove_tree(dir);
+
+    /* the two vocabularies' </s> at other ids */
+    copy_separate(dir, sizeof dir, NULL);
+    patch(dir, "target_vocab.json", "\"</s>\": 0,", "\"</s>\": 5,");
+    patch(dir, "target_vocab.json", "\".\": 5,", "\".\": 0,");
+    expect_open_error(dir, "target_vocab.json: '</s>' is id 5", "the same ids");
+    test_remove_tree(dir);
+
+    copy_separate(dir, sizeof dir, NULL);
+    patch(dir, "target_vocab.json", "\"<pad>\": 399", "\"<pad>\": 399, \"xyzzy\": 400");
+    expect_open_error(dir, "target_vocab.json: 401 entries", "two sizes");
+    test_remove_tree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -420,6 +540,9 @@ int main(void)
         cmocka_unit_test(test_translate_text),
         cmocka_unit_test(test_errors_name_the_file_and_key),
         cmocka_unit_test(test_max_length_as_generate),
+        cmocka_unit_test(test_separate_vocabularies_match_transformers),
+        cmocka_unit_test(test_separate_vocabulary_errors),
+        cmocka_unit_test(test_separate_vocabularies_saved),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

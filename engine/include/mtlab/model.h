@@ -41,6 +41,9 @@ typedef struct {
     int max_positions;     /* sinusoid table rows (transformer) */
     int scale_embedding;   /* 1: token embeddings times sqrt(C) */
     int tie_embeddings;    /* 1: the output projection is the token embedding */
+    int separate_embeddings; /* transformer: the encoder has a token embedding of its own
+                              * (MarianConfig share_encoder_decoder_embeddings false); a tied
+                              * output projection is the decoder's */
     int d_state, d_conv, expand, dt_rank; /* Mamba (docs/models.md §3.1) */
     float dt_min, dt_max, dt_init_floor;  /* Mamba time_step_* keys, kept for config.json (the
                                            * initialiser uses mamba_ssm's 1e-3, 0.1, 1e-4) */
