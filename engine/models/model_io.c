@@ -64,6 +64,30 @@ static int check_finite(const mt_safetensors *st, const char *name, const float 
     return 0;
 }
 
+/* The copies of a shared token embedding a file may hold (arch->embed_copies, left unread)
+ * must be that embedding: where they differ the file has an embedding per stack, and reading
+ * one for all would run another model. */
+static int check_embed_copies(const mt_model *m, const mt_safetensors *st, const float *host)
+{
+    const mt_named_tensor *e = &m->tensors[m->embed_tensor];
+    if (m->enc.embed_tensor >= 0 || !m->arch->embed_copies) return 0;
+    const char *read = file_name(m, st, e->name);
+    int64_t shape[2] = {e->shape[0], e->shape[1]};
+    float *copy = NULL;
+    int rc = 0;
+    for (const char *const *name = m->arch->embed_copies; *name && !rc; name++) {
+        if (!read || !strcmp(*name, read) || !mt_st_find(st, *name)) continue;
+        if (!copy) copy = mt_xmalloc(e->numel * sizeof *copy);
+        if (mt_st_read_f32(st, *name, 2, shape, copy) ||
+            memcmp(copy, host + e->offset, e->numel * sizeof *copy))
+            rc = mt_error("%s: tensor '%s' is not the token embedding read from '%s': the file "
+                          "has an embedding per stack (share_encoder_decoder_embeddings false "
+                          "in config.json?)", mt_st_name(st), *name, read);
+    }
+    free(copy);
+    return rc;
+}
+
 /* Read every tensor into host (n_floats), then refuse tensors the model does not know. */
 static int read_tensors(const mt_model *m, const mt_safetensors *st, float *host)
 {
@@ -86,6 +110,7 @@ static int read_tensors(const mt_model *m, const mt_safetensors *st, float *host
         for (int j = 0; j < n_file; j++)
             if (!strcmp(mt_st_tensor_at(st, j)->name, name)) used[j] = 1;
     }
+    if (!rc) rc = check_embed_copies(m, st, host);
     for (int j = 0; j < n_file && !rc; j++) {
         const char *name = mt_st_tensor_at(st, j)->name;
         if (!used[j] && !known_extra(m, name))

@@ -529,6 +529,15 @@ static void test_separate_vocabulary_errors(void **state)
     patch(dir, "target_vocab.json", "\"<pad>\": 399", "\"<pad>\": 399, \"xyzzy\": 400");
     expect_open_error(dir, "target_vocab.json: 401 entries", "two sizes");
     test_remove_tree(dir);
+
+    /* a shared embedding read from a file whose encoder and decoder embeddings differ would
+     * be the encoder's for both: a different model */
+    copy_separate(dir, sizeof dir, NULL);
+    patch(dir, "config.json", "\"share_encoder_decoder_embeddings\": false",
+          "\"share_encoder_decoder_embeddings\": true");
+    patch(dir, "tokenizer_config.json", "\"separate_vocabs\": true", "\"separate_vocabs\": false");
+    expect_open_error(dir, "model.decoder.embed_tokens.weight", "share_encoder_decoder_embeddings");
+    test_remove_tree(dir);
 }
 
 int main(void)
