@@ -428,7 +428,9 @@ static int embed_batch(mt_comet *m, float *out, const mt_comet_seq *const *seqs,
     be->upload(ids_d, ids, BT * sizeof *ids);
     be->upload(mask_d, mask, BT);
     be->memzero(ctx.mix, BT * C * sizeof(float));
-    xlmr_forward(be, &a, ids_d, mask_d, &m->enc, &xc, B, T, mix_layer, &ctx);
+    xlmr_forward(be, &a, ids_d, &m->enc,
+                 &(xlmr_call){.cfg = &xc, .B = B, .T = T, .mask = mask_d, .fn = mix_layer,
+                              .ctx = &ctx});
     switch (c->pool) {
     case MT_COMET_POOL_AVG:
         /* (B, BT) of 1/len at each sentence's real rows, times the mix (BT, C) */

@@ -110,10 +110,14 @@ void xlmr_acts_point(xlmr_acts *a, float *base, const xlmr_config *cfg, int B, i
     mt_ffn_acts_point(&a->ffn, base, &fc, BT);
 }
 
-void xlmr_forward(const mt_backend *be, xlmr_acts *a, const int32_t *ids, const uint8_t *mask,
-                  const xlmr_params *p, const xlmr_config *cfg, int B, int T, xlmr_layer_fn fn,
-                  void *ctx)
+void xlmr_forward(const mt_backend *be, xlmr_acts *a, const int32_t *ids, const xlmr_params *p,
+                  const xlmr_call *call)
 {
+    const xlmr_config *cfg = call->cfg;
+    const uint8_t *mask = call->mask;
+    const int B = call->B, T = call->T;
+    xlmr_layer_fn fn = call->fn;
+    void *ctx = call->ctx;
     const int C = cfg->C;
     const size_t BT = (size_t)B * T;
     mt_attn_config ac = attn_config(cfg);
@@ -130,8 +134,8 @@ void xlmr_forward(const mt_backend *be, xlmr_acts *a, const int32_t *ids, const 
 
     for (int l = 0; l < cfg->L; l++) {
         const xlmr_layer *ly = &p->layers[l];
-        mt_attn_call call = {.cfg = &ac, .B = B, .Tq = T, .Tk = T, .key_mask = mask};
-        mt_attention_forward(be, a->h, &a->attn, a->x, a->x, &ly->attn, &call);
+        mt_attn_call attn = {.cfg = &ac, .B = B, .Tq = T, .Tk = T, .key_mask = mask};
+        mt_attention_forward(be, a->h, &a->attn, a->x, a->x, &ly->attn, &attn);
         be->add(a->y, a->x, a->h, BT * C);
         mt_layernorm_forward(be, a->x, a->mean, a->rstd, a->y, ly->attn_ln_w, ly->attn_ln_b,
                              &(mt_norm_call){BT, C, cfg->eps});

@@ -65,9 +65,16 @@ void xlmr_acts_point(xlmr_acts *a, float *base, const xlmr_config *cfg, int B, i
 
 /* Called with each hidden state x_l (BT, C), l = 0 (the embeddings) .. L. */
 typedef void (*xlmr_layer_fn)(void *ctx, int l, const float *x);
-/* ids (B, T) and mask (B, T) backend memory, right-padded, T + 2 <= P. */
-void xlmr_forward(const mt_backend *be, xlmr_acts *a, const int32_t *ids, const uint8_t *mask,
-                  const xlmr_params *p, const xlmr_config *cfg, int B, int T, xlmr_layer_fn fn,
-                  void *ctx);
+/* One forward: the config, the shape, the mask and the hook that sees each hidden state. */
+typedef struct {
+    const xlmr_config *cfg;
+    int B, T;            /* T + 2 <= P */
+    const uint8_t *mask; /* (B, T) backend memory, right-padded */
+    xlmr_layer_fn fn;
+    void *ctx;           /* fn's */
+} xlmr_call;
+/* ids (B, T) backend memory */
+void xlmr_forward(const mt_backend *be, xlmr_acts *a, const int32_t *ids, const xlmr_params *p,
+                  const xlmr_call *call);
 
 #endif

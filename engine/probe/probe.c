@@ -45,16 +45,13 @@ void mt_probe_record_free(mt_probe_record *r)
     memset(r, 0, sizeof *r);
 }
 
-static mt_probe_map *add_map(mt_probe_record *r, mt_probe_kind kind, mt_probe_unit unit,
-                             int layer, int encoder, int heads, int rows, int cols,
-                             mt_probe_axis ra, mt_probe_axis ca)
+/* A new map of r described by shape (kind, unit, layer, sizes, axes), its values zeroed. */
+static mt_probe_map *add_map(mt_probe_record *r, const mt_probe_map *shape)
 {
     r->maps = mt_xrealloc(r->maps, (size_t)(r->n_maps + 1) * sizeof *r->maps);
     mt_probe_map *m = &r->maps[r->n_maps++];
-    *m = (mt_probe_map){.kind = kind, .unit = unit, .layer = layer, .encoder = encoder,
-                        .heads = heads, .rows = rows, .cols = cols, .row_axis = ra,
-                        .col_axis = ca};
-    m->values = mt_xcalloc((size_t)heads * rows * cols, sizeof *m->values);
+    *m = *shape;
+    m->values = mt_xcalloc((size_t)m->heads * m->rows * m->cols, sizeof *m->values);
     return m;
 }
 
@@ -81,10 +78,9 @@ static int wants(const probe_ctx *c, mt_probe_kind k)
 /* out (T, T) = mean over channels d of |alpha_d| (mtlab/probe.h). Channels are split over
  * the OpenMP threads, one T x T scratch each; the threads' partial sums are added in thread
  * order, so the result does not depend on scheduling. */
-static void implicit_mean_abs(float *out, const float *dt, const float *dt_bias,
-                              const float *A_log, const float *Bm, const float *Cm, int T, int D,
-                              int N)
+static void implicit_mean_abs(float *out, const mt_scan_args *s)
 {
+    int T = s->T, D = s->D, N = s->N;
     size_t TT = (size_t)T * T;
     int n_threads = omp_get_max_threads();
     float *parts = mt_xcalloc((size_t)n_threads * TT, sizeof *parts);
@@ -95,8 +91,11 @@ static void implicit_mean_abs(float *out, const float *dt, const float *dt_bias,
         float *dt_d = mt_xmalloc((size_t)T * sizeof *dt_d);
 #pragma omp for schedule(static)
         for (int d = 0; d < D; d++) {
-            for (int t = 0; t < T; t++) dt_d[t] = dt[(size_t)t * D + d];
-            mt_implicit_attention(alpha, dt_d, dt_bias + d, A_log + (size_t)d * N, Bm, Cm, T, 1, N);
+            for (int t = 0; t < T; t++) dt_d[t] = s->dt[(size_t)t * D + d];
+            mt_scan_args one = *s; /* channel d alone */
+            one.dt = dt_d, one.dt_bias = s->dt_bias + d, one.A_log = s->A_log + (size_t)d * N;
+            one.D = 1;
+            mt_implicit_attention(alpha, &one);
             for (size_t i = 0; i < TT; i++) part[i] += fabsf(alpha[i]);
         }
         free(alpha);
@@ -120,14 +119,19 @@ static void mamba_maps(mt_probe_record *r, probe_ctx *c, const mt_model *m, cons
     float *Bm = host_copy(be, a->Bm, (size_t)T * N), *Cm = host_copy(be, a->Cm, (size_t)T * N);
     float *A_log = host_copy(be, u->p.mamba.A_log, (size_t)D * N);
     float *dt_bias = host_copy(be, u->p.mamba.dt_proj_b, (size_t)D);
+    mt_scan_args scan = {.u = uu, .dt = dt, .A_log = A_log, .Bm = Bm, .Cm = Cm,
+                         .dt_bias = dt_bias, .B = 1, .T = T, .D = D, .N = N};
     mt_probe_axis axis = encoder ? MT_PROBE_AXIS_SOURCE : MT_PROBE_AXIS_TARGET;
     if (wants(c, MT_PROBE_STATE_NORMS) || wants(c, MT_PROBE_STATE_GROUPS)) {
         float *norms = mt_xmalloc((size_t)T * sizeof *norms);
         float *groups = NULL;
         if (wants(c, MT_PROBE_STATE_GROUPS))
-            groups = add_map(r, MT_PROBE_STATE_GROUPS, MT_PROBE_UNIT_MAMBA, layer, encoder, 1,
-                             G, T, MT_PROBE_AXIS_GROUP, axis)->values;
-        mt_state_norms(norms, groups, G, uu, dt, dt_bias, A_log, Bm, T, D, N);
+            groups = add_map(r, &(mt_probe_map){.kind = MT_PROBE_STATE_GROUPS,
+                                                .unit = MT_PROBE_UNIT_MAMBA, .layer = layer,
+                                                .encoder = encoder, .heads = 1, .rows = G,
+                                                .cols = T, .row_axis = MT_PROBE_AXIS_GROUP,
+                                                .col_axis = axis})->values;
+        mt_state_norms(norms, groups, G, &scan);
         if (!encoder) {
             c->norms = mt_xrealloc(c->norms, (size_t)(c->n_norm_layers + 1) * T * sizeof *c->norms);
             memcpy(c->norms + (size_t)c->n_norm_layers++ * T, norms, (size_t)T * sizeof *norms);
@@ -136,10 +140,13 @@ static void mamba_maps(mt_probe_record *r, probe_ctx *c, const mt_model *m, cons
     }
     if (wants(c, MT_PROBE_IMPLICIT_ATTN)) {
         /* alpha_d[r][c] is a sum over c <= r: the scan is causal */
-        mt_probe_map *map = add_map(r, MT_PROBE_IMPLICIT_ATTN, MT_PROBE_UNIT_MAMBA, layer,
-                                    encoder, 1, T, T, axis, axis);
+        mt_probe_map *map = add_map(r, &(mt_probe_map){.kind = MT_PROBE_IMPLICIT_ATTN,
+                                                        .unit = MT_PROBE_UNIT_MAMBA, .layer = layer,
+                                                        .encoder = encoder, .heads = 1, .rows = T,
+                                                        .cols = T, .row_axis = axis,
+                                                        .col_axis = axis});
         map->causal = 1;
-        implicit_mean_abs(map->values, dt, dt_bias, A_log, Bm, Cm, T, D, N);
+        implicit_mean_abs(map->values, &scan);
     }
     free(uu);
     free(dt);
@@ -167,25 +174,34 @@ static void stack_maps(mt_probe_record *r, probe_ctx *c, const mt_model *m, cons
             mamba_maps(r, c, m, u, &sa->w[i], layer, encoder, T);
         } else if (u->kind == MT_UNIT_SELF_ATTN && wants(c, MT_PROBE_SELF_ATTN)) {
             int H = u->cfg.attn.H;
-            mt_probe_map *map = add_map(r, MT_PROBE_SELF_ATTN, MT_PROBE_UNIT_ATTENTION, layer,
-                                        encoder, H, T, T, own, own);
+            mt_probe_map *map = add_map(r, &(mt_probe_map){.kind = MT_PROBE_SELF_ATTN,
+                                                            .unit = MT_PROBE_UNIT_ATTENTION,
+                                                            .layer = layer, .encoder = encoder,
+                                                            .heads = H, .rows = T, .cols = T,
+                                                            .row_axis = own, .col_axis = own});
             map->causal = u->cfg.attn.causal;
             map->window = u->cfg.attn.causal ? u->cfg.attn.window : 0;
             m->be->download(map->values, sa->w[i].a.attn.att, (size_t)H * T * T * sizeof(float));
         } else if (u->kind == MT_UNIT_RETENTION && wants(c, MT_PROBE_SELF_ATTN)) {
             /* retention weights are signed; their magnitude is what a heatmap compares */
             int H = u->cfg.ret.H;
-            mt_probe_map *map = add_map(r, MT_PROBE_SELF_ATTN, MT_PROBE_UNIT_RETENTION, layer,
-                                        encoder, H, T, T, own, own);
+            mt_probe_map *map = add_map(r, &(mt_probe_map){.kind = MT_PROBE_SELF_ATTN,
+                                                            .unit = MT_PROBE_UNIT_RETENTION,
+                                                            .layer = layer, .encoder = encoder,
+                                                            .heads = H, .rows = T, .cols = T,
+                                                            .row_axis = own, .col_axis = own});
             map->causal = 1;
             size_t n = (size_t)H * T * T;
             m->be->download(map->values, sa->w[i].a.ret.att, n * sizeof(float));
             for (size_t j = 0; j < n; j++) map->values[j] = fabsf(map->values[j]);
         } else if (u->kind == MT_UNIT_CROSS_ATTN && wants(c, MT_PROBE_CROSS_ATTN)) {
             int H = u->cfg.attn.H;
-            mt_probe_map *map = add_map(r, MT_PROBE_CROSS_ATTN, MT_PROBE_UNIT_ATTENTION, layer,
-                                        encoder, H, T, S, MT_PROBE_AXIS_TARGET,
-                                        MT_PROBE_AXIS_SOURCE);
+            mt_probe_map *map = add_map(r, &(mt_probe_map){.kind = MT_PROBE_CROSS_ATTN,
+                                                            .unit = MT_PROBE_UNIT_ATTENTION,
+                                                            .layer = layer, .encoder = encoder,
+                                                            .heads = H, .rows = T, .cols = S,
+                                                            .row_axis = MT_PROBE_AXIS_TARGET,
+                                                            .col_axis = MT_PROBE_AXIS_SOURCE});
             m->be->download(map->values, sa->w[i].a.attn.att, (size_t)H * T * S * sizeof(float));
         }
     }
@@ -237,9 +253,12 @@ int mt_probe_run(mt_model *m, const int32_t *src, int src_len, const int32_t *hy
     stack_maps(out, &c, m, &m->dec, &m->dec_acts, 0, T, S);
     if (encdec) stack_maps(out, &c, m, &m->enc, &m->enc_acts, 1, S, 0);
     if (c.n_norm_layers > 0 && wants(&c, MT_PROBE_STATE_NORMS)) {
-        mt_probe_map *map = add_map(out, MT_PROBE_STATE_NORMS, MT_PROBE_UNIT_MODEL, -1, 0, 1,
-                                    c.n_norm_layers, T, MT_PROBE_AXIS_LAYER,
-                                    MT_PROBE_AXIS_TARGET);
+        mt_probe_map *map = add_map(out, &(mt_probe_map){.kind = MT_PROBE_STATE_NORMS,
+                                                          .unit = MT_PROBE_UNIT_MODEL, .layer = -1,
+                                                          .heads = 1, .rows = c.n_norm_layers,
+                                                          .cols = T,
+                                                          .row_axis = MT_PROBE_AXIS_LAYER,
+                                                          .col_axis = MT_PROBE_AXIS_TARGET});
         memcpy(map->values, c.norms, (size_t)c.n_norm_layers * T * sizeof *c.norms);
     }
     free(c.norms);

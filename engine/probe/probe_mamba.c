@@ -29,9 +29,10 @@ static void channel_delta(float *delta, const float *dt, const float *dt_bias, i
  * v_n = (prod_{k=c+1..r} dA_k,n) dB_c,n, one multiply per row and state. dA is scratch (T, N),
  * v scratch (N). */
 static void implicit_channel(float *alpha, float *dA, float *v, const float *delta,
-                             const float *A_log, const float *Bm, const float *Cm, int T, int N,
-                             int d)
+                             const mt_scan_args *s, int d)
 {
+    const float *A_log = s->A_log, *Bm = s->Bm, *Cm = s->Cm;
+    int T = s->T, N = s->N;
     for (int t = 0; t < T; t++)
         for (int n = 0; n < N; n++)
             dA[(size_t)t * N + n] = expf(-delta[t] * expf(A_log[(size_t)d * N + n]));
@@ -41,33 +42,32 @@ static void implicit_channel(float *alpha, float *dA, float *v, const float *del
         for (int r = c; r < T; r++) {
             if (r > c)
                 for (int n = 0; n < N; n++) v[n] *= dA[(size_t)r * N + n];
-            float s = 0;
-            for (int n = 0; n < N; n++) s += Cm[(size_t)r * N + n] * v[n];
-            alpha[(size_t)r * T + c] = s;
+            float sum = 0;
+            for (int n = 0; n < N; n++) sum += Cm[(size_t)r * N + n] * v[n];
+            alpha[(size_t)r * T + c] = sum;
         }
     }
 }
 
-void mt_implicit_attention(float *alpha, const float *dt, const float *dt_bias,
-                           const float *A_log, const float *Bm, const float *Cm, int T, int D,
-                           int N)
+void mt_implicit_attention(float *alpha, const mt_scan_args *s)
 {
+    int T = s->T, D = s->D, N = s->N;
     float *delta = mt_xmalloc((size_t)T * sizeof *delta);
     float *dA = mt_xmalloc((size_t)T * N * sizeof *dA);
     float *v = mt_xmalloc((size_t)N * sizeof *v);
     for (int d = 0; d < D; d++) {
-        channel_delta(delta, dt, dt_bias, T, D, d);
-        implicit_channel(alpha + (size_t)d * T * T, dA, v, delta, A_log, Bm, Cm, T, N, d);
+        channel_delta(delta, s->dt, s->dt_bias, T, D, d);
+        implicit_channel(alpha + (size_t)d * T * T, dA, v, delta, s, d);
     }
     free(delta);
     free(dA);
     free(v);
 }
 
-void mt_implicit_attention_naive(float *alpha, const float *dt, const float *dt_bias,
-                                 const float *A_log, const float *Bm, const float *Cm, int T,
-                                 int D, int N)
+void mt_implicit_attention_naive(float *alpha, const mt_scan_args *s)
 {
+    const float *dt = s->dt, *dt_bias = s->dt_bias, *A_log = s->A_log, *Bm = s->Bm, *Cm = s->Cm;
+    int T = s->T, D = s->D, N = s->N;
     for (int d = 0; d < D; d++)
         for (int r = 0; r < T; r++)
             for (int c = 0; c < T; c++) {
@@ -85,10 +85,10 @@ void mt_implicit_attention_naive(float *alpha, const float *dt, const float *dt_
             }
 }
 
-void mt_state_norms(float *norms, float *groups, int G, const float *u, const float *dt,
-                    const float *dt_bias, const float *A_log, const float *Bm, int T, int D,
-                    int N)
+void mt_state_norms(float *norms, float *groups, int G, const mt_scan_args *s)
 {
+    const float *u = s->u, *dt = s->dt, *dt_bias = s->dt_bias, *A_log = s->A_log, *Bm = s->Bm;
+    int T = s->T, D = s->D, N = s->N;
     double *sq = mt_xcalloc((size_t)G * T, sizeof *sq); /* (G, T) squared norms per group */
     float *delta = mt_xmalloc((size_t)T * sizeof *delta);
     float *h = mt_xmalloc((size_t)N * sizeof *h);
@@ -99,13 +99,13 @@ void mt_state_norms(float *norms, float *groups, int G, const float *u, const fl
         memset(h, 0, (size_t)N * sizeof *h);
         for (int t = 0; t < T; t++) {
             float x = u[(size_t)t * D + d];
-            double s = 0;
+            double norm2 = 0;
             for (int n = 0; n < N; n++) {
                 float dA = expf(-delta[t] * expf(A_log[(size_t)d * N + n]));
                 h[n] = dA * h[n] + delta[t] * Bm[(size_t)t * N + n] * x;
-                s += (double)h[n] * h[n];
+                norm2 += (double)h[n] * h[n];
             }
-            sq[(size_t)g * T + t] += s;
+            sq[(size_t)g * T + t] += norm2;
         }
     }
     for (int t = 0; t < T; t++) {

@@ -107,25 +107,20 @@ const char *mt_probe_map_name(const mt_probe_map *m);
 int mt_probe_masked(const mt_probe_map *m, int r, int c);
 
 /* ---------------------------------------------------------------- the Mamba maps on host
- * arrays of one sequence (exposed for tests and scripts). Inputs as the scan takes them
- * (mtlab/backend.h mt_scan_args with B = 1): dt (T, D) before bias and softplus, dt_bias (D),
- * A_log (D, N), Bm and Cm (T, N), u (T, D). */
+ * arrays of one sequence (exposed for tests and scripts). Inputs as the scan takes them, in
+ * its mt_scan_args (mtlab/backend.h) with B = 1, host pointers: dt (T, D) before bias and
+ * softplus, dt_bias (D), A_log (D, N), Bm and Cm (T, N), u (T, D) (mt_state_norms only);
+ * Dskip and h0 are not read. */
 
 /* alpha (D, T, T): alpha[d][r][c] as above, 0 for c > r. O(T^2 D N): for each column c the
  * product is carried down the rows, one multiply per row. */
-void mt_implicit_attention(float *alpha, const float *dt, const float *dt_bias,
-                           const float *A_log, const float *Bm, const float *Cm, int T, int D,
-                           int N);
+void mt_implicit_attention(float *alpha, const mt_scan_args *s);
 /* The reference: the formula term by term, the product recomputed for every (r, c):
  * O(T^3 D N). */
-void mt_implicit_attention_naive(float *alpha, const float *dt, const float *dt_bias,
-                                 const float *A_log, const float *Bm, const float *Cm, int T,
-                                 int D, int N);
+void mt_implicit_attention_naive(float *alpha, const mt_scan_args *s);
 /* norms (T) = ||h_t|| over all channels; groups (G, T) = ||h_t|| over each run of D / G
  * channels (the last run takes the remainder), or NULL. G >= 1. The scan runs again here,
  * on the host, in the recurrent form above. */
-void mt_state_norms(float *norms, float *groups, int G, const float *u, const float *dt,
-                    const float *dt_bias, const float *A_log, const float *Bm, int T, int D,
-                    int N);
+void mt_state_norms(float *norms, float *groups, int G, const mt_scan_args *s);
 
 #endif
