@@ -102,7 +102,8 @@ int mt_bible_names_build(mt_bible_names *out, const mt_bible_corpus *c, const mt
             out->to = mt_xrealloc(out->to, name_room * sizeof *out->to);
         }
         char *es, *en;
-        int r = mt_names_substitute(&es, &en, out->to + n_names, p->es->text, p->en->text, &shared, g, 1.0, &rng);
+        int r = mt_names_substitute(&es, &en, out->to + n_names, p->es->text, p->en->text, &shared,
+                                    &(mt_name_draw){g, 1.0, &rng});
         if (r != (int)shared.n) { /* p = 1 replaces every name unless the gazetteer runs short */
             if (r >= 0) {
                 free(es);

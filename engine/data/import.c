@@ -201,20 +201,27 @@ static char *clean_side(import_state *st, const char *file, size_t line, const c
     return out;
 }
 
-/* A cleaned pair into l (split `split`), or counted as bad. */
-static void add_pair(import_state *st, pair_list *l, const char *sfile, const char *tfile, size_t line,
-                     const char *s, size_t slen, const char *t, size_t tlen, int split)
+/* One side of a pair as read: its file, its text text[0..len). */
+typedef struct {
+    const char *file;
+    const char *text;
+    size_t len;
+} pair_side;
+
+/* A cleaned pair of line `line` into l (split `split`), or counted as bad. */
+static void add_pair(import_state *st, pair_list *l, const pair_side *s, const pair_side *t,
+                     size_t line, int split)
 {
     int flags = 0;
-    char *src = clean_side(st, sfile, line, s, slen, &flags);
-    char *tgt = src ? clean_side(st, tfile, line, t, tlen, &flags) : NULL;
+    char *src = clean_side(st, s->file, line, s->text, s->len, &flags);
+    char *tgt = src ? clean_side(st, t->file, line, t->text, t->len, &flags) : NULL;
     if (!tgt) {
         free(src);
         return;
     }
     st->c->nfc_changed += (flags & MT_CLEAN_NFC) != 0;
     st->c->control_removed += (flags & MT_CLEAN_CONTROL) != 0;
-    pairs_push(l, src, tgt, sfile, line, split);
+    pairs_push(l, src, tgt, s->file, line, split);
 }
 
 static void progress(import_state *st, size_t bytes)
@@ -268,7 +275,7 @@ static int read_two_files(import_state *st, const char *sp, const char *tp, int 
             st->bytes_done += alen + blen + 2;
             if ((lines & 1023) == 0) progress(st, 0);
         }
-        add_pair(st, l, sp, tp, lines, a, alen, b, blen, split);
+        add_pair(st, l, &(pair_side){sp, a, alen}, &(pair_side){tp, b, blen}, lines, split);
         if (split != SPLIT_TRAIN && l->n == n_before) { /* a given file is kept whole */
             rc = mt_error_context("%s and %s, line %zu: a line of the given %s files", sp, tp, lines,
                                   SPLIT_NAMES[split]);
@@ -324,7 +331,8 @@ static int read_tsv(import_state *st, const mt_import_source *src, pair_list *l,
             report_bad(st, src->src, s.lr.line_no, why);
             continue;
         }
-        add_pair(st, l, src->src, src->src, s.lr.line_no, a, alen, b, blen, SPLIT_TRAIN);
+        add_pair(st, l, &(pair_side){src->src, a, alen}, &(pair_side){src->src, b, blen},
+                 s.lr.line_no, SPLIT_TRAIN);
     }
     char h[65];
     sha256_hex(&s.sha, h);

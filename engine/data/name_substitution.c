@@ -154,9 +154,12 @@ static const char *draw_name(const mt_gazetteer *g, const char *const *chosen, s
     }
 }
 
-int mt_names_substitute(char **src_out, char **tgt_out, const char **chosen, const char *src, const char *tgt,
-                        const mt_entity_set *names, const mt_gazetteer *g, double p, mt_rng *rng)
+int mt_names_substitute(char **src_out, char **tgt_out, const char **chosen, const char *src,
+                        const char *tgt, const mt_entity_set *names, const mt_name_draw *draw)
 {
+    const mt_gazetteer *g = draw->g;
+    double p = draw->p;
+    mt_rng *rng = draw->rng;
     *src_out = *tgt_out = NULL;
     int replaced = 0;
     for (size_t k = 0; k < names->n; k++) {

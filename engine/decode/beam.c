@@ -56,13 +56,21 @@ static int candidates(const mt_decode_ctx *c, const beam_sentence *bs, int row0,
     return n_top;
 }
 
+/* The beams a sentence's step chooses, K each: new beam b continues old beam src[b] with
+ * token tok[b], its score logprob[b]. */
+typedef struct {
+    int32_t *src, *tok;
+    double *logprob;
+} beam_next;
+
 /* Process one sentence's step: finished candidates go to its hypotheses, the K best others
- * become its beams (src[b]: the old beam continued by beam b, tok[b]: its new token,
- * new_logprob[b]: its score; K each).
+ * become its beams (next). top: scratch of 2K candidates.
  * Returns 1 when the sentence is done. */
 static int advance(mt_decode_ctx *c, beam_sentence *bs, int s, int row0, int live,
-                   mt_scored *top, int32_t *src, int32_t *tok, double *new_logprob)
+                   mt_scored *top, const beam_next *next)
 {
+    int32_t *src = next->src, *tok = next->tok;
+    double *new_logprob = next->logprob;
     int K = c->K, V = c->V, stride = c->max_new[s];
     int eos = mt_model_get_config(c->m)->eos_id;
     float lp = c->o->length_penalty;
@@ -134,8 +142,8 @@ int mt_decode_beam_run(mt_decode_ctx *c)
         int n_next = 0;
         for (int a = 0; a < n_act; a++) {
             int s = act[a], row0 = a * live;
-            int32_t *tok = next + (size_t)n_next * K;
-            if (advance(c, &sent[s], s, row0, live, top, src, tok, new_logprob)) continue;
+            beam_next chosen = {src, next + (size_t)n_next * K, new_logprob};
+            if (advance(c, &sent[s], s, row0, live, top, &chosen)) continue;
             for (int b = 0; b < K; b++) rows[(size_t)n_next * K + b] = row0 + src[b];
             act[n_next++] = s; /* n_next <= a: sentences not yet read are untouched */
         }

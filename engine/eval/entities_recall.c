@@ -84,14 +84,22 @@ static int kept_copyable(kept_list *out, const char *src, const char *ref, mt_ne
     return 0;
 }
 
-/* The first source name of src (spans) with lexicon form name[0..len), or NULL; *pairs set. */
-static const char *translated_from(char *buf, size_t cap, const char *src, const mt_text_span *names,
-                                   size_t n_names, const mt_entity_lexicon *lex, const char *name,
-                                   size_t len, size_t *pairs)
+/* A source sentence and the spans of its name words. */
+typedef struct {
+    const char *text;
+    const mt_text_span *spans;
+    size_t n;
+} source_names;
+
+/* The first source name (copied into buf) with lexicon form name[0..len), or NULL; *pairs
+ * set. */
+static const char *translated_from(char *buf, size_t cap, const source_names *src,
+                                   const mt_entity_lexicon *lex, const char *name, size_t len,
+                                   size_t *pairs)
 {
-    for (size_t i = 0; i < n_names; i++) {
-        const char *s = src + names[i].start;
-        size_t slen = names[i].end - names[i].start;
+    for (size_t i = 0; i < src->n; i++) {
+        const char *s = src->text + src->spans[i].start;
+        size_t slen = src->spans[i].end - src->spans[i].start;
         const char *const *forms;
         const size_t *form_pairs;
         size_t nf = mt_entity_lexicon_forms(lex, s, slen, &forms, NULL, &form_pairs);
@@ -117,6 +125,7 @@ static int kept_translated(kept_list *out, const char *src, const char *ref, mt_
         free(ents);
         return mt_error_context("source");
     }
+    source_names sn = {src, names, n_names};
     strmap seen = {0};
     for (size_t i = 0; i < n_ents; i++) {
         const char *e = ref + ents[i].start;
@@ -127,7 +136,7 @@ static int kept_translated(kept_list *out, const char *src, const char *ref, mt_
         size_t count = stats ? mt_corpus_stats_count(stats, e, len) : 0, pairs = 0;
         char from[256];
         if (mt_text_contains(src, e, len)) kept_push(out, e, len, NULL, count);
-        else if (translated_from(from, sizeof from, src, names, n_names, lex, e, len, &pairs))
+        else if (translated_from(from, sizeof from, &sn, lex, e, len, &pairs))
             kept_push(out, e, len, from, pairs > count ? pairs : count);
     }
     strmap_free(&seen);

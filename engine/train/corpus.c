@@ -30,12 +30,22 @@ static void chomp(char *s, ssize_t *len)
     while (*len > 0 && (s[*len - 1] == '\n' || s[*len - 1] == '\r')) s[--*len] = '\0';
 }
 
+/* How lines are encoded: the tokenizer, the cut (max_len ids, 0 for none) and the count of
+ * lines cut. */
+typedef struct {
+    const mt_tokenizer *tok;
+    int max_len;
+    size_t *truncated;
+} line_encoding;
+
 /* Encode one line (put into prompt first, unless NULL) into buf, cut to max_len: the last
  * `tail` ids stay (a template's separator), the ones before them go; returns the number of
- * ids kept or -1. */
-static int encode_line(ids_buf *buf, const mt_tokenizer *tok, const char *prompt, int tail, const char *line,
-                       int max_len, size_t *truncated, const char *path, size_t lineno)
+ * ids kept or -1 (path:lineno in the message). */
+static int encode_line(ids_buf *buf, const line_encoding *enc, const char *prompt, int tail,
+                       const char *line, const char *path, size_t lineno)
 {
+    const mt_tokenizer *tok = enc->tok;
+    int max_len = enc->max_len;
     int *ids;
     size_t n;
     if (mt_prompt_encode(tok, prompt, line, &ids, &n) != 0)
@@ -43,7 +53,7 @@ static int encode_line(ids_buf *buf, const mt_tokenizer *tok, const char *prompt
     if (max_len > 0 && n > (size_t)max_len) {
         memmove(ids + max_len - tail, ids + n - (size_t)tail, (size_t)tail * sizeof *ids);
         n = (size_t)max_len;
-        (*truncated)++;
+        (*enc->truncated)++;
     }
     ids_push(buf, ids, n);
     free(ids);
@@ -121,11 +131,12 @@ int mt_corpus_load_prompted(mt_corpus *c, const char *src_path, const char *tgt_
             c->tgt_len = mt_xrealloc(c->tgt_len, cap * sizeof *c->tgt_len);
         }
         c->src_start[c->n] = buf.n;
-        int n = encode_line(&buf, tok, prompt, tail, ls, max_len, &c->truncated, src_path, lineno);
+        line_encoding enc = {tok, max_len, &c->truncated};
+        int n = encode_line(&buf, &enc, prompt, tail, ls, src_path, lineno);
         if (n < 0) goto out;
         c->src_len[c->n] = n;
         c->tgt_start[c->n] = buf.n;
-        n = encode_line(&buf, tok, NULL, 0, lt, max_len, &c->truncated, tgt_path, lineno);
+        n = encode_line(&buf, &enc, NULL, 0, lt, tgt_path, lineno);
         if (n < 0) goto out;
         c->tgt_len[c->n] = n;
         c->n++;
@@ -244,7 +255,9 @@ int mt_corpus_substitute_names(mt_corpus *out, const mt_corpus *base, const mt_n
     for (size_t i = 0; i < n && rc == 0; i++) {
         char *s = NULL, *t = NULL;
         if (k < np->n && np->pair[k] == i) {
-            int r = mt_names_substitute(&s, &t, chosen, np->src[k], np->tgt[k], &np->names[k], &np->gaz, np->p, &rng);
+            mt_name_draw draw = {&np->gaz, np->p, &rng};
+            int r = mt_names_substitute(&s, &t, chosen, np->src[k], np->tgt[k], &np->names[k],
+                                        &draw);
             k++;
             if (r < 0) {
                 rc = mt_error_context("pair %zu", i + 1);
@@ -256,9 +269,10 @@ int mt_corpus_substitute_names(mt_corpus *out, const mt_corpus *base, const mt_n
             /* truncations of the new texts are not counted again: base counted the pair's */
             size_t cut = 0;
             out->src_start[i] = buf.n;
-            out->src_len[i] = encode_line(&buf, tok, NULL, 0, s, max_len, &cut, "substituted pair", i + 1);
+            line_encoding enc = {tok, max_len, &cut};
+            out->src_len[i] = encode_line(&buf, &enc, NULL, 0, s, "substituted pair", i + 1);
             out->tgt_start[i] = buf.n;
-            out->tgt_len[i] = encode_line(&buf, tok, NULL, 0, t, max_len, &cut, "substituted pair", i + 1);
+            out->tgt_len[i] = encode_line(&buf, &enc, NULL, 0, t, "substituted pair", i + 1);
             if (out->src_len[i] < 0 || out->tgt_len[i] < 0) rc = -1;
         } else {
             out->src_start[i] = buf.n;

@@ -116,7 +116,8 @@ static void test_substitute_pair(void **state)
     mt_rng rng;
     /* p = 1: every name, both sides, every occurrence, by different gazetteer names */
     mt_rng_init(&rng, 3, 0);
-    assert_int_equal(mt_names_substitute(&s, &t, chosen, src, tgt, &names, &g, 1.0, &rng), 2);
+    assert_int_equal(mt_names_substitute(&s, &t, chosen, src, tgt, &names,
+                                         &(mt_name_draw){&g, 1.0, &rng}), 2);
     assert_non_null(chosen[0]);
     assert_non_null(chosen[1]);
     assert_string_not_equal(chosen[0], chosen[1]);
@@ -130,13 +131,15 @@ static void test_substitute_pair(void **state)
     /* the same stream state gives the same substitution */
     const char *again[2];
     mt_rng_init(&rng, 3, 0);
-    assert_int_equal(mt_names_substitute(&s, &t, again, src, tgt, &names, &g, 1.0, &rng), 2);
+    assert_int_equal(mt_names_substitute(&s, &t, again, src, tgt, &names,
+                                         &(mt_name_draw){&g, 1.0, &rng}), 2);
     assert_ptr_equal(again[0], chosen[0]);
     assert_ptr_equal(again[1], chosen[1]);
     free(s);
     free(t);
     /* p = 0: nothing */
-    assert_int_equal(mt_names_substitute(&s, &t, chosen, src, tgt, &names, &g, 0.0, &rng), 0);
+    assert_int_equal(mt_names_substitute(&s, &t, chosen, src, tgt, &names,
+                                         &(mt_name_draw){&g, 0.0, &rng}), 0);
     assert_null(s);
     assert_null(t);
     assert_null(chosen[0]);
@@ -144,7 +147,8 @@ static void test_substitute_pair(void **state)
     size_t hits = 0;
     mt_rng_init(&rng, 4, 0);
     for (int i = 0; i < 1000; i++) {
-        hits += (size_t)mt_names_substitute(&s, &t, chosen, src, tgt, &names, &g, 0.5, &rng);
+        hits += (size_t)mt_names_substitute(&s, &t, chosen, src, tgt, &names,
+                                            &(mt_name_draw){&g, 0.5, &rng});
         free(s);
         free(t);
     }

@@ -36,14 +36,20 @@ int mt_names_shared(mt_entity_set *out, const char *src, const char *tgt, mt_ner
  * the number of words replaced. NULL on invalid UTF-8. */
 char *mt_name_replace(const char *text, const char *name, const char *repl, size_t *count);
 
+/* How substitutes are drawn: each name with probability p, from gazetteer g, by rng. */
+typedef struct {
+    const mt_gazetteer *g;
+    double p;
+    mt_rng *rng;
+} mt_name_draw;
 /* Substitutes the shared names of one pair: each of names (mt_names_shared) is replaced, with
- * probability p, on both sides by a gazetteer name drawn uniformly from rng, the names of one
- * pair all different. chosen (names->n entries) receives the gazetteer name that replaced each
- * name (a pointer into g), or NULL for a name kept. Returns the number of names replaced; when
- * it is above 0, *src_out and *tgt_out are the new texts (malloc'd), else both are NULL. -1 on
- * invalid UTF-8. The same rng state always gives the same substitution. */
-int mt_names_substitute(char **src_out, char **tgt_out, const char **chosen, const char *src, const char *tgt,
-                        const mt_entity_set *names, const mt_gazetteer *g, double p, mt_rng *rng);
+ * probability draw->p, on both sides by a gazetteer name drawn uniformly from draw->rng, the
+ * names of one pair all different. chosen (names->n entries) receives the gazetteer name that
+ * replaced each name (a pointer into draw->g), or NULL for a name kept. Returns the number of
+ * names replaced; when it is above 0, *src_out and *tgt_out are the new texts (malloc'd), else
+ * both are NULL. -1 on invalid UTF-8. The same rng state always gives the same substitution. */
+int mt_names_substitute(char **src_out, char **tgt_out, const char **chosen, const char *src,
+                        const char *tgt, const mt_entity_set *names, const mt_name_draw *draw);
 
 /* ------------------------------------------------------------------ recall of substituted names */
 
