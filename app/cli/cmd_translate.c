@@ -108,18 +108,31 @@ static int encode_units(encoded_units *e, const mt_runner *r, const tr_units *u,
     return rc;
 }
 
+/* What stays the same for every window of one input: the model, its units and their
+ * encoded sources, the options, the input's name for messages. */
+typedef struct {
+    const mt_runner *r;
+    const tr_units *u;
+    const encoded_units *e;
+    const mt_decode_opts *o;
+    const translate_args *a;
+    const char *name;
+} tr_run;
+
 /* Translate units [first, first + count) and write them (blank units stay empty); their
  * sources are e->src from index k on. */
-static int translate_window(const mt_runner *r, const tr_units *u, const encoded_units *e,
-                            size_t *k, size_t first, size_t count, const mt_decode_opts *o,
-                            const translate_args *a, const char *name, totals *sum)
+static int translate_window(const tr_run *t, size_t *k, size_t first, size_t count, totals *sum)
 {
+    const mt_runner *r = t->r;
+    const tr_units *u = t->u;
+    const encoded_units *e = t->e;
+    const char *name = t->name;
     size_t k0 = *k, n = 0;
     while (k0 + n < (size_t)e->src.n && e->which[k0 + n] < first + count) n++;
     *k = k0 + n;
     mt_decode_result res;
     if (mt_translate_ids(r->model, r->tok, (const int32_t *const *)e->src.ids + k0,
-                         e->src.len + k0, (int)n, a->batch, o, &res)) {
+                         e->src.len + k0, (int)n, t->a->batch, t->o, &res)) {
         if (res.failed_input < 0) return cli_fail("%s", mt_last_error());
         return cli_fail("%s:%zu: %s", name, u->units[e->which[k0 + (size_t)res.failed_input]].line,
                         mt_last_error());
@@ -162,9 +175,10 @@ static int translate(const translate_args *a)
         tr_split(&u, (const char *const *)in.lines, in.n, a->paragraphs);
         rc = encode_units(&e, r, &u, &o, name);
         size_t window = (size_t)a->batch * WINDOW_BATCHES, k = 0;
+        tr_run run = {r, &u, &e, &o, a, name};
         for (size_t first = 0; rc == 0 && first < u.n; first += window) {
             size_t count = u.n - first < window ? u.n - first : window;
-            rc = translate_window(r, &u, &e, &k, first, count, &o, a, name, &sum);
+            rc = translate_window(&run, &k, first, count, &sum);
         }
     }
     if (rc == 0 && a->verbose)

@@ -336,11 +336,27 @@ static int compare_with_first(eval_report *rep, eval_system_result *res, size_t 
     return 0;
 }
 
-static int evaluate_system(eval_system_result *r, mt_translator *t, const mt_text_lines *src,
-                           const mt_text_lines *ref, const mt_ne_testset *ts,
-                           const mt_ne_testset *ts_translated, const mt_names_list *names, const size_t *lengths,
-                           mt_comet *comet, const char *hyps_dir, char ***keep)
+/* What every system is evaluated on and with: the test set, its entity and name lists (NULL
+ * when not asked), the sources' lengths for the buckets, COMET (or NULL), where to save the
+ * translations (or NULL). */
+typedef struct {
+    const mt_text_lines *src, *ref;
+    const mt_ne_testset *ts, *ts_translated;
+    const mt_names_list *names;
+    const size_t *lengths;
+    mt_comet *comet;
+    const char *hyps_dir;
+} eval_set;
+
+static int evaluate_system(eval_system_result *r, mt_translator *t, const eval_set *set,
+                           char ***keep)
 {
+    const mt_text_lines *src = set->src, *ref = set->ref;
+    const mt_ne_testset *ts = set->ts, *ts_translated = set->ts_translated;
+    const mt_names_list *names = set->names;
+    const size_t *lengths = set->lengths;
+    mt_comet *comet = set->comet;
+    const char *hyps_dir = set->hyps_dir;
     memset(r, 0, sizeof *r);
     r->name = mt_translator_name(t);
     r->kind = mt_translator_kind(t);
@@ -498,10 +514,10 @@ int eval_run(const eval_request *req, eval_outcome *out)
         fail("%s: %s", a.ref, mt_last_error());
         goto done;
     }
+    eval_set set = {&src, &ref, &ts, lexicon ? &ts_translated : NULL, a.names ? &names : NULL,
+                    lengths, comet, a.hyps_dir};
     for (size_t s = 0; s < n_systems; s++) {
-        if (evaluate_system(&results[s], systems[s], &src, &ref, &ts, lexicon ? &ts_translated : NULL,
-                            a.names ? &names : NULL, lengths, comet,
-                            a.hyps_dir, a.keep_hyps ? &out->hyps[s] : NULL))
+        if (evaluate_system(&results[s], systems[s], &set, a.keep_hyps ? &out->hyps[s] : NULL))
             goto done;
         /* the report outlives the systems: it keeps its own copy of their names */
         results[s].name = out->names[s] = mt_xstrdup(results[s].name);

@@ -210,9 +210,9 @@ static int l_heatmap(lua_State *L)
     }
     plot_handle *h = push_handle(L, "heatmap");
     int handle = lua_gettop(L);
+    plot_grid grid = {values, rows, cols, rl, cl, mask};
     if (!(h->p = plot_heatmap_new(field_string(L, 2, fn, "title"), field_string(L, 2, fn, "xlabel"),
-                                  field_string(L, 2, fn, "ylabel"), values, rows, cols, rl, cl,
-                                  mask)))
+                                  field_string(L, 2, fn, "ylabel"), &grid)))
         mtl_error(L, fn, "%s", mt_last_error());
     const char *scale = field_string(L, 2, fn, "scale");
     plot_scale sc;

@@ -125,9 +125,11 @@ static char **labels_or_numbers(const char *const *given, int n)
 }
 
 plot *plot_heatmap_new(const char *title, const char *x_label, const char *y_label,
-                       const float *v, int rows, int cols, const char *const *row_labels,
-                       const char *const *col_labels, const uint8_t *mask)
+                       const plot_grid *g)
 {
+    const float *v = g->v;
+    const uint8_t *mask = g->mask;
+    int rows = g->rows, cols = g->cols;
     if (rows <= 0 || cols <= 0 || !v) {
         mt_error("heatmap%s%s%s: empty matrix (%d x %d)", title && title[0] ? " '" : "",
                  title ? title : "", title && title[0] ? "'" : "", rows, cols);
@@ -141,8 +143,8 @@ plot *plot_heatmap_new(const char *title, const char *x_label, const char *y_lab
     memcpy(p->v, v, n * sizeof *p->v);
     p->defined = mt_xmalloc(n);
     for (size_t i = 0; i < n; i++) p->defined[i] = isfinite(v[i]) && !(mask && mask[i]);
-    p->row_labels = labels_or_numbers(row_labels, rows);
-    p->col_labels = labels_or_numbers(col_labels, cols);
+    p->row_labels = labels_or_numbers(g->row_labels, rows);
+    p->col_labels = labels_or_numbers(g->col_labels, cols);
     p->scale = PLOT_SCALE_VIRIDIS;
     return p;
 }

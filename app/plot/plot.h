@@ -40,12 +40,20 @@ plot *plot_bar_new(const char *title, const char *value_label, const char *const
 /* Add one series of values (n == n_labels). */
 int plot_bar_add(plot *p, const char *name, const double *values, size_t n);
 
-/* A heatmap of v (rows, cols), row-major. row_labels (rows) and col_labels (cols) may be NULL
- * (cells are then numbered from 1); mask (rows, cols) may be NULL, nonzero = not defined.
- * The range is the defined cells' min..max and the scale viridis until set otherwise. */
+/* The matrix of a heatmap: v (rows, cols), row-major. row_labels (rows) and col_labels (cols)
+ * may be NULL (cells are then numbered from 1); mask (rows, cols) may be NULL, nonzero = not
+ * defined. */
+typedef struct {
+    const float *v;
+    int rows, cols;
+    const char *const *row_labels;
+    const char *const *col_labels;
+    const uint8_t *mask;
+} plot_grid;
+/* A heatmap of g (copied). The range is the defined cells' min..max and the scale viridis
+ * until set otherwise. */
 plot *plot_heatmap_new(const char *title, const char *x_label, const char *y_label,
-                       const float *v, int rows, int cols, const char *const *row_labels,
-                       const char *const *col_labels, const uint8_t *mask);
+                       const plot_grid *g);
 /* Fix the colour range to lo..hi (finite, lo < hi); values outside are clamped. */
 int plot_heatmap_set_range(plot *p, double lo, double hi);
 int plot_heatmap_set_scale(plot *p, plot_scale scale);

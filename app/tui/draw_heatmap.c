@@ -50,10 +50,12 @@ static void heat_char(tui_app *a, WINDOW *w, int y, int x, int level)
     mvwaddstr(w, y, x, g->shades[shade]);
 }
 
-/* The legend in numbers: per row, its top is the cursor row's max (the row the readout is on). */
-static void draw_legend(tui_app *a, tui_pane *p, WINDOW *w, int y, int x, int width, float max,
+/* The legend in numbers on the row `line` (h 1): per row, its top is the cursor row's max (the
+ * row the readout is on). */
+static void draw_legend(tui_app *a, tui_pane *p, WINDOW *w, const tui_rect *line, float max,
                         const mt_probe_map *m, const float *v)
 {
+    int y = line->y, x = line->x, width = line->w;
     tui_heat_scale sc;
     tui_heat_scale_describe(&sc, p->heat_norm, m->kind, max,
                             tui_heat_max(v + (size_t)p->sel_row * m->cols, 1, m->cols));
@@ -302,7 +304,9 @@ void tui_draw_heatmap(tui_app *a, tui_pane *p, WINDOW *w, int y0, int x0, int h,
         }
     }
     draw_boundary(a, w, y0, x0, g);
-    if (g->legend_y >= 0) draw_legend(a, p, w, y0 + g->legend_y, x0, width, max, m, v);
+    if (g->legend_y >= 0)
+        draw_legend(a, p, w, &(tui_rect){.y = y0 + g->legend_y, .x = x0, .h = 1, .w = width}, max,
+                    m, v);
     draw_readout(a, p, w, y0 + g->readout_y, x0, width, m, v);
     free(norm);
     free(v);

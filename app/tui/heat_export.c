@@ -277,12 +277,13 @@ void tui_heat_export(tui_app *a, tui_pane *p)
     snprintf(y_label, sizeof y_label, "%s \u2193", y_name);
     /* raw: the values on the shared range, so the colour bar reads in them */
     int raw = p->heat_norm == TUI_NORM_RAW && max > 0;
-    plot *pl = plot_heatmap_new(title, x_label, y_label, raw ? v : shown, m->rows, m->cols,
-                                (const char *const *)rows, (const char *const *)cols, mask);
+    plot_grid grid = {raw ? v : shown, m->rows, m->cols, (const char *const *)rows,
+                      (const char *const *)cols, mask};
+    plot *pl = plot_heatmap_new(title, x_label, y_label, &grid);
     /* the CSV: the values themselves (an attribution's signed ones) */
     const float *values = m->kind == TUI_HEAT_ATTRIBUTION && p->attr_raw ? p->attr_raw->attr.values : v;
-    plot *data = plot_heatmap_new(title, x_name, y_name, values, m->rows, m->cols,
-                                  (const char *const *)rows, (const char *const *)cols, mask);
+    grid.v = values;
+    plot *data = plot_heatmap_new(title, x_name, y_name, &grid);
     int rc = pl && data ? 0 : -1;
     if (rc == 0) {
         theme_colors(pl, &a->theme);

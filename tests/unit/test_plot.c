@@ -240,7 +240,8 @@ static plot *small_heatmap(void)
     const char *cols[] = {"Dios", "dijo", "<sep>"};
     const float v[] = {0.9f, 0, 0, 0.2f, 0.6f, 0, 0.1f, NAN, 0.3f};
     const uint8_t mask[] = {0, 1, 1, 0, 0, 1, 0, 0, 0};
-    plot *p = plot_heatmap_new("cross", "source", "target", v, 3, 3, rows, cols, mask);
+    plot *p =
+        plot_heatmap_new("cross", "source", "target", &(plot_grid){v, 3, 3, rows, cols, mask});
     assert_non_null(p);
     return p;
 }
@@ -291,7 +292,7 @@ static void test_heatmap_binned(void **state)
     enum { N = 30, WIDE = 200 };
     float v[N * WIDE];
     for (int i = 0; i < N * WIDE; i++) v[i] = (float)(i % 7);
-    plot *p = plot_heatmap_new("big", NULL, NULL, v, N, N, NULL, NULL, NULL);
+    plot *p = plot_heatmap_new("big", NULL, NULL, &(plot_grid){v, N, N, NULL, NULL, NULL});
     assert_non_null(p);
     for (int color = 0; color <= 1; color++) {
         char *s = render(p, 120, 14, color, 0);
@@ -306,7 +307,7 @@ static void test_heatmap_binned(void **state)
     const float ramp[] = {0, 0, 0, 0, 0, 1, 1, 1, 1, 1};
     float wide[WIDE];
     for (int j = 0; j < WIDE; j++) wide[j] = ramp[(j / 5) % 2 * 5];
-    p = plot_heatmap_new("wide", NULL, NULL, wide, 1, WIDE, NULL, NULL, NULL);
+    p = plot_heatmap_new("wide", NULL, NULL, &(plot_grid){wide, 1, WIDE, NULL, NULL, NULL});
     char *s = render(p, 46, 6, 0, 0);
     assert_non_null(strstr(s, " ░█░█"));
     assert_non_null(strstr(s, "5 columns a character"));
@@ -379,7 +380,7 @@ static void test_png_heatmap_pixels(void **state)
     const float v[] = {0, 1, 5, 0.5f};
     const uint8_t mask[] = {0, 0, 1, 0};
     const char *labels[] = {"a", "b"};
-    plot *p = plot_heatmap_new("map", NULL, NULL, v, 2, 2, labels, labels, mask);
+    plot *p = plot_heatmap_new("map", NULL, NULL, &(plot_grid){v, 2, 2, labels, labels, mask});
     char path[300];
     snprintf(path, sizeof path, "%s/map.png", tmpdir);
     if (plot_save(p, path, 420, 300)) fail_msg("%s", mt_last_error());
@@ -570,9 +571,9 @@ static void test_input_errors(void **state)
 
     const float v[] = {1, NAN};
     const uint8_t all[] = {1, 1};
-    assert_null(plot_heatmap_new("H", NULL, NULL, v, 0, 2, NULL, NULL, NULL));
+    assert_null(plot_heatmap_new("H", NULL, NULL, &(plot_grid){v, 0, 2, NULL, NULL, NULL}));
     assert_error_has("heatmap 'H': empty matrix (0 x 2)");
-    p = plot_heatmap_new("H", NULL, NULL, v, 1, 2, NULL, NULL, all);
+    p = plot_heatmap_new("H", NULL, NULL, &(plot_grid){v, 1, 2, NULL, NULL, all});
     assert_null(plot_text(p, &o));
     assert_error_has("every cell is masked, NaN or infinite");
     assert_int_equal(plot_heatmap_set_range(p, 1, 1), -1);

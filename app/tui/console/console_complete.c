@@ -31,10 +31,20 @@ static void resolve(lua_State *L, const char *text, size_t len)
     }
 }
 
-/* Add the keys of the table at idx that start with prefix (functions only when methods). */
-static void collect(lua_State *L, int idx, const char *head, size_t head_len, const char *prefix,
-                    int methods, char ***out, int *n, int *cap)
+/* The word being completed: head[0..head_len) up to its last '.' or ':', then prefix. */
+typedef struct {
+    const char *head;
+    size_t head_len;
+    const char *prefix;
+} word_parts;
+
+/* Add the keys of the table at idx that start with w->prefix, each after w's head (functions
+ * only when methods). */
+static void collect(lua_State *L, int idx, const word_parts *w, int methods, char ***out, int *n,
+                    int *cap)
 {
+    const char *head = w->head, *prefix = w->prefix;
+    size_t head_len = w->head_len;
     size_t plen = strlen(prefix);
     lua_pushnil(L);
     while (lua_next(L, idx)) {
@@ -75,18 +85,19 @@ int console_complete(lua_State *L, const char *word, char ***out)
     if (sep) resolve(L, word, (size_t)(sep - word));
     else lua_pushglobaltable(L);
     int v = lua_gettop(L);
+    word_parts w = {word, head_len, prefix};
     if (sep == colon && colon) {
-        if (lua_istable(L, v)) collect(L, v, word, head_len, prefix, 1, out, &n, &cap);
+        if (lua_istable(L, v)) collect(L, v, &w, 1, out, &n, &cap);
         if (lua_getmetatable(L, v)) {
             int mt = lua_gettop(L);
             /* the methods: __index when it is a table, else the `methods` table the mtlab
              * handles keep beside their __index function */
             lua_getfield(L, mt, "__index");
             if (!lua_istable(L, -1)) lua_getfield(L, mt, "methods");
-            if (lua_istable(L, -1)) collect(L, lua_gettop(L), word, head_len, prefix, 1, out, &n, &cap);
+            if (lua_istable(L, -1)) collect(L, lua_gettop(L), &w, 1, out, &n, &cap);
         }
     } else if (lua_istable(L, v)) {
-        collect(L, v, word, head_len, prefix, 0, out, &n, &cap);
+        collect(L, v, &w, 0, out, &n, &cap);
         if (!sep) {
             /* keywords a line often starts with complete too */
             static const char *const words[] = {"function", "local", "return", "while", "repeat"};
