@@ -52,8 +52,12 @@ static void check_line(void)
     size_t len = (size_t)rl_end;
     if (memchr(line, 0, len) == NULL && mt_utf8_invalid_offset(line, len) == len)
         CHECK(point == rl_end || ((unsigned char)line[point] & 0xC0) != 0x80);
+    /* outside a search or a numeric argument, the console's own prompt: no message left shown
+     * (Meta-- Meta-- left "(arg: -1) " over a saved prompt, which the next search leaked) */
     const char *prompt = console_rl_prompt();
     CHECK(prompt);
+    if (!RL_ISSTATE(RL_STATE_ISEARCH | RL_STATE_NSEARCH | RL_STATE_NUMERICARG | RL_STATE_VIMOTION))
+        CHECK(strcmp(prompt, "> ") == 0 || strcmp(prompt, ">> ") == 0);
 }
 
 /* After every key, a pasted one too: the line checked, and vi mode (Meta-Ctrl-J, Meta-Ctrl-M,
