@@ -73,6 +73,11 @@ const mtl_help_entry mtl_help[] = {
      "mtlab.score.ter(hyps, refs [, {normalized=, no_punct=, asian_support=, case_sensitive=}]) -> score",
      "Corpus TER exactly as sacreBLEU computes it (its --ter-* options; lowercased unless "
      "case_sensitive): {name, score, signature, line}."},
+    {"mtlab.score.comet",
+     "mtlab.score.comet(srcs, hyps, refs, {model=DIR [, device=]}) -> score",
+     "COMET (wmt22-comet-da's estimator, computed by mtlab) of one reference stream, as `mtlab "
+     "score -m comet` gives it: {name, score (the mean), segments (each segment's score), "
+     "signature, line}."},
     {"mtlab.corpus.lines", "mtlab.corpus.lines(path) -> iterator",
      "The lines of a UTF-8 text file, trailing whitespace removed."},
     {"mtlab.corpus.pairs", "mtlab.corpus.pairs(src_path, ref_path) -> iterator of src, ref",

@@ -1,9 +1,13 @@
 /* mtlab.score: sacreBLEU-exact BLEU, chrF and TER over Lua lists (mtlab/metrics.h). The result's
  * `line` is what `mtlab score` prints for the same files, to the last digit. */
 #include "lua/lua_internal.h"
+#include "mtlab/backend.h"
+#include "mtlab/comet.h"
+#include "mtlab/device.h"
 #include "mtlab/error.h"
 #include "mtlab/metrics.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* refs: one stream (a list of strings) or several (a list of such lists), each as long as
@@ -161,6 +165,52 @@ static int l_ter(lua_State *L)
     return 1;
 }
 
+/* mtlab.score.comet(srcs, hyps, refs, {model=DIR, device="cpu"}): COMET's segment scores and
+ * their mean, as `mtlab score -m comet` computes them (one reference stream). */
+static int l_comet(lua_State *L)
+{
+    const char *fn = "mtlab.score.comet";
+    static const char *const known[] = {"model", "device", NULL};
+    lua_settop(L, 4);
+    size_t n, n_hyp, n_ref;
+    const char **src = mtl_check_strings(L, 1, fn, "srcs", &n, 0, NULL);
+    const char **hyp = mtl_check_strings(L, 2, fn, "hyps", &n_hyp, 0, NULL);
+    const char **ref = mtl_check_strings(L, 3, fn, "refs", &n_ref, 0, NULL);
+    mtl_check_options(L, 4, fn, known);
+    const char *dir = mtl_opt_string(L, 4, fn, "model", NULL);
+    const char *device = mtl_opt_string(L, 4, fn, "device", NULL);
+    if (!dir) mtl_error(L, fn, "model = DIR (a COMET model directory, docs/metrics.md §11) is required");
+    if (n_hyp != n || n_ref != n)
+        mtl_error(L, fn, "srcs, hyps and refs must be as long: %zu, %zu and %zu lines", n, n_hyp, n_ref);
+    const mt_backend *be = device ? mt_backend_for(device, 0) : mt_backend_cpu();
+    if (!be) mtl_error(L, fn, "%s", mt_last_error());
+    mt_comet *comet = mt_comet_open(dir, be);
+    if (!comet) mtl_error(L, fn, "%s", mt_last_error());
+    float *seg = mt_xmalloc((n ? n : 1) * sizeof *seg);
+    int rc = n ? mt_comet_score(comet, src, hyp, ref, n, seg) : 0;
+    mt_comet_free(comet);
+    if (rc < 0) {
+        free(seg);
+        mtl_error(L, fn, "%s", mt_last_error());
+    }
+    double sum = 0; /* left to right, as mtlab score sums them */
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+        sum += seg[i];
+        lua_pushnumber(L, seg[i]);
+        lua_seti(L, -2, (lua_Integer)i + 1);
+    }
+    free(seg);
+    double score = n ? sum / (double)n : 0.0;
+    char sig[512], line[640];
+    snprintf(sig, sizeof sig, "nrefs:1|model:%s|device:%s|version:mtlab", dir, device ? device : "cpu");
+    snprintf(line, sizeof line, "COMET|%s = %.4f", sig, score);
+    push_result(L, "COMET", score, sig, line);
+    lua_insert(L, -2);
+    lua_setfield(L, -2, "segments");
+    return 1;
+}
+
 static int result_tostring(lua_State *L)
 {
     lua_getfield(L, 1, "line");
@@ -173,7 +223,8 @@ void mtl_open_score(lua_State *L)
     lua_pushcfunction(L, result_tostring);
     lua_setfield(L, -2, "__tostring");
     lua_pop(L, 1);
-    static const luaL_Reg fns[] = {{"bleu", l_bleu}, {"chrf", l_chrf}, {"ter", l_ter}, {NULL, NULL}};
+    static const luaL_Reg fns[] = {{"bleu", l_bleu}, {"chrf", l_chrf}, {"ter", l_ter}, {"comet", l_comet},
+                                   {NULL, NULL}};
     luaL_newlib(L, fns);
     lua_setfield(L, -2, "score");
 }

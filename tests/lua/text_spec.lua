@@ -49,6 +49,29 @@ describe("mtlab.score", function()
     assert.has_error(function() mtlab.score.ter({"a"}, {"a"}, {normalised = true}) end)
   end)
 
+  it("COMET per segment, as comet-score gave it on the fixture, and as mtlab score prints it", function()
+    local dir = "tests/fixtures/comet"
+    local c = mtlab.score.comet(lines(dir .. "/src.txt"), lines(dir .. "/hyp.txt"), lines(dir .. "/ref.txt"),
+      {model = dir .. "/model"})
+    local f = io.open(dir .. "/scores.json")
+    local fixture = f:read("a")
+    f:close()
+    -- scores.json's "segments": [..] from unbabel-comet's comet-score on the same files
+    local want = {}
+    for x in fixture:match('"segments": %[(.-)%]'):gmatch("[-%d.e]+") do want[#want + 1] = tonumber(x) end
+    assert.are.equal(50, #want)
+    assert.are.equal(#want, #c.segments)
+    for i = 1, #want do assert.is_true(math.abs(c.segments[i] - want[i]) < 1e-4, "segment " .. i) end
+    local cli = H.sh(string.format("%s score --hyp %s/hyp.txt --ref %s/ref.txt --src %s/src.txt -m comet --comet %s/model",
+      H.mtlab, dir, dir, dir, dir))
+    assert.are.equal(c.line .. "\n", cli)
+    assert.are.equal("COMET", c.name)
+    assert.has_error(function() mtlab.score.comet({"a"}, {"a"}, {"a"}) end,
+      "mtlab.score.comet: model = DIR (a COMET model directory, docs/metrics.md §11) is required")
+    assert.has_error(function() mtlab.score.comet({"a"}, {"a", "b"}, {"a"}, {model = dir .. "/model"}) end,
+      "mtlab.score.comet: srcs, hyps and refs must be as long: 1, 2 and 1 lines")
+  end)
+
   it("takes several reference streams and options", function()
     local two = mtlab.score.bleu({"the cat sat on the mat today"},
       {{"the cat sat on the mat today"}, {"a dog"}})
@@ -196,7 +219,7 @@ describe("mtlab.help", function()
     end
     walk(mtlab, "mtlab.")
     local m <close> = mtlab.load(H.mamba)
-    for _, k in ipairs({"translate", "probe", "close"}) do names[#names + 1] = "model:" .. k end
+    for _, k in ipairs({"translate", "probe", "attribute", "close"}) do names[#names + 1] = "model:" .. k end
     for _, name in ipairs(names) do
       assert.is_truthy(mtlab.help(name), name)
     end
