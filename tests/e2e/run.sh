@@ -70,10 +70,10 @@ golden_screen help
 T send-keys -t e2e Escape
 check "Esc closes the help" wait_gone 'workbench: keys' 5
 T send-keys -t e2e F5
-check "F5 opens the bundle picker" wait_for 'model bundles \(3/4 panes\)' 5
+check "F5 opens the bundle picker" wait_for 'model bundles \(3/12 panes\)' 5
 golden_screen picker
 T send-keys -t e2e Enter
-check "choosing an open bundle closes its pane" wait_for 'model bundles \(2/4 panes\)' 5
+check "choosing an open bundle closes its pane" wait_for 'model bundles \(2/12 panes\)' 5
 T send-keys -t e2e Escape; quit_workbench
 check "Ctrl-Q quits with status 0" exited_cleanly
 
@@ -242,7 +242,7 @@ two_saves() { wait_until 5 saved_twice; }
 check "a second save writes new files beside the first" two_saves
 # F5: a typed path opens its bundle; a bad one is named with its problem
 T send-keys -t e2e F5
-wait_for 'model bundles \(1/4 panes\)' 5
+wait_for 'model bundles \(1/12 panes\)' 5
 T send-keys -t e2e -l "nowhere/at-all"
 T send-keys -t e2e Enter
 check "the picker names a bad path and its problem" wait_for '^ nowhere/at-all: No such file or directory' 5
