@@ -51,19 +51,6 @@ int entity_source_name_words(mt_text_span **spans, size_t *n, const char *src, c
     return 0;
 }
 
-/* The word after w[i] in the same name (particles skipped), or 0 when the name ends at i. */
-static size_t next_in_name(const char *src, const entity_words *ws, size_t i)
-{
-    size_t k = i + 1;
-    while (k < ws->n && entity_words_adjacent(src, &ws->w[k - 1], &ws->w[k]) &&
-           entity_word_name_particle(src, &ws->w[k]))
-        k++;
-    if (k < ws->n && entity_words_adjacent(src, &ws->w[k - 1], &ws->w[k]) &&
-        entity_word_name_shaped(&ws->w[k]) && !(ws->w[k].flags & WORD_SENTENCE_START))
-        return k;
-    return 0;
-}
-
 static int known_name(const char *src, const entity_word *w, const mt_entity_lexicon *lex)
 {
     return lex && mt_entity_lexicon_is_name(lex, src + w->start, w->end - w->start);
@@ -76,7 +63,7 @@ static int drop_leading(const char *src, const entity_words *ws, size_t a, size_
     const entity_word *w = &ws->w[a];
     if ((w->flags & WORD_SENTENCE_START) && !known_name(src, w, lex)) return 1;
     if (!lex || !mt_entity_lexicon_is_word(lex, src + w->start, w->end - w->start)) return 0;
-    for (size_t k = next_in_name(src, ws, a); k && k <= last; k = next_in_name(src, ws, k))
+    for (size_t k = entity_words_name_next(src, ws, a); k && k <= last; k = entity_words_name_next(src, ws, k))
         if (known_name(src, &ws->w[k], lex)) return 1;
     return 0;
 }
@@ -90,10 +77,9 @@ int mt_source_entities(mt_text_span **spans, size_t *n, const char *src, const m
     size_t cap = 0;
     for (size_t i = 0; i < ws.n; i++) {
         if (!entity_word_name_shaped(&ws.w[i])) continue;
-        size_t last = i;
-        for (size_t k; (k = next_in_name(src, &ws, last));) last = k;
+        size_t last = entity_words_name_last(src, &ws, i);
         size_t a = i;
-        while (a != last && drop_leading(src, &ws, a, last, lex)) a = next_in_name(src, &ws, a);
+        while (a != last && drop_leading(src, &ws, a, last, lex)) a = entity_words_name_next(src, &ws, a);
         if (a != last) push(spans, n, &cap, (mt_text_span){ws.w[a].start, ws.w[last].end});
         else if (is_name_word(src, &ws.w[a], lex)) push(spans, n, &cap, (mt_text_span){ws.w[a].start, ws.w[a].end});
         i = last;

@@ -154,3 +154,22 @@ int entity_words_adjacent(const char *text, const entity_word *a, const entity_w
 {
     return b->start == a->end + 1 && text[a->end] == ' ';
 }
+
+size_t entity_words_name_next(const char *text, const entity_words *ws, size_t i)
+{
+    size_t k = i + 1;
+    while (k < ws->n && entity_words_adjacent(text, &ws->w[k - 1], &ws->w[k]) &&
+           entity_word_name_particle(text, &ws->w[k]))
+        k++;
+    if (k < ws->n && entity_words_adjacent(text, &ws->w[k - 1], &ws->w[k]) &&
+        entity_word_name_shaped(&ws->w[k]) && !(ws->w[k].flags & WORD_SENTENCE_START))
+        return k;
+    return 0;
+}
+
+size_t entity_words_name_last(const char *text, const entity_words *ws, size_t i)
+{
+    size_t last = i;
+    for (size_t k; (k = entity_words_name_next(text, ws, last));) last = k;
+    return last;
+}

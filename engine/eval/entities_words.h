@@ -54,6 +54,12 @@ int english_common_word(const char *lower, int sentence_start);
 /* 1 when lower is a title that stays a word of its own before a name ("lord"). */
 int english_title_word(const char *lower);
 
+/* The word after ws->w[i] in the same name of several words (particles skipped: "Ursula von der
+ * Leyen"): the next capitalised word one space away that does not start a sentence; 0 when the
+ * name ends at i. entity_words_name_last: the last word of the name that starts at i. */
+size_t entity_words_name_next(const char *text, const entity_words *ws, size_t i);
+size_t entity_words_name_last(const char *text, const entity_words *ws, size_t i);
+
 /* mt_source_entities' names one word each, as they were before names of several words: what
  * the translated-aware recall (entities_recall.c) matches lexicon forms against. */
 int entity_source_name_words(mt_text_span **spans, size_t *n, const char *src, const mt_entity_lexicon *lex);

@@ -108,6 +108,17 @@ static int count_words(side_counts *c, const char *text)
         else if (entity_word_name_shaped(w) && !(w->flags & WORD_SENTENCE_START))
             (*strmap_put(&c->capitalised, text + w->start, len, 0, NULL))++;
     }
+    /* names of several words ("Cristo Jesús", "Pedro Sánchez"), whole, where they stand
+     * inside a sentence: a name of the side when twice so (pick_names) */
+    for (size_t i = 0; i < ws.n; i++) {
+        if (!entity_word_name_shaped(&ws.w[i])) continue;
+        size_t last = entity_words_name_last(text, &ws, i);
+        /* a sentence's first word stays out ("Ayer Pedro Sánchez" holds Pedro Sánchez) */
+        size_t a = ws.w[i].flags & WORD_SENTENCE_START ? entity_words_name_next(text, &ws, i) : i;
+        if (a && a != last)
+            (*strmap_put(&c->capitalised, text + ws.w[a].start, ws.w[last].end - ws.w[a].start, 0, NULL))++;
+        i = last;
+    }
     entity_words_free(&ws);
     return 0;
 }
@@ -158,24 +169,40 @@ static void pick_words(strmap *out, const side_counts *c)
     strmap_free(&capitalised);
 }
 
+static void push_distinct(mt_text_span **out, size_t *n, strmap *seen, const char *text, mt_text_span span,
+                          const strmap *of, const strmap *also)
+{
+    const char *w = text + span.start;
+    size_t len = span.end - span.start;
+    if (!strmap_get(of, w, len) && !(also && strmap_get(also, w, len))) return;
+    int inserted;
+    strmap_put(seen, w, len, 0, &inserted);
+    if (!inserted) return;
+    *out = mt_xrealloc(*out, (*n + 1) * sizeof **out);
+    (*out)[(*n)++] = span;
+}
+
 /* The distinct words of text that are keys of `of` (or, when also is not NULL, of also), as
- * [start, end) spans; *n set. */
-static int distinct_words(mt_text_span **out, size_t *n, const char *text, const strmap *of, const strmap *also)
+ * [start, end) spans, *n set; then, from *n_words on, the distinct names of several words that
+ * are. */
+static int distinct_words(mt_text_span **out, size_t *n, size_t *n_words, const char *text, const strmap *of,
+                          const strmap *also)
 {
     *out = NULL;
     *n = 0;
     entity_words ws;
     if (entity_words_split(&ws, text) < 0) return -1;
     strmap seen = {0};
+    for (size_t i = 0; i < ws.n; i++)
+        push_distinct(out, n, &seen, text, (mt_text_span){ws.w[i].start, ws.w[i].end}, of, also);
+    *n_words = *n;
     for (size_t i = 0; i < ws.n; i++) {
-        const char *w = text + ws.w[i].start;
-        size_t len = ws.w[i].end - ws.w[i].start;
-        if (!strmap_get(of, w, len) && !(also && strmap_get(also, w, len))) continue;
-        int inserted;
-        strmap_put(&seen, w, len, 0, &inserted);
-        if (!inserted) continue;
-        *out = mt_xrealloc(*out, (*n + 1) * sizeof **out);
-        (*out)[(*n)++] = (mt_text_span){ws.w[i].start, ws.w[i].end};
+        if (!entity_word_name_shaped(&ws.w[i])) continue;
+        size_t last = entity_words_name_last(text, &ws, i), next = entity_words_name_next(text, &ws, i);
+        if (last != i) push_distinct(out, n, &seen, text, (mt_text_span){ws.w[i].start, ws.w[last].end}, of, also);
+        if (next && next != last) /* without its first word, which may only open the sentence */
+            push_distinct(out, n, &seen, text, (mt_text_span){ws.w[next].start, ws.w[last].end}, of, also);
+        i = last;
     }
     strmap_free(&seen);
     entity_words_free(&ws);
@@ -188,11 +215,32 @@ typedef struct {
     size_t pairs;
 } candidate;
 
+static size_t spaces(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++) n += *s == ' ';
+    return n;
+}
+
+/* Best dice first; on a tie the form of more words (a name of several words co-occurs as often
+ * with its one-word parts), then bytewise. */
 static int by_dice(const void *a, const void *b)
 {
     const candidate *x = a, *y = b;
     if (x->dice != y->dice) return x->dice > y->dice ? -1 : 1;
+    size_t wx = spaces(x->form), wy = spaces(y->form);
+    if (wx != wy) return wx > wy ? -1 : 1;
     return strcmp(x->form, y->form);
+}
+
+/* 1 when word is one of the space-separated words of phrase (Peter of "Peter Sánchez": a part of
+ * the best form is not another form). */
+static int word_of(const char *phrase, const char *word)
+{
+    size_t len = strlen(word);
+    for (const char *p = phrase; (p = strstr(p, word)); p++)
+        if ((p == phrase || p[-1] == ' ') && (p[len] == ' ' || !p[len])) return 1;
+    return 0;
 }
 
 /* Fills l's entries from the pair counts: joint maps "SOURCE\tTARGET" -> pairs. */
@@ -221,9 +269,11 @@ static void choose_forms(mt_entity_lexicon *l, const side_counts *s, const strma
     for (size_t id = 0; id < l->n; id++) {
         if (n_cands[id] > 1) qsort(cands[id], n_cands[id], sizeof **cands, by_dice); /* none: NULL */
         /* a further form needs half the best one's dice: co-occurring names are not forms */
-        for (size_t k = 0; k < n_cands[id] && k < MT_LEXICON_MAX_FORMS && 2 * cands[id][k].dice >= cands[id][0].dice;
+        for (size_t k = 0; k < n_cands[id] && l->entries[id].n_forms < MT_LEXICON_MAX_FORMS &&
+                           2 * cands[id][k].dice >= cands[id][0].dice;
              k++)
-            add_form(&l->entries[id], cands[id][k].form, cands[id][k].dice, cands[id][k].pairs);
+            if (k == 0 || !word_of(cands[id][0].form, cands[id][k].form))
+                add_form(&l->entries[id], cands[id][k].form, cands[id][k].dice, cands[id][k].pairs);
         free(cands[id]);
     }
     free(cands);
@@ -247,16 +297,18 @@ mt_entity_lexicon *mt_entity_lexicon_build(const char *const *src, const char *c
     pick_names(&t);
     for (size_t i = 0; i < n; i++) {
         mt_text_span *sw, *tw;
-        size_t ns, nt;
-        distinct_words(&sw, &ns, src[i], &s.names, NULL);
+        size_t ns, nt, ns_words, nt_words;
+        distinct_words(&sw, &ns, &ns_words, src[i], &s.names, NULL);
         /* a target word is a candidate when it is a target name or spells a source name */
-        distinct_words(&tw, &nt, tgt[i], &t.names, &s.names);
+        distinct_words(&tw, &nt, &nt_words, tgt[i], &t.names, &s.names);
         for (size_t k = 0; k < nt; k++)
             (*strmap_put(&target_pairs, tgt[i] + tw[k].start, tw[k].end - tw[k].start, 0, NULL))++;
         for (size_t a = 0; a < ns; a++) {
             size_t alen = sw[a].end - sw[a].start;
             (*strmap_put(&s.names, src[i] + sw[a].start, alen, 0, NULL))++;
-            for (size_t b = 0; b < nt; b++) {
+            /* a one-word name takes one-word forms (Dios: God), a name of several words either
+             * (Cristo Jesús: Christ Jesus) */
+            for (size_t b = 0; b < (a < ns_words ? nt_words : nt); b++) {
                 size_t blen = tw[b].end - tw[b].start;
                 char key[2 * MAX_LEXICON_LINE];
                 if (alen + blen + 2 > sizeof key) continue;

@@ -371,6 +371,23 @@ static void test_multiword_names(void **state)
     assert_int_equal(fate("The Country said", "El País", l, &form), MT_ENTITY_DROPPED);
     mt_entity_lexicon_free(l);
 
+    /* the lexicon learns a name of several words as one, with its form of several words */
+    static const char *const src[] = {"Ayer Pedro Sánchez habló en Madrid.", "Hoy vino Pedro Sánchez a Roma.",
+                                      "Y dijo Pedro Sánchez que sí.", "Luego Pedro calló.", "Y vio Pedro el mar."};
+    static const char *const tgt[] = {"Yesterday Peter Sánchez spoke in Madrid.", "Today Peter Sánchez came to Rome.",
+                                      "And Peter Sánchez said yes.", "Then Peter was silent.", "And Peter saw the sea."};
+    mt_entity_lexicon *small = mt_entity_lexicon_build(src, tgt, 5, NULL, NULL);
+    assert_non_null(small);
+    forms_of(got, sizeof got, small, "Pedro Sánchez");
+    assert_string_equal(got, "Peter Sánchez");
+    forms_of(got, sizeof got, small, "Pedro"); /* a one-word name keeps one-word forms, best first */
+    assert_string_equal(got, "Peter|Sánchez");
+    assert_int_equal(fate("Then Peter Sánchez came", "Pedro Sánchez", small, &form), MT_ENTITY_TRANSLATED);
+    assert_string_equal(form, "Peter Sánchez");
+    test_detected_entities(got, sizeof got, "Luego vino Pedro Sánchez.", small);
+    assert_string_equal(got, "Pedro Sánchez");
+    mt_entity_lexicon_free(small);
+
     /* the reference-side recognisers join through particles too */
     static const struct { const char *text; mt_ner_lang lang; const char *want; } refs[] = {
         {"He met Ursula von der Leyen and Vincent van Gogh.", MT_NER_ENGLISH, "Ursula von der Leyen|Vincent van Gogh"},

@@ -130,7 +130,9 @@ void mt_ne_recall_score(mt_ne_recall *out, const mt_ne_testset *ts, const char *
 /* Which target forms each source name takes in the training corpus (docs/metrics.md §8), and
  * which source words are ordinary ones:
  *   - a NAME of a side is a word capitalised in the middle of a sentence at least twice, and
- *     more often so than written in lower case anywhere (Dios, Juan; God, John; not "Y");
+ *     more often so than written in lower case anywhere (Dios, Juan; God, John; not "Y"), or
+ *     a name of several words (mt_source_entities' runs) standing inside a sentence twice, whose
+ *     forms may be of several words too (Pedro Sánchez: Peter Sánchez);
  *   - an ORDINARY WORD of the source is a word written in lower case more often than any
  *     capitalised spelling of it stands mid-sentence (que, banco), kept lower-cased; words of
  *     one letter or starting with a digit are left out (a name is never one);
