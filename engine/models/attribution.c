@@ -159,14 +159,29 @@ typedef struct {
     int brow, pos, j;
 } attr_pick;
 
+/* Where B copies sit: copy r on the path at alpha[r], delta (C) added at column col (when
+ * delta is not NULL and col a column of the stack). */
+typedef struct {
+    const float *alpha;
+    int col;
+    const float *delta;
+} attr_path;
+
+/* The ends of one stack's straight path: the token embeddings e and the baseline (n, C) each. */
+typedef struct {
+    const float *e, *base;
+} attr_ends;
+
 /* Embeddings of B copies of one stack's n ids into sa->xs[0], then each copy r moved to
  * b + alpha[r] (e - b), and delta (C) added at position col (when 0 <= col < n):
  *   xs[0] = scale * (b + alpha (e - b) + delta) + positions
  *         = (scale * e + positions) - (1 - alpha) scale (e - b) + scale * delta */
 static void embed_path(const mt_model *m, const mt_stack *s, mt_stack_acts *sa,
-                       const int32_t *d_ids, int B, int n, const float *e, const float *base,
-                       const float *alpha, int col, const float *delta)
+                       const int32_t *d_ids, int B, int n, const attr_ends *ends,
+                       const attr_path *path)
 {
+    const float *e = ends->e, *base = ends->base, *alpha = path->alpha, *delta = path->delta;
+    int col = path->col;
     const mt_backend *be = m->be;
     int C = s->C;
     mt_stack_embed(m, s, sa, d_ids, B, n, 0, NULL);
@@ -230,15 +245,20 @@ static void seed_logits(const attr_seq *q, const float *logits, float *dlogits,
     }
 }
 
+/* The gradients of the embedding output a backward pass gives, host gdec (B, T, C) and
+ * genc (B, S, C). */
+typedef struct {
+    float *gdec, *genc;
+} attr_grads;
+
 /* One pass over B copies of the sequence's first T decoder positions (every pick's position
- * is below T: the decoders are causal, so the later ones change nothing), copy r on the path
- * at alpha[r] (delta added at column col as in embed_path): the log-probs of the picks into
- * logp, and with backward (one pick per copy, pick k on copy k) the gradients of the embedding
- * output, host gdec (B, T, C) and genc (B, S, C). */
-static int attr_pass(attr_seq *q, int T, int B, const float *alpha, int col, const float *delta,
-                     const attr_pick *picks, int n_picks, int backward, double *logp,
-                     float *gdec, float *genc)
+ * is below T: the decoders are causal, so the later ones change nothing), the copies on path
+ * (columns counted over source then decoder positions): the log-probs of the picks into logp,
+ * and with grads (one pick per copy, pick k on copy k) a backward into grads. */
+static int attr_pass(attr_seq *q, int T, int B, const attr_path *path, const attr_pick *picks,
+                     int n_picks, double *logp, const attr_grads *grads)
 {
+    int backward = grads != NULL;
     mt_model *m = q->m;
     const mt_backend *be = m->be;
     int S = q->S, C = m->cfg.d_model, V = m->cfg.vocab_size;
@@ -257,13 +277,15 @@ static int attr_pass(attr_seq *q, int T, int B, const float *alpha, int col, con
 
     const float *mem = NULL;
     if (q->encdec) {
-        embed_path(m, &m->enc, &m->enc_acts, m->d_src, B, S, q->e_enc, q->b_enc, alpha, col,
-                   delta);
+        embed_path(m, &m->enc, &m->enc_acts, m->d_src, B, S, &(attr_ends){q->e_enc, q->b_enc},
+                   path);
         mt_pass enc = {.B = B, .T = S, .mask = m->d_src_mask};
         mem = mt_stack_forward(m, &m->enc, &m->enc_acts, &enc);
     }
-    embed_path(m, &m->dec, &m->dec_acts, m->d_ids, B, T, q->e_dec, q->b_dec, alpha, col - S,
-               delta);
+    attr_path dec_path = *path;
+    dec_path.col -= S;
+    embed_path(m, &m->dec, &m->dec_acts, m->d_ids, B, T, &(attr_ends){q->e_dec, q->b_dec},
+               &dec_path);
     mt_pass dec = {.B = B, .T = T, .S = S, .mem = mem, .mask = m->d_mask,
                    .mem_mask = m->d_src_mask};
     const float *out = mt_stack_forward(m, &m->dec, &m->dec_acts, &dec);
@@ -300,11 +322,11 @@ static int attr_pass(attr_seq *q, int T, int B, const float *alpha, int col, con
                      C * sizeof(float));
         dec.dmem = dmem;
         mt_stack_backward(m, &m->dec, &m->dec_acts, dx, dout, &dec, unit_scratch);
-        be->download(gdec, dx, BT * C * sizeof(float));
+        be->download(grads->gdec, dx, BT * C * sizeof(float));
         if (q->encdec) {
             mt_pass enc = {.B = B, .T = S, .mask = m->d_src_mask};
             mt_stack_backward(m, &m->enc, &m->enc_acts, dxs, dmem, &enc, unit_scratch);
-            be->download(genc, dxs, NS * C * sizeof(float));
+            be->download(grads->genc, dxs, NS * C * sizeof(float));
         }
     }
     free(logits);
@@ -327,11 +349,12 @@ static double position_score(mt_attr_method method, const float *grad, float sca
     return method == MT_ATTR_SALIENCY ? sqrt(s) : s;
 }
 
-/* Add weight * the scores of copy r's gradients (gdec of a pass over T decoder positions) to
+/* Add weight * the scores of copy r's gradients (of a pass over T decoder positions) to
  * row j of out (cols = S + q->T; the positions from T on get nothing). */
-static void add_scores(const attr_seq *q, int T, mt_attr_method method, const float *gdec,
-                       const float *genc, int r, int j, double weight, double *out)
+static void add_scores(const attr_seq *q, int T, mt_attr_method method, const attr_grads *grads,
+                       int r, int j, double weight, double *out)
 {
+    const float *gdec = grads->gdec, *genc = grads->genc;
     int C = q->m->cfg.d_model, S = q->S;
     float scale = q->m->embed_scale;
     double *row = out + (size_t)j * (S + q->T);
@@ -344,12 +367,13 @@ static void add_scores(const attr_seq *q, int T, mt_attr_method method, const fl
                                               q->b_dec + (size_t)t * C, C);
 }
 
-/* Every target's log-prob at alpha from one copy (delta at col as in embed_path). */
-static int all_logprobs(attr_seq *q, float alpha, int col, const float *delta, double *logp)
+/* Every target's log-prob at point from one copy. */
+static int all_logprobs(attr_seq *q, const mt_attr_point *point, double *logp)
 {
     attr_pick *picks = mt_xmalloc((size_t)q->rows * sizeof *picks);
     for (int j = 0; j < q->rows; j++) picks[j] = (attr_pick){0, target_pos(q, j), j};
-    int rc = attr_pass(q, q->T, 1, &alpha, col, delta, picks, q->rows, 0, logp, NULL, NULL);
+    attr_path path = {&point->alpha, point->col, point->delta};
+    int rc = attr_pass(q, q->T, 1, &path, picks, q->rows, logp, NULL);
     free(picks);
     return rc;
 }
@@ -414,6 +438,8 @@ static int attribute_rows(attr_seq *q, mt_attr_method method, int steps, double 
     double *logp = mt_xmalloc((size_t)chunk * sizeof *logp);
     float *gdec = mt_xmalloc((size_t)chunk * q->T * C * sizeof *gdec);
     float *genc = q->S ? mt_xmalloc((size_t)chunk * q->S * C * sizeof *genc) : NULL;
+    attr_grads grads = {gdec, genc};
+    attr_path path = {alpha, -1, NULL};
     int rc = 0;
     for (long first = 0; first < total && rc == 0; first += chunk) {
         int B = total - first < chunk ? (int)(total - first) : chunk;
@@ -425,9 +451,9 @@ static int attribute_rows(attr_seq *q, mt_attr_method method, int steps, double 
             picks[r] = (attr_pick){r, target_pos(q, j), j};
         }
         int T = picks[B - 1].pos + 1; /* the chunk's last target is its latest */
-        rc = attr_pass(q, T, B, alpha, -1, NULL, picks, B, 1, logp, gdec, genc);
+        rc = attr_pass(q, T, B, &path, picks, B, logp, &grads);
         for (int r = 0; r < B && rc == 0; r++)
-            add_scores(q, T, method, gdec, genc, r, picks[r].j, weight[nodes[r]], acc);
+            add_scores(q, T, method, &grads, r, picks[r].j, weight[nodes[r]], acc);
     }
     free(node);
     free(weight);
@@ -514,10 +540,10 @@ int mt_attribute(mt_model *m, const int32_t *src, int src_len, const int32_t *hy
         acc = mt_xcalloc((size_t)q.rows * out->cols, sizeof *acc);
         rc = attribute_rows(&q, o->method, steps, acc);
     }
-    if (rc == 0) rc = all_logprobs(&q, 1.0f, -1, NULL, out->logp);
+    if (rc == 0) rc = all_logprobs(&q, &(mt_attr_point){1.0f, -1, NULL}, out->logp);
     if (rc == 0 && ig) {
         out->logp_baseline = mt_xmalloc((size_t)q.rows * sizeof *out->logp_baseline);
-        rc = all_logprobs(&q, 0.0f, -1, NULL, out->logp_baseline);
+        rc = all_logprobs(&q, &(mt_attr_point){0.0f, -1, NULL}, out->logp_baseline);
     }
     if (rc == 0) {
         size_t cells = (size_t)q.rows * out->cols;
@@ -537,8 +563,8 @@ int mt_attribute(mt_model *m, const int32_t *src, int src_len, const int32_t *hy
 }
 
 int mt_attribution_logprobs(mt_model *m, const int32_t *src, int src_len, const int32_t *hyp,
-                            int hyp_len, const mt_attr_opts *o, float alpha, int col,
-                            const float *delta, double *logp)
+                            int hyp_len, const mt_attr_opts *o, const mt_attr_point *point,
+                            double *logp)
 {
     mt_attr_opts defaults;
     mt_attr_opts_init(&defaults);
@@ -547,9 +573,9 @@ int mt_attribution_logprobs(mt_model *m, const int32_t *src, int src_len, const 
     if (!hyp && hyp_len > 0) return mt_error("attribution: no hypothesis");
     attr_seq q;
     int rc = seq_init(&q, m, src, src_len, hyp, hyp_len, o);
-    if (rc == 0 && delta && (col < 0 || col >= q.S + q.T))
-        rc = mt_error("attribution: column %d is outside 0..%d", col, q.S + q.T - 1);
-    if (rc == 0) rc = all_logprobs(&q, alpha, col, delta, logp);
+    if (rc == 0 && point->delta && (point->col < 0 || point->col >= q.S + q.T))
+        rc = mt_error("attribution: column %d is outside 0..%d", point->col, q.S + q.T - 1);
+    if (rc == 0) rc = all_logprobs(&q, point, logp);
     seq_free(&q);
     return rc;
 }

@@ -49,11 +49,10 @@ static void fd_rows(mt_model *m, int col, const float *dir, int C, float h, doub
     float *delta = calloc((size_t)C, sizeof *delta);
     double plus[N_HYP + 1], minus[N_HYP + 1];
     for (int c = 0; c < C; c++) delta[c] = h * dir[c];
-    assert_int_equal(mt_attribution_logprobs(m, src, N_SRC, hyp, N_HYP, NULL, 1.0f, col, delta,
-                                             plus), 0);
+    mt_attr_point point = {1.0f, col, delta};
+    assert_int_equal(mt_attribution_logprobs(m, src, N_SRC, hyp, N_HYP, NULL, &point, plus), 0);
     for (int c = 0; c < C; c++) delta[c] = -h * dir[c];
-    assert_int_equal(mt_attribution_logprobs(m, src, N_SRC, hyp, N_HYP, NULL, 1.0f, col, delta,
-                                             minus), 0);
+    assert_int_equal(mt_attribution_logprobs(m, src, N_SRC, hyp, N_HYP, NULL, &point, minus), 0);
     for (int j = 0; j < rows; j++) out[j] = (plus[j] - minus[j]) / (2.0 * h);
     free(delta);
 }

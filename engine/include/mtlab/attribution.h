@@ -75,13 +75,20 @@ typedef struct {
  * (mt_last_error) with *out empty. */
 int mt_attribute(mt_model *m, const int32_t *src, int src_len, const int32_t *hyp, int hyp_len,
                  const mt_attr_opts *o, mt_attribution *out);
-/* The row log-probs the attribution differentiates (logp (rows), contrast as in o), with every
- * input's token embedding at b + alpha (e - b) (o's baseline) and, when delta is not NULL,
- * delta (C floats) added to the embedding of column col: the function whose gradient
- * mt_attribute takes, for finite-difference checks and completeness. */
+/* A point near the attribution's path: every input's token embedding at b + alpha (e - b)
+ * (o's baseline) and, when delta is not NULL, delta (C floats) added to the embedding of
+ * column col. */
+typedef struct {
+    float alpha;
+    int col;
+    const float *delta;
+} mt_attr_point;
+/* The row log-probs the attribution differentiates (logp (rows), contrast as in o) at point:
+ * the function whose gradient mt_attribute takes, for finite-difference checks and
+ * completeness. */
 int mt_attribution_logprobs(mt_model *m, const int32_t *src, int src_len, const int32_t *hyp,
-                            int hyp_len, const mt_attr_opts *o, float alpha, int col,
-                            const float *delta, double *logp);
+                            int hyp_len, const mt_attr_opts *o, const mt_attr_point *point,
+                            double *logp);
 void mt_attribution_free(mt_attribution *a);
 /* Per row: the sum of its values (the completeness check of integrated gradients compares it
  * with logp - logp_baseline). */
