@@ -53,6 +53,8 @@ static void console_end(tui_app *a, tui_console *c)
         free(r);
     }
     console_scrollback_free(&c->sb);
+    free(c->typeahead);
+    free(c->last_traceback); /* kept for F12 by the message handler since 4da7eb1 */
     pthread_cond_destroy(&c->wake_lua);
     pthread_cond_destroy(&c->answered);
     pthread_mutex_destroy(&c->lock);

@@ -123,8 +123,8 @@ static void expect_refusal(const char *const *args, const char *needle)
 static void test_bad_options_are_refused(void **state)
 {
     (void)state;
-    expect_refusal((const char *[]){"--hyp", HYP, "--ref", REF, "--tokenize", "ja-mecab", NULL},
-                   "unknown tokenizer 'ja-mecab'");
+    expect_refusal((const char *[]){"--hyp", HYP, "--ref", REF, "--tokenize", "ko-mecab", NULL},
+                   "unknown tokenizer 'ko-mecab'");
     expect_refusal((const char *[]){"--hyp", HYP, "--ref", REF, "--tokenize", "flores200", NULL},
                    "--tokenize flores200 needs --spm FILE");
     expect_refusal((const char *[]){"--hyp", HYP, "--ref", REF, "--spm", "x.model", NULL},
