@@ -35,7 +35,7 @@ static void draw_picker(tui_app *a, WINDOW *w)
 {
     char title[64];
     snprintf(title, sizeof title, " model bundles (%d/%d panes) ", a->n_panes, TUI_MAX_PANES);
-    frame(a, w, title, " type a path (~ is home; a text file: references) or pick a bundle; Enter adds or removes; Esc closes ");
+    frame(a, w, title, " type a bundle or references-file path (~ is home) or pick; Enter toggles ");
     int h = getmaxy(w) - 2, width = getmaxx(w) - 4;
     char line[1200];
     snprintf(line, sizeof line, "path: %s%s", a->picker_path, a->picker_sel < 0 ? "_" : "");
