@@ -76,7 +76,10 @@ int tui_format_stats(char *out, size_t len, const tui_stats *s, const char *sep,
         double rate = s->seconds > 0 ? (double)s->tokens / s->seconds : 0.0;
         stats_item(items, rank, &n, 0, t, t);
         snprintf(a, sizeof a, "%.1f tok/s", rate);
-        snprintf(b, sizeof b, "%.0f t/s", rate);
+        /* thousands as k from five digits on (11602.1 tok/s: 12k t/s), so a fast pane keeps its
+         * working set beside the rate where a slow one does */
+        if (rate >= 9999.5) snprintf(b, sizeof b, "%.0fk t/s", rate / 1000.0);
+        else snprintf(b, sizeof b, "%.0f t/s", rate);
         stats_item(items, rank, &n, 2, a, b);
         /* named in both forms: the model's state, not the decoding's working set */
         snprintf(a, sizeof a, "state %s", mem);

@@ -216,6 +216,10 @@ static void test_stats_fit_without_cutting_units(void **state)
     assert_string_equal(b, "830 ms · 34.9 tok/s · state 12.0 KiB · working set 9.00 MiB");
     tui_format_stats(b, sizeof b, &w, sep, 50);
     assert_string_equal(b, "830 ms · 35 t/s · state 12.0 KiB · work 9.00 MiB");
+    /* a fast pane's rate shortens to thousands, so its working set stays where a slow one's does */
+    tui_stats f = {0.010, 116, 6 * 1024, 1, 0, (size_t)(1.10 * 1048576)};
+    tui_format_stats(b, sizeof b, &f, sep, 48);
+    assert_string_equal(b, "10 ms · 12k t/s · state 6.00 KiB · work 1.10 MiB");
     /* all from the cache */
     tui_stats c = {0, 0, 0, 0, 446, 0};
     tui_format_stats(b, sizeof b, &c, sep, 40);
