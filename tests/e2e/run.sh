@@ -87,7 +87,7 @@ T send-keys -t e2e -l "$verse"
 check "typing pauses, both panes translate and finish" wait_count ' done ' 2 20
 check "the source entities are counted in the editor" wait_for 'source · 1 segment · 3 entities' 2
 check "each pane shows time, tokens/s, its model state and the working set, each named" \
-    wait_count '[0-9.]+ (ms|s) · [0-9.]+ (tok|t)/s · state [0-9.]+ (B|KiB|MiB) · work(ing set)? [0-9.]+ (B|KiB|MiB)' 2 2
+    wait_count '[0-9.]+ (ms|s) · [0-9.]+k? (tok|t)/s · state [0-9.]+ (B|KiB|MiB) · work(ing set)? [0-9.]+ (B|KiB|MiB)' 2 2
 check "each pane lists the entities it dropped, with a symbol" wait_count '✗ dropped: ' 2 2
 # the first line of the panes' text, under their titles (wherever the editor's height puts it)
 both_panes_have_text() {
