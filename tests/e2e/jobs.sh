@@ -113,7 +113,7 @@ check "x stops it again" wait_for "$(row long cancelled)" 30
 # ---------------------------------------------------------------- the best bundle in a pane
 T send-keys -t e2e Down o
 check "o opens the run's best bundle in a pane titled with the run's name" \
-    wait_for '─ tiny · mamba, [0-9.]+K params, cpu' 20
+    wait_for '─ tiny · es→en · mamba, [0-9.]+K params, cpu' 20
 check "the pane is not titled best" bash -c "! tmux -S '$sock' capture-pane -p -t e2e | grep -q '─ best '"
 check "the jobs view closed to show the pane" wait_gone 'jobs \(F11\)' 5
 T send-keys -t e2e F11
