@@ -28,7 +28,7 @@ DEB_PKGS := build-essential pkg-config \
             libopenblas-openmp-dev libjansson-dev libzip-dev libcmocka-dev libcairo2-dev tmux ncurses-term \
             sword-text-sparv sword-text-web libsword-utils \
             apertium apertium-eng-spa lua-busted wamerican wspanish \
-            slurm-wlm munge libopenmpi-dev openmpi-bin libmecab-dev mecab-ipadic mecab-utils
+            slurm-wlm munge libopenmpi-dev openmpi-bin libmecab-dev mecab-ipadic mecab-utils clang-format
 FUZZ_PKGS := clang libclang-rt-14-dev
 
 # ---------------------------------------------------------------- toolchain and flags
@@ -92,7 +92,7 @@ REL_TESTS := $(patsubst tests/unit/%.c,$(REL)/tests/%,$(TEST_C))
 SAN_TESTS := $(patsubst tests/unit/%.c,$(SAN)/tests/%,$(TEST_C))
 E2E_TOOLS := $(REL)/e2e/make_bundles
 
-.PHONY: test-cuda bench-cuda all run test test-build test-lua deps data bench bench-peers test-peers fuzz cuda clean gazetteer
+.PHONY: format test-cuda bench-cuda all run test test-build test-lua deps data bench bench-peers test-peers fuzz cuda clean gazetteer
 .DEFAULT_GOAL := all
 # Keep intermediate objects (test support files) so a second make does not relink everything.
 .SECONDARY:
@@ -110,6 +110,7 @@ test: deps
 	@tests/check_archs.sh
 	@tests/check_docs.sh
 	@tests/check_gazetteer.sh
+	@tests/check_format.sh
 	@$(MAKE) --no-print-directory test-build
 	@# the shipped training configs name dataset = "data/bible" (its manifest.json): a fresh
 	@# clone builds it from Debian's SWORD modules (a few seconds), as `make run` does
@@ -345,3 +346,9 @@ clean:
 	rm -rf $(BUILD) $(BIN)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# ---------------------------------------------------------------- source layout
+# Rewrites the tracked C, C++ and CUDA sources in .clang-format's layout (tests/check_format.sh
+# checks it in `make test`).
+format:
+	git ls-files '*.c' '*.h' '*.cu' '*.cuh' '*.cc' '*.cpp' | xargs clang-format -i

@@ -50,22 +50,9 @@ static void settle_environment(char **argv)
 }
 
 static const struct mt_command *const commands[] = {
-    &cmd_devices,
-    &cmd_tokenizer,
-    &cmd_data,
-    &cmd_score,
-    &cmd_inspect,
-    &cmd_average,
-    &cmd_train,
-    &cmd_forward,
-    &cmd_attribute,
-    &cmd_translate,
-    &cmd_eval,
-    &cmd_entities,
-    &cmd_tui,
-    &cmd_bench,
-    &cmd_run,
-    &cmd_jobs,
+    &cmd_devices, &cmd_tokenizer, &cmd_data,      &cmd_score,     &cmd_inspect, &cmd_average,
+    &cmd_train,   &cmd_forward,   &cmd_attribute, &cmd_translate, &cmd_eval,    &cmd_entities,
+    &cmd_tui,     &cmd_bench,     &cmd_run,       &cmd_jobs,
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -29,7 +29,8 @@ static struct {
     ncclResult_t (*GroupEnd)(void);
     ncclResult_t (*Send)(const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
     ncclResult_t (*Recv)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
-    ncclResult_t (*AllGather)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
+    ncclResult_t (*AllGather)(const void *, void *, size_t, ncclDataType_t, ncclComm_t,
+                              cudaStream_t);
     const char *(*GetErrorString)(ncclResult_t);
 } nccl;
 
@@ -42,12 +43,14 @@ static int nccl_load(char *why, size_t why_len)
         snprintf(why, why_len, "libnccl.so.2 did not load: %s", dlerror());
         return -1;
     }
-    static const char *const names[] = {"ncclGetUniqueId", "ncclCommInitRank", "ncclCommDestroy", "ncclGroupStart",
-                                        "ncclGroupEnd", "ncclSend", "ncclRecv", "ncclAllGather",
-                                        "ncclGetErrorString"};
-    void **slots[] = {(void **)&nccl.GetUniqueId, (void **)&nccl.CommInitRank, (void **)&nccl.CommDestroy,
-                      (void **)&nccl.GroupStart, (void **)&nccl.GroupEnd, (void **)&nccl.Send,
-                      (void **)&nccl.Recv, (void **)&nccl.AllGather, (void **)&nccl.GetErrorString};
+    static const char *const names[] = {
+        "ncclGetUniqueId", "ncclCommInitRank", "ncclCommDestroy",
+        "ncclGroupStart",  "ncclGroupEnd",     "ncclSend",
+        "ncclRecv",        "ncclAllGather",    "ncclGetErrorString"};
+    void **slots[] = {
+        (void **)&nccl.GetUniqueId, (void **)&nccl.CommInitRank, (void **)&nccl.CommDestroy,
+        (void **)&nccl.GroupStart,  (void **)&nccl.GroupEnd,     (void **)&nccl.Send,
+        (void **)&nccl.Recv,        (void **)&nccl.AllGather,    (void **)&nccl.GetErrorString};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         *slots[i] = dlsym(h, names[i]);
         if (!*slots[i]) {
@@ -63,8 +66,8 @@ typedef struct {
     mt_collective *host; /* MPI (or single): the id's broadcast and the host operations */
     ncclComm_t comm;
     cudaStream_t stream;
-    float *send, *recv;  /* (size, slice) device buffers */
-    size_t cap;          /* floats each holds */
+    float *send, *recv; /* (size, slice) device buffers */
+    size_t cap; /* floats each holds */
 } nccl_state;
 
 /* out (slice) = parts[0] + parts[1] + ... + parts[size - 1] (each slice floats apart), in order */
@@ -101,14 +104,16 @@ static int nccl_all_reduce_sum(mt_collective *c, float *x, size_t n)
     ncclResult_t rc = nccl.GroupStart();
     for (int r = 0; r < size && rc == ncclSuccess; r++) {
         rc = nccl.Send(s->send + (size_t)r * slice, slice, ncclFloat, r, s->comm, s->stream);
-        if (rc == ncclSuccess) rc = nccl.Recv(s->recv + (size_t)r * slice, slice, ncclFloat, r, s->comm, s->stream);
+        if (rc == ncclSuccess)
+            rc = nccl.Recv(s->recv + (size_t)r * slice, slice, ncclFloat, r, s->comm, s->stream);
     }
     ncclResult_t end = nccl.GroupEnd();
     if (rc != ncclSuccess || end != ncclSuccess) return -1;
     float *mine = s->send + (size_t)c->rank * slice;
     unsigned blocks = (unsigned)((slice + 255) / 256);
     sum_in_rank_order<<<blocks, 256, 0, s->stream>>>(mine, s->recv, size, slice);
-    if (nccl.AllGather(mine, s->send, slice, ncclFloat, s->comm, s->stream) != ncclSuccess) return -1;
+    if (nccl.AllGather(mine, s->send, slice, ncclFloat, s->comm, s->stream) != ncclSuccess)
+        return -1;
     cudaMemcpyAsync(x, s->send, n * sizeof(float), cudaMemcpyDeviceToDevice, s->stream);
     return cudaStreamSynchronize(s->stream) == cudaSuccess ? 0 : -1;
 }
@@ -144,7 +149,8 @@ static void nccl_close(mt_collective *c)
     host->close(host);
 }
 
-extern "C" mt_collective *mt_cuda_collective_nccl(mt_collective *host, int index, char *why, size_t why_len)
+extern "C" mt_collective *mt_cuda_collective_nccl(mt_collective *host, int index, char *why,
+                                                  size_t why_len)
 {
     /* every rank loads NCCL before the broadcast, so none waits for one that cannot */
     if (nccl_load(why, why_len) != 0) return NULL;
@@ -166,8 +172,8 @@ extern "C" mt_collective *mt_cuda_collective_nccl(mt_collective *host, int index
     mt_collective *c = (mt_collective *)calloc(1, sizeof *c);
     ncclResult_t rc = nccl.CommInitRank(&s->comm, host->size, id, host->rank);
     if (rc != ncclSuccess) {
-        snprintf(why, why_len, "ncclCommInitRank (rank %d of %d on cuda:%d): %s", host->rank, host->size, index,
-                 nccl.GetErrorString(rc));
+        snprintf(why, why_len, "ncclCommInitRank (rank %d of %d on cuda:%d): %s", host->rank,
+                 host->size, index, nccl.GetErrorString(rc));
         free(s);
         free(c);
         return NULL;
@@ -189,7 +195,8 @@ extern "C" mt_collective *mt_cuda_collective_nccl(mt_collective *host, int index
 
 #else
 
-extern "C" mt_collective *mt_cuda_collective_nccl(mt_collective *host, int index, char *why, size_t why_len)
+extern "C" mt_collective *mt_cuda_collective_nccl(mt_collective *host, int index, char *why,
+                                                  size_t why_len)
 {
     (void)host;
     (void)index;

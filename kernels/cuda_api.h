@@ -22,9 +22,10 @@ struct mt_backend;
  * selects the device for that thread and creates its own stream, cuBLAS/cuBLASLt handles and
  * memory pool, so models driven from different threads (the TUI's workers) run concurrently
  * without sharing a queue or an allocator. A thread binds to one device; asking the same thread
- * for another index is an error, asking again for the same index sets the precision. bf16_gemm: matrix products take bf16 copies of their inputs
- * with fp32 accumulation and fp32 outputs (mixed precision); 0 keeps them fp32 (parity tests).
- * Returns the table (name "cuda:N"), or NULL with the reason in why. */
+ * for another index is an error, asking again for the same index sets the precision. bf16_gemm:
+ * matrix products take bf16 copies of their inputs with fp32 accumulation and fp32 outputs (mixed
+ * precision); 0 keeps them fp32 (parity tests). Returns the table (name "cuda:N"), or NULL with the
+ * reason in why. */
 const struct mt_backend *mt_cuda_backend(int index, int bf16_gemm, char *why, size_t why_len);
 
 /* Bytes the calling thread's pool has handed out and reserved from the device, and the
@@ -37,7 +38,8 @@ struct mt_collective;
 /* The NCCL collectives of rank host->rank of host->size on device `index`, the NCCL id sent
  * from rank 0 over host (kernels/collective_nccl.cu); NULL with the reason in why (no NCCL in
  * the toolkit, no device, NCCL's error). The result owns host: its close closes host too. */
-struct mt_collective *mt_cuda_collective_nccl(struct mt_collective *host, int index, char *why, size_t why_len);
+struct mt_collective *mt_cuda_collective_nccl(struct mt_collective *host, int index, char *why,
+                                              size_t why_len);
 
 #ifdef __cplusplus
 }

@@ -22,14 +22,14 @@
 #include "cuda_ops.h"
 #include "cuda_rows.cuh"
 
-#define QT 16      // queries per block
-#define KT 32      // keys per tile (= warp size: one lane per key in the softmax update)
+#define QT 16 // queries per block
+#define KT 32 // keys per tile (= warp size: one lane per key in the softmax update)
 #define THREADS 256
 
 // Key j visible to query i (position q_pos0 + i on the key axis) of batch row b: mask, causal,
 // sliding window, exactly cpu_attn_visible.
-__device__ __forceinline__ bool visible(const mt_attn_desc &d, const uint8_t *mask, size_t mstride, int b,
-                                        int i, int j)
+__device__ __forceinline__ bool visible(const mt_attn_desc &d, const uint8_t *mask, size_t mstride,
+                                        int b, int i, int j)
 {
     if (mask && !mask[(size_t)b * mstride + j]) return false;
     if (d.causal) {
@@ -40,8 +40,8 @@ __device__ __forceinline__ bool visible(const mt_attn_desc &d, const uint8_t *ma
     return true;
 }
 
-__global__ void attention_forward_kernel(float *out, float *att, const float *q, const float *k, const float *v,
-                                         mt_attn_desc d, size_t kvs, size_t mstride)
+__global__ void attention_forward_kernel(float *out, float *att, const float *q, const float *k,
+                                         const float *v, mt_attn_desc d, size_t kvs, size_t mstride)
 {
     extern __shared__ float smem[];
     const int Dh = d.Dh, C = d.H * Dh, Tq = d.Tq, Tk = d.Tk;
@@ -54,7 +54,8 @@ __global__ void attention_forward_kernel(float *out, float *att, const float *q,
     int bh = blockIdx.x / tiles_q, q0 = (blockIdx.x % tiles_q) * QT;
     int b = bh / d.H, h = bh % d.H;
     const float *qb = q + (size_t)b * Tq * C + (size_t)h * Dh;
-    const float *kb = k + (size_t)b * kvs + (size_t)h * Dh, *vb = v + (size_t)b * kvs + (size_t)h * Dh;
+    const float *kb = k + (size_t)b * kvs + (size_t)h * Dh,
+                *vb = v + (size_t)b * kvs + (size_t)h * Dh;
     const uint8_t *mask = d.key_mask;
     int nq = Tq - q0 < QT ? Tq - q0 : QT;
 
@@ -132,7 +133,8 @@ __global__ void attention_forward_kernel(float *out, float *att, const float *q,
     for (int e = threadIdx.x; e < nq * Dh; e += THREADS) {
         int i = e / Dh, c = e % Dh;
         float l = row_l[i];
-        out[(size_t)b * Tq * C + (size_t)(q0 + i) * C + (size_t)h * Dh + c] = l > 0.0f ? Os[e] / l : 0.0f;
+        out[(size_t)b * Tq * C + (size_t)(q0 + i) * C + (size_t)h * Dh + c] =
+            l > 0.0f ? Os[e] / l : 0.0f;
     }
 }
 
@@ -141,8 +143,9 @@ __global__ void attention_forward_kernel(float *out, float *att, const float *q,
 
 // Partial results of chunk s of (b, h): part[(bh * S + s) * (Dh + 2) + ...] = o[0..Dh), m, l.
 template <int NV>
-__global__ void attention_decode_kernel(float *out, float *part, const float *q, const float *k, const float *v,
-                                        mt_attn_desc d, size_t kvs, size_t mstride, int chunk)
+__global__ void attention_decode_kernel(float *out, float *part, const float *q, const float *k,
+                                        const float *v, mt_attn_desc d, size_t kvs, size_t mstride,
+                                        int chunk)
 {
     extern __shared__ float wo[]; // DEC_WARPS x Dh: each warp's unnormalised output
     __shared__ float wm[DEC_WARPS], wl[DEC_WARPS];
@@ -150,7 +153,8 @@ __global__ void attention_decode_kernel(float *out, float *part, const float *q,
     const int bh = blockIdx.x, b = bh / d.H, h = bh % d.H, split = blockIdx.y;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const float *qb = q + (size_t)b * C + (size_t)h * Dh;
-    const float *kb = k + (size_t)b * kvs + (size_t)h * Dh, *vb = v + (size_t)b * kvs + (size_t)h * Dh;
+    const float *kb = k + (size_t)b * kvs + (size_t)h * Dh,
+                *vb = v + (size_t)b * kvs + (size_t)h * Dh;
     float qr[NV], o[NV];
 #pragma unroll
     for (int i = 0; i < NV; i++) {
@@ -239,8 +243,8 @@ static void decode_launch(float *out, float *part, const float *q, const float *
 {
     dim3 grid((unsigned)(d->B * d->H), (unsigned)S);
     size_t smem = (size_t)DEC_WARPS * d->Dh * sizeof(float);
-    attention_decode_kernel<NV><<<grid, DEC_WARPS * 32, smem, cu_stream()>>>(out, part, q, k, v, *d, kvs, mstride,
-                                                                             chunk);
+    attention_decode_kernel<NV>
+        <<<grid, DEC_WARPS * 32, smem, cu_stream()>>>(out, part, q, k, v, *d, kvs, mstride, chunk);
 }
 
 static size_t kv_stride(const mt_attn_desc *d)
@@ -261,24 +265,31 @@ void cu_attention_forward(float *out, float *att, const float *q, const float *k
         int S = decode_splits(d), chunk = (d->Tk + S - 1) / S;
         S = (d->Tk + chunk - 1) / chunk;
         float *part = NULL;
-        if (S > 1 && !(part = (float *)cu_scratch((size_t)d->B * d->H * S * (d->Dh + 2) * sizeof(float)))) return;
+        if (S > 1 &&
+            !(part = (float *)cu_scratch((size_t)d->B * d->H * S * (d->Dh + 2) * sizeof(float))))
+            return;
         if (d->Dh <= 32) decode_launch<1>(out, part, q, k, v, d, kv_stride(d), mstride, S, chunk);
-        else if (d->Dh <= 64) decode_launch<2>(out, part, q, k, v, d, kv_stride(d), mstride, S, chunk);
-        else if (d->Dh <= 128) decode_launch<4>(out, part, q, k, v, d, kv_stride(d), mstride, S, chunk);
+        else if (d->Dh <= 64)
+            decode_launch<2>(out, part, q, k, v, d, kv_stride(d), mstride, S, chunk);
+        else if (d->Dh <= 128)
+            decode_launch<4>(out, part, q, k, v, d, kv_stride(d), mstride, S, chunk);
         else decode_launch<8>(out, part, q, k, v, d, kv_stride(d), mstride, S, chunk);
         cu_check(cudaGetLastError(), "attention_decode_kernel");
         if (S > 1) {
-            attention_decode_combine_kernel<<<(unsigned)(d->B * d->H), 128, 0, cu_stream()>>>(out, part, d->H, d->Dh, S);
+            attention_decode_combine_kernel<<<(unsigned)(d->B * d->H), 128, 0, cu_stream()>>>(
+                out, part, d->H, d->Dh, S);
             cu_check(cudaGetLastError(), "attention_decode_combine_kernel");
             cu_scratch_free(part);
         }
         return;
     }
     size_t smem = ((size_t)(2 * QT + 2 * KT) * d->Dh + KT + QT * KT + 3 * QT) * sizeof(float);
-    cu_check(cudaFuncSetAttribute(attention_forward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
+    cu_check(cudaFuncSetAttribute(attention_forward_kernel,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
              "attention_forward_kernel shared memory");
     unsigned blocks = (unsigned)d->B * d->H * ((d->Tq + QT - 1) / QT);
-    attention_forward_kernel<<<blocks, THREADS, smem, cu_stream()>>>(out, att, q, k, v, *d, kv_stride(d), mstride);
+    attention_forward_kernel<<<blocks, THREADS, smem, cu_stream()>>>(out, att, q, k, v, *d,
+                                                                     kv_stride(d), mstride);
     cu_check(cudaGetLastError(), "attention_forward_kernel");
 }
 
@@ -294,18 +305,27 @@ __global__ void softmax_backward_rows_kernel(float *ds, const float *p, int Tk)
     for (int j = threadIdx.x; j < Tk; j += blockDim.x) dr[j] = pr[j] * (dr[j] - dt);
 }
 
-void cu_attention_backward(float *dq, float *dk, float *dv, float *datt, const float *dout, const float *q,
-                           const float *k, const float *v, const float *att, const mt_attn_desc *d)
+void cu_attention_backward(float *dq, float *dk, float *dv, float *datt, const float *dout,
+                           const float *q, const float *k, const float *v, const float *att,
+                           const mt_attn_desc *d)
 {
     const int B = d->B, H = d->H, Tq = d->Tq, Tk = d->Tk, Dh = d->Dh, C = H * Dh;
     if (B <= 0 || H <= 0 || Tq <= 0 || Tk <= 0 || Dh <= 0) return;
     // every product is one batch over the B x H grid: P and dS are (B, H, Tq, Tk), head h of a
     // row of q, dout (stride Tq * C over b) or k, v (stride kvs) the Dh columns from h * Dh
     size_t kvs = kv_stride(d), pp = (size_t)Tq * Tk, ps = (size_t)H * pp, qs = (size_t)Tq * C;
-    if (dv) cu_gemm_bh(1, 0, Tk, Dh, Tq, 1.0f, att, Tk, ps, pp, dout, C, qs, Dh, 1.0f, dv, C, kvs, Dh, B, H);
-    cu_gemm_bh(0, 1, Tq, Tk, Dh, 1.0f, dout, C, qs, Dh, v, C, kvs, Dh, 0.0f, datt, Tk, ps, pp, B, H);
-    softmax_backward_rows_kernel<<<(unsigned)((size_t)B * H * Tq), CU_ROW_THREADS, 0, cu_stream()>>>(datt, att, Tk);
+    if (dv)
+        cu_gemm_bh(1, 0, Tk, Dh, Tq, 1.0f, att, Tk, ps, pp, dout, C, qs, Dh, 1.0f, dv, C, kvs, Dh,
+                   B, H);
+    cu_gemm_bh(0, 1, Tq, Tk, Dh, 1.0f, dout, C, qs, Dh, v, C, kvs, Dh, 0.0f, datt, Tk, ps, pp, B,
+               H);
+    softmax_backward_rows_kernel<<<(unsigned)((size_t)B * H * Tq), CU_ROW_THREADS, 0,
+                                   cu_stream()>>>(datt, att, Tk);
     cu_check(cudaGetLastError(), "softmax_backward_rows_kernel");
-    if (dq) cu_gemm_bh(0, 0, Tq, Dh, Tk, d->scale, datt, Tk, ps, pp, k, C, kvs, Dh, 1.0f, dq, C, qs, Dh, B, H);
-    if (dk) cu_gemm_bh(1, 0, Tk, Dh, Tq, d->scale, datt, Tk, ps, pp, q, C, qs, Dh, 1.0f, dk, C, kvs, Dh, B, H);
+    if (dq)
+        cu_gemm_bh(0, 0, Tq, Dh, Tk, d->scale, datt, Tk, ps, pp, k, C, kvs, Dh, 1.0f, dq, C, qs, Dh,
+                   B, H);
+    if (dk)
+        cu_gemm_bh(1, 0, Tk, Dh, Tq, d->scale, datt, Tk, ps, pp, q, C, qs, Dh, 1.0f, dk, C, kvs, Dh,
+                   B, H);
 }

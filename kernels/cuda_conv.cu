@@ -4,8 +4,8 @@
 // load of x, dout and out is coalesced.
 #include "cuda_ops.h"
 
-__global__ void conv1d_forward_kernel(float *out, const float *x, const float *w, const float *bias, int T,
-                                      int C, int K, size_t n)
+__global__ void conv1d_forward_kernel(float *out, const float *x, const float *w, const float *bias,
+                                      int T, int C, int K, size_t n)
 {
     CU_FOR_EACH(i, n)
     {
@@ -21,8 +21,8 @@ __global__ void conv1d_forward_kernel(float *out, const float *x, const float *w
 }
 
 // dx[b,s,c] += sum_k w[c,k] dout[b, s+K-1-k, c]   (terms with s+K-1-k < T)
-__global__ void conv1d_backward_dx_kernel(float *dx, const float *dout, const float *w, int T, int C, int K,
-                                          size_t n)
+__global__ void conv1d_backward_dx_kernel(float *dx, const float *dout, const float *w, int T,
+                                          int C, int K, size_t n)
 {
     CU_FOR_EACH(i, n)
     {
@@ -43,8 +43,8 @@ __global__ void conv1d_backward_dx_kernel(float *dx, const float *dout, const fl
 #define CONV_ROWS_PER_BLOCK 512
 #define CONV_MAX_K 64
 
-__global__ void conv1d_backward_dw_kernel(float *dw, float *dbias, const float *dout, const float *x, int B,
-                                          int T, int C, int K)
+__global__ void conv1d_backward_dw_kernel(float *dw, float *dbias, const float *dout,
+                                          const float *x, int B, int T, int C, int K)
 {
     int c = blockIdx.x * 32 + threadIdx.x;
     if (c >= C) return;
@@ -66,7 +66,8 @@ __global__ void conv1d_backward_dw_kernel(float *dw, float *dbias, const float *
     if (dbias) atomicAdd(dbias + c, acc_b);
 }
 
-void cu_conv1d_forward(float *out, const float *x, const float *w, const float *bias, int B, int T, int C, int K)
+void cu_conv1d_forward(float *out, const float *x, const float *w, const float *bias, int B, int T,
+                       int C, int K)
 {
     size_t n = (size_t)B * T * C;
     if (!n) return;
@@ -74,13 +75,14 @@ void cu_conv1d_forward(float *out, const float *x, const float *w, const float *
     cu_check(cudaGetLastError(), "conv1d_forward_kernel");
 }
 
-void cu_conv1d_backward(float *dx, float *dw, float *dbias, const float *dout, const float *x, const float *w,
-                        int B, int T, int C, int K)
+void cu_conv1d_backward(float *dx, float *dw, float *dbias, const float *dout, const float *x,
+                        const float *w, int B, int T, int C, int K)
 {
     size_t n = (size_t)B * T * C;
     if (!n) return;
     if (dx) {
-        conv1d_backward_dx_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(dx, dout, w, T, C, K, n);
+        conv1d_backward_dx_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(dx, dout, w, T, C, K,
+                                                                              n);
         cu_check(cudaGetLastError(), "conv1d_backward_dx_kernel");
     }
     if (!dw && !dbias) return;
@@ -90,13 +92,14 @@ void cu_conv1d_backward(float *dx, float *dw, float *dbias, const float *dout, c
         return;
     }
     dim3 grid((unsigned)((C + 31) / 32), (unsigned)chunks);
-    conv1d_backward_dw_kernel<<<grid, dim3(32, 8), 0, cu_stream()>>>(dw, dbias, dout, x, B, T, C, K);
+    conv1d_backward_dw_kernel<<<grid, dim3(32, 8), 0, cu_stream()>>>(dw, dbias, dout, x, B, T, C,
+                                                                     K);
     cu_check(cudaGetLastError(), "conv1d_backward_dw_kernel");
 }
 
 // state[b,c,:] <- (state[b,c,1:], x[b,c]) ; out[b,c] = bias[c] + sum_k w[c,k] state[b,c,k]
-__global__ void conv1d_step_kernel(float *out, float *state, const float *x, const float *w, const float *bias,
-                                   int C, int K, size_t n)
+__global__ void conv1d_step_kernel(float *out, float *state, const float *x, const float *w,
+                                   const float *bias, int C, int K, size_t n)
 {
     CU_FOR_EACH(i, n)
     {
@@ -111,7 +114,8 @@ __global__ void conv1d_step_kernel(float *out, float *state, const float *x, con
 }
 
 // state[b,c,k] = x[b, T-K+k, c], 0 where T-K+k < 0
-__global__ void conv1d_state_fill_kernel(float *state, const float *x, int T, int C, int K, size_t n)
+__global__ void conv1d_state_fill_kernel(float *state, const float *x, int T, int C, int K,
+                                         size_t n)
 {
     CU_FOR_EACH(i, n)
     {
@@ -124,8 +128,8 @@ __global__ void conv1d_state_fill_kernel(float *state, const float *x, int T, in
     }
 }
 
-void cu_conv1d_step(float *out, float *state, const float *x, const float *w, const float *bias, int B, int C,
-                    int K)
+void cu_conv1d_step(float *out, float *state, const float *x, const float *w, const float *bias,
+                    int B, int C, int K)
 {
     size_t n = (size_t)B * C;
     if (!n) return;

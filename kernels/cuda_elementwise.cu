@@ -5,18 +5,27 @@
 #include "cuda_rows.cuh"
 #include "math/activation.h"
 
-#define LAUNCH(kernel, n, ...)                                                  \
-    do {                                                                        \
-        if ((n) == 0) return;                                                   \
-        kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(__VA_ARGS__);       \
-        cu_check(cudaGetLastError(), #kernel);                                  \
+#define LAUNCH(kernel, n, ...)                                           \
+    do {                                                                 \
+        if ((n) == 0) return;                                            \
+        kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(__VA_ARGS__); \
+        cu_check(cudaGetLastError(), #kernel);                           \
     } while (0)
 
 __global__ void fill_kernel(float *x, size_t n, float v) { CU_FOR_EACH(i, n) x[i] = v; }
 __global__ void scale_kernel(float *x, size_t n, float s) { CU_FOR_EACH(i, n) x[i] *= s; }
-__global__ void axpy_kernel(float *y, const float *x, size_t n, float a) { CU_FOR_EACH(i, n) y[i] += a * x[i]; }
-__global__ void add_kernel(float *o, const float *a, const float *b, size_t n) { CU_FOR_EACH(i, n) o[i] = a[i] + b[i]; }
-__global__ void mul_kernel(float *o, const float *a, const float *b, size_t n) { CU_FOR_EACH(i, n) o[i] = a[i] * b[i]; }
+__global__ void axpy_kernel(float *y, const float *x, size_t n, float a)
+{
+    CU_FOR_EACH(i, n) y[i] += a * x[i];
+}
+__global__ void add_kernel(float *o, const float *a, const float *b, size_t n)
+{
+    CU_FOR_EACH(i, n) o[i] = a[i] + b[i];
+}
+__global__ void mul_kernel(float *o, const float *a, const float *b, size_t n)
+{
+    CU_FOR_EACH(i, n) o[i] = a[i] * b[i];
+}
 
 // da += dout * b ; db += dout * a
 __global__ void mul_backward_kernel(float *da, float *db, const float *dout, const float *a,
@@ -35,7 +44,8 @@ __global__ void act_forward_kernel(mt_act act, float *out, const float *x, size_
 }
 
 // dx += dout * act'(x)
-__global__ void act_backward_kernel(mt_act act, float *dx, const float *dout, const float *x, size_t n)
+__global__ void act_backward_kernel(mt_act act, float *dx, const float *dout, const float *x,
+                                    size_t n)
 {
     CU_FOR_EACH(i, n) dx[i] += dout[i] * mt_act_gradf(act, x[i]);
 }
@@ -76,15 +86,25 @@ __global__ void index_select_kernel(float *out, const float *src, size_t src_ld,
 void cu_fill(float *x, size_t n, float value) { LAUNCH(fill_kernel, n, x, n, value); }
 void cu_scale(float *x, size_t n, float s) { LAUNCH(scale_kernel, n, x, n, s); }
 void cu_axpy(float *y, const float *x, size_t n, float a) { LAUNCH(axpy_kernel, n, y, x, n, a); }
-void cu_add(float *out, const float *a, const float *b, size_t n) { LAUNCH(add_kernel, n, out, a, b, n); }
-void cu_mul(float *out, const float *a, const float *b, size_t n) { LAUNCH(mul_kernel, n, out, a, b, n); }
+void cu_add(float *out, const float *a, const float *b, size_t n)
+{
+    LAUNCH(add_kernel, n, out, a, b, n);
+}
+void cu_mul(float *out, const float *a, const float *b, size_t n)
+{
+    LAUNCH(mul_kernel, n, out, a, b, n);
+}
 
-void cu_mul_backward(float *da, float *db, const float *dout, const float *a, const float *b, size_t n)
+void cu_mul_backward(float *da, float *db, const float *dout, const float *a, const float *b,
+                     size_t n)
 {
     LAUNCH(mul_backward_kernel, n, da, db, dout, a, b, n);
 }
 
-void cu_act_forward(mt_act act, float *out, const float *x, size_t n) { LAUNCH(act_forward_kernel, n, act, out, x, n); }
+void cu_act_forward(mt_act act, float *out, const float *x, size_t n)
+{
+    LAUNCH(act_forward_kernel, n, act, out, x, n);
+}
 
 void cu_act_backward(mt_act act, float *dx, const float *dout, const float *x, size_t n)
 {
@@ -133,18 +153,21 @@ void cu_copy2d(float *dst, int dst_ld, const float *src, int src_ld, size_t rows
     if (overlap) {
         tmp = (float *)cu_scratch(rows * (size_t)cols * sizeof(float));
         if (!tmp) return;
-        cu_check(cudaMemcpy2DAsync(tmp, (size_t)cols * sizeof(float), src, (size_t)src_ld * sizeof(float),
-                                   (size_t)cols * sizeof(float), rows, cudaMemcpyDeviceToDevice, cu_stream()),
+        cu_check(cudaMemcpy2DAsync(tmp, (size_t)cols * sizeof(float), src,
+                                   (size_t)src_ld * sizeof(float), (size_t)cols * sizeof(float),
+                                   rows, cudaMemcpyDeviceToDevice, cu_stream()),
                  "copy2d");
         from = tmp, src_ld = cols;
     }
-    cu_check(cudaMemcpy2DAsync(dst, (size_t)dst_ld * sizeof(float), from, (size_t)src_ld * sizeof(float),
-                               (size_t)cols * sizeof(float), rows, cudaMemcpyDeviceToDevice, cu_stream()),
+    cu_check(cudaMemcpy2DAsync(dst, (size_t)dst_ld * sizeof(float), from,
+                               (size_t)src_ld * sizeof(float), (size_t)cols * sizeof(float), rows,
+                               cudaMemcpyDeviceToDevice, cu_stream()),
              "copy2d");
     cu_scratch_free(tmp);
 }
 
-void cu_index_select(float *out, const float *src, size_t src_ld, const int32_t *idx, int n_idx, size_t cols)
+void cu_index_select(float *out, const float *src, size_t src_ld, const int32_t *idx, int n_idx,
+                     size_t cols)
 {
     size_t n = (size_t)n_idx * cols;
     LAUNCH(index_select_kernel, n, out, src, src_ld, idx, n, cols);
@@ -181,5 +204,11 @@ static void softmax_rows(float *out, const float *x, size_t rows, int cols, int 
     cu_check(cudaGetLastError(), "softmax_kernel");
 }
 
-void cu_softmax(float *out, const float *x, size_t rows, int cols) { softmax_rows(out, x, rows, cols, 0); }
-void cu_log_softmax(float *out, const float *x, size_t rows, int cols) { softmax_rows(out, x, rows, cols, 1); }
+void cu_softmax(float *out, const float *x, size_t rows, int cols)
+{
+    softmax_rows(out, x, rows, cols, 0);
+}
+void cu_log_softmax(float *out, const float *x, size_t rows, int cols)
+{
+    softmax_rows(out, x, rows, cols, 1);
+}

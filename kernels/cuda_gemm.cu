@@ -39,7 +39,8 @@ static __nv_bfloat16 *bf16_copy(const float *src, size_t n)
 // The bf16 copy of a product's operand op(X) (rows, cols), stored at ld, in the fp32 layout (same
 // strides): everything from x to `last` elements past it (where its last batch entry starts)
 // plus that entry's span.
-static __nv_bfloat16 *bf16_operand(const float *x, size_t last, int trans, int rows, int cols, int ld)
+static __nv_bfloat16 *bf16_operand(const float *x, size_t last, int trans, int rows, int cols,
+                                   int ld)
 {
     return bf16_copy(x, last + span(trans ? cols : rows, trans ? rows : cols, ld));
 }
@@ -58,9 +59,9 @@ static __nv_bfloat16 *bf16_operand(const float *x, size_t last, int trans, int r
 #define WARPS 8
 
 template <int MR, bool VEC>
-__global__ void __launch_bounds__(WARPS * 32) gemm_rows_kernel(int m, int n, int k, float alpha, const float *x,
-                                                               int ldx, size_t sx, const float *w, int ldw,
-                                                               size_t sw, float beta, float *c, int ldc, size_t sc)
+__global__ void __launch_bounds__(WARPS * 32)
+    gemm_rows_kernel(int m, int n, int k, float alpha, const float *x, int ldx, size_t sx,
+                     const float *w, int ldw, size_t sw, float beta, float *c, int ldc, size_t sc)
 {
     __shared__ float part[WARPS][MR * RW];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, n0 = blockIdx.x * RW;
@@ -68,14 +69,16 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_rows_kernel(int m, int n, int
     const int rows = n - n0 < RW ? n - n0 : RW;
     const float *wr[RW];
 #pragma unroll
-    for (int r = 0; r < RW; r++) wr[r] = w + (size_t)(n0 + (r < rows ? r : 0)) * ldw; // past n: a real row, unused
+    for (int r = 0; r < RW; r++)
+        wr[r] = w + (size_t)(n0 + (r < rows ? r : 0)) * ldw; // past n: a real row, unused
     float acc[MR][RW];
 #pragma unroll
     for (int i = 0; i < MR; i++)
 #pragma unroll
         for (int r = 0; r < RW; r++) acc[i][r] = 0.0f;
     if (VEC) {
-        const int k4 = k / 4; // k, ldx, ldw multiples of 4 and x, w 16-byte aligned (the caller checks)
+        const int k4 =
+            k / 4; // k, ldx, ldw multiples of 4 and x, w 16-byte aligned (the caller checks)
         for (int q = threadIdx.x; q < k4; q += WARPS * 32) {
             float4 wv[RW];
 #pragma unroll
@@ -122,29 +125,35 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_rows_kernel(int m, int n, int
 }
 
 template <int MR>
-static void gemm_rows_launch(int m, int n, int k, float alpha, const float *x, int ldx, size_t sx, const float *w,
-                             int ldw, size_t sw, float beta, float *c, int ldc, size_t sc, int batch)
+static void gemm_rows_launch(int m, int n, int k, float alpha, const float *x, int ldx, size_t sx,
+                             const float *w, int ldw, size_t sw, float beta, float *c, int ldc,
+                             size_t sc, int batch)
 {
     dim3 grid((unsigned)((n + RW - 1) / RW), (unsigned)batch);
     bool vec = k % 4 == 0 && ldx % 4 == 0 && ldw % 4 == 0 && sx % 4 == 0 && sw % 4 == 0 &&
                (((uintptr_t)x | (uintptr_t)w) & 15) == 0;
     if (vec)
-        gemm_rows_kernel<MR, true><<<grid, WARPS * 32, 0, cu_stream()>>>(m, n, k, alpha, x, ldx, sx, w, ldw, sw,
-                                                                         beta, c, ldc, sc);
+        gemm_rows_kernel<MR, true><<<grid, WARPS * 32, 0, cu_stream()>>>(
+            m, n, k, alpha, x, ldx, sx, w, ldw, sw, beta, c, ldc, sc);
     else
-        gemm_rows_kernel<MR, false><<<grid, WARPS * 32, 0, cu_stream()>>>(m, n, k, alpha, x, ldx, sx, w, ldw, sw,
-                                                                          beta, c, ldc, sc);
+        gemm_rows_kernel<MR, false><<<grid, WARPS * 32, 0, cu_stream()>>>(
+            m, n, k, alpha, x, ldx, sx, w, ldw, sw, beta, c, ldc, sc);
     cu_check(cudaGetLastError(), "gemm_rows_kernel");
 }
 
 // m rows (1..ROWS_MAX) of x times W^T: the accumulator count MR is the next power of two
-static void gemm_rows(int m, int n, int k, float alpha, const float *x, int ldx, size_t sx, const float *w, int ldw,
-                      size_t sw, float beta, float *c, int ldc, size_t sc, int batch)
+static void gemm_rows(int m, int n, int k, float alpha, const float *x, int ldx, size_t sx,
+                      const float *w, int ldw, size_t sw, float beta, float *c, int ldc, size_t sc,
+                      int batch)
 {
-    if (m <= 1) gemm_rows_launch<1>(m, n, k, alpha, x, ldx, sx, w, ldw, sw, beta, c, ldc, sc, batch);
-    else if (m <= 2) gemm_rows_launch<2>(m, n, k, alpha, x, ldx, sx, w, ldw, sw, beta, c, ldc, sc, batch);
-    else if (m <= 4) gemm_rows_launch<4>(m, n, k, alpha, x, ldx, sx, w, ldw, sw, beta, c, ldc, sc, batch);
-    else if (m <= 8) gemm_rows_launch<8>(m, n, k, alpha, x, ldx, sx, w, ldw, sw, beta, c, ldc, sc, batch);
+    if (m <= 1)
+        gemm_rows_launch<1>(m, n, k, alpha, x, ldx, sx, w, ldw, sw, beta, c, ldc, sc, batch);
+    else if (m <= 2)
+        gemm_rows_launch<2>(m, n, k, alpha, x, ldx, sx, w, ldw, sw, beta, c, ldc, sc, batch);
+    else if (m <= 4)
+        gemm_rows_launch<4>(m, n, k, alpha, x, ldx, sx, w, ldw, sw, beta, c, ldc, sc, batch);
+    else if (m <= 8)
+        gemm_rows_launch<8>(m, n, k, alpha, x, ldx, sx, w, ldw, sw, beta, c, ldc, sc, batch);
     else gemm_rows_launch<16>(m, n, k, alpha, x, ldx, sx, w, ldw, sw, beta, c, ldc, sc, batch);
 }
 
@@ -166,19 +175,23 @@ static void gemm_strided(int trans_a, int trans_b, int m, int n, int k, float al
     if (m <= 0 || n <= 0 || batch <= 0) return;
     if (k <= 0) {
         for (int i = 0; i < batch; i++) {
-            scale_rows_kernel<<<cu_grid((size_t)m * n), CU_THREADS, 0, cu_stream()>>>(c + i * stride_c, m, n, ldc, beta);
+            scale_rows_kernel<<<cu_grid((size_t)m * n), CU_THREADS, 0, cu_stream()>>>(
+                c + i * stride_c, m, n, ldc, beta);
             cu_check(cudaGetLastError(), "scale_rows_kernel");
         }
         return;
     }
     if (!trans_a && trans_b && m <= ROWS_MAX && batch <= 65535) {
-        gemm_rows(m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch);
+        gemm_rows(m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c,
+                  batch);
         return;
     }
-    cublasOperation_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                      tb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     if (!cu_gemm_bf16()) {
-        cu_check_blas(cublasSgemmStridedBatched(cu_blas(), tb, ta, n, m, k, &alpha, b, ldb, (long long)stride_b,
-                                                a, lda, (long long)stride_a, &beta, c, ldc, (long long)stride_c, batch),
+        cu_check_blas(cublasSgemmStridedBatched(cu_blas(), tb, ta, n, m, k, &alpha, b, ldb,
+                                                (long long)stride_b, a, lda, (long long)stride_a,
+                                                &beta, c, ldc, (long long)stride_c, batch),
                       "cublasSgemmStridedBatched");
         return;
     }
@@ -186,9 +199,10 @@ static void gemm_strided(int trans_a, int trans_b, int m, int n, int k, float al
     __nv_bfloat16 *a16 = bf16_operand(a, (size_t)(batch - 1) * stride_a, trans_a, m, k, lda);
     __nv_bfloat16 *b16 = bf16_operand(b, (size_t)(batch - 1) * stride_b, trans_b, k, n, ldb);
     if (a16 && b16)
-        cu_check_blas(cublasGemmStridedBatchedEx(cu_blas(), tb, ta, n, m, k, &alpha, b16, CUDA_R_16BF, ldb,
-                                                 (long long)stride_b, a16, CUDA_R_16BF, lda, (long long)stride_a,
-                                                 &beta, c, CUDA_R_32F, ldc, (long long)stride_c, batch,
+        cu_check_blas(cublasGemmStridedBatchedEx(cu_blas(), tb, ta, n, m, k, &alpha, b16,
+                                                 CUDA_R_16BF, ldb, (long long)stride_b, a16,
+                                                 CUDA_R_16BF, lda, (long long)stride_a, &beta, c,
+                                                 CUDA_R_32F, ldc, (long long)stride_c, batch,
                                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                       "cublasGemmStridedBatchedEx (bf16)");
     cu_scratch_free(a16);
@@ -202,8 +216,8 @@ void cu_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const f
 }
 
 void cu_gemm_batched(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
-                     int lda, size_t stride_a, const float *b, int ldb, size_t stride_b,
-                     float beta, float *c, int ldc, size_t stride_c, int batch)
+                     int lda, size_t stride_a, const float *b, int ldb, size_t stride_b, float beta,
+                     float *c, int ldc, size_t stride_c, int batch)
 {
     gemm_strided(trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc,
                  stride_c, batch);
@@ -212,9 +226,9 @@ void cu_gemm_batched(int trans_a, int trans_b, int m, int n, int k, float alpha,
 // ---------------------------------------------------------------- a B x H grid of products
 // ptr[i], ptr[n + i], ptr[2n + i]: the operands of cell i = b * H + h (bytes per element ea for A
 // and B, which are bf16 copies in the bf16 mode, ec for C)
-__global__ void bh_pointers_kernel(const void **ptr, const char *a, size_t a_bs, size_t a_hs, const char *b,
-                                   size_t b_bs, size_t b_hs, const char *c, size_t c_bs, size_t c_hs, int H,
-                                   size_t n, size_t ea, size_t ec)
+__global__ void bh_pointers_kernel(const void **ptr, const char *a, size_t a_bs, size_t a_hs,
+                                   const char *b, size_t b_bs, size_t b_hs, const char *c,
+                                   size_t c_bs, size_t c_hs, int H, size_t n, size_t ea, size_t ec)
 {
     CU_FOR_EACH(i, n)
     {
@@ -225,49 +239,56 @@ __global__ void bh_pointers_kernel(const void **ptr, const char *a, size_t a_bs,
     }
 }
 
-void cu_gemm_bh(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda, size_t a_bs,
-                size_t a_hs, const float *b, int ldb, size_t b_bs, size_t b_hs, float beta, float *c, int ldc,
-                size_t c_bs, size_t c_hs, int B, int H)
+void cu_gemm_bh(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+                size_t a_bs, size_t a_hs, const float *b, int ldb, size_t b_bs, size_t b_hs,
+                float beta, float *c, int ldc, size_t c_bs, size_t c_hs, int B, int H)
 {
     if (m <= 0 || n <= 0 || B <= 0 || H <= 0) return;
     // a one-row or one-column grid has only one stride that matters
     if (H == 1) a_hs = a_bs, b_hs = b_bs, c_hs = c_bs;
     if (B == 1) a_bs = H * a_hs, b_bs = H * b_hs, c_bs = H * c_hs;
     if (a_bs == H * a_hs && b_bs == H * b_hs && c_bs == H * c_hs) {
-        gemm_strided(trans_a, trans_b, m, n, k, alpha, a, lda, a_hs, b, ldb, b_hs, beta, c, ldc, c_hs, B * H);
+        gemm_strided(trans_a, trans_b, m, n, k, alpha, a, lda, a_hs, b, ldb, b_hs, beta, c, ldc,
+                     c_hs, B * H);
         return;
     }
     if (k <= 0) { // only C scales: per grid row
         for (int i = 0; i < B; i++)
-            gemm_strided(0, 0, m, n, 0, alpha, a, lda, 0, b, ldb, 0, beta, c + i * c_bs, ldc, c_hs, H);
+            gemm_strided(0, 0, m, n, 0, alpha, a, lda, 0, b, ldb, 0, beta, c + i * c_bs, ldc, c_hs,
+                         H);
         return;
     }
     size_t cells = (size_t)B * H;
     const void **ptr = (const void **)cu_scratch(3 * cells * sizeof(void *));
     if (!ptr) return;
-    cublasOperation_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                      tb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     if (!cu_gemm_bf16()) {
         bh_pointers_kernel<<<cu_grid(cells), CU_THREADS, 0, cu_stream()>>>(
-            ptr, (const char *)a, a_bs, a_hs, (const char *)b, b_bs, b_hs, (const char *)c, c_bs, c_hs, H, cells,
-            sizeof(float), sizeof(float));
+            ptr, (const char *)a, a_bs, a_hs, (const char *)b, b_bs, b_hs, (const char *)c, c_bs,
+            c_hs, H, cells, sizeof(float), sizeof(float));
         cu_check(cudaGetLastError(), "bh_pointers_kernel");
         // swapped operands (row-major C is column-major C^T): cuBLAS's A is our B
-        cu_check_blas(cublasSgemmBatched(cu_blas(), tb, ta, n, m, k, &alpha, (const float *const *)(ptr + cells), ldb,
-                                         (const float *const *)ptr, lda, &beta, (float *const *)(ptr + 2 * cells),
-                                         ldc, (int)cells),
+        cu_check_blas(cublasSgemmBatched(cu_blas(), tb, ta, n, m, k, &alpha,
+                                         (const float *const *)(ptr + cells), ldb,
+                                         (const float *const *)ptr, lda, &beta,
+                                         (float *const *)(ptr + 2 * cells), ldc, (int)cells),
                       "cublasSgemmBatched");
     } else {
         // bf16 copies of the whole strided operands, in the fp32 layout
-        __nv_bfloat16 *a16 = bf16_operand(a, (size_t)(B - 1) * a_bs + (size_t)(H - 1) * a_hs, trans_a, m, k, lda);
-        __nv_bfloat16 *b16 = bf16_operand(b, (size_t)(B - 1) * b_bs + (size_t)(H - 1) * b_hs, trans_b, k, n, ldb);
+        __nv_bfloat16 *a16 =
+            bf16_operand(a, (size_t)(B - 1) * a_bs + (size_t)(H - 1) * a_hs, trans_a, m, k, lda);
+        __nv_bfloat16 *b16 =
+            bf16_operand(b, (size_t)(B - 1) * b_bs + (size_t)(H - 1) * b_hs, trans_b, k, n, ldb);
         if (a16 && b16) {
             bh_pointers_kernel<<<cu_grid(cells), CU_THREADS, 0, cu_stream()>>>(
-                ptr, (const char *)a16, a_bs, a_hs, (const char *)b16, b_bs, b_hs, (const char *)c, c_bs, c_hs, H,
-                cells, sizeof(__nv_bfloat16), sizeof(float));
+                ptr, (const char *)a16, a_bs, a_hs, (const char *)b16, b_bs, b_hs, (const char *)c,
+                c_bs, c_hs, H, cells, sizeof(__nv_bfloat16), sizeof(float));
             cu_check(cudaGetLastError(), "bh_pointers_kernel");
-            cu_check_blas(cublasGemmBatchedEx(cu_blas(), tb, ta, n, m, k, &alpha, ptr + cells, CUDA_R_16BF, ldb, ptr,
-                                              CUDA_R_16BF, lda, &beta, (void *const *)(ptr + 2 * cells), CUDA_R_32F,
-                                              ldc, (int)cells, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+            cu_check_blas(cublasGemmBatchedEx(cu_blas(), tb, ta, n, m, k, &alpha, ptr + cells,
+                                              CUDA_R_16BF, ldb, ptr, CUDA_R_16BF, lda, &beta,
+                                              (void *const *)(ptr + 2 * cells), CUDA_R_32F, ldc,
+                                              (int)cells, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                           "cublasGemmBatchedEx (bf16)");
         }
         cu_scratch_free(a16);
@@ -284,7 +305,8 @@ int cu_qmatrix_make(mt_qmatrix *q, mt_qkind kind, const float *w, int rows, int 
 {
     memset(q, 0, sizeof *q);
     if (kind != MT_QMATRIX_BF16)
-        return mt_error("the CUDA backend has no int8 linear layers (on a CUDA device use fp32 or bf16)");
+        return mt_error(
+            "the CUDA backend has no int8 linear layers (on a CUDA device use fp32 or bf16)");
     size_t n = (size_t)rows * cols;
     q->bf16 = (uint16_t *)cu_alloc((n ? n : 1) * sizeof(uint16_t));
     if (!q->bf16) return -1;
@@ -324,9 +346,11 @@ void cu_qmatrix_free(mt_qmatrix *q)
 // of W and x (the caller checks).
 #define QWARPS 8
 
-__device__ __forceinline__ void mma_bf16_m16n8k16(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
+__device__ __forceinline__ void mma_bf16_m16n8k16(float c[4], const uint32_t a[4], uint32_t b0,
+                                                  uint32_t b1)
 {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, "
         "{%0, %1, %2, %3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
@@ -334,7 +358,10 @@ __device__ __forceinline__ void mma_bf16_m16n8k16(float c[4], const uint32_t a[4
 
 // The 8 values of x at k 8q .. 8q+7 of a row, as 8 bf16 in k order (the low half of each word
 // first, as they lie in memory)
-__device__ __forceinline__ uint4 x8_bf16(const __nv_bfloat16 *row, int q) { return __ldg((const uint4 *)row + q); }
+__device__ __forceinline__ uint4 x8_bf16(const __nv_bfloat16 *row, int q)
+{
+    return __ldg((const uint4 *)row + q);
+}
 __device__ __forceinline__ uint32_t bf16_pair(float lo, float hi)
 {
     __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
@@ -343,13 +370,14 @@ __device__ __forceinline__ uint32_t bf16_pair(float lo, float hi)
 __device__ __forceinline__ uint4 x8_bf16(const float *row, int q)
 {
     const float4 a = __ldg((const float4 *)row + 2 * q), b = __ldg((const float4 *)row + 2 * q + 1);
-    return make_uint4(bf16_pair(a.x, a.y), bf16_pair(a.z, a.w), bf16_pair(b.x, b.y), bf16_pair(b.z, b.w));
+    return make_uint4(bf16_pair(a.x, a.y), bf16_pair(a.z, a.w), bf16_pair(b.x, b.y),
+                      bf16_pair(b.z, b.w));
 }
 
 template <int NT, bool HI, typename XT> // HI: m > 8, rows g + 8 of x are used; XT: bf16 or float
-__global__ void __launch_bounds__(QWARPS * 32) qrows_kernel(int m, int n, int k, const XT *x,
-                                                            const __nv_bfloat16 *w, int ldw, const float *bias,
-                                                            float *out, int ldo)
+__global__ void __launch_bounds__(QWARPS * 32)
+    qrows_kernel(int m, int n, int k, const XT *x, const __nv_bfloat16 *w, int ldw,
+                 const float *bias, float *out, int ldo)
 {
     __shared__ float part[QWARPS][16][NT * 8 + 1];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -359,7 +387,8 @@ __global__ void __launch_bounds__(QWARPS * 32) qrows_kernel(int m, int n, int k,
 #pragma unroll
     for (int j = 0; j < NT; j++) {
         int row = n0 + j * 8 + g;
-        wr[j] = (const uint4 *)(w + (size_t)(row < n ? row : n - 1) * ldw); // past n: a real row, unused
+        wr[j] = (const uint4 *)(w + (size_t)(row < n ? row : n - 1) *
+                                        ldw); // past n: a real row, unused
     }
     const XT *x0 = x + (size_t)g * k, *x1 = x + (size_t)(g + 8) * k;
     const bool has0 = g < m, has1 = HI && g + 8 < m;
@@ -379,7 +408,8 @@ __global__ void __launch_bounds__(QWARPS * 32) qrows_kernel(int m, int n, int k,
         }
 #pragma unroll
         for (int u = 0; u < 2; u++) {
-            const uint32_t a0[4] = {xa[u].x, xb[u].x, xa[u].y, xb[u].y}, a1[4] = {xa[u].z, xb[u].z, xa[u].w, xb[u].w};
+            const uint32_t a0[4] = {xa[u].x, xb[u].x, xa[u].y, xb[u].y},
+                           a1[4] = {xa[u].z, xb[u].z, xa[u].w, xb[u].w};
 #pragma unroll
             for (int j = 0; j < NT; j++) {
                 mma_bf16_m16n8k16(acc[j], a0, wv[u][j].x, wv[u][j].y);
@@ -391,7 +421,8 @@ __global__ void __launch_bounds__(QWARPS * 32) qrows_kernel(int m, int n, int k,
 #pragma unroll
     for (int j = 0; j < NT; j++) {
         part[warp][g][j * 8 + 2 * t] = acc[j][0], part[warp][g][j * 8 + 2 * t + 1] = acc[j][1];
-        part[warp][g + 8][j * 8 + 2 * t] = acc[j][2], part[warp][g + 8][j * 8 + 2 * t + 1] = acc[j][3];
+        part[warp][g + 8][j * 8 + 2 * t] = acc[j][2],
+                                      part[warp][g + 8][j * 8 + 2 * t + 1] = acc[j][3];
     }
     __syncthreads();
     for (int e = threadIdx.x; e < 16 * NT * 8; e += QWARPS * 32) {
@@ -419,20 +450,24 @@ static int sm_count(void)
 }
 
 template <int NT, typename XT>
-static void qrows_launch(int m, int n, int k, const XT *x, const __nv_bfloat16 *w, int ldw, const float *bias,
-                         float *out, int ldo)
+static void qrows_launch(int m, int n, int k, const XT *x, const __nv_bfloat16 *w, int ldw,
+                         const float *bias, float *out, int ldo)
 {
     const unsigned blocks = (unsigned)((n + NT * 8 - 1) / (NT * 8));
-    if (m > 8) qrows_kernel<NT, true, XT><<<blocks, QWARPS * 32, 0, cu_stream()>>>(m, n, k, x, w, ldw, bias, out, ldo);
-    else qrows_kernel<NT, false, XT><<<blocks, QWARPS * 32, 0, cu_stream()>>>(m, n, k, x, w, ldw, bias, out, ldo);
+    if (m > 8)
+        qrows_kernel<NT, true, XT>
+            <<<blocks, QWARPS * 32, 0, cu_stream()>>>(m, n, k, x, w, ldw, bias, out, ldo);
+    else
+        qrows_kernel<NT, false, XT>
+            <<<blocks, QWARPS * 32, 0, cu_stream()>>>(m, n, k, x, w, ldw, bias, out, ldo);
     cu_check(cudaGetLastError(), "qrows_kernel");
 }
 
 // out (m, n) = x (m, k) W^T + bias, m <= ROWS_MAX. Wider blocks (more tiles) read x fewer times
 // per weight byte; narrower ones keep every multiprocessor busy when W has few rows.
 template <typename XT>
-static void qrows(int m, int n, int k, const XT *x, const __nv_bfloat16 *w, int ldw, const float *bias, float *out,
-                  int ldo)
+static void qrows(int m, int n, int k, const XT *x, const __nv_bfloat16 *w, int ldw,
+                  const float *bias, float *out, int ldo)
 {
     const int sms = sm_count();
     if ((n + 31) / 32 >= sms) qrows_launch<4, XT>(m, n, k, x, w, ldw, bias, out, ldo);
@@ -441,8 +476,8 @@ static void qrows(int m, int n, int k, const XT *x, const __nv_bfloat16 *w, int 
 }
 
 // out (BT, OC) = x (BT, C) w[row0 .. row0 + OC)^T + bias
-void cu_qlinear_forward(float *out, const float *x, const mt_qmatrix *w, int row0, const float *bias, size_t BT,
-                        int OC)
+void cu_qlinear_forward(float *out, const float *x, const mt_qmatrix *w, int row0,
+                        const float *bias, size_t BT, int OC)
 {
     if (BT == 0 || OC <= 0) return;
     const int C = w->cols;
@@ -462,9 +497,9 @@ void cu_qlinear_forward(float *out, const float *x, const mt_qmatrix *w, int row
     const float one = 1.0f, zero = 0.0f;
     // row-major out = x W^T is column-major out^T (OC, BT) = W x^T, W (OC, C) row-major = (C, OC)
     // column-major, hence W transposed
-    cu_check_blas(cublasGemmEx(cu_blas(), CUBLAS_OP_T, CUBLAS_OP_N, OC, (int)BT, C, &one, w16, CUDA_R_16BF, w->ld,
-                               x16, CUDA_R_16BF, C, &zero, out, CUDA_R_32F, OC, CUBLAS_COMPUTE_32F,
-                               CUBLAS_GEMM_DEFAULT),
+    cu_check_blas(cublasGemmEx(cu_blas(), CUBLAS_OP_T, CUBLAS_OP_N, OC, (int)BT, C, &one, w16,
+                               CUDA_R_16BF, w->ld, x16, CUDA_R_16BF, C, &zero, out, CUDA_R_32F, OC,
+                               CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                   "cublasGemmEx (bf16 weights)");
     cu_scratch_free(x16);
     if (bias) cu_bias_add(out, bias, BT, OC);

@@ -29,7 +29,8 @@ __global__ void layernorm_forward_kernel(float *out, float *mean, float *rstd, c
 // n = (x - mean) * rstd, dn = dout * weight
 // dx += rstd * (dn - mean_c(dn) - n * mean_c(dn * n))
 __global__ void layernorm_backward_kernel(float *dx, const float *dout, const float *x,
-                                          const float *weight, const float *mean, const float *rstd, int C)
+                                          const float *weight, const float *mean, const float *rstd,
+                                          int C)
 {
     size_t r = blockIdx.x;
     const float *xr = x + r * C, *g = dout + r * C;
@@ -62,16 +63,19 @@ void cu_layernorm_forward(float *out, float *mean, float *rstd, const float *x, 
                           const float *bias, size_t BT, int C, float eps)
 {
     if (!BT) return;
-    layernorm_forward_kernel<<<(unsigned)BT, CU_ROW_THREADS, 0, cu_stream()>>>(out, mean, rstd, x, weight, bias, C, eps);
+    layernorm_forward_kernel<<<(unsigned)BT, CU_ROW_THREADS, 0, cu_stream()>>>(
+        out, mean, rstd, x, weight, bias, C, eps);
     cu_check(cudaGetLastError(), "layernorm_forward_kernel");
 }
 
-void cu_layernorm_backward(float *dx, float *dweight, float *dbias, const float *dout, const float *x,
-                           const float *weight, const float *mean, const float *rstd, size_t BT, int C)
+void cu_layernorm_backward(float *dx, float *dweight, float *dbias, const float *dout,
+                           const float *x, const float *weight, const float *mean,
+                           const float *rstd, size_t BT, int C)
 {
     if (!BT) return;
     if (dx) {
-        layernorm_backward_kernel<<<(unsigned)BT, CU_ROW_THREADS, 0, cu_stream()>>>(dx, dout, x, weight, mean, rstd, C);
+        layernorm_backward_kernel<<<(unsigned)BT, CU_ROW_THREADS, 0, cu_stream()>>>(
+            dx, dout, x, weight, mean, rstd, C);
         cu_check(cudaGetLastError(), "layernorm_backward_kernel");
     }
     if (dweight) cu_column_sums(dweight, ln_dweight{dout, x, mean, rstd}, BT, C);
@@ -79,8 +83,8 @@ void cu_layernorm_backward(float *dx, float *dweight, float *dbias, const float 
 }
 
 // rstd = 1 / sqrt(mean(x^2) + eps) ; out = x * rstd * weight
-__global__ void rmsnorm_forward_kernel(float *out, float *rstd, const float *x, const float *weight, int C,
-                                       float eps)
+__global__ void rmsnorm_forward_kernel(float *out, float *rstd, const float *x, const float *weight,
+                                       int C, float eps)
 {
     size_t r = blockIdx.x;
     const float *xr = x + r * C;
@@ -89,21 +93,24 @@ __global__ void rmsnorm_forward_kernel(float *out, float *rstd, const float *x, 
     for (int c = threadIdx.x; c < C; c += blockDim.x) ss += (double)xr[c] * xr[c];
     ss = cu_block_sum(ss);
     float s = (float)(1.0 / sqrt(ss / C + eps));
-    for (int c = threadIdx.x; c < C; c += blockDim.x) o[c] = xr[c] * s * (weight ? weight[c] : 1.0f);
+    for (int c = threadIdx.x; c < C; c += blockDim.x)
+        o[c] = xr[c] * s * (weight ? weight[c] : 1.0f);
     if (threadIdx.x == 0) rstd[r] = s;
 }
 
 // dn = dout * weight ; dx += rstd * dn - x * rstd^3 * mean_c(dn * x)
-__global__ void rmsnorm_backward_kernel(float *dx, const float *dout, const float *x, const float *weight,
-                                        const float *rstd, int C)
+__global__ void rmsnorm_backward_kernel(float *dx, const float *dout, const float *x,
+                                        const float *weight, const float *rstd, int C)
 {
     size_t r = blockIdx.x;
     const float *xr = x + r * C, *g = dout + r * C;
     double sum_dn_x = 0.0;
-    for (int c = threadIdx.x; c < C; c += blockDim.x) sum_dn_x += (double)g[c] * (weight ? weight[c] : 1.0f) * xr[c];
+    for (int c = threadIdx.x; c < C; c += blockDim.x)
+        sum_dn_x += (double)g[c] * (weight ? weight[c] : 1.0f) * xr[c];
     sum_dn_x = cu_block_sum(sum_dn_x);
     float s = rstd[r], k = (float)(sum_dn_x / C) * s * s * s;
-    for (int c = threadIdx.x; c < C; c += blockDim.x) dx[r * C + c] += s * g[c] * (weight ? weight[c] : 1.0f) - xr[c] * k;
+    for (int c = threadIdx.x; c < C; c += blockDim.x)
+        dx[r * C + c] += s * g[c] * (weight ? weight[c] : 1.0f) - xr[c] * k;
 }
 
 // dweight[c] += sum_r dout * x * rstd
@@ -115,19 +122,22 @@ struct rms_dweight {
     }
 };
 
-void cu_rmsnorm_forward(float *out, float *rstd, const float *x, const float *weight, size_t BT, int C, float eps)
+void cu_rmsnorm_forward(float *out, float *rstd, const float *x, const float *weight, size_t BT,
+                        int C, float eps)
 {
     if (!BT) return;
-    rmsnorm_forward_kernel<<<(unsigned)BT, CU_ROW_THREADS, 0, cu_stream()>>>(out, rstd, x, weight, C, eps);
+    rmsnorm_forward_kernel<<<(unsigned)BT, CU_ROW_THREADS, 0, cu_stream()>>>(out, rstd, x, weight,
+                                                                             C, eps);
     cu_check(cudaGetLastError(), "rmsnorm_forward_kernel");
 }
 
-void cu_rmsnorm_backward(float *dx, float *dweight, const float *dout, const float *x, const float *weight,
-                         const float *rstd, size_t BT, int C)
+void cu_rmsnorm_backward(float *dx, float *dweight, const float *dout, const float *x,
+                         const float *weight, const float *rstd, size_t BT, int C)
 {
     if (!BT) return;
     if (dx) {
-        rmsnorm_backward_kernel<<<(unsigned)BT, CU_ROW_THREADS, 0, cu_stream()>>>(dx, dout, x, weight, rstd, C);
+        rmsnorm_backward_kernel<<<(unsigned)BT, CU_ROW_THREADS, 0, cu_stream()>>>(dx, dout, x,
+                                                                                  weight, rstd, C);
         cu_check(cudaGetLastError(), "rmsnorm_backward_kernel");
     }
     if (dweight) cu_column_sums(dweight, rms_dweight{dout, x, rstd}, BT, C);

@@ -40,8 +40,9 @@ static inline unsigned cu_grid(size_t n)
     unsigned b = cu_blocks(n, CU_THREADS);
     return b > 65535u ? 65535u : b;
 }
-#define CU_FOR_EACH(i, n) \
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
+#define CU_FOR_EACH(i, n)                                                   \
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
+         i += (size_t)gridDim.x * blockDim.x)
 
 // Stream-ordered scratch from the calling thread's memory pool (for ops that need temporary
 // buffers, e.g. scan checkpoints); free it with cu_scratch_free on the same thread. Returns NULL

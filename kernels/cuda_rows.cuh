@@ -79,8 +79,8 @@ template <typename F> void cu_column_sums(float *out, F value, size_t rows, int 
     for (size_t first = 0; first < chunks; first += 65535) {
         size_t n = chunks - first < 65535 ? chunks - first : 65535;
         dim3 grid((unsigned)((cols + 31) / 32), (unsigned)n);
-        cu_column_sums_kernel<<<grid, dim3(32, 8), 0, cu_stream()>>>(out, value, first * CU_COLSUM_ROWS_PER_BLOCK,
-                                                                     rows, cols);
+        cu_column_sums_kernel<<<grid, dim3(32, 8), 0, cu_stream()>>>(
+            out, value, first * CU_COLSUM_ROWS_PER_BLOCK, rows, cols);
         cu_check(cudaGetLastError(), "cu_column_sums_kernel");
     }
 }

@@ -38,8 +38,7 @@ __device__ __forceinline__ channel my_channel(int D)
     return c;
 }
 
-template <int NMAX>
-__global__ void scan_forward_kernel(float *y, float *h_last, mt_scan_args a)
+template <int NMAX> __global__ void scan_forward_kernel(float *y, float *h_last, mt_scan_args a)
 {
     channel ch = my_channel(a.D);
     if (!ch.live) return;
@@ -69,8 +68,7 @@ __global__ void scan_forward_kernel(float *y, float *h_last, mt_scan_args a)
 }
 
 // T = 1: h (B, D, N) read and updated in place
-template <int NMAX>
-__global__ void scan_step_kernel(float *y, float *hs, mt_scan_args a)
+template <int NMAX> __global__ void scan_step_kernel(float *y, float *hs, mt_scan_args a)
 {
     channel ch = my_channel(a.D);
     if (!ch.live) return;
@@ -81,7 +79,8 @@ __global__ void scan_step_kernel(float *y, float *hs, mt_scan_args a)
 #pragma unroll 16
     for (int n = 0; n < NMAX; n++)
         if (n < N) {
-            float hn = expf(delta * -expf(a.A_log[(size_t)ch.d * N + n])) * h[n] + delta * a.Bm[r + n] * u;
+            float hn =
+                expf(delta * -expf(a.A_log[(size_t)ch.d * N + n])) * h[n] + delta * a.Bm[r + n] * u;
             h[n] = hn;
             acc += hn * a.Cm[r + n];
         }
@@ -96,7 +95,8 @@ __device__ __forceinline__ float warp_sum(float v)
 }
 
 template <int NMAX>
-__global__ void scan_backward_kernel(mt_scan_grads g, const float *dy, mt_scan_args a, float *ckpt, int n_chunks)
+__global__ void scan_backward_kernel(mt_scan_grads g, const float *dy, mt_scan_args a, float *ckpt,
+                                     int n_chunks)
 {
     channel ch = my_channel(a.D);
     const int T = a.T, D = a.D, N = a.N;
@@ -197,19 +197,20 @@ static unsigned scan_grid(const mt_scan_args *a)
 }
 
 // The state arrays' size is a template parameter (registers); N picks the smallest that fits.
-#define SCAN_DISPATCH(N, LAUNCH)                                                \
-    do {                                                                        \
-        if ((N) <= 16) LAUNCH(16);                                              \
-        else if ((N) <= 32) LAUNCH(32);                                         \
-        else if ((N) <= 64) LAUNCH(64);                                         \
-        else if ((N) <= 128) LAUNCH(128);                                       \
-        else LAUNCH(MT_SCAN_MAX_STATE);                                         \
+#define SCAN_DISPATCH(N, LAUNCH)          \
+    do {                                  \
+        if ((N) <= 16) LAUNCH(16);        \
+        else if ((N) <= 32) LAUNCH(32);   \
+        else if ((N) <= 64) LAUNCH(64);   \
+        else if ((N) <= 128) LAUNCH(128); \
+        else LAUNCH(MT_SCAN_MAX_STATE);   \
     } while (0)
 
 void cu_scan_forward(float *y, float *h_last, const mt_scan_args *a)
 {
     if (a->B <= 0 || a->T <= 0 || a->D <= 0) return;
-#define FWD(NM) scan_forward_kernel<NM><<<scan_grid(a), SCAN_THREADS, 0, cu_stream()>>>(y, h_last, *a)
+#define FWD(NM) \
+    scan_forward_kernel<NM><<<scan_grid(a), SCAN_THREADS, 0, cu_stream()>>>(y, h_last, *a)
     SCAN_DISPATCH(a->N, FWD);
 #undef FWD
     cu_check(cudaGetLastError(), "scan_forward_kernel");
@@ -230,7 +231,9 @@ void cu_scan_backward(const mt_scan_grads *g, const float *dy, const mt_scan_arg
     int n_chunks = (a->T + SCAN_CHUNK - 1) / SCAN_CHUNK;
     float *ckpt = (float *)cu_scratch((size_t)a->B * n_chunks * a->D * a->N * sizeof(float));
     if (!ckpt) return;
-#define BWD(NM) scan_backward_kernel<NM><<<scan_grid(a), SCAN_THREADS, 0, cu_stream()>>>(*g, dy, *a, ckpt, n_chunks)
+#define BWD(NM)              \
+    scan_backward_kernel<NM> \
+        <<<scan_grid(a), SCAN_THREADS, 0, cu_stream()>>>(*g, dy, *a, ckpt, n_chunks)
     SCAN_DISPATCH(a->N, BWD);
 #undef BWD
     cu_check(cudaGetLastError(), "scan_backward_kernel");

@@ -23,14 +23,14 @@ extern "C" {
 }
 
 typedef struct {
-    int bound;            // 1 once cu_bind_thread has set this thread up
+    int bound; // 1 once cu_bind_thread has set this thread up
     int device;
-    int bf16;             // matrix products with bf16 inputs
+    int bf16; // matrix products with bf16 inputs
     cudaStream_t stream;
     cudaMemPool_t pool;
     cublasHandle_t blas;
     cublasLtHandle_t lt;
-    char error[512];      // the first failure an operation recorded, "" when none
+    char error[512]; // the first failure an operation recorded, "" when none
 } cu_thread;
 
 static thread_local cu_thread ctx;
@@ -42,13 +42,15 @@ cublasHandle_t cu_blas(void) { return ctx.blas; }
 void cu_check(cudaError_t e, const char *what)
 {
     if (e == cudaSuccess || ctx.error[0]) return;
-    snprintf(ctx.error, sizeof ctx.error, "cuda:%d: %s: %s", ctx.device, what, cudaGetErrorString(e));
+    snprintf(ctx.error, sizeof ctx.error, "cuda:%d: %s: %s", ctx.device, what,
+             cudaGetErrorString(e));
 }
 
 void cu_check_blas(cublasStatus_t s, const char *what)
 {
     if (s == CUBLAS_STATUS_SUCCESS || ctx.error[0]) return;
-    snprintf(ctx.error, sizeof ctx.error, "cuda:%d: %s: %s", ctx.device, what, cublasGetStatusString(s));
+    snprintf(ctx.error, sizeof ctx.error, "cuda:%d: %s: %s", ctx.device, what,
+             cublasGetStatusString(s));
 }
 
 // Move a recorded operation failure into mt_error (the caller's fallible call reports it).
@@ -72,7 +74,8 @@ int cu_bind_thread(int index, int max_devices, int bf16_gemm, char *why, size_t 
 {
     if (ctx.bound) {
         if (index != ctx.device) {
-            snprintf(why, why_len, "this thread already runs on cuda:%d; one device per thread", ctx.device);
+            snprintf(why, why_len, "this thread already runs on cuda:%d; one device per thread",
+                     ctx.device);
             return -1;
         }
         ctx.bf16 = bf16_gemm != 0;
@@ -86,7 +89,8 @@ int cu_bind_thread(int index, int max_devices, int bf16_gemm, char *why, size_t 
         return -1;
     }
     if (index < 0 || index >= n || index >= max_devices) {
-        snprintf(why, why_len, "no such device (this machine has %d CUDA device%s)", n, n == 1 ? "" : "s");
+        snprintf(why, why_len, "no such device (this machine has %d CUDA device%s)", n,
+                 n == 1 ? "" : "s");
         return -1;
     }
     const char *step = "cudaSetDevice";
@@ -95,7 +99,8 @@ int cu_bind_thread(int index, int max_devices, int bf16_gemm, char *why, size_t 
     uint64_t keep = UINT64_MAX; // freed blocks stay in the pool for the next step's buffers
     if ((e = cudaSetDevice(index)) != cudaSuccess) goto fail;
     step = "cudaStreamCreateWithFlags";
-    if ((e = cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking)) != cudaSuccess) goto fail;
+    if ((e = cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking)) != cudaSuccess)
+        goto fail;
     memset(&props, 0, sizeof props);
     props.allocType = cudaMemAllocationTypePinned;
     props.location.type = cudaMemLocationTypeDevice;
@@ -103,11 +108,14 @@ int cu_bind_thread(int index, int max_devices, int bf16_gemm, char *why, size_t 
     step = "cudaMemPoolCreate";
     if ((e = cudaMemPoolCreate(&ctx.pool, &props)) != cudaSuccess) goto fail;
     step = "cudaMemPoolSetAttribute";
-    if ((e = cudaMemPoolSetAttribute(ctx.pool, cudaMemPoolAttrReleaseThreshold, &keep)) != cudaSuccess) goto fail;
+    if ((e = cudaMemPoolSetAttribute(ctx.pool, cudaMemPoolAttrReleaseThreshold, &keep)) !=
+        cudaSuccess)
+        goto fail;
     if ((bs = cublasCreate(&ctx.blas)) != CUBLAS_STATUS_SUCCESS) goto blas_fail;
     if ((bs = cublasSetStream(ctx.blas, ctx.stream)) != CUBLAS_STATUS_SUCCESS) goto blas_fail;
     // parity with the CPU: no TF32 in the fp32 products
-    if ((bs = cublasSetMathMode(ctx.blas, CUBLAS_DEFAULT_MATH)) != CUBLAS_STATUS_SUCCESS) goto blas_fail;
+    if ((bs = cublasSetMathMode(ctx.blas, CUBLAS_DEFAULT_MATH)) != CUBLAS_STATUS_SUCCESS)
+        goto blas_fail;
     if ((bs = cublasLtCreate(&ctx.lt)) != CUBLAS_STATUS_SUCCESS) goto blas_fail;
     ctx.bound = 1;
     ctx.device = index;
@@ -132,7 +140,8 @@ extern "C" int mt_cuda_memory(size_t *used, size_t *reserved, size_t *dev_free, 
     }
     uint64_t u = 0, r = 0;
     cudaError_t e = cudaMemPoolGetAttribute(ctx.pool, cudaMemPoolAttrUsedMemCurrent, &u);
-    if (e == cudaSuccess) e = cudaMemPoolGetAttribute(ctx.pool, cudaMemPoolAttrReservedMemCurrent, &r);
+    if (e == cudaSuccess)
+        e = cudaMemPoolGetAttribute(ctx.pool, cudaMemPoolAttrReservedMemCurrent, &r);
     if (e == cudaSuccess) e = cudaMemGetInfo(dev_free, dev_total);
     if (e != cudaSuccess) {
         snprintf(why, why_len, "memory query: %s", cudaGetErrorString(e));
@@ -157,9 +166,9 @@ void *cu_alloc(size_t bytes)
         describe_bytes(have, sizeof have, (double)free_b);
         describe_bytes(all, sizeof all, (double)total_b);
         if (e == cudaErrorMemoryAllocation)
-            mt_error("cuda:%d: out of memory allocating %s (%s free of %s)", ctx.device, want, have, all);
-        else
-            mt_error("cuda:%d: allocating %s: %s", ctx.device, want, cudaGetErrorString(e));
+            mt_error("cuda:%d: out of memory allocating %s (%s free of %s)", ctx.device, want, have,
+                     all);
+        else mt_error("cuda:%d: allocating %s: %s", ctx.device, want, cudaGetErrorString(e));
         return NULL;
     }
     // the contract: zero-filled
@@ -186,14 +195,17 @@ void cu_upload(void *dst, const void *host_src, size_t bytes)
 
 void cu_download(void *host_dst, const void *src, size_t bytes)
 {
-    if (bytes) cu_check(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, ctx.stream), "download");
+    if (bytes)
+        cu_check(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, ctx.stream),
+                 "download");
     cu_check(cudaStreamSynchronize(ctx.stream), "download");
     take_error();
 }
 
 void cu_copy(void *dst, const void *src, size_t bytes)
 {
-    if (bytes) cu_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, ctx.stream), "copy");
+    if (bytes)
+        cu_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, ctx.stream), "copy");
 }
 
 void cu_memzero(void *p, size_t bytes)
@@ -309,7 +321,9 @@ static double reduce(const float *x, size_t n, int squares)
     cu_check(cudaGetLastError(), "sum_partials_kernel");
     sum_final_kernel<<<1, RED_THREADS, 0, ctx.stream>>>(partial + blocks, partial, (int)blocks);
     cu_check(cudaGetLastError(), "sum_final_kernel");
-    cu_check(cudaMemcpyAsync(&result, partial + blocks, sizeof result, cudaMemcpyDeviceToHost, ctx.stream), "sum");
+    cu_check(cudaMemcpyAsync(&result, partial + blocks, sizeof result, cudaMemcpyDeviceToHost,
+                             ctx.stream),
+             "sum");
     cu_check(cudaStreamSynchronize(ctx.stream), "sum");
     cu_scratch_free(partial);
     return result;

@@ -24,7 +24,8 @@ static __device__ double cu_row_lse(const float *x, int V, double *sum_x)
 
 // lse = log sum_j exp(x_j) ; loss = lse - (1 - eps) x_target - (eps / V) sum_j x_j
 __global__ void cross_entropy_forward_kernel(float *losses, float *lse, const float *logits,
-                                             const int32_t *targets, int V, int ignore_index, float smoothing)
+                                             const int32_t *targets, int V, int ignore_index,
+                                             float smoothing)
 {
     size_t r = blockIdx.x;
     const float *x = logits + r * V;
@@ -32,13 +33,14 @@ __global__ void cross_entropy_forward_kernel(float *losses, float *lse, const fl
     if (threadIdx.x) return;
     lse[r] = (float)l;
     int t = targets[r];
-    losses[r] = t == ignore_index ? 0.0f : (float)(l - (1.0 - smoothing) * x[t] - smoothing * sum_x / V);
+    losses[r] =
+        t == ignore_index ? 0.0f : (float)(l - (1.0 - smoothing) * x[t] - smoothing * sum_x / V);
 }
 
 // dlogits_j += scale * (p_j - q_j), p_j = exp(x_j - lse), q = (1 - eps) onehot + eps / V
 __global__ void cross_entropy_backward_kernel(float *dlogits, const float *logits, const float *lse,
-                                              const int32_t *targets, int V, int ignore_index, float smoothing,
-                                              float scale)
+                                              const int32_t *targets, int V, int ignore_index,
+                                              float smoothing, float scale)
 {
     size_t r = blockIdx.x;
     int t = targets[r];
@@ -54,8 +56,8 @@ __global__ void cross_entropy_backward_kernel(float *dlogits, const float *logit
 
 // The two above in place, one block per row: the loss, then x_j <- scale * (p_j - q_j)
 // (0 on ignored rows); every thread reads lse from shared memory after the block's sums.
-__global__ void cross_entropy_fused_kernel(float *losses, float *logits, const int32_t *targets, int V,
-                                           int ignore_index, float smoothing, float scale)
+__global__ void cross_entropy_fused_kernel(float *losses, float *logits, const int32_t *targets,
+                                           int V, int ignore_index, float smoothing, float scale)
 {
     __shared__ float lse_row;
     size_t r = blockIdx.x;
@@ -83,32 +85,34 @@ void cu_cross_entropy_fused(float *losses, float *logits, const int32_t *targets
                             int ignore_index, float smoothing, float scale)
 {
     if (!BT) return;
-    cross_entropy_fused_kernel<<<(unsigned)BT, CU_ROW_THREADS, 0, cu_stream()>>>(losses, logits, targets, V,
-                                                                               ignore_index, smoothing, scale);
+    cross_entropy_fused_kernel<<<(unsigned)BT, CU_ROW_THREADS, 0, cu_stream()>>>(
+        losses, logits, targets, V, ignore_index, smoothing, scale);
     cu_check(cudaGetLastError(), "cross_entropy_fused_kernel");
 }
 
-void cu_cross_entropy_forward(float *losses, float *lse, const float *logits, const int32_t *targets, size_t BT,
-                              int V, int ignore_index, float smoothing)
+void cu_cross_entropy_forward(float *losses, float *lse, const float *logits,
+                              const int32_t *targets, size_t BT, int V, int ignore_index,
+                              float smoothing)
 {
     if (!BT) return;
-    cross_entropy_forward_kernel<<<(unsigned)BT, CU_ROW_THREADS, 0, cu_stream()>>>(losses, lse, logits, targets, V,
-                                                                                 ignore_index, smoothing);
+    cross_entropy_forward_kernel<<<(unsigned)BT, CU_ROW_THREADS, 0, cu_stream()>>>(
+        losses, lse, logits, targets, V, ignore_index, smoothing);
     cu_check(cudaGetLastError(), "cross_entropy_forward_kernel");
 }
 
-void cu_cross_entropy_backward(float *dlogits, const float *logits, const float *lse, const int32_t *targets,
-                               size_t BT, int V, int ignore_index, float smoothing, float scale)
+void cu_cross_entropy_backward(float *dlogits, const float *logits, const float *lse,
+                               const int32_t *targets, size_t BT, int V, int ignore_index,
+                               float smoothing, float scale)
 {
     if (!BT) return;
-    cross_entropy_backward_kernel<<<(unsigned)BT, CU_ROW_THREADS, 0, cu_stream()>>>(dlogits, logits, lse, targets, V,
-                                                                                  ignore_index, smoothing, scale);
+    cross_entropy_backward_kernel<<<(unsigned)BT, CU_ROW_THREADS, 0, cu_stream()>>>(
+        dlogits, logits, lse, targets, V, ignore_index, smoothing, scale);
     cu_check(cudaGetLastError(), "cross_entropy_backward_kernel");
 }
 
 // keep_i = philox_uniform(seed, i, site, step) >= p ; out = keep ? x / (1 - p) : 0
-__global__ void dropout_forward_kernel(float *out, const float *x, size_t n, float p, float inv_keep,
-                                       uint64_t seed, uint64_t step, uint32_t site)
+__global__ void dropout_forward_kernel(float *out, const float *x, size_t n, float p,
+                                       float inv_keep, uint64_t seed, uint64_t step, uint32_t site)
 {
     CU_FOR_EACH(i, n)
     {
@@ -117,33 +121,38 @@ __global__ void dropout_forward_kernel(float *out, const float *x, size_t n, flo
     }
 }
 
-__global__ void dropout_backward_kernel(float *dx, const float *dout, size_t n, float p, float inv_keep,
-                                        uint64_t seed, uint64_t step, uint32_t site)
+__global__ void dropout_backward_kernel(float *dx, const float *dout, size_t n, float p,
+                                        float inv_keep, uint64_t seed, uint64_t step, uint32_t site)
 {
-    CU_FOR_EACH(i, n) if (mt_philox_uniform(seed, (uint32_t)i, site, step) >= p) dx[i] += dout[i] * inv_keep;
+    CU_FOR_EACH(i, n)
+    if (mt_philox_uniform(seed, (uint32_t)i, site, step) >= p) dx[i] += dout[i] * inv_keep;
 }
 
-void cu_dropout_forward(float *out, const float *x, size_t n, float p, uint64_t seed, uint64_t step, uint32_t site)
+void cu_dropout_forward(float *out, const float *x, size_t n, float p, uint64_t seed, uint64_t step,
+                        uint32_t site)
 {
     if (!n) return;
     float inv_keep = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
-    dropout_forward_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(out, x, n, p, inv_keep, seed, step, site);
+    dropout_forward_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(out, x, n, p, inv_keep, seed,
+                                                                       step, site);
     cu_check(cudaGetLastError(), "dropout_forward_kernel");
 }
 
-void cu_dropout_backward(float *dx, const float *dout, size_t n, float p, uint64_t seed, uint64_t step,
-                         uint32_t site)
+void cu_dropout_backward(float *dx, const float *dout, size_t n, float p, uint64_t seed,
+                         uint64_t step, uint32_t site)
 {
     if (!n) return;
     float inv_keep = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
-    dropout_backward_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(dx, dout, n, p, inv_keep, seed, step, site);
+    dropout_backward_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(dx, dout, n, p, inv_keep,
+                                                                        seed, step, site);
     cu_check(cudaGetLastError(), "dropout_backward_kernel");
 }
 
 // torch.optim.AdamW: p *= 1 - lr wd ; m = b1 m + (1-b1) g ; v = b2 v + (1-b2) g^2 ;
 // p -= lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)     (fp32 master weights and moments)
-__global__ void adamw_kernel(float *params, const float *grads, float *m, float *v, const uint8_t *decay_mask,
-                             size_t n, mt_adamw_hparams h, float bc1, float sqrt_bc2, float decay)
+__global__ void adamw_kernel(float *params, const float *grads, float *m, float *v,
+                             const uint8_t *decay_mask, size_t n, mt_adamw_hparams h, float bc1,
+                             float sqrt_bc2, float decay)
 {
     CU_FOR_EACH(i, n)
     {
@@ -156,12 +165,12 @@ __global__ void adamw_kernel(float *params, const float *grads, float *m, float 
     }
 }
 
-void cu_adamw_step(float *params, const float *grads, float *m, float *v, const uint8_t *decay_mask, size_t n,
-                   const mt_adamw_hparams *h, int step)
+void cu_adamw_step(float *params, const float *grads, float *m, float *v, const uint8_t *decay_mask,
+                   size_t n, const mt_adamw_hparams *h, int step)
 {
     if (!n) return;
     float bc1 = (float)(1.0 - pow(h->beta1, step)), bc2 = (float)(1.0 - pow(h->beta2, step));
-    adamw_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(params, grads, m, v, decay_mask, n, *h, bc1, sqrtf(bc2),
-                                                          1.0f - h->lr * h->weight_decay);
+    adamw_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(
+        params, grads, m, v, decay_mask, n, *h, bc1, sqrtf(bc2), 1.0f - h->lr * h->weight_decay);
     cu_check(cudaGetLastError(), "adamw_kernel");
 }

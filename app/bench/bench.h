@@ -13,7 +13,7 @@
 #include "mtlab/model.h"
 
 /* ---------------------------------------------------------------- timing */
-double bench_median(double *v, int n);   /* sorts v; 0 when n is 0 */
+double bench_median(double *v, int n); /* sorts v; 0 when n is 0 */
 
 /* ---------------------------------------------------------------- counting backend
  * The CPU backend with a wrapper around its matrix products and the operations that read
@@ -28,7 +28,7 @@ typedef struct {
     int trans_a, trans_b, m, n, k, lda, ldb, ldc;
     float beta;
     long calls;
-    double seconds;  /* wall time inside these calls */
+    double seconds; /* wall time inside these calls */
 } bench_gemm_shape;
 
 /* Wall time of one backend operation over the calls since the last reset. */
@@ -44,9 +44,9 @@ typedef struct {
     int n_shapes, cap;
     long gemm_calls;
     double gemm_flops, gemm_seconds;
-    size_t param_bytes;        /* parameter bytes read since the last reset */
-    const float *params;       /* the parameter block recognised by param_bytes */
-    size_t n_params;           /* floats */
+    size_t param_bytes; /* parameter bytes read since the last reset */
+    const float *params; /* the parameter block recognised by param_bytes */
+    size_t n_params; /* floats */
     bench_op_time ops[BENCH_MAX_OPS]; /* (n_ops) every other timed operation, first-seen order */
     int n_ops;
 } bench_counters;
@@ -69,24 +69,23 @@ void bench_counters_free(void);
  * else the machine runs; ratios are medians of the per-repeat ratios. */
 typedef struct {
     const char *preset;
-    int B, S, T;                     /* the batch trained on (S 0 for decoder-only) */
-    size_t tokens;                   /* B * (S + T): tokens per step, both sides */
-    double step_seconds;             /* median step */
-    double gemm_seconds;             /* median time inside the gemms of a step */
-    double bare_seconds;             /* median time of the same gemms bare, one by one */
-    double ratio;                    /* median of bare / in-step gemm time per repeat */
-    double step_ratio;               /* median of bare / whole step time per repeat */
-    double gemm_flops;               /* per step: the model FLOPs */
-    long gemm_calls;                 /* per step */
-    bench_gemm_shape *shapes;        /* (n_shapes) one step's calls and in-step seconds */
-    double *bare_call_seconds;       /* (n_shapes) median bare seconds per call */
+    int B, S, T; /* the batch trained on (S 0 for decoder-only) */
+    size_t tokens; /* B * (S + T): tokens per step, both sides */
+    double step_seconds; /* median step */
+    double gemm_seconds; /* median time inside the gemms of a step */
+    double bare_seconds; /* median time of the same gemms bare, one by one */
+    double ratio; /* median of bare / in-step gemm time per repeat */
+    double step_ratio; /* median of bare / whole step time per repeat */
+    double gemm_flops; /* per step: the model FLOPs */
+    long gemm_calls; /* per step */
+    bench_gemm_shape *shapes; /* (n_shapes) one step's calls and in-step seconds */
+    double *bare_call_seconds; /* (n_shapes) median bare seconds per call */
     int n_shapes;
     bench_op_time ops[BENCH_MAX_OPS]; /* (n_ops) mean seconds per step of the other operations */
     int n_ops;
 } bench_train_result;
 
-int bench_train_gemm(const char *preset, int B, int S, int T, int repeat,
-                     bench_train_result *r);
+int bench_train_gemm(const char *preset, int B, int S, int T, int repeat, bench_train_result *r);
 void bench_train_result_free(bench_train_result *r);
 
 /* A full batch without padding, laid out as the trainer feeds it (model.h), fixed seed:
@@ -167,12 +166,12 @@ int bench_prefill_child(const char *preset, int T, int new_tokens, int chunk,
  * peer-inputs file with a bundle and prints its tokens/s (the figure `make bench-peers`
  * compares). Both 0, or -1 with mt_last_error. */
 enum {
-    BENCH_GEMM = 1,     /* 1. training gemm rate vs bare sgemm */
-    BENCH_DECODE = 2,   /* 2. decode tokens/s */
+    BENCH_GEMM = 1, /* 1. training gemm rate vs bare sgemm */
+    BENCH_DECODE = 2, /* 2. decode tokens/s */
     BENCH_ROOFLINE = 4, /* 3. batch-1 decode vs the bandwidth roofline */
-    BENCH_STATE = 8,    /* 4. decoding-state memory */
-    BENCH_PROBES = 16,  /* 5. the probes' pass vs decoding */
-    BENCH_INT8 = 32,    /* 6. decode tokens/s with int8 linear layers vs fp32 */
+    BENCH_STATE = 8, /* 4. decoding-state memory */
+    BENCH_PROBES = 16, /* 5. the probes' pass vs decoding */
+    BENCH_INT8 = 32, /* 6. decode tokens/s with int8 linear layers vs fp32 */
     BENCH_PREFILL = 64, /* 7. a long prompt's prefill: chunks vs one pass */
     BENCH_ATTRIBUTION = 2048, /* 8. input x gradient attribution vs decoding */
     BENCH_ALL = 127 | BENCH_ATTRIBUTION,
@@ -186,9 +185,9 @@ enum {
     BENCH_RANKS = 1024,
 };
 typedef struct {
-    int repeat;         /* timed runs per figure, after one warm-up */
-    unsigned sections;  /* BENCH_* bits */
-    int verbose;        /* per-shape gemm table */
+    int repeat; /* timed runs per figure, after one warm-up */
+    unsigned sections; /* BENCH_* bits */
+    int verbose; /* per-shape gemm table */
 } bench_opts;
 
 int bench_run_all(const bench_opts *o);
@@ -204,7 +203,7 @@ int bench_run_comet(const char *device, int repeat);
 int bench_run_ranks(int repeat);
 int bench_run_cuda(const char *device, const char *torch_json, int repeat, unsigned sections);
 /* tokens_out, when not NULL, receives one untimed pass's ids: one line of new_tokens per source. */
-int bench_run_peer(const char *bundle, const char *inputs, const char *tokens_out,
-                   int new_tokens, int batch, int repeat, mt_precision precision);
+int bench_run_peer(const char *bundle, const char *inputs, const char *tokens_out, int new_tokens,
+                   int batch, int repeat, mt_precision precision);
 
 #endif

@@ -33,7 +33,8 @@ int bench_run_comet(const char *device, int repeat)
         int len = 16 + (int)mt_rng_below(&r, 33);
         int32_t *ids = malloc((size_t)len * sizeof *ids);
         ids[0] = 0, ids[len - 1] = 2;
-        for (int t = 1; t < len - 1; t++) ids[t] = 4 + (int32_t)mt_rng_below(&r, (uint64_t)cfg.V - 5);
+        for (int t = 1; t < len - 1; t++)
+            ids[t] = 4 + (int32_t)mt_rng_below(&r, (uint64_t)cfg.V - 5);
         seqs[i].ids = ids, seqs[i].len = len;
         tokens += (size_t)len;
     }
@@ -48,7 +49,8 @@ int bench_run_comet(const char *device, int repeat)
     if (!rc) {
         double med = bench_median(times + 1, repeat);
         printf("COMET (wmt22-comet-da shapes: XLM-R large, %d layers, C %d, V %d; random weights) "
-               "on %s\n", cfg.L, cfg.C, cfg.V, be->name);
+               "on %s\n",
+               cfg.L, cfg.C, cfg.V, be->name);
         printf("  set-up (random init, 560M parameters): %.1f s\n", init_s);
         printf("  %zu segments (%zu tokens over source, hypothesis and reference): median %.3f s "
                "of %d -> %.2f segments/s, %.0f tokens/s\n",

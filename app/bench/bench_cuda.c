@@ -97,7 +97,11 @@ static void run_gemm(const mt_backend *be, void *p)
 /* FLOP/s of (m, n, k) products, x W^T as the linear layers use them */
 static double gemm_rate(const mt_backend *be, int m, int n, int k, int repeat)
 {
-    gemm_ctx g = {m, n, k, dev_random(be, (size_t)m * k, 1, 1), dev_random(be, (size_t)n * k, 1, 2),
+    gemm_ctx g = {m,
+                  n,
+                  k,
+                  dev_random(be, (size_t)m * k, 1, 1),
+                  dev_random(be, (size_t)n * k, 1, 2),
                   be->alloc((size_t)m * n * sizeof(float))};
     double rate = -1;
     if (g.a && g.b && g.c) rate = 2.0 * m * n * (double)k / time_median(be, run_gemm, &g, repeat);
@@ -168,7 +172,8 @@ static void run_qlinear(const mt_backend *be, void *p)
  * back over copies of the matrix that together outgrow the L2 cache (256 MiB). */
 static int qlinear_rows(const mt_backend *be, double copy_bw, int repeat)
 {
-    const int shapes[][2] = {{2048, 2048}, {8192, 2048}, {2048, 8192}, {160, 4096}, {4096, 128}, {50280, 2048}};
+    const int shapes[][2] = {{2048, 2048}, {8192, 2048}, {2048, 8192},
+                             {160, 4096},  {4096, 128},  {50280, 2048}};
     const int ms[] = {1, 16};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         const int n = shapes[i][0], k = shapes[i][1];
@@ -176,7 +181,8 @@ static int qlinear_rows(const mt_backend *be, double copy_bw, int repeat)
         int copies = (int)ceil(256.0 * 1048576.0 / bytes);
         if (copies > QCOPIES_MAX) copies = QCOPIES_MAX;
         float *w = dev_random(be, (size_t)n * k, 1, 18);
-        qlinear_ctx c = {.copies = copies, .x = dev_random(be, (size_t)16 * k, 1, 19),
+        qlinear_ctx c = {.copies = copies,
+                         .x = dev_random(be, (size_t)16 * k, 1, 19),
                          .out = be->alloc((size_t)16 * n * sizeof(float))};
         int rc = w && c.x && c.out ? 0 : -1, made = 0;
         while (!rc && made < copies) {
@@ -186,8 +192,9 @@ static int qlinear_rows(const mt_backend *be, double copy_bw, int repeat)
         for (size_t j = 0; !rc && j < sizeof ms / sizeof *ms; j++) {
             c.m = ms[j];
             double t = time_median_n(be, run_qlinear, &c, repeat, 2 * copies);
-            printf("   bf16 weights %2d x %5d x %5d (decoding)        %8.3f ms  %7.1f GB/s = %5.1f%% of copy\n", c.m, n,
-                   k, t * 1e3, bytes / t / 1e9, 100 * bytes / t / copy_bw);
+            printf("   bf16 weights %2d x %5d x %5d (decoding)        %8.3f ms  %7.1f GB/s = "
+                   "%5.1f%% of copy\n",
+                   c.m, n, k, t * 1e3, bytes / t / 1e9, 100 * bytes / t / copy_bw);
         }
         for (int j = 0; j < made; j++) be->qmatrix_free(&c.q[j]);
         be->free(w), be->free(c.x), be->free(c.out);
@@ -213,21 +220,31 @@ static int kernel_rates(const mt_backend *be, double copy_bw, double blas32, dou
     s.g.dA_log = be->alloc((size_t)D * N * sizeof(float)), s.g.dBm = be->alloc(nb * sizeof(float));
     s.g.dCm = be->alloc(nb * sizeof(float)), s.g.dDskip = be->alloc((size_t)D * sizeof(float));
     s.g.ddt_bias = be->alloc((size_t)D * sizeof(float));
-    int rc = s.a.u && s.a.dt && s.a.A_log && s.a.Bm && s.a.Cm && s.a.Dskip && s.a.dt_bias && s.y && s.dy &&
-             s.g.du && s.g.ddt && s.g.dA_log && s.g.dBm && s.g.dCm && s.g.dDskip && s.g.ddt_bias ? 0 : -1;
+    int rc = s.a.u && s.a.dt && s.a.A_log && s.a.Bm && s.a.Cm && s.a.Dskip && s.a.dt_bias && s.y &&
+                     s.dy && s.g.du && s.g.ddt && s.g.dA_log && s.g.dBm && s.g.dCm && s.g.dDskip &&
+                     s.g.ddt_bias
+                 ? 0
+                 : -1;
     if (!rc) {
         /* the least a fused scan must move: u, dt, B, C in, y out (forward); backward reads
          * those and dy, writes du, ddt, dB, dC */
         double fwd_bytes = 4.0 * (3.0 * nu + 2.0 * nb), bwd_bytes = 4.0 * (5.0 * nu + 4.0 * nb);
         double flops = 9.0 * nu * N; /* per state: exp, 2 mul-adds for h, 1 for y, discretise */
-        double tf = time_median(be, run_scan_fwd, &s, repeat), tb = time_median(be, run_scan_bwd, &s, repeat);
-        printf("   selective scan B%d T%d D%d N%d forward   %8.3f ms  %7.1f GB/s = %5.1f%% of copy  %7.1f GFLOP/s\n",
-               B, T, D, N, tf * 1e3, fwd_bytes / tf / 1e9, 100 * fwd_bytes / tf / copy_bw, flops / tf / 1e9);
-        printf("   selective scan B%d T%d D%d N%d backward  %8.3f ms  %7.1f GB/s = %5.1f%% of copy  %7.1f GFLOP/s\n",
-               B, T, D, N, tb * 1e3, bwd_bytes / tb / 1e9, 100 * bwd_bytes / tb / copy_bw, 2.5 * flops / tb / 1e9);
+        double tf = time_median(be, run_scan_fwd, &s, repeat),
+               tb = time_median(be, run_scan_bwd, &s, repeat);
+        printf("   selective scan B%d T%d D%d N%d forward   %8.3f ms  %7.1f GB/s = %5.1f%% of copy "
+               " %7.1f GFLOP/s\n",
+               B, T, D, N, tf * 1e3, fwd_bytes / tf / 1e9, 100 * fwd_bytes / tf / copy_bw,
+               flops / tf / 1e9);
+        printf("   selective scan B%d T%d D%d N%d backward  %8.3f ms  %7.1f GB/s = %5.1f%% of copy "
+               " %7.1f GFLOP/s\n",
+               B, T, D, N, tb * 1e3, bwd_bytes / tb / 1e9, 100 * bwd_bytes / tb / copy_bw,
+               2.5 * flops / tb / 1e9);
     }
-    be->free((void *)s.a.u), be->free((void *)s.a.dt), be->free((void *)s.a.A_log), be->free((void *)s.a.Bm);
-    be->free((void *)s.a.Cm), be->free((void *)s.a.Dskip), be->free((void *)s.a.dt_bias), be->free(s.y);
+    be->free((void *)s.a.u), be->free((void *)s.a.dt), be->free((void *)s.a.A_log),
+        be->free((void *)s.a.Bm);
+    be->free((void *)s.a.Cm), be->free((void *)s.a.Dskip), be->free((void *)s.a.dt_bias),
+        be->free(s.y);
     be->free(s.dy), be->free(s.g.du), be->free(s.g.ddt), be->free(s.g.dA_log), be->free(s.g.dBm);
     be->free(s.g.dCm), be->free(s.g.dDskip), be->free(s.g.ddt_bias);
     if (rc) return -1;
@@ -235,23 +252,32 @@ static int kernel_rates(const mt_backend *be, double copy_bw, double blas32, dou
     /* causal self-attention at the paper's 1.4B Transformer++ shape: 16 heads of 128 */
     const int AB = 4, H = 16, AT = 1024, Dh = 128, C = H * Dh;
     size_t nq = (size_t)AB * AT * C, na = (size_t)AB * H * AT * AT;
-    attn_ctx a = {.d = {.B = AB, .H = H, .Tq = AT, .Tk = AT, .Dh = Dh, .causal = 1,
+    attn_ctx a = {.d = {.B = AB,
+                        .H = H,
+                        .Tq = AT,
+                        .Tk = AT,
+                        .Dh = Dh,
+                        .causal = 1,
                         .scale = 1.0f / sqrtf((float)Dh)}};
-    a.q = dev_random(be, nq, 1, 11), a.k = dev_random(be, nq, 1, 12), a.v = dev_random(be, nq, 1, 13);
+    a.q = dev_random(be, nq, 1, 11), a.k = dev_random(be, nq, 1, 12),
+    a.v = dev_random(be, nq, 1, 13);
     a.dout = dev_random(be, nq, 1, 14), a.out = be->alloc(nq * sizeof(float));
     a.att = be->alloc(na * sizeof(float)), a.datt = be->alloc(na * sizeof(float));
-    a.dq = be->alloc(nq * sizeof(float)), a.dk = be->alloc(nq * sizeof(float)), a.dv = be->alloc(nq * sizeof(float));
+    a.dq = be->alloc(nq * sizeof(float)), a.dk = be->alloc(nq * sizeof(float)),
+    a.dv = be->alloc(nq * sizeof(float));
     rc = a.q && a.k && a.v && a.dout && a.out && a.att && a.datt && a.dq && a.dk && a.dv ? 0 : -1;
     if (!rc) {
         double flops = 4.0 * AB * H * (double)AT * AT * Dh / 2; /* causal: half the products */
         double tf = time_median(be, run_attn_fwd_noprobs, &a, repeat);
         double tp = time_median(be, run_attn_fwd, &a, repeat);
         double tb = time_median(be, run_attn_bwd, &a, repeat);
-        printf("   attention causal B%d H%d T%d Dh%d forward        %8.3f ms  %7.1f GFLOP/s = %5.1f%% of cuBLAS fp32\n",
+        printf("   attention causal B%d H%d T%d Dh%d forward        %8.3f ms  %7.1f GFLOP/s = "
+               "%5.1f%% of cuBLAS fp32\n",
                AB, H, AT, Dh, tf * 1e3, flops / tf / 1e9, 100 * flops / tf / blas32);
-        printf("   attention forward writing the probabilities       %8.3f ms  %7.1f GFLOP/s\n", tp * 1e3,
-               flops / tp / 1e9);
-        printf("   attention backward                                %8.3f ms  %7.1f GFLOP/s = %5.1f%% of cuBLAS fp32\n",
+        printf("   attention forward writing the probabilities       %8.3f ms  %7.1f GFLOP/s\n",
+               tp * 1e3, flops / tp / 1e9);
+        printf("   attention backward                                %8.3f ms  %7.1f GFLOP/s = "
+               "%5.1f%% of cuBLAS fp32\n",
                tb * 1e3, 2 * flops / tb / 1e9, 100 * 2 * flops / tb / blas32);
     }
     be->free(a.q), be->free(a.k), be->free(a.v), be->free(a.dout), be->free(a.out), be->free(a.att);
@@ -262,30 +288,40 @@ static int kernel_rates(const mt_backend *be, double copy_bw, double blas32, dou
      * 1024-token cache; it must read every cached key and value once */
     const int DB = 16, DT = 1024;
     size_t nkv = (size_t)DB * DT * C;
-    attn_ctx dec = {.d = {.B = DB, .H = H, .Tq = 1, .Tk = DT, .Dh = Dh, .causal = 1, .q_pos0 = DT - 1,
+    attn_ctx dec = {.d = {.B = DB,
+                          .H = H,
+                          .Tq = 1,
+                          .Tk = DT,
+                          .Dh = Dh,
+                          .causal = 1,
+                          .q_pos0 = DT - 1,
                           .scale = 1.0f / sqrtf((float)Dh)}};
     dec.q = dev_random(be, (size_t)DB * C, 1, 15), dec.k = dev_random(be, nkv, 1, 16);
     dec.v = dev_random(be, nkv, 1, 17), dec.out = be->alloc((size_t)DB * C * sizeof(float));
     rc = dec.q && dec.k && dec.v && dec.out ? 0 : -1;
     if (!rc) {
-        double bytes = 2.0 * 4.0 * nkv, t = time_median_n(be, run_attn_fwd_noprobs, &dec, repeat, 16);
-        printf("   attention decode B%d H%d Tk%d Dh%d (one query)   %8.3f ms  %7.1f GB/s = %5.1f%% of copy\n", DB, H,
-               DT, Dh, t * 1e3, bytes / t / 1e9, 100 * bytes / t / copy_bw);
+        double bytes = 2.0 * 4.0 * nkv,
+               t = time_median_n(be, run_attn_fwd_noprobs, &dec, repeat, 16);
+        printf("   attention decode B%d H%d Tk%d Dh%d (one query)   %8.3f ms  %7.1f GB/s = %5.1f%% "
+               "of copy\n",
+               DB, H, DT, Dh, t * 1e3, bytes / t / 1e9, 100 * bytes / t / copy_bw);
     }
     be->free(dec.q), be->free(dec.k), be->free(dec.v), be->free(dec.out);
     if (rc) return -1;
 
     /* the linear layers of a 1.4B model on 8192 tokens */
-    const int shapes[][3] = {{8192, 2048, 2048}, {8192, 8192, 2048}, {8192, 2048, 8192}, {16, 2048, 2048}};
+    const int shapes[][3] = {
+        {8192, 2048, 2048}, {8192, 8192, 2048}, {8192, 2048, 8192}, {16, 2048, 2048}};
     for (int prec = 0; prec < 2; prec++) {
         if (!mt_backend_for(be->name, prec)) return -1;
         for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
             double r = gemm_rate(be, shapes[i][0], shapes[i][1], shapes[i][2], repeat);
             if (r < 0) return -1;
             double peak = prec ? blas16 : blas32;
-            printf("   gemm %s %5d x %5d x %5d                   %9.1f GFLOP/s = %5.1f%% of the %s rate\n",
-                   prec ? "bf16" : "fp32", shapes[i][0], shapes[i][1], shapes[i][2], r / 1e9, 100 * r / peak,
-                   prec ? "bf16" : "fp32");
+            printf("   gemm %s %5d x %5d x %5d                   %9.1f GFLOP/s = %5.1f%% of the %s "
+                   "rate\n",
+                   prec ? "bf16" : "fp32", shapes[i][0], shapes[i][1], shapes[i][2], r / 1e9,
+                   100 * r / peak, prec ? "bf16" : "fp32");
         }
     }
     if (!mt_backend_for(be->name, 0)) return -1;
@@ -305,7 +341,8 @@ static int decode_row(mt_model *m, const char *label, const char *how, int repea
     const int32_t *src[DEC_BATCH];
     int len[DEC_BATCH];
     for (int r = 0; r < DEC_BATCH; r++) {
-        for (int i = 0; i < DEC_PROMPT; i++) words[r][i] = (int32_t)(cfg->unk_id + 1 + (r * 31 + i * 7) % 1000);
+        for (int i = 0; i < DEC_PROMPT; i++)
+            words[r][i] = (int32_t)(cfg->unk_id + 1 + (r * 31 + i * 7) % 1000);
         src[r] = words[r], len[r] = DEC_PROMPT;
     }
     double t[MAX_REPEAT], step[MAX_REPEAT];
@@ -320,7 +357,8 @@ static int decode_row(mt_model *m, const char *label, const char *how, int repea
     double s = bench_median(t, repeat);
     size_t st64 = mt_model_decode_state_bytes(m, DEC_BATCH, DEC_PROMPT + 64, 0);
     size_t st1k = mt_model_decode_state_bytes(m, DEC_BATCH, DEC_PROMPT + DEC_NEW, 0);
-    printf("   %-32s %-14s %5.2fB params %7.0f tokens/s %6.2f ms/step  state %7.1f MiB at 64, %7.1f MiB at 1024\n",
+    printf("   %-32s %-14s %5.2fB params %7.0f tokens/s %6.2f ms/step  state %7.1f MiB at 64, "
+           "%7.1f MiB at 1024\n",
            label, how, (double)mt_model_param_count(m) / 1e9, DEC_BATCH * (double)DEC_NEW / s,
            1e3 * bench_median(step, repeat), st64 / 1048576.0, st1k / 1048576.0);
     return 0;
@@ -329,7 +367,8 @@ static int decode_row(mt_model *m, const char *label, const char *how, int repea
 /* One model, its fp32 row, then bf16 copies of its weights (half the bytes a step reads); a
  * model whose steps replay as recorded graphs (the Mamba: docs/cuda.md §4) once more with
  * recording off, so the graphs' gain is measured in the same run */
-static int decode_rows(const mt_backend *be, const char *label, mt_model_config *cfg, int recorded, int repeat)
+static int decode_rows(const mt_backend *be, const char *label, mt_model_config *cfg, int recorded,
+                       int repeat)
 {
     mt_model *m = mt_model_create(cfg, be, 1);
     if (!m) return -1;
@@ -347,8 +386,10 @@ static int decode_rows(const mt_backend *be, const char *label, mt_model_config 
 
 static int table4(const mt_backend *be, int repeat)
 {
-    printf("\n3. decoding as the paper's Table 4: batch 16, 16-token prompts, 1024 new tokens, random weights\n"
-           "   (paper, A6000: Pythia-1.4B 405 tokens/s, Mamba-1.4B 806 tokens/s; our target on an H100: Mamba >= 8000)\n");
+    printf("\n3. decoding as the paper's Table 4: batch 16, 16-token prompts, 1024 new tokens, "
+           "random weights\n"
+           "   (paper, A6000: Pythia-1.4B 405 tokens/s, Mamba-1.4B 806 tokens/s; our target on an "
+           "H100: Mamba >= 8000)\n");
     mt_model_config c;
     if (mt_model_preset(&c, "mamba")) return -1;
     c.vocab_size = 50280, c.d_model = 2048, c.n_layers = 48, c.dt_rank = 128;
@@ -377,10 +418,12 @@ static int train_rates(const mt_backend *be, const char *torch_json, int repeat)
         if (!torch || !json_is_object(torch)) {
             json_decref(torch);
             return mt_error("%s:%d: %s (expected {\"preset\": tokens_per_s, ...} from "
-                            "tests/bench/torch_train.py)", torch_json, err.line, mt_error_oneline(err.text));
+                            "tests/bench/torch_train.py)",
+                            torch_json, err.line, mt_error_oneline(err.text));
         }
     }
-    printf("\n4. training tokens/s at the paper's 77M presets, 16 x 256-token batches, bf16 matrix products%s\n",
+    printf("\n4. training tokens/s at the paper's 77M presets, 16 x 256-token batches, bf16 matrix "
+           "products%s\n",
            torch ? ", against PyTorch on the same shapes" : "");
     if (!mt_backend_for(be->name, 1)) {
         json_decref(torch);
@@ -397,7 +440,8 @@ static int train_rates(const mt_backend *be, const char *torch_json, int repeat)
             break;
         }
         int encdec = mt_model_is_encdec(m), B = 16, S = encdec ? 128 : 0, T = encdec ? 128 : 256;
-        int32_t *ids = mt_xmalloc((size_t)B * T * sizeof *ids), *src = mt_xmalloc((size_t)B * (S + 1) * sizeof *src);
+        int32_t *ids = mt_xmalloc((size_t)B * T * sizeof *ids),
+                *src = mt_xmalloc((size_t)B * (S + 1) * sizeof *src);
         mt_batch b;
         bench_make_batch(&cfg, encdec, B, S, T, &b, ids, src);
         double t[MAX_REPEAT];
@@ -408,8 +452,10 @@ static int train_rates(const mt_backend *be, const char *torch_json, int repeat)
             if (r) t[r - 1] = mt_now_s() - t0;
         }
         if (!rc) {
-            double tps = (double)B * (T + S) / bench_median(t, repeat), peer = torch_figure(torch, presets[i]);
-            printf("   %-14s %6.1fM params  %10.0f tokens/s", presets[i], mt_model_param_count(m) / 1e6, tps);
+            double tps = (double)B * (T + S) / bench_median(t, repeat),
+                   peer = torch_figure(torch, presets[i]);
+            printf("   %-14s %6.1fM params  %10.0f tokens/s", presets[i],
+                   mt_model_param_count(m) / 1e6, tps);
             if (peer > 0) printf("   PyTorch %10.0f tokens/s   ratio %.2fx", peer, tps / peer);
             printf("\n");
         }
@@ -425,7 +471,8 @@ static int train_rates(const mt_backend *be, const char *torch_json, int repeat)
 int bench_run_cuda(const char *device, const char *torch_json, int repeat, unsigned sections)
 {
     if (repeat > MAX_REPEAT) repeat = MAX_REPEAT;
-    if (strncmp(device, "cuda", 4)) return mt_error("bench --device: '%s' is not a CUDA device (cuda or cuda:N)", device);
+    if (strncmp(device, "cuda", 4))
+        return mt_error("bench --device: '%s' is not a CUDA device (cuda or cuda:N)", device);
     const mt_backend *be = mt_backend_for(device, 0);
     if (!be) return -1;
     int index = device[4] == ':' ? atoi(device + 5) : 0;
@@ -448,7 +495,8 @@ int bench_run_cuda(const char *device, const char *torch_json, int repeat, unsig
     double blas16 = gemm_rate(be, 8192, 8192, 8192, repeat);
     if (blas16 < 0 || !mt_backend_for(device, 0)) return -1;
     printf("   cuBLAS 8192^3 fp32             %8.1f TFLOP/s\n", blas32 / 1e12);
-    printf("   cuBLAS 8192^3 bf16 in, fp32 out %7.1f TFLOP/s (our bf16 path, operands converted per call)\n",
+    printf("   cuBLAS 8192^3 bf16 in, fp32 out %7.1f TFLOP/s (our bf16 path, operands converted "
+           "per call)\n",
            blas16 / 1e12);
     fflush(stdout);
     if ((sections & BENCH_CUDA_KERNELS) && kernel_rates(be, copy_bw, blas32, blas16, repeat))

@@ -13,8 +13,7 @@
  *   encoder-decoder  src (n, S) = `src <eos>` right padded, ids (n, 1) = <decoder_start>
  *   decoder-only     ids (n, T) = `src <sep>` left padded */
 static void build_prompts(const mt_model_config *cfg, int encdec, const int32_t *const *src,
-                          const int *src_len, int n, mt_batch *b, int32_t **ids,
-                          int32_t **srcbuf)
+                          const int *src_len, int n, mt_batch *b, int32_t **ids, int32_t **srcbuf)
 {
     int longest = 0;
     for (int i = 0; i < n; i++)
@@ -65,8 +64,8 @@ static void pick_tokens(int32_t *tok, float *logits, int n, int V, int pad_id, i
 
 /* device_pick: after the prefill, each row's next token is the maximum chosen where the logits
  * are (mt_model_step_argmax), pad and eos not excluded */
-static int decode_fixed(mt_model *m, const int32_t *const *src, const int *src_len, int n, int new_tokens,
-                        int32_t *tokens_out, bench_decode_time *t, int device_pick)
+static int decode_fixed(mt_model *m, const int32_t *const *src, const int *src_len, int n,
+                        int new_tokens, int32_t *tokens_out, bench_decode_time *t, int device_pick)
 {
     const mt_model_config *cfg = mt_model_get_config(m);
     int encdec = mt_model_is_encdec(m), V = cfg->vocab_size;

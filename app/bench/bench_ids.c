@@ -38,8 +38,8 @@ static int parse_line(char *line, const char *path, size_t lineno, int vocab, in
                             n + 1, tok, MT_UNK_ID, vocab - 1);
         out[n++] = (int32_t)v;
     }
-    if (n == 0) return mt_error("%s:%zu: empty line (one source of token ids per line)", path,
-                                lineno);
+    if (n == 0)
+        return mt_error("%s:%zu: empty line (one source of token ids per line)", path, lineno);
     return n;
 }
 

@@ -16,15 +16,15 @@
 
 /* Seconds to decode every source once, batch by batch in file order; tokens (n, new_tokens)
  * receives the generated ids when not NULL. */
-static int decode_all(mt_model *m, const bench_ids *in, int new_tokens, int batch,
-                      int32_t *tokens, double *seconds)
+static int decode_all(mt_model *m, const bench_ids *in, int new_tokens, int batch, int32_t *tokens,
+                      double *seconds)
 {
     *seconds = 0;
     for (int i = 0; i < in->n; i += batch) {
         int n = in->n - i < batch ? in->n - i : batch;
         bench_decode_time t;
-        if (bench_decode_fixed(m, (const int32_t *const *)in->ids + i, in->len + i, n,
-                               new_tokens, tokens ? tokens + (size_t)i * new_tokens : NULL, &t))
+        if (bench_decode_fixed(m, (const int32_t *const *)in->ids + i, in->len + i, n, new_tokens,
+                               tokens ? tokens + (size_t)i * new_tokens : NULL, &t))
             return mt_error_context("sources %d..%d", i + 1, i + n);
         *seconds += t.prefill_seconds + t.step_seconds;
     }
@@ -44,8 +44,8 @@ static int write_tokens(const char *path, const int32_t *tokens, int n, int new_
     return 0;
 }
 
-int bench_run_peer(const char *bundle, const char *inputs, const char *tokens_out,
-                   int new_tokens, int batch, int repeat, mt_precision precision)
+int bench_run_peer(const char *bundle, const char *inputs, const char *tokens_out, int new_tokens,
+                   int batch, int repeat, mt_precision precision)
 {
     mt_model *m = mt_model_load(bundle, mt_backend_cpu(), MT_MODEL_LOAD_NO_TOKENIZER);
     if (!m) return -1;
@@ -62,8 +62,7 @@ int bench_run_peer(const char *bundle, const char *inputs, const char *tokens_ou
     int first = in.n < batch ? in.n : batch;
     bench_ids head = {in.ids, in.len, first};
     int rc = decode_all(m, &head, new_tokens, batch, NULL, &warm);
-    for (int i = 0; i < repeat && !rc; i++)
-        rc = decode_all(m, &in, new_tokens, batch, NULL, &t[i]);
+    for (int i = 0; i < repeat && !rc; i++) rc = decode_all(m, &in, new_tokens, batch, NULL, &t[i]);
     if (!rc) {
         double median = bench_median(t, repeat);
         double tokens = (double)in.n * new_tokens;

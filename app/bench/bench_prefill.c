@@ -23,12 +23,16 @@ static int child_prefill(const char *preset, int T, int new_tokens, int chunk, i
     if (!m) return 1;
     int encdec = mt_model_is_encdec(m);
     int32_t *src = mt_xmalloc((size_t)T * sizeof *src), bos = cfg.decoder_start_id;
-    for (int t = 0; t < T; t++) src[t] = 5 + (int32_t)((t * 7919u) % (unsigned)(cfg.vocab_size - 5));
+    for (int t = 0; t < T; t++)
+        src[t] = 5 + (int32_t)((t * 7919u) % (unsigned)(cfg.vocab_size - 5));
     if (!encdec) src[T - 1] = cfg.sep_id;
-    mt_decode_state *st = mt_decode_state_new(m, 1, (encdec ? 1 : T) + new_tokens - 1,
-                                              encdec ? T : 0);
+    mt_decode_state *st =
+        mt_decode_state_new(m, 1, (encdec ? 1 : T) + new_tokens - 1, encdec ? T : 0);
     if (st) mt_decode_state_set_prefill_chunk(st, chunk);
-    mt_batch b = {.B = 1, .T = encdec ? 1 : T, .ids = encdec ? &bos : src, .S = encdec ? T : 0,
+    mt_batch b = {.B = 1,
+                  .T = encdec ? 1 : T,
+                  .ids = encdec ? &bos : src,
+                  .S = encdec ? T : 0,
                   .src = encdec ? src : NULL};
     float *logits = mt_xmalloc((size_t)cfg.vocab_size * sizeof *logits);
     double t0 = mt_now_s();

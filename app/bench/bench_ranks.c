@@ -25,12 +25,14 @@ enum { BENCH_PAIRS = 3000, BENCH_STEPS = 30, BENCH_LOG_EVERY = 10 };
  * side), enough for a tokenizer and batches of realistic lengths. */
 static int write_corpus(const char *dir)
 {
-    static const char *const src_words[] = {"el", "perro", "come", "una", "manzana", "roja", "en", "la", "casa",
-                                            "grande", "y", "luego", "duerme", "bajo", "árbol", "verde", "mientras",
-                                            "niños", "juegan", "con", "pelota", "azul", "cerca", "del", "río"};
-    static const char *const tgt_words[] = {"the", "dog", "eats", "an", "apple", "red", "in", "the", "house",
-                                            "big", "and", "then", "sleeps", "under", "tree", "green", "while",
-                                            "children", "play", "with", "ball", "blue", "near", "the", "river"};
+    static const char *const src_words[] = {
+        "el",     "perro", "come",   "una",    "manzana", "roja",  "en",    "la",       "casa",
+        "grande", "y",     "luego",  "duerme", "bajo",    "árbol", "verde", "mientras", "niños",
+        "juegan", "con",   "pelota", "azul",   "cerca",   "del",   "río"};
+    static const char *const tgt_words[] = {
+        "the",  "dog",  "eats", "an",     "apple", "red",  "in",    "the",   "house",
+        "big",  "and",  "then", "sleeps", "under", "tree", "green", "while", "children",
+        "play", "with", "ball", "blue",   "near",  "the",  "river"};
     enum { N_WORDS = sizeof src_words / sizeof src_words[0] };
     char sp[600], tp[600];
     snprintf(sp, sizeof sp, "%s/train.es", dir);
@@ -56,8 +58,13 @@ static int write_corpus(const char *dir)
     char prefix[600];
     snprintf(prefix, sizeof prefix, "%s/spm", dir);
     const char *inputs[] = {sp, tp};
-    mt_tokenizer_train_opts o = {.inputs = inputs, .n_inputs = 2, .model_prefix = prefix, .vocab_size = 100,
-                                 .character_coverage = 1.0, .num_threads = 1, .seed = 1};
+    mt_tokenizer_train_opts o = {.inputs = inputs,
+                                 .n_inputs = 2,
+                                 .model_prefix = prefix,
+                                 .vocab_size = 100,
+                                 .character_coverage = 1.0,
+                                 .num_threads = 1,
+                                 .seed = 1};
     return mt_tokenizer_train(&o);
 }
 
@@ -67,11 +74,14 @@ static int write_config(const char *dir)
     snprintf(path, sizeof path, "%s/bench.lua", dir);
     FILE *f = fopen(path, "w");
     if (!f) return mt_error("%s: %s", path, strerror(errno));
-    fprintf(f, "return {\n  name = \"bench\",\n"
-               "  model = { preset = \"mamba-small\", vocab_size = 128, d_model = 128, n_layers = 4, dropout = 0 },\n"
-               "  train_src = \"train.es\", train_tgt = \"train.en\", tokenizer = \"spm.model\",\n"
-               "  max_len = 64, max_tokens = 2048, lr = 1e-3, warmup = 10, seed = 1,\n"
-               "  max_steps = %d, log_every = %d, valid_every = 0, valid_bleu_lines = 0, save_every = 0,\n}\n",
+    fprintf(f,
+            "return {\n  name = \"bench\",\n"
+            "  model = { preset = \"mamba-small\", vocab_size = 128, d_model = 128, n_layers = 4, "
+            "dropout = 0 },\n"
+            "  train_src = \"train.es\", train_tgt = \"train.en\", tokenizer = \"spm.model\",\n"
+            "  max_len = 64, max_tokens = 2048, lr = 1e-3, warmup = 10, seed = 1,\n"
+            "  max_steps = %d, log_every = %d, valid_every = 0, valid_bleu_lines = 0, save_every = "
+            "0,\n}\n",
             BENCH_STEPS, BENCH_LOG_EVERY);
     return fclose(f) == 0 ? 0 : mt_error("%s: write failed", path);
 }
@@ -115,7 +125,8 @@ static int train_on(const char *dir, const char *exe, int ranks, const char *nam
     if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
         return mt_error("%s could not be run (%s)", ranks > 1 ? "mpirun" : exe,
                         ranks > 1 ? "install openmpi-bin" : "exec failed");
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return mt_error("the %d-rank run failed: see %s", ranks, log);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return mt_error("the %d-rank run failed: see %s", ranks, log);
     return 0;
 }
 
@@ -160,10 +171,13 @@ int bench_run_ranks(int repeat)
     char dir[] = "/tmp/mtlab-bench-ranks-XXXXXX";
     if (!mkdtemp(dir)) return mt_error("mkdtemp: %s", strerror(errno));
     int rc = write_corpus(dir) || write_config(dir) ? -1 : 0;
-    if (rc == 0) printf("ranks: data-parallel training, one machine (%ld cores), Mamba d_model 128 x 4 layers, "
-           "global batch 2048 tokens, %d steps, best of %d\n",
-           sysconf(_SC_NPROCESSORS_ONLN), BENCH_STEPS, repeat);
-    if (rc == 0) printf("  %5s %10s %14s %9s %10s\n", "ranks", "step ms", "all-reduce ms", "share", "tok/s");
+    if (rc == 0)
+        printf(
+            "ranks: data-parallel training, one machine (%ld cores), Mamba d_model 128 x 4 layers, "
+            "global batch 2048 tokens, %d steps, best of %d\n",
+            sysconf(_SC_NPROCESSORS_ONLN), BENCH_STEPS, repeat);
+    if (rc == 0)
+        printf("  %5s %10s %14s %9s %10s\n", "ranks", "step ms", "all-reduce ms", "share", "tok/s");
     static const int counts[] = {1, 2};
     for (size_t i = 0; i < sizeof counts / sizeof counts[0] && rc == 0; i++) {
         ranks_figures best = {0};
@@ -175,8 +189,8 @@ int bench_run_ranks(int repeat)
             if (rc == 0 && (r == 0 || f.step_s < best.step_s)) best = f;
         }
         if (rc == 0)
-            printf("  %5d %10.2f %14.3f %8.1f%% %10.0f\n", counts[i], 1e3 * best.step_s, 1e3 * best.reduce_s,
-                   100 * best.reduce_s / best.step_s, best.tokens_per_s);
+            printf("  %5d %10.2f %14.3f %8.1f%% %10.0f\n", counts[i], 1e3 * best.step_s,
+                   1e3 * best.reduce_s, 100 * best.reduce_s / best.step_s, best.tokens_per_s);
     }
     if (rc != 0) {
         fprintf(stderr, "mtlab bench: ranks: the runs are kept in %s\n", dir);

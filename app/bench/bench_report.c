@@ -31,8 +31,8 @@
 #define GEMM_TARGET 0.70
 #define STEP_TARGET 0.50
 #define ROOFLINE_TARGET 0.60
-#define DECODE_SRC_LEN 32           /* source tokens of the decode runs */
-#define STATE_SRC_LEN 64            /* source tokens of the state-memory table */
+#define DECODE_SRC_LEN 32 /* source tokens of the decode runs */
+#define STATE_SRC_LEN 64 /* source tokens of the state-memory table */
 #define COPY_BYTES ((size_t)256 << 20) /* per buffer: far beyond any L3 here */
 #define MAX_ROWS 16
 
@@ -45,8 +45,8 @@ static void print_load(const char *when, int warn)
 {
     double load[3];
     if (getloadavg(load, 3) != 3) return;
-    printf("load average %s: %.2f %.2f %.2f (1, 5, 15 min) on %d CPUs\n", when, load[0],
-           load[1], load[2], omp_get_num_procs());
+    printf("load average %s: %.2f %.2f %.2f (1, 5, 15 min) on %d CPUs\n", when, load[0], load[1],
+           load[2], omp_get_num_procs());
     /* OpenMP threads spin at barriers waiting for a peer that another process holds off the
      * CPU, so a busy machine slows multi-threaded figures far more than its load suggests */
     if (warn && load[0] > 0.5 * omp_get_num_procs() && omp_get_max_threads() > 1)
@@ -135,8 +135,8 @@ static int section_gemm(const bench_opts *o)
                100.0 * r.step_ratio, verdict(r.step_ratio, STEP_TARGET));
         printf("   %-18s gemms: %ld calls over %d shapes at %.1f GFLOP/s in the step, %.0f%% of "
                "bare  %s\n",
-               "", r.gemm_calls, r.n_shapes, r.gemm_flops * 1e-9 / r.gemm_seconds,
-               100.0 * r.ratio, verdict(r.ratio, GEMM_TARGET));
+               "", r.gemm_calls, r.n_shapes, r.gemm_flops * 1e-9 / r.gemm_seconds, 100.0 * r.ratio,
+               verdict(r.ratio, GEMM_TARGET));
         print_breakdown(&r);
         if (o->verbose) print_shapes(&r);
         bench_train_result_free(&r);
@@ -153,7 +153,7 @@ static int section_gemm(const bench_opts *o)
 
 /* ---------------------------------------------------------------- 2. decode tokens/s */
 typedef struct {
-    int32_t *words;        /* (MAX_ROWS, DECODE_SRC_LEN) */
+    int32_t *words; /* (MAX_ROWS, DECODE_SRC_LEN) */
     const int32_t *src[MAX_ROWS];
     int len[MAX_ROWS];
 } sources;
@@ -232,8 +232,8 @@ static int section_decode(int repeat, double step_b1[2])
                 if (B == 1 && N == 64 && !strcmp(presets[p], "transformer-small"))
                     step_b1[0] = per_step;
                 if (B == 1 && N == 64 && !strcmp(presets[p], "mamba-small")) step_b1[1] = per_step;
-                printf("   %-20s %5d %5d %11.2f %9.3f %10.1f\n", presets[p], B, N,
-                       1e3 * prefill, 1e3 * per_step, (double)B * N / total);
+                printf("   %-20s %5d %5d %11.2f %9.3f %10.1f\n", presets[p], B, N, 1e3 * prefill,
+                       1e3 * per_step, (double)B * N / total);
             }
         free(s.words);
         mt_model_free(m);
@@ -279,14 +279,14 @@ static int section_roofline(int repeat, const double step_b1[2])
     size_t l3 = bench_l3_bytes();
     printf("\n3. batch-1 decode vs the memory-bandwidth roofline\n"
            "   copy bandwidth %.2f GB/s (parallel memcpy of %zu MiB, read + written bytes);"
-           " L3 %zu MiB\n", bandwidth / 1e9, COPY_BYTES >> 20, l3 >> 20);
+           " L3 %zu MiB\n",
+           bandwidth / 1e9, COPY_BYTES >> 20, l3 >> 20);
     printf("   %-18s %9s %10s %12s %12s %7s\n", "preset", "params MB", "read/step", "roofline ms",
            "measured ms", "ratio");
     static const char *const presets[] = {"transformer-small", "mamba-small", "transformer",
                                           "mamba"};
     for (int i = 0; i < 4; i++)
-        if (roofline_row(presets[i], i < 2 ? step_b1[i] : 0.0, repeat, bandwidth, l3))
-            return -1;
+        if (roofline_row(presets[i], i < 2 ? step_b1[i] : 0.0, repeat, bandwidth, l3)) return -1;
     printf("   read/step: MB of parameters one step reads (counted per operation); ratio:\n"
            "   roofline / measured (target >= %.0f%%); weights that fit in L3 can beat DRAM\n",
            100.0 * ROOFLINE_TARGET);
@@ -306,7 +306,8 @@ static int section_state(void)
 {
     static const int generated[] = {64, 256, 1024};
     printf("\n4. decoding-state memory per sentence (caches only; source of %d tokens; a batch\n"
-           "   holds one per row, beam search one per beam)\n", STATE_SRC_LEN);
+           "   holds one per row, beam search one per beam)\n",
+           STATE_SRC_LEN);
     printf("   %-20s %14s %14s %14s\n", "preset", "64 tokens", "256 tokens", "1024 tokens");
     for (const char *const *name = mt_model_preset_names(); *name; name++) {
         mt_model_config cfg;
@@ -407,10 +408,9 @@ static int section_attribution(int repeat)
     int n_presets = small_presets(presets, 16);
     printf("\n8. attribution (docs/attribution.md): input x gradient of every token of a %d-token\n"
            "   translation of a %d-token source, against the batch-1 greedy decode of it;\n"
-           "   integrated gradients per step (%d steps, divided)\n", HYP, DECODE_SRC_LEN,
-           IG_STEPS);
-    printf("   %-20s %10s %10s %8s %12s\n", "preset", "decode ms", "IxG ms", "ratio",
-           "IG ms/step");
+           "   integrated gradients per step (%d steps, divided)\n",
+           HYP, DECODE_SRC_LEN, IG_STEPS);
+    printf("   %-20s %10s %10s %8s %12s\n", "preset", "decode ms", "IxG ms", "ratio", "IG ms/step");
     for (int p = 0; p < n_presets; p++) {
         sources s;
         mt_model *m = preset_with_sources(presets[p], &s);
@@ -420,11 +420,9 @@ static int section_attribution(int repeat)
         double prefill, per_step, decode, ixg = 0.0, ig = 0.0;
         int rc = bench_decode_fixed(m, s.src, s.len, 1, HYP, hyp, &t);
         if (!rc) rc = time_decode(m, &s, 1, HYP, repeat, &prefill, &per_step, &decode);
+        if (!rc) rc = time_attribution(m, &s, hyp, HYP, MT_ATTR_INPUT_X_GRADIENT, 0, repeat, &ixg);
         if (!rc)
-            rc = time_attribution(m, &s, hyp, HYP, MT_ATTR_INPUT_X_GRADIENT, 0, repeat, &ixg);
-        if (!rc)
-            rc = time_attribution(m, &s, hyp, HYP, MT_ATTR_INTEGRATED_GRADIENTS, IG_STEPS, 1,
-                                  &ig);
+            rc = time_attribution(m, &s, hyp, HYP, MT_ATTR_INTEGRATED_GRADIENTS, IG_STEPS, 1, &ig);
         free(s.words);
         mt_model_free(m);
         if (rc) return -1;
@@ -447,7 +445,8 @@ static int section_int8(int repeat)
     int n_presets = small_presets(presets, 16);
     printf("\n6. int8 decode: tokens/s with every linear layer in int8 (weights per output\n"
            "   channel, activations per row; docs/quantization.md) against fp32, greedy, %d new\n"
-           "   tokens per row, sources of %d tokens, prefill included\n", N, DECODE_SRC_LEN);
+           "   tokens per row, sources of %d tokens, prefill included\n",
+           N, DECODE_SRC_LEN);
     printf("   %-20s %5s %12s %12s %7s %10s\n", "preset", "batch", "fp32 tok/s", "int8 tok/s",
            "ratio", "weights");
     for (int p = 0; p < n_presets; p++) {

@@ -38,8 +38,8 @@ double bench_bare_sgemm_seconds(const bench_gemm_shape *s)
     int reps = first > 0 && first < BARE_GROUP_SECONDS ? (int)(BARE_GROUP_SECONDS / first) + 1 : 1;
     t0 = mt_now_s();
     for (int i = 0; i < reps; i++)
-        cblas_sgemm(CblasRowMajor, ta, tb, s->m, s->n, s->k, 1.0f, a, s->lda, b, s->ldb, s->beta,
-                    c, s->ldc);
+        cblas_sgemm(CblasRowMajor, ta, tb, s->m, s->n, s->k, 1.0f, a, s->lda, b, s->ldb, s->beta, c,
+                    s->ldc);
     double per_call = (mt_now_s() - t0) / reps;
     free(a);
     free(b);
@@ -54,7 +54,7 @@ static int32_t random_word(mt_rng *rng, int V)
 }
 
 void bench_make_batch(const mt_model_config *cfg, int encdec, int B, int S, int T, mt_batch *b,
-                       int32_t *ids, int32_t *src)
+                      int32_t *ids, int32_t *src)
 {
     mt_rng rng;
     mt_rng_init(&rng, 7, 0);
@@ -78,8 +78,8 @@ void bench_make_batch(const mt_model_config *cfg, int encdec, int B, int S, int 
 int bench_train_step(mt_model *m, const mt_batch *b, int step)
 {
     mt_step_opts o = {.train = 1, .seed = 1, .step = (uint64_t)step, .label_smoothing = 0.1f};
-    mt_adamw_hparams h = {.lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-8f,
-                          .weight_decay = 0.001f};
+    mt_adamw_hparams h = {
+        .lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-8f, .weight_decay = 0.001f};
     double loss;
     size_t n_tokens;
     mt_model_zero_grad(m);

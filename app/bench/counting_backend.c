@@ -50,12 +50,12 @@ static void op_done(const char *name, double t0)
 }
 
 /* A wrapper that only times operation op: params is its parameter list, args the call's. */
-#define TIMED(op, params, args)                                                               \
-    static void timed_##op params                                                             \
-    {                                                                                         \
-        double t0 = mt_now_s();                                                               \
-        mt_backend_cpu()->op args;                                                            \
-        op_done(#op, t0);                                                                     \
+#define TIMED(op, params, args)    \
+    static void timed_##op params  \
+    {                              \
+        double t0 = mt_now_s();    \
+        mt_backend_cpu()->op args; \
+        op_done(#op, t0);          \
     }
 
 TIMED(copy, (void *dst, const void *src, size_t bytes), (dst, src, bytes))
@@ -114,11 +114,10 @@ TIMED(attention_backward,
        const float *k, const float *v, const float *att, const mt_attn_desc *d),
       (dq, dk, dv, datt, dout, q, k, v, att, d))
 TIMED(conv1d_backward,
-      (float *dx, float *dw, float *dbias, const float *dout, const float *x, const float *w,
-       int B, int T, int C, int K),
+      (float *dx, float *dw, float *dbias, const float *dout, const float *x, const float *w, int B,
+       int T, int C, int K),
       (dx, dw, dbias, dout, x, w, B, T, C, K))
-TIMED(scan_backward, (const mt_scan_grads *g, const float *dy, const mt_scan_args *a),
-      (g, dy, a))
+TIMED(scan_backward, (const mt_scan_grads *g, const float *dy, const mt_scan_args *a), (g, dy, a))
 TIMED(retention_forward,
       (float *out, float *att, float *r, const float *q, const float *k, const float *v,
        const mt_retention_desc *d),
@@ -133,24 +132,23 @@ TIMED(cross_entropy_forward,
        int ignore_index, float smoothing),
       (losses, lse, logits, targets, BT, V, ignore_index, smoothing))
 TIMED(cross_entropy_backward,
-      (float *dlogits, const float *logits, const float *lse, const int32_t *targets,
-       size_t BT, int V, int ignore_index, float smoothing, float scale),
+      (float *dlogits, const float *logits, const float *lse, const int32_t *targets, size_t BT,
+       int V, int ignore_index, float smoothing, float scale),
       (dlogits, logits, lse, targets, BT, V, ignore_index, smoothing, scale))
 TIMED(cross_entropy_fused,
       (float *losses, float *logits, const int32_t *targets, size_t BT, int V, int ignore_index,
        float smoothing, float scale),
       (losses, logits, targets, BT, V, ignore_index, smoothing, scale))
 TIMED(dropout_forward,
-      (float *out, const float *x, size_t n, float p, uint64_t seed, uint64_t step,
-       uint32_t site),
+      (float *out, const float *x, size_t n, float p, uint64_t seed, uint64_t step, uint32_t site),
       (out, x, n, p, seed, step, site))
 TIMED(dropout_backward,
       (float *dx, const float *dout, size_t n, float p, uint64_t seed, uint64_t step,
        uint32_t site),
       (dx, dout, n, p, seed, step, site))
 TIMED(adamw_step,
-      (float *params, const float *grads, float *m, float *v, const uint8_t *decay_mask,
-       size_t n, const mt_adamw_hparams *h, int step),
+      (float *params, const float *grads, float *m, float *v, const uint8_t *decay_mask, size_t n,
+       const mt_adamw_hparams *h, int step),
       (params, grads, m, v, decay_mask, n, h, step))
 
 static double timed_sum(const float *x, size_t n)
@@ -180,8 +178,8 @@ static void record_gemm(int trans_a, int trans_b, int m, int n, int k, int lda, 
     bench_gemm_shape *s = NULL;
     for (int i = 0; i < counters.n_shapes && !s; i++) {
         bench_gemm_shape *t = &counters.shapes[i];
-        if (t->trans_a == trans_a && t->trans_b == trans_b && t->m == m && t->n == n &&
-            t->k == k && t->lda == lda && t->ldb == ldb && t->ldc == ldc && t->beta == beta)
+        if (t->trans_a == trans_a && t->trans_b == trans_b && t->m == m && t->n == n && t->k == k &&
+            t->lda == lda && t->ldb == ldb && t->ldc == ldc && t->beta == beta)
             s = t;
     }
     if (!s) {
@@ -213,9 +211,9 @@ static void counting_gemm(int trans_a, int trans_b, int m, int n, int k, float a
 }
 
 static void counting_gemm_batched(int trans_a, int trans_b, int m, int n, int k, float alpha,
-                                  const float *a, int lda, size_t stride_a, const float *b,
-                                  int ldb, size_t stride_b, float beta, float *c, int ldc,
-                                  size_t stride_c, int batch)
+                                  const float *a, int lda, size_t stride_a, const float *b, int ldb,
+                                  size_t stride_b, float beta, float *c, int ldc, size_t stride_c,
+                                  int batch)
 {
     tally(a, matrix_bytes(m, k) * (stride_a ? (size_t)batch : 1));
     tally(b, matrix_bytes(k, n) * (stride_b ? (size_t)batch : 1));
@@ -254,8 +252,8 @@ static void counting_rmsnorm_forward(float *out, float *rstd, const float *x, co
 }
 
 /* A lookup reads only the rows it gathers. */
-static void counting_embedding_forward(float *out, const int32_t *ids, const float *table,
-                                       size_t N, int C, float scale)
+static void counting_embedding_forward(float *out, const int32_t *ids, const float *table, size_t N,
+                                       int C, float scale)
 {
     tally(table, N * (size_t)C * sizeof(float));
     double t0 = mt_now_s();
@@ -271,8 +269,8 @@ static void counting_positions_add(float *out, const float *table, int B, int T,
     op_done("positions_add", t0);
 }
 
-static void counting_conv1d_forward(float *out, const float *x, const float *w,
-                                    const float *bias, int B, int T, int C, int K)
+static void counting_conv1d_forward(float *out, const float *x, const float *w, const float *bias,
+                                    int B, int T, int C, int K)
 {
     tally(w, (size_t)C * (size_t)K * sizeof(float));
     tally(bias, (size_t)C * sizeof(float));

@@ -37,4 +37,3 @@ int cli_option_int(const char *cmd, const char *opt, const char *text, int lo, i
     if (rc == 0) *out = (int)v;
     return rc;
 }
-

@@ -85,12 +85,12 @@ static int contrast_id(const mt_tokenizer *tok, const char *text, int32_t *id)
         char pieces[512] = "";
         for (size_t i = 0; i < n; i++) {
             size_t len = strlen(pieces);
-            snprintf(pieces + len, sizeof pieces - len, "%s%s", i ? " " : "",
-                     piece(tok, ids[i]));
+            snprintf(pieces + len, sizeof pieces - len, "%s%s", i ? " " : "", piece(tok, ids[i]));
         }
         free(ids);
         return cli_fail("attribute: --contrast '%s' is %zu tokens (%s), not one; give one of "
-                        "them", text, n, pieces);
+                        "them",
+                        text, n, pieces);
     }
     *id = ids[0];
     free(ids);
@@ -130,8 +130,8 @@ static int run_attribute(int argc, char **argv)
         else if (!strcmp(a, "--method") && more) method = argv[++i];
         else if (!strcmp(a, "--baseline") && more) baseline = argv[++i];
         else if (!strcmp(a, "--steps") && more) {
-            int rc = cli_option_int("attribute", "--steps", argv[++i], 1, MT_ATTR_MAX_STEPS,
-                                    &steps);
+            int rc =
+                cli_option_int("attribute", "--steps", argv[++i], 1, MT_ATTR_MAX_STEPS, &steps);
             if (rc) return rc;
         } else return cli_usage(&cmd_attribute);
     }
@@ -197,10 +197,12 @@ done:
 const struct mt_command cmd_attribute = {
     "attribute",
     "-m BUNDLE [--device cpu|cuda[:N]] [--method saliency|input_x_gradient|integrated_gradients]\n"
-    "  [--steps N] [--baseline zero|pad] [--hyp TEXT] [--contrast TOKEN] --csv FILE   (source on stdin)\n"
+    "  [--steps N] [--baseline zero|pad] [--hyp TEXT] [--contrast TOKEN] --csv FILE   (source on "
+    "stdin)\n"
     "  rows: each target token (the model's greedy translation, or --hyp, then <eos>); columns:\n"
     "  the source-side inputs, then the target-side ones; raw values (docs/attribution.md).\n"
     "  integrated_gradients (--steps, default 64) prints its completeness check",
-    "gradient attribution of a translation onto its source tokens, as CSV", run_attribute,
+    "gradient attribution of a translation onto its source tokens, as CSV",
+    run_attribute,
     .parallel = 1,
 };

@@ -49,7 +49,8 @@ static int run_average(int argc, char **argv)
     }
     mt_bundle_target target;
     int rc = mt_bundle_target_begin(&target, out, force);
-    if (rc == 0 && (rc = mt_model_average(dirs, n, target.tmp, dtype)) == 0) rc = mt_bundle_target_commit(&target);
+    if (rc == 0 && (rc = mt_model_average(dirs, n, target.tmp, dtype)) == 0)
+        rc = mt_bundle_target_commit(&target);
     mt_bundle_target_discard(&target);
     free(dirs);
     if (rc == MT_BUNDLE_TARGET_EXISTS) return cli_fail("%s (--force replaces it)", mt_last_error());
@@ -59,8 +60,10 @@ static int run_average(int argc, char **argv)
 }
 
 const struct mt_command cmd_average = {
-    "average", "-o OUT [--force] [--dtype f32|f16|bf16] BUNDLE...\n"
+    "average",
+    "-o OUT [--force] [--dtype f32|f16|bf16] BUNDLE...\n"
     "  an existing OUT bundle is replaced only with --force (whole, in one rename)",
-    "checkpoint averaging: a bundle with the mean weights of bundles of one model", run_average,
+    "checkpoint averaging: a bundle with the mean weights of bundles of one model",
+    run_average,
     .parallel = 0,
 };

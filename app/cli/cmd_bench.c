@@ -52,8 +52,11 @@ static int add_section(const char *s, unsigned *mask)
             *mask |= sections[i].bit;
             return 0;
         }
-    fprintf(stderr, "mtlab bench: --only takes gemm, decode, roofline, state, probes, int8, prefill, "
-                    "attribution, comet or ranks (with --device: kernels, decode, train or comet), got '%s'\n", s);
+    fprintf(
+        stderr,
+        "mtlab bench: --only takes gemm, decode, roofline, state, probes, int8, prefill, "
+        "attribution, comet or ranks (with --device: kernels, decode, train or comet), got '%s'\n",
+        s);
     return -1;
 }
 
@@ -78,8 +81,7 @@ static int parse_args(bench_args *a, int argc, char **argv)
         else if (!strcmp(o, "--torch-json")) a->torch_json = v;
         else if (!strcmp(o, "--precision")) {
             if (mt_precision_parse(v, &a->precision)) return cli_fail("bench: %s", mt_last_error());
-        }
-        else if (!strcmp(o, "--tokens-out")) a->tokens_out = v;
+        } else if (!strcmp(o, "--tokens-out")) a->tokens_out = v;
         else if (!strcmp(o, "--repeat")) {
             if (cli_option_int("bench", o, v, 1, 100, &a->o.repeat)) return 2;
         } else if (!strcmp(o, "--only")) {
@@ -102,13 +104,16 @@ static int parse_args(bench_args *a, int argc, char **argv)
         return 2;
     }
     if (a->device && (a->make_bundles || a->peer_inputs)) {
-        fprintf(stderr, "mtlab bench: --device runs the GPU report alone (no -m or --make-bundles)\n");
+        fprintf(stderr,
+                "mtlab bench: --device runs the GPU report alone (no -m or --make-bundles)\n");
         return 2;
     }
-    unsigned cpu_only = (BENCH_ALL & ~BENCH_DECODE) | BENCH_RANKS, cuda_only = BENCH_CUDA_KERNELS | BENCH_CUDA_TRAIN;
+    unsigned cpu_only = (BENCH_ALL & ~BENCH_DECODE) | BENCH_RANKS,
+             cuda_only = BENCH_CUDA_KERNELS | BENCH_CUDA_TRAIN;
     if (a->o.sections & (a->device ? cpu_only : cuda_only)) {
         fprintf(stderr, "mtlab bench: --only %s goes %s --device\n",
-                a->device ? "gemm, roofline, state, probes, int8, prefill, attribution or ranks" : "kernels or train",
+                a->device ? "gemm, roofline, state, probes, int8, prefill, attribution or ranks"
+                          : "kernels or train",
                 a->device ? "without" : "with");
         return 2;
     }
@@ -131,8 +136,7 @@ static int run_bench(int argc, char **argv)
     if (rc) return rc;
     if (a.make_bundles) {
         if (bench_make_bundles(a.make_bundles)) return cli_fail("%s", mt_last_error());
-        printf("%s/transformer-small and %s/mamba-small written\n", a.make_bundles,
-               a.make_bundles);
+        printf("%s/transformer-small and %s/mamba-small written\n", a.make_bundles, a.make_bundles);
         return 0;
     }
     if (a.o.sections & BENCH_RANKS) {
@@ -143,19 +147,18 @@ static int run_bench(int argc, char **argv)
         if (bench_run_comet(a.device, a.o.repeat)) return cli_fail("%s", mt_last_error());
         if (!(a.o.sections &= ~BENCH_COMET)) return 0;
     }
-    if (a.device)
-        rc = bench_run_cuda(a.device, a.torch_json, a.o.repeat, a.o.sections);
+    if (a.device) rc = bench_run_cuda(a.device, a.torch_json, a.o.repeat, a.o.sections);
     else if (a.peer_inputs)
         rc = bench_run_peer(a.bundle, a.peer_inputs, a.tokens_out, a.new_tokens, a.batch,
                             a.o.repeat, a.precision);
-    else
-        rc = bench_run_all(&a.o);
+    else rc = bench_run_all(&a.o);
     return rc ? cli_fail("%s", mt_last_error()) : 0;
 }
 
 const struct mt_command cmd_bench = {
     "bench",
-    "[--repeat N] [--only gemm|decode|roofline|state|probes|int8|prefill|attribution|comet|ranks ...] [--verbose] | "
+    "[--repeat N] [--only gemm|decode|roofline|state|probes|int8|prefill|attribution|comet|ranks "
+    "...] [--verbose] | "
     "--make-bundles DIR | "
     "--peer-inputs FILE -m BUNDLE [--new-tokens N] [--batch N] [--precision fp32|int8|bf16] "
     "[--repeat N] [--tokens-out FILE] | "

@@ -26,6 +26,6 @@ static int run_devices(int argc, char **argv)
 }
 
 const struct mt_command cmd_devices = {
-    "devices", "", "list the CPU and CUDA devices models can run on", run_devices,
+    "devices",     "", "list the CPU and CUDA devices models can run on", run_devices,
     .parallel = 1, /* it reports the OpenMP and BLAS settings the model commands run with */
 };

@@ -26,8 +26,8 @@ static int build(const char *train_src, const char *train_ref, const char *out)
     }
     int rc = 1;
     if (src.n != ref.n) {
-        cli_fail("%s has %zu lines but %s has %zu: the training files must be line-aligned", train_src, src.n,
-                 train_ref, ref.n);
+        cli_fail("%s has %zu lines but %s has %zu: the training files must be line-aligned",
+                 train_src, src.n, train_ref, ref.n);
         goto done;
     }
     char path[4096];
@@ -39,8 +39,9 @@ static int build(const char *train_src, const char *train_ref, const char *out)
     else snprintf(path, sizeof path, "%s", out);
     cli_progress bar;
     cli_progress_start(&bar, "entity lexicon", src.n);
-    mt_entity_lexicon *lex = mt_entity_lexicon_build((const char *const *)src.lines,
-                                                     (const char *const *)ref.lines, src.n, lexicon_progress, &bar);
+    mt_entity_lexicon *lex =
+        mt_entity_lexicon_build((const char *const *)src.lines, (const char *const *)ref.lines,
+                                src.n, lexicon_progress, &bar);
     cli_progress_finish(&bar, lex ? "done" : NULL);
     if (!lex) {
         cli_fail("%s: %s", train_src, mt_last_error());
@@ -48,7 +49,8 @@ static int build(const char *train_src, const char *train_ref, const char *out)
     }
     if (mt_entity_lexicon_write(lex, path) < 0) cli_fail("%s", mt_last_error());
     else {
-        printf("%zu names from %zu training pairs -> %s\n", mt_entity_lexicon_names(lex), src.n, path);
+        printf("%zu names from %zu training pairs -> %s\n", mt_entity_lexicon_names(lex), src.n,
+               path);
         rc = 0;
     }
     mt_entity_lexicon_free(lex);
@@ -61,7 +63,8 @@ done:
 static int run_entities(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "build") != 0) {
-        if (argc >= 2) fprintf(stderr, "mtlab entities: unknown action '%s' (known: build)\n", argv[1]);
+        if (argc >= 2)
+            fprintf(stderr, "mtlab entities: unknown action '%s' (known: build)\n", argv[1]);
         return cli_usage(&cmd_entities);
     }
     const char *train_src = NULL, *train_ref = NULL, *out = NULL;
@@ -80,7 +83,10 @@ static int run_entities(int argc, char **argv)
         }
         *dest = argv[++i];
     }
-    const char *missing = !train_src ? "--train-src" : !train_ref ? "--train-ref" : !out ? "--out" : NULL;
+    const char *missing = !train_src   ? "--train-src"
+                          : !train_ref ? "--train-ref"
+                          : !out       ? "--out"
+                                       : NULL;
     if (missing) {
         fprintf(stderr, "mtlab entities build: %s is missing\n", missing);
         return cli_usage(&cmd_entities);
@@ -90,8 +96,10 @@ static int run_entities(int argc, char **argv)
 
 const struct mt_command cmd_entities = {
     .name = "entities",
-    .args = "build --train-src FILE --train-ref FILE --out BUNDLE|FILE\n"
-            "  writes BUNDLE/entity_lexicon.tsv (or FILE): which target forms each source name takes",
-    .summary = "learn the bilingual entity lexicon a bundle uses to tell translated names from dropped",
+    .args =
+        "build --train-src FILE --train-ref FILE --out BUNDLE|FILE\n"
+        "  writes BUNDLE/entity_lexicon.tsv (or FILE): which target forms each source name takes",
+    .summary =
+        "learn the bilingual entity lexicon a bundle uses to tell translated names from dropped",
     .run = run_entities,
 };

@@ -1,10 +1,11 @@
 /* `mtlab eval`: translate a test set with one or more systems and compare them in one table:
  * BLEU, chrF and chrF++ (sacreBLEU-exact; with two systems or more, each tested against the
- * first by sacreBLEU's paired bootstrap, docs/metrics.md §10), named-entity recall by training-frequency bin (the paper's
- * verbatim analysis, and beside it the recall that also counts names the lexicon says were
- * translated), the verbatim recall of substituted names (--names), scores by source-length bucket, and the cost of translating (time, tokens/s,
- * peak memory). Every input is checked before any system runs, so a wrong file fails in a
- * second with its name and line rather than after a long translation. */
+ * first by sacreBLEU's paired bootstrap, docs/metrics.md §10), named-entity recall by
+ * training-frequency bin (the paper's verbatim analysis, and beside it the recall that also counts
+ * names the lexicon says were translated), the verbatim recall of substituted names (--names),
+ * scores by source-length bucket, and the cost of translating (time, tokens/s, peak memory). Every
+ * input is checked before any system runs, so a wrong file fails in a second with its name and line
+ * rather than after a long translation. */
 #include "cli/commands.h"
 #include "common/eval_report.h"
 #include "common/eval_run.h"
@@ -29,7 +30,8 @@ static int parse_args(eval_args *a, int argc, char **argv)
         const char *o = argv[i];
         const char **dest = NULL;
         if (!strcmp(o, "-m") || !strcmp(o, "--model")) {
-            if (a->req.n_systems == EVAL_MAX_SYSTEMS) return cli_fail("eval: at most %d systems", EVAL_MAX_SYSTEMS);
+            if (a->req.n_systems == EVAL_MAX_SYSTEMS)
+                return cli_fail("eval: at most %d systems", EVAL_MAX_SYSTEMS);
             dest = &a->req.systems[a->req.n_systems++];
         } else if (!strcmp(o, "--src")) dest = &a->req.src;
         else if (!strcmp(o, "--ref")) dest = &a->req.ref;
@@ -66,23 +68,28 @@ static int parse_args(eval_args *a, int argc, char **argv)
     if (a->req.data && (!a->req.src || !a->req.ref)) {
         /* the dataset's test split, named by its languages */
         mt_dataset d;
-        if (mt_dataset_open(&d, a->req.data) < 0) return cli_fail("eval: --data: %s", mt_last_error());
+        if (mt_dataset_open(&d, a->req.data) < 0)
+            return cli_fail("eval: --data: %s", mt_last_error());
         if ((!a->req.src && mt_dataset_path(&d, "test", 0, a->test_src, sizeof a->test_src) < 0) ||
             (!a->req.ref && mt_dataset_path(&d, "test", 1, a->test_ref, sizeof a->test_ref) < 0))
             return cli_fail("eval: --data: %s", mt_last_error());
         if (!a->req.src) a->req.src = a->test_src;
         if (!a->req.ref) a->req.ref = a->test_ref;
     }
-    const char *missing = a->req.n_systems == 0 ? "-m SYSTEM" : !a->req.src ? "--src FILE"
-                        : !a->req.ref              ? "--ref FILE" : NULL;
+    const char *missing = a->req.n_systems == 0 ? "-m SYSTEM"
+                          : !a->req.src         ? "--src FILE"
+                          : !a->req.ref         ? "--ref FILE"
+                                                : NULL;
     if (missing) {
         fprintf(stderr, "mtlab eval: %s is missing\n", missing);
         return cli_usage(&cmd_eval);
     }
     if (a->req.stats && (a->req.train_src || a->req.train_ref))
         return cli_fail("eval: give either --stats or --train-src/--train-ref, not both");
-    if (!a->req.train_src != !a->req.train_ref) return cli_fail("eval: --train-src and --train-ref go together");
-    if (a->req.save_stats && !a->req.train_src) return cli_fail("eval: --save-stats needs --train-src/--train-ref");
+    if (!a->req.train_src != !a->req.train_ref)
+        return cli_fail("eval: --train-src and --train-ref go together");
+    if (a->req.save_stats && !a->req.train_src)
+        return cli_fail("eval: --save-stats needs --train-src/--train-ref");
     return 0;
 }
 
@@ -103,19 +110,25 @@ static int run_eval(int argc, char **argv)
 
 const struct mt_command cmd_eval = {
     .name = "eval",
-    .args = "-m SYSTEM [-m SYSTEM ...] --src FILE --ref FILE [--beam N] [--device cpu|cuda[:N]] [--precision fp32|int8|bf16|fp32,int8...] "
-            "[--json FILE] "
-            "[--stats corpus_stats.tsv | --train-src FILE --train-ref FILE [--save-stats FILE]] "
-            "[--lexicon entity_lexicon.tsv] [--ner english|generic] [--length-model SPM.model] [--hyps DIR] "
-            "[--names test.names.tsv] [--paired bs|ar|none] [--comet DIR] [--data DIR] [--tgt-lang L]\n"
-            "  --comet DIR: a COMET model (mtlab/comet.h) adds its row, the mean segment score, and\n"
-            "  its paired test; it runs on --device\n"
-            "  --data DIR: a dataset's test split (DIR/test.SRC, DIR/test.TGT) and languages; the target\n"
-            "  language (the entity recogniser's: en -> english, others generic) is --tgt-lang, else\n"
-            "  the dataset's, else the first system's (its config.json, or the Apertium mode)\n"
-            "  SYSTEM is apertium:MODE (e.g. apertium:spa-eng) or a model bundle directory; with two\n"
-            "  systems or more, every one is tested against the first (paired bootstrap unless --paired)",
-    .summary = "compare systems: BLEU, chrF, chrF++ (and COMET) with paired significance, named-entity recall by "
+    .args =
+        "-m SYSTEM [-m SYSTEM ...] --src FILE --ref FILE [--beam N] [--device cpu|cuda[:N]] "
+        "[--precision fp32|int8|bf16|fp32,int8...] "
+        "[--json FILE] "
+        "[--stats corpus_stats.tsv | --train-src FILE --train-ref FILE [--save-stats FILE]] "
+        "[--lexicon entity_lexicon.tsv] [--ner english|generic] [--length-model SPM.model] [--hyps "
+        "DIR] "
+        "[--names test.names.tsv] [--paired bs|ar|none] [--comet DIR] [--data DIR] [--tgt-lang L]\n"
+        "  --comet DIR: a COMET model (mtlab/comet.h) adds its row, the mean segment score, and\n"
+        "  its paired test; it runs on --device\n"
+        "  --data DIR: a dataset's test split (DIR/test.SRC, DIR/test.TGT) and languages; the "
+        "target\n"
+        "  language (the entity recogniser's: en -> english, others generic) is --tgt-lang, else\n"
+        "  the dataset's, else the first system's (its config.json, or the Apertium mode)\n"
+        "  SYSTEM is apertium:MODE (e.g. apertium:spa-eng) or a model bundle directory; with two\n"
+        "  systems or more, every one is tested against the first (paired bootstrap unless "
+        "--paired)",
+    .summary = "compare systems: BLEU, chrF, chrF++ (and COMET) with paired significance, "
+               "named-entity recall by "
                "frequency, length buckets, cost",
     .run = run_eval,
     .parallel = 1,

@@ -70,8 +70,7 @@ static int run_forward(int argc, char **argv)
         else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) {
             if (mt_dtype_from_name(argv[++i], &save_dtype))
                 return cli_fail("forward: --dtype '%s' is not F32, F16 or BF16", argv[i]);
-        }
-        else if (argv[i][0] == '-' && argv[i][1] != '\0') return cli_usage(&cmd_forward);
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') return cli_usage(&cmd_forward);
         else if (parse_ids(argv[i], &ids, &n, &cap)) {
             free(ids);
             return cli_fail("forward: '%s' is not a list of token ids", argv[i]);
@@ -106,8 +105,8 @@ static int run_forward(int argc, char **argv)
         cli_fail("%s", mt_last_error());
         goto done;
     }
-    printf("%s: %s, %zu parameters, vocabulary %d\n", bundle, cfg->arch,
-           mt_model_param_count(m), cfg->vocab_size);
+    printf("%s: %s, %zu parameters, vocabulary %d\n", bundle, cfg->arch, mt_model_param_count(m),
+           cfg->vocab_size);
     printf("%4s %8s %10s %10s\n", "pos", "token", "predicted", "logit");
     for (int t = 0; t < n; t++) {
         const float *row = logits + (size_t)t * V;
@@ -128,8 +127,11 @@ done:
 }
 
 const struct mt_command cmd_forward = {
-    "forward", "-m BUNDLE [--device cpu|cuda[:N]] [--src IDS] [--logits FILE] [--save DIR [--force] [--dtype F32|F16|BF16]] IDS\n"
+    "forward",
+    "-m BUNDLE [--device cpu|cuda[:N]] [--src IDS] [--logits FILE] [--save DIR [--force] [--dtype "
+    "F32|F16|BF16]] IDS\n"
     "  an existing --save bundle is replaced only with --force (whole, in one rename)",
-    "run a model bundle on token ids: the prediction at every position", run_forward,
+    "run a model bundle on token ids: the prediction at every position",
+    run_forward,
     .parallel = 1,
 };

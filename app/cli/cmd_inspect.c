@@ -42,7 +42,8 @@ static void print_tokenizer(const char *tok)
     char a[32];
     struct stat sb;
     if (stat(tok, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-        printf("tokenizer  %s (%s bytes)\n", tok, grouped(a, sizeof a, (unsigned long long)file_bytes(tok)));
+        printf("tokenizer  %s (%s bytes)\n", tok,
+               grouped(a, sizeof a, (unsigned long long)file_bytes(tok)));
         return;
     }
     printf("tokenizer  %s: opus-mt", tok);
@@ -65,7 +66,8 @@ static void print_config(const mt_config *c)
     printf("config     %s (%d keys)\n", mt_config_name(c), n);
     for (int i = 0; i < n; i++) {
         char *value = mt_config_value_json(c, keys[i]);
-        if (value && strlen(value) > MAX_VALUE_COLUMNS) strcpy(value + MAX_VALUE_COLUMNS - 3, "...");
+        if (value && strlen(value) > MAX_VALUE_COLUMNS)
+            strcpy(value + MAX_VALUE_COLUMNS - 3, "...");
         printf("  %-*s  %s\n", width, keys[i], value ? value : "?");
         free(value);
     }
@@ -105,8 +107,8 @@ static int by_name(const void *x, const void *y)
 static void print_tensors(const mt_safetensors *st, unsigned long long *per_dtype_out)
 {
     char a[32], b[32];
-    printf("weights    %s (%s bytes, %d tensors)\n", mt_st_name(st), grouped(a, sizeof a, mt_st_file_size(st)),
-           mt_st_count(st));
+    printf("weights    %s (%s bytes, %d tensors)\n", mt_st_name(st),
+           grouped(a, sizeof a, mt_st_file_size(st)), mt_st_count(st));
     for (int i = 0; i < mt_st_metadata_count(st); i++)
         printf("  metadata %s = %s\n", mt_st_metadata_key(st, i), mt_st_metadata_value(st, i));
     int width = 4;
@@ -125,13 +127,15 @@ static void print_tensors(const mt_safetensors *st, unsigned long long *per_dtyp
         const mt_st_tensor *t = mt_st_tensor_at(st, order[k]);
         char shape[160];
         printf("%-*s  %-5s %-20s %15s\n", width, t->name, mt_dtype_name(t->dtype),
-               mt_st_shape_text(shape, sizeof shape, t->ndim, t->shape), grouped(a, sizeof a, t->nbytes));
+               mt_st_shape_text(shape, sizeof shape, t->ndim, t->shape),
+               grouped(a, sizeof a, t->nbytes));
         params += t->numel;
         bytes += t->nbytes;
         per_dtype[t->dtype] += t->numel;
     }
     free(order);
-    printf("\ntotal      %s parameters, %s bytes", grouped(a, sizeof a, params), grouped(b, sizeof b, bytes));
+    printf("\ntotal      %s parameters, %s bytes", grouped(a, sizeof a, params),
+           grouped(b, sizeof b, bytes));
     const char *sep = " (";
     for (int d = 0; d < MT_DT_COUNT; d++) {
         if (!per_dtype[d]) continue;
@@ -164,13 +168,14 @@ static void print_dtype_check(const mt_config *c, const unsigned long long *per_
                n_float ? stored : "no floating-point type");
     } else if (mt_dtype_from_torch_name(named, &want) != 0) {
         printf("dtype      the config's %s \"%s\" is no dtype mtlab knows; the weights are "
-               "stored as %s\n", key, named, n_float ? stored : "no floating-point type");
+               "stored as %s\n",
+               key, named, n_float ? stored : "no floating-point type");
     } else if (n_float == 1 && want == only) {
         printf("dtype      %s, as the config says\n", stored);
     } else {
         printf("dtype      the config says %s but the weights are stored as %s: they disagree "
-               "(transformers would load them as %s)\n", named, n_float ? stored : "nothing",
-               named);
+               "(transformers would load them as %s)\n",
+               named, n_float ? stored : "nothing", named);
     }
 }
 
@@ -184,7 +189,9 @@ static int inspect_bundle(const char *dir)
     char a[32];
     if (tok) print_tokenizer(tok);
     else printf("tokenizer  none (the bundle has no tokenizer.model)\n");
-    if (stats) printf("stats      %s (%s bytes)\n", stats, grouped(a, sizeof a, (unsigned long long)file_bytes(stats)));
+    if (stats)
+        printf("stats      %s (%s bytes)\n", stats,
+               grouped(a, sizeof a, (unsigned long long)file_bytes(stats)));
     unsigned long long per_dtype[MT_DT_COUNT];
     print_tensors(mt_bundle_weights(b), per_dtype);
     print_dtype_check(mt_bundle_config(b), per_dtype);
@@ -210,7 +217,9 @@ static int run_inspect(int argc, char **argv)
 }
 
 const struct mt_command cmd_inspect = {
-    "inspect", "BUNDLE_DIR | FILE.safetensors",
-    "show a model bundle or weights file: config, tensors, parameter counts", run_inspect,
+    "inspect",
+    "BUNDLE_DIR | FILE.safetensors",
+    "show a model bundle or weights file: config, tensors, parameter counts",
+    run_inspect,
     .parallel = 0,
 };

@@ -16,8 +16,8 @@ static void print_record(const job_log_record *r, long max_steps)
         if (r->valid_bleu >= 0) printf("  BLEU %.2f", r->valid_bleu);
         putchar('\n');
     } else {
-        printf("step %ld/%ld  epoch %d  loss %.4f  lr %.2e  %.0f tok/s  (%.0f s)\n", r->step, max_steps, r->epoch,
-               r->loss, r->lr, r->tokens_per_s, r->elapsed_s);
+        printf("step %ld/%ld  epoch %d  loss %.4f  lr %.2e  %.0f tok/s  (%.0f s)\n", r->step,
+               max_steps, r->epoch, r->loss, r->lr, r->tokens_per_s, r->elapsed_s);
     }
 }
 
@@ -31,15 +31,18 @@ static int start(int argc, char **argv)
         if (!strcmp(argv[i], "--launcher") && i + 1 < argc) {
             if (job_launcher_parse(argv[++i], &o.launcher) != 0) bad = 1;
         } else if (!strcmp(argv[i], "--name") && i + 1 < argc) o.name = argv[++i];
-        else if ((!strcmp(argv[i], "--procs") || !strcmp(argv[i], "--nodes") || !strcmp(argv[i], "--tasks") ||
-                  !strcmp(argv[i], "--gpus-per-node")) && i + 1 < argc) {
+        else if ((!strcmp(argv[i], "--procs") || !strcmp(argv[i], "--nodes") ||
+                  !strcmp(argv[i], "--tasks") || !strcmp(argv[i], "--gpus-per-node")) &&
+                 i + 1 < argc) {
             long v;
             if (cli_option_long("jobs start", argv[i], argv[i + 1], 1, 65536, &v)) {
                 free(ov);
                 return 2;
             }
-            int *slot = !strcmp(argv[i], "--procs") ? &o.procs : !strcmp(argv[i], "--nodes") ? &o.nodes
-                      : !strcmp(argv[i], "--tasks") ? &o.tasks : &o.gpus_per_node;
+            int *slot = !strcmp(argv[i], "--procs")   ? &o.procs
+                        : !strcmp(argv[i], "--nodes") ? &o.nodes
+                        : !strcmp(argv[i], "--tasks") ? &o.tasks
+                                                      : &o.gpus_per_node;
             *slot = (int)v;
             i++;
         } else if (argv[i][0] == '-') bad = 2;
@@ -60,7 +63,9 @@ static int start(int argc, char **argv)
     int rc = job_start(&j, config, &o);
     free(ov);
     if (rc != 0) return cli_fail("jobs start: %s (nothing was started)", mt_last_error());
-    if (j.launcher == JOB_SLURM) printf("%s: submitted to Slurm as job %s; log in %s/train.log\n", j.name, j.slurm_id, j.dir);
+    if (j.launcher == JOB_SLURM)
+        printf("%s: submitted to Slurm as job %s; log in %s/train.log\n", j.name, j.slurm_id,
+               j.dir);
     else printf("%s: started, pid %ld; log in %s/train.log\n", j.name, (long)j.pid, j.dir);
     return 0;
 }
@@ -89,8 +94,8 @@ static int list(void)
         printf("no jobs under runs/ (start one: mtlab jobs start CONFIG.lua)\n");
         return 0;
     }
-    printf("%-20s %-9s %-10s %13s %8s %9s %6s  %s\n", "NAME", "WHERE", "STATE", "STEP", "LOSS", "TOK/S", "BLEU",
-           "STARTED");
+    printf("%-20s %-9s %-10s %13s %8s %9s %6s  %s\n", "NAME", "WHERE", "STATE", "STEP", "LOSS",
+           "TOK/S", "BLEU", "STARTED");
     for (size_t i = 0; i < n; i++) {
         const job_info *j = &jobs[i];
         char steps[40], bleu[16], started[32], where[40];
@@ -99,11 +104,13 @@ static int list(void)
         else snprintf(bleu, sizeof bleu, "-");
         format_time(j->started_at, started, sizeof started);
         /* a data-parallel job is one line: where it runs and on how many ranks ("slurm:4") */
-        if (j->ranks > 1) snprintf(where, sizeof where, "%s:%d", job_launcher_name(j->launcher), j->ranks);
+        if (j->ranks > 1)
+            snprintf(where, sizeof where, "%s:%d", job_launcher_name(j->launcher), j->ranks);
         else snprintf(where, sizeof where, "%s", job_launcher_name(j->launcher));
-        printf("%-20s %-9s %-10s %13s %8.4f %9.0f %6s  %s\n", j->name, where, job_state_name(j->state), steps,
-               j->loss, j->tokens_per_s, bleu, started);
-        if ((j->state == JOB_FAILED || j->state == JOB_BROKEN) && j->error[0]) printf("  %s\n", j->error);
+        printf("%-20s %-9s %-10s %13s %8.4f %9.0f %6s  %s\n", j->name, where,
+               job_state_name(j->state), steps, j->loss, j->tokens_per_s, bleu, started);
+        if ((j->state == JOB_FAILED || j->state == JOB_BROKEN) && j->error[0])
+            printf("  %s\n", j->error);
     }
     free(jobs);
     return 0;
@@ -112,7 +119,8 @@ static int list(void)
 static int stop(const char *name)
 {
     job_info j;
-    if (job_load(&j, name) != 0 || job_stop(&j) != 0) return cli_fail("jobs stop: %s", mt_last_error());
+    if (job_load(&j, name) != 0 || job_stop(&j) != 0)
+        return cli_fail("jobs stop: %s", mt_last_error());
     printf("%s: asked to stop; waiting for its checkpoint\n", name);
     fflush(stdout);
     if (job_wait(&j, -1) != 0) return cli_fail("jobs stop: %s", mt_last_error());
@@ -129,7 +137,8 @@ static int resume(const char *name, const char *setting)
     if (setting) {
         char *end;
         if (strncmp(setting, "max_steps=", 10) != 0)
-            return cli_fail("jobs resume: %s: only max_steps=N can change when a run resumes", setting);
+            return cli_fail("jobs resume: %s: only max_steps=N can change when a run resumes",
+                            setting);
         max_steps = strtol(setting + 10, &end, 10);
         if (end == setting + 10 || *end || max_steps < 1)
             return cli_fail("jobs resume: %s: max_steps must be a whole number >= 1", setting);
@@ -138,7 +147,8 @@ static int resume(const char *name, const char *setting)
         return cli_fail("jobs resume: %s", mt_last_error());
     char to[48] = "";
     if (max_steps) snprintf(to, sizeof to, ", to max_steps %ld", max_steps);
-    if (j.launcher == JOB_SLURM) printf("%s: resubmitted to Slurm as job %s%s\n", name, j.slurm_id, to);
+    if (j.launcher == JOB_SLURM)
+        printf("%s: resubmitted to Slurm as job %s%s\n", name, j.slurm_id, to);
     else printf("%s: resumed, pid %ld%s\n", name, (long)j.pid, to);
     return 0;
 }
@@ -154,7 +164,8 @@ static int show_log(const char *name, int follow)
         int active = job_active(&j);
         job_log_record *recs;
         size_t n;
-        if (job_log_read_since(j.dir, &offset, &recs, &n) != 0) return cli_fail("jobs log: %s", mt_last_error());
+        if (job_log_read_since(j.dir, &offset, &recs, &n) != 0)
+            return cli_fail("jobs log: %s", mt_last_error());
         for (size_t i = 0; i < n; i++) print_record(&recs[i], j.max_steps);
         free(recs);
         fflush(stdout);
@@ -174,18 +185,22 @@ static int run_jobs(int argc, char **argv)
     if (!strcmp(sub, "start")) return start(argc, argv);
     if (!strcmp(sub, "list") && argc == 2) return list();
     if (!strcmp(sub, "stop") && argc == 3) return stop(argv[2]);
-    if (!strcmp(sub, "resume") && (argc == 3 || argc == 4)) return resume(argv[2], argc == 4 ? argv[3] : NULL);
+    if (!strcmp(sub, "resume") && (argc == 3 || argc == 4))
+        return resume(argv[2], argc == 4 ? argv[3] : NULL);
     if (!strcmp(sub, "log") && argc == 3) return show_log(argv[2], 0);
-    if (!strcmp(sub, "log") && argc == 4 && !strcmp(argv[3], "--follow")) return show_log(argv[2], 1);
+    if (!strcmp(sub, "log") && argc == 4 && !strcmp(argv[3], "--follow"))
+        return show_log(argv[2], 1);
     return cli_usage(&cmd_jobs);
 }
 
 const struct mt_command cmd_jobs = {
     "jobs",
-    "start CONFIG.lua [--launcher local|slurm] [--name N] [--procs N | --tasks N | --nodes N [--gpus-per-node G]] "
+    "start CONFIG.lua [--launcher local|slurm] [--name N] [--procs N | --tasks N | --nodes N "
+    "[--gpus-per-node G]] "
     "[KEY=VALUE...] | list | stop NAME | resume NAME [max_steps=N] | "
     "log NAME [--follow]",
-    "training runs in the background (locally or on Slurm), one trainer per run: start, list (exits 0 with a "
+    "training runs in the background (locally or on Slurm), one trainer per run: start, list "
+    "(exits 0 with a "
     "run whose job.json cannot be read shown as \"broken\"), stop with a checkpoint, resume, log",
     run_jobs,
     .parallel = 0,

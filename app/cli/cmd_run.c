@@ -65,4 +65,5 @@ static int run(int argc, char **argv)
 
 const struct mt_command cmd_run = {
     "run", "SCRIPT.lua [ARGS...] | --reference",
-    "run a Lua script with the mtlab module (--reference: the API as markdown)", run, .parallel = 1};
+    "run a Lua script with the mtlab module (--reference: the API as markdown)", run,
+    .parallel = 1};

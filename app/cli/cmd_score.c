@@ -38,8 +38,8 @@ enum metric { METRIC_BLEU, METRIC_CHRF, METRIC_CHRFPP, METRIC_COMET, METRIC_TER 
 typedef struct {
     const char *hyp_paths[MAX_SYSTEMS]; /* the first is the baseline of a paired test */
     size_t n_hyps;
-    int paired;                         /* 0, or 1 + mt_sig_test */
-    size_t paired_n;                    /* resamples or trials; 0: sacreBLEU's */
+    int paired; /* 0, or 1 + mt_sig_test */
+    size_t paired_n; /* resamples or trials; 0: sacreBLEU's */
     uint64_t seed;
     const char *ref_paths[MAX_REFS];
     size_t n_refs;
@@ -48,20 +48,23 @@ typedef struct {
     int lowercase, json;
     mt_bleu_smooth smooth;
     mt_bleu_tokenize tokenize;
-    const char *spm_path;      /* the flores tokenizers' SentencePiece model */
-    const mt_spm_pieces *spm;  /* loaded by run_score */
-    int chrf_word_order;       /* -1: the metric's own (0 for chrf, 2 for chrf++) */
+    const char *spm_path; /* the flores tokenizers' SentencePiece model */
+    const mt_spm_pieces *spm; /* loaded by run_score */
+    int chrf_word_order; /* -1: the metric's own (0 for chrf, 2 for chrf++) */
     mt_ter_opts ter;
     const char *src_path, *comet_dir, *device; /* COMET's source, model directory, device */
-    mt_comet *comet;                           /* opened by run_score when -m comet */
+    mt_comet *comet; /* opened by run_score when -m comet */
     const mt_text_lines *src;
 } score_args;
 
 static int add_metric(score_args *a, const char *name, size_t len)
 {
-    static const struct { const char *name; enum metric m; } known[] = {
-        {"bleu", METRIC_BLEU}, {"chrf", METRIC_CHRF}, {"chrf++", METRIC_CHRFPP},
-        {"ter", METRIC_TER}, {"comet", METRIC_COMET},
+    static const struct {
+        const char *name;
+        enum metric m;
+    } known[] = {
+        {"bleu", METRIC_BLEU}, {"chrf", METRIC_CHRF},   {"chrf++", METRIC_CHRFPP},
+        {"ter", METRIC_TER},   {"comet", METRIC_COMET},
     };
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         if (strlen(known[i].name) != len || strncmp(known[i].name, name, len) != 0) continue;
@@ -72,7 +75,8 @@ static int add_metric(score_args *a, const char *name, size_t len)
         a->metrics[a->n_metrics++] = known[i].m;
         return 0;
     }
-    fprintf(stderr, "mtlab score: unknown metric '%.*s' (bleu, chrf, chrf++, ter, comet)\n", (int)len, name);
+    fprintf(stderr, "mtlab score: unknown metric '%.*s' (bleu, chrf, chrf++, ter, comet)\n",
+            (int)len, name);
     return 2;
 }
 
@@ -116,9 +120,9 @@ static int parse_args(score_args *a, int argc, char **argv)
             unsigned long long v = strtoull(argv[++i], &end, 10);
             if (errno || end == argv[i] || *end || argv[i][0] == '-' ||
                 (!strcmp(o, "--paired-n") && (v == 0 || v > 1000000)))
-                return cli_fail("score: %s takes %s, not '%s'", o,
-                                !strcmp(o, "--seed") ? "a whole number" : "a count from 1 to 1000000",
-                                argv[i]);
+                return cli_fail(
+                    "score: %s takes %s, not '%s'", o,
+                    !strcmp(o, "--seed") ? "a whole number" : "a count from 1 to 1000000", argv[i]);
             if (!strcmp(o, "--seed")) a->seed = v;
             else a->paired_n = (size_t)v;
         } else if (!strcmp(o, "--ref") || !strcmp(o, "-r")) {
@@ -174,8 +178,9 @@ static int parse_args(score_args *a, int argc, char **argv)
         } else if (!strcmp(o, "--src") || !strcmp(o, "-s") || !strcmp(o, "--comet") ||
                    !strcmp(o, "--device")) {
             if (!has_value) return cli_usage(&cmd_score);
-            const char **dst = !strcmp(o, "--comet") ? &a->comet_dir
-                               : !strcmp(o, "--device") ? &a->device : &a->src_path;
+            const char **dst = !strcmp(o, "--comet")    ? &a->comet_dir
+                               : !strcmp(o, "--device") ? &a->device
+                                                        : &a->src_path;
             *dst = argv[++i];
         } else {
             fprintf(stderr, "mtlab score: unknown argument '%s'\n", o);
@@ -204,8 +209,8 @@ static int parse_args(score_args *a, int argc, char **argv)
     int comet = 0;
     for (size_t m = 0; m < a->n_metrics; m++) comet |= a->metrics[m] == METRIC_COMET;
     if (comet && (!a->comet_dir || !a->src_path))
-        return cli_fail("score: -m comet needs %s", !a->comet_dir ? "--comet DIR (the model)"
-                                                                 : "--src FILE (the sources)");
+        return cli_fail("score: -m comet needs %s",
+                        !a->comet_dir ? "--comet DIR (the model)" : "--src FILE (the sources)");
     if (comet && a->n_refs != 1)
         return cli_fail("score: COMET takes one reference, got %zu", a->n_refs);
     if (!comet && (a->comet_dir || a->src_path || a->device))
@@ -438,7 +443,8 @@ static int comet_rows(double *rows, const score_args *a, const mt_text_lines *hy
 {
     float *seg = mt_xmalloc(hyp->n * sizeof *seg);
     int rc = comet_scores(seg, a, hyp, refs);
-    for (size_t i = 0; i < hyp->n && !rc; i++) mt_sig_comet_row(rows + i * MT_SIG_COMET_STATS, seg[i]);
+    for (size_t i = 0; i < hyp->n && !rc; i++)
+        mt_sig_comet_row(rows + i * MT_SIG_COMET_STATS, seg[i]);
     free(seg);
     return rc;
 }
@@ -449,10 +455,11 @@ static void explain_test(const score_args *a, size_t n)
     printf("Paired %s, %zu %s against the baseline, seed %llu (docs/metrics.md §10).\n",
            bs ? "bootstrap resampling" : "approximate randomization", n,
            bs ? "resamples" : "trials", (unsigned long long)a->seed);
-    printf("%s"
-           "p: how often chance alone gives a difference from the baseline at least as large;\n"
-           "* marks p <= 0.05, a difference unlikely to be chance (not which system is better).\n\n",
-           bs ? "Each cell: the score (the bootstrap's mean ± half its 95% interval).\n" : "");
+    printf(
+        "%s"
+        "p: how often chance alone gives a difference from the baseline at least as large;\n"
+        "* marks p <= 0.05, a difference unlikely to be chance (not which system is better).\n\n",
+        bs ? "Each cell: the score (the bootstrap's mean ± half its 95% interval).\n" : "");
 }
 
 /* Every system against the baseline (the first), as one table, with the paired test when one
@@ -468,7 +475,8 @@ static int compare_systems(const score_args *a, const mt_text_lines *hyps,
     for (size_t mi = 0; mi < a->n_metrics && rc == 0; mi++) {
         setup_metric(&ms[mi], a->metrics[mi], a);
         size_t k = ms[mi].sig.n_stats;
-        for (size_t s = 0; s < a->n_hyps; s++) stats[s] = mt_xmalloc((n_seg ? n_seg : 1) * k * sizeof **stats);
+        for (size_t s = 0; s < a->n_hyps; s++)
+            stats[s] = mt_xmalloc((n_seg ? n_seg : 1) * k * sizeof **stats);
         for (size_t s = 0; s < a->n_hyps && rc == 0; s++)
             if (a->metrics[mi] == METRIC_COMET ? comet_rows(stats[s], a, &hyps[s], refs)
                                                : segment_stats(stats[s], &ms[mi], a->metrics[mi],
@@ -477,7 +485,8 @@ static int compare_systems(const score_args *a, const mt_text_lines *hyps,
         mt_sig_result *col = res + mi * a->n_hyps;
         if (rc == 0 && a->paired) {
             mt_sig_opts o = paired_opts(a);
-            if (mt_sig_paired(col, (const double *const *)stats, a->n_hyps, n_seg, &ms[mi].sig, &o) < 0)
+            if (mt_sig_paired(col, (const double *const *)stats, a->n_hyps, n_seg, &ms[mi].sig,
+                              &o) < 0)
                 rc = cli_fail("score: %s", mt_last_error());
         } else if (rc == 0) {
             double *sums = mt_xmalloc(k * sizeof *sums);
@@ -512,7 +521,8 @@ static int compare_systems(const score_args *a, const mt_text_lines *hyps,
             }
             json_array_append_new(list, o);
         }
-        char *text = json_dumps(list, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+        char *text =
+            json_dumps(list, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
         json_decref(list);
         if (!text) rc = cli_fail("score: cannot format JSON");
         else printf("%s\n", text);
@@ -531,7 +541,8 @@ static int compare_systems(const score_args *a, const mt_text_lines *hyps,
             explain_test(a, mt_sig_samples(&o));
         }
         printf("-----------------\nMetric signatures\n-----------------\n");
-        for (size_t mi = 0; mi < a->n_metrics; mi++) printf(" - %-10s %s\n", ms[mi].name, ms[mi].signature);
+        for (size_t mi = 0; mi < a->n_metrics; mi++)
+            printf(" - %-10s %s\n", ms[mi].name, ms[mi].signature);
     }
     free(stats);
     free(res);
@@ -577,8 +588,8 @@ static int run_score(int argc, char **argv)
         const mt_backend *be = a.device ? mt_backend_for(a.device, 0) : mt_backend_cpu();
         if (!be || cli_read_sentences(&src, a.src_path)) rc = cli_fail("%s", mt_last_error());
         else if ((have_src = 1, src.n != hyps[0].n))
-            rc = cli_fail("%s has %zu lines but %s has %zu", a.hyp_paths[0], hyps[0].n,
-                          a.src_path, src.n);
+            rc = cli_fail("%s has %zu lines but %s has %zu", a.hyp_paths[0], hyps[0].n, a.src_path,
+                          src.n);
         else if (!(a.comet = mt_comet_open(a.comet_dir, be))) rc = cli_fail("%s", mt_last_error());
         a.src = &src;
     }
@@ -602,8 +613,10 @@ static int run_score(int argc, char **argv)
 
 const struct mt_command cmd_score = {
     "score",
-    "--hyp FILE [--hyp FILE...] --ref FILE [--ref FILE...] [-m bleu,chrf,chrf++,ter,comet] [--lowercase] "
-    "[--smooth exp|floor|add-k|none] [--tokenize 13a|none|intl|char|zh|flores101|flores200 [--spm FILE]|ja-mecab] "
+    "--hyp FILE [--hyp FILE...] --ref FILE [--ref FILE...] [-m bleu,chrf,chrf++,ter,comet] "
+    "[--lowercase] "
+    "[--smooth exp|floor|add-k|none] [--tokenize 13a|none|intl|char|zh|flores101|flores200 [--spm "
+    "FILE]|ja-mecab] "
     "[--chrf-word-order N] [--ter-normalized] [--ter-no-punct] [--ter-asian-support] "
     "[--ter-case-sensitive] [--paired-bs|--paired-ar [--paired-n N] [--seed N]] [--json] "
     "[-m comet --comet DIR --src FILE [--device cpu|cuda[:N]]]",

@@ -67,9 +67,11 @@ static double pieces_per_line(const mt_tokenizer *tok, const char *path, size_t 
 static int check_model_target(const char *prefix, int force)
 {
     char path[PATH_MAX];
-    if ((size_t)snprintf(path, sizeof path, "%s.model", prefix) >= sizeof path) return cli_fail("--out: path too long");
+    if ((size_t)snprintf(path, sizeof path, "%s.model", prefix) >= sizeof path)
+        return cli_fail("--out: path too long");
     struct stat st;
-    if (lstat(path, &st) != 0) return errno == ENOENT ? 0 : cli_fail("%s: %s", path, strerror(errno));
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? 0 : cli_fail("%s: %s", path, strerror(errno));
     if (mt_file_check(path, MT_FILE_REGULAR) != 0) return cli_fail("%s", mt_last_error());
     if (!force) return cli_fail("%s: already exists; not overwritten (--force replaces it)", path);
     return 0;
@@ -91,8 +93,9 @@ static int train_one(const char *const *inputs, size_t n, const char *prefix, co
     double train_s = mt_now_s() - t0;
     mt_tokenizer *tok = mt_tokenizer_load(model_path);
     if (!tok) return cli_fail("%s", mt_last_error());
-    printf("%s: %d pieces (unigram, %s, coverage %g, seed %u, threads %d), trained in %.1f s\n", model_path,
-           mt_tokenizer_vocab_size(tok), what, opts.character_coverage, opts.seed, opts.num_threads, train_s);
+    printf("%s: %d pieces (unigram, %s, coverage %g, seed %u, threads %d), trained in %.1f s\n",
+           model_path, mt_tokenizer_vocab_size(tok), what, opts.character_coverage, opts.seed,
+           opts.num_threads, train_s);
     int rc = 0;
     for (size_t s = 0; s < n && rc == 0; s++) {
         size_t lines;
@@ -112,7 +115,8 @@ static int run_train(int argc, char **argv)
     int verbose = 0, separate = 0, force = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--verbose") || !strcmp(a, "--separate") || !strcmp(a, "--joint") || !strcmp(a, "--force")) {
+        if (!strcmp(a, "--verbose") || !strcmp(a, "--separate") || !strcmp(a, "--joint") ||
+            !strcmp(a, "--force")) {
             if (a[2] == 'v') verbose = 1;
             else if (a[2] == 'f') force = 1;
             else separate = a[2] == 's';
@@ -124,15 +128,18 @@ static int run_train(int argc, char **argv)
         if (!strcmp(a, "--data")) dir = v;
         else if (!strcmp(a, "--out")) out = v;
         else if (!strcmp(a, "--user-symbols")) user_symbols = v;
-        else if (!strcmp(a, "--vocab")) rc = cli_option_long("tokenizer", a, v, MT_UNK_ID + 2, 1000000, &vocab);
+        else if (!strcmp(a, "--vocab"))
+            rc = cli_option_long("tokenizer", a, v, MT_UNK_ID + 2, 1000000, &vocab);
         else if (!strcmp(a, "--seed")) rc = cli_option_long("tokenizer", a, v, 0, UINT_MAX, &seed);
         else if (!strcmp(a, "--threads")) rc = cli_option_long("tokenizer", a, v, 1, 128, &threads);
         else if (!strcmp(a, "--character-coverage")) {
             char *end;
             coverage = strtod(v, &end);
             if (*end || !(coverage >= 0.9 && coverage <= 1.0))
-                return cli_fail("tokenizer: --character-coverage takes a number from 0.9 to 1 (0.9995 for "
-                                "languages with many characters, such as Chinese or Japanese), not '%s'", v);
+                return cli_fail(
+                    "tokenizer: --character-coverage takes a number from 0.9 to 1 (0.9995 for "
+                    "languages with many characters, such as Chinese or Japanese), not '%s'",
+                    v);
         } else return cli_usage(&cmd_tokenizer);
         if (rc) return rc;
     }
@@ -140,18 +147,24 @@ static int run_train(int argc, char **argv)
     if (mt_dataset_open(&ds, dir) < 0) return cli_fail("--data: %s", mt_last_error());
     char inputs[2][PATH_MAX];
     for (int s = 0; s < 2; s++) {
-        if (mt_dataset_path(&ds, "train", s, inputs[s], sizeof inputs[s]) < 0) return cli_fail("%s", mt_last_error());
+        if (mt_dataset_path(&ds, "train", s, inputs[s], sizeof inputs[s]) < 0)
+            return cli_fail("%s", mt_last_error());
         if (access(inputs[s], R_OK) != 0)
-            return cli_fail("%s: %s (the %s training side of the dataset %s)", inputs[s], strerror(errno),
-                            s ? ds.tgt_lang : ds.src_lang, dir);
+            return cli_fail("%s: %s (the %s training side of the dataset %s)", inputs[s],
+                            strerror(errno), s ? ds.tgt_lang : ds.src_lang, dir);
     }
     mt_tokenizer_train_opts base = {
-        .vocab_size = (int)vocab, .character_coverage = coverage, .num_threads = (int)threads,
-        .seed = (unsigned)seed, .verbose = verbose, .user_symbols = user_symbols,
+        .vocab_size = (int)vocab,
+        .character_coverage = coverage,
+        .num_threads = (int)threads,
+        .seed = (unsigned)seed,
+        .verbose = verbose,
+        .user_symbols = user_symbols,
     };
     char prefix[PATH_MAX], what[2 * MT_LANG_MAX + 16];
     if (!separate) {
-        if ((size_t)snprintf(prefix, sizeof prefix, "%s%s", out ? out : dir, out ? "" : "/spm") >= sizeof prefix)
+        if ((size_t)snprintf(prefix, sizeof prefix, "%s%s", out ? out : dir, out ? "" : "/spm") >=
+            sizeof prefix)
             return cli_fail("--out: path too long");
         int rc = check_model_target(prefix, force);
         if (rc) return rc;
@@ -163,8 +176,8 @@ static int run_train(int argc, char **argv)
     char prefixes[2][PATH_MAX];
     for (int s = 0; s < 2; s++) {
         const char *lang = s ? ds.tgt_lang : ds.src_lang;
-        if ((size_t)snprintf(prefixes[s], sizeof prefixes[s], "%s%s.%s", out ? out : dir, out ? "" : "/spm", lang) >=
-            sizeof prefixes[s])
+        if ((size_t)snprintf(prefixes[s], sizeof prefixes[s], "%s%s.%s", out ? out : dir,
+                             out ? "" : "/spm", lang) >= sizeof prefixes[s])
             return cli_fail("--out: path too long");
         int rc = check_model_target(prefixes[s], force);
         if (rc) return rc;
@@ -185,7 +198,8 @@ static int open_model(int argc, char **argv, int *ids_flag, mt_tokenizer **tok)
 {
     const char *model = NULL;
     for (int i = 1; i < argc; i++) {
-        if ((!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) && i + 1 < argc) model = argv[++i];
+        if ((!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) && i + 1 < argc)
+            model = argv[++i];
         else if (ids_flag && !strcmp(argv[i], "--ids")) *ids_flag = 1;
         else return cli_usage(&cmd_tokenizer);
     }
@@ -224,7 +238,8 @@ static int run_encode(int argc, char **argv)
         }
         putchar('\n');
         free(ids);
-        if (ferror(stdout)) rc = cli_stdout_check(); /* stop at a full disk, not at the input's end */
+        if (ferror(stdout))
+            rc = cli_stdout_check(); /* stop at a full disk, not at the input's end */
     }
     mt_line_reader_free(&lr);
     mt_tokenizer_free(tok);
@@ -235,7 +250,8 @@ static int run_encode(int argc, char **argv)
 static int parse_ids(char *line, size_t line_no, int **ids, size_t *cap, size_t *n)
 {
     *n = 0;
-    for (char *save = NULL, *t = strtok_r(line, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
+    for (char *save = NULL, *t = strtok_r(line, " \t", &save); t;
+         t = strtok_r(NULL, " \t", &save)) {
         char *end;
         errno = 0;
         long v = strtol(t, &end, 10);
@@ -300,12 +316,15 @@ static int run_tokenizer(int argc, char **argv)
 const struct mt_command cmd_tokenizer = {
     "tokenizer",
     "train [--data DIR] [--vocab N] [--joint | --separate] [--character-coverage C]\n"
-    "             [--user-symbols A,B] [--out PREFIX] [--force] [--seed S] [--threads N] [--verbose]\n"
+    "             [--user-symbols A,B] [--out PREFIX] [--force] [--seed S] [--threads N] "
+    "[--verbose]\n"
     "       mtlab tokenizer encode -m MODEL [--ids]   (stdin -> stdout, a line at a time)\n"
     "       mtlab tokenizer decode -m MODEL           (lines of space-separated ids)",
-    "train a sentencepiece model on a dataset's train split (default data/bible; its languages from\n"
+    "train a sentencepiece model on a dataset's train split (default data/bible; its languages "
+    "from\n"
     "DIR/manifest.json): joint over both languages into DIR/spm.model, or --separate into\n"
-    "DIR/spm.SRC.model and DIR/spm.TGT.model (the trainer takes a joint one); a model file already\n"
+    "DIR/spm.SRC.model and DIR/spm.TGT.model (the trainer takes a joint one); a model file "
+    "already\n"
     "there is replaced only with --force (whole, in one rename); encode or decode text",
     run_tokenizer,
     .parallel = 0,

@@ -53,10 +53,11 @@ static void show_progress(void *ud, const mt_train_progress *p)
         fputc('\n', stderr);
         return;
     }
-    cli_progress_detail(&v->bar, "epoch %d  loss %.4f  lr %.2e  %.0f tok/s", p->epoch, p->loss, p->lr,
-                        p->tokens_per_s);
+    cli_progress_detail(&v->bar, "epoch %d  loss %.4f  lr %.2e  %.0f tok/s", p->epoch, p->loss,
+                        p->lr, p->tokens_per_s);
     if (!v->bar.interactive)
-        fprintf(stderr, "step %ld/%ld  %s  (%.0f s)\n", p->step, p->max_steps, v->bar.detail, p->elapsed_s);
+        fprintf(stderr, "step %ld/%ld  %s  (%.0f s)\n", p->step, p->max_steps, v->bar.detail,
+                p->elapsed_s);
     cli_progress_update(&v->bar, (size_t)p->step);
 }
 
@@ -72,7 +73,8 @@ static void show_message(void *ud, const char *text)
  * through host memory over MPI, said once. */
 static mt_collective *on_gpus(mt_collective *mpi, mt_train_config *cfg, const char *who)
 {
-    static const char *const local_rank[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID"};
+    static const char *const local_rank[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
+                                             "MPI_LOCALRANKID"};
     if (!strcmp(cfg->device, "cuda")) {
         int local = 0;
         for (size_t i = 0; i < sizeof local_rank / sizeof local_rank[0]; i++)
@@ -86,7 +88,8 @@ static mt_collective *on_gpus(mt_collective *mpi, mt_train_config *cfg, const ch
     mt_collective *nccl = mt_collective_nccl(mpi, index);
     if (nccl) return nccl;
     if (mpi->rank == 0)
-        fprintf(stderr, "mtlab train: %s%s: the gradients go through host memory over MPI\n", who, mt_last_error());
+        fprintf(stderr, "mtlab train: %s%s: the gradients go through host memory over MPI\n", who,
+                mt_last_error());
     return mpi;
 }
 
@@ -119,7 +122,8 @@ static int run_train(int argc, char **argv)
         else config = NULL, i = argc;
     }
     mt_train_config cfg;
-    int loaded = config ? train_config_load_with(&cfg, config, overrides, n_overrides, NULL, 0) : -1;
+    int loaded =
+        config ? train_config_load_with(&cfg, config, overrides, n_overrides, NULL, 0) : -1;
     free(overrides);
     if (!config) return cli_usage(&cmd_train);
     if (loaded != 0) return cli_fail("%s", mt_last_error());
@@ -129,16 +133,18 @@ static int run_train(int argc, char **argv)
     mt_collective *coll = mt_collective_single();
     int ranks;
     if (mt_collective_launched(&ranks) && !(coll = mt_collective_mpi()))
-        return cli_fail("train %s: started as one of %d ranks, but: %s", cfg.name, ranks, mt_last_error());
+        return cli_fail("train %s: started as one of %d ranks, but: %s", cfg.name, ranks,
+                        mt_last_error());
     char who[128] = ""; /* "rank R on HOST: " when there are several */
     if (coll->size > 1) {
         char host[64] = "?";
         gethostname(host, sizeof host - 1);
         snprintf(who, sizeof who, "rank %d on %s: ", coll->rank, host);
-        terminated_len = (size_t)snprintf(terminated_msg, sizeof terminated_msg,
-                                          "mtlab: train %s: %sterminated (SIGTERM): the launcher ends the job; "
-                                          "ranks stop with a checkpoint on SIGUSR1 (mtlab jobs stop)\n",
-                                          cfg.name, who);
+        terminated_len =
+            (size_t)snprintf(terminated_msg, sizeof terminated_msg,
+                             "mtlab: train %s: %sterminated (SIGTERM): the launcher ends the job; "
+                             "ranks stop with a checkpoint on SIGUSR1 (mtlab jobs stop)\n",
+                             cfg.name, who);
         if (terminated_len >= sizeof terminated_msg) terminated_len = sizeof terminated_msg - 1;
         if (!strncmp(cfg.device, "cuda", 4)) coll = on_gpus(coll, &cfg, who);
     }
@@ -174,13 +180,18 @@ static int run_train(int argc, char **argv)
     char label[160];
     snprintf(label, sizeof label, "train %s", cfg.name);
     cli_progress_start(&view.bar, label, (size_t)cfg.max_steps);
-    mt_train_hooks hooks = {.progress = show_progress, .message = show_message, .ud = &view,
-                            .stop = &stop_requested, .run_locked = job, .collective = coll};
+    mt_train_hooks hooks = {.progress = show_progress,
+                            .message = show_message,
+                            .ud = &view,
+                            .stop = &stop_requested,
+                            .run_locked = job,
+                            .collective = coll};
     int rc = mt_train_run(&cfg, resume, &hooks);
     cli_progress_finish(&view.bar, NULL);
     char error[700];
     snprintf(error, sizeof error, "%s%s", who, rc != 0 ? mt_last_error() : "");
-    if (lead && job && job_trainer_end(cfg.run_dir, rc != 0, stop_requested, rc != 0 ? error : NULL) != 0)
+    if (lead && job &&
+        job_trainer_end(cfg.run_dir, rc != 0, stop_requested, rc != 0 ? error : NULL) != 0)
         fprintf(stderr, "mtlab train: %s\n", mt_last_error());
     mt_run_unlock(lock);
     if (rc != 0 && coll->size > 1) {
@@ -196,8 +207,10 @@ static int run_train(int argc, char **argv)
 }
 
 const struct mt_command cmd_train = {
-    "train", "CONFIG.lua [--resume] [--max-steps N] [--name N] [--job] [KEY=VALUE...] | --reference",
-    "train a model from a Lua config (KEY=VALUE: override a key, model.KEY a model key); runs/NAME/ "
+    "train",
+    "CONFIG.lua [--resume] [--max-steps N] [--name N] [--job] [KEY=VALUE...] | --reference",
+    "train a model from a Lua config (KEY=VALUE: override a key, model.KEY a model key); "
+    "runs/NAME/ "
     "gets log.jsonl and checkpoints; --reference prints every config key (docs/training-config.md)",
     run_train,
     .parallel = 1,

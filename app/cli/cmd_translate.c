@@ -1,7 +1,8 @@
 /* `mtlab translate`: translate sentences (one per line, one output line per input line) or,
- * with --paragraphs, paragraphs (blank-line separated blocks) from a file or stdin with a model bundle, writing one translation per input in
- * input order. Internally the inputs go in windows of 8 batches, sorted by length inside each
- * window so batches pad little; each window's translations are written as soon as it is done. */
+ * with --paragraphs, paragraphs (blank-line separated blocks) from a file or stdin with a model
+ * bundle, writing one translation per input in input order. Internally the inputs go in windows of
+ * 8 batches, sorted by length inside each window so batches pad little; each window's translations
+ * are written as soon as it is done. */
 #include "cli/commands.h"
 #include "common/translate_input.h"
 #include "mtlab/decode.h"
@@ -34,8 +35,10 @@ static int parse_args(translate_args *a, int argc, char **argv)
             if (!has_value) return cli_usage(&cmd_translate);
             /* one model: `mtlab eval -m A -m B` is the command that compares several */
             if (a->bundle) {
-                fprintf(stderr, "mtlab translate: -m given twice (%s, then %s): translate takes one "
-                        "model (mtlab eval -m A -m B compares several)\n", a->bundle, argv[i + 1]);
+                fprintf(stderr,
+                        "mtlab translate: -m given twice (%s, then %s): translate takes one "
+                        "model (mtlab eval -m A -m B compares several)\n",
+                        a->bundle, argv[i + 1]);
                 return 2;
             }
             a->bundle = argv[++i];
@@ -49,7 +52,8 @@ static int parse_args(translate_args *a, int argc, char **argv)
         } else if (!strcmp(o, "-i") || !strcmp(o, "--input")) {
             if (!has_value) return cli_usage(&cmd_translate);
             if (a->input) {
-                fprintf(stderr, "mtlab translate: -i given twice (%s, then %s)\n", a->input, argv[i + 1]);
+                fprintf(stderr, "mtlab translate: -i given twice (%s, then %s)\n", a->input,
+                        argv[i + 1]);
                 return 2;
             }
             a->input = argv[++i];
@@ -131,8 +135,8 @@ static int translate_window(const tr_run *t, size_t *k, size_t first, size_t cou
     while (k0 + n < (size_t)e->src.n && e->which[k0 + n] < first + count) n++;
     *k = k0 + n;
     mt_decode_result res;
-    if (mt_translate_ids(r->model, r->tok, (const int32_t *const *)e->src.ids + k0,
-                         e->src.len + k0, (int)n, t->a->batch, t->o, &res)) {
+    if (mt_translate_ids(r->model, r->tok, (const int32_t *const *)e->src.ids + k0, e->src.len + k0,
+                         (int)n, t->a->batch, t->o, &res)) {
         if (res.failed_input < 0) return cli_fail("%s", mt_last_error());
         return cli_fail("%s:%zu: %s", name, u->units[e->which[k0 + (size_t)res.failed_input]].line,
                         mt_last_error());
@@ -182,10 +186,12 @@ static int translate(const translate_args *a)
         }
     }
     if (rc == 0 && a->verbose)
-        fprintf(stderr, "mtlab translate: %zu inputs, %zu tokens in %.2f s (%.1f tokens/s), "
-                "beam %d, batch %d, decoding state up to %.1f MiB\n", sum.inputs, sum.tokens,
-                sum.seconds, sum.seconds > 0 ? (double)sum.tokens / sum.seconds : 0.0, a->beam,
-                a->batch, (double)sum.state_bytes / (1024.0 * 1024.0));
+        fprintf(stderr,
+                "mtlab translate: %zu inputs, %zu tokens in %.2f s (%.1f tokens/s), "
+                "beam %d, batch %d, decoding state up to %.1f MiB\n",
+                sum.inputs, sum.tokens, sum.seconds,
+                sum.seconds > 0 ? (double)sum.tokens / sum.seconds : 0.0, a->beam, a->batch,
+                (double)sum.state_bytes / (1024.0 * 1024.0));
     mt_sources_free(&e.src);
     free(e.which);
     tr_units_free(&u);
@@ -203,7 +209,8 @@ static int run(int argc, char **argv)
 
 const struct mt_command cmd_translate = {
     .name = "translate",
-    .args = "-m BUNDLE [-i FILE] [--device cpu|cuda[:N]] [--precision fp32|int8|bf16] [--beam N] [--max-len N] [--batch N] [--paragraphs] "
+    .args = "-m BUNDLE [-i FILE] [--device cpu|cuda[:N]] [--precision fp32|int8|bf16] [--beam N] "
+            "[--max-len N] [--batch N] [--paragraphs] "
             "[--verbose]",
     .summary = "translate sentences (one per line) or paragraphs from FILE or stdin",
     .run = run,

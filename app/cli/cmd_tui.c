@@ -54,8 +54,8 @@ static int run(int argc, char **argv)
     int n_defaults = 0;
     char models_dir[4096], hint[4600], problem[4600];
     if (o.n_dirs == 0) {
-        n_defaults = tui_default_bundles(&defaults, o.models_root, models_dir, sizeof models_dir, problem,
-                                         sizeof problem);
+        n_defaults = tui_default_bundles(&defaults, o.models_root, models_dir, sizeof models_dir,
+                                         problem, sizeof problem);
         if (problem[0]) o.warning = problem;
         for (int i = 0; i < n_defaults && o.n_dirs < TUI_DEFAULT_PANES; i++) {
             o.devices[o.n_dirs] = o.device;
@@ -81,7 +81,8 @@ static int run(int argc, char **argv)
 
 const struct mt_command cmd_tui = {
     .name = "tui",
-    .args = "[[--device cpu|cuda[:N]] [--precision fp32|int8|bf16] -m BUNDLE_DIR]... [--models DIR] [--theme NAME|FILE] [--beam N] [--refs FILE] [--comet DIR] [--ascii] "
+    .args = "[[--device cpu|cuda[:N]] [--precision fp32|int8|bf16] -m BUNDLE_DIR]... [--models "
+            "DIR] [--theme NAME|FILE] [--beam N] [--refs FILE] [--comet DIR] [--ascii] "
             "[--no-mouse] [--script FILE.lua]",
     .summary = "the workbench: models side by side, streaming translation, heatmaps "
                "(also `mtlab` alone)",

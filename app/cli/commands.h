@@ -9,8 +9,8 @@
 #include "common/output.h"
 
 struct mt_command {
-    const char *name;    /* "translate" */
-    const char *args;    /* "-m BUNDLE [--beam N] [-i FILE]" */
+    const char *name; /* "translate" */
+    const char *args; /* "-m BUNDLE [--beam N] [-i FILE]" */
     const char *summary; /* one line for the usage screen */
     int (*run)(int argc, char **argv); /* argv[0] is the command name */
     int parallel; /* 1: it runs model math (OpenMP teams, BLAS): app/main.c settles OpenMP's
@@ -41,7 +41,8 @@ void cli_print_usage(FILE *out, const struct mt_command *cmd);
 /* The value of integer option opt of command cmd: text must be a decimal whole number from lo
  * to hi. Otherwise prints "mtlab CMD: OPT takes a whole number from LO to HI, not 'TEXT'" and
  * returns 2 (the usage-error status); 0 when *out is set. */
-int cli_option_long(const char *cmd, const char *opt, const char *text, long lo, long hi, long *out);
+int cli_option_long(const char *cmd, const char *opt, const char *text, long lo, long hi,
+                    long *out);
 /* The same for an int. */
 int cli_option_int(const char *cmd, const char *opt, const char *text, int lo, int hi, int *out);
 

@@ -35,7 +35,8 @@ static int column_width(const eval_report *r)
 /* One table row: the label, then one cell per system made by cell(). */
 typedef void (*cell_fn)(char *out, size_t len, const eval_system_result *s, int arg);
 
-static void row(FILE *out, const eval_report *r, int width, const char *label, cell_fn cell, int arg)
+static void row(FILE *out, const eval_report *r, int width, const char *label, cell_fn cell,
+                int arg)
 {
     fprintf(out, "%-*s", LABEL_WIDTH, label);
     for (size_t s = 0; s < r->n_systems; s++) {
@@ -50,8 +51,10 @@ static void row(FILE *out, const eval_report *r, int width, const char *label, c
  * COMET on its own scale with 4 decimals, as comet-score and `mtlab score` print it */
 static void cell_score(char *o, size_t n, const eval_system_result *s, int metric)
 {
-    double v = metric == EVAL_BLEU ? s->bleu.score : metric == EVAL_CHRF ? s->chrf
-               : metric == EVAL_CHRFPP ? s->chrfpp : s->comet;
+    double v = metric == EVAL_BLEU     ? s->bleu.score
+               : metric == EVAL_CHRF   ? s->chrf
+               : metric == EVAL_CHRFPP ? s->chrfpp
+                                       : s->comet;
     const mt_sig_result *t = &s->sig[metric];
     snprintf(o, n, "%.*f%s", metric == EVAL_COMET ? 4 : 2, v, t->has_p && t->p <= 0.05 ? "*" : "");
 }
@@ -80,7 +83,8 @@ static void cell_ne(char *o, size_t n, const eval_system_result *s, int bin)
 
 static void cell_ne_translated(char *o, size_t n, const eval_system_result *s, int bin)
 {
-    size_t entities = bin < MT_NE_BINS ? s->ne_translated.entities[bin] : s->ne_translated.entities_all;
+    size_t entities =
+        bin < MT_NE_BINS ? s->ne_translated.entities[bin] : s->ne_translated.entities_all;
     double recall = bin < MT_NE_BINS ? s->ne_translated.recall[bin] : s->ne_translated.recall_all;
     if (entities == 0) snprintf(o, n, "-");
     else snprintf(o, n, "%.1f%%", 100.0 * recall);
@@ -107,13 +111,15 @@ static void cell_seconds(char *o, size_t n, const eval_system_result *s, int a)
 static void cell_ms_per_sentence(char *o, size_t n, const eval_system_result *s, int a)
 {
     (void)a;
-    snprintf(o, n, "%.2f", s->cost.sentences ? 1000.0 * s->cost.seconds / (double)s->cost.sentences : 0.0);
+    snprintf(o, n, "%.2f",
+             s->cost.sentences ? 1000.0 * s->cost.seconds / (double)s->cost.sentences : 0.0);
 }
 
 static void cell_tokens_per_second(char *o, size_t n, const eval_system_result *s, int a)
 {
     (void)a;
-    snprintf(o, n, "%.0f", s->cost.seconds > 0 ? (double)s->cost.hyp_tokens / s->cost.seconds : 0.0);
+    snprintf(o, n, "%.0f",
+             s->cost.seconds > 0 ? (double)s->cost.hyp_tokens / s->cost.seconds : 0.0);
 }
 
 static void cell_memory(char *o, size_t n, const eval_system_result *s, int a)
@@ -150,7 +156,8 @@ void eval_report_print(FILE *out, const eval_report *r)
                  b < MT_NE_BINS ? mt_ne_bin_name(b) : "all", e, occ);
         row(out, r, width, label, cell_ne, b);
     }
-    const mt_ne_recall *nt = r->n_systems && r->lexicon_source ? &r->systems[0].ne_translated : NULL;
+    const mt_ne_recall *nt =
+        r->n_systems && r->lexicon_source ? &r->systems[0].ne_translated : NULL;
     for (int b = 0; nt && b <= MT_NE_BINS; b++) {
         size_t e = b < MT_NE_BINS ? nt->entities[b] : nt->entities_all;
         size_t occ = b < MT_NE_BINS ? nt->occurrences[b] : nt->occurrences_all;
@@ -177,31 +184,45 @@ void eval_report_print(FILE *out, const eval_report *r)
     fprintf(out, "BLEU:    %s\nchrF2:   %s\nchrF2++: %s\n", r->bleu_signature, r->chrf_signature,
             r->chrfpp_signature);
     if (r->comet_model)
-        fprintf(out, "COMET:   model %s, the mean of the segment scores (its paired test on the mean x 100)\n",
+        fprintf(out,
+                "COMET:   model %s, the mean of the segment scores (its paired test on the mean x "
+                "100)\n",
                 r->comet_model);
     if (r->paired)
-        fprintf(out, "*: differs from %s at p <= 0.05 (paired %s, %zu %s, seed %llu; docs/metrics.md "
-                     "§10)\n",
-                r->systems[0].name, r->paired - 1 == MT_SIG_BOOTSTRAP ? "bootstrap" : "approximate randomization",
-                r->paired_n, r->paired - 1 == MT_SIG_BOOTSTRAP ? "resamples" : "trials", r->seed);
-    fprintf(out, "NE:    %s recogniser on the reference, kept when verbatim in the source; ", r->ner);
-    if (r->stats_source)
         fprintf(out,
-                "bins by training pairs (unseen 0, regular 1-%d, frequent %d+) from %s (%zu pairs, %zu "
-                "entities)\n",
-                MT_NE_FREQUENT_MIN - 1, MT_NE_FREQUENT_MIN, r->stats_source, r->stats_pairs,
-                r->stats_entities);
+                "*: differs from %s at p <= 0.05 (paired %s, %zu %s, seed %llu; docs/metrics.md "
+                "§10)\n",
+                r->systems[0].name,
+                r->paired - 1 == MT_SIG_BOOTSTRAP ? "bootstrap" : "approximate randomization",
+                r->paired_n, r->paired - 1 == MT_SIG_BOOTSTRAP ? "resamples" : "trials", r->seed);
+    fprintf(out, "NE:    %s recogniser on the reference, kept when verbatim in the source; ",
+            r->ner);
+    if (r->stats_source)
+        fprintf(
+            out,
+            "bins by training pairs (unseen 0, regular 1-%d, frequent %d+) from %s (%zu pairs, %zu "
+            "entities)\n",
+            MT_NE_FREQUENT_MIN - 1, MT_NE_FREQUENT_MIN, r->stats_source, r->stats_pairs,
+            r->stats_entities);
     else
-        fprintf(out, "no training statistics (give --stats or --train-src/--train-ref): every entity counts "
-                     "as unseen\n");
+        fprintf(
+            out,
+            "no training statistics (give --stats or --train-src/--train-ref): every entity counts "
+            "as unseen\n");
     if (r->lexicon_source)
-        fprintf(out, "NE +tr.: also kept when a lexicon form of a source name, hit when copied or translated; "
-                     "lexicon %s\n", r->lexicon_source);
+        fprintf(out,
+                "NE +tr.: also kept when a lexicon form of a source name, hit when copied or "
+                "translated; "
+                "lexicon %s\n",
+                r->lexicon_source);
     else
-        fprintf(out, "NE +tr.: no entity lexicon (give --lexicon or --train-src/--train-ref, or a bundle "
-                     "with entity_lexicon.tsv)\n");
+        fprintf(
+            out,
+            "NE +tr.: no entity lexicon (give --lexicon or --train-src/--train-ref, or a bundle "
+            "with entity_lexicon.tsv)\n");
     if (r->names_source)
-        fprintf(out, "names: substituted names of %s found as words of the hypothesis\n", r->names_source);
+        fprintf(out, "names: substituted names of %s found as words of the hypothesis\n",
+                r->names_source);
     fprintf(out, "length: source %s\n", r->length_unit);
     for (size_t s = 0; s < r->n_systems; s++)
         if (r->systems[s].cost.memory_kind)
@@ -219,7 +240,8 @@ static json_t *ne_bin_json(double recall, size_t entities, size_t occurrences, s
     return o;
 }
 
-static json_t *system_json(const eval_system_result *s, int with_translated, int with_names, int with_comet)
+static json_t *system_json(const eval_system_result *s, int with_translated, int with_names,
+                           int with_comet)
 {
     json_t *o = json_object();
     json_object_set_new(o, "name", json_string(s->name));
@@ -252,22 +274,27 @@ static json_t *system_json(const eval_system_result *s, int with_translated, int
             ne, mt_ne_bin_name(b),
             ne_bin_json(s->ne.recall[b], s->ne.entities[b], s->ne.occurrences[b], s->ne.hits[b]));
     json_object_set_new(
-        ne, "all", ne_bin_json(s->ne.recall_all, s->ne.entities_all, s->ne.occurrences_all, s->ne.hits_all));
+        ne, "all",
+        ne_bin_json(s->ne.recall_all, s->ne.entities_all, s->ne.occurrences_all, s->ne.hits_all));
     json_object_set_new(o, "ne_recall", ne);
     json_t *nt = json_null();
     if (with_translated) {
         nt = json_object();
         const mt_ne_recall *t = &s->ne_translated;
         for (int b = 0; b < MT_NE_BINS; b++)
-            json_object_set_new(nt, mt_ne_bin_name(b),
-                                ne_bin_json(t->recall[b], t->entities[b], t->occurrences[b], t->hits[b]));
-        json_object_set_new(nt, "all", ne_bin_json(t->recall_all, t->entities_all, t->occurrences_all, t->hits_all));
+            json_object_set_new(
+                nt, mt_ne_bin_name(b),
+                ne_bin_json(t->recall[b], t->entities[b], t->occurrences[b], t->hits[b]));
+        json_object_set_new(
+            nt, "all",
+            ne_bin_json(t->recall_all, t->entities_all, t->occurrences_all, t->hits_all));
     }
     json_object_set_new(o, "ne_recall_translated", nt);
     json_t *names = json_null();
     if (with_names) {
         names = json_object();
-        json_object_set_new(names, "recall", s->names.names ? json_real(s->names.recall) : json_null());
+        json_object_set_new(names, "recall",
+                            s->names.names ? json_real(s->names.recall) : json_null());
         json_object_set_new(names, "names", json_integer((json_int_t)s->names.names));
         json_object_set_new(names, "hits", json_integer((json_int_t)s->names.hits));
     }
@@ -298,7 +325,8 @@ static json_t *system_json(const eval_system_result *s, int with_translated, int
                         json_real(c->seconds > 0 ? (double)c->hyp_tokens / c->seconds : 0.0));
     json_object_set_new(cost, "peak_bytes",
                         c->peak_bytes ? json_integer((json_int_t)c->peak_bytes) : json_null());
-    json_object_set_new(cost, "memory_kind", c->memory_kind ? json_string(c->memory_kind) : json_null());
+    json_object_set_new(cost, "memory_kind",
+                        c->memory_kind ? json_string(c->memory_kind) : json_null());
     json_object_set_new(o, "cost", cost);
     return o;
 }
@@ -312,11 +340,13 @@ int eval_report_write_json(const eval_report *r, const char *path)
     json_object_set_new(root, "bleu_signature", json_string(r->bleu_signature));
     json_object_set_new(root, "chrf_signature", json_string(r->chrf_signature));
     json_object_set_new(root, "chrfpp_signature", json_string(r->chrfpp_signature));
-    json_object_set_new(root, "comet_model", r->comet_model ? json_string(r->comet_model) : json_null());
+    json_object_set_new(root, "comet_model",
+                        r->comet_model ? json_string(r->comet_model) : json_null());
     json_t *test = json_null();
     if (r->paired) {
         test = json_object();
-        json_object_set_new(test, "test", json_string(r->paired - 1 == MT_SIG_BOOTSTRAP ? "bs" : "ar"));
+        json_object_set_new(test, "test",
+                            json_string(r->paired - 1 == MT_SIG_BOOTSTRAP ? "bs" : "ar"));
         json_object_set_new(test, "samples", json_integer((json_int_t)r->paired_n));
         json_object_set_new(test, "seed", json_integer((json_int_t)r->seed));
         json_object_set_new(test, "baseline", json_string(r->systems[0].name));
@@ -329,19 +359,24 @@ int eval_report_write_json(const eval_report *r, const char *path)
     json_object_set_new(ent, "stats_pairs", json_integer((json_int_t)r->stats_pairs));
     json_object_set_new(ent, "stats_entities", json_integer((json_int_t)r->stats_entities));
     json_object_set_new(ent, "frequent_min", json_integer(MT_NE_FREQUENT_MIN));
-    json_object_set_new(ent, "lexicon", r->lexicon_source ? json_string(r->lexicon_source) : json_null());
+    json_object_set_new(ent, "lexicon",
+                        r->lexicon_source ? json_string(r->lexicon_source) : json_null());
     json_object_set_new(root, "entities", ent);
     json_object_set_new(root, "length_unit", json_string(r->length_unit));
-    json_object_set_new(root, "names", r->names_source ? json_string(r->names_source) : json_null());
+    json_object_set_new(root, "names",
+                        r->names_source ? json_string(r->names_source) : json_null());
     json_t *systems = json_array();
-    for (size_t s = 0; s < r->n_systems; s++) json_array_append_new(systems, system_json(&r->systems[s], r->lexicon_source != NULL, r->names_source != NULL,
-                                                                         r->comet_model != NULL));
+    for (size_t s = 0; s < r->n_systems; s++)
+        json_array_append_new(systems,
+                              system_json(&r->systems[s], r->lexicon_source != NULL,
+                                          r->names_source != NULL, r->comet_model != NULL));
     json_object_set_new(root, "systems", systems);
 
     int flags = JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10);
     int rc;
     if (!strcmp(path, "-")) {
-        rc = json_dumpf(root, stdout, flags) != 0 || fputc('\n', stdout) == EOF ? cli_stdout_check() : 0;
+        rc = json_dumpf(root, stdout, flags) != 0 || fputc('\n', stdout) == EOF ? cli_stdout_check()
+                                                                                : 0;
     } else {
         FILE *f = cli_create(path);
         rc = !f;

@@ -37,7 +37,8 @@ static int fail(const char *fmt, ...)
     return 1;
 }
 
-static int read_pair(mt_text_lines *src, mt_text_lines *ref, const char *src_path, const char *ref_path)
+static int read_pair(mt_text_lines *src, mt_text_lines *ref, const char *src_path,
+                     const char *ref_path)
 {
     if (cli_read_sentences(src, src_path)) return 1;
     if (cli_read_sentences(ref, ref_path)) {
@@ -45,8 +46,8 @@ static int read_pair(mt_text_lines *src, mt_text_lines *ref, const char *src_pat
         return 1;
     }
     if (src->n != ref->n) {
-        fail("%s has %zu lines but %s has %zu: source and reference must be line-aligned",
-                 src_path, src->n, ref_path, ref->n);
+        fail("%s has %zu lines but %s has %zu: source and reference must be line-aligned", src_path,
+             src->n, ref_path, ref->n);
         mt_text_lines_free(src);
         mt_text_lines_free(ref);
         return 1;
@@ -68,8 +69,8 @@ static int check_aligned(const mt_text_lines *src, const mt_text_lines *ref, con
                          const char *ref_name)
 {
     if (src->n == ref->n) return 0;
-    return fail("%s has %zu lines but %s has %zu: source and reference must be line-aligned", src_name,
-                src->n, ref_name, ref->n);
+    return fail("%s has %zu lines but %s has %zu: source and reference must be line-aligned",
+                src_name, src->n, ref_name, ref->n);
 }
 
 /* The target language of the evaluation, never a file's extension: the request's tgt_lang,
@@ -102,7 +103,8 @@ static int target_lang(const eval_request *a, char *lang, size_t len)
         return 0;
     }
     const mt_config *x = mt_config_object(c, "mtlab");
-    snprintf(lang, len, "%s", x ? mt_config_string_or(x, "tgt_lang", MT_DEFAULT_TGT_LANG) : MT_DEFAULT_TGT_LANG);
+    snprintf(lang, len, "%s",
+             x ? mt_config_string_or(x, "tgt_lang", MT_DEFAULT_TGT_LANG) : MT_DEFAULT_TGT_LANG);
     mt_config_free(c);
     return 0;
 }
@@ -127,7 +129,8 @@ static void bundle_stats(eval_request *a, char *path, size_t path_len)
     path[0] = '\0';
 }
 
-static mt_corpus_stats *load_stats(const eval_request *a, mt_ner_lang lang, char *source, size_t source_len)
+static mt_corpus_stats *load_stats(const eval_request *a, mt_ner_lang lang, char *source,
+                                   size_t source_len)
 {
     if (a->stats) {
         mt_corpus_stats *s = mt_corpus_stats_read(a->stats);
@@ -137,8 +140,10 @@ static mt_corpus_stats *load_stats(const eval_request *a, mt_ner_lang lang, char
         }
         if (mt_corpus_stats_lang(s) != lang) {
             /* counts from another recogniser would put entities in the wrong bins */
-            fail("%s: counted with the %s recogniser, but this evaluation's target language uses the %s "
-                 "one (choose the %s recogniser, or recompute the statistics from the training pair)",
+            fail("%s: counted with the %s recogniser, but this evaluation's target language uses "
+                 "the %s "
+                 "one (choose the %s recogniser, or recompute the statistics from the training "
+                 "pair)",
                  a->stats, mt_ner_lang_name(mt_corpus_stats_lang(s)), mt_ner_lang_name(lang),
                  mt_ner_lang_name(mt_corpus_stats_lang(s)));
             mt_corpus_stats_free(s);
@@ -151,8 +156,9 @@ static mt_corpus_stats *load_stats(const eval_request *a, mt_ner_lang lang, char
     if (read_pair(&src, &ref, a->train_src, a->train_ref)) return NULL;
     cli_progress bar;
     cli_progress_start(&bar, "entity statistics", src.n);
-    mt_corpus_stats *s = mt_corpus_stats_build((const char *const *)src.lines, (const char *const *)ref.lines,
-                                               src.n, lang, stats_progress, &bar);
+    mt_corpus_stats *s =
+        mt_corpus_stats_build((const char *const *)src.lines, (const char *const *)ref.lines, src.n,
+                              lang, stats_progress, &bar);
     cli_progress_finish(&bar, s ? "done" : NULL);
     mt_text_lines_free(&src);
     mt_text_lines_free(&ref);
@@ -172,7 +178,8 @@ static mt_corpus_stats *load_stats(const eval_request *a, mt_ner_lang lang, char
 /* The entity lexicon of the translated-aware recall (docs/metrics.md §8): --lexicon, else the
  * first bundle's entity_lexicon.tsv, else one learned from --train-src/--train-ref; NULL with
  * *source "" when there is none (the figure is then left out), NULL with *failed on an error. */
-static mt_entity_lexicon *load_lexicon(const eval_request *a, char *source, size_t source_len, int *failed)
+static mt_entity_lexicon *load_lexicon(const eval_request *a, char *source, size_t source_len,
+                                       int *failed)
 {
     source[0] = '\0';
     *failed = 0;
@@ -200,8 +207,8 @@ static mt_entity_lexicon *load_lexicon(const eval_request *a, char *source, size
     }
     cli_progress bar;
     cli_progress_start(&bar, "entity lexicon", src.n);
-    l = mt_entity_lexicon_build((const char *const *)src.lines, (const char *const *)ref.lines, src.n,
-                                stats_progress, &bar);
+    l = mt_entity_lexicon_build((const char *const *)src.lines, (const char *const *)ref.lines,
+                                src.n, stats_progress, &bar);
     cli_progress_finish(&bar, l ? "done" : NULL);
     mt_text_lines_free(&src);
     mt_text_lines_free(&ref);
@@ -215,7 +222,8 @@ static mt_entity_lexicon *load_lexicon(const eval_request *a, char *source, size
 }
 
 /* Source lengths for the buckets: whitespace tokens, or pieces of the --length-model. */
-static int source_lengths(size_t *len, const mt_text_lines *src, const char *model_path, const char *path)
+static int source_lengths(size_t *len, const mt_text_lines *src, const char *model_path,
+                          const char *path)
 {
     mt_tokenizer *tok = NULL;
     if (model_path && !(tok = mt_tokenizer_load(model_path))) return fail("%s", mt_last_error());
@@ -259,12 +267,15 @@ static int save_hyps(const char *dir, const char *system, char **hyps, size_t n)
 
 /* Translate with one system and score it; with keep, the hypotheses are handed over. */
 /* The per-segment statistics the paired test resamples: BLEU, chrF2 and chrF2++ rows. */
-static int segment_stats(eval_system_result *r, const char *const *hyps, const char *const *refs, size_t n)
+static int segment_stats(eval_system_result *r, const char *const *hyps, const char *const *refs,
+                         size_t n)
 {
     mt_bleu_opts bo = mt_bleu_defaults();
     mt_chrf_opts co[2] = {mt_chrf_defaults(), mt_chrfpp_defaults()};
-    size_t k[EVAL_COMET] = {MT_SIG_BLEU_STATS, mt_sig_chrf_stats(&co[0]), mt_sig_chrf_stats(&co[1])};
-    for (int m = 0; m < EVAL_COMET; m++) r->seg_stats[m] = mt_xmalloc((n ? n : 1) * k[m] * sizeof(double));
+    size_t k[EVAL_COMET] = {MT_SIG_BLEU_STATS, mt_sig_chrf_stats(&co[0]),
+                            mt_sig_chrf_stats(&co[1])};
+    for (int m = 0; m < EVAL_COMET; m++)
+        r->seg_stats[m] = mt_xmalloc((n ? n : 1) * k[m] * sizeof(double));
     for (size_t i = 0; i < n; i++) {
         mt_bleu_stats b;
         mt_chrf_stats c;
@@ -320,8 +331,9 @@ static int compare_with_first(eval_report *rep, eval_system_result *res, size_t 
     mt_bleu_opts bo = mt_bleu_defaults();
     mt_chrf_opts co = mt_chrf_defaults(), cpp = mt_chrfpp_defaults();
     char name[2][32];
-    mt_sig_metric m[EVAL_METRICS] = {mt_sig_bleu_metric(&bo), mt_sig_chrf_metric(&co, name[0], sizeof name[0]),
-                                     mt_sig_chrf_metric(&cpp, name[1], sizeof name[1]), mt_sig_comet_metric()};
+    mt_sig_metric m[EVAL_METRICS] = {
+        mt_sig_bleu_metric(&bo), mt_sig_chrf_metric(&co, name[0], sizeof name[0]),
+        mt_sig_chrf_metric(&cpp, name[1], sizeof name[1]), mt_sig_comet_metric()};
     mt_sig_opts o = mt_sig_defaults((mt_sig_test)(rep->paired - 1));
     rep->paired_n = mt_sig_samples(&o);
     rep->seed = o.seed;
@@ -365,7 +377,8 @@ static int evaluate_system(eval_system_result *r, mt_translator *t, const eval_s
     char label[96];
     snprintf(label, sizeof label, "eval %s", r->name);
     cli_progress_start(&p.bar, label, src->n);
-    int rc = mt_translator_translate(t, hyps, (const char *const *)src->lines, src->n, on_piece, &p);
+    int rc =
+        mt_translator_translate(t, hyps, (const char *const *)src->lines, src->n, on_piece, &p);
     cli_progress_update(&p.bar, src->n);
     cli_progress_finish(&p.bar, rc == 0 ? "translated" : NULL);
     if (rc < 0) {
@@ -373,7 +386,8 @@ static int evaluate_system(eval_system_result *r, mt_translator *t, const eval_s
         return fail("%s", mt_last_error());
     }
     r->cost = *mt_translator_last_stats(t);
-    const char *const *h = (const char *const *)hyps, *const *refs = (const char *const *)ref->lines;
+    const char *const *h = (const char *const *)hyps, *const *refs =
+                                                          (const char *const *)ref->lines;
     const char *const *const ref_streams[1] = {refs};
     mt_bleu_opts bo = mt_bleu_defaults();
     mt_chrf_opts co = mt_chrf_defaults(), cpp = mt_chrfpp_defaults();
@@ -383,7 +397,8 @@ static int evaluate_system(eval_system_result *r, mt_translator *t, const eval_s
         segment_stats(r, h, refs, src->n) < 0 ||
         mt_bucket_scores(r->buckets, lengths, h, refs, src->n) < 0)
         rc = fail("%s: scoring failed: %s", r->name, mt_last_error());
-    if (rc == 0 && comet && comet_score(r, comet, (const char *const *)src->lines, h, refs, src->n) < 0)
+    if (rc == 0 && comet &&
+        comet_score(r, comet, (const char *const *)src->lines, h, refs, src->n) < 0)
         rc = fail("%s: COMET: %s", r->name, mt_last_error());
     if (rc == 0) mt_ne_recall_score(&r->ne, ts, h, NULL);
     if (rc == 0 && ts_translated) mt_ne_recall_score(&r->ne_translated, ts_translated, h, NULL);
@@ -414,7 +429,8 @@ static int open_systems(mt_translator **systems, size_t *n, const eval_request *
         precisions[n_prec++] = p;
     }
     if (a->precision && n_prec == 0)
-        return fail("eval: --precision '%s': give fp32, int8, bf16 or a list such as fp32,int8", a->precision);
+        return fail("eval: --precision '%s': give fp32, int8, bf16 or a list such as fp32,int8",
+                    a->precision);
     if (n_prec == 0) precisions[n_prec++] = NULL;
     mt_translate_opts opts = mt_translate_defaults();
     opts.beam = a->beam;
@@ -444,12 +460,15 @@ int eval_run(const eval_request *req, eval_outcome *out)
         if (mt_ner_lang_parse(a.ner, &lang) < 0) return fail("eval: %s", mt_last_error());
     } else {
         char tgt[MT_LANG_MAX];
-        if (target_lang(&a, tgt, sizeof tgt) < 0) return fail("eval: target language: %s", mt_last_error());
+        if (target_lang(&a, tgt, sizeof tgt) < 0)
+            return fail("eval: target language: %s", mt_last_error());
         lang = mt_ner_lang_for_code(tgt);
     }
     if (paired_test(a.paired, a.n_systems) < 0)
-        return fail("eval: paired test '%s': give bs (paired bootstrap), ar (approximate randomization) "
-                    "or none", a.paired);
+        return fail(
+            "eval: paired test '%s': give bs (paired bootstrap), ar (approximate randomization) "
+            "or none",
+            a.paired);
 
     /* the --hyps directory is made (or found unusable) before minutes of translating */
     if (a.hyps_dir && mkdir(a.hyps_dir, 0777) != 0 && errno != EEXIST)
@@ -493,16 +512,18 @@ int eval_run(const eval_request *req, eval_outcome *out)
             goto done;
         }
         if (names.n_segments != src.n) {
-            fail("%s lists names for %zu segments but %s has %zu lines", a.names, names.n_segments, a.src, src.n);
+            fail("%s lists names for %zu segments but %s has %zu lines", a.names, names.n_segments,
+                 a.src, src.n);
             goto done;
         }
     }
     char bundle_stats_path[512];
     if (!a.stats && !a.train_src) bundle_stats(&a, bundle_stats_path, sizeof bundle_stats_path);
-    if ((a.stats || a.train_src) && !(stats = load_stats(&a, lang, stats_source, sizeof out->stats_source)))
+    if ((a.stats || a.train_src) &&
+        !(stats = load_stats(&a, lang, stats_source, sizeof out->stats_source)))
         goto done;
-    if (mt_ne_testset_build(&ts, (const char *const *)src.lines, (const char *const *)ref.lines, src.n, lang,
-                            stats) < 0) {
+    if (mt_ne_testset_build(&ts, (const char *const *)src.lines, (const char *const *)ref.lines,
+                            src.n, lang, stats) < 0) {
         fail("%s: %s", a.ref, mt_last_error());
         goto done;
     }
@@ -510,12 +531,14 @@ int eval_run(const eval_request *req, eval_outcome *out)
     lexicon = load_lexicon(&a, lexicon_source, sizeof out->lexicon_source, &lexicon_failed);
     if (lexicon_failed) goto done;
     if (lexicon && mt_ne_testset_build_translated(&ts_translated, (const char *const *)src.lines,
-                                                  (const char *const *)ref.lines, src.n, lang, stats, lexicon) < 0) {
+                                                  (const char *const *)ref.lines, src.n, lang,
+                                                  stats, lexicon) < 0) {
         fail("%s: %s", a.ref, mt_last_error());
         goto done;
     }
-    eval_set set = {&src, &ref, &ts, lexicon ? &ts_translated : NULL, a.names ? &names : NULL,
-                    lengths, comet, a.hyps_dir};
+    eval_set set = {
+        &src,    &ref,  &ts,       lexicon ? &ts_translated : NULL, a.names ? &names : NULL,
+        lengths, comet, a.hyps_dir};
     for (size_t s = 0; s < n_systems; s++) {
         if (evaluate_system(&results[s], systems[s], &set, a.keep_hyps ? &out->hyps[s] : NULL))
             goto done;
@@ -524,24 +547,31 @@ int eval_run(const eval_request *req, eval_outcome *out)
     }
 
     char *length_unit = out->length_unit;
-    if (a.length_model) snprintf(length_unit, sizeof out->length_unit, "pieces of %s", a.length_model);
+    if (a.length_model)
+        snprintf(length_unit, sizeof out->length_unit, "pieces of %s", a.length_model);
     else snprintf(length_unit, sizeof out->length_unit, "whitespace tokens");
     out->report = (eval_report){
-        .src_path = a.src, .ref_path = a.ref, .segments = src.n,
+        .src_path = a.src,
+        .ref_path = a.ref,
+        .segments = src.n,
         .ner = mt_ner_lang_name(lang),
         .stats_source = stats ? stats_source : NULL,
         .stats_pairs = stats ? mt_corpus_stats_pairs(stats) : 0,
         .stats_entities = stats ? mt_corpus_stats_entities(stats) : 0,
         .lexicon_source = lexicon ? lexicon_source : NULL,
-        .length_unit = length_unit, .beam = a.beam,
-        .names_source = a.names, .comet_model = a.comet,
-        .systems = results, .n_systems = n_systems,
+        .length_unit = length_unit,
+        .beam = a.beam,
+        .names_source = a.names,
+        .comet_model = a.comet,
+        .systems = results,
+        .n_systems = n_systems,
     };
     mt_bleu_opts bo = mt_bleu_defaults();
     mt_chrf_opts co = mt_chrf_defaults(), cpp = mt_chrfpp_defaults();
     mt_bleu_signature(out->report.bleu_signature, sizeof out->report.bleu_signature, &bo, 1, 0);
     mt_chrf_signature(out->report.chrf_signature, sizeof out->report.chrf_signature, &co, 1, 0);
-    mt_chrf_signature(out->report.chrfpp_signature, sizeof out->report.chrfpp_signature, &cpp, 1, 0);
+    mt_chrf_signature(out->report.chrfpp_signature, sizeof out->report.chrfpp_signature, &cpp, 1,
+                      0);
     out->report.paired = paired_test(a.paired, n_systems);
     if (out->report.paired && n_systems >= 2 && src.n > 0 &&
         compare_with_first(&out->report, results, n_systems))
@@ -567,7 +597,6 @@ done:
     }
     return rc;
 }
-
 
 void eval_outcome_free(eval_outcome *o)
 {

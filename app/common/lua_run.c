@@ -24,8 +24,8 @@ int mtl_traceback(lua_State *L)
     /* error(msg, 0): a message meant for the user as it is (a script's usage line, a bad
      * argument it names), so no traceback after it; every other error keeps its traceback */
     lua_Debug ar;
-    if (msg && !has_position(msg) && lua_getstack(L, 1, &ar) && lua_getinfo(L, "Sn", &ar) && ar.what[0] == 'C' &&
-        ar.name && !strcmp(ar.name, "error"))
+    if (msg && !has_position(msg) && lua_getstack(L, 1, &ar) && lua_getinfo(L, "Sn", &ar) &&
+        ar.what[0] == 'C' && ar.name && !strcmp(ar.name, "error"))
         return 1;
     if (!msg) msg = luaL_tolstring(L, 1, NULL); /* error objects that are not strings */
     luaL_traceback(L, L, msg, 1);

@@ -56,11 +56,14 @@ int cli_finish(int status)
 int cli_check_output(const char *path)
 {
     struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) return cli_fail("%s: cannot create: %s", path, strerror(EISDIR));
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return cli_fail("%s: cannot create: %s", path, strerror(EISDIR));
     const char *slash = strrchr(path, '/');
     char parent[4096];
-    snprintf(parent, sizeof parent, "%.*s", slash ? (int)(slash == path ? 1 : slash - path) : 1, slash ? path : ".");
-    if (access(parent, W_OK | X_OK) != 0) return cli_fail("%s: cannot create: %s", path, strerror(errno));
+    snprintf(parent, sizeof parent, "%.*s", slash ? (int)(slash == path ? 1 : slash - path) : 1,
+             slash ? path : ".");
+    if (access(parent, W_OK | X_OK) != 0)
+        return cli_fail("%s: cannot create: %s", path, strerror(errno));
     return 0;
 }
 

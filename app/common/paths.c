@@ -19,7 +19,9 @@ int cli_find_resource(const char *rel, char *out, size_t out_len)
     if (exists_at(NULL, rel, out, out_len)) return 0;
     char exe_dir[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe_dir, sizeof exe_dir - 1);
-    if (n <= 0) return mt_error("%s: not found in the current directory (and /proc/self/exe is unreadable)", rel);
+    if (n <= 0)
+        return mt_error("%s: not found in the current directory (and /proc/self/exe is unreadable)",
+                        rel);
     exe_dir[n] = '\0';
     char *slash = strrchr(exe_dir, '/');
     if (slash) *slash = '\0';
@@ -31,6 +33,7 @@ int cli_find_resource(const char *rel, char *out, size_t out_len)
         if (!slash) break;
         *slash = '\0';
     }
-    return mt_error("%s: not found in the current directory, nor beside the executable (%s) or up to %d levels above it",
+    return mt_error("%s: not found in the current directory, nor beside the executable (%s) or up "
+                    "to %d levels above it",
                     rel, searched, EXE_PARENT_LEVELS);
 }

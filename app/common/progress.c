@@ -107,7 +107,8 @@ void cli_progress_finish(cli_progress *p, const char *summary)
 {
     cli_progress_clear(p);
     if (summary)
-        fprintf(p->out, "%s: %s (%zu in %.1f s)\n", p->label, summary, p->done, mt_now_s() - p->started);
+        fprintf(p->out, "%s: %s (%zu in %.1f s)\n", p->label, summary, p->done,
+                mt_now_s() - p->started);
     fflush(p->out);
     p->drawn = 0;
 }

@@ -12,9 +12,9 @@
 enum { THEME_MAX_BYTES = 64 * 1024 };
 
 static const char *const meaning_names[TUI_N_MEANINGS] = {
-    "text", "dim", "border", "focus", "title", "status", "key", "error", "warning", "busy",
-    "done", "entity", "recalled", "dropped", "translated", "selection", "series1", "series2",
-    "series3", "series4",
+    "text",       "dim",       "border",  "focus",   "title",   "status",   "key",
+    "error",      "warning",   "busy",    "done",    "entity",  "recalled", "dropped",
+    "translated", "selection", "series1", "series2", "series3", "series4",
 };
 
 /* Attributes that carry each meaning without colour (monochrome, NO_COLOR). */
@@ -38,10 +38,9 @@ static const unsigned plain_attrs[TUI_N_MEANINGS] = {
 
 /* The 16 standard colours as xterm draws them, for nearest-colour matches. */
 static const uint8_t rgb16[16][3] = {
-    {0, 0, 0},       {205, 0, 0},   {0, 205, 0},   {205, 205, 0},   {0, 0, 238},
-    {205, 0, 205},   {0, 205, 205}, {229, 229, 229}, {127, 127, 127}, {255, 0, 0},
-    {0, 255, 0},     {255, 255, 0}, {92, 92, 255}, {255, 0, 255},   {0, 255, 255},
-    {255, 255, 255},
+    {0, 0, 0},     {205, 0, 0},     {0, 205, 0},     {205, 205, 0},   {0, 0, 238}, {205, 0, 205},
+    {0, 205, 205}, {229, 229, 229}, {127, 127, 127}, {255, 0, 0},     {0, 255, 0}, {255, 255, 0},
+    {92, 92, 255}, {255, 0, 255},   {0, 255, 255},   {255, 255, 255},
 };
 static const char *const names16[8] = {"black", "red",     "green", "yellow",
                                        "blue",  "magenta", "cyan",  "white"};
@@ -173,8 +172,11 @@ static int parse_attrs(const char *tok, unsigned *out)
     static const struct {
         const char *name;
         unsigned bit;
-    } attrs[] = {{"bold", TUI_A_BOLD},       {"dim", TUI_A_DIM},       {"underline", TUI_A_UNDERLINE},
-                 {"reverse", TUI_A_REVERSE}, {"italic", TUI_A_ITALIC}};
+    } attrs[] = {{"bold", TUI_A_BOLD},
+                 {"dim", TUI_A_DIM},
+                 {"underline", TUI_A_UNDERLINE},
+                 {"reverse", TUI_A_REVERSE},
+                 {"italic", TUI_A_ITALIC}};
     *out = 0;
     if (!strcmp(tok, "none")) return 0;
     char buf[128];
@@ -220,24 +222,24 @@ static int parse_line(tui_theme *t, char **w, int n, const char *path, int line)
     if (m == TUI_N_MEANINGS) {
         char known[256] = "";
         for (int i = 0; i < TUI_N_MEANINGS; i++)
-            snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
-                     meaning_names[i], ", ");
-        return mt_error("%s:%d: unknown meaning '%s' (known: %sheat, terminal)", path, line,
-                        w[0], known);
+            snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", meaning_names[i],
+                     ", ");
+        return mt_error("%s:%d: unknown meaning '%s' (known: %sheat, terminal)", path, line, w[0],
+                        known);
     }
     if (n < 2 || n > 4)
-        return mt_error("%s:%d: '%s' takes FG [BG [ATTRS]], got %d words", path, line, w[0],
-                        n - 1);
+        return mt_error("%s:%d: '%s' takes FG [BG [ATTRS]], got %d words", path, line, w[0], n - 1);
     tui_style *s = &t->style[m];
     if (tui_color_parse(&s->fg, w[1]))
-        return mt_error("%s:%d: '%s' is not a colour (#rrggbb, 0..255, a name or default)",
-                        path, line, w[1]);
+        return mt_error("%s:%d: '%s' is not a colour (#rrggbb, 0..255, a name or default)", path,
+                        line, w[1]);
     if (n > 2 && tui_color_parse(&s->bg, w[2]))
-        return mt_error("%s:%d: '%s' is not a colour (#rrggbb, 0..255, a name or default)",
-                        path, line, w[2]);
+        return mt_error("%s:%d: '%s' is not a colour (#rrggbb, 0..255, a name or default)", path,
+                        line, w[2]);
     if (n > 3 && parse_attrs(w[3], &s->attrs))
         return mt_error("%s:%d: '%s' is not a list of attributes (bold, dim, underline, "
-                        "reverse, italic or none)", path, line, w[3]);
+                        "reverse, italic or none)",
+                        path, line, w[3]);
     return 0;
 }
 

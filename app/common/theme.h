@@ -26,24 +26,24 @@
 #include <stdint.h>
 
 typedef enum {
-    TUI_C_TEXT,      /* ordinary text; its background is the screen's */
-    TUI_C_DIM,       /* secondary text: statistics, placeholders */
+    TUI_C_TEXT, /* ordinary text; its background is the screen's */
+    TUI_C_DIM, /* secondary text: statistics, placeholders */
     TUI_C_BORDER,
-    TUI_C_FOCUS,     /* the focused pane's border and title */
+    TUI_C_FOCUS, /* the focused pane's border and title */
     TUI_C_TITLE,
-    TUI_C_STATUS,    /* the status line */
-    TUI_C_KEY,       /* key names in the status line and help */
+    TUI_C_STATUS, /* the status line */
+    TUI_C_KEY, /* key names in the status line and help */
     TUI_C_ERROR,
-    TUI_C_WARNING,   /* notices: a capped paste, a terminal too small */
-    TUI_C_BUSY,      /* loading, translating */
-    TUI_C_DONE,      /* finished, with its timings */
-    TUI_C_ENTITY,    /* source entities in the editor */
-    TUI_C_RECALLED,  /* entities a model copied */
-    TUI_C_DROPPED,   /* entities a model left out */
+    TUI_C_WARNING, /* notices: a capped paste, a terminal too small */
+    TUI_C_BUSY, /* loading, translating */
+    TUI_C_DONE, /* finished, with its timings */
+    TUI_C_ENTITY, /* source entities in the editor */
+    TUI_C_RECALLED, /* entities a model copied */
+    TUI_C_DROPPED, /* entities a model left out */
     TUI_C_TRANSLATED, /* entities a model wrote in a form the training corpus gives them */
     TUI_C_SELECTION, /* highlighted line in overlays, selected heatmap token */
-    TUI_C_SERIES1,   /* plot lines of the jobs view, one meaning per run (repeating after 4); */
-    TUI_C_SERIES2,   /* they must differ from each other on 8 colours too */
+    TUI_C_SERIES1, /* plot lines of the jobs view, one meaning per run (repeating after 4); */
+    TUI_C_SERIES2, /* they must differ from each other on 8 colours too */
     TUI_C_SERIES3,
     TUI_C_SERIES4,
     TUI_N_MEANINGS
@@ -60,8 +60,8 @@ enum {
 typedef struct {
     int is_default; /* 1: the terminal's own colour */
     uint8_t r, g, b;
-    int c256;       /* xterm-256 index */
-    int c16;        /* 0..15: black red green yellow blue magenta cyan white, then bright */
+    int c256; /* xterm-256 index */
+    int c16; /* 0..15: black red green yellow blue magenta cyan white, then bright */
 } tui_color;
 
 typedef struct {
@@ -77,12 +77,12 @@ typedef struct {
     tui_style style[TUI_N_MEANINGS];
     tui_color term_fg, term_bg; /* the `terminal` line */
     tui_color heat[TUI_HEAT_STOPS_MAX];
-    int n_heat;     /* 0: shading glyphs only */
+    int n_heat; /* 0: shading glyphs only */
 } tui_theme;
 
 /* How many colours the terminal can show. */
 typedef enum {
-    TUI_COLORS_NONE,   /* NO_COLOR, or a terminal without colours: attributes only */
+    TUI_COLORS_NONE, /* NO_COLOR, or a terminal without colours: attributes only */
     TUI_COLORS_8,
     TUI_COLORS_16,
     TUI_COLORS_256,
@@ -120,9 +120,9 @@ int tui_color_number(const tui_color *c, tui_color_level level, unsigned *bold_a
 
 /* How a meaning is drawn at a level. */
 typedef struct {
-    int fg, bg;             /* colour numbers for curses (tui_color_number) */
+    int fg, bg; /* colour numbers for curses (tui_color_number) */
     int shown_fg, shown_bg; /* the colours seen: -1 replaced by the theme's `terminal` colours */
-    unsigned attrs;         /* TUI_A_*: the meaning's, plus bold for a bright colour on 8 */
+    unsigned attrs; /* TUI_A_*: the meaning's, plus bold for a bright colour on 8 */
 } tui_resolved_style;
 
 /* The meaning's colours at level after the fallbacks, `default` resolved (see the top), and

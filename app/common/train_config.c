@@ -17,25 +17,41 @@
 
 /* K_LAYERS: a list of 0-based layer indices, stored in mt_model_config's attn_layers and
  * n_attn_layers (the same numbering as config.json) */
-typedef enum { K_STR, K_INT, K_LONG, K_SIZE, K_U64, K_DOUBLE, K_FLOAT, K_BOOL, K_ACT, K_LAYERS } key_type;
+typedef enum {
+    K_STR,
+    K_INT,
+    K_LONG,
+    K_SIZE,
+    K_U64,
+    K_DOUBLE,
+    K_FLOAT,
+    K_BOOL,
+    K_ACT,
+    K_LAYERS
+} key_type;
 
 typedef struct {
     const char *name;
     key_type type;
     size_t offset;
-    size_t size;     /* K_STR: buffer size */
+    size_t size; /* K_STR: buffer size */
     const char *doc; /* one line for `mtlab train --reference` (docs/training-config.md) */
 } key_desc;
 
-#define RUN_KEY(f, t, doc) {#f, t, offsetof(mt_train_config, f), sizeof(((mt_train_config *)0)->f), doc}
+#define RUN_KEY(f, t, doc)                                                          \
+    {                                                                               \
+#f, t, offsetof(mt_train_config, f), sizeof(((mt_train_config *)0)->f), doc \
+    }
 static const key_desc run_keys[] = {
     RUN_KEY(name, K_STR, "the run's name; its files go to runs/NAME unless run_dir says otherwise"),
     RUN_KEY(run_dir, K_STR, "where the run's files go (\"\": runs/NAME)"),
     RUN_KEY(dataset, K_STR,
-            "a dataset directory (`mtlab data import`, `mtlab data bible`): it gives the four file keys, the "
+            "a dataset directory (`mtlab data import`, `mtlab data bible`): it gives the four file "
+            "keys, the "
             "languages and the tokenizer (DIR/spm.model); docs/data.md §10"),
     RUN_KEY(src_lang, K_STR,
-            "source language, a BCP-47 tag; beside dataset, leave both out or swap them for the reverse direction"),
+            "source language, a BCP-47 tag; beside dataset, leave both out or swap them for the "
+            "reverse direction"),
     RUN_KEY(tgt_lang, K_STR, "target language, as src_lang"),
     RUN_KEY(train_src, K_STR, "training sources, one sentence a line (without dataset)"),
     RUN_KEY(train_tgt, K_STR, "training targets, aligned with train_src"),
@@ -43,11 +59,14 @@ static const key_desc run_keys[] = {
     RUN_KEY(valid_tgt, K_STR, "validation targets, aligned with valid_src"),
     RUN_KEY(tokenizer, K_STR, "the sentencepiece .model; copied into every saved bundle"),
     RUN_KEY(max_len, K_INT, "token ids per side; longer sides are cut"),
-    RUN_KEY(cat_n, K_INT, "CAT-N: N >= 2 trains on N consecutive pairs joined into one (0 or 1: off); docs/models.md §10.3"),
+    RUN_KEY(cat_n, K_INT,
+            "CAT-N: N >= 2 trains on N consecutive pairs joined into one (0 or 1: off); "
+            "docs/models.md §10.3"),
     RUN_KEY(cat_min, K_INT, "CAT-N: 2..N-1 joins a drawn cat_min..N pairs instead (0: exactly N)"),
     RUN_KEY(cat_keep, K_DOUBLE, "CAT-N: the probability that a pair stays alone"),
     RUN_KEY(max_tokens, K_SIZE,
-            "padded tokens per side in a micro-batch (decoder-only rows hold both sides, so they get twice the "
+            "padded tokens per side in a micro-batch (decoder-only rows hold both sides, so they "
+            "get twice the "
             "rows x length)"),
     RUN_KEY(accum, K_INT, "micro-batches per optimiser step"),
     RUN_KEY(lr, K_DOUBLE, "peak learning rate (inverse square root schedule after the warm-up)"),
@@ -63,26 +82,35 @@ static const key_desc run_keys[] = {
     RUN_KEY(valid_every, K_INT, "steps between validations (0: only at the end)"),
     RUN_KEY(valid_bleu_lines, K_INT, "validation lines decoded greedily for BLEU (0: loss only)"),
     RUN_KEY(save_every, K_INT, "steps between checkpoints (0: only at the end)"),
-    RUN_KEY(save_dtype_f16, K_BOOL, "true: the best/ and steps/ bundles store F16 weights (checkpoints stay F32)"),
+    RUN_KEY(save_dtype_f16, K_BOOL,
+            "true: the best/ and steps/ bundles store F16 weights (checkpoints stay F32)"),
     RUN_KEY(device, K_STR, "\"cpu\" (also \"\"), \"cuda\" or \"cuda:N\""),
     RUN_KEY(bf16, K_BOOL, "CUDA: matrix products in bf16, fp32 master weights and state"),
     RUN_KEY(name_substitution, K_DOUBLE,
-            "the probability that a name a pair carries verbatim on both sides is replaced by a gazetteer name, per "
+            "the probability that a name a pair carries verbatim on both sides is replaced by a "
+            "gazetteer name, per "
             "name and epoch (0: off); docs/data.md §8"),
     RUN_KEY(gazetteer, K_STR, "the names to substitute with, one per line"),
     RUN_KEY(init, K_STR,
-            "a bundle or a checkpoint from the hub (MambaForCausalLM ...) whose weights a new run starts from: a "
-            "finetune; it gives the model keys and the tokenizer, so the model table may be left out (a key given "
+            "a bundle or a checkpoint from the hub (MambaForCausalLM ...) whose weights a new run "
+            "starts from: a "
+            "finetune; it gives the model keys and the tokenizer, so the model table may be left "
+            "out (a key given "
             "there must be the checkpoint's, but for dropout); \"\": fresh weights"),
     RUN_KEY(init_step, K_LONG,
-            "with init: the step the run counts on from (the learning-rate schedule's position); AdamW's moments "
+            "with init: the step the run counts on from (the learning-rate schedule's position); "
+            "AdamW's moments "
             "start at zero"),
     RUN_KEY(keep_every, K_INT,
-            "steps between bundles kept in runs/NAME/steps/STEP (0: none), for checkpoint averaging; docs/models.md "
+            "steps between bundles kept in runs/NAME/steps/STEP (0: none), for checkpoint "
+            "averaging; docs/models.md "
             "§10.10"),
 };
 
-#define MODEL_KEY(f, t, doc) {#f, t, offsetof(mt_model_config, f), sizeof(((mt_model_config *)0)->f), doc}
+#define MODEL_KEY(f, t, doc)                                                        \
+    {                                                                               \
+#f, t, offsetof(mt_model_config, f), sizeof(((mt_model_config *)0)->f), doc \
+    }
 static const key_desc model_keys[] = {
     MODEL_KEY(vocab_size, K_INT, "V: the vocabulary size (the tokenizer's)"),
     MODEL_KEY(d_model, K_INT, "C: the model width"),
@@ -98,7 +126,8 @@ static const key_desc model_keys[] = {
     MODEL_KEY(d_conv, K_INT, "Mamba: width of the causal convolution"),
     MODEL_KEY(expand, K_INT, "Mamba: inner width as a multiple of C"),
     MODEL_KEY(dt_rank, K_INT, "Mamba: rank of the step-size projection"),
-    MODEL_KEY(dt_min, K_FLOAT, "Mamba: config.json's time_step_min (written out; not read by the initialiser)"),
+    MODEL_KEY(dt_min, K_FLOAT,
+              "Mamba: config.json's time_step_min (written out; not read by the initialiser)"),
     MODEL_KEY(dt_max, K_FLOAT, "Mamba: config.json's time_step_max (the same)"),
     MODEL_KEY(dt_init_floor, K_FLOAT, "Mamba: config.json's time_step_floor (the same)"),
     MODEL_KEY(norm_eps, K_FLOAT, "RMSNorm epsilon (LayerNorm uses 1e-5)"),
@@ -107,29 +136,39 @@ static const key_desc model_keys[] = {
     MODEL_KEY(rope_theta, K_FLOAT, "transformer++: the rotary base"),
     MODEL_KEY(value_dim, K_INT, "retnet: value width over all heads"),
     MODEL_KEY(window, K_INT, "mamba-local: a query sees itself and the window keys before it"),
-    MODEL_KEY(attn_layers, K_LAYERS, "mamba-mha, mamba-local: the 0-based indices of the attention layers"),
+    MODEL_KEY(attn_layers, K_LAYERS,
+              "mamba-mha, mamba-local: the 0-based indices of the attention layers"),
     MODEL_KEY(prompt, K_STR,
-              "decoder-only: a prompt template holding {src} once (\"{src}<sep>\"): training puts each source into "
-              "it and the saved bundle translates with it (config.json's mtlab.prompt, docs/bundles.md §2.4); "
-              "\"\": ids `src <sep>`; a finetune of a checkpoint from the hub, which has none, must give it"),
+              "decoder-only: a prompt template holding {src} once (\"{src}<sep>\"): training puts "
+              "each source into "
+              "it and the saved bundle translates with it (config.json's mtlab.prompt, "
+              "docs/bundles.md §2.4); "
+              "\"\": ids `src <sep>`; a finetune of a checkpoint from the hub, which has none, "
+              "must give it"),
 };
 
 /* A Lua sequence of layer indices into the config's attn_layers / n_attn_layers. */
 static int store_layers(lua_State *L, mt_model_config *mc, const char *where)
 {
     if (lua_type(L, -1) != LUA_TTABLE)
-        return mt_error("%s: 'attn_layers' must be a list of 0-based layer indices such as {5, 11}", where);
+        return mt_error("%s: 'attn_layers' must be a list of 0-based layer indices such as {5, 11}",
+                        where);
     lua_Integer n = luaL_len(L, -1);
-    if (n < 0) return mt_error("%s: 'attn_layers' must be a list (its length is %lld)", where, (long long)n);
+    if (n < 0)
+        return mt_error("%s: 'attn_layers' must be a list (its length is %lld)", where,
+                        (long long)n);
     if (n > MT_MAX_ATTN_LAYERS)
-        return mt_error("%s: 'attn_layers' lists %lld layers, at most %d", where, (long long)n, MT_MAX_ATTN_LAYERS);
+        return mt_error("%s: 'attn_layers' lists %lld layers, at most %d", where, (long long)n,
+                        MT_MAX_ATTN_LAYERS);
     for (lua_Integer i = 1; i <= n; i++) {
         int isnum = 0;
         lua_geti(L, -1, i);
         lua_Integer v = lua_tointegerx(L, -1, &isnum);
         int bad = !isnum || lua_type(L, -1) != LUA_TNUMBER || v < 0 || v > 1000000;
         lua_pop(L, 1);
-        if (bad) return mt_error("%s: 'attn_layers' entry %lld must be a 0-based layer index", where, (long long)i);
+        if (bad)
+            return mt_error("%s: 'attn_layers' entry %lld must be a 0-based layer index", where,
+                            (long long)i);
         mc->attn_layers[i - 1] = (int)v;
     }
     mc->n_attn_layers = (int)n;
@@ -139,7 +178,8 @@ static int store_layers(lua_State *L, mt_model_config *mc, const char *where)
 static const struct {
     const char *name;
     mt_act act;
-} activations[] = {{"relu", MT_ACT_RELU}, {"silu", MT_ACT_SILU}, {"swish", MT_ACT_SILU}, {"gelu", MT_ACT_GELU}};
+} activations[] = {
+    {"relu", MT_ACT_RELU}, {"silu", MT_ACT_SILU}, {"swish", MT_ACT_SILU}, {"gelu", MT_ACT_GELU}};
 
 /* name holds len bytes: a key with a NUL inside is no key's name */
 static const key_desc *find_key(const key_desc *keys, size_t n, const char *name, size_t len)
@@ -164,7 +204,8 @@ static int store(lua_State *L, void *base, const key_desc *k, const char *where)
     int isnum = 0;
     if (k->type == K_LAYERS) return store_layers(L, (mt_model_config *)base, where);
     if (k->type == K_STR || k->type == K_ACT) {
-        if (lua_type(L, -1) != LUA_TSTRING) return mt_error("%s: '%s' must be a string", where, k->name);
+        if (lua_type(L, -1) != LUA_TSTRING)
+            return mt_error("%s: '%s' must be a string", where, k->name);
         size_t len;
         const char *s = lua_tolstring(L, -1, &len);
         if (strlen(s) != len) return mt_error("%s: '%s' holds a NUL byte", where, k->name);
@@ -176,29 +217,35 @@ static int store(lua_State *L, void *base, const key_desc *k, const char *where)
                 }
             return mt_error("%s: activation \"%s\" is not one of relu, silu, gelu", where, s);
         }
-        if (len >= k->size) return mt_error("%s: '%s' is longer than %zu bytes", where, k->name, k->size - 1);
+        if (len >= k->size)
+            return mt_error("%s: '%s' is longer than %zu bytes", where, k->name, k->size - 1);
         memcpy(dst, s, len + 1);
         return 0;
     }
     if (k->type == K_BOOL) {
-        if (lua_type(L, -1) != LUA_TBOOLEAN) return mt_error("%s: '%s' must be true or false", where, k->name);
+        if (lua_type(L, -1) != LUA_TBOOLEAN)
+            return mt_error("%s: '%s' must be true or false", where, k->name);
         *(int *)dst = lua_toboolean(L, -1);
         return 0;
     }
     if (k->type == K_DOUBLE || k->type == K_FLOAT) {
         lua_Number v = lua_tonumberx(L, -1, &isnum);
-        if (!isnum || lua_type(L, -1) != LUA_TNUMBER) return mt_error("%s: '%s' must be a number", where, k->name);
+        if (!isnum || lua_type(L, -1) != LUA_TNUMBER)
+            return mt_error("%s: '%s' must be a number", where, k->name);
         if (!isfinite(v)) return mt_error("%s: '%s' must be a finite number", where, k->name);
-        if (k->type == K_FLOAT && fabs(v) > FLT_MAX) return mt_error("%s: '%s' is out of range", where, k->name);
+        if (k->type == K_FLOAT && fabs(v) > FLT_MAX)
+            return mt_error("%s: '%s' is out of range", where, k->name);
         if (k->type == K_DOUBLE) *(double *)dst = (double)v;
         else *(float *)dst = (float)v;
         return 0;
     }
     lua_Integer v = lua_tointegerx(L, -1, &isnum);
-    if (!isnum || lua_type(L, -1) != LUA_TNUMBER) return mt_error("%s: '%s' must be an integer", where, k->name);
+    if (!isnum || lua_type(L, -1) != LUA_TNUMBER)
+        return mt_error("%s: '%s' must be an integer", where, k->name);
     switch (k->type) {
     case K_INT:
-        if (v < -2147483647 || v > 2147483647) return mt_error("%s: '%s' is out of range", where, k->name);
+        if (v < -2147483647 || v > 2147483647)
+            return mt_error("%s: '%s' is out of range", where, k->name);
         *(int *)dst = (int)v;
         break;
     case K_LONG: *(long *)dst = (long)v; break;
@@ -249,11 +296,13 @@ static int read_table(lua_State *L, void *base, const key_desc *keys, size_t n, 
 
 /* The model table at the top of the stack; the preset's name (read once: a metamethod may answer
  * differently the next time) to preset (size len) unless NULL. */
-static int read_model(lua_State *L, mt_model_config *mc, const char *path, char *preset_out, size_t len)
+static int read_model(lua_State *L, mt_model_config *mc, const char *path, char *preset_out,
+                      size_t len)
 {
     char where[600];
     snprintf(where, sizeof where, "%s: model", path);
-    if (lua_type(L, -1) != LUA_TTABLE) return mt_error("%s must be a table such as { preset = \"mamba-small\" }", where);
+    if (lua_type(L, -1) != LUA_TTABLE)
+        return mt_error("%s must be a table such as { preset = \"mamba-small\" }", where);
     lua_getfield(L, -1, "preset");
     if (lua_type(L, -1) != LUA_TSTRING) {
         lua_pop(L, 1);
@@ -271,9 +320,11 @@ static int read_model(lua_State *L, mt_model_config *mc, const char *path, char 
 static int apply_override(lua_State *L, const char *path, const char *ov)
 {
     const char *eq = strchr(ov, '=');
-    if (!eq || eq == ov) return mt_error("override \"%s\": expected KEY=VALUE (e.g. lr=2e-3, model.d_model=64)", ov);
+    if (!eq || eq == ov)
+        return mt_error("override \"%s\": expected KEY=VALUE (e.g. lr=2e-3, model.d_model=64)", ov);
     char key[128];
-    if ((size_t)(eq - ov) >= sizeof key) return mt_error("override \"%s\": the key is too long", ov);
+    if ((size_t)(eq - ov) >= sizeof key)
+        return mt_error("override \"%s\": the key is too long", ov);
     snprintf(key, sizeof key, "%.*s", (int)(eq - ov), ov);
     const char *field = key;
     int in_model = !strncmp(key, "model.", 6);
@@ -311,7 +362,8 @@ static int apply_override(lua_State *L, const char *path, const char *ov)
  * two languages swapped (1: trains tgt -> src, as en -> es on the Bible); anything else is an
  * error. Read from the table (still on the stack), since cfg holds the defaults for keys left
  * out. */
-static int dataset_direction(lua_State *L, const mt_dataset *d, const char *path, const char *dataset, int *reverse)
+static int dataset_direction(lua_State *L, const mt_dataset *d, const char *path,
+                             const char *dataset, int *reverse)
 {
     const char *keys[2] = {"src_lang", "tgt_lang"}, *given[2] = {NULL, NULL};
     for (int i = 0; i < 2; i++) {
@@ -325,10 +377,11 @@ static int dataset_direction(lua_State *L, const mt_dataset *d, const char *path
         for (int i = 0; i < 2; i++) fits &= !given[i] || !strcmp(given[i], fwd[i ^ *reverse]);
         if (fits) return 0;
     }
-    return mt_error("%s: src_lang = \"%s\", tgt_lang = \"%s\" beside dataset = \"%s\", whose languages are %s "
-                    "and %s (leave them out for %s -> %s, or swap them for the reverse direction)",
-                    path, given[0] ? given[0] : "", given[1] ? given[1] : "", dataset, d->src_lang, d->tgt_lang,
-                    d->src_lang, d->tgt_lang);
+    return mt_error(
+        "%s: src_lang = \"%s\", tgt_lang = \"%s\" beside dataset = \"%s\", whose languages are %s "
+        "and %s (leave them out for %s -> %s, or swap them for the reverse direction)",
+        path, given[0] ? given[0] : "", given[1] ? given[1] : "", dataset, d->src_lang, d->tgt_lang,
+        d->src_lang, d->tgt_lang);
 }
 
 /* `dataset = DIR`: the files and the languages from the dataset (mtlab/dataset.h); a file key
@@ -342,7 +395,8 @@ static int resolve_dataset(lua_State *L, mt_train_config *cfg, const char *path)
     if (cfg->dataset[0]) {
         mt_dataset d;
         int reverse;
-        if (mt_dataset_open(&d, cfg->dataset) < 0) return mt_error_context("%s: dataset = \"%s\"", path, cfg->dataset);
+        if (mt_dataset_open(&d, cfg->dataset) < 0)
+            return mt_error_context("%s: dataset = \"%s\"", path, cfg->dataset);
         if (dataset_direction(L, &d, path, cfg->dataset, &reverse) < 0) return -1;
         struct {
             const char *key;
@@ -356,16 +410,20 @@ static int resolve_dataset(lua_State *L, mt_train_config *cfg, const char *path)
                      {"valid_tgt", cfg->valid_tgt, sizeof cfg->valid_tgt, "valid", 1}};
         for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
             char want[sizeof cfg->train_src];
-            if (mt_dataset_path(&d, files[i].split, files[i].target ^ reverse, want, sizeof want) < 0)
+            if (mt_dataset_path(&d, files[i].split, files[i].target ^ reverse, want, sizeof want) <
+                0)
                 return mt_error_context("%s: dataset", path);
             if (files[i].value[0] && strcmp(files[i].value, want) != 0)
-                return mt_error("%s: '%s' = \"%s\" beside dataset = \"%s\" (which gives %s): give one or the other",
+                return mt_error("%s: '%s' = \"%s\" beside dataset = \"%s\" (which gives %s): give "
+                                "one or the other",
                                 path, files[i].key, files[i].value, cfg->dataset, want);
-            if (files[i].target == 0 && strcmp(files[i].split, "valid") == 0 && access(want, F_OK) != 0)
+            if (files[i].target == 0 && strcmp(files[i].split, "valid") == 0 &&
+                access(want, F_OK) != 0)
                 break; /* a dataset without a valid split: validation is off */
             snprintf(files[i].value, files[i].size, "%s", want);
         }
-        if (!cfg->tokenizer[0]) snprintf(cfg->tokenizer, sizeof cfg->tokenizer, "%s/spm.model", cfg->dataset);
+        if (!cfg->tokenizer[0])
+            snprintf(cfg->tokenizer, sizeof cfg->tokenizer, "%s/spm.model", cfg->dataset);
         snprintf(cfg->src_lang, sizeof cfg->src_lang, "%s", reverse ? d.tgt_lang : d.src_lang);
         snprintf(cfg->tgt_lang, sizeof cfg->tgt_lang, "%s", reverse ? d.src_lang : d.tgt_lang);
     }
@@ -396,7 +454,8 @@ static int same_value(const mt_model_config *a, const mt_model_config *b, const 
 {
     if (k->type == K_LAYERS)
         return a->n_attn_layers == b->n_attn_layers &&
-               !memcmp(a->attn_layers, b->attn_layers, (size_t)a->n_attn_layers * sizeof *a->attn_layers);
+               !memcmp(a->attn_layers, b->attn_layers,
+                       (size_t)a->n_attn_layers * sizeof *a->attn_layers);
     if (k->type == K_STR) return !strcmp((const char *)a + k->offset, (const char *)b + k->offset);
     return !memcmp((const char *)a + k->offset, (const char *)b + k->offset, k->size);
 }
@@ -408,19 +467,22 @@ static int same_value(const mt_model_config *a, const mt_model_config *b, const 
  * training setting). A decoder-only checkpoint from the hub (no mtlab block in config.json)
  * has no template and no separator of mtlab's (its sep id would be an ordinary token), so
  * model.prompt must be given: the template the finetune trains with and its bundles keep. */
-static int init_model(lua_State *L, mt_train_config *cfg, const char *path, char *preset_out, size_t len)
+static int init_model(lua_State *L, mt_train_config *cfg, const char *path, char *preset_out,
+                      size_t len)
 {
     char where[600], tok[sizeof cfg->tokenizer], file[700];
     snprintf(where, sizeof where, "%s: init = \"%s\"", path, cfg->init);
     mt_model_config ck;
-    if (mt_model_config_load(cfg->init, &ck, tok, sizeof tok) != 0) return mt_error_context("%s", where);
+    if (mt_model_config_load(cfg->init, &ck, tok, sizeof tok) != 0)
+        return mt_error_context("%s", where);
     snprintf(file, sizeof file, "%s/config.json", cfg->init);
     mt_config *json = mt_config_load(file);
     if (!json) return mt_error_context("%s", where);
     int hub = !mt_config_has(json, "mtlab") && !mt_model_config_is_encdec(&ck);
     mt_config_free(json);
     if (cfg->tokenizer[0] && strcmp(cfg->tokenizer, tok) != 0)
-        return mt_error("%s: 'tokenizer' = \"%s\" contradicts init = \"%s\", whose tokenizer is %s (leave it out)",
+        return mt_error("%s: 'tokenizer' = \"%s\" contradicts init = \"%s\", whose tokenizer is %s "
+                        "(leave it out)",
                         path, cfg->tokenizer, cfg->init, tok);
     snprintf(cfg->tokenizer, sizeof cfg->tokenizer, "%s", tok);
     mt_model_config given = ck;
@@ -432,10 +494,12 @@ static int init_model(lua_State *L, mt_train_config *cfg, const char *path, char
         if (!lua_isnil(L, -1)) {
             mt_model_config p;
             const char *name = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-            int rc = !name ? mt_error("%s: 'preset' must name a preset (e.g. \"mamba-small\")", model_where)
+            int rc = !name ? mt_error("%s: 'preset' must name a preset (e.g. \"mamba-small\")",
+                                      model_where)
                      : mt_model_preset(&p, name) != 0 ? mt_error_context("%s", model_where)
                      : strcmp(p.arch, ck.arch) != 0
-                         ? mt_error("%s: preset \"%s\" is a %s, but init = \"%s\" is a %s model (leave the preset "
+                         ? mt_error("%s: preset \"%s\" is a %s, but init = \"%s\" is a %s model "
+                                    "(leave the preset "
                                     "out: the checkpoint gives the model)",
                                     model_where, name, p.arch, cfg->init, ck.arch)
                          : 0;
@@ -445,29 +509,33 @@ static int init_model(lua_State *L, mt_train_config *cfg, const char *path, char
             }
         }
         lua_pop(L, 1);
-        if (read_table(L, &given, model_keys, sizeof model_keys / sizeof model_keys[0], model_where, "preset") != 0)
+        if (read_table(L, &given, model_keys, sizeof model_keys / sizeof model_keys[0], model_where,
+                       "preset") != 0)
             return -1;
     } else if (!lua_isnil(L, -1)) {
         return mt_error("%s: model must be a table of model keys (or left out beside init)", path);
     }
     for (size_t i = 0; i < sizeof model_keys / sizeof model_keys[0]; i++) {
         const key_desc *k = &model_keys[i];
-        if (!strcmp(k->name, "dropout") || (hub && !strcmp(k->name, "prompt")) || same_value(&given, &ck, k))
+        if (!strcmp(k->name, "dropout") || (hub && !strcmp(k->name, "prompt")) ||
+            same_value(&given, &ck, k))
             continue;
         char want[300], got[300];
         value_text(got, sizeof got, &given, k);
         value_text(want, sizeof want, &ck, k);
-        return mt_error("%s: model: '%s' = %s contradicts init = \"%s\", whose %s is %s (leave it out: the "
-                        "checkpoint gives the model)",
-                        path, k->name, got, cfg->init, k->name, want);
+        return mt_error(
+            "%s: model: '%s' = %s contradicts init = \"%s\", whose %s is %s (leave it out: the "
+            "checkpoint gives the model)",
+            path, k->name, got, cfg->init, k->name, want);
     }
     if (hub && !given.prompt[0])
-        return mt_error("%s: init = \"%s\" is a decoder-only checkpoint from the hub (its config.json has no "
-                        "mtlab block), which has no prompt template and no separator of mtlab's: give "
-                        "model.prompt, the template training puts each source into and its bundles translate "
-                        "with (\"{src}<sep>\" with an added <sep> token, or \"Spanish: {src}\\nEnglish:\"; "
-                        "docs/bundles.md §2.4)",
-                        path, cfg->init);
+        return mt_error(
+            "%s: init = \"%s\" is a decoder-only checkpoint from the hub (its config.json has no "
+            "mtlab block), which has no prompt template and no separator of mtlab's: give "
+            "model.prompt, the template training puts each source into and its bundles translate "
+            "with (\"{src}<sep>\" with an added <sep> token, or \"Spanish: {src}\\nEnglish:\"; "
+            "docs/bundles.md §2.4)",
+            path, cfg->init);
     given.hf_generate = 0; /* the finetune's bundles are mtlab's: they decode with its template */
     cfg->model = given;
     if (preset_out) snprintf(preset_out, len, "%s", ck.arch);
@@ -496,14 +564,17 @@ static int read_settings(lua_State *L)
     a->rc = -1;
     for (int i = 0; i < a->n_overrides; i++)
         if (apply_override(L, path, a->overrides[i]) != 0) return 0;
-    if (read_table(L, cfg, run_keys, sizeof run_keys / sizeof run_keys[0], path, "model") != 0) return 0;
+    if (read_table(L, cfg, run_keys, sizeof run_keys / sizeof run_keys[0], path, "model") != 0)
+        return 0;
     lua_getfield(L, -1, "model");
     if (cfg->init[0]) {
         if (init_model(L, cfg, path, a->preset, a->len) != 0) return 0;
     } else {
         if (lua_isnil(L, -1)) {
-            mt_error("%s: 'model' is missing (e.g. model = { preset = \"mamba-small\" }, or init = a checkpoint "
-                     "to finetune)", path);
+            mt_error("%s: 'model' is missing (e.g. model = { preset = \"mamba-small\" }, or init = "
+                     "a checkpoint "
+                     "to finetune)",
+                     path);
             return 0;
         }
         if (read_model(L, &cfg->model, path, a->preset, a->len) != 0) return 0;
@@ -515,13 +586,13 @@ static int read_settings(lua_State *L)
     return 0;
 }
 
-int train_config_from_state(mt_train_config *cfg, lua_State *L, const char *path, const char *const *overrides,
-                            int n_overrides, char *preset, size_t len)
+int train_config_from_state(mt_train_config *cfg, lua_State *L, const char *path,
+                            const char *const *overrides, int n_overrides, char *preset, size_t len)
 {
     mt_train_config_defaults(cfg);
     if (lua_type(L, -1) != LUA_TTABLE)
-        return mt_error("%s: the file must `return { ... }` a table of settings, it returned %s", path,
-                        luaL_typename(L, -1));
+        return mt_error("%s: the file must `return { ... }` a table of settings, it returned %s",
+                        path, luaL_typename(L, -1));
     read_args a = {cfg, path, overrides, n_overrides, preset, len, -1};
     int top = lua_gettop(L);
     lua_pushcfunction(L, read_settings);
@@ -609,7 +680,8 @@ static void write_value(FILE *f, const void *base, const key_desc *k, int exact)
     case K_LAYERS: {
         const mt_model_config *mc = base;
         fputc('{', f);
-        for (int i = 0; i < mc->n_attn_layers; i++) fprintf(f, "%s%d", i ? ", " : "", mc->attn_layers[i]);
+        for (int i = 0; i < mc->n_attn_layers; i++)
+            fprintf(f, "%s%d", i ? ", " : "", mc->attn_layers[i]);
         fputc('}', f);
         break;
     }
@@ -646,12 +718,17 @@ void train_config_reference(FILE *f)
     mt_train_config defaults;
     mt_train_config_defaults(&defaults);
     fputs("# Training configuration keys\n\n"
-          "<!-- Generated by `mtlab train --reference` from the key tables of app/lua/train_config.c; "
+          "<!-- Generated by `mtlab train --reference` from the key tables of "
+          "app/lua/train_config.c; "
           "tests/lua/train_config_spec.lua checks that this file is its output. -->\n\n"
-          "`mtlab train CONFIG.lua` and `mtlab jobs start CONFIG.lua` read a Lua file that returns a table "
-          "of the keys below (`scripts/train/*.lua` are examples). An unknown key, or a value of the wrong "
-          "type, is an error that names the file and the key. `KEY=VALUE` after the config overrides a key "
-          "(`model.KEY=VALUE` a model key), checked the same way. A job's `runs/NAME/config.lua` is the "
+          "`mtlab train CONFIG.lua` and `mtlab jobs start CONFIG.lua` read a Lua file that returns "
+          "a table "
+          "of the keys below (`scripts/train/*.lua` are examples). An unknown key, or a value of "
+          "the wrong "
+          "type, is an error that names the file and the key. `KEY=VALUE` after the config "
+          "overrides a key "
+          "(`model.KEY=VALUE` a model key), checked the same way. A job's `runs/NAME/config.lua` "
+          "is the "
           "config written back with every key.\n\n"
           "## Run keys\n\n"
           "| key | type | default | what it sets |\n| --- | --- | --- | --- |\n",
@@ -661,36 +738,48 @@ void train_config_reference(FILE *f)
         write_value(f, &defaults, &run_keys[i], 0);
         fprintf(f, "` | %s |\n", run_keys[i].doc);
     }
-    fputs("\n## Model keys\n\n"
-          "`model = { preset = \"NAME\", KEY = VALUE, ... }`: a preset (an architecture at a size, such as "
-          "`mamba-small` or `transformer`) gives every key its value, and the keys given beside it "
-          "override those.\n\n"
-          "A finetune names no preset: `init = DIR` (a bundle, or a checkpoint from the hub such as "
-          "state-spaces/mamba-130m-hf) gives every model key and the tokenizer, so its config holds init, the "
-          "data and training keys (`scripts/train/finetune-mamba.lua`). A model table beside init may set "
-          "dropout, restate the checkpoint's values, and give `prompt` to a decoder-only checkpoint from the "
-          "hub, which has none (its config.json has no mtlab block) and must get one; any other value is an "
-          "error naming the key. Training rows are then the decoding prompt (the source put into the "
-          "template and encoded whole, as `mtlab translate` does), the target and `<eos>`, and every saved "
-          "bundle keeps the template and the Hugging Face layout, so `transformers` loads it back.\n\n"
-          "| key | type | what it sets |\n| --- | --- | --- |\n",
-          f);
+    fputs(
+        "\n## Model keys\n\n"
+        "`model = { preset = \"NAME\", KEY = VALUE, ... }`: a preset (an architecture at a size, "
+        "such as "
+        "`mamba-small` or `transformer`) gives every key its value, and the keys given beside it "
+        "override those.\n\n"
+        "A finetune names no preset: `init = DIR` (a bundle, or a checkpoint from the hub such as "
+        "state-spaces/mamba-130m-hf) gives every model key and the tokenizer, so its config holds "
+        "init, the "
+        "data and training keys (`scripts/train/finetune-mamba.lua`). A model table beside init "
+        "may set "
+        "dropout, restate the checkpoint's values, and give `prompt` to a decoder-only checkpoint "
+        "from the "
+        "hub, which has none (its config.json has no mtlab block) and must get one; any other "
+        "value is an "
+        "error naming the key. Training rows are then the decoding prompt (the source put into the "
+        "template and encoded whole, as `mtlab translate` does), the target and `<eos>`, and every "
+        "saved "
+        "bundle keeps the template and the Hugging Face layout, so `transformers` loads it "
+        "back.\n\n"
+        "| key | type | what it sets |\n| --- | --- | --- |\n",
+        f);
     for (size_t i = 0; i < sizeof model_keys / sizeof model_keys[0]; i++)
-        fprintf(f, "| `%s` | %s | %s |\n", model_keys[i].name, type_name(model_keys[i].type), model_keys[i].doc);
+        fprintf(f, "| `%s` | %s | %s |\n", model_keys[i].name, type_name(model_keys[i].type),
+                model_keys[i].doc);
 }
 
 int train_config_write(const mt_train_config *cfg, const char *preset, const char *path)
 {
     FILE *f = fopen(path, "w");
     if (!f) return mt_error("%s: %s", path, strerror(errno));
-    fprintf(f, "-- Written by mtlab: every setting of this run, read back by `mtlab train`.\nreturn {\n");
+    fprintf(
+        f,
+        "-- Written by mtlab: every setting of this run, read back by `mtlab train`.\nreturn {\n");
     fputs("  model = {\n    preset = ", f);
     write_quoted(f, preset);
     fputs(",\n", f);
     for (size_t i = 0; i < sizeof model_keys / sizeof model_keys[0]; i++)
         write_key(f, &cfg->model, &model_keys[i], "    ");
     fputs("  },\n", f);
-    for (size_t i = 0; i < sizeof run_keys / sizeof run_keys[0]; i++) write_key(f, cfg, &run_keys[i], "  ");
+    for (size_t i = 0; i < sizeof run_keys / sizeof run_keys[0]; i++)
+        write_key(f, cfg, &run_keys[i], "  ");
     fputs("}\n", f);
     int bad = ferror(f) != 0;
     if (fclose(f) != 0 || bad) return mt_error("%s: write failed: %s", path, strerror(errno));

@@ -37,7 +37,8 @@ int train_config_load_with(mt_train_config *cfg, const char *path, const char *c
  * configs without running them with the full libraries. */
 struct lua_State;
 int train_config_from_state(mt_train_config *cfg, struct lua_State *L, const char *path,
-                            const char *const *overrides, int n_overrides, char *preset, size_t len);
+                            const char *const *overrides, int n_overrides, char *preset,
+                            size_t len);
 
 /* Write cfg as a self-contained config file (every key, the model as its preset plus every
  * size), which train_config_load reads back into the same cfg: a job's config copy. */

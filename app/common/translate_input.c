@@ -51,10 +51,7 @@ int tr_read_lines(tr_lines *out, FILE *f, const char *name)
     return rc;
 }
 
-int tr_is_blank(const char *line)
-{
-    return line[strspn(line, " \t")] == '\0';
-}
+int tr_is_blank(const char *line) { return line[strspn(line, " \t")] == '\0'; }
 
 void tr_units_free(tr_units *u)
 {

@@ -20,7 +20,7 @@ void tr_lines_free(tr_lines *l);
 int tr_is_blank(const char *line);
 
 typedef struct {
-    char *text;  /* the line, or the paragraph's lines trimmed and joined by single spaces */
+    char *text; /* the line, or the paragraph's lines trimmed and joined by single spaces */
     size_t line; /* its first input line, from 1 */
 } tr_unit;
 

@@ -12,17 +12,12 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-static const char *const state_names[] = {"pending", "running", "completed", "cancelled", "failed", "broken"};
+static const char *const state_names[] = {"pending",   "running", "completed",
+                                          "cancelled", "failed",  "broken"};
 
-const char *job_state_name(job_state s)
-{
-    return state_names[s];
-}
+const char *job_state_name(job_state s) { return state_names[s]; }
 
-const char *job_launcher_name(job_launcher l)
-{
-    return l == JOB_SLURM ? "slurm" : "local";
-}
+const char *job_launcher_name(job_launcher l) { return l == JOB_SLURM ? "slurm" : "local"; }
 
 int job_launcher_parse(const char *s, job_launcher *out)
 {
@@ -74,11 +69,12 @@ static int replace_file(const char *path, const char *text)
 
 int job_file_write(const job_info *j)
 {
-    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:s, s:f, s:f, s:i, s:s, s:I}", "name", j->name,
-                          "launcher", job_launcher_name(j->launcher), "state", job_state_name(j->state), "cwd",
-                          j->cwd, "pid", (json_int_t)j->pid, "host", j->host, "slurm_id", j->slurm_id, "error",
-                          j->error, "started_at", j->started_at, "ended_at", j->ended_at, "exit_code",
-                          j->exit_code, "config", "config.lua", "max_steps", (json_int_t)j->max_steps);
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:s, s:f, s:f, s:i, s:s, s:I}",
+                          "name", j->name, "launcher", job_launcher_name(j->launcher), "state",
+                          job_state_name(j->state), "cwd", j->cwd, "pid", (json_int_t)j->pid,
+                          "host", j->host, "slurm_id", j->slurm_id, "error", j->error, "started_at",
+                          j->started_at, "ended_at", j->ended_at, "exit_code", j->exit_code,
+                          "config", "config.lua", "max_steps", (json_int_t)j->max_steps);
     /* start times of up to 2^64 ticks do not fit jansson's signed integers: a string */
     char start[32];
     snprintf(start, sizeof start, "%llu", j->pid_start);
@@ -116,9 +112,7 @@ int job_file_read(job_info *j, const char *dir)
     if (!f) return -1;
     json_t *o = json_loadf(f, 0, &err);
     fclose(f);
-    if (!o) {
-        return mt_error("%s:%d: %s", path, err.line, mt_error_oneline(err.text));
-    }
+    if (!o) { return mt_error("%s:%d: %s", path, err.line, mt_error_oneline(err.text)); }
     const char *launcher = json_string_value(json_object_get(o, "launcher"));
     const char *state = json_string_value(json_object_get(o, "state"));
     int found = -1;
@@ -126,7 +120,8 @@ int job_file_read(job_info *j, const char *dir)
         if (!strcmp(state, state_names[s])) found = s;
     if (!launcher || job_launcher_parse(launcher, &j->launcher) != 0 || found < 0) {
         json_decref(o);
-        return mt_error("%s: not a job state file (launcher and state are missing or unknown)", path);
+        return mt_error("%s: not a job state file (launcher and state are missing or unknown)",
+                        path);
     }
     j->state = (job_state)found;
     if (dir != j->dir) snprintf(j->dir, sizeof j->dir, "%s", dir);
@@ -164,7 +159,8 @@ unsigned long long job_pid_start_time(pid_t pid)
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     buf[n] = '\0';
-    /* fields after the command name (which may hold spaces and parentheses): 3 state ... 22 starttime */
+    /* fields after the command name (which may hold spaces and parentheses): 3 state ... 22
+     * starttime */
     char *p = strrchr(buf, ')');
     if (!p) return 0;
     char state = 0;

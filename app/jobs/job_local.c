@@ -18,7 +18,8 @@
 int job_self_exe(char *out, size_t n)
 {
     ssize_t len = readlink("/proc/self/exe", out, n - 1);
-    if (len <= 0) return mt_error("cannot find the mtlab binary (/proc/self/exe): %s", strerror(errno));
+    if (len <= 0)
+        return mt_error("cannot find the mtlab binary (/proc/self/exe): %s", strerror(errno));
     out[len] = '\0';
     return 0;
 }

@@ -65,7 +65,8 @@ static void last_per_step(job_log_record *recs, size_t *n)
     qsort(p, *n, sizeof *p, by_step);
     size_t kept = 0;
     for (size_t i = 0; i < *n; i++) {
-        int same_as_next = i + 1 < *n && p[i + 1].r.step == p[i].r.step && p[i + 1].r.is_valid == p[i].r.is_valid;
+        int same_as_next =
+            i + 1 < *n && p[i + 1].r.step == p[i].r.step && p[i + 1].r.is_valid == p[i].r.is_valid;
         if (!same_as_next) recs[kept++] = p[i].r;
     }
     free(p);

@@ -99,7 +99,8 @@ static int write_script(const job_info *j, const char *path, const char *exe, in
     fprintf(f, "#SBATCH --job-name=mtlab-%s\n", j->name);
     if (j->nodes) fprintf(f, "#SBATCH --nodes=%d\n", j->nodes);
     if (j->gpus_per_node)
-        fprintf(f, "#SBATCH --ntasks-per-node=%d\n#SBATCH --gpus-per-node=%d\n", j->gpus_per_node, j->gpus_per_node);
+        fprintf(f, "#SBATCH --ntasks-per-node=%d\n#SBATCH --gpus-per-node=%d\n", j->gpus_per_node,
+                j->gpus_per_node);
     else fprintf(f, "#SBATCH --ntasks=%d\n", j->ranks > 1 ? j->ranks : 1);
     /* a data-parallel job saves a checkpoint and stops 5 minutes before its time limit */
     if (j->ranks > 1) fprintf(f, "#SBATCH --signal=USR1@300\n");
@@ -126,7 +127,8 @@ int job_slurm_launch(job_info *j, int resume)
     char *submit[] = {"sbatch", "--parsable", "--hold", script, NULL};
     char said[512];
     int rc = run_capture_err(submit, out, sizeof out, said, sizeof said);
-    if (rc == 127 || rc < 0) return mt_error("sbatch could not be run: is Slurm installed (slurm-client)?");
+    if (rc == 127 || rc < 0)
+        return mt_error("sbatch could not be run: is Slurm installed (slurm-client)?");
     if (rc != 0) {
         for (char *nl; (nl = strchr(said, '\n'));) *nl = ' '; /* one line for the status */
         return mt_error("sbatch failed (exit %d): %s", rc, said[0] ? said : "it said nothing");
@@ -167,8 +169,8 @@ static int squeue_state(const job_info *j, job_state *state)
         if (strncmp(line, j->slurm_id, idlen) != 0 || line[idlen] != ' ') continue;
         const char *st = line + idlen + 1;
         if (!strcmp(st, "PENDING")) *state = JOB_PENDING;
-        else if (!strcmp(st, "RUNNING") || !strcmp(st, "COMPLETING") || !strcmp(st, "CONFIGURING") ||
-                 !strcmp(st, "SUSPENDED"))
+        else if (!strcmp(st, "RUNNING") || !strcmp(st, "COMPLETING") ||
+                 !strcmp(st, "CONFIGURING") || !strcmp(st, "SUSPENDED"))
             *state = JOB_RUNNING;
         else if (!strcmp(st, "COMPLETED")) *state = JOB_COMPLETED;
         else if (!strcmp(st, "CANCELLED")) *state = JOB_CANCELLED;
@@ -204,12 +206,14 @@ int job_slurm_stop(job_info *j)
     char out[256];
     int active;
     job_state st = j->state;
-    if (job_slurm_query(j, &active, &st) != 0) return mt_error("%s: squeue could not be run", j->name);
+    if (job_slurm_query(j, &active, &st) != 0)
+        return mt_error("%s: squeue could not be run", j->name);
     if (!active) return 0;
     if (st == JOB_PENDING) {
         /* never started, so no trainer will record its end: the launcher does */
         char *cancel[] = {"scancel", j->slurm_id, NULL};
-        if (run_capture(cancel, out, sizeof out) != 0) return mt_error("scancel %s failed", j->slurm_id);
+        if (run_capture(cancel, out, sizeof out) != 0)
+            return mt_error("scancel %s failed", j->slurm_id);
         j->state = JOB_CANCELLED;
         j->ended_at = job_wall_time();
         return job_file_write(j);
@@ -222,10 +226,13 @@ int job_slurm_stop(job_info *j)
         nanosleep(&pause, NULL);
         if (job_file_read(j, j->dir) != 0) return -1;
         if (job_slurm_query(j, &active, &st) != 0 || !active) return 0;
-        if (tries == 600) return mt_error("%s: Slurm runs it but the trainer did not start in 60 s", j->name);
+        if (tries == 600)
+            return mt_error("%s: Slurm runs it but the trainer did not start in 60 s", j->name);
     }
     /* ranks take SIGTERM as their launcher's end of the job (cmd_train.c): they stop on USR1 */
-    char *term[] = {"scancel", j->ranks > 1 ? "--signal=USR1" : "--signal=TERM", "--full", j->slurm_id, NULL};
-    if (run_capture(term, out, sizeof out) != 0) return mt_error("%s %s failed", term[1], j->slurm_id);
+    char *term[] = {"scancel", j->ranks > 1 ? "--signal=USR1" : "--signal=TERM", "--full",
+                    j->slurm_id, NULL};
+    if (run_capture(term, out, sizeof out) != 0)
+        return mt_error("%s %s failed", term[1], j->slurm_id);
     return 0;
 }

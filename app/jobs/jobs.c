@@ -26,12 +26,10 @@ static int exists(const char *dir, const char *leaf)
     return access(p, F_OK) == 0;
 }
 
-int job_active(const job_info *j)
-{
-    return j->state == JOB_PENDING || j->state == JOB_RUNNING;
-}
+int job_active(const job_info *j) { return j->state == JOB_PENDING || j->state == JOB_RUNNING; }
 
-/* How many ranks the options ask for; -1 with the option named when they do not fit the launcher. */
+/* How many ranks the options ask for; -1 with the option named when they do not fit the launcher.
+ */
 static int ranks_of(const job_start_opts *o, int *nodes, int *gpus_per_node)
 {
     *nodes = *gpus_per_node = 0;
@@ -39,12 +37,16 @@ static int ranks_of(const job_start_opts *o, int *nodes, int *gpus_per_node)
         return mt_error("--procs, --nodes, --gpus-per-node and --tasks must be >= 1");
     if (o->launcher == JOB_LOCAL) {
         if (o->nodes || o->gpus_per_node || o->tasks)
-            return mt_error("--nodes, --gpus-per-node and --tasks are for --launcher slurm (local: --procs N)");
+            return mt_error(
+                "--nodes, --gpus-per-node and --tasks are for --launcher slurm (local: --procs N)");
         return o->procs > 1 ? o->procs : 1;
     }
-    if (o->procs) return mt_error("--procs is for --launcher local (slurm: --tasks N or --nodes N --gpus-per-node G)");
+    if (o->procs)
+        return mt_error(
+            "--procs is for --launcher local (slurm: --tasks N or --nodes N --gpus-per-node G)");
     if (o->tasks && o->gpus_per_node)
-        return mt_error("--tasks and --gpus-per-node both say how many ranks: give one (a GPU job runs one per GPU)");
+        return mt_error("--tasks and --gpus-per-node both say how many ranks: give one (a GPU job "
+                        "runs one per GPU)");
     *nodes = o->nodes;
     *gpus_per_node = o->gpus_per_node;
     if (o->tasks) return o->tasks;
@@ -93,13 +95,16 @@ int job_start(job_info *out, const char *config_path, const job_start_opts *o)
     snprintf(j.name, sizeof j.name, "%s", cfg.name);
     snprintf(j.dir, sizeof j.dir, RUNS_DIR "/%s", cfg.name);
     if (strcmp(cfg.run_dir, j.dir) != 0)
-        return mt_error("%s: run_dir is \"%s\": a job's run is always %s (leave run_dir out)", config_path,
-                        cfg.run_dir, j.dir);
+        return mt_error("%s: run_dir is \"%s\": a job's run is always %s (leave run_dir out)",
+                        config_path, cfg.run_dir, j.dir);
     if (exists(j.dir, "job.json") || exists(j.dir, "checkpoint") || exists(j.dir, "checkpoint.old"))
-        return mt_error("%s already holds a run: resume it (mtlab jobs resume %s) or choose another --name", j.dir,
-                        j.name);
-    if (!getcwd(j.cwd, sizeof j.cwd)) return mt_error("cannot read the current directory: %s", strerror(errno));
-    if (mkdir(RUNS_DIR, 0777) != 0 && errno != EEXIST) return mt_error(RUNS_DIR ": %s", strerror(errno));
+        return mt_error(
+            "%s already holds a run: resume it (mtlab jobs resume %s) or choose another --name",
+            j.dir, j.name);
+    if (!getcwd(j.cwd, sizeof j.cwd))
+        return mt_error("cannot read the current directory: %s", strerror(errno));
+    if (mkdir(RUNS_DIR, 0777) != 0 && errno != EEXIST)
+        return mt_error(RUNS_DIR ": %s", strerror(errno));
     int made = mkdir(j.dir, 0777) == 0;
     if (!made && errno != EEXIST) return mt_error("%s: %s", j.dir, strerror(errno));
     /* Two starts of one name at once: the lock lets one through at a time, and the second
@@ -110,7 +115,9 @@ int job_start(job_info *out, const char *config_path, const job_start_opts *o)
     char copy[800];
     snprintf(copy, sizeof copy, "%s/config.lua", j.dir);
     if (exists(j.dir, "job.json") || exists(j.dir, "checkpoint") || exists(j.dir, "checkpoint.old"))
-        mt_error("%s already holds a run: resume it (mtlab jobs resume %s) or choose another --name", j.dir, j.name);
+        mt_error(
+            "%s already holds a run: resume it (mtlab jobs resume %s) or choose another --name",
+            j.dir, j.name);
     else if (train_config_write(&cfg, preset, copy) == 0) {
         j.launcher = o->launcher;
         j.ranks = ranks;
@@ -203,9 +210,10 @@ static void rank_failure_line(const char *dir, char *out, size_t n)
         line[strcspn(line, "\r\n")] = '\0';
         if (!strncmp(line, "mtlab train: ranks ", 19)) out[0] = '\0';
         /* the ranks the launcher ended say so; it is the one that died that matters */
-        else if (!out[0] && !strstr(line, "terminated (SIGTERM)") && (strstr(line, "noticed that process rank") ||
-                             (strstr(line, "srun: error:") && strstr(line, ": task ")) ||
-                             (strstr(line, ": rank ") && strstr(line, " on ") && strstr(line, "mtlab"))))
+        else if (!out[0] && !strstr(line, "terminated (SIGTERM)") &&
+                 (strstr(line, "noticed that process rank") ||
+                  (strstr(line, "srun: error:") && strstr(line, ": task ")) ||
+                  (strstr(line, ": rank ") && strstr(line, " on ") && strstr(line, "mtlab"))))
             snprintf(out, n, "%s", line);
     }
     fclose(f);
@@ -221,7 +229,8 @@ static int check_alive(job_info *j)
     } else {
         int active;
         job_state st = JOB_FAILED;
-        if (job_slurm_query(j, &active, &st) != 0) return 0; /* Slurm is unreachable: keep the file's word */
+        if (job_slurm_query(j, &active, &st) != 0)
+            return 0; /* Slurm is unreachable: keep the file's word */
         if (active) {
             /* the trainer records "running" itself; Slurm may know first */
             if (st == JOB_RUNNING) j->state = JOB_RUNNING;
@@ -247,11 +256,13 @@ static int check_alive(job_info *j)
     }
     long step = checkpoint_step(j->dir);
     if (step >= 0)
-        snprintf(resume, sizeof resume, "; mtlab jobs resume %s goes on from its checkpoint at step %ld", j->name,
-                 step);
+        snprintf(resume, sizeof resume,
+                 "; mtlab jobs resume %s goes on from its checkpoint at step %ld", j->name, step);
     else
-        snprintf(resume, sizeof resume, "; it left no checkpoint: mtlab jobs resume %s starts it over", j->name);
-    snprintf(j->error, sizeof j->error, "the trainer ended without recording its end (killed?)%s%s%s", resume,
+        snprintf(resume, sizeof resume,
+                 "; it left no checkpoint: mtlab jobs resume %s starts it over", j->name);
+    snprintf(j->error, sizeof j->error,
+             "the trainer ended without recording its end (killed?)%s%s%s", resume,
              last[0] ? "; train.log ends: " : "", last);
     return 0;
 }
@@ -358,7 +369,8 @@ int job_list(job_info **jobs, size_t *n)
 int job_stop(job_info *j)
 {
     if (job_refresh(j) != 0) return -1;
-    if (!job_active(j)) return mt_error("%s is not running (it is %s)", j->name, job_state_name(j->state));
+    if (!job_active(j))
+        return mt_error("%s is not running (it is %s)", j->name, job_state_name(j->state));
     if (j->launcher == JOB_SLURM) return job_slurm_stop(j);
     /* a data-parallel job's rank 0: SIGUSR1 (SIGTERM ends ranks at once, cmd_train.c) */
     if (kill(j->pid, j->ranks > 1 ? SIGUSR1 : SIGTERM) != 0 && errno != ESRCH)
@@ -373,14 +385,16 @@ static int check_resumable(const job_info *j)
     struct stat st;
     snprintf(path, sizeof path, "%s/config.lua", j->dir);
     if (stat(path, &st) != 0)
-        return mt_error("%s: %s: a job resumes with the config it was started with", path, strerror(errno));
+        return mt_error("%s: %s: a job resumes with the config it was started with", path,
+                        strerror(errno));
     mt_train_config cfg;
     if (train_config_load(&cfg, path) != 0) return -1;
     long step = checkpoint_step(j->dir);
     if (step >= cfg.max_steps)
-        return mt_error("%s is complete: its checkpoint is at step %ld of max_steps %ld, nothing to resume "
-                        "(mtlab jobs resume %s max_steps=N trains it on)",
-                        j->name, step, cfg.max_steps, j->name);
+        return mt_error(
+            "%s is complete: its checkpoint is at step %ld of max_steps %ld, nothing to resume "
+            "(mtlab jobs resume %s max_steps=N trains it on)",
+            j->name, step, cfg.max_steps, j->name);
     return 0;
 }
 
@@ -394,8 +408,8 @@ static int extend(job_info *j, long max_steps)
     if (train_config_load_with(&cfg, path, NULL, 0, preset, sizeof preset) != 0) return -1;
     long step = checkpoint_step(j->dir);
     if (max_steps <= step)
-        return mt_error("max_steps=%ld does not extend %s: its checkpoint is at step %ld", max_steps, j->name,
-                        step);
+        return mt_error("max_steps=%ld does not extend %s: its checkpoint is at step %ld",
+                        max_steps, j->name, step);
     cfg.max_steps = max_steps;
     if (train_config_write(&cfg, preset, path) != 0) return -1;
     j->max_steps = max_steps;
@@ -405,14 +419,16 @@ static int extend(job_info *j, long max_steps)
 static int resume_locked(job_info *j, long max_steps)
 {
     if (job_refresh(j) != 0) return -1;
-    if (job_active(j)) return mt_error("%s is %s: stop it before resuming", j->name, job_state_name(j->state));
+    if (job_active(j))
+        return mt_error("%s is %s: stop it before resuming", j->name, job_state_name(j->state));
     if (max_steps > 0 && extend(j, max_steps) != 0) return -1;
     if (check_resumable(j) != 0) return -1;
     /* a run killed before its first checkpoint starts again from scratch; one killed while it
      * saved one has it under checkpoint.old/ */
     int resume = exists(j->dir, "checkpoint") || exists(j->dir, "checkpoint.old");
     char cwd[512];
-    if (!getcwd(cwd, sizeof cwd)) return mt_error("cannot read the current directory: %s", strerror(errno));
+    if (!getcwd(cwd, sizeof cwd))
+        return mt_error("cannot read the current directory: %s", strerror(errno));
     snprintf(j->cwd, sizeof j->cwd, "%s", cwd);
     j->started_at = job_wall_time();
     j->ended_at = 0;
@@ -423,15 +439,13 @@ static int resume_locked(job_info *j, long max_steps)
     return j->launcher == JOB_SLURM ? job_slurm_launch(j, resume) : job_local_launch(j, resume);
 }
 
-int job_resume(job_info *j)
-{
-    return job_resume_to(j, 0);
-}
+int job_resume(job_info *j) { return job_resume_to(j, 0); }
 
 int job_resume_to(job_info *j, long max_steps)
 {
     if (job_refresh(j) != 0) return -1;
-    if (job_active(j)) return mt_error("%s is %s: stop it before resuming", j->name, job_state_name(j->state));
+    if (job_active(j))
+        return mt_error("%s is %s: stop it before resuming", j->name, job_state_name(j->state));
     /* Two resumes at once: the second one in finds the first one's trainer running (the
      * launcher records it before it lets go), or the trainer itself holding the lock. */
     int lock = mt_run_lock(j->dir, MT_RUN_LAUNCHER);

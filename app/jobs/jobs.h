@@ -20,8 +20,8 @@
  * Stopping is graceful: SIGTERM (local kill, Slurm `scancel --signal=TERM --full`); the
  * trainer saves a checkpoint at the next step and records `cancelled`. A data-parallel job (N
  * ranks under mpirun or srun, docs/distributed.md) is one job: rank 0 records itself in
- * job.json, and it stops on SIGUSR1 instead (its ranks take SIGTERM as the launcher's end). Resume relaunches the
- * same config with --resume through the same launcher. */
+ * job.json, and it stops on SIGUSR1 instead (its ranks take SIGTERM as the launcher's end). Resume
+ * relaunches the same config with --resume through the same launcher. */
 #ifndef MTLAB_APP_JOBS_H
 #define MTLAB_APP_JOBS_H
 
@@ -31,54 +31,54 @@
 typedef enum { JOB_LOCAL, JOB_SLURM } job_launcher;
 
 typedef enum {
-    JOB_PENDING,   /* submitted, not started (Slurm queue) */
+    JOB_PENDING, /* submitted, not started (Slurm queue) */
     JOB_RUNNING,
     JOB_COMPLETED, /* reached max_steps */
     JOB_CANCELLED, /* stopped on request, checkpoint saved: resumable */
-    JOB_FAILED,    /* error (job_info.error says which) or killed */
-    JOB_BROKEN,    /* job_list only: its job.json cannot be read (job_info.error says why) */
+    JOB_FAILED, /* error (job_info.error says which) or killed */
+    JOB_BROKEN, /* job_list only: its job.json cannot be read (job_info.error says why) */
 } job_state;
 
 /* A record of log.jsonl: a training interval or a validation. */
 typedef struct {
-    int is_valid;          /* 0: "train" record, 1: "valid" record */
+    int is_valid; /* 0: "train" record, 1: "valid" record */
     long step;
-    int epoch;             /* train records */
+    int epoch; /* train records */
     double loss, lr, tokens_per_s; /* train records */
-    double valid_loss;     /* valid records */
-    double valid_bleu;     /* valid records with BLEU; -1 otherwise */
+    double valid_loss; /* valid records */
+    double valid_bleu; /* valid records with BLEU; -1 otherwise */
     double elapsed_s;
 } job_log_record;
 
 typedef struct {
     char name[128];
-    char dir[700];         /* runs/NAME, relative to cwd */
-    char cwd[512];         /* where the job runs (absolute) */
+    char dir[700]; /* runs/NAME, relative to cwd */
+    char cwd[512]; /* where the job runs (absolute) */
     job_launcher launcher;
-    job_state state;       /* after job_refresh: the file checked against the process/queue */
-    pid_t pid;             /* the trainer's pid (0: not started) */
+    job_state state; /* after job_refresh: the file checked against the process/queue */
+    pid_t pid; /* the trainer's pid (0: not started) */
     unsigned long long pid_start; /* its start time in clock ticks after boot (/proc/PID/stat) */
-    char host[64];         /* where the trainer runs (its rank 0) */
-    int ranks;             /* trainer processes (1; N: data parallel, docs/distributed.md) */
-    int nodes;             /* Slurm: nodes asked for (0: Slurm's choice) */
-    int gpus_per_node;     /* Slurm: GPUs per node, one rank each (0: a CPU job) */
-    char slurm_id[32];     /* Slurm job id ("" for local jobs) */
+    char host[64]; /* where the trainer runs (its rank 0) */
+    int ranks; /* trainer processes (1; N: data parallel, docs/distributed.md) */
+    int nodes; /* Slurm: nodes asked for (0: Slurm's choice) */
+    int gpus_per_node; /* Slurm: GPUs per node, one rank each (0: a CPU job) */
+    char slurm_id[32]; /* Slurm job id ("" for local jobs) */
     double started_at, ended_at; /* Unix seconds; 0: not yet */
-    int exit_code;         /* the trainer's exit status once ended */
-    char error[512];       /* why it failed ("" otherwise) */
-    long max_steps;        /* from the config */
+    int exit_code; /* the trainer's exit status once ended */
+    char error[512]; /* why it failed ("" otherwise) */
+    long max_steps; /* from the config */
     /* the latest of log.jsonl (job_refresh reads what was appended since the last call) */
-    long step;             /* last logged step (0: none yet) */
-    long checkpoint;       /* the step of its checkpoint, where a resume continues (-1: none) */
+    long step; /* last logged step (0: none yet) */
+    long checkpoint; /* the step of its checkpoint, where a resume continues (-1: none) */
     double loss, tokens_per_s, elapsed_s;
-    double valid_bleu;     /* last validation BLEU, -1: none yet */
-    long log_offset;       /* bytes of log.jsonl read so far */
+    double valid_bleu; /* last validation BLEU, -1: none yet */
+    long log_offset; /* bytes of log.jsonl read so far */
 } job_info;
 
 typedef struct {
     job_launcher launcher;
-    const char *name;              /* NULL: the config's name */
-    const char *const *overrides;  /* "key=value", "model.key=value" */
+    const char *name; /* NULL: the config's name */
+    const char *const *overrides; /* "key=value", "model.key=value" */
     int n_overrides;
     /* Data parallel (0: one process). local: procs ranks under mpirun; slurm: tasks ranks, or
      * nodes x gpus_per_node (one rank per GPU), or nodes ranks, under srun. */

@@ -47,8 +47,7 @@ static int l_lines(lua_State *L)
 }
 
 /* Reads both files and checks they align; leaves both userdata on the stack. */
-static void push_pair_lines(lua_State *L, const char *fn, mt_text_lines **src,
-                            mt_text_lines **ref)
+static void push_pair_lines(lua_State *L, const char *fn, mt_text_lines **src, mt_text_lines **ref)
 {
     const char *sp = luaL_checkstring(L, 1), *rp = luaL_checkstring(L, 2);
     *src = push_lines(L, fn, sp);

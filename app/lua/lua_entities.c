@@ -35,8 +35,8 @@ static int l_recall(lua_State *L)
     const char **hyp = mtl_check_strings(L, 2, fn, "hyps", &n_hyp, 0, NULL);
     const char **ref = mtl_check_strings(L, 3, fn, "refs", &n_ref, 0, NULL);
     if (n_hyp != n_src || n_ref != n_src)
-        mtl_error(L, fn, "srcs, hyps and refs must be as long as each other (%zu, %zu, %zu)",
-                  n_src, n_hyp, n_ref);
+        mtl_error(L, fn, "srcs, hyps and refs must be as long as each other (%zu, %zu, %zu)", n_src,
+                  n_hyp, n_ref);
     mtl_check_options(L, 4, fn, known);
     const char *stats_path = mtl_opt_string(L, 4, fn, "stats", NULL);
     mt_ner_lang lang = MT_NER_ENGLISH;

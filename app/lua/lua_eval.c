@@ -34,7 +34,8 @@ static void request_text(lua_State *L, const char *fn, const char *key, const ch
         return;
     }
     if (t != LUA_TTABLE)
-        mtl_error(L, fn, "%s must be a file name or a list of lines, not %s", key, luaL_typename(L, -1));
+        mtl_error(L, fn, "%s must be a file name or a list of lines, not %s", key,
+                  luaL_typename(L, -1));
     size_t n;
     const char **arr = mtl_check_strings(L, -1, fn, key, &n, 0, NULL);
     holder->lines = (char **)arr; /* borrowed: eval_run copies them */
@@ -124,20 +125,21 @@ static int eval_tostring(lua_State *L)
 static int l_eval(lua_State *L)
 {
     static const char *const fn = "mtlab.eval";
-    static const char *const known[] = {"models", "src", "ref", "beam", "device", "precision", "stats",
-                                        "train_src", "train_ref", "lexicon", "ner",
-                                        "length_model", "hyps", "src_name", "ref_name", "names", "paired",
-                                        "data", "tgt_lang", "comet", NULL};
+    static const char *const known[] = {
+        "models",    "src",       "ref",     "beam", "device",       "precision", "stats",
+        "train_src", "train_ref", "lexicon", "ner",  "length_model", "hyps",      "src_name",
+        "ref_name",  "names",     "paired",  "data", "tgt_lang",     "comet",     NULL};
     lua_settop(L, 1);
-    if (!lua_istable(L, 1)) mtl_error(L, fn, "takes one table {models=, src=, ref=, ...}, not %s",
-                                      luaL_typename(L, 1));
+    if (!lua_istable(L, 1))
+        mtl_error(L, fn, "takes one table {models=, src=, ref=, ...}, not %s", luaL_typename(L, 1));
     mtl_check_options(L, 1, fn, known);
     eval_request rq;
     memset(&rq, 0, sizeof rq);
     if (lua_getfield(L, 1, "models") == LUA_TNIL) mtl_error(L, fn, "models is missing");
     size_t n;
     int models = lua_gettop(L);
-    if (!lua_istable(L, models)) mtl_error(L, fn, "models must be a list, not %s", luaL_typename(L, models));
+    if (!lua_istable(L, models))
+        mtl_error(L, fn, "models must be a list, not %s", luaL_typename(L, models));
     n = (size_t)luaL_len(L, models);
     if (n == 0 || n > EVAL_MAX_SYSTEMS)
         mtl_error(L, fn, "models must list 1 to %d systems, not %zu", EVAL_MAX_SYSTEMS, n);
@@ -148,7 +150,8 @@ static int l_eval(lua_State *L)
             lua_replace(L, -2);
         }
         if (lua_type(L, -1) != LUA_TSTRING)
-            mtl_error(L, fn, "models[%zu] must be a bundle path, \"apertium:MODE\" or a model, not %s",
+            mtl_error(L, fn,
+                      "models[%zu] must be a bundle path, \"apertium:MODE\" or a model, not %s",
                       i + 1, luaL_typename(L, -1));
         rq.systems[i] = lua_tostring(L, -1); /* kept alive on the stack */
     }
@@ -173,7 +176,8 @@ static int l_eval(lua_State *L)
     rq.data = mtl_opt_string(L, 1, fn, "data", NULL);
     rq.tgt_lang = mtl_opt_string(L, 1, fn, "tgt_lang", NULL);
     rq.comet = mtl_opt_string(L, 1, fn, "comet", NULL);
-    if (rq.stats && rq.train_src) mtl_error(L, fn, "give either stats or train_src/train_ref, not both");
+    if (rq.stats && rq.train_src)
+        mtl_error(L, fn, "give either stats or train_src/train_ref, not both");
     if (!rq.train_src != !rq.train_ref) mtl_error(L, fn, "train_src and train_ref go together");
     rq.keep_hyps = 1;
     mtl_check_interrupt(L);

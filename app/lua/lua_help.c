@@ -8,7 +8,8 @@
 
 const mtl_help_entry mtl_help[] = {
     {"mtlab.load",
-     "mtlab.load(path [, {device=\"cpu\"|\"cuda:N\", precision=\"fp32\"|\"int8\"|\"bf16\"}]) -> model",
+     "mtlab.load(path [, {device=\"cpu\"|\"cuda:N\", precision=\"fp32\"|\"int8\"|\"bf16\"}]) -> "
+     "model",
      "Opens a model bundle directory (or \"apertium:MODE\", Apertium's rule-based translator) "
      "on a device, its linear layers in fp32, int8 (CPU only) or bf16 (CUDA only)."},
     {"mtlab.average",
@@ -32,8 +33,7 @@ const mtl_help_entry mtl_help[] = {
      "cache or recurrent state, one sentence's); on_token(piece, i, text) sees each new "
      "token, and an error it raises cancels the decode. Without beam= the workbench's console "
      "decodes with the panes' search (F4), elsewhere beam 5 as `mtlab translate`."},
-    {"model:probe",
-     "model:probe(src, hyp [, {kind=, layer=, head=, encoder=}]) -> matrix",
+    {"model:probe", "model:probe(src, hyp [, {kind=, layer=, head=, encoder=}]) -> matrix",
      "One map of what the model computed for src -> hyp: kind state_norms, state_groups, "
      "attention, cross or implicit; layer 1-based (first such layer by default); head (mean "
      "of heads by default)."},
@@ -56,25 +56,28 @@ const mtl_help_entry mtl_help[] = {
     {"matrix:max", "matrix:max() -> value, row, col",
      "The largest value and where it is (matrix:min() the smallest)."},
     {"matrix:min", "matrix:min() -> value, row, col", "The smallest value and where it is."},
-    {"matrix:totable", "matrix:totable() -> {{...}, ...}", "A copy of the values as nested "
+    {"matrix:totable", "matrix:totable() -> {{...}, ...}",
+     "A copy of the values as nested "
      "Lua tables."},
     {"matrix:row_labels", "matrix:row_labels() -> {strings}",
      "The tokens (or layers, channel groups) the rows stand for."},
     {"matrix:col_labels", "matrix:col_labels() -> {strings}", "The tokens the columns stand for."},
     {"mtlab.score.bleu",
-     "mtlab.score.bleu(hyps, refs [, {lowercase=, smooth=\"exp\", tokenize=\"13a\", spm=}]) -> score",
+     "mtlab.score.bleu(hyps, refs [, {lowercase=, smooth=\"exp\", tokenize=\"13a\", spm=}]) -> "
+     "score",
      "Corpus BLEU exactly as sacreBLEU 2.6.0 (and `mtlab score`) computes it: {score, "
      "signature, line, verbose, precisions, bp, ratio, sys_len, ref_len}; tokenize is "
-     "sacreBLEU's (13a, none, intl, char, zh, flores101/flores200 with spm = MODEL FILE, ja-mecab)."},
+     "sacreBLEU's (13a, none, intl, char, zh, flores101/flores200 with spm = MODEL FILE, "
+     "ja-mecab)."},
     {"mtlab.score.chrf", "mtlab.score.chrf(hyps, refs [, {lowercase=, word_order=0}]) -> score",
      "Corpus chrF2 (word_order=2: chrF2++) exactly as sacreBLEU computes it: {name, score, "
      "signature, line}."},
     {"mtlab.score.ter",
-     "mtlab.score.ter(hyps, refs [, {normalized=, no_punct=, asian_support=, case_sensitive=}]) -> score",
+     "mtlab.score.ter(hyps, refs [, {normalized=, no_punct=, asian_support=, case_sensitive=}]) -> "
+     "score",
      "Corpus TER exactly as sacreBLEU computes it (its --ter-* options; lowercased unless "
      "case_sensitive): {name, score, signature, line}."},
-    {"mtlab.score.comet",
-     "mtlab.score.comet(srcs, hyps, refs, {model=DIR [, device=]}) -> score",
+    {"mtlab.score.comet", "mtlab.score.comet(srcs, hyps, refs, {model=DIR [, device=]}) -> score",
      "COMET (wmt22-comet-da's estimator, computed by mtlab) of one reference stream, as `mtlab "
      "score -m comet` gives it: {name, score (the mean), segments (each segment's score), "
      "signature, line}."},
@@ -128,7 +131,8 @@ const mtl_help_entry mtl_help[] = {
      "The drawing plot:show would print, as a string."},
     {"plot:close", "plot:close()", "Frees the plot now (also done by the garbage collector)."},
     {"mtlab.jobs.start",
-     "mtlab.jobs.start(config [, {launcher=\"local\"|\"slurm\", name=, overrides={key=value}}]) -> job",
+     "mtlab.jobs.start(config [, {launcher=\"local\"|\"slurm\", name=, overrides={key=value}}]) -> "
+     "job",
      "Checks the training config with its overrides (\"model.d_model\" for a model key), then "
      "trains it in the background as runs/NAME/; an error means nothing was started."},
     {"mtlab.jobs.list", "mtlab.jobs.list() -> {jobs}", "Every job under runs/, by name."},
@@ -181,8 +185,8 @@ int mtl_help_fn(lua_State *L)
         luaL_addstring(&b, e->signature);
         luaL_addchar(&b, '\n');
     }
-    if (name) return luaL_error(L, "mtlab.help: no function named '%s' (mtlab.help() lists them)",
-                                name);
+    if (name)
+        return luaL_error(L, "mtlab.help: no function named '%s' (mtlab.help() lists them)", name);
     luaL_pushresult(&b);
     return 1;
 }
@@ -191,5 +195,6 @@ void mtl_reference(FILE *out)
 {
     /* an empty line between entries: each function its own short paragraph in README */
     for (size_t i = 0; i < mtl_help_count; i++)
-        fprintf(out, "%s- `%s`  \n  %s\n", i ? "\n" : "", mtl_help[i].signature, mtl_help[i].summary);
+        fprintf(out, "%s- `%s`  \n  %s\n", i ? "\n" : "", mtl_help[i].signature,
+                mtl_help[i].summary);
 }

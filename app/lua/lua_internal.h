@@ -13,9 +13,9 @@
 #include "mtlab/entities.h"
 
 typedef struct {
-    atomic_int cancel;                 /* a running decode's cancel flag (mt_decode_opts) */
+    atomic_int cancel; /* a running decode's cancel flag (mt_decode_opts) */
     volatile sig_atomic_t interrupted; /* set by mtl_interrupt */
-    lua_State *_Atomic running;        /* the coroutine running now (NULL: the main thread) */
+    lua_State *_Atomic running; /* the coroutine running now (NULL: the main thread) */
 } mtl_context;
 
 /* The context of L (kept in the state's extra space, so a signal handler can reach it). */
@@ -35,18 +35,17 @@ int mtl_error(lua_State *L, const char *fn, const char *fmt, ...)
 /* A list argument of strings: a table with n >= 0 strings at 1..n (or a single string when
  * single_ok; *was_single says which), none holding a NUL byte. The array lives in a userdata
  * pushed on the stack, so an error anywhere later frees it; the strings are the table's own. */
-const char **mtl_check_strings(lua_State *L, int idx, const char *fn, const char *what,
-                               size_t *n, int single_ok, int *was_single);
+const char **mtl_check_strings(lua_State *L, int idx, const char *fn, const char *what, size_t *n,
+                               int single_ok, int *was_single);
 
 /* Options table at idx (absent or nil: none). Every key must be one of `known` (NULL-ended):
  * a misspelt option is an error, never silently ignored. */
 void mtl_check_options(lua_State *L, int idx, const char *fn, const char *const *known);
 /* Typed option readers; they return the default when the key is absent. */
-lua_Integer mtl_opt_integer(lua_State *L, int idx, const char *fn, const char *key,
-                            lua_Integer def, lua_Integer lo, lua_Integer hi);
+lua_Integer mtl_opt_integer(lua_State *L, int idx, const char *fn, const char *key, lua_Integer def,
+                            lua_Integer lo, lua_Integer hi);
 int mtl_opt_boolean(lua_State *L, int idx, const char *fn, const char *key, int def);
-const char *mtl_opt_string(lua_State *L, int idx, const char *fn, const char *key,
-                           const char *def);
+const char *mtl_opt_string(lua_State *L, int idx, const char *fn, const char *key, const char *def);
 
 /* Push t[key] = value helpers for result tables at the stack's top. */
 void mtl_set_number(lua_State *L, const char *key, double v);
@@ -69,9 +68,8 @@ void mtl_open_jobs(lua_State *L);
 
 /* A matrix handle over `values` (rows x cols, taken: freed by the handle) with labels
  * (NULL-able arrays of rows / cols strings, copied) and a description. Pushed on the stack. */
-void mtl_push_matrix(lua_State *L, float *values, int rows, int cols,
-                     const char *const *row_labels, const char *const *col_labels,
-                     const char *what);
+void mtl_push_matrix(lua_State *L, float *values, int rows, int cols, const char *const *row_labels,
+                     const char *const *col_labels, const char *what);
 
 /* The values and labels of the mtlab.matrix at idx (valid while it is alive); -1 when idx
  * holds no matrix. Labels may be NULL. */

@@ -27,7 +27,8 @@ static job_info *check_job(lua_State *L, int idx, const char *fn)
     job_info *h = luaL_testudata(L, idx, JOB_META);
     if (h) return h;
     if (lua_type(L, idx) != LUA_TSTRING)
-        mtl_error(L, fn, "argument %d must be a job or a job's name, not %s", idx, luaL_typename(L, idx));
+        mtl_error(L, fn, "argument %d must be a job or a job's name, not %s", idx,
+                  luaL_typename(L, idx));
     job_info j;
     if (job_load(&j, lua_tostring(L, idx)) != 0) mtl_error(L, fn, "%s", mt_last_error());
     h = push_job(L, &j);
@@ -58,18 +59,21 @@ static int l_start(lua_State *L)
     mtl_check_options(L, 2, fn, known);
     job_start_opts o = {.launcher = JOB_LOCAL};
     const char *launcher = mtl_opt_string(L, 2, fn, "launcher", "local");
-    if (job_launcher_parse(launcher, &o.launcher) != 0) mtl_error(L, fn, "option %s", mt_last_error());
+    if (job_launcher_parse(launcher, &o.launcher) != 0)
+        mtl_error(L, fn, "option %s", mt_last_error());
     o.name = mtl_opt_string(L, 2, fn, "name", NULL);
     /* overrides: {lr = 2e-3, ["model.d_model"] = 32} -> "lr=0.002", "model.d_model=32" */
     int n = 0;
     char **ov = NULL;
     if (!lua_isnoneornil(L, 2) && lua_getfield(L, 2, "overrides") != LUA_TNIL) {
-        if (!lua_istable(L, -1)) mtl_error(L, fn, "option overrides must be a table, not %s", luaL_typename(L, -1));
+        if (!lua_istable(L, -1))
+            mtl_error(L, fn, "option overrides must be a table, not %s", luaL_typename(L, -1));
         int t = lua_gettop(L);
         lua_pushnil(L);
         while (lua_next(L, t)) {
             int vt = lua_type(L, -1);
-            if (lua_type(L, -2) != LUA_TSTRING || (vt != LUA_TNUMBER && vt != LUA_TSTRING && vt != LUA_TBOOLEAN))
+            if (lua_type(L, -2) != LUA_TSTRING ||
+                (vt != LUA_TNUMBER && vt != LUA_TSTRING && vt != LUA_TBOOLEAN))
                 mtl_error(L, fn, "overrides must map key names to numbers, strings or booleans");
             lua_pop(L, 1);
             n++;
@@ -78,8 +82,9 @@ static int l_start(lua_State *L)
         n = 0;
         lua_pushnil(L);
         while (lua_next(L, t)) {
-            const char *value = lua_type(L, -1) == LUA_TBOOLEAN ? (lua_toboolean(L, -1) ? "true" : "false")
-                                                                : lua_tostring(L, -1);
+            const char *value = lua_type(L, -1) == LUA_TBOOLEAN
+                                    ? (lua_toboolean(L, -1) ? "true" : "false")
+                                    : lua_tostring(L, -1);
             lua_pushfstring(L, "%s=%s", lua_tostring(L, -2), value);
             lua_insert(L, t); /* below the table: kept alive on the stack */
             t++;
@@ -90,7 +95,8 @@ static int l_start(lua_State *L)
     o.overrides = (const char *const *)ov;
     o.n_overrides = n;
     job_info j;
-    if (job_start(&j, config, &o) != 0) mtl_error(L, fn, "%s (nothing was started)", mt_last_error());
+    if (job_start(&j, config, &o) != 0)
+        mtl_error(L, fn, "%s (nothing was started)", mt_last_error());
     push_job(L, &j);
     return 1;
 }
@@ -134,8 +140,9 @@ static int do_wait(lua_State *L, const char *fn)
     if (!lua_isnoneornil(L, 2)) {
         int isnum;
         timeout = lua_tonumberx(L, 2, &isnum);
-        if (!isnum || timeout < 0) mtl_error(L, fn, "timeout must be a number of seconds >= 0, not %s",
-                                             luaL_tolstring(L, 2, NULL));
+        if (!isnum || timeout < 0)
+            mtl_error(L, fn, "timeout must be a number of seconds >= 0, not %s",
+                      luaL_tolstring(L, 2, NULL));
     }
     double t0 = mt_now_s();
     for (;;) {
@@ -213,13 +220,17 @@ static int job_index(lua_State *L)
         else if (!strcmp(k, "step")) lua_pushinteger(L, j->step);
         else if (!strcmp(k, "loss")) lua_pushnumber(L, j->loss);
         else if (!strcmp(k, "tokens_per_s")) lua_pushnumber(L, j->tokens_per_s);
-        else if (!strcmp(k, "valid_bleu")) j->valid_bleu >= 0 ? lua_pushnumber(L, j->valid_bleu) : lua_pushnil(L);
+        else if (!strcmp(k, "valid_bleu"))
+            j->valid_bleu >= 0 ? lua_pushnumber(L, j->valid_bleu) : lua_pushnil(L);
         else if (!strcmp(k, "pid")) lua_pushinteger(L, j->pid);
-        else if (!strcmp(k, "slurm_id")) j->slurm_id[0] ? lua_pushstring(L, j->slurm_id) : lua_pushnil(L);
+        else if (!strcmp(k, "slurm_id"))
+            j->slurm_id[0] ? lua_pushstring(L, j->slurm_id) : lua_pushnil(L);
         else if (!strcmp(k, "error")) j->error[0] ? lua_pushstring(L, j->error) : lua_pushnil(L);
         else if (!strcmp(k, "started_at")) lua_pushnumber(L, j->started_at);
-        else if (!strcmp(k, "ended_at")) j->ended_at > 0 ? lua_pushnumber(L, j->ended_at) : lua_pushnil(L);
-        else return mtl_error(L, "job", "no field or method '%s' (see mtlab.help(\"job.name\"))", k);
+        else if (!strcmp(k, "ended_at"))
+            j->ended_at > 0 ? lua_pushnumber(L, j->ended_at) : lua_pushnil(L);
+        else
+            return mtl_error(L, "job", "no field or method '%s' (see mtlab.help(\"job.name\"))", k);
     }
     return 1;
 }
@@ -232,8 +243,9 @@ static int job_tostring(lua_State *L)
         lua_pushfstring(L, "mtlab.job: %s (broken: %s)", j->name, j->error);
         return 1;
     }
-    lua_pushfstring(L, "mtlab.job: %s (%s, %s, step %d/%d)", j->name, job_launcher_name(j->launcher),
-                    job_state_name(j->state), (int)j->step, (int)j->max_steps);
+    lua_pushfstring(L, "mtlab.job: %s (%s, %s, step %d/%d)", j->name,
+                    job_launcher_name(j->launcher), job_state_name(j->state), (int)j->step,
+                    (int)j->max_steps);
     return 1;
 }
 

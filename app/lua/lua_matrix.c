@@ -13,16 +13,16 @@
 #define ROW_META "mtlab.matrix_row"
 
 typedef struct {
-    float *values;      /* (rows, cols) */
+    float *values; /* (rows, cols) */
     int rows, cols;
-    char **row_labels;  /* (rows) or NULL */
-    char **col_labels;  /* (cols) or NULL */
-    char *what;         /* "implicit attention, layer 3" */
+    char **row_labels; /* (rows) or NULL */
+    char **col_labels; /* (cols) or NULL */
+    char *what; /* "implicit attention, layer 3" */
 } matrix;
 
 typedef struct {
     const matrix *m; /* kept alive by the row's user value */
-    int row;         /* 0-based */
+    int row; /* 0-based */
 } matrix_row;
 
 static char **copy_labels(const char *const *labels, int n)
@@ -51,9 +51,8 @@ static int matrix_gc(lua_State *L)
     return 0;
 }
 
-void mtl_push_matrix(lua_State *L, float *values, int rows, int cols,
-                     const char *const *row_labels, const char *const *col_labels,
-                     const char *what)
+void mtl_push_matrix(lua_State *L, float *values, int rows, int cols, const char *const *row_labels,
+                     const char *const *col_labels, const char *what)
 {
     matrix *m = lua_newuserdatauv(L, sizeof *m, 0);
     memset(m, 0, sizeof *m);
@@ -79,10 +78,7 @@ int mtl_matrix_view(lua_State *L, int idx, const float **values, int *rows, int 
     return 0;
 }
 
-static matrix *check_matrix(lua_State *L, int idx)
-{
-    return luaL_checkudata(L, idx, MATRIX_META);
-}
+static matrix *check_matrix(lua_State *L, int idx) { return luaL_checkudata(L, idx, MATRIX_META); }
 
 static int check_index(lua_State *L, int arg, int n, const char *fn, const char *what)
 {
@@ -219,8 +215,8 @@ static int row_len(lua_State *L)
 
 void mtl_open_matrix(lua_State *L)
 {
-    static const luaL_Reg meta[] = {{"__gc", matrix_gc},       {"__close", matrix_gc},
-                                    {"__index", m_index},      {"__len", m_len},
+    static const luaL_Reg meta[] = {{"__gc", matrix_gc},        {"__close", matrix_gc},
+                                    {"__index", m_index},       {"__len", m_len},
                                     {"__tostring", m_tostring}, {NULL, NULL}};
     static const luaL_Reg methods[] = {{"get", m_get},
                                        {"shape", m_shape},

@@ -32,16 +32,16 @@
 #define MODEL_META "mtlab.model"
 
 typedef struct {
-    char *path;             /* as given to mtlab.load */
-    char *name;             /* mt_bundle_name of the directory, or "apertium:MODE" */
-    mt_runner *run;         /* a bundle (model and tokenizer below are its own) ... */
+    char *path; /* as given to mtlab.load */
+    char *name; /* mt_bundle_name of the directory, or "apertium:MODE" */
+    mt_runner *run; /* a bundle (model and tokenizer below are its own) ... */
     mt_model *model;
     mt_tokenizer *tok;
-    mt_translator *peer;    /* ... or a rule-based system */
-    const char *device;     /* the backend's name ("cpu", "cuda:0") */
-    const char *precision;  /* "fp32", "int8" or "bf16" (mtlab/model.h) */
-    int busy;               /* a translate or probe is running */
-    int closed;             /* closed (freed once not busy) */
+    mt_translator *peer; /* ... or a rule-based system */
+    const char *device; /* the backend's name ("cpu", "cuda:0") */
+    const char *precision; /* "fp32", "int8" or "bf16" (mtlab/model.h) */
+    int busy; /* a translate or probe is running */
+    int closed; /* closed (freed once not busy) */
 } model_handle;
 
 static void handle_free(model_handle *h)
@@ -107,7 +107,8 @@ static int l_load(lua_State *L)
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
         mtl_error(L, fn, "no model bundle at '%s' (not a directory)", path);
     snprintf(cfg, sizeof cfg, "%s/config.json", path);
-    if (access(cfg, R_OK) != 0) mtl_error(L, fn, "no model bundle at '%s' (config.json missing)", path);
+    if (access(cfg, R_OK) != 0)
+        mtl_error(L, fn, "no model bundle at '%s' (config.json missing)", path);
     if (!(h->run = mt_runner_open(path, device, (unsigned)flags)))
         mtl_error(L, fn, "%s", mt_last_error());
     h->model = h->run->model;
@@ -130,7 +131,8 @@ static void push_json(lua_State *L, json_t *v)
         const char *k;
         json_t *x;
         lua_createtable(L, 0, (int)json_object_size(v));
-        json_object_foreach(v, k, x) {
+        json_object_foreach(v, k, x)
+        {
             push_json(L, x);
             lua_setfield(L, -2, k);
         }
@@ -140,7 +142,8 @@ static void push_json(lua_State *L, json_t *v)
         size_t i;
         json_t *x;
         lua_createtable(L, (int)json_array_size(v), 0);
-        json_array_foreach(v, i, x) {
+        json_array_foreach(v, i, x)
+        {
             push_json(L, x);
             lua_rawseti(L, -2, (lua_Integer)i + 1);
         }
@@ -169,7 +172,8 @@ static void push_config(lua_State *L, const model_handle *h)
     if (!f) mtl_error(L, "mtlab.model.config", "%s", mt_last_error());
     json_t *root = json_loadf(f, 0, &err);
     fclose(f);
-    if (!root) mtl_error(L, "mtlab.model.config", "%s:%d: %s", path, err.line, mt_error_oneline(err.text));
+    if (!root)
+        mtl_error(L, "mtlab.model.config", "%s:%d: %s", path, err.line, mt_error_oneline(err.text));
     push_json(L, root);
     json_decref(root);
 }
@@ -199,7 +203,8 @@ static int model_tostring(lua_State *L)
     /* the precision only when it is not the default, as the workbench's pane titles do */
     int other = strcmp(h->precision, "fp32") != 0;
     lua_pushfstring(L, "<mtlab.model %s%s%s \xc2\xb7 %s \xc2\xb7 %s \xc2\xb7 %s>", h->name,
-                    other ? " \xc2\xb7 " : "", other ? h->precision : "", arch_of(h), params, h->device);
+                    other ? " \xc2\xb7 " : "", other ? h->precision : "", arch_of(h), params,
+                    h->device);
     return 1;
 }
 
@@ -227,9 +232,9 @@ static int model_index(lua_State *L)
 typedef struct {
     lua_State *L;
     model_handle *h;
-    int on_token;        /* stack index of the callback, 0 when none */
-    int handler;         /* stack index of the traceback handler */
-    int failed;          /* the callback raised: its message is in the registry */
+    int on_token; /* stack index of the callback, 0 when none */
+    int handler; /* stack index of the traceback handler */
+    int failed; /* the callback raised: its message is in the registry */
     int error_ref;
     cli_progress bar;
     int show_bar;
@@ -400,7 +405,8 @@ static int m_translate(lua_State *L)
         return lua_error(L);
     }
     mtl_check_interrupt(L);
-    if (h->closed) mtl_error(L, fn, "the model was closed during translate (by its on_token callback)");
+    if (h->closed)
+        mtl_error(L, fn, "the model was closed during translate (by its on_token callback)");
     if (rc != 0 && res.failed_input >= 0 && !single)
         mtl_error(L, fn, "text[%d]: %s", res.failed_input + 1, msg);
     if (rc != 0) mtl_error(L, fn, "%s", msg);
@@ -413,8 +419,8 @@ static const struct {
     const char *name;
     mt_probe_kind kind;
 } probe_kinds[] = {
-    {"state_norms", MT_PROBE_STATE_NORMS},   {"state_groups", MT_PROBE_STATE_GROUPS},
-    {"attention", MT_PROBE_SELF_ATTN},       {"cross", MT_PROBE_CROSS_ATTN},
+    {"state_norms", MT_PROBE_STATE_NORMS}, {"state_groups", MT_PROBE_STATE_GROUPS},
+    {"attention", MT_PROBE_SELF_ATTN},     {"cross", MT_PROBE_CROSS_ATTN},
     {"implicit", MT_PROBE_IMPLICIT_ATTN},
 };
 #define N_PROBE_KINDS (sizeof probe_kinds / sizeof probe_kinds[0])
@@ -462,8 +468,9 @@ static int32_t *probe_ids(lua_State *L, int idx, const model_handle *h, const ch
     int *raw;
     size_t len;
     /* a source text goes through the model's prompt template, as translate does */
-    int rc = !strcmp(what, "src") ? mt_source_encode(h->model, h->tok, lua_tostring(L, idx), &raw, &len)
-                                  : mt_tokenizer_encode(h->tok, lua_tostring(L, idx), &raw, &len);
+    int rc = !strcmp(what, "src")
+                 ? mt_source_encode(h->model, h->tok, lua_tostring(L, idx), &raw, &len)
+                 : mt_tokenizer_encode(h->tok, lua_tostring(L, idx), &raw, &len);
     if (rc < 0) mtl_error(L, fn, "%s: %s", what, mt_last_error());
     int32_t *ids = mt_xmalloc((len + 1) * sizeof *ids);
     for (size_t i = 0; i < len; i++) ids[i] = raw[i];
@@ -519,8 +526,10 @@ static int m_probe(lua_State *L)
     if (kind_name) {
         while (k < N_PROBE_KINDS && strcmp(probe_kinds[k].name, kind_name)) k++;
         if (k == N_PROBE_KINDS)
-            mtl_error(L, fn, "unknown kind '%s' (state_norms, state_groups, attention, cross, "
-                      "implicit)", kind_name);
+            mtl_error(L, fn,
+                      "unknown kind '%s' (state_norms, state_groups, attention, cross, "
+                      "implicit)",
+                      kind_name);
     }
     probe_box *b = lua_newuserdatauv(L, sizeof *b, 0);
     memset(b, 0, sizeof *b);
@@ -568,9 +577,8 @@ static int m_probe(lua_State *L)
     char what[128];
     char where[32] = "all layers";
     if (map->layer >= 0) snprintf(where, sizeof where, "layer %d", map->layer + 1);
-    snprintf(what, sizeof what, "%s%s, %s%s", encoder ? "encoder " : "",
-             mt_probe_map_name(map), where,
-             map->heads > 1 ? (head ? ", one head" : ", mean of heads") : "");
+    snprintf(what, sizeof what, "%s%s, %s%s", encoder ? "encoder " : "", mt_probe_map_name(map),
+             where, map->heads > 1 ? (head ? ", one head" : ", mean of heads") : "");
     mtl_push_matrix(L, values, map->rows, map->cols, (const char *const *)rows,
                     (const char *const *)cols, what);
     free_strv(rows, map->rows);
@@ -647,8 +655,8 @@ static int m_attribute(lua_State *L)
              o.contrast >= 0 ? ", contrast " : "", o.contrast >= 0 ? (foil ? foil : "?") : "");
     float *values = a.values;
     a.values = NULL;
-    mtl_push_matrix(L, values, a.rows, a.cols, (const char *const *)rows,
-                    (const char *const *)cols, what);
+    mtl_push_matrix(L, values, a.rows, a.cols, (const char *const *)rows, (const char *const *)cols,
+                    what);
     free_strv(rows, a.rows);
     free_strv(cols, a.cols);
     mt_attribution_free(&a);
@@ -669,14 +677,16 @@ static int l_average(lua_State *L)
     const char *dtype_name = mtl_opt_string(L, 3, fn, "dtype", NULL);
     int force = mtl_opt_boolean(L, 3, fn, "force", 0);
     mt_dtype dt = MT_DT_F32;
-    if (dtype_name && mt_model_save_dtype_parse(dtype_name, &dt) != 0) mtl_error(L, fn, "%s", mt_last_error());
+    if (dtype_name && mt_model_save_dtype_parse(dtype_name, &dt) != 0)
+        mtl_error(L, fn, "%s", mt_last_error());
     int dtype = dtype_name ? (int)dt : -1;
     lua_Integer n = (lua_Integer)lua_rawlen(L, 1);
     if (n < 1) mtl_error(L, fn, "no bundles to average (the list is empty)");
     if (n > 100000) mtl_error(L, fn, "%lld bundles is too many to average", (long long)n);
     for (lua_Integer i = 1; i <= n; i++) {
         if (lua_rawgeti(L, 1, i) != LUA_TSTRING)
-            mtl_error(L, fn, "bundle %lld must be a path (a string), not %s", (long long)i, luaL_typename(L, -1));
+            mtl_error(L, fn, "bundle %lld must be a path (a string), not %s", (long long)i,
+                      luaL_typename(L, -1));
         lua_pop(L, 1);
     }
     const char **dirs = lua_newuserdatauv(L, (size_t)n * sizeof *dirs, 0); /* freed by the GC */
@@ -687,9 +697,11 @@ static int l_average(lua_State *L)
     }
     mt_bundle_target target;
     int rc = mt_bundle_target_begin(&target, out, force);
-    if (rc == 0 && (rc = mt_model_average(dirs, (int)n, target.tmp, dtype)) == 0) rc = mt_bundle_target_commit(&target);
+    if (rc == 0 && (rc = mt_model_average(dirs, (int)n, target.tmp, dtype)) == 0)
+        rc = mt_bundle_target_commit(&target);
     mt_bundle_target_discard(&target);
-    if (rc == MT_BUNDLE_TARGET_EXISTS) mtl_error(L, fn, "%s (force = true replaces it)", mt_last_error());
+    if (rc == MT_BUNDLE_TARGET_EXISTS)
+        mtl_error(L, fn, "%s (force = true replaces it)", mt_last_error());
     if (rc != 0) mtl_error(L, fn, "%s", mt_last_error());
     lua_pushstring(L, out);
     return 1;
@@ -722,9 +734,11 @@ void mtl_open_model(lua_State *L)
                                     {"__tostring", model_tostring},
                                     {"__index", model_index},
                                     {NULL, NULL}};
-    static const luaL_Reg methods[] = {
-        {"translate", m_translate}, {"probe", m_probe}, {"attribute", m_attribute},
-        {"close", model_close}, {NULL, NULL}};
+    static const luaL_Reg methods[] = {{"translate", m_translate},
+                                       {"probe", m_probe},
+                                       {"attribute", m_attribute},
+                                       {"close", model_close},
+                                       {NULL, NULL}};
     luaL_newmetatable(L, MODEL_META);
     luaL_setfuncs(L, meta, 0);
     luaL_newlib(L, methods);

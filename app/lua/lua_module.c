@@ -19,10 +19,7 @@ static void interrupt_hook(lua_State *L, lua_Debug *ar)
     luaL_error(L, "interrupted");
 }
 
-static void arm(lua_State *L)
-{
-    lua_sethook(L, interrupt_hook, LUA_MASKCOUNT, 1);
-}
+static void arm(lua_State *L) { lua_sethook(L, interrupt_hook, LUA_MASKCOUNT, 1); }
 
 void mtl_interrupt(lua_State *L)
 {
@@ -36,10 +33,7 @@ void mtl_interrupt(lua_State *L)
     if (co) arm(co);
 }
 
-int mtl_interrupted(lua_State *L)
-{
-    return mtl_context_of(L)->interrupted != 0;
-}
+int mtl_interrupted(lua_State *L) { return mtl_context_of(L)->interrupted != 0; }
 
 void mtl_reset_interrupt(lua_State *L)
 {
@@ -86,7 +80,7 @@ static int tracked_wrap(lua_State *L)
     lua_pushvalue(L, lua_upvalueindex(1));
     lua_insert(L, 1);
     lua_call(L, lua_gettop(L) - 1, 1); /* the standard wrap: a function over a new coroutine */
-    lua_getupvalue(L, -1, 1);           /* its coroutine */
+    lua_getupvalue(L, -1, 1); /* its coroutine */
     lua_pushcclosure(L, tracked_resume, 2);
     return 1;
 }

@@ -59,7 +59,8 @@ static double *check_numbers(lua_State *L, int idx, const char *fn, const char *
         int t = lua_geti(L, idx, (lua_Integer)i + 1);
         if (t == LUA_TNIL) v[i] = NAN;
         else if (t == LUA_TNUMBER) v[i] = lua_tonumber(L, -1);
-        else mtl_error(L, fn, "%s[%zu] must be a number, not %s", what, i + 1, luaL_typename(L, -1));
+        else
+            mtl_error(L, fn, "%s[%zu] must be a number, not %s", what, i + 1, luaL_typename(L, -1));
         lua_pop(L, 1);
     }
     *n = len;
@@ -75,7 +76,8 @@ static const char *field_string(lua_State *L, int idx, const char *fn, const cha
 static int l_line(lua_State *L)
 {
     static const char *const fn = "mtlab.plot.line";
-    static const char *const known[] = {"series", "x", "y", "name", "title", "xlabel", "ylabel", NULL};
+    static const char *const known[] = {"series", "x",      "y",      "name",
+                                        "title",  "xlabel", "ylabel", NULL};
     lua_settop(L, 1);
     luaL_checktype(L, 1, LUA_TTABLE);
     mtl_check_options(L, 1, fn, known);
@@ -127,7 +129,8 @@ static const char **labels_of(lua_State *L, int idx, const char *fn, const char 
 static int l_bar(lua_State *L)
 {
     static const char *const fn = "mtlab.plot.bar";
-    static const char *const known[] = {"labels", "series", "values", "name", "title", "ylabel", NULL};
+    static const char *const known[] = {"labels", "series", "values", "name",
+                                        "title",  "ylabel", NULL};
     lua_settop(L, 1);
     luaL_checktype(L, 1, LUA_TTABLE);
     mtl_check_options(L, 1, fn, known);
@@ -168,7 +171,7 @@ static int l_heatmap(lua_State *L)
 {
     static const char *const fn = "mtlab.plot.heatmap";
     static const char *const known[] = {"title", "xlabel", "ylabel", "row_labels", "col_labels",
-                                        "range", "scale", "causal", NULL};
+                                        "range", "scale",  "causal", NULL};
     lua_settop(L, 2);
     mtl_check_options(L, 2, fn, known);
     const float *values;
@@ -187,7 +190,8 @@ static int l_heatmap(lua_State *L)
             snprintf(what, sizeof what, "row %d", i + 1);
             lua_geti(L, 1, i + 1);
             const double *row = check_numbers(L, -1, fn, what, &n);
-            if ((int)n != cols) mtl_error(L, fn, "row %d has %zu values, row 1 has %d", i + 1, n, cols);
+            if ((int)n != cols)
+                mtl_error(L, fn, "row %d has %zu values, row 1 has %d", i + 1, n, cols);
             for (int j = 0; j < cols; j++) v[(size_t)i * (size_t)cols + (size_t)j] = (float)row[j];
             lua_pop(L, 2);
         }
@@ -278,7 +282,11 @@ static plot_text_opts terminal_opts(lua_State *L, int idx, const char *fn, int s
                         strstr(lang, "utf-8"));
     const char *no_color = getenv("NO_COLOR");
     plot_text_opts o;
-    o.width = (int)mtl_opt_integer(L, idx, fn, "width", cols > 100 ? 100 : cols < 10 ? 10 : cols, 10, 1000);
+    o.width = (int)mtl_opt_integer(L, idx, fn, "width",
+                                   cols > 100  ? 100
+                                   : cols < 10 ? 10
+                                               : cols,
+                                   10, 1000);
     int rows = out && out->height ? out->height(out->ctx) : 20;
     o.height = (int)mtl_opt_integer(L, idx, fn, "height", rows < 4 ? 4 : rows, 4, 500);
     o.color = mtl_opt_boolean(L, idx, fn, "color", tty && !(no_color && *no_color));
@@ -314,7 +322,8 @@ static int p_show(lua_State *L)
         return 0;
     }
     fflush(stdout);
-    if (plot_text_write(h->p, &o, stdout) < 0) mtl_error(L, "mtlab.plot:show", "%s", mt_last_error());
+    if (plot_text_write(h->p, &o, stdout) < 0)
+        mtl_error(L, "mtlab.plot:show", "%s", mt_last_error());
     fflush(stdout);
     return 0;
 }
@@ -344,17 +353,17 @@ static int p_tostring(lua_State *L)
 
 void mtl_open_plot(lua_State *L)
 {
-    static const luaL_Reg meta[] = {{"__gc", plot_gc}, {"__close", plot_gc},
-                                    {"__tostring", p_tostring}, {NULL, NULL}};
-    static const luaL_Reg methods[] = {{"show", p_show}, {"save", p_save}, {"text", p_text},
-                                       {"close", plot_gc}, {NULL, NULL}};
+    static const luaL_Reg meta[] = {
+        {"__gc", plot_gc}, {"__close", plot_gc}, {"__tostring", p_tostring}, {NULL, NULL}};
+    static const luaL_Reg methods[] = {
+        {"show", p_show}, {"save", p_save}, {"text", p_text}, {"close", plot_gc}, {NULL, NULL}};
     luaL_newmetatable(L, PLOT_META);
     luaL_setfuncs(L, meta, 0);
     luaL_newlib(L, methods);
     lua_setfield(L, -2, "__index");
     lua_pop(L, 1);
-    static const luaL_Reg fns[] = {{"line", l_line}, {"bar", l_bar}, {"heatmap", l_heatmap},
-                                   {NULL, NULL}};
+    static const luaL_Reg fns[] = {
+        {"line", l_line}, {"bar", l_bar}, {"heatmap", l_heatmap}, {NULL, NULL}};
     luaL_newlib(L, fns);
     lua_setfield(L, -2, "plot");
 }

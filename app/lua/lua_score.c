@@ -85,7 +85,8 @@ static int l_bleu(lua_State *L)
     int flores = o.tokenize == MT_BLEU_TOK_FLORES101 || o.tokenize == MT_BLEU_TOK_FLORES200;
     if (flores && !spm_path)
         mtl_error(L, fn, "tokenize = '%s' needs spm = FILE (its SentencePiece model)", tok);
-    if (!flores && spm_path) mtl_error(L, fn, "spm = FILE goes with tokenize = 'flores101' or 'flores200'");
+    if (!flores && spm_path)
+        mtl_error(L, fn, "spm = FILE goes with tokenize = 'flores101' or 'flores200'");
     const char *const *const *refs = check_refs(L, 2, fn, n, &n_refs);
     mt_spm_pieces *spm = NULL;
     if (spm_path && !(spm = mt_spm_pieces_load(spm_path))) mtl_error(L, fn, "%s", mt_last_error());
@@ -157,7 +158,8 @@ static int l_ter(lua_State *L)
     o.case_sensitive = mtl_opt_boolean(L, 3, fn, "case_sensitive", 0);
     const char *const *const *refs = check_refs(L, 2, fn, n, &n_refs);
     double score;
-    if (mt_ter_corpus(&score, hyps, n, refs, n_refs, &o) < 0) mtl_error(L, fn, "%s", mt_last_error());
+    if (mt_ter_corpus(&score, hyps, n, refs, n_refs, &o) < 0)
+        mtl_error(L, fn, "%s", mt_last_error());
     char sig[160], line[512];
     mt_ter_signature(sig, sizeof sig, &o, n_refs, 0);
     mt_ter_format(line, sizeof line, score, sig, 2);
@@ -179,9 +181,11 @@ static int l_comet(lua_State *L)
     mtl_check_options(L, 4, fn, known);
     const char *dir = mtl_opt_string(L, 4, fn, "model", NULL);
     const char *device = mtl_opt_string(L, 4, fn, "device", NULL);
-    if (!dir) mtl_error(L, fn, "model = DIR (a COMET model directory, docs/metrics.md §11) is required");
+    if (!dir)
+        mtl_error(L, fn, "model = DIR (a COMET model directory, docs/metrics.md §11) is required");
     if (n_hyp != n || n_ref != n)
-        mtl_error(L, fn, "srcs, hyps and refs must be as long: %zu, %zu and %zu lines", n, n_hyp, n_ref);
+        mtl_error(L, fn, "srcs, hyps and refs must be as long: %zu, %zu and %zu lines", n, n_hyp,
+                  n_ref);
     const mt_backend *be = device ? mt_backend_for(device, 0) : mt_backend_cpu();
     if (!be) mtl_error(L, fn, "%s", mt_last_error());
     mt_comet *comet = mt_comet_open(dir, be);
@@ -203,7 +207,8 @@ static int l_comet(lua_State *L)
     free(seg);
     double score = n ? sum / (double)n : 0.0;
     char sig[512], line[640];
-    snprintf(sig, sizeof sig, "nrefs:1|model:%s|device:%s|version:mtlab", dir, device ? device : "cpu");
+    snprintf(sig, sizeof sig, "nrefs:1|model:%s|device:%s|version:mtlab", dir,
+             device ? device : "cpu");
     snprintf(line, sizeof line, "COMET|%s = %.4f", sig, score);
     push_result(L, "COMET", score, sig, line);
     lua_insert(L, -2);
@@ -223,8 +228,8 @@ void mtl_open_score(lua_State *L)
     lua_pushcfunction(L, result_tostring);
     lua_setfield(L, -2, "__tostring");
     lua_pop(L, 1);
-    static const luaL_Reg fns[] = {{"bleu", l_bleu}, {"chrf", l_chrf}, {"ter", l_ter}, {"comet", l_comet},
-                                   {NULL, NULL}};
+    static const luaL_Reg fns[] = {
+        {"bleu", l_bleu}, {"chrf", l_chrf}, {"ter", l_ter}, {"comet", l_comet}, {NULL, NULL}};
     luaL_newlib(L, fns);
     lua_setfield(L, -2, "score");
 }

@@ -7,10 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-mtl_context *mtl_context_of(lua_State *L)
-{
-    return *(mtl_context **)lua_getextraspace(L);
-}
+mtl_context *mtl_context_of(lua_State *L) { return *(mtl_context **)lua_getextraspace(L); }
 
 void mtl_check_interrupt(lua_State *L)
 {
@@ -41,8 +38,8 @@ static const char *c_text(lua_State *L, int idx, const char *fn, const char *wha
     return s;
 }
 
-const char **mtl_check_strings(lua_State *L, int idx, const char *fn, const char *what,
-                               size_t *n, int single_ok, int *was_single)
+const char **mtl_check_strings(lua_State *L, int idx, const char *fn, const char *what, size_t *n,
+                               int single_ok, int *was_single)
 {
     idx = lua_absindex(L, idx);
     if (was_single) *was_single = 0;
@@ -60,8 +57,7 @@ const char **mtl_check_strings(lua_State *L, int idx, const char *fn, const char
     const char **arr = lua_newuserdatauv(L, (len ? len : 1) * sizeof *arr, 0);
     for (size_t i = 0; i < len; i++) {
         if (lua_geti(L, idx, (lua_Integer)i + 1) != LUA_TSTRING)
-            mtl_error(L, fn, "%s[%zu] must be a string, not %s", what, i + 1,
-                      luaL_typename(L, -1));
+            mtl_error(L, fn, "%s[%zu] must be a string, not %s", what, i + 1, luaL_typename(L, -1));
         arr[i] = c_text(L, -1, fn, what, i + 1);
         lua_pop(L, 1); /* the table keeps the string alive */
     }
@@ -102,8 +98,8 @@ static int opt_get(lua_State *L, int idx, const char *key)
     return lua_getfield(L, idx, key);
 }
 
-lua_Integer mtl_opt_integer(lua_State *L, int idx, const char *fn, const char *key,
-                            lua_Integer def, lua_Integer lo, lua_Integer hi)
+lua_Integer mtl_opt_integer(lua_State *L, int idx, const char *fn, const char *key, lua_Integer def,
+                            lua_Integer lo, lua_Integer hi)
 {
     int t = opt_get(L, idx, key);
     lua_Integer v = def;
@@ -131,8 +127,7 @@ int mtl_opt_boolean(lua_State *L, int idx, const char *fn, const char *key, int 
     return v;
 }
 
-const char *mtl_opt_string(lua_State *L, int idx, const char *fn, const char *key,
-                           const char *def)
+const char *mtl_opt_string(lua_State *L, int idx, const char *fn, const char *key, const char *def)
 {
     int t = opt_get(L, idx, key);
     const char *v = def;
@@ -170,7 +165,8 @@ void mtl_push_ne_recall(lua_State *L, const mt_ne_recall *r)
         lua_createtable(L, 0, 6);
         /* recall is the paper's: the mean over distinct entities (macro); micro is hits over
          * occurrences, which a reader beside hits= and occurrences= may take it for */
-        size_t hits = b < 0 ? r->hits_all : r->hits[b], occ = b < 0 ? r->occurrences_all : r->occurrences[b];
+        size_t hits = b < 0 ? r->hits_all : r->hits[b],
+               occ = b < 0 ? r->occurrences_all : r->occurrences[b];
         mtl_set_number(L, "recall", b < 0 ? r->recall_all : r->recall[b]);
         mtl_set_number(L, "macro_recall", b < 0 ? r->recall_all : r->recall[b]);
         mtl_set_number(L, "micro_recall", occ ? (double)hits / (double)occ : 0);

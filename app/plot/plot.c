@@ -12,8 +12,7 @@
 
 static char *dup_or_empty(const char *s) { return mt_xstrdup(s ? s : ""); }
 
-static plot *plot_alloc(plot_kind kind, const char *title, const char *x_label,
-                        const char *y_label)
+static plot *plot_alloc(plot_kind kind, const char *title, const char *x_label, const char *y_label)
 {
     plot *p = mt_xcalloc(1, sizeof *p);
     p->kind = kind;
@@ -26,10 +25,8 @@ static plot *plot_alloc(plot_kind kind, const char *title, const char *x_label,
 const char *plot_describe(const plot *p, char *buf, size_t n)
 {
     static const char *kinds[] = {"line plot", "bar plot", "heatmap"};
-    if (p->title[0])
-        snprintf(buf, n, "%s '%s'", kinds[p->kind], p->title);
-    else
-        snprintf(buf, n, "%s", kinds[p->kind]);
+    if (p->title[0]) snprintf(buf, n, "%s '%s'", kinds[p->kind], p->title);
+    else snprintf(buf, n, "%s", kinds[p->kind]);
     return buf;
 }
 
@@ -53,8 +50,7 @@ static plot_series *series_push(plot *p, const char *name)
     return s;
 }
 
-int plot_line_add(plot *p, const char *name, const double *x, size_t nx, const double *y,
-                  size_t ny)
+int plot_line_add(plot *p, const char *name, const double *x, size_t nx, const double *y, size_t ny)
 {
     char what[160];
     if (p->kind != PLOT_LINE)
@@ -290,7 +286,8 @@ int plot_check_drawable(const plot *p)
     double a, b, c, d;
     switch (p->kind) {
     case PLOT_LINE:
-        if (p->n_series == 0) return mt_error("%s: no series to draw", plot_describe(p, what, sizeof what));
+        if (p->n_series == 0)
+            return mt_error("%s: no series to draw", plot_describe(p, what, sizeof what));
         if (plot_line_extent(p, &a, &b, &c, &d))
             return mt_error("%s: no point to draw (every x or y is NaN or infinite)",
                             plot_describe(p, what, sizeof what));
@@ -299,7 +296,8 @@ int plot_check_drawable(const plot *p)
                             plot_describe(p, what, sizeof what));
         return 0;
     case PLOT_BAR:
-        if (p->n_series == 0) return mt_error("%s: no series to draw", plot_describe(p, what, sizeof what));
+        if (p->n_series == 0)
+            return mt_error("%s: no series to draw", plot_describe(p, what, sizeof what));
         return 0;
     case PLOT_HEATMAP:
         for (size_t i = 0; i < (size_t)p->rows * (size_t)p->cols; i++)
@@ -320,7 +318,7 @@ void plot_heat_range(const plot *p, double *lo, double *hi)
     for (size_t i = 0; i < (size_t)p->rows * (size_t)p->cols; i++)
         if (p->defined[i]) *lo = fmin(*lo, p->v[i]), *hi = fmax(*hi, p->v[i]);
     if (*lo > *hi) *lo = 0, *hi = 1; /* nothing defined: plot_check_drawable refuses it */
-    if (*lo == *hi) *hi = *lo + 1;   /* one value: it sits at the scale's cold end */
+    if (*lo == *hi) *hi = *lo + 1; /* one value: it sits at the scale's cold end */
 }
 
 double plot_heat_t(double v, double lo, double hi)
@@ -343,8 +341,9 @@ plot_rgb plot_series_rgb(size_t i)
 }
 
 static const plot_rgb viridis_stops[] = {
-    {0x44, 0x01, 0x54}, {0x47, 0x2d, 0x7b}, {0x3b, 0x52, 0x8b}, {0x2c, 0x72, 0x8e}, {0x21, 0x91, 0x8c},
-    {0x28, 0xae, 0x80}, {0x5e, 0xc9, 0x62}, {0xad, 0xdc, 0x30}, {0xfd, 0xe7, 0x25},
+    {0x44, 0x01, 0x54}, {0x47, 0x2d, 0x7b}, {0x3b, 0x52, 0x8b},
+    {0x2c, 0x72, 0x8e}, {0x21, 0x91, 0x8c}, {0x28, 0xae, 0x80},
+    {0x5e, 0xc9, 0x62}, {0xad, 0xdc, 0x30}, {0xfd, 0xe7, 0x25},
 };
 static const plot_rgb greys_stops[] = {{0xe6, 0xe6, 0xe6}, {0x14, 0x14, 0x14}};
 

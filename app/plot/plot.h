@@ -24,7 +24,7 @@ typedef struct plot plot;
 
 typedef enum {
     PLOT_SCALE_VIRIDIS, /* dark purple -> teal -> yellow; readable in greyscale */
-    PLOT_SCALE_GREYS,   /* light grey -> near black; for print */
+    PLOT_SCALE_GREYS, /* light grey -> near black; for print */
 } plot_scale;
 
 /* Labels may be NULL (no title, no axis label). The plot copies every string and array. */
@@ -82,12 +82,12 @@ typedef struct {
  * (the workbench, in its theme's colours). */
 typedef struct {
     char glyph[16]; /* one character and any zero-width ones after it; "" right of a wide one */
-    short series;   /* the series whose line, marker or bar this is; -1: text, axes, heat */
-    short fg, bg;   /* xterm-256 colours when opts->color, -1: the terminal's own */
+    short series; /* the series whose line, marker or bar this is; -1: text, axes, heat */
+    short fg, bg; /* xterm-256 colours when opts->color, -1: the terminal's own */
 } plot_cell;
 
 typedef struct {
-    int w, rows;      /* rows: the lines the plot takes, at most opts->height */
+    int w, rows; /* rows: the lines the plot takes, at most opts->height */
     plot_cell *cells; /* (rows, w) */
 } plot_cells;
 

@@ -105,8 +105,8 @@ static void text_up(cairo_t *cr, double x, double y, const char *s, double ax, d
 }
 
 typedef struct {
-    double fs;                /* base font size */
-    double x0, y0, w, h;      /* the data area */
+    double fs; /* base font size */
+    double x0, y0, w, h; /* the data area */
 } frame;
 
 static void font(cairo_t *cr, double size, int bold)
@@ -146,8 +146,7 @@ static double tick_labels_width(cairo_t *cr, const plot_ticks *t)
 /* The legend: a band under the title, entries (a short line or box of the series' colour,
  * then its name) side by side and centred, wrapped onto more rows when the page is narrow.
  * Returns the band's height (0 when there is no legend). */
-static double legend_band(cairo_t *cr, const plot *p, double y, int width, double fs,
-                          int boxes)
+static double legend_band(cairo_t *cr, const plot *p, double y, int width, double fs, int boxes)
 {
     if (p->n_series < 2 && !p->series[0].name[0]) return 0;
     double row_h = fs * 1.5, sample = fs * 1.8, gap = fs * 0.4, space = fs * 1.5;
@@ -160,8 +159,8 @@ static double legend_band(cairo_t *cr, const plot *p, double y, int width, doubl
         size_t last = first;
         double row_w = 0;
         for (size_t k = first; k < p->n_series; k++) {
-            double name_w = fmin(text_width(cr, plot_series_name(p, k, buf, sizeof buf)),
-                                 room - sample - gap);
+            double name_w =
+                fmin(text_width(cr, plot_series_name(p, k, buf, sizeof buf)), room - sample - gap);
             double w = (k > first ? space : 0) + sample + gap + name_w;
             if (k > first && row_w + w > room) break;
             row_w += w;
@@ -372,11 +371,11 @@ static void draw_bar_plot(cairo_t *cr, const plot *p, int width, int height)
 
 /* Where a heatmap's pieces go. */
 typedef struct {
-    double fs, lf;          /* base and label font sizes */
-    double x0, y0, cell;    /* the grid's top left corner and cell size */
+    double fs, lf; /* base and label font sizes */
+    double x0, y0, cell; /* the grid's top left corner and cell size */
     int every_row, every_col; /* label every n-th row / column when cells are small */
     double row_lab_w, col_lab_h;
-    double bar_x, bar_w;    /* the colour bar */
+    double bar_x, bar_w; /* the colour bar */
     double title_h;
 } heat_geom;
 
@@ -559,7 +558,8 @@ int plot_cairo_save(const plot *p, const char *path, int png, int width, int hei
     draw(cr, p, width, height);
     cairo_status_t st = cairo_status(cr);
     cairo_destroy(cr);
-    if (st == CAIRO_STATUS_SUCCESS && png) st = cairo_surface_write_to_png_stream(s, membuf_write, &b);
+    if (st == CAIRO_STATUS_SUCCESS && png)
+        st = cairo_surface_write_to_png_stream(s, membuf_write, &b);
     cairo_surface_finish(s);
     if (st == CAIRO_STATUS_SUCCESS) st = cairo_surface_status(s);
     cairo_surface_destroy(s);

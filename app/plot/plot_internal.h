@@ -8,29 +8,29 @@
 typedef enum { PLOT_LINE, PLOT_BAR, PLOT_HEATMAP } plot_kind;
 
 typedef struct {
-    char *name;  /* "" when not given */
-    double *x;   /* (n); NULL for bar series */
-    double *y;   /* (n): the points' y, or a bar series' values (n == n_labels) */
+    char *name; /* "" when not given */
+    double *x; /* (n); NULL for bar series */
+    double *y; /* (n): the points' y, or a bar series' values (n == n_labels) */
     size_t n;
 } plot_series;
 
 struct plot {
     plot_kind kind;
     char *title, *x_label, *y_label; /* "" when not given; a bar plot's value label is y_label */
-    plot_series *series;             /* (n_series) line and bar plots */
+    plot_series *series; /* (n_series) line and bar plots */
     size_t n_series;
-    char **labels;                   /* (n_labels) bar categories */
+    char **labels; /* (n_labels) bar categories */
     size_t n_labels;
-    float *v;                        /* (rows, cols) heatmap values */
-    uint8_t *defined;                /* (rows, cols) 1 = drawn, 0 = masked, NaN or infinite */
+    float *v; /* (rows, cols) heatmap values */
+    uint8_t *defined; /* (rows, cols) 1 = drawn, 0 = masked, NaN or infinite */
     int rows, cols;
     char **row_labels, **col_labels; /* (rows), (cols): given or "1", "2", ... */
     int has_range;
-    double lo, hi;                   /* the range set by plot_heatmap_set_range */
+    double lo, hi; /* the range set by plot_heatmap_set_range */
     plot_scale scale;
-    struct plot_rgb *stops;          /* (n_stops) set by plot_heatmap_set_colors, else NULL */
+    struct plot_rgb *stops; /* (n_stops) set by plot_heatmap_set_colors, else NULL */
     int n_stops;
-    int row_split, col_split;        /* boundary lines before these (0: none) */
+    int row_split, col_split; /* boundary lines before these (0: none) */
 };
 
 typedef struct plot_rgb {
@@ -87,7 +87,6 @@ void plot_format_value(char *buf, size_t n, double v);
 /* SVG and PNG (plot_cairo.c). */
 int plot_cairo_save(const plot *p, const char *path, int png, int width_px, int height_px);
 /* Where cell (r, c) of a heatmap lands in a width_px x height_px image: rect = x, y, w, h. */
-void plot_cairo_heat_cell(const plot *p, int width_px, int height_px, int r, int c,
-                          double rect[4]);
+void plot_cairo_heat_cell(const plot *p, int width_px, int height_px, int r, int c, double rect[4]);
 
 #endif

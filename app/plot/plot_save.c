@@ -13,8 +13,7 @@ int plot_save(const plot *p, const char *path, int width_px, int height_px)
 {
     const char *base = strrchr(path, '/');
     const char *dot = strrchr(base ? base : path, '.');
-    if (!dot || !dot[1])
-        return mt_error("%s: no file type (name it .svg, .png or .csv)", path);
+    if (!dot || !dot[1]) return mt_error("%s: no file type (name it .svg, .png or .csv)", path);
     if (!strcasecmp(dot, ".csv")) {
         FILE *f = fopen(path, "w");
         if (!f) return mt_error("%s: cannot write: %s", path, strerror(errno));

@@ -51,7 +51,8 @@ static void canvas_put_series(canvas *cv, int x, int y, const char *glyph, size_
         fg = tui_rgb_to_256(c.r, c.g, c.b);
     }
     canvas_put(cv, x, y, glyph, fg, -1);
-    if (x >= 0 && y >= 0 && x < cv->w && y < cv->h) cv->cells[(size_t)y * cv->w + x].series = (short)k;
+    if (x >= 0 && y >= 0 && x < cv->w && y < cv->h)
+        cv->cells[(size_t)y * cv->w + x].series = (short)k;
 }
 
 /* Columns text takes: each character counts 1 in ASCII mode (it becomes '?'). */
@@ -266,11 +267,11 @@ static char ascii_marker(size_t k) { return "*+ox#@%&"[k % 8]; }
 typedef struct {
     canvas *cv;
     int x0, y0, pw, ph; /* plot area in cells */
-    uint8_t *dots;      /* (ph, pw) braille bits */
-    int *owner;         /* (ph, pw) series drawn last in the cell, -1 none */
+    uint8_t *dots; /* (ph, pw) braille bits */
+    int *owner; /* (ph, pw) series drawn last in the cell, -1 none */
     size_t k;
-    int on, period;     /* dash pattern */
-    long step;          /* dots along the series so far */
+    int on, period; /* dash pattern */
+    long step; /* dots along the series so far */
 } line_canvas;
 
 static void line_dot(line_canvas *lc, int px, int py, int always)
@@ -400,7 +401,8 @@ static int render_line(const plot *p, canvas *cv, const plot_text_opts *o)
     if (p->title[0]) canvas_text_centred(cv, 0, cv->w, 0, p->title, -1);
     if (p->y_label[0]) canvas_text(cv, 0, top - 1, p->y_label, cv->w, -1);
     /* y axis: a tick where each round value's dot row falls */
-    for (int y = 0; y < ph; y++) canvas_put(cv, ylw, top + y, cv->ascii ? "|" : "\xe2\x94\x82", -1, -1);
+    for (int y = 0; y < ph; y++)
+        canvas_put(cv, ylw, top + y, cv->ascii ? "|" : "\xe2\x94\x82", -1, -1);
     for (int i = 0; i < yt.n; i++) {
         double v = plot_tick_value(&yt, i);
         int row = (int)lround((yhi - v) / (yhi - ylo) * (py - 1)) / sub_y;
@@ -411,7 +413,8 @@ static int render_line(const plot *p, canvas *cv, const plot_text_opts *o)
     }
     int *cols = mt_xmalloc((size_t)xt.n * sizeof *cols);
     for (int i = 0; i < xt.n; i++)
-        cols[i] = x0 + (int)lround((plot_tick_value(&xt, i) - xlo) / (xhi - xlo) * (px - 1)) / sub_x;
+        cols[i] =
+            x0 + (int)lround((plot_tick_value(&xt, i) - xlo) / (xhi - xlo) * (px - 1)) / sub_x;
     draw_x_axis(cv, top + ph, ylw, cv->w, &xt, cols);
     free(cols);
     int y = top + ph + 2;
@@ -423,11 +426,13 @@ static int render_line(const plot *p, canvas *cv, const plot_text_opts *o)
 /* ---------------------------------------------------------------- bar plots */
 
 /* Bars of series k without colour: eighths for the first, whole-cell shades for the others. */
-static const char *const bar_shades[] = {"\xe2\x96\x88", "\xe2\x96\x93", "\xe2\x96\x92", "\xe2\x96\x91"};
+static const char *const bar_shades[] = {"\xe2\x96\x88", "\xe2\x96\x93", "\xe2\x96\x92",
+                                         "\xe2\x96\x91"};
 static const char *const bar_ascii[] = {"#", "=", "*", "-"};
 /* U+258F..U+2589: a cell filled 1/8 .. 7/8 from the left */
-static const char *const eighths[] = {"\xe2\x96\x8f", "\xe2\x96\x8e", "\xe2\x96\x8d", "\xe2\x96\x8c",
-                                      "\xe2\x96\x8b", "\xe2\x96\x8a", "\xe2\x96\x89"};
+static const char *const eighths[] = {"\xe2\x96\x8f", "\xe2\x96\x8e", "\xe2\x96\x8d",
+                                      "\xe2\x96\x8c", "\xe2\x96\x8b", "\xe2\x96\x8a",
+                                      "\xe2\x96\x89"};
 
 static void bar_sample(canvas *cv, int x, int y, size_t k)
 {
@@ -481,7 +486,9 @@ static int render_bar(const plot *p, canvas *cv, const plot_text_opts *o)
                 long e = lround(v / hi * bw * 8);
                 int fine = !cv->ascii && (cv->color || k % 4 == 0);
                 if (!fine) e = (e + 4) / 8 * 8;
-                const char *full = cv->ascii ? bar_ascii[k % 4] : fine ? bar_shades[0] : bar_shades[k % 4];
+                const char *full = cv->ascii ? bar_ascii[k % 4]
+                                   : fine    ? bar_shades[0]
+                                             : bar_shades[k % 4];
                 for (len = 0; len < e / 8; len++) canvas_put_series(cv, x0 + len, y, full, k);
                 if (e % 8) canvas_put_series(cv, x0 + len++, y, eighths[e % 8 - 1], k);
             }
@@ -503,7 +510,8 @@ static int render_bar(const plot *p, canvas *cv, const plot_text_opts *o)
 
 /* ---------------------------------------------------------------- heatmaps */
 
-static const char *const heat_shades[] = {"\xe2\x96\x91", "\xe2\x96\x92", "\xe2\x96\x93", "\xe2\x96\x88"};
+static const char *const heat_shades[] = {"\xe2\x96\x91", "\xe2\x96\x92", "\xe2\x96\x93",
+                                          "\xe2\x96\x88"};
 static const char heat_ascii[] = ".:-=+*#%@";
 
 /* Draw one heat cell of value t in [0, 1] (t < 0: not defined, left blank). */
@@ -528,8 +536,8 @@ static void heat_put(canvas *cv, const plot *p, int x, int y, double t)
  * their first row (column). */
 typedef struct {
     int rows, cols, rbin, cbin;
-    double *v;          /* (rows, cols) */
-    uint8_t *defined;   /* (rows, cols) */
+    double *v; /* (rows, cols) */
+    uint8_t *defined; /* (rows, cols) */
 } heat_view;
 
 static void heat_view_make(heat_view *hv, const plot *p, int rbin, int cbin)
@@ -629,7 +637,8 @@ static int render_heatmap(const plot *p, canvas *cv, const plot_text_opts *o)
             size_t i = (size_t)r * hv.cols + c;
             double t = hv.defined[i] ? plot_heat_t(hv.v[i], lo, hi) : -1;
             for (int dy = 0; dy < rh; dy++)
-                for (int dx = 0; dx < cw; dx++) heat_put(cv, p, x0 + c * cw + dx, gy + r * rh + dy, t);
+                for (int dx = 0; dx < cw; dx++)
+                    heat_put(cv, p, x0 + c * cw + dx, gy + r * rh + dy, t);
         }
     }
     int y = gy + hv.rows * rh;
@@ -647,14 +656,16 @@ static int render_heatmap(const plot *p, canvas *cv, const plot_text_opts *o)
     char note[96] = "";
     if (hv.rbin > 1 || hv.cbin > 1) {
         int n = snprintf(note, sizeof note, "  mean of");
-        if (hv.rbin > 1) n += snprintf(note + n, sizeof note - (size_t)n, " %d rows a line", hv.rbin);
+        if (hv.rbin > 1)
+            n += snprintf(note + n, sizeof note - (size_t)n, " %d rows a line", hv.rbin);
         if (hv.cbin > 1)
             snprintf(note + n, sizeof note - (size_t)n, "%s %d columns a character",
                      hv.rbin > 1 ? "," : "", hv.cbin);
     }
     int undefined = 0;
     for (size_t i = 0; i < (size_t)p->rows * (size_t)p->cols; i++) undefined |= !p->defined[i];
-    if (undefined) snprintf(note + strlen(note), sizeof note - strlen(note), "  blank: not defined");
+    if (undefined)
+        snprintf(note + strlen(note), sizeof note - strlen(note), "  blank: not defined");
     if (note[0] && cv->w > x) canvas_text(cv, x, y, note, cv->w - x, -1);
     heat_view_free(&hv);
     return y + 1;
@@ -672,9 +683,9 @@ int plot_text_cells(const plot *p, const plot_text_opts *o, plot_cells *out)
     if (plot_check_drawable(p)) return -1;
     canvas cv;
     canvas_init(&cv, o);
-    int rows = p->kind == PLOT_LINE ? render_line(p, &cv, o)
-             : p->kind == PLOT_BAR  ? render_bar(p, &cv, o)
-                                    : render_heatmap(p, &cv, o);
+    int rows = p->kind == PLOT_LINE  ? render_line(p, &cv, o)
+               : p->kind == PLOT_BAR ? render_bar(p, &cv, o)
+                                     : render_heatmap(p, &cv, o);
     if (rows < 0) {
         free(cv.cells);
         return -1;

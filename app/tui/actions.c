@@ -27,9 +27,9 @@ static void move_cursor(tui_pane *p, int dy, int dx)
 {
     const tui_probe *pr = tui_heat_pane_probe(p);
     int attribution = p->heat_kind == TUI_HEAT_ATTRIBUTION;
-    int i = pr && p->heat_kind >= 0
-                ? tui_heat_find(&pr->rec, (mt_probe_kind)p->heat_kind, attribution ? 0 : p->heat_nth)
-                : -1;
+    int i = pr && p->heat_kind >= 0 ? tui_heat_find(&pr->rec, (mt_probe_kind)p->heat_kind,
+                                                    attribution ? 0 : p->heat_nth)
+                                    : -1;
     if (i < 0) return;
     const mt_probe_map *m = &pr->rec.maps[i];
     p->sel_row += dy, p->sel_col += dx;
@@ -146,9 +146,14 @@ static void save_translations(tui_app *a)
     for (int i = 0; i < a->n_panes; i++) {
         const tui_pane *p = a->panes[i];
         tui_format_search(search[i], sizeof search[i], p->beam);
-        cols[i] = (tui_save_column){p->name, p->dir, search[i], p->hyps, p->final, p->n_hyps,
-                                    {p->have_stats, p->seconds, p->tokens, p->model_state_bytes,
-                                     p->state_bytes}};
+        cols[i] = (tui_save_column){
+            p->name,
+            p->dir,
+            search[i],
+            p->hyps,
+            p->final,
+            p->n_hyps,
+            {p->have_stats, p->seconds, p->tokens, p->model_state_bytes, p->state_bytes}};
     }
     FILE *tsv, *jsonl;
     char tsv_path[PATH_MAX], jsonl_path[PATH_MAX];
@@ -156,7 +161,8 @@ static void save_translations(tui_app *a)
         tui_notice(a, "not saved: %s", mt_last_error());
         return;
     }
-    tui_save_entities ents = {(const mt_text_span *const *)a->sent.spans, a->sent.n_spans, a->lexicon};
+    tui_save_entities ents = {(const mt_text_span *const *)a->sent.spans, a->sent.n_spans,
+                              a->lexicon};
     int rc = tui_write_translations(tsv, jsonl, a->sent.texts, a->sent.n, cols, a->n_panes, &ents);
     rc |= fclose(tsv) != 0;
     rc |= fclose(jsonl) != 0;
@@ -167,8 +173,8 @@ static void save_translations(tui_app *a)
     if (rc) tui_notice(a, "not saved completely: %s (%s)", tsv_path + 2, mt_last_error());
     else
         tui_notice(a, "saved %d segment%s x %d pane%s to %s and .jsonl%s", a->sent.n,
-                   a->sent.n == 1 ? "" : "s", a->n_panes, a->n_panes == 1 ? "" : "s",
-                   tsv_path + 2, unfinished ? " (some translations were unfinished)" : "");
+                   a->sent.n == 1 ? "" : "s", a->n_panes, a->n_panes == 1 ? "" : "s", tsv_path + 2,
+                   unfinished ? " (some translations were unfinished)" : "");
 }
 
 static void toggle_heatmap(tui_app *a)
@@ -198,12 +204,12 @@ static void attribution_step(tui_app *a, tui_pane *p, tui_action act)
         int split = tui_heat_pane_split(p, MT_PROBE_AXIS_SOURCE);
         if (!p->attr_raw || !tui_heat_current(a, p)) {
             tui_notice(a, "c: wait for the attribution map, then put the cursor on a column of "
-                       "the translation");
+                          "the translation");
             return;
         }
         if (p->sel_col < split) {
             tui_notice(a, "c: the contrast is a token of the translation: put the cursor on a "
-                       "column right of the line (c again there: no contrast)");
+                          "column right of the line (c again there: no contrast)");
             return;
         }
         const char *piece = p->attr_raw->col_labels[p->sel_col];
@@ -257,8 +263,7 @@ static void heat_step(tui_app *a, tui_action act)
     case TUI_ACT_CURSOR_RIGHT: move_cursor(p, 0, 1); break;
     case TUI_ACT_CURSOR_UP: move_cursor(p, -1, 0); break;
     case TUI_ACT_CURSOR_DOWN: move_cursor(p, 1, 0); break;
-    default:
-        break;
+    default: break;
     }
     a->dirty = 1;
 }
@@ -268,7 +273,8 @@ static void editor_action(tui_app *a, tui_action act)
     tui_editor *e = &a->ed;
     switch (act) {
     case TUI_ACT_NEWLINE:
-        if (tui_editor_insert_char(e, '\n')) tui_notice(a, "the editor is full (%d KiB)", TUI_EDITOR_MAX_BYTES / 1024);
+        if (tui_editor_insert_char(e, '\n'))
+            tui_notice(a, "the editor is full (%d KiB)", TUI_EDITOR_MAX_BYTES / 1024);
         break;
     case TUI_ACT_BACKSPACE: tui_editor_backspace(e); break;
     case TUI_ACT_DELETE: tui_editor_delete(e); break;
@@ -438,8 +444,9 @@ void tui_handle_key(tui_app *a, int key, int is_char)
         if (a->overlay == TUI_OVERLAY_PICKER) tui_picker_type(a, key);
         if (a->overlay != TUI_OVERLAY_NONE) return;
         /* the heatmap's letters (z, e, m, c); any other goes to the editor */
-        tui_action act = tui_focus_context(a) == TUI_IN_HEATMAP ? tui_key_action(key, TUI_IN_HEATMAP)
-                                                             : TUI_ACT_NONE;
+        tui_action act = tui_focus_context(a) == TUI_IN_HEATMAP
+                             ? tui_key_action(key, TUI_IN_HEATMAP)
+                             : TUI_ACT_NONE;
         if (act != TUI_ACT_NONE) {
             apply(a, act, -1, -1);
             return;
@@ -467,7 +474,8 @@ void tui_handle_mouse(tui_app *a)
         return;
     }
     unsigned context;
-    if (a->overlay == TUI_OVERLAY_NONE && (me.bstate & BUTTON1_PRESSED) && tui_console_click(a, me.y, me.x))
+    if (a->overlay == TUI_OVERLAY_NONE && (me.bstate & BUTTON1_PRESSED) &&
+        tui_console_click(a, me.y, me.x))
         return;
     if (a->overlay != TUI_OVERLAY_NONE) context = TUI_IN_OVERLAY;
     else if (a->jobs) context = TUI_IN_JOBS;

@@ -39,63 +39,63 @@ typedef enum { TUI_VIEW_TEXT, TUI_VIEW_HEATMAP } tui_view;
 typedef enum { TUI_OVERLAY_NONE, TUI_OVERLAY_HELP, TUI_OVERLAY_PICKER } tui_overlay;
 
 typedef struct {
-    int id;                 /* unique for the session: events name their pane by it */
-    char *dir;              /* the bundle directory */
-    char name[64];          /* its last path component */
-    int precision;          /* its model's linear layers: runner flags (0: fp32, MT_RUNNER_INT8,
-                             * MT_RUNNER_BF16; shown in the title unless fp32) */
-    char info[160];         /* "mamba, 7.52M params, cpu" once loaded */
+    int id; /* unique for the session: events name their pane by it */
+    char *dir; /* the bundle directory */
+    char name[64]; /* its last path component */
+    int precision; /* its model's linear layers: runner flags (0: fp32, MT_RUNNER_INT8,
+                    * MT_RUNNER_BF16; shown in the title unless fp32) */
+    char info[160]; /* "mamba, 7.52M params, cpu" once loaded */
     char src_lang[36], tgt_lang[36]; /* its bundle's direction once loaded ("es", "en"); ""
-                             * when config.json records none (then it is fed any text) */
+                                      * when config.json records none (then it is fed any text) */
     tui_worker *worker;
     int loaded;
-    char *load_error;       /* the bundle could not be loaded: shown in the pane */
-    int beam;               /* 1: greedy */
-    char *model_key;        /* the weights, for the result cache (requests.c) */
-    char mode[32];          /* the decoding mode of the request shown, for the result cache */
+    char *load_error; /* the bundle could not be loaded: shown in the pane */
+    int beam; /* 1: greedy */
+    char *model_key; /* the weights, for the result cache (requests.c) */
+    char mode[32]; /* the decoding mode of the request shown, for the result cache */
 
-    unsigned long request;  /* the request the pane shows; 0 before any */
+    unsigned long request; /* the request the pane shows; 0 before any */
     int busy;
-    char **hyps;            /* (n_hyps) each segment's hypothesis so far, malloc'd */
-    unsigned char *final;   /* (n_hyps) 1 when the segment is finished */
+    char **hyps; /* (n_hyps) each segment's hypothesis so far, malloc'd */
+    unsigned char *final; /* (n_hyps) 1 when the segment is finished */
     int n_hyps;
-    int *worker_seg;        /* (n_worker) the segment of each text sent to the worker */
+    int *worker_seg; /* (n_worker) the segment of each text sent to the worker */
     int n_worker;
-    int n_cached;           /* segments of the request shown that came from the cache */
-    char *request_error;    /* the last request failed */
-    double seconds;         /* the last finished request's statistics */
+    int n_cached; /* segments of the request shown that came from the cache */
+    char *request_error; /* the last request failed */
+    double seconds; /* the last finished request's statistics */
     size_t tokens, state_bytes; /* state_bytes: decoding's working set, caches included */
     size_t model_state_bytes; /* the model's state of one sentence alone (KV cache, SSM state) */
     int have_stats;
-    int scroll;             /* first text row shown */
+    int scroll; /* first text row shown */
 
     tui_view view;
-    tui_probe *probe;       /* the heatmap's data, for probe_segment */
-    int probe_segment;      /* -1: none asked */
+    tui_probe *probe; /* the heatmap's data, for probe_segment */
+    int probe_segment; /* -1: none asked */
     unsigned long probe_request; /* the request whose text and output the probes are of */
     int probe_pending;
     char *probe_error;
-    int heat_kind;          /* mt_probe_kind shown or TUI_HEAT_ATTRIBUTION, -1 before a record
-                             * arrives */
-    int heat_nth;           /* which map of that kind (layer order) */
-    int heat_layer_asked;   /* the model's layer (1-based) ui.heatmap asked for before the
-                             * probes came, found in them when they come; 0: none */
-    int heat_head;          /* -1: the heads' average */
+    int heat_kind; /* mt_probe_kind shown or TUI_HEAT_ATTRIBUTION, -1 before a record
+                    * arrives */
+    int heat_nth; /* which map of that kind (layer order) */
+    int heat_layer_asked; /* the model's layer (1-based) ui.heatmap asked for before the
+                           * probes came, found in them when they come; 0: none */
+    int heat_head; /* -1: the heads' average */
     tui_heat_norm heat_norm;
-    int sel_row, sel_col;   /* the heatmap's cursor (kept inside the map when drawn) */
+    int sel_row, sel_col; /* the heatmap's cursor (kept inside the map when drawn) */
     int heat_row0, heat_col0; /* first map row and column shown */
     tui_heat_geom heat_geom; /* the last frame's layout, for mouse clicks */
-    int heat_y0, heat_x0;   /* where in the pane it was drawn */
+    int heat_y0, heat_x0; /* where in the pane it was drawn */
 
     /* the attribution map (heat_kind TUI_HEAT_ATTRIBUTION), keyed as the probes are by the
      * request and segment, and by the method and contrast it was computed with */
-    int attr_method;        /* mt_attr_method asked for (m steps through them) */
+    int attr_method; /* mt_attr_method asked for (m steps through them) */
     char attr_contrast[64]; /* the contrast token's piece asked for (c), "" none */
-    tui_probe *attr;        /* its map's record (tui_heat_attribution_record) */
+    tui_probe *attr; /* its map's record (tui_heat_attribution_record) */
     mt_labelled_attribution *attr_raw; /* the signed values and the columns' split */
     unsigned long attr_request;
-    int attr_segment;       /* -1: none asked */
-    int attr_of_method;     /* the method and contrast the record (or the one pending) is of */
+    int attr_segment; /* -1: none asked */
+    int attr_of_method; /* the method and contrast the record (or the one pending) is of */
     char attr_of_contrast[64];
     int attr_pending;
     char *attr_error;
@@ -103,9 +103,9 @@ typedef struct {
 
 /* What was last sent for translation: the editor's segments then, with their entities. */
 typedef struct {
-    char **texts;           /* (n) */
-    int *lines;             /* (n) editor line of each */
-    mt_text_span **spans;   /* (n) source entities of each */
+    char **texts; /* (n) */
+    int *lines; /* (n) editor line of each */
+    mt_text_span **spans; /* (n) source entities of each */
     size_t *n_spans;
     int n;
 } tui_sent;
@@ -114,44 +114,44 @@ typedef struct tui_console tui_console;
 
 typedef struct {
     tui_editor ed;
-    int ed_scroll;          /* first wrapped row shown */
-    char ed_lang[36];       /* the source language Ctrl-F chose for the editor, "" none:
-                             * tui_editor_language says which it writes */
+    int ed_scroll; /* first wrapped row shown */
+    char ed_lang[36]; /* the source language Ctrl-F chose for the editor, "" none:
+                       * tui_editor_language says which it writes */
     tui_pane *panes[TUI_MAX_PANES];
     int n_panes, next_pane_id;
-    int focus;              /* -1: the editor, else a pane index */
-    int log_focus;          /* the log has the focus (Tab past the last pane while shown) */
+    int focus; /* -1: the editor, else a pane index */
+    int log_focus; /* the log has the focus (Tab past the last pane while shown) */
     tui_overlay overlay;
     int show_log;
-    int log_scroll;         /* lines the log view is scrolled back from its newest line */
+    int log_scroll; /* lines the log view is scrolled back from its newest line */
     tui_log log;
     tui_queue q;
-    tui_console *console;   /* NULL until Ctrl-O first opens it */
-    int zoom;               /* z: the focused pane takes the whole screen */
-    int zoomed;             /* the pane the layout zoomed, -1 none */
-    int console_rows;       /* the console's height (ui.console), 0: the layout's default */
-    int editor_lines;       /* the editor's wrapped rows the layout was computed for */
+    tui_console *console; /* NULL until Ctrl-O first opens it */
+    int zoom; /* z: the focused pane takes the whole screen */
+    int zoomed; /* the pane the layout zoomed, -1 none */
+    int console_rows; /* the console's height (ui.console), 0: the layout's default */
+    int editor_lines; /* the editor's wrapped rows the layout was computed for */
 
     /* look */
     tui_theme theme;
     tui_palette palette;
-    char **theme_names;     /* themes/ *.theme found, sorted */
+    char **theme_names; /* themes/ *.theme found, sorted */
     int n_themes, theme_index;
-    int utf8;               /* the locale is UTF-8: box drawing, half blocks, symbols */
-    int ascii;              /* --ascii: ASCII glyphs even in a UTF-8 locale */
+    int utf8; /* the locale is UTF-8: box drawing, half blocks, symbols */
+    int ascii; /* --ascii: ASCII glyphs even in a UTF-8 locale */
 
     /* translation bookkeeping */
     unsigned long next_request;
     unsigned long sent_version; /* the editor version last sent */
-    double edit_time;       /* when the text last changed */
+    double edit_time; /* when the text last changed */
     tui_sent sent;
-    mt_text_lines refs;     /* reference lines for the segments (refs.h); n = 0: none */
+    mt_text_lines refs; /* reference lines for the segments (refs.h); n = 0: none */
     char *refs_path;
-    tui_comet *comet;       /* --comet: per-segment COMET against refs (comet_worker.h); NULL */
+    tui_comet *comet; /* --comet: per-segment COMET against refs (comet_worker.h); NULL */
     tui_result_cache cache; /* finished translations by (model, mode, text) */
     int default_beam;
     const char *default_device; /* for bundles opened from the picker (NULL: cpu) */
-    int default_precision;  /* and their precision (runner flags) */
+    int default_precision; /* and their precision (runner flags) */
     mt_text_span *ed_spans; /* entities of the whole editor text, for the underline */
     size_t n_ed_spans;
     unsigned long spans_version;
@@ -160,11 +160,11 @@ typedef struct {
     /* overlays */
     int help_scroll;
     const char *models_root; /* the picker's bundle directory (NULL: models/) */
-    char **known_dirs;      /* bundles named on the command line */
+    char **known_dirs; /* bundles named on the command line */
     int n_known;
-    char **picker_dirs;     /* candidates: models/ bundles, -m bundles, open panes */
+    char **picker_dirs; /* candidates: models/ bundles, -m bundles, open panes */
     int n_picker, picker_sel; /* picker_sel -1: the typed path's line */
-    char picker_path[1024];   /* the path typed into the picker */
+    char picker_path[1024]; /* the path typed into the picker */
 
     /* typed bytes of a character not complete yet (tui_main.c) */
     char typed[8];
@@ -175,10 +175,10 @@ typedef struct {
     char *paste;
     size_t paste_len, paste_cap, paste_total;
 
-    tui_jobs *jobs;         /* the jobs view while it is open, else NULL */
+    tui_jobs *jobs; /* the jobs view while it is open, else NULL */
     WINDOW *w_jobs;
 
-    char notice[256];       /* a one-off message over the status line */
+    char notice[256]; /* a one-off message over the status line */
     double notice_until;
     const char *empty_hint; /* the empty-state message when there are no panes */
 
@@ -187,8 +187,8 @@ typedef struct {
     WINDOW *w_editor, *w_panes[TUI_MAX_PANES], *w_empty, *w_log, *w_status, *w_overlay, *w_console;
     int dirty, relayout;
     int quit;
-    int confirm_quit;             /* a quit key asked "quit?": the next key answers */
-    unsigned long saved_version;  /* the editor version Ctrl-S last saved */
+    int confirm_quit; /* a quit key asked "quit?": the next key answers */
+    unsigned long saved_version; /* the editor version Ctrl-S last saved */
 } tui_app;
 
 /* panes and requests (requests.c) */

@@ -17,7 +17,7 @@ typedef struct job {
 } job;
 
 typedef struct {
-    char *key;        /* NULL: an empty slot */
+    char *key; /* NULL: an empty slot */
     tui_comet_state state;
     float score;
 } entry;
@@ -26,14 +26,14 @@ struct tui_comet {
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t wake;
-    job *head, *tail;  /* queued triples (guarded by lock) */
-    int stop;          /* guarded by lock */
+    job *head, *tail; /* queued triples (guarded by lock) */
+    int stop; /* guarded by lock */
     char *dir;
     tui_queue *q;
     /* the UI thread's alone */
-    entry *table;      /* (cap) open addressing on the key's FNV-1a hash */
+    entry *table; /* (cap) open addressing on the key's FNV-1a hash */
     size_t cap, n;
-    char *error;       /* the model did not load */
+    char *error; /* the model did not load */
 };
 
 /* The triple as one string: the three texts joined by U+001F, which none of them holds (a

@@ -64,11 +64,14 @@ void tui_build_windows(tui_app *a)
 {
     tui_free_windows(a);
     a->editor_lines = editor_lines(a);
-    tui_layout_in in = {.cols = COLS, .rows = LINES, .n_panes = a->n_panes,
-                        .show_log = a->show_log, .editor_lines = a->editor_lines,
+    tui_layout_in in = {.cols = COLS,
+                        .rows = LINES,
+                        .n_panes = a->n_panes,
+                        .show_log = a->show_log,
+                        .editor_lines = a->editor_lines,
                         .console_h = !tui_console_is_open(a) ? 0
-                                     : a->console_rows ? a->console_rows
-                                                       : TUI_CONSOLE_DEFAULT,
+                                     : a->console_rows       ? a->console_rows
+                                                             : TUI_CONSOLE_DEFAULT,
                         /* when not every pane fits, the page of the focused one (else the
                          * page shown before) */
                         .page_of = a->focus >= 0 ? a->focus : a->L.first_shown};
@@ -115,7 +118,8 @@ static void draw_empty(tui_app *a, WINDOW *w)
     int n = tui_wrap(msg, strlen(msg), maxw, &rows);
     for (int i = 0; i < n && y < getmaxy(w) - 1; i++, y++) {
         char line[512];
-        snprintf(line, sizeof line, "%.*s", (int)(rows[i].end - rows[i].start), msg + rows[i].start);
+        snprintf(line, sizeof line, "%.*s", (int)(rows[i].end - rows[i].start),
+                 msg + rows[i].start);
         tui_put(w, y, 2, line, maxw);
     }
     free(rows);
@@ -135,9 +139,10 @@ static void draw_log(tui_app *a, WINDOW *w)
     int first = most - a->log_scroll;
     for (int i = first, y = 1; i < a->log.n && y <= h; i++, y++) {
         const tui_log_line *l = tui_log_get(&a->log, i);
-        tui_set_style(w, &a->palette, l->level == TUI_LOG_ERROR  ? TUI_C_ERROR
-                                  : l->level == TUI_LOG_WARN ? TUI_C_WARNING
-                                                             : TUI_C_DIM);
+        tui_set_style(w, &a->palette,
+                      l->level == TUI_LOG_ERROR  ? TUI_C_ERROR
+                      : l->level == TUI_LOG_WARN ? TUI_C_WARNING
+                                                 : TUI_C_DIM);
         tui_put(w, y, 1, l->text, width);
     }
     if (most > 0) {
@@ -175,7 +180,8 @@ static void draw_status(tui_app *a, WINDOW *w)
         char *space = strchr(p, ' ');
         if (!space) break;
         char *next = strstr(space + 1, "  ");
-        size_t key_len = (size_t)(space - p), label_len = next ? (size_t)(next - space) : strlen(space);
+        size_t key_len = (size_t)(space - p),
+               label_len = next ? (size_t)(next - space) : strlen(space);
         char buf[128];
         snprintf(buf, sizeof buf, "%.*s", (int)key_len, p);
         tui_set_style(w, &a->palette, TUI_C_KEY);
@@ -189,7 +195,8 @@ static void draw_status(tui_app *a, WINDOW *w)
 
 void tui_draw(tui_app *a)
 {
-    if (a->relayout || zoom_target(a) != a->zoomed || editor_lines(a) != a->editor_lines || off_page(a))
+    if (a->relayout || zoom_target(a) != a->zoomed || editor_lines(a) != a->editor_lines ||
+        off_page(a))
         tui_build_windows(a);
     a->dirty = 0;
     if (a->L.too_small) {

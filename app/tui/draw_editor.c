@@ -41,8 +41,8 @@ static void title(tui_app *a, WINDOW *w, int focused)
 
 void tui_draw_editor(tui_app *a, WINDOW *w)
 {
-    int focused = a->focus < 0 && !a->log_focus && a->overlay == TUI_OVERLAY_NONE &&
-                  !tui_console_focused(a);
+    int focused =
+        a->focus < 0 && !a->log_focus && a->overlay == TUI_OVERLAY_NONE && !tui_console_focused(a);
     int h = getmaxy(w) - 2, width = getmaxx(w) - 3;
     werase(w);
     tui_set_style(w, &a->palette, focused ? TUI_C_FOCUS : TUI_C_BORDER);
@@ -53,7 +53,8 @@ void tui_draw_editor(tui_app *a, WINDOW *w)
         tui_set_style(w, &a->palette, TUI_C_DIM);
         tui_put(w, 1, 1,
                 "Type or paste text to translate: each line is one segment, translated when "
-                "you pause (Ctrl-R: now). F1: help.", width);
+                "you pause (Ctrl-R: now). F1: help.",
+                width);
         wmove(w, 1, 1);
         return;
     }

@@ -25,7 +25,7 @@ static const tui_glyphs *glyphs(const tui_app *a) { return tui_glyphs_for(a->utf
 static int levels_of(const tui_app *a)
 {
     return a->palette.heat_levels && a->palette.level >= TUI_COLORS_256 ? a->palette.heat_levels
-                                                                         : TUI_SHADES - 1;
+                                                                        : TUI_SHADES - 1;
 }
 
 /* One character of a heat cell at a level; masked cells (level < 0) are the background. */
@@ -72,7 +72,8 @@ static void draw_legend(tui_app *a, tui_pane *p, WINDOW *w, const tui_rect *line
         cx += tui_put(w, y, cx, " ", 1);
     }
     int L = levels_of(a);
-    for (int i = 0; i < l.steps; i++, cx++) heat_char(a, w, y, cx, tui_heat_level((i + 0.5f) / l.steps, L));
+    for (int i = 0; i < l.steps; i++, cx++)
+        heat_char(a, w, y, cx, tui_heat_level((i + 0.5f) / l.steps, L));
     tui_set_style(w, &a->palette, TUI_C_DIM);
     if (l.ends) {
         cx += tui_put(w, y, cx, " ", 1);
@@ -93,10 +94,8 @@ static void draw_readout(tui_app *a, tui_pane *p, WINDOW *w, int y, int x, int w
     tui_heat_axis_label(rl, sizeof rl, tui_heat_pane_probe(p), m->row_axis, p->sel_row);
     tui_heat_axis_label(cl, sizeof cl, tui_heat_pane_probe(p), m->col_axis, p->sel_col);
     int tokens_r = tui_heat_token_axis(m->row_axis), tokens_c = tui_heat_token_axis(m->col_axis);
-    if (tui_heat_pane_masked(p, m, p->sel_row, p->sel_col))
-        snprintf(val, sizeof val, "masked");
-    else
-        snprintf(val, sizeof val, "%.3g", tui_heat_pane_value(p, m, v, p->sel_row, p->sel_col));
+    if (tui_heat_pane_masked(p, m, p->sel_row, p->sel_col)) snprintf(val, sizeof val, "masked");
+    else snprintf(val, sizeof val, "%.3g", tui_heat_pane_value(p, m, v, p->sel_row, p->sel_col));
     const char *arrow = glyphs(a)->arrow;
     /* numbered from 1, as every index a person reads (titles, exports, Lua) */
     snprintf(line, sizeof line, "row %d %s%s%s %s col %d %s%s%s  %s", p->sel_row + 1,
@@ -163,8 +162,8 @@ static void draw_message(tui_app *a, WINDOW *w, int y, int x, int width, const c
 
 /* The axes' caption where the title had no room for it: on the marker's line, right or left of
  * the marker, else on a free line above the legend. 0 when neither has room. */
-static int draw_axes_elsewhere(tui_app *a, const tui_pane *p, WINDOW *w, int y0, int x0,
-                                int width, const tui_heat_geom *g, const char *axes)
+static int draw_axes_elsewhere(tui_app *a, const tui_pane *p, WINDOW *w, int y0, int x0, int width,
+                               const tui_heat_geom *g, const char *axes)
 {
     int aw = tui_text_width_z(axes), y = -1, x = 0;
     if (g->marker_y >= 0 && aw <= width) {
@@ -212,8 +211,9 @@ void tui_draw_heatmap(tui_app *a, tui_pane *p, WINDOW *w, int y0, int x0, int h,
         /* never a map of another text, search or segment than the pane's */
         snprintf(msg, sizeof msg, "%s: recomputing the map %s",
                  a->sent_version != a->ed.version ? "the text changed"
-                 : attribution && p->attr_segment == tui_cursor_segment(a) ? "new method or contrast"
-                                                                         : "not this segment",
+                 : attribution && p->attr_segment == tui_cursor_segment(a)
+                     ? "new method or contrast"
+                     : "not this segment",
                  spin);
         draw_message(a, w, y0, x0, width, msg, TUI_C_DIM);
         return;
@@ -221,10 +221,13 @@ void tui_draw_heatmap(tui_app *a, tui_pane *p, WINDOW *w, int y0, int x0, int h,
     if (!pr) {
         if (p->busy || (attribution ? p->attr_pending : p->probe_pending))
             snprintf(msg, sizeof msg, "%s %s",
-                     p->busy ? "translating" : attribution ? "attributing" : "recording probes",
+                     p->busy       ? "translating"
+                     : attribution ? "attributing"
+                                   : "recording probes",
                      spin);
         else
-            snprintf(msg, sizeof msg, "no heatmap yet: type text in the editor (F3: back to "
+            snprintf(msg, sizeof msg,
+                     "no heatmap yet: type text in the editor (F3: back to "
                      "the translation)");
         draw_message(a, w, y0, x0, width, msg, TUI_C_DIM);
         return;
@@ -234,22 +237,28 @@ void tui_draw_heatmap(tui_app *a, tui_pane *p, WINDOW *w, int y0, int x0, int h,
     if (!v) {
         /* the kind asked for is missing; the model may well record others */
         int any = 0;
-        for (int k = 0; k < MT_PROBE_KINDS; k++) any |= tui_heat_count(&pr->rec, (mt_probe_kind)k) > 0;
+        for (int k = 0; k < MT_PROBE_KINDS; k++)
+            any |= tui_heat_count(&pr->rec, (mt_probe_kind)k) > 0;
         if (any && p->heat_kind >= 0)
             snprintf(msg, sizeof msg, "no %s maps in this model (F3 shows the ones it records)",
                      tui_heat_kind_name(p->heat_kind));
-        else
-            snprintf(msg, sizeof msg, "this model records no maps");
+        else snprintf(msg, sizeof msg, "this model records no maps");
         draw_message(a, w, y0, x0, width, msg, TUI_C_DIM);
         return;
     }
     p->sel_row = tui_clamp(p->sel_row, 0, m->rows - 1);
     p->sel_col = tui_clamp(p->sel_col, 0, m->cols - 1);
     int labelled_cols = tui_heat_token_axis(m->col_axis);
-    tui_heat_geom_in in = {m->rows, m->cols, tui_heat_pane_split(p, m->row_axis),
-                           tui_heat_pane_split(p, m->col_axis), widest_label(p, m->row_axis, m->rows),
+    tui_heat_geom_in in = {m->rows,
+                           m->cols,
+                           tui_heat_pane_split(p, m->row_axis),
+                           tui_heat_pane_split(p, m->col_axis),
+                           widest_label(p, m->row_axis, m->rows),
                            labelled_cols ? widest_label(p, m->col_axis, m->cols) : 0,
-                           p->sel_row, p->sel_col, p->heat_row0, p->heat_col0};
+                           p->sel_row,
+                           p->sel_col,
+                           p->heat_row0,
+                           p->heat_col0};
     tui_heat_geom *g = &p->heat_geom;
     tui_heat_geom_fit(g, &in, h, width);
     p->heat_row0 = g->row0, p->heat_col0 = g->col0;

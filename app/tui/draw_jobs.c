@@ -16,9 +16,14 @@
 
 enum { NAME_W = 16, STATE_W = 10, STEPS_W = 13, BAR_W = 12, NUM_W = 8 };
 /* the columns after RUN, with the space before each */
-enum { AFTER_NAME_W = 1 + STATE_W + 1 + STEPS_W + 1 + BAR_W + 1 + NUM_W + 1 + NUM_W + 1 + NUM_W - 2 };
+enum {
+    AFTER_NAME_W = 1 + STATE_W + 1 + STEPS_W + 1 + BAR_W + 1 + NUM_W + 1 + NUM_W + 1 + NUM_W - 2
+};
 
-static tui_meaning series_meaning(size_t run) { return (tui_meaning)(TUI_C_SERIES1 + run % TUI_N_SERIES); }
+static tui_meaning series_meaning(size_t run)
+{
+    return (tui_meaning)(TUI_C_SERIES1 + run % TUI_N_SERIES);
+}
 
 static int use_ascii(const tui_app *a) { return !a->utf8 || a->ascii; }
 
@@ -41,8 +46,9 @@ static void draw_runs(tui_app *a, WINDOW *w, int y0, int rows)
     int width = getmaxx(w) - 2, name_w = name_width(v, width);
     char line[512];
     tui_set_style(w, &a->palette, TUI_C_TITLE);
-    snprintf(line, sizeof line, "  %-*s %-*s %-*s %-*s %*s %*s %*s", name_w, "RUN", STATE_W, "STATE",
-             STEPS_W, "STEP", BAR_W, "PROGRESS", NUM_W, "TOK/S", NUM_W, "ETA", NUM_W - 2, "BLEU");
+    snprintf(line, sizeof line, "  %-*s %-*s %-*s %-*s %*s %*s %*s", name_w, "RUN", STATE_W,
+             "STATE", STEPS_W, "STEP", BAR_W, "PROGRESS", NUM_W, "TOK/S", NUM_W, "ETA", NUM_W - 2,
+             "BLEU");
     tui_put(w, y0, 1, line, width);
     if (v->list_error[0]) {
         tui_set_style(w, &a->palette, TUI_C_ERROR);
@@ -60,7 +66,8 @@ static void draw_runs(tui_app *a, WINDOW *w, int y0, int rows)
         const tui_job_run *run = &v->runs[i];
         const tui_job_curves *c = &run->curves;
         tui_job_cols cols;
-        tui_job_columns(&cols, &run->info, tui_job_eta_s(c->step, c->elapsed, c->n_train, run->info.max_steps));
+        tui_job_columns(&cols, &run->info,
+                        tui_job_eta_s(c->step, c->elapsed, c->n_train, run->info.max_steps));
         char bar[3 * BAR_W + 1];
         tui_progress_bar(bar, sizeof bar, run->info.step, run->info.max_steps, BAR_W, use_ascii(a));
         int y = y0 + 1 + r, sel = (int)i == v->sel;
@@ -71,15 +78,19 @@ static void draw_runs(tui_app *a, WINDOW *w, int y0, int rows)
         tui_set_style(w, &a->palette, series_meaning(i));
         tui_put(w, y, 1, use_ascii(a) ? "*" : "\xe2\x97\x8f", 1);
         char name[3 * sizeof run->info.name];
-        tui_fit_middle(name, sizeof name, run->info.name, name_w, tui_glyphs_for(!use_ascii(a))->ellipsis);
+        tui_fit_middle(name, sizeof name, run->info.name, name_w,
+                       tui_glyphs_for(!use_ascii(a))->ellipsis);
         const struct {
             const char *text;
             int cols, right; /* right-aligned */
             tui_meaning m;
         } col[] = {
-            {name, name_w, 0, base},           {cols.state, STATE_W, 0, sel ? base : cols.state_meaning},
-            {cols.steps, STEPS_W, 0, base},    {bar, BAR_W, 0, base},
-            {cols.tokens_per_s, NUM_W, 1, base}, {cols.eta, NUM_W, 1, base},
+            {name, name_w, 0, base},
+            {cols.state, STATE_W, 0, sel ? base : cols.state_meaning},
+            {cols.steps, STEPS_W, 0, base},
+            {bar, BAR_W, 0, base},
+            {cols.tokens_per_s, NUM_W, 1, base},
+            {cols.eta, NUM_W, 1, base},
             {cols.bleu, NUM_W - 2, 1, base},
         };
         /* columns left to right, each cut at the window's right border */
@@ -100,8 +111,10 @@ static void draw_picker(tui_app *a, WINDOW *w, int y0, int rows)
     int width = getmaxx(w) - 2;
     char line[700];
     tui_set_style(w, &a->palette, TUI_C_TITLE);
-    snprintf(line, sizeof line, "  launch a config: type its path or pick one (Enter launches, Esc cancels); launcher %s%s",
-             job_launcher_name(v->launcher), v->have_sbatch ? " (s/l on a listed config switches)" : "");
+    snprintf(
+        line, sizeof line,
+        "  launch a config: type its path or pick one (Enter launches, Esc cancels); launcher %s%s",
+        job_launcher_name(v->launcher), v->have_sbatch ? " (s/l on a listed config switches)" : "");
     tui_put(w, y0, 1, line, width);
     int n = v->n_configs + 1;
     int first = v->config_sel >= rows ? v->config_sel - rows + 1 : 0;
@@ -128,7 +141,9 @@ static void draw_plot(tui_app *a, WINDOW *w, int y0, int x0, int h, int width, i
         if (!v->plot_all && (int)i != v->sel) continue;
         const tui_job_curves *c = &v->runs[i].curves;
         size_t n = bleu ? c->n_valid : c->n_train;
-        if (n > 0) plot_line_add(p, v->runs[i].info.name, bleu ? c->valid_step : c->step, n, bleu ? c->bleu : c->loss, n);
+        if (n > 0)
+            plot_line_add(p, v->runs[i].info.name, bleu ? c->valid_step : c->step, n,
+                          bleu ? c->bleu : c->loss, n);
         else plot_line_add(p, v->runs[i].info.name, &none, 1, &none, 1);
         with_points += n > 0;
         run_of[n_series++] = i;
@@ -148,7 +163,8 @@ static void draw_plot(tui_app *a, WINDOW *w, int y0, int x0, int h, int width, i
         for (int x = 0; x < pc.w; x++) {
             const plot_cell *c = &pc.cells[y * pc.w + x];
             if (!c->glyph[0] || !strcmp(c->glyph, " ")) continue;
-            tui_set_style(w, &a->palette, c->series >= 0 ? series_meaning(run_of[c->series]) : TUI_C_DIM);
+            tui_set_style(w, &a->palette,
+                          c->series >= 0 ? series_meaning(run_of[c->series]) : TUI_C_DIM);
             mvwaddstr(w, y0 + y, x0 + x, c->glyph);
         }
     plot_cells_free(&pc);
@@ -171,8 +187,8 @@ void tui_draw_jobs(tui_app *a)
     tui_set_style(w, &a->palette, TUI_C_FOCUS);
     box(w, 0, 0);
     char title[128];
-    snprintf(title, sizeof title, " jobs (F11): runs/, launcher %s, plots: %s ", job_launcher_name(v->launcher),
-             v->plot_all ? "every run" : "the highlighted run");
+    snprintf(title, sizeof title, " jobs (F11): runs/, launcher %s, plots: %s ",
+             job_launcher_name(v->launcher), v->plot_all ? "every run" : "the highlighted run");
     tui_put(w, 0, 2, title, W - 4);
 
     int inner = H - 2;

@@ -35,7 +35,8 @@ static void draw_picker(tui_app *a, WINDOW *w)
 {
     char title[64];
     snprintf(title, sizeof title, " model bundles (%d/%d panes) ", a->n_panes, TUI_MAX_PANES);
-    frame(a, w, title, " type a bundle or references-file path (~ is home) or pick; Enter toggles ");
+    frame(a, w, title,
+          " type a bundle or references-file path (~ is home) or pick; Enter toggles ");
     int h = getmaxy(w) - 2, width = getmaxx(w) - 4;
     char line[1200];
     snprintf(line, sizeof line, "path: %s%s", a->picker_path, a->picker_sel < 0 ? "_" : "");
@@ -44,10 +45,11 @@ static void draw_picker(tui_app *a, WINDOW *w)
     tui_put(w, 1, 2, line, width);
     if (a->n_picker == 0) {
         tui_set_style(w, &a->palette, TUI_C_DIM);
-        tui_put(w, 2, 2,
-                "No bundles found: put bundle directories (config.json, model.safetensors, "
-                "tokenizer.model) under models/, type a path above, or start with `mtlab tui -m DIR`.",
-                width);
+        tui_put(
+            w, 2, 2,
+            "No bundles found: put bundle directories (config.json, model.safetensors, "
+            "tokenizer.model) under models/, type a path above, or start with `mtlab tui -m DIR`.",
+            width);
         return;
     }
     int rows = h - 1;

@@ -1,7 +1,7 @@
 /* A model pane: title (name, architecture, parameters, device, search), its state, the
  * streamed translation of every segment with the source names it copied, translated or
- * dropped marked and listed (marks.h), and its statistics (time, tokens/s, decoding-state memory) in the
- * bottom border. */
+ * dropped marked and listed (marks.h), and its statistics (time, tokens/s, decoding-state memory)
+ * in the bottom border. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,7 +71,7 @@ static void build_text(tui_app *a, tui_pane *p, tui_styled *st)
 {
     int n = p->n_hyps < a->sent.n ? p->n_hyps : a->sent.n;
     tui_ref_score *seg = NULL, total = {0};
-    char (*comet)[16] = NULL, comet_total[48] = "";
+    char(*comet)[16] = NULL, comet_total[48] = "";
     if (a->refs.n > 0 && n > 0) {
         seg = mt_xcalloc((size_t)n, sizeof *seg);
         if (tui_ref_scores((const char *const *)p->hyps, p->final, n, &a->refs, seg, &total) != 0) {
@@ -102,7 +102,8 @@ static void build_text(tui_app *a, tui_pane *p, tui_styled *st)
             add_scores(a, st, "  ", &seg[i], comet[i]);
         }
         if (!p->final[i] || a->sent.n_spans[i] == 0) continue;
-        tui_mark_entities(st, base, hyp, a->sent.texts[i], a->sent.spans[i], a->sent.n_spans[i], a->lexicon);
+        tui_mark_entities(st, base, hyp, a->sent.texts[i], a->sent.spans[i], a->sent.n_spans[i],
+                          a->lexicon);
         tui_styled_addz(st, "\n", TUI_C_TEXT);
         tui_entity_line(st, hyp, a->sent.texts[i], a->sent.spans[i], a->sent.n_spans[i], a->lexicon,
                         glyphs(a));
@@ -217,8 +218,8 @@ static void draw_title(tui_app *a, tui_pane *p, WINDOW *w, int focused, int rese
         size_t n = tui_text_fit(name, strlen(name), name_room, &cols);
         if (n < strlen(name))
             n = tui_text_fit(name, strlen(name), name_room - tui_text_width_z(g->ellipsis), &cols);
-        snprintf(title, sizeof title, "%.*s%s%s", (int)n, name,
-                 n < strlen(name) ? g->ellipsis : "", tail);
+        snprintf(title, sizeof title, "%.*s%s%s", (int)n, name, n < strlen(name) ? g->ellipsis : "",
+                 tail);
         /* too narrow for both: the whole name, which tells the panes apart, and its direction
          * before the search ("transformer-small · es→en", not "transform… · es→en · greedy"),
          * else the whole name alone */
@@ -230,7 +231,8 @@ static void draw_title(tui_app *a, tui_pane *p, WINDOW *w, int focused, int rese
             n = tui_text_fit(name, strlen(name), room, &cols);
             if (n < strlen(name))
                 n = tui_text_fit(name, strlen(name), room - tui_text_width_z(g->ellipsis), &cols);
-            snprintf(title, sizeof title, "%.*s%s", (int)n, name, n < strlen(name) ? g->ellipsis : "");
+            snprintf(title, sizeof title, "%.*s%s", (int)n, name,
+                     n < strlen(name) ? g->ellipsis : "");
         }
     }
     tui_put_title(w, &a->palette, title, focused, g->focus_mark);
@@ -249,7 +251,7 @@ void tui_draw_pane(tui_app *a, int index, WINDOW *w)
     if (p->have_stats && !p->busy) {
         char stats[160], sep[16];
         snprintf(sep, sizeof sep, " %s ", g->dot);
-        tui_stats st = {p->seconds, p->tokens, p->model_state_bytes, p->n_hyps - p->n_cached,
+        tui_stats st = {p->seconds,  p->tokens,     p->model_state_bytes, p->n_hyps - p->n_cached,
                         p->n_cached, p->state_bytes};
         int cols = tui_format_stats(stats + 1, sizeof stats - 2, &st, sep, state_x - 4);
         if (cols > 0) {

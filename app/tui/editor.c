@@ -177,8 +177,8 @@ void tui_editor_end(tui_editor *e)
 }
 
 /* Rows of the line [ls, le) of text appended to *rows. */
-static void wrap_line(const char *text, size_t ls, size_t le, int line, int width,
-                      tui_vrow **rows, int *n, int *cap)
+static void wrap_line(const char *text, size_t ls, size_t le, int line, int width, tui_vrow **rows,
+                      int *n, int *cap)
 {
     size_t start = ls;
     do {
@@ -231,8 +231,7 @@ static int cursor_on_row(const tui_vrow *rows, int n, int r, size_t pos)
     return r == n - 1 || rows[r + 1].line != rows[r].line;
 }
 
-int tui_editor_wrap(const tui_editor *e, int width, tui_vrow **rows_out, int *cur_row,
-                    int *cur_col)
+int tui_editor_wrap(const tui_editor *e, int width, tui_vrow **rows_out, int *cur_row, int *cur_col)
 {
     tui_vrow *rows;
     int n = tui_wrap(e->text, e->len, width, &rows);

@@ -14,10 +14,10 @@
 #define TUI_EDITOR_MAX_BYTES (64 * 1024) /* a few chapters; more is a notice, not a loss */
 
 typedef struct {
-    char *text;            /* (len + 1) bytes, NUL-terminated */
+    char *text; /* (len + 1) bytes, NUL-terminated */
     size_t len, cap;
-    size_t cursor;         /* byte offset */
-    int goal_col;          /* display column up/down aim for; -1 when unset */
+    size_t cursor; /* byte offset */
+    int goal_col; /* display column up/down aim for; -1 when unset */
     unsigned long version; /* increases with every change of the text */
     size_t max_bytes;
 } tui_editor;

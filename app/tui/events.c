@@ -132,12 +132,12 @@ static void request_event(tui_app *a, tui_pane *p, tui_event *ev)
         tui_format_seconds(t, sizeof t, ev->seconds);
         tui_format_bytes(mem, sizeof mem, ev->state_bytes);
         tui_format_bytes(state, sizeof state, ev->model_state_bytes);
-        tui_log_add(&a->log, TUI_LOG_INFO, "%s: %d segment%s translated (%d from the cache), "
+        tui_log_add(&a->log, TUI_LOG_INFO,
+                    "%s: %d segment%s translated (%d from the cache), "
                     "%zu tokens in %s (%.1f tokens/s), %s, model state %s a sentence, working "
-                    "set %s", p->name,
-                    p->n_worker, p->n_worker == 1 ? "" : "s", p->n_cached, ev->tokens, t,
-                    ev->seconds > 0 ? (double)ev->tokens / ev->seconds : 0.0,
-                    search, state, mem);
+                    "set %s",
+                    p->name, p->n_worker, p->n_worker == 1 ? "" : "s", p->n_cached, ev->tokens, t,
+                    ev->seconds > 0 ? (double)ev->tokens / ev->seconds : 0.0, search, state, mem);
         break;
     }
     case TUI_EV_FAILED:
@@ -148,23 +148,17 @@ static void request_event(tui_app *a, tui_pane *p, tui_event *ev)
         tui_log_add(&a->log, TUI_LOG_ERROR, "%s: %s", p->name, p->request_error);
         break;
     case TUI_EV_PROBE:
-    case TUI_EV_PROBE_FAILED:
-        take_probe(a, p, ev);
-        break;
+    case TUI_EV_PROBE_FAILED: take_probe(a, p, ev); break;
     case TUI_EV_ATTRIBUTION:
-    case TUI_EV_ATTRIBUTION_FAILED:
-        take_attr(a, p, ev);
-        break;
-    default:
-        break;
+    case TUI_EV_ATTRIBUTION_FAILED: take_attr(a, p, ev); break;
+    default: break;
     }
 }
 
 static void comet_event(tui_app *a, tui_event *ev)
 {
     tui_comet_take(a->comet, ev);
-    if (ev->kind == TUI_EV_COMET_FAILED)
-        tui_notice(a, "COMET: %s", tui_comet_error(a->comet));
+    if (ev->kind == TUI_EV_COMET_FAILED) tui_notice(a, "COMET: %s", tui_comet_error(a->comet));
     a->dirty = 1;
 }
 
@@ -181,9 +175,7 @@ void tui_handle_events(tui_app *a)
         } else if (p) {
             a->dirty = 1;
             switch (ev->kind) {
-            case TUI_EV_LOADED:
-                loaded(a, p, ev);
-                break;
+            case TUI_EV_LOADED: loaded(a, p, ev); break;
             case TUI_EV_LOAD_FAILED:
                 free(p->load_error);
                 p->load_error = mt_xstrdup(ev->text ? ev->text : "cannot load the bundle");

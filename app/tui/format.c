@@ -46,7 +46,6 @@ void tui_format_seconds(char *out, size_t len, double seconds)
     else snprintf(out, len, "%.1f s", seconds);
 }
 
-
 void tui_format_search(char *out, size_t len, int beam)
 {
     if (beam <= 1) snprintf(out, len, "greedy");

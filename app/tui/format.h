@@ -20,13 +20,13 @@ void tui_format_direction(char *out, size_t len, const char *src, const char *tg
 
 /* A pane's statistics of its last translation. */
 typedef struct {
-    double seconds;      /* decoding wall time of the segments translated */
-    size_t tokens;       /* tokens they produced */
-    size_t state_bytes;  /* the model's state of one sentence: KV cache, recurrent state */
-    int translated;      /* segments decoded */
-    int cached;          /* segments shown from the result cache */
-    size_t work_bytes;   /* decoding's working set (every row's caches and the passes'
-                          * activations); 0: not shown */
+    double seconds; /* decoding wall time of the segments translated */
+    size_t tokens; /* tokens they produced */
+    size_t state_bytes; /* the model's state of one sentence: KV cache, recurrent state */
+    int translated; /* segments decoded */
+    int cached; /* segments shown from the result cache */
+    size_t work_bytes; /* decoding's working set (every row's caches and the passes'
+                        * activations); 0: not shown */
 } tui_stats;
 
 /* The statistics in at most width columns, sep between the items: "830 ms · 35.0 tok/s ·
@@ -35,6 +35,5 @@ typedef struct {
  * the rate and the state: a number never loses its unit. "" when not even the time fits.
  * Returns the width in columns. */
 int tui_format_stats(char *out, size_t len, const tui_stats *s, const char *sep, int width);
-
 
 #endif

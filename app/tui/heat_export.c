@@ -13,8 +13,12 @@
 #include "common/columns.h"
 
 enum {
-    PX_CONTENT = 1100, PX_CELL_MIN = 10, PX_CELL_MAX = 28, /* the cells' side, in pixels */
-    PX_MARGIN = 260, PX_MIN = 400, PX_MAX = 4096,
+    PX_CONTENT = 1100,
+    PX_CELL_MIN = 10,
+    PX_CELL_MAX = 28, /* the cells' side, in pixels */
+    PX_MARGIN = 260,
+    PX_MIN = 400,
+    PX_MAX = 4096,
     HEAT_STOPS = 16,
 };
 
@@ -87,13 +91,12 @@ float *tui_heat_pane_slice(const tui_pane *p, const mt_probe_map **map)
     *map = NULL;
     const tui_probe *pr = tui_heat_pane_probe(p);
     if (!pr) return NULL;
-    return tui_heat_pick(&pr->rec, p->heat_kind, p->heat_kind == TUI_HEAT_ATTRIBUTION ? 0 : p->heat_nth,
-                         p->heat_head, map);
+    return tui_heat_pick(&pr->rec, p->heat_kind,
+                         p->heat_kind == TUI_HEAT_ATTRIBUTION ? 0 : p->heat_nth, p->heat_head, map);
 }
 
 /* "attribution · input x gradient · vs 'God' · seg 1", shorter to fit width (as below). */
-static void attribution_title(char *out, size_t len, const tui_pane *p, const char *dot,
-                              int width)
+static void attribution_title(char *out, size_t len, const tui_pane *p, const char *dot, int width)
 {
     static const char *const terse_method[] = {"saliency", "x-grad", "IG"};
     char contrast[96] = "";
@@ -105,8 +108,8 @@ static void attribution_title(char *out, size_t len, const tui_pane *p, const ch
     for (int terse = 0; terse < 3; terse++) {
         char seg[24] = "";
         if (terse == 0) snprintf(seg, sizeof seg, " %s seg %d", dot, p->attr_segment + 1);
-        const char *method = terse < 2 ? tui_heat_method_title(p->attr_method)
-                                       : terse_method[p->attr_method % 3];
+        const char *method =
+            terse < 2 ? tui_heat_method_title(p->attr_method) : terse_method[p->attr_method % 3];
         snprintf(out, len, "%s %s %s%s%s", terse < 2 ? "attribution" : "attr", dot, method,
                  contrast, seg);
         if (width <= 0 || tui_text_width_z(out) <= width) return;
@@ -126,8 +129,7 @@ void tui_heat_title(char *out, size_t len, const tui_pane *p, const mt_probe_map
         char head[48] = "", where[64] = "", seg[24] = "";
         if (m->heads > 1 && p->heat_head < 0 && terse < 2)
             snprintf(head, sizeof head, " %s mean of %d heads", dot, m->heads);
-        else if (m->heads > 1 && p->heat_head < 0)
-            snprintf(head, sizeof head, " %s mean", dot);
+        else if (m->heads > 1 && p->heat_head < 0) snprintf(head, sizeof head, " %s mean", dot);
         else if (m->heads > 1)
             snprintf(head, sizeof head, " %s %s%d/%d", dot, terse < 2 ? "head " : "h",
                      p->heat_head + 1, m->heads);
@@ -239,8 +241,10 @@ static void base_name(char *out, size_t len, const tui_pane *p, const mt_probe_m
 void tui_heat_export(tui_app *a, tui_pane *p)
 {
     if (tui_heat_pane_probe(p) && !tui_heat_current(a, p)) {
-        tui_notice(a, "export: %s's map is being recomputed for the text shown; export it "
-                   "once it shows", p->name);
+        tui_notice(a,
+                   "export: %s's map is being recomputed for the text shown; export it "
+                   "once it shows",
+                   p->name);
         return;
     }
     const mt_probe_map *m;
@@ -267,8 +271,7 @@ void tui_heat_export(tui_app *a, tui_pane *p)
     tui_heat_title(heading, sizeof heading, p, m, "\u00b7", 0);
     if (p->heat_norm == TUI_NORM_ROW)
         snprintf(scale, sizeof scale, "scale per row, 0 to each row's max");
-    else
-        snprintf(scale, sizeof scale, "scale %s, %s to %s", sc.what, sc.lo, sc.hi);
+    else snprintf(scale, sizeof scale, "scale %s, %s to %s", sc.what, sc.lo, sc.hi);
     snprintf(title, sizeof title, "%s: %s \u00b7 %s", p->name, heading, scale);
     const char *x_name = tui_heat_pane_axis_title(p, m->col_axis);
     const char *y_name = tui_heat_pane_axis_title(p, m->row_axis);
@@ -277,11 +280,12 @@ void tui_heat_export(tui_app *a, tui_pane *p)
     snprintf(y_label, sizeof y_label, "%s \u2193", y_name);
     /* raw: the values on the shared range, so the colour bar reads in them */
     int raw = p->heat_norm == TUI_NORM_RAW && max > 0;
-    plot_grid grid = {raw ? v : shown, m->rows, m->cols, (const char *const *)rows,
+    plot_grid grid = {raw ? v : shown,           m->rows, m->cols, (const char *const *)rows,
                       (const char *const *)cols, mask};
     plot *pl = plot_heatmap_new(title, x_label, y_label, &grid);
     /* the CSV: the values themselves (an attribution's signed ones) */
-    const float *values = m->kind == TUI_HEAT_ATTRIBUTION && p->attr_raw ? p->attr_raw->attr.values : v;
+    const float *values =
+        m->kind == TUI_HEAT_ATTRIBUTION && p->attr_raw ? p->attr_raw->attr.values : v;
     grid.v = values;
     plot *data = plot_heatmap_new(title, x_name, y_name, &grid);
     int rc = pl && data ? 0 : -1;
@@ -299,7 +303,10 @@ void tui_heat_export(tui_app *a, tui_pane *p)
         snprintf(paths[e], sizeof paths[e], "%s%s", base, ext[e]);
         /* wide enough for the title (about 13 px a character) */
         int wpx = px(m->cols, cell), tpx = 13 * tui_text_width_z(title) + 40;
-        rc = plot_save(e == 2 ? data : pl, paths[e], wpx > tpx ? wpx : tpx < PX_MAX ? tpx : PX_MAX,
+        rc = plot_save(e == 2 ? data : pl, paths[e],
+                       wpx > tpx      ? wpx
+                       : tpx < PX_MAX ? tpx
+                                      : PX_MAX,
                        px(m->rows, cell));
     }
     if (rc == 0) {

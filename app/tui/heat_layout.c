@@ -42,8 +42,8 @@ void tui_heat_geom_fit(tui_heat_geom *g, const tui_heat_geom_in *in, int h, int 
     /* words wider than a cell: every other column's on a second line, twice the room */
     g->stagger = !g->vertical && in->col_label_w > across && g->n_cols > 1;
     int band = in->col_label_w <= 0 ? 0
-               : g->vertical    ? min(in->col_label_w, TUI_HEAT_LABEL_H_MAX)
-                                : 1 + g->stagger;
+               : g->vertical        ? min(in->col_label_w, TUI_HEAT_LABEL_H_MAX)
+                                    : 1 + g->stagger;
 
     /* lines: header and readout always, the legend when four lines are left for the rest */
     int R = h - 2;
@@ -133,8 +133,8 @@ int tui_heat_legend_fit(tui_heat_legend *out, int width, int lo_w, int hi_w, int
         int n = (plans[i].prefix ? 6 : 0) + plans[i].steps +
                 (plans[i].ends ? lo_w + 1 + 1 + hi_w : 0) + (plans[i].what ? 2 + what_w : 0);
         if (n <= width) {
-            *out = (tui_heat_legend){plans[i].prefix, plans[i].steps, plans[i].what,
-                                     plans[i].ends, n};
+            *out =
+                (tui_heat_legend){plans[i].prefix, plans[i].steps, plans[i].what, plans[i].ends, n};
             return 0;
         }
     }

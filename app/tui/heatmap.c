@@ -32,8 +32,7 @@ int tui_heat_nth_of_layer(const mt_probe_record *r, mt_probe_kind kind, int laye
         if (found < 0 && (r->maps[i].layer == layer || r->maps[i].layer < 0)) found = nth;
         if (r->maps[i].layer < 0) continue;
         size_t at = strlen(layers);
-        if (at < len)
-            snprintf(layers + at, len - at, "%s%d", at ? ", " : "", r->maps[i].layer + 1);
+        if (at < len) snprintf(layers + at, len - at, "%s%d", at ? ", " : "", r->maps[i].layer + 1);
     }
     return found;
 }
@@ -90,9 +89,14 @@ tui_probe *tui_heat_attribution_record(const mt_labelled_attribution *la)
     r->n_maps = 1;
     r->maps = mt_xcalloc(1, sizeof *r->maps);
     mt_probe_map *m = &r->maps[0];
-    *m = (mt_probe_map){.kind = (mt_probe_kind)TUI_HEAT_ATTRIBUTION, .unit = MT_PROBE_UNIT_MODEL,
-                        .layer = -1, .heads = 1, .rows = at->rows, .cols = at->cols,
-                        .row_axis = MT_PROBE_AXIS_TARGET, .col_axis = MT_PROBE_AXIS_SOURCE};
+    *m = (mt_probe_map){.kind = (mt_probe_kind)TUI_HEAT_ATTRIBUTION,
+                        .unit = MT_PROBE_UNIT_MODEL,
+                        .layer = -1,
+                        .heads = 1,
+                        .rows = at->rows,
+                        .cols = at->cols,
+                        .row_axis = MT_PROBE_AXIS_TARGET,
+                        .col_axis = MT_PROBE_AXIS_SOURCE};
     size_t n = (size_t)at->rows * (size_t)at->cols;
     m->values = mt_xmalloc((n + 1) * sizeof *m->values);
     for (size_t i = 0; i < n; i++) m->values[i] = fabsf(at->values[i]);
@@ -163,9 +167,8 @@ float *tui_heat_pick(const mt_probe_record *r, int kind, int nth, int h, const m
 int tui_heat_split(const mt_probe_record *r, mt_probe_axis axis)
 {
     /* an encoder-decoder's decoder sequence is `<bos> hyp`: all of it is the translation */
-    return axis == MT_PROBE_AXIS_TARGET && r->n_src == 0 && r->n_prompt < r->n_tokens
-               ? r->n_prompt
-               : 0;
+    return axis == MT_PROBE_AXIS_TARGET && r->n_src == 0 && r->n_prompt < r->n_tokens ? r->n_prompt
+                                                                                      : 0;
 }
 
 void tui_heat_axis_label(char *out, size_t len, const mt_labelled_probe *pr, mt_probe_axis axis,

@@ -98,8 +98,8 @@ int tui_heat_scale_class(int kind);
 typedef struct {
     char lo[32], hi[32], what[64];
 } tui_heat_scale;
-void tui_heat_scale_describe(tui_heat_scale *out, tui_heat_norm norm, int kind,
-                             float max, float row_max);
+void tui_heat_scale_describe(tui_heat_scale *out, tui_heat_norm norm, int kind, float max,
+                             float row_max);
 /* The shading glyph (1..n_shades-1; 0 is the blank of a masked cell) of level 0..levels-1:
  * the lowest level is still a glyph, so a zero never looks like a masked cell. */
 int tui_heat_shade(int level, int levels, int n_shades);

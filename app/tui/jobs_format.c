@@ -38,8 +38,9 @@ void tui_format_eta(char *out, size_t len, double s)
 }
 
 /* U+258F..U+2589: a cell filled 1/8 .. 7/8 from the left; U+2588 full; U+2591 light shade */
-static const char *const eighths[] = {"\xe2\x96\x8f", "\xe2\x96\x8e", "\xe2\x96\x8d", "\xe2\x96\x8c",
-                                      "\xe2\x96\x8b", "\xe2\x96\x8a", "\xe2\x96\x89"};
+static const char *const eighths[] = {"\xe2\x96\x8f", "\xe2\x96\x8e", "\xe2\x96\x8d",
+                                      "\xe2\x96\x8c", "\xe2\x96\x8b", "\xe2\x96\x8a",
+                                      "\xe2\x96\x89"};
 
 void tui_progress_bar(char *out, size_t len, long done, long total, int width, int ascii)
 {
@@ -53,8 +54,8 @@ void tui_progress_bar(char *out, size_t len, long done, long total, int width, i
     for (int c = 0; c < width; c++) {
         long fill = e - 8L * c;
         const char *g = fill >= 8  ? (ascii ? "#" : "\xe2\x96\x88")
-                      : fill > 0   ? eighths[fill - 1]
-                      : ascii      ? "-"
+                        : fill > 0 ? eighths[fill - 1]
+                        : ascii    ? "-"
                                    : "\xe2\x96\x91";
         size_t gl = strlen(g);
         if (at + gl + 1 > len) break;
@@ -67,12 +68,14 @@ void tui_job_columns(tui_job_cols *c, const job_info *j, double eta_s)
 {
     snprintf(c->state, sizeof c->state, "%s", job_state_name(j->state));
     c->state_meaning = j->state == JOB_FAILED || j->state == JOB_BROKEN ? TUI_C_ERROR
-                     : j->state == JOB_RUNNING                          ? TUI_C_BUSY
-                     : j->state == JOB_COMPLETED                        ? TUI_C_DONE
+                       : j->state == JOB_RUNNING                        ? TUI_C_BUSY
+                       : j->state == JOB_COMPLETED                      ? TUI_C_DONE
                                                                         : TUI_C_DIM;
-    if (j->max_steps > 0) snprintf(c->steps, sizeof c->steps, "%ld/%ld", job_shown_step(j), j->max_steps);
+    if (j->max_steps > 0)
+        snprintf(c->steps, sizeof c->steps, "%ld/%ld", job_shown_step(j), j->max_steps);
     else snprintf(c->steps, sizeof c->steps, "%ld", job_shown_step(j));
-    if (j->tokens_per_s > 0) tui_format_count(c->tokens_per_s, sizeof c->tokens_per_s, (size_t)(j->tokens_per_s + 0.5));
+    if (j->tokens_per_s > 0)
+        tui_format_count(c->tokens_per_s, sizeof c->tokens_per_s, (size_t)(j->tokens_per_s + 0.5));
     else snprintf(c->tokens_per_s, sizeof c->tokens_per_s, "-");
     tui_format_eta(c->eta, sizeof c->eta, j->state == JOB_RUNNING ? eta_s : -1);
     if (j->valid_bleu >= 0) snprintf(c->bleu, sizeof c->bleu, "%.2f", j->valid_bleu);

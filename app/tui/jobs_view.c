@@ -139,7 +139,8 @@ static void launch(tui_app *a)
         v->config_sel = 0;
         return;
     }
-    snprintf(msg, sizeof msg, "launched %s (%s) from %s", j.name, job_launcher_name(j.launcher), config);
+    snprintf(msg, sizeof msg, "launched %s (%s) from %s", j.name, job_launcher_name(j.launcher),
+             config);
     say(a, 0, msg);
     v->picking = 0;
     v->path[0] = '\0';
@@ -156,8 +157,8 @@ static void stop_or_resume(tui_app *a, int stop)
         say(a, 1, mt_last_error());
         return;
     }
-    snprintf(msg, sizeof msg, stop ? "asked %s to stop (it saves a checkpoint first)" : "resumed %s",
-             j.name);
+    snprintf(msg, sizeof msg,
+             stop ? "asked %s to stop (it saves a checkpoint first)" : "resumed %s", j.name);
     say(a, 0, msg);
     tui_jobs_poke(a->jobs);
 }
@@ -224,9 +225,15 @@ int tui_jobs_action(tui_app *a, tui_action act)
             v->message[0] = '\0';
         }
         break;
-    case TUI_ACT_JOB_STOP: if (!v->picking) stop_or_resume(a, 1); break;
-    case TUI_ACT_JOB_RESUME: if (!v->picking) stop_or_resume(a, 0); break;
-    case TUI_ACT_JOB_OPEN: if (!v->picking) open_best(a); break;
+    case TUI_ACT_JOB_STOP:
+        if (!v->picking) stop_or_resume(a, 1);
+        break;
+    case TUI_ACT_JOB_RESUME:
+        if (!v->picking) stop_or_resume(a, 0);
+        break;
+    case TUI_ACT_JOB_OPEN:
+        if (!v->picking) open_best(a);
+        break;
     case TUI_ACT_JOB_PLOTS: v->plot_all = !v->plot_all; break;
     case TUI_ACT_JOB_LAUNCHER:
         if (v->have_sbatch) v->launcher = v->launcher == JOB_LOCAL ? JOB_SLURM : JOB_LOCAL;
@@ -243,7 +250,8 @@ void tui_jobs_char(tui_app *a, int ch)
     tui_jobs *v = a->jobs;
     if (typing(v)) {
         size_t n = strlen(v->path);
-        if (ch >= 0x20 && ch < 0x7f && n + 1 < sizeof v->path) v->path[n] = (char)ch, v->path[n + 1] = '\0';
+        if (ch >= 0x20 && ch < 0x7f && n + 1 < sizeof v->path)
+            v->path[n] = (char)ch, v->path[n + 1] = '\0';
         a->dirty = 1;
         return;
     }

@@ -21,7 +21,7 @@
 typedef struct {
     double *step, *loss, *elapsed; /* (n_train) train records */
     size_t n_train;
-    double *valid_step, *bleu;     /* (n_valid) validations with a BLEU */
+    double *valid_step, *bleu; /* (n_valid) validations with a BLEU */
     size_t n_valid;
 } tui_job_curves;
 
@@ -60,27 +60,27 @@ typedef struct {
 
 typedef struct {
     /* the UI thread's */
-    tui_job_run *runs;    /* (n_runs) the latest snapshot, sorted by name */
+    tui_job_run *runs; /* (n_runs) the latest snapshot, sorted by name */
     size_t n_runs;
     char list_error[512]; /* runs/ could not be listed */
-    int sel;              /* the highlighted run */
-    int plot_all;         /* 1: every run's curves overlaid, 0: the highlighted run's */
+    int sel; /* the highlighted run */
+    int plot_all; /* 1: every run's curves overlaid, 0: the highlighted run's */
     job_launcher launcher;
-    int have_sbatch;      /* sbatch is on PATH: s/l choose the launcher */
-    int picking;          /* the config picker is open */
-    char **configs;       /* (n_configs) scripts/train/ *.lua */
+    int have_sbatch; /* sbatch is on PATH: s/l choose the launcher */
+    int picking; /* the config picker is open */
+    char **configs; /* (n_configs) scripts/train/ *.lua */
     int n_configs;
-    int config_sel;       /* 0: the typed path, i > 0: configs[i - 1] */
-    char path[512];       /* the typed config path */
-    char message[600];    /* the last action's outcome (a config error, "launched ...") */
+    int config_sel; /* 0: the typed path, i > 0: configs[i - 1] */
+    char path[512]; /* the typed config path */
+    char message[600]; /* the last action's outcome (a config error, "launched ...") */
     int message_is_error;
 
     /* the watcher thread's, guarded by mu */
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t wake;
-    int stop, now;        /* stop the thread; refresh now (after an action) */
-    tui_job_run *fresh;   /* (n_fresh) a snapshot the UI has not taken yet */
+    int stop, now; /* stop the thread; refresh now (after an action) */
+    tui_job_run *fresh; /* (n_fresh) a snapshot the UI has not taken yet */
     size_t n_fresh;
     int have_fresh;
     char fresh_error[512];

@@ -15,7 +15,7 @@
 /* What the thread remembers of a run between looks. */
 typedef struct {
     char name[128];
-    long offset;          /* bytes of log.jsonl read */
+    long offset; /* bytes of log.jsonl read */
     tui_job_curves curves;
     size_t cap_train, cap_valid;
 } watched;

@@ -12,10 +12,10 @@
 
 #include <stddef.h>
 
-#define TUI_CTRL(c) ((c) & 0x1f)
+#define TUI_CTRL(c) ((c)&0x1f)
 #define TUI_ESC 27
-#define TUI_FKEY(k) ((k) | 0x1000000)   /* a curses KEY_* code */
-#define TUI_IS_FKEY(k) (((k) & 0x1000000) != 0)
+#define TUI_FKEY(k) ((k) | 0x1000000) /* a curses KEY_* code */
+#define TUI_IS_FKEY(k) (((k)&0x1000000) != 0)
 #define TUI_MOUSE_CLICK 0x2000001
 #define TUI_MOUSE_WHEEL_UP 0x2000002
 #define TUI_MOUSE_WHEEL_DOWN 0x2000003
@@ -27,14 +27,14 @@ typedef enum {
     TUI_ACT_LOG,
     TUI_ACT_FOCUS_NEXT,
     TUI_ACT_FOCUS_PREV,
-    TUI_ACT_FOCUS_AT,     /* the pane (or editor) under the mouse */
+    TUI_ACT_FOCUS_AT, /* the pane (or editor) under the mouse */
     TUI_ACT_TRANSLATE,
-    TUI_ACT_SAVE,         /* write the source and every pane's translation to files */
+    TUI_ACT_SAVE, /* write the source and every pane's translation to files */
     TUI_ACT_BEAM,
-    TUI_ACT_LANGUAGE,     /* the editor writes the next source language of the panes */
+    TUI_ACT_LANGUAGE, /* the editor writes the next source language of the panes */
     TUI_ACT_PICKER,
     TUI_ACT_CONSOLE,
-    TUI_ACT_CONSOLE_TALLER,    /* the console's height, a step at a time (ui.console{height=}) */
+    TUI_ACT_CONSOLE_TALLER, /* the console's height, a step at a time (ui.console{height=}) */
     TUI_ACT_CONSOLE_SHORTER,
     TUI_ACT_CONSOLE_TRACEBACK, /* the console: the last error's traceback */
     TUI_ACT_THEME,
@@ -43,17 +43,17 @@ typedef enum {
     TUI_ACT_HEAT_LAYER,
     TUI_ACT_HEAT_HEAD,
     TUI_ACT_HEAT_NORM,
-    TUI_ACT_HEAT_METHOD,   /* the attribution map's method */
+    TUI_ACT_HEAT_METHOD, /* the attribution map's method */
     TUI_ACT_HEAT_CONTRAST, /* the attribution map's contrast token */
-    TUI_ACT_CURSOR_LEFT,  /* heatmap: move the cursor a column / a row */
+    TUI_ACT_CURSOR_LEFT, /* heatmap: move the cursor a column / a row */
     TUI_ACT_CURSOR_RIGHT,
     TUI_ACT_CURSOR_UP,
     TUI_ACT_CURSOR_DOWN,
-    TUI_ACT_ZOOM,         /* the focused pane over the whole screen, and back */
-    TUI_ACT_HEAT_EXPORT,  /* the heatmap as SVG, PNG and CSV files */
+    TUI_ACT_ZOOM, /* the focused pane over the whole screen, and back */
+    TUI_ACT_HEAT_EXPORT, /* the heatmap as SVG, PNG and CSV files */
     TUI_ACT_REDRAW,
     TUI_ACT_CLOSE,
-    TUI_ACT_CHOOSE,       /* overlay: act on the highlighted line */
+    TUI_ACT_CHOOSE, /* overlay: act on the highlighted line */
     TUI_ACT_SCROLL_UP,
     TUI_ACT_SCROLL_DOWN,
     TUI_ACT_PAGE_UP,
@@ -68,24 +68,24 @@ typedef enum {
     TUI_ACT_HOME,
     TUI_ACT_END,
     TUI_ACT_CLEAR,
-    TUI_ACT_JOBS,         /* open or close the jobs view */
-    TUI_ACT_JOB_NEW,      /* jobs view: the config picker */
+    TUI_ACT_JOBS, /* open or close the jobs view */
+    TUI_ACT_JOB_NEW, /* jobs view: the config picker */
     TUI_ACT_JOB_STOP,
     TUI_ACT_JOB_RESUME,
-    TUI_ACT_JOB_OPEN,     /* the highlighted run's best bundle in a model pane */
-    TUI_ACT_JOB_PLOTS,    /* plot the highlighted run or every run */
+    TUI_ACT_JOB_OPEN, /* the highlighted run's best bundle in a model pane */
+    TUI_ACT_JOB_PLOTS, /* plot the highlighted run or every run */
     TUI_ACT_JOB_LAUNCHER, /* local or slurm */
 } tui_action;
 
 /* Where a binding applies: the context of the key is one of these bits. */
 enum {
     TUI_IN_EDITOR = 1,
-    TUI_IN_PANE = 2,     /* a model pane showing its translation */
-    TUI_IN_HEATMAP = 4,  /* a model pane showing its heatmap */
-    TUI_IN_OVERLAY = 8,  /* help or the bundle picker */
+    TUI_IN_PANE = 2, /* a model pane showing its translation */
+    TUI_IN_HEATMAP = 4, /* a model pane showing its heatmap */
+    TUI_IN_OVERLAY = 8, /* help or the bundle picker */
     TUI_IN_ANY = 15,
-    TUI_IN_JOBS = 16,    /* the jobs view (F11); the bindings for anywhere apply there too */
-    TUI_IN_LOG = 32,     /* the log (F2), focused with Tab */
+    TUI_IN_JOBS = 16, /* the jobs view (F11); the bindings for anywhere apply there too */
+    TUI_IN_LOG = 32, /* the log (F2), focused with Tab */
     TUI_IN_CONSOLE = 64, /* the console's own keys while it has the keyboard; the others go to
                           * its line editor, function keys to the workbench */
 };
@@ -97,8 +97,8 @@ typedef struct {
     unsigned where;
     tui_action action;
     const char *section; /* help section heading */
-    const char *help;    /* one line for F1 */
-    const char *hint;    /* short status-line label, or NULL when not hinted */
+    const char *help; /* one line for F1 */
+    const char *hint; /* short status-line label, or NULL when not hinted */
 } tui_binding;
 
 extern const tui_binding tui_bindings[];

@@ -3,7 +3,7 @@
 #include <string.h>
 
 enum {
-    EDITOR_MIN_H = 3,  /* border, one line, border */
+    EDITOR_MIN_H = 3, /* border, one line, border */
     EDITOR_MAX_LINES = 8,
     LOG_MIN_H = 4,
     CONSOLE_MIN_H = TUI_CONSOLE_MIN_ROWS,
@@ -65,7 +65,10 @@ int tui_layout_compute(tui_layout *out, int cols, int rows, int n_panes, int sho
 int tui_layout_compute_console(tui_layout *out, int cols, int rows, int n_panes, int show_log,
                                int show_console)
 {
-    tui_layout_in in = {.cols = cols, .rows = rows, .n_panes = n_panes, .show_log = show_log,
+    tui_layout_in in = {.cols = cols,
+                        .rows = rows,
+                        .n_panes = n_panes,
+                        .show_log = show_log,
                         .console_h = show_console ? TUI_CONSOLE_DEFAULT : 0};
     return tui_layout_compute_in(out, &in);
 }
@@ -88,7 +91,8 @@ int tui_layout_compute_in(tui_layout *out, const tui_layout_in *in)
     int log_h = in->show_log ? tui_clamp(rows / 4, LOG_MIN_H, 12) : 0;
     int console_h = in->console_h == TUI_CONSOLE_DEFAULT
                         ? tui_clamp(rows * 2 / 5, CONSOLE_MIN_H, CONSOLE_MAX_H)
-                        : in->console_h > 0 ? tui_clamp(in->console_h, CONSOLE_MIN_H, rows) : 0;
+                    : in->console_h > 0 ? tui_clamp(in->console_h, CONSOLE_MIN_H, rows)
+                                        : 0;
     /* more panes than fit even with nothing else beside them: a page of those that fit, the
      * one holding in->page_of */
     int n = out->n_panes, room = rows - 1 - EDITOR_MIN_H - (in->console_h ? CONSOLE_MIN_H : 0);

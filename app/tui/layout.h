@@ -14,28 +14,28 @@
 #ifndef MTLAB_TUI_LAYOUT_H
 #define MTLAB_TUI_LAYOUT_H
 
-#define TUI_MAX_PANES 12     /* open at once; those that do not fit show a page at a time */
-#define TUI_DEFAULT_PANES 4  /* opened from models/ when no -m is given */
+#define TUI_MAX_PANES 12 /* open at once; those that do not fit show a page at a time */
+#define TUI_DEFAULT_PANES 4 /* opened from models/ when no -m is given */
 #define TUI_MIN_COLS 40
 #define TUI_MIN_ROWS 12
 #define TUI_PANE_SIDE_MIN_W 30 /* narrower than this, panes stop sitting side by side */
 #define TUI_PANE_MIN_W 16
-#define TUI_PANE_MIN_H 3       /* border, one line of text, border */
+#define TUI_PANE_MIN_H 3 /* border, one line of text, border */
 
 typedef struct {
     int y, x, h, w; /* top-left corner and size in cells; h = 0 means absent */
 } tui_rect;
 
 typedef struct {
-    int too_small;   /* 1: the terminal is below the minimum; only `message` is drawn */
+    int too_small; /* 1: the terminal is below the minimum; only `message` is drawn */
     int cols, rows;
     tui_rect editor; /* bordered source editor */
     tui_rect panes[TUI_MAX_PANES]; /* h = 0 for a pane on another page */
     int n_panes;
     int first_shown, n_shown; /* the page: panes [first_shown, first_shown + n_shown) */
     int grid_cols, grid_rows;
-    tui_rect empty;  /* with no panes: where the empty-state message goes */
-    tui_rect log;    /* h = 0 when hidden (or when there is no room for it) */
+    tui_rect empty; /* with no panes: where the empty-state message goes */
+    tui_rect log; /* h = 0 when hidden (or when there is no room for it) */
     tui_rect console; /* the Lua console: h = 0 when closed (or when there is no room) */
     tui_rect status; /* the last line */
     tui_rect overlay; /* a centred box for help and the bundle picker */
@@ -46,12 +46,12 @@ typedef struct {
 
 /* What the layout is computed from. */
 typedef struct {
-    int cols, rows;   /* the terminal */
-    int n_panes;      /* 0..TUI_MAX_PANES model panes */
+    int cols, rows; /* the terminal */
+    int n_panes; /* 0..TUI_MAX_PANES model panes */
     int show_log;
-    int console_h;    /* 0: closed; TUI_CONSOLE_DEFAULT; else the rows asked for it */
+    int console_h; /* 0: closed; TUI_CONSOLE_DEFAULT; else the rows asked for it */
     int editor_lines; /* the rows the editor's text takes wrapped (0: as many as allowed) */
-    int page_of;      /* a pane of the page to show when not all panes fit (the focused one) */
+    int page_of; /* a pane of the page to show when not all panes fit (the focused one) */
 } tui_layout_in;
 
 /* Fill out for the input: the editor as tall as its text (one to eight lines, at most a

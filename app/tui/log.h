@@ -13,14 +13,14 @@
 typedef enum { TUI_LOG_INFO, TUI_LOG_WARN, TUI_LOG_ERROR } tui_log_level;
 
 typedef struct {
-    char *text;           /* "12:03:44 loaded models/mamba (mamba, 7.52M params, cpu)" */
+    char *text; /* "12:03:44 loaded models/mamba (mamba, 7.52M params, cpu)" */
     tui_log_level level;
 } tui_log_line;
 
 typedef struct {
     tui_log_line lines[TUI_LOG_LINES];
-    int first, n;         /* the oldest line and how many there are */
-    unsigned long added;  /* lines ever added (the view follows the newest) */
+    int first, n; /* the oldest line and how many there are */
+    unsigned long added; /* lines ever added (the view follows the newest) */
 } tui_log;
 
 void tui_log_init(tui_log *l);

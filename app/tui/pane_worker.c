@@ -114,9 +114,16 @@ tui_worker *tui_worker_start(int pane_id, const char *bundle_dir, const char *de
     w->pane_id = pane_id;
     w->q = q;
     mt_worker_sink sink = {
-        .user = w, .loaded = on_loaded, .load_failed = on_load_failed, .partial = on_partial,
-        .final = on_final, .done = on_done, .failed = on_failed, .probe = on_probe,
-        .probe_failed = on_probe_failed, .attribution = on_attribution,
+        .user = w,
+        .loaded = on_loaded,
+        .load_failed = on_load_failed,
+        .partial = on_partial,
+        .final = on_final,
+        .done = on_done,
+        .failed = on_failed,
+        .probe = on_probe,
+        .probe_failed = on_probe_failed,
+        .attribution = on_attribution,
         .attribution_failed = on_attribution_failed,
     };
     w->engine = mt_worker_start(bundle_dir, device, runner_flags, PARTIAL_INTERVAL_S, &sink);
@@ -130,8 +137,12 @@ tui_worker *tui_worker_start(int pane_id, const char *bundle_dir, const char *de
 void tui_worker_submit(tui_worker *w, unsigned long request, char **texts, int n, int beam,
                        int threads, int probe_segment)
 {
-    mt_worker_request req = {.id = request, .texts = texts, .n = n, .beam = beam,
-                             .threads = threads, .probe_text = probe_segment};
+    mt_worker_request req = {.id = request,
+                             .texts = texts,
+                             .n = n,
+                             .beam = beam,
+                             .threads = threads,
+                             .probe_text = probe_segment};
     mt_worker_submit(w->engine, &req);
 }
 

@@ -50,14 +50,15 @@ static void report(char *problem, size_t plen, const char *fmt, ...)
     va_end(ap);
 }
 
-int tui_default_bundles(char ***dirs, const char *where, char *models_dir, size_t len, char *problem,
-                        size_t plen)
+int tui_default_bundles(char ***dirs, const char *where, char *models_dir, size_t len,
+                        char *problem, size_t plen)
 {
     char root[PATH_MAX];
     *dirs = NULL;
     if (problem && plen) problem[0] = 0;
     if (where) snprintf(root, sizeof root, "%s", where);
-    else if (cli_find_resource("models", root, sizeof root) != 0) snprintf(root, sizeof root, "models");
+    else if (cli_find_resource("models", root, sizeof root) != 0)
+        snprintf(root, sizeof root, "models");
     if (models_dir) snprintf(models_dir, len, "%s", root);
     DIR *d = opendir(root);
     if (!d) return 0;
@@ -94,7 +95,8 @@ int tui_default_bundles(char ***dirs, const char *where, char *models_dir, size_
             memmove(*dirs + front + 1, *dirs + front, (k - front) * sizeof **dirs);
             (*dirs)[front++] = moved;
         } else {
-            report(problem, plen, "%s:%zu names '%s', which is not a bundle there (or is listed twice)",
+            report(problem, plen,
+                   "%s:%zu names '%s', which is not a bundle there (or is listed twice)",
                    order_path, i + 1, name);
         }
     }
@@ -126,13 +128,15 @@ int tui_bundle_path(const char *typed, char *out, size_t len)
         else snprintf(path, sizeof path, ".");
     } else if (!S_ISDIR(st.st_mode)) {
         return mt_error("%s: not a directory (a model bundle is a directory with config.json, "
-                        "model.safetensors and tokenizer.model)", path);
+                        "model.safetensors and tokenizer.model)",
+                        path);
     }
     char config[PATH_MAX + 16];
     snprintf(config, sizeof config, "%s/config.json", path);
     if (stat(config, &st) != 0 || !S_ISREG(st.st_mode))
         return mt_error("%s: no config.json there, so it is no model bundle (one holds "
-                        "config.json, model.safetensors and tokenizer.model)", path);
+                        "config.json, model.safetensors and tokenizer.model)",
+                        path);
     snprintf(out, len, "%s", path);
     return 0;
 }
@@ -188,7 +192,8 @@ static void open_typed(tui_app *a)
             tui_notice(a, "%s", mt_last_error());
             return;
         }
-        tui_notice(a, "references: %zu lines from %s, scored in every pane", a->refs.n, a->picker_path);
+        tui_notice(a, "references: %zu lines from %s, scored in every pane", a->refs.n,
+                   a->picker_path);
         tui_picker_free(a);
         a->overlay = TUI_OVERLAY_NONE;
         return;
@@ -243,5 +248,6 @@ void tui_picker_choose(tui_app *a)
             tui_pane_remove(a, i);
             return;
         }
-    if (tui_pane_add(a, dir, a->default_device, a->default_precision) != 0) tui_notice(a, "%s", mt_last_error());
+    if (tui_pane_add(a, dir, a->default_device, a->default_precision) != 0)
+        tui_notice(a, "%s", mt_last_error());
 }

@@ -5,8 +5,8 @@
 #include "mtlab/error.h"
 #include "tui/app.h"
 
-int tui_ref_scores(const char *const *hyps, const unsigned char *final, int n, const mt_text_lines *refs,
-                   tui_ref_score *seg, tui_ref_score *total)
+int tui_ref_scores(const char *const *hyps, const unsigned char *final, int n,
+                   const mt_text_lines *refs, tui_ref_score *seg, tui_ref_score *total)
 {
     mt_bleu_opts bo = mt_bleu_defaults();
     mt_chrf_opts co = mt_chrf_defaults();
@@ -48,7 +48,8 @@ int tui_refs_load(tui_app *a, const char *path)
     a->refs = t;
     free(a->refs_path);
     a->refs_path = mt_xstrdup(path);
-    tui_log_add(&a->log, TUI_LOG_INFO, "references: %zu lines from %s, scored in every pane", t.n, path);
+    tui_log_add(&a->log, TUI_LOG_INFO, "references: %zu lines from %s, scored in every pane", t.n,
+                path);
     a->dirty = 1;
     return 0;
 }

@@ -8,14 +8,14 @@
 #include "mtlab/metrics.h"
 
 typedef struct {
-    int scored;          /* 1 when the segment was scored (finished, with a reference line) */
-    double bleu, chrf;   /* sacrebleu.sentence_bleu / sentence_chrf, 0..100 */
+    int scored; /* 1 when the segment was scored (finished, with a reference line) */
+    double bleu, chrf; /* sacrebleu.sentence_bleu / sentence_chrf, 0..100 */
 } tui_ref_score;
 
 /* Score hyps[0..n) (NULL: none yet; final[i] 0: unfinished, not scored) against refs: seg[i]
  * for each segment, *total the corpus scores of the segments scored (total->scored: how many).
  * 0, or -1 on invalid UTF-8 (the message names the segment). */
-int tui_ref_scores(const char *const *hyps, const unsigned char *final, int n, const mt_text_lines *refs,
-                   tui_ref_score *seg, tui_ref_score *total);
+int tui_ref_scores(const char *const *hyps, const unsigned char *final, int n,
+                   const mt_text_lines *refs, tui_ref_score *seg, tui_ref_score *total);
 
 #endif

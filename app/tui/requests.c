@@ -90,7 +90,8 @@ int tui_pane_add(tui_app *a, const char *dir, const char *device, int precision)
     }
     a->panes[a->n_panes++] = p;
     tui_log_add(&a->log, TUI_LOG_INFO, "loading %s on %s%s%s", dir, device ? device : "cpu",
-                precision ? " in " : "", precision ? mt_precision_name(mt_runner_precision((unsigned)precision)) : "");
+                precision ? " in " : "",
+                precision ? mt_precision_name(mt_runner_precision((unsigned)precision)) : "");
     a->relayout = 1;
     return 0;
 }
@@ -191,8 +192,8 @@ int tui_pane_segment(const tui_pane *p, int k)
 
 /* Send segments segs[0..m) of a->sent to the pane's worker under request (probe: the one whose
  * probes to record, or -1). */
-static void send_to_worker(tui_app *a, tui_pane *p, unsigned long request, const int *segs,
-                           int m, int probe)
+static void send_to_worker(tui_app *a, tui_pane *p, unsigned long request, const int *segs, int m,
+                           int probe)
 {
     char **texts = mt_xmalloc((size_t)m * sizeof *texts);
     free(p->worker_seg);
@@ -241,8 +242,8 @@ static void submit(tui_app *a, tui_pane *p, unsigned long request)
      * worker attributes only the translations of its last request (asked when it is done) */
     int *misses = mt_xmalloc((size_t)n * sizeof *misses), m = 0;
     for (int i = 0; i < n; i++) {
-        const char *hit = i == map ? NULL : tui_cache_get(&a->cache, p->model_key, p->mode,
-                                                          a->sent.texts[i]);
+        const char *hit =
+            i == map ? NULL : tui_cache_get(&a->cache, p->model_key, p->mode, a->sent.texts[i]);
         if (hit) {
             p->hyps[i] = mt_xstrdup(hit);
             p->final[i] = 1;

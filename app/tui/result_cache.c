@@ -6,11 +6,11 @@
 #include "mtlab/error.h"
 
 struct tui_cache_entry {
-    char *key;                 /* (key_len) model NUL mode NUL text */
+    char *key; /* (key_len) model NUL mode NUL text */
     size_t key_len;
     char *value;
     uint64_t hash;
-    tui_cache_entry *chain;    /* next in the bucket */
+    tui_cache_entry *chain; /* next in the bucket */
     tui_cache_entry *newer, *older;
 };
 

@@ -19,7 +19,7 @@ typedef struct {
     tui_cache_entry **buckets; /* (n_buckets) chains by hash */
     size_t n_buckets;
     tui_cache_entry *newest, *oldest; /* the recency list */
-    size_t n, bytes;           /* entries held and their bytes (keys and values) */
+    size_t n, bytes; /* entries held and their bytes (keys and values) */
     size_t max_entries, max_bytes;
     size_t hits, misses, evictions;
 } tui_result_cache;

@@ -13,8 +13,10 @@
 static int put_field(FILE *f, const char *s)
 {
     for (; s && *s; s++) {
-        int r = *s == '\t' ? fputs("\\t", f) : *s == '\n' ? fputs("\\n", f)
-              : *s == '\\' ? fputs("\\\\", f) : fputc(*s, f);
+        int r = *s == '\t'   ? fputs("\\t", f)
+                : *s == '\n' ? fputs("\\n", f)
+                : *s == '\\' ? fputs("\\\\", f)
+                             : fputc(*s, f);
         if (r == EOF) return -1;
     }
     return 0;
@@ -27,10 +29,11 @@ typedef struct {
     const char *name;
     size_t len;
     mt_entity_fate fate;
-    const char *form;  /* MT_ENTITY_TRANSLATED: the lexicon form found */
+    const char *form; /* MT_ENTITY_TRANSLATED: the lexicon form found */
 } verdict;
 
-static size_t verdicts(const tui_save_entities *e, const char *src, int i, const char *hyp, verdict **out)
+static size_t verdicts(const tui_save_entities *e, const char *src, int i, const char *hyp,
+                       verdict **out)
 {
     size_t n = e->n_spans[i], k = 0;
     *out = mt_xcalloc(n ? n : 1, sizeof **out);
@@ -38,7 +41,8 @@ static size_t verdicts(const tui_save_entities *e, const char *src, int i, const
         const mt_text_span *sp = &e->spans[i][s];
         verdict v = {src + sp->start, sp->end - sp->start, MT_ENTITY_DROPPED, NULL};
         int seen = 0;
-        for (size_t j = 0; j < k; j++) seen |= (*out)[j].len == v.len && !memcmp((*out)[j].name, v.name, v.len);
+        for (size_t j = 0; j < k; j++)
+            seen |= (*out)[j].len == v.len && !memcmp((*out)[j].name, v.name, v.len);
         if (seen) continue;
         v.fate = mt_entity_fate_in(hyp, v.name, v.len, e->lexicon, &v.form);
         (*out)[k++] = v;
@@ -47,7 +51,8 @@ static size_t verdicts(const tui_save_entities *e, const char *src, int i, const
 }
 
 /* "translated Dios→God; dropped Aarón" */
-static int put_verdicts(FILE *f, const tui_save_entities *e, const char *src, int i, const char *hyp)
+static int put_verdicts(FILE *f, const tui_save_entities *e, const char *src, int i,
+                        const char *hyp)
 {
     if (!hyp) return 0;
     verdict *v;
@@ -71,7 +76,8 @@ static int write_tsv(FILE *f, char *const *sources, int n, const tui_save_column
     for (int c = 0; c < n_cols; c++) {
         bad |= fputc('\t', f) == EOF || put_field(f, cols[c].name) || fputs(" (", f) == EOF ||
                put_field(f, cols[c].search) || fputc(')', f) == EOF;
-        if (ents) bad |= fputc('\t', f) == EOF || put_field(f, cols[c].name) || fputs(" names", f) == EOF;
+        if (ents)
+            bad |= fputc('\t', f) == EOF || put_field(f, cols[c].name) || fputs(" names", f) == EOF;
     }
     bad |= fputc('\n', f) == EOF;
     for (int i = 0; i < n && !bad; i++) {
@@ -90,9 +96,10 @@ static int write_tsv(FILE *f, char *const *sources, int n, const tui_save_column
 static json_t *stats_json(const tui_save_stats *st)
 {
     if (!st->have) return json_null();
-    return json_pack("{s:f, s:I, s:f, s:I, s:I}", "seconds", st->seconds, "tokens", (json_int_t)st->tokens,
-                     "tokens_per_s", st->seconds > 0 ? (double)st->tokens / st->seconds : 0.0,
-                     "model_state_bytes", (json_int_t)st->model_state_bytes, "working_set_bytes",
+    return json_pack("{s:f, s:I, s:f, s:I, s:I}", "seconds", st->seconds, "tokens",
+                     (json_int_t)st->tokens, "tokens_per_s",
+                     st->seconds > 0 ? (double)st->tokens / st->seconds : 0.0, "model_state_bytes",
+                     (json_int_t)st->model_state_bytes, "working_set_bytes",
                      (json_int_t)st->working_set_bytes);
 }
 
@@ -129,7 +136,8 @@ static int write_jsonl(FILE *f, char *const *sources, int n, const tui_save_colu
             json_object_set_new(o, "search", json_string(col->search));
             json_object_set_new(o, "translation", have ? json_string(col->hyps[i]) : json_null());
             json_object_set_new(o, "finished", json_boolean(have && col->final[i]));
-            if (ents && have) json_object_set_new(o, "names", names_json(ents, sources[i], i, col->hyps[i]));
+            if (ents && have)
+                json_object_set_new(o, "names", names_json(ents, sources[i], i, col->hyps[i]));
             json_object_set_new(o, "request", stats_json(&col->stats));
             json_array_append_new(outs, o);
         }
@@ -145,7 +153,8 @@ static int write_jsonl(FILE *f, char *const *sources, int n, const tui_save_colu
 int tui_write_translations(FILE *tsv, FILE *jsonl, char *const *sources, int n,
                            const tui_save_column *cols, int n_cols, const tui_save_entities *ents)
 {
-    if (write_tsv(tsv, sources, n, cols, n_cols, ents) || write_jsonl(jsonl, sources, n, cols, n_cols, ents))
+    if (write_tsv(tsv, sources, n, cols, n_cols, ents) ||
+        write_jsonl(jsonl, sources, n, cols, n_cols, ents))
         return mt_error("writing the translations failed: %s", strerror(errno));
     return 0;
 }

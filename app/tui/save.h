@@ -11,20 +11,20 @@
 
 /* A pane's figures for its last request (all its segments), as the pane shows them. */
 typedef struct {
-    int have;                  /* 0: none yet (written as null) */
+    int have; /* 0: none yet (written as null) */
     double seconds;
     size_t tokens;
-    size_t model_state_bytes;  /* the model's state of one sentence (KV cache, SSM state) */
-    size_t working_set_bytes;  /* decoding's working set, caches included */
+    size_t model_state_bytes; /* the model's state of one sentence (KV cache, SSM state) */
+    size_t working_set_bytes; /* decoding's working set, caches included */
 } tui_save_stats;
 
 /* One pane's column. */
 typedef struct {
-    const char *name;          /* the pane's title name */
-    const char *dir;           /* its bundle directory */
-    const char *search;        /* "greedy", "beam 5" */
-    char *const *hyps;         /* (n_hyps) its translation of each segment (NULL: none yet) */
-    const unsigned char *final;/* (n_hyps) 1 when that translation had finished */
+    const char *name; /* the pane's title name */
+    const char *dir; /* its bundle directory */
+    const char *search; /* "greedy", "beam 5" */
+    char *const *hyps; /* (n_hyps) its translation of each segment (NULL: none yet) */
+    const unsigned char *final; /* (n_hyps) 1 when that translation had finished */
     int n_hyps;
     tui_save_stats stats;
 } tui_save_column;
@@ -33,7 +33,7 @@ typedef struct {
  * (marks.h: copied, translated with the lexicon's form, dropped). */
 typedef struct {
     const mt_text_span *const *spans; /* (n) each segment's names */
-    const size_t *n_spans;            /* (n) */
+    const size_t *n_spans; /* (n) */
     const mt_entity_lexicon *lexicon; /* may be NULL */
 } tui_save_entities;
 

@@ -11,8 +11,8 @@
 #include "tui/theme_curses.h"
 
 typedef struct {
-    char *text;      /* (len + 1), NUL-terminated */
-    uint8_t *style;  /* (len) tui_meaning of each byte */
+    char *text; /* (len + 1), NUL-terminated */
+    uint8_t *style; /* (len) tui_meaning of each byte */
     size_t len, cap;
 } tui_styled;
 

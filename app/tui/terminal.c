@@ -31,8 +31,8 @@ volatile sig_atomic_t tui_quit_signal;
 volatile sig_atomic_t tui_resize_signal;
 
 /* What the crash handler needs, set before curses starts. */
-static int saved_stderr = -1;           /* the real stderr while fd 2 is the capture file */
-static char capture_path[64];           /* the capture file ("" when none) */
+static int saved_stderr = -1; /* the real stderr while fd 2 is the capture file */
+static char capture_path[64]; /* the capture file ("" when none) */
 static struct termios saved_tio;
 static int have_tio;
 static SCREEN *screen;
@@ -108,11 +108,11 @@ static void restore_terminal(const char *why)
 
 static void on_crash(int sig)
 {
-    restore_terminal(sig == SIGSEGV   ? "crashed (segmentation fault)"
-                     : sig == SIGBUS  ? "crashed (bus error)"
-                     : sig == SIGFPE  ? "crashed (arithmetic exception)"
-                     : sig == SIGILL  ? "crashed (illegal instruction)"
-                                      : "crashed (abort)");
+    restore_terminal(sig == SIGSEGV  ? "crashed (segmentation fault)"
+                     : sig == SIGBUS ? "crashed (bus error)"
+                     : sig == SIGFPE ? "crashed (arithmetic exception)"
+                     : sig == SIGILL ? "crashed (illegal instruction)"
+                                     : "crashed (abort)");
     raise(sig);
 }
 
@@ -124,7 +124,10 @@ static void on_exit_unrestored(void)
 }
 
 #ifdef TUI_ASAN
-static void on_sanitizer_death(void) { restore_terminal("was stopped by a sanitizer (its report follows)"); }
+static void on_sanitizer_death(void)
+{
+    restore_terminal("was stopped by a sanitizer (its report follows)");
+}
 #endif
 
 /* The signals on_crash takes: under ASan, the sanitizer keeps those it reports. */

@@ -11,10 +11,10 @@
 
 typedef struct {
     tui_color_level level;
-    int heat_levels;      /* colour steps of the heat scale; 0: glyph shading only */
+    int heat_levels; /* colour steps of the heat scale; 0: glyph shading only */
     short pair[TUI_N_MEANINGS];
     attr_t attr[TUI_N_MEANINGS];
-    short heat_fg0;       /* pair of level i on the text background: heat_fg0 + i */
+    short heat_fg0; /* pair of level i on the text background: heat_fg0 + i */
     attr_t heat_fg_attr[TUI_HEAT_LEVELS_MAX]; /* bold for bright colours on 8-colour terminals */
 } tui_palette;
 

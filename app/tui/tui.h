@@ -10,22 +10,22 @@ typedef struct {
     const char *dirs[TUI_MAX_PANES]; /* bundle directories, one pane each */
     const char *devices[TUI_MAX_PANES]; /* the device of each: the --device before it (NULL: cpu) */
     int n_dirs;
-    const char *device;     /* the last --device given: later bundles and the picker (NULL: cpu) */
+    const char *device; /* the last --device given: later bundles and the picker (NULL: cpu) */
     int precision[TUI_MAX_PANES]; /* how the linear layers of that pane's model run (runner
                                    * flags: 0, MT_RUNNER_INT8, MT_RUNNER_BF16; the
                                    * --precision before its -m) */
-    int precision_flags;    /* the last --precision given: later bundles and the picker */
-    const char *theme;      /* a name in themes/ or a file path; NULL: the default */
-    int beam;               /* 1: greedy (default), else beam search with this many beams */
-    int ascii;              /* ASCII glyphs even in a UTF-8 locale */
+    int precision_flags; /* the last --precision given: later bundles and the picker */
+    const char *theme; /* a name in themes/ or a file path; NULL: the default */
+    int beam; /* 1: greedy (default), else beam search with this many beams */
+    int ascii; /* ASCII glyphs even in a UTF-8 locale */
     int no_mouse;
     const char *models_root; /* where the picker looks for bundles (NULL: models/) */
     const char *empty_hint; /* shown when no pane is open */
-    const char *warning;    /* logged as a warning at start (NULL: none) */
-    const char *script;     /* a Lua file the console runs at start (NULL: none) */
-    const char *refs;       /* reference lines for the segments (--refs; NULL: none) */
-    const char *comet;      /* a COMET model (mtlab/comet.h) scoring each segment against its
-                             * reference beside BLEU and chrF (--comet DIR; NULL: none) */
+    const char *warning; /* logged as a warning at start (NULL: none) */
+    const char *script; /* a Lua file the console runs at start (NULL: none) */
+    const char *refs; /* reference lines for the segments (--refs; NULL: none) */
+    const char *comet; /* a COMET model (mtlab/comet.h) scoring each segment against its
+                        * reference beside BLEU and chrF (--comet DIR; NULL: none) */
 } tui_options;
 
 /* The bundles (directories holding a config.json) in root, or when root is NULL in the

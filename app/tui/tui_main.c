@@ -30,11 +30,13 @@ static void load_entity_lexicon(tui_app *a, const char *dir)
 {
     char path[PATH_MAX];
     struct stat st;
-    if (a->lexicon || snprintf(path, sizeof path, "%s/entity_lexicon.tsv", dir) >= (int)sizeof path ||
+    if (a->lexicon ||
+        snprintf(path, sizeof path, "%s/entity_lexicon.tsv", dir) >= (int)sizeof path ||
         stat(path, &st) != 0)
         return;
     a->lexicon = mt_entity_lexicon_read(path);
-    if (a->lexicon) tui_log_add(&a->log, TUI_LOG_INFO, "entity names and translations from %s", path);
+    if (a->lexicon)
+        tui_log_add(&a->log, TUI_LOG_INFO, "entity names and translations from %s", path);
     else tui_log_add(&a->log, TUI_LOG_WARN, "%s", mt_last_error());
 }
 
@@ -53,7 +55,8 @@ static void paste_append(tui_app *a, int byte)
 
 static void replaced_notice(tui_app *a, size_t replaced, const char *where)
 {
-    tui_notice(a, "%zu invalid byte%s in the %s replaced by U+FFFD (\xEF\xBF\xBD); the rest is kept",
+    tui_notice(a,
+               "%zu invalid byte%s in the %s replaced by U+FFFD (\xEF\xBF\xBD); the rest is kept",
                replaced, replaced == 1 ? "" : "s", where);
 }
 
@@ -66,8 +69,7 @@ static void paste_finish(tui_app *a)
         tui_notice(a, "paste capped: %zu of %zu bytes did not fit (the editor holds %d KiB)%s",
                    dropped, a->paste_total, TUI_EDITOR_MAX_BYTES / 1024,
                    replaced ? "; invalid bytes became U+FFFD" : "");
-    else if (replaced > 0)
-        replaced_notice(a, replaced, "paste");
+    else if (replaced > 0) replaced_notice(a, replaced, "paste");
     tui_log_add(&a->log, TUI_LOG_INFO, "pasted %zu bytes", a->paste_total);
     a->pasting = 0;
     a->paste_len = a->paste_total = 0;
@@ -137,7 +139,8 @@ static int anything_moving(const tui_app *a)
 {
     for (int i = 0; i < a->n_panes; i++) {
         const tui_pane *p = a->panes[i];
-        if (p->busy || p->probe_pending || p->attr_pending || (!p->loaded && !p->load_error)) return 1;
+        if (p->busy || p->probe_pending || p->attr_pending || (!p->loaded && !p->load_error))
+            return 1;
     }
     return 0;
 }
@@ -268,13 +271,13 @@ int tui_run(const tui_options *o)
     tui_color_level level = tui_start_colors();
     tui_palette_build(&a->palette, &a->theme, level);
     tui_log_add(&a->log, TUI_LOG_INFO, "mtlab workbench: theme %s, %s, %s", a->theme.name,
-                tui_color_level_name(level),
-                a->utf8 && !a->ascii ? "UTF-8" : "ASCII glyphs");
+                tui_color_level_name(level), a->utf8 && !a->ascii ? "UTF-8" : "ASCII glyphs");
     if (index < 0) tui_log_add(&a->log, TUI_LOG_WARN, "no themes/ directory found: plain look");
     if (o->warning) tui_log_add(&a->log, TUI_LOG_WARN, "%s", o->warning);
     for (int i = 0; i < o->n_dirs; i++) {
         load_entity_lexicon(a, o->dirs[i]);
-        if (tui_pane_add(a, o->dirs[i], o->devices[i], o->precision[i]) != 0) tui_log_add(&a->log, TUI_LOG_ERROR, "%s", mt_last_error());
+        if (tui_pane_add(a, o->dirs[i], o->devices[i], o->precision[i]) != 0)
+            tui_log_add(&a->log, TUI_LOG_ERROR, "%s", mt_last_error());
     }
     a->relayout = 1;
     if (o->script) tui_console_run_file(a, o->script);

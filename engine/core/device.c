@@ -20,7 +20,8 @@ const mt_backend *mt_backend_for(const char *device, int bf16_gemm)
             errno = 0;
             index = strtol(device + 5, &end, 10);
             if (errno || end == device + 5 || *end || index < 0 || index > 255) {
-                mt_error("device '%s': expected cuda:N with N a device number such as cuda:0", device);
+                mt_error("device '%s': expected cuda:N with N a device number such as cuda:0",
+                         device);
                 return NULL;
             }
         }
@@ -49,7 +50,8 @@ static struct {
     int (*device_name)(int index, char *out, size_t out_len);
     const struct mt_backend *(*backend)(int index, int bf16_gemm, char *why, size_t why_len);
     /* optional: NULL in a backend built before the NCCL collectives */
-    struct mt_collective *(*collective_nccl)(struct mt_collective *host, int index, char *why, size_t why_len);
+    struct mt_collective *(*collective_nccl)(struct mt_collective *host, int index, char *why,
+                                             size_t why_len);
     char why[768]; /* why it did not load ("" when it did) */
 } cuda_so;
 static pthread_once_t cuda_so_once = PTHREAD_ONCE_INIT;
@@ -84,8 +86,8 @@ static void load_cuda_so(void)
         if (!h) h = open_cuda_so(MTLAB_CUDA_SO, tried, sizeof tried);
     }
     if (!h) {
-        snprintf(cuda_so.why, sizeof cuda_so.why,
-                 "the CUDA backend (%s) did not load: %s", CUDA_SO_NAME, tried);
+        snprintf(cuda_so.why, sizeof cuda_so.why, "the CUDA backend (%s) did not load: %s",
+                 CUDA_SO_NAME, tried);
         return;
     }
     *(void **)&cuda_so.device_count = dlsym(h, "mt_cuda_device_count");
@@ -164,7 +166,8 @@ mt_collective *mt_collective_nccl(mt_collective *host, int index)
 
 int mt_cuda_devices(char *why, size_t why_len)
 {
-    if (why && why_len) snprintf(why, why_len, "this mtlab was built without CUDA (no nvcc at build time)");
+    if (why && why_len)
+        snprintf(why, why_len, "this mtlab was built without CUDA (no nvcc at build time)");
     return 0;
 }
 

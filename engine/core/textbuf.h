@@ -10,8 +10,8 @@
 #include <string.h>
 
 typedef struct {
-    char *p;    /* (cap) p[n] == '\0' once anything was appended */
-    size_t n;   /* bytes in use, excluding the terminator */
+    char *p; /* (cap) p[n] == '\0' once anything was appended */
+    size_t n; /* bytes in use, excluding the terminator */
     size_t cap;
 } textbuf;
 

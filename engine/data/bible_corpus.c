@@ -10,10 +10,11 @@
 
 /* Whole books held out (docs/data.md §4): parallel passages cannot leak from train; the Gospels and
  * Kings/Chronicles, which repeat each other, all stay in train. */
-static const char *const valid_books[] = {"Ruth", "Joel", "Habakkuk", "Zephaniah", "Haggai",
-                                          "Galatians", "Colossians", "I Peter", "Jude"};
-static const char *const test_books[] = {"Esther", "Ecclesiastes", "Micah", "Nahum", "Obadiah",
-                                         "Philippians", "Titus", "James", "I John"};
+static const char *const valid_books[] = {"Ruth",       "Joel",    "Habakkuk",
+                                          "Zephaniah",  "Haggai",  "Galatians",
+                                          "Colossians", "I Peter", "Jude"};
+static const char *const test_books[] = {"Esther",      "Ecclesiastes", "Micah", "Nahum", "Obadiah",
+                                         "Philippians", "Titus",        "James", "I John"};
 
 mt_split mt_bible_split_of(const char *book)
 {
@@ -39,9 +40,11 @@ size_t mt_bible_windows(const mt_pair *pairs, size_t n, size_t width, mt_span *o
 {
     size_t count = 0, run_start = 0;
     for (size_t i = 1; i <= n; i++) {
-        int continues = i < n && same_chapter(pairs[i - 1].es, pairs[i].es) && pairs[i].es->verse == pairs[i - 1].es->verse + 1;
+        int continues = i < n && same_chapter(pairs[i - 1].es, pairs[i].es) &&
+                        pairs[i].es->verse == pairs[i - 1].es->verse + 1;
         if (continues) continue;
-        for (size_t s = run_start; width > 0 && s + width <= i; s += width) out[count++] = (mt_span){s, width};
+        for (size_t s = run_start; width > 0 && s + width <= i; s += width)
+            out[count++] = (mt_span){s, width};
         run_start = i;
     }
     return count;
@@ -61,8 +64,8 @@ static void count_chapter_verses(const mt_verse_list *list, strmap *counts, text
 }
 
 /* Spans of the pairs that cover every verse with text of their chapter in both modules. */
-static size_t complete_chapters(const mt_verse_list *es, const mt_verse_list *en, const mt_pair *pairs, size_t n,
-                                mt_span *out)
+static size_t complete_chapters(const mt_verse_list *es, const mt_verse_list *en,
+                                const mt_pair *pairs, size_t n, mt_span *out)
 {
     strmap es_count = {0}, en_count = {0};
     textbuf key = {0};
@@ -74,8 +77,10 @@ static size_t complete_chapters(const mt_verse_list *es, const mt_verse_list *en
         key.n = 0;
         textbuf_append(&key, pairs[start].es->key, strlen(pairs[start].es->key));
         key.n = (size_t)(strrchr(key.p, ':') - key.p);
-        const size_t *in_es = strmap_get(&es_count, key.p, key.n), *in_en = strmap_get(&en_count, key.p, key.n);
-        if (in_es && in_en && *in_es == i - start && *in_en == i - start) out[count++] = (mt_span){start, i - start};
+        const size_t *in_es = strmap_get(&es_count, key.p, key.n),
+                     *in_en = strmap_get(&en_count, key.p, key.n);
+        if (in_es && in_en && *in_es == i - start && *in_en == i - start)
+            out[count++] = (mt_span){start, i - start};
         start = i;
     }
     strmap_free(&es_count);
@@ -86,7 +91,8 @@ static size_t complete_chapters(const mt_verse_list *es, const mt_verse_list *en
 
 static void index_keys(const mt_verse_list *list, strmap *map)
 {
-    for (size_t i = 0; i < list->n; i++) strmap_put(map, list->items[i].key, strlen(list->items[i].key), i, NULL);
+    for (size_t i = 0; i < list->n; i++)
+        strmap_put(map, list->items[i].key, strlen(list->items[i].key), i, NULL);
 }
 
 /* Every excluded key must exist in both modules: a key that matches nothing means the list and
@@ -95,21 +101,27 @@ static int check_exclusions(const mt_exclusions *ex, const strmap *es_keys, cons
 {
     for (size_t i = 0; i < ex->n; i++) {
         size_t klen = strlen(ex->keys[i]);
-        int in_es = strmap_get(es_keys, ex->keys[i], klen) != NULL, in_en = strmap_get(en_keys, ex->keys[i], klen) != NULL;
+        int in_es = strmap_get(es_keys, ex->keys[i], klen) != NULL,
+            in_en = strmap_get(en_keys, ex->keys[i], klen) != NULL;
         if (!in_es || !in_en)
-            return mt_error("%s: line %zu: excluded key '%s' is not a verse of %s", ex->path, ex->lines[i], ex->keys[i],
-                            !in_es && !in_en ? "either module" : !in_es ? "the Spanish module" : "the English module");
+            return mt_error("%s: line %zu: excluded key '%s' is not a verse of %s", ex->path,
+                            ex->lines[i], ex->keys[i],
+                            !in_es && !in_en ? "either module"
+                            : !in_es         ? "the Spanish module"
+                                             : "the English module");
     }
     return 0;
 }
 
-static int join(const mt_verse_list *es, const mt_verse_list *en, const mt_exclusions *ex, mt_bible_corpus *c)
+static int join(const mt_verse_list *es, const mt_verse_list *en, const mt_exclusions *ex,
+                mt_bible_corpus *c)
 {
     strmap es_keys = {0}, en_keys = {0}, excluded = {0};
     index_keys(es, &es_keys);
     index_keys(en, &en_keys);
     int rc = check_exclusions(ex, &es_keys, &en_keys);
-    for (size_t i = 0; i < ex->n; i++) strmap_put(&excluded, ex->keys[i], strlen(ex->keys[i]), i, NULL);
+    for (size_t i = 0; i < ex->n; i++)
+        strmap_put(&excluded, ex->keys[i], strlen(ex->keys[i]), i, NULL);
     c->pairs = mt_xcalloc(es->n ? es->n : 1, sizeof *c->pairs);
     for (size_t i = 0; rc == 0 && i < es->n; i++) {
         const mt_verse *v = &es->items[i];
@@ -126,8 +138,8 @@ static int join(const mt_verse_list *es, const mt_verse_list *en, const mt_exclu
         }
         const mt_verse *w = &en->items[*e];
         if (!v->text[0] || !w->text[0]) {
-            rc = mt_error("%s: the %s text is empty but the key is not in the exclusion list %s", v->key,
-                          !v->text[0] ? "Spanish" : "English", ex->path);
+            rc = mt_error("%s: the %s text is empty but the key is not in the exclusion list %s",
+                          v->key, !v->text[0] ? "Spanish" : "English", ex->path);
             break;
         }
         mt_split split = mt_bible_split_of(v->book);
@@ -136,15 +148,16 @@ static int join(const mt_verse_list *es, const mt_verse_list *en, const mt_exclu
     }
     c->n_en_only = en->n - c->n_common;
     if (rc == 0 && (c->n_excluded != ex->n || c->n_pairs != c->n_common - ex->n))
-        rc = mt_error("%s: %zu keys listed but %zu excluded, leaving %zu pairs of %zu common keys", ex->path, ex->n,
-                      c->n_excluded, c->n_pairs, c->n_common);
+        rc = mt_error("%s: %zu keys listed but %zu excluded, leaving %zu pairs of %zu common keys",
+                      ex->path, ex->n, c->n_excluded, c->n_pairs, c->n_common);
     strmap_free(&es_keys);
     strmap_free(&en_keys);
     strmap_free(&excluded);
     return rc;
 }
 
-int mt_bible_build(const mt_verse_list *es, const mt_verse_list *en, const mt_exclusions *ex, mt_bible_corpus *out)
+int mt_bible_build(const mt_verse_list *es, const mt_verse_list *en, const mt_exclusions *ex,
+                   mt_bible_corpus *out)
 {
     *out = (mt_bible_corpus){0};
     if (join(es, en, ex, out) < 0) {

@@ -9,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *side_text(const mt_pair *p, int english) { return english ? p->en->text : p->es->text; }
+static const char *side_text(const mt_pair *p, int english)
+{
+    return english ? p->en->text : p->es->text;
+}
 
 /* {split}.{es,en,keys}: one verse per line. */
 static void write_verses(out_set *set, const char *dir, const mt_bible_corpus *c, mt_split split)
@@ -31,8 +34,8 @@ static void write_verses(out_set *set, const char *dir, const mt_bible_corpus *c
 
 /* {split}.{kind}.{es,en,keys}: the verses of each span joined by a space; the keys file names
  * the span ("Ruth 1:1-8" for a run, "Esther 3" for a chapter). */
-static void write_spans(out_set *set, const char *dir, const mt_bible_corpus *c, mt_split split, const char *kind,
-                        const mt_span *spans, size_t n, int chapter_keys)
+static void write_spans(out_set *set, const char *dir, const mt_bible_corpus *c, mt_split split,
+                        const char *kind, const mt_span *spans, size_t n, int chapter_keys)
 {
     static const char *const ext[3] = {"es", "en", "keys"};
     for (int side = 0; side < 3; side++) {
@@ -42,7 +45,8 @@ static void write_spans(out_set *set, const char *dir, const mt_bible_corpus *c,
         if (!f) return;
         for (size_t i = 0; i < n; i++) {
             const mt_pair *first = &c->pairs[spans[i].first], *last = first + spans[i].count - 1;
-            if (side == 2 && chapter_keys) fprintf(f, "%s %d\n", first->es->book, first->es->chapter);
+            if (side == 2 && chapter_keys)
+                fprintf(f, "%s %d\n", first->es->book, first->es->chapter);
             if (side == 2 && !chapter_keys) fprintf(f, "%s-%d\n", first->es->key, last->es->verse);
             if (side == 2) continue;
             for (const mt_pair *p = first; p <= last; p++) {
@@ -108,7 +112,8 @@ int mt_bible_names_build(mt_bible_names *out, const mt_bible_corpus *c, const mt
             if (r >= 0) {
                 free(es);
                 free(en);
-                mt_error("the gazetteer has too few names (%zu) for the %zu names of one verse", g->n, shared.n);
+                mt_error("the gazetteer has too few names (%zu) for the %zu names of one verse",
+                         g->n, shared.n);
             }
             mt_entity_set_free(&shared);
             mt_bible_names_free(out);
@@ -141,7 +146,10 @@ static void write_names(out_set *set, const char *dir, const mt_bible_names *nam
                 for (size_t k = names->first[i]; k < names->first[i + 1]; k++)
                     fprintf(f, "%zu\t%s\t%s\n", i + 1, names->to[k], names->from[k]);
             else
-                fprintf(f, "%s\n", side == 0 ? names->es[i] : side == 1 ? names->en[i] : names->pairs[i]->es->key);
+                fprintf(f, "%s\n",
+                        side == 0   ? names->es[i]
+                        : side == 1 ? names->en[i]
+                                    : names->pairs[i]->es->key);
         }
     }
 }
@@ -151,17 +159,21 @@ int mt_bible_write(const mt_bible_corpus *c, const mt_bible_names *names, const 
     if (out_dir_make(dir) < 0) return -1;
     out_set set = {0};
     for (int s = 0; s < MT_SPLIT_COUNT; s++) write_verses(&set, dir, c, (mt_split)s);
-    write_spans(&set, dir, c, MT_SPLIT_VALID, "para8", c->para[MT_SPLIT_VALID], c->n_para[MT_SPLIT_VALID], 0);
-    write_spans(&set, dir, c, MT_SPLIT_TEST, "para8", c->para[MT_SPLIT_TEST], c->n_para[MT_SPLIT_TEST], 0);
-    write_spans(&set, dir, c, MT_SPLIT_TEST, "chapter", c->chapters[MT_SPLIT_TEST], c->n_chapters[MT_SPLIT_TEST], 1);
+    write_spans(&set, dir, c, MT_SPLIT_VALID, "para8", c->para[MT_SPLIT_VALID],
+                c->n_para[MT_SPLIT_VALID], 0);
+    write_spans(&set, dir, c, MT_SPLIT_TEST, "para8", c->para[MT_SPLIT_TEST],
+                c->n_para[MT_SPLIT_TEST], 0);
+    write_spans(&set, dir, c, MT_SPLIT_TEST, "chapter", c->chapters[MT_SPLIT_TEST],
+                c->n_chapters[MT_SPLIT_TEST], 1);
     if (names) write_names(&set, dir, names);
     /* the same manifest as an imported dataset's (mtlab/dataset.h): the languages, what was
      * joined and dropped; the files' sizes and hashes are added by manifest_write */
-    json_t *info = json_pack("{s:[{s:s,s:s},{s:s,s:s}], s:{s:I, s:I, s:I, s:I, s:I}, s:s}", "sources", "module",
-                             "spaRV1909eb", "lang", "es", "module", "engWEB2015eb", "lang", "en", "filters",
-                             "common_keys", (json_int_t)c->n_common, "excluded", (json_int_t)c->n_excluded,
-                             "es_only", (json_int_t)c->n_es_only, "en_only", (json_int_t)c->n_en_only, "kept",
-                             (json_int_t)c->n_pairs, "split", "whole books (docs/data.md §4)");
+    json_t *info = json_pack(
+        "{s:[{s:s,s:s},{s:s,s:s}], s:{s:I, s:I, s:I, s:I, s:I}, s:s}", "sources", "module",
+        "spaRV1909eb", "lang", "es", "module", "engWEB2015eb", "lang", "en", "filters",
+        "common_keys", (json_int_t)c->n_common, "excluded", (json_int_t)c->n_excluded, "es_only",
+        (json_int_t)c->n_es_only, "en_only", (json_int_t)c->n_en_only, "kept",
+        (json_int_t)c->n_pairs, "split", "whole books (docs/data.md §4)");
     int rc = -1;
     if (set.failed) json_decref(info);
     else rc = manifest_write(&set, dir, "es", "en", info);

@@ -22,10 +22,10 @@
 
 typedef struct {
     size_t start, end; /* text[start..end) */
-    size_t letters;    /* code points */
-    int all_caps;      /* some upper-case letter, no lower-case letter, no digit */
-    int title_case;    /* upper-case first letter, then lower-case letters (at least one) */
-    int all_lower;     /* some lower-case letter, no upper-case letter */
+    size_t letters; /* code points */
+    int all_caps; /* some upper-case letter, no lower-case letter, no digit */
+    int title_case; /* upper-case first letter, then lower-case letters (at least one) */
+    int all_lower; /* some lower-case letter, no upper-case letter */
     int sentence_start;
 } word_span;
 
@@ -58,7 +58,8 @@ static void split_words(const char *text, word_list *out)
         word_span w = {.start = i, .sentence_start = is_sentence_end(text, i)};
         size_t upper = 0, lower = 0, digits = 0, rest_upper = 0, rest_lower = 0;
         int first_upper = cp_is_upper(cp);
-        while (i < len && (n = (size_t)mt_utf8_next(text + i, len - i, &cp)) > 0 && cp_is_word(cp)) {
+        while (i < len && (n = (size_t)mt_utf8_next(text + i, len - i, &cp)) > 0 &&
+               cp_is_word(cp)) {
             upper += cp_is_upper(cp);
             lower += cp_is_lower(cp);
             digits += cp >= '0' && cp <= '9';
@@ -89,7 +90,7 @@ static void case_key(const char *text, const word_span *w, textbuf *key)
         uint32_t cp;
         size_t n = (size_t)mt_utf8_next(text + i, w->end - i, &cp);
         cp = cp_to_lower(cp);
-        if (cp == 0xE2) cp = 'a';      /* â */
+        if (cp == 0xE2) cp = 'a'; /* â */
         else if (cp == 0xEA) cp = 'e'; /* ê */
         else if (cp == 0xEE) cp = 'i'; /* î */
         else if (cp == 0xF4) cp = 'o'; /* ô */
@@ -102,7 +103,7 @@ static void case_key(const char *text, const word_span *w, textbuf *key)
 }
 
 typedef struct {
-    strmap index;   /* case key -> row */
+    strmap index; /* case key -> row */
     size_t (*rows)[2]; /* (n) mid-sentence counts: [0] capitalised, [1] lower case */
     size_t n, cap;
 } casing_counts;
@@ -135,7 +136,8 @@ static void count_casing(const mt_verse_list *list, casing_counts *cc)
     free(key.p);
 }
 
-static int written_capitalised(const casing_counts *cc, const char *text, const word_span *w, textbuf *key)
+static int written_capitalised(const casing_counts *cc, const char *text, const word_span *w,
+                               textbuf *key)
 {
     case_key(text, w, key);
     const size_t *row = strmap_get(&cc->index, key->p, key->n);
@@ -143,7 +145,8 @@ static int written_capitalised(const casing_counts *cc, const char *text, const 
 }
 
 /* Whether the module writes the word in lower case (or capitalised) anywhere mid-sentence. */
-static int written_in_lower_case(const casing_counts *cc, const char *text, const word_span *w, textbuf *key)
+static int written_in_lower_case(const casing_counts *cc, const char *text, const word_span *w,
+                                 textbuf *key)
 {
     case_key(text, w, key);
     const size_t *row = strmap_get(&cc->index, key->p, key->n);
@@ -162,11 +165,13 @@ static int find_capitals_run(const char *text, const word_list *words, size_t *f
     while (i < words->n && !(words->w[i].all_caps && words->w[i].letters >= 2)) i++;
     if (i == words->n) return 0;
     const word_span *w = words->w;
-    if (i + 1 < words->n && w[i + 1].start == w[i].end + 2 && memcmp(text + w[i].end, ". ", 2) == 0 &&
-        w[i + 1].all_caps && w[i + 1].letters >= 2)
+    if (i + 1 < words->n && w[i + 1].start == w[i].end + 2 &&
+        memcmp(text + w[i].end, ". ", 2) == 0 && w[i + 1].all_caps && w[i + 1].letters >= 2)
         i++; /* acrostic label: "ALEPH. BIENAVENTURADOS" */
     size_t s = i, e = i;
-    while (s > 0 && w[s - 1].all_caps && w[s - 1].start > 0 && only_space_between(text, &w[s - 1], &w[s])) s--;
+    while (s > 0 && w[s - 1].all_caps && w[s - 1].start > 0 &&
+           only_space_between(text, &w[s - 1], &w[s]))
+        s--;
     while (e + 1 < words->n && w[e + 1].all_caps && only_space_between(text, &w[e], &w[e + 1])) e++;
     *first = s;
     *last = e;
@@ -177,11 +182,13 @@ static int find_capitals_run(const char *text, const word_list *words, size_t *f
  * verse-initial capitals word followed directly by lower-case text, and one the module also
  * writes in lower case; labels ("HE. Enséñame", "BETH ¿Con"), inscriptions ("TEKEL:") and the
  * divine name ("JAH, si") do not have that shape. */
-static int find_section_opening(const char *text, const word_list *words, const casing_counts *cc, textbuf *key)
+static int find_section_opening(const char *text, const word_list *words, const casing_counts *cc,
+                                textbuf *key)
 {
     const word_span *w = words->w;
-    return words->n >= 2 && w[0].start == 0 && w[0].all_caps && w[0].letters >= 2 && w[1].all_lower &&
-           only_space_between(text, &w[0], &w[1]) && written_in_lower_case(cc, text, &w[0], key);
+    return words->n >= 2 && w[0].start == 0 && w[0].all_caps && w[0].letters >= 2 &&
+           w[1].all_lower && only_space_between(text, &w[0], &w[1]) &&
+           written_in_lower_case(cc, text, &w[0], key);
 }
 
 /* The verse with the capitals run words[first..last] restored (malloc'd). */
@@ -192,8 +199,10 @@ static char *restore_run(const char *text, const word_list *words, size_t first,
     textbuf_append(&out, text, words->w[first].start);
     for (size_t k = first; k <= last; k++) {
         const word_span *w = &words->w[k];
-        if (k > first) textbuf_append(&out, text + words->w[k - 1].end, w->start - words->w[k - 1].end);
-        int keep_initial = (k == first && w->sentence_start) || written_capitalised(cc, text, w, key);
+        if (k > first)
+            textbuf_append(&out, text + words->w[k - 1].end, w->start - words->w[k - 1].end);
+        int keep_initial =
+            (k == first && w->sentence_start) || written_capitalised(cc, text, w, key);
         for (size_t i = w->start; i < w->end;) {
             uint32_t cp;
             size_t n = (size_t)mt_utf8_next(text + i, w->end - i, &cp);
@@ -218,7 +227,8 @@ size_t mt_restore_chapter_caps(mt_verse_list *list)
     for (size_t v = 0; v < list->n; v++) {
         mt_verse *verse = &list->items[v];
         const mt_verse *prev = v > 0 ? &list->items[v - 1] : NULL;
-        int chapter_start = !prev || prev->chapter != verse->chapter || strcmp(prev->book, verse->book) != 0;
+        int chapter_start =
+            !prev || prev->chapter != verse->chapter || strcmp(prev->book, verse->book) != 0;
         split_words(verse->text, &words);
         size_t first = 0, last = 0;
         if (chapter_start ? !find_capitals_run(verse->text, &words, &first, &last)

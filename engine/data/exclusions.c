@@ -29,8 +29,8 @@ static char *copy_bytes(const char *s, size_t n)
     return p;
 }
 
-static void push(mt_exclusions *ex, size_t *cap, const char *key, size_t klen, const char *reason, size_t rlen,
-                 size_t line)
+static void push(mt_exclusions *ex, size_t *cap, const char *key, size_t klen, const char *reason,
+                 size_t rlen, size_t line)
 {
     if (ex->n == *cap) {
         *cap = *cap ? 2 * *cap : 256;
@@ -70,15 +70,17 @@ int mt_exclusions_parse(const char *text, size_t len, const char *name, mt_exclu
         }
         size_t klen = (size_t)(tab - s), book_len;
         int chapter, verse;
-        if (memchr(s, '\0', n) || mt_parse_verse_key(s, klen, &book_len, &chapter, &verse) < 0 || chapter == 0 ||
-            verse == 0) {
-            mt_error("%s: line %zu: malformed key '%.*s' (expected 'Book C:V')", name, line, (int)(klen < 60 ? klen : 60), s);
+        if (memchr(s, '\0', n) || mt_parse_verse_key(s, klen, &book_len, &chapter, &verse) < 0 ||
+            chapter == 0 || verse == 0) {
+            mt_error("%s: line %zu: malformed key '%.*s' (expected 'Book C:V')", name, line,
+                     (int)(klen < 60 ? klen : 60), s);
             goto fail;
         }
         int inserted;
         size_t *first = strmap_put(&seen, s, klen, line, &inserted);
         if (!inserted) {
-            mt_error("%s: line %zu: duplicate key '%.*s' (first on line %zu)", name, line, (int)klen, s, *first);
+            mt_error("%s: line %zu: duplicate key '%.*s' (first on line %zu)", name, line,
+                     (int)klen, s, *first);
             goto fail;
         }
         push(out, &cap, s, klen, tab + 1, n - klen - 1, line);
@@ -102,7 +104,8 @@ int mt_exclusions_load(const char *path, mt_exclusions *out)
             if (cap >= MAX_LIST_BYTES) {
                 fclose(f);
                 free(text);
-                return mt_error("%s: larger than %d MiB; not an exclusion list", path, MAX_LIST_BYTES >> 20);
+                return mt_error("%s: larger than %d MiB; not an exclusion list", path,
+                                MAX_LIST_BYTES >> 20);
             }
             cap = cap ? 2 * cap : 65536;
             text = mt_xrealloc(text, cap);
@@ -113,7 +116,8 @@ int mt_exclusions_load(const char *path, mt_exclusions *out)
     }
     int read_error = ferror(f);
     fclose(f);
-    int rc = read_error ? mt_error("%s: read error", path) : mt_exclusions_parse(text, len, path, out);
+    int rc =
+        read_error ? mt_error("%s: read error", path) : mt_exclusions_parse(text, len, path, out);
     free(text);
     return rc;
 }

@@ -44,7 +44,8 @@ int mt_parse_verse_key(const char *key, size_t len, size_t *book_len, int *chapt
 static void excerpt(const char *line, size_t len, char out[48])
 {
     size_t n = 0;
-    for (size_t i = 0; i < len && n < 40; i++) out[n++] = (unsigned char)line[i] < 0x20 ? '?' : line[i];
+    for (size_t i = 0; i < len && n < 40; i++)
+        out[n++] = (unsigned char)line[i] < 0x20 ? '?' : line[i];
     if (len > 40) {
         while (n > 0 && ((unsigned char)out[n - 1] & 0xC0) == 0x80) n--; /* no cut code point */
         if (n > 0 && (unsigned char)out[n - 1] >= 0xC0) n--;
@@ -55,7 +56,8 @@ static void excerpt(const char *line, size_t len, char out[48])
 }
 
 /* Read one line without its newline; 1 = got one, 0 = end of stream, -1 = error. */
-static int read_line(FILE *in, char **buf, size_t *cap, size_t *len, const char *module, size_t lineno)
+static int read_line(FILE *in, char **buf, size_t *cap, size_t *len, const char *module,
+                     size_t lineno)
 {
     ssize_t n = getline(buf, cap, in);
     if (n < 0) {
@@ -65,7 +67,8 @@ static int read_line(FILE *in, char **buf, size_t *cap, size_t *len, const char 
     *len = (size_t)n;
     if (*len > 0 && (*buf)[*len - 1] == '\n') (*buf)[--*len] = '\0';
     if (*len > 0 && (*buf)[*len - 1] == '\r') (*buf)[--*len] = '\0';
-    if (*len > MAX_LINE_BYTES) return mt_error("%s: line %zu: longer than %d MiB", module, lineno, MAX_LINE_BYTES >> 20);
+    if (*len > MAX_LINE_BYTES)
+        return mt_error("%s: line %zu: longer than %d MiB", module, lineno, MAX_LINE_BYTES >> 20);
     size_t bad = mt_utf8_invalid_offset(*buf, *len);
     if (bad < *len) return mt_error("%s: line %zu: byte %zu: invalid UTF-8", module, lineno, bad);
     if (memchr(*buf, '\0', *len)) return mt_error("%s: line %zu: NUL byte", module, lineno);
@@ -87,13 +90,15 @@ int mt_imp_read(FILE *in, const char *module, mt_verse_list *out)
     size_t cap = 0, len = 0, lineno = 0;
     strmap seen = {0};
     int rc = -1, got;
-    for (size_t i = 0; i < out->n; i++) strmap_put(&seen, out->items[i].key, strlen(out->items[i].key), i, NULL);
+    for (size_t i = 0; i < out->n; i++)
+        strmap_put(&seen, out->items[i].key, strlen(out->items[i].key), i, NULL);
     while ((got = read_line(in, &line, &cap, &len, module, ++lineno)) == 1) {
         char shown[48];
         if (len == 0) continue; /* mod2imp ends its dump with an empty line */
         if (len < 3 || memcmp(line, "$$$", 3) != 0) {
             excerpt(line, len, shown);
-            mt_error("%s: line %zu: expected a '$$$Book C:V' key line, got '%s'", module, lineno, shown);
+            mt_error("%s: line %zu: expected a '$$$Book C:V' key line, got '%s'", module, lineno,
+                     shown);
             goto done;
         }
         size_t key_line = lineno, key_len = len - 3;
@@ -101,10 +106,12 @@ int mt_imp_read(FILE *in, const char *module, mt_verse_list *out)
         key = mt_xstrdup(line + 3);
         size_t book_len = 0;
         int chapter = 0, verse = 0;
-        int heading = key_len >= 2 && key[0] == '[' && key[key_len - 1] == ']'; /* "[ Module Heading ]" */
+        int heading =
+            key_len >= 2 && key[0] == '[' && key[key_len - 1] == ']'; /* "[ Module Heading ]" */
         if (!heading && mt_parse_verse_key(key, key_len, &book_len, &chapter, &verse) < 0) {
             excerpt(line, len, shown);
-            mt_error("%s: line %zu: malformed key '%s' (expected '$$$Book C:V')", module, lineno, shown);
+            mt_error("%s: line %zu: malformed key '%s' (expected '$$$Book C:V')", module, lineno,
+                     shown);
             goto done;
         }
         got = read_line(in, &line, &cap, &len, module, ++lineno);
@@ -113,7 +120,8 @@ int mt_imp_read(FILE *in, const char *module, mt_verse_list *out)
             mt_error("%s: line %zu: key '%s' has no text line after it", module, key_line, key);
             goto done;
         }
-        if (heading || chapter == 0 || verse == 0) continue; /* module, book and chapter introductions */
+        if (heading || chapter == 0 || verse == 0)
+            continue; /* module, book and chapter introductions */
         int inserted;
         strmap_put(&seen, key, key_len, out->n, &inserted);
         if (!inserted) {
@@ -125,7 +133,11 @@ int mt_imp_read(FILE *in, const char *module, mt_verse_list *out)
             mt_error_context("%s: line %zu (%s)", module, lineno, key);
             goto done;
         }
-        mt_verse v = {.key = key, .book = mt_xmalloc(book_len + 1), .chapter = chapter, .verse = verse, .text = text};
+        mt_verse v = {.key = key,
+                      .book = mt_xmalloc(book_len + 1),
+                      .chapter = chapter,
+                      .verse = verse,
+                      .text = text};
         memcpy(v.book, key, book_len);
         v.book[book_len] = '\0';
         push_verse(out, &v);

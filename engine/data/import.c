@@ -189,7 +189,8 @@ static size_t file_size(const char *path)
 }
 
 /* Clean one side; NULL after reporting a bad line (invalid UTF-8). */
-static char *clean_side(import_state *st, const char *file, size_t line, const char *text, size_t len, int *flags)
+static char *clean_side(import_state *st, const char *file, size_t line, const char *text,
+                        size_t len, int *flags)
 {
     int f = 0;
     char *out = mt_text_clean(text, len, &f);
@@ -231,7 +232,8 @@ static void progress(import_state *st, size_t bytes)
 }
 
 /* Two aligned files; info gets the source's manifest entry. */
-static int read_two_files(import_state *st, const char *sp, const char *tp, int split, pair_list *l, json_t *info)
+static int read_two_files(import_state *st, const char *sp, const char *tp, int split, pair_list *l,
+                          json_t *info)
 {
     line_source s, t;
     if (source_open(&s, sp) < 0) return -1;
@@ -264,8 +266,9 @@ static int read_two_files(import_state *st, const char *sp, const char *tp, int 
             int g;
             while ((g = source_next(longer, &x, &xl)) > 0) n++;
             rc = g < 0 ? -1
-                       : mt_error("%s has %zu lines but %s has %zu: the two files must be line-aligned", sp,
-                                  ga ? n : lines, tp, gb ? n : lines);
+                       : mt_error(
+                             "%s has %zu lines but %s has %zu: the two files must be line-aligned",
+                             sp, ga ? n : lines, tp, gb ? n : lines);
             break;
         }
         lines++;
@@ -277,8 +280,8 @@ static int read_two_files(import_state *st, const char *sp, const char *tp, int 
         }
         add_pair(st, l, &(pair_side){sp, a, alen}, &(pair_side){tp, b, blen}, lines, split);
         if (split != SPLIT_TRAIN && l->n == n_before) { /* a given file is kept whole */
-            rc = mt_error_context("%s and %s, line %zu: a line of the given %s files", sp, tp, lines,
-                                  SPLIT_NAMES[split]);
+            rc = mt_error_context("%s and %s, line %zu: a line of the given %s files", sp, tp,
+                                  lines, SPLIT_NAMES[split]);
             break;
         }
     }
@@ -289,7 +292,8 @@ static int read_two_files(import_state *st, const char *sp, const char *tp, int 
     source_close(&t);
     if (rc == 0 && info)
         update_new(info, json_pack("{s:s, s:s, s:I, s:s, s:s}", "src", sp, "tgt", tp, "lines",
-                                   (json_int_t)(st->c->read - before), "src_sha256", hs, "tgt_sha256", ht));
+                                   (json_int_t)(st->c->read - before), "src_sha256", hs,
+                                   "tgt_sha256", ht));
     return rc;
 }
 
@@ -322,7 +326,8 @@ static int read_tsv(import_state *st, const mt_import_source *src, pair_list *l,
         if ((s.lr.line_no & 1023) == 0) progress(st, 0);
         const char *a, *b;
         size_t alen, blen;
-        if (tsv_column(line, len, src->src_col, &a, &alen) < 0 || tsv_column(line, len, src->tgt_col, &b, &blen) < 0) {
+        if (tsv_column(line, len, src->src_col, &a, &alen) < 0 ||
+            tsv_column(line, len, src->tgt_col, &b, &blen) < 0) {
             char why[96];
             size_t cols = 1;
             for (size_t i = 0; i < len; i++) cols += line[i] == '\t';
@@ -338,8 +343,9 @@ static int read_tsv(import_state *st, const mt_import_source *src, pair_list *l,
     sha256_hex(&s.sha, h);
     source_close(&s);
     if (got < 0) return -1;
-    update_new(info, json_pack("{s:s, s:[i,i], s:I, s:s}", "tsv", src->src, "columns", src->src_col, src->tgt_col,
-                               "lines", (json_int_t)(st->c->read - before), "sha256", h));
+    update_new(info,
+               json_pack("{s:s, s:[i,i], s:I, s:s}", "tsv", src->src, "columns", src->src_col,
+                         src->tgt_col, "lines", (json_int_t)(st->c->read - before), "sha256", h));
     return 0;
 }
 
@@ -363,8 +369,9 @@ static int choose_splits(const mt_import_opts *o, pair_list *train, json_t *spli
     size_t want[3] = {0, o->valid_files[0] ? 0 : split_count(o->valid_n, o->valid_frac, kept),
                       o->test_files[0] ? 0 : split_count(o->test_n, o->test_frac, kept)};
     if (want[1] + want[2] >= kept && want[1] + want[2] > 0)
-        return mt_error("valid (%zu) and test (%zu) pairs would leave no training pair of the %zu kept", want[1],
-                        want[2], kept);
+        return mt_error(
+            "valid (%zu) and test (%zu) pairs would leave no training pair of the %zu kept",
+            want[1], want[2], kept);
     if (want[1] + want[2] == 0) return 0;
     size_t *idx = mt_xmalloc(kept * sizeof *idx), k = 0;
     for (size_t i = 0; i < train->n; i++)
@@ -381,12 +388,13 @@ static int choose_splits(const mt_import_opts *o, pair_list *train, json_t *spli
     for (int s = 1; s < 3; s++)
         if (want[s])
             json_object_set_new(split_info, SPLIT_NAMES[s],
-                                json_pack("{s:s, s:I, s:I}", "from", "train", "pairs", (json_int_t)want[s], "seed",
-                                          (json_int_t)o->seed));
+                                json_pack("{s:s, s:I, s:I}", "from", "train", "pairs",
+                                          (json_int_t)want[s], "seed", (json_int_t)o->seed));
     return 0;
 }
 
-static void write_split(out_set *set, const char *dir, const mt_import_opts *o, const pair_list *l, int split)
+static void write_split(out_set *set, const char *dir, const mt_import_opts *o, const pair_list *l,
+                        int split)
 {
     size_t n = 0;
     for (size_t i = 0; i < l->n; i++) n += l->items[i].split == split;
@@ -408,17 +416,21 @@ static void write_split(out_set *set, const char *dir, const mt_import_opts *o, 
 
 static int check_opts(const mt_import_opts *o)
 {
-    if (!o->src_lang || !o->tgt_lang) return mt_error("the source and target languages must be given");
+    if (!o->src_lang || !o->tgt_lang)
+        return mt_error("the source and target languages must be given");
     if (mt_lang_check(o->src_lang) < 0 || mt_lang_check(o->tgt_lang) < 0) return -1;
-    if (!strcmp(o->src_lang, o->tgt_lang) || !strcmp(o->src_lang, "keys") || !strcmp(o->tgt_lang, "keys"))
-        return mt_error("source and target languages must differ (both '%s': the split files are named by them)",
+    if (!strcmp(o->src_lang, o->tgt_lang) || !strcmp(o->src_lang, "keys") ||
+        !strcmp(o->tgt_lang, "keys"))
+        return mt_error("source and target languages must differ (both '%s': the split files are "
+                        "named by them)",
                         o->src_lang);
     if (o->n_sources == 0) return mt_error("no training source given");
     for (size_t i = 0; i < o->n_sources; i++)
         if (!o->sources[i].tgt && (o->sources[i].src_col < 1 || o->sources[i].tgt_col < 1 ||
                                    o->sources[i].src_col == o->sources[i].tgt_col))
-            return mt_error("%s: TSV columns must be two different columns counted from 1 (e.g. 1,2)",
-                            o->sources[i].src);
+            return mt_error(
+                "%s: TSV columns must be two different columns counted from 1 (e.g. 1,2)",
+                o->sources[i].src);
     if (o->valid_frac < 0 || o->valid_frac >= 1 || o->test_frac < 0 || o->test_frac >= 1)
         return mt_error("a valid or test fraction must be in [0, 1)");
     return 0;
@@ -430,7 +442,8 @@ int mt_dataset_import(const mt_import_opts *o, const char *dir, mt_import_counts
     if (check_opts(o) < 0) return -1;
     import_state st = {o, counts, 0, 0};
     for (size_t i = 0; i < o->n_sources; i++)
-        st.bytes_total += file_size(o->sources[i].src) + (o->sources[i].tgt ? file_size(o->sources[i].tgt) : 0);
+        st.bytes_total +=
+            file_size(o->sources[i].src) + (o->sources[i].tgt ? file_size(o->sources[i].tgt) : 0);
     pair_list given = {0}, train = {0};
     pair_set seen = {0};
     json_t *info = json_object(), *sources = json_array(), *split_info = json_object();
@@ -446,15 +459,17 @@ int mt_dataset_import(const mt_import_opts *o, const char *dir, mt_import_counts
         import_state gst = {&quiet, &ignored, 0, 0};
         rc = read_two_files(&gst, given_files[s][0], given_files[s][1], s, &given, NULL);
         if (rc == 0)
-            json_object_set_new(split_info, SPLIT_NAMES[s],
-                                json_pack("{s:[s,s]}", "files", given_files[s][0], given_files[s][1]));
+            json_object_set_new(
+                split_info, SPLIT_NAMES[s],
+                json_pack("{s:[s,s]}", "files", given_files[s][0], given_files[s][1]));
     }
     for (size_t i = 0; i < given.n; i++) pair_set_seen(&seen, &given, i);
     pair_set train_seen = {0};
     for (size_t i = 0; i < o->n_sources && rc == 0; i++) {
         json_t *entry = json_object();
         size_t first = train.n, bad_before = counts->bad_line;
-        rc = o->sources[i].tgt ? read_two_files(&st, o->sources[i].src, o->sources[i].tgt, SPLIT_TRAIN, &train, entry)
+        rc = o->sources[i].tgt ? read_two_files(&st, o->sources[i].src, o->sources[i].tgt,
+                                                SPLIT_TRAIN, &train, entry)
                                : read_tsv(&st, &o->sources[i], &train, entry);
         size_t kept = 0;
         for (size_t k = first; k < train.n && rc == 0; k++) {
@@ -477,35 +492,40 @@ int mt_dataset_import(const mt_import_opts *o, const char *dir, mt_import_counts
             }
         }
         json_object_set_new(entry, "kept", json_integer((json_int_t)kept));
-        json_object_set_new(entry, "bad_lines", json_integer((json_int_t)(counts->bad_line - bad_before)));
+        json_object_set_new(entry, "bad_lines",
+                            json_integer((json_int_t)(counts->bad_line - bad_before)));
         json_array_append_new(sources, entry);
     }
     free(seen.slots);
     free(train_seen.slots);
     if (rc == 0) progress(&st, 0);
-    counts->kept = counts->read - counts->bad_line - counts->empty - counts->too_long - counts->ratio -
-                   counts->duplicate - counts->overlap;
-    if (rc == 0 && counts->kept == 0) rc = mt_error("no pair is left after the filters (%zu read)", counts->read);
+    counts->kept = counts->read - counts->bad_line - counts->empty - counts->too_long -
+                   counts->ratio - counts->duplicate - counts->overlap;
+    if (rc == 0 && counts->kept == 0)
+        rc = mt_error("no pair is left after the filters (%zu read)", counts->read);
     if (rc == 0) rc = choose_splits(o, &train, split_info);
     if (rc == 0) {
-        for (size_t i = 0; i < given.n; i++) pairs_push(&train, given.items[i].src, given.items[i].tgt,
-                                                        given.items[i].file, given.items[i].line, given.items[i].split);
+        for (size_t i = 0; i < given.n; i++)
+            pairs_push(&train, given.items[i].src, given.items[i].tgt, given.items[i].file,
+                       given.items[i].line, given.items[i].split);
         given.n = 0; /* the texts moved to train */
         for (size_t i = 0; i < train.n; i++)
             if (train.items[i].split >= 0) counts->split[train.items[i].split]++;
-        json_object_set_new(info, "filters",
-                            json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "read",
-                                      (json_int_t)counts->read, "bad_line", (json_int_t)counts->bad_line, "empty",
-                                      (json_int_t)counts->empty, "too_long", (json_int_t)counts->too_long, "ratio",
-                                      (json_int_t)counts->ratio, "duplicate", (json_int_t)counts->duplicate,
-                                      "overlap", (json_int_t)counts->overlap, "kept", (json_int_t)counts->kept,
-                                      "nfc_changed", (json_int_t)counts->nfc_changed, "control_removed",
-                                      (json_int_t)counts->control_removed));
+        json_object_set_new(
+            info, "filters",
+            json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "read",
+                      (json_int_t)counts->read, "bad_line", (json_int_t)counts->bad_line, "empty",
+                      (json_int_t)counts->empty, "too_long", (json_int_t)counts->too_long, "ratio",
+                      (json_int_t)counts->ratio, "duplicate", (json_int_t)counts->duplicate,
+                      "overlap", (json_int_t)counts->overlap, "kept", (json_int_t)counts->kept,
+                      "nfc_changed", (json_int_t)counts->nfc_changed, "control_removed",
+                      (json_int_t)counts->control_removed));
         json_object_set_new(info, "limits",
                             json_pack("{s:I, s:f, s:i}", "max_words",
-                                      (json_int_t)(o->max_words ? o->max_words : DEFAULT_MAX_WORDS), "max_ratio",
-                                      o->max_ratio > 0 ? o->max_ratio : DEFAULT_MAX_RATIO, "ratio_min_chars",
-                                      RATIO_MIN_CHARS));
+                                      (json_int_t)(o->max_words ? o->max_words : DEFAULT_MAX_WORDS),
+                                      "max_ratio",
+                                      o->max_ratio > 0 ? o->max_ratio : DEFAULT_MAX_RATIO,
+                                      "ratio_min_chars", RATIO_MIN_CHARS));
         json_object_set_new(info, "split", json_incref(split_info));
         rc = out_dir_make(dir);
     }

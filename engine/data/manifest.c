@@ -19,7 +19,8 @@ int mt_lang_check(const char *tag)
     size_t n = strlen(tag), at = 0, part = 0;
     int ok = n > 0 && n < MT_LANG_MAX;
     while (ok && at < n) {
-        size_t len = strspn(tag + at, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789");
+        size_t len =
+            strspn(tag + at, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789");
         if (part == 0) {
             for (size_t i = 0; i < len; i++) ok &= isalpha((unsigned char)tag[at + i]) != 0;
             ok &= (len >= 2 && len <= 3) || (len >= 4 && len <= 8);
@@ -67,12 +68,15 @@ static json_t *file_facts(const char *path, const char *name, size_t *lines_out,
     sha256_hex(&c, hex);
     *lines_out = lines;
     *words_out = words;
-    return json_pack("{s:I, s:I, s:s}", "bytes", (json_int_t)bytes, "lines", (json_int_t)lines, "sha256", hex);
+    return json_pack("{s:I, s:I, s:s}", "bytes", (json_int_t)bytes, "lines", (json_int_t)lines,
+                     "sha256", hex);
 }
 
-int manifest_write(out_set *set, const char *dir, const char *src_lang, const char *tgt_lang, json_t *info)
+int manifest_write(out_set *set, const char *dir, const char *src_lang, const char *tgt_lang,
+                   json_t *info)
 {
-    json_t *m = json_pack("{s:s, s:s, s:s}", "format", MT_MANIFEST_FORMAT, "src_lang", src_lang, "tgt_lang", tgt_lang);
+    json_t *m = json_pack("{s:s, s:s, s:s}", "format", MT_MANIFEST_FORMAT, "src_lang", src_lang,
+                          "tgt_lang", tgt_lang);
     json_object_update(m, info);
     json_decref(info);
     json_t *files = json_object(), *splits = json_object();
@@ -119,7 +123,8 @@ int mt_dataset_path(const mt_dataset *d, const char *split, int target, char *ou
 static int read_lang(const char *path, json_t *m, const char *key, char *out)
 {
     json_t *v = json_object_get(m, key);
-    if (!json_is_string(v)) return mt_error("%s: key '%s' must be a language tag such as \"de\"", path, key);
+    if (!json_is_string(v))
+        return mt_error("%s: key '%s' must be a language tag such as \"de\"", path, key);
     if (mt_lang_check(json_string_value(v)) < 0) return mt_error_context("%s: key '%s'", path, key);
     snprintf(out, MT_LANG_MAX, "%s", json_string_value(v));
     return 0;
@@ -128,7 +133,8 @@ static int read_lang(const char *path, json_t *m, const char *key, char *out)
 int mt_dataset_open(mt_dataset *d, const char *dir)
 {
     memset(d, 0, sizeof *d);
-    if ((size_t)snprintf(d->dir, sizeof d->dir, "%s", dir) >= sizeof d->dir) return mt_error("%s: path too long", dir);
+    if ((size_t)snprintf(d->dir, sizeof d->dir, "%s", dir) >= sizeof d->dir)
+        return mt_error("%s: path too long", dir);
     char path[sizeof d->dir + 32];
     snprintf(path, sizeof path, "%s/%s", dir, MT_MANIFEST_FILE);
     if (access(path, F_OK) != 0) {
@@ -136,8 +142,9 @@ int mt_dataset_open(mt_dataset *d, const char *dir)
         snprintf(es, sizeof es, "%s/train.%s", dir, MT_DEFAULT_SRC_LANG);
         snprintf(en, sizeof en, "%s/train.%s", dir, MT_DEFAULT_TGT_LANG);
         if (access(es, R_OK) != 0 || access(en, R_OK) != 0)
-            return mt_error("%s: not a dataset (no %s; make one with `mtlab data import` or `mtlab data bible`)", dir,
-                            MT_MANIFEST_FILE);
+            return mt_error("%s: not a dataset (no %s; make one with `mtlab data import` or `mtlab "
+                            "data bible`)",
+                            dir, MT_MANIFEST_FILE);
         snprintf(d->src_lang, sizeof d->src_lang, "%s", MT_DEFAULT_SRC_LANG);
         snprintf(d->tgt_lang, sizeof d->tgt_lang, "%s", MT_DEFAULT_TGT_LANG);
         return 0;
@@ -150,7 +157,8 @@ int mt_dataset_open(mt_dataset *d, const char *dir)
     if (!m) return mt_error("%s:%d: %s", path, err.line, mt_error_oneline(err.text));
     int rc = 0;
     json_t *format = json_object_get(m, "format");
-    if (!json_is_object(m) || !json_is_string(format) || strcmp(json_string_value(format), MT_MANIFEST_FORMAT) != 0)
+    if (!json_is_object(m) || !json_is_string(format) ||
+        strcmp(json_string_value(format), MT_MANIFEST_FORMAT) != 0)
         rc = mt_error("%s: key 'format' must be \"%s\"", path, MT_MANIFEST_FORMAT);
     if (rc == 0) rc = read_lang(path, m, "src_lang", d->src_lang);
     if (rc == 0) rc = read_lang(path, m, "tgt_lang", d->tgt_lang);

@@ -11,6 +11,7 @@
  * caller's keys of info (sources, filters, ...: stolen), every file's bytes, lines and SHA-256,
  * and per split ("train", "valid", "test" that have files) pairs and words of each language.
  * The caller commits the set. 0 or -1. */
-int manifest_write(out_set *set, const char *dir, const char *src_lang, const char *tgt_lang, json_t *info);
+int manifest_write(out_set *set, const char *dir, const char *src_lang, const char *tgt_lang,
+                   json_t *info);
 
 #endif

@@ -24,8 +24,7 @@ static const char *gazetteer_line_problem(const char *line)
     entity_words ws;
     if (entity_words_split(&ws, line) < 0) return "invalid UTF-8";
     const char *problem = NULL;
-    if (ws.n != 1 || ws.w[0].start != 0 || line[ws.w[0].end] != '\0')
-        problem = "not a single word";
+    if (ws.n != 1 || ws.w[0].start != 0 || line[ws.w[0].end] != '\0') problem = "not a single word";
     else if (!entity_word_name_shaped(&ws.w[0]))
         problem = "not a name (capitalised, two or more characters, not all capitals)";
     entity_words_free(&ws);
@@ -86,7 +85,8 @@ int mt_names_shared(mt_entity_set *out, const char *src, const char *tgt, mt_ner
     }
     entity_words_split(&tw, tgt); /* valid: the recogniser read it */
     strmap src_words = {0}, seen = {0};
-    for (size_t i = 0; i < sw.n; i++) strmap_put(&src_words, src + sw.w[i].start, sw.w[i].end - sw.w[i].start, 0, NULL);
+    for (size_t i = 0; i < sw.n; i++)
+        strmap_put(&src_words, src + sw.w[i].start, sw.w[i].end - sw.w[i].start, 0, NULL);
     size_t room = 0, s = 0;
     for (size_t i = 0; i < tw.n; i++) {
         const entity_word *w = &tw.w[i];
@@ -121,7 +121,8 @@ char *mt_name_replace(const char *text, const char *name, const char *repl, size
     if (entity_words_split(&ws, text) < 0) return NULL;
     size_t name_len = strlen(name), repl_len = strlen(repl), text_len = strlen(text), hits = 0;
     for (size_t i = 0; i < ws.n; i++)
-        hits += ws.w[i].end - ws.w[i].start == name_len && !memcmp(text + ws.w[i].start, name, name_len);
+        hits += ws.w[i].end - ws.w[i].start == name_len &&
+                !memcmp(text + ws.w[i].start, name, name_len);
     char *out = mt_xmalloc(text_len + hits * repl_len + 1), *o = out;
     size_t at = 0;
     for (size_t i = 0; i < ws.n && hits; i++) {
@@ -141,7 +142,8 @@ char *mt_name_replace(const char *text, const char *name, const char *repl, size
 }
 
 /* A gazetteer name none of chosen[0..n) holds, or NULL when the gazetteer has too few. */
-static const char *draw_name(const mt_gazetteer *g, const char *const *chosen, size_t n, mt_rng *rng)
+static const char *draw_name(const mt_gazetteer *g, const char *const *chosen, size_t n,
+                             mt_rng *rng)
 {
     size_t taken = 0;
     for (size_t k = 0; k < n; k++) taken += chosen[k] != NULL;

@@ -13,11 +13,11 @@
 #include <string.h>
 
 typedef struct {
-    size_t start, end;  /* osis[start] == '<', osis[end - 1] == '>' */
-    const char *name;   /* element name, name_len bytes */
+    size_t start, end; /* osis[start] == '<', osis[end - 1] == '>' */
+    const char *name; /* element name, name_len bytes */
     size_t name_len;
-    int closing;        /* </name> */
-    int self_closing;   /* <name .../> */
+    int closing; /* </name> */
+    int self_closing; /* <name .../> */
 } osis_tag;
 
 static int name_is(const osis_tag *t, const char *name)
@@ -39,7 +39,8 @@ static int tag_parse(const char *osis, size_t len, size_t at, osis_tag *t)
         i++;
     }
     t->name = osis + i;
-    while (i < end && ((osis[i] >= 'A' && osis[i] <= 'Z') || (osis[i] >= 'a' && osis[i] <= 'z'))) i++;
+    while (i < end && ((osis[i] >= 'A' && osis[i] <= 'Z') || (osis[i] >= 'a' && osis[i] <= 'z')))
+        i++;
     t->name_len = (size_t)(osis + i - t->name);
     if (t->name_len == 0) return mt_error("byte %zu: tag without an element name", at);
     for (;;) {
@@ -51,8 +52,10 @@ static int tag_parse(const char *osis, size_t len, size_t at, osis_tag *t)
         }
         size_t attr = i;
         while (i < end && osis[i] != '=' && !is_space(osis[i]) && osis[i] != '/') i++;
-        if (i == attr || i + 1 >= end || osis[i] != '=' || (osis[i + 1] != '"' && osis[i + 1] != '\''))
-            return mt_error("byte %zu: malformed attribute in tag <%.*s>", attr, (int)t->name_len, t->name);
+        if (i == attr || i + 1 >= end || osis[i] != '=' ||
+            (osis[i + 1] != '"' && osis[i + 1] != '\''))
+            return mt_error("byte %zu: malformed attribute in tag <%.*s>", attr, (int)t->name_len,
+                            t->name);
         char quote = osis[i + 1];
         const char *close = memchr(osis + i + 2, quote, end - (i + 2));
         if (!close) return mt_error("byte %zu: unterminated attribute value", attr);
@@ -75,7 +78,8 @@ static int has_attr(const char *osis, const osis_tag *t, const char *name, const
         const char *v = osis + i + 2, *close = memchr(v, quote, end - (i + 2));
         if (!close) return 0;
         if (i - attr == nlen && memcmp(osis + attr, name, nlen) == 0)
-            return !value || ((size_t)(close - v) == strlen(value) && memcmp(v, value, strlen(value)) == 0);
+            return !value ||
+                   ((size_t)(close - v) == strlen(value) && memcmp(v, value, strlen(value)) == 0);
         i = (size_t)(close - osis) + 1;
     }
     return 0;
@@ -84,7 +88,9 @@ static int has_attr(const char *osis, const osis_tag *t, const char *name, const
 /* Append osis[from..to) with entities unescaped; at = offset of osis[from] for messages. */
 static int unescape_run(const char *s, size_t from, size_t to, textbuf *out)
 {
-    static const struct { const char *name, *text; } named[] = {
+    static const struct {
+        const char *name, *text;
+    } named[] = {
         {"amp", "&"}, {"lt", "<"}, {"gt", ">"}, {"quot", "\""}, {"apos", "'"},
     };
     size_t i = from;
@@ -113,9 +119,10 @@ static int unescape_run(const char *s, size_t from, size_t to, textbuf *out)
             size_t ndigits = 0;
             for (size_t k = 1 + (size_t)hex; k < nlen; k++, ndigits++) {
                 char c = name[k];
-                int d = c >= '0' && c <= '9' ? c - '0'
-                      : hex && c >= 'a' && c <= 'f' ? c - 'a' + 10
-                      : hex && c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+                int d = c >= '0' && c <= '9'          ? c - '0'
+                        : hex && c >= 'a' && c <= 'f' ? c - 'a' + 10
+                        : hex && c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                                      : -1;
                 if (d < 0) break;
                 cp = cp * (hex ? 16 : 10) + (unsigned long)d;
             }
@@ -147,17 +154,20 @@ static uint32_t last_cp(const textbuf *b)
  * markup was a word break. */
 static int ends_unit(uint32_t cp)
 {
-    return cp_is_word(cp) || (cp > 0 && cp < 0x80 && strchr(".,;:!?)]", (int)cp)) || cp == 0x201D || cp == 0x2019;
+    return cp_is_word(cp) || (cp > 0 && cp < 0x80 && strchr(".,;:!?)]", (int)cp)) || cp == 0x201D ||
+           cp == 0x2019;
 }
 static int starts_unit(uint32_t cp)
 {
-    return cp_is_word(cp) || cp == '(' || cp == '[' || cp == 0x201C || cp == 0x2018 || cp == 0xBF || cp == 0xA1;
+    return cp_is_word(cp) || cp == '(' || cp == '[' || cp == 0x201C || cp == 0x2018 || cp == 0xBF ||
+           cp == 0xA1;
 }
 
 /* s[0..len) is one or more Spanish clitic pronouns: "lo", "les", "selo", "noslo". */
 static int is_clitic(const char *s, size_t len)
 {
-    static const char *const clitics[] = {"les", "los", "las", "nos", "me", "te", "se", "le", "lo", "la", "os"};
+    static const char *const clitics[] = {"les", "los", "las", "nos", "me", "te",
+                                          "se",  "le",  "lo",  "la",  "os"};
     if (len == 0) return 1;
     for (size_t k = 0; k < sizeof clitics / sizeof clitics[0]; k++) {
         size_t n = strlen(clitics[k]);
@@ -181,9 +191,10 @@ static int in_list(const char *w, const char *const *list, size_t n)
  * name, and accented interrogatives are not verbs. */
 static int enclitic_host(const textbuf *out)
 {
-    static const char *const short_verbs[] = {"da", "di", "haz", "he", "ve", "vi", "pon", "ten", "sal", "ven"};
-    static const char *const interrogatives[] = {"qué", "cuánto", "cuánta", "cuántos", "cuántas", "cómo",
-                                                 "dónde", "cuándo", "quién", "cuál"};
+    static const char *const short_verbs[] = {"da", "di",  "haz", "he",  "ve",
+                                              "vi", "pon", "ten", "sal", "ven"};
+    static const char *const interrogatives[] = {"qué",  "cuánto", "cuánta", "cuántos", "cuántas",
+                                                 "cómo", "dónde",  "cuándo", "quién",   "cuál"};
     size_t start = out->n;
     uint32_t cp, first = 0;
     while (start > 0) {
@@ -197,7 +208,8 @@ static int enclitic_host(const textbuf *out)
     while (before > 0 && out->p[before - 1] == ' ') before--;
     int sentence_start = before == 0 || strchr(".:;?!", out->p[before - 1]) ||
                          (before >= 2 && ((unsigned char)out->p[before - 2] == 0xC2 &&
-                                          ((unsigned char)out->p[before - 1] == 0xBF || (unsigned char)out->p[before - 1] == 0xA1)));
+                                          ((unsigned char)out->p[before - 1] == 0xBF ||
+                                           (unsigned char)out->p[before - 1] == 0xA1)));
     if (cp_is_upper(first) && !sentence_start) return 0;
 
     char lower[64];
@@ -207,7 +219,8 @@ static int enclitic_host(const textbuf *out)
         size_t len = (size_t)mt_utf8_next(out->p + i, out->n - i, &cp);
         if (n + 4 >= sizeof lower) return 0;
         cp = cp_to_lower(cp);
-        accented |= cp == 0xE1 || cp == 0xE9 || cp == 0xED || cp == 0xF3 || cp == 0xFA; /* á é í ó ú */
+        accented |=
+            cp == 0xE1 || cp == 0xE9 || cp == 0xED || cp == 0xF3 || cp == 0xFA; /* á é í ó ú */
         n += (size_t)mt_utf8_put(cp, lower + n);
         i += len;
     }
@@ -223,7 +236,8 @@ static int enclitic_host(const textbuf *out)
  * content of a <transChange> that directly follows the previous word. */
 static int space_goes_back(const textbuf *out, const textbuf *run, int added_run)
 {
-    if (out->n == 0 || run->n == 0 || out->p[out->n - 1] == ' ' || (unsigned char)run->p[0] <= ' ') return 0;
+    if (out->n == 0 || run->n == 0 || out->p[out->n - 1] == ' ' || (unsigned char)run->p[0] <= ' ')
+        return 0;
     uint32_t a = last_cp(out), b = 0;
     mt_utf8_next(run->p, run->n, &b);
     if (!ends_unit(a) || !starts_unit(b)) return 0;
@@ -259,10 +273,10 @@ char *mt_osis_to_text(const char *osis, size_t len)
         return NULL;
     }
     textbuf out = {0}, run = {0};
-    osis_tag skip = {0};      /* the <note> or <title> being deleted, while depth > 0 */
+    osis_tag skip = {0}; /* the <note> or <title> being deleted, while depth > 0 */
     size_t depth = 0;
-    int markup_before = 0;    /* tags (or deleted elements) since the last text run */
-    int opened_added = 0;     /* the last tag opened a <transChange> */
+    int markup_before = 0; /* tags (or deleted elements) since the last text run */
+    int opened_added = 0; /* the last tag opened a <transChange> */
     size_t i = 0;
     while (i < len) {
         if (osis[i] == '<') {
@@ -270,17 +284,21 @@ char *mt_osis_to_text(const char *osis, size_t len)
             if (tag_parse(osis, len, i, &t) < 0) goto fail;
             i = t.end;
             if (depth > 0) {
-                if (t.name_len == skip.name_len && memcmp(t.name, skip.name, t.name_len) == 0 && !t.self_closing) {
+                if (t.name_len == skip.name_len && memcmp(t.name, skip.name, t.name_len) == 0 &&
+                    !t.self_closing) {
                     if (t.closing) depth--;
                     else depth++;
                 }
                 continue;
             }
-            if (name_is(&t, "div") && has_attr(osis, &t, "eID", NULL) && has_attr(osis, &t, "type", "book")) break;
+            if (name_is(&t, "div") && has_attr(osis, &t, "eID", NULL) &&
+                has_attr(osis, &t, "type", "book"))
+                break;
             markup_before = 1;
             opened_added = !t.closing && !t.self_closing && name_is(&t, "transChange");
             int opens = !t.closing && !t.self_closing;
-            if (opens && (name_is(&t, "note") || (name_is(&t, "title") && !has_attr(osis, &t, "canonical", "true")))) {
+            if (opens && (name_is(&t, "note") ||
+                          (name_is(&t, "title") && !has_attr(osis, &t, "canonical", "true")))) {
                 skip = t;
                 depth = 1;
             }
@@ -292,8 +310,10 @@ char *mt_osis_to_text(const char *osis, size_t len)
             run.n = 0;
             if (unescape_run(osis, i, j, &run) < 0) goto fail;
             if (run.n > 0) {
-                int added_run = opened_added && len - j >= 14 && memcmp(osis + j, "</transChange>", 14) == 0;
-                if (markup_before && space_goes_back(&out, &run, added_run)) textbuf_putc(&out, ' ');
+                int added_run =
+                    opened_added && len - j >= 14 && memcmp(osis + j, "</transChange>", 14) == 0;
+                if (markup_before && space_goes_back(&out, &run, added_run))
+                    textbuf_putc(&out, ' ');
                 append_collapsed(&out, run.p, run.n);
                 markup_before = 0;
             }

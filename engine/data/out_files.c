@@ -12,12 +12,14 @@ int out_dir_make(const char *dir)
 {
     char path[PATH_MAX];
     if (!dir[0]) return mt_error("empty output directory name");
-    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) return mt_error("%s: path too long", dir);
+    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
+        return mt_error("%s: path too long", dir);
     for (char *p = path + 1;; p++) {
         if (*p != '/' && *p != '\0') continue;
         char saved = *p;
         *p = '\0';
-        if (mkdir(path, 0777) < 0 && errno != EEXIST) return mt_error("%s: cannot create directory: %s", path, strerror(errno));
+        if (mkdir(path, 0777) < 0 && errno != EEXIST)
+            return mt_error("%s: cannot create directory: %s", path, strerror(errno));
         *p = saved;
         if (saved == '\0') break;
     }
@@ -82,6 +84,7 @@ int out_commit(out_set *set)
         }
     }
     if (set->failed)
-        for (size_t i = 0; i < set->n; i++) unlink(set->files[i].tmp); /* renamed ones are already gone */
+        for (size_t i = 0; i < set->n; i++)
+            unlink(set->files[i].tmp); /* renamed ones are already gone */
     return set->failed ? -1 : 0;
 }

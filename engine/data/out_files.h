@@ -13,7 +13,7 @@ typedef struct {
     char final[PATH_MAX];
     char tmp[PATH_MAX];
     char name[256]; /* the file's name inside the directory */
-    FILE *f;        /* NULL once closed */
+    FILE *f; /* NULL once closed */
 } out_file;
 
 typedef struct {

@@ -8,7 +8,7 @@
 
 typedef struct {
     uint32_t h[8];
-    uint64_t bytes;    /* message length so far */
+    uint64_t bytes; /* message length so far */
     uint8_t block[64]; /* the unfinished block */
     size_t fill;
 } sha256_ctx;

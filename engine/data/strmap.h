@@ -6,10 +6,10 @@
 #include <stddef.h>
 
 typedef struct {
-    char **keys;   /* (cap) NUL-terminated copies, NULL for an empty slot */
-    size_t *vals;  /* (cap) */
-    size_t cap;    /* a power of two, 0 before the first insert */
-    size_t n;      /* keys stored */
+    char **keys; /* (cap) NUL-terminated copies, NULL for an empty slot */
+    size_t *vals; /* (cap) */
+    size_t cap; /* a power of two, 0 before the first insert */
+    size_t n; /* keys stored */
 } strmap;
 
 void strmap_free(strmap *m);

@@ -28,9 +28,11 @@ char *mt_text_clean(const char *text, size_t len, int *flags)
             n = 1;
         }
         utf8proc_category_t cat = utf8proc_category((utf8proc_int32_t)cp);
-        int space = cat == UTF8PROC_CATEGORY_ZS || cp == '\t' || cp == '\n' || cp == '\v' || cp == '\f' ||
-                    cp == '\r' || cp == 0x85 || cat == UTF8PROC_CATEGORY_ZL || cat == UTF8PROC_CATEGORY_ZP;
-        int control = (cat == UTF8PROC_CATEGORY_CC && cp != ' ') || cp == 0xFEFF; /* a byte order mark */
+        int space = cat == UTF8PROC_CATEGORY_ZS || cp == '\t' || cp == '\n' || cp == '\v' ||
+                    cp == '\f' || cp == '\r' || cp == 0x85 || cat == UTF8PROC_CATEGORY_ZL ||
+                    cat == UTF8PROC_CATEGORY_ZP;
+        int control =
+            (cat == UTF8PROC_CATEGORY_CC && cp != ' ') || cp == 0xFEFF; /* a byte order mark */
         if (control && cp != '\t') changed |= MT_CLEAN_CONTROL;
         if (cp == '\t') changed |= MT_CLEAN_CONTROL;
         if (space) {
@@ -45,8 +47,9 @@ char *mt_text_clean(const char *text, size_t len, int *flags)
     }
     plain[out] = '\0';
     utf8proc_uint8_t *nfc = NULL;
-    utf8proc_ssize_t got = utf8proc_map((const utf8proc_uint8_t *)plain, (utf8proc_ssize_t)out, &nfc,
-                                        (utf8proc_option_t)(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+    utf8proc_ssize_t got =
+        utf8proc_map((const utf8proc_uint8_t *)plain, (utf8proc_ssize_t)out, &nfc,
+                     (utf8proc_option_t)(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
     if (got < 0) {
         free(plain);
         mt_error("NFC: %s", utf8proc_errmsg(got));

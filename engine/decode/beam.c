@@ -13,10 +13,10 @@
 #include "mtlab/error.h"
 
 typedef struct {
-    int32_t *tokens;   /* (K, max_new) the running beams' ids */
-    int32_t *scratch;  /* (K, max_new) */
-    double *logprob;   /* (K) the running beams' summed log-probabilities */
-    int len;           /* ids each running beam holds */
+    int32_t *tokens; /* (K, max_new) the running beams' ids */
+    int32_t *scratch; /* (K, max_new) */
+    double *logprob; /* (K) the running beams' summed log-probabilities */
+    int len; /* ids each running beam holds */
     mt_beam_hyps hyps;
 } beam_sentence;
 
@@ -31,8 +31,8 @@ static void finalize(mt_decode_ctx *c, beam_sentence *bs, int s, int add_running
             mt_beam_hyps_add(&bs->hyps, bs->tokens + (size_t)b * stride, bs->len, bs->logprob[b],
                              forced_eos, lp);
     const mt_hypothesis *best = &bs->hyps.h[mt_beam_hyps_best(&bs->hyps)];
-    mt_hypothesis_set(&c->res->hyps[s], best->ids, best->n_ids, best->logprob, best->finished,
-                      lp, mt_now_s() - c->t0);
+    mt_hypothesis_set(&c->res->hyps[s], best->ids, best->n_ids, best->logprob, best->finished, lp,
+                      mt_now_s() - c->t0);
     mt_decode_emit(c, s, best->ids, best->n_ids, 1);
 }
 
@@ -66,8 +66,8 @@ typedef struct {
 /* Process one sentence's step: finished candidates go to its hypotheses, the K best others
  * become its beams (next). top: scratch of 2K candidates.
  * Returns 1 when the sentence is done. */
-static int advance(mt_decode_ctx *c, beam_sentence *bs, int s, int row0, int live,
-                   mt_scored *top, const beam_next *next)
+static int advance(mt_decode_ctx *c, beam_sentence *bs, int s, int row0, int live, mt_scored *top,
+                   const beam_next *next)
 {
     int32_t *src = next->src, *tok = next->tok;
     double *new_logprob = next->logprob;
@@ -129,9 +129,9 @@ int mt_decode_beam_run(mt_decode_ctx *c)
         mt_beam_hyps_init(&sent[s].hyps, K);
     }
     mt_scored *top = mt_xmalloc(2 * (size_t)K * sizeof *top);
-    int *act = mt_xmalloc((size_t)n * sizeof *act);            /* live sentences, row order */
-    int32_t *rows = mt_xmalloc((size_t)n * K * sizeof *rows);  /* reorder: new row <- old row */
-    int32_t *next = mt_xmalloc((size_t)n * K * sizeof *next);  /* the new rows' inputs */
+    int *act = mt_xmalloc((size_t)n * sizeof *act); /* live sentences, row order */
+    int32_t *rows = mt_xmalloc((size_t)n * K * sizeof *rows); /* reorder: new row <- old row */
+    int32_t *next = mt_xmalloc((size_t)n * K * sizeof *next); /* the new rows' inputs */
     int32_t *src = mt_xmalloc((size_t)K * sizeof *src);
     double *new_logprob = mt_xmalloc((size_t)K * sizeof *new_logprob);
     for (int s = 0; s < n; s++) act[s] = s;

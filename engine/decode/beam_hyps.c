@@ -33,8 +33,8 @@ static int lowest(const mt_beam_hyps *bh)
     return lo;
 }
 
-void mt_beam_hyps_add(mt_beam_hyps *bh, const int32_t *ids, int n_ids, double logprob,
-                      int finished, float length_penalty)
+void mt_beam_hyps_add(mt_beam_hyps *bh, const int32_t *ids, int n_ids, double logprob, int finished,
+                      float length_penalty)
 {
     double score = mt_decode_score(logprob, n_ids + finished, length_penalty);
     if (bh->n == bh->K && !(score > bh->worst)) return;

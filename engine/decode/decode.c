@@ -42,8 +42,7 @@ int mt_decode_max_new(const mt_model *m, int src_len, const mt_decode_opts *o)
     if (src_len < 0 || src_len > MAX_SOURCE_TOKENS)
         return mt_error("source of %d tokens is outside 0..%d", src_len, MAX_SOURCE_TOKENS);
     if (o->max_new_tokens < 0 || o->max_new_tokens > MAX_NEW_TOKENS)
-        return mt_error("max new tokens %d is outside 1..%d", o->max_new_tokens,
-                        MAX_NEW_TOKENS);
+        return mt_error("max new tokens %d is outside 1..%d", o->max_new_tokens, MAX_NEW_TOKENS);
     int n = o->max_new_tokens > 0 ? o->max_new_tokens : 2 * src_len + 10;
     /* a hub checkpoint asked for no length: generate()'s max_length (decode.h) */
     if (o->max_new_tokens == 0 && cfg->hf_max_length > 0 && hf_semantics(m, o))
@@ -137,8 +136,8 @@ static int check_opts(const mt_model *m, const mt_decode_opts *o, int n)
         return mt_error("beam size %d is outside 1..%d", o->beam, MT_DECODE_MAX_BEAM);
     /* the first step draws 2K candidates from one beam's tokens, <pad> excluded */
     if (o->beam > 1 && 2 * o->beam + 1 > V)
-        return mt_error("beam size %d needs a vocabulary of at least %d tokens (%d here)",
-                        o->beam, 2 * o->beam + 1, V);
+        return mt_error("beam size %d needs a vocabulary of at least %d tokens (%d here)", o->beam,
+                        2 * o->beam + 1, V);
     if (!isfinite(o->length_penalty))
         return mt_error("length penalty %g is not a finite number", o->length_penalty);
     if (n < 0 || (size_t)n * (size_t)o->beam > MAX_ROWS)
@@ -156,7 +155,12 @@ int mt_decode(mt_model *m, const int32_t *const *src, const int *src_len, int n,
     if (check_opts(m, o, n)) return -1;
     if (n == 0) return 0;
     mt_decode_ctx c = {
-        .m = m, .o = o, .n = n, .K = o->beam, .t0 = t0, .res = res,
+        .m = m,
+        .o = o,
+        .n = n,
+        .K = o->beam,
+        .t0 = t0,
+        .res = res,
         .hf = hf_semantics(m, o),
         .V = mt_model_get_config(m)->vocab_size,
     };

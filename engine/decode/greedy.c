@@ -23,9 +23,9 @@ int mt_decode_greedy_run(mt_decode_ctx *c)
     greedy_row *sent = mt_xcalloc((size_t)n, sizeof *sent);
     for (int s = 0; s < n; s++)
         sent[s].tokens = mt_xmalloc((size_t)c->max_new[s] * sizeof(int32_t));
-    int *row_sent = mt_xmalloc((size_t)n * sizeof *row_sent);   /* live row -> sentence */
-    int32_t *keep = mt_xmalloc((size_t)n * sizeof *keep);       /* rows that go on */
-    int32_t *next = mt_xmalloc((size_t)n * sizeof *next);       /* their next input */
+    int *row_sent = mt_xmalloc((size_t)n * sizeof *row_sent); /* live row -> sentence */
+    int32_t *keep = mt_xmalloc((size_t)n * sizeof *keep); /* rows that go on */
+    int32_t *next = mt_xmalloc((size_t)n * sizeof *next); /* their next input */
     for (int s = 0; s < n; s++) row_sent[s] = s;
     int rows = n, rc = 0;
 
@@ -37,7 +37,9 @@ int mt_decode_greedy_run(mt_decode_ctx *c)
             const float *x = c->logits + (size_t)r * V;
             int32_t tok = mt_argmax(x, c->n_gen, mt_model_config_never_generated(cfg));
             /* log p(tok) = x[tok] - logsumexp(x) */
-            g->logprob += (double)x[tok] - mt_logsumexp(x, c->n_gen, c->hf ? -1 : mt_model_config_never_generated(cfg));
+            g->logprob +=
+                (double)x[tok] -
+                mt_logsumexp(x, c->n_gen, c->hf ? -1 : mt_model_config_never_generated(cfg));
             int finished = tok == cfg->eos_id;
             if (!finished) {
                 g->tokens[g->n++] = tok;
@@ -60,8 +62,8 @@ int mt_decode_greedy_run(mt_decode_ctx *c)
             c->res->cancelled = 1;
             for (int r = 0; r < kept; r++) {
                 int s = row_sent[r];
-                mt_hypothesis_set(&c->res->hyps[s], sent[s].tokens, sent[s].n, sent[s].logprob,
-                                  0, lp, mt_now_s() - c->t0);
+                mt_hypothesis_set(&c->res->hyps[s], sent[s].tokens, sent[s].n, sent[s].logprob, 0,
+                                  lp, mt_now_s() - c->t0);
                 mt_decode_emit(c, s, sent[s].tokens, sent[s].n, 1);
             }
             break;

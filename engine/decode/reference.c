@@ -18,9 +18,9 @@ typedef struct {
     int encdec, prompt, V;
     int32_t *srcrow; /* (S) encoder-decoder source */
     int S;
-    int32_t *seq;    /* (rows, cap) each row's prompt + generated ids */
+    int32_t *seq; /* (rows, cap) each row's prompt + generated ids */
     int cap;
-    float *logits;   /* (rows, T, V) */
+    float *logits; /* (rows, T, V) */
 } naive_seqs;
 
 static void seqs_init(naive_seqs *q, mt_model *m, const int32_t *src, int src_len, int rows,
@@ -202,9 +202,7 @@ int mt_decode_beam_naive(mt_model *m, const int32_t *src, int src_len, int max_n
             next_lp[n_beams++] = cands[rank].score;
         }
         double worst = kth_best(&done, K);
-        if (done.n >= K &&
-            worst >= mt_decode_score(cands[0].score, len + 1, length_penalty))
-            break;
+        if (done.n >= K && worst >= mt_decode_score(cands[0].score, len + 1, length_penalty)) break;
         memcpy(q.seq, next, (size_t)n_beams * cap * sizeof *next);
         memcpy(lp, next_lp, (size_t)n_beams * sizeof *lp);
         live = n_beams;

@@ -66,10 +66,8 @@ double mt_logsumexp(const float *x, int V, int skip)
 {
     float mx = max_except(x, V, skip);
     double sum;
-    if (skip < 0 || skip >= V)
-        sum = cpu_row_sum_exp(x, V, mx);
-    else
-        sum = cpu_row_sum_exp(x, skip, mx) + cpu_row_sum_exp(x + skip + 1, V - skip - 1, mx);
+    if (skip < 0 || skip >= V) sum = cpu_row_sum_exp(x, V, mx);
+    else sum = cpu_row_sum_exp(x, skip, mx) + cpu_row_sum_exp(x + skip + 1, V - skip - 1, mx);
     return (double)mx + log(sum);
 }
 

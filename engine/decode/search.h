@@ -12,13 +12,13 @@ typedef struct {
     mt_model *m;
     const mt_decode_opts *o;
     int n, K, V;
-    int n_gen;            /* ids 0 .. n_gen-1 may be generated (<= V) */
-    int *max_new;         /* (n) the length limit of each sentence */
-    int max_new_all;      /* their maximum */
-    mt_decode_state *st;  /* n * K rows */
-    float *logits;        /* host (n * K, V): the next-token logits of the live rows */
-    double t0;            /* start time (seconds, monotonic clock) */
-    int hf;               /* 1: transformers' generate() semantics (decode.h, MT_SEARCH_HF) */
+    int n_gen; /* ids 0 .. n_gen-1 may be generated (<= V) */
+    int *max_new; /* (n) the length limit of each sentence */
+    int max_new_all; /* their maximum */
+    mt_decode_state *st; /* n * K rows */
+    float *logits; /* host (n * K, V): the next-token logits of the live rows */
+    double t0; /* start time (seconds, monotonic clock) */
+    int hf; /* 1: transformers' generate() semantics (decode.h, MT_SEARCH_HF) */
     mt_decode_result *res;
 } mt_decode_ctx;
 
@@ -44,15 +44,15 @@ void mt_hypothesis_set(mt_hypothesis *h, const int32_t *ids, int n_ids, double l
 /* The (at most K) best finished hypotheses of one sentence, BeamHypotheses-style. */
 typedef struct {
     int K, n;
-    double worst;       /* lowest score kept (meaningful when n > 0) */
-    mt_hypothesis *h;   /* (K + 1) slots, n used */
+    double worst; /* lowest score kept (meaningful when n > 0) */
+    mt_hypothesis *h; /* (K + 1) slots, n used */
 } mt_beam_hyps;
 
 void mt_beam_hyps_init(mt_beam_hyps *bh, int K);
 void mt_beam_hyps_free(mt_beam_hyps *bh);
 /* Keep the hypothesis when fewer than K are kept or it beats the worst (then the worst goes). */
-void mt_beam_hyps_add(mt_beam_hyps *bh, const int32_t *ids, int n_ids, double logprob,
-                      int finished, float length_penalty);
+void mt_beam_hyps_add(mt_beam_hyps *bh, const int32_t *ids, int n_ids, double logprob, int finished,
+                      float length_penalty);
 /* early_stopping = False: K kept and the worst of them >= best_logprob / cur_len ^ lp. */
 int mt_beam_hyps_done(const mt_beam_hyps *bh, double best_logprob, int cur_len,
                       float length_penalty);

@@ -167,8 +167,8 @@ int mt_translate_ids(mt_model *m, const mt_tokenizer *tok, const int32_t *const 
     return rc;
 }
 
-int mt_translate(mt_model *m, const mt_tokenizer *tok, const char *const *texts, int n,
-                 int batch, const mt_decode_opts *o, mt_decode_result *res)
+int mt_translate(mt_model *m, const mt_tokenizer *tok, const char *const *texts, int n, int batch,
+                 const mt_decode_opts *o, mt_decode_result *res)
 {
     double t0 = mt_now_s();
     mt_sources s;

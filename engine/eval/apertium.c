@@ -165,7 +165,8 @@ static int exchange(child_proc *c, const textbuf *input, line_feed *feed, textbu
     char buf[65536];
     if (input->n == 0) close_fd(&c->to_child);
     while (c->from_child >= 0) {
-        struct pollfd p[3] = {{c->from_child, POLLIN, 0}, {c->errors, POLLIN, 0}, {c->to_child, POLLOUT, 0}};
+        struct pollfd p[3] = {
+            {c->from_child, POLLIN, 0}, {c->errors, POLLIN, 0}, {c->to_child, POLLOUT, 0}};
         if (poll(p, 3, -1) < 0) {
             if (errno == EINTR) continue;
             return mt_error("poll: %s", strerror(errno));
@@ -174,7 +175,8 @@ static int exchange(child_proc *c, const textbuf *input, line_feed *feed, textbu
             ssize_t k = write_no_sigpipe(c->to_child, input->p + sent, input->n - sent);
             if (k > 0) sent += (size_t)k;
             /* all sent: end of input lets it finish; EPIPE: it stopped reading */
-            if (sent == input->n || (k < 0 && errno != EAGAIN && errno != EINTR)) close_fd(&c->to_child);
+            if (sent == input->n || (k < 0 && errno != EAGAIN && errno != EINTR))
+                close_fd(&c->to_child);
         }
         if (p[1].revents & (POLLIN | POLLHUP)) {
             ssize_t k = read(c->errors, buf, sizeof buf);
@@ -248,9 +250,11 @@ static int apertium_translate(void *self, char **hyps, const char *const *src, s
         if (rc == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
             rc = mt_error("apertium -u %s failed (%s %d): %s", a->mode,
                           WIFEXITED(status) ? "exit status" : "signal",
-                          WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), first_error_line(&err));
+                          WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+                          first_error_line(&err));
         if (rc == 0 && !all_sent)
-            rc = mt_error("apertium -u %s stopped reading its input: %s", a->mode, first_error_line(&err));
+            rc = mt_error("apertium -u %s stopped reading its input: %s", a->mode,
+                          first_error_line(&err));
         if (rc == 0) rc = split_lines(hyps, &feed.out, n);
         stats->peak_bytes = (size_t)usage.ru_maxrss * 1024;
         stats->memory_kind = "peak RSS of the apertium processes";
@@ -295,7 +299,8 @@ char *mt_apertium_modes(void)
     }
     textbuf list = {0};
     textbuf_append(&list, "", 0);
-    for (char *line = feed.out.p ? strtok(feed.out.p, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+    for (char *line = feed.out.p ? strtok(feed.out.p, "\n") : NULL; line;
+         line = strtok(NULL, "\n")) {
         line += strspn(line, " \t");
         if (!*line) continue;
         if (list.n) textbuf_append(&list, ", ", 2);
@@ -324,7 +329,8 @@ mt_translator *mt_apertium_open(const char *mode, const mt_translate_opts *opts)
     char *modes = mt_apertium_modes();
     if (!modes) return NULL;
     if (!*mode || !mode_listed(modes, mode)) {
-        mt_error("apertium mode '%s' is not installed (installed: %s)", mode, *modes ? modes : "none");
+        mt_error("apertium mode '%s' is not installed (installed: %s)", mode,
+                 *modes ? modes : "none");
         free(modes);
         return NULL;
     }

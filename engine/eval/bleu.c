@@ -20,15 +20,19 @@
 
 mt_bleu_opts mt_bleu_defaults(void)
 {
-    return (mt_bleu_opts){.lowercase = 0, .smooth = MT_SMOOTH_EXP, .smooth_value = -1,
-                          .effective_order = 0, .tokenize = MT_BLEU_TOK_13A, .spm = NULL};
+    return (mt_bleu_opts){.lowercase = 0,
+                          .smooth = MT_SMOOTH_EXP,
+                          .smooth_value = -1,
+                          .effective_order = 0,
+                          .tokenize = MT_BLEU_TOK_13A,
+                          .spm = NULL};
 }
 
 /* One preprocessed sentence and its n-gram multisets. */
 typedef struct {
-    char *tokens;                                 /* words joined by single spaces */
+    char *tokens; /* words joined by single spaces */
     size_t n_tokens;
-    mt_ngram_counter ngrams[MT_BLEU_MAX_ORDER];   /* [n-1]: the n-grams, as spans of tokens */
+    mt_ngram_counter ngrams[MT_BLEU_MAX_ORDER]; /* [n-1]: the n-grams, as spans of tokens */
 } bleu_segment;
 
 static void bleu_segment_free(bleu_segment *s)
@@ -117,8 +121,7 @@ int mt_bleu_segment_stats(mt_bleu_stats *out, const char *hyp, const char *const
                     mt_ngram_max(&ref_max[n], c->slots[i].key, c->slots[i].len, c->slots[i].count);
         }
     }
-    if (rc == 0 && bleu_segment_read(&h, hyp, opts) < 0)
-        rc = mt_error_context("hypothesis");
+    if (rc == 0 && bleu_segment_read(&h, hyp, opts) < 0) rc = mt_error_context("hypothesis");
     if (rc == 0) {
         out->hyp_len = (int64_t)h.n_tokens;
         out->ref_len = closest_ref_len(out->hyp_len, ref_lens, n_refs);
@@ -219,16 +222,15 @@ int mt_bleu_corpus(mt_bleu_score *out, const char *const *hyps, size_t n,
         mt_bleu_stats s;
         if (mt_bleu_segment_stats(&s, hyps[i], seg_refs, n_refs, opts) < 0)
             rc = mt_error_context("segment %zu", i + 1);
-        else
-            mt_bleu_stats_add(&sum, &s);
+        else mt_bleu_stats_add(&sum, &s);
     }
     free(seg_refs);
     if (rc == 0) mt_bleu_from_stats(out, &sum, opts);
     return rc;
 }
 
-int mt_bleu_sentence(mt_bleu_score *out, const char *hyp, const char *const *refs,
-                     size_t n_refs, const mt_bleu_opts *opts)
+int mt_bleu_sentence(mt_bleu_score *out, const char *hyp, const char *const *refs, size_t n_refs,
+                     const mt_bleu_opts *opts)
 {
     mt_bleu_stats s;
     if (mt_bleu_segment_stats(&s, hyp, refs, n_refs, opts) < 0) return -1;
@@ -246,12 +248,13 @@ void mt_bleu_signature(char *out, size_t out_len, const mt_bleu_opts *opts, size
     if (opts->smooth == MT_SMOOTH_FLOOR || opts->smooth == MT_SMOOTH_ADD_K)
         snprintf(smooth, sizeof smooth, "%s[%.2f]", names[opts->smooth],
                  smooth_value_or_default(opts));
-    else
-        snprintf(smooth, sizeof smooth, "%s", names[opts->smooth]);
-    const char *tok = opts->tokenize == MT_BLEU_TOK_JA_MECAB ? mt_mecab_signature()
-                                                              : mt_bleu_tokenize_name(opts->tokenize);
-    snprintf(out, out_len, short_form ? "#:%zu|c:%s|e:%s|tok:%s|s:%s|v:%s"
-                                      : "nrefs:%zu|case:%s|eff:%s|tok:%s|smooth:%s|version:%s",
+    else snprintf(smooth, sizeof smooth, "%s", names[opts->smooth]);
+    const char *tok = opts->tokenize == MT_BLEU_TOK_JA_MECAB
+                          ? mt_mecab_signature()
+                          : mt_bleu_tokenize_name(opts->tokenize);
+    snprintf(out, out_len,
+             short_form ? "#:%zu|c:%s|e:%s|tok:%s|s:%s|v:%s"
+                        : "nrefs:%zu|case:%s|eff:%s|tok:%s|smooth:%s|version:%s",
              n_refs, opts->lowercase ? "lc" : "mixed", opts->effective_order ? "yes" : "no",
              tok ? tok : "?", smooth, MT_SACREBLEU_VERSION);
 }

@@ -18,7 +18,8 @@ int mt_length_bucket(size_t tokens)
 
 const char *mt_length_bucket_name(int bucket)
 {
-    static const char *const names[MT_LENGTH_BUCKETS] = {"1-32", "33-64", "65-128", "129-256", "257+"};
+    static const char *const names[MT_LENGTH_BUCKETS] = {"1-32", "33-64", "65-128", "129-256",
+                                                         "257+"};
     return bucket >= 0 && bucket < MT_LENGTH_BUCKETS ? names[bucket] : "?";
 }
 

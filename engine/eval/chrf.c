@@ -39,8 +39,8 @@ static int check_opts(const mt_chrf_opts *o)
 
 /* One sentence's n-gram multisets: character orders first, then word orders. */
 typedef struct {
-    char *chars;  /* the characters counted (UTF-8) */
-    char *words;  /* the words, joined by single spaces (UTF-8) */
+    char *chars; /* the characters counted (UTF-8) */
+    char *words; /* the words, joined by single spaces (UTF-8) */
     mt_ngram_counter ngrams[MT_CHRF_MAX_ORDERS];
 } chrf_segment;
 
@@ -65,7 +65,10 @@ static void split_words(mt_cpbuf *out, const uint32_t *s, size_t n)
 {
     size_t i = 0;
     while (i < n) {
-        if (mt_is_py_space(s[i])) { i++; continue; }
+        if (mt_is_py_space(s[i])) {
+            i++;
+            continue;
+        }
         size_t b = i;
         while (i < n && !mt_is_py_space(s[i])) i++;
         size_t len = i - b;
@@ -217,8 +220,8 @@ void mt_chrf_stats_add(mt_chrf_stats *acc, const mt_chrf_stats *s)
     }
 }
 
-int mt_chrf_corpus(double *score, const char *const *hyps, size_t n,
-                   const char *const *const *refs, size_t n_refs, const mt_chrf_opts *opts)
+int mt_chrf_corpus(double *score, const char *const *hyps, size_t n, const char *const *const *refs,
+                   size_t n_refs, const mt_chrf_opts *opts)
 {
     if (check_opts(opts) < 0) return -1;
     if (n_refs == 0) return mt_error("chrF needs at least one reference");
@@ -230,8 +233,7 @@ int mt_chrf_corpus(double *score, const char *const *hyps, size_t n,
         mt_chrf_stats s;
         if (mt_chrf_segment_stats(&s, hyps[i], seg_refs, n_refs, opts) < 0)
             rc = mt_error_context("segment %zu", i + 1);
-        else
-            mt_chrf_stats_add(&sum, &s);
+        else mt_chrf_stats_add(&sum, &s);
     }
     free(seg_refs);
     if (rc == 0) *score = mt_chrf_from_stats(&sum, opts);
@@ -259,8 +261,9 @@ void mt_chrf_name(char *out, size_t out_len, const mt_chrf_opts *opts)
 void mt_chrf_signature(char *out, size_t out_len, const mt_chrf_opts *opts, size_t n_refs,
                        int short_form)
 {
-    snprintf(out, out_len, short_form ? "#:%zu|c:%s|e:%s|nc:%d|nw:%d|s:%s|v:%s"
-                                      : "nrefs:%zu|case:%s|eff:%s|nc:%d|nw:%d|space:%s|version:%s",
+    snprintf(out, out_len,
+             short_form ? "#:%zu|c:%s|e:%s|nc:%d|nw:%d|s:%s|v:%s"
+                        : "nrefs:%zu|case:%s|eff:%s|nc:%d|nw:%d|space:%s|version:%s",
              n_refs, opts->lowercase ? "lc" : "mixed", opts->eps_smoothing ? "no" : "yes",
              opts->char_order, opts->word_order, opts->whitespace ? "yes" : "no",
              MT_SACREBLEU_VERSION);

@@ -20,9 +20,9 @@ void mt_cpbuf_free(mt_cpbuf *b);
  * (N counted from 0). */
 int mt_utf8_decode(mt_cpbuf *out, const char *s, size_t len);
 
-/* UTF-8 encoding of the Unicode scalar values cp[0..n), malloc'd and NUL-terminated; *len_out gets its length when not
- * NULL. offsets, when not NULL, gets n + 1 entries: the byte offset where each code point
- * starts, then the total length. */
+/* UTF-8 encoding of the Unicode scalar values cp[0..n), malloc'd and NUL-terminated; *len_out gets
+ * its length when not NULL. offsets, when not NULL, gets n + 1 entries: the byte offset where each
+ * code point starts, then the total length. */
 char *mt_utf8_encode(const uint32_t *cp, size_t n, size_t *len_out, size_t *offsets);
 
 /* Python's str.isspace() for one character: what str.split() splits on and str.rstrip()

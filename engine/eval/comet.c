@@ -28,21 +28,32 @@ enum { COMET_BATCH = 16, COMET_BATCH_ROWS = 4096, COMET_CHUNK = 256 };
 struct mt_comet {
     const mt_backend *be;
     mt_comet_config cfg;
-    mt_tokenizer *tok;         /* NULL for mt_comet_random */
-    float *params;             /* backend: encoder, then the estimator */
+    mt_tokenizer *tok; /* NULL for mt_comet_random */
+    float *params; /* backend: encoder, then the estimator */
     size_t n_params;
     xlmr_params enc;
     float *est_w[MT_COMET_MAX_HIDDEN + 1]; /* (out, in) */
     float *est_b[MT_COMET_MAX_HIDDEN + 1]; /* (out) */
-    float *layer_w;            /* (L + 1) host: gamma * transform(scalars), 0 off the layer */
+    float *layer_w; /* (L + 1) host: gamma * transform(scalars), 0 off the layer */
 };
 
 mt_comet_config mt_comet_config_wmt22(void)
 {
-    mt_comet_config c = {.V = 250002, .C = 1024, .H = 16, .F = 4096, .L = 24, .P = 514,
-                         .eps = 1e-5f, .layer = -1, .sparsemax = 1, .layer_norm = 0,
-                         .pool = MT_COMET_POOL_AVG, .n_hidden = 2, .hidden = {3072, 1024},
-                         .act = MT_ACT_TANH, .final_act = -1};
+    mt_comet_config c = {.V = 250002,
+                         .C = 1024,
+                         .H = 16,
+                         .F = 4096,
+                         .L = 24,
+                         .P = 514,
+                         .eps = 1e-5f,
+                         .layer = -1,
+                         .sparsemax = 1,
+                         .layer_norm = 0,
+                         .pool = MT_COMET_POOL_AVG,
+                         .n_hidden = 2,
+                         .hidden = {3072, 1024},
+                         .act = MT_ACT_TANH,
+                         .final_act = -1};
     return c;
 }
 
@@ -189,13 +200,13 @@ static int exists(const char *path)
 
 static mt_safetensors *open_weights(const char *dir)
 {
-    char *st_path = mt_path_join(dir, "model.safetensors"), *ck = mt_path_join(dir, "checkpoints/model.ckpt");
+    char *st_path = mt_path_join(dir, "model.safetensors"),
+         *ck = mt_path_join(dir, "checkpoints/model.ckpt");
     mt_safetensors *st = NULL;
     if (exists(st_path)) st = mt_st_open(st_path);
     else if (exists(ck)) st = mt_torch_open(ck);
     else
-        mt_error("%s: no COMET weights: neither checkpoints/model.ckpt nor model.safetensors",
-                 dir);
+        mt_error("%s: no COMET weights: neither checkpoints/model.ckpt nor model.safetensors", dir);
     free(st_path), free(ck);
     return st;
 }
@@ -205,7 +216,8 @@ static const mt_st_tensor *need(const mt_safetensors *st, const char *name, int 
     const mt_st_tensor *t = mt_st_find(st, name);
     if (!t) mt_error("%s: missing tensor '%s'", mt_st_name(st), name);
     else if (t->ndim != ndim) {
-        mt_error("%s: tensor '%s' has %d dimensions, expected %d", mt_st_name(st), name, t->ndim, ndim);
+        mt_error("%s: tensor '%s' has %d dimensions, expected %d", mt_st_name(st), name, t->ndim,
+                 ndim);
         return NULL;
     }
     return t;
@@ -215,13 +227,17 @@ static const mt_st_tensor *need(const mt_safetensors *st, const char *name, int 
 static int encoder_shapes(mt_comet_config *c, const mt_safetensors *st, const char *dir)
 {
     const mt_st_tensor *w = need(st, COMET_PREFIX "embeddings.word_embeddings.weight", 2);
-    const mt_st_tensor *p = w ? need(st, COMET_PREFIX "embeddings.position_embeddings.weight", 2) : NULL;
-    const mt_st_tensor *f = p ? need(st, COMET_PREFIX "encoder.layer.0.intermediate.dense.weight", 2) : NULL;
+    const mt_st_tensor *p =
+        w ? need(st, COMET_PREFIX "embeddings.position_embeddings.weight", 2) : NULL;
+    const mt_st_tensor *f =
+        p ? need(st, COMET_PREFIX "encoder.layer.0.intermediate.dense.weight", 2) : NULL;
     if (!f) return -1;
-    c->V = (int)w->shape[0], c->C = (int)w->shape[1], c->P = (int)p->shape[0], c->F = (int)f->shape[0];
+    c->V = (int)w->shape[0], c->C = (int)w->shape[1], c->P = (int)p->shape[0],
+    c->F = (int)f->shape[0];
     char name[XLMR_NAME_MAX];
     for (c->L = 0;; c->L++) {
-        snprintf(name, sizeof name, COMET_PREFIX "encoder.layer.%d.attention.self.query.weight", c->L);
+        snprintf(name, sizeof name, COMET_PREFIX "encoder.layer.%d.attention.self.query.weight",
+                 c->L);
         if (!mt_st_find(st, name)) break;
     }
     if (c->P < 6) return mt_error("%s: %d positions is too few for XLM-R", mt_st_name(st), c->P);
@@ -250,7 +266,8 @@ static int encoder_shapes(mt_comet_config *c, const mt_safetensors *st, const ch
     if (!rc && (c->H < 1 || c->C % c->H))
         rc = mt_error("%s: %d heads do not divide the hidden size %d", cfg_path, c->H, c->C);
     if (!rc && c->layer > c->L)
-        rc = mt_error("%s/hparams.yaml: layer %d, but the encoder has %d layers", dir, c->layer, c->L);
+        rc = mt_error("%s/hparams.yaml: layer %d, but the encoder has %d layers", dir, c->layer,
+                      c->L);
     free(cfg_path);
     return rc;
 }
@@ -306,7 +323,8 @@ static int read_tensors(mt_comet *m, const tensor_list *tl, const mt_safetensors
         if (mt_st_read_f32(st, name, 1, one, &tl->mix[l])) return -1;
     }
     float gamma = 1.0f;
-    if (m->cfg.layer < 0 && mt_st_read_f32(st, "layerwise_attention.gamma", 1, one, &gamma)) return -1;
+    if (m->cfg.layer < 0 && mt_st_read_f32(st, "layerwise_attention.gamma", 1, one, &gamma))
+        return -1;
     set_layer_weights(m, tl->mix, gamma);
     return 0;
 }
@@ -342,7 +360,8 @@ int mt_comet_encode(const mt_comet *m, const char *text, int32_t **ids, int *len
     if (n > keep) n = keep;
     int32_t *out = mt_xmalloc((n + 2) * sizeof *out);
     out[0] = XLMR_BOS;
-    for (size_t i = 0; i < n; i++) out[i + 1] = pieces[i] == 0 ? XLMR_UNK : pieces[i] + XLMR_SPM_OFFSET;
+    for (size_t i = 0; i < n; i++)
+        out[i + 1] = pieces[i] == 0 ? XLMR_UNK : pieces[i] + XLMR_SPM_OFFSET;
     out[n + 1] = XLMR_EOS;
     free(pieces);
     *ids = out, *len = (int)n + 2;
@@ -352,9 +371,9 @@ int mt_comet_encode(const mt_comet *m, const char *text, int32_t **ids, int *len
 /* ---------------------------------------------------------------- sentence embeddings */
 typedef struct {
     const mt_comet *m;
-    float *mix;     /* (BT, C) */
-    float *ones;    /* (BT*C) for the layer norm's mean */
-    float *cls;     /* (B, C) pool "default": the last layer at <s> */
+    float *mix; /* (BT, C) */
+    float *ones; /* (BT*C) for the layer norm's mean */
+    float *cls; /* (B, C) pool "default": the last layer at <s> */
     const int *len; /* (B) host */
     int B, T;
 } mix_ctx;
@@ -428,14 +447,15 @@ static int embed_batch(mt_comet *m, float *out, const mt_comet_seq *const *seqs,
     be->upload(ids_d, ids, BT * sizeof *ids);
     be->upload(mask_d, mask, BT);
     be->memzero(ctx.mix, BT * C * sizeof(float));
-    xlmr_forward(be, &a, ids_d, &m->enc,
-                 &(xlmr_call){.cfg = &xc, .B = B, .T = T, .mask = mask_d, .fn = mix_layer,
-                              .ctx = &ctx});
+    xlmr_forward(
+        be, &a, ids_d, &m->enc,
+        &(xlmr_call){.cfg = &xc, .B = B, .T = T, .mask = mask_d, .fn = mix_layer, .ctx = &ctx});
     switch (c->pool) {
     case MT_COMET_POOL_AVG:
         /* (B, BT) of 1/len at each sentence's real rows, times the mix (BT, C) */
         be->upload(pool_d, pool, (size_t)B * BT * sizeof *pool);
-        be->gemm(0, 0, B, (int)C, (int)BT, 1.0f, pool_d, (int)BT, ctx.mix, (int)C, 0.0f, out, (int)C);
+        be->gemm(0, 0, B, (int)C, (int)BT, 1.0f, pool_d, (int)BT, ctx.mix, (int)C, 0.0f, out,
+                 (int)C);
         break;
     case MT_COMET_POOL_CLS: be->copy2d(out, (int)C, ctx.mix, T * (int)C, (size_t)B, (int)C); break;
     case MT_COMET_POOL_DEFAULT: be->copy(out, cls, (size_t)B * C * sizeof(float)); break;
@@ -449,7 +469,8 @@ static const mt_comet_seq *const *sort_seqs;
 static int by_length(const void *a, const void *b)
 {
     int la = sort_seqs[*(const int *)a]->len, lb = sort_seqs[*(const int *)b]->len;
-    return la != lb ? (la > lb ? -1 : 1) : (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+    return la != lb ? (la > lb ? -1 : 1)
+                    : (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
 }
 
 /* out (n, C): the embeddings of n sequences, in batches of similar lengths */
@@ -590,5 +611,6 @@ static double comet_mean_x100(const double *sums, const void *ctx)
 
 mt_sig_metric mt_sig_comet_metric(void)
 {
-    return (mt_sig_metric){.name = "COMET", .n_stats = MT_SIG_COMET_STATS, .score = comet_mean_x100};
+    return (mt_sig_metric){
+        .name = "COMET", .n_stats = MT_SIG_COMET_STATS, .score = comet_mean_x100};
 }

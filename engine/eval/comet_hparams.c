@@ -35,9 +35,13 @@ static int parse_int(const char *s, int *out)
 int comet_activation_from_name(const char *name, mt_act *out)
 {
     /* COMET builds getattr(torch.nn, name.title()) */
-    static const struct { const char *name; mt_act act; } acts[] = {
-        {"tanh", MT_ACT_TANH}, {"relu", MT_ACT_RELU}, {"gelu", MT_ACT_GELU},
-        {"softplus", MT_ACT_SOFTPLUS}};
+    static const struct {
+        const char *name;
+        mt_act act;
+    } acts[] = {{"tanh", MT_ACT_TANH},
+                {"relu", MT_ACT_RELU},
+                {"gelu", MT_ACT_GELU},
+                {"softplus", MT_ACT_SOFTPLUS}};
     for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++)
         if (!strcasecmp(name, acts[i].name)) return *out = acts[i].act, 0;
     return -1;
@@ -55,7 +59,8 @@ static int hidden_item(hp_reader *r, const char *item)
 {
     int v;
     if (parse_int(item, &v) || v < 1)
-        return mt_error("%s:%zu: hidden_sizes: '%s' is not a positive integer", r->path, r->line, item);
+        return mt_error("%s:%zu: hidden_sizes: '%s' is not a positive integer", r->path, r->line,
+                        item);
     if (r->cfg->n_hidden == MT_COMET_MAX_HIDDEN)
         return mt_error("%s:%zu: hidden_sizes: more than %d layers", r->path, r->line,
                         MT_COMET_MAX_HIDDEN);
@@ -69,7 +74,8 @@ static int flow_list(hp_reader *r, char *v)
     if (n < 2 || v[n - 1] != ']')
         return mt_error("%s:%zu: hidden_sizes: '%s' is not a list", r->path, r->line, v);
     v[n - 1] = 0;
-    for (char *save = NULL, *tok = strtok_r(v + 1, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+    for (char *save = NULL, *tok = strtok_r(v + 1, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save))
         if (hidden_item(r, trim(tok))) return -1;
     return 0;
 }
@@ -90,11 +96,12 @@ static int key_value(hp_reader *r, const char *key, char *v)
         r->saw_class = 1;
         if (strcmp(v, "regression_metric"))
             return mt_error("%s:%zu: class_identifier '%s': mtlab computes COMET regression "
-                            "metrics (regression_metric, as wmt22-comet-da) only", at, ln, v);
+                            "metrics (regression_metric, as wmt22-comet-da) only",
+                            at, ln, v);
     } else if (!strcmp(key, "encoder_model")) {
         if (strcmp(v, "XLM-RoBERTa"))
-            return mt_error("%s:%zu: encoder_model '%s': mtlab's COMET encoder is XLM-RoBERTa",
-                            at, ln, v);
+            return mt_error("%s:%zu: encoder_model '%s': mtlab's COMET encoder is XLM-RoBERTa", at,
+                            ln, v);
     } else if (!strcmp(key, "layer")) {
         if (!strcmp(v, "mix")) c->layer = -1;
         else if (parse_int(v, &c->layer) || c->layer < 0)
@@ -107,7 +114,8 @@ static int key_value(hp_reader *r, const char *key, char *v)
         else if (!strcmp(v, "softmax") || !strcmp(v, "sparsemax_patch")) c->sparsemax = 0;
         else
             return mt_error("%s:%zu: layer_transformation '%s' is not softmax, sparsemax or "
-                            "sparsemax_patch", at, ln, v);
+                            "sparsemax_patch",
+                            at, ln, v);
     } else if (!strcmp(key, "layer_norm")) {
         return bool_value(r, key, v, &c->layer_norm);
     } else if (!strcmp(key, "pool")) {
@@ -115,21 +123,23 @@ static int key_value(hp_reader *r, const char *key, char *v)
         else if (!strcmp(v, "cls")) c->pool = MT_COMET_POOL_CLS;
         else if (!strcmp(v, "default")) c->pool = MT_COMET_POOL_DEFAULT;
         else
-            return mt_error("%s:%zu: pool '%s' is not one mtlab computes (avg, cls, default)",
-                            at, ln, v);
+            return mt_error("%s:%zu: pool '%s' is not one mtlab computes (avg, cls, default)", at,
+                            ln, v);
     } else if (!strcmp(key, "hidden_sizes")) {
         c->n_hidden = 0;
         if (*v) return flow_list(r, v);
         r->in_hidden = 1;
     } else if (!strcmp(key, "activations")) {
         if (comet_activation_from_name(v, &c->act))
-            return mt_error("%s:%zu: activations '%s' is not Tanh, ReLU, GELU or Softplus", at, ln, v);
+            return mt_error("%s:%zu: activations '%s' is not Tanh, ReLU, GELU or Softplus", at, ln,
+                            v);
     } else if (!strcmp(key, "final_activation")) {
         mt_act a;
         if (!strcmp(v, "null") || !strcmp(v, "~") || !*v) c->final_act = -1;
         else if (comet_activation_from_name(v, &a))
             return mt_error("%s:%zu: final_activation '%s' is not null, Tanh, ReLU, GELU or "
-                            "Softplus", at, ln, v);
+                            "Softplus",
+                            at, ln, v);
         else c->final_act = (int)a;
     }
     return 0;
@@ -172,8 +182,7 @@ int comet_hparams_read(const char *path, mt_comet_config *cfg)
     mt_line_reader_free(&lr);
     fclose(f);
     if (rc) return -1;
-    if (!r.saw_class)
-        return mt_error("%s: no class_identifier: not a COMET hparams.yaml", path);
+    if (!r.saw_class) return mt_error("%s: no class_identifier: not a COMET hparams.yaml", path);
     if (cfg->n_hidden == 0) return mt_error("%s: hidden_sizes is empty", path);
     return 0;
 }

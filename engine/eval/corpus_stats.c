@@ -112,29 +112,29 @@ static int parse_entry(mt_corpus_stats *s, char *line, size_t len)
     if (tsv_parse_count(tab + 1, &count) < 0)
         return mt_error("count '%s' is not a non-negative integer", tab + 1);
     if (count == 0 || count > s->pairs)
-        return mt_error("count %zu for '%s' is outside 1..%zu (the pairs in the header)", count, line,
-                        s->pairs);
+        return mt_error("count %zu for '%s' is outside 1..%zu (the pairs in the header)", count,
+                        line, s->pairs);
     int inserted;
     *strmap_put(&s->counts, line, (size_t)(tab - line), count, &inserted) = count;
     if (!inserted) return mt_error("'%s' is listed twice", line);
     return 0;
 }
 
-static int stats_header(void *user, char *line)
-{
-    return parse_header(user, line);
-}
+static int stats_header(void *user, char *line) { return parse_header(user, line); }
 
-static int stats_row(void *user, char *line, size_t len)
-{
-    return parse_entry(user, line, len);
-}
+static int stats_row(void *user, char *line, size_t len) { return parse_entry(user, line, len); }
 
 mt_corpus_stats *mt_corpus_stats_read(const char *path)
 {
     mt_corpus_stats *s = mt_xcalloc(1, sizeof *s);
-    tsv_reader r = {STATS_MAGIC, "a corpus_stats file", MAX_STATS_LINE,
-                    "# pairs=N ner=english|generic", stats_header, stats_row, s, NULL};
+    tsv_reader r = {STATS_MAGIC,
+                    "a corpus_stats file",
+                    MAX_STATS_LINE,
+                    "# pairs=N ner=english|generic",
+                    stats_header,
+                    stats_row,
+                    s,
+                    NULL};
     if (tsv_read(path, &r) < 0) {
         mt_corpus_stats_free(s);
         return NULL;

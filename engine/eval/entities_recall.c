@@ -42,8 +42,8 @@ void mt_ne_testset_free(mt_ne_testset *ts)
 /* One kept entity of a sentence. */
 typedef struct {
     char *name;
-    char *copy_as;  /* the source name whose copy also hits, NULL: the entity itself */
-    size_t count;   /* its training count */
+    char *copy_as; /* the source name whose copy also hits, NULL: the entity itself */
+    size_t count; /* its training count */
 } kept_entity;
 
 typedef struct {
@@ -78,7 +78,8 @@ static int kept_copyable(kept_list *out, const char *src, const char *ref, mt_ne
     if (mt_entities_copyable(&set, src, ref, lang) < 0) return -1;
     for (size_t k = 0; k < set.n; k++) {
         size_t len = strlen(set.names[k]);
-        kept_push(out, set.names[k], len, NULL, stats ? mt_corpus_stats_count(stats, set.names[k], len) : 0);
+        kept_push(out, set.names[k], len, NULL,
+                  stats ? mt_corpus_stats_count(stats, set.names[k], len) : 0);
     }
     mt_entity_set_free(&set);
     return 0;
@@ -104,7 +105,8 @@ static const char *translated_from(char *buf, size_t cap, const source_names *sr
         const size_t *form_pairs;
         size_t nf = mt_entity_lexicon_forms(lex, s, slen, &forms, NULL, &form_pairs);
         for (size_t k = 0; k < nf; k++) {
-            if (strlen(forms[k]) != len || memcmp(forms[k], name, len) != 0 || slen + 1 > cap) continue;
+            if (strlen(forms[k]) != len || memcmp(forms[k], name, len) != 0 || slen + 1 > cap)
+                continue;
             memcpy(buf, s, slen);
             buf[slen] = '\0';
             *pairs = form_pairs[k];
@@ -145,8 +147,9 @@ static int kept_translated(kept_list *out, const char *src, const char *ref, mt_
     return 0;
 }
 
-static int testset_build(mt_ne_testset *ts, const char *const *src, const char *const *ref, size_t n,
-                         mt_ner_lang lang, const mt_corpus_stats *stats, const mt_entity_lexicon *lex)
+static int testset_build(mt_ne_testset *ts, const char *const *src, const char *const *ref,
+                         size_t n, mt_ner_lang lang, const mt_corpus_stats *stats,
+                         const mt_entity_lexicon *lex)
 {
     memset(ts, 0, sizeof *ts);
     ts->n_sentences = n;
@@ -173,7 +176,8 @@ static int testset_build(mt_ne_testset *ts, const char *const *src, const char *
                 if (ts->n_names == names_cap) {
                     names_cap = names_cap ? 2 * names_cap : 64;
                     ts->names = mt_xrealloc(ts->names, names_cap * sizeof *ts->names);
-                    ts->train_count = mt_xrealloc(ts->train_count, names_cap * sizeof *ts->train_count);
+                    ts->train_count =
+                        mt_xrealloc(ts->train_count, names_cap * sizeof *ts->train_count);
                 }
                 ts->train_count[ts->n_names] = 0;
                 ts->names[ts->n_names++] = e->name;
@@ -198,15 +202,15 @@ static int testset_build(mt_ne_testset *ts, const char *const *src, const char *
     return 0;
 }
 
-int mt_ne_testset_build(mt_ne_testset *ts, const char *const *src, const char *const *ref,
-                        size_t n, mt_ner_lang lang, const mt_corpus_stats *stats)
+int mt_ne_testset_build(mt_ne_testset *ts, const char *const *src, const char *const *ref, size_t n,
+                        mt_ner_lang lang, const mt_corpus_stats *stats)
 {
     return testset_build(ts, src, ref, n, lang, stats, NULL);
 }
 
-int mt_ne_testset_build_translated(mt_ne_testset *ts, const char *const *src, const char *const *ref,
-                                   size_t n, mt_ner_lang lang, const mt_corpus_stats *stats,
-                                   const mt_entity_lexicon *lex)
+int mt_ne_testset_build_translated(mt_ne_testset *ts, const char *const *src,
+                                   const char *const *ref, size_t n, mt_ner_lang lang,
+                                   const mt_corpus_stats *stats, const mt_entity_lexicon *lex)
 {
     return testset_build(ts, src, ref, n, lang, stats, lex);
 }

@@ -38,7 +38,8 @@ static void push(mt_text_span **spans, size_t *n, size_t *cap, mt_text_span span
     (*spans)[(*n)++] = span;
 }
 
-int entity_source_name_words(mt_text_span **spans, size_t *n, const char *src, const mt_entity_lexicon *lex)
+int entity_source_name_words(mt_text_span **spans, size_t *n, const char *src,
+                             const mt_entity_lexicon *lex)
 {
     *spans = NULL;
     *n = 0;
@@ -46,7 +47,8 @@ int entity_source_name_words(mt_text_span **spans, size_t *n, const char *src, c
     if (entity_words_split(&ws, src) < 0) return -1;
     size_t cap = 0;
     for (size_t i = 0; i < ws.n; i++)
-        if (is_name_word(src, &ws.w[i], lex)) push(spans, n, &cap, (mt_text_span){ws.w[i].start, ws.w[i].end});
+        if (is_name_word(src, &ws.w[i], lex))
+            push(spans, n, &cap, (mt_text_span){ws.w[i].start, ws.w[i].end});
     entity_words_free(&ws);
     return 0;
 }
@@ -63,12 +65,14 @@ static int drop_leading(const char *src, const entity_words *ws, size_t a, size_
     const entity_word *w = &ws->w[a];
     if ((w->flags & WORD_SENTENCE_START) && !known_name(src, w, lex)) return 1;
     if (!lex || !mt_entity_lexicon_is_word(lex, src + w->start, w->end - w->start)) return 0;
-    for (size_t k = entity_words_name_next(src, ws, a); k && k <= last; k = entity_words_name_next(src, ws, k))
+    for (size_t k = entity_words_name_next(src, ws, a); k && k <= last;
+         k = entity_words_name_next(src, ws, k))
         if (known_name(src, &ws->w[k], lex)) return 1;
     return 0;
 }
 
-int mt_source_entities(mt_text_span **spans, size_t *n, const char *src, const mt_entity_lexicon *lex)
+int mt_source_entities(mt_text_span **spans, size_t *n, const char *src,
+                       const mt_entity_lexicon *lex)
 {
     *spans = NULL;
     *n = 0;
@@ -79,9 +83,11 @@ int mt_source_entities(mt_text_span **spans, size_t *n, const char *src, const m
         if (!entity_word_name_shaped(&ws.w[i])) continue;
         size_t last = entity_words_name_last(src, &ws, i);
         size_t a = i;
-        while (a != last && drop_leading(src, &ws, a, last, lex)) a = entity_words_name_next(src, &ws, a);
+        while (a != last && drop_leading(src, &ws, a, last, lex))
+            a = entity_words_name_next(src, &ws, a);
         if (a != last) push(spans, n, &cap, (mt_text_span){ws.w[a].start, ws.w[last].end});
-        else if (is_name_word(src, &ws.w[a], lex)) push(spans, n, &cap, (mt_text_span){ws.w[a].start, ws.w[a].end});
+        else if (is_name_word(src, &ws.w[a], lex))
+            push(spans, n, &cap, (mt_text_span){ws.w[a].start, ws.w[a].end});
         i = last;
     }
     entity_words_free(&ws);
@@ -103,10 +109,13 @@ static mt_entity_fate fate_by_words(const char *hyp, const char *name, size_t le
         size_t k = 0;
         for (; k < ws.n; k++) {
             const entity_word *w = &ws.w[k];
-            if (!entity_word_name_shaped(w) || mt_text_contains(hyp, copy + w->start, w->end - w->start))
+            if (!entity_word_name_shaped(w) ||
+                mt_text_contains(hyp, copy + w->start, w->end - w->start))
                 continue;
             const char *const *forms;
-            size_t nf = mt_entity_lexicon_forms(lex, copy + w->start, w->end - w->start, &forms, NULL, NULL), f = 0;
+            size_t nf = mt_entity_lexicon_forms(lex, copy + w->start, w->end - w->start, &forms,
+                                                NULL, NULL),
+                   f = 0;
             while (f < nf && !mt_text_contains(hyp, forms[f], strlen(forms[f]))) f++;
             if (f == nf) break;
             if (!first) first = forms[f];
@@ -121,8 +130,8 @@ static mt_entity_fate fate_by_words(const char *hyp, const char *name, size_t le
     return fate;
 }
 
-mt_entity_fate mt_entity_fate_in(const char *hyp, const char *name, size_t len, const mt_entity_lexicon *lex,
-                                 const char **form)
+mt_entity_fate mt_entity_fate_in(const char *hyp, const char *name, size_t len,
+                                 const mt_entity_lexicon *lex, const char **form)
 {
     if (mt_text_contains(hyp, name, len)) return MT_ENTITY_COPIED;
     const char *const *forms;

@@ -19,17 +19,15 @@ static void open_utf8_locale(void)
     utf8_locale = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
 }
 
-static size_t utf8_length(uint32_t c)
-{
-    return c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
-}
+static size_t utf8_length(uint32_t c) { return c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4; }
 
 /* Combining marks (U+0300..U+036F and the other general-purpose blocks) keep a decomposed
  * "é" inside its word. */
 static int is_combining(uint32_t c)
 {
     return (c >= 0x0300 && c <= 0x036F) || (c >= 0x1AB0 && c <= 0x1AFF) ||
-           (c >= 0x1DC0 && c <= 0x1DFF) || (c >= 0x20D0 && c <= 0x20FF) || (c >= 0xFE20 && c <= 0xFE2F);
+           (c >= 0x1DC0 && c <= 0x1DFF) || (c >= 0x20D0 && c <= 0x20FF) ||
+           (c >= 0xFE20 && c <= 0xFE2F);
 }
 
 static int is_word_char(uint32_t c)
@@ -48,7 +46,10 @@ static int is_upper(uint32_t c)
 }
 
 /* Marks after which the next word starts a sentence or a quotation. */
-static int ends_sentence(uint32_t c) { return c == '.' || c == '!' || c == '?' || c == ':' || c == ';'; }
+static int ends_sentence(uint32_t c)
+{
+    return c == '.' || c == '!' || c == '?' || c == ':' || c == ';';
+}
 
 static int opens_quote(uint32_t c)
 {
@@ -137,13 +138,14 @@ int entity_word_ascii_lower(char *buf, size_t cap, const char *text, const entit
 
 int entity_word_name_shaped(const entity_word *w)
 {
-    return (w->flags & WORD_CAPITALISED) && !(w->flags & WORD_ALL_UPPER) && !(w->flags & WORD_NUMBER) &&
-           w->n_chars >= 2;
+    return (w->flags & WORD_CAPITALISED) && !(w->flags & WORD_ALL_UPPER) &&
+           !(w->flags & WORD_NUMBER) && w->n_chars >= 2;
 }
 
 int entity_word_name_particle(const char *text, const entity_word *w)
 {
-    static const char *const particles[] = {"von", "van", "der", "den", "ter", "vom", "zu", "bin", "ibn"};
+    static const char *const particles[] = {"von", "van", "der", "den", "ter",
+                                            "vom", "zu",  "bin", "ibn"};
     size_t len = w->end - w->start;
     for (size_t i = 0; i < sizeof particles / sizeof particles[0]; i++)
         if (strlen(particles[i]) == len && !memcmp(text + w->start, particles[i], len)) return 1;

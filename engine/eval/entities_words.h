@@ -10,16 +10,16 @@
 #include <stddef.h>
 
 enum {
-    WORD_CAPITALISED = 1 << 0,     /* first character is an upper-case (or title-case) letter */
-    WORD_ALL_UPPER = 1 << 1,       /* every letter upper case, at least two letters */
-    WORD_NUMBER = 1 << 2,          /* only digits */
-    WORD_SENTENCE_START = 1 << 3,  /* first word, or after . ! ? : ; or an opening quote */
+    WORD_CAPITALISED = 1 << 0, /* first character is an upper-case (or title-case) letter */
+    WORD_ALL_UPPER = 1 << 1, /* every letter upper case, at least two letters */
+    WORD_NUMBER = 1 << 2, /* only digits */
+    WORD_SENTENCE_START = 1 << 3, /* first word, or after . ! ? : ; or an opening quote */
 };
 
 typedef struct {
-    size_t start, end;  /* bytes [start, end) of the text */
-    size_t n_chars;     /* code points */
-    unsigned flags;     /* WORD_* */
+    size_t start, end; /* bytes [start, end) of the text */
+    size_t n_chars; /* code points */
+    unsigned flags; /* WORD_* */
 } entity_word;
 
 typedef struct {
@@ -62,6 +62,7 @@ size_t entity_words_name_last(const char *text, const entity_words *ws, size_t i
 
 /* mt_source_entities' names one word each, as they were before names of several words: what
  * the translated-aware recall (entities_recall.c) matches lexicon forms against. */
-int entity_source_name_words(mt_text_span **spans, size_t *n, const char *src, const mt_entity_lexicon *lex);
+int entity_source_name_words(mt_text_span **spans, size_t *n, const char *src,
+                             const mt_entity_lexicon *lex);
 
 #endif

@@ -29,20 +29,20 @@
 
 typedef struct {
     char *name;
-    size_t pairs;                         /* training pairs with the name */
-    char *forms[MT_LEXICON_MAX_FORMS];    /* (n_forms) best first */
+    size_t pairs; /* training pairs with the name */
+    char *forms[MT_LEXICON_MAX_FORMS]; /* (n_forms) best first */
     double dice[MT_LEXICON_MAX_FORMS];
     size_t form_pairs[MT_LEXICON_MAX_FORMS];
     size_t n_forms;
 } lexicon_entry;
 
 struct mt_entity_lexicon {
-    strmap index;          /* name -> entry */
+    strmap index; /* name -> entry */
     lexicon_entry *entries; /* (n) */
     size_t n, cap;
     size_t pairs;
-    strmap words;          /* the source's ordinary words, lower-cased (values unused) */
-    size_t header_words;   /* words=N of a file's header, SIZE_MAX when it has none */
+    strmap words; /* the source's ordinary words, lower-cased (values unused) */
+    size_t header_words; /* words=N of a file's header, SIZE_MAX when it has none */
 };
 
 static lexicon_entry *add_entry(mt_entity_lexicon *l, const char *name, size_t len, size_t pairs)
@@ -86,8 +86,8 @@ void mt_entity_lexicon_free(mt_entity_lexicon *l)
 /* Per side: mid-sentence capitalised uses and lower-case uses of every word. */
 typedef struct {
     strmap capitalised; /* name-shaped word -> uses not at a sentence start */
-    strmap lower;       /* word not starting with a capital -> uses */
-    strmap names;       /* the side's names -> pairs containing them (filled by the 2nd pass) */
+    strmap lower; /* word not starting with a capital -> uses */
+    strmap names; /* the side's names -> pairs containing them (filled by the 2nd pass) */
 } side_counts;
 
 static void side_counts_free(side_counts *c)
@@ -104,7 +104,8 @@ static int count_words(side_counts *c, const char *text)
     for (size_t i = 0; i < ws.n; i++) {
         const entity_word *w = &ws.w[i];
         size_t len = w->end - w->start;
-        if (!(w->flags & WORD_CAPITALISED)) (*strmap_put(&c->lower, text + w->start, len, 0, NULL))++;
+        if (!(w->flags & WORD_CAPITALISED))
+            (*strmap_put(&c->lower, text + w->start, len, 0, NULL))++;
         else if (entity_word_name_shaped(w) && !(w->flags & WORD_SENTENCE_START))
             (*strmap_put(&c->capitalised, text + w->start, len, 0, NULL))++;
     }
@@ -116,7 +117,8 @@ static int count_words(side_counts *c, const char *text)
         /* a sentence's first word stays out ("Ayer Pedro Sánchez" holds Pedro Sánchez) */
         size_t a = ws.w[i].flags & WORD_SENTENCE_START ? entity_words_name_next(text, &ws, i) : i;
         if (a && a != last)
-            (*strmap_put(&c->capitalised, text + ws.w[a].start, ws.w[last].end - ws.w[a].start, 0, NULL))++;
+            (*strmap_put(&c->capitalised, text + ws.w[a].start, ws.w[last].end - ws.w[a].start, 0,
+                         NULL))++;
         i = last;
     }
     entity_words_free(&ws);
@@ -169,8 +171,8 @@ static void pick_words(strmap *out, const side_counts *c)
     strmap_free(&capitalised);
 }
 
-static void push_distinct(mt_text_span **out, size_t *n, strmap *seen, const char *text, mt_text_span span,
-                          const strmap *of, const strmap *also)
+static void push_distinct(mt_text_span **out, size_t *n, strmap *seen, const char *text,
+                          mt_text_span span, const strmap *of, const strmap *also)
 {
     const char *w = text + span.start;
     size_t len = span.end - span.start;
@@ -185,8 +187,8 @@ static void push_distinct(mt_text_span **out, size_t *n, strmap *seen, const cha
 /* The distinct words of text that are keys of `of` (or, when also is not NULL, of also), as
  * [start, end) spans, *n set; then, from *n_words on, the distinct names of several words that
  * are. */
-static int distinct_words(mt_text_span **out, size_t *n, size_t *n_words, const char *text, const strmap *of,
-                          const strmap *also)
+static int distinct_words(mt_text_span **out, size_t *n, size_t *n_words, const char *text,
+                          const strmap *of, const strmap *also)
 {
     *out = NULL;
     *n = 0;
@@ -198,10 +200,14 @@ static int distinct_words(mt_text_span **out, size_t *n, size_t *n_words, const 
     *n_words = *n;
     for (size_t i = 0; i < ws.n; i++) {
         if (!entity_word_name_shaped(&ws.w[i])) continue;
-        size_t last = entity_words_name_last(text, &ws, i), next = entity_words_name_next(text, &ws, i);
-        if (last != i) push_distinct(out, n, &seen, text, (mt_text_span){ws.w[i].start, ws.w[last].end}, of, also);
+        size_t last = entity_words_name_last(text, &ws, i),
+               next = entity_words_name_next(text, &ws, i);
+        if (last != i)
+            push_distinct(out, n, &seen, text, (mt_text_span){ws.w[i].start, ws.w[last].end}, of,
+                          also);
         if (next && next != last) /* without its first word, which may only open the sentence */
-            push_distinct(out, n, &seen, text, (mt_text_span){ws.w[next].start, ws.w[last].end}, of, also);
+            push_distinct(out, n, &seen, text, (mt_text_span){ws.w[next].start, ws.w[last].end}, of,
+                          also);
         i = last;
     }
     strmap_free(&seen);
@@ -249,7 +255,8 @@ static void choose_forms(mt_entity_lexicon *l, const side_counts *s, const strma
 {
     size_t n;
     tsv_name_count *names = tsv_sorted_counts(&s->names, &n);
-    for (size_t i = 0; i < n; i++) add_entry(l, names[i].name, strlen(names[i].name), names[i].count);
+    for (size_t i = 0; i < n; i++)
+        add_entry(l, names[i].name, strlen(names[i].name), names[i].count);
     free(names);
 
     /* the candidates of each name, gathered from the joint counts */
@@ -267,7 +274,8 @@ static void choose_forms(mt_entity_lexicon *l, const side_counts *s, const strma
         cands[id][n_cands[id]++] = (candidate){tab + 1, dice, joint->vals[i]};
     }
     for (size_t id = 0; id < l->n; id++) {
-        if (n_cands[id] > 1) qsort(cands[id], n_cands[id], sizeof **cands, by_dice); /* none: NULL */
+        if (n_cands[id] > 1)
+            qsort(cands[id], n_cands[id], sizeof **cands, by_dice); /* none: NULL */
         /* a further form needs half the best one's dice: co-occurring names are not forms */
         for (size_t k = 0; k < n_cands[id] && l->entries[id].n_forms < MT_LEXICON_MAX_FORMS &&
                            2 * cands[id][k].dice >= cands[id][0].dice;
@@ -459,7 +467,8 @@ static int parse_entry(mt_entity_lexicon *l, char *line)
     if (!*f[2] || *end || !(dice >= 0.0 && dice <= 1.0))
         return mt_error("dice '%s' is not a number from 0 to 1", f[2]);
     size_t count;
-    if (tsv_parse_count(f[3], &count) < 0) return mt_error("count '%s' is not a non-negative integer", f[3]);
+    if (tsv_parse_count(f[3], &count) < 0)
+        return mt_error("count '%s' is not a non-negative integer", f[3]);
     if (count == 0 || count > l->pairs)
         return mt_error("count %zu is outside 1..%zu (the pairs in the header)", count, l->pairs);
     const size_t *id = strmap_get(&l->index, f[0], strlen(f[0]));
@@ -470,7 +479,8 @@ static int parse_entry(mt_entity_lexicon *l, char *line)
         return 0;
     }
     if (!e) e = add_entry(l, f[0], strlen(f[0]), 0);
-    if (e->pairs > 0 && e->n_forms == 0) return mt_error("'%s' is listed with and without a form", f[0]);
+    if (e->pairs > 0 && e->n_forms == 0)
+        return mt_error("'%s' is listed with and without a form", f[0]);
     for (size_t k = 0; k < e->n_forms; k++)
         if (!strcmp(e->forms[k], f[1])) return mt_error("'%s' -> '%s' is listed twice", f[0], f[1]);
     if (e->n_forms == MT_LEXICON_MAX_FORMS)
@@ -502,12 +512,18 @@ static int lexicon_row(void *user, char *line, size_t len)
 mt_entity_lexicon *mt_entity_lexicon_read(const char *path)
 {
     mt_entity_lexicon *l = mt_xcalloc(1, sizeof *l);
-    tsv_reader r = {LEXICON_MAGIC, "an entity lexicon", MAX_LEXICON_LINE, "# pairs=N words=M",
-                    lexicon_header, lexicon_row, l, LEXICON_MAGIC_1};
+    tsv_reader r = {LEXICON_MAGIC,
+                    "an entity lexicon",
+                    MAX_LEXICON_LINE,
+                    "# pairs=N words=M",
+                    lexicon_header,
+                    lexicon_row,
+                    l,
+                    LEXICON_MAGIC_1};
     if (tsv_read(path, &r) < 0) goto fail;
     if (l->header_words != SIZE_MAX && l->header_words != l->words.n) {
-        mt_error("%s: the header counts %zu words but the file lists %zu (cut short?)", path, l->header_words,
-                 l->words.n);
+        mt_error("%s: the header counts %zu words but the file lists %zu (cut short?)", path,
+                 l->header_words, l->words.n);
         goto fail;
     }
     return l;

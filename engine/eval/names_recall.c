@@ -1,4 +1,5 @@
-/* test.names.tsv and the verbatim recall of substituted names (mtlab/names.h, docs/metrics.md §9). */
+/* test.names.tsv and the verbatim recall of substituted names (mtlab/names.h, docs/metrics.md §9).
+ */
 #include "eval/tsv_file.h"
 #include "mtlab/error.h"
 #include "mtlab/names.h"
@@ -26,14 +27,15 @@ void mt_names_list_free(mt_names_list *l)
 static int names_header(void *user, char *line)
 {
     names_reader *r = user;
-    if (strncmp(line, "# segments=", 11) != 0 || tsv_parse_count(line + 11, &r->l->n_segments) < 0 ||
-        r->l->n_segments == 0)
+    if (strncmp(line, "# segments=", 11) != 0 ||
+        tsv_parse_count(line + 11, &r->l->n_segments) < 0 || r->l->n_segments == 0)
         return -1;
     r->l->first = mt_xcalloc(r->l->n_segments + 1, sizeof *r->l->first);
     return 0;
 }
 
-/* "SEGMENT<TAB>NAME<TAB>ORIGINAL": rows counted into first[segment] (made cumulative at the end). */
+/* "SEGMENT<TAB>NAME<TAB>ORIGINAL": rows counted into first[segment] (made cumulative at the end).
+ */
 static int names_row(void *user, char *line, size_t len)
 {
     names_reader *r = user;
@@ -42,15 +44,16 @@ static int names_row(void *user, char *line, size_t len)
     *tab = *tab2 = '\0';
     size_t segment;
     if (tsv_parse_count(line, &segment) < 0 || segment < 1 || segment > r->l->n_segments)
-        return mt_error("segment '%s' is not in 1..%zu (the segments in the header)", line, r->l->n_segments);
+        return mt_error("segment '%s' is not in 1..%zu (the segments in the header)", line,
+                        r->l->n_segments);
     if (segment < r->last_segment)
-        return mt_error("segment %zu after segment %zu: rows go by segment", segment, r->last_segment);
+        return mt_error("segment %zu after segment %zu: rows go by segment", segment,
+                        r->last_segment);
     const char *name = tab + 1;
     size_t count = 0;
     char *self = mt_name_replace(name, name, name, &count);
     free(self);
-    if (count != 1)
-        return mt_error("'%s' is not a single word", name);
+    if (count != 1) return mt_error("'%s' is not a single word", name);
     r->last_segment = segment;
     if (r->rows == r->room) {
         r->room = r->room * 2 + 64;
@@ -65,7 +68,14 @@ int mt_names_list_read(mt_names_list *l, const char *path)
 {
     memset(l, 0, sizeof *l);
     names_reader r = {.l = l};
-    tsv_reader tr = {MT_NAMES_MAGIC, "a names file", MAX_NAMES_LINE, "# segments=N", names_header, names_row, &r, NULL};
+    tsv_reader tr = {MT_NAMES_MAGIC,
+                     "a names file",
+                     MAX_NAMES_LINE,
+                     "# segments=N",
+                     names_header,
+                     names_row,
+                     &r,
+                     NULL};
     if (tsv_read(path, &tr) < 0) {
         for (size_t i = 0; i < r.rows; i++) free(l->names[i]);
         free(l->names);
@@ -73,7 +83,8 @@ int mt_names_list_read(mt_names_list *l, const char *path)
         memset(l, 0, sizeof *l);
         return -1;
     }
-    /* first[s] held the rows of segment s (from 1); summed, first[s] is where 0-based segment s starts */
+    /* first[s] held the rows of segment s (from 1); summed, first[s] is where 0-based segment s
+     * starts */
     for (size_t i = 1; i <= l->n_segments; i++) l->first[i] += l->first[i - 1];
     return 0;
 }

@@ -17,7 +17,7 @@ typedef struct {
 typedef struct {
     mt_ngram_slot *slots; /* (cap), open addressing, cap a power of two */
     size_t cap, used;
-    int64_t total;        /* sum of all counts */
+    int64_t total; /* sum of all counts */
 } mt_ngram_counter;
 
 /* Zero-initialised counters are valid and empty. */

@@ -121,27 +121,27 @@ void mt_np_booleans(mt_np_rng *g, unsigned char *out, size_t cnt)
 }
 
 /* numpy's pairwise_sum, one definition for both element types */
-#define NP_PAIRWISE_SUM(name, T)                                                               \
-    T name(const T *a, size_t n)                                                               \
-    {                                                                                          \
-        if (n < 8) {                                                                           \
-            T r = 0;                                                                           \
-            for (size_t i = 0; i < n; i++) r += a[i];                                          \
-            return r;                                                                          \
-        }                                                                                      \
-        if (n <= 128) {                                                                        \
-            T r[8];                                                                            \
-            size_t i;                                                                          \
-            for (int j = 0; j < 8; j++) r[j] = a[j];                                           \
-            for (i = 8; i < n - n % 8; i += 8)                                                 \
-                for (int j = 0; j < 8; j++) r[j] += a[i + j];                                  \
-            T res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));         \
-            for (; i < n; i++) res += a[i];                                                    \
-            return res;                                                                        \
-        }                                                                                      \
-        size_t half = n / 2;                                                                   \
-        half -= half % 8;                                                                      \
-        return name(a, half) + name(a + half, n - half);                                       \
+#define NP_PAIRWISE_SUM(name, T)                                                       \
+    T name(const T *a, size_t n)                                                       \
+    {                                                                                  \
+        if (n < 8) {                                                                   \
+            T r = 0;                                                                   \
+            for (size_t i = 0; i < n; i++) r += a[i];                                  \
+            return r;                                                                  \
+        }                                                                              \
+        if (n <= 128) {                                                                \
+            T r[8];                                                                    \
+            size_t i;                                                                  \
+            for (int j = 0; j < 8; j++) r[j] = a[j];                                   \
+            for (i = 8; i < n - n % 8; i += 8)                                         \
+                for (int j = 0; j < 8; j++) r[j] += a[i + j];                          \
+            T res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7])); \
+            for (; i < n; i++) res += a[i];                                            \
+            return res;                                                                \
+        }                                                                              \
+        size_t half = n / 2;                                                           \
+        half -= half % 8;                                                              \
+        return name(a, half) + name(a + half, n - half);                               \
     }
 
 NP_PAIRWISE_SUM(mt_np_sum, double)

@@ -21,7 +21,7 @@
 
 typedef struct {
     unsigned __int128 state, inc;
-    int has_u32;  /* a buffered high half */
+    int has_u32; /* a buffered high half */
     uint32_t u32;
 } mt_np_rng;
 

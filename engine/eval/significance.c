@@ -102,7 +102,8 @@ static void resampled_scores(double *scores, const double *stats, const uint32_t
         memset(fsums, 0, m->n_stats * sizeof *fsums);
         const uint32_t *row = idx + s * n_seg;
         for (size_t i = 0; i < n_seg; i++)
-            for (size_t k = 0; k < m->n_stats; k++) fsums[k] += (float)stats[row[i] * m->n_stats + k];
+            for (size_t k = 0; k < m->n_stats; k++)
+                fsums[k] += (float)stats[row[i] * m->n_stats + k];
         if (m->score_f32) {
             scores[s] = m->score_f32(fsums, m->ctx);
         } else {
@@ -129,7 +130,8 @@ static void bootstrap(mt_sig_result *out, const double *const *stats, size_t n_s
         resampled_scores(sys, stats[s], idx, n, n_seg, m, fsums, sums);
         mean_and_ci(sys, n, m->f32_scores, &out[s].mean, &out[s].ci);
         out[s].has_ci = 1;
-        out[s].p = bootstrap_p(sys, base, n, m->f32_scores, fabs(out[0].score - out[s].score), diffs);
+        out[s].p =
+            bootstrap_p(sys, base, n, m->f32_scores, fabs(out[0].score - out[s].score), diffs);
         out[s].has_p = 1;
     }
     free(idx);
@@ -181,7 +183,8 @@ int mt_sig_paired(mt_sig_result *out, const double *const *stats, size_t n_sys, 
     if (n_sys < 2) return mt_error("significance: a paired test needs a baseline and a system");
     if (n_seg == 0) return mt_error("significance: no segments to resample");
     if (n_seg > UINT32_MAX - 1)
-        return mt_error("significance: %zu segments exceed the sampler's %u", n_seg, UINT32_MAX - 1);
+        return mt_error("significance: %zu segments exceed the sampler's %u", n_seg,
+                        UINT32_MAX - 1);
     size_t n = mt_sig_samples(opts);
     double *sums = mt_xmalloc(m->n_stats * sizeof *sums);
     for (size_t s = 0; s < n_sys; s++) {
@@ -220,7 +223,10 @@ double mt_sig_bleu_score(const double *sums, const void *bleu_opts)
     return sc.score;
 }
 
-size_t mt_sig_chrf_stats(const mt_chrf_opts *o) { return 3 * (size_t)(o->char_order + o->word_order); }
+size_t mt_sig_chrf_stats(const mt_chrf_opts *o)
+{
+    return 3 * (size_t)(o->char_order + o->word_order);
+}
 
 void mt_sig_chrf_row(double *row, const mt_chrf_stats *s)
 {

@@ -45,8 +45,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { TER_MAX_SHIFT_SIZE = 10, TER_MAX_SHIFT_DIST = 50, TER_BEAM_WIDTH = 25,
-       TER_MAX_SHIFT_CANDIDATES = 1000 };
+enum {
+    TER_MAX_SHIFT_SIZE = 10,
+    TER_MAX_SHIFT_DIST = 50,
+    TER_BEAM_WIDTH = 25,
+    TER_MAX_SHIFT_CANDIDATES = 1000
+};
 static const int64_t TER_INF = 10000000000000000LL; /* sacreBLEU's int(1e16) */
 
 /* Cell operations, as rewriting the hypothesis (rows) into the reference (columns). */
@@ -82,8 +86,8 @@ static int is_asian_punct(uint32_t c)
 }
 static int is_full_width_punct(uint32_t c)
 {
-    return c == 0xFF0E || c == 0xFF0C || c == 0xFF1F || c == 0xFF1A || c == 0xFF1B ||
-           c == 0xFF01 || c == 0xFF02 || c == 0xFF08 || c == 0xFF09;
+    return c == 0xFF0E || c == 0xFF0C || c == 0xFF1F || c == 0xFF1A || c == 0xFF1B || c == 0xFF01 ||
+           c == 0xFF02 || c == 0xFF08 || c == 0xFF09;
 }
 static int is_western_punct(uint32_t c)
 {
@@ -189,10 +193,10 @@ char *mt_tokenize_tercom(const char *line, const mt_ter_opts *opts)
 /* A tokenized sentence: its words as spans of the joined text, and as ids that are equal
  * exactly when the words are (ids are shared by the hypothesis and its references). */
 typedef struct {
-    char *text;   /* tokens joined by single spaces */
-    size_t n;     /* words */
+    char *text; /* tokens joined by single spaces */
+    size_t n; /* words */
     size_t *start, *len; /* (n) */
-    int *id;      /* (n) */
+    int *id; /* (n) */
 } ter_words;
 
 static void ter_words_free(ter_words *w)
@@ -261,12 +265,12 @@ static void assign_word_ids(ter_words *w, size_t n)
 typedef struct {
     const int *ref; /* (nr) */
     size_t nr, nh;
-    int64_t *cost;  /* (nh + 1, nr + 1) */
-    char *op;       /* (nh + 1, nr + 1) */
-    int *rows_of;   /* (nh) the hypothesis whose rows 1..rows_valid the matrix holds */
+    int64_t *cost; /* (nh + 1, nr + 1) */
+    char *op; /* (nh + 1, nr + 1) */
+    int *rows_of; /* (nh) the hypothesis whose rows 1..rows_valid the matrix holds */
     size_t rows_valid;
-    size_t beam;    /* w */
-    double ratio;   /* nr / nh */
+    size_t beam; /* w */
+    double ratio; /* nr / nh */
 } ter_matrix;
 
 static void ter_matrix_init(ter_matrix *m, const int *ref, size_t nr, size_t nh)
@@ -363,18 +367,27 @@ static void backtrace_alignment(const ter_matrix *m, int *align, int *hyp_err, i
 }
 
 /* _perform_shift: words[start, start+len) moved before position target (Python slices). */
-static void perform_shift(int *out, const int *w, size_t n, size_t start, size_t len,
-                          size_t target)
+static void perform_shift(int *out, const int *w, size_t n, size_t start, size_t len, size_t target)
 {
     size_t k = 0;
-#define COPY(a, b) for (size_t x = (a); x < (b); x++) out[k++] = w[x]
+#define COPY(a, b) \
+    for (size_t x = (a); x < (b); x++) out[k++] = w[x]
     if (target < start) {
-        COPY(0, target); COPY(start, start + len); COPY(target, start); COPY(start + len, n);
+        COPY(0, target);
+        COPY(start, start + len);
+        COPY(target, start);
+        COPY(start + len, n);
     } else if (target > start + len) {
-        COPY(0, start); COPY(start + len, target); COPY(start, start + len); COPY(target, n);
+        COPY(0, start);
+        COPY(start + len, target);
+        COPY(start, start + len);
+        COPY(target, n);
     } else {
         size_t mid = len + target < n ? len + target : n;
-        COPY(0, start); COPY(start + len, mid); COPY(start, start + len); COPY(mid, n);
+        COPY(0, start);
+        COPY(start + len, mid);
+        COPY(start, start + len);
+        COPY(mid, n);
     }
 #undef COPY
 }
@@ -402,8 +415,8 @@ static int rank_better(const shift_rank *a, const shift_rank *b)
 
 /* One round of _shift: the best shift of hyp (into best_hyp), its gain in *gain (0 and
  * best_hyp = hyp when there is none). *checked counts the candidates tried so far. */
-static void best_shift(ter_matrix *m, const int *hyp, int *best_hyp, int *scratch,
-                       int64_t *gain, int *checked)
+static void best_shift(ter_matrix *m, const int *hyp, int *best_hyp, int *scratch, int64_t *gain,
+                       int *checked)
 {
     size_t nh = m->nh, nr = m->nr;
     const int *ref = m->ref;
@@ -481,8 +494,8 @@ static int64_t ter_edits(const int *hyp, size_t nh, const int *ref, size_t nr)
 
 /* ------------------------------------------------------------------ the metric */
 
-int mt_ter_segment_stats(mt_ter_stats *out, const char *hyp, const char *const *refs,
-                         size_t n_refs, const mt_ter_opts *opts)
+int mt_ter_segment_stats(mt_ter_stats *out, const char *hyp, const char *const *refs, size_t n_refs,
+                         const mt_ter_opts *opts)
 {
     if (n_refs == 0) return mt_error("TER needs at least one reference");
     ter_words *w = mt_xcalloc(n_refs + 1, sizeof *w); /* w[0]: hypothesis, w[1..]: references */
@@ -522,8 +535,8 @@ double mt_ter_from_stats(const mt_ter_stats *s)
     return 100 * rate;
 }
 
-int mt_ter_corpus(double *score, const char *const *hyps, size_t n,
-                  const char *const *const *refs, size_t n_refs, const mt_ter_opts *opts)
+int mt_ter_corpus(double *score, const char *const *hyps, size_t n, const char *const *const *refs,
+                  size_t n_refs, const mt_ter_opts *opts)
 {
     if (n_refs == 0) return mt_error("TER needs at least one reference");
     const char **seg_refs = mt_xcalloc(n_refs, sizeof *seg_refs);
@@ -534,8 +547,7 @@ int mt_ter_corpus(double *score, const char *const *hyps, size_t n,
         mt_ter_stats s;
         if (mt_ter_segment_stats(&s, hyps[i], seg_refs, n_refs, opts) < 0)
             rc = mt_error_context("segment %zu", i + 1);
-        else
-            mt_ter_stats_add(&sum, &s);
+        else mt_ter_stats_add(&sum, &s);
     }
     free(seg_refs);
     if (rc == 0) *score = mt_ter_from_stats(&sum);

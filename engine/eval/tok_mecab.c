@@ -29,7 +29,8 @@
 static pthread_mutex_t tagger_lock = PTHREAD_MUTEX_INITIALIZER;
 static mecab_t *tagger;
 
-/* The tagger, made on first use; NULL with mt_last_error naming the dictionary. Under tagger_lock. */
+/* The tagger, made on first use; NULL with mt_last_error naming the dictionary. Under tagger_lock.
+ */
 static mecab_t *tagger_get(void)
 {
     if (tagger) return tagger;
@@ -86,10 +87,8 @@ int mt_mecab_tokenize(mt_cpbuf *out, const uint32_t *in, size_t n)
     pthread_mutex_lock(&tagger_lock);
     mecab_t *m = tagger_get();
     const char *words = m ? mecab_sparse_tostr2(m, text, bytes) : NULL;
-    if (m && !words)
-        mt_error("ja-mecab: %s", mecab_strerror(m));
-    else if (words)
-        rc = mt_utf8_decode(&parsed, words, strlen(words));
+    if (m && !words) mt_error("ja-mecab: %s", mecab_strerror(m));
+    else if (words) rc = mt_utf8_decode(&parsed, words, strlen(words));
     pthread_mutex_unlock(&tagger_lock);
     free(text);
     if (rc == 0) {

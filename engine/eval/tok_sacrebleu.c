@@ -23,10 +23,14 @@
 #include <string.h>
 
 static const char *const TOKENIZER_NAMES[MT_BLEU_TOK_COUNT] = {
-    [MT_BLEU_TOK_13A] = "13a",   [MT_BLEU_TOK_NONE] = "none",
-    [MT_BLEU_TOK_INTL] = "intl", [MT_BLEU_TOK_CHAR] = "char",
-    [MT_BLEU_TOK_ZH] = "zh",     [MT_BLEU_TOK_FLORES101] = "flores101",
-    [MT_BLEU_TOK_FLORES200] = "flores200", [MT_BLEU_TOK_JA_MECAB] = "ja-mecab",
+    [MT_BLEU_TOK_13A] = "13a",
+    [MT_BLEU_TOK_NONE] = "none",
+    [MT_BLEU_TOK_INTL] = "intl",
+    [MT_BLEU_TOK_CHAR] = "char",
+    [MT_BLEU_TOK_ZH] = "zh",
+    [MT_BLEU_TOK_FLORES101] = "flores101",
+    [MT_BLEU_TOK_FLORES200] = "flores200",
+    [MT_BLEU_TOK_JA_MECAB] = "ja-mecab",
 };
 
 const char *mt_bleu_tokenize_name(mt_bleu_tokenize t)
@@ -49,8 +53,14 @@ int mt_bleu_tokenize_parse(const char *name, mt_bleu_tokenize *out)
 }
 
 static int is_punct(uint32_t c) { return mt_cp_in_ranges(mt_intl_punct, mt_intl_punct_count, c); }
-static int is_symbol(uint32_t c) { return mt_cp_in_ranges(mt_intl_symbol, mt_intl_symbol_count, c); }
-static int is_not_number(uint32_t c) { return !mt_cp_in_ranges(mt_intl_number, mt_intl_number_count, c); }
+static int is_symbol(uint32_t c)
+{
+    return mt_cp_in_ranges(mt_intl_symbol, mt_intl_symbol_count, c);
+}
+static int is_not_number(uint32_t c)
+{
+    return !mt_cp_in_ranges(mt_intl_number, mt_intl_number_count, c);
+}
 static int is_zh_char(uint32_t c) { return mt_cp_in_ranges(mt_zh_chars, mt_zh_chars_count, c); }
 
 static void copy_into(mt_cpbuf *s, const uint32_t *in, size_t n)
@@ -84,8 +94,7 @@ static void tokenize_zh(mt_cpbuf *out, const uint32_t *in, size_t n)
 static int tokenize_spm(mt_cpbuf *out, mt_bleu_tokenize t, const mt_spm_pieces *spm,
                         const uint32_t *in, size_t n)
 {
-    if (!spm)
-        return mt_error("tokenizer %s needs a SentencePiece model file", TOKENIZER_NAMES[t]);
+    if (!spm) return mt_error("tokenizer %s needs a SentencePiece model file", TOKENIZER_NAMES[t]);
     char *text = mt_utf8_encode(in, n, NULL, NULL);
     char *pieces = mt_spm_pieces_encode(spm, text);
     free(text);

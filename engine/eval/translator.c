@@ -19,8 +19,7 @@ struct mt_translator {
 
 mt_translate_opts mt_translate_defaults(void)
 {
-    return (mt_translate_opts){.beam = 5, .max_batch = 0, .device = NULL,
-                               .precision = NULL};
+    return (mt_translate_opts){.beam = 5, .max_batch = 0, .device = NULL, .precision = NULL};
 }
 
 mt_translator *mt_translator_wrap(const char *name, const mt_translator_impl *impl, void *self)
@@ -52,7 +51,8 @@ static int check_source(const char *const *src, size_t n, size_t *tokens)
         size_t k;
         if (mt_whitespace_tokens(src[i], &k) < 0) return mt_error_context("source line %zu", i + 1);
         if (strpbrk(src[i], "\n\r"))
-            return mt_error("source line %zu: contains a line break (one sentence per line expected)", i + 1);
+            return mt_error(
+                "source line %zu: contains a line break (one sentence per line expected)", i + 1);
         *tokens += k;
     }
     return 0;

@@ -1,6 +1,7 @@
 /* Model bundles as translators (mtlab/translator.h): the bundle opened on its device
- * (mtlab/runner.h) behind mt_translate (mtlab/decode.h). Greedy decoding streams each line's text as it grows; beam
- * search may change its leading hypothesis, so a beam line is delivered once, when final. */
+ * (mtlab/runner.h) behind mt_translate (mtlab/decode.h). Greedy decoding streams each line's text
+ * as it grows; beam search may change its leading hypothesis, so a beam line is delivered once,
+ * when final. */
 #include "mtlab/decode.h"
 #include "mtlab/error.h"
 #include "mtlab/runner.h"
@@ -22,9 +23,9 @@ typedef struct {
     const bundle_translator *bt;
     mt_piece_fn on_piece;
     void *user;
-    size_t *sent;     /* (n) bytes of text already delivered per line */
+    size_t *sent; /* (n) bytes of text already delivered per line */
     atomic_int cancel;
-    int failed;       /* a piece could not be decoded (message recorded) */
+    int failed; /* a piece could not be decoded (message recorded) */
 } stream_ctx;
 
 static void on_event(void *user, const mt_decode_event *ev)
@@ -43,7 +44,8 @@ static void on_event(void *user, const mt_decode_event *ev)
     /* A piece that decodes to a partial character or changes earlier text (sentencepiece
      * joins some pieces) waits until the text before it is stable again. */
     if (len >= done && !ev->final) {
-        if (s->on_piece(s->user, (size_t)ev->sentence, text + done, 0) != 0) atomic_store(&s->cancel, 1);
+        if (s->on_piece(s->user, (size_t)ev->sentence, text + done, 0) != 0)
+            atomic_store(&s->cancel, 1);
         s->sent[ev->sentence] = len;
     } else if (ev->final) {
         const char *rest = len >= done ? text + done : "";
@@ -53,8 +55,8 @@ static void on_event(void *user, const mt_decode_event *ev)
     free(text);
 }
 
-static int bundle_translate(void *self, char **hyps, const char *const *src, size_t n, mt_piece_fn on_piece,
-                            void *user, mt_translate_stats *stats)
+static int bundle_translate(void *self, char **hyps, const char *const *src, size_t n,
+                            mt_piece_fn on_piece, void *user, mt_translate_stats *stats)
 {
     bundle_translator *bt = self;
     mt_decode_opts o;
@@ -69,7 +71,8 @@ static int bundle_translate(void *self, char **hyps, const char *const *src, siz
     }
     o.cancel = &s.cancel;
     mt_decode_result res = {0};
-    int rc = mt_translate(bt->runner->model, bt->runner->tok, src, (int)n, bt->opts.max_batch, &o, &res);
+    int rc =
+        mt_translate(bt->runner->model, bt->runner->tok, src, (int)n, bt->opts.max_batch, &o, &res);
     free(s.sent);
     if (rc == 0 && (s.failed || res.cancelled)) {
         if (!s.failed) mt_error("cancelled");
@@ -103,8 +106,11 @@ mt_translator *mt_bundle_translator_open(const char *dir, const mt_translate_opt
 {
     char path[4096];
     struct stat st;
-    if (snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path || stat(path, &st) != 0) {
-        mt_error("%s: not a model bundle (no config.json); give a bundle directory or apertium:MODE", dir);
+    if (snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path ||
+        stat(path, &st) != 0) {
+        mt_error(
+            "%s: not a model bundle (no config.json); give a bundle directory or apertium:MODE",
+            dir);
         return NULL;
     }
     const char *precision = opts ? opts->precision : NULL;

@@ -16,7 +16,8 @@ mt_translator *mt_translator_open(const char *name, const mt_translate_opts *opt
         return mt_apertium_open(name + strlen(APERTIUM_PREFIX), opts);
     struct stat st;
     if (stat(name, &st) == 0 && S_ISDIR(st.st_mode)) return mt_bundle_translator_open(name, opts);
-    mt_error("%s: not a system: give a model bundle directory or apertium:MODE (e.g. apertium:spa-eng)",
-             name);
+    mt_error(
+        "%s: not a system: give a model bundle directory or apertium:MODE (e.g. apertium:spa-eng)",
+        name);
     return NULL;
 }

@@ -39,7 +39,8 @@ int tsv_read(const char *path, const tsv_reader *r)
         if (got < 0) {
             ok = 0;
         } else if (line_no == 1) {
-            if (strcmp(line, r->magic) != 0 && !(r->older_magic && strcmp(line, r->older_magic) == 0)) {
+            if (strcmp(line, r->magic) != 0 &&
+                !(r->older_magic && strcmp(line, r->older_magic) == 0)) {
                 mt_error("%s:1: not %s (expected the line '%s')", path, r->kind, r->magic);
                 ok = 0;
             }

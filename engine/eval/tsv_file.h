@@ -12,12 +12,12 @@
 int tsv_parse_count(const char *s, size_t *out);
 
 typedef struct {
-    const char *magic;       /* the first line, exactly */
-    const char *kind;        /* "an entity lexicon", in messages */
-    size_t max_line;         /* longer lines are refused */
+    const char *magic; /* the first line, exactly */
+    const char *kind; /* "an entity lexicon", in messages */
+    size_t max_line; /* longer lines are refused */
     const char *header_hint; /* what line 2 should look like, "# pairs=N" */
-    int (*header)(void *user, char *line);               /* 0 or -1 (no message needed) */
-    int (*row)(void *user, char *line, size_t len);      /* 0 or -1 with mt_error */
+    int (*header)(void *user, char *line); /* 0 or -1 (no message needed) */
+    int (*row)(void *user, char *line, size_t len); /* 0 or -1 with mt_error */
     void *user;
     const char *older_magic; /* an earlier version's first line, still read; NULL: none */
 } tsv_reader;

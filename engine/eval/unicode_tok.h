@@ -5,13 +5,13 @@
 
 #include "eval/unicode_case.h"
 
-extern const mt_cp_range mt_intl_punct[];  /* \p{P} */
+extern const mt_cp_range mt_intl_punct[]; /* \p{P} */
 extern const size_t mt_intl_punct_count;
 extern const mt_cp_range mt_intl_symbol[]; /* \p{S} */
 extern const size_t mt_intl_symbol_count;
 extern const mt_cp_range mt_intl_number[]; /* \p{N} */
 extern const size_t mt_intl_number_count;
-extern const mt_cp_range mt_zh_chars[];    /* TokenizerZh._is_chinese_char */
+extern const mt_cp_range mt_zh_chars[]; /* TokenizerZh._is_chinese_char */
 extern const size_t mt_zh_chars_count;
 
 #endif

@@ -70,7 +70,8 @@ static int fsync_parent_dir(const char *path)
     if (!dir) return mt_error("%s: out of memory", path);
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     int rc = 0;
-    if (fd < 0 || fsync(fd) != 0) rc = mt_error("%s: cannot sync the directory: %s", dir, strerror(errno));
+    if (fd < 0 || fsync(fd) != 0)
+        rc = mt_error("%s: cannot sync the directory: %s", dir, strerror(errno));
     if (fd >= 0) close(fd);
     free(dir);
     return rc;

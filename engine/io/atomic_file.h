@@ -11,8 +11,8 @@
 #include <stdio.h>
 
 typedef struct {
-    FILE *f;        /* open while writing, NULL once sealed */
-    char *path;     /* the file to replace */
+    FILE *f; /* open while writing, NULL once sealed */
+    char *path; /* the file to replace */
     char *tmp_path; /* "<path>.tmp-<pid>-<n>" in the same directory */
 } atomic_file;
 

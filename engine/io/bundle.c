@@ -31,7 +31,7 @@ struct mt_bundle {
     char *dir;
     mt_config *config;
     mt_safetensors *weights;
-    char *tokenizer_path;    /* NULL when absent */
+    char *tokenizer_path; /* NULL when absent */
     char *corpus_stats_path; /* NULL when absent */
 };
 
@@ -46,8 +46,8 @@ static int check_dir(const char *dir)
     struct stat sb;
     if (stat(dir, &sb) != 0) return mt_error("%s: %s", dir, strerror(errno));
     if (!S_ISDIR(sb.st_mode))
-        return mt_error("%s: not a directory (a model bundle is a directory holding %s, %s and %s)", dir,
-                        CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE);
+        return mt_error("%s: not a directory (a model bundle is a directory holding %s, %s and %s)",
+                        dir, CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE);
     return 0;
 }
 
@@ -84,7 +84,8 @@ static int check_members(const char *dir, unsigned flags)
         if (bad) return mt_error_context("%s: not a usable model bundle", dir);
         if (absent) {
             size_t used = strlen(missing);
-            snprintf(missing + used, sizeof missing - used, "%s%s", n_missing ? ", " : "", names[i]);
+            snprintf(missing + used, sizeof missing - used, "%s%s", n_missing ? ", " : "",
+                     names[i]);
             n_missing++;
         }
     }
@@ -99,10 +100,12 @@ mt_bundle *mt_bundle_open(const char *dir, unsigned flags)
     b->dir = mt_xstrdup(dir);
     int bad;
     const char *weights_file = present(dir, WEIGHTS_FILES, &bad);
-    char *config_path = mt_path_join(dir, CONFIG_FILE), *weights_path = mt_path_join(dir, weights_file);
+    char *config_path = mt_path_join(dir, CONFIG_FILE),
+         *weights_path = mt_path_join(dir, weights_file);
     b->config = mt_config_load(config_path);
     if (b->config)
-        b->weights = weights_file == WEIGHTS_FILE ? mt_st_open(weights_path) : mt_torch_open(weights_path);
+        b->weights =
+            weights_file == WEIGHTS_FILE ? mt_st_open(weights_path) : mt_torch_open(weights_path);
     free(config_path);
     free(weights_path);
     if (!b->weights) {
@@ -111,8 +114,9 @@ mt_bundle *mt_bundle_open(const char *dir, unsigned flags)
     }
     const char *tokenizer_file = present(dir, TOKENIZER_FILES, &bad);
     if (tokenizer_file && !bad)
-        b->tokenizer_path = tokenizer_file == TOKENIZER_FILES[2] ? mt_xstrdup(dir)
-                                                                 : mt_path_join(dir, tokenizer_file);
+        b->tokenizer_path = tokenizer_file == TOKENIZER_FILES[2]
+                                ? mt_xstrdup(dir)
+                                : mt_path_join(dir, tokenizer_file);
     b->corpus_stats_path = mt_path_join(dir, CORPUS_STATS_FILE);
     if (!is_regular_file(b->corpus_stats_path)) {
         free(b->corpus_stats_path);
@@ -138,7 +142,8 @@ const mt_safetensors *mt_bundle_weights(const mt_bundle *b) { return b->weights;
 const char *mt_bundle_tokenizer_path(const mt_bundle *b) { return b->tokenizer_path; }
 const char *mt_bundle_corpus_stats_path(const mt_bundle *b) { return b->corpus_stats_path; }
 
-int mt_bundle_read_f32(const mt_bundle *b, const char *name, int ndim, const int64_t *shape, float *out)
+int mt_bundle_read_f32(const mt_bundle *b, const char *name, int ndim, const int64_t *shape,
+                       float *out)
 {
     return mt_st_read_f32(b->weights, name, ndim, shape, out);
 }
@@ -155,7 +160,8 @@ static int make_dirs(const char *dir)
         const int end = *p == '\0';
         if (*p != '/' && !end) continue;
         *p = '\0';
-        if (mkdir(path, 0777) != 0 && errno != EEXIST) rc = mt_error("%s: cannot create: %s", path, strerror(errno));
+        if (mkdir(path, 0777) != 0 && errno != EEXIST)
+            rc = mt_error("%s: cannot create: %s", path, strerror(errno));
         if (end) break;
         *p = '/';
     }
@@ -168,13 +174,21 @@ static int make_dirs(const char *dir)
  * vocabularies); a Hugging Face tokenizer.json as tokenizer.json (where transformers looks for
  * it). */
 enum {
-    MEMBER_CONFIG, MEMBER_WEIGHTS, MEMBER_TOKENIZER, MEMBER_CORPUS_STATS,
-    MEMBER_SOURCE_SPM, MEMBER_TARGET_SPM, MEMBER_VOCAB, MEMBER_TARGET_VOCAB,
-    MEMBER_TOKENIZER_CONFIG, MEMBER_TOKENIZER_JSON, N_MEMBERS
+    MEMBER_CONFIG,
+    MEMBER_WEIGHTS,
+    MEMBER_TOKENIZER,
+    MEMBER_CORPUS_STATS,
+    MEMBER_SOURCE_SPM,
+    MEMBER_TARGET_SPM,
+    MEMBER_VOCAB,
+    MEMBER_TARGET_VOCAB,
+    MEMBER_TOKENIZER_CONFIG,
+    MEMBER_TOKENIZER_JSON,
+    N_MEMBERS
 };
 static const char *const MEMBER_FILES[N_MEMBERS] = {
-    CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE, CORPUS_STATS_FILE, "source.spm", "target.spm",
-    "vocab.json", "target_vocab.json", "tokenizer_config.json", "tokenizer.json"};
+    CONFIG_FILE,  WEIGHTS_FILE, TOKENIZER_FILE,      CORPUS_STATS_FILE,       "source.spm",
+    "target.spm", "vocab.json", "target_vocab.json", "tokenizer_config.json", "tokenizer.json"};
 
 /* 1 when the opus-mt tokenizer directory tok holds member's file. */
 static int tokenizer_has(const char *tok, int member)
@@ -190,7 +204,8 @@ static int write_member(atomic_file *af, int member, const mt_bundle_contents *c
     switch (member) {
     case MEMBER_CONFIG: {
         char *text = mt_config_to_text(c->config);
-        int rc = text ? atomic_file_write(af, text, strlen(text)) : mt_error("%s: cannot encode", af->path);
+        int rc = text ? atomic_file_write(af, text, strlen(text))
+                      : mt_error("%s: cannot encode", af->path);
         free(text);
         return rc;
     }
@@ -219,15 +234,22 @@ int mt_bundle_write(const char *dir, const mt_bundle_contents *contents)
     if (make_dirs(dir)) return -1;
     const char *const *files = MEMBER_FILES;
     struct stat sb;
-    const int tok_dir = contents->tokenizer_path && stat(contents->tokenizer_path, &sb) == 0 &&
-                        S_ISDIR(sb.st_mode);
+    const int tok_dir =
+        contents->tokenizer_path && stat(contents->tokenizer_path, &sb) == 0 && S_ISDIR(sb.st_mode);
     size_t tok_len = contents->tokenizer_path ? strlen(contents->tokenizer_path) : 0;
-    const int tok_json = !tok_dir && tok_len >= 5 && !strcmp(contents->tokenizer_path + tok_len - 5, ".json");
+    const int tok_json =
+        !tok_dir && tok_len >= 5 && !strcmp(contents->tokenizer_path + tok_len - 5, ".json");
     const int wanted[N_MEMBERS] = {
-        1, 1, contents->tokenizer_path != NULL && !tok_dir && !tok_json,
-        contents->corpus_stats_path != NULL, tok_dir, tok_dir, tok_dir,
+        1,
+        1,
+        contents->tokenizer_path != NULL && !tok_dir && !tok_json,
+        contents->corpus_stats_path != NULL,
+        tok_dir,
+        tok_dir,
+        tok_dir,
         tok_dir && tokenizer_has(contents->tokenizer_path, MEMBER_TARGET_VOCAB),
-        tok_dir && tokenizer_has(contents->tokenizer_path, MEMBER_TOKENIZER_CONFIG), tok_json};
+        tok_dir && tokenizer_has(contents->tokenizer_path, MEMBER_TOKENIZER_CONFIG),
+        tok_json};
     atomic_file afs[N_MEMBERS] = {{0}};
     int rc = 0;
     for (int m = 0; m < N_MEMBERS && !rc; m++) {
@@ -261,7 +283,8 @@ void mt_bundle_name(char *out, size_t len, const char *dir)
     size_t end = strlen(dir);
     const char *base = last_component(dir, &end);
     size_t n = (size_t)(dir + end - base);
-    int run_part = (n == 4 && !strncmp(base, "best", 4)) || (n == 10 && !strncmp(base, "checkpoint", 10));
+    int run_part =
+        (n == 4 && !strncmp(base, "best", 4)) || (n == 10 && !strncmp(base, "checkpoint", 10));
     if (run_part && base > dir) {
         size_t parent_end = (size_t)(base - dir);
         const char *parent = last_component(dir, &parent_end);

@@ -24,7 +24,8 @@ static int make_parents(const char *dir, size_t len)
         if (path[i] != '/' && path[i] != '\0') continue;
         char c = path[i];
         path[i] = '\0';
-        if (mkdir(path, 0777) != 0 && errno != EEXIST) rc = mt_error("%s: cannot create: %s", path, strerror(errno));
+        if (mkdir(path, 0777) != 0 && errno != EEXIST)
+            rc = mt_error("%s: cannot create: %s", path, strerror(errno));
         path[i] = c;
     }
     free(path);
@@ -47,11 +48,13 @@ static int scan_dir(const char *dir, size_t *n, int *has_config, char *why, size
         struct stat sb;
         if (fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0) continue;
         if (!S_ISREG(sb.st_mode) && !why[0])
-            snprintf(why, why_len, "holds %s%s, which no model bundle holds", e->d_name, S_ISDIR(sb.st_mode) ? "/" : "");
+            snprintf(why, why_len, "holds %s%s, which no model bundle holds", e->d_name,
+                     S_ISDIR(sb.st_mode) ? "/" : "");
         if (!strcmp(e->d_name, "config.json") && S_ISREG(sb.st_mode)) *has_config = 1;
     }
     closedir(d);
-    if (*n && !*has_config && !why[0]) snprintf(why, why_len, "holds no config.json: not a model bundle");
+    if (*n && !*has_config && !why[0])
+        snprintf(why, why_len, "holds no config.json: not a model bundle");
     return 0;
 }
 
@@ -136,7 +139,9 @@ int mt_bundle_target_commit(mt_bundle_target *t)
         /* over nothing or an empty directory; a bundle put there meanwhile stays */
         if (rename(t->tmp, t->dir) != 0)
             rc = mt_error("%s: %s; not overwritten", t->dir,
-                          errno == ENOTEMPTY || errno == EEXIST ? "was created while the bundle was written" : strerror(errno));
+                          errno == ENOTEMPTY || errno == EEXIST
+                              ? "was created while the bundle was written"
+                              : strerror(errno));
     } else if (renameat2(AT_FDCWD, t->tmp, AT_FDCWD, t->dir, RENAME_EXCHANGE) != 0) {
         /* a file system without the exchange: two renames, with a moment without the name */
         if (errno != EINVAL && errno != ENOSYS) {

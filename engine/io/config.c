@@ -25,7 +25,10 @@ static mt_config *config_wrap(json_t *obj, const char *name)
     return c;
 }
 
-mt_config *mt_config_new(const char *name) { return config_wrap(json_object(), name ? name : "config"); }
+mt_config *mt_config_new(const char *name)
+{
+    return config_wrap(json_object(), name ? name : "config");
+}
 
 mt_config *mt_config_parse(const char *text, size_t len, const char *name)
 {
@@ -33,8 +36,8 @@ mt_config *mt_config_parse(const char *text, size_t len, const char *name)
     json_error_t jerr;
     json_t *obj = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
     if (!obj) {
-        mt_error("%s: not valid JSON: %s (line %d, column %d)", name, mt_error_oneline(jerr.text), jerr.line,
-                 jerr.column);
+        mt_error("%s: not valid JSON: %s (line %d, column %d)", name, mt_error_oneline(jerr.text),
+                 jerr.line, jerr.column);
         return NULL;
     }
     if (!json_is_object(obj)) {
@@ -56,8 +59,8 @@ mt_config *mt_config_load(const char *path)
         return NULL;
     }
     if (sb.st_size > MT_CONFIG_MAX_BYTES) {
-        mt_error("%s: %lld bytes, too large for a config file (limit %d)", path, (long long)sb.st_size,
-                 MT_CONFIG_MAX_BYTES);
+        mt_error("%s: %lld bytes, too large for a config file (limit %d)", path,
+                 (long long)sb.st_size, MT_CONFIG_MAX_BYTES);
         fclose(f);
         return NULL;
     }
@@ -102,7 +105,8 @@ mt_config *config_child(const mt_config *c, const char *key, json_t *obj)
     child->prefix = mt_xmalloc(len);
     snprintf(child->prefix, len, "%s%s.", c->prefix, shown);
     child->root = root;
-    root->children = mt_xrealloc(root->children, (size_t)(root->n_children + 1) * sizeof *root->children);
+    root->children =
+        mt_xrealloc(root->children, (size_t)(root->n_children + 1) * sizeof *root->children);
     root->children[root->n_children++] = child;
     return child;
 }
@@ -189,10 +193,13 @@ static int float_value(const mt_config *c, const char *key, const json_t *v, dou
                        float *out)
 {
     char expected[96];
-    if (!json_is_number(v)) return bad_value(c, key, v, "%s", float_range_text(expected, sizeof expected, lo, hi));
+    if (!json_is_number(v))
+        return bad_value(c, key, v, "%s", float_range_text(expected, sizeof expected, lo, hi));
     double x = json_number_value(v);
-    if (fabs(x) > FLT_MAX) return bad_value(c, key, v, "a number within the range of a 32-bit float");
-    if (x < lo || x > hi) return bad_value(c, key, v, "%s", float_range_text(expected, sizeof expected, lo, hi));
+    if (fabs(x) > FLT_MAX)
+        return bad_value(c, key, v, "a number within the range of a 32-bit float");
+    if (x < lo || x > hi)
+        return bad_value(c, key, v, "%s", float_range_text(expected, sizeof expected, lo, hi));
     *out = (float)x;
     return 0;
 }
@@ -233,13 +240,16 @@ const char *mt_config_string(const mt_config *c, const char *key)
     return json_string_value(v);
 }
 
-int mt_config_int_list(const mt_config *c, const char *key, int lo, int hi, int *out, int cap, int *n)
+int mt_config_int_list(const mt_config *c, const char *key, int lo, int hi, int *out, int cap,
+                       int *n)
 {
     const json_t *v = required(c, key);
     if (!v) return -1;
     char expected[96];
-    if (!json_is_array(v)) return bad_value(c, key, v, "%s", int_list_text(expected, sizeof expected, lo, hi));
-    if (json_array_size(v) > (size_t)cap) return bad_value(c, key, v, "a list of at most %d integers", cap);
+    if (!json_is_array(v))
+        return bad_value(c, key, v, "%s", int_list_text(expected, sizeof expected, lo, hi));
+    if (json_array_size(v) > (size_t)cap)
+        return bad_value(c, key, v, "a list of at most %d integers", cap);
     for (size_t i = 0; i < json_array_size(v); i++) {
         const json_t *x = json_array_get(v, i);
         if (!json_is_integer(x) || json_integer_value(x) < lo || json_integer_value(x) > hi)
@@ -255,7 +265,8 @@ int mt_config_string_list(const mt_config *c, const char *key, const char **out,
     const json_t *v = required(c, key);
     if (!v) return -1;
     if (!json_is_array(v)) return bad_value(c, key, v, "a list of strings");
-    if (json_array_size(v) > (size_t)cap) return bad_value(c, key, v, "a list of at most %d strings", cap);
+    if (json_array_size(v) > (size_t)cap)
+        return bad_value(c, key, v, "a list of at most %d strings", cap);
     for (size_t i = 0; i < json_array_size(v); i++) {
         const json_t *x = json_array_get(v, i);
         if (!json_is_string(x)) return bad_value(c, key, v, "a list of strings");
@@ -282,7 +293,8 @@ int mt_config_int_or(const mt_config *c, const char *key, int def, int lo, int h
     return int_value(c, key, json_object_get(c->obj, key), lo, hi, out);
 }
 
-int mt_config_float_or(const mt_config *c, const char *key, float def, double lo, double hi, float *out)
+int mt_config_float_or(const mt_config *c, const char *key, float def, double lo, double hi,
+                       float *out)
 {
     if (!mt_config_has(c, key)) return *out = def, 0;
     return float_value(c, key, json_object_get(c->obj, key), lo, hi, out);

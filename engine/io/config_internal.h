@@ -7,10 +7,10 @@
 #include <jansson.h>
 
 struct mt_config {
-    json_t *obj;          /* the object this handle shows (one reference held) */
-    char *name;           /* file name for messages */
-    char *prefix;         /* "" for the root, "ssm_cfg." for a nested object */
-    mt_config *root;      /* itself for the root */
+    json_t *obj; /* the object this handle shows (one reference held) */
+    char *name; /* file name for messages */
+    char *prefix; /* "" for the root, "ssm_cfg." for a nested object */
+    mt_config *root; /* itself for the root */
     mt_config **children; /* (n_children) root only: every nested handle handed out */
     int n_children;
 };

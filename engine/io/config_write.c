@@ -15,13 +15,16 @@ static int set_value(mt_config *c, const char *key, json_t *v)
 {
     if (!key || !v || json_object_set_new(c->obj, key, v)) {
         char k[160];
-        return mt_error("%s: cannot set key '%s%s': key or value is not valid UTF-8", c->name, c->prefix,
-                        key ? printable_text(k, sizeof k, key) : "(null)");
+        return mt_error("%s: cannot set key '%s%s': key or value is not valid UTF-8", c->name,
+                        c->prefix, key ? printable_text(k, sizeof k, key) : "(null)");
     }
     return 0;
 }
 
-int mt_config_set_int(mt_config *c, const char *key, long long v) { return set_value(c, key, json_integer(v)); }
+int mt_config_set_int(mt_config *c, const char *key, long long v)
+{
+    return set_value(c, key, json_integer(v));
+}
 
 /* The shortest "%.{p}g" that strtof reads back as v: stored as that decimal's double, it is
  * written as the decimal that was meant ("1e-05"), not as the float's exact binary value. */
@@ -29,8 +32,8 @@ int mt_config_set_float(mt_config *c, const char *key, float v)
 {
     if (!isfinite(v)) {
         char k[160];
-        return mt_error("%s: cannot set key '%s%s' to %g: JSON has no inf or nan", c->name, c->prefix,
-                        key ? printable_text(k, sizeof k, key) : "(null)", (double)v);
+        return mt_error("%s: cannot set key '%s%s' to %g: JSON has no inf or nan", c->name,
+                        c->prefix, key ? printable_text(k, sizeof k, key) : "(null)", (double)v);
     }
     char text[32];
     for (int digits = 1; digits <= 9; digits++) {
@@ -40,7 +43,10 @@ int mt_config_set_float(mt_config *c, const char *key, float v)
     return set_value(c, key, json_real(strtod(text, NULL)));
 }
 
-int mt_config_set_bool(mt_config *c, const char *key, int v) { return set_value(c, key, json_boolean(v)); }
+int mt_config_set_bool(mt_config *c, const char *key, int v)
+{
+    return set_value(c, key, json_boolean(v));
+}
 
 int mt_config_set_null(mt_config *c, const char *key) { return set_value(c, key, json_null()); }
 

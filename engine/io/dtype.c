@@ -11,14 +11,17 @@ static const struct {
     int is_float;
     const char *torch; /* the name in a config.json's "dtype" (torch's) */
 } DTYPES[MT_DT_COUNT] = {
-    [MT_DT_F64] = {"F64", 8, 1, "float64"},  [MT_DT_F32] = {"F32", 4, 1, "float32"},
-    [MT_DT_F16] = {"F16", 2, 1, "float16"},  [MT_DT_BF16] = {"BF16", 2, 1, "bfloat16"},
-    [MT_DT_I64] = {"I64", 8, 0, "int64"},    [MT_DT_I32] = {"I32", 4, 0, "int32"},
-    [MT_DT_I16] = {"I16", 2, 0, "int16"},    [MT_DT_I8] = {"I8", 1, 0, "int8"},
-    [MT_DT_U8] = {"U8", 1, 0, "uint8"},      [MT_DT_BOOL] = {"BOOL", 1, 0, "bool"},
+    [MT_DT_F64] = {"F64", 8, 1, "float64"}, [MT_DT_F32] = {"F32", 4, 1, "float32"},
+    [MT_DT_F16] = {"F16", 2, 1, "float16"}, [MT_DT_BF16] = {"BF16", 2, 1, "bfloat16"},
+    [MT_DT_I64] = {"I64", 8, 0, "int64"},   [MT_DT_I32] = {"I32", 4, 0, "int32"},
+    [MT_DT_I16] = {"I16", 2, 0, "int16"},   [MT_DT_I8] = {"I8", 1, 0, "int8"},
+    [MT_DT_U8] = {"U8", 1, 0, "uint8"},     [MT_DT_BOOL] = {"BOOL", 1, 0, "bool"},
 };
 
-const char *mt_dtype_name(mt_dtype dt) { return (unsigned)dt < MT_DT_COUNT ? DTYPES[dt].name : "?"; }
+const char *mt_dtype_name(mt_dtype dt)
+{
+    return (unsigned)dt < MT_DT_COUNT ? DTYPES[dt].name : "?";
+}
 
 const char *mt_dtype_torch_name(mt_dtype dt)
 {
@@ -56,7 +59,8 @@ char *mt_st_shape_text(char *buf, size_t len, int ndim, const int64_t *shape)
 {
     size_t used = (size_t)snprintf(buf, len, "(");
     for (int d = 0; d < ndim && used < len; d++)
-        used += (size_t)snprintf(buf + used, len - used, "%s%lld", d ? ", " : "", (long long)shape[d]);
+        used +=
+            (size_t)snprintf(buf + used, len - used, "%s%lld", d ? ", " : "", (long long)shape[d]);
     if (used < len) snprintf(buf + used, len - used, ")");
     return buf;
 }

@@ -1,7 +1,8 @@
 /* JSON text the way Python's json.dumps(sort_keys=True) writes it, so a config.json saved by
  * mtlab is byte-identical to the one transformers saves (indent=2): shortest round-trip reals
  * ("1e-05", "0.1", "1.0"), \u escapes with lower-case hex for control characters and (with
- * ensure_ascii, as transformers asks) everything outside printable ASCII, keys sorted. jansson's own dump differs in those details ("1e-5", "\u00E9"). */
+ * ensure_ascii, as transformers asks) everything outside printable ASCII, keys sorted. jansson's
+ * own dump differs in those details ("1e-5", "\u00E9"). */
 #include "io/json_util.h"
 
 #include "core/textbuf.h"
@@ -163,7 +164,9 @@ static void put_value(textbuf *t, const json_t *v, int indent, int ensure_ascii,
         puts_(t, "]");
         return;
     }
-    case JSON_STRING: put_string(t, json_string_value(v), json_string_length(v), ensure_ascii); return;
+    case JSON_STRING:
+        put_string(t, json_string_value(v), json_string_length(v), ensure_ascii);
+        return;
     case JSON_INTEGER:
         snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
         puts_(t, num);

@@ -23,7 +23,8 @@ char *printable_text(char *buf, size_t len, const char *s)
     size_t n = strlen(s), keep = n < len ? n : len - 1;
     const int cut = keep < n;
     if (cut && keep >= 3) keep -= 3;
-    for (size_t i = 0; i < keep; i++) buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7F ? '?' : s[i];
+    for (size_t i = 0; i < keep; i++)
+        buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7F ? '?' : s[i];
     if (cut && len >= 4) {
         memcpy(buf + keep, "...", 3);
         keep += 3;

@@ -43,13 +43,16 @@ int mt_line_next(mt_line_reader *r, char **line, size_t *len)
     int read_error = c == EOF && ferror(r->f);
     funlockfile(r->f);
     if (read_error)
-        return mt_error("%s: read error after line %zu: %s", r->name, r->line_no, strerror(errno ? errno : EIO));
+        return mt_error("%s: read error after line %zu: %s", r->name, r->line_no,
+                        strerror(errno ? errno : EIO));
     if (c == EOF && n == 0) return 0;
     r->line_no++;
     if (c != EOF && c != '\n')
         return mt_error("%s:%zu: line longer than the %zu-byte limit (%s)", r->name, r->line_no,
                         r->max, r->hint);
-    if (nul != (size_t)-1) return mt_error("%s:%zu: NUL byte at byte %zu (not a text file?)", r->name, r->line_no, nul);
+    if (nul != (size_t)-1)
+        return mt_error("%s:%zu: NUL byte at byte %zu (not a text file?)", r->name, r->line_no,
+                        nul);
     if (!r->buf) r->buf = mt_xmalloc(r->cap = 1);
     r->buf[n] = '\0';
     *line = r->buf;

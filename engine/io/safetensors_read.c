@@ -22,15 +22,15 @@ struct mt_safetensors {
     char *name;
     const unsigned char *file; /* (file_size) the whole file */
     size_t file_size;
-    void *map;                 /* the mapping when opened from a path, else NULL */
-    void *owned;               /* the image when built in memory (st_open_image), else NULL */
-    size_t data_size;          /* bytes after the header */
-    mt_st_tensor *tensors;     /* (n_tensors) sorted by name */
+    void *map; /* the mapping when opened from a path, else NULL */
+    void *owned; /* the image when built in memory (st_open_image), else NULL */
+    size_t data_size; /* bytes after the header */
+    mt_st_tensor *tensors; /* (n_tensors) sorted by name */
     int n_tensors;
-    const char **meta_keys;    /* (n_meta) sorted by key */
-    const char **meta_values;  /* (n_meta) */
+    const char **meta_keys; /* (n_meta) sorted by key */
+    const char **meta_values; /* (n_meta) */
     int n_meta;
-    char *strings;             /* one block holding every name, key and value above */
+    char *strings; /* one block holding every name, key and value above */
 };
 
 static const char METADATA_KEY[] = "__metadata__";
@@ -57,17 +57,20 @@ static uint64_t read_le64(const unsigned char *p)
 
 /* ---------------------------------------------------------------- one header entry */
 
-static int parse_dtype(const mt_safetensors *st, const char *name, const json_t *entry, mt_dtype *dt)
+static int parse_dtype(const mt_safetensors *st, const char *name, const json_t *entry,
+                       mt_dtype *dt)
 {
     const json_t *v = json_object_get(entry, "dtype");
     if (!v) return tensor_error(st, name, "missing 'dtype'");
-    if (!json_is_string(v)) return tensor_error(st, name, "dtype is %s, expected a string", json_kind(v));
+    if (!json_is_string(v))
+        return tensor_error(st, name, "dtype is %s, expected a string", json_kind(v));
     if (mt_dtype_from_name(json_string_value(v), dt)) {
         char shown[64];
-        return tensor_error(st, name,
-                            "unknown dtype '%s' (mtlab reads F64, F32, F16, BF16, I64, I32, I16, I8, "
-                            "U8, BOOL)",
-                            printable_text(shown, sizeof shown, json_string_value(v)));
+        return tensor_error(
+            st, name,
+            "unknown dtype '%s' (mtlab reads F64, F32, F16, BF16, I64, I32, I16, I8, "
+            "U8, BOOL)",
+            printable_text(shown, sizeof shown, json_string_value(v)));
     }
     return 0;
 }
@@ -77,7 +80,8 @@ static int parse_shape(const mt_safetensors *st, const char *name, const json_t 
 {
     const json_t *v = json_object_get(entry, "shape");
     if (!v) return tensor_error(st, name, "missing 'shape'");
-    if (!json_is_array(v)) return tensor_error(st, name, "shape is %s, expected a list of dimensions", json_kind(v));
+    if (!json_is_array(v))
+        return tensor_error(st, name, "shape is %s, expected a list of dimensions", json_kind(v));
     size_t ndim = json_array_size(v);
     if (ndim > MT_ST_MAX_DIMS)
         return tensor_error(st, name, "shape has %zu dimensions, at most %d are supported", ndim,
@@ -91,7 +95,9 @@ static int parse_shape(const mt_safetensors *st, const char *name, const json_t 
                                 json_kind(dim), json_snippet(shown, sizeof shown, dim));
         }
         json_int_t n = json_integer_value(dim);
-        if (n < 0) return tensor_error(st, name, "shape dimension %zu is negative (%lld)", d, (long long)n);
+        if (n < 0)
+            return tensor_error(st, name, "shape dimension %zu is negative (%lld)", d,
+                                (long long)n);
         t->shape[d] = (int64_t)n;
     }
     return 0;
@@ -103,10 +109,11 @@ static int parse_offsets(const mt_safetensors *st, const char *name, const json_
     const json_t *v = json_object_get(entry, "data_offsets");
     if (!v) return tensor_error(st, name, "missing 'data_offsets'");
     const json_t *b = json_array_get(v, 0), *e = json_array_get(v, 1);
-    if (!json_is_array(v) || json_array_size(v) != 2 || !json_is_integer(b) || !json_is_integer(e) ||
-        json_integer_value(b) < 0 || json_integer_value(e) < 0) {
+    if (!json_is_array(v) || json_array_size(v) != 2 || !json_is_integer(b) ||
+        !json_is_integer(e) || json_integer_value(b) < 0 || json_integer_value(e) < 0) {
         char shown[64];
-        return tensor_error(st, name, "data_offsets must be two non-negative integers [begin, end], got %s",
+        return tensor_error(st, name,
+                            "data_offsets must be two non-negative integers [begin, end], got %s",
                             json_snippet(shown, sizeof shown, v));
     }
     *begin = (uint64_t)json_integer_value(b);
@@ -115,17 +122,19 @@ static int parse_offsets(const mt_safetensors *st, const char *name, const json_
         return tensor_error(st, name, "data_offsets [%llu, %llu] are reversed (begin after end)",
                             (unsigned long long)*begin, (unsigned long long)*end);
     if (*end > st->data_size)
-        return tensor_error(st, name,
-                            "data_offsets [%llu, %llu] run past the end of the data section (%zu bytes)",
-                            (unsigned long long)*begin, (unsigned long long)*end, st->data_size);
+        return tensor_error(
+            st, name, "data_offsets [%llu, %llu] run past the end of the data section (%zu bytes)",
+            (unsigned long long)*begin, (unsigned long long)*end, st->data_size);
     return 0;
 }
 
 /* numel = prod(shape) and nbytes = numel * dtype size, both checked for overflow, must equal the
  * byte range: a mismatch means the header and the data disagree about what is stored. */
-static int parse_tensor(const mt_safetensors *st, const char *name, const json_t *entry, mt_st_tensor *t)
+static int parse_tensor(const mt_safetensors *st, const char *name, const json_t *entry,
+                        mt_st_tensor *t)
 {
-    if (!json_is_object(entry)) return tensor_error(st, name, "entry is %s, expected an object", json_kind(entry));
+    if (!json_is_object(entry))
+        return tensor_error(st, name, "entry is %s, expected an object", json_kind(entry));
     uint64_t begin = 0, end = 0;
     if (parse_dtype(st, name, entry, &t->dtype) || parse_shape(st, name, entry, t) ||
         parse_offsets(st, name, entry, &begin, &end))
@@ -139,7 +148,8 @@ static int parse_tensor(const mt_safetensors *st, const char *name, const json_t
     if (__builtin_mul_overflow(numel, mt_dtype_size(t->dtype), &nbytes))
         return tensor_error(st, name, "shape %s has too many elements", shape);
     if (nbytes != end - begin)
-        return tensor_error(st, name, "shape %s of %s is %zu bytes but data_offsets [%llu, %llu] hold %llu",
+        return tensor_error(st, name,
+                            "shape %s of %s is %zu bytes but data_offsets [%llu, %llu] hold %llu",
                             shape, mt_dtype_name(t->dtype), nbytes, (unsigned long long)begin,
                             (unsigned long long)end, (unsigned long long)(end - begin));
     t->numel = numel;
@@ -152,10 +162,12 @@ static int parse_tensor(const mt_safetensors *st, const char *name, const json_t
 static int check_metadata(const mt_safetensors *st, const json_t *meta)
 {
     if (!json_is_object(meta))
-        return mt_error("%s: %s is %s, expected an object of strings", st->name, METADATA_KEY, json_kind(meta));
+        return mt_error("%s: %s is %s, expected an object of strings", st->name, METADATA_KEY,
+                        json_kind(meta));
     const char *key;
     const json_t *value;
-    json_object_foreach((json_t *)meta, key, value) {
+    json_object_foreach((json_t *)meta, key, value)
+    {
         if (!json_is_string(value)) {
             char shown[160];
             return mt_error("%s: %s entry '%s' is %s, expected a string", st->name, METADATA_KEY,
@@ -196,11 +208,12 @@ static int check_overlaps(const mt_safetensors *st)
         if (t->nbytes == 0) continue;
         if (furthest && t->offset < furthest->offset + furthest->nbytes) {
             char a[160], b[160];
-            rc = mt_error("%s: tensors '%s' (data_offsets [%zu, %zu]) and '%s' (data_offsets [%zu, %zu]) "
-                          "overlap",
-                          st->name, printable_text(a, sizeof a, furthest->name), furthest->offset,
-                          furthest->offset + furthest->nbytes, printable_text(b, sizeof b, t->name),
-                          t->offset, t->offset + t->nbytes);
+            rc = mt_error(
+                "%s: tensors '%s' (data_offsets [%zu, %zu]) and '%s' (data_offsets [%zu, %zu]) "
+                "overlap",
+                st->name, printable_text(a, sizeof a, furthest->name), furthest->offset,
+                furthest->offset + furthest->nbytes, printable_text(b, sizeof b, t->name),
+                t->offset, t->offset + t->nbytes);
         }
         if (!furthest || t->offset + t->nbytes > furthest->offset + furthest->nbytes) furthest = t;
     }
@@ -223,7 +236,8 @@ static int take_metadata(mt_safetensors *st, const json_t *meta, char **cursor)
     size_t i = 0;
     const char *key;
     const json_t *value;
-    json_object_foreach((json_t *)meta, key, value) {
+    json_object_foreach((json_t *)meta, key, value)
+    {
         char *k = *cursor;
         *cursor = stpcpy(k, key) + 1;
         char *v = *cursor;
@@ -255,12 +269,14 @@ static size_t strings_size(const json_t *header)
     size_t total = 0;
     const char *key;
     const json_t *value;
-    json_object_foreach((json_t *)header, key, value) {
+    json_object_foreach((json_t *)header, key, value)
+    {
         total += strlen(key) + 1;
         if (strcmp(key, METADATA_KEY) != 0) continue;
         const char *mk;
         const json_t *mv;
-        json_object_foreach((json_t *)value, mk, mv) total += strlen(mk) + 1 + strlen(json_string_value(mv)) + 1;
+        json_object_foreach((json_t *)value, mk, mv) total +=
+            strlen(mk) + 1 + strlen(json_string_value(mv)) + 1;
     }
     return total;
 }
@@ -273,11 +289,13 @@ static int parse_header(mt_safetensors *st, const json_t *header)
     if (n > (size_t)MT_ST_MAX_HEADER) return mt_error("%s: too many tensors (%zu)", st->name, n);
     st->strings = malloc(strings_size(header) + 1);
     st->tensors = calloc(n ? n : 1, sizeof *st->tensors);
-    if (!st->strings || !st->tensors) return mt_error("%s: out of memory for %zu tensors", st->name, n);
+    if (!st->strings || !st->tensors)
+        return mt_error("%s: out of memory for %zu tensors", st->name, n);
     char *cursor = st->strings;
     const char *key;
     const json_t *value;
-    json_object_foreach((json_t *)header, key, value) {
+    json_object_foreach((json_t *)header, key, value)
+    {
         if (strcmp(key, METADATA_KEY) == 0) continue;
         mt_st_tensor *t = &st->tensors[st->n_tensors];
         if (parse_tensor(st, key, value, t)) return -1;
@@ -294,17 +312,18 @@ static int parse_header(mt_safetensors *st, const json_t *header)
 static int st_validate(mt_safetensors *st)
 {
     if (st->file_size < 8)
-        return mt_error("%s: file is %zu bytes, too short for a safetensors file (the header length "
-                        "alone is 8)",
-                        st->name, st->file_size);
+        return mt_error(
+            "%s: file is %zu bytes, too short for a safetensors file (the header length "
+            "alone is 8)",
+            st->name, st->file_size);
     uint64_t header_len = read_le64(st->file);
     if (header_len > MT_ST_MAX_HEADER)
         return mt_error("%s: header length %llu is absurdly large (the limit is %d bytes); not a "
                         "safetensors file?",
                         st->name, (unsigned long long)header_len, MT_ST_MAX_HEADER);
     if (header_len > st->file_size - 8)
-        return mt_error("%s: header length %llu runs past the end of the file (%zu bytes)", st->name,
-                        (unsigned long long)header_len, st->file_size);
+        return mt_error("%s: header length %llu runs past the end of the file (%zu bytes)",
+                        st->name, (unsigned long long)header_len, st->file_size);
     st->data_size = st->file_size - 8 - (size_t)header_len;
     json_error_t jerr;
     json_t *header = json_loadb((const char *)st->file + 8, (size_t)header_len,
@@ -399,7 +418,8 @@ const mt_st_tensor *mt_st_tensor_at(const mt_safetensors *st, int i)
 const mt_st_tensor *mt_st_find(const mt_safetensors *st, const char *name)
 {
     mt_st_tensor key = {.name = name};
-    return st->n_tensors ? bsearch(&key, st->tensors, (size_t)st->n_tensors, sizeof key, by_name) : NULL;
+    return st->n_tensors ? bsearch(&key, st->tensors, (size_t)st->n_tensors, sizeof key, by_name)
+                         : NULL;
 }
 
 int mt_st_metadata_count(const mt_safetensors *st) { return st->n_meta; }

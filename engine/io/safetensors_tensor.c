@@ -14,9 +14,7 @@ void mt_st_tensor_to_f32(const mt_st_tensor *t, float *out)
     const size_t n = t->numel;
     if (n == 0) return;
     switch (t->dtype) {
-    case MT_DT_F32:
-        memcpy(out, p, n * sizeof *out);
-        return;
+    case MT_DT_F32: memcpy(out, p, n * sizeof *out); return;
     case MT_DT_F16:
     case MT_DT_BF16:
         for (size_t i = 0; i < n; i++) {
@@ -70,7 +68,8 @@ static const mt_st_tensor *find_with_shape(const mt_safetensors *st, const char 
     char quoted[160];
     const mt_st_tensor *t = mt_st_find(st, name);
     if (!t) {
-        mt_error("%s: missing tensor '%s'", mt_st_name(st), printable_text(quoted, sizeof quoted, name));
+        mt_error("%s: missing tensor '%s'", mt_st_name(st),
+                 printable_text(quoted, sizeof quoted, name));
         return NULL;
     }
     int same = t->ndim == ndim;
@@ -78,7 +77,8 @@ static const mt_st_tensor *find_with_shape(const mt_safetensors *st, const char 
     if (!same) {
         char have[160], want[160];
         mt_error("%s: tensor '%s' has shape %s, expected %s", mt_st_name(st),
-                 printable_text(quoted, sizeof quoted, name), mt_st_shape_text(have, sizeof have, t->ndim, t->shape),
+                 printable_text(quoted, sizeof quoted, name),
+                 mt_st_shape_text(have, sizeof have, t->ndim, t->shape),
                  mt_st_shape_text(want, sizeof want, ndim, shape));
         return NULL;
     }

@@ -27,9 +27,11 @@ static int check_tensor(const char *path, const mt_st_write_tensor *t, size_t *n
     const char *name = printable_text(quoted, sizeof quoted, t->name);
     if (strcmp(t->name, "__metadata__") == 0)
         return mt_error("%s: '__metadata__' is reserved and cannot name a tensor", path);
-    if ((unsigned)t->dtype >= MT_DT_COUNT) return mt_error("%s: tensor '%s': invalid dtype %d", path, name, (int)t->dtype);
+    if ((unsigned)t->dtype >= MT_DT_COUNT)
+        return mt_error("%s: tensor '%s': invalid dtype %d", path, name, (int)t->dtype);
     if (t->ndim < 0 || t->ndim > MT_ST_MAX_DIMS)
-        return mt_error("%s: tensor '%s': %d dimensions (0 to %d supported)", path, name, t->ndim, MT_ST_MAX_DIMS);
+        return mt_error("%s: tensor '%s': %d dimensions (0 to %d supported)", path, name, t->ndim,
+                        MT_ST_MAX_DIMS);
     size_t numel = 1;
     for (int d = 0; d < t->ndim; d++) {
         if (t->shape[d] < 0)
@@ -40,7 +42,8 @@ static int check_tensor(const char *path, const mt_st_write_tensor *t, size_t *n
     }
     if (__builtin_mul_overflow(numel, mt_dtype_size(t->dtype), nbytes))
         return mt_error("%s: tensor '%s': too many elements", path, name);
-    if (t->f32 && t->raw) return mt_error("%s: tensor '%s': give f32 or raw data, not both", path, name);
+    if (t->f32 && t->raw)
+        return mt_error("%s: tensor '%s': give f32 or raw data, not both", path, name);
     if (numel && !t->f32 && !t->raw) return mt_error("%s: tensor '%s': no data", path, name);
     if (t->f32 && !mt_dtype_is_float(t->dtype))
         return mt_error("%s: tensor '%s': float32 values cannot be stored as %s", path, name,
@@ -157,7 +160,8 @@ int st_write_contents(atomic_file *af, const mt_st_write_tensor *tensors, int n_
     for (int i = 1; i < n_tensors; i++) {
         if (strcmp(plan[i - 1].t->name, plan[i].t->name) == 0) {
             char quoted[160];
-            mt_error("%s: tensor '%s' is given twice", path, printable_text(quoted, sizeof quoted, plan[i].t->name));
+            mt_error("%s: tensor '%s' is given twice", path,
+                     printable_text(quoted, sizeof quoted, plan[i].t->name));
             goto out;
         }
     }

@@ -73,8 +73,8 @@ static int legacy_load(void *ctx, const char *key, size_t nbytes, unsigned char 
 }
 
 /* Lays out the storages after the key list (pickle 5) at pos; 0 or -1. */
-static int lay_out(const char *file, const unsigned char *data, size_t len, size_t pos, const torch_pickle *keys,
-                   torch_pickle *sd, legacy_file *lf)
+static int lay_out(const char *file, const unsigned char *data, size_t len, size_t pos,
+                   const torch_pickle *keys, torch_pickle *sd, legacy_file *lf)
 {
     const char *key = NULL;
     size_t n = torch_pickle_strings(keys, 0, &key);
@@ -82,21 +82,26 @@ static int lay_out(const char *file, const unsigned char *data, size_t len, size
     char quoted[160];
     for (size_t i = 0; i < n; i++) {
         torch_pickle_strings(keys, i, &key);
-        if (!key) return mt_error("%s: the storage list holds something other than a str at %zu", file, i);
+        if (!key)
+            return mt_error("%s: the storage list holds something other than a str at %zu", file,
+                            i);
         size_t esize = torch_pickle_storage_elem_size(sd, key);
         if (!esize)
-            return mt_error("%s: storage '%s' is listed but the state_dict pickle names no such storage", file,
-                            printable_text(quoted, sizeof quoted, key));
+            return mt_error(
+                "%s: storage '%s' is listed but the state_dict pickle names no such storage", file,
+                printable_text(quoted, sizeof quoted, key));
         if (len - pos < 8)
-            return mt_error("%s: the file ends at byte %zu, before storage '%s' (truncated?)", file, len,
-                            printable_text(quoted, sizeof quoted, key));
+            return mt_error("%s: the file ends at byte %zu, before storage '%s' (truncated?)", file,
+                            len, printable_text(quoted, sizeof quoted, key));
         uint64_t count = 0;
         for (int b = 7; b >= 0; b--) count = count << 8 | data[pos + (size_t)b];
         pos += 8;
         uint64_t nbytes;
         if (__builtin_mul_overflow(count, (uint64_t)esize, &nbytes) || nbytes > len - pos)
-            return mt_error("%s: storage '%s' of %llu elements runs past the end of the file (%zu bytes left)", file,
-                            printable_text(quoted, sizeof quoted, key), (unsigned long long)count, len - pos);
+            return mt_error(
+                "%s: storage '%s' of %llu elements runs past the end of the file (%zu bytes left)",
+                file, printable_text(quoted, sizeof quoted, key), (unsigned long long)count,
+                len - pos);
         lf->storages[i] = (legacy_storage){key, pos, (size_t)nbytes};
         lf->n = i + 1;
         pos += (size_t)nbytes;
@@ -122,13 +127,15 @@ mt_safetensors *torch_legacy_read(const unsigned char *data, size_t len, const c
     int64_t v = 0;
     if (!(version = torch_unpickle(data + pos, len - pos, file, pos, &used))) goto out;
     if (torch_pickle_int(version, &v) || v != LEGACY_VERSION) {
-        mt_error("%s: legacy format version %lld, mtlab reads %d", file, (long long)v, LEGACY_VERSION);
+        mt_error("%s: legacy format version %lld, mtlab reads %d", file, (long long)v,
+                 LEGACY_VERSION);
         goto out;
     }
     pos += used;
     if (!(sys = torch_unpickle(data + pos, len - pos, file, pos, &used))) goto out;
     if (!torch_pickle_flag(sys, "little_endian")) {
-        mt_error("%s: a big-endian legacy checkpoint (mtlab reads little-endian checkpoints only)", file);
+        mt_error("%s: a big-endian legacy checkpoint (mtlab reads little-endian checkpoints only)",
+                 file);
         goto out;
     }
     pos += used;

@@ -29,20 +29,20 @@
 #error "torch storages are read as little-endian bytes and copied as they are"
 #endif
 
-
 /* ---------------------------------------------------------------- values */
 
 typedef enum {
     G_ORDERED_DICT,
-    G_REBUILD_TENSOR,       /* torch._utils._rebuild_tensor(storage, offset, size, stride) */
-    G_REBUILD_TENSOR_V2,    /* (storage, offset, size, stride, requires_grad, hooks[, metadata]) */
-    G_REBUILD_TENSOR_V3,    /* (storage, offset, size, stride, requires_grad, hooks, dtype[, metadata]) */
-    G_REBUILD_PARAMETER,    /* (tensor, requires_grad, hooks) */
+    G_REBUILD_TENSOR, /* torch._utils._rebuild_tensor(storage, offset, size, stride) */
+    G_REBUILD_TENSOR_V2, /* (storage, offset, size, stride, requires_grad, hooks[, metadata]) */
+    G_REBUILD_TENSOR_V3, /* (storage, offset, size, stride, requires_grad, hooks, dtype[, metadata])
+                          */
+    G_REBUILD_PARAMETER, /* (tensor, requires_grad, hooks) */
     G_REBUILD_PARAMETER_WITH_STATE, /* (tensor, requires_grad, hooks, state) */
     G_REBUILD_FROM_TYPE_V2, /* torch._tensor._rebuild_from_type_v2(func, type, args, state) */
-    G_TENSOR_TYPE,          /* torch.Tensor, torch.nn.parameter.Parameter */
-    G_STORAGE_TYPE,         /* torch.FloatStorage, ... (a dtype each) */
-    G_DTYPE,                /* torch.float32, ... */
+    G_TENSOR_TYPE, /* torch.Tensor, torch.nn.parameter.Parameter */
+    G_STORAGE_TYPE, /* torch.FloatStorage, ... (a dtype each) */
+    G_DTYPE, /* torch.float32, ... */
 } global_kind;
 
 static const struct {
@@ -84,21 +84,20 @@ static const struct {
 };
 enum { N_GLOBALS = sizeof GLOBALS / sizeof GLOBALS[0] };
 
-
 typedef struct {
-    const char *file;            /* the checkpoint, in messages */
-    const char *part;            /* the pickle, in messages: "data.pkl", "the pickle" */
-    const char *at;              /* before an offset: "data.pkl byte", "byte" */
-    size_t base;                 /* offset of start in what messages count bytes of */
+    const char *file; /* the checkpoint, in messages */
+    const char *part; /* the pickle, in messages: "data.pkl", "the pickle" */
+    const char *at; /* before an offset: "data.pkl byte", "byte" */
+    size_t base; /* offset of start in what messages count bytes of */
     const unsigned char *p, *end, *start;
-    size_t op_at;                /* byte offset of the opcode being run */
-    value *values;               /* every value made */
+    size_t op_at; /* byte offset of the opcode being run */
+    value *values; /* every value made */
     value **stack;
     size_t n_stack, cap_stack;
-    size_t *marks;               /* stack heights at each MARK */
+    size_t *marks; /* stack heights at each MARK */
     size_t n_marks, cap_marks;
-    value **memo;                /* indexed by memo key; NULL = unset */
-    size_t cap_memo, n_memo;     /* n_memo: next key for MEMOIZE */
+    value **memo; /* indexed by memo key; NULL = unset */
+    size_t cap_memo, n_memo; /* n_memo: next key for MEMOIZE */
 } unpickler;
 
 static int pkl_error(const unpickler *u, const char *fmt, ...) MT_PRINTF(2, 3);
@@ -124,9 +123,10 @@ const char *torch_value_kind_name(const value *v)
     case V_TUPLE: return "a tuple";
     case V_LIST: return "a list";
     case V_DICT: return "a dict";
-    case V_GLOBAL: return GLOBALS[v->u.global].kind == G_STORAGE_TYPE ? "a storage type"
-                          : GLOBALS[v->u.global].kind == G_DTYPE     ? "a dtype"
-                                                                     : "a function";
+    case V_GLOBAL:
+        return GLOBALS[v->u.global].kind == G_STORAGE_TYPE ? "a storage type"
+               : GLOBALS[v->u.global].kind == G_DTYPE      ? "a dtype"
+                                                           : "a function";
     case V_STORAGE: return "a storage";
     case V_TENSOR: return "a tensor";
     }
@@ -178,12 +178,17 @@ static void push(unpickler *u, value *v)
 }
 
 /* Values above the top mark: what the current opcode may pop. */
-static size_t floor_of_stack(const unpickler *u) { return u->n_marks ? u->marks[u->n_marks - 1] : 0; }
+static size_t floor_of_stack(const unpickler *u)
+{
+    return u->n_marks ? u->marks[u->n_marks - 1] : 0;
+}
 
 static int need(const unpickler *u, const char *op, size_t n)
 {
     size_t have = u->n_stack - floor_of_stack(u);
-    if (have < n) return pkl_error(u, "%s needs %zu value%s on the stack, it has %zu", op, n, n == 1 ? "" : "s", have);
+    if (have < n)
+        return pkl_error(u, "%s needs %zu value%s on the stack, it has %zu", op, n,
+                         n == 1 ? "" : "s", have);
     return 0;
 }
 
@@ -325,7 +330,8 @@ static int op_stack_global(unpickler *u)
     if (need(u, "STACK_GLOBAL", 2)) return -1;
     value *name = pop(u), *module = pop(u);
     if (module->kind != V_STR || name->kind != V_STR)
-        return pkl_error(u, "STACK_GLOBAL of %s and %s, expected two str", torch_value_kind_name(module), torch_value_kind_name(name));
+        return pkl_error(u, "STACK_GLOBAL of %s and %s, expected two str",
+                         torch_value_kind_name(module), torch_value_kind_name(name));
     if (strlen(module->u.str.s) != module->u.str.len || strlen(name->u.str.s) != name->u.str.len)
         return pkl_error(u, "STACK_GLOBAL name holds a NUL byte");
     return push_global(u, module->u.str.s, name->u.str.s);
@@ -347,20 +353,28 @@ static int op_binpersid(unpickler *u)
     if (pid->kind != V_TUPLE || pid->u.seq.n < 5 || pid->u.seq.n > 6 || f[0]->kind != V_STR ||
         strcmp(f[0]->u.str.s, "storage") != 0)
         return pkl_error(u, "a persistent id that is not ('storage', type, key, location, numel)");
-    /* the legacy format's sixth field: a view of another storage, which torch >= 0.4 never writes */
+    /* the legacy format's sixth field: a view of another storage, which torch >= 0.4 never writes
+     */
     if (pid->u.seq.n == 6 && f[5]->kind != V_NONE)
-        return pkl_error(u, "a storage that is a view of another (legacy format), which mtlab does not read");
+        return pkl_error(
+            u, "a storage that is a view of another (legacy format), which mtlab does not read");
     if (!global_is(f[1], G_STORAGE_TYPE))
-        return pkl_error(u, "a storage whose type is %s, not a storage type", torch_value_kind_name(f[1]));
+        return pkl_error(u, "a storage whose type is %s, not a storage type",
+                         torch_value_kind_name(f[1]));
     if (f[2]->kind != V_STR || strlen(f[2]->u.str.s) != f[2]->u.str.len)
         return pkl_error(u, "a storage whose key is %s, not a str", torch_value_kind_name(f[2]));
-    if (f[3]->kind != V_STR) return pkl_error(u, "a storage whose location is %s, not a str", torch_value_kind_name(f[3]));
+    if (f[3]->kind != V_STR)
+        return pkl_error(u, "a storage whose location is %s, not a str",
+                         torch_value_kind_name(f[3]));
     if (f[4]->kind != V_INT || f[4]->u.i < 0)
-        return pkl_error(u, "storage '%s' has a size that is not a non-negative int", f[2]->u.str.s);
+        return pkl_error(u, "storage '%s' has a size that is not a non-negative int",
+                         f[2]->u.str.s);
     mt_dtype dt = GLOBALS[f[1]->u.global].dtype;
     size_t nbytes;
-    if ((uint64_t)f[4]->u.i > SIZE_MAX || __builtin_mul_overflow((size_t)f[4]->u.i, mt_dtype_size(dt), &nbytes))
-        return pkl_error(u, "storage '%s' of %" PRId64 " elements is too large", f[2]->u.str.s, f[4]->u.i);
+    if ((uint64_t)f[4]->u.i > SIZE_MAX ||
+        __builtin_mul_overflow((size_t)f[4]->u.i, mt_dtype_size(dt), &nbytes))
+        return pkl_error(u, "storage '%s' of %" PRId64 " elements is too large", f[2]->u.str.s,
+                         f[4]->u.i);
     value *v = new_value(u, V_STORAGE);
     v->u.st.key = mt_xstrdup(f[2]->u.str.s);
     v->u.st.dtype = dt;
@@ -373,11 +387,14 @@ static int op_binpersid(unpickler *u)
 
 static int int_tuple(const unpickler *u, const char *what, const value *v, int64_t *out, size_t *n)
 {
-    if (v->kind != V_TUPLE) return pkl_error(u, "tensor %s is %s, expected a tuple of ints", what, torch_value_kind_name(v));
+    if (v->kind != V_TUPLE)
+        return pkl_error(u, "tensor %s is %s, expected a tuple of ints", what,
+                         torch_value_kind_name(v));
     *n = v->u.seq.n;
     for (size_t d = 0; d < v->u.seq.n; d++) {
         if (v->u.seq.items[d]->kind != V_INT)
-            return pkl_error(u, "tensor %s holds %s, expected ints", what, torch_value_kind_name(v->u.seq.items[d]));
+            return pkl_error(u, "tensor %s holds %s, expected ints", what,
+                             torch_value_kind_name(v->u.seq.items[d]));
         if (d < MT_ST_MAX_DIMS) out[d] = v->u.seq.items[d]->u.i;
     }
     return 0;
@@ -400,17 +417,22 @@ static int rebuild_tensor(unpickler *u, int g, const value *args, value **out)
                                            : n == 7 || n == 8;
     if (!ok) return pkl_error(u, "%s with %zu arguments", fn_name(g), n);
     value **a = args->u.seq.items;
-    if (a[0]->kind != V_STORAGE) return pkl_error(u, "%s of %s, not a storage", fn_name(g), torch_value_kind_name(a[0]));
-    if (a[1]->kind != V_INT) return pkl_error(u, "tensor offset is %s, expected an int", torch_value_kind_name(a[1]));
+    if (a[0]->kind != V_STORAGE)
+        return pkl_error(u, "%s of %s, not a storage", fn_name(g), torch_value_kind_name(a[0]));
+    if (a[1]->kind != V_INT)
+        return pkl_error(u, "tensor offset is %s, expected an int", torch_value_kind_name(a[1]));
     value *v = new_value(u, V_TENSOR);
     tensor *t = v->u.t = mt_xcalloc(1, sizeof *t);
     t->storage = a[0];
     t->dtype = a[0]->u.st.dtype;
     t->offset = a[1]->u.i;
-    if (int_tuple(u, "size", a[2], t->size, &t->ndim) || int_tuple(u, "stride", a[3], t->stride, &t->n_strides))
+    if (int_tuple(u, "size", a[2], t->size, &t->ndim) ||
+        int_tuple(u, "stride", a[3], t->stride, &t->n_strides))
         return -1;
     if (kind == G_REBUILD_TENSOR_V3) {
-        if (!global_is(a[6], G_DTYPE)) return pkl_error(u, "tensor dtype is %s, expected a torch dtype", torch_value_kind_name(a[6]));
+        if (!global_is(a[6], G_DTYPE))
+            return pkl_error(u, "tensor dtype is %s, expected a torch dtype",
+                             torch_value_kind_name(a[6]));
         t->dtype = GLOBALS[a[6]->u.global].dtype;
     }
     *out = v;
@@ -423,18 +445,20 @@ static int reduce_call(unpickler *u, int g, const value *args, value **out)
     size_t n = args->u.seq.n;
     switch (GLOBALS[g].kind) {
     case G_ORDERED_DICT:
-        if (n != 0) return pkl_error(u, "collections.OrderedDict with arguments (mtlab reads only OrderedDict())");
+        if (n != 0)
+            return pkl_error(
+                u, "collections.OrderedDict with arguments (mtlab reads only OrderedDict())");
         *out = new_value(u, V_DICT);
         return 0;
     case G_REBUILD_TENSOR:
     case G_REBUILD_TENSOR_V2:
-    case G_REBUILD_TENSOR_V3:
-        return rebuild_tensor(u, g, args, out);
+    case G_REBUILD_TENSOR_V3: return rebuild_tensor(u, g, args, out);
     case G_REBUILD_PARAMETER:
     case G_REBUILD_PARAMETER_WITH_STATE:
         if (n != (GLOBALS[g].kind == G_REBUILD_PARAMETER ? 3u : 4u))
             return pkl_error(u, "%s with %zu arguments", fn_name(g), n);
-        if (a[0]->kind != V_TENSOR) return pkl_error(u, "%s of %s, not a tensor", fn_name(g), torch_value_kind_name(a[0]));
+        if (a[0]->kind != V_TENSOR)
+            return pkl_error(u, "%s of %s, not a tensor", fn_name(g), torch_value_kind_name(a[0]));
         *out = a[0];
         return 0;
     case G_REBUILD_FROM_TYPE_V2: {
@@ -442,17 +466,23 @@ static int reduce_call(unpickler *u, int g, const value *args, value **out)
         if (n != 4) return pkl_error(u, "%s with %zu arguments", fn_name(g), n);
         if (a[0]->kind != V_GLOBAL || GLOBALS[a[0]->u.global].kind == G_REBUILD_FROM_TYPE_V2 ||
             GLOBALS[a[0]->u.global].kind > G_REBUILD_FROM_TYPE_V2)
-            return pkl_error(u, "%s of %s, not a tensor rebuild function", fn_name(g), torch_value_kind_name(a[0]));
-        if (!global_is(a[1], G_TENSOR_TYPE)) return pkl_error(u, "%s to %s, not a tensor type", fn_name(g), torch_value_kind_name(a[1]));
-        if (a[2]->kind != V_TUPLE) return pkl_error(u, "%s with arguments in %s, not a tuple", fn_name(g), torch_value_kind_name(a[2]));
+            return pkl_error(u, "%s of %s, not a tensor rebuild function", fn_name(g),
+                             torch_value_kind_name(a[0]));
+        if (!global_is(a[1], G_TENSOR_TYPE))
+            return pkl_error(u, "%s to %s, not a tensor type", fn_name(g),
+                             torch_value_kind_name(a[1]));
+        if (a[2]->kind != V_TUPLE)
+            return pkl_error(u, "%s with arguments in %s, not a tuple", fn_name(g),
+                             torch_value_kind_name(a[2]));
         int rc = reduce_call(u, a[0]->u.global, a[2], out);
-        if (!rc && (*out)->kind != V_TENSOR) return pkl_error(u, "%s made %s, not a tensor", fn_name(g), torch_value_kind_name(*out));
+        if (!rc && (*out)->kind != V_TENSOR)
+            return pkl_error(u, "%s made %s, not a tensor", fn_name(g),
+                             torch_value_kind_name(*out));
         return rc;
     }
     case G_TENSOR_TYPE:
     case G_STORAGE_TYPE:
-    case G_DTYPE:
-        break;
+    case G_DTYPE: break;
     }
     return pkl_error(u, "REDUCE calls %s, which mtlab reads only as a name", fn_name(g));
 }
@@ -461,8 +491,11 @@ static int op_reduce(unpickler *u)
 {
     if (need(u, "REDUCE", 2)) return -1;
     value *args = pop(u), *fn = pop(u);
-    if (fn->kind != V_GLOBAL) return pkl_error(u, "REDUCE calls %s, not a function", torch_value_kind_name(fn));
-    if (args->kind != V_TUPLE) return pkl_error(u, "REDUCE with arguments in %s, not a tuple", torch_value_kind_name(args));
+    if (fn->kind != V_GLOBAL)
+        return pkl_error(u, "REDUCE calls %s, not a function", torch_value_kind_name(fn));
+    if (args->kind != V_TUPLE)
+        return pkl_error(u, "REDUCE with arguments in %s, not a tuple",
+                         torch_value_kind_name(args));
     value *out;
     if (reduce_call(u, fn->u.global, args, &out)) return -1;
     push(u, out);
@@ -477,7 +510,8 @@ static int op_build(unpickler *u)
     value *state = pop(u), *obj = u->stack[u->n_stack - 1];
     (void)state;
     if (obj->kind != V_DICT && obj->kind != V_TENSOR)
-        return pkl_error(u, "BUILD on %s (mtlab sets state only on dicts and tensors)", torch_value_kind_name(obj));
+        return pkl_error(u, "BUILD on %s (mtlab sets state only on dicts and tensors)",
+                         torch_value_kind_name(obj));
     return 0;
 }
 
@@ -499,7 +533,8 @@ static int memo_put(unpickler *u, uint64_t key)
 
 static int memo_get(unpickler *u, uint64_t key)
 {
-    if (key >= u->n_memo || !u->memo[key]) return pkl_error(u, "memo key %" PRIu64 " was never set", key);
+    if (key >= u->n_memo || !u->memo[key])
+        return pkl_error(u, "memo key %" PRIu64 " was never set", key);
     push(u, u->memo[key]);
     return 0;
 }
@@ -521,7 +556,9 @@ static int op_setitems(unpickler *u, int many)
         from = u->n_stack - 2;
         dict = u->stack[from - 1];
     }
-    if (dict->kind != V_DICT) return pkl_error(u, "SETITEM%s on %s, not a dict", many ? "S" : "", torch_value_kind_name(dict));
+    if (dict->kind != V_DICT)
+        return pkl_error(u, "SETITEM%s on %s, not a dict", many ? "S" : "",
+                         torch_value_kind_name(dict));
     for (size_t i = from; i < u->n_stack; i++) seq_append(dict, u->stack[i]);
     u->n_stack = from;
     if (many) u->n_marks--;
@@ -541,7 +578,9 @@ static int op_appends(unpickler *u, int many)
         from = u->n_stack - 1;
     }
     list = u->stack[from - 1];
-    if (list->kind != V_LIST) return pkl_error(u, "APPEND%s on %s, not a list", many ? "S" : "", torch_value_kind_name(list));
+    if (list->kind != V_LIST)
+        return pkl_error(u, "APPEND%s on %s, not a list", many ? "S" : "",
+                         torch_value_kind_name(list));
     for (size_t i = from; i < u->n_stack; i++) seq_append(list, u->stack[i]);
     u->n_stack = from;
     if (many) u->n_marks--;
@@ -569,20 +608,74 @@ static const struct {
     unsigned char code;
     const char *name;
 } OPCODE_NAMES[] = {
-    {'(', "MARK"}, {'.', "STOP"}, {'0', "POP"}, {'1', "POP_MARK"}, {'2', "DUP"}, {'F', "FLOAT"},
-    {'I', "INT"}, {'J', "BININT"}, {'K', "BININT1"}, {'L', "LONG"}, {'M', "BININT2"}, {'N', "NONE"},
-    {'P', "PERSID"}, {'Q', "BINPERSID"}, {'R', "REDUCE"}, {'S', "STRING"}, {'T', "BINSTRING"},
-    {'U', "SHORT_BINSTRING"}, {'V', "UNICODE"}, {'X', "BINUNICODE"}, {'a', "APPEND"}, {'b', "BUILD"},
-    {'c', "GLOBAL"}, {'d', "DICT"}, {'}', "EMPTY_DICT"}, {'e', "APPENDS"}, {'g', "GET"}, {'h', "BINGET"},
-    {'i', "INST"}, {'j', "LONG_BINGET"}, {'l', "LIST"}, {']', "EMPTY_LIST"}, {'o', "OBJ"}, {'p', "PUT"},
-    {'q', "BINPUT"}, {'r', "LONG_BINPUT"}, {'s', "SETITEM"}, {'t', "TUPLE"}, {')', "EMPTY_TUPLE"},
-    {'u', "SETITEMS"}, {'G', "BINFLOAT"}, {0x80, "PROTO"}, {0x81, "NEWOBJ"}, {0x82, "EXT1"},
-    {0x83, "EXT2"}, {0x84, "EXT4"}, {0x85, "TUPLE1"}, {0x86, "TUPLE2"}, {0x87, "TUPLE3"},
-    {0x88, "NEWTRUE"}, {0x89, "NEWFALSE"}, {0x8a, "LONG1"}, {0x8b, "LONG4"}, {'B', "BINBYTES"},
-    {'C', "SHORT_BINBYTES"}, {0x8c, "SHORT_BINUNICODE"}, {0x8d, "BINUNICODE8"}, {0x8e, "BINBYTES8"},
-    {0x8f, "EMPTY_SET"}, {0x90, "ADDITEMS"}, {0x91, "FROZENSET"}, {0x92, "NEWOBJ_EX"},
-    {0x93, "STACK_GLOBAL"}, {0x94, "MEMOIZE"}, {0x95, "FRAME"}, {0x96, "BYTEARRAY8"},
-    {0x97, "NEXT_BUFFER"}, {0x98, "READONLY_BUFFER"},
+    {'(', "MARK"},
+    {'.', "STOP"},
+    {'0', "POP"},
+    {'1', "POP_MARK"},
+    {'2', "DUP"},
+    {'F', "FLOAT"},
+    {'I', "INT"},
+    {'J', "BININT"},
+    {'K', "BININT1"},
+    {'L', "LONG"},
+    {'M', "BININT2"},
+    {'N', "NONE"},
+    {'P', "PERSID"},
+    {'Q', "BINPERSID"},
+    {'R', "REDUCE"},
+    {'S', "STRING"},
+    {'T', "BINSTRING"},
+    {'U', "SHORT_BINSTRING"},
+    {'V', "UNICODE"},
+    {'X', "BINUNICODE"},
+    {'a', "APPEND"},
+    {'b', "BUILD"},
+    {'c', "GLOBAL"},
+    {'d', "DICT"},
+    {'}', "EMPTY_DICT"},
+    {'e', "APPENDS"},
+    {'g', "GET"},
+    {'h', "BINGET"},
+    {'i', "INST"},
+    {'j', "LONG_BINGET"},
+    {'l', "LIST"},
+    {']', "EMPTY_LIST"},
+    {'o', "OBJ"},
+    {'p', "PUT"},
+    {'q', "BINPUT"},
+    {'r', "LONG_BINPUT"},
+    {'s', "SETITEM"},
+    {'t', "TUPLE"},
+    {')', "EMPTY_TUPLE"},
+    {'u', "SETITEMS"},
+    {'G', "BINFLOAT"},
+    {0x80, "PROTO"},
+    {0x81, "NEWOBJ"},
+    {0x82, "EXT1"},
+    {0x83, "EXT2"},
+    {0x84, "EXT4"},
+    {0x85, "TUPLE1"},
+    {0x86, "TUPLE2"},
+    {0x87, "TUPLE3"},
+    {0x88, "NEWTRUE"},
+    {0x89, "NEWFALSE"},
+    {0x8a, "LONG1"},
+    {0x8b, "LONG4"},
+    {'B', "BINBYTES"},
+    {'C', "SHORT_BINBYTES"},
+    {0x8c, "SHORT_BINUNICODE"},
+    {0x8d, "BINUNICODE8"},
+    {0x8e, "BINBYTES8"},
+    {0x8f, "EMPTY_SET"},
+    {0x90, "ADDITEMS"},
+    {0x91, "FROZENSET"},
+    {0x92, "NEWOBJ_EX"},
+    {0x93, "STACK_GLOBAL"},
+    {0x94, "MEMOIZE"},
+    {0x95, "FRAME"},
+    {0x96, "BYTEARRAY8"},
+    {0x97, "NEXT_BUFFER"},
+    {0x98, "READONLY_BUFFER"},
 };
 
 static const char *opcode_name(int op)
@@ -700,8 +793,9 @@ static int step(unpickler *u, value **result)
     case 'Q': return op_binpersid(u);
     }
     if (strcmp(opcode_name(op), "?") == 0) return pkl_error(u, "unknown pickle opcode 0x%02x", op);
-    return pkl_error(u, "pickle opcode %s (0x%02x), which torch.save does not write and mtlab does not read",
-                     opcode_name(op), op);
+    return pkl_error(
+        u, "pickle opcode %s (0x%02x), which torch.save does not write and mtlab does not read",
+        opcode_name(op), op);
 }
 
 static int unpickle(unpickler *u, value **result)
@@ -726,7 +820,8 @@ const value *torch_dict_get(const value *dict, const char *key)
 struct torch_pickle {
     unpickler u;
     value *top;
-    const storage **by_key; /* (n_by_key) every storage the pickle names, sorted by key; made on demand */
+    const storage *
+        *by_key; /* (n_by_key) every storage the pickle names, sorted by key; made on demand */
     size_t n_by_key;
 };
 
@@ -741,15 +836,22 @@ void torch_pickle_free(torch_pickle *tp)
     free(tp);
 }
 
-torch_pickle *torch_unpickle(const unsigned char *pkl, size_t len, const char *file, size_t base, size_t *used)
+torch_pickle *torch_unpickle(const unsigned char *pkl, size_t len, const char *file, size_t base,
+                             size_t *used)
 {
     if (len > TORCH_MAX_PICKLE) {
-        mt_error("%s: a pickle of %zu bytes, more than the %d a checkpoint needs", file, len, TORCH_MAX_PICKLE);
+        mt_error("%s: a pickle of %zu bytes, more than the %d a checkpoint needs", file, len,
+                 TORCH_MAX_PICKLE);
         return NULL;
     }
     torch_pickle *tp = mt_xcalloc(1, sizeof *tp);
-    tp->u = (unpickler){.file = file, .part = base ? "the pickle" : "data.pkl", .at = base ? "byte" : "data.pkl byte",
-                        .base = base, .p = pkl, .start = pkl, .end = pkl + len};
+    tp->u = (unpickler){.file = file,
+                        .part = base ? "the pickle" : "data.pkl",
+                        .at = base ? "byte" : "data.pkl byte",
+                        .base = base,
+                        .p = pkl,
+                        .start = pkl,
+                        .end = pkl + len};
     if (unpickle(&tp->u, &tp->top)) {
         torch_pickle_free(tp);
         return NULL;
@@ -799,7 +901,8 @@ size_t torch_pickle_storage_elem_size(torch_pickle *tp, const char *key)
         qsort(tp->by_key, tp->n_by_key, sizeof *tp->by_key, storage_key_order);
     }
     const storage want = {.key = (char *)key}, *wantp = &want;
-    const storage **found = tp->n_by_key ? bsearch(&wantp, tp->by_key, tp->n_by_key, sizeof *tp->by_key, storage_key_order)
+    const storage **found = tp->n_by_key ? bsearch(&wantp, tp->by_key, tp->n_by_key,
+                                                   sizeof *tp->by_key, storage_key_order)
                                          : NULL;
     return found ? mt_dtype_size((*found)->dtype) : 0;
 }

@@ -28,7 +28,8 @@ mt_safetensors *torch_read_state_dict(const unsigned char *pkl, size_t len, cons
  * several pickles in a row. torch_unpickle runs one pickle from pkl to its STOP (*used: its
  * bytes); base, when not 0, is its offset in the file, which messages then count from. */
 typedef struct torch_pickle torch_pickle;
-torch_pickle *torch_unpickle(const unsigned char *pkl, size_t len, const char *file, size_t base, size_t *used);
+torch_pickle *torch_unpickle(const unsigned char *pkl, size_t len, const char *file, size_t base,
+                             size_t *used);
 mt_safetensors *torch_pickle_state_dict(const torch_pickle *tp, const torch_storages *storages);
 void torch_pickle_free(torch_pickle *tp);
 /* The pickled value: an int into *out (0, or -1 when it is none); a dict's bool entry key (1

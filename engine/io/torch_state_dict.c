@@ -20,10 +20,10 @@
 enum { MAX_COPIES = 8 };
 
 typedef struct {
-    const char *name;    /* the key */
+    const char *name; /* the key */
     const tensor *t;
-    size_t nbytes;       /* numel * dtype size */
-    size_t offset;       /* in the image's data section */
+    size_t nbytes; /* numel * dtype size */
+    size_t offset; /* in the image's data section */
 } entry;
 
 static int entry_error(const char *file, const char *name, const char *fmt, ...) MT_PRINTF(3, 4);
@@ -37,13 +37,13 @@ static int entry_error(const char *file, const char *name, const char *fmt, ...)
     return mt_error("%s: tensor '%s': %s", file, printable_text(quoted, sizeof quoted, name), what);
 }
 
-
 /* The pickled dict itself, or (checkpoints written by training scripts) its "state_dict" or
  * "model" entry, one or two levels down. */
 static const value *find_state_dict(const char *file, const value *top)
 {
     if (top->kind != V_DICT) {
-        mt_error("%s: the checkpoint holds %s, not a state_dict (a dict of tensors)", file, torch_value_kind_name(top));
+        mt_error("%s: the checkpoint holds %s, not a state_dict (a dict of tensors)", file,
+                 torch_value_kind_name(top));
         return NULL;
     }
     for (int depth = 0; depth < 2; depth++) {
@@ -64,14 +64,16 @@ static int check_tensor(const char *file, const char *name, const tensor *t, siz
 {
     const storage *s = &t->storage->u.st;
     if (t->ndim > MT_ST_MAX_DIMS)
-        return entry_error(file, name, "%zu dimensions, mtlab reads at most %d", t->ndim, MT_ST_MAX_DIMS);
+        return entry_error(file, name, "%zu dimensions, mtlab reads at most %d", t->ndim,
+                           MT_ST_MAX_DIMS);
     if (t->n_strides != t->ndim)
         return entry_error(file, name, "%zu sizes but %zu strides", t->ndim, t->n_strides);
     const size_t esize = type_size(t), have = s->nbytes / esize;
     char sizes[160], strides[160];
     mt_st_shape_text(sizes, sizeof sizes, (int)t->ndim, t->size);
     mt_st_shape_text(strides, sizeof strides, (int)t->ndim, t->stride);
-    if (t->offset < 0) return entry_error(file, name, "storage offset %" PRId64 " is negative", t->offset);
+    if (t->offset < 0)
+        return entry_error(file, name, "storage offset %" PRId64 " is negative", t->offset);
     size_t numel = 1, last = (size_t)t->offset;
     int overflow = (uint64_t)t->offset > SIZE_MAX;
     for (size_t d = 0; d < t->ndim; d++) {
@@ -82,26 +84,30 @@ static int check_tensor(const char *file, const char *name, const tensor *t, siz
     if (!overflow && numel) {
         for (size_t d = 0; d < t->ndim; d++) {
             size_t reach;
-            overflow |= __builtin_mul_overflow((size_t)t->size[d] - 1, (size_t)t->stride[d], &reach) ||
-                        __builtin_add_overflow(last, reach, &last);
+            overflow |=
+                __builtin_mul_overflow((size_t)t->size[d] - 1, (size_t)t->stride[d], &reach) ||
+                __builtin_add_overflow(last, reach, &last);
         }
     }
     if (overflow || (numel ? last >= have : last > have))
         return entry_error(file, name,
-                           "sizes %s with strides %s from offset %" PRId64 " reach past the end of storage '%s', "
+                           "sizes %s with strides %s from offset %" PRId64
+                           " reach past the end of storage '%s', "
                            "which holds %zu %s elements",
                            sizes, strides, t->offset, s->key, have, mt_dtype_torch_name(t->dtype));
     if (numel > have)
-        return entry_error(file, name,
-                           "sizes %s with strides %s view %zu elements of storage '%s', which holds %zu: an "
-                           "expanded view, which mtlab does not load",
-                           sizes, strides, numel, s->key, have);
+        return entry_error(
+            file, name,
+            "sizes %s with strides %s view %zu elements of storage '%s', which holds %zu: an "
+            "expanded view, which mtlab does not load",
+            sizes, strides, numel, s->key, have);
     *nbytes = numel * esize;
     return 0;
 }
 
 /* Copies the elements t views, in row-major order, to out. */
-static void copy_strided(unsigned char *out, const unsigned char *storage_bytes, const tensor *t, size_t numel)
+static void copy_strided(unsigned char *out, const unsigned char *storage_bytes, const tensor *t,
+                         size_t numel)
 {
     const size_t esize = type_size(t);
     const unsigned char *base = storage_bytes + (size_t)t->offset * esize;
@@ -130,7 +136,10 @@ static void copy_strided(unsigned char *out, const unsigned char *storage_bytes,
     }
 }
 
-static int by_name(const void *a, const void *b) { return strcmp(((const entry *)a)->name, ((const entry *)b)->name); }
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const entry *)a)->name, ((const entry *)b)->name);
+}
 
 /* As the safetensors writer lays data out: larger elements first, then by name. */
 static int by_layout(const void *a, const void *b)
@@ -146,7 +155,8 @@ static int by_layout(const void *a, const void *b)
  * sizes is checked twice and fails once. */
 static int by_storage(const void *a, const void *b)
 {
-    const storage *x = &(*(const entry *const *)a)->t->storage->u.st, *y = &(*(const entry *const *)b)->t->storage->u.st;
+    const storage *x = &(*(const entry *const *)a)->t->storage->u.st,
+                  *y = &(*(const entry *const *)b)->t->storage->u.st;
     int c = strcmp(x->key, y->key);
     if (c) return c;
     return x->nbytes < y->nbytes ? -1 : x->nbytes > y->nbytes;
@@ -167,11 +177,13 @@ static entry *collect_entries(const char *file, const value *sd, size_t *n_out)
     for (size_t i = 0; i < n; i++) {
         const value *k = sd->u.seq.items[2 * i], *v = sd->u.seq.items[2 * i + 1];
         if (k->kind != V_STR) {
-            mt_error("%s: the state_dict has a key that is %s, not a str", file, torch_value_kind_name(k));
+            mt_error("%s: the state_dict has a key that is %s, not a str", file,
+                     torch_value_kind_name(k));
             goto fail;
         }
         if (strlen(k->u.str.s) != k->u.str.len) {
-            mt_error("%s: key '%s': holds a NUL byte", file, printable_text(quoted, sizeof quoted, k->u.str.s));
+            mt_error("%s: key '%s': holds a NUL byte", file,
+                     printable_text(quoted, sizeof quoted, k->u.str.s));
             goto fail;
         }
         if (strcmp(k->u.str.s, "__metadata__") == 0) {
@@ -179,8 +191,8 @@ static entry *collect_entries(const char *file, const value *sd, size_t *n_out)
             goto fail;
         }
         if (v->kind != V_TENSOR) {
-            mt_error("%s: key '%s' holds %s, not a tensor", file, printable_text(quoted, sizeof quoted, k->u.str.s),
-                     torch_value_kind_name(v));
+            mt_error("%s: key '%s' holds %s, not a tensor", file,
+                     printable_text(quoted, sizeof quoted, k->u.str.s), torch_value_kind_name(v));
             goto fail;
         }
         e[i].name = k->u.str.s;
@@ -190,7 +202,8 @@ static entry *collect_entries(const char *file, const value *sd, size_t *n_out)
     qsort(e, n, sizeof *e, by_name);
     for (size_t i = 1; i < n; i++) {
         if (strcmp(e[i - 1].name, e[i].name) == 0) {
-            mt_error("%s: key '%s' appears twice in the state_dict", file, printable_text(quoted, sizeof quoted, e[i].name));
+            mt_error("%s: key '%s' appears twice in the state_dict", file,
+                     printable_text(quoted, sizeof quoted, e[i].name));
             goto fail;
         }
     }
@@ -203,7 +216,8 @@ fail:
 
 /* Every storage a tensor views exists with the size data.pkl gives it (asked before anything
  * is allocated for the tensors), and the tensors copy at most MAX_COPIES times their bytes. */
-static int check_storages(const char *file, entry *e, size_t n, const torch_storages *from, size_t *total)
+static int check_storages(const char *file, entry *e, size_t n, const torch_storages *from,
+                          size_t *total)
 {
     size_t storages = 0, copies = 0;
     int rc = 0;
@@ -224,7 +238,8 @@ static int check_storages(const char *file, entry *e, size_t n, const torch_stor
     free(order);
     if (rc) return -1;
     if (copies / MAX_COPIES > storages)
-        return mt_error("%s: the tensors copy %zu bytes out of %zu bytes of storages, more than %d times: refused "
+        return mt_error("%s: the tensors copy %zu bytes out of %zu bytes of storages, more than %d "
+                        "times: refused "
                         "(views of the same storage named over and over)",
                         file, copies, storages, MAX_COPIES);
     *total = copies;
@@ -243,12 +258,15 @@ static char *image_header(const char *file, entry *e, size_t n, size_t *len)
         e[i].offset = offset;
         offset += e[i].nbytes;
         json_t *shape = json_array();
-        for (size_t d = 0; d < e[i].t->ndim; d++) json_array_append_new(shape, json_integer(e[i].t->size[d]));
-        json_t *entry_json = json_pack("{s:s, s:o, s:[I, I]}", "dtype", mt_dtype_name(e[i].t->dtype), "shape", shape,
-                                       "data_offsets", (json_int_t)e[i].offset, (json_int_t)offset);
+        for (size_t d = 0; d < e[i].t->ndim; d++)
+            json_array_append_new(shape, json_integer(e[i].t->size[d]));
+        json_t *entry_json =
+            json_pack("{s:s, s:o, s:[I, I]}", "dtype", mt_dtype_name(e[i].t->dtype), "shape", shape,
+                      "data_offsets", (json_int_t)e[i].offset, (json_int_t)offset);
         if (!entry_json || json_object_set_new(root, e[i].name, entry_json)) {
             json_decref(root);
-            mt_error("%s: key '%s' is not valid UTF-8", file, printable_text(quoted, sizeof quoted, e[i].name));
+            mt_error("%s: key '%s' is not valid UTF-8", file,
+                     printable_text(quoted, sizeof quoted, e[i].name));
             return NULL;
         }
     }
@@ -256,7 +274,8 @@ static char *image_header(const char *file, entry *e, size_t n, size_t *len)
 }
 
 /* Loads each storage once, copies every tensor viewing it, frees it. */
-static int fill_data(const char *file, entry *e, size_t n, unsigned char *data, const torch_storages *from)
+static int fill_data(const char *file, entry *e, size_t n, unsigned char *data,
+                     const torch_storages *from)
 {
     const entry **order = mt_xmalloc((n + 1) * sizeof *order);
     for (size_t i = 0; i < n; i++) order[i] = &e[i];
@@ -269,9 +288,11 @@ static int fill_data(const char *file, entry *e, size_t n, unsigned char *data, 
         if (i == 0 || !same_storage(x, order[i - 1])) {
             free(bytes);
             bytes = NULL;
-            if (from->load(from->ctx, s->key, s->nbytes, &bytes)) rc = entry_error(file, x->name, "%s", mt_last_error());
+            if (from->load(from->ctx, s->key, s->nbytes, &bytes))
+                rc = entry_error(file, x->name, "%s", mt_last_error());
         }
-        if (!rc && x->nbytes) copy_strided(data + x->offset, bytes, x->t, x->nbytes / type_size(x->t));
+        if (!rc && x->nbytes)
+            copy_strided(data + x->offset, bytes, x->t, x->nbytes / type_size(x->t));
     }
     free(bytes);
     free(order);
@@ -285,7 +306,9 @@ static mt_safetensors *build_image(const char *file, const value *sd, const torc
     if (!e) return NULL;
     char *header = NULL;
     unsigned char *image = NULL;
-    if (check_storages(file, e, n, from, &total) || !(header = image_header(file, e, n, &header_len))) goto fail;
+    if (check_storages(file, e, n, from, &total) ||
+        !(header = image_header(file, e, n, &header_len)))
+        goto fail;
     if (total > SIZE_MAX - header_len || !(image = malloc(header_len + total))) {
         mt_error("%s: out of memory for %zu bytes of tensors", file, total);
         goto fail;
@@ -302,8 +325,8 @@ fail:
     return NULL;
 }
 
-
-mt_safetensors *torch_state_dict_image(const char *file, const value *top, const torch_storages *from)
+mt_safetensors *torch_state_dict_image(const char *file, const value *top,
+                                       const torch_storages *from)
 {
     const value *sd = find_state_dict(file, top);
     return sd ? build_image(file, sd, from) : NULL;

@@ -1,6 +1,7 @@
-/* The archive around a torch.save checkpoint (torch_legacy.c reads the format before it): find ARCHIVE/data.pkl, check the byte order,
- * hand data.pkl to the restricted unpickler (torch_pickle.c) and the ARCHIVE/data/KEY entries
- * to it as storages. libzip reads the archive (and checks each entry's CRC as it is read). */
+/* The archive around a torch.save checkpoint (torch_legacy.c reads the format before it): find
+ * ARCHIVE/data.pkl, check the byte order, hand data.pkl to the restricted unpickler
+ * (torch_pickle.c) and the ARCHIVE/data/KEY entries to it as storages. libzip reads the archive
+ * (and checks each entry's CRC as it is read). */
 #include "mtlab/torch_checkpoint.h"
 
 #include "io/json_util.h"
@@ -40,15 +41,17 @@ static int entry_size(const archive *a, zip_int64_t i, const char *path, size_t 
     if (!(sb.valid & ZIP_STAT_SIZE) || !(sb.valid & ZIP_STAT_COMP_METHOD))
         return mt_error("entry %s: libzip gives no size or compression method", path);
     if (sb.comp_method != ZIP_CM_STORE)
-        return mt_error("entry %s is compressed (method %u); torch.save stores entries uncompressed", path,
-                        (unsigned)sb.comp_method);
+        return mt_error(
+            "entry %s is compressed (method %u); torch.save stores entries uncompressed", path,
+            (unsigned)sb.comp_method);
     if (sb.size > SIZE_MAX) return mt_error("entry %s is too large", path);
     *size = (size_t)sb.size;
     return 0;
 }
 
 /* Reads size bytes of entry i into a new buffer (one byte more, zeroed). */
-static int read_entry(const archive *a, zip_int64_t i, const char *path, size_t size, unsigned char **out)
+static int read_entry(const archive *a, zip_int64_t i, const char *path, size_t size,
+                      unsigned char **out)
 {
     unsigned char *buf = malloc(size + 1);
     if (!buf) return mt_error("entry %s: out of memory for %zu bytes", path, size);
@@ -69,7 +72,8 @@ static int read_entry(const archive *a, zip_int64_t i, const char *path, size_t 
     int rc = 0;
     if (got != size || tail != 0)
         rc = mt_error("entry %s: %s", path,
-                      tail < 0 || got < size ? zip_file_strerror(zf) : "longer than its stated size");
+                      tail < 0 || got < size ? zip_file_strerror(zf)
+                                             : "longer than its stated size");
     zip_fclose(zf);
     if (rc) {
         free(buf);
@@ -82,16 +86,19 @@ static int read_entry(const archive *a, zip_int64_t i, const char *path, size_t 
 
 /* ---------------------------------------------------------------- storages for the unpickler */
 
-static int storage_entry(const archive *a, const char *key, size_t nbytes, zip_int64_t *i, char *path, size_t size)
+static int storage_entry(const archive *a, const char *key, size_t nbytes, zip_int64_t *i,
+                         char *path, size_t size)
 {
     char quoted[160];
     char rest[4096];
     snprintf(rest, sizeof rest, "data/%s", key);
     if ((*i = locate(a, rest, path, size)) < 0)
-        return mt_error("storage '%s': no entry %s in the archive", printable_text(quoted, sizeof quoted, key),
+        return mt_error("storage '%s': no entry %s in the archive",
+                        printable_text(quoted, sizeof quoted, key),
                         printable_text(rest, sizeof rest, path));
     size_t have;
-    if (entry_size(a, *i, path, &have)) return mt_error_context("storage '%s'", printable_text(quoted, sizeof quoted, key));
+    if (entry_size(a, *i, path, &have))
+        return mt_error_context("storage '%s'", printable_text(quoted, sizeof quoted, key));
     if (have != nbytes)
         return mt_error("storage '%s': entry %s holds %zu bytes, data.pkl gives it %zu",
                         printable_text(quoted, sizeof quoted, key), path, have, nbytes);
@@ -132,14 +139,16 @@ static int find_data_pkl(archive *a)
         if (len <= sizeof PKL - 1 || !slash || strcmp(slash, PKL) != 0) continue;
         if (a->prefix) {
             char one[160], two[160];
-            return mt_error("%s: two data.pkl in the archive (%sdata.pkl and %s): not one checkpoint", a->file,
-                            printable_text(one, sizeof one, a->prefix), printable_text(two, sizeof two, name));
+            return mt_error(
+                "%s: two data.pkl in the archive (%sdata.pkl and %s): not one checkpoint", a->file,
+                printable_text(one, sizeof one, a->prefix), printable_text(two, sizeof two, name));
         }
         a->prefix = mt_xstrdup(name);
         a->prefix[len - (sizeof PKL - 2)] = '\0';
     }
     if (!a->prefix)
-        return mt_error("%s: a zip archive without ARCHIVE/data.pkl: not a torch.save checkpoint", a->file);
+        return mt_error("%s: a zip archive without ARCHIVE/data.pkl: not a torch.save checkpoint",
+                        a->file);
     return 0;
 }
 
@@ -152,7 +161,8 @@ static int check_byteorder(const archive *a)
     size_t size;
     unsigned char *text = NULL;
     if (entry_size(a, i, path, &size)) return mt_error_context("%s", a->file);
-    if (size > 16) return mt_error("%s: entry %s is %zu bytes, expected \"little\"", a->file, path, size);
+    if (size > 16)
+        return mt_error("%s: entry %s is %zu bytes, expected \"little\"", a->file, path, size);
     if (read_entry(a, i, path, size, &text)) return mt_error_context("%s", a->file);
     int rc = 0;
     if (strcmp((char *)text, "little") != 0) {
@@ -168,8 +178,11 @@ static int check_byteorder(const archive *a)
 static int not_a_zip(const unsigned char *data, size_t len, const char *name)
 {
     if (len >= 9 && data[8] == '{')
-        return mt_error("%s: a safetensors file, not a PyTorch checkpoint (read it as model.safetensors)", name);
-    return mt_error("%s: not a PyTorch checkpoint (neither a zip archive nor the legacy format)", name);
+        return mt_error(
+            "%s: a safetensors file, not a PyTorch checkpoint (read it as model.safetensors)",
+            name);
+    return mt_error("%s: not a PyTorch checkpoint (neither a zip archive nor the legacy format)",
+                    name);
 }
 
 mt_safetensors *mt_torch_open_buffer(const void *data, size_t len, const char *name)
@@ -204,7 +217,8 @@ mt_safetensors *mt_torch_open_buffer(const void *data, size_t len, const char *n
         goto out;
     }
     if (pkl_len > TORCH_MAX_PICKLE) {
-        mt_error("%s: data.pkl is %zu bytes, more than the %d a checkpoint needs", name, pkl_len, TORCH_MAX_PICKLE);
+        mt_error("%s: data.pkl is %zu bytes, more than the %d a checkpoint needs", name, pkl_len,
+                 TORCH_MAX_PICKLE);
         goto out;
     }
     if (read_entry(&a, i, path, pkl_len, &pkl)) {

@@ -39,9 +39,11 @@ int mt_file_open(const char *path, int kind)
     if (mt_file_check(path, kind)) return -1;
     /* O_NONBLOCK: a FIFO put in the file's place since the check cannot block the open */
     struct stat sb;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | (kind == MT_FILE_STREAM ? 0 : O_NONBLOCK));
+    int fd =
+        open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | (kind == MT_FILE_STREAM ? 0 : O_NONBLOCK));
     if (fd < 0) return mt_error("%s: %s", path, strerror(errno));
-    int rc = fstat(fd, &sb) != 0 ? mt_error("%s: %s", path, strerror(errno)) : allowed(path, sb.st_mode, kind);
+    int rc = fstat(fd, &sb) != 0 ? mt_error("%s: %s", path, strerror(errno))
+                                 : allowed(path, sb.st_mode, kind);
     if (rc) {
         close(fd);
         return -1;

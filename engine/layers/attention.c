@@ -76,8 +76,8 @@ static mt_attn_desc attn_desc(const mt_attn_config *cfg, int B, int Tq, int Tk)
     return d;
 }
 
-static void rope(const mt_backend *be, float *x, const mt_attn_config *cfg, int B, int T,
-                 int pos0, int inverse)
+static void rope(const mt_backend *be, float *x, const mt_attn_config *cfg, int B, int T, int pos0,
+                 int inverse)
 {
     if (!cfg->rope_dim) return;
     int Dh = cfg->C / cfg->H;

@@ -39,8 +39,8 @@ static void project(const ring_call *rc, float *out, const float *x, const float
 }
 
 /* ring slots [slot, slot + n) <- rows [t0, t0 + n) of keys and values (B, rows, C) */
-static void ring_put(const ring_call *rc, mt_kv_cache *c, const float *k, const float *v,
-                     int rows, int t0, int slot, int n)
+static void ring_put(const ring_call *rc, mt_kv_cache *c, const float *k, const float *v, int rows,
+                     int t0, int slot, int n)
 {
     size_t C = (size_t)rc->cfg->C, ld = (size_t)c->Tmax * C, B = (size_t)rc->B;
     int w = n * (int)C;
@@ -83,8 +83,7 @@ static void chunk_keys(const ring_call *rc, mt_attn_acts *a, const float *x,
 }
 
 int mt_attention_ring_decode(const mt_backend *be, float *out, mt_attn_acts *a, const float *x,
-                             mt_kv_cache *cache, const mt_attn_params *p,
-                             const mt_attn_call *call)
+                             mt_kv_cache *cache, const mt_attn_params *p, const mt_attn_call *call)
 {
     const mt_attn_config *cfg = call->cfg;
     const uint8_t *key_mask = call->key_mask, *slot_mask = call->slot_mask;
@@ -113,7 +112,8 @@ int mt_attention_ring_decode(const mt_backend *be, float *out, mt_attn_acts *a, 
     }
     if (Tq != 1 || cache->len == 0)
         return mt_error("attention ring decode: a step of %d positions after %d (one per step, "
-                        "after a prefill)", Tq, cache->len);
+                        "after a prefill)",
+                        Tq, cache->len);
     project(&rc, a->q, x, p->q_w, p->q_b, 1, cache->len, 1);
     project(&rc, a->k, x, p->k_w, p->k_b, 1, cache->len, 1);
     project(&rc, a->v, x, p->v_w, p->v_b, 1, cache->len, 0);
@@ -128,8 +128,8 @@ int mt_attention_ring_decode(const mt_backend *be, float *out, mt_attn_acts *a, 
     return 0;
 }
 
-void mt_kv_ring_slot_mask(uint8_t *slot_mask, const uint8_t *key_mask, int key_ld, int B,
-                          int len, int Tr)
+void mt_kv_ring_slot_mask(uint8_t *slot_mask, const uint8_t *key_mask, int key_ld, int B, int len,
+                          int Tr)
 {
     for (int b = 0; b < B; b++) {
         uint8_t *row = slot_mask + (size_t)b * Tr;

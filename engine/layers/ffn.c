@@ -148,10 +148,9 @@ void mt_gated_mlp_forward(const mt_backend *be, float *out, mt_gated_mlp_acts *a
     mt_linear_forward(be, out, a->hidden, p->down_w, p->down_b, BT, cfg->F, cfg->C);
 }
 
-void mt_gated_mlp_backward(const mt_backend *be, const mt_gated_mlp_grads *grads,
-                           const float *dout, const mt_gated_mlp_acts *a, const float *x,
-                           const mt_gated_mlp_params *p, const mt_gated_mlp_config *cfg,
-                           size_t BT)
+void mt_gated_mlp_backward(const mt_backend *be, const mt_gated_mlp_grads *grads, const float *dout,
+                           const mt_gated_mlp_acts *a, const float *x, const mt_gated_mlp_params *p,
+                           const mt_gated_mlp_config *cfg, size_t BT)
 {
     mt_gated_mlp_params *g = grads->g;
     mt_gated_mlp_acts *da = grads->da;

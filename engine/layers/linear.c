@@ -25,8 +25,8 @@ void mt_linear_backward(const mt_backend *be, const mt_weight_grads *grads, cons
     if (dbias) be->bias_backward(dbias, dout, BT, OC);
 }
 
-void mt_embedding_forward(const mt_backend *be, float *out, const int32_t *ids,
-                          const float *table, size_t BT, int C, float scale)
+void mt_embedding_forward(const mt_backend *be, float *out, const int32_t *ids, const float *table,
+                          size_t BT, int C, float scale)
 {
     be->embedding_forward(out, ids, table, BT, C, scale);
 }
@@ -38,8 +38,8 @@ void mt_embedding_backward(const mt_backend *be, float *dtable, const float *dou
 }
 
 /* logits = x table^T (+ bias): the embedding table read as a (V, C) linear weight */
-void mt_tied_logits_forward(const mt_backend *be, float *logits, const float *x,
-                            const float *table, const float *bias, size_t BT, int C, int V)
+void mt_tied_logits_forward(const mt_backend *be, float *logits, const float *x, const float *table,
+                            const float *bias, size_t BT, int C, int V)
 {
     mt_linear_forward(be, logits, x, table, bias, BT, C, V);
 }

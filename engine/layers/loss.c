@@ -20,6 +20,6 @@ void mt_cross_entropy_fused(const mt_backend *be, float *losses, float *logits,
 void mt_cross_entropy_backward(const mt_backend *be, float *dlogits, const float *logits,
                                const float *lse, const int32_t *targets, const mt_loss_call *call)
 {
-    be->cross_entropy_backward(dlogits, logits, lse, targets, call->BT, call->V,
-                               call->ignore_index, call->smoothing, call->scale);
+    be->cross_entropy_backward(dlogits, logits, lse, targets, call->BT, call->V, call->ignore_index,
+                               call->smoothing, call->scale);
 }

@@ -107,8 +107,17 @@ static mt_scan_args scan_args(const mt_mamba_acts *a, const mt_mamba_params *p,
                               const mt_mamba_config *cfg, int B, int T)
 {
     mt_scan_args s = {
-        .u = a->u, .dt = a->dt, .A_log = p->A_log, .Bm = a->Bm, .Cm = a->Cm, .Dskip = p->D,
-        .dt_bias = p->dt_proj_b, .B = B, .T = T, .D = cfg->d_inner, .N = cfg->d_state,
+        .u = a->u,
+        .dt = a->dt,
+        .A_log = p->A_log,
+        .Bm = a->Bm,
+        .Cm = a->Cm,
+        .Dskip = p->D,
+        .dt_bias = p->dt_proj_b,
+        .B = B,
+        .T = T,
+        .D = cfg->d_inner,
+        .N = cfg->d_state,
     };
     return s;
 }
@@ -187,8 +196,13 @@ void mt_mamba_backward(const mt_backend *be, const mt_mamba_grads *grads, const 
     be->gate_backward(da->y, da->z, da->yg, a->y, a->z, BT * D);
     mt_scan_args s = scan_args(a, p, cfg, B, T);
     mt_scan_grads sg = {
-        .du = da->u, .ddt = da->dt, .dA_log = g->A_log, .dBm = da->Bm, .dCm = da->Cm,
-        .dDskip = g->D, .ddt_bias = g->dt_proj_b,
+        .du = da->u,
+        .ddt = da->dt,
+        .dA_log = g->A_log,
+        .dBm = da->Bm,
+        .dCm = da->Cm,
+        .dDskip = g->D,
+        .ddt_bias = g->dt_proj_b,
     };
     be->scan_backward(&sg, da->y, &s);
     mt_linear_backward(be, &(mt_weight_grads){da->dt_low, g->dt_proj_w, NULL}, da->dt, a->dt_low,

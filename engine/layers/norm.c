@@ -37,8 +37,7 @@ void mt_dropout_forward(const mt_backend *be, float *out, const float *x, size_t
 {
     if (dropout_active(drop))
         be->dropout_forward(out, x, n, drop->p, drop->seed, drop->step, drop->site);
-    else if (out != x)
-        be->copy(out, x, n * sizeof *out);
+    else if (out != x) be->copy(out, x, n * sizeof *out);
 }
 
 void mt_dropout_backward(const mt_backend *be, float *dx, const float *dout, size_t n,
@@ -46,6 +45,5 @@ void mt_dropout_backward(const mt_backend *be, float *dx, const float *dout, siz
 {
     if (dropout_active(drop))
         be->dropout_backward(dx, dout, n, drop->p, drop->seed, drop->step, drop->site);
-    else
-        be->axpy(dx, dout, n, 1.0f);
+    else be->axpy(dx, dout, n, 1.0f);
 }

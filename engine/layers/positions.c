@@ -21,8 +21,8 @@ void mt_rope_inv_freq(float *inv_freq, int rot_dim, float base, mt_rope_freqs ki
 {
     int half = rot_dim / 2;
     for (int i = 0; i < half; i++) {
-        double exponent = kind == MT_ROPE_RETNET ? (half > 1 ? (double)i / (half - 1) : 0.0)
-                                                 : 2.0 * i / rot_dim;
+        double exponent =
+            kind == MT_ROPE_RETNET ? (half > 1 ? (double)i / (half - 1) : 0.0) : 2.0 * i / rot_dim;
         inv_freq[i] = (float)pow(base, -exponent);
     }
 }

@@ -1,5 +1,5 @@
-/* A model's int8 or bf16 weights by the address of their fp32 matrices (mtlab/layers.h). Entries are
- * kept sorted by address, so a linear layer finds its matrix by binary search: a few
+/* A model's int8 or bf16 weights by the address of their fp32 matrices (mtlab/layers.h). Entries
+ * are kept sorted by address, so a linear layer finds its matrix by binary search: a few
  * comparisons per call against the thousands of multiply-adds it saves. */
 #include "mtlab/error.h"
 #include "mtlab/layers.h"
@@ -27,8 +27,8 @@ mt_qweights *mt_qweights_new(const mt_backend *be)
 int mt_qweights_add(mt_qweights *qw, mt_qkind kind, const float *w, int rows, int cols)
 {
     if (!qw->be->qmatrix_make)
-        return mt_error("the %s backend has no %s linear layers (use precision fp32)",
-                        qw->be->name, kind == MT_QMATRIX_BF16 ? "bf16" : "int8");
+        return mt_error("the %s backend has no %s linear layers (use precision fp32)", qw->be->name,
+                        kind == MT_QMATRIX_BF16 ? "bf16" : "int8");
     mt_qmatrix q;
     if (qw->be->qmatrix_make(&q, kind, w, rows, cols) != 0) return -1;
     if (qw->n == qw->cap) {
@@ -62,9 +62,10 @@ size_t mt_qweights_bytes(const mt_qweights *qw)
 {
     size_t bytes = 0;
     for (int i = 0; i < qw->n; i++)
-        bytes += (size_t)qw->e[i].q.rows * (qw->e[i].q.kind == MT_QMATRIX_BF16
-                                                ? (size_t)qw->e[i].q.ld * sizeof(uint16_t)
-                                                : (size_t)qw->e[i].q.ld + sizeof(float) + sizeof(int32_t));
+        bytes += (size_t)qw->e[i].q.rows *
+                 (qw->e[i].q.kind == MT_QMATRIX_BF16
+                      ? (size_t)qw->e[i].q.ld * sizeof(uint16_t)
+                      : (size_t)qw->e[i].q.ld + sizeof(float) + sizeof(int32_t));
     return bytes;
 }
 

@@ -79,8 +79,8 @@ size_t mt_retention_state_count(const mt_retention_config *cfg, int B)
     return (size_t)B * ((size_t)cfg->C * cfg->V / cfg->H + (size_t)cfg->H);
 }
 
-float *mt_retention_state_point(mt_retention_state *s, float *base,
-                                const mt_retention_config *cfg, int B)
+float *mt_retention_state_point(mt_retention_state *s, float *base, const mt_retention_config *cfg,
+                                int B)
 {
     tensor_table_take(&s->kv, &base, (size_t)B * cfg->C * cfg->V / cfg->H, 1);
     tensor_table_take(&s->scale, &base, (size_t)B * cfg->H, 1);
@@ -92,8 +92,13 @@ static mt_retention_desc retention_desc(const mt_retention_config *cfg, const fl
                                         const uint8_t *mask, int B, int T)
 {
     mt_retention_desc d = {
-        .B = B, .H = cfg->H, .T = T, .Dk = cfg->C / cfg->H, .Dv = cfg->V / cfg->H,
-        .gamma = gamma, .key_mask = mask,
+        .B = B,
+        .H = cfg->H,
+        .T = T,
+        .Dk = cfg->C / cfg->H,
+        .Dv = cfg->V / cfg->H,
+        .gamma = gamma,
+        .key_mask = mask,
     };
     return d;
 }
@@ -127,9 +132,9 @@ static void output(const mt_backend *be, float *out, mt_retention_acts *a,
 /* A later chunk of a prefill: position t of every row goes through the recurrent step with
  * the row's mask byte (the step's mask has row stride T), so the state ends as if the whole
  * prompt had been fed token by token. */
-static void continue_chunk(const mt_backend *be, float *out, mt_retention_acts *a,
-                           const float *x, const mt_retention_params *p,
-                           const mt_retention_call *call, const float *gamma)
+static void continue_chunk(const mt_backend *be, float *out, mt_retention_acts *a, const float *x,
+                           const mt_retention_params *p, const mt_retention_call *call,
+                           const float *gamma)
 {
     const mt_retention_config *cfg = call->cfg;
     const uint8_t *mask = call->mask;
@@ -171,9 +176,9 @@ void mt_retention_forward(const mt_backend *be, float *out, mt_retention_acts *a
     output(be, out, a, p, cfg, (size_t)B * T);
 }
 
-void mt_retention_backward(const mt_backend *be, const mt_retention_grads *grads,
-                           const float *dout, const mt_retention_acts *a, const float *x,
-                           const mt_retention_params *p, const mt_retention_call *call)
+void mt_retention_backward(const mt_backend *be, const mt_retention_grads *grads, const float *dout,
+                           const mt_retention_acts *a, const float *x, const mt_retention_params *p,
+                           const mt_retention_call *call)
 {
     const mt_retention_config *cfg = call->cfg;
     mt_retention_params *g = grads->g;
@@ -190,8 +195,7 @@ void mt_retention_backward(const mt_backend *be, const mt_retention_grads *grads
     be->gate_backward(da->on, da->g, da->gated, a->on, a->g, BT * V);
     be->rmsnorm_backward(da->o, NULL, da->on, a->o, NULL, a->rstd, BT * H, V / H);
     mt_retention_desc d = retention_desc(cfg, gamma, call->mask, B, T);
-    be->retention_backward(da->q, da->k, da->v, da->att, da->o, a->q, a->k, a->v, a->att, a->r,
-                           &d);
+    be->retention_backward(da->q, da->k, da->v, da->att, da->o, a->q, a->k, a->v, a->att, a->r, &d);
     be->rope_backward(da->q, NULL, B, T, H, Dk, Dk, 0, cfg->inv_freq, 1);
     be->rope_backward(da->k, NULL, B, T, H, Dk, Dk, 0, cfg->inv_freq, 1);
     be->scale(da->k, BT * C, 1.0f / sqrtf((float)Dk));

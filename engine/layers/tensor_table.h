@@ -26,9 +26,9 @@ void tensor_table_take(float **slot, float **base, size_t count, int present);
  * params_point() are that one list walked three ways. */
 typedef struct {
     mt_tensor_spec *specs; /* or NULL */
-    int n;                 /* tensors walked */
-    size_t count;          /* floats walked */
-    float *base;           /* the next tensor's place in the block, or NULL */
+    int n; /* tensors walked */
+    size_t count; /* floats walked */
+    float *base; /* the next tensor's place in the block, or NULL */
 } tensor_walk;
 
 void tensor_walk_row(tensor_walk *w, float **slot, const char *prefix, const char *suffix,

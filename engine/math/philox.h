@@ -13,9 +13,8 @@
 /* (*o0, *o1, *o2, *o3) = Philox4x32-10(counter = c, key = k): four outputs of their own, so
  * a CPU loop over blocks can store each word of every block into an array of its own (four
  * words into one small array per block kept GCC from vectorising the loop) */
-MT_HD void mt_philox4x32_words(uint32_t *o0, uint32_t *o1, uint32_t *o2, uint32_t *o3,
-                               uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0,
-                               uint32_t k1)
+MT_HD void mt_philox4x32_words(uint32_t *o0, uint32_t *o1, uint32_t *o2, uint32_t *o3, uint32_t c0,
+                               uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0, uint32_t k1)
 {
     const uint32_t mul0 = 0xD2511F53u, mul1 = 0xCD9E8D57u;
     const uint32_t weyl0 = 0x9E3779B9u, weyl1 = 0xBB67AE85u;
@@ -53,8 +52,7 @@ MT_HD void mt_philox_block_words(uint32_t *r0, uint32_t *r1, uint32_t *r2, uint3
                         (uint32_t)seed, (uint32_t)(seed >> 32));
 }
 
-MT_HD void mt_philox_block(uint32_t r[4], uint64_t seed, uint32_t g, uint32_t site,
-                           uint64_t step)
+MT_HD void mt_philox_block(uint32_t r[4], uint64_t seed, uint32_t g, uint32_t site, uint64_t step)
 {
     mt_philox_block_words(&r[0], &r[1], &r[2], &r[3], seed, g, site, step);
 }

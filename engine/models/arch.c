@@ -35,7 +35,7 @@ const mt_arch *mt_arch_find_hf(const char *model_type)
 /* The lists derived from the registry, made once. */
 static const char *arch_list[N_ARCHS + 1];
 static const char *preset_list[2 * N_ARCHS + 1];
-static char small_names[N_ARCHS][sizeof ((mt_model_config *)0)->arch + 8];
+static char small_names[N_ARCHS][sizeof((mt_model_config *)0)->arch + 8];
 static char names_joined[N_ARCHS * 32], types_joined[N_ARCHS * 32];
 static pthread_once_t lists_once = PTHREAD_ONCE_INIT;
 
@@ -133,9 +133,11 @@ int mt_model_config_check(const mt_model_config *c)
         return -1;
     const char *at = strstr(c->prompt, "{src}");
     if (c->prompt[0] && (!at || strstr(at + 5, "{src}")))
-        return mt_error("%s config: prompt \"%s\" must hold {src} exactly once", c->arch, c->prompt);
+        return mt_error("%s config: prompt \"%s\" must hold {src} exactly once", c->arch,
+                        c->prompt);
     if (c->prompt[0] && arch->encdec)
-        return mt_error("%s config: prompt \"%s\": a %s model takes the source on its own, without a prompt",
-                        c->arch, c->prompt, c->arch);
+        return mt_error(
+            "%s config: prompt \"%s\": a %s model takes the source on its own, without a prompt",
+            c->arch, c->prompt, c->arch);
     return arch->check(c);
 }

@@ -25,7 +25,9 @@ void mt_attr_opts_init(mt_attr_opts *o)
 }
 
 static const char *const method_names[MT_ATTR_METHODS] = {
-    "saliency", "input_x_gradient", "integrated_gradients",
+    "saliency",
+    "input_x_gradient",
+    "integrated_gradients",
 };
 
 const char *mt_attr_method_name(mt_attr_method method)
@@ -41,7 +43,8 @@ int mt_attr_method_parse(const char *name, mt_attr_method *out)
             return 0;
         }
     return mt_error("unknown attribution method '%s' (saliency, input_x_gradient or "
-                    "integrated_gradients)", name ? name : "");
+                    "integrated_gradients)",
+                    name ? name : "");
 }
 
 void mt_attribution_free(mt_attribution *a)
@@ -67,13 +70,13 @@ double mt_attribution_row_sum(const mt_attribution *a, int row)
 typedef struct {
     mt_model *m;
     int encdec;
-    int T, S;          /* decoder positions; source positions (0: decoder-only) */
-    int n_prompt;      /* decoder positions before the hypothesis */
-    int32_t *ids;      /* (T) decoder input */
-    int32_t *src;      /* (S) encoder input */
-    int rows;          /* targets: the hypothesis and <eos> */
-    int32_t *targets;  /* (rows) */
-    int32_t contrast;  /* < 0: none */
+    int T, S; /* decoder positions; source positions (0: decoder-only) */
+    int n_prompt; /* decoder positions before the hypothesis */
+    int32_t *ids; /* (T) decoder input */
+    int32_t *src; /* (S) encoder input */
+    int rows; /* targets: the hypothesis and <eos> */
+    int32_t *targets; /* (rows) */
+    int32_t contrast; /* < 0: none */
     float *e_dec, *b_dec; /* (T, C) token embeddings, baseline */
     float *e_enc, *b_enc; /* (S, C) */
 } attr_seq;
@@ -112,8 +115,8 @@ static void host_embeddings(const mt_model *m, const mt_stack *s, const int32_t 
 
 /* decoder-only: `src <sep> hyp` (a text template holds its separator in src, as the probes and
  * decoding take it); encoder-decoder: source `src <eos>`, decoder `<bos> hyp` */
-static int seq_init(attr_seq *q, mt_model *m, const int32_t *src, int src_len,
-                    const int32_t *hyp, int hyp_len, const mt_attr_opts *o)
+static int seq_init(attr_seq *q, mt_model *m, const int32_t *src, int src_len, const int32_t *hyp,
+                    int hyp_len, const mt_attr_opts *o)
 {
     const mt_model_config *cfg = &m->cfg;
     memset(q, 0, sizeof *q);
@@ -286,8 +289,8 @@ static int attr_pass(attr_seq *q, int T, int B, const attr_path *path, const att
     dec_path.col -= S;
     embed_path(m, &m->dec, &m->dec_acts, m->d_ids, B, T, &(attr_ends){q->e_dec, q->b_dec},
                &dec_path);
-    mt_pass dec = {.B = B, .T = T, .S = S, .mem = mem, .mask = m->d_mask,
-                   .mem_mask = m->d_src_mask};
+    mt_pass dec = {
+        .B = B, .T = T, .S = S, .mem = mem, .mask = m->d_mask, .mem_mask = m->d_src_mask};
     const float *out = mt_stack_forward(m, &m->dec, &m->dec_acts, &dec);
 
     /* device: xg (n_picks, C), dxg (n_picks, C), logits (n_picks, V); with backward also
@@ -336,8 +339,8 @@ static int attr_pass(attr_seq *q, int T, int B, const attr_path *path, const att
 
 /* The score of one input position from its gradient g = scale * d/d xs[0] (C floats):
  * saliency ||g||, input x gradient e . g, integrated gradients (e - b) . g (one step's). */
-static double position_score(mt_attr_method method, const float *grad, float scale,
-                             const float *e, const float *b, int C)
+static double position_score(mt_attr_method method, const float *grad, float scale, const float *e,
+                             const float *b, int C)
 {
     double s = 0.0;
     for (int c = 0; c < C; c++) {
@@ -362,9 +365,9 @@ static void add_scores(const attr_seq *q, int T, mt_attr_method method, const at
         row[s] += weight * position_score(method, genc + ((size_t)r * S + s) * C, scale,
                                           q->e_enc + (size_t)s * C, q->b_enc + (size_t)s * C, C);
     for (int t = 0; t < T; t++)
-        row[S + t] += weight * position_score(method, gdec + ((size_t)r * T + t) * C, scale,
-                                              q->e_dec + (size_t)t * C,
-                                              q->b_dec + (size_t)t * C, C);
+        row[S + t] +=
+            weight * position_score(method, gdec + ((size_t)r * T + t) * C, scale,
+                                    q->e_dec + (size_t)t * C, q->b_dec + (size_t)t * C, C);
 }
 
 /* Every target's log-prob at point from one copy. */

@@ -48,7 +48,8 @@ static int read_langs(mt_model_config *cfg, const mt_config *x)
     for (int i = 0; i < 2; i++) {
         const char *v = mt_config_string(x, keys[i]);
         if (!v) return -1;
-        if (mt_lang_check(v) < 0) return mt_error_context("%s: key 'mtlab.%s'", mt_config_name(x), keys[i]);
+        if (mt_lang_check(v) < 0)
+            return mt_error_context("%s: key 'mtlab.%s'", mt_config_name(x), keys[i]);
         snprintf(dst[i], sizeof cfg->src_lang, "%s", v);
     }
     cfg->langs_recorded = 1;
@@ -77,7 +78,8 @@ static int read_prompt(mt_model_config *cfg, const mt_config *x, int encdec)
                         sizeof cfg->prompt - 1);
     if (encdec)
         return mt_error("%s: key 'mtlab.prompt': a %s model takes the source on its own, without "
-                        "a prompt", mt_config_name(x), cfg->arch);
+                        "a prompt",
+                        mt_config_name(x), cfg->arch);
     snprintf(cfg->prompt, sizeof cfg->prompt, "%s", p);
     return 0;
 }
@@ -90,9 +92,11 @@ int mt_model_config_read_mtlab(mt_model_config *cfg, const mt_config *c, int enc
             return mt_error("%s: key 'mtlab' must be an object", mt_config_name(c));
         return read_langs(cfg, NULL) || read_prompt(cfg, NULL, encdec) ? -1 : 0;
     }
-    return mt_model_config_token_id(x, "sep_token_id", &cfg->sep_id) || read_prompt(cfg, x, encdec) ||
+    return mt_model_config_token_id(x, "sep_token_id", &cfg->sep_id) ||
+                   read_prompt(cfg, x, encdec) ||
                    mt_model_config_token_id(x, "unk_token_id", &cfg->unk_id) ||
-                   mt_config_float_or(x, "dropout", cfg->dropout, 0.0, 0.999, &cfg->dropout) || read_langs(cfg, x)
+                   mt_config_float_or(x, "dropout", cfg->dropout, 0.0, 0.999, &cfg->dropout) ||
+                   read_langs(cfg, x)
                ? -1
                : 0;
 }
@@ -118,7 +122,8 @@ int mt_model_config_write_mtlab(const mt_model_config *cfg, mt_config *c, int wi
     rc |= mt_config_set_int(x, "unk_token_id", cfg->unk_id);
     if (with_dropout) rc |= mt_config_set_float(x, "dropout", cfg->dropout);
     if (cfg->prompt[0]) rc |= mt_config_set_string(x, "prompt", cfg->prompt);
-    if (cfg->langs_recorded && cfg->src_lang[0] && cfg->tgt_lang[0]) { /* a default stays unwritten */
+    if (cfg->langs_recorded && cfg->src_lang[0] &&
+        cfg->tgt_lang[0]) { /* a default stays unwritten */
         rc |= mt_config_set_string(x, "src_lang", cfg->src_lang);
         rc |= mt_config_set_string(x, "tgt_lang", cfg->tgt_lang);
     }

@@ -41,10 +41,8 @@ static int read_key(mt_model_config *cfg, const mt_config *c, const mt_config_ke
         if (mt_config_bool_or(c, k->name, (int)k->def, &v)) return -1;
         *int_field(cfg, k) = k->type == MT_KEY_BOOL ? v : !v;
         return 0;
-    case MT_KEY_TOKEN_ID:
-        return mt_model_config_token_id(c, k->name, int_field(cfg, k));
-    case MT_KEY_FIXED_BOOL:
-        return mt_model_config_fixed_bool(c, k->name, (int)k->def, model);
+    case MT_KEY_TOKEN_ID: return mt_model_config_token_id(c, k->name, int_field(cfg, k));
+    case MT_KEY_FIXED_BOOL: return mt_model_config_fixed_bool(c, k->name, (int)k->def, model);
     case MT_KEY_FIXED_STRING: {
         const char *s = mt_config_string_or(c, k->name, k->str);
         if (!s) return -1;
@@ -62,10 +60,8 @@ static int read_key(mt_model_config *cfg, const mt_config *c, const mt_config_ke
     case MT_KEY_CONST_STRING:
     case MT_KEY_CONST_BOOL:
     case MT_KEY_CONST_FLOAT:
-    case MT_KEY_CONST_CLASS:
-        return 0;
-    case MT_KEY_CUSTOM:
-        return k->read ? k->read(cfg, c) : 0;
+    case MT_KEY_CONST_CLASS: return 0;
+    case MT_KEY_CUSTOM: return k->read ? k->read(cfg, c) : 0;
     }
     return mt_error("%s: key '%s' has no reader", mt_config_name(c), k->name);
 }
@@ -86,37 +82,17 @@ int mt_config_keys_write(const mt_model_config *cfg, mt_config *o, const mt_conf
         switch (k->type) {
         case MT_KEY_INT:
         case MT_KEY_TOKEN_ID:
-        case MT_KEY_SAME_INT:
-            rc |= mt_config_set_int(o, k->name, *int_value(cfg, k));
-            break;
-        case MT_KEY_FLOAT:
-            rc |= mt_config_set_float(o, k->name, *float_value(cfg, k));
-            break;
-        case MT_KEY_BOOL:
-            rc |= mt_config_set_bool(o, k->name, *int_value(cfg, k));
-            break;
-        case MT_KEY_NOT_BOOL:
-            rc |= mt_config_set_bool(o, k->name, !*int_value(cfg, k));
-            break;
-        case MT_KEY_FIXED_BOOL:
-            rc |= mt_config_set_bool(o, k->name, (int)k->def);
-            break;
+        case MT_KEY_SAME_INT: rc |= mt_config_set_int(o, k->name, *int_value(cfg, k)); break;
+        case MT_KEY_FLOAT: rc |= mt_config_set_float(o, k->name, *float_value(cfg, k)); break;
+        case MT_KEY_BOOL: rc |= mt_config_set_bool(o, k->name, *int_value(cfg, k)); break;
+        case MT_KEY_NOT_BOOL: rc |= mt_config_set_bool(o, k->name, !*int_value(cfg, k)); break;
+        case MT_KEY_FIXED_BOOL: rc |= mt_config_set_bool(o, k->name, (int)k->def); break;
         case MT_KEY_FIXED_STRING:
-        case MT_KEY_CONST_STRING:
-            rc |= mt_config_set_string(o, k->name, k->str);
-            break;
-        case MT_KEY_CONST_BOOL:
-            rc |= mt_config_set_bool(o, k->name, (int)k->def);
-            break;
-        case MT_KEY_CONST_FLOAT:
-            rc |= mt_config_set_float(o, k->name, (float)k->def);
-            break;
-        case MT_KEY_CONST_CLASS:
-            rc |= mt_config_set_string_list(o, k->name, &k->str, 1);
-            break;
-        case MT_KEY_CUSTOM:
-            rc |= k->write(cfg, o);
-            break;
+        case MT_KEY_CONST_STRING: rc |= mt_config_set_string(o, k->name, k->str); break;
+        case MT_KEY_CONST_BOOL: rc |= mt_config_set_bool(o, k->name, (int)k->def); break;
+        case MT_KEY_CONST_FLOAT: rc |= mt_config_set_float(o, k->name, (float)k->def); break;
+        case MT_KEY_CONST_CLASS: rc |= mt_config_set_string_list(o, k->name, &k->str, 1); break;
+        case MT_KEY_CUSTOM: rc |= k->write(cfg, o); break;
         }
     }
     return rc ? -1 : 0;

@@ -25,32 +25,32 @@ struct mt_decode_state {
     mt_model *m;
     int max_B, max_T, max_S;
     int B, len, S, primed;
-    int chunk;                 /* Tc: prompt positions per prefill pass, 0 for all at once,
-                                * MT_PREFILL_AUTO for the longest within the budget */
-    float *cache;              /* every unit's cache, one allocation */
-    mt_unit_cache *uc;         /* (decoder units) */
-    float *enc_cache;          /* the encoder's unit states while it runs in chunks, or NULL */
-    mt_unit_cache *enc_uc;     /* (encoder units) */
-    float *reorder_tmp;        /* the largest cache tensor, for beam reordering */
-    int *origin, *origin_tmp;  /* (max_B) the prefill row whose source each row's fixed caches
-                                * (cross-attention keys and values) hold, and a reorder's */
-    float *work;               /* activations of the current pass, one allocation */
+    int chunk; /* Tc: prompt positions per prefill pass, 0 for all at once,
+                * MT_PREFILL_AUTO for the longest within the budget */
+    float *cache; /* every unit's cache, one allocation */
+    mt_unit_cache *uc; /* (decoder units) */
+    float *enc_cache; /* the encoder's unit states while it runs in chunks, or NULL */
+    mt_unit_cache *enc_uc; /* (encoder units) */
+    float *reorder_tmp; /* the largest cache tensor, for beam reordering */
+    int *origin, *origin_tmp; /* (max_B) the prefill row whose source each row's fixed caches
+                               * (cross-attention keys and values) hold, and a reorder's */
+    float *work; /* activations of the current pass, one allocation */
     size_t work_cap;
     mt_stack_acts enc_acts, dec_acts;
-    float *rows;               /* x_last (B, C), normed (B, C), mean, rstd (B), logits (B, V) */
-    void *io;                  /* ids, src (int32), masks (bytes), rows (a reorder's index,
-                                * a step's argmax) */
+    float *rows; /* x_last (B, C), normed (B, C), mean, rstd (B), logits (B, V) */
+    void *io; /* ids, src (int32), masks (bytes), rows (a reorder's index,
+               * a step's argmax) */
     int32_t *d_ids, *d_src, *d_rows;
     uint8_t *d_key_mask, *d_prompt_mask, *d_src_mask;
     uint8_t *key_mask, *src_mask; /* host copies (max_B, max_T), (max_B, max_S) */
-    int ring;                     /* Tr: slots of the sliding-window rings, 0 when none */
+    int ring; /* Tr: slots of the sliding-window rings, 0 when none */
     uint8_t *slot_mask, *d_slot_mask; /* (max_B, Tr) host and backend */
     size_t cache_floats;
-    size_t fixed_bytes;        /* every allocation but work */
-    int replayable;            /* steps take the same arguments at every position (below) */
-    void *graph;               /* the recorded step (backends that record), or NULL */
+    size_t fixed_bytes; /* every allocation but work */
+    int replayable; /* steps take the same arguments at every position (below) */
+    void *graph; /* the recorded step (backends that record), or NULL */
     step_key graph_for, last_step; /* what it was recorded for; the last step run op by op */
-    int unrecordable;          /* a recording failed: this state's steps run op by op */
+    int unrecordable; /* a recording failed: this state's steps run op by op */
 };
 
 /* An encoder runs in chunks when every unit carries its past in a fixed state (the encoder of
@@ -119,8 +119,7 @@ void mt_decode_state_set_prefill_chunk(mt_decode_state *st, int positions)
  * chunk, or the longest power-of-two share of MT_PREFILL_MAX_CHUNK whose working set fits
  * MT_PREFILL_WORK_BYTES (a longer chunk makes fewer, larger products; the budget keeps the
  * attention scores (H, Tc, Tk) in bounds however long the keys run). */
-static int prefill_chunk(const mt_decode_state *st, const mt_stack *s, int B, int T, int Tk,
-                         int S)
+static int prefill_chunk(const mt_decode_state *st, const mt_stack *s, int B, int T, int Tk, int S)
 {
     if (st->chunk == 0) return T;
     if (st->chunk > 0) return st->chunk < T ? st->chunk : T;
@@ -264,8 +263,7 @@ static int size_work(mt_decode_state *st, int B, int Tq, int encode, int Se)
         if (!st->work) return mt_error_context("%s decoding", m->arch->name);
     }
     if (encode) mt_stack_infer_layout(&m->enc, &st->enc_acts, st->work, B, Se, Se, 0);
-    mt_stack_infer_layout(&m->dec, &st->dec_acts, st->work + enc, B, Tq, st->max_T,
-                          st->max_S);
+    mt_stack_infer_layout(&m->dec, &st->dec_acts, st->work + enc, B, Tq, st->max_T, st->max_S);
     return 0;
 }
 
@@ -292,15 +290,19 @@ static float *decoder_ops(mt_decode_state *st, int Tq, int first)
     mt_stack *s = &m->dec;
     int B = st->B, C = m->cfg.d_model;
     mt_stack_embed(m, s, &st->dec_acts, st->d_ids, B, Tq, st->len, NULL);
-    mt_pass pass = {.B = B, .T = Tq, .mask = st->d_prompt_mask, .mem_mask = st->d_src_mask,
-                    .key_mask = st->d_key_mask, .key_ld = st->max_T,
-                    .slot_mask = st->d_slot_mask, .first = first};
+    mt_pass pass = {.B = B,
+                    .T = Tq,
+                    .mask = st->d_prompt_mask,
+                    .mem_mask = st->d_src_mask,
+                    .key_mask = st->d_key_mask,
+                    .key_ld = st->max_T,
+                    .slot_mask = st->d_slot_mask,
+                    .first = first};
     for (int i = 0; i < s->n_units; i++)
         mt_unit_decode(be, &s->units[i], &st->dec_acts.w[i], &st->uc[i], st->dec_acts.xs[i + 1],
                        st->dec_acts.xs[i], &pass);
     float *x_last, *normed, *mean, *rstd, *out = rows_parts(st, &x_last, &normed, &mean, &rstd);
-    be->copy2d(x_last, C, st->dec_acts.xs[s->n_units] + (size_t)(Tq - 1) * C, Tq * C,
-               (size_t)B, C);
+    be->copy2d(x_last, C, st->dec_acts.xs[s->n_units] + (size_t)(Tq - 1) * C, Tq * C, (size_t)B, C);
     const float *dec_out = mt_stack_final_norm(be, s, normed, mean, rstd, x_last, (size_t)B);
     mt_model_project(m, out, dec_out, (size_t)B);
     return out;
@@ -368,8 +370,9 @@ static void run_decoder(mt_decode_state *st, int Tq, int first, float *logits, i
         mt_kv_ring_slot_mask(st->slot_mask, st->key_mask, st->max_T, B, st->len + 1, st->ring);
         be->upload(st->d_slot_mask, st->slot_mask, (size_t)B * st->ring);
     }
-    float *out = !first && Tq == 1 && st->replayable && be->graph_begin ? step_replayed(st)
-                                                                        : decoder_ops(st, Tq, first);
+    float *out = !first && Tq == 1 && st->replayable && be->graph_begin
+                     ? step_replayed(st)
+                     : decoder_ops(st, Tq, first);
     if (logits) {
         be->download(logits, out, (size_t)B * m->cfg.vocab_size * sizeof(float));
     } else {
@@ -400,8 +403,7 @@ static void fill_cross(mt_decode_state *st, const float *mem, int B, int n, int 
     for (int i = 0; i < m->dec.n_units; i++) {
         const mt_unit *u = &m->dec.units[i];
         if (u->kind == MT_UNIT_CROSS_ATTN)
-            mt_attention_cross_fill(m->be, &st->uc[i].kv, mem, &u->p.attn, &u->cfg.attn, B, n,
-                                    s0);
+            mt_attention_cross_fill(m->be, &st->uc[i].kv, mem, &u->p.attn, &u->cfg.attn, B, n, s0);
     }
 }
 
@@ -425,9 +427,10 @@ static int encode_chunks(mt_decode_state *st, const mt_batch *b, const uint8_t *
         for (int i = 0; i < s->n_units; i++)
             mt_unit_decode(be, &s->units[i], &st->enc_acts.w[i], &st->enc_uc[i],
                            st->enc_acts.xs[i + 1], st->enc_acts.xs[i], &pass);
-        fill_cross(st, mt_stack_final_norm(be, s, st->enc_acts.fn_out, st->enc_acts.fn_mean,
-                                           st->enc_acts.fn_rstd, st->enc_acts.xs[s->n_units],
-                                           (size_t)B * n),
+        fill_cross(st,
+                   mt_stack_final_norm(be, s, st->enc_acts.fn_out, st->enc_acts.fn_mean,
+                                       st->enc_acts.fn_rstd, st->enc_acts.xs[s->n_units],
+                                       (size_t)B * n),
                    B, n, t0);
     }
     return 0;
@@ -440,8 +443,7 @@ static int encode_source(mt_decode_state *st, const mt_batch *b)
     int B = b->B, S = b->S;
     for (size_t i = 0; i < (size_t)B * S; i++) st->src_mask[i] = b->src[i] != m->cfg.pad_id;
     if (st->enc_uc) {
-        if (encode_chunks(st, b, st->src_mask, prefill_chunk(st, &m->enc, B, S, S, 0)))
-            return -1;
+        if (encode_chunks(st, b, st->src_mask, prefill_chunk(st, &m->enc, B, S, S, 0))) return -1;
     } else {
         if (size_work(st, B, 1, 1, S)) return -1;
         be->upload(st->d_src, b->src, (size_t)B * S * sizeof(int32_t));
@@ -462,8 +464,8 @@ int mt_model_prefill(mt_model *m, mt_decode_state *st, const mt_batch *b, float 
         return mt_error("%s prefill: %d rows x %d positions exceed the state's %d x %d",
                         m->arch->name, b->B, b->T, st->max_B, st->max_T);
     if (m->arch->encdec && b->S > st->max_S)
-        return mt_error("%s prefill: source length %d exceeds the state's %d", m->arch->name,
-                        b->S, st->max_S);
+        return mt_error("%s prefill: source length %d exceeds the state's %d", m->arch->name, b->S,
+                        st->max_S);
     int B = b->B, T = b->T;
     int Tc = prefill_chunk(st, &m->dec, B, T, st->max_T, m->arch->encdec ? b->S : 0);
     st->B = B;
@@ -480,7 +482,8 @@ int mt_model_prefill(mt_model *m, mt_decode_state *st, const mt_batch *b, float 
     for (int r = 0; r < B; r++)
         for (int t = 0; t < T; t++) {
             /* the decoder start is real even where it is <pad> (as in forward.c) */
-            uint8_t real = b->ids[(size_t)r * T + t] != m->cfg.pad_id || (m->arch->encdec && t == 0);
+            uint8_t real =
+                b->ids[(size_t)r * T + t] != m->cfg.pad_id || (m->arch->encdec && t == 0);
             prompt[(size_t)r * T + t] = real;
             st->key_mask[(size_t)r * st->max_T + t] = real;
         }
@@ -496,7 +499,8 @@ int mt_model_prefill(mt_model *m, mt_decode_state *st, const mt_batch *b, float 
     return 0;
 }
 
-static int step(mt_model *m, mt_decode_state *st, const int32_t *tokens, float *logits, int32_t *next)
+static int step(mt_model *m, mt_decode_state *st, const int32_t *tokens, float *logits,
+                int32_t *next)
 {
     if (st->m != m) return mt_error("decode state belongs to another model");
     if (!st->primed) return mt_error("%s step before prefill", m->arch->name);
@@ -529,7 +533,8 @@ static void reorder_host(uint8_t *mask, size_t row, const int32_t *rows, int n_r
 {
     uint8_t *copy = mt_xmalloc(row * (size_t)old_B + 1);
     memcpy(copy, mask, row * (size_t)old_B);
-    for (int i = 0; i < n_rows; i++) memcpy(mask + (size_t)i * row, copy + (size_t)rows[i] * row, row);
+    for (int i = 0; i < n_rows; i++)
+        memcpy(mask + (size_t)i * row, copy + (size_t)rows[i] * row, row);
     free(copy);
 }
 

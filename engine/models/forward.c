@@ -13,8 +13,9 @@ static int check_ids(const mt_model *m, const int32_t *ids, int B, int T, const 
     for (size_t i = 0; i < (size_t)B * T; i++)
         if (ids[i] < 0 || ids[i] >= m->cfg.vocab_size)
             return mt_error("%s model: %s id %d at row %zu, position %zu is outside the "
-                            "vocabulary (0..%d)", m->arch->name, what, ids[i], i / (size_t)T,
-                            i % (size_t)T, m->cfg.vocab_size - 1);
+                            "vocabulary (0..%d)",
+                            m->arch->name, what, ids[i], i / (size_t)T, i % (size_t)T,
+                            m->cfg.vocab_size - 1);
     return 0;
 }
 
@@ -25,8 +26,7 @@ int mt_model_check_batch(const mt_model *m, const mt_batch *b)
 {
     const char *name = m->arch->name;
     if (!b || !b->ids || b->B <= 0 || b->T <= 0)
-        return mt_error("%s model: empty batch (B = %d, T = %d)", name, b ? b->B : 0,
-                        b ? b->T : 0);
+        return mt_error("%s model: empty batch (B = %d, T = %d)", name, b ? b->B : 0, b ? b->T : 0);
     if ((size_t)b->B * b->T > MT_MAX_BATCH_POSITIONS)
         return mt_error("%s model: batch of %d x %d positions is too large", name, b->B, b->T);
     if (check_ids(m, b->ids, b->B, b->T, m->arch->encdec ? "target" : "token")) return -1;
@@ -44,8 +44,8 @@ int mt_model_check_batch(const mt_model *m, const mt_batch *b)
     return check_ids(m, b->src, b->B, b->S, "source");
 }
 
-size_t mt_model_targets(const mt_model *m, int32_t *targets, const int32_t *ids, const int *n_prompt, int B,
-                        int T)
+size_t mt_model_targets(const mt_model *m, int32_t *targets, const int32_t *ids,
+                        const int *n_prompt, int B, int T)
 {
     size_t count = 0;
     for (int b = 0; b < B; b++) {
@@ -55,7 +55,8 @@ size_t mt_model_targets(const mt_model *m, int32_t *targets, const int32_t *ids,
          * (the hub's Mamba configs) */
         int counting = m->arch->encdec;
         for (int t = 0; t < T; t++) {
-            if (!counting && (n_prompt ? t >= n_prompt[b] - 1 : row[t] == m->cfg.sep_id)) counting = 1;
+            if (!counting && (n_prompt ? t >= n_prompt[b] - 1 : row[t] == m->cfg.sep_id))
+                counting = 1;
             int32_t next = t + 1 < T ? row[t + 1] : -1;
             int use = counting && next >= 0 &&
                       (next != m->cfg.pad_id || (!m->arch->encdec && next == m->cfg.eos_id));
@@ -133,9 +134,8 @@ int mt_model_prepare(mt_model *m, const mt_batch *b)
 void mt_model_project(const mt_model *m, float *logits, const float *x, size_t BT)
 {
     int C = m->cfg.d_model, V = m->cfg.vocab_size;
-    const float *bias = m->logits_bias_tensor >= 0
-                            ? m->params + m->tensors[m->logits_bias_tensor].offset
-                            : NULL;
+    const float *bias =
+        m->logits_bias_tensor >= 0 ? m->params + m->tensors[m->logits_bias_tensor].offset : NULL;
     if (m->lm_head_tensor < 0) {
         const float *table = m->params + m->tensors[m->embed_tensor].offset;
         mt_tied_logits_forward(m->be, logits, x, table, bias, BT, C, V);
@@ -164,8 +164,13 @@ const float *mt_model_run_stacks(mt_model *m, const mt_step_opts *opts)
     }
     mt_dropout drop = mt_stack_dropout(&m->dec, -1, 0, opts, m->cfg.dropout);
     mt_stack_embed(m, &m->dec, &m->dec_acts, m->d_ids, B, T, 0, &drop);
-    mt_pass dec = {.B = B, .T = T, .S = S, .mem = mem, .mask = m->d_mask,
-                   .mem_mask = m->d_src_mask, .opts = opts};
+    mt_pass dec = {.B = B,
+                   .T = T,
+                   .S = S,
+                   .mem = mem,
+                   .mask = m->d_mask,
+                   .mem_mask = m->d_src_mask,
+                   .opts = opts};
     return mt_stack_forward(m, &m->dec, &m->dec_acts, &dec);
 }
 
@@ -175,8 +180,8 @@ double mt_model_run_forward(mt_model *m, const mt_step_opts *opts, int want_loss
     mt_model_project(m, m->logits, mt_model_run_stacks(m, opts), BT);
     if (!want_loss) return 0.0;
     float smoothing = opts ? opts->label_smoothing : 0.0f;
-    mt_loss_call loss = {.BT = BT, .V = m->cfg.vocab_size, .ignore_index = MT_IGNORE,
-                         .smoothing = smoothing};
+    mt_loss_call loss = {
+        .BT = BT, .V = m->cfg.vocab_size, .ignore_index = MT_IGNORE, .smoothing = smoothing};
     return mt_cross_entropy_forward(m->be, m->losses, m->lse, m->logits, m->d_targets, &loss);
 }
 
@@ -215,8 +220,7 @@ static size_t stack_scratch(const mt_stack *s, int B, int T, int S)
  *   logits_c = x_c W^T (+ bias) ; losses_c, logits_c <- scale (p - q) in place ;
  *   dx_c += logits_c W ; dW += logits_c^T x_c
  * m->logits holds the chunk. Returns the loss sum. */
-static double loss_backward_chunked(mt_model *m, const mt_step_opts *opts, float scale,
-                                    float *dx)
+static double loss_backward_chunked(mt_model *m, const mt_step_opts *opts, float scale, float *dx)
 {
     const mt_backend *be = m->be;
     int C = m->cfg.d_model, V = m->cfg.vocab_size;
@@ -236,10 +240,12 @@ static double loss_backward_chunked(mt_model *m, const mt_step_opts *opts, float
         mt_model_project(m, m->logits, xc, rows);
         mt_cross_entropy_fused(be, m->losses + r0, m->logits, m->d_targets + r0,
                                &(mt_loss_call){rows, V, MT_IGNORE, smoothing, scale});
-        if (tied) mt_tied_logits_backward(be, &(mt_weight_grads){dx + r0 * C, dw, NULL}, m->logits,
-                                          xc, w, rows, C, V);
-        else mt_linear_backward(be, &(mt_weight_grads){dx + r0 * C, dw, NULL}, m->logits, xc, w,
-                                rows, C, V);
+        if (tied)
+            mt_tied_logits_backward(be, &(mt_weight_grads){dx + r0 * C, dw, NULL}, m->logits, xc, w,
+                                    rows, C, V);
+        else
+            mt_linear_backward(be, &(mt_weight_grads){dx + r0 * C, dw, NULL}, m->logits, xc, w,
+                               rows, C, V);
     }
     return be->sum(m->losses, BT);
 }
@@ -270,8 +276,14 @@ int mt_model_run_backward(mt_model *m, const mt_step_opts *opts, float scale, do
         mem = e->final_norm_tensor >= 0 ? m->enc_acts.fn_out : m->enc_acts.xs[e->n_units];
         be->memzero(dmem, NS * C * sizeof(float));
     }
-    mt_pass dec = {.B = B, .T = T, .S = S, .mem = mem, .dmem = dmem, .mask = m->d_mask,
-                   .mem_mask = m->d_src_mask, .opts = opts};
+    mt_pass dec = {.B = B,
+                   .T = T,
+                   .S = S,
+                   .mem = mem,
+                   .dmem = dmem,
+                   .mask = m->d_mask,
+                   .mem_mask = m->d_src_mask,
+                   .opts = opts};
     mt_stack_backward(m, &m->dec, &m->dec_acts, dx, ddec_out, &dec, unit_scratch);
     embed_backward(m, &m->dec, dx, ddec_out, m->d_ids, BT, opts);
     if (m->arch->encdec) {

@@ -24,21 +24,31 @@ static const struct {
     enum { NUMBER, FALSE, NULLABLE } kind;
     double def;
 } generation_keys[] = {
-    {"max_length", NUMBER, 20},        {"min_length", NUMBER, 0},
-    {"num_beams", NUMBER, 1},          {"num_beam_groups", NUMBER, 1},
-    {"diversity_penalty", NUMBER, 0},  {"temperature", NUMBER, 1},
-    {"top_k", NUMBER, 50},             {"top_p", NUMBER, 1},
-    {"typical_p", NUMBER, 1},          {"repetition_penalty", NUMBER, 1},
-    {"length_penalty", NUMBER, 1},     {"no_repeat_ngram_size", NUMBER, 0},
+    {"max_length", NUMBER, 20},
+    {"min_length", NUMBER, 0},
+    {"num_beams", NUMBER, 1},
+    {"num_beam_groups", NUMBER, 1},
+    {"diversity_penalty", NUMBER, 0},
+    {"temperature", NUMBER, 1},
+    {"top_k", NUMBER, 50},
+    {"top_p", NUMBER, 1},
+    {"typical_p", NUMBER, 1},
+    {"repetition_penalty", NUMBER, 1},
+    {"length_penalty", NUMBER, 1},
+    {"no_repeat_ngram_size", NUMBER, 0},
     {"encoder_no_repeat_ngram_size", NUMBER, 0},
     {"num_return_sequences", NUMBER, 1},
     {"forced_eos_token_id", NUMBER, 0}, /* MarianConfig's own default */
-    {"do_sample", FALSE, 0},           {"early_stopping", FALSE, 0},
-    {"output_scores", FALSE, 0},       {"return_dict_in_generate", FALSE, 0},
+    {"do_sample", FALSE, 0},
+    {"early_stopping", FALSE, 0},
+    {"output_scores", FALSE, 0},
+    {"return_dict_in_generate", FALSE, 0},
     {"remove_invalid_values", FALSE, 0},
-    {"bad_words_ids", NULLABLE, 0},    {"forced_bos_token_id", NULLABLE, 0},
+    {"bad_words_ids", NULLABLE, 0},
+    {"forced_bos_token_id", NULLABLE, 0},
     {"exponential_decay_length_penalty", NULLABLE, 0},
-    {"suppress_tokens", NULLABLE, 0},  {"begin_suppress_tokens", NULLABLE, 0},
+    {"suppress_tokens", NULLABLE, 0},
+    {"begin_suppress_tokens", NULLABLE, 0},
 };
 
 /* 1 when config.json holds a generation key at other than its default (a value of another
@@ -57,8 +67,7 @@ static int holds_generation_keys(const mt_config *c)
         case FALSE:
             if (mt_config_bool(c, key, &b) || b) return 1;
             break;
-        case NULLABLE:
-            return 1;
+        case NULLABLE: return 1;
         }
     }
     return 0;
@@ -79,8 +88,8 @@ int mt_hf_generation_max_length(mt_model_config *cfg, const char *dir, const mt_
         if (!g) return -1;
         int from_model, gen_len;
         int rc = mt_config_bool_or(g, "_from_model_config", 0, &from_model) ||
-                 mt_config_int_or(g, "max_length", GENERATE_DEFAULT_MAX_LENGTH, 3,
-                                  MAX_LENGTH_LIMIT, &gen_len);
+                 mt_config_int_or(g, "max_length", GENERATE_DEFAULT_MAX_LENGTH, 3, MAX_LENGTH_LIMIT,
+                                  &gen_len);
         mt_config_free(g);
         if (rc) return -1;
         if (!(from_model && holds_generation_keys(c))) len = gen_len;

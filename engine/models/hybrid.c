@@ -30,8 +30,11 @@ static int build(mt_model *m)
     mt_model_add_embeddings(m, "backbone.embeddings.weight", "lm_head.weight");
     mt_unit_config mixer = {.mamba = mt_mamba_mixer_config(c)};
     mt_unit_config attn = {
-        .attn = {.C = c->d_model, .H = c->n_heads, .causal = 1,
-                 .window = local(c) ? c->window : 0, .out_name = "o_proj"},
+        .attn = {.C = c->d_model,
+                 .H = c->n_heads,
+                 .causal = 1,
+                 .window = local(c) ? c->window : 0,
+                 .out_name = "o_proj"},
     };
     char prefix[MT_NAME_MAX], norm[MT_NAME_MAX];
     const mt_unit_norm rms = {.kind = MT_NORM_RMS, .name = norm, .eps = c->norm_eps};
@@ -40,7 +43,8 @@ static int build(mt_model *m)
         snprintf(prefix, sizeof prefix, "backbone.layers.%d.mixer.", l);
         snprintf(norm, sizeof norm, "backbone.layers.%d.norm", l);
         mt_model_add_unit(m, &m->dec, a ? MT_UNIT_SELF_ATTN : MT_UNIT_MAMBA, a ? &attn : &mixer,
-                          prefix, &rms)->layer = l;
+                          prefix, &rms)
+            ->layer = l;
     }
     mt_model_add_final_norm(m, &m->dec, MT_NORM_RMS, "backbone.norm_f", c->norm_eps);
     return 0;
@@ -130,8 +134,8 @@ static int check(const mt_model_config *c)
             return mt_error("%s config: attention layer %d is outside the %d layers (0-based)",
                             c->arch, l, c->n_layers);
         if (i > 0 && l <= c->attn_layers[i - 1])
-            return mt_error("%s config: attention_layers must be increasing (%d after %d)",
-                            c->arch, l, c->attn_layers[i - 1]);
+            return mt_error("%s config: attention_layers must be increasing (%d after %d)", c->arch,
+                            l, c->attn_layers[i - 1]);
     }
     if (local(c) && c->window <= 0)
         return mt_error("mamba-local config: sliding_window %d must be positive", c->window);

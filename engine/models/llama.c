@@ -89,7 +89,8 @@ static int read_kv_heads(mt_model_config *cfg, const mt_config *c)
     if (mt_config_int_or(c, "num_key_value_heads", cfg->n_heads, 1, 1 << 12, &kv_heads)) return -1;
     if (kv_heads != cfg->n_heads)
         return mt_error("%s: num_key_value_heads %d differs from num_attention_heads %d (grouped "
-                        "keys/values are not supported)", mt_config_name(c), kv_heads, cfg->n_heads);
+                        "keys/values are not supported)",
+                        mt_config_name(c), kv_heads, cfg->n_heads);
     return 0;
 }
 
@@ -159,8 +160,8 @@ static int config_write(const mt_model_config *c, mt_config *o)
 static int check(const mt_model_config *c)
 {
     if (c->n_heads <= 0 || c->d_model % c->n_heads)
-        return mt_error("transformer++ config: %d heads do not divide hidden_size %d",
-                        c->n_heads, c->d_model);
+        return mt_error("transformer++ config: %d heads do not divide hidden_size %d", c->n_heads,
+                        c->d_model);
     if ((c->d_model / c->n_heads) % 2)
         return mt_error("transformer++ config: head size %d must be even (rotary pairs)",
                         c->d_model / c->n_heads);

@@ -69,8 +69,8 @@ void mt_mamba_backbone_init(mt_model *m, float *host, uint64_t seed)
 static int int_either(const mt_config *c, const char *key, const char *old_key, int lo, int hi,
                       int *out)
 {
-    return mt_config_int(c, mt_config_has(c, key) || !mt_config_has(c, old_key) ? key : old_key,
-                         lo, hi, out);
+    return mt_config_int(c, mt_config_has(c, key) || !mt_config_has(c, old_key) ? key : old_key, lo,
+                         hi, out);
 }
 
 /* hidden_size, or d_model in state-spaces checkpoints */
@@ -133,8 +133,13 @@ static const mt_config_key mamba_keys[] = {
     MT_CFG_BOOL_OR("tie_word_embeddings", tie_embeddings, 1),
     MT_CFG_INT("vocab_size", vocab_size, 1, 1 << 22),
     /* what the checkpoint's vocabulary was padded to; vocab_size holds the padded rows */
-    {.name = "pad_vocab_size_multiple", .type = MT_KEY_INT, .offset = MT_KEY_FIELD(pad_vocab_multiple),
-     .lo = 1, .hi = 1 << 16, .def = 8, .flags = MT_KEY_OPTIONAL | MT_KEY_READ_ONLY},
+    {.name = "pad_vocab_size_multiple",
+     .type = MT_KEY_INT,
+     .offset = MT_KEY_FIELD(pad_vocab_multiple),
+     .lo = 1,
+     .hi = 1 << 16,
+     .def = 8,
+     .flags = MT_KEY_OPTIONAL | MT_KEY_READ_ONLY},
     MT_CFG_TOKEN_ID("pad_token_id", pad_id),
     MT_CFG_TOKEN_ID("eos_token_id", eos_id),
     MT_CFG_TOKEN_ID("bos_token_id", bos_id),

@@ -50,8 +50,7 @@ static int build(mt_model *m)
 /* ssm-mt MixerModel initialisation per stack: embeddings N(0, init_std); Mamba blocks as
  * mamba_ssm; every `out_proj.weight` and `fc2.weight` rescaled by 1/sqrt(blocks of the
  * stack); other Linear weights PyTorch's default, their biases 0; norm gains 1. */
-static void init_stack(mt_model *m, const mt_stack *s, float *host, uint64_t seed,
-                       uint64_t stream)
+static void init_stack(mt_model *m, const mt_stack *s, float *host, uint64_t seed, uint64_t stream)
 {
     int C = m->cfg.d_model;
     float out_scale = 1.0f / sqrtf((float)s->n_units);
@@ -107,8 +106,7 @@ static int config_read(mt_model_config *cfg, const mt_config *c)
 {
     mt_model_config_init_ids(cfg);
     snprintf(cfg->arch, sizeof cfg->arch, "mamba-encdec");
-    if (mt_mamba_keys_read(cfg, c) || mt_config_keys_read(cfg, c, keys, "mamba-encdec"))
-        return -1;
+    if (mt_mamba_keys_read(cfg, c) || mt_config_keys_read(cfg, c, keys, "mamba-encdec")) return -1;
     return mt_model_config_read_mtlab(cfg, c, mt_arch_mamba_encdec.encdec);
 }
 

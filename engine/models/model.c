@@ -55,7 +55,8 @@ size_t mt_model_config_param_count(const mt_model_config *cfg)
     return n;
 }
 
-size_t mt_model_config_decode_state_bytes(const mt_model_config *cfg, int max_B, int max_T, int max_S)
+size_t mt_model_config_decode_state_bytes(const mt_model_config *cfg, int max_B, int max_T,
+                                          int max_S)
 {
     mt_model *m = build_tables(cfg, mt_backend_cpu());
     size_t n = m ? mt_model_decode_state_bytes(m, max_B, max_T, max_S) : 0;
@@ -69,8 +70,7 @@ static void bind_rope_stack(mt_stack *s, const float *freq)
         mt_unit *u = &s->units[i];
         if ((u->kind == MT_UNIT_SELF_ATTN || u->kind == MT_UNIT_CROSS_ATTN) && u->cfg.attn.rope_dim)
             u->cfg.attn.rope_inv_freq = freq;
-        else if (u->kind == MT_UNIT_RETENTION)
-            u->cfg.ret.inv_freq = freq;
+        else if (u->kind == MT_UNIT_RETENTION) u->cfg.ret.inv_freq = freq;
     }
 }
 

@@ -32,11 +32,14 @@ int mt_model_check_same_layout(const mt_model *want, const char *want_name, cons
         mt_model_tensor(want, i, &t);
         int j = mt_model_find_tensor(got, t.name);
         if (j >= 0) mt_model_tensor(got, j, &u);
-        if (j < 0 || u.ndim != t.ndim || memcmp(u.shape, t.shape, (size_t)t.ndim * sizeof *t.shape) != 0)
-            return mt_error("%s: %s %s (the configs differ: d_model, layers, ffn_dim or vocabulary)",
-                            got_name, t.name, j < 0 ? "is missing" : "has another shape");
+        if (j < 0 || u.ndim != t.ndim ||
+            memcmp(u.shape, t.shape, (size_t)t.ndim * sizeof *t.shape) != 0)
+            return mt_error(
+                "%s: %s %s (the configs differ: d_model, layers, ffn_dim or vocabulary)", got_name,
+                t.name, j < 0 ? "is missing" : "has another shape");
     }
-    if (mt_model_tensor_count(got) != n || mt_model_param_block_size(got) != mt_model_param_block_size(want))
+    if (mt_model_tensor_count(got) != n ||
+        mt_model_param_block_size(got) != mt_model_param_block_size(want))
         return mt_error("%s holds other tensors than %s", got_name, want_name);
     return 0;
 }
@@ -44,7 +47,8 @@ int mt_model_check_same_layout(const mt_model *want, const char *want_name, cons
 /* 1 when the two files hold the same bytes, 0 when not, -1 (an error) when one is unreadable. */
 static int same_bytes(const char *a, const char *b)
 {
-    FILE *fa = mt_file_fopen(a, MT_FILE_REGULAR), *fb = fa ? mt_file_fopen(b, MT_FILE_REGULAR) : NULL;
+    FILE *fa = mt_file_fopen(a, MT_FILE_REGULAR),
+         *fb = fa ? mt_file_fopen(b, MT_FILE_REGULAR) : NULL;
     if (!fa || !fb) {
         if (fa) fclose(fa);
         return -1;
@@ -104,7 +108,8 @@ int mt_model_average(const char *const *dirs, int n, const char *out, int dtype)
     if (n < 1) return mt_error("average: no bundles to average");
     for (int i = 0; i < n; i++)
         if (same_dir(out, dirs[i]))
-            return mt_error("average: the output %s is one of the bundles averaged; write it elsewhere", out);
+            return mt_error(
+                "average: the output %s is one of the bundles averaged; write it elsewhere", out);
     if (dtype < 0 && (dtype = stored_dtype(dirs[0])) < 0) return mt_error_context("average");
     const mt_backend *be = mt_backend_cpu();
     mt_model *first = mt_model_load(dirs[0], be, 0);
@@ -127,7 +132,8 @@ int mt_model_average(const char *const *dirs, int n, const char *out, int dtype)
             same_tok = same_bytes(mt_model_tokenizer_path(first), mt_model_tokenizer_path(m));
             if (same_tok < 0) rc = -1;
             else if (!same_tok)
-                rc = mt_error("%s has another tokenizer.model than %s: its ids mean other pieces", dirs[k], dirs[0]);
+                rc = mt_error("%s has another tokenizer.model than %s: its ids mean other pieces",
+                              dirs[k], dirs[0]);
         }
         if (rc == 0) {
             /* tensor by tensor through the names, so only names and shapes need to agree */

@@ -52,9 +52,8 @@ static int add_norm_tensors(mt_model *m, mt_norm_kind norm, const char *name, in
     return first;
 }
 
-mt_unit *mt_model_add_unit(mt_model *m, mt_stack *s, mt_unit_kind kind,
-                           const mt_unit_config *cfg, const char *prefix,
-                           const mt_unit_norm *norm)
+mt_unit *mt_model_add_unit(mt_model *m, mt_stack *s, mt_unit_kind kind, const mt_unit_config *cfg,
+                           const char *prefix, const mt_unit_norm *norm)
 {
     if (s->n_units == s->cap_units) {
         s->cap_units = s->cap_units ? 2 * s->cap_units : 16;
@@ -127,8 +126,7 @@ void mt_model_bind_stack(mt_model *m, mt_stack *s, float *block, int grads)
         mt_unit *u = &s->units[i];
         float *first = block + m->tensors[u->first_tensor].offset;
         float *nw = block + m->tensors[u->norm_tensor].offset;
-        float *nb = u->norm == MT_NORM_LAYER ? block + m->tensors[u->norm_tensor + 1].offset
-                                             : NULL;
+        float *nb = u->norm == MT_NORM_LAYER ? block + m->tensors[u->norm_tensor + 1].offset : NULL;
         mt_unit_params_point(u->kind, &u->cfg, grads ? &u->g : &u->p, first);
         if (grads) {
             u->gnorm_w = nw;

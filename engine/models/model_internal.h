@@ -29,20 +29,20 @@ typedef struct {
     char name[MT_NAME_MAX]; /* Hugging Face name */
     int ndim;
     int shape[3];
-    size_t offset;          /* floats from the start of the parameter block */
+    size_t offset; /* floats from the start of the parameter block */
     size_t numel;
-    int decay;              /* AdamW weight decay */
-    int buffer;             /* fixed: no gradient, not counted, may be absent from a bundle */
+    int decay; /* AdamW weight decay */
+    int buffer; /* fixed: no gradient, not counted, may be absent from a bundle */
 } mt_named_tensor;
 
 typedef enum {
-    MT_UNIT_SELF_ATTN,  /* attention over the unit's own input (causal or not per config) */
+    MT_UNIT_SELF_ATTN, /* attention over the unit's own input (causal or not per config) */
     MT_UNIT_CROSS_ATTN, /* attention over the encoder output */
     MT_UNIT_FFN,
     MT_UNIT_GATED_MLP,
     MT_UNIT_MAMBA,
-    MT_UNIT_RETENTION,  /* multi-scale retention (RetNet) */
-    MT_UNIT_KINDS       /* their number (the rows of unit.c's table) */
+    MT_UNIT_RETENTION, /* multi-scale retention (RetNet) */
+    MT_UNIT_KINDS /* their number (the rows of unit.c's table) */
 } mt_unit_kind;
 
 typedef enum { MT_NORM_LAYER, MT_NORM_RMS } mt_norm_kind;
@@ -74,15 +74,15 @@ typedef union {
 /* Activations of one unit for one pass (training forward, prefill or decoding step). */
 typedef struct {
     mt_unit_acts a;
-    float *pre;         /* (BT, C) pre-norm: norm(x); post-norm: x + f before the norm */
+    float *pre; /* (BT, C) pre-norm: norm(x); post-norm: x + f before the norm */
     float *mean, *rstd; /* (BT) */
 } mt_unit_work;
 
 /* Decoding caches of one unit (the fields its kind uses). */
 typedef struct {
-    mt_kv_cache kv;     /* self-attention: past keys/values (a ring of window + 1 slots for a
-                         * sliding window); cross-attention: the source's */
-    mt_mamba_state ms;  /* Mamba conv + ssm state */
+    mt_kv_cache kv; /* self-attention: past keys/values (a ring of window + 1 slots for a
+                     * sliding window); cross-attention: the source's */
+    mt_mamba_state ms; /* Mamba conv + ssm state */
     mt_retention_state rs; /* RetNet recurrent state */
 } mt_unit_cache;
 
@@ -92,11 +92,11 @@ typedef struct {
     int post_norm;
     float eps;
     mt_unit_config cfg;
-    int layer;          /* the model layer the unit belongs to (0-based, per stack) */
-    int first_tensor;   /* the mixer's tensors, consecutive in the table */
-    int norm_tensor;    /* the norm weight; a LayerNorm's bias is the next tensor */
+    int layer; /* the model layer the unit belongs to (0-based, per stack) */
+    int first_tensor; /* the mixer's tensors, consecutive in the table */
+    int norm_tensor; /* the norm weight; a LayerNorm's bias is the next tensor */
     mt_unit_params p, g;
-    float *norm_w, *norm_b;   /* (C); norm_b NULL for RMSNorm */
+    float *norm_w, *norm_b; /* (C); norm_b NULL for RMSNorm */
     float *gnorm_w, *gnorm_b;
 } mt_unit;
 
@@ -104,26 +104,26 @@ typedef struct {
     mt_unit *units;
     int n_units, cap_units;
     int C;
-    int final_norm_tensor;  /* -1: none (Marian); else the final norm's weight */
+    int final_norm_tensor; /* -1: none (Marian); else the final norm's weight */
     mt_norm_kind final_norm;
     float final_eps;
     float *fn_w, *fn_b, *gfn_w, *gfn_b;
-    int positions;          /* 1: sinusoid positions are added to the embeddings */
-    int embed_tensor;       /* the stack's own token embedding; -1: the model's */
-    uint32_t site_base;     /* dropout sites of this stack start here */
+    int positions; /* 1: sinusoid positions are added to the embeddings */
+    int embed_tensor; /* the stack's own token embedding; -1: the model's */
+    uint32_t site_base; /* dropout sites of this stack start here */
 } mt_stack;
 
 /* Activations of a stack for one pass: xs[i] (BT, C) is the residual stream entering unit i,
  * xs[n_units] the last unit's output, fn_out (BT, C) the final norm's output. */
 typedef struct {
     mt_unit_work *w; /* (n_units) */
-    float **xs;      /* (n_units + 1) */
+    float **xs; /* (n_units + 1) */
     float *fn_out, *fn_mean, *fn_rstd;
 } mt_stack_acts;
 
 typedef struct mt_arch {
-    const char *name;       /* "transformer" */
-    const char *hf_class;   /* "MarianMTModel"; NULL when Hugging Face has no such class */
+    const char *name; /* "transformer" */
+    const char *hf_class; /* "MarianMTModel"; NULL when Hugging Face has no such class */
     const char *model_type; /* "marian"; mtlab's own name for the others ("retnet") */
     int encdec;
     /* Fill the tensor table and the stacks from m->cfg (mt_model_add_* below). */
@@ -176,34 +176,34 @@ const mt_arch *mt_arch_find_hf(const char *model_type);
 struct mt_model {
     mt_model_config cfg;
     const mt_arch *arch;
-    const mt_backend *be;   /* the backend every operation runs on: base_be, or precision_be */
+    const mt_backend *be; /* the backend every operation runs on: base_be, or precision_be */
     const mt_backend *base_be; /* the device's backend the model was made on */
     mt_precision precision;
-    mt_qweights *qweights;  /* int8 or bf16 copies of the linear weights, or NULL (fp32) */
+    mt_qweights *qweights; /* int8 or bf16 copies of the linear weights, or NULL (fp32) */
     mt_backend precision_be; /* base_be with its qweights = qweights (model_precision.c) */
 
     mt_named_tensor *tensors;
     int n_tensors, cap_tensors;
-    size_t n_floats;        /* parameter block size */
-    int embed_tensor;       /* token embedding (V, C), shared by the stacks */
-    int lm_head_tensor;     /* -1 when tied to the embedding */
+    size_t n_floats; /* parameter block size */
+    int embed_tensor; /* token embedding (V, C), shared by the stacks */
+    int lm_head_tensor; /* -1 when tied to the embedding */
     int logits_bias_tensor; /* -1 when none (Marian's final_logits_bias buffer) */
     float embed_scale;
 
-    float *params;          /* (n_floats) backend memory */
-    float *grads;           /* (n_floats) or NULL before the first backward */
-    float *adam;            /* (2 n_floats) m then v, or NULL */
-    uint8_t *decay_mask;    /* (n_floats) backend memory, made with adam */
-    float *pos;             /* (max_positions, C) sinusoids, or NULL */
+    float *params; /* (n_floats) backend memory */
+    float *grads; /* (n_floats) or NULL before the first backward */
+    float *adam; /* (2 n_floats) m then v, or NULL */
+    uint8_t *decay_mask; /* (n_floats) backend memory, made with adam */
+    float *pos; /* (max_positions, C) sinusoids, or NULL */
     /* rotary angles shared by the units that rotate (transformer++ attention, retention),
      * filled by mt_model_new when rope_dim > 0 */
     int rope_dim;
     float rope_base;
     mt_rope_freqs rope_kind;
-    float *rope_freq;       /* (rope_dim / 2) backend memory */
-    char *tokenizer_path;   /* the loaded bundle's tokenizer.model, or NULL */
+    float *rope_freq; /* (rope_dim / 2) backend memory */
+    char *tokenizer_path; /* the loaded bundle's tokenizer.model, or NULL */
 
-    mt_stack enc, dec;      /* enc unused by decoder-only models */
+    mt_stack enc, dec; /* enc unused by decoder-only models */
 
     /* training activations for the current (B, T, S), one allocation, grown on demand */
     float *acts;
@@ -211,8 +211,8 @@ struct mt_model {
     int acts_B, acts_T, acts_S; /* the batch shape the activations are laid out for */
     mt_stack_acts enc_acts, dec_acts;
     float *logits, *losses, *lse; /* (BT, V), (BT), (BT) */
-    int loss_chunk_rows;          /* rows of logits training's loss holds at once; 0: rows of
-                                     about LOSS_CHUNK_FLOATS (forward.c) */
+    int loss_chunk_rows; /* rows of logits training's loss holds at once; 0: rows of
+                            about LOSS_CHUNK_FLOATS (forward.c) */
     /* backward scratch, one allocation */
     float *scratch;
     size_t scratch_cap;
@@ -220,7 +220,7 @@ struct mt_model {
     void *io;
     size_t io_cap;
     int32_t *d_ids, *d_targets, *d_src; /* (B, T), (B, T), (B, S) */
-    uint8_t *d_mask, *d_src_mask;       /* (B, T), (B, S) */
+    uint8_t *d_mask, *d_src_mask; /* (B, T), (B, S) */
     size_t n_targets;
 };
 
@@ -247,62 +247,103 @@ void mt_mamba_preset(mt_model_config *c, int C, int layers);
 
 /* ---- config.json keys from one table per architecture (config_keys.c) */
 typedef enum {
-    MT_KEY_INT,          /* an int field in lo..hi */
-    MT_KEY_FLOAT,        /* a float field in lo..hi */
-    MT_KEY_BOOL,         /* an int field, 0 or 1; absent: def */
-    MT_KEY_NOT_BOOL,     /* an int field holding the key's negation (no_scale_embedding) */
-    MT_KEY_TOKEN_ID,     /* an int field; absent or null keeps it, a list gives its first */
-    MT_KEY_FIXED_BOOL,   /* no field: def is the only value mtlab's model supports */
+    MT_KEY_INT, /* an int field in lo..hi */
+    MT_KEY_FLOAT, /* a float field in lo..hi */
+    MT_KEY_BOOL, /* an int field, 0 or 1; absent: def */
+    MT_KEY_NOT_BOOL, /* an int field holding the key's negation (no_scale_embedding) */
+    MT_KEY_TOKEN_ID, /* an int field; absent or null keeps it, a list gives its first */
+    MT_KEY_FIXED_BOOL, /* no field: def is the only value mtlab's model supports */
     MT_KEY_FIXED_STRING, /* no field: str is written; absent reads as str, alt is accepted too */
     MT_KEY_CONST_STRING, /* no field: str is written, the key not read (model_type) */
-    MT_KEY_CONST_BOOL,   /* no field: def is written, the key not read */
-    MT_KEY_CONST_FLOAT,  /* no field: def is written, the key not read */
-    MT_KEY_CONST_CLASS,  /* no field: [str] is written (Hugging Face's "architectures"), not read */
-    MT_KEY_SAME_INT,     /* the int field of the key str, written again; read, must be equal */
-    MT_KEY_CUSTOM,       /* the key's own read and write (another spelling, a derived value) */
+    MT_KEY_CONST_BOOL, /* no field: def is written, the key not read */
+    MT_KEY_CONST_FLOAT, /* no field: def is written, the key not read */
+    MT_KEY_CONST_CLASS, /* no field: [str] is written (Hugging Face's "architectures"), not read */
+    MT_KEY_SAME_INT, /* the int field of the key str, written again; read, must be equal */
+    MT_KEY_CUSTOM, /* the key's own read and write (another spelling, a derived value) */
 } mt_key_type;
 
 enum {
-    MT_KEY_OPTIONAL = 1u << 0,   /* MT_KEY_INT / MT_KEY_FLOAT: absent reads as def */
-    MT_KEY_READ_ONLY = 1u << 1,  /* checked when present, never written */
+    MT_KEY_OPTIONAL = 1u << 0, /* MT_KEY_INT / MT_KEY_FLOAT: absent reads as def */
+    MT_KEY_READ_ONLY = 1u << 1, /* checked when present, never written */
     MT_KEY_WRITE_ONLY = 1u << 2, /* written, never read */
 };
 
 typedef struct {
-    const char *name;  /* the config.json key; NULL ends a table */
+    const char *name; /* the config.json key; NULL ends a table */
     mt_key_type type;
-    size_t offset;     /* of the field in mt_model_config */
+    size_t offset; /* of the field in mt_model_config */
     double lo, hi, def;
-    unsigned flags;    /* MT_KEY_* */
-    const char *str, *alt, *why; /* MT_KEY_FIXED_STRING: written, also accepted, the error's reason */
-    int (*read)(mt_model_config *cfg, const mt_config *c);       /* MT_KEY_CUSTOM; NULL: not read */
-    int (*write)(const mt_model_config *cfg, mt_config *o);      /* MT_KEY_CUSTOM */
+    unsigned flags; /* MT_KEY_* */
+    const char *str, *alt,
+        *why; /* MT_KEY_FIXED_STRING: written, also accepted, the error's reason */
+    int (*read)(mt_model_config *cfg, const mt_config *c); /* MT_KEY_CUSTOM; NULL: not read */
+    int (*write)(const mt_model_config *cfg, mt_config *o); /* MT_KEY_CUSTOM */
 } mt_config_key;
 
 /* The rows of a key table, by type (f: a field of mt_model_config) */
 #define MT_KEY_FIELD(f) offsetof(mt_model_config, f)
-#define MT_CFG_INT(k, f, l, h) {.name = k, .type = MT_KEY_INT, .offset = MT_KEY_FIELD(f), .lo = l, .hi = h}
-#define MT_CFG_INT_OR(k, f, d, l, h)                                                               \
-    {.name = k, .type = MT_KEY_INT, .offset = MT_KEY_FIELD(f), .lo = l, .hi = h, .def = d,         \
-     .flags = MT_KEY_OPTIONAL}
-#define MT_CFG_FLOAT_OR(k, f, d, l, h)                                                             \
-    {.name = k, .type = MT_KEY_FLOAT, .offset = MT_KEY_FIELD(f), .lo = l, .hi = h, .def = d,       \
-     .flags = MT_KEY_OPTIONAL}
-#define MT_CFG_BOOL_OR(k, f, d) {.name = k, .type = MT_KEY_BOOL, .offset = MT_KEY_FIELD(f), .def = d}
-#define MT_CFG_NOT_BOOL_OR(k, f, d)                                                                \
-    {.name = k, .type = MT_KEY_NOT_BOOL, .offset = MT_KEY_FIELD(f), .def = d}
-#define MT_CFG_TOKEN_ID(k, f) {.name = k, .type = MT_KEY_TOKEN_ID, .offset = MT_KEY_FIELD(f)}
-#define MT_CFG_FIXED_BOOL(k, v, fl) {.name = k, .type = MT_KEY_FIXED_BOOL, .def = v, .flags = fl}
-#define MT_CFG_FIXED_STRING(k, v, a, w)                                                            \
-    {.name = k, .type = MT_KEY_FIXED_STRING, .str = v, .alt = a, .why = w}
-#define MT_CFG_CONST_STRING(k, v) {.name = k, .type = MT_KEY_CONST_STRING, .str = v}
-#define MT_CFG_CONST_BOOL(k, v) {.name = k, .type = MT_KEY_CONST_BOOL, .def = v}
-#define MT_CFG_CONST_FLOAT(k, v) {.name = k, .type = MT_KEY_CONST_FLOAT, .def = v}
-#define MT_CFG_CONST_CLASS(v) {.name = "architectures", .type = MT_KEY_CONST_CLASS, .str = v}
-#define MT_CFG_SAME_INT(k, f, other)                                                               \
-    {.name = k, .type = MT_KEY_SAME_INT, .offset = MT_KEY_FIELD(f), .str = other}
-#define MT_CFG_CUSTOM(k, r, w) {.name = k, .type = MT_KEY_CUSTOM, .read = r, .write = w}
-#define MT_CFG_END {.name = NULL}
+#define MT_CFG_INT(k, f, l, h)                                                     \
+    {                                                                              \
+        .name = k, .type = MT_KEY_INT, .offset = MT_KEY_FIELD(f), .lo = l, .hi = h \
+    }
+#define MT_CFG_INT_OR(k, f, d, l, h)                                                          \
+    {                                                                                         \
+        .name = k, .type = MT_KEY_INT, .offset = MT_KEY_FIELD(f), .lo = l, .hi = h, .def = d, \
+        .flags = MT_KEY_OPTIONAL                                                              \
+    }
+#define MT_CFG_FLOAT_OR(k, f, d, l, h)                                                          \
+    {                                                                                           \
+        .name = k, .type = MT_KEY_FLOAT, .offset = MT_KEY_FIELD(f), .lo = l, .hi = h, .def = d, \
+        .flags = MT_KEY_OPTIONAL                                                                \
+    }
+#define MT_CFG_BOOL_OR(k, f, d)                                             \
+    {                                                                       \
+        .name = k, .type = MT_KEY_BOOL, .offset = MT_KEY_FIELD(f), .def = d \
+    }
+#define MT_CFG_NOT_BOOL_OR(k, f, d)                                             \
+    {                                                                           \
+        .name = k, .type = MT_KEY_NOT_BOOL, .offset = MT_KEY_FIELD(f), .def = d \
+    }
+#define MT_CFG_TOKEN_ID(k, f)                                         \
+    {                                                                 \
+        .name = k, .type = MT_KEY_TOKEN_ID, .offset = MT_KEY_FIELD(f) \
+    }
+#define MT_CFG_FIXED_BOOL(k, v, fl)                                 \
+    {                                                               \
+        .name = k, .type = MT_KEY_FIXED_BOOL, .def = v, .flags = fl \
+    }
+#define MT_CFG_FIXED_STRING(k, v, a, w)                                      \
+    {                                                                        \
+        .name = k, .type = MT_KEY_FIXED_STRING, .str = v, .alt = a, .why = w \
+    }
+#define MT_CFG_CONST_STRING(k, v)                        \
+    {                                                    \
+        .name = k, .type = MT_KEY_CONST_STRING, .str = v \
+    }
+#define MT_CFG_CONST_BOOL(k, v)                        \
+    {                                                  \
+        .name = k, .type = MT_KEY_CONST_BOOL, .def = v \
+    }
+#define MT_CFG_CONST_FLOAT(k, v)                        \
+    {                                                   \
+        .name = k, .type = MT_KEY_CONST_FLOAT, .def = v \
+    }
+#define MT_CFG_CONST_CLASS(v)                                         \
+    {                                                                 \
+        .name = "architectures", .type = MT_KEY_CONST_CLASS, .str = v \
+    }
+#define MT_CFG_SAME_INT(k, f, other)                                                \
+    {                                                                               \
+        .name = k, .type = MT_KEY_SAME_INT, .offset = MT_KEY_FIELD(f), .str = other \
+    }
+#define MT_CFG_CUSTOM(k, r, w)                                  \
+    {                                                           \
+        .name = k, .type = MT_KEY_CUSTOM, .read = r, .write = w \
+    }
+#define MT_CFG_END   \
+    {                \
+        .name = NULL \
+    }
 
 /* Every key of the table that is read (errors name the file and the key); `model` names the
  * model in a fixed key's error ("mtlab's RetNet has true"). */
@@ -347,9 +388,8 @@ typedef struct {
 } mt_unit_norm;
 /* Append a unit to a stack and register its mixer tensors (names prefix + the layer's local
  * names) and its norm. */
-mt_unit *mt_model_add_unit(mt_model *m, mt_stack *s, mt_unit_kind kind,
-                           const mt_unit_config *cfg, const char *prefix,
-                           const mt_unit_norm *norm);
+mt_unit *mt_model_add_unit(mt_model *m, mt_stack *s, mt_unit_kind kind, const mt_unit_config *cfg,
+                           const char *prefix, const mt_unit_norm *norm);
 /* Register a stack's final norm (name + ".weight" [+ ".bias"]). */
 void mt_model_add_final_norm(mt_model *m, mt_stack *s, mt_norm_kind norm, const char *name,
                              float eps);
@@ -389,20 +429,20 @@ int mt_unit_width(const mt_unit *u);
  * read, carried in one place so that a new mask or option is one field here (as the backend's
  * mt_attn_desc and mt_scan_args carry a kernel's). A field a pass does not use is 0 / NULL. */
 typedef struct {
-    int B, T;                 /* rows, positions per row (decoding: Tq new positions) */
-    int S;                    /* source positions of mem; 0 without an encoder */
-    const float *mem;         /* (B, S, C) the encoder output cross-attention reads, or NULL */
-    float *dmem;              /* (B, S, C) backward: accumulates the gradient of mem */
-    const uint8_t *mask;      /* (B, T) the rows' padding mask; decoding: the new positions'
-                               * (a prefill's prompt), NULL when all are real */
-    const uint8_t *mem_mask;  /* (B, S) the source's padding mask */
+    int B, T; /* rows, positions per row (decoding: Tq new positions) */
+    int S; /* source positions of mem; 0 without an encoder */
+    const float *mem; /* (B, S, C) the encoder output cross-attention reads, or NULL */
+    float *dmem; /* (B, S, C) backward: accumulates the gradient of mem */
+    const uint8_t *mask; /* (B, T) the rows' padding mask; decoding: the new positions'
+                          * (a prefill's prompt), NULL when all are real */
+    const uint8_t *mem_mask; /* (B, S) the source's padding mask */
     const mt_step_opts *opts; /* stack passes: training options (dropout), or NULL */
-    const mt_dropout *drop;   /* unit passes: the unit's dropout (the stack sets it), or NULL */
+    const mt_dropout *drop; /* unit passes: the unit's dropout (the stack sets it), or NULL */
     /* decoding only (mt_unit_decode) */
-    const uint8_t *key_mask;  /* (B, key_ld) covers cached and new positions */
+    const uint8_t *key_mask; /* (B, key_ld) covers cached and new positions */
     int key_ld;
     const uint8_t *slot_mask; /* (B, R) the real tokens in a sliding-window ring */
-    int first;                /* 1: a prefill (parallel forms), 0: one recurrent step */
+    int first; /* 1: a prefill (parallel forms), 0: one recurrent step */
 } mt_pass;
 
 /* y (B, T, C) from x (B, T, C) for pass (B, T, S, mem, mask, mem_mask, drop). */
@@ -439,8 +479,8 @@ float *mt_unit_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, size_
 /* Lay out a stack's activations for (B, T) with attention over Tk keys (self) and S source
  * positions (cross) at base, or only count them when base is NULL; returns the floats. The
  * host arrays of sa are allocated on first use. */
-size_t mt_stack_acts_layout(const mt_stack *s, mt_stack_acts *sa, float *base, int B, int T,
-                            int Tk, int S);
+size_t mt_stack_acts_layout(const mt_stack *s, mt_stack_acts *sa, float *base, int B, int T, int Tk,
+                            int S);
 /* The same for inference, where nothing is kept for backward: the residual stream alternates
  * between two buffers and every unit's work shares one region (the largest unit's), so the
  * working set is one unit's, not the stack's (docs/decoding.md §1.1). */
@@ -448,8 +488,7 @@ size_t mt_stack_infer_layout(const mt_stack *s, mt_stack_acts *sa, float *base, 
                              int Tk, int S);
 void mt_stack_acts_free(mt_stack_acts *sa);
 /* Dropout of site k (0..7) of unit i (unit -1: the embeddings). */
-mt_dropout mt_stack_dropout(const mt_stack *s, int unit, int k, const mt_step_opts *opts,
-                            float p);
+mt_dropout mt_stack_dropout(const mt_stack *s, int unit, int k, const mt_step_opts *opts, float p);
 /* Embeddings of ids (B, T) into sa->xs[0]: scale * table[ids] (+ positions from pos0), then
  * dropout. */
 void mt_stack_embed(const mt_model *m, const mt_stack *s, mt_stack_acts *sa, const int32_t *ids,
@@ -464,8 +503,8 @@ void mt_stack_backward(mt_model *m, mt_stack *s, const mt_stack_acts *sa, float 
                        const float *dout, const mt_pass *pass, float *scratch);
 /* Final norm of rows x (BT, C) into out (BT, C) (mean/rstd (BT) saved); returns x when the stack
  * has none. */
-const float *mt_stack_final_norm(const mt_backend *be, const mt_stack *s, float *out,
-                                 float *mean, float *rstd, const float *x, size_t BT);
+const float *mt_stack_final_norm(const mt_backend *be, const mt_stack *s, float *out, float *mean,
+                                 float *rstd, const float *x, size_t BT);
 
 /* ---- the model-level passes (forward.c) */
 /* Check a batch against the model: sizes, ids inside the vocabulary, positions. */
@@ -481,14 +520,13 @@ const float *mt_model_run_stacks(mt_model *m, const mt_step_opts *opts);
  * m->loss_chunk_rows rows that never hold more logits than one chunk (docs/models.md §10.7),
  * and the backward of everything, accumulating scale * d(loss sum) into the gradients. The
  * loss sum goes to *loss_sum; m->logits holds the last chunk's gradient afterwards. */
-int mt_model_run_backward(mt_model *m, const mt_step_opts *opts, float scale,
-                          double *loss_sum);
+int mt_model_run_backward(mt_model *m, const mt_step_opts *opts, float scale, double *loss_sum);
 /* Output projection of rows x (BT, C) into logits (BT, V). */
 void mt_model_project(const mt_model *m, float *logits, const float *x, size_t BT);
 /* Targets for the loss from host ids (B, T): targets[b, t] = ids[b, t+1] where counted, else
  * MT_IGNORE (see model.h); returns the number of counted tokens. */
 #define MT_IGNORE (-100)
-size_t mt_model_targets(const mt_model *m, int32_t *targets, const int32_t *ids, const int *n_prompt, int B,
-                        int T);
+size_t mt_model_targets(const mt_model *m, int32_t *targets, const int32_t *ids,
+                        const int *n_prompt, int B, int T);
 
 #endif

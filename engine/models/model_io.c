@@ -19,8 +19,9 @@ static const mt_arch *arch_of(const mt_config *c)
     const char *name = x ? mt_config_string_or(x, "architecture", NULL) : NULL;
     if (name) {
         const mt_arch *a = mt_arch_find(name);
-        if (!a) mt_error("%s: mtlab.architecture '%s' is not one of %s", mt_config_name(c),
-                         name, mt_arch_names());
+        if (!a)
+            mt_error("%s: mtlab.architecture '%s' is not one of %s", mt_config_name(c), name,
+                     mt_arch_names());
         return a;
     }
     const char *type = mt_config_string_or(c, "model_type", NULL);
@@ -29,8 +30,9 @@ static const mt_arch *arch_of(const mt_config *c)
         return NULL;
     }
     const mt_arch *a = mt_arch_find_hf(type);
-    if (!a) mt_error("%s: model_type '%s' is not supported (%s)", mt_config_name(c), type,
-                     mt_arch_model_types());
+    if (!a)
+        mt_error("%s: model_type '%s' is not supported (%s)", mt_config_name(c), type,
+                 mt_arch_model_types());
     return a;
 }
 
@@ -58,8 +60,12 @@ static int check_finite(const mt_safetensors *st, const char *name, const float 
     for (size_t i = 0; i < n; i++) {
         if (isfinite(v[i])) continue;
         return mt_error("%s: tensor '%s' holds %s at element %zu (of %zu): the weights are "
-                        "damaged (a diverged training run?)", mt_st_name(st), name,
-                        isnan(v[i]) ? "NaN" : v[i] > 0 ? "+inf" : "-inf", i, n);
+                        "damaged (a diverged training run?)",
+                        mt_st_name(st), name,
+                        isnan(v[i]) ? "NaN"
+                        : v[i] > 0  ? "+inf"
+                                    : "-inf",
+                        i, n);
     }
     return 0;
 }
@@ -82,7 +88,8 @@ static int check_embed_copies(const mt_model *m, const mt_safetensors *st, const
             memcmp(copy, host + e->offset, e->numel * sizeof *copy))
             rc = mt_error("%s: tensor '%s' is not the token embedding read from '%s': the file "
                           "has an embedding per stack (share_encoder_decoder_embeddings false "
-                          "in config.json?)", mt_st_name(st), *name, read);
+                          "in config.json?)",
+                          mt_st_name(st), *name, read);
     }
     free(copy);
     return rc;
@@ -115,7 +122,8 @@ static int read_tensors(const mt_model *m, const mt_safetensors *st, float *host
         const char *name = mt_st_tensor_at(st, j)->name;
         if (!used[j] && !known_extra(m, name))
             rc = mt_error("%s: unexpected tensor '%s' (not part of this %s model; is the "
-                          "config right?)", mt_st_name(st), name, m->arch->name);
+                          "config right?)",
+                          mt_st_name(st), name, m->arch->name);
     }
     free(used);
     return rc;
@@ -123,8 +131,8 @@ static int read_tensors(const mt_model *m, const mt_safetensors *st, float *host
 
 mt_model *mt_model_load(const char *dir, const mt_backend *be, unsigned flags)
 {
-    mt_bundle *bd = mt_bundle_open(dir, flags & MT_MODEL_LOAD_NO_TOKENIZER ? MT_BUNDLE_NO_TOKENIZER
-                                                                            : 0);
+    mt_bundle *bd =
+        mt_bundle_open(dir, flags & MT_MODEL_LOAD_NO_TOKENIZER ? MT_BUNDLE_NO_TOKENIZER : 0);
     if (!bd) return NULL;
     const mt_config *c = mt_bundle_config(bd);
     mt_model_config cfg;
@@ -159,8 +167,7 @@ int mt_model_config_load(const char *dir, mt_model_config *cfg, char *tokenizer,
     memset(cfg, 0, sizeof *cfg);
     const mt_arch *arch = arch_of(mt_bundle_config(bd));
     int rc = !arch || arch->config_read(cfg, mt_bundle_config(bd)) ? -1 : 0;
-    if (rc == 0 && cfg->hf_generate &&
-        mt_hf_generation_max_length(cfg, dir, mt_bundle_config(bd)))
+    if (rc == 0 && cfg->hf_generate && mt_hf_generation_max_length(cfg, dir, mt_bundle_config(bd)))
         rc = -1;
     if (rc == 0 && mt_model_config_check(cfg) != 0) rc = mt_error_context("%s", dir);
     if (rc == 0 && (size_t)snprintf(tokenizer, len, "%s", mt_bundle_tokenizer_path(bd)) >= len)

@@ -47,7 +47,7 @@ int mt_model_adamw_step(mt_model *m, const mt_adamw_hparams *h, int step)
     if (!mt_model_grads(m)) return -1;
     const mt_backend *be = m->be;
     if (!mt_model_adam_moments(m, NULL)) return -1;
-    be->adamw_step(m->params, m->grads, m->adam, m->adam + m->n_floats, m->decay_mask,
-                   m->n_floats, h, step);
+    be->adamw_step(m->params, m->grads, m->adam, m->adam + m->n_floats, m->decay_mask, m->n_floats,
+                   h, step);
     return 0;
 }

@@ -108,10 +108,12 @@ static int check(const mt_model_config *c)
                         MT_RETENTION_MAX_HEADS);
     if (c->d_model % c->n_heads || (c->d_model / c->n_heads) % 2)
         return mt_error("retnet config: %d heads must divide decoder_embed_dim %d into even "
-                        "key widths (rotation pairs)", c->n_heads, c->d_model);
+                        "key widths (rotation pairs)",
+                        c->n_heads, c->d_model);
     if (c->value_dim <= 0 || c->value_dim > (1 << 17) || c->value_dim % c->n_heads)
         return mt_error("retnet config: decoder_value_embed_dim %d must be a positive multiple "
-                        "of the %d heads", c->value_dim, c->n_heads);
+                        "of the %d heads",
+                        c->value_dim, c->n_heads);
     if (c->ffn_dim <= 0 || c->ffn_dim > (1 << 18))
         return mt_error("retnet config: decoder_ffn_embed_dim %d must be in 1..%d", c->ffn_dim,
                         1 << 18);

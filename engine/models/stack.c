@@ -14,8 +14,8 @@ static void stack_acts_alloc(const mt_stack *s, mt_stack_acts *sa)
     sa->xs = mt_xcalloc((size_t)s->n_units + 1, sizeof *sa->xs);
 }
 
-size_t mt_stack_acts_layout(const mt_stack *s, mt_stack_acts *sa, float *base, int B, int T,
-                            int Tk, int S)
+size_t mt_stack_acts_layout(const mt_stack *s, mt_stack_acts *sa, float *base, int B, int T, int Tk,
+                            int S)
 {
     stack_acts_alloc(s, sa);
     size_t BT = (size_t)B * T, BTC = BT * (size_t)s->C, off = 0;
@@ -89,15 +89,14 @@ void mt_stack_embed(const mt_model *m, const mt_stack *s, mt_stack_acts *sa, con
     if (drop && drop->p > 0.0f) mt_dropout_forward(be, sa->xs[0], sa->xs[0], BT * s->C, drop);
 }
 
-const float *mt_stack_final_norm(const mt_backend *be, const mt_stack *s, float *out,
-                                 float *mean, float *rstd, const float *x, size_t BT)
+const float *mt_stack_final_norm(const mt_backend *be, const mt_stack *s, float *out, float *mean,
+                                 float *rstd, const float *x, size_t BT)
 {
     if (s->final_norm_tensor < 0) return x;
     if (s->final_norm == MT_NORM_LAYER)
         mt_layernorm_forward(be, out, mean, rstd, x, s->fn_w, s->fn_b,
                              &(mt_norm_call){BT, s->C, s->final_eps});
-    else
-        mt_rmsnorm_forward(be, out, rstd, x, s->fn_w, &(mt_norm_call){BT, s->C, s->final_eps});
+    else mt_rmsnorm_forward(be, out, rstd, x, s->fn_w, &(mt_norm_call){BT, s->C, s->final_eps});
     return out;
 }
 
@@ -110,8 +109,8 @@ const float *mt_stack_forward(const mt_model *m, const mt_stack *s, mt_stack_act
         unit.drop = &drop;
         mt_unit_forward(m->be, &s->units[i], &sa->w[i], sa->xs[i + 1], sa->xs[i], &unit);
     }
-    return mt_stack_final_norm(m->be, s, sa->fn_out, sa->fn_mean, sa->fn_rstd,
-                               sa->xs[s->n_units], (size_t)pass->B * pass->T);
+    return mt_stack_final_norm(m->be, s, sa->fn_out, sa->fn_mean, sa->fn_rstd, sa->xs[s->n_units],
+                               (size_t)pass->B * pass->T);
 }
 
 void mt_stack_backward(mt_model *m, mt_stack *s, const mt_stack_acts *sa, float *dx,

@@ -35,8 +35,8 @@ static int build(mt_model *m)
     causal.attn.causal = 1;
     mt_unit_config ffn = {.ffn = {.C = C, .F = c->ffn_dim, .act = c->activation, .bias = 1}};
     char prefix[MT_NAME_MAX], norm[MT_NAME_MAX];
-    const mt_unit_norm post_ln = {.kind = MT_NORM_LAYER, .name = norm, .post = 1,
-                                  .eps = MARIAN_LN_EPS};
+    const mt_unit_norm post_ln = {
+        .kind = MT_NORM_LAYER, .name = norm, .post = 1, .eps = MARIAN_LN_EPS};
 
     m->enc.positions = 1;
     for (int l = 0; l < c->n_encoder_layers; l++) {
@@ -130,7 +130,8 @@ static int read_activation(mt_model_config *cfg, const mt_config *c)
     if (!act) return -1;
     if (activation_from_name(act, &cfg->activation))
         return mt_error("%s: activation_function \"%s\" is not supported (relu, swish, silu, "
-                        "gelu)", mt_config_name(c), act);
+                        "gelu)",
+                        mt_config_name(c), act);
     return 0;
 }
 
@@ -164,8 +165,8 @@ static int read_bad_words(mt_model_config *cfg, const mt_config *c)
     int rc = 0;
     if (!got || strcmp(got, want))
         rc = mt_error("%s: bad_words_ids %.80s is not supported (only %s, the pad_token_id: "
-                      "mtlab never generates <pad> and bans nothing else)", mt_config_name(c),
-                      got ? got : "?", want);
+                      "mtlab never generates <pad> and bans nothing else)",
+                      mt_config_name(c), got ? got : "?", want);
     free(got);
     return rc;
 }
@@ -192,11 +193,15 @@ static const mt_config_key keys[] = {
     MT_CFG_CONST_BOOL("is_encoder_decoder", 1),
     MT_CFG_TOKEN_ID("pad_token_id", pad_id),
     MT_CFG_TOKEN_ID("eos_token_id", eos_id),
-    {.name = "forced_eos_token_id", .type = MT_KEY_TOKEN_ID, .offset = MT_KEY_FIELD(eos_id),
+    {.name = "forced_eos_token_id",
+     .type = MT_KEY_TOKEN_ID,
+     .offset = MT_KEY_FIELD(eos_id),
      .flags = MT_KEY_WRITE_ONLY},
     MT_CFG_TOKEN_ID("bos_token_id", bos_id),
     MT_CFG_TOKEN_ID("decoder_start_token_id", decoder_start_id),
-    {.name = "bad_words_ids", .type = MT_KEY_CUSTOM, .read = read_bad_words,
+    {.name = "bad_words_ids",
+     .type = MT_KEY_CUSTOM,
+     .read = read_bad_words,
      .flags = MT_KEY_READ_ONLY},
     /* keys of the BART-era configs the hub's opus-mt checkpoints were converted with: what
      * Marian is (sinusoid positions, post-norm, no extra norms or logits bias) */
@@ -236,8 +241,8 @@ static int check(const mt_model_config *c)
     if (c->n_heads <= 0 || c->d_model % c->n_heads)
         return mt_error("transformer config: %d heads do not divide d_model %d", c->n_heads,
                         c->d_model);
-    if (c->d_model % 2) return mt_error("transformer config: d_model %d must be even (sinusoids)",
-                                        c->d_model);
+    if (c->d_model % 2)
+        return mt_error("transformer config: d_model %d must be even (sinusoids)", c->d_model);
     if (c->ffn_dim <= 0 || c->ffn_dim > (1 << 18))
         return mt_error("transformer config: ffn_dim %d must be in 1..%d", c->ffn_dim, 1 << 18);
     if (c->max_positions <= 0 || c->max_positions > (1 << 20))
@@ -254,12 +259,17 @@ static const char *const aliases[][2] = {
 };
 
 static const char *const embed_copies[] = {
-    "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight", NULL,
+    "model.encoder.embed_tokens.weight",
+    "model.decoder.embed_tokens.weight",
+    NULL,
 };
 
 static const char *const ignored[] = {
-    "model.encoder.embed_positions.weight", "model.decoder.embed_positions.weight",
-    "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight", NULL,
+    "model.encoder.embed_positions.weight",
+    "model.decoder.embed_positions.weight",
+    "model.encoder.embed_tokens.weight",
+    "model.decoder.embed_tokens.weight",
+    NULL,
 };
 
 /* the paper's 6+6 layers, d_model 512, 8 heads, FFN 2048, separate output (~77M); the demo's

@@ -19,16 +19,14 @@ typedef struct {
     void (*params_point)(const mt_unit_config *cfg, mt_unit_params *p, float *base);
     /* floats of the mixer's activations for B rows of T queries over Tk keys (S: source) */
     size_t (*acts_count)(const mt_unit *u, int B, int T, int Tk, int S);
-    void (*acts_point)(const mt_unit *u, mt_unit_acts *a, float *base, int B, int T, int Tk,
-                       int S);
+    void (*acts_point)(const mt_unit *u, mt_unit_acts *a, float *base, int B, int T, int Tk, int S);
     void (*forward)(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, float *out,
                     const float *in, const mt_pass *pass);
     /* dx += mixer'(dout); for cross-attention pass->dmem receives the key/value side. */
     void (*backward)(const mt_backend *be, mt_unit *u, const mt_unit_acts *a, mt_unit_acts *da,
                      float *dx, const float *dout, const float *in, const mt_pass *pass);
     size_t (*cache_count)(const mt_unit *u, int B, int Tmax, int Smax);
-    void (*cache_point)(const mt_unit *u, mt_unit_cache *c, float *base, int B, int Tmax,
-                        int Smax);
+    void (*cache_point)(const mt_unit *u, mt_unit_cache *c, float *base, int B, int Tmax, int Smax);
     float *(*cache_tensor)(const mt_unit *u, mt_unit_cache *c, int which, size_t *row,
                            size_t *used);
     void (*decode)(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, mt_unit_cache *c,
@@ -88,27 +86,29 @@ static void cross_acts_point(const mt_unit *u, mt_unit_acts *a, float *base, int
     mt_attention_acts_point(&a->attn, base, &u->cfg.attn, B, T, S);
 }
 
-static void self_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
-                         float *out, const float *in, const mt_pass *pass)
+static void self_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, float *out,
+                         const float *in, const mt_pass *pass)
 {
-    mt_attn_call call = {.cfg = &u->cfg.attn, .B = pass->B, .Tq = pass->T, .Tk = pass->T,
-                         .key_mask = pass->mask};
+    mt_attn_call call = {
+        .cfg = &u->cfg.attn, .B = pass->B, .Tq = pass->T, .Tk = pass->T, .key_mask = pass->mask};
     mt_attention_forward(be, out, &a->attn, in, in, &u->p.attn, &call);
 }
-static void cross_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
-                          float *out, const float *in, const mt_pass *pass)
+static void cross_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, float *out,
+                          const float *in, const mt_pass *pass)
 {
-    mt_attn_call call = {.cfg = &u->cfg.attn, .B = pass->B, .Tq = pass->T, .Tk = pass->S,
+    mt_attn_call call = {.cfg = &u->cfg.attn,
+                         .B = pass->B,
+                         .Tq = pass->T,
+                         .Tk = pass->S,
                          .key_mask = pass->mem_mask};
     mt_attention_forward(be, out, &a->attn, in, pass->mem, &u->p.attn, &call);
 }
 
-static void self_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a,
-                          mt_unit_acts *da, float *dx, const float *dout, const float *in,
-                          const mt_pass *pass)
+static void self_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a, mt_unit_acts *da,
+                          float *dx, const float *dout, const float *in, const mt_pass *pass)
 {
-    mt_attn_call call = {.cfg = &u->cfg.attn, .B = pass->B, .Tq = pass->T, .Tk = pass->T,
-                         .key_mask = pass->mask};
+    mt_attn_call call = {
+        .cfg = &u->cfg.attn, .B = pass->B, .Tq = pass->T, .Tk = pass->T, .key_mask = pass->mask};
     mt_attn_grads grads = {dx, dx, &u->g.attn, &da->attn};
     mt_attention_backward(be, &grads, dout, &a->attn, in, in, &u->p.attn, &call);
 }
@@ -116,7 +116,10 @@ static void cross_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts 
                            mt_unit_acts *da, float *dx, const float *dout, const float *in,
                            const mt_pass *pass)
 {
-    mt_attn_call call = {.cfg = &u->cfg.attn, .B = pass->B, .Tq = pass->T, .Tk = pass->S,
+    mt_attn_call call = {.cfg = &u->cfg.attn,
+                         .B = pass->B,
+                         .Tq = pass->T,
+                         .Tk = pass->S,
                          .key_mask = pass->mem_mask};
     mt_attn_grads grads = {dx, pass->dmem, &u->g.attn, &da->attn};
     mt_attention_backward(be, &grads, dout, &a->attn, in, pass->mem, &u->p.attn, &call);
@@ -150,22 +153,24 @@ static float *attn_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, s
     return which == 0 ? c->kv.k : c->kv.v;
 }
 
-static void self_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
-                        mt_unit_cache *c, float *out, const float *in, const mt_pass *pass)
+static void self_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, mt_unit_cache *c,
+                        float *out, const float *in, const mt_pass *pass)
 {
-    mt_attn_call call = {.cfg = &u->cfg.attn, .B = pass->B, .Tq = pass->T,
-                         .key_mask = pass->key_mask, .key_ld = pass->key_ld,
+    mt_attn_call call = {.cfg = &u->cfg.attn,
+                         .B = pass->B,
+                         .Tq = pass->T,
+                         .key_mask = pass->key_mask,
+                         .key_ld = pass->key_ld,
                          .slot_mask = pass->first ? NULL : pass->slot_mask};
     if (u->cfg.attn.window > 0)
         mt_attention_ring_decode(be, out, &a->attn, in, &c->kv, &u->p.attn, &call);
-    else
-        mt_attention_decode(be, out, &a->attn, in, &c->kv, &u->p.attn, &call);
+    else mt_attention_decode(be, out, &a->attn, in, &c->kv, &u->p.attn, &call);
 }
-static void cross_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
-                         mt_unit_cache *c, float *out, const float *in, const mt_pass *pass)
+static void cross_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, mt_unit_cache *c,
+                         float *out, const float *in, const mt_pass *pass)
 {
-    mt_attn_call call = {.cfg = &u->cfg.attn, .B = pass->B, .Tq = pass->T,
-                         .key_mask = pass->mem_mask};
+    mt_attn_call call = {
+        .cfg = &u->cfg.attn, .B = pass->B, .Tq = pass->T, .key_mask = pass->mem_mask};
     mt_attention_cross_decode(be, out, &a->attn, in, &c->kv, &u->p.attn, &call);
 }
 
@@ -203,20 +208,19 @@ static void ffn_acts_point(const mt_unit *u, mt_unit_acts *a, float *base, int B
 {
     mt_ffn_acts_point(&a->ffn, base, &u->cfg.ffn, (size_t)B * T);
 }
-static void ffn_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
-                        float *out, const float *in, const mt_pass *pass)
+static void ffn_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, float *out,
+                        const float *in, const mt_pass *pass)
 {
     mt_ffn_forward(be, out, &a->ffn, in, &u->p.ffn, &u->cfg.ffn, (size_t)pass->B * pass->T);
 }
-static void ffn_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a,
-                         mt_unit_acts *da, float *dx, const float *dout, const float *in,
-                         const mt_pass *pass)
+static void ffn_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a, mt_unit_acts *da,
+                         float *dx, const float *dout, const float *in, const mt_pass *pass)
 {
     mt_ffn_backward(be, &(mt_ffn_grads){dx, &u->g.ffn, &da->ffn}, dout, &a->ffn, in, &u->p.ffn,
                     &u->cfg.ffn, (size_t)pass->B * pass->T);
 }
-static void ffn_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
-                       mt_unit_cache *c, float *out, const float *in, const mt_pass *pass)
+static void ffn_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, mt_unit_cache *c,
+                       float *out, const float *in, const mt_pass *pass)
 {
     mt_ffn_forward(be, out, &a->ffn, in, &u->p.ffn, &u->cfg.ffn, (size_t)pass->B * pass->T);
 }
@@ -245,24 +249,21 @@ static void mlp_acts_point(const mt_unit *u, mt_unit_acts *a, float *base, int B
 {
     mt_gated_mlp_acts_point(&a->mlp, base, &u->cfg.mlp, (size_t)B * T);
 }
-static void mlp_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
-                        float *out, const float *in, const mt_pass *pass)
+static void mlp_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, float *out,
+                        const float *in, const mt_pass *pass)
 {
-    mt_gated_mlp_forward(be, out, &a->mlp, in, &u->p.mlp, &u->cfg.mlp,
-                         (size_t)pass->B * pass->T);
+    mt_gated_mlp_forward(be, out, &a->mlp, in, &u->p.mlp, &u->cfg.mlp, (size_t)pass->B * pass->T);
 }
-static void mlp_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a,
-                         mt_unit_acts *da, float *dx, const float *dout, const float *in,
-                         const mt_pass *pass)
+static void mlp_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a, mt_unit_acts *da,
+                         float *dx, const float *dout, const float *in, const mt_pass *pass)
 {
     mt_gated_mlp_backward(be, &(mt_gated_mlp_grads){dx, &u->g.mlp, &da->mlp}, dout, &a->mlp, in,
                           &u->p.mlp, &u->cfg.mlp, (size_t)pass->B * pass->T);
 }
-static void mlp_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
-                       mt_unit_cache *c, float *out, const float *in, const mt_pass *pass)
+static void mlp_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, mt_unit_cache *c,
+                       float *out, const float *in, const mt_pass *pass)
 {
-    mt_gated_mlp_forward(be, out, &a->mlp, in, &u->p.mlp, &u->cfg.mlp,
-                         (size_t)pass->B * pass->T);
+    mt_gated_mlp_forward(be, out, &a->mlp, in, &u->p.mlp, &u->cfg.mlp, (size_t)pass->B * pass->T);
 }
 
 /* ---- Mamba */
@@ -289,19 +290,19 @@ static void mamba_acts_point(const mt_unit *u, mt_unit_acts *a, float *base, int
 {
     mt_mamba_acts_point(&a->mamba, base, &u->cfg.mamba, B, T);
 }
-static void mamba_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
-                          float *out, const float *in, const mt_pass *pass)
+static void mamba_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, float *out,
+                          const float *in, const mt_pass *pass)
 {
-    mt_mamba_call call = {.cfg = &u->cfg.mamba, .B = pass->B, .T = pass->T, .mask = pass->mask,
-                          .drop = pass->drop};
+    mt_mamba_call call = {
+        .cfg = &u->cfg.mamba, .B = pass->B, .T = pass->T, .mask = pass->mask, .drop = pass->drop};
     mt_mamba_forward(be, out, &a->mamba, in, &u->p.mamba, &call);
 }
 static void mamba_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a,
                            mt_unit_acts *da, float *dx, const float *dout, const float *in,
                            const mt_pass *pass)
 {
-    mt_mamba_call call = {.cfg = &u->cfg.mamba, .B = pass->B, .T = pass->T, .mask = pass->mask,
-                          .drop = pass->drop};
+    mt_mamba_call call = {
+        .cfg = &u->cfg.mamba, .B = pass->B, .T = pass->T, .mask = pass->mask, .drop = pass->drop};
     mt_mamba_grads grads = {dx, &u->g.mamba, &da->mamba};
     mt_mamba_backward(be, &grads, dout, &a->mamba, in, &u->p.mamba, &call);
 }
@@ -321,15 +322,17 @@ static float *mamba_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, 
     *row = *used = (size_t)mc->d_inner * (which == 0 ? mc->d_conv : mc->d_state);
     return which == 0 ? c->ms.conv : c->ms.ssm;
 }
-static void mamba_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
-                         mt_unit_cache *c, float *out, const float *in, const mt_pass *pass)
+static void mamba_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, mt_unit_cache *c,
+                         float *out, const float *in, const mt_pass *pass)
 {
     if (pass->first)
         mt_mamba_forward(be, out, &a->mamba, in, &u->p.mamba,
-                         &(mt_mamba_call){.cfg = &u->cfg.mamba, .B = pass->B, .T = pass->T,
-                                          .mask = pass->mask, .state = &c->ms});
-    else
-        mt_mamba_step(be, out, &a->mamba, in, &u->p.mamba, &u->cfg.mamba, &c->ms, pass->B);
+                         &(mt_mamba_call){.cfg = &u->cfg.mamba,
+                                          .B = pass->B,
+                                          .T = pass->T,
+                                          .mask = pass->mask,
+                                          .state = &c->ms});
+    else mt_mamba_step(be, out, &a->mamba, in, &u->p.mamba, &u->cfg.mamba, &c->ms, pass->B);
 }
 
 /* ---- retention */
@@ -356,15 +359,14 @@ static void ret_acts_point(const mt_unit *u, mt_unit_acts *a, float *base, int B
 {
     mt_retention_acts_point(&a->ret, base, &u->cfg.ret, B, T);
 }
-static void ret_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
-                        float *out, const float *in, const mt_pass *pass)
+static void ret_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, float *out,
+                        const float *in, const mt_pass *pass)
 {
     mt_retention_call call = {.cfg = &u->cfg.ret, .B = pass->B, .T = pass->T, .mask = pass->mask};
     mt_retention_forward(be, out, &a->ret, in, &u->p.ret, &call);
 }
-static void ret_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a,
-                         mt_unit_acts *da, float *dx, const float *dout, const float *in,
-                         const mt_pass *pass)
+static void ret_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a, mt_unit_acts *da,
+                         float *dx, const float *dout, const float *in, const mt_pass *pass)
 {
     mt_retention_call call = {.cfg = &u->cfg.ret, .B = pass->B, .T = pass->T, .mask = pass->mask};
     mt_retention_grads grads = {dx, &u->g.ret, &da->ret};
@@ -386,15 +388,17 @@ static float *ret_cache_tensor(const mt_unit *u, mt_unit_cache *c, int which, si
     *row = *used = which == 0 ? (size_t)rc->C * rc->V / rc->H : (size_t)rc->H;
     return which == 0 ? c->rs.kv : c->rs.scale;
 }
-static void ret_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
-                       mt_unit_cache *c, float *out, const float *in, const mt_pass *pass)
+static void ret_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, mt_unit_cache *c,
+                       float *out, const float *in, const mt_pass *pass)
 {
     if (pass->first)
         mt_retention_forward(be, out, &a->ret, in, &u->p.ret,
-                             &(mt_retention_call){.cfg = &u->cfg.ret, .B = pass->B, .T = pass->T,
-                                                  .mask = pass->mask, .state = &c->rs});
-    else
-        mt_retention_step(be, out, &a->ret, in, &u->p.ret, &u->cfg.ret, &c->rs, pass->B);
+                             &(mt_retention_call){.cfg = &u->cfg.ret,
+                                                  .B = pass->B,
+                                                  .T = pass->T,
+                                                  .mask = pass->mask,
+                                                  .state = &c->rs});
+    else mt_retention_step(be, out, &a->ret, in, &u->p.ret, &u->cfg.ret, &c->rs, pass->B);
 }
 
 static const unit_ops UNIT_OPS[] = {
@@ -403,8 +407,8 @@ static const unit_ops UNIT_OPS[] = {
                            self_cache_count, self_cache_point, attn_cache_tensor, self_decode, 0},
     [MT_UNIT_CROSS_ATTN] = {attn_width, attn_tensors, attn_params_count, attn_params_point,
                             cross_acts_count, cross_acts_point, cross_forward, cross_backward,
-                            cross_cache_count, cross_cache_point, attn_cache_tensor,
-                            cross_decode, 0},
+                            cross_cache_count, cross_cache_point, attn_cache_tensor, cross_decode,
+                            0},
     [MT_UNIT_FFN] = {ffn_width, ffn_tensors, ffn_params_count, ffn_params_point, ffn_acts_count,
                      ffn_acts_point, ffn_forward, ffn_backward, no_cache_count, no_cache_point,
                      no_cache_tensor, ffn_decode, 0},
@@ -448,8 +452,7 @@ size_t mt_unit_work_count(const mt_unit *u, int B, int T, int Tk, int S)
     return UNIT_OPS[u->kind].acts_count(u, B, T, Tk, S) + BT * (size_t)mt_unit_width(u) + 2 * BT;
 }
 
-void mt_unit_work_point(const mt_unit *u, mt_unit_work *w, float *base, int B, int T, int Tk,
-                        int S)
+void mt_unit_work_point(const mt_unit *u, mt_unit_work *w, float *base, int B, int T, int Tk, int S)
 {
     size_t BT = (size_t)B * T;
     const unit_ops *ops = &UNIT_OPS[u->kind];
@@ -475,8 +478,7 @@ static void norm_forward(const mt_backend *be, const mt_unit *u, float *out, flo
     if (u->norm == MT_NORM_LAYER)
         mt_layernorm_forward(be, out, mean, rstd, x, u->norm_w, u->norm_b,
                              &(mt_norm_call){BT, C, u->eps});
-    else
-        mt_rmsnorm_forward(be, out, rstd, x, u->norm_w, &(mt_norm_call){BT, C, u->eps});
+    else mt_rmsnorm_forward(be, out, rstd, x, u->norm_w, &(mt_norm_call){BT, C, u->eps});
 }
 
 static void norm_backward(const mt_backend *be, mt_unit *u, float *dx, const float *dout,
@@ -549,8 +551,7 @@ size_t mt_unit_cache_count(const mt_unit *u, int B, int Tmax, int Smax)
     return UNIT_OPS[u->kind].cache_count(u, B, Tmax, Smax);
 }
 
-void mt_unit_cache_point(const mt_unit *u, mt_unit_cache *c, float *base, int B, int Tmax,
-                         int Smax)
+void mt_unit_cache_point(const mt_unit *u, mt_unit_cache *c, float *base, int B, int Tmax, int Smax)
 {
     UNIT_OPS[u->kind].cache_point(u, c, base, B, Tmax, Smax);
 }

@@ -45,9 +45,12 @@ int xlmr_params_point(xlmr_params *p, xlmr_tensor *t, float *base, const xlmr_co
     int n = 0, C = cfg->C, F = cfg->F;
     mt_attn_config ac = attn_config(cfg);
     mt_ffn_config fc = ffn_config(cfg);
-    p->word = base, base = take(t, &n, base, prefix, "embeddings.word_embeddings.weight", 2, cfg->V, C);
-    p->pos = base, base = take(t, &n, base, prefix, "embeddings.position_embeddings.weight", 2, cfg->P, C);
-    p->type = base, base = take(t, &n, base, prefix, "embeddings.token_type_embeddings.weight", 2, 1, C);
+    p->word = base,
+    base = take(t, &n, base, prefix, "embeddings.word_embeddings.weight", 2, cfg->V, C);
+    p->pos = base,
+    base = take(t, &n, base, prefix, "embeddings.position_embeddings.weight", 2, cfg->P, C);
+    p->type = base,
+    base = take(t, &n, base, prefix, "embeddings.token_type_embeddings.weight", 2, 1, C);
     p->emb_ln_w = base, base = take(t, &n, base, prefix, "embeddings.LayerNorm.weight", 1, C, 0);
     p->emb_ln_b = base, base = take(t, &n, base, prefix, "embeddings.LayerNorm.bias", 1, C, 0);
     p->layers = mt_xcalloc((size_t)cfg->L, sizeof *p->layers);
@@ -67,8 +70,10 @@ int xlmr_params_point(xlmr_params *p, xlmr_tensor *t, float *base, const xlmr_co
             snprintf(nm, sizeof nm, "%s.bias", names[k]);
             a = take(t, &n, a, lp, nm, 1, C, 0);
         }
-        ly->attn_ln_w = base, base = take(t, &n, base, lp, "attention.output.LayerNorm.weight", 1, C, 0);
-        ly->attn_ln_b = base, base = take(t, &n, base, lp, "attention.output.LayerNorm.bias", 1, C, 0);
+        ly->attn_ln_w = base,
+        base = take(t, &n, base, lp, "attention.output.LayerNorm.weight", 1, C, 0);
+        ly->attn_ln_b = base,
+        base = take(t, &n, base, lp, "attention.output.LayerNorm.bias", 1, C, 0);
         float *f = base;
         base = mt_ffn_params_point(&ly->ffn, base, &fc);
         f = take(t, &n, f, lp, "intermediate.dense.weight", 2, F, C);

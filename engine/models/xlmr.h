@@ -28,24 +28,24 @@ typedef struct {
 } xlmr_tensor;
 
 typedef struct {
-    mt_attn_params attn;       /* q/k/v/o (C, C) with biases */
+    mt_attn_params attn; /* q/k/v/o (C, C) with biases */
     float *attn_ln_w, *attn_ln_b; /* (C) */
-    mt_ffn_params ffn;         /* (F, C), (F), (C, F), (C) */
-    float *ffn_ln_w, *ffn_ln_b;   /* (C) */
+    mt_ffn_params ffn; /* (F, C), (F), (C, F), (C) */
+    float *ffn_ln_w, *ffn_ln_b; /* (C) */
 } xlmr_layer;
 
 typedef struct {
-    float *word;                /* (V, C) */
-    float *pos;                 /* (P, C) */
-    float *type;                /* (1, C) */
+    float *word; /* (V, C) */
+    float *pos; /* (P, C) */
+    float *type; /* (1, C) */
     float *emb_ln_w, *emb_ln_b; /* (C) */
-    xlmr_layer *layers;         /* (L), malloc'd by xlmr_params_point */
+    xlmr_layer *layers; /* (L), malloc'd by xlmr_params_point */
 } xlmr_params;
 
 typedef struct {
-    float *x;           /* (BT, C) the latest hidden state x_l */
-    float *y;           /* (BT, C) residual sums before a norm */
-    float *h;           /* (BT, C) a sublayer's output */
+    float *x; /* (BT, C) the latest hidden state x_l */
+    float *y; /* (BT, C) residual sums before a norm */
+    float *h; /* (BT, C) a sublayer's output */
     float *mean, *rstd; /* (BT) */
     mt_attn_acts attn;
     mt_ffn_acts ffn;
@@ -68,10 +68,10 @@ typedef void (*xlmr_layer_fn)(void *ctx, int l, const float *x);
 /* One forward: the config, the shape, the mask and the hook that sees each hidden state. */
 typedef struct {
     const xlmr_config *cfg;
-    int B, T;            /* T + 2 <= P */
+    int B, T; /* T + 2 <= P */
     const uint8_t *mask; /* (B, T) backend memory, right-padded */
     xlmr_layer_fn fn;
-    void *ctx;           /* fn's */
+    void *ctx; /* fn's */
 } xlmr_call;
 /* ids (B, T) backend memory */
 void xlmr_forward(const mt_backend *be, xlmr_acts *a, const int32_t *ids, const xlmr_params *p,

@@ -66,7 +66,7 @@ static float *host_copy(const mt_backend *be, const float *src, size_t n)
 typedef struct {
     const mt_probe_opts *o;
     int groups;
-    float *norms;   /* (Mamba layers of the decoder, T) collected for the state-norms map */
+    float *norms; /* (Mamba layers of the decoder, T) collected for the state-norms map */
     int n_norm_layers;
 } probe_ctx;
 
@@ -119,18 +119,31 @@ static void mamba_maps(mt_probe_record *r, probe_ctx *c, const mt_model *m, cons
     float *Bm = host_copy(be, a->Bm, (size_t)T * N), *Cm = host_copy(be, a->Cm, (size_t)T * N);
     float *A_log = host_copy(be, u->p.mamba.A_log, (size_t)D * N);
     float *dt_bias = host_copy(be, u->p.mamba.dt_proj_b, (size_t)D);
-    mt_scan_args scan = {.u = uu, .dt = dt, .A_log = A_log, .Bm = Bm, .Cm = Cm,
-                         .dt_bias = dt_bias, .B = 1, .T = T, .D = D, .N = N};
+    mt_scan_args scan = {.u = uu,
+                         .dt = dt,
+                         .A_log = A_log,
+                         .Bm = Bm,
+                         .Cm = Cm,
+                         .dt_bias = dt_bias,
+                         .B = 1,
+                         .T = T,
+                         .D = D,
+                         .N = N};
     mt_probe_axis axis = encoder ? MT_PROBE_AXIS_SOURCE : MT_PROBE_AXIS_TARGET;
     if (wants(c, MT_PROBE_STATE_NORMS) || wants(c, MT_PROBE_STATE_GROUPS)) {
         float *norms = mt_xmalloc((size_t)T * sizeof *norms);
         float *groups = NULL;
         if (wants(c, MT_PROBE_STATE_GROUPS))
             groups = add_map(r, &(mt_probe_map){.kind = MT_PROBE_STATE_GROUPS,
-                                                .unit = MT_PROBE_UNIT_MAMBA, .layer = layer,
-                                                .encoder = encoder, .heads = 1, .rows = G,
-                                                .cols = T, .row_axis = MT_PROBE_AXIS_GROUP,
-                                                .col_axis = axis})->values;
+                                                .unit = MT_PROBE_UNIT_MAMBA,
+                                                .layer = layer,
+                                                .encoder = encoder,
+                                                .heads = 1,
+                                                .rows = G,
+                                                .cols = T,
+                                                .row_axis = MT_PROBE_AXIS_GROUP,
+                                                .col_axis = axis})
+                         ->values;
         mt_state_norms(norms, groups, G, &scan);
         if (!encoder) {
             c->norms = mt_xrealloc(c->norms, (size_t)(c->n_norm_layers + 1) * T * sizeof *c->norms);
@@ -141,10 +154,14 @@ static void mamba_maps(mt_probe_record *r, probe_ctx *c, const mt_model *m, cons
     if (wants(c, MT_PROBE_IMPLICIT_ATTN)) {
         /* alpha_d[r][c] is a sum over c <= r: the scan is causal */
         mt_probe_map *map = add_map(r, &(mt_probe_map){.kind = MT_PROBE_IMPLICIT_ATTN,
-                                                        .unit = MT_PROBE_UNIT_MAMBA, .layer = layer,
-                                                        .encoder = encoder, .heads = 1, .rows = T,
-                                                        .cols = T, .row_axis = axis,
-                                                        .col_axis = axis});
+                                                       .unit = MT_PROBE_UNIT_MAMBA,
+                                                       .layer = layer,
+                                                       .encoder = encoder,
+                                                       .heads = 1,
+                                                       .rows = T,
+                                                       .cols = T,
+                                                       .row_axis = axis,
+                                                       .col_axis = axis});
         map->causal = 1;
         implicit_mean_abs(map->values, &scan);
     }
@@ -175,10 +192,14 @@ static void stack_maps(mt_probe_record *r, probe_ctx *c, const mt_model *m, cons
         } else if (u->kind == MT_UNIT_SELF_ATTN && wants(c, MT_PROBE_SELF_ATTN)) {
             int H = u->cfg.attn.H;
             mt_probe_map *map = add_map(r, &(mt_probe_map){.kind = MT_PROBE_SELF_ATTN,
-                                                            .unit = MT_PROBE_UNIT_ATTENTION,
-                                                            .layer = layer, .encoder = encoder,
-                                                            .heads = H, .rows = T, .cols = T,
-                                                            .row_axis = own, .col_axis = own});
+                                                           .unit = MT_PROBE_UNIT_ATTENTION,
+                                                           .layer = layer,
+                                                           .encoder = encoder,
+                                                           .heads = H,
+                                                           .rows = T,
+                                                           .cols = T,
+                                                           .row_axis = own,
+                                                           .col_axis = own});
             map->causal = u->cfg.attn.causal;
             map->window = u->cfg.attn.causal ? u->cfg.attn.window : 0;
             m->be->download(map->values, sa->w[i].a.attn.att, (size_t)H * T * T * sizeof(float));
@@ -186,10 +207,14 @@ static void stack_maps(mt_probe_record *r, probe_ctx *c, const mt_model *m, cons
             /* retention weights are signed; their magnitude is what a heatmap compares */
             int H = u->cfg.ret.H;
             mt_probe_map *map = add_map(r, &(mt_probe_map){.kind = MT_PROBE_SELF_ATTN,
-                                                            .unit = MT_PROBE_UNIT_RETENTION,
-                                                            .layer = layer, .encoder = encoder,
-                                                            .heads = H, .rows = T, .cols = T,
-                                                            .row_axis = own, .col_axis = own});
+                                                           .unit = MT_PROBE_UNIT_RETENTION,
+                                                           .layer = layer,
+                                                           .encoder = encoder,
+                                                           .heads = H,
+                                                           .rows = T,
+                                                           .cols = T,
+                                                           .row_axis = own,
+                                                           .col_axis = own});
             map->causal = 1;
             size_t n = (size_t)H * T * T;
             m->be->download(map->values, sa->w[i].a.ret.att, n * sizeof(float));
@@ -197,11 +222,14 @@ static void stack_maps(mt_probe_record *r, probe_ctx *c, const mt_model *m, cons
         } else if (u->kind == MT_UNIT_CROSS_ATTN && wants(c, MT_PROBE_CROSS_ATTN)) {
             int H = u->cfg.attn.H;
             mt_probe_map *map = add_map(r, &(mt_probe_map){.kind = MT_PROBE_CROSS_ATTN,
-                                                            .unit = MT_PROBE_UNIT_ATTENTION,
-                                                            .layer = layer, .encoder = encoder,
-                                                            .heads = H, .rows = T, .cols = S,
-                                                            .row_axis = MT_PROBE_AXIS_TARGET,
-                                                            .col_axis = MT_PROBE_AXIS_SOURCE});
+                                                           .unit = MT_PROBE_UNIT_ATTENTION,
+                                                           .layer = layer,
+                                                           .encoder = encoder,
+                                                           .heads = H,
+                                                           .rows = T,
+                                                           .cols = S,
+                                                           .row_axis = MT_PROBE_AXIS_TARGET,
+                                                           .col_axis = MT_PROBE_AXIS_SOURCE});
             m->be->download(map->values, sa->w[i].a.attn.att, (size_t)H * T * S * sizeof(float));
         }
     }
@@ -254,11 +282,13 @@ int mt_probe_run(mt_model *m, const int32_t *src, int src_len, const int32_t *hy
     if (encdec) stack_maps(out, &c, m, &m->enc, &m->enc_acts, 1, S, 0);
     if (c.n_norm_layers > 0 && wants(&c, MT_PROBE_STATE_NORMS)) {
         mt_probe_map *map = add_map(out, &(mt_probe_map){.kind = MT_PROBE_STATE_NORMS,
-                                                          .unit = MT_PROBE_UNIT_MODEL, .layer = -1,
-                                                          .heads = 1, .rows = c.n_norm_layers,
-                                                          .cols = T,
-                                                          .row_axis = MT_PROBE_AXIS_LAYER,
-                                                          .col_axis = MT_PROBE_AXIS_TARGET});
+                                                         .unit = MT_PROBE_UNIT_MODEL,
+                                                         .layer = -1,
+                                                         .heads = 1,
+                                                         .rows = c.n_norm_layers,
+                                                         .cols = T,
+                                                         .row_axis = MT_PROBE_AXIS_LAYER,
+                                                         .col_axis = MT_PROBE_AXIS_TARGET});
         memcpy(map->values, c.norms, (size_t)c.n_norm_layers * T * sizeof *c.norms);
     }
     free(c.norms);

@@ -19,8 +19,7 @@
 #include "mtlab/error.h"
 
 /* delta (T) of channel d. */
-static void channel_delta(float *delta, const float *dt, const float *dt_bias, int T, int D,
-                          int d)
+static void channel_delta(float *delta, const float *dt, const float *dt_bias, int T, int D, int d)
 {
     for (int t = 0; t < T; t++) delta[t] = mt_softplusf(dt[(size_t)t * D + d] + dt_bias[d]);
 }

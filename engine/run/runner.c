@@ -27,9 +27,10 @@ static int check_vocab(const mt_model *m, const mt_tokenizer *tok, const char *d
 {
     int rows = mt_model_get_config(m)->vocab_size, pieces = mt_tokenizer_vocab_size(tok);
     if (mt_vocab_rows_fit(pieces, rows)) return 0;
-    return mt_error("%s: %s has %d pieces but the model (%s/config.json vocab_size) has %d rows: "
-                    "not this model's tokenizer (a padded vocabulary ends at the next multiple of %d)",
-                    dir, mt_tokenizer_source(tok), pieces, dir, rows, MT_VOCAB_PAD);
+    return mt_error(
+        "%s: %s has %d pieces but the model (%s/config.json vocab_size) has %d rows: "
+        "not this model's tokenizer (a padded vocabulary ends at the next multiple of %d)",
+        dir, mt_tokenizer_source(tok), pieces, dir, rows, MT_VOCAB_PAD);
 }
 
 /* The config's end-of-sentence and padding ids must be the tokenizer's, where it fixes them
@@ -64,14 +65,16 @@ static int check_json_special_ids(const mt_model *m, const mt_tokenizer *tok, co
     const struct {
         const char *key;
         int id;
-    } ids[] = {{"eos_token_id", c->eos_id}, {"pad_token_id", c->pad_id}, {"bos_token_id", c->bos_id}};
+    } ids[] = {
+        {"eos_token_id", c->eos_id}, {"pad_token_id", c->pad_id}, {"bos_token_id", c->bos_id}};
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
         if (mt_tokenizer_is_special(tok, ids[i].id) != 0) continue;
         const char *piece = mt_tokenizer_id_to_piece(tok, ids[i].id);
         return mt_error("%s/config.json: %s %d is %s%s%s in %s, not one of its special tokens "
-                        "(added_tokens with \"special\": true): not this model's tokenizer?", dir,
-                        ids[i].key, ids[i].id, piece ? "'" : "", piece ? piece : "outside the vocabulary",
-                        piece ? "'" : "", mt_tokenizer_source(tok));
+                        "(added_tokens with \"special\": true): not this model's tokenizer?",
+                        dir, ids[i].key, ids[i].id, piece ? "'" : "",
+                        piece ? piece : "outside the vocabulary", piece ? "'" : "",
+                        mt_tokenizer_source(tok));
     }
     return 0;
 }
@@ -93,7 +96,10 @@ mt_runner *mt_runner_open(const char *dir, const char *device, unsigned flags)
     const char *tok_path = r->model ? mt_model_tokenizer_path(r->model) : NULL;
     if (r->model && !tok_path) mt_error("%s: the bundle has no tokenizer.model", dir);
     if (tok_path) r->tok = mt_tokenizer_load(tok_path);
-    if (!r->tok || check_vocab(r->model, r->tok, dir) != 0 || check_special_ids(r->model, r->tok, dir) != 0 || check_json_special_ids(r->model, r->tok, dir) != 0 || ((flags & MT_RUNNER_STATS) && read_corpus_stats(dir, &r->stats) != 0)) {
+    if (!r->tok || check_vocab(r->model, r->tok, dir) != 0 ||
+        check_special_ids(r->model, r->tok, dir) != 0 ||
+        check_json_special_ids(r->model, r->tok, dir) != 0 ||
+        ((flags & MT_RUNNER_STATS) && read_corpus_stats(dir, &r->stats) != 0)) {
         mt_runner_close(r);
         return NULL;
     }
@@ -111,7 +117,9 @@ int mt_runner_precision_flags(const char *precision)
 
 mt_precision mt_runner_precision(unsigned flags)
 {
-    return flags & MT_RUNNER_INT8 ? MT_PRECISION_INT8 : flags & MT_RUNNER_BF16 ? MT_PRECISION_BF16 : MT_PRECISION_FP32;
+    return flags & MT_RUNNER_INT8   ? MT_PRECISION_INT8
+           : flags & MT_RUNNER_BF16 ? MT_PRECISION_BF16
+                                    : MT_PRECISION_FP32;
 }
 
 void mt_runner_close(mt_runner *r)

@@ -14,29 +14,29 @@
 
 struct mt_worker {
     char *dir;
-    char *device;             /* NULL: cpu */
-    unsigned runner_flags;    /* mt_runner_open's */
+    char *device; /* NULL: cpu */
+    unsigned runner_flags; /* mt_runner_open's */
     double partial_interval;
     mt_worker_sink sink;
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t wake;
     atomic_int cancel;
-    int stop;                 /* guarded by lock */
+    int stop; /* guarded by lock */
     mt_worker_request pending; /* texts NULL when none; guarded by lock */
-    int probe_request;        /* text of the last request, -1 when none; guarded by lock */
-    int attr_request;         /* text of the last request to attribute, -1 when none; guarded
-                               * by lock */
-    mt_attr_opts attr_opts;   /* its options; guarded by lock */
-    char *attr_contrast;      /* its contrast piece or NULL; guarded by lock */
+    int probe_request; /* text of the last request, -1 when none; guarded by lock */
+    int attr_request; /* text of the last request to attribute, -1 when none; guarded
+                       * by lock */
+    mt_attr_opts attr_opts; /* its options; guarded by lock */
+    char *attr_contrast; /* its contrast piece or NULL; guarded by lock */
     /* worker-thread only */
     mt_runner *runner;
-    mt_worker_request last;   /* the last finished request and its results, for probes */
+    mt_worker_request last; /* the last finished request and its results, for probes */
     mt_decode_result last_res;
     int have_last;
     /* streaming state of the running request */
     unsigned long running;
-    double *last_partial;     /* (n) per text: when its last partial went out */
+    double *last_partial; /* (n) per text: when its last partial went out */
 };
 
 void mt_labelled_probe_free(mt_labelled_probe *p)
@@ -80,7 +80,8 @@ static void forget_last(mt_worker *w)
 static void on_token(void *user, const mt_decode_event *e)
 {
     mt_worker *w = user;
-    void (*deliver)(void *, unsigned long, int, const char *) = e->final ? w->sink.final : w->sink.partial;
+    void (*deliver)(void *, unsigned long, int, const char *) =
+        e->final ? w->sink.final : w->sink.partial;
     if (!deliver) return;
     double t = mt_now_s();
     if (!e->final && t - w->last_partial[e->sentence] < w->partial_interval) return;
@@ -113,7 +114,8 @@ static void run_probe(mt_worker *w, int text)
     free(ids);
     if (rc != 0) {
         mt_labelled_probe_free(probe);
-        if (w->sink.probe_failed) w->sink.probe_failed(w->sink.user, w->last.id, text, mt_last_error());
+        if (w->sink.probe_failed)
+            w->sink.probe_failed(w->sink.user, w->last.id, text, mt_last_error());
         return;
     }
     const mt_probe_record *r = &probe->rec;
@@ -184,12 +186,13 @@ static void run_request(mt_worker *w, mt_worker_request *req)
     o.user = w;
     o.cancel = &w->cancel;
     mt_decode_result res;
-    int rc = mt_translate(w->runner->model, w->runner->tok, (const char *const *)req->texts,
-                          req->n, 0, &o, &res);
+    int rc = mt_translate(w->runner->model, w->runner->tok, (const char *const *)req->texts, req->n,
+                          0, &o, &res);
     free(w->last_partial);
     w->last_partial = NULL;
     if (rc != 0) {
-        if (w->sink.failed) w->sink.failed(w->sink.user, req->id, res.failed_input, mt_last_error());
+        if (w->sink.failed)
+            w->sink.failed(w->sink.user, req->id, res.failed_input, mt_last_error());
         request_free(req);
         return;
     }

@@ -14,13 +14,13 @@
 struct corpus_reader {
     const char *const *paths;
     size_t n_paths;
-    size_t total;    /* lines in all files, counted by open() */
+    size_t total; /* lines in all files, counted by open() */
     size_t selected; /* lines to hand out: min(total, max_lines) */
-    size_t seen;     /* lines read so far by next() */
-    size_t taken;    /* of those, lines handed out */
-    uint64_t rng;    /* splitmix64 state */
-    size_t file;     /* index into paths of the file being read */
-    FILE *f;         /* NULL between files */
+    size_t seen; /* lines read so far by next() */
+    size_t taken; /* of those, lines handed out */
+    uint64_t rng; /* splitmix64 state */
+    size_t file; /* index into paths of the file being read */
+    FILE *f; /* NULL between files */
     mt_line_reader lr; /* f's lines, the limit applied while reading */
 };
 
@@ -35,7 +35,10 @@ static uint64_t splitmix64_next(uint64_t *state)
 }
 
 /* Uniform double in [0, 1) from the top 53 bits. */
-static double uniform01(uint64_t *state) { return (double)(splitmix64_next(state) >> 11) * 0x1p-53; }
+static double uniform01(uint64_t *state)
+{
+    return (double)(splitmix64_next(state) >> 11) * 0x1p-53;
+}
 
 static int open_file(corpus_reader *r, size_t i)
 {
@@ -59,8 +62,8 @@ static int read_line(corpus_reader *r, size_t *len)
     if (l > 0 && line[l - 1] == '\r') line[--l] = '\0';
     size_t bad = mt_utf8_invalid_offset(line, l);
     if (bad < l)
-        return mt_error("%s:%zu: invalid UTF-8 at byte %zu of the line (0x%02X)", path, r->lr.line_no,
-                        bad, (unsigned)(unsigned char)line[bad]);
+        return mt_error("%s:%zu: invalid UTF-8 at byte %zu of the line (0x%02X)", path,
+                        r->lr.line_no, bad, (unsigned)(unsigned char)line[bad]);
     *len = l;
     return 1;
 }
@@ -122,8 +125,9 @@ int corpus_reader_next(corpus_reader *r, const char **line, size_t *len)
         if (got == 0) {
             close_file(r);
             if (r->file + 1 == r->n_paths)
-                return mt_error("%s: file changed while training the tokenizer (%zu lines, then %zu)",
-                                r->paths[r->file], r->total, r->seen);
+                return mt_error(
+                    "%s: file changed while training the tokenizer (%zu lines, then %zu)",
+                    r->paths[r->file], r->total, r->seen);
             r->file++;
             continue;
         }

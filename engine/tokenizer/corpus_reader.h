@@ -25,7 +25,7 @@ corpus_reader *corpus_reader_open(const char *const *paths, size_t n_paths, size
 /* 1 with the next selected line (no trailing "\n" or "\r\n"; valid until the next call),
  * 0 after the last one, -1 with mt_error when a file changed since open(). */
 int corpus_reader_next(corpus_reader *r, const char **line, size_t *len);
-size_t corpus_reader_total_lines(const corpus_reader *r);    /* lines in all files */
+size_t corpus_reader_total_lines(const corpus_reader *r); /* lines in all files */
 size_t corpus_reader_selected_lines(const corpus_reader *r); /* min(total, max_lines) */
 void corpus_reader_close(corpus_reader *r);
 

@@ -17,7 +17,8 @@ typedef struct {
 
 static void push_id(id_list *l, int id)
 {
-    if (l->n == l->cap) l->v = mt_xrealloc(l->v, (l->cap = l->cap ? 2 * l->cap : 64) * sizeof *l->v);
+    if (l->n == l->cap)
+        l->v = mt_xrealloc(l->v, (l->cap = l->cap ? 2 * l->cap : 64) * sizeof *l->v);
     l->v[l->n++] = id;
 }
 
@@ -36,7 +37,8 @@ typedef struct {
 static void push_part(part_list *l, const char *s, size_t n, int id)
 {
     if (n == 0 && id < 0) return; /* `tokenizers` drops empty splits */
-    if (l->n == l->cap) l->v = mt_xrealloc(l->v, (l->cap = l->cap ? 2 * l->cap : 16) * sizeof *l->v);
+    if (l->n == l->cap)
+        l->v = mt_xrealloc(l->v, (l->cap = l->cap ? 2 * l->cap : 16) * sizeof *l->v);
     char *copy = mt_xmalloc(n + 1);
     memcpy(copy, s, n);
     copy[n] = '\0';
@@ -64,13 +66,18 @@ static int is_white_space(uint32_t c)
 static int is_word(uint32_t c)
 {
     switch (utf8proc_category((utf8proc_int32_t)c)) {
-    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT:
-    case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO: case UTF8PROC_CATEGORY_NL:
-    case UTF8PROC_CATEGORY_MN: case UTF8PROC_CATEGORY_MC: case UTF8PROC_CATEGORY_ME:
-    case UTF8PROC_CATEGORY_ND: case UTF8PROC_CATEGORY_PC:
-        return 1;
-    default:
-        return c == 0x200C || c == 0x200D;
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO:
+    case UTF8PROC_CATEGORY_NL:
+    case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_MC:
+    case UTF8PROC_CATEGORY_ME:
+    case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_PC: return 1;
+    default: return c == 0x200C || c == 0x200D;
     }
 }
 
@@ -120,7 +127,8 @@ static void split_added(const hf_bpe *t, const char *s, size_t n, int normalized
         if (best->rstrip) {
             uint32_t c;
             int len;
-            while (stop < n && (len = mt_utf8_next(s + stop, n - stop, &c)) > 0 && is_white_space(c))
+            while (stop < n && (len = mt_utf8_next(s + stop, n - stop, &c)) > 0 &&
+                   is_white_space(c))
                 stop += (size_t)len;
         }
         if (start_offset < start) push_part(out, s + start_offset, start - start_offset, -1);
@@ -147,14 +155,15 @@ static int split_regex(const hf_bpe *t, const pcre2_code *re, int keep_matches, 
         if (r < 0) {
             PCRE2_UCHAR why[256];
             pcre2_get_error_message(r, why, sizeof why);
-            rc = mt_error("%s: pre_tokenizer: the regular expression failed (PCRE2: %s)",
-                          t->name, (char *)why);
+            rc = mt_error("%s: pre_tokenizer: the regular expression failed (PCRE2: %s)", t->name,
+                          (char *)why);
             break;
         }
         const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
         size_t ms = ov[0], me = ov[1];
         if (ms == me && have_last && me == last_end) {
-            last_end += last_end < n ? (size_t)mt_utf8_next(s + last_end, n - last_end, &(uint32_t){0}) : 1;
+            last_end +=
+                last_end < n ? (size_t)mt_utf8_next(s + last_end, n - last_end, &(uint32_t){0}) : 1;
             have_last = 0;
             continue;
         }
@@ -217,10 +226,8 @@ static int pre_tokenize_step(const hf_bpe *t, const hf_pretok *step, part_list *
                 p->s = spaced;
                 p->n++;
             }
-            if (step->re)
-                rc = split_regex(t, step->re, 1, p->s, p->n, &out);
-            else
-                push_part(&out, p->s, p->n, -1);
+            if (step->re) rc = split_regex(t, step->re, 1, p->s, p->n, &out);
+            else push_part(&out, p->s, p->n, -1);
             for (size_t k = from; k < out.n; k++) byte_level_map(&out.v[k]);
         } else {
             rc = split_regex(t, step->re, step->behavior == HF_SPLIT_ISOLATED, p->s, p->n, &out);
@@ -236,7 +243,7 @@ static int pre_tokenize_step(const hf_bpe *t, const hf_pretok *step, part_list *
 typedef struct {
     int id;
     int prev, next; /* neighbours' indices, -1 at the ends */
-    size_t len;     /* bytes of the word it covers; 0 once merged into its left neighbour */
+    size_t len; /* bytes of the word it covers; 0 once merged into its left neighbour */
 } symbol;
 
 typedef struct {
@@ -258,7 +265,8 @@ typedef struct {
 
 static void heap_push(merge_heap *h, queued_merge m)
 {
-    if (h->n == h->cap) h->v = mt_xrealloc(h->v, (h->cap = h->cap ? 2 * h->cap : 32) * sizeof *h->v);
+    if (h->n == h->cap)
+        h->v = mt_xrealloc(h->v, (h->cap = h->cap ? 2 * h->cap : 32) * sizeof *h->v);
     size_t i = h->n++;
     while (i > 0 && merge_before(m, h->v[(i - 1) / 2])) {
         h->v[i] = h->v[(i - 1) / 2];
@@ -327,12 +335,14 @@ static void bpe_word(const hf_bpe *t, const char *w, size_t n, id_list *out)
             add_symbol(&sym, &ns, &cap, (int)*v, (size_t)len);
         } else {
             int all_bytes = t->byte_fallback;
-            for (size_t b = 0; b < k && all_bytes; b++) all_bytes = t->byte_ids[(unsigned char)buf[b]] >= 0;
+            for (size_t b = 0; b < k && all_bytes; b++)
+                all_bytes = t->byte_ids[(unsigned char)buf[b]] >= 0;
             if (all_bytes) {
                 for (size_t b = 0; b < k; b++)
                     add_symbol(&sym, &ns, &cap, t->byte_ids[(unsigned char)buf[b]], 1);
             } else if (t->unk_id >= 0) {
-                if (unk_len && !t->fuse_unk) add_symbol(&sym, &ns, &cap, t->unk_id, (size_t)unk_len), unk_len = 0;
+                if (unk_len && !t->fuse_unk)
+                    add_symbol(&sym, &ns, &cap, t->unk_id, (size_t)unk_len), unk_len = 0;
                 unk_len += len;
             }
         }
@@ -386,8 +396,10 @@ static int encode_text(const hf_bpe *t, const char *s, size_t n, id_list *out)
         }
         part_list words = {0};
         push_part(&words, parts.v[i].s, parts.v[i].n, -1);
-        for (size_t k = 0; k < t->n_pre && rc == 0; k++) rc = pre_tokenize_step(t, &t->pre[k], &words);
-        for (size_t w = 0; w < words.n && rc == 0; w++) bpe_word(t, words.v[w].s, words.v[w].n, out);
+        for (size_t k = 0; k < t->n_pre && rc == 0; k++)
+            rc = pre_tokenize_step(t, &t->pre[k], &words);
+        for (size_t w = 0; w < words.n && rc == 0; w++)
+            bpe_word(t, words.v[w].s, words.v[w].n, out);
         free_parts(&words);
     }
     free_parts(&parts);
@@ -405,10 +417,8 @@ int hf_bpe_encode(const hf_bpe *t, const char *text, size_t len, int **ids, size
     split_added(t, text, len, 0, &parts);
     int rc = 0;
     for (size_t i = 0; i < parts.n && rc == 0; i++) {
-        if (parts.v[i].id >= 0)
-            push_id(&out, parts.v[i].id);
-        else
-            rc = encode_text(t, parts.v[i].s, parts.v[i].n, &out);
+        if (parts.v[i].id >= 0) push_id(&out, parts.v[i].id);
+        else rc = encode_text(t, parts.v[i].s, parts.v[i].n, &out);
     }
     free_parts(&parts);
     if (rc) {
@@ -473,4 +483,7 @@ const char *hf_bpe_id_to_piece(const hf_bpe *t, int id)
     return id >= 0 && id < t->n_ids ? t->pieces[id] : NULL;
 }
 
-int hf_bpe_is_special(const hf_bpe *t, int id) { return id >= 0 && id < t->n_ids && t->special[id]; }
+int hf_bpe_is_special(const hf_bpe *t, int id)
+{
+    return id >= 0 && id < t->n_ids && t->special[id];
+}

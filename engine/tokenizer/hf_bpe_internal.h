@@ -26,10 +26,10 @@ enum { HF_PRE_BYTE_LEVEL, HF_PRE_SPLIT };
 enum { HF_SPLIT_ISOLATED, HF_SPLIT_REMOVED };
 
 typedef struct {
-    int kind;             /* HF_PRE_* */
+    int kind; /* HF_PRE_* */
     int add_prefix_space; /* ByteLevel */
-    pcre2_code *re;       /* ByteLevel: GPT-2's expression, NULL when use_regex is false; Split */
-    int behavior;         /* Split: HF_SPLIT_* */
+    pcre2_code *re; /* ByteLevel: GPT-2's expression, NULL when use_regex is false; Split */
+    int behavior; /* Split: HF_SPLIT_* */
 } hf_pretok;
 
 /* One merge rule: the pair (a, b) joins into new_id, rank = its line in model.merges. */
@@ -41,24 +41,24 @@ typedef struct {
 #define HF_NO_PAIR UINT64_MAX
 
 struct hf_bpe {
-    char *name;              /* file (or bundle member), for messages */
-    strmap vocab;            /* model.vocab: text -> id */
-    int n_ids;               /* highest id + 1 */
-    char **pieces;           /* (n_ids) text of each id, NULL where no token has it */
-    unsigned char *special;  /* (n_ids) 1 for a special added token */
-    hf_merge *merges;        /* (merge_cap) open addressing, linear probing */
-    size_t merge_cap;        /* a power of two, 0 when there are no merges */
-    hf_added *added;         /* (n_added) in file order */
+    char *name; /* file (or bundle member), for messages */
+    strmap vocab; /* model.vocab: text -> id */
+    int n_ids; /* highest id + 1 */
+    char **pieces; /* (n_ids) text of each id, NULL where no token has it */
+    unsigned char *special; /* (n_ids) 1 for a special added token */
+    hf_merge *merges; /* (merge_cap) open addressing, linear probing */
+    size_t merge_cap; /* a power of two, 0 when there are no merges */
+    hf_added *added; /* (n_added) in file order */
     size_t n_added;
     int norm[HF_BPE_MAX_STEPS]; /* utf8proc option sets, applied in turn */
     size_t n_norm;
     hf_pretok pre[HF_BPE_MAX_STEPS];
     size_t n_pre;
-    int decoder_byte_level;  /* 0: no decoder (tokens joined by spaces) */
-    int unk_id;              /* -1 when model.unk_token is null */
+    int decoder_byte_level; /* 0: no decoder (tokens joined by spaces) */
+    int unk_id; /* -1 when model.unk_token is null */
     int fuse_unk, ignore_merges, byte_fallback;
-    char *prefix, *suffix;   /* continuing_subword_prefix, end_of_word_suffix; NULL when none */
-    int byte_ids[256];       /* byte_fallback: the id of "<0xXX>", -1 when absent */
+    char *prefix, *suffix; /* continuing_subword_prefix, end_of_word_suffix; NULL when none */
+    int byte_ids[256]; /* byte_fallback: the id of "<0xXX>", -1 when absent */
 };
 
 /* The merge rule for (a, b), NULL when there is none. */

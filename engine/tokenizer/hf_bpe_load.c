@@ -56,7 +56,10 @@ pcre2_code *hf_bpe_compile(const char *name, const char *key, const char *patter
         if (c == '\\' && i + 1 < len) {
             char e = pattern[i + 1];
             if ((e == 's' || e == 'S') && !(in_class && e == 'S')) {
-                o += (size_t)sprintf(out + o, "%s%s%s", in_class ? "" : e == 's' ? "[" : "[^",
+                o += (size_t)sprintf(out + o, "%s%s%s",
+                                     in_class   ? ""
+                                     : e == 's' ? "["
+                                                : "[^",
                                      WHITE_SPACE_CLASS, in_class ? "" : "]");
             } else {
                 out[o++] = c;
@@ -178,10 +181,12 @@ static void grow_ids(hf_bpe *t, int id)
 
 static int read_vocab(hf_bpe *t, json_t *vocab)
 {
-    if (!json_is_object(vocab)) return fail(t->name, "model.vocab: expected an object of token: id");
+    if (!json_is_object(vocab))
+        return fail(t->name, "model.vocab: expected an object of token: id");
     const char *key;
     json_t *v;
-    json_object_foreach(vocab, key, v) {
+    json_object_foreach(vocab, key, v)
+    {
         char path[96];
         snprintf(path, sizeof path, "model.vocab[\"%.40s\"]", key);
         int id;
@@ -240,8 +245,10 @@ static int read_merges(hf_bpe *t, json_t *merges)
             a = json_string_value(m);
             const char *sp = strchr(a, ' ');
             if (!sp || strchr(sp + 1, ' ') || sp == a || !sp[1]) {
-                rc = fail(t->name, "model.merges[%zu]: \"%.40s\" is not two tokens separated by "
-                          "one space", r, a);
+                rc = fail(t->name,
+                          "model.merges[%zu]: \"%.40s\" is not two tokens separated by "
+                          "one space",
+                          r, a);
                 break;
             }
             alen = (size_t)(sp - a);
@@ -265,14 +272,16 @@ static int read_merges(hf_bpe *t, json_t *merges)
             break;
         }
         size_t bpart = blen >= prefix_len ? blen - prefix_len : 0;
-        if (alen + bpart + 1 > joined_cap) joined = mt_xrealloc(joined, joined_cap = alen + bpart + 1);
+        if (alen + bpart + 1 > joined_cap)
+            joined = mt_xrealloc(joined, joined_cap = alen + bpart + 1);
         memcpy(joined, a, alen);
         memcpy(joined + alen, b + (blen - bpart), bpart);
         int inew = vocab_id(t, joined, alen + bpart);
         if (inew < 0) {
             joined[alen + bpart] = '\0';
-            rc = fail(t->name, "model.merges[%zu]: the merged token \"%.40s\" is not in model.vocab",
-                      r, joined);
+            rc =
+                fail(t->name, "model.merges[%zu]: the merged token \"%.40s\" is not in model.vocab",
+                     r, joined);
             break;
         }
         put_merge(t, ia, ib, (uint32_t)r, inew);
@@ -290,7 +299,8 @@ static int read_model(hf_bpe *t, json_t *model)
         return fail(t->name, "model.type '%s' is not supported (mtlab reads BPE models only)",
                     type ? type : "(none)");
     json_t *dropout = json_object_get(model, "dropout");
-    if (dropout && !json_is_null(dropout) && !(json_is_number(dropout) && json_number_value(dropout) == 0))
+    if (dropout && !json_is_null(dropout) &&
+        !(json_is_number(dropout) && json_number_value(dropout) == 0))
         return fail(t->name, "model.dropout: BPE dropout is not supported (null expected)");
     const char *unk, *prefix, *suffix;
     if (get_string(t->name, "model", model, "unk_token", &unk) ||
@@ -330,7 +340,10 @@ static int read_normalizer(hf_bpe *t, json_t *n, const char *path, int depth)
         }
         return 0;
     }
-    static const struct { const char *type; int options; } KNOWN[] = {
+    static const struct {
+        const char *type;
+        int options;
+    } KNOWN[] = {
         {"NFC", UTF8PROC_STABLE | UTF8PROC_COMPOSE},
         {"NFD", UTF8PROC_STABLE | UTF8PROC_DECOMPOSE},
         {"NFKC", UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT},
@@ -342,8 +355,10 @@ static int read_normalizer(hf_bpe *t, json_t *n, const char *path, int depth)
         t->norm[t->n_norm++] = KNOWN[k].options;
         return 0;
     }
-    return fail(t->name, "%s.type '%.40s' is not supported (mtlab implements NFC, NFD, NFKC, "
-                "NFKD and Sequence)", path, type);
+    return fail(t->name,
+                "%s.type '%.40s' is not supported (mtlab implements NFC, NFD, NFKC, "
+                "NFKD and Sequence)",
+                path, type);
 }
 
 char *hf_bpe_normalize(const hf_bpe *t, const char *text, size_t len, size_t *out_len)
@@ -408,8 +423,10 @@ static int read_pre_tokenizer(hf_bpe *t, json_t *p, const char *path, int depth)
         hf_pretok s = {.kind = HF_PRE_SPLIT};
         const char *behavior = json_string_value(json_object_get(p, "behavior"));
         if (!behavior || (strcmp(behavior, "Isolated") != 0 && strcmp(behavior, "Removed") != 0))
-            return fail(t->name, "%s.behavior '%.40s' is not supported (mtlab implements Isolated "
-                        "and Removed)", path, behavior ? behavior : "(none)");
+            return fail(t->name,
+                        "%s.behavior '%.40s' is not supported (mtlab implements Isolated "
+                        "and Removed)",
+                        path, behavior ? behavior : "(none)");
         s.behavior = strcmp(behavior, "Isolated") == 0 ? HF_SPLIT_ISOLATED : HF_SPLIT_REMOVED;
         int invert = 0;
         if (get_bool(t->name, path, p, "invert", 0, &invert)) return -1;
@@ -418,7 +435,8 @@ static int read_pre_tokenizer(hf_bpe *t, json_t *p, const char *path, int depth)
         json_t *re = json_object_get(pattern, "Regex"), *str = json_object_get(pattern, "String");
         json_t *src = json_is_string(re) ? re : str;
         if (!json_is_string(src))
-            return fail(t->name, "%s.pattern: expected {\"Regex\": ...} or {\"String\": ...}", path);
+            return fail(t->name, "%s.pattern: expected {\"Regex\": ...} or {\"String\": ...}",
+                        path);
         char key[160];
         snprintf(key, sizeof key, "%s.pattern.%s", path, src == re ? "Regex" : "String");
         if (!(s.re = hf_bpe_compile(t->name, key, json_string_value(src), json_string_length(src),
@@ -426,8 +444,10 @@ static int read_pre_tokenizer(hf_bpe *t, json_t *p, const char *path, int depth)
             return -1;
         return add_pretok(t, path, s);
     }
-    return fail(t->name, "%s.type '%.40s' is not supported (mtlab implements ByteLevel, Split "
-                "and Sequence)", path, type);
+    return fail(t->name,
+                "%s.type '%.40s' is not supported (mtlab implements ByteLevel, Split "
+                "and Sequence)",
+                path, type);
 }
 
 /* ---------------------------------------------------------------- added tokens */
@@ -526,11 +546,14 @@ static int read_post_processor(hf_bpe *t, json_t *p, const char *path, int depth
     if (strcmp(type, "TemplateProcessing") == 0) {
         const char *text;
         json_t *tok;
-        json_object_foreach(json_object_get(p, "special_tokens"), text, tok) {
+        json_object_foreach(json_object_get(p, "special_tokens"), text, tok)
+        {
             json_t *ids = json_object_get(tok, "ids"), *toks = json_object_get(tok, "tokens");
             if (!json_is_array(ids) || json_array_size(ids) != json_array_size(toks))
-                return fail(t->name, "%s.special_tokens[\"%.40s\"]: ids and tokens differ in "
-                            "length", path, text);
+                return fail(t->name,
+                            "%s.special_tokens[\"%.40s\"]: ids and tokens differ in "
+                            "length",
+                            path, text);
             for (size_t i = 0; i < json_array_size(ids); i++) {
                 snprintf(key, sizeof key, "%s.special_tokens[\"%.40s\"].ids[%zu]", path, text, i);
                 if (check_special(t, key, json_string_value(json_array_get(toks, i)),
@@ -551,8 +574,10 @@ static int read_post_processor(hf_bpe *t, json_t *p, const char *path, int depth
         }
         return 0;
     }
-    return fail(t->name, "%s.type '%.40s' is not supported (mtlab knows ByteLevel, "
-                "TemplateProcessing, RobertaProcessing, BertProcessing and Sequence)", path, type);
+    return fail(t->name,
+                "%s.type '%.40s' is not supported (mtlab knows ByteLevel, "
+                "TemplateProcessing, RobertaProcessing, BertProcessing and Sequence)",
+                path, type);
 }
 
 /* ---------------------------------------------------------------- the file */
@@ -562,7 +587,8 @@ hf_bpe *hf_bpe_load_bytes(const void *data, size_t len, const char *name)
     json_error_t jerr;
     json_t *root = json_loadb(data, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
-        mt_error("%s:%d:%d: not a tokenizer.json: %s", name, jerr.line, jerr.column, mt_error_oneline(jerr.text));
+        mt_error("%s:%d:%d: not a tokenizer.json: %s", name, jerr.line, jerr.column,
+                 mt_error_oneline(jerr.text));
         return NULL;
     }
     hf_bpe *t = mt_xcalloc(1, sizeof *t);
@@ -576,9 +602,11 @@ hf_bpe *hf_bpe_load_bytes(const void *data, size_t len, const char *name)
     } else if (read_normalizer(t, json_object_get(root, "normalizer"), "normalizer", 0) == 0 &&
                read_model(t, json_object_get(root, "model")) == 0 &&
                read_added_tokens(t, json_object_get(root, "added_tokens")) == 0 &&
-               read_pre_tokenizer(t, json_object_get(root, "pre_tokenizer"), "pre_tokenizer", 0) == 0 &&
+               read_pre_tokenizer(t, json_object_get(root, "pre_tokenizer"), "pre_tokenizer", 0) ==
+                   0 &&
                read_decoder(t, json_object_get(root, "decoder")) == 0 &&
-               read_post_processor(t, json_object_get(root, "post_processor"), "post_processor", 0) == 0) {
+               read_post_processor(t, json_object_get(root, "post_processor"), "post_processor",
+                                   0) == 0) {
         rc = 0;
     }
     json_decref(root);

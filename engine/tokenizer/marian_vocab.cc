@@ -18,14 +18,14 @@ extern "C" {
 
 /* One vocabulary file: piece <-> id, every id below its size given once. */
 struct vocab_map {
-    std::vector<std::string> pieces;             /* (V) id -> piece */
-    std::unordered_map<std::string, int> ids;    /* piece -> id */
+    std::vector<std::string> pieces; /* (V) id -> piece */
+    std::unordered_map<std::string, int> ids; /* piece -> id */
 };
 
 struct marian_vocab {
     sentencepiece::SentencePieceProcessor source, target;
-    vocab_map src;      /* vocab.json: the source's ids */
-    vocab_map tgt;      /* target_vocab.json where the vocabularies are separate, else src */
+    vocab_map src; /* vocab.json: the source's ids */
+    vocab_map tgt; /* target_vocab.json where the vocabularies are separate, else src */
     bool separate = false;
     int eos = -1, pad = -1, unk = -1;
     std::string vocab_path, target_vocab_path;
@@ -49,7 +49,8 @@ static int load_spm(sentencepiece::SentencePieceProcessor *sp, const char *dir, 
     const std::string path = member(dir, name);
     if (mt_file_check(path.c_str(), MT_FILE_REGULAR) != 0)
         return mt_error_context("%s: an opus-mt tokenizer needs source.spm, target.spm and "
-                                "vocab.json", dir);
+                                "vocab.json",
+                                dir);
     const auto status = sp->Load(path);
     if (!status.ok())
         return mt_error("%s: not a sentencepiece model (%s)", path.c_str(),
@@ -70,7 +71,8 @@ static int load_vocab(vocab_map *mv, const char *path, const char *dir)
 {
     if (mt_file_check(path, MT_FILE_REGULAR) != 0)
         return mt_error_context("%s: an opus-mt tokenizer needs source.spm, target.spm and "
-                                "%s", dir, strrchr(path, '/') + 1);
+                                "%s",
+                                dir, strrchr(path, '/') + 1);
     json_error_t jerr;
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) return mt_error("%s:%d: %s", path, jerr.line, jerr.text);
@@ -83,7 +85,8 @@ static int load_vocab(vocab_map *mv, const char *path, const char *dir)
     std::vector<char> seen(n, 0);
     const char *key;
     json_t *value;
-    json_object_foreach(root, key, value) {
+    json_object_foreach(root, key, value)
+    {
         if (rc) break;
         const json_int_t id = json_is_integer(value) ? json_integer_value(value) : -1;
         if (id < 0 || (size_t)id >= n) {
@@ -134,12 +137,14 @@ static int load_specials(marian_vocab *mv)
         if (id < 0) return -1;
         if (id != want[k])
             return mt_error("%s: '%s' is id %d, in %s id %d: the two vocabularies must give the "
-                            "special tokens the same ids", tpath, pieces[k], id, path, want[k]);
+                            "special tokens the same ids",
+                            tpath, pieces[k], id, path, want[k]);
     }
     if (mv->tgt.pieces.size() != mv->src.pieces.size())
         return mt_error("%s: %zu entries, %s %zu: vocabularies of two sizes are not supported "
                         "(transformers' MarianMTModel gives the decoder's embedding vocab_size "
-                        "rows)", tpath, mv->tgt.pieces.size(), path, mv->src.pieces.size());
+                        "rows)",
+                        tpath, mv->tgt.pieces.size(), path, mv->src.pieces.size());
     return 0;
 }
 

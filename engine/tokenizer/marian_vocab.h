@@ -43,8 +43,7 @@ int marian_vocab_unk(const marian_vocab *mv);
 
 /* Encode text[0..len) (valid UTF-8, checked by the caller) without </s>; 0 or -1. *ids is
  * malloc'd. */
-int marian_vocab_encode(const marian_vocab *mv, const char *text, size_t len, int **ids,
-                        size_t *n);
+int marian_vocab_encode(const marian_vocab *mv, const char *text, size_t len, int **ids, size_t *n);
 /* malloc'd text; NULL with mt_error for an id outside the vocabulary. */
 char *marian_vocab_decode(const marian_vocab *mv, const int *ids, size_t n);
 

@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-int mt_prompt_encode(const mt_tokenizer *tok, const char *prompt, const char *text, int **ids, size_t *n)
+int mt_prompt_encode(const mt_tokenizer *tok, const char *prompt, const char *text, int **ids,
+                     size_t *n)
 {
     const char *at = prompt && prompt[0] ? strstr(prompt, "{src}") : NULL;
     if (!at) return mt_tokenizer_encode(tok, text, ids, n);

@@ -161,8 +161,7 @@ static mt_tokenizer *load_file(const char *path, bool reserved_ids)
     mt_tokenizer *tok = nullptr;
     if (read_failed || got != (size_t)size)
         mt_error("%s: read error after %zu of %ld bytes", path, got, size);
-    else
-        tok = load_bytes(bytes, got, path, reserved_ids);
+    else tok = load_bytes(bytes, got, path, reserved_ids);
     free(bytes);
     return tok;
 }
@@ -185,7 +184,8 @@ static mt_tokenizer *load_dir(const char *dir)
     }
     if (!marian_vocab_in_dir(dir)) {
         mt_error("%s: no tokenizer: a model directory holds tokenizer.model, tokenizer.json, or "
-                 "an opus-mt checkpoint's source.spm, target.spm and vocab.json", dir);
+                 "an opus-mt checkpoint's source.spm, target.spm and vocab.json",
+                 dir);
         return nullptr;
     }
     marian_vocab *mv = marian_vocab_load(dir);
@@ -249,14 +249,16 @@ extern "C" int mt_tokenizer_encode(const mt_tokenizer *tok, const char *text, in
                         MT_LINE_MAX_BYTES);
     const size_t bad = mt_utf8_invalid_offset(text, len);
     if (bad < len)
-        return mt_error("invalid UTF-8 at byte %zu (0x%02X)", bad, (unsigned)(unsigned char)text[bad]);
+        return mt_error("invalid UTF-8 at byte %zu (0x%02X)", bad,
+                        (unsigned)(unsigned char)text[bad]);
     if (tok->bpe) return hf_bpe_encode(tok->bpe, text, len, ids, n);
     if (tok->marian) return marian_vocab_encode(tok->marian, text, len, ids, n);
     return spm_guarded(tok->name.c_str(), -1, [&] {
         std::vector<int> out;
         const auto status = tok->sp.Encode(std::string_view(text, len), &out);
         if (!status.ok())
-            return mt_error("%s: encode failed: %s", tok->name.c_str(), spm_status_text(status).c_str());
+            return mt_error("%s: encode failed: %s", tok->name.c_str(),
+                            spm_status_text(status).c_str());
         *ids = (int *)mt_xmalloc(out.size() * sizeof(int));
         if (!out.empty()) memcpy(*ids, out.data(), out.size() * sizeof(int));
         *n = out.size();

@@ -27,11 +27,13 @@ static const int SPM_MAX_THREADS = 128; /* sentencepiece's own limit */
 /* sentencepiece log levels: 0 INFO (per-iteration progress), 1 WARNING, 2 ERROR. */
 enum { SPM_LOG_ALL = 0, SPM_LOG_ERRORS = 2 };
 
-namespace {
+namespace
+{
 
 /* Hands corpus_reader's lines to the trainer. A read error ends the iteration; the mt_error
  * message is already recorded and failed() tells the caller to keep it. */
-class ReaderIterator : public sentencepiece::SentenceIterator {
+class ReaderIterator : public sentencepiece::SentenceIterator
+{
   public:
     explicit ReaderIterator(corpus_reader *r) : reader_(r) { Next(); }
     bool done() const override { return done_; }
@@ -51,7 +53,8 @@ class ReaderIterator : public sentencepiece::SentenceIterator {
     sentencepiece::util::Status status() const override
     {
         if (!failed_) return sentencepiece::util::Status();
-        return sentencepiece::util::Status(sentencepiece::util::StatusCode::kDataLoss, mt_last_error());
+        return sentencepiece::util::Status(sentencepiece::util::StatusCode::kDataLoss,
+                                           mt_last_error());
     }
     bool failed() const { return failed_; }
 
@@ -67,8 +70,9 @@ class ReaderIterator : public sentencepiece::SentenceIterator {
 /* Options in sentencepiece's own flag names (spm_train --help). Ids: unk/bos/eos/pad are
  * placed explicitly; the one control symbol, <sep>, then takes the lowest free id, 2. */
 static std::unordered_map<std::string, std::string> trainer_flags(const mt_tokenizer_train_opts *o,
-                                                                  const std::string &prefix, int vocab,
-                                                                  double coverage, int threads)
+                                                                  const std::string &prefix,
+                                                                  int vocab, double coverage,
+                                                                  int threads)
 {
     std::unordered_map<std::string, std::string> flags = {
         {"model_type", "unigram"},
@@ -99,7 +103,9 @@ static int check_output_dir(const char *prefix)
 {
     const std::string p(prefix);
     const size_t slash = p.rfind('/');
-    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : p.substr(0, slash);
+    const std::string dir = slash == std::string::npos ? "."
+                            : slash == 0               ? "/"
+                                                       : p.substr(0, slash);
     if (access(dir.c_str(), W_OK) != 0)
         return mt_error("%s.model: cannot write to %s: %s", prefix, dir.c_str(), strerror(errno));
     return 0;
@@ -122,15 +128,18 @@ static int commit_trained_model(const std::string &tmp, const char *prefix)
     for (const char *ext : {".vocab", ".model"}) {
         const std::string from = tmp + ext, to = std::string(prefix) + ext;
         if (rename(from.c_str(), to.c_str()) != 0)
-            return mt_error("%s: cannot rename %s into place: %s", to.c_str(), from.c_str(), strerror(errno));
+            return mt_error("%s: cannot rename %s into place: %s", to.c_str(), from.c_str(),
+                            strerror(errno));
     }
     return 0;
 }
 
 extern "C" int mt_tokenizer_train(const mt_tokenizer_train_opts *o)
 {
-    if (!o->model_prefix || !*o->model_prefix) return mt_error("tokenizer training: no model prefix");
-    if (!o->inputs || o->n_inputs == 0) return mt_error("%s.model: no input files", o->model_prefix);
+    if (!o->model_prefix || !*o->model_prefix)
+        return mt_error("tokenizer training: no model prefix");
+    if (!o->inputs || o->n_inputs == 0)
+        return mt_error("%s.model: no input files", o->model_prefix);
     const int vocab = o->vocab_size ? o->vocab_size : DEFAULT_VOCAB;
     if (vocab <= MT_UNK_ID + 1)
         return mt_error("%s.model: vocab size %d leaves no room beside the %d reserved ids",
@@ -160,6 +169,7 @@ extern "C" int mt_tokenizer_train(const mt_tokenizer_train_opts *o)
     corpus_reader_close(reader);
     if (rc == 0) rc = check_trained_model(tmp);
     if (rc == 0) rc = commit_trained_model(tmp, o->model_prefix);
-    for (const char *ext : {".vocab", ".model"}) unlink((tmp + ext).c_str()); /* what is left of it */
+    for (const char *ext : {".vocab", ".model"})
+        unlink((tmp + ext).c_str()); /* what is left of it */
     return rc ? -1 : 0;
 }

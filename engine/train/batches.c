@@ -10,7 +10,10 @@
 /* RNG streams of the data pipeline (other streams belong to initialisation and dropout). */
 enum { STREAM_CATN = 0x10000, STREAM_SORT = 0x20000, STREAM_SHUFFLE = 0x30000 };
 
-int mt_cat_fewest(int cat_n, int cat_min) { return cat_min >= 2 && cat_min < cat_n ? cat_min : cat_n; }
+int mt_cat_fewest(int cat_n, int cat_min)
+{
+    return cat_min >= 2 && cat_min < cat_n ? cat_min : cat_n;
+}
 
 void mt_examples_build(mt_examples *e, const mt_corpus *c, int cat_n, int cat_min, double keep_p,
                        int max_len, uint64_t seed, uint64_t epoch)
@@ -36,7 +39,8 @@ void mt_examples_build(mt_examples *e, const mt_corpus *c, int cat_n, int cat_mi
             uint32_t partner[64];
             /* a range draws the join's size; exactly cat_n draws nothing more */
             int size = parts_per;
-            if (fewest < parts_per) size = fewest + (int)mt_rng_below(&rng, (uint64_t)(parts_per - fewest + 1));
+            if (fewest < parts_per)
+                size = fewest + (int)mt_rng_below(&rng, (uint64_t)(parts_per - fewest + 1));
             int want = size - 1;
             int s2 = sl, t2 = tl;
             for (int j = 0; j < want; j++) {
@@ -82,7 +86,10 @@ static int by_len_then_key(const void *pa, const void *pb)
     return a->idx < b->idx ? -1 : a->idx > b->idx;
 }
 
-size_t mt_batch_budget(size_t max_tokens, int encdec) { return encdec ? max_tokens : 2 * max_tokens; }
+size_t mt_batch_budget(size_t max_tokens, int encdec)
+{
+    return encdec ? max_tokens : 2 * max_tokens;
+}
 
 void mt_batch_plan_build(mt_batch_plan *p, const int *len, size_t n, size_t max_tokens,
                          uint64_t seed, uint64_t epoch)

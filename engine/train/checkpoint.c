@@ -24,12 +24,14 @@
 int mkdir_p(const char *path)
 {
     char buf[1024];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) return mt_error("%s: path too long", path);
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return mt_error("%s: path too long", path);
     for (char *p = buf + 1;; p++) {
         if (*p == '/' || *p == '\0') {
             char c = *p;
             *p = '\0';
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST) return mt_error("%s: %s", buf, strerror(errno));
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+                return mt_error("%s: %s", buf, strerror(errno));
             *p = c;
             if (!c) break;
         }
@@ -78,13 +80,14 @@ static char *fingerprint(const mt_train_config *c, char *out, size_t n)
     /* the batch plan's budget rather than max_tokens itself, so checkpoints of decoder-only
      * models made before their budget doubled (mt_batch_budget) are not resumed on the new plan */
     size_t budget = mt_batch_budget(c->max_tokens, mt_model_config_is_encdec(&c->model));
-    const long long ints[] = {c->max_len, c->cat_n, (long long)budget, c->accum, c->warmup,
-                              (long long)c->seed};
-    const double reals[] = {c->cat_keep, c->lr, c->weight_decay, c->beta1, c->beta2, c->eps,
-                            c->label_smoothing};
+    const long long ints[] = {c->max_len, c->cat_n,  (long long)budget,
+                              c->accum,   c->warmup, (long long)c->seed};
+    const double reals[] = {c->cat_keep, c->lr,  c->weight_decay,   c->beta1,
+                            c->beta2,    c->eps, c->label_smoothing};
     h = fnv(h, ints, sizeof ints);
     h = fnv(h, reals, sizeof reals);
-    /* only when it draws the join's size, so checkpoints made before cat_min existed still resume */
+    /* only when it draws the join's size, so checkpoints made before cat_min existed still resume
+     */
     if (mt_cat_fewest(c->cat_n, c->cat_min) < c->cat_n) h = fnv(h, &c->cat_min, sizeof c->cat_min);
     /* only when on, so checkpoints made before name substitution existed still resume */
     if (c->name_substitution > 0) {
@@ -104,7 +107,8 @@ int checkpoint_exists(const mt_train_config *cfg)
     return dir_exists(p);
 }
 
-static int write_trainer_state(const char *dir, mt_model *m, const mt_train_config *cfg, const train_state *st)
+static int write_trainer_state(const char *dir, mt_model *m, const mt_train_config *cfg,
+                               const train_state *st)
 {
     const mt_backend *be = mt_model_backend(m);
     size_t n = mt_model_param_block_size(m);
@@ -124,9 +128,10 @@ static int write_trainer_state(const char *dir, mt_model *m, const mt_train_conf
     if (rc != 0) return -1;
 
     char fp[32];
-    json_t *o = json_pack("{s:I, s:i, s:I, s:f, s:s, s:s, s:i}", "step", (json_int_t)st->step, "epoch", st->epoch,
-                          "batch", (json_int_t)st->batch, "best_bleu", st->best_bleu, "fingerprint",
-                          fingerprint(cfg, fp, sizeof fp), "name", cfg->name, "shards", st->shards);
+    json_t *o = json_pack("{s:I, s:i, s:I, s:f, s:s, s:s, s:i}", "step", (json_int_t)st->step,
+                          "epoch", st->epoch, "batch", (json_int_t)st->batch, "best_bleu",
+                          st->best_bleu, "fingerprint", fingerprint(cfg, fp, sizeof fp), "name",
+                          cfg->name, "shards", st->shards);
     snprintf(path, sizeof path, "%s/trainer.json", dir);
     char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
     json_decref(o);
@@ -139,7 +144,9 @@ static int write_trainer_state(const char *dir, mt_model *m, const mt_train_conf
 static int sync_dir(const char *dir)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int rc = fd < 0 || fsync(fd) != 0 ? mt_error("%s: cannot sync the directory: %s", dir, strerror(errno)) : 0;
+    int rc = fd < 0 || fsync(fd) != 0
+                 ? mt_error("%s: cannot sync the directory: %s", dir, strerror(errno))
+                 : 0;
     if (fd >= 0) close(fd);
     return rc;
 }
@@ -161,7 +168,8 @@ checkpoint_stage checkpoint_stop_stage;
 static int stop_here(const train_state *st, checkpoint_stage stage)
 {
     if (checkpoint_stop_stage != stage || checkpoint_stop_step != st->step) return 0;
-    mt_error("checkpoint of step %ld: stopped after stage %d of the swap (checkpoint_stop_stage)", st->step, stage);
+    mt_error("checkpoint of step %ld: stopped after stage %d of the swap (checkpoint_stop_stage)",
+             st->step, stage);
     return 1;
 }
 
@@ -194,7 +202,8 @@ static int save_bundle(const mt_model *m, const mt_train_config *cfg, const trai
 {
     char dir[700];
     snprintf(dir, sizeof dir, "%s/%s", cfg->run_dir, sub);
-    if (mt_model_save(m, dir, cfg->tokenizer, cfg->save_dtype_f16 ? MT_DT_F16 : MT_DT_F32) != 0) return -1;
+    if (mt_model_save(m, dir, cfg->tokenizer, cfg->save_dtype_f16 ? MT_DT_F16 : MT_DT_F32) != 0)
+        return -1;
     return write_stats(dir, ent);
 }
 
@@ -225,9 +234,9 @@ static int read_state(const char *dir, const mt_train_config *cfg, train_state *
     json_int_t step, batch;
     const char *fprint;
     st->shards = 1;
-    int rc = json_unpack_ex(o, &err, 0, "{s:I, s:i, s:I, s:F, s:s, s?i}", "step", &step, "epoch", &st->epoch,
-                            "batch", &batch, "best_bleu", &st->best_bleu, "fingerprint", &fprint, "shards",
-                            &st->shards);
+    int rc = json_unpack_ex(o, &err, 0, "{s:I, s:i, s:I, s:F, s:s, s?i}", "step", &step, "epoch",
+                            &st->epoch, "batch", &batch, "best_bleu", &st->best_bleu, "fingerprint",
+                            &fprint, "shards", &st->shards);
     if (rc != 0) {
         json_decref(o);
         return mt_error("%s: %s", path, mt_error_oneline(err.text));
@@ -240,10 +249,11 @@ static int read_state(const char *dir, const mt_train_config *cfg, train_state *
     }
     if (strcmp(fprint, fingerprint(cfg, fp, sizeof fp)) != 0) {
         json_decref(o);
-        return mt_error("%s: this checkpoint was made with other settings (model, data, batching, "
-                        "optimiser or seed differ); only max_steps and the log/valid/save intervals "
-                        "may change on resume",
-                        path);
+        return mt_error(
+            "%s: this checkpoint was made with other settings (model, data, batching, "
+            "optimiser or seed differ); only max_steps and the log/valid/save intervals "
+            "may change on resume",
+            path);
     }
     json_decref(o);
     return 0;

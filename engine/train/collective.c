@@ -29,9 +29,14 @@ static void single_close(mt_collective *c) {}
 mt_collective *mt_collective_single(void)
 {
     static mt_collective single = {
-        .rank = 0, .size = 1, .name = "single",
-        .all_reduce_sum = single_all_reduce_sum, .all_gather = single_all_gather,
-        .broadcast = single_broadcast, .barrier = single_barrier, .close = single_close,
+        .rank = 0,
+        .size = 1,
+        .name = "single",
+        .all_reduce_sum = single_all_reduce_sum,
+        .all_gather = single_all_gather,
+        .broadcast = single_broadcast,
+        .barrier = single_barrier,
+        .close = single_close,
     };
     return &single;
 }
@@ -49,7 +54,8 @@ int mt_collective_launched(int *size)
     static const char *const counts[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE"};
     int n = 0;
     for (size_t i = 0; i < sizeof counts / sizeof counts[0] && n == 0; i++) n = env_int(counts[i]);
-    if (n == 0 && getenv("SLURM_PROCID") && getenv("SLURM_STEP_ID")) n = env_int("SLURM_STEP_NUM_TASKS");
+    if (n == 0 && getenv("SLURM_PROCID") && getenv("SLURM_STEP_ID"))
+        n = env_int("SLURM_STEP_NUM_TASKS");
     *size = n > 1 ? n : 1;
     return n > 1;
 }

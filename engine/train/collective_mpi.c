@@ -16,8 +16,8 @@
 #define MPI_ROUND ((size_t)1 << 26)
 
 typedef struct {
-    float *slices;        /* (size, slice) received slices */
-    size_t cap;           /* floats slices holds */
+    float *slices; /* (size, slice) received slices */
+    size_t cap; /* floats slices holds */
     int *counts, *displs; /* (size) */
 } mpi_state;
 
@@ -29,10 +29,10 @@ static int mpi_fail(int rc, const char *what)
     return mt_error("MPI: %s failed: %.*s", what, len, text);
 }
 
-#define MPI_CHECK(call, what)                                                                            \
-    do {                                                                                                 \
-        int rc_ = (call);                                                                                \
-        if (rc_ != MPI_SUCCESS) return mpi_fail(rc_, what);                                              \
+#define MPI_CHECK(call, what)                               \
+    do {                                                    \
+        int rc_ = (call);                                   \
+        if (rc_ != MPI_SUCCESS) return mpi_fail(rc_, what); \
     } while (0)
 
 static int mpi_all_reduce_sum(mt_collective *c, float *x, size_t n)
@@ -59,12 +59,13 @@ static int mpi_all_reduce_sum(mt_collective *c, float *x, size_t n)
             rdispls[r] = (int)((size_t)r * mine);
         }
         float *v = x + at;
-        MPI_CHECK(MPI_Alltoallv(v, s->counts, s->displs, MPI_FLOAT, s->slices, rcounts, rdispls, MPI_FLOAT,
-                                MPI_COMM_WORLD),
+        MPI_CHECK(MPI_Alltoallv(v, s->counts, s->displs, MPI_FLOAT, s->slices, rcounts, rdispls,
+                                MPI_FLOAT, MPI_COMM_WORLD),
                   "MPI_Alltoallv (gradient slices)");
         float *sum = v + s->displs[c->rank];
         mt_collective_sum_ranks(sum, s->slices, size, mine);
-        MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_FLOAT, v, s->counts, s->displs, MPI_FLOAT, MPI_COMM_WORLD),
+        MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_FLOAT, v, s->counts, s->displs, MPI_FLOAT,
+                                 MPI_COMM_WORLD),
                   "MPI_Allgatherv (summed slices)");
     }
     return 0;
@@ -72,7 +73,8 @@ static int mpi_all_reduce_sum(mt_collective *c, float *x, size_t n)
 
 static int mpi_all_gather(mt_collective *c, const void *mine, void *all, size_t bytes)
 {
-    MPI_CHECK(MPI_Allgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, MPI_COMM_WORLD), "MPI_Allgather");
+    MPI_CHECK(MPI_Allgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, MPI_COMM_WORLD),
+              "MPI_Allgather");
     return 0;
 }
 

@@ -74,7 +74,8 @@ static int prompt_tail(const mt_tokenizer *tok, const char *prompt, int max_len,
     if (!at || !at[5]) return 0;
     int *ids;
     size_t n;
-    if (mt_tokenizer_encode(tok, at + 5, &ids, &n) != 0) return mt_error_context("prompt \"%s\"", prompt);
+    if (mt_tokenizer_encode(tok, at + 5, &ids, &n) != 0)
+        return mt_error_context("prompt \"%s\"", prompt);
     free(ids);
     *tail = max_len > 0 && n > (size_t)max_len / 2 ? max_len / 2 : (int)n;
     return 0;
@@ -111,16 +112,16 @@ int mt_corpus_load_prompted(mt_corpus *c, const char *src_path, const char *tgt_
         if (!gs && !gt) break;
         lineno++;
         if (!gs || !gt) {
-            mt_error("%s has %zu lines but %s has more", !gs ? src_path : tgt_path,
-                     lineno - 1, !gs ? tgt_path : src_path);
+            mt_error("%s has %zu lines but %s has more", !gs ? src_path : tgt_path, lineno - 1,
+                     !gs ? tgt_path : src_path);
             goto out;
         }
         ssize_t ns = (ssize_t)ls_n, nt = (ssize_t)lt_n;
         chomp(ls, &ns);
         chomp(lt, &nt);
         if ((ns == 0) != (nt == 0)) {
-            mt_error("%s:%zu: empty line whose pair in %s is not empty", ns == 0 ? src_path : tgt_path,
-                     lineno, ns == 0 ? tgt_path : src_path);
+            mt_error("%s:%zu: empty line whose pair in %s is not empty",
+                     ns == 0 ? src_path : tgt_path, lineno, ns == 0 ? tgt_path : src_path);
             goto out;
         }
         if (c->n == cap) {
@@ -183,15 +184,16 @@ void mt_name_pool_free(mt_name_pool *np)
     memset(np, 0, sizeof *np);
 }
 
-int mt_name_pool_build(mt_name_pool *np, const char *src_path, const char *tgt_path, mt_ner_lang lang,
-                       const char *gazetteer_path, double p)
+int mt_name_pool_build(mt_name_pool *np, const char *src_path, const char *tgt_path,
+                       mt_ner_lang lang, const char *gazetteer_path, double p)
 {
     memset(np, 0, sizeof *np);
     np->p = p;
     if (mt_gazetteer_load(&np->gaz, gazetteer_path) != 0) return -1;
     mt_text_lines src = {0}, tgt = {0};
     int rc = -1;
-    if (mt_text_lines_read(&src, src_path) != 0 || mt_text_lines_read(&tgt, tgt_path) != 0) goto out;
+    if (mt_text_lines_read(&src, src_path) != 0 || mt_text_lines_read(&tgt, tgt_path) != 0)
+        goto out;
     if (src.n != tgt.n) {
         mt_error("%s has %zu lines but %s has %zu", src_path, src.n, tgt_path, tgt.n);
         goto out;
@@ -256,8 +258,8 @@ int mt_corpus_substitute_names(mt_corpus *out, const mt_corpus *base, const mt_n
         char *s = NULL, *t = NULL;
         if (k < np->n && np->pair[k] == i) {
             mt_name_draw draw = {&np->gaz, np->p, &rng};
-            int r = mt_names_substitute(&s, &t, chosen, np->src[k], np->tgt[k], &np->names[k],
-                                        &draw);
+            int r =
+                mt_names_substitute(&s, &t, chosen, np->src[k], np->tgt[k], &np->names[k], &draw);
             k++;
             if (r < 0) {
                 rc = mt_error_context("pair %zu", i + 1);

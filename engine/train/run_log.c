@@ -46,7 +46,8 @@ static int cut_to_step(log_file *lf, long step, long *dropped)
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) {
             free(text);
-            return mt_error("%s: cannot read: %s", lf->path, r < 0 ? strerror(errno) : "it shrank while read");
+            return mt_error("%s: cannot read: %s", lf->path,
+                            r < 0 ? strerror(errno) : "it shrank while read");
         }
         got += (size_t)r;
     }
@@ -96,23 +97,24 @@ static int emit(log_file *lf, json_t *obj)
     if (!err) return 0;
     /* what was written of the line goes: whole lines only */
     if (ftruncate(lf->fd, st.st_size) != 0)
-        return mt_error("%s: cannot write: %s (and cannot cut the part written: %s)", lf->path, strerror(err),
-                        strerror(errno));
+        return mt_error("%s: cannot write: %s (and cannot cut the part written: %s)", lf->path,
+                        strerror(err), strerror(errno));
     return mt_error("%s: cannot write: %s", lf->path, strerror(err));
 }
 
 int log_step(log_file *lf, const mt_train_progress *p)
 {
-    return emit(lf, json_pack("{s:s, s:I, s:i, s:f, s:f, s:f, s:f, s:i, s:f, s:f}", "event", "train", "step",
-                              (json_int_t)p->step, "epoch", p->epoch, "loss", p->loss, "lr", p->lr, "tokens_per_s",
-                              p->tokens_per_s, "elapsed_s", p->elapsed_s, "ranks", p->ranks, "step_s", p->step_s,
-                              "reduce_s", p->reduce_s));
+    return emit(lf,
+                json_pack("{s:s, s:I, s:i, s:f, s:f, s:f, s:f, s:i, s:f, s:f}", "event", "train",
+                          "step", (json_int_t)p->step, "epoch", p->epoch, "loss", p->loss, "lr",
+                          p->lr, "tokens_per_s", p->tokens_per_s, "elapsed_s", p->elapsed_s,
+                          "ranks", p->ranks, "step_s", p->step_s, "reduce_s", p->reduce_s));
 }
 
 int log_validation(log_file *lf, const mt_train_progress *p)
 {
-    json_t *o = json_pack("{s:s, s:I, s:f, s:f}", "event", "valid", "step", (json_int_t)p->step, "valid_loss",
-                          p->valid_loss, "elapsed_s", p->elapsed_s);
+    json_t *o = json_pack("{s:s, s:I, s:f, s:f}", "event", "valid", "step", (json_int_t)p->step,
+                          "valid_loss", p->valid_loss, "elapsed_s", p->elapsed_s);
     if (p->valid_bleu >= 0) json_object_set_new(o, "valid_bleu", json_real(p->valid_bleu));
     return emit(lf, o);
 }

@@ -10,12 +10,12 @@
 
 /* Where a run stands; saved in trainer.json. */
 typedef struct {
-    long step;        /* optimiser steps done */
-    int epoch;        /* current epoch */
-    size_t batch;     /* next batch of the epoch plan */
+    long step; /* optimiser steps done */
+    int epoch; /* current epoch */
+    size_t batch; /* next batch of the epoch plan */
     double best_bleu; /* best validation BLEU so far (-1: none) */
-    int shards;       /* each global batch is cut into this many shards (the ranks the run began
-                       * with; 1 in checkpoints made before data parallelism) */
+    int shards; /* each global batch is cut into this many shards (the ranks the run began
+                 * with; 1 in checkpoints made before data parallelism) */
 } train_state;
 
 /* mkdir -p; errors name the path. */
@@ -47,8 +47,8 @@ int checkpoint_exists(const mt_train_config *cfg);
 /* The states checkpoint_save passes through; a crash leaves the run in one of them. */
 typedef enum {
     CHECKPOINT_NEW_WRITTEN = 1, /* checkpoint.new/ complete, checkpoint/ untouched */
-    CHECKPOINT_OLD_RENAMED,     /* checkpoint/ renamed to checkpoint.old/ */
-    CHECKPOINT_NEW_RENAMED,     /* checkpoint.new/ renamed to checkpoint/, .old/ not yet removed */
+    CHECKPOINT_OLD_RENAMED, /* checkpoint/ renamed to checkpoint.old/ */
+    CHECKPOINT_NEW_RENAMED, /* checkpoint.new/ renamed to checkpoint/, .old/ not yet removed */
 } checkpoint_stage;
 /* For tests: the save of step checkpoint_stop_step stops after checkpoint_stop_stage and fails,
  * leaving the run directory as a crash there would (stage 0: never). */

@@ -44,14 +44,16 @@ static int file_readable(const char *key, const char *path)
 {
     struct stat st;
     if (!path[0]) return mt_error("train config: '%s' is not set", key);
-    if (stat(path, &st) != 0) return mt_error("train config: %s = \"%s\": %s", key, path, strerror(errno));
+    if (stat(path, &st) != 0)
+        return mt_error("train config: %s = \"%s\": %s", key, path, strerror(errno));
     return 0;
 }
 
 int mt_train_config_check(const mt_train_config *cfg)
 {
     if (!cfg->name[0]) return mt_error("train config: 'name' is empty");
-    if (strchr(cfg->name, '/')) return mt_error("train config: name \"%s\" must not contain '/'", cfg->name);
+    if (strchr(cfg->name, '/'))
+        return mt_error("train config: name \"%s\" must not contain '/'", cfg->name);
     if (mt_model_config_check(&cfg->model) != 0) return mt_error_context("train config: model");
     if (file_readable("train_src", cfg->train_src) || file_readable("train_tgt", cfg->train_tgt) ||
         file_readable("tokenizer", cfg->tokenizer))
@@ -59,44 +61,60 @@ int mt_train_config_check(const mt_train_config *cfg)
     if ((cfg->valid_src[0] || cfg->valid_tgt[0]) &&
         (file_readable("valid_src", cfg->valid_src) || file_readable("valid_tgt", cfg->valid_tgt)))
         return -1;
-    if (cfg->max_len < 4) return mt_error("train config: max_len must be >= 4, got %d", cfg->max_len);
+    if (cfg->max_len < 4)
+        return mt_error("train config: max_len must be >= 4, got %d", cfg->max_len);
     if (cfg->max_tokens < (size_t)cfg->max_len * 2 + 4)
-        return mt_error("train config: max_tokens (%zu) must hold at least one example of max_len %d",
-                        cfg->max_tokens, cfg->max_len);
+        return mt_error(
+            "train config: max_tokens (%zu) must hold at least one example of max_len %d",
+            cfg->max_tokens, cfg->max_len);
     if (cfg->accum < 1 || cfg->accum > MT_TRAIN_MAX_ACCUM)
-        return mt_error("train config: accum must be in 1..%d, got %d", MT_TRAIN_MAX_ACCUM, cfg->accum);
-    if (!(cfg->lr > 0) || !(cfg->lr < 1)) return mt_error("train config: lr must be in (0, 1), got %g", cfg->lr);
+        return mt_error("train config: accum must be in 1..%d, got %d", MT_TRAIN_MAX_ACCUM,
+                        cfg->accum);
+    if (!(cfg->lr > 0) || !(cfg->lr < 1))
+        return mt_error("train config: lr must be in (0, 1), got %g", cfg->lr);
     if (cfg->warmup < 0) return mt_error("train config: warmup must be >= 0");
-    if (cfg->weight_decay < 0 || cfg->beta1 < 0 || cfg->beta1 >= 1 || cfg->beta2 < 0 || cfg->beta2 >= 1 ||
-        !(cfg->eps > 0))
-        return mt_error("train config: AdamW needs weight_decay >= 0, 0 <= beta1, beta2 < 1, eps > 0");
+    if (cfg->weight_decay < 0 || cfg->beta1 < 0 || cfg->beta1 >= 1 || cfg->beta2 < 0 ||
+        cfg->beta2 >= 1 || !(cfg->eps > 0))
+        return mt_error(
+            "train config: AdamW needs weight_decay >= 0, 0 <= beta1, beta2 < 1, eps > 0");
     if (cfg->label_smoothing < 0 || cfg->label_smoothing >= 1)
         return mt_error("train config: label_smoothing must be in [0, 1)");
     if (cfg->max_steps < 1) return mt_error("train config: max_steps must be >= 1");
     if (cfg->cat_n < 0 || cfg->cat_n > 64) return mt_error("train config: cat_n must be in 0..64");
     if (cfg->cat_min != 0 && (cfg->cat_min < 2 || cfg->cat_min > cfg->cat_n))
-        return mt_error("train config: cat_min = %d: it must be 0 (exactly cat_n pairs) or in 2..cat_n (%d)",
-                        cfg->cat_min, cfg->cat_n);
-    if (cfg->cat_keep < 0 || cfg->cat_keep > 1) return mt_error("train config: cat_keep must be in [0, 1]");
+        return mt_error(
+            "train config: cat_min = %d: it must be 0 (exactly cat_n pairs) or in 2..cat_n (%d)",
+            cfg->cat_min, cfg->cat_n);
+    if (cfg->cat_keep < 0 || cfg->cat_keep > 1)
+        return mt_error("train config: cat_keep must be in [0, 1]");
     if (!(cfg->name_substitution >= 0 && cfg->name_substitution <= 1))
-        return mt_error("train config: name_substitution must be in [0, 1], got %g", cfg->name_substitution);
+        return mt_error("train config: name_substitution must be in [0, 1], got %g",
+                        cfg->name_substitution);
     if (cfg->name_substitution > 0 && file_readable("gazetteer", cfg->gazetteer))
-        return mt_error_context("train config: name_substitution = %g needs a gazetteer", cfg->name_substitution);
+        return mt_error_context("train config: name_substitution = %g needs a gazetteer",
+                                cfg->name_substitution);
     if (cfg->model.prompt[0] && cfg->cat_n >= 2)
-        return mt_error("train config: cat_n = %d with the prompt template \"%s\": CAT-N joins sources, a "
-                        "template takes one (leave cat_n out)", cfg->cat_n, cfg->model.prompt);
+        return mt_error(
+            "train config: cat_n = %d with the prompt template \"%s\": CAT-N joins sources, a "
+            "template takes one (leave cat_n out)",
+            cfg->cat_n, cfg->model.prompt);
     if (cfg->model.prompt[0] && cfg->name_substitution > 0)
-        return mt_error("train config: name_substitution = %g with the prompt template \"%s\" is not supported "
-                        "(leave name_substitution out)", cfg->name_substitution, cfg->model.prompt);
+        return mt_error(
+            "train config: name_substitution = %g with the prompt template \"%s\" is not supported "
+            "(leave name_substitution out)",
+            cfg->name_substitution, cfg->model.prompt);
     if (cfg->init_step < 0 || cfg->init_step >= cfg->max_steps)
-        return mt_error("train config: init_step must be in 0 .. max_steps - 1 (%ld), got %ld", cfg->max_steps - 1,
-                        cfg->init_step);
+        return mt_error("train config: init_step must be in 0 .. max_steps - 1 (%ld), got %ld",
+                        cfg->max_steps - 1, cfg->init_step);
     if (cfg->init[0] && file_readable("init", cfg->init)) return -1;
     if (cfg->init_step > 0 && !cfg->init[0])
-        return mt_error("train config: init_step = %ld needs init (the bundle to start from)", cfg->init_step);
+        return mt_error("train config: init_step = %ld needs init (the bundle to start from)",
+                        cfg->init_step);
     if (cfg->log_every < 1) return mt_error("train config: log_every must be >= 1");
-    if (cfg->valid_every < 0 || cfg->save_every < 0 || cfg->keep_every < 0 || cfg->valid_bleu_lines < 0)
-        return mt_error("train config: valid_every, save_every, keep_every and valid_bleu_lines must be >= 0");
+    if (cfg->valid_every < 0 || cfg->save_every < 0 || cfg->keep_every < 0 ||
+        cfg->valid_bleu_lines < 0)
+        return mt_error(
+            "train config: valid_every, save_every, keep_every and valid_bleu_lines must be >= 0");
     return 0;
 }
 
@@ -114,7 +132,7 @@ static void say(const mt_train_hooks *hooks, const char *fmt, ...)
 
 /* One epoch's data plan. */
 typedef struct {
-    mt_corpus named;         /* the epoch's name-substituted corpus (empty without a pool) */
+    mt_corpus named; /* the epoch's name-substituted corpus (empty without a pool) */
     const mt_corpus *corpus; /* what the examples index: &named, or the loaded corpus */
     mt_examples ex;
     mt_batch_plan plan;
@@ -124,22 +142,27 @@ typedef struct {
 /* np, when not NULL, substitutes names first (docs/data.md §8). A batch holds max_tokens x
  * shards (one shard per rank). 0 or -1. */
 static int epoch_plan_build(epoch_plan *ep, const mt_train_config *cfg, const mt_corpus *c,
-                            const mt_name_pool *np, const mt_tokenizer *tok, int encdec, int epoch, int shards)
+                            const mt_name_pool *np, const mt_tokenizer *tok, int encdec, int epoch,
+                            int shards)
 {
     memset(ep, 0, sizeof *ep);
     ep->corpus = c;
     if (np) {
-        if (mt_corpus_substitute_names(&ep->named, c, np, tok, cfg->max_len, cfg->seed, (uint64_t)epoch, NULL) != 0)
+        if (mt_corpus_substitute_names(&ep->named, c, np, tok, cfg->max_len, cfg->seed,
+                                       (uint64_t)epoch, NULL) != 0)
             return -1;
         ep->corpus = &ep->named;
     }
     c = ep->corpus;
-    mt_examples_build(&ep->ex, c, cfg->cat_n, cfg->cat_min, cfg->cat_keep, cfg->max_len, cfg->seed, (uint64_t)epoch);
+    mt_examples_build(&ep->ex, c, cfg->cat_n, cfg->cat_min, cfg->cat_keep, cfg->max_len, cfg->seed,
+                      (uint64_t)epoch);
     ep->len = mt_xmalloc(ep->ex.n * sizeof *ep->len);
     int sep = mt_model_config_prompt_sep(&cfg->model) >= 0;
-    for (size_t i = 0; i < ep->ex.n; i++) ep->len[i] = mt_example_packed_len(&ep->ex, i, encdec, sep);
-    mt_batch_plan_build(&ep->plan, ep->len, ep->ex.n, mt_batch_budget(cfg->max_tokens * (size_t)shards, encdec),
-                        cfg->seed, (uint64_t)epoch);
+    for (size_t i = 0; i < ep->ex.n; i++)
+        ep->len[i] = mt_example_packed_len(&ep->ex, i, encdec, sep);
+    mt_batch_plan_build(&ep->plan, ep->len, ep->ex.n,
+                        mt_batch_budget(cfg->max_tokens * (size_t)shards, encdec), cfg->seed,
+                        (uint64_t)epoch);
     return 0;
 }
 
@@ -205,7 +228,9 @@ static mt_model *model_from_init(const mt_train_config *cfg, const mt_backend *b
         mt_model_free(m);
         m = NULL;
     }
-    if (m) be->copy(mt_model_params(m), mt_model_params(b), mt_model_param_block_size(m) * sizeof(float));
+    if (m)
+        be->copy(mt_model_params(m), mt_model_params(b),
+                 mt_model_param_block_size(m) * sizeof(float));
     mt_model_free(b);
     return m;
 }
@@ -254,7 +279,9 @@ static int reduce_grads(mt_collective *coll, mt_model *m, float **host, double *
         if (rc == 0) be->upload(g, *host, n * sizeof **host);
     }
     *seconds += mt_now_s() - t;
-    return rc != 0 ? mt_error_context("step gradient all-reduce over %d ranks (%s)", coll->size, coll->name) : 0;
+    return rc != 0 ? mt_error_context("step gradient all-reduce over %d ranks (%s)", coll->size,
+                                      coll->name)
+                   : 0;
 }
 
 /* The gradient block exists after the first backward; a rank whose first shards are empty
@@ -281,7 +308,8 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
     const mt_train_hooks *all_hooks = hooks;
     if (!lead) hooks = NULL; /* one voice: the others' errors come back as their return value */
     int lock = -1; /* run_dir's lock, when this call takes it */
-    if (lead && !(hooks && hooks->run_locked) && (lock = mt_run_lock(cfg->run_dir, MT_RUN_TRAINER)) < 0)
+    if (lead && !(hooks && hooks->run_locked) &&
+        (lock = mt_run_lock(cfg->run_dir, MT_RUN_TRAINER)) < 0)
         return -1;
 
     mt_tokenizer *tok = mt_tokenizer_load(cfg->tokenizer);
@@ -293,10 +321,11 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
         int v = mt_tokenizer_vocab_size(tok);
         mt_tokenizer_free(tok);
         mt_run_unlock(lock);
-        return mt_error("train config: the tokenizer %s has %d pieces but model.vocab_size is %d: a model's "
-                        "vocabulary holds the pieces, padded at most to the next multiple of %d (%d)",
-                        cfg->tokenizer, v, cfg->model.vocab_size, MT_VOCAB_PAD,
-                        (v + MT_VOCAB_PAD - 1) / MT_VOCAB_PAD * MT_VOCAB_PAD);
+        return mt_error(
+            "train config: the tokenizer %s has %d pieces but model.vocab_size is %d: a model's "
+            "vocabulary holds the pieces, padded at most to the next multiple of %d (%d)",
+            cfg->tokenizer, v, cfg->model.vocab_size, MT_VOCAB_PAD,
+            (v + MT_VOCAB_PAD - 1) / MT_VOCAB_PAD * MT_VOCAB_PAD);
     }
     mt_corpus train = {0}, valid = {0};
     mt_name_pool names = {0};
@@ -311,19 +340,23 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
 
     /* a prompt template's sources are put into it, as decoding puts them (mt_source_encode) */
     const char *prompt = cfg->model.prompt;
-    if (mt_corpus_load_prompted(&train, cfg->train_src, cfg->train_tgt, tok, cfg->max_len, prompt) != 0) goto out;
-    if (have_valid &&
-        mt_corpus_load_prompted(&valid, cfg->valid_src, cfg->valid_tgt, tok, cfg->max_len, prompt) != 0)
+    if (mt_corpus_load_prompted(&train, cfg->train_src, cfg->train_tgt, tok, cfg->max_len,
+                                prompt) != 0)
+        goto out;
+    if (have_valid && mt_corpus_load_prompted(&valid, cfg->valid_src, cfg->valid_tgt, tok,
+                                              cfg->max_len, prompt) != 0)
         goto out;
     if (lead && train_corpus_stats(cfg, &ent) != 0) goto out; /* for saved bundles */
     say(hooks, "data: %zu training pairs (%zu sides cut to %d ids), %zu validation pairs", train.n,
         train.truncated, cfg->max_len, valid.n);
     if (cfg->name_substitution > 0) {
-        if (mt_name_pool_build(&names, cfg->train_src, cfg->train_tgt, train_target_lang(cfg), cfg->gazetteer,
-                               cfg->name_substitution) != 0)
+        if (mt_name_pool_build(&names, cfg->train_src, cfg->train_tgt, train_target_lang(cfg),
+                               cfg->gazetteer, cfg->name_substitution) != 0)
             goto out;
-        say(hooks, "name substitution: %zu training pairs share a name verbatim, each name replaced with "
-                   "probability %g by one of %zu names of %s", names.n, names.p, names.gaz.n, cfg->gazetteer);
+        say(hooks,
+            "name substitution: %zu training pairs share a name verbatim, each name replaced with "
+            "probability %g by one of %zu names of %s",
+            names.n, names.p, names.gaz.n, cfg->gazetteer);
     }
 
     const mt_backend *be = mt_backend_for(cfg->device[0] ? cfg->device : "cpu", cfg->bf16);
@@ -334,7 +367,8 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
         say(hooks, "resumed from step %ld (epoch %d, batch %zu)", st.step, st.epoch, st.batch);
     } else {
         if (checkpoint_exists(cfg)) {
-            mt_error("%s already holds a checkpoint: resume it (--resume) or choose another name", cfg->run_dir);
+            mt_error("%s already holds a checkpoint: resume it (--resume) or choose another name",
+                     cfg->run_dir);
             goto out;
         }
         m = cfg->init[0] ? model_from_init(cfg, be) : mt_model_create(&cfg->model, be, cfg->seed);
@@ -342,23 +376,25 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
         st.best_bleu = -1;
         st.step = cfg->init_step;
         st.shards = coll->size;
-        if (cfg->init[0]) say(hooks, "weights from %s, counting on from step %ld", cfg->init, cfg->init_step);
+        if (cfg->init[0])
+            say(hooks, "weights from %s, counting on from step %ld", cfg->init, cfg->init_step);
     }
     say(hooks, "model: %s, %zu parameters", cfg->model.arch, mt_model_param_count(m));
-    say(hooks, "ranks %d (%s): each batch of max_tokens %zu x %d is cut into %d shards", coll->size, coll->name,
-        cfg->max_tokens, st.shards, st.shards);
+    say(hooks, "ranks %d (%s): each batch of max_tokens %zu x %d is cut into %d shards", coll->size,
+        coll->name, cfg->max_tokens, st.shards, st.shards);
     if (coll->size > st.shards)
-        say(hooks, "the run began on %d ranks, so its batches have %d shards: ranks %d..%d only wait", st.shards,
-            st.shards, st.shards, coll->size - 1);
+        say(hooks,
+            "the run began on %d ranks, so its batches have %d shards: ranks %d..%d only wait",
+            st.shards, st.shards, st.shards, coll->size - 1);
     long dropped = 0;
     if (lead && log_open(&lf, cfg, resume ? st.step : -1, &dropped) != 0) goto out;
     if (dropped)
-        say(hooks, "%s: cut back to step %ld (%ld bytes logged after the checkpoint dropped)", lf.path, st.step,
-            dropped);
+        say(hooks, "%s: cut back to step %ld (%ld bytes logged after the checkpoint dropped)",
+            lf.path, st.step, dropped);
 
     int encdec = mt_model_is_encdec(m);
-    mt_train_progress pr = {.max_steps = cfg->max_steps, .valid_loss = -1, .valid_bleu = -1,
-                            .ranks = coll->size};
+    mt_train_progress pr = {
+        .max_steps = cfg->max_steps, .valid_loss = -1, .valid_bleu = -1, .ranks = coll->size};
     double interval_loss = 0, interval_t0 = mt_now_s(), interval_step_s = 0, interval_reduce_s = 0;
     size_t interval_tokens = 0;
     long interval_steps = 0;
@@ -383,7 +419,8 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
                 epoch_plan_free(&ep);
                 st.epoch++;
                 st.batch = 0;
-                if (epoch_plan_build(&ep, cfg, &train, np, tok, encdec, st.epoch, st.shards) != 0) goto out;
+                if (epoch_plan_build(&ep, cfg, &train, np, tok, encdec, st.epoch, st.shards) != 0)
+                    goto out;
             }
             mb_rows[n_mb] = ep.plan.order + ep.plan.start[st.batch];
             mb_n[n_mb] = ep.plan.rows[st.batch];
@@ -393,20 +430,26 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
         }
         long step = st.step + 1;
         mt_model_zero_grad(m);
-        mt_step_opts opts = {.train = 1, .seed = cfg->seed, .step = (uint64_t)step,
+        mt_step_opts opts = {.train = 1,
+                             .seed = cfg->seed,
+                             .step = (uint64_t)step,
                              .label_smoothing = cfg->label_smoothing};
         double step_loss = 0;
         for (int k = 0; k < n_mb; k++) {
             /* this rank's shards of the batch: s = rank, rank + N, ... of st.shards row ranges */
             for (int s = coll->rank; s < st.shards; s += coll->size) {
-                int lo = (int)((long)mb_n[k] * s / st.shards), hi = (int)((long)mb_n[k] * (s + 1) / st.shards);
+                int lo = (int)((long)mb_n[k] * s / st.shards),
+                    hi = (int)((long)mb_n[k] * (s + 1) / st.shards);
                 if (hi == lo) continue;
                 mt_batch batch;
-                mt_batch_pack(&batch, encdec, &cfg->model, ep.corpus, &ep.ex, mb_rows[k] + lo, hi - lo);
+                mt_batch_pack(&batch, encdec, &cfg->model, ep.corpus, &ep.ex, mb_rows[k] + lo,
+                              hi - lo);
                 double loss;
                 size_t n;
-                /* every token of the global batch weighs 1/step_tokens: the step's gradient is the mean */
-                int frc = mt_model_forward_backward(m, &batch, &opts, 1.0f / (float)step_tokens, &loss, &n);
+                /* every token of the global batch weighs 1/step_tokens: the step's gradient is the
+                 * mean */
+                int frc = mt_model_forward_backward(m, &batch, &opts, 1.0f / (float)step_tokens,
+                                                    &loss, &n);
                 mt_batch_free(&batch);
                 if (frc != 0) goto out;
                 step_loss += loss * (double)n;
@@ -422,7 +465,8 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
         if (mt_model_adamw_step(m, &h, (int)step) != 0) goto out;
         st.step = step;
         if (!isfinite(step_loss)) {
-            mt_error("step %ld: the loss is not finite (lr %.3g): lower lr or raise warmup", step, lr);
+            mt_error("step %ld: the loss is not finite (lr %.3g): lower lr or raise warmup", step,
+                     lr);
             goto out;
         }
         interval_loss += step_loss;
@@ -434,11 +478,16 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
         int last = st.step == cfg->max_steps;
         if (st.step % cfg->log_every == 0 || last) {
             double t = mt_now_s();
-            pr = (mt_train_progress){.step = st.step, .max_steps = cfg->max_steps, .epoch = st.epoch,
-                                     .loss = interval_loss / (double)interval_tokens, .lr = lr,
+            pr = (mt_train_progress){.step = st.step,
+                                     .max_steps = cfg->max_steps,
+                                     .epoch = st.epoch,
+                                     .loss = interval_loss / (double)interval_tokens,
+                                     .lr = lr,
                                      .tokens_per_s = (double)interval_tokens / (t - interval_t0),
-                                     .elapsed_s = t - t0, .valid_loss = pr.valid_loss,
-                                     .valid_bleu = pr.valid_bleu, .ranks = coll->size,
+                                     .elapsed_s = t - t0,
+                                     .valid_loss = pr.valid_loss,
+                                     .valid_bleu = pr.valid_bleu,
+                                     .ranks = coll->size,
                                      .step_s = interval_step_s / (double)interval_steps,
                                      .reduce_s = interval_reduce_s / (double)interval_steps};
             if (lead && log_step(&lf, &pr) != 0) goto out;
@@ -453,7 +502,8 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
         if (!lead) continue; /* validation and saving are rank 0's */
         if (have_valid && ((cfg->valid_every && st.step % cfg->valid_every == 0) || last)) {
             if (valid_loss(m, cfg, &valid, &pr.valid_loss) != 0) goto out;
-            if (cfg->valid_bleu_lines > 0 && validate_bleu(m, tok, cfg, &pr.valid_bleu) != 0) goto out;
+            if (cfg->valid_bleu_lines > 0 && validate_bleu(m, tok, cfg, &pr.valid_bleu) != 0)
+                goto out;
             /* the step validated, not the last one logged (log_every need not divide it) */
             pr.step = st.step;
             pr.epoch = st.epoch;
@@ -480,7 +530,8 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
         }
     }
     if (lead && checkpoint_save(m, cfg, &st, &ent) != 0) goto out;
-    say(hooks, "step %ld: checkpoint saved to %s/checkpoint (%.1f s)", st.step, cfg->run_dir, mt_now_s() - t0);
+    say(hooks, "step %ld: checkpoint saved to %s/checkpoint (%.1f s)", st.step, cfg->run_dir,
+        mt_now_s() - t0);
     rc = 0;
 out:
     free(grads_host);

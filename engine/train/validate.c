@@ -8,7 +8,8 @@
 int validate_bleu(mt_model *m, const mt_tokenizer *tok, const mt_train_config *cfg, double *bleu)
 {
     mt_text_lines src = {0}, ref = {0};
-    if (mt_text_lines_read(&src, cfg->valid_src) != 0 || mt_text_lines_read(&ref, cfg->valid_tgt) != 0) {
+    if (mt_text_lines_read(&src, cfg->valid_src) != 0 ||
+        mt_text_lines_read(&ref, cfg->valid_tgt) != 0) {
         mt_text_lines_free(&src);
         return -1;
     }

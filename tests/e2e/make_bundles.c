@@ -74,8 +74,12 @@ int main(int argc, char **argv)
     mkdir(out, 0755);
     snprintf(prefix, sizeof prefix, "%s/spm", out);
     const char *inputs[] = {CORPUS "es", CORPUS "en"};
-    mt_tokenizer_train_opts o = {.inputs = inputs, .n_inputs = 2, .model_prefix = prefix,
-                                 .vocab_size = 300, .character_coverage = 1.0, .num_threads = 1,
+    mt_tokenizer_train_opts o = {.inputs = inputs,
+                                 .n_inputs = 2,
+                                 .model_prefix = prefix,
+                                 .vocab_size = 300,
+                                 .character_coverage = 1.0,
+                                 .num_threads = 1,
                                  .seed = 7};
     if (mt_tokenizer_train(&o)) return fail("tokenizer");
     snprintf(model, sizeof model, "%s.model", prefix);

@@ -27,7 +27,8 @@ static void ask_everything(const mt_config *c, int depth)
         float f;
         const char *strings[4];
         mt_clear_error();
-        if (mt_config_int(c, k, INT_MIN, INT_MAX, &v)) CHECK(strstr(mt_last_error(), NAME) == mt_last_error());
+        if (mt_config_int(c, k, INT_MIN, INT_MAX, &v))
+            CHECK(strstr(mt_last_error(), NAME) == mt_last_error());
         if (mt_config_float(c, k, -INFINITY, INFINITY, &f) == 0) CHECK(isfinite(f));
         mt_config_float_or(c, k, 1.0f, 0, 1, &f);
         mt_config_bool(c, k, &v);

@@ -37,7 +37,10 @@
  * named here so that every other leak still stops the run; the slow unwinder lets the
  * suppressions see readline's frames. */
 const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void) { return "leak:_rl_scxt_alloc\nleak:_rl_nsearch_callback\n"; }
+const char *__lsan_default_suppressions(void)
+{
+    return "leak:_rl_scxt_alloc\nleak:_rl_nsearch_callback\n";
+}
 const char *__asan_default_options(void);
 const char *__asan_default_options(void) { return "fast_unwind_on_malloc=0"; }
 
@@ -93,13 +96,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     pthread_mutex_init(&c.state_lock, NULL);
     CHECK(console_rl_start(&c) == 0);
 
-    static const int fkeys[16] = {KEY_LEFT, KEY_RIGHT, KEY_UP, KEY_DOWN, KEY_HOME, KEY_END,
-                                  KEY_DC,   KEY_BACKSPACE, KEY_ENTER, KEY_F(1), KEY_NPAGE, KEY_PPAGE,
-                                  KEY_BTAB, KEY_IC, KEY_F(12), KEY_RESIZE};
-    static const uint32_t chars[32] = {0xE9,   0x301,  0x4E2D, 0x1F600, 0xA0,  0x200B, 0xFEFF, 0x85,
-                                       0x2028, 0x308,  0xC5,   0x1100,  0x1161, 0xAC00, 0x3000, 0xFF21,
-                                       0x10FFFF, 0xD800, 0xFFFD, 0x7F,   0x80,  0x9F,   0x200D, 0x1F1E9,
-                                       0x1F1EA, 0x65,  0x20,   0x5D0,   0x627,  0x202E, 0xE000, 0xFF};
+    static const int fkeys[16] = {
+        KEY_LEFT,  KEY_RIGHT, KEY_UP,    KEY_DOWN,  KEY_HOME, KEY_END, KEY_DC,    KEY_BACKSPACE,
+        KEY_ENTER, KEY_F(1),  KEY_NPAGE, KEY_PPAGE, KEY_BTAB, KEY_IC,  KEY_F(12), KEY_RESIZE};
+    static const uint32_t chars[32] = {
+        0xE9,   0x301,   0x4E2D,  0x1F600, 0xA0,   0x200B,   0xFEFF, 0x85,   0x2028, 0x308, 0xC5,
+        0x1100, 0x1161,  0xAC00,  0x3000,  0xFF21, 0x10FFFF, 0xD800, 0xFFFD, 0x7F,   0x80,  0x9F,
+        0x200D, 0x1F1E9, 0x1F1EA, 0x65,    0x20,   0x5D0,    0x627,  0x202E, 0xE000, 0xFF};
     for (size_t i = 0; i < size;) {
         uint8_t op = data[i++];
         if (op < 0x80) {

@@ -59,7 +59,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             const double *dice;
             const size_t *pairs;
             size_t len = (size_t)(tab - line);
-            CHECK(mt_entity_lexicon_is_name(l, line, len) && mt_entity_lexicon_is_name(back, line, len));
+            CHECK(mt_entity_lexicon_is_name(l, line, len) &&
+                  mt_entity_lexicon_is_name(back, line, len));
             size_t nf = mt_entity_lexicon_forms(l, line, len, &forms, &dice, &pairs);
             CHECK(nf == mt_entity_lexicon_forms(back, line, len, &forms, &dice, &pairs));
             for (size_t k = 0; k < nf; k++) CHECK(dice[k] >= 0 && dice[k] <= 1 && pairs[k] >= 1);

@@ -36,10 +36,7 @@ static int remove_entry(const char *path, const struct stat *st, int type, struc
     return remove(path);
 }
 
-static void remove_tree(const char *dir)
-{
-    nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
-}
+static void remove_tree(const char *dir) { nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS); }
 
 static size_t bad_calls;
 
@@ -69,13 +66,15 @@ static size_t check_lines(const char *path, int text)
                 uint32_t cp;
                 int k = mt_utf8_next(p + at, n - at, &cp);
                 CHECK(k > 0);
-                CHECK(utf8proc_category((utf8proc_int32_t)cp) != UTF8PROC_CATEGORY_CC && cp != 0xFEFF);
+                CHECK(utf8proc_category((utf8proc_int32_t)cp) != UTF8PROC_CATEGORY_CC &&
+                      cp != 0xFEFF);
                 CHECK(!(cp == ' ' && at + 1 < n && p[at + 1] == ' '));
                 at += (size_t)k;
             }
             utf8proc_uint8_t *nfc = NULL;
-            utf8proc_ssize_t got = utf8proc_map((const utf8proc_uint8_t *)p, (utf8proc_ssize_t)n, &nfc,
-                                                (utf8proc_option_t)(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+            utf8proc_ssize_t got =
+                utf8proc_map((const utf8proc_uint8_t *)p, (utf8proc_ssize_t)n, &nfc,
+                             (utf8proc_option_t)(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
             CHECK(got == (utf8proc_ssize_t)n && memcmp(nfc, p, n) == 0);
             free(nfc);
         }
@@ -137,7 +136,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const uint8_t *at = memmem(body, body_len, cut, sizeof cut - 1);
         size_t first = at ? (size_t)(at - body) : body_len;
         fuzz_write_file(in_src, body, first);
-        fuzz_write_file(in_tgt, at ? at + sizeof cut - 1 : body + body_len, at ? body_len - first - (sizeof cut - 1) : 0);
+        fuzz_write_file(in_tgt, at ? at + sizeof cut - 1 : body + body_len,
+                        at ? body_len - first - (sizeof cut - 1) : 0);
         source.tgt = in_tgt;
     }
     static const size_t valid_ns[4] = {0, 1, 3, MT_SPLIT_AUTO};
@@ -171,8 +171,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_error_t jerr;
     json_t *m = json_load_file(manifest_path, 0, &jerr);
     CHECK(m);
-    static const char *const filters[] = {"read", "bad_line", "empty", "too_long", "ratio", "duplicate",
-                                          "overlap", "kept", "nfc_changed", "control_removed"};
+    static const char *const filters[] = {"read",        "bad_line",       "empty",   "too_long",
+                                          "ratio",       "duplicate",      "overlap", "kept",
+                                          "nfc_changed", "control_removed"};
     const size_t counted[] = {c.read,      c.bad_line, c.empty, c.too_long,    c.ratio,
                               c.duplicate, c.overlap,  c.kept,  c.nfc_changed, c.control_removed};
     for (size_t i = 0; i < sizeof filters / sizeof filters[0]; i++)
@@ -184,10 +185,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             snprintf(name, sizeof name, "%s.%s", SPLITS[s], ext);
             snprintf(path, sizeof path, "%s/%s", out, name);
             CHECK(check_lines(path, side < 2) == c.split[s]);
-            if (c.split[s]) CHECK(manifest_int(m, "files", name, "lines") == (json_int_t)c.split[s]);
+            if (c.split[s])
+                CHECK(manifest_int(m, "files", name, "lines") == (json_int_t)c.split[s]);
             else CHECK(!json_object_get(json_object_get(m, "files"), name));
         }
-        if (c.split[s]) CHECK(manifest_int(m, "splits", SPLITS[s], "pairs") == (json_int_t)c.split[s]);
+        if (c.split[s])
+            CHECK(manifest_int(m, "splits", SPLITS[s], "pairs") == (json_int_t)c.split[s]);
     }
     json_decref(m);
 
@@ -198,7 +201,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int s = 0; s < 3; s++) {
         if (!c.split[s]) continue;
         for (int side = 0; side < 2; side++)
-            snprintf(paths[s][side], sizeof paths[s][side], "%s/%s.%s", out, SPLITS[s], LANGS[side]);
+            snprintf(paths[s][side], sizeof paths[s][side], "%s/%s.%s", out, SPLITS[s],
+                     LANGS[side]);
         again_src[n_again++] = (mt_import_source){paths[s][0], paths[s][1], 0, 0};
     }
     mt_import_opts o2 = o;

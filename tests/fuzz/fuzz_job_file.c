@@ -32,7 +32,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     CHECK(j.state >= JOB_PENDING && j.state < JOB_BROKEN);
     CHECK(j.launcher == JOB_LOCAL || j.launcher == JOB_SLURM);
-    CHECK(memchr(j.name, 0, sizeof j.name) && memchr(j.cwd, 0, sizeof j.cwd) && memchr(j.host, 0, sizeof j.host));
+    CHECK(memchr(j.name, 0, sizeof j.name) && memchr(j.cwd, 0, sizeof j.cwd) &&
+          memchr(j.host, 0, sizeof j.host));
     CHECK(memchr(j.slurm_id, 0, sizeof j.slurm_id) && memchr(j.error, 0, sizeof j.error));
     CHECK(strcmp(j.dir, dir) == 0);
 
@@ -48,7 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(0);
     }
     CHECK(back.state == j.state && back.launcher == j.launcher && back.pid == j.pid);
-    CHECK(back.pid_start == j.pid_start && back.exit_code == j.exit_code && back.max_steps == j.max_steps);
+    CHECK(back.pid_start == j.pid_start && back.exit_code == j.exit_code &&
+          back.max_steps == j.max_steps);
     CHECK(!strcmp(back.name, j.name) && !strcmp(back.cwd, j.cwd) && !strcmp(back.host, j.host));
     CHECK(!strcmp(back.slurm_id, j.slurm_id) && !strcmp(back.error, j.error));
     CHECK(back.started_at == j.started_at && back.ended_at == j.ended_at);

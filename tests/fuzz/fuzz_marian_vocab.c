@@ -52,8 +52,9 @@ static void check_vocab(const mt_tokenizer *tok)
         const char *piece = mt_tokenizer_id_to_piece(tok, id);
         CHECK(piece && mt_tokenizer_piece_to_id(tok, piece) == id);
     }
-    static const char *const texts[] = {"", "Hola, mundo.", ">>en<< En el principio creó Dios",
-                                        ">>es<<", ">><<", "ñ \xe2\x82\xac 12345 </s> <pad>"};
+    static const char *const texts[] = {
+        "",       "Hola, mundo.", ">>en<< En el principio creó Dios",
+        ">>es<<", ">><<",         "ñ \xe2\x82\xac 12345 </s> <pad>"};
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         int *ids;
         size_t n;

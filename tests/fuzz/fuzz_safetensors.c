@@ -19,7 +19,8 @@ static const char NAME[] = "fuzz.safetensors";
 /* Conversions of big tensors only repeat the same code; keep each run fast. */
 enum { MAX_CONVERT = 1 << 16 };
 
-static void check_tensor(const mt_safetensors *st, const mt_st_tensor *t, const uint8_t *data, size_t size)
+static void check_tensor(const mt_safetensors *st, const mt_st_tensor *t, const uint8_t *data,
+                         size_t size)
 {
     CHECK(mt_st_find(st, t->name) == t);
     CHECK(t->nbytes == t->numel * mt_dtype_size(t->dtype));
@@ -49,10 +50,12 @@ static void check_rewrite(const mt_safetensors *st)
     mt_st_meta *meta = calloc((size_t)n_meta + 1, sizeof *meta);
     for (int i = 0; i < n; i++) {
         const mt_st_tensor *t = mt_st_tensor_at(st, i);
-        w[i] = (mt_st_write_tensor){.name = t->name, .dtype = t->dtype, .ndim = t->ndim, .raw = t->data};
+        w[i] = (mt_st_write_tensor){
+            .name = t->name, .dtype = t->dtype, .ndim = t->ndim, .raw = t->data};
         memcpy(w[i].shape, t->shape, sizeof t->shape);
     }
-    for (int i = 0; i < n_meta; i++) meta[i] = (mt_st_meta){mt_st_metadata_key(st, i), mt_st_metadata_value(st, i)};
+    for (int i = 0; i < n_meta; i++)
+        meta[i] = (mt_st_meta){mt_st_metadata_key(st, i), mt_st_metadata_value(st, i)};
     char path[64];
     fuzz_scratch_path(path, sizeof path, "mtlab-fuzz-", ".safetensors");
     if (mt_st_write(path, w, n, meta, n_meta) == 0) {

@@ -31,7 +31,8 @@ static void check_model(const mt_tokenizer *tok, int json)
         int back = mt_tokenizer_piece_to_id(tok, piece);
         CHECK(back >= 0 && back < V);
     }
-    static const char *const texts[] = {"", "Hola, mundo.", "En el principio creó Dios los cielos y la tierra.",
+    static const char *const texts[] = {"", "Hola, mundo.",
+                                        "En el principio creó Dios los cielos y la tierra.",
                                         "<sep> <eos> ñ \xe2\x82\xac 12345"};
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         int *ids;

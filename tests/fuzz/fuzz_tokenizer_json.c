@@ -27,7 +27,8 @@ static void check_text(const hf_bpe *t, const char *text, size_t len)
         CHECK(strchr(mt_last_error(), '\n') == NULL);
         return;
     }
-    for (size_t k = 0; k < n; k++) CHECK(ids[k] >= 0 && ids[k] < V && hf_bpe_id_to_piece(t, ids[k]));
+    for (size_t k = 0; k < n; k++)
+        CHECK(ids[k] >= 0 && ids[k] < V && hf_bpe_id_to_piece(t, ids[k]));
     for (int skip = 0; skip < 2; skip++) {
         char *back = hf_bpe_decode(t, ids, n, skip);
         CHECK(back);
@@ -55,10 +56,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const char *piece = hf_bpe_id_to_piece(t, id);
         if (piece) CHECK(hf_bpe_piece_to_id(t, piece) == id);
     }
-    static const char *const texts[] = {"", "Hola, mundo.", "In the beginning God   created\n\n",
-                                        "it's 12345 \xe2\x82\xac \xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f\x92\xbb",
-                                        "e\xcc\x81 \xe4\xb8\xad\xe6\x96\x87 <|endoftext|>"};
-    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) check_text(t, texts[i], strlen(texts[i]));
+    static const char *const texts[] = {
+        "", "Hola, mundo.", "In the beginning God   created\n\n",
+        "it's 12345 \xe2\x82\xac \xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f\x92\xbb",
+        "e\xcc\x81 \xe4\xb8\xad\xe6\x96\x87 <|endoftext|>"};
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
+        check_text(t, texts[i], strlen(texts[i]));
     if (nul) check_text(t, (const char *)nul + 1, size - json_len - 1);
     int bad[2] = {0, V};
     CHECK(hf_bpe_decode(t, bad, 2, 0) == NULL);

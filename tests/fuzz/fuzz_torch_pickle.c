@@ -28,7 +28,8 @@ static int fuzz_check(void *ctx, const char *key, size_t nbytes)
     char *end;
     long k = strtol(key, &end, 10);
     if (!*key || *end || k < 0 || k > 63) return mt_error("storage '%s': none such", key);
-    if (nbytes > MAX_STORAGE) return mt_error("storage '%s': %zu bytes is more than the fuzzer makes", key, nbytes);
+    if (nbytes > MAX_STORAGE)
+        return mt_error("storage '%s': %zu bytes is more than the fuzzer makes", key, nbytes);
     return 0;
 }
 
@@ -46,10 +47,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     mt_clear_error();
     int whole = (size >= 2 && data[0] == 'P' && data[1] == 'K') || torch_legacy_magic(data, size);
-    mt_safetensors *st = whole ? mt_torch_open_buffer(data, size, NAME) : torch_read_state_dict(data, size, NAME, &STORAGES);
+    mt_safetensors *st = whole ? mt_torch_open_buffer(data, size, NAME)
+                               : torch_read_state_dict(data, size, NAME, &STORAGES);
     if (!st) {
         const char *msg = mt_last_error();
-        if (strncmp(msg, NAME, strlen(NAME)) != 0 || strchr(msg, '\n')) fprintf(stderr, "message: %s\n", msg);
+        if (strncmp(msg, NAME, strlen(NAME)) != 0 || strchr(msg, '\n'))
+            fprintf(stderr, "message: %s\n", msg);
         CHECK(strncmp(msg, NAME, strlen(NAME)) == 0);
         CHECK(strchr(msg, '\n') == NULL);
         return 0;

@@ -65,14 +65,16 @@ static lua_State *sandbox_new(void)
     memset(&box, 0, sizeof box);
     lua_State *L = lua_newstate(capped_alloc, &box);
     CHECK(L);
-    static const luaL_Reg libs[] = {
-        {LUA_GNAME, luaopen_base}, {LUA_STRLIBNAME, luaopen_string},
-        {LUA_TABLIBNAME, luaopen_table}, {LUA_MATHLIBNAME, luaopen_math}};
+    static const luaL_Reg libs[] = {{LUA_GNAME, luaopen_base},
+                                    {LUA_STRLIBNAME, luaopen_string},
+                                    {LUA_TABLIBNAME, luaopen_table},
+                                    {LUA_MATHLIBNAME, luaopen_math}};
     for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
         luaL_requiref(L, libs[i].name, libs[i].func, 1);
         lua_pop(L, 1);
     }
-    static const char *const removed[] = {"dofile", "loadfile", "load", "require", "collectgarbage", "print"};
+    static const char *const removed[] = {"dofile",  "loadfile",       "load",
+                                          "require", "collectgarbage", "print"};
     for (size_t i = 0; i < sizeof removed / sizeof removed[0]; i++) {
         lua_pushnil(L);
         lua_setglobal(L, removed[i]);
@@ -101,7 +103,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (rest >= sizeof ov_text) rest = sizeof ov_text - 1;
         memcpy(ov_text, mark + sizeof marker - 1, rest);
         ov_text[rest] = '\0';
-        for (char *line = strtok(ov_text, "\n"); line && n_ov < MAX_OVERRIDES; line = strtok(NULL, "\n"))
+        for (char *line = strtok(ov_text, "\n"); line && n_ov < MAX_OVERRIDES;
+             line = strtok(NULL, "\n"))
             ov[n_ov++] = line;
     }
 
@@ -116,7 +119,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         rc = train_config_from_state(&cfg, L, "fuzz.lua", ov, n_ov, preset, sizeof preset);
         CHECK(lua_gettop(L) == 1);
         if (rc != 0)
-            CHECK(strncmp(mt_last_error(), "fuzz.lua", 8) == 0 || strncmp(mt_last_error(), "override \"", 10) == 0);
+            CHECK(strncmp(mt_last_error(), "fuzz.lua", 8) == 0 ||
+                  strncmp(mt_last_error(), "override \"", 10) == 0);
     }
     lua_close(L);
     CHECK(box.used == 0);
@@ -124,7 +128,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     CHECK(memchr(preset, 0, sizeof preset) && preset[0]);
     CHECK(memchr(cfg.name, 0, sizeof cfg.name) && memchr(cfg.run_dir, 0, sizeof cfg.run_dir));
-    CHECK(memchr(cfg.tokenizer, 0, sizeof cfg.tokenizer) && memchr(cfg.device, 0, sizeof cfg.device));
+    CHECK(memchr(cfg.tokenizer, 0, sizeof cfg.tokenizer) &&
+          memchr(cfg.device, 0, sizeof cfg.device));
     CHECK(cfg.model.n_attn_layers >= 0 && cfg.model.n_attn_layers <= MT_MAX_ATTN_LAYERS);
     CHECK(cfg.model.langs_recorded == 1);
 

@@ -46,7 +46,8 @@ float chunked_vs_whole(mt_model *m, const int32_t *ids, int B, int T, int P, con
     int32_t *prompt = malloc((size_t)B * P * sizeof(int32_t));
     for (int b = 0; b < B; b++) memcpy(prompt + b * P, ids + b * T, (size_t)P * sizeof(int32_t));
     mt_batch pb = {.B = B, .T = P, .ids = prompt, .S = S, .src = src};
-    float *logits[2] = {malloc((size_t)B * V * sizeof(float)), malloc((size_t)B * V * sizeof(float))};
+    float *logits[2] = {malloc((size_t)B * V * sizeof(float)),
+                        malloc((size_t)B * V * sizeof(float))};
     float worst = 0.0f;
     for (int t = P - 1; t < T; t++) {
         for (int i = 0; i < 2; i++) {
@@ -66,8 +67,7 @@ float chunked_vs_whole(mt_model *m, const int32_t *ids, int B, int T, int P, con
     return worst;
 }
 
-float reorder_vs_parallel(mt_model *m, const int32_t *ids, int T, int P, const int32_t *src,
-                          int S)
+float reorder_vs_parallel(mt_model *m, const int32_t *ids, int T, int P, const int32_t *src, int S)
 {
     const int V = mt_model_get_config(m)->vocab_size;
     const int32_t rows[3] = {1, 0, 1};

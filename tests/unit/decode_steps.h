@@ -27,7 +27,6 @@ float chunked_vs_whole(mt_model *m, const int32_t *ids, int B, int T, int P, con
  * into three beams [1, 0, 1] and stepped on to T: returns the largest difference between the
  * beams' logits and the parallel forward of the reordered rows (src (2, S) reordered alike).
  * Also checks that a row index past the three beams is refused. T, S <= 16, P <= T - 2. */
-float reorder_vs_parallel(mt_model *m, const int32_t *ids, int T, int P, const int32_t *src,
-                          int S);
+float reorder_vs_parallel(mt_model *m, const int32_t *ids, int T, int P, const int32_t *src, int S);
 
 #endif

@@ -10,8 +10,8 @@ void test_detected_entities(char *out, size_t len, const char *src, const mt_ent
     out[0] = '\0';
     for (size_t i = 0; i < n; i++) {
         size_t used = strlen(out);
-        snprintf(out + used, len - used, "%s%.*s", i ? "|" : "", (int)(spans[i].end - spans[i].start),
-                 src + spans[i].start);
+        snprintf(out + used, len - used, "%s%.*s", i ? "|" : "",
+                 (int)(spans[i].end - spans[i].start), src + spans[i].start);
     }
     free(spans);
 }

@@ -16,8 +16,10 @@ static void *host_of(const void *p, const char *op, const char *arg)
 {
     if (!p) return NULL;
     if (!((uintptr_t)p & TAG)) {
-        fprintf(stderr, "fenced backend: %s got a host pointer %p for '%s' where backend "
-                        "memory belongs\n", op, p, arg);
+        fprintf(stderr,
+                "fenced backend: %s got a host pointer %p for '%s' where backend "
+                "memory belongs\n",
+                op, p, arg);
         abort();
     }
     return (void *)((uintptr_t)p & ~TAG);
@@ -42,18 +44,81 @@ typedef struct {
     float *c;
     int ldc;
 } rec_gemm;
-typedef struct { float *out; const float *a, *b; size_t n; } rec_add;
-typedef struct { mt_act act; float *out; const float *x; size_t n; } rec_act;
-typedef struct { float *out; const float *value, *gate; size_t n; } rec_gate;
-typedef struct { float *out; const float *bias; size_t rows; int cols; } rec_bias;
-typedef struct { float *dst; int dst_ld; const float *src; int src_ld; size_t rows; int cols; } rec_copy2d;
-typedef struct { float *out, *rstd; const float *x, *weight; size_t N; int C; float eps; } rec_rms;
-typedef struct { float *out, *mean, *rstd; const float *x, *weight, *bias; size_t N; int C; float eps; } rec_ln;
-typedef struct { float *out; const int32_t *ids; const float *table; size_t N; int C; float scale; } rec_embed;
-typedef struct { float *out, *state; const float *x, *w, *bias; int B, C, K; } rec_conv;
-typedef struct { float *y, *h; mt_scan_args a; } rec_scan;
+typedef struct {
+    float *out;
+    const float *a, *b;
+    size_t n;
+} rec_add;
+typedef struct {
+    mt_act act;
+    float *out;
+    const float *x;
+    size_t n;
+} rec_act;
+typedef struct {
+    float *out;
+    const float *value, *gate;
+    size_t n;
+} rec_gate;
+typedef struct {
+    float *out;
+    const float *bias;
+    size_t rows;
+    int cols;
+} rec_bias;
+typedef struct {
+    float *dst;
+    int dst_ld;
+    const float *src;
+    int src_ld;
+    size_t rows;
+    int cols;
+} rec_copy2d;
+typedef struct {
+    float *out, *rstd;
+    const float *x, *weight;
+    size_t N;
+    int C;
+    float eps;
+} rec_rms;
+typedef struct {
+    float *out, *mean, *rstd;
+    const float *x, *weight, *bias;
+    size_t N;
+    int C;
+    float eps;
+} rec_ln;
+typedef struct {
+    float *out;
+    const int32_t *ids;
+    const float *table;
+    size_t N;
+    int C;
+    float scale;
+} rec_embed;
+typedef struct {
+    float *out, *state;
+    const float *x, *w, *bias;
+    int B, C, K;
+} rec_conv;
+typedef struct {
+    float *y, *h;
+    mt_scan_args a;
+} rec_scan;
 
-typedef enum { R_GEMM, R_ADD, R_ACT, R_GATE, R_BIAS, R_COPY2D, R_RMS, R_LN, R_EMBED, R_CONV, R_SCAN } rec_kind;
+typedef enum {
+    R_GEMM,
+    R_ADD,
+    R_ACT,
+    R_GATE,
+    R_BIAS,
+    R_COPY2D,
+    R_RMS,
+    R_LN,
+    R_EMBED,
+    R_CONV,
+    R_SCAN
+} rec_kind;
 typedef struct {
     rec_kind kind;
     union {
@@ -101,10 +166,10 @@ static int refused(void)
 }
 
 /* While recording: tape the call (the fields of rec type T, in order) instead of running it. */
-#define RECORD(kind, field, T, ...)                                                                 \
-    if (recording) {                                                                                \
-        rec_push(kind)->u.field = (T){__VA_ARGS__};                                                 \
-        return;                                                                                     \
+#define RECORD(kind, field, T, ...)                 \
+    if (recording) {                                \
+        rec_push(kind)->u.field = (T){__VA_ARGS__}; \
+        return;                                     \
     }
 
 static void *fb_alloc(size_t bytes)
@@ -155,7 +220,8 @@ static void fb_gemm_batched(int ta, int tb, int m, int n, int k, float alpha, co
                             float *c, int ldc, size_t sc, int batch)
 {
     if (refused()) return;
-    cpu->gemm_batched(ta, tb, m, n, k, alpha, H(a), lda, sa, H(b), ldb, sb, beta, H(c), ldc, sc, batch);
+    cpu->gemm_batched(ta, tb, m, n, k, alpha, H(a), lda, sa, H(b), ldb, sb, beta, H(c), ldc, sc,
+                      batch);
 }
 
 static void fb_fill(float *x, size_t n, float v)
@@ -183,7 +249,8 @@ static void fb_mul(float *out, const float *a, const float *b, size_t n)
     if (refused()) return;
     cpu->mul(H(out), H(a), H(b), n);
 }
-static void fb_mul_backward(float *da, float *db, const float *dout, const float *a, const float *b, size_t n)
+static void fb_mul_backward(float *da, float *db, const float *dout, const float *a, const float *b,
+                            size_t n)
 {
     if (refused()) return;
     cpu->mul_backward(H(da), H(db), H(dout), H(a), H(b), n);
@@ -229,8 +296,8 @@ static void fb_copy2d(float *dst, int dst_ld, const float *src, int src_ld, size
     RECORD(R_COPY2D, copy2d, rec_copy2d, dst, dst_ld, src, src_ld, rows, cols);
     cpu->copy2d(H(dst), dst_ld, H(src), src_ld, rows, cols);
 }
-static void fb_index_select(float *out, const float *src, size_t src_ld, const int32_t *idx, int n_idx,
-                            size_t cols)
+static void fb_index_select(float *out, const float *src, size_t src_ld, const int32_t *idx,
+                            int n_idx, size_t cols)
 {
     if (refused()) return;
     cpu->index_select(H(out), H(src), src_ld, H(idx), n_idx, cols);
@@ -261,20 +328,22 @@ static void fb_log_softmax(float *out, const float *x, size_t rows, int cols)
     cpu->log_softmax(H(out), H(x), rows, cols);
 }
 
-static void fb_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *weight,
-                                 const float *bias, size_t N, int C, float eps)
+static void fb_layernorm_forward(float *out, float *mean, float *rstd, const float *x,
+                                 const float *weight, const float *bias, size_t N, int C, float eps)
 {
     RECORD(R_LN, ln, rec_ln, out, mean, rstd, x, weight, bias, N, C, eps);
     cpu->layernorm_forward(H(out), H(mean), H(rstd), H(x), H(weight), H(bias), N, C, eps);
 }
-static void fb_layernorm_backward(float *dx, float *dweight, float *dbias, const float *dout, const float *x,
-                                  const float *weight, const float *mean, const float *rstd, size_t N, int C)
+static void fb_layernorm_backward(float *dx, float *dweight, float *dbias, const float *dout,
+                                  const float *x, const float *weight, const float *mean,
+                                  const float *rstd, size_t N, int C)
 {
     if (refused()) return;
-    cpu->layernorm_backward(H(dx), H(dweight), H(dbias), H(dout), H(x), H(weight), H(mean), H(rstd), N, C);
+    cpu->layernorm_backward(H(dx), H(dweight), H(dbias), H(dout), H(x), H(weight), H(mean), H(rstd),
+                            N, C);
 }
-static void fb_rmsnorm_forward(float *out, float *rstd, const float *x, const float *weight, size_t N, int C,
-                               float eps)
+static void fb_rmsnorm_forward(float *out, float *rstd, const float *x, const float *weight,
+                               size_t N, int C, float eps)
 {
     RECORD(R_RMS, rms, rec_rms, out, rstd, x, weight, N, C, eps);
     cpu->rmsnorm_forward(H(out), H(rstd), H(x), H(weight), N, C, eps);
@@ -286,14 +355,14 @@ static void fb_rmsnorm_backward(float *dx, float *dweight, const float *dout, co
     cpu->rmsnorm_backward(H(dx), H(dweight), H(dout), H(x), H(weight), H(rstd), N, C);
 }
 
-static void fb_embedding_forward(float *out, const int32_t *ids, const float *table, size_t N, int C,
-                                 float scale)
+static void fb_embedding_forward(float *out, const int32_t *ids, const float *table, size_t N,
+                                 int C, float scale)
 {
     RECORD(R_EMBED, embed, rec_embed, out, ids, table, N, C, scale);
     cpu->embedding_forward(H(out), H(ids), H(table), N, C, scale);
 }
-static void fb_embedding_backward(float *dtable, const float *dout, const int32_t *ids, size_t N, int C,
-                                  float scale)
+static void fb_embedding_backward(float *dtable, const float *dout, const int32_t *ids, size_t N,
+                                  int C, float scale)
 {
     if (refused()) return;
     cpu->embedding_backward(H(dtable), H(dout), H(ids), N, C, scale);
@@ -313,14 +382,14 @@ static void fb_positions_backward(float *dtable, const float *dout, int B, int T
     if (refused()) return;
     cpu->positions_backward(H(dtable), H(dout), B, T, C, pos0);
 }
-static void fb_rope_forward(float *x, const int32_t *pos, int B, int T, int Hh, int Dh, int rot_dim, int pos0,
-                            const float *inv_freq, int interleaved)
+static void fb_rope_forward(float *x, const int32_t *pos, int B, int T, int Hh, int Dh, int rot_dim,
+                            int pos0, const float *inv_freq, int interleaved)
 {
     if (refused()) return;
     cpu->rope_forward(H(x), H(pos), B, T, Hh, Dh, rot_dim, pos0, H(inv_freq), interleaved);
 }
-static void fb_rope_backward(float *dx, const int32_t *pos, int B, int T, int Hh, int Dh, int rot_dim,
-                             int pos0, const float *inv_freq, int interleaved)
+static void fb_rope_backward(float *dx, const int32_t *pos, int B, int T, int Hh, int Dh,
+                             int rot_dim, int pos0, const float *inv_freq, int interleaved)
 {
     if (refused()) return;
     cpu->rope_backward(H(dx), H(pos), B, T, Hh, Dh, rot_dim, pos0, H(inv_freq), interleaved);
@@ -333,8 +402,8 @@ static mt_attn_desc attn_host(const mt_attn_desc *d, const char *op)
     h.key_mask = host_of(d->key_mask, op, "d->key_mask");
     return h;
 }
-static void fb_attention_forward(float *out, float *att, const float *q, const float *k, const float *v,
-                                 const mt_attn_desc *d)
+static void fb_attention_forward(float *out, float *att, const float *q, const float *k,
+                                 const float *v, const mt_attn_desc *d)
 {
     if (refused()) return;
     mt_attn_desc h = attn_host(d, __func__);
@@ -349,20 +418,20 @@ static void fb_attention_backward(float *dq, float *dk, float *dv, float *datt, 
     cpu->attention_backward(H(dq), H(dk), H(dv), H(datt), H(dout), H(q), H(k), H(v), H(att), &h);
 }
 
-static void fb_conv1d_forward(float *out, const float *x, const float *w, const float *bias, int B, int T,
-                              int C, int K)
+static void fb_conv1d_forward(float *out, const float *x, const float *w, const float *bias, int B,
+                              int T, int C, int K)
 {
     if (refused()) return;
     cpu->conv1d_forward(H(out), H(x), H(w), H(bias), B, T, C, K);
 }
-static void fb_conv1d_backward(float *dx, float *dw, float *dbias, const float *dout, const float *x,
-                               const float *w, int B, int T, int C, int K)
+static void fb_conv1d_backward(float *dx, float *dw, float *dbias, const float *dout,
+                               const float *x, const float *w, int B, int T, int C, int K)
 {
     if (refused()) return;
     cpu->conv1d_backward(H(dx), H(dw), H(dbias), H(dout), H(x), H(w), B, T, C, K);
 }
-static void fb_conv1d_step(float *out, float *state, const float *x, const float *w, const float *bias, int B,
-                           int C, int K)
+static void fb_conv1d_step(float *out, float *state, const float *x, const float *w,
+                           const float *bias, int B, int C, int K)
 {
     RECORD(R_CONV, conv, rec_conv, out, state, x, w, bias, B, C, K);
     cpu->conv1d_step(H(out), H(state), H(x), H(w), H(bias), B, C, K);
@@ -396,8 +465,13 @@ static void fb_scan_backward(const mt_scan_grads *g, const float *dy, const mt_s
     if (refused()) return;
     mt_scan_args h = scan_host(a, __func__);
     mt_scan_grads hg = {
-        .du = H(g->du), .ddt = H(g->ddt), .dA_log = H(g->dA_log), .dBm = H(g->dBm),
-        .dCm = H(g->dCm), .dDskip = H(g->dDskip), .ddt_bias = H(g->ddt_bias),
+        .du = H(g->du),
+        .ddt = H(g->ddt),
+        .dA_log = H(g->dA_log),
+        .dBm = H(g->dBm),
+        .dCm = H(g->dCm),
+        .dDskip = H(g->dDskip),
+        .ddt_bias = H(g->ddt_bias),
     };
     cpu->scan_backward(&hg, H(dy), &h);
 }
@@ -428,7 +502,8 @@ static void fb_retention_backward(float *dq, float *dk, float *dv, float *datt, 
 {
     if (refused()) return;
     mt_retention_desc h = ret_host(d, __func__);
-    cpu->retention_backward(H(dq), H(dk), H(dv), H(datt), H(dout), H(q), H(k), H(v), H(att), H(r), &h);
+    cpu->retention_backward(H(dq), H(dk), H(dv), H(datt), H(dout), H(q), H(k), H(v), H(att), H(r),
+                            &h);
 }
 static void fb_retention_state_fill(float *kv, float *s, const float *k, const float *v,
                                     const mt_retention_desc *d)
@@ -445,39 +520,43 @@ static void fb_retention_step(float *out, float *kv, float *s, const float *q, c
     cpu->retention_step(H(out), H(kv), H(s), H(q), H(k), H(v), &h);
 }
 
-static void fb_cross_entropy_forward(float *losses, float *lse, const float *logits, const int32_t *targets,
-                                     size_t N, int V, int ignore_index, float smoothing)
+static void fb_cross_entropy_forward(float *losses, float *lse, const float *logits,
+                                     const int32_t *targets, size_t N, int V, int ignore_index,
+                                     float smoothing)
 {
     if (refused()) return;
-    cpu->cross_entropy_forward(H(losses), H(lse), H(logits), H(targets), N, V, ignore_index, smoothing);
+    cpu->cross_entropy_forward(H(losses), H(lse), H(logits), H(targets), N, V, ignore_index,
+                               smoothing);
 }
 static void fb_cross_entropy_backward(float *dlogits, const float *logits, const float *lse,
                                       const int32_t *targets, size_t N, int V, int ignore_index,
                                       float smoothing, float scale)
 {
     if (refused()) return;
-    cpu->cross_entropy_backward(H(dlogits), H(logits), H(lse), H(targets), N, V, ignore_index, smoothing, scale);
+    cpu->cross_entropy_backward(H(dlogits), H(logits), H(lse), H(targets), N, V, ignore_index,
+                                smoothing, scale);
 }
-static void fb_cross_entropy_fused(float *losses, float *logits, const int32_t *targets, size_t N, int V,
-                                   int ignore_index, float smoothing, float scale)
+static void fb_cross_entropy_fused(float *losses, float *logits, const int32_t *targets, size_t N,
+                                   int V, int ignore_index, float smoothing, float scale)
 {
     if (refused()) return;
-    cpu->cross_entropy_fused(H(losses), H(logits), H(targets), N, V, ignore_index, smoothing, scale);
+    cpu->cross_entropy_fused(H(losses), H(logits), H(targets), N, V, ignore_index, smoothing,
+                             scale);
 }
-static void fb_dropout_forward(float *out, const float *x, size_t n, float p, uint64_t seed, uint64_t step,
-                               uint32_t site)
+static void fb_dropout_forward(float *out, const float *x, size_t n, float p, uint64_t seed,
+                               uint64_t step, uint32_t site)
 {
     if (refused()) return;
     cpu->dropout_forward(H(out), H(x), n, p, seed, step, site);
 }
-static void fb_dropout_backward(float *dx, const float *dout, size_t n, float p, uint64_t seed, uint64_t step,
-                                uint32_t site)
+static void fb_dropout_backward(float *dx, const float *dout, size_t n, float p, uint64_t seed,
+                                uint64_t step, uint32_t site)
 {
     if (refused()) return;
     cpu->dropout_backward(H(dx), H(dout), n, p, seed, step, site);
 }
-static void fb_adamw_step(float *params, const float *grads, float *m, float *v, const uint8_t *decay_mask,
-                          size_t n, const mt_adamw_hparams *h, int step)
+static void fb_adamw_step(float *params, const float *grads, float *m, float *v,
+                          const uint8_t *decay_mask, size_t n, const mt_adamw_hparams *h, int step)
 {
     if (refused()) return;
     cpu->adamw_step(H(params), H(grads), H(m), H(v), H(decay_mask), n, h, step);
@@ -521,13 +600,18 @@ static void fb_graph_run(void *graph)
         switch (o->kind) {
         case R_GEMM: {
             const rec_gemm *g = &o->u.gemm;
-            fb_gemm(g->ta, g->tb, g->m, g->n, g->k, g->alpha, g->a, g->lda, g->b, g->ldb, g->beta, g->c, g->ldc);
+            fb_gemm(g->ta, g->tb, g->m, g->n, g->k, g->alpha, g->a, g->lda, g->b, g->ldb, g->beta,
+                    g->c, g->ldc);
             break;
         }
         case R_ADD: fb_add(o->u.add.out, o->u.add.a, o->u.add.b, o->u.add.n); break;
         case R_ACT: fb_act_forward(o->u.act.act, o->u.act.out, o->u.act.x, o->u.act.n); break;
-        case R_GATE: fb_gate_forward(o->u.gate.out, o->u.gate.value, o->u.gate.gate, o->u.gate.n); break;
-        case R_BIAS: fb_bias_add(o->u.bias.out, o->u.bias.bias, o->u.bias.rows, o->u.bias.cols); break;
+        case R_GATE:
+            fb_gate_forward(o->u.gate.out, o->u.gate.value, o->u.gate.gate, o->u.gate.n);
+            break;
+        case R_BIAS:
+            fb_bias_add(o->u.bias.out, o->u.bias.bias, o->u.bias.rows, o->u.bias.cols);
+            break;
         case R_COPY2D: {
             const rec_copy2d *c = &o->u.copy2d;
             fb_copy2d(c->dst, c->dst_ld, c->src, c->src_ld, c->rows, c->cols);
@@ -540,7 +624,8 @@ static void fb_graph_run(void *graph)
         }
         case R_LN: {
             const rec_ln *l = &o->u.ln;
-            fb_layernorm_forward(l->out, l->mean, l->rstd, l->x, l->weight, l->bias, l->N, l->C, l->eps);
+            fb_layernorm_forward(l->out, l->mean, l->rstd, l->x, l->weight, l->bias, l->N, l->C,
+                                 l->eps);
             break;
         }
         case R_EMBED: {
@@ -559,33 +644,70 @@ static void fb_graph_run(void *graph)
 }
 
 static const mt_backend fenced = {
-    .name = "fenced", .host_memory = 0,
-    .alloc = fb_alloc, .free = fb_free, .upload = fb_upload, .download = fb_download,
-    .copy = fb_copy, .memzero = fb_memzero, .sync = fb_sync,
-    .gemm = fb_gemm, .gemm_batched = fb_gemm_batched,
-    .fill = fb_fill, .scale = fb_scale, .axpy = fb_axpy, .add = fb_add, .mul = fb_mul,
-    .mul_backward = fb_mul_backward, .act_forward = fb_act_forward, .act_backward = fb_act_backward,
-    .gate_forward = fb_gate_forward, .gate_backward = fb_gate_backward, .mask_rows = fb_mask_rows,
-    .bias_add = fb_bias_add, .bias_backward = fb_bias_backward, .copy2d = fb_copy2d,
-    .index_select = fb_index_select, .sum = fb_sum, .sum_squares = fb_sum_squares,
-    .argmax_rows = fb_argmax_rows, .softmax = fb_softmax, .log_softmax = fb_log_softmax,
-    .layernorm_forward = fb_layernorm_forward, .layernorm_backward = fb_layernorm_backward,
-    .rmsnorm_forward = fb_rmsnorm_forward, .rmsnorm_backward = fb_rmsnorm_backward,
-    .embedding_forward = fb_embedding_forward, .embedding_backward = fb_embedding_backward,
-    .sinusoid_fill = fb_sinusoid_fill, .positions_add = fb_positions_add,
-    .positions_backward = fb_positions_backward, .rope_forward = fb_rope_forward,
-    .rope_backward = fb_rope_backward, .attention_forward = fb_attention_forward,
-    .attention_backward = fb_attention_backward, .conv1d_forward = fb_conv1d_forward,
-    .conv1d_backward = fb_conv1d_backward, .conv1d_step = fb_conv1d_step,
-    .conv1d_state_fill = fb_conv1d_state_fill, .scan_forward = fb_scan_forward,
-    .scan_backward = fb_scan_backward, .scan_step = fb_scan_step,
-    .retention_forward = fb_retention_forward, .retention_backward = fb_retention_backward,
-    .retention_state_fill = fb_retention_state_fill, .retention_step = fb_retention_step,
+    .name = "fenced",
+    .host_memory = 0,
+    .alloc = fb_alloc,
+    .free = fb_free,
+    .upload = fb_upload,
+    .download = fb_download,
+    .copy = fb_copy,
+    .memzero = fb_memzero,
+    .sync = fb_sync,
+    .gemm = fb_gemm,
+    .gemm_batched = fb_gemm_batched,
+    .fill = fb_fill,
+    .scale = fb_scale,
+    .axpy = fb_axpy,
+    .add = fb_add,
+    .mul = fb_mul,
+    .mul_backward = fb_mul_backward,
+    .act_forward = fb_act_forward,
+    .act_backward = fb_act_backward,
+    .gate_forward = fb_gate_forward,
+    .gate_backward = fb_gate_backward,
+    .mask_rows = fb_mask_rows,
+    .bias_add = fb_bias_add,
+    .bias_backward = fb_bias_backward,
+    .copy2d = fb_copy2d,
+    .index_select = fb_index_select,
+    .sum = fb_sum,
+    .sum_squares = fb_sum_squares,
+    .argmax_rows = fb_argmax_rows,
+    .softmax = fb_softmax,
+    .log_softmax = fb_log_softmax,
+    .layernorm_forward = fb_layernorm_forward,
+    .layernorm_backward = fb_layernorm_backward,
+    .rmsnorm_forward = fb_rmsnorm_forward,
+    .rmsnorm_backward = fb_rmsnorm_backward,
+    .embedding_forward = fb_embedding_forward,
+    .embedding_backward = fb_embedding_backward,
+    .sinusoid_fill = fb_sinusoid_fill,
+    .positions_add = fb_positions_add,
+    .positions_backward = fb_positions_backward,
+    .rope_forward = fb_rope_forward,
+    .rope_backward = fb_rope_backward,
+    .attention_forward = fb_attention_forward,
+    .attention_backward = fb_attention_backward,
+    .conv1d_forward = fb_conv1d_forward,
+    .conv1d_backward = fb_conv1d_backward,
+    .conv1d_step = fb_conv1d_step,
+    .conv1d_state_fill = fb_conv1d_state_fill,
+    .scan_forward = fb_scan_forward,
+    .scan_backward = fb_scan_backward,
+    .scan_step = fb_scan_step,
+    .retention_forward = fb_retention_forward,
+    .retention_backward = fb_retention_backward,
+    .retention_state_fill = fb_retention_state_fill,
+    .retention_step = fb_retention_step,
     .cross_entropy_forward = fb_cross_entropy_forward,
-    .cross_entropy_backward = fb_cross_entropy_backward, .cross_entropy_fused = fb_cross_entropy_fused,
+    .cross_entropy_backward = fb_cross_entropy_backward,
+    .cross_entropy_fused = fb_cross_entropy_fused,
     .dropout_forward = fb_dropout_forward,
-    .dropout_backward = fb_dropout_backward, .adamw_step = fb_adamw_step,
-    .graph_begin = fb_graph_begin, .graph_end = fb_graph_end, .graph_run = fb_graph_run,
+    .dropout_backward = fb_dropout_backward,
+    .adamw_step = fb_adamw_step,
+    .graph_begin = fb_graph_begin,
+    .graph_end = fb_graph_end,
+    .graph_run = fb_graph_run,
     .graph_free = fb_graph_free,
 };
 

@@ -40,7 +40,7 @@ static size_t sample_index(size_t s, size_t samples, size_t n)
 }
 
 double gc_rel_error(double *x, size_t n, const float *analytic, gc_loss_fn loss, void *ctx,
-                        int max_samples)
+                    int max_samples)
 {
     size_t samples = n <= (size_t)max_samples ? n : (size_t)max_samples;
     double diff2 = 0.0, fd2 = 0.0;

@@ -25,7 +25,7 @@ float *gc_random(size_t n, mt_rng *r, float scale);
 /* ||analytic - fd|| / max(||fd||, 1e-12) over up to max_samples elements of x (all when
  * n <= max_samples, else an evenly spread sample); loss(ctx) must read x. x is restored. */
 double gc_rel_error(double *x, size_t n, const float *analytic, gc_loss_fn loss, void *ctx,
-                        int max_samples);
+                    int max_samples);
 /* Prints "name: relative error E (bound B)" and returns E <= bound. */
 int gc_report(const char *suite, const char *name, double rel, double bound);
 

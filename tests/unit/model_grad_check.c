@@ -43,7 +43,8 @@ static double stencil(float *x, const loss_ctx *c)
 
 /* Compare the analytic gradient of every trainable tensor with finite differences at a few
  * elements; prints the aggregate relative error and the worst tensor. */
-void check_model_gradients(mt_model *m, const mt_batch *b, const mt_step_opts *opts, const char *what)
+void check_model_gradients(mt_model *m, const mt_batch *b, const mt_step_opts *opts,
+                           const char *what)
 {
     assert_true(mt_model_backend(m)->host_memory);
     mt_model_zero_grad(m);
@@ -61,7 +62,8 @@ void check_model_gradients(mt_model *m, const mt_batch *b, const mt_step_opts *o
         assert_int_equal(mt_model_tensor(m, t, &info), 0);
         if (!info.trainable) continue;
         for (int s = 0; s < FD_SAMPLES; s++) {
-            size_t i = info.offset + (size_t)((double)s * (info.numel - 1) / (FD_SAMPLES - 1) + 0.5);
+            size_t i =
+                info.offset + (size_t)((double)s * (info.numel - 1) / (FD_SAMPLES - 1) + 0.5);
             double fd = stencil(&params[i], &c), a = grads[i];
             double err = fabs(a - fd), excess = err / (FD_ABS + FD_REL * fabs(fd));
             diff2 += err * err;

@@ -8,6 +8,7 @@
 
 /* Fails the test when a sampled gradient or the aggregate relative error is out of bounds;
  * prints the figures under the label what. */
-void check_model_gradients(mt_model *m, const mt_batch *b, const mt_step_opts *opts, const char *what);
+void check_model_gradients(mt_model *m, const mt_batch *b, const mt_step_opts *opts,
+                           const char *what);
 
 #endif

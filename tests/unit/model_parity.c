@@ -94,10 +94,14 @@ static void make_batch(two_rows *r, const mt_model_config *c, int encdec)
         for (int i = 0; i < 2; i++) {
             int sl = i ? 4 : 6, tl = i ? 3 : 4;
             for (int j = 0; j < S; j++)
-                r->src[i * S + j] = j < sl ? first + (7 * i + 3 * j) % (V - first) : j == sl ? c->eos_id : c->pad_id;
+                r->src[i * S + j] = j < sl    ? first + (7 * i + 3 * j) % (V - first)
+                                    : j == sl ? c->eos_id
+                                              : c->pad_id;
             r->ids[i * T] = c->decoder_start_id;
             for (int j = 1; j < T; j++)
-                r->ids[i * T + j] = j <= tl ? first + (5 * i + 11 * j) % (V - first) : j == tl + 1 ? c->eos_id : c->pad_id;
+                r->ids[i * T + j] = j <= tl       ? first + (5 * i + 11 * j) % (V - first)
+                                    : j == tl + 1 ? c->eos_id
+                                                  : c->pad_id;
         }
         r->b = (mt_batch){.B = 2, .T = T, .ids = r->ids, .S = S, .src = r->src};
     } else {
@@ -127,11 +131,13 @@ static void check(int rc, const char *what, const mt_model_config *c, const mt_b
  * records steps, a Mamba's second step is recorded and the later ones replayed, the reorder's
  * states included. A third state takes the same steps on a's backend choosing each row's next
  * token there (mt_model_step_argmax): it must choose the maximum of a's logits. */
-static double decode_compare(mt_model *ma, mt_model *mb, const two_rows *r, const mt_model_config *c, int encdec)
+static double decode_compare(mt_model *ma, mt_model *mb, const two_rows *r,
+                             const mt_model_config *c, int encdec)
 {
     const mt_backend *be = mt_model_backend(ma), *cpu = mt_model_backend(mb);
     double worst = 0.0;
-    mt_decode_state *sa = mt_decode_state_new(ma, 2, 24, 8), *sb = mt_decode_state_new(mb, 2, 24, 8);
+    mt_decode_state *sa = mt_decode_state_new(ma, 2, 24, 8),
+                    *sb = mt_decode_state_new(mb, 2, 24, 8);
     if (!sa || !sb) fail_msg("%s decode state: %s", c->arch, mt_last_error());
     mt_batch prompt = r->b;
     if (encdec) prompt.T = 1;
@@ -171,8 +177,9 @@ static double decode_compare(mt_model *ma, mt_model *mb, const two_rows *r, cons
             for (int j = 1; j < V; j++)
                 if (l[j] > l[best]) best = j;
             if (next[row] != best)
-                fail_msg("%s on %s: step %d row %d: step_argmax chose %d, the logits' maximum is at %d", c->arch,
-                         be->name, s, row, next[row], best);
+                fail_msg(
+                    "%s on %s: step %d row %d: step_argmax chose %d, the logits' maximum is at %d",
+                    c->arch, be->name, s, row, next[row], best);
         }
     }
     mt_decode_state_free(sa);
@@ -209,7 +216,8 @@ parity_report model_parity(const mt_backend *be, const char *preset, int exact)
     mt_model_zero_grad(ma);
     mt_model_zero_grad(mb);
     check(mt_model_forward_backward(ma, &r.b, &so, 0.0f, &loss_a, &na), "forward_backward", &c, be);
-    check(mt_model_forward_backward(mb, &r.b, &so, 0.0f, &loss_b, &nb), "forward_backward", &c, cpu);
+    check(mt_model_forward_backward(mb, &r.b, &so, 0.0f, &loss_b, &nb), "forward_backward", &c,
+          cpu);
     assert_int_equal(na, nb);
     rep.loss = fabs(loss_a - loss_b) / fmax(fabs(loss_b), 1e-30);
     float *ga = block_of(ma, mt_model_grads(ma)), *gb = block_of(mb, mt_model_grads(mb));
@@ -218,7 +226,8 @@ parity_report model_parity(const mt_backend *be, const char *preset, int exact)
      * sign of its gradient, so a gradient that is rounding noise on both sides (zero on one,
      * 1e-12 on the other) would move by lr on one side only; the gradients are compared above */
     mt_model_backend(ma)->upload(mt_model_grads(ma), gb, np * sizeof *gb);
-    mt_adamw_hparams h = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-8f, .weight_decay = 0.01f};
+    mt_adamw_hparams h = {
+        .lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-8f, .weight_decay = 0.01f};
     check(mt_model_adamw_step(ma, &h, 1), "adamw", &c, be);
     check(mt_model_adamw_step(mb, &h, 1), "adamw", &c, cpu);
     float *pa = block_of(ma, mt_model_params(ma)), *pb = block_of(mb, mt_model_params(mb));
@@ -240,7 +249,8 @@ parity_report model_parity(const mt_backend *be, const char *preset, int exact)
             const mt_probe_map *x = &ra.maps[i], *y = &rb.maps[i];
             assert_int_equal(x->kind, y->kind);
             assert_int_equal(x->heads * x->rows * x->cols, y->heads * y->rows * y->cols);
-            rep.probes = fmax(rep.probes, rel_diff(x->values, y->values, (size_t)y->heads * y->rows * y->cols));
+            rep.probes = fmax(rep.probes,
+                              rel_diff(x->values, y->values, (size_t)y->heads * y->rows * y->cols));
         }
         mt_probe_record_free(&ra);
         mt_probe_record_free(&rb);
@@ -262,7 +272,8 @@ parity_report model_parity(const mt_backend *be, const char *preset, int exact)
             for (int i = 0; i < 3; i++) {
                 assert_int_equal(ra.hyps[i].n_ids, rb.hyps[i].n_ids);
                 if (ra.hyps[i].n_ids)
-                    assert_memory_equal(ra.hyps[i].ids, rb.hyps[i].ids, (size_t)ra.hyps[i].n_ids * sizeof(int32_t));
+                    assert_memory_equal(ra.hyps[i].ids, rb.hyps[i].ids,
+                                        (size_t)ra.hyps[i].n_ids * sizeof(int32_t));
                 assert_true(ra.hyps[i].score == rb.hyps[i].score);
             }
             mt_decode_result_free(&ra);

@@ -1,8 +1,8 @@
 /* One model on another backend against the same model on the CPU backend, through the public
  * model API only: logits of a padded batch, a training step (loss, every gradient, the
  * parameters after AdamW), prefill and single decoding steps with a beam reorder, the probe
- * maps of one translation, and greedy and beam decoding. Used with the fenced backend (bit-identical, runs everywhere) and with
- * CUDA (within tolerances, on a GPU machine). */
+ * maps of one translation, and greedy and beam decoding. Used with the fenced backend
+ * (bit-identical, runs everywhere) and with CUDA (within tolerances, on a GPU machine). */
 #ifndef MTLAB_TEST_MODEL_PARITY_H
 #define MTLAB_TEST_MODEL_PARITY_H
 
@@ -10,11 +10,11 @@
 #include "mtlab/model.h"
 
 typedef struct {
-    double logits;  /* max |a - b| / max(max |b|, 1) over forward and decoding logits */
-    double grads;   /* the same over the gradient block */
-    double params;  /* the same over the parameters after one AdamW step */
-    double loss;    /* |loss_a - loss_b| / |loss_b| */
-    double probes;  /* as logits, over every probe map of one translation */
+    double logits; /* max |a - b| / max(max |b|, 1) over forward and decoding logits */
+    double grads; /* the same over the gradient block */
+    double params; /* the same over the parameters after one AdamW step */
+    double loss; /* |loss_a - loss_b| / |loss_b| */
+    double probes; /* as logits, over every probe map of one translation */
 } parity_report;
 
 #define TINY_MODEL_VOCAB 40

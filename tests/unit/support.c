@@ -17,7 +17,10 @@ void test_write_file(const char *path, const void *data, size_t len)
     assert_int_equal(fclose(f), 0);
 }
 
-void test_write_text(const char *path, const char *text) { test_write_file(path, text, strlen(text)); }
+void test_write_text(const char *path, const char *text)
+{
+    test_write_file(path, text, strlen(text));
+}
 
 char *test_read_file(const char *path, size_t *len)
 {
@@ -69,10 +72,15 @@ int test_train_fixture_tokenizer(const char *dir, int vocab_size, unsigned seed)
 {
     char prefix[4096];
     snprintf(prefix, sizeof prefix, "%s/spm", dir);
-    const char *inputs[] = {"tests/fixtures/tokenizer/corpus.es", "tests/fixtures/tokenizer/corpus.en"};
-    mt_tokenizer_train_opts o = {.inputs = inputs, .n_inputs = 2, .model_prefix = prefix,
-                                 .vocab_size = vocab_size, .character_coverage = 1.0,
-                                 .num_threads = 1, .seed = seed};
+    const char *inputs[] = {"tests/fixtures/tokenizer/corpus.es",
+                            "tests/fixtures/tokenizer/corpus.en"};
+    mt_tokenizer_train_opts o = {.inputs = inputs,
+                                 .n_inputs = 2,
+                                 .model_prefix = prefix,
+                                 .vocab_size = vocab_size,
+                                 .character_coverage = 1.0,
+                                 .num_threads = 1,
+                                 .seed = seed};
     return mt_tokenizer_train(&o);
 }
 
@@ -132,8 +140,8 @@ void test_captured_free(test_captured *c)
     c->out = c->err = NULL;
 }
 
-void test_tiny_train_config(mt_train_config *cfg, const char *preset, const char *dir, const char *run,
-                            long max_steps)
+void test_tiny_train_config(mt_train_config *cfg, const char *preset, const char *dir,
+                            const char *run, long max_steps)
 {
     mt_train_config_defaults(cfg);
     assert_int_equal(mt_model_preset(&cfg->model, preset), 0);

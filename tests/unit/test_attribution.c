@@ -43,8 +43,7 @@ static mt_attribution attribute(mt_model *m, const int32_t *h, mt_attr_method me
 }
 
 /* Central differences of every row's log-prob along delta = +-h * dir at column col. */
-static void fd_rows(mt_model *m, int col, const float *dir, int C, float h, double *out,
-                    int rows)
+static void fd_rows(mt_model *m, int col, const float *dir, int C, float h, double *out, int rows)
 {
     float *delta = calloc((size_t)C, sizeof *delta);
     double plus[N_HYP + 1], minus[N_HYP + 1];
@@ -75,10 +74,9 @@ static void test_gradients_match_finite_differences(void **state)
     for (const char *const *arch = mt_model_arch_list(); *arch; arch++) {
         mt_model *m = tiny(*arch, 41);
         int C = mt_model_get_config(m)->d_model;
-        mt_attribution ixg = attribute(m, hyp, MT_ATTR_INPUT_X_GRADIENT, MT_ATTR_BASELINE_ZERO,
-                                       -1, *arch);
-        mt_attribution sal = attribute(m, hyp, MT_ATTR_SALIENCY, MT_ATTR_BASELINE_ZERO, -1,
-                                       *arch);
+        mt_attribution ixg =
+            attribute(m, hyp, MT_ATTR_INPUT_X_GRADIENT, MT_ATTR_BASELINE_ZERO, -1, *arch);
+        mt_attribution sal = attribute(m, hyp, MT_ATTR_SALIENCY, MT_ATTR_BASELINE_ZERO, -1, *arch);
         assert_int_equal(ixg.rows, N_HYP + 1);
         assert_int_equal(ixg.cols, sal.cols);
         double worst_ixg = 0.0, worst_sal = 0.0, fd[N_HYP + 1];
@@ -97,12 +95,12 @@ static void test_gradients_match_finite_differences(void **state)
                 for (int j = 0; j < sal.rows; j++) sq[j] += fd[j] * fd[j];
             }
             for (int j = 0; j < sal.rows; j++)
-                expect_close(sal.values[(size_t)j * sal.cols + col], sqrt(sq[j]), "saliency",
-                             *arch, j, col, &worst_sal);
+                expect_close(sal.values[(size_t)j * sal.cols + col], sqrt(sq[j]), "saliency", *arch,
+                             j, col, &worst_sal);
         }
         printf("%-14s input x gradient and saliency vs finite differences: worst relative "
-               "error %.2e, %.2e over %d x %d cells\n", *arch, worst_ixg, worst_sal, ixg.rows,
-               ixg.cols);
+               "error %.2e, %.2e over %d x %d cells\n",
+               *arch, worst_ixg, worst_sal, ixg.rows, ixg.cols);
         free(unit);
         free(sq);
         mt_attribution_free(&ixg);
@@ -156,7 +154,8 @@ static double completeness(const char *arch, int steps, double tol)
                      arch, steps, j, sum, change);
     }
     printf("%-14s integrated gradients, %d steps, <pad> baseline: worst completeness error "
-           "%.2e\n", arch, steps, worst);
+           "%.2e\n",
+           arch, steps, worst);
     mt_attribution_free(&a);
     mt_model_free(m);
     return worst;
@@ -185,16 +184,14 @@ static void test_contrast_is_the_difference(void **state)
     for (const char *const *arch = mt_model_arch_list(); *arch; arch++) {
         mt_model *m = tiny(*arch, 44);
         for (size_t k = 0; k < 2; k++) {
-            mt_attribution both = attribute(m, hyp, methods[k], MT_ATTR_BASELINE_ZERO, foil,
-                                            *arch);
-            mt_attribution mine = attribute(m, hyp, methods[k], MT_ATTR_BASELINE_ZERO, -1,
-                                            *arch);
+            mt_attribution both = attribute(m, hyp, methods[k], MT_ATTR_BASELINE_ZERO, foil, *arch);
+            mt_attribution mine = attribute(m, hyp, methods[k], MT_ATTR_BASELINE_ZERO, -1, *arch);
             for (int j = 0; j < N_HYP; j++) {
                 int32_t other[N_HYP];
                 memcpy(other, hyp, sizeof other);
                 other[j] = foil;
-                mt_attribution theirs = attribute(m, other, methods[k], MT_ATTR_BASELINE_ZERO,
-                                                  -1, *arch);
+                mt_attribution theirs =
+                    attribute(m, other, methods[k], MT_ATTR_BASELINE_ZERO, -1, *arch);
                 assert_float_equal(both.logp[j], mine.logp[j] - theirs.logp[j], 1e-4);
                 for (int col = 0; col < both.cols; col++) {
                     double want = (double)mine.values[(size_t)j * mine.cols + col] -
@@ -298,7 +295,8 @@ static void test_transformer_small_matches_pytorch(void **state)
                 fail_msg("%s row %d: off by %.3g of its largest value %.4g", name, j, err, most);
         }
         printf("transformer-small %s vs PyTorch autograd: worst row error %.2e of the row's "
-               "largest value\n", name, worst);
+               "largest value\n",
+               name, worst);
         mt_attribution_free(&a);
     }
     fclose(f);

@@ -65,7 +65,9 @@ static void test_gemm_vs_naive(void **state)
     double worst = gemm_case(&rng, 13, 11, 17);
     worst = fmax(worst, gemm_case(&rng, 1, 11, 17));
     worst = fmax(worst, gemm_case(&rng, 13, 1, 17));
-    printf("backend: gemm (3 shapes, 4 transposes, strides, alpha/beta) max relative error %.2e (bound 1e-6)\n", worst);
+    printf("backend: gemm (3 shapes, 4 transposes, strides, alpha/beta) max relative error %.2e "
+           "(bound 1e-6)\n",
+           worst);
     assert_true(worst < 1e-6);
     /* batched: 3 problems at strides larger than the matrices */
     float *a = gc_random(3 * 300, &rng, 1.0f), *b = gc_random(3 * 300, &rng, 1.0f);
@@ -99,12 +101,16 @@ static void test_gemm_rows_vs_naive(void **state)
     (void)state;
     static const int Ms[] = {1, 2, 3, 4, 5, 7, 16, 32}, Ns[] = {1, 5, 64, 67, 80},
                      Ks[] = {3, 64, 67, 80, 257};
-    static const struct { int isa; const char *name; } kernels[] = {
+    static const struct {
+        int isa;
+        const char *name;
+    } kernels[] = {
         {CPU_ROWS_NONE, "backend"}, {CPU_ROWS_AVX2, "avx2"}, {CPU_ROWS_AVX512, "avx512"}};
     for (size_t ki = 0; ki < sizeof kernels / sizeof *kernels; ki++) {
         int isa = kernels[ki].isa;
         if (isa != CPU_ROWS_NONE && !cpu_gemm_rows_supported(isa)) {
-            printf("backend: gemm x W^T for few rows, %s kernel: not on this CPU\n", kernels[ki].name);
+            printf("backend: gemm x W^T for few rows, %s kernel: not on this CPU\n",
+                   kernels[ki].name);
             continue;
         }
         mt_rng rng;
@@ -116,7 +122,8 @@ static void test_gemm_rows_vs_naive(void **state)
                 for (size_t k = 0; k < sizeof Ks / sizeof *Ks; k++, cases++)
                     worst = fmax(worst, gemm_rows_case(&rng, isa, Ms[mi], Ns[ni], Ks[k]));
         printf("backend: gemm x W^T for few rows, %s (%d shapes) max relative error %.2e "
-               "(bound 1e-6)\n", kernels[ki].name, cases, worst);
+               "(bound 1e-6)\n",
+               kernels[ki].name, cases, worst);
         assert_true(worst < 1e-6);
     }
 }
@@ -149,8 +156,14 @@ typedef struct {
 static void attention_case(const attn_setup *s, mt_rng *rng)
 {
     int C = s->H * s->Dh, Tcap = s->Tk + s->cache_extra;
-    mt_attn_desc d = {.B = s->B, .H = s->H, .Tq = s->Tq, .Tk = s->Tk, .Dh = s->Dh,
-                      .causal = s->causal, .window = s->window, .q_pos0 = s->q_pos0,
+    mt_attn_desc d = {.B = s->B,
+                      .H = s->H,
+                      .Tq = s->Tq,
+                      .Tk = s->Tk,
+                      .Dh = s->Dh,
+                      .causal = s->causal,
+                      .window = s->window,
+                      .q_pos0 = s->q_pos0,
                       .scale = 1.0f / sqrtf((float)s->Dh)};
     /* k/v and the mask sit in buffers of capacity Tcap, as in a KV cache */
     if (s->cache_extra) d.kv_bstride = (size_t)Tcap * C, d.mask_bstride = (size_t)Tcap;
@@ -160,7 +173,8 @@ static void attention_case(const attn_setup *s, mt_rng *rng)
     if (s->masked) d.key_mask = mask;
     size_t nq = (size_t)s->B * s->Tq * C, nk = (size_t)s->B * Tcap * C;
     size_t na = (size_t)s->B * s->H * s->Tq * s->Tk;
-    float *q = gc_random(nq, rng, 1.5f), *k = gc_random(nk, rng, 1.5f), *v = gc_random(nk, rng, 1.0f);
+    float *q = gc_random(nq, rng, 1.5f), *k = gc_random(nk, rng, 1.5f),
+          *v = gc_random(nk, rng, 1.0f);
     float *o1 = calloc(nq, 4), *o2 = calloc(nq, 4), *p1 = calloc(na, 4), *p2 = calloc(na, 4);
     fast->attention_forward(o1, p1, q, k, v, &d);
     naive->attention_forward(o2, p2, q, k, v, &d);
@@ -189,7 +203,8 @@ static void attention_case(const attn_setup *s, mt_rng *rng)
                 assert_true(fabs(sum - (n_visible ? 1.0 : 0.0)) < 1e-5);
             }
     float *dout = gc_random(nq, rng, 1.0f);
-    float *dq1 = gc_random(nq, rng, 1.0f), *dk1 = gc_random(nk, rng, 1.0f), *dv1 = gc_random(nk, rng, 1.0f);
+    float *dq1 = gc_random(nq, rng, 1.0f), *dk1 = gc_random(nk, rng, 1.0f),
+          *dv1 = gc_random(nk, rng, 1.0f);
     float *dq2 = copy_of(dq1, nq), *dk2 = copy_of(dk1, nk), *dv2 = copy_of(dv1, nk);
     float *s1 = calloc(na, 4), *s2 = calloc(na, 4);
     fast->attention_backward(dq1, dk1, dv1, s1, dout, q, k, v, p1, &d);
@@ -229,9 +244,11 @@ static void test_attention_vs_naive(void **state)
 static void test_attention_fully_masked_row(void **state)
 {
     (void)state;
-    float q[8] = {1, 2, 3, 4, 5, 6, 7, 8}, k[8] = {1, 1, 1, 1, 2, 2, 2, 2}, v[8] = {3, 3, 3, 3, 4, 4, 4, 4};
+    float q[8] = {1, 2, 3, 4, 5, 6, 7, 8}, k[8] = {1, 1, 1, 1, 2, 2, 2, 2},
+          v[8] = {3, 3, 3, 3, 4, 4, 4, 4};
     uint8_t mask[2] = {0, 1};
-    mt_attn_desc d = {.B = 1, .H = 1, .Tq = 2, .Tk = 2, .Dh = 4, .causal = 1, .key_mask = mask, .scale = 0.5f};
+    mt_attn_desc d = {
+        .B = 1, .H = 1, .Tq = 2, .Tk = 2, .Dh = 4, .causal = 1, .key_mask = mask, .scale = 0.5f};
     float out[8], att[4];
     for (int which = 0; which < 2; which++) {
         (which ? naive : fast)->attention_forward(out, att, q, k, v, &d);
@@ -254,11 +271,19 @@ static void masked_far_above_case(const mt_backend *be, int Tq, int causal, floa
     score[hidden] = 2.0f + gap;
     uint8_t mask[TK] = {1, 1, 0, 1, 1};
     /* ...causal: queries at positions 3.. see keys up to their own; key 4 only from position 4 */
-    mt_attn_desc d = {.B = 1, .H = 1, .Tq = Tq, .Tk = TK, .Dh = 2, .causal = causal,
-                      .q_pos0 = causal ? 3 : 0, .key_mask = causal ? NULL : mask, .scale = 1.0f};
+    mt_attn_desc d = {.B = 1,
+                      .H = 1,
+                      .Tq = Tq,
+                      .Tk = TK,
+                      .Dh = 2,
+                      .causal = causal,
+                      .q_pos0 = causal ? 3 : 0,
+                      .key_mask = causal ? NULL : mask,
+                      .scale = 1.0f};
     float q[3 * 2], k[TK * 2], v[TK * 2], out[3 * 2], att[3 * TK];
     for (int i = 0; i < Tq; i++) q[2 * i] = 1.0f, q[2 * i + 1] = 0.0f;
-    for (int j = 0; j < TK; j++) k[2 * j] = score[j], k[2 * j + 1] = 0.0f, v[2 * j] = j + 1.0f, v[2 * j + 1] = -10.0f * j;
+    for (int j = 0; j < TK; j++)
+        k[2 * j] = score[j], k[2 * j + 1] = 0.0f, v[2 * j] = j + 1.0f, v[2 * j + 1] = -10.0f * j;
     for (int with_att = 1; with_att >= 0; with_att--) {
         be->attention_forward(out, with_att ? att : NULL, q, k, v, &d);
         for (int i = 0; i < Tq; i++) {
@@ -268,18 +293,19 @@ static void masked_far_above_case(const mt_backend *be, int Tq, int causal, floa
                 visible[j] = causal ? j <= 3 + i : mask[j];
                 if (visible[j] && score[j] > mx) mx = score[j];
             }
-            for (int j = 0; j < TK; j++) sum += p[j] = visible[j] ? exp((double)score[j] - mx) : 0.0;
+            for (int j = 0; j < TK; j++)
+                sum += p[j] = visible[j] ? exp((double)score[j] - mx) : 0.0;
             for (int j = 0; j < TK; j++) {
                 p[j] /= sum;
                 o[0] += p[j] * v[2 * j], o[1] += p[j] * v[2 * j + 1];
                 if (with_att && !(fabs(att[i * TK + j] - p[j]) < 1e-6))
-                    fail_msg("gap %g, Tq %d, causal %d, query %d: weight of key %d is %g, want %g", gap, Tq,
-                             causal, i, j, att[i * TK + j], p[j]);
+                    fail_msg("gap %g, Tq %d, causal %d, query %d: weight of key %d is %g, want %g",
+                             gap, Tq, causal, i, j, att[i * TK + j], p[j]);
             }
             for (int e = 0; e < 2; e++)
                 if (!(fabs(out[2 * i + e] - o[e]) <= 1e-5 * (1 + fabs(o[e]))))
-                    fail_msg("gap %g, Tq %d, causal %d, query %d: out[%d] is %g, want %g", gap, Tq, causal, i, e,
-                             out[2 * i + e], o[e]);
+                    fail_msg("gap %g, Tq %d, causal %d, query %d: out[%d] is %g, want %g", gap, Tq,
+                             causal, i, e, out[2 * i + e], o[e]);
         }
     }
 }
@@ -314,7 +340,8 @@ static void test_rope(void **state)
                     const float *yi = y + (((size_t)b * T + t) * H + h) * Dh;
                     for (int i = 0; i < ROT / 2; i++) {
                         double angle = (3 + t) * (double)inv_freq[i];
-                        int ia = interleaved ? 2 * i : i, ib = interleaved ? 2 * i + 1 : i + ROT / 2;
+                        int ia = interleaved ? 2 * i : i,
+                            ib = interleaved ? 2 * i + 1 : i + ROT / 2;
                         assert_float_equal(yi[ia], xi[ia] * cos(angle) - xi[ib] * sin(angle), 2e-6);
                         assert_float_equal(yi[ib], xi[ib] * cos(angle) + xi[ia] * sin(angle), 2e-6);
                     }
@@ -350,7 +377,8 @@ static void conv1d_case(int K, uint64_t seed)
             for (int c = 0; c < C; c++) {
                 double want = bias[c];
                 for (int k = 0; k < K; k++)
-                    if (t - K + 1 + k >= 0) want += (double)w[c * K + k] * x[(b * T + t - K + 1 + k) * C + c];
+                    if (t - K + 1 + k >= 0)
+                        want += (double)w[c * K + k] * x[(b * T + t - K + 1 + k) * C + c];
                 assert_float_equal(out[(b * T + t) * C + c], want, 1e-5);
             }
     /* prefill the first 2 steps (T < K: zeros in front), then step the rest */
@@ -409,13 +437,18 @@ static void test_conv1d_grad(void **state)
     (void)state;
     mt_rng rng;
     mt_rng_init(&rng, 14, 0);
-    float *x = gc_random(36, &rng, 1.0f), *w = gc_random(12, &rng, 1.0f), *bias = gc_random(3, &rng, 1.0f);
-    float *r = gc_random(36, &rng, 1.0f), *dx = calloc(36, 4), *dw = calloc(12, 4), *db = calloc(3, 4);
+    float *x = gc_random(36, &rng, 1.0f), *w = gc_random(12, &rng, 1.0f),
+          *bias = gc_random(3, &rng, 1.0f);
+    float *r = gc_random(36, &rng, 1.0f), *dx = calloc(36, 4), *dw = calloc(12, 4),
+          *db = calloc(3, 4);
     fast->conv1d_backward(dx, dw, db, r, x, w, 2, 6, 3, 4);
     conv_ref m = {to_double(x, 36), to_double(w, 12), to_double(bias, 3), to_double(r, 36)};
-    assert_true(gc_report("backend", "conv1d dx", gc_rel_error(m.x, 36, dx, conv_ref_loss, &m, 36), 1e-6));
-    assert_true(gc_report("backend", "conv1d dweight", gc_rel_error(m.w, 12, dw, conv_ref_loss, &m, 12), 1e-6));
-    assert_true(gc_report("backend", "conv1d dbias", gc_rel_error(m.bias, 3, db, conv_ref_loss, &m, 3), 1e-6));
+    assert_true(
+        gc_report("backend", "conv1d dx", gc_rel_error(m.x, 36, dx, conv_ref_loss, &m, 36), 1e-6));
+    assert_true(gc_report("backend", "conv1d dweight",
+                          gc_rel_error(m.w, 12, dw, conv_ref_loss, &m, 12), 1e-6));
+    assert_true(gc_report("backend", "conv1d dbias",
+                          gc_rel_error(m.bias, 3, db, conv_ref_loss, &m, 3), 1e-6));
     free(x), free(w), free(bias), free(r), free(dx), free(dw), free(db);
     free(m.x), free(m.w), free(m.bias), free(m.r);
 }
@@ -585,10 +618,16 @@ static void test_activations(void **state)
             double xd = x[i], want, grad;
             switch (acts[a]) {
             case MT_ACT_RELU: want = xd > 0 ? xd : 0, grad = xd > 0; break;
-            case MT_ACT_SILU: want = xd / (1 + exp(-xd)), grad = 1 / (1 + exp(-xd)) * (1 + xd * (1 - 1 / (1 + exp(-xd)))); break;
+            case MT_ACT_SILU:
+                want = xd / (1 + exp(-xd)),
+                grad = 1 / (1 + exp(-xd)) * (1 + xd * (1 - 1 / (1 + exp(-xd))));
+                break;
             case MT_ACT_SOFTPLUS: want = log1p(exp(xd)), grad = 1 / (1 + exp(-xd)); break;
             case MT_ACT_TANH: want = tanh(xd), grad = 1 - tanh(xd) * tanh(xd); break;
-            default: want = 0.5 * xd * (1 + erf(xd / sqrt(2.0))), grad = 0.5 * (1 + erf(xd / sqrt(2.0))) + xd * exp(-0.5 * xd * xd) / sqrt(2 * M_PI); break;
+            default:
+                want = 0.5 * xd * (1 + erf(xd / sqrt(2.0))),
+                grad = 0.5 * (1 + erf(xd / sqrt(2.0))) + xd * exp(-0.5 * xd * xd) / sqrt(2 * M_PI);
+                break;
             }
             assert_float_equal(y[i], want, 1e-5 * (1 + fabs(want)));
             assert_float_equal(dx[i], grad, 1e-5);
@@ -629,8 +668,8 @@ static void test_memory(void **state)
 static void test_alloc(void **state)
 {
     (void)state;
-    static const size_t sizes[] = {0, 1, 63, 64, 1000, (1u << 20) - 128, (1u << 20) - 64, 1u << 20,
-                                   3u << 20};
+    static const size_t sizes[] = {
+        0, 1, 63, 64, 1000, (1u << 20) - 128, (1u << 20) - 64, 1u << 20, 3u << 20};
     for (int round = 0; round < 2; round++)
         for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
             size_t n = sizes[i];

@@ -91,7 +91,7 @@ static void test_dropout_reproducible(void **state)
            (double)kept / N, N, (double)differ / N);
     assert_true(fabs((double)kept / N - 0.7) < 0.006);
     assert_true(fabs((double)differ / N - 0.42) < 0.01); /* independent masks: 2 p (1 - p) */
-    be->dropout_forward(c, x, N, p, 1234, 5, 3);         /* another site, another mask */
+    be->dropout_forward(c, x, N, p, 1234, 5, 3); /* another site, another mask */
     assert_true(memcmp(a, c, N * sizeof(float)) != 0);
     /* backward recomputes the forward mask: dx = mask * 1/(1-p) exactly where kept */
     float *ones = malloc(N * 4);
@@ -148,7 +148,8 @@ static void test_adamw_step(void **state)
     uint8_t decay[N] = {1, 1, 0, 1, 0, 1};
     const float g1[N] = {0.1f, -0.2f, 0.3f, 0.0f, 1.0f, -2.0f};
     const float g2[N] = {-0.1f, 0.4f, 0.3f, 0.5f, -1.0f, 0.0f};
-    mt_adamw_hparams h = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-8f, .weight_decay = 0.1f};
+    mt_adamw_hparams h = {
+        .lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-8f, .weight_decay = 0.1f};
     double pd[N], md[N] = {0}, vd[N] = {0};
     for (int i = 0; i < N; i++) pd[i] = p[i];
     for (int step = 1; step <= 2; step++) {
@@ -158,7 +159,8 @@ static void test_adamw_step(void **state)
             if (decay[i]) pd[i] *= 1.0 - (double)h.lr * h.weight_decay;
             md[i] = h.beta1 * md[i] + (1.0 - h.beta1) * g[i];
             vd[i] = h.beta2 * vd[i] + (1.0 - h.beta2) * (double)g[i] * g[i];
-            double mhat = md[i] / (1.0 - pow(h.beta1, step)), vhat = vd[i] / (1.0 - pow(h.beta2, step));
+            double mhat = md[i] / (1.0 - pow(h.beta1, step)),
+                   vhat = vd[i] / (1.0 - pow(h.beta2, step));
             pd[i] -= h.lr * mhat / (sqrt(vhat) + h.eps);
         }
     }
@@ -173,10 +175,8 @@ static void test_adamw_step(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_philox_known_answers),
-        cmocka_unit_test(test_rng_streams),
-        cmocka_unit_test(test_dropout_reproducible),
-        cmocka_unit_test(test_cross_entropy_fused),
+        cmocka_unit_test(test_philox_known_answers), cmocka_unit_test(test_rng_streams),
+        cmocka_unit_test(test_dropout_reproducible), cmocka_unit_test(test_cross_entropy_fused),
         cmocka_unit_test(test_adamw_step),
     };
     return cmocka_run_group_tests_name("backend_train", tests, setup, NULL);

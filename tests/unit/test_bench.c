@@ -38,8 +38,8 @@ static void test_counting_gemm_matches_cpu_and_counts(void **state)
     be->gemm(1, 0, M, N, K, 1.0f, a, M, b, N, 0.0f, c, N);
     mt_backend_cpu_naive()->gemm(1, 0, M, N, K, 1.0f, a, M, b, N, 0.0f, ref, N);
     for (int i = 0; i < M * N; i++) assert_float_equal(c[i], ref[i], 1e-5f);
-    be->gemm(1, 0, M, N, K, 1.0f, a, M, b, N, 0.0f, c, N);   /* same shape again */
-    be->gemm(0, 0, M, N, 1, 1.0f, a, 1, b, N, 1.0f, c, N);   /* a new shape */
+    be->gemm(1, 0, M, N, K, 1.0f, a, M, b, N, 0.0f, c, N); /* same shape again */
+    be->gemm(0, 0, M, N, 1, 1.0f, a, 1, b, N, 1.0f, c, N); /* a new shape */
     const bench_counters *cnt = bench_counters_get();
     assert_int_equal(cnt->n_shapes, 2);
     assert_int_equal(cnt->gemm_calls, 3);
@@ -62,10 +62,10 @@ static void test_counting_batched_counts_every_problem(void **state)
     fill(a, BATCH * M * K, 0.5f);
     fill(b, BATCH * K * N, 0.5f);
     bench_counters_reset(a, BATCH * M * K); /* a is "the parameters" */
-    bench_counting_backend()->gemm_batched(0, 0, M, N, K, 1.0f, a, K, M * K, b, N, K * N, 0.0f,
-                                           c, N, M * N, BATCH);
-    mt_backend_cpu_naive()->gemm_batched(0, 0, M, N, K, 1.0f, a, K, M * K, b, N, K * N, 0.0f,
-                                         ref, N, M * N, BATCH);
+    bench_counting_backend()->gemm_batched(0, 0, M, N, K, 1.0f, a, K, M * K, b, N, K * N, 0.0f, c,
+                                           N, M * N, BATCH);
+    mt_backend_cpu_naive()->gemm_batched(0, 0, M, N, K, 1.0f, a, K, M * K, b, N, K * N, 0.0f, ref,
+                                         N, M * N, BATCH);
     for (int i = 0; i < BATCH * M * N; i++) assert_float_equal(c[i], ref[i], 1e-5f);
     const bench_counters *cnt = bench_counters_get();
     assert_int_equal(cnt->gemm_calls, BATCH);

@@ -27,7 +27,10 @@ static const mt_verse *find(const mt_verse_list *list, const char *key)
     return NULL;
 }
 
-static const char *text_of(const mt_verse_list *list, const char *key) { return find(list, key)->text; }
+static const char *text_of(const mt_verse_list *list, const char *key)
+{
+    return find(list, key)->text;
+}
 
 /* mt_osis_to_text on a string; returns the malloc'd result or NULL. */
 static char *clean(const char *osis) { return mt_osis_to_text(osis, strlen(osis)); }
@@ -57,7 +60,8 @@ static int read_text(const char *text, mt_verse_list *list)
     return rc;
 }
 
-static void add_verse(mt_verse_list *list, const char *book, int chapter, int verse, const char *text)
+static void add_verse(mt_verse_list *list, const char *book, int chapter, int verse,
+                      const char *text)
 {
     char key[96];
     snprintf(key, sizeof key, "%s %d:%d", book, chapter, verse);
@@ -98,25 +102,31 @@ static void test_clean_web_notes_titles_end_of_book(void **state)
     read_fixture(EN_FIXTURE, &en);
     assert_int_equal(en.n, 15);
     /* the footnote "God<note>..(Elohim)</note><w>created" goes without gluing the words */
-    assert_string_equal(text_of(&en, "Genesis 1:1"), "In the beginning, God created the heavens and the earth.");
-    assert_string_equal(text_of(&en, "Genesis 4:1"),
-                        "The man knew Eve his wife. She conceived, and gave birth to Cain, and said, "
-                        "\u201cI have gotten a man with Yahweh\u2019s help.\u201d");
+    assert_string_equal(text_of(&en, "Genesis 1:1"),
+                        "In the beginning, God created the heavens and the earth.");
+    assert_string_equal(
+        text_of(&en, "Genesis 4:1"),
+        "The man knew Eve his wife. She conceived, and gave birth to Cain, and said, "
+        "\u201cI have gotten a man with Yahweh\u2019s help.\u201d");
     /* canonical psalm heading kept, notes and poetry markup gone */
-    assert_string_equal(text_of(&en, "Psalms 3:1"),
-                        "A Psalm by David, when he fled from Absalom his son. Yahweh, how my adversaries have "
-                        "increased! Many are those who rise up against me.");
-    assert_string_equal(text_of(&en, "Psalms 3:2"),
-                        "Many there are who say of my soul, \u201cThere is no help for him in God.\u201d Selah.");
-    assert_string_equal(text_of(&en, "Matthew 4:10"),
-                        "Then Jesus said to him, \u201cGet behind me, Satan! For it is written, \u2018You shall "
-                        "worship the Lord your God, and you shall serve him only.\u2019\u201d");
+    assert_string_equal(
+        text_of(&en, "Psalms 3:1"),
+        "A Psalm by David, when he fled from Absalom his son. Yahweh, how my adversaries have "
+        "increased! Many are those who rise up against me.");
+    assert_string_equal(
+        text_of(&en, "Psalms 3:2"),
+        "Many there are who say of my soul, \u201cThere is no help for him in God.\u201d Selah.");
+    assert_string_equal(
+        text_of(&en, "Matthew 4:10"),
+        "Then Jesus said to him, \u201cGet behind me, Satan! For it is written, \u2018You shall "
+        "worship the Lord your God, and you shall serve him only.\u2019\u201d");
     /* everything after the end-of-book marker (the glossary) is cut */
     assert_string_equal(text_of(&en, "Revelation of John 22:21"),
                         "The grace of the Lord Jesus Christ be with all the saints. Amen.");
-    assert_string_equal(text_of(&en, "Jude 1:25"),
-                        "to God our Savior, who alone is wise, be glory and majesty, dominion and power, both now "
-                        "and forever. Amen.");
+    assert_string_equal(
+        text_of(&en, "Jude 1:25"),
+        "to God our Savior, who alone is wise, be glory and majesty, dominion and power, both now "
+        "and forever. Amen.");
     mt_verse_list_free(&en);
 }
 
@@ -126,13 +136,17 @@ static void test_clean_rv1909_added_words(void **state)
     mt_verse_list es = {0};
     read_fixture(ES_FIXTURE, &es);
     /* "FUÉ</w><transChange>á mí</transChange><w>palabra": the added words get their spaces */
-    assert_string_equal(text_of(&es, "Zechariah 8:1"), "Y FUÉ á mí palabra de Jehová de los ejércitos, diciendo:");
+    assert_string_equal(text_of(&es, "Zechariah 8:1"),
+                        "Y FUÉ á mí palabra de Jehová de los ejércitos, diciendo:");
     /* "díjo</w><transChange>le</transChange>": an enclitic pronoun stays attached */
-    assert_string_equal(text_of(&es, "I Kings 3:5"),
-                        "Y aparecióse Jehová á Salomón en Gabaón una noche en sueños, y díjole Dios: Pide lo que "
-                        "quisieres que yo te dé.");
-    assert_string_equal(text_of(&es, "Genesis 1:1"), "EN el principio crió Dios los cielos y la tierra.");
-    assert_string_equal(text_of(&es, "Psalms 3:2"), "Muchos dicen de mi vida: No hay para él salud en Dios. (Selah.)");
+    assert_string_equal(
+        text_of(&es, "I Kings 3:5"),
+        "Y aparecióse Jehová á Salomón en Gabaón una noche en sueños, y díjole Dios: Pide lo que "
+        "quisieres que yo te dé.");
+    assert_string_equal(text_of(&es, "Genesis 1:1"),
+                        "EN el principio crió Dios los cielos y la tierra.");
+    assert_string_equal(text_of(&es, "Psalms 3:2"),
+                        "Muchos dicen de mi vida: No hay para él salud en Dios. (Selah.)");
     mt_verse_list_free(&es);
 }
 
@@ -141,34 +155,41 @@ static void test_restore_chapter_capitals(void **state)
     (void)state;
     mt_verse_list es = {0};
     read_fixture(ES_FIXTURE, &es);
-    const char *verse2 = "Y la tierra estaba desordenada y vacía, y las tinieblas estaban sobre la haz del abismo, y "
+    const char *verse2 = "Y la tierra estaba desordenada y vacía, y las tinieblas estaban sobre la "
+                         "haz del abismo, y "
                          "el Espíritu de Dios se movía sobre la haz de las aguas.";
     assert_string_equal(text_of(&es, "Genesis 1:2"), verse2);
     /* every verse of the fixture whose chapter starts there and has a capitals word */
     assert_int_equal(mt_restore_chapter_caps(&es), 8);
-    assert_string_equal(text_of(&es, "Genesis 1:1"), "En el principio crió Dios los cielos y la tierra.");
+    assert_string_equal(text_of(&es, "Genesis 1:1"),
+                        "En el principio crió Dios los cielos y la tierra.");
     assert_true(find(&es, "Genesis 1:1")->caps_restored);
     assert_string_equal(text_of(&es, "Genesis 1:2"), verse2); /* not a chapter's first verse */
     assert_false(find(&es, "Genesis 1:2")->caps_restored);
     assert_string_equal(text_of(&es, "Genesis 4:1"),
-                        "Y conoció Adam á su mujer Eva, la cual concibió y parió á Caín, y dijo: Adquirido he varón "
+                        "Y conoció Adam á su mujer Eva, la cual concibió y parió á Caín, y dijo: "
+                        "Adquirido he varón "
                         "por Jehová.");
     /* after a psalm heading; "¡OH" starts an exclamation, so keeps its capital */
-    assert_string_equal(text_of(&es, "Psalms 3:1"),
-                        "Salmo de David, cuando huía de delante de Absalom su hijo. ¡Oh Jehová, cuánto se han "
-                        "multiplicado mis enemigos! muchos se levantan contra mí.");
+    assert_string_equal(
+        text_of(&es, "Psalms 3:1"),
+        "Salmo de David, cuando huía de delante de Absalom su hijo. ¡Oh Jehová, cuánto se han "
+        "multiplicado mis enemigos! muchos se levantan contra mí.");
     /* the acrostic label stays; the word after it is the chapter's first */
-    assert_string_equal(text_of(&es, "Psalms 119:1"),
-                        "ALEPH. Bienaventurados los perfectos de camino; los que andan en la ley de Jehová.");
+    assert_string_equal(
+        text_of(&es, "Psalms 119:1"),
+        "ALEPH. Bienaventurados los perfectos de camino; los que andan en la ley de Jehová.");
     /* a capitals run: "Y Á SUS" */
-    assert_string_equal(text_of(&es, "Luke 17:1"),
-                        "Y á sus discípulos dice: Imposible es que no vengan escándalos; mas ¡ay de aquél por quien "
-                        "vienen!");
+    assert_string_equal(text_of(&es, "Luke 17:1"), "Y á sus discípulos dice: Imposible es que no "
+                                                   "vengan escándalos; mas ¡ay de aquél por quien "
+                                                   "vienen!");
     /* a name: written "Achâb" mid-sentence in 18:1, so "ACHAB" keeps its capital */
-    assert_string_equal(text_of(&es, "I Kings 19:1"),
-                        "Y Achab dió la nueva á Jezabel de todo lo que Elías había hecho, de como había muerto á "
-                        "cuchillo á todos los profetas.");
-    assert_string_equal(text_of(&es, "Zechariah 8:1"), "Y fué á mí palabra de Jehová de los ejércitos, diciendo:");
+    assert_string_equal(
+        text_of(&es, "I Kings 19:1"),
+        "Y Achab dió la nueva á Jezabel de todo lo que Elías había hecho, de como había muerto á "
+        "cuchillo á todos los profetas.");
+    assert_string_equal(text_of(&es, "Zechariah 8:1"),
+                        "Y fué á mí palabra de Jehová de los ejércitos, diciendo:");
     mt_verse_list_free(&es);
 }
 
@@ -193,14 +214,16 @@ static void test_restore_section_opening(void **state)
     mt_verse_list_free(&es);
 }
 
-/* ---------------------------------------------------------------- the cleaning rules, one by one */
+/* ---------------------------------------------------------------- the cleaning rules, one by one
+ */
 
 static void test_osis_rules(void **state)
 {
     (void)state;
     assert_clean("<title type=\"main\">Book heading</title> Text", "Text");
     assert_clean("<title canonical=\"true\" type=\"psalm\">A Psalm.</title> Text", "A Psalm. Text");
-    assert_clean("word<note type=\"x\"><reference>1:1</reference> or <hi type=\"b\">bold <w>x</w></hi></note>. Next",
+    assert_clean("word<note type=\"x\"><reference>1:1</reference> or <hi type=\"b\">bold "
+                 "<w>x</w></hi></note>. Next",
                  "word. Next");
     assert_clean("said,<note>n</note>and", "said, and");
     assert_clean("a &amp; b &lt;c&gt; &quot;d&quot; &#233;&#xE9;", "a & b <c> \"d\" éé");
@@ -210,11 +233,14 @@ static void test_osis_rules(void **state)
     assert_clean("<div sID=\"b1\" type=\"book\"/>Start", "Start");
     assert_clean("rock.\u201d</q><w>Then</w>", "rock.\u201d Then");
     /* the words before and after added text are separate; only enclitics attach */
-    assert_clean("<w>la cual</w> <w>Josué</w><transChange type=\"added\">los</transChange> <w>circuncidó</w>",
+    assert_clean("<w>la cual</w> <w>Josué</w><transChange type=\"added\">los</transChange> "
+                 "<w>circuncidó</w>",
                  "la cual Josué los circuncidó");
     assert_clean("<w>no</w><transChange type=\"added\">lo</transChange> <w>hizo</w>", "no lo hizo");
-    assert_clean("<w>Dad</w><transChange type=\"added\">me</transChange> <w>varones</w>", "Dadme varones");
-    assert_clean("<w>oyéndo</w><transChange type=\"added\">lo</transChange> <w>Jesús</w>", "oyéndolo Jesús");
+    assert_clean("<w>Dad</w><transChange type=\"added\">me</transChange> <w>varones</w>",
+                 "Dadme varones");
+    assert_clean("<w>oyéndo</w><transChange type=\"added\">lo</transChange> <w>Jesús</w>",
+                 "oyéndolo Jesús");
     assert_clean("<w>y</w> <w>di</w><transChange type=\"added\">les</transChange>", "y diles");
     assert_clean("", "");
 }
@@ -236,28 +262,34 @@ static void test_imp_errors(void **state)
     /* each case reads into a fresh list (a failed read may leave the verses read so far) */
     mt_verse_list list = {0};
     assert_int_equal(read_text("$$$Genesis 1\n<w>x</w>\n", &list), -1);
-    assert_string_equal(mt_last_error(), "test.imp: line 1: malformed key '$$$Genesis 1' (expected '$$$Book C:V')");
+    assert_string_equal(mt_last_error(),
+                        "test.imp: line 1: malformed key '$$$Genesis 1' (expected '$$$Book C:V')");
     mt_verse_list_free(&list);
     assert_int_equal(read_text("$$$Genesis 1:1\nIn the\n$$$Genesis 1:2\nab\xff\n", &list), -1);
     assert_string_equal(mt_last_error(), "test.imp: line 4: byte 2: invalid UTF-8");
     mt_verse_list_free(&list);
     assert_int_equal(read_text("$$$Genesis 1:1\n$$$Genesis 1:2\nx\n", &list), -1);
-    assert_string_equal(mt_last_error(), "test.imp: line 1: key 'Genesis 1:1' has no text line after it");
+    assert_string_equal(mt_last_error(),
+                        "test.imp: line 1: key 'Genesis 1:1' has no text line after it");
     mt_verse_list_free(&list);
     assert_int_equal(read_text("$$$Genesis 1:1\na\n$$$Genesis 1:1\nb\n", &list), -1);
     assert_string_equal(mt_last_error(), "test.imp: line 3: duplicate key 'Genesis 1:1'");
     mt_verse_list_free(&list);
     assert_int_equal(read_text("hello\n", &list), -1);
-    assert_string_equal(mt_last_error(), "test.imp: line 1: expected a '$$$Book C:V' key line, got 'hello'");
+    assert_string_equal(mt_last_error(),
+                        "test.imp: line 1: expected a '$$$Book C:V' key line, got 'hello'");
     mt_verse_list_free(&list);
     assert_int_equal(read_text("$$$Genesis 1:1\nfoo <w\n", &list), -1);
-    assert_string_equal(mt_last_error(), "test.imp: line 2 (Genesis 1:1): byte 4: unterminated tag");
+    assert_string_equal(mt_last_error(),
+                        "test.imp: line 2 (Genesis 1:1): byte 4: unterminated tag");
     mt_verse_list_free(&list);
     assert_int_equal(read_text("$$$Genesis 1:x\nfoo\n", &list), -1);
     mt_verse_list_free(&list);
     assert_int_equal(read_text("$$$Genesis 99999:1\nfoo\n", &list), -1);
     mt_verse_list_free(&list);
-    assert_int_equal(read_text("$$$[ Module Heading ]\n\n$$$Ruth 1:0\nintro\n$$$Ruth 1:1\n<w>x</w>\n\n", &list), 0);
+    assert_int_equal(
+        read_text("$$$[ Module Heading ]\n\n$$$Ruth 1:0\nintro\n$$$Ruth 1:1\n<w>x</w>\n\n", &list),
+        0);
     assert_int_equal(list.n, 1);
     assert_string_equal(list.items[0].text, "x");
     mt_verse_list_free(&list);
@@ -269,7 +301,8 @@ static void test_exclusion_list(void **state)
 {
     (void)state;
     mt_exclusions ex;
-    const char *good = "# comment\nNumbers 12:16\tes_empty\n\nI Samuel 24:1\tversification_shift_chapter\r\n";
+    const char *good =
+        "# comment\nNumbers 12:16\tes_empty\n\nI Samuel 24:1\tversification_shift_chapter\r\n";
     assert_int_equal(mt_exclusions_parse(good, strlen(good), "x.tsv", &ex), 0);
     assert_int_equal(ex.n, 2);
     assert_string_equal(ex.keys[1], "I Samuel 24:1");
@@ -281,10 +314,12 @@ static void test_exclusion_list(void **state)
     assert_string_equal(mt_last_error(), "x.tsv: line 1: expected KEY<TAB>REASON");
     const char *bad_key = "Ruth 1:1\ta\nRuth one\tb\n";
     assert_int_equal(mt_exclusions_parse(bad_key, strlen(bad_key), "x.tsv", &ex), -1);
-    assert_string_equal(mt_last_error(), "x.tsv: line 2: malformed key 'Ruth one' (expected 'Book C:V')");
+    assert_string_equal(mt_last_error(),
+                        "x.tsv: line 2: malformed key 'Ruth one' (expected 'Book C:V')");
     const char *dup = "Ruth 1:1\ta\nRuth 1:2\ta\nRuth 1:1\tb\n";
     assert_int_equal(mt_exclusions_parse(dup, strlen(dup), "x.tsv", &ex), -1);
-    assert_string_equal(mt_last_error(), "x.tsv: line 3: duplicate key 'Ruth 1:1' (first on line 1)");
+    assert_string_equal(mt_last_error(),
+                        "x.tsv: line 3: duplicate key 'Ruth 1:1' (first on line 1)");
     assert_int_equal(mt_exclusions_load("tests/fixtures/bible/no_such.tsv", &ex), -1);
     assert_non_null(strstr(mt_last_error(), "no_such.tsv: No such file or directory"));
     /* the project's list: 408 keys */
@@ -341,14 +376,16 @@ static void test_join_fixtures_with_exclusions(void **state)
     const char *short_list = "Psalms 3:2\tdp_not_1to1\n";
     assert_int_equal(mt_exclusions_parse(short_list, strlen(short_list), "fixture.tsv", &ex), 0);
     assert_int_equal(mt_bible_build(&es, &en, &ex, &c), -1);
-    assert_string_equal(mt_last_error(),
-                        "Numbers 12:16: the Spanish text is empty but the key is not in the exclusion list fixture.tsv");
+    assert_string_equal(mt_last_error(), "Numbers 12:16: the Spanish text is empty but the key is "
+                                         "not in the exclusion list fixture.tsv");
     mt_exclusions_free(&ex);
     /* an excluded key that matches no verse: the list and the modules have drifted apart */
     const char *stale = "Numbers 12:16\tes_empty\nGenesis 50:27\tdp_not_1to1\n";
     assert_int_equal(mt_exclusions_parse(stale, strlen(stale), "fixture.tsv", &ex), 0);
     assert_int_equal(mt_bible_build(&es, &en, &ex, &c), -1);
-    assert_string_equal(mt_last_error(), "fixture.tsv: line 2: excluded key 'Genesis 50:27' is not a verse of either module");
+    assert_string_equal(
+        mt_last_error(),
+        "fixture.tsv: line 2: excluded key 'Genesis 50:27' is not a verse of either module");
     mt_exclusions_free(&ex);
     mt_verse_list_free(&es);
     mt_verse_list_free(&en);
@@ -362,15 +399,16 @@ static void test_windows(void **state)
     mt_verse_list es = {0};
     for (int v = 1; v <= 20; v++)
         if (v != 12) add_verse(&es, "Micah", 1, v, "x"); /* 1..11 and 13..20: two runs */
-    for (int v = 1; v <= 9; v++) add_verse(&es, "Micah", 2, v, "x");   /* 9 verses: one window */
-    for (int v = 4; v <= 7; v++) add_verse(&es, "Micah", 3, v, "x");   /* 3:4-7 and 4:8-11 number */
-    for (int v = 8; v <= 11; v++) add_verse(&es, "Micah", 4, v, "x");  /* on, but are two chapters */
+    for (int v = 1; v <= 9; v++) add_verse(&es, "Micah", 2, v, "x"); /* 9 verses: one window */
+    for (int v = 4; v <= 7; v++) add_verse(&es, "Micah", 3, v, "x"); /* 3:4-7 and 4:8-11 number */
+    for (int v = 8; v <= 11; v++) add_verse(&es, "Micah", 4, v, "x"); /* on, but are two chapters */
     mt_pair pairs[64];
-    for (size_t i = 0; i < es.n; i++) pairs[i] = (mt_pair){&es.items[i], &es.items[i], MT_SPLIT_TEST};
+    for (size_t i = 0; i < es.n; i++)
+        pairs[i] = (mt_pair){&es.items[i], &es.items[i], MT_SPLIT_TEST};
     mt_span spans[64];
     size_t n = mt_bible_windows(pairs, es.n, 8, spans);
     assert_int_equal(n, 3);
-    assert_int_equal(spans[0].first, 0);  /* Micah 1:1-8 */
+    assert_int_equal(spans[0].first, 0); /* Micah 1:1-8 */
     assert_int_equal(spans[0].count, 8);
     assert_int_equal(spans[1].first, 11); /* Micah 1:13-20 */
     assert_int_equal(es.items[spans[1].first].verse, 13);
@@ -384,8 +422,8 @@ static void test_windows(void **state)
  * the English module has a 9th. Titus 1: 3 verses, complete (the English module's empty 1:4
  * carries no text to miss). Ruth 1:1 alone, and Tobit, which only the English module has. */
 /* A verse with text "es LABEL" / "en LABEL" in the lists that are not NULL. */
-static void add_labelled(mt_verse_list *es, mt_verse_list *en, const char *book, int chapter, int verse,
-                         const char *label)
+static void add_labelled(mt_verse_list *es, mt_verse_list *en, const char *book, int chapter,
+                         int verse, const char *label)
 {
     char text[64];
     snprintf(text, sizeof text, "es %s", label);
@@ -496,7 +534,8 @@ static void test_write_files(void **state)
                 "es 3.1 es 3.2 es 3.3 es 3.4 es 3.5 es 3.6 es 3.7 es 3.8\n");
     assert_file(dir, "test.chapter.keys", "Esther 1\nTitus 1\n");
     assert_file(dir, "test.chapter.en",
-                "en 1.1 en 1.2 en 1.3 en 1.4 en 1.5 en 1.6 en 1.7 en 1.8 en 1.9 en 1.10\nen T1 en T2 en T3\n");
+                "en 1.1 en 1.2 en 1.3 en 1.4 en 1.5 en 1.6 en 1.7 en 1.8 en 1.9 en 1.10\nen T1 en "
+                "T2 en T3\n");
     assert_file(dir, "valid.para8.es", "");
 
     /* same bytes on a second run, and no temporary file left behind */
@@ -511,7 +550,8 @@ static void test_write_files(void **state)
     size_t files = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
-        if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2]))) continue;
+        if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2])))
+            continue;
         assert_null(strstr(e->d_name, ".tmp-"));
         char path[900];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
@@ -582,8 +622,8 @@ static void test_write_names(void **state)
     assert_non_null(mkdtemp(tmpl));
     if (mt_bible_write(&c, &names, tmpl) < 0) fail_msg("%s", mt_last_error());
     assert_file(tmpl, "test.names.keys", "Esther 1:2\nEsther 3:4\n");
-    snprintf(want, sizeof want, "# mtlab names 1\n# segments=2\n1\t%s\tSusa\n2\t%s\tHegai\n", names.to[0],
-             names.to[1]);
+    snprintf(want, sizeof want, "# mtlab names 1\n# segments=2\n1\t%s\tSusa\n2\t%s\tHegai\n",
+             names.to[0], names.to[1]);
     assert_file(tmpl, "test.names.tsv", want);
     char path[700];
     snprintf(path, sizeof path, "%s/test.names.tsv", tmpl);

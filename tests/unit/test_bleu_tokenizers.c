@@ -75,13 +75,15 @@ static void test_tokenizers_match_sacrebleu(void **state)
     (void)state;
     json_t *set;
     size_t k;
-    json_array_foreach(json_object_get(fixture, "tokenizers"), k, set) {
+    json_array_foreach(json_object_get(fixture, "tokenizers"), k, set)
+    {
         mt_bleu_tokenize t = tokenizer_named(JSTR(set, "tokenizer"));
         assert_string_equal(mt_bleu_tokenize_name(t), JSTR(set, "signature"));
         json_t *pairs = json_object_get(set, "pairs"), *pair;
         assert_true(json_array_size(pairs) >= 300);
         size_t i;
-        json_array_foreach(pairs, i, pair) {
+        json_array_foreach(pairs, i, pair)
+        {
             const char *in = json_string_value(json_array_get(pair, 0));
             char *got = mt_tokenize_sacrebleu(t, model_for(t), in);
             if (!got) fail_msg("%s: %s", JSTR(set, "tokenizer"), mt_last_error());
@@ -149,7 +151,8 @@ static void test_bleu_with_each_tokenizer_matches_sacrebleu(void **state)
     (void)state;
     json_t *cs;
     size_t k;
-    json_array_foreach(json_object_get(fixture, "scores"), k, cs) {
+    json_array_foreach(json_object_get(fixture, "scores"), k, cs)
+    {
         corpus c = corpus_named(JSTR(cs, "corpus"));
         mt_bleu_opts o = mt_bleu_defaults();
         o.tokenize = tokenizer_named(JSTR(cs, "tokenizer"));
@@ -159,7 +162,8 @@ static void test_bleu_with_each_tokenizer_matches_sacrebleu(void **state)
         snprintf(what, sizeof what, "%s, %s%s", JSTR(cs, "corpus"), JSTR(cs, "tokenizer"),
                  o.lowercase ? ", lowercase" : "");
         mt_bleu_score s;
-        if (mt_bleu_corpus(&s, c.hyps, c.n, (const char *const *const *)c.streams, c.n_refs, &o) < 0)
+        if (mt_bleu_corpus(&s, c.hyps, c.n, (const char *const *const *)c.streams, c.n_refs, &o) <
+            0)
             fail_msg("%s: %s", what, mt_last_error());
         if (fabs(s.score - JNUM(cs, "score")) > 1e-9)
             fail_msg("%s: BLEU %.17g, sacreBLEU says %.17g", what, s.score, JNUM(cs, "score"));
@@ -187,9 +191,10 @@ static void test_ja_mecab_refuses_other_dictionaries(void **state)
     assert_non_null(strstr(mt_last_error(), "ja-mecab: tests/fixtures/metrics/no-such-dic: "));
     setenv("MTLAB_MECAB_DIC", "/var/lib/mecab/dic/ipadic", 1);
     assert_null(mt_tokenize_sacrebleu(MT_BLEU_TOK_JA_MECAB, NULL, "日本語"));
-    assert_string_equal(mt_last_error(),
-                        "ja-mecab: /var/lib/mecab/dic/ipadic: a dictionary of 392127 entries; "
-                        "sacreBLEU's ja-mecab needs the IPA dictionary of 392126 and no user dictionary");
+    assert_string_equal(
+        mt_last_error(),
+        "ja-mecab: /var/lib/mecab/dic/ipadic: a dictionary of 392127 entries; "
+        "sacreBLEU's ja-mecab needs the IPA dictionary of 392126 and no user dictionary");
     unsetenv("MTLAB_MECAB_DIC");
 }
 
@@ -200,7 +205,8 @@ static void test_ja_mecab_matches_sacrebleu(void **state)
     json_t *pairs = json_object_get(ja_fixture, "pairs"), *pair;
     assert_true(json_array_size(pairs) >= 1000);
     size_t i;
-    json_array_foreach(pairs, i, pair) {
+    json_array_foreach(pairs, i, pair)
+    {
         const char *in = json_string_value(json_array_get(pair, 0));
         char *got = mt_tokenize_sacrebleu(MT_BLEU_TOK_JA_MECAB, NULL, in);
         if (!got) fail_msg("ja-mecab of string %zu: %s", i, mt_last_error());
@@ -216,18 +222,21 @@ static void test_ja_mecab_matches_sacrebleu(void **state)
 
     json_t *cs;
     size_t k;
-    json_array_foreach(json_object_get(ja_fixture, "scores"), k, cs) {
+    json_array_foreach(json_object_get(ja_fixture, "scores"), k, cs)
+    {
         json_t *j = json_object_get(json_object_get(ja_fixture, "corpora"), JSTR(cs, "corpus"));
         const char **hyps = strings_of(json_object_get(j, "hyps"));
         const char **streams[2] = {0};
         size_t n_refs = json_array_size(json_object_get(j, "refs"));
         assert_true(n_refs >= 1 && n_refs <= 2);
-        for (size_t r = 0; r < n_refs; r++) streams[r] = strings_of(json_array_get(json_object_get(j, "refs"), r));
+        for (size_t r = 0; r < n_refs; r++)
+            streams[r] = strings_of(json_array_get(json_object_get(j, "refs"), r));
         mt_bleu_opts o = mt_bleu_defaults();
         o.tokenize = MT_BLEU_TOK_JA_MECAB;
         o.lowercase = json_is_true(json_object_get(cs, "lowercase"));
         char what[96], sig[160], line[512];
-        snprintf(what, sizeof what, "ja-mecab, %s%s", JSTR(cs, "corpus"), o.lowercase ? ", lowercase" : "");
+        snprintf(what, sizeof what, "ja-mecab, %s%s", JSTR(cs, "corpus"),
+                 o.lowercase ? ", lowercase" : "");
         mt_bleu_score s;
         if (mt_bleu_corpus(&s, hyps, json_array_size(json_object_get(j, "hyps")),
                            (const char *const *const *)streams, n_refs, &o) < 0)
@@ -251,14 +260,16 @@ static void test_names_and_errors(void **state)
     (void)state;
     for (int t = 0; t < MT_BLEU_TOK_COUNT; t++) {
         mt_bleu_tokenize back;
-        assert_int_equal(mt_bleu_tokenize_parse(mt_bleu_tokenize_name((mt_bleu_tokenize)t), &back), 0);
+        assert_int_equal(mt_bleu_tokenize_parse(mt_bleu_tokenize_name((mt_bleu_tokenize)t), &back),
+                         0);
         assert_int_equal(back, t);
     }
     assert_null(mt_bleu_tokenize_name(MT_BLEU_TOK_COUNT));
     mt_bleu_tokenize t;
     assert_int_equal(mt_bleu_tokenize_parse("ko-mecab", &t), -1);
-    assert_string_equal(mt_last_error(), "unknown tokenizer 'ko-mecab' "
-                                         "(13a, none, intl, char, zh, flores101, flores200, ja-mecab)");
+    assert_string_equal(mt_last_error(),
+                        "unknown tokenizer 'ko-mecab' "
+                        "(13a, none, intl, char, zh, flores101, flores200, ja-mecab)");
 
     /* the default stays 13a */
     mt_bleu_opts o = mt_bleu_defaults();
@@ -288,7 +299,10 @@ static void test_names_and_errors(void **state)
 static void test_tokenizer_rules(void **state)
 {
     (void)state;
-    struct { mt_bleu_tokenize t; const char *in, *want; } cases[] = {
+    struct {
+        mt_bleu_tokenize t;
+        const char *in, *want;
+    } cases[] = {
         /* intl: punctuation splits unless next to a number; a final "5." keeps its dot */
         {MT_BLEU_TOK_INTL, "Hello, world! 1,000.5 in 1990.", "Hello , world ! 1,000.5 in 1990."},
         {MT_BLEU_TOK_INTL, "«Sí» $5 €3", "« Sí » $ 5 € 3"},

@@ -33,7 +33,10 @@ static const char *tmp_path(char *buf, size_t len, const char *name)
     return buf;
 }
 
-static void write_text(const char *path, const char *text) { test_write_file(path, text, strlen(text)); }
+static void write_text(const char *path, const char *text)
+{
+    test_write_file(path, text, strlen(text));
+}
 
 static char *read_text(const char *path)
 {
@@ -60,7 +63,8 @@ static int dir_entries(const char *dir)
     DIR *d = opendir(dir);
     assert_non_null(d);
     int n = 0;
-    for (struct dirent *e; (e = readdir(d));) n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    for (struct dirent *e; (e = readdir(d));)
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
     closedir(d);
     return n;
 }
@@ -134,9 +138,10 @@ static void test_config_typed_getters(void **state)
 static void test_config_wrong_key_types(void **state)
 {
     (void)state;
-    mt_config *c = config_of("{\"d_model\": \"abc\", \"n_layer\": -2, \"eps\": \"tiny\", \"rms_norm\": 1,"
-                             " \"name\": 5, \"layers\": [1, \"x\"], \"archs\": [\"A\", \"B\", \"C\"],"
-                             " \"ssm_cfg\": {\"d_state\": 0.5}, \"huge\": 1e300, \"bos\": null, \"cfg\": [] }");
+    mt_config *c = config_of(
+        "{\"d_model\": \"abc\", \"n_layer\": -2, \"eps\": \"tiny\", \"rms_norm\": 1,"
+        " \"name\": 5, \"layers\": [1, \"x\"], \"archs\": [\"A\", \"B\", \"C\"],"
+        " \"ssm_cfg\": {\"d_state\": 0.5}, \"huge\": 1e300, \"bos\": null, \"cfg\": [] }");
     int v, n, list[4];
     float f;
     const char *s[2];
@@ -151,7 +156,8 @@ static void test_config_wrong_key_types(void **state)
     assert_int_equal(mt_config_float(c, "eps", 0, 1, &f), -1);
     assert_error_contains("m/config.json: key 'eps' must be a number from 0 to 1, got \"tiny\"");
     assert_int_equal(mt_config_float(c, "huge", -INFINITY, INFINITY, &f), -1);
-    assert_error_contains("key 'huge' must be a number within the range of a 32-bit float, got 1e+300");
+    assert_error_contains(
+        "key 'huge' must be a number within the range of a 32-bit float, got 1e+300");
     assert_int_equal(mt_config_bool(c, "rms_norm", &v), -1);
     assert_error_contains("key 'rms_norm' must be true or false, got 1");
     assert_null(mt_config_string(c, "name"));
@@ -168,7 +174,8 @@ static void test_config_wrong_key_types(void **state)
     const mt_config *ssm = mt_config_object(c, "ssm_cfg");
     assert_non_null(ssm);
     assert_int_equal(mt_config_int(ssm, "d_state", 1, INT_MAX, &v), -1);
-    assert_error_contains("m/config.json: key 'ssm_cfg.d_state' must be a positive integer, got 0.5");
+    assert_error_contains(
+        "m/config.json: key 'ssm_cfg.d_state' must be a positive integer, got 0.5");
     assert_int_equal(mt_config_int(ssm, "d_conv", 1, INT_MAX, &v), -1);
     assert_error_contains("m/config.json: missing key 'ssm_cfg.d_conv'");
     assert_int_equal(mt_config_int(c, "vocab_size", 1, INT_MAX, &v), -1);
@@ -191,7 +198,8 @@ static void test_config_file_errors(void **state)
     char path[128];
     assert_null(mt_config_load(tmp_path(path, sizeof path, "absent.json")));
     assert_error_contains("absent.json: No such file or directory");
-    write_text(tmp_path(path, sizeof path, "bad.json"), "{\n  \"d_model\": 512,\n  \"n_layer\": \n}\n");
+    write_text(tmp_path(path, sizeof path, "bad.json"),
+               "{\n  \"d_model\": 512,\n  \"n_layer\": \n}\n");
     assert_null(mt_config_load(path));
     assert_error_contains(path);
     assert_error_contains(": not valid JSON: ");
@@ -325,7 +333,8 @@ static void test_config_floats_round_trip(void **state)
         mt_config *back = config_of(text);
         float y;
         assert_int_equal(mt_config_float(back, "x", -INFINITY, INFINITY, &y), 0);
-        if (memcmp(&x, &y, sizeof x) != 0) fail_msg("%a written as %s reads back as %a", (double)x, text, (double)y);
+        if (memcmp(&x, &y, sizeof x) != 0)
+            fail_msg("%a written as %s reads back as %a", (double)x, text, (double)y);
         mt_config_free(back);
         free(text);
     }
@@ -348,13 +357,26 @@ static int write_small_bundle(const char *dir, int hidden, const char *tokenizer
 {
     mt_config *c = small_config(hidden);
     const mt_st_write_tensor t[] = {
-        {.name = "backbone.embeddings.weight", .dtype = MT_DT_BF16, .ndim = 2, .shape = {2, 3}, .f32 = WEIGHTS_A},
-        {.name = "backbone.norm_f.weight", .dtype = MT_DT_F32, .ndim = 1, .shape = {hidden}, .f32 = WEIGHTS_A},
+        {.name = "backbone.embeddings.weight",
+         .dtype = MT_DT_BF16,
+         .ndim = 2,
+         .shape = {2, 3},
+         .f32 = WEIGHTS_A},
+        {.name = "backbone.norm_f.weight",
+         .dtype = MT_DT_F32,
+         .ndim = 1,
+         .shape = {hidden},
+         .f32 = WEIGHTS_A},
     };
     const mt_st_meta meta[] = {{"format", "pt"}};
     const mt_bundle_contents contents = {
-        .config = c, .tensors = t, .n_tensors = 2, .metadata = meta, .n_metadata = 1,
-        .tokenizer_path = tokenizer, .corpus_stats_path = stats,
+        .config = c,
+        .tensors = t,
+        .n_tensors = 2,
+        .metadata = meta,
+        .n_metadata = 1,
+        .tokenizer_path = tokenizer,
+        .corpus_stats_path = stats,
     };
     int rc = mt_bundle_write(dir, &contents);
     mt_config_free(c);
@@ -378,10 +400,13 @@ static void test_bundle_write_then_open(void **state)
     assert_int_equal(mt_config_int(mt_bundle_config(b), "hidden_size", 1, INT_MAX, &hidden), 0);
     assert_int_equal(hidden, 4);
     float w[6];
-    assert_int_equal(mt_bundle_read_f32(b, "backbone.embeddings.weight", 2, (const int64_t[]){2, 3}, w), 0);
+    assert_int_equal(
+        mt_bundle_read_f32(b, "backbone.embeddings.weight", 2, (const int64_t[]){2, 3}, w), 0);
     assert_memory_equal(w, WEIGHTS_A, sizeof w); /* bf16-exact values */
-    assert_int_equal(mt_bundle_read_f32(b, "backbone.norm_f.weight", 1, (const int64_t[]){5}, w), -1);
-    assert_error_contains("bundle/model.safetensors: tensor 'backbone.norm_f.weight' has shape (4), expected (5)");
+    assert_int_equal(mt_bundle_read_f32(b, "backbone.norm_f.weight", 1, (const int64_t[]){5}, w),
+                     -1);
+    assert_error_contains(
+        "bundle/model.safetensors: tensor 'backbone.norm_f.weight' has shape (4), expected (5)");
     assert_string_equal(mt_st_metadata_get(mt_bundle_weights(b), "format"), "pt");
     char *copied = read_text(mt_bundle_tokenizer_path(b));
     assert_string_equal(copied, "not really a sentencepiece model");
@@ -444,7 +469,8 @@ static void test_bundle_bad_members_name_the_file(void **state)
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     test_write_file(path, "\x10\0\0\0\0\0\0\0{}", 10);
     assert_null(mt_bundle_open(dir, MT_BUNDLE_NO_TOKENIZER));
-    assert_error_contains("corrupt/model.safetensors: header length 16 runs past the end of the file (10 bytes)");
+    assert_error_contains(
+        "corrupt/model.safetensors: header length 16 runs past the end of the file (10 bytes)");
 }
 
 /* A write that fails part-way (a bad tensor, a missing tokenizer source) leaves every file of

@@ -33,7 +33,8 @@ static void test_values_and_refusals(void **state)
 }
 
 /* Run cmd with argv (argv[0] its name), stderr into err; returns its status. */
-static int run_command(const struct mt_command *cmd, int argc, char **argv, char *err, size_t err_len)
+static int run_command(const struct mt_command *cmd, int argc, char **argv, char *err,
+                       size_t err_len)
 {
     char path[] = "/tmp/mtlab-cli-options-XXXXXX";
     int fd = mkstemp(path);
@@ -57,7 +58,8 @@ static void expect_refusal(const struct mt_command *cmd, int argc, char **argv, 
     char err[1024];
     int rc = run_command(cmd, argc, argv, err, sizeof err);
     if (rc != 2 || strcmp(err, message) != 0)
-        fail_msg("mtlab %s: status %d, stderr '%s', expected 2 and '%s'", cmd->name, rc, err, message);
+        fail_msg("mtlab %s: status %d, stderr '%s', expected 2 and '%s'", cmd->name, rc, err,
+                 message);
 }
 
 static void test_every_command_refuses_alike(void **state)
@@ -92,8 +94,10 @@ static void test_missing_arguments_are_named(void **state)
         const char *first_line;
     } cases[] = {
         {&cmd_eval, 3, (char *[]){"eval", "--src", "s"}, "mtlab eval: -m SYSTEM is missing\n"},
-        {&cmd_eval, 5, (char *[]){"eval", "-m", "x", "--ref", "r"}, "mtlab eval: --src FILE is missing\n"},
-        {&cmd_eval, 5, (char *[]){"eval", "-m", "x", "--src", "s"}, "mtlab eval: --ref FILE is missing\n"},
+        {&cmd_eval, 5, (char *[]){"eval", "-m", "x", "--ref", "r"},
+         "mtlab eval: --src FILE is missing\n"},
+        {&cmd_eval, 5, (char *[]){"eval", "-m", "x", "--src", "s"},
+         "mtlab eval: --ref FILE is missing\n"},
         {&cmd_score, 3, (char *[]){"score", "--ref", "r"}, "mtlab score: --hyp FILE is missing\n"},
         {&cmd_score, 3, (char *[]){"score", "--hyp", "h"}, "mtlab score: --ref FILE is missing\n"},
     };
@@ -101,7 +105,8 @@ static void test_missing_arguments_are_named(void **state)
         int rc = run_command(cases[i].cmd, cases[i].argc, cases[i].argv, err, sizeof err);
         assert_int_equal(rc, 2);
         if (strncmp(err, cases[i].first_line, strlen(cases[i].first_line)) != 0)
-            fail_msg("case %zu: stderr '%s', expected it to start with '%s'", i, err, cases[i].first_line);
+            fail_msg("case %zu: stderr '%s', expected it to start with '%s'", i, err,
+                     cases[i].first_line);
         assert_non_null(strstr(err, "usage: mtlab "));
     }
 }

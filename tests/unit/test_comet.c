@@ -18,7 +18,7 @@
 #define N_SEG 50
 
 typedef struct {
-    char *text[3];          /* src, hyp, ref file contents */
+    char *text[3]; /* src, hyp, ref file contents */
     const char *line[3][N_SEG];
     double want[N_SEG];
     double system;
@@ -192,7 +192,8 @@ static void expect_open_error(const char *dir, const char *want)
         mt_comet_free(m);
         fail_msg("opened; expected an error with \"%s\"", want);
     }
-    if (!strstr(mt_last_error(), want)) fail_msg("error \"%s\" lacks \"%s\"", mt_last_error(), want);
+    if (!strstr(mt_last_error(), want))
+        fail_msg("error \"%s\" lacks \"%s\"", mt_last_error(), want);
 }
 
 static void test_hparams(void **state)
@@ -218,14 +219,21 @@ static void test_hparams(void **state)
     assert_int_equal(c.sparsemax, 0), assert_int_equal(c.layer_norm, 1);
     assert_int_equal(c.layer, 3), assert_int_equal(c.pool, MT_COMET_POOL_AVG);
 
-    const struct { const char *text, *want; } bad[] = {
+    const struct {
+        const char *text, *want;
+    } bad[] = {
         {"class_identifier: unified_metric\n", "hparams.yaml:1: class_identifier 'unified_metric'"},
         {"class_identifier: regression_metric\npool: max\n", "hparams.yaml:2: pool 'max'"},
-        {"class_identifier: regression_metric\nlayer_norm: maybe\n", "hparams.yaml:2: layer_norm: 'maybe'"},
-        {"class_identifier: regression_metric\nhidden_sizes:\n- 12\n- x\n", "hparams.yaml:4: hidden_sizes: 'x'"},
-        {"class_identifier: regression_metric\nactivations: Sigmoid\n", "hparams.yaml:2: activations 'Sigmoid'"},
-        {"class_identifier: regression_metric\nlayer_transformation: entmax\n", "hparams.yaml:2: layer_transformation 'entmax'"},
-        {"class_identifier: regression_metric\nnonsense\n", "hparams.yaml:2: expected 'key: value'"},
+        {"class_identifier: regression_metric\nlayer_norm: maybe\n",
+         "hparams.yaml:2: layer_norm: 'maybe'"},
+        {"class_identifier: regression_metric\nhidden_sizes:\n- 12\n- x\n",
+         "hparams.yaml:4: hidden_sizes: 'x'"},
+        {"class_identifier: regression_metric\nactivations: Sigmoid\n",
+         "hparams.yaml:2: activations 'Sigmoid'"},
+        {"class_identifier: regression_metric\nlayer_transformation: entmax\n",
+         "hparams.yaml:2: layer_transformation 'entmax'"},
+        {"class_identifier: regression_metric\nnonsense\n",
+         "hparams.yaml:2: expected 'key: value'"},
         {"pool: avg\n", "no class_identifier"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -245,7 +253,8 @@ static void test_open_errors(void **state)
     assert_int_equal(test_make_tmpdir(dir, sizeof dir, "comet-dir"), 0);
     expect_open_error(dir, "hparams.yaml: No such file");
     link_into(dir, "hparams.yaml", FIX "/model/hparams.yaml");
-    expect_open_error(dir, "no COMET weights: neither checkpoints/model.ckpt nor model.safetensors");
+    expect_open_error(dir,
+                      "no COMET weights: neither checkpoints/model.ckpt nor model.safetensors");
     link_into(dir, "model.safetensors", FIX "/model.safetensors");
     expect_open_error(dir, "sentencepiece.bpe.model: missing: COMET's tokenizer is XLM-R's");
     /* an mtlab tokenizer has another id layout */
@@ -302,16 +311,19 @@ static void test_significance(void **state)
 {
     (void)state;
     enum { S = 6 };
-    const float a[S] = {0.1f, 0.4f, 0.5f, 0.2f, 0.9f, 0.3f}, b[S] = {0.2f, 0.5f, 0.6f, 0.3f, 1.0f, 0.4f};
+    const float a[S] = {0.1f, 0.4f, 0.5f, 0.2f, 0.9f, 0.3f},
+                b[S] = {0.2f, 0.5f, 0.6f, 0.3f, 1.0f, 0.4f};
     double ra[S * 2], rb[S * 2];
-    for (int i = 0; i < S; i++) mt_sig_comet_row(ra + 2 * i, a[i]), mt_sig_comet_row(rb + 2 * i, b[i]);
+    for (int i = 0; i < S; i++)
+        mt_sig_comet_row(ra + 2 * i, a[i]), mt_sig_comet_row(rb + 2 * i, b[i]);
     const double *stats[2] = {ra, rb};
     mt_sig_metric m = mt_sig_comet_metric();
     assert_string_equal(m.name, "COMET");
     mt_sig_result r[2];
     mt_sig_opts o = mt_sig_defaults(MT_SIG_BOOTSTRAP);
     assert_int_equal(mt_sig_paired(r, stats, 2, S, &m, &o), 0);
-    assert_float_equal(r[0].score, 240.0 / 6, 1e-4), assert_float_equal(r[1].score, 300.0 / 6, 1e-4);
+    assert_float_equal(r[0].score, 240.0 / 6, 1e-4),
+        assert_float_equal(r[1].score, 300.0 / 6, 1e-4);
     assert_true(r[1].has_p && r[1].p > 0 && r[1].p <= 1);
 }
 
@@ -321,18 +333,20 @@ static void test_score_command(void **state)
 {
     (void)state;
     fixture *f = load_fixture();
-    test_captured c = test_run_command(&cmd_score, (const char *[]){
-        "--hyp", FIX "/hyp.txt", "--ref", FIX "/ref.txt", "-m", "comet", "--comet", FIX "/model",
-        "--src", FIX "/src.txt", NULL});
+    test_captured c =
+        test_run_command(&cmd_score, (const char *[]){"--hyp", FIX "/hyp.txt", "--ref",
+                                                      FIX "/ref.txt", "-m", "comet", "--comet",
+                                                      FIX "/model", "--src", FIX "/src.txt", NULL});
     assert_int_equal(c.rc, 0);
     char want[160];
-    snprintf(want, sizeof want, "COMET|nrefs:1|model:" FIX "/model|device:cpu|version:mtlab = %.4f\n",
-             f->system);
+    snprintf(want, sizeof want,
+             "COMET|nrefs:1|model:" FIX "/model|device:cpu|version:mtlab = %.4f\n", f->system);
     assert_string_equal(c.out, want);
     test_captured_free(&c);
-    c = test_run_command(&cmd_score, (const char *[]){"--hyp", FIX "/hyp.txt", "--ref", FIX "/ref.txt",
-                                                      "-m", "comet", "--comet", FIX "/model", "--src",
-                                                      FIX "/src.txt", "--json", NULL});
+    c = test_run_command(&cmd_score,
+                         (const char *[]){"--hyp", FIX "/hyp.txt", "--ref", FIX "/ref.txt", "-m",
+                                          "comet", "--comet", FIX "/model", "--src", FIX "/src.txt",
+                                          "--json", NULL});
     assert_int_equal(c.rc, 0);
     json_t *j = json_loads(c.out, 0, NULL);
     assert_non_null(j);
@@ -340,35 +354,45 @@ static void test_score_command(void **state)
     json_decref(j);
     test_captured_free(&c);
     /* two systems: the hypotheses against the references themselves, as a table */
-    c = test_run_command(&cmd_score, (const char *[]){"-i", FIX "/hyp.txt", FIX "/ref.txt", "--ref",
-                                                      FIX "/ref.txt", "-m", "comet", "--comet",
-                                                      FIX "/model", "--src", FIX "/src.txt",
-                                                      "--paired-bs", NULL});
+    c = test_run_command(&cmd_score,
+                         (const char *[]){"-i", FIX "/hyp.txt", FIX "/ref.txt", "--ref",
+                                          FIX "/ref.txt", "-m", "comet", "--comet", FIX "/model",
+                                          "--src", FIX "/src.txt", "--paired-bs", NULL});
     assert_int_equal(c.rc, 0);
     char cell[32];
     snprintf(cell, sizeof cell, "%.2f (", 100 * f->system);
     if (!strstr(c.out, "COMET (μ ± 95% CI)") || !strstr(c.out, cell))
         fail_msg("no COMET column with %s in:\n%s", cell, c.out);
     test_captured_free(&c);
-    const struct { const char *const *args; const char *want; } bad[] = {
+    const struct {
+        const char *const *args;
+        const char *want;
+    } bad[] = {
         {(const char *[]){"--hyp", FIX "/hyp.txt", "--ref", FIX "/ref.txt", "-m", "comet", "--src",
-                          FIX "/src.txt", NULL}, "-m comet needs --comet DIR"},
-        {(const char *[]){"--hyp", FIX "/hyp.txt", "--ref", FIX "/ref.txt", "-m", "comet", "--comet",
-                          FIX "/model", NULL}, "-m comet needs --src FILE"},
+                          FIX "/src.txt", NULL},
+         "-m comet needs --comet DIR"},
+        {(const char *[]){"--hyp", FIX "/hyp.txt", "--ref", FIX "/ref.txt", "-m", "comet",
+                          "--comet", FIX "/model", NULL},
+         "-m comet needs --src FILE"},
         {(const char *[]){"--hyp", FIX "/hyp.txt", "--ref", FIX "/ref.txt", "--ref", FIX "/ref.txt",
                           "-m", "comet", "--comet", FIX "/model", "--src", FIX "/src.txt", NULL},
          "COMET takes one reference, got 2"},
         {(const char *[]){"--hyp", FIX "/hyp.txt", "--ref", FIX "/ref.txt", "--comet", FIX "/model",
-                          NULL}, "--comet, --src and --device go with -m comet"},
-        {(const char *[]){"--hyp", FIX "/hyp.txt", "--ref", FIX "/ref.txt", "-m", "comet", "--comet",
-                          FIX "/model", "--src", FIX "/ref.txt", "--device", "tpu", NULL}, "tpu"},
-        {(const char *[]){"--hyp", FIX "/hyp.txt", "--ref", FIX "/ref.txt", "-m", "comet", "--comet",
-                          FIX, "--src", FIX "/src.txt", NULL}, FIX "/hparams.yaml"},
+                          NULL},
+         "--comet, --src and --device go with -m comet"},
+        {(const char *[]){"--hyp", FIX "/hyp.txt", "--ref", FIX "/ref.txt", "-m", "comet",
+                          "--comet", FIX "/model", "--src", FIX "/ref.txt", "--device", "tpu",
+                          NULL},
+         "tpu"},
+        {(const char *[]){"--hyp", FIX "/hyp.txt", "--ref", FIX "/ref.txt", "-m", "comet",
+                          "--comet", FIX, "--src", FIX "/src.txt", NULL},
+         FIX "/hparams.yaml"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         c = test_run_command(&cmd_score, bad[i].args);
         assert_int_equal(c.rc, 1);
-        if (!strstr(c.err, bad[i].want)) fail_msg("case %zu: \"%s\" lacks \"%s\"", i, c.err, bad[i].want);
+        if (!strstr(c.err, bad[i].want))
+            fail_msg("case %zu: \"%s\" lacks \"%s\"", i, c.err, bad[i].want);
         test_captured_free(&c);
     }
     free_fixture(f);

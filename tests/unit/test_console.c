@@ -38,17 +38,20 @@ static void test_pretty_printer(void **state)
     expect_pretty(L, "{}", "{}");
     expect_pretty(L, "{1, 2, 3}", "{1, 2, 3}");
     /* the list part in order, then string keys sorted, then other keys; nested strings quoted */
-    expect_pretty(L, "{'a\\n\"b\"', z = 1, a = true, [2.5] = 'x', ['not id'] = 0, ['end'] = 1}",
-                  "{\"a\\n\\\"b\\\"\", a = true, [\"end\"] = 1, [\"not id\"] = 0, z = 1, [2.5] = \"x\"}");
+    expect_pretty(
+        L, "{'a\\n\"b\"', z = 1, a = true, [2.5] = 'x', ['not id'] = 0, ['end'] = 1}",
+        "{\"a\\n\\\"b\\\"\", a = true, [\"end\"] = 1, [\"not id\"] = 0, z = 1, [2.5] = \"x\"}");
     /* depth-limited */
     expect_pretty(L, "{{{{1}}}}", "{{{{...}}}}");
     /* length-limited */
-    char *long_list = pretty_of(L, "(function() local t = {} for i = 1, 100 do t[i] = i end return t end)()");
+    char *long_list =
+        pretty_of(L, "(function() local t = {} for i = 1, 100 do t[i] = i end return t end)()");
     assert_non_null(strstr(long_list, ", 24, ... (76 more)}"));
     assert_null(strstr(long_list, "25"));
     free(long_list);
     /* __tostring wins, for tables and userdata */
-    expect_pretty(L, "setmetatable({}, {__tostring = function() return 'handle<x>' end})", "handle<x>");
+    expect_pretty(L, "setmetatable({}, {__tostring = function() return 'handle<x>' end})",
+                  "handle<x>");
     expect_pretty(L, "{setmetatable({}, {__tostring = function() return 'h' end})}", "{h}");
     /* a table that holds itself stops at the depth limit */
     char *cyc = pretty_of(L, "(function() local t = {} t.self = t return t end)()");
@@ -66,7 +69,8 @@ static void test_chunks(void **state)
     assert_int_equal(console_chunk_check(P, "x = 1"), CONSOLE_CHUNK_STATEMENTS);
     assert_int_equal(console_chunk_check(P, "for i = 1, 3 do"), CONSOLE_CHUNK_INCOMPLETE);
     assert_int_equal(console_chunk_check(P, "for i = 1, 3 do\nprint(i)"), CONSOLE_CHUNK_INCOMPLETE);
-    assert_int_equal(console_chunk_check(P, "for i = 1, 3 do\nprint(i)\nend"), CONSOLE_CHUNK_STATEMENTS);
+    assert_int_equal(console_chunk_check(P, "for i = 1, 3 do\nprint(i)\nend"),
+                     CONSOLE_CHUNK_STATEMENTS);
     assert_int_equal(console_chunk_check(P, "function f(a,"), CONSOLE_CHUNK_INCOMPLETE);
     assert_int_equal(console_chunk_check(P, "{1, 2,"), CONSOLE_CHUNK_INCOMPLETE);
     assert_int_equal(console_chunk_check(P, "x = = 1"), CONSOLE_CHUNK_ERROR);
@@ -95,11 +99,13 @@ static void test_completion(void **state)
     (void)state;
     lua_State *L = luaL_newstate();
     luaL_openlibs(L);
-    if (luaL_dostring(L,
-                      "mtlab = {score = {bleu = print, chrf = print}, scale = 2, load = print}\n"
-                      "local methods = {translate = print, probe = print, close = print}\n"
-                      "handle = setmetatable({}, {__index = function() end, methods = methods})\n"
-                      "obj = setmetatable({own = print, n = 1}, {__index = {size = print, count = 3}})\n") != LUA_OK)
+    if (luaL_dostring(
+            L,
+            "mtlab = {score = {bleu = print, chrf = print}, scale = 2, load = print}\n"
+            "local methods = {translate = print, probe = print, close = print}\n"
+            "handle = setmetatable({}, {__index = function() end, methods = methods})\n"
+            "obj = setmetatable({own = print, n = 1}, {__index = {size = print, count = 3}})\n") !=
+        LUA_OK)
         fail_msg("%s", lua_tostring(L, -1));
     /* a unique table completes with a dot; several candidates come sorted */
     assert_int_equal(complete(L, "mtlab.sco", "mtlab.score."), 1);
@@ -155,9 +161,9 @@ static void test_wrap(void **state)
     console_row rows[8];
     assert_int_equal(console_wrap("the quick brown fox", 10, rows, 8), 2);
     assert_int_equal(rows[0].first, 0);
-    assert_int_equal(rows[0].n, 9);  /* "the quick" */
+    assert_int_equal(rows[0].n, 9); /* "the quick" */
     assert_int_equal(rows[1].first, 10);
-    assert_int_equal(rows[1].n, 9);  /* "brown fox" */
+    assert_int_equal(rows[1].n, 9); /* "brown fox" */
     /* a space just past the width ends the row there */
     assert_int_equal(console_wrap("abcde fgh", 5, rows, 8), 2);
     assert_int_equal(rows[0].n, 5);
@@ -220,12 +226,9 @@ static void test_ansi_escapes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pretty_printer),
-        cmocka_unit_test(test_chunks),
-        cmocka_unit_test(test_completion),
-        cmocka_unit_test(test_scrollback),
-        cmocka_unit_test(test_ansi_escapes),
-        cmocka_unit_test(test_wrap),
+        cmocka_unit_test(test_pretty_printer), cmocka_unit_test(test_chunks),
+        cmocka_unit_test(test_completion),     cmocka_unit_test(test_scrollback),
+        cmocka_unit_test(test_ansi_escapes),   cmocka_unit_test(test_wrap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,7 +17,8 @@ static void on_alarm(int sig)
     (void)sig;
     static const char msg[] = "test_console_lua: hung (30 s): ";
     if (write(2, msg, sizeof msg - 1) < 0 || write(2, hang_what, strlen(hang_what)) < 0 ||
-        write(2, "\n", 1) < 0) _exit(1);
+        write(2, "\n", 1) < 0)
+        _exit(1);
     _exit(1);
 }
 
@@ -111,7 +112,8 @@ static void test_ctrl_c_stops_a_pcall_loop(void **state)
         tui_console_key(a, TUI_CTRL('c'), 0);
         wait_busy(a, c, 0);
         alarm(0);
-        if (!scrollback_has(c, "interrupted")) fail_msg("no 'interrupted' after %s", swallowing_loops[i]);
+        if (!scrollback_has(c, "interrupted"))
+            fail_msg("no 'interrupted' after %s", swallowing_loops[i]);
         /* the console goes on: the interrupt does not outlive the chunk it stopped */
         console_send(c, CONSOLE_REQ_CHUNK, "print('after' .. 'wards')", 0);
         deadline("the chunk after an interrupt");
@@ -158,10 +160,12 @@ static void test_ui_functions_are_named(void **state)
                  "for _, k in ipairs({'open', 'close', 'set_text', 'heatmap', "
                  "'notify', 'bind', 'theme', 'text_view'}) do "
                  "local ok, e = pcall(ui[k], coroutine.create(print)) "
-                 "print(k .. ': ' .. tostring(e)) end", 0);
+                 "print(k .. ': ' .. tostring(e)) end",
+                 0);
     wait_busy(a, c, 0);
     alarm(0);
-    assert_true(scrollback_has(c, "notify: bad argument #1 to 'ui.notify' (string expected, got thread)"));
+    assert_true(
+        scrollback_has(c, "notify: bad argument #1 to 'ui.notify' (string expected, got thread)"));
     if (scrollback_has(c, "'?'")) fail_msg("a ui function is unnamed in an argument error");
     console_end(a, c);
     free(a);

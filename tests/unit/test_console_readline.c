@@ -86,16 +86,25 @@ static void test_prefix_key_inside_search(void **state)
     (void)state;
     bench b;
     start(&b);
-    keys("alpha = 1\r" "beta = 2\r");
-    keys("\x12" "bet" "\x18" "x");
+    keys("alpha = 1\r"
+         "beta = 2\r");
+    keys("\x12"
+         "bet"
+         "\x18"
+         "x");
     assert_string_equal(line(), "beta = 2");
     console_rl_clear_line();
     /* Ctrl-X Ctrl-U (undo) after the search: the line the search found stays */
-    keys("\x12" "alp" "\x18\x15");
+    keys("\x12"
+         "alp"
+         "\x18\x15");
     assert_string_equal(line(), "alpha = 1");
     console_rl_clear_line();
     /* the forward search, and a search that found nothing */
-    keys("\x13" "zz" "\x18" "y");
+    keys("\x13"
+         "zz"
+         "\x18"
+         "y");
     keys("\x07\x07");
     console_rl_clear_line();
     /* typing goes on normally after each */
@@ -120,8 +129,15 @@ static void test_search_after_a_restart(void **state)
         HIST_ENTRY **h = history_list();
         assert_int_equal(history_length, 0);
         assert_true(h == NULL || h[0] == NULL);
-        keys("\x13" "\x1b" "a" "\r" "bb" "\r");
-        keys("\x12" "b" "\x1b");
+        keys("\x13"
+             "\x1b"
+             "a"
+             "\r"
+             "bb"
+             "\r");
+        keys("\x12"
+             "b"
+             "\x1b");
         assert_string_equal(line(), "bb");
         console_rl_clear_line();
         keys("ok");
@@ -139,7 +155,12 @@ static void test_search_after_a_restart(void **state)
 static void test_stop_inside_a_search(void **state)
 {
     (void)state;
-    static const char *const unfinished[] = {"\x12" "x", "\x13", "\x18", "\x1b" "5", "\x1b"};
+    static const char *const unfinished[] = {"\x12"
+                                             "x",
+                                             "\x13", "\x18",
+                                             "\x1b"
+                                             "5",
+                                             "\x1b"};
     for (size_t i = 0; i < sizeof unfinished / sizeof unfinished[0]; i++) {
         bench b;
         start(&b);
@@ -162,7 +183,8 @@ static void test_ctrl_space_inside_search(void **state)
     bench b;
     start(&b);
     keys("one two\r");
-    keys("\x12" "one");
+    keys("\x12"
+         "one");
     console_rl_key(0, 0);
     assert_false(RL_ISSTATE(RL_STATE_ISEARCH));
     assert_string_equal(line(), "one two");
@@ -186,7 +208,10 @@ static void test_stop_after_editing_history(void **state)
     start(&b);
     keys("]\r");
     console_rl_key(TUI_FKEY(KEY_UP), 0);
-    keys("\x15" "\x13" "\x07" "k");
+    keys("\x15"
+         "\x13"
+         "\x07"
+         "k");
     assert_string_equal(line(), "k");
     stop(&b);
 }
@@ -201,7 +226,8 @@ static void test_key_triples_after_search_and_prefixes(void **state)
     static const char alphabet[] = "\x12\x13\x18\x1b\x16\x07\x15\r\x0e\x10\x19x[1-";
     bench b;
     start(&b);
-    keys("alpha = 1\r" "x = [1]\r");
+    keys("alpha = 1\r"
+         "x = [1]\r");
     for (const char *f = firsts; *f; f++)
         for (const char *m = alphabet; *m; m++)
             for (const char *k = alphabet; *k; k++) {
@@ -229,9 +255,12 @@ static void test_point_stays_on_a_character(void **state)
     bench b;
     start(&b);
     console_rl_key(0x301, 1); /* U+0301 COMBINING ACUTE ACCENT, two bytes */
-    keys("\x0f" "e");
+    keys("\x0f"
+         "e");
     console_rl_key(TUI_FKEY(KEY_UP), 0);
-    keys("\x13" "s" "\x1b");
+    keys("\x13"
+         "s"
+         "\x1b");
     int point;
     const char *l = console_rl_line(&point);
     size_t len = strlen(l);
@@ -252,31 +281,53 @@ static void test_keyboard_macro_with_a_search(void **state)
     bench b;
     start(&b);
     keys("alpha = 1\r");
-    keys("\x18(" "\x12" "\x18\x18" "[" "\x18)");
+    keys("\x18("
+         "\x12"
+         "\x18\x18"
+         "["
+         "\x18)");
     assert_string_equal(line(), "[");
-    keys("\x18" "e");
+    keys("\x18"
+         "e");
     assert_string_equal(line(), "[[");
     console_rl_clear_line();
-    keys("ab" "\x18(" "c" "\x18)" "\x18" "e" "\x18" "e");
+    keys("ab"
+         "\x18("
+         "c"
+         "\x18)"
+         "\x18"
+         "e"
+         "\x18"
+         "e");
     assert_string_equal(line(), "abccc");
     stop(&b);
     /* the macro outlives its console, as readline's does */
     start(&b);
-    keys("\x18(" "\x12" "\x18\x18" "[" "\x18)");
+    keys("\x18("
+         "\x12"
+         "\x18\x18"
+         "["
+         "\x18)");
     console_rl_clear_line();
     stop(&b);
     start(&b);
-    keys("\x18" "e");
+    keys("\x18"
+         "e");
     assert_string_equal(line(), "[");
-    keys("\x18" "e" "\x07");
+    keys("\x18"
+         "e"
+         "\x07");
     assert_false(RL_ISSTATE(RL_STATE_ISEARCH | RL_STATE_MACROINPUT | RL_STATE_MACRODEF));
     stop(&b);
     /* a console closed while a macro was being recorded leaves no recording behind */
     start(&b);
-    keys("\x18(" "\x12" "x");
+    keys("\x18("
+         "\x12"
+         "x");
     stop(&b);
     start(&b);
-    keys("ok" "\x18)");
+    keys("ok"
+         "\x18)");
     assert_string_equal(line(), "ok");
     assert_false(RL_ISSTATE(RL_STATE_MACRODEF));
     stop(&b);
@@ -304,19 +355,25 @@ static void test_string_macro_with_a_search(void **state)
     keys("alpha = 1\r");
     keys("\x14");
     assert_string_equal(line(), "[");
-    keys("\x14" "x");
+    keys("\x14"
+         "x");
     char *by_macro = strdup(line());
     console_rl_clear_line();
-    keys("\x12\x18\x18[" "\x12\x18\x18[" "x"); /* the same keys typed */
+    keys("\x12\x18\x18["
+         "\x12\x18\x18["
+         "x"); /* the same keys typed */
     assert_string_equal(line(), by_macro);
     free(by_macro);
     console_rl_clear_line();
     /* Ctrl-X Ctrl-R reads the file again: a macro under Meta (Esc o) */
     write_inputrc(inputrc, "\"\\eo\": \"\\C-s\\C-x\\C-x]\"\n");
     keys("\x18\x12");
-    keys("\x1b" "o");
+    keys("\x1b"
+         "o");
     assert_string_equal(line(), "]");
-    keys("\x1b" "o" "\x07");
+    keys("\x1b"
+         "o"
+         "\x07");
     assert_string_equal(line(), "]]");
     console_rl_clear_line();
     keys("ok");
@@ -333,17 +390,30 @@ static void test_noninc_search_from_edited_lines(void **state)
     (void)state;
     bench b;
     start(&b);
-    keys("nx = 1\r" "ny = 2\r");
-    keys("ab" "\x1b" "p" "nx =" "\r");
+    keys("nx = 1\r"
+         "ny = 2\r");
+    keys("ab"
+         "\x1b"
+         "p"
+         "nx ="
+         "\r");
     assert_string_equal(line(), "nx = 1");
     console_rl_clear_line();
     console_rl_key(TUI_FKEY(KEY_UP), 0);
-    keys("f" "\x1b" "n" "zz" "\r");
+    keys("f"
+         "\x1b"
+         "n"
+         "zz"
+         "\r");
     assert_false(RL_ISSTATE(RL_STATE_NSEARCH));
     console_rl_clear_line();
     console_rl_key(TUI_FKEY(KEY_UP), 0);
     assert_string_equal(line(), "ny = 2f");
-    keys("g" "\x1b" "p" "ny =" "\r");
+    keys("g"
+         "\x1b"
+         "p"
+         "ny ="
+         "\r");
     assert_false(RL_ISSTATE(RL_STATE_NSEARCH));
     assert_memory_equal(line(), "ny = 2", 6);
     console_rl_clear_line();
@@ -361,7 +431,9 @@ static void test_tab_without_a_lua_state(void **state)
     start(&b);
     lua_close(b.c.L);
     b.c.L = NULL;
-    keys("mtl" "\t" "\t");
+    keys("mtl"
+         "\t"
+         "\t");
     assert_string_equal(line(), "mtl");
     b.c.L = luaL_newstate();
     stop(&b);
@@ -376,7 +448,11 @@ static void test_tab_without_a_lua_state(void **state)
 static void test_argument_message_ends_with_its_key(void **state)
 {
     (void)state;
-    static const char *const keys_left[] = {"\x1b-\x1b-", "\x1b" "1" "\x1b-", "\x1b-\x1b-x"};
+    static const char *const keys_left[] = {"\x1b-\x1b-",
+                                            "\x1b"
+                                            "1"
+                                            "\x1b-",
+                                            "\x1b-\x1b-x"};
     static const char *const lines[] = {"", "-", "x"};
     for (size_t i = 0; i < sizeof keys_left / sizeof keys_left[0]; i++) {
         bench b;
@@ -385,13 +461,16 @@ static void test_argument_message_ends_with_its_key(void **state)
         assert_string_equal(line(), lines[i]);
         assert_false(RL_ISSTATE(RL_STATE_NUMERICARG));
         assert_string_equal(console_rl_prompt(), "> ");
-        keys("\x12" "\x07");
+        keys("\x12"
+             "\x07");
         assert_string_equal(console_rl_prompt(), "> ");
         keys("\x1b-\x1b-");
         stop(&b);
         start(&b);
         assert_string_equal(console_rl_prompt(), "> ");
-        keys("\x12" "\x07" "ok");
+        keys("\x12"
+             "\x07"
+             "ok");
         assert_string_equal(line(), "ok");
         assert_string_equal(console_rl_prompt(), "> ");
         stop(&b);

@@ -26,9 +26,9 @@ static void check_all(const mt_backend *be, const bounds *b)
         if (!(r.logits <= b->logits && r.loss <= b->loss && r.grads <= b->grads &&
               r.params <= b->params && r.probes <= b->probes)) {
             print_error("%s on %s over its bounds: logits %.3g (bound %.0e), loss %.3g (%.0e), "
-                        "grads %.3g (%.0e), params %.3g (%.0e), probes %.3g (%.0e)\n", presets[i],
-                        be->name, r.logits, b->logits, r.loss, b->loss, r.grads, b->grads, r.params,
-                        b->params, r.probes, b->probes);
+                        "grads %.3g (%.0e), params %.3g (%.0e), probes %.3g (%.0e)\n",
+                        presets[i], be->name, r.logits, b->logits, r.loss, b->loss, r.grads,
+                        b->grads, r.params, b->params, r.probes, b->probes);
             if (!over) over = presets[i];
         }
     }
@@ -63,7 +63,8 @@ static void test_models_bf16_weights(void **state)
     const char *const *presets = mt_model_arch_list(); /* every architecture of the registry */
     for (size_t i = 0; presets[i]; i++) {
         double rel = model_precision_parity(be, presets[i], MT_PRECISION_BF16);
-        print_message("  %-13s bf16 weights: logits relative error %.3g (bound %.0e)\n", presets[i], rel, bf16.logits);
+        print_message("  %-13s bf16 weights: logits relative error %.3g (bound %.0e)\n", presets[i],
+                      rel, bf16.logits);
         if (!(rel <= bf16.logits) && !over) over = presets[i];
     }
     if (over) fail_msg("%s (and any printed above) over the bound in precision bf16", over);

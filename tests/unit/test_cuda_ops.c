@@ -29,7 +29,9 @@ typedef struct {
 
 static pair make(size_t n)
 {
-    pair p = {.h = malloc((n ? n : 1) * sizeof(float)), .d = gpu->alloc((n ? n : 1) * sizeof(float)), .n = n};
+    pair p = {.h = malloc((n ? n : 1) * sizeof(float)),
+              .d = gpu->alloc((n ? n : 1) * sizeof(float)),
+              .n = n};
     assert_non_null(p.h);
     assert_non_null(p.d);
     return p;
@@ -87,7 +89,9 @@ typedef struct {
 
 static ipair ids(size_t n, int below)
 {
-    ipair p = {.h = malloc((n ? n : 1) * sizeof(int32_t)), .d = gpu->alloc((n ? n : 1) * sizeof(int32_t)), .n = n};
+    ipair p = {.h = malloc((n ? n : 1) * sizeof(int32_t)),
+               .d = gpu->alloc((n ? n : 1) * sizeof(int32_t)),
+               .n = n};
     assert_non_null(p.d);
     for (size_t i = 0; i < n; i++) p.h[i] = (int32_t)mt_rng_below(&rng, (uint64_t)below);
     gpu->upload(p.d, p.h, n * sizeof(int32_t));
@@ -140,10 +144,10 @@ static int setup(void **state)
 }
 
 /* Every test starts here: the fp32 backend, or a skip without a device. */
-#define NEED_GPU()                                       \
-    do {                                                 \
-        (void)state;                                     \
-        if (!(gpu = cuda_or_skip(0))) return;            \
+#define NEED_GPU()                            \
+    do {                                      \
+        (void)state;                          \
+        if (!(gpu = cuda_or_skip(0))) return; \
     } while (0)
 
 /* ---------------------------------------------------------------- matrix products */
@@ -163,14 +167,17 @@ static double gemm_case(int ta, int tb, int m, int n, int k, float beta)
 static void test_gemm(void **state)
 {
     NEED_GPU();
-    const int shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {64, 64, 64}, {33, 129, 65}, {1, 300, 97}, {250, 1, 31}};
+    const int shapes[][3] = {{1, 1, 1},     {7, 5, 3},    {64, 64, 64},
+                             {33, 129, 65}, {1, 300, 97}, {250, 1, 31}};
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
         for (int t = 0; t < 4; t++)
             for (int acc = 0; acc < 2; acc++) {
                 char what[96];
                 snprintf(what, sizeof what, "gemm %dx%dx%d trans %d%d beta %d", shapes[s][0],
                          shapes[s][1], shapes[s][2], t >> 1, t & 1, acc);
-                report(what, gemm_case(t >> 1, t & 1, shapes[s][0], shapes[s][1], shapes[s][2], acc ? 0.5f : 0.0f),
+                report(what,
+                       gemm_case(t >> 1, t & 1, shapes[s][0], shapes[s][1], shapes[s][2],
+                                 acc ? 0.5f : 0.0f),
                        TOL_FP32);
             }
     /* strided batches */
@@ -189,7 +196,8 @@ static void test_gemm(void **state)
 static double rows_case(int m, int n, int k, int ld_pad, float beta, int batch)
 {
     int ld = k + ld_pad, ldc = n + ld_pad;
-    size_t sa = (size_t)m * ld + ld_pad, sb = (size_t)n * ld + ld_pad, sc = (size_t)m * ldc + ld_pad;
+    size_t sa = (size_t)m * ld + ld_pad, sb = (size_t)n * ld + ld_pad,
+           sc = (size_t)m * ldc + ld_pad;
     pair a = rnd(sa * batch, 1.0f), b = rnd(sb * batch, 1.0f);
     pair c = beta == 0.0f ? poison(sc * batch) : rnd(sc * batch, 1.0f);
     cpu->gemm_batched(0, 1, m, n, k, 0.75f, a.h, ld, sa, b.h, ld, sb, beta, c.h, ldc, sc, batch);
@@ -202,17 +210,20 @@ static double rows_case(int m, int n, int k, int ld_pad, float beta, int batch)
 static void test_gemm_rows(void **state)
 {
     NEED_GPU();
-    const int shapes[][3] = {{1, 1, 4}, {1, 2048, 2048}, {3, 37, 260}, {5, 301, 1028}, {8, 8192, 512},
-                             {9, 130, 12}, {16, 2052, 4096}, {16, 1, 3}, {12, 33, 7}};
+    const int shapes[][3] = {{1, 1, 4},        {1, 2048, 2048}, {3, 37, 260},
+                             {5, 301, 1028},   {8, 8192, 512},  {9, 130, 12},
+                             {16, 2052, 4096}, {16, 1, 3},      {12, 33, 7}};
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
         for (int pi = 0; pi < 3; pi++) /* row strides k + 0, 1 and 4 */
             for (int acc = 0; acc < 2; acc++) {
                 int pad = (int[]){0, 1, 4}[pi];
                 char what[96];
-                snprintf(what, sizeof what, "gemm rows %dx%dx%d ld pad %d beta %d", shapes[s][0], shapes[s][1],
-                         shapes[s][2], pad, acc);
-                report(what, rows_case(shapes[s][0], shapes[s][1], shapes[s][2], pad, acc ? 0.5f : 0.0f, 1),
-                       TOL_FP32);
+                snprintf(what, sizeof what, "gemm rows %dx%dx%d ld pad %d beta %d", shapes[s][0],
+                         shapes[s][1], shapes[s][2], pad, acc);
+                report(
+                    what,
+                    rows_case(shapes[s][0], shapes[s][1], shapes[s][2], pad, acc ? 0.5f : 0.0f, 1),
+                    TOL_FP32);
             }
     report("gemm rows batched 3 x 16x67x132 beta 1", rows_case(16, 67, 132, 4, 1.0f, 3), TOL_FP32);
     report("gemm rows batched 2 x 7x40x33 beta 0", rows_case(7, 40, 33, 1, 0.0f, 2), TOL_FP32);
@@ -246,12 +257,16 @@ static void bf16_linear_case(int rows, int C, int row0, int OC, const int *bts)
          * bf16 first instead of rounding the fp32 rows as it loads them */
         for (int off = 0; off <= few; off++) {
             pair x = rnd((size_t)bt * C + off, 1.0f), out = poison((size_t)bt * OC);
-            cpu->gemm(0, 1, bt, OC, C, 1.0f, x.h + off, C, w.h + (size_t)row0 * C, C, 0.0f, out.h, OC);
+            cpu->gemm(0, 1, bt, OC, C, 1.0f, x.h + off, C, w.h + (size_t)row0 * C, C, 0.0f, out.h,
+                      OC);
             cpu->bias_add(out.h, bias.h, (size_t)bt, OC);
             gpu->qlinear_forward(out.d, x.d + off, &q, row0, bias.d, (size_t)bt, OC);
             char what[112];
-            snprintf(what, sizeof what, "bf16 linear rows %d..%d of %dx%d, %d rows of x%s, bias", row0, row0 + OC,
-                     rows, C, bt, !few ? "" : off ? " (tensor cores, x converted)" : " (tensor cores, x fp32)");
+            snprintf(what, sizeof what, "bf16 linear rows %d..%d of %dx%d, %d rows of x%s, bias",
+                     row0, row0 + OC, rows, C, bt,
+                     !few  ? ""
+                     : off ? " (tensor cores, x converted)"
+                           : " (tensor cores, x fp32)");
             report(what, diff(out), TOL_BF16);
             drop(x), drop(out);
         }
@@ -295,7 +310,8 @@ static void test_elementwise(void **state)
         cpu->axpy(d1.h, x.h, n, 0.3f), gpu->axpy(d1.d, x.d, n, 0.3f), worst = fmax(worst, diff(d1));
         cpu->add(out.h, x.h, y.h, n), gpu->add(out.d, x.d, y.d, n), worst = fmax(worst, diff(out));
         cpu->mul(out.h, x.h, y.h, n), gpu->mul(out.d, x.d, y.d, n), worst = fmax(worst, diff(out));
-        cpu->mul_backward(d1.h, d2.h, g.h, x.h, y.h, n), gpu->mul_backward(d1.d, d2.d, g.d, x.d, y.d, n);
+        cpu->mul_backward(d1.h, d2.h, g.h, x.h, y.h, n),
+            gpu->mul_backward(d1.d, d2.d, g.d, x.d, y.d, n);
         worst = fmax(worst, fmax(diff(d1), diff(d2)));
         snprintf(what, sizeof what, "fill/scale/axpy/add/mul/mul_backward n=%zu", n);
         report(what, worst, TOL_FP32);
@@ -306,7 +322,8 @@ static void test_elementwise(void **state)
             pair o = poison(n);
             cpu->act_forward(acts[a], o.h, x.h, n), gpu->act_forward(acts[a], o.d, x.d, n);
             double w = diff(o);
-            cpu->act_backward(acts[a], d1.h, g.h, x.h, n), gpu->act_backward(acts[a], d1.d, g.d, x.d, n);
+            cpu->act_backward(acts[a], d1.h, g.h, x.h, n),
+                gpu->act_backward(acts[a], d1.d, g.d, x.d, n);
             w = fmax(w, diff(d1));
             snprintf(what, sizeof what, "act %s forward/backward n=%zu", names[a], n);
             report(what, w, TOL_FP32);
@@ -315,7 +332,8 @@ static void test_elementwise(void **state)
         pair o = poison(n);
         cpu->gate_forward(o.h, x.h, y.h, n), gpu->gate_forward(o.d, x.d, y.d, n);
         worst = diff(o);
-        cpu->gate_backward(d1.h, d2.h, g.h, x.h, y.h, n), gpu->gate_backward(d1.d, d2.d, g.d, x.d, y.d, n);
+        cpu->gate_backward(d1.h, d2.h, g.h, x.h, y.h, n),
+            gpu->gate_backward(d1.d, d2.d, g.d, x.d, y.d, n);
         worst = fmax(worst, fmax(diff(d1), diff(d2)));
         snprintf(what, sizeof what, "gate value*SiLU(gate) forward/backward n=%zu", n);
         report(what, worst, TOL_FP32);
@@ -331,16 +349,23 @@ static void test_rows(void **state)
         int rows = shapes[s][0], cols = shapes[s][1];
         size_t n = (size_t)rows * cols;
         char what[96];
-        pair x = rnd(n, 3.0f), b = rnd((size_t)cols, 1.0f), db = rnd((size_t)cols, 1.0f), o = poison(n);
+        pair x = rnd(n, 3.0f), b = rnd((size_t)cols, 1.0f), db = rnd((size_t)cols, 1.0f),
+             o = poison(n);
         mpair m = mask((size_t)rows);
         double w = 0.0;
-        cpu->copy2d(o.h, cols, x.h, cols, rows, cols), gpu->copy2d(o.d, cols, x.d, cols, rows, cols);
+        cpu->copy2d(o.h, cols, x.h, cols, rows, cols),
+            gpu->copy2d(o.d, cols, x.d, cols, rows, cols);
         w = fmax(w, diff(o));
-        cpu->mask_rows(o.h, m.h, rows, cols), gpu->mask_rows(o.d, m.d, rows, cols), w = fmax(w, diff(o));
-        cpu->bias_add(o.h, b.h, rows, cols), gpu->bias_add(o.d, b.d, rows, cols), w = fmax(w, diff(o));
-        cpu->bias_backward(db.h, x.h, rows, cols), gpu->bias_backward(db.d, x.d, rows, cols), w = fmax(w, diff(db));
-        cpu->softmax(o.h, x.h, rows, cols), gpu->softmax(o.d, x.d, rows, cols), w = fmax(w, diff(o));
-        cpu->log_softmax(o.h, x.h, rows, cols), gpu->log_softmax(o.d, x.d, rows, cols), w = fmax(w, diff(o));
+        cpu->mask_rows(o.h, m.h, rows, cols), gpu->mask_rows(o.d, m.d, rows, cols),
+            w = fmax(w, diff(o));
+        cpu->bias_add(o.h, b.h, rows, cols), gpu->bias_add(o.d, b.d, rows, cols),
+            w = fmax(w, diff(o));
+        cpu->bias_backward(db.h, x.h, rows, cols), gpu->bias_backward(db.d, x.d, rows, cols),
+            w = fmax(w, diff(db));
+        cpu->softmax(o.h, x.h, rows, cols), gpu->softmax(o.d, x.d, rows, cols),
+            w = fmax(w, diff(o));
+        cpu->log_softmax(o.h, x.h, rows, cols), gpu->log_softmax(o.d, x.d, rows, cols),
+            w = fmax(w, diff(o));
         snprintf(what, sizeof what, "copy2d/mask_rows/bias/softmax/log_softmax %dx%d", rows, cols);
         report(what, w, TOL_FP32);
 
@@ -354,7 +379,8 @@ static void test_rows(void **state)
         double q1 = cpu->sum_squares(x.h, n), q2 = gpu->sum_squares(x.d, n);
         snprintf(what, sizeof what, "sum/sum_squares n=%zu (argmax identical)", n);
         /* sqrt(n * sum x^2) bounds sum |x|, the scale of the rounding either order makes */
-        report(what, fmax(fabs(s1 - s2) / fmax(sqrt(q1 * (double)n), 1.0), fabs(q1 - q2) / fmax(q1, 1.0)),
+        report(what,
+               fmax(fabs(s1 - s2) / fmax(sqrt(q1 * (double)n), 1.0), fabs(q1 - q2) / fmax(q1, 1.0)),
                TOL_FP32);
         free(ah), free(ag), gpu->free(ad);
 
@@ -384,7 +410,8 @@ static void test_norms(void **state)
         int C = shapes[s][1];
         size_t n = N * (size_t)C;
         char what[96];
-        pair x = rnd(n, 2.0f), w = rnd((size_t)C, 1.5f), b = rnd((size_t)C, 1.0f), dout = rnd(n, 1.0f);
+        pair x = rnd(n, 2.0f), w = rnd((size_t)C, 1.5f), b = rnd((size_t)C, 1.0f),
+             dout = rnd(n, 1.0f);
         pair out = poison(n), mean = poison(N), rstd = poison(N);
         pair dx = rnd(n, 1.0f), dw = rnd((size_t)C, 1.0f), dbias = rnd((size_t)C, 1.0f);
         cpu->layernorm_forward(out.h, mean.h, rstd.h, x.h, w.h, b.h, N, C, 1e-5f);
@@ -408,7 +435,8 @@ static void test_norms(void **state)
         e = fmax(e, diff(out));
         snprintf(what, sizeof what, "rmsnorm forward/backward %zux%d", N, C);
         report(what, e, TOL_FP32);
-        drop(x), drop(w), drop(b), drop(dout), drop(out), drop(mean), drop(rstd), drop(dx), drop(dw), drop(dbias);
+        drop(x), drop(w), drop(b), drop(dout), drop(out), drop(mean), drop(rstd), drop(dx),
+            drop(dw), drop(dbias);
     }
 }
 
@@ -432,7 +460,8 @@ static void test_embeddings_positions(void **state)
     e = diff(sin);
     cpu->positions_add(out.h, sin.h, B, T, C, 5), gpu->positions_add(out.d, sin.d, B, T, C, 5);
     e = fmax(e, diff(out));
-    cpu->positions_backward(dsin.h, dout.h, B, T, C, 5), gpu->positions_backward(dsin.d, dout.d, B, T, C, 5);
+    cpu->positions_backward(dsin.h, dout.h, B, T, C, 5),
+        gpu->positions_backward(dsin.d, dout.d, B, T, C, 5);
     report("sinusoid_fill, positions_add/backward at pos0 5", fmax(e, diff(dsin)), TOL_FP32);
 
     for (int inter = 0; inter < 2; inter++)
@@ -464,13 +493,21 @@ typedef struct {
 static void attention_case(const attn_case *c, double tol)
 {
     int C = c->H * c->Dh, Tmax = c->cache ? c->Tk + 5 : c->Tk;
-    mt_attn_desc d = {.B = c->B, .H = c->H, .Tq = c->Tq, .Tk = c->Tk, .Dh = c->Dh,
-                      .kv_bstride = (size_t)Tmax * C, .causal = c->causal,
-                      .q_pos0 = c->causal ? c->Tk - c->Tq : 0, .window = c->window,
-                      .mask_bstride = (size_t)Tmax, .scale = 1.0f / sqrtf((float)c->Dh)};
+    mt_attn_desc d = {.B = c->B,
+                      .H = c->H,
+                      .Tq = c->Tq,
+                      .Tk = c->Tk,
+                      .Dh = c->Dh,
+                      .kv_bstride = (size_t)Tmax * C,
+                      .causal = c->causal,
+                      .q_pos0 = c->causal ? c->Tk - c->Tq : 0,
+                      .window = c->window,
+                      .mask_bstride = (size_t)Tmax,
+                      .scale = 1.0f / sqrtf((float)c->Dh)};
     size_t nq = (size_t)c->B * c->Tq * C, nk = (size_t)c->B * Tmax * C;
     size_t na = (size_t)c->B * c->H * c->Tq * c->Tk;
-    pair q = rnd(nq, 1.5f), k = rnd(nk, 1.5f), v = rnd(nk, 1.0f), out = poison(nq), att = poison(na);
+    pair q = rnd(nq, 1.5f), k = rnd(nk, 1.5f), v = rnd(nk, 1.0f), out = poison(nq),
+         att = poison(na);
     mpair m = mask((size_t)c->B * Tmax);
     mt_attn_desc dh = d, dd = d;
     dh.key_mask = c->masked ? m.h : NULL;
@@ -483,16 +520,19 @@ static void attention_case(const attn_case *c, double tol)
     cpu->attention_forward(out2.h, NULL, q.h, k.h, v.h, &dh);
     gpu->attention_forward(out2.d, NULL, q.d, k.d, v.d, &dd);
     e = fmax(e, diff(out2));
-    pair dout = rnd(nq, 1.0f), dq = rnd(nq, 1.0f), dk = rnd(nk, 1.0f), dv = rnd(nk, 1.0f), datt = poison(na);
+    pair dout = rnd(nq, 1.0f), dq = rnd(nq, 1.0f), dk = rnd(nk, 1.0f), dv = rnd(nk, 1.0f),
+         datt = poison(na);
     cpu->attention_backward(dq.h, dk.h, dv.h, datt.h, dout.h, q.h, k.h, v.h, att.h, &dh);
     gpu->attention_backward(dq.d, dk.d, dv.d, datt.d, dout.d, q.d, k.d, v.d, att.d, &dd);
     e = fmax(e, fmax(diff(dq), fmax(diff(dk), diff(dv))));
     char what[120];
-    snprintf(what, sizeof what, "attention B%d H%d Tq%d Tk%d Dh%d%s%s%s%s%s", c->B, c->H, c->Tq, c->Tk,
-             c->Dh, c->causal ? " causal" : "", c->window ? " window" : "", c->masked ? " masked" : "",
-             c->cache ? " cache" : "", tol == TOL_BF16 ? " bf16 products" : "");
+    snprintf(what, sizeof what, "attention B%d H%d Tq%d Tk%d Dh%d%s%s%s%s%s", c->B, c->H, c->Tq,
+             c->Tk, c->Dh, c->causal ? " causal" : "", c->window ? " window" : "",
+             c->masked ? " masked" : "", c->cache ? " cache" : "",
+             tol == TOL_BF16 ? " bf16 products" : "");
     report(what, e, tol);
-    drop(q), drop(k), drop(v), drop(out), drop(att), drop(out2), drop(dout), drop(dq), drop(dk), drop(dv);
+    drop(q), drop(k), drop(v), drop(out), drop(att), drop(out2), drop(dout), drop(dq), drop(dk),
+        drop(dv);
     drop(datt), mdrop(m);
 }
 
@@ -500,14 +540,22 @@ static void test_attention(void **state)
 {
     NEED_GPU();
     const attn_case cases[] = {
-        {1, 1, 1, 1, 1, 0, 0, 0, 0},      {2, 3, 7, 7, 8, 1, 0, 1, 0},   {2, 2, 33, 33, 16, 1, 4, 0, 0},
-        {3, 2, 5, 19, 32, 0, 0, 1, 0},    {2, 4, 1, 70, 64, 1, 0, 1, 1}, {1, 8, 1, 130, 64, 1, 64, 0, 1},
-        {2, 2, 129, 129, 64, 1, 0, 1, 0}, {1, 2, 3, 200, 128, 1, 0, 0, 1},
+        {1, 1, 1, 1, 1, 0, 0, 0, 0},
+        {2, 3, 7, 7, 8, 1, 0, 1, 0},
+        {2, 2, 33, 33, 16, 1, 4, 0, 0},
+        {3, 2, 5, 19, 32, 0, 0, 1, 0},
+        {2, 4, 1, 70, 64, 1, 0, 1, 1},
+        {1, 8, 1, 130, 64, 1, 64, 0, 1},
+        {2, 2, 129, 129, 64, 1, 0, 1, 0},
+        {1, 2, 3, 200, 128, 1, 0, 0, 1},
         /* one query (decoding; out2 takes the split-key kernel): 4 chunks of 256 keys at Table
          * 4's shape, 47 chunks of 64, cross-attention over a masked source with Dh 5, Dh 200
          * with a window that leaves whole chunks invisible, Dh 300 (the tiled kernel) */
-        {16, 16, 1, 1024, 128, 1, 0, 1, 1}, {1, 2, 1, 3000, 64, 1, 0, 0, 1}, {3, 2, 1, 500, 5, 0, 0, 1, 0},
-        {2, 3, 1, 300, 200, 1, 40, 0, 1},   {1, 1, 1, 70, 300, 1, 0, 0, 1},
+        {16, 16, 1, 1024, 128, 1, 0, 1, 1},
+        {1, 2, 1, 3000, 64, 1, 0, 0, 1},
+        {3, 2, 1, 500, 5, 0, 0, 1, 0},
+        {2, 3, 1, 300, 200, 1, 40, 0, 1},
+        {1, 1, 1, 70, 300, 1, 0, 0, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) attention_case(&cases[i], TOL_FP32);
     /* the backward's products in the bf16 mode (one pointer-array batch over rows and heads) */
@@ -524,24 +572,29 @@ static void test_attention(void **state)
 static void test_retention(void **state)
 {
     NEED_GPU();
-    const int shapes[][5] = {{1, 1, 1, 1, 1}, {2, 2, 9, 8, 16}, {1, 4, 67, 16, 32}, {3, 3, 130, 8, 8}};
+    const int shapes[][5] = {
+        {1, 1, 1, 1, 1}, {2, 2, 9, 8, 16}, {1, 4, 67, 16, 32}, {3, 3, 130, 8, 8}};
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
-        int B = shapes[s][0], H = shapes[s][1], T = shapes[s][2], Dk = shapes[s][3], Dv = shapes[s][4];
+        int B = shapes[s][0], H = shapes[s][1], T = shapes[s][2], Dk = shapes[s][3],
+            Dv = shapes[s][4];
         float gamma[MT_RETENTION_MAX_HEADS];
         for (int h = 0; h < H; h++) gamma[h] = 1.0f - powf(2.0f, -5.0f - (float)h);
         mpair m = mask((size_t)B * T);
         for (int b = 0; b < B; b++) m.h[(size_t)b * T + T - 1] = 1; /* a real last token */
         gpu->upload(m.d, m.h, m.n);
-        mt_retention_desc dh = {.B = B, .H = H, .T = T, .Dk = Dk, .Dv = Dv, .gamma = gamma, .key_mask = m.h};
+        mt_retention_desc dh = {
+            .B = B, .H = H, .T = T, .Dk = Dk, .Dv = Dv, .gamma = gamma, .key_mask = m.h};
         mt_retention_desc dd = dh;
         dd.key_mask = m.d;
         size_t nq = (size_t)B * T * H * Dk, nv = (size_t)B * T * H * Dv, na = (size_t)B * H * T * T;
-        pair q = rnd(nq, 1.0f), k = rnd(nq, 1.0f), v = rnd(nv, 1.0f), out = poison(nv), att = poison(na);
+        pair q = rnd(nq, 1.0f), k = rnd(nq, 1.0f), v = rnd(nv, 1.0f), out = poison(nv),
+             att = poison(na);
         pair r = poison((size_t)B * H * T);
         cpu->retention_forward(out.h, att.h, r.h, q.h, k.h, v.h, &dh);
         gpu->retention_forward(out.d, att.d, r.d, q.d, k.d, v.d, &dd);
         double e = fmax(diff(out), fmax(diff(att), diff(r)));
-        pair dout = rnd(nv, 1.0f), dq = rnd(nq, 1.0f), dk = rnd(nq, 1.0f), dv = rnd(nv, 1.0f), datt = poison(na);
+        pair dout = rnd(nv, 1.0f), dq = rnd(nq, 1.0f), dk = rnd(nq, 1.0f), dv = rnd(nv, 1.0f),
+             datt = poison(na);
         cpu->retention_backward(dq.h, dk.h, dv.h, datt.h, dout.h, q.h, k.h, v.h, att.h, r.h, &dh);
         gpu->retention_backward(dq.d, dk.d, dv.d, datt.d, dout.d, q.d, k.d, v.d, att.d, r.d, &dd);
         e = fmax(e, fmax(diff(dq), fmax(diff(dk), diff(dv))));
@@ -559,9 +612,11 @@ static void test_retention(void **state)
         gpu->retention_step(o1.d, kv.d, st.d, q1.d, k1.d, v1.d, &sh);
         e = fmax(e, fmax(diff(o1), fmax(diff(kv), diff(st))));
         char what[96];
-        snprintf(what, sizeof what, "retention B%d H%d T%d Dk%d Dv%d parallel/backward/recurrent", B, H, T, Dk, Dv);
+        snprintf(what, sizeof what, "retention B%d H%d T%d Dk%d Dv%d parallel/backward/recurrent",
+                 B, H, T, Dk, Dv);
         report(what, e, TOL_FP32);
-        drop(q), drop(k), drop(v), drop(out), drop(att), drop(r), drop(dout), drop(dq), drop(dk), drop(dv);
+        drop(q), drop(k), drop(v), drop(out), drop(att), drop(r), drop(dout), drop(dq), drop(dk),
+            drop(dv);
         drop(datt), drop(kv), drop(st), drop(q1), drop(k1), drop(v1), drop(o1), mdrop(m);
     }
 }
@@ -574,44 +629,56 @@ static void test_conv1d(void **state)
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
         int B = shapes[s][0], T = shapes[s][1], C = shapes[s][2], K = shapes[s][3];
         size_t n = (size_t)B * T * C;
-        pair x = rnd(n, 1.0f), w = rnd((size_t)C * K, 1.0f), b = rnd((size_t)C, 1.0f), out = poison(n);
-        cpu->conv1d_forward(out.h, x.h, w.h, b.h, B, T, C, K), gpu->conv1d_forward(out.d, x.d, w.d, b.d, B, T, C, K);
+        pair x = rnd(n, 1.0f), w = rnd((size_t)C * K, 1.0f), b = rnd((size_t)C, 1.0f),
+             out = poison(n);
+        cpu->conv1d_forward(out.h, x.h, w.h, b.h, B, T, C, K),
+            gpu->conv1d_forward(out.d, x.d, w.d, b.d, B, T, C, K);
         double e = diff(out);
-        cpu->conv1d_forward(out.h, x.h, w.h, NULL, B, T, C, K), gpu->conv1d_forward(out.d, x.d, w.d, NULL, B, T, C, K);
+        cpu->conv1d_forward(out.h, x.h, w.h, NULL, B, T, C, K),
+            gpu->conv1d_forward(out.d, x.d, w.d, NULL, B, T, C, K);
         e = fmax(e, diff(out));
-        pair dout = rnd(n, 1.0f), dx = rnd(n, 1.0f), dw = rnd((size_t)C * K, 1.0f), db = rnd((size_t)C, 1.0f);
+        pair dout = rnd(n, 1.0f), dx = rnd(n, 1.0f), dw = rnd((size_t)C * K, 1.0f),
+             db = rnd((size_t)C, 1.0f);
         cpu->conv1d_backward(dx.h, dw.h, db.h, dout.h, x.h, w.h, B, T, C, K);
         gpu->conv1d_backward(dx.d, dw.d, db.d, dout.d, x.d, w.d, B, T, C, K);
         e = fmax(e, fmax(diff(dx), fmax(diff(dw), diff(db))));
-        pair state_ = poison((size_t)B * C * K), x1 = rnd((size_t)B * C, 1.0f), o1 = poison((size_t)B * C);
-        cpu->conv1d_state_fill(state_.h, x.h, B, T, C, K), gpu->conv1d_state_fill(state_.d, x.d, B, T, C, K);
+        pair state_ = poison((size_t)B * C * K), x1 = rnd((size_t)B * C, 1.0f),
+             o1 = poison((size_t)B * C);
+        cpu->conv1d_state_fill(state_.h, x.h, B, T, C, K),
+            gpu->conv1d_state_fill(state_.d, x.d, B, T, C, K);
         e = fmax(e, diff(state_));
         cpu->conv1d_step(o1.h, state_.h, x1.h, w.h, b.h, B, C, K);
         gpu->conv1d_step(o1.d, state_.d, x1.d, w.d, b.d, B, C, K);
         e = fmax(e, fmax(diff(o1), diff(state_)));
         char what[96];
-        snprintf(what, sizeof what, "conv1d B%d T%d C%d K%d forward/backward/state/step", B, T, C, K);
+        snprintf(what, sizeof what, "conv1d B%d T%d C%d K%d forward/backward/state/step", B, T, C,
+                 K);
         report(what, e, TOL_FP32);
-        drop(x), drop(w), drop(b), drop(out), drop(dout), drop(dx), drop(dw), drop(db), drop(state_), drop(x1), drop(o1);
+        drop(x), drop(w), drop(b), drop(out), drop(dout), drop(dx), drop(dw), drop(db),
+            drop(state_), drop(x1), drop(o1);
     }
 }
 
 static void test_scan(void **state)
 {
     NEED_GPU();
-    const int shapes[][4] = {{1, 1, 1, 1}, {2, 7, 5, 4}, {2, 65, 64, 16}, {1, 300, 96, 16}, {3, 33, 17, 40}};
+    const int shapes[][4] = {
+        {1, 1, 1, 1}, {2, 7, 5, 4}, {2, 65, 64, 16}, {1, 300, 96, 16}, {3, 33, 17, 40}};
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
         int B = shapes[s][0], T = shapes[s][1], D = shapes[s][2], N = shapes[s][3];
         size_t nu = (size_t)B * T * D, nb = (size_t)B * T * N;
-        pair u = rnd(nu, 1.0f), dt = rnd(nu, 2.0f), A_log = rnd((size_t)D * N, 1.0f), Bm = rnd(nb, 1.0f);
+        pair u = rnd(nu, 1.0f), dt = rnd(nu, 2.0f), A_log = rnd((size_t)D * N, 1.0f),
+             Bm = rnd(nb, 1.0f);
         pair Cm = rnd(nb, 1.0f), Ds = rnd((size_t)D, 1.0f), dtb = rnd((size_t)D, 1.0f);
         mt_scan_args ah = {u.h, dt.h, A_log.h, Bm.h, Cm.h, Ds.h, dtb.h, B, T, D, N, NULL};
         mt_scan_args ad = {u.d, dt.d, A_log.d, Bm.d, Cm.d, Ds.d, dtb.d, B, T, D, N, NULL};
         pair y = poison(nu), hl = poison((size_t)B * D * N);
         cpu->scan_forward(y.h, hl.h, &ah), gpu->scan_forward(y.d, hl.d, &ad);
         double e = fmax(diff(y), diff(hl));
-        pair dy = rnd(nu, 1.0f), du = rnd(nu, 1.0f), ddt = rnd(nu, 1.0f), dA = rnd((size_t)D * N, 1.0f);
-        pair dB = rnd(nb, 1.0f), dC = rnd(nb, 1.0f), dD = rnd((size_t)D, 1.0f), ddb = rnd((size_t)D, 1.0f);
+        pair dy = rnd(nu, 1.0f), du = rnd(nu, 1.0f), ddt = rnd(nu, 1.0f),
+             dA = rnd((size_t)D * N, 1.0f);
+        pair dB = rnd(nb, 1.0f), dC = rnd(nb, 1.0f), dD = rnd((size_t)D, 1.0f),
+             ddb = rnd((size_t)D, 1.0f);
         mt_scan_grads gh = {du.h, ddt.h, dA.h, dB.h, dC.h, dD.h, ddb.h};
         mt_scan_grads gd = {du.d, ddt.d, dA.d, dB.d, dC.d, dD.d, ddb.d};
         cpu->scan_backward(&gh, dy.h, &ah), gpu->scan_backward(&gd, dy.d, &ad);
@@ -629,9 +696,11 @@ static void test_scan(void **state)
         cpu->scan_step(y1.h, hl.h, &sh), gpu->scan_step(y1.d, hl.d, &sd);
         e = fmax(e, fmax(diff(y1), diff(hl)));
         char what[96];
-        snprintf(what, sizeof what, "selective scan B%d T%d D%d N%d forward/backward/step", B, T, D, N);
+        snprintf(what, sizeof what, "selective scan B%d T%d D%d N%d forward/backward/step", B, T, D,
+                 N);
         report(what, e, TOL_FP32);
-        drop(u), drop(dt), drop(A_log), drop(Bm), drop(Cm), drop(Ds), drop(dtb), drop(y), drop(hl), drop(dy);
+        drop(u), drop(dt), drop(A_log), drop(Bm), drop(Cm), drop(Ds), drop(dtb), drop(y), drop(hl),
+            drop(dy);
         drop(du), drop(ddt), drop(dA), drop(dB), drop(dC), drop(dD), drop(ddb), drop(y1);
     }
 }
@@ -644,7 +713,8 @@ static void test_loss_dropout_adamw(void **state)
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
         size_t N = (size_t)shapes[s][0];
         int Vv = shapes[s][1];
-        pair logits = rnd(N * Vv, 5.0f), losses = poison(N), lse = poison(N), dl = rnd(N * Vv, 1.0f);
+        pair logits = rnd(N * Vv, 5.0f), losses = poison(N), lse = poison(N),
+             dl = rnd(N * Vv, 1.0f);
         ipair t = ids(N, Vv);
         t.h[0] = -100; /* an ignored row */
         gpu->upload(t.d, t.h, N * sizeof(int32_t));
@@ -665,16 +735,19 @@ static void test_loss_dropout_adamw(void **state)
             e = fmax(e, fmax(diff(losses), diff(dl)));
         }
         char what[96];
-        snprintf(what, sizeof what, "cross_entropy forward/backward/fused %zux%d (smoothing 0, 0.1)", N, Vv);
+        snprintf(what, sizeof what,
+                 "cross_entropy forward/backward/fused %zux%d (smoothing 0, 0.1)", N, Vv);
         report(what, e, TOL_FP32);
         drop(logits), drop(losses), drop(lse), drop(dl), idrop(t);
     }
     /* dropout masks are the same counter-based draws on both sides: identical results */
     const size_t n = 100003;
     pair x = rnd(n, 1.0f), out = poison(n), dx = rnd(n, 1.0f);
-    cpu->dropout_forward(out.h, x.h, n, 0.3f, 42, 7, 3), gpu->dropout_forward(out.d, x.d, n, 0.3f, 42, 7, 3);
+    cpu->dropout_forward(out.h, x.h, n, 0.3f, 42, 7, 3),
+        gpu->dropout_forward(out.d, x.d, n, 0.3f, 42, 7, 3);
     double e = diff(out);
-    cpu->dropout_backward(dx.h, x.h, n, 0.3f, 42, 7, 3), gpu->dropout_backward(dx.d, x.d, n, 0.3f, 42, 7, 3);
+    cpu->dropout_backward(dx.h, x.h, n, 0.3f, 42, 7, 3),
+        gpu->dropout_backward(dx.d, x.d, n, 0.3f, 42, 7, 3);
     report("dropout forward/backward p 0.3 n=100003", fmax(e, diff(dx)), TOL_FP32);
     drop(x), drop(out), drop(dx);
 
@@ -683,7 +756,8 @@ static void test_loss_dropout_adamw(void **state)
     for (size_t i = 0; i < np; i++) v.h[i] = 1e-4f * mt_rng_uniform(&rng);
     push(v);
     mpair dm = mask(np);
-    mt_adamw_hparams h = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-8f, .weight_decay = 0.01f};
+    mt_adamw_hparams h = {
+        .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-8f, .weight_decay = 0.01f};
     for (int step = 1; step <= 3; step++) {
         cpu->adamw_step(p.h, g.h, m.h, v.h, step == 2 ? NULL : dm.h, np, &h, step);
         gpu->adamw_step(p.d, g.d, m.d, v.d, step == 2 ? NULL : dm.d, np, &h, step);

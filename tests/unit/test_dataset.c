@@ -27,13 +27,15 @@ static void test_clean(void **state)
 {
     (void)state;
     assert_clean("Guten Tag.", "Guten Tag.", 0);
-    assert_clean("  a \t b  ", "a b", MT_CLEAN_CONTROL);             /* a tab is a control character */
+    assert_clean("  a \t b  ", "a b", MT_CLEAN_CONTROL); /* a tab is a control character */
     assert_clean("pu\xcc\x88nktlich", "p\xc3\xbcnktlich", MT_CLEAN_NFC); /* u + U+0308 -> ü */
     assert_clean("Bus\a ist\x7f voll", "Bus ist voll", MT_CLEAN_CONTROL);
-    assert_clean("\xef\xbb\xbfHallo", "Hallo", MT_CLEAN_CONTROL);    /* a byte order mark */
-    assert_clean("a\xc2\xa0:\xe3\x80\x80" "b", "a : b", 0);              /* Unicode spaces -> ' ' */
-    assert_clean("\xc2\x85x", "x", MT_CLEAN_CONTROL);                  /* NEL, a C1 control */
-    assert_clean("\xe2\x80\x8d", "\xe2\x80\x8d", 0);                   /* ZWJ (Cf) stays */
+    assert_clean("\xef\xbb\xbfHallo", "Hallo", MT_CLEAN_CONTROL); /* a byte order mark */
+    assert_clean("a\xc2\xa0:\xe3\x80\x80"
+                 "b",
+                 "a : b", 0); /* Unicode spaces -> ' ' */
+    assert_clean("\xc2\x85x", "x", MT_CLEAN_CONTROL); /* NEL, a C1 control */
+    assert_clean("\xe2\x80\x8d", "\xe2\x80\x8d", 0); /* ZWJ (Cf) stays */
     assert_null(mt_text_clean("ab\xff", 3, NULL));
     assert_string_equal(mt_last_error(), "invalid UTF-8 at byte 3");
 }
@@ -80,7 +82,9 @@ typedef struct {
 static void on_bad(void *ud, const char *file, size_t line, const char *problem)
 {
     bad_lines *b = ud;
-    if (b->n < 8) snprintf(b->lines[b->n++], sizeof b->lines[0], "%s:%zu: %s", strrchr(file, '/') + 1, line, problem);
+    if (b->n < 8)
+        snprintf(b->lines[b->n++], sizeof b->lines[0], "%s:%zu: %s", strrchr(file, '/') + 1, line,
+                 problem);
 }
 
 static char *file_in(const char *dir, const char *name)
@@ -99,15 +103,27 @@ static void test_import(void **state)
     assert_int_equal(test_make_tmpdir(tmp, sizeof tmp, "dataset"), 0);
     const char *names[] = {"a.de", "a.en", "b.tsv", "v.de", "v.en", "out"};
     for (int i = 0; i < 6; i++) snprintf(path[i], sizeof path[i], "%s/%s", tmp, names[i]);
-    test_write_text(path[0], "Eins.\nZwei.\n\nDrei.\nZwei.\nVier \xff.\nJa.\nF\xc3\xbcnf.\nSechs.\n");
-    test_write_text(path[1], "One.\nTwo.\nx\nThree.\nTwo.\nFour.\nYes, of course, certainly, yes.\nFive.\nSix.\r\n");
-    test_write_text(path[2], "1\tSieben.\tSeven.\nnur eins\n2\tAcht.\tEight.\n3\tNeun.\tNine.\n4\tSechs.\tSix.\n");
+    test_write_text(path[0],
+                    "Eins.\nZwei.\n\nDrei.\nZwei.\nVier \xff.\nJa.\nF\xc3\xbcnf.\nSechs.\n");
+    test_write_text(
+        path[1],
+        "One.\nTwo.\nx\nThree.\nTwo.\nFour.\nYes, of course, certainly, yes.\nFive.\nSix.\r\n");
+    test_write_text(
+        path[2],
+        "1\tSieben.\tSeven.\nnur eins\n2\tAcht.\tEight.\n3\tNeun.\tNine.\n4\tSechs.\tSix.\n");
     test_write_text(path[3], "Sechs.\n");
     test_write_text(path[4], "Six.\n");
     mt_import_source src[2] = {{path[0], path[1], 0, 0}, {path[2], NULL, 2, 3}};
     bad_lines bad = {0};
-    mt_import_opts o = {.sources = src, .n_sources = 2, .src_lang = "de", .tgt_lang = "en",
-                        .valid_files = {path[3], path[4]}, .test_n = 2, .seed = 7, .bad_line = on_bad, .ud = &bad};
+    mt_import_opts o = {.sources = src,
+                        .n_sources = 2,
+                        .src_lang = "de",
+                        .tgt_lang = "en",
+                        .valid_files = {path[3], path[4]},
+                        .test_n = 2,
+                        .seed = 7,
+                        .bad_line = on_bad,
+                        .ud = &bad};
     mt_import_counts c;
     snprintf(out, sizeof out, "%s/ds", tmp);
     if (mt_dataset_import(&o, out, &c) < 0) fail_msg("%s", mt_last_error());
@@ -125,7 +141,8 @@ static void test_import(void **state)
     assert_int_equal(c.split[1], 1);
     assert_int_equal(c.split[2], 2);
 
-    char *train_de = file_in(out, "train.de"), *test_de = file_in(out, "test.de"), *keys = file_in(out, "train.keys");
+    char *train_de = file_in(out, "train.de"), *test_de = file_in(out, "test.de"),
+         *keys = file_in(out, "train.keys");
     assert_non_null(train_de);
     assert_non_null(keys);
     char *valid = file_in(out, "valid.en");
@@ -168,8 +185,9 @@ static void test_import(void **state)
     json_t *tr = json_object_get(json_object_get(m, "splits"), "train");
     assert_int_equal(json_integer_value(json_object_get(tr, "pairs")), (json_int_t)c.split[0]);
     json_t *facts = json_object_get(json_object_get(m, "files"), "valid.en");
-    assert_string_equal(json_string_value(json_object_get(facts, "sha256")),
-                        "597faa7f210f571dc78fb670aefbe08d79cdb6de73d629ce047e1417c753a791" /* "Six.\n" */);
+    assert_string_equal(
+        json_string_value(json_object_get(facts, "sha256")),
+        "597faa7f210f571dc78fb670aefbe08d79cdb6de73d629ce047e1417c753a791" /* "Six.\n" */);
     json_decref(m);
     free(train_de);
     free(test_de);
@@ -232,7 +250,8 @@ static void test_open(void **state)
     assert_int_equal(test_make_tmpdir(tmp, sizeof tmp, "dataset"), 0);
     mt_dataset d;
     assert_int_equal(mt_dataset_open(&d, tmp), -1);
-    assert_non_null(strstr(mt_last_error(), "not a dataset (no manifest.json; make one with `mtlab data import`"));
+    assert_non_null(strstr(mt_last_error(),
+                           "not a dataset (no manifest.json; make one with `mtlab data import`"));
     snprintf(p, sizeof p, "%s/train.es", tmp);
     test_write_text(p, "Hola.\n");
     snprintf(p, sizeof p, "%s/train.en", tmp);
@@ -244,8 +263,10 @@ static void test_open(void **state)
     snprintf(p, sizeof p, "%s/manifest.json", tmp);
     test_write_text(p, "{\"format\": \"mtlab-dataset 1\", \"src_lang\": \"en\", \"tgt_lang\": 3}");
     assert_int_equal(mt_dataset_open(&d, tmp), -1);
-    assert_non_null(strstr(mt_last_error(), "manifest.json: key 'tgt_lang' must be a language tag"));
-    test_write_text(p, "{\"format\": \"mtlab-dataset 1\", \"src_lang\": \"en\", \"tgt_lang\": \"es\"}");
+    assert_non_null(
+        strstr(mt_last_error(), "manifest.json: key 'tgt_lang' must be a language tag"));
+    test_write_text(
+        p, "{\"format\": \"mtlab-dataset 1\", \"src_lang\": \"en\", \"tgt_lang\": \"es\"}");
     if (mt_dataset_open(&d, tmp) < 0) fail_msg("%s", mt_last_error());
     assert_string_equal(d.src_lang, "en"); /* the reverse direction of the same files */
     assert_string_equal(d.tgt_lang, "es");
@@ -264,20 +285,26 @@ static void test_cli(void **state)
     assert_int_equal(r.rc, 1);
     assert_non_null(strstr(r.err, "--src a has no --tgt to pair with"));
     test_captured_free(&r);
-    r = test_run_command(&cmd_data, (const char *const[]){"import", "/tmp/x", "--tsv", "a", "--columns", "2,2", NULL});
+    r = test_run_command(&cmd_data, (const char *const[]){"import", "/tmp/x", "--tsv", "a",
+                                                          "--columns", "2,2", NULL});
     assert_non_null(strstr(r.err, "--columns takes two different column numbers"));
     test_captured_free(&r);
-    r = test_run_command(&cmd_data, (const char *const[]){"import", "/tmp/x", "--tsv", "a", "--src-lang", "de", NULL});
+    r = test_run_command(&cmd_data, (const char *const[]){"import", "/tmp/x", "--tsv", "a",
+                                                          "--src-lang", "de", NULL});
     assert_non_null(strstr(r.err, "give the languages: --src-lang L --tgt-lang L"));
     test_captured_free(&r);
-    r = test_run_command(&cmd_data, (const char *const[]){"import", "/tmp/x", "--tsv", "a", "--valid", "1.5", NULL});
-    assert_non_null(strstr(r.err, "--valid takes a count of pairs or a fraction between 0 and 1, not '1.5'"));
+    r = test_run_command(
+        &cmd_data, (const char *const[]){"import", "/tmp/x", "--tsv", "a", "--valid", "1.5", NULL});
+    assert_non_null(
+        strstr(r.err, "--valid takes a count of pairs or a fraction between 0 and 1, not '1.5'"));
     test_captured_free(&r);
-    r = test_run_command(&cmd_data, (const char *const[]){"import", "/tmp/x", "--tsv", "a", "--valid", "5",
-                                                          "--valid-files", "s", "t", NULL});
+    r = test_run_command(&cmd_data,
+                         (const char *const[]){"import", "/tmp/x", "--tsv", "a", "--valid", "5",
+                                               "--valid-files", "s", "t", NULL});
     assert_non_null(strstr(r.err, "give the valid split once"));
     test_captured_free(&r);
-    r = test_run_command(&cmd_data, (const char *const[]){"import", "/tmp/x", "--tsv", "a", "--frob", "1", NULL});
+    r = test_run_command(
+        &cmd_data, (const char *const[]){"import", "/tmp/x", "--tsv", "a", "--frob", "1", NULL});
     assert_non_null(strstr(r.err, "unknown option '--frob'"));
     test_captured_free(&r);
 }
@@ -290,21 +317,22 @@ static void test_tokenizer_train(void **state)
     char tmp[256], dir[300];
     assert_int_equal(test_make_tmpdir(tmp, sizeof tmp, "dataset"), 0);
     snprintf(dir, sizeof dir, "%s/deen", tmp);
-    test_captured r = test_run_command(&cmd_data, (const char *const[]){"import", dir, "--tsv",
-                                       "tests/fixtures/de-en/pairs.tsv", "--src-lang", "de", "--tgt-lang", "en",
-                                       "--valid", "40", "--test", "40", NULL});
+    test_captured r = test_run_command(
+        &cmd_data, (const char *const[]){"import", dir, "--tsv", "tests/fixtures/de-en/pairs.tsv",
+                                         "--src-lang", "de", "--tgt-lang", "en", "--valid", "40",
+                                         "--test", "40", NULL});
     if (r.rc) fail_msg("%s", r.err);
     assert_non_null(strstr(r.out, "split           338 train / 40 valid / 40 test pairs"));
     test_captured_free(&r);
-    r = test_run_command(&cmd_tokenizer, (const char *const[]){"train", "--data", dir, "--vocab", "150",
-                                                               "--threads", "1", NULL});
+    r = test_run_command(&cmd_tokenizer, (const char *const[]){"train", "--data", dir, "--vocab",
+                                                               "150", "--threads", "1", NULL});
     if (r.rc) fail_msg("%s", r.err);
     assert_non_null(strstr(r.out, "spm.model: 150 pieces (unigram, joint de+en"));
     assert_non_null(strstr(r.out, "train.de: "));
     test_captured_free(&r);
-    r = test_run_command(&cmd_tokenizer, (const char *const[]){"train", "--data", dir, "--vocab", "100",
-                                                               "--threads", "1", "--separate", "--user-symbols",
-                                                               "<x>", NULL});
+    r = test_run_command(
+        &cmd_tokenizer, (const char *const[]){"train", "--data", dir, "--vocab", "100", "--threads",
+                                              "1", "--separate", "--user-symbols", "<x>", NULL});
     if (r.rc) fail_msg("%s", r.err);
     assert_non_null(strstr(r.out, "spm.de.model: 100 pieces (unigram, de only"));
     assert_non_null(strstr(r.out, "spm.en.model: 100 pieces (unigram, en only"));
@@ -368,9 +396,10 @@ static void test_bundle_langs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_clean),         cmocka_unit_test(test_sha256),  cmocka_unit_test(test_lang_check),
-        cmocka_unit_test(test_import),        cmocka_unit_test(test_import_errors),
-        cmocka_unit_test(test_open),          cmocka_unit_test(test_cli),     cmocka_unit_test(test_tokenizer_train),
+        cmocka_unit_test(test_clean),         cmocka_unit_test(test_sha256),
+        cmocka_unit_test(test_lang_check),    cmocka_unit_test(test_import),
+        cmocka_unit_test(test_import_errors), cmocka_unit_test(test_open),
+        cmocka_unit_test(test_cli),           cmocka_unit_test(test_tokenizer_train),
         cmocka_unit_test(test_bundle_langs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

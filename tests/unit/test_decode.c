@@ -36,7 +36,6 @@ static void tiny_config(mt_model_config *cfg, const char *arch, int vocab)
     cfg->dropout = 0.0f;
 }
 
-
 #define N_PAIRS_MAX 32
 
 /* n sources of the given lengths with word ids drawn from seed */
@@ -70,8 +69,7 @@ static mt_decode_opts opts_beam(int beam, int max_new)
     return o;
 }
 
-static void decode_ok(mt_model *m, const sources *s, const mt_decode_opts *o,
-                      mt_decode_result *r)
+static void decode_ok(mt_model *m, const sources *s, const mt_decode_opts *o, mt_decode_result *r)
 {
     if (mt_decode(m, s->ptr, s->len, s->n, o, r)) fail_msg("%s", mt_last_error());
     assert_int_equal(r->n, s->n);
@@ -85,11 +83,10 @@ static int same_ids(const int32_t *a, const int32_t *b, int n)
 
 static void assert_same_hyp(const mt_hypothesis *a, const mt_hypothesis *b, int sentence)
 {
-    if (a->n_ids != b->n_ids || a->finished != b->finished ||
-        !same_ids(a->ids, b->ids, a->n_ids))
+    if (a->n_ids != b->n_ids || a->finished != b->finished || !same_ids(a->ids, b->ids, a->n_ids))
         fail_msg("sentence %d: %d ids (finished %d, score %.6f) vs %d ids (finished %d, score "
-                 "%.6f)", sentence, a->n_ids, a->finished, a->score, b->n_ids, b->finished,
-                 b->score);
+                 "%.6f)",
+                 sentence, a->n_ids, a->finished, a->score, b->n_ids, b->finished, b->score);
     double tol = LOGPROB_TOL * (1.0 + fabs(a->logprob));
     if (fabs(a->logprob - b->logprob) > tol || fabs(a->score - b->score) > tol)
         fail_msg("sentence %d: logprob %.6f vs %.6f, score %.6f vs %.6f", sentence, a->logprob,
@@ -169,8 +166,8 @@ static int train(mt_model *m, const pairs *p, int max_steps, float lr, double st
     int32_t ids[N_PAIRS * 12], src[N_PAIRS * 7];
     mt_batch b;
     training_batch(m, p, &b, ids, src);
-    mt_adamw_hparams h = {.lr = lr, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-8f,
-                          .weight_decay = 0.0f};
+    mt_adamw_hparams h = {
+        .lr = lr, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-8f, .weight_decay = 0.0f};
     mt_step_opts so = {0};
     int step = 0;
     while (step < max_steps) {
@@ -243,7 +240,8 @@ static void test_row_helpers_match_naive(void **state)
             }
     }
     print_message("row helpers: %d rows, argmax identical, lse within %.1e of the double loop "
-                  "(bound 1e-6)\n", rows, worst);
+                  "(bound 1e-6)\n",
+                  rows, worst);
     free(x);
 }
 
@@ -263,8 +261,7 @@ static void greedy_vs_naive(const char *arch)
             mt_hypothesis ref;
             int max_new = mt_decode_max_new(m, s.len[i], &o);
             assert_int_equal(max_new, 2 * s.len[i] + 10);
-            assert_int_equal(mt_decode_greedy_naive(m, s.ids[i], s.len[i], max_new, 1.0f, &ref),
-                             0);
+            assert_int_equal(mt_decode_greedy_naive(m, s.ids[i], s.len[i], max_new, 1.0f, &ref), 0);
             assert_same_hyp(&r.hyps[i], &ref, i);
             assert_true(r.hyps[i].n_ids <= max_new);
             finished += r.hyps[i].finished;
@@ -274,8 +271,8 @@ static void greedy_vs_naive(const char *arch)
         mt_decode_result_free(&r);
         mt_model_free(m);
     }
-    print_message("%s: batched greedy = naive greedy on %d sentences (%d ended with <eos>)\n",
-                  arch, total, finished);
+    print_message("%s: batched greedy = naive greedy on %d sentences (%d ended with <eos>)\n", arch,
+                  total, finished);
     assert_true(finished > 0 && finished < total); /* both endings were exercised */
 }
 
@@ -310,13 +307,11 @@ static void beam_checks(const char *arch)
             /* the batched search = the naive one, sentence by sentence */
             mt_hypothesis ref;
             int max_new = mt_decode_max_new(m, s.len[i], &o4);
-            assert_int_equal(mt_decode_beam_naive(m, s.ids[i], s.len[i], max_new, 4, lp, &ref),
-                             0);
+            assert_int_equal(mt_decode_beam_naive(m, s.ids[i], s.len[i], max_new, 4, lp, &ref), 0);
             assert_same_hyp(&beam.hyps[i], &ref, i);
             mt_hypothesis_clear(&ref);
             /* beam search of width 1 (Hugging Face semantics, naive reference) is greedy */
-            assert_int_equal(mt_decode_beam_naive(m, s.ids[i], s.len[i], max_new, 1, lp, &ref),
-                             0);
+            assert_int_equal(mt_decode_beam_naive(m, s.ids[i], s.len[i], max_new, 1, lp, &ref), 0);
             assert_same_hyp(&greedy.hyps[i], &ref, i);
             mt_hypothesis_clear(&ref);
             /* a wider search usually finds a better score than greedy's, but not always: the
@@ -334,7 +329,8 @@ static void beam_checks(const char *arch)
         mt_model_free(m);
     }
     print_message("%s: beam 4 = naive beam 4 on %d sentences; its score beats greedy's on %d, "
-                  "ties on %d, loses on %d\n", arch, total, better, total - better - worse, worse);
+                  "ties on %d, loses on %d\n",
+                  arch, total, better, total - better - worse, worse);
     assert_true(better >= total / 2);
     assert_true(worse <= total / 10);
 }
@@ -414,7 +410,8 @@ static void overfit(const char *arch, float lr)
         mt_decode_result_free(&r);
     }
     print_message("%s overfit: %d AdamW steps (lr %g) to loss %.4f; exact targets: greedy %d/%d, "
-                  "beam 5 %d/%d\n", arch, step, lr, loss, exact[0], N_PAIRS, exact[1], N_PAIRS);
+                  "beam 5 %d/%d\n",
+                  arch, step, lr, loss, exact[0], N_PAIRS, exact[1], N_PAIRS);
     assert_int_equal(exact[0], N_PAIRS);
     assert_int_equal(exact[1], N_PAIRS);
     mt_model_free(m);
@@ -435,9 +432,9 @@ static void test_overfit_mamba(void **state)
 /* ---------------------------------------------------------------- streaming and cancel */
 
 typedef struct {
-    int greedy;                    /* 1: each event must extend the last one by one token */
+    int greedy; /* 1: each event must extend the last one by one token */
     int32_t streamed[N_MIXED][64]; /* greedy: the tokens the non-final events added */
-    int n_streamed[N_MIXED];       /* non-final events' current length */
+    int n_streamed[N_MIXED]; /* non-final events' current length */
     int32_t final[N_MIXED][64];
     int n_final[N_MIXED], finals[N_MIXED];
     int events, cancel_after, after_cancel;
@@ -580,7 +577,8 @@ static void test_lengths_and_errors(void **state)
     assert_int_equal(mt_decode(m, s.ptr, s.len, s.n, &o, &r), -1);
     assert_int_equal(r.failed_input, 1);
     /* failed_input names the source; the message says what is wrong with it */
-    assert_string_equal(mt_last_error(), "source of 70 tokens (+ <eos>) exceeds the model's 64 positions");
+    assert_string_equal(mt_last_error(),
+                        "source of 70 tokens (+ <eos>) exceeds the model's 64 positions");
 
     s.n = 1;
     o.beam = 0;
@@ -601,8 +599,7 @@ static void test_lengths_and_errors(void **state)
     assert_int_equal(r.n, 0);
 
     /* 2 decoder layers x (self k, v over 10 positions + cross k, v over 7) x C 32, 3 rows */
-    assert_int_equal(mt_model_decode_state_bytes(m, 3, 10, 7),
-                     (size_t)2 * 2 * 32 * 17 * 3 * 4);
+    assert_int_equal(mt_model_decode_state_bytes(m, 3, 10, 7), (size_t)2 * 2 * 32 * 17 * 3 * 4);
 
     /* a vocabulary limit keeps ids at or past it out of the output, greedy and beam alike;
      * without it the same sources do produce such ids (so the check can fail) */
@@ -630,7 +627,8 @@ static void test_lengths_and_errors(void **state)
     assert_int_equal(mt_decode_max_new(m, 200, &o), 410);
     mt_model_config cfg = *mt_model_get_config(m);
     /* 2 layers x d_inner 64 x (conv 4 + state 8) floats per row */
-    assert_int_equal(mt_model_config_decode_state_bytes(&cfg, 3, 100, 0), (size_t)3 * 2 * 64 * 12 * 4);
+    assert_int_equal(mt_model_config_decode_state_bytes(&cfg, 3, 100, 0),
+                     (size_t)3 * 2 * 64 * 12 * 4);
     mt_model_free(m);
 }
 

@@ -58,7 +58,7 @@ static void test_cuda_silu_matches_cpu(void **state)
     enum { N = 1000 };
     float x[N], y[N];
     for (int i = 0; i < N; i++) x[i] = -30.0f + 60.0f * (float)i / (N - 1);
-    for (int i = 0; i < N; i++) y[i] = NAN;                  /* poison: unwritten elements fail */
+    for (int i = 0; i < N; i++) y[i] = NAN; /* poison: unwritten elements fail */
     float *dx = be->alloc(sizeof x), *dy = be->alloc(sizeof y);
     assert_true(dx && dy);
     be->upload(dx, x, sizeof x);
@@ -67,7 +67,8 @@ static void test_cuda_silu_matches_cpu(void **state)
     be->download(y, dy, sizeof y);
     be->free(dx);
     be->free(dy);
-    for (int i = 0; i < N; i++) assert_true(fabsf(y[i] - mt_siluf(x[i])) <= 1e-6f * (1 + fabsf(x[i])));
+    for (int i = 0; i < N; i++)
+        assert_true(fabsf(y[i] - mt_siluf(x[i])) <= 1e-6f * (1 + fabsf(x[i])));
 }
 
 /* Device names: cpu always works; the rest either give a CUDA backend or say exactly why not. */
@@ -100,10 +101,12 @@ static void test_blas_core_from_features(void **state)
         int features; /* 0 sse, 1 avx2, 2 avx512, 3 avx512 + bf16 */
         const char *loaded, *want;
     } cases[] = {
-        {3, "Prescott", "Cooperlake"}, {2, "Prescott", "SkylakeX"}, {1, "Prescott", "Haswell"},
-        {0, "Prescott", NULL},         {3, "Haswell", "Cooperlake"}, {2, "Zen", "SkylakeX"},
-        {1, "Haswell", NULL},          {1, "Zen", NULL},             {3, "SkylakeX", NULL},
-        {2, "Cooperlake", NULL},       {3, "SapphireRapids", NULL},  {1, "Nehalem", "Haswell"},
+        {3, "Prescott", "Cooperlake"}, {2, "Prescott", "SkylakeX"},
+        {1, "Prescott", "Haswell"},    {0, "Prescott", NULL},
+        {3, "Haswell", "Cooperlake"},  {2, "Zen", "SkylakeX"},
+        {1, "Haswell", NULL},          {1, "Zen", NULL},
+        {3, "SkylakeX", NULL},         {2, "Cooperlake", NULL},
+        {3, "SapphireRapids", NULL},   {1, "Nehalem", "Haswell"},
         {3, "unknown", "Cooperlake"},  {0, "unknown", NULL},
     };
     const mt_cpu_features *f[] = {&sse, &avx2, &avx512, &bf16};

@@ -22,17 +22,17 @@ static void found(char *out, size_t len, const char *text, mt_ner_lang lang)
     out[0] = '\0';
     for (size_t i = 0; i < n; i++) {
         size_t used = strlen(out);
-        snprintf(out + used, len - used, "%s%.*s", i ? "|" : "", (int)(spans[i].end - spans[i].start),
-                 text + spans[i].start);
+        snprintf(out + used, len - used, "%s%.*s", i ? "|" : "",
+                 (int)(spans[i].end - spans[i].start), text + spans[i].start);
     }
     free(spans);
 }
 
-#define assert_entities(text, lang, expected)                                                      \
-    do {                                                                                           \
-        char got_[512];                                                                            \
-        found(got_, sizeof got_, (text), (lang));                                                  \
-        assert_string_equal(got_, (expected));                                                     \
+#define assert_entities(text, lang, expected)     \
+    do {                                          \
+        char got_[512];                           \
+        found(got_, sizeof got_, (text), (lang)); \
+        assert_string_equal(got_, (expected));    \
     } while (0)
 
 static void test_english_names_not_sentence_words(void **state)
@@ -53,7 +53,8 @@ static void test_english_multiword_titles_possessives(void **state)
     assert_entities("Paul, an apostle of Jesus Christ, wrote to Titus.", MT_NER_ENGLISH,
                     "Paul|Jesus Christ|Titus");
     assert_entities("The Lord Yahweh says this.", MT_NER_ENGLISH, "Lord|Yahweh");
-    assert_entities("They served King David’s son at Beth-shemesh.", MT_NER_ENGLISH, "King David|Beth");
+    assert_entities("They served King David’s son at Beth-shemesh.", MT_NER_ENGLISH,
+                    "King David|Beth");
     /* at the start of a sentence "King" is an ordinary word */
     assert_entities("King Saul went home.", MT_NER_ENGLISH, "Saul");
     assert_entities("The Levites and the Egyptians went back to Egypt.", MT_NER_ENGLISH, "Egypt");
@@ -116,7 +117,8 @@ static void test_source_filter(void **state)
     assert_string_equal(set.names[1], "Jerusalem");
     mt_entity_set_free(&set);
     /* case-sensitive substring, as the paper's `ne in src`: "Dan" is in "Daniel" */
-    assert_int_equal(mt_entities_copyable(&set, "Daniel y DAVID", "Dan and David", MT_NER_ENGLISH), 0);
+    assert_int_equal(mt_entities_copyable(&set, "Daniel y DAVID", "Dan and David", MT_NER_ENGLISH),
+                     0);
     assert_int_equal(set.n, 1);
     assert_string_equal(set.names[0], "Dan");
     mt_entity_set_free(&set);
@@ -175,7 +177,8 @@ static void test_recall_bins_by_hand(void **state)
     (void)state;
     mt_corpus_stats *stats = tiny_training_stats();
     const char *src[] = {"Israel y Moab", "Israel fué", "Edom é Israel", "Edom", "Gad y Aser"};
-    const char *ref[] = {"Israel and Moab", "Israel went", "Edom and Israel", "Edom", "Gad and Asher"};
+    const char *ref[] = {"Israel and Moab", "Israel went", "Edom and Israel", "Edom",
+                         "Gad and Asher"};
     const char *hyp[] = {"Israel and Moab", "They went", "Edom and Israel", "edom", "Gad"};
     mt_ne_testset ts;
     assert_int_equal(mt_ne_testset_build(&ts, src, ref, 5, MT_NER_ENGLISH, stats), 0);
@@ -195,7 +198,8 @@ static void test_recall_bins_by_hand(void **state)
     assert_int_equal(r.entities_all, 4);
     assert_int_equal(r.occurrences_all, 7);
     assert_int_equal(r.hits_all, 5);
-    /* per-occurrence hits in test-set order: s1 Israel Moab, s2 Israel, s3 Edom Israel, s4 Edom, s5 Gad */
+    /* per-occurrence hits in test-set order: s1 Israel Moab, s2 Israel, s3 Edom Israel, s4 Edom, s5
+     * Gad */
     assert_int_equal(ts.first[5], 7);
     const unsigned char expected[7] = {1, 1, 0, 1, 1, 0, 1};
     assert_memory_equal(hits, expected, 7);
@@ -228,7 +232,8 @@ static void test_stats_file_round_trip(void **state)
     size_t got = fread(text, 1, sizeof text - 1, f);
     fclose(f);
     text[got] = '\0';
-    assert_string_equal(text, "# mtlab corpus_stats 1\n# pairs=32 ner=english\nIsrael\t16\nMoab\t15\n");
+    assert_string_equal(text,
+                        "# mtlab corpus_stats 1\n# pairs=32 ner=english\nIsrael\t16\nMoab\t15\n");
     mt_corpus_stats *back = mt_corpus_stats_read(path);
     assert_non_null(back);
     assert_int_equal(mt_corpus_stats_pairs(back), 32);
@@ -262,7 +267,8 @@ static void test_stats_file_errors(void **state)
     char text[256];
     expect_stats_error("", ": empty file");
     expect_stats_error("Israel\t3\n", ":1: not a corpus_stats file");
-    expect_stats_error("# mtlab corpus_stats 1\n# pairs=x\n", ":2: expected '# pairs=N ner=english|generic'");
+    expect_stats_error("# mtlab corpus_stats 1\n# pairs=x\n",
+                       ":2: expected '# pairs=N ner=english|generic'");
     snprintf(text, sizeof text, "%sIsrael 3\n", head);
     expect_stats_error(text, ":3: expected ENTITY<TAB>COUNT");
     snprintf(text, sizeof text, "%sIsrael\t3x\n", head);
@@ -285,7 +291,8 @@ static void test_source_detector(void **state)
 {
     (void)state;
     char got[256];
-    test_detected_entities(got, sizeof got, "Y dijo David á Saúl: 3 cosas en Jerusalén Nueva, año 1909.", NULL);
+    test_detected_entities(got, sizeof got,
+                           "Y dijo David á Saúl: 3 cosas en Jerusalén Nueva, año 1909.", NULL);
     assert_string_equal(got, "David|Saúl|Jerusalén Nueva"); /* two capitalised words: one name */
     test_detected_entities(got, sizeof got, "Israel salió. Moab vino.", NULL);
     assert_string_equal(got, "");
@@ -309,7 +316,8 @@ static int listed_in(const char *const *list, size_t n, const char *s)
     return 0;
 }
 
-static void agree_one(agreement *a, const char *src, const char *refs, json_t *ref_entities, int copyable)
+static void agree_one(agreement *a, const char *src, const char *refs, json_t *ref_entities,
+                      int copyable)
 {
     enum { MAX = 128 };
     const char *mine[MAX], *theirs[MAX];
@@ -357,10 +365,12 @@ static void test_agreement_with_reference_tagger(void **state)
     }
     json_decref(root);
     double raw_p = (double)raw.both / (double)raw.ours, raw_r = (double)raw.both / (double)raw.ref;
-    double copy_p = (double)copy.both / (double)copy.ours, copy_r = (double)copy.both / (double)copy.ref;
+    double copy_p = (double)copy.both / (double)copy.ours,
+           copy_r = (double)copy.both / (double)copy.ref;
     print_message("agreement with the reference tagger: copyable P %.4f R %.4f (%zu/%zu/%zu), "
                   "raw P %.4f R %.4f (%zu/%zu/%zu)\n",
-                  copy_p, copy_r, copy.both, copy.ours, copy.ref, raw_p, raw_r, raw.both, raw.ours, raw.ref);
+                  copy_p, copy_r, copy.both, copy.ours, copy.ref, raw_p, raw_r, raw.both, raw.ours,
+                  raw.ref);
     /* The figures reached when the recogniser was written; a change must not lower them. */
     assert_true(copy_p >= 0.940);
     assert_true(copy_r >= 0.984);

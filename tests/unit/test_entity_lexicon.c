@@ -18,11 +18,12 @@
 static mt_entity_lexicon *fixture_lexicon(void)
 {
     mt_text_lines src = {0}, tgt = {0};
-    if (mt_text_lines_read(&src, FIXTURE ".es") != 0 || mt_text_lines_read(&tgt, FIXTURE ".en") != 0)
+    if (mt_text_lines_read(&src, FIXTURE ".es") != 0 ||
+        mt_text_lines_read(&tgt, FIXTURE ".en") != 0)
         fail_msg("%s", mt_last_error());
     assert_int_equal(src.n, tgt.n);
-    mt_entity_lexicon *l = mt_entity_lexicon_build((const char *const *)src.lines, (const char *const *)tgt.lines,
-                                                   src.n, NULL, NULL);
+    mt_entity_lexicon *l = mt_entity_lexicon_build(
+        (const char *const *)src.lines, (const char *const *)tgt.lines, src.n, NULL, NULL);
     if (!l) fail_msg("%s", mt_last_error());
     mt_text_lines_free(&src);
     mt_text_lines_free(&tgt);
@@ -47,13 +48,14 @@ static void test_lexicon_learns_forms(void **state)
     mt_entity_lexicon *l = fixture_lexicon();
     char got[128];
     static const char *const pairs[][2] = {
-        {"Dios", "God"},    {"Juan", "John"},   {"Moisés", "Moses"}, {"Roma", "Rome"},
-        {"Pedro", "Peter"}, {"Marta", "Martha"}, {"Jesús", "Jesus"}, {"España", "Spain"},
+        {"Dios", "God"},      {"Juan", "John"},    {"Moisés", "Moses"}, {"Roma", "Rome"},
+        {"Pedro", "Peter"},   {"Marta", "Martha"}, {"Jesús", "Jesus"},  {"España", "Spain"},
         {"Israel", "Israel"}, /* verbatim identity counts too */
     };
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
         forms_of(got, sizeof got, l, pairs[i][0]);
-        if (strcmp(got, pairs[i][1]) != 0) fail_msg("%s: forms '%s', expected '%s'", pairs[i][0], got, pairs[i][1]);
+        if (strcmp(got, pairs[i][1]) != 0)
+            fail_msg("%s: forms '%s', expected '%s'", pairs[i][0], got, pairs[i][1]);
     }
     /* capitalised only at a sentence start, and written in lower case: not a name */
     assert_false(mt_entity_lexicon_is_name(l, "Banco", 5));
@@ -61,12 +63,14 @@ static void test_lexicon_learns_forms(void **state)
     assert_int_equal(mt_entity_lexicon_names(l), 9);
     assert_int_equal(mt_entity_lexicon_pairs(l), 23);
     /* ordinary words: written in lower case, looked up in any case */
-    static const char *const ordinary[] = {"que", "Que", "banco", "Banco", "MONTE", "pueblo", "habló"};
+    static const char *const ordinary[] = {"que",   "Que",    "banco", "Banco",
+                                           "MONTE", "pueblo", "habló"};
     for (size_t i = 0; i < sizeof ordinary / sizeof ordinary[0]; i++)
         if (!mt_entity_lexicon_is_word(l, ordinary[i], strlen(ordinary[i])))
             fail_msg("'%s' is not an ordinary word", ordinary[i]);
     /* names, words never written in lower case, one letter: not ordinary words */
-    static const char *const not_ordinary[] = {"Dios", "Marta", "Entonces", "Cuando", "Valencia", "y", "a"};
+    static const char *const not_ordinary[] = {"Dios",     "Marta", "Entonces", "Cuando",
+                                               "Valencia", "y",     "a"};
     for (size_t i = 0; i < sizeof not_ordinary / sizeof not_ordinary[0]; i++)
         if (mt_entity_lexicon_is_word(l, not_ordinary[i], strlen(not_ordinary[i])))
             fail_msg("'%s' is an ordinary word", not_ordinary[i]);
@@ -103,9 +107,11 @@ static void test_detector_with_corpus(void **state)
     assert_string_equal(got, "Banco|España");
     /* verses joined into a paragraph: a capitalised ordinary word of the corpus inside a
      * sentence is none; a capitalised word the corpus never saw is a name */
-    test_detected_entities(got, sizeof got, "Y subió al monte, Que era bueno, Cuando vino Valencia", l);
+    test_detected_entities(got, sizeof got, "Y subió al monte, Que era bueno, Cuando vino Valencia",
+                           l);
     assert_string_equal(got, "Cuando|Valencia");
-    test_detected_entities(got, sizeof got, "Y subió al monte, Que era bueno, Cuando vino Valencia", NULL);
+    test_detected_entities(got, sizeof got, "Y subió al monte, Que era bueno, Cuando vino Valencia",
+                           NULL);
     assert_string_equal(got, "Que|Cuando|Valencia");
     /* a repeated name is found every time (the workbench lists it once, with a count) */
     test_detected_entities(got, sizeof got, "Dios dijo: Dios es Dios.", l);
@@ -113,7 +119,8 @@ static void test_detector_with_corpus(void **state)
     mt_entity_lexicon_free(l);
 }
 
-static mt_entity_fate fate(const char *hyp, const char *name, const mt_entity_lexicon *l, const char **form)
+static mt_entity_fate fate(const char *hyp, const char *name, const mt_entity_lexicon *l,
+                           const char **form)
 {
     *form = NULL;
     return mt_entity_fate_in(hyp, name, strlen(name), l, form);
@@ -157,7 +164,7 @@ static void test_translated_aware_recall(void **state)
     assert_int_equal(mt_ne_testset_build(&paper, src, ref, 2, MT_NER_ENGLISH, NULL), 0);
     assert_int_equal(mt_ne_testset_build_translated(&ts, src, ref, 2, MT_NER_ENGLISH, NULL, l), 0);
     assert_int_equal(paper.n_names, 1); /* Israel: the only copyable one */
-    assert_int_equal(ts.n_names, 3);    /* God, Moses, Israel */
+    assert_int_equal(ts.n_names, 3); /* God, Moses, Israel */
     assert_int_equal(ts.train_count[0], 4); /* God: pairs with Dios and God in the lexicon */
     const char *translated[] = {"And God spoke to Moses.", "And Israel came."};
     const char *copied[] = {"And Dios spoke to Moisés.", "And Israel came."};
@@ -202,7 +209,8 @@ static void test_translated_count_keeps_maximum(void **state)
     mt_ne_testset_free(&ts);
     /* the other order: the verbatim occurrence first, then the translated one raises the count */
     const char *src2[] = {src[1], src[0]}, *ref2[] = {ref[1], ref[0]};
-    assert_int_equal(mt_ne_testset_build_translated(&ts, src2, ref2, 2, MT_NER_ENGLISH, NULL, l), 0);
+    assert_int_equal(mt_ne_testset_build_translated(&ts, src2, ref2, 2, MT_NER_ENGLISH, NULL, l),
+                     0);
     assert_int_equal(ts.train_count[0], 4);
     mt_ne_testset_free(&ts);
     mt_entity_lexicon_free(l);
@@ -239,7 +247,8 @@ static void test_file_round_trip(void **state)
     mt_entity_lexicon_free(l);
     char *text = test_read_file(path, NULL);
     char head[64];
-    snprintf(head, sizeof head, "# mtlab entity_lexicon 2\n# pairs=23 words=%zu\nDios\tGod\t1.0000\t4\n", words);
+    snprintf(head, sizeof head,
+             "# mtlab entity_lexicon 2\n# pairs=23 words=%zu\nDios\tGod\t1.0000\t4\n", words);
     assert_non_null(strstr(text, head));
     /* the words after the names, bytewise */
     assert_non_null(strstr(text, "\nIsrael\tIsrael\t1.0000\t2\nal\nallí\namó\nbanco\n"));
@@ -277,7 +286,8 @@ static void expect_error(const char *text, const char *message)
     temp_path(path, sizeof path, "bad.tsv");
     test_write_text(path, text);
     assert_null(mt_entity_lexicon_read(path));
-    if (!strstr(mt_last_error(), message)) fail_msg("error '%s' lacks '%s'", mt_last_error(), message);
+    if (!strstr(mt_last_error(), message))
+        fail_msg("error '%s' lacks '%s'", mt_last_error(), message);
     unlink(path);
 }
 
@@ -287,7 +297,8 @@ static void test_file_errors(void **state)
     expect_error("# mtlab corpus_stats 1\n", ":1: not an entity lexicon");
     expect_error("# mtlab entity_lexicon 1\n# pairs=x\n", ":2: expected '# pairs=N words=M'");
     expect_error("# mtlab entity_lexicon 1\n", "header ends after one line");
-    expect_error("# mtlab entity_lexicon 2\n# pairs=10 words=x\n", ":2: expected '# pairs=N words=M'");
+    expect_error("# mtlab entity_lexicon 2\n# pairs=10 words=x\n",
+                 ":2: expected '# pairs=N words=M'");
     expect_error("# mtlab entity_lexicon 2\n# pairs=10 words=3\nque\n",
                  "the header counts 3 words but the file lists 1 (cut short?)");
     /* rows after a good header: the names' lines, then the ordinary words (one per line, in
@@ -318,25 +329,27 @@ static void test_shipped_lexicon(void **state)
     mt_entity_lexicon *l = mt_entity_lexicon_read(path);
     if (!l) fail_msg("%s", mt_last_error());
     static const char *const pairs[][2] = {
-        {"Dios", "God"}, {"Juan", "John"}, {"Moisés", "Moses"}, {"Pedro", "Peter"},
-        {"Roma", "Rome"}, {"Marta", "Martha"}, {"Jesús", "Jesus"}, {"Israel", "Israel"},
+        {"Dios", "God"},  {"Juan", "John"},    {"Moisés", "Moses"}, {"Pedro", "Peter"},
+        {"Roma", "Rome"}, {"Marta", "Martha"}, {"Jesús", "Jesus"},  {"Israel", "Israel"},
     };
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
         const char *const *forms;
         size_t n = mt_entity_lexicon_forms(l, pairs[i][0], strlen(pairs[i][0]), &forms, NULL, NULL);
         if (n == 0 || strcmp(forms[0], pairs[i][1]) != 0)
-            fail_msg("%s: best form '%s', expected '%s'", pairs[i][0], n ? forms[0] : "", pairs[i][1]);
+            fail_msg("%s: best form '%s', expected '%s'", pairs[i][0], n ? forms[0] : "",
+                     pairs[i][1]);
     }
     char got[128];
     test_detected_entities(got, sizeof got, "Marta lloró. Pedro y Juan fueron a Roma en 2015.", l);
     assert_string_equal(got, "Marta|Pedro|Juan|Roma");
     /* three verses of test.para8 joined at commas: the verse-opening Que and En are ordinary
      * words of the Bible, Assuero, Susán and Persia its names */
-    test_detected_entities(got, sizeof got,
-                           "Y aconteció en los días de Assuero, Que en aquellos días, asentado que fué el rey "
-                           "Assuero en la silla de su reino, la cual estaba en Susán capital del reino, En el "
-                           "tercer año de su reinado, teniendo delante de él la fuerza de Persia",
-                           l);
+    test_detected_entities(
+        got, sizeof got,
+        "Y aconteció en los días de Assuero, Que en aquellos días, asentado que fué el rey "
+        "Assuero en la silla de su reino, la cual estaba en Susán capital del reino, En el "
+        "tercer año de su reinado, teniendo delante de él la fuerza de Persia",
+        l);
     assert_string_equal(got, "Assuero|Assuero|Susán|Persia");
     mt_entity_lexicon_free(l);
 }
@@ -353,18 +366,22 @@ static void test_multiword_names(void **state)
     mt_entity_lexicon *l = mt_entity_lexicon_read(path);
     if (!l) fail_msg("%s", mt_last_error());
     char got[256];
-    test_detected_entities(got, sizeof got, "Ayer Pedro Sánchez habló con Ursula von der Leyen en Bruselas.", l);
+    test_detected_entities(got, sizeof got,
+                           "Ayer Pedro Sánchez habló con Ursula von der Leyen en Bruselas.", l);
     assert_string_equal(got, "Pedro Sánchez|Ursula von der Leyen|Bruselas");
-    test_detected_entities(got, sizeof got, "Lo publicó El País, y António Costa viajó a Nueva York.", l);
+    test_detected_entities(got, sizeof got,
+                           "Lo publicó El País, y António Costa viajó a Nueva York.", l);
     assert_string_equal(got, "El País|António Costa|Nueva York");
-    test_detected_entities(got, sizeof got, "Pedro Sánchez llegó. Y fueron, Entonces Jesús dijo", l);
+    test_detected_entities(got, sizeof got, "Pedro Sánchez llegó. Y fueron, Entonces Jesús dijo",
+                           l);
     assert_string_equal(got, "Pedro Sánchez|Jesús");
     /* without a corpus, a sentence-opening word is left out of the name */
     test_detected_entities(got, sizeof got, "Pedro Sánchez llegó con Ana de la Vega.", NULL);
     assert_string_equal(got, "Sánchez|Ana|Vega");
     const char *form;
     assert_int_equal(fate("Pedro Sánchez arrived", "Pedro Sánchez", l, &form), MT_ENTITY_COPIED);
-    assert_int_equal(fate("Peter Sánchez arrived", "Pedro Sánchez", l, &form), MT_ENTITY_TRANSLATED);
+    assert_int_equal(fate("Peter Sánchez arrived", "Pedro Sánchez", l, &form),
+                     MT_ENTITY_TRANSLATED);
     assert_string_equal(form, "Peter");
     assert_int_equal(fate("Sánchez arrived", "Pedro Sánchez", l, &form), MT_ENTITY_DROPPED);
     assert_int_equal(fate("Peter arrived", "Pedro Sánchez", l, &form), MT_ENTITY_DROPPED);
@@ -372,25 +389,34 @@ static void test_multiword_names(void **state)
     mt_entity_lexicon_free(l);
 
     /* the lexicon learns a name of several words as one, with its form of several words */
-    static const char *const src[] = {"Ayer Pedro Sánchez habló en Madrid.", "Hoy vino Pedro Sánchez a Roma.",
-                                      "Y dijo Pedro Sánchez que sí.", "Luego Pedro calló.", "Y vio Pedro el mar."};
-    static const char *const tgt[] = {"Yesterday Peter Sánchez spoke in Madrid.", "Today Peter Sánchez came to Rome.",
-                                      "And Peter Sánchez said yes.", "Then Peter was silent.", "And Peter saw the sea."};
+    static const char *const src[] = {
+        "Ayer Pedro Sánchez habló en Madrid.", "Hoy vino Pedro Sánchez a Roma.",
+        "Y dijo Pedro Sánchez que sí.", "Luego Pedro calló.", "Y vio Pedro el mar."};
+    static const char *const tgt[] = {
+        "Yesterday Peter Sánchez spoke in Madrid.", "Today Peter Sánchez came to Rome.",
+        "And Peter Sánchez said yes.", "Then Peter was silent.", "And Peter saw the sea."};
     mt_entity_lexicon *small = mt_entity_lexicon_build(src, tgt, 5, NULL, NULL);
     assert_non_null(small);
     forms_of(got, sizeof got, small, "Pedro Sánchez");
     assert_string_equal(got, "Peter Sánchez");
-    forms_of(got, sizeof got, small, "Pedro"); /* a one-word name keeps one-word forms, best first */
+    forms_of(got, sizeof got, small,
+             "Pedro"); /* a one-word name keeps one-word forms, best first */
     assert_string_equal(got, "Peter|Sánchez");
-    assert_int_equal(fate("Then Peter Sánchez came", "Pedro Sánchez", small, &form), MT_ENTITY_TRANSLATED);
+    assert_int_equal(fate("Then Peter Sánchez came", "Pedro Sánchez", small, &form),
+                     MT_ENTITY_TRANSLATED);
     assert_string_equal(form, "Peter Sánchez");
     test_detected_entities(got, sizeof got, "Luego vino Pedro Sánchez.", small);
     assert_string_equal(got, "Pedro Sánchez");
     mt_entity_lexicon_free(small);
 
     /* the reference-side recognisers join through particles too */
-    static const struct { const char *text; mt_ner_lang lang; const char *want; } refs[] = {
-        {"He met Ursula von der Leyen and Vincent van Gogh.", MT_NER_ENGLISH, "Ursula von der Leyen|Vincent van Gogh"},
+    static const struct {
+        const char *text;
+        mt_ner_lang lang;
+        const char *want;
+    } refs[] = {
+        {"He met Ursula von der Leyen and Vincent van Gogh.", MT_NER_ENGLISH,
+         "Ursula von der Leyen|Vincent van Gogh"},
         {"Habló con Ursula von der Leyen hoy.", MT_NER_GENERIC, "Ursula von der Leyen"},
         {"the God of Israel", MT_NER_ENGLISH, "God|Israel"},
         {"a van Gogh", MT_NER_GENERIC, "Gogh"},

@@ -75,10 +75,10 @@ static void test_source_lengths(void **state)
 static void test_bucket_scores_sum_segment_stats(void **state)
 {
     (void)state;
-    const char *refs[] = {"the cat sat on the mat", "a dog ran far away from home", "one two three four",
-                          "it is raining again today"};
-    const char *hyps[] = {"the cat sat on the mat", "a dog ran away from the house", "one two three five",
-                          "it rains today"};
+    const char *refs[] = {"the cat sat on the mat", "a dog ran far away from home",
+                          "one two three four", "it is raining again today"};
+    const char *hyps[] = {"the cat sat on the mat", "a dog ran away from the house",
+                          "one two three five", "it rains today"};
     const size_t lengths[] = {6, 40, 7, 300};
     mt_bucket_score b[MT_LENGTH_BUCKETS];
     assert_int_equal(mt_bucket_scores(b, lengths, hyps, refs, 4), 0);
@@ -276,8 +276,8 @@ static void put(const workdir *w, const char *name, const char *text)
 
 /* Runs `mtlab eval ARGS...` (paths relative to the work dir are given whole by the caller)
  * with stdout and stderr captured into out and err. Returns the exit status. */
-static int run_eval(const workdir *w, char *out, size_t out_len, char *err, size_t err_len, char **args,
-                    int n)
+static int run_eval(const workdir *w, char *out, size_t out_len, char *err, size_t err_len,
+                    char **args, int n)
 {
     char out_path[128], err_path[128];
     snprintf(out_path, sizeof out_path, "%s/stdout", w->dir);
@@ -348,13 +348,16 @@ static int teardown_workdir(void **state)
     return rc;
 }
 
-#define PATH(var, name) char var[128]; snprintf(var, sizeof var, "%s/%s", w->dir, name)
+#define PATH(var, name) \
+    char var[128];      \
+    snprintf(var, sizeof var, "%s/%s", w->dir, name)
 
 static void expect_eval_error(const workdir *w, char **args, int n, const char *message)
 {
     char out[4096], err[4096];
     int rc = run_eval(w, out, sizeof out, err, sizeof err, args, n);
-    if (rc == 0 || !strstr(err, message)) fail_msg("rc %d, stderr '%s', expected '%s'", rc, err, message);
+    if (rc == 0 || !strstr(err, message))
+        fail_msg("rc %d, stderr '%s', expected '%s'", rc, err, message);
 }
 
 static void test_eval_input_errors(void **state)
@@ -367,21 +370,26 @@ static void test_eval_input_errors(void **state)
     PATH(empty, "empty.en");
     char msg[256];
     snprintf(msg, sizeof msg, "%s has 3 lines but %s has 2", src, shortref);
-    expect_eval_error(w, (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", shortref}, 6, msg);
+    expect_eval_error(w, (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", shortref}, 6,
+                      msg);
     snprintf(msg, sizeof msg, "%s:2: invalid UTF-8 at byte 7", bad);
     expect_eval_error(w, (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", bad}, 6, msg);
     snprintf(msg, sizeof msg, "%s is empty", empty);
-    expect_eval_error(w, (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", empty}, 6, msg);
-    expect_eval_error(w, (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", "/nonexistent/ref.en"},
-                      6, "/nonexistent/ref.en: No such file or directory");
-    expect_eval_error(w, (char *[]){"-m", w->dir, "--src", src, "--ref", ref}, 6, "not a model bundle");
+    expect_eval_error(w, (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", empty}, 6,
+                      msg);
+    expect_eval_error(
+        w, (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", "/nonexistent/ref.en"}, 6,
+        "/nonexistent/ref.en: No such file or directory");
+    expect_eval_error(w, (char *[]){"-m", w->dir, "--src", src, "--ref", ref}, 6,
+                      "not a model bundle");
     expect_eval_error(w, (char *[]){"--src", src, "--ref", ref}, 4, "usage: mtlab eval");
     expect_eval_error(w,
-                      (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", ref, "--stats", "x",
-                                 "--train-src", src, "--train-ref", ref},
+                      (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", ref, "--stats",
+                                 "x", "--train-src", src, "--train-ref", ref},
                       12, "either --stats or --train-src/--train-ref");
-    expect_eval_error(w, (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", ref, "--beam", "0"}, 8,
-                      "mtlab eval: --beam takes a whole number from 1 to 256, not '0'");
+    expect_eval_error(
+        w, (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", ref, "--beam", "0"}, 8,
+        "mtlab eval: --beam takes a whole number from 1 to 256, not '0'");
     if (apertium_missing()) return;
     expect_eval_error(w, (char *[]){"-m", "apertium:es-en", "--src", src, "--ref", ref}, 6,
                       "apertium mode 'es-en' is not installed (installed: ");
@@ -398,14 +406,16 @@ static void test_eval_apertium_table_and_json(void **state)
     PATH(json, "report.json");
     PATH(stats, "stats.tsv");
     char out[8192], err[4096];
-    int rc = run_eval(w, out, sizeof out, err, sizeof err,
-                      (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", ref, "--train-src", tsrc,
-                                 "--train-ref", tref, "--save-stats", stats, "--json", json},
-                      14);
+    int rc =
+        run_eval(w, out, sizeof out, err, sizeof err,
+                 (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", ref, "--train-src",
+                            tsrc, "--train-ref", tref, "--save-stats", stats, "--json", json},
+                 14);
     if (rc != 0) fail_msg("mtlab eval failed: %s", err);
     assert_non_null(strstr(out, "apertium:spa-eng"));
-    assert_non_null(
-        strstr(out, "BLEU:    nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" MT_SACREBLEU_VERSION));
+    assert_non_null(strstr(
+        out,
+        "BLEU:    nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" MT_SACREBLEU_VERSION));
     assert_non_null(strstr(out, "NE recall frequent (0 ent, 0 occ)"));
     assert_non_null(strstr(out, "(3 pairs, 2 entities)"));
 
@@ -430,8 +440,9 @@ static void test_eval_apertium_table_and_json(void **state)
     json_decref(root);
 
     /* the saved statistics give the same bins when read back with --stats */
-    rc = run_eval(w, out, sizeof out, err, sizeof err,
-                  (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", ref, "--stats", stats}, 8);
+    rc = run_eval(
+        w, out, sizeof out, err, sizeof err,
+        (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", ref, "--stats", stats}, 8);
     if (rc != 0) fail_msg("mtlab eval --stats failed: %s", err);
     assert_non_null(strstr(out, "NE recall regular  (2 ent, 2 occ)"));
     /* no lexicon (Apertium is no bundle): the translated-aware rows are left out, and said so */
@@ -442,10 +453,11 @@ static void test_eval_apertium_table_and_json(void **state)
      * and Israel; the paper's rows stay as they were */
     PATH(lexicon, "lexicon.tsv");
     put(w, "lexicon.tsv",
-        "# mtlab entity_lexicon 1\n# pairs=3\nSaúl\tSaul\t0.9500\t3\nJerusalén\tJerusalem\t0.9900\t3\n");
+        "# mtlab entity_lexicon 1\n# "
+        "pairs=3\nSaúl\tSaul\t0.9500\t3\nJerusalén\tJerusalem\t0.9900\t3\n");
     rc = run_eval(w, out, sizeof out, err, sizeof err,
-                  (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", ref, "--stats", stats, "--lexicon",
-                             lexicon, "--json", json},
+                  (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", ref, "--stats", stats,
+                             "--lexicon", lexicon, "--json", json},
                   12);
     if (rc != 0) fail_msg("mtlab eval --lexicon failed: %s", err);
     assert_non_null(strstr(out, "NE recall regular  (2 ent, 2 occ)"));
@@ -455,8 +467,10 @@ static void test_eval_apertium_table_and_json(void **state)
     sys = json_array_get(json_object_get(root, "systems"), 0);
     json_t *all = json_object_get(json_object_get(sys, "ne_recall_translated"), "all");
     assert_int_equal(json_integer_value(json_object_get(all, "entities")), 4);
-    assert_true(json_integer_value(json_object_get(all, "hits")) >= 2); /* David and Israel at least */
-    assert_string_equal(json_string_value(json_object_get(json_object_get(root, "entities"), "lexicon")), lexicon);
+    assert_true(json_integer_value(json_object_get(all, "hits")) >=
+                2); /* David and Israel at least */
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(root, "entities"), "lexicon")), lexicon);
     json_decref(root);
 }
 
@@ -468,23 +482,29 @@ static void test_eval_target_language(void **state)
     workdir *w = *state;
     if (apertium_missing()) skip();
     PATH(src, "src.es");
-    put(w, "ref.txt", "In the beginning God created the heavens and the earth.\nDavid said.\nIsrael went.\n");
+    put(w, "ref.txt",
+        "In the beginning God created the heavens and the earth.\nDavid said.\nIsrael went.\n");
     PATH(ref, "ref.txt");
     char out[8192], err[4096];
-    int rc = run_eval(w, out, sizeof out, err, sizeof err, (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", ref}, 6);
+    int rc = run_eval(w, out, sizeof out, err, sizeof err,
+                      (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", ref}, 6);
     if (rc != 0) fail_msg("mtlab eval failed: %s", err);
     assert_non_null(strstr(out, "NE:    english recogniser"));
-    rc = run_eval(w, out, sizeof out, err, sizeof err,
-                  (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", ref, "--tgt-lang", "de"}, 8);
+    rc = run_eval(
+        w, out, sizeof out, err, sizeof err,
+        (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", ref, "--tgt-lang", "de"}, 8);
     if (rc != 0) fail_msg("mtlab eval failed: %s", err);
     assert_non_null(strstr(out, "NE:    generic recogniser"));
-    put(w, "manifest.json", "{\"format\": \"mtlab-dataset 1\", \"src_lang\": \"es\", \"tgt_lang\": \"fr\"}");
-    rc = run_eval(w, out, sizeof out, err, sizeof err,
-                  (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", ref, "--data", w->dir}, 8);
+    put(w, "manifest.json",
+        "{\"format\": \"mtlab-dataset 1\", \"src_lang\": \"es\", \"tgt_lang\": \"fr\"}");
+    rc = run_eval(
+        w, out, sizeof out, err, sizeof err,
+        (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", ref, "--data", w->dir}, 8);
     if (rc != 0) fail_msg("mtlab eval failed: %s", err);
     assert_non_null(strstr(out, "NE:    generic recogniser"));
-    expect_eval_error(w, (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", ref, "--tgt-lang", "x_y"}, 8,
-                      "target language: language 'x_y': not a BCP-47 tag");
+    expect_eval_error(
+        w, (char *[]){"-m", "apertium:spa-eng", "--src", src, "--ref", ref, "--tgt-lang", "x_y"}, 8,
+        "target language: language 'x_y': not a BCP-47 tag");
 }
 
 /* Two systems: each is tested against the first on BLEU, chrF2 and chrF2++ with the paired
@@ -498,13 +518,19 @@ static void test_eval_paired_test(void **state)
     put(w, "ref.en", "a b c\nb a c\nc a b\na b\nb c a c\nc b a\n");
     const char *tests[] = {NULL, "ar", "none"};
     for (int t = 0; t < 3; t++) {
-        eval_request req = {.systems = {"tests/fixtures/models/mamba", "tests/fixtures/models/marian"},
-                            .n_systems = 2, .src = src, .ref = ref, .beam = 1, .keep_hyps = 1,
-                            .paired = tests[t]};
+        eval_request req = {
+            .systems = {"tests/fixtures/models/mamba", "tests/fixtures/models/marian"},
+            .n_systems = 2,
+            .src = src,
+            .ref = ref,
+            .beam = 1,
+            .keep_hyps = 1,
+            .paired = tests[t]};
         eval_outcome out;
         if (eval_run(&req, &out) != 0) fail_msg("%s", mt_last_error());
         const eval_report *r = &out.report;
-        assert_int_equal(r->paired, t == 2 ? 0 : 1 + (t == 1 ? MT_SIG_RANDOMIZATION : MT_SIG_BOOTSTRAP));
+        assert_int_equal(r->paired,
+                         t == 2 ? 0 : 1 + (t == 1 ? MT_SIG_RANDOMIZATION : MT_SIG_BOOTSTRAP));
         assert_false(r->systems[0].sig[EVAL_BLEU].has_p);
         if (t == 2) {
             assert_false(r->systems[1].sig[EVAL_BLEU].has_p);
@@ -525,18 +551,21 @@ static void test_eval_paired_test(void **state)
                     const char *refs[1] = {out.ref.lines[i]};
                     if (k == 0) {
                         mt_bleu_stats b;
-                        assert_int_equal(mt_bleu_segment_stats(&b, out.hyps[s][i], refs, 1, &bo), 0);
+                        assert_int_equal(mt_bleu_segment_stats(&b, out.hyps[s][i], refs, 1, &bo),
+                                         0);
                         mt_sig_bleu_row(rows[s] + i * m[k].n_stats, &b);
                     } else {
                         mt_chrf_stats c;
-                        assert_int_equal(mt_chrf_segment_stats(&c, out.hyps[s][i], refs, 1, &cpp), 0);
+                        assert_int_equal(mt_chrf_segment_stats(&c, out.hyps[s][i], refs, 1, &cpp),
+                                         0);
                         mt_sig_chrf_row(rows[s] + i * m[k].n_stats, &c);
                     }
                 }
             }
             mt_sig_opts o = mt_sig_defaults(t == 1 ? MT_SIG_RANDOMIZATION : MT_SIG_BOOTSTRAP);
             mt_sig_result want[2];
-            assert_int_equal(mt_sig_paired(want, (const double *const *)rows, 2, r->segments, &m[k], &o), 0);
+            assert_int_equal(
+                mt_sig_paired(want, (const double *const *)rows, 2, r->segments, &m[k], &o), 0);
             const mt_sig_result *got = &r->systems[1].sig[which[k]];
             assert_true(got->has_p);
             assert_true(got->p == want[1].p);
@@ -547,8 +576,11 @@ static void test_eval_paired_test(void **state)
         }
         eval_outcome_free(&out);
     }
-    char *bad[] = {"-m", "tests/fixtures/models/mamba", "-m", "tests/fixtures/models/marian", "--src", src, "--ref",
-                   ref, "--paired", "t"};
+    char *bad[] = {"-m",       "tests/fixtures/models/mamba",
+                   "-m",       "tests/fixtures/models/marian",
+                   "--src",    src,
+                   "--ref",    ref,
+                   "--paired", "t"};
     expect_eval_error(w, bad, 10, "paired test 't': give bs");
 }
 
@@ -563,7 +595,11 @@ static void test_eval_comet(void **state)
     PATH(src, "src.es");
     PATH(ref, "ref.en");
     eval_request req = {.systems = {"tests/fixtures/models/mamba", "tests/fixtures/models/marian"},
-                        .n_systems = 2, .src = src, .ref = ref, .beam = 1, .keep_hyps = 1,
+                        .n_systems = 2,
+                        .src = src,
+                        .ref = ref,
+                        .beam = 1,
+                        .keep_hyps = 1,
                         .comet = COMET_MODEL};
     eval_outcome out;
     if (eval_run(&req, &out) != 0) fail_msg("%s", mt_last_error());
@@ -575,8 +611,10 @@ static void test_eval_comet(void **state)
     float *seg = calloc(n, sizeof *seg);
     double *rows[2];
     for (int s = 0; s < 2; s++) {
-        assert_int_equal(mt_comet_score(m, (const char *const *)out.src.lines, (const char *const *)out.hyps[s],
-                                        (const char *const *)out.ref.lines, n, seg), 0);
+        assert_int_equal(mt_comet_score(m, (const char *const *)out.src.lines,
+                                        (const char *const *)out.hyps[s],
+                                        (const char *const *)out.ref.lines, n, seg),
+                         0);
         double sum = 0;
         rows[s] = calloc(n * MT_SIG_COMET_STATS, sizeof(double));
         for (size_t i = 0; i < n; i++) {
@@ -590,7 +628,8 @@ static void test_eval_comet(void **state)
     mt_sig_result want[2];
     assert_int_equal(mt_sig_paired(want, (const double *const *)rows, 2, n, &sm, &o), 0);
     const mt_sig_result *got = &r->systems[1].sig[EVAL_COMET];
-    assert_true(got->has_p && got->p == want[1].p && got->mean == want[1].mean && got->ci == want[1].ci);
+    assert_true(got->has_p && got->p == want[1].p && got->mean == want[1].mean &&
+                got->ci == want[1].ci);
     assert_false(r->systems[0].sig[EVAL_COMET].has_p);
     free(rows[0]);
     free(rows[1]);
@@ -601,8 +640,13 @@ static void test_eval_comet(void **state)
     /* the command: a COMET row of 4 decimals, its p row, and the JSON */
     static char text[65536], err[4096];
     PATH(json, "eval.json");
-    char *args[] = {"-m", "tests/fixtures/models/mamba", "-m", "tests/fixtures/models/marian", "--src", src,
-                    "--ref", ref, "--beam", "1", "--comet", COMET_MODEL, "--json", json};
+    char *args[] = {"-m",      "tests/fixtures/models/mamba",
+                    "-m",      "tests/fixtures/models/marian",
+                    "--src",   src,
+                    "--ref",   ref,
+                    "--beam",  "1",
+                    "--comet", COMET_MODEL,
+                    "--json",  json};
     int rc = run_eval(w, text, sizeof text, err, sizeof err, args, 14);
     if (rc != 0) fail_msg("exit %d: %s", rc, err);
     const char *row = strstr(text, "\nCOMET ");
@@ -622,13 +666,17 @@ static void test_eval_comet(void **state)
     assert_non_null(strstr(row, cell));
     json_decref(j);
     /* without --comet: no COMET row, "comet": null */
-    char *plain[] = {"-m", "tests/fixtures/models/mamba", "--src", src, "--ref", ref, "--beam", "1", "--json", json};
+    char *plain[] = {
+        "-m", "tests/fixtures/models/mamba", "--src", src, "--ref", ref, "--beam", "1", "--json",
+        json};
     assert_int_equal(run_eval(w, text, sizeof text, err, sizeof err, plain, 10), 0);
     assert_null(strstr(text, "COMET"));
     j = json_load_file(json, 0, &jerr);
-    assert_true(json_is_null(json_object_get(json_array_get(json_object_get(j, "systems"), 0), "comet")));
+    assert_true(
+        json_is_null(json_object_get(json_array_get(json_object_get(j, "systems"), 0), "comet")));
     json_decref(j);
-    char *bad[] = {"-m", "tests/fixtures/models/mamba", "--src", src, "--ref", ref, "--comet", "/nonexistent/comet"};
+    char *bad[] = {"-m",      "tests/fixtures/models/mamba", "--src", src, "--ref", ref,
+                   "--comet", "/nonexistent/comet"};
     expect_eval_error(w, bad, 8, "/nonexistent/comet");
 }
 
@@ -643,7 +691,8 @@ int main(void)
         cmocka_unit_test(test_translator_open_errors),
         cmocka_unit_test(test_bundle_translator_streams),
         cmocka_unit_test_setup_teardown(test_eval_input_errors, setup_workdir, teardown_workdir),
-        cmocka_unit_test_setup_teardown(test_eval_apertium_table_and_json, setup_workdir, teardown_workdir),
+        cmocka_unit_test_setup_teardown(test_eval_apertium_table_and_json, setup_workdir,
+                                        teardown_workdir),
         cmocka_unit_test_setup_teardown(test_eval_target_language, setup_workdir, teardown_workdir),
         cmocka_unit_test_setup_teardown(test_eval_paired_test, setup_workdir, teardown_workdir),
         cmocka_unit_test_setup_teardown(test_eval_comet, setup_workdir, teardown_workdir),

@@ -68,7 +68,10 @@ static void test_training_inputs(void **state)
     char prefix[300];
     snprintf(prefix, sizeof prefix, "%s/spm", tmp);
     const char *inputs[] = {"tests/fixtures/tokenizer/corpus.es", fifo};
-    mt_tokenizer_train_opts o = {.inputs = inputs, .n_inputs = 2, .model_prefix = prefix, .vocab_size = 100,
+    mt_tokenizer_train_opts o = {.inputs = inputs,
+                                 .n_inputs = 2,
+                                 .model_prefix = prefix,
+                                 .vocab_size = 100,
                                  .num_threads = 1};
     assert_int_equal(mt_tokenizer_train(&o), -1);
     expect_fifo_refused(fifo);
@@ -158,9 +161,11 @@ static void test_app_readers(void **state)
     snprintf(err_log, sizeof err_log, "%s", mt_last_error());
     assert_int_equal(chdir(cwd), 0);
     assert_int_equal(rc, -1);
-    if (!strstr(err, "runs/j/job.json: a FIFO (named pipe), not a regular file")) fail_msg("%s", err);
+    if (!strstr(err, "runs/j/job.json: a FIFO (named pipe), not a regular file"))
+        fail_msg("%s", err);
     assert_int_equal(rc_log, -1);
-    if (!strstr(err_log, "runs/j/log.jsonl: a FIFO (named pipe), not a regular file")) fail_msg("%s", err_log);
+    if (!strstr(err_log, "runs/j/log.jsonl: a FIFO (named pipe), not a regular file"))
+        fail_msg("%s", err_log);
 
     /* bench ids are a text read once: a directory is refused by what it is */
     bench_ids ids;
@@ -188,10 +193,8 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_engine_readers),
-        cmocka_unit_test(test_training_inputs),
-        cmocka_unit_test(test_average_tokenizers),
-        cmocka_unit_test(test_comet_config),
+        cmocka_unit_test(test_engine_readers),     cmocka_unit_test(test_training_inputs),
+        cmocka_unit_test(test_average_tokenizers), cmocka_unit_test(test_comet_config),
         cmocka_unit_test(test_app_readers),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -34,7 +34,8 @@ static const char *path_in(char *buf, size_t len, const char *name)
 
 static void expect_error(const char *contains)
 {
-    if (!strstr(mt_last_error(), contains)) fail_msg("error '%s' lacks '%s'", mt_last_error(), contains);
+    if (!strstr(mt_last_error(), contains))
+        fail_msg("error '%s' lacks '%s'", mt_last_error(), contains);
 }
 
 static void test_kinds_refused_without_blocking(void **state)

@@ -29,22 +29,25 @@ static int load_config(mt_train_config *cfg, const char *name, const char *init,
 {
     char path[128], text[2048];
     snprintf(path, sizeof path, "%s/%s.lua", tmpdir, name);
-    snprintf(text, sizeof text,
-             "return {\n  name = \"%s\", run_dir = \"%s/%s\", init = \"%s\",\n"
-             "  train_src = \"" DATA "/train.es\", train_tgt = \"" DATA "/train.en\",\n"
-             "  valid_src = \"" DATA "/valid.es\", valid_tgt = \"" DATA "/valid.en\",\n"
-             "  max_len = 64, max_tokens = 1200, lr = 2e-3, warmup = 0, max_steps = 12, log_every = 1,\n"
-             "  valid_every = 3, valid_bleu_lines = 0, save_every = 0, seed = 3,\n%s}\n",
-             name, tmpdir, name, init, extra);
+    snprintf(
+        text, sizeof text,
+        "return {\n  name = \"%s\", run_dir = \"%s/%s\", init = \"%s\",\n"
+        "  train_src = \"" DATA "/train.es\", train_tgt = \"" DATA "/train.en\",\n"
+        "  valid_src = \"" DATA "/valid.es\", valid_tgt = \"" DATA "/valid.en\",\n"
+        "  max_len = 64, max_tokens = 1200, lr = 2e-3, warmup = 0, max_steps = 12, log_every = 1,\n"
+        "  valid_every = 3, valid_bleu_lines = 0, save_every = 0, seed = 3,\n%s}\n",
+        name, tmpdir, name, init, extra);
     test_write_text(path, text);
     return train_config_load_with(cfg, path, NULL, 0, NULL, 0);
 }
 
-static void expect_config_error(const char *name, const char *init, const char *extra, const char *needle)
+static void expect_config_error(const char *name, const char *init, const char *extra,
+                                const char *needle)
 {
     mt_train_config cfg;
     assert_int_equal(load_config(&cfg, name, init, extra), -1);
-    if (!strstr(mt_last_error(), needle)) fail_msg("expected \"%s\" in: %s", needle, mt_last_error());
+    if (!strstr(mt_last_error(), needle))
+        fail_msg("expected \"%s\" in: %s", needle, mt_last_error());
 }
 
 /* The "valid_loss" values of a run's log, in order. */
@@ -55,7 +58,8 @@ static int valid_losses(const char *run_dir, double *out, int cap)
     char *log = test_read_file(path, NULL);
     assert_non_null(log);
     int n = 0;
-    for (char *p = strstr(log, "\"valid_loss\":"); p && n < cap; p = strstr(p + 1, "\"valid_loss\":"))
+    for (char *p = strstr(log, "\"valid_loss\":"); p && n < cap;
+         p = strstr(p + 1, "\"valid_loss\":"))
         out[n++] = strtod(p + strlen("\"valid_loss\":"), NULL);
     free(log);
     return n;
@@ -93,22 +97,25 @@ static void test_init_supplies_the_model(void **state)
     assert_float_equal(back.model.norm_eps, cfg.model.norm_eps, 0);
     assert_string_equal(back.tokenizer, cfg.tokenizer);
     /* the same keys restated, as a written-back config holds them, are no contradiction */
-    assert_int_equal(load_config(&cfg, "restated", HUB,
-                                 "  model = { preset = \"mamba\", d_model = 32, n_layers = 2, vocab_size = 600,"
-                                 " prompt = \"{src}<sep>\" },\n  tokenizer = \"" HUB "/tokenizer.json\",\n"),
-                     0);
+    assert_int_equal(
+        load_config(&cfg, "restated", HUB,
+                    "  model = { preset = \"mamba\", d_model = 32, n_layers = 2, vocab_size = 600,"
+                    " prompt = \"{src}<sep>\" },\n  tokenizer = \"" HUB "/tokenizer.json\",\n"),
+        0);
     assert_int_equal(cfg.model.d_model, 32);
 }
 
 static void test_contradictions_are_named(void **state)
 {
     (void)state;
-    expect_config_error("c1", HUB, "  model = { d_model = 64 },\n", "'d_model' = 64 contradicts init");
+    expect_config_error("c1", HUB, "  model = { d_model = 64 },\n",
+                        "'d_model' = 64 contradicts init");
     expect_config_error("c2", HUB, "  model = { preset = \"transformer\" },\n",
                         "preset \"transformer\" is a transformer, but init");
     expect_config_error("c3", HUB, "  model = { prompt = \"Spanish: {src}\\nEnglish:\" },\n",
                         "'prompt' = \"Spanish: {src}\\010English:\" contradicts init");
-    expect_config_error("c4", HUB, "  tokenizer = \"" DATA "/spm.model\",\n", "'tokenizer' = \"" DATA "/spm.model\"");
+    expect_config_error("c4", HUB, "  tokenizer = \"" DATA "/spm.model\",\n",
+                        "'tokenizer' = \"" DATA "/spm.model\"");
     mt_train_config cfg;
     assert_int_equal(load_config(&cfg, "c5", HUB, "  cat_n = 2,\n"), 0);
     assert_int_equal(mt_train_config_check(&cfg), -1);
@@ -145,7 +152,8 @@ static void test_hub_checkpoint_needs_a_prompt(void **state)
     free(config);
     expect_config_error("bare1", bare, "", "has no prompt template");
     mt_train_config cfg;
-    assert_int_equal(load_config(&cfg, "bare2", bare, "  model = { prompt = \"{src}<sep>\" },\n"), 0);
+    assert_int_equal(load_config(&cfg, "bare2", bare, "  model = { prompt = \"{src}<sep>\" },\n"),
+                     0);
     assert_string_equal(cfg.model.prompt, "{src}<sep>");
     assert_int_equal(cfg.model.hf_generate, 0);
 
@@ -173,13 +181,15 @@ static void test_rows_are_the_decoding_prompt(void **state)
     assert_non_null(tok);
     const mt_model_config *mc = mt_model_get_config(m);
     mt_corpus c;
-    assert_int_equal(mt_corpus_load_prompted(&c, DATA "/valid.es", DATA "/valid.en", tok, 64, mc->prompt), 0);
+    assert_int_equal(
+        mt_corpus_load_prompted(&c, DATA "/valid.es", DATA "/valid.en", tok, 64, mc->prompt), 0);
     mt_examples ex;
     mt_examples_build(&ex, &c, 0, 0, 0.5, 64, 1, 0);
     uint32_t row = 0;
     mt_batch b;
     mt_batch_pack(&b, 0, mc, &c, &ex, &row, 1);
-    char *src = test_read_file(DATA "/valid.es", NULL), *tgt = test_read_file(DATA "/valid.en", NULL);
+    char *src = test_read_file(DATA "/valid.es", NULL),
+         *tgt = test_read_file(DATA "/valid.en", NULL);
     *strchr(src, '\n') = '\0';
     *strchr(tgt, '\n') = '\0';
     int *want_src, *want_tgt;
@@ -207,7 +217,8 @@ static void test_rows_are_the_decoding_prompt(void **state)
     mt_corpus_free(&c);
 
     /* a prompt cut to max_len keeps the template's separator at its end */
-    assert_int_equal(mt_corpus_load_prompted(&c, DATA "/valid.es", DATA "/valid.en", tok, 8, mc->prompt), 0);
+    assert_int_equal(
+        mt_corpus_load_prompted(&c, DATA "/valid.es", DATA "/valid.en", tok, 8, mc->prompt), 0);
     assert_int_equal(c.truncated, 2 * c.n);
     for (size_t i = 0; i < c.n; i++) {
         assert_int_equal(c.src_len[i], 8);
@@ -227,7 +238,8 @@ static double bundle_valid_loss(const char *dir)
     assert_non_null(tok);
     const mt_model_config *mc = mt_model_get_config(m);
     mt_corpus c;
-    assert_int_equal(mt_corpus_load_prompted(&c, DATA "/valid.es", DATA "/valid.en", tok, 64, mc->prompt), 0);
+    assert_int_equal(
+        mt_corpus_load_prompted(&c, DATA "/valid.es", DATA "/valid.en", tok, 64, mc->prompt), 0);
     mt_examples ex;
     mt_examples_build(&ex, &c, 0, 0, 0.5, 64, 1, 0);
     double sum = 0;
@@ -259,8 +271,9 @@ static void test_finetune_lowers_the_validation_loss(void **state)
     double v[16];
     int n = valid_losses(cfg.run_dir, v, 16);
     assert_int_equal(n, 4); /* steps 3, 6, 9, 12 */
-    printf("finetune: validation loss %.4f (step 3) -> %.4f (step 12); the checkpoint before: %.4f\n", v[0],
-           v[n - 1], bundle_valid_loss(HUB));
+    printf(
+        "finetune: validation loss %.4f (step 3) -> %.4f (step 12); the checkpoint before: %.4f\n",
+        v[0], v[n - 1], bundle_valid_loss(HUB));
     assert_true(v[n - 1] < v[0] - 0.05);
 
     /* the saved bundle: the Hugging Face layout of the checkpoint it came from */
@@ -303,7 +316,8 @@ static void test_finetune_lowers_the_validation_loss(void **state)
 
     /* reloaded, it gives the trainer's last validation loss */
     double again = bundle_valid_loss(dir);
-    printf("finetune: the saved bundle's validation loss %.6f (the trainer's %.6f)\n", again, v[n - 1]);
+    printf("finetune: the saved bundle's validation loss %.6f (the trainer's %.6f)\n", again,
+           v[n - 1]);
     assert_true(fabs(again - v[n - 1]) < 1e-5);
 }
 

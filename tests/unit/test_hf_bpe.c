@@ -94,7 +94,8 @@ static size_t check_ids(const char *name)
         const char *line = text.line[first + i];
         int *ids;
         size_t n;
-        if (mt_tokenizer_encode(tok, line, &ids, &n) != 0) fail_msg("line %zu: %s", first + i + 1, mt_last_error());
+        if (mt_tokenizer_encode(tok, line, &ids, &n) != 0)
+            fail_msg("line %zu: %s", first + i + 1, mt_last_error());
         char got[65536];
         size_t o = 0;
         for (size_t k = 0; k < n && o < sizeof got - 16; k++)
@@ -188,7 +189,8 @@ static void test_round_trip(void **state)
             size_t n;
             assert_int_equal(hf_bpe_encode(t, x, strlen(x), &ids, &n), 0);
             char *back = hf_bpe_decode(t, ids, n, 0);
-            if (strcmp(back, x) != 0) fail_msg("%s line %zu: \"%s\" came back as \"%s\"", NAMES[k], i + 1, x, back);
+            if (strcmp(back, x) != 0)
+                fail_msg("%s line %zu: \"%s\" came back as \"%s\"", NAMES[k], i + 1, x, back);
             free(back);
             free(ids);
             checked++;
@@ -269,15 +271,14 @@ static void test_white_space_is_onig_white_space(void **state)
 /* ---------------------------------------------------------------- refusals */
 
 /* A small valid tokenizer.json with one part replaced: "%s" marks where. */
-static const char BASE[] =
-    "{\"added_tokens\":[%s],\n"
-    " \"normalizer\":%s,\n"
-    " \"pre_tokenizer\":%s,\n"
-    " \"post_processor\":%s,\n"
-    " \"decoder\":%s,\n"
-    " \"model\":{\"type\":\"%s\",\"dropout\":%s,\"unk_token\":%s,\n"
-    "   \"vocab\":{%s},\n"
-    "   \"merges\":[%s]}}";
+static const char BASE[] = "{\"added_tokens\":[%s],\n"
+                           " \"normalizer\":%s,\n"
+                           " \"pre_tokenizer\":%s,\n"
+                           " \"post_processor\":%s,\n"
+                           " \"decoder\":%s,\n"
+                           " \"model\":{\"type\":\"%s\",\"dropout\":%s,\"unk_token\":%s,\n"
+                           "   \"vocab\":{%s},\n"
+                           "   \"merges\":[%s]}}";
 
 typedef struct {
     const char *added, *normalizer, *pre, *post, *decoder, *type, *dropout, *unk, *vocab, *merges;
@@ -287,7 +288,8 @@ static const parts GOOD = {
     "{\"id\":3,\"content\":\"<|endoftext|>\",\"special\":true,\"normalized\":false}",
     "{\"type\":\"NFC\"}",
     "{\"type\":\"ByteLevel\",\"add_prefix_space\":false}",
-    "{\"type\":\"TemplateProcessing\",\"special_tokens\":{\"<|endoftext|>\":{\"id\":\"<|endoftext|>\","
+    "{\"type\":\"TemplateProcessing\",\"special_tokens\":{\"<|endoftext|>\":{\"id\":\"<|endoftext|>"
+    "\","
     "\"ids\":[3],\"tokens\":[\"<|endoftext|>\"]}}}",
     "{\"type\":\"ByteLevel\"}",
     "BPE",
@@ -348,18 +350,20 @@ static void test_refusals_name_file_and_key(void **state)
         const char *expected;
     } cases[20];
     size_t n = 0;
-#define CASE(field, value, msg)                 \
-    do {                                        \
-        cases[n].p = GOOD;                      \
-        cases[n].p.field = value;               \
-        cases[n++].expected = msg;              \
+#define CASE(field, value, msg)    \
+    do {                           \
+        cases[n].p = GOOD;         \
+        cases[n].p.field = value;  \
+        cases[n++].expected = msg; \
     } while (0)
     CASE(type, "WordPiece", "model.type 'WordPiece' is not supported");
     CASE(dropout, "0.1", "model.dropout: BPE dropout is not supported");
     CASE(unk, "\"<unk>\"", "model.unk_token: \"<unk>\" is not in model.vocab");
     CASE(normalizer, "{\"type\":\"Lowercase\"}", "normalizer.type 'Lowercase' is not supported");
     CASE(pre, "{\"type\":\"Whitespace\"}", "pre_tokenizer.type 'Whitespace' is not supported");
-    CASE(pre, "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"ByteLevel\"},{\"type\":\"Digits\"}]}",
+    CASE(pre,
+         "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"ByteLevel\"},{\"type\":\"Digits\"}]"
+         "}",
          "pre_tokenizer.pretokenizers[1].type 'Digits' is not supported");
     CASE(pre, "{\"type\":\"Split\",\"pattern\":{\"Regex\":\"(a\"},\"behavior\":\"Isolated\"}",
          "pre_tokenizer.pattern.Regex: the regular expression does not compile");
@@ -367,15 +371,18 @@ static void test_refusals_name_file_and_key(void **state)
          "pre_tokenizer.behavior 'Contiguous' is not supported");
     CASE(decoder, "{\"type\":\"WordPiece\"}", "decoder.type 'WordPiece' is not supported");
     CASE(merges, "\"a c\"", "model.merges[0]: the token \"c\" is not in model.vocab");
-    CASE(vocab, "\"a\":0,\"b\":1,\"<|endoftext|>\":3", "model.merges[0]: the merged token \"ab\" is not in model.vocab");
+    CASE(vocab, "\"a\":0,\"b\":1,\"<|endoftext|>\":3",
+         "model.merges[0]: the merged token \"ab\" is not in model.vocab");
     CASE(vocab, "\"a\":0,\"b\":0,\"ab\":2,\"<|endoftext|>\":3", "is also the token");
-    CASE(vocab, "\"a\":0,\"b\":1,\"ab\":2,\"<|endoftext|>\":3,\"x\":5", "model.vocab: no token has id 4 (ids run 0..5)");
+    CASE(vocab, "\"a\":0,\"b\":1,\"ab\":2,\"<|endoftext|>\":3,\"x\":5",
+         "model.vocab: no token has id 4 (ids run 0..5)");
     CASE(added, "{\"id\":5,\"content\":\"<|endoftext|>\",\"special\":true}",
          "added_tokens[0].id: \"<|endoftext|>\" has id 5, but model.vocab gives it id 3");
     CASE(added, "{\"id\":0,\"content\":\"<pad>\",\"special\":true}",
          "added_tokens[0].id: id 0 of \"<pad>\" is already the token \"a\"");
-    CASE(post, "{\"type\":\"TemplateProcessing\",\"special_tokens\":{\"<|endoftext|>\":{\"ids\":[1],"
-               "\"tokens\":[\"<|endoftext|>\"]}}}",
+    CASE(post,
+         "{\"type\":\"TemplateProcessing\",\"special_tokens\":{\"<|endoftext|>\":{\"ids\":[1],"
+         "\"tokens\":[\"<|endoftext|>\"]}}}",
          "post_processor.special_tokens[\"<|endoftext|>\"].ids[0]: \"<|endoftext|>\" is id 1 here, "
          "but the vocabulary gives it 3");
     CASE(post, "{\"type\":\"BertProcessing\",\"sep\":[\"<|endoftext|>\",3],\"cls\":[\"a\",7]}",

@@ -42,7 +42,8 @@ static void test_kernels_match_reference_exactly(void **state)
     (void)state;
     const cpu_int8_kernel *ref = cpu_int8_kernel_named("ref");
     assert_non_null(ref);
-    const int Ms[] = {1, 3, 16, 17, 70}, Ns[] = {1, 5, 8, 16, 17, 33, 70}, Cs[] = {1, 7, 63, 64, 65, 130, 300};
+    const int Ms[] = {1, 3, 16, 17, 70}, Ns[] = {1, 5, 8, 16, 17, 33, 70},
+              Cs[] = {1, 7, 63, 64, 65, 130, 300};
     mt_rng rng;
     mt_rng_init(&rng, 11, 0);
     int ran = 0;
@@ -69,8 +70,10 @@ static void test_kernels_match_reference_exactly(void **state)
                         for (int m = 0; m < M; m++)
                             for (int j = 0; j < N; j++)
                                 if (got[m * ldc + j] != want[m * ldc + j])
-                                    fail_msg("%s M=%d N=%d C=%d row %d channel %d: %d, reference %d",
-                                             k->name, M, N, C, m, j, got[m * ldc + j], want[m * ldc + j]);
+                                    fail_msg(
+                                        "%s M=%d N=%d C=%d row %d channel %d: %d, reference %d",
+                                        k->name, M, N, C, m, j, got[m * ldc + j],
+                                        want[m * ldc + j]);
                         free(x), free(w), free(sum), free(want), free(got);
                     }
     }
@@ -165,7 +168,8 @@ static void test_qlinear_close_to_fp32(void **state)
         int BT = shapes[s][0], C = shapes[s][1], OC = shapes[s][2];
         float *x = malloc((size_t)BT * C * sizeof *x), *w = malloc((size_t)OC * C * sizeof *w);
         float *b = malloc((size_t)OC * sizeof *b);
-        float *want = malloc((size_t)BT * OC * sizeof *want), *got = malloc((size_t)BT * OC * sizeof *got);
+        float *want = malloc((size_t)BT * OC * sizeof *want),
+              *got = malloc((size_t)BT * OC * sizeof *got);
         for (size_t i = 0; i < (size_t)BT * C; i++) x[i] = mt_rng_uniform(&rng) - 0.5f;
         for (size_t i = 0; i < (size_t)OC * C; i++) w[i] = 0.1f * (mt_rng_uniform(&rng) - 0.5f);
         for (int i = 0; i < OC; i++) b[i] = mt_rng_uniform(&rng);
@@ -193,7 +197,8 @@ static void test_qlinear_same_with_every_kernel(void **state)
     mt_rng_init(&rng, 3, 0);
     int BT = 70, C = 130, OC = 150, row0 = 7, rows = OC + 20;
     float *x = malloc((size_t)BT * C * sizeof *x), *w = malloc((size_t)rows * C * sizeof *w);
-    float *want = malloc((size_t)BT * OC * sizeof *want), *got = malloc((size_t)BT * OC * sizeof *got);
+    float *want = malloc((size_t)BT * OC * sizeof *want),
+          *got = malloc((size_t)BT * OC * sizeof *got);
     float *b = malloc((size_t)OC * sizeof *b);
     for (size_t i = 0; i < (size_t)BT * C; i++) x[i] = (float)mt_rng_normal(&rng);
     for (size_t i = 0; i < (size_t)rows * C; i++) w[i] = (float)mt_rng_normal(&rng);
@@ -219,7 +224,8 @@ static void test_forced_kernel_must_exist(void **state)
     float w[4] = {1, 2, 3, 4};
     mt_qmatrix q;
     assert_int_equal(mt_backend_cpu()->qmatrix_make(&q, MT_QMATRIX_INT8, w, 2, 2), -1);
-    assert_non_null(strstr(mt_last_error(), "MTLAB_INT8_KERNEL=avx9000: not a kernel this CPU runs (it runs: ref"));
+    assert_non_null(strstr(mt_last_error(),
+                           "MTLAB_INT8_KERNEL=avx9000: not a kernel this CPU runs (it runs: ref"));
     unsetenv("MTLAB_INT8_KERNEL");
 }
 
@@ -228,7 +234,8 @@ static void test_qweights_find_by_address(void **state)
     (void)state;
     float block[1000] = {0};
     mt_qweights *qw = mt_qweights_new(mt_backend_cpu());
-    assert_int_equal(mt_qweights_add(qw, MT_QMATRIX_INT8, block + 500, 10, 8), 0); /* out of order on purpose */
+    assert_int_equal(mt_qweights_add(qw, MT_QMATRIX_INT8, block + 500, 10, 8),
+                     0); /* out of order on purpose */
     assert_int_equal(mt_qweights_add(qw, MT_QMATRIX_INT8, block + 4, 6, 4), 0);
     assert_int_equal(mt_qweights_add(qw, MT_QMATRIX_INT8, block + 100, 3, 16), 0);
     assert_int_equal(mt_qweights_count(qw), 3);
@@ -241,11 +248,11 @@ static void test_qweights_find_by_address(void **state)
     assert_non_null(q);
     assert_int_equal(q->rows, 10);
     assert_int_equal(row0, 3);
-    assert_null(mt_qweights_find(qw, block + 500 + 3, 8, &row0));  /* not a row start */
-    assert_null(mt_qweights_find(qw, block + 500, 4, &row0));      /* another width */
-    assert_null(mt_qweights_find(qw, block + 28, 4, &row0));       /* past its rows */
-    assert_null(mt_qweights_find(qw, block + 999, 8, &row0));      /* past everything */
-    assert_null(mt_qweights_find(qw, block, 4, &row0));            /* before everything */
+    assert_null(mt_qweights_find(qw, block + 500 + 3, 8, &row0)); /* not a row start */
+    assert_null(mt_qweights_find(qw, block + 500, 4, &row0)); /* another width */
+    assert_null(mt_qweights_find(qw, block + 28, 4, &row0)); /* past its rows */
+    assert_null(mt_qweights_find(qw, block + 999, 8, &row0)); /* past everything */
+    assert_null(mt_qweights_find(qw, block, 4, &row0)); /* before everything */
     assert_int_equal(mt_qweights_bytes(qw), (6 + 3 + 10) * (64 + 8));
     mt_qweights_free(qw);
 }
@@ -264,7 +271,8 @@ static void test_precision_names(void **state)
     assert_string_equal(mt_precision_name(p), "bf16");
     assert_int_equal(mt_runner_precision_flags("bf16"), MT_RUNNER_BF16);
     assert_int_equal(mt_runner_precision(MT_RUNNER_BF16), MT_PRECISION_BF16);
-    assert_int_equal(mt_runner_precision((unsigned)mt_runner_precision_flags("int8")), MT_PRECISION_INT8);
+    assert_int_equal(mt_runner_precision((unsigned)mt_runner_precision_flags("int8")),
+                     MT_PRECISION_INT8);
     assert_int_equal(mt_runner_precision(MT_RUNNER_STATS), MT_PRECISION_FP32);
     assert_int_equal(mt_precision_parse("INT8", &p), -1);
     assert_string_equal(mt_last_error(), "unknown precision 'INT8' (fp32, int8 or bf16)");
@@ -305,12 +313,10 @@ static mt_model *create(const char *preset, uint64_t seed)
 
 enum { B = 2, T = 9, S = 7 };
 static const int32_t ids[B * T] = {
-    17, 23, 5, 32, 9, 2, 9, 31, 33,
-    0, 0, 30, 8, 2, 35, 12, 7, 19,
+    17, 23, 5, 32, 9, 2, 9, 31, 33, 0, 0, 30, 8, 2, 35, 12, 7, 19,
 };
 static const int32_t src[B * S] = {
-    12, 7, 19, 21, 13, 1, 1,
-    30, 8, 2, 35, 1, 0, 0,
+    12, 7, 19, 21, 13, 1, 1, 30, 8, 2, 35, 1, 0, 0,
 };
 
 /* worst |a - b| over the rows' logits relative to the largest |b|, and how many positions
@@ -346,7 +352,8 @@ static void check_forward(const char *preset)
     int encdec = mt_model_is_encdec(m);
     mt_batch b = {.B = B, .T = T, .ids = ids, .S = encdec ? S : 0, .src = encdec ? src : NULL};
     size_t n = (size_t)B * T * V;
-    float *fp = malloc(n * sizeof *fp), *q8 = malloc(n * sizeof *q8), *back = malloc(n * sizeof *back);
+    float *fp = malloc(n * sizeof *fp), *q8 = malloc(n * sizeof *q8),
+          *back = malloc(n * sizeof *back);
     assert_int_equal(mt_model_forward(m, &b, fp), 0);
     assert_int_equal(mt_model_set_precision(m, MT_PRECISION_INT8), 0);
     assert_int_equal(mt_model_precision(m), MT_PRECISION_INT8);

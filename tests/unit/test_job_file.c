@@ -32,7 +32,9 @@ static void test_bad_json_is_one_line(void **state)
     assert_non_null(strstr(msg, "/job.json:"));
     if (strchr(msg, '\n')) fail_msg("the message spans lines: '%s'", msg);
     /* a good file still reads */
-    write_job(dir, "{\"name\": \"x\", \"launcher\": \"local\", \"state\": \"completed\", \"max_steps\": 7}\n");
+    write_job(
+        dir,
+        "{\"name\": \"x\", \"launcher\": \"local\", \"state\": \"completed\", \"max_steps\": 7}\n");
     assert_int_equal(job_file_read(&j, dir), 0);
     assert_string_equal(j.name, "x");
     assert_int_equal(j.max_steps, 7);
@@ -49,7 +51,8 @@ static void test_ranks_round_trip(void **state)
     char dir[128];
     snprintf(dir, sizeof dir, "/tmp/mtlab_test_job_ranks_%d", (int)getpid());
     mkdir(dir, 0700);
-    job_info j = {.launcher = JOB_SLURM, .state = JOB_PENDING, .ranks = 16, .nodes = 2, .gpus_per_node = 8};
+    job_info j = {
+        .launcher = JOB_SLURM, .state = JOB_PENDING, .ranks = 16, .nodes = 2, .gpus_per_node = 8};
     snprintf(j.name, sizeof j.name, "dp");
     snprintf(j.dir, sizeof j.dir, "%s", dir);
     assert_int_equal(job_file_write(&j), 0);
@@ -62,7 +65,9 @@ static void test_ranks_round_trip(void **state)
     assert_int_equal(job_file_read(&back, dir), 0);
     assert_int_equal(back.ranks, 1);
     assert_int_equal(back.nodes, 0);
-    write_job(dir, "{\"name\": \"x\", \"launcher\": \"local\", \"state\": \"completed\", \"ranks\": 0}\n");
+    write_job(
+        dir,
+        "{\"name\": \"x\", \"launcher\": \"local\", \"state\": \"completed\", \"ranks\": 0}\n");
     assert_int_equal(job_file_read(&back, dir), -1);
     assert_non_null(strstr(mt_last_error(), "/job.json: ranks must be >= 1"));
     char path[256];

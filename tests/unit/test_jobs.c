@@ -18,11 +18,14 @@ static void job_file(const char *name, const char *state)
     mkdir("runs", 0777);
     mkdir(dir, 0777);
     snprintf(path, sizeof path, "%s/job.json", dir);
-    snprintf(text, sizeof text,
-             "{\"name\": \"%s\", \"launcher\": \"local\", \"state\": \"%s\", \"cwd\": \"%s\", \"pid\": 0,\n"
-             " \"host\": \"h\", \"slurm_id\": \"\", \"error\": \"\", \"started_at\": 1.0, \"ended_at\": 2.0,\n"
-             " \"exit_code\": 0, \"config\": \"config.lua\", \"max_steps\": 20, \"pid_start\": \"0\"}\n",
-             name, state, tmpdir);
+    snprintf(
+        text, sizeof text,
+        "{\"name\": \"%s\", \"launcher\": \"local\", \"state\": \"%s\", \"cwd\": \"%s\", \"pid\": "
+        "0,\n"
+        " \"host\": \"h\", \"slurm_id\": \"\", \"error\": \"\", \"started_at\": 1.0, \"ended_at\": "
+        "2.0,\n"
+        " \"exit_code\": 0, \"config\": \"config.lua\", \"max_steps\": 20, \"pid_start\": \"0\"}\n",
+        name, state, tmpdir);
     test_write_text(path, text);
 }
 
@@ -30,7 +33,8 @@ static void config_file(const char *name, long max_steps)
 {
     char path[300], text[300];
     snprintf(path, sizeof path, "runs/%s/config.lua", name);
-    snprintf(text, sizeof text, "return { name = '%s', model = { preset = 'mamba-small' }, max_steps = %ld }\n", name,
+    snprintf(text, sizeof text,
+             "return { name = '%s', model = { preset = 'mamba-small' }, max_steps = %ld }\n", name,
              max_steps);
     test_write_text(path, text);
 }
@@ -137,7 +141,8 @@ static void test_resume_refusals(void **state)
     checkpoint_at("done", "checkpoint", 20);
     assert_int_equal(job_load(&j, "done"), 0);
     assert_int_equal(job_resume(&j), -1);
-    expect_error("done is complete: its checkpoint is at step 20 of max_steps 20, nothing to resume");
+    expect_error(
+        "done is complete: its checkpoint is at step 20 of max_steps 20, nothing to resume");
     job_file("done-old", "failed");
     config_file("done-old", 20);
     checkpoint_at("done-old", "checkpoint.old", 20);
@@ -153,7 +158,8 @@ static void test_resume_refusals(void **state)
     assert_int_equal(job_load(&j, "busy"), 0);
     assert_int_equal(job_resume(&j), -1);
     char want[128];
-    snprintf(want, sizeof want, "run runs/busy is already being trained by pid %ld", (long)getpid());
+    snprintf(want, sizeof want, "run runs/busy is already being trained by pid %ld",
+             (long)getpid());
     expect_error(want);
     mt_run_unlock(fd);
     test_remove_tree("runs");
@@ -209,14 +215,16 @@ static void test_dead_rank_named(void **state)
     };
     for (size_t i = 0; i < sizeof logs / sizeof logs[0]; i++) {
         job_file("dp", "running");
-        test_write_text("runs/dp/job.json", "{\"name\": \"dp\", \"launcher\": \"local\", \"state\": \"running\", "
-                                            "\"pid\": 0, \"pid_start\": \"0\", \"ranks\": 2, \"max_steps\": 20}\n");
+        test_write_text("runs/dp/job.json",
+                        "{\"name\": \"dp\", \"launcher\": \"local\", \"state\": \"running\", "
+                        "\"pid\": 0, \"pid_start\": \"0\", \"ranks\": 2, \"max_steps\": 20}\n");
         test_write_text("runs/dp/train.log", logs[i][0]);
         job_info j;
         assert_int_equal(job_load(&j, "dp"), 0);
         assert_int_equal(j.state, JOB_FAILED);
         assert_int_equal(j.ranks, 2);
-        if (!strstr(j.error, logs[i][1])) fail_msg("log %zu: expected '%s' in: %s", i, logs[i][1], j.error);
+        if (!strstr(j.error, logs[i][1]))
+            fail_msg("log %zu: expected '%s' in: %s", i, logs[i][1], j.error);
         assert_null(strstr(j.error, "-----"));
         test_remove_tree("runs");
     }
@@ -229,10 +237,12 @@ static void test_ranks_options_refused(void **state)
         job_start_opts o;
         const char *error;
     } cases[] = {
-        {{.launcher = JOB_LOCAL, .nodes = 2}, "--nodes, --gpus-per-node and --tasks are for --launcher slurm"},
+        {{.launcher = JOB_LOCAL, .nodes = 2},
+         "--nodes, --gpus-per-node and --tasks are for --launcher slurm"},
         {{.launcher = JOB_LOCAL, .tasks = 2}, "are for --launcher slurm (local: --procs N)"},
         {{.launcher = JOB_SLURM, .procs = 2}, "--procs is for --launcher local"},
-        {{.launcher = JOB_SLURM, .tasks = 4, .gpus_per_node = 2}, "--tasks and --gpus-per-node both say"},
+        {{.launcher = JOB_SLURM, .tasks = 4, .gpus_per_node = 2},
+         "--tasks and --gpus-per-node both say"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         job_info j;
@@ -245,7 +255,8 @@ static void test_ranks_options_refused(void **state)
 static int setup(void **state)
 {
     (void)state;
-    if (!getcwd(home, sizeof home) || test_make_tmpdir(tmpdir, sizeof tmpdir, "jobs") != 0) return -1;
+    if (!getcwd(home, sizeof home) || test_make_tmpdir(tmpdir, sizeof tmpdir, "jobs") != 0)
+        return -1;
     return chdir(tmpdir);
 }
 

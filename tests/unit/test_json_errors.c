@@ -12,7 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* An invalid escape followed by a newline: jansson quotes both ("invalid escape near '"x\<LF>'"). */
+/* An invalid escape followed by a newline: jansson quotes both ("invalid escape near '"x\<LF>'").
+ */
 static const char bad_json[] = "{\"format\": \"x\\\ny\"}\n";
 
 static char tmp[256];
@@ -21,7 +22,8 @@ static void assert_one_line(const char *what, const char *want)
 {
     const char *e = mt_last_error();
     if (!strstr(e, want)) fail_msg("%s: expected '%s' in: %s", what, want, e);
-    if (strchr(e, '\n') || strchr(e, '\r')) fail_msg("%s: a control character in the message: %s", what, e);
+    if (strchr(e, '\n') || strchr(e, '\r'))
+        fail_msg("%s: a control character in the message: %s", what, e);
     assert_non_null(strstr(e, "invalid escape near"));
 }
 

@@ -31,7 +31,8 @@ static double *to_double(const float *x, size_t n)
 static double forward_error(const float *a, const double *b, size_t n)
 {
     double diff = 0.0, scale = 1e-30;
-    for (size_t i = 0; i < n; i++) diff = fmax(diff, fabs(a[i] - b[i])), scale = fmax(scale, fabs(b[i]));
+    for (size_t i = 0; i < n; i++)
+        diff = fmax(diff, fabs(a[i] - b[i])), scale = fmax(scale, fabs(b[i]));
     return diff / scale;
 }
 
@@ -88,20 +89,31 @@ static void test_linear_grad(void **state)
     size_t N = 6;
     int C = 7, OC = 5;
     float *x = gc_random(N * C, &rng, 1.0f), *w = gc_random((size_t)OC * C, &rng, 0.5f);
-    float *b = gc_random(OC, &rng, 0.5f), *out = calloc(N * OC, 4), *r = gc_random(N * OC, &rng, 1.0f);
+    float *b = gc_random(OC, &rng, 0.5f), *out = calloc(N * OC, 4),
+          *r = gc_random(N * OC, &rng, 1.0f);
     float *dx = calloc(N * C, 4), *dw = calloc((size_t)OC * C, 4), *db = calloc(OC, 4);
     /* gradients accumulate: pre-load 1 and take it off afterwards */
     for (size_t i = 0; i < N * C; i++) dx[i] = 1.0f;
     mt_linear_forward(be, out, x, w, b, N, C, OC);
     mt_linear_backward(be, &(mt_weight_grads){dx, dw, db}, r, x, w, N, C, OC);
     for (size_t i = 0; i < N * C; i++) dx[i] -= 1.0f;
-    linear_ref m = {N, C, OC, to_double(x, N * C), to_double(w, (size_t)OC * C), to_double(b, OC),
-                    calloc(N * OC, 8), to_double(r, N * OC)};
+    linear_ref m = {N,
+                    C,
+                    OC,
+                    to_double(x, N * C),
+                    to_double(w, (size_t)OC * C),
+                    to_double(b, OC),
+                    calloc(N * OC, 8),
+                    to_double(r, N * OC)};
     linear_ref_loss(&m);
     assert_true(forward_error(out, m.out, N * OC) < 1e-5);
-    assert_true(gc_report("layers", "linear dx", gc_rel_error(m.x, N * C, dx, linear_ref_loss, &m, SAMPLES), BOUND));
-    assert_true(gc_report("layers", "linear dweight", gc_rel_error(m.w, (size_t)OC * C, dw, linear_ref_loss, &m, SAMPLES), BOUND));
-    assert_true(gc_report("layers", "linear dbias", gc_rel_error(m.b, OC, db, linear_ref_loss, &m, SAMPLES), BOUND));
+    assert_true(gc_report("layers", "linear dx",
+                          gc_rel_error(m.x, N * C, dx, linear_ref_loss, &m, SAMPLES), BOUND));
+    assert_true(gc_report("layers", "linear dweight",
+                          gc_rel_error(m.w, (size_t)OC * C, dw, linear_ref_loss, &m, SAMPLES),
+                          BOUND));
+    assert_true(gc_report("layers", "linear dbias",
+                          gc_rel_error(m.b, OC, db, linear_ref_loss, &m, SAMPLES), BOUND));
     /* the checker itself: one element of a gradient off by 1% must fail the bound */
     dw[4] *= 1.01f;
     double rel = gc_rel_error(m.w, (size_t)OC * C, dw, linear_ref_loss, &m, SAMPLES);
@@ -124,7 +136,8 @@ static double embed_ref_loss(void *p)
 {
     embed_ref *m = p;
     for (size_t i = 0; i < m->N; i++)
-        for (int c = 0; c < m->C; c++) m->h[i * m->C + c] = m->scale * m->table[(size_t)m->ids[i] * m->C + c];
+        for (int c = 0; c < m->C; c++)
+            m->h[i * m->C + c] = m->scale * m->table[(size_t)m->ids[i] * m->C + c];
     linear_d(m->logits, m->h, m->table, m->bias, m->N, m->C, m->V);
     return project_d(m->logits, m->r, m->N * m->V);
 }
@@ -143,12 +156,22 @@ static void test_embedding_tied_grad(void **state)
     mt_tied_logits_forward(be, logits, h, table, bias, N, C, V);
     mt_tied_logits_backward(be, &(mt_weight_grads){dh, dtable, dbias}, r, h, table, N, C, V);
     mt_embedding_backward(be, dtable, dh, ids, N, C, 2.0f);
-    embed_ref m = {N, C, V, ids, 2.0, to_double(table, V * C), to_double(bias, V), calloc(N * C, 8),
-                   calloc(N * V, 8), to_double(r, N * V)};
+    embed_ref m = {N,
+                   C,
+                   V,
+                   ids,
+                   2.0,
+                   to_double(table, V * C),
+                   to_double(bias, V),
+                   calloc(N * C, 8),
+                   calloc(N * V, 8),
+                   to_double(r, N * V)};
     embed_ref_loss(&m);
     assert_true(forward_error(logits, m.logits, N * V) < 1e-5);
-    assert_true(gc_report("layers", "embedding+tied dtable", gc_rel_error(m.table, V * C, dtable, embed_ref_loss, &m, 64), BOUND));
-    assert_true(gc_report("layers", "tied logits dbias", gc_rel_error(m.bias, V, dbias, embed_ref_loss, &m, 64), BOUND));
+    assert_true(gc_report("layers", "embedding+tied dtable",
+                          gc_rel_error(m.table, V * C, dtable, embed_ref_loss, &m, 64), BOUND));
+    assert_true(gc_report("layers", "tied logits dbias",
+                          gc_rel_error(m.bias, V, dbias, embed_ref_loss, &m, 64), BOUND));
     free(table), free(bias), free(h), free(logits), free(r), free(dtable), free(dbias), free(dh);
     free(m.table), free(m.bias), free(m.h), free(m.logits), free(m.r);
 }
@@ -168,7 +191,8 @@ static double norm_ref_loss(void *p)
         const double *x = m->x + i * m->C;
         double mean = 0.0, var = 0.0;
         for (int c = 0; c < m->C; c++) mean += x[c] / m->C;
-        for (int c = 0; c < m->C; c++) var += m->rms ? x[c] * x[c] / m->C : (x[c] - mean) * (x[c] - mean) / m->C;
+        for (int c = 0; c < m->C; c++)
+            var += m->rms ? x[c] * x[c] / m->C : (x[c] - mean) * (x[c] - mean) / m->C;
         for (int c = 0; c < m->C; c++) {
             double n = (m->rms ? x[c] : x[c] - mean) / sqrt(var + 1e-5);
             m->out[i * m->C + c] = m->affine ? n * m->w[c] + (m->rms ? 0.0 : m->b[c]) : n;
@@ -182,8 +206,10 @@ static void norm_check(int rms, int affine, const char *name)
     mt_rng rng;
     mt_rng_init(&rng, 3, (uint64_t)(rms * 2 + affine));
     enum { N = 5, C = 12 };
-    float *x = gc_random(N * C, &rng, 2.0f), *w = gc_random(C, &rng, 1.0f), *b = gc_random(C, &rng, 1.0f);
-    float *out = calloc(N * C, 4), *mean = calloc(N, 4), *rstd = calloc(N, 4), *r = gc_random(N * C, &rng, 1.0f);
+    float *x = gc_random(N * C, &rng, 2.0f), *w = gc_random(C, &rng, 1.0f),
+          *b = gc_random(C, &rng, 1.0f);
+    float *out = calloc(N * C, 4), *mean = calloc(N, 4), *rstd = calloc(N, 4),
+          *r = gc_random(N * C, &rng, 1.0f);
     float *dx = calloc(N * C, 4), *dw = calloc(C, 4), *db = calloc(C, 4);
     const float *wp = affine ? w : NULL;
     if (rms) {
@@ -196,22 +222,33 @@ static void norm_check(int rms, int affine, const char *name)
         mt_layernorm_backward(be, &(mt_weight_grads){dx, affine ? dw : NULL, affine ? db : NULL}, r,
                               x, wp, mean, rstd, &(mt_norm_call){.BT = N, .C = C});
     }
-    norm_ref m = {N, C, rms, affine, to_double(x, N * C), to_double(w, C), to_double(b, C),
-                  calloc(N * C, 8), to_double(r, N * C)};
+    norm_ref m = {N,
+                  C,
+                  rms,
+                  affine,
+                  to_double(x, N * C),
+                  to_double(w, C),
+                  to_double(b, C),
+                  calloc(N * C, 8),
+                  to_double(r, N * C)};
     norm_ref_loss(&m);
     assert_true(forward_error(out, m.out, N * C) < 1e-5);
     char label[64];
     snprintf(label, sizeof label, "%s dx", name);
-    assert_true(gc_report("layers", label, gc_rel_error(m.x, N * C, dx, norm_ref_loss, &m, 60), BOUND));
+    assert_true(
+        gc_report("layers", label, gc_rel_error(m.x, N * C, dx, norm_ref_loss, &m, 60), BOUND));
     if (affine) {
         snprintf(label, sizeof label, "%s dweight", name);
-        assert_true(gc_report("layers", label, gc_rel_error(m.w, C, dw, norm_ref_loss, &m, 60), BOUND));
+        assert_true(
+            gc_report("layers", label, gc_rel_error(m.w, C, dw, norm_ref_loss, &m, 60), BOUND));
         if (!rms) {
             snprintf(label, sizeof label, "%s dbias", name);
-            assert_true(gc_report("layers", label, gc_rel_error(m.b, C, db, norm_ref_loss, &m, 60), BOUND));
+            assert_true(
+                gc_report("layers", label, gc_rel_error(m.b, C, db, norm_ref_loss, &m, 60), BOUND));
         }
     }
-    free(x), free(w), free(b), free(out), free(mean), free(rstd), free(r), free(dx), free(dw), free(db);
+    free(x), free(w), free(b), free(out), free(mean), free(rstd), free(r), free(dx), free(dw),
+        free(db);
     free(m.x), free(m.w), free(m.b), free(m.out), free(m.r);
 }
 
@@ -235,7 +272,8 @@ static double drop_ref_loss(void *p)
 {
     drop_ref *m = p;
     for (size_t i = 0; i < m->n; i++) {
-        int keep = mt_philox_uniform(m->drop.seed, (uint32_t)i, m->drop.site, m->drop.step) >= m->drop.p;
+        int keep =
+            mt_philox_uniform(m->drop.seed, (uint32_t)i, m->drop.site, m->drop.step) >= m->drop.p;
         m->out[i] = keep ? m->x[i] / (1.0 - m->drop.p) : 0.0;
     }
     return project_d(m->out, m->r, m->n);
@@ -248,7 +286,8 @@ static void test_dropout_grad(void **state)
     mt_rng_init(&rng, 4, 0);
     enum { N = 200 };
     mt_dropout drop = {.p = 0.3f, .seed = 99, .step = 7, .site = 3};
-    float *x = gc_random(N, &rng, 1.0f), *out = calloc(N, 4), *r = gc_random(N, &rng, 1.0f), *dx = calloc(N, 4);
+    float *x = gc_random(N, &rng, 1.0f), *out = calloc(N, 4), *r = gc_random(N, &rng, 1.0f),
+          *dx = calloc(N, 4);
     mt_dropout_forward(be, out, x, N, &drop);
     mt_dropout_backward(be, dx, r, N, &drop);
     int dropped = 0;
@@ -257,7 +296,8 @@ static void test_dropout_grad(void **state)
     drop_ref m = {N, drop, to_double(x, N), calloc(N, 8), to_double(r, N)};
     drop_ref_loss(&m);
     assert_true(forward_error(out, m.out, N) < 1e-6);
-    assert_true(gc_report("layers", "dropout dx", gc_rel_error(m.x, N, dx, drop_ref_loss, &m, N), BOUND));
+    assert_true(
+        gc_report("layers", "dropout dx", gc_rel_error(m.x, N, dx, drop_ref_loss, &m, N), BOUND));
     /* p = 0 is the identity both ways */
     mt_dropout off = {0};
     mt_dropout_forward(be, out, x, N, &off);
@@ -277,7 +317,7 @@ typedef struct {
     double *pd, *x, *out, *r, *h1, *h2;
 } mlp_ref;
 
-#define DREF(ptr) ((ptr) ? m->pd + ((ptr) - m->fbase) : NULL)
+#define DREF(ptr) ((ptr) ? m->pd + ((ptr)-m->fbase) : NULL)
 
 /* FFN: fc2(act(fc1 x)) ; gated: down(value(x) * SiLU(gate(x))) */
 static double mlp_ref_loss(void *p)
@@ -311,7 +351,11 @@ static void mlp_check(const mt_ffn_config *fcfg, const mt_gated_mlp_config *gcfg
     float *x = gc_random(N * C, &rng, 1.0f), *params = gc_random(np, &rng, 0.4f);
     float *acts = calloc(na, 4), *dacts = calloc(na, 4), *grads = calloc(np, 4);
     float *out = calloc(N * C, 4), *r = gc_random(N * C, &rng, 1.0f), *dx = calloc(N * C, 4);
-    mlp_ref m = {.N = N, .C = C, .F = F, .gated = gcfg != NULL, .act = fcfg ? fcfg->act : MT_ACT_SILU,
+    mlp_ref m = {.N = N,
+                 .C = C,
+                 .F = F,
+                 .gated = gcfg != NULL,
+                 .act = fcfg ? fcfg->act : MT_ACT_SILU,
                  .fbase = params};
     if (gcfg) {
         mt_gated_mlp_params g;
@@ -340,12 +384,15 @@ static void mlp_check(const mt_ffn_config *fcfg, const mt_gated_mlp_config *gcfg
     assert_true(forward_error(out, m.out, N * C) < 1e-5);
     char label[80];
     snprintf(label, sizeof label, "%s dx", name);
-    assert_true(gc_report("layers", label, gc_rel_error(m.x, N * C, dx, mlp_ref_loss, &m, SAMPLES), BOUND));
+    assert_true(
+        gc_report("layers", label, gc_rel_error(m.x, N * C, dx, mlp_ref_loss, &m, SAMPLES), BOUND));
     size_t off = 0;
     for (int t = 0; t < nt; t++) {
         size_t n = mt_tensor_numel(&specs[t]);
         snprintf(label, sizeof label, "%s %s", name, specs[t].name);
-        assert_true(gc_report("layers", label, gc_rel_error(m.pd + off, n, grads + off, mlp_ref_loss, &m, SAMPLES), BOUND));
+        assert_true(gc_report("layers", label,
+                              gc_rel_error(m.pd + off, n, grads + off, mlp_ref_loss, &m, SAMPLES),
+                              BOUND));
         off += n;
     }
     free(x), free(params), free(acts), free(dacts), free(grads), free(out), free(r), free(dx);
@@ -437,8 +484,8 @@ static void test_cross_entropy(void **state)
         float eps = smooth ? 0.1f : 0.0f;
         float *logits = gc_random(N * V, &rng, 3.0f), *losses = calloc(N, 4), *lse = calloc(N, 4);
         float *dlogits = calloc(N * V, 4);
-        double total = mt_cross_entropy_forward(
-            be, losses, lse, logits, targets, &(mt_loss_call){.BT = N, .V = V, .smoothing = eps});
+        double total = mt_cross_entropy_forward(be, losses, lse, logits, targets,
+                                                &(mt_loss_call){.BT = N, .V = V, .smoothing = eps});
         mt_cross_entropy_backward(be, dlogits, logits, lse, targets,
                                   &(mt_loss_call){N, V, 0, eps, 1.0f});
         ce_ref m = {N, V, eps, targets, to_double(logits, N * V)};
@@ -466,7 +513,7 @@ static void test_sinusoid_marian_layout(void **state)
             assert_float_equal(table[p * C + i], sin(angle), 1e-7);
             assert_float_equal(table[p * C + C / 2 + i], cos(angle), 1e-7);
         }
-    assert_float_equal(table[0 * C + 3], 1.0f, 0.0f);       /* cos(0) */
+    assert_float_equal(table[0 * C + 3], 1.0f, 0.0f); /* cos(0) */
     assert_float_equal(table[1 * C + 0], 0.84147098f, 1e-7); /* sin(1) */
     float out[2 * 3 * C] = {0};
     mt_positions_add(be, out, table, 2, 3, C, 2);
@@ -479,7 +526,7 @@ static void test_rope_inv_freq(void **state)
     float f[4];
     mt_rope_inv_freq(f, 8, 10000.0f, MT_ROPE_LLAMA);
     assert_float_equal(f[0], 1.0f, 0.0f);
-    assert_float_equal(f[1], 0.1f, 1e-8);   /* 10000^(-2/8) */
+    assert_float_equal(f[1], 0.1f, 1e-8); /* 10000^(-2/8) */
     assert_float_equal(f[3], 1e-3f, 1e-10); /* 10000^(-6/8) */
     mt_rope_inv_freq(f, 8, 10000.0f, MT_ROPE_RETNET);
     assert_float_equal(f[3], 1e-4f, 1e-11); /* linspace(0, 1) ends at 10000^-1 */

@@ -20,17 +20,18 @@ static int setup(void **state)
 typedef struct {
     mt_attn_config cfg;
     int B, Tq, Tk, self;
-    const uint8_t *mask;     /* (B, Tk) or NULL */
-    const float *inv_freq;   /* host copy of cfg.rope_inv_freq */
-    const float *fbase;      /* float parameter block */
-    mt_attn_params fp;       /* pointers into fbase: offsets into pd */
+    const uint8_t *mask; /* (B, Tk) or NULL */
+    const float *inv_freq; /* host copy of cfg.rope_inv_freq */
+    const float *fbase; /* float parameter block */
+    mt_attn_params fp; /* pointers into fbase: offsets into pd */
     double *pd, *xq, *xkv, *r, *out;
 } attn_ref;
 
 #define OFF(field) (m->fp.field ? m->pd + (m->fp.field - m->fbase) : NULL)
 
 /* y (rows, out) = x (rows, in) W^T + b */
-static void linear_d(double *y, const double *x, const double *W, const double *b, int rows, int in, int out)
+static void linear_d(double *y, const double *x, const double *W, const double *b, int rows, int in,
+                     int out)
 {
     for (int i = 0; i < rows; i++)
         for (int o = 0; o < out; o++) {
@@ -65,7 +66,8 @@ static void attn_ref_forward(attn_ref *m)
     int kvC = m->cfg.kv_C ? m->cfg.kv_C : C, q0 = Tk - Tq;
     const double *xkv = m->self ? m->xq : m->xkv;
     double *q = calloc((size_t)B * Tq * C, 8), *k = calloc((size_t)B * Tk * C, 8);
-    double *v = calloc((size_t)B * Tk * C, 8), *ctx = calloc((size_t)B * Tq * C, 8), *p = calloc(Tk, 8);
+    double *v = calloc((size_t)B * Tk * C, 8), *ctx = calloc((size_t)B * Tq * C, 8),
+           *p = calloc(Tk, 8);
     linear_d(q, m->xq, OFF(q_w), OFF(q_b), B * Tq, C, C);
     linear_d(k, xkv, OFF(k_w), OFF(k_b), B * Tk, kvC, C);
     linear_d(v, xkv, OFF(v_w), OFF(v_b), B * Tk, kvC, C);
@@ -80,14 +82,17 @@ static void attn_ref_forward(attn_ref *m)
                               !(m->cfg.causal && m->cfg.window && j < pos - m->cfg.window);
                     double s = 0.0;
                     for (int e = 0; e < Dh; e++)
-                        s += q[((size_t)b * Tq + i) * C + h * Dh + e] * k[((size_t)b * Tk + j) * C + h * Dh + e];
+                        s += q[((size_t)b * Tq + i) * C + h * Dh + e] *
+                             k[((size_t)b * Tk + j) * C + h * Dh + e];
                     p[j] = vis ? s / sqrt((double)Dh) : -INFINITY;
                     mx = fmax(mx, p[j]);
                 }
-                for (int j = 0; j < Tk; j++) p[j] = mx == -INFINITY ? 0.0 : exp(p[j] - mx), z += p[j];
+                for (int j = 0; j < Tk; j++)
+                    p[j] = mx == -INFINITY ? 0.0 : exp(p[j] - mx), z += p[j];
                 for (int e = 0; e < Dh; e++) {
                     double acc = 0.0;
-                    for (int j = 0; j < Tk; j++) acc += (z > 0 ? p[j] / z : 0.0) * v[((size_t)b * Tk + j) * C + h * Dh + e];
+                    for (int j = 0; j < Tk; j++)
+                        acc += (z > 0 ? p[j] / z : 0.0) * v[((size_t)b * Tk + j) * C + h * Dh + e];
                     ctx[((size_t)b * Tq + i) * C + h * Dh + e] = acc;
                 }
             }
@@ -124,7 +129,8 @@ static void attention_grad_case(const attn_setup *s)
     int B = s->B, Tq = s->Tq, Tk = s->Tk, C = cfg.C, kvC = cfg.kv_C ? cfg.kv_C : C;
     float inv_freq[16];
     if (cfg.rope_dim) {
-        mt_rope_inv_freq(inv_freq, cfg.rope_dim, 10000.0f, cfg.rope_interleaved ? MT_ROPE_RETNET : MT_ROPE_LLAMA);
+        mt_rope_inv_freq(inv_freq, cfg.rope_dim, 10000.0f,
+                         cfg.rope_interleaved ? MT_ROPE_RETNET : MT_ROPE_LLAMA);
         cfg.rope_inv_freq = inv_freq; /* the CPU backend reads host memory */
     }
     uint8_t *mask = NULL;
@@ -154,21 +160,35 @@ static void attention_grad_case(const attn_setup *s)
     mt_attn_call call = {.cfg = &cfg, .B = B, .Tq = Tq, .Tk = Tk, .key_mask = mask};
     mt_attention_forward(be, out, &a, xq, xkv, &p, &call);
     mt_attention_backward(be, &(mt_attn_grads){dxq, dxkv, &g, &da}, r, &a, xq, xkv, &p, &call);
-    attn_ref m = {.cfg = cfg, .B = B, .Tq = Tq, .Tk = Tk, .self = s->self, .mask = mask,
-                  .inv_freq = inv_freq, .fbase = params, .fp = p, .pd = to_double(params, np),
-                  .xq = to_double(xq, nq), .xkv = s->self ? NULL : to_double(xkv, nkv),
-                  .r = to_double(r, nq), .out = calloc(nq, 8)};
+    attn_ref m = {.cfg = cfg,
+                  .B = B,
+                  .Tq = Tq,
+                  .Tk = Tk,
+                  .self = s->self,
+                  .mask = mask,
+                  .inv_freq = inv_freq,
+                  .fbase = params,
+                  .fp = p,
+                  .pd = to_double(params, np),
+                  .xq = to_double(xq, nq),
+                  .xkv = s->self ? NULL : to_double(xkv, nkv),
+                  .r = to_double(r, nq),
+                  .out = calloc(nq, 8)};
     attn_ref_forward(&m);
     double diff = 0.0, scale = 0.0;
-    for (size_t i = 0; i < nq; i++) diff = fmax(diff, fabs(out[i] - m.out[i])), scale = fmax(scale, fabs(m.out[i]));
-    printf("attention %-24s forward vs double reference %.1e (bound 1e-5 relative)\n", s->name, diff / scale);
+    for (size_t i = 0; i < nq; i++)
+        diff = fmax(diff, fabs(out[i] - m.out[i])), scale = fmax(scale, fabs(m.out[i]));
+    printf("attention %-24s forward vs double reference %.1e (bound 1e-5 relative)\n", s->name,
+           diff / scale);
     assert_true(diff <= 1e-5 * scale);
     char label[96];
     snprintf(label, sizeof label, "%s dxq", s->name);
-    assert_true(gc_report("attention", label, gc_rel_error(m.xq, nq, dxq, attn_ref_loss, &m, 48), 1e-5));
+    assert_true(
+        gc_report("attention", label, gc_rel_error(m.xq, nq, dxq, attn_ref_loss, &m, 48), 1e-5));
     if (!s->self) {
         snprintf(label, sizeof label, "%s dxkv", s->name);
-        assert_true(gc_report("attention", label, gc_rel_error(m.xkv, nkv, dxkv, attn_ref_loss, &m, 48), 1e-5));
+        assert_true(gc_report("attention", label,
+                              gc_rel_error(m.xkv, nkv, dxkv, attn_ref_loss, &m, 48), 1e-5));
     }
     size_t off = 0;
     for (int t = 0; t < nt; t++) {
@@ -179,16 +199,20 @@ static void attention_grad_case(const attn_setup *s)
              * true gradient is 0 and a relative error means nothing */
             double mx = 0.0;
             for (size_t i = 0; i < n; i++) mx = fmax(mx, fabs(grads[off + i]));
-            printf("attention: %-37s max |gradient| %.1e (exactly 0 in exact arithmetic; bound 1e-6)\n", label, mx);
+            printf("attention: %-37s max |gradient| %.1e (exactly 0 in exact arithmetic; bound "
+                   "1e-6)\n",
+                   label, mx);
             assert_true(mx < 1e-6);
             off += n;
             continue;
         }
         assert_true(gc_report("attention", label,
-                              gc_rel_error(m.pd + off, n, grads + off, attn_ref_loss, &m, 32), 1e-5));
+                              gc_rel_error(m.pd + off, n, grads + off, attn_ref_loss, &m, 32),
+                              1e-5));
         off += n;
     }
-    free(mask), free(params), free(grads), free(acts), free(dacts), free(xq), free(dxq), free(out), free(r);
+    free(mask), free(params), free(grads), free(acts), free(dacts), free(xq), free(dxq), free(out),
+        free(r);
     if (!s->self) free(xkv), free(dxkv), free(m.xkv);
     free(m.pd), free(m.xq), free(m.r), free(m.out);
 }
@@ -199,7 +223,13 @@ static void test_attention_grads(void **state)
     const attn_setup cases[] = {
         {"bidirectional+pad+bias", {.C = 8, .H = 2, .bias = 1}, 3, 5, 5, 1, 1},
         {"causal+rotary", {.C = 8, .H = 2, .causal = 1, .rope_dim = 4}, 2, 6, 6, 1, 0},
-        {"window 2+pad+interleaved", {.C = 12, .H = 3, .causal = 1, .window = 2, .rope_dim = 4, .rope_interleaved = 1}, 2, 7, 7, 1, 2},
+        {"window 2+pad+interleaved",
+         {.C = 12, .H = 3, .causal = 1, .window = 2, .rope_dim = 4, .rope_interleaved = 1},
+         2,
+         7,
+         7,
+         1,
+         2},
         {"cross kv_C 6+pad+bias", {.C = 8, .H = 2, .kv_C = 6, .bias = 1}, 2, 4, 6, 0, 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) attention_grad_case(&cases[i]);
@@ -213,7 +243,8 @@ static void decode_case(int window)
     enum { B = 2, T = 7, PRE = 3, TMAX = 9 };
     float inv_freq[2];
     mt_rope_inv_freq(inv_freq, 4, 10000.0f, MT_ROPE_LLAMA);
-    mt_attn_config cfg = {.C = 8, .H = 2, .causal = 1, .window = window, .rope_dim = 4, .rope_inv_freq = inv_freq};
+    mt_attn_config cfg = {
+        .C = 8, .H = 2, .causal = 1, .window = window, .rope_dim = 4, .rope_inv_freq = inv_freq};
     int C = cfg.C;
     mt_rng rng;
     mt_rng_init(&rng, 41, (uint64_t)window);
@@ -230,25 +261,33 @@ static void decode_case(int window)
     mt_attn_acts a;
     mt_attention_acts_point(&a, acts, &cfg, B, T, T);
     float *full = calloc((size_t)B * T * C, 4);
-    mt_attention_forward(be, full, &a, x, x, &p,
-                         &(mt_attn_call){.cfg = &cfg, .B = B, .Tq = T, .Tk = T, .key_mask = mask_full});
+    mt_attention_forward(
+        be, full, &a, x, x, &p,
+        &(mt_attn_call){.cfg = &cfg, .B = B, .Tq = T, .Tk = T, .key_mask = mask_full});
     float *cache_block = calloc(mt_kv_cache_count(&cfg, B, TMAX), 4);
     mt_kv_cache cache;
-    assert_ptr_equal(mt_kv_cache_point(&cache, cache_block, &cfg, B, TMAX), cache_block + mt_kv_cache_count(&cfg, B, TMAX));
+    assert_ptr_equal(mt_kv_cache_point(&cache, cache_block, &cfg, B, TMAX),
+                     cache_block + mt_kv_cache_count(&cfg, B, TMAX));
     float *xs = calloc((size_t)B * PRE * C, 4), *ys = calloc((size_t)B * PRE * C, 4);
     double worst = 0.0, scale = 0.0;
     for (int i = 0; i < B * T * C; i++) scale = fmax(scale, fabs(full[i]));
     for (int t0 = 0; t0 < T; t0 += (t0 == 0 ? PRE : 1)) {
         int n = t0 == 0 ? PRE : 1;
-        for (int b = 0; b < B; b++) memcpy(xs + (size_t)b * n * C, x + ((size_t)b * T + t0) * C, (size_t)n * C * 4);
+        for (int b = 0; b < B; b++)
+            memcpy(xs + (size_t)b * n * C, x + ((size_t)b * T + t0) * C, (size_t)n * C * 4);
         mt_attention_acts_point(&a, acts, &cfg, B, n, TMAX);
-        assert_int_equal(mt_attention_decode(be, ys, &a, xs, &cache, &p, &(mt_attn_call){.cfg = &cfg, .B = B, .Tq = n, .key_mask = mask_cache}), 0);
+        assert_int_equal(mt_attention_decode(
+                             be, ys, &a, xs, &cache, &p,
+                             &(mt_attn_call){.cfg = &cfg, .B = B, .Tq = n, .key_mask = mask_cache}),
+                         0);
         for (int b = 0; b < B; b++)
             for (int i = 0; i < n * C; i++)
-                worst = fmax(worst, fabs(ys[(size_t)b * n * C + i] - full[((size_t)b * T + t0) * C + i]));
+                worst = fmax(worst,
+                             fabs(ys[(size_t)b * n * C + i] - full[((size_t)b * T + t0) * C + i]));
     }
     assert_int_equal(cache.len, T);
-    printf("attention: KV-cache decode (window %d) vs full forward, max error %.1e of scale %.2f (bound 1e-6 relative)\n",
+    printf("attention: KV-cache decode (window %d) vs full forward, max error %.1e of scale %.2f "
+           "(bound 1e-6 relative)\n",
            window, worst, scale);
     assert_true(worst <= 1e-6 * scale);
     /* 2 more fit, the third does not */
@@ -281,7 +320,8 @@ static void test_cross_decode_and_reorder(void **state)
     float *params = gc_random(mt_attention_params_count(&cfg), &rng, 0.5f);
     mt_attn_params p;
     mt_attention_params_point(&p, params, &cfg);
-    float *x = gc_random((size_t)B * TQ * C, &rng, 1.0f), *mem = gc_random((size_t)B * S * 6, &rng, 1.0f);
+    float *x = gc_random((size_t)B * TQ * C, &rng, 1.0f),
+          *mem = gc_random((size_t)B * S * 6, &rng, 1.0f);
     uint8_t mem_mask[B * S];
     for (int i = 0; i < B * S; i++) mem_mask[i] = (i % S) < S - (i / S); /* right padding */
     float *acts = calloc(mt_attention_acts_count(&cfg, B, TQ, TMAX), 4);
@@ -298,8 +338,11 @@ static void test_cross_decode_and_reorder(void **state)
     mt_attention_acts_point(&a, acts, &cfg, B, TQ, TMAX);
     mt_attention_cross_decode(be, dec, &a, x, &cache, &p, &call);
     double worst = 0.0, scale = 0.0;
-    for (int i = 0; i < B * TQ * C; i++) worst = fmax(worst, fabs(dec[i] - full[i])), scale = fmax(scale, fabs(full[i]));
-    printf("attention: cross decode from the cache vs cross forward, max error %.1e of scale %.2f (bound 1e-6 relative)\n", worst, scale);
+    for (int i = 0; i < B * TQ * C; i++)
+        worst = fmax(worst, fabs(dec[i] - full[i])), scale = fmax(scale, fabs(full[i]));
+    printf("attention: cross decode from the cache vs cross forward, max error %.1e of scale %.2f "
+           "(bound 1e-6 relative)\n",
+           worst, scale);
     assert_true(worst <= 1e-6 * scale);
     int32_t beams[B] = {2, 2, 0};
     mt_kv_cache_reorder(be, &moved, &cache, beams, B, &cfg);

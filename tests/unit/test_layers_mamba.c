@@ -1,6 +1,7 @@
 /* The Mamba v1 mixer: tensor table, forward against a double-precision reference and every
- * gradient against that reference's finite differences (with a padding mask and dropout on), exactness of left padding, the recurrent single step against the
- * parallel forward, and the initialisation statistics of docs/models.md §3.3. */
+ * gradient against that reference's finite differences (with a padding mask and dropout on),
+ * exactness of left padding, the recurrent single step against the parallel forward, and the
+ * initialisation statistics of docs/models.md §3.3. */
 #include "test_util.h"
 #include "grad_check.h"
 #include "math/philox.h"
@@ -15,7 +16,8 @@ static int setup(void **state)
     return 0;
 }
 
-static const mt_mamba_config small_cfg = {.d_model = 8, .d_inner = 16, .d_state = 4, .d_conv = 4, .dt_rank = 2};
+static const mt_mamba_config small_cfg = {
+    .d_model = 8, .d_inner = 16, .d_state = 4, .d_conv = 4, .dt_rank = 2};
 
 /* parameters drawn on the gradient-check grid, around the values training starts from */
 static float *mamba_random_params(const mt_mamba_config *cfg, mt_mamba_params *p, uint64_t seed)
@@ -44,7 +46,8 @@ static void test_mamba_tensor_table(void **state)
     mt_tensor_spec specs[9];
     assert_int_equal(mt_mamba_tensors(&cfg, specs), 9);
     const char *hf[9] = {"in_proj.weight", "conv1d.weight", "conv1d.bias", "x_proj.weight",
-                         "dt_proj.weight", "dt_proj.bias", "A_log", "D", "out_proj.weight"};
+                         "dt_proj.weight", "dt_proj.bias",  "A_log",       "D",
+                         "out_proj.weight"};
     for (int i = 0; i < 9; i++) assert_string_equal(specs[i].name, hf[i]);
     assert_int_equal(specs[0].shape[0], 3072);
     assert_int_equal(specs[1].ndim, 3);
@@ -63,13 +66,16 @@ static void test_mamba_tensor_table(void **state)
     free(mask);
     /* the ssm-mt model: d_model 610 -> 2.395M parameters per block (docs/models.md §3.2) */
     mt_mamba_config_default(&cfg, 610);
-    printf("mamba: d_model 610 block has %zu parameters (+ 610 for its RMSNorm)\n", mt_mamba_params_count(&cfg));
+    printf("mamba: d_model 610 block has %zu parameters (+ 610 for its RMSNorm)\n",
+           mt_mamba_params_count(&cfg));
     assert_true(llabs((long long)mt_mamba_params_count(&cfg) + 610 - 2395000) < 2000);
     mt_mamba_acts a;
     float *base = (float *)64;
-    assert_ptr_equal(mt_mamba_acts_point(&a, base, &cfg, 2, 3), base + mt_mamba_acts_count(&cfg, 2, 3));
+    assert_ptr_equal(mt_mamba_acts_point(&a, base, &cfg, 2, 3),
+                     base + mt_mamba_acts_count(&cfg, 2, 3));
     mt_mamba_state st;
-    assert_ptr_equal(mt_mamba_state_point(&st, base, &cfg, 2), base + mt_mamba_state_count(&cfg, 2));
+    assert_ptr_equal(mt_mamba_state_point(&st, base, &cfg, 2),
+                     base + mt_mamba_state_count(&cfg, 2));
 }
 
 /* ---------------------------------------------------------------- gradients */
@@ -81,10 +87,10 @@ typedef struct {
     int B, T;
     const uint8_t *mask;
     mt_dropout drop;
-    const float *fbase;  /* the float parameter block */
-    mt_mamba_params fp;  /* pointers into fbase: give the offsets into pd */
+    const float *fbase; /* the float parameter block */
+    mt_mamba_params fp; /* pointers into fbase: give the offsets into pd */
     double *pd, *hd, *r; /* double parameters, input, projection weights */
-    double *out;         /* (B, T, C) */
+    double *out; /* (B, T, C) */
 } mamba_ref;
 
 #define REF(field) (m->pd + (m->fp.field - m->fbase))
@@ -117,7 +123,8 @@ static void mamba_ref_forward(mamba_ref *m)
             for (int d = 0; d < Di; d++) {
                 double acc = cb[d];
                 for (int k = 0; k < K; k++)
-                    if (t - K + 1 + k >= 0) acc += cw[d * K + k] * x[((size_t)b * T + t - K + 1 + k) * Di + d];
+                    if (t - K + 1 + k >= 0)
+                        acc += cw[d * K + k] * x[((size_t)b * T + t - K + 1 + k) * Di + d];
                 size_t i = (size_t)b * T + t;
                 u[i * Di + d] = (!m->mask || m->mask[i]) ? silu_d(acc) : 0.0;
             }
@@ -130,7 +137,9 @@ static void mamba_ref_forward(mamba_ref *m)
             for (int j = 0; j < R + 2 * S; j++) {
                 double acc = 0.0;
                 for (int d = 0; d < Di; d++) acc += W_x[(size_t)j * Di + d] * ui[d];
-                if (j < R) dtl[j] = acc; else if (j < R + S) Bt[j - R] = acc; else Ct[j - R - S] = acc;
+                if (j < R) dtl[j] = acc;
+                else if (j < R + S) Bt[j - R] = acc;
+                else Ct[j - R - S] = acc;
             }
             for (int d = 0; d < Di; d++) {
                 double dt = b_dt[d];
@@ -147,8 +156,9 @@ static void mamba_ref_forward(mamba_ref *m)
                 double o = 0.0;
                 for (int d = 0; d < Di; d++) o += W_out[(size_t)c * Di + d] * yg[d];
                 size_t e = i * C + c;
-                int keep = m->drop.p <= 0.0f ||
-                           mt_philox_uniform(m->drop.seed, (uint32_t)e, m->drop.site, m->drop.step) >= m->drop.p;
+                int keep =
+                    m->drop.p <= 0.0f || mt_philox_uniform(m->drop.seed, (uint32_t)e, m->drop.site,
+                                                           m->drop.step) >= m->drop.p;
                 m->out[e] = keep ? o / (1.0 - (m->drop.p > 0.0f ? m->drop.p : 0.0f)) : 0.0;
             }
         }
@@ -186,7 +196,8 @@ static void test_mamba_grad(void **state)
     mt_mamba_params p, g;
     mt_mamba_acts a, da;
     float *params = mamba_random_params(cfg, &p, 31);
-    float *acts = calloc(na, 4), *dacts = calloc(na, 4), *grads = calloc(np, 4), *dh = calloc(nh, 4);
+    float *acts = calloc(na, 4), *dacts = calloc(na, 4), *grads = calloc(np, 4),
+          *dh = calloc(nh, 4);
     mt_mamba_acts_point(&a, acts, cfg, B, T);
     mt_mamba_acts_point(&da, dacts, cfg, B, T);
     mt_mamba_params_point(&g, grads, cfg);
@@ -195,14 +206,26 @@ static void test_mamba_grad(void **state)
     mt_mamba_forward(be, out, &a, h, &p, &call);
     mt_mamba_backward(be, &(mt_mamba_grads){dh, &g, &da}, r, &a, h, &p, &call);
     /* pads get no gradient: they never influence a real token or themselves */
-    for (int k = 0; k < 2 * cfg->d_model; k++) assert_true(dh[(size_t)T * cfg->d_model + k] == 0.0f);
-    mamba_ref m = {.cfg = *cfg, .B = B, .T = T, .mask = mask, .drop = drop, .fbase = params, .fp = p,
-                   .pd = to_double(params, np), .hd = to_double(h, nh), .r = to_double(r, nh),
+    for (int k = 0; k < 2 * cfg->d_model; k++)
+        assert_true(dh[(size_t)T * cfg->d_model + k] == 0.0f);
+    mamba_ref m = {.cfg = *cfg,
+                   .B = B,
+                   .T = T,
+                   .mask = mask,
+                   .drop = drop,
+                   .fbase = params,
+                   .fp = p,
+                   .pd = to_double(params, np),
+                   .hd = to_double(h, nh),
+                   .r = to_double(r, nh),
                    .out = calloc(nh, 8)};
     mamba_ref_forward(&m);
     double diff = 0.0, scale = 0.0;
-    for (size_t i = 0; i < nh; i++) diff = fmax(diff, fabs(out[i] - m.out[i])), scale = fmax(scale, fabs(m.out[i]));
-    printf("mamba: forward vs double reference, max error %.2e of output scale %.2f (bound 1e-5 relative)\n", diff, scale);
+    for (size_t i = 0; i < nh; i++)
+        diff = fmax(diff, fabs(out[i] - m.out[i])), scale = fmax(scale, fabs(m.out[i]));
+    printf("mamba: forward vs double reference, max error %.2e of output scale %.2f (bound 1e-5 "
+           "relative)\n",
+           diff, scale);
     assert_true(diff <= 1e-5 * scale);
     assert_true(gc_report("mamba", "dh", gc_rel_error(m.hd, nh, dh, mamba_ref_loss, &m, 60), 1e-5));
     mt_tensor_spec specs[9];
@@ -211,7 +234,8 @@ static void test_mamba_grad(void **state)
     for (int t = 0; t < 9; t++) {
         size_t n = mt_tensor_numel(&specs[t]);
         assert_true(gc_report("mamba", specs[t].name,
-                              gc_rel_error(m.pd + off, n, grads + off, mamba_ref_loss, &m, 40), 1e-5));
+                              gc_rel_error(m.pd + off, n, grads + off, mamba_ref_loss, &m, 40),
+                              1e-5));
         off += n;
     }
     free(params), free(acts), free(dacts), free(grads), free(dh), free(h), free(out), free(r);
@@ -233,11 +257,13 @@ static double left_padding_case(const mt_backend *b_end, float pad_value, float 
     mt_rng_init(&rng, 32, 1);
     float *h2 = gc_random((size_t)2 * T * C, &rng, 1.0f); /* row 0: 8 real tokens */
     for (int k = 0; k < PADS * C; k++) h2[T * C + k] = pad_value; /* garbage under the pads */
-    float *h1 = h2 + (size_t)(T + PADS) * C;                      /* the unpadded tokens */
+    float *h1 = h2 + (size_t)(T + PADS) * C; /* the unpadded tokens */
     uint8_t mask[2 * T];
     for (int t = 0; t < 2 * T; t++) mask[t] = !(t >= T && t < T + PADS);
-    float *acts2 = calloc(mt_mamba_acts_count(cfg, 2, T), 4), *acts1 = calloc(mt_mamba_acts_count(cfg, 1, REAL), 4);
-    float *st2 = calloc(mt_mamba_state_count(cfg, 2), 4), *st1 = calloc(mt_mamba_state_count(cfg, 1), 4);
+    float *acts2 = calloc(mt_mamba_acts_count(cfg, 2, T), 4),
+          *acts1 = calloc(mt_mamba_acts_count(cfg, 1, REAL), 4);
+    float *st2 = calloc(mt_mamba_state_count(cfg, 2), 4),
+          *st1 = calloc(mt_mamba_state_count(cfg, 1), 4);
     mt_mamba_acts a2, a1;
     mt_mamba_state s2, s1;
     mt_mamba_acts_point(&a2, acts2, cfg, 2, T), mt_mamba_acts_point(&a1, acts1, cfg, 1, REAL);
@@ -251,8 +277,10 @@ static double left_padding_case(const mt_backend *b_end, float pad_value, float 
     for (int t = 0; t < PADS; t++)
         for (int d = 0; d < Di; d++) assert_true(a2.y[((size_t)T + t) * Di + d] == 0.0f);
     double diff = 0.0, scale = 1e-30;
-    const float *o2 = out2 + (size_t)(T + PADS) * C, *h2s = s2.ssm + (size_t)Di * S, *c2 = s2.conv + (size_t)Di * K;
-    for (int i = 0; i < REAL * C; i++) diff = fmax(diff, fabs(o2[i] - out1[i])), scale = fmax(scale, fabs(out1[i]));
+    const float *o2 = out2 + (size_t)(T + PADS) * C, *h2s = s2.ssm + (size_t)Di * S,
+                *c2 = s2.conv + (size_t)Di * K;
+    for (int i = 0; i < REAL * C; i++)
+        diff = fmax(diff, fabs(o2[i] - out1[i])), scale = fmax(scale, fabs(out1[i]));
     for (int i = 0; i < Di * S; i++) diff = fmax(diff, fabs(h2s[i] - s1.ssm[i]));
     for (int i = 0; i < Di * K; i++) diff = fmax(diff, fabs(c2[i] - s1.conv[i]));
     free(params), free(h2), free(acts2), free(acts1), free(st2), free(st1), free(out1);
@@ -266,15 +294,20 @@ static void test_mamba_left_padding_exact(void **state)
     float *out_a = calloc(n, 4), *out_b = calloc(n, 4);
     /* naive backend: every row is computed by the same loops, so padded == unpadded bitwise */
     double naive_diff = left_padding_case(mt_backend_cpu_naive(), 100.0f, out_a);
-    printf("mamba: left padding, naive backend: real tokens and states differ from the unpadded run by %.1e (bound 0: exact)\n", naive_diff);
+    printf("mamba: left padding, naive backend: real tokens and states differ from the unpadded "
+           "run by %.1e (bound 0: exact)\n",
+           naive_diff);
     assert_true(naive_diff == 0.0);
     /* cpu backend: whatever sits under the pads, the real tokens are bitwise the same ... */
     double cpu_diff = left_padding_case(mt_backend_cpu(), 100.0f, out_a);
     left_padding_case(mt_backend_cpu(), -7.5f, out_b);
-    assert_memory_equal(out_a + 11 * small_cfg.d_model, out_b + 11 * small_cfg.d_model, 5 * small_cfg.d_model * 4);
+    assert_memory_equal(out_a + 11 * small_cfg.d_model, out_b + 11 * small_cfg.d_model,
+                        5 * small_cfg.d_model * 4);
     /* ... and equal to the unpadded run up to OpenBLAS rounding, which depends on a matrix's
      * row count (16 rows vs 5) */
-    printf("mamba: left padding, cpu backend: pad content never reaches real tokens (bitwise); vs the unpadded run %.1e (bound 1e-6 relative)\n", cpu_diff);
+    printf("mamba: left padding, cpu backend: pad content never reaches real tokens (bitwise); vs "
+           "the unpadded run %.1e (bound 1e-6 relative)\n",
+           cpu_diff);
     assert_true(cpu_diff < 1e-6);
     free(out_a), free(out_b);
 }
@@ -292,15 +325,18 @@ static void step_matches_parallel(const mt_mamba_config *cfg)
     mt_rng rng;
     mt_rng_init(&rng, 33, 1);
     float *h = gc_random((size_t)B * T * C, &rng, 1.0f);
-    float *acts = calloc(mt_mamba_acts_count(cfg, B, T), 4), *st = calloc(mt_mamba_state_count(cfg, B), 4);
+    float *acts = calloc(mt_mamba_acts_count(cfg, B, T), 4),
+          *st = calloc(mt_mamba_state_count(cfg, B), 4);
     float *full = calloc((size_t)B * T * C, 4), *pre_out = calloc((size_t)B * PRE * C, 4);
-    float *h_pre = calloc((size_t)B * PRE * C, 4), *x = calloc((size_t)B * C, 4), *y = calloc((size_t)B * C, 4);
+    float *h_pre = calloc((size_t)B * PRE * C, 4), *x = calloc((size_t)B * C, 4),
+          *y = calloc((size_t)B * C, 4);
     mt_mamba_acts a;
     mt_mamba_state s;
     mt_mamba_acts_point(&a, acts, cfg, B, T);
     mt_mamba_state_point(&s, st, cfg, B);
     mt_mamba_forward(be, full, &a, h, &p, &(mt_mamba_call){.cfg = cfg, .B = B, .T = T});
-    for (int b = 0; b < B; b++) memcpy(h_pre + (size_t)b * PRE * C, h + (size_t)b * T * C, (size_t)PRE * C * 4);
+    for (int b = 0; b < B; b++)
+        memcpy(h_pre + (size_t)b * PRE * C, h + (size_t)b * T * C, (size_t)PRE * C * 4);
     mt_mamba_acts_point(&a, acts, cfg, B, PRE);
     mt_mamba_forward(be, pre_out, &a, h_pre, &p,
                      &(mt_mamba_call){.cfg = cfg, .B = B, .T = PRE, .state = &s});
@@ -308,16 +344,19 @@ static void step_matches_parallel(const mt_mamba_config *cfg)
     double worst = 0.0, scale = 0.0;
     for (int i = 0; i < B * T * C; i++) scale = fmax(scale, fabs(full[i]));
     for (int t = PRE; t < T; t++) {
-        for (int b = 0; b < B; b++) memcpy(x + (size_t)b * C, h + ((size_t)b * T + t) * C, (size_t)C * 4);
+        for (int b = 0; b < B; b++)
+            memcpy(x + (size_t)b * C, h + ((size_t)b * T + t) * C, (size_t)C * 4);
         mt_mamba_step(be, y, &a, x, &p, cfg, &s, B);
         for (int b = 0; b < B; b++)
             for (int k = 0; k < C; k++)
                 worst = fmax(worst, fabs(y[b * C + k] - full[((size_t)b * T + t) * C + k]));
     }
-    printf("mamba: recurrent step vs parallel forward, max error %.2e of output scale %.2f (bound 1e-5 relative)\n",
+    printf("mamba: recurrent step vs parallel forward, max error %.2e of output scale %.2f (bound "
+           "1e-5 relative)\n",
            worst, scale);
     assert_true(worst <= 1e-5 * scale);
-    free(params), free(h), free(acts), free(st), free(full), free(pre_out), free(h_pre), free(x), free(y);
+    free(params), free(h), free(acts), free(st), free(full), free(pre_out), free(h_pre), free(x),
+        free(y);
 }
 
 static void test_mamba_step_matches_parallel(void **state)
@@ -344,9 +383,11 @@ static void test_mamba_step_matches_parallel(void **state)
 static void uniform_stats(const char *name, const float *w, size_t n, double bound)
 {
     double mx = 0.0, sum = 0.0, sum2 = 0.0;
-    for (size_t i = 0; i < n; i++) mx = fmax(mx, fabs(w[i])), sum += w[i], sum2 += (double)w[i] * w[i];
+    for (size_t i = 0; i < n; i++)
+        mx = fmax(mx, fabs(w[i])), sum += w[i], sum2 += (double)w[i] * w[i];
     double mean = sum / n, var = sum2 / n - mean * mean, want = bound * bound / 3.0;
-    printf("mamba init: %-16s max |w| %.4f (bound %.4f), variance %.3e (U: %.3e), n %zu\n", name, mx, bound, var, want, n);
+    printf("mamba init: %-16s max |w| %.4f (bound %.4f), variance %.3e (U: %.3e), n %zu\n", name,
+           mx, bound, var, want, n);
     assert_true(mx <= bound && mx > 0.98 * bound);
     assert_true(fabs(var / want - 1.0) < 0.05);
     assert_true(fabs(mean) < 0.02 * bound);
@@ -375,8 +416,9 @@ static void test_mamba_init_statistics(void **state)
         double dt = log1p(exp((double)p.dt_proj_b[d]));
         lo = fmin(lo, dt), hi = fmax(hi, dt), mean_log += log(dt) / Di;
     }
-    printf("mamba init: softplus(dt_proj.bias) in [%.5f, %.5f], mean log %.3f (log-uniform: %.3f)\n",
-           lo, hi, mean_log, 0.5 * (log(1e-3) + log(0.1)));
+    printf(
+        "mamba init: softplus(dt_proj.bias) in [%.5f, %.5f], mean log %.3f (log-uniform: %.3f)\n",
+        lo, hi, mean_log, 0.5 * (log(1e-3) + log(0.1)));
     assert_true(lo >= 1e-3 * (1 - 1e-5) && hi <= 0.1 * (1 + 1e-5));
     assert_true(fabs(mean_log - 0.5 * (log(1e-3) + log(0.1))) < 0.25); /* sd of the mean ~ 0.06 */
     assert_float_equal(mt_inv_softplus(0.01f), log(expm1(0.01)), 1e-6);

@@ -95,9 +95,12 @@ static void test_long_line_memory_is_bounded(void **state)
     size_t chars;
     char *input = write_long_line(&chars);
     assert_true(chars > 19000 && chars <= 20000);
-    static const struct { const char *name; int limited; } models[] = {
-        {"transformer-small", 1}, {"transformer++-small", 0}, {"retnet-small", 0},
-        {"mamba-small", 0},       {"mamba-mha-small", 0},     {"mamba-local-small", 0},
+    static const struct {
+        const char *name;
+        int limited;
+    } models[] = {
+        {"transformer-small", 1},  {"transformer++-small", 0}, {"retnet-small", 0},
+        {"mamba-small", 0},        {"mamba-mha-small", 0},     {"mamba-local-small", 0},
         {"mamba-encdec-small", 0},
     };
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
@@ -105,8 +108,8 @@ static void test_long_line_memory_is_bounded(void **state)
         char err[2048];
         int rc = translate_child(models[i].name, input, &kb, err, sizeof err);
         printf("%-20s a %zu-character line, --beam 1 --max-len %s: exit %d, peak RSS %ld MiB "
-               "(bound %ld)\n", models[i].name, chars, MAX_NEW, rc, kb / 1024,
-               RSS_BOUND_KB / 1024);
+               "(bound %ld)\n",
+               models[i].name, chars, MAX_NEW, rc, kb / 1024, RSS_BOUND_KB / 1024);
         if (models[i].limited) {
             if (rc != 1 || !strstr(err, "exceeds the model's 1024 positions"))
                 fail_msg("%s: exit %d, stderr: %s", models[i].name, rc, err);

@@ -44,9 +44,10 @@ static reference *load_reference(void)
     r->file = test_read_file(FIX "/reference.txt", NULL);
     assert_non_null(r->file);
     char *line = r->file;
-    assert_int_equal(sscanf(line, "# vocab %d max_new %d logits_prompts %d", &r->V, &r->max_new,
-                            &r->n_logits), 3);
-    for (line = strchr(line, '\n') + 1; *line; ) {
+    assert_int_equal(
+        sscanf(line, "# vocab %d max_new %d logits_prompts %d", &r->V, &r->max_new, &r->n_logits),
+        3);
+    for (line = strchr(line, '\n') + 1; *line;) {
         char *nl = strchr(line, '\n');
         assert_non_null(nl);
         *nl = '\0';
@@ -146,15 +147,21 @@ static void check_dir(const char *dir)
         mt_decode_result res;
         for (int i = 0; i < r->n; i++) {
             if (mt_decode(m, &src[i], &r->n_ids[i], 1, &o, &res)) fail_msg("%s", mt_last_error());
-            if (beam == 1) assert_same_ids(r->greedy[i], r->n_greedy[i], &res.hyps[0], cfg->eos_id, "greedy", i);
+            if (beam == 1)
+                assert_same_ids(r->greedy[i], r->n_greedy[i], &res.hyps[0], cfg->eos_id, "greedy",
+                                i);
             else assert_same_ids(r->beam[i], r->n_beam[i], &res.hyps[0], cfg->eos_id, "beam 5", i);
             mt_decode_result_free(&res);
         }
         /* batched, left padded, the same */
         if (mt_decode(m, src, r->n_ids, r->n, &o, &res)) fail_msg("%s", mt_last_error());
         for (int i = 0; i < r->n; i++) {
-            if (beam == 1) assert_same_ids(r->greedy[i], r->n_greedy[i], &res.hyps[i], cfg->eos_id, "batched greedy", i);
-            else assert_same_ids(r->beam[i], r->n_beam[i], &res.hyps[i], cfg->eos_id, "batched beam 5", i);
+            if (beam == 1)
+                assert_same_ids(r->greedy[i], r->n_greedy[i], &res.hyps[i], cfg->eos_id,
+                                "batched greedy", i);
+            else
+                assert_same_ids(r->beam[i], r->n_beam[i], &res.hyps[i], cfg->eos_id,
+                                "batched beam 5", i);
         }
         mt_decode_result_free(&res);
     }
@@ -167,7 +174,8 @@ static void check_dir(const char *dir)
     mt_decode_result res;
     assert_int_equal(mt_translate(m, run->tok, (const char *const *)r->text, 3, 0, &o, &res), 0);
     for (int i = 0; i < 3; i++) {
-        int n = r->n_greedy[i] - (r->n_greedy[i] && r->greedy[i][r->n_greedy[i] - 1] == cfg->eos_id);
+        int n =
+            r->n_greedy[i] - (r->n_greedy[i] && r->greedy[i][r->n_greedy[i] - 1] == cfg->eos_id);
         int *ids = malloc((size_t)(n + 1) * sizeof *ids);
         for (int t = 0; t < n; t++) ids[t] = r->greedy[i][t];
         char *text = mt_tokenizer_decode(run->tok, ids, (size_t)n);
@@ -281,7 +289,8 @@ static void test_save_round_trip(void **state)
     assert_string_equal(mt_model_get_config(again->model)->prompt, "{src}<sep>");
     size_t n = mt_model_param_block_size(run->model);
     assert_int_equal(mt_model_param_block_size(again->model), n);
-    assert_memory_equal(mt_model_params(run->model), mt_model_params(again->model), n * sizeof(float));
+    assert_memory_equal(mt_model_params(run->model), mt_model_params(again->model),
+                        n * sizeof(float));
     mt_runner_close(again);
     mt_runner_close(run);
     test_remove_tree(dir);
@@ -337,10 +346,12 @@ static void test_special_ids(void **state)
 {
     (void)state;
     /* id 40 is a letter in tokenizer.json, not a special token */
-    expect_open_error("\"eos_token_id\": 0", "\"eos_token_id\": 40",
-                      (const char *const[]){"config.json", "eos_token_id", "40", "tokenizer.json", NULL});
-    expect_open_error("\"pad_token_id\": 0", "\"pad_token_id\": 599",
-                      (const char *const[]){"config.json", "pad_token_id", "599", "tokenizer.json", NULL});
+    expect_open_error(
+        "\"eos_token_id\": 0", "\"eos_token_id\": 40",
+        (const char *const[]){"config.json", "eos_token_id", "40", "tokenizer.json", NULL});
+    expect_open_error(
+        "\"pad_token_id\": 0", "\"pad_token_id\": 599",
+        (const char *const[]){"config.json", "pad_token_id", "599", "tokenizer.json", NULL});
     /* a vocabulary the weights do not have */
     expect_open_error("\"vocab_size\": 600", "\"vocab_size\": 1000",
                       (const char *const[]){"model.safetensors", "backbone.embeddings.weight",
@@ -370,12 +381,9 @@ static void test_other_tokenizer(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_safetensors),
-        cmocka_unit_test(test_pytorch_bin),
-        cmocka_unit_test(test_bias_variant),
-        cmocka_unit_test(test_save_round_trip),
-        cmocka_unit_test(test_special_ids),
-        cmocka_unit_test(test_other_tokenizer),
+        cmocka_unit_test(test_safetensors),  cmocka_unit_test(test_pytorch_bin),
+        cmocka_unit_test(test_bias_variant), cmocka_unit_test(test_save_round_trip),
+        cmocka_unit_test(test_special_ids),  cmocka_unit_test(test_other_tokenizer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

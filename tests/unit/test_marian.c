@@ -22,9 +22,9 @@
 #define N_LINES 20
 #define MAX_IDS 64
 
-static const char *const MEMBERS[] = {"config.json", "model.safetensors", "pytorch_model.bin",
-                                      "source.spm", "target.spm", "vocab.json",
-                                      "tokenizer_config.json", NULL};
+static const char *const MEMBERS[] = {
+    "config.json", "model.safetensors", "pytorch_model.bin",     "source.spm",
+    "target.spm",  "vocab.json",        "tokenizer_config.json", NULL};
 
 /* Copy the checkpoint into a fresh directory, leaving out the member `skip` (NULL: none). */
 static void copy_checkpoint(char *dir, size_t len, const char *skip)
@@ -140,7 +140,7 @@ static void test_tokenizer_matches_marian_tokenizer(void **state)
         code += n && !strcmp(mt_tokenizer_id_to_piece(tok, ids[0]), ">>en<<");
         free(ids);
     }
-    assert_true(unk > 0);  /* a piece vocab.json lacks */
+    assert_true(unk > 0); /* a piece vocab.json lacks */
     assert_int_equal(code, 1); /* the language code, one token */
 
     int n_greedy[N_LINES], n_text;
@@ -170,8 +170,11 @@ static void check_logits(const char *dir, const char *ref_name)
     const mt_st_tensor *src = mt_st_find(ref, "src_ids"), *tgt = mt_st_find(ref, "tgt_ids"),
                        *want = mt_st_find(ref, "logits");
     assert_true(src && tgt && want);
-    mt_batch b = {.B = (int)tgt->shape[0], .T = (int)tgt->shape[1], .ids = (const int32_t *)tgt->data,
-                  .S = (int)src->shape[1], .src = (const int32_t *)src->data};
+    mt_batch b = {.B = (int)tgt->shape[0],
+                  .T = (int)tgt->shape[1],
+                  .ids = (const int32_t *)tgt->data,
+                  .S = (int)src->shape[1],
+                  .src = (const int32_t *)src->data};
     float *got = malloc(want->nbytes);
     assert_int_equal(mt_model_forward(m, &b, got), 0);
     float diff = max_abs_diff(got, (const float *)want->data, want->numel);
@@ -194,8 +197,8 @@ static int lines_as_generate(const char *dir, int beam, const char *expected, in
     /* the sources beside the expected ids ("beam5.ids", "sep/beam5.ids") */
     char source_ids[64];
     const char *slash = strrchr(expected, '/');
-    snprintf(source_ids, sizeof source_ids, "%.*ssource.ids", slash ? (int)(slash - expected + 1) : 0,
-             expected);
+    snprintf(source_ids, sizeof source_ids, "%.*ssource.ids",
+             slash ? (int)(slash - expected + 1) : 0, expected);
     assert_int_equal(read_ids(source_ids, src, n_src), N_LINES);
     assert_int_equal(read_ids(expected, want, n_want), N_LINES);
     mt_decode_opts o;
@@ -271,7 +274,8 @@ static void test_translate_text(void **state)
     o.beam = 1;
     o.max_new_tokens = MAX_NEW;
     mt_decode_result res;
-    assert_int_equal(mt_translate(r->model, r->tok, (const char *const *)src, n_src, 0, &o, &res), 0);
+    assert_int_equal(mt_translate(r->model, r->tok, (const char *const *)src, n_src, 0, &o, &res),
+                     0);
     for (int i = 0; i < n_src; i++) assert_string_equal(res.hyps[i].text, text[i]);
     mt_decode_result_free(&res);
     free_lines(src);
@@ -308,8 +312,9 @@ static void test_errors_name_the_file_and_key(void **state)
     /* an eos_token_id that is not vocab.json's </s> */
     copy_checkpoint(dir, sizeof dir, NULL);
     patch(dir, "config.json", "\"eos_token_id\": 0", "\"eos_token_id\": 1");
-    expect_open_error(dir, "config.json: eos_token_id 1 is '<unk>'", "vocab.json, whose end of "
-                                                                      "sentence is '</s>' (id 0)");
+    expect_open_error(dir, "config.json: eos_token_id 1 is '<unk>'",
+                      "vocab.json, whose end of "
+                      "sentence is '</s>' (id 0)");
     test_remove_tree(dir);
 
     /* a pad_token_id that is not <pad> (and bad_words_ids and decoder start to match) */
@@ -368,7 +373,8 @@ static void write_generation_config(const char *dir, const char *keys)
     snprintf(path, sizeof path, "%s/generation_config.json", dir);
     snprintf(text, sizeof text,
              "{%s\"bad_words_ids\": [[615]], \"decoder_start_token_id\": 615, "
-             "\"eos_token_id\": 0, \"forced_eos_token_id\": 0, \"pad_token_id\": 615}\n", keys);
+             "\"eos_token_id\": 0, \"forced_eos_token_id\": 0, \"pad_token_id\": 615}\n",
+             keys);
     test_write_text(path, text);
 }
 
@@ -493,9 +499,9 @@ static void test_separate_vocabularies_saved(void **state)
 
 static void copy_separate(char *dir, size_t len, const char *skip)
 {
-    static const char *const members[] = {"config.json", "model.safetensors", "source.spm",
-                                          "target.spm", "vocab.json", "target_vocab.json",
-                                          "tokenizer_config.json", NULL};
+    static const char *const members[] = {
+        "config.json",       "model.safetensors",     "source.spm", "target.spm", "vocab.json",
+        "target_vocab.json", "tokenizer_config.json", NULL};
     assert_int_equal(test_make_tmpdir(dir, len, "marian-sep"), 0);
     for (int i = 0; members[i]; i++) {
         if (skip && !strcmp(members[i], skip)) continue;

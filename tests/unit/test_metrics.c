@@ -50,7 +50,8 @@ static void check_token_pairs(json_t *pairs)
     size_t i;
     json_t *pair;
     assert_true(json_array_size(pairs) > 0);
-    json_array_foreach(pairs, i, pair) {
+    json_array_foreach(pairs, i, pair)
+    {
         const char *in = json_string_value(json_array_get(pair, 0));
         const char *want = json_string_value(json_array_get(pair, 1));
         char *got = mt_tokenize_13a(in);
@@ -95,15 +96,25 @@ static void test_tok13a_rescans_after_each_match(void **state)
 
 static size_t put_utf8(char *d, uint32_t c)
 {
-    if (c < 0x80) { d[0] = (char)c; return 1; }
-    if (c < 0x800) { d[0] = (char)(0xC0 | (c >> 6)); d[1] = (char)(0x80 | (c & 0x3F)); return 2; }
+    if (c < 0x80) {
+        d[0] = (char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        d[0] = (char)(0xC0 | (c >> 6));
+        d[1] = (char)(0x80 | (c & 0x3F));
+        return 2;
+    }
     if (c < 0x10000) {
-        d[0] = (char)(0xE0 | (c >> 12)); d[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+        d[0] = (char)(0xE0 | (c >> 12));
+        d[1] = (char)(0x80 | ((c >> 6) & 0x3F));
         d[2] = (char)(0x80 | (c & 0x3F));
         return 3;
     }
-    d[0] = (char)(0xF0 | (c >> 18)); d[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-    d[2] = (char)(0x80 | ((c >> 6) & 0x3F)); d[3] = (char)(0x80 | (c & 0x3F));
+    d[0] = (char)(0xF0 | (c >> 18));
+    d[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+    d[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+    d[3] = (char)(0x80 | (c & 0x3F));
     return 4;
 }
 
@@ -155,7 +166,8 @@ static void test_lowercase_strings_match_python(void **state)
     json_t *j = load_fixture(FIXTURES "lowercase.json");
     size_t i;
     json_t *pair;
-    json_array_foreach(json_object_get(j, "strings"), i, pair) {
+    json_array_foreach(json_object_get(j, "strings"), i, pair)
+    {
         const char *in = json_string_value(json_array_get(pair, 0));
         char *got = mt_lowercase(in);
         assert_non_null(got);
@@ -168,7 +180,7 @@ static void test_lowercase_strings_match_python(void **state)
 /* ------------------------------------------------------------------ scores from sacreBLEU */
 
 typedef struct {
-    const char **hyps;  /* (n) */
+    const char **hyps; /* (n) */
     const char ***refs; /* (n_refs)(n) */
     const char *const *const *streams; /* refs, as the metrics API takes them */
     size_t n, n_refs;
@@ -204,10 +216,10 @@ static mt_bleu_opts bleu_opts_from(json_t *cs)
 {
     mt_bleu_opts o = mt_bleu_defaults();
     const char *smooth = JSTR(cs, "smooth");
-    o.smooth = !strcmp(smooth, "floor") ? MT_SMOOTH_FLOOR
-             : !strcmp(smooth, "add-k") ? MT_SMOOTH_ADD_K
-             : !strcmp(smooth, "none")  ? MT_SMOOTH_NONE
-                                        : MT_SMOOTH_EXP;
+    o.smooth = !strcmp(smooth, "floor")   ? MT_SMOOTH_FLOOR
+               : !strcmp(smooth, "add-k") ? MT_SMOOTH_ADD_K
+               : !strcmp(smooth, "none")  ? MT_SMOOTH_NONE
+                                          : MT_SMOOTH_EXP;
     json_t *v = json_object_get(cs, "smooth_value");
     if (json_is_number(v)) o.smooth_value = json_number_value(v);
     o.lowercase = JTRUE(cs, "lowercase");
@@ -324,7 +336,8 @@ static void test_scores_match_sacrebleu(void **state)
     json_t *j = load_fixture(FIXTURES "scores.json");
     size_t i, n_bleu = 0, n_chrf = 0;
     json_t *cs;
-    json_array_foreach(json_object_get(j, "cases"), i, cs) {
+    json_array_foreach(json_object_get(j, "cases"), i, cs)
+    {
         if (!strcmp(JSTR(cs, "metric"), "bleu")) {
             run_bleu_case(j, cs);
             n_bleu++;
@@ -375,9 +388,10 @@ static void test_segment_stats_sum_to_corpus(void **state)
  * 2.6.0's, from:
  *   python3 -c "from sacrebleu.metrics import CHRF; h=['abc','Sea la luz']; \
  *     r=[['xyz','Sea la luz'],['uvwxyz','Sea la luz']]; \
- *     print(repr(CHRF().corpus_score(h,r).score), repr(CHRF(word_order=2).corpus_score(h,r).score))"
- * which prints 89.36988936988938 88.90241702741703 (with the references swapped, 67.19819495953145:
- * the order matters, so the first of the tied references must win). */
+ *     print(repr(CHRF().corpus_score(h,r).score),
+ * repr(CHRF(word_order=2).corpus_score(h,r).score))" which
+ * prints 89.36988936988938 88.90241702741703 (with the references swapped, 67.19819495953145: the
+ * order matters, so the first of the tied references must win). */
 static void test_chrf_tie_keeps_first_reference(void **state)
 {
     (void)state;
@@ -423,7 +437,7 @@ static void test_invalid_input_is_an_error(void **state)
     mt_bleu_score s;
     assert_int_equal(mt_bleu_corpus(&s, hyps, 2, refs, 1, &bo), -1);
     assert_string_equal(mt_last_error(), "segment 2: hypothesis: invalid UTF-8 at byte 4 (0xFF)");
-    const char *ref1[] = {"fine", "bad \xc3"}, *const *refs1[] = {ref0, ref1};
+    const char *ref1[] = {"fine", "bad \xc3"}, *const * refs1[] = {ref0, ref1};
     const char *good[] = {"fine", "fine"};
     mt_chrf_opts co = mt_chrf_defaults();
     double score;
@@ -489,7 +503,8 @@ static void test_score_command_prints_like_sacrebleu(void **state)
     snprintf(hyp, sizeof hyp, "%s/hyp.txt", dir);
     size_t i;
     json_t *cli;
-    json_array_foreach(json_object_get(j, "cli"), i, cli) {
+    json_array_foreach(json_object_get(j, "cli"), i, cli)
+    {
         const char *name = JSTR(cli, "corpus");
         corpus c = corpus_from(j, name);
         write_lines(hyp, c.hyps, c.n);
@@ -594,7 +609,8 @@ static void test_bible_apertium_matches_sacrebleu(void **state)
     const char *const *hyps = (const char *const *)h.lines;
     size_t i;
     json_t *cs;
-    json_array_foreach(json_object_get(j, "cases"), i, cs) {
+    json_array_foreach(json_object_get(j, "cases"), i, cs)
+    {
         const char *name = JSTR(cs, "name");
         json_t *want = json_array_get(json_object_get(cs, "expected"), 0);
         char sig[160];
@@ -612,8 +628,8 @@ static void test_bible_apertium_matches_sacrebleu(void **state)
             check_chrf(score, &o, want, sig, name);
         }
     }
-    captured c = run_score((const char *[]){"--hyp", hyp, "--ref", ref, "-m", "bleu", "chrf",
-                                            NULL});
+    captured c =
+        run_score((const char *[]){"--hyp", hyp, "--ref", ref, "-m", "bleu", "chrf", NULL});
     assert_int_equal(c.rc, 0);
     assert_same_text(c.out, JSTR(j, "text_bleu_chrf"), "mtlab score on the Bible");
     captured_free(&c);

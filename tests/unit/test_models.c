@@ -49,7 +49,8 @@ static void test_marian_matches_transformers(void **state)
     (void)state;
     mt_model *m = load_or_fail(FIXTURES "/marian", 0);
     assert_true(mt_model_is_encdec(m));
-    assert_int_equal(mt_model_param_count(m), 44800); /* 48896 in torch minus 2 x (64, 32) positions */
+    assert_int_equal(mt_model_param_count(m),
+                     44800); /* 48896 in torch minus 2 x (64, 32) positions */
     mt_safetensors *ref = mt_st_open(FIXTURES "/marian_ref.safetensors");
     assert_non_null(ref);
     size_t n_logits;
@@ -191,7 +192,8 @@ static void test_loader_errors_name_the_problem(void **state)
 {
     (void)state;
     expect_load_error("mamba", "\"time_step_rank\": 2", "\"time_step_rank\": 3",
-                      "backbone.layers.0.mixer.x_proj.weight", "has shape (34, 64), expected (35, 64)");
+                      "backbone.layers.0.mixer.x_proj.weight",
+                      "has shape (34, 64), expected (35, 64)");
     expect_load_error("mamba", "\"num_hidden_layers\": 2", "\"num_hidden_layers\": 3",
                       "missing tensor 'backbone.layers.2.mixer.in_proj.weight'", NULL);
     expect_load_error("mamba", "\"num_hidden_layers\": 2", "\"num_hidden_layers\": 1",
@@ -262,7 +264,8 @@ static void round_trip(const char *fixture, const mt_batch *b, size_t n_logits)
     snprintf(src, sizeof src, "%s/%s", FIXTURES, fixture);
     mt_model *m = load_or_fail(src, 0);
     char *dir = make_tmpdir();
-    if (mt_model_save(m, dir, mt_model_tokenizer_path(m), MT_DT_F32)) fail_msg("save: %s", mt_last_error());
+    if (mt_model_save(m, dir, mt_model_tokenizer_path(m), MT_DT_F32))
+        fail_msg("save: %s", mt_last_error());
     mt_model *r = load_or_fail(dir, 0);
     /* the tokenizer travelled with the bundle and is one mtlab's tokenizer accepts */
     mt_tokenizer *tok = mt_tokenizer_load(mt_model_tokenizer_path(r));
@@ -320,8 +323,8 @@ static void test_half_precision_weights_load(void **state)
             const mt_st_tensor *t = mt_st_tensor_at(st, i);
             float *f = malloc(t->numel * sizeof(float));
             mt_st_tensor_to_f32(t, f);
-            ts[i] = (mt_st_write_tensor){.name = t->name, .dtype = dtypes[k], .ndim = t->ndim,
-                                         .f32 = f};
+            ts[i] = (mt_st_write_tensor){
+                .name = t->name, .dtype = dtypes[k], .ndim = t->ndim, .f32 = f};
             memcpy(ts[i].shape, t->shape, sizeof t->shape);
         }
         snprintf(path, sizeof path, "%s/model.safetensors", dir);
@@ -382,7 +385,8 @@ static void test_created_models_are_reproducible(void **state)
         for (size_t j = 0; j < n; j++) {
             float want = halves[h] == MT_DT_F16 ? mt_f16_to_f32(mt_f32_to_f16(pa[j]))
                                                 : mt_bf16_to_f32(mt_f32_to_bf16(pa[j]));
-            if (pr[j] != want) fail_msg("%s weight %zu: %g, want %g", mt_dtype_name(halves[h]), j, pr[j], want);
+            if (pr[j] != want)
+                fail_msg("%s weight %zu: %g, want %g", mt_dtype_name(halves[h]), j, pr[j], want);
         }
         mt_model_free(r);
     }
@@ -407,8 +411,12 @@ static void test_created_models_are_reproducible(void **state)
 static void test_paper_presets_match_the_paper(void **state)
 {
     (void)state;
-    const struct { const char *name; double paper; } paper[] = {
-        {"transformer", 77e6}, {"mamba", 77e6},
+    const struct {
+        const char *name;
+        double paper;
+    } paper[] = {
+        {"transformer", 77e6},
+        {"mamba", 77e6},
     };
     for (int i = 0; i < 2; i++) {
         mt_model_config cfg;

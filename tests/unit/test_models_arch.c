@@ -65,7 +65,8 @@ static void test_llama_matches_transformers(void **state)
     float d_pad = max_abs_diff(got + (size_t)(L + pad) * V, short_got, (size_t)Ls * V);
     print_message("transformer++ logits: max |mtlab - transformers| = %.3g (one sequence), %.3g "
                   "(short), %.3g (left-padded batch); padded vs unpadded row %.3g (tolerance "
-                  "%.0e)\n", d_long, d_short, d_batch, d_pad, LOGIT_TOL);
+                  "%.0e)\n",
+                  d_long, d_short, d_batch, d_pad, LOGIT_TOL);
     assert_true(d_long < LOGIT_TOL && d_short < LOGIT_TOL && d_batch < LOGIT_TOL);
     assert_true(d_pad < LOGIT_TOL); /* rotary is relative: pads shift positions harmlessly */
 
@@ -103,8 +104,11 @@ static void test_presets_match_the_paper(void **state)
 {
     (void)state;
     /* docs/models.md §1.5 (Table 5 of the paper); not the registry: the paper's figures */
-    const struct { const char *name; double paper; } paper[] = {
-        {"transformer++", 79e6}, {"retnet", 77e6}, {"mamba-mha", 78e6},
+    const struct {
+        const char *name;
+        double paper;
+    } paper[] = {
+        {"transformer++", 79e6}, {"retnet", 77e6},       {"mamba-mha", 78e6},
         {"mamba-local", 78e6},   {"mamba-encdec", 82e6},
     };
     mt_model_config cfg;
@@ -186,7 +190,6 @@ static mt_model *tiny_model(const char *preset, uint64_t seed)
     return m;
 }
 
-
 static char *make_tmpdir(void)
 {
     char *dir = malloc(64);
@@ -215,7 +218,8 @@ static void test_bundles_round_trip(void **state)
         size_t n = mt_model_param_block_size(m);
         assert_memory_equal(mt_model_params(m), mt_model_params(twin), n * sizeof(float));
         char *dir = make_tmpdir();
-        if (mt_model_save(m, dir, NULL, MT_DT_F32)) fail_msg("save %s: %s", archs[i], mt_last_error());
+        if (mt_model_save(m, dir, NULL, MT_DT_F32))
+            fail_msg("save %s: %s", archs[i], mt_last_error());
         mt_model *r = load_or_fail(dir, MT_MODEL_LOAD_NO_TOKENIZER);
         assert_memory_equal(mt_model_get_config(r), mt_model_get_config(m),
                             sizeof(mt_model_config));
@@ -226,8 +230,8 @@ static void test_bundles_round_trip(void **state)
         tiny_forward(r, b);
         assert_memory_equal(a, b, sizeof a);
         for (size_t k = 0; k < sizeof a / sizeof a[0]; k++) assert_true(isfinite(a[k]));
-        print_message("%-14s %6zu parameters, %3d tensors: saved, reloaded bit-exactly\n",
-                      archs[i], mt_model_param_count(m), mt_model_tensor_count(m));
+        print_message("%-14s %6zu parameters, %3d tensors: saved, reloaded bit-exactly\n", archs[i],
+                      mt_model_param_count(m), mt_model_tensor_count(m));
         mt_model_free(r), mt_model_free(twin), mt_model_free(m);
         assert_int_equal(test_remove_tree(dir), 0);
         free(dir);
@@ -249,7 +253,9 @@ static void test_bundles_round_trip(void **state)
 static void test_tensor_names(void **state)
 {
     (void)state;
-    const struct { const char *preset, *name; } has[] = {
+    const struct {
+        const char *preset, *name;
+    } has[] = {
         {"transformer++", "model.layers.2.self_attn.o_proj.weight"},
         {"transformer++", "model.layers.0.mlp.gate_proj.weight"},
         {"transformer++", "model.layers.1.post_attention_layernorm.weight"},
@@ -266,9 +272,11 @@ static void test_tensor_names(void **state)
         {"mamba-encdec", "decoder.layers.5.mixer.fc1.bias"},
         {"mamba-encdec", "decoder.layers.6.mixer.dt_proj.bias"},
     };
-    const struct { const char *preset, *name; } lacks[] = {
+    const struct {
+        const char *preset, *name;
+    } lacks[] = {
         {"mamba-mha", "backbone.layers.1.mixer.in_proj.weight"}, /* attention there */
-        {"mamba-mha", "lm_head.weight"},                         /* tied */
+        {"mamba-mha", "lm_head.weight"}, /* tied */
         {"mamba-encdec", "lm_head.weight"},
         {"retnet", "decoder.layers.0.retention.q_proj.bias"},
     };
@@ -298,8 +306,8 @@ static void test_padding_is_exact(void **state)
 {
     (void)state;
     enum { V = 40 };
-    const int32_t full[6] = {7, 8, 2, 9, 10, 1}, padded[2 * 8] = {7, 8, 2, 9, 10, 1, 4, 4,
-                                                                  0, 0, 7, 8, 2, 9, 10, 1};
+    const int32_t full[6] = {7, 8, 2, 9, 10, 1},
+                  padded[2 * 8] = {7, 8, 2, 9, 10, 1, 4, 4, 0, 0, 7, 8, 2, 9, 10, 1};
     const char *const *archs = mt_model_arch_list();
     for (size_t i = 0; archs[i]; i++) {
         mt_model *m = tiny_model(archs[i], 9);
@@ -359,8 +367,8 @@ static void expect_config_error(const char *preset, const char *from, const char
 static void test_config_errors_name_the_problem(void **state)
 {
     (void)state;
-    expect_config_error("transformer++", "\"num_key_value_heads\": 2",
-                        "\"num_key_value_heads\": 1", "grouped keys/values are not supported");
+    expect_config_error("transformer++", "\"num_key_value_heads\": 2", "\"num_key_value_heads\": 1",
+                        "grouped keys/values are not supported");
     expect_config_error("transformer++", "\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"",
                         "hidden_act \"gelu\"");
     expect_config_error("transformer++", "\"rope_type\": \"default\"", "\"rope_type\": \"yarn\"",
@@ -380,8 +388,8 @@ static void test_config_errors_name_the_problem(void **state)
                         "expected (48, 16)");
     expect_config_error("retnet", "\"activation_fn\": \"swish\"", "\"activation_fn\": \"gelu\"",
                         "activation_fn \"gelu\" is not supported (the GLU uses swish)");
-    expect_config_error("retnet", "\"dropout\": ", "\"dropout\": 1.5, \"x\": ",
-                        "key 'dropout' must be");
+    expect_config_error("retnet",
+                        "\"dropout\": ", "\"dropout\": 1.5, \"x\": ", "key 'dropout' must be");
     expect_config_error("mamba-mha", "\"attention_layers\": [", "\"attention_layers\": [2, ",
                         "attention_layers must be increasing");
     expect_config_error("mamba-mha", ATTN_LAYERS_1, "\"attention_layers\": [3]",
@@ -401,8 +409,8 @@ static void test_config_errors_name_the_problem(void **state)
                         "key 'decoder_ffn_dim' must be an integer from 1");
     expect_config_error("mamba-encdec", "\"encoder_layers\": 2", "\"encoder_layers\": 1",
                         "unexpected tensor 'encoder.layers.1.");
-    expect_config_error("mamba-encdec", "\"num_attention_heads\": 2",
-                        "\"num_attention_heads\": 5", "5 attention heads do not divide");
+    expect_config_error("mamba-encdec", "\"num_attention_heads\": 2", "\"num_attention_heads\": 5",
+                        "5 attention heads do not divide");
 }
 
 int main(void)

@@ -49,8 +49,7 @@ static mt_model *create_fresh(const mt_model_config *c, uint64_t seed)
  * mamba-local's window of 3 (a ring of 4) */
 enum { T_DEC = 14 };
 static const int32_t dec_ids[2 * T_DEC] = {
-    17, 23, 5, 32, 9, 2, 9, 31, 33, 12, 6, 8, 20, 1,
-    0, 0, 0, 0, 30, 8, 2, 35, 12, 7, 19, 21, 13, 1,
+    17, 23, 5, 32, 9, 2, 9, 31, 33, 12, 6, 8, 20, 1, 0, 0, 0, 0, 30, 8, 2, 35, 12, 7, 19, 21, 13, 1,
 };
 
 /* Both rows, or only the first when the prompt is shorter than the second's padding (a
@@ -114,13 +113,13 @@ static void test_retnet_recurrent_matches_parallel(void **state)
     float exact1 = decoder_only_case(&c, 1, FRESH), exact6 = decoder_only_case(&c, 6, FRESH);
     float moved1 = decoder_only_case(&c, 1, MOVED), moved6 = decoder_only_case(&c, 6, MOVED);
     print_message("retnet recurrent steps vs parallel forward (r = 1): max |diff| %.3g, %.3g "
-                  "(fresh, prefill 1 and 6), %.3g, %.3g (moved) (tolerance %.0e)\n", exact1,
-                  exact6, moved1, moved6, STEP_TOL);
+                  "(fresh, prefill 1 and 6), %.3g, %.3g (moved) (tolerance %.0e)\n",
+                  exact1, exact6, moved1, moved6, STEP_TOL);
     assert_true(exact1 < STEP_TOL && exact6 < STEP_TOL && moved1 < STEP_TOL && moved6 < STEP_TOL);
     float d1 = decoder_only_case(&c, 1, SHARP), d6 = decoder_only_case(&c, 6, SHARP);
     print_message("retnet recurrent steps vs parallel forward (sharpened, r > 1): max |diff| %.3g "
-                  "(prefill 1), %.3g (prefill 6) (bound %.0e: the group norm's epsilon)\n", d1,
-                  d6, RETNET_EPS_TOL);
+                  "(prefill 1), %.3g (prefill 6) (bound %.0e: the group norm's epsilon)\n",
+                  d1, d6, RETNET_EPS_TOL);
     assert_true(d1 < RETNET_EPS_TOL && d6 < RETNET_EPS_TOL);
 }
 
@@ -137,7 +136,8 @@ static void test_encdec_steps_match_parallel(void **state)
     float d1 = decode_vs_parallel(m, tgt, 2, 8, 1, src, 7, full);
     float d3 = decode_vs_parallel(m, tgt, 2, 8, 3, src, 7, full);
     print_message("mamba-encdec steps vs parallel forward: max |diff| %.3g (prefill <s>), %.3g "
-                  "(prefill 3) (tolerance %.0e)\n", d1, d3, STEP_TOL);
+                  "(prefill 3) (tolerance %.0e)\n",
+                  d1, d3, STEP_TOL);
     assert_true(d1 < STEP_TOL && d3 < STEP_TOL);
     mt_model_free(m);
 }
@@ -189,7 +189,8 @@ static void test_chunked_prefill_matches_whole(void **state)
             worst = fmaxf(worst, d);
         }
         print_message("%-14s prefill in chunks of 1, 2, 3, 5 vs in one pass, then steps: max "
-                      "|diff| %.3g (tolerance %.0e)\n", archs[i], worst, STEP_TOL);
+                      "|diff| %.3g (tolerance %.0e)\n",
+                      archs[i], worst, STEP_TOL);
         assert_true(worst < STEP_TOL);
         mt_model_free(m);
     }
@@ -201,7 +202,10 @@ static void test_state_size_against_length(void **state)
 {
     (void)state;
     /* not the registry: whether each model's state is flat (a property to state by hand) */
-    const struct { const char *arch; int flat; } cases[] = {
+    const struct {
+        const char *arch;
+        int flat;
+    } cases[] = {
         {"transformer++", 0}, {"retnet", 1}, {"mamba-mha", 0},
         {"mamba-local", 1},   {"mamba", 1},  {"mamba-encdec", 1},
     };
@@ -211,7 +215,8 @@ static void test_state_size_against_length(void **state)
         size_t short_run = mt_model_decode_state_bytes(m, 4, 64, 16);
         size_t long_run = mt_model_decode_state_bytes(m, 4, 4096, 16);
         print_message("%-14s decoding state for 4 rows: %8zu bytes at 64 positions, %8zu at "
-                      "4096\n", cases[i].arch, short_run, long_run);
+                      "4096\n",
+                      cases[i].arch, short_run, long_run);
         assert_true(short_run > 0);
         if (cases[i].flat) assert_int_equal(short_run, long_run);
         else assert_true(long_run > 32 * short_run);
@@ -253,22 +258,26 @@ static void test_prefill_working_set_is_bounded(void **state)
         const int32_t bos = 3;
         size_t work[3];
         float logits[V];
-        const int prompts[3] = {SHORT, LONG, SHORT}, chunks[3] = {MT_PREFILL_AUTO, MT_PREFILL_AUTO, 0};
+        const int prompts[3] = {SHORT, LONG, SHORT},
+                  chunks[3] = {MT_PREFILL_AUTO, MT_PREFILL_AUTO, 0};
         for (int k = 0; k < 3; k++) {
             int P = prompts[k];
             mt_decode_state *st = mt_decode_state_new(m, 1, MAX_T, encdec ? LONG : 0);
             assert_non_null(st);
             mt_decode_state_set_prefill_chunk(st, chunks[k]);
             size_t fresh = mt_decode_state_bytes_held(st);
-            mt_batch b = {.B = 1, .T = encdec ? 1 : P, .ids = encdec ? &bos : ids,
-                          .S = encdec ? P : 0, .src = encdec ? ids : NULL};
+            mt_batch b = {.B = 1,
+                          .T = encdec ? 1 : P,
+                          .ids = encdec ? &bos : ids,
+                          .S = encdec ? P : 0,
+                          .src = encdec ? ids : NULL};
             assert_int_equal(mt_model_prefill(m, st, &b, logits), 0);
             work[k] = mt_decode_state_bytes_held(st) - fresh;
             mt_decode_state_free(st);
         }
         print_message("%-14s prefill working set: %zu / %zu bytes for %d / %d positions in "
-                      "chunks, %zu for %d in one pass\n", archs[i], work[0], work[1], SHORT,
-                      LONG, work[2], SHORT);
+                      "chunks, %zu for %d in one pass\n",
+                      archs[i], work[0], work[1], SHORT, LONG, work[2], SHORT);
         if (!strcmp(archs[i], "transformer")) {
             /* its encoder attends both ways and runs whole, so its pass grows with the source
              * (which its position table bounds) */

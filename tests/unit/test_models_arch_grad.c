@@ -99,10 +99,9 @@ static void test_adamw_fits_a_batch(void **state)
 {
     (void)state;
     /* not the registry: the models test_models.c does not already step (transformer, mamba) */
-    const char *presets[] = {"transformer++", "retnet", "mamba-mha", "mamba-local",
-                             "mamba-encdec"};
-    mt_adamw_hparams h = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-8f,
-                          .weight_decay = 0.001f};
+    const char *presets[] = {"transformer++", "retnet", "mamba-mha", "mamba-local", "mamba-encdec"};
+    mt_adamw_hparams h = {
+        .lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-8f, .weight_decay = 0.001f};
     for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
         mt_model *m = tiny(presets[i], 40 + i);
         mt_batch b = batch_for(m);
@@ -127,12 +126,9 @@ int main(void)
      * machine oversubscribed threads make these tests 100x slower */
     omp_set_num_threads(1);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_llama_backward),
-        cmocka_unit_test(test_retnet_backward),
-        cmocka_unit_test(test_mamba_mha_backward),
-        cmocka_unit_test(test_mamba_local_backward),
-        cmocka_unit_test(test_mamba_encdec_backward),
-        cmocka_unit_test(test_mamba_biases_backward),
+        cmocka_unit_test(test_llama_backward),        cmocka_unit_test(test_retnet_backward),
+        cmocka_unit_test(test_mamba_mha_backward),    cmocka_unit_test(test_mamba_local_backward),
+        cmocka_unit_test(test_mamba_encdec_backward), cmocka_unit_test(test_mamba_biases_backward),
         cmocka_unit_test(test_adamw_fits_a_batch),
     };
     return cmocka_run_group_tests_name("models_arch_grad", tests, NULL, NULL);

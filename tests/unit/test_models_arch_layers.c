@@ -29,7 +29,7 @@ typedef struct {
     mt_retention_desc d;
     double *q, *k, *v;
     double *out; /* (B, T, H*Dv) */
-    double *r;   /* (B, H, T) */
+    double *r; /* (B, H, T) */
 } core_ref;
 
 static void core_ref_forward(core_ref *m)
@@ -71,11 +71,11 @@ typedef struct {
     mt_retention_config cfg;
     int B, T;
     const uint8_t *mask;
-    const float *inv_freq;  /* host */
-    const float *fbase;     /* float parameter block */
+    const float *inv_freq; /* host */
+    const float *fbase; /* float parameter block */
     mt_retention_params fp; /* pointers into fbase: offsets into pd */
     double *pd, *x, *rw, *out;
-    double r_max;           /* largest abs-sum normaliser of the last forward */
+    double r_max; /* largest abs-sum normaliser of the last forward */
 } layer_ref;
 
 #define OFF(field) (m->pd + (m->fp.field - m->fbase))
@@ -112,8 +112,8 @@ static void layer_ref_forward(layer_ref *m)
     size_t N = (size_t)B * T;
     float gamma[MT_RETENTION_MAX_HEADS];
     mt_retention_decays(gamma, H);
-    core_ref core = {.d = {.B = B, .H = H, .T = T, .Dk = Dk, .Dv = Dv, .gamma = gamma,
-                           .key_mask = m->mask}};
+    core_ref core = {
+        .d = {.B = B, .H = H, .T = T, .Dk = Dk, .Dv = Dv, .gamma = gamma, .key_mask = m->mask}};
     core.q = calloc(N * C, 8), core.k = calloc(N * C, 8), core.v = calloc(N * V, 8);
     core.out = calloc(N * V, 8), core.r = calloc((size_t)B * H * T, 8);
     double *g = calloc(N * V, 8), *gated = calloc(N * V, 8);
@@ -238,8 +238,12 @@ static void test_retention_core_gradients(void **state)
     be->retention_forward(out, att, r, q, k, v, &d);
     be->retention_backward(dq, dk, dv, datt, dout, q, k, v, att, r, &d);
     for (size_t i = 0; i < (size_t)B * H * T; i++) assert_true(r[i] == 1.0f);
-    core_ref m = {.d = d, .q = to_double(q, nk), .k = to_double(k, nk), .v = to_double(v, nv),
-                  .out = calloc(nv, 8), .r = calloc((size_t)B * H * T, 8)};
+    core_ref m = {.d = d,
+                  .q = to_double(q, nk),
+                  .k = to_double(k, nk),
+                  .v = to_double(v, nv),
+                  .out = calloc(nv, 8),
+                  .r = calloc((size_t)B * H * T, 8)};
     core_ref_forward(&m);
     double diff = 0.0, scale = 0.0;
     for (size_t i = 0; i < nv; i++)
@@ -430,8 +434,9 @@ static void test_retention_layer_steps(void **state)
         memcpy(mp + b * P, mask + b * T, P);
     }
     mt_retention_acts_point(&a, acts, &cfg, B, P);
-    mt_retention_forward(be, yp, &a, xp, &p,
-                         &(mt_retention_call){.cfg = &cfg, .B = B, .T = P, .mask = mp, .state = &st});
+    mt_retention_forward(
+        be, yp, &a, xp, &p,
+        &(mt_retention_call){.cfg = &cfg, .B = B, .T = P, .mask = mp, .state = &st});
     assert_int_equal(st.len, P);
     double worst = max_rel(yp + (size_t)P * C - C, full + (size_t)P * C - C, C);
     float xs[B * C], ys[B * C];
@@ -444,7 +449,8 @@ static void test_retention_layer_steps(void **state)
     }
     assert_int_equal(st.len, T);
     printf("retention layer: prefill %d + %d steps vs parallel forward, max error %.1e relative "
-           "(bound 1e-5)\n", P, T - P, worst);
+           "(bound 1e-5)\n",
+           P, T - P, worst);
     assert_true(worst < 1e-5);
     int32_t rows[B] = {1, 1};
     mt_retention_state_reorder(be, &moved, &st, rows, B, &cfg);
@@ -466,8 +472,13 @@ static double ring_case(int P, int rope, int chunk)
     enum { B = 2, T = 13, W = 3, R = W + 1, C = 8 };
     float inv_freq[2];
     mt_rope_inv_freq(inv_freq, 4, 10000.0f, MT_ROPE_LLAMA);
-    mt_attn_config cfg = {.C = C, .H = 2, .causal = 1, .window = W, .rope_dim = rope ? 4 : 0,
-                          .rope_inv_freq = inv_freq, .out_name = "o_proj"};
+    mt_attn_config cfg = {.C = C,
+                          .H = 2,
+                          .causal = 1,
+                          .window = W,
+                          .rope_dim = rope ? 4 : 0,
+                          .rope_inv_freq = inv_freq,
+                          .out_name = "o_proj"};
     mt_rng rng;
     mt_rng_init(&rng, 55, (uint64_t)P);
     float *params = gc_random(mt_attention_params_count(&cfg), &rng, 0.5f);
@@ -492,9 +503,10 @@ static double ring_case(int P, int rope, int chunk)
             memcpy(xp + (size_t)b * n * C, x + ((size_t)b * T + t0) * C, (size_t)n * C * 4);
         mt_attention_acts_point(&a, acts, &cfg, B, n, before + n);
         assert_int_equal(
-            mt_attention_ring_decode(be, yp, &a, xp, &cache, &p,
-                                     &(mt_attn_call){.cfg = &cfg, .B = B, .Tq = n,
-                                                     .key_mask = mask, .key_ld = T}), 0);
+            mt_attention_ring_decode(
+                be, yp, &a, xp, &cache, &p,
+                &(mt_attn_call){.cfg = &cfg, .B = B, .Tq = n, .key_mask = mask, .key_ld = T}),
+            0);
         for (int b = 0; b < B; b++)
             worst = fmax(worst, max_rel(yp + (size_t)b * n * C, full + ((size_t)b * T + t0) * C,
                                         (size_t)n * C));
@@ -505,17 +517,19 @@ static double ring_case(int P, int rope, int chunk)
         for (int b = 0; b < B; b++) memcpy(xs + b * C, x + ((size_t)b * T + t) * C, C * 4);
         mt_kv_ring_slot_mask(slots, mask, T, B, t + 1, R);
         assert_int_equal(
-            mt_attention_ring_decode(be, ys, &a, xs, &cache, &p,
-                                     &(mt_attn_call){.cfg = &cfg, .B = B, .Tq = 1, .key_ld = T,
-                                                     .slot_mask = slots}), 0);
+            mt_attention_ring_decode(
+                be, ys, &a, xs, &cache, &p,
+                &(mt_attn_call){.cfg = &cfg, .B = B, .Tq = 1, .key_ld = T, .slot_mask = slots}),
+            0);
         for (int b = 0; b < B; b++)
             worst = fmax(worst, max_rel(ys + b * C, full + ((size_t)b * T + t) * C, C));
     }
     assert_int_equal(cache.len, T);
     assert_int_equal(
-        mt_attention_ring_decode(be, ys, &a, xp, &cache, &p,
-                                 &(mt_attn_call){.cfg = &cfg, .B = B, .Tq = 2, .key_ld = T,
-                                                 .slot_mask = slots}), -1);
+        mt_attention_ring_decode(
+            be, ys, &a, xp, &cache, &p,
+            &(mt_attn_call){.cfg = &cfg, .B = B, .Tq = 2, .key_ld = T, .slot_mask = slots}),
+        -1);
     assert_non_null(strstr(mt_last_error(), "one per step"));
     free(params), free(mask), free(x), free(full), free(acts), free(ring), free(xp), free(yp);
     return worst;
@@ -530,8 +544,8 @@ static void test_ring_decode_matches_window_forward(void **state)
             for (int chunk = 1; chunk <= 5; chunk += 2) {
                 double e = ring_case(prompts[i], rope, chunk == 5 ? prompts[i] : chunk);
                 printf("window 3, ring of 4: prefill %d%s in chunks of %d then steps to 13 vs "
-                       "windowed forward, max error %.1e relative (bound 1e-5)\n", prompts[i],
-                       rope ? " (rotary)" : "", chunk == 5 ? prompts[i] : chunk, e);
+                       "windowed forward, max error %.1e relative (bound 1e-5)\n",
+                       prompts[i], rope ? " (rotary)" : "", chunk == 5 ? prompts[i] : chunk, e);
                 assert_true(e < 1e-5);
             }
 }

@@ -35,8 +35,8 @@ static void test_mamba_steps_match_parallel(void **state)
     float d5 = decode_vs_parallel(m, ids, 2, 9, 5, NULL, 0, full);
     float d2 = decode_vs_parallel(m, ids, 1, 9, 2, NULL, 0, full); /* prompt shorter than conv */
     print_message("mamba recurrent steps vs parallel forward: max |diff| %.3g (prefill 1), %.3g "
-                  "(prefill 5, left-padded batch), %.3g (prefill 2) (tolerance %.0e)\n", d1, d5,
-                  d2, STEP_TOL);
+                  "(prefill 5, left-padded batch), %.3g (prefill 2) (tolerance %.0e)\n",
+                  d1, d5, d2, STEP_TOL);
     assert_true(d1 < STEP_TOL && d5 < STEP_TOL && d2 < STEP_TOL);
     mt_model_free(m);
 }
@@ -53,7 +53,8 @@ static void test_transformer_steps_match_parallel(void **state)
     float d1 = decode_vs_parallel(m, tgt, 2, 6, 1, src, 7, full);
     float d3 = decode_vs_parallel(m, tgt, 2, 6, 3, src, 7, full);
     print_message("transformer KV-cache steps vs parallel forward: max |diff| %.3g (prefill <s>), "
-                  "%.3g (prefill 3) (tolerance %.0e)\n", d1, d3, STEP_TOL);
+                  "%.3g (prefill 3) (tolerance %.0e)\n",
+                  d1, d3, STEP_TOL);
     assert_true(d1 < STEP_TOL && d3 < STEP_TOL);
     mt_model_free(m);
 }

@@ -122,8 +122,8 @@ static void test_loss_chunks_agree(void **state)
 
 static double fit(mt_model *m, const mt_batch *b, int steps)
 {
-    mt_adamw_hparams h = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-8f,
-                          .weight_decay = 0.001f};
+    mt_adamw_hparams h = {
+        .lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-8f, .weight_decay = 0.001f};
     mt_step_opts opts = {0};
     double first = 0, loss = 0;
     for (int s = 1; s <= steps; s++) {

@@ -69,7 +69,8 @@ static void test_gazetteer_checks(void **state)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         test_write_text(path, bad[i].text);
         assert_int_equal(mt_gazetteer_load(&g, path), -1);
-        if (!strstr(mt_last_error(), bad[i].error)) fail_msg("expected '%s' in: %s", bad[i].error, mt_last_error());
+        if (!strstr(mt_last_error(), bad[i].error))
+            fail_msg("expected '%s' in: %s", bad[i].error, mt_last_error());
     }
     assert_int_equal(mt_gazetteer_load(&g, "no/such/gazetteer.txt"), -1);
     assert_non_null(strstr(mt_last_error(), "no/such/gazetteer.txt"));
@@ -86,15 +87,19 @@ static void test_gazetteer_checks(void **state)
     test_write_file(path, long_line, n);
     free(long_line);
     assert_int_equal(mt_gazetteer_load(&g, path), -1);
-    if (!strstr(mt_last_error(), "g.txt:1: line longer than the 1048576-byte limit")) fail_msg("%s", mt_last_error());
+    if (!strstr(mt_last_error(), "g.txt:1: line longer than the 1048576-byte limit"))
+        fail_msg("%s", mt_last_error());
     /* the shipped parts load, and none of their names is shared with the other part */
     mt_gazetteer train, test;
-    if (mt_gazetteer_load(&train, "scripts/data/gazetteer.train.txt") != 0) fail_msg("%s", mt_last_error());
-    if (mt_gazetteer_load(&test, "scripts/data/gazetteer.test.txt") != 0) fail_msg("%s", mt_last_error());
+    if (mt_gazetteer_load(&train, "scripts/data/gazetteer.train.txt") != 0)
+        fail_msg("%s", mt_last_error());
+    if (mt_gazetteer_load(&test, "scripts/data/gazetteer.test.txt") != 0)
+        fail_msg("%s", mt_last_error());
     assert_true(train.n > 1000 && test.n > 300);
     for (size_t i = 0; i < test.n; i++)
         for (size_t j = 0; j < train.n; j++)
-            if (!strcmp(test.names[i], train.names[j])) fail_msg("%s is in both parts", test.names[i]);
+            if (!strcmp(test.names[i], train.names[j]))
+                fail_msg("%s is in both parts", test.names[i]);
     mt_gazetteer_free(&train);
     mt_gazetteer_free(&test);
 }
@@ -107,7 +112,8 @@ static void test_substitute_pair(void **state)
     test_write_text(path, "Aachen\nBoise\nCairns\n");
     mt_gazetteer g;
     assert_int_equal(mt_gazetteer_load(&g, path), 0);
-    const char *src = "David vió á Abraham; David calló.", *tgt = "David saw Abraham; David was silent.";
+    const char *src = "David vió á Abraham; David calló.",
+               *tgt = "David saw Abraham; David was silent.";
     mt_entity_set names;
     assert_int_equal(mt_names_shared(&names, src, tgt, MT_NER_ENGLISH), 0);
     assert_int_equal(names.n, 2);
@@ -116,8 +122,8 @@ static void test_substitute_pair(void **state)
     mt_rng rng;
     /* p = 1: every name, both sides, every occurrence, by different gazetteer names */
     mt_rng_init(&rng, 3, 0);
-    assert_int_equal(mt_names_substitute(&s, &t, chosen, src, tgt, &names,
-                                         &(mt_name_draw){&g, 1.0, &rng}), 2);
+    assert_int_equal(
+        mt_names_substitute(&s, &t, chosen, src, tgt, &names, &(mt_name_draw){&g, 1.0, &rng}), 2);
     assert_non_null(chosen[0]);
     assert_non_null(chosen[1]);
     assert_string_not_equal(chosen[0], chosen[1]);
@@ -131,15 +137,15 @@ static void test_substitute_pair(void **state)
     /* the same stream state gives the same substitution */
     const char *again[2];
     mt_rng_init(&rng, 3, 0);
-    assert_int_equal(mt_names_substitute(&s, &t, again, src, tgt, &names,
-                                         &(mt_name_draw){&g, 1.0, &rng}), 2);
+    assert_int_equal(
+        mt_names_substitute(&s, &t, again, src, tgt, &names, &(mt_name_draw){&g, 1.0, &rng}), 2);
     assert_ptr_equal(again[0], chosen[0]);
     assert_ptr_equal(again[1], chosen[1]);
     free(s);
     free(t);
     /* p = 0: nothing */
-    assert_int_equal(mt_names_substitute(&s, &t, chosen, src, tgt, &names,
-                                         &(mt_name_draw){&g, 0.0, &rng}), 0);
+    assert_int_equal(
+        mt_names_substitute(&s, &t, chosen, src, tgt, &names, &(mt_name_draw){&g, 0.0, &rng}), 0);
     assert_null(s);
     assert_null(t);
     assert_null(chosen[0]);
@@ -162,8 +168,10 @@ static int corpus_equal(const mt_corpus *a, const mt_corpus *b)
     if (a->n != b->n) return 0;
     for (size_t i = 0; i < a->n; i++) {
         if (a->src_len[i] != b->src_len[i] || a->tgt_len[i] != b->tgt_len[i]) return 0;
-        if (memcmp(a->ids + a->src_start[i], b->ids + b->src_start[i], (size_t)a->src_len[i] * sizeof *a->ids) ||
-            memcmp(a->ids + a->tgt_start[i], b->ids + b->tgt_start[i], (size_t)a->tgt_len[i] * sizeof *a->ids))
+        if (memcmp(a->ids + a->src_start[i], b->ids + b->src_start[i],
+                   (size_t)a->src_len[i] * sizeof *a->ids) ||
+            memcmp(a->ids + a->tgt_start[i], b->ids + b->tgt_start[i],
+                   (size_t)a->tgt_len[i] * sizeof *a->ids))
             return 0;
     }
     return 1;
@@ -182,7 +190,8 @@ static char *decode(const mt_tokenizer *tok, const int32_t *ids, size_t n)
 static void test_epoch_corpus(void **state)
 {
     (void)state;
-    const char *es = "tests/fixtures/tokenizer/corpus.es", *en = "tests/fixtures/tokenizer/corpus.en";
+    const char *es = "tests/fixtures/tokenizer/corpus.es",
+               *en = "tests/fixtures/tokenizer/corpus.en";
     char spm[128], gaz[128];
     snprintf(spm, sizeof spm, "%s/spm.model", tmpdir);
     snprintf(gaz, sizeof gaz, "%s/names.txt", tmpdir);
@@ -223,10 +232,18 @@ static void test_epoch_corpus(void **state)
      * on both sides in place of its own */
     size_t k = 0, changed = 0;
     for (size_t i = 0; i < base.n; i++) {
-        mt_corpus one = {.n = 1, .ids = a.ids, .src_start = &a.src_start[i], .tgt_start = &a.tgt_start[i],
-                         .src_len = &a.src_len[i], .tgt_len = &a.tgt_len[i]};
-        mt_corpus orig = {.n = 1, .ids = base.ids, .src_start = &base.src_start[i], .tgt_start = &base.tgt_start[i],
-                          .src_len = &base.src_len[i], .tgt_len = &base.tgt_len[i]};
+        mt_corpus one = {.n = 1,
+                         .ids = a.ids,
+                         .src_start = &a.src_start[i],
+                         .tgt_start = &a.tgt_start[i],
+                         .src_len = &a.src_len[i],
+                         .tgt_len = &a.tgt_len[i]};
+        mt_corpus orig = {.n = 1,
+                          .ids = base.ids,
+                          .src_start = &base.src_start[i],
+                          .tgt_start = &base.tgt_start[i],
+                          .src_len = &base.src_len[i],
+                          .tgt_len = &base.tgt_len[i]};
         int in_pool = k < np.n && np.pair[k] == i;
         if (!in_pool) {
             assert_true(corpus_equal(&one, &orig));
@@ -289,7 +306,8 @@ static void test_names_list_and_recall(void **state)
     (void)state;
     char path[128];
     snprintf(path, sizeof path, "%s/names.tsv", tmpdir);
-    test_write_text(path, "# mtlab names 1\n# segments=3\n1\tAachen\tDavid\n1\tBoise\tMoab\n3\tCairns\tEdom\n");
+    test_write_text(
+        path, "# mtlab names 1\n# segments=3\n1\tAachen\tDavid\n1\tBoise\tMoab\n3\tCairns\tEdom\n");
     mt_names_list l;
     if (mt_names_list_read(&l, path) < 0) fail_msg("%s", mt_last_error());
     assert_int_equal(l.n_segments, 3);
@@ -312,14 +330,18 @@ static void test_names_list_and_recall(void **state)
         {"# mtlab names 2\n", ":1: not a names file"},
         {"# mtlab names 1\n# pairs=3\n", ":2: expected '# segments=N'"},
         {"# mtlab names 1\n# segments=2\n3\tAachen\tDavid\n", ":3: segment '3' is not in 1..2"},
-        {"# mtlab names 1\n# segments=2\n2\tAachen\tDavid\n1\tBoise\tMoab\n", ":4: segment 1 after segment 2"},
-        {"# mtlab names 1\n# segments=2\n1\tNew York\tDavid\n", ":3: 'New York' is not a single word"},
-        {"# mtlab names 1\n# segments=2\n1\tAachen\n", ":3: expected SEGMENT<TAB>NAME<TAB>ORIGINAL"},
+        {"# mtlab names 1\n# segments=2\n2\tAachen\tDavid\n1\tBoise\tMoab\n",
+         ":4: segment 1 after segment 2"},
+        {"# mtlab names 1\n# segments=2\n1\tNew York\tDavid\n",
+         ":3: 'New York' is not a single word"},
+        {"# mtlab names 1\n# segments=2\n1\tAachen\n",
+         ":3: expected SEGMENT<TAB>NAME<TAB>ORIGINAL"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         test_write_text(path, bad[i].text);
         assert_int_equal(mt_names_list_read(&l, path), -1);
-        if (!strstr(mt_last_error(), bad[i].error)) fail_msg("expected '%s' in: %s", bad[i].error, mt_last_error());
+        if (!strstr(mt_last_error(), bad[i].error))
+            fail_msg("expected '%s' in: %s", bad[i].error, mt_last_error());
     }
 }
 
@@ -338,12 +360,9 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_shared_names),
-        cmocka_unit_test(test_replace_whole_words),
-        cmocka_unit_test(test_gazetteer_checks),
-        cmocka_unit_test(test_substitute_pair),
-        cmocka_unit_test(test_epoch_corpus),
-        cmocka_unit_test(test_names_list_and_recall),
+        cmocka_unit_test(test_shared_names),     cmocka_unit_test(test_replace_whole_words),
+        cmocka_unit_test(test_gazetteer_checks), cmocka_unit_test(test_substitute_pair),
+        cmocka_unit_test(test_epoch_corpus),     cmocka_unit_test(test_names_list_and_recall),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

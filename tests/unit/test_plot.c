@@ -83,18 +83,17 @@ static void test_line_golden(void **state)
     (void)state;
     plot *p = loss_plot();
     char *s = render(p, 32, 11, 0, 0);
-    assert_golden(s,
-           "              Loss\n"
-           "nats\n"
-           "4┤⠍⠒⠤⣀\n"
-           " │    ⠉⠒⠤⣀⣀\n"
-           "2┤         ⠉⠉⠑⠒⠒⠤⠶⠤⣂⣠⣀⡄⠠⠤ ⠄⠠ ⠄⠠⠠\n"
-           " │                    ⠈⠉⠉⠉⠉⠉⠒⠒⠒⠒\n"
-           "0┤\n"
-           " └┬──────┬───────┬──────┬──────┬\n"
-           "  0     100     200    300   400\n"
-           "               step\n"
-           "⠒⠒⠒⠒ mamba   ⠂⠐⠀⠂ retnet\n");
+    assert_golden(s, "              Loss\n"
+                     "nats\n"
+                     "4┤⠍⠒⠤⣀\n"
+                     " │    ⠉⠒⠤⣀⣀\n"
+                     "2┤         ⠉⠉⠑⠒⠒⠤⠶⠤⣂⣠⣀⡄⠠⠤ ⠄⠠ ⠄⠠⠠\n"
+                     " │                    ⠈⠉⠉⠉⠉⠉⠒⠒⠒⠒\n"
+                     "0┤\n"
+                     " └┬──────┬───────┬──────┬──────┬\n"
+                     "  0     100     200    300   400\n"
+                     "               step\n"
+                     "⠒⠒⠒⠒ mamba   ⠂⠐⠀⠂ retnet\n");
     free(s);
     plot_free(p);
 }
@@ -104,18 +103,17 @@ static void test_line_golden_ascii(void **state)
     (void)state;
     plot *p = loss_plot();
     char *s = render(p, 32, 11, 0, 1);
-    assert_golden(s,
-           "              Loss\n"
-           "nats\n"
-           "4+**\n"
-           " |+ ****\n"
-           "2+      *********+++++++++++++++\n"
-           " |                   ***********\n"
-           "0+\n"
-           " ++------+-------+------+------+\n"
-           "  0     100     200    300   400\n"
-           "               step\n"
-           "**** mamba   ++++ retnet\n");
+    assert_golden(s, "              Loss\n"
+                     "nats\n"
+                     "4+**\n"
+                     " |+ ****\n"
+                     "2+      *********+++++++++++++++\n"
+                     " |                   ***********\n"
+                     "0+\n"
+                     " ++------+-------+------+------+\n"
+                     "  0     100     200    300   400\n"
+                     "               step\n"
+                     "**** mamba   ++++ retnet\n");
     free(s);
     plot_free(p);
 }
@@ -127,12 +125,11 @@ static void test_line_golden_colour(void **state)
     const double y[] = {0, 1, 0, 1};
     assert_int_equal(plot_line_add(p, NULL, NULL, 0, y, 4), 0);
     char *s = render(p, 14, 5, 1, 0);
-    assert_golden(s,
-           "1┤     \x1b[0;38;5;31m⡰⢣   ⢀⠎\x1b[0m\n"
-           " │    \x1b[0;38;5;31m⡰⠁ ⢣ ⢀⠎\x1b[0m\n"
-           "0┤   \x1b[0;38;5;31m⡰⠁   ⢣⠎\x1b[0m\n"
-           " └┬─────┬────┬\n"
-           "  0     2    4\n");
+    assert_golden(s, "1┤     \x1b[0;38;5;31m⡰⢣   ⢀⠎\x1b[0m\n"
+                     " │    \x1b[0;38;5;31m⡰⠁ ⢣ ⢀⠎\x1b[0m\n"
+                     "0┤   \x1b[0;38;5;31m⡰⠁   ⢣⠎\x1b[0m\n"
+                     " └┬─────┬────┬\n"
+                     "  0     2    4\n");
     free(s);
     plot_free(p);
 }
@@ -203,33 +200,31 @@ static void test_bar_golden(void **state)
     plot *p = plot_bar_new("BLEU", "test BLEU", labels, 3);
     assert_int_equal(plot_bar_add(p, NULL, bleu, 3), 0);
     char *s = render(p, 36, 10, 0, 0);
-    assert_golden(s,
-           "                BLEU\n"
-           "transformer │███████████████▋ 17.3\n"
-           "mamba       │██████▏ 6.8\n"
-           "retnet      │ n/a\n"
-           "            └────────┬────────┬\n"
-           "            0        10       20\n"
-           "                 test BLEU\n");
+    assert_golden(s, "                BLEU\n"
+                     "transformer │███████████████▋ 17.3\n"
+                     "mamba       │██████▏ 6.8\n"
+                     "retnet      │ n/a\n"
+                     "            └────────┬────────┬\n"
+                     "            0        10       20\n"
+                     "                 test BLEU\n");
     free(s);
     /* grouped: a blank row between groups and a legend */
     const double para[] = {19.1, 7.2, 12.5};
     assert_int_equal(plot_bar_add(p, "paragraph", para, 3), 0);
     s = render(p, 36, 14, 0, 0);
-    assert_golden(s,
-           "                BLEU\n"
-           "transformer │███████████████▋ 17.3\n"
-           "            │▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓ 19.1\n"
-           "\n"
-           "mamba       │██████▏ 6.8\n"
-           "            │▓▓▓▓▓▓▓ 7.2\n"
-           "\n"
-           "retnet      │ n/a\n"
-           "            │▓▓▓▓▓▓▓▓▓▓▓ 12.5\n"
-           "            └────────┬────────┬\n"
-           "            0        10       20\n"
-           "                 test BLEU\n"
-           "██ series 1   ▓▓ paragraph\n");
+    assert_golden(s, "                BLEU\n"
+                     "transformer │███████████████▋ 17.3\n"
+                     "            │▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓ 19.1\n"
+                     "\n"
+                     "mamba       │██████▏ 6.8\n"
+                     "            │▓▓▓▓▓▓▓ 7.2\n"
+                     "\n"
+                     "retnet      │ n/a\n"
+                     "            │▓▓▓▓▓▓▓▓▓▓▓ 12.5\n"
+                     "            └────────┬────────┬\n"
+                     "            0        10       20\n"
+                     "                 test BLEU\n"
+                     "██ series 1   ▓▓ paragraph\n");
     free(s);
     plot_free(p);
 }
@@ -251,35 +246,34 @@ static void test_heatmap_golden(void **state)
     (void)state;
     plot *p = small_heatmap();
     char *s = render(p, 30, 9, 0, 0);
-    assert_golden(s,
-           "            cross\n"
-           "targ… Dios    dijo    <sep>\n"
-           "God   ████████\n"
-           "said  ░░░░░░░░▓▓▓▓▓▓▓▓\n"
-           "<eos> ░░░░░░░░        ▒▒▒▒▒▒▒▒\n"
-           "               source\n"
-           "0.1 ░░▒▒▓▓██ 0.9  blank: not …\n");
+    assert_golden(s, "            cross\n"
+                     "targ… Dios    dijo    <sep>\n"
+                     "God   ████████\n"
+                     "said  ░░░░░░░░▓▓▓▓▓▓▓▓\n"
+                     "<eos> ░░░░░░░░        ▒▒▒▒▒▒▒▒\n"
+                     "               source\n"
+                     "0.1 ░░▒▒▓▓██ 0.9  blank: not …\n");
     free(s);
     s = render(p, 30, 9, 0, 1);
-    assert_golden(s,
-           "            cross\n"
-           "targ~ Dios    dijo    <sep>\n"
-           "God   @@@@@@@@\n"
-           "said  ::::::::********\n"
-           "<eos> ........        --------\n"
-           "               source\n"
-           "0.1 .:-=+*#%@ 0.9  blank: not~\n");
+    assert_golden(s, "            cross\n"
+                     "targ~ Dios    dijo    <sep>\n"
+                     "God   @@@@@@@@\n"
+                     "said  ::::::::********\n"
+                     "<eos> ........        --------\n"
+                     "               source\n"
+                     "0.1 .:-=+*#%@ 0.9  blank: not~\n");
     free(s);
     assert_int_equal(plot_heatmap_set_range(p, 0, 1), 0);
     s = render(p, 30, 9, 1, 0);
-    assert_golden(s,
-           "            cross\n"
-           "targ… Dios    dijo    <sep>\n"
-           "God   \x1b[0;48;5;148m        \x1b[0m\n"
-           "said  \x1b[0;48;5;60m        \x1b[0;48;5;36m        \x1b[0m\n"
-           "<eos> \x1b[0;48;5;53m        \x1b[0m        \x1b[0;48;5;60m        \x1b[0m\n"
-           "               source\n"
-           "0 \x1b[0;48;5;53m  \x1b[0;48;5;60m    \x1b[0;48;5;30m   \x1b[0;48;5;36m \x1b[0;48;5;72m \x1b[0;48;5;71m \x1b[0;48;5;77m \x1b[0;48;5;113m \x1b[0;48;5;148m \x1b[0;48;5;184m \x1b[0m 1  blank: …\n");
+    assert_golden(s, "            cross\n"
+                     "targ… Dios    dijo    <sep>\n"
+                     "God   \x1b[0;48;5;148m        \x1b[0m\n"
+                     "said  \x1b[0;48;5;60m        \x1b[0;48;5;36m        \x1b[0m\n"
+                     "<eos> \x1b[0;48;5;53m        \x1b[0m        \x1b[0;48;5;60m        \x1b[0m\n"
+                     "               source\n"
+                     "0 \x1b[0;48;5;53m  \x1b[0;48;5;60m    \x1b[0;48;5;30m   \x1b[0;48;5;36m "
+                     "\x1b[0;48;5;72m \x1b[0;48;5;71m \x1b[0;48;5;77m \x1b[0;48;5;113m "
+                     "\x1b[0;48;5;148m \x1b[0;48;5;184m \x1b[0m 1  blank: …\n");
     free(s);
     plot_free(p);
 }
@@ -358,7 +352,10 @@ static void test_svg_written(void **state)
     plot_free(p);
 }
 
-static uint32_t be32(const unsigned char *b) { return (uint32_t)b[0] << 24 | b[1] << 16 | b[2] << 8 | b[3]; }
+static uint32_t be32(const unsigned char *b)
+{
+    return (uint32_t)b[0] << 24 | b[1] << 16 | b[2] << 8 | b[3];
+}
 
 static plot_rgb pixel(cairo_surface_t *s, double x, double y)
 {
@@ -371,7 +368,8 @@ static plot_rgb pixel(cairo_surface_t *s, double x, double y)
 static void assert_rgb(plot_rgb got, plot_rgb want)
 {
     if (got.r != want.r || got.g != want.g || got.b != want.b)
-        fail_msg("pixel #%02x%02x%02x, want #%02x%02x%02x", got.r, got.g, got.b, want.r, want.g, want.b);
+        fail_msg("pixel #%02x%02x%02x, want #%02x%02x%02x", got.r, got.g, got.b, want.r, want.g,
+                 want.b);
 }
 
 static void test_png_heatmap_pixels(void **state)
@@ -691,22 +689,14 @@ int main(void)
 {
     setlocale(LC_CTYPE, "C.UTF-8");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_line_golden),
-        cmocka_unit_test(test_line_golden_ascii),
-        cmocka_unit_test(test_line_golden_colour),
-        cmocka_unit_test(test_braille_dots),
-        cmocka_unit_test(test_text_cells),
-        cmocka_unit_test(test_bar_golden),
-        cmocka_unit_test(test_heatmap_golden),
-        cmocka_unit_test(test_heatmap_binned),
-        cmocka_unit_test(test_text_write),
-        cmocka_unit_test(test_svg_written),
-        cmocka_unit_test(test_png_heatmap_pixels),
-        cmocka_unit_test(test_png_line_and_bar),
-        cmocka_unit_test(test_csv_exact),
-        cmocka_unit_test(test_input_errors),
-        cmocka_unit_test(test_size_errors),
-        cmocka_unit_test(test_file_errors),
+        cmocka_unit_test(test_line_golden),        cmocka_unit_test(test_line_golden_ascii),
+        cmocka_unit_test(test_line_golden_colour), cmocka_unit_test(test_braille_dots),
+        cmocka_unit_test(test_text_cells),         cmocka_unit_test(test_bar_golden),
+        cmocka_unit_test(test_heatmap_golden),     cmocka_unit_test(test_heatmap_binned),
+        cmocka_unit_test(test_text_write),         cmocka_unit_test(test_svg_written),
+        cmocka_unit_test(test_png_heatmap_pixels), cmocka_unit_test(test_png_line_and_bar),
+        cmocka_unit_test(test_csv_exact),          cmocka_unit_test(test_input_errors),
+        cmocka_unit_test(test_size_errors),        cmocka_unit_test(test_file_errors),
     };
     int failed = cmocka_run_group_tests(tests, setup, teardown);
     cairo_debug_reset_static_data();

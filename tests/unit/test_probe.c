@@ -25,10 +25,14 @@ static float uniform(uint64_t *s, float lo, float hi)
 
 static void make_inputs(scan_inputs *x, uint64_t seed)
 {
-    for (int i = 0; i < T * D; i++) x->dt[i] = uniform(&seed, -2, 1), x->u[i] = uniform(&seed, -1, 1);
-    for (int i = 0; i < D; i++) x->dt_bias[i] = uniform(&seed, -1, 0.5f), x->Dskip[i] = uniform(&seed, 0, 1);
-    for (int i = 0; i < D * N; i++) x->A_log[i] = logf(1.0f + (float)(i % N)) + uniform(&seed, -0.2f, 0.2f);
-    for (int i = 0; i < T * N; i++) x->Bm[i] = uniform(&seed, -1, 1), x->Cm[i] = uniform(&seed, -1, 1);
+    for (int i = 0; i < T * D; i++)
+        x->dt[i] = uniform(&seed, -2, 1), x->u[i] = uniform(&seed, -1, 1);
+    for (int i = 0; i < D; i++)
+        x->dt_bias[i] = uniform(&seed, -1, 0.5f), x->Dskip[i] = uniform(&seed, 0, 1);
+    for (int i = 0; i < D * N; i++)
+        x->A_log[i] = logf(1.0f + (float)(i % N)) + uniform(&seed, -0.2f, 0.2f);
+    for (int i = 0; i < T * N; i++)
+        x->Bm[i] = uniform(&seed, -1, 1), x->Cm[i] = uniform(&seed, -1, 1);
 }
 
 static void test_implicit_attention_matches_the_formula(void **state)
@@ -78,9 +82,9 @@ static void test_state_norms_match_the_recurrence(void **state)
     make_inputs(&x, 13);
     enum { G = 2 }; /* channels {0, 1} and {2, 3, 4}: the last group takes the remainder */
     float norms[T], groups[G * T];
-    mt_state_norms(norms, groups, G,
-                   &(mt_scan_args){x.u, x.dt, x.A_log, x.Bm, x.Cm, x.Dskip, x.dt_bias, 1, T, D, N,
-                                   NULL});
+    mt_state_norms(
+        norms, groups, G,
+        &(mt_scan_args){x.u, x.dt, x.A_log, x.Bm, x.Cm, x.Dskip, x.dt_bias, 1, T, D, N, NULL});
     double h[D][N] = {{0}};
     for (int t = 0; t < T; t++) {
         double sq[G] = {0};
@@ -104,7 +108,8 @@ static void test_state_norms_match_the_recurrence(void **state)
 static mt_model *tiny(const char *arch, uint64_t seed)
 {
     mt_model_config cfg;
-    assert_int_equal(mt_model_preset(&cfg, !strcmp(arch, "mamba") ? "mamba-small" : "transformer-small"), 0);
+    assert_int_equal(
+        mt_model_preset(&cfg, !strcmp(arch, "mamba") ? "mamba-small" : "transformer-small"), 0);
     cfg.vocab_size = 40;
     cfg.d_model = 16;
     cfg.n_layers = 2;
@@ -163,7 +168,7 @@ static void test_transformer_maps(void **state)
     assert_int_equal(mt_probe_run(m, SRC, 5, HYP, 6, NULL, &r), 0);
     assert_int_equal(r.n_tokens, 7); /* <bos> + 6 */
     assert_int_equal(r.n_prompt, 1);
-    assert_int_equal(r.n_src, 6);    /* 5 + <eos> */
+    assert_int_equal(r.n_src, 6); /* 5 + <eos> */
     assert_int_equal(r.src[5], mt_model_get_config(m)->eos_id);
     assert_int_equal(count(&r, MT_PROBE_SELF_ATTN), 4); /* 2 decoder + 2 encoder layers */
     assert_int_equal(count(&r, MT_PROBE_CROSS_ATTN), 2);
@@ -213,8 +218,10 @@ static void test_mamba_maps(void **state)
     /* the groups' norms make up the layer's norm */
     for (int t = 0; t < 12; t++) {
         double sq = 0;
-        for (int g = 0; g < 4; g++) sq += (double)groups->values[g * 12 + t] * groups->values[g * 12 + t];
-        assert_float_equal((float)sqrt(sq), norms->values[12 + t], 1e-4f * (1 + norms->values[12 + t]));
+        for (int g = 0; g < 4; g++)
+            sq += (double)groups->values[g * 12 + t] * groups->values[g * 12 + t];
+        assert_float_equal((float)sqrt(sq), norms->values[12 + t],
+                           1e-4f * (1 + norms->values[12 + t]));
         assert_true(norms->values[t] > 0);
     }
     const mt_probe_map *imp = find(&r, MT_PROBE_IMPLICIT_ATTN, 0, 0);

@@ -110,7 +110,8 @@ static void test_runner_refuses_nan_and_inf_weights(void **state)
     const char *name = "backbone.layers.1.mixer.D";
     poke_f32(name, 3, NAN);
     assert_null(mt_runner_open(bundle, NULL, 0));
-    assert_non_null(strstr(mt_last_error(), "tensor 'backbone.layers.1.mixer.D' holds NaN at element 3"));
+    assert_non_null(
+        strstr(mt_last_error(), "tensor 'backbone.layers.1.mixer.D' holds NaN at element 3"));
     poke_f32(name, 3, -INFINITY);
     assert_null(mt_runner_open(bundle, NULL, 0));
     assert_non_null(strstr(mt_last_error(), "holds -inf at element 3"));

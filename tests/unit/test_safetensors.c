@@ -58,7 +58,8 @@ static int tmp_dir_entries(void)
     DIR *d = opendir(tmp_dir);
     assert_non_null(d);
     int n = 0;
-    for (struct dirent *e; (e = readdir(d));) n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    for (struct dirent *e; (e = readdir(d));)
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
     closedir(d);
     return n;
 }
@@ -69,8 +70,10 @@ static void test_half_every_pattern_round_trips(void **state)
 {
     (void)state;
     for (uint32_t h = 0; h <= 0xFFFF; h++) {
-        if (mt_f32_to_f16(mt_f16_to_f32((uint16_t)h)) != h) fail_msg("fp16 0x%04x does not round-trip", h);
-        if (mt_f32_to_bf16(mt_bf16_to_f32((uint16_t)h)) != h) fail_msg("bf16 0x%04x does not round-trip", h);
+        if (mt_f32_to_f16(mt_f16_to_f32((uint16_t)h)) != h)
+            fail_msg("fp16 0x%04x does not round-trip", h);
+        if (mt_f32_to_bf16(mt_bf16_to_f32((uint16_t)h)) != h)
+            fail_msg("bf16 0x%04x does not round-trip", h);
     }
 }
 
@@ -106,13 +109,15 @@ static void test_half_special_values(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         float f = mt_f32_from_bits(cases[i].f32);
         if (mt_f32_to_f16(f) != cases[i].f16)
-            fail_msg("fp32 0x%08x -> fp16 0x%04x, expected 0x%04x", cases[i].f32, mt_f32_to_f16(f), cases[i].f16);
+            fail_msg("fp32 0x%08x -> fp16 0x%04x, expected 0x%04x", cases[i].f32, mt_f32_to_f16(f),
+                     cases[i].f16);
         if (mt_f32_to_bf16(f) != cases[i].bf16)
-            fail_msg("fp32 0x%08x -> bf16 0x%04x, expected 0x%04x", cases[i].f32, mt_f32_to_bf16(f), cases[i].bf16);
+            fail_msg("fp32 0x%08x -> bf16 0x%04x, expected 0x%04x", cases[i].f32, mt_f32_to_bf16(f),
+                     cases[i].bf16);
     }
-    assert_int_equal(mt_f32_bits(mt_f16_to_f32(0x0001)), 0x33800000);  /* 2^-24 */
-    assert_int_equal(mt_f32_bits(mt_f16_to_f32(0x83FF)), 0xB87FC000);  /* -1023 * 2^-24 */
-    assert_int_equal(mt_f32_bits(mt_f16_to_f32(0x7C01)), 0x7F802000);  /* NaN payload kept */
+    assert_int_equal(mt_f32_bits(mt_f16_to_f32(0x0001)), 0x33800000); /* 2^-24 */
+    assert_int_equal(mt_f32_bits(mt_f16_to_f32(0x83FF)), 0xB87FC000); /* -1023 * 2^-24 */
+    assert_int_equal(mt_f32_bits(mt_f16_to_f32(0x7C01)), 0x7F802000); /* NaN payload kept */
     assert_int_equal(mt_f32_bits(mt_bf16_to_f32(0xFFC1)), 0xFFC10000);
 }
 
@@ -148,12 +153,14 @@ static void test_half_matches_numpy_and_torch(void **state)
     for (size_t i = 0; i < x->numel; i++) {
         float v = mt_f32_from_bits(u32_at(x, i));
         if (mt_f32_to_f16(v) != u16_at(f16, i))
-            fail_msg("x[%zu] = %a: fp16 0x%04x, numpy 0x%04x", i, (double)v, mt_f32_to_f16(v), u16_at(f16, i));
+            fail_msg("x[%zu] = %a: fp16 0x%04x, numpy 0x%04x", i, (double)v, mt_f32_to_f16(v),
+                     u16_at(f16, i));
         if (mt_f32_bits(mt_f16_to_f32(u16_at(f16, i))) != u32_at(wide, i))
             fail_msg("fp16 0x%04x widens to 0x%08x, numpy 0x%08x", u16_at(f16, i),
                      mt_f32_bits(mt_f16_to_f32(u16_at(f16, i))), u32_at(wide, i));
         if (mt_f32_to_bf16(v) != u16_at(bf16, i))
-            fail_msg("x[%zu] = %a: bf16 0x%04x, torch 0x%04x", i, (double)v, mt_f32_to_bf16(v), u16_at(bf16, i));
+            fail_msg("x[%zu] = %a: bf16 0x%04x, torch 0x%04x", i, (double)v, mt_f32_to_bf16(v),
+                     u16_at(bf16, i));
     }
     mt_st_close(st);
 }
@@ -223,11 +230,13 @@ static void test_rewrite_of_library_file_is_identical(void **state)
     mt_st_write_tensor out[16];
     for (int i = 0; i < n; i++) {
         const mt_st_tensor *t = mt_st_tensor_at(in, i);
-        out[i] = (mt_st_write_tensor){.name = t->name, .dtype = t->dtype, .ndim = t->ndim, .raw = t->data};
+        out[i] = (mt_st_write_tensor){
+            .name = t->name, .dtype = t->dtype, .ndim = t->ndim, .raw = t->data};
         memcpy(out[i].shape, t->shape, sizeof t->shape);
     }
     const mt_st_meta meta[] = {{"format", "pt"}, {"source", "make_fixtures.py"}};
-    assert_int_equal(mt_st_write(tmp_path(path, sizeof path, "rewrite.safetensors"), out, n, meta, 2), 0);
+    assert_int_equal(
+        mt_st_write(tmp_path(path, sizeof path, "rewrite.safetensors"), out, n, meta, 2), 0);
     mt_safetensors *again = mt_st_open(path);
     if (!again) fail_msg("%s", mt_last_error());
     assert_int_equal(mt_st_count(again), n);
@@ -270,7 +279,8 @@ static void test_writer_output_matches_reference_bytes(void **state)
     tmp_path(path, sizeof path, "layout.safetensors");
     if (mt_st_write(path, tensors, 6, meta, 2)) fail_msg("%s", mt_last_error());
     size_t got_len, want_len;
-    unsigned char *got = read_bytes(path, &got_len), *want = read_bytes(FIXTURES "mtlab_layout.safetensors", &want_len);
+    unsigned char *got = read_bytes(path, &got_len),
+                  *want = read_bytes(FIXTURES "mtlab_layout.safetensors", &want_len);
     assert_int_equal(got_len, want_len);
     assert_memory_equal(got, want, want_len);
     free(got);
@@ -325,7 +335,8 @@ static void test_round_trip_is_bit_exact(void **state)
     }
     /* reading F16 as fp32 widens exactly */
     assert_int_equal(mt_st_read_f32(st, "f16_from_f32", 1, (const int64_t[]){N32}, back), 0);
-    for (int i = 0; i < N32; i++) assert_int_equal(mt_f32_bits(back[i]), mt_f32_bits(mt_f16_to_f32(u16_at(h, (size_t)i))));
+    for (int i = 0; i < N32; i++)
+        assert_int_equal(mt_f32_bits(back[i]), mt_f32_bits(mt_f16_to_f32(u16_at(h, (size_t)i))));
     mt_st_close(st);
     free(raw);
     free(all16);
@@ -338,7 +349,8 @@ static void test_failed_write_keeps_old_file(void **state)
     char path[128];
     tmp_path(path, sizeof path, "keep.safetensors");
     const float one = 1.0f;
-    const mt_st_write_tensor good = {.name = "w", .dtype = MT_DT_F32, .ndim = 1, .shape = {1}, .f32 = &one};
+    const mt_st_write_tensor good = {
+        .name = "w", .dtype = MT_DT_F32, .ndim = 1, .shape = {1}, .f32 = &one};
     assert_int_equal(mt_st_write(path, &good, 1, NULL, 0), 0);
     size_t len;
     unsigned char *before = read_bytes(path, &len);
@@ -347,19 +359,23 @@ static void test_failed_write_keeps_old_file(void **state)
     const mt_st_write_tensor dup[] = {good, good};
     assert_int_equal(mt_st_write(path, dup, 2, NULL, 0), -1);
     assert_error_contains("tensor 'w' is given twice");
-    const mt_st_write_tensor as_int = {.name = "w", .dtype = MT_DT_I32, .ndim = 1, .shape = {1}, .f32 = &one};
+    const mt_st_write_tensor as_int = {
+        .name = "w", .dtype = MT_DT_I32, .ndim = 1, .shape = {1}, .f32 = &one};
     assert_int_equal(mt_st_write(path, &as_int, 1, NULL, 0), -1);
     assert_error_contains("float32 values cannot be stored as I32");
-    const mt_st_write_tensor negative = {.name = "w", .dtype = MT_DT_F32, .ndim = 1, .shape = {-2}, .f32 = &one};
+    const mt_st_write_tensor negative = {
+        .name = "w", .dtype = MT_DT_F32, .ndim = 1, .shape = {-2}, .f32 = &one};
     assert_int_equal(mt_st_write(path, &negative, 1, NULL, 0), -1);
     assert_error_contains("shape dimension 0 is negative (-2)");
-    const mt_st_write_tensor reserved = {.name = "__metadata__", .dtype = MT_DT_F32, .ndim = 0, .f32 = &one};
+    const mt_st_write_tensor reserved = {
+        .name = "__metadata__", .dtype = MT_DT_F32, .ndim = 0, .f32 = &one};
     assert_int_equal(mt_st_write(path, &reserved, 1, NULL, 0), -1);
     assert_error_contains("'__metadata__' is reserved");
     const mt_st_write_tensor no_data = {.name = "w", .dtype = MT_DT_F32, .ndim = 1, .shape = {1}};
     assert_int_equal(mt_st_write(path, &no_data, 1, NULL, 0), -1);
     assert_error_contains("tensor 'w': no data");
-    const mt_st_write_tensor bad_utf8 = {.name = "w\xC3", .dtype = MT_DT_F32, .ndim = 0, .f32 = &one};
+    const mt_st_write_tensor bad_utf8 = {
+        .name = "w\xC3", .dtype = MT_DT_F32, .ndim = 0, .f32 = &one};
     assert_int_equal(mt_st_write(path, &bad_utf8, 1, NULL, 0), -1);
     assert_error_contains("not valid UTF-8");
     assert_error_contains(path);
@@ -392,7 +408,8 @@ static unsigned char *build_file(const char *header, size_t data_len, size_t *le
 
 /* Both the mapped-file path and the buffer path refuse the bytes with the same message, which
  * names the file and contains every needle. */
-static void expect_refused(const unsigned char *bytes, size_t len, const char *needle, const char *needle2)
+static void expect_refused(const unsigned char *bytes, size_t len, const char *needle,
+                           const char *needle2)
 {
     char path[128];
     tmp_path(path, sizeof path, "bad.safetensors");
@@ -411,7 +428,8 @@ static void expect_refused(const unsigned char *bytes, size_t len, const char *n
     unlink(path);
 }
 
-static void expect_header_refused(const char *header, size_t data_len, const char *needle, const char *needle2)
+static void expect_header_refused(const char *header, size_t data_len, const char *needle,
+                                  const char *needle2)
 {
     size_t len;
     unsigned char *file = build_file(header, data_len, &len);
@@ -438,7 +456,8 @@ static void test_header_length_past_end_of_file(void **state)
 {
     (void)state;
     unsigned char file[8 + 10] = {200, 0, 0, 0, 0, 0, 0, 0, '{', '}'};
-    expect_refused(file, sizeof file, "header length 200 runs past the end of the file (18 bytes)", NULL);
+    expect_refused(file, sizeof file, "header length 200 runs past the end of the file (18 bytes)",
+                   NULL);
 }
 
 static void test_header_length_absurdly_large(void **state)
@@ -469,7 +488,8 @@ static void test_json_error_stays_on_one_line(void **state)
     size_t len;
     unsigned char *file = build_file("{\"c.b\\\n\":{}}", 0, &len);
     assert_null(mt_st_open_buffer(file, len, "mem.safetensors"));
-    assert_error_contains("mem.safetensors: header is not valid JSON: invalid escape near '\"c.b\\?'");
+    assert_error_contains(
+        "mem.safetensors: header is not valid JSON: invalid escape near '\"c.b\\?'");
     assert_null(strchr(mt_last_error(), '\n'));
     free(file);
     unsigned char *crash = read_bytes(FIXTURES "regress_newline_in_json_error.safetensors", &len);
@@ -484,7 +504,8 @@ static void test_json_not_an_object(void **state)
     (void)state;
     expect_header_refused("[1, 2]", 0, "header is a list, expected a JSON object", NULL);
     expect_header_refused("42", 0, "header is an integer, expected a JSON object", NULL);
-    expect_header_refused("{\"w\": [1]}", 0, "tensor 'w': entry is a list, expected an object", NULL);
+    expect_header_refused("{\"w\": [1]}", 0, "tensor 'w': entry is a list, expected an object",
+                          NULL);
 }
 
 static void test_unknown_dtype(void **state)
@@ -494,36 +515,44 @@ static void test_unknown_dtype(void **state)
                           "tensor 'w': unknown dtype 'F128'", NULL);
     expect_header_refused("{\"w\":{\"dtype\":3,\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
                           "tensor 'w': dtype is an integer, expected a string", NULL);
-    expect_header_refused("{\"w\":{\"shape\":[1],\"data_offsets\":[0,4]}}", 4, "tensor 'w': missing 'dtype'", NULL);
+    expect_header_refused("{\"w\":{\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
+                          "tensor 'w': missing 'dtype'", NULL);
 }
 
 static void test_bad_shape(void **state)
 {
     (void)state;
-    expect_header_refused("{\"w\":{\"dtype\":\"F32\",\"shape\":\"3x4\",\"data_offsets\":[0,48]}}", 48,
-                          "tensor 'w': shape is a string, expected a list of dimensions", NULL);
-    expect_header_refused("{\"w\":{\"dtype\":\"F32\",\"shape\":[4,-3],\"data_offsets\":[0,48]}}", 48,
-                          "tensor 'w': shape dimension 1 is negative (-3)", NULL);
+    expect_header_refused("{\"w\":{\"dtype\":\"F32\",\"shape\":\"3x4\",\"data_offsets\":[0,48]}}",
+                          48, "tensor 'w': shape is a string, expected a list of dimensions", NULL);
+    expect_header_refused("{\"w\":{\"dtype\":\"F32\",\"shape\":[4,-3],\"data_offsets\":[0,48]}}",
+                          48, "tensor 'w': shape dimension 1 is negative (-3)", NULL);
     expect_header_refused("{\"w\":{\"dtype\":\"F32\",\"shape\":[2.5],\"data_offsets\":[0,8]}}", 8,
-                          "tensor 'w': shape dimension 0 is a number (2.5), expected an integer", NULL);
-    expect_header_refused("{\"w\":{\"dtype\":\"U8\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,1]}}", 1,
-                          "tensor 'w': shape has 9 dimensions, at most 8 are supported", NULL);
-    expect_header_refused("{\"w\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296,4294967296],"
-                          "\"data_offsets\":[0,4]}}",
-                          4, "tensor 'w': shape (4294967296, 4294967296, 4294967296) has too many elements", NULL);
+                          "tensor 'w': shape dimension 0 is a number (2.5), expected an integer",
+                          NULL);
+    expect_header_refused(
+        "{\"w\":{\"dtype\":\"U8\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,1]}}", 1,
+        "tensor 'w': shape has 9 dimensions, at most 8 are supported", NULL);
+    expect_header_refused(
+        "{\"w\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296,4294967296],"
+        "\"data_offsets\":[0,4]}}",
+        4, "tensor 'w': shape (4294967296, 4294967296, 4294967296) has too many elements", NULL);
 }
 
 static void test_offsets_out_of_range(void **state)
 {
     (void)state;
-    expect_header_refused("{\"lm_head.weight\":{\"dtype\":\"F32\",\"shape\":[2247],\"data_offsets\":[10,9000]}}",
-                          812, "tensor 'lm_head.weight': data_offsets [10, 9000] run past the end of the data section (812 bytes)",
-                          NULL);
-    expect_header_refused("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0]}}", 4,
-                          "tensor 'w': data_offsets must be two non-negative integers [begin, end], got [0]", NULL);
+    expect_header_refused(
+        "{\"lm_head.weight\":{\"dtype\":\"F32\",\"shape\":[2247],\"data_offsets\":[10,9000]}}", 812,
+        "tensor 'lm_head.weight': data_offsets [10, 9000] run past the end of the data section "
+        "(812 bytes)",
+        NULL);
+    expect_header_refused(
+        "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0]}}", 4,
+        "tensor 'w': data_offsets must be two non-negative integers [begin, end], got [0]", NULL);
     expect_header_refused("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[-4,0]}}", 4,
                           "data_offsets must be two non-negative integers", NULL);
-    expect_header_refused("{\"w\":{\"dtype\":\"F32\",\"shape\":[1]}}", 4, "tensor 'w': missing 'data_offsets'", NULL);
+    expect_header_refused("{\"w\":{\"dtype\":\"F32\",\"shape\":[1]}}", 4,
+                          "tensor 'w': missing 'data_offsets'", NULL);
 }
 
 static void test_offsets_reversed(void **state)
@@ -536,14 +565,17 @@ static void test_offsets_reversed(void **state)
 static void test_overlapping_tensors(void **state)
 {
     (void)state;
-    expect_header_refused("{\"a\":{\"dtype\":\"F32\",\"shape\":[12],\"data_offsets\":[0,48]},"
-                          "\"b\":{\"dtype\":\"F32\",\"shape\":[12],\"data_offsets\":[40,88]}}",
-                          88, "tensors 'a' (data_offsets [0, 48]) and 'b' (data_offsets [40, 88]) overlap", NULL);
+    expect_header_refused(
+        "{\"a\":{\"dtype\":\"F32\",\"shape\":[12],\"data_offsets\":[0,48]},"
+        "\"b\":{\"dtype\":\"F32\",\"shape\":[12],\"data_offsets\":[40,88]}}",
+        88, "tensors 'a' (data_offsets [0, 48]) and 'b' (data_offsets [40, 88]) overlap", NULL);
     /* a long tensor overlapping one two places later in offset order */
-    expect_header_refused("{\"long\":{\"dtype\":\"U8\",\"shape\":[100],\"data_offsets\":[0,100]},"
-                          "\"x\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[10,10]},"
-                          "\"y\":{\"dtype\":\"U8\",\"shape\":[10],\"data_offsets\":[50,60]}}",
-                          100, "tensors 'long' (data_offsets [0, 100]) and 'y' (data_offsets [50, 60]) overlap", NULL);
+    expect_header_refused(
+        "{\"long\":{\"dtype\":\"U8\",\"shape\":[100],\"data_offsets\":[0,100]},"
+        "\"x\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[10,10]},"
+        "\"y\":{\"dtype\":\"U8\",\"shape\":[10],\"data_offsets\":[50,60]}}",
+        100, "tensors 'long' (data_offsets [0, 100]) and 'y' (data_offsets [50, 60]) overlap",
+        NULL);
     /* the same range twice */
     expect_header_refused("{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]},"
                           "\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]}}",
@@ -553,10 +585,12 @@ static void test_overlapping_tensors(void **state)
 static void test_shape_size_mismatch(void **state)
 {
     (void)state;
-    expect_header_refused("{\"w\":{\"dtype\":\"F32\",\"shape\":[3,4],\"data_offsets\":[0,40]}}", 48,
-                          "tensor 'w': shape (3, 4) of F32 is 48 bytes but data_offsets [0, 40] hold 40", NULL);
+    expect_header_refused(
+        "{\"w\":{\"dtype\":\"F32\",\"shape\":[3,4],\"data_offsets\":[0,40]}}", 48,
+        "tensor 'w': shape (3, 4) of F32 is 48 bytes but data_offsets [0, 40] hold 40", NULL);
     expect_header_refused("{\"w\":{\"dtype\":\"BF16\",\"shape\":[],\"data_offsets\":[0,4]}}", 4,
-                          "tensor 'w': shape () of BF16 is 2 bytes but data_offsets [0, 4] hold 4", NULL);
+                          "tensor 'w': shape () of BF16 is 2 bytes but data_offsets [0, 4] hold 4",
+                          NULL);
 }
 
 static void test_bad_metadata(void **state)
@@ -564,7 +598,8 @@ static void test_bad_metadata(void **state)
     (void)state;
     expect_header_refused("{\"__metadata__\":{\"format\":1}}", 0,
                           "__metadata__ entry 'format' is an integer, expected a string", NULL);
-    expect_header_refused("{\"__metadata__\":[\"pt\"]}", 0, "__metadata__ is a list, expected an object of strings", NULL);
+    expect_header_refused("{\"__metadata__\":[\"pt\"]}", 0,
+                          "__metadata__ is a list, expected an object of strings", NULL);
 }
 
 static void test_empty_header_and_gaps_are_fine(void **state)
@@ -598,7 +633,8 @@ static void test_missing_tensor_and_wrong_shape(void **state)
     assert_int_equal(mt_st_read_f32(st, "lm_head.weight", 2, (const int64_t[]){4, 4}, out), -1);
     assert_error_contains(FIXTURES "hf_written.safetensors: missing tensor 'lm_head.weight'");
     assert_int_equal(mt_st_read_f32(st, "embed.weight", 2, (const int64_t[]){4, 4}, out), -1);
-    assert_error_contains(FIXTURES "hf_written.safetensors: tensor 'embed.weight' has shape (3, 4), expected (4, 4)");
+    assert_error_contains(
+        FIXTURES "hf_written.safetensors: tensor 'embed.weight' has shape (3, 4), expected (4, 4)");
     assert_int_equal(mt_st_read_f32(st, "embed.weight", 1, (const int64_t[]){12}, out), -1);
     assert_error_contains("has shape (3, 4), expected (12)");
     assert_int_equal(mt_st_read_f32(st, "ids32", 2, (const int64_t[]){2, 3}, out), -1);

@@ -31,14 +31,16 @@ static void scan_case_init(scan_case *s, int B, int T, int D, int N, uint64_t se
     s->dt = gc_random(btd, &rng, 1.5f);
     s->A_log = gc_random((size_t)D * N, &rng, 1.0f);
     for (int d = 0; d < D; d++) /* A_log near log(1..N), the S4D-real init */
-        for (int n = 0; n < N; n++) s->A_log[d * N + n] += (float)(round(log(n + 1.0) * 4096) / 4096);
+        for (int n = 0; n < N; n++)
+            s->A_log[d * N + n] += (float)(round(log(n + 1.0) * 4096) / 4096);
     s->Bm = gc_random(btn, &rng, 1.0f);
     s->Cm = gc_random(btn, &rng, 1.0f);
     s->Dskip = gc_random(D, &rng, 1.0f);
     s->dt_bias = gc_random(D, &rng, 1.0f);
     s->y = calloc(btd, 4);
     s->r = gc_random(btd, &rng, 1.0f);
-    s->a = (mt_scan_args){s->u, s->dt, s->A_log, s->Bm, s->Cm, s->Dskip, s->dt_bias, B, T, D, N, NULL};
+    s->a =
+        (mt_scan_args){s->u, s->dt, s->A_log, s->Bm, s->Cm, s->Dskip, s->dt_bias, B, T, D, N, NULL};
 }
 
 static void scan_case_free(scan_case *s)
@@ -86,7 +88,8 @@ static void test_scan_vs_naive(void **state)
     const char *names[7] = {"du", "ddt", "dA_log", "dBm", "dCm", "dD", "ddt_bias"};
     float *f1[7] = {g1.g.du, g1.g.ddt, g1.g.dA_log, g1.g.dBm, g1.g.dCm, g1.g.dDskip, g1.g.ddt_bias};
     float *f2[7] = {g2.g.du, g2.g.ddt, g2.g.dA_log, g2.g.dBm, g2.g.dCm, g2.g.dDskip, g2.g.ddt_bias};
-    size_t sizes[7] = {btd, btd, (size_t)s.D * s.N, (size_t)s.B * s.T * s.N, (size_t)s.B * s.T * s.N, s.D, s.D};
+    size_t sizes[7] = {
+        btd, btd, (size_t)s.D * s.N, (size_t)s.B * s.T * s.N, (size_t)s.B * s.T * s.N, s.D, s.D};
     printf("scan: fast vs naive (B 3, T 37, D 37, N 6): y %.1e h_last %.1e", ey, eh);
     double worst = fmax(ey, eh);
     for (int i = 0; i < 7; i++) {
@@ -109,7 +112,8 @@ static void step_matches_forward(int B, int T, int D, int N, uint64_t seed)
     scan_case_init(&s, B, T, D, N, seed);
     float *h_last = calloc((size_t)B * D * N, 4), *h = calloc((size_t)B * D * N, 4);
     fast->scan_forward(s.y, h_last, &s.a);
-    float *u = malloc(B * D * 4), *dt = malloc(B * D * 4), *Bm = malloc(B * N * 4), *Cm = malloc(B * N * 4);
+    float *u = malloc(B * D * 4), *dt = malloc(B * D * 4), *Bm = malloc(B * N * 4),
+          *Cm = malloc(B * N * 4);
     float *y = malloc(B * D * 4);
     mt_scan_args one = {u, dt, s.A_log, Bm, Cm, s.Dskip, s.dt_bias, B, 1, D, N, NULL};
     for (int t = 0; t < T; t++) {
@@ -164,8 +168,8 @@ static void test_scan_continues_from_h0(void **state)
             float *u = time_slice(s.u, B, T, D, t0, t1), *dt = time_slice(s.dt, B, T, D, t0, t1);
             float *Bm = time_slice(s.Bm, B, T, N, t0, t1), *Cm = time_slice(s.Cm, B, T, N, t0, t1);
             y_parts[part] = malloc((size_t)B * Tp * D * 4);
-            mt_scan_args a = {u, dt, s.A_log, Bm, Cm, s.Dskip, s.dt_bias, B, Tp, D, N,
-                              part ? h : NULL};
+            mt_scan_args a = {u,         dt, s.A_log, Bm, Cm, s.Dskip,
+                              s.dt_bias, B,  Tp,      D,  N,  part ? h : NULL};
             bes[i]->scan_forward(y_parts[part], h, &a);
             free(u), free(dt), free(Bm), free(Cm);
         }
@@ -200,7 +204,8 @@ static double scan_ref_loss(void *p)
                 double v = m->dt[i] + m->dt_bias[d], delta = v <= 20 ? log1p(exp(v)) : v;
                 double y = m->Dskip[d] * m->u[i];
                 for (int n = 0; n < m->N; n++) {
-                    h[n] = exp(delta * -exp(m->A_log[d * m->N + n])) * h[n] + delta * m->Bm[r + n] * m->u[i];
+                    h[n] = exp(delta * -exp(m->A_log[d * m->N + n])) * h[n] +
+                           delta * m->Bm[r + n] * m->u[i];
                     y += h[n] * m->Cm[r + n];
                 }
                 loss += m->r[i] * y;
@@ -226,17 +231,35 @@ static void test_scan_grad(void **state)
     scan_grads_init(&g, &s);
     fast->scan_backward(&g.g, s.r, &s.a);
     size_t btd = (size_t)s.B * s.T * s.D, btn = (size_t)s.B * s.T * s.N, dn = (size_t)s.D * s.N;
-    scan_ref m = {s.B, s.T, s.D, s.N, to_double(s.u, btd), to_double(s.dt, btd), to_double(s.A_log, dn),
-                  to_double(s.Bm, btn), to_double(s.Cm, btn), to_double(s.Dskip, s.D),
-                  to_double(s.dt_bias, s.D), to_double(s.r, btd)};
-    struct { const char *name; double *x; float *g; size_t n; } t[7] = {
-        {"scan du", m.u, g.g.du, btd}, {"scan ddt", m.dt, g.g.ddt, btd},
-        {"scan dA_log", m.A_log, g.g.dA_log, dn}, {"scan dBm", m.Bm, g.g.dBm, btn},
-        {"scan dCm", m.Cm, g.g.dCm, btn}, {"scan dD", m.Dskip, g.g.dDskip, s.D},
+    scan_ref m = {s.B,
+                  s.T,
+                  s.D,
+                  s.N,
+                  to_double(s.u, btd),
+                  to_double(s.dt, btd),
+                  to_double(s.A_log, dn),
+                  to_double(s.Bm, btn),
+                  to_double(s.Cm, btn),
+                  to_double(s.Dskip, s.D),
+                  to_double(s.dt_bias, s.D),
+                  to_double(s.r, btd)};
+    struct {
+        const char *name;
+        double *x;
+        float *g;
+        size_t n;
+    } t[7] = {
+        {"scan du", m.u, g.g.du, btd},
+        {"scan ddt", m.dt, g.g.ddt, btd},
+        {"scan dA_log", m.A_log, g.g.dA_log, dn},
+        {"scan dBm", m.Bm, g.g.dBm, btn},
+        {"scan dCm", m.Cm, g.g.dCm, btn},
+        {"scan dD", m.Dskip, g.g.dDskip, s.D},
         {"scan ddt_bias", m.dt_bias, g.g.ddt_bias, s.D},
     };
     for (int i = 0; i < 7; i++)
-        assert_true(gc_report("scan", t[i].name, gc_rel_error(t[i].x, t[i].n, t[i].g, scan_ref_loss, &m, 40), 1e-5));
+        assert_true(gc_report("scan", t[i].name,
+                              gc_rel_error(t[i].x, t[i].n, t[i].g, scan_ref_loss, &m, 40), 1e-5));
     for (int i = 0; i < 7; i++) free(t[i].x);
     free(m.r);
     free(g.block);
@@ -266,7 +289,8 @@ static void scan_backward_accumulates(const mt_backend *be, const char *name)
         double e = fabs(pre.block[i] - want) / (fabs(loaded[i]) + fabs(zero.block[i]) + 1e-30);
         if (e > worst) worst = e;
     }
-    printf("scan %s: backward into pre-loaded gradients, max deviation from P + G0 %.1e (bound 1e-6)\n",
+    printf("scan %s: backward into pre-loaded gradients, max deviation from P + G0 %.1e (bound "
+           "1e-6)\n",
            name, worst);
     assert_true(worst < 1e-6);
     /* only du and ddt: the same du and ddt */

@@ -38,7 +38,8 @@ static void test_ter_commands_match_sacrebleu(void **state)
     json_t *j = load("tests/fixtures/metrics/ter.json"), *cli = json_object_get(j, "cli"), *run;
     size_t k;
     assert_true(json_array_size(cli) >= 3);
-    json_array_foreach(cli, k, run) {
+    json_array_foreach(cli, k, run)
+    {
         char *cmd = strdup(JSTR(run, "command"));
         const char *args[32];
         size_t n = 0;
@@ -67,10 +68,12 @@ static void test_ter_commands_match_sacrebleu(void **state)
 static void test_tokenize_matches_sacrebleu(void **state)
 {
     (void)state;
-    json_t *j = load("tests/fixtures/metrics/tokenizers.json"), *scores = json_object_get(j, "scores"), *s;
+    json_t *j = load("tests/fixtures/metrics/tokenizers.json"),
+           *scores = json_object_get(j, "scores"), *s;
     json_t *models = json_object_get(j, "flores_models");
     size_t k, n_bible = 0;
-    json_array_foreach(scores, k, s) {
+    json_array_foreach(scores, k, s)
+    {
         if (strcmp(JSTR(s, "corpus"), "bible")) continue;
         const char *tok = JSTR(s, "tokenizer"), *model = JSTR(models, tok);
         const char *args[16] = {"--hyp", HYP, "--ref", REF, "-m", "bleu", "--tokenize", tok};
@@ -104,8 +107,8 @@ static void test_metrics_print_in_sacrebleus_order(void **state)
                                    "--chrf-word-order", "2", NULL},
                   JSTR(run, "output"), "-m ter chrf bleu ter");
     json_decref(j);
-    test_captured c = test_run_command(&cmd_score, (const char *[]){"-i", HYP, REF, "--ref", REF, "-m", "ter",
-                                                                    "bleu", NULL});
+    test_captured c = test_run_command(
+        &cmd_score, (const char *[]){"-i", HYP, REF, "--ref", REF, "-m", "ter", "bleu", NULL});
     assert_int_equal(c.rc, 0);
     const char *bleu = strstr(c.out, "BLEU"), *ter = strstr(c.out, "TER");
     assert_true(bleu && ter && bleu < ter);

@@ -34,7 +34,8 @@ static void test_numpy_draws(void **state)
     (void)state;
     json_t *j = load(), *draws = json_object_get(j, "numpy_draws"), *d;
     size_t i;
-    json_array_foreach(draws, i, d) {
+    json_array_foreach(draws, i, d)
+    {
         uint64_t seed = (uint64_t)json_integer_value(json_object_get(d, "seed"));
         mt_np_rng g;
         json_t *raw = json_object_get(d, "raw");
@@ -42,9 +43,9 @@ static void test_numpy_draws(void **state)
         for (size_t k = 0; k < json_array_size(raw); k++) {
             uint64_t want = strtoull(json_string_value(json_array_get(raw, k)), NULL, 10);
             uint64_t got = mt_np_next_u64(&g);
-            if (got != want) fail_msg("seed %llu: raw draw %zu is %llu, numpy %llu",
-                                      (unsigned long long)seed, k, (unsigned long long)got,
-                                      (unsigned long long)want);
+            if (got != want)
+                fail_msg("seed %llu: raw draw %zu is %llu, numpy %llu", (unsigned long long)seed, k,
+                         (unsigned long long)got, (unsigned long long)want);
         }
         static const char *const keys[] = {"choice97", "choice_big", "bools"};
         for (int kind = 0; kind < 3; kind++) {
@@ -55,7 +56,8 @@ static void test_numpy_draws(void **state)
             mt_np_rng_seed(&g, seed);
             if (kind == 0) mt_np_choice(&g, 97, got, n);
             if (kind == 1)
-                mt_np_choice(&g, (uint32_t)json_integer_value(json_object_get(d, "choice_big_n")), got, n);
+                mt_np_choice(&g, (uint32_t)json_integer_value(json_object_get(d, "choice_big_n")),
+                             got, n);
             if (kind == 2) {
                 mt_np_booleans(&g, b, n);
                 for (size_t k = 0; k < n; k++) got[k] = b[k];
@@ -69,7 +71,8 @@ static void test_numpy_draws(void **state)
         }
     }
     json_t *sums = json_object_get(j, "sums");
-    json_array_foreach(sums, i, d) {
+    json_array_foreach(sums, i, d)
+    {
         json_t *v = json_object_get(d, "values");
         size_t n = json_array_size(v);
         double *a = malloc(n * sizeof *a);
@@ -100,7 +103,8 @@ static void read_systems(json_t *j, systems *s)
         json_t *lines = json_object_get(json_array_get(sys, k), "lines");
         assert_int_equal(json_array_size(lines), s->n_seg);
         s->lines[k] = malloc(s->n_seg * sizeof *s->lines[k]);
-        for (size_t i = 0; i < s->n_seg; i++) s->lines[k][i] = json_string_value(json_array_get(lines, i));
+        for (size_t i = 0; i < s->n_seg; i++)
+            s->lines[k][i] = json_string_value(json_array_get(lines, i));
     }
 }
 
@@ -111,8 +115,8 @@ static void free_systems(systems *s)
 }
 
 /* per-segment statistics of every system for BLEU (metric 0), chrF2 (1) or TER (2) */
-static double **stats_of(const systems *s, int metric, const mt_bleu_opts *bo, const mt_chrf_opts *co,
-                         size_t n_stats)
+static double **stats_of(const systems *s, int metric, const mt_bleu_opts *bo,
+                         const mt_chrf_opts *co, size_t n_stats)
 {
     double **st = malloc(s->n_sys * sizeof *st);
     for (size_t k = 0; k < s->n_sys; k++) {
@@ -142,7 +146,8 @@ static void check(double got, double want, const char *what, const char *test, c
                   size_t sys)
 {
     if (got != want) /* to the bit: the same draws, sums and float32 steps */
-        fail_msg("%s %s system %zu: %s is %.17g, sacreBLEU %.17g", test, metric, sys, what, got, want);
+        fail_msg("%s %s system %zu: %s is %.17g, sacreBLEU %.17g", test, metric, sys, what, got,
+                 want);
 }
 
 static void test_paired_tests_match_sacrebleu(void **state)
@@ -155,26 +160,31 @@ static void test_paired_tests_match_sacrebleu(void **state)
     mt_chrf_opts co = mt_chrf_defaults();
     char chrf_name[32];
     mt_ter_opts to = mt_ter_defaults();
-    mt_sig_metric metrics[3] = {mt_sig_bleu_metric(&bo), mt_sig_chrf_metric(&co, chrf_name, sizeof chrf_name),
+    mt_sig_metric metrics[3] = {mt_sig_bleu_metric(&bo),
+                                mt_sig_chrf_metric(&co, chrf_name, sizeof chrf_name),
                                 mt_sig_ter_metric(&to)};
     assert_string_equal(metrics[1].name, "chrF2");
     assert_string_equal(metrics[2].name, "TER");
     size_t ti;
-    json_array_foreach(tests, ti, t) {
+    json_array_foreach(tests, ti, t)
+    {
         const char *kind = json_string_value(json_object_get(t, "test"));
-        mt_sig_opts o = mt_sig_defaults(!strcmp(kind, "bs") ? MT_SIG_BOOTSTRAP : MT_SIG_RANDOMIZATION);
+        mt_sig_opts o =
+            mt_sig_defaults(!strcmp(kind, "bs") ? MT_SIG_BOOTSTRAP : MT_SIG_RANDOMIZATION);
         mt_sig_result all[3][8];
         for (int mi = 0; mi < 3; mi++) {
             const mt_sig_metric *m = &metrics[mi];
             double **st = stats_of(&s, mi, &bo, &co, m->n_stats);
             mt_sig_result *res = all[mi];
-            assert_int_equal(mt_sig_paired(res, (const double *const *)st, s.n_sys, s.n_seg, m, &o), 0);
+            assert_int_equal(mt_sig_paired(res, (const double *const *)st, s.n_sys, s.n_seg, m, &o),
+                             0);
             json_t *want = json_object_get(json_object_get(t, "metrics"), m->name);
             assert_int_equal(json_array_size(want), s.n_sys);
             for (size_t k = 0; k < s.n_sys; k++) {
                 json_t *w = json_array_get(want, k), *p = json_object_get(w, "p"),
                        *mean = json_object_get(w, "mean"), *ci = json_object_get(w, "ci");
-                check(res[k].score, json_number_value(json_object_get(w, "score")), "score", kind, m->name, k);
+                check(res[k].score, json_number_value(json_object_get(w, "score")), "score", kind,
+                      m->name, k);
                 assert_int_equal(res[k].has_p, !json_is_null(p));
                 if (res[k].has_p) check(res[k].p, json_number_value(p), "p", kind, m->name, k);
                 assert_int_equal(res[k].has_ci, !json_is_null(mean));
@@ -188,7 +198,8 @@ static void test_paired_tests_match_sacrebleu(void **state)
             /* the signature's additions, as sacreBLEU writes them into each metric's */
             char sig[64];
             mt_sig_signature(sig, sizeof sig, &o);
-            const char *full = json_string_value(json_object_get(json_object_get(t, "signatures"), m->name));
+            const char *full =
+                json_string_value(json_object_get(json_object_get(t, "signatures"), m->name));
             assert_non_null(strstr(full, sig));
         }
         const char *names[3] = {metrics[0].name, metrics[1].name, metrics[2].name};
@@ -263,22 +274,26 @@ static void test_score_command(void **state)
     assert_int_equal(chdir(dir), 0);
     json_t *sys = json_object_get(j, "systems");
     for (size_t k = 0; k < s.n_sys; k++)
-        write_lines(json_string_value(json_object_get(json_array_get(sys, k), "name")), s.lines[k], s.n_seg);
+        write_lines(json_string_value(json_object_get(json_array_get(sys, k), "name")), s.lines[k],
+                    s.n_seg);
     write_lines("ref", s.ref, s.n_seg);
     static const char *const kinds[] = {"bs", "ar"};
     for (int k = 0; k < 2; k++) {
         const char *flag = k ? "--paired-ar" : "--paired-bs";
-        test_captured c = test_run_command(&cmd_score, (const char *[]){"--hyp", "base", "-i", "close", "far",
-                                                      "--ref", "ref", "-m", "bleu", "chrf", "ter", flag, NULL});
+        test_captured c = test_run_command(
+            &cmd_score, (const char *[]){"--hyp", "base", "-i", "close", "far", "--ref", "ref",
+                                         "-m", "bleu", "chrf", "ter", flag, NULL});
         assert_int_equal(c.rc, 0);
-        const char *want = json_string_value(json_object_get(json_object_get(j, "tables"), kinds[k]));
-        if (strncmp(c.out, want, strlen(want))) fail_msg("%s:\n%s\nsacreBLEU:\n%s", flag, c.out, want);
+        const char *want =
+            json_string_value(json_object_get(json_object_get(j, "tables"), kinds[k]));
+        if (strncmp(c.out, want, strlen(want)))
+            fail_msg("%s:\n%s\nsacreBLEU:\n%s", flag, c.out, want);
         /* the signatures carry the test's fields after nrefs, as sacreBLEU's do */
         json_t *t = json_array_get(json_object_get(j, "tests"), (size_t)k);
         static const char *const metric_names[] = {"BLEU", "chrF2", "TER"};
         for (int mi = 0; mi < 3; mi++) {
-            const char *sig = json_string_value(json_object_get(json_object_get(t, "signatures"),
-                                                                metric_names[mi]));
+            const char *sig = json_string_value(
+                json_object_get(json_object_get(t, "signatures"), metric_names[mi]));
             char line[256];
             snprintf(line, sizeof line, " - %-10s %s\n", metric_names[mi], sig);
             if (!strstr(c.out, line)) fail_msg("no line '%s' in:\n%s", line, c.out);
@@ -286,26 +301,29 @@ static void test_score_command(void **state)
         test_captured_free(&c);
     }
     /* a paired test needs a baseline and a system; counts are checked */
-    test_captured c = test_run_command(&cmd_score, (const char *[]){"--hyp", "base", "--ref", "ref", "--paired-bs", NULL});
+    test_captured c = test_run_command(
+        &cmd_score, (const char *[]){"--hyp", "base", "--ref", "ref", "--paired-bs", NULL});
     assert_int_equal(c.rc, 1);
     assert_non_null(strstr(c.err, "baseline"));
     test_captured_free(&c);
-    c = test_run_command(&cmd_score, (const char *[]){"-i", "base", "far", "--ref", "ref", "--paired-ar",
-                                                      "--paired-n", "0", NULL});
+    c = test_run_command(&cmd_score, (const char *[]){"-i", "base", "far", "--ref", "ref",
+                                                      "--paired-ar", "--paired-n", "0", NULL});
     assert_int_equal(c.rc, 1);
     assert_non_null(strstr(c.err, "--paired-n"));
     test_captured_free(&c);
     /* --json: one object per system, the p-values as numbers */
-    c = test_run_command(&cmd_score, (const char *[]){"-i", "base", "far", "--ref", "ref", "-m", "bleu",
-                                                      "--paired-bs", "--json", NULL});
+    c = test_run_command(&cmd_score, (const char *[]){"-i", "base", "far", "--ref", "ref", "-m",
+                                                      "bleu", "--paired-bs", "--json", NULL});
     assert_int_equal(c.rc, 0);
     json_error_t err;
     json_t *out = json_loads(c.out, 0, &err);
     assert_non_null(out);
     assert_int_equal(json_array_size(out), 2);
     json_t *far = json_object_get(json_array_get(out, 1), "BLEU");
-    json_t *want_far = json_array_get(json_object_get(json_object_get(json_array_get(json_object_get(j, "tests"), 0),
-                                                                       "metrics"), "BLEU"), 2);
+    json_t *want_far = json_array_get(
+        json_object_get(json_object_get(json_array_get(json_object_get(j, "tests"), 0), "metrics"),
+                        "BLEU"),
+        2);
     assert_true(json_number_value(json_object_get(far, "p_value")) ==
                 json_number_value(json_object_get(want_far, "p")));
     json_decref(out);

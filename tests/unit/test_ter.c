@@ -45,11 +45,13 @@ static void test_tercom_tokenizer_matches_sacrebleu(void **state)
     (void)state;
     json_t *j = load_fixture(), *set;
     size_t k, checked = 0;
-    json_array_foreach(json_object_get(j, "tokens"), k, set) {
+    json_array_foreach(json_object_get(j, "tokens"), k, set)
+    {
         mt_ter_opts o = opts_from_key(JSTR(set, "opts"));
         json_t *pair;
         size_t i;
-        json_array_foreach(json_object_get(set, "pairs"), i, pair) {
+        json_array_foreach(json_object_get(set, "pairs"), i, pair)
+        {
             const char *in = json_string_value(json_array_get(pair, 0));
             char *got = mt_tokenize_tercom(in, &o);
             assert_non_null(got);
@@ -71,7 +73,8 @@ static void test_segment_stats_match_sacrebleu(void **state)
     (void)state;
     json_t *j = load_fixture(), *seg;
     size_t i, checked = 0;
-    json_array_foreach(json_object_get(j, "segments"), i, seg) {
+    json_array_foreach(json_object_get(j, "segments"), i, seg)
+    {
         json_t *refs_j = json_object_get(seg, "refs");
         size_t n_refs = json_array_size(refs_j);
         const char *refs[8];
@@ -79,7 +82,8 @@ static void test_segment_stats_match_sacrebleu(void **state)
         for (size_t r = 0; r < n_refs; r++) refs[r] = json_string_value(json_array_get(refs_j, r));
         const char *key;
         json_t *want;
-        json_object_foreach(json_object_get(seg, "stats"), key, want) {
+        json_object_foreach(json_object_get(seg, "stats"), key, want)
+        {
             mt_ter_opts o = opts_from_key(key);
             mt_ter_stats s;
             assert_int_equal(mt_ter_segment_stats(&s, JSTR(seg, "hyp"), refs, n_refs, &o), 0);
@@ -101,8 +105,7 @@ static json_t *segment_named(json_t *segments, const char *name)
 {
     json_t *seg;
     size_t i;
-    json_array_foreach(segments, i, seg)
-        if (!strcmp(JSTR(seg, "name"), name)) return seg;
+    json_array_foreach(segments, i, seg) if (!strcmp(JSTR(seg, "name"), name)) return seg;
     fail_msg("no segment '%s'", name);
     return NULL;
 }
@@ -112,7 +115,8 @@ static void test_corpus_scores_signatures_and_lines(void **state)
     (void)state;
     json_t *j = load_fixture(), *segments = json_object_get(j, "segments"), *cs;
     size_t k;
-    json_array_foreach(json_object_get(j, "corpora"), k, cs) {
+    json_array_foreach(json_object_get(j, "corpora"), k, cs)
+    {
         json_t *names = json_object_get(cs, "segments");
         size_t n = json_array_size(names);
         json_t *first = segment_named(segments, json_string_value(json_array_get(names, 0)));
@@ -130,8 +134,8 @@ static void test_corpus_scores_signatures_and_lines(void **state)
         char what[128], sig[160], line[256];
         snprintf(what, sizeof what, "%s [%s]", JSTR(cs, "name"), JSTR(cs, "opts"));
         double score;
-        assert_int_equal(mt_ter_corpus(&score, hyps, n, (const char *const *const *)streams,
-                                       n_refs, &o), 0);
+        assert_int_equal(
+            mt_ter_corpus(&score, hyps, n, (const char *const *const *)streams, n_refs, &o), 0);
         if (fabs(score - JNUM(cs, "score")) > 1e-9)
             fail_msg("%s: TER %.17g, sacreBLEU says %.17g", what, score, JNUM(cs, "score"));
         mt_ter_signature(sig, sizeof sig, &o, n_refs, 1);
@@ -172,7 +176,8 @@ static void test_bible_matches_sacrebleu_command(void **state)
         o.normalized = o.case_sensitive = k == 1;
         assert_true((strstr(JSTR(run, "command"), "--ter-normalized") != NULL) == o.normalized);
         double score;
-        assert_int_equal(mt_ter_corpus(&score, (const char *const *)hyp.lines, hyp.n, refs, 1, &o), 0);
+        assert_int_equal(mt_ter_corpus(&score, (const char *const *)hyp.lines, hyp.n, refs, 1, &o),
+                         0);
         char sig[160], line[256];
         mt_ter_signature(sig, sizeof sig, &o, 1, 0);
         mt_ter_format(line, sizeof line, score, sig, 2);
@@ -194,11 +199,12 @@ static void test_hand_checked_cases(void **state)
     assert_int_equal(mt_ter_segment_stats(&s, "a b c", (const char *[]){"a c b d"}, 1, &o), 0);
     assert_true(s.edits == 2 && s.ref_len == 4);
     /* a rotation of 8 words is one shift of a 4-word block */
-    assert_int_equal(mt_ter_segment_stats(&s, "e f g h a b c d",
-                                          (const char *[]){"a b c d e f g h"}, 1, &o), 0);
+    assert_int_equal(
+        mt_ter_segment_stats(&s, "e f g h a b c d", (const char *[]){"a b c d e f g h"}, 1, &o), 0);
     assert_true(s.edits == 1 && s.ref_len == 8);
     /* several references: the fewest edits, the average length (2 + 5) / 2 */
-    assert_int_equal(mt_ter_segment_stats(&s, "A B", (const char *[]){"a b", "x a b y z"}, 2, &o), 0);
+    assert_int_equal(mt_ter_segment_stats(&s, "A B", (const char *[]){"a b", "x a b y z"}, 2, &o),
+                     0);
     assert_true(s.edits == 0 && s.ref_len == 3.5);
     /* case_sensitive keeps "A" apart from "a" */
     o.case_sensitive = 1;

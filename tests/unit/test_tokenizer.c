@@ -16,8 +16,8 @@ enum { TEST_VOCAB = 300 }; /* the fixture corpus supports at most ~390 pieces */
 static const char *const CORPUS[] = {FIXTURES "corpus.es", FIXTURES "corpus.en"};
 
 struct fixture {
-    char dir[64];          /* mkdtemp directory, removed at the end */
-    char model_path[128];  /* dir/spm.model */
+    char dir[64]; /* mkdtemp directory, removed at the end */
+    char model_path[128]; /* dir/spm.model */
     mt_tokenizer *tok;
 };
 
@@ -29,8 +29,13 @@ static void path_in(const struct fixture *fx, const char *name, char *out, size_
 static mt_tokenizer_train_opts fixture_opts(const char *prefix)
 {
     return (mt_tokenizer_train_opts){
-        .inputs = CORPUS, .n_inputs = 2, .model_prefix = prefix, .vocab_size = TEST_VOCAB,
-        .character_coverage = 1.0, .num_threads = 2, .seed = 7,
+        .inputs = CORPUS,
+        .n_inputs = 2,
+        .model_prefix = prefix,
+        .vocab_size = TEST_VOCAB,
+        .character_coverage = 1.0,
+        .num_threads = 2,
+        .seed = 7,
     };
 }
 
@@ -208,7 +213,8 @@ static void test_corpus_reader_samples_exactly_and_by_seed(void **state)
     const char *line;
     size_t len, n = 0;
     while (corpus_reader_next(all, &line, &len) == 1) {
-        if (n == 0) assert_string_equal(line, "¡Cuidado con el escalón! El pingüino sigue en Cádiz.");
+        if (n == 0)
+            assert_string_equal(line, "¡Cuidado con el escalón! El pingüino sigue en Cádiz.");
         assert_int_equal(strlen(line), len); /* newline stripped */
         n++;
     }
@@ -250,7 +256,8 @@ static void test_corpus_reader_rejects_bad_lines(void **state)
     test_write_file(path, long_line, big);
     free(long_line);
     assert_null(corpus_reader_open(one, 1, 10, 0));
-    assert_error_contains(":1: line longer than the 65536-byte limit (one sentence per line expected");
+    assert_error_contains(
+        ":1: line longer than the 65536-byte limit (one sentence per line expected");
 
     test_write_file(path, "", 0);
     assert_null(corpus_reader_open(one, 1, 10, 0));
@@ -302,7 +309,8 @@ static void test_pieces_look_like_sentencepiece(void **state)
     assert_true(strncmp(first, "\xE2\x96\x81", 3) == 0); /* "▁" marks a word start */
     free(ids);
     for (int id = 0; id < TEST_VOCAB; id++)
-        assert_int_equal(mt_tokenizer_piece_to_id(fx->tok, mt_tokenizer_id_to_piece(fx->tok, id)), id);
+        assert_int_equal(mt_tokenizer_piece_to_id(fx->tok, mt_tokenizer_id_to_piece(fx->tok, id)),
+                         id);
     assert_int_equal(mt_tokenizer_piece_to_id(fx->tok, "no-such-piece"), MT_UNK_ID);
     assert_int_equal(mt_tokenizer_piece_to_id(fx->tok, NULL), MT_UNK_ID);
 
@@ -336,13 +344,13 @@ static void test_invalid_utf8_is_rejected_with_offset(void **state)
         const char *text;
         const char *where;
     } cases[] = {
-        {"abc\xC3(", "byte 3 (0xC3)"},            /* lead byte without continuation */
-        {"ok \xC0\xAF", "byte 3 (0xC0)"},         /* overlong '/' */
-        {"\xED\xA0\x80", "byte 0 (0xED)"},        /* UTF-16 surrogate U+D800 */
-        {"añ\xF4\x90\x80\x80", "byte 3 (0xF4)"},  /* U+110000, past Unicode */
-        {"x\x80", "byte 1 (0x80)"},               /* stray continuation byte */
-        {"truncado \xE2\x80", "byte 9 (0xE2)"},   /* cut off at the end */
-        {"\xE0\x80\x80", "byte 0 (0xE0)"},        /* overlong NUL */
+        {"abc\xC3(", "byte 3 (0xC3)"}, /* lead byte without continuation */
+        {"ok \xC0\xAF", "byte 3 (0xC0)"}, /* overlong '/' */
+        {"\xED\xA0\x80", "byte 0 (0xED)"}, /* UTF-16 surrogate U+D800 */
+        {"añ\xF4\x90\x80\x80", "byte 3 (0xF4)"}, /* U+110000, past Unicode */
+        {"x\x80", "byte 1 (0x80)"}, /* stray continuation byte */
+        {"truncado \xE2\x80", "byte 9 (0xE2)"}, /* cut off at the end */
+        {"\xE0\x80\x80", "byte 0 (0xE0)"}, /* overlong NUL */
         {"\xFF", "byte 0 (0xFF)"},
     };
     static int poison;
@@ -430,7 +438,7 @@ static void test_load_corrupt_files(void **state)
     } cases[] = {
         {"", 0, "empty"},
         {"hello, I am not a model\n", 24, "not a sentencepiece model"},
-        {good, len / 2, "not a sentencepiece model"},    /* truncated */
+        {good, len / 2, "not a sentencepiece model"}, /* truncated */
         {good + 7, len - 7, "not a sentencepiece model"}, /* misaligned */
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -483,15 +491,24 @@ static void test_load_bytes_matches_load(void **state)
     /* a piece starting with a NUL byte: sentencepiece's trie builder throws from inside the
      * load (found by tests/fuzz/fuzz_tokenizer.c); refused like any bad model, and nothing
      * leaks (the san build's LeakSanitizer checks) */
-    static const unsigned char nul_piece[] = {0x0a, 0x0e, 0x0a, 0x05, 0x3c, 0x75, 0x6e, 0x6b, 0x3e, 0x15,
-                                              0x00, 0x00, 0x00, 0x00, 0x18, 0x02, 0x0a, 0x0c, 0x0a, 0x03,
-                                              0x00, 0x38, 0x81, 0x15, 0xa2, 0x95, 0x32, 0x00, 0x32, 0x00};
+    static const unsigned char nul_piece[] = {
+        0x0a, 0x0e, 0x0a, 0x05, 0x3c, 0x75, 0x6e, 0x6b, 0x3e, 0x15, 0x00, 0x00, 0x00, 0x00, 0x18,
+        0x02, 0x0a, 0x0c, 0x0a, 0x03, 0x00, 0x38, 0x81, 0x15, 0xa2, 0x95, 0x32, 0x00, 0x32, 0x00};
     assert_null(mt_tokenizer_load_bytes(nul_piece, sizeof nul_piece, "bundle/tokenizer.model"));
     assert_error_contains("bundle/tokenizer.model: not a sentencepiece model (");
     /* a reserved id holding "<" and newlines (found by fuzz_tokenizer): the message quotes the
      * piece on one line, its control bytes escaped */
-    static const unsigned char newline_piece[] = {0x0a, 0x0e, 0x0a, 0x05, 0x3c, 0x70, 0x61, 0x64, 0x3e, 0x15, 0x00, 0x00, 0x00, 0x00, 0x18, 0x03, 0x0a, 0x0e, 0x0a, 0x05, 0x3c, 0x65, 0x6f, 0x73, 0x3e, 0x15, 0x00, 0x00, 0x00, 0x00, 0x18, 0x03, 0x0a, 0x0e, 0x0a, 0x05, 0x3c, 0x73, 0x65, 0x70, 0x3e, 0x15, 0x00, 0x00, 0x00, 0x00, 0x18, 0x03, 0x0a, 0x0e, 0x0a, 0x05, 0x3c, 0x62, 0x6f, 0x73, 0x3e, 0x15, 0x00, 0x00, 0x00, 0x00, 0x18, 0x03, 0x0a, 0x0e, 0x0a, 0x05, 0x3c, 0x0a, 0x0a, 0x0a, 0x0a, 0x15, 0x00, 0x00, 0x00, 0x00, 0x18, 0x02, 0x0a, 0x0d, 0x0a, 0x06, 0xe2, 0x96, 0x81, 0x61, 0x75, 0x74, 0x75, 0x6d, 0x6e, 0x2c, 0x15, 0x20, 0xb0, 0xad, 0x79, 0x12, 0x00, 0x18, 0x01, 0x20, 0x01, 0x32, 0x00};
-    assert_null(mt_tokenizer_load_bytes(newline_piece, sizeof newline_piece, "bundle/tokenizer.model"));
+    static const unsigned char newline_piece[] = {
+        0x0a, 0x0e, 0x0a, 0x05, 0x3c, 0x70, 0x61, 0x64, 0x3e, 0x15, 0x00, 0x00, 0x00, 0x00,
+        0x18, 0x03, 0x0a, 0x0e, 0x0a, 0x05, 0x3c, 0x65, 0x6f, 0x73, 0x3e, 0x15, 0x00, 0x00,
+        0x00, 0x00, 0x18, 0x03, 0x0a, 0x0e, 0x0a, 0x05, 0x3c, 0x73, 0x65, 0x70, 0x3e, 0x15,
+        0x00, 0x00, 0x00, 0x00, 0x18, 0x03, 0x0a, 0x0e, 0x0a, 0x05, 0x3c, 0x62, 0x6f, 0x73,
+        0x3e, 0x15, 0x00, 0x00, 0x00, 0x00, 0x18, 0x03, 0x0a, 0x0e, 0x0a, 0x05, 0x3c, 0x0a,
+        0x0a, 0x0a, 0x0a, 0x15, 0x00, 0x00, 0x00, 0x00, 0x18, 0x02, 0x0a, 0x0d, 0x0a, 0x06,
+        0xe2, 0x96, 0x81, 0x61, 0x75, 0x74, 0x75, 0x6d, 0x6e, 0x2c, 0x15, 0x20, 0xb0, 0xad,
+        0x79, 0x12, 0x00, 0x18, 0x01, 0x20, 0x01, 0x32, 0x00};
+    assert_null(
+        mt_tokenizer_load_bytes(newline_piece, sizeof newline_piece, "bundle/tokenizer.model"));
     assert_error_contains("id 4 is '<\\x0a\\x0a\\x0a\\x0a', expected the reserved piece '<unk>'");
     assert_null(strchr(mt_last_error(), '\n'));
 }

@@ -13,9 +13,10 @@ static char tmp[256], data[300];
 
 static test_captured train(const char *out, const char *vocab, const char *extra)
 {
-    return test_run_command(&cmd_tokenizer, (const char *const[]){"train", "--data", data, "--vocab", vocab,
-                                                                  "--threads", "1", "--out", out,
-                                                                  extra ? extra : NULL, NULL});
+    return test_run_command(&cmd_tokenizer,
+                            (const char *const[]){"train", "--data", data, "--vocab", vocab,
+                                                  "--threads", "1", "--out", out,
+                                                  extra ? extra : NULL, NULL});
 }
 
 /* The names in dir, sorted, space-separated. */
@@ -79,7 +80,8 @@ static void test_refuses_an_existing_model(void **state)
     snprintf(out, sizeof out, "%s/sep", tmp);
     r = train(out, "100", "--separate");
     assert_int_equal(r.rc, 1);
-    assert_non_null(strstr(r.err, "sep.es.model: already exists; not overwritten (--force replaces it)"));
+    assert_non_null(
+        strstr(r.err, "sep.es.model: already exists; not overwritten (--force replaces it)"));
     test_captured_free(&r);
     names_in(names, sizeof names, tmp);
     assert_string_equal(names, "data sep.es.model tok.model tok.vocab ");
@@ -97,7 +99,8 @@ static void test_refuses_an_existing_model(void **state)
 static void test_usage_names_force(void **state)
 {
     (void)state;
-    test_captured r = test_run_command(&cmd_tokenizer, (const char *const[]){"train", "--out", NULL});
+    test_captured r =
+        test_run_command(&cmd_tokenizer, (const char *const[]){"train", "--out", NULL});
     assert_int_equal(r.rc, 2);
     assert_non_null(strstr(r.err, "[--force]"));
     test_captured_free(&r);

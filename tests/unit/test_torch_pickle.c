@@ -25,10 +25,12 @@ static void assert_error_contains(const char *needle)
 static void assert_same_tensor(const mt_st_tensor *a, const mt_st_tensor *b)
 {
     if (a->dtype != b->dtype || a->ndim != b->ndim || a->nbytes != b->nbytes)
-        fail_msg("tensor '%s': %s %d-d %zu bytes vs %s %d-d %zu bytes", a->name, mt_dtype_name(a->dtype), a->ndim,
-                 a->nbytes, mt_dtype_name(b->dtype), b->ndim, b->nbytes);
+        fail_msg("tensor '%s': %s %d-d %zu bytes vs %s %d-d %zu bytes", a->name,
+                 mt_dtype_name(a->dtype), a->ndim, a->nbytes, mt_dtype_name(b->dtype), b->ndim,
+                 b->nbytes);
     for (int d = 0; d < a->ndim; d++) assert_int_equal(a->shape[d], b->shape[d]);
-    if (a->nbytes && memcmp(a->data, b->data, a->nbytes) != 0) fail_msg("tensor '%s': different bytes", a->name);
+    if (a->nbytes && memcmp(a->data, b->data, a->nbytes) != 0)
+        fail_msg("tensor '%s': different bytes", a->name);
 }
 
 /* ---------------------------------------------------------------- files torch wrote */
@@ -56,7 +58,8 @@ static void check_tensors(const char *path)
     assert_int_equal(mt_st_read_f32(bin, "transposed", 2, (int64_t[]){6, 4}, tv), 0);
     assert_int_equal(mt_st_read_f32(bin, "sliced", 2, (int64_t[]){2, 3}, sv), 0);
     for (int r = 0; r < 2; r++)
-        for (int c = 0; c < 3; c++) assert_memory_equal(&sv[r * 3 + c], &tv[(c + 2) * 4 + (r + 1)], sizeof(float));
+        for (int c = 0; c < 3; c++)
+            assert_memory_equal(&sv[r * 3 + c], &tv[(c + 2) * 4 + (r + 1)], sizeof(float));
     assert_int_equal(s->dtype, MT_DT_F32);
     assert_int_equal(mt_st_find(bin, "bf16")->dtype, MT_DT_BF16);
     assert_int_equal(mt_st_find(bin, "f16")->dtype, MT_DT_F16);
@@ -110,9 +113,12 @@ static void test_marian_bin_equals_safetensors(void **state)
 {
     (void)state;
     static const char *const tied[] = {
-        "lm_head.weight", "model.shared.weight",
-        "model.encoder.embed_tokens.weight", "model.shared.weight",
-        "model.decoder.embed_tokens.weight", "model.shared.weight",
+        "lm_head.weight",
+        "model.shared.weight",
+        "model.encoder.embed_tokens.weight",
+        "model.shared.weight",
+        "model.decoder.embed_tokens.weight",
+        "model.shared.weight",
     };
     check_model("marian", tied, 3);
 }
@@ -171,13 +177,16 @@ static void test_refused_files_are_named(void **state)
 {
     (void)state;
     assert_null(mt_torch_open(FIXTURES "float8.bin"));
-    assert_error_contains(FIXTURES "float8.bin: data.pkl refers to torch.float8_e4m3fn, which mtlab does not load");
+    assert_error_contains(
+        FIXTURES "float8.bin: data.pkl refers to torch.float8_e4m3fn, which mtlab does not load");
     assert_null(mt_torch_open(FIXTURES "evil.bin"));
-    assert_error_contains(FIXTURES "evil.bin: data.pkl refers to posix.system, which mtlab does not load");
+    assert_error_contains(FIXTURES
+                          "evil.bin: data.pkl refers to posix.system, which mtlab does not load");
     assert_null(mt_torch_open(FIXTURES "tensors.safetensors"));
     assert_error_contains("tensors.safetensors: a safetensors file, not a PyTorch checkpoint");
     assert_null(mt_torch_open(FIXTURES "make_fixtures.py"));
-    assert_error_contains("make_fixtures.py: not a PyTorch checkpoint (neither a zip archive nor the legacy format)");
+    assert_error_contains(
+        "make_fixtures.py: not a PyTorch checkpoint (neither a zip archive nor the legacy format)");
     assert_null(mt_torch_open(FIXTURES "no-such.bin"));
     assert_error_contains("no-such.bin: No such file or directory");
     assert_null(mt_torch_open(FIXTURES));
@@ -240,8 +249,8 @@ static void pk_ints(pickle *p, const int64_t *v, int n)
 
 typedef struct {
     const char *storage_type; /* "FloatStorage" */
-    const char *key;          /* storage key */
-    int64_t numel;            /* of the storage */
+    const char *key; /* storage key */
+    int64_t numel; /* of the storage */
     int64_t offset;
     int ndim;
     int64_t size[4], stride[4];
@@ -293,7 +302,8 @@ static void pk_end(pickle *p)
 static int test_check(void *ctx, const char *key, size_t nbytes)
 {
     (void)ctx;
-    if (strlen(key) != 1 || key[0] < '0' || key[0] > '3') return mt_error("storage '%s': none such", key);
+    if (strlen(key) != 1 || key[0] < '0' || key[0] > '3')
+        return mt_error("storage '%s': none such", key);
     if (nbytes != 64) return mt_error("storage '%s': 64 bytes, data.pkl gives it %zu", key, nbytes);
     return 0;
 }
@@ -365,7 +375,7 @@ static void test_rebuild_tensor_v3(void **state)
     pk_int(&p, 64);
     pk_op(&p, 't');
     pk_op(&p, 'Q');
-    pk_int(&p, 2);                                /* offset, in float16 elements */
+    pk_int(&p, 2); /* offset, in float16 elements */
     pk_ints(&p, (int64_t[]){4}, 1);
     pk_ints(&p, (int64_t[]){2}, 1);
     pk_op(&p, 0x89);
@@ -428,7 +438,8 @@ static void test_unknown_and_unread_opcodes(void **state)
     expect_refused(&p, "t.bin: data.pkl byte 2: unknown pickle opcode 0xff");
     p.n = 2;
     pk_op(&p, 'i'); /* INST: protocol 0's way of calling a class */
-    expect_refused(&p, "pickle opcode INST (0x69), which torch.save does not write and mtlab does not read");
+    expect_refused(
+        &p, "pickle opcode INST (0x69), which torch.save does not write and mtlab does not read");
     p.n = 2;
     pk_op(&p, 0x81); /* NEWOBJ */
     expect_refused(&p, "opcode NEWOBJ");
@@ -457,7 +468,8 @@ static void test_every_truncation_of_a_real_pickle(void **state)
         mt_clear_error();
         mt_safetensors *st = torch_read_state_dict(pkl, len, "cut.bin", &TEST_STORAGES);
         if (st) fail_msg("a data.pkl cut at byte %zu was accepted", len);
-        if (strncmp(mt_last_error(), "cut.bin: ", 9) != 0) fail_msg("cut at %zu: \"%s\"", len, mt_last_error());
+        if (strncmp(mt_last_error(), "cut.bin: ", 9) != 0)
+            fail_msg("cut at %zu: \"%s\"", len, mt_last_error());
         truncated += strstr(mt_last_error(), "(truncated?)") != NULL;
     }
     /* most cuts end inside an opcode or before STOP; the others leave a stack without a dict */
@@ -561,21 +573,29 @@ static void test_tensor_against_its_storage(void **state)
         const char *error;
     } CASES[] = {
         {{"FloatStorage", "0", 16, 1, 2, {4, 4}, {4, 1}},
-         "t.bin: tensor 'x': sizes (4, 4) with strides (4, 1) from offset 1 reach past the end of storage '0', "
+         "t.bin: tensor 'x': sizes (4, 4) with strides (4, 1) from offset 1 reach past the end of "
+         "storage '0', "
          "which holds 16 float32 elements"},
         {{"FloatStorage", "0", 16, 0, 2, {4, 4}, {5, 1}}, "reach past the end of storage '0'"},
         {{"FloatStorage", "0", 16, 17, 1, {0}, {1}}, "from offset 17 reach past the end"},
-        {{"FloatStorage", "0", 16, -1, 1, {1}, {1}}, "t.bin: tensor 'x': storage offset -1 is negative"},
-        {{"FloatStorage", "0", 16, 0, 2, {-4, 4}, {4, 1}}, "tensor 'x': sizes (-4, 4) with strides (4, 1): negative"},
+        {{"FloatStorage", "0", 16, -1, 1, {1}, {1}},
+         "t.bin: tensor 'x': storage offset -1 is negative"},
+        {{"FloatStorage", "0", 16, 0, 2, {-4, 4}, {4, 1}},
+         "tensor 'x': sizes (-4, 4) with strides (4, 1): negative"},
         {{"FloatStorage", "0", 16, 0, 2, {4, 4}, {-4, 1}}, "negative"},
         {{"FloatStorage", "0", 16, 0, 2, {1LL << 40, 1LL << 40}, {1, 1}}, "reach past the end"},
-        {{"FloatStorage", "0", 16, 0, 2, {1LL << 62, 1LL << 62}, {1LL << 62, 1}}, "reach past the end"},
+        {{"FloatStorage", "0", 16, 0, 2, {1LL << 62, 1LL << 62}, {1LL << 62, 1}},
+         "reach past the end"},
         {{"FloatStorage", "0", 16, 0, 2, {1000, 16}, {0, 1}},
-         "view 16000 elements of storage '0', which holds 16: an expanded view, which mtlab does not load"},
-        {{"FloatStorage", "0", 15, 0, 1, {15}, {1}}, "t.bin: tensor 'x': storage '0': 64 bytes, data.pkl gives it 60"},
+         "view 16000 elements of storage '0', which holds 16: an expanded view, which mtlab does "
+         "not load"},
+        {{"FloatStorage", "0", 15, 0, 1, {15}, {1}},
+         "t.bin: tensor 'x': storage '0': 64 bytes, data.pkl gives it 60"},
         {{"FloatStorage", "9", 16, 0, 1, {16}, {1}}, "t.bin: tensor 'x': storage '9': none such"},
-        {{"FloatStorage", "0", 1LL << 62, 0, 1, {16}, {1}}, "storage '0' of 4611686018427387904 elements is too large"},
-        {{"FloatStorage", "0", -1, 0, 1, {16}, {1}}, "storage '0' has a size that is not a non-negative int"},
+        {{"FloatStorage", "0", 1LL << 62, 0, 1, {16}, {1}},
+         "storage '0' of 4611686018427387904 elements is too large"},
+        {{"FloatStorage", "0", -1, 0, 1, {16}, {1}},
+         "storage '0' has a size that is not a non-negative int"},
     };
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
         pickle p;
@@ -630,7 +650,8 @@ static void test_copies_of_one_storage_are_bounded(void **state)
             mt_st_close(st);
         } else {
             assert_null(st);
-            assert_error_contains("t.bin: the tensors copy 576 bytes out of 64 bytes of storages, more than 8 times");
+            assert_error_contains(
+                "t.bin: the tensors copy 576 bytes out of 64 bytes of storages, more than 8 times");
         }
     }
 }
@@ -677,10 +698,12 @@ static void test_legacy_format_damaged(void **state)
     /* the key list naming the first storage twice (its last key rewritten as the first) */
     memcpy(data, orig, len);
     unsigned char *list = data + 411, *last = NULL;
-    for (unsigned char *at = list; (at = memmem(at, len - (size_t)(at - data), "X\x0e\x00\x00\x00", 5)); at += 5)
+    for (unsigned char *at = list;
+         (at = memmem(at, len - (size_t)(at - data), "X\x0e\x00\x00\x00", 5)); at += 5)
         last = at;
     assert_true(last > list);
-    assert_memory_equal(list, "\x80\x02]q\x00(X", 7); /* PROTO 2, EMPTY_LIST, BINPUT 0, MARK, BINUNICODE */
+    assert_memory_equal(list, "\x80\x02]q\x00(X",
+                        7); /* PROTO 2, EMPTY_LIST, BINPUT 0, MARK, BINUNICODE */
     memcpy(last + 5, list + 11, 14);
     assert_null(mt_torch_open_buffer(data, len, "old.bin"));
     assert_error_contains("old.bin: storage '");
@@ -695,7 +718,8 @@ static void test_legacy_format_damaged(void **state)
         mt_clear_error();
         mt_safetensors *st = mt_torch_open_buffer(orig, cut, "old.bin");
         if (st) fail_msg("a legacy file cut at %zu of %zu bytes was accepted", cut, len);
-        if (strncmp(mt_last_error(), "old.bin: ", 9) != 0) fail_msg("cut at %zu: \"%s\"", cut, mt_last_error());
+        if (strncmp(mt_last_error(), "old.bin: ", 9) != 0)
+            fail_msg("cut at %zu: \"%s\"", cut, mt_last_error());
     }
     free(data);
     free(orig);
@@ -724,7 +748,9 @@ static unsigned char *make_zip(const member *m, int n, size_t *len)
         zip_source_t *src = zip_source_buffer(za, m[i].data, m[i].len, 0);
         zip_int64_t idx = zip_file_add(za, m[i].name, src, ZIP_FL_ENC_RAW);
         assert_true(idx >= 0);
-        assert_int_equal(zip_set_file_compression(za, (zip_uint64_t)idx, m[i].deflate ? ZIP_CM_DEFLATE : ZIP_CM_STORE, 0), 0);
+        assert_int_equal(zip_set_file_compression(za, (zip_uint64_t)idx,
+                                                  m[i].deflate ? ZIP_CM_DEFLATE : ZIP_CM_STORE, 0),
+                         0);
     }
     assert_int_equal(zip_close(za), 0);
     zip_stat_t sb;
@@ -781,12 +807,15 @@ static void test_archives(void **state)
                        "z.bin: byte order 'big' (mtlab reads little-endian checkpoints only)");
     expect_zip_refused((member[]){good[0], good[1]}, 2,
                        "z.bin: tensor 'w': storage '0': no entry a/data/0 in the archive");
-    expect_zip_refused((member[]){good[0], good[1], {"a/data/0", data, 60, 0}}, 3,
-                       "z.bin: tensor 'w': storage '0': entry a/data/0 holds 60 bytes, data.pkl gives it 64");
+    expect_zip_refused(
+        (member[]){good[0], good[1], {"a/data/0", data, 60, 0}}, 3,
+        "z.bin: tensor 'w': storage '0': entry a/data/0 holds 60 bytes, data.pkl gives it 64");
     expect_zip_refused((member[]){good[0], good[1], {"a/data/0", data, 64, 1}}, 3,
                        "z.bin: tensor 'w': storage '0': entry a/data/0 is compressed (method 8)");
-    expect_zip_refused((member[]){{"a/data.pkl", p.b, p.n, 1}, good[2]}, 2, "z.bin: entry a/data.pkl is compressed");
-    expect_zip_refused((member[]){good[1], good[2]}, 2, "z.bin: a zip archive without ARCHIVE/data.pkl");
+    expect_zip_refused((member[]){{"a/data.pkl", p.b, p.n, 1}, good[2]}, 2,
+                       "z.bin: entry a/data.pkl is compressed");
+    expect_zip_refused((member[]){good[1], good[2]}, 2,
+                       "z.bin: a zip archive without ARCHIVE/data.pkl");
     expect_zip_refused((member[]){good[0], {"b/data.pkl", p.b, p.n, 0}, good[2]}, 3,
                        "z.bin: two data.pkl in the archive (a/data.pkl and b/data.pkl)");
 
@@ -805,7 +834,8 @@ static void test_archives(void **state)
         mt_clear_error();
         mt_safetensors *cut_st = mt_torch_open_buffer(zip, cut, "z.bin");
         if (cut_st) fail_msg("an archive cut at %zu of %zu bytes was accepted", cut, len);
-        if (strncmp(mt_last_error(), "z.bin: ", 7) != 0) fail_msg("cut at %zu: \"%s\"", cut, mt_last_error());
+        if (strncmp(mt_last_error(), "z.bin: ", 7) != 0)
+            fail_msg("cut at %zu: \"%s\"", cut, mt_last_error());
     }
     free(zip);
 }

@@ -29,14 +29,22 @@ static void test_config_errors(void **state)
     expect_config_error("return 42", "must `return { ... }`");
     expect_config_error("return { name = 'x' }", "'model' is missing");
     expect_config_error("return { model = { preset = 'no-such' } }", "no-such");
-    expect_config_error("return { model = { preset = 'mamba-small', d_modle = 3 } }", "unknown key 'd_modle'");
-    expect_config_error("return { model = { preset = 'mamba-small' }, lr = 'fast' }", "'lr' must be a number");
-    expect_config_error("return { model = { preset = 'mamba-small' }, max_len = 1.5 }", "'max_len' must be an integer");
-    expect_config_error("return { model = { preset = 'mamba-small', activation = 'tanh' } }", "tanh");
-    expect_config_error("return { model = { preset = 'mamba-small' }, max_stpes = 3 }", "unknown key 'max_stpes'");
-    expect_config_error("return { model = { preset = 'mamba-mha-small', attn_layers = 5 } }", "must be a list");
-    expect_config_error("return { model = { preset = 'mamba-mha-small', attn_layers = {1, 'x'} } }", "entry 2");
-    expect_config_error("return { model = { preset = 'mamba-mha-small', attn_layers = {-1} } }", "entry 1");
+    expect_config_error("return { model = { preset = 'mamba-small', d_modle = 3 } }",
+                        "unknown key 'd_modle'");
+    expect_config_error("return { model = { preset = 'mamba-small' }, lr = 'fast' }",
+                        "'lr' must be a number");
+    expect_config_error("return { model = { preset = 'mamba-small' }, max_len = 1.5 }",
+                        "'max_len' must be an integer");
+    expect_config_error("return { model = { preset = 'mamba-small', activation = 'tanh' } }",
+                        "tanh");
+    expect_config_error("return { model = { preset = 'mamba-small' }, max_stpes = 3 }",
+                        "unknown key 'max_stpes'");
+    expect_config_error("return { model = { preset = 'mamba-mha-small', attn_layers = 5 } }",
+                        "must be a list");
+    expect_config_error("return { model = { preset = 'mamba-mha-small', attn_layers = {1, 'x'} } }",
+                        "entry 2");
+    expect_config_error("return { model = { preset = 'mamba-mha-small', attn_layers = {-1} } }",
+                        "entry 1");
 }
 
 static void test_config_reads_values(void **state)
@@ -44,8 +52,10 @@ static void test_config_reads_values(void **state)
     (void)state;
     char path[128];
     snprintf(path, sizeof path, "%s/ok.lua", tmpdir);
-    test_write_text(path, "return { name = 'demo', model = { preset = 'mamba-small', d_model = 64, dropout = 0.25 },\n"
-                     "  lr = 5e-4, warmup = 10, max_tokens = 900, seed = 7, save_dtype_f16 = true }\n");
+    test_write_text(
+        path, "return { name = 'demo', model = { preset = 'mamba-small', d_model = 64, dropout = "
+              "0.25 },\n"
+              "  lr = 5e-4, warmup = 10, max_tokens = 900, seed = 7, save_dtype_f16 = true }\n");
     mt_train_config cfg;
     assert_int_equal(train_config_load(&cfg, path), 0);
     assert_string_equal(cfg.name, "demo");
@@ -60,8 +70,10 @@ static void test_config_reads_values(void **state)
     assert_int_equal(cfg.save_dtype_f16, 1);
 
     /* the keys of the other architectures: the paper's placement ablations are configs */
-    test_write_text(path, "return { model = { preset = 'mamba-local-small', window = 32, attn_layers = {0, 2, 9} },\n"
-                     "  name = 'abl' }\n");
+    test_write_text(
+        path,
+        "return { model = { preset = 'mamba-local-small', window = 32, attn_layers = {0, 2, 9} },\n"
+        "  name = 'abl' }\n");
     assert_int_equal(train_config_load(&cfg, path), 0);
     assert_string_equal(cfg.model.arch, "mamba-local");
     assert_int_equal(cfg.model.window, 32);
@@ -69,14 +81,18 @@ static void test_config_reads_values(void **state)
     assert_int_equal(cfg.model.attn_layers[0], 0);
     assert_int_equal(cfg.model.attn_layers[1], 2);
     assert_int_equal(cfg.model.attn_layers[2], 9);
-    test_write_text(path, "return { model = { preset = 'retnet-small', value_dim = 256 }, name = 'r' }\n");
+    test_write_text(
+        path, "return { model = { preset = 'retnet-small', value_dim = 256 }, name = 'r' }\n");
     assert_int_equal(train_config_load(&cfg, path), 0);
     assert_int_equal(cfg.model.value_dim, 256);
-    test_write_text(path, "return { model = { preset = 'transformer++-small', rope_theta = 500000 }, name = 'l' }\n");
+    test_write_text(
+        path,
+        "return { model = { preset = 'transformer++-small', rope_theta = 500000 }, name = 'l' }\n");
     assert_int_equal(train_config_load(&cfg, path), 0);
     assert_float_equal(cfg.model.rope_theta, 500000.0, 1e-3);
     /* where it runs */
-    test_write_text(path, "return { model = { preset = 'mamba-small' }, name = 'g', device = 'cuda:1', bf16 = true }\n");
+    test_write_text(path, "return { model = { preset = 'mamba-small' }, name = 'g', device = "
+                          "'cuda:1', bf16 = true }\n");
     assert_int_equal(train_config_load(&cfg, path), 0);
     assert_string_equal(cfg.device, "cuda:1");
     assert_int_equal(cfg.bf16, 1);
@@ -88,8 +104,8 @@ static void test_shipped_scripts_load(void **state)
 {
     (void)state;
     /* not the registry: the shipped scripts, each with its family's learning rate */
-    static const char *const archs[] = {"transformer", "mamba", "transformer++", "retnet",
-                                        "mamba-mha", "mamba-local", "mamba-encdec"};
+    static const char *const archs[] = {"transformer", "mamba",       "transformer++", "retnet",
+                                        "mamba-mha",   "mamba-local", "mamba-encdec"};
     /* the paper's learning rate of each family (docs/models.md §1.5), doubled */
     static const double lr[] = {8e-4, 2e-3, 8e-4, 2e-3, 1.4e-3, 1.4e-3, 1.4e-3};
     for (int i = 0; i < 7; i++) {
@@ -115,14 +131,16 @@ static void test_config_dataset(void **state)
     snprintf(dir, sizeof dir, "%s/deen", tmpdir);
     mkdir(dir, 0755);
     snprintf(path, sizeof path, "%s/manifest.json", dir);
-    test_write_text(path, "{\"format\": \"mtlab-dataset 1\", \"src_lang\": \"de\", \"tgt_lang\": \"en\"}\n");
+    test_write_text(
+        path, "{\"format\": \"mtlab-dataset 1\", \"src_lang\": \"de\", \"tgt_lang\": \"en\"}\n");
     const char *files[] = {"train.de", "train.en", "valid.de", "valid.en"};
     for (int i = 0; i < 4; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
         test_write_text(path, "x\n");
     }
     snprintf(path, sizeof path, "%s/ds.lua", tmpdir);
-    snprintf(lua, sizeof lua, "return { name = 'd', model = { preset = 'mamba-small' }, dataset = '%s' }\n", dir);
+    snprintf(lua, sizeof lua,
+             "return { name = 'd', model = { preset = 'mamba-small' }, dataset = '%s' }\n", dir);
     test_write_text(path, lua);
     mt_train_config cfg;
     if (train_config_load(&cfg, path)) fail_msg("%s", mt_last_error());
@@ -144,21 +162,30 @@ static void test_config_dataset(void **state)
     assert_string_equal(again.tgt_lang, "en");
 
     /* the reverse direction: en -> de from the same files */
-    snprintf(lua, sizeof lua, "return { model = { preset = 'mamba-small' }, dataset = '%s', src_lang = 'en', tgt_lang = 'de' }\n", dir);
+    snprintf(lua, sizeof lua,
+             "return { model = { preset = 'mamba-small' }, dataset = '%s', src_lang = 'en', "
+             "tgt_lang = 'de' }\n",
+             dir);
     test_write_text(path, lua);
     if (train_config_load(&cfg, path)) fail_msg("%s", mt_last_error());
     assert_string_equal(strrchr(cfg.train_src, '/'), "/train.en");
     assert_string_equal(strrchr(cfg.train_tgt, '/'), "/train.de");
     assert_string_equal(cfg.model.src_lang, "en");
 
-    snprintf(lua, sizeof lua, "return { model = { preset = 'mamba-small' }, dataset = '%s', tgt_lang = 'fr' }\n", dir);
+    snprintf(lua, sizeof lua,
+             "return { model = { preset = 'mamba-small' }, dataset = '%s', tgt_lang = 'fr' }\n",
+             dir);
     expect_config_error(lua, "whose languages are de and en");
-    snprintf(lua, sizeof lua, "return { model = { preset = 'mamba-small' }, dataset = '%s', train_src = 'a.de' }\n", dir);
+    snprintf(lua, sizeof lua,
+             "return { model = { preset = 'mamba-small' }, dataset = '%s', train_src = 'a.de' }\n",
+             dir);
     expect_config_error(lua, "'train_src' = \"a.de\" beside dataset");
     expect_config_error("return { model = { preset = 'mamba-small' }, dataset = '/nonexistent' }",
                         "dataset = \"/nonexistent\": /nonexistent: not a dataset");
-    expect_config_error("return { model = { preset = 'mamba-small' }, src_lang = 'de_DE' }", "'src_lang'");
-    test_write_text(path, "return { model = { preset = 'mamba-small' }, train_src = 'a', train_tgt = 'b' }\n");
+    expect_config_error("return { model = { preset = 'mamba-small' }, src_lang = 'de_DE' }",
+                        "'src_lang'");
+    test_write_text(
+        path, "return { model = { preset = 'mamba-small' }, train_src = 'a', train_tgt = 'b' }\n");
     if (train_config_load(&cfg, path)) fail_msg("%s", mt_last_error());
     assert_string_equal(cfg.src_lang, "es"); /* no dataset: the Bible's direction unless given */
     assert_string_equal(cfg.tgt_lang, "en");
@@ -206,8 +233,8 @@ static void test_retrain_scripts_load(void **state)
 /* A tiny run on the tokenizer fixture corpus. */
 static void tiny_config(mt_train_config *cfg, const char *arch, const char *run, long max_steps)
 {
-    test_tiny_train_config(cfg, !strcmp(arch, "mamba") ? "mamba-small" : "transformer-small", tmpdir, run,
-                           max_steps);
+    test_tiny_train_config(cfg, !strcmp(arch, "mamba") ? "mamba-small" : "transformer-small",
+                           tmpdir, run, max_steps);
     cfg->model.n_encoder_layers = 1;
     cfg->model.n_heads = 2;
     cfg->model.ffn_dim = 32;
@@ -252,7 +279,8 @@ static void test_validation_logged_at_its_step(void **state)
         if (!strstr(line, "\"valid\"")) continue;
         char *at = strstr(line, "\"step\":");
         assert_non_null(at);
-        snprintf(steps + strlen(steps), sizeof steps - strlen(steps), " %ld", strtol(at + 7, NULL, 10));
+        snprintf(steps + strlen(steps), sizeof steps - strlen(steps), " %ld",
+                 strtol(at + 7, NULL, 10));
     }
     free(log);
     assert_string_equal(steps, " 3 6 8");
@@ -284,7 +312,8 @@ static void test_vocab_rows_must_fit_the_tokenizer(void **state)
         cfg.model.vocab_size = bad[i];
         assert_int_equal(mt_train_run(&cfg, 0, NULL), -1);
         char want[160];
-        snprintf(want, sizeof want, "the tokenizer %s/spm.model has 256 pieces but model.vocab_size is %d", tmpdir,
+        snprintf(want, sizeof want,
+                 "the tokenizer %s/spm.model has 256 pieces but model.vocab_size is %d", tmpdir,
                  bad[i]);
         if (!strstr(mt_last_error(), want)) fail_msg("%s", mt_last_error());
         assert_non_null(strstr(mt_last_error(), "multiple of 128"));
@@ -301,7 +330,8 @@ static void test_accum_above_the_limit_is_refused(void **state)
     cfg.accum = MT_TRAIN_MAX_ACCUM + 1;
     assert_int_equal(mt_train_run(&cfg, 0, NULL), -1);
     char want[120];
-    snprintf(want, sizeof want, "accum must be in 1..%d, got %d", MT_TRAIN_MAX_ACCUM, MT_TRAIN_MAX_ACCUM + 1);
+    snprintf(want, sizeof want, "accum must be in 1..%d, got %d", MT_TRAIN_MAX_ACCUM,
+             MT_TRAIN_MAX_ACCUM + 1);
     if (!strstr(mt_last_error(), want)) fail_msg("expected '%s' in: %s", want, mt_last_error());
 }
 
@@ -393,7 +423,8 @@ static void test_name_substitution_config(void **state)
     cfg.cat_n = 5;
     cfg.cat_min = 7;
     assert_int_equal(mt_train_run(&cfg, 0, NULL), -1);
-    assert_non_null(strstr(mt_last_error(), "cat_min = 7: it must be 0 (exactly cat_n pairs) or in 2..cat_n (5)"));
+    assert_non_null(strstr(mt_last_error(),
+                           "cat_min = 7: it must be 0 (exactly cat_n pairs) or in 2..cat_n (5)"));
     cfg.cat_n = 0;
     cfg.cat_min = 0;
     cfg.name_substitution = 1.5;
@@ -409,8 +440,9 @@ static void test_name_substitution_config(void **state)
     /* the Lua keys */
     char path[128];
     snprintf(path, sizeof path, "%s/names.lua", tmpdir);
-    test_write_text(path, "return { name = 'n', model = { preset = 'mamba-small' }, name_substitution = 0.25,\n"
-                          "  gazetteer = 'scripts/data/gazetteer.train.txt' }\n");
+    test_write_text(
+        path, "return { name = 'n', model = { preset = 'mamba-small' }, name_substitution = 0.25,\n"
+              "  gazetteer = 'scripts/data/gazetteer.train.txt' }\n");
     assert_int_equal(train_config_load(&cfg, path), 0);
     assert_float_equal(cfg.name_substitution, 0.25, 1e-12);
     assert_string_equal(cfg.gazetteer, "scripts/data/gazetteer.train.txt");
@@ -450,7 +482,8 @@ static void test_init_from_a_bundle(void **state)
     char da[700], db[700];
     snprintf(da, sizeof da, "%s/checkpoint", a.run_dir);
     snprintf(db, sizeof db, "%s/checkpoint", b.run_dir);
-    mt_model *ma = mt_model_load(da, mt_backend_cpu(), 0), *mb = mt_model_load(db, mt_backend_cpu(), 0);
+    mt_model *ma = mt_model_load(da, mt_backend_cpu(), 0),
+             *mb = mt_model_load(db, mt_backend_cpu(), 0);
     assert_non_null(ma);
     assert_non_null(mb);
     size_t n = mt_model_param_block_size(ma);
@@ -513,7 +546,8 @@ static void test_keep_every_and_average(void **state)
     mt_model *m[3] = {load_bundle(k[0]), load_bundle(k[1]), load_bundle(k[2])};
     mt_model *avg = load_bundle(out), *avg_rev = load_bundle(rev), *avg_one = load_bundle(one);
     size_t n = mt_model_param_block_size(avg);
-    const float *p0 = mt_model_params(m[0]), *p1 = mt_model_params(m[1]), *p2 = mt_model_params(m[2]);
+    const float *p0 = mt_model_params(m[0]), *p1 = mt_model_params(m[1]),
+                *p2 = mt_model_params(m[2]);
     const float *pa = mt_model_params(avg);
     double worst = 0, moved = 0;
     for (size_t i = 0; i < n; i++) {

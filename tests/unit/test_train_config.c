@@ -25,19 +25,23 @@ static void expect_error(const char *lua, const char *needle)
     mt_clear_error();
     assert_int_equal(load_text(&cfg, lua, NULL, 0), -1);
     if (!strstr(mt_last_error(), needle)) fail_msg("expected '%s' in: %s", needle, mt_last_error());
-    if (!strstr(mt_last_error(), "c.lua")) fail_msg("the file is not named in: %s", mt_last_error());
+    if (!strstr(mt_last_error(), "c.lua"))
+        fail_msg("the file is not named in: %s", mt_last_error());
 }
 
 /* An error raised while the reader looks into the table was Lua's panic (an abort). */
 static void test_metamethod_errors_are_messages(void **state)
 {
     (void)state;
-    expect_error("return setmetatable({}, { __index = function(t, k) error('no ' .. k) end })", "no model");
-    expect_error("return { model = setmetatable({}, { __index = function() error('no preset') end }) }",
-                 "no preset");
-    expect_error("return { model = { preset = 'mamba-local-small',\n"
-                 "  attn_layers = setmetatable({}, { __len = function() error('no length') end }) } }",
-                 "no length");
+    expect_error("return setmetatable({}, { __index = function(t, k) error('no ' .. k) end })",
+                 "no model");
+    expect_error(
+        "return { model = setmetatable({}, { __index = function() error('no preset') end }) }",
+        "no preset");
+    expect_error(
+        "return { model = { preset = 'mamba-local-small',\n"
+        "  attn_layers = setmetatable({}, { __len = function() error('no length') end }) } }",
+        "no length");
 }
 
 /* A length below zero stored a negative layer count. */
@@ -54,16 +58,20 @@ static void test_bad_key_type_is_named(void **state)
 {
     (void)state;
     expect_error("return { model = { preset = 'mamba-small' }, [1] = 2 }", "found a number key");
-    expect_error("return { model = { preset = 'mamba-small', [true] = 1 } }", "found a boolean key");
+    expect_error("return { model = { preset = 'mamba-small', [true] = 1 } }",
+                 "found a boolean key");
 }
 
 /* NaN and infinities passed as learning rates; a float key took any double (1e300 -> inf). */
 static void test_numbers_must_be_finite(void **state)
 {
     (void)state;
-    expect_error("return { model = { preset = 'mamba-small' }, lr = 0/0 }", "'lr' must be a finite number");
-    expect_error("return { model = { preset = 'mamba-small' }, beta2 = -1/0 }", "'beta2' must be a finite number");
-    expect_error("return { model = { preset = 'mamba-small', dropout = 1e300 } }", "'dropout' is out of range");
+    expect_error("return { model = { preset = 'mamba-small' }, lr = 0/0 }",
+                 "'lr' must be a finite number");
+    expect_error("return { model = { preset = 'mamba-small' }, beta2 = -1/0 }",
+                 "'beta2' must be a finite number");
+    expect_error("return { model = { preset = 'mamba-small', dropout = 1e300 } }",
+                 "'dropout' is out of range");
     expect_error("return { model = { preset = 'mamba-small' }, label_smoothing = 1e39 }",
                  "'label_smoothing' is out of range");
 }
@@ -72,7 +80,8 @@ static void test_numbers_must_be_finite(void **state)
 static void test_nul_bytes_are_refused(void **state)
 {
     (void)state;
-    expect_error("return { model = { preset = 'mamba-small' }, name = 'a\\0b' }", "'name' holds a NUL byte");
+    expect_error("return { model = { preset = 'mamba-small' }, name = 'a\\0b' }",
+                 "'name' holds a NUL byte");
     expect_error("return { model = { preset = 'mamba-small' }, ['lr\\0x'] = 1 }", "unknown key");
 }
 
@@ -82,11 +91,12 @@ static void test_preset_read_once(void **state)
     (void)state;
     mt_train_config cfg;
     char preset[64];
-    int rc = load_text(&cfg,
-                       "local n = 0\n"
-                       "return { model = setmetatable({}, { __index = function(t, k)\n"
-                       "  if k == 'preset' then n = n + 1; if n == 1 then return 'mamba-small' end end end }) }\n",
-                       preset, sizeof preset);
+    int rc = load_text(
+        &cfg,
+        "local n = 0\n"
+        "return { model = setmetatable({}, { __index = function(t, k)\n"
+        "  if k == 'preset' then n = n + 1; if n == 1 then return 'mamba-small' end end end }) }\n",
+        preset, sizeof preset);
     if (rc != 0) fail_msg("%s", mt_last_error());
     assert_string_equal(preset, "mamba-small");
 }
@@ -98,8 +108,8 @@ static void test_negative_zero_round_trips(void **state)
     (void)state;
     mt_train_config cfg, back;
     char preset[64], copy[128];
-    if (load_text(&cfg, "return { model = { preset = 'mamba-small', dropout = -0.0 }, lr = -0.0 }", preset,
-                  sizeof preset))
+    if (load_text(&cfg, "return { model = { preset = 'mamba-small', dropout = -0.0 }, lr = -0.0 }",
+                  preset, sizeof preset))
         fail_msg("%s", mt_last_error());
     assert_true(signbit(cfg.lr) && signbit(cfg.model.dropout));
     snprintf(copy, sizeof copy, "%s/copy.lua", tmpdir);
@@ -116,12 +126,15 @@ static void test_from_a_callers_state(void **state)
     lua_State *L = luaL_newstate();
     luaL_openlibs(L);
     lua_pushinteger(L, 7);
-    assert_int_equal(luaL_dostring(L, "return { name = 'mine', model = { preset = 'mamba-small', d_model = 32 } }"),
-                     LUA_OK);
+    assert_int_equal(
+        luaL_dostring(L,
+                      "return { name = 'mine', model = { preset = 'mamba-small', d_model = 32 } }"),
+        LUA_OK);
     mt_train_config cfg;
     char preset[64];
     const char *ov[] = {"lr=2e-3"};
-    if (train_config_from_state(&cfg, L, "chunk", ov, 1, preset, sizeof preset)) fail_msg("%s", mt_last_error());
+    if (train_config_from_state(&cfg, L, "chunk", ov, 1, preset, sizeof preset))
+        fail_msg("%s", mt_last_error());
     assert_int_equal(lua_gettop(L), 2);
     assert_string_equal(cfg.name, "mine");
     assert_string_equal(cfg.run_dir, "runs/mine");

@@ -22,7 +22,7 @@ typedef struct {
     pthread_barrier_t barrier;
     int size;
     void *slot[MAX_RANKS]; /* what each rank published for the operation under way */
-    float *sum;            /* all_reduce_sum's result, n floats */
+    float *sum; /* all_reduce_sum's result, n floats */
     size_t cap;
 } thread_group;
 
@@ -105,9 +105,14 @@ static void run_ranks(const mt_train_config *cfg, int ranks, int resume)
     pthread_t th[MAX_RANKS];
     for (int r = 0; r < ranks; r++) {
         t[r] = (rank_thread){.cfg = cfg, .resume = resume};
-        t[r].coll = (mt_collective){.rank = r, .size = ranks, .name = "threads", .impl = &g,
-                                    .all_reduce_sum = threads_all_reduce_sum, .all_gather = threads_all_gather,
-                                    .broadcast = threads_broadcast, .barrier = threads_barrier,
+        t[r].coll = (mt_collective){.rank = r,
+                                    .size = ranks,
+                                    .name = "threads",
+                                    .impl = &g,
+                                    .all_reduce_sum = threads_all_reduce_sum,
+                                    .all_gather = threads_all_gather,
+                                    .broadcast = threads_broadcast,
+                                    .barrier = threads_barrier,
                                     .close = threads_close};
         assert_int_equal(pthread_create(&th[r], NULL, rank_main, &t[r]), 0);
     }
@@ -131,7 +136,8 @@ static void tiny_config(mt_train_config *cfg, const char *run, size_t max_tokens
 }
 
 /* The losses of the log's train records, in step order (n: how many). */
-static int read_losses(const mt_train_config *cfg, double *loss, int cap, char *ranks_seen, size_t n_seen)
+static int read_losses(const mt_train_config *cfg, double *loss, int cap, char *ranks_seen,
+                       size_t n_seen)
 {
     char path[700];
     snprintf(path, sizeof path, "%s/log.jsonl", cfg->run_dir);
@@ -229,8 +235,9 @@ static void test_sum_ranks_adds_in_rank_order(void **state)
 
 static void test_launched_reads_the_launchers_environment(void **state)
 {
-    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE", "SLURM_PROCID",
-                                       "SLURM_STEP_ID", "SLURM_STEP_NUM_TASKS"};
+    static const char *const vars[] = {
+        "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE",     "PMI_SIZE",
+        "SLURM_PROCID",         "SLURM_STEP_ID", "SLURM_STEP_NUM_TASKS"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
     int n = 0;
     assert_int_equal(mt_collective_launched(&n), 0);

@@ -81,7 +81,8 @@ static void test_one_trainer_per_run_dir(void **state)
     int fd = mt_run_lock(cfg.run_dir, MT_RUN_TRAINER);
     assert_true(fd >= 0);
     char want[160];
-    snprintf(want, sizeof want, "run %s is already being trained by pid %ld", cfg.run_dir, (long)getpid());
+    snprintf(want, sizeof want, "run %s is already being trained by pid %ld", cfg.run_dir,
+             (long)getpid());
     assert_int_equal(mt_train_run(&cfg, 0, NULL), -1);
     if (!strstr(mt_last_error(), want)) fail_msg("expected '%s' in: %s", want, mt_last_error());
     char ckpt[700];
@@ -144,7 +145,8 @@ static void test_log_write_failure_stops_the_run(void **state)
     assert_int_equal(setrlimit(RLIMIT_FSIZE, &was), 0);
     signal(SIGXFSZ, was_handler);
     assert_int_equal(rc, -1);
-    if (!strstr(mt_last_error(), "log.jsonl: cannot write: File too large")) fail_msg("got: %s", mt_last_error());
+    if (!strstr(mt_last_error(), "log.jsonl: cannot write: File too large"))
+        fail_msg("got: %s", mt_last_error());
     char steps[4096];
     assert_true(log_steps(&cfg, steps, sizeof steps)); /* whole lines only */
     struct stat st;
@@ -243,8 +245,9 @@ static void test_checkpoint_swap_stages(void **state)
         checkpoint_stop_stage = 0;
         assert_int_equal(rc, -1);
         assert_non_null(strstr(mt_last_error(), "checkpoint_stop_stage"));
-        print_message("%s: checkpoint/ %d, .old/ %d, .new/ %d\n", stages[i].name, is_dir(&cfg, "checkpoint"),
-                      is_dir(&cfg, "checkpoint.old"), is_dir(&cfg, "checkpoint.new"));
+        print_message("%s: checkpoint/ %d, .old/ %d, .new/ %d\n", stages[i].name,
+                      is_dir(&cfg, "checkpoint"), is_dir(&cfg, "checkpoint.old"),
+                      is_dir(&cfg, "checkpoint.new"));
         assert_int_equal(is_dir(&cfg, "checkpoint"), stages[i].cur);
         assert_int_equal(is_dir(&cfg, "checkpoint.old"), stages[i].old);
         assert_int_equal(is_dir(&cfg, "checkpoint.new"), stages[i].new_);

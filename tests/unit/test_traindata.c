@@ -60,7 +60,8 @@ static void test_batch_budget_same_pairs(void **state)
     mt_examples_build(&e, &c, 1, 0, 0.5, 0, 1, 0);
     size_t batches[2], same_budget_batches = 0;
     for (int encdec = 0; encdec < 2; encdec++) {
-        for (int i = 0; i < N; i++) len[encdec][i] = mt_example_packed_len(&e, (size_t)i, encdec, 1);
+        for (int i = 0; i < N; i++)
+            len[encdec][i] = mt_example_packed_len(&e, (size_t)i, encdec, 1);
         mt_batch_plan p;
         mt_batch_plan_build(&p, len[encdec], N, mt_batch_budget(1024, encdec), 3, 0);
         batches[encdec] = p.n_batches;
@@ -73,7 +74,8 @@ static void test_batch_budget_same_pairs(void **state)
     mt_examples_free(&e);
     double ratio = (double)batches[0] / (double)batches[1];
     printf("batches per epoch: encoder-decoder %zu, decoder-only %zu (ratio %.3f; on the one-side "
-           "budget %zu)\n", batches[1], batches[0], ratio, same_budget_batches);
+           "budget %zu)\n",
+           batches[1], batches[0], ratio, same_budget_batches);
     assert_true(ratio > 0.9 && ratio < 1.1);
     assert_true((double)same_budget_batches / (double)batches[1] > 1.8);
     assert_int_equal(mt_batch_budget(4096, 1), 4096);
@@ -132,7 +134,8 @@ static void test_examples_catn(void **state)
         for (int j = 0; j < k; j++) s += sl[range.parts[range.start[i] + (size_t)j]];
         assert_int_equal(s, range.src_len[i]);
         assert_int_equal(again.n_parts[i], k);
-        assert_memory_equal(again.parts + again.start[i], range.parts + range.start[i], (size_t)k * sizeof *range.parts);
+        assert_memory_equal(again.parts + again.start[i], range.parts + range.start[i],
+                            (size_t)k * sizeof *range.parts);
     }
     for (int k = 2; k <= 6; k++) assert_true(sizes[k] > 5); /* about 20 each */
     assert_true(sizes[1] > 70 && sizes[1] < 130);

@@ -229,7 +229,8 @@ static void test_translate_encoded_sources(void **state)
     for (int first = 0; first < N_TEXTS; first += 4) {
         int n = N_TEXTS - first < 4 ? N_TEXTS - first : 4;
         assert_int_equal(mt_translate_ids(fx->m, fx->tok, (const int32_t *const *)s.ids + first,
-                                          s.len + first, n, 2, &o, &part), 0);
+                                          s.len + first, n, 2, &o, &part),
+                         0);
         assert_int_equal(part.n, n);
         for (int i = 0; i < n; i++) {
             assert_same_hyp(&part.hyps[i], &all.hyps[first + i], first + i);
@@ -260,8 +261,8 @@ static void test_translate_encoded_sources(void **state)
 }
 
 /* Run `mtlab translate ARGS` with stdout and stderr captured into files; returns its status. */
-static int run_translate(const text_fixture *fx, const char *const *args, int n_args,
-                         char *out, size_t out_cap, char *err, size_t err_cap)
+static int run_translate(const text_fixture *fx, const char *const *args, int n_args, char *out,
+                         size_t out_cap, char *err, size_t err_cap)
 {
     char out_path[160], err_path[160];
     snprintf(out_path, sizeof out_path, "%s/stdout", fx->dir);
@@ -408,7 +409,8 @@ static void test_translate_command(void **state)
     assert_non_null(strstr(err, "config.json"));
     const char *a6[] = {"-m", fx->bundle, "--beam", "0"};
     assert_int_equal(run_translate(fx, a6, 4, out, sizeof out, err, sizeof err), 2);
-    assert_string_equal(err, "mtlab translate: --beam takes a whole number from 1 to 256, not '0'\n");
+    assert_string_equal(err,
+                        "mtlab translate: --beam takes a whole number from 1 to 256, not '0'\n");
 
     /* blank input: blank lines out, one per line; as paragraphs, nothing to do */
     write_text(fx, "empty.txt", "\n \n", in, sizeof in);

@@ -76,7 +76,7 @@ static void test_eviction_least_recently_used(void **state)
     tui_cache_put(&c, "m", "g", "dos", "two");
     tui_cache_put(&c, "m", "g", "tres", "three");
     assert_non_null(tui_cache_get(&c, "m", "g", "uno")); /* now the most recent */
-    tui_cache_put(&c, "m", "g", "cuatro", "four");       /* evicts dos */
+    tui_cache_put(&c, "m", "g", "cuatro", "four"); /* evicts dos */
     assert_null(tui_cache_get(&c, "m", "g", "dos"));
     assert_non_null(tui_cache_get(&c, "m", "g", "uno"));
     assert_non_null(tui_cache_get(&c, "m", "g", "tres"));

@@ -44,8 +44,10 @@ static void test_scores_off_the_ui_thread(void **state)
     float want[N];
     mt_comet *m = mt_comet_open(FIX "/model", mt_backend_cpu());
     assert_non_null(m);
-    assert_int_equal(mt_comet_score(m, (const char *const *)t[0].lines, (const char *const *)t[1].lines,
-                                    (const char *const *)t[2].lines, N, want), 0);
+    assert_int_equal(mt_comet_score(m, (const char *const *)t[0].lines,
+                                    (const char *const *)t[1].lines,
+                                    (const char *const *)t[2].lines, N, want),
+                     0);
     mt_comet_free(m);
 
     tui_queue q;
@@ -63,7 +65,8 @@ static void test_scores_off_the_ui_thread(void **state)
     for (int i = 0; i < N; i++) {
         assert_int_equal(tui_comet_get(c, t[0].lines[i], t[1].lines[i], t[2].lines[i], &s),
                          TUI_COMET_KNOWN);
-        if (fabsf(s - want[i]) > 1e-5f) fail_msg("segment %d: %.7f, mt_comet_score %.7f", i + 1, s, want[i]);
+        if (fabsf(s - want[i]) > 1e-5f)
+            fail_msg("segment %d: %.7f, mt_comet_score %.7f", i + 1, s, want[i]);
     }
     /* the same translation against another reference is another score */
     assert_int_equal(tui_comet_get(c, t[0].lines[0], t[1].lines[0], t[2].lines[1], &s),

@@ -26,9 +26,9 @@ static void test_utf8_decode_rejects_bad_sequences(void **state)
     assert_int_equal(cp, 0x4E2D);
     assert_int_equal(tui_utf8_decode("\xf0\x9f\x98\x80", 4, &cp), 4);
     assert_int_equal(cp, 0x1F600);
-    assert_int_equal(tui_utf8_decode("\xc0\xaf", 2, &cp), 0);     /* overlong '/' */
+    assert_int_equal(tui_utf8_decode("\xc0\xaf", 2, &cp), 0); /* overlong '/' */
     assert_int_equal(tui_utf8_decode("\xed\xa0\x80", 3, &cp), 0); /* surrogate */
-    assert_int_equal(tui_utf8_decode("\xe4\xb8", 2, &cp), 0);     /* truncated */
+    assert_int_equal(tui_utf8_decode("\xe4\xb8", 2, &cp), 0); /* truncated */
     assert_int_equal(tui_utf8_decode("\xff", 1, &cp), 0);
     assert_int_equal(cp, MT_UTF8_REPLACEMENT);
     char buf[4];
@@ -103,8 +103,9 @@ static void test_paste_is_cleaned_and_is_one_edit(void **state)
     const char bad[] = "Primera linea\nSegunda \xe9 linea\nTercera \xe2\x82 linea\n\xed\xa0\x80";
     assert_int_equal(tui_editor_insert(&e, bad, sizeof bad - 1, &replaced), 0);
     assert_int_equal(replaced, 1 + 2 + 3);
-    assert_string_equal(e.text, "Primera linea\nSegunda \xef\xbf\xbd linea\nTercera \xef\xbf\xbd linea\n"
-                                "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+    assert_string_equal(e.text,
+                        "Primera linea\nSegunda \xef\xbf\xbd linea\nTercera \xef\xbf\xbd linea\n"
+                        "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
     assert_int_equal(mt_utf8_invalid_offset(e.text, e.len), e.len);
     tui_editor_free(&e);
 }
@@ -159,12 +160,13 @@ static void test_wrap_at_spaces_and_inside_long_words(void **state)
     tui_editor_set_text(&e, "el cielo azul\nsupercalifragilistico\n\n中文中文中");
     tui_vrow *rows;
     int n = tui_editor_wrap(&e, 8, &rows, NULL, NULL);
-    const char *want[] = {"el ", "cielo ", "azul", "supercal", "ifragili", "stico", "",
-                          "中文中文", "中"};
+    const char *want[] = {"el ",   "cielo ", "azul",     "supercal", "ifragili",
+                          "stico", "",       "中文中文", "中"};
     assert_int_equal(n, 9);
     for (int i = 0; i < n; i++) {
         char buf[64];
-        snprintf(buf, sizeof buf, "%.*s", (int)(rows[i].end - rows[i].start), e.text + rows[i].start);
+        snprintf(buf, sizeof buf, "%.*s", (int)(rows[i].end - rows[i].start),
+                 e.text + rows[i].start);
         assert_string_equal(buf, want[i]);
         assert_true(tui_text_width(e.text + rows[i].start, rows[i].end - rows[i].start) <= 8);
     }
@@ -190,7 +192,7 @@ static void test_cursor_moves_over_wrapped_rows(void **state)
     assert_int_equal(e.cursor, 9);
     tui_editor_down(&e, 7); /* the short last line: its end */
     assert_int_equal(e.cursor, 16);
-    tui_editor_up(&e, 7);   /* the goal column 2 is kept */
+    tui_editor_up(&e, 7); /* the goal column 2 is kept */
     assert_int_equal(e.cursor, 9);
     tui_editor_down(&e, 7);
     tui_editor_down(&e, 7); /* past the last row: the end of the text */

@@ -18,9 +18,9 @@ static void check(const tui_heat_geom_in *in, int h, int w)
     tui_heat_geom g;
     tui_heat_geom_fit(&g, in, h, w);
     char c[160];
-    snprintf(c, sizeof c, "pane %dx%d, map %dx%d, splits %d/%d, labels %d/%d, cursor %d,%d",
-             w, h, in->cols, in->rows, in->row_split, in->col_split, in->row_label_w,
-             in->col_label_w, in->sel_row, in->sel_col);
+    snprintf(c, sizeof c, "pane %dx%d, map %dx%d, splits %d/%d, labels %d/%d, cursor %d,%d", w, h,
+             in->cols, in->rows, in->row_split, in->col_split, in->row_label_w, in->col_label_w,
+             in->sel_row, in->sel_col);
     if (g.readout_y != h - 1) fail_msg("%s: readout at %d", c, g.readout_y);
     if (h < 3 || w < 8) {
         if (g.n_rows || g.n_cols) fail_msg("%s: cells in a pane too small", c);
@@ -54,7 +54,8 @@ static void check(const tui_heat_geom_in *in, int h, int w)
     for (int r = g.row0; r <= last_row; r++) {
         int ry = tui_heat_row_y(&g, r);
         for (int k = 0; k < g.cell_h; k++)
-            if (tui_heat_row_at(&g, ry + k) != r) fail_msg("%s: line %d is not row %d", c, ry + k, r);
+            if (tui_heat_row_at(&g, ry + k) != r)
+                fail_msg("%s: line %d is not row %d", c, ry + k, r);
         if (r > g.row0 && ry < tui_heat_row_y(&g, r - 1) + g.cell_h)
             fail_msg("%s: rows %d and %d share a line", c, r - 1, r);
     }
@@ -92,10 +93,16 @@ static void test_many_sizes(void **state)
                     for (int li = 0; li < N(label_ws); li++)
                         for (int split = 0; split < 2; split++) {
                             int rows = sizes[ri], cols = sizes[ci];
-                            tui_heat_geom_in in = {rows, cols, split ? rows / 2 : 0,
-                                                   split ? cols / 2 : 0, label_ws[li],
+                            tui_heat_geom_in in = {rows,
+                                                   cols,
+                                                   split ? rows / 2 : 0,
+                                                   split ? cols / 2 : 0,
+                                                   label_ws[li],
                                                    label_ws[(li + 2) % N(label_ws)],
-                                                   (h * 7) % rows, (h * 5 + li) % cols, 0, 0};
+                                                   (h * 7) % rows,
+                                                   (h * 5 + li) % cols,
+                                                   0,
+                                                   0};
                             check(&in, h, widths[wi]);
                             /* the cursor in the corners, with a stale scroll position */
                             in.sel_row = rows - 1, in.sel_col = cols - 1;

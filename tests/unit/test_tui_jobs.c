@@ -44,8 +44,8 @@ static void test_eta_format(void **state)
     static const struct {
         double s;
         const char *want;
-    } cases[] = {{-1, "-"}, {0, "0s"}, {44.6, "45s"}, {59.4, "59s"}, {725, "12m05s"},
-                 {12000, "3h20m"}, {187200, "2d04h"}};
+    } cases[] = {{-1, "-"},       {0, "0s"},        {44.6, "45s"},    {59.4, "59s"},
+                 {725, "12m05s"}, {12000, "3h20m"}, {187200, "2d04h"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char buf[16];
         tui_format_eta(buf, sizeof buf, cases[i].s);
@@ -79,7 +79,10 @@ static void test_progress_bar(void **state)
 static void test_columns(void **state)
 {
     (void)state;
-    job_info j = {.state = JOB_RUNNING, .max_steps = 400, .step = 120, .tokens_per_s = 1234,
+    job_info j = {.state = JOB_RUNNING,
+                  .max_steps = 400,
+                  .step = 120,
+                  .tokens_per_s = 1234,
                   .valid_bleu = 12.346};
     tui_job_cols c;
     tui_job_columns(&c, &j, 185);
@@ -107,14 +110,15 @@ static void test_state_meanings(void **state)
         job_state s;
         tui_meaning m;
     } want[] = {
-        {JOB_PENDING, TUI_C_DIM},     {JOB_RUNNING, TUI_C_BUSY}, {JOB_COMPLETED, TUI_C_DONE},
-        {JOB_CANCELLED, TUI_C_DIM},   {JOB_FAILED, TUI_C_ERROR}, {JOB_BROKEN, TUI_C_ERROR},
+        {JOB_PENDING, TUI_C_DIM},   {JOB_RUNNING, TUI_C_BUSY}, {JOB_COMPLETED, TUI_C_DONE},
+        {JOB_CANCELLED, TUI_C_DIM}, {JOB_FAILED, TUI_C_ERROR}, {JOB_BROKEN, TUI_C_ERROR},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         job_info j = {.state = want[i].s, .valid_bleu = -1};
         tui_job_cols c;
         tui_job_columns(&c, &j, -1);
-        if (c.state_meaning != want[i].m) fail_msg("%s: meaning %d, expected %d", c.state, c.state_meaning, want[i].m);
+        if (c.state_meaning != want[i].m)
+            fail_msg("%s: meaning %d, expected %d", c.state, c.state_meaning, want[i].m);
     }
 }
 
@@ -147,12 +151,9 @@ static void test_fit_middle(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_eta_from_recent_rate),
-        cmocka_unit_test(test_eta_format),
-        cmocka_unit_test(test_progress_bar),
-        cmocka_unit_test(test_columns),
-        cmocka_unit_test(test_state_meanings),
-        cmocka_unit_test(test_fit_middle),
+        cmocka_unit_test(test_eta_from_recent_rate), cmocka_unit_test(test_eta_format),
+        cmocka_unit_test(test_progress_bar),         cmocka_unit_test(test_columns),
+        cmocka_unit_test(test_state_meanings),       cmocka_unit_test(test_fit_middle),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

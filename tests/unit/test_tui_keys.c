@@ -7,7 +7,7 @@
 #include "tui/keys.h"
 
 static const unsigned contexts[] = {TUI_IN_EDITOR, TUI_IN_PANE, TUI_IN_HEATMAP, TUI_IN_OVERLAY,
-                                    TUI_IN_JOBS, TUI_IN_LOG, TUI_IN_CONSOLE};
+                                    TUI_IN_JOBS,   TUI_IN_LOG,  TUI_IN_CONSOLE};
 
 static void test_dispatch_by_context(void **state)
 {
@@ -61,7 +61,8 @@ static void test_dispatch_by_context(void **state)
 static void test_console_keys(void **state)
 {
     (void)state;
-    assert_int_equal(tui_key_action(TUI_FKEY(KEY_F(12)), TUI_IN_CONSOLE), TUI_ACT_CONSOLE_TRACEBACK);
+    assert_int_equal(tui_key_action(TUI_FKEY(KEY_F(12)), TUI_IN_CONSOLE),
+                     TUI_ACT_CONSOLE_TRACEBACK);
     assert_int_equal(tui_key_action(TUI_CTRL('t'), TUI_IN_CONSOLE), TUI_ACT_CONSOLE_TRACEBACK);
     /* the workbench's keys stay the workbench's: the console passes them on */
     assert_int_equal(tui_key_action(TUI_CTRL('t'), TUI_IN_EDITOR), TUI_ACT_THEME);
@@ -143,7 +144,8 @@ static void test_function_keys_have_ctrl_keys(void **state)
     assert_int_equal(tui_key_action(TUI_CTRL('d'), TUI_IN_HEATMAP), TUI_ACT_HEAT_HEAD);
     int n, found = 0;
     char **lines = tui_help_lines(&n);
-    for (int i = 0; i < n; i++) found += strstr(lines[i], "F3 Ctrl-V") || strstr(lines[i], "F7 Ctrl-Y");
+    for (int i = 0; i < n; i++)
+        found += strstr(lines[i], "F3 Ctrl-V") || strstr(lines[i], "F7 Ctrl-Y");
     assert_int_equal(found, 2);
     tui_lines_free(lines, n);
 }
@@ -195,7 +197,8 @@ static void test_status_hints_fit_and_follow_the_table(void **state)
     assert_int_equal(strncmp(buf, "Esc close  Enter add/remove  F1 help", 36), 0);
     assert_null(strstr(buf, "Tab focus"));
     tui_status_hints(buf, sizeof buf, TUI_IN_JOBS, 200);
-    assert_int_equal(strncmp(buf, "n new  x stop  r resume  o open  a all  Esc close  F1 help", 58), 0);
+    assert_int_equal(strncmp(buf, "n new  x stop  r resume  o open  a all  Esc close  F1 help", 58),
+                     0);
     assert_null(strstr(buf, "Tab focus"));
 }
 

@@ -141,7 +141,8 @@ static void test_text_goes_to_the_panes_of_its_language(void **state)
     pump_until(a, all_loaded);
     tui_pane *es = a->panes[0], *en = a->panes[1], *none = a->panes[2];
 
-    tui_editor_set_text(&a->ed, "En el principio creó Dios los cielos y la tierra.\nY dijo Dios: Sea la luz.");
+    tui_editor_set_text(
+        &a->ed, "En el principio creó Dios los cielos y la tierra.\nY dijo Dios: Sea la luz.");
     tui_translate(a, NULL);
     pump_until(a, all_idle);
     /* Spanish text: the es -> en pane and the pane of no recorded language translate it; the
@@ -155,7 +156,8 @@ static void test_text_goes_to_the_panes_of_its_language(void **state)
     assert_false(en->busy);
     char msg[256];
     tui_other_language_message(a, en, msg, sizeof msg);
-    assert_string_equal(msg, "this model translates en→es; the editor is writing es (Ctrl-F: write en)");
+    assert_string_equal(msg,
+                        "this model translates en→es; the editor is writing es (Ctrl-F: write en)");
 
     /* Ctrl-F from the editor: the editor writes en; the en -> es pane translates, the es -> en
      * pane says so, and the pane without languages still translates */
@@ -166,7 +168,8 @@ static void test_text_goes_to_the_panes_of_its_language(void **state)
     assert_true(translated(a, none));
     assert_int_equal(es->n_hyps, 0);
     tui_other_language_message(a, es, msg, sizeof msg);
-    assert_string_equal(msg, "this model translates es→en; the editor is writing en (Ctrl-F: write es)");
+    assert_string_equal(msg,
+                        "this model translates es→en; the editor is writing en (Ctrl-F: write es)");
 
     /* a key typed after the switch goes to the same panes; from a pane, Ctrl-F switches too */
     tui_editor_set_text(&a->ed, "In the beginning God created the heaven and the earth.");

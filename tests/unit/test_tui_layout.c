@@ -24,11 +24,13 @@ static void check_layout(const tui_layout *L, int cols, int rows, int n, int sho
     r[k++] = L->editor;
     r[k++] = L->status;
     /* the page shown: at least one pane when there are any, the others absent */
-    if (n > 0) assert_true(L->n_shown >= 1 && L->first_shown >= 0 && L->first_shown + L->n_shown <= n);
+    if (n > 0)
+        assert_true(L->n_shown >= 1 && L->first_shown >= 0 && L->first_shown + L->n_shown <= n);
     for (int i = 0; i < L->n_panes; i++) {
         int shown = i >= L->first_shown && i < L->first_shown + L->n_shown;
         if (shown) r[k++] = L->panes[i];
-        else if (L->panes[i].h != 0) fail_msg("%dx%d, %d panes: pane %d is off the page yet placed", cols, rows, n, i);
+        else if (L->panes[i].h != 0)
+            fail_msg("%dx%d, %d panes: pane %d is off the page yet placed", cols, rows, n, i);
     }
     if (n == 0) r[k++] = L->empty;
     if (L->log.h > 0) r[k++] = L->log;
@@ -79,7 +81,8 @@ static void test_every_size_fits_with_the_console(void **state)
             for (int n = 0; n <= TUI_MAX_PANES; n++)
                 for (int log = 0; log < 2; log++) {
                     if (tui_layout_compute_console(&L, cols, rows, n, log, 1) != 0)
-                        fail_msg("%dx%d with %d panes, log %d, console: refused", cols, rows, n, log);
+                        fail_msg("%dx%d with %d panes, log %d, console: refused", cols, rows, n,
+                                 log);
                     check_layout(&L, cols, rows, n, log);
                     /* the console is left out only where the panes would not fit beside it */
                     if (n <= 1 || rows >= 20)
@@ -122,8 +125,8 @@ static void test_editor_fits_its_text_and_the_console_its_height(void **state)
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         int cols = sizes[i][0], rows = sizes[i][1];
         tui_layout L;
-        tui_layout_in in = {.cols = cols, .rows = rows, .n_panes = 2, .editor_lines = 1,
-                            .console_h = 6};
+        tui_layout_in in = {
+            .cols = cols, .rows = rows, .n_panes = 2, .editor_lines = 1, .console_h = 6};
         assert_int_equal(tui_layout_compute_in(&L, &in), 0);
         assert_int_equal(L.editor.h, 3);
         assert_int_equal(L.console.h, 6);
@@ -178,7 +181,7 @@ static void test_side_by_side_when_wide_stacked_when_narrow(void **state)
     assert_int_equal(L.panes[0].w + L.panes[1].w, 120);
     assert_int_equal(tui_layout_compute(&L, 60, 20, 2, 0), 0); /* exactly 30 each */
     assert_int_equal(L.grid_cols, 2);
-    assert_int_equal(tui_layout_compute(&L, 50, 40, 2, 0), 0);  /* 25 each: stack them */
+    assert_int_equal(tui_layout_compute(&L, 50, 40, 2, 0), 0); /* 25 each: stack them */
     assert_int_equal(L.grid_cols, 1);
     assert_int_equal(L.panes[0].x, L.panes[1].x);
     assert_true(L.panes[1].y > L.panes[0].y);

@@ -80,8 +80,8 @@ static void pieces_text(char *out, size_t len, char **labels, int from, int to)
 {
     size_t k = 0;
     for (int i = from; i < to; i++)
-        for (const char *s = strcmp(labels[i], "<unk>") ? labels[i] : "▁⁇▁";
-             *s && k + 1 < len; s++) {
+        for (const char *s = strcmp(labels[i], "<unk>") ? labels[i] : "▁⁇▁"; *s && k + 1 < len;
+             s++) {
             if (!strncmp(s, "\u2581", 3)) {
                 if (k > 0) out[k++] = ' ';
                 s += 2;
@@ -143,8 +143,12 @@ static void test_map_follows_text_and_search(void **state)
     assert_non_null(strstr(a->notice, "implicit attention maps at layers 1, 2, not 100"));
 
     /* ui.heatmap asks for a head the map does not have: an error, the pane as it was */
-    ui_call call = {.op = UI_HEATMAP, .pane = 0, .kind = MT_PROBE_IMPLICIT_ATTN, .layer = 0,
-                    .head = 99, .scale = -1};
+    ui_call call = {.op = UI_HEATMAP,
+                    .pane = 0,
+                    .kind = MT_PROBE_IMPLICIT_ATTN,
+                    .layer = 0,
+                    .head = 99,
+                    .scale = -1};
     ui_execute(a, &call);
     assert_string_equal(call.error, "mamba's implicit layer 1 has 1 head, not 100");
     assert_int_equal(p->heat_head, -1);
@@ -153,8 +157,12 @@ static void test_map_follows_text_and_search(void **state)
     mt_probe_record *rec = &p->probe->rec;
     for (int nth = 0; nth < 2; nth++)
         rec->maps[tui_heat_find(rec, MT_PROBE_IMPLICIT_ATTN, nth)].layer = 3 + 4 * nth;
-    call = (ui_call){.op = UI_HEATMAP, .pane = 0, .kind = MT_PROBE_IMPLICIT_ATTN, .layer = 7,
-                     .head = -1, .scale = -1};
+    call = (ui_call){.op = UI_HEATMAP,
+                     .pane = 0,
+                     .kind = MT_PROBE_IMPLICIT_ATTN,
+                     .layer = 7,
+                     .head = -1,
+                     .scale = -1};
     ui_execute(a, &call);
     assert_string_equal(call.error, "");
     assert_int_equal(p->heat_nth, 1);
@@ -240,8 +248,13 @@ static void test_attribution_map(void **state)
     assert_int_equal(tui_key_action('c', TUI_IN_HEATMAP), TUI_ACT_HEAT_CONTRAST);
     assert_int_equal(tui_key_action('m', TUI_IN_PANE), TUI_ACT_NONE);
 
-    ui_call call = {.op = UI_HEATMAP, .pane = 0, .kind = TUI_HEAT_ATTRIBUTION, .layer = -1,
-                    .head = -1, .scale = -1, .method = MT_ATTR_SALIENCY};
+    ui_call call = {.op = UI_HEATMAP,
+                    .pane = 0,
+                    .kind = TUI_HEAT_ATTRIBUTION,
+                    .layer = -1,
+                    .head = -1,
+                    .scale = -1,
+                    .method = MT_ATTR_SALIENCY};
     ui_execute(a, &call);
     assert_string_equal(call.error, "");
     assert_int_equal(p->heat_kind, TUI_HEAT_ATTRIBUTION);
@@ -276,7 +289,8 @@ static void test_attribution_map(void **state)
     assert_false(tui_heat_pane_masked(p, m, m->rows - 1, m->cols - 1));
     for (int r = 0; r < m->rows; r++)
         for (int c = 0; c < m->cols; c++)
-            if (tui_heat_pane_masked(p, m, r, c)) assert_true(at->values[(size_t)r * m->cols + c] == 0);
+            if (tui_heat_pane_masked(p, m, r, c))
+                assert_true(at->values[(size_t)r * m->cols + c] == 0);
     /* cells are |a|; the readout reads the signed value */
     for (int i = 0; i < m->rows * m->cols; i++) assert_true(v[i] == fabsf(at->values[i]));
     assert_true(tui_heat_pane_value(p, m, v, 1, 0) == at->values[at->cols]);
@@ -331,7 +345,8 @@ static void test_attribution_map(void **state)
     pump_until(a, p, is_idle);
     pump_until(a, p, has_attr);
     assert_true(tui_heat_current(a, p));
-    pieces_text(src, sizeof src, p->attr->src_labels, 0, tui_heat_pane_split(p, MT_PROBE_AXIS_SOURCE) - 1);
+    pieces_text(src, sizeof src, p->attr->src_labels, 0,
+                tui_heat_pane_split(p, MT_PROBE_AXIS_SOURCE) - 1);
     assert_string_equal(src, "Y dijo Dios: Sea la luz.");
     app_free(a);
 }

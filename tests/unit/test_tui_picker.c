@@ -66,18 +66,23 @@ static void test_sorted_then_ordered(void **state)
 
     char got[1024], problem[1024];
     defaults(got, sizeof got, problem, sizeof problem);
-    assert_string_equal(got, "mamba-encdec-small mamba-local-small mamba-small retnet-small transformer-small");
+    assert_string_equal(
+        got, "mamba-encdec-small mamba-local-small mamba-small retnet-small transformer-small");
     assert_string_equal(problem, "");
 
-    write_order("# the demo's panes\n  transformer-small  \n\nmamba-small # the SSM\r\nmamba-encdec-small\n");
+    write_order("# the demo's panes\n  transformer-small  \n\nmamba-small # the "
+                "SSM\r\nmamba-encdec-small\n");
     defaults(got, sizeof got, problem, sizeof problem);
-    assert_string_equal(got, "transformer-small mamba-small mamba-encdec-small mamba-local-small retnet-small");
+    assert_string_equal(
+        got, "transformer-small mamba-small mamba-encdec-small mamba-local-small retnet-small");
     assert_string_equal(problem, "");
 
-    /* A name that is no bundle (a typo, or one listed twice) is reported; the others still apply. */
+    /* A name that is no bundle (a typo, or one listed twice) is reported; the others still apply.
+     */
     write_order("mamba-smal\nretnet-small\nretnet-small\nnotes\n");
     defaults(got, sizeof got, problem, sizeof problem);
-    assert_string_equal(got, "retnet-small mamba-encdec-small mamba-local-small mamba-small transformer-small");
+    assert_string_equal(
+        got, "retnet-small mamba-encdec-small mamba-local-small mamba-small transformer-small");
     assert_non_null(strstr(problem, "panes.txt:1 names 'mamba-smal', which is not a bundle there"));
 
     /* No problem buffer: the order still applies. */
@@ -91,7 +96,8 @@ static void test_sorted_then_ordered(void **state)
     /* An unreadable panes.txt is reported and the bundles open sorted. */
     write_order("transformer-small\nmamba-\xff\n");
     defaults(got, sizeof got, problem, sizeof problem);
-    assert_string_equal(got, "mamba-encdec-small mamba-local-small mamba-small retnet-small transformer-small");
+    assert_string_equal(
+        got, "mamba-encdec-small mamba-local-small mamba-small retnet-small transformer-small");
     assert_non_null(strstr(problem, "panes.txt:2: invalid UTF-8"));
 }
 
@@ -100,7 +106,8 @@ static void test_shipped_order(void **state)
 {
     (void)state;
     char **dirs, models_dir[1024], problem[1024];
-    int n = tui_default_bundles(&dirs, NULL, models_dir, sizeof models_dir, problem, sizeof problem);
+    int n =
+        tui_default_bundles(&dirs, NULL, models_dir, sizeof models_dir, problem, sizeof problem);
     print_message("%s: %d bundles, first %s\n", models_dir, n, n ? dirs[0] : "-");
     assert_true(n >= 2);
     assert_string_equal(problem, "");
@@ -112,7 +119,9 @@ static void test_missing_root(void **state)
 {
     (void)state;
     char **dirs, problem[64] = "stale";
-    assert_int_equal(tui_default_bundles(&dirs, "/nonexistent/mtlab-models", NULL, 0, problem, sizeof problem), 0);
+    assert_int_equal(
+        tui_default_bundles(&dirs, "/nonexistent/mtlab-models", NULL, 0, problem, sizeof problem),
+        0);
     assert_null(dirs);
     assert_string_equal(problem, "");
 }

@@ -13,7 +13,8 @@ static void test_scores(void **state)
     (void)state;
     char *lines[] = {"the cat sat on the mat", "the dog barked at the moon", "x"};
     mt_text_lines refs = {lines, 3};
-    const char *hyps[] = {"the cat sat on the mat", "a dog barked at a moon", NULL, "unfinished", "past the end"};
+    const char *hyps[] = {"the cat sat on the mat", "a dog barked at a moon", NULL, "unfinished",
+                          "past the end"};
     const unsigned char final[] = {1, 1, 0, 0, 1};
     tui_ref_score seg[5], total;
     assert_int_equal(tui_ref_scores(hyps, final, 5, &refs, seg, &total), 0);

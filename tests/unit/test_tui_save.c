@@ -26,7 +26,12 @@ static void test_table_and_lines(void **state)
     char *b_hyps[] = {"Be light", NULL};
     unsigned char a_final[] = {1, 1}, b_final[] = {1, 0};
     tui_save_column cols[] = {
-        {"mamba-small", "models/mamba-small", "greedy", a_hyps, a_final, 2,
+        {"mamba-small",
+         "models/mamba-small",
+         "greedy",
+         a_hyps,
+         a_final,
+         2,
          {1, 2.0, 50, 4096, 8192}},
         {"retnet-small", "models/retnet-small", "beam 5", b_hyps, b_final, 2, {0}},
     };
@@ -47,7 +52,8 @@ static void test_table_and_lines(void **state)
     json_t *outs = json_object_get(row, "translations");
     assert_int_equal(json_array_size(outs), 2);
     json_t *a = json_array_get(outs, 0), *b = json_array_get(outs, 1);
-    assert_string_equal(json_string_value(json_object_get(a, "translation")), "God said \\ \"yes\"");
+    assert_string_equal(json_string_value(json_object_get(a, "translation")),
+                        "God said \\ \"yes\"");
     assert_true(json_is_true(json_object_get(a, "finished")));
     assert_string_equal(json_string_value(json_object_get(b, "search")), "beam 5");
     assert_true(json_is_null(json_object_get(b, "translation")));
@@ -96,7 +102,8 @@ static void test_entity_verdicts(void **state)
     json_error_t err;
     json_t *row = json_loadb(j, strlen(j), 0, &err);
     assert_non_null(row);
-    json_t *names = json_object_get(json_array_get(json_object_get(row, "translations"), 0), "names");
+    json_t *names =
+        json_object_get(json_array_get(json_object_get(row, "translations"), 0), "names");
     assert_int_equal(json_array_size(names), 3);
     json_t *dios = json_array_get(names, 0), *aaron = json_array_get(names, 2);
     assert_string_equal(json_string_value(json_object_get(dios, "name")), "Dios");

@@ -99,7 +99,8 @@ static void expect_restored(const child_run *r, const char *says)
     long captured = last_at(r, "what the engine said meanwhile");
     if (keypad_off < 0 || normal_screen < 0 || message < 0 || captured < 0)
         fail_msg("not restored (keypad off at %ld, normal screen at %ld, \"%s\" at %ld, stderr at "
-                 "%ld) in:\n%s", keypad_off, normal_screen, says, message, captured, r->out);
+                 "%ld) in:\n%s",
+                 keypad_off, normal_screen, says, message, captured, r->out);
     assert_true(captured > normal_screen);
     assert_true(message > normal_screen);
     assert_true(tmpdir_is_empty());

@@ -28,14 +28,16 @@ static void test_shipped_themes_parse(void **state)
             assert_true(t.n_heat >= 2);
             for (int m = 0; m < TUI_N_MEANINGS; m++)
                 if (t.style[m].fg.is_default)
-                    fail_msg("%s: meaning '%s' has no colour", path, tui_meaning_name((tui_meaning)m));
+                    fail_msg("%s: meaning '%s' has no colour", path,
+                             tui_meaning_name((tui_meaning)m));
         }
         /* recalled and dropped differ by more than colour */
         assert_true(t.style[TUI_C_RECALLED].attrs != 0 || t.style[TUI_C_DROPPED].attrs != 0);
         /* the jobs view's runs stay apart on 8 colours too (without colour, the plots dash) */
         for (int a = 0; a < TUI_N_SERIES && strcmp(names[i], "monochrome"); a++)
             for (int b = a + 1; b < TUI_N_SERIES; b++) {
-                const tui_color *ca = &t.style[TUI_C_SERIES1 + a].fg, *cb = &t.style[TUI_C_SERIES1 + b].fg;
+                const tui_color *ca = &t.style[TUI_C_SERIES1 + a].fg,
+                                *cb = &t.style[TUI_C_SERIES1 + b].fg;
                 if (ca->c256 == cb->c256 || (ca->c16 & 7) == (cb->c16 & 7))
                     fail_msg("%s: series%d and series%d look alike", path, a + 1, b + 1);
             }
@@ -138,7 +140,7 @@ static void test_heat_normalisations(void **state)
     assert_float_equal(out[1], 0.5f, 1e-6);
     assert_float_equal(out[3], 1.0f, 1e-6);
     tui_heat_normalise(out, &v[0][0], 2, 3, TUI_NORM_LOG, 2);
-    assert_float_equal(out[2], 1.0f, 1e-6);                 /* the max */
+    assert_float_equal(out[2], 1.0f, 1e-6); /* the max */
     assert_float_equal(out[1], (float)((log10(0.5) + 3) / 3), 1e-6);
     assert_float_equal(out[0], 0.0f, 1e-6);
     assert_int_equal(tui_heat_level(0.0f, 16), 0);
@@ -157,9 +159,16 @@ static void test_heat_slices_and_kinds(void **state)
     (void)state;
     float values[2 * 2 * 2] = {1, 2, 3, 4, 3, 2, 1, 0};
     mt_probe_map maps[3] = {
-#define MAP(lay, enc, axis)                                                                    \
-    {.kind = MT_PROBE_SELF_ATTN, .layer = lay, .encoder = enc, .heads = 2, .rows = 2,           \
-     .cols = 2, .row_axis = axis, .col_axis = axis, .values = values}
+#define MAP(lay, enc, axis)      \
+    {.kind = MT_PROBE_SELF_ATTN, \
+     .layer = lay,               \
+     .encoder = enc,             \
+     .heads = 2,                 \
+     .rows = 2,                  \
+     .cols = 2,                  \
+     .row_axis = axis,           \
+     .col_axis = axis,           \
+     .values = values}
         MAP(0, 0, MT_PROBE_AXIS_TARGET),
         MAP(0, 1, MT_PROBE_AXIS_SOURCE),
         MAP(1, 0, MT_PROBE_AXIS_TARGET),
@@ -238,16 +247,18 @@ static void test_heat_axis_labels(void **state)
     assert_string_equal(out, "L3"); /* numbered from 1 */
     tui_heat_axis_label(out, sizeof out, &pr, MT_PROBE_AXIS_GROUP, 0);
     assert_string_equal(out, "g1");
-    assert_true(tui_heat_token_axis(MT_PROBE_AXIS_TARGET) && tui_heat_token_axis(MT_PROBE_AXIS_SOURCE));
+    assert_true(tui_heat_token_axis(MT_PROBE_AXIS_TARGET) &&
+                tui_heat_token_axis(MT_PROBE_AXIS_SOURCE));
     /* the axes named for a class: what the rows and the columns are */
     mt_probe_record encdec = {.n_src = 4, .n_tokens = 3};
     tui_heat_axes_caption(out, sizeof out, &encdec, MT_PROBE_AXIS_TARGET, MT_PROBE_AXIS_SOURCE,
                           "\u2193", "\u2192");
     assert_string_equal(out, "translation \u2193  source \u2192");
-    tui_heat_axes_caption(out, sizeof out, &pr.rec, MT_PROBE_AXIS_LAYER, MT_PROBE_AXIS_TARGET,
-                          "v", "->");
+    tui_heat_axes_caption(out, sizeof out, &pr.rec, MT_PROBE_AXIS_LAYER, MT_PROBE_AXIS_TARGET, "v",
+                          "->");
     assert_string_equal(out, "layer v  source | translation ->");
-    assert_false(tui_heat_token_axis(MT_PROBE_AXIS_LAYER) || tui_heat_token_axis(MT_PROBE_AXIS_GROUP));
+    assert_false(tui_heat_token_axis(MT_PROBE_AXIS_LAYER) ||
+                 tui_heat_token_axis(MT_PROBE_AXIS_GROUP));
 }
 
 /* Every theme in themes/ at every colour level: no meaning shows its foreground in its
@@ -291,15 +302,15 @@ static void test_fallback_repair(void **state)
     tui_theme t;
     assert_int_equal(tui_theme_parse(&t, text, strlen(text), "x.theme"), 0);
     tui_resolved_style r = tui_style_resolve(&t, TUI_C_BORDER, TUI_COLORS_8);
-    assert_int_equal(r.bg, -1);            /* drawn on the terminal's own background */
-    assert_int_equal(r.shown_bg, 0);       /* assumed black */
-    assert_int_equal(r.fg, 6);             /* cyan, the nearest of the other seven */
+    assert_int_equal(r.bg, -1); /* drawn on the terminal's own background */
+    assert_int_equal(r.shown_bg, 0); /* assumed black */
+    assert_int_equal(r.fg, 6); /* cyan, the nearest of the other seven */
     assert_int_equal(r.attrs & TUI_A_BOLD, 0);
     /* at 16 colours the bright black stays: it is not black */
     assert_int_equal(tui_style_resolve(&t, TUI_C_BORDER, TUI_COLORS_16).fg, 8);
     r = tui_style_resolve(&t, TUI_C_SELECTION, TUI_COLORS_8);
     assert_int_equal(r.fg, 0);
-    assert_int_equal(r.bg, 7);             /* the highlight moves, the text stays black */
+    assert_int_equal(r.bg, 7); /* the highlight moves, the text stays black */
     /* a light terminal: grey on white stays grey */
     const char *light = "terminal #000000 #ffffff\ntitle #8a8a8a\n";
     assert_int_equal(tui_theme_parse(&t, light, strlen(light), "y.theme"), 0);

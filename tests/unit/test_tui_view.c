@@ -76,16 +76,16 @@ static mt_entity_lexicon *fixture_lexicon(void)
     if (mt_text_lines_read(&src, "tests/fixtures/entities/lexicon_train.es") != 0 ||
         mt_text_lines_read(&tgt, "tests/fixtures/entities/lexicon_train.en") != 0)
         fail_msg("%s", mt_last_error());
-    mt_entity_lexicon *l = mt_entity_lexicon_build((const char *const *)src.lines, (const char *const *)tgt.lines,
-                                                   src.n, NULL, NULL);
+    mt_entity_lexicon *l = mt_entity_lexicon_build(
+        (const char *const *)src.lines, (const char *const *)tgt.lines, src.n, NULL, NULL);
     mt_text_lines_free(&src);
     mt_text_lines_free(&tgt);
     return l;
 }
 
 /* The entity line of hyp for src, with the fixture corpus's lexicon. */
-static void entity_line(char *out, size_t len, const char *src, const char *hyp, const mt_entity_lexicon *l,
-                        int utf8)
+static void entity_line(char *out, size_t len, const char *src, const char *hyp,
+                        const mt_entity_lexicon *l, int utf8)
 {
     mt_text_span *spans;
     size_t n;
@@ -234,17 +234,23 @@ static void test_bundle_names(void **state)
 {
     (void)state;
     static const char *const cases[][2] = {
-        {"models/mamba-small", "mamba-small"}, {"models/mamba-small/", "mamba-small"},
-        {"runs/tiny/best", "tiny"},            {"runs/tiny/best/", "tiny"},
-        {"/abs/runs/r2/checkpoint", "r2"},     {"best", "best"},
-        {"./best", "best"},                    {"/best", "best"},
-        {"runs/bestest", "bestest"},           {"runs/x/checkpoints", "checkpoints"},
+        {"models/mamba-small", "mamba-small"},
+        {"models/mamba-small/", "mamba-small"},
+        {"runs/tiny/best", "tiny"},
+        {"runs/tiny/best/", "tiny"},
+        {"/abs/runs/r2/checkpoint", "r2"},
+        {"best", "best"},
+        {"./best", "best"},
+        {"/best", "best"},
+        {"runs/bestest", "bestest"},
+        {"runs/x/checkpoints", "checkpoints"},
         {"tiny//best", "tiny"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char name[64];
         mt_bundle_name(name, sizeof name, cases[i][0]);
-        if (strcmp(name, cases[i][1])) fail_msg("%s -> '%s', want '%s'", cases[i][0], name, cases[i][1]);
+        if (strcmp(name, cases[i][1]))
+            fail_msg("%s -> '%s', want '%s'", cases[i][0], name, cases[i][1]);
     }
 }
 

@@ -31,8 +31,9 @@ static void check(const unsigned char *s, int n)
     int k = mt_utf8_next((const char *)s, (size_t)n, &got);
     /* a valid shorter prefix is a different character; compare whole-string validity */
     int whole = k == n;
-    if (whole != ok) fail_msg("%d-byte string %02X %02X %02X %02X: decoder %d, oracle %d", n, s[0],
-                              n > 1 ? s[1] : 0, n > 2 ? s[2] : 0, n > 3 ? s[3] : 0, k, ok);
+    if (whole != ok)
+        fail_msg("%d-byte string %02X %02X %02X %02X: decoder %d, oracle %d", n, s[0],
+                 n > 1 ? s[1] : 0, n > 2 ? s[2] : 0, n > 3 ? s[3] : 0, k, ok);
     if (ok) assert_int_equal(got, want);
     if (k == 0) assert_int_equal(got, 0xABCDEF); /* left unchanged */
 }
@@ -91,10 +92,10 @@ static void test_invalid_offset(void **state)
     const char good[] = "a\xC3\xB1o \xE2\x80\x94 \xF0\x9F\x98\x80";
     assert_int_equal(mt_utf8_invalid_offset(good, sizeof good - 1), sizeof good - 1);
     assert_int_equal(mt_utf8_invalid_offset("ab\0c", 4), 4); /* NUL is valid */
-    assert_int_equal(mt_utf8_invalid_offset("ab\xC3", 3), 2);          /* truncated */
+    assert_int_equal(mt_utf8_invalid_offset("ab\xC3", 3), 2); /* truncated */
     assert_int_equal(mt_utf8_invalid_offset("x\xED\xA0\x80y", 5), 1); /* surrogate */
-    assert_int_equal(mt_utf8_invalid_offset("\xC0\xAF", 2), 0);        /* overlong '/' */
-    assert_int_equal(mt_utf8_invalid_offset("ok\x80", 3), 2);          /* stray continuation */
+    assert_int_equal(mt_utf8_invalid_offset("\xC0\xAF", 2), 0); /* overlong '/' */
+    assert_int_equal(mt_utf8_invalid_offset("ok\x80", 3), 2); /* stray continuation */
 }
 
 /* The lossy reading against an oracle built from every scalar value's encoding: the set of
@@ -170,13 +171,14 @@ static void test_repair(void **state)
         size_t replaced;
     } cases[] = {
         {"Segunda \xE9 linea\nTercera", "Segunda \xEF\xBF\xBD linea\nTercera", 1}, /* Latin-1 */
-        {"a\xE2\x82x", "a\xEF\xBF\xBDx", 2},                  /* truncated: one U+FFFD */
-        {"\xC0\xAF", "\xEF\xBF\xBD\xEF\xBF\xBD", 2},            /* overlong '/' */
-        {"\xE0\x80\xAF", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD", 3},    /* overlong, 3 bytes */
+        {"a\xE2\x82x", "a\xEF\xBF\xBDx", 2}, /* truncated: one U+FFFD */
+        {"\xC0\xAF", "\xEF\xBF\xBD\xEF\xBF\xBD", 2}, /* overlong '/' */
+        {"\xE0\x80\xAF", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD", 3}, /* overlong, 3 bytes */
         {"\xED\xA0\x80z", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBDz", 3}, /* surrogate */
-        {"\x80\x80ok", "\xEF\xBF\xBD\xEF\xBF\xBDok", 2},         /* lone continuations */
-        {"\xF4\x90\x80\x80", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD", 4}, /* > U+10FFFF */
-        {"fin\xF0\x9F\x98", "fin\xEF\xBF\xBD", 3},             /* truncated at the end */
+        {"\x80\x80ok", "\xEF\xBF\xBD\xEF\xBF\xBDok", 2}, /* lone continuations */
+        {"\xF4\x90\x80\x80", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD",
+         4}, /* > U+10FFFF */
+        {"fin\xF0\x9F\x98", "fin\xEF\xBF\xBD", 3}, /* truncated at the end */
         {"ni\xC3\xB1o \xF0\x9F\x98\x80", "ni\xC3\xB1o \xF0\x9F\x98\x80", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -43,8 +43,8 @@ void test_captured_free(test_captured *c);
 /* A tiny training run of PRESET (vocabulary 256, d_model 16, two layers) on the tokenizer
  * fixture corpus, under DIR/RUN with DIR/spm.model, one log record per step, no validation and
  * no saves: the tests set what they vary (seed, d_state, dropout, accum ...) after it. */
-void test_tiny_train_config(mt_train_config *cfg, const char *preset, const char *dir, const char *run,
-                            long max_steps);
+void test_tiny_train_config(mt_train_config *cfg, const char *preset, const char *dir,
+                            const char *run, long max_steps);
 /* max |a[i] - b[i]| over n floats */
 float max_abs_diff(const float *a, const float *b, size_t n);
 /* max_i |a_i - b_i| / max(max_i |b_i|, 1e-30), in double */

@@ -27,16 +27,25 @@ static int remove_bundle(void **state)
 
 /* ---------------------------------------------------------------- a recording sink */
 
-enum { EV_LOADED, EV_LOAD_FAILED, EV_PARTIAL, EV_FINAL, EV_DONE, EV_FAILED, EV_PROBE, EV_PROBE_FAILED };
+enum {
+    EV_LOADED,
+    EV_LOAD_FAILED,
+    EV_PARTIAL,
+    EV_FINAL,
+    EV_DONE,
+    EV_FAILED,
+    EV_PROBE,
+    EV_PROBE_FAILED
+};
 
 typedef struct {
     int kind;
     unsigned long request;
     int text;
     char *str;
-    int cancelled;          /* EV_DONE */
+    int cancelled; /* EV_DONE */
     int n_tokens, n_labels; /* EV_PROBE */
-    char *sep_label;        /* EV_PROBE: the label of the last prompt position */
+    char *sep_label; /* EV_PROBE: the label of the last prompt position */
 } record;
 
 typedef struct {
@@ -44,11 +53,11 @@ typedef struct {
     pthread_cond_t changed;
     record ev[4096];
     int n;
-    mt_worker *w;           /* for the callbacks that act on the worker */
+    mt_worker *w; /* for the callbacks that act on the worker */
     unsigned long submit_on_partial; /* submit request 2 at the first partial of this one */
     unsigned long cancel_on_partial; /* cancel at the first partial of this one */
     int final_matches_done; /* every final hypothesis equals the result's text */
-    char *finals[8];        /* of the running request */
+    char *finals[8]; /* of the running request */
 } recorder;
 
 static void add(recorder *r, record e)
@@ -75,7 +84,8 @@ static void on_partial(void *user, unsigned long request, int text, const char *
     recorder *r = user;
     if (request == r->submit_on_partial) {
         r->submit_on_partial = 0;
-        mt_worker_request req = {.id = 2, .texts = test_verses(2), .n = 2, .beam = 1, .probe_text = -1};
+        mt_worker_request req = {
+            .id = 2, .texts = test_verses(2), .n = 2, .beam = 1, .probe_text = -1};
         mt_worker_submit(r->w, &req);
     }
     if (request == r->cancel_on_partial) {
@@ -122,7 +132,8 @@ static void on_probe(void *user, unsigned long request, int text, mt_labelled_pr
 
 static void on_probe_failed(void *user, unsigned long request, int text, const char *why)
 {
-    add(user, (record){.kind = EV_PROBE_FAILED, .request = request, .text = text, .str = strdup(why)});
+    add(user,
+        (record){.kind = EV_PROBE_FAILED, .request = request, .text = text, .str = strdup(why)});
 }
 
 static mt_worker *start(recorder *r, const char *path, const char *device, double interval)
@@ -131,9 +142,15 @@ static mt_worker *start(recorder *r, const char *path, const char *device, doubl
     pthread_mutex_init(&r->lock, NULL);
     pthread_cond_init(&r->changed, NULL);
     r->final_matches_done = 1;
-    mt_worker_sink sink = {.user = r, .loaded = on_loaded, .load_failed = on_load_failed,
-                           .partial = on_partial, .final = on_final, .done = on_done,
-                           .failed = on_failed, .probe = on_probe, .probe_failed = on_probe_failed};
+    mt_worker_sink sink = {.user = r,
+                           .loaded = on_loaded,
+                           .load_failed = on_load_failed,
+                           .partial = on_partial,
+                           .final = on_final,
+                           .done = on_done,
+                           .failed = on_failed,
+                           .probe = on_probe,
+                           .probe_failed = on_probe_failed};
     r->w = mt_worker_start(path, device, 0, interval, &sink);
     assert_non_null(r->w);
     return r->w;
@@ -194,8 +211,8 @@ static void test_worker_streams_partials_then_finals(void **state)
     int i = wait_for(&r, EV_LOADED, 0);
     assert_true(i >= 0);
     assert_string_equal(r.ev[i].str, "cpu");
-    mt_worker_request req = {.id = 5, .texts = test_verses(3), .n = 3, .beam = 1, .threads = 1,
-                             .probe_text = -1};
+    mt_worker_request req = {
+        .id = 5, .texts = test_verses(3), .n = 3, .beam = 1, .threads = 1, .probe_text = -1};
     mt_worker_submit(r.w, &req);
     i = wait_for(&r, EV_DONE, 5);
     assert_true(i >= 0);
@@ -232,7 +249,11 @@ static void test_worker_newer_request_cancels_the_running_one(void **state)
     recorder r;
     start(&r, bundle, NULL, 0);
     r.submit_on_partial = 1; /* request 2 arrives while request 1 decodes */
-    mt_worker_request req = {.id = 1, .texts = test_verses(3), .n = 3, .beam = 1, .max_new_tokens = 200,
+    mt_worker_request req = {.id = 1,
+                             .texts = test_verses(3),
+                             .n = 3,
+                             .beam = 1,
+                             .max_new_tokens = 200,
                              .probe_text = -1};
     mt_worker_submit(r.w, &req);
     int one = wait_for(&r, EV_DONE, 1), two = wait_for(&r, EV_DONE, 2);
@@ -249,7 +270,11 @@ static void test_worker_cancel_stops_the_request(void **state)
     recorder r;
     start(&r, bundle, NULL, 0);
     r.cancel_on_partial = 3;
-    mt_worker_request req = {.id = 3, .texts = test_verses(2), .n = 2, .beam = 1, .max_new_tokens = 200,
+    mt_worker_request req = {.id = 3,
+                             .texts = test_verses(2),
+                             .n = 2,
+                             .beam = 1,
+                             .max_new_tokens = 200,
                              .probe_text = 0};
     mt_worker_submit(r.w, &req);
     int i = wait_for(&r, EV_DONE, 3);
@@ -292,7 +317,11 @@ static void test_worker_stops_in_the_middle_of_a_request(void **state)
     (void)state;
     recorder r;
     start(&r, bundle, NULL, 0);
-    mt_worker_request req = {.id = 1, .texts = test_verses(3), .n = 3, .beam = 5, .max_new_tokens = 500,
+    mt_worker_request req = {.id = 1,
+                             .texts = test_verses(3),
+                             .n = 3,
+                             .beam = 5,
+                             .max_new_tokens = 500,
                              .probe_text = 2};
     mt_worker_submit(r.w, &req);
     assert_true(wait_for(&r, EV_PARTIAL, 1) >= 0);

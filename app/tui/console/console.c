@@ -16,7 +16,7 @@ static tui_console *console_new(tui_app *a)
 {
     tui_console *c = mt_xcalloc(1, sizeof *c);
     c->app = a;
-    c->text_w = COLS > 12 ? COLS - 2 : 10;   /* until the first frame says */
+    c->text_w = COLS > 12 ? COLS - 2 : 10; /* until the first frame says */
     c->text_h = 20;
     c->search_beam = a->default_beam;
     c->sgr_text_fg = c->sgr_text_bg = -2;
@@ -86,10 +86,7 @@ void tui_console_run_file(tui_app *a, const char *path)
     console_send(a->console, CONSOLE_REQ_FILE, path, 0);
 }
 
-int tui_console_is_open(const tui_app *a)
-{
-    return a->console && a->console->open;
-}
+int tui_console_is_open(const tui_app *a) { return a->console && a->console->open; }
 
 int tui_console_focused(const tui_app *a)
 {
@@ -212,19 +209,20 @@ int tui_console_key(tui_app *a, int key, int is_char)
         return 1;
     }
     /* function keys, Shift-Tab and Ctrl-Q keep their workbench meaning */
-    if (!is_char && ((TUI_IS_FKEY(key) && key != TUI_FKEY(KEY_LEFT) && key != TUI_FKEY(KEY_RIGHT) &&
-                      key != TUI_FKEY(KEY_UP) && key != TUI_FKEY(KEY_DOWN) &&
-                      key != TUI_FKEY(KEY_HOME) && key != TUI_FKEY(KEY_END) &&
-                      key != TUI_FKEY(KEY_DC) && key != TUI_FKEY(KEY_BACKSPACE) &&
-                      key != TUI_FKEY(KEY_ENTER)) ||
-                     key == TUI_CTRL('q'))) {
+    if (!is_char &&
+        ((TUI_IS_FKEY(key) && key != TUI_FKEY(KEY_LEFT) && key != TUI_FKEY(KEY_RIGHT) &&
+          key != TUI_FKEY(KEY_UP) && key != TUI_FKEY(KEY_DOWN) && key != TUI_FKEY(KEY_HOME) &&
+          key != TUI_FKEY(KEY_END) && key != TUI_FKEY(KEY_DC) && key != TUI_FKEY(KEY_BACKSPACE) &&
+          key != TUI_FKEY(KEY_ENTER)) ||
+         key == TUI_CTRL('q'))) {
         if (key == TUI_FKEY(KEY_BTAB)) c->focused = 0;
         return 0;
     }
     if (busy) {
         if (c->n_typeahead == c->cap_typeahead) {
             c->cap_typeahead = c->cap_typeahead ? 2 * c->cap_typeahead : 64;
-            c->typeahead = mt_xrealloc(c->typeahead, (size_t)c->cap_typeahead * sizeof *c->typeahead);
+            c->typeahead =
+                mt_xrealloc(c->typeahead, (size_t)c->cap_typeahead * sizeof *c->typeahead);
         }
         c->typeahead[c->n_typeahead++] = (console_key){key, is_char};
         return 1;
@@ -296,7 +294,8 @@ void tui_console_pump(tui_app *a)
     pthread_mutex_unlock(&c->lock);
     /* Lua is idle again: what was typed meanwhile goes to the line editor */
     if (idle && c->n_typeahead > 0) {
-        for (int i = 0; i < c->n_typeahead; i++) console_rl_key(c->typeahead[i].key, c->typeahead[i].is_char);
+        for (int i = 0; i < c->n_typeahead; i++)
+            console_rl_key(c->typeahead[i].key, c->typeahead[i].is_char);
         c->n_typeahead = 0;
         a->dirty = 1;
     }
@@ -332,11 +331,12 @@ static void sgr_style(tui_console *c, WINDOW *w, const tui_palette *pal, console
     int fg, bg;
     extended_pair_content(pal->pair[TUI_C_TEXT], &fg, &bg);
     if (fg != c->sgr_text_fg || bg != c->sgr_text_bg) {
-        c->n_sgr_pairs = 0;       /* the theme changed: the pairs are made again */
+        c->n_sgr_pairs = 0; /* the theme changed: the pairs are made again */
         c->sgr_text_fg = fg, c->sgr_text_bg = bg;
     }
     int i = 0;
-    while (i < c->n_sgr_pairs && (c->sgr_pairs[i].fg != sgr.fg || c->sgr_pairs[i].bg != sgr.bg)) i++;
+    while (i < c->n_sgr_pairs && (c->sgr_pairs[i].fg != sgr.fg || c->sgr_pairs[i].bg != sgr.bg))
+        i++;
     if (i == c->n_sgr_pairs) {
         if (i == CONSOLE_SGR_PAIRS) {
             tui_set_style(w, pal, base);
@@ -349,8 +349,8 @@ static void sgr_style(tui_console *c, WINDOW *w, const tui_palette *pal, console
 }
 
 /* Columns [first, first + n) of an output line at (y, 1), its escapes painted as colours. */
-static void draw_output(tui_console *c, WINDOW *w, const tui_palette *pal, int y,
-                        const char *text, int first, int n, tui_meaning base)
+static void draw_output(tui_console *c, WINDOW *w, const tui_palette *pal, int y, const char *text,
+                        int first, int n, tui_meaning base)
 {
     console_sgr sgr = {-1, -1};
     size_t i = console_ansi_seek(text, first, &sgr);
@@ -399,12 +399,13 @@ void tui_console_draw(tui_app *a, WINDOW *w)
      * lines */
     c->text_w = text_w;
     c->text_h = h - 3; /* the lines above the prompt */
-    c->text_colors = a->palette.level >= TUI_COLORS_256 && COLOR_PAIRS >= CONSOLE_PAIR0 + CONSOLE_SGR_PAIRS;
+    c->text_colors =
+        a->palette.level >= TUI_COLORS_256 && COLOR_PAIRS >= CONSOLE_PAIR0 + CONSOLE_SGR_PAIRS;
     for (int i = c->sb.n - 1 - c->scroll; y >= 1 && i >= 0; i--) {
         const console_line *l = console_scrollback_get(&c->sb, i);
-        tui_meaning base = l->kind == CONSOLE_ERROR ? TUI_C_ERROR
-                         : l->kind == CONSOLE_ECHO  ? TUI_C_DIM
-                                                    : TUI_C_TEXT;
+        tui_meaning base = l->kind == CONSOLE_ERROR  ? TUI_C_ERROR
+                           : l->kind == CONSOLE_ECHO ? TUI_C_DIM
+                                                     : TUI_C_TEXT;
         console_row few[16], *rows = few;
         int n_rows = console_wrap(l->text, text_w, few, 16);
         if (n_rows > 16) {

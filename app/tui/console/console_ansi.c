@@ -51,7 +51,7 @@ size_t console_ansi_escape(const char *s, console_sgr *sgr)
         }
     }
     if (cur >= 0 && n < 32) params[n++] = cur;
-    if (!s[i]) return i;            /* cut short: drop what there is */
+    if (!s[i]) return i; /* cut short: drop what there is */
     if (s[i] == 'm') apply_sgr(params, n, sgr);
     return i + 1;
 }

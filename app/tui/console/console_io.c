@@ -15,7 +15,6 @@ void console_wake_ui(tui_console *c)
     tui_queue_push(&c->app->q, tui_event_new(TUI_EV_CONSOLE, 0, 0));
 }
 
-
 void console_write(tui_console *c, console_line_kind kind, const char *text, size_t len)
 {
     pthread_mutex_lock(&c->lock);
@@ -24,7 +23,6 @@ void console_write(tui_console *c, console_line_kind kind, const char *text, siz
     console_wake_ui(c);
     pthread_mutex_unlock(&c->lock);
 }
-
 
 void console_send(tui_console *c, console_req_kind kind, const char *text, int key)
 {
@@ -40,7 +38,6 @@ void console_send(tui_console *c, console_req_kind kind, const char *text, int k
     pthread_mutex_unlock(&c->lock);
 }
 
-
 static void echo_line(tui_console *c, const char *prompt, const char *line)
 {
     size_t n = strlen(prompt) + strlen(line) + 2;
@@ -49,7 +46,6 @@ static void echo_line(tui_console *c, const char *prompt, const char *line)
     console_write(c, CONSOLE_ECHO, s, strlen(s));
     free(s);
 }
-
 
 void console_accept_line(tui_console *c, const char *line)
 {
@@ -78,7 +74,6 @@ void console_accept_line(tui_console *c, const char *line)
     free(c->pending);
     c->pending = NULL;
 }
-
 
 void console_key_name(int key, int is_char, char *out, size_t len)
 {

@@ -210,8 +210,8 @@ static void run_chunk(tui_console *c, const char *text)
 static void show_help(tui_console *c, const char *name)
 {
     const char *ui = !strcmp(name, "ui") || !strcmp(name, "ui.") ? ui_help("")
-                   : name[0]                                    ? ui_help(name)
-                                                                : NULL;
+                     : name[0]                                   ? ui_help(name)
+                                                                 : NULL;
     if (ui) {
         console_write(c, CONSOLE_OUT, ui, strlen(ui));
         console_write(c, CONSOLE_OUT, "\n", 1);
@@ -306,7 +306,8 @@ int console_lua_start(tui_console *c)
     set_function(L, c, NULL, "print", lua_print);
     set_function(L, c, "io", "write", lua_io_write);
     set_function(L, c, "os", "exit", lua_os_exit);
-    mtl_set_output(L, &(mtl_output){output_write, output_width, output_color, c, output_beam, output_height});
+    mtl_set_output(
+        L, &(mtl_output){output_write, output_width, output_color, c, output_beam, output_height});
     lua_newtable(L);
     lua_setfield(L, LUA_REGISTRYINDEX, "mtlab.console.bindings");
     ui_open_library(L, c);

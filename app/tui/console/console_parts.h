@@ -13,7 +13,7 @@
 typedef enum { CONSOLE_OUT, CONSOLE_ECHO, CONSOLE_ERROR } console_line_kind;
 
 typedef struct {
-    char *text;             /* malloc'd, no newline */
+    char *text; /* malloc'd, no newline */
     console_line_kind kind;
 } console_line;
 
@@ -22,9 +22,9 @@ typedef struct {
  * makes one line "ab"). */
 typedef struct {
     console_line lines[CONSOLE_SCROLLBACK_LINES];
-    int first, n;           /* the oldest line and how many there are */
-    int open;               /* the newest line is still open */
-    unsigned long added;    /* lines ever started */
+    int first, n; /* the oldest line and how many there are */
+    int open; /* the newest line is still open */
+    unsigned long added; /* lines ever started */
 } console_scrollback;
 
 void console_scrollback_free(console_scrollback *s);
@@ -37,7 +37,7 @@ const console_line *console_scrollback_get(const console_scrollback *s, int i);
 /* Lines may hold SGR escapes ("\x1b[0;48;5;148m", what p:text{color=true} writes): the console
  * paints the text after one in its colours, never shows the escape's bytes. */
 typedef struct {
-    short fg, bg;           /* xterm-256 colours, -1 the console's own */
+    short fg, bg; /* xterm-256 colours, -1 the console's own */
 } console_sgr;
 
 /* The length of the escape s starts with (0: none), *sgr updated when it is an SGR; any other
@@ -60,8 +60,8 @@ typedef struct {
 int console_wrap(const char *s, int width, console_row *rows, int max);
 
 /* ---------------------------------------------------------------- values */
-#define CONSOLE_PRETTY_DEPTH 3   /* tables nested deeper print as {...} */
-#define CONSOLE_PRETTY_ITEMS 24  /* a table shows this many entries, then "... (N more)" */
+#define CONSOLE_PRETTY_DEPTH 3 /* tables nested deeper print as {...} */
+#define CONSOLE_PRETTY_ITEMS 24 /* a table shows this many entries, then "... (N more)" */
 
 /* The value at idx as the console shows it, malloc'd: tables as {1, 2, key = "v", [3.5] = {...}}
  * (the list part in order, then the other keys sorted), nested strings quoted, a string at the
@@ -73,7 +73,7 @@ typedef enum {
     CONSOLE_CHUNK_EXPRESSION, /* "return <chunk>" compiles: run it and print its values */
     CONSOLE_CHUNK_STATEMENTS, /* the chunk compiles as it is */
     CONSOLE_CHUNK_INCOMPLETE, /* the parser stopped at <eof>: read another line (>>) */
-    CONSOLE_CHUNK_ERROR,      /* a syntax error that no further line can mend */
+    CONSOLE_CHUNK_ERROR, /* a syntax error that no further line can mend */
 } console_chunk_kind;
 
 /* Classify a chunk by compiling it in P (any state; nothing is run, the stack is left as it

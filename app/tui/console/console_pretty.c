@@ -68,13 +68,15 @@ static void put_tostring(lua_State *L, strbuf *b, int idx)
 static int is_identifier(const char *s, size_t n)
 {
     static const char *const reserved[] = {
-        "and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto", "if",
-        "in", "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while",
+        "and",      "break",  "do",   "else", "elseif", "end",   "false", "for",
+        "function", "goto",   "if",   "in",   "local",  "nil",   "not",   "or",
+        "repeat",   "return", "then", "true", "until",  "while",
     };
     if (n == 0 || (s[0] >= '0' && s[0] <= '9')) return 0;
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
-        if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+        if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9')))
             return 0;
     }
     for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
@@ -158,7 +160,8 @@ static void put_table(lua_State *L, strbuf *b, int idx, int depth)
     }
     if (shown < total) {
         char more[48];
-        snprintf(more, sizeof more, "%s... (%lld more)", shown ? ", " : "", (long long)(total - shown));
+        snprintf(more, sizeof more, "%s... (%lld more)", shown ? ", " : "",
+                 (long long)(total - shown));
         puts_(b, more);
     }
     puts_(b, "}");
@@ -183,9 +186,7 @@ static void put_value(lua_State *L, strbuf *b, int idx, int depth)
             put_table(L, b, idx, depth);
         }
         break;
-    default:
-        put_tostring(L, b, idx);
-        break;
+    default: put_tostring(L, b, idx); break;
     }
 }
 

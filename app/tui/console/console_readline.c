@@ -277,7 +277,8 @@ static void own_string_macros(Keymap map, unsigned char *keys, size_t depth)
         if (map[k].type == ISKMAP && map[k].function && depth + 1 < sizeof string_macros->keys) {
             own_string_macros((Keymap)map[k].function, keys, depth + 1);
         } else if (map[k].type == ISMACR && map[k].function) {
-            string_macros = mt_xrealloc(string_macros, (n_string_macros + 1) * sizeof *string_macros);
+            string_macros =
+                mt_xrealloc(string_macros, (n_string_macros + 1) * sizeof *string_macros);
             string_macro *m = &string_macros[n_string_macros++];
             memcpy(m->keys, keys, depth + 1);
             m->n_keys = depth + 1;
@@ -409,7 +410,7 @@ int console_rl_start(tui_console *c)
 
 static int pointer_order(const void *a, const void *b)
 {
-    uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+    uintptr_t x = (uintptr_t) * (void *const *)a, y = (uintptr_t) * (void *const *)b;
     return (x > y) - (x < y);
 }
 
@@ -450,8 +451,9 @@ void console_rl_stop(void)
     /* a search, prefix or numeric argument left open would take the next console's keys, its
      * search terminators freed by that console's start: Ctrl-G ends each as a user would
      * (rl_callback_sigcleanup leaves the prompt a search saved) */
-    for (int i = 0; i < 4 && RL_ISSTATE(RL_STATE_ISEARCH | RL_STATE_NSEARCH | RL_STATE_MULTIKEY |
-                                        RL_STATE_NUMERICARG | RL_STATE_CHARSEARCH | RL_STATE_VIMOTION);
+    for (int i = 0;
+         i < 4 && RL_ISSTATE(RL_STATE_ISEARCH | RL_STATE_NSEARCH | RL_STATE_MULTIKEY |
+                             RL_STATE_NUMERICARG | RL_STATE_CHARSEARCH | RL_STATE_VIMOTION);
          i++)
         console_rl_key('\a', 0);
     rl_callback_handler_remove();
@@ -517,9 +519,9 @@ void console_rl_key(int key, int is_char)
         int key;
         const char *seq;
     } keys[] = {
-        {KEY_LEFT, "\033[D"}, {KEY_RIGHT, "\033[C"}, {KEY_UP, "\033[A"}, {KEY_DOWN, "\033[B"},
-        {KEY_HOME, "\033[H"}, {KEY_END, "\033[F"}, {KEY_DC, "\033[3~"}, {KEY_BACKSPACE, "\177"},
-        {KEY_ENTER, "\r"},
+        {KEY_LEFT, "\033[D"}, {KEY_RIGHT, "\033[C"},   {KEY_UP, "\033[A"},
+        {KEY_DOWN, "\033[B"}, {KEY_HOME, "\033[H"},    {KEY_END, "\033[F"},
+        {KEY_DC, "\033[3~"},  {KEY_BACKSPACE, "\177"}, {KEY_ENTER, "\r"},
     };
     if (is_char) {
         char buf[4];

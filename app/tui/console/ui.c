@@ -206,9 +206,8 @@ static int heat_refused(ui_call *call, const tui_pane *p, int kind, int *nth_out
                          kinds[i].name);
         snprintf(call->error, sizeof call->error, "%s has no %s maps (it records: %s)", p->name,
                  name, has[0] ? has : "none");
-    } else if (call->layer >= 0 &&
-               (nth = tui_heat_nth_of_layer(r, (mt_probe_kind)kind, call->layer, layers,
-                                            sizeof layers)) < 0) {
+    } else if (call->layer >= 0 && (nth = tui_heat_nth_of_layer(r, (mt_probe_kind)kind, call->layer,
+                                                                layers, sizeof layers)) < 0) {
         snprintf(call->error, sizeof call->error, "%s has %s maps at layer%s %s, not %d", p->name,
                  name, count == 1 ? "" : "s", layers, call->layer + 1);
     } else if (call->head >= 0) {
@@ -224,8 +223,13 @@ static int heat_refused(ui_call *call, const tui_pane *p, int kind, int *nth_out
 
 static int l_heatmap(lua_State *L)
 {
-    ui_call call = {.op = UI_HEATMAP, .pane = check_pane(L, 1, "ui.heatmap"), .kind = -1,
-                    .layer = -1, .head = -1, .scale = -1, .method = -1};
+    ui_call call = {.op = UI_HEATMAP,
+                    .pane = check_pane(L, 1, "ui.heatmap"),
+                    .kind = -1,
+                    .layer = -1,
+                    .head = -1,
+                    .scale = -1,
+                    .method = -1};
     if (!lua_isnoneornil(L, 2)) {
         luaL_checktype(L, 2, LUA_TTABLE);
         if (lua_getfield(L, 2, "kind") != LUA_TNIL) {
@@ -233,25 +237,31 @@ static int l_heatmap(lua_State *L)
             for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
                 if (!strcmp(k, kinds[i].name)) call.kind = (int)kinds[i].kind;
             if (call.kind < 0)
-                return luaL_error(L, "ui.heatmap: unknown kind '%s' (state_norms, state_groups, "
-                                     "attention, cross, implicit, attribution)", k);
+                return luaL_error(L,
+                                  "ui.heatmap: unknown kind '%s' (state_norms, state_groups, "
+                                  "attention, cross, implicit, attribution)",
+                                  k);
         }
         int attribution = call.kind == TUI_HEAT_ATTRIBUTION;
         if (lua_getfield(L, 2, "method") != LUA_TNIL) {
             const char *m = luaL_checkstring(L, -1);
             mt_attr_method method;
             if (!attribution)
-                return luaL_error(L, "ui.heatmap: method is the attribution map's (kind='attribution')");
+                return luaL_error(
+                    L, "ui.heatmap: method is the attribution map's (kind='attribution')");
             if (mt_attr_method_parse(m, &method) != 0)
-                return luaL_error(L, "ui.heatmap: unknown method '%s' (saliency, input_x_gradient, "
-                                     "integrated_gradients)", m);
+                return luaL_error(L,
+                                  "ui.heatmap: unknown method '%s' (saliency, input_x_gradient, "
+                                  "integrated_gradients)",
+                                  m);
             call.method = (int)method;
         }
         if (lua_getfield(L, 2, "contrast") != LUA_TNIL) {
             const char *c = luaL_checkstring(L, -1);
             if (!attribution)
-                return luaL_error(L, "ui.heatmap: contrast is the attribution map's (kind='attribution')");
-            if (strlen(c) >= sizeof ((tui_pane *)0)->attr_contrast)
+                return luaL_error(
+                    L, "ui.heatmap: contrast is the attribution map's (kind='attribution')");
+            if (strlen(c) >= sizeof((tui_pane *)0)->attr_contrast)
                 return luaL_error(L, "ui.heatmap: contrast is one token, not '%s'", c);
             call.text = (char *)c; /* the value stays on the Lua stack during the call */
         }
@@ -260,7 +270,8 @@ static int l_heatmap(lua_State *L)
             const char *s = luaL_checkstring(L, -1);
             for (int i = 0; scales[i]; i++)
                 if (!strcmp(s, scales[i])) call.scale = i;
-            if (call.scale < 0) return luaL_error(L, "ui.heatmap: unknown scale '%s' (raw, row, log)", s);
+            if (call.scale < 0)
+                return luaL_error(L, "ui.heatmap: unknown scale '%s' (raw, row, log)", s);
         }
         if (lua_getfield(L, 2, "layer") != LUA_TNIL) {
             lua_Integer v = luaL_checkinteger(L, -1);
@@ -286,7 +297,9 @@ static int l_text_view(lua_State *L)
 
 static int l_notify(lua_State *L)
 {
-    ui_call call = {.op = UI_NOTIFY, .pane = -1, .text = (char *)luaL_checkstring(L, 1),
+    ui_call call = {.op = UI_NOTIFY,
+                    .pane = -1,
+                    .text = (char *)luaL_checkstring(L, 1),
                     .seconds = luaL_optnumber(L, 2, 0)};
     call_ui(L, "ui.notify", &call);
     return 0;
@@ -297,7 +310,8 @@ int ui_key_code(const char *name)
     int n;
     char c, end;
     if (sscanf(name, "F%d%c", &n, &end) == 1 && n >= 1 && n <= 12) return TUI_FKEY(KEY_F(n));
-    if (sscanf(name, "Ctrl-%c%c", &c, &end) == 1 && ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')))
+    if (sscanf(name, "Ctrl-%c%c", &c, &end) == 1 &&
+        ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')))
         return TUI_CTRL(c);
     return -1;
 }
@@ -335,7 +349,8 @@ static int l_theme(lua_State *L)
 
 static int l_wait(lua_State *L)
 {
-    ui_call call = {.op = UI_WAIT, .pane = lua_isnoneornil(L, 1) ? -1 : check_pane(L, 1, "ui.wait")};
+    ui_call call = {.op = UI_WAIT,
+                    .pane = lua_isnoneornil(L, 1) ? -1 : check_pane(L, 1, "ui.wait")};
     call_ui(L, "ui.wait", &call);
     return 0;
 }
@@ -385,7 +400,8 @@ static int check_line(lua_State *L, int arg, const char *fn, const char *what)
 
 static int l_cursor(lua_State *L)
 {
-    ui_call call = {.op = UI_CURSOR, .pane = check_pane(L, 1, "ui.cursor"),
+    ui_call call = {.op = UI_CURSOR,
+                    .pane = check_pane(L, 1, "ui.cursor"),
                     .row = check_line(L, 2, "ui.cursor", "row"),
                     .col = check_line(L, 3, "ui.cursor", "col")};
     call_ui(L, "ui.cursor", &call);
@@ -394,7 +410,8 @@ static int l_cursor(lua_State *L)
 
 static int l_scroll(lua_State *L)
 {
-    ui_call call = {.op = UI_SCROLL, .pane = check_pane(L, 1, "ui.scroll"),
+    ui_call call = {.op = UI_SCROLL,
+                    .pane = check_pane(L, 1, "ui.scroll"),
                     .row = check_line(L, 2, "ui.scroll", "line")};
     call_ui(L, "ui.scroll", &call);
     return 0;
@@ -437,13 +454,25 @@ static int l_console(lua_State *L)
 void ui_open_library(lua_State *L, tui_console *c)
 {
     static const luaL_Reg fns[] = {
-        {"panes", l_panes},       {"open", l_open},         {"close", l_close},
-        {"set_text", l_set_text}, {"translate", l_translate}, {"heatmap", l_heatmap},
-        {"text_view", l_text_view}, {"notify", l_notify},   {"bind", l_bind},
-        {"theme", l_theme},       {"wait", l_wait},         {"wait_key", l_wait_key},
+        {"panes", l_panes},
+        {"open", l_open},
+        {"close", l_close},
+        {"set_text", l_set_text},
+        {"translate", l_translate},
+        {"heatmap", l_heatmap},
+        {"text_view", l_text_view},
+        {"notify", l_notify},
+        {"bind", l_bind},
+        {"theme", l_theme},
+        {"wait", l_wait},
+        {"wait_key", l_wait_key},
         {"references", l_references},
-        {"zoom", l_zoom},         {"cursor", l_cursor},     {"scroll", l_scroll},
-        {"export", l_export},     {"console", l_console},   {NULL, NULL},
+        {"zoom", l_zoom},
+        {"cursor", l_cursor},
+        {"scroll", l_scroll},
+        {"export", l_export},
+        {"console", l_console},
+        {NULL, NULL},
     };
     lua_newtable(L);
     lua_pushlightuserdata(L, c);
@@ -507,8 +536,10 @@ static const mt_probe_map *shown_map(tui_pane *p, ui_call *call, const char *fn)
                                 p->heat_kind == TUI_HEAT_ATTRIBUTION ? 0 : p->heat_nth)
                 : -1;
     if (i >= 0) return &pr->rec.maps[i];
-    snprintf(call->error, sizeof call->error, "%s shows no heatmap (ui.heatmap(%d), then ui.wait(), "
-             "before %s)", p->name, call->pane + 1, fn);
+    snprintf(call->error, sizeof call->error,
+             "%s shows no heatmap (ui.heatmap(%d), then ui.wait(), "
+             "before %s)",
+             p->name, call->pane + 1, fn);
     return NULL;
 }
 
@@ -518,8 +549,9 @@ static void place_cursor(tui_app *a, ui_call *call)
     const mt_probe_map *m = shown_map(p, call, "ui.cursor");
     if (!m) return;
     if (call->row >= m->rows || call->col >= m->cols) {
-        snprintf(call->error, sizeof call->error, "%s's map has %d rows and %d columns (asked %d, %d)",
-                 p->name, m->rows, m->cols, call->row + 1, call->col + 1);
+        snprintf(call->error, sizeof call->error,
+                 "%s's map has %d rows and %d columns (asked %d, %d)", p->name, m->rows, m->cols,
+                 call->row + 1, call->col + 1);
         return;
     }
     p->sel_row = call->row, p->sel_col = call->col;
@@ -548,7 +580,8 @@ static void export_map(tui_app *a, ui_call *call)
     tui_pane *p = a->panes[call->pane];
     if (!shown_map(p, call, "ui.export")) return;
     tui_heat_export(a, p);
-    if (strncmp(a->notice, "wrote ", 6) != 0) snprintf(call->error, sizeof call->error, "%s", a->notice);
+    if (strncmp(a->notice, "wrote ", 6) != 0)
+        snprintf(call->error, sizeof call->error, "%s", a->notice);
     else snprintf(call->result_text, sizeof call->result_text, "%s", a->notice);
 }
 
@@ -628,12 +661,15 @@ int ui_execute(tui_app *a, ui_call *call)
         return 1;
     }
     case UI_REFERENCES:
-        if (tui_refs_load(a, call->text) != 0) snprintf(call->error, sizeof call->error, "%s", mt_last_error());
+        if (tui_refs_load(a, call->text) != 0)
+            snprintf(call->error, sizeof call->error, "%s", mt_last_error());
         return 1;
     case UI_THEME: {
         int i = theme_named(a, call->text);
-        if (i < 0) snprintf(call->error, sizeof call->error, "no theme '%s' in themes/", call->text);
-        else if (tui_apply_theme(a, i) != 0) snprintf(call->error, sizeof call->error, "%s", mt_last_error());
+        if (i < 0)
+            snprintf(call->error, sizeof call->error, "no theme '%s' in themes/", call->text);
+        else if (tui_apply_theme(a, i) != 0)
+            snprintf(call->error, sizeof call->error, "%s", mt_last_error());
         return 1;
     }
     case UI_ZOOM:

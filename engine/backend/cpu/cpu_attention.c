@@ -187,11 +187,11 @@ void cpu_attention_forward(float *out, float *att, const float *q, const float *
                 const float *vh = v + (size_t)b * kvs + (size_t)h * d->Dh;
                 float *oh = out + (size_t)b * d->Tq * C + (size_t)h * d->Dh;
                 float *p = att ? att + ((size_t)b * d->H + h) * scores : own;
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, d->Tq, d->Tk, d->Dh,
-                            d->scale, qh, C, kh, C, 0.0f, p, d->Tk);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, d->Tq, d->Tk, d->Dh, d->scale,
+                            qh, C, kh, C, 0.0f, p, d->Tk);
                 for (int i = 0; i < d->Tq; i++) masked_softmax_row(p + (size_t)i * d->Tk, d, b, i);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, d->Tq, d->Dh, d->Tk, 1.0f,
-                            p, d->Tk, vh, C, 0.0f, oh, C);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, d->Tq, d->Dh, d->Tk, 1.0f, p,
+                            d->Tk, vh, C, 0.0f, oh, C);
             }
         free(own);
     }
@@ -227,7 +227,7 @@ void cpu_attention_backward(float *dq, float *dk, float *dv, float *datt, const 
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, d->Tq, d->Dh, d->Tk,
                             d->scale, ds, d->Tk, k + kvoff, C, 1.0f, dq + qoff, C);
             if (dk)
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, d->Tk, d->Dh, d->Tq,
-                            d->scale, ds, d->Tk, q + qoff, C, 1.0f, dk + kvoff, C);
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, d->Tk, d->Dh, d->Tq, d->scale,
+                            ds, d->Tk, q + qoff, C, 1.0f, dk + kvoff, C);
         }
 }

@@ -3,30 +3,28 @@
  * one implementation, already written as plain loops. */
 #include "backend/cpu/cpu_ops.h"
 
-#define CPU_COMMON                                                                             \
-    .host_memory = 1, .alloc = cpu_alloc, .free = cpu_free, .upload = cpu_upload,              \
-    .download = cpu_download, .copy = cpu_copy, .memzero = cpu_memzero, .sync = cpu_sync,      \
-    .fill = cpu_fill, .scale = cpu_scale, .axpy = cpu_axpy, .add = cpu_add, .mul = cpu_mul,    \
-    .mul_backward = cpu_mul_backward, .act_forward = cpu_act_forward,                          \
-    .act_backward = cpu_act_backward, .gate_forward = cpu_gate_forward,                        \
-    .gate_backward = cpu_gate_backward, .mask_rows = cpu_mask_rows, .bias_add = cpu_bias_add,  \
-    .copy2d = cpu_copy2d,                                                                      \
-    .index_select = cpu_index_select, .sum = cpu_sum, .sum_squares = cpu_sum_squares,          \
-    .argmax_rows = cpu_argmax_rows, .softmax = cpu_softmax, .log_softmax = cpu_log_softmax,    \
-    .layernorm_forward = cpu_layernorm_forward, .rmsnorm_forward = cpu_rmsnorm_forward,        \
-    .embedding_forward = cpu_embedding_forward, .embedding_backward = cpu_embedding_backward,  \
-    .sinusoid_fill = cpu_sinusoid_fill, .positions_add = cpu_positions_add,                    \
-    .positions_backward = cpu_positions_backward, .rope_forward = cpu_rope_forward,            \
-    .rope_backward = cpu_rope_backward, .conv1d_forward = cpu_conv1d_forward,                  \
-    .conv1d_step = cpu_conv1d_step,                                                            \
-    .conv1d_state_fill = cpu_conv1d_state_fill, .scan_step = cpu_scan_step,                    \
-    .retention_state_fill = cpu_retention_state_fill, .retention_step = cpu_retention_step,    \
-    .cross_entropy_forward = cpu_cross_entropy_forward,                                        \
-    .cross_entropy_backward = cpu_cross_entropy_backward,                                      \
-    .cross_entropy_fused = cpu_cross_entropy_fused,                                            \
-    .dropout_forward = cpu_dropout_forward, .dropout_backward = cpu_dropout_backward,          \
-    .adamw_step = cpu_adamw_step, .qmatrix_make = cpu_qmatrix_make,                          \
-    .qmatrix_free = cpu_qmatrix_free
+#define CPU_COMMON                                                                            \
+    .host_memory = 1, .alloc = cpu_alloc, .free = cpu_free, .upload = cpu_upload,             \
+    .download = cpu_download, .copy = cpu_copy, .memzero = cpu_memzero, .sync = cpu_sync,     \
+    .fill = cpu_fill, .scale = cpu_scale, .axpy = cpu_axpy, .add = cpu_add, .mul = cpu_mul,   \
+    .mul_backward = cpu_mul_backward, .act_forward = cpu_act_forward,                         \
+    .act_backward = cpu_act_backward, .gate_forward = cpu_gate_forward,                       \
+    .gate_backward = cpu_gate_backward, .mask_rows = cpu_mask_rows, .bias_add = cpu_bias_add, \
+    .copy2d = cpu_copy2d, .index_select = cpu_index_select, .sum = cpu_sum,                   \
+    .sum_squares = cpu_sum_squares, .argmax_rows = cpu_argmax_rows, .softmax = cpu_softmax,   \
+    .log_softmax = cpu_log_softmax, .layernorm_forward = cpu_layernorm_forward,               \
+    .rmsnorm_forward = cpu_rmsnorm_forward, .embedding_forward = cpu_embedding_forward,       \
+    .embedding_backward = cpu_embedding_backward, .sinusoid_fill = cpu_sinusoid_fill,         \
+    .positions_add = cpu_positions_add, .positions_backward = cpu_positions_backward,         \
+    .rope_forward = cpu_rope_forward, .rope_backward = cpu_rope_backward,                     \
+    .conv1d_forward = cpu_conv1d_forward, .conv1d_step = cpu_conv1d_step,                     \
+    .conv1d_state_fill = cpu_conv1d_state_fill, .scan_step = cpu_scan_step,                   \
+    .retention_state_fill = cpu_retention_state_fill, .retention_step = cpu_retention_step,   \
+    .cross_entropy_forward = cpu_cross_entropy_forward,                                       \
+    .cross_entropy_backward = cpu_cross_entropy_backward,                                     \
+    .cross_entropy_fused = cpu_cross_entropy_fused, .dropout_forward = cpu_dropout_forward,   \
+    .dropout_backward = cpu_dropout_backward, .adamw_step = cpu_adamw_step,                   \
+    .qmatrix_make = cpu_qmatrix_make, .qmatrix_free = cpu_qmatrix_free
 
 static const mt_backend cpu_backend = {
     .name = "cpu",

@@ -36,14 +36,15 @@ MT_CPU_CLONES static void conv_forward_row(float *restrict o, const float *restr
     }
 }
 
-void cpu_conv1d_forward(float *out, const float *x, const float *w, const float *bias, int B,
-                        int T, int C, int K)
+void cpu_conv1d_forward(float *out, const float *x, const float *w, const float *bias, int B, int T,
+                        int C, int K)
 {
     float *wT = weights_by_tap(w, C, K);
 #pragma omp parallel for collapse(2) if (PAR(B, T, C))
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++)
-            conv_forward_row(out + ((size_t)b * T + t) * C, x + (size_t)b * T * C, wT, bias, t, C, K);
+            conv_forward_row(out + ((size_t)b * T + t) * C, x + (size_t)b * T * C, wT, bias, t, C,
+                             K);
     free(wT);
 }
 
@@ -56,10 +57,9 @@ void cpu_conv1d_forward(float *out, const float *x, const float *w, const float 
  * naive_conv1d_backward does, so the two agree bit for bit whatever the thread count. Each
  * thread takes one span of whole vectors of channels (one thread: whole rows, read as they lie
  * in memory; narrower chunks, each streaming all rows, were slower). */
-MT_CPU_CLONES static void conv_backward_chunk(float *dx, float *dw, float *dbias,
-                                              const float *dout, const float *x,
-                                              const float *wT, int B, int T, int C, int K,
-                                              int c0, int nc)
+MT_CPU_CLONES static void conv_backward_chunk(float *dx, float *dw, float *dbias, const float *dout,
+                                              const float *x, const float *wT, int B, int T, int C,
+                                              int K, int c0, int nc)
 {
     int sums = dw || dbias;
     double *acc_b = sums ? mt_xcalloc((size_t)(K + 1) * nc, sizeof *acc_b) : NULL;
@@ -118,8 +118,9 @@ void cpu_conv1d_backward(float *dx, float *dw, float *dbias, const float *dout, 
 /* One row of a decoding step. The common width K = 4 runs across channels as one vector loop
  * (the states' stride of 4 floats is a fixed interleave the vectorizer undoes): element by
  * element it was 7% of a batch-16 mamba-small decoding step. Same sums in the same order. */
-MT_CPU_CLONES static void conv_step_row(float *restrict out, float *restrict st, const float *restrict x,
-                                        const float *restrict w, const float *bias, int C, int K)
+MT_CPU_CLONES static void conv_step_row(float *restrict out, float *restrict st,
+                                        const float *restrict x, const float *restrict w,
+                                        const float *bias, int C, int K)
 {
     if (K == 4) {
 #pragma omp simd
@@ -151,7 +152,8 @@ void cpu_conv1d_step(float *out, float *state, const float *x, const float *w, c
 {
 #pragma omp parallel for schedule(static) if ((size_t)B * C * K > 16384)
     for (int b = 0; b < B; b++)
-        conv_step_row(out + (size_t)b * C, state + (size_t)b * C * K, x + (size_t)b * C, w, bias, C, K);
+        conv_step_row(out + (size_t)b * C, state + (size_t)b * C * K, x + (size_t)b * C, w, bias, C,
+                      K);
 }
 
 /* state[b,c,k] = x[b, T-K+k, c], 0 where T-K+k < 0 */

@@ -44,8 +44,8 @@ MT_CPU_CLONES static void mul_chunk(float *out, const float *a, const float *b, 
     for (size_t i = 0; i < n; i++) out[i] = a[i] * b[i];
 }
 
-MT_CPU_CLONES static void mul_backward_chunk(float *da, float *db, const float *dout, const float *a,
-                                             const float *b, size_t n)
+MT_CPU_CLONES static void mul_backward_chunk(float *da, float *db, const float *dout,
+                                             const float *a, const float *b, size_t n)
 {
     if (da) {
 #pragma omp simd
@@ -124,9 +124,7 @@ MT_CPU_CLONES static void act_backward_chunk(mt_act act, float *restrict dx,
     switch (act) {
     case MT_ACT_RELU: ACT_LOOP(dx[i] += dout[i] * mt_relu_gradf(x[i])); break;
     case MT_ACT_SILU: ACT_LOOP(dx[i] += dout[i] * mt_silu_gradf(x[i])); break;
-    case MT_ACT_SOFTPLUS:
-        ACT_LOOP(dx[i] += dout[i] * mt_softplus_gradf(x[i]));
-        break;
+    case MT_ACT_SOFTPLUS: ACT_LOOP(dx[i] += dout[i] * mt_softplus_gradf(x[i])); break;
     case MT_ACT_GELU: ACT_LOOP(dx[i] += dout[i] * mt_gelu_gradf(x[i])); break;
     case MT_ACT_TANH: ACT_LOOP(dx[i] += dout[i] * mt_tanh_gradf(x[i])); break;
     }

@@ -97,10 +97,9 @@ rows_tiles(int MT, int NT, int M, int n0, int n1, int K, float alpha, const floa
 
 /* The tile for M rows: 2 x rows by 8 w rows, or 4 by 4 (each weight load then feeds 4
  * multiply-adds). */
-__attribute__((target("avx512f"))) static void rows_block(int M, int n0, int n1, int K,
-                                                         float alpha, const float *x, int ldx,
-                                                         const float *w, int ldw, float *y,
-                                                         int ldy)
+__attribute__((target("avx512f"))) static void rows_block(int M, int n0, int n1, int K, float alpha,
+                                                          const float *x, int ldx, const float *w,
+                                                          int ldw, float *y, int ldy)
 {
     if (M < 4) rows_tiles(2, 8, M, n0, n1, K, alpha, x, ldx, w, ldw, y, ldy);
     else rows_tiles(4, 4, M, n0, n1, K, alpha, x, ldx, w, ldw, y, ldy);
@@ -169,8 +168,8 @@ rows_tile8(int MT, int m, int n, int n1, int K, float alpha, const float *x, int
 }
 
 /* Rows n0..n1-1 of y^T: x in tiles of 3 rows, the last 1 to 4 as 1, 2 or 2 + 2. */
-AVX2 static void rows_block_avx2(int M, int n0, int n1, int K, float alpha, const float *x,
-                                 int ldx, const float *w, int ldw, float *y, int ldy)
+AVX2 static void rows_block_avx2(int M, int n0, int n1, int K, float alpha, const float *x, int ldx,
+                                 const float *w, int ldw, float *y, int ldy)
 {
     for (int n = n0; n < n1; n += 4) {
         int m = 0;
@@ -192,8 +191,8 @@ int cpu_gemm_rows_supported(cpu_rows_isa isa)
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
-int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const float *x,
-                       int ldx, const float *w, int ldw, float *y, int ldy)
+int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const float *x, int ldx,
+                       const float *w, int ldw, float *y, int ldy)
 {
     int blocks = (N + BLOCK_N - 1) / BLOCK_N;
     int parallel = (size_t)M * N * K >= PARALLEL_MIN_MACS;
@@ -225,8 +224,8 @@ int cpu_gemm_rows_supported(cpu_rows_isa isa)
     return 0;
 }
 
-int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const float *x,
-                       int ldx, const float *w, int ldw, float *y, int ldy)
+int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const float *x, int ldx,
+                       const float *w, int ldw, float *y, int ldy)
 {
     (void)isa, (void)M, (void)N, (void)K, (void)alpha, (void)x, (void)ldx, (void)w, (void)ldw;
     (void)y, (void)ldy;

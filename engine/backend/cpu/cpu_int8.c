@@ -70,7 +70,8 @@ static int kernel_supported(const cpu_int8_kernel *k)
 const cpu_int8_kernel *cpu_int8_kernel_named(const char *name)
 {
     for (int i = 0; i < N_KERNELS; i++)
-        if (!strcmp(kernels[i].name, name)) return kernel_supported(&kernels[i]) ? &kernels[i] : NULL;
+        if (!strcmp(kernels[i].name, name))
+            return kernel_supported(&kernels[i]) ? &kernels[i] : NULL;
     return NULL;
 }
 

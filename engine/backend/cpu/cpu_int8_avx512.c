@@ -15,10 +15,10 @@
  * of a[0], a[1], a[2], a[3]. */
 VNNI static inline __m512i sum4_lanes(const __m512i *a)
 {
-    __m512i t0 = _mm512_add_epi32(_mm512_unpacklo_epi32(a[0], a[1]),
-                                  _mm512_unpackhi_epi32(a[0], a[1]));
-    __m512i t1 = _mm512_add_epi32(_mm512_unpacklo_epi32(a[2], a[3]),
-                                  _mm512_unpackhi_epi32(a[2], a[3]));
+    __m512i t0 =
+        _mm512_add_epi32(_mm512_unpacklo_epi32(a[0], a[1]), _mm512_unpackhi_epi32(a[0], a[1]));
+    __m512i t1 =
+        _mm512_add_epi32(_mm512_unpacklo_epi32(a[2], a[3]), _mm512_unpackhi_epi32(a[2], a[3]));
     return _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
 }
 
@@ -28,12 +28,11 @@ VNNI static inline __m512i sum16(const __m512i a[16])
     __m512i v0 = sum4_lanes(a), v1 = sum4_lanes(a + 4);
     __m512i v2 = sum4_lanes(a + 8), v3 = sum4_lanes(a + 12);
     /* transpose the 128-bit lanes of v0..v3 and add, so lane g sums v_g's four lanes */
-    __m512i s0 = _mm512_add_epi32(_mm512_shuffle_i32x4(v0, v1, 0x44),
-                                  _mm512_shuffle_i32x4(v0, v1, 0xee));
-    __m512i s1 = _mm512_add_epi32(_mm512_shuffle_i32x4(v2, v3, 0x44),
-                                  _mm512_shuffle_i32x4(v2, v3, 0xee));
-    return _mm512_add_epi32(_mm512_shuffle_i32x4(s0, s1, 0x88),
-                            _mm512_shuffle_i32x4(s0, s1, 0xdd));
+    __m512i s0 =
+        _mm512_add_epi32(_mm512_shuffle_i32x4(v0, v1, 0x44), _mm512_shuffle_i32x4(v0, v1, 0xee));
+    __m512i s1 =
+        _mm512_add_epi32(_mm512_shuffle_i32x4(v2, v3, 0x44), _mm512_shuffle_i32x4(v2, v3, 0xee));
+    return _mm512_add_epi32(_mm512_shuffle_i32x4(s0, s1, 0x88), _mm512_shuffle_i32x4(s0, s1, 0xdd));
 }
 
 VNNI void cpu_int8_dots_avx512_vnni(int32_t *acc, int ldc, const int8_t *xq, int M,
@@ -53,7 +52,8 @@ VNNI void cpu_int8_dots_avx512_vnni(int32_t *acc, int ldc, const int8_t *xq, int
                 __m512i xu = _mm512_xor_si512(_mm512_loadu_si512(x + k), flip);
 #pragma GCC unroll 16
                 for (int i = 0; i < 16; i++)
-                    a[i] = _mm512_dpbusd_epi32(a[i], xu, _mm512_loadu_si512(w + (size_t)i * ld + k));
+                    a[i] =
+                        _mm512_dpbusd_epi32(a[i], xu, _mm512_loadu_si512(w + (size_t)i * ld + k));
             }
             _mm512_storeu_si512(acc + (size_t)m * ldc + j, _mm512_sub_epi32(sum16(a), shift));
         }

@@ -40,8 +40,7 @@ MT_CPU_CLONES static void layernorm_weight_block(float *dweight, float *dbias, c
 
 /* dweight[c] += sum_r dout[r,c] x[r,c] rstd[r] for the nc columns from c0 */
 MT_CPU_CLONES static void rmsnorm_weight_block(float *dweight, const float *dout, const float *x,
-                                               const float *rstd, size_t BT, int C, int c0,
-                                               int nc)
+                                               const float *rstd, size_t BT, int C, int c0, int nc)
 {
     double dw[NORM_BLOCK] = {0};
     for (size_t r = 0; r < BT; r++) {
@@ -138,7 +137,8 @@ void cpu_rmsnorm_backward(float *dx, float *dweight, const float *dout, const fl
         for (size_t r = 0; r < BT; r++) {
             const float *xr = x + r * (size_t)C, *g = dout + r * (size_t)C;
             double sum_dn_x = 0.0;
-            for (int c = 0; c < C; c++) sum_dn_x += (double)g[c] * (weight ? weight[c] : 1.0f) * xr[c];
+            for (int c = 0; c < C; c++)
+                sum_dn_x += (double)g[c] * (weight ? weight[c] : 1.0f) * xr[c];
             float s = rstd[r];
             float k = (float)(sum_dn_x / C) * s * s * s;
             for (int c = 0; c < C; c++)

@@ -27,14 +27,13 @@ int cpu_gemm_rows(int M, int N, int K, float alpha, const float *x, int ldx, con
  * M, N, K >= 1). */
 typedef enum { CPU_ROWS_NONE, CPU_ROWS_AVX2, CPU_ROWS_AVX512 } cpu_rows_isa;
 int cpu_gemm_rows_supported(cpu_rows_isa isa);
-int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const float *x,
-                       int ldx, const float *w, int ldw, float *y, int ldy);
-void naive_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
-                int lda, const float *b, int ldb, float beta, float *c, int ldc);
-void naive_gemm_batched(int trans_a, int trans_b, int m, int n, int k, float alpha,
-                        const float *a, int lda, size_t stride_a, const float *b, int ldb,
-                        size_t stride_b, float beta, float *c, int ldc, size_t stride_c,
-                        int batch);
+int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const float *x, int ldx,
+                       const float *w, int ldw, float *y, int ldy);
+void naive_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+                const float *b, int ldb, float beta, float *c, int ldc);
+void naive_gemm_batched(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
+                        int lda, size_t stride_a, const float *b, int ldb, size_t stride_b,
+                        float beta, float *c, int ldc, size_t stride_c, int batch);
 
 /* int8 linear layers (cpu_int8.c: quantization, kernel choice, the tiled product;
  * naive_int8.c, cpu_int8_avx2.c, cpu_int8_avx512.c: the dot-product kernels).
@@ -43,10 +42,10 @@ void naive_gemm_batched(int trans_a, int trans_b, int m, int n, int k, float alp
  * over int8 rows in [-127, 127] padded with zeros to ld (a multiple of MT_INT8_ALIGN); wsum[j]
  * = sum_k wq[j*ld + k] is there for kernels that shift xq to unsigned (docs/quantization.md
  * §2). Every kernel gives the same int32 results. */
-typedef void (*cpu_int8_dots_fn)(int32_t *acc, int ldc, const int8_t *xq, int M,
-                                 const int8_t *wq, const int32_t *wsum, int N, int ld);
+typedef void (*cpu_int8_dots_fn)(int32_t *acc, int ldc, const int8_t *xq, int M, const int8_t *wq,
+                                 const int32_t *wsum, int N, int ld);
 typedef struct {
-    const char *name;        /* "ref", "avx2", "avx512-vnni" (MTLAB_INT8_KERNEL) */
+    const char *name; /* "ref", "avx2", "avx512-vnni" (MTLAB_INT8_KERNEL) */
     const char *cpu_feature; /* what __builtin_cpu_supports must report ("" for none) */
     cpu_int8_dots_fn dots;
 } cpu_int8_kernel;
@@ -87,8 +86,8 @@ void naive_rmsnorm_backward(float *dx, float *dweight, const float *dout, const 
                             const float *weight, const float *rstd, size_t BT, int C);
 
 /* attention (cpu_attention.c: per-head sgemm; naive_attention.c: loops) */
-void naive_attention_forward(float *out, float *att, const float *q, const float *k,
-                             const float *v, const mt_attn_desc *d);
+void naive_attention_forward(float *out, float *att, const float *q, const float *k, const float *v,
+                             const mt_attn_desc *d);
 void naive_attention_backward(float *dq, float *dk, float *dv, float *datt, const float *dout,
                               const float *q, const float *k, const float *v, const float *att,
                               const mt_attn_desc *d);
@@ -96,8 +95,8 @@ void naive_attention_backward(float *dq, float *dk, float *dv, float *datt, cons
 int cpu_attn_visible(const mt_attn_desc *d, int b, int i, int j);
 
 /* causal depthwise conv1d (cpu_conv.c; naive_conv.c: the backward one channel at a time) */
-void naive_conv1d_backward(float *dx, float *dw, float *dbias, const float *dout,
-                           const float *x, const float *w, int B, int T, int C, int K);
+void naive_conv1d_backward(float *dx, float *dw, float *dbias, const float *dout, const float *x,
+                           const float *w, int B, int T, int C, int K);
 
 /* selective scan (cpu_scan.c: streaming, recomputes states in backward; naive_scan.c: keeps
  * every state) */

@@ -69,8 +69,8 @@ void cpu_retention_forward(float *out, float *att, float *r, const float *q, con
                 float *p = att + ((size_t)b * d->H + h) * T * T;
                 float *rh = r + ((size_t)b * d->H + h) * T;
                 const double *ph = pw + (size_t)h * T;
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, d->Dk, 1.0f, qh, CK,
-                            kh, CK, 0.0f, p, T);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, d->Dk, 1.0f, qh, CK, kh,
+                            CK, 0.0f, p, T);
                 row_scales(inv, d, b, d->gamma[h]);
                 for (int n = 0; n < T; n++) {
                     float *row = p + (size_t)n * T;
@@ -112,17 +112,16 @@ void cpu_retention_backward(float *dq, float *dk, float *dv, float *datt, const 
                 if (dv)
                     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, d->Dv, T, 1.0f, p, T,
                                 dout + voff, CV, 1.0f, dv + voff, CV);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, d->Dv, 1.0f,
-                            dout + voff, CV, v + voff, CV, 0.0f, ds, T);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, d->Dv, 1.0f, dout + voff,
+                            CV, v + voff, CV, 0.0f, ds, T);
                 row_scales(inv, d, b, d->gamma[h]);
                 for (int n = 0; n < T; n++) {
                     float *row = ds + (size_t)n * T;
-                    for (int m = 0; m < T; m++)
-                        row[m] *= decay_at(d, ph, inv[n], b, n, m) / rh[n];
+                    for (int m = 0; m < T; m++) row[m] *= decay_at(d, ph, inv[n], b, n, m) / rh[n];
                 }
                 if (dq)
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, d->Dk, T, 1.0f, ds,
-                                T, k + koff, CK, 1.0f, dq + koff, CK);
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, d->Dk, T, 1.0f, ds, T,
+                                k + koff, CK, 1.0f, dq + koff, CK);
                 if (dk)
                     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, d->Dk, T, 1.0f, ds, T,
                                 q + koff, CK, 1.0f, dk + koff, CK);
@@ -145,9 +144,9 @@ MT_CPU_CLONES static void outer_add(float *restrict st, float w, const float *re
 }
 
 /* one head's step: st = st decay + (c k_i) v_j ; ob = q st (row by row) */
-MT_CPU_CLONES static void step_head(float *restrict ob, float *restrict st, const float *restrict qb,
-                                    const float *restrict kb, const float *restrict vb, float decay,
-                                    float c, int Dk, int Dv)
+MT_CPU_CLONES static void step_head(float *restrict ob, float *restrict st,
+                                    const float *restrict qb, const float *restrict kb,
+                                    const float *restrict vb, float decay, float c, int Dk, int Dv)
 {
     for (int j = 0; j < Dv; j++) ob[j] = 0.0f;
     for (int i = 0; i < Dk; i++) {

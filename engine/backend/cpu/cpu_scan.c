@@ -35,9 +35,10 @@ enum { SCAN_BLOCK = CPU_LANES };
 
 /* A block's parameters with the channels on the lanes: AT[n][j] = -exp(A_log[d0 + j, n]),
  * Dk[j] = Dskip[d0 + j]; 0 on lanes past the block's nd channels. */
-__attribute__((always_inline)) static inline void
-block_params(float (*restrict AT)[SCAN_BLOCK], float *restrict Dk, const mt_scan_args *a, int d0,
-             int nd)
+__attribute__((always_inline)) static inline void block_params(float (*restrict AT)[SCAN_BLOCK],
+                                                               float *restrict Dk,
+                                                               const mt_scan_args *a, int d0,
+                                                               int nd)
 {
     int N = a->N;
     /* gathered first, so the exp runs a vector at a time: a decoding step pays it per block */
@@ -116,8 +117,8 @@ MT_CPU_CLONES static void scan_forward_block(float *y, float *h_last, const mt_s
         float delta[SCAN_BLOCK], u[SCAN_BLOCK], yt[SCAN_BLOCK];
         float(*next)[SCAN_BLOCK] = tiles[(t + 1) & 1];
         block_inputs(delta, u, a->dt + row, a->dt_bias + d0, a->u + row, nd);
-        scan_tile_update(next, (const float(*)[SCAN_BLOCK])h, (const float(*)[SCAN_BLOCK])AT,
-                         delta, u, Dk, a->Bm + r, a->Cm + r, N, at, yt, 1);
+        scan_tile_update(next, (const float(*)[SCAN_BLOCK])h, (const float(*)[SCAN_BLOCK])AT, delta,
+                         u, Dk, a->Bm + r, a->Cm + r, N, at, yt, 1);
         cpu_store_lanes(y + row, yt, nd);
         h = next;
     }
@@ -155,7 +156,8 @@ MT_CPU_CLONES static void scan_step_block(float *y, float *h, const mt_scan_args
         size_t i0 = (size_t)b * D + d0;
         if (blocked) {
             for (int j = 0; j < SCAN_BLOCK; j += 8)
-                for (int n = 0; n < N; n += 8) cpu_transpose8(&hT[n][j], SCAN_BLOCK, h + (i0 + j) * N + n, N);
+                for (int n = 0; n < N; n += 8)
+                    cpu_transpose8(&hT[n][j], SCAN_BLOCK, h + (i0 + j) * N + n, N);
         } else {
             for (int j = 0; j < nd; j++)
                 for (int n = 0; n < N; n++) hT[n][j] = h[(i0 + j) * N + n];
@@ -166,7 +168,8 @@ MT_CPU_CLONES static void scan_step_block(float *y, float *h, const mt_scan_args
         cpu_store_lanes(y + i0, yt, nd);
         if (blocked) {
             for (int j = 0; j < SCAN_BLOCK; j += 8)
-                for (int n = 0; n < N; n += 8) cpu_transpose8(h + (i0 + j) * N + n, N, &hN[n][j], SCAN_BLOCK);
+                for (int n = 0; n < N; n += 8)
+                    cpu_transpose8(h + (i0 + j) * N + n, N, &hN[n][j], SCAN_BLOCK);
         } else {
             for (int j = 0; j < nd; j++)
                 for (int n = 0; n < N; n++) h[(i0 + j) * N + n] = hN[n][j];
@@ -186,9 +189,9 @@ void cpu_scan_step(float *y, float *h, const mt_scan_args *a)
 
 /* One thread's scratch for the backward pass */
 typedef struct {
-    float *hs, *ats;      /* (T, N, 16) the block's states and decays exp(delta A) */
-    float *deltas, *us;   /* (T, 16) the block's delta and u, zero-padded */
-    float *dBl, *dCl;     /* (T, N, 16) one batch row's dB, dC: a partial sum per lane */
+    float *hs, *ats; /* (T, N, 16) the block's states and decays exp(delta A) */
+    float *deltas, *us; /* (T, 16) the block's delta and u, zero-padded */
+    float *dBl, *dCl; /* (T, N, 16) one batch row's dB, dC: a partial sum per lane */
     double *dA, *dD, *db; /* (D, N), (D), (D) sums over this thread's rows (dA before * A) */
 } scan_scratch;
 
@@ -210,7 +213,7 @@ MT_CPU_CLONES static void scan_backward_block(const mt_scan_grads *g, const floa
     for (int t = 0; t < T; t++) {
         size_t row = ((size_t)b * T + t) * D + d0, r = ((size_t)b * T + t) * N;
         float *delta = s->deltas + (size_t)t * SCAN_BLOCK, *u = s->us + (size_t)t * SCAN_BLOCK;
-        float (*ht)[SCAN_BLOCK] = (float(*)[SCAN_BLOCK])(s->hs + (size_t)t * tile);
+        float(*ht)[SCAN_BLOCK] = (float(*)[SCAN_BLOCK])(s->hs + (size_t)t * tile);
         const float(*hp)[SCAN_BLOCK] = t > 0 ? (const float(*)[SCAN_BLOCK])(ht - N) : zeros;
         block_inputs(delta, u, a->dt + row, a->dt_bias + d0, a->u + row, nd);
         scan_tile_update(ht, hp, (const float(*)[SCAN_BLOCK])AT, delta, u, Dk, a->Bm + r, a->Cm + r,
@@ -286,11 +289,15 @@ void cpu_scan_backward(const mt_scan_grads *g, const float *dy, const mt_scan_ar
     {
         double *mine = sums + (size_t)omp_get_thread_num() * (dn + 2 * (size_t)D);
         scan_scratch s = {
-            .hs = mt_xmalloc(tiles * sizeof(float)), .ats = mt_xmalloc(tiles * sizeof(float)),
+            .hs = mt_xmalloc(tiles * sizeof(float)),
+            .ats = mt_xmalloc(tiles * sizeof(float)),
             .deltas = mt_xmalloc((size_t)T * SCAN_BLOCK * sizeof(float)),
             .us = mt_xmalloc((size_t)T * SCAN_BLOCK * sizeof(float)),
-            .dBl = mt_xmalloc(tiles * sizeof(float)), .dCl = mt_xmalloc(tiles * sizeof(float)),
-            .dA = mine, .dD = mine + dn, .db = mine + dn + D,
+            .dBl = mt_xmalloc(tiles * sizeof(float)),
+            .dCl = mt_xmalloc(tiles * sizeof(float)),
+            .dA = mine,
+            .dD = mine + dn,
+            .db = mine + dn + D,
         };
 #pragma omp for schedule(static)
         for (int b = 0; b < B; b++) {

@@ -63,8 +63,8 @@ void cpu_cross_entropy_backward(float *dlogits, const float *logits, const float
  * the row: the max, sum of exponentials and sum pass read it from cache, the last pass
  * overwrites it. The same helpers in the same order as the two separate operations, so the
  * fused result equals theirs bit for bit. */
-void cpu_cross_entropy_fused(float *losses, float *logits, const int32_t *targets, size_t BT,
-                             int V, int ignore_index, float smoothing, float scale)
+void cpu_cross_entropy_fused(float *losses, float *logits, const int32_t *targets, size_t BT, int V,
+                             int ignore_index, float smoothing, float scale)
 {
 #pragma omp parallel for if (BT * (size_t)V > 65536)
     for (size_t r = 0; r < BT; r++) {
@@ -87,9 +87,8 @@ void cpu_cross_entropy_fused(float *losses, float *logits, const int32_t *target
  * (dropout_chunk with dx = NULL; with dx, the backward: dx += keep ? dout / (1 - p) : 0).
  * Elements [i0, i0 + n), i0 a multiple of 4. The scales come first, one Philox block per four
  * elements (philox.h) with the blocks' rounds vectorised, then one plain pass applies them. */
-MT_CPU_CLONES static void dropout_chunk(float *out, float *dx, const float *in, size_t i0,
-                                        size_t n, float p, uint64_t seed, uint64_t step,
-                                        uint32_t site)
+MT_CPU_CLONES static void dropout_chunk(float *out, float *dx, const float *in, size_t i0, size_t n,
+                                        float p, uint64_t seed, uint64_t step, uint32_t site)
 {
     float inv_keep = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
     float keep[CPU_CHUNK];
@@ -97,8 +96,8 @@ MT_CPU_CLONES static void dropout_chunk(float *out, float *dx, const float *in, 
     uint32_t g0 = (uint32_t)(i0 >> 2), n_blocks = (uint32_t)((n + 3) >> 2);
 #pragma omp simd
     for (uint32_t g = 0; g < n_blocks; g++)
-        mt_philox_block_words(&words[0][g], &words[1][g], &words[2][g], &words[3][g], seed,
-                              g0 + g, site, step);
+        mt_philox_block_words(&words[0][g], &words[1][g], &words[2][g], &words[3][g], seed, g0 + g,
+                              site, step);
 #pragma omp simd
     for (uint32_t g = 0; g < n_blocks; g++) {
         keep[4 * g] = mt_u32_to_unit_float(words[0][g]) >= p ? inv_keep : 0.0f;

@@ -10,12 +10,12 @@
 #include <math.h>
 #include <stdlib.h>
 
-#define QROW(x, b, i, h) ((x) + ((size_t)(b) * d->Tq + (i)) * C + (size_t)(h) * d->Dh)
-#define KVROW(x, b, j, h) ((x) + (size_t)(b) * kvs + (size_t)(j) * C + (size_t)(h) * d->Dh)
-#define PROW(x, b, h, i) ((x) + (((size_t)(b) * d->H + (h)) * d->Tq + (i)) * d->Tk)
+#define QROW(x, b, i, h) ((x) + ((size_t)(b)*d->Tq + (i)) * C + (size_t)(h)*d->Dh)
+#define KVROW(x, b, j, h) ((x) + (size_t)(b)*kvs + (size_t)(j)*C + (size_t)(h)*d->Dh)
+#define PROW(x, b, h, i) ((x) + (((size_t)(b)*d->H + (h)) * d->Tq + (i)) * d->Tk)
 
-void naive_attention_forward(float *out, float *att, const float *q, const float *k,
-                             const float *v, const mt_attn_desc *d)
+void naive_attention_forward(float *out, float *att, const float *q, const float *k, const float *v,
+                             const mt_attn_desc *d)
 {
     int C = d->H * d->Dh;
     size_t kvs = d->kv_bstride ? d->kv_bstride : (size_t)d->Tk * C;

@@ -2,8 +2,8 @@
  *   c[i][j] = alpha * sum_p op(a)[i][p] * op(b)[p][j] + beta * c[i][j] */
 #include "backend/cpu/cpu_ops.h"
 
-void naive_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
-                int lda, const float *b, int ldb, float beta, float *c, int ldc)
+void naive_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+                const float *b, int ldb, float beta, float *c, int ldc)
 {
     for (int i = 0; i < m; i++) {
         for (int j = 0; j < n; j++) {
@@ -20,10 +20,9 @@ void naive_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, cons
     }
 }
 
-void naive_gemm_batched(int trans_a, int trans_b, int m, int n, int k, float alpha,
-                        const float *a, int lda, size_t stride_a, const float *b, int ldb,
-                        size_t stride_b, float beta, float *c, int ldc, size_t stride_c,
-                        int batch)
+void naive_gemm_batched(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
+                        int lda, size_t stride_a, const float *b, int ldb, size_t stride_b,
+                        float beta, float *c, int ldc, size_t stride_c, int batch)
 {
     for (int i = 0; i < batch; i++)
         naive_gemm(trans_a, trans_b, m, n, k, alpha, a + (size_t)i * stride_a, lda,

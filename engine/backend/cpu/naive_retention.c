@@ -12,9 +12,9 @@
 #include <math.h>
 #include <stdlib.h>
 
-#define KROW(x, b, n, h) ((x) + ((size_t)(b) * d->T + (n)) * CK + (size_t)(h) * d->Dk)
-#define VROW(x, b, n, h) ((x) + ((size_t)(b) * d->T + (n)) * CV + (size_t)(h) * d->Dv)
-#define PROW(x, b, h, n) ((x) + (((size_t)(b) * d->H + (h)) * d->T + (n)) * d->T)
+#define KROW(x, b, n, h) ((x) + ((size_t)(b)*d->T + (n)) * CK + (size_t)(h)*d->Dk)
+#define VROW(x, b, n, h) ((x) + ((size_t)(b)*d->T + (n)) * CV + (size_t)(h)*d->Dv)
+#define PROW(x, b, h, n) ((x) + (((size_t)(b)*d->H + (h)) * d->T + (n)) * d->T)
 
 /* D_nm of row n for every m (double, d->T entries) */
 static void decay_row(double *Dn, const mt_retention_desc *d, int b, int h, int n)

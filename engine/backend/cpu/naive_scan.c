@@ -10,9 +10,9 @@
 #include <stdlib.h>
 
 /* index of (b, t, d, n) in an expanded tensor */
-#define X4(b, t, d, n) ((((size_t)(b) * a->T + (t)) * a->D + (d)) * a->N + (n))
-#define BTD(b, t, d) (((size_t)(b) * a->T + (t)) * a->D + (d))
-#define BTN(b, t, n) (((size_t)(b) * a->T + (t)) * a->N + (n))
+#define X4(b, t, d, n) ((((size_t)(b)*a->T + (t)) * a->D + (d)) * a->N + (n))
+#define BTD(b, t, d) (((size_t)(b)*a->T + (t)) * a->D + (d))
+#define BTN(b, t, n) (((size_t)(b)*a->T + (t)) * a->N + (n))
 
 /* delta (B, T, D), Abar and Bbar u (B, T, D, N), h (B, T, D, N) */
 static void naive_expand(const mt_scan_args *a, float *delta, float *Abar, float *Bu, float *h)
@@ -24,14 +24,15 @@ static void naive_expand(const mt_scan_args *a, float *delta, float *Abar, float
                 for (int n = 0; n < a->N; n++) {
                     float A = -expf(a->A_log[(size_t)d * a->N + n]);
                     Abar[X4(b, t, d, n)] = expf(delta[BTD(b, t, d)] * A);
-                    Bu[X4(b, t, d, n)] = delta[BTD(b, t, d)] * a->Bm[BTN(b, t, n)] * a->u[BTD(b, t, d)];
+                    Bu[X4(b, t, d, n)] =
+                        delta[BTD(b, t, d)] * a->Bm[BTN(b, t, n)] * a->u[BTD(b, t, d)];
                 }
             }
     for (int b = 0; b < a->B; b++)
         for (int t = 0; t < a->T; t++)
             for (int d = 0; d < a->D; d++)
                 for (int n = 0; n < a->N; n++) {
-                    float prev = t > 0  ? h[X4(b, t - 1, d, n)]
+                    float prev = t > 0   ? h[X4(b, t - 1, d, n)]
                                  : a->h0 ? a->h0[((size_t)b * a->D + d) * a->N + n]
                                          : 0.0f;
                     h[X4(b, t, d, n)] = Abar[X4(b, t, d, n)] * prev + Bu[X4(b, t, d, n)];
@@ -49,7 +50,8 @@ void naive_scan_forward(float *y, float *h_last, const mt_scan_args *a)
         for (int t = 0; t < a->T; t++)
             for (int d = 0; d < a->D; d++) {
                 double acc = 0.0;
-                for (int n = 0; n < a->N; n++) acc += (double)h[X4(b, t, d, n)] * a->Cm[BTN(b, t, n)];
+                for (int n = 0; n < a->N; n++)
+                    acc += (double)h[X4(b, t, d, n)] * a->Cm[BTN(b, t, n)];
                 y[BTD(b, t, d)] = (float)(acc + (double)a->Dskip[d] * a->u[BTD(b, t, d)]);
             }
     if (h_last)
@@ -72,7 +74,8 @@ void naive_scan_backward(const mt_scan_grads *g, const float *dy, const mt_scan_
         for (int t = a->T - 1; t >= 0; t--)
             for (int d = 0; d < a->D; d++)
                 for (int n = 0; n < a->N; n++) {
-                    double next = t + 1 < a->T ? Abar[X4(b, t + 1, d, n)] * dh[X4(b, t + 1, d, n)] : 0.0;
+                    double next =
+                        t + 1 < a->T ? Abar[X4(b, t + 1, d, n)] * dh[X4(b, t + 1, d, n)] : 0.0;
                     dh[X4(b, t, d, n)] = (double)dy[BTD(b, t, d)] * a->Cm[BTN(b, t, n)] + next;
                 }
     for (int b = 0; b < a->B; b++)

@@ -44,12 +44,12 @@ typedef enum { MT_ATTR_BASELINE_ZERO, MT_ATTR_BASELINE_PAD } mt_attr_baseline;
 
 typedef struct {
     mt_attr_method method;
-    int steps;                 /* integrated gradients: 0 means MT_ATTR_DEFAULT_STEPS */
+    int steps; /* integrated gradients: 0 means MT_ATTR_DEFAULT_STEPS */
     mt_attr_baseline baseline; /* integrated gradients (<pad>: the zero path crosses the norms'
                                 * singularity at 0, docs/attribution.md) */
-    int32_t contrast;          /* < 0: none; else rows attribute log p(y_j) - log p(contrast) */
-    int vocab_limit;           /* greedy decode (no hyp): only ids below it (0: all) */
-    int max_new_tokens;        /* greedy decode: 0 as mt_decode_opts */
+    int32_t contrast; /* < 0: none; else rows attribute log p(y_j) - log p(contrast) */
+    int vocab_limit; /* greedy decode (no hyp): only ids below it (0: all) */
+    int max_new_tokens; /* greedy decode: 0 as mt_decode_opts */
 } mt_attr_opts;
 
 /* method saliency, steps 0, <pad> baseline, no contrast. */
@@ -57,17 +57,17 @@ void mt_attr_opts_init(mt_attr_opts *o);
 
 typedef struct {
     mt_attr_method method;
-    int rows;              /* target tokens: the hypothesis, then <eos> */
-    int cols;              /* input positions: n_src of the source side, then the target side */
+    int rows; /* target tokens: the hypothesis, then <eos> */
+    int cols; /* input positions: n_src of the source side, then the target side */
     int n_src;
-    int32_t *row_ids;      /* (rows) */
-    int32_t *col_ids;      /* (cols) */
-    float *values;         /* (rows, cols); a target-side column after the position its row is
-                            * predicted from is 0 (causal) */
-    float *inputs;         /* (cols, C) the token embeddings e attributed */
-    double *logp;          /* (rows) the row's log-prob (minus the contrast's) at the input */
+    int32_t *row_ids; /* (rows) */
+    int32_t *col_ids; /* (cols) */
+    float *values; /* (rows, cols); a target-side column after the position its row is
+                    * predicted from is 0 (causal) */
+    float *inputs; /* (cols, C) the token embeddings e attributed */
+    double *logp; /* (rows) the row's log-prob (minus the contrast's) at the input */
     double *logp_baseline; /* (rows) integrated gradients: the same at the baseline; else NULL */
-    int steps;             /* integrated gradients: the steps taken */
+    int steps; /* integrated gradients: the steps taken */
 } mt_attribution;
 
 /* Attribute hyp (hyp_len ids without <eos>) given src (src_len ids, no special tokens); hyp

@@ -39,11 +39,11 @@
 
 /* Pointwise activations; their per-element math is engine/math/activation.h. */
 typedef enum {
-    MT_ACT_RELU,     /* max(x, 0) */
-    MT_ACT_SILU,     /* x * sigmoid(x) ("swish") */
+    MT_ACT_RELU, /* max(x, 0) */
+    MT_ACT_SILU, /* x * sigmoid(x) ("swish") */
     MT_ACT_SOFTPLUS, /* log(1 + e^x), linear above 20 */
-    MT_ACT_GELU,     /* x * Phi(x), the exact erf form (GPT-NeoX / Pythia) */
-    MT_ACT_TANH,     /* tanh(x) (COMET's estimator) */
+    MT_ACT_GELU, /* x * Phi(x), the exact erf form (GPT-NeoX / Pythia) */
+    MT_ACT_TANH, /* tanh(x) (COMET's estimator) */
 } mt_act;
 
 /* One attention problem: out = softmax(scale * q k^T + mask) v, per batch row and head.
@@ -61,8 +61,8 @@ typedef struct {
     int B, H, Tq, Tk, Dh;
     size_t kv_bstride;
     int causal;
-    int q_pos0;  /* 0 in training; Tk - Tq when new queries follow a KV cache */
-    int window;  /* 0: unlimited; only meaningful with causal */
+    int q_pos0; /* 0 in training; Tk - Tq when new queries follow a KV cache */
+    int window; /* 0: unlimited; only meaningful with causal */
     const uint8_t *key_mask;
     size_t mask_bstride;
     float scale; /* usually 1/sqrt(Dh) */
@@ -77,12 +77,12 @@ typedef struct {
  * between calls. */
 #define MT_SCAN_MAX_STATE 256
 typedef struct {
-    const float *u;       /* (B, T, D) input (conv + SiLU output) */
-    const float *dt;      /* (B, T, D) dt_proj output, before bias and softplus */
-    const float *A_log;   /* (D, N) */
-    const float *Bm;      /* (B, T, N) */
-    const float *Cm;      /* (B, T, N) */
-    const float *Dskip;   /* (D) */
+    const float *u; /* (B, T, D) input (conv + SiLU output) */
+    const float *dt; /* (B, T, D) dt_proj output, before bias and softplus */
+    const float *A_log; /* (D, N) */
+    const float *Bm; /* (B, T, N) */
+    const float *Cm; /* (B, T, N) */
+    const float *Dskip; /* (D) */
     const float *dt_bias; /* (D) */
     int B, T, D, N;
     /* (B, D, N) the state before t = 0, or NULL for zeros: a prefill in chunks continues
@@ -92,12 +92,12 @@ typedef struct {
 
 /* Gradients of the scan inputs; all accumulate, any may be NULL except du and ddt. */
 typedef struct {
-    float *du;       /* (B, T, D) */
-    float *ddt;      /* (B, T, D) */
-    float *dA_log;   /* (D, N) */
-    float *dBm;      /* (B, T, N) */
-    float *dCm;      /* (B, T, N) */
-    float *dDskip;   /* (D) */
+    float *du; /* (B, T, D) */
+    float *ddt; /* (B, T, D) */
+    float *dA_log; /* (D, N) */
+    float *dBm; /* (B, T, N) */
+    float *dCm; /* (B, T, N) */
+    float *dDskip; /* (D) */
     float *ddt_bias; /* (D) */
 } mt_scan_grads;
 
@@ -121,7 +121,7 @@ typedef struct {
 #define MT_RETENTION_MAX_HEADS 64
 typedef struct {
     int B, H, T, Dk, Dv;
-    const float *gamma;      /* (H) host: the decay of each head */
+    const float *gamma; /* (H) host: the decay of each head */
     const uint8_t *key_mask; /* (B, T) or NULL (every position real) */
 } mt_retention_desc;
 
@@ -144,9 +144,9 @@ typedef enum { MT_QMATRIX_INT8, MT_QMATRIX_BF16 } mt_qkind;
 typedef struct {
     mt_qkind kind;
     int rows, cols, ld;
-    int8_t *q;     /* (rows, ld) backend memory (int8) */
-    float *scale;  /* (rows) (int8) */
-    int32_t *sum;  /* (rows) (int8) */
+    int8_t *q; /* (rows, ld) backend memory (int8) */
+    float *scale; /* (rows) (int8) */
+    int32_t *sum; /* (rows) (int8) */
     uint16_t *bf16; /* (rows, ld) backend memory (bf16: the upper 16 bits of fp32, rounded) */
 } mt_qmatrix;
 
@@ -156,11 +156,11 @@ struct mt_qweights;
 
 typedef struct mt_backend {
     const char *name; /* "cpu", "cpu-naive", "cuda:0" */
-    int host_memory;  /* 1 when backend pointers are ordinary host pointers */
+    int host_memory; /* 1 when backend pointers are ordinary host pointers */
 
     /* ---- memory (bytes) */
     void *(*alloc)(size_t bytes); /* zero-filled; NULL + mt_error on failure */
-    void (*free)(void *p);        /* NULL is a no-op */
+    void (*free)(void *p); /* NULL is a no-op */
     void (*upload)(void *dst, const void *host_src, size_t bytes);
     void (*download)(void *host_dst, const void *src, size_t bytes);
     void (*copy)(void *dst, const void *src, size_t bytes);
@@ -174,20 +174,19 @@ typedef struct mt_backend {
     void (*gemm)(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
                  int lda, const float *b, int ldb, float beta, float *c, int ldc);
     /* The same for batch independent problems at element strides stride_a/b/c. */
-    void (*gemm_batched)(int trans_a, int trans_b, int m, int n, int k, float alpha,
-                         const float *a, int lda, size_t stride_a, const float *b, int ldb,
-                         size_t stride_b, float beta, float *c, int ldc, size_t stride_c,
-                         int batch);
+    void (*gemm_batched)(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
+                         int lda, size_t stride_a, const float *b, int ldb, size_t stride_b,
+                         float beta, float *c, int ldc, size_t stride_c, int batch);
 
     /* ---- elementwise and small utilities (n elements) */
     void (*fill)(float *x, size_t n, float value);
-    void (*scale)(float *x, size_t n, float s);               /* x *= s */
+    void (*scale)(float *x, size_t n, float s); /* x *= s */
     void (*axpy)(float *y, const float *x, size_t n, float a); /* y += a * x */
     void (*add)(float *out, const float *a, const float *b, size_t n); /* may alias */
     void (*mul)(float *out, const float *a, const float *b, size_t n); /* may alias */
     /* da += dout * b; db += dout * a (either may be NULL) */
-    void (*mul_backward)(float *da, float *db, const float *dout, const float *a,
-                         const float *b, size_t n);
+    void (*mul_backward)(float *da, float *db, const float *dout, const float *a, const float *b,
+                         size_t n);
     void (*act_forward)(mt_act act, float *out, const float *x, size_t n); /* may alias */
     /* dx += dout * act'(x) */
     void (*act_backward)(mt_act act, float *dx, const float *dout, const float *x, size_t n);
@@ -206,8 +205,8 @@ typedef struct mt_backend {
      * (src_ld floats apart; their first cols taken) into packed rows of out (beam search's
      * reorder of decoding caches, which takes only the filled part of a KV cache's rows);
      * idx is backend memory, out must not alias src */
-    void (*index_select)(float *out, const float *src, size_t src_ld, const int32_t *idx,
-                         int n_idx, size_t cols);
+    void (*index_select)(float *out, const float *src, size_t src_ld, const int32_t *idx, int n_idx,
+                         size_t cols);
     /* host results; these wait for the device */
     double (*sum)(const float *x, size_t n);
     double (*sum_squares)(const float *x, size_t n);
@@ -226,8 +225,8 @@ typedef struct mt_backend {
     void (*layernorm_backward)(float *dx, float *dweight, float *dbias, const float *dout,
                                const float *x, const float *weight, const float *mean,
                                const float *rstd, size_t BT, int C);
-    void (*rmsnorm_forward)(float *out, float *rstd, const float *x, const float *weight,
-                            size_t BT, int C, float eps);
+    void (*rmsnorm_forward)(float *out, float *rstd, const float *x, const float *weight, size_t BT,
+                            int C, float eps);
     void (*rmsnorm_backward)(float *dx, float *dweight, const float *dout, const float *x,
                              const float *weight, const float *rstd, size_t BT, int C);
 
@@ -254,8 +253,8 @@ typedef struct mt_backend {
      * orthogonal), so it overwrites rather than accumulates. */
     void (*rope_forward)(float *x, const int32_t *pos, int B, int T, int H, int Dh, int rot_dim,
                          int pos0, const float *inv_freq, int interleaved);
-    void (*rope_backward)(float *dx, const int32_t *pos, int B, int T, int H, int Dh,
-                          int rot_dim, int pos0, const float *inv_freq, int interleaved);
+    void (*rope_backward)(float *dx, const int32_t *pos, int B, int T, int H, int Dh, int rot_dim,
+                          int pos0, const float *inv_freq, int interleaved);
 
     /* ---- attention (see mt_attn_desc); datt is caller scratch of att's size */
     void (*attention_forward)(float *out, float *att, const float *q, const float *k,
@@ -272,10 +271,10 @@ typedef struct mt_backend {
      * last K rows of x (zeros in front when T < K). */
     void (*conv1d_forward)(float *out, const float *x, const float *w, const float *bias, int B,
                            int T, int C, int K);
-    void (*conv1d_backward)(float *dx, float *dw, float *dbias, const float *dout,
-                            const float *x, const float *w, int B, int T, int C, int K);
-    void (*conv1d_step)(float *out, float *state, const float *x, const float *w,
-                        const float *bias, int B, int C, int K);
+    void (*conv1d_backward)(float *dx, float *dw, float *dbias, const float *dout, const float *x,
+                            const float *w, int B, int T, int C, int K);
+    void (*conv1d_step)(float *out, float *state, const float *x, const float *w, const float *bias,
+                        int B, int C, int K);
     void (*conv1d_state_fill)(float *state, const float *x, int B, int T, int C, int K);
 
     /* ---- selective scan (see mt_scan_args). h_last (B, D, N) or NULL receives h[T-1].
@@ -293,8 +292,8 @@ typedef struct mt_backend {
     void (*retention_forward)(float *out, float *att, float *r, const float *q, const float *k,
                               const float *v, const mt_retention_desc *d);
     void (*retention_backward)(float *dq, float *dk, float *dv, float *datt, const float *dout,
-                               const float *q, const float *k, const float *v,
-                               const float *att, const float *r, const mt_retention_desc *d);
+                               const float *q, const float *k, const float *v, const float *att,
+                               const float *r, const mt_retention_desc *d);
     void (*retention_state_fill)(float *kv, float *s, const float *k, const float *v,
                                  const mt_retention_desc *d);
     void (*retention_step)(float *out, float *kv, float *s, const float *q, const float *k,

@@ -21,11 +21,11 @@
 
 /* ---------------------------------------------------------------- verses of one module */
 typedef struct {
-    char *key;         /* "I Samuel 24:3", exactly as mod2imp prints it */
-    char *book;        /* "I Samuel": English book names in both modules */
-    int chapter;       /* >= 1 */
-    int verse;         /* >= 1 */
-    char *text;        /* plain UTF-8, single spaces, no leading/trailing space; may be "" */
+    char *key; /* "I Samuel 24:3", exactly as mod2imp prints it */
+    char *book; /* "I Samuel": English book names in both modules */
+    int chapter; /* >= 1 */
+    int verse; /* >= 1 */
+    char *text; /* plain UTF-8, single spaces, no leading/trailing space; may be "" */
     int caps_restored; /* 1 when mt_restore_chapter_caps changed this verse */
 } mt_verse;
 
@@ -65,11 +65,11 @@ size_t mt_restore_chapter_caps(mt_verse_list *list);
 
 /* ---------------------------------------------------------------- exclusion list */
 typedef struct {
-    char **keys;    /* (n) "Numbers 13:1" */
+    char **keys; /* (n) "Numbers 13:1" */
     char **reasons; /* (n) "versification_shift_chapter", "es_empty", ... */
-    size_t *lines;  /* (n) line of each key in the file, for messages */
+    size_t *lines; /* (n) line of each key in the file, for messages */
     size_t n;
-    char *path;     /* for messages */
+    char *path; /* for messages */
 } mt_exclusions;
 
 /* Read "KEY<TAB>REASON" lines (blank lines and lines starting with '#' are skipped). A
@@ -104,12 +104,13 @@ typedef struct {
     size_t split_pairs[MT_SPLIT_COUNT];
     mt_span *para[MT_SPLIT_COUNT]; /* non-overlapping 8-verse runs without gap or exclusion */
     size_t n_para[MT_SPLIT_COUNT];
-    mt_span *chapters[MT_SPLIT_COUNT]; /* chapters whose every verse with text (in either module) is kept */
+    mt_span *chapters[MT_SPLIT_COUNT]; /* chapters whose every verse with text (in either module) is
+                                          kept */
     size_t n_chapters[MT_SPLIT_COUNT];
-    size_t n_common;   /* keys present in both modules */
+    size_t n_common; /* keys present in both modules */
     size_t n_excluded; /* of those, dropped by the exclusion list */
-    size_t n_es_only;  /* Spanish keys without an English verse */
-    size_t n_en_only;  /* English keys without a Spanish verse (WEB's deuterocanon) */
+    size_t n_es_only; /* Spanish keys without an English verse */
+    size_t n_en_only; /* English keys without a Spanish verse (WEB's deuterocanon) */
 } mt_bible_corpus;
 
 /* Join es and en on the key, drop the excluded keys, assign splits, and find the 8-verse runs
@@ -128,12 +129,12 @@ size_t mt_bible_windows(const mt_pair *pairs, size_t n, size_t width, mt_span *o
  * English recogniser) with each such name substituted on both sides by a name of the test
  * gazetteer; the draws are fixed (seed 1), so the files are the same on every machine. */
 typedef struct {
-    size_t n;              /* verses */
+    size_t n; /* verses */
     const mt_pair **pairs; /* (n) */
-    char **es, **en;       /* (n) the substituted texts */
-    size_t *first;         /* (n + 1): the names of verse i are from/to[first[i] .. first[i+1]) */
-    char **from;           /* the corpus's names */
-    const char **to;       /* their substitutes (pointers into the gazetteer) */
+    char **es, **en; /* (n) the substituted texts */
+    size_t *first; /* (n + 1): the names of verse i are from/to[first[i] .. first[i+1]) */
+    char **from; /* the corpus's names */
+    const char **to; /* their substitutes (pointers into the gazetteer) */
 } mt_bible_names;
 
 int mt_bible_names_build(mt_bible_names *out, const mt_bible_corpus *c, const mt_gazetteer *g);

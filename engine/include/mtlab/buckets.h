@@ -29,11 +29,11 @@ int mt_source_lengths(size_t *len, const char *const *texts, size_t n, const mt_
                       size_t *bad);
 
 typedef struct {
-    size_t segments;       /* segments in the bucket */
-    size_t src_tokens;     /* their source tokens */
-    mt_bleu_stats bleu;    /* summed */
-    mt_chrf_stats chrf;    /* summed */
-    double bleu_score;     /* 0..100; 0 when the bucket is empty */
+    size_t segments; /* segments in the bucket */
+    size_t src_tokens; /* their source tokens */
+    mt_bleu_stats bleu; /* summed */
+    mt_chrf_stats chrf; /* summed */
+    double bleu_score; /* 0..100; 0 when the bucket is empty */
     double chrf_score;
 } mt_bucket_score;
 

@@ -43,7 +43,8 @@ int mt_config_bool(const mt_config *c, const char *key, int *out);
 /* The string (valid while c lives), or NULL. */
 const char *mt_config_string(const mt_config *c, const char *key);
 /* A list of at most cap integers in [lo, hi]; *n is set to its length. */
-int mt_config_int_list(const mt_config *c, const char *key, int lo, int hi, int *out, int cap, int *n);
+int mt_config_int_list(const mt_config *c, const char *key, int lo, int hi, int *out, int cap,
+                       int *n);
 /* A list of at most cap strings (valid while c lives). */
 int mt_config_string_list(const mt_config *c, const char *key, const char **out, int cap, int *n);
 /* A nested object, or NULL. */
@@ -51,7 +52,8 @@ const mt_config *mt_config_object(const mt_config *c, const char *key);
 
 /* Optional values: a missing or null key gives def; anything else is checked as above. */
 int mt_config_int_or(const mt_config *c, const char *key, int def, int lo, int hi, int *out);
-int mt_config_float_or(const mt_config *c, const char *key, float def, double lo, double hi, float *out);
+int mt_config_float_or(const mt_config *c, const char *key, float def, double lo, double hi,
+                       float *out);
 int mt_config_bool_or(const mt_config *c, const char *key, int def, int *out);
 /* def when missing or null; NULL (with an error) when present but not a string. */
 const char *mt_config_string_or(const mt_config *c, const char *key, const char *def);
@@ -117,11 +119,11 @@ typedef struct {
     const mt_config *config;
     const mt_st_write_tensor *tensors;
     int n_tensors;
-    const mt_st_meta *metadata;   /* "__metadata__" of model.safetensors (may be NULL) */
+    const mt_st_meta *metadata; /* "__metadata__" of model.safetensors (may be NULL) */
     int n_metadata;
-    const char *tokenizer_path;    /* copied in as tokenizer.model (a directory: as an opus-mt
-                                    * checkpoint's source.spm, target.spm, vocab.json; a *.json
-                                    * file: as tokenizer.json); NULL leaves it as it is */
+    const char *tokenizer_path; /* copied in as tokenizer.model (a directory: as an opus-mt
+                                 * checkpoint's source.spm, target.spm, vocab.json; a *.json
+                                 * file: as tokenizer.json); NULL leaves it as it is */
     const char *corpus_stats_path; /* copied in as corpus_stats.tsv; NULL leaves it as it is */
 } mt_bundle_contents;
 

@@ -16,9 +16,9 @@
 
 typedef struct mt_collective mt_collective;
 struct mt_collective {
-    int rank, size;      /* this process is rank 0 .. size - 1 */
-    int device_memory;   /* 1: all_reduce_sum takes backend (device) memory; 0: host memory */
-    const char *name;    /* "single", "mpi", "nccl" */
+    int rank, size; /* this process is rank 0 .. size - 1 */
+    int device_memory; /* 1: all_reduce_sum takes backend (device) memory; 0: host memory */
+    const char *name; /* "single", "mpi", "nccl" */
     /* x (n) of every rank becomes their sum in rank order on every rank. */
     int (*all_reduce_sum)(mt_collective *c, float *x, size_t n);
     /* all (size * bytes, host) gets every rank's mine (bytes, host), in rank order. */

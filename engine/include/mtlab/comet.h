@@ -42,8 +42,8 @@ typedef struct {
     int V, C, H, F, L, P; /* vocabulary, hidden, heads, FFN width, layers, position rows */
     float eps;
     /* the sentence embedding */
-    int layer;      /* -1: "mix" of all L + 1 hidden states; else that hidden state alone */
-    int sparsemax;  /* 1: sparsemax, 0: softmax over the mix's scalars */
+    int layer; /* -1: "mix" of all L + 1 hidden states; else that hidden state alone */
+    int sparsemax; /* 1: sparsemax, 0: softmax over the mix's scalars */
     int layer_norm; /* normalise each hidden state before mixing */
     mt_comet_pool pool;
     /* the estimator: n_hidden hidden layers, then one output */

@@ -16,7 +16,8 @@
 #include <stdint.h>
 
 enum { MT_LANG_MAX = 36 };
-#define MT_SPLIT_AUTO ((size_t)-1) /* bytes of a language tag with its NUL: "de", "pt-BR", "sr-Latn-RS" */
+#define MT_SPLIT_AUTO \
+    ((size_t)-1) /* bytes of a language tag with its NUL: "de", "pt-BR", "sr-Latn-RS" */
 
 #define MT_MANIFEST_FILE "manifest.json"
 #define MT_MANIFEST_FORMAT "mtlab-dataset 1"
@@ -47,22 +48,22 @@ int mt_dataset_path(const mt_dataset *d, const char *split, int target, char *ou
 /* ---------------------------------------------------------------- importing */
 typedef struct {
     const char *src, *tgt; /* two aligned plain-text files, or src = a TSV file and tgt = NULL */
-    int src_col, tgt_col;  /* TSV: 1-based columns */
+    int src_col, tgt_col; /* TSV: 1-based columns */
 } mt_import_source;
 
 /* What happened to the lines, per the manifest's "filters" (every dropped pair is in one). */
 typedef struct {
-    size_t read;            /* pairs read from the training sources */
-    size_t bad_line;        /* invalid UTF-8, or a TSV line without the columns */
-    size_t empty;           /* a side empty after cleaning */
-    size_t too_long;        /* a side over max_words words */
-    size_t ratio;           /* character-length ratio over max_ratio */
-    size_t duplicate;       /* the same pair (after cleaning) seen before */
-    size_t overlap;         /* a pair of the given valid or test files */
-    size_t kept;            /* read - the six above */
-    size_t nfc_changed;     /* pairs whose text NFC normalisation changed (kept or not) */
+    size_t read; /* pairs read from the training sources */
+    size_t bad_line; /* invalid UTF-8, or a TSV line without the columns */
+    size_t empty; /* a side empty after cleaning */
+    size_t too_long; /* a side over max_words words */
+    size_t ratio; /* character-length ratio over max_ratio */
+    size_t duplicate; /* the same pair (after cleaning) seen before */
+    size_t overlap; /* a pair of the given valid or test files */
+    size_t kept; /* read - the six above */
+    size_t nfc_changed; /* pairs whose text NFC normalisation changed (kept or not) */
     size_t control_removed; /* pairs that had control characters removed (tabs become spaces) */
-    size_t split[3];        /* pairs written to train, valid, test */
+    size_t split[3]; /* pairs written to train, valid, test */
 } mt_import_counts;
 
 typedef struct {
@@ -77,8 +78,8 @@ typedef struct {
     size_t valid_n, test_n;
     double valid_frac, test_frac;
     uint64_t seed;
-    size_t max_words;   /* a side with more whitespace-separated words is dropped (0: 250) */
-    double max_ratio;   /* longer/shorter side in characters, when the longer has >= 10 (0: 3) */
+    size_t max_words; /* a side with more whitespace-separated words is dropped (0: 250) */
+    double max_ratio; /* longer/shorter side in characters, when the longer has >= 10 (0: 3) */
     /* called for every line dropped as bad, with its file and line (1-based) */
     void (*bad_line)(void *ud, const char *file, size_t line, const char *problem);
     /* bytes of the sources read so far, of total */

@@ -56,13 +56,13 @@ enum { MT_SEARCH_AUTO = 0, MT_SEARCH_MTLAB = 1, MT_SEARCH_HF = 2 };
 
 /* What the stream callback receives. */
 typedef struct {
-    int sentence;          /* index of the source in the call's input */
+    int sentence; /* index of the source in the call's input */
     const int32_t *tokens; /* the sentence's current best hypothesis (n_tokens ids, no <eos>);
                               greedy extends it by one token per event, beam search may
                               replace it when another beam takes the lead */
     int n_tokens;
-    int32_t token;         /* the newest token, tokens[n_tokens - 1]; -1 when n_tokens is 0 */
-    int final;             /* 1: the sentence is done and tokens is its result */
+    int32_t token; /* the newest token, tokens[n_tokens - 1]; -1 when n_tokens is 0 */
+    int final; /* 1: the sentence is done and tokens is its result */
 } mt_decode_event;
 
 /* Called on the decoding thread, once per live sentence per step, then once with final = 1
@@ -70,16 +70,16 @@ typedef struct {
 typedef void (*mt_decode_callback)(void *user, const mt_decode_event *ev);
 
 typedef struct {
-    int beam;              /* 1: greedy; K > 1: beam search with K beams */
-    int max_new_tokens;    /* 0: 2 * source tokens + 10 for each sentence, or where decoding
-                              is generate()'s, the max_length its generation config gives
-                              less 2 (docs/bundles.md §3.1); either way capped by what the
-                              model can hold (encoder-decoder: its positions) */
-    float length_penalty;  /* exponent of the generated length in the score (1.0) */
-    int vocab_limit;       /* > 0: only ids below it are generated (the tokenizer's pieces when
-                              the model's vocabulary is padded past them); 0: every id */
-    int semantics;         /* MT_SEARCH_AUTO (0): as the model's config says; MT_SEARCH_MTLAB;
-                              MT_SEARCH_HF (transformers' generate, above) */
+    int beam; /* 1: greedy; K > 1: beam search with K beams */
+    int max_new_tokens; /* 0: 2 * source tokens + 10 for each sentence, or where decoding
+                           is generate()'s, the max_length its generation config gives
+                           less 2 (docs/bundles.md §3.1); either way capped by what the
+                           model can hold (encoder-decoder: its positions) */
+    float length_penalty; /* exponent of the generated length in the score (1.0) */
+    int vocab_limit; /* > 0: only ids below it are generated (the tokenizer's pieces when
+                        the model's vocabulary is padded past them); 0: every id */
+    int semantics; /* MT_SEARCH_AUTO (0): as the model's config says; MT_SEARCH_MTLAB;
+                      MT_SEARCH_HF (transformers' generate, above) */
     mt_decode_callback on_token; /* NULL: no streaming */
     void *user;
     const atomic_int *cancel; /* checked before every step; non-zero stops decoding and each
@@ -90,30 +90,30 @@ typedef struct {
 void mt_decode_opts_init(mt_decode_opts *o);
 
 typedef struct {
-    int32_t *ids;     /* generated ids without <eos> (malloc'd, may be NULL when n_ids = 0) */
+    int32_t *ids; /* generated ids without <eos> (malloc'd, may be NULL when n_ids = 0) */
     int n_ids;
-    char *text;       /* the ids through the tokenizer (mt_translate), else NULL */
-    double logprob;   /* see the scores above */
+    char *text; /* the ids through the tokenizer (mt_translate), else NULL */
+    double logprob; /* see the scores above */
     double score;
-    int finished;     /* 1: ended with <eos>; 0: stopped by the length limit or a cancel */
-    double seconds;   /* from the start of its batch's decoding to this sentence's end */
+    int finished; /* 1: ended with <eos>; 0: stopped by the length limit or a cancel */
+    double seconds; /* from the start of its batch's decoding to this sentence's end */
 } mt_hypothesis;
 
 typedef struct {
     mt_hypothesis *hyps; /* (n) in input order */
     int n;
-    int cancelled;       /* 1: the cancel flag stopped decoding */
-    int steps;           /* decoding steps after the prefills */
-    size_t tokens;       /* ids of the results, all sentences (<eos> included) */
-    double seconds;      /* wall-clock time of the whole call */
-    size_t state_bytes;  /* the largest decoding state used: caches for every row and the
-                          * working set of its passes (mt_decode_state_bytes_held) */
+    int cancelled; /* 1: the cancel flag stopped decoding */
+    int steps; /* decoding steps after the prefills */
+    size_t tokens; /* ids of the results, all sentences (<eos> included) */
+    double seconds; /* wall-clock time of the whole call */
+    size_t state_bytes; /* the largest decoding state used: caches for every row and the
+                         * working set of its passes (mt_decode_state_bytes_held) */
     size_t model_state_bytes; /* the model's own state for one sentence when decoding ended,
-                          * without any working set: its KV caches at the length decoded (the
-                          * longest sentence's), Mamba conv + SSM states, retention states, for
-                          * its beam's rows (mt_decode_state_model_bytes); a recurrent model's
-                          * is the same whatever the length and the number of sentences */
-    int failed_input;    /* on failure, the input at fault or -1 (the message says why) */
+                               * without any working set: its KV caches at the length decoded (the
+                               * longest sentence's), Mamba conv + SSM states, retention states, for
+                               * its beam's rows (mt_decode_state_model_bytes); a recurrent model's
+                               * is the same whatever the length and the number of sentences */
+    int failed_input; /* on failure, the input at fault or -1 (the message says why) */
 } mt_decode_result;
 
 void mt_decode_result_free(mt_decode_result *r);
@@ -131,8 +131,8 @@ int mt_decode(mt_model *m, const int32_t *const *src, const int *src_len, int n,
  * callback indices are in input order. A cancel leaves the sentences of later batches empty
  * and unfinished. 0 or -1: res->failed_input names a bad input, and the message then starts
  * "input N: ". */
-int mt_translate(mt_model *m, const mt_tokenizer *tok, const char *const *texts, int n,
-                 int batch, const mt_decode_opts *o, mt_decode_result *res);
+int mt_translate(mt_model *m, const mt_tokenizer *tok, const char *const *texts, int n, int batch,
+                 const mt_decode_opts *o, mt_decode_result *res);
 
 /* Encode one source text as the model's prompt takes it: put in its text template first
  * (mt_model_config.prompt, "{src}<sep>"), or as it is for a model whose prompt is `src <sep>`
@@ -144,7 +144,7 @@ int mt_source_encode(const mt_model *m, const mt_tokenizer *tok, const char *tex
  * whose line 900 is bad fails before line 1 is printed) and then translate in pieces. */
 typedef struct {
     int32_t **ids; /* (n) source ids without special tokens, len[i] each */
-    int *len;      /* (n) */
+    int *len; /* (n) */
     int n;
 } mt_sources;
 

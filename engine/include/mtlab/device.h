@@ -17,8 +17,8 @@ const char *mt_cpu_blas_core(void);
 
 /* What the CPU can run, from cpuid. */
 typedef struct {
-    int avx2_fma;    /* AVX2 and FMA */
-    int avx512;      /* AVX-512 F, DQ, BW and VL */
+    int avx2_fma; /* AVX2 and FMA */
+    int avx512; /* AVX-512 F, DQ, BW and VL */
     int avx512_bf16; /* and AVX512-BF16 */
 } mt_cpu_features;
 mt_cpu_features mt_cpu_features_now(void);

@@ -79,7 +79,7 @@ void mt_corpus_stats_free(mt_corpus_stats *s);
 
 /* Training pairs in which entity[0..len) was copyable; 0 when unseen. */
 size_t mt_corpus_stats_count(const mt_corpus_stats *s, const char *entity, size_t len);
-size_t mt_corpus_stats_pairs(const mt_corpus_stats *s);    /* training pairs counted */
+size_t mt_corpus_stats_pairs(const mt_corpus_stats *s); /* training pairs counted */
 size_t mt_corpus_stats_entities(const mt_corpus_stats *s); /* distinct entities */
 mt_ner_lang mt_corpus_stats_lang(const mt_corpus_stats *s);
 
@@ -96,27 +96,27 @@ const char *mt_ne_bin_name(int bin);
 /* The copyable entities of every test sentence, computed once and scored against any number
  * of systems. Entities are interned: ids index names. */
 typedef struct {
-    char **names;        /* (n_names) distinct entities over the test set */
+    char **names; /* (n_names) distinct entities over the test set */
     size_t *train_count; /* (n_names) from the corpus stats (0 without stats) */
     size_t n_names;
-    size_t *first;       /* (n_sentences + 1): sentence i has ids[first[i] .. first[i+1]) */
-    size_t *ids;         /* (first[n_sentences]) */
-    char **copy_as;      /* NULL, or (first[n_sentences]): a source spelling whose verbatim copy
-                          * also hits that entry (NULL entries: the entity alone) */
+    size_t *first; /* (n_sentences + 1): sentence i has ids[first[i] .. first[i+1]) */
+    size_t *ids; /* (first[n_sentences]) */
+    char **copy_as; /* NULL, or (first[n_sentences]): a source spelling whose verbatim copy
+                     * also hits that entry (NULL entries: the entity alone) */
     size_t n_sentences;
 } mt_ne_testset;
 
 /* stats may be NULL (every entity is then unseen). 0, or -1 naming the segment. */
-int mt_ne_testset_build(mt_ne_testset *ts, const char *const *src, const char *const *ref,
-                        size_t n, mt_ner_lang lang, const mt_corpus_stats *stats);
+int mt_ne_testset_build(mt_ne_testset *ts, const char *const *src, const char *const *ref, size_t n,
+                        mt_ner_lang lang, const mt_corpus_stats *stats);
 void mt_ne_testset_free(mt_ne_testset *ts);
 
 typedef struct {
-    double recall[MT_NE_BINS];       /* mean over distinct entities of the bin; 0 if none */
-    size_t entities[MT_NE_BINS];     /* distinct entities in the bin */
-    size_t occurrences[MT_NE_BINS];  /* (sentence, entity) pairs in the bin */
-    size_t hits[MT_NE_BINS];         /* of those, found in the hypothesis */
-    double recall_all;               /* mean over all distinct entities */
+    double recall[MT_NE_BINS]; /* mean over distinct entities of the bin; 0 if none */
+    size_t entities[MT_NE_BINS]; /* distinct entities in the bin */
+    size_t occurrences[MT_NE_BINS]; /* (sentence, entity) pairs in the bin */
+    size_t hits[MT_NE_BINS]; /* of those, found in the hypothesis */
+    double recall_all; /* mean over all distinct entities */
     size_t entities_all, occurrences_all, hits_all;
 } mt_ne_recall;
 
@@ -176,7 +176,8 @@ int mt_entity_lexicon_is_word(const mt_entity_lexicon *l, const char *word, size
 /* The target forms of source name word[0..len), best first (*forms points into l); 0 when it
  * has none or is not a name. dice and pairs, when not NULL, point to the forms' figures. */
 size_t mt_entity_lexicon_forms(const mt_entity_lexicon *l, const char *word, size_t len,
-                               const char *const **forms, const double **dice, const size_t **pairs);
+                               const char *const **forms, const double **dice,
+                               const size_t **pairs);
 
 /* ------------------------------------------------------------------ source-side detector */
 
@@ -186,20 +187,21 @@ size_t mt_entity_lexicon_forms(const mt_entity_lexicon *l, const char *word, siz
  * is not an ordinary word of the corpus (so a verse-opening "Que" inside a paragraph is none);
  * without one, name-shaped words that do not start a sentence. Numbers are
  * never names; punctuation and spaces end a word. lex may be NULL. 0, or -1 on invalid UTF-8. */
-int mt_source_entities(mt_text_span **spans, size_t *n, const char *src, const mt_entity_lexicon *lex);
+int mt_source_entities(mt_text_span **spans, size_t *n, const char *src,
+                       const mt_entity_lexicon *lex);
 
 /* What a translation did with a source name. */
 typedef enum {
-    MT_ENTITY_COPIED,     /* the name occurs verbatim in the hypothesis */
+    MT_ENTITY_COPIED, /* the name occurs verbatim in the hypothesis */
     MT_ENTITY_TRANSLATED, /* not verbatim, but one of its lexicon forms occurs */
-    MT_ENTITY_DROPPED,    /* neither */
+    MT_ENTITY_DROPPED, /* neither */
 } mt_entity_fate;
 
 /* The fate of name[0..len) in hyp (substring matches, as the recall of §5.3). For
  * MT_ENTITY_TRANSLATED, *form (when form is not NULL) is the lexicon form found; lex may be
  * NULL (then a name is copied or dropped). */
-mt_entity_fate mt_entity_fate_in(const char *hyp, const char *name, size_t len, const mt_entity_lexicon *lex,
-                                 const char **form);
+mt_entity_fate mt_entity_fate_in(const char *hyp, const char *name, size_t len,
+                                 const mt_entity_lexicon *lex, const char **form);
 
 /* ------------------------------------------------------------------ translated-aware recall */
 
@@ -209,8 +211,8 @@ mt_entity_fate mt_entity_fate_in(const char *hyp, const char *name, size_t len, 
  * name copied verbatim (ts->copy_as). Training counts: the corpus stats' count of a copyable
  * entity, or the lexicon's pairs of the (name, form) it came from, whichever is larger.
  * stats may be NULL. 0, or -1 naming the segment. */
-int mt_ne_testset_build_translated(mt_ne_testset *ts, const char *const *src, const char *const *ref,
-                                   size_t n, mt_ner_lang lang, const mt_corpus_stats *stats,
-                                   const mt_entity_lexicon *lex);
+int mt_ne_testset_build_translated(mt_ne_testset *ts, const char *const *src,
+                                   const char *const *ref, size_t n, mt_ner_lang lang,
+                                   const mt_corpus_stats *stats, const mt_entity_lexicon *lex);
 
 #endif

@@ -14,7 +14,7 @@
 
 enum {
     MT_FILE_REGULAR = 0, /* a regular file (after symlinks), nothing else */
-    MT_FILE_STREAM = 1,  /* also a pipe or FIFO (text read once, start to end): `<(cmd)` */
+    MT_FILE_STREAM = 1, /* also a pipe or FIFO (text read once, start to end): `<(cmd)` */
 };
 
 /* 0 when path names what kind allows, else -1 with the reason, without opening it:
@@ -41,7 +41,7 @@ typedef struct {
     const char *name; /* in messages: "NAME:LINE: ..." */
     size_t max;
     const char *hint; /* after the limit's message: "one sentence per line expected" */
-    size_t line_no;   /* of the line last returned, from 1 */
+    size_t line_no; /* of the line last returned, from 1 */
     char *buf;
     size_t cap;
 } mt_line_reader;

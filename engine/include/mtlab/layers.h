@@ -39,8 +39,8 @@
 typedef struct {
     char name[MT_TENSOR_NAME_MAX]; /* HF local name, e.g. "in_proj.weight" */
     int ndim;
-    int shape[3];                  /* as HF stores it (conv1d.weight is (Di, 1, K)) */
-    int decay;                     /* 1: AdamW weight decay applies */
+    int shape[3]; /* as HF stores it (conv1d.weight is (Di, 1, K)) */
+    int decay; /* 1: AdamW weight decay applies */
 } mt_tensor_spec;
 
 size_t mt_tensor_numel(const mt_tensor_spec *t);
@@ -53,7 +53,7 @@ void mt_tensors_decay_mask(uint8_t *mask, const mt_tensor_spec *specs, int n);
 typedef struct {
     float p;
     uint64_t seed, step; /* step: the optimiser step, so every step draws a new mask */
-    uint32_t site;       /* distinct per dropout site within a step (layer index * 8 + k ...) */
+    uint32_t site; /* distinct per dropout site within a step (layer index * 8 + k ...) */
 } mt_dropout;
 
 /* ---------------------------------------------------------------- linear
@@ -71,10 +71,10 @@ void mt_linear_backward(const mt_backend *be, const mt_weight_grads *grads, cons
                         const float *x, const float *weight, size_t BT, int C, int OC);
 
 /* ---------------------------------------------------------------- int8 / bf16 weights
- * The int8 (or bf16) copies of a model's linear weights (docs/quantization.md §3), each registered by
- * the address of its fp32 matrix (rows, cols) in the parameter block. A layer may pass a
- * pointer to a row range of a registered matrix (Mamba splits in_proj and x_proj by rows):
- * mt_qweights_find returns the matrix and the first row. */
+ * The int8 (or bf16) copies of a model's linear weights (docs/quantization.md §3), each registered
+ * by the address of its fp32 matrix (rows, cols) in the parameter block. A layer may pass a pointer
+ * to a row range of a registered matrix (Mamba splits in_proj and x_proj by rows): mt_qweights_find
+ * returns the matrix and the first row. */
 typedef struct mt_qweights mt_qweights;
 mt_qweights *mt_qweights_new(const mt_backend *be);
 /* The `kind` copy of w (rows, cols), backend memory, by be->qmatrix_make; -1 + mt_error on
@@ -90,14 +90,14 @@ void mt_qweights_free(mt_qweights *qw);
 
 /* ---------------------------------------------------------------- embedding
  * out (BT, C) = scale * table[ids]; table (V, C); scale is sqrt(C) for Marian/RetNet, else 1 */
-void mt_embedding_forward(const mt_backend *be, float *out, const int32_t *ids,
-                          const float *table, size_t BT, int C, float scale);
+void mt_embedding_forward(const mt_backend *be, float *out, const int32_t *ids, const float *table,
+                          size_t BT, int C, float scale);
 void mt_embedding_backward(const mt_backend *be, float *dtable, const float *dout,
                            const int32_t *ids, size_t BT, int C, float scale);
 /* Tied output projection: logits (BT, V) = x (BT, C) table^T (+ bias (V) or NULL, Marian's
  * final_logits_bias). */
-void mt_tied_logits_forward(const mt_backend *be, float *logits, const float *x,
-                            const float *table, const float *bias, size_t BT, int C, int V);
+void mt_tied_logits_forward(const mt_backend *be, float *logits, const float *x, const float *table,
+                            const float *bias, size_t BT, int C, int V);
 /* grads->dweight is the table's gradient */
 void mt_tied_logits_backward(const mt_backend *be, const mt_weight_grads *grads,
                              const float *dlogits, const float *x, const float *table, size_t BT,
@@ -180,9 +180,9 @@ void mt_ffn_backward(const mt_backend *be, const mt_ffn_grads *grads, const floa
                      const mt_ffn_config *cfg, size_t BT);
 
 typedef enum {
-    MT_GATED_LLAMA,  /* tensors up_proj, gate_proj, down_proj (value = up) */
+    MT_GATED_LLAMA, /* tensors up_proj, gate_proj, down_proj (value = up) */
     MT_GATED_RETNET, /* tensors fc1, gate, fc2 (value = gate, SiLU on fc1) */
-    MT_GATED_FC1,    /* tensors fc1 (2F, C) = [value; gate], fc2 (mamba_ssm GatedMlp) */
+    MT_GATED_FC1, /* tensors fc1 (2F, C) = [value; gate], fc2 (mamba_ssm GatedMlp) */
 } mt_gated_layout;
 typedef struct {
     int C, F;
@@ -192,14 +192,14 @@ typedef struct {
 typedef struct {
     float *value_w; /* (F, C) */
     float *value_b; /* (F) or NULL */
-    float *gate_w;  /* (F, C) */
-    float *gate_b;  /* (F) or NULL */
-    float *down_w;  /* (C, F) */
-    float *down_b;  /* (C) or NULL */
+    float *gate_w; /* (F, C) */
+    float *gate_b; /* (F) or NULL */
+    float *down_w; /* (C, F) */
+    float *down_b; /* (C) or NULL */
 } mt_gated_mlp_params;
 typedef struct {
-    float *value;  /* (BT, F) */
-    float *gate;   /* (BT, F) pre-SiLU */
+    float *value; /* (BT, F) */
+    float *gate; /* (BT, F) pre-SiLU */
     float *hidden; /* (BT, F) value * SiLU(gate) */
 } mt_gated_mlp_acts;
 int mt_gated_mlp_tensors(const mt_gated_mlp_config *cfg, mt_tensor_spec *specs);
@@ -217,10 +217,9 @@ typedef struct {
     mt_gated_mlp_params *g;
     mt_gated_mlp_acts *da;
 } mt_gated_mlp_grads;
-void mt_gated_mlp_backward(const mt_backend *be, const mt_gated_mlp_grads *grads,
-                           const float *dout, const mt_gated_mlp_acts *a, const float *x,
-                           const mt_gated_mlp_params *p, const mt_gated_mlp_config *cfg,
-                           size_t BT);
+void mt_gated_mlp_backward(const mt_backend *be, const mt_gated_mlp_grads *grads, const float *dout,
+                           const mt_gated_mlp_acts *a, const float *x, const mt_gated_mlp_params *p,
+                           const mt_gated_mlp_config *cfg, size_t BT);
 
 /* ---------------------------------------------------------------- multi-head attention
  * Self attention: xkv = xq, Tk = Tq. Cross attention: xkv is the encoder output (B, Tk, kv_C)
@@ -228,12 +227,12 @@ void mt_gated_mlp_backward(const mt_backend *be, const mt_gated_mlp_grads *grads
  * q and k. The padding mask hides keys; queries at padded positions still produce an output
  * (over their visible keys) that callers ignore. */
 typedef struct {
-    int C, H;             /* d_model, heads; Dh = C / H */
-    int kv_C;             /* width of xkv; 0 means C */
-    int bias;             /* 1: q/k/v/out projections have biases (Marian) */
+    int C, H; /* d_model, heads; Dh = C / H */
+    int kv_C; /* width of xkv; 0 means C */
+    int bias; /* 1: q/k/v/out projections have biases (Marian) */
     int causal;
-    int window;           /* sliding window (Mamba-Local: 64); 0 = full; needs causal */
-    int rope_dim;         /* rotated dims per head; 0 = no rotary */
+    int window; /* sliding window (Mamba-Local: 64); 0 = full; needs causal */
+    int rope_dim; /* rotated dims per head; 0 = no rotary */
     int rope_interleaved; /* 1: RetNet pairs (2i, 2i+1); 0: rotate-half */
     const float *rope_inv_freq; /* (rope_dim/2) backend memory, from mt_rope_inv_freq */
     const char *out_name; /* tensor name of the output projection; NULL = "out_proj" */
@@ -245,9 +244,9 @@ typedef struct {
     float *o_w, *o_b; /* (C, C), (C); biases NULL when cfg.bias = 0 */
 } mt_attn_params;
 typedef struct {
-    float *q;   /* (B, Tq, C) after rotary */
-    float *k;   /* (B, Tk, C) after rotary */
-    float *v;   /* (B, Tk, C) */
+    float *q; /* (B, Tq, C) after rotary */
+    float *k; /* (B, Tk, C) after rotary */
+    float *v; /* (B, Tk, C) */
     float *att; /* (B, H, Tq, Tk) softmax probabilities (the probe's attention map) */
     float *ctx; /* (B, Tq, C) attention output before the out projection */
 } mt_attn_acts;
@@ -266,7 +265,7 @@ typedef struct {
      * positions; cross decode: the memory's (B, S); ring decode: (B, key_ld) positional; NULL
      * when every key is real */
     const uint8_t *key_mask;
-    int key_ld;               /* ring decode: key_mask's row stride */
+    int key_ld; /* ring decode: key_mask's row stride */
     const uint8_t *slot_mask; /* ring decode: (B, Tr) for a step, NULL for a prefill */
 } mt_attn_call;
 /* What backward accumulates: dxq, dxkv (may be the same buffer for self attention; either
@@ -326,12 +325,11 @@ void mt_kv_cache_reorder(const mt_backend *be, mt_kv_cache *dst, const mt_kv_cac
  * a: acts for (B, Tq, P + Tq) in a prefill, (B, 1, Tr) in a step. -1 on a step without a
  * prefill. Reorder the ring with mt_kv_cache_reorder. */
 int mt_attention_ring_decode(const mt_backend *be, float *out, mt_attn_acts *a, const float *x,
-                             mt_kv_cache *cache, const mt_attn_params *p,
-                             const mt_attn_call *call);
+                             mt_kv_cache *cache, const mt_attn_params *p, const mt_attn_call *call);
 /* Host: slot_mask (B, Tr) of a ring holding positions [max(0, len - Tr), len), from the
  * positional key_mask (B, key_ld) (0 at pads); slots without a position are 0. */
-void mt_kv_ring_slot_mask(uint8_t *slot_mask, const uint8_t *key_mask, int key_ld, int B,
-                          int len, int Tr);
+void mt_kv_ring_slot_mask(uint8_t *slot_mask, const uint8_t *key_mask, int key_ld, int B, int len,
+                          int Tr);
 
 /* ---------------------------------------------------------------- multi-scale retention
  * RetNet's token mixer (docs/models.md §4, torchscale MultiScaleRetention), no biases:
@@ -342,10 +340,10 @@ void mt_kv_ring_slot_mask(uint8_t *slot_mask, const uint8_t *key_mask, int key_l
  *   o = RMSNorm of each head's Dv values, no affine ("group norm") ; out = (SiLU(g) o) Wo^T
  * Tensors q_proj (C, C), k_proj (C, C), v_proj (V, C), g_proj (V, C), out_proj (C, V). */
 typedef struct {
-    int C;   /* d_model E */
-    int H;   /* heads, <= MT_RETENTION_MAX_HEADS; Dk = C / H */
-    int V;   /* value width over all heads (2C in RetNet); Dv = V / H */
-    float eps;             /* group norm epsilon */
+    int C; /* d_model E */
+    int H; /* heads, <= MT_RETENTION_MAX_HEADS; Dk = C / H */
+    int V; /* value width over all heads (2C in RetNet); Dv = V / H */
+    float eps; /* group norm epsilon */
     const float *inv_freq; /* (Dk/2) backend memory, mt_rope_inv_freq(Dk, 10000, RETNET) */
 } mt_retention_config;
 /* gamma (H) host: gamma_h = 1 - 2^(-5-h) */
@@ -358,19 +356,19 @@ typedef struct {
     float *o_w; /* (C, V) */
 } mt_retention_params;
 typedef struct {
-    float *q, *k;  /* (B, T, C) rotated; k scaled by Dk^-1/2 */
-    float *v, *g;  /* (B, T, V) */
-    float *att;    /* (B, H, T, T) normalised retention weights (the probe's map) */
-    float *r;      /* (B, H, T) abs-sum normaliser */
-    float *o;      /* (B, T, V) retention output */
-    float *on;     /* (B, T, V) group-normed */
-    float *rstd;   /* (B*T*H) group norm */
-    float *gated;  /* (B, T, V) SiLU(g) * on */
-    float *step;   /* (B, 2C + 2V) q, k, v, out of one position of a prefill chunk */
+    float *q, *k; /* (B, T, C) rotated; k scaled by Dk^-1/2 */
+    float *v, *g; /* (B, T, V) */
+    float *att; /* (B, H, T, T) normalised retention weights (the probe's map) */
+    float *r; /* (B, H, T) abs-sum normaliser */
+    float *o; /* (B, T, V) retention output */
+    float *on; /* (B, T, V) group-normed */
+    float *rstd; /* (B*T*H) group norm */
+    float *gated; /* (B, T, V) SiLU(g) * on */
+    float *step; /* (B, 2C + 2V) q, k, v, out of one position of a prefill chunk */
 } mt_retention_acts;
 /* Decoding state: s and KV of mt_retention_desc, plus the position of the next token. */
 typedef struct {
-    float *kv;    /* (B, H, Dk, Dv) */
+    float *kv; /* (B, H, Dk, Dv) */
     float *scale; /* (B, H) s */
     int len;
 } mt_retention_state;
@@ -382,8 +380,8 @@ size_t mt_retention_acts_count(const mt_retention_config *cfg, int B, int T);
 float *mt_retention_acts_point(mt_retention_acts *a, float *base, const mt_retention_config *cfg,
                                int B, int T);
 size_t mt_retention_state_count(const mt_retention_config *cfg, int B);
-float *mt_retention_state_point(mt_retention_state *s, float *base,
-                                const mt_retention_config *cfg, int B);
+float *mt_retention_state_point(mt_retention_state *s, float *base, const mt_retention_config *cfg,
+                                int B);
 /* out, x (B, T, C); mask (B, T) or NULL; state NULL, or filled after this prefill (positions
  * 0 .. T-1) for decoding. A state that already holds positions (state->len > 0) is continued
  * instead: the T positions are a later chunk of the prompt, run through the recurrent step one
@@ -392,7 +390,7 @@ float *mt_retention_state_point(mt_retention_state *s, float *base,
 typedef struct {
     const mt_retention_config *cfg;
     int B, T;
-    const uint8_t *mask;       /* (B, T) or NULL */
+    const uint8_t *mask; /* (B, T) or NULL */
     mt_retention_state *state; /* forward only: NULL, or the decoding state to fill or continue */
 } mt_retention_call;
 /* What backward accumulates: dx (B, T, C), the parameter gradients g; da is scratch with the
@@ -404,9 +402,9 @@ typedef struct {
 } mt_retention_grads;
 void mt_retention_forward(const mt_backend *be, float *out, mt_retention_acts *a, const float *x,
                           const mt_retention_params *p, const mt_retention_call *call);
-void mt_retention_backward(const mt_backend *be, const mt_retention_grads *grads,
-                           const float *dout, const mt_retention_acts *a, const float *x,
-                           const mt_retention_params *p, const mt_retention_call *call);
+void mt_retention_backward(const mt_backend *be, const mt_retention_grads *grads, const float *dout,
+                           const mt_retention_acts *a, const float *x, const mt_retention_params *p,
+                           const mt_retention_call *call);
 /* One recurrent step at position state->len: x, out (B, C); a: acts for (B, T = 1). */
 void mt_retention_step(const mt_backend *be, float *out, mt_retention_acts *a, const float *x,
                        const mt_retention_params *p, const mt_retention_config *cfg,
@@ -425,50 +423,49 @@ typedef struct {
     int d_model; /* C */
     int d_inner; /* D = expand * C */
     int d_state; /* N (16) */
-    int d_conv;  /* K (4) */
+    int d_conv; /* K (4) */
     int dt_rank; /* R = ceil(C / 16) */
-    int bias;    /* 1: in_proj and out_proj have biases (Hugging Face MambaConfig use_bias) */
+    int bias; /* 1: in_proj and out_proj have biases (Hugging Face MambaConfig use_bias) */
     int no_conv_bias; /* 1: conv1d has none (use_conv_bias false) */
 } mt_mamba_config;
 /* d_inner = 2C, d_state 16, d_conv 4, dt_rank ceil(C/16) (mamba_ssm defaults) */
 void mt_mamba_config_default(mt_mamba_config *cfg, int d_model);
 typedef struct {
-    float *in_proj_w;  /* (2*D, C): rows [0, D) x, [D, 2*D) z */
-    float *in_proj_b;  /* (2*D) or NULL (cfg bias) */
-    float *conv_w;     /* (D, K) */
-    float *conv_b;     /* (D) or NULL (cfg no_conv_bias) */
-    float *x_proj_w;   /* (R + 2*N, D): rows [0,R) dt, [R,R+N) B, [R+N,R+2N) C */
-    float *dt_proj_w;  /* (D, R) */
-    float *dt_proj_b;  /* (D) */
-    float *A_log;      /* (D, N) */
-    float *D;          /* (D) */
+    float *in_proj_w; /* (2*D, C): rows [0, D) x, [D, 2*D) z */
+    float *in_proj_b; /* (2*D) or NULL (cfg bias) */
+    float *conv_w; /* (D, K) */
+    float *conv_b; /* (D) or NULL (cfg no_conv_bias) */
+    float *x_proj_w; /* (R + 2*N, D): rows [0,R) dt, [R,R+N) B, [R+N,R+2N) C */
+    float *dt_proj_w; /* (D, R) */
+    float *dt_proj_b; /* (D) */
+    float *A_log; /* (D, N) */
+    float *D; /* (D) */
     float *out_proj_w; /* (C, D) */
     float *out_proj_b; /* (C) or NULL (cfg bias) */
 } mt_mamba_params;
 typedef struct {
-    float *x;      /* (B, T, D) in_proj x half, masked */
-    float *z;      /* (B, T, D) gate half */
-    float *xc;     /* (B, T, D) conv output before SiLU */
-    float *u;      /* (B, T, D) SiLU(xc), masked: the scan input */
+    float *x; /* (B, T, D) in_proj x half, masked */
+    float *z; /* (B, T, D) gate half */
+    float *xc; /* (B, T, D) conv output before SiLU */
+    float *u; /* (B, T, D) SiLU(xc), masked: the scan input */
     float *dt_low; /* (B, T, R) */
-    float *Bm;     /* (B, T, N) */
-    float *Cm;     /* (B, T, N) */
-    float *dt;     /* (B, T, D) dt_proj output (no bias) */
-    float *y;      /* (B, T, D) scan output (with D skip) */
-    float *yg;     /* (B, T, D) y * SiLU(z) */
-    float *o;      /* (B, T, C) out_proj output before dropout */
+    float *Bm; /* (B, T, N) */
+    float *Cm; /* (B, T, N) */
+    float *dt; /* (B, T, D) dt_proj output (no bias) */
+    float *y; /* (B, T, D) scan output (with D skip) */
+    float *yg; /* (B, T, D) y * SiLU(z) */
+    float *o; /* (B, T, C) out_proj output before dropout */
 } mt_mamba_acts;
 typedef struct {
     float *conv; /* (B, D, K) last K masked in_proj x values, oldest first */
-    float *ssm;  /* (B, D, N) the SSM state h */
-    int len;     /* positions the state holds */
+    float *ssm; /* (B, D, N) the SSM state h */
+    int len; /* positions the state holds */
 } mt_mamba_state;
 int mt_mamba_tensors(const mt_mamba_config *cfg, mt_tensor_spec *specs); /* 9 tensors */
 size_t mt_mamba_params_count(const mt_mamba_config *cfg);
 float *mt_mamba_params_point(mt_mamba_params *p, float *base, const mt_mamba_config *cfg);
 size_t mt_mamba_acts_count(const mt_mamba_config *cfg, int B, int T);
-float *mt_mamba_acts_point(mt_mamba_acts *a, float *base, const mt_mamba_config *cfg, int B,
-                           int T);
+float *mt_mamba_acts_point(mt_mamba_acts *a, float *base, const mt_mamba_config *cfg, int B, int T);
 size_t mt_mamba_state_count(const mt_mamba_config *cfg, int B);
 float *mt_mamba_state_point(mt_mamba_state *s, float *base, const mt_mamba_config *cfg, int B);
 /* out, inp (B, T, C); mask (B, T) or NULL (left padding is exact: docs/models.md §3.5);
@@ -479,9 +476,9 @@ float *mt_mamba_state_point(mt_mamba_state *s, float *base, const mt_mamba_confi
 typedef struct {
     const mt_mamba_config *cfg;
     int B, T;
-    const uint8_t *mask;    /* (B, T) or NULL */
+    const uint8_t *mask; /* (B, T) or NULL */
     const mt_dropout *drop; /* of the output, or NULL */
-    mt_mamba_state *state;  /* forward only: NULL, or the decoding state to fill or continue */
+    mt_mamba_state *state; /* forward only: NULL, or the decoding state to fill or continue */
 } mt_mamba_call;
 /* What backward accumulates: dinp (B, T, C), the parameter gradients g; da is scratch with
  * the layout of the acts. */
@@ -508,8 +505,8 @@ typedef struct {
     size_t BT;
     int V;
     int ignore_index; /* targets equal to it count nothing */
-    float smoothing;  /* label smoothing */
-    float scale;      /* backward and fused only */
+    float smoothing; /* label smoothing */
+    float scale; /* backward and fused only */
 } mt_loss_call;
 double mt_cross_entropy_forward(const mt_backend *be, float *losses, float *lse,
                                 const float *logits, const int32_t *targets,
@@ -524,7 +521,7 @@ void mt_cross_entropy_fused(const mt_backend *be, float *losses, float *logits,
 /* ---------------------------------------------------------------- initialisation (host)
  * Parameters are initialised in host memory (then uploaded when the backend is a device). */
 void mt_init_uniform(mt_rng *r, float *w, size_t n, float bound); /* U(-bound, bound) */
-void mt_init_normal(mt_rng *r, float *w, size_t n, float std);    /* N(0, std^2) */
+void mt_init_normal(mt_rng *r, float *w, size_t n, float std); /* N(0, std^2) */
 void mt_init_fill(float *w, size_t n, float value);
 /* PyTorch default Linear/Conv init, kaiming_uniform(a = sqrt 5): U(+-1/sqrt(fan_in)) for the
  * weight (OC, fan_in) and, when bias is not NULL, the bias (OC). */

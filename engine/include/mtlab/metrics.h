@@ -32,16 +32,17 @@ char *mt_lowercase(const char *text);
 
 /* ------------------------------------------------------------------ BLEU's tokenizers */
 
-/* sacreBLEU's --tokenize choices (ko-mecab is left out: MeCab's Korean dictionary is not in Debian): */
+/* sacreBLEU's --tokenize choices (ko-mecab is left out: MeCab's Korean dictionary is not in
+ * Debian): */
 typedef enum {
     MT_BLEU_TOK_13A = 0, /* mteval-v13a (the default) */
-    MT_BLEU_TOK_NONE,    /* the text as it is */
-    MT_BLEU_TOK_INTL,    /* mteval-v14 international: Unicode punctuation and symbols */
-    MT_BLEU_TOK_CHAR,    /* every character */
-    MT_BLEU_TOK_ZH,      /* Chinese characters one by one, the rest as 13a */
+    MT_BLEU_TOK_NONE, /* the text as it is */
+    MT_BLEU_TOK_INTL, /* mteval-v14 international: Unicode punctuation and symbols */
+    MT_BLEU_TOK_CHAR, /* every character */
+    MT_BLEU_TOK_ZH, /* Chinese characters one by one, the rest as 13a */
     MT_BLEU_TOK_FLORES101, /* SentencePiece pieces of a given model (spBLEU), FLORES-101's */
     MT_BLEU_TOK_FLORES200, /* ... FLORES-200's */
-    MT_BLEU_TOK_JA_MECAB,  /* MeCab's Japanese words, with the IPA dictionary make builds */
+    MT_BLEU_TOK_JA_MECAB, /* MeCab's Japanese words, with the IPA dictionary make builds */
     MT_BLEU_TOK_COUNT
 } mt_bleu_tokenize;
 
@@ -71,19 +72,19 @@ char *mt_tokenize_sacrebleu(mt_bleu_tokenize t, const mt_spm_pieces *spm, const 
 #define MT_BLEU_MAX_ORDER 4
 
 typedef enum {
-    MT_SMOOTH_EXP,   /* NIST geometric smoothing (sacreBLEU's default) */
+    MT_SMOOTH_EXP, /* NIST geometric smoothing (sacreBLEU's default) */
     MT_SMOOTH_FLOOR, /* zero counts get precision smooth_value / total */
     MT_SMOOTH_ADD_K, /* orders 2..4 add smooth_value to matches and totals */
     MT_SMOOTH_NONE,
 } mt_bleu_smooth;
 
 typedef struct {
-    int lowercase;          /* 1: case-insensitive ("case:lc") */
+    int lowercase; /* 1: case-insensitive ("case:lc") */
     mt_bleu_smooth smooth;
-    double smooth_value;    /* < 0: sacreBLEU's default (floor 0.1, add-k 1) */
-    int effective_order;    /* 1: average only the orders that have n-grams (sentence BLEU) */
-    mt_bleu_tokenize tokenize;  /* MT_BLEU_TOK_13A (0) unless chosen ("tok:" in the signature) */
-    const mt_spm_pieces *spm;   /* the SentencePiece model of the flores tokenizers, else NULL */
+    double smooth_value; /* < 0: sacreBLEU's default (floor 0.1, add-k 1) */
+    int effective_order; /* 1: average only the orders that have n-grams (sentence BLEU) */
+    mt_bleu_tokenize tokenize; /* MT_BLEU_TOK_13A (0) unless chosen ("tok:" in the signature) */
+    const mt_spm_pieces *spm; /* the SentencePiece model of the flores tokenizers, else NULL */
 } mt_bleu_opts;
 
 /* sacreBLEU's corpus defaults: mixed case, exp smoothing, effective order off. */
@@ -91,19 +92,19 @@ mt_bleu_opts mt_bleu_defaults(void);
 
 /* Sufficient statistics of one segment, or of a corpus once summed. */
 typedef struct {
-    int64_t hyp_len;                    /* hypothesis tokens */
-    int64_t ref_len;                    /* closest reference length (ties: the shorter) */
+    int64_t hyp_len; /* hypothesis tokens */
+    int64_t ref_len; /* closest reference length (ties: the shorter) */
     int64_t correct[MT_BLEU_MAX_ORDER]; /* clipped n-gram matches, n = 1..4 */
-    int64_t total[MT_BLEU_MAX_ORDER];   /* hypothesis n-grams, n = 1..4 */
+    int64_t total[MT_BLEU_MAX_ORDER]; /* hypothesis n-grams, n = 1..4 */
 } mt_bleu_stats;
 
 typedef struct {
-    double score;                           /* 0..100 */
-    double precisions[MT_BLEU_MAX_ORDER];   /* percentages, after smoothing */
-    double bp;                              /* brevity penalty */
-    double ratio;                           /* sys_len / ref_len (0 when ref_len is 0) */
-    int64_t counts[MT_BLEU_MAX_ORDER];      /* the raw matches (sacreBLEU's add-k adds k here) */
-    int64_t totals[MT_BLEU_MAX_ORDER];      /* the raw totals (likewise) */
+    double score; /* 0..100 */
+    double precisions[MT_BLEU_MAX_ORDER]; /* percentages, after smoothing */
+    double bp; /* brevity penalty */
+    double ratio; /* sys_len / ref_len (0 when ref_len is 0) */
+    int64_t counts[MT_BLEU_MAX_ORDER]; /* the raw matches (sacreBLEU's add-k adds k here) */
+    int64_t totals[MT_BLEU_MAX_ORDER]; /* the raw totals (likewise) */
     int64_t sys_len, ref_len;
 } mt_bleu_score;
 
@@ -120,10 +121,11 @@ void mt_bleu_from_stats(mt_bleu_score *out, const mt_bleu_stats *stats, const mt
 int mt_bleu_corpus(mt_bleu_score *out, const char *const *hyps, size_t n,
                    const char *const *const *refs, size_t n_refs, const mt_bleu_opts *opts);
 /* BLEU of one sentence (sacrebleu.sentence_bleu: mt_bleu_defaults() with effective_order = 1). */
-int mt_bleu_sentence(mt_bleu_score *out, const char *hyp, const char *const *refs,
-                     size_t n_refs, const mt_bleu_opts *opts);
+int mt_bleu_sentence(mt_bleu_score *out, const char *hyp, const char *const *refs, size_t n_refs,
+                     const mt_bleu_opts *opts);
 
-/* "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0" (tok: opts->tokenize), or with short_form
+/* "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0" (tok: opts->tokenize), or with
+ * short_form
  * "#:1|c:mixed|e:no|tok:13a|s:exp|v:2.6.0". Truncated to fit out_len. */
 void mt_bleu_signature(char *out, size_t out_len, const mt_bleu_opts *opts, size_t n_refs,
                        int short_form);
@@ -139,23 +141,23 @@ void mt_bleu_verbose(char *out, size_t out_len, const mt_bleu_score *s);
 #define MT_CHRF_MAX_ORDERS 20 /* char_order + word_order */
 
 typedef struct {
-    int char_order;    /* 6 */
-    int word_order;    /* 0: chrF, 2: chrF++ */
-    int beta;          /* 2: recall weighs 2x precision */
+    int char_order; /* 6 */
+    int word_order; /* 0: chrF, 2: chrF++ */
+    int beta; /* 2: recall weighs 2x precision */
     int lowercase;
-    int whitespace;    /* 1: keep whitespace inside character n-grams */
+    int whitespace; /* 1: keep whitespace inside character n-grams */
     int eps_smoothing; /* 1: average per-order F scores (chrF++.py style) instead */
 } mt_chrf_opts;
 
-mt_chrf_opts mt_chrf_defaults(void);   /* chrF2:   6, 0, 2 */
+mt_chrf_opts mt_chrf_defaults(void); /* chrF2:   6, 0, 2 */
 mt_chrf_opts mt_chrfpp_defaults(void); /* chrF2++: 6, 2, 2 */
 
 /* Per order (character orders 1..char_order, then word orders 1..word_order): */
 typedef struct {
-    int n_orders;                       /* char_order + word_order */
-    int64_t hyp[MT_CHRF_MAX_ORDERS];    /* hypothesis n-grams (0 if the reference has none) */
-    int64_t ref[MT_CHRF_MAX_ORDERS];    /* reference n-grams */
-    int64_t match[MT_CHRF_MAX_ORDERS];  /* clipped matches */
+    int n_orders; /* char_order + word_order */
+    int64_t hyp[MT_CHRF_MAX_ORDERS]; /* hypothesis n-grams (0 if the reference has none) */
+    int64_t ref[MT_CHRF_MAX_ORDERS]; /* reference n-grams */
+    int64_t match[MT_CHRF_MAX_ORDERS]; /* clipped matches */
 } mt_chrf_stats;
 
 /* Statistics of one segment; with several references, those of the reference with the best
@@ -166,8 +168,8 @@ void mt_chrf_stats_add(mt_chrf_stats *acc, const mt_chrf_stats *s);
 /* 0..100 from (summed) statistics. */
 double mt_chrf_from_stats(const mt_chrf_stats *stats, const mt_chrf_opts *opts);
 
-int mt_chrf_corpus(double *score, const char *const *hyps, size_t n,
-                   const char *const *const *refs, size_t n_refs, const mt_chrf_opts *opts);
+int mt_chrf_corpus(double *score, const char *const *hyps, size_t n, const char *const *const *refs,
+                   size_t n_refs, const mt_chrf_opts *opts);
 int mt_chrf_sentence(double *score, const char *hyp, const char *const *refs, size_t n_refs,
                      const mt_chrf_opts *opts);
 
@@ -203,9 +205,9 @@ void mt_text_lines_free(mt_text_lines *t);
  * the fewest word edits and block shifts turning the hypothesis into a reference, per
  * reference word. Lower is better. */
 typedef struct {
-    int normalized;     /* 1: Tercom's normalization and punctuation splitting ("norm:yes") */
-    int no_punct;       /* 1: remove punctuation ("punct:no") */
-    int asian_support;  /* 1: with the two above, CJK characters and punctuation too */
+    int normalized; /* 1: Tercom's normalization and punctuation splitting ("norm:yes") */
+    int no_punct; /* 1: remove punctuation ("punct:no") */
+    int asian_support; /* 1: with the two above, CJK characters and punctuation too */
     int case_sensitive; /* 0: lowercase first ("case:lc", sacreBLEU's default) */
 } mt_ter_opts;
 
@@ -213,7 +215,7 @@ mt_ter_opts mt_ter_defaults(void); /* all 0: lowercased, not normalized, punctua
 
 /* Statistics of one segment, or of a corpus once summed (sacreBLEU's [edits, ref length]). */
 typedef struct {
-    double edits;   /* fewest edits over the references (a whole number) */
+    double edits; /* fewest edits over the references (a whole number) */
     double ref_len; /* the references' average length in words */
 } mt_ter_stats;
 
@@ -222,15 +224,15 @@ typedef struct {
 char *mt_tokenize_tercom(const char *line, const mt_ter_opts *opts);
 
 /* Statistics of one segment against its n_refs references (n_refs >= 1). 0 or -1. */
-int mt_ter_segment_stats(mt_ter_stats *out, const char *hyp, const char *const *refs,
-                         size_t n_refs, const mt_ter_opts *opts);
+int mt_ter_segment_stats(mt_ter_stats *out, const char *hyp, const char *const *refs, size_t n_refs,
+                         const mt_ter_opts *opts);
 void mt_ter_stats_add(mt_ter_stats *acc, const mt_ter_stats *s);
 /* 100 edits / ref_len; 100 when ref_len is 0 but edits are not, 0 when both are. */
 double mt_ter_from_stats(const mt_ter_stats *stats);
 
 /* Corpus TER; refs[r][i] as at the top. 0 or -1 ("segment 17: ..."). */
-int mt_ter_corpus(double *score, const char *const *hyps, size_t n,
-                  const char *const *const *refs, size_t n_refs, const mt_ter_opts *opts);
+int mt_ter_corpus(double *score, const char *const *hyps, size_t n, const char *const *const *refs,
+                  size_t n_refs, const mt_ter_opts *opts);
 int mt_ter_sentence(double *score, const char *hyp, const char *const *refs, size_t n_refs,
                     const mt_ter_opts *opts);
 

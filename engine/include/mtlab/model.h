@@ -30,54 +30,54 @@
  * mamba_encdec.c). */
 #define MT_MAX_ATTN_LAYERS 64
 typedef struct {
-    char arch[24];         /* an architecture of mt_model_arch_list() */
-    int vocab_size;        /* V */
-    int d_model;           /* C */
-    int n_layers;          /* decoder-only: layers; encoder-decoder: decoder layers */
-    int n_encoder_layers;  /* encoder-decoder only */
-    int n_heads;           /* attention heads */
-    int ffn_dim;           /* FFN width */
-    mt_act activation;     /* FFN activation (transformer: ReLU in the paper) */
-    int max_positions;     /* sinusoid table rows (transformer) */
-    int scale_embedding;   /* 1: token embeddings times sqrt(C) */
-    int tie_embeddings;    /* 1: the output projection is the token embedding */
+    char arch[24]; /* an architecture of mt_model_arch_list() */
+    int vocab_size; /* V */
+    int d_model; /* C */
+    int n_layers; /* decoder-only: layers; encoder-decoder: decoder layers */
+    int n_encoder_layers; /* encoder-decoder only */
+    int n_heads; /* attention heads */
+    int ffn_dim; /* FFN width */
+    mt_act activation; /* FFN activation (transformer: ReLU in the paper) */
+    int max_positions; /* sinusoid table rows (transformer) */
+    int scale_embedding; /* 1: token embeddings times sqrt(C) */
+    int tie_embeddings; /* 1: the output projection is the token embedding */
     int separate_embeddings; /* transformer: the encoder has a token embedding of its own
                               * (MarianConfig share_encoder_decoder_embeddings false); a tied
                               * output projection is the decoder's */
     int d_state, d_conv, expand, dt_rank; /* Mamba (docs/models.md §3.1) */
-    float dt_min, dt_max, dt_init_floor;  /* Mamba time_step_* keys, kept for config.json (the
-                                           * initialiser uses mamba_ssm's 1e-3, 0.1, 1e-4) */
-    float norm_eps;        /* RMSNorm epsilon (Mamba); LayerNorm uses 1e-5 (Marian) */
-    float init_std;        /* Mamba embedding init N(0, init_std); the transformer's is
-                            * N(0, C^-1/2) as in fairseq (init_std is only written out) */
-    float dropout;         /* residual-branch dropout while training */
+    float dt_min, dt_max, dt_init_floor; /* Mamba time_step_* keys, kept for config.json (the
+                                          * initialiser uses mamba_ssm's 1e-3, 0.1, 1e-4) */
+    float norm_eps; /* RMSNorm epsilon (Mamba); LayerNorm uses 1e-5 (Marian) */
+    float init_std; /* Mamba embedding init N(0, init_std); the transformer's is
+                     * N(0, C^-1/2) as in fairseq (init_std is only written out) */
+    float dropout; /* residual-branch dropout while training */
     int pad_id, eos_id, sep_id, bos_id, unk_id;
-    int decoder_start_id;  /* first decoder token of encoder-decoder models (<bos>) */
-    float rope_theta;      /* transformer++ rotary base (10000) */
-    int value_dim;         /* retnet value width over all heads (2 x d_model in the paper) */
-    int window;            /* mamba-local: a query sees itself and the `window` keys before */
-    int n_attn_layers;     /* mamba-mha / mamba-local: entries of attn_layers */
+    int decoder_start_id; /* first decoder token of encoder-decoder models (<bos>) */
+    float rope_theta; /* transformer++ rotary base (10000) */
+    int value_dim; /* retnet value width over all heads (2 x d_model in the paper) */
+    int window; /* mamba-local: a query sees itself and the `window` keys before */
+    int n_attn_layers; /* mamba-mha / mamba-local: entries of attn_layers */
     int attn_layers[MT_MAX_ATTN_LAYERS]; /* 0-based indices of the layers that are attention
                                           * blocks (the paper: N/2 - 1 and N - 1) */
     char src_lang[36], tgt_lang[36]; /* the direction, BCP-47 ("es", "en"; MT_LANG_MAX of
                                       * mtlab/dataset.h): config.json's mtlab.src_lang/tgt_lang,
                                       * written by the trainer from its dataset */
-    int langs_recorded;              /* 0: config.json had none, read as the Bible's es -> en (and
-                                      * saved without them again); 1: written */
-    int hf_generate;       /* 1: a checkpoint from the Hugging Face hub (no mtlab block), which
-                            * decodes as transformers' generate() does (mtlab/decode.h) */
-    int hf_max_length;     /* hf_generate: the max_length generate() runs with when asked for
-                            * none (generation_config.json or config.json, docs/bundles.md
-                            * §3.1), the decoder start and the final </s> included; 0: none */
-    int mamba_bias;        /* Mamba: in_proj and out_proj have biases (MambaConfig use_bias) */
+    int langs_recorded; /* 0: config.json had none, read as the Bible's es -> en (and
+                         * saved without them again); 1: written */
+    int hf_generate; /* 1: a checkpoint from the Hugging Face hub (no mtlab block), which
+                      * decodes as transformers' generate() does (mtlab/decode.h) */
+    int hf_max_length; /* hf_generate: the max_length generate() runs with when asked for
+                        * none (generation_config.json or config.json, docs/bundles.md
+                        * §3.1), the decoder start and the final </s> included; 0: none */
+    int mamba_bias; /* Mamba: in_proj and out_proj have biases (MambaConfig use_bias) */
     int mamba_no_conv_bias; /* Mamba: conv1d has none (MambaConfig use_conv_bias false) */
     int pad_vocab_multiple; /* Mamba: MambaConfig pad_vocab_size_multiple (8), checked and not
                              * used: vocab_size holds the padded rows */
-    char prompt[256];      /* decoder-only: config.json's mtlab.prompt, a text template holding
-                            * "{src}" once ("{src}<sep>", "Spanish: {src}\nEnglish:"): the source
-                            * text goes in its place and the whole is encoded (mt_source_encode),
-                            * no <sep> appended; "": ids `src <sep>` (mtlab's own models;
-                            * docs/bundles.md §2.4) */
+    char prompt[256]; /* decoder-only: config.json's mtlab.prompt, a text template holding
+                       * "{src}" once ("{src}<sep>", "Spanish: {src}\nEnglish:"): the source
+                       * text goes in its place and the whole is encoded (mt_source_encode),
+                       * no <sep> appended; "": ids `src <sep>` (mtlab's own models;
+                       * docs/bundles.md §2.4) */
 } mt_model_config;
 
 /* The id decoding never generates: <pad>, except where it is also <eos> (the hub's Mamba and
@@ -178,9 +178,9 @@ typedef struct {
     const char *name; /* Hugging Face name, "backbone.layers.0.mixer.A_log" */
     int ndim;
     int shape[3];
-    size_t offset;    /* floats from the start of the parameter block */
+    size_t offset; /* floats from the start of the parameter block */
     size_t numel;
-    int trainable;    /* 0 for fixed buffers (final_logits_bias) */
+    int trainable; /* 0 for fixed buffers (final_logits_bias) */
 } mt_model_tensor_info;
 int mt_model_tensor_count(const mt_model *m);
 int mt_model_tensor(const mt_model *m, int i, mt_model_tensor_info *info);
@@ -210,13 +210,13 @@ float *mt_model_grads(mt_model *m);
 /* ---------------------------------------------------------------- forward and training */
 typedef struct {
     int B;
-    int T;                /* ids length */
-    const int32_t *ids;   /* host (B, T), see the token conventions above */
-    int S;                /* encoder-decoder: source length */
-    const int32_t *src;   /* host (B, S), encoder-decoder only */
-    const int *n_prompt;  /* decoder-only, host (B) or NULL: ids of each row before its target,
-                           * left padding included; the loss counts from there on (a prompt
-                           * template's rows, which hold no <sep> to count from) */
+    int T; /* ids length */
+    const int32_t *ids; /* host (B, T), see the token conventions above */
+    int S; /* encoder-decoder: source length */
+    const int32_t *src; /* host (B, S), encoder-decoder only */
+    const int *n_prompt; /* decoder-only, host (B) or NULL: ids of each row before its target,
+                          * left padding included; the loss counts from there on (a prompt
+                          * template's rows, which hold no <sep> to count from) */
 } mt_batch;
 
 /* Logits of every position: host (B, T, V). */
@@ -283,7 +283,8 @@ int mt_decode_state_length(const mt_decode_state *st);
 size_t mt_model_decode_state_bytes(const mt_model *m, int max_B, int max_T, int max_S);
 /* The same from a configuration alone (no parameters are allocated), e.g. for paper-size
  * presets in benchmarks; 0 when the configuration is invalid. */
-size_t mt_model_config_decode_state_bytes(const mt_model_config *cfg, int max_B, int max_T, int max_S);
+size_t mt_model_config_decode_state_bytes(const mt_model_config *cfg, int max_B, int max_T,
+                                          int max_S);
 /* What an existing state holds now: those caches plus the working set of its passes so far
  * (the largest prefill chunk or step), its rows, ids and masks: the decoding memory. */
 size_t mt_decode_state_bytes_held(const mt_decode_state *st);

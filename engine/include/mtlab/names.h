@@ -62,8 +62,8 @@ int mt_names_substitute(char **src_out, char **tgt_out, const char **chosen, con
 
 typedef struct {
     size_t n_segments;
-    size_t *first;  /* (n_segments + 1): segment i's names are names[first[i] .. first[i+1]) */
-    char **names;   /* (first[n_segments]) */
+    size_t *first; /* (n_segments + 1): segment i's names are names[first[i] .. first[i+1]) */
+    char **names; /* (first[n_segments]) */
 } mt_names_list;
 
 /* 0, or -1 with "PATH:LINE: problem" (bad magic or header, a segment out of range or

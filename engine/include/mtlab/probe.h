@@ -54,41 +54,41 @@ typedef enum {
 /* The kind of unit a map was read from: a self-attention map may come from softmax attention
  * (full or a sliding window) or from RetNet's retention, and says which. */
 typedef enum {
-    MT_PROBE_UNIT_MODEL,     /* model-wide (state norms over the Mamba layers) */
+    MT_PROBE_UNIT_MODEL, /* model-wide (state norms over the Mamba layers) */
     MT_PROBE_UNIT_ATTENTION, /* softmax attention: self (full or sliding-window) or cross */
     MT_PROBE_UNIT_RETENTION, /* RetNet's retention */
-    MT_PROBE_UNIT_MAMBA,     /* a Mamba layer's scan */
+    MT_PROBE_UNIT_MAMBA, /* a Mamba layer's scan */
 } mt_probe_unit;
 
 typedef struct {
     mt_probe_kind kind;
     mt_probe_unit unit;
-    int causal;      /* 1: cells with col > row are masked: the unit never looks ahead */
-    int window;      /* > 0: cells with col < row - window are masked too (sliding window) */
-    int layer;       /* the model layer it belongs to (0-based); -1 for model-wide maps */
-    int encoder;     /* 1: a map of the encoder stack */
-    int heads;       /* stacked maps: 1 unless attention */
+    int causal; /* 1: cells with col > row are masked: the unit never looks ahead */
+    int window; /* > 0: cells with col < row - window are masked too (sliding window) */
+    int layer; /* the model layer it belongs to (0-based); -1 for model-wide maps */
+    int encoder; /* 1: a map of the encoder stack */
+    int heads; /* stacked maps: 1 unless attention */
     int rows, cols;
     mt_probe_axis row_axis, col_axis;
-    float *values;   /* (heads, rows, cols) */
+    float *values; /* (heads, rows, cols) */
 } mt_probe_map;
 
 typedef struct {
     int32_t *tokens; /* (n_tokens) the decoder sequence */
     int n_tokens;
-    int n_prompt;    /* tokens[0 .. n_prompt) are the prompt, the rest the hypothesis */
-    int32_t *src;    /* (n_src) the encoder input of an encoder-decoder model, else NULL */
+    int n_prompt; /* tokens[0 .. n_prompt) are the prompt, the rest the hypothesis */
+    int32_t *src; /* (n_src) the encoder input of an encoder-decoder model, else NULL */
     int n_src;
-    int groups;      /* channel groups of the state-group maps */
+    int groups; /* channel groups of the state-group maps */
     mt_probe_map *maps;
     int n_maps;
 } mt_probe_record;
 
 typedef struct {
-    unsigned kinds;     /* bits (1u << kind) to record; 0 records every kind */
-    int groups;         /* channel groups for MT_PROBE_STATE_GROUPS; 0 means 8 */
-    int max_positions;  /* longer sequences are refused (0 means 1024): the implicit maps
-                           cost O(T^2 D N) */
+    unsigned kinds; /* bits (1u << kind) to record; 0 records every kind */
+    int groups; /* channel groups for MT_PROBE_STATE_GROUPS; 0 means 8 */
+    int max_positions; /* longer sequences are refused (0 means 1024): the implicit maps
+                          cost O(T^2 D N) */
 } mt_probe_opts;
 
 /* Record the maps of one translation: src (src_len ids, no special tokens) and hyp (hyp_len

@@ -13,7 +13,7 @@ typedef struct {
     uint64_t stream;
     uint64_t counter; /* number of Philox blocks drawn so far */
     uint32_t block[4];
-    int used;         /* words of block already handed out (4 = empty) */
+    int used; /* words of block already handed out (4 = empty) */
 } mt_rng;
 
 void mt_rng_init(mt_rng *r, uint64_t seed, uint64_t stream);

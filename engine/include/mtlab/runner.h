@@ -19,22 +19,22 @@
 #include "mtlab/tokenizer.h"
 
 typedef struct {
-    char *dir;                 /* the bundle directory, as given */
+    char *dir; /* the bundle directory, as given */
     const mt_backend *backend; /* the device's backend ("cpu", "cuda:0"...) */
     mt_model *model;
-    mt_tokenizer *tok;         /* the bundle's tokenizer.model */
-    mt_corpus_stats *stats;    /* corpus_stats.tsv with MT_RUNNER_STATS when the bundle has
-                                  one; NULL otherwise */
-    size_t params;             /* trainable parameters */
-    double load_seconds;       /* wall time of mt_runner_open */
+    mt_tokenizer *tok; /* the bundle's tokenizer.model */
+    mt_corpus_stats *stats; /* corpus_stats.tsv with MT_RUNNER_STATS when the bundle has
+                               one; NULL otherwise */
+    size_t params; /* trainable parameters */
+    double load_seconds; /* wall time of mt_runner_open */
 } mt_runner;
 
 enum {
     MT_RUNNER_STATS = 1, /* also read corpus_stats.tsv when the bundle has one (a file that
                             cannot be read fails the open: "PATH:LINE: problem") */
-    MT_RUNNER_INT8 = 2,  /* run the linear layers in int8 (mt_model_set_precision; a device
-                            without int8 kernels fails the open, naming it) */
-    MT_RUNNER_BF16 = 4,  /* the same in bf16 (a CUDA device's) */
+    MT_RUNNER_INT8 = 2, /* run the linear layers in int8 (mt_model_set_precision; a device
+                           without int8 kernels fails the open, naming it) */
+    MT_RUNNER_BF16 = 4, /* the same in bf16 (a CUDA device's) */
 };
 /* MT_RUNNER_INT8 for "int8", MT_RUNNER_BF16 for "bf16", 0 for "fp32" (or NULL); -1 +
  * mt_error for anything else. */

@@ -55,11 +55,11 @@ enum {
 typedef struct {
     const char *name;
     mt_dtype dtype;
-    int ndim;                         /* 0 for a scalar */
+    int ndim; /* 0 for a scalar */
     int64_t shape[MT_ST_MAX_DIMS];
-    size_t numel;                     /* product of shape (1 for a scalar) */
-    size_t nbytes;                    /* numel * mt_dtype_size(dtype) */
-    size_t offset;                    /* first byte within the data section */
+    size_t numel; /* product of shape (1 for a scalar) */
+    size_t nbytes; /* numel * mt_dtype_size(dtype) */
+    size_t offset; /* first byte within the data section */
     /* Little-endian elements, read-only, valid until mt_st_close. Not necessarily aligned to
      * the element size (the format does not promise it): copy with memcpy or mt_st_read_*. */
     const void *data;
@@ -112,7 +112,7 @@ char *mt_st_shape_text(char *buf, size_t len, int ndim, const int64_t *shape);
 /* ---------------------------------------------------------------- writing */
 typedef struct {
     const char *name;
-    mt_dtype dtype;                   /* dtype stored in the file */
+    mt_dtype dtype; /* dtype stored in the file */
     int ndim;
     int64_t shape[MT_ST_MAX_DIMS];
     /* Exactly one source (both may be NULL for an empty tensor):

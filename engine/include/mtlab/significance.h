@@ -31,7 +31,7 @@ typedef enum { MT_SIG_BOOTSTRAP, MT_SIG_RANDOMIZATION } mt_sig_test;
 
 typedef struct {
     const char *name; /* "BLEU", "chrF2", "TER" */
-    size_t n_stats;   /* statistics per segment */
+    size_t n_stats; /* statistics per segment */
     /* the corpus score (0..100) of statistics summed over segments */
     double (*score)(const double *sums, const void *ctx);
     /* the same from float32 sums, in the float32 arithmetic sacreBLEU's bootstrap does on
@@ -54,9 +54,9 @@ mt_sig_opts mt_sig_defaults(mt_sig_test test);
 size_t mt_sig_samples(const mt_sig_opts *opts);
 
 typedef struct {
-    double score;    /* the system's corpus score */
+    double score; /* the system's corpus score */
     double mean, ci; /* bootstrap mean and half-width of the 95% interval (has_ci) */
-    double p;        /* against the baseline (has_p: every system but the first) */
+    double p; /* against the baseline (has_p: every system but the first) */
     int has_ci, has_p;
 } mt_sig_result;
 

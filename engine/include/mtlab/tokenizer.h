@@ -61,7 +61,8 @@ int mt_tokenizer_encode(const mt_tokenizer *tok, const char *text, int **ids, si
 /* Encode text put into a decoder-only model's prompt template (mt_model_config.prompt, holding
  * "{src}" once, e.g. "{src}<sep>"): the whole text at once, so an added token of the template
  * comes out as its id. prompt NULL or "": text alone. As mt_tokenizer_encode. */
-int mt_prompt_encode(const mt_tokenizer *tok, const char *prompt, const char *text, int **ids, size_t *n);
+int mt_prompt_encode(const mt_tokenizer *tok, const char *prompt, const char *text, int **ids,
+                     size_t *n);
 /* Decode ids to malloc'd UTF-8 text, skipping <pad>/<eos>/<sep>/<bos> (a tokenizer.json: its
  * special added tokens, as `tokenizers` does by default; an opus-mt vocabulary: </s>, <pad>
  * and <unk>, as MarianTokenizer.decode(skip_special_tokens=True)). NULL on failure. */
@@ -74,14 +75,14 @@ char *mt_tokenizer_decode(const mt_tokenizer *tok, const int *ids, size_t n);
 typedef struct {
     const char *const *inputs; /* input files */
     size_t n_inputs;
-    const char *model_prefix;  /* "data/bible/spm" -> data/bible/spm.model */
-    int vocab_size;            /* default 8000 */
+    const char *model_prefix; /* "data/bible/spm" -> data/bible/spm.model */
+    int vocab_size; /* default 8000 */
     double character_coverage; /* default 1.0 */
-    int num_threads;           /* 0: all cores */
-    unsigned seed;             /* for reproducible sampling of the training sentences */
-    size_t max_sentences;      /* 0: 2,000,000; more input lines than this are sampled */
-    int verbose;               /* 1: let sentencepiece log its progress to stderr */
-    const char *user_symbols;  /* NULL, or comma-separated pieces always kept whole ("<de>,<en>") */
+    int num_threads; /* 0: all cores */
+    unsigned seed; /* for reproducible sampling of the training sentences */
+    size_t max_sentences; /* 0: 2,000,000; more input lines than this are sampled */
+    int verbose; /* 1: let sentencepiece log its progress to stderr */
+    const char *user_symbols; /* NULL, or comma-separated pieces always kept whole ("<de>,<en>") */
 } mt_tokenizer_train_opts;
 /* The model depends on the inputs, the seed and num_threads (the EM sums are split per
  * thread), so fix num_threads where byte-identical models across machines matter. */

@@ -25,51 +25,52 @@
 #define MT_TRAIN_MAX_ACCUM 64
 
 typedef struct {
-    char name[128];          /* run name */
-    char run_dir[512];       /* default runs/NAME */
-    mt_model_config model;   /* architecture and sizes (a preset plus overrides) */
+    char name[128]; /* run name */
+    char run_dir[512]; /* default runs/NAME */
+    mt_model_config model; /* architecture and sizes (a preset plus overrides) */
 
     /* data: a dataset directory (mtlab/dataset.h) or aligned text files, and the tokenizer */
-    char dataset[512];       /* "": the files below; else they (and the tokenizer, when not
-                              * given) come from DIR/{train,valid}.{src_lang,tgt_lang} */
+    char dataset[512]; /* "": the files below; else they (and the tokenizer, when not
+                        * given) come from DIR/{train,valid}.{src_lang,tgt_lang} */
     char src_lang[36], tgt_lang[36]; /* the direction (the dataset's; default es, en) */
     char train_src[512], train_tgt[512];
     char valid_src[512], valid_tgt[512];
-    char tokenizer[512];     /* sentencepiece .model; copied into every saved bundle */
-    int max_len;             /* ids per side, longer sides are cut (paper: 512) */
-    int cat_n;               /* CAT-N: 0/1 off, N >= 2 concatenates N pairs */
-    int cat_min;             /* CAT-N: 2..N-1 joins a drawn cat_min..N pairs instead (0: exactly N) */
-    double cat_keep;         /* CAT-N: probability a pair stays alone (0.5) */
-    double name_substitution;/* probability a name shared verbatim by a training pair is replaced
-                              * by a gazetteer name, per name and epoch (0: off; docs/data.md §8) */
-    char gazetteer[512];     /* the names to substitute with, one per line */
+    char tokenizer[512]; /* sentencepiece .model; copied into every saved bundle */
+    int max_len; /* ids per side, longer sides are cut (paper: 512) */
+    int cat_n; /* CAT-N: 0/1 off, N >= 2 concatenates N pairs */
+    int cat_min; /* CAT-N: 2..N-1 joins a drawn cat_min..N pairs instead (0: exactly N) */
+    double cat_keep; /* CAT-N: probability a pair stays alone (0.5) */
+    double
+        name_substitution; /* probability a name shared verbatim by a training pair is replaced
+                            * by a gazetteer name, per name and epoch (0: off; docs/data.md §8) */
+    char gazetteer[512]; /* the names to substitute with, one per line */
 
     /* optimisation */
-    size_t max_tokens;       /* padded tokens per side per micro-batch (mt_batch_budget) */
-    int accum;               /* micro-batches per optimiser step, 1..MT_TRAIN_MAX_ACCUM */
-    double lr;               /* peak learning rate */
-    long warmup;             /* warm-up steps (0: HF timescale form, see mt_lr_inverse_sqrt) */
+    size_t max_tokens; /* padded tokens per side per micro-batch (mt_batch_budget) */
+    int accum; /* micro-batches per optimiser step, 1..MT_TRAIN_MAX_ACCUM */
+    double lr; /* peak learning rate */
+    long warmup; /* warm-up steps (0: HF timescale form, see mt_lr_inverse_sqrt) */
     double weight_decay, beta1, beta2, eps;
     float label_smoothing;
-    long max_steps;          /* stop after this many optimiser steps */
+    long max_steps; /* stop after this many optimiser steps */
     uint64_t seed;
-    char init[512];          /* a bundle whose weights a new run starts from (its architecture
-                              * and sizes must be the config's), or "": fresh weights */
-    long init_step;          /* with init: the step the run counts on from (the learning-rate
-                              * schedule's position); AdamW's moments start at zero */
+    char init[512]; /* a bundle whose weights a new run starts from (its architecture
+                     * and sizes must be the config's), or "": fresh weights */
+    long init_step; /* with init: the step the run counts on from (the learning-rate
+                     * schedule's position); AdamW's moments start at zero */
 
     /* bookkeeping */
-    int log_every;           /* steps between log lines */
-    int valid_every;         /* steps between validations (0: only at the end) */
-    int valid_bleu_lines;    /* validation lines decoded greedily for BLEU (0: loss only) */
-    int save_every;          /* steps between checkpoints (0: only at the end) */
-    int save_dtype_f16;      /* 1: best/ and steps/ bundle weights in F16 (checkpoints stay F32) */
-    int keep_every;          /* steps between kept bundles steps/STEP (0: none), for averaging
-                              * (mt_bundle_average) or a look back at a run */
+    int log_every; /* steps between log lines */
+    int valid_every; /* steps between validations (0: only at the end) */
+    int valid_bleu_lines; /* validation lines decoded greedily for BLEU (0: loss only) */
+    int save_every; /* steps between checkpoints (0: only at the end) */
+    int save_dtype_f16; /* 1: best/ and steps/ bundle weights in F16 (checkpoints stay F32) */
+    int keep_every; /* steps between kept bundles steps/STEP (0: none), for averaging
+                     * (mt_bundle_average) or a look back at a run */
 
     /* where it runs */
-    char device[32];         /* "cpu" (default when empty), "cuda", "cuda:N" */
-    int bf16;                /* CUDA: matrix products in bf16, fp32 master weights and state */
+    char device[32]; /* "cpu" (default when empty), "cuda", "cuda:N" */
+    int bf16; /* CUDA: matrix products in bf16, fp32 master weights and state */
 } mt_train_config;
 
 /* Defaults for every field but the model and the data paths. */
@@ -81,16 +82,16 @@ int mt_train_config_check(const mt_train_config *cfg);
 typedef struct {
     long step, max_steps;
     int epoch;
-    double loss;             /* mean target-token loss over the last log interval */
+    double loss; /* mean target-token loss over the last log interval */
     double lr;
-    double tokens_per_s;     /* target tokens per second over the last interval */
-    double elapsed_s;        /* wall time of this process */
-    double valid_loss;       /* < 0 until the first validation */
-    double valid_bleu;       /* < 0 until the first validation with BLEU */
-    int is_validation;       /* 1 when this report follows a validation */
-    int ranks;               /* processes training together (mt_train_hooks.collective) */
-    double step_s;           /* mean wall time of a step over the last interval */
-    double reduce_s;         /* of it, the mean time in the gradient all-reduce */
+    double tokens_per_s; /* target tokens per second over the last interval */
+    double elapsed_s; /* wall time of this process */
+    double valid_loss; /* < 0 until the first validation */
+    double valid_bleu; /* < 0 until the first validation with BLEU */
+    int is_validation; /* 1 when this report follows a validation */
+    int ranks; /* processes training together (mt_train_hooks.collective) */
+    double step_s; /* mean wall time of a step over the last interval */
+    double reduce_s; /* of it, the mean time in the gradient all-reduce */
 } mt_train_progress;
 
 typedef struct {

@@ -15,13 +15,13 @@
 
 /* A tokenized parallel corpus; ids of every pair in one allocation. */
 typedef struct {
-    size_t n;          /* pairs */
-    int32_t *ids;      /* all source and target ids, pair by pair */
+    size_t n; /* pairs */
+    int32_t *ids; /* all source and target ids, pair by pair */
     size_t *src_start; /* (n) index into ids */
     size_t *tgt_start; /* (n) */
-    int *src_len;      /* (n) ids, no special tokens */
-    int *tgt_len;      /* (n) */
-    size_t truncated;  /* sides cut to max_len while loading */
+    int *src_len; /* (n) ids, no special tokens */
+    int *tgt_len; /* (n) */
+    size_t truncated; /* sides cut to max_len while loading */
 } mt_corpus;
 
 /* Load and tokenize two aligned UTF-8 files (one segment per line). Sides longer than max_len
@@ -40,18 +40,18 @@ void mt_corpus_free(mt_corpus *c);
 /* Name substitution for training (mtlab/names.h, docs/data.md §8): the pairs of a corpus that
  * share a name verbatim, kept as text, and the gazetteer to draw from. */
 typedef struct {
-    double p;            /* probability that one shared name of a pair is substituted */
+    double p; /* probability that one shared name of a pair is substituted */
     mt_gazetteer gaz;
-    size_t n;            /* pairs with at least one shared name */
-    uint32_t *pair;      /* (n) their corpus indices, rising */
-    char **src, **tgt;   /* (n) their texts */
-    mt_entity_set *names;/* (n) their shared names */
+    size_t n; /* pairs with at least one shared name */
+    uint32_t *pair; /* (n) their corpus indices, rising */
+    char **src, **tgt; /* (n) their texts */
+    mt_entity_set *names; /* (n) their shared names */
 } mt_name_pool;
 
 /* Reads the pairs of two aligned files (the ones given to mt_corpus_load) and the gazetteer;
  * the target recogniser is lang. 0, or -1 naming the file (and line). */
-int mt_name_pool_build(mt_name_pool *np, const char *src_path, const char *tgt_path, mt_ner_lang lang,
-                       const char *gazetteer_path, double p);
+int mt_name_pool_build(mt_name_pool *np, const char *src_path, const char *tgt_path,
+                       mt_ner_lang lang, const char *gazetteer_path, double p);
 void mt_name_pool_free(mt_name_pool *np);
 /* One epoch's corpus: base (loaded from the pool's files with the same tokenizer and max_len)
  * with the pairs whose names were substituted encoded again. The draws depend only on
@@ -64,12 +64,12 @@ int mt_corpus_substitute_names(mt_corpus *out, const mt_corpus *base, const mt_n
 /* An example is one pair or, with CAT-N, the concatenation of several pairs (their sources
  * joined, their targets joined, in the same order). parts of all examples share one array. */
 typedef struct {
-    size_t n;          /* examples */
-    uint32_t *parts;   /* pair indices, example after example */
-    size_t *start;     /* (n) index into parts */
-    int *n_parts;      /* (n) */
-    int *src_len;      /* (n) summed source ids of the parts */
-    int *tgt_len;      /* (n) summed target ids */
+    size_t n; /* examples */
+    uint32_t *parts; /* pair indices, example after example */
+    size_t *start; /* (n) index into parts */
+    int *n_parts; /* (n) */
+    int *src_len; /* (n) summed source ids of the parts */
+    int *tgt_len; /* (n) summed target ids */
 } mt_examples;
 
 /* One epoch of examples from corpus c. cat_n <= 1: every pair once, in corpus order.
@@ -91,10 +91,10 @@ void mt_examples_free(mt_examples *e);
  * example's packed length as the model will see it. */
 typedef struct {
     size_t n_batches;
-    uint32_t *order;   /* example indices, batch after batch */
-    size_t *start;     /* (n_batches) index into order */
-    int *rows;         /* (n_batches) */
-    int *longest;      /* (n_batches) longest len in the batch */
+    uint32_t *order; /* example indices, batch after batch */
+    size_t *start; /* (n_batches) index into order */
+    int *rows; /* (n_batches) */
+    int *longest; /* (n_batches) longest len in the batch */
 } mt_batch_plan;
 
 void mt_batch_plan_build(mt_batch_plan *p, const int *len, size_t n, size_t max_tokens,

@@ -18,8 +18,8 @@
 #include <stddef.h>
 
 typedef struct {
-    int beam;          /* beam size for search-based systems (paper: 5); 1 = greedy */
-    int max_batch;     /* sentences decoded together (0: the system's default) */
+    int beam; /* beam size for search-based systems (paper: 5); 1 = greedy */
+    int max_batch; /* sentences decoded together (0: the system's default) */
     const char *device; /* "cpu", "cuda:0"... (NULL: the default); ignored by Apertium */
     const char *precision; /* "fp32" or "int8" (mtlab/model.h), NULL: fp32; when given, a
                             * bundle's translator is named "DIR · PRECISION"; ignored by
@@ -40,11 +40,12 @@ typedef int (*mt_piece_fn)(void *user, size_t line, const char *text, int end_of
  * peak resident memory of its processes. */
 typedef struct {
     size_t sentences;
-    size_t src_tokens;      /* whitespace tokens of the source lines */
-    size_t hyp_tokens;      /* whitespace tokens of the hypotheses */
-    double seconds;         /* wall time of the batch, start-up included */
-    size_t peak_bytes;      /* see above; 0 when unknown */
-    const char *memory_kind; /* what peak_bytes measures, e.g. "peak RSS of the apertium processes" */
+    size_t src_tokens; /* whitespace tokens of the source lines */
+    size_t hyp_tokens; /* whitespace tokens of the hypotheses */
+    double seconds; /* wall time of the batch, start-up included */
+    size_t peak_bytes; /* see above; 0 when unknown */
+    const char
+        *memory_kind; /* what peak_bytes measures, e.g. "peak RSS of the apertium processes" */
 } mt_translate_stats;
 
 typedef struct mt_translator mt_translator;

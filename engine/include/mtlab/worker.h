@@ -22,7 +22,7 @@
  * tokenizer does not know), for axis labels. */
 typedef struct {
     mt_probe_record rec;
-    char **labels;     /* (rec.n_tokens) */
+    char **labels; /* (rec.n_tokens) */
     char **src_labels; /* (rec.n_src) */
 } mt_labelled_probe;
 
@@ -33,7 +33,7 @@ typedef struct {
     mt_attribution attr;
     char **row_labels; /* (attr.rows) */
     char **col_labels; /* (attr.cols) */
-    char *contrast;    /* the contrast token's piece, NULL when none */
+    char *contrast; /* the contrast token's piece, NULL when none */
 } mt_labelled_attribution;
 
 void mt_labelled_attribution_free(mt_labelled_attribution *a);
@@ -63,13 +63,13 @@ typedef struct {
 } mt_worker_sink;
 
 typedef struct {
-    unsigned long id;    /* reported back with every result of the request */
-    char **texts;        /* (n) UTF-8 segments; the worker takes the array and the strings */
+    unsigned long id; /* reported back with every result of the request */
+    char **texts; /* (n) UTF-8 segments; the worker takes the array and the strings */
     int n;
-    int beam;            /* 1: greedy */
-    int max_new_tokens;  /* 0: the decoder's default */
-    int threads;         /* OpenMP threads for this request (0: leave the team size as it is) */
-    int probe_text;      /* >= 0: then record the probes of this text's translation */
+    int beam; /* 1: greedy */
+    int max_new_tokens; /* 0: the decoder's default */
+    int threads; /* OpenMP threads for this request (0: leave the team size as it is) */
+    int probe_text; /* >= 0: then record the probes of this text's translation */
 } mt_worker_request;
 
 typedef struct mt_worker mt_worker;
