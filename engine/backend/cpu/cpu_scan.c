@@ -41,14 +41,23 @@ __attribute__((always_inline)) static inline void block_params(float (*restrict 
                                                                int nd)
 {
     int N = a->N;
-    /* gathered first, so the exp runs a vector at a time: a decoding step pays it per block */
+    /* gathered first, so the exp runs a vector at a time: a decoding step pays it per block.
+     * A whole block of a state size in eights is the (16, N) rows of A_log transposed in 8 x 8
+     * blocks; one float at a time, the gather cost as much as the exps. */
+    float alT[MT_SCAN_MAX_STATE][SCAN_BLOCK];
+    const float *al = a->A_log + (size_t)d0 * N;
+    if (nd == SCAN_BLOCK && N % 8 == 0) {
+        for (int j = 0; j < SCAN_BLOCK; j += 8)
+            for (int n = 0; n < N; n += 8)
+                cpu_transpose8(&alT[n][j], SCAN_BLOCK, al + j * N + n, N);
+    } else {
+        for (int n = 0; n < N; n++)
+            for (int j = 0; j < SCAN_BLOCK; j++) alT[n][j] = j < nd ? al[(size_t)j * N + n] : 0.0f;
+    }
     for (int n = 0; n < N; n++) {
-        float al[SCAN_BLOCK];
-        for (int j = 0; j < SCAN_BLOCK; j++)
-            al[j] = j < nd ? a->A_log[(size_t)(d0 + j) * N + n] : 0.0f;
 #pragma omp simd
         for (int j = 0; j < SCAN_BLOCK; j++) {
-            float e = -expf(al[j]);
+            float e = -expf(alT[n][j]);
             AT[n][j] = j < nd ? e : 0.0f;
         }
     }
@@ -154,6 +163,10 @@ MT_CPU_CLONES static void scan_step_block(float *y, float *h, const mt_scan_args
     int blocked = nd == SCAN_BLOCK && N % 8 == 0;
     for (int b = 0; b < a->B; b++) {
         size_t i0 = (size_t)b * D + d0;
+        /* the next row's states: rows lie D * N floats apart, too far for the prefetcher */
+        if (b + 1 < a->B)
+            for (size_t i = 0; i < (size_t)nd * N; i += 16)
+                __builtin_prefetch(h + (i0 + D) * N + i, 1);
         if (blocked) {
             for (int j = 0; j < SCAN_BLOCK; j += 8)
                 for (int n = 0; n < N; n += 8)
