@@ -23,11 +23,7 @@ passed=0 failed=0 started=$(date +%s)
 "$make_bundles" "$work/bundles" >"$work/make_bundles.log" 2>&1 || {
     cat "$work/make_bundles.log"; echo "e2e: make_bundles failed"; exit 1; }
 cd "$work"
-# the history goes to the test's own state directory, never the user's
-T -f /dev/null new-session -d -s e2e -x 120 -y 40 \
-    "env TERM=tmux-256color XDG_STATE_HOME='$work/state' PS1='$ ' bash --norc --noprofile"
-T set-option -t e2e status off >/dev/null
-wait_for '^\$' 5 || { echo "e2e: the test shell did not start"; exit 1; }
+e2e_shell 120 40
 
 echo "e2e: the Lua console in tmux (120x40)"
 run_mtlab "$bin tui -m bundles/transformer"
@@ -220,14 +216,14 @@ for size in 100x30 80x24; do
     check "... and the workbench quits" exited_cleanly
 done
 # the shipped models' four panes at 100x30 with the console open: side by side, each title
-# names its model whole (the search goes first)
+# names its model whole (the search goes first; the direction stays where it fits)
 T resize-window -t e2e -x 100 -y 30
 T send-keys -t e2e -l "clear"; T send-keys -t e2e Enter
 run_mtlab "$bin tui --models '$root/models'"
-wait_count 'params, cpu|cpu · greedy|─ done ─' 4 30
+wait_count '─ ready ─' 4 30
 T send-keys -t e2e C-o
 check "at 100x30 with the console open four panes keep their whole names" \
-    wait_for '^┌─ transformer-small ─.*┐┌─ mamba-small ─.*┐┌─ mamba-mha-small ─.*┐┌─ mamba-local-small ─' 10
+    wait_for '^┌─ transformer-small( · es→en)? ─.*┐┌─ mamba-small( · es→en)? ─.*┐┌─ mamba-mha-small( · es→en)? ─.*┐┌─ mamba-local-small( · es→en)? ─' 10
 quit_workbench
 check "... and the workbench quits" exited_cleanly
 T resize-window -t e2e -x 120 -y 40

@@ -72,9 +72,7 @@ every_row_labelled() {
 }
 
 cd "$work"
-T -f /dev/null new-session -d -s e2e -x 80 -y 24 "env TERM=tmux-256color PS1='$ ' bash --norc --noprofile"
-T set-option -t e2e status off >/dev/null
-wait_for '^\$' 5 || { echo "e2e heatmap: the test shell did not start"; exit 1; }
+e2e_shell 80 24
 verse="Y dijo Dios: Sea la luz."
 
 echo "e2e: heatmaps in tmux"
@@ -95,7 +93,7 @@ golden_screen heatmap_four_panes_160x48
 
 # zoom: the focused pane over the whole screen, and back
 T send-keys -t e2e Tab z
-check "z zooms the focused pane to the whole screen" wait_for '^┌─ (▶ )?transformer-small · transformer' 5
+check "z zooms the focused pane to the whole screen" wait_for '^┌─ (▶ )?transformer-small( · es→en)? · transformer' 5
 check "... with nothing else on it" bash -c "! tmux -S '$sock' capture-pane -p -t e2e | grep -q 'source ·\\|mamba-small'"
 T send-keys -t e2e NPage NPage
 wait_for "^│row (1[1-9]|2[0-9]) '" 5
@@ -117,7 +115,7 @@ T send-keys -t e2e Right Right Right Right Right Right
 check "a masked cell says so" wait_for "^│row 4 ',' → col 7 'the'  masked" 5
 golden_screen heatmap_zoomed_160x48
 T send-keys -t e2e z
-check "z again: back to the four panes and the editor" wait_count 'source · 1 segment|-small' 5 5
+check "z again: back to the four panes and the editor" wait_count 'source · (es · )?1 segment|-small' 5 5
 T send-keys -t e2e Tab Tab Tab F6 F6
 check "Mamba-Local's sliding-window map is named for what it is" wait_for 'local window attention · L' 5
 T send-keys -t e2e F6

@@ -53,9 +53,7 @@ chmod +x fakebin/sbatch
 "$bin" jobs start tiny.lua --name long max_steps=100000 save_every=0 valid_every=0 >long.out 2>&1 || {
     cat long.out; echo "e2e jobs: the long run did not start"; exit 1; }
 
-T -f /dev/null new-session -d -s e2e -x 120 -y 40 "env TERM=tmux-256color PS1='$ ' bash --norc --noprofile"
-T set-option -t e2e status off >/dev/null
-wait_for '^\$' 5 || { echo "e2e jobs: the test shell did not start"; exit 1; }
+e2e_shell 120 40
 
 echo "e2e: the jobs view in tmux (120x40)"
 run_mtlab "PATH=$work/fakebin:\$PATH $bin tui --models no-models"
