@@ -73,9 +73,7 @@ if [ "${workbench:-0}" = 1 ] && command -v tmux >/dev/null; then
     sock=$work/tmux.sock
     . "$root/tests/e2e/lib.sh"
     trap e2e_cleanup EXIT
-    T -f /dev/null new-session -d -s e2e -x 160 -y 45 "env TERM=tmux-256color PS1='$ ' bash --norc --noprofile"
-    T set-option -t e2e status off >/dev/null
-    wait_for '^\$' 5 || fail "the test shell started"
+    e2e_shell 160 45
     # pane_text N: the text of the Nth of the panes side by side, its wrapped rows joined;
     # pane_state N: the state at the right of its bottom border
     pane_text() { screen | grep '││' | sed 's/││/\t/g; s/^│//; s/│$//' | cut -f"$1" | tr '\n' ' ' | tr -s ' '; }

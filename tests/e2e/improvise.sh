@@ -23,10 +23,7 @@ passed=0 failed=0 started=$(date +%s)
 "$make_bundles" "$work/bundles" >"$work/make_bundles.log" 2>&1 || {
     cat "$work/make_bundles.log"; echo "e2e: make_bundles failed"; exit 1; }
 cd "$work"
-T -f /dev/null new-session -d -s e2e -x 120 -y 40 \
-    "env TERM=tmux-256color XDG_STATE_HOME='$work/state' PS1='$ ' bash --norc --noprofile"
-T set-option -t e2e status off >/dev/null
-wait_for '^\$' 5 || { echo "e2e: the test shell did not start"; exit 1; }
+e2e_shell 120 40
 # the screen with its colours: a cell painted by an escape shows as tmux's own SGR
 screen_colours() { T capture-pane -p -e -t e2e; }
 

@@ -33,10 +33,7 @@ trap e2e_cleanup EXIT
 mkdir -p "$work/tmp" "$work/state"
 cd "$work"
 
-T -f /dev/null new-session -d -s e2e -x 100 -y 30 \
-    "env TERM=tmux-256color TMPDIR='$work/tmp' XDG_STATE_HOME='$work/state' PS1='$ ' bash --norc --noprofile"
-T set-option -t e2e status off >/dev/null
-wait_for '^\$' 5 || { echo "e2e keymash: the test shell did not start"; exit 1; }
+e2e_shell 100 30 "TMPDIR='$work/tmp'"
 # mtlab's stderr (and a sanitizer's report) to a file, read after it ends
 start_mtlab() {
     T send-keys -t e2e -l "clear"; T send-keys -t e2e Enter

@@ -12,6 +12,17 @@ e2e_cleanup() {
     rm -rf "$work"
 }
 screen() { T capture-pane -p -t e2e; }
+# e2e_shell COLS ROWS [VAR=VALUE...]: the session "e2e", COLS x ROWS, status line off, running a
+# bare bash at a '$ ' prompt with XDG_STATE_HOME in $work/state (the workbench's history never
+# lands in the user's) and the environment given; the script exits if the shell does not start
+e2e_shell() {
+    local cols=$1 rows=$2
+    shift 2
+    T -f /dev/null new-session -d -s e2e -x "$cols" -y "$rows" \
+        "env TERM=tmux-256color XDG_STATE_HOME='$work/state' $* PS1='$ ' bash --norc --noprofile"
+    T set-option -t e2e status off >/dev/null
+    wait_for '^\$' 5 || { echo "e2e ${0##*/}: the test shell did not start"; exit 1; }
+}
 ok() { passed=$((passed + 1)); printf '  ok    %s\n' "$1"; }
 fail() {
     failed=$((failed + 1))

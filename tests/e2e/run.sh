@@ -35,9 +35,7 @@ wait_cursor() { wait_until 5 cursor_is "$1"; }
 mkdir -p "$work/no-models"
 cd "$work"
 
-T -f /dev/null new-session -d -s e2e -x 120 -y 40 "env TERM=tmux-256color PS1='$ ' bash --norc --noprofile"
-T set-option -t e2e status off >/dev/null
-wait_for '^\$' 5 || { echo "e2e: the test shell did not start"; exit 1; }
+e2e_shell 120 40
 T send-keys -t e2e -l "stty -g > stty.before; clear; echo BEFORE-MTLAB"; T send-keys -t e2e Enter
 wait_for 'BEFORE-MTLAB' 5
 
