@@ -191,6 +191,11 @@ typedef struct {
     unsigned long saved_version; /* the editor version Ctrl-S last saved */
 } tui_app;
 
+/* The state before options, themes and the terminal (NULL: the event queue could not be made),
+ * and everything a session adds to it freed (tui_main.c). */
+tui_app *tui_app_new(void);
+void tui_app_free(tui_app *a);
+
 /* panes and requests (requests.c) */
 int tui_pane_add(tui_app *a, const char *dir, const char *device, int precision);
 /* The result cache's name for a pane's weights (malloc'd): the bundle's real path, the device,

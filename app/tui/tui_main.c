@@ -197,19 +197,34 @@ static void loop(tui_app *a)
     pthread_sigmask(SIG_SETMASK, &during_wait, NULL);
 }
 
-/* What exists before the terminal and the queue are set up. */
-static void free_basics(tui_app *a)
+/* The workbench's state before its options, themes and terminal: an empty editor, log, result
+ * cache and event queue, no pane in focus, greedy search. NULL when the queue's pipe cannot be
+ * made (mt_last_error). The tests drive the same state (test_tui_langs, test_tui_maps). */
+tui_app *tui_app_new(void)
 {
-    tui_editor_free(&a->ed);
-    tui_log_free(&a->log);
-    tui_cache_free(&a->cache);
-    for (int i = 0; i < a->n_themes; i++) free(a->theme_names[i]);
-    free(a->theme_names);
-    free(a);
+    tui_app *a = mt_xcalloc(1, sizeof *a);
+    tui_editor_init(&a->ed, TUI_EDITOR_MAX_BYTES);
+    tui_log_init(&a->log);
+    tui_cache_init(&a->cache, TUI_CACHE_MAX_ENTRIES, TUI_CACHE_MAX_BYTES);
+    a->focus = -1;
+    a->zoomed = -1;
+    a->default_beam = 1;
+    a->spans_version = (unsigned long)-1;
+    if (tui_queue_init(&a->q) != 0) {
+        tui_cache_free(&a->cache);
+        tui_log_free(&a->log);
+        tui_editor_free(&a->ed);
+        free(a);
+        return NULL;
+    }
+    return a;
 }
 
-static void app_free(tui_app *a)
+/* Everything tui_app_new and the session made: jobs, console, panes (their workers joined),
+ * windows, picker, references, COMET, the queue with the events still in it. */
+void tui_app_free(tui_app *a)
 {
+    if (!a) return;
     tui_jobs_close(a);
     tui_console_free(a);
     while (a->n_panes > 0) tui_pane_remove(a, a->n_panes - 1);
@@ -223,18 +238,22 @@ static void app_free(tui_app *a)
     free(a->ed_spans);
     free(a->paste);
     mt_entity_lexicon_free(a->lexicon);
-    free_basics(a);
+    tui_editor_free(&a->ed);
+    tui_log_free(&a->log);
+    tui_cache_free(&a->cache);
+    for (int i = 0; i < a->n_themes; i++) free(a->theme_names[i]);
+    free(a->theme_names);
+    free(a);
 }
 
 int tui_run(const tui_options *o)
 {
     setlocale(LC_ALL, "");
-    tui_app *a = mt_xcalloc(1, sizeof *a);
-    tui_editor_init(&a->ed, TUI_EDITOR_MAX_BYTES);
-    tui_log_init(&a->log);
-    tui_cache_init(&a->cache, TUI_CACHE_MAX_ENTRIES, TUI_CACHE_MAX_BYTES);
-    a->focus = -1;
-    a->zoomed = -1;
+    tui_app *a = tui_app_new();
+    if (!a) {
+        fprintf(stderr, "mtlab: %s\n", mt_last_error());
+        return 1;
+    }
     a->default_beam = o->beam > 0 ? o->beam : 1;
     a->default_device = o->device;
     a->default_precision = o->precision_flags;
@@ -244,28 +263,27 @@ int tui_run(const tui_options *o)
     a->models_root = o->models_root;
     a->known_dirs = (char **)o->dirs;
     a->n_known = o->n_dirs;
-    a->spans_version = (unsigned long)-1;
     tui_find_themes(a);
     int index;
-    if (tui_choose_theme(a, o->theme, &index) != 0 || tui_queue_init(&a->q) != 0) {
+    if (tui_choose_theme(a, o->theme, &index) != 0) {
         fprintf(stderr, "mtlab: %s\n", mt_last_error());
-        free_basics(a);
+        tui_app_free(a);
         return 1;
     }
     a->theme_index = index < 0 ? 0 : index;
     if (o->refs && tui_refs_load(a, o->refs) != 0) {
         fprintf(stderr, "mtlab: --refs: %s\n", mt_last_error());
-        app_free(a);
+        tui_app_free(a);
         return 1;
     }
     if (o->comet && !(a->comet = tui_comet_start(o->comet, &a->q))) {
         fprintf(stderr, "mtlab: --comet: %s\n", mt_last_error());
-        app_free(a);
+        tui_app_free(a);
         return 1;
     }
     if (tui_term_start(o->no_mouse) != 0) {
         fprintf(stderr, "mtlab: %s\n", mt_last_error());
-        app_free(a);
+        tui_app_free(a);
         return 1;
     }
     tui_color_level level = tui_start_colors();
@@ -283,6 +301,6 @@ int tui_run(const tui_options *o)
     if (o->script) tui_console_run_file(a, o->script);
     loop(a);
     tui_term_stop();
-    app_free(a);
+    tui_app_free(a);
     return 0;
 }

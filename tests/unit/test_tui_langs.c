@@ -40,30 +40,10 @@ static int remove_bundles(void **state)
 
 static tui_app *app_new(void)
 {
-    tui_app *a = calloc(1, sizeof *a);
-    tui_editor_init(&a->ed, TUI_EDITOR_MAX_BYTES);
-    tui_log_init(&a->log);
-    assert_int_equal(tui_queue_init(&a->q), 0);
-    tui_cache_init(&a->cache, 64, 1u << 20);
-    a->default_beam = 1;
-    a->focus = -1;
+    tui_app *a = tui_app_new();
+    assert_non_null(a);
     a->utf8 = 1;
     return a;
-}
-
-static void app_free(tui_app *a)
-{
-    while (a->n_panes) tui_pane_remove(a, 0);
-    for (tui_event *ev = tui_queue_drain(&a->q), *nx; ev; ev = nx) {
-        nx = ev->next;
-        tui_event_free(ev);
-    }
-    tui_sent_free(&a->sent);
-    tui_cache_free(&a->cache);
-    tui_queue_destroy(&a->q);
-    tui_log_free(&a->log);
-    tui_editor_free(&a->ed);
-    free(a);
 }
 
 static int all_loaded(const tui_app *a)
@@ -128,7 +108,7 @@ static void test_panes_take_their_bundles_direction(void **state)
     assert_string_equal(a->panes[2]->tgt_lang, "");
     /* the editor writes the first pane's source language, whichever pane loaded first */
     assert_string_equal(tui_editor_language(a), "es");
-    app_free(a);
+    tui_app_free(a);
 }
 
 static void test_text_goes_to_the_panes_of_its_language(void **state)
@@ -189,7 +169,7 @@ static void test_text_goes_to_the_panes_of_its_language(void **state)
     assert_string_equal(tui_editor_language(a), "en");
     pump_until(a, all_idle);
     assert_true(translated(a, a->panes[0]));
-    app_free(a);
+    tui_app_free(a);
 }
 
 /* A pane that stops being fed drops the maps it was computing: nothing stays pending (a pending
@@ -217,7 +197,7 @@ static void test_a_held_pane_drops_its_pending_maps(void **state)
     pump_until(a, all_idle);
     assert_null(es->attr);
     assert_false(es->attr_pending);
-    app_free(a);
+    tui_app_free(a);
 }
 
 /* One source language among the panes: everything goes everywhere, as before; the key says
@@ -237,7 +217,7 @@ static void test_one_language_changes_nothing(void **state)
     tui_handle_key(a, TUI_CTRL('f'), 0);
     assert_string_equal(tui_editor_language(a), "es");
     assert_non_null(strstr(a->notice, "every open pane translates from es"));
-    app_free(a);
+    tui_app_free(a);
 
     /* no pane records a language: the editor names none */
     a = app_new();
@@ -245,7 +225,7 @@ static void test_one_language_changes_nothing(void **state)
     pump_until(a, all_loaded);
     assert_string_equal(tui_editor_language(a), "");
     assert_true(tui_pane_feeds(a, a->panes[0]));
-    app_free(a);
+    tui_app_free(a);
 }
 
 int main(void)

@@ -34,29 +34,9 @@ static int remove_bundle(void **state)
 
 static tui_app *app_new(void)
 {
-    tui_app *a = calloc(1, sizeof *a);
-    tui_editor_init(&a->ed, TUI_EDITOR_MAX_BYTES);
-    tui_log_init(&a->log);
-    assert_int_equal(tui_queue_init(&a->q), 0);
-    tui_cache_init(&a->cache, 64, 1u << 20);
-    a->default_beam = 1;
-    a->focus = -1;
+    tui_app *a = tui_app_new();
+    assert_non_null(a);
     return a;
-}
-
-static void app_free(tui_app *a)
-{
-    while (a->n_panes) tui_pane_remove(a, 0);
-    for (tui_event *ev = tui_queue_drain(&a->q), *nx; ev; ev = nx) {
-        nx = ev->next;
-        tui_event_free(ev);
-    }
-    tui_sent_free(&a->sent);
-    tui_cache_free(&a->cache);
-    tui_queue_destroy(&a->q);
-    tui_log_free(&a->log);
-    tui_editor_free(&a->ed);
-    free(a);
 }
 
 typedef int (*settled)(const tui_pane *p);
@@ -224,7 +204,7 @@ static void test_map_follows_text_and_search(void **state)
     /* the text edited and not sent yet: the map is no longer current */
     tui_editor_set_text(&a->ed, "Y dijo Dios: Sea la luz.");
     assert_false(tui_heat_current(a, p));
-    app_free(a);
+    tui_app_free(a);
 }
 
 static int has_attr(const tui_pane *p) { return (p->attr && !p->attr_pending) || p->attr_error; }
@@ -348,7 +328,7 @@ static void test_attribution_map(void **state)
     pieces_text(src, sizeof src, p->attr->src_labels, 0,
                 tui_heat_pane_split(p, MT_PROBE_AXIS_SOURCE) - 1);
     assert_string_equal(src, "Y dijo Dios: Sea la luz.");
-    app_free(a);
+    tui_app_free(a);
 }
 
 int main(void)
