@@ -241,9 +241,13 @@ static void seed_logits(const attr_seq *q, const float *logits, float *dlogits,
         for (int v = 0; v < V; v++) sum += exp((double)l[v] - most);
         double lse = most + log(sum);
         logp[k] = (double)l[y] - lse;
+        /* 1 - p(y) in double before it is rounded (d may be l itself): a confident row's
+         * seed is a small difference, whose last digits float's 1.0f + -p lost (1e-4 of an
+         * eos row's values) */
         if (d) {
+            double rest = 1.0 - exp(logp[k]);
             for (int v = 0; v < V; v++) d[v] = (float)-exp((double)l[v] - lse);
-            d[y] += 1.0f;
+            d[y] = (float)rest;
         }
     }
 }

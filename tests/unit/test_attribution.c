@@ -234,9 +234,10 @@ static void test_greedy_hypothesis(void **state)
     }
 }
 
-/* models/transformer-small (a MarianMTModel bundle) against PyTorch autograd on the same
- * bundle (tests/fixtures/attribution/make_fixture.py): each row within 1e-4 of the row's
- * largest reference value. */
+/* The bundles transformers loads against PyTorch autograd on the same bundle
+ * (tests/fixtures/attribution/make_fixture.py for MarianMTModel, make_decoder_only.py for
+ * MambaForCausalLM and LlamaForCausalLM): each row within 1e-4 of the row's largest reference
+ * value. */
 static int32_t *read_ids(FILE *f, const char *key, int *n)
 {
     char word[32];
@@ -254,16 +255,17 @@ static int32_t *read_ids(FILE *f, const char *key, int *n)
     return ids;
 }
 
-static void test_transformer_small_matches_pytorch(void **state)
+static void matches_pytorch(const char *fixture, const char *bundle)
 {
-    (void)state;
-    FILE *f = fopen("tests/fixtures/attribution/transformer_small.txt", "r");
-    assert_non_null(f);
+    char path[256];
+    snprintf(path, sizeof path, "tests/fixtures/attribution/%s", fixture);
+    FILE *f = fopen(path, "r");
+    if (!f) fail_msg("%s: cannot open", path);
     char line[512];
     assert_non_null(fgets(line, sizeof line, f)); /* the comment */
     int n_src, n_hyp;
     int32_t *fsrc = read_ids(f, "src", &n_src), *fhyp = read_ids(f, "hyp", &n_hyp);
-    mt_model *m = mt_model_load("models/transformer-small", mt_backend_cpu(), 0);
+    mt_model *m = mt_model_load(bundle, mt_backend_cpu(), 0);
     if (!m) fail_msg("%s", mt_last_error());
     const mt_attr_method methods[] = {MT_ATTR_INPUT_X_GRADIENT, MT_ATTR_SALIENCY};
     for (int k = 0; k < 2; k++) {
@@ -275,7 +277,7 @@ static void test_transformer_small_matches_pytorch(void **state)
         mt_attr_opts_init(&o);
         o.method = methods[k];
         mt_attribution a;
-        assert_int_equal(mt_attribute(m, fsrc, n_src, fhyp, n_hyp, &o, &a), 0);
+        if (mt_attribute(m, fsrc, n_src, fhyp, n_hyp, &o, &a)) fail_msg("%s", mt_last_error());
         assert_int_equal(a.rows, rows);
         assert_int_equal(a.cols, cols);
         double worst = 0.0;
@@ -292,17 +294,31 @@ static void test_transformer_small_matches_pytorch(void **state)
             }
             if (err / most > worst) worst = err / most;
             if (err > 1e-4 * most)
-                fail_msg("%s row %d: off by %.3g of its largest value %.4g", name, j, err, most);
+                fail_msg("%s %s row %d: off by %.3g of its largest value %.4g", bundle, name, j,
+                         err, most);
         }
-        printf("transformer-small %s vs PyTorch autograd: worst row error %.2e of the row's "
-               "largest value\n",
-               name, worst);
+        printf("%s %s vs PyTorch autograd: worst row error %.2e of the row's largest value\n",
+               bundle, name, worst);
         mt_attribution_free(&a);
     }
     fclose(f);
     free(fsrc);
     free(fhyp);
     mt_model_free(m);
+}
+
+static void test_transformer_small_matches_pytorch(void **state)
+{
+    (void)state;
+    matches_pytorch("transformer_small.txt", "models/transformer-small");
+}
+
+static void test_decoder_only_match_pytorch(void **state)
+{
+    (void)state;
+    matches_pytorch("mamba_hf.txt", "tests/fixtures/mamba_hf/st");
+    matches_pytorch("transformer_pp_small.txt", "models/transformer++-small");
+    matches_pytorch("mamba_small.txt", "models/mamba-small");
 }
 
 /* A decoder-only model with a text prompt template (a hub Mamba, tests/fixtures/mamba_hf/st:
@@ -376,6 +392,7 @@ int main(void)
         cmocka_unit_test(test_contrast_is_the_difference),
         cmocka_unit_test(test_greedy_hypothesis),
         cmocka_unit_test(test_transformer_small_matches_pytorch),
+        cmocka_unit_test(test_decoder_only_match_pytorch),
         cmocka_unit_test(test_prompt_template),
         cmocka_unit_test(test_errors),
     };
