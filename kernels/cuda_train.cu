@@ -110,41 +110,49 @@ void cu_cross_entropy_backward(float *dlogits, const float *logits, const float 
     cu_check(cudaGetLastError(), "cross_entropy_backward_kernel");
 }
 
-// keep_i = philox_uniform(seed, i, site, step) >= p ; out = keep ? x / (1 - p) : 0
-__global__ void dropout_forward_kernel(float *out, const float *x, size_t n, float p,
-                                       float inv_keep, uint64_t seed, uint64_t step, uint32_t site)
+// Element i = b row_len + j of a (rows, row_len) batch: kept when
+// mt_dropout_uniform(seed, step, site, row0 + b, key_j) >= p (philox.h, as the CPU's).
+__device__ __forceinline__ bool dropout_keep(size_t i, size_t row_len, const mt_dropout &d)
 {
-    CU_FOR_EACH(i, n)
-    {
-        int keep = mt_philox_uniform(seed, (uint32_t)i, site, step) >= p;
-        out[i] = keep ? x[i] * inv_keep : 0.0f;
-    }
+    size_t b = i / row_len, j = i - b * row_len;
+    return mt_dropout_uniform(d.seed, d.step, d.site, d.row0 + (uint32_t)b,
+                              mt_dropout_key(j, row_len, d.align_end)) >= d.p;
 }
 
-__global__ void dropout_backward_kernel(float *dx, const float *dout, size_t n, float p,
-                                        float inv_keep, uint64_t seed, uint64_t step, uint32_t site)
+// out = keep ? x / (1 - p) : 0
+__global__ void dropout_forward_kernel(float *out, const float *x, size_t n, size_t row_len,
+                                       mt_dropout d, float inv_keep)
 {
-    CU_FOR_EACH(i, n)
-    if (mt_philox_uniform(seed, (uint32_t)i, site, step) >= p) dx[i] += dout[i] * inv_keep;
+    CU_FOR_EACH(i, n) out[i] = dropout_keep(i, row_len, d) ? x[i] * inv_keep : 0.0f;
 }
 
-void cu_dropout_forward(float *out, const float *x, size_t n, float p, uint64_t seed, uint64_t step,
-                        uint32_t site)
+// dx += keep ? dout / (1 - p) : 0
+__global__ void dropout_backward_kernel(float *dx, const float *dout, size_t n, size_t row_len,
+                                        mt_dropout d, float inv_keep)
 {
+    CU_FOR_EACH(i, n)
+    if (dropout_keep(i, row_len, d)) dx[i] += dout[i] * inv_keep;
+}
+
+void cu_dropout_forward(float *out, const float *x, size_t rows, size_t row_len,
+                        const mt_dropout *d)
+{
+    size_t n = rows * row_len;
     if (!n) return;
-    float inv_keep = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
-    dropout_forward_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(out, x, n, p, inv_keep, seed,
-                                                                       step, site);
+    float inv_keep = d->p < 1.0f ? 1.0f / (1.0f - d->p) : 0.0f;
+    dropout_forward_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(out, x, n, row_len, *d,
+                                                                       inv_keep);
     cu_check(cudaGetLastError(), "dropout_forward_kernel");
 }
 
-void cu_dropout_backward(float *dx, const float *dout, size_t n, float p, uint64_t seed,
-                         uint64_t step, uint32_t site)
+void cu_dropout_backward(float *dx, const float *dout, size_t rows, size_t row_len,
+                         const mt_dropout *d)
 {
+    size_t n = rows * row_len;
     if (!n) return;
-    float inv_keep = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
-    dropout_backward_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(dx, dout, n, p, inv_keep,
-                                                                        seed, step, site);
+    float inv_keep = d->p < 1.0f ? 1.0f / (1.0f - d->p) : 0.0f;
+    dropout_backward_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(dx, dout, n, row_len, *d,
+                                                                        inv_keep);
     cu_check(cudaGetLastError(), "dropout_backward_kernel");
 }
 

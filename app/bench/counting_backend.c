@@ -140,12 +140,11 @@ TIMED(cross_entropy_fused,
        float smoothing, float scale),
       (losses, logits, targets, BT, V, ignore_index, smoothing, scale))
 TIMED(dropout_forward,
-      (float *out, const float *x, size_t n, float p, uint64_t seed, uint64_t step, uint32_t site),
-      (out, x, n, p, seed, step, site))
+      (float *out, const float *x, size_t rows, size_t row_len, const mt_dropout *d),
+      (out, x, rows, row_len, d))
 TIMED(dropout_backward,
-      (float *dx, const float *dout, size_t n, float p, uint64_t seed, uint64_t step,
-       uint32_t site),
-      (dx, dout, n, p, seed, step, site))
+      (float *dx, const float *dout, size_t rows, size_t row_len, const mt_dropout *d),
+      (dx, dout, rows, row_len, d))
 TIMED(adamw_step,
       (float *params, const float *grads, float *m, float *v, const uint8_t *decay_mask, size_t n,
        const mt_adamw_hparams *h, int step),

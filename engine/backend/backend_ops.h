@@ -96,11 +96,9 @@
       (float *losses, float *logits, const int32_t *targets, size_t BT, int V, int ignore_index,   \
        float smoothing, float scale))                                                              \
     X(void, dropout_forward,                                                                       \
-      (float *out, const float *x, size_t n, float p, uint64_t seed, uint64_t step,                \
-       uint32_t site))                                                                             \
+      (float *out, const float *x, size_t rows, size_t row_len, const mt_dropout *d))              \
     X(void, dropout_backward,                                                                      \
-      (float *dx, const float *dout, size_t n, float p, uint64_t seed, uint64_t step,              \
-       uint32_t site))                                                                             \
+      (float *dx, const float *dout, size_t rows, size_t row_len, const mt_dropout *d))            \
     X(void, adamw_step,                                                                            \
       (float *params, const float *grads, float *m, float *v, const uint8_t *decay_mask, size_t n, \
        const mt_adamw_hparams *h, int step))                                                       \

@@ -174,7 +174,7 @@ void mt_mamba_forward(const mt_backend *be, float *out, mt_mamba_acts *a, const 
     if (state) state->len += T;
     be->gate_forward(a->yg, a->y, a->z, BT * D);
     mt_linear_forward(be, a->o, a->yg, p->out_proj_w, p->out_proj_b, BT, D, C);
-    mt_dropout_forward(be, out, a->o, BT * C, call->drop);
+    mt_dropout_forward(be, out, a->o, (size_t)B, (size_t)T * C, call->drop);
 }
 
 void mt_mamba_backward(const mt_backend *be, const mt_mamba_grads *grads, const float *dout,
@@ -190,7 +190,7 @@ void mt_mamba_backward(const mt_backend *be, const mt_mamba_grads *grads, const 
     size_t BT = (size_t)B * T;
     int C = cfg->d_model, D = cfg->d_inner, R = cfg->dt_rank, N = cfg->d_state;
     be->memzero(da->x, mt_mamba_acts_count(cfg, B, T) * sizeof(float)); /* da is one block */
-    mt_dropout_backward(be, da->o, dout, BT * C, call->drop);
+    mt_dropout_backward(be, da->o, dout, (size_t)B, (size_t)T * C, call->drop);
     mt_linear_backward(be, &(mt_weight_grads){da->yg, g->out_proj_w, g->out_proj_b}, da->o, a->yg,
                        p->out_proj_w, BT, D, C);
     be->gate_backward(da->y, da->z, da->yg, a->y, a->z, BT * D);

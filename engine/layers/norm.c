@@ -32,18 +32,16 @@ void mt_rmsnorm_backward(const mt_backend *be, const mt_weight_grads *grads, con
 
 static int dropout_active(const mt_dropout *drop) { return drop && drop->p > 0.0f; }
 
-void mt_dropout_forward(const mt_backend *be, float *out, const float *x, size_t n,
-                        const mt_dropout *drop)
+void mt_dropout_forward(const mt_backend *be, float *out, const float *x, size_t rows,
+                        size_t row_len, const mt_dropout *drop)
 {
-    if (dropout_active(drop))
-        be->dropout_forward(out, x, n, drop->p, drop->seed, drop->step, drop->site);
-    else if (out != x) be->copy(out, x, n * sizeof *out);
+    if (dropout_active(drop)) be->dropout_forward(out, x, rows, row_len, drop);
+    else if (out != x) be->copy(out, x, rows * row_len * sizeof *out);
 }
 
-void mt_dropout_backward(const mt_backend *be, float *dx, const float *dout, size_t n,
-                         const mt_dropout *drop)
+void mt_dropout_backward(const mt_backend *be, float *dx, const float *dout, size_t rows,
+                         size_t row_len, const mt_dropout *drop)
 {
-    if (dropout_active(drop))
-        be->dropout_backward(dx, dout, n, drop->p, drop->seed, drop->step, drop->site);
-    else be->axpy(dx, dout, n, 1.0f);
+    if (dropout_active(drop)) be->dropout_backward(dx, dout, rows, row_len, drop);
+    else be->axpy(dx, dout, rows * row_len, 1.0f);
 }

@@ -1,7 +1,8 @@
 /* Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC 2011): a
  * counter-based generator. Output = bijection(counter) keyed by the seed, so any element's
  * random number is computed directly from (seed, counter) with no sequential state: dropout
- * recomputes its mask in backward, and the CPU and CUDA backends draw identical masks.
+ * recomputes its mask in backward, the CPU and CUDA backends draw identical masks, and a row's
+ * mask depends on its index in the step's global batch, not on the batch a process holds.
  * Shared by both backends like elementwise.h. */
 #ifndef MTLAB_PHILOX_H
 #define MTLAB_PHILOX_H
@@ -44,27 +45,34 @@ MT_HD void mt_philox4x32(uint32_t out[4], uint32_t c0, uint32_t c1, uint32_t c2,
 /* 24 random bits -> a float in [0, 1) with every value exactly representable */
 MT_HD float mt_u32_to_unit_float(uint32_t x) { return (float)(x >> 8) * (1.0f / 16777216.0f); }
 
-/* The four draws of one Philox block: elements 4 g .. 4 g + 3 of (seed, step, site). */
-MT_HD void mt_philox_block_words(uint32_t *r0, uint32_t *r1, uint32_t *r2, uint32_t *r3,
-                                 uint64_t seed, uint32_t g, uint32_t site, uint64_t step)
+/* The four draws of Philox block g of one row's dropout mask: keys 4 g .. 4 g + 3 of row `row`
+ * at (seed, step, site). Counter (g, site, low word of step, row), key the seed with the high
+ * word of step folded into its own high word (distinct for every step below 2^32). */
+MT_HD void mt_dropout_block_words(uint32_t *r0, uint32_t *r1, uint32_t *r2, uint32_t *r3,
+                                  uint64_t seed, uint64_t step, uint32_t site, uint32_t row,
+                                  uint32_t g)
 {
-    mt_philox4x32_words(r0, r1, r2, r3, g, site, (uint32_t)step, (uint32_t)(step >> 32),
-                        (uint32_t)seed, (uint32_t)(seed >> 32));
+    mt_philox4x32_words(r0, r1, r2, r3, g, site, (uint32_t)step, row, (uint32_t)seed,
+                        (uint32_t)(seed >> 32) ^ (uint32_t)(step >> 32));
 }
 
-MT_HD void mt_philox_block(uint32_t r[4], uint64_t seed, uint32_t g, uint32_t site, uint64_t step)
+/* The key of element j of a row of row_len elements: j from the row's start, or with
+ * align_end, j - row_len (mod 2^32) from its end, so that an element of a left-padded row keeps
+ * its key when the padding in front of it changes. */
+MT_HD uint32_t mt_dropout_key(size_t j, size_t row_len, int align_end)
 {
-    mt_philox_block_words(&r[0], &r[1], &r[2], &r[3], seed, g, site, step);
+    return align_end ? (uint32_t)j - (uint32_t)row_len : (uint32_t)j;
 }
 
-/* The dropout draw of element i at (seed, step, site): uniform in [0, 1). Each Philox block
- * gives four 32-bit words, and elements 4 g .. 4 g + 3 take the words of block g in order
- * (docs/models.md §10.8), so a run of elements costs a quarter of a block each. */
-MT_HD float mt_philox_uniform(uint64_t seed, uint32_t i, uint32_t site, uint64_t step)
+/* The dropout draw of key `key` of row `row` at (seed, step, site): uniform in [0, 1). Each
+ * Philox block gives four 32-bit words, and keys 4 g .. 4 g + 3 take the words of block g in
+ * order (docs/models.md §10.8), so a run of elements costs a quarter of a block each. */
+MT_HD float mt_dropout_uniform(uint64_t seed, uint64_t step, uint32_t site, uint32_t row,
+                               uint32_t key)
 {
     uint32_t r[4];
-    mt_philox_block(r, seed, i >> 2, site, step);
-    return mt_u32_to_unit_float(r[i & 3]);
+    mt_dropout_block_words(&r[0], &r[1], &r[2], &r[3], seed, step, site, row, key >> 2);
+    return mt_u32_to_unit_float(r[key & 3]);
 }
 
 #endif

@@ -185,9 +185,9 @@ double mt_model_run_forward(mt_model *m, const mt_step_opts *opts, int want_loss
     return mt_cross_entropy_forward(m->be, m->losses, m->lse, m->logits, m->d_targets, &loss);
 }
 
-/* Backward of the embeddings of one stack: dx (rows, C) through dropout into the table. */
+/* Backward of the embeddings of one stack: dx (B, T, C) through dropout into the table. */
 static void embed_backward(mt_model *m, const mt_stack *s, float *dx, float *tmp,
-                           const int32_t *ids, size_t rows, const mt_step_opts *opts)
+                           const int32_t *ids, int B, int T, const mt_step_opts *opts)
 {
     const mt_backend *be = m->be;
     int embed = s->embed_tensor >= 0 ? s->embed_tensor : m->embed_tensor;
@@ -195,10 +195,10 @@ static void embed_backward(mt_model *m, const mt_stack *s, float *dx, float *tmp
     mt_dropout drop = mt_stack_dropout(s, -1, 0, opts, m->cfg.dropout);
     const float *d = dx;
     if (drop.p > 0.0f) { /* dropout's backward into zeros is its forward on the gradient */
-        mt_dropout_forward(be, tmp, dx, rows * s->C, &drop);
+        mt_dropout_forward(be, tmp, dx, (size_t)B, (size_t)T * s->C, &drop);
         d = tmp;
     }
-    mt_embedding_backward(be, dtable, d, ids, rows, s->C, m->embed_scale);
+    mt_embedding_backward(be, dtable, d, ids, (size_t)B * T, s->C, m->embed_scale);
 }
 
 static size_t stack_scratch(const mt_stack *s, int B, int T, int S)
@@ -285,11 +285,11 @@ int mt_model_run_backward(mt_model *m, const mt_step_opts *opts, float scale, do
                    .mem_mask = m->d_src_mask,
                    .opts = opts};
     mt_stack_backward(m, &m->dec, &m->dec_acts, dx, ddec_out, &dec, unit_scratch);
-    embed_backward(m, &m->dec, dx, ddec_out, m->d_ids, BT, opts);
+    embed_backward(m, &m->dec, dx, ddec_out, m->d_ids, B, T, opts);
     if (m->arch->encdec) {
         mt_pass enc = {.B = B, .T = S, .mask = m->d_src_mask, .opts = opts};
         mt_stack_backward(m, &m->enc, &m->enc_acts, dxs, dmem, &enc, unit_scratch);
-        embed_backward(m, &m->enc, dxs, dmem, m->d_src, NS, opts);
+        embed_backward(m, &m->enc, dxs, dmem, m->d_src, B, S, opts);
     }
     return 0;
 }

@@ -40,6 +40,7 @@ static mt_model *build_tables(const mt_model_config *cfg, const mt_backend *be)
     m->dec.embed_tensor = -1;
     m->enc.C = m->dec.C = cfg->d_model;
     m->dec.site_base = 1u << 20; /* the encoder's dropout sites stay below */
+    m->dec.left_padded = !arch->encdec; /* mt_batch: decoder-only rows are left padded */
     if (arch->build(m) || check_units(m, &m->enc) || check_units(m, &m->dec)) {
         mt_model_free(m);
         return NULL;

@@ -111,6 +111,8 @@ typedef struct {
     int positions; /* 1: sinusoid positions are added to the embeddings */
     int embed_tensor; /* the stack's own token embedding; -1: the model's */
     uint32_t site_base; /* dropout sites of this stack start here */
+    int left_padded; /* training batches pad its rows in front (decoder-only): dropout keys from
+                      * each row's end (mt_dropout) */
 } mt_stack;
 
 /* Activations of a stack for one pass: xs[i] (BT, C) is the residual stream entering unit i,

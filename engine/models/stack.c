@@ -74,6 +74,8 @@ mt_dropout mt_stack_dropout(const mt_stack *s, int unit, int k, const mt_step_op
     d.seed = opts->seed;
     d.step = opts->step;
     d.site = s->site_base + (uint32_t)(unit + 1) * 8u + (uint32_t)k;
+    d.row0 = opts->row0;
+    d.align_end = s->left_padded;
     return d;
 }
 
@@ -86,7 +88,8 @@ void mt_stack_embed(const mt_model *m, const mt_stack *s, mt_stack_acts *sa, con
     const float *table = m->params + m->tensors[embed].offset;
     mt_embedding_forward(be, sa->xs[0], ids, table, BT, s->C, m->embed_scale);
     if (s->positions) mt_positions_add(be, sa->xs[0], m->pos, B, T, s->C, pos0);
-    if (drop && drop->p > 0.0f) mt_dropout_forward(be, sa->xs[0], sa->xs[0], BT * s->C, drop);
+    if (drop && drop->p > 0.0f)
+        mt_dropout_forward(be, sa->xs[0], sa->xs[0], (size_t)B, (size_t)T * s->C, drop);
 }
 
 const float *mt_stack_final_norm(const mt_backend *be, const mt_stack *s, float *out, float *mean,

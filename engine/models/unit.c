@@ -507,7 +507,9 @@ void mt_unit_forward(const mt_backend *be, const mt_unit *u, mt_unit_work *w, fl
         in = w->pre;
     }
     ops->forward(be, u, &w->a, f, in, pass);
-    if (!ops->own_dropout && dropping(pass->drop)) mt_dropout_forward(be, f, f, BTC, pass->drop);
+    size_t row_len = (size_t)pass->T * (size_t)mt_unit_width(u);
+    if (!ops->own_dropout && dropping(pass->drop))
+        mt_dropout_forward(be, f, f, (size_t)pass->B, row_len, pass->drop);
     be->add(f, f, x, BTC);
     if (u->post_norm) norm_forward(be, u, y, w->mean, w->rstd, w->pre, BT);
 }
@@ -522,11 +524,13 @@ void mt_unit_backward(const mt_backend *be, mt_unit *u, const mt_unit_work *w, f
     mt_unit_acts da; /* each layer's backward zeroes the parts of da it accumulates into */
     ops->acts_point(u, &da, scratch + 2 * BTC, pass->B, pass->T, pass->T, pass->S);
     int unit_drop = !ops->own_dropout && dropping(drop);
+    size_t row_len = (size_t)pass->T * (size_t)mt_unit_width(u);
 
     if (!u->post_norm) {
         const float *df = dy;
         if (unit_drop) {
-            mt_dropout_forward(be, dfbuf, dy, BTC, drop); /* = its backward into zeros */
+            /* = its backward into zeros */
+            mt_dropout_forward(be, dfbuf, dy, (size_t)pass->B, row_len, drop);
             df = dfbuf;
         }
         be->memzero(dn, BTC * sizeof(float));
@@ -538,7 +542,7 @@ void mt_unit_backward(const mt_backend *be, mt_unit *u, const mt_unit_work *w, f
         norm_backward(be, u, ds, dy, w->pre, w, BT);
         const float *df = ds;
         if (unit_drop) {
-            mt_dropout_forward(be, dfbuf, ds, BTC, drop);
+            mt_dropout_forward(be, dfbuf, ds, (size_t)pass->B, row_len, drop);
             df = dfbuf;
         }
         be->copy(dy, ds, BTC * sizeof(float));

@@ -435,12 +435,16 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
                              .step = (uint64_t)step,
                              .label_smoothing = cfg->label_smoothing};
         double step_loss = 0;
-        for (int k = 0; k < n_mb; k++) {
+        /* the step's global batch is its micro-batches' rows one after another: a row's dropout
+         * masks follow its place there, whichever rank and call hold it */
+        uint32_t mb_row0 = 0;
+        for (int k = 0; k < n_mb; mb_row0 += (uint32_t)mb_n[k], k++) {
             /* this rank's shards of the batch: s = rank, rank + N, ... of st.shards row ranges */
             for (int s = coll->rank; s < st.shards; s += coll->size) {
                 int lo = (int)((long)mb_n[k] * s / st.shards),
                     hi = (int)((long)mb_n[k] * (s + 1) / st.shards);
                 if (hi == lo) continue;
+                opts.row0 = mb_row0 + (uint32_t)lo;
                 mt_batch batch;
                 mt_batch_pack(&batch, encdec, &cfg->model, ep.corpus, &ep.ex, mb_rows[k] + lo,
                               hi - lo);

@@ -543,17 +543,17 @@ static void fb_cross_entropy_fused(float *losses, float *logits, const int32_t *
     cpu->cross_entropy_fused(H(losses), H(logits), H(targets), N, V, ignore_index, smoothing,
                              scale);
 }
-static void fb_dropout_forward(float *out, const float *x, size_t n, float p, uint64_t seed,
-                               uint64_t step, uint32_t site)
+static void fb_dropout_forward(float *out, const float *x, size_t rows, size_t row_len,
+                               const mt_dropout *d)
 {
     if (refused()) return;
-    cpu->dropout_forward(H(out), H(x), n, p, seed, step, site);
+    cpu->dropout_forward(H(out), H(x), rows, row_len, d);
 }
-static void fb_dropout_backward(float *dx, const float *dout, size_t n, float p, uint64_t seed,
-                                uint64_t step, uint32_t site)
+static void fb_dropout_backward(float *dx, const float *dout, size_t rows, size_t row_len,
+                                const mt_dropout *d)
 {
     if (refused()) return;
-    cpu->dropout_backward(H(dx), H(dout), n, p, seed, step, site);
+    cpu->dropout_backward(H(dx), H(dout), rows, row_len, d);
 }
 static void fb_adamw_step(float *params, const float *grads, float *m, float *v,
                           const uint8_t *decay_mask, size_t n, const mt_adamw_hparams *h, int step)

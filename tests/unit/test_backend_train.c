@@ -63,6 +63,14 @@ static void test_rng_streams(void **state)
     for (int k = 0; k < 10; k++) assert_true(abs(hist[k] - N / 10) < 600); /* ~4.5 sigma */
 }
 
+/* The scalar formula of element j of row b (mt_dropout, backend.h). */
+static float dropout_ref(float x, size_t b, size_t j, size_t row_len, const mt_dropout *d)
+{
+    uint32_t key = mt_dropout_key(j, row_len, d->align_end);
+    int keep = mt_dropout_uniform(d->seed, d->step, d->site, d->row0 + (uint32_t)b, key) >= d->p;
+    return keep ? x * (1.0f / (1.0f - d->p)) : 0.0f;
+}
+
 static void test_dropout_reproducible(void **state)
 {
     (void)state;
@@ -71,16 +79,16 @@ static void test_dropout_reproducible(void **state)
     float *dx = calloc(N, 4);
     for (int i = 0; i < N; i++) x[i] = 1.0f + (float)(i % 7);
     const float p = 0.3f;
-    be->dropout_forward(a, x, N, p, 1234, 5, 2);
-    be->dropout_forward(b, x, N, p, 1234, 5, 2);
-    assert_memory_equal(a, b, N * sizeof(float)); /* same (seed, step, site): same mask */
-    be->dropout_forward(c, x, N, p, 1234, 6, 2);
+    mt_dropout d = {.p = p, .seed = 1234, .step = 5, .site = 2};
+    be->dropout_forward(a, x, 1, N, &d);
+    be->dropout_forward(b, x, 1, N, &d);
+    assert_memory_equal(a, b, N * sizeof(float)); /* same (seed, step, site, row): same mask */
+    mt_dropout next = d;
+    next.step = 6;
+    be->dropout_forward(c, x, 1, N, &next);
     /* every element is the scalar formula: the vectorised draws are Philox's, element by element
      * (what the CUDA kernel computes too) */
-    for (int i = 0; i < N; i++) {
-        int keep = mt_philox_uniform(1234, (uint32_t)i, 2, 5) >= p;
-        assert_true(a[i] == (keep ? x[i] * (1.0f / (1.0f - p)) : 0.0f));
-    }
+    for (int i = 0; i < N; i++) assert_true(a[i] == dropout_ref(x[i], 0, (size_t)i, N, &d));
     int kept = 0, differ = 0;
     for (int i = 0; i < N; i++) {
         kept += a[i] != 0.0f;
@@ -91,26 +99,59 @@ static void test_dropout_reproducible(void **state)
            (double)kept / N, N, (double)differ / N);
     assert_true(fabs((double)kept / N - 0.7) < 0.006);
     assert_true(fabs((double)differ / N - 0.42) < 0.01); /* independent masks: 2 p (1 - p) */
-    be->dropout_forward(c, x, N, p, 1234, 5, 3); /* another site, another mask */
+    mt_dropout other = d;
+    other.site = 3;
+    be->dropout_forward(c, x, 1, N, &other); /* another site, another mask */
     assert_true(memcmp(a, c, N * sizeof(float)) != 0);
     /* backward recomputes the forward mask: dx = mask * 1/(1-p) exactly where kept */
     float *ones = malloc(N * 4);
     for (int i = 0; i < N; i++) ones[i] = 1.0f;
-    be->dropout_backward(dx, ones, N, p, 1234, 5, 2);
+    be->dropout_backward(dx, ones, 1, N, &d);
     for (int i = 0; i < N; i++) assert_true((dx[i] != 0.0f) == (a[i] != 0.0f));
-    /* lengths that end inside a Philox block and inside a chunk of the CPU's loop */
-    for (int len = 1; len <= 4103; len += 1367) {
-        be->dropout_forward(c, x, (size_t)len, p, 99, 7, 1);
-        for (int i = 0; i < len; i++) {
-            int keep = mt_philox_uniform(99, (uint32_t)i, 1, 7) >= p;
-            assert_true(c[i] == (keep ? x[i] * (1.0f / (1.0f - p)) : 0.0f));
+    /* lengths that end inside a Philox block and inside a chunk of the CPU's loop, rows keyed
+     * from their start and from their end (whose first key is inside a block) */
+    for (int align_end = 0; align_end < 2; align_end++)
+        for (int len = 1; len <= 4103; len += 1367) {
+            mt_dropout r = {
+                .p = p, .seed = 99, .step = 7, .site = 1, .row0 = 4, .align_end = align_end};
+            size_t rows = N / (size_t)len < 3 ? N / (size_t)len : 3;
+            be->dropout_forward(c, x, rows, (size_t)len, &r);
+            for (size_t i = 0; i < rows * (size_t)len; i++)
+                assert_true(c[i] ==
+                            dropout_ref(x[i], i / (size_t)len, i % (size_t)len, (size_t)len, &r));
         }
-    }
     /* in place works */
     memcpy(c, x, N * sizeof(float));
-    be->dropout_forward(c, c, N, p, 1234, 5, 2);
+    be->dropout_forward(c, c, 1, N, &d);
     assert_memory_equal(a, c, N * sizeof(float));
     free(x), free(a), free(b), free(c), free(dx), free(ones);
+}
+
+/* A row's mask is its own wherever the row sits: rows 1..2 of a batch called alone as rows
+ * 1..2 (row0 = 1) draw what they drew in the batch, and a left-padded row (align_end) keeps
+ * the masks of its tokens when the padding in front of it grows. */
+static void test_dropout_masks_follow_rows(void **state)
+{
+    (void)state;
+    enum { ROWS = 3, LEN = 1030, PAD = 13 };
+    float x[ROWS * (LEN + PAD)], whole[ROWS * LEN], part[2 * LEN], padded[LEN + PAD];
+    for (int i = 0; i < ROWS * (LEN + PAD); i++) x[i] = 1.0f + (float)(i % 5);
+    for (int align_end = 0; align_end < 2; align_end++) {
+        mt_dropout d = {.p = 0.5f, .seed = 3, .step = 11, .site = 8, .align_end = align_end};
+        be->dropout_forward(whole, x, ROWS, LEN, &d);
+        mt_dropout tail = d;
+        tail.row0 = 1;
+        be->dropout_forward(part, x + LEN, 2, LEN, &tail);
+        assert_memory_equal(part, whole + LEN, sizeof part);
+        be->dropout_forward(part, x + LEN, 2, LEN, &d); /* as rows 0..1: other masks */
+        assert_true(memcmp(part, whole + LEN, sizeof part) != 0);
+        /* row 0 with PAD elements in front: its LEN elements keep their masks from the end */
+        memcpy(padded + PAD, x, LEN * sizeof(float));
+        for (int i = 0; i < PAD; i++) padded[i] = 0.0f;
+        be->dropout_forward(padded, padded, 1, LEN + PAD, &d);
+        int same = !memcmp(padded + PAD, whole, LEN * sizeof(float));
+        assert_int_equal(same, align_end);
+    }
 }
 
 /* The in-place training form equals forward + backward into zeroed gradients, bit for bit:
@@ -175,8 +216,11 @@ static void test_adamw_step(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_philox_known_answers), cmocka_unit_test(test_rng_streams),
-        cmocka_unit_test(test_dropout_reproducible), cmocka_unit_test(test_cross_entropy_fused),
+        cmocka_unit_test(test_philox_known_answers),
+        cmocka_unit_test(test_rng_streams),
+        cmocka_unit_test(test_dropout_reproducible),
+        cmocka_unit_test(test_dropout_masks_follow_rows),
+        cmocka_unit_test(test_cross_entropy_fused),
         cmocka_unit_test(test_adamw_step),
     };
     return cmocka_run_group_tests_name("backend_train", tests, setup, NULL);

@@ -740,15 +740,24 @@ static void test_loss_dropout_adamw(void **state)
         report(what, e, TOL_FP32);
         drop(logits), drop(losses), drop(lse), drop(dl), idrop(t);
     }
-    /* dropout masks are the same counter-based draws on both sides: identical results */
+    /* dropout masks are the same counter-based draws on both sides: identical results, for one
+     * row keyed from its start and for 13 rows of 7691 keyed from their ends */
     const size_t n = 100003;
     pair x = rnd(n, 1.0f), out = poison(n), dx = rnd(n, 1.0f);
-    cpu->dropout_forward(out.h, x.h, n, 0.3f, 42, 7, 3),
-        gpu->dropout_forward(out.d, x.d, n, 0.3f, 42, 7, 3);
-    double e = diff(out);
-    cpu->dropout_backward(dx.h, x.h, n, 0.3f, 42, 7, 3),
-        gpu->dropout_backward(dx.d, x.d, n, 0.3f, 42, 7, 3);
-    report("dropout forward/backward p 0.3 n=100003", fmax(e, diff(dx)), TOL_FP32);
+    double e = 0.0;
+    const size_t shapes_rows[2] = {1, 13}, shapes_len[2] = {n, 7691};
+    for (int k = 0; k < 2; k++) {
+        mt_dropout d = {.p = 0.3f, .seed = 42, .step = 7, .site = 3, .row0 = 5, .align_end = k};
+        size_t rows = shapes_rows[k], len = shapes_len[k];
+        cpu->dropout_forward(out.h, x.h, rows, len, &d),
+            gpu->dropout_forward(out.d, x.d, rows, len, &d);
+        e = fmax(e, diff(out));
+        cpu->dropout_backward(dx.h, x.h, rows, len, &d),
+            gpu->dropout_backward(dx.d, x.d, rows, len, &d);
+        e = fmax(e, diff(dx));
+    }
+    report("dropout forward/backward p 0.3 n=100003 (1 x 100003, 13 x 7691 from the end)", e,
+           TOL_FP32);
     drop(x), drop(out), drop(dx);
 
     const size_t np = 70001;

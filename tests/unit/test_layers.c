@@ -263,7 +263,7 @@ static void test_norm_grads(void **state)
 
 /* ---------------------------------------------------------------- dropout */
 typedef struct {
-    size_t n;
+    size_t n, row_len;
     mt_dropout drop;
     double *x, *out, *r;
 } drop_ref;
@@ -272,8 +272,10 @@ static double drop_ref_loss(void *p)
 {
     drop_ref *m = p;
     for (size_t i = 0; i < m->n; i++) {
-        int keep =
-            mt_philox_uniform(m->drop.seed, (uint32_t)i, m->drop.site, m->drop.step) >= m->drop.p;
+        size_t b = i / m->row_len;
+        uint32_t key = mt_dropout_key(i - b * m->row_len, m->row_len, m->drop.align_end);
+        int keep = mt_dropout_uniform(m->drop.seed, m->drop.step, m->drop.site,
+                                      m->drop.row0 + (uint32_t)b, key) >= m->drop.p;
         m->out[i] = keep ? m->x[i] / (1.0 - m->drop.p) : 0.0;
     }
     return project_d(m->out, m->r, m->n);
@@ -284,23 +286,23 @@ static void test_dropout_grad(void **state)
     (void)state;
     mt_rng rng;
     mt_rng_init(&rng, 4, 0);
-    enum { N = 200 };
-    mt_dropout drop = {.p = 0.3f, .seed = 99, .step = 7, .site = 3};
+    enum { N = 200, ROW = 50 }; /* 4 rows, keyed as rows 2..5 of a step, from their ends */
+    mt_dropout drop = {.p = 0.3f, .seed = 99, .step = 7, .site = 3, .row0 = 2, .align_end = 1};
     float *x = gc_random(N, &rng, 1.0f), *out = calloc(N, 4), *r = gc_random(N, &rng, 1.0f),
           *dx = calloc(N, 4);
-    mt_dropout_forward(be, out, x, N, &drop);
-    mt_dropout_backward(be, dx, r, N, &drop);
+    mt_dropout_forward(be, out, x, N / ROW, ROW, &drop);
+    mt_dropout_backward(be, dx, r, N / ROW, ROW, &drop);
     int dropped = 0;
     for (int i = 0; i < N; i++) dropped += out[i] == 0.0f;
     assert_true(dropped > 30 && dropped < 90); /* ~60 of 200 at p = 0.3 */
-    drop_ref m = {N, drop, to_double(x, N), calloc(N, 8), to_double(r, N)};
+    drop_ref m = {N, ROW, drop, to_double(x, N), calloc(N, 8), to_double(r, N)};
     drop_ref_loss(&m);
     assert_true(forward_error(out, m.out, N) < 1e-6);
     assert_true(
         gc_report("layers", "dropout dx", gc_rel_error(m.x, N, dx, drop_ref_loss, &m, N), BOUND));
     /* p = 0 is the identity both ways */
     mt_dropout off = {0};
-    mt_dropout_forward(be, out, x, N, &off);
+    mt_dropout_forward(be, out, x, N / ROW, ROW, &off);
     assert_memory_equal(out, x, N * 4);
     free(x), free(out), free(r), free(dx), free(m.x), free(m.out), free(m.r);
 }

@@ -155,10 +155,12 @@ static void mamba_ref_forward(mamba_ref *m)
             for (int c = 0; c < C; c++) {
                 double o = 0.0;
                 for (int d = 0; d < Di; d++) o += W_out[(size_t)c * Di + d] * yg[d];
+                /* element (t, c) of row b: the row's mask, keyed by row0 + b */
                 size_t e = i * C + c;
-                int keep =
-                    m->drop.p <= 0.0f || mt_philox_uniform(m->drop.seed, (uint32_t)e, m->drop.site,
-                                                           m->drop.step) >= m->drop.p;
+                uint32_t key = mt_dropout_key((size_t)t * C + c, (size_t)T * C, m->drop.align_end);
+                int keep = m->drop.p <= 0.0f ||
+                           mt_dropout_uniform(m->drop.seed, m->drop.step, m->drop.site,
+                                              m->drop.row0 + (uint32_t)b, key) >= m->drop.p;
                 m->out[e] = keep ? o / (1.0 - (m->drop.p > 0.0f ? m->drop.p : 0.0f)) : 0.0;
             }
         }
@@ -188,7 +190,7 @@ static void test_mamba_grad(void **state)
     const mt_mamba_config *cfg = &small_cfg;
     enum { B = 2, T = 7 };
     uint8_t mask[B * T] = {1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1}; /* row 1: two left pads */
-    mt_dropout drop = {.p = 0.2f, .seed = 5, .step = 1, .site = 9};
+    mt_dropout drop = {.p = 0.2f, .seed = 5, .step = 1, .site = 9, .row0 = 3, .align_end = 1};
     mt_rng rng;
     mt_rng_init(&rng, 31, 1);
     size_t nh = (size_t)B * T * cfg->d_model, np = mt_mamba_params_count(cfg);

@@ -83,21 +83,24 @@ void cpu_cross_entropy_fused(float *losses, float *logits, const int32_t *target
     }
 }
 
-/* keep_i = philox_uniform(seed, i, site, step) >= p ; out = keep ? x / (1 - p) : 0
+/* keep_j = mt_dropout_uniform(seed, step, site, row, key_j) >= p ; out = keep ? x / (1 - p) : 0
  * (dropout_chunk with dx = NULL; with dx, the backward: dx += keep ? dout / (1 - p) : 0).
- * Elements [i0, i0 + n), i0 a multiple of 4. The scales come first, one Philox block per four
- * elements (philox.h) with the blocks' rounds vectorised, then one plain pass applies them. */
-MT_CPU_CLONES static void dropout_chunk(float *out, float *dx, const float *in, size_t i0, size_t n,
-                                        float p, uint64_t seed, uint64_t step, uint32_t site)
+ * n <= CPU_CHUNK consecutive elements of one row whose keys run from key0 (philox.h). The scales
+ * come first, one Philox block per four keys from the block holding key0, with the blocks'
+ * rounds vectorised, then one plain pass applies them from key0's place in its block. */
+MT_CPU_CLONES static void dropout_chunk(float *out, float *dx, const float *in, size_t n,
+                                        uint32_t key0, uint32_t row, const mt_dropout *d)
 {
-    float inv_keep = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
-    float keep[CPU_CHUNK];
-    uint32_t words[4][CPU_CHUNK / 4]; /* word w of block g, by word: stores a vector can make */
-    uint32_t g0 = (uint32_t)(i0 >> 2), n_blocks = (uint32_t)((n + 3) >> 2);
+    float p = d->p, inv_keep = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+    uint64_t seed = d->seed, step = d->step;
+    uint32_t site = d->site;
+    float keep[CPU_CHUNK + 8];
+    uint32_t words[4][CPU_CHUNK / 4 + 2]; /* word w of block g, by word: stores a vector can make */
+    uint32_t g0 = key0 >> 2, skip = key0 & 3, n_blocks = (uint32_t)((skip + n + 3) >> 2);
 #pragma omp simd
     for (uint32_t g = 0; g < n_blocks; g++)
-        mt_philox_block_words(&words[0][g], &words[1][g], &words[2][g], &words[3][g], seed, g0 + g,
-                              site, step);
+        mt_dropout_block_words(&words[0][g], &words[1][g], &words[2][g], &words[3][g], seed, step,
+                               site, row, g0 + g);
 #pragma omp simd
     for (uint32_t g = 0; g < n_blocks; g++) {
         keep[4 * g] = mt_u32_to_unit_float(words[0][g]) >= p ? inv_keep : 0.0f;
@@ -105,29 +108,41 @@ MT_CPU_CLONES static void dropout_chunk(float *out, float *dx, const float *in, 
         keep[4 * g + 2] = mt_u32_to_unit_float(words[2][g]) >= p ? inv_keep : 0.0f;
         keep[4 * g + 3] = mt_u32_to_unit_float(words[3][g]) >= p ? inv_keep : 0.0f;
     }
+    const float *k = keep + skip;
     if (dx) {
 #pragma omp simd
-        for (size_t i = 0; i < n; i++) dx[i0 + i] += in[i0 + i] * keep[i];
+        for (size_t i = 0; i < n; i++) dx[i] += in[i] * k[i];
     } else {
 #pragma omp simd
-        for (size_t i = 0; i < n; i++) out[i0 + i] = in[i0 + i] * keep[i];
+        for (size_t i = 0; i < n; i++) out[i] = in[i] * k[i];
     }
 }
 
-void cpu_dropout_forward(float *out, const float *x, size_t n, float p, uint64_t seed,
-                         uint64_t step, uint32_t site)
+/* Every row in chunks of at most CPU_CHUNK elements, the chunks of all rows shared out. */
+static void dropout_rows(float *out, float *dx, const float *in, size_t rows, size_t row_len,
+                         const mt_dropout *d)
 {
-#pragma omp parallel for schedule(static) if (n > 16384)
-    for (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK)
-        dropout_chunk(out, NULL, x, i0, cpu_chunk_len(i0, n), p, seed, step, site);
+    if (!rows || !row_len) return;
+    size_t per_row = (row_len + CPU_CHUNK - 1) / CPU_CHUNK, n_chunks = rows * per_row;
+#pragma omp parallel for schedule(static) if (rows * row_len > 16384)
+    for (size_t c = 0; c < n_chunks; c++) {
+        size_t r = c / per_row, j0 = (c % per_row) * CPU_CHUNK, at = r * row_len + j0;
+        dropout_chunk(out ? out + at : NULL, dx ? dx + at : NULL, in + at,
+                      cpu_chunk_len(j0, row_len), mt_dropout_key(j0, row_len, d->align_end),
+                      d->row0 + (uint32_t)r, d);
+    }
 }
 
-void cpu_dropout_backward(float *dx, const float *dout, size_t n, float p, uint64_t seed,
-                          uint64_t step, uint32_t site)
+void cpu_dropout_forward(float *out, const float *x, size_t rows, size_t row_len,
+                         const mt_dropout *d)
 {
-#pragma omp parallel for schedule(static) if (n > 16384)
-    for (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK)
-        dropout_chunk(NULL, dx, dout, i0, cpu_chunk_len(i0, n), p, seed, step, site);
+    dropout_rows(out, NULL, x, rows, row_len, d);
+}
+
+void cpu_dropout_backward(float *dx, const float *dout, size_t rows, size_t row_len,
+                          const mt_dropout *d)
+{
+    dropout_rows(NULL, dx, dout, rows, row_len, d);
 }
 
 /* torch.optim.AdamW: p *= 1 - lr wd ; m = b1 m + (1-b1) g ; v = b2 v + (1-b2) g^2 ;

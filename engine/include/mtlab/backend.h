@@ -154,6 +154,18 @@ typedef struct {
  * (engine/layers/qweights.c). */
 struct mt_qweights;
 
+/* Dropout at one site of one training step. Each row of a batch draws its mask from its index
+ * in the step's global batch (row0 + b), so a row gets the same mask whichever micro-batch or
+ * rank holds it; a left-padded batch (align_end) keys each row's elements from its end, so
+ * padding does not move them. p = 0 (or a NULL pointer) is the identity, as at evaluation. */
+typedef struct {
+    float p;
+    uint64_t seed, step; /* step: the optimiser step, so every step draws a new mask */
+    uint32_t site; /* distinct per dropout site within a step (layer index * 8 + k ...) */
+    uint32_t row0; /* index of the batch's first row in the step's global batch */
+    int align_end; /* 1: rows are left padded; keys count back from each row's end */
+} mt_dropout;
+
 typedef struct mt_backend {
     const char *name; /* "cpu", "cpu-naive", "cuda:0" */
     int host_memory; /* 1 when backend pointers are ordinary host pointers */
@@ -315,15 +327,17 @@ typedef struct mt_backend {
     void (*cross_entropy_fused)(float *losses, float *logits, const int32_t *targets, size_t BT,
                                 int V, int ignore_index, float smoothing, float scale);
 
-    /* ---- dropout with a counter-based mask: element i of a call is kept when
-     * mt_philox_uniform(seed, i, site, step) >= p (engine/math/philox.h), so the mask depends
-     * only on (seed, step, site, i) and backward recomputes it instead of storing it.
-     * out = keep ? x / (1 - p) : 0 (may alias); dx += keep ? dout / (1 - p) : 0.
-     * n < 2^32 per call; `site` tells apart the dropout sites of one step. */
-    void (*dropout_forward)(float *out, const float *x, size_t n, float p, uint64_t seed,
-                            uint64_t step, uint32_t site);
-    void (*dropout_backward)(float *dx, const float *dout, size_t n, float p, uint64_t seed,
-                             uint64_t step, uint32_t site);
+    /* ---- dropout with a counter-based mask over `rows` rows of row_len floats (a (B, T, C)
+     * batch: B rows of T C), row b keyed as row d->row0 + b of the step's global batch:
+     * element j of row b is kept when
+     *   mt_dropout_uniform(seed, step, site, row0 + b, mt_dropout_key(j, row_len, align_end)) >= p
+     * (engine/math/philox.h), so the mask depends only on (seed, step, site, row, key) and
+     * backward recomputes it instead of storing it. out = keep ? x / (1 - p) : 0 (may alias);
+     * dx += keep ? dout / (1 - p) : 0. row_len < 2^32. */
+    void (*dropout_forward)(float *out, const float *x, size_t rows, size_t row_len,
+                            const mt_dropout *d);
+    void (*dropout_backward)(float *dx, const float *dout, size_t rows, size_t row_len,
+                             const mt_dropout *d);
 
     /* ---- optimiser: one AdamW step (step counts from 1) over a contiguous block of n
      * parameters with their gradients and moments; decay_mask (n) or NULL (all decay):

@@ -49,13 +49,6 @@ size_t mt_tensors_numel(const mt_tensor_spec *specs, int n);
 /* mask[i] = specs' decay flag for every float of the table laid out consecutively (host). */
 void mt_tensors_decay_mask(uint8_t *mask, const mt_tensor_spec *specs, int n);
 
-/* Dropout site: p = 0 (or a NULL pointer) is the identity, as at evaluation. */
-typedef struct {
-    float p;
-    uint64_t seed, step; /* step: the optimiser step, so every step draws a new mask */
-    uint32_t site; /* distinct per dropout site within a step (layer index * 8 + k ...) */
-} mt_dropout;
-
 /* ---------------------------------------------------------------- linear
  * out (BT, OC) = x (BT, C) weight^T + bias; weight (OC, C) (PyTorch layout), bias (OC) or NULL.
  * On a backend with int8 or bf16 weights (be->qweights) a weight found there runs in that
@@ -122,11 +115,12 @@ void mt_rmsnorm_forward(const mt_backend *be, float *out, float *rstd, const flo
 void mt_rmsnorm_backward(const mt_backend *be, const mt_weight_grads *grads, const float *dout,
                          const float *x, const float *weight, const float *rstd,
                          const mt_norm_call *call);
-/* out (n) = dropout(x); out may alias x. backward: dx += dropout'(dout). */
-void mt_dropout_forward(const mt_backend *be, float *out, const float *x, size_t n,
-                        const mt_dropout *drop);
-void mt_dropout_backward(const mt_backend *be, float *dx, const float *dout, size_t n,
-                         const mt_dropout *drop);
+/* out (rows, row_len) = dropout(x), row b keyed as row drop->row0 + b of the step (mt_dropout,
+ * backend.h); out may alias x. backward: dx += dropout'(dout). */
+void mt_dropout_forward(const mt_backend *be, float *out, const float *x, size_t rows,
+                        size_t row_len, const mt_dropout *drop);
+void mt_dropout_backward(const mt_backend *be, float *dx, const float *dout, size_t rows,
+                         size_t row_len, const mt_dropout *drop);
 
 /* ---------------------------------------------------------------- positions
  * Marian sinusoids: table (P, C) filled by the backend (mtlab/backend.h sinusoid_fill);

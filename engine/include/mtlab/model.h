@@ -222,10 +222,13 @@ typedef struct {
 /* Logits of every position: host (B, T, V). */
 int mt_model_forward(mt_model *m, const mt_batch *b, float *logits);
 
-/* Training switches: dropout on when train is 1, with masks drawn from (seed, step). */
+/* Training switches: dropout on when train is 1, with masks drawn from (seed, step) and each
+ * row's index in the step's global batch (row0 + b for row b of the batch), so a row draws the
+ * same mask however the step's batch is split into micro-batches and ranks. */
 typedef struct {
     int train;
     uint64_t seed, step;
+    uint32_t row0; /* index of the batch's first row in the step's global batch */
     float label_smoothing;
 } mt_step_opts;
 
