@@ -109,6 +109,7 @@ test: deps
 	@tests/check_layers.sh
 	@tests/check_archs.sh
 	@tests/check_docs.sh
+	@tests/check_paths.sh
 	@tests/check_gazetteer.sh
 	@tests/check_format.sh
 	@$(MAKE) --no-print-directory test-build

@@ -91,7 +91,7 @@ typedef enum {
 
 /* The attribute-only theme every file starts from (meanings a file leaves out keep it). */
 void tui_theme_plain(tui_theme *t, const char *name);
-/* Parse theme text; errors name the file and line: "themes/x.theme:7: unknown meaning 'txt'
+/* Parse theme text; errors name the file and line: "themes/mine.theme:7: unknown meaning 'txt'
  * (known: text, dim, ...)". 0 or -1. */
 int tui_theme_parse(tui_theme *t, const char *text, size_t len, const char *path);
 /* Read and parse a file; the theme's name is the file name without ".theme". */

@@ -1,4 +1,4 @@
-/* libFuzzer target for the workbench's theme files (app/tui/theme.c, themes/ *.theme): any text
+/* libFuzzer target for the workbench's theme files (app/common/theme.c, themes/ *.theme): any text
  * gives a theme or one error line naming the file; an accepted theme resolves every meaning at
  * every colour level to legible colours (foreground shown differently from background), and its
  * heat scale answers for every value. The text is passed without a terminating NUL, as read.

@@ -1,5 +1,5 @@
 -- docs/training-config.md is `mtlab train --reference`, made from the key tables that read
--- training configs (app/lua/train_config.c), so the document cannot drift from the keys.
+-- training configs (app/common/train_config.c), so the document cannot drift from the keys.
 local H = dofile("tests/lua/helpers.lua")
 
 describe("mtlab train --reference", function()

@@ -1,4 +1,4 @@
-/* The training-config reader (app/lua/train_config.c) against configs that are valid Lua but
+/* The training-config reader (app/common/train_config.c) against configs that are valid Lua but
  * odd tables: metamethods that raise or lie, non-name keys, non-finite numbers, NUL bytes,
  * negative zero, and the reader on a caller's own Lua state (the fuzz target's sandbox). */
 #include "test_util.h"
