@@ -63,7 +63,7 @@ def timed_steps(model, make_loss, repeat, dev="cuda"):
 
 
 # ---------------------------------------------------------------- CPU: the demo presets
-# mtlab's "-small" presets (engine/models/presets.c) and `mtlab bench`'s training batch
+# mtlab's "-small" presets (engine/models/arch.c) and `mtlab bench`'s training batch
 SMALL_V = 8000
 SMALL_B = 64
 SMALL_PEERS = ["transformer-small", "transformer++-small", "mamba-small"]
