@@ -178,12 +178,28 @@ static int draw_state(tui_app *a, tui_pane *p, WINDOW *w)
     return x;
 }
 
+/* Whether the loaded panes run on more than one device: only then does a shortened title keep
+ * the device, which tells them apart; on one device it would be the same word in every title
+ * (and in some only, where it fits). */
+static int devices_differ(const tui_app *a)
+{
+    const char *first = NULL;
+    for (int i = 0; i < a->n_panes; i++) {
+        const char *d = a->panes[i]->loaded ? strrchr(a->panes[i]->info, ',') : NULL;
+        if (!d) continue;
+        if (!first) first = d;
+        else if (strcmp(first, d)) return 1;
+    }
+    return 0;
+}
+
 /* The title: name, direction ("es→en", when the bundle records it), architecture, parameters,
  * device and the search ("greedy", "beam 5"), in the top border less reserve columns at its
  * right (a scrolled pane's position); when that does not fit, the name, the direction, the
- * device (panes on the CPU and a GPU side by side are compared by it) and the search; then the
- * name, the direction and the search, the name cut short if it must be, so the search shows
- * unless the pane is too narrow for a name beside it (or did not load). */
+ * device (only where the panes run on more than one: a CPU and a GPU side by side are compared
+ * by it) and the search; then the name, the direction and the search, the name cut short if it
+ * must be, so the search shows unless the pane is too narrow for a name beside it (or did not
+ * load). */
 static void draw_title(tui_app *a, tui_pane *p, WINDOW *w, int focused, int reserve)
 {
     const tui_glyphs *g = glyphs(a);
@@ -202,7 +218,7 @@ static void draw_title(tui_app *a, tui_pane *p, WINDOW *w, int focused, int rese
     else snprintf(name, sizeof name, "%s", p->name);
     snprintf(title, sizeof title, "%s%s %s %s %s %s", name, lead, g->dot, p->info, g->dot, search);
     const char *device = strrchr(p->info, ','); /* info: "arch, N params, device" */
-    if (p->loaded && tui_text_width_z(title) > room && device && search[0]) {
+    if (p->loaded && tui_text_width_z(title) > room && device && search[0] && devices_differ(a)) {
         snprintf(title, sizeof title, "%s%s %s %s %s %s", name, lead, g->dot, device + 2, g->dot,
                  search);
         if (tui_text_width_z(title) <= room) {
