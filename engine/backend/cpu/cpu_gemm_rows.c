@@ -11,8 +11,10 @@
  *   AVX2 + FMA: a tile of up to 3 rows of x by 4 rows of w keeps 12 dot products in 12 of the
  *     16 registers, each weight vector feeding 3 multiply-adds; each x row's 4 sums are folded
  *     by two horizontal-add rounds.
- * Threads split the rows of w when the product is big enough to pay for a fork. The sums run
- * in another order than OpenBLAS's, so results agree to float rounding (tests/unit/
+ * Both ask for the weight rows PREFETCH_ROWS ahead a cache line at a time while they compute,
+ * so that a matrix that comes from memory (the vocabulary projection) streams in while the
+ * products run. Threads split the rows of w when the product is big enough to pay for a fork. The
+ * sums run in another order than OpenBLAS's, so results agree to float rounding (tests/unit/
  * test_backend.c compares every kernel this CPU runs with naive_gemm). */
 #include "backend/cpu/cpu_ops.h"
 
@@ -29,6 +31,10 @@
 #define MIN_N 64
 /* below this many multiply-adds one thread is faster than a fork/join */
 #define PARALLEL_MIN_MACS ((size_t)1 << 18)
+/* w rows ahead whose cache lines a block asks for while it computes, spread over its x tiles
+ * and k-steps (left to the hardware prefetchers, a matrix larger than the caches ran at about
+ * two thirds of the speed; asked for all at once, most requests were dropped) */
+#define PREFETCH_ROWS 16
 
 /* The 16 lanes of r: the 16 accumulators' sums, lane n*4+m for x row m and w row n. */
 __attribute__((target("avx512f"))) static inline __m512 fold16(const __m512 *acc)
@@ -54,16 +60,22 @@ __attribute__((target("avx512f"))) static inline __m512 fold16(const __m512 *acc
  * repeats its last row and drops what it computed twice. Inlined with constant MT and NT, so
  * the tile's loops unroll and its 16 accumulators live in registers. */
 __attribute__((target("avx512f"), always_inline)) static inline void
-rows_tiles(int MT, int NT, int M, int n0, int n1, int K, float alpha, const float *x, int ldx,
-           const float *w, int ldw, float *y, int ldy)
+rows_tiles(int MT, int NT, int M, int n0, int n1, int N, int K, float alpha, const float *x,
+           int ldx, const float *w, int ldw, float *y, int ldy)
 {
     __mmask16 tail = (__mmask16)((1u << (K % 16)) - 1);
     int Kv = K - K % 16;
     for (int n = n0; n < n1; n += NT) {
-        const float *wr[16];
+        const float *wr[16], *pf[16];
 #pragma GCC unroll 16
-        for (int j = 0; j < NT; j++) wr[j] = w + (size_t)(n + j < n1 ? n + j : n1 - 1) * ldw;
+        for (int j = 0; j < NT; j++) {
+            wr[j] = w + (size_t)(n + j < n1 ? n + j : n1 - 1) * ldw;
+            int ahead = n + PREFETCH_ROWS + j;
+            pf[j] = w + (size_t)(ahead < N ? ahead : N - 1) * ldw;
+        }
+        int tiles = (M + MT - 1) / MT, per = (NT + tiles - 1) / tiles;
         for (int m = 0; m < M; m += MT) {
+            int pf0 = m / MT * per, pf1 = pf0 + per < NT ? pf0 + per : NT;
             const float *xr[4];
 #pragma GCC unroll 4
             for (int i = 0; i < MT; i++) xr[i] = x + (size_t)(m + i < M ? m + i : M - 1) * ldx;
@@ -73,6 +85,10 @@ rows_tiles(int MT, int NT, int M, int n0, int n1, int K, float alpha, const floa
             for (int k = 0; k < K; k += 16) {
                 __mmask16 keep = k < Kv ? (__mmask16)0xFFFF : tail;
                 __m512 xv[4], wv[16];
+                /* x tile t asks for this k-step's cache line of rows t * per .. of the block
+                 * PREFETCH_ROWS on */
+                for (int j = pf0; j < pf1; j++)
+                    _mm_prefetch((const char *)(pf[j] + k), _MM_HINT_T0);
 #pragma GCC unroll 4
                 for (int i = 0; i < MT; i++) xv[i] = _mm512_maskz_loadu_ps(keep, xr[i] + k);
 #pragma GCC unroll 16
@@ -97,12 +113,13 @@ rows_tiles(int MT, int NT, int M, int n0, int n1, int K, float alpha, const floa
 
 /* The tile for M rows: 2 x rows by 8 w rows, or 4 by 4 (each weight load then feeds 4
  * multiply-adds). */
-__attribute__((target("avx512f"))) static void rows_block(int M, int n0, int n1, int K, float alpha,
-                                                          const float *x, int ldx, const float *w,
-                                                          int ldw, float *y, int ldy)
+__attribute__((target("avx512f"))) static void rows_block(int M, int n0, int n1, int N, int K,
+                                                          float alpha, const float *x, int ldx,
+                                                          const float *w, int ldw, float *y,
+                                                          int ldy)
 {
-    if (M < 4) rows_tiles(2, 8, M, n0, n1, K, alpha, x, ldx, w, ldw, y, ldy);
-    else rows_tiles(4, 4, M, n0, n1, K, alpha, x, ldx, w, ldw, y, ldy);
+    if (M < 4) rows_tiles(2, 8, M, n0, n1, N, K, alpha, x, ldx, w, ldw, y, ldy);
+    else rows_tiles(4, 4, M, n0, n1, N, K, alpha, x, ldx, w, ldw, y, ldy);
 }
 
 /* ---- AVX2 + FMA */
@@ -120,7 +137,7 @@ AVX2 static inline __m128 fold4(__m256 a0, __m256 a1, __m256 a2, __m256 a3)
  * registers. */
 __attribute__((target("avx2,fma"), always_inline)) static inline void
 rows_tile8(int MT, int m, int n, int n1, int K, float alpha, const float *x, int ldx,
-           const float *w, int ldw, float *y, int ldy)
+           const float *w, int ldw, float *y, int ldy, const float *const *pf, int npf)
 {
     const float *wr[4], *xr[3];
 #pragma GCC unroll 4
@@ -134,6 +151,9 @@ rows_tile8(int MT, int m, int n, int n1, int K, float alpha, const float *x, int
         for (int j = 0; j < 4; j++) acc[i][j] = _mm256_setzero_ps();
     int Kv = K - K % 8;
     for (int k = 0; k < Kv; k += 8) {
+        /* this tile's share of the rows ahead, a 64-byte line every other step */
+        if (!(k & 15))
+            for (int j = 0; j < npf; j++) _mm_prefetch((const char *)(pf[j] + k), _MM_HINT_T0);
         __m256 xv[3];
 #pragma GCC unroll 3
         for (int i = 0; i < MT; i++) xv[i] = _mm256_loadu_ps(xr[i] + k);
@@ -167,17 +187,32 @@ rows_tile8(int MT, int m, int n, int n1, int K, float alpha, const float *x, int
     }
 }
 
-/* Rows n0..n1-1 of y^T: x in tiles of 3 rows, the last 1 to 4 as 1, 2 or 2 + 2. */
-AVX2 static void rows_block_avx2(int M, int n0, int n1, int K, float alpha, const float *x, int ldx,
-                                 const float *w, int ldw, float *y, int ldy)
+/* x rows of the next tile with `left` rows to go: 3 at a time, the last 1 to 4 as 1, 2 or
+ * 2 + 2 */
+static inline int avx2_tile_rows(int left) { return left > 4 || left == 3 ? 3 : left == 1 ? 1 : 2; }
+
+/* Rows n0..n1-1 of y^T by avx2_tile_rows tiles. The tiles of one block of 4 w rows share out
+ * the prefetches of the block PREFETCH_ROWS on. */
+AVX2 static void rows_block_avx2(int M, int n0, int n1, int N, int K, float alpha, const float *x,
+                                 int ldx, const float *w, int ldw, float *y, int ldy)
 {
+    int tiles = 0;
+    for (int m = 0; m < M; m += avx2_tile_rows(M - m)) tiles++;
+    int per = (4 + tiles - 1) / tiles;
     for (int n = n0; n < n1; n += 4) {
-        int m = 0;
-        for (; M - m > 4 || M - m == 3; m += 3)
-            rows_tile8(3, m, n, n1, K, alpha, x, ldx, w, ldw, y, ldy);
-        for (; m < M; m += 2) {
-            if (M - m == 1) rows_tile8(1, m, n, n1, K, alpha, x, ldx, w, ldw, y, ldy);
-            else rows_tile8(2, m, n, n1, K, alpha, x, ldx, w, ldw, y, ldy);
+        const float *pf[4];
+        for (int j = 0; j < 4; j++) {
+            int ahead = n + PREFETCH_ROWS + j;
+            pf[j] = w + (size_t)(ahead < N ? ahead : N - 1) * ldw;
+        }
+        for (int m = 0, t = 0; m < M; t++) {
+            int mt = avx2_tile_rows(M - m);
+            int a = t * per < 4 ? t * per : 4, b = a + per < 4 ? a + per : 4;
+            if (mt == 3) rows_tile8(3, m, n, n1, K, alpha, x, ldx, w, ldw, y, ldy, pf + a, b - a);
+            else if (mt == 2)
+                rows_tile8(2, m, n, n1, K, alpha, x, ldx, w, ldw, y, ldy, pf + a, b - a);
+            else rows_tile8(1, m, n, n1, K, alpha, x, ldx, w, ldw, y, ldy, pf + a, b - a);
+            m += mt;
         }
     }
 }
@@ -199,8 +234,8 @@ int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const
 #pragma omp parallel for schedule(static) if (parallel)
     for (int t = 0; t < blocks; t++) {
         int n0 = t * BLOCK_N, n1 = n0 + BLOCK_N < N ? n0 + BLOCK_N : N;
-        if (isa == CPU_ROWS_AVX512) rows_block(M, n0, n1, K, alpha, x, ldx, w, ldw, y, ldy);
-        else rows_block_avx2(M, n0, n1, K, alpha, x, ldx, w, ldw, y, ldy);
+        if (isa == CPU_ROWS_AVX512) rows_block(M, n0, n1, N, K, alpha, x, ldx, w, ldw, y, ldy);
+        else rows_block_avx2(M, n0, n1, N, K, alpha, x, ldx, w, ldw, y, ldy);
     }
     return 1;
 }

@@ -6,6 +6,7 @@
 #include "backend/cpu/cpu_ops.h"
 
 #include <immintrin.h>
+#include <stdint.h>
 
 #define AVX2 __attribute__((target("avx2")))
 
@@ -27,6 +28,10 @@ AVX2 static inline __m256i sum8(const __m256i a[8])
                             _mm256_permute2x128_si256(t0, t2, 0x31));
 }
 
+/* Rows ahead whose cache lines a block of 8 channels asks for while it computes (as
+ * cpu_int8_avx512.c: two blocks on, spread over the block's k-steps) */
+#define PREFETCH_ROWS 16
+
 AVX2 void cpu_int8_dots_avx2(int32_t *acc, int ldc, const int8_t *xq, int M, const int8_t *wq,
                              const int32_t *wsum, int N, int ld)
 {
@@ -34,12 +39,18 @@ AVX2 void cpu_int8_dots_avx2(int32_t *acc, int ldc, const int8_t *xq, int M, con
     int j = 0;
     for (; j + 8 <= N; j += 8) {
         const int8_t *w = wq + (size_t)j * ld;
+        /* 8 * ld / 64 lines over M * ld / 32 k-steps */
+        uintptr_t pf = (uintptr_t)w + (uintptr_t)PREFETCH_ROWS * ld,
+                  pf_end = pf + 8 * (uintptr_t)ld;
+        int per = (4 + M - 1) / M;
         for (int m = 0; m < M; m++) {
             const int8_t *x = xq + (size_t)m * ld;
             __m256i a[8];
 #pragma GCC unroll 8
             for (int i = 0; i < 8; i++) a[i] = _mm256_setzero_si256();
             for (int k = 0; k < ld; k += 32) {
+                for (int c = 0; c < per && pf < pf_end; c++, pf += 64)
+                    _mm_prefetch((const char *)pf, _MM_HINT_T0);
                 __m256i xv = _mm256_loadu_si256((const __m256i *)(x + k));
                 __m256i ax = _mm256_abs_epi8(xv);
 #pragma GCC unroll 8

@@ -8,6 +8,7 @@
 #include "backend/cpu/cpu_ops.h"
 
 #include <immintrin.h>
+#include <stdint.h>
 
 #define VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
 
@@ -35,6 +36,10 @@ VNNI static inline __m512i sum16(const __m512i a[16])
     return _mm512_add_epi32(_mm512_shuffle_i32x4(s0, s1, 0x88), _mm512_shuffle_i32x4(s0, s1, 0xdd));
 }
 
+/* Rows ahead whose cache lines a block of 16 channels asks for while it computes: the block
+ * two on (the last blocks name addresses past the matrix's end: a prefetch never faults) */
+#define PREFETCH_ROWS 32
+
 VNNI void cpu_int8_dots_avx512_vnni(int32_t *acc, int ldc, const int8_t *xq, int M,
                                     const int8_t *wq, const int32_t *wsum, int N, int ld)
 {
@@ -43,12 +48,20 @@ VNNI void cpu_int8_dots_avx512_vnni(int32_t *acc, int ldc, const int8_t *xq, int
     for (; j + 16 <= N; j += 16) {
         const int8_t *w = wq + (size_t)j * ld;
         __m512i shift = _mm512_slli_epi32(_mm512_loadu_si512(wsum + j), 7);
+        /* the block's 16 * ld / 64 lines spread over its M * ld / 64 k-steps, so that the
+         * loads reach memory a few at a time while the products run (asked for all at once,
+         * most were dropped; left to the hardware, the block's first row waited for each) */
+        uintptr_t pf = (uintptr_t)w + (uintptr_t)PREFETCH_ROWS * ld,
+                  pf_end = pf + 16 * (uintptr_t)ld;
+        int per = (16 + M - 1) / M;
         for (int m = 0; m < M; m++) {
             const int8_t *x = xq + (size_t)m * ld;
             __m512i a[16];
 #pragma GCC unroll 16
             for (int i = 0; i < 16; i++) a[i] = _mm512_setzero_si512();
             for (int k = 0; k < ld; k += 64) {
+                for (int c = 0; c < per && pf < pf_end; c++, pf += 64)
+                    _mm_prefetch((const char *)pf, _MM_HINT_T0);
                 __m512i xu = _mm512_xor_si512(_mm512_loadu_si512(x + k), flip);
 #pragma GCC unroll 16
                 for (int i = 0; i < 16; i++)
