@@ -21,30 +21,38 @@ static void print_record(const job_log_record *r, long max_steps)
     }
 }
 
+/* argv[i] is --procs, --nodes, --tasks or --gpus-per-node with a value: its slot of ranks[4]
+ * (procs, nodes, gpus_per_node, tasks) set. 1: taken (i moved past the value), 0: not such an
+ * option, -1: a bad value (said). */
+static int rank_option(const char *cmd, int argc, char **argv, int *i, int ranks[4])
+{
+    static const char *const names[4] = {"--procs", "--nodes", "--gpus-per-node", "--tasks"};
+    for (int k = 0; k < 4; k++) {
+        if (strcmp(argv[*i], names[k]) != 0 || *i + 1 >= argc) continue;
+        long v;
+        if (cli_option_long(cmd, argv[*i], argv[*i + 1], 1, 65536, &v)) return -1;
+        ranks[k] = (int)v;
+        *i += 1;
+        return 1;
+    }
+    return 0;
+}
+
 static int start(int argc, char **argv)
 {
     job_start_opts o = {.launcher = JOB_LOCAL};
     const char *config = NULL;
     const char **ov = calloc((size_t)argc, sizeof *ov);
-    int bad = 0;
+    int bad = 0, ranks[4] = {0}, r;
     for (int i = 2; i < argc && !bad; i++) {
         if (!strcmp(argv[i], "--launcher") && i + 1 < argc) {
             if (job_launcher_parse(argv[++i], &o.launcher) != 0) bad = 1;
         } else if (!strcmp(argv[i], "--name") && i + 1 < argc) o.name = argv[++i];
-        else if ((!strcmp(argv[i], "--procs") || !strcmp(argv[i], "--nodes") ||
-                  !strcmp(argv[i], "--tasks") || !strcmp(argv[i], "--gpus-per-node")) &&
-                 i + 1 < argc) {
-            long v;
-            if (cli_option_long("jobs start", argv[i], argv[i + 1], 1, 65536, &v)) {
+        else if ((r = rank_option("jobs start", argc, argv, &i, ranks)) != 0) {
+            if (r < 0) {
                 free(ov);
                 return 2;
             }
-            int *slot = !strcmp(argv[i], "--procs")   ? &o.procs
-                        : !strcmp(argv[i], "--nodes") ? &o.nodes
-                        : !strcmp(argv[i], "--tasks") ? &o.tasks
-                                                      : &o.gpus_per_node;
-            *slot = (int)v;
-            i++;
         } else if (argv[i][0] == '-') bad = 2;
         else if (strchr(argv[i], '=')) ov[o.n_overrides++] = argv[i];
         else if (!config) config = argv[i];
@@ -59,6 +67,7 @@ static int start(int argc, char **argv)
         return cli_usage(&cmd_jobs);
     }
     o.overrides = ov;
+    o.procs = ranks[0], o.nodes = ranks[1], o.gpus_per_node = ranks[2], o.tasks = ranks[3];
     job_info j;
     int rc = job_start(&j, config, &o);
     free(ov);
@@ -129,24 +138,39 @@ static int stop(const char *name)
     return 0;
 }
 
-/* jobs resume NAME [max_steps=N]: N extends the run past its end */
-static int resume(const char *name, const char *setting)
+/* jobs resume NAME [--procs N | --tasks N | --nodes N [--gpus-per-node G]] [max_steps=N]:
+ * N extends the run past its end; the rank options run it on another number of ranks */
+static int resume(int argc, char **argv)
 {
     job_info j;
-    long max_steps = 0;
+    job_resume_opts o = {0};
+    int ranks[4] = {0}, r;
+    if (argc < 3 || argv[2][0] == '-') return cli_usage(&cmd_jobs);
+    const char *name = argv[2], *setting = NULL;
+    for (int i = 3; i < argc; i++) {
+        if ((r = rank_option("jobs resume", argc, argv, &i, ranks)) != 0) {
+            if (r < 0) return 2;
+        } else if (argv[i][0] == '-' || setting) return cli_usage(&cmd_jobs);
+        else setting = argv[i];
+    }
+    o.procs = ranks[0], o.nodes = ranks[1], o.gpus_per_node = ranks[2], o.tasks = ranks[3];
     if (setting) {
         char *end;
         if (strncmp(setting, "max_steps=", 10) != 0)
-            return cli_fail("jobs resume: %s: only max_steps=N can change when a run resumes",
+            return cli_fail("jobs resume: %s: only max_steps=N and the ranks (--procs, --tasks, "
+                            "--nodes, --gpus-per-node) can change when a run resumes",
                             setting);
-        max_steps = strtol(setting + 10, &end, 10);
-        if (end == setting + 10 || *end || max_steps < 1)
+        o.max_steps = strtol(setting + 10, &end, 10);
+        if (end == setting + 10 || *end || o.max_steps < 1)
             return cli_fail("jobs resume: %s: max_steps must be a whole number >= 1", setting);
     }
-    if (job_load(&j, name) != 0 || job_resume_to(&j, max_steps) != 0)
+    if (job_load(&j, name) != 0 || job_resume_with(&j, &o) != 0)
         return cli_fail("jobs resume: %s", mt_last_error());
-    char to[48] = "";
-    if (max_steps) snprintf(to, sizeof to, ", to max_steps %ld", max_steps);
+    char to[96] = "";
+    int n = 0;
+    if (o.max_steps) n = snprintf(to, sizeof to, ", to max_steps %ld", o.max_steps);
+    if (ranks[0] || ranks[1] || ranks[2] || ranks[3])
+        snprintf(to + n, sizeof to - (size_t)n, ", on %d rank%s", j.ranks, j.ranks == 1 ? "" : "s");
     if (j.launcher == JOB_SLURM)
         printf("%s: resubmitted to Slurm as job %s%s\n", name, j.slurm_id, to);
     else printf("%s: resumed, pid %ld%s\n", name, (long)j.pid, to);
@@ -185,8 +209,7 @@ static int run_jobs(int argc, char **argv)
     if (!strcmp(sub, "start")) return start(argc, argv);
     if (!strcmp(sub, "list") && argc == 2) return list();
     if (!strcmp(sub, "stop") && argc == 3) return stop(argv[2]);
-    if (!strcmp(sub, "resume") && (argc == 3 || argc == 4))
-        return resume(argv[2], argc == 4 ? argv[3] : NULL);
+    if (!strcmp(sub, "resume")) return resume(argc, argv);
     if (!strcmp(sub, "log") && argc == 3) return show_log(argv[2], 0);
     if (!strcmp(sub, "log") && argc == 4 && !strcmp(argv[3], "--follow"))
         return show_log(argv[2], 1);
@@ -197,7 +220,8 @@ const struct mt_command cmd_jobs = {
     "jobs",
     "start CONFIG.lua [--launcher local|slurm] [--name N] [--procs N | --tasks N | --nodes N "
     "[--gpus-per-node G]] "
-    "[KEY=VALUE...] | list | stop NAME | resume NAME [max_steps=N] | "
+    "[KEY=VALUE...] | list | stop NAME | resume NAME [--procs N | --tasks N | --nodes N "
+    "[--gpus-per-node G]] [max_steps=N] | "
     "log NAME [--follow]",
     "training runs in the background (locally or on Slurm), one trainer per run: start, list "
     "(exits 0 with a "

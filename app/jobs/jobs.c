@@ -416,13 +416,27 @@ static int extend(job_info *j, long max_steps)
     return 0;
 }
 
-static int resume_locked(job_info *j, long max_steps)
+static int resume_locked(job_info *j, const job_resume_opts *o)
 {
     if (job_refresh(j) != 0) return -1;
     if (job_active(j))
         return mt_error("%s is %s: stop it before resuming", j->name, job_state_name(j->state));
-    if (max_steps > 0 && extend(j, max_steps) != 0) return -1;
+    int nodes = j->nodes, gpus_per_node = j->gpus_per_node, ranks = j->ranks;
+    if (o->procs || o->nodes || o->gpus_per_node || o->tasks) {
+        job_start_opts r = {.launcher = j->launcher,
+                            .procs = o->procs,
+                            .nodes = o->nodes,
+                            .gpus_per_node = o->gpus_per_node,
+                            .tasks = o->tasks};
+        ranks = ranks_of(&r, &nodes, &gpus_per_node);
+        if (ranks < 0)
+            return mt_error_context("%s (a %s job)", j->name, job_launcher_name(j->launcher));
+    }
+    if (o->max_steps > 0 && extend(j, o->max_steps) != 0) return -1;
     if (check_resumable(j) != 0) return -1;
+    j->ranks = ranks;
+    j->nodes = nodes;
+    j->gpus_per_node = gpus_per_node;
     /* a run killed before its first checkpoint starts again from scratch; one killed while it
      * saved one has it under checkpoint.old/ */
     int resume = exists(j->dir, "checkpoint") || exists(j->dir, "checkpoint.old");
@@ -439,10 +453,12 @@ static int resume_locked(job_info *j, long max_steps)
     return j->launcher == JOB_SLURM ? job_slurm_launch(j, resume) : job_local_launch(j, resume);
 }
 
-int job_resume(job_info *j) { return job_resume_to(j, 0); }
+int job_resume(job_info *j) { return job_resume_with(j, NULL); }
 
-int job_resume_to(job_info *j, long max_steps)
+int job_resume_with(job_info *j, const job_resume_opts *o)
 {
+    job_resume_opts none = {0};
+    if (!o) o = &none;
     if (job_refresh(j) != 0) return -1;
     if (job_active(j))
         return mt_error("%s is %s: stop it before resuming", j->name, job_state_name(j->state));
@@ -450,7 +466,7 @@ int job_resume_to(job_info *j, long max_steps)
      * launcher records it before it lets go), or the trainer itself holding the lock. */
     int lock = mt_run_lock(j->dir, MT_RUN_LAUNCHER);
     if (lock < 0) return -1;
-    int rc = resume_locked(j, max_steps);
+    int rc = resume_locked(j, o);
     mt_run_unlock(lock);
     return rc;
 }

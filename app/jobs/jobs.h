@@ -111,9 +111,16 @@ int job_stop(job_info *j);
  * (0 without one: a resume starts from scratch), which is where it stands. */
 long job_shown_step(const job_info *j);
 int job_resume(job_info *j);
-/* The same, first raising the run's max_steps to max_steps (0: as it is), which must lie past
- * its checkpoint: a completed run trains on. */
-int job_resume_to(job_info *j, long max_steps);
+/* What a resume may change. max_steps (0: as it is) raises the run's, and must lie past its
+ * checkpoint: a completed run trains on. procs, nodes, gpus_per_node, tasks (all 0: as it ran)
+ * give the ranks anew as job_start_opts does for the job's launcher: a run goes on with the same
+ * losses on any number of ranks (docs/distributed.md §2). */
+typedef struct {
+    long max_steps;
+    int procs, nodes, gpus_per_node, tasks;
+} job_resume_opts;
+/* job_resume with those changes (o NULL: none); a bad option is refused before anything. */
+int job_resume_with(job_info *j, const job_resume_opts *o);
 /* Poll until the job is neither pending nor running: 0, or 1 when timeout_s (< 0: none)
  * passed first; -1 on error. */
 int job_wait(job_info *j, double timeout_s);

@@ -291,14 +291,17 @@ else
     "$M" jobs stop dp-kill >/dev/null 2>&1
     check "it resumes on 2 ranks and stops with a checkpoint" \
         test "$(state dp-kill)" = cancelled -a "$(grep -c '^mtlab train: ranks 2' runs/dp-kill/train.log)" = 2
-    # 10 steps on 2 ranks, the last 10 in one process: the losses of dp-two
+    # 10 steps on 2 ranks, the last 10 in one process (jobs resume --procs 1): the losses of dp-two
     "$M" jobs start tiny.lua --procs 2 --name dp-cut $dp max_steps=10 >/dev/null 2>&1
     wait_state dp-cut completed 60 >/dev/null
-    "$M" train runs/dp-cut/config.lua --resume max_steps=20 >dp_cut.out 2>&1
+    "$M" jobs resume dp-cut --procs 1 max_steps=20 >dp_cut.out 2>&1
+    wait_state dp-cut completed 60 >/dev/null
     out=$(same_losses dp-cut dp-two)
-    check "resumed from 2 ranks on 1, the run goes on with the same losses" \
-        test -z "$out" -a -n "$(grep 'the run began on\|cut into 2 shards' dp_cut.out)"
+    check "jobs resume --procs 1 of a 2-rank run: one process goes on with the same losses" \
+        test -z "$out" -a -n "$(grep 'to max_steps 20, on 1 rank$' dp_cut.out)" \
+        -a -n "$(grep '^mtlab train: ranks 1 .*cut into 2 shards' runs/dp-cut/train.log)"
     [ -n "$out" ] && echo "$out"
+    check "and jobs list shows it on one rank" bash -c "'$M' jobs list | grep -q '^dp-cut  *local  *completed  *20/20'"
 fi
 
 # ---------------------------------------------------------------- Slurm

@@ -2,6 +2,7 @@
  * with each step once, and the resumes refused before a launch (a missing config, a complete
  * run, a run another process trains). Runs under runs/ of a temporary working directory. */
 #include "test_util.h"
+#include "cli/commands.h"
 #include "jobs/jobs.h"
 #include "mtlab/error.h"
 #include "mtlab/train.h"
@@ -165,6 +166,40 @@ static void test_resume_refusals(void **state)
     test_remove_tree("runs");
 }
 
+/* Ranks for a resume are checked against the job's launcher before anything is launched, and
+ * a refused resume leaves the job's ranks as they were. */
+static void test_resume_ranks_checked_for_the_launcher(void **state)
+{
+    (void)state;
+    job_info j;
+    job_file("ranked", "cancelled");
+    config_file("ranked", 20);
+    checkpoint_at("ranked", "checkpoint", 5);
+    assert_int_equal(job_load(&j, "ranked"), 0);
+    assert_int_equal(j.ranks, 1);
+    job_resume_opts tasks = {.tasks = 2};
+    assert_int_equal(job_resume_with(&j, &tasks), -1);
+    expect_error("ranked (a local job): --nodes, --gpus-per-node and --tasks are for --launcher "
+                 "slurm (local: --procs N)");
+    /* the command takes the rank options after the name, and max_steps=N with them */
+    test_captured c = test_run_command(
+        &cmd_jobs, (const char *[]){"resume", "ranked", "--tasks", "2", "max_steps=30", NULL});
+    assert_int_equal(c.rc, 1);
+    assert_non_null(strstr(c.err, "jobs resume: ranked (a local job): --nodes, --gpus-per-node"));
+    test_captured_free(&c);
+    c = test_run_command(&cmd_jobs, (const char *[]){"resume", "ranked", "--procs", "0", NULL});
+    assert_int_equal(c.rc, 2);
+    assert_non_null(strstr(c.err, "--procs"));
+    test_captured_free(&c);
+    /* a good number of ranks, but the run cannot resume: refused as before, ranks unchanged */
+    checkpoint_at("ranked", "checkpoint", 20);
+    job_resume_opts procs = {.procs = 2};
+    assert_int_equal(job_resume_with(&j, &procs), -1);
+    expect_error("ranked is complete");
+    assert_int_equal(j.ranks, 1);
+    test_remove_tree("runs");
+}
+
 /* A run that stopped or died: the step shown is its checkpoint's, where a resume continues,
  * not the last step it logged; a running one shows the step it logged. */
 static void test_step_shown_is_the_checkpoints(void **state)
@@ -273,6 +308,7 @@ int main(void)
         cmocka_unit_test(test_list_marks_a_broken_job),
         cmocka_unit_test(test_log_takes_the_last_record_per_step),
         cmocka_unit_test(test_resume_refusals),
+        cmocka_unit_test(test_resume_ranks_checked_for_the_launcher),
         cmocka_unit_test(test_step_shown_is_the_checkpoints),
         cmocka_unit_test(test_dead_rank_named),
         cmocka_unit_test(test_ranks_options_refused),
