@@ -14,10 +14,11 @@
 #include "tui/glyphs.h"
 #include "tui/styled.h"
 
-enum { NAME_W = 16, STATE_W = 10, STEPS_W = 13, BAR_W = 12, NUM_W = 8 };
+enum { NAME_W = 16, STATE_W = 10, RANKS_W = 5, STEPS_W = 13, BAR_W = 12, NUM_W = 8 };
 /* the columns after RUN, with the space before each */
 enum {
-    AFTER_NAME_W = 1 + STATE_W + 1 + STEPS_W + 1 + BAR_W + 1 + NUM_W + 1 + NUM_W + 1 + NUM_W - 2
+    AFTER_NAME_W =
+        1 + STATE_W + 1 + RANKS_W + 1 + STEPS_W + 1 + BAR_W + 1 + NUM_W + 1 + NUM_W + 1 + NUM_W - 2
 };
 
 static tui_meaning series_meaning(size_t run)
@@ -46,9 +47,9 @@ static void draw_runs(tui_app *a, WINDOW *w, int y0, int rows)
     int width = getmaxx(w) - 2, name_w = name_width(v, width);
     char line[512];
     tui_set_style(w, &a->palette, TUI_C_TITLE);
-    snprintf(line, sizeof line, "  %-*s %-*s %-*s %-*s %*s %*s %*s", name_w, "RUN", STATE_W,
-             "STATE", STEPS_W, "STEP", BAR_W, "PROGRESS", NUM_W, "TOK/S", NUM_W, "ETA", NUM_W - 2,
-             "BLEU");
+    snprintf(line, sizeof line, "  %-*s %-*s %*s %-*s %-*s %*s %*s %*s", name_w, "RUN", STATE_W,
+             "STATE", RANKS_W, "RANKS", STEPS_W, "STEP", BAR_W, "PROGRESS", NUM_W, "TOK/S", NUM_W,
+             "ETA", NUM_W - 2, "BLEU");
     tui_put(w, y0, 1, line, width);
     if (v->list_error[0]) {
         tui_set_style(w, &a->palette, TUI_C_ERROR);
@@ -87,6 +88,7 @@ static void draw_runs(tui_app *a, WINDOW *w, int y0, int rows)
         } col[] = {
             {name, name_w, 0, base},
             {cols.state, STATE_W, 0, sel ? base : cols.state_meaning},
+            {cols.ranks, RANKS_W, 1, base},
             {cols.steps, STEPS_W, 0, base},
             {bar, BAR_W, 0, base},
             {cols.tokens_per_s, NUM_W, 1, base},

@@ -71,6 +71,7 @@ void tui_job_columns(tui_job_cols *c, const job_info *j, double eta_s)
                        : j->state == JOB_RUNNING                        ? TUI_C_BUSY
                        : j->state == JOB_COMPLETED                      ? TUI_C_DONE
                                                                         : TUI_C_DIM;
+    snprintf(c->ranks, sizeof c->ranks, "%d", j->ranks > 1 ? j->ranks : 1);
     if (j->max_steps > 0)
         snprintf(c->steps, sizeof c->steps, "%ld/%ld", job_shown_step(j), j->max_steps);
     else snprintf(c->steps, sizeof c->steps, "%ld", job_shown_step(j));

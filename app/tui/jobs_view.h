@@ -36,11 +36,12 @@ void tui_format_eta(char *out, size_t len, double seconds);
 /* A bar of width cells for done/total: full cells, then an eighth-step cell (UTF-8) or '#'
  * cells (ascii), the rest light shade or '-'. out needs 3 * width + 1 bytes. */
 void tui_progress_bar(char *out, size_t len, long done, long total, int width, int ascii);
-/* The list columns of a run: "running", "120/400", "1.23K", "3m05s", "12.4"; "-" where
- * there is nothing yet. eta_s < 0: unknown. The state is drawn in state_meaning: failed and
- * broken (job.json unreadable) as errors, running busy, completed done, the rest dim. */
+/* The list columns of a run: "running", "2" (the ranks it trains on), "120/400", "1.23K",
+ * "3m05s", "12.4"; "-" where there is nothing yet. eta_s < 0: unknown. The state is drawn in
+ * state_meaning: failed and broken (job.json unreadable) as errors, running busy, completed done,
+ * the rest dim. */
 typedef struct {
-    char state[16], steps[32], tokens_per_s[16], eta[16], bleu[16];
+    char state[16], ranks[12], steps[32], tokens_per_s[16], eta[16], bleu[16];
     tui_meaning state_meaning;
 } tui_job_cols;
 void tui_job_columns(tui_job_cols *c, const job_info *j, double eta_s);

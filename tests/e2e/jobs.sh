@@ -35,8 +35,8 @@ trap cleanup EXIT
 
 passed=0 failed=0 started=$(date +%s)
 . "$root/tests/e2e/lib.sh"
-# the list row of a run: "● NAME STATE STEP/TOTAL ..."
-row() { printf '^│. %s +%s +%s' "$1" "$2" "${3:-}"; }
+# the list row of a run: "● NAME STATE RANKS STEP/TOTAL ...", each run here on 1 rank
+row() { printf '^│. %s +%s +1 +%s' "$1" "$2" "${3:-}"; }
 
 # ---------------------------------------------------------------- a tiny corpus and config
 cd "$work"

@@ -80,6 +80,7 @@ static void test_columns(void **state)
 {
     (void)state;
     job_info j = {.state = JOB_RUNNING,
+                  .ranks = 2,
                   .max_steps = 400,
                   .step = 120,
                   .tokens_per_s = 1234,
@@ -87,6 +88,7 @@ static void test_columns(void **state)
     tui_job_cols c;
     tui_job_columns(&c, &j, 185);
     assert_string_equal(c.state, "running");
+    assert_string_equal(c.ranks, "2"); /* the ranks it trains on */
     assert_string_equal(c.steps, "120/400");
     assert_string_equal(c.tokens_per_s, "1.23K");
     assert_string_equal(c.eta, "3m05s");
@@ -95,6 +97,7 @@ static void test_columns(void **state)
     job_info k = {.state = JOB_COMPLETED, .max_steps = 0, .step = 0, .valid_bleu = -1};
     tui_job_columns(&c, &k, 10);
     assert_string_equal(c.state, "completed");
+    assert_string_equal(c.ranks, "1"); /* a job.json without ranks: one process */
     assert_string_equal(c.steps, "0");
     assert_string_equal(c.tokens_per_s, "-");
     assert_string_equal(c.eta, "-");
