@@ -131,16 +131,22 @@ const mtl_help_entry mtl_help[] = {
      "The drawing plot:show would print, as a string."},
     {"plot:close", "plot:close()", "Frees the plot now (also done by the garbage collector)."},
     {"mtlab.jobs.start",
-     "mtlab.jobs.start(config [, {launcher=\"local\"|\"slurm\", name=, overrides={key=value}}]) -> "
-     "job",
+     "mtlab.jobs.start(config [, {launcher=\"local\"|\"slurm\", name=, overrides={key=value}, "
+     "procs=, tasks=, nodes=, gpus_per_node=}]) -> job",
      "Checks the training config with its overrides (\"model.d_model\" for a model key), then "
-     "trains it in the background as runs/NAME/; an error means nothing was started."},
+     "trains it in the background as runs/NAME/; an error means nothing was started. On several "
+     "ranks as `jobs start` (docs/distributed.md): procs=N under mpirun (local), tasks=N or "
+     "nodes=N with gpus_per_node=G under srun (slurm)."},
     {"mtlab.jobs.list", "mtlab.jobs.list() -> {jobs}", "Every job under runs/, by name."},
     {"mtlab.jobs.stop", "mtlab.jobs.stop(job | name) -> job",
      "Asks a job to stop: it saves a checkpoint and ends as cancelled (job:wait() waits for "
      "that)."},
-    {"mtlab.jobs.resume", "mtlab.jobs.resume(job | name) -> job",
-     "Relaunches a job that is not running, from its checkpoint, through the same launcher."},
+    {"mtlab.jobs.resume",
+     "mtlab.jobs.resume(job | name [, {max_steps=, procs=, tasks=, nodes=, gpus_per_node=}]) -> "
+     "job",
+     "Relaunches a job that is not running, from its checkpoint, through the same launcher; "
+     "max_steps= extends a run past its end, the ranks options run it on another number of "
+     "ranks (the same losses: docs/distributed.md §2)."},
     {"mtlab.jobs.wait", "mtlab.jobs.wait(job | name [, timeout_s]) -> job, finished",
      "Waits until the job is neither pending nor running (finished true), or timeout_s passed "
      "(false)."},
@@ -148,11 +154,11 @@ const mtl_help_entry mtl_help[] = {
      "The run's log.jsonl: {event=\"train\", step, epoch, loss, lr, tokens_per_s, elapsed_s} and "
      "{event=\"valid\", step, valid_loss, valid_bleu, elapsed_s} records."},
     {"job:stop", "job:stop() -> job", "mtlab.jobs.stop(job)."},
-    {"job:resume", "job:resume() -> job", "mtlab.jobs.resume(job)."},
+    {"job:resume", "job:resume([opts]) -> job", "mtlab.jobs.resume(job, opts)."},
     {"job:wait", "job:wait([timeout_s]) -> job, finished", "mtlab.jobs.wait(job, timeout_s)."},
     {"job:log", "job:log() -> {records}", "mtlab.jobs.log(job)."},
     {"job.name",
-     "job.name, job.dir, job.launcher, job.max_steps, job.state, job.step, job.loss, "
+     "job.name, job.dir, job.launcher, job.max_steps, job.state, job.ranks, job.step, job.loss, "
      "job.tokens_per_s, job.valid_bleu, job.pid, job.slurm_id, job.error, job.started_at, "
      "job.ended_at",
      "A job's run and, read afresh from its state file and log at each access, its state "

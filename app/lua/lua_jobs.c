@@ -6,6 +6,7 @@
 #include "mtlab/clock.h"
 #include "mtlab/error.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,14 +51,27 @@ static void refresh_or_broken(job_info *j)
     j->state = JOB_BROKEN;
 }
 
-/* mtlab.jobs.start(config [, {launcher=, name=, overrides={key=value}}]) -> job */
+/* The ranks options at idx, as the command's --procs, --nodes, --gpus-per-node, --tasks (0:
+ * not given): ranks[4] = procs, nodes, gpus_per_node, tasks. */
+static void opt_ranks(lua_State *L, int idx, const char *fn, int ranks[4])
+{
+    static const char *const keys[4] = {"procs", "nodes", "gpus_per_node", "tasks"};
+    for (int k = 0; k < 4; k++) ranks[k] = (int)mtl_opt_integer(L, idx, fn, keys[k], 0, 1, 65536);
+}
+
+/* mtlab.jobs.start(config [, {launcher=, name=, overrides={key=value}, procs=, tasks=, nodes=,
+ * gpus_per_node=}]) -> job */
 static int l_start(lua_State *L)
 {
     static const char *const fn = "mtlab.jobs.start";
-    static const char *const known[] = {"launcher", "name", "overrides", NULL};
+    static const char *const known[] = {"launcher", "name",  "overrides",     "procs",
+                                        "tasks",    "nodes", "gpus_per_node", NULL};
     const char *config = luaL_checkstring(L, 1);
     mtl_check_options(L, 2, fn, known);
     job_start_opts o = {.launcher = JOB_LOCAL};
+    int ranks[4];
+    opt_ranks(L, 2, fn, ranks);
+    o.procs = ranks[0], o.nodes = ranks[1], o.gpus_per_node = ranks[2], o.tasks = ranks[3];
     const char *launcher = mtl_opt_string(L, 2, fn, "launcher", "local");
     if (job_launcher_parse(launcher, &o.launcher) != 0)
         mtl_error(L, fn, "option %s", mt_last_error());
@@ -124,10 +138,21 @@ static int do_stop(lua_State *L, const char *fn)
     return 1;
 }
 
+/* resume(job [, {max_steps=, procs=, tasks=, nodes=, gpus_per_node=}]) -> job */
 static int do_resume(lua_State *L, const char *fn)
 {
+    static const char *const known[] = {"max_steps", "procs",         "tasks",
+                                        "nodes",     "gpus_per_node", NULL};
     job_info *j = check_job(L, 1, fn);
-    if (job_resume(j) != 0) mtl_error(L, fn, "%s", mt_last_error());
+    mtl_check_options(L, 2, fn, known);
+    int ranks[4];
+    opt_ranks(L, 2, fn, ranks);
+    job_resume_opts o = {.max_steps = (long)mtl_opt_integer(L, 2, fn, "max_steps", 0, 1, LONG_MAX),
+                         .procs = ranks[0],
+                         .nodes = ranks[1],
+                         .gpus_per_node = ranks[2],
+                         .tasks = ranks[3]};
+    if (job_resume_with(j, &o) != 0) mtl_error(L, fn, "%s", mt_last_error());
     lua_settop(L, 1);
     return 1;
 }
@@ -222,6 +247,7 @@ static int job_index(lua_State *L)
         else if (!strcmp(k, "tokens_per_s")) lua_pushnumber(L, j->tokens_per_s);
         else if (!strcmp(k, "valid_bleu"))
             j->valid_bleu >= 0 ? lua_pushnumber(L, j->valid_bleu) : lua_pushnil(L);
+        else if (!strcmp(k, "ranks")) lua_pushinteger(L, j->ranks > 1 ? j->ranks : 1);
         else if (!strcmp(k, "pid")) lua_pushinteger(L, j->pid);
         else if (!strcmp(k, "slurm_id"))
             j->slurm_id[0] ? lua_pushstring(L, j->slurm_id) : lua_pushnil(L);

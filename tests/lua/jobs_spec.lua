@@ -102,6 +102,50 @@ print(j.state)
     assert.matches("max_steps = 9,", H.read(dir .. "/runs/e/config.lua"))
   end)
 
+  it("takes the ranks as jobs start and jobs resume do, and checks them first", function()
+    local out, err, code = run_in(dir, [[
+local before = #mtlab.jobs.list()
+for _, o in ipairs({{tasks = 2}, {procs = 0}, {launcher = "slurm", procs = 2}, {prcs = 2}}) do
+  local ok, e = pcall(mtlab.jobs.start, "tiny.lua", o)
+  print(ok, e)
+end
+print(#mtlab.jobs.list() - before)
+]])
+    assert.are.equal(0, code, err)
+    local lines = {}
+    for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+    assert.matches("^false\tmtlab.jobs.start: %-%-nodes, %-%-gpus%-per%-node and %-%-tasks are for " ..
+      "%-%-launcher slurm %(local: %-%-procs N%) %(nothing was started%)$", lines[1])
+    assert.matches("^false\tmtlab.jobs.start: option procs must be a whole number from 1 to 65536, not 0$",
+      lines[2])
+    assert.matches("^false\tmtlab.jobs.start: %-%-procs is for %-%-launcher local", lines[3])
+    assert.matches("^false\tmtlab.jobs.start: .*prcs", lines[4])
+    assert.are.equal("0", lines[5])
+    if H.sh("command -v mpirun") == "" then
+      pending("mpirun is not installed (Debian: openmpi-bin)")
+      return
+    end
+    -- 4 steps on 2 ranks, 2 more in one process: the ranks a job runs on follow the resume
+    out, err, code = run_in(dir, [[
+local j = mtlab.jobs.start("tiny.lua", {name = "r", procs = 2, overrides = {max_steps = 4, valid_every = 0}})
+print(j.ranks)
+j:wait(120)
+print(j.state, j.step)
+local ok, e = pcall(j.resume, j, {tasks = 2, max_steps = 6})
+print(ok, e)
+j:resume({procs = 1, max_steps = 6})
+print(j.ranks)
+j:wait(120)
+print(j.state, j.step, mtlab.jobs.list()[1].ranks)
+]])
+    assert.are.equal(0, code, err)
+    assert.are.equal("2\ncompleted\t4\nfalse\tjob:resume: r (a local job): --nodes, --gpus-per-node " ..
+      "and --tasks are for --launcher slurm (local: --procs N)\n1\ncompleted\t6\t1\n", out)
+    local log = H.read(dir .. "/runs/r/train.log")
+    assert.matches("ranks 2 %(mpi%)", log)
+    assert.matches("ranks 1 %(.-%): each batch of max_tokens 600 x 2 is cut into 2 shards", log)
+  end)
+
   it("runs scripts/jobs/two_runs.lua: two runs, a table and a plot of validation BLEU by step", function()
     H.write(dir .. "/tiny2.lua", H.read(dir .. "/tiny.lua"):gsub('name = "tiny"', 'name = "other"'))
     local out, code = H.sh(string.format("cd %s && %s run %s/scripts/jobs/two_runs.lua tiny.lua tiny2.lua " ..
@@ -139,7 +183,7 @@ print(tostring(listed[1]))
     assert.has_error(function() mtlab.jobs.start(42, {launcher = "pbs"}) end,
       "mtlab.jobs.start: option launcher \"pbs\" is not local or slurm")
     assert.has_error(function() mtlab.jobs.start("x.lua", {nmae = "x"}) end,
-      "mtlab.jobs.start: unknown option 'nmae' (known: launcher, name, overrides)")
+      "mtlab.jobs.start: unknown option 'nmae' (known: launcher, name, overrides, procs, tasks, nodes, gpus_per_node)")
     assert.has_error(function() mtlab.jobs.stop(42) end,
       "mtlab.jobs.stop: argument 1 must be a job or a job's name, not number")
     assert.has_error(function() mtlab.jobs.wait("no-such-job") end,
