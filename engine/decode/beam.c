@@ -25,7 +25,7 @@ static void finalize(mt_decode_ctx *c, beam_sentence *bs, int s, int add_running
     float lp = c->o->length_penalty;
     int K = c->K, stride = c->max_new[s];
     /* at the length limit generate() forces <eos> with log p 0 (decode.h); a cancel does not */
-    int forced_eos = c->hf && !c->res->cancelled;
+    int forced_eos = c->forced_eos && !c->res->cancelled;
     if (add_running)
         for (int b = 0; b < K; b++)
             mt_beam_hyps_add(&bs->hyps, bs->tokens + (size_t)b * stride, bs->len, bs->logprob[b],

@@ -162,6 +162,9 @@ int mt_decode(mt_model *m, const int32_t *const *src, const int *src_len, int n,
         .t0 = t0,
         .res = res,
         .hf = hf_semantics(m, o),
+        /* Marian's configs hold forced_eos_token_id = eos (transformer.c checks it); the
+         * decoder-only ones (MambaConfig, GPTNeoXConfig, LlamaConfig) have none */
+        .forced_eos = hf_semantics(m, o) && mt_model_is_encdec(m),
         .V = mt_model_get_config(m)->vocab_size,
     };
     c.n_gen = o->vocab_limit > 0 ? o->vocab_limit : c.V;

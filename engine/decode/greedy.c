@@ -47,8 +47,8 @@ int mt_decode_greedy_run(mt_decode_ctx *c)
             }
             if (finished || g->n == c->max_new[s]) {
                 /* generate() ends a line at the limit with a forced <eos> (decode.h) */
-                mt_hypothesis_set(&c->res->hyps[s], g->tokens, g->n, g->logprob, finished || c->hf,
-                                  lp, mt_now_s() - c->t0);
+                mt_hypothesis_set(&c->res->hyps[s], g->tokens, g->n, g->logprob,
+                                  finished || c->forced_eos, lp, mt_now_s() - c->t0);
                 mt_decode_emit(c, s, g->tokens, g->n, 1);
                 continue;
             }

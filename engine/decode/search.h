@@ -19,6 +19,8 @@ typedef struct {
     float *logits; /* host (n * K, V): the next-token logits of the live rows */
     double t0; /* start time (seconds, monotonic clock) */
     int hf; /* 1: transformers' generate() semantics (decode.h, MT_SEARCH_HF) */
+    int forced_eos; /* hf with a config whose forced_eos_token_id is eos: every line ends with
+                     * <eos>, forced at the length limit (decode.h) */
     mt_decode_result *res;
 } mt_decode_ctx;
 

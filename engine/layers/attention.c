@@ -1,7 +1,10 @@
 /* Multi-head attention: projections, optional rotary on q and k, the backend's attention
  * core, output projection; plus the KV-cache forms used when decoding.
  *   q = xq Wq^T + bq ; k = xkv Wk^T + bk ; v = xkv Wv^T + bv       (rotary on q, k)
- *   ctx = softmax(q k^T / sqrt(Dh) + mask) v per head ; out = ctx Wo^T + bo */
+ *   ctx = softmax(q k^T / sqrt(Dh) + mask) v per head ; out = ctx Wo^T + bo
+ * GPT-NeoX fuses the three projections into one (qkv_name): qkv = x Wqkv^T + bqkv (BT, 3C)
+ * viewed as (BT, H, 3, Dh), so q, k, v of head h are its three slices of Dh
+ * (transformers' GPTNeoXAttention: qkv.view(B, T, H, 3 * Dh).chunk(3, dim=-1)). */
 #include "layers/tensor_table.h"
 #include "mtlab/error.h"
 
@@ -16,6 +19,14 @@ static void walk(tensor_walk *w, const mt_attn_config *cfg, mt_attn_params *p)
     int C = cfg->C, kv = kv_width(cfg), b = cfg->bias;
     mt_attn_params none;
     if (!p) p = &none;
+    if (cfg->qkv_name) {
+        tensor_walk_row(w, &p->q_w, cfg->qkv_name, ".weight", 1, TENSOR_SHAPE2(3 * C, C));
+        tensor_walk_optional(w, b, &p->q_b, cfg->qkv_name, ".bias", 0, TENSOR_SHAPE1(3 * C));
+        p->k_w = p->k_b = p->v_w = p->v_b = NULL;
+        tensor_walk_row(w, &p->o_w, out, ".weight", 1, TENSOR_SHAPE2(C, C));
+        tensor_walk_optional(w, b, &p->o_b, out, ".bias", 0, TENSOR_SHAPE1(C));
+        return;
+    }
     tensor_walk_row(w, &p->q_w, "q_proj", ".weight", 1, TENSOR_SHAPE2(C, C));
     tensor_walk_optional(w, b, &p->q_b, "q_proj", ".bias", 0, TENSOR_SHAPE1(C));
     tensor_walk_row(w, &p->k_w, "k_proj", ".weight", 1, TENSOR_SHAPE2(C, kv));
@@ -49,8 +60,8 @@ float *mt_attention_params_point(mt_attn_params *p, float *base, const mt_attn_c
 
 size_t mt_attention_acts_count(const mt_attn_config *cfg, int B, int Tq, int Tk)
 {
-    size_t C = (size_t)cfg->C;
-    return (size_t)B * (2 * Tq * C + 2 * Tk * C + (size_t)cfg->H * Tq * Tk);
+    size_t C = (size_t)cfg->C, fused = cfg->qkv_name ? 3 * Tq * C : 0;
+    return (size_t)B * (2 * Tq * C + 2 * Tk * C + (size_t)cfg->H * Tq * Tk + fused);
 }
 
 float *mt_attention_acts_point(mt_attn_acts *a, float *base, const mt_attn_config *cfg, int B,
@@ -62,6 +73,7 @@ float *mt_attention_acts_point(mt_attn_acts *a, float *base, const mt_attn_confi
     tensor_table_take(&a->v, &base, (size_t)B * Tk * C, 1);
     tensor_table_take(&a->att, &base, (size_t)B * cfg->H * Tq * Tk, 1);
     tensor_table_take(&a->ctx, &base, (size_t)B * Tq * C, 1);
+    tensor_table_take(&a->qkv, &base, (size_t)B * Tq * 3 * C, cfg->qkv_name != NULL);
     return base;
 }
 
@@ -85,14 +97,44 @@ static void rope(const mt_backend *be, float *x, const mt_attn_config *cfg, int 
                                                      cfg->rope_inv_freq, cfg->rope_interleaved);
 }
 
+/* q, k, v (rows, C) of the same rows x (rows, C) through the fused projection: qkv, then
+ * each head's three slices of Dh copied out (rows * H slices of Dh, 3 Dh apart). */
+static void fused_forward(const mt_backend *be, mt_attn_acts *a, float *q, float *k, float *v,
+                          const float *x, const mt_attn_params *p, const mt_attn_config *cfg,
+                          size_t rows)
+{
+    int C = cfg->C, Dh = C / cfg->H;
+    mt_linear_forward(be, a->qkv, x, p->q_w, p->q_b, rows, C, 3 * C);
+    float *dst[3] = {q, k, v};
+    for (int j = 0; j < 3; j++)
+        be->copy2d(dst[j], Dh, a->qkv + (size_t)j * Dh, 3 * Dh, rows * cfg->H, Dh);
+}
+
+/* backward of fused_forward: the slices' gradients gathered into dqkv (rows, 3C), then one
+ * linear backward */
+static void fused_backward(const mt_backend *be, const mt_weight_grads *grads, float *dqkv,
+                           const float *dq, const float *dk, const float *dv, const float *x,
+                           const mt_attn_params *p, const mt_attn_config *cfg, size_t rows)
+{
+    int C = cfg->C, Dh = C / cfg->H;
+    const float *src[3] = {dq, dk, dv};
+    for (int j = 0; j < 3; j++)
+        be->copy2d(dqkv + (size_t)j * Dh, 3 * Dh, src[j], Dh, rows * cfg->H, Dh);
+    mt_linear_backward(be, grads, dqkv, x, p->q_w, rows, C, 3 * C);
+}
+
 void mt_attention_forward(const mt_backend *be, float *out, mt_attn_acts *a, const float *xq,
                           const float *xkv, const mt_attn_params *p, const mt_attn_call *call)
 {
     const mt_attn_config *cfg = call->cfg;
     int C = cfg->C, kv = kv_width(cfg), B = call->B, Tq = call->Tq, Tk = call->Tk;
-    mt_linear_forward(be, a->q, xq, p->q_w, p->q_b, (size_t)B * Tq, C, C);
-    mt_linear_forward(be, a->k, xkv, p->k_w, p->k_b, (size_t)B * Tk, kv, C);
-    mt_linear_forward(be, a->v, xkv, p->v_w, p->v_b, (size_t)B * Tk, kv, C);
+    if (cfg->qkv_name) {
+        fused_forward(be, a, a->q, a->k, a->v, xq, p, cfg, (size_t)B * Tq);
+    } else {
+        mt_linear_forward(be, a->q, xq, p->q_w, p->q_b, (size_t)B * Tq, C, C);
+        mt_linear_forward(be, a->k, xkv, p->k_w, p->k_b, (size_t)B * Tk, kv, C);
+        mt_linear_forward(be, a->v, xkv, p->v_w, p->v_b, (size_t)B * Tk, kv, C);
+    }
     rope(be, a->q, cfg, B, Tq, Tk - Tq, 0);
     rope(be, a->k, cfg, B, Tk, 0, 0);
     mt_attn_desc d = attn_desc(cfg, B, Tq, Tk);
@@ -122,6 +164,11 @@ void mt_attention_backward(const mt_backend *be, const mt_attn_grads *grads, con
     be->attention_backward(da->q, da->k, da->v, da->att, da->ctx, a->q, a->k, a->v, a->att, &d);
     rope(be, da->q, cfg, B, Tq, Tk - Tq, 1);
     rope(be, da->k, cfg, B, Tk, 0, 1);
+    if (cfg->qkv_name) {
+        fused_backward(be, &(mt_weight_grads){dxq, g->q_w, g->q_b}, da->qkv, da->q, da->k, da->v,
+                       xq, p, cfg, (size_t)B * Tq);
+        return;
+    }
     mt_linear_backward(be, &(mt_weight_grads){dxq, g->q_w, g->q_b}, da->q, xq, p->q_w,
                        (size_t)B * Tq, C, C);
     mt_linear_backward(be, &(mt_weight_grads){dxkv, g->k_w, g->k_b}, da->k, xkv, p->k_w,
@@ -156,9 +203,13 @@ int mt_attention_decode(const mt_backend *be, float *out, mt_attn_acts *a, const
                         cache->len, Tq, cache->Tmax);
     size_t rows = (size_t)B * Tq;
     /* the new keys and values pass through a->k, a->v, then into rows [len, len + Tq) */
-    mt_linear_forward(be, a->q, x, p->q_w, p->q_b, rows, C, C);
-    mt_linear_forward(be, a->k, x, p->k_w, p->k_b, rows, C, C);
-    mt_linear_forward(be, a->v, x, p->v_w, p->v_b, rows, C, C);
+    if (cfg->qkv_name) {
+        fused_forward(be, a, a->q, a->k, a->v, x, p, cfg, rows);
+    } else {
+        mt_linear_forward(be, a->q, x, p->q_w, p->q_b, rows, C, C);
+        mt_linear_forward(be, a->k, x, p->k_w, p->k_b, rows, C, C);
+        mt_linear_forward(be, a->v, x, p->v_w, p->v_b, rows, C, C);
+    }
     rope(be, a->q, cfg, B, Tq, cache->len, 0);
     rope(be, a->k, cfg, B, Tq, cache->len, 0);
     size_t at = (size_t)cache->len * C;

@@ -7,12 +7,14 @@
 /* The FFN's tensors in block order, listed once (p may be NULL when no pointers are made) */
 static void ffn_walk(tensor_walk *w, const mt_ffn_config *cfg, mt_ffn_params *p)
 {
+    const char *in = cfg->in_name ? cfg->in_name : "fc1";
+    const char *out = cfg->out_name ? cfg->out_name : "fc2";
     mt_ffn_params none;
     if (!p) p = &none;
-    tensor_walk_row(w, &p->fc1_w, "fc1", ".weight", 1, TENSOR_SHAPE2(cfg->F, cfg->C));
-    tensor_walk_optional(w, cfg->bias, &p->fc1_b, "fc1", ".bias", 0, TENSOR_SHAPE1(cfg->F));
-    tensor_walk_row(w, &p->fc2_w, "fc2", ".weight", 1, TENSOR_SHAPE2(cfg->C, cfg->F));
-    tensor_walk_optional(w, cfg->bias, &p->fc2_b, "fc2", ".bias", 0, TENSOR_SHAPE1(cfg->C));
+    tensor_walk_row(w, &p->fc1_w, in, ".weight", 1, TENSOR_SHAPE2(cfg->F, cfg->C));
+    tensor_walk_optional(w, cfg->bias, &p->fc1_b, in, ".bias", 0, TENSOR_SHAPE1(cfg->F));
+    tensor_walk_row(w, &p->fc2_w, out, ".weight", 1, TENSOR_SHAPE2(cfg->C, cfg->F));
+    tensor_walk_optional(w, cfg->bias, &p->fc2_b, out, ".bias", 0, TENSOR_SHAPE1(cfg->C));
 }
 
 int mt_ffn_tensors(const mt_ffn_config *cfg, mt_tensor_spec *specs)

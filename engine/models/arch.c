@@ -13,8 +13,9 @@
 /* The registry: the one list of architectures, in the paper's order. Names, presets, the
  * lists of the public API and the tests' loops all come from it. */
 const mt_arch *const mt_archs[] = {
-    &mt_arch_transformer, &mt_arch_llama,       &mt_arch_retnet,       &mt_arch_mamba,
-    &mt_arch_mamba_mha,   &mt_arch_mamba_local, &mt_arch_mamba_encdec, NULL,
+    &mt_arch_transformer,  &mt_arch_llama,     &mt_arch_retnet,
+    &mt_arch_mamba,        &mt_arch_mamba_mha, &mt_arch_mamba_local,
+    &mt_arch_mamba_encdec, &mt_arch_neox,      NULL,
 };
 #define N_ARCHS (sizeof mt_archs / sizeof mt_archs[0] - 1)
 

@@ -298,9 +298,11 @@ static float *decoder_ops(mt_decode_state *st, int Tq, int first)
                     .key_ld = st->max_T,
                     .slot_mask = st->d_slot_mask,
                     .first = first};
-    for (int i = 0; i < s->n_units; i++)
+    for (int i = 0; i < s->n_units; i++) {
+        pass.branch = s->units[i].parallel ? st->dec_acts.xs[i - 1] : NULL;
         mt_unit_decode(be, &s->units[i], &st->dec_acts.w[i], &st->uc[i], st->dec_acts.xs[i + 1],
                        st->dec_acts.xs[i], &pass);
+    }
     float *x_last, *normed, *mean, *rstd, *out = rows_parts(st, &x_last, &normed, &mean, &rstd);
     be->copy2d(x_last, C, st->dec_acts.xs[s->n_units] + (size_t)(Tq - 1) * C, Tq * C, (size_t)B, C);
     const float *dec_out = mt_stack_final_norm(be, s, normed, mean, rstd, x_last, (size_t)B);
@@ -424,9 +426,11 @@ static int encode_chunks(mt_decode_state *st, const mt_batch *b, const uint8_t *
         upload_columns(be, st->d_src_mask, mask, 1, B, S, t0, n);
         mt_stack_embed(m, s, &st->enc_acts, st->d_src, B, n, t0, NULL);
         mt_pass pass = {.B = B, .T = n, .mask = st->d_src_mask, .first = 1};
-        for (int i = 0; i < s->n_units; i++)
+        for (int i = 0; i < s->n_units; i++) {
+            pass.branch = s->units[i].parallel ? st->enc_acts.xs[i - 1] : NULL;
             mt_unit_decode(be, &s->units[i], &st->enc_acts.w[i], &st->enc_uc[i],
                            st->enc_acts.xs[i + 1], st->enc_acts.xs[i], &pass);
+        }
         fill_cross(st,
                    mt_stack_final_norm(be, s, st->enc_acts.fn_out, st->enc_acts.fn_mean,
                                        st->enc_acts.fn_rstd, st->enc_acts.xs[s->n_units],

@@ -26,6 +26,14 @@ int mt_model_check_same_layout(const mt_model *want, const char *want_name, cons
         return mt_error("%s has %d heads, %s has %d", got_name, x->n_heads, want_name, c->n_heads);
     if ((layout & MT_LAYOUT_WINDOW) && x->window != c->window)
         return mt_error("%s has window %d, %s has %d", got_name, x->window, want_name, c->window);
+    if ((layout & MT_LAYOUT_ROTARY) &&
+        (x->rope_theta != c->rope_theta || x->rotary_pct != c->rotary_pct))
+        return mt_error("%s rotates %g of each head at base %g, %s %g at base %g", got_name,
+                        x->rotary_pct, x->rope_theta, want_name, c->rotary_pct, c->rope_theta);
+    if ((layout & MT_LAYOUT_RESIDUAL) && x->parallel_residual != c->parallel_residual)
+        return mt_error("%s has a %s residual, %s a %s one", got_name,
+                        x->parallel_residual ? "parallel" : "sequential", want_name,
+                        c->parallel_residual ? "parallel" : "sequential");
     int n = mt_model_tensor_count(want);
     for (int i = 0; i < n; i++) {
         mt_model_tensor_info t, u;

@@ -64,6 +64,7 @@ mt_unit *mt_model_add_unit(mt_model *m, mt_stack *s, mt_unit_kind kind, const mt
     u->kind = kind;
     u->norm = norm->kind;
     u->post_norm = norm->post;
+    u->parallel = norm->parallel;
     u->eps = norm->eps;
     u->cfg = *cfg;
     mt_tensor_spec specs[16];

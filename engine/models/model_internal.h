@@ -4,6 +4,9 @@
  * A residual unit is one mixer with its norm:
  *   pre-norm  (Mamba, LLaMA, RetNet):  y = x + drop(f(norm(x)))
  *   post-norm (Marian):                y = norm(x + drop(f(x)))
+ *   parallel  (GPT-NeoX's use_parallel_residual, the unit after a pre-norm one, whose input
+ *              is x_prev):             y = x + drop(f(norm(x_prev)))
+ *              so that the two make x_prev + attn(norm1(x_prev)) + mlp(norm2(x_prev)).
  * where f is self-attention (full, causal or sliding-window), cross-attention over the encoder
  * output, an FFN, a gated MLP, multi-scale retention or a Mamba mixer (which applies its own
  * dropout after out_proj). A Marian encoder layer is two units (self-attention, FFN), a
@@ -90,6 +93,7 @@ typedef struct {
     mt_unit_kind kind;
     mt_norm_kind norm;
     int post_norm;
+    int parallel; /* 1: the norm reads the previous unit's input (model_internal.h's top) */
     float eps;
     mt_unit_config cfg;
     int layer; /* the model layer the unit belongs to (0-based, per stack) */
@@ -121,6 +125,8 @@ typedef struct {
     mt_unit_work *w; /* (n_units) */
     float **xs; /* (n_units + 1) */
     float *fn_out, *fn_mean, *fn_rstd;
+    float *dbranch; /* (BT, C) training of a stack with parallel units: a parallel unit's
+                     * gradient of x_prev, added once the unit before has made its own */
 } mt_stack_acts;
 
 typedef struct mt_arch {
@@ -140,7 +146,8 @@ typedef struct mt_arch {
     /* Name lists, NULL-terminated (a NULL list has no names). Pairs {name, alternative name}
      * tried when a bundle lacks name: */
     const char *const (*aliases)[2];
-    /* Names a bundle may hold that the model does not use (tied copies, fixed positions). */
+    /* Names a bundle may hold that the model does not use (tied copies, fixed positions);
+     * shell patterns (fnmatch: "gpt_neox.layers.*.attention.bias"). */
     const char *const *ignored;
     /* Names under which the token embedding is saved again (transformers 5 ties Marian's
      * encoder/decoder embed_tokens to model.shared only when the output projection is tied
@@ -154,7 +161,12 @@ typedef struct mt_arch {
     unsigned layout_keys;
 } mt_arch;
 
-enum { MT_LAYOUT_HEADS = 1u << 0, MT_LAYOUT_WINDOW = 1u << 1 };
+enum {
+    MT_LAYOUT_HEADS = 1u << 0,
+    MT_LAYOUT_WINDOW = 1u << 1,
+    MT_LAYOUT_ROTARY = 1u << 2, /* rope_theta and rotary_pct */
+    MT_LAYOUT_RESIDUAL = 1u << 3, /* parallel_residual */
+};
 
 /* Each architecture's entry, defined in its own file and listed once in arch.c's mt_archs. */
 extern const mt_arch mt_arch_transformer;
@@ -164,6 +176,7 @@ extern const mt_arch mt_arch_retnet;
 extern const mt_arch mt_arch_mamba_mha;
 extern const mt_arch mt_arch_mamba_local;
 extern const mt_arch mt_arch_mamba_encdec;
+extern const mt_arch mt_arch_neox;
 /* ---- the registry of architectures (arch.c): every list of architectures derives from it */
 /* The architectures in the paper's order, NULL-terminated. */
 extern const mt_arch *const mt_archs[];
@@ -387,6 +400,7 @@ typedef struct {
     const char *name;
     int post;
     float eps;
+    int parallel; /* 1: a parallel unit (pre-norm, after a pre-norm unit) */
 } mt_unit_norm;
 /* Append a unit to a stack and register its mixer tensors (names prefix + the layer's local
  * names) and its norm. */
@@ -440,6 +454,9 @@ typedef struct {
     const uint8_t *mem_mask; /* (B, S) the source's padding mask */
     const mt_step_opts *opts; /* stack passes: training options (dropout), or NULL */
     const mt_dropout *drop; /* unit passes: the unit's dropout (the stack sets it), or NULL */
+    const float *branch; /* unit passes of a parallel unit: x_prev (B, T, C), the input of the
+                          * unit before, which the norm reads (the stack sets it), or NULL */
+    float *dbranch; /* backward of a parallel unit: receives the gradient of branch */
     /* decoding only (mt_unit_decode) */
     const uint8_t *key_mask; /* (B, key_ld) covers cached and new positions */
     int key_ld;
@@ -489,6 +506,8 @@ size_t mt_stack_acts_layout(const mt_stack *s, mt_stack_acts *sa, float *base, i
 size_t mt_stack_infer_layout(const mt_stack *s, mt_stack_acts *sa, float *base, int B, int T,
                              int Tk, int S);
 void mt_stack_acts_free(mt_stack_acts *sa);
+/* 1 when a unit of s is parallel (its training layout then holds dbranch). */
+int mt_stack_has_parallel(const mt_stack *s);
 /* Dropout of site k (0..7) of unit i (unit -1: the embeddings). */
 mt_dropout mt_stack_dropout(const mt_stack *s, int unit, int k, const mt_step_opts *opts, float p);
 /* Embeddings of ids (B, T) into sa->xs[0]: scale * table[ids] (+ positions from pos0), then

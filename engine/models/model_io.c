@@ -3,6 +3,7 @@
  * `transformers` loads what mtlab saves. */
 #include "models/model_internal.h"
 
+#include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +49,7 @@ static const char *file_name(const mt_model *m, const mt_safetensors *st, const 
 static int known_extra(const mt_model *m, const char *name)
 {
     for (const char *const *p = m->arch->ignored; p && *p; p++)
-        if (!strcmp(*p, name)) return 1;
+        if (!fnmatch(*p, name, 0)) return 1;
     /* a tied output projection saved anyway (older transformers versions do) */
     return m->lm_head_tensor < 0 && !strcmp(name, "lm_head.weight");
 }

@@ -14,6 +14,13 @@ static void stack_acts_alloc(const mt_stack *s, mt_stack_acts *sa)
     sa->xs = mt_xcalloc((size_t)s->n_units + 1, sizeof *sa->xs);
 }
 
+int mt_stack_has_parallel(const mt_stack *s)
+{
+    for (int i = 0; i < s->n_units; i++)
+        if (s->units[i].parallel) return 1;
+    return 0;
+}
+
 size_t mt_stack_acts_layout(const mt_stack *s, mt_stack_acts *sa, float *base, int B, int T, int Tk,
                             int S)
 {
@@ -35,6 +42,11 @@ size_t mt_stack_acts_layout(const mt_stack *s, mt_stack_acts *sa, float *base, i
         }
         off += BTC + 2 * BT;
     }
+    sa->dbranch = NULL;
+    if (mt_stack_has_parallel(s)) {
+        if (base) sa->dbranch = base + off;
+        off += BTC;
+    }
     return off;
 }
 
@@ -54,6 +66,7 @@ size_t mt_stack_infer_layout(const mt_stack *s, mt_stack_acts *sa, float *base, 
         sa->fn_out = base + 2 * BTC + most;
         sa->fn_mean = sa->fn_out + BTC;
         sa->fn_rstd = sa->fn_mean + BT;
+        sa->dbranch = NULL;
     }
     return 2 * BTC + most + BTC + 2 * BT;
 }
@@ -110,6 +123,7 @@ const float *mt_stack_forward(const mt_model *m, const mt_stack *s, mt_stack_act
     for (int i = 0; i < s->n_units; i++) {
         mt_dropout drop = mt_stack_dropout(s, i, 0, pass->opts, m->cfg.dropout);
         unit.drop = &drop;
+        unit.branch = s->units[i].parallel ? sa->xs[i - 1] : NULL;
         mt_unit_forward(m->be, &s->units[i], &sa->w[i], sa->xs[i + 1], sa->xs[i], &unit);
     }
     return mt_stack_final_norm(m->be, s, sa->fn_out, sa->fn_mean, sa->fn_rstd, sa->xs[s->n_units],
@@ -137,6 +151,11 @@ void mt_stack_backward(mt_model *m, mt_stack *s, const mt_stack_acts *sa, float 
     for (int i = s->n_units - 1; i >= 0; i--) {
         mt_dropout drop = mt_stack_dropout(s, i, 0, pass->opts, m->cfg.dropout);
         unit.drop = &drop;
+        unit.branch = s->units[i].parallel ? sa->xs[i - 1] : NULL;
+        unit.dbranch = sa->dbranch;
+        if (s->units[i].parallel) be->memzero(sa->dbranch, BTC * sizeof(float));
         mt_unit_backward(be, &s->units[i], &sa->w[i], dx, sa->xs[i], &unit, scratch);
+        /* dx is now the gradient of x_prev through this unit: add the parallel one's */
+        if (i + 1 < s->n_units && s->units[i + 1].parallel) be->add(dx, dx, sa->dbranch, BTC);
     }
 }

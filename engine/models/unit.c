@@ -5,6 +5,8 @@
  *   backward: dn = mixer'(drop'(dy));  dx = dy + norm'(dn)
  * post-norm:  s = x + drop(mixer(x));  y = norm(s)
  *   backward: ds = norm'(dy);  dx = ds + mixer'(drop'(ds))
+ * parallel:   n = norm(x_prev);  y = x + drop(mixer(n))      (pass->branch = x_prev)
+ *   backward: dx = dy;  pass->dbranch += norm'(mixer'(drop'(dy)))
  * The Mamba mixer applies its dropout itself (after out_proj, docs/models.md §3.4 step 13).
  * What differs between the kinds of mixer is one row of function pointers each (UNIT_OPS at
  * the end of the file); the norm, dropout and residual code around them is shared.
@@ -502,8 +504,8 @@ void mt_unit_forward(const mt_backend *be, const mt_unit *u, mt_unit_work *w, fl
     size_t BT = (size_t)pass->B * pass->T, BTC = BT * (size_t)mt_unit_width(u);
     const float *in = x;
     float *f = u->post_norm ? w->pre : y;
-    if (!u->post_norm) {
-        norm_forward(be, u, w->pre, w->mean, w->rstd, x, BT);
+    if (!u->post_norm) { /* before y is written: an inference stack's y may be x_prev's buffer */
+        norm_forward(be, u, w->pre, w->mean, w->rstd, u->parallel ? pass->branch : x, BT);
         in = w->pre;
     }
     ops->forward(be, u, &w->a, f, in, pass);
@@ -535,7 +537,8 @@ void mt_unit_backward(const mt_backend *be, mt_unit *u, const mt_unit_work *w, f
         }
         be->memzero(dn, BTC * sizeof(float));
         ops->backward(be, u, &w->a, &da, dn, df, w->pre, pass);
-        norm_backward(be, u, dy, dn, x, w, BT);
+        if (u->parallel) norm_backward(be, u, pass->dbranch, dn, pass->branch, w, BT);
+        else norm_backward(be, u, dy, dn, x, w, BT);
     } else {
         float *ds = dn;
         be->memzero(ds, BTC * sizeof(float));
@@ -574,7 +577,7 @@ void mt_unit_decode(const mt_backend *be, const mt_unit *u, mt_unit_work *w, mt_
     const float *in = x;
     float *f = u->post_norm ? w->pre : y;
     if (!u->post_norm) {
-        norm_forward(be, u, w->pre, w->mean, w->rstd, x, BT);
+        norm_forward(be, u, w->pre, w->mean, w->rstd, u->parallel ? pass->branch : x, BT);
         in = w->pre;
     }
     UNIT_OPS[u->kind].decode(be, u, &w->a, c, f, in, pass);

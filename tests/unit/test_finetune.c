@@ -1,5 +1,6 @@
 /* Finetuning a pretrained checkpoint from the hub (docs/training-config.md, "init"): the tiny
- * MambaForCausalLM of tests/fixtures/mamba_hf on a slice of the Bible (tests/fixtures/finetune,
+ * MambaForCausalLM of tests/fixtures/mamba_hf (and the GPTNeoXForCausalLM of
+ * tests/fixtures/neox_hf) on a slice of the Bible (tests/fixtures/finetune,
  * make.sh). A config naming only init, the data and training keys gets the model's config and
  * tokenizer from the checkpoint; a model key that contradicts it is refused by name; the
  * training rows are the decoding prompt (mt_source_encode's text template) then the target and
@@ -20,6 +21,7 @@
 #include <sys/stat.h>
 
 #define HUB "tests/fixtures/mamba_hf/st"
+#define HUB_NEOX "tests/fixtures/neox_hf/st"
 #define DATA "tests/fixtures/finetune"
 
 static char tmpdir[64];
@@ -63,6 +65,21 @@ static int valid_losses(const char *run_dir, double *out, int cap)
         out[n++] = strtod(p + strlen("\"valid_loss\":"), NULL);
     free(log);
     return n;
+}
+
+/* dir/name read whole */
+static char *read_in(const char *dir, const char *name, size_t *len)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return test_read_file(path, len);
+}
+
+static mt_safetensors *open_weights(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    return mt_st_open(path);
 }
 
 /* The model's config and tokenizer come from init; dropout may be set beside it. */
@@ -126,22 +143,23 @@ static void test_contradictions_are_named(void **state)
 
 /* A hub config.json without mtlab's block has no template and no separator of mtlab's (its
  * sep id would be GPT-NeoX's ordinary token 2): the finetune must name its prompt. */
-static void test_hub_checkpoint_needs_a_prompt(void **state)
+/* tmpdir/name: hub's weights and tokenizer.json with its config.json less the mtlab block, as
+ * the hub gives it */
+static void make_bare(char *bare, size_t len, const char *name, const char *hub)
 {
-    (void)state;
-    char bare[128], path[160];
-    snprintf(bare, sizeof bare, "%s/bare", tmpdir);
+    char path[512];
+    snprintf(bare, len, "%s/%s", tmpdir, name);
     assert_int_equal(mkdir(bare, 0755), 0);
     static const char *const files[] = {"model.safetensors", "tokenizer.json"};
     for (int i = 0; i < 2; i++) {
-        size_t len;
-        snprintf(path, sizeof path, HUB "/%s", files[i]);
-        char *data = test_read_file(path, &len);
+        size_t n;
+        char *data = read_in(hub, files[i], &n);
+        assert_non_null(data);
         snprintf(path, sizeof path, "%s/%s", bare, files[i]);
-        test_write_file(path, data, len);
+        test_write_file(path, data, n);
         free(data);
     }
-    char *config = test_read_file(HUB "/config.json", NULL);
+    char *config = read_in(hub, "config.json", NULL);
     char *block = strstr(config, "\"mtlab\"");
     assert_non_null(block);
     char *end = strstr(block, "},\n");
@@ -150,24 +168,44 @@ static void test_hub_checkpoint_needs_a_prompt(void **state)
     snprintf(path, sizeof path, "%s/config.json", bare);
     test_write_text(path, config);
     free(config);
+}
+
+/* the shipped finetune `script` (the paper's pretrained rows) on a bare checkpoint: its
+ * template, init's architecture and tokenizer */
+static void check_shipped_finetune(const char *script, const char *bare, const char *arch)
+{
+    char init[160], path[200];
+    snprintf(init, sizeof init, "init=%s", bare);
+    const char *const over[] = {init, "dataset="};
+    mt_train_config cfg;
+    if (train_config_load_with(&cfg, script, over, 2, NULL, 0) != 0)
+        fail_msg("%s", mt_last_error());
+    assert_string_equal(cfg.model.arch, arch);
+    assert_string_equal(cfg.model.prompt, "Spanish: {src}\nEnglish:");
+    snprintf(path, sizeof path, "%s/tokenizer.json", bare);
+    assert_string_equal(cfg.tokenizer, path);
+    assert_string_equal(cfg.device, "cuda");
+}
+
+/* A hub config.json without mtlab's block has no template and no separator of mtlab's (its
+ * sep id would be GPT-NeoX's ordinary token 2): the finetune must name its prompt. */
+static void test_hub_checkpoint_needs_a_prompt(void **state)
+{
+    (void)state;
+    char bare[128];
+    make_bare(bare, sizeof bare, "bare", HUB);
     expect_config_error("bare1", bare, "", "has no prompt template");
     mt_train_config cfg;
     assert_int_equal(load_config(&cfg, "bare2", bare, "  model = { prompt = \"{src}<sep>\" },\n"),
                      0);
     assert_string_equal(cfg.model.prompt, "{src}<sep>");
     assert_int_equal(cfg.model.hf_generate, 0);
+    check_shipped_finetune("scripts/train/finetune-mamba.lua", bare, "mamba");
 
-    /* the shipped finetune (the paper's pretrained row) on such a checkpoint: its template */
-    char init[160];
-    snprintf(init, sizeof init, "init=%s", bare);
-    const char *const over[] = {init, "dataset="};
-    if (train_config_load_with(&cfg, "scripts/train/finetune-mamba.lua", over, 2, NULL, 0) != 0)
-        fail_msg("%s", mt_last_error());
-    assert_string_equal(cfg.model.arch, "mamba");
-    assert_string_equal(cfg.model.prompt, "Spanish: {src}\nEnglish:");
-    snprintf(path, sizeof path, "%s/tokenizer.json", bare);
-    assert_string_equal(cfg.tokenizer, path);
-    assert_string_equal(cfg.device, "cuda");
+    char neox[128];
+    make_bare(neox, sizeof neox, "bare-neox", HUB_NEOX);
+    expect_config_error("bare3", neox, "", "has no prompt template");
+    check_shipped_finetune("scripts/train/finetune-pythia.lua", neox, "gpt-neox");
 }
 
 /* A training row is the decoding prompt's ids, the target's, then <eos>; the loss counts
@@ -262,18 +300,19 @@ static double bundle_valid_loss(const char *dir)
     return sum / (double)count;
 }
 
-static void test_finetune_lowers_the_validation_loss(void **state)
+/* run `name` finetunes the checkpoint hub (of Hugging Face class hf_class, model_type type) */
+static void finetune_lowers(const char *name, const char *hub, const char *hf_class,
+                            const char *type)
 {
-    (void)state;
     mt_train_config cfg;
-    assert_int_equal(load_config(&cfg, "ft", HUB, ""), 0);
+    assert_int_equal(load_config(&cfg, name, hub, ""), 0);
     assert_int_equal(mt_train_run(&cfg, 0, NULL), 0);
     double v[16];
     int n = valid_losses(cfg.run_dir, v, 16);
     assert_int_equal(n, 4); /* steps 3, 6, 9, 12 */
-    printf(
-        "finetune: validation loss %.4f (step 3) -> %.4f (step 12); the checkpoint before: %.4f\n",
-        v[0], v[n - 1], bundle_valid_loss(HUB));
+    printf("finetune %s: validation loss %.4f (step 3) -> %.4f (step 12); the checkpoint before: "
+           "%.4f\n",
+           type, v[0], v[n - 1], bundle_valid_loss(hub));
     assert_true(v[n - 1] < v[0] - 0.05);
 
     /* the saved bundle: the Hugging Face layout of the checkpoint it came from */
@@ -286,8 +325,8 @@ static void test_finetune_lowers_the_validation_loss(void **state)
     int n_archs;
     assert_int_equal(mt_config_string_list(c, "architectures", archs, 2, &n_archs), 0);
     assert_int_equal(n_archs, 1);
-    assert_string_equal(archs[0], "MambaForCausalLM");
-    assert_string_equal(mt_config_string(c, "model_type"), "mamba");
+    assert_string_equal(archs[0], hf_class);
+    assert_string_equal(mt_config_string(c, "model_type"), type);
     const mt_config *x = mt_config_object(c, "mtlab");
     assert_non_null(x);
     assert_string_equal(mt_config_string(x, "prompt"), "{src}<sep>");
@@ -296,12 +335,12 @@ static void test_finetune_lowers_the_validation_loss(void **state)
     mt_config_free(c);
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
     size_t a_len, b_len;
-    char *a = test_read_file(path, &a_len), *b = test_read_file(HUB "/tokenizer.json", &b_len);
+    char *a = test_read_file(path, &a_len), *b = read_in(hub, "tokenizer.json", &b_len);
     assert_true(a_len == b_len && !memcmp(a, b, a_len));
     free(a);
     free(b);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    mt_safetensors *got = mt_st_open(path), *want = mt_st_open(HUB "/model.safetensors");
+    mt_safetensors *got = mt_st_open(path), *want = open_weights(hub);
     assert_non_null(got);
     assert_non_null(want);
     assert_int_equal(mt_st_count(got), mt_st_count(want));
@@ -316,9 +355,22 @@ static void test_finetune_lowers_the_validation_loss(void **state)
 
     /* reloaded, it gives the trainer's last validation loss */
     double again = bundle_valid_loss(dir);
-    printf("finetune: the saved bundle's validation loss %.6f (the trainer's %.6f)\n", again,
-           v[n - 1]);
+    printf("finetune %s: the saved bundle's validation loss %.6f (the trainer's %.6f)\n", type,
+           again, v[n - 1]);
     assert_true(fabs(again - v[n - 1]) < 1e-5);
+}
+
+static void test_finetune_lowers_the_validation_loss(void **state)
+{
+    (void)state;
+    finetune_lowers("ft", HUB, "MambaForCausalLM", "mamba");
+}
+
+/* GPT-NeoX (Pythia): parallel residual, partial rotary, fused query_key_value */
+static void test_finetune_neox(void **state)
+{
+    (void)state;
+    finetune_lowers("ft-neox", HUB_NEOX, "GPTNeoXForCausalLM", "gpt_neox");
 }
 
 static int setup(void **state)
@@ -341,6 +393,7 @@ int main(void)
         cmocka_unit_test(test_hub_checkpoint_needs_a_prompt),
         cmocka_unit_test(test_rows_are_the_decoding_prompt),
         cmocka_unit_test(test_finetune_lowers_the_validation_loss),
+        cmocka_unit_test(test_finetune_neox),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

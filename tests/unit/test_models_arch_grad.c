@@ -11,15 +11,18 @@
 #include "model_grad_check.h"
 #include "model_parity.h"
 
-/* mamba_options: MambaConfig's use_bias and use_conv_bias false (mt_model_config) */
-static mt_model *tiny_with(const char *preset, uint64_t seed, int mamba_options)
+/* options: the architecture's other form: MambaConfig's use_bias and use_conv_bias false,
+ * GPTNeoXConfig's use_parallel_residual false (mt_model_config) */
+static mt_model *tiny_with(const char *preset, uint64_t seed, int options)
 {
     mt_model_config c;
     assert_int_equal(mt_model_preset(&c, preset), 0);
-    c.mamba_bias = c.mamba_no_conv_bias = mamba_options;
+    c.mamba_bias = c.mamba_no_conv_bias = options;
+    if (options) c.parallel_residual = 0;
     c.vocab_size = 12, c.d_model = 8, c.n_heads = 2, c.n_layers = 2, c.ffn_dim = 12;
     c.value_dim = 12, c.d_state = 4, c.dt_rank = 2, c.n_encoder_layers = 1;
     c.window = 2, c.n_attn_layers = 1, c.attn_layers[0] = 1;
+    c.rotary_pct = 0.5f; /* gpt-neox: 2 of each head's 4 dims rotate */
     c.dropout = 0.1f;
     mt_model *m = mt_model_create(&c, mt_backend_cpu(), seed);
     if (!m) fail_msg("%s: %s", preset, mt_last_error());
@@ -95,11 +98,26 @@ static void test_mamba_encdec_backward(void **state)
     grad_case("mamba-encdec", 35, 0.0f, "mamba-encdec (dropout 0.1)");
 }
 
+/* both residual forms: the parallel one's MLP norm reads the attention unit's input, whose
+ * gradient gathers both branches */
+static void test_neox_backward(void **state)
+{
+    (void)state;
+    grad_case("gpt-neox", 37, 0.1f, "gpt-neox (parallel residual, dropout 0.1, smoothing 0.1)");
+    mt_model *m = tiny_with("gpt-neox", 38, 1);
+    assert_int_equal(mt_model_get_config(m)->parallel_residual, 0);
+    mt_batch b = batch_for(m);
+    mt_step_opts opts = {.train = 1, .seed = 7, .step = 2};
+    check_model_gradients(m, &b, &opts, "gpt-neox (sequential residual, dropout 0.1)");
+    mt_model_free(m);
+}
+
 static void test_adamw_fits_a_batch(void **state)
 {
     (void)state;
     /* not the registry: the models test_models.c does not already step (transformer, mamba) */
-    const char *presets[] = {"transformer++", "retnet", "mamba-mha", "mamba-local", "mamba-encdec"};
+    const char *presets[] = {"transformer++", "retnet",       "mamba-mha",
+                             "mamba-local",   "mamba-encdec", "gpt-neox"};
     mt_adamw_hparams h = {
         .lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-8f, .weight_decay = 0.001f};
     for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
@@ -129,7 +147,7 @@ int main(void)
         cmocka_unit_test(test_llama_backward),        cmocka_unit_test(test_retnet_backward),
         cmocka_unit_test(test_mamba_mha_backward),    cmocka_unit_test(test_mamba_local_backward),
         cmocka_unit_test(test_mamba_encdec_backward), cmocka_unit_test(test_mamba_biases_backward),
-        cmocka_unit_test(test_adamw_fits_a_batch),
+        cmocka_unit_test(test_neox_backward),         cmocka_unit_test(test_adamw_fits_a_batch),
     };
     return cmocka_run_group_tests_name("models_arch_grad", tests, NULL, NULL);
 }

@@ -35,8 +35,10 @@
  *   - the stopping test holds the worst finished hypothesis against the best *running* beam
  *     (mtlab: the best candidate of the step, which may be one that just ended);
  *   - at the length limit every running beam ends with a forced <eos> of log-probability 0,
- *     counted in its length (mtlab: they end there without one). generate's max_length L
- *     counts the decoder start and that <eos>: it is max_new_tokens = L - 2 here.
+ *     counted in its length (mtlab: they end there without one), where the config has
+ *     forced_eos_token_id (Marian's; a decoder-only hub model's, GPT-NeoX or Mamba, has none:
+ *     its beams end at the limit as they are). generate's max_length L counts the decoder
+ *     start and that <eos>: it is max_new_tokens = L - 2 here.
  * The generated ids are the same either way for greedy search. */
 #ifndef MTLAB_DECODE_H
 #define MTLAB_DECODE_H

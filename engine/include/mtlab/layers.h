@@ -143,6 +143,8 @@ typedef struct {
     int C, F;
     mt_act act;
     int bias; /* 1: fc1/fc2 have biases */
+    const char *in_name, *out_name; /* tensor names of fc1 and fc2; NULL = "fc1", "fc2"
+                                     * (GPT-NeoX: dense_h_to_4h, dense_4h_to_h) */
 } mt_ffn_config;
 typedef struct {
     float *fc1_w; /* (F, C) */
@@ -230,9 +232,12 @@ typedef struct {
     int rope_interleaved; /* 1: RetNet pairs (2i, 2i+1); 0: rotate-half */
     const float *rope_inv_freq; /* (rope_dim/2) backend memory, from mt_rope_inv_freq */
     const char *out_name; /* tensor name of the output projection; NULL = "out_proj" */
+    const char *qkv_name; /* NULL: q_proj, k_proj, v_proj; else one fused projection of this
+                           * name (self-attention), (3C, C) with GPT-NeoX's layout per head:
+                           * rows [q_h; k_h; v_h] of Dh each for head h, bias (3C) alike */
 } mt_attn_config;
 typedef struct {
-    float *q_w, *q_b; /* (C, C), (C) */
+    float *q_w, *q_b; /* (C, C), (C); fused (qkv_name): (3C, C), (3C), k and v NULL */
     float *k_w, *k_b; /* (C, kv_C), (C) */
     float *v_w, *v_b; /* (C, kv_C), (C) */
     float *o_w, *o_b; /* (C, C), (C); biases NULL when cfg.bias = 0 */
@@ -243,6 +248,7 @@ typedef struct {
     float *v; /* (B, Tk, C) */
     float *att; /* (B, H, Tq, Tk) softmax probabilities (the probe's attention map) */
     float *ctx; /* (B, Tq, C) attention output before the out projection */
+    float *qkv; /* (B, Tq, 3C) the fused projection before the split (qkv_name), or NULL */
 } mt_attn_acts;
 int mt_attention_tensors(const mt_attn_config *cfg, mt_tensor_spec *specs); /* 4 or 8 */
 size_t mt_attention_params_count(const mt_attn_config *cfg);

@@ -73,6 +73,9 @@ typedef struct {
     int mamba_no_conv_bias; /* Mamba: conv1d has none (MambaConfig use_conv_bias false) */
     int pad_vocab_multiple; /* Mamba: MambaConfig pad_vocab_size_multiple (8), checked and not
                              * used: vocab_size holds the padded rows */
+    float rotary_pct; /* gpt-neox: the share of each head's dims that rotate (rotary_pct) */
+    int parallel_residual; /* gpt-neox: 1: attention and MLP read the same layer input
+                            * (use_parallel_residual), 0: the MLP reads the attention's output */
     char prompt[256]; /* decoder-only: config.json's mtlab.prompt, a text template holding
                        * "{src}" once ("{src}<sep>", "Spanish: {src}\nEnglish:"): the source
                        * text goes in its place and the whole is encoded (mt_source_encode),
