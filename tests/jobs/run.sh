@@ -345,6 +345,13 @@ else
         "$M" jobs stop sl-kill >/dev/null 2>&1
         check "it resumes on 2 tasks and stops with a checkpoint" \
             test "$(state sl-kill)" = cancelled -a -s runs/sl-kill/checkpoint/trainer.json
+        # on one task now: sbatch without srun, the run's 2 shards taken by the one rank
+        "$M" jobs resume sl-kill --tasks 1 >/dev/null 2>&1
+        wait_until 60 grep -q '^mtlab train: ranks 1 .*cut into 2 shards' runs/sl-kill/train.log
+        "$M" jobs stop sl-kill >/dev/null 2>&1
+        check "jobs resume --tasks 1 resubmits it as one task, which takes the run's 2 shards" \
+            bash -c "grep -q '^#SBATCH --ntasks=1' runs/sl-kill/job.sbatch && ! grep -q srun runs/sl-kill/job.sbatch && grep -q '^mtlab train: ranks 1 .*cut into 2 shards' runs/sl-kill/train.log"
+        check "and it stops cancelled, listed on one task" bash -c "'$M' jobs list | grep -q '^sl-kill  *slurm  *cancelled'"
     fi
     slurm_down
 fi
