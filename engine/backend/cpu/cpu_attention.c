@@ -34,23 +34,36 @@ static size_t kv_bstride(const mt_attn_desc *d)
 }
 
 /* Softmax of row i of S in place over the visible keys; invisible keys get 0, and a row with
- * no visible key is all 0. */
+ * no visible key is all 0. The causal bounds are one span [lo, hi) (cpu_attn_visible's rule),
+ * so only the key mask is read per key; the sum adds the visible keys' exponentials in key
+ * order as before (an invisible key added 0, which changes no sum). */
 static void masked_softmax_row(float *s, const mt_attn_desc *d, int b, int i)
 {
+    int lo = 0, hi = d->Tk;
+    if (d->causal) {
+        int p = d->q_pos0 + i;
+        if (p + 1 < hi) hi = p + 1 > 0 ? p + 1 : 0;
+        if (d->window > 0 && p - d->window > lo) lo = p - d->window < hi ? p - d->window : hi;
+    }
+    const uint8_t *km = NULL;
+    if (d->key_mask)
+        km = d->key_mask + (size_t)b * (d->mask_bstride ? d->mask_bstride : (size_t)d->Tk);
     float mx = -INFINITY;
-    for (int j = 0; j < d->Tk; j++)
-        if (cpu_attn_visible(d, b, i, j)) mx = fmaxf(mx, s[j]);
+    for (int j = lo; j < hi; j++)
+        if (!km || km[j]) mx = fmaxf(mx, s[j]);
     if (mx == -INFINITY) {
         memset(s, 0, (size_t)d->Tk * sizeof(float));
         return;
     }
+    memset(s, 0, (size_t)lo * sizeof(float));
+    memset(s + hi, 0, (size_t)(d->Tk - hi) * sizeof(float));
     double sum = 0.0;
-    for (int j = 0; j < d->Tk; j++) {
-        s[j] = cpu_attn_visible(d, b, i, j) ? expf(s[j] - mx) : 0.0f;
+    for (int j = lo; j < hi; j++) {
+        s[j] = !km || km[j] ? expf(s[j] - mx) : 0.0f;
         sum += s[j];
     }
     float inv = (float)(1.0 / sum);
-    for (int j = 0; j < d->Tk; j++) s[j] *= inv;
+    for (int j = lo; j < hi; j++) s[j] *= inv;
 }
 
 /* x . y over n floats in eight running sums, added pairwise at the end: a plain loop the
