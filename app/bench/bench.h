@@ -110,6 +110,9 @@ double bench_bare_sgemm_seconds(const bench_gemm_shape *s);
  * prefix <decoder_start>. tokens_out (n, new_tokens) receives the ids when not NULL. */
 typedef struct {
     double prefill_seconds, step_seconds; /* step_seconds: all new_tokens - 1 steps */
+    /* the process's CPU time over the steps (every thread's): at one thread the steps' own
+     * work, which the rest of a busy machine does not stretch as it does the wall time */
+    double step_cpu_seconds;
 } bench_decode_time;
 
 int bench_decode_fixed(mt_model *m, const int32_t *const *src, const int *src_len, int n,
@@ -174,7 +177,8 @@ enum {
     BENCH_INT8 = 32, /* 6. decode tokens/s with int8 linear layers vs fp32 */
     BENCH_PREFILL = 64, /* 7. a long prompt's prefill: chunks vs one pass */
     BENCH_ATTRIBUTION = 2048, /* 8. input x gradient attribution vs decoding */
-    BENCH_ALL = 127 | BENCH_ATTRIBUTION,
+    BENCH_LENGTH = 4096, /* 9. decode tokens/s against source length (bench_length.c) */
+    BENCH_ALL = 127 | BENCH_ATTRIBUTION | BENCH_LENGTH,
     /* the GPU report's sections after its device figures (--device; `decode` is Table 4 there) */
     BENCH_CUDA_KERNELS = 128,
     BENCH_CUDA_TRAIN = 256,
@@ -188,9 +192,24 @@ typedef struct {
     int repeat; /* timed runs per figure, after one warm-up */
     unsigned sections; /* BENCH_* bits */
     int verbose; /* per-shape gemm table */
+    /* section 9: the bundles or presets compared (the first against each other; none: mamba-,
+     * transformer- and transformer++-small) and the longest source (0: BENCH_LENGTH_MAX) */
+    const char *const *models;
+    int n_models, max_len;
 } bench_opts;
 
 int bench_run_all(const bench_opts *o);
+
+/* ---------------------------------------------------------------- decoding vs source length
+ * Section 9: ms per generated token at batch 1 after sources of 64, 128, ... max_len tokens,
+ * and the length from which the first model decodes faster than each other one. */
+#define BENCH_LENGTH_MAX 4096
+int bench_run_length(const bench_opts *o);
+/* The crossover of two costs per token measured at n increasing lengths (0 where a model
+ * refused the length): 1 with *at = the first length when ref is already the cheaper there, 2
+ * with *at interpolated (linear in log2 of the length) between the last length where ref cost
+ * at least as much as other and the first where it cost less, 0 when ref is never cheaper. */
+int bench_crossover(const int *lens, const double *ref, const double *other, int n, double *at);
 /* `mtlab bench --device cuda[:N]` (what `make bench-cuda` runs on a GPU machine): the device's
  * copy bandwidth and cuBLAS rates, the selective scan / attention / GEMM efficiencies against
  * them, Table-4 decoding (batch 16, 1024 new tokens) of a Mamba-1.4B and a Transformer++ of

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mtlab/clock.h"
 #include "mtlab/error.h"
@@ -62,6 +63,14 @@ static void pick_tokens(int32_t *tok, float *logits, int n, int V, int pad_id, i
     }
 }
 
+/* seconds of CPU time this process has used, all threads */
+static double cpu_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* device_pick: after the prefill, each row's next token is the maximum chosen where the logits
  * are (mt_model_step_argmax), pad and eos not excluded */
 static int decode_fixed(mt_model *m, const int32_t *const *src, const int *src_len, int n,
@@ -81,7 +90,7 @@ static int decode_fixed(mt_model *m, const int32_t *const *src, const int *src_l
     int rc = st ? 0 : -1;
     double t0 = mt_now_s();
     if (!rc) rc = mt_model_prefill(m, st, &b, logits);
-    double t1 = mt_now_s();
+    double t1 = mt_now_s(), c1 = cpu_now_s();
     if (!rc) pick_tokens(tok, logits, n, V, cfg->pad_id, cfg->eos_id);
     for (int k = 0; k < new_tokens && !rc; k++) {
         if (tokens_out)
@@ -96,6 +105,7 @@ static int decode_fixed(mt_model *m, const int32_t *const *src, const int *src_l
     }
     t->prefill_seconds = t1 - t0;
     t->step_seconds = mt_now_s() - t1;
+    t->step_cpu_seconds = cpu_now_s() - c1;
     free(tok);
     free(logits);
     mt_decode_state_free(st);

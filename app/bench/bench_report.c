@@ -10,7 +10,9 @@
  *   5. the probes' pass against the decode it explains (probes off cost nothing)
  *   6. decode tokens/s with int8 linear layers against fp32 at batch 1 and 16, every small
  *      preset (docs/quantization.md §4)
- *   7. a long prompt's prefill in chunks against one pass: peak RSS and tokens/s */
+ *   7. a long prompt's prefill in chunks against one pass: peak RSS and tokens/s
+ *   9. decode ms per token against source length, Mamba against transformers, and the
+ *      crossover length (bench_length.c) */
 #include "bench/bench.h"
 
 #include <cblas.h>
@@ -535,7 +537,8 @@ int bench_run_all(const bench_opts *o)
         ((o->sections & BENCH_PROBES) && section_probes(o->repeat)) ||
         ((o->sections & BENCH_INT8) && section_int8(o->repeat)) ||
         ((o->sections & BENCH_PREFILL) && section_prefill(o->repeat)) ||
-        ((o->sections & BENCH_ATTRIBUTION) && section_attribution(o->repeat)))
+        ((o->sections & BENCH_ATTRIBUTION) && section_attribution(o->repeat)) ||
+        ((o->sections & BENCH_LENGTH) && bench_run_length(o)))
         return -1;
     printf("\n");
     print_load("at end", 0);

@@ -13,7 +13,10 @@
  *   mtlab bench --only comet [--device cuda[:N]]  COMET segments/s at wmt22-comet-da's size
  *                                               (app/bench/bench_comet.c)
  *   mtlab bench --only ranks                    data-parallel step time and all-reduce share,
- *                                               1 and 2 ranks (app/bench/bench_ranks.c) */
+ *                                               1 and 2 ranks (app/bench/bench_ranks.c)
+ *   mtlab bench --only length [-m BUNDLE|PRESET]... [--max-len N]
+ *                                               decoding ms per token against source length
+ *                                               and the crossover (app/bench/bench_length.c) */
 #include "bench/bench.h"
 #include "cli/commands.h"
 #include "mtlab/error.h"
@@ -21,8 +24,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#define MAX_MODELS 8
+
 typedef struct {
     const char *make_bundles, *peer_inputs, *bundle, *device, *torch_json, *tokens_out;
+    const char *models[MAX_MODELS]; /* every -m, in order */
+    int n_models;
     int new_tokens, batch;
     mt_precision precision;
     bench_opts o;
@@ -39,6 +46,7 @@ static const struct {
                 {"int8", BENCH_INT8},
                 {"prefill", BENCH_PREFILL},
                 {"attribution", BENCH_ATTRIBUTION},
+                {"length", BENCH_LENGTH}, /* decoding against source length */
                 {"kernels", BENCH_CUDA_KERNELS},
                 {"train", BENCH_CUDA_TRAIN},
                 {"comet", BENCH_COMET},
@@ -52,11 +60,11 @@ static int add_section(const char *s, unsigned *mask)
             *mask |= sections[i].bit;
             return 0;
         }
-    fprintf(
-        stderr,
-        "mtlab bench: --only takes gemm, decode, roofline, state, probes, int8, prefill, "
-        "attribution, comet or ranks (with --device: kernels, decode, train or comet), got '%s'\n",
-        s);
+    fprintf(stderr,
+            "mtlab bench: --only takes gemm, decode, roofline, state, probes, int8, prefill, "
+            "attribution, length, comet or ranks (with --device: kernels, decode, train or comet), "
+            "got '%s'\n",
+            s);
     return -1;
 }
 
@@ -76,8 +84,15 @@ static int parse_args(bench_args *a, int argc, char **argv)
         const char *v = argv[++i];
         if (!strcmp(o, "--make-bundles")) a->make_bundles = v;
         else if (!strcmp(o, "--peer-inputs")) a->peer_inputs = v;
-        else if (!strcmp(o, "-m") || !strcmp(o, "--model")) a->bundle = v;
-        else if (!strcmp(o, "--device")) a->device = v;
+        else if (!strcmp(o, "-m") || !strcmp(o, "--model")) {
+            if (a->n_models == MAX_MODELS) {
+                fprintf(stderr, "mtlab bench: at most %d -m\n", MAX_MODELS);
+                return 2;
+            }
+            a->bundle = a->models[a->n_models++] = v;
+        } else if (!strcmp(o, "--max-len")) {
+            if (cli_option_int("bench", o, v, 64, 1 << 20, &a->o.max_len)) return 2;
+        } else if (!strcmp(o, "--device")) a->device = v;
         else if (!strcmp(o, "--torch-json")) a->torch_json = v;
         else if (!strcmp(o, "--precision")) {
             if (mt_precision_parse(v, &a->precision)) return cli_fail("bench: %s", mt_last_error());
@@ -112,7 +127,8 @@ static int parse_args(bench_args *a, int argc, char **argv)
              cuda_only = BENCH_CUDA_KERNELS | BENCH_CUDA_TRAIN;
     if (a->o.sections & (a->device ? cpu_only : cuda_only)) {
         fprintf(stderr, "mtlab bench: --only %s goes %s --device\n",
-                a->device ? "gemm, roofline, state, probes, int8, prefill, attribution or ranks"
+                a->device ? "gemm, roofline, state, probes, int8, prefill, attribution, length "
+                            "or ranks"
                           : "kernels or train",
                 a->device ? "without" : "with");
         return 2;
@@ -121,10 +137,20 @@ static int parse_args(bench_args *a, int argc, char **argv)
         fprintf(stderr, "mtlab bench: --tokens-out goes with --peer-inputs\n");
         return 2;
     }
-    if (!a->peer_inputs != !a->bundle) {
-        fprintf(stderr, "mtlab bench: --peer-inputs and -m go together\n");
+    if (a->peer_inputs && a->n_models != 1) {
+        fprintf(stderr, "mtlab bench: --peer-inputs takes one -m BUNDLE\n");
         return 2;
     }
+    if (a->bundle && !a->peer_inputs && a->o.sections != BENCH_LENGTH) {
+        fprintf(stderr, "mtlab bench: -m goes with --peer-inputs, or with --only length\n");
+        return 2;
+    }
+    if (a->o.max_len && a->o.sections && !(a->o.sections & BENCH_LENGTH)) {
+        fprintf(stderr, "mtlab bench: --max-len goes with --only length\n");
+        return 2;
+    }
+    a->o.models = a->models;
+    a->o.n_models = a->peer_inputs ? 0 : a->n_models;
     if (!a->o.sections) a->o.sections = a->device ? BENCH_CUDA_ALL : BENCH_ALL;
     return 0;
 }
@@ -157,11 +183,13 @@ static int run_bench(int argc, char **argv)
 
 const struct mt_command cmd_bench = {
     "bench",
-    "[--repeat N] [--only gemm|decode|roofline|state|probes|int8|prefill|attribution|comet|ranks "
+    "[--repeat N] [--only gemm|decode|roofline|state|probes|int8|prefill|attribution|length|comet|"
+    "ranks "
     "...] [--verbose] | "
     "--make-bundles DIR | "
     "--peer-inputs FILE -m BUNDLE [--new-tokens N] [--batch N] [--precision fp32|int8|bf16] "
     "[--repeat N] [--tokens-out FILE] | "
+    "--only length [-m BUNDLE|PRESET]... [--max-len N] | "
     "--device cuda[:N] [--torch-json FILE] [--repeat N]",
     "speed figures: training gemm rate, decode tokens/s, roofline, state memory",
     run_bench,

@@ -4,6 +4,7 @@
  * bundles it writes load back. */
 #include "test_util.h"
 
+#include <math.h>
 #include <unistd.h>
 
 #include "bench/bench.h"
@@ -302,10 +303,33 @@ static void test_make_bundles_load_back(void **state)
     assert_int_equal(rmdir(dir), 0);
 }
 
+/* The crossover of section 9: the first length where the reference is cheaper, interpolated
+ * in log2 of the length from the one before; lengths a model refused (0) are skipped. */
+static void test_crossover(void **state)
+{
+    (void)state;
+    int lens[] = {64, 128, 256, 512};
+    double flat[] = {2, 2, 2, 2}, grows[] = {1, 1.5, 3, 6}, cheap[] = {4, 4, 4, 4}, at = 0;
+    /* 2 - 1.5 = 0.5 at 128, 2 - 3 = -1 at 256: a third of the way, 2^(7 + 1/3) */
+    assert_int_equal(bench_crossover(lens, flat, grows, 4, &at), 2);
+    assert_true(fabs(at - exp2(7.0 + 1.0 / 3.0)) < 1e-9);
+    assert_int_equal(bench_crossover(lens, flat, cheap, 4, &at), 1);
+    assert_true(at == 64);
+    assert_int_equal(bench_crossover(lens, cheap, flat, 4, &at), 0);
+    /* the transformer refused 256: 128 -> 512 */
+    double refused[] = {1, 1.5, 0, 6};
+    assert_int_equal(bench_crossover(lens, flat, refused, 4, &at), 2);
+    assert_true(fabs(at - exp2(7.0 + 2.0 * 0.5 / 4.5)) < 1e-9);
+    /* never both measured where the reference is cheaper */
+    double gone[] = {1, 1.5, 0, 0};
+    assert_int_equal(bench_crossover(lens, flat, gone, 4, &at), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_median),
+        cmocka_unit_test(test_crossover),
         cmocka_unit_test(test_counting_gemm_matches_cpu_and_counts),
         cmocka_unit_test(test_counting_batched_counts_every_problem),
         cmocka_unit_test(test_param_bytes_only_inside_the_block),
