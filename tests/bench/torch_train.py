@@ -19,9 +19,14 @@ out (the report prints mtlab's figure alone).
 CPU (--device cpu --mtlab ./mtlab): the demo presets' shapes (vocabulary 8000; docs/models.md
 §10.7) with the batch of `mtlab bench`'s training section, 64 rows of 64 tokens (decoder-only)
 or of 32 source + 32 target tokens, fp32, dropout 0.1, label smoothing 0.1, AdamW, the same
-thread count (torch.set_num_threads, OMP_NUM_THREADS for mtlab). Each peer runs in its own
-process, one after another, then `mtlab bench --only gemm`; the table gives both tokens/s and
-mtlab / PyTorch (target >= 2). A development tool: mtlab never imports it."""
+thread count (torch.set_num_threads, OMP_NUM_THREADS for mtlab). Every preset has a peer:
+transformer-small torch.nn.Transformer, transformer++-small LlamaForCausalLM, mamba-small
+MambaForCausalLM (its sequential PyTorch scan: mamba_ssm's kernels are CUDA only), retnet-small
+written here (retention's parallel form), mamba-mha-small and mamba-local-small
+MambaForCausalLM with two mixers swapped for attention units, mamba-encdec-small built from
+MambaBlocks. Each peer runs in its own process, one after another, then `mtlab bench --only
+gemm`; the table gives both tokens/s and mtlab / PyTorch (target >= 2). A development tool:
+mtlab never imports it."""
 import argparse
 import json
 import os
@@ -66,7 +71,8 @@ def timed_steps(model, make_loss, repeat, dev="cuda"):
 # mtlab's "-small" presets (engine/models/arch.c) and `mtlab bench`'s training batch
 SMALL_V = 8000
 SMALL_B = 64
-SMALL_PEERS = ["transformer-small", "transformer++-small", "mamba-small"]
+SMALL_PEERS = ["transformer-small", "transformer++-small", "retnet-small", "mamba-small",
+               "mamba-mha-small", "mamba-local-small", "mamba-encdec-small"]
 
 
 class SmallEncDec(nn.Module):
@@ -85,11 +91,167 @@ class SmallEncDec(nn.Module):
         return self.head(self.core(self.emb(src), self.emb(tgt), tgt_mask=mask))
 
 
+class SmallRetNet(nn.Module):
+    """retnet-small (docs/models.md §4, §7): 4 pre-norm layers, d 176, 4 heads, values 352,
+    GLU 352, embedding x sqrt(176), untied output; retention's parallel form as torchscale's
+    MultiScaleRetention (rotated q and k, normalised decay, detached |S| row normaliser, a
+    per-head RMS norm, SiLU gate); dropout 0.1 on the embedding and each unit's output."""
+
+    def __init__(self, C=176, H=4, Vw=352, F=352, layers=4):
+        super().__init__()
+        self.C, self.H, self.Vw = C, H, Vw
+        self.emb = nn.Embedding(SMALL_V, C)
+        self.layers = nn.ModuleList()
+        for _ in range(layers):
+            self.layers.append(nn.ModuleDict({
+                "norm1": nn.RMSNorm(C, eps=1e-5), "q": nn.Linear(C, C, bias=False),
+                "k": nn.Linear(C, C, bias=False), "v": nn.Linear(C, Vw, bias=False),
+                "g": nn.Linear(C, Vw, bias=False), "o": nn.Linear(Vw, C, bias=False),
+                "norm2": nn.RMSNorm(C, eps=1e-5), "fc1": nn.Linear(C, F, bias=False),
+                "gate": nn.Linear(C, F, bias=False), "fc2": nn.Linear(F, C, bias=False)}))
+        self.norm = nn.RMSNorm(C, eps=1e-5)
+        self.head = nn.Linear(C, SMALL_V, bias=False)
+        self.drop = nn.Dropout(0.1)
+
+    def rotate(self, x, T):
+        dk = x.shape[-1]
+        theta = 1.0 / (10000 ** torch.linspace(0, 1, dk // 2))
+        ang = torch.arange(T)[:, None] * theta[None, :]
+        sin, cos = ang.sin().repeat_interleave(2, -1), ang.cos().repeat_interleave(2, -1)
+        rot = torch.stack((-x[..., 1::2], x[..., ::2]), -1).flatten(-2)
+        return x * cos + rot * sin
+
+    def retention(self, l, x):
+        B, T, _ = x.shape
+        H, dk, dv = self.H, self.C // self.H, self.Vw // self.H
+        q = l["q"](x).view(B, T, H, dk).transpose(1, 2)
+        k = (l["k"](x) * dk ** -0.5).view(B, T, H, dk).transpose(1, 2)
+        v = l["v"](x).view(B, T, H, dv).transpose(1, 2)
+        q, k = self.rotate(q, T), self.rotate(k, T)
+        gamma = 1 - 2.0 ** (-5 - torch.arange(H, dtype=torch.float32))
+        n = torch.arange(T)
+        diff = (n[:, None] - n[None, :]).float()
+        w = torch.where(diff >= 0, gamma[:, None, None] ** diff.clamp(min=0), 0.0)
+        decay = w / w.sum(-1, keepdim=True).sqrt()
+        s = (q @ k.transpose(-1, -2)) * decay
+        s = s / s.detach().abs().sum(-1, keepdim=True).clamp(1, 5e4)
+        o = (s @ v).transpose(1, 2)
+        o = o * torch.rsqrt(o.pow(2).mean(-1, keepdim=True) + 1e-5)
+        return l["o"](nn.functional.silu(l["g"](x)) * o.reshape(B, T, self.Vw))
+
+    def forward(self, ids):
+        x = self.drop(self.emb(ids) * self.C ** 0.5)
+        T = ids.shape[1]
+        for l in self.layers:
+            x = x + self.drop(self.retention(l, l["norm1"](x)))
+            h = l["norm2"](x)
+            x = x + self.drop(l["fc2"](nn.functional.silu(l["fc1"](h)) * l["gate"](h)))
+        return self.head(self.norm(x))
+
+
+class Attention(nn.Module):
+    """The Mamba hybrids' attention: 8 heads, no biases, no positions; causal self-attention
+    (within `window` earlier keys when given) or, with memory, cross-attention."""
+
+    def __init__(self, C, H=8, window=0):
+        super().__init__()
+        self.H, self.window, self.memory = H, window, None
+        self.q_proj, self.k_proj = nn.Linear(C, C, bias=False), nn.Linear(C, C, bias=False)
+        self.v_proj, self.o_proj = nn.Linear(C, C, bias=False), nn.Linear(C, C, bias=False)
+
+    def forward(self, x, **_):
+        B, T, C = x.shape
+        kv = x if self.memory is None else self.memory
+        S, H = kv.shape[1], self.H
+
+        def heads(t, n):
+            return t.view(B, n, H, C // H).transpose(1, 2)
+        q, k, v = heads(self.q_proj(x), T), heads(self.k_proj(kv), S), heads(self.v_proj(kv), S)
+        if self.memory is not None:
+            o = nn.functional.scaled_dot_product_attention(q, k, v)
+        elif self.window:
+            n = torch.arange(T)
+            d = n[:, None] - n[None, :]
+            o = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=(d >= 0) &
+                                                           (d <= self.window))
+        else:
+            o = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.o_proj(o.transpose(1, 2).reshape(B, T, C))
+
+
+class GatedMLP(nn.Module):
+    """mamba-encdec's MLP: fc2(value * SiLU(gate)), [value; gate] = fc1 h, biases."""
+
+    def __init__(self, C, F):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(C, 2 * F), nn.Linear(F, C)
+
+    def forward(self, x, **_):
+        value, gate = self.fc1(x).chunk(2, -1)
+        return self.fc2(value * nn.functional.silu(gate))
+
+
+def mamba_config(C, layers):
+    import transformers
+    return transformers.MambaConfig(vocab_size=SMALL_V, hidden_size=C, num_hidden_layers=layers,
+                                    state_size=16, expand=2, conv_kernel=4)
+
+
+class SmallMambaEncDec(nn.Module):
+    """mamba-encdec-small: an encoder of 4 pre-norm Mamba blocks (own embedding, final norm),
+    a decoder of 3 blocks of pre-norm Mamba, cross-attention (8 heads) and gated MLP (608)
+    units, d 152, final norm, output tied to the decoder's embedding; the blocks are
+    transformers' MambaBlock with the mixer swapped for the two other units."""
+
+    def __init__(self, C=152, enc_layers=4, dec_layers=3):
+        super().__init__()
+        from transformers.models.mamba.modeling_mamba import MambaBlock, MambaRMSNorm
+        cfg = mamba_config(C, enc_layers + 3 * dec_layers)
+        self.src_emb, self.tgt_emb = nn.Embedding(SMALL_V, C), nn.Embedding(SMALL_V, C)
+        self.enc = nn.ModuleList(MambaBlock(cfg, i) for i in range(enc_layers))
+        self.dec = nn.ModuleList()
+        for i in range(3 * dec_layers):
+            blk = MambaBlock(cfg, enc_layers + i)
+            if i % 3 == 1:
+                blk.mixer = Attention(C)
+            elif i % 3 == 2:
+                blk.mixer = GatedMLP(C, 4 * C)
+            self.dec.append(blk)
+        self.enc_norm, self.dec_norm = MambaRMSNorm(C), MambaRMSNorm(C)
+        self.head = nn.Linear(C, SMALL_V, bias=False)
+        self.head.weight = self.tgt_emb.weight
+        nn.init.normal_(self.src_emb.weight, std=0.02)  # as mamba-encdec's init_std
+        nn.init.normal_(self.tgt_emb.weight, std=0.02)
+
+    def forward(self, src, tgt):
+        mem = self.src_emb(src)
+        for blk in self.enc:
+            mem = blk(mem)
+        mem = self.enc_norm(mem)
+        x = self.tgt_emb(tgt)
+        for i, blk in enumerate(self.dec):
+            if i % 3 == 1:
+                blk.mixer.memory = mem
+            x = blk(x)
+        return self.head(self.dec_norm(x))
+
+
+def mamba_hybrid(window):
+    """mamba-mha-small / mamba-local-small: MambaForCausalLM (12 layers, d 200) whose layers 5
+    and 11 (0-based) are pre-norm causal self-attention units (8 heads, no MLP), over every
+    earlier key or a window of 64."""
+    import transformers
+    model = transformers.MambaForCausalLM(mamba_config(200, 12))
+    for i in (5, 11):
+        model.backbone.layers[i].mixer = Attention(200, window=window)
+    return model
+
+
 def run_cpu(preset, repeat):
     """tokens/s (both sides) of PyTorch eager training steps on preset's shapes."""
     ce = nn.CrossEntropyLoss(label_smoothing=0.1)
-    if preset == "transformer-small":
-        model = SmallEncDec()
+    if preset in ("transformer-small", "mamba-encdec-small"):
+        model = SmallEncDec() if preset == "transformer-small" else SmallMambaEncDec()
         src = torch.randint(5, SMALL_V, (SMALL_B, 32))
         tgt = torch.randint(5, SMALL_V, (SMALL_B, 33))
 
@@ -103,15 +265,17 @@ def run_cpu(preset, repeat):
                                            intermediate_size=672, num_hidden_layers=4,
                                            num_attention_heads=4, tie_word_embeddings=False)
             model = transformers.LlamaForCausalLM(cfg)
+        elif preset == "retnet-small":
+            model = SmallRetNet()
+        elif preset == "mamba-small":
+            model = transformers.MambaForCausalLM(mamba_config(192, 12))
         else:
-            cfg = transformers.MambaConfig(vocab_size=SMALL_V, hidden_size=192,
-                                           num_hidden_layers=12, state_size=16, expand=2,
-                                           conv_kernel=4)
-            model = transformers.MambaForCausalLM(cfg)
+            model = mamba_hybrid(64 if preset == "mamba-local-small" else 0)
         ids = torch.randint(5, SMALL_V, (SMALL_B, 65))
 
         def loss():
-            logits = model(ids[:, :-1]).logits
+            out = model(ids[:, :-1])
+            logits = out if isinstance(out, torch.Tensor) else out.logits
             return ce(logits.reshape(-1, SMALL_V), ids[:, 1:].reshape(-1))
     model.train()
     return SMALL_B * 64 / timed_steps(model, loss, repeat, "cpu")
