@@ -6,12 +6,17 @@ same bundles and the same token ids, on this machine (development tool; not part
   transformer bundle (Hugging Face Marian layout)
       -> CTranslate2 (converted by its own converter; float32 and int8), transformers'
          MarianMTModel (PyTorch eager)
-  mamba bundle (MambaForCausalLM layout) -> transformers' MambaForCausalLM (eager)
+  mamba bundle (MambaForCausalLM layout) -> llama.cpp (converted by its own
+         convert_hf_to_gguf.py; F32 and Q8_0, through llama-cpp-python), transformers'
+         MambaForCausalLM (eager)
   hybrid bundle (mamba-mha) -> transformers' JambaForCausalLM (eager) of the same width, depth,
          attention layers and state, one expert; it has an MLP per layer that mamba-mha has not
          and random weights, so it is a speed peer of the class only, never token-checked
+  the deployed sizes (peer_bundles.py makes them under --work: random weights, real
+  vocabularies): marian-base and tc-big (opus-mt layout) -> CTranslate2; mamba-130m
+         (mamba-*-hf layout) -> llama.cpp; transformers' eager peers run on the shipped sizes only
 
-How it measures (the reasons are in README.md, "Peer benchmark"):
+How it measures (the reasons are in docs/bench.md):
   * every system and setting (system, precision, threads, batch) runs in a fresh process of
     its own, so no OpenMP runtime is shared and no thread of an earlier system still spins;
   * rounds: each round runs every setting once, in turn (A B C .. A B C ..); a figure is the
@@ -19,14 +24,15 @@ How it measures (the reasons are in README.md, "Peer benchmark"):
   * each system runs at 1 and 2 threads (--threads) and the best of each is reported;
   * greedy, exactly --new-tokens new tokens per source (<eos> and <pad> suppressed), random
     sources of --src-len ordinary ids (equal lengths: no padding), one warm-up batch per
-    process, then --repeat passes whose median is that process's figure.
+    process, then --repeat passes whose median is that process's figure; the deployed sizes
+    decode fewer sources and tokens per pass (BIG_WORK).
 mtlab's figure comes from `mtlab bench --peer-inputs FILE -m BUNDLE`; its int8 rows run only
 when `mtlab bench --help` offers --precision. Missing Python packages are pip-installed.
 
   python3 tests/bench/bench_peers.py [--mtlab ./mtlab] [--work DIR] [--rounds N] [--repeat N]
-          [--threads 1,2] [--batches 1,16] [--models transformer,mamba,hybrid]
+          [--threads 1,2] [--batches 1,16] [--models transformer,mamba,hybrid,marian-base,...]
           [--new-tokens N] [--src-len N]
-  python3 tests/bench/bench_peers.py --check [--mtlab ./mtlab] [--work DIR]
+  python3 tests/bench/bench_peers.py --check [--mtlab ./mtlab] [--work DIR] [--models ...]
 """
 import argparse
 import importlib
@@ -40,19 +46,42 @@ import subprocess
 import sys
 import time
 
+import peer_bundles  # noqa: E402 (this directory is on the path of a script run by name)
+
 PACKAGES = [("ctranslate2", "ctranslate2"), ("transformers", "transformers"),
-            ("torch", "torch"), ("safetensors", "safetensors"), ("sentencepiece", "sentencepiece")]
+            ("torch", "torch"), ("safetensors", "safetensors"), ("sentencepiece", "sentencepiece"),
+            ("llama_cpp", "llama-cpp-python")]
 FIRST_WORD_ID = 5  # ids below frame prompts: <pad> <eos> <sep> <bos> <unk>
+# `mtlab bench --peer-inputs` reads ids from mtlab's <unk> (4) up, its own bundles' layout; the
+# hub layouts' ordinary ids 2-3 (opus-mt) and 3 (mamba-*-hf) are left out of every source
+MTLAB_FIRST_ID = 4
 SOURCES_PER_BATCH = {1: 8, 16: 32}  # sources decoded per pass, by batch size
-MODELS = {  # name: (preset, what models/ calls it, config model_type)
-    "transformer": ("transformer-small", "marian"),
-    "mamba": ("mamba-small", "mamba"),
-    "hybrid": ("mamba-mha-small", "mamba-mha"),
+MODELS = {  # name: (the bundle's directory name, config model_type, family)
+    "transformer": ("transformer-small", "marian", "transformer"),
+    "mamba": ("mamba-small", "mamba", "mamba"),
+    "hybrid": ("mamba-mha-small", "mamba-mha", "hybrid"),
+    # the deployed sizes, made by peer_bundles.py under --work (random weights)
+    "marian-base": ("marian-base", "marian", "transformer"),
+    "tc-big": ("tc-big", "marian", "transformer"),
+    "mamba-130m": ("mamba-130m", "mamba", "mamba"),
+}
+SHIPPED = ("transformer", "mamba", "hybrid")
+# What the deployed sizes decode per pass, (sources by batch size, new tokens), instead of
+# SOURCES_PER_BATCH and --new-tokens, so that a run stays within minutes on 2 shared cores
+# (docs/bench.md). transformers' eager peer runs on the shipped sizes only.
+BIG_WORK = {
+    "marian-base": ({1: 2, 16: 16}, 16),
+    "tc-big": ({1: 1, 16: 16}, 8),
+    "mamba-130m": ({1: 2, 16: 16}, 16),
 }
 
 
-def ensure_packages():
-    missing = [pip for mod, pip in PACKAGES if importlib.util.find_spec(mod) is None]
+def ensure_packages(models):
+    """pip-installs what is missing; llama.cpp's packages only where a Mamba is timed (pip builds
+    llama-cpp-python from its source distribution, minutes)."""
+    mamba = any(MODELS[m][2] == "mamba" for m in models)
+    missing = [pip for mod, pip in PACKAGES if importlib.util.find_spec(mod) is None
+               and (mamba or mod != "llama_cpp")]
     if missing:
         print("bench-peers: installing from PyPI:", " ".join(missing), flush=True)
         subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *missing], check=True)
@@ -64,9 +93,23 @@ def bundle_config(bundle):
         return json.load(f)
 
 
-def write_ids(path, vocab, n, length, seed):
+def ordinary_ids(bundle):
+    """(first, last) id a random source may hold: none that frames a prompt, no padding row."""
+    cfg = bundle_config(bundle)
+    if os.path.isfile(os.path.join(bundle, "vocab.json")):  # opus-mt: </s> 0, <unk> 1, <pad> last
+        return MTLAB_FIRST_ID, cfg["vocab_size"] - 2
+    if "unk_token_id" not in cfg.get("mtlab", {}) and \
+            os.path.isfile(os.path.join(bundle, "tokenizer.json")):
+        # a hub mamba-*-hf: <|endoftext|> 0, <|padding|> 1, <sep> 2; the tokenizer's size, not
+        # the model's (padded to a multiple of 8)
+        with open(os.path.join(bundle, "tokenizer.json"), encoding="utf-8") as f:
+            return MTLAB_FIRST_ID, len(json.load(f)["model"]["vocab"]) - 1
+    return FIRST_WORD_ID, cfg["vocab_size"] - 1
+
+
+def write_ids(path, id_range, n, length, seed):
     rng = random.Random(seed)
-    sources = [[rng.randint(FIRST_WORD_ID, vocab - 1) for _ in range(length)] for _ in range(n)]
+    sources = [[rng.randint(*id_range) for _ in range(length)] for _ in range(n)]
     with open(path, "w") as f:
         for s in sources:
             f.write(" ".join(map(str, s)) + "\n")
@@ -88,12 +131,29 @@ CHECK_SENTENCES = [
 ]
 
 
+def encoder(bundle):
+    """text -> the bundle's ids: tokenizer.model (mtlab's bundles), source.spm through
+    vocab.json (opus-mt), or tokenizer.json (a hub mamba-*-hf)."""
+    import sentencepiece as spm
+    if os.path.isfile(os.path.join(bundle, "tokenizer.model")):
+        sp = spm.SentencePieceProcessor(model_file=os.path.join(bundle, "tokenizer.model"))
+        return sp.encode
+    if os.path.isfile(os.path.join(bundle, "source.spm")):
+        sp = spm.SentencePieceProcessor(model_file=os.path.join(bundle, "source.spm"))
+        with open(os.path.join(bundle, "vocab.json"), encoding="utf-8") as f:
+            vocab = json.load(f)
+        return lambda text: [vocab.get(p, vocab["<unk>"]) for p in sp.encode(text, out_type=str)]
+    from tokenizers import Tokenizer
+    tok = Tokenizer.from_file(os.path.join(bundle, "tokenizer.json"))
+    return lambda text: tok.encode(text).ids
+
+
 def write_sentence_ids(path, bundle, n, seed):
     """n of CHECK_SENTENCES (rotated by seed) in the bundle's own pieces, each cut to the
     shortest one's length, so that every batch is rectangular as the random sources are."""
-    import sentencepiece as spm
-    sp = spm.SentencePieceProcessor(model_file=os.path.join(bundle, "tokenizer.model"))
-    rows = [sp.encode(CHECK_SENTENCES[(seed + i) % len(CHECK_SENTENCES)]) for i in range(n)]
+    encode = encoder(bundle)
+    rows = [[t for t in encode(CHECK_SENTENCES[(seed + i) % len(CHECK_SENTENCES)])
+             if t >= MTLAB_FIRST_ID] for i in range(n)]
     length = min(len(r) for r in rows)
     write_tokens(path, [r[:length] for r in rows])
 
@@ -129,13 +189,23 @@ def timed(decode_batch, sources, batch, repeat, new_tokens):
 
 class IdTokenizer:
     """What CTranslate2's converter asks of a tokenizer, for a bundle whose tokens are ids:
-    token i is "t<i>", with Marian's names for <eos> and <unk>."""
+    token i is "t<i>", with Marian's names for <eos> and <unk>; an opus-mt bundle's are
+    vocab.json's pieces."""
 
-    def __init__(self, cfg):
+    def __init__(self, bundle):
+        cfg = bundle_config(bundle)
+        self.bos_token, self.eos_token, self.unk_token = None, "</s>", "<unk>"
+        vocab_json = os.path.join(bundle, "vocab.json")
+        if os.path.isfile(vocab_json):
+            with open(vocab_json, encoding="utf-8") as f:
+                vocab = json.load(f)
+            self.tokens = [f"t{i}" for i in range(cfg["vocab_size"])]
+            for piece, i in vocab.items():
+                self.tokens[i] = piece
+            return
         self.tokens = [f"t{i}" for i in range(cfg["vocab_size"])]
-        self.tokens[cfg["eos_token_id"]] = self.eos_token = "</s>"
-        self.tokens[cfg["mtlab"]["unk_token_id"]] = self.unk_token = "<unk>"
-        self.bos_token = None
+        self.tokens[cfg["eos_token_id"]] = "</s>"
+        self.tokens[cfg["mtlab"]["unk_token_id"]] = "<unk>"
 
     def get_vocab(self):
         return {t: i for i, t in enumerate(self.tokens)}
@@ -149,7 +219,7 @@ def ct2_convert(bundle, out):
     from ctranslate2.converters import transformers as ct2t
 
     cfg = bundle_config(bundle)
-    tok = IdTokenizer(cfg)
+    tok = IdTokenizer(bundle)
 
     class MtlabMarianLoader(ct2t.MarianMTLoader):
         def get_model_spec(self, model):
@@ -179,8 +249,8 @@ def worker_ct2(a):
     import ctranslate2
 
     cfg = bundle_config(a.bundle)
-    tok = IdTokenizer(cfg)
-    translator = ctranslate2.Translator(a.ct2_model, device="cpu", compute_type=a.precision,
+    tok = IdTokenizer(a.bundle)
+    translator = ctranslate2.Translator(a.peer_model, device="cpu", compute_type=a.precision,
                                         intra_threads=a.threads, inter_threads=1)
     index = tok.get_vocab()
     pad = [[tok.tokens[cfg["pad_token_id"]]]]
@@ -257,8 +327,120 @@ def worker_hf(a):
         f"transformers {transformers.__version__} eager"
 
 
+def llama_source(work):
+    """The directory holding llama.cpp's converter (convert_hf_to_gguf.py, its conversion/
+    package and the gguf-py it puts on its own path) as the installed llama-cpp-python's source
+    distribution vendors it: that sdist is pip-downloaded once into work/ and those files taken
+    from it. (PyPI's gguf 0.19.0 lacks what this converter uses, gguf.LazyChunkedTensor.)"""
+    import tarfile
+    import llama_cpp
+    out = os.path.join(work, f"llama.cpp-{llama_cpp.__version__}")
+    if os.path.isfile(os.path.join(out, "convert_hf_to_gguf.py")):
+        return out
+    sdist = os.path.join(work, "sdist")
+    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                    "--no-binary", ":all:", "-d", sdist,
+                    f"llama-cpp-python=={llama_cpp.__version__}"], check=True)
+    name = f"llama_cpp_python-{llama_cpp.__version__}.tar.gz"
+    with tarfile.open(os.path.join(sdist, name)) as tar:
+        prefix = f"llama_cpp_python-{llama_cpp.__version__}/vendor/llama.cpp/"
+        members = [m for m in tar.getmembers() if m.isfile() and m.name.startswith(prefix) and (
+            m.name == prefix + "convert_hf_to_gguf.py" or
+            m.name.startswith(prefix + "conversion/") or m.name.startswith(prefix + "gguf-py/"))]
+        for m in members:
+            m.name = m.name[len(prefix):]
+            tar.extract(m, out + ".tmp", filter="data")
+    os.rename(out + ".tmp", out)
+    return out
+
+
+def gguf_convert(bundle, outtype, out, source):
+    """(in a process of its own) llama.cpp's convert_hf_to_gguf.py on bundle. Its byte-level
+    BPE check, which names the pre-tokenizer by hashing the ids of a test text, knows the hub's
+    tokenizers only; a tokenizer.json trained here (peer_bundles.py) is named "gpt-2", whose
+    pre-tokenizer it uses. (llama.cpp decodes the harness's ids and never tokenizes.)"""
+    sys.path.insert(0, source)
+    sys.argv = ["convert_hf_to_gguf.py", bundle, "--outfile", out, "--outtype", outtype]
+    import convert_hf_to_gguf
+    from conversion import base
+    named = base.TextModel.get_vocab_base_pre
+
+    def vocab_base_pre(self, tokenizer):
+        try:
+            return named(self, tokenizer)
+        except NotImplementedError:
+            return "gpt-2"
+    base.TextModel.get_vocab_base_pre = vocab_base_pre
+    convert_hf_to_gguf.main()
+
+
+def worker_llama(a):
+    """Greedy decoding through llama.cpp (llama-cpp-python's bindings of its C API): a batch's
+    prompts in one llama_batch, one sequence each, then one token per sequence per step; the
+    next token is the argmax of llama.cpp's logits with <eos> and <pad> excluded."""
+    import ctypes
+    import numpy as np
+    import llama_cpp as L
+
+    quiet = L.llama_log_callback(lambda level, text, user: None)
+    L.llama_log_set(quiet, ctypes.c_void_p())
+    L.llama_backend_init()
+    mp = L.llama_model_default_params()
+    mp.n_gpu_layers = 0
+    model = L.llama_model_load_from_file(a.peer_model.encode(), mp)
+    if not model:
+        sys.exit(f"bench-peers: llama.cpp cannot load {a.peer_model}")
+    cfg = bundle_config(a.bundle)
+    eos, sep, _ = framing(cfg)
+    pad = cfg["pad_token_id"]
+    sources = read_ids(a.ids)
+    prompt_len = len(sources[0]) + 1
+    cp = L.llama_context_default_params()
+    cp.n_ctx = max(512, a.batch * (prompt_len + a.new_tokens))
+    cp.n_batch = cp.n_ubatch = max(512, a.batch * prompt_len)
+    cp.n_seq_max = a.batch
+    cp.n_threads = cp.n_threads_batch = a.threads
+    cp.no_perf = True
+    ctx = L.llama_init_from_model(model, cp)
+    if not ctx:
+        sys.exit(f"bench-peers: llama.cpp cannot make a context for {a.peer_model}")
+    V = L.llama_vocab_n_tokens(L.llama_model_get_vocab(model))
+    mem = L.llama_get_memory(ctx)
+    batch = L.llama_batch_init(a.batch * prompt_len, 0, 1)
+
+    def run(rows):  # rows of (sequence, position, token, logits wanted)
+        batch.n_tokens = len(rows)
+        for i, (seq, pos, tok, out) in enumerate(rows):
+            batch.token[i], batch.pos[i], batch.n_seq_id[i] = tok, pos, 1
+            batch.seq_id[i][0], batch.logits[i] = seq, out
+        rc = L.llama_decode(ctx, batch)
+        if rc != 0:
+            sys.exit(f"bench-peers: llama_decode returned {rc}")
+        n = sum(1 for r in rows if r[3])
+        logits = np.ctypeslib.as_array(L.llama_get_logits(ctx), shape=(n, V))
+        logits[:, [pad, eos]] = -np.inf
+        return logits.argmax(axis=1).tolist()
+
+    def decode_batch(b):
+        L.llama_memory_clear(mem, True)
+        rows = []
+        for seq, src in enumerate(b):
+            prompt = src + [sep]
+            rows += [(seq, pos, tok, pos == len(prompt) - 1) for pos, tok in enumerate(prompt)]
+        toks = run(rows)
+        out = [[t] for t in toks]
+        for k in range(1, a.new_tokens):
+            toks = run([(seq, prompt_len + k - 1, t, True) for seq, t in enumerate(toks)])
+            for seq, t in enumerate(toks):
+                out[seq].append(t)
+        return out
+    return timed(decode_batch, sources, a.batch, a.repeat, a.new_tokens), \
+        f"llama.cpp (llama-cpp-python {L.__version__})"
+
+
 def run_worker(a):
-    (rate, tokens), version = (worker_ct2 if a.worker == "ct2" else worker_hf)(a)
+    worker = {"ct2": worker_ct2, "hf": worker_hf, "llama": worker_llama}[a.worker]
+    (rate, tokens), version = worker(a)
     if a.tokens_out:
         write_tokens(a.tokens_out, tokens)
     print(json.dumps({"tok_s": rate, "version": version}))
@@ -279,11 +461,12 @@ class Setting:
         return f"{self.system} {self.precision} {self.threads}t"
 
 
-def run_setting(s, a, bundle, ids, ct2_model, tokens_out=None):
-    """One fresh process decoding ids with setting s; its tokens/s."""
+def run_setting(s, a, bundle, ids, peer_models, new_tokens, tokens_out=None):
+    """One fresh process decoding ids with setting s; its tokens/s. peer_models: the converted
+    model of each (system, precision) that reads one (CTranslate2's directory, a GGUF file)."""
     env = dict(os.environ, OMP_NUM_THREADS=str(s.threads), OPENBLAS_NUM_THREADS=str(s.threads),
                MKL_NUM_THREADS=str(s.threads))
-    common = ["--new-tokens", str(a.new_tokens), "--batch", str(s.batch), "--repeat",
+    common = ["--new-tokens", str(new_tokens), "--batch", str(s.batch), "--repeat",
               str(a.repeat)]
     if s.system in ("mtlab", "before"):
         binary = a.mtlab if s.system == "mtlab" else a.mtlab_before
@@ -294,8 +477,8 @@ def run_setting(s, a, bundle, ids, ct2_model, tokens_out=None):
         cmd = [sys.executable, __file__, "--worker", s.system, "--model", s.model, "--bundle",
                bundle, "--ids", ids, "--threads", str(s.threads), "--precision", s.precision,
                *common]
-        if ct2_model:
-            cmd += ["--ct2-model", ct2_model]
+        if (s.system, s.precision) in peer_models:
+            cmd += ["--peer-model", peer_models[(s.system, s.precision)]]
     if tokens_out:
         cmd += ["--tokens-out", tokens_out]
     run = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -314,16 +497,24 @@ def mtlab_precisions(mtlab):
     return ["fp32", "int8"] if "--precision" in run.stdout + run.stderr else ["fp32"]
 
 
-def settings_for(model, batch, threads, precisions, before=False):
+def settings_for(model, batch, threads, precisions, before=False, systems_wanted=None):
     systems = [("mtlab", p) for p in precisions] + ([("before", "fp32")] if before else [])
-    if model == "transformer":
+    family = MODELS[model][2]
+    if family == "transformer":
         systems += [("ct2", "float32"), ("ct2", "int8")]
-    systems += [("hf", "fp32")]
+    elif family == "mamba":
+        systems += [("llama", "F32"), ("llama", "Q8_0")]
+    if model in SHIPPED:
+        systems += [("hf", "fp32")]
+    if systems_wanted:
+        systems = [x for x in systems if x[0] in systems_wanted]
     return [Setting(model, sys_, p, t, batch) for sys_, p in systems for t in threads]
 
 
 def find_bundle(model, a):
-    preset, kind = MODELS[model]
+    preset, kind, _ = MODELS[model]
+    if model not in SHIPPED:
+        return peer_bundles.bundle(model, a.work), "random weights, tests/bench/peer_bundles.py"
     path = os.path.join("models", preset)
     if os.path.isfile(os.path.join(path, "config.json")) and \
             bundle_config(path).get("model_type") == kind:
@@ -385,18 +576,92 @@ def report(group):
             print(f"    {m.label():<18} / {p.label():<18} {median_ratio(m, p):6.2f}x")
 
 
+def newer(path, than):
+    """path exists and was written after every file of the directory than."""
+    return os.path.exists(path) and all(
+        os.path.getmtime(path) > os.path.getmtime(os.path.join(than, f)) for f in os.listdir(than))
+
+
+# Issue 44's goals: mtlab / its peer at equal threads, per family
+GOALS = {"transformer": 1.2, "mamba": 1.5}
+PAIRS = {"transformer": (("fp32", "ct2", "float32"), ("int8", "ct2", "int8")),
+         "mamba": (("fp32", "llama", "F32"), ("int8", "llama", "Q8_0"))}
+
+
+def summary(results, threads):
+    """Two Markdown tables: every setting's median tokens/s, and the goal table: each mtlab
+    precision against its peer's at each thread count and best against best, each a median of
+    per-round ratios, and whether the goal is met."""
+    print("\nsummary: median tokens/s")
+    print("| model | batch | system | " + " | ".join(f"{t}t" for t in threads) + " |")
+    print("|---|---|---|" + "---|" * len(threads))
+    for model, batch, group in results:
+        for family in dict.fromkeys((s.system, s.precision) for s in group):
+            cells = [f"{statistics.median(s.rates):.1f}" for t in threads for s in group
+                     if (s.system, s.precision, s.threads) == (*family, t)]
+            print(f"| {model} | {batch} | {' '.join(family)} | " + " | ".join(cells) + " |")
+    print("\nsummary: mtlab / peer, median of per-round ratios (goal: transformer "
+          f"{GOALS['transformer']}x, mamba {GOALS['mamba']}x at equal threads)")
+    print("| model | batch | mtlab / peer | " + " | ".join(f"{t} thread{'s' * (t > 1)}"
+                                                      for t in threads) + " | best / best |")
+    print("|---|---|---|" + "---|" * (len(threads) + 1))
+    for model, batch, group in results:
+        family = MODELS[model][2]
+        for mine, system, theirs in PAIRS.get(family, ()):
+            cells = []
+            for t in threads:
+                m = [s for s in group if (s.system, s.precision, s.threads) == ("mtlab", mine, t)]
+                p = [s for s in group if (s.system, s.precision, s.threads) == (system, theirs, t)]
+                if not m or not p:
+                    cells.append("-")
+                    continue
+                r = median_ratio(m[0], p[0])
+                cells.append(f"{r:.2f}x {'met' if r >= GOALS[family] else 'missed'}")
+            best = best_of(group)
+            m = [b for b in best if (b.system, b.precision) == ("mtlab", mine)]
+            p = [b for b in best if (b.system, b.precision) == (system, theirs)]
+            cells.append(f"{median_ratio(m[0], p[0]):.2f}x ({m[0].threads}t / {p[0].threads}t)"
+                         if m and p else "-")
+            print(f"| {model} | {batch} | {mine} / {system} {theirs} | " + " | ".join(cells) + " |")
+
+
 def prepare(model, a, cfgs):
-    """(bundle, ct2 model dir or None, where the bundle came from) for one model."""
+    """(bundle, {(system, precision): converted model}, where the bundle came from) for one
+    model. Conversions are kept in --work and redone when the bundle is newer."""
     bundle, origin = find_bundle(model, a)
     if not bundle:
         return None, None, origin
     cfgs[model] = bundle_config(bundle)
-    ct2_model = None
-    if model == "transformer":
-        ct2_model = os.path.join(a.work, "ct2-" + os.path.basename(os.path.normpath(bundle)))
-        subprocess.run([sys.executable, __file__, "--convert", bundle, "--ct2-model", ct2_model],
-                       check=True)
-    return bundle, ct2_model, origin
+    name = os.path.basename(os.path.normpath(bundle))
+    peer_models = {}
+    if MODELS[model][2] == "transformer":
+        ct2_model = os.path.join(a.work, "ct2-" + name)
+        # the shipped bundle is converted on every run (quick), the big ones when changed
+        if model in SHIPPED or not newer(os.path.join(ct2_model, "model.bin"), bundle):
+            subprocess.run([sys.executable, __file__, "--convert", bundle, "--peer-model",
+                            ct2_model], check=True)
+        peer_models = {("ct2", "float32"): ct2_model, ("ct2", "int8"): ct2_model}
+    elif MODELS[model][2] == "mamba":
+        source = llama_source(a.work)
+        for precision in ("F32", "Q8_0"):
+            out = os.path.join(a.work, f"gguf-{name}-{precision.lower()}.gguf")
+            if not newer(out, bundle):
+                run = subprocess.run([sys.executable, __file__, "--gguf-convert", bundle,
+                                      "--precision", precision.lower(), "--peer-model", out,
+                                      "--llama-source", source], capture_output=True, text=True)
+                if run.returncode != 0:
+                    sys.exit(f"bench-peers: llama.cpp's converter on {bundle} ({precision}) "
+                             f"exited with {run.returncode}:\n{run.stderr.strip()[-3000:]}")
+            peer_models[("llama", precision)] = out
+    return bundle, peer_models, origin
+
+
+def work_size(model, batch, a):
+    """(sources decoded per pass, new tokens per source) for model at batch."""
+    if model in BIG_WORK:
+        sources, new_tokens = BIG_WORK[model]
+        return sources.get(batch, batch), new_tokens
+    return SOURCES_PER_BATCH.get(batch, 2 * batch), a.new_tokens
 
 
 def bench(a):
@@ -407,29 +672,45 @@ def bench(a):
     print(f"bench-peers: greedy, exactly {a.new_tokens} new tokens per source, random sources of "
           f"{a.src_len} ids; threads {a.threads}; {a.rounds} rounds, every setting a fresh "
           f"process; in each, a warm-up batch and the median of {a.repeat} passes")
+    big = [f"{m} {'/'.join(map(str, BIG_WORK[m][0].values()))} sources at batch "
+           f"{'/'.join(map(str, BIG_WORK[m][0]))}, {BIG_WORK[m][1]} new tokens"
+           for m in a.models if m in BIG_WORK]
+    if big:
+        print("deployed sizes: " + "; ".join(big))
+    if a.systems:
+        print(f"systems timed: {', '.join(a.systems)} (--systems)")
     print(f"mtlab precisions: {', '.join(precisions)}"
           + ("" if "int8" in precisions else " (this mtlab has no --precision)"))
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
           flush=True)
-    cfgs = {}
-    for model in a.models:
-        bundle, ct2_model, origin = prepare(model, a, cfgs)
-        if not bundle:
-            print(f"\n{model}: skipped ({origin})")
-            continue
-        for batch in a.batches:
-            n = SOURCES_PER_BATCH.get(batch, 2 * batch)
-            ids = os.path.join(a.work, f"{model}-b{batch}.ids")
-            write_ids(ids, cfgs[model]["vocab_size"], n, a.src_len, seed=batch)
-            group = settings_for(model, batch, a.threads, precisions, bool(a.mtlab_before))
-            for r in range(a.rounds):
-                order = group[r % len(group):] + group[:r % len(group)]
-                for s in order:
-                    rate, s.version = run_setting(s, a, bundle, ids, ct2_model)
-                    s.rates.append(rate)
-            print(f"\n{model} ({bundle}, {origin}), batch {batch}, {n} sources:")
-            report(group)
-            sys.stdout.flush()
+    cfgs, results = {}, []
+    try:  # an interrupted run (Ctrl-C) still sums up the groups it finished
+        for model in a.models:
+            bundle, peer_models, origin = prepare(model, a, cfgs)
+            if not bundle:
+                print(f"\n{model}: skipped ({origin})")
+                continue
+            for batch in a.batches:
+                n, new_tokens = work_size(model, batch, a)
+                ids = os.path.join(a.work, f"{model}-b{batch}.ids")
+                write_ids(ids, ordinary_ids(bundle), n, a.src_len, seed=batch)
+                group = settings_for(model, batch, a.threads, precisions, bool(a.mtlab_before),
+                                     a.systems)
+                started = time.monotonic()
+                for r in range(a.rounds):
+                    order = group[r % len(group):] + group[:r % len(group)]
+                    for s in order:
+                        rate, s.version = run_setting(s, a, bundle, ids, peer_models, new_tokens)
+                        s.rates.append(rate)
+                print(f"\n{model} ({bundle}, {origin}), batch {batch}, {n} sources x {new_tokens} "
+                      f"new tokens ({time.monotonic() - started:.0f} s, load average "
+                      f"{os.getloadavg()[0]:.2f}):")
+                report(group)
+                results.append((model, batch, group))
+                sys.stdout.flush()
+    except KeyboardInterrupt:
+        print("\nbench-peers: interrupted")
+    summary(results, a.threads)
     print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
@@ -512,27 +793,29 @@ def check(a):
     system and the first sentence that differs."""
     cfgs, failures = {}, []
     precisions = mtlab_precisions(a.mtlab)
-    for model in ("transformer", "mamba"):
-        bundle, ct2_model, origin = prepare(model, a, cfgs)
+    a.repeat = 1  # the tokens are checked, not the speed
+    for model in a.models:
+        bundle, peer_models, origin = prepare(model, a, cfgs)
         if not bundle:
             sys.exit(f"test-peers: {origin}")
+        encdec = MODELS[model][2] == "transformer"
         for batch in (1, 4):
             ids = os.path.join(a.work, f"check-{model}-b{batch}.ids")
             write_sentence_ids(ids, bundle, 8, seed=batch)
             want_path = os.path.join(a.work, f"check-{model}-b{batch}.mtlab")
-            run_setting(Setting(model, "mtlab", "fp32", 1, batch), a, bundle, ids, None,
-                        want_path)
+            run_setting(Setting(model, "mtlab", "fp32", 1, batch), a, bundle, ids, {},
+                        a.new_tokens, want_path)
             want, sources = read_ids(want_path), read_ids(ids)
             peers = [s for s in settings_for(model, batch, [1], precisions) if s.system != "mtlab"
                      or s.precision != "fp32"]
             for s in peers:
                 got_path = os.path.join(a.work, f"check-{model}-b{batch}-{s.system}-{s.precision}")
-                run_setting(s, a, bundle, ids, ct2_model, got_path)
+                run_setting(s, a, bundle, ids, peer_models, a.new_tokens, got_path)
                 got = read_ids(got_path)
                 name = f"{model} batch {batch}: {s.system} {s.precision}"
                 problem, note = compare_tokens(
-                    want, got, s.precision == "int8",
-                    lambda i, k: mtlab_logit_gap(a, bundle, model == "transformer", sources[i], want[i][:k],
+                    want, got, s.precision in ("int8", "Q8_0"),
+                    lambda i, k: mtlab_logit_gap(a, bundle, encdec, sources[i], want[i][:k],
                                                  (want[i][k], got[i][k])))
                 if problem:
                     failures.append(f"{name}: {problem}")
@@ -554,34 +837,43 @@ def main():
     p.add_argument("--repeat", type=int, default=2)
     p.add_argument("--threads", default="1,2")
     p.add_argument("--batches", default="1,16")
-    p.add_argument("--models", default="transformer,mamba,hybrid")
+    p.add_argument("--models", help="bench: transformer,mamba,hybrid,marian-base,tc-big,"
+                   "mamba-130m (all); --check: transformer,mamba,marian-base,mamba-130m")
+    p.add_argument("--systems", help="time only these systems (mtlab,before,ct2,llama,hf); all "
+                   "by default")
     p.add_argument("--new-tokens", type=int, default=64)
     p.add_argument("--src-len", type=int, default=32)
     p.add_argument("--check", action="store_true")
     # one system in this process (what the rounds start), and the CTranslate2 conversion
-    p.add_argument("--worker", choices=["ct2", "hf"])
+    p.add_argument("--worker", choices=["ct2", "hf", "llama"])
     p.add_argument("--convert")
+    p.add_argument("--gguf-convert")
+    p.add_argument("--llama-source")
     p.add_argument("--model", choices=list(MODELS))
     p.add_argument("--bundle")
     p.add_argument("--ids")
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--precision", default="fp32")
-    p.add_argument("--ct2-model")
+    p.add_argument("--peer-model")
     p.add_argument("--tokens-out")
     a = p.parse_args()
     if a.convert:
-        return ct2_convert(a.convert, a.ct2_model)
+        return ct2_convert(a.convert, a.peer_model)
+    if a.gguf_convert:
+        return gguf_convert(a.gguf_convert, a.precision, a.peer_model, a.llama_source)
     if a.worker:
         a.threads = int(a.threads)
         return run_worker(a)
     a.threads = [int(t) for t in a.threads.split(",")]
+    a.systems = a.systems.split(",") if a.systems else None
     a.batches = [int(b) for b in a.batches.split(",")]
-    a.models = a.models.split(",")
+    a.models = (a.models or ("transformer,mamba,marian-base,mamba-130m" if a.check else
+                             ",".join(MODELS))).split(",")
     for m in a.models:
         if m not in MODELS:
             sys.exit(f"bench-peers: --models takes {', '.join(MODELS)}, got '{m}'")
     os.makedirs(a.work, exist_ok=True)
-    ensure_packages()
+    ensure_packages(a.models)
     return check(a) if a.check else bench(a)
 
 
