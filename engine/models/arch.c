@@ -130,7 +130,8 @@ int mt_model_config_check(const mt_model_config *c)
     if (!(c->init_std >= 0.0f)) return mt_error("%s config: negative init_std", c->arch);
     if (check_id(c, "pad id", c->pad_id) || check_id(c, "eos id", c->eos_id) ||
         check_id(c, "sep id", c->sep_id) || check_id(c, "bos id", c->bos_id) ||
-        check_id(c, "unk id", c->unk_id) || check_id(c, "decoder start id", c->decoder_start_id))
+        (c->unk_id != -1 && check_id(c, "unk id", c->unk_id)) ||
+        check_id(c, "decoder start id", c->decoder_start_id))
         return -1;
     const char *at = strstr(c->prompt, "{src}");
     if (c->prompt[0] && (!at || strstr(at + 5, "{src}")))

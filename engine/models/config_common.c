@@ -87,6 +87,9 @@ static int read_prompt(mt_model_config *cfg, const mt_config *x, int encdec)
 int mt_model_config_read_mtlab(mt_model_config *cfg, const mt_config *c, int encdec)
 {
     const mt_config *x = mt_config_object(c, "mtlab");
+    /* an unk id no config gave (a hub checkpoint's: its tokenizer's own, if any, is not mtlab's
+     * reserved 4) is none, and is not written back */
+    if (!x || !mt_config_has(x, "unk_token_id")) cfg->unk_id = -1;
     if (!x) {
         if (mt_config_has(c, "mtlab"))
             return mt_error("%s: key 'mtlab' must be an object", mt_config_name(c));
@@ -119,7 +122,7 @@ int mt_model_config_write_mtlab(const mt_model_config *cfg, mt_config *c, int wi
     /* a prompt template holds its separator: a sep id beside it would name a token nothing uses
      * (the default 2 is an ordinary token of a hub model's vocabulary) */
     if (!cfg->prompt[0]) rc |= mt_config_set_int(x, "sep_token_id", cfg->sep_id);
-    rc |= mt_config_set_int(x, "unk_token_id", cfg->unk_id);
+    if (cfg->unk_id >= 0) rc |= mt_config_set_int(x, "unk_token_id", cfg->unk_id);
     if (with_dropout) rc |= mt_config_set_float(x, "dropout", cfg->dropout);
     if (cfg->prompt[0]) rc |= mt_config_set_string(x, "prompt", cfg->prompt);
     if (cfg->langs_recorded && cfg->src_lang[0] &&

@@ -208,12 +208,26 @@ extern "C" int marian_vocab_encode(const marian_vocab *mv, const char *text, siz
                 rest.remove_prefix(end + 2);
             }
         }
-        std::vector<std::string> pieces;
-        const auto status = mv->source.Encode(rest, &pieces);
-        if (!status.ok())
-            return mt_error("%s: encode failed: %s", mv->vocab_path.c_str(),
-                            spm_status_text(status).c_str());
-        for (const std::string &p : pieces) out.push_back(lookup(mv, p));
+        /* a special token typed in the text is that token (MarianTokenizer splits them out
+         * first); the text between is segmented on its own */
+        static const char *const specials[] = {"</s>", "<unk>", "<pad>"};
+        while (!rest.empty()) {
+            size_t at = std::string_view::npos, special_len = 0;
+            const char *special = nullptr;
+            for (const char *sp : specials) {
+                const size_t found = rest.find(sp);
+                if (found < at) at = found, special = sp, special_len = strlen(sp);
+            }
+            std::vector<std::string> pieces;
+            const auto status = mv->source.Encode(rest.substr(0, at), &pieces);
+            if (!status.ok())
+                return mt_error("%s: encode failed: %s", mv->vocab_path.c_str(),
+                                spm_status_text(status).c_str());
+            for (const std::string &p : pieces) out.push_back(lookup(mv, p));
+            if (!special) break;
+            out.push_back(lookup(mv, special));
+            rest.remove_prefix(at + special_len);
+        }
         *ids = (int *)mt_xmalloc((out.size() ? out.size() : 1) * sizeof(int));
         if (!out.empty()) memcpy(*ids, out.data(), out.size() * sizeof(int));
         *n = out.size();

@@ -2,10 +2,11 @@
  * two sentencepiece models, source.spm and target.spm, segment the text, and the model's ids
  * come from a third file, vocab.json (piece -> id), not from the sentencepiece models' own ids.
  * The reader behind mt_tokenizer for such a directory (engine/tokenizer/spm.cc dispatches here).
- * It encodes as transformers' MarianTokenizer does without its special tokens:
+ * It encodes as transformers' MarianTokenizer does, less the </s> it appends:
  *   1. a leading language code ">>xx<<" (text starting ">>" up to the first "<<") is one token;
- *   2. source.spm cuts the rest into pieces;
- *   3. each piece is looked up in vocab.json; a piece it lacks is <unk>.
+ *   2. </s>, <unk> and <pad> typed in the rest are those tokens;
+ *   3. source.spm cuts each text between them into pieces;
+ *   4. each piece is looked up in vocab.json; a piece it lacks is <unk>.
  * Decoding drops </s>, <pad> and <unk> (decode(..., skip_special_tokens=True)) and joins the
  * other pieces through target.spm. With separate vocabularies (tokenizer_config.json's
  * separate_vocabs true) the source's ids come from vocab.json and the output's from

@@ -332,6 +332,8 @@ static void finetune_lowers(const char *name, const char *hub, const char *hf_cl
     assert_string_equal(mt_config_string(x, "prompt"), "{src}<sep>");
     /* the template holds the separator: no sep id of mtlab's (2 is an ordinary GPT-NeoX token) */
     assert_false(mt_config_has(x, "sep_token_id"));
+    /* nor an unk id: the hub's config gave none (mtlab's reserved 4 is an ordinary token) */
+    assert_false(mt_config_has(x, "unk_token_id"));
     mt_config_free(c);
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
     size_t a_len, b_len;

@@ -239,6 +239,47 @@ static void check_generate(const char *dir, int beam, const char *expected)
     assert_int_equal(lines_as_generate(dir, beam, expected, MT_SEARCH_AUTO), N_LINES);
 }
 
+/* Special tokens typed in the text (</s>, <unk>, <pad>) are those tokens, as MarianTokenizer
+ * splits them out before sentencepiece sees the text; the pieces between are segmented each on
+ * their own. The ids are MarianTokenizer's (transformers 4.57) for the opus-mt-tiny fixture,
+ * less its final </s>:
+ *   MarianTokenizer.from_pretrained("tests/fixtures/marian/opus-mt-tiny")(text).input_ids */
+static void test_special_tokens_in_the_text(void **state)
+{
+    (void)state;
+    mt_tokenizer *tok = mt_tokenizer_load(CHECKPOINT);
+    if (!tok) fail_msg("%s", mt_last_error());
+    static const struct {
+        const char *text;
+        int n;
+        int32_t ids[12];
+    } cases[] = {
+        {"hola </s> mundo", 8, {2, 40, 9, 69, 0, 219, 13, 42}},
+        {"hola</s>mundo", 8, {2, 40, 9, 69, 0, 219, 13, 42}},
+        {"a  </s>  b", 4, {81, 0, 2, 28}},
+        {"</s>", 1, {0}},
+        {"a <unk>b", 4, {81, 1, 2, 28}},
+        {"x<pad>y", 4, {2, 379, 615, 5}},
+        {">>es<< hola >>es<<", 9, {614, 2, 40, 9, 69, 2, 1, 58, 1}},
+        {"</s >", 5, {2, 1, 4, 2, 1}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int *ids;
+        size_t n;
+        assert_int_equal(mt_tokenizer_encode(tok, cases[i].text, &ids, &n), 0);
+        int same = (int)n == cases[i].n;
+        for (size_t j = 0; same && j < n; j++) same = ids[j] == cases[i].ids[j];
+        if (!same) {
+            fprintf(stderr, "'%s': got", cases[i].text);
+            for (size_t j = 0; j < n; j++) fprintf(stderr, " %d", ids[j]);
+            fprintf(stderr, "\n");
+            fail_msg("'%s' is not encoded as MarianTokenizer does", cases[i].text);
+        }
+        free(ids);
+    }
+    mt_tokenizer_free(tok);
+}
+
 static void test_safetensors_matches_transformers(void **state)
 {
     (void)state;
@@ -550,6 +591,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tokenizer_matches_marian_tokenizer),
+        cmocka_unit_test(test_special_tokens_in_the_text),
         cmocka_unit_test(test_safetensors_matches_transformers),
         cmocka_unit_test(test_pytorch_model_bin_matches_transformers),
         cmocka_unit_test(test_translate_text),

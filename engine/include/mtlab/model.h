@@ -51,7 +51,8 @@ typedef struct {
     float init_std; /* Mamba embedding init N(0, init_std); the transformer's is
                      * N(0, C^-1/2) as in fairseq (init_std is only written out) */
     float dropout; /* residual-branch dropout while training */
-    int pad_id, eos_id, sep_id, bos_id, unk_id;
+    int pad_id, eos_id, sep_id, bos_id, unk_id; /* unk_id -1: none (a hub checkpoint's config
+                                                 * gives none; its tokenizer's is its own) */
     int decoder_start_id; /* first decoder token of encoder-decoder models (<bos>) */
     float rope_theta; /* transformer++ rotary base (10000) */
     int value_dim; /* retnet value width over all heads (2 x d_model in the paper) */
