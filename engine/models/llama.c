@@ -198,5 +198,5 @@ const mt_arch mt_arch_llama = {
     .config_read = config_read,
     .config_write = config_write,
     .preset = preset,
-    .layout_keys = MT_LAYOUT_HEADS,
+    .layout_keys = MT_LAYOUT_HEADS | MT_LAYOUT_ROTARY,
 };

@@ -413,6 +413,34 @@ static void test_config_errors_name_the_problem(void **state)
                         "5 attention heads do not divide");
 }
 
+/* Fields that shape a model without showing in its tensors' shapes (MT_LAYOUT_*): checkpoints
+ * that differ in them are refused for averaging and init, naming what differs. */
+static void expect_layout_refused(mt_model_config want, mt_model_config got, const char *needle)
+{
+    mt_model *a = mt_model_create(&want, cpu(), 1), *b = mt_model_create(&got, cpu(), 1);
+    if (!a || !b) fail_msg("%s", mt_last_error());
+    assert_int_equal(mt_model_check_same_layout(a, "A", b, "B"), -1);
+    if (!strstr(mt_last_error(), needle)) fail_msg("'%s' not in: %s", needle, mt_last_error());
+    assert_int_equal(mt_model_check_same_layout(a, "A", a, "A"), 0);
+    mt_model_free(a), mt_model_free(b);
+}
+
+static void test_layout_beyond_the_shapes(void **state)
+{
+    (void)state;
+    /* not the registry: the architectures with rotary positions or a parallel residual */
+    mt_model_config c = tiny("gpt-neox"), d = c;
+    d.parallel_residual = 0;
+    expect_layout_refused(c, d, "B has a sequential residual, A a parallel one");
+    d = c, d.rotary_pct = 0.5f;
+    expect_layout_refused(c, d, "rotates 0.5");
+    d = c, d.rope_theta = 500.0f;
+    expect_layout_refused(c, d, "at base 500");
+    mt_model_config l = tiny("transformer++"), m = l;
+    m.rope_theta = 500.0f;
+    expect_layout_refused(l, m, "at base 500");
+}
+
 int main(void)
 {
     /* tiny models: thread start-up and spinning cost far more than their math, and on a busy
@@ -425,6 +453,7 @@ int main(void)
         cmocka_unit_test(test_tensor_names),
         cmocka_unit_test(test_padding_is_exact),
         cmocka_unit_test(test_config_errors_name_the_problem),
+        cmocka_unit_test(test_layout_beyond_the_shapes),
     };
     return cmocka_run_group_tests_name("models_arch", tests, NULL, NULL);
 }

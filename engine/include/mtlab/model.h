@@ -192,7 +192,8 @@ int mt_model_tensor(const mt_model *m, int i, mt_model_tensor_info *info);
 int mt_model_find_tensor(const mt_model *m, const char *name);
 
 /* 0 when got can stand in for want: the same architecture, head count (and window, for
- * mamba-local) and every tensor of want by name and shape; otherwise an error naming got_name,
+ * mamba-local; rotary base and share, for transformer++ and gpt-neox; residual form, for
+ * gpt-neox) and every tensor of want by name and shape; otherwise an error naming got_name,
  * want_name and what differs ("B has 8 heads, A has 4"). */
 int mt_model_check_same_layout(const mt_model *want, const char *want_name, const mt_model *got,
                                const char *got_name);
