@@ -7,7 +7,7 @@
 #   make data    build the Bible corpus under data/bible/
 #   make gazetteer  rebuild scripts/data/gazetteer.*.txt (name substitution) from the word lists
 #   make bench   benchmarks (printed ratios, never timed tests)
-#   make bench-peers  mtlab's decoding vs CTranslate2 and transformers (pip-installs them)
+#   make bench-peers  mtlab's decoding vs CTranslate2, llama.cpp, transformers (pip-installs them)
 #   make test-peers   every bench-peers peer decodes the same greedy tokens as mtlab (pip too)
 #   make fuzz    build the libFuzzer targets (clang) and run each for FUZZ_SECONDS
 #   make cuda    compile the CUDA objects (when nvcc exists)
