@@ -5,7 +5,8 @@
  * twice and spends most of a step packing them; its sgemv reads them once but one output at a
  * time. Here each weight row is read once, straight from w, by one of two kernels picked at
  * run time:
- *   AVX-512: a tile of rows of x by rows of w (2 x 8 or 4 x 4) keeps 16 dot products running
+ *   AVX-512: a tile of rows of x by rows of w (2 x 8 or 4 x 4; 1 x 8 for one row of x by a
+ *     matrix larger than the caches) keeps up to 16 dot products running
  *     in 16 registers along K, and the 16 sums are folded into one register at the end (4
  *     shuffle-and-add rounds instead of 16 horizontal sums);
  *   AVX2 + FMA: a tile of up to 3 rows of x by 4 rows of w keeps 12 dot products in 12 of the
@@ -26,9 +27,15 @@
 /* Where the kernel is the faster one (timed against OpenBLAS 0.3.21 on a Sapphire Rapids core):
  * with fewer than 64 columns of K or rows of w, OpenBLAS's packing costs little and the
  * kernel's fold and tails weigh more; for one row of x, OpenBLAS's sgemv reads the weights
- * once too, and keeps up with it. */
+ * once too, and keeps up with it while they are in cache (ONE_ROW_MIN_FLOATS). */
 #define MIN_K 64
 #define MIN_N 64
+/* One row of x: the kernel (a tile of 8 w rows) where w has at least this many floats (16 MiB,
+ * more than the caches keep for it: a vocabulary projection of tens of thousands of words),
+ * which comes from memory in every decoding step; 8 rows streamed at once keep more loads in
+ * flight than OpenBLAS's sgemv (58101 x 512 alone: 9.0 against 11.4 ms). A matrix that stays
+ * in cache is sgemv's (8000 x 192: 0.15 against 0.22 ms). */
+#define ONE_ROW_MIN_FLOATS ((size_t)1 << 22)
 /* below this many multiply-adds one thread is faster than a fork/join */
 #define PARALLEL_MIN_MACS ((size_t)1 << 18)
 /* w rows ahead whose cache lines a block asks for while it computes, spread over its x tiles
@@ -73,7 +80,7 @@ rows_tiles(int MT, int NT, int M, int n0, int n1, int N, int K, float alpha, con
             int ahead = n + PREFETCH_ROWS + j;
             pf[j] = w + (size_t)(ahead < N ? ahead : N - 1) * ldw;
         }
-        int tiles = (M + MT - 1) / MT, per = (NT + tiles - 1) / tiles;
+        int tiles = (M + MT - 1) / MT, per = MT == 1 ? 0 : (NT + tiles - 1) / tiles;
         for (int m = 0; m < M; m += MT) {
             int pf0 = m / MT * per, pf1 = pf0 + per < NT ? pf0 + per : NT;
             const float *xr[4];
@@ -111,14 +118,16 @@ rows_tiles(int MT, int NT, int M, int n0, int n1, int N, int K, float alpha, con
     }
 }
 
-/* The tile for M rows: 2 x rows by 8 w rows, or 4 by 4 (each weight load then feeds 4
- * multiply-adds). */
+/* The tile for M rows: 1 x row by 8 w rows (8 streams from memory at once), 2 by 8, or 4 by 4
+ * (each weight load then feeds 4 multiply-adds). One row asks for no lines ahead: a tile
+ * would ask for as many lines as it reads, and the 8 streams keep the loads in flight. */
 __attribute__((target("avx512f"))) static void rows_block(int M, int n0, int n1, int N, int K,
                                                           float alpha, const float *x, int ldx,
                                                           const float *w, int ldw, float *y,
                                                           int ldy)
 {
-    if (M < 4) rows_tiles(2, 8, M, n0, n1, N, K, alpha, x, ldx, w, ldw, y, ldy);
+    if (M == 1) rows_tiles(1, 8, M, n0, n1, N, K, alpha, x, ldx, w, ldw, y, ldy);
+    else if (M < 4) rows_tiles(2, 8, M, n0, n1, N, K, alpha, x, ldx, w, ldw, y, ldy);
     else rows_tiles(4, 4, M, n0, n1, N, K, alpha, x, ldx, w, ldw, y, ldy);
 }
 
@@ -243,13 +252,14 @@ int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const
 int cpu_gemm_rows(int M, int N, int K, float alpha, const float *x, int ldx, const float *w,
                   int ldw, float *y, int ldy)
 {
-    if (M < 2 || M > CPU_ROWS_MAX_M || N < MIN_N || K < MIN_K) return 0;
+    if (M < 1 || M > CPU_ROWS_MAX_M || N < MIN_N || K < MIN_K) return 0;
     static int isa = -1; /* the best kernel this CPU runs, or none (checked once) */
     if (isa < 0)
         isa = cpu_gemm_rows_supported(CPU_ROWS_AVX512) ? CPU_ROWS_AVX512
               : cpu_gemm_rows_supported(CPU_ROWS_AVX2) ? CPU_ROWS_AVX2
                                                        : CPU_ROWS_NONE;
     if (isa == CPU_ROWS_NONE) return 0;
+    if (M == 1 && (isa != CPU_ROWS_AVX512 || (size_t)N * K < ONE_ROW_MIN_FLOATS)) return 0;
     return cpu_gemm_rows_with((cpu_rows_isa)isa, M, N, K, alpha, x, ldx, w, ldw, y, ldy);
 }
 #else
