@@ -324,42 +324,54 @@ static void test_attention_masked_key_far_above(void **state)
 }
 
 /* ---------------------------------------------------------------- rotary */
-static void test_rope(void **state)
+/* forward against the rotation in double, explicit positions against pos0 + t, backward as the
+ * inverse; rot_dim / 2 pairs with inv_freq[i] = base^(-2i / rot_dim) */
+static void rope_case(mt_rng *rng, int H, int Dh, int rot, float base)
 {
-    (void)state;
-    mt_rng rng;
-    mt_rng_init(&rng, 12, 0);
-    enum { B = 2, T = 5, H = 2, Dh = 6, ROT = 4 };
+    enum { B = 2, T = 5 };
     size_t n = (size_t)B * T * H * Dh;
-    float inv_freq[ROT / 2] = {1.0f, 0.01f};
+    int half = rot / 2;
+    float *inv_freq = malloc((size_t)half * sizeof *inv_freq);
+    for (int i = 0; i < half; i++) inv_freq[i] = (float)pow(base, -2.0 * i / rot);
     for (int interleaved = 0; interleaved < 2; interleaved++) {
-        float *x = gc_random(n, &rng, 1.0f), *y = copy_of(x, n);
-        fast->rope_forward(y, NULL, B, T, H, Dh, ROT, 3, inv_freq, interleaved);
+        float *x = gc_random(n, rng, 1.0f), *y = copy_of(x, n);
+        fast->rope_forward(y, NULL, B, T, H, Dh, rot, 3, inv_freq, interleaved);
         for (int b = 0; b < B; b++)
             for (int t = 0; t < T; t++)
                 for (int h = 0; h < H; h++) {
                     const float *xi = x + (((size_t)b * T + t) * H + h) * Dh;
                     const float *yi = y + (((size_t)b * T + t) * H + h) * Dh;
-                    for (int i = 0; i < ROT / 2; i++) {
+                    for (int i = 0; i < half; i++) {
                         double angle = (3 + t) * (double)inv_freq[i];
-                        int ia = interleaved ? 2 * i : i,
-                            ib = interleaved ? 2 * i + 1 : i + ROT / 2;
+                        int ia = interleaved ? 2 * i : i, ib = interleaved ? 2 * i + 1 : i + half;
                         assert_float_equal(yi[ia], xi[ia] * cos(angle) - xi[ib] * sin(angle), 2e-6);
                         assert_float_equal(yi[ib], xi[ib] * cos(angle) + xi[ia] * sin(angle), 2e-6);
                     }
-                    for (int e = ROT; e < Dh; e++) assert_true(yi[e] == xi[e]); /* not rotated */
+                    for (int e = rot; e < Dh; e++) assert_true(yi[e] == xi[e]); /* not rotated */
                 }
         /* explicit positions give the same as pos0 + t */
         int32_t pos[B * T];
         for (int i = 0; i < B * T; i++) pos[i] = 3 + i % T;
         float *z = copy_of(x, n);
-        fast->rope_forward(z, pos, B, T, H, Dh, ROT, 0, inv_freq, interleaved);
+        fast->rope_forward(z, pos, B, T, H, Dh, rot, 0, inv_freq, interleaved);
         assert_memory_equal(z, y, n * sizeof(float));
         /* backward is the inverse rotation */
-        fast->rope_backward(y, NULL, B, T, H, Dh, ROT, 3, inv_freq, interleaved);
+        fast->rope_backward(y, NULL, B, T, H, Dh, rot, 3, inv_freq, interleaved);
         assert_true(max_rel(y, x, n) < 1e-6);
         free(x), free(y), free(z);
     }
+    free(inv_freq);
+}
+
+/* a head of 2 pairs of 3, and one of 131 pairs (more than a block of angles the CPU backend
+ * computes at a time, cpu_embedding.c) of 133 */
+static void test_rope(void **state)
+{
+    (void)state;
+    mt_rng rng;
+    mt_rng_init(&rng, 12, 0);
+    rope_case(&rng, 2, 6, 4, 10000.0f);
+    rope_case(&rng, 3, 266, 262, 10000.0f);
 }
 
 /* ---------------------------------------------------------------- conv1d */

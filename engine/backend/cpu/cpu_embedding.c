@@ -69,10 +69,15 @@ void cpu_positions_backward(float *dtable, const float *dout, int B, int T, int 
     }
 }
 
+/* Pairs whose cos and sin one token computes at a time, once for all its heads. */
+#define ROPE_PAIRS_BLOCK 128
+
 /* Rotate each pair (x_a, x_b) of every head by `sign` * pos * inv_freq[i]:
  *   (x_a, x_b) <- (x_a cos - x_b sin, x_b cos + x_a sin)
  * pairs: rotate-half (i, i + rot_dim/2), interleaved (2i, 2i + 1). The angle is the fp32
- * product pos * inv_freq, as HF forms its cos/sin tables, so logits match transformers. */
+ * product pos * inv_freq, as HF forms its cos/sin tables, so logits match transformers. A
+ * token's heads share its angles: each cos and sin is computed once per token (a block of
+ * pairs at a time), not once per head. */
 static void rope_rotate(float *x, const int32_t *pos, int B, int T, int H, int Dh, int rot_dim,
                         int pos0, const float *inv_freq, int interleaved, float sign)
 {
@@ -81,15 +86,23 @@ static void rope_rotate(float *x, const int32_t *pos, int B, int T, int H, int D
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             float p = (float)(pos ? pos[(size_t)b * T + t] : pos0 + t);
-            for (int h = 0; h < H; h++) {
-                float *head = x + (((size_t)b * T + t) * H + h) * Dh;
-                for (int i = 0; i < half; i++) {
-                    float angle = p * inv_freq[i];
-                    float cs = cosf(angle), sn = sign * sinf(angle);
-                    int ia = interleaved ? 2 * i : i, ib = interleaved ? 2 * i + 1 : i + half;
-                    float xa = head[ia], xb = head[ib];
-                    head[ia] = xa * cs - xb * sn;
-                    head[ib] = xb * cs + xa * sn;
+            float cs[ROPE_PAIRS_BLOCK], sn[ROPE_PAIRS_BLOCK];
+            for (int i0 = 0; i0 < half; i0 += ROPE_PAIRS_BLOCK) {
+                int n = half - i0 < ROPE_PAIRS_BLOCK ? half - i0 : ROPE_PAIRS_BLOCK;
+                for (int i = 0; i < n; i++) {
+                    float angle = p * inv_freq[i0 + i];
+                    cs[i] = cosf(angle);
+                    sn[i] = sign * sinf(angle);
+                }
+                for (int h = 0; h < H; h++) {
+                    float *head = x + (((size_t)b * T + t) * H + h) * Dh;
+                    for (int i = 0; i < n; i++) {
+                        int ia = interleaved ? 2 * (i0 + i) : i0 + i;
+                        int ib = interleaved ? ia + 1 : ia + half;
+                        float xa = head[ia], xb = head[ib];
+                        head[ia] = xa * cs[i] - xb * sn[i];
+                        head[ib] = xb * cs[i] + xa * sn[i];
+                    }
                 }
             }
         }
