@@ -431,8 +431,8 @@ static int section_attribution(int repeat)
         printf("   %-20s %10.2f %10.2f %7.2fx %12.2f\n", presets[p], 1e3 * decode, 1e3 * ixg,
                ixg / decode, 1e3 * ig / IG_STEPS);
     }
-    printf("   each target row is one backward pass through the training backward (weight\n"
-           "   gradients included), so the ratio grows with the translation's length\n");
+    printf("   each target row is one backward pass (the inputs' gradients only, no weight\n"
+           "   gradient products), so the ratio grows with the translation's length\n");
     return 0;
 }
 

@@ -209,9 +209,10 @@ void mt_mamba_backward(const mt_backend *be, const mt_mamba_grads *grads, const 
                        p->dt_proj_w, BT, R, D);
     mt_linear_backward(be, &(mt_weight_grads){da->u, g->x_proj_w, NULL}, da->dt_low, a->u,
                        p->x_proj_w, BT, D, R);
-    mt_linear_backward(be, &(mt_weight_grads){da->u, g->x_proj_w + (size_t)R * D, NULL}, da->Bm,
+    float *gx = g->x_proj_w; /* NULL: no weight gradients (mt_pass input_grads_only) */
+    mt_linear_backward(be, &(mt_weight_grads){da->u, gx ? gx + (size_t)R * D : NULL, NULL}, da->Bm,
                        a->u, p->x_proj_w + (size_t)R * D, BT, D, N);
-    mt_linear_backward(be, &(mt_weight_grads){da->u, g->x_proj_w + (size_t)(R + N) * D, NULL},
+    mt_linear_backward(be, &(mt_weight_grads){da->u, gx ? gx + (size_t)(R + N) * D : NULL, NULL},
                        da->Cm, a->u, p->x_proj_w + (size_t)(R + N) * D, BT, D, N);
     if (mask) be->mask_rows(da->u, mask, BT, D);
     be->act_backward(MT_ACT_SILU, da->xc, da->u, a->xc, BT * D);
@@ -220,8 +221,9 @@ void mt_mamba_backward(const mt_backend *be, const mt_mamba_grads *grads, const 
     mt_linear_backward(be, &(mt_weight_grads){dinp, g->in_proj_w, g->in_proj_b}, da->x, inp,
                        p->in_proj_w, BT, C, D);
     float *dz_bias = g->in_proj_b ? g->in_proj_b + D : NULL;
-    mt_linear_backward(be, &(mt_weight_grads){dinp, g->in_proj_w + (size_t)D * C, dz_bias}, da->z,
-                       inp, p->in_proj_w + (size_t)D * C, BT, C, D);
+    float *dz_w = g->in_proj_w ? g->in_proj_w + (size_t)D * C : NULL;
+    mt_linear_backward(be, &(mt_weight_grads){dinp, dz_w, dz_bias}, da->z, inp,
+                       p->in_proj_w + (size_t)D * C, BT, C, D);
 }
 
 /* docs/models.md §3.6: the conv state takes the new x and the scan advances one step. */

@@ -293,8 +293,14 @@ static int attr_pass(attr_seq *q, int T, int B, const attr_path *path, const att
     dec_path.col -= S;
     embed_path(m, &m->dec, &m->dec_acts, m->d_ids, B, T, &(attr_ends){q->e_dec, q->b_dec},
                &dec_path);
-    mt_pass dec = {
-        .B = B, .T = T, .S = S, .mem = mem, .mask = m->d_mask, .mem_mask = m->d_src_mask};
+    /* the weights' gradients are of no use here: each layer skips its dW products */
+    mt_pass dec = {.B = B,
+                   .T = T,
+                   .S = S,
+                   .mem = mem,
+                   .mask = m->d_mask,
+                   .mem_mask = m->d_src_mask,
+                   .input_grads_only = 1};
     const float *out = mt_stack_forward(m, &m->dec, &m->dec_acts, &dec);
 
     /* device: xg (n_picks, C), dxg (n_picks, C), logits (n_picks, V); with backward also
@@ -331,7 +337,7 @@ static int attr_pass(attr_seq *q, int T, int B, const attr_path *path, const att
         mt_stack_backward(m, &m->dec, &m->dec_acts, dx, dout, &dec, unit_scratch);
         be->download(grads->gdec, dx, BT * C * sizeof(float));
         if (q->encdec) {
-            mt_pass enc = {.B = B, .T = S, .mask = m->d_src_mask};
+            mt_pass enc = {.B = B, .T = S, .mask = m->d_src_mask, .input_grads_only = 1};
             mt_stack_backward(m, &m->enc, &m->enc_acts, dxs, dmem, &enc, unit_scratch);
             be->download(grads->genc, dxs, NS * C * sizeof(float));
         }

@@ -462,6 +462,8 @@ typedef struct {
     int key_ld;
     const uint8_t *slot_mask; /* (B, R) the real tokens in a sliding-window ring */
     int first; /* 1: a prefill (parallel forms), 0: one recurrent step */
+    int input_grads_only; /* backward: the gradients of the inputs only, each layer's weight
+                           * matrix and bias products (dW) skipped (attribution) */
 } mt_pass;
 
 /* y (B, T, C) from x (B, T, C) for pass (B, T, S, mem, mask, mem_mask, drop). */

@@ -106,12 +106,49 @@ static void cross_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *
     mt_attention_forward(be, out, &a->attn, in, pass->mem, &u->p.attn, &call);
 }
 
+/* The weight gradients a unit's backward accumulates into: the unit's own, or with
+ * pass->input_grads_only a copy whose weight matrices and biases are NULL, so that each of the
+ * layer's mt_linear_backward skips its dW product (the input gradients are the same; the
+ * per-channel ones, norms, conv and scan parameters, stay). */
+static mt_attn_params attn_grads(const mt_unit *u, const mt_pass *pass)
+{
+    mt_attn_params g = u->g.attn;
+    if (pass->input_grads_only) g = (mt_attn_params){0};
+    return g;
+}
+static mt_ffn_params ffn_grads(const mt_unit *u, const mt_pass *pass)
+{
+    mt_ffn_params g = u->g.ffn;
+    if (pass->input_grads_only) g = (mt_ffn_params){0};
+    return g;
+}
+static mt_gated_mlp_params mlp_grads(const mt_unit *u, const mt_pass *pass)
+{
+    mt_gated_mlp_params g = u->g.mlp;
+    if (pass->input_grads_only) g = (mt_gated_mlp_params){0};
+    return g;
+}
+static mt_mamba_params mamba_grads(const mt_unit *u, const mt_pass *pass)
+{
+    mt_mamba_params g = u->g.mamba;
+    if (pass->input_grads_only)
+        g.in_proj_w = g.in_proj_b = g.x_proj_w = g.dt_proj_w = g.out_proj_w = g.out_proj_b = NULL;
+    return g;
+}
+static mt_retention_params ret_grads(const mt_unit *u, const mt_pass *pass)
+{
+    mt_retention_params g = u->g.ret;
+    if (pass->input_grads_only) g = (mt_retention_params){0};
+    return g;
+}
+
 static void self_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a, mt_unit_acts *da,
                           float *dx, const float *dout, const float *in, const mt_pass *pass)
 {
     mt_attn_call call = {
         .cfg = &u->cfg.attn, .B = pass->B, .Tq = pass->T, .Tk = pass->T, .key_mask = pass->mask};
-    mt_attn_grads grads = {dx, dx, &u->g.attn, &da->attn};
+    mt_attn_params g = attn_grads(u, pass);
+    mt_attn_grads grads = {dx, dx, &g, &da->attn};
     mt_attention_backward(be, &grads, dout, &a->attn, in, in, &u->p.attn, &call);
 }
 static void cross_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a,
@@ -123,7 +160,8 @@ static void cross_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts 
                          .Tq = pass->T,
                          .Tk = pass->S,
                          .key_mask = pass->mem_mask};
-    mt_attn_grads grads = {dx, pass->dmem, &u->g.attn, &da->attn};
+    mt_attn_params g = attn_grads(u, pass);
+    mt_attn_grads grads = {dx, pass->dmem, &g, &da->attn};
     mt_attention_backward(be, &grads, dout, &a->attn, in, pass->mem, &u->p.attn, &call);
 }
 
@@ -218,7 +256,8 @@ static void ffn_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
 static void ffn_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a, mt_unit_acts *da,
                          float *dx, const float *dout, const float *in, const mt_pass *pass)
 {
-    mt_ffn_backward(be, &(mt_ffn_grads){dx, &u->g.ffn, &da->ffn}, dout, &a->ffn, in, &u->p.ffn,
+    mt_ffn_params g = ffn_grads(u, pass);
+    mt_ffn_backward(be, &(mt_ffn_grads){dx, &g, &da->ffn}, dout, &a->ffn, in, &u->p.ffn,
                     &u->cfg.ffn, (size_t)pass->B * pass->T);
 }
 static void ffn_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, mt_unit_cache *c,
@@ -259,8 +298,9 @@ static void mlp_forward(const mt_backend *be, const mt_unit *u, mt_unit_acts *a,
 static void mlp_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a, mt_unit_acts *da,
                          float *dx, const float *dout, const float *in, const mt_pass *pass)
 {
-    mt_gated_mlp_backward(be, &(mt_gated_mlp_grads){dx, &u->g.mlp, &da->mlp}, dout, &a->mlp, in,
-                          &u->p.mlp, &u->cfg.mlp, (size_t)pass->B * pass->T);
+    mt_gated_mlp_params g = mlp_grads(u, pass);
+    mt_gated_mlp_backward(be, &(mt_gated_mlp_grads){dx, &g, &da->mlp}, dout, &a->mlp, in, &u->p.mlp,
+                          &u->cfg.mlp, (size_t)pass->B * pass->T);
 }
 static void mlp_decode(const mt_backend *be, const mt_unit *u, mt_unit_acts *a, mt_unit_cache *c,
                        float *out, const float *in, const mt_pass *pass)
@@ -305,7 +345,8 @@ static void mamba_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts 
 {
     mt_mamba_call call = {
         .cfg = &u->cfg.mamba, .B = pass->B, .T = pass->T, .mask = pass->mask, .drop = pass->drop};
-    mt_mamba_grads grads = {dx, &u->g.mamba, &da->mamba};
+    mt_mamba_params g = mamba_grads(u, pass);
+    mt_mamba_grads grads = {dx, &g, &da->mamba};
     mt_mamba_backward(be, &grads, dout, &a->mamba, in, &u->p.mamba, &call);
 }
 static size_t mamba_cache_count(const mt_unit *u, int B, int Tmax, int Smax)
@@ -371,7 +412,8 @@ static void ret_backward(const mt_backend *be, mt_unit *u, const mt_unit_acts *a
                          float *dx, const float *dout, const float *in, const mt_pass *pass)
 {
     mt_retention_call call = {.cfg = &u->cfg.ret, .B = pass->B, .T = pass->T, .mask = pass->mask};
-    mt_retention_grads grads = {dx, &u->g.ret, &da->ret};
+    mt_retention_params g = ret_grads(u, pass);
+    mt_retention_grads grads = {dx, &g, &da->ret};
     mt_retention_backward(be, &grads, dout, &a->ret, in, &u->p.ret, &call);
 }
 static size_t ret_cache_count(const mt_unit *u, int B, int Tmax, int Smax)

@@ -6,6 +6,7 @@
 #include "test_util.h"
 
 #include "model_parity.h"
+#include "models/model_internal.h"
 #include "mtlab/attribution.h"
 #include "mtlab/decode.h"
 #include "mtlab/error.h"
@@ -128,6 +129,110 @@ static void test_causal_columns_are_zero(void **state)
                     fail_msg("%s row %d column %d: no gradient", *arch, j, col);
             }
         mt_attribution_free(&a);
+        mt_model_free(m);
+    }
+}
+
+/* Scratch floats of a stack's backward: its largest unit's. */
+static size_t scratch_floats(const mt_stack *s, int B, int T, int S)
+{
+    size_t most = 0;
+    for (int i = 0; i < s->n_units; i++) {
+        size_t n = mt_unit_scratch_count(&s->units[i], B, T, S);
+        if (n > most) most = n;
+    }
+    return most;
+}
+
+/* One backward of the stacks over a batch of two rows from a fixed output gradient, with or
+ * without mt_pass input_grads_only: the gradients of the embedding outputs into dx (B, T, C)
+ * and dxs (B, S, C), the weight gradients into gw (the model's gradient block). */
+static void stacks_backward(mt_model *m, int input_grads_only, float *dx, float *dxs, float *gw)
+{
+    const mt_backend *be = m->be;
+    int encdec = m->arch->encdec, C = m->cfg.d_model, B = 2;
+    int32_t ids[2 * (N_SRC + N_HYP)], srcs[2 * (N_SRC + 1)];
+    int T = encdec ? N_HYP : N_SRC + N_HYP, S = encdec ? N_SRC + 1 : 0;
+    for (int r = 0; r < B; r++) {
+        for (int t = 0; t < T; t++)
+            ids[r * T + t] = encdec ? hyp[t] : (t < N_SRC ? src[t] : hyp[t - N_SRC]);
+        for (int t = 0; t < S; t++) srcs[r * S + t] = t < N_SRC ? src[(t + r) % N_SRC] : 1;
+    }
+    mt_batch b = {.B = B, .T = T, .ids = ids, .S = S, .src = encdec ? srcs : NULL};
+    assert_int_equal(mt_model_prepare(m, &b), 0);
+    assert_non_null(mt_model_run_stacks(m, NULL));
+    size_t BT = (size_t)B * T, NS = (size_t)B * S, n_scratch = scratch_floats(&m->dec, B, T, S);
+    if (encdec && scratch_floats(&m->enc, B, S, 0) > n_scratch)
+        n_scratch = scratch_floats(&m->enc, B, S, 0);
+    float *host = malloc(BT * C * sizeof *host);
+    for (size_t i = 0; i < BT * C; i++) host[i] = (float)sin(0.37 * (double)i);
+    float *dout = be->alloc(BT * C * sizeof(float)), *ddx = be->alloc(BT * C * sizeof(float));
+    float *dmem = be->alloc((NS ? NS : 1) * C * sizeof(float));
+    float *ddxs = be->alloc((NS ? NS : 1) * C * sizeof(float));
+    float *scratch = be->alloc(n_scratch * sizeof(float));
+    be->upload(dout, host, BT * C * sizeof(float));
+    be->memzero(dmem, (NS ? NS : 1) * C * sizeof(float));
+    assert_non_null(mt_model_grads(m));
+    mt_model_zero_grad(m);
+    const float *mem = NULL; /* the encoder's output, as mt_stack_forward returned it */
+    if (encdec)
+        mem = m->enc.final_norm_tensor >= 0 ? m->enc_acts.fn_out : m->enc_acts.xs[m->enc.n_units];
+    mt_pass dec = {.B = B,
+                   .T = T,
+                   .S = S,
+                   .mem = mem,
+                   .dmem = dmem,
+                   .mask = m->d_mask,
+                   .mem_mask = m->d_src_mask,
+                   .input_grads_only = input_grads_only};
+    mt_stack_backward(m, &m->dec, &m->dec_acts, ddx, dout, &dec, scratch);
+    be->download(dx, ddx, BT * C * sizeof(float));
+    if (encdec) {
+        mt_pass enc = {.B = B, .T = S, .mask = m->d_src_mask, .input_grads_only = input_grads_only};
+        mt_stack_backward(m, &m->enc, &m->enc_acts, ddxs, dmem, &enc, scratch);
+        be->download(dxs, ddxs, NS * C * sizeof(float));
+    }
+    be->download(gw, m->grads, mt_model_param_block_size(m) * sizeof(float));
+    be->free(dout);
+    be->free(ddx);
+    be->free(dmem);
+    be->free(ddxs);
+    be->free(scratch);
+    free(host);
+}
+
+/* mt_pass input_grads_only skips the weight matrices' products: the gradients of the inputs
+ * are the same bit for bit, and fewer weight gradients are made (for every architecture). */
+static void test_input_grads_only(void **state)
+{
+    (void)state;
+    for (const char *const *arch = mt_model_arch_list(); *arch; arch++) {
+        mt_model *m = tiny(*arch, 47);
+        size_t n = (size_t)2 * (N_SRC + N_HYP + 1) * mt_model_get_config(m)->d_model;
+        size_t P = mt_model_param_block_size(m);
+        float *dx[2], *dxs[2], *gw[2];
+        for (int k = 0; k < 2; k++) {
+            dx[k] = calloc(n, sizeof(float));
+            dxs[k] = calloc(n, sizeof(float));
+            gw[k] = calloc(P, sizeof(float));
+            stacks_backward(m, k, dx[k], dxs[k], gw[k]);
+        }
+        if (memcmp(dx[0], dx[1], n * sizeof(float)) || memcmp(dxs[0], dxs[1], n * sizeof(float)))
+            fail_msg("%s: input gradients differ with input_grads_only", *arch);
+        size_t made[2] = {0, 0};
+        for (int k = 0; k < 2; k++)
+            for (size_t i = 0; i < P; i++) made[k] += gw[k][i] != 0.0f;
+        printf("%-14s input_grads_only: input gradients identical; weight gradients made %zu of "
+               "%zu (all: %zu)\n",
+               *arch, made[1], P, made[0]);
+        if (made[1] * 2 > made[0])
+            fail_msg("%s: input_grads_only still makes %zu of %zu weight gradients", *arch, made[1],
+                     made[0]);
+        for (int k = 0; k < 2; k++) {
+            free(dx[k]);
+            free(dxs[k]);
+            free(gw[k]);
+        }
         mt_model_free(m);
     }
 }
@@ -388,6 +493,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gradients_match_finite_differences),
         cmocka_unit_test(test_causal_columns_are_zero),
+        cmocka_unit_test(test_input_grads_only),
         cmocka_unit_test(test_integrated_gradients_complete),
         cmocka_unit_test(test_contrast_is_the_difference),
         cmocka_unit_test(test_greedy_hypothesis),
