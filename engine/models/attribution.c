@@ -425,6 +425,14 @@ static void gauss_legendre(int n, double *x01, double *w01)
     }
 }
 
+/* -1 and "attribution cancelled" once the caller's cancel flag is set (a pane's next
+ * translation, as decoding's), else 0. */
+static int check_cancel(const atomic_int *cancel)
+{
+    if (cancel && atomic_load(cancel)) return mt_error("attribution cancelled");
+    return 0;
+}
+
 /* Copies of one pass at least (when that many are left): fewer would leave the products thin. */
 #define MIN_CHUNK_COPIES 8
 
@@ -432,8 +440,9 @@ static void gauss_legendre(int n, double *x01, double *w01)
  * activations stay under MT_ATTR_CHUNK_POSITIONS positions and that run only the decoder
  * positions up to their last target's (so a translation's rows come in about four chunks of
  * growing length, not one of the full length); scores weighted by the node's weight into acc
- * (rows, cols). */
-static int attribute_rows(attr_seq *q, mt_attr_method method, int steps, double *acc)
+ * (rows, cols); cancel is checked before every pass. */
+static int attribute_rows(attr_seq *q, mt_attr_method method, int steps, const atomic_int *cancel,
+                          double *acc)
 {
     int C = q->m->cfg.d_model, per_copy = q->T + q->S;
     int chunk = MT_ATTR_CHUNK_POSITIONS / per_copy;
@@ -455,6 +464,7 @@ static int attribute_rows(attr_seq *q, mt_attr_method method, int steps, double 
     attr_path path = {alpha, -1, NULL};
     int rc = 0;
     for (long first = 0; first < total && rc == 0; first += chunk) {
+        if ((rc = check_cancel(cancel))) break;
         int B = total - first < chunk ? (int)(total - first) : chunk;
         for (int r = 0; r < B; r++) {
             long i = first + r;
@@ -488,10 +498,15 @@ static int greedy(mt_model *m, const int32_t *src, int src_len, const mt_attr_op
     d.beam = 1;
     d.vocab_limit = o->vocab_limit;
     d.max_new_tokens = o->max_new_tokens;
+    d.cancel = o->cancel;
     mt_decode_result res = {0};
     if (mt_decode(m, &src, &src_len, 1, &d, &res)) {
         mt_decode_result_free(&res);
         return mt_error_context("attribution: translating the source");
+    }
+    if (res.cancelled) {
+        mt_decode_result_free(&res);
+        return mt_error("attribution cancelled");
     }
     *hyp_len = res.hyps[0].n_ids;
     *hyp = mt_xmalloc(((size_t)*hyp_len + 1) * sizeof **hyp);
@@ -551,8 +566,9 @@ int mt_attribute(mt_model *m, const int32_t *src, int src_len, const int32_t *hy
         if (q.S) memcpy(out->inputs, q.e_enc, (size_t)q.S * C * sizeof *out->inputs);
         memcpy(out->inputs + (size_t)q.S * C, q.e_dec, (size_t)q.T * C * sizeof *out->inputs);
         acc = mt_xcalloc((size_t)q.rows * out->cols, sizeof *acc);
-        rc = attribute_rows(&q, o->method, steps, acc);
+        rc = attribute_rows(&q, o->method, steps, o->cancel, acc);
     }
+    if (rc == 0) rc = check_cancel(o->cancel);
     if (rc == 0) rc = all_logprobs(&q, &(mt_attr_point){1.0f, -1, NULL}, out->logp);
     if (rc == 0 && ig) {
         out->logp_baseline = mt_xmalloc((size_t)q.rows * sizeof *out->logp_baseline);

@@ -29,6 +29,7 @@ struct mt_worker {
                        * by lock */
     mt_attr_opts attr_opts; /* its options; guarded by lock */
     char *attr_contrast; /* its contrast piece or NULL; guarded by lock */
+    int attributing; /* 1 while an attribution runs (a newer one cancels it); guarded by lock */
     /* worker-thread only */
     mt_runner *runner;
     mt_worker_request last; /* the last finished request and its results, for probes */
@@ -154,11 +155,13 @@ static void run_attribution(mt_worker *w, int text, mt_attr_opts *o, char *contr
     if (rc == 0) rc = mt_source_encode(w->runner->model, tok, w->last.texts[text], &ids, &n);
     if (rc == 0) {
         const mt_hypothesis *h = &w->last_res.hyps[text];
+        o->cancel = &w->cancel; /* a newer request stops it between passes */
         rc = mt_attribute(w->runner->model, ids, (int)n, h->ids, h->n_ids, o, &la->attr);
     }
     free(ids);
     if (rc != 0) {
         mt_labelled_attribution_free(la);
+        if (atomic_load(&w->cancel)) return; /* cancelled: a newer request or attribution reports */
         if (w->sink.attribution_failed)
             w->sink.attribution_failed(w->sink.user, w->last.id, text, mt_last_error());
         return;
@@ -222,6 +225,7 @@ static void *worker_main(void *arg)
         w->attr_contrast = NULL;
         memset(&w->pending, 0, sizeof w->pending);
         w->probe_request = w->attr_request = -1;
+        w->attributing = !req.texts && attr >= 0;
         atomic_store(&w->cancel, 0);
         pthread_mutex_unlock(&w->lock);
         if (!w->runner) request_free(&req);
@@ -230,6 +234,7 @@ static void *worker_main(void *arg)
         if (w->runner && !req.texts) run_attribution(w, attr, &attr_opts, contrast);
         else free(contrast);
         pthread_mutex_lock(&w->lock);
+        w->attributing = 0;
     }
     pthread_mutex_unlock(&w->lock);
     forget_last(w);
@@ -302,6 +307,7 @@ void mt_worker_attribute(mt_worker *w, int text, const mt_attr_opts *o, const ch
         w->attr_opts = *o;
         free(w->attr_contrast);
         w->attr_contrast = contrast ? mt_xstrdup(contrast) : NULL;
+        if (w->attributing) atomic_store(&w->cancel, 1); /* the newer one wins, as requests do */
         pthread_cond_signal(&w->wake);
     }
     pthread_mutex_unlock(&w->lock);

@@ -457,6 +457,64 @@ static void test_prompt_template(void **state)
     mt_runner_close(r);
 }
 
+/* A cancel flag stops the attribution between passes: set before, nothing runs; set by a
+ * backend whose alloc sets it at its second call (inside the first pass), mt_attribute stops
+ * before the next pass, with no result and fewer allocations than a whole run makes. */
+static atomic_int *cancel_at_pass_flag;
+static int cancel_at_pass_count;
+static const mt_backend *cancel_cpu;
+static void *cancel_at_second_alloc(size_t n)
+{
+    if (++cancel_at_pass_count == 2) atomic_store(cancel_at_pass_flag, 1);
+    return cancel_cpu->alloc(n);
+}
+
+static void test_cancel(void **state)
+{
+    (void)state;
+    atomic_int cancel;
+    atomic_init(&cancel, 1);
+    mt_model *m = tiny("mamba", 48);
+    mt_attr_opts o;
+    mt_attr_opts_init(&o);
+    o.method = MT_ATTR_INTEGRATED_GRADIENTS;
+    o.cancel = &cancel;
+    mt_attribution a;
+    /* set before: nothing runs, neither the greedy decode nor a pass */
+    assert_int_equal(mt_attribute(m, src, N_SRC, NULL, 0, &o, &a), -1);
+    assert_string_equal(mt_last_error(), "attribution cancelled");
+    assert_null(a.values);
+    assert_int_equal(mt_attribute(m, src, N_SRC, hyp, N_HYP, &o, &a), -1);
+    assert_null(a.values);
+    mt_model_free(m);
+
+    cancel_cpu = mt_backend_cpu();
+    mt_backend counting = *cancel_cpu;
+    counting.alloc = cancel_at_second_alloc;
+    mt_model_config c;
+    tiny_model_config(&c, "mamba", 0.0f);
+    m = mt_model_create(&c, &counting, 48);
+    assert_non_null(m);
+    atomic_store(&cancel, 0);
+    cancel_at_pass_flag = &cancel;
+    cancel_at_pass_count = 0;
+    o.steps = 64; /* 5 rows x 64 steps: several passes */
+    assert_int_equal(mt_attribute(m, src, N_SRC, hyp, N_HYP, &o, &a), -1);
+    assert_string_equal(mt_last_error(), "attribution cancelled");
+    assert_null(a.values);
+    int with_cancel = cancel_at_pass_count;
+    /* the same without a cancel flag runs every pass */
+    atomic_store(&cancel, 0);
+    o.cancel = NULL;
+    cancel_at_pass_count = 0;
+    assert_int_equal(mt_attribute(m, src, N_SRC, hyp, N_HYP, &o, &a), 0);
+    printf("cancelled in the first pass: %d allocations, %d uncancelled\n", with_cancel,
+           cancel_at_pass_count);
+    assert_true(with_cancel < cancel_at_pass_count);
+    mt_attribution_free(&a);
+    mt_model_free(m);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -500,6 +558,7 @@ int main(void)
         cmocka_unit_test(test_transformer_small_matches_pytorch),
         cmocka_unit_test(test_decoder_only_match_pytorch),
         cmocka_unit_test(test_prompt_template),
+        cmocka_unit_test(test_cancel),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

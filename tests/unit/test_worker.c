@@ -1,7 +1,8 @@
 /* mtlab/worker.h on a tiny bundle: a worker serving requests on its thread, streaming partial
  * and final hypotheses, holding partials back by the interval, a request cancelled by a newer
- * one or by cancel, probes after a request and on demand, stop in the middle of a request, and
- * a load failure that says why. The sink records every callback for the test thread. */
+ * one or by cancel, an attribution cancelled by a newer request or attribution, probes after a
+ * request and on demand, stop in the middle of a request, and a load failure that says why. The
+ * sink records every callback for the test thread. */
 #include "test_util.h"
 
 #include <pthread.h>
@@ -35,7 +36,9 @@ enum {
     EV_DONE,
     EV_FAILED,
     EV_PROBE,
-    EV_PROBE_FAILED
+    EV_PROBE_FAILED,
+    EV_ATTRIBUTION,
+    EV_ATTRIBUTION_FAILED
 };
 
 typedef struct {
@@ -44,6 +47,7 @@ typedef struct {
     int text;
     char *str;
     int cancelled; /* EV_DONE */
+    int method; /* EV_ATTRIBUTION */
     int n_tokens, n_labels; /* EV_PROBE */
     char *sep_label; /* EV_PROBE: the label of the last prompt position */
 } record;
@@ -136,6 +140,20 @@ static void on_probe_failed(void *user, unsigned long request, int text, const c
         (record){.kind = EV_PROBE_FAILED, .request = request, .text = text, .str = strdup(why)});
 }
 
+static void on_attribution(void *user, unsigned long request, int text, mt_labelled_attribution *a)
+{
+    int method = (int)a->attr.method;
+    mt_labelled_attribution_free(a);
+    add(user, (record){.kind = EV_ATTRIBUTION, .request = request, .text = text, .method = method});
+}
+
+static void on_attribution_failed(void *user, unsigned long request, int text, const char *why)
+{
+    add(user,
+        (record){
+            .kind = EV_ATTRIBUTION_FAILED, .request = request, .text = text, .str = strdup(why)});
+}
+
 static mt_worker *start(recorder *r, const char *path, const char *device, double interval)
 {
     memset(r, 0, sizeof *r);
@@ -150,7 +168,9 @@ static mt_worker *start(recorder *r, const char *path, const char *device, doubl
                            .done = on_done,
                            .failed = on_failed,
                            .probe = on_probe,
-                           .probe_failed = on_probe_failed};
+                           .probe_failed = on_probe_failed,
+                           .attribution = on_attribution,
+                           .attribution_failed = on_attribution_failed};
     r->w = mt_worker_start(path, device, 0, interval, &sink);
     assert_non_null(r->w);
     return r->w;
@@ -286,6 +306,63 @@ static void test_worker_cancel_stops_the_request(void **state)
     release(&r);
 }
 
+/* A newer request stops an attribution in progress (integrated gradients at the most steps,
+ * which would take minutes) between its passes: the new translation arrives and the
+ * attribution is dropped, neither delivered nor reported as failed. */
+static void test_worker_newer_request_cancels_an_attribution(void **state)
+{
+    (void)state;
+    recorder r;
+    start(&r, bundle, NULL, 0);
+    mt_worker_request req = {.id = 1, .texts = test_verses(2), .n = 2, .beam = 1, .probe_text = -1};
+    mt_worker_submit(r.w, &req);
+    assert_true(wait_for(&r, EV_DONE, 1) >= 0);
+    mt_attr_opts o;
+    mt_attr_opts_init(&o);
+    o.method = MT_ATTR_INTEGRATED_GRADIENTS;
+    o.steps = MT_ATTR_MAX_STEPS;
+    mt_worker_attribute(r.w, 0, &o, NULL);
+    /* let the worker start it (whether it has or not, the outcome below is the same) */
+    nanosleep(&(struct timespec){0, 200000000}, NULL);
+    mt_worker_request next = {
+        .id = 2, .texts = test_verses(2), .n = 2, .beam = 1, .probe_text = -1};
+    mt_worker_submit(r.w, &next);
+    int two = wait_for(&r, EV_DONE, 2);
+    assert_true(two >= 0);
+    assert_false(r.ev[two].cancelled);
+    mt_worker_stop(r.w); /* joined: every callback has run */
+    assert_int_equal(count(&r, EV_ATTRIBUTION, 1) + count(&r, EV_ATTRIBUTION_FAILED, 1), 0);
+    release(&r);
+}
+
+/* A newer attribution cancels one in progress (integrated gradients at the most steps): the
+ * newer one (input x gradient) is the only one delivered. */
+static void test_worker_newer_attribution_cancels_the_running_one(void **state)
+{
+    (void)state;
+    recorder r;
+    start(&r, bundle, NULL, 0);
+    mt_worker_request req = {.id = 1, .texts = test_verses(2), .n = 2, .beam = 1, .probe_text = -1};
+    mt_worker_submit(r.w, &req);
+    assert_true(wait_for(&r, EV_DONE, 1) >= 0);
+    mt_attr_opts o;
+    mt_attr_opts_init(&o);
+    o.method = MT_ATTR_INTEGRATED_GRADIENTS;
+    o.steps = MT_ATTR_MAX_STEPS;
+    mt_worker_attribute(r.w, 0, &o, NULL);
+    /* let the worker start it (whether it has or not, the outcome below is the same) */
+    nanosleep(&(struct timespec){0, 200000000}, NULL);
+    o.method = MT_ATTR_INPUT_X_GRADIENT;
+    mt_worker_attribute(r.w, 0, &o, NULL);
+    int i = wait_for(&r, EV_ATTRIBUTION, 1);
+    assert_true(i >= 0);
+    assert_int_equal(r.ev[i].method, MT_ATTR_INPUT_X_GRADIENT);
+    mt_worker_stop(r.w); /* joined: every callback has run */
+    assert_int_equal(count(&r, EV_ATTRIBUTION, 1), 1);
+    assert_int_equal(count(&r, EV_ATTRIBUTION_FAILED, 1), 0);
+    release(&r);
+}
+
 static void test_worker_records_probes(void **state)
 {
     (void)state;
@@ -357,6 +434,8 @@ int main(void)
         cmocka_unit_test(test_worker_holds_partials_back_by_the_interval),
         cmocka_unit_test(test_worker_newer_request_cancels_the_running_one),
         cmocka_unit_test(test_worker_cancel_stops_the_request),
+        cmocka_unit_test(test_worker_newer_request_cancels_an_attribution),
+        cmocka_unit_test(test_worker_newer_attribution_cancels_the_running_one),
         cmocka_unit_test(test_worker_records_probes),
         cmocka_unit_test(test_worker_stops_in_the_middle_of_a_request),
         cmocka_unit_test(test_worker_reports_a_load_failure),

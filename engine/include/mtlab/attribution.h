@@ -25,6 +25,7 @@
 #ifndef MTLAB_ATTRIBUTION_H
 #define MTLAB_ATTRIBUTION_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "mtlab/model.h"
@@ -50,9 +51,12 @@ typedef struct {
     int32_t contrast; /* < 0: none; else rows attribute log p(y_j) - log p(contrast) */
     int vocab_limit; /* greedy decode (no hyp): only ids below it (0: all) */
     int max_new_tokens; /* greedy decode: 0 as mt_decode_opts */
+    const atomic_int *cancel; /* checked before every pass (a chunk of rows and steps) and
+                               * by the greedy decode; non-zero stops the attribution:
+                               * -1, "attribution cancelled" (NULL: none) */
 } mt_attr_opts;
 
-/* method saliency, steps 0, <pad> baseline, no contrast. */
+/* method saliency, steps 0, <pad> baseline, no contrast, no cancel flag. */
 void mt_attr_opts_init(mt_attr_opts *o);
 
 typedef struct {

@@ -2,7 +2,8 @@
  * (a CUDA backend is bound to the thread that opens it), then serves requests one at a time:
  * translate a list of texts, streaming each text's hypothesis as it grows, and record the
  * probes of one text of the last translation or attribute it (mtlab/attribution.h).
- * Submitting a request cancels the running one (through the decoder's cancel flag) and
+ * Submitting a request cancels the running one (through the decoder's cancel flag; an
+ * attribution through mt_attr_opts' cancel flag, and is then dropped unreported) and
  * replaces any request still waiting, so the newest text always wins and the caller never
  * blocks on the model.
  *
@@ -89,7 +90,8 @@ void mt_worker_probe(mt_worker *w, int text);
 /* Attribute text of the last finished translation (its hypothesis as the target) with o's
  * method and steps, contrasted with the token whose piece is contrast (the word-start mark
  * may be left out; NULL: none; a piece the vocabulary lacks fails naming it), reported under
- * its id; ignored while a translation is waiting. */
+ * its id; ignored while a translation is waiting. An attribution still running is cancelled
+ * (and dropped unreported): the newest one wins. */
 void mt_worker_attribute(mt_worker *w, int text, const mt_attr_opts *o, const char *contrast);
 /* Stop the running translation (it reports done with res->cancelled = 1) and drop a waiting
  * request. */
