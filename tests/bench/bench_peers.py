@@ -66,13 +66,13 @@ MODELS = {  # name: (the bundle's directory name, config model_type, family)
     "mamba-130m": ("mamba-130m", "mamba", "mamba"),
 }
 SHIPPED = ("transformer", "mamba", "hybrid")
-# What the deployed sizes decode per pass, (sources by batch size, new tokens), instead of
+# What the deployed sizes decode per pass, {batch: (sources, new tokens)}, instead of
 # SOURCES_PER_BATCH and --new-tokens, so that a run stays within minutes on 2 shared cores
 # (docs/bench.md). transformers' eager peer runs on the shipped sizes only.
 BIG_WORK = {
-    "marian-base": ({1: 2, 16: 16}, 16),
-    "tc-big": ({1: 1, 16: 16}, 8),
-    "mamba-130m": ({1: 2, 16: 16}, 16),
+    "marian-base": {1: (2, 16), 16: (16, 16)},
+    "tc-big": {1: (1, 8), 16: (16, 8)},
+    "mamba-130m": {1: (2, 16), 16: (16, 8)},
 }
 
 
@@ -659,8 +659,7 @@ def prepare(model, a, cfgs):
 def work_size(model, batch, a):
     """(sources decoded per pass, new tokens per source) for model at batch."""
     if model in BIG_WORK:
-        sources, new_tokens = BIG_WORK[model]
-        return sources.get(batch, batch), new_tokens
+        return BIG_WORK[model].get(batch, (batch, 8))
     return SOURCES_PER_BATCH.get(batch, 2 * batch), a.new_tokens
 
 
@@ -672,8 +671,8 @@ def bench(a):
     print(f"bench-peers: greedy, exactly {a.new_tokens} new tokens per source, random sources of "
           f"{a.src_len} ids; threads {a.threads}; {a.rounds} rounds, every setting a fresh "
           f"process; in each, a warm-up batch and the median of {a.repeat} passes")
-    big = [f"{m} {'/'.join(map(str, BIG_WORK[m][0].values()))} sources at batch "
-           f"{'/'.join(map(str, BIG_WORK[m][0]))}, {BIG_WORK[m][1]} new tokens"
+    big = [f"{m} " + ", ".join(f"batch {b}: {n} sources x {k} new tokens"
+                               for b, (n, k) in BIG_WORK[m].items())
            for m in a.models if m in BIG_WORK]
     if big:
         print("deployed sizes: " + "; ".join(big))
