@@ -86,6 +86,15 @@ static const key_desc run_keys[] = {
             "true: the best/ and steps/ bundles store F16 weights (checkpoints stay F32)"),
     RUN_KEY(device, K_STR, "\"cpu\" (also \"\"), \"cuda\" or \"cuda:N\""),
     RUN_KEY(bf16, K_BOOL, "CUDA: matrix products in bf16, fp32 master weights and state"),
+    RUN_KEY(overlap, K_BOOL,
+            "several ranks: each bucket of gradients is all-reduced while backward goes on "
+            "(false: the whole block after backward, the same bits); docs/distributed.md §3"),
+    RUN_KEY(
+        bucket_mb, K_DOUBLE,
+        "several ranks: a bucket's size cap in MiB of fp32 gradients (whole layers, consecutive)"),
+    RUN_KEY(grad_dtype, K_STR,
+            "several ranks: \"fp32\" or \"bf16\", what gradients travel as (bf16: half the bytes, "
+            "rounded to nearest even, added in fp32)"),
     RUN_KEY(name_substitution, K_DOUBLE,
             "the probability that a name a pair carries verbatim on both sides is replaced by a "
             "gazetteer name, per "

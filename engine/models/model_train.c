@@ -18,6 +18,24 @@ float *mt_model_grads(mt_model *m)
     return m->grads;
 }
 
+/* The floats of unit u's tensors: its mixer's, then its norm's, consecutive in the table. */
+static void unit_grad_range(const mt_model *m, const mt_unit *u, size_t *lo, size_t *hi)
+{
+    int last = u->norm_tensor + (u->norm == MT_NORM_LAYER ? 1 : 0);
+    *lo = m->tensors[u->first_tensor].offset;
+    *hi = m->tensors[last].offset + m->tensors[last].numel;
+}
+
+int mt_model_grad_ranges(const mt_model *m, size_t *lo, size_t *hi, int cap)
+{
+    const mt_stack *stacks[2] = {&m->dec, &m->enc};
+    int n = 0;
+    for (int k = 0; k < 2; k++)
+        for (int i = stacks[k]->n_units - 1; i >= 0; i--, n++)
+            if (n < cap) unit_grad_range(m, &stacks[k]->units[i], &lo[n], &hi[n]);
+    return n;
+}
+
 void mt_model_zero_grad(mt_model *m)
 {
     if (m->grads) m->be->memzero(m->grads, m->n_floats * sizeof(float));

@@ -157,5 +157,11 @@ void mt_stack_backward(mt_model *m, mt_stack *s, const mt_stack_acts *sa, float 
         mt_unit_backward(be, &s->units[i], &sa->w[i], dx, sa->xs[i], &unit, scratch);
         /* dx is now the gradient of x_prev through this unit: add the parallel one's */
         if (i + 1 < s->n_units && s->units[i + 1].parallel) be->add(dx, dx, sa->dbranch, BTC);
+        /* the unit's weights are done: range (decoder units, then encoder units, last first) of
+         * mt_model_grad_ranges */
+        const mt_step_opts *o = pass->opts;
+        if (o && o->grads_ready)
+            o->grads_ready(o->grads_ready_ud,
+                           (s == &m->dec ? 0 : m->dec.n_units) + (s->n_units - 1 - i));
     }
 }

@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 
+#include "mtlab/collective.h"
 #include "mtlab/entities.h"
 #include "mtlab/tokenizer.h"
 #include "mtlab/train.h"
@@ -69,5 +70,18 @@ void train_entities_free(train_entities *ent);
 
 /* ---- validation BLEU: greedy decoding of the first valid_bleu_lines pairs (validate.c) */
 int validate_bleu(mt_model *m, const mt_tokenizer *tok, const mt_train_config *cfg, double *bleu);
+
+/* ---- the gradient all-reduce overlapped with backward, bucket by bucket (grad_buckets.c) */
+typedef struct grad_buckets grad_buckets;
+/* The buckets of m's gradient block (at most bucket_mb MiB each) and the thread that reduces
+ * them over coll (host memory; coll->any_thread); NULL with mt_last_error() on failure. */
+grad_buckets *grad_buckets_open(mt_collective *coll, mt_model *m, double bucket_mb, int bf16);
+int grad_buckets_count(const grad_buckets *b);
+/* mt_step_opts.grads_ready for the rank's last backward of a step (ud: the grad_buckets). */
+void grad_buckets_ready(void *ud, int range);
+/* Hands over the buckets not yet handed over and waits for all; *wait_s gets the time waited,
+ * *busy_s the reducing thread's time. */
+int grad_buckets_finish(grad_buckets *b, double *wait_s, double *busy_s);
+void grad_buckets_close(grad_buckets *b);
 
 #endif

@@ -38,6 +38,9 @@ void mt_train_config_defaults(mt_train_config *cfg)
     cfg->valid_every = 1000;
     cfg->valid_bleu_lines = 200;
     cfg->save_every = 1000;
+    cfg->overlap = 1;
+    cfg->bucket_mb = 25;
+    snprintf(cfg->grad_dtype, sizeof cfg->grad_dtype, "fp32");
 }
 
 static int file_readable(const char *key, const char *path)
@@ -80,6 +83,11 @@ int mt_train_config_check(const mt_train_config *cfg)
     if (cfg->label_smoothing < 0 || cfg->label_smoothing >= 1)
         return mt_error("train config: label_smoothing must be in [0, 1)");
     if (cfg->max_steps < 1) return mt_error("train config: max_steps must be >= 1");
+    if (strcmp(cfg->grad_dtype, "fp32") != 0 && strcmp(cfg->grad_dtype, "bf16") != 0)
+        return mt_error("train config: grad_dtype = \"%s\": it must be \"fp32\" or \"bf16\"",
+                        cfg->grad_dtype);
+    if (!(cfg->bucket_mb > 0) || cfg->bucket_mb > 4096)
+        return mt_error("train config: bucket_mb must be in (0, 4096], got %g", cfg->bucket_mb);
     if (cfg->cat_n < 0 || cfg->cat_n > 64) return mt_error("train config: cat_n must be in 0..64");
     if (cfg->cat_min != 0 && (cfg->cat_min < 2 || cfg->cat_min > cfg->cat_n))
         return mt_error(
@@ -263,20 +271,25 @@ static int sum_over_ranks(mt_collective *coll, double *x)
 
 /* Sum the ranks' gradient blocks; through a host copy when the collective cannot read the
  * backend's memory (MPI with a CUDA model). */
-static int reduce_grads(mt_collective *coll, mt_model *m, float **host, double *seconds)
+static int reduce_grads(mt_collective *coll, mt_model *m, int bf16, float **host, double *seconds)
 {
     double t = mt_now_s();
     const mt_backend *be = mt_model_backend(m);
     size_t n = mt_model_param_block_size(m);
     float *g = mt_model_grads(m);
     int rc;
-    if (be->host_memory || coll->device_memory) {
-        rc = coll->all_reduce_sum(coll, g, n);
+    if (bf16 || !(be->host_memory || coll->device_memory)) {
+        /* host memory: the bf16 sum reads and writes host floats whatever the collective */
+        float *x = g;
+        if (!be->host_memory) {
+            if (!*host) *host = mt_xmalloc(n * sizeof **host);
+            be->download(*host, g, n * sizeof **host);
+            x = *host;
+        }
+        rc = bf16 ? mt_collective_all_reduce_bf16(coll, x, n) : coll->all_reduce_sum(coll, x, n);
+        if (rc == 0 && x != g) be->upload(g, x, n * sizeof **host);
     } else {
-        if (!*host) *host = mt_xmalloc(n * sizeof **host);
-        be->download(*host, g, n * sizeof **host);
-        rc = coll->all_reduce_sum(coll, *host, n);
-        if (rc == 0) be->upload(g, *host, n * sizeof **host);
+        rc = coll->all_reduce_sum(coll, g, n);
     }
     *seconds += mt_now_s() - t;
     return rc != 0 ? mt_error_context("step gradient all-reduce over %d ranks (%s)", coll->size,
@@ -335,6 +348,7 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
     epoch_plan ep = {0};
     train_entities ent = {0};
     float *grads_host = NULL;
+    grad_buckets *buckets = NULL; /* overlap: the all-reduce bucket by bucket during backward */
     int rc = -1, have_valid = cfg->valid_src[0] != '\0';
     double t0 = mt_now_s();
 
@@ -401,6 +415,25 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
     const mt_name_pool *np = cfg->name_substitution > 0 ? &names : NULL;
     if (epoch_plan_build(&ep, cfg, &train, np, tok, encdec, st.epoch, st.shards) != 0) goto out;
     if (coll->size > 1 && ensure_grads(m, cfg, &ep, encdec) != 0) goto out;
+    int bf16_grads = !strcmp(cfg->grad_dtype, "bf16");
+    if (coll->size > 1 && cfg->overlap) {
+        /* a thread of this rank reduces buckets while backward runs on: the backend must be
+         * done with a unit when backward moves on (host memory) and the collective callable
+         * from that thread */
+        const char *why = !be->host_memory      ? "the backend computes in device memory"
+                          : coll->device_memory ? "the collective reads device memory"
+                          : !coll->any_thread   ? "the collective takes calls from one thread"
+                                                : NULL;
+        if (why) {
+            say(hooks, "overlap: gradients all-reduced after backward (%s: %s)", coll->name, why);
+        } else {
+            if (!(buckets = grad_buckets_open(coll, m, cfg->bucket_mb, bf16_grads))) goto out;
+            say(hooks,
+                "overlap: gradients all-reduced in %d buckets (bucket_mb %g, %s) as backward "
+                "finishes their layers",
+                grad_buckets_count(buckets), cfg->bucket_mb, cfg->grad_dtype);
+        }
+    }
 
     while (st.step < cfg->max_steps) {
         int stop = stop_agreed(coll, all_hooks);
@@ -438,6 +471,12 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
         /* the step's global batch is its micro-batches' rows one after another: a row's dropout
          * masks follow its place there, whichever rank and call hold it */
         uint32_t mb_row0 = 0;
+        /* the rank's last backward of the step hands its buckets over as it finishes them */
+        int last_k = -1, last_s = -1;
+        for (int k = 0; k < n_mb; k++)
+            for (int s = coll->rank; s < st.shards; s += coll->size)
+                if ((long)mb_n[k] * (s + 1) / st.shards > (long)mb_n[k] * s / st.shards)
+                    last_k = k, last_s = s;
         for (int k = 0; k < n_mb; mb_row0 += (uint32_t)mb_n[k], k++) {
             /* this rank's shards of the batch: s = rank, rank + N, ... of st.shards row ranges */
             for (int s = coll->rank; s < st.shards; s += coll->size) {
@@ -445,6 +484,9 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
                     hi = (int)((long)mb_n[k] * (s + 1) / st.shards);
                 if (hi == lo) continue;
                 opts.row0 = mb_row0 + (uint32_t)lo;
+                int last = buckets && k == last_k && s == last_s;
+                opts.grads_ready = last ? grad_buckets_ready : NULL;
+                opts.grads_ready_ud = last ? buckets : NULL;
                 mt_batch batch;
                 mt_batch_pack(&batch, encdec, &cfg->model, ep.corpus, &ep.ex, mb_rows[k] + lo,
                               hi - lo);
@@ -460,9 +502,17 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
             }
         }
         double reduce_s = 0;
-        if (coll->size > 1 && (reduce_grads(coll, m, &grads_host, &reduce_s) != 0 ||
-                               sum_over_ranks(coll, &step_loss) != 0))
+        if (buckets) {
+            if (grad_buckets_finish(buckets, &reduce_s, NULL) != 0) {
+                mt_error_context("step gradient all-reduce over %d ranks (%s, overlapped)",
+                                 coll->size, coll->name);
+                goto out;
+            }
+        } else if (coll->size > 1 &&
+                   reduce_grads(coll, m, bf16_grads, &grads_host, &reduce_s) != 0) {
             goto out;
+        }
+        if (coll->size > 1 && sum_over_ranks(coll, &step_loss) != 0) goto out;
         double lr = mt_lr_inverse_sqrt(cfg->lr, step, cfg->warmup);
         mt_adamw_hparams h = {(float)lr, (float)cfg->beta1, (float)cfg->beta2, (float)cfg->eps,
                               (float)cfg->weight_decay};
@@ -538,6 +588,7 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
         mt_now_s() - t0);
     rc = 0;
 out:
+    grad_buckets_close(buckets);
     free(grads_host);
     train_entities_free(&ent);
     epoch_plan_free(&ep);

@@ -119,6 +119,32 @@ static void test_negative_zero_round_trips(void **state)
     assert_memory_equal(&cfg, &back, sizeof cfg);
 }
 
+/* The data-parallel keys: defaults, values read, and written back by train_config_write. */
+static void test_gradient_keys_read_and_written(void **state)
+{
+    (void)state;
+    mt_train_config cfg, back;
+    char preset[64], copy[128];
+    if (load_text(&cfg, "return { model = { preset = 'mamba-small' } }", preset, sizeof preset))
+        fail_msg("%s", mt_last_error());
+    assert_int_equal(cfg.overlap, 1);
+    assert_true(cfg.bucket_mb == 25);
+    assert_string_equal(cfg.grad_dtype, "fp32");
+    if (load_text(&cfg,
+                  "return { model = { preset = 'mamba-small' }, overlap = false, bucket_mb = 0.5,\n"
+                  "  grad_dtype = 'bf16' }",
+                  preset, sizeof preset))
+        fail_msg("%s", mt_last_error());
+    assert_int_equal(cfg.overlap, 0);
+    assert_true(cfg.bucket_mb == 0.5);
+    assert_string_equal(cfg.grad_dtype, "bf16");
+    snprintf(copy, sizeof copy, "%s/grads.lua", tmpdir);
+    assert_int_equal(train_config_write(&cfg, preset, copy), 0);
+    if (train_config_load(&back, copy)) fail_msg("%s", mt_last_error());
+    assert_memory_equal(&cfg, &back, sizeof cfg);
+    expect_error("return { model = { preset = 'mamba-small' }, overlap = 1 }", "overlap");
+}
+
 /* A caller's state: the table at the top is read, the stack is left as it was. */
 static void test_from_a_callers_state(void **state)
 {
@@ -171,6 +197,7 @@ int main(void)
         cmocka_unit_test(test_preset_read_once),
         cmocka_unit_test(test_negative_zero_round_trips),
         cmocka_unit_test(test_from_a_callers_state),
+        cmocka_unit_test(test_gradient_keys_read_and_written),
     };
     return cmocka_run_group_tests_name("train_config", tests, setup, teardown);
 }

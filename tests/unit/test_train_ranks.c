@@ -24,11 +24,18 @@ typedef struct {
     void *slot[MAX_RANKS]; /* what each rank published for the operation under way */
     float *sum; /* all_reduce_sum's result, n floats */
     size_t cap;
+    pthread_t main_of[MAX_RANKS]; /* the thread each rank's mt_train_run runs on */
+    long reduces[MAX_RANKS], reduces_off_main[MAX_RANKS]; /* all_reduce_sum calls, from another
+                                                           * thread than the rank's own */
+    size_t floats[MAX_RANKS]; /* floats they summed */
 } thread_group;
 
 static int threads_all_reduce_sum(mt_collective *c, float *x, size_t n)
 {
     thread_group *g = c->impl;
+    g->reduces[c->rank]++;
+    g->floats[c->rank] += n;
+    if (!pthread_equal(pthread_self(), g->main_of[c->rank])) g->reduces_off_main[c->rank]++;
     g->slot[c->rank] = x;
     pthread_barrier_wait(&g->barrier);
     if (c->rank == 0) {
@@ -87,6 +94,7 @@ typedef struct {
 static void *rank_main(void *arg)
 {
     rank_thread *t = arg;
+    ((thread_group *)t->coll.impl)->main_of[t->coll.rank] = pthread_self();
     /* ranks share the cores as processes would: OpenMP teams of each spinning would starve
      * the other rank */
     if (t->coll.size > 1) omp_set_num_threads(1);
@@ -95,6 +103,9 @@ static void *rank_main(void *arg)
     if (t->rc != 0) snprintf(t->error, sizeof t->error, "%s", mt_last_error());
     return NULL;
 }
+
+/* What the last run_ranks saw of its collective's all-reduces. */
+static thread_group last_group;
 
 /* The config trained by `ranks` ranks at once. */
 static void run_ranks(const mt_train_config *cfg, int ranks, int resume)
@@ -107,6 +118,7 @@ static void run_ranks(const mt_train_config *cfg, int ranks, int resume)
         t[r] = (rank_thread){.cfg = cfg, .resume = resume};
         t[r].coll = (mt_collective){.rank = r,
                                     .size = ranks,
+                                    .any_thread = 1,
                                     .name = "threads",
                                     .impl = &g,
                                     .all_reduce_sum = threads_all_reduce_sum,
@@ -119,6 +131,8 @@ static void run_ranks(const mt_train_config *cfg, int ranks, int resume)
     for (int r = 0; r < ranks; r++) pthread_join(th[r], NULL);
     pthread_barrier_destroy(&g.barrier);
     free(g.sum);
+    g.sum = NULL;
+    last_group = g;
     for (int r = 0; r < ranks; r++)
         if (t[r].rc != 0) fail_msg("%s, rank %d of %d: %s", cfg->name, r, ranks, t[r].error);
 }
@@ -197,6 +211,160 @@ static void test_two_ranks_equal_one_process_with_twice_the_batch(void **state)
     assert_memory_equal(ref_two, l3, sizeof l3[0] * 20); /* bit-identical runs */
     /* the data really is shared out: one rank alone with 600 trains on other batches */
     assert_true(ref_half[1] != ref_one[1]);
+}
+
+/* The bytes of a run's checkpoint weights (n: how many). */
+static char *checkpoint_weights(const mt_train_config *cfg, size_t *n)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/checkpoint/model.safetensors", cfg->run_dir);
+    char *w = test_read_file(path, n);
+    if (!w) fail_msg("%s: cannot read", path);
+    return w;
+}
+
+static void assert_same_weights(const mt_train_config *a, const mt_train_config *b)
+{
+    size_t na, nb;
+    char *wa = checkpoint_weights(a, &na), *wb = checkpoint_weights(b, &nb);
+    assert_int_equal(na, nb);
+    if (memcmp(wa, wb, na) != 0) fail_msg("%s and %s: the weights differ", a->name, b->name);
+    free(wa);
+    free(wb);
+}
+
+/* Overlapped (buckets reduced by a thread while backward goes on) and naive (the whole block
+ * after backward) give the same bits; the buckets really are several and off the rank's
+ * thread, and together they cover the block once per step. */
+static void test_overlapped_reduce_equals_naive(void **state)
+{
+    reference_runs();
+    mt_train_config naive, small;
+    tiny_config(&naive, "naive", 600, 20);
+    naive.overlap = 0;
+    run_ranks(&naive, 2, 0);
+    thread_group g = last_group;
+    assert_int_equal(g.reduces[0], 20); /* one call a step */
+    assert_int_equal(g.reduces_off_main[0], 0);
+    size_t block = g.floats[0] / 20;
+    double l[32];
+    assert_int_equal(read_losses(&naive, l, 32, NULL, 0), 20);
+    assert_memory_equal(ref_two, l, sizeof l[0] * 20);
+
+    /* buckets of ~1 KB: every unit's gradients on their own */
+    tiny_config(&small, "small-buckets", 600, 20);
+    small.bucket_mb = 1e-3;
+    run_ranks(&small, 2, 0);
+    g = last_group;
+    for (int r = 0; r < 2; r++) {
+        assert_true(g.reduces[r] > 2 * 20);
+        assert_int_equal(g.reduces_off_main[r], g.reduces[r]);
+        assert_int_equal(g.floats[r], 20 * block);
+    }
+    assert_int_equal(read_losses(&small, l, 32, NULL, 0), 20);
+    assert_memory_equal(ref_two, l, sizeof l[0] * 20);
+    assert_same_weights(&naive, &small);
+    mt_train_config def;
+    tiny_config(&def, "two-weights", 600, 20);
+    run_ranks(&def, 2, 0);
+    assert_same_weights(&naive, &def);
+}
+
+/* The same for encoder-decoders (two stacks, cross-attention, post-norm units; Mamba's
+ * encoder-decoder) with accum 2, where only each step's last backward hands buckets over:
+ * buckets of one unit, of several, naive, all the same bits. */
+static void test_overlap_equals_naive_across_architectures(void **state)
+{
+    static const char *const presets[] = {"transformer-small", "mamba-encdec-small"};
+    static const double bucket_mb[] = {0, 1e-3, 0.05};
+    for (size_t p = 0; p < sizeof presets / sizeof presets[0]; p++) {
+        mt_train_config cfg[3];
+        for (int k = 0; k < 3; k++) {
+            char run[96];
+            snprintf(run, sizeof run, "%s-%d", presets[p], k);
+            test_tiny_train_config(&cfg[k], presets[p], tmpdir, run, 6);
+            cfg[k].model.n_encoder_layers = 2;
+            cfg[k].model.n_heads = 2;
+            cfg[k].model.ffn_dim = 32;
+            cfg[k].model.d_state = 4;
+            cfg[k].model.dropout = 0.1f;
+            cfg[k].accum = 2;
+            cfg[k].overlap = bucket_mb[k] > 0;
+            if (bucket_mb[k] > 0) cfg[k].bucket_mb = bucket_mb[k];
+            run_ranks(&cfg[k], 2, 0);
+            if (k > 0) assert_true(last_group.reduces_off_main[0] > 6);
+        }
+        double l0[8], l[8];
+        assert_int_equal(read_losses(&cfg[0], l0, 8, NULL, 0), 6);
+        for (int k = 1; k < 3; k++) {
+            assert_int_equal(read_losses(&cfg[k], l, 8, NULL, 0), 6);
+            for (int i = 0; i < 6; i++)
+                if (memcmp(&l0[i], &l[i], sizeof l[i]) != 0)
+                    fail_msg("%s: step %d: overlapped %.17g, naive %.17g", cfg[k].name, i + 1, l[i],
+                             l0[i]);
+            assert_same_weights(&cfg[0], &cfg[k]);
+        }
+    }
+}
+
+/* grad_dtype = "bf16": gradients travel rounded to bf16 and are added in fp32 in rank order;
+ * the run trains as fp32 does (1e-2 relative over 20 steps), really differs from it, and two
+ * runs, overlapped or not, give the same bits. */
+static void test_bf16_gradients_train_and_reproduce(void **state)
+{
+    reference_runs();
+    mt_train_config a, b, naive;
+    tiny_config(&a, "bf16", 600, 20);
+    snprintf(a.grad_dtype, sizeof a.grad_dtype, "bf16");
+    b = a;
+    snprintf(b.name, sizeof b.name, "bf16-again");
+    snprintf(b.run_dir, sizeof b.run_dir, "%s/bf16-again", tmpdir);
+    naive = a;
+    naive.overlap = 0;
+    snprintf(naive.name, sizeof naive.name, "bf16-naive");
+    snprintf(naive.run_dir, sizeof naive.run_dir, "%s/bf16-naive", tmpdir);
+    run_ranks(&a, 2, 0);
+    run_ranks(&b, 2, 0);
+    run_ranks(&naive, 2, 0);
+    double la[32], lb[32], ln[32];
+    assert_int_equal(read_losses(&a, la, 32, NULL, 0), 20);
+    assert_int_equal(read_losses(&b, lb, 32, NULL, 0), 20);
+    assert_int_equal(read_losses(&naive, ln, 32, NULL, 0), 20);
+    assert_close(la, ref_two, 20, 1e-2, "bf16 vs fp32 gradients, 2 ranks");
+    assert_memory_equal(la, lb, sizeof la[0] * 20);
+    assert_memory_equal(la, ln, sizeof la[0] * 20);
+    assert_same_weights(&a, &naive);
+    assert_true(memcmp(la, ref_two, sizeof la[0] * 20) != 0);
+}
+
+/* The bf16 all-reduce any collective runs (all_gather, then the sum here) rounds to nearest
+ * even and adds the widened parts in rank order. */
+static void test_bf16_sum_rounds_and_adds_in_rank_order(void **state)
+{
+    /* 1 + 2^-8 is a tie between bf16's 1 and 1 + 2^-7: even gives 1 */
+    uint16_t parts[3] = {0x3F80, 0x3F81, 0xBF80}; /* 1, 1 + 2^-7, -1 */
+    float out;
+    mt_collective_sum_ranks_bf16(&out, parts, 3, 1);
+    assert_true(out == 1.0f + 0x1p-7f);
+    float x = 1.0f + 0x1p-8f;
+    assert_int_equal(mt_collective_all_reduce_bf16(mt_collective_single(), &x, 1), 0);
+    assert_true(x == 1.0f);
+    x = 1.0f + 0x1p-8f + 0x1p-20f; /* above the tie: up */
+    assert_int_equal(mt_collective_all_reduce_bf16(mt_collective_single(), &x, 1), 0);
+    assert_true(x == 1.0f + 0x1p-7f);
+}
+
+static void test_grad_keys_are_checked(void **state)
+{
+    mt_train_config cfg;
+    tiny_config(&cfg, "bad-dtype", 600, 2);
+    snprintf(cfg.grad_dtype, sizeof cfg.grad_dtype, "fp16");
+    assert_int_not_equal(mt_train_config_check(&cfg), 0);
+    assert_non_null(strstr(mt_last_error(), "grad_dtype = \"fp16\": it must be"));
+    snprintf(cfg.grad_dtype, sizeof cfg.grad_dtype, "bf16");
+    cfg.bucket_mb = 0;
+    assert_int_not_equal(mt_train_config_check(&cfg), 0);
+    assert_non_null(strstr(mt_last_error(), "bucket_mb must be in"));
 }
 
 /* Stopped after 8 steps on one number of ranks, resumed on another: the losses of steps 9..20
@@ -298,6 +466,11 @@ int main(void)
         cmocka_unit_test(test_resume_from_two_ranks_on_one),
         cmocka_unit_test(test_resume_from_one_rank_on_two),
         cmocka_unit_test(test_checkpoint_shards_out_of_range_named),
+        cmocka_unit_test(test_overlapped_reduce_equals_naive),
+        cmocka_unit_test(test_overlap_equals_naive_across_architectures),
+        cmocka_unit_test(test_bf16_gradients_train_and_reproduce),
+        cmocka_unit_test(test_bf16_sum_rounds_and_adds_in_rank_order),
+        cmocka_unit_test(test_grad_keys_are_checked),
     };
     return cmocka_run_group_tests_name("train_ranks", tests, setup, teardown);
 }

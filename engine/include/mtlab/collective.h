@@ -13,14 +13,21 @@
 #define MTLAB_COLLECTIVE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct mt_collective mt_collective;
 struct mt_collective {
     int rank, size; /* this process is rank 0 .. size - 1 */
     int device_memory; /* 1: all_reduce_sum takes backend (device) memory; 0: host memory */
+    int any_thread; /* 1: the operations may be called from another thread than the one that
+                     * opened it (one call at a time): a thread can reduce during backward */
     const char *name; /* "single", "mpi", "nccl" */
     /* x (n) of every rank becomes their sum in rank order on every rank. */
     int (*all_reduce_sum)(mt_collective *c, float *x, size_t n);
+    /* all_reduce_sum with x rounded to bf16 to travel (half the bytes): x becomes
+     * bf16(fp32(bf16(x0)) + fp32(bf16(x1)) + ...), added in rank order. NULL: use
+     * mt_collective_all_reduce_bf16, which any table can run. */
+    int (*all_reduce_sum_bf16)(mt_collective *c, float *x, size_t n);
     /* all (size * bytes, host) gets every rank's mine (bytes, host), in rank order. */
     int (*all_gather)(mt_collective *c, const void *mine, void *all, size_t bytes);
     /* buf (bytes, host) of rank root on every rank. */
@@ -51,5 +58,12 @@ mt_collective *mt_collective_nccl(mt_collective *host, int index);
 /* dst (n) = parts[0] + parts[1] + ... + parts[size - 1], each part n floats apart, added in that
  * order: the fixed order every implementation reduces in. */
 void mt_collective_sum_ranks(float *dst, const float *parts, int size, size_t n);
+
+/* The same for bf16 parts (n uint16 apart), each widened to fp32 before it is added. */
+void mt_collective_sum_ranks_bf16(float *dst, const uint16_t *parts, int size, size_t n);
+
+/* x (n, host) becomes the bf16 rank-order sum all_reduce_sum_bf16 describes: the table's own
+ * when it has one, else every rank's bf16 vector gathered (all_gather) and added here. */
+int mt_collective_all_reduce_bf16(mt_collective *c, float *x, size_t n);
 
 #endif

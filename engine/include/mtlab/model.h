@@ -235,7 +235,19 @@ typedef struct {
     uint64_t seed, step;
     uint32_t row0; /* index of the batch's first row in the step's global batch */
     float label_smoothing;
+    /* NULL, or called by backward as soon as range i of mt_model_grad_ranges holds its final
+     * gradient for this call (nothing of backward writes there afterwards), so that the
+     * ranks' all-reduce of it can overlap the rest of backward (docs/distributed.md §3). */
+    void (*grads_ready)(void *ud, int range);
+    void *grads_ready_ud;
 } mt_step_opts;
+
+/* The gradient block's ranges backward finishes one after another: range i is floats
+ * [lo[i], hi[i]) of the block, the tensors of one unit (a layer's mixer and its norm), listed
+ * in the order backward completes them (the decoder's units last to first, then the encoder's).
+ * The rest of the block (embeddings, final norms, output projection) is complete only when
+ * backward returns. Returns the number of ranges; writes at most cap. */
+int mt_model_grad_ranges(const mt_model *m, size_t *lo, size_t *hi, int cap);
 
 /* Mean cross-entropy over the target tokens of the batch (see the conventions above), and
  * how many tokens it averages; no gradients. */

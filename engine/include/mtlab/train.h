@@ -71,6 +71,12 @@ typedef struct {
     /* where it runs */
     char device[32]; /* "cpu" (default when empty), "cuda", "cuda:N" */
     int bf16; /* CUDA: matrix products in bf16, fp32 master weights and state */
+
+    /* data parallelism (docs/distributed.md §3): how the ranks' gradients are summed */
+    int overlap; /* 1 (default): bucket by bucket while backward goes on; 0: the whole block
+                  * after backward (the naive reference; the same bits) */
+    double bucket_mb; /* a bucket's size cap, MiB of fp32 gradients (25) */
+    char grad_dtype[8]; /* "fp32" (default) or "bf16": what the gradients travel as */
 } mt_train_config;
 
 /* Defaults for every field but the model and the data paths. */
