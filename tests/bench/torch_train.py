@@ -24,9 +24,9 @@ transformer-small torch.nn.Transformer, transformer++-small LlamaForCausalLM, ma
 MambaForCausalLM (its sequential PyTorch scan: mamba_ssm's kernels are CUDA only), retnet-small
 written here (retention's parallel form), mamba-mha-small and mamba-local-small
 MambaForCausalLM with two mixers swapped for attention units, mamba-encdec-small built from
-MambaBlocks. Each peer runs in its own process, one after another, then `mtlab bench --only
-gemm`; the table gives both tokens/s and mtlab / PyTorch (target >= 2). A development tool:
-mtlab never imports it."""
+MambaBlocks, gpt-neox-small GPTNeoXForCausalLM. Each peer runs in its own process, one after
+another, then `mtlab bench --only gemm`; the table gives both tokens/s and mtlab / PyTorch
+(target >= 2). A development tool: mtlab never imports it."""
 import argparse
 import json
 import os
@@ -72,7 +72,7 @@ def timed_steps(model, make_loss, repeat, dev="cuda"):
 SMALL_V = 8000
 SMALL_B = 64
 SMALL_PEERS = ["transformer-small", "transformer++-small", "retnet-small", "mamba-small",
-               "mamba-mha-small", "mamba-local-small", "mamba-encdec-small"]
+               "mamba-mha-small", "mamba-local-small", "mamba-encdec-small", "gpt-neox-small"]
 
 
 class SmallEncDec(nn.Module):
@@ -265,6 +265,13 @@ def run_cpu(preset, repeat):
                                            intermediate_size=672, num_hidden_layers=4,
                                            num_attention_heads=4, tie_word_embeddings=False)
             model = transformers.LlamaForCausalLM(cfg)
+        elif preset == "gpt-neox-small":
+            cfg = transformers.GPTNeoXConfig(vocab_size=SMALL_V, hidden_size=168,
+                                             num_hidden_layers=6, num_attention_heads=7,
+                                             intermediate_size=672, rotary_pct=0.25,
+                                             use_parallel_residual=True,
+                                             tie_word_embeddings=False)
+            model = transformers.GPTNeoXForCausalLM(cfg)
         elif preset == "retnet-small":
             model = SmallRetNet()
         elif preset == "mamba-small":
