@@ -86,8 +86,10 @@ static int write_config(const char *dir)
     return fclose(f) == 0 ? 0 : mt_error("%s: write failed", path);
 }
 
-/* Run the config on `ranks` processes (1: no mpirun) as run NAME; 0, or -1 naming its log. */
-static int train_on(const char *dir, const char *exe, int ranks, const char *name)
+/* Run the config on `ranks` processes (1: no mpirun) as run NAME, with the key=value overrides
+ * extra (NULL-terminated); 0, or -1 naming its log. */
+static int train_on(const char *dir, const char *exe, int ranks, const char *name,
+                    const char *const *extra)
 {
     char log[700], np[16], mt[32], nm[160], threads[16];
     snprintf(log, sizeof log, "%s/%s.out", dir, name);
@@ -105,8 +107,9 @@ static int train_on(const char *dir, const char *exe, int ranks, const char *nam
         if (!out || chdir(dir) != 0) _exit(126);
         dup2(1, 2);
         setenv("OMP_NUM_THREADS", threads, 1);
-        char *plain[] = {(char *)exe, "train", "bench.lua", mt, nm, NULL};
-        char *mpi[12];
+        char *plain[12] = {(char *)exe, "train", "bench.lua", mt, nm};
+        for (int i = 0, k = 5; extra[i] && k < 11; i++) plain[k++] = (char *)extra[i];
+        char *mpi[20];
         int n = 0;
         mpi[n++] = "mpirun";
         mpi[n++] = "--oversubscribe";
@@ -177,20 +180,39 @@ int bench_run_ranks(int repeat)
             "global batch 2048 tokens, %d steps, best of %d\n",
             sysconf(_SC_NPROCESSORS_ONLN), BENCH_STEPS, repeat);
     if (rc == 0)
-        printf("  %5s %10s %14s %9s %10s\n", "ranks", "step ms", "all-reduce ms", "share", "tok/s");
-    static const int counts[] = {1, 2};
-    for (size_t i = 0; i < sizeof counts / sizeof counts[0] && rc == 0; i++) {
+        printf("  %5s %-25s %10s %14s %9s %10s\n", "ranks", "all-reduce", "step ms",
+               "all-reduce ms", "share", "tok/s");
+    /* the all-reduce ms is the time a step waits for it: all of it after backward (naive), what
+     * is left when backward ends (overlapped, docs/distributed.md §3) */
+    static const struct {
+        int ranks;
+        const char *what;
+        const char *extra[4];
+    } rows[] = {
+        {1, "-", {NULL}},
+        {2, "after backward, fp32", {"overlap=false", NULL}},
+        /* the model's 1.8 MB of gradients make one 25 MiB bucket, complete only when backward
+         * reaches the first layer; 0.5 MiB buckets hold about one layer each */
+        {2, "overlapped, fp32, 25 MiB", {"overlap=true", NULL}},
+        {2, "overlapped, fp32, 0.5", {"overlap=true", "bucket_mb=0.5", NULL}},
+        {2, "overlapped, bf16, 0.5", {"overlap=true", "bucket_mb=0.5", "grad_dtype=bf16", NULL}},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0] && rc == 0; i++) {
         ranks_figures best = {0};
         for (int r = 0; r < repeat && rc == 0; r++) {
             char name[32];
-            snprintf(name, sizeof name, "r%d-%d", counts[i], r);
+            snprintf(name, sizeof name, "r%zu-%d", i, r);
             ranks_figures f;
-            rc = train_on(dir, exe, counts[i], name) || read_figures(dir, name, &f) ? -1 : 0;
+            rc = train_on(dir, exe, rows[i].ranks, name, rows[i].extra) ||
+                         read_figures(dir, name, &f)
+                     ? -1
+                     : 0;
             if (rc == 0 && (r == 0 || f.step_s < best.step_s)) best = f;
         }
         if (rc == 0)
-            printf("  %5d %10.2f %14.3f %8.1f%% %10.0f\n", counts[i], 1e3 * best.step_s,
-                   1e3 * best.reduce_s, 100 * best.reduce_s / best.step_s, best.tokens_per_s);
+            printf("  %5d %-25s %10.2f %14.3f %8.1f%% %10.0f\n", rows[i].ranks, rows[i].what,
+                   1e3 * best.step_s, 1e3 * best.reduce_s, 100 * best.reduce_s / best.step_s,
+                   best.tokens_per_s);
     }
     if (rc != 0) {
         fprintf(stderr, "mtlab bench: ranks: the runs are kept in %s\n", dir);
