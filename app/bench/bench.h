@@ -136,7 +136,9 @@ size_t bench_l3_bytes(void);
 
 /* ---------------------------------------------------------------- peer inputs
  * A file of token-id lines: each line holds one source as decimal ids separated by spaces,
- * each in [MT_UNK_ID, vocab): the ids below it (<pad>, <eos>, <sep>, <bos>) frame prompts.
+ * each a token of cfg's vocabulary but the ones that frame or pad a source: <pad> and <eos>,
+ * and with mtlab's own tokenizers <sep> and <bos> (ids 0-3 there); a hub checkpoint's other
+ * low ids are ordinary (opus-mt's <eos> is 0 and its <pad> the last id, a mamba-*-hf's both 0).
  * Errors name the file, the line and the bad field. */
 typedef struct {
     int32_t **ids; /* (n) rows of len[i] ids */
@@ -144,7 +146,7 @@ typedef struct {
     int n;
 } bench_ids;
 
-int bench_ids_read(const char *path, int vocab, bench_ids *out);
+int bench_ids_read(const char *path, const mt_model_config *cfg, bench_ids *out);
 void bench_ids_free(bench_ids *x);
 
 /* Write random-weight transformer-small and mamba-small bundles under dir (F32, fixed seeds),

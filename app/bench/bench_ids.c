@@ -22,8 +22,23 @@ void bench_ids_free(bench_ids *x)
     memset(x, 0, sizeof *x);
 }
 
+/* The special token an id is in cfg's model (NULL: an ordinary token of a source): <pad> and
+ * <eos> in every model; <sep> and <bos> too where the ids are mtlab's reserved ones (0-4,
+ * tokenizer.h), whose prompts they frame. A hub checkpoint's other low ids are ordinary tokens
+ * (opus-mt's <unk> is 1; a mamba-*-hf reserves 0 alone). */
+static const char *special_name(const mt_model_config *cfg, long v)
+{
+    int reserved = cfg->sep_id == MT_SEP_ID && cfg->bos_id == MT_BOS_ID && cfg->unk_id == MT_UNK_ID;
+    if (v == cfg->pad_id) return "<pad>";
+    if (v == cfg->eos_id) return "<eos>";
+    if (reserved && v == cfg->sep_id) return "<sep>";
+    if (reserved && v == cfg->bos_id) return "<bos>";
+    return NULL;
+}
+
 /* Parse one line into out (MAX_IDS_PER_LINE); the count, or -1 with the message. */
-static int parse_line(char *line, const char *path, size_t lineno, int vocab, int32_t *out)
+static int parse_line(char *line, const char *path, size_t lineno, const mt_model_config *cfg,
+                      int32_t *out)
 {
     int n = 0;
     for (char *tok = strtok(line, " \t\r\n"); tok; tok = strtok(NULL, " \t\r\n")) {
@@ -33,9 +48,14 @@ static int parse_line(char *line, const char *path, size_t lineno, int vocab, in
         char *end;
         errno = 0;
         long v = strtol(tok, &end, 10);
-        if (errno || *end || end == tok || v < MT_UNK_ID || v >= vocab)
-            return mt_error("%s:%zu: field %d '%.24s' is not a token id in %d..%d", path, lineno,
-                            n + 1, tok, MT_UNK_ID, vocab - 1);
+        if (errno || *end || end == tok || v < 0 || v >= cfg->vocab_size)
+            return mt_error("%s:%zu: field %d '%.24s' is not a token id in 0..%d", path, lineno,
+                            n + 1, tok, cfg->vocab_size - 1);
+        const char *special = special_name(cfg, v);
+        if (special)
+            return mt_error("%s:%zu: field %d '%ld' is the model's %s, which frames or pads a "
+                            "source, not a token of one",
+                            path, lineno, n + 1, v, special);
         out[n++] = (int32_t)v;
     }
     if (n == 0)
@@ -43,7 +63,7 @@ static int parse_line(char *line, const char *path, size_t lineno, int vocab, in
     return n;
 }
 
-int bench_ids_read(const char *path, int vocab, bench_ids *out)
+int bench_ids_read(const char *path, const mt_model_config *cfg, bench_ids *out)
 {
     memset(out, 0, sizeof *out);
     FILE *f = mt_file_fopen(path, MT_FILE_STREAM); /* read once: `<(cmd)` will do */
@@ -59,7 +79,7 @@ int bench_ids_read(const char *path, int vocab, bench_ids *out)
             rc = mt_error("%s:%zu: NUL byte in a line of token ids", path, lineno);
             break;
         }
-        int n = parse_line(line, path, lineno, vocab, row);
+        int n = parse_line(line, path, lineno, cfg, row);
         if (n < 0) {
             rc = -1;
             break;

@@ -54,7 +54,7 @@ int bench_run_peer(const char *bundle, const char *inputs, const char *tokens_ou
         return -1;
     }
     bench_ids in;
-    if (bench_ids_read(inputs, mt_model_get_config(m)->vocab_size, &in)) {
+    if (bench_ids_read(inputs, mt_model_get_config(m), &in)) {
         mt_model_free(m);
         return -1;
     }

@@ -231,12 +231,20 @@ static void temp_file(char *path, const char *text)
     close(fd);
 }
 
+/* a model of mtlab's tokenizer: ids 0-3 its special tokens */
+static const mt_model_config ids_model = {.vocab_size = 100,
+                                          .pad_id = MT_PAD_ID,
+                                          .eos_id = MT_EOS_ID,
+                                          .sep_id = MT_SEP_ID,
+                                          .bos_id = MT_BOS_ID,
+                                          .unk_id = MT_UNK_ID};
+
 static void expect_ids_error(const char *text, const char *message_part)
 {
     char path[64];
     temp_file(path, text);
     bench_ids x;
-    assert_int_equal(bench_ids_read(path, 100, &x), -1);
+    assert_int_equal(bench_ids_read(path, &ids_model, &x), -1);
     const char *msg = mt_last_error();
     if (!strstr(msg, path) || !strstr(msg, message_part))
         fail_msg("error '%s' should name %s and say '%s'", msg, path, message_part);
@@ -250,7 +258,7 @@ static void test_ids_read(void **state)
     char path[64];
     temp_file(path, "5 6 7\n  99\t4 \r\n10\n");
     bench_ids x;
-    assert_int_equal(bench_ids_read(path, 100, &x), 0);
+    assert_int_equal(bench_ids_read(path, &ids_model, &x), 0);
     assert_int_equal(x.n, 3);
     assert_int_equal(x.len[0], 3);
     assert_int_equal(x.ids[0][2], 7);
@@ -262,17 +270,40 @@ static void test_ids_read(void **state)
     unlink(path);
 }
 
+/* an opus-mt checkpoint's special ids are its own (<eos> 0, <pad> the last id): 1, 2 and 3 are
+ * ordinary tokens there, which a peer's inputs may hold */
+static void test_ids_read_hub_specials(void **state)
+{
+    (void)state;
+    const mt_model_config opus = {
+        .vocab_size = 100, .pad_id = 99, .eos_id = 0, .sep_id = 0, .bos_id = 99, .unk_id = 1};
+    char path[64];
+    temp_file(path, "1 2 3\n");
+    bench_ids x;
+    if (bench_ids_read(path, &opus, &x)) fail_msg("%s", mt_last_error());
+    assert_int_equal(x.len[0], 3);
+    assert_int_equal(x.ids[0][0], 1);
+    bench_ids_free(&x);
+    unlink(path);
+    temp_file(path, "5 99\n");
+    assert_int_equal(bench_ids_read(path, &opus, &x), -1);
+    assert_non_null(strstr(mt_last_error(), "'99' is the model's <pad>"));
+    unlink(path);
+}
+
 static void test_ids_read_errors(void **state)
 {
     (void)state;
-    expect_ids_error("5 6\n7 100\n", ":2: field 2 '100' is not a token id in 4..99");
+    expect_ids_error("5 6\n7 100\n", ":2: field 2 '100' is not a token id in 0..99");
+    expect_ids_error("5 -1\n", ":1: field 2 '-1' is not a token id in 0..99");
     expect_ids_error("5 x6\n", ":1: field 2 'x6'");
-    expect_ids_error("5 6\n8 3\n", ":2: field 2 '3'"); /* <bos> frames prompts */
+    expect_ids_error("5 6\n8 3\n", ":2: field 2 '3' is the model's <bos>");
+    expect_ids_error("0 6\n", ":1: field 1 '0' is the model's <pad>");
     expect_ids_error("5 6\n\n7\n", ":2: empty line");
     expect_ids_error("", "no lines");
     expect_ids_error("5 99999999999999999999\n", ":1: field 2");
     bench_ids x;
-    assert_int_equal(bench_ids_read("/nonexistent/ids.txt", 100, &x), -1);
+    assert_int_equal(bench_ids_read("/nonexistent/ids.txt", &ids_model, &x), -1);
     assert_non_null(strstr(mt_last_error(), "/nonexistent/ids.txt"));
 }
 
@@ -338,6 +369,7 @@ int main(void)
         cmocka_unit_test(test_decode_fixed_follows_greedy_transformer),
         cmocka_unit_test(test_ids_read),
         cmocka_unit_test(test_ids_read_errors),
+        cmocka_unit_test(test_ids_read_hub_specials),
         cmocka_unit_test(test_make_bundles_load_back),
     };
     return cmocka_run_group_tests_name("bench", tests, NULL, NULL);

@@ -169,7 +169,8 @@ static void test_app_readers(void **state)
 
     /* bench ids are a text read once: a directory is refused by what it is */
     bench_ids ids;
-    assert_int_equal(bench_ids_read(tmp, 100, &ids), -1);
+    mt_model_config cfg = {.vocab_size = 100, .pad_id = 0, .eos_id = 1, .sep_id = 2, .bos_id = 3};
+    assert_int_equal(bench_ids_read(tmp, &cfg, &ids), -1);
     char want[400];
     snprintf(want, sizeof want, "%s: is a directory, not a file", tmp);
     if (!strstr(mt_last_error(), want)) fail_msg("expected '%s' in: %s", want, mt_last_error());
