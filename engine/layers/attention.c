@@ -97,30 +97,29 @@ static void rope(const mt_backend *be, float *x, const mt_attn_config *cfg, int 
                                                      cfg->rope_inv_freq, cfg->rope_interleaved);
 }
 
-/* q, k, v (rows, C) of the same rows x (rows, C) through the fused projection: qkv, then
- * each head's three slices of Dh copied out (rows * H slices of Dh, 3 Dh apart). */
-static void fused_forward(const mt_backend *be, mt_attn_acts *a, float *q, float *k, float *v,
-                          const float *x, const mt_attn_params *p, const mt_attn_config *cfg,
-                          size_t rows)
+/* a->q, a->k, a->v (rows, C) of the same rows x (rows, C) through the fused projection:
+ * a->qkv, then each head's three slices of Dh copied out (rows * H slices of Dh, 3 Dh apart). */
+static void fused_forward(const mt_backend *be, mt_attn_acts *a, const float *x,
+                          const mt_attn_params *p, const mt_attn_config *cfg, size_t rows)
 {
     int C = cfg->C, Dh = C / cfg->H;
     mt_linear_forward(be, a->qkv, x, p->q_w, p->q_b, rows, C, 3 * C);
-    float *dst[3] = {q, k, v};
+    float *dst[3] = {a->q, a->k, a->v};
     for (int j = 0; j < 3; j++)
         be->copy2d(dst[j], Dh, a->qkv + (size_t)j * Dh, 3 * Dh, rows * cfg->H, Dh);
 }
 
-/* backward of fused_forward: the slices' gradients gathered into dqkv (rows, 3C), then one
- * linear backward */
-static void fused_backward(const mt_backend *be, const mt_weight_grads *grads, float *dqkv,
-                           const float *dq, const float *dk, const float *dv, const float *x,
-                           const mt_attn_params *p, const mt_attn_config *cfg, size_t rows)
+/* backward of fused_forward: the slices' gradients da->q, da->k, da->v gathered into da->qkv
+ * (rows, 3C), then one linear backward */
+static void fused_backward(const mt_backend *be, const mt_weight_grads *grads, mt_attn_acts *da,
+                           const float *x, const mt_attn_params *p, const mt_attn_config *cfg,
+                           size_t rows)
 {
     int C = cfg->C, Dh = C / cfg->H;
-    const float *src[3] = {dq, dk, dv};
+    const float *src[3] = {da->q, da->k, da->v};
     for (int j = 0; j < 3; j++)
-        be->copy2d(dqkv + (size_t)j * Dh, 3 * Dh, src[j], Dh, rows * cfg->H, Dh);
-    mt_linear_backward(be, grads, dqkv, x, p->q_w, rows, C, 3 * C);
+        be->copy2d(da->qkv + (size_t)j * Dh, 3 * Dh, src[j], Dh, rows * cfg->H, Dh);
+    mt_linear_backward(be, grads, da->qkv, x, p->q_w, rows, C, 3 * C);
 }
 
 void mt_attention_forward(const mt_backend *be, float *out, mt_attn_acts *a, const float *xq,
@@ -129,7 +128,7 @@ void mt_attention_forward(const mt_backend *be, float *out, mt_attn_acts *a, con
     const mt_attn_config *cfg = call->cfg;
     int C = cfg->C, kv = kv_width(cfg), B = call->B, Tq = call->Tq, Tk = call->Tk;
     if (cfg->qkv_name) {
-        fused_forward(be, a, a->q, a->k, a->v, xq, p, cfg, (size_t)B * Tq);
+        fused_forward(be, a, xq, p, cfg, (size_t)B * Tq);
     } else {
         mt_linear_forward(be, a->q, xq, p->q_w, p->q_b, (size_t)B * Tq, C, C);
         mt_linear_forward(be, a->k, xkv, p->k_w, p->k_b, (size_t)B * Tk, kv, C);
@@ -165,8 +164,7 @@ void mt_attention_backward(const mt_backend *be, const mt_attn_grads *grads, con
     rope(be, da->q, cfg, B, Tq, Tk - Tq, 1);
     rope(be, da->k, cfg, B, Tk, 0, 1);
     if (cfg->qkv_name) {
-        fused_backward(be, &(mt_weight_grads){dxq, g->q_w, g->q_b}, da->qkv, da->q, da->k, da->v,
-                       xq, p, cfg, (size_t)B * Tq);
+        fused_backward(be, &(mt_weight_grads){dxq, g->q_w, g->q_b}, da, xq, p, cfg, (size_t)B * Tq);
         return;
     }
     mt_linear_backward(be, &(mt_weight_grads){dxq, g->q_w, g->q_b}, da->q, xq, p->q_w,
@@ -204,7 +202,7 @@ int mt_attention_decode(const mt_backend *be, float *out, mt_attn_acts *a, const
     size_t rows = (size_t)B * Tq;
     /* the new keys and values pass through a->k, a->v, then into rows [len, len + Tq) */
     if (cfg->qkv_name) {
-        fused_forward(be, a, a->q, a->k, a->v, x, p, cfg, rows);
+        fused_forward(be, a, x, p, cfg, rows);
     } else {
         mt_linear_forward(be, a->q, x, p->q_w, p->q_b, rows, C, C);
         mt_linear_forward(be, a->k, x, p->k_w, p->k_b, rows, C, C);
