@@ -28,7 +28,7 @@ DEB_PKGS := build-essential pkg-config \
             libopenblas-openmp-dev libjansson-dev libzip-dev libcmocka-dev libcairo2-dev tmux ncurses-term \
             sword-text-sparv sword-text-web libsword-utils \
             apertium apertium-eng-spa lua-busted wamerican wspanish \
-            slurm-wlm munge libopenmpi-dev openmpi-bin libmecab-dev mecab-ipadic mecab-utils clang-format
+            slurm-wlm munge libopenmpi-dev openmpi-bin libmecab-dev mecab-ipadic mecab-utils clang-format universal-ctags
 FUZZ_PKGS := clang libclang-rt-14-dev
 
 # ---------------------------------------------------------------- toolchain and flags
@@ -112,6 +112,7 @@ test: deps
 	@tests/check_paths.sh
 	@tests/check_gazetteer.sh
 	@tests/check_format.sh
+	@tests/check_params.sh
 	@$(MAKE) --no-print-directory test-build
 	@# the shipped training configs name dataset = "data/bible" (its manifest.json): a fresh
 	@# clone builds it from Debian's SWORD modules (a few seconds), as `make run` does
