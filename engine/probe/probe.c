@@ -189,36 +189,28 @@ static void stack_maps(mt_probe_record *r, probe_ctx *c, const mt_model *m, cons
         mt_probe_axis own = encoder ? MT_PROBE_AXIS_SOURCE : MT_PROBE_AXIS_TARGET;
         if (u->kind == MT_UNIT_MAMBA) {
             mamba_maps(r, c, m, u, &sa->w[i], layer, encoder, T);
-        } else if (u->kind == MT_UNIT_SELF_ATTN && wants(c, MT_PROBE_SELF_ATTN)) {
-            int H = u->cfg.attn.H;
-            mt_probe_map *map = add_map(r, &(mt_probe_map){.kind = MT_PROBE_SELF_ATTN,
-                                                           .unit = MT_PROBE_UNIT_ATTENTION,
-                                                           .layer = layer,
-                                                           .encoder = encoder,
-                                                           .heads = H,
-                                                           .rows = T,
-                                                           .cols = T,
-                                                           .row_axis = own,
-                                                           .col_axis = own});
-            map->causal = u->cfg.attn.causal;
-            map->window = u->cfg.attn.causal ? u->cfg.attn.window : 0;
-            m->be->download(map->values, sa->w[i].a.attn.att, (size_t)H * T * T * sizeof(float));
-        } else if (u->kind == MT_UNIT_RETENTION && wants(c, MT_PROBE_SELF_ATTN)) {
-            /* retention weights are signed; their magnitude is what a heatmap compares */
-            int H = u->cfg.ret.H;
-            mt_probe_map *map = add_map(r, &(mt_probe_map){.kind = MT_PROBE_SELF_ATTN,
-                                                           .unit = MT_PROBE_UNIT_RETENTION,
-                                                           .layer = layer,
-                                                           .encoder = encoder,
-                                                           .heads = H,
-                                                           .rows = T,
-                                                           .cols = T,
-                                                           .row_axis = own,
-                                                           .col_axis = own});
-            map->causal = 1;
+        } else if ((u->kind == MT_UNIT_SELF_ATTN || u->kind == MT_UNIT_RETENTION) &&
+                   wants(c, MT_PROBE_SELF_ATTN)) {
+            int ret = u->kind == MT_UNIT_RETENTION;
+            int H = ret ? u->cfg.ret.H : u->cfg.attn.H;
+            mt_probe_map *map = add_map(
+                r, &(mt_probe_map){.kind = MT_PROBE_SELF_ATTN,
+                                   .unit = ret ? MT_PROBE_UNIT_RETENTION : MT_PROBE_UNIT_ATTENTION,
+                                   .layer = layer,
+                                   .encoder = encoder,
+                                   .heads = H,
+                                   .rows = T,
+                                   .cols = T,
+                                   .row_axis = own,
+                                   .col_axis = own});
+            map->causal = ret || u->cfg.attn.causal;
+            map->window = !ret && u->cfg.attn.causal ? u->cfg.attn.window : 0;
             size_t n = (size_t)H * T * T;
-            m->be->download(map->values, sa->w[i].a.ret.att, n * sizeof(float));
-            for (size_t j = 0; j < n; j++) map->values[j] = fabsf(map->values[j]);
+            m->be->download(map->values, ret ? sa->w[i].a.ret.att : sa->w[i].a.attn.att,
+                            n * sizeof(float));
+            /* retention weights are signed; their magnitude is what a heatmap compares */
+            if (ret)
+                for (size_t j = 0; j < n; j++) map->values[j] = fabsf(map->values[j]);
         } else if (u->kind == MT_UNIT_CROSS_ATTN && wants(c, MT_PROBE_CROSS_ATTN)) {
             int H = u->cfg.attn.H;
             mt_probe_map *map = add_map(r, &(mt_probe_map){.kind = MT_PROBE_CROSS_ATTN,

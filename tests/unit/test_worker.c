@@ -306,6 +306,22 @@ static void test_worker_cancel_stops_the_request(void **state)
     release(&r);
 }
 
+/* A worker that translated request 1 and was then asked for its integrated gradients at the
+ * most steps (minutes of work), given 200 ms to start on it (whether it has or not, the
+ * cancellation tests' outcomes are the same); o holds that attribution's options. */
+static void start_long_attribution(recorder *r, mt_attr_opts *o)
+{
+    start(r, bundle, NULL, 0);
+    mt_worker_request req = {.id = 1, .texts = test_verses(2), .n = 2, .beam = 1, .probe_text = -1};
+    mt_worker_submit(r->w, &req);
+    assert_true(wait_for(r, EV_DONE, 1) >= 0);
+    mt_attr_opts_init(o);
+    o->method = MT_ATTR_INTEGRATED_GRADIENTS;
+    o->steps = MT_ATTR_MAX_STEPS;
+    mt_worker_attribute(r->w, 0, o, NULL);
+    nanosleep(&(struct timespec){0, 200000000}, NULL);
+}
+
 /* A newer request stops an attribution in progress (integrated gradients at the most steps,
  * which would take minutes) between its passes: the new translation arrives and the
  * attribution is dropped, neither delivered nor reported as failed. */
@@ -313,17 +329,8 @@ static void test_worker_newer_request_cancels_an_attribution(void **state)
 {
     (void)state;
     recorder r;
-    start(&r, bundle, NULL, 0);
-    mt_worker_request req = {.id = 1, .texts = test_verses(2), .n = 2, .beam = 1, .probe_text = -1};
-    mt_worker_submit(r.w, &req);
-    assert_true(wait_for(&r, EV_DONE, 1) >= 0);
     mt_attr_opts o;
-    mt_attr_opts_init(&o);
-    o.method = MT_ATTR_INTEGRATED_GRADIENTS;
-    o.steps = MT_ATTR_MAX_STEPS;
-    mt_worker_attribute(r.w, 0, &o, NULL);
-    /* let the worker start it (whether it has or not, the outcome below is the same) */
-    nanosleep(&(struct timespec){0, 200000000}, NULL);
+    start_long_attribution(&r, &o);
     mt_worker_request next = {
         .id = 2, .texts = test_verses(2), .n = 2, .beam = 1, .probe_text = -1};
     mt_worker_submit(r.w, &next);
@@ -341,17 +348,8 @@ static void test_worker_newer_attribution_cancels_the_running_one(void **state)
 {
     (void)state;
     recorder r;
-    start(&r, bundle, NULL, 0);
-    mt_worker_request req = {.id = 1, .texts = test_verses(2), .n = 2, .beam = 1, .probe_text = -1};
-    mt_worker_submit(r.w, &req);
-    assert_true(wait_for(&r, EV_DONE, 1) >= 0);
     mt_attr_opts o;
-    mt_attr_opts_init(&o);
-    o.method = MT_ATTR_INTEGRATED_GRADIENTS;
-    o.steps = MT_ATTR_MAX_STEPS;
-    mt_worker_attribute(r.w, 0, &o, NULL);
-    /* let the worker start it (whether it has or not, the outcome below is the same) */
-    nanosleep(&(struct timespec){0, 200000000}, NULL);
+    start_long_attribution(&r, &o);
     o.method = MT_ATTR_INPUT_X_GRADIENT;
     mt_worker_attribute(r.w, 0, &o, NULL);
     int i = wait_for(&r, EV_ATTRIBUTION, 1);
