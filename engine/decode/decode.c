@@ -36,6 +36,33 @@ static int hf_semantics(const mt_model *m, const mt_decode_opts *o)
            (o->semantics == MT_SEARCH_AUTO && mt_model_get_config(m)->hf_generate);
 }
 
+/* The ids a decoder-only prompt holds besides the source's: mtlab's own <sep>, or none where
+ * a text template put its separator among the source's ids (mt_source_encode). */
+static int prompt_extra(const mt_model_config *cfg) { return mt_model_config_prompt_sep(cfg) >= 0; }
+
+/* The new tokens generate() allows when asked for no length (transformers 4.57,
+ * _prepare_generated_length), from its max_length L (cfg->hf_max_length):
+ *   encoder-decoder: L counts the decoder start and the forced </s>: L - 2 new tokens; the
+ *     default 20 is lengthened by the decoder prompt (1): 19;
+ *   decoder-only: L counts the prompt of P ids: L - P new tokens, and a prompt of L or more is
+ *     refused (as generate() raises); the default 20 is lengthened by the prompt: 20 new
+ *     tokens, within max_position_embeddings where the config has one.
+ * -1 with a message when the prompt leaves no room. */
+static int hf_max_new(const mt_model_config *cfg, int P, int encdec)
+{
+    int L = cfg->hf_max_length, is_default = L == MT_GENERATE_DEFAULT_MAX_LENGTH;
+    if (encdec) return (is_default ? L + 1 : L) - 2;
+    if (is_default) {
+        L += P;
+        if (cfg->max_positions > 0 && L > cfg->max_positions) L = cfg->max_positions;
+    }
+    if (P >= L)
+        return mt_error("a prompt of %d tokens leaves no room within the max_length %d of the "
+                        "model's generation config (ask for a number of new tokens)",
+                        P, L);
+    return L - P;
+}
+
 int mt_decode_max_new(const mt_model *m, int src_len, const mt_decode_opts *o)
 {
     const mt_model_config *cfg = mt_model_get_config(m);
@@ -45,8 +72,11 @@ int mt_decode_max_new(const mt_model *m, int src_len, const mt_decode_opts *o)
         return mt_error("max new tokens %d is outside 1..%d", o->max_new_tokens, MAX_NEW_TOKENS);
     int n = o->max_new_tokens > 0 ? o->max_new_tokens : 2 * src_len + 10;
     /* a hub checkpoint asked for no length: generate()'s max_length (decode.h) */
-    if (o->max_new_tokens == 0 && cfg->hf_max_length > 0 && hf_semantics(m, o))
-        n = cfg->hf_max_length - 2;
+    if (o->max_new_tokens == 0 && cfg->hf_max_length > 0 && hf_semantics(m, o)) {
+        n = hf_max_new(cfg, src_len + (mt_model_is_encdec(m) ? 0 : prompt_extra(cfg)),
+                       mt_model_is_encdec(m));
+        if (n < 0) return -1;
+    }
     if (n > MAX_NEW_TOKENS) n = MAX_NEW_TOKENS;
     /* An encoder-decoder model with a position table holds source `src <eos>` and decoder
      * positions 0 .. n-1 (the prefix and all generated tokens but the last). */

@@ -87,6 +87,10 @@ static int read_prompt(mt_model_config *cfg, const mt_config *x, int encdec)
 int mt_model_config_read_mtlab(mt_model_config *cfg, const mt_config *c, int encdec)
 {
     const mt_config *x = mt_config_object(c, "mtlab");
+    /* every bundle mtlab writes names its architecture there; a config without (a hub
+     * download, or one given a prompt template by hand, docs/bundles.md §2.4) is a hub
+     * checkpoint's, which decodes as transformers' generate() does (mtlab/decode.h) */
+    cfg->hf_generate = !x || !mt_config_has(x, "architecture");
     /* an unk id no config gave (a hub checkpoint's: its tokenizer's own, if any, is not mtlab's
      * reserved 4) is none, and is not written back */
     if (!x || !mt_config_has(x, "unk_token_id")) cfg->unk_id = -1;

@@ -6,15 +6,15 @@
  *     (the hub's opus-mt configs: max_length 512, num_beams 4, bad_words_ids), generate()
  *     rebuilds it from config.json (the legacy path);
  *   - config.json, when there is no generation_config.json.
- * Its max_length (20 where it has none) counts the decoder start and the final </s>; the
- * default 20 alone is lengthened by the decoder prompt (1): 19 new tokens where 20 gives 18. */
+ * Its max_length (20 where it has none) is kept as it stands; mt_decode_max_new turns it into
+ * new tokens (an encoder-decoder's counts the decoder start and the final </s>, a decoder-only
+ * model's its prompt, and the default 20 is lengthened by the prompt). */
 #include <string.h>
 
 #include "models/model_internal.h"
 #include "mtlab/error.h"
 #include "mtlab/files.h"
 
-#define GENERATE_DEFAULT_MAX_LENGTH 20
 #define MAX_LENGTH_LIMIT (1 << 20)
 
 /* The generation keys a model config may hold, with MarianConfig()'s values; a key that is
@@ -76,7 +76,7 @@ static int holds_generation_keys(const mt_config *c)
 int mt_hf_generation_max_length(mt_model_config *cfg, const char *dir, const mt_config *c)
 {
     int model_len;
-    if (mt_config_int_or(c, "max_length", GENERATE_DEFAULT_MAX_LENGTH, 3, MAX_LENGTH_LIMIT,
+    if (mt_config_int_or(c, "max_length", MT_GENERATE_DEFAULT_MAX_LENGTH, 3, MAX_LENGTH_LIMIT,
                          &model_len))
         return -1;
     char path[4096];
@@ -88,14 +88,14 @@ int mt_hf_generation_max_length(mt_model_config *cfg, const char *dir, const mt_
         if (!g) return -1;
         int from_model, gen_len;
         int rc = mt_config_bool_or(g, "_from_model_config", 0, &from_model) ||
-                 mt_config_int_or(g, "max_length", GENERATE_DEFAULT_MAX_LENGTH, 3, MAX_LENGTH_LIMIT,
-                                  &gen_len);
+                 mt_config_int_or(g, "max_length", MT_GENERATE_DEFAULT_MAX_LENGTH, 3,
+                                  MAX_LENGTH_LIMIT, &gen_len);
         mt_config_free(g);
         if (rc) return -1;
         if (!(from_model && holds_generation_keys(c))) len = gen_len;
         mt_clear_error(); /* holds_generation_keys reads values of any type */
     }
-    /* _prepare_generated_length: the default max_length counts the new tokens alone */
-    cfg->hf_max_length = len == GENERATE_DEFAULT_MAX_LENGTH ? len + 1 : len;
+    /* as it stands: what it allows depends on the prompt (mt_decode_max_new) */
+    cfg->hf_max_length = len;
     return 0;
 }

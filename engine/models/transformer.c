@@ -222,7 +222,6 @@ static int config_read(mt_model_config *cfg, const mt_config *c)
     mt_model_config_init_ids(cfg);
     snprintf(cfg->arch, sizeof cfg->arch, "transformer");
     if (mt_config_keys_read(cfg, c, keys, "Marian")) return -1;
-    cfg->hf_generate = !mt_config_has(c, "mtlab");
     return mt_model_config_read_mtlab(cfg, c, mt_arch_transformer.encdec);
 }
 

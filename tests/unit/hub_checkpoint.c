@@ -146,7 +146,6 @@ void hub_check_dir(const hub_case *c, const char *subdir)
         mt_decode_opts_init(&o);
         o.beam = beam;
         o.max_new_tokens = r->max_new;
-        o.semantics = c->search;
         mt_decode_result res;
         for (int i = 0; i < r->n; i++) {
             if (mt_decode(m, &src[i], &r->n_ids[i], 1, &o, &res)) fail_msg("%s", mt_last_error());
@@ -213,6 +212,88 @@ void hub_check_dir(const hub_case *c, const char *subdir)
     mt_probe_record_free(&rec);
 
     mt_runner_close(run);
+    free_reference(r);
+}
+
+/* What mt_decode_max_new allows a prompt of P ids with the options every front end starts from;
+ * *hf: whether the config picks generate()'s rules. */
+static int default_max_new(const char *dir, int P, int *hf)
+{
+    mt_runner *run = mt_runner_open(dir, "cpu", 0);
+    if (!run) fail_msg("%s: %s", dir, mt_last_error());
+    *hf = mt_model_get_config(run->model)->hf_generate;
+    mt_decode_opts o;
+    mt_decode_opts_init(&o);
+    int n = mt_decode_max_new(run->model, P, &o);
+    mt_runner_close(run);
+    return n;
+}
+
+static void write_generation_config(const char *dir, int max_length)
+{
+    char path[300], text[200];
+    snprintf(path, sizeof path, "%s/generation_config.json", dir);
+    snprintf(text, sizeof text,
+             "{\"_from_model_config\": true, \"bos_token_id\": 0, \"eos_token_id\": 0, "
+             "\"max_length\": %d}\n",
+             max_length);
+    test_write_text(path, text);
+}
+
+void hub_check_generate_rules(const hub_case *c)
+{
+    hub_reference *r = load_reference(c->fixture);
+    char dir[256];
+    hub_variant(c, dir, sizeof dir, "", NULL); /* st/ as it is */
+    int hf, P = r->n_ids[0];
+    /* no generation config: GenerationConfig's max_length 20, lengthened by the prompt (20
+     * new tokens), within max_position_embeddings where the config has one */
+    assert_int_equal(default_max_new(dir, P, &hf), 20);
+    assert_int_equal(hf, 1);
+    mt_runner *run = mt_runner_open(dir, "cpu", 0);
+    if (!run) fail_msg("%s", mt_last_error());
+    int positions = mt_model_get_config(run->model)->max_positions;
+    mt_runner_close(run);
+    if (positions > 0) {
+        assert_int_equal(default_max_new(dir, positions - 5, &hf), 5);
+        assert_int_equal(default_max_new(dir, positions, &hf), -1);
+        if (!strstr(mt_last_error(), "no room")) fail_msg("%s", mt_last_error());
+    } else {
+        assert_int_equal(default_max_new(dir, 4000, &hf), 20);
+    }
+
+    /* generation_config.json's max_length counts the prompt: P + 3 allows 3 new tokens, and
+     * decoding without a length asked for stops there (generate(max_length=P + 3) gives
+     * the greedy reference's first 3) */
+    write_generation_config(dir, P + 3);
+    assert_int_equal(default_max_new(dir, P, &hf), 3);
+    assert_int_equal(default_max_new(dir, P + 3, &hf), -1);
+    if (!strstr(mt_last_error(), "max_length")) fail_msg("%s", mt_last_error());
+    run = mt_runner_open(dir, "cpu", 0);
+    if (!run) fail_msg("%s", mt_last_error());
+    mt_decode_opts o;
+    mt_decode_opts_init(&o);
+    o.beam = 1;
+    mt_decode_result res;
+    const int32_t *src = r->ids[0];
+    if (mt_decode(run->model, &src, &P, 1, &o, &res)) fail_msg("%s", mt_last_error());
+    assert_true(r->n_greedy[0] > 3 && r->greedy[0][2] != mt_model_get_config(run->model)->eos_id);
+    assert_int_equal(res.hyps[0].n_ids, 3);
+    assert_int_equal(res.hyps[0].finished, 0);
+    assert_memory_equal(res.hyps[0].ids, r->greedy[0], 3 * sizeof(int32_t));
+    mt_decode_result_free(&res);
+    mt_runner_close(run);
+    test_remove_tree(dir);
+
+    /* a bundle mtlab saved names its architecture: mtlab's rules and default length */
+    char block[200];
+    snprintf(block, sizeof block, "\"architecture\": \"%s\", \"prompt\"", c->arch);
+    char *config = hub_config_with(c, "\"prompt\"", block);
+    hub_variant(c, dir, sizeof dir, "config.json", config);
+    free(config);
+    assert_int_equal(default_max_new(dir, P, &hf), 2 * P + 10);
+    assert_int_equal(hf, 0);
+    test_remove_tree(dir);
     free_reference(r);
 }
 

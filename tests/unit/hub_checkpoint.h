@@ -16,7 +16,6 @@
 typedef struct {
     const char *fixture; /* tests/fixtures/NAME_hf */
     const char *arch; /* the registry's name the checkpoint loads as */
-    int search; /* mt_decode_opts.semantics matching generate()'s beam search */
     /* the architecture's own checks of st/ and bin/'s config (NULL: none) and of the probes
      * over the first prompt and three tokens of its greedy hypothesis */
     void (*check_config)(const mt_model_config *cfg);
@@ -24,8 +23,14 @@ typedef struct {
 } hub_case;
 
 /* st/ or bin/: the template's ids, logits within 1e-4, greedy and beam 5 token-identical to
- * generate() alone and batched, translation's text, the loss's tokens, the probes. */
+ * generate() alone and batched with the options every front end starts from
+ * (mt_decode_opts_init: the search the config picks), translation's text, the loss's tokens,
+ * the probes. */
 void hub_check_dir(const hub_case *c, const char *subdir);
+/* generate()'s rules hold for a config without mtlab's architecture (its length limit where
+ * none is asked for: 20 new tokens, or its generation config's max_length less the prompt),
+ * and mtlab's for one that names it (a bundle mtlab saved). */
+void hub_check_generate_rules(const hub_case *c);
 /* A variant's config (check_config) and its logits within 1e-4 on the first two prompts. */
 void hub_check_variant(const hub_case *c, const char *subdir,
                        void (*check_config)(const mt_model_config *cfg));

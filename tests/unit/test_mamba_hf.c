@@ -48,6 +48,13 @@ static void test_bias_variant(void **state)
     hub_check_variant(&mamba, "bias", config_bias);
 }
 
+/* its config has no architecture of mtlab's: generate()'s beam search and length limit */
+static void test_generate_rules(void **state)
+{
+    (void)state;
+    hub_check_generate_rules(&mamba);
+}
+
 static void test_save_round_trip(void **state)
 {
     (void)state;
@@ -82,9 +89,10 @@ static void test_other_tokenizer(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_safetensors),  cmocka_unit_test(test_pytorch_bin),
-        cmocka_unit_test(test_bias_variant), cmocka_unit_test(test_save_round_trip),
-        cmocka_unit_test(test_special_ids),  cmocka_unit_test(test_other_tokenizer),
+        cmocka_unit_test(test_safetensors),     cmocka_unit_test(test_pytorch_bin),
+        cmocka_unit_test(test_bias_variant),    cmocka_unit_test(test_save_round_trip),
+        cmocka_unit_test(test_generate_rules),  cmocka_unit_test(test_special_ids),
+        cmocka_unit_test(test_other_tokenizer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

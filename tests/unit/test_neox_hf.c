@@ -59,9 +59,6 @@ static void attention_maps(const mt_probe_record *rec)
 static const hub_case neox = {
     .fixture = "tests/fixtures/neox_hf",
     .arch = "gpt-neox",
-    /* generate()'s beam search (decode.h): its stopping test, no forced <eos> at the limit
-     * (GPTNeoXConfig has no forced_eos_token_id) */
-    .search = MT_SEARCH_HF,
     .check_config = config_parallel,
     .check_probes = attention_maps,
 };
@@ -82,6 +79,13 @@ static void test_sequential_variant(void **state)
 {
     (void)state;
     hub_check_variant(&neox, "seq", config_sequential);
+}
+
+/* its config has no architecture of mtlab's: generate()'s beam search and length limit */
+static void test_generate_rules(void **state)
+{
+    (void)state;
+    hub_check_generate_rules(&neox);
 }
 
 static void test_save_round_trip(void **state)
@@ -157,8 +161,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_safetensors),        cmocka_unit_test(test_pytorch_bin),
         cmocka_unit_test(test_sequential_variant), cmocka_unit_test(test_save_round_trip),
-        cmocka_unit_test(test_special_ids),        cmocka_unit_test(test_config_keys),
-        cmocka_unit_test(test_other_tokenizer),
+        cmocka_unit_test(test_generate_rules),     cmocka_unit_test(test_special_ids),
+        cmocka_unit_test(test_config_keys),        cmocka_unit_test(test_other_tokenizer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,10 +26,12 @@
  * is exactly greedy search; a wider beam usually scores better than greedy but need not: the
  * greedy path can be pruned by beams that lead early and end worse.
  *
- * A checkpoint from the Hugging Face hub (config.json without an mtlab block: an opus-mt
- * model) decodes as transformers' generate() (4.50 and later) does with its config's
- * bad_words_ids = [[pad]] and forced_eos_token_id = eos, early_stopping False
- * (MT_SEARCH_HF; mtlab's own bundles decode with MT_SEARCH_MTLAB unless asked otherwise):
+ * A checkpoint from the Hugging Face hub (config.json without mtlab's "architecture": an
+ * opus-mt model, a MambaForCausalLM or GPTNeoXForCausalLM as downloaded or given a prompt
+ * template by hand, mt_model_config.hf_generate) decodes as transformers' generate() (4.50 and
+ * later) does, early_stopping False, with a Marian config's bad_words_ids = [[pad]] and
+ * forced_eos_token_id = eos (MT_SEARCH_HF; mtlab's own bundles decode with MT_SEARCH_MTLAB
+ * unless asked otherwise; MT_SEARCH_AUTO, which every front end passes, picks):
  *   - the log-softmax runs over every id, <pad> included, which is then masked (mtlab
  *     normalises over the ids that may be generated);
  *   - the stopping test holds the worst finished hypothesis against the best *running* beam
@@ -37,8 +39,12 @@
  *   - at the length limit every running beam ends with a forced <eos> of log-probability 0,
  *     counted in its length (mtlab: they end there without one), where the config has
  *     forced_eos_token_id (Marian's; a decoder-only hub model's, GPT-NeoX or Mamba, has none:
- *     its beams end at the limit as they are). generate's max_length L counts the decoder
- *     start and that <eos>: it is max_new_tokens = L - 2 here.
+ *     its beams end at the limit as they are). max_new_tokens is generate()'s
+ *     max_new_tokens; asked for none, the max_length L of the model's generation config
+ *     counts, for an encoder-decoder model, the decoder start and that <eos> (L - 2 new
+ *     tokens), for a decoder-only one its prompt of P ids (L - P, a prompt of L or more is
+ *     refused, as generate() refuses it); the default L = 20 allows 19 and 20 new tokens
+ *     (generate() lengthens it by the prompt, within max_position_embeddings).
  * The generated ids are the same either way for greedy search. */
 #ifndef MTLAB_DECODE_H
 #define MTLAB_DECODE_H
@@ -74,9 +80,9 @@ typedef void (*mt_decode_callback)(void *user, const mt_decode_event *ev);
 typedef struct {
     int beam; /* 1: greedy; K > 1: beam search with K beams */
     int max_new_tokens; /* 0: 2 * source tokens + 10 for each sentence, or where decoding
-                           is generate()'s, the max_length its generation config gives
-                           less 2 (docs/bundles.md §3.1); either way capped by what the
-                           model can hold (encoder-decoder: its positions) */
+                           is generate()'s, what the max_length of its generation config
+                           allows (above; docs/bundles.md §2.4, §3.1); either way capped by
+                           what the model can hold (encoder-decoder: its positions) */
     float length_penalty; /* exponent of the generated length in the score (1.0) */
     int vocab_limit; /* > 0: only ids below it are generated (the tokenizer's pieces when
                         the model's vocabulary is padded past them); 0: every id */

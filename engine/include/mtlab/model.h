@@ -29,6 +29,8 @@
  * mamba.c, llama.c; otherwise its own plus the "mtlab" block: retnet.c, hybrid.c,
  * mamba_encdec.c). */
 #define MT_MAX_ATTN_LAYERS 64
+/* transformers' GenerationConfig().max_length, which generate() lengthens by the prompt */
+#define MT_GENERATE_DEFAULT_MAX_LENGTH 20
 typedef struct {
     char arch[24]; /* an architecture of mt_model_arch_list() */
     int vocab_size; /* V */
@@ -65,11 +67,14 @@ typedef struct {
                                       * written by the trainer from its dataset */
     int langs_recorded; /* 0: config.json had none, read as the Bible's es -> en (and
                          * saved without them again); 1: written */
-    int hf_generate; /* 1: a checkpoint from the Hugging Face hub (no mtlab block), which
-                      * decodes as transformers' generate() does (mtlab/decode.h) */
-    int hf_max_length; /* hf_generate: the max_length generate() runs with when asked for
-                        * none (generation_config.json or config.json, docs/bundles.md
-                        * §3.1), the decoder start and the final </s> included; 0: none */
+    int hf_generate; /* 1: a checkpoint from the Hugging Face hub (its config.json has no
+                      * mtlab block, or one without mtlab's "architecture": a template added
+                      * by hand), which decodes as transformers' generate() does
+                      * (mtlab/decode.h) */
+    int hf_max_length; /* hf_generate: the max_length of generate()'s generation config
+                        * (generation_config.json or config.json, docs/bundles.md §3.1), as
+                        * it stands there: MT_GENERATE_DEFAULT_MAX_LENGTH where it gives none
+                        * (mt_decode_max_new maps it to new tokens); 0: none */
     int mamba_bias; /* Mamba: in_proj and out_proj have biases (MambaConfig use_bias) */
     int mamba_no_conv_bias; /* Mamba: conv1d has none (MambaConfig use_conv_bias false) */
     int pad_vocab_multiple; /* Mamba: MambaConfig pad_vocab_size_multiple (8), checked and not
