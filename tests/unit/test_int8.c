@@ -1,7 +1,8 @@
-/* int8 linear layers (docs/quantization.md): every dot-product kernel this CPU runs against
- * the reference (bit-exact int32, odd sizes, rows 1 and 16, the extremes of the range), the
- * quantization round trip, an int8 linear against fp32, the weight lookup by address, and
- * every architecture's logits in int8 against fp32 (forward, prefill and steps). */
+/* int8 linear layers (docs/quantization.md): every kernel this CPU runs against the reference
+ * (bit-exact floats, odd sizes, rows 1 and 16, windows of channels, the extremes of the
+ * range), the packed layout, the quantization round trip, an int8 linear against fp32, the weight
+ * lookup by address, and every architecture's logits in int8 against fp32 (forward, prefill and
+ * steps). */
 #include "test_util.h"
 #include "model_parity.h"
 
@@ -29,14 +30,51 @@ static int8_t *random_rows(mt_rng *rng, int rows, int C, int ld, int extreme)
     return q;
 }
 
-static void row_sums(int32_t *sum, const int8_t *q, int rows, int ld)
+/* A packed matrix (cpu_ops.h's layout) of the given int8 rows (rows, ld), with its sums and
+ * the given scales: what cpu_qmatrix_make makes from floats, from chosen integers. */
+static mt_qmatrix pack(const int8_t *rows_q, int rows, int C, int ld, const float *scale)
 {
-    for (int r = 0; r < rows; r++) {
-        sum[r] = 0;
-        for (int k = 0; k < ld; k++) sum[r] += q[(size_t)r * ld + k];
+    int padded = (rows + CPU_INT8_BLOCK - 1) / CPU_INT8_BLOCK * CPU_INT8_BLOCK;
+    mt_qmatrix q = {.kind = MT_QMATRIX_INT8, .rows = rows, .cols = C, .ld = ld};
+    q.q = calloc((size_t)padded * ld, 1);
+    q.scale = malloc((size_t)padded * sizeof *q.scale);
+    q.sum = calloc((size_t)padded, sizeof *q.sum);
+    for (int r = 0; r < padded; r++) {
+        q.scale[r] = r < rows ? scale[r] : 1.0f;
+        for (int k = 0; r < rows && k < ld; k++) {
+            q.q[cpu_int8_at(ld, r, k)] = rows_q[(size_t)r * ld + k];
+            q.sum[r] += rows_q[(size_t)r * ld + k];
+        }
     }
+    return q;
 }
 
+static void unpack_free(mt_qmatrix *q) { free(q->q), free(q->scale), free(q->sum); }
+
+/* out (M, N + 3) of kernel k on channels j0 .. j0+N: x shifted to u8 where the kernel wants */
+static void product(const cpu_int8_kernel *k, float *out, const int8_t *x, const float *xs, int M,
+                    const mt_qmatrix *w, int j0, int N, const float *bias)
+{
+    size_t n = (size_t)M * w->ld;
+    int8_t *xk = malloc(n);
+    for (size_t i = 0; i < n; i++) xk[i] = k->x_unsigned ? (int8_t)(x[i] ^ 0x80) : x[i];
+    cpu_int8_call c = {.out = out,
+                       .ldo = (size_t)N + 3,
+                       .xq = xk,
+                       .xs = xs,
+                       .M = M,
+                       .w = w,
+                       .j0 = j0,
+                       .N = N,
+                       .bias = bias};
+    k->product(&c);
+    free(xk);
+}
+
+/* Every fast kernel against the reference: the same floats bit for bit (the int32 sums are
+ * exact, the dequantization one order of operations), at odd sizes, rows 1 and 16, windows of
+ * channels that start and end inside a block (Mamba's row slices), with and without a bias,
+ * and at the extremes +-127; nothing outside the window is written. */
 static void test_kernels_match_reference_exactly(void **state)
 {
     (void)state;
@@ -59,28 +97,40 @@ static void test_kernels_match_reference_exactly(void **state)
                 for (size_t c = 0; c < 7; c++)
                     for (int extreme = 0; extreme < 2; extreme++) {
                         int M = Ms[a], N = Ns[b], C = Cs[c], ld = cpu_int8_ld(C), ldc = N + 3;
+                        /* the window starts at 0, or inside the second block */
+                        int j0 = (int)(b + c + extreme) % 2 ? 0 : 19, rows = j0 + N + 2;
                         int8_t *x = random_rows(&rng, M, C, ld, extreme);
-                        int8_t *w = random_rows(&rng, N, C, ld, extreme);
-                        int32_t *sum = malloc((size_t)N * sizeof *sum);
-                        int32_t *want = calloc((size_t)M * ldc, sizeof *want);
-                        int32_t *got = calloc((size_t)M * ldc, sizeof *got);
-                        row_sums(sum, w, N, ld);
-                        ref->dots(want, ldc, x, M, w, sum, N, ld);
-                        k->dots(got, ldc, x, M, w, sum, N, ld);
+                        int8_t *wq = random_rows(&rng, rows, C, ld, extreme);
+                        float *xs = malloc((size_t)M * sizeof *xs),
+                              *scale = malloc((size_t)rows * sizeof *scale),
+                              *bias = malloc((size_t)N * sizeof *bias);
+                        for (int m = 0; m < M; m++) xs[m] = 0.01f + mt_rng_uniform(&rng);
+                        for (int j = 0; j < rows; j++) scale[j] = 0.01f + mt_rng_uniform(&rng);
+                        for (int j = 0; j < N; j++) bias[j] = mt_rng_uniform(&rng) - 0.5f;
+                        mt_qmatrix w = pack(wq, rows, C, ld, scale);
+                        float *want = malloc((size_t)M * ldc * sizeof *want);
+                        float *got = malloc((size_t)M * ldc * sizeof *got);
+                        for (size_t i = 0; i < (size_t)M * ldc; i++) want[i] = got[i] = -7.0f;
+                        const float *bs = (a + b) % 2 ? bias : NULL;
+                        product(ref, want, x, xs, M, &w, j0, N, bs);
+                        product(k, got, x, xs, M, &w, j0, N, bs);
                         for (int m = 0; m < M; m++)
-                            for (int j = 0; j < N; j++)
-                                if (got[m * ldc + j] != want[m * ldc + j])
-                                    fail_msg(
-                                        "%s M=%d N=%d C=%d row %d channel %d: %d, reference %d",
-                                        k->name, M, N, C, m, j, got[m * ldc + j],
-                                        want[m * ldc + j]);
-                        free(x), free(w), free(sum), free(want), free(got);
+                            for (int j = 0; j < ldc; j++)
+                                if (memcmp(&got[m * ldc + j], &want[m * ldc + j], sizeof(float)))
+                                    fail_msg("%s M=%d N=%d C=%d j0=%d bias=%d row %d column %d: "
+                                             "%.9g, reference %.9g",
+                                             k->name, M, N, C, j0, bs != NULL, m, j,
+                                             got[m * ldc + j], want[m * ldc + j]);
+                        for (int m = 0; m < M; m++)
+                            for (int j = N; j < ldc; j++) assert_true(got[m * ldc + j] == -7.0f);
+                        unpack_free(&w);
+                        free(x), free(wq), free(xs), free(scale), free(bias), free(want), free(got);
                     }
     }
     printf("  %d fast kernel(s) checked against the reference\n", ran);
 }
 
-/* the reference itself against products written out by hand */
+/* the reference itself against products written out by hand (scales 1: the sums as floats) */
 static void test_reference_kernel_by_hand(void **state)
 {
     (void)state;
@@ -90,11 +140,27 @@ static void test_reference_kernel_by_hand(void **state)
     w[0] = 3, w[1] = 4, w[2] = -1;
     w[64] = 127, w[65] = 127;
     w[128 + 63] = 5;
-    int32_t sum[3], acc[6];
-    row_sums(sum, w, 3, 64);
-    cpu_int8_kernel_named("ref")->dots(acc, 3, x, 2, w, sum, 3, 64);
-    const int32_t want[6] = {3 - 8 - 127, 127 - 254, 0, -381 - 508, -2 * 127 * 127, 0};
-    for (int i = 0; i < 6; i++) assert_int_equal(acc[i], want[i]);
+    const float ones[3] = {1, 1, 1}, bias[3] = {0.5f, 0, -1};
+    mt_qmatrix q = pack(w, 3, 64, 64, ones);
+    float out[2 * 6];
+    product(cpu_int8_kernel_named("ref"), out, x, ones, 2, &q, 0, 3, bias);
+    const float want[6] = {3 - 8 - 127 + 0.5f, 127 - 254,      -1,
+                           -381 - 508 + 0.5f,  -2 * 127 * 127, -1};
+    for (int i = 0; i < 6; i++) assert_float_equal(out[(i / 3) * 6 + i % 3], want[i], 0.0);
+    unpack_free(&q);
+}
+
+/* The packed layout: 4 consecutive k of 16 channels per 64 bytes, blocks of 16 channels
+ * ld * 16 bytes apart */
+static void test_packed_layout(void **state)
+{
+    (void)state;
+    assert_int_equal(cpu_int8_at(128, 0, 0), 0);
+    assert_int_equal(cpu_int8_at(128, 0, 3), 3);
+    assert_int_equal(cpu_int8_at(128, 0, 4), 64);
+    assert_int_equal(cpu_int8_at(128, 1, 0), 4);
+    assert_int_equal(cpu_int8_at(128, 15, 127), 31 * 64 + 15 * 4 + 3);
+    assert_int_equal(cpu_int8_at(128, 17, 5), 16 * 128 + 64 + 4 + 1);
 }
 
 static void test_quantize_round_trip(void **state)
@@ -145,13 +211,22 @@ static void test_qmatrix_rows_and_sums(void **state)
     assert_int_equal(q.cols, 5);
     assert_int_equal(q.ld, 64);
     assert_float_equal(q.scale[0], 2.0f / 127.0f, 1e-9);
-    assert_int_equal(q.q[0], 64); /* 1 / (2/127) = 63.5, rounded to even */
-    assert_int_equal(q.q[1], -127);
+    assert_int_equal(q.q[cpu_int8_at(64, 0, 0)], 64); /* 1 / (2/127) = 63.5, rounded to even */
+    assert_int_equal(q.q[cpu_int8_at(64, 0, 1)], -127);
+    assert_int_equal(q.q[cpu_int8_at(64, 0, 2)], 32);
     assert_float_equal(q.scale[1], 1.0f, 0.0);
     assert_int_equal(q.sum[1], 0);
-    assert_int_equal(q.q[2 * 64], -127);
+    assert_int_equal(q.q[cpu_int8_at(64, 2, 0)], -127);
+    assert_int_equal(q.q[cpu_int8_at(64, 2, 1)], 64);
+    assert_int_equal(q.q[cpu_int8_at(64, 2, 4)], 127);
     assert_int_equal(q.sum[0], 64 - 127 + 32);
     assert_int_equal(q.sum[2], -127 + 64 + 127);
+    /* the padding to a whole block of channels: zero rows, scale 1, sum 0 */
+    for (int r = 3; r < CPU_INT8_BLOCK; r++) {
+        assert_float_equal(q.scale[r], 1.0f, 0.0);
+        assert_int_equal(q.sum[r], 0);
+        for (int k = 0; k < 64; k++) assert_int_equal(q.q[cpu_int8_at(64, r, k)], 0);
+    }
     be->qmatrix_free(&q);
 }
 
@@ -431,6 +506,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kernels_match_reference_exactly),
         cmocka_unit_test(test_reference_kernel_by_hand),
+        cmocka_unit_test(test_packed_layout),
         cmocka_unit_test(test_quantize_round_trip),
         cmocka_unit_test(test_qmatrix_rows_and_sums),
         cmocka_unit_test(test_qlinear_close_to_fp32),

@@ -1,6 +1,6 @@
-/* int8 linear layers on the CPU (docs/quantization.md): quantizing weights and activations,
- * the choice of dot-product kernel, and the driver that tiles an int8 product over output
- * channels (threaded with OpenMP) and dequantizes each tile while it is still in cache.
+/* int8 linear layers on the CPU (docs/quantization.md): quantizing weights into the packed
+ * layout and activations per row, the choice of kernel, and the driver that spreads a
+ * product's channel blocks over OpenMP threads; the kernels dequantize as they store.
  *
  * Letters: M rows of activations (BT), N output channels (OC), ld the padded row width in
  * bytes (the input width C rounded up to MT_INT8_ALIGN). */
@@ -14,9 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Channels and rows of one tile: its int32 results (16 KiB) stay on the stack and in L1, and
- * its 64 weight rows (64 * ld bytes) in L2 while every row block passes over them. */
-enum { TILE = 64 };
+/* Blocks of channels one thread takes at a time: 64 channels, a kernel's register tile */
+enum { CHUNK_BLOCKS = 4 };
+/* Rows one kernel call takes: a prefill's quantized rows (ROWS x ld bytes) stay in L2 while
+ * every block of weights passes over them */
+enum { ROWS = 256 };
 /* Multiply-adds below which one thread is faster than waking the others: a decoding step's
  * d_model x d_model projections stay on one thread at batch 1 and spread at batch 16, as the
  * vocabulary projection and prefills do. */
@@ -52,9 +54,9 @@ int cpu_int8_ld(int C) { return (C + MT_INT8_ALIGN - 1) / MT_INT8_ALIGN * MT_INT
 /* ---- kernels */
 
 static const cpu_int8_kernel kernels[] = {
-    {"ref", "", naive_int8_dots},
-    {"avx2", "avx2", cpu_int8_dots_avx2},
-    {"avx512-vnni", "avx512vnni", cpu_int8_dots_avx512_vnni},
+    {"ref", "", 0, naive_int8_product},
+    {"avx2", "avx2", 0, cpu_int8_product_avx2},
+    {"avx512-vnni", "avx512vnni", 1, cpu_int8_product_avx512_vnni},
 };
 enum { N_KERNELS = sizeof kernels / sizeof kernels[0] };
 
@@ -107,23 +109,36 @@ int cpu_qmatrix_make(mt_qmatrix *q, mt_qkind kind, const float *w, int rows, int
         return mt_error("the CPU backend has no bf16 linear layers (bf16 runs on a CUDA device; "
                         "on the CPU use fp32 or int8)");
     if (!cpu_int8_kernel_pick()) return -1;
+    int padded = (rows + CPU_INT8_BLOCK - 1) / CPU_INT8_BLOCK * CPU_INT8_BLOCK;
     q->rows = rows;
     q->cols = cols;
     q->ld = cpu_int8_ld(cols);
-    q->q = cpu_alloc((size_t)rows * (size_t)q->ld);
-    q->scale = cpu_alloc((size_t)rows * sizeof *q->scale);
-    q->sum = cpu_alloc((size_t)rows * sizeof *q->sum);
+    q->q = cpu_alloc((size_t)padded * (size_t)q->ld); /* zero: padding rows and columns */
+    q->scale = cpu_alloc((size_t)padded * sizeof *q->scale);
+    q->sum = cpu_alloc((size_t)padded * sizeof *q->sum);
     if (!q->q || !q->scale || !q->sum) {
         cpu_qmatrix_free(q);
         return -1;
     }
-#pragma omp parallel for schedule(static)
-    for (int r = 0; r < rows; r++) {
-        int8_t *row = q->q + (size_t)r * q->ld;
-        q->scale[r] = cpu_int8_quantize_row(row, w + (size_t)r * cols, cols, q->ld);
-        int32_t sum = 0;
-        for (int k = 0; k < cols; k++) sum += row[k];
-        q->sum[r] = sum;
+    int ld = q->ld;
+#pragma omp parallel
+    {
+        int8_t *row = mt_xmalloc((size_t)ld);
+#pragma omp for schedule(static)
+        for (int r = 0; r < padded; r++) {
+            if (r >= rows) {
+                q->scale[r] = 1.0f;
+                continue;
+            }
+            q->scale[r] = cpu_int8_quantize_row(row, w + (size_t)r * cols, cols, ld);
+            int32_t sum = 0;
+            for (int k = 0; k < ld; k++) {
+                q->q[cpu_int8_at(ld, r, k)] = row[k];
+                sum += row[k];
+            }
+            q->sum[r] = sum;
+        }
+        free(row);
     }
     return 0;
 }
@@ -138,18 +153,13 @@ void cpu_qmatrix_free(mt_qmatrix *q)
 
 /* ---- the product */
 
-/* out = (x scale * w scale) * (xq . wq) + b over n channels, cloned per vector width (inside
- * the OpenMP region it ran as baseline SSE2) */
-MT_CPU_CLONES static void dequantize(float *restrict o, const int32_t *restrict a, float sx,
-                                     const float *restrict w_scale, const float *restrict b, int n)
+/* q (ld) += 128 as bytes, i.e. each int8 read as u8 (x ^ 0x80), for a kernel with
+ * x_unsigned; cloned per vector width (it runs inside the OpenMP region) */
+MT_CPU_CLONES static void shift_to_unsigned(int8_t *q, int ld)
 {
-    if (b) {
+    uint8_t *u = (uint8_t *)q;
 #pragma omp simd
-        for (int j = 0; j < n; j++) o[j] = (float)a[j] * (sx * w_scale[j]) + b[j];
-    } else {
-#pragma omp simd
-        for (int j = 0; j < n; j++) o[j] = (float)a[j] * (sx * w_scale[j]);
-    }
+    for (int k = 0; k < ld; k++) u[k] ^= 0x80;
 }
 
 void cpu_qlinear_with(const cpu_int8_kernel *kern, int threaded, float *out, const float *x,
@@ -160,32 +170,45 @@ void cpu_qlinear_with(const cpu_int8_kernel *kern, int threaded, float *out, con
     float *xs = mt_xmalloc(BT * sizeof *xs);
     size_t macs = BT * (size_t)OC * (size_t)ld;
     int par = threaded && macs >= CPU_INT8_PARALLEL_MACS;
-    /* With several threads, tiles narrow (down to 16 channels) until each thread has two: a
-     * batch-16 step's d_model-wide projections are 3 tiles of 64, one thread would get two. */
-    int tw = TILE, threads = par ? omp_get_max_threads() : 1;
-    while (threads > 1 && tw > 16 && (OC + tw - 1) / tw < 2 * threads) tw /= 2;
-    int n_tiles = (OC + tw - 1) / tw;
-    const int8_t *wq = w->q + (size_t)row0 * ld;
-    const float *ws = w->scale + row0;
-    const int32_t *wsum = w->sum + row0;
-    if (BT == 1) xs[0] = cpu_int8_quantize_row(xq, x, C, ld); /* no worksharing for one row */
+    /* the blocks holding channels row0 .. row0+OC, in chunks; with several threads, chunks
+     * narrow (down to one block) until each thread has two: a batch-16 step's d_model-wide
+     * projections are 3 chunks of 4 blocks, one thread would get two */
+    int b0 = row0 / CPU_INT8_BLOCK, b1 = (row0 + OC + CPU_INT8_BLOCK - 1) / CPU_INT8_BLOCK;
+    int cb = CHUNK_BLOCKS, threads = par ? omp_get_max_threads() : 1;
+    while (threads > 1 && cb > 1 && (b1 - b0 + cb - 1) / cb < 2 * threads) cb /= 2;
+    int n_chunks = (b1 - b0 + cb - 1) / cb;
+    if (BT == 1) { /* no worksharing for one row */
+        xs[0] = cpu_int8_quantize_row(xq, x, C, ld);
+        if (kern->x_unsigned) shift_to_unsigned(xq, ld);
+    }
 #pragma omp parallel if (par)
     {
         if (BT > 1) {
 #pragma omp for schedule(static)
-            for (size_t m = 0; m < BT; m++)
+            for (size_t m = 0; m < BT; m++) {
                 xs[m] = cpu_int8_quantize_row(xq + m * ld, x + m * C, C, ld);
+                if (kern->x_unsigned) shift_to_unsigned(xq + m * ld, ld);
+            }
         }
 #pragma omp for schedule(static)
-        for (int t = 0; t < n_tiles; t++) {
-            int32_t acc[TILE * TILE];
-            int j0 = t * tw, nn = OC - j0 < tw ? OC - j0 : tw;
-            for (size_t m0 = 0; m0 < BT; m0 += TILE) {
-                int mm = BT - m0 < TILE ? (int)(BT - m0) : TILE;
-                kern->dots(acc, TILE, xq + m0 * ld, mm, wq + (size_t)j0 * ld, wsum + j0, nn, ld);
-                for (int i = 0; i < mm; i++)
-                    dequantize(out + (m0 + i) * OC + j0, acc + i * TILE, xs[m0 + i], ws + j0,
-                               bias ? bias + j0 : NULL, nn);
+        for (int t = 0; t < n_chunks; t++) {
+            /* the chunk's channels, clipped to row0 .. row0+OC */
+            int lo = (b0 + t * cb) * CPU_INT8_BLOCK, hi = lo + cb * CPU_INT8_BLOCK;
+            lo = lo > row0 ? lo : row0;
+            hi = hi < row0 + OC ? hi : row0 + OC;
+            for (size_t m0 = 0; m0 < BT; m0 += ROWS) {
+                cpu_int8_call c = {
+                    .out = out + m0 * OC + (lo - row0),
+                    .ldo = (size_t)OC,
+                    .xq = xq + m0 * ld,
+                    .xs = xs + m0,
+                    .M = BT - m0 < ROWS ? (int)(BT - m0) : ROWS,
+                    .w = w,
+                    .j0 = lo,
+                    .N = hi - lo,
+                    .bias = bias ? bias + (lo - row0) : NULL,
+                };
+                kern->product(&c);
             }
         }
     }

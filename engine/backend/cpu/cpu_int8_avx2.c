@@ -1,80 +1,111 @@
 /* The AVX2 int8 kernel (cpu_ops.h states what it computes). AVX2 multiplies bytes only as
  * u8 x s8 with 16-bit saturating pair sums (vpmaddubsw), so each product is taken as
  * |x| * (w * sign x): with both in [-127, 127] a pair sums to at most 2 * 127 * 127 = 32258,
- * which never saturates, and the int32 result is exact (docs/quantization.md §2).
+ * which never saturates, and vpmaddwd by ones adds the two pairs of each channel's 4 bytes
+ * into its int32 lane, exactly (docs/quantization.md §2). On the packed layout (cpu_ops.h) a
+ * 32-byte load holds the next 4 weights of 8 channels, so a row's 4 bytes broadcast to every
+ * lane serve them all and the accumulators need no horizontal sums at the end; a tile of MR
+ * rows x one block of 16 channels keeps 2 * MR accumulators in the 16 registers.
  * Compiled for AVX2 by function attribute; cpu_int8.c calls it only when the CPU has AVX2. */
 #include "backend/cpu/cpu_ops.h"
 
 #include <immintrin.h>
 #include <stdint.h>
+#include <string.h>
 
 #define AVX2 __attribute__((target("avx2")))
+#define INLINE inline __attribute__((always_inline))
 
-/* one 32-byte step of a row against a channel: acc += pair sums of x * w */
-AVX2 static inline __m256i dot_step(__m256i acc, __m256i ax, __m256i x, __m256i w)
+enum { MR = 4 };
+/* Blocks ahead whose weights a block asks for while its first rows run (as
+ * cpu_int8_avx512.c) */
+enum { PREFETCH_BLOCKS = 2 };
+
+/* channels lo .. lo+8 of row m, some outside 0 .. N: only those inside are stored */
+static void store_partial(const cpu_int8_call *c, int m, int lo, const float t[8])
 {
-    __m256i p16 = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(w, x));
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
+    float *dst = c->out + (size_t)m * c->ldo;
+    for (int i = lo < 0 ? -lo : 0; i < 8 && lo + i < c->N; i++)
+        dst[lo + i] = c->bias ? t[i] + c->bias[lo + i] : t[i];
 }
 
-/* The 8 lane sums of each of a[0..8) as one vector: lane i = sum of a[i]. */
-AVX2 static inline __m256i sum8(const __m256i a[8])
+/* row m's 8 sums of channels j .. j+8, dequantized and stored */
+AVX2 static INLINE void store8(const cpu_int8_call *c, int m, int j, __m256i acc)
 {
-    __m256i t0 = _mm256_hadd_epi32(a[0], a[1]), t1 = _mm256_hadd_epi32(a[2], a[3]);
-    __m256i t2 = _mm256_hadd_epi32(a[4], a[5]), t3 = _mm256_hadd_epi32(a[6], a[7]);
-    t0 = _mm256_hadd_epi32(t0, t1);
-    t2 = _mm256_hadd_epi32(t2, t3);
-    return _mm256_add_epi32(_mm256_permute2x128_si256(t0, t2, 0x20),
-                            _mm256_permute2x128_si256(t0, t2, 0x31));
+    __m256 o =
+        _mm256_mul_ps(_mm256_cvtepi32_ps(acc),
+                      _mm256_mul_ps(_mm256_set1_ps(c->xs[m]), _mm256_loadu_ps(c->w->scale + j)));
+    int lo = j - c->j0;
+    if (lo >= 0 && lo + 8 <= c->N) {
+        if (c->bias) o = _mm256_add_ps(o, _mm256_loadu_ps(c->bias + lo));
+        _mm256_storeu_ps(c->out + (size_t)m * c->ldo + lo, o);
+        return;
+    }
+    float t[8];
+    _mm256_storeu_ps(t, o);
+    store_partial(c, m, lo, t);
 }
 
-/* Rows ahead whose cache lines a block of 8 channels asks for while it computes (as
- * cpu_int8_avx512.c: two blocks on, spread over the block's k-steps) */
-#define PREFETCH_ROWS 16
-
-AVX2 void cpu_int8_dots_avx2(int32_t *acc, int ldc, const int8_t *xq, int M, const int8_t *wq,
-                             const int32_t *wsum, int N, int ld)
+/* rows m0 .. m0+mr against block b; pf (0: none) the next line to ask for at each k-step */
+AVX2 static INLINE void tile(const cpu_int8_call *c, int m0, int b, int mr, uintptr_t pf)
 {
-    (void)wsum;
-    int j = 0;
-    for (; j + 8 <= N; j += 8) {
-        const int8_t *w = wq + (size_t)j * ld;
-        /* 8 * ld / 64 lines over M * ld / 32 k-steps */
-        uintptr_t pf = (uintptr_t)w + (uintptr_t)PREFETCH_ROWS * ld,
-                  pf_end = pf + 8 * (uintptr_t)ld;
-        int per = (4 + M - 1) / M;
-        for (int m = 0; m < M; m++) {
-            const int8_t *x = xq + (size_t)m * ld;
-            __m256i a[8];
-#pragma GCC unroll 8
-            for (int i = 0; i < 8; i++) a[i] = _mm256_setzero_si256();
-            for (int k = 0; k < ld; k += 32) {
-                for (int c = 0; c < per && pf < pf_end; c++, pf += 64)
-                    _mm_prefetch((const char *)pf, _MM_HINT_T0);
-                __m256i xv = _mm256_loadu_si256((const __m256i *)(x + k));
-                __m256i ax = _mm256_abs_epi8(xv);
-#pragma GCC unroll 8
-                for (int i = 0; i < 8; i++)
-                    a[i] = dot_step(a[i], ax, xv,
-                                    _mm256_loadu_si256((const __m256i *)(w + (size_t)i * ld + k)));
-            }
-            _mm256_storeu_si256((__m256i *)(acc + (size_t)m * ldc + j), sum8(a));
+    int ld = c->w->ld;
+    const int8_t *w = c->w->q + (size_t)b * CPU_INT8_BLOCK * ld;
+    const int8_t *x = c->xq + (size_t)m0 * ld;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i acc[MR][2];
+#pragma GCC unroll 4
+    for (int r = 0; r < mr; r++) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+    for (int k = 0; k < ld; k += 4) {
+        if (pf) {
+            _mm_prefetch((const char *)pf, _MM_HINT_T0);
+            pf += 64;
+        }
+        __m256i w0 = _mm256_loadu_si256((const __m256i *)(w + (size_t)k * 16));
+        __m256i w1 = _mm256_loadu_si256((const __m256i *)(w + (size_t)k * 16 + 32));
+#pragma GCC unroll 4
+        for (int r = 0; r < mr; r++) {
+            int32_t x4;
+            memcpy(&x4, x + (size_t)r * ld + k, 4);
+            __m256i xb = _mm256_set1_epi32(x4), ax = _mm256_abs_epi8(xb);
+            __m256i p0 = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(w0, xb));
+            __m256i p1 = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(w1, xb));
+            acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(p0, ones));
+            acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(p1, ones));
         }
     }
-    for (; j < N; j++) {
-        const int8_t *w = wq + (size_t)j * ld;
-        for (int m = 0; m < M; m++) {
-            const int8_t *x = xq + (size_t)m * ld;
-            __m256i a = _mm256_setzero_si256();
-            for (int k = 0; k < ld; k += 32) {
-                __m256i xv = _mm256_loadu_si256((const __m256i *)(x + k));
-                a = dot_step(a, _mm256_abs_epi8(xv), xv,
-                             _mm256_loadu_si256((const __m256i *)(w + k)));
-            }
-            __m128i s = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
-            s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-            s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-            acc[(size_t)m * ldc + j] = _mm_cvtsi128_si32(s);
+    int jb = b * CPU_INT8_BLOCK;
+#pragma GCC unroll 4
+    for (int r = 0; r < mr; r++) {
+        store8(c, m0 + r, jb, acc[r][0]);
+        store8(c, m0 + r, jb + 8, acc[r][1]);
+    }
+}
+
+/* one function per tile height, so each keeps its accumulators in registers */
+#define TILE_FN(R)                                                                 \
+    AVX2 static void tile_##R(const cpu_int8_call *c, int m0, int b, uintptr_t pf) \
+    {                                                                              \
+        tile(c, m0, b, R, pf);                                                     \
+    }
+TILE_FN(1)
+TILE_FN(2)
+TILE_FN(3)
+TILE_FN(4)
+typedef void (*tile_fn)(const cpu_int8_call *c, int m0, int b, uintptr_t pf);
+static const tile_fn tiles[MR] = {tile_1, tile_2, tile_3, tile_4};
+
+AVX2 void cpu_int8_product_avx2(const cpu_int8_call *c)
+{
+    int ld = c->w->ld;
+    int b0 = c->j0 / CPU_INT8_BLOCK, b1 = (c->j0 + c->N + CPU_INT8_BLOCK - 1) / CPU_INT8_BLOCK;
+    for (int b = b0; b < b1; b++) {
+        /* a prefetch never faults, so the last blocks may name lines past the matrix */
+        uintptr_t pf = (uintptr_t)(c->w->q + (size_t)b * CPU_INT8_BLOCK * ld) +
+                       (uintptr_t)PREFETCH_BLOCKS * CPU_INT8_BLOCK * (uintptr_t)ld;
+        for (int m = 0; m < c->M; m += MR) {
+            int mr = c->M - m < MR ? c->M - m : MR;
+            tiles[mr - 1](c, m, b, m == 0 ? pf : 0);
         }
     }
 }

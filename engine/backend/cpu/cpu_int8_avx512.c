@@ -1,85 +1,129 @@
 /* The AVX-512 VNNI int8 kernel (cpu_ops.h states what it computes). vpdpbusd multiplies
  * unsigned by signed bytes and adds each group of four into an int32 lane without
- * saturation. Activations are signed, so the kernel flips their sign bit (x ^ 0x80 read as
- * u8 is x + 128) and takes the shift back out per channel with the weight row sums:
+ * saturation. Activations are signed, so cpu_int8.c hands this kernel x + 128 as u8 (the sign
+ * bit flipped) and the shift comes back out per channel with the weight row sums:
  *   sum_k (x_k + 128) w_k - 128 * sum_k w_k = sum_k x_k w_k      (docs/quantization.md §2)
+ * The packed layout (cpu_ops.h) puts 4 consecutive k of 16 channels in one vector, so a row's 4
+ * bytes broadcast to every lane and one vpdpbusd add 4 products to each of 16 channels: a tile
+ * of MR rows x NR blocks keeps MR * NR accumulators in registers for the whole row, loads each
+ * weight vector once for MR rows, and ends with no horizontal sums.
  * Compiled for AVX-512 by function attribute; cpu_int8.c calls it only when the CPU has
  * AVX-512 F, BW and VNNI. */
 #include "backend/cpu/cpu_ops.h"
 
 #include <immintrin.h>
 #include <stdint.h>
+#include <string.h>
 
 #define VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
+#define INLINE inline __attribute__((always_inline))
 
-/* Four accumulators into one vector whose 128-bit lane l holds, in order, the sums of lane l
- * of a[0], a[1], a[2], a[3]. */
-VNNI static inline __m512i sum4_lanes(const __m512i *a)
+/* rows x blocks of 16 channels per register tile: 16 accumulators, 4 weight vectors and a
+ * broadcast of the 32 registers; one row (batch-1 decoding) still has 4 independent chains */
+enum { MR = 4, NR = 4 };
+/* Tiles ahead whose weights a tile asks for while its first rows run, spread over its k-steps
+ * (docs/decoding.md §9: a vocabulary projection comes from memory every step) */
+enum { PREFETCH_TILES = 2 };
+
+/* acc += vpdpbusd(x, w) in place: written with the intrinsic, GCC 12 copied every accumulator
+ * to a fresh register and back at each k-step (twice the instructions, and a spill) */
+VNNI static INLINE __m512i dpbusd(__m512i acc, __m512i x, __m512i w)
 {
-    __m512i t0 =
-        _mm512_add_epi32(_mm512_unpacklo_epi32(a[0], a[1]), _mm512_unpackhi_epi32(a[0], a[1]));
-    __m512i t1 =
-        _mm512_add_epi32(_mm512_unpacklo_epi32(a[2], a[3]), _mm512_unpackhi_epi32(a[2], a[3]));
-    return _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(x), "v"(w));
+    return acc;
 }
 
-/* The 16 sums of a[0..16) as one vector: lane i = sum of a[i]. */
-VNNI static inline __m512i sum16(const __m512i a[16])
+/* channels lo .. lo+16 of row m, some outside 0 .. N: only those inside are stored */
+static void store_partial(const cpu_int8_call *c, int m, int lo, const float t[16])
 {
-    __m512i v0 = sum4_lanes(a), v1 = sum4_lanes(a + 4);
-    __m512i v2 = sum4_lanes(a + 8), v3 = sum4_lanes(a + 12);
-    /* transpose the 128-bit lanes of v0..v3 and add, so lane g sums v_g's four lanes */
-    __m512i s0 =
-        _mm512_add_epi32(_mm512_shuffle_i32x4(v0, v1, 0x44), _mm512_shuffle_i32x4(v0, v1, 0xee));
-    __m512i s1 =
-        _mm512_add_epi32(_mm512_shuffle_i32x4(v2, v3, 0x44), _mm512_shuffle_i32x4(v2, v3, 0xee));
-    return _mm512_add_epi32(_mm512_shuffle_i32x4(s0, s1, 0x88), _mm512_shuffle_i32x4(s0, s1, 0xdd));
+    float *dst = c->out + (size_t)m * c->ldo;
+    for (int i = lo < 0 ? -lo : 0; i < 16 && lo + i < c->N; i++)
+        dst[lo + i] = c->bias ? t[i] + c->bias[lo + i] : t[i];
 }
 
-/* Rows ahead whose cache lines a block of 16 channels asks for while it computes: the block
- * two on (the last blocks name addresses past the matrix's end: a prefetch never faults) */
-#define PREFETCH_ROWS 32
-
-VNNI void cpu_int8_dots_avx512_vnni(int32_t *acc, int ldc, const int8_t *xq, int M,
-                                    const int8_t *wq, const int32_t *wsum, int N, int ld)
+/* row m's 16 sums of block channels jb .. jb+16, dequantized and stored */
+VNNI static INLINE void store_block(const cpu_int8_call *c, int m, int jb, __m512i acc)
 {
-    const __m512i flip = _mm512_set1_epi8((char)0x80);
-    int j = 0;
-    for (; j + 16 <= N; j += 16) {
-        const int8_t *w = wq + (size_t)j * ld;
-        __m512i shift = _mm512_slli_epi32(_mm512_loadu_si512(wsum + j), 7);
-        /* the block's 16 * ld / 64 lines spread over its M * ld / 64 k-steps, so that the
-         * loads reach memory a few at a time while the products run (asked for all at once,
-         * most were dropped; left to the hardware, the block's first row waited for each) */
-        uintptr_t pf = (uintptr_t)w + (uintptr_t)PREFETCH_ROWS * ld,
-                  pf_end = pf + 16 * (uintptr_t)ld;
-        int per = (16 + M - 1) / M;
-        for (int m = 0; m < M; m++) {
-            const int8_t *x = xq + (size_t)m * ld;
-            __m512i a[16];
-#pragma GCC unroll 16
-            for (int i = 0; i < 16; i++) a[i] = _mm512_setzero_si512();
-            for (int k = 0; k < ld; k += 64) {
-                for (int c = 0; c < per && pf < pf_end; c++, pf += 64)
-                    _mm_prefetch((const char *)pf, _MM_HINT_T0);
-                __m512i xu = _mm512_xor_si512(_mm512_loadu_si512(x + k), flip);
-#pragma GCC unroll 16
-                for (int i = 0; i < 16; i++)
-                    a[i] =
-                        _mm512_dpbusd_epi32(a[i], xu, _mm512_loadu_si512(w + (size_t)i * ld + k));
-            }
-            _mm512_storeu_si512(acc + (size_t)m * ldc + j, _mm512_sub_epi32(sum16(a), shift));
+    const mt_qmatrix *w = c->w;
+    __m512i s = _mm512_sub_epi32(acc, _mm512_slli_epi32(_mm512_loadu_si512(w->sum + jb), 7));
+    __m512 o = _mm512_mul_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(_mm512_set1_ps(c->xs[m]),
+                                                                  _mm512_loadu_ps(w->scale + jb)));
+    int lo = jb - c->j0;
+    if (lo >= 0 && lo + 16 <= c->N) {
+        if (c->bias) o = _mm512_add_ps(o, _mm512_loadu_ps(c->bias + lo));
+        _mm512_storeu_ps(c->out + (size_t)m * c->ldo + lo, o);
+        return;
+    }
+    float t[16];
+    _mm512_storeu_ps(t, o);
+    store_partial(c, m, lo, t);
+}
+
+/* rows m0 .. m0+mr against blocks b .. b+nr; pf (0: none) the next lines to ask for, nr per
+ * k-step */
+VNNI static INLINE void tile(const cpu_int8_call *c, int m0, int b, int mr, int nr, uintptr_t pf)
+{
+    int ld = c->w->ld;
+    const int8_t *w = c->w->q + (size_t)b * CPU_INT8_BLOCK * ld;
+    const int8_t *x = c->xq + (size_t)m0 * ld;
+    __m512i acc[MR][NR];
+#pragma GCC unroll 4
+    for (int r = 0; r < mr; r++)
+#pragma GCC unroll 4
+        for (int n = 0; n < nr; n++) acc[r][n] = _mm512_setzero_si512();
+    for (int k = 0; k < ld; k += 4) {
+        if (pf)
+#pragma GCC unroll 4
+            for (int n = 0; n < nr; n++, pf += 64) _mm_prefetch((const char *)pf, _MM_HINT_T0);
+        __m512i wv[NR];
+#pragma GCC unroll 4
+        for (int n = 0; n < nr; n++)
+            wv[n] = _mm512_loadu_si512(w + (size_t)n * CPU_INT8_BLOCK * ld + (size_t)k * 16);
+#pragma GCC unroll 4
+        for (int r = 0; r < mr; r++) {
+            int32_t x4;
+            memcpy(&x4, x + (size_t)r * ld + k, 4);
+            __m512i xb = _mm512_set1_epi32(x4);
+#pragma GCC unroll 4
+            for (int n = 0; n < nr; n++) acc[r][n] = dpbusd(acc[r][n], xb, wv[n]);
         }
     }
-    for (; j < N; j++) {
-        const int8_t *w = wq + (size_t)j * ld;
-        for (int m = 0; m < M; m++) {
-            const int8_t *x = xq + (size_t)m * ld;
-            __m512i a = _mm512_setzero_si512();
-            for (int k = 0; k < ld; k += 64)
-                a = _mm512_dpbusd_epi32(a, _mm512_xor_si512(_mm512_loadu_si512(x + k), flip),
-                                        _mm512_loadu_si512(w + k));
-            acc[(size_t)m * ldc + j] = _mm512_reduce_add_epi32(a) - 128 * wsum[j];
+#pragma GCC unroll 4
+    for (int r = 0; r < mr; r++)
+#pragma GCC unroll 4
+        for (int n = 0; n < nr; n++) store_block(c, m0 + r, (b + n) * CPU_INT8_BLOCK, acc[r][n]);
+}
+
+/* one function per tile shape, so each keeps its accumulators in registers */
+#define TILE_FN(R, N)                                                                    \
+    VNNI static void tile_##R##_##N(const cpu_int8_call *c, int m0, int b, uintptr_t pf) \
+    {                                                                                    \
+        tile(c, m0, b, R, N, pf);                                                        \
+    }
+#define TILE_ROW(R) TILE_FN(R, 1) TILE_FN(R, 2) TILE_FN(R, 3) TILE_FN(R, 4)
+TILE_ROW(1)
+TILE_ROW(2)
+TILE_ROW(3)
+TILE_ROW(4)
+typedef void (*tile_fn)(const cpu_int8_call *c, int m0, int b, uintptr_t pf);
+#define TILE_ENTRY(R)                                          \
+    {                                                          \
+        tile_##R##_1, tile_##R##_2, tile_##R##_3, tile_##R##_4 \
+    }
+static const tile_fn tiles[MR][NR] = {TILE_ENTRY(1), TILE_ENTRY(2), TILE_ENTRY(3), TILE_ENTRY(4)};
+
+VNNI void cpu_int8_product_avx512_vnni(const cpu_int8_call *c)
+{
+    int ld = c->w->ld;
+    int b0 = c->j0 / CPU_INT8_BLOCK, b1 = (c->j0 + c->N + CPU_INT8_BLOCK - 1) / CPU_INT8_BLOCK;
+    for (int b = b0; b < b1; b += NR) {
+        int nr = b1 - b < NR ? b1 - b : NR;
+        /* a prefetch never faults, so the last tiles may name lines past the matrix */
+        uintptr_t pf = (uintptr_t)(c->w->q + (size_t)b * CPU_INT8_BLOCK * ld) +
+                       (uintptr_t)PREFETCH_TILES * NR * CPU_INT8_BLOCK * (uintptr_t)ld;
+        for (int m = 0; m < c->M; m += MR) {
+            int mr = c->M - m < MR ? c->M - m : MR;
+            tiles[mr - 1][nr - 1](c, m, b, m == 0 ? pf : 0);
         }
     }
 }

@@ -35,26 +35,47 @@ void naive_gemm_batched(int trans_a, int trans_b, int m, int n, int k, float alp
                         int lda, size_t stride_a, const float *b, int ldb, size_t stride_b,
                         float beta, float *c, int ldc, size_t stride_c, int batch);
 
-/* int8 linear layers (cpu_int8.c: quantization, kernel choice, the tiled product;
- * naive_int8.c, cpu_int8_avx2.c, cpu_int8_avx512.c: the dot-product kernels).
- * A kernel computes, exactly in int32, for m < M and j < N:
- *   acc[m*ldc + j] = sum_{k < ld} xq[m*ld + k] * wq[j*ld + k]
- * over int8 rows in [-127, 127] padded with zeros to ld (a multiple of MT_INT8_ALIGN); wsum[j]
- * = sum_k wq[j*ld + k] is there for kernels that shift xq to unsigned (docs/quantization.md
- * §2). Every kernel gives the same int32 results. */
-typedef void (*cpu_int8_dots_fn)(int32_t *acc, int ldc, const int8_t *xq, int M, const int8_t *wq,
-                                 const int32_t *wsum, int N, int ld);
+/* int8 linear layers (cpu_int8.c: quantization, the packed weight layout, kernel choice, the
+ * threaded product; naive_int8.c, cpu_int8_avx2.c, cpu_int8_avx512.c: the kernels).
+ *
+ * Weights are packed for the 4-byte dot-product instructions (docs/quantization.md §1):
+ * output channels in blocks of CPU_INT8_BLOCK, and inside block b, for every 4 consecutive
+ * k, one 64-byte group holding those 4 bytes of each of the block's 16 channels in turn, so
+ * one vector load gives 16 channels' next 4 weights. A matrix's rows are padded with zero
+ * rows to whole blocks (scale 1, sum 0). */
+#define CPU_INT8_BLOCK 16
+/* byte offset of weight (channel j, input k) in a packed matrix of row width ld */
+static inline size_t cpu_int8_at(int ld, int j, int k)
+{
+    return (size_t)(j / CPU_INT8_BLOCK) * CPU_INT8_BLOCK * (size_t)ld + (size_t)(k / 4) * 64 +
+           (size_t)(j % CPU_INT8_BLOCK) * 4 + (size_t)(k % 4);
+}
+/* One product for a kernel: channels j0 .. j0+N of w against M quantized rows, dequantized:
+ *   out[m*ldo + j] = (float)(sum_{k < ld} xq[m*ld + k] wq(j0+j, k)) * (xs[m] * w->scale[j0+j])
+ *                    + bias[j]        (bias NULL: no term; a multiply then an add, never fused)
+ * exactly in int32 then in that fp32 order, so every kernel gives the same floats. Rows are in
+ * [-127, 127] padded with zeros to ld; a kernel with x_unsigned reads them shifted to u8
+ * (xq + 128, which cpu_int8.c stores for it) and takes 128 * w->sum[j] back out (§2). */
+typedef struct {
+    float *out; /* (M, ldo) */
+    size_t ldo;
+    const int8_t *xq; /* (M, ld) */
+    const float *xs; /* (M) */
+    int M;
+    const mt_qmatrix *w; /* packed (ld = w->ld) */
+    int j0, N;
+    const float *bias; /* (N) or NULL */
+} cpu_int8_call;
+typedef void (*cpu_int8_product_fn)(const cpu_int8_call *c);
 typedef struct {
     const char *name; /* "ref", "avx2", "avx512-vnni" (MTLAB_INT8_KERNEL) */
     const char *cpu_feature; /* what __builtin_cpu_supports must report ("" for none) */
-    cpu_int8_dots_fn dots;
+    int x_unsigned; /* reads xq + 128 as u8 */
+    cpu_int8_product_fn product;
 } cpu_int8_kernel;
-void naive_int8_dots(int32_t *acc, int ldc, const int8_t *xq, int M, const int8_t *wq,
-                     const int32_t *wsum, int N, int ld);
-void cpu_int8_dots_avx2(int32_t *acc, int ldc, const int8_t *xq, int M, const int8_t *wq,
-                        const int32_t *wsum, int N, int ld);
-void cpu_int8_dots_avx512_vnni(int32_t *acc, int ldc, const int8_t *xq, int M, const int8_t *wq,
-                               const int32_t *wsum, int N, int ld);
+void naive_int8_product(const cpu_int8_call *c);
+void cpu_int8_product_avx2(const cpu_int8_call *c);
+void cpu_int8_product_avx512_vnni(const cpu_int8_call *c);
 /* The kernel of that name when this CPU runs it, else NULL. */
 const cpu_int8_kernel *cpu_int8_kernel_named(const char *name);
 /* MTLAB_INT8_KERNEL's kernel, or the fastest one here; NULL + mt_error for a forced kernel

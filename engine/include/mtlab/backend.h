@@ -134,8 +134,9 @@ typedef struct {
  * layer; docs/quantization.md §1):
  *   scale[r] = max_k |w[r,k]| / 127 (1 for an all-zero row);  q[r,k] = round(w[r,k] / scale[r])
  * in [-127, 127], so w[r,k] ~ scale[r] * q[r,k]. Rows are ld bytes, cols rounded up to
- * MT_INT8_ALIGN, zero past cols; sum[r] = sum_k q[r,k] (what the u8 x s8 instructions need,
- * §2). Any row range of a quantized matrix is itself one, at q + row0 * ld. */
+ * MT_INT8_ALIGN, zero past cols, in the backend's layout (the CPU's packs 16 rows together for
+ * its dot-product instructions); sum[r] = sum_k q[r,k] (what the u8 x s8 instructions need,
+ * §2). qlinear_forward takes any row range of a quantized matrix (row0, OC). */
 #define MT_INT8_ALIGN 64
 /* The other kind, bf16 (a CUDA backend's; docs/cuda.md §7): the weights rounded to bf16 once,
  * (rows, ld = cols), multiplied in bf16 with fp32 accumulation, so that decoding reads half the
