@@ -200,6 +200,46 @@ static void test_quantize_round_trip(void **state)
     }
 }
 
+/* Every kernel's own quantizer gives cpu_int8_quantize_row's scale and bytes (+ 128 for a
+ * kernel that reads u8), padding included, at odd widths and at the edges: zeros, a NaN (0),
+ * an infinity (inv 0: the row is 0 but for a NaN there), and a largest value so small that
+ * 127 / amax is infinite (the clamp). */
+static void test_kernel_quantizers_match(void **state)
+{
+    (void)state;
+    const char *const names[] = {"ref", "avx2", "avx512-vnni"};
+    const int Cs[] = {1, 7, 16, 17, 64, 65, 192, 300};
+    mt_rng rng;
+    mt_rng_init(&rng, 13, 0);
+    for (size_t n = 0; n < 3; n++) {
+        const cpu_int8_kernel *k = cpu_int8_kernel_named(names[n]);
+        if (!k) continue;
+        for (size_t c = 0; c < 8; c++)
+            for (int edge = 0; edge < 5; edge++) {
+                int C = Cs[c], ld = cpu_int8_ld(C);
+                float *x = malloc((size_t)C * sizeof *x);
+                for (int i = 0; i < C; i++) x[i] = 4.0f * (mt_rng_uniform(&rng) - 0.5f);
+                if (edge == 1) memset(x, 0, (size_t)C * sizeof *x);
+                if (edge == 2) x[C / 2] = NAN;
+                if (edge == 3) x[C - 1] = -INFINITY;
+                if (edge == 4)
+                    for (int i = 0; i < C; i++) x[i] *= 1e-38f;
+                int8_t *want = malloc((size_t)ld), *got = malloc((size_t)ld);
+                memset(got, 0x55, (size_t)ld);
+                float sw = cpu_int8_quantize_row(want, x, C, ld);
+                float sg = k->quantize_row(got, x, C, ld);
+                assert_memory_equal(&sg, &sw, sizeof sw);
+                for (int i = 0; i < ld; i++) {
+                    int8_t e = k->x_unsigned ? (int8_t)(want[i] ^ 0x80) : want[i];
+                    if (got[i] != e)
+                        fail_msg("%s C=%d edge %d byte %d: %d, want %d", k->name, C, edge, i,
+                                 got[i], e);
+                }
+                free(x), free(want), free(got);
+            }
+    }
+}
+
 static void test_qmatrix_rows_and_sums(void **state)
 {
     (void)state;
@@ -508,6 +548,7 @@ int main(void)
         cmocka_unit_test(test_reference_kernel_by_hand),
         cmocka_unit_test(test_packed_layout),
         cmocka_unit_test(test_quantize_round_trip),
+        cmocka_unit_test(test_kernel_quantizers_match),
         cmocka_unit_test(test_qmatrix_rows_and_sums),
         cmocka_unit_test(test_qlinear_close_to_fp32),
         cmocka_unit_test(test_qlinear_same_with_every_kernel),

@@ -54,9 +54,10 @@ int cpu_int8_ld(int C) { return (C + MT_INT8_ALIGN - 1) / MT_INT8_ALIGN * MT_INT
 /* ---- kernels */
 
 static const cpu_int8_kernel kernels[] = {
-    {"ref", "", 0, naive_int8_product},
-    {"avx2", "avx2", 0, cpu_int8_product_avx2},
-    {"avx512-vnni", "avx512vnni", 1, cpu_int8_product_avx512_vnni},
+    {"ref", "", 0, cpu_int8_quantize_row, naive_int8_product},
+    {"avx2", "avx2", 0, cpu_int8_quantize_row, cpu_int8_product_avx2},
+    {"avx512-vnni", "avx512vnni", 1, cpu_int8_quantize_row_avx512_vnni,
+     cpu_int8_product_avx512_vnni},
 };
 enum { N_KERNELS = sizeof kernels / sizeof kernels[0] };
 
@@ -153,15 +154,6 @@ void cpu_qmatrix_free(mt_qmatrix *q)
 
 /* ---- the product */
 
-/* q (ld) += 128 as bytes, i.e. each int8 read as u8 (x ^ 0x80), for a kernel with
- * x_unsigned; cloned per vector width (it runs inside the OpenMP region) */
-MT_CPU_CLONES static void shift_to_unsigned(int8_t *q, int ld)
-{
-    uint8_t *u = (uint8_t *)q;
-#pragma omp simd
-    for (int k = 0; k < ld; k++) u[k] ^= 0x80;
-}
-
 void cpu_qlinear_with(const cpu_int8_kernel *kern, int threaded, float *out, const float *x,
                       const mt_qmatrix *w, int row0, const float *bias, size_t BT, int OC)
 {
@@ -178,17 +170,14 @@ void cpu_qlinear_with(const cpu_int8_kernel *kern, int threaded, float *out, con
     while (threads > 1 && cb > 1 && (b1 - b0 + cb - 1) / cb < 2 * threads) cb /= 2;
     int n_chunks = (b1 - b0 + cb - 1) / cb;
     if (BT == 1) { /* no worksharing for one row */
-        xs[0] = cpu_int8_quantize_row(xq, x, C, ld);
-        if (kern->x_unsigned) shift_to_unsigned(xq, ld);
+        xs[0] = kern->quantize_row(xq, x, C, ld);
     }
 #pragma omp parallel if (par)
     {
         if (BT > 1) {
 #pragma omp for schedule(static)
-            for (size_t m = 0; m < BT; m++) {
-                xs[m] = cpu_int8_quantize_row(xq + m * ld, x + m * C, C, ld);
-                if (kern->x_unsigned) shift_to_unsigned(xq + m * ld, ld);
-            }
+            for (size_t m = 0; m < BT; m++)
+                xs[m] = kern->quantize_row(xq + m * ld, x + m * C, C, ld);
         }
 #pragma omp for schedule(static)
         for (int t = 0; t < n_chunks; t++) {

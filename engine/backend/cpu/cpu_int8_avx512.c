@@ -112,6 +112,37 @@ typedef void (*tile_fn)(const cpu_int8_call *c, int m0, int b, uintptr_t pf);
     }
 static const tile_fn tiles[MR][NR] = {TILE_ENTRY(1), TILE_ENTRY(2), TILE_ENTRY(3), TILE_ENTRY(4)};
 
+/* cpu_int8_quantize_row's bytes, shifted to u8 (x + 128, this kernel's form), in one pass of
+ * explicit vectors: the same amax and scale, x * inv rounded to nearest-even by the
+ * conversion (as nearbyintf in the default mode), a NaN product (an infinite input) 0, the
+ * range clamped before the conversion (an amax so small that inv is infinite) */
+VNNI float cpu_int8_quantize_row_avx512_vnni(int8_t *q, const float *x, int C, int ld)
+{
+    __m512 vmax = _mm512_setzero_ps();
+    int k = 0;
+    for (; k + 16 <= C; k += 16)
+        vmax = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x + k)), vmax); /* a NaN: vmax */
+    if (k < C) {
+        __mmask16 t = (__mmask16)((1u << (C - k)) - 1);
+        vmax = _mm512_max_ps(_mm512_abs_ps(_mm512_maskz_loadu_ps(t, x + k)), vmax);
+    }
+    float amax = _mm512_reduce_max_ps(vmax);
+    float scale = amax > 0.0f ? amax / 127.0f : 1.0f;
+    float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    const __m512 vinv = _mm512_set1_ps(inv), lo = _mm512_set1_ps(-127.0f),
+                 hi = _mm512_set1_ps(127.0f);
+    const __m128i flip = _mm_set1_epi8((char)0x80);
+    for (k = 0; k < ld; k += 16) {
+        __mmask16 t = k + 16 <= C ? 0xffff : k < C ? (__mmask16)((1u << (C - k)) - 1) : 0;
+        __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(t, x + k), vinv);
+        v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);
+        v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+        __m128i b = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(v));
+        _mm_storeu_si128((__m128i *)(q + k), _mm_xor_si128(b, flip));
+    }
+    return scale;
+}
+
 VNNI void cpu_int8_product_avx512_vnni(const cpu_int8_call *c)
 {
     int ld = c->w->ld;

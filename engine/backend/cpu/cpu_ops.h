@@ -71,11 +71,14 @@ typedef struct {
     const char *name; /* "ref", "avx2", "avx512-vnni" (MTLAB_INT8_KERNEL) */
     const char *cpu_feature; /* what __builtin_cpu_supports must report ("" for none) */
     int x_unsigned; /* reads xq + 128 as u8 */
+    /* cpu_int8_quantize_row's row in this kernel's form (+ 128 where x_unsigned) */
+    float (*quantize_row)(int8_t *q, const float *x, int C, int ld);
     cpu_int8_product_fn product;
 } cpu_int8_kernel;
 void naive_int8_product(const cpu_int8_call *c);
 void cpu_int8_product_avx2(const cpu_int8_call *c);
 void cpu_int8_product_avx512_vnni(const cpu_int8_call *c);
+float cpu_int8_quantize_row_avx512_vnni(int8_t *q, const float *x, int C, int ld);
 /* The kernel of that name when this CPU runs it, else NULL. */
 const cpu_int8_kernel *cpu_int8_kernel_named(const char *name);
 /* MTLAB_INT8_KERNEL's kernel, or the fastest one here; NULL + mt_error for a forced kernel
