@@ -6,6 +6,7 @@
  *   dV += P^T dO ; dP = dO V^T ; dS = P * (dP - rowsum(P * dP)) ;
  *   dQ += scale * dS K ; dK += scale * dS^T Q */
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_par.h"
 #include "backend/cpu/cpu_simd.h"
 #include "mtlab/error.h"
 
@@ -159,6 +160,31 @@ MT_CPU_CLONES static void single_query(float *o, float *p, const float *q, const
         }
 }
 
+/* The general path's share of the (row, head) problems of the calling thread: all of them
+ * outside a team (an orphaned `omp for` runs every iteration there). */
+static void heads_forward(float *out, float *att, const float *q, const float *k, const float *v,
+                          const mt_attn_desc *d)
+{
+    int C = d->H * d->Dh;
+    size_t kvs = kv_bstride(d), scores = (size_t)d->Tq * d->Tk;
+    float *own = att ? NULL : mt_xmalloc(scores * sizeof(float));
+#pragma omp for collapse(2)
+    for (int b = 0; b < d->B; b++)
+        for (int h = 0; h < d->H; h++) {
+            const float *qh = q + (size_t)b * d->Tq * C + (size_t)h * d->Dh;
+            const float *kh = k + (size_t)b * kvs + (size_t)h * d->Dh;
+            const float *vh = v + (size_t)b * kvs + (size_t)h * d->Dh;
+            float *oh = out + (size_t)b * d->Tq * C + (size_t)h * d->Dh;
+            float *p = att ? att + ((size_t)b * d->H + h) * scores : own;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, d->Tq, d->Tk, d->Dh, d->scale, qh,
+                        C, kh, C, 0.0f, p, d->Tk);
+            for (int i = 0; i < d->Tq; i++) masked_softmax_row(p + (size_t)i * d->Tk, d, b, i);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, d->Tq, d->Dh, d->Tk, 1.0f, p,
+                        d->Tk, vh, C, 0.0f, oh, C);
+        }
+    free(own);
+}
+
 /* Up to this many scores (heads x keys) a decoding step keeps on the stack. */
 #define SINGLE_QUERY_MAX_SCORES 4096
 
@@ -173,41 +199,22 @@ void cpu_attention_forward(float *out, float *att, const float *q, const float *
     int C = d->H * d->Dh;
     size_t kvs = kv_bstride(d), scores = (size_t)d->Tq * d->Tk;
     if (d->Tq == 1 && (att || d->Tk <= SINGLE_QUERY_MAX_SCORES)) {
-        int par = (size_t)d->B * d->H * d->Tk * d->Dh > 65536;
+        int par = cpu_fork((size_t)d->B * d->H * d->Tk * d->Dh, 65536);
         int G = d->B == 1 && par ? 1 : d->H; /* heads per group */
         while (G > 1 && (size_t)G * d->Tk > SINGLE_QUERY_MAX_SCORES) G--;
         while (d->H % G) G--;
         int groups = d->H / G;
-#pragma omp parallel for collapse(2) if (par)
-        for (int b = 0; b < d->B; b++)
-            for (int gi = 0; gi < groups; gi++) {
-                float own[SINGLE_QUERY_MAX_SCORES];
-                int h0 = gi * G;
-                float *p = att ? att + ((size_t)b * d->H + h0) * d->Tk : own;
-                single_query(out + (size_t)b * C, p, q + (size_t)b * C, k + (size_t)b * kvs,
-                             v + (size_t)b * kvs, d, b, h0, h0 + G);
-            }
+        CPU_FOR(par, "omp parallel for", (int bg = 0; bg < d->B * groups; bg++),
+                int b = bg / groups, h0 = bg % groups * G;
+                float own[SINGLE_QUERY_MAX_SCORES]; single_query(
+                    out + (size_t)b * C, att ? att + ((size_t)b * d->H + h0) * d->Tk : own,
+                    q + (size_t)b * C, k + (size_t)b * kvs, v + (size_t)b * kvs, d, b, h0, h0 + G));
         return;
     }
+    if (cpu_fork((size_t)d->B * d->H * scores * d->Dh, 65536)) {
 #pragma omp parallel
-    {
-        float *own = att ? NULL : mt_xmalloc(scores * sizeof(float));
-#pragma omp for collapse(2)
-        for (int b = 0; b < d->B; b++)
-            for (int h = 0; h < d->H; h++) {
-                const float *qh = q + (size_t)b * d->Tq * C + (size_t)h * d->Dh;
-                const float *kh = k + (size_t)b * kvs + (size_t)h * d->Dh;
-                const float *vh = v + (size_t)b * kvs + (size_t)h * d->Dh;
-                float *oh = out + (size_t)b * d->Tq * C + (size_t)h * d->Dh;
-                float *p = att ? att + ((size_t)b * d->H + h) * scores : own;
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, d->Tq, d->Tk, d->Dh, d->scale,
-                            qh, C, kh, C, 0.0f, p, d->Tk);
-                for (int i = 0; i < d->Tq; i++) masked_softmax_row(p + (size_t)i * d->Tk, d, b, i);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, d->Tq, d->Dh, d->Tk, 1.0f, p,
-                            d->Tk, vh, C, 0.0f, oh, C);
-            }
-        free(own);
-    }
+        heads_forward(out, att, q, k, v, d);
+    } else heads_forward(out, att, q, k, v, d);
 }
 
 void cpu_attention_backward(float *dq, float *dk, float *dv, float *datt, const float *dout,

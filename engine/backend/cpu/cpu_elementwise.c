@@ -1,12 +1,15 @@
-/* Elementwise operations and small row utilities: one OpenMP loop each. The per-element math
- * comes from engine/math/ so the CUDA kernels compute exactly the same thing. */
+/* Elementwise operations and small row utilities: one loop each, on a team when it is large
+ * enough (cpu_par.h). The per-element math comes from engine/math/ so the CUDA kernels compute
+ * exactly the same thing. */
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_par.h"
 #include "backend/cpu/cpu_simd.h"
 #include "math/activation.h"
 
 #include <string.h>
 
-/* Loops shorter than this stay on one thread: waking the team costs more than the work. */
+/* Loops shorter than this stay on the calling thread: waking the team costs more than the work
+ * (cpu_par.h). */
 #define PAR_MIN 16384
 
 enum { BIAS_BLOCK = CPU_LANES };
@@ -59,44 +62,45 @@ MT_CPU_CLONES static void mul_backward_chunk(float *da, float *db, const float *
 
 void cpu_fill(float *x, size_t n, float value)
 {
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
-    for (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK) fill_chunk(x + i0, cpu_chunk_len(i0, n), value);
+    CPU_FOR(cpu_fork(n, PAR_MIN), "omp parallel for schedule(static)",
+            (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK),
+            fill_chunk(x + i0, cpu_chunk_len(i0, n), value));
 }
 
 void cpu_scale(float *x, size_t n, float s)
 {
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
-    for (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK) scale_chunk(x + i0, cpu_chunk_len(i0, n), s);
+    CPU_FOR(cpu_fork(n, PAR_MIN), "omp parallel for schedule(static)",
+            (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK), scale_chunk(x + i0, cpu_chunk_len(i0, n), s));
 }
 
 void cpu_axpy(float *y, const float *x, size_t n, float a)
 {
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
-    for (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK)
-        axpy_chunk(y + i0, x + i0, cpu_chunk_len(i0, n), a);
+    CPU_FOR(cpu_fork(n, PAR_MIN), "omp parallel for schedule(static)",
+            (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK),
+            axpy_chunk(y + i0, x + i0, cpu_chunk_len(i0, n), a));
 }
 
 void cpu_add(float *out, const float *a, const float *b, size_t n)
 {
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
-    for (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK)
-        add_chunk(out + i0, a + i0, b + i0, cpu_chunk_len(i0, n));
+    CPU_FOR(cpu_fork(n, PAR_MIN), "omp parallel for schedule(static)",
+            (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK),
+            add_chunk(out + i0, a + i0, b + i0, cpu_chunk_len(i0, n)));
 }
 
 void cpu_mul(float *out, const float *a, const float *b, size_t n)
 {
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
-    for (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK)
-        mul_chunk(out + i0, a + i0, b + i0, cpu_chunk_len(i0, n));
+    CPU_FOR(cpu_fork(n, PAR_MIN), "omp parallel for schedule(static)",
+            (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK),
+            mul_chunk(out + i0, a + i0, b + i0, cpu_chunk_len(i0, n)));
 }
 
 void cpu_mul_backward(float *da, float *db, const float *dout, const float *a, const float *b,
                       size_t n)
 {
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
-    for (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK)
-        mul_backward_chunk(da ? da + i0 : NULL, db ? db + i0 : NULL, dout + i0, a + i0, b + i0,
-                           cpu_chunk_len(i0, n));
+    CPU_FOR(cpu_fork(n, PAR_MIN), "omp parallel for schedule(static)",
+            (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK),
+            mul_backward_chunk(da ? da + i0 : NULL, db ? db + i0 : NULL, dout + i0, a + i0, b + i0,
+                               cpu_chunk_len(i0, n)));
 }
 
 /* The activation loops run in chunks through cloned `omp simd` functions (cpu_simd.h), one loop
@@ -132,16 +136,16 @@ MT_CPU_CLONES static void act_backward_chunk(mt_act act, float *restrict dx,
 
 void cpu_act_forward(mt_act act, float *out, const float *x, size_t n)
 {
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
-    for (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK)
-        act_forward_chunk(act, out + i0, x + i0, cpu_chunk_len(i0, n));
+    CPU_FOR(cpu_fork(n, PAR_MIN), "omp parallel for schedule(static)",
+            (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK),
+            act_forward_chunk(act, out + i0, x + i0, cpu_chunk_len(i0, n)));
 }
 
 void cpu_act_backward(mt_act act, float *dx, const float *dout, const float *x, size_t n)
 {
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
-    for (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK)
-        act_backward_chunk(act, dx + i0, dout + i0, x + i0, cpu_chunk_len(i0, n));
+    CPU_FOR(cpu_fork(n, PAR_MIN), "omp parallel for schedule(static)",
+            (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK),
+            act_backward_chunk(act, dx + i0, dout + i0, x + i0, cpu_chunk_len(i0, n)));
 }
 
 /* out = value * SiLU(gate) over n elements */
@@ -170,18 +174,18 @@ MT_CPU_CLONES static void gate_backward_chunk(float *restrict dvalue, float *res
 
 void cpu_gate_forward(float *out, const float *value, const float *gate, size_t n)
 {
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
-    for (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK)
-        gate_forward_chunk(out + i0, value + i0, gate + i0, cpu_chunk_len(i0, n));
+    CPU_FOR(cpu_fork(n, PAR_MIN), "omp parallel for schedule(static)",
+            (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK),
+            gate_forward_chunk(out + i0, value + i0, gate + i0, cpu_chunk_len(i0, n)));
 }
 
 void cpu_gate_backward(float *dvalue, float *dgate, const float *dout, const float *value,
                        const float *gate, size_t n)
 {
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
-    for (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK)
-        gate_backward_chunk(dvalue ? dvalue + i0 : NULL, dgate ? dgate + i0 : NULL, dout + i0,
-                            value + i0, gate + i0, cpu_chunk_len(i0, n));
+    CPU_FOR(cpu_fork(n, PAR_MIN), "omp parallel for schedule(static)",
+            (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK),
+            gate_backward_chunk(dvalue ? dvalue + i0 : NULL, dgate ? dgate + i0 : NULL, dout + i0,
+                                value + i0, gate + i0, cpu_chunk_len(i0, n)));
 }
 
 void cpu_mask_rows(float *x, const uint8_t *mask, size_t rows, int cols)
@@ -192,11 +196,9 @@ void cpu_mask_rows(float *x, const uint8_t *mask, size_t rows, int cols)
 
 void cpu_bias_add(float *out, const float *bias, size_t rows, int cols)
 {
-#pragma omp parallel for if (rows * (size_t)cols > PAR_MIN)
-    for (size_t r = 0; r < rows; r++) {
-        float *row = out + r * (size_t)cols;
-        add_chunk(row, row, bias, (size_t)cols);
-    }
+    CPU_FOR(cpu_fork(rows * (size_t)cols, PAR_MIN), "omp parallel for",
+            (size_t r = 0; r < rows; r++),
+            add_chunk(out + r * (size_t)cols, out + r * (size_t)cols, bias, (size_t)cols));
 }
 
 /* dbias[c] += sum_r dout[r, c] for the nc columns from c0, each summed down the rows in order
@@ -218,11 +220,10 @@ MT_CPU_CLONES static void bias_backward_block(float *dbias, const float *dout, s
 void cpu_bias_backward(float *dbias, const float *dout, size_t rows, int cols)
 {
     int n_blocks = (cols + BIAS_BLOCK - 1) / BIAS_BLOCK;
-#pragma omp parallel for schedule(static) if (rows * (size_t)cols > PAR_MIN)
-    for (int blk = 0; blk < n_blocks; blk++) {
-        int c0 = blk * BIAS_BLOCK, nc = cols - c0 < BIAS_BLOCK ? cols - c0 : BIAS_BLOCK;
-        bias_backward_block(dbias, dout, rows, cols, c0, nc);
-    }
+    CPU_FOR(cpu_fork(rows * (size_t)cols, PAR_MIN), "omp parallel for schedule(static)",
+            (int blk = 0; blk < n_blocks; blk++), int c0 = blk * BIAS_BLOCK;
+            bias_backward_block(dbias, dout, rows, cols, c0,
+                                cols - c0 < BIAS_BLOCK ? cols - c0 : BIAS_BLOCK));
 }
 
 void cpu_copy2d(float *dst, int dst_ld, const float *src, int src_ld, size_t rows, int cols)

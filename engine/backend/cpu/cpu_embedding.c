@@ -1,17 +1,15 @@
 /* Token embeddings, position tables and rotary embeddings. */
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_par.h"
 
 #include <math.h>
 
 void cpu_embedding_forward(float *out, const int32_t *ids, const float *table, size_t BT, int C,
                            float scale)
 {
-#pragma omp parallel for if (BT * (size_t)C > 16384)
-    for (size_t i = 0; i < BT; i++) {
-        const float *row = table + (size_t)ids[i] * C;
-        float *o = out + i * (size_t)C;
-        for (int c = 0; c < C; c++) o[c] = scale * row[c];
-    }
+    CPU_FOR(cpu_fork(BT * (size_t)C, 16384), "omp parallel for", (size_t i = 0; i < BT; i++),
+            const float *row = table + (size_t)ids[i] * C;
+            float *o = out + i * (size_t)C; for (int c = 0; c < C; c++) o[c] = scale * row[c]);
 }
 
 /* dtable[ids[i]] += scale * dout[i]. Repeated ids would race if threads split the tokens, so
@@ -48,13 +46,10 @@ void cpu_sinusoid_fill(float *table, int P, int C)
 
 void cpu_positions_add(float *out, const float *table, int B, int T, int C, int pos0)
 {
-#pragma omp parallel for collapse(2) if ((size_t)B * T * C > 16384)
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++) {
-            float *o = out + ((size_t)b * T + t) * C;
-            const float *row = table + (size_t)(pos0 + t) * C;
-            for (int c = 0; c < C; c++) o[c] += row[c];
-        }
+    CPU_FOR(cpu_fork((size_t)B * T * C, 16384), "omp parallel for", (int bt = 0; bt < B * T; bt++),
+            float *o = out + (size_t)bt * C;
+            const float *row = table + (size_t)(pos0 + bt % T) * C;
+            for (int c = 0; c < C; c++) o[c] += row[c]);
 }
 
 void cpu_positions_backward(float *dtable, const float *dout, int B, int T, int C, int pos0)

@@ -5,19 +5,19 @@
  * twice and spends most of a step packing them; its sgemv reads them once but one output at a
  * time. Here each weight row is read once, straight from w, by one of two kernels picked at
  * run time:
- *   AVX-512: a tile of rows of x by rows of w (2 x 8 or 4 x 4; 1 x 8 for one row of x by a
- *     matrix larger than the caches) keeps up to 16 dot products running
- *     in 16 registers along K, and the 16 sums are folded into one register at the end (4
- *     shuffle-and-add rounds instead of 16 horizontal sums);
- *   AVX2 + FMA: a tile of up to 3 rows of x by 4 rows of w keeps 12 dot products in 12 of the
- *     16 registers, each weight vector feeding 3 multiply-adds; each x row's 4 sums are folded
- *     by two horizontal-add rounds.
- * Both ask for the weight rows PREFETCH_ROWS ahead a cache line at a time while they compute,
- * so that a matrix that comes from memory (the vocabulary projection) streams in while the
- * products run. Threads split the rows of w when the product is big enough to pay for a fork. The
- * sums run in another order than OpenBLAS's, so results agree to float rounding (tests/unit/
- * test_backend.c compares every kernel this CPU runs with naive_gemm). */
+ *   AVX-512: a tile of rows of x by rows of w (1 x 8, 2 x 8 or 4 x 4) keeps up to 16 dot
+ *     products running in 16 registers along K, and the 16 sums are folded into one register at the
+ * end (4 shuffle-and-add rounds instead of 16 horizontal sums); AVX2 + FMA: a tile of up to 3 rows
+ * of x by 4 rows of w keeps 12 dot products in 12 of the 16 registers, each weight vector feeding 3
+ * multiply-adds; each x row's 4 sums are folded by two horizontal-add rounds. Both ask for the
+ * weight rows PREFETCH_ROWS ahead a cache line at a time while they compute, so that a matrix that
+ * comes from memory (the vocabulary projection) streams in while the products run. Threads split
+ * the rows of w when the product is big enough to pay for a fork (cpu_par.h); a smaller one runs on
+ * the calling thread outside any OpenMP region. The sums run in another order than OpenBLAS's, so
+ * results agree to float rounding (tests/unit/ test_backend.c compares every kernel this CPU runs
+ * with naive_gemm). */
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_par.h"
 
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
@@ -26,16 +26,18 @@
 #define BLOCK_N 16
 /* Where the kernel is the faster one (timed against OpenBLAS 0.3.21 on a Sapphire Rapids core):
  * with fewer than 64 columns of K or rows of w, OpenBLAS's packing costs little and the
- * kernel's fold and tails weigh more; for one row of x, OpenBLAS's sgemv reads the weights
- * once too, and keeps up with it while they are in cache (ONE_ROW_MIN_FLOATS). */
+ * kernel's fold and tails weigh more. */
 #define MIN_K 64
 #define MIN_N 64
-/* One row of x: the kernel (a tile of 8 w rows) where w has at least this many floats (16 MiB,
- * more than the caches keep for it: a vocabulary projection of tens of thousands of words),
- * which comes from memory in every decoding step; 8 rows streamed at once keep more loads in
- * flight than OpenBLAS's sgemv (58101 x 512 alone: 9.0 against 11.4 ms). A matrix that stays
- * in cache is sgemv's (8000 x 192: 0.15 against 0.22 ms). */
-#define ONE_ROW_MIN_FLOATS ((size_t)1 << 22)
+/* One row of x takes the AVX-512 kernel (a tile of 8 w rows) at every size: 8 rows streamed at
+ * once keep more loads in flight than OpenBLAS's sgemv for a matrix from memory (58101 x 512:
+ * 9.0 against 11.4 ms), and on the 2-vCPU EPYC (Zen 4) for matrices in the L3 cache as well:
+ * transformer-small's 19 products of a step, one thread, 209 against 216 us, its 8000 x 192
+ * projection 89 against 121 us. It also keeps a step's small products off OpenBLAS's threads,
+ * which fork a team for every product from 9,216 weights on (cpu_par.h). With AVX2 only,
+ * sgemv keeps one row (the AVX2 tile's 4 w rows were slower: 244 against 216 us). (On a
+ * Sapphire Rapids core sgemv had been the faster for the 8000 x 192 projection, 0.15 against
+ * 0.22 ms, when it alone was timed, in cache.) */
 /* below this many multiply-adds one thread is faster than a fork/join */
 #define PARALLEL_MIN_MACS ((size_t)1 << 18)
 /* w rows ahead whose cache lines a block asks for while it computes, spread over its x tiles
@@ -238,9 +240,13 @@ int cpu_gemm_rows_supported(cpu_rows_isa isa)
 int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const float *x, int ldx,
                        const float *w, int ldw, float *y, int ldy)
 {
+    if (!cpu_fork((size_t)M * N * K, PARALLEL_MIN_MACS)) {
+        if (isa == CPU_ROWS_AVX512) rows_block(M, 0, N, N, K, alpha, x, ldx, w, ldw, y, ldy);
+        else rows_block_avx2(M, 0, N, N, K, alpha, x, ldx, w, ldw, y, ldy);
+        return 1;
+    }
     int blocks = (N + BLOCK_N - 1) / BLOCK_N;
-    int parallel = (size_t)M * N * K >= PARALLEL_MIN_MACS;
-#pragma omp parallel for schedule(static) if (parallel)
+#pragma omp parallel for schedule(static)
     for (int t = 0; t < blocks; t++) {
         int n0 = t * BLOCK_N, n1 = n0 + BLOCK_N < N ? n0 + BLOCK_N : N;
         if (isa == CPU_ROWS_AVX512) rows_block(M, n0, n1, N, K, alpha, x, ldx, w, ldw, y, ldy);
@@ -259,7 +265,7 @@ int cpu_gemm_rows(int M, int N, int K, float alpha, const float *x, int ldx, con
               : cpu_gemm_rows_supported(CPU_ROWS_AVX2) ? CPU_ROWS_AVX2
                                                        : CPU_ROWS_NONE;
     if (isa == CPU_ROWS_NONE) return 0;
-    if (M == 1 && (isa != CPU_ROWS_AVX512 || (size_t)N * K < ONE_ROW_MIN_FLOATS)) return 0;
+    if (M == 1 && isa != CPU_ROWS_AVX512) return 0;
     return cpu_gemm_rows_with((cpu_rows_isa)isa, M, N, K, alpha, x, ldx, w, ldw, y, ldy);
 }
 #else

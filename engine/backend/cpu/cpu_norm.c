@@ -5,11 +5,12 @@
  * and of x rather than one float per column walk; every column still sums its rows in order
  * in double, as the naive twins in naive_columns.c do, so the two agree bit for bit. */
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_par.h"
 #include "backend/cpu/cpu_simd.h"
 
 #include <math.h>
 
-#define PAR_ROWS(BT, C) ((BT) * (size_t)(C) > 16384)
+#define PAR_ROWS(BT, C) cpu_fork((BT) * (size_t)(C), 16384)
 
 enum { NORM_BLOCK = CPU_LANES };
 
@@ -55,26 +56,29 @@ MT_CPU_CLONES static void rmsnorm_weight_block(float *dweight, const float *dout
 
 /* mean = sum x / C ; var = sum (x - mean)^2 / C ; rstd = 1 / sqrt(var + eps)
  * out = (x - mean) * rstd * weight + bias */
+static void layernorm_row(float *o, float *mean, float *rstd, const float *xr, const float *weight,
+                          const float *bias, int C, float eps)
+{
+    double m = 0.0, v = 0.0;
+    for (int c = 0; c < C; c++) m += xr[c];
+    m /= C;
+    for (int c = 0; c < C; c++) v += (xr[c] - m) * (xr[c] - m);
+    v /= C;
+    float s = (float)(1.0 / sqrt(v + eps));
+    for (int c = 0; c < C; c++) {
+        float n = (float)(xr[c] - m) * s;
+        o[c] = n * (weight ? weight[c] : 1.0f) + (bias ? bias[c] : 0.0f);
+    }
+    *mean = (float)m;
+    *rstd = s;
+}
+
 void cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *x,
                            const float *weight, const float *bias, size_t BT, int C, float eps)
 {
-#pragma omp parallel for if (PAR_ROWS(BT, C))
-    for (size_t r = 0; r < BT; r++) {
-        const float *xr = x + r * (size_t)C;
-        float *o = out + r * (size_t)C;
-        double m = 0.0, v = 0.0;
-        for (int c = 0; c < C; c++) m += xr[c];
-        m /= C;
-        for (int c = 0; c < C; c++) v += (xr[c] - m) * (xr[c] - m);
-        v /= C;
-        float s = (float)(1.0 / sqrt(v + eps));
-        for (int c = 0; c < C; c++) {
-            float n = (float)(xr[c] - m) * s;
-            o[c] = n * (weight ? weight[c] : 1.0f) + (bias ? bias[c] : 0.0f);
-        }
-        mean[r] = (float)m;
-        rstd[r] = s;
-    }
+    CPU_FOR(PAR_ROWS(BT, C), "omp parallel for", (size_t r = 0; r < BT; r++),
+            layernorm_row(out + r * (size_t)C, mean + r, rstd + r, x + r * (size_t)C, weight, bias,
+                          C, eps));
 }
 
 /* n = (x - mean) * rstd, dn = dout * weight
@@ -112,19 +116,21 @@ void cpu_layernorm_backward(float *dx, float *dweight, float *dbias, const float
 }
 
 /* rstd = 1 / sqrt(mean(x^2) + eps) ; out = x * rstd * weight */
+static void rmsnorm_row(float *o, float *rstd, const float *xr, const float *weight, int C,
+                        float eps)
+{
+    double ss = 0.0;
+    for (int c = 0; c < C; c++) ss += (double)xr[c] * xr[c];
+    float s = (float)(1.0 / sqrt(ss / C + eps));
+    for (int c = 0; c < C; c++) o[c] = xr[c] * s * (weight ? weight[c] : 1.0f);
+    *rstd = s;
+}
+
 void cpu_rmsnorm_forward(float *out, float *rstd, const float *x, const float *weight, size_t BT,
                          int C, float eps)
 {
-#pragma omp parallel for if (PAR_ROWS(BT, C))
-    for (size_t r = 0; r < BT; r++) {
-        const float *xr = x + r * (size_t)C;
-        float *o = out + r * (size_t)C;
-        double ss = 0.0;
-        for (int c = 0; c < C; c++) ss += (double)xr[c] * xr[c];
-        float s = (float)(1.0 / sqrt(ss / C + eps));
-        for (int c = 0; c < C; c++) o[c] = xr[c] * s * (weight ? weight[c] : 1.0f);
-        rstd[r] = s;
-    }
+    CPU_FOR(PAR_ROWS(BT, C), "omp parallel for", (size_t r = 0; r < BT; r++),
+            rmsnorm_row(out + r * (size_t)C, rstd + r, x + r * (size_t)C, weight, C, eps));
 }
 
 /* dn = dout * weight

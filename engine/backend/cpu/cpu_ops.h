@@ -18,8 +18,8 @@ MT_BACKEND_OPS(CPU_DECLARE)
 
 /* matrix products (cpu_gemm_rows.c; naive_gemm.c: loops) */
 /* y (M, N) = alpha x (M, K) w (N, K)^T for decoding's few rows (cpu_gemm_rows.c): 1 when done,
- * 0 when this CPU or these sizes want OpenBLAS instead (one row, but for a matrix of 2^22
- * floats or more on an AVX-512 CPU; more than 32 rows; K or N below 64). */
+ * 0 when this CPU or these sizes want OpenBLAS instead (one row on a CPU without AVX-512; more
+ * than 32 rows; K or N below 64). */
 #define CPU_ROWS_MAX_M 32
 int cpu_gemm_rows(int M, int N, int K, float alpha, const float *x, int ldx, const float *w,
                   int ldw, float *y, int ldy);

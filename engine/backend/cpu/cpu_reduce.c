@@ -1,6 +1,7 @@
 /* Reductions and row-wise softmax. Sums accumulate in double so a million-element gradient
  * norm keeps its digits. */
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_par.h"
 #include "backend/cpu/cpu_simd.h"
 
 #include <math.h>
@@ -68,37 +69,28 @@ double cpu_sum_squares(const float *x, size_t n)
 
 void cpu_argmax_rows(int32_t *out, const float *x, size_t rows, int cols)
 {
-#pragma omp parallel for if (rows * (size_t)cols > 65536)
-    for (size_t r = 0; r < rows; r++) {
-        const float *row = x + r * (size_t)cols;
-        int best = 0;
-        for (int c = 1; c < cols; c++)
-            if (row[c] > row[best]) best = c;
-        out[r] = best;
-    }
+    CPU_FOR(cpu_fork(rows * (size_t)cols, 65536), "omp parallel for", (size_t r = 0; r < rows; r++),
+            const float *row = x + r * (size_t)cols;
+            int best = 0; for (int c = 1; c < cols; c++) if (row[c] > row[best]) best = c;
+            out[r] = best);
 }
 
 /* p_j = exp(x_j - max) / sum_k exp(x_k - max) */
 void cpu_softmax(float *out, const float *x, size_t rows, int cols)
 {
-#pragma omp parallel for if (rows * (size_t)cols > 65536)
-    for (size_t r = 0; r < rows; r++) {
-        const float *in = x + r * (size_t)cols;
-        float mx = cpu_row_max(in, cols);
-        float inv = (float)(1.0 / cpu_row_sum_exp(in, cols, mx));
-        row_exp_scaled(out + r * (size_t)cols, in, cols, mx, inv);
-    }
+    CPU_FOR(cpu_fork(rows * (size_t)cols, 65536), "omp parallel for", (size_t r = 0; r < rows; r++),
+            const float *in = x + r * (size_t)cols;
+            float mx = cpu_row_max(in, cols);
+            float inv = (float)(1.0 / cpu_row_sum_exp(in, cols, mx));
+            row_exp_scaled(out + r * (size_t)cols, in, cols, mx, inv));
 }
 
 /* log p_j = x_j - max - log sum_k exp(x_k - max) */
 void cpu_log_softmax(float *out, const float *x, size_t rows, int cols)
 {
-#pragma omp parallel for if (rows * (size_t)cols > 65536)
-    for (size_t r = 0; r < rows; r++) {
-        const float *in = x + r * (size_t)cols;
-        float *o = out + r * (size_t)cols;
-        float mx = cpu_row_max(in, cols);
-        float shift = mx + (float)log(cpu_row_sum_exp(in, cols, mx));
-        for (int c = 0; c < cols; c++) o[c] = in[c] - shift;
-    }
+    CPU_FOR(cpu_fork(rows * (size_t)cols, 65536), "omp parallel for", (size_t r = 0; r < rows; r++),
+            const float *in = x + r * (size_t)cols;
+            float *o = out + r * (size_t)cols; float mx = cpu_row_max(in, cols);
+            float shift = mx + (float)log(cpu_row_sum_exp(in, cols, mx));
+            for (int c = 0; c < cols; c++) o[c] = in[c] - shift);
 }

@@ -1,0 +1,165 @@
+/* The CPU backend forks an OpenMP team only where it pays (backend/cpu/cpu_par.h): a decoding
+ * step's small operations enter no OpenMP region at all, at one thread nothing does, and large
+ * operations still fork at two threads. Regions are counted by wrapping libgomp's GOMP_parallel,
+ * which every `omp parallel` (an `if (0)` one included) compiles to. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* RTLD_NEXT */
+#endif
+#include "test_util.h"
+#include "grad_check.h"
+#include "mtlab/backend.h"
+#include "mtlab/error.h"
+#include "mtlab/model.h"
+#include "backend/cpu/cpu_ops.h"
+
+#include <dlfcn.h>
+#include <omp.h>
+
+static long regions;
+
+typedef void (*gomp_parallel_fn)(void (*)(void *), void *, unsigned, unsigned);
+void GOMP_parallel(void (*fn)(void *), void *data, unsigned num_threads, unsigned flags);
+void GOMP_parallel(void (*fn)(void *), void *data, unsigned num_threads, unsigned flags)
+{
+    static gomp_parallel_fn real;
+    if (!real) {
+        void *sym = dlsym(RTLD_NEXT, "GOMP_parallel");
+        if (!sym) abort();
+        memcpy(&real, &sym, sizeof real);
+    }
+    __atomic_add_fetch(&regions, 1, __ATOMIC_RELAXED);
+    real(fn, data, num_threads, flags);
+}
+
+/* The regions one call of each operation enters, at `threads` threads, on a decoding step's
+ * sizes (batch 1, C 192, FFN 768, 4 heads, 33 cached keys, a vocabulary of 8000) or on sizes
+ * on 128 rows. */
+static long step_ops_regions(int threads, int scale)
+{
+    const mt_backend *be = mt_backend_cpu();
+    mt_rng rng;
+    mt_rng_init(&rng, 7, 0);
+    const int C = 192, F = 768, H = 4, V = 8000;
+    int B = scale, Tk = 33;
+    float *x = gc_random((size_t)B * F, &rng, 1.0f), *y = gc_random((size_t)B * F, &rng, 1.0f);
+    float *w = gc_random((size_t)F, &rng, 1.0f), *bias = gc_random((size_t)F, &rng, 1.0f);
+    float *logits = gc_random((size_t)B * V, &rng, 1.0f), *p = calloc((size_t)B * V, 4);
+    float *k = gc_random((size_t)B * Tk * C, &rng, 1.0f),
+          *v = gc_random((size_t)B * Tk * C, &rng, 1.0f);
+    float *table = gc_random((size_t)(Tk + 1) * C, &rng, 1.0f), *stats = calloc((size_t)2 * B, 4);
+    int32_t ids[128] = {0}, best[128];
+    omp_set_num_threads(threads);
+    long before = regions;
+    be->bias_add(y, bias, (size_t)B, C);
+    be->add(y, y, x, (size_t)B * C);
+    be->axpy(y, x, (size_t)B * C, 0.5f);
+    be->scale(y, (size_t)B * C, 0.5f);
+    be->mul(y, y, x, (size_t)B * C);
+    be->act_forward(MT_ACT_RELU, y, x, (size_t)B * F);
+    be->gate_forward(y, x, x, (size_t)B * C);
+    be->layernorm_forward(y, stats, stats + B, x, w, bias, (size_t)B, C, 1e-5f);
+    be->rmsnorm_forward(y, stats, x, w, (size_t)B, C, 1e-5f);
+    be->embedding_forward(y, ids, table, (size_t)B, C, 1.0f);
+    be->positions_add(y, table, B, 1, C, Tk);
+    be->argmax_rows(best, logits, (size_t)B, V);
+    be->softmax(p, logits, (size_t)B, V);
+    be->log_softmax(p, logits, (size_t)B, V);
+    mt_attn_desc d = {.B = B, .H = H, .Tq = 1, .Tk = Tk, .Dh = C / H, .scale = 0.1f};
+    be->attention_forward(y, NULL, x, k, v, &d);
+    long n = regions - before;
+    free(x), free(y), free(w), free(bias), free(logits), free(p), free(k), free(v), free(table);
+    free(stats);
+    return n;
+}
+
+static void test_small_ops_enter_no_region(void **state)
+{
+    (void)state;
+    int saved = omp_get_max_threads();
+    long two = step_ops_regions(2, 1), one = step_ops_regions(1, 1);
+    long large_one = step_ops_regions(1, 128), large_two = step_ops_regions(2, 128);
+    omp_set_num_threads(saved);
+    print_message("OpenMP regions of a step's 15 operations: %ld at 2 threads, %ld at 1; 128 "
+                  "rows: %ld at 1 thread, %ld at 2\n",
+                  two, one, large_one, large_two);
+    assert_int_equal(two, 0);
+    assert_int_equal(one, 0);
+    assert_int_equal(large_one, 0);
+    assert_int_equal(large_two, 15); /* large ones still share their work */
+}
+
+/* A product of one row by a layer's weights runs on the calling thread; the vocabulary
+ * projection forks. Only on CPUs whose few-row kernel takes one row (AVX-512). */
+static void test_one_row_products(void **state)
+{
+    (void)state;
+    if (!cpu_gemm_rows_supported(CPU_ROWS_AVX512)) {
+        print_message("skipped: no AVX-512 on this CPU\n");
+        return;
+    }
+    const mt_backend *be = mt_backend_cpu();
+    mt_rng rng;
+    mt_rng_init(&rng, 3, 0);
+    float *x = gc_random(768, &rng, 1.0f), *w = gc_random((size_t)8000 * 192, &rng, 1.0f);
+    float *y = calloc(8000, 4);
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(2);
+    long before = regions;
+    be->gemm(0, 1, 1, 192, 192, 1.0f, x, 192, w, 192, 0.0f, y, 192);
+    be->gemm(0, 1, 1, 768, 192, 1.0f, x, 192, w, 192, 0.0f, y, 768);
+    be->gemm(0, 1, 1, 192, 768, 1.0f, x, 768, w, 768, 0.0f, y, 192);
+    long layers = regions - before;
+    before = regions;
+    be->gemm(0, 1, 1, 8000, 192, 1.0f, x, 192, w, 192, 0.0f, y, 8000);
+    long vocab = regions - before;
+    omp_set_num_threads(1);
+    before = regions;
+    be->gemm(0, 1, 1, 8000, 192, 1.0f, x, 192, w, 192, 0.0f, y, 8000);
+    long vocab_one = regions - before;
+    omp_set_num_threads(saved);
+    print_message("regions at 2 threads: %ld for three layer products, %ld for 1 x 8000 x 192 "
+                  "(%ld at 1 thread)\n",
+                  layers, vocab, vocab_one);
+    assert_int_equal(layers, 0);
+    assert_int_equal(vocab, 1);
+    assert_int_equal(vocab_one, 0);
+    free(x), free(w), free(y);
+}
+
+/* Decoding a batch of the fixture Marian model at one thread: prefill (encoder, cross-attention
+ * caches) and steps enter no region. */
+static void test_decode_at_one_thread_enters_no_region(void **state)
+{
+    (void)state;
+    mt_model *m = mt_model_load("tests/fixtures/models/marian", mt_backend_cpu(), 0);
+    if (!m) fail_msg("%s", mt_last_error());
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
+    const int32_t src[2 * 7] = {17, 23, 5, 42, 9, 61, 1, 30, 8, 55, 12, 1, 0, 0};
+    const int32_t start[2] = {3, 3};
+    long before = regions;
+    mt_decode_state *st = mt_decode_state_new(m, 2, 8, 7);
+    assert_non_null(st);
+    mt_batch b = {.B = 2, .T = 1, .ids = start, .S = 7, .src = src};
+    float *logits = malloc((size_t)2 * mt_model_get_config(m)->vocab_size * sizeof(float));
+    assert_int_equal(mt_model_prefill(m, st, &b, logits), 0);
+    int32_t next[2] = {11, 20};
+    for (int t = 0; t < 5; t++) assert_int_equal(mt_model_step(m, st, next, logits), 0);
+    long n = regions - before;
+    omp_set_num_threads(saved);
+    print_message("OpenMP regions of a prefill and 5 steps at one thread: %ld\n", n);
+    assert_int_equal(n, 0);
+    free(logits);
+    mt_decode_state_free(st);
+    mt_model_free(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_small_ops_enter_no_region),
+        cmocka_unit_test(test_one_row_products),
+        cmocka_unit_test(test_decode_at_one_thread_enters_no_region),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
