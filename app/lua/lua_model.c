@@ -485,19 +485,18 @@ static char **axis_labels(const model_handle *h, const mt_probe_record *r, mt_pr
 {
     char **out = mt_xcalloc((size_t)n + 1, sizeof *out);
     for (int i = 0; i < n; i++) {
-        char buf[64];
-        const char *piece = NULL;
+        char buf[256];
+        const char *label = NULL;
+        /* a token as the engine shows it: "her" for "Ġher", "Dios" for "▁Dios" */
         if (axis == MT_PROBE_AXIS_TARGET && i < r->n_tokens)
-            piece = mt_tokenizer_id_to_piece(h->tok, r->tokens[i]);
+            label = mt_tokenizer_label(h->tok, r->tokens[i], buf, sizeof buf);
         else if (axis == MT_PROBE_AXIS_SOURCE && i < r->n_src)
-            piece = mt_tokenizer_id_to_piece(h->tok, r->src[i]);
+            label = mt_tokenizer_label(h->tok, r->src[i], buf, sizeof buf);
         else if (axis == MT_PROBE_AXIS_LAYER)
-            snprintf(buf, sizeof buf, "layer %d", i + 1), piece = buf;
+            snprintf(buf, sizeof buf, "layer %d", i + 1), label = buf;
         else if (axis == MT_PROBE_AXIS_GROUP)
-            snprintf(buf, sizeof buf, "group %d", i + 1), piece = buf;
-        /* a word-start mark is not part of the word a reader sees */
-        if (piece && !strncmp(piece, "\u2581", 3)) piece = piece[3] ? piece + 3 : "\u2423";
-        out[i] = mt_xstrdup(piece ? piece : "?");
+            snprintf(buf, sizeof buf, "group %d", i + 1), label = buf;
+        out[i] = mt_xstrdup(label ? label : "?");
     }
     return out;
 }

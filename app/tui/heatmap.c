@@ -86,6 +86,8 @@ tui_probe *tui_heat_attribution_record(const mt_labelled_attribution *la)
     memcpy(r->src, at->col_ids, (size_t)at->cols * sizeof *r->src);
     pr->labels = copy_labels(la->row_labels, at->rows);
     pr->src_labels = copy_labels(la->col_labels, at->cols);
+    if (la->row_shown) pr->shown = copy_labels(la->row_shown, at->rows);
+    if (la->col_shown) pr->src_shown = copy_labels(la->col_shown, at->cols);
     r->n_maps = 1;
     r->maps = mt_xcalloc(1, sizeof *r->maps);
     mt_probe_map *m = &r->maps[0];
@@ -178,8 +180,14 @@ void tui_heat_axis_label(char *out, size_t len, const mt_labelled_probe *pr, mt_
         snprintf(out, len, "%s%d", axis == MT_PROBE_AXIS_LAYER ? "L" : "g", i + 1);
         return;
     }
-    char **labels = axis == MT_PROBE_AXIS_SOURCE ? pr->src_labels : pr->labels;
-    int n = axis == MT_PROBE_AXIS_SOURCE ? pr->rec.n_src : pr->rec.n_tokens;
+    int src = axis == MT_PROBE_AXIS_SOURCE, n = src ? pr->rec.n_src : pr->rec.n_tokens;
+    /* the engine's labels (mt_tokenizer_label) where the record has them */
+    char **shown = src ? pr->src_shown : pr->shown;
+    if (shown && i >= 0 && i < n) {
+        snprintf(out, len, "%s", shown[i]);
+        return;
+    }
+    char **labels = src ? pr->src_labels : pr->labels;
     tui_heat_piece_text(out, len, i >= 0 && i < n && labels ? labels[i] : "?");
 }
 

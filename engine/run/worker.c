@@ -40,13 +40,20 @@ struct mt_worker {
     double *last_partial; /* (n) per text: when its last partial went out */
 };
 
+/* n strings and the array holding them (NULL: none) */
+static void free_strings(char **s, int n)
+{
+    for (int i = 0; s && i < n; i++) free(s[i]);
+    free(s);
+}
+
 void mt_labelled_probe_free(mt_labelled_probe *p)
 {
     if (!p) return;
-    for (int i = 0; p->labels && i < p->rec.n_tokens; i++) free(p->labels[i]);
-    for (int i = 0; p->src_labels && i < p->rec.n_src; i++) free(p->src_labels[i]);
-    free(p->labels);
-    free(p->src_labels);
+    free_strings(p->labels, p->rec.n_tokens);
+    free_strings(p->src_labels, p->rec.n_src);
+    free_strings(p->shown, p->rec.n_tokens);
+    free_strings(p->src_shown, p->rec.n_src);
     mt_probe_record_free(&p->rec);
     free(p);
 }
@@ -54,10 +61,10 @@ void mt_labelled_probe_free(mt_labelled_probe *p)
 void mt_labelled_attribution_free(mt_labelled_attribution *a)
 {
     if (!a) return;
-    for (int i = 0; a->row_labels && i < a->attr.rows; i++) free(a->row_labels[i]);
-    for (int i = 0; a->col_labels && i < a->attr.cols; i++) free(a->col_labels[i]);
-    free(a->row_labels);
-    free(a->col_labels);
+    free_strings(a->row_labels, a->attr.rows);
+    free_strings(a->col_labels, a->attr.cols);
+    free_strings(a->row_shown, a->attr.rows);
+    free_strings(a->col_shown, a->attr.cols);
     free(a->contrast);
     mt_attribution_free(&a->attr);
     free(a);
@@ -92,11 +99,27 @@ static void on_token(void *user, const mt_decode_event *e)
     free(text);
 }
 
-/* The piece of an id for axis labels ("?" when the tokenizer does not know it). */
-static char *label_of(const mt_tokenizer *tok, int32_t id)
+/* The piece of an id ("?" when the tokenizer does not know it). */
+static char *piece_of(const mt_tokenizer *tok, int32_t id)
 {
     const char *piece = mt_tokenizer_id_to_piece(tok, id);
     return mt_xstrdup(piece ? piece : "?");
+}
+
+/* What an axis shows for an id (mt_tokenizer_label). */
+static char *shown_of(const mt_tokenizer *tok, int32_t id)
+{
+    char label[256];
+    return mt_xstrdup(mt_tokenizer_label(tok, id, label, sizeof label));
+}
+
+/* n strings, one per id, malloc'd (with a NULL after them). */
+static char **strings_of(const mt_tokenizer *tok, const int32_t *ids, int n,
+                         char *(*of)(const mt_tokenizer *, int32_t))
+{
+    char **out = mt_xcalloc((size_t)n + 1, sizeof *out);
+    for (int i = 0; i < n; i++) out[i] = of(tok, ids[i]);
+    return out;
 }
 
 static void run_probe(mt_worker *w, int text)
@@ -120,10 +143,10 @@ static void run_probe(mt_worker *w, int text)
         return;
     }
     const mt_probe_record *r = &probe->rec;
-    probe->labels = mt_xcalloc((size_t)r->n_tokens + 1, sizeof *probe->labels);
-    for (int i = 0; i < r->n_tokens; i++) probe->labels[i] = label_of(tok, r->tokens[i]);
-    probe->src_labels = mt_xcalloc((size_t)r->n_src + 1, sizeof *probe->src_labels);
-    for (int i = 0; i < r->n_src; i++) probe->src_labels[i] = label_of(tok, r->src[i]);
+    probe->labels = strings_of(tok, r->tokens, r->n_tokens, piece_of);
+    probe->src_labels = strings_of(tok, r->src, r->n_src, piece_of);
+    probe->shown = strings_of(tok, r->tokens, r->n_tokens, shown_of);
+    probe->src_shown = strings_of(tok, r->src, r->n_src, shown_of);
     if (w->sink.probe) w->sink.probe(w->sink.user, w->last.id, text, probe);
     else mt_labelled_probe_free(probe);
 }
@@ -167,10 +190,10 @@ static void run_attribution(mt_worker *w, int text, mt_attr_opts *o, char *contr
         return;
     }
     const mt_attribution *at = &la->attr;
-    la->row_labels = mt_xcalloc((size_t)at->rows + 1, sizeof *la->row_labels);
-    for (int i = 0; i < at->rows; i++) la->row_labels[i] = label_of(tok, at->row_ids[i]);
-    la->col_labels = mt_xcalloc((size_t)at->cols + 1, sizeof *la->col_labels);
-    for (int i = 0; i < at->cols; i++) la->col_labels[i] = label_of(tok, at->col_ids[i]);
+    la->row_labels = strings_of(tok, at->row_ids, at->rows, piece_of);
+    la->col_labels = strings_of(tok, at->col_ids, at->cols, piece_of);
+    la->row_shown = strings_of(tok, at->row_ids, at->rows, shown_of);
+    la->col_shown = strings_of(tok, at->col_ids, at->cols, shown_of);
     if (w->sink.attribution) w->sink.attribution(w->sink.user, w->last.id, text, la);
     else mt_labelled_attribution_free(la);
 }

@@ -430,6 +430,26 @@ int hf_bpe_encode(const hf_bpe *t, const char *text, size_t len, int **ids, size
     return 0;
 }
 
+/* ByteLevel's decoder on one token of plen bytes: a token whose every character stands for a
+ * byte becomes those bytes; any other token is kept as it is spelled. Writes at most plen
+ * bytes into out; returns how many. */
+static size_t byte_level_bytes(const char *p, size_t plen, char *out)
+{
+    size_t o = 0;
+    uint32_t c;
+    int l = 1, b = 0;
+    for (size_t k = 0; k < plen && b >= 0; k += (size_t)l) {
+        l = mt_utf8_next(p + k, plen - k, &c);
+        if (l <= 0 || (b = char_byte(c)) < 0) break;
+        out[o++] = (char)b;
+    }
+    if (b < 0 || l <= 0) {
+        memcpy(out, p, plen);
+        o = plen;
+    }
+    return o;
+}
+
 char *hf_bpe_decode(const hf_bpe *t, const int *ids, size_t n, int skip_special)
 {
     size_t cap = 64, len = 0;
@@ -453,21 +473,7 @@ char *hf_bpe_decode(const hf_bpe *t, const int *ids, size_t n, int skip_special)
             first = 0;
             continue;
         }
-        /* ByteLevel: a token whose every character stands for a byte becomes those bytes;
-         * any other token is kept as it is spelled */
-        size_t o = len;
-        uint32_t c;
-        int l = 1, b = 0;
-        for (size_t k = 0; k < plen && b >= 0; k += (size_t)l) {
-            l = mt_utf8_next(p + k, plen - k, &c);
-            if (l <= 0 || (b = char_byte(c)) < 0) break;
-            raw[o++] = (char)b;
-        }
-        if (b < 0 || l <= 0) {
-            memcpy(raw + len, p, plen);
-            o = len + plen;
-        }
-        len = o;
+        len += byte_level_bytes(p, plen, raw + len);
     }
     char *text = mt_xmalloc(3 * len + 1);
     size_t out = mt_utf8_repair(raw, len, text, NULL);
@@ -486,4 +492,19 @@ const char *hf_bpe_id_to_piece(const hf_bpe *t, int id)
 int hf_bpe_is_special(const hf_bpe *t, int id)
 {
     return id >= 0 && id < t->n_ids && t->special[id];
+}
+
+char *hf_bpe_token_bytes(const hf_bpe *t, int id, size_t *n)
+{
+    const char *p = hf_bpe_id_to_piece(t, id);
+    if (!p) return NULL;
+    size_t plen = strlen(p);
+    char *out = mt_xmalloc(plen + 1);
+    if (t->decoder_byte_level && !t->special[id]) *n = byte_level_bytes(p, plen, out);
+    else {
+        memcpy(out, p, plen);
+        *n = plen;
+    }
+    out[*n] = '\0';
+    return out;
 }

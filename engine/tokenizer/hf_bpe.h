@@ -41,6 +41,10 @@ const char *hf_bpe_id_to_piece(const hf_bpe *tok, int id);
 int hf_bpe_piece_to_id(const hf_bpe *tok, const char *piece);
 /* 1 when id is an added token marked special (<|endoftext|>). */
 int hf_bpe_is_special(const hf_bpe *tok, int id);
+/* The bytes a token stands for, as the decoder gives them ("ĠGod" -> " God", "Ċ" -> "\n", a
+ * piece of a character -> that byte alone); a special token as spelled. Malloc'd with a NUL
+ * after its *n bytes (which may hold NUL); NULL for an id out of range. */
+char *hf_bpe_token_bytes(const hf_bpe *tok, int id, size_t *n);
 
 /* Encode text[0..len) (valid UTF-8, checked by the caller). 0 or -1 (a regular expression
  * running past PCRE2's match limit). *ids is malloc'd. */

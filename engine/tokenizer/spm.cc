@@ -7,6 +7,7 @@
 #include "tokenizer/hf_bpe.h"
 #include "tokenizer/marian_vocab.h"
 #include "tokenizer/spm_boundary.h"
+#include "tokenizer/token_label.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -227,6 +228,21 @@ extern "C" const char *mt_tokenizer_id_to_piece(const mt_tokenizer *tok, int id)
     if (id < 0 || id >= tok->sp.GetPieceSize()) return nullptr;
     return spm_guarded(tok->name.c_str(), (const char *)nullptr,
                        [&] { return tok->sp.IdToPiece(id).c_str(); });
+}
+
+extern "C" const char *mt_tokenizer_label(const mt_tokenizer *tok, int id, char *out, size_t len)
+{
+    if (tok->bpe) {
+        size_t n = 0;
+        char *bytes = hf_bpe_token_bytes(tok->bpe, id, &n);
+        mt_token_label_format(bytes ? bytes : "?", bytes ? n : 1, 0, out, len);
+        free(bytes);
+        return out;
+    }
+    const char *piece = mt_tokenizer_id_to_piece(tok, id);
+    if (!piece) piece = "?";
+    mt_token_label_format(piece, strlen(piece), 1, out, len);
+    return out;
 }
 
 extern "C" int mt_tokenizer_piece_to_id(const mt_tokenizer *tok, const char *piece)

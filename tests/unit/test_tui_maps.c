@@ -331,11 +331,47 @@ static void test_attribution_map(void **state)
     tui_app_free(a);
 }
 
+/* A byte-level BPE checkpoint (tests/fixtures/neox_hf/st, GPT-NeoX's tokenizer.json): the map's
+ * axis shows what its tokens stand for ("her", "íos", "é"), not GPT-2's byte-to-character pieces
+ * ("Ġher", "ÃŃos", "Ã©"), a word's leading space left out as sentencepiece's mark is. */
+static void test_byte_level_labels(void **state)
+{
+    (void)state;
+    tui_app *a = app_new();
+    assert_int_equal(tui_pane_add(a, "tests/fixtures/neox_hf/st", NULL, 0), 0);
+    tui_pane *p = a->panes[0];
+    pump_until(a, p, is_loaded);
+    set_text(a, "Amados hermanos míos, no erréis.");
+    pump_until(a, p, is_idle);
+    p->view = TUI_VIEW_HEATMAP;
+    p->heat_kind = MT_PROBE_SELF_ATTN;
+    tui_request_probe(a, p);
+    pump_until(a, p, has_probe);
+    assert_non_null(p->probe);
+    const tui_probe *pr = tui_heat_pane_probe(p);
+    int n = pr->rec.n_prompt;
+    char label[64], joined[512] = "";
+    for (int i = 0; i < n - 1; i++) {
+        tui_heat_axis_label(label, sizeof label, pr, MT_PROBE_AXIS_TARGET, i);
+        strncat(joined, label, sizeof joined - strlen(joined) - 1);
+    }
+    /* the prompt's labels spell the text without its spaces (the pieces: "AmadosĠhermanos") */
+    assert_string_equal(joined, "Amadoshermanosm\u00edos,noerr\u00e9is.");
+    tui_heat_axis_label(label, sizeof label, pr, MT_PROBE_AXIS_TARGET, 4);
+    assert_string_equal(label, "her");
+    tui_heat_axis_label(label, sizeof label, pr, MT_PROBE_AXIS_TARGET, n - 1);
+    assert_string_equal(label, "<sep>");
+    /* the pieces stay what they are (a contrast is chosen by its piece) */
+    assert_string_equal(pr->labels[4], "\u0120her");
+    tui_app_free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_map_follows_text_and_search),
         cmocka_unit_test(test_attribution_map),
+        cmocka_unit_test(test_byte_level_labels),
     };
     return cmocka_run_group_tests(tests, make_bundle, remove_bundle);
 }

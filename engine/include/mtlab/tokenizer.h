@@ -51,6 +51,15 @@ int mt_tokenizer_is_special(const mt_tokenizer *tok, int id);
 
 /* Piece text of an id ("▁Dios"); NULL when out of range. Valid while tok lives. */
 const char *mt_tokenizer_id_to_piece(const mt_tokenizer *tok, int id);
+/* A token as a person reads it, for labels (maps' axes, token lists), the same way for every
+ * tokenizer kind: the text the token stands for (a byte-level BPE token's bytes: "Ġher" ->
+ * "her"), without a word's leading space (sentencepiece's "▁" word mark alike; a token of
+ * spaces alone shows each as "␣"), newline, tab and the other control bytes as their control
+ * pictures ("␊", "␉"; DEL "␡"), and a byte of a character the token holds only part of as
+ * sentencepiece spells its byte pieces ("<0xE2>"); special and added tokens as spelled ("?"
+ * for an id out of range). Into out (len bytes with the NUL, cut on a character's boundary);
+ * returns out. Encoding and decoding never use it: it is for showing. */
+const char *mt_tokenizer_label(const mt_tokenizer *tok, int id, char *out, size_t len);
 /* Id of a piece, MT_UNK_ID when unknown (a tokenizer.json or an opus-mt vocabulary: -1). */
 int mt_tokenizer_piece_to_id(const mt_tokenizer *tok, const char *piece);
 

@@ -20,11 +20,14 @@
 #include "mtlab/runner.h"
 
 /* A probe record with the tokenizer's piece for each of its positions ("?" for an id the
- * tokenizer does not know), for axis labels. */
+ * tokenizer does not know) and what an axis shows for it (mt_tokenizer_label: "her" for
+ * "Ġher", "Dios" for "▁Dios"). */
 typedef struct {
     mt_probe_record rec;
-    char **labels; /* (rec.n_tokens) */
-    char **src_labels; /* (rec.n_src) */
+    char **labels; /* (rec.n_tokens) pieces */
+    char **src_labels; /* (rec.n_src) pieces */
+    char **shown; /* (rec.n_tokens) labels; NULL: none made (the pieces show) */
+    char **src_shown; /* (rec.n_src) labels; NULL: none made */
 } mt_labelled_probe;
 
 void mt_labelled_probe_free(mt_labelled_probe *p);
@@ -32,8 +35,10 @@ void mt_labelled_probe_free(mt_labelled_probe *p);
 /* An attribution (mtlab/attribution.h) with the tokenizer's piece for each row and column. */
 typedef struct {
     mt_attribution attr;
-    char **row_labels; /* (attr.rows) */
-    char **col_labels; /* (attr.cols) */
+    char **row_labels; /* (attr.rows) pieces */
+    char **col_labels; /* (attr.cols) pieces */
+    char **row_shown; /* (attr.rows) labels (mt_tokenizer_label) */
+    char **col_shown; /* (attr.cols) labels */
     char *contrast; /* the contrast token's piece, NULL when none */
 } mt_labelled_attribution;
 
