@@ -3,6 +3,7 @@
  * mt_config_keys_write, so a key cannot be read one way and written another. */
 #include "models/model_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "mtlab/error.h"
@@ -95,5 +96,24 @@ int mt_config_keys_write(const mt_model_config *cfg, mt_config *o, const mt_conf
         case MT_KEY_CUSTOM: rc |= k->write(cfg, o); break;
         }
     }
+    return rc ? -1 : 0;
+}
+
+int mt_arch_config_read(const mt_arch *a, mt_model_config *cfg, const mt_config *c)
+{
+    memset(cfg, 0, sizeof *cfg);
+    mt_model_config_init_ids(cfg);
+    snprintf(cfg->arch, sizeof cfg->arch, "%s", a->name);
+    for (size_t t = 0; t < sizeof a->keys / sizeof *a->keys && a->keys[t].keys; t++)
+        if (mt_config_keys_read(cfg, c, a->keys[t].keys, a->keys[t].model)) return -1;
+    return mt_model_config_read_mtlab(cfg, c, a->encdec);
+}
+
+int mt_arch_config_write(const mt_arch *a, const mt_model_config *cfg, mt_config *o)
+{
+    int rc = 0;
+    for (size_t t = 0; t < sizeof a->keys / sizeof *a->keys && a->keys[t].keys; t++)
+        rc |= mt_config_keys_write(cfg, o, a->keys[t].keys);
+    rc |= mt_model_config_write_mtlab(cfg, o, a->mtlab_dropout);
     return rc ? -1 : 0;
 }

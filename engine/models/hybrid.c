@@ -83,7 +83,7 @@ static int write_sliding_window(const mt_model_config *cfg, mt_config *o)
     return local(cfg) ? mt_config_set_int(o, "sliding_window", cfg->window) : 0;
 }
 
-/* the keys beside MambaConfig's (mt_mamba_keys_read), in the order config.json holds them */
+/* the keys beside MambaConfig's (mt_mamba_keys), in the order config.json holds them */
 static const mt_config_key keys[] = {
     MT_CFG_CUSTOM("model_type", NULL, write_model_type),
     MT_CFG_INT("num_hidden_layers", n_layers, 1, 1024),
@@ -92,32 +92,6 @@ static const mt_config_key keys[] = {
     MT_CFG_CUSTOM("sliding_window", read_sliding_window, write_sliding_window),
     MT_CFG_END,
 };
-
-static int config_read(mt_model_config *cfg, const mt_config *c, const char *arch)
-{
-    mt_model_config_init_ids(cfg);
-    snprintf(cfg->arch, sizeof cfg->arch, "%s", arch);
-    if (mt_mamba_keys_read(cfg, c) || mt_config_keys_read(cfg, c, keys, arch)) return -1;
-    return mt_model_config_read_mtlab(cfg, c, mt_arch_mamba_mha.encdec); /* mamba-local alike */
-}
-
-static int config_read_mha(mt_model_config *cfg, const mt_config *c)
-{
-    return config_read(cfg, c, "mamba-mha");
-}
-
-static int config_read_local(mt_model_config *cfg, const mt_config *c)
-{
-    return config_read(cfg, c, "mamba-local");
-}
-
-static int config_write(const mt_model_config *c, mt_config *o)
-{
-    int rc = mt_config_keys_write(c, o, keys);
-    rc |= mt_mamba_keys_write(c, o);
-    rc |= mt_model_config_write_mtlab(c, o, 1);
-    return rc ? -1 : 0;
-}
 
 static int check(const mt_model_config *c)
 {
@@ -168,8 +142,8 @@ const mt_arch mt_arch_mamba_mha = {
     .build = build,
     .init = mt_mamba_backbone_init,
     .check = check,
-    .config_read = config_read_mha,
-    .config_write = config_write,
+    .keys = {{mt_mamba_keys, "Mamba"}, {keys, "mamba-mha"}},
+    .mtlab_dropout = 1,
     .aliases = mt_mamba_aliases,
     .preset = preset_mha,
     .layout_keys = MT_LAYOUT_HEADS,
@@ -183,8 +157,8 @@ const mt_arch mt_arch_mamba_local = {
     .build = build,
     .init = mt_mamba_backbone_init,
     .check = check,
-    .config_read = config_read_local,
-    .config_write = config_write,
+    .keys = {{mt_mamba_keys, "Mamba"}, {keys, "mamba-local"}},
+    .mtlab_dropout = 1,
     .aliases = mt_mamba_aliases,
     .preset = preset_local,
     .layout_keys = MT_LAYOUT_HEADS | MT_LAYOUT_WINDOW,

@@ -84,7 +84,18 @@ static int write_hidden_size(const mt_model_config *cfg, mt_config *o)
     return mt_config_set_int(o, "hidden_size", cfg->d_model);
 }
 
-/* expand x hidden_size, checked by mt_mamba_keys_read once both are read */
+/* expand x hidden_size: read after both, only to check it */
+static int read_intermediate_size(mt_model_config *cfg, const mt_config *c)
+{
+    int inner;
+    if (mt_config_int_or(c, "intermediate_size", cfg->expand * cfg->d_model, 1, 1 << 22, &inner))
+        return -1;
+    if (inner != cfg->expand * cfg->d_model)
+        return mt_error("%s: intermediate_size %d is not expand x hidden_size = %d",
+                        mt_config_name(c), inner, cfg->expand * cfg->d_model);
+    return 0;
+}
+
 static int write_intermediate_size(const mt_model_config *cfg, mt_config *o)
 {
     return mt_config_set_int(o, "intermediate_size", (long long)cfg->expand * cfg->d_model);
@@ -111,12 +122,12 @@ static int write_time_step_rank(const mt_model_config *cfg, mt_config *o)
 
 /* MambaConfig's keys but the layer count, in the order config.json holds them; MambaConfig's
  * defaults for the optional ones */
-static const mt_config_key mamba_keys[] = {
+const mt_config_key mt_mamba_keys[] = {
     MT_CFG_CUSTOM("hidden_size", read_hidden_size, write_hidden_size),
-    MT_CFG_CUSTOM("intermediate_size", NULL, write_intermediate_size),
     MT_CFG_INT_OR("state_size", d_state, 16, 1, MT_SCAN_MAX_STATE),
     MT_CFG_INT_OR("conv_kernel", d_conv, 4, 1, 64),
     MT_CFG_INT_OR("expand", expand, 2, 1, 16),
+    MT_CFG_CUSTOM("intermediate_size", read_intermediate_size, write_intermediate_size),
     MT_CFG_CUSTOM("time_step_rank", read_time_step_rank, write_time_step_rank),
     MT_CFG_CONST_FLOAT("time_step_scale", 1.0),
     MT_CFG_FLOAT_OR("time_step_min", dt_min, 0.001f, 1e-12, 1e3),
@@ -146,19 +157,6 @@ static const mt_config_key mamba_keys[] = {
     MT_CFG_END,
 };
 
-int mt_mamba_keys_read(mt_model_config *cfg, const mt_config *c)
-{
-    if (mt_config_keys_read(cfg, c, mamba_keys, "Mamba")) return -1;
-    cfg->dropout = 0.0f;
-    int inner;
-    if (mt_config_int_or(c, "intermediate_size", cfg->expand * cfg->d_model, 1, 1 << 22, &inner))
-        return -1;
-    if (inner != cfg->expand * cfg->d_model)
-        return mt_error("%s: intermediate_size %d is not expand x hidden_size = %d",
-                        mt_config_name(c), inner, cfg->expand * cfg->d_model);
-    return 0;
-}
-
 /* num_hidden_layers, or n_layer in state-spaces checkpoints */
 static int read_layers(mt_model_config *cfg, const mt_config *c)
 {
@@ -170,34 +168,13 @@ static int write_layers(const mt_model_config *cfg, mt_config *o)
     return mt_config_set_int(o, "num_hidden_layers", cfg->n_layers);
 }
 
-/* MambaForCausalLM's keys before MambaConfig's (mamba_keys) */
+/* MambaForCausalLM's keys after MambaConfig's (mt_mamba_keys) */
 static const mt_config_key keys[] = {
     MT_CFG_CONST_CLASS("MambaForCausalLM"),
     MT_CFG_CONST_STRING("model_type", "mamba"),
     MT_CFG_CUSTOM("num_hidden_layers", read_layers, write_layers),
     MT_CFG_END,
 };
-
-static int config_read(mt_model_config *cfg, const mt_config *c)
-{
-    mt_model_config_init_ids(cfg);
-    snprintf(cfg->arch, sizeof cfg->arch, "mamba");
-    if (mt_mamba_keys_read(cfg, c) || mt_config_keys_read(cfg, c, keys, "Mamba")) return -1;
-    return mt_model_config_read_mtlab(cfg, c, mt_arch_mamba.encdec);
-}
-
-int mt_mamba_keys_write(const mt_model_config *c, mt_config *o)
-{
-    return mt_config_keys_write(c, o, mamba_keys);
-}
-
-static int config_write(const mt_model_config *c, mt_config *o)
-{
-    int rc = mt_config_keys_write(c, o, keys);
-    rc |= mt_mamba_keys_write(c, o);
-    rc |= mt_model_config_write_mtlab(c, o, 1);
-    return rc ? -1 : 0;
-}
 
 int mt_mamba_keys_check(const mt_model_config *c)
 {
@@ -254,8 +231,8 @@ const mt_arch mt_arch_mamba = {
     .build = build,
     .init = mt_mamba_backbone_init,
     .check = mt_mamba_keys_check,
-    .config_read = config_read,
-    .config_write = config_write,
+    .keys = {{mt_mamba_keys, "Mamba"}, {keys, "Mamba"}},
+    .mtlab_dropout = 1,
     .aliases = mt_mamba_aliases,
     .preset = preset,
 };

@@ -90,7 +90,7 @@ static void init(mt_model *m, float *host, uint64_t seed)
     mt_model_init_norms(m, host);
 }
 
-/* the keys beside MambaConfig's (mt_mamba_keys_read), in the order config.json holds them */
+/* the keys beside MambaConfig's (mt_mamba_keys), in the order config.json holds them */
 static const mt_config_key keys[] = {
     MT_CFG_CONST_STRING("model_type", "mamba-encdec"),
     MT_CFG_CONST_BOOL("is_encoder_decoder", 1),
@@ -101,22 +101,6 @@ static const mt_config_key keys[] = {
     MT_CFG_TOKEN_ID("decoder_start_token_id", decoder_start_id),
     MT_CFG_END,
 };
-
-static int config_read(mt_model_config *cfg, const mt_config *c)
-{
-    mt_model_config_init_ids(cfg);
-    snprintf(cfg->arch, sizeof cfg->arch, "mamba-encdec");
-    if (mt_mamba_keys_read(cfg, c) || mt_config_keys_read(cfg, c, keys, "mamba-encdec")) return -1;
-    return mt_model_config_read_mtlab(cfg, c, mt_arch_mamba_encdec.encdec);
-}
-
-static int config_write(const mt_model_config *c, mt_config *o)
-{
-    int rc = mt_config_keys_write(c, o, keys);
-    rc |= mt_mamba_keys_write(c, o);
-    rc |= mt_model_config_write_mtlab(c, o, 1);
-    return rc ? -1 : 0;
-}
 
 static int check(const mt_model_config *c)
 {
@@ -152,8 +136,8 @@ const mt_arch mt_arch_mamba_encdec = {
     .build = build,
     .init = init,
     .check = check,
-    .config_read = config_read,
-    .config_write = config_write,
+    .keys = {{mt_mamba_keys, "Mamba"}, {keys, "mamba-encdec"}},
+    .mtlab_dropout = 1,
     .preset = preset,
     .layout_keys = MT_LAYOUT_HEADS,
 };

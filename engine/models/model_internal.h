@@ -140,9 +140,13 @@ typedef struct mt_arch {
     void (*init)(mt_model *m, float *host, uint64_t seed);
     /* Architecture-specific configuration checks (mt_model_config_check does the common ones). */
     int (*check)(const mt_model_config *cfg);
-    /* config.json -> cfg (errors name the file and the key); cfg -> config.json keys. */
-    int (*config_read)(mt_model_config *cfg, const mt_config *json);
-    int (*config_write)(const mt_model_config *cfg, mt_config *json);
+    /* config.json's keys: the tables read in this order (errors name the file and the key),
+     * then the mtlab block; written alike (mt_arch_config_read, mt_arch_config_write). */
+    struct mt_config_key_table {
+        const struct mt_config_key *keys; /* NULL: no table */
+        const char *model; /* the model a fixed key's error names ("mtlab's Mamba has ...") */
+    } keys[2];
+    int mtlab_dropout; /* 1: the mtlab block keeps dropout (no Hugging Face key holds it) */
     /* Name lists, NULL-terminated (a NULL list has no names). Pairs {name, alternative name}
      * tried when a bundle lacks name: */
     const char *const (*aliases)[2];
@@ -242,11 +246,6 @@ struct mt_model {
 /* ---- the Mamba keys shared by mamba, mamba-mha, mamba-local and mamba-encdec (mamba.c) */
 /* The mixer of a config (d_inner = expand x d_model). */
 mt_mamba_config mt_mamba_mixer_config(const mt_model_config *c);
-/* MambaConfig keys except the layer count: hidden_size, state_size, conv_kernel, expand,
- * time_step_*, layer_norm_epsilon, initializer_range, vocab_size, tie_word_embeddings,
- * token ids, and the fixed use_bias / use_conv_bias / hidden_act. */
-int mt_mamba_keys_read(mt_model_config *cfg, const mt_config *c);
-int mt_mamba_keys_write(const mt_model_config *cfg, mt_config *o);
 /* Mixer sizes usable (state_size, conv_kernel, expand, time_step_rank, eps, dt range). */
 int mt_mamba_keys_check(const mt_model_config *c);
 /* mt_arch.init of every model on the Mamba backbone: mamba_ssm's initialisation (mamba.c), and
@@ -283,7 +282,7 @@ enum {
     MT_KEY_WRITE_ONLY = 1u << 2, /* written, never read */
 };
 
-typedef struct {
+typedef struct mt_config_key {
     const char *name; /* the config.json key; NULL ends a table */
     mt_key_type type;
     size_t offset; /* of the field in mt_model_config */
@@ -366,6 +365,16 @@ int mt_config_keys_read(mt_model_config *cfg, const mt_config *c, const mt_confi
                         const char *model);
 /* Every key that is written, in the table's order (the order of the keys in config.json). */
 int mt_config_keys_write(const mt_model_config *cfg, mt_config *o, const mt_config_key *keys);
+/* MambaConfig keys except the layer count (mamba.c), shared by mamba, mamba-mha, mamba-local and
+ * mamba-encdec: hidden_size, intermediate_size (expand x hidden_size), state_size,
+ * conv_kernel, expand, time_step_*, layer_norm_epsilon, initializer_range, vocab_size,
+ * tie_word_embeddings, token ids, and the fixed use_bias / use_conv_bias / hidden_act. */
+extern const mt_config_key mt_mamba_keys[];
+/* config.json -> cfg through an architecture's entry: cfg zeroed, the reserved ids, its name,
+ * its key tables in order, then the mtlab block. */
+int mt_arch_config_read(const mt_arch *a, mt_model_config *cfg, const mt_config *c);
+/* cfg -> config.json: every table's keys and the mtlab block. */
+int mt_arch_config_write(const mt_arch *a, const mt_model_config *cfg, mt_config *o);
 
 /* ---- what every configuration shares (config_common.c) */
 /* The reserved token ids of mtlab/tokenizer.h (decoder start = <bos>). */

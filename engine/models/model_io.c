@@ -140,7 +140,7 @@ mt_model *mt_model_load(const char *dir, const mt_backend *be, unsigned flags)
     memset(&cfg, 0, sizeof cfg);
     const mt_arch *arch = arch_of(c);
     mt_model *m = NULL;
-    if (arch && !arch->config_read(&cfg, c) &&
+    if (arch && !mt_arch_config_read(arch, &cfg, c) &&
         (!cfg.hf_generate || !mt_hf_generation_max_length(&cfg, dir, c))) {
         m = mt_model_new(&cfg, be);
         if (!m) mt_error_context("%s", dir);
@@ -167,7 +167,7 @@ int mt_model_config_load(const char *dir, mt_model_config *cfg, char *tokenizer,
     if (!bd) return -1;
     memset(cfg, 0, sizeof *cfg);
     const mt_arch *arch = arch_of(mt_bundle_config(bd));
-    int rc = !arch || arch->config_read(cfg, mt_bundle_config(bd)) ? -1 : 0;
+    int rc = !arch || mt_arch_config_read(arch, cfg, mt_bundle_config(bd)) ? -1 : 0;
     if (rc == 0 && cfg->hf_generate && mt_hf_generation_max_length(cfg, dir, mt_bundle_config(bd)))
         rc = -1;
     if (rc == 0 && mt_model_config_check(cfg) != 0) rc = mt_error_context("%s", dir);
@@ -184,7 +184,7 @@ int mt_model_save(const mt_model *m, const char *dir, const char *tokenizer_mode
                         mt_dtype_name(dtype));
     mt_config *c = mt_config_new("config.json");
     /* the dtype the weights are stored in, as transformers reads it (every architecture) */
-    if (!c || m->arch->config_write(&m->cfg, c) ||
+    if (!c || mt_arch_config_write(m->arch, &m->cfg, c) ||
         mt_config_set_string(c, "dtype", mt_dtype_torch_name(dtype))) {
         mt_config_free(c);
         return mt_error_context("%s", dir);

@@ -86,21 +86,6 @@ static const mt_config_key keys[] = {
     MT_CFG_END,
 };
 
-static int config_read(mt_model_config *cfg, const mt_config *c)
-{
-    mt_model_config_init_ids(cfg);
-    snprintf(cfg->arch, sizeof cfg->arch, "retnet");
-    if (mt_config_keys_read(cfg, c, keys, "RetNet")) return -1;
-    return mt_model_config_read_mtlab(cfg, c, mt_arch_retnet.encdec);
-}
-
-static int config_write(const mt_model_config *c, mt_config *o)
-{
-    int rc = mt_config_keys_write(c, o, keys);
-    rc |= mt_model_config_write_mtlab(c, o, 0);
-    return rc ? -1 : 0;
-}
-
 static int check(const mt_model_config *c)
 {
     if (c->n_heads <= 0 || c->n_heads > MT_RETENTION_MAX_HEADS)
@@ -142,8 +127,7 @@ const mt_arch mt_arch_retnet = {
     .build = build,
     .init = init,
     .check = check,
-    .config_read = config_read,
-    .config_write = config_write,
+    .keys = {{keys, "RetNet"}},
     .preset = preset,
     .layout_keys = MT_LAYOUT_HEADS,
 };

@@ -217,21 +217,6 @@ static const mt_config_key keys[] = {
     MT_CFG_END,
 };
 
-static int config_read(mt_model_config *cfg, const mt_config *c)
-{
-    mt_model_config_init_ids(cfg);
-    snprintf(cfg->arch, sizeof cfg->arch, "transformer");
-    if (mt_config_keys_read(cfg, c, keys, "Marian")) return -1;
-    return mt_model_config_read_mtlab(cfg, c, mt_arch_transformer.encdec);
-}
-
-static int config_write(const mt_model_config *c, mt_config *o)
-{
-    int rc = mt_config_keys_write(c, o, keys);
-    rc |= mt_model_config_write_mtlab(c, o, 0);
-    return rc ? -1 : 0;
-}
-
 static int check(const mt_model_config *c)
 {
     if (c->n_encoder_layers <= 0 || c->n_encoder_layers > 1024)
@@ -295,8 +280,7 @@ const mt_arch mt_arch_transformer = {
     .build = build,
     .init = init,
     .check = check,
-    .config_read = config_read,
-    .config_write = config_write,
+    .keys = {{keys, "Marian"}},
     .aliases = aliases,
     .ignored = ignored,
     .embed_copies = embed_copies,
