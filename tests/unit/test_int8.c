@@ -80,7 +80,7 @@ static void test_kernels_match_reference_exactly(void **state)
     (void)state;
     const cpu_int8_kernel *ref = cpu_int8_kernel_named("ref");
     assert_non_null(ref);
-    const int Ms[] = {1, 3, 16, 17, 70}, Ns[] = {1, 5, 8, 16, 17, 33, 70},
+    const int Ms[] = {1, 2, 3, 16, 17, 70}, Ns[] = {1, 5, 8, 16, 17, 33, 70, 130},
               Cs[] = {1, 7, 63, 64, 65, 130, 300};
     mt_rng rng;
     mt_rng_init(&rng, 11, 0);
@@ -92,8 +92,8 @@ static void test_kernels_match_reference_exactly(void **state)
             continue;
         }
         ran++;
-        for (size_t a = 0; a < 5; a++)
-            for (size_t b = 0; b < 7; b++)
+        for (size_t a = 0; a < 6; a++)
+            for (size_t b = 0; b < 8; b++)
                 for (size_t c = 0; c < 7; c++)
                     for (int extreme = 0; extreme < 2; extreme++) {
                         int M = Ms[a], N = Ns[b], C = Cs[c], ld = cpu_int8_ld(C), ldc = N + 3;
@@ -303,33 +303,39 @@ static void test_qlinear_close_to_fp32(void **state)
     }
 }
 
-/* Every kernel through the whole product (quantization, tiles, threads, dequantization) gives
- * the naive backend's floats exactly: only the integer dots differ between them. */
+/* Every kernel through the whole product (quantization, chunks, threads, dequantization)
+ * gives the naive backend's floats exactly: only the order of the integer sums differs
+ * between them. The second shape is a matrix of more than 2 MiB, where the kernels ask for
+ * weights ahead, at the few rows of batch-1 decoding. */
 static void test_qlinear_same_with_every_kernel(void **state)
 {
     (void)state;
     mt_rng rng;
     mt_rng_init(&rng, 3, 0);
-    int BT = 70, C = 130, OC = 150, row0 = 7, rows = OC + 20;
-    float *x = malloc((size_t)BT * C * sizeof *x), *w = malloc((size_t)rows * C * sizeof *w);
-    float *want = malloc((size_t)BT * OC * sizeof *want),
-          *got = malloc((size_t)BT * OC * sizeof *got);
-    float *b = malloc((size_t)OC * sizeof *b);
-    for (size_t i = 0; i < (size_t)BT * C; i++) x[i] = (float)mt_rng_normal(&rng);
-    for (size_t i = 0; i < (size_t)rows * C; i++) w[i] = (float)mt_rng_normal(&rng);
-    for (int i = 0; i < OC; i++) b[i] = (float)mt_rng_normal(&rng);
-    mt_qmatrix q;
-    assert_int_equal(mt_backend_cpu()->qmatrix_make(&q, MT_QMATRIX_INT8, w, rows, C), 0);
-    mt_backend_cpu_naive()->qlinear_forward(want, x, &q, row0, b, (size_t)BT, OC);
-    for (size_t f = 0; f < sizeof fast_kernels / sizeof *fast_kernels; f++) {
-        if (!cpu_int8_kernel_named(fast_kernels[f])) continue;
-        setenv("MTLAB_INT8_KERNEL", fast_kernels[f], 1);
-        mt_backend_cpu()->qlinear_forward(got, x, &q, row0, b, (size_t)BT, OC);
-        assert_memory_equal(got, want, (size_t)BT * OC * sizeof *got);
+    const int shapes[][4] = {{70, 130, 150, 7}, {2, 520, 4150, 21}}; /* BT, C, OC, row0 */
+    for (size_t s = 0; s < 2; s++) {
+        int BT = shapes[s][0], C = shapes[s][1], OC = shapes[s][2], row0 = shapes[s][3],
+            rows = OC + row0 + 13;
+        float *x = malloc((size_t)BT * C * sizeof *x), *w = malloc((size_t)rows * C * sizeof *w);
+        float *want = malloc((size_t)BT * OC * sizeof *want),
+              *got = malloc((size_t)BT * OC * sizeof *got);
+        float *b = malloc((size_t)OC * sizeof *b);
+        for (size_t i = 0; i < (size_t)BT * C; i++) x[i] = (float)mt_rng_normal(&rng);
+        for (size_t i = 0; i < (size_t)rows * C; i++) w[i] = (float)mt_rng_normal(&rng);
+        for (int i = 0; i < OC; i++) b[i] = (float)mt_rng_normal(&rng);
+        mt_qmatrix q;
+        assert_int_equal(mt_backend_cpu()->qmatrix_make(&q, MT_QMATRIX_INT8, w, rows, C), 0);
+        mt_backend_cpu_naive()->qlinear_forward(want, x, &q, row0, b, (size_t)BT, OC);
+        for (size_t f = 0; f < sizeof fast_kernels / sizeof *fast_kernels; f++) {
+            if (!cpu_int8_kernel_named(fast_kernels[f])) continue;
+            setenv("MTLAB_INT8_KERNEL", fast_kernels[f], 1);
+            mt_backend_cpu()->qlinear_forward(got, x, &q, row0, b, (size_t)BT, OC);
+            assert_memory_equal(got, want, (size_t)BT * OC * sizeof *got);
+        }
+        unsetenv("MTLAB_INT8_KERNEL");
+        mt_backend_cpu()->qmatrix_free(&q);
+        free(x), free(w), free(want), free(got), free(b);
     }
-    unsetenv("MTLAB_INT8_KERNEL");
-    mt_backend_cpu()->qmatrix_free(&q);
-    free(x), free(w), free(want), free(got), free(b);
 }
 
 static void test_forced_kernel_must_exist(void **state)

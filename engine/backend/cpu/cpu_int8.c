@@ -14,8 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Blocks of channels one thread takes at a time: 64 channels, a kernel's register tile */
-enum { CHUNK_BLOCKS = 4 };
+/* Blocks of channels one of several threads takes at a time: 128 channels, a kernel's widest
+ * register tile (one thread takes them all in one call) */
+enum { CHUNK_BLOCKS = 8 };
 /* Rows one kernel call takes: a prefill's quantized rows (ROWS x ld bytes) stay in L2 while
  * every block of weights passes over them */
 enum { ROWS = 256 };
@@ -164,9 +165,9 @@ void cpu_qlinear_with(const cpu_int8_kernel *kern, int threaded, float *out, con
     int par = threaded && macs >= CPU_INT8_PARALLEL_MACS;
     /* the blocks holding channels row0 .. row0+OC, in chunks; with several threads, chunks
      * narrow (down to one block) until each thread has two: a batch-16 step's d_model-wide
-     * projections are 3 chunks of 4 blocks, one thread would get two */
+     * projections are 12 blocks, 2 chunks of 8 would leave one thread idle */
     int b0 = row0 / CPU_INT8_BLOCK, b1 = (row0 + OC + CPU_INT8_BLOCK - 1) / CPU_INT8_BLOCK;
-    int cb = CHUNK_BLOCKS, threads = par ? omp_get_max_threads() : 1;
+    int threads = par ? omp_get_max_threads() : 1, cb = threads > 1 ? CHUNK_BLOCKS : b1 - b0;
     while (threads > 1 && cb > 1 && (b1 - b0 + cb - 1) / cb < 2 * threads) cb /= 2;
     int n_chunks = (b1 - b0 + cb - 1) / cb;
     if (BT == 1) { /* no worksharing for one row */

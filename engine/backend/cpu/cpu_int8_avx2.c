@@ -17,9 +17,10 @@
 #define INLINE inline __attribute__((always_inline))
 
 enum { MR = 4 };
-/* Blocks ahead whose weights a block asks for while its first rows run (as
- * cpu_int8_avx512.c) */
+/* Blocks ahead whose weights a block asks for (into L2) while its first rows run, in a
+ * matrix of more than PREFETCH_MIN_BYTES (as cpu_int8_avx512.c) */
 enum { PREFETCH_BLOCKS = 2 };
+#define PREFETCH_MIN_BYTES ((size_t)2 << 20)
 
 /* channels lo .. lo+8 of row m, some outside 0 .. N: only those inside are stored */
 static void store_partial(const cpu_int8_call *c, int m, int lo, const float t[8])
@@ -46,8 +47,9 @@ AVX2 static INLINE void store8(const cpu_int8_call *c, int m, int j, __m256i acc
     store_partial(c, m, lo, t);
 }
 
-/* rows m0 .. m0+mr against block b; pf (0: none) the next line to ask for at each k-step */
-AVX2 static INLINE void tile(const cpu_int8_call *c, int m0, int b, int mr, uintptr_t pf)
+/* rows m0 .. m0+mr against block b; with ask (a constant), pf is the next line to ask for at
+ * each k-step */
+AVX2 static INLINE void tile(const cpu_int8_call *c, int m0, int b, int mr, int ask, uintptr_t pf)
 {
     int ld = c->w->ld;
     const int8_t *w = c->w->q + (size_t)b * CPU_INT8_BLOCK * ld;
@@ -57,8 +59,8 @@ AVX2 static INLINE void tile(const cpu_int8_call *c, int m0, int b, int mr, uint
 #pragma GCC unroll 4
     for (int r = 0; r < mr; r++) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
     for (int k = 0; k < ld; k += 4) {
-        if (pf) {
-            _mm_prefetch((const char *)pf, _MM_HINT_T0);
+        if (ask) {
+            _mm_prefetch((const char *)pf, _MM_HINT_T1);
             pf += 64;
         }
         __m256i w0 = _mm256_loadu_si256((const __m256i *)(w + (size_t)k * 16));
@@ -82,11 +84,13 @@ AVX2 static INLINE void tile(const cpu_int8_call *c, int m0, int b, int mr, uint
     }
 }
 
-/* one function per tile height, so each keeps its accumulators in registers */
+/* one function per tile height, with and without asking for lines ahead, so each keeps its
+ * accumulators in registers */
 #define TILE_FN(R)                                                                 \
     AVX2 static void tile_##R(const cpu_int8_call *c, int m0, int b, uintptr_t pf) \
     {                                                                              \
-        tile(c, m0, b, R, pf);                                                     \
+        if (pf) tile(c, m0, b, R, 1, pf);                                          \
+        else tile(c, m0, b, R, 0, 0);                                              \
     }
 TILE_FN(1)
 TILE_FN(2)
@@ -97,7 +101,7 @@ static const tile_fn tiles[MR] = {tile_1, tile_2, tile_3, tile_4};
 
 AVX2 void cpu_int8_product_avx2(const cpu_int8_call *c)
 {
-    int ld = c->w->ld;
+    int ld = c->w->ld, ask = (size_t)c->w->rows * (size_t)ld > PREFETCH_MIN_BYTES;
     int b0 = c->j0 / CPU_INT8_BLOCK, b1 = (c->j0 + c->N + CPU_INT8_BLOCK - 1) / CPU_INT8_BLOCK;
     for (int b = b0; b < b1; b++) {
         /* a prefetch never faults, so the last blocks may name lines past the matrix */
@@ -105,7 +109,7 @@ AVX2 void cpu_int8_product_avx2(const cpu_int8_call *c)
                        (uintptr_t)PREFETCH_BLOCKS * CPU_INT8_BLOCK * (uintptr_t)ld;
         for (int m = 0; m < c->M; m += MR) {
             int mr = c->M - m < MR ? c->M - m : MR;
-            tiles[mr - 1](c, m, b, m == 0 ? pf : 0);
+            tiles[mr - 1](c, m, b, ask && m == 0 ? pf : 0);
         }
     }
 }

@@ -19,11 +19,16 @@
 #define INLINE inline __attribute__((always_inline))
 
 /* rows x blocks of 16 channels per register tile: 16 accumulators, 4 weight vectors and a
- * broadcast of the 32 registers; one row (batch-1 decoding) still has 4 independent chains */
-enum { MR = 4, NR = 4 };
-/* Tiles ahead whose weights a tile asks for while its first rows run, spread over its k-steps
- * (docs/decoding.md §9: a vocabulary projection comes from memory every step) */
+ * broadcast of the 32 registers. One or two rows (batch-1 decoding) take 8 blocks, so that
+ * they too have enough independent accumulators to hide vpdpbusd's latency. */
+enum { MR = 4, NR = 4, NR_FEW = 8 };
+/* Tiles ahead whose weights a tile asks for (into L2) while its first rows run, spread over
+ * its k-steps, in a matrix of more than PREFETCH_MIN_BYTES: a vocabulary projection comes
+ * from memory every step (58k words x 512: 30 MB; docs/decoding.md §9), where the hardware
+ * alone ran 1.3x slower at batch 1; a matrix that stays in L2 ran faster without (the
+ * requests take load slots) */
 enum { PREFETCH_TILES = 2 };
+#define PREFETCH_MIN_BYTES ((size_t)2 << 20)
 
 /* acc += vpdpbusd(x, w) in place: written with the intrinsic, GCC 12 copied every accumulator
  * to a fresh register and back at each k-step (twice the instructions, and a spill) */
@@ -59,24 +64,26 @@ VNNI static INLINE void store_block(const cpu_int8_call *c, int m, int jb, __m51
     store_partial(c, m, lo, t);
 }
 
-/* rows m0 .. m0+mr against blocks b .. b+nr; pf (0: none) the next lines to ask for, nr per
- * k-step */
-VNNI static INLINE void tile(const cpu_int8_call *c, int m0, int b, int mr, int nr, uintptr_t pf)
+/* rows m0 .. m0+mr against blocks b .. b+nr; with ask (a constant), pf is the next of the
+ * lines to ask for, nr per k-step (a branch on it inside the loop made GCC shuffle the
+ * accumulators between registers) */
+VNNI static INLINE void tile(const cpu_int8_call *c, int m0, int b, int mr, int nr, int ask,
+                             uintptr_t pf)
 {
     int ld = c->w->ld;
     const int8_t *w = c->w->q + (size_t)b * CPU_INT8_BLOCK * ld;
     const int8_t *x = c->xq + (size_t)m0 * ld;
-    __m512i acc[MR][NR];
+    __m512i acc[MR][NR_FEW];
 #pragma GCC unroll 4
     for (int r = 0; r < mr; r++)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int n = 0; n < nr; n++) acc[r][n] = _mm512_setzero_si512();
     for (int k = 0; k < ld; k += 4) {
-        if (pf)
-#pragma GCC unroll 4
-            for (int n = 0; n < nr; n++, pf += 64) _mm_prefetch((const char *)pf, _MM_HINT_T0);
-        __m512i wv[NR];
-#pragma GCC unroll 4
+        if (ask)
+#pragma GCC unroll 8
+            for (int n = 0; n < nr; n++, pf += 64) _mm_prefetch((const char *)pf, _MM_HINT_T1);
+        __m512i wv[NR_FEW];
+#pragma GCC unroll 8
         for (int n = 0; n < nr; n++)
             wv[n] = _mm512_loadu_si512(w + (size_t)n * CPU_INT8_BLOCK * ld + (size_t)k * 16);
 #pragma GCC unroll 4
@@ -84,33 +91,35 @@ VNNI static INLINE void tile(const cpu_int8_call *c, int m0, int b, int mr, int 
             int32_t x4;
             memcpy(&x4, x + (size_t)r * ld + k, 4);
             __m512i xb = _mm512_set1_epi32(x4);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
             for (int n = 0; n < nr; n++) acc[r][n] = dpbusd(acc[r][n], xb, wv[n]);
         }
     }
 #pragma GCC unroll 4
     for (int r = 0; r < mr; r++)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int n = 0; n < nr; n++) store_block(c, m0 + r, (b + n) * CPU_INT8_BLOCK, acc[r][n]);
 }
 
-/* one function per tile shape, so each keeps its accumulators in registers */
+/* one function per tile shape, with and without asking for lines ahead, so each keeps its
+ * accumulators in registers */
 #define TILE_FN(R, N)                                                                    \
     VNNI static void tile_##R##_##N(const cpu_int8_call *c, int m0, int b, uintptr_t pf) \
     {                                                                                    \
-        tile(c, m0, b, R, N, pf);                                                        \
+        if (pf) tile(c, m0, b, R, N, 1, pf);                                             \
+        else tile(c, m0, b, R, N, 0, 0);                                                 \
     }
 #define TILE_ROW(R) TILE_FN(R, 1) TILE_FN(R, 2) TILE_FN(R, 3) TILE_FN(R, 4)
-TILE_ROW(1)
-TILE_ROW(2)
+#define TILE_ROW_FEW(R) TILE_ROW(R) TILE_FN(R, 5) TILE_FN(R, 6) TILE_FN(R, 7) TILE_FN(R, 8)
+TILE_ROW_FEW(1)
+TILE_ROW_FEW(2)
 TILE_ROW(3)
 TILE_ROW(4)
 typedef void (*tile_fn)(const cpu_int8_call *c, int m0, int b, uintptr_t pf);
-#define TILE_ENTRY(R)                                          \
-    {                                                          \
-        tile_##R##_1, tile_##R##_2, tile_##R##_3, tile_##R##_4 \
-    }
-static const tile_fn tiles[MR][NR] = {TILE_ENTRY(1), TILE_ENTRY(2), TILE_ENTRY(3), TILE_ENTRY(4)};
+#define TILE_ENTRY(R) tile_##R##_1, tile_##R##_2, tile_##R##_3, tile_##R##_4
+#define TILE_ENTRY_FEW(R) TILE_ENTRY(R), tile_##R##_5, tile_##R##_6, tile_##R##_7, tile_##R##_8
+static const tile_fn tiles[MR][NR_FEW] = {
+    {TILE_ENTRY_FEW(1)}, {TILE_ENTRY_FEW(2)}, {TILE_ENTRY(3)}, {TILE_ENTRY(4)}};
 
 /* cpu_int8_quantize_row's bytes, shifted to u8 (x + 128, this kernel's form), in one pass of
  * explicit vectors: the same amax and scale, x * inv rounded to nearest-even by the
@@ -145,16 +154,17 @@ VNNI float cpu_int8_quantize_row_avx512_vnni(int8_t *q, const float *x, int C, i
 
 VNNI void cpu_int8_product_avx512_vnni(const cpu_int8_call *c)
 {
-    int ld = c->w->ld;
+    int ld = c->w->ld, step = c->M <= 2 ? NR_FEW : NR;
+    int ask = (size_t)c->w->rows * (size_t)ld > PREFETCH_MIN_BYTES;
     int b0 = c->j0 / CPU_INT8_BLOCK, b1 = (c->j0 + c->N + CPU_INT8_BLOCK - 1) / CPU_INT8_BLOCK;
-    for (int b = b0; b < b1; b += NR) {
-        int nr = b1 - b < NR ? b1 - b : NR;
+    for (int b = b0; b < b1; b += step) {
+        int nb = b1 - b < step ? b1 - b : step;
         /* a prefetch never faults, so the last tiles may name lines past the matrix */
         uintptr_t pf = (uintptr_t)(c->w->q + (size_t)b * CPU_INT8_BLOCK * ld) +
-                       (uintptr_t)PREFETCH_TILES * NR * CPU_INT8_BLOCK * (uintptr_t)ld;
+                       (uintptr_t)PREFETCH_TILES * step * CPU_INT8_BLOCK * (uintptr_t)ld;
         for (int m = 0; m < c->M; m += MR) {
             int mr = c->M - m < MR ? c->M - m : MR;
-            tiles[mr - 1][nr - 1](c, m, b, m == 0 ? pf : 0);
+            tiles[mr - 1][nb - 1](c, m, b, ask && m == 0 ? pf : 0);
         }
     }
 }
