@@ -91,6 +91,7 @@ typedef struct {
      * request and segment, and by the method and contrast it was computed with */
     int attr_method; /* mt_attr_method asked for (m steps through them) */
     char attr_contrast[64]; /* the contrast token's piece asked for (c), "" none */
+    char attr_contrast_shown[64]; /* its label (mt_tokenizer_label), as the title shows it */
     tui_probe *attr; /* its map's record (tui_heat_attribution_record) */
     mt_labelled_attribution *attr_raw; /* the signed values and the columns' split */
     unsigned long attr_request;

@@ -100,11 +100,8 @@ static void attribution_title(char *out, size_t len, const tui_pane *p, const ch
 {
     static const char *const terse_method[] = {"saliency", "x-grad", "IG"};
     char contrast[96] = "";
-    if (p->attr_contrast[0]) {
-        char piece[64];
-        tui_heat_piece_text(piece, sizeof piece, p->attr_contrast);
-        snprintf(contrast, sizeof contrast, " %s vs '%s'", dot, piece);
-    }
+    if (p->attr_contrast[0])
+        snprintf(contrast, sizeof contrast, " %s vs '%s'", dot, p->attr_contrast_shown);
     for (int terse = 0; terse < 3; terse++) {
         char seg[24] = "";
         if (terse == 0) snprintf(seg, sizeof seg, " %s seg %d", dot, p->attr_segment + 1);

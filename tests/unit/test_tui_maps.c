@@ -363,6 +363,37 @@ static void test_byte_level_labels(void **state)
     assert_string_equal(label, "<sep>");
     /* the pieces stay what they are (a contrast is chosen by its piece) */
     assert_string_equal(pr->labels[4], "\u0120her");
+
+    /* the attribution map's columns and its contrast's title alike: the translation "All of"
+     * is A, ll, Ġof */
+    ui_call call = {.op = UI_HEATMAP,
+                    .pane = 0,
+                    .kind = TUI_HEAT_ATTRIBUTION,
+                    .layer = -1,
+                    .head = -1,
+                    .scale = -1,
+                    .method = MT_ATTR_SALIENCY};
+    ui_execute(a, &call);
+    assert_string_equal(call.error, "");
+    pump_until(a, p, has_attr);
+    assert_null(p->attr_error);
+    int split = tui_heat_pane_split(p, MT_PROBE_AXIS_SOURCE);
+    tui_heat_axis_label(label, sizeof label, p->attr, MT_PROBE_AXIS_SOURCE, 4);
+    assert_string_equal(label, "her");
+    tui_focus(a, 0);
+    p->view = TUI_VIEW_HEATMAP;
+    p->sel_col = split + 2;
+    tui_handle_key(a, 'c', 1);
+    assert_string_equal(p->attr_contrast, "\u0120of");
+    pump_until(a, p, has_attr);
+    assert_null(p->attr_error);
+    const mt_probe_map *m;
+    float *v = tui_heat_pane_slice(p, &m);
+    assert_non_null(v);
+    free(v);
+    char title[256];
+    tui_heat_title(title, sizeof title, p, m, "\u00b7", 0);
+    assert_string_equal(title, "attribution \u00b7 saliency \u00b7 vs 'of' \u00b7 seg 1");
     tui_app_free(a);
 }
 
