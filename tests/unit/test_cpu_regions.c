@@ -88,8 +88,9 @@ static void test_small_ops_enter_no_region(void **state)
     assert_int_equal(large_two, 15); /* large ones still share their work */
 }
 
-/* A product of one row by a layer's weights runs on the calling thread; the vocabulary
- * projection forks. Only on CPUs whose few-row kernel takes one row (AVX-512). */
+/* One row by a matrix: forks at two threads from 2^15 multiply-adds on (a 192 x 192 layer), not
+ * below (128 x 192), never at one thread. Only on CPUs whose few-row kernel takes one row
+ * (AVX-512). */
 static void test_one_row_products(void **state)
 {
     (void)state;
@@ -105,24 +106,24 @@ static void test_one_row_products(void **state)
     int saved = omp_get_max_threads();
     omp_set_num_threads(2);
     long before = regions;
-    be->gemm(0, 1, 1, 192, 192, 1.0f, x, 192, w, 192, 0.0f, y, 192);
-    be->gemm(0, 1, 1, 768, 192, 1.0f, x, 192, w, 192, 0.0f, y, 768);
-    be->gemm(0, 1, 1, 192, 768, 1.0f, x, 768, w, 768, 0.0f, y, 192);
-    long layers = regions - before;
+    be->gemm(0, 1, 1, 128, 192, 1.0f, x, 192, w, 192, 0.0f, y, 128);
+    long small = regions - before;
     before = regions;
+    be->gemm(0, 1, 1, 192, 192, 1.0f, x, 192, w, 192, 0.0f, y, 192);
+    be->gemm(0, 1, 1, 192, 768, 1.0f, x, 768, w, 768, 0.0f, y, 192);
     be->gemm(0, 1, 1, 8000, 192, 1.0f, x, 192, w, 192, 0.0f, y, 8000);
-    long vocab = regions - before;
+    long large = regions - before;
     omp_set_num_threads(1);
     before = regions;
     be->gemm(0, 1, 1, 8000, 192, 1.0f, x, 192, w, 192, 0.0f, y, 8000);
-    long vocab_one = regions - before;
+    long large_one = regions - before;
     omp_set_num_threads(saved);
-    print_message("regions at 2 threads: %ld for three layer products, %ld for 1 x 8000 x 192 "
-                  "(%ld at 1 thread)\n",
-                  layers, vocab, vocab_one);
-    assert_int_equal(layers, 0);
-    assert_int_equal(vocab, 1);
-    assert_int_equal(vocab_one, 0);
+    print_message("regions at 2 threads: %ld for 1 x 128 x 192, %ld for 1 x 192 x 192, 1 x 192 x "
+                  "768 and 1 x 8000 x 192 (%ld for the last at 1 thread)\n",
+                  small, large, large_one);
+    assert_int_equal(small, 0);
+    assert_int_equal(large, 3);
+    assert_int_equal(large_one, 0);
     free(x), free(w), free(y);
 }
 

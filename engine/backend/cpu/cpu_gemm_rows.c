@@ -38,8 +38,13 @@
  * sgemv keeps one row (the AVX2 tile's 4 w rows were slower: 244 against 216 us). (On a
  * Sapphire Rapids core sgemv had been the faster for the 8000 x 192 projection, 0.15 against
  * 0.22 ms, when it alone was timed, in cache.) */
-/* below this many multiply-adds one thread is faster than a fork/join */
-#define PARALLEL_MIN_MACS ((size_t)1 << 18)
+/* below this many multiply-adds one thread is faster than a fork/join. 2^15: at two threads
+ * every product of a batch-1 transformer-small step forks (192 x 192 and up), as OpenBLAS's
+ * sgemv did; a team forked again within libgomp's spin (GOMP_SPINCOUNT, docs/decoding.md §9.1)
+ * finds its threads awake, and the step's 19 products took 99-103 us at 2^15 and 2^16, 117 at
+ * 2^17 and 129-249 at 2^18 (only the 8000 x 192 projection forking), against 197 at one thread
+ * (quietest of 400 runs each, 2-vCPU EPYC). */
+#define PARALLEL_MIN_MACS ((size_t)1 << 15)
 /* w rows ahead whose cache lines a block asks for while it computes, spread over its x tiles
  * and k-steps (left to the hardware prefetchers, a matrix larger than the caches ran at about
  * two thirds of the speed; asked for all at once, most requests were dropped) */
