@@ -46,14 +46,13 @@ static void store_partial(const cpu_int8_call *c, int m, int lo, const float t[1
         dst[lo + i] = c->bias ? t[i] + c->bias[lo + i] : t[i];
 }
 
-/* row m's 16 sums of block channels jb .. jb+16, dequantized and stored */
-VNNI static INLINE void store_block(const cpu_int8_call *c, int m, int jb, __m512i acc)
+/* row m's 16 sums of a block's channels, lo - j0 .. lo - j0 + 16, dequantized and stored;
+ * shift (128 * the weight sums) and ws (the scales) are the block's, loaded once for its rows */
+VNNI static INLINE void store_block(const cpu_int8_call *c, int m, int lo, __m512i acc,
+                                    __m512i shift, __m512 ws)
 {
-    const mt_qmatrix *w = c->w;
-    __m512i s = _mm512_sub_epi32(acc, _mm512_slli_epi32(_mm512_loadu_si512(w->sum + jb), 7));
-    __m512 o = _mm512_mul_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(_mm512_set1_ps(c->xs[m]),
-                                                                  _mm512_loadu_ps(w->scale + jb)));
-    int lo = jb - c->j0;
+    __m512 o = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc, shift)),
+                             _mm512_mul_ps(_mm512_set1_ps(c->xs[m]), ws));
     if (lo >= 0 && lo + 16 <= c->N) {
         if (c->bias) o = _mm512_add_ps(o, _mm512_loadu_ps(c->bias + lo));
         _mm512_storeu_ps(c->out + (size_t)m * c->ldo + lo, o);
@@ -95,10 +94,14 @@ VNNI static INLINE void tile(const cpu_int8_call *c, int m0, int b, int mr, int 
             for (int n = 0; n < nr; n++) acc[r][n] = dpbusd(acc[r][n], xb, wv[n]);
         }
     }
-#pragma GCC unroll 4
-    for (int r = 0; r < mr; r++)
 #pragma GCC unroll 8
-        for (int n = 0; n < nr; n++) store_block(c, m0 + r, (b + n) * CPU_INT8_BLOCK, acc[r][n]);
+    for (int n = 0; n < nr; n++) {
+        int jb = (b + n) * CPU_INT8_BLOCK;
+        __m512i shift = _mm512_slli_epi32(_mm512_loadu_si512(c->w->sum + jb), 7);
+        __m512 ws = _mm512_loadu_ps(c->w->scale + jb);
+#pragma GCC unroll 4
+        for (int r = 0; r < mr; r++) store_block(c, m0 + r, jb - c->j0, acc[r][n], shift, ws);
+    }
 }
 
 /* one function per tile shape, with and without asking for lines ahead, so each keeps its
