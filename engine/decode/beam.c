@@ -44,8 +44,9 @@ static int candidates(const mt_decode_ctx *c, const beam_sentence *bs, int row0,
     int V = c->V, n_top = 0, pad = mt_model_config_never_generated(mt_model_get_config(c->m));
     for (int b = 0; b < live; b++) {
         const float *x = c->logits + (size_t)(row0 + b) * V;
-        /* generate() masks <pad> after the log-softmax, mtlab before (decode.h) */
-        double lse = mt_logsumexp(x, c->n_gen, c->hf ? -1 : pad);
+        /* generate() masks <pad> after the log-softmax over every id, mtlab before it and
+         * over the ids it may generate (decode.h) */
+        double lse = c->hf ? mt_logsumexp(x, c->V, -1) : mt_logsumexp(x, c->n_gen, pad);
         /* score of beam b extended by v = its log-probability + log p(v) */
         for (int v = 0; v < c->n_gen; v++) {
             if (v == pad) continue;

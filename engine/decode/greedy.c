@@ -37,9 +37,9 @@ int mt_decode_greedy_run(mt_decode_ctx *c)
             const float *x = c->logits + (size_t)r * V;
             int32_t tok = mt_argmax(x, c->n_gen, mt_model_config_never_generated(cfg));
             /* log p(tok) = x[tok] - logsumexp(x) */
-            g->logprob +=
-                (double)x[tok] -
-                mt_logsumexp(x, c->n_gen, c->hf ? -1 : mt_model_config_never_generated(cfg));
+            g->logprob += (double)x[tok] -
+                          (c->hf ? mt_logsumexp(x, c->V, -1)
+                                 : mt_logsumexp(x, c->n_gen, mt_model_config_never_generated(cfg)));
             int finished = tok == cfg->eos_id;
             if (!finished) {
                 g->tokens[g->n++] = tok;

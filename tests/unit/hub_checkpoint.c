@@ -285,6 +285,37 @@ void hub_check_generate_rules(const hub_case *c)
     mt_runner_close(run);
     test_remove_tree(dir);
 
+    /* what the front ends decode with (mt_translate: only the tokenizer's 597 ids generated)
+     * scores as generate() does, over the whole padded vocabulary: the same ids and the same
+     * log-probabilities as without the limit */
+    char st[300];
+    snprintf(st, sizeof st, "%s/st", c->fixture);
+    run = mt_runner_open(st, "cpu", 0);
+    if (!run) fail_msg("%s", mt_last_error());
+    for (int beam = 1; beam <= 5; beam += 4) {
+        mt_decode_opts_init(&o);
+        o.beam = beam;
+        o.max_new_tokens = r->max_new;
+        mt_decode_result all, limited;
+        const int32_t *srcs[MAX_PROMPTS];
+        for (int i = 0; i < r->n; i++) srcs[i] = r->ids[i];
+        if (mt_decode(run->model, srcs, r->n_ids, r->n, &o, &all)) fail_msg("%s", mt_last_error());
+        o.vocab_limit = mt_tokenizer_vocab_size(run->tok);
+        if (mt_decode(run->model, srcs, r->n_ids, r->n, &o, &limited))
+            fail_msg("%s", mt_last_error());
+        for (int i = 0; i < r->n; i++) {
+            assert_int_equal(limited.hyps[i].n_ids, all.hyps[i].n_ids);
+            assert_memory_equal(limited.hyps[i].ids, all.hyps[i].ids,
+                                (size_t)all.hyps[i].n_ids * sizeof(int32_t));
+            if (limited.hyps[i].logprob != all.hyps[i].logprob)
+                fail_msg("beam %d, prompt %d: log p %.17g with the limit, %.17g without", beam, i,
+                         limited.hyps[i].logprob, all.hyps[i].logprob);
+        }
+        mt_decode_result_free(&all);
+        mt_decode_result_free(&limited);
+    }
+    mt_runner_close(run);
+
     /* a bundle mtlab saved names its architecture: mtlab's rules and default length */
     char block[200];
     snprintf(block, sizeof block, "\"architecture\": \"%s\", \"prompt\"", c->arch);

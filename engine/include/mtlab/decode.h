@@ -32,8 +32,8 @@
  * later) does, early_stopping False, with a Marian config's bad_words_ids = [[pad]] and
  * forced_eos_token_id = eos (MT_SEARCH_HF; mtlab's own bundles decode with MT_SEARCH_MTLAB
  * unless asked otherwise; MT_SEARCH_AUTO, which every front end passes, picks):
- *   - the log-softmax runs over every id, <pad> included, which is then masked (mtlab
- *     normalises over the ids that may be generated);
+ *   - the log-softmax runs over every id, <pad> and ids past vocab_limit included, which
+ *     are then masked (mtlab normalises over the ids that may be generated);
  *   - the stopping test holds the worst finished hypothesis against the best *running* beam
  *     (mtlab: the best candidate of the step, which may be one that just ended);
  *   - at the length limit every running beam ends with a forced <eos> of log-probability 0,
