@@ -3,6 +3,9 @@
  * range), the packed layout, the quantization round trip, an int8 linear against fp32, the weight
  * lookup by address, and every architecture's logits in int8 against fp32 (forward, prefill and
  * steps). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* RTLD_NEXT */
+#endif
 #include "test_util.h"
 #include "model_parity.h"
 
@@ -13,7 +16,27 @@
 #include "mtlab/model.h"
 #include "mtlab/rng.h"
 
+#include <dlfcn.h>
+#include <omp.h>
+
 #define V TINY_MODEL_VOCAB
+
+/* OpenMP regions entered, counted by wrapping libgomp's GOMP_parallel, which every `omp
+ * parallel` (an `if (0)` one included) compiles to (as test_cpu_regions.c) */
+static long regions;
+typedef void (*gomp_parallel_fn)(void (*)(void *), void *, unsigned, unsigned);
+void GOMP_parallel(void (*fn)(void *), void *data, unsigned num_threads, unsigned flags);
+void GOMP_parallel(void (*fn)(void *), void *data, unsigned num_threads, unsigned flags)
+{
+    static gomp_parallel_fn real;
+    if (!real) {
+        void *sym = dlsym(RTLD_NEXT, "GOMP_parallel");
+        if (!sym) abort();
+        memcpy(&real, &sym, sizeof real);
+    }
+    __atomic_add_fetch(&regions, 1, __ATOMIC_RELAXED);
+    real(fn, data, num_threads, flags);
+}
 
 static const char *const fast_kernels[] = {"avx2", "avx512-vnni"};
 
@@ -338,6 +361,49 @@ static void test_qlinear_same_with_every_kernel(void **state)
     }
 }
 
+/* An int8 product forks a team only where there are threads to share it and enough work:
+ * at one thread none does (libgomp ends even a team of one with a system call), at two a
+ * batch-16 vocabulary projection does and a batch-1 d_model projection does not; the floats
+ * are the same either way. */
+static void test_qlinear_forks_only_where_it_pays(void **state)
+{
+    (void)state;
+    const mt_backend *be = mt_backend_cpu();
+    mt_rng rng;
+    mt_rng_init(&rng, 17, 0);
+    const int C = 192, V8 = 8000;
+    float *x = malloc((size_t)16 * C * sizeof *x), *w = malloc((size_t)V8 * C * sizeof *w);
+    float *one = malloc((size_t)16 * V8 * sizeof *one),
+          *two = malloc((size_t)16 * V8 * sizeof *two);
+    for (int i = 0; i < 16 * C; i++) x[i] = mt_rng_uniform(&rng) - 0.5f;
+    for (size_t i = 0; i < (size_t)V8 * C; i++) w[i] = mt_rng_uniform(&rng) - 0.5f;
+    mt_qmatrix q;
+    assert_int_equal(be->qmatrix_make(&q, MT_QMATRIX_INT8, w, V8, C), 0);
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
+    long before = regions;
+    be->qlinear_forward(one, x, &q, 0, NULL, 16, V8);
+    be->qlinear_forward(one, x, &q, 0, NULL, 1, C);
+    long at_one = regions - before;
+    omp_set_num_threads(2);
+    before = regions;
+    be->qlinear_forward(two, x, &q, 0, NULL, 16, V8);
+    long large = regions - before;
+    before = regions;
+    be->qlinear_forward(two, x, &q, 0, NULL, 1, C);
+    long small = regions - before;
+    omp_set_num_threads(saved);
+    print_message("regions: %ld at 1 thread; at 2, %ld for 16 x 192 x 8000, %ld for 1 x 192 x "
+                  "192\n",
+                  at_one, large, small);
+    assert_int_equal(at_one, 0);
+    assert_int_equal(large, 1);
+    assert_int_equal(small, 0);
+    assert_memory_equal(one, two, (size_t)C * sizeof *one);
+    be->qmatrix_free(&q);
+    free(x), free(w), free(one), free(two);
+}
+
 static void test_forced_kernel_must_exist(void **state)
 {
     (void)state;
@@ -558,6 +624,7 @@ int main(void)
         cmocka_unit_test(test_qmatrix_rows_and_sums),
         cmocka_unit_test(test_qlinear_close_to_fp32),
         cmocka_unit_test(test_qlinear_same_with_every_kernel),
+        cmocka_unit_test(test_qlinear_forks_only_where_it_pays),
         cmocka_unit_test(test_forced_kernel_must_exist),
         cmocka_unit_test(test_qweights_find_by_address),
         cmocka_unit_test(test_precision_names),

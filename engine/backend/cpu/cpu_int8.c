@@ -5,6 +5,7 @@
  * Letters: M rows of activations (BT), N output channels (OC), ld the padded row width in
  * bytes (the input width C rounded up to MT_INT8_ALIGN). */
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_par.h"
 #include "backend/cpu/cpu_simd.h"
 #include "mtlab/error.h"
 
@@ -155,55 +156,86 @@ void cpu_qmatrix_free(mt_qmatrix *q)
 
 /* ---- the product */
 
+/* One product's work, shared by the team when called inside a region (the loops are
+ * orphaned `omp for`s) and all done on this thread when called outside one. */
+typedef struct {
+    const cpu_int8_kernel *kern;
+    float *out;
+    const float *x;
+    const mt_qmatrix *w;
+    int row0, OC;
+    const float *bias;
+    size_t BT;
+    int8_t *xq; /* (BT, ld) */
+    float *xs; /* (BT) */
+    int b0, cb, n_chunks; /* first block, blocks per chunk, chunks */
+} product;
+
+static void product_run(const product *p)
+{
+    const mt_qmatrix *w = p->w;
+    int C = w->cols, ld = w->ld, row0 = p->row0, OC = p->OC;
+    size_t BT = p->BT;
+#pragma omp for schedule(static)
+    for (size_t m = 0; m < BT; m++)
+        p->xs[m] = p->kern->quantize_row(p->xq + m * ld, p->x + m * C, C, ld);
+#pragma omp for schedule(static)
+    for (int t = 0; t < p->n_chunks; t++) {
+        /* the chunk's channels, clipped to row0 .. row0+OC */
+        int lo = (p->b0 + t * p->cb) * CPU_INT8_BLOCK, hi = lo + p->cb * CPU_INT8_BLOCK;
+        lo = lo > row0 ? lo : row0;
+        hi = hi < row0 + OC ? hi : row0 + OC;
+        for (size_t m0 = 0; m0 < BT; m0 += ROWS) {
+            cpu_int8_call c = {
+                .out = p->out + m0 * OC + (lo - row0),
+                .ldo = (size_t)OC,
+                .xq = p->xq + m0 * ld,
+                .xs = p->xs + m0,
+                .M = BT - m0 < ROWS ? (int)(BT - m0) : ROWS,
+                .w = w,
+                .j0 = lo,
+                .N = hi - lo,
+                .bias = p->bias ? p->bias + (lo - row0) : NULL,
+            };
+            p->kern->product(&c);
+        }
+    }
+}
+
 void cpu_qlinear_with(const cpu_int8_kernel *kern, int threaded, float *out, const float *x,
                       const mt_qmatrix *w, int row0, const float *bias, size_t BT, int OC)
 {
-    int C = w->cols, ld = w->ld;
-    int8_t *xq = mt_xmalloc(BT * (size_t)ld);
-    float *xs = mt_xmalloc(BT * sizeof *xs);
-    size_t macs = BT * (size_t)OC * (size_t)ld;
-    int par = threaded && macs >= CPU_INT8_PARALLEL_MACS;
+    size_t macs = BT * (size_t)OC * (size_t)w->ld;
+    /* a team only with threads to share it and enough work: libgomp ends every region, a
+     * team of one included, with a system call (backend/cpu/cpu_par.h) */
+    int par = threaded && cpu_fork(macs, CPU_INT8_PARALLEL_MACS - 1);
     /* the blocks holding channels row0 .. row0+OC, in chunks; with several threads, chunks
      * narrow (down to one block) until each thread has two: a batch-16 step's d_model-wide
      * projections are 12 blocks, 2 chunks of 8 would leave one thread idle */
     int b0 = row0 / CPU_INT8_BLOCK, b1 = (row0 + OC + CPU_INT8_BLOCK - 1) / CPU_INT8_BLOCK;
     int threads = par ? omp_get_max_threads() : 1, cb = threads > 1 ? CHUNK_BLOCKS : b1 - b0;
     while (threads > 1 && cb > 1 && (b1 - b0 + cb - 1) / cb < 2 * threads) cb /= 2;
-    int n_chunks = (b1 - b0 + cb - 1) / cb;
-    if (BT == 1) { /* no worksharing for one row */
-        xs[0] = kern->quantize_row(xq, x, C, ld);
+    product p = {.kern = kern,
+                 .out = out,
+                 .x = x,
+                 .w = w,
+                 .row0 = row0,
+                 .OC = OC,
+                 .bias = bias,
+                 .BT = BT,
+                 .xq = mt_xmalloc(BT * (size_t)w->ld),
+                 .xs = mt_xmalloc(BT * sizeof(float)),
+                 .b0 = b0,
+                 .cb = cb,
+                 .n_chunks = (b1 - b0 + cb - 1) / cb};
+    if (par) {
+#pragma omp parallel
+        product_run(&p);
+    } else {
+        product_run(&p);
     }
-#pragma omp parallel if (par)
-    {
-        if (BT > 1) {
-#pragma omp for schedule(static)
-            for (size_t m = 0; m < BT; m++)
-                xs[m] = kern->quantize_row(xq + m * ld, x + m * C, C, ld);
-        }
-#pragma omp for schedule(static)
-        for (int t = 0; t < n_chunks; t++) {
-            /* the chunk's channels, clipped to row0 .. row0+OC */
-            int lo = (b0 + t * cb) * CPU_INT8_BLOCK, hi = lo + cb * CPU_INT8_BLOCK;
-            lo = lo > row0 ? lo : row0;
-            hi = hi < row0 + OC ? hi : row0 + OC;
-            for (size_t m0 = 0; m0 < BT; m0 += ROWS) {
-                cpu_int8_call c = {
-                    .out = out + m0 * OC + (lo - row0),
-                    .ldo = (size_t)OC,
-                    .xq = xq + m0 * ld,
-                    .xs = xs + m0,
-                    .M = BT - m0 < ROWS ? (int)(BT - m0) : ROWS,
-                    .w = w,
-                    .j0 = lo,
-                    .N = hi - lo,
-                    .bias = bias ? bias + (lo - row0) : NULL,
-                };
-                kern->product(&c);
-            }
-        }
-    }
-    free(xq);
-    free(xs);
+    free(p.xq);
+    free(p.xs);
 }
 
 void cpu_qlinear_forward(float *out, const float *x, const mt_qmatrix *w, int row0,
