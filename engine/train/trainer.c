@@ -183,6 +183,31 @@ static void epoch_plan_free(epoch_plan *ep)
     memset(ep, 0, sizeof *ep);
 }
 
+static void epoch_plan_delete(epoch_plan *ep)
+{
+    if (!ep) return;
+    epoch_plan_free(ep);
+    free(ep);
+}
+
+/* An epoch's plan of its own, which a step holding its last batches keeps while the next
+ * epoch's is made (NULL: mt_last_error). */
+static epoch_plan *epoch_plan_new(const mt_train_config *cfg, const mt_corpus *c,
+                                  const mt_name_pool *np, const mt_tokenizer *tok, int encdec,
+                                  int epoch, int shards)
+{
+    epoch_plan *ep = mt_xmalloc(sizeof *ep);
+    if (epoch_plan_build(ep, cfg, c, np, tok, encdec, epoch, shards) == 0) return ep;
+    epoch_plan_delete(ep);
+    return NULL;
+}
+
+static void epoch_plans_delete(epoch_plan **eps, int *n)
+{
+    for (int i = 0; i < *n; i++) epoch_plan_delete(eps[i]);
+    *n = 0;
+}
+
 /* Target tokens the loss counts for one example: the target and its <eos>. */
 static size_t loss_tokens(const mt_examples *e, const uint32_t *rows, int n)
 {
@@ -345,7 +370,11 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
     mt_model *m = NULL;
     train_state st = {0};
     log_file lf = {.fd = -1};
-    epoch_plan ep = {0};
+    epoch_plan *ep = NULL; /* the plan of the epoch under way */
+    /* the plans of the epochs a step ran past the end of, kept until it has packed their
+     * batches (each batch of a step but the first can begin a new epoch) */
+    epoch_plan *finished[MT_TRAIN_MAX_ACCUM];
+    int n_finished = 0;
     train_entities ent = {0};
     float *grads_host = NULL;
     grad_buckets *buckets = NULL; /* overlap: the all-reduce bucket by bucket during backward */
@@ -413,8 +442,8 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
     size_t interval_tokens = 0;
     long interval_steps = 0;
     const mt_name_pool *np = cfg->name_substitution > 0 ? &names : NULL;
-    if (epoch_plan_build(&ep, cfg, &train, np, tok, encdec, st.epoch, st.shards) != 0) goto out;
-    if (coll->size > 1 && ensure_grads(m, cfg, &ep, encdec) != 0) goto out;
+    if (!(ep = epoch_plan_new(cfg, &train, np, tok, encdec, st.epoch, st.shards))) goto out;
+    if (coll->size > 1 && ensure_grads(m, cfg, ep, encdec) != 0) goto out;
     int bf16_grads = !strcmp(cfg->grad_dtype, "bf16");
     if (coll->size > 1 && cfg->overlap) {
         /* a thread of this rank reduces buckets while backward runs on: the backend must be
@@ -443,21 +472,25 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
             break;
         }
         double step_t0 = mt_now_s();
-        /* One optimiser step = accum consecutive batches of the epoch plan. */
+        /* One optimiser step = accum consecutive batches of the epoch plans: the last batches of
+         * one epoch and the first of the next when accum does not divide an epoch's, each
+         * batch's rows indexing the examples of its own epoch. */
+        const epoch_plan *mb_ep[MT_TRAIN_MAX_ACCUM];
         const uint32_t *mb_rows[MT_TRAIN_MAX_ACCUM];
         int mb_n[MT_TRAIN_MAX_ACCUM], n_mb = 0;
         size_t step_tokens = 0;
         while (n_mb < cfg->accum) {
-            if (st.batch >= ep.plan.n_batches) {
-                epoch_plan_free(&ep);
+            if (st.batch >= ep->plan.n_batches) {
+                finished[n_finished++] = ep;
                 st.epoch++;
                 st.batch = 0;
-                if (epoch_plan_build(&ep, cfg, &train, np, tok, encdec, st.epoch, st.shards) != 0)
+                if (!(ep = epoch_plan_new(cfg, &train, np, tok, encdec, st.epoch, st.shards)))
                     goto out;
             }
-            mb_rows[n_mb] = ep.plan.order + ep.plan.start[st.batch];
-            mb_n[n_mb] = ep.plan.rows[st.batch];
-            step_tokens += loss_tokens(&ep.ex, mb_rows[n_mb], mb_n[n_mb]);
+            mb_ep[n_mb] = ep;
+            mb_rows[n_mb] = ep->plan.order + ep->plan.start[st.batch];
+            mb_n[n_mb] = ep->plan.rows[st.batch];
+            step_tokens += loss_tokens(&ep->ex, mb_rows[n_mb], mb_n[n_mb]);
             n_mb++;
             st.batch++;
         }
@@ -488,8 +521,8 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
                 opts.grads_ready = last ? grad_buckets_ready : NULL;
                 opts.grads_ready_ud = last ? buckets : NULL;
                 mt_batch batch;
-                mt_batch_pack(&batch, encdec, &cfg->model, ep.corpus, &ep.ex, mb_rows[k] + lo,
-                              hi - lo);
+                mt_batch_pack(&batch, encdec, &cfg->model, mb_ep[k]->corpus, &mb_ep[k]->ex,
+                              mb_rows[k] + lo, hi - lo);
                 double loss;
                 size_t n;
                 /* every token of the global batch weighs 1/step_tokens: the step's gradient is the
@@ -501,6 +534,7 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
                 step_loss += loss * (double)n;
             }
         }
+        epoch_plans_delete(finished, &n_finished);
         double reduce_s = 0;
         if (buckets) {
             if (grad_buckets_finish(buckets, &reduce_s, NULL) != 0) {
@@ -591,7 +625,8 @@ out:
     grad_buckets_close(buckets);
     free(grads_host);
     train_entities_free(&ent);
-    epoch_plan_free(&ep);
+    epoch_plans_delete(finished, &n_finished);
+    epoch_plan_delete(ep);
     log_close(&lf);
     mt_model_free(m);
     mt_corpus_free(&train);

@@ -168,6 +168,20 @@ static int read_losses(const mt_train_config *cfg, double *loss, int cap, char *
     return n;
 }
 
+/* The epoch of the log's train records, in step order (n: how many). */
+static int read_epochs(const mt_train_config *cfg, int *epoch, int cap)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/log.jsonl", cfg->run_dir);
+    char *log = test_read_file(path, NULL);
+    if (!log) fail_msg("%s: cannot read", path);
+    int n = 0;
+    for (char *p = strstr(log, "\"epoch\":"); p && n < cap; p = strstr(p + 1, "\"epoch\":"))
+        epoch[n++] = atoi(p + 8);
+    free(log);
+    return n;
+}
+
 static void assert_close(const double *a, const double *b, int n, double rel, const char *what)
 {
     for (int i = 0; i < n; i++)
@@ -270,23 +284,28 @@ static void test_overlapped_reduce_equals_naive(void **state)
     assert_same_weights(&naive, &def);
 }
 
-/* The same for encoder-decoders (two stacks, cross-attention, post-norm units; Mamba's
- * encoder-decoder) with accum 2, where only each step's last backward hands buckets over:
- * buckets of one unit, of several, naive, all the same bits. */
+/* The same for every architecture of the registry (encoder-decoders with two stacks,
+ * cross-attention and post-norm units; decoder-only stacks with rotary attention, retention,
+ * hybrids) with accum 2, where only each step's last backward hands buckets over: buckets of
+ * one unit, of several, naive, all the same bits. */
 static void test_overlap_equals_naive_across_architectures(void **state)
 {
-    static const char *const presets[] = {"transformer-small", "mamba-encdec-small"};
     static const double bucket_mb[] = {0, 1e-3, 0.05};
-    for (size_t p = 0; p < sizeof presets / sizeof presets[0]; p++) {
+    for (const char *const *arch = mt_model_arch_list(); *arch; arch++) {
+        char preset[64];
+        snprintf(preset, sizeof preset, "%s-small", *arch);
         mt_train_config cfg[3];
         for (int k = 0; k < 3; k++) {
             char run[96];
-            snprintf(run, sizeof run, "%s-%d", presets[p], k);
-            test_tiny_train_config(&cfg[k], presets[p], tmpdir, run, 6);
+            snprintf(run, sizeof run, "%s-%d", preset, k);
+            test_tiny_train_config(&cfg[k], preset, tmpdir, run, 6);
             cfg[k].model.n_encoder_layers = 2;
             cfg[k].model.n_heads = 2;
             cfg[k].model.ffn_dim = 32;
             cfg[k].model.d_state = 4;
+            /* the hybrids' second layer attends */
+            if (cfg[k].model.n_attn_layers) cfg[k].model.n_attn_layers = 1;
+            cfg[k].model.attn_layers[0] = 1;
             cfg[k].model.dropout = 0.1f;
             cfg[k].accum = 2;
             cfg[k].overlap = bucket_mb[k] > 0;
@@ -366,6 +385,60 @@ static void test_grad_keys_are_checked(void **state)
     assert_int_not_equal(mt_train_config_check(&cfg), 0);
     assert_non_null(strstr(mt_last_error(), "bucket_mb must be in"));
 }
+
+/* A step of accum micro-batches where accum does not divide the epoch's batches takes the last
+ * batches of one epoch and the first of the next, each from its own epoch's plan. With the
+ * weights held still (lr 1e-30), such a step's loss is the mean of the losses of the same
+ * batches trained one a step and logged accum at a time. */
+static void epoch_straddling_step(int ranks)
+{
+    char name[64];
+    enum { PROBE_STEPS = 24 };
+    mt_train_config probe, one, acc;
+    snprintf(name, sizeof name, "epochs-probe-%d", ranks);
+    tiny_config(&probe, name, 1200 / (size_t)ranks, PROBE_STEPS); /* the same plan */
+    probe.model.dropout = 0;
+    probe.lr = 1e-30;
+    run_ranks(&probe, ranks, 0);
+    /* B: batches of an epoch, the steps logged in epoch 0 (a step logs its last batch's) */
+    int epoch[64], B = 0;
+    assert_int_equal(read_epochs(&probe, epoch, 64), PROBE_STEPS);
+    while (B < PROBE_STEPS && epoch[B] == 0) B++;
+    if (B < 1 || B > PROBE_STEPS / 2 - 1)
+        fail_msg("%s: %d batches an epoch: the test needs 1..%d", name, B, PROBE_STEPS / 2 - 1);
+    int a = 2;
+    while (B % a == 0) a++;
+    int steps = B / a + 2; /* past the end of epoch 0, within a step */
+
+    one = probe;
+    snprintf(one.name, sizeof one.name, "epochs-one-%d", ranks);
+    snprintf(one.run_dir, sizeof one.run_dir, "%s/%s", tmpdir, one.name);
+    one.max_steps = (long)a * steps;
+    one.log_every = a;
+    acc = probe;
+    snprintf(acc.name, sizeof acc.name, "epochs-accum-%d", ranks);
+    snprintf(acc.run_dir, sizeof acc.run_dir, "%s/%s", tmpdir, acc.name);
+    acc.max_steps = steps;
+    acc.accum = a;
+    run_ranks(&one, ranks, 0);
+    run_ranks(&acc, ranks, 0);
+    double l1[64], la[64];
+    int e1[64], ea[64];
+    assert_int_equal(read_losses(&one, l1, 64, NULL, 0), steps);
+    assert_int_equal(read_losses(&acc, la, 64, NULL, 0), steps);
+    assert_int_equal(read_epochs(&one, e1, 64), steps);
+    assert_int_equal(read_epochs(&acc, ea, 64), steps);
+    assert_memory_equal(e1, ea, sizeof e1[0] * (size_t)steps);
+    assert_int_equal(ea[steps - 1], 1);
+    char what[160];
+    snprintf(what, sizeof what,
+             "%d ranks, %d batches an epoch: accum %d vs %d steps logged together", ranks, B, a, a);
+    assert_close(la, l1, steps, 1e-12, what);
+}
+
+static void test_step_straddling_epochs_one_rank(void **state) { epoch_straddling_step(1); }
+
+static void test_step_straddling_epochs_two_ranks(void **state) { epoch_straddling_step(2); }
 
 /* Stopped after 8 steps on one number of ranks, resumed on another: the losses of steps 9..20
  * are those of the run that never stopped. */
@@ -466,6 +539,8 @@ int main(void)
         cmocka_unit_test(test_resume_from_two_ranks_on_one),
         cmocka_unit_test(test_resume_from_one_rank_on_two),
         cmocka_unit_test(test_checkpoint_shards_out_of_range_named),
+        cmocka_unit_test(test_step_straddling_epochs_one_rank),
+        cmocka_unit_test(test_step_straddling_epochs_two_ranks),
         cmocka_unit_test(test_overlapped_reduce_equals_naive),
         cmocka_unit_test(test_overlap_equals_naive_across_architectures),
         cmocka_unit_test(test_bf16_gradients_train_and_reproduce),
