@@ -627,6 +627,11 @@ static int m_attribute(lua_State *L)
     }
     if (lua_istable(L, 4)) lua_pop(L, 1);
     o.vocab_limit = mt_tokenizer_vocab_size(h->tok);
+    /* Ctrl-C (mtl_interrupt) sets the context's cancel flag: checked before every pass */
+    mtl_context *ctx = mtl_context_of(L);
+    mtl_check_interrupt(L);
+    atomic_store(&ctx->cancel, 0);
+    o.cancel = &ctx->cancel;
     probe_box *b = lua_newuserdatauv(L, sizeof *b, 0);
     memset(b, 0, sizeof *b);
     luaL_setmetatable(L, "mtlab.probe_box");
@@ -637,6 +642,8 @@ static int m_attribute(lua_State *L)
     h->busy = 1;
     int rc = mt_attribute(h->model, b->src, n_src, b->hyp, n_hyp, &o, &a);
     h->busy = 0;
+    if (rc == 0 && ctx->interrupted) mt_attribution_free(&a); /* came after the last pass */
+    mtl_check_interrupt(L);
     if (rc < 0) mtl_error(L, fn, "%s", mt_last_error());
     char **rows = mt_xcalloc((size_t)a.rows + 1, sizeof *rows);
     char **cols = mt_xcalloc((size_t)a.cols + 1, sizeof *cols);

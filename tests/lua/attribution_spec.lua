@@ -36,6 +36,32 @@ describe("model:attribute", function()
     assert.matches(", contrast ", both.what, 1, true)
   end)
 
+  it("stops a long integrated-gradients attribution on Ctrl-C", function()
+    -- `mtlab run` in the background; SIGINT once the script is about to attribute (4096 steps
+    -- of every row: minutes when nothing stops it)
+    local script, ready, err = H.tmpname(), H.tmpname(), H.tmpname()
+    os.remove(ready)
+    H.write(script, string.format([[
+local m = mtlab.load("%s")
+io.open("%s", "w"):close()
+m:attribute("En el principio creó Dios los cielos y la tierra.", "In the beginning God created",
+            {method = "integrated_gradients", steps = 4096})
+print("finished")
+]], H.mamba, ready))
+    local out = H.sh(string.format([[
+%s run %s 2>%s & pid=$!
+for i in $(seq 1 600); do [ -e %s ] && break; sleep 0.05; done
+kill -INT $pid
+for i in $(seq 1 600); do kill -0 $pid 2>/dev/null || break; sleep 0.05; done
+kill -KILL $pid 2>/dev/null && echo "still running 30 s after SIGINT" >>%s
+wait $pid; echo $?]], H.mtlab, script, err, ready, err))
+    local e = H.read(err)
+    os.remove(script); os.remove(ready); os.remove(err)
+    assert.is_nil(e:find("still running", 1, true), e)
+    assert.are.equal(130, tonumber(out:match("(%d+)%s*$")), e)
+    assert.matches("interrupted", e, 1, true)
+  end)
+
   it("says what is wrong with its options", function()
     local m <close> = mtlab.load(H.mamba)
     assert.has_error(function() m:attribute("Y", nil, {method = "gradient"}) end,
