@@ -10,9 +10,43 @@
 #include "mtlab/tokenizer.h"
 
 #include <math.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Ctrl-C's flag: the attribution's cancel flag (mt_attr_opts.cancel), checked before every
+ * backward pass and by the greedy decode. A lock-free atomic store is safe in a handler. */
+static atomic_int interrupted;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    atomic_store(&interrupted, 1);
+}
+
+/* mt_attribute with Ctrl-C stopping it between passes (the handler installed only meanwhile, so
+ * reading stdin and loading the bundle still end the process at once). */
+static int attribute_interruptible(mt_model *m, const int32_t *src, int n_src, const int32_t *hyp,
+                                   int n_hyp, mt_attr_opts *o, mt_attribution *a)
+{
+    struct sigaction sa = {0}, old;
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    atomic_store(&interrupted, 0);
+    sigaction(SIGINT, &sa, &old);
+    o->cancel = &interrupted;
+    if (o->method == MT_ATTR_INTEGRATED_GRADIENTS)
+        fprintf(stderr,
+                "attribute: integrated gradients, %d steps per target token, %s rule (Ctrl-C "
+                "stops)\n",
+                o->steps ? o->steps : MT_ATTR_DEFAULT_STEPS, mt_attr_rule_name(o->rule));
+    int rc = mt_attribute(m, src, n_src, hyp, n_hyp, o, a);
+    sigaction(SIGINT, &old, NULL);
+    o->cancel = NULL;
+    return rc;
+}
 
 /* All of stdin without its trailing newlines (malloc'd). */
 static char *read_stdin(void)
@@ -102,8 +136,9 @@ static int contrast_id(const mt_tokenizer *tok, const char *text, int32_t *id)
 static void print_completeness(const mt_attribution *a, const mt_tokenizer *tok)
 {
     double worst = 0.0;
-    printf("completeness (%d steps): sum of attributions vs log-prob(input) - log-prob(baseline)\n",
-           a->steps);
+    printf("completeness (%d steps, %s rule): sum of attributions vs log-prob(input) - "
+           "log-prob(baseline)\n",
+           a->steps, mt_attr_rule_name(a->rule));
     for (int r = 0; r < a->rows; r++) {
         double sum = mt_attribution_row_sum(a, r), change = a->logp[r] - a->logp_baseline[r];
         double err = fabs(sum - change) / (fabs(change) > 1e-12 ? fabs(change) : 1e-12);
@@ -117,7 +152,7 @@ static void print_completeness(const mt_attribution *a, const mt_tokenizer *tok)
 static int run_attribute(int argc, char **argv)
 {
     const char *bundle = NULL, *device = NULL, *csv = NULL, *hyp_text = NULL;
-    const char *contrast = NULL, *method = "saliency", *baseline = "zero";
+    const char *contrast = NULL, *method = "saliency", *baseline = "pad", *rule = NULL;
     int steps = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -129,6 +164,7 @@ static int run_attribute(int argc, char **argv)
         else if (!strcmp(a, "--contrast") && more) contrast = argv[++i];
         else if (!strcmp(a, "--method") && more) method = argv[++i];
         else if (!strcmp(a, "--baseline") && more) baseline = argv[++i];
+        else if (!strcmp(a, "--rule") && more) rule = argv[++i];
         else if (!strcmp(a, "--steps") && more) {
             int rc =
                 cli_option_int("attribute", "--steps", argv[++i], 1, MT_ATTR_MAX_STEPS, &steps);
@@ -139,12 +175,16 @@ static int run_attribute(int argc, char **argv)
     mt_attr_opts o;
     mt_attr_opts_init(&o);
     if (mt_attr_method_parse(method, &o.method)) return cli_fail("attribute: %s", mt_last_error());
-    if (!strcmp(baseline, "pad")) o.baseline = MT_ATTR_BASELINE_PAD;
-    else if (strcmp(baseline, "zero"))
+    if (!strcmp(baseline, "zero")) o.baseline = MT_ATTR_BASELINE_ZERO;
+    else if (strcmp(baseline, "pad"))
         return cli_fail("attribute: --baseline '%s' is not zero or pad", baseline);
     if (steps && o.method != MT_ATTR_INTEGRATED_GRADIENTS)
         return cli_fail("attribute: --steps is for --method integrated_gradients");
     o.steps = steps;
+    if (rule && o.method != MT_ATTR_INTEGRATED_GRADIENTS)
+        return cli_fail("attribute: --rule is for --method integrated_gradients");
+    if (rule && mt_attr_rule_parse(rule, &o.rule))
+        return cli_fail("attribute: %s", mt_last_error());
 
     int rc = 1;
     char *src_text = read_stdin();
@@ -171,8 +211,12 @@ static int run_attribute(int argc, char **argv)
     hyp32 = mt_xmalloc((n_hyp + 1) * sizeof *hyp32);
     for (size_t i = 0; i < n_src; i++) src32[i] = src[i];
     for (size_t i = 0; i < n_hyp; i++) hyp32[i] = hyp[i];
-    if (mt_attribute(r->model, src32, (int)n_src, hyp_text ? hyp32 : NULL, (int)n_hyp, &o, &a)) {
-        cli_fail("attribute: %s", mt_last_error());
+    if (attribute_interruptible(r->model, src32, (int)n_src, hyp_text ? hyp32 : NULL, (int)n_hyp,
+                                &o, &a)) {
+        if (atomic_load(&interrupted)) {
+            cli_fail("attribute: interrupted: %s; no CSV written", mt_last_error());
+            rc = 130; /* as a shell reports a process Ctrl-C ended, and `mtlab run` */
+        } else cli_fail("attribute: %s", mt_last_error());
         goto done;
     }
     if (write_csv(csv, &a, r->tok)) goto done;
@@ -197,11 +241,12 @@ done:
 const struct mt_command cmd_attribute = {
     "attribute",
     "-m BUNDLE [--device cpu|cuda[:N]] [--method saliency|input_x_gradient|integrated_gradients]\n"
-    "  [--steps N] [--baseline zero|pad] [--hyp TEXT] [--contrast TOKEN] --csv FILE   (source on "
-    "stdin)\n"
+    "  [--steps N] [--rule adaptive|gauss-legendre] [--baseline zero|pad] [--hyp TEXT]\n"
+    "  [--contrast TOKEN] --csv FILE   (source on stdin)\n"
     "  rows: each target token (the model's greedy translation, or --hyp, then <eos>); columns:\n"
     "  the source-side inputs, then the target-side ones; raw values (docs/attribution.md).\n"
-    "  integrated_gradients (--steps, default 64) prints its completeness check",
+    "  integrated_gradients (--steps gradient evaluations per row, default 64; nodes placed by\n"
+    "  --rule, default adaptive) prints its completeness check",
     "gradient attribution of a translation onto its source tokens, as CSV",
     run_attribute,
     .parallel = 1,

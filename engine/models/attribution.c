@@ -22,6 +22,7 @@ void mt_attr_opts_init(mt_attr_opts *o)
     o->method = MT_ATTR_SALIENCY;
     o->baseline = MT_ATTR_BASELINE_PAD;
     o->contrast = -1;
+    o->rule = MT_ATTR_RULE_ADAPTIVE;
 }
 
 static const char *const method_names[MT_ATTR_METHODS] = {
@@ -45,6 +46,23 @@ int mt_attr_method_parse(const char *name, mt_attr_method *out)
     return mt_error("unknown attribution method '%s' (saliency, input_x_gradient or "
                     "integrated_gradients)",
                     name ? name : "");
+}
+
+static const char *const rule_names[MT_ATTR_RULES] = {"adaptive", "gauss-legendre"};
+
+const char *mt_attr_rule_name(mt_attr_rule rule)
+{
+    return rule >= 0 && rule < MT_ATTR_RULES ? rule_names[rule] : "?";
+}
+
+int mt_attr_rule_parse(const char *name, mt_attr_rule *out)
+{
+    for (int i = 0; i < MT_ATTR_RULES; i++)
+        if (name && !strcmp(name, rule_names[i])) {
+            *out = (mt_attr_rule)i;
+            return 0;
+        }
+    return mt_error("unknown integration rule '%s' (adaptive or gauss-legendre)", name ? name : "");
 }
 
 void mt_attribution_free(mt_attribution *a)
@@ -362,15 +380,14 @@ static double position_score(mt_attr_method method, const float *grad, float sca
     return method == MT_ATTR_SALIENCY ? sqrt(s) : s;
 }
 
-/* Add weight * the scores of copy r's gradients (of a pass over T decoder positions) to
- * row j of out (cols = S + q->T; the positions from T on get nothing). */
+/* Add weight * the scores of copy r's gradients (of a pass over T decoder positions) to row
+ * (cols = S + q->T; the positions from T on get nothing). */
 static void add_scores(const attr_seq *q, int T, mt_attr_method method, const attr_grads *grads,
-                       int r, int j, double weight, double *out)
+                       int r, double weight, double *row)
 {
     const float *gdec = grads->gdec, *genc = grads->genc;
     int C = q->m->cfg.d_model, S = q->S;
     float scale = q->m->embed_scale;
-    double *row = out + (size_t)j * (S + q->T);
     for (int s = 0; s < S; s++)
         row[s] += weight * position_score(method, genc + ((size_t)r * S + s) * C, scale,
                                           q->e_enc + (size_t)s * C, q->b_enc + (size_t)s * C, C);
@@ -436,56 +453,289 @@ static int check_cancel(const atomic_int *cancel)
 /* Copies of one pass at least (when that many are left): fewer would leave the products thin. */
 #define MIN_CHUNK_COPIES 8
 
-/* The backward passes: (target j, node k) pairs in order of j, in chunks of copies whose
- * activations stay under MT_ATTR_CHUNK_POSITIONS positions and that run only the decoder
- * positions up to their last target's (so a translation's rows come in about four chunks of
- * growing length, not one of the full length); scores weighted by the node's weight into acc
- * (rows, cols); cancel is checked before every pass. */
-static int attribute_rows(attr_seq *q, mt_attr_method method, int steps, const atomic_int *cancel,
-                          double *acc)
+/* One gradient evaluation: row j's target differentiated at the path point alpha. */
+typedef struct {
+    int j;
+    float alpha;
+} attr_eval;
+
+/* Where the scores of evaluations go: with weight, evaluation i's times weight[i] added to row j
+ * of out (rows, cols); without, evaluation i's into row i of out (n, cols) (zeroed by the
+ * caller) and its log-prob (the row's at its alpha, from the same pass) into logp[i]. */
+typedef struct {
+    const double *weight;
+    double *out;
+    double *logp;
+} attr_sink;
+
+/* The backward passes of n evaluations in order of j, in chunks of copies whose activations stay
+ * under MT_ATTR_CHUNK_POSITIONS positions and that run only the decoder positions up to their
+ * last target's (so a translation's rows come in about four chunks of growing length, not one
+ * of the full length); cancel is checked before every pass. */
+static int gradient_passes(attr_seq *q, mt_attr_method method, const attr_eval *ev, long n,
+                           const attr_sink *sink, const atomic_int *cancel)
 {
-    int C = q->m->cfg.d_model, per_copy = q->T + q->S;
+    int C = q->m->cfg.d_model, per_copy = q->T + q->S, cols = q->S + q->T;
     int chunk = MT_ATTR_CHUNK_POSITIONS / per_copy;
-    long total = (long)q->rows * steps, quarter = (total + 3) / 4;
+    long quarter = (n + 3) / 4;
     if (chunk > quarter) chunk = quarter > MIN_CHUNK_COPIES ? (int)quarter : MIN_CHUNK_COPIES;
     if (chunk < 1) chunk = 1;
-    if (chunk > total) chunk = (int)total;
-    double *node = mt_xmalloc((size_t)steps * sizeof *node);
-    double *weight = mt_xmalloc((size_t)steps * sizeof *weight);
-    if (method == MT_ATTR_INTEGRATED_GRADIENTS) gauss_legendre(steps, node, weight);
-    else node[0] = weight[0] = 1.0;
+    if (chunk > n) chunk = (int)n;
     float *alpha = mt_xmalloc((size_t)chunk * sizeof *alpha);
     attr_pick *picks = mt_xmalloc((size_t)chunk * sizeof *picks);
-    int *nodes = mt_xmalloc((size_t)chunk * sizeof *nodes);
     double *logp = mt_xmalloc((size_t)chunk * sizeof *logp);
     float *gdec = mt_xmalloc((size_t)chunk * q->T * C * sizeof *gdec);
     float *genc = q->S ? mt_xmalloc((size_t)chunk * q->S * C * sizeof *genc) : NULL;
     attr_grads grads = {gdec, genc};
     attr_path path = {alpha, -1, NULL};
     int rc = 0;
-    for (long first = 0; first < total && rc == 0; first += chunk) {
+    for (long first = 0; first < n && rc == 0; first += chunk) {
         if ((rc = check_cancel(cancel))) break;
-        int B = total - first < chunk ? (int)(total - first) : chunk;
+        int B = n - first < chunk ? (int)(n - first) : chunk;
         for (int r = 0; r < B; r++) {
-            long i = first + r;
-            int j = (int)(i / steps);
-            nodes[r] = (int)(i % steps);
-            alpha[r] = (float)node[nodes[r]];
-            picks[r] = (attr_pick){r, target_pos(q, j), j};
+            const attr_eval *e = &ev[first + r];
+            alpha[r] = e->alpha;
+            picks[r] = (attr_pick){r, target_pos(q, e->j), e->j};
         }
         int T = picks[B - 1].pos + 1; /* the chunk's last target is its latest */
         rc = attr_pass(q, T, B, &path, picks, B, logp, &grads);
-        for (int r = 0; r < B && rc == 0; r++)
-            add_scores(q, T, method, &grads, r, picks[r].j, weight[nodes[r]], acc);
+        for (int r = 0; r < B && rc == 0; r++) {
+            long i = first + r;
+            if (sink->weight) {
+                add_scores(q, T, method, &grads, r, sink->weight[i],
+                           sink->out + (size_t)picks[r].j * cols);
+                continue;
+            }
+            add_scores(q, T, method, &grads, r, 1.0, sink->out + (size_t)i * cols);
+            sink->logp[i] = logp[r];
+        }
     }
-    free(node);
-    free(weight);
     free(alpha);
     free(picks);
-    free(nodes);
     free(logp);
     free(gdec);
     free(genc);
+    return rc;
+}
+
+/* Saliency and input x gradient (steps 1, at the input), and integrated gradients with the
+ * steps Gauss-Legendre nodes for every row: scores weighted into acc (rows, cols). */
+static int attribute_fixed(attr_seq *q, mt_attr_method method, int steps, const atomic_int *cancel,
+                           double *acc)
+{
+    double *node = mt_xmalloc((size_t)steps * sizeof *node);
+    double *weight = mt_xmalloc((size_t)steps * sizeof *weight);
+    if (method == MT_ATTR_INTEGRATED_GRADIENTS) gauss_legendre(steps, node, weight);
+    else node[0] = weight[0] = 1.0;
+    long n = (long)q->rows * steps;
+    attr_eval *ev = mt_xmalloc((size_t)n * sizeof *ev);
+    double *w = mt_xmalloc((size_t)n * sizeof *w);
+    for (long i = 0; i < n; i++) {
+        ev[i] = (attr_eval){(int)(i / steps), (float)node[i % steps]};
+        w[i] = weight[i % steps];
+    }
+    int rc = gradient_passes(q, method, ev, n, &(attr_sink){w, acc, NULL}, cancel);
+    free(node);
+    free(weight);
+    free(ev);
+    free(w);
+    return rc;
+}
+
+/* The adaptive rule's first partition: pieces of [0, 1] of equal length, three nodes each (ends
+ * shared), 2 * ADAPTIVE_FIRST_PIECES evaluations (none at alpha = 0, below; fewer pieces when
+ * steps is below that). */
+#define ADAPTIVE_FIRST_PIECES 4
+/* Each round splits the pieces with the largest residuals, a third of a row's pieces (at least
+ * one): fewer rounds of bigger passes than one split a round (64 steps: 10 rounds, not 29), at
+ * the cost of splitting some that did not need it (docs/attribution.md §2 has the figures). */
+#define ADAPTIVE_SPLIT_SHARE 3
+
+/* How a piece [a, b] integrates: Simpson's rule on a, its midpoint m and b; the piece that starts
+ * at the baseline (alpha = 0) the midpoint rule on m alone, since the gradient at a zero
+ * baseline is the norms' singularity (1/sqrt(eps) per norm, docs/attribution.md §2) and no
+ * gradient is taken there; the trapezoid rule on a and b, the one piece a row's odd last
+ * evaluation leaves. */
+typedef enum { PIECE_SIMPSON, PIECE_OPEN, PIECE_TRAPEZOID } attr_piece_rule;
+
+/* A piece [alpha[a], alpha[b]] of a row's partition of [0, 1]: indices into the row's points. */
+typedef struct {
+    int a, m, b;
+    attr_piece_rule rule;
+} attr_piece;
+
+/* Every row's points so far: point 0 is alpha = 0 (its log-prob from the baseline's forward
+ * pass, no gradient), the others each one gradient evaluation, at most steps of them. */
+typedef struct {
+    int points, cols; /* points per row: steps + 1 */
+    double *alpha, *logp, *sum; /* (rows, points) the path point, the row's log-prob f there,
+                                 * and the sum of its scores (the integrand of the row's sum) */
+    double *scores; /* (rows, points, cols) */
+    attr_piece *pieces; /* (rows, points) */
+    int *n_pieces, *used; /* (rows) pieces; points used (evaluations + 1) */
+    attr_eval *ev; /* (n) this round's requests, in order of row */
+    int *slot; /* (n) request i's point in its row */
+    long n;
+} attr_adaptive;
+
+/* Quadrature weights of piece p's points (a, m, b) for the row's sum. */
+static void piece_weights(const attr_piece *p, const double *alpha, double w[3])
+{
+    double h = alpha[p->b] - alpha[p->a];
+    if (p->rule == PIECE_SIMPSON) w[0] = h / 6.0, w[1] = 4.0 * h / 6.0, w[2] = h / 6.0;
+    else if (p->rule == PIECE_OPEN) w[0] = 0.0, w[1] = h, w[2] = 0.0;
+    else w[0] = h / 2.0, w[1] = 0.0, w[2] = h / 2.0;
+}
+
+/* Piece p's residual: its quadrature of the row's sum less the change of f over it, which the
+ * sum of the attributions would equal if the rule were exact (completeness on [a, b]). */
+static double piece_residual(const attr_adaptive *ad, int j, const attr_piece *p)
+{
+    size_t row = (size_t)j * ad->points;
+    const double *alpha = ad->alpha + row, *f = ad->logp + row, *sum = ad->sum + row;
+    double w[3];
+    piece_weights(p, alpha, w);
+    double quad = w[0] * sum[p->a] + w[2] * sum[p->b] + (p->m >= 0 ? w[1] * sum[p->m] : 0.0);
+    return quad - (f[p->b] - f[p->a]);
+}
+
+/* A new evaluation of row j at alpha, requested for this round: its point in the row. */
+static int add_eval(attr_adaptive *ad, int j, double alpha)
+{
+    int k = ad->used[j]++;
+    ad->alpha[(size_t)j * ad->points + k] = alpha;
+    ad->slot[ad->n] = k;
+    ad->ev[ad->n++] = (attr_eval){j, (float)alpha};
+    return k;
+}
+
+typedef struct {
+    double residual;
+    int piece;
+} attr_ranked;
+
+static int by_residual(const void *x, const void *y)
+{
+    const attr_ranked *a = x, *b = y;
+    if (a->residual != b->residual) return a->residual < b->residual ? 1 : -1;
+    return a->piece - b->piece;
+}
+
+/* Row j's next round: its pieces with the largest |residual| split at their midpoint, each half
+ * with a new midpoint (2 evaluations; the first half of the piece at 0 stays open; with one
+ * evaluation left the second half takes the trapezoid rule; a trapezoid piece gets its
+ * midpoint), requests added to the round's. */
+static void split_pieces(attr_adaptive *ad, int j, attr_ranked *ranked)
+{
+    attr_piece *pieces = ad->pieces + (size_t)j * ad->points;
+    const double *alpha = ad->alpha + (size_t)j * ad->points;
+    int count = ad->n_pieces[j];
+    for (int p = 0; p < count; p++)
+        ranked[p] = (attr_ranked){fabs(piece_residual(ad, j, &pieces[p])), p};
+    qsort(ranked, (size_t)count, sizeof *ranked, by_residual);
+    int splits = count / ADAPTIVE_SPLIT_SHARE > 1 ? count / ADAPTIVE_SPLIT_SHARE : 1;
+    for (int s = 0; s < splits && ad->used[j] < ad->points; s++) {
+        attr_piece *p = &pieces[ranked[s].piece];
+        if (p->rule == PIECE_TRAPEZOID) {
+            p->m = add_eval(ad, j, (alpha[p->a] + alpha[p->b]) / 2.0);
+            p->rule = PIECE_SIMPSON;
+            continue;
+        }
+        attr_piece right = {p->m, -1, p->b, PIECE_TRAPEZOID};
+        int left_mid = add_eval(ad, j, (alpha[p->a] + alpha[p->m]) / 2.0);
+        if (ad->used[j] < ad->points) {
+            right.m = add_eval(ad, j, (alpha[p->m] + alpha[p->b]) / 2.0);
+            right.rule = PIECE_SIMPSON;
+        }
+        *p = (attr_piece){p->a, left_mid, p->m, p->rule};
+        pieces[ad->n_pieces[j]++] = right;
+    }
+}
+
+/* Integrated gradients with the adaptive rule (mtlab/attribution.h, docs/attribution.md §2):
+ * every row starts from ADAPTIVE_FIRST_PIECES pieces and, round by round, splits the pieces
+ * whose quadrature of the row's sum is furthest from the change of the log-prob over them (both
+ * known from the passes already run, f(0) from the baseline's: no extra pass) until it has used
+ * steps evaluations; the rows' requests of a round run together, in order of row. The composite
+ * rule's weights then sum each evaluation's scores into acc (rows, cols). logp0 (rows) the rows'
+ * log-probs at the baseline. Needs steps >= 2. */
+static int attribute_adaptive(attr_seq *q, mt_attr_method method, int steps, const double *logp0,
+                              const atomic_int *cancel, double *acc)
+{
+    int rows = q->rows, cols = q->S + q->T, points = steps + 1;
+    size_t all = (size_t)rows * points;
+    attr_adaptive ad = {.points = points, .cols = cols};
+    ad.alpha = mt_xcalloc(all, sizeof *ad.alpha);
+    ad.logp = mt_xcalloc(all, sizeof *ad.logp);
+    ad.sum = mt_xcalloc(all, sizeof *ad.sum);
+    ad.scores = mt_xcalloc(all * cols, sizeof *ad.scores);
+    ad.pieces = mt_xmalloc(all * sizeof *ad.pieces);
+    ad.n_pieces = mt_xcalloc((size_t)rows, sizeof *ad.n_pieces);
+    ad.used = mt_xcalloc((size_t)rows, sizeof *ad.used);
+    ad.ev = mt_xmalloc(all * sizeof *ad.ev);
+    ad.slot = mt_xmalloc(all * sizeof *ad.slot);
+    attr_ranked *ranked = mt_xmalloc(all * sizeof *ranked);
+    int first = steps / 2 < ADAPTIVE_FIRST_PIECES ? steps / 2 : ADAPTIVE_FIRST_PIECES;
+    for (int j = 0; j < rows; j++) {
+        ad.logp[(size_t)j * points] = logp0[j];
+        ad.used[j] = 1;
+        for (int k = 1; k <= 2 * first; k++) add_eval(&ad, j, (double)k / (2 * first));
+        for (int p = 0; p < first; p++)
+            ad.pieces[(size_t)j * points + p] =
+                (attr_piece){2 * p, 2 * p + 1, 2 * p + 2, p ? PIECE_SIMPSON : PIECE_OPEN};
+        ad.n_pieces[j] = first;
+    }
+    int rc = 0;
+    while (ad.n > 0 && rc == 0) {
+        long n = ad.n;
+        double *scores = mt_xcalloc((size_t)n * cols, sizeof *scores);
+        double *logp = mt_xmalloc((size_t)n * sizeof *logp);
+        rc = gradient_passes(q, method, ad.ev, n, &(attr_sink){NULL, scores, logp}, cancel);
+        for (long i = 0; i < n && rc == 0; i++) {
+            size_t at = (size_t)ad.ev[i].j * points + ad.slot[i];
+            const double *row = scores + (size_t)i * cols;
+            double s = 0.0;
+            for (int c = 0; c < cols; c++) s += row[c];
+            memcpy(ad.scores + at * cols, row, (size_t)cols * sizeof *row);
+            ad.logp[at] = logp[i];
+            ad.sum[at] = s;
+        }
+        free(scores);
+        free(logp);
+        ad.n = 0;
+        for (int j = 0; j < rows && rc == 0; j++)
+            if (ad.used[j] < points) split_pieces(&ad, j, ranked);
+    }
+    /* the composite rule's weight of each point, then the weighted sum of its scores */
+    double *w = mt_xmalloc((size_t)points * sizeof *w);
+    for (int j = 0; j < rows && rc == 0; j++) {
+        const double *alpha = ad.alpha + (size_t)j * points;
+        memset(w, 0, (size_t)points * sizeof *w);
+        for (int p = 0; p < ad.n_pieces[j]; p++) {
+            const attr_piece *pc = &ad.pieces[(size_t)j * points + p];
+            double pw[3];
+            piece_weights(pc, alpha, pw);
+            w[pc->a] += pw[0];
+            w[pc->b] += pw[2];
+            if (pc->m >= 0) w[pc->m] += pw[1];
+        }
+        double *out = acc + (size_t)j * cols;
+        for (int k = 1; k < points; k++) {
+            const double *sc = ad.scores + ((size_t)j * points + k) * cols;
+            for (int c = 0; c < cols; c++) out[c] += w[k] * sc[c];
+        }
+    }
+    free(w);
+    free(ad.alpha);
+    free(ad.logp);
+    free(ad.sum);
+    free(ad.scores);
+    free(ad.pieces);
+    free(ad.n_pieces);
+    free(ad.used);
+    free(ad.ev);
+    free(ad.slot);
+    free(ranked);
     return rc;
 }
 
@@ -523,6 +773,8 @@ static int check_args(const int32_t *src, int src_len, const int32_t *hyp, int h
                         hyp_len);
     if (o->method < 0 || o->method >= MT_ATTR_METHODS)
         return mt_error("attribution: unknown method %d", (int)o->method);
+    if (o->rule < 0 || o->rule >= MT_ATTR_RULES)
+        return mt_error("attribution: unknown integration rule %d", (int)o->rule);
     if (o->steps < 0 || o->steps > MT_ATTR_MAX_STEPS)
         return mt_error("attribution: %d steps, must be in 1..%d", o->steps, MT_ATTR_MAX_STEPS);
     return 0;
@@ -543,6 +795,8 @@ int mt_attribute(mt_model *m, const int32_t *src, int src_len, const int32_t *hy
     }
     int ig = o->method == MT_ATTR_INTEGRATED_GRADIENTS;
     int steps = ig ? (o->steps > 0 ? o->steps : MT_ATTR_DEFAULT_STEPS) : 1;
+    /* the adaptive rule's first piece needs 2 evaluations */
+    mt_attr_rule rule = ig && steps >= 2 ? o->rule : MT_ATTR_RULE_GAUSS_LEGENDRE;
     int had_grads = m->grads != NULL;
     attr_seq q;
     int rc = seq_init(&q, m, src, src_len, hyp, hyp_len, o);
@@ -555,6 +809,7 @@ int mt_attribute(mt_model *m, const int32_t *src, int src_len, const int32_t *hy
         out->cols = q.S + q.T;
         out->n_src = q.encdec ? q.S : q.n_prompt;
         out->steps = ig ? steps : 0;
+        out->rule = ig ? rule : MT_ATTR_RULE_GAUSS_LEGENDRE;
         out->row_ids = mt_xmalloc((size_t)q.rows * sizeof *out->row_ids);
         memcpy(out->row_ids, q.targets, (size_t)q.rows * sizeof *q.targets);
         out->col_ids = mt_xmalloc((size_t)out->cols * sizeof *out->col_ids);
@@ -566,14 +821,18 @@ int mt_attribute(mt_model *m, const int32_t *src, int src_len, const int32_t *hy
         if (q.S) memcpy(out->inputs, q.e_enc, (size_t)q.S * C * sizeof *out->inputs);
         memcpy(out->inputs + (size_t)q.S * C, q.e_dec, (size_t)q.T * C * sizeof *out->inputs);
         acc = mt_xcalloc((size_t)q.rows * out->cols, sizeof *acc);
-        rc = attribute_rows(&q, o->method, steps, o->cancel, acc);
     }
     if (rc == 0) rc = check_cancel(o->cancel);
-    if (rc == 0) rc = all_logprobs(&q, &(mt_attr_point){1.0f, -1, NULL}, out->logp);
     if (rc == 0 && ig) {
         out->logp_baseline = mt_xmalloc((size_t)q.rows * sizeof *out->logp_baseline);
         rc = all_logprobs(&q, &(mt_attr_point){0.0f, -1, NULL}, out->logp_baseline);
     }
+    if (rc == 0)
+        rc = rule == MT_ATTR_RULE_ADAPTIVE
+                 ? attribute_adaptive(&q, o->method, steps, out->logp_baseline, o->cancel, acc)
+                 : attribute_fixed(&q, o->method, steps, o->cancel, acc);
+    if (rc == 0) rc = check_cancel(o->cancel);
+    if (rc == 0) rc = all_logprobs(&q, &(mt_attr_point){1.0f, -1, NULL}, out->logp);
     if (rc == 0) {
         size_t cells = (size_t)q.rows * out->cols;
         out->values = mt_xmalloc(cells * sizeof *out->values);

@@ -65,6 +65,41 @@ echo 'Hola mundo.' | "$M" attribute -m b/mamba --contrast world --csv c.csv >out
 rc=$?
 check "--contrast of several tokens: refused naming them" \
     '[ $rc = 1 ] && grep -q "contrast .world. is 4 tokens (▁w or l d), not one" err.txt' "$(cat err.txt)"
+for rule in adaptive gauss-legendre; do
+    echo 'Hola mundo.' | "$M" attribute -m b/transformer --method integrated_gradients --steps 16 \
+        --rule $rule --hyp 'Hello world.' --csv $rule.csv >out.txt 2>err.txt
+    check "--rule $rule: the completeness check names it" \
+        'grep -q "^completeness (16 steps, $rule rule)" out.txt' "$(cat err.txt out.txt)"
+done
+check "... two rules, two maps of the same integral" '! cmp -s adaptive.csv gauss-legendre.csv'
+echo x | "$M" attribute -m b/mamba --method integrated_gradients --rule simpson --csv x.csv 2>err.txt
+rc=$?
+check "--rule simpson: refused naming the rules" \
+    '[ $rc = 1 ] && grep -q "unknown integration rule .simpson. (adaptive or gauss-legendre)" err.txt' "$(cat err.txt)"
+echo x | "$M" attribute -m b/mamba --rule adaptive --csv x.csv 2>err.txt
+rc=$?
+check "--rule without integrated_gradients: refused" '[ $rc = 1 ] && grep -q "rule is for" err.txt' "$(cat err.txt)"
+for baseline in zero pad; do
+    echo 'Hola mundo.' | "$M" attribute -m b/mamba --method integrated_gradients --steps 8 \
+        --baseline $baseline --hyp 'Hello world.' --csv $baseline.csv >/dev/null 2>err.txt
+done
+check "--baseline zero and --baseline pad: two paths, two maps" \
+    '[ -s zero.csv ] && [ -s pad.csv ] && ! cmp -s zero.csv pad.csv' "$(cat err.txt)"
+# Ctrl-C once the attribution runs (its announcement on stderr): it stops with a message, no CSV
+# (not a pipeline: $! would be a subshell, whose EXIT trap a SIGINT runs)
+echo 'Hola mundo.' >src.txt
+"$M" attribute -m b/mamba --method integrated_gradients --steps 4096 --hyp 'Hello world.' \
+    --csv long.csv <src.txt >out.txt 2>err.txt &
+pid=$!
+for i in $(seq 1 600); do grep -q "Ctrl-C stops" err.txt && break; sleep 0.05; done
+kill -INT $pid
+for i in $(seq 1 600); do kill -0 $pid 2>/dev/null || break; sleep 0.05; done
+kill -KILL $pid 2>/dev/null && echo "still running 30 s after SIGINT" >>err.txt
+wait $pid
+rc=$?
+check "Ctrl-C: exit 130, 'interrupted', no CSV" \
+    '[ $rc = 130 ] && grep -q "attribute: interrupted: attribution cancelled" err.txt && [ ! -e long.csv ]' \
+    "status $rc; $(cat err.txt)"
 echo x | "$M" attribute -m b/mamba --method gradient --csv x.csv 2>err.txt
 rc=$?
 check "--method gradient: refused naming the methods" '[ $rc = 1 ] && grep -q "saliency, input_x_gradient or integrated_gradients" err.txt' "$(cat err.txt)"

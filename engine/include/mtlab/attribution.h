@@ -9,10 +9,9 @@
  * the embedding scale (sqrt(C) for Marian and RetNet) is inside: g_i = d log p / d e_i.
  *   saliency                 ||g_i||_2                            (inseq: Saliency, vnorm)
  *   input x gradient         sum_c e_i,c g_i,c                    (signed; see below)
- *   integrated gradients     sum_c (e_i,c - b_i,c) * mean over k of g_i,c(b + a_k (e - b)),
- *                            over the Gauss-Legendre nodes a_k of [0, 1] (weighted), steps of
- *                            them; b the baseline (the <pad> embedding at every position, or
- *                            zero)
+ *   integrated gradients     sum_c (e_i,c - b_i,c) * sum over k of w_k g_i,c(b + a_k (e - b)),
+ *                            steps nodes a_k of [0, 1] with weights w_k (the rule below); b the
+ *                            baseline (the <pad> embedding at every position, or zero)
  * inseq 0.7 reports these per hidden dimension and aggregates them to one score per token by
  * the L2 norm (and normalises each row); mtlab sums input x gradient and integrated gradients
  * over the dimension instead, keeping their sign, so that a row adds up: integrated gradients
@@ -39,6 +38,14 @@ typedef enum {
 
 typedef enum { MT_ATTR_BASELINE_ZERO, MT_ATTR_BASELINE_PAD } mt_attr_baseline;
 
+/* Integrated gradients' nodes, steps gradient evaluations per row either way:
+ *   adaptive        composite Simpson on a partition of [0, 1] that each row refines where its
+ *                   pieces' sums miss the log-prob's change over them (known from the passes:
+ *                   completeness holds on every piece), docs/attribution.md §2; below 3 steps
+ *                   Gauss-Legendre
+ *   gauss-legendre  the steps Gauss-Legendre nodes of [0, 1] (captum's default), every row alike */
+typedef enum { MT_ATTR_RULE_ADAPTIVE, MT_ATTR_RULE_GAUSS_LEGENDRE, MT_ATTR_RULES } mt_attr_rule;
+
 #define MT_ATTR_DEFAULT_STEPS 64
 #define MT_ATTR_MAX_STEPS 4096
 #define MT_ATTR_CHUNK_POSITIONS 4096
@@ -48,6 +55,7 @@ typedef struct {
     int steps; /* integrated gradients: 0 means MT_ATTR_DEFAULT_STEPS */
     mt_attr_baseline baseline; /* integrated gradients (<pad>: the zero path crosses the norms'
                                 * singularity at 0, docs/attribution.md) */
+    mt_attr_rule rule; /* integrated gradients' nodes */
     int32_t contrast; /* < 0: none; else rows attribute log p(y_j) - log p(contrast) */
     int vocab_limit; /* greedy decode (no hyp): only ids below it (0: all) */
     int max_new_tokens; /* greedy decode: 0 as mt_decode_opts */
@@ -56,7 +64,7 @@ typedef struct {
                                * -1, "attribution cancelled" (NULL: none) */
 } mt_attr_opts;
 
-/* method saliency, steps 0, <pad> baseline, no contrast, no cancel flag. */
+/* method saliency, steps 0, <pad> baseline, the adaptive rule, no contrast, no cancel flag. */
 void mt_attr_opts_init(mt_attr_opts *o);
 
 typedef struct {
@@ -71,7 +79,8 @@ typedef struct {
     float *inputs; /* (cols, C) the token embeddings e attributed */
     double *logp; /* (rows) the row's log-prob (minus the contrast's) at the input */
     double *logp_baseline; /* (rows) integrated gradients: the same at the baseline; else NULL */
-    int steps; /* integrated gradients: the steps taken */
+    int steps; /* integrated gradients: the steps taken (gradient evaluations per row) */
+    mt_attr_rule rule; /* integrated gradients: the rule that placed them */
 } mt_attribution;
 
 /* Attribute hyp (hyp_len ids without <eos>) given src (src_len ids, no special tokens); hyp
@@ -102,5 +111,9 @@ double mt_attribution_row_sum(const mt_attribution *a, int row);
 const char *mt_attr_method_name(mt_attr_method method);
 /* The method of a name above; -1 + mt_error naming them otherwise. */
 int mt_attr_method_parse(const char *name, mt_attr_method *out);
+/* "adaptive", "gauss-legendre" */
+const char *mt_attr_rule_name(mt_attr_rule rule);
+/* The rule of a name above; -1 + mt_error naming them otherwise. */
+int mt_attr_rule_parse(const char *name, mt_attr_rule *out);
 
 #endif
