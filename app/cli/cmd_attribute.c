@@ -102,35 +102,6 @@ static int write_csv(const char *path, const mt_attribution *a, const mt_tokeniz
     return cli_close_output(f, path);
 }
 
-/* The id of the one token TEXT names: a piece of the vocabulary as written ("▁God"), or a
- * text the tokenizer encodes to exactly one token ("God"). */
-static int contrast_id(const mt_tokenizer *tok, const char *text, int32_t *id)
-{
-    int direct = mt_tokenizer_piece_to_id(tok, text);
-    if (direct >= 0 && !strcmp(piece(tok, direct), text)) { /* not <unk> for an unknown one */
-        *id = direct;
-        return 0;
-    }
-    int *ids = NULL;
-    size_t n = 0;
-    if (mt_tokenizer_encode(tok, text, &ids, &n) < 0)
-        return cli_fail("attribute: --contrast '%s': %s", text, mt_last_error());
-    if (n != 1) {
-        char pieces[512] = "";
-        for (size_t i = 0; i < n; i++) {
-            size_t len = strlen(pieces);
-            snprintf(pieces + len, sizeof pieces - len, "%s%s", i ? " " : "", piece(tok, ids[i]));
-        }
-        free(ids);
-        return cli_fail("attribute: --contrast '%s' is %zu tokens (%s), not one; give one of "
-                        "them",
-                        text, n, pieces);
-    }
-    *id = ids[0];
-    free(ids);
-    return 0;
-}
-
 /* Integrated gradients' completeness per row: the attributions' sum against the change of the
  * log-prob from the baseline to the input. */
 static void print_completeness(const mt_attribution *a, const mt_tokenizer *tok)
@@ -198,7 +169,10 @@ static int run_attribute(int argc, char **argv)
         goto done;
     }
     o.vocab_limit = mt_tokenizer_vocab_size(r->tok);
-    if (contrast && contrast_id(r->tok, contrast, &o.contrast)) goto done;
+    if (contrast && (o.contrast = mt_tokenizer_find_token(r->tok, contrast)) < 0) {
+        cli_fail("attribute: --contrast %s", mt_last_error());
+        goto done;
+    }
     if (mt_source_encode(r->model, r->tok, src_text, &src, &n_src) < 0) {
         cli_fail("attribute: the source on stdin: %s", mt_last_error());
         goto done;

@@ -607,19 +607,13 @@ static int m_attribute(lua_State *L)
     else if (strcmp(baseline, "pad"))
         mtl_error(L, fn, "baseline must be 'pad' or 'zero', not '%s'", baseline);
     int has_contrast = lua_istable(L, 4) && lua_getfield(L, 4, "contrast") != LUA_TNIL;
-    if (has_contrast) { /* a token id, or a text of exactly one token */
+    if (has_contrast) { /* a token id, or the text of one token (mt_tokenizer_find_token) */
         int ok;
         lua_Integer id = lua_tointegerx(L, -1, &ok);
         if (!ok && lua_type(L, -1) == LUA_TSTRING) {
-            int *ids;
-            size_t n;
-            int direct = mt_tokenizer_piece_to_id(h->tok, lua_tostring(L, -1));
-            const char *known_piece = mt_tokenizer_id_to_piece(h->tok, direct);
-            if (known_piece && !strcmp(known_piece, lua_tostring(L, -1))) id = direct, ok = 1;
-            else if (mt_tokenizer_encode(h->tok, lua_tostring(L, -1), &ids, &n) >= 0) {
-                if (n == 1) id = ids[0], ok = 1;
-                free(ids);
-            }
+            id = mt_tokenizer_find_token(h->tok, lua_tostring(L, -1));
+            if (id < 0) mtl_error(L, fn, "contrast %s", mt_last_error());
+            ok = 1;
         }
         if (!ok || id < 0 || id >= mt_model_get_config(h->model)->vocab_size)
             mtl_error(L, fn, "contrast must be one token (an id or a text of one token)");

@@ -215,8 +215,6 @@ static void attribution_step(tui_app *a, tui_pane *p, tui_action act)
         const char *piece = p->attr_raw->col_labels[p->sel_col];
         if (!strcmp(piece, p->attr_contrast)) p->attr_contrast[0] = '\0';
         else snprintf(p->attr_contrast, sizeof p->attr_contrast, "%s", piece);
-        tui_heat_axis_label(p->attr_contrast_shown, sizeof p->attr_contrast_shown, p->attr,
-                            MT_PROBE_AXIS_SOURCE, p->sel_col);
     }
     tui_request_probe(a, p);
 }

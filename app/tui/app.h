@@ -90,8 +90,10 @@ typedef struct {
     /* the attribution map (heat_kind TUI_HEAT_ATTRIBUTION), keyed as the probes are by the
      * request and segment, and by the method and contrast it was computed with */
     int attr_method; /* mt_attr_method asked for (m steps through them) */
-    char attr_contrast[64]; /* the contrast token's piece asked for (c), "" none */
-    char attr_contrast_shown[64]; /* its label (mt_tokenizer_label), as the title shows it */
+    char attr_contrast[64]; /* the contrast asked for ("" none): the piece of the column c
+                             * picked, or a text typed (ui.heatmap), which the worker resolves
+                             * (mt_tokenizer_find_token); the title shows the label of the
+                             * token it found (attr_raw->contrast_shown) */
     tui_probe *attr; /* its map's record (tui_heat_attribution_record) */
     mt_labelled_attribution *attr_raw; /* the signed values and the columns' split */
     unsigned long attr_request;

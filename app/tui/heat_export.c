@@ -100,8 +100,9 @@ static void attribution_title(char *out, size_t len, const tui_pane *p, const ch
 {
     static const char *const terse_method[] = {"saliency", "x-grad", "IG"};
     char contrast[96] = "";
-    if (p->attr_contrast[0])
-        snprintf(contrast, sizeof contrast, " %s vs '%s'", dot, p->attr_contrast_shown);
+    /* the token the engine found for the contrast asked for, as its maps label tokens */
+    if (p->attr_raw && p->attr_raw->contrast_shown)
+        snprintf(contrast, sizeof contrast, " %s vs '%s'", dot, p->attr_raw->contrast_shown);
     for (int terse = 0; terse < 3; terse++) {
         char seg[24] = "";
         if (terse == 0) snprintf(seg, sizeof seg, " %s seg %d", dot, p->attr_segment + 1);

@@ -188,14 +188,7 @@ void tui_heat_axis_label(char *out, size_t len, const mt_labelled_probe *pr, mt_
         return;
     }
     char **labels = src ? pr->src_labels : pr->labels;
-    tui_heat_piece_text(out, len, i >= 0 && i < n && labels ? labels[i] : "?");
-}
-
-void tui_heat_piece_text(char *out, size_t len, const char *piece)
-{
-    /* the word-start mark is no part of what a reader reads; alone it is a space token */
-    if (!strncmp(piece, "\u2581", 3)) piece = piece[3] ? piece + 3 : "\u2423";
-    snprintf(out, len, "%s", piece);
+    snprintf(out, len, "%s", i >= 0 && i < n && labels ? labels[i] : "?");
 }
 
 const char *tui_heat_axis_title(const mt_probe_record *r, mt_probe_axis axis)

@@ -63,12 +63,10 @@ float *tui_heat_pick(const mt_probe_record *r, int kind, int nth, int h, const m
  * a decoder-only model, then its translation), or 0 where the axis has none. */
 int tui_heat_split(const mt_probe_record *r, mt_probe_axis axis);
 /* The label of position i of an axis: the token as the engine shows it (mt_tokenizer_label:
- * the record's shown labels; a record without them: its piece without the word-start mark, a
- * lone mark "␣"), "L2" for a layer, "g3" for a channel group, numbered from 1. */
+ * the record's shown labels; a record without them: its piece), "L2" for a layer, "g3" for a
+ * channel group, numbered from 1. */
 void tui_heat_axis_label(char *out, size_t len, const mt_labelled_probe *pr, mt_probe_axis axis,
                          int i);
-/* A token's piece as a label shows it: without its word-start mark (a lone mark: "␣"). */
-void tui_heat_piece_text(char *out, size_t len, const char *piece);
 /* What a person calls an axis in a caption: "translation", "source", "layer", "channel
  * group"; a decoder-only model's sequence (the source, <sep>, then the translation):
  * "source | translation". */

@@ -28,7 +28,7 @@ struct mt_worker {
     int attr_request; /* text of the last request to attribute, -1 when none; guarded
                        * by lock */
     mt_attr_opts attr_opts; /* its options; guarded by lock */
-    char *attr_contrast; /* its contrast piece or NULL; guarded by lock */
+    char *attr_contrast; /* its contrast as asked for or NULL; guarded by lock */
     int attributing; /* 1 while an attribution runs (a newer one cancels it); guarded by lock */
     /* worker-thread only */
     mt_runner *runner;
@@ -66,6 +66,7 @@ void mt_labelled_attribution_free(mt_labelled_attribution *a)
     free_strings(a->row_shown, a->attr.rows);
     free_strings(a->col_shown, a->attr.cols);
     free(a->contrast);
+    free(a->contrast_shown);
     mt_attribution_free(&a->attr);
     free(a);
 }
@@ -151,16 +152,6 @@ static void run_probe(mt_worker *w, int text)
     else mt_labelled_probe_free(probe);
 }
 
-/* A contrast token's id: its piece, else the piece with the word-start mark ("Zor": "▁Zor"). */
-static int contrast_id(const mt_tokenizer *tok, const char *piece)
-{
-    int id = mt_tokenizer_piece_to_id(tok, piece);
-    if (id >= 0) return id;
-    char marked[128];
-    snprintf(marked, sizeof marked, "\u2581%s", piece);
-    return mt_tokenizer_piece_to_id(tok, marked);
-}
-
 static void run_attribution(mt_worker *w, int text, mt_attr_opts *o, char *contrast)
 {
     if (!w->have_last || text < 0 || text >= w->last.n || w->last_res.cancelled) {
@@ -173,8 +164,8 @@ static void run_attribution(mt_worker *w, int text, mt_attr_opts *o, char *contr
     mt_labelled_attribution *la = mt_xcalloc(1, sizeof *la);
     la->contrast = contrast;
     int rc = 0;
-    if (contrast && (o->contrast = contrast_id(tok, contrast)) < 0)
-        rc = mt_error("no token '%s' in the vocabulary to contrast with", contrast);
+    if (contrast && (o->contrast = mt_tokenizer_find_token(tok, contrast)) < 0)
+        rc = mt_error("contrast %s", mt_last_error());
     if (rc == 0) rc = mt_source_encode(w->runner->model, tok, w->last.texts[text], &ids, &n);
     if (rc == 0) {
         const mt_hypothesis *h = &w->last_res.hyps[text];
@@ -194,6 +185,7 @@ static void run_attribution(mt_worker *w, int text, mt_attr_opts *o, char *contr
     la->col_labels = strings_of(tok, at->col_ids, at->cols, piece_of);
     la->row_shown = strings_of(tok, at->row_ids, at->rows, shown_of);
     la->col_shown = strings_of(tok, at->col_ids, at->cols, shown_of);
+    if (o->contrast >= 0) la->contrast_shown = shown_of(tok, o->contrast);
     if (w->sink.attribution) w->sink.attribution(w->sink.user, w->last.id, text, la);
     else mt_labelled_attribution_free(la);
 }

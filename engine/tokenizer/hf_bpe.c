@@ -508,3 +508,16 @@ char *hf_bpe_token_bytes(const hf_bpe *t, int id, size_t *n)
     out[*n] = '\0';
     return out;
 }
+
+char *hf_bpe_spell(const hf_bpe *t, const char *bytes, size_t n)
+{
+    char *out = mt_xmalloc(2 * n + 1), *o = out; /* a byte's character takes at most 2 */
+    if (!t->decoder_byte_level) {
+        memcpy(out, bytes, n);
+        o += n;
+    } else {
+        for (size_t i = 0; i < n; i++) o += mt_utf8_put(byte_char((unsigned char)bytes[i]), o);
+    }
+    *o = '\0';
+    return out;
+}

@@ -45,6 +45,10 @@ int hf_bpe_is_special(const hf_bpe *tok, int id);
  * piece of a character -> that byte alone); a special token as spelled. Malloc'd with a NUL
  * after its *n bytes (which may hold NUL); NULL for an id out of range. */
 char *hf_bpe_token_bytes(const hf_bpe *tok, int id, size_t *n);
+/* The inverse for an ordinary token: bytes[0..n) as the vocabulary spells them (" of" ->
+ * "Ġof" where the decoder is ByteLevel, else the bytes as they are), whether or not a token
+ * has that spelling. Malloc'd, NUL-terminated. */
+char *hf_bpe_spell(const hf_bpe *tok, const char *bytes, size_t n);
 
 /* Encode text[0..len) (valid UTF-8, checked by the caller). 0 or -1 (a regular expression
  * running past PCRE2's match limit). *ids is malloc'd. */

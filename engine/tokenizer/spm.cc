@@ -7,6 +7,7 @@
 #include "tokenizer/hf_bpe.h"
 #include "tokenizer/marian_vocab.h"
 #include "tokenizer/spm_boundary.h"
+#include "tokenizer/token_find.h"
 #include "tokenizer/token_label.h"
 
 #include <cerrno>
@@ -243,6 +244,16 @@ extern "C" const char *mt_tokenizer_label(const mt_tokenizer *tok, int id, char 
     if (!piece) piece = "?";
     mt_token_label_format(piece, strlen(piece), 1, out, len);
     return out;
+}
+
+extern "C" char *mt_tokenizer_word_start_piece(const mt_tokenizer *tok, const char *text)
+{
+    if (tok->bpe) {
+        std::string spaced = std::string(" ") + text;
+        return hf_bpe_spell(tok->bpe, spaced.data(), spaced.size());
+    }
+    /* sentencepiece's pieces (an opus-mt vocabulary's too) mark a word's start with U+2581 */
+    return mt_xstrdup((std::string("\u2581") + text).c_str());
 }
 
 extern "C" int mt_tokenizer_piece_to_id(const mt_tokenizer *tok, const char *piece)

@@ -68,7 +68,8 @@ wait $pid; echo $?]], H.mtlab, script, err, ready, err))
       "mtlab.model:attribute: unknown attribution method 'gradient' (saliency, " ..
       "input_x_gradient or integrated_gradients)")
     assert.has_error(function() m:attribute("Y", nil, {contrast = "Dios y"}) end,
-      "mtlab.model:attribute: contrast must be one token (an id or a text of one token)")
+      "mtlab.model:attribute: contrast 'Dios y' is 2 tokens (\u{2581}Dios \u{2581}y), not one "
+        .. "token of this vocabulary")
     assert.has_error(function() m:attribute("Y", nil, {colour = 1}) end)
   end)
 end)

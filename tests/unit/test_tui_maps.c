@@ -298,6 +298,8 @@ static void test_attribution_map(void **state)
     p->sel_col = split + 1; /* the translation's second token */
     char piece[64];
     snprintf(piece, sizeof piece, "%s", p->attr_raw->col_labels[split + 1]);
+    char bare[64];
+    tui_heat_axis_label(bare, sizeof bare, p->attr, MT_PROBE_AXIS_SOURCE, split + 1);
     tui_handle_key(a, 'c', 1);
     assert_string_equal(p->attr_contrast, piece);
     assert_false(tui_heat_current(a, p));
@@ -308,8 +310,7 @@ static void test_attribution_map(void **state)
     v = tui_heat_pane_slice(p, &m);
     assert_non_null(v);
     tui_heat_title(title, sizeof title, p, m, "·", 0);
-    char want[128], bare[64];
-    tui_heat_piece_text(bare, sizeof bare, piece);
+    char want[128];
     snprintf(want, sizeof want, "attribution · input x gradient · vs '%s' · seg 1", bare);
     assert_string_equal(title, want);
     for (int c = 0; c < m->cols; c++) assert_true(v[(size_t)1 * m->cols + c] == 0);
@@ -394,6 +395,33 @@ static void test_byte_level_labels(void **state)
     char title[256];
     tui_heat_title(title, sizeof title, p, m, "\u00b7", 0);
     assert_string_equal(title, "attribution \u00b7 saliency \u00b7 vs 'of' \u00b7 seg 1");
+
+    /* a contrast typed as a reader reads it (ui.heatmap's contrast=): "of" is the word's token
+     * "Ġof", its title the token's label; a text of several tokens: said, naming them */
+    static const char *const typed[] = {"of", "\u0120of", "<0xC3>"};
+    static const char *const titled[] = {"of", "of", "<0xC3>"};
+    for (int t = 0; t < 3; t++) {
+        call.text = (char *)typed[t];
+        ui_execute(a, &call);
+        assert_string_equal(call.error, "");
+        pump_until(a, p, has_attr);
+        if (p->attr_error) fail_msg("contrast '%s': %s", typed[t], p->attr_error);
+        assert_true(tui_heat_current(a, p));
+        v = tui_heat_pane_slice(p, &m);
+        assert_non_null(v);
+        free(v);
+        tui_heat_title(title, sizeof title, p, m, "\u00b7", 0);
+        char want[128];
+        snprintf(want, sizeof want, "attribution \u00b7 saliency \u00b7 vs '%s' \u00b7 seg 1",
+                 titled[t]);
+        assert_string_equal(title, want);
+    }
+    call.text = "Zorvald";
+    ui_execute(a, &call);
+    pump_until(a, p, has_attr);
+    assert_non_null(p->attr_error);
+    assert_string_equal(p->attr_error, "contrast 'Zorvald' is 5 tokens (Z or v al d), not one "
+                                       "token of this vocabulary");
     tui_app_free(a);
 }
 

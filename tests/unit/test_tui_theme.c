@@ -227,22 +227,23 @@ static void test_heat_scale_numbers(void **state)
     assert_string_equal(s.what, "log, shared by state maps");
 }
 
-/* Axis labels: the piece without its word-start mark (a lone mark, a space token, reads "␣"),
- * layers and groups numbered from 1, "?" past the end. */
+/* Axis labels: the engine's label of each token (mt_tokenizer_label), the piece where a record
+ * has none, layers and groups numbered from 1, "?" past the end. */
 static void test_heat_axis_labels(void **state)
 {
     (void)state;
-    char *labels[] = {"\u2581Dios", "s", "\u2581"};
-    mt_labelled_probe pr = {.rec = {.n_tokens = 3}, .labels = labels};
+    char *labels[] = {"\u2581Dios", "s", "\u2581"}, *shown[] = {"Dios", "s", "\u2423"};
+    mt_labelled_probe pr = {.rec = {.n_tokens = 3}, .labels = labels, .shown = shown};
     char out[64];
     tui_heat_axis_label(out, sizeof out, &pr, MT_PROBE_AXIS_TARGET, 0);
     assert_string_equal(out, "Dios");
-    tui_heat_axis_label(out, sizeof out, &pr, MT_PROBE_AXIS_TARGET, 1);
-    assert_string_equal(out, "s");
     tui_heat_axis_label(out, sizeof out, &pr, MT_PROBE_AXIS_TARGET, 2);
     assert_string_equal(out, "\u2423");
     tui_heat_axis_label(out, sizeof out, &pr, MT_PROBE_AXIS_TARGET, 3);
     assert_string_equal(out, "?");
+    pr.shown = NULL;
+    tui_heat_axis_label(out, sizeof out, &pr, MT_PROBE_AXIS_TARGET, 0);
+    assert_string_equal(out, "\u2581Dios");
     tui_heat_axis_label(out, sizeof out, &pr, MT_PROBE_AXIS_LAYER, 2);
     assert_string_equal(out, "L3"); /* numbered from 1 */
     tui_heat_axis_label(out, sizeof out, &pr, MT_PROBE_AXIS_GROUP, 0);

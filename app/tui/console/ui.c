@@ -632,11 +632,7 @@ int ui_execute(tui_app *a, ui_call *call)
                 heat_refused(call, p, kind, &nth))
                 return 1;
             if (call->method >= 0) p->attr_method = call->method;
-            if (call->text) {
-                snprintf(p->attr_contrast, sizeof p->attr_contrast, "%s", call->text);
-                tui_heat_piece_text(p->attr_contrast_shown, sizeof p->attr_contrast_shown,
-                                    call->text);
-            }
+            if (call->text) snprintf(p->attr_contrast, sizeof p->attr_contrast, "%s", call->text);
             p->view = TUI_VIEW_HEATMAP;
             p->heat_kind = kind;
             p->heat_nth = nth;

@@ -62,6 +62,18 @@ const char *mt_tokenizer_id_to_piece(const mt_tokenizer *tok, int id);
 const char *mt_tokenizer_label(const mt_tokenizer *tok, int id, char *out, size_t len);
 /* Id of a piece, MT_UNK_ID when unknown (a tokenizer.json or an opus-mt vocabulary: -1). */
 int mt_tokenizer_piece_to_id(const mt_tokenizer *tok, const char *piece);
+/* The id of the one token a person names by text (a contrast typed on the command line, in
+ * Lua, in the workbench), the same way for every tokenizer kind, the first of:
+ *   1. the token the vocabulary spells text ("Ġof", "▁Dios", "<|endoftext|>"), unless that
+ *      token is part of a character while text reads as a whole one ("á" is byte E1's
+ *      spelling in byte-level BPE);
+ *   2. the token of text at a word's start: "Ġ" + text in byte-level BPE (the bytes of
+ *      " " + text), "▁" + text in sentencepiece ("of" -> "Ġof", "Dios" -> "▁Dios");
+ *   3. the first token whose label (mt_tokenizer_label) is text ("␊", "<0xC3>");
+ *   4. the one token text encodes to.
+ * Else -1, with mt_error naming text and how it splits ("'Zorvald' is 5 tokens (Z or v al d),
+ * not one token of this vocabulary"). */
+int mt_tokenizer_find_token(const mt_tokenizer *tok, const char *text);
 
 /* Encode UTF-8 text (no special ids added). *ids is malloc'd (caller frees), *n its length.
  * Returns 0, or -1 (invalid UTF-8 is reported with its byte offset; a text over

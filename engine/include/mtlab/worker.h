@@ -39,7 +39,8 @@ typedef struct {
     char **col_labels; /* (attr.cols) pieces */
     char **row_shown; /* (attr.rows) labels (mt_tokenizer_label) */
     char **col_shown; /* (attr.cols) labels */
-    char *contrast; /* the contrast token's piece, NULL when none */
+    char *contrast; /* the contrast as asked for (mt_worker_attribute), NULL when none */
+    char *contrast_shown; /* the label (mt_tokenizer_label) of the token it named, NULL: none */
 } mt_labelled_attribution;
 
 void mt_labelled_attribution_free(mt_labelled_attribution *a);
@@ -93,10 +94,10 @@ void mt_worker_submit(mt_worker *w, const mt_worker_request *req);
  * while a translation is waiting. */
 void mt_worker_probe(mt_worker *w, int text);
 /* Attribute text of the last finished translation (its hypothesis as the target) with o's
- * method and steps, contrasted with the token whose piece is contrast (the word-start mark
- * may be left out; NULL: none; a piece the vocabulary lacks fails naming it), reported under
- * its id; ignored while a translation is waiting. An attribution still running is cancelled
- * (and dropped unreported): the newest one wins. */
+ * method and steps, contrasted with the token contrast names (mt_tokenizer_find_token: its
+ * piece, or the text as a reader reads it; NULL: none; a text that is not one token fails
+ * saying how it splits), reported under its id; ignored while a translation is waiting. An
+ * attribution still running is cancelled (and dropped unreported): the newest one wins. */
 void mt_worker_attribute(mt_worker *w, int text, const mt_attr_opts *o, const char *contrast);
 /* Stop the running translation (it reports done with res->cancelled = 1) and drop a waiting
  * request. */
