@@ -287,7 +287,8 @@ FUZZ_CXXFLAGS := -std=c++17 $(FUZZ_SAN) -Wall -Wextra -Werror
 # links the target with clang++.
 FUZZ_LIB_C := $(wildcard engine/io/*.c) engine/core/error.c
 HF_BPE_C := engine/tokenizer/hf_bpe.c engine/tokenizer/hf_bpe_load.c engine/data/strmap.c
-FUZZ_SRC_fuzz_tokenizer := engine/tokenizer/spm.cc engine/tokenizer/marian_vocab.cc $(HF_BPE_C) engine/text/utf8.c $(FUZZ_LIB_C)
+FUZZ_SRC_fuzz_tokenizer := engine/tokenizer/spm.cc engine/tokenizer/marian_vocab.cc engine/tokenizer/token_label.c \
+    $(HF_BPE_C) engine/text/utf8.c $(FUZZ_LIB_C)
 FUZZ_PC_fuzz_tokenizer := sentencepiece jansson libpcre2-8 libutf8proc
 FUZZ_SRC_fuzz_marian_vocab := $(FUZZ_SRC_fuzz_tokenizer)
 FUZZ_PC_fuzz_marian_vocab := $(FUZZ_PC_fuzz_tokenizer)
