@@ -127,32 +127,49 @@ static void test_one_row_products(void **state)
     free(x), free(w), free(y);
 }
 
-/* Decoding a batch of the fixture Marian model at one thread: prefill (encoder, cross-attention
- * caches) and steps enter no region. */
-static void test_decode_at_one_thread_enters_no_region(void **state)
+/* The OpenMP regions of decoding 2 rows of a fixture model at one thread: a prefill (for
+ * Marian the encoder and the cross-attention caches too) and 5 steps. */
+static long decode_regions(const char *name, const mt_batch *b)
 {
-    (void)state;
-    mt_model *m = mt_model_load("tests/fixtures/models/marian", mt_backend_cpu(), 0);
+    char dir[128];
+    snprintf(dir, sizeof dir, "tests/fixtures/models/%s", name);
+    mt_model *m = mt_model_load(dir, mt_backend_cpu(), 0);
     if (!m) fail_msg("%s", mt_last_error());
     int saved = omp_get_max_threads();
     omp_set_num_threads(1);
-    const int32_t src[2 * 7] = {17, 23, 5, 42, 9, 61, 1, 30, 8, 55, 12, 1, 0, 0};
-    const int32_t start[2] = {3, 3};
     long before = regions;
-    mt_decode_state *st = mt_decode_state_new(m, 2, 8, 7);
+    mt_decode_state *st = mt_decode_state_new(m, 2, b->T + 6, b->S);
     assert_non_null(st);
-    mt_batch b = {.B = 2, .T = 1, .ids = start, .S = 7, .src = src};
     float *logits = malloc((size_t)2 * mt_model_get_config(m)->vocab_size * sizeof(float));
-    assert_int_equal(mt_model_prefill(m, st, &b, logits), 0);
+    assert_int_equal(mt_model_prefill(m, st, b, logits), 0);
     int32_t next[2] = {11, 20};
     for (int t = 0; t < 5; t++) assert_int_equal(mt_model_step(m, st, next, logits), 0);
     long n = regions - before;
     omp_set_num_threads(saved);
-    print_message("OpenMP regions of a prefill and 5 steps at one thread: %ld\n", n);
-    assert_int_equal(n, 0);
     free(logits);
     mt_decode_state_free(st);
     mt_model_free(m);
+    return n;
+}
+
+/* At one thread nothing forks, in any unit a fixture has: attention, cross-attention and FFN
+ * (marian), Mamba's conv and scan (mamba), rotary attention and the gated MLP (llama). */
+static void test_decode_at_one_thread_enters_no_region(void **state)
+{
+    (void)state;
+    const int32_t src[2 * 7] = {17, 23, 5, 42, 9, 61, 1, 30, 8, 55, 12, 1, 0, 0};
+    const int32_t start[2] = {3, 3};
+    const int32_t prompt[2 * 5] = {17, 23, 5, 42, 2, 0, 30, 8, 55, 2};
+    mt_batch enc_dec = {.B = 2, .T = 1, .ids = start, .S = 7, .src = src};
+    mt_batch dec_only = {.B = 2, .T = 5, .ids = prompt};
+    long marian = decode_regions("marian", &enc_dec), mamba = decode_regions("mamba", &dec_only);
+    long llama = decode_regions("llama", &dec_only);
+    print_message("OpenMP regions of a prefill and 5 steps at one thread: %ld marian, %ld mamba, "
+                  "%ld llama\n",
+                  marian, mamba, llama);
+    assert_int_equal(marian, 0);
+    assert_int_equal(mamba, 0);
+    assert_int_equal(llama, 0);
 }
 
 int main(void)

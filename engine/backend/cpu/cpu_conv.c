@@ -2,13 +2,14 @@
  * keeping the first T outputs):
  *   out[b,t,c] = bias[c] + sum_{k<K} w[c,k] * x[b, t-K+1+k, c]      (x before t = 0 is 0) */
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_par.h"
 #include "backend/cpu/cpu_simd.h"
 #include "mtlab/error.h"
 
 #include <omp.h>
 #include <stdlib.h>
 
-#define PAR(B, T, C) ((size_t)(B) * (T) * (C) > 16384)
+#define PAR(B, T, C) cpu_fork((size_t)(B) * (T) * (C), 16384)
 
 /* The weights by tap, wT[k*C + c] = w[c*K + k]: the vector loops over channels then read them
  * contiguously instead of gathering every K-th float (w is (C, K), HF's layout). */
@@ -40,11 +41,9 @@ void cpu_conv1d_forward(float *out, const float *x, const float *w, const float 
                         int C, int K)
 {
     float *wT = weights_by_tap(w, C, K);
-#pragma omp parallel for collapse(2) if (PAR(B, T, C))
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++)
-            conv_forward_row(out + ((size_t)b * T + t) * C, x + (size_t)b * T * C, wT, bias, t, C,
-                             K);
+    CPU_FOR(PAR(B, T, C), "omp parallel for", (int bt = 0; bt < B * T; bt++),
+            conv_forward_row(out + (size_t)bt * C, x + (size_t)(bt / T) * T * C, wT, bias, bt % T,
+                             C, K));
     free(wT);
 }
 
@@ -150,10 +149,10 @@ MT_CPU_CLONES static void conv_step_row(float *restrict out, float *restrict st,
 void cpu_conv1d_step(float *out, float *state, const float *x, const float *w, const float *bias,
                      int B, int C, int K)
 {
-#pragma omp parallel for schedule(static) if ((size_t)B * C * K > 16384)
-    for (int b = 0; b < B; b++)
-        conv_step_row(out + (size_t)b * C, state + (size_t)b * C * K, x + (size_t)b * C, w, bias, C,
-                      K);
+    CPU_FOR(cpu_fork((size_t)B * C * K, 16384), "omp parallel for schedule(static)",
+            (int b = 0; b < B; b++),
+            conv_step_row(out + (size_t)b * C, state + (size_t)b * C * K, x + (size_t)b * C, w,
+                          bias, C, K));
 }
 
 /* state[b,c,k] = x[b, T-K+k, c], 0 where T-K+k < 0 */

@@ -73,34 +73,38 @@ void cpu_positions_backward(float *dtable, const float *dout, int B, int T, int 
  * product pos * inv_freq, as HF forms its cos/sin tables, so logits match transformers. A
  * token's heads share its angles: each cos and sin is computed once per token (a block of
  * pairs at a time), not once per head. */
+static void rope_token(float *xt, float p, int H, int Dh, int half, const float *inv_freq,
+                       int interleaved, float sign)
+{
+    float cs[ROPE_PAIRS_BLOCK], sn[ROPE_PAIRS_BLOCK];
+    for (int i0 = 0; i0 < half; i0 += ROPE_PAIRS_BLOCK) {
+        int n = half - i0 < ROPE_PAIRS_BLOCK ? half - i0 : ROPE_PAIRS_BLOCK;
+        for (int i = 0; i < n; i++) {
+            float angle = p * inv_freq[i0 + i];
+            cs[i] = cosf(angle);
+            sn[i] = sign * sinf(angle);
+        }
+        for (int h = 0; h < H; h++) {
+            float *head = xt + (size_t)h * Dh;
+            for (int i = 0; i < n; i++) {
+                int ia = interleaved ? 2 * (i0 + i) : i0 + i;
+                int ib = interleaved ? ia + 1 : ia + half;
+                float xa = head[ia], xb = head[ib];
+                head[ia] = xa * cs[i] - xb * sn[i];
+                head[ib] = xb * cs[i] + xa * sn[i];
+            }
+        }
+    }
+}
+
 static void rope_rotate(float *x, const int32_t *pos, int B, int T, int H, int Dh, int rot_dim,
                         int pos0, const float *inv_freq, int interleaved, float sign)
 {
     int half = rot_dim / 2;
-#pragma omp parallel for collapse(2) if ((size_t)B * T * H * Dh > 16384)
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++) {
-            float p = (float)(pos ? pos[(size_t)b * T + t] : pos0 + t);
-            float cs[ROPE_PAIRS_BLOCK], sn[ROPE_PAIRS_BLOCK];
-            for (int i0 = 0; i0 < half; i0 += ROPE_PAIRS_BLOCK) {
-                int n = half - i0 < ROPE_PAIRS_BLOCK ? half - i0 : ROPE_PAIRS_BLOCK;
-                for (int i = 0; i < n; i++) {
-                    float angle = p * inv_freq[i0 + i];
-                    cs[i] = cosf(angle);
-                    sn[i] = sign * sinf(angle);
-                }
-                for (int h = 0; h < H; h++) {
-                    float *head = x + (((size_t)b * T + t) * H + h) * Dh;
-                    for (int i = 0; i < n; i++) {
-                        int ia = interleaved ? 2 * (i0 + i) : i0 + i;
-                        int ib = interleaved ? ia + 1 : ia + half;
-                        float xa = head[ia], xb = head[ib];
-                        head[ia] = xa * cs[i] - xb * sn[i];
-                        head[ib] = xb * cs[i] + xa * sn[i];
-                    }
-                }
-            }
-        }
+    CPU_FOR(cpu_fork((size_t)B * T * H * Dh, 16384), "omp parallel for",
+            (int bt = 0; bt < B * T; bt++),
+            rope_token(x + (size_t)bt * H * Dh, (float)(pos ? pos[bt] : pos0 + bt % T), H, Dh, half,
+                       inv_freq, interleaved, sign));
 }
 
 void cpu_rope_forward(float *x, const int32_t *pos, int B, int T, int H, int Dh, int rot_dim,

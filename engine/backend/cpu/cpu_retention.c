@@ -11,6 +11,7 @@
  * OpenMP region's own body is compiled for the baseline x86-64 only, cpu_simd.h): each element
  * takes the same operations in the same order on every width. */
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_par.h"
 #include "backend/cpu/cpu_simd.h"
 #include "mtlab/error.h"
 
@@ -187,27 +188,32 @@ void cpu_retention_state_fill(float *kv, float *s, const float *k, const float *
     free(pw);
 }
 
+/* One head h of batch row b of cpu_retention_step */
+static void retention_step_head(float *out, float *kv, float *s, const float *q, const float *k,
+                                const float *v, const mt_retention_desc *d, int b, int h)
+{
+    int CK = d->H * d->Dk, CV = d->H * d->Dv, Dk = d->Dk, Dv = d->Dv;
+    double gamma = d->gamma[h], s_old = s[(size_t)b * d->H + h];
+    double s_new = gamma * s_old + 1.0;
+    float decay = (float)(gamma * sqrt(s_old / s_new)), c = (float)(1.0 / sqrt(s_new));
+    float *st = kv + ((size_t)b * d->H + h) * Dk * Dv;
+    const float *qb = q + (size_t)b * CK + (size_t)h * Dk;
+    const float *kb = k + (size_t)b * CK + (size_t)h * Dk;
+    const float *vb = v + (size_t)b * CV + (size_t)h * Dv;
+    float *ob = out + (size_t)b * CV + (size_t)h * Dv;
+    if (d->key_mask && !d->key_mask[(size_t)b * d->T]) {
+        for (int j = 0; j < Dv; j++) ob[j] = 0.0f;
+        return;
+    }
+    step_head(ob, st, qb, kb, vb, decay, c, Dk, Dv);
+    s[(size_t)b * d->H + h] = (float)s_new;
+}
+
 /* s' = gamma s + 1 ; KV' = KV gamma sqrt(s / s') + k^T v / sqrt(s') ; out = q KV' */
 void cpu_retention_step(float *out, float *kv, float *s, const float *q, const float *k,
                         const float *v, const mt_retention_desc *d)
 {
-    int CK = d->H * d->Dk, CV = d->H * d->Dv, Dk = d->Dk, Dv = d->Dv;
-#pragma omp parallel for collapse(2) if ((size_t)d->B * d->H * Dk * Dv > 65536)
-    for (int b = 0; b < d->B; b++)
-        for (int h = 0; h < d->H; h++) {
-            double gamma = d->gamma[h], s_old = s[(size_t)b * d->H + h];
-            double s_new = gamma * s_old + 1.0;
-            float decay = (float)(gamma * sqrt(s_old / s_new)), c = (float)(1.0 / sqrt(s_new));
-            float *st = kv + ((size_t)b * d->H + h) * Dk * Dv;
-            const float *qb = q + (size_t)b * CK + (size_t)h * Dk;
-            const float *kb = k + (size_t)b * CK + (size_t)h * Dk;
-            const float *vb = v + (size_t)b * CV + (size_t)h * Dv;
-            float *ob = out + (size_t)b * CV + (size_t)h * Dv;
-            if (d->key_mask && !d->key_mask[(size_t)b * d->T]) {
-                for (int j = 0; j < Dv; j++) ob[j] = 0.0f;
-                continue;
-            }
-            step_head(ob, st, qb, kb, vb, decay, c, Dk, Dv);
-            s[(size_t)b * d->H + h] = (float)s_new;
-        }
+    CPU_FOR(cpu_fork((size_t)d->B * d->H * d->Dk * d->Dv, 65536), "omp parallel for",
+            (int bh = 0; bh < d->B * d->H; bh++),
+            retention_step_head(out, kv, s, q, k, v, d, bh / d->H, bh % d->H));
 }

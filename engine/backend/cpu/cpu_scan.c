@@ -22,6 +22,7 @@
  * lane until the row's last block, then reduce once; dA_log, dD and ddt_bias (summed over rows)
  * go through per-thread sums added up in thread order, so results do not depend on timing. */
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_par.h"
 #include "backend/cpu/cpu_simd.h"
 #include "math/elementwise.h"
 #include "mtlab/error.h"
@@ -139,12 +140,10 @@ MT_CPU_CLONES static void scan_forward_block(float *y, float *h_last, const mt_s
 void cpu_scan_forward(float *y, float *h_last, const mt_scan_args *a)
 {
     int B = a->B, D = a->D, n_blocks = (D + SCAN_BLOCK - 1) / SCAN_BLOCK;
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int b = 0; b < B; b++)
-        for (int blk = 0; blk < n_blocks; blk++) {
-            int d0 = blk * SCAN_BLOCK, nd = D - d0 < SCAN_BLOCK ? D - d0 : SCAN_BLOCK;
-            scan_forward_block(y, h_last, a, b, d0, nd);
-        }
+    CPU_FOR(cpu_fork((size_t)B * a->T * D * a->N, 16384), "omp parallel for schedule(static)",
+            (int bb = 0; bb < B * n_blocks; bb++), int d0 = bb % n_blocks * SCAN_BLOCK;
+            scan_forward_block(y, h_last, a, bb / n_blocks, d0,
+                               D - d0 < SCAN_BLOCK ? D - d0 : SCAN_BLOCK));
 }
 
 /* One decoding step of channels [d0, d0 + nd) of every batch row (h: the (B, D, N) states).
@@ -193,11 +192,9 @@ MT_CPU_CLONES static void scan_step_block(float *y, float *h, const mt_scan_args
 void cpu_scan_step(float *y, float *h, const mt_scan_args *a)
 {
     int D = a->D, N = a->N, n_blocks = (D + SCAN_BLOCK - 1) / SCAN_BLOCK;
-#pragma omp parallel for schedule(static) if ((size_t)a->B * D * N > 16384)
-    for (int blk = 0; blk < n_blocks; blk++) {
-        int d0 = blk * SCAN_BLOCK, nd = D - d0 < SCAN_BLOCK ? D - d0 : SCAN_BLOCK;
-        scan_step_block(y, h, a, d0, nd);
-    }
+    CPU_FOR(cpu_fork((size_t)a->B * D * N, 16384), "omp parallel for schedule(static)",
+            (int blk = 0; blk < n_blocks; blk++), int d0 = blk * SCAN_BLOCK;
+            scan_step_block(y, h, a, d0, D - d0 < SCAN_BLOCK ? D - d0 : SCAN_BLOCK));
 }
 
 /* One thread's scratch for the backward pass */
