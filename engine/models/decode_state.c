@@ -13,6 +13,27 @@
 
 #include "mtlab/error.h"
 
+/* A state's backend memory, one block per use. A freed state leaves its blocks with the model
+ * (mt_model's decode_workspace) and the next state takes them, each used again where it is
+ * large enough: call after call, a decoding allocates nothing, where fresh CPU memory cost a page
+ * fault and a cleared page per 4 KiB (a quarter of transformer-small's batch-16 int8 decoding
+ * time went to faulting in and unmapping its 10 MB). */
+enum {
+    BLOCK_CACHE, /* cache */
+    BLOCK_ENC_CACHE, /* enc_cache */
+    BLOCK_REORDER, /* reorder_tmp, taken at the first reorder */
+    BLOCK_WORK, /* work */
+    BLOCK_ROWS, /* rows */
+    BLOCK_IO, /* io */
+    BLOCK_SLOT_MASK, /* d_slot_mask */
+    N_BLOCKS
+};
+
+struct mt_decode_blocks {
+    void *p[N_BLOCKS];
+    size_t bytes[N_BLOCKS]; /* each block's capacity */
+};
+
 /* What a recorded step's frozen arguments depend on: the backend (its precision's weights),
  * the working set and the rows. The caches, masks, ids and rows buffers never move. */
 typedef struct {
@@ -31,7 +52,8 @@ struct mt_decode_state {
     mt_unit_cache *uc; /* (decoder units) */
     float *enc_cache; /* the encoder's unit states while it runs in chunks, or NULL */
     mt_unit_cache *enc_uc; /* (encoder units) */
-    float *reorder_tmp; /* the largest cache tensor, for beam reordering */
+    float *reorder_tmp; /* the largest cache tensor, for reordering rows; NULL until then */
+    size_t reorder_floats;
     int *origin, *origin_tmp; /* (max_B) the prefill row whose source each row's fixed caches
                                * (cross-attention keys and values) hold, and a reorder's */
     float *work; /* activations of the current pass, one allocation */
@@ -51,7 +73,66 @@ struct mt_decode_state {
     void *graph; /* the recorded step (backends that record), or NULL */
     step_key graph_for, last_step; /* what it was recorded for; the last step run op by op */
     int unrecordable; /* a recording failed: this state's steps run op by op */
+    struct mt_decode_blocks blocks; /* the backend memory above */
 };
+
+/* A block of at least `bytes` for use k: the state's own where it is large enough (zeroed
+ * where zero says the state reads it before writing all of it, as a fresh allocation is),
+ * else a new one; NULL (mt_last_error) when the backend has no memory. */
+static void *block_take(mt_decode_state *st, int k, size_t bytes, int zero)
+{
+    const mt_backend *be = st->m->base_be;
+    struct mt_decode_blocks *b = &st->blocks;
+    if (b->p[k] && b->bytes[k] >= bytes) {
+        if (zero) be->memzero(b->p[k], bytes);
+        return b->p[k];
+    }
+    be->free(b->p[k]);
+    b->p[k] = be->alloc(bytes);
+    b->bytes[k] = b->p[k] ? bytes : 0;
+    return b->p[k];
+}
+
+static size_t blocks_bytes(const struct mt_decode_blocks *b)
+{
+    size_t n = 0;
+    for (int k = 0; k < N_BLOCKS; k++) n += b->bytes[k];
+    return n;
+}
+
+static void blocks_free(const mt_backend *be, struct mt_decode_blocks *b)
+{
+    for (int k = 0; k < N_BLOCKS; k++) be->free(b->p[k]);
+    free(b);
+}
+
+void mt_model_decode_workspace_free(mt_model *m)
+{
+    struct mt_decode_blocks *b = atomic_exchange(&m->decode_workspace, NULL);
+    if (b) blocks_free(m->base_be, b);
+}
+
+void mt_model_set_decode_workspace_limit(mt_model *m, size_t bytes)
+{
+    m->decode_workspace_limit = bytes;
+    struct mt_decode_blocks *b = atomic_exchange(&m->decode_workspace, NULL);
+    if (b && blocks_bytes(b) > bytes) {
+        blocks_free(m->base_be, b);
+        b = NULL;
+    }
+    struct mt_decode_blocks *none = NULL;
+    if (b && !atomic_compare_exchange_strong(&m->decode_workspace, &none, b))
+        blocks_free(m->base_be, b);
+}
+
+size_t mt_model_decode_workspace_bytes(mt_model *m)
+{
+    struct mt_decode_blocks *b = atomic_exchange(&m->decode_workspace, NULL), *none = NULL;
+    size_t n = b ? blocks_bytes(b) : 0;
+    if (b && !atomic_compare_exchange_strong(&m->decode_workspace, &none, b))
+        blocks_free(m->base_be, b);
+    return n;
+}
 
 /* An encoder runs in chunks when every unit carries its past in a fixed state (the encoder of
  * mamba-encdec); one with bidirectional attention sees the whole source at once (the
@@ -136,15 +217,15 @@ static int prefill_chunk(const mt_decode_state *st, const mt_stack *s, int B, in
 void mt_decode_state_free(mt_decode_state *st)
 {
     if (!st) return;
-    const mt_backend *be = st->m->be;
-    if (st->graph) be->graph_free(st->graph);
-    be->free(st->cache);
-    be->free(st->enc_cache);
-    be->free(st->reorder_tmp);
-    be->free(st->work);
-    be->free(st->rows);
-    be->free(st->io);
-    be->free(st->d_slot_mask);
+    mt_model *m = st->m;
+    if (st->graph) m->be->graph_free(st->graph);
+    /* the blocks go to the model for its next state, unless it keeps some already (another
+     * thread's) or they are more than it may keep */
+    struct mt_decode_blocks *b = mt_xmalloc(sizeof *b), *none = NULL;
+    *b = st->blocks;
+    if (blocks_bytes(b) > m->decode_workspace_limit ||
+        !atomic_compare_exchange_strong(&m->decode_workspace, &none, b))
+        blocks_free(m->base_be, b);
     free(st->slot_mask);
     free(st->origin);
     free(st->origin_tmp);
@@ -174,9 +255,13 @@ mt_decode_state *mt_decode_state_new(mt_model *m, int max_B, int max_T, int max_
         return NULL;
     }
     if (!m->arch->encdec) max_S = 0;
-    const mt_backend *be = m->be;
     mt_decode_state *st = mt_xcalloc(1, sizeof *st);
     st->m = m;
+    struct mt_decode_blocks *kept = atomic_exchange(&m->decode_workspace, NULL);
+    if (kept) {
+        st->blocks = *kept;
+        free(kept);
+    }
     st->max_B = max_B;
     st->max_T = max_T;
     st->max_S = max_S;
@@ -191,13 +276,13 @@ mt_decode_state *mt_decode_state_new(mt_model *m, int max_B, int max_T, int max_
     st->ring = ring_slots(s, max_T);
     size_t C = (size_t)m->cfg.d_model, V = (size_t)m->cfg.vocab_size, B = (size_t)max_B;
     size_t io = B * ((size_t)max_T + max_S + 1) * sizeof(int32_t) + B * (2 * (size_t)max_T + max_S);
-    st->cache = total ? be->alloc(total * sizeof(float)) : NULL;
-    st->rows = be->alloc(B * (2 * C + 2 + V) * sizeof(float));
+    st->cache = total ? block_take(st, BLOCK_CACHE, total * sizeof(float), 1) : NULL;
+    st->rows = block_take(st, BLOCK_ROWS, B * (2 * C + 2 + V) * sizeof(float), 1);
     /* the host masks count too: they are the state's as much as the backend's copies */
     st->fixed_bytes = (total + B * (2 * C + 2 + V)) * sizeof(float) + io +
                       B * ((size_t)max_T + max_S + 2 * (size_t)st->ring);
-    st->io = be->alloc(io);
-    if (st->ring) st->d_slot_mask = be->alloc(B * (size_t)st->ring);
+    st->io = block_take(st, BLOCK_IO, io, 1);
+    if (st->ring) st->d_slot_mask = block_take(st, BLOCK_SLOT_MASK, B * (size_t)st->ring, 1);
     if ((total && !st->cache) || !st->rows || !st->io || (st->ring && !st->d_slot_mask)) {
         mt_error_context("%s decode state for %d rows x %d positions", name, max_B, max_T);
         mt_decode_state_free(st);
@@ -214,12 +299,11 @@ mt_decode_state *mt_decode_state_new(mt_model *m, int max_B, int max_T, int max_
                 largest = row * B;
         }
     }
-    st->reorder_tmp = largest ? be->alloc(largest * sizeof(float)) : NULL;
-    st->fixed_bytes += largest * sizeof(float);
+    st->reorder_floats = largest;
     if (m->arch->encdec && recurrent_stack(&m->enc)) {
         size_t n_enc = cache_floats(&m->enc, max_B, max_S, 0);
         st->enc_uc = mt_xcalloc((size_t)m->enc.n_units + 1, sizeof *st->enc_uc);
-        st->enc_cache = be->alloc(n_enc * sizeof(float) + 1);
+        st->enc_cache = block_take(st, BLOCK_ENC_CACHE, n_enc * sizeof(float) + 1, 1);
         st->fixed_bytes += n_enc * sizeof(float);
         float *e = st->enc_cache;
         for (int i = 0; e && i < m->enc.n_units; i++) {
@@ -228,7 +312,7 @@ mt_decode_state *mt_decode_state_new(mt_model *m, int max_B, int max_T, int max_
             e += n;
         }
     }
-    if ((largest && !st->reorder_tmp) || (st->enc_uc && !st->enc_cache)) {
+    if (st->enc_uc && !st->enc_cache) {
         mt_error_context("%s decode state for %d rows x %d positions", name, max_B, max_T);
         mt_decode_state_free(st);
         return NULL;
@@ -257,8 +341,8 @@ static int size_work(mt_decode_state *st, int B, int Tq, int encode, int Se)
     size_t dec = mt_stack_infer_layout(&m->dec, &st->dec_acts, NULL, B, Tq, st->max_T, st->max_S);
     size_t n = enc + dec;
     if (n > st->work_cap) {
-        m->be->free(st->work);
-        st->work = m->be->alloc(n * sizeof(float));
+        /* every pass writes its activations before it reads them: no zeroing */
+        st->work = block_take(st, BLOCK_WORK, n * sizeof(float), 0);
         st->work_cap = st->work ? n : 0;
         if (!st->work) return mt_error_context("%s decoding", m->arch->name);
     }
@@ -554,6 +638,12 @@ int mt_decode_state_reorder(mt_decode_state *st, const int32_t *rows, int n_rows
         if (rows[i] < 0 || rows[i] >= st->B)
             return mt_error("%s reorder: row index %d is outside 0..%d", m->arch->name, rows[i],
                             st->B - 1);
+    if (!st->reorder_tmp && st->reorder_floats) {
+        /* written (index_select) before it is read: no zeroing */
+        st->reorder_tmp = block_take(st, BLOCK_REORDER, st->reorder_floats * sizeof(float), 0);
+        if (!st->reorder_tmp) return mt_error_context("%s reorder", m->arch->name);
+        st->fixed_bytes += st->reorder_floats * sizeof(float);
+    }
     be->upload(st->d_rows, rows, (size_t)n_rows * sizeof(int32_t));
     /* A cross-attention cache is fixed after the prefill, a function of its row's source. Beam
      * search prefills one row per sentence and copies it to the sentence's beams, so a reorder

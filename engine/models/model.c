@@ -31,6 +31,7 @@ static mt_model *build_tables(const mt_model_config *cfg, const mt_backend *be)
     m->cfg = *cfg;
     m->arch = arch;
     m->be = m->base_be = be;
+    m->decode_workspace_limit = MT_DECODE_WORKSPACE_LIMIT;
     m->lm_head_tensor = -1;
     m->logits_bias_tensor = -1;
     m->embed_scale = 1.0f;
@@ -133,6 +134,7 @@ static void free_stack(mt_stack *s) { free(s->units); }
 void mt_model_free(mt_model *m)
 {
     if (!m) return;
+    mt_model_decode_workspace_free(m);
     mt_qweights_free(m->qweights);
     const mt_backend *be = m->base_be;
     be->free(m->params);

@@ -24,6 +24,7 @@
 #include "mtlab/model.h"
 #include "mtlab/rng.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #define MT_NAME_MAX 96
@@ -241,7 +242,14 @@ struct mt_model {
     int32_t *d_ids, *d_targets, *d_src; /* (B, T), (B, T), (B, S) */
     uint8_t *d_mask, *d_src_mask; /* (B, T), (B, S) */
     size_t n_targets;
+    /* the backend memory the last freed decode state left for the next (decode_state.c),
+     * or NULL; at most decode_workspace_limit bytes */
+    _Atomic(struct mt_decode_blocks *) decode_workspace;
+    size_t decode_workspace_limit;
 };
+
+/* Free the decode workspace a model keeps (decode_state.c). */
+void mt_model_decode_workspace_free(mt_model *m);
 
 /* ---- the Mamba keys shared by mamba, mamba-mha, mamba-local and mamba-encdec (mamba.c) */
 /* The mixer of a config (d_inner = expand x d_model). */

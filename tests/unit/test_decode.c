@@ -183,17 +183,22 @@ static int train(mt_model *m, const pairs *p, int max_steps, float lr, double st
 /* A fresh model is nearly uniform (or, for Mamba, echoes its input token); a few steps on
  * random pairs give it peaked distributions that depend on the source and reach <eos>
  * after a few tokens on some sentences but not others: real choices for the searches. */
-static mt_model *tiny_model(const char *arch, uint64_t seed)
+static mt_model *tiny_model_on(const char *arch, uint64_t seed, const mt_backend *be)
 {
     mt_model_config cfg;
     tiny_config(&cfg, arch, V);
-    mt_model *m = mt_model_create(&cfg, mt_backend_cpu(), seed);
+    mt_model *m = mt_model_create(&cfg, be, seed);
     if (!m) fail_msg("%s", mt_last_error());
     pairs p;
     make_pairs(&p, seed + 1000);
     double loss;
     train(m, &p, mt_model_is_encdec(m) ? 12 : 8, 3e-3f, 0.0, &loss);
     return m;
+}
+
+static mt_model *tiny_model(const char *arch, uint64_t seed)
+{
+    return tiny_model_on(arch, seed, mt_backend_cpu());
 }
 
 /* ---------------------------------------------------------------- row helpers */
@@ -243,6 +248,76 @@ static void test_row_helpers_match_naive(void **state)
                   "(bound 1e-6)\n",
                   rows, worst);
     free(x);
+}
+
+/* ---------------------------------------------------------------- the decoding workspace */
+
+static size_t backend_allocs;
+static void *counted_alloc(size_t bytes)
+{
+    backend_allocs++;
+    return mt_backend_cpu()->alloc(bytes);
+}
+
+/* A decoding call draws on the workspace the model's last call left: once a call as large has
+ * run, no backend allocation (the CPU's fresh pages each fault in and are cleared), and every
+ * call's hypotheses the same to the bit as a fresh model's, whatever ran before it (a longer
+ * batch, the other search, rows compacted as sentences end). A model whose workspace limit is
+ * below the state keeps nothing. */
+static void test_decode_reuses_workspace(void **state)
+{
+    (void)state;
+    mt_backend counting = *mt_backend_cpu();
+    counting.alloc = counted_alloc;
+    static const int LONGER[] = {13, 2, 9, 5}, SHORTER[] = {4, 1, 6};
+    static const char *const archs[] = {"transformer", "mamba"};
+    for (int a = 0; a < 2; a++) {
+        mt_model *m = tiny_model_on(archs[a], 7, &counting), *fresh = NULL;
+        sources longer, shorter;
+        make_sources(&longer, LONGER, 4, 1);
+        make_sources(&shorter, SHORTER, 3, 2);
+        /* runs 2, 4 and 6 need no more than the run before them */
+        static const struct {
+            int longer, beam;
+        } runs[] = {{1, 1}, {0, 1}, {0, 1}, {1, 3}, {0, 3}, {1, 1}, {1, 1}};
+        for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+            const sources *s = runs[i].longer ? &longer : &shorter;
+            mt_decode_opts o = opts_beam(runs[i].beam, 0);
+            mt_decode_result r, f;
+            size_t before = backend_allocs;
+            decode_ok(m, s, &o, &r);
+            size_t allocs = backend_allocs - before;
+            if (i % 2 == 0 && i > 0 && allocs)
+                fail_msg("%s run %zu: %zu backend allocations", archs[a], i, allocs);
+            assert_true(mt_model_decode_workspace_bytes(m) > 0);
+            fresh = tiny_model(archs[a], 7);
+            decode_ok(fresh, s, &o, &f);
+            for (int k = 0; k < s->n; k++) {
+                const mt_hypothesis *x = &r.hyps[k], *y = &f.hyps[k];
+                if (x->n_ids != y->n_ids || x->finished != y->finished ||
+                    !same_ids(x->ids, y->ids, x->n_ids) || x->logprob != y->logprob ||
+                    x->score != y->score)
+                    fail_msg("%s run %zu sentence %d: %d ids logprob %.9g vs a fresh model's %d "
+                             "ids %.9g",
+                             archs[a], i, k, x->n_ids, x->logprob, y->n_ids, y->logprob);
+            }
+            mt_decode_result_free(&r);
+            mt_decode_result_free(&f);
+            mt_model_free(fresh);
+        }
+        /* the limit: a state larger than it is freed, not kept */
+        mt_model_set_decode_workspace_limit(m, 1024);
+        mt_decode_opts o = opts_beam(1, 0);
+        mt_decode_result r;
+        decode_ok(m, &longer, &o, &r);
+        mt_decode_result_free(&r);
+        assert_int_equal(mt_model_decode_workspace_bytes(m), 0);
+        size_t before = backend_allocs;
+        decode_ok(m, &longer, &o, &r);
+        mt_decode_result_free(&r);
+        assert_true(backend_allocs > before);
+        mt_model_free(m);
+    }
 }
 
 /* ---------------------------------------------------------------- greedy */
@@ -640,6 +715,7 @@ int main(void)
     omp_set_num_threads(1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_row_helpers_match_naive),
+        cmocka_unit_test(test_decode_reuses_workspace),
         cmocka_unit_test(test_greedy_matches_naive_transformer),
         cmocka_unit_test(test_greedy_matches_naive_mamba),
         cmocka_unit_test(test_beam_matches_naive_transformer),

@@ -316,5 +316,15 @@ size_t mt_decode_state_bytes_held(const mt_decode_state *st);
 /* The caches alone that `rows` rows hold at the state's length now (prompt + steps): KV caches
  * over that length, rings, Mamba and retention states; no working set. */
 size_t mt_decode_state_model_bytes(const mt_decode_state *st, int rows);
+/* A freed decode state leaves its backend memory (caches, working set, rows, ids and masks)
+ * with its model when it holds at most the model's workspace limit (MT_DECODE_WORKSPACE_LIMIT
+ * unless set; 0 keeps nothing), and the next state of the model draws on it: decoding call
+ * after call allocates (and on the CPU faults fresh pages in) only where a call needs more than
+ * the last. One state at a time holds it, taken and left atomically, so states made on two
+ * threads never share memory. The memory goes with mt_model_free, or with a larger state. */
+#define MT_DECODE_WORKSPACE_LIMIT ((size_t)64 << 20)
+void mt_model_set_decode_workspace_limit(mt_model *m, size_t bytes);
+/* Bytes the model keeps for its next decode state (0 while a state holds them). */
+size_t mt_model_decode_workspace_bytes(mt_model *m);
 
 #endif
