@@ -5,7 +5,6 @@
  * a final RMSNorm and an untied lm_head. ssm-mt sizes the MLP 4 x hidden_size, not LLaMA's
  * 8/3 rule; intermediate_size says which. */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,34 +23,18 @@ static int build(mt_model *m)
         .attn = {.C = C, .H = c->n_heads, .causal = 1, .rope_dim = Dh, .out_name = "o_proj"},
     };
     mt_unit_config mlp = {.mlp = {.C = C, .F = c->ffn_dim, .layout = MT_GATED_LLAMA}};
-    char prefix[MT_NAME_MAX], norm[MT_NAME_MAX];
-    const mt_unit_norm rms = {.kind = MT_NORM_RMS, .name = norm, .eps = c->norm_eps};
-    for (int l = 0; l < c->n_layers; l++) {
-        snprintf(prefix, sizeof prefix, "model.layers.%d.self_attn.", l);
-        snprintf(norm, sizeof norm, "model.layers.%d.input_layernorm", l);
-        mt_model_add_unit(m, &m->dec, MT_UNIT_SELF_ATTN, &attn, prefix, &rms)->layer = l;
-        snprintf(prefix, sizeof prefix, "model.layers.%d.mlp.", l);
-        snprintf(norm, sizeof norm, "model.layers.%d.post_attention_layernorm", l);
-        mt_model_add_unit(m, &m->dec, MT_UNIT_GATED_MLP, &mlp, prefix, &rms)->layer = l;
-    }
+    const mt_decoder_layers layers = {
+        .layers = "model.layers",
+        .kind = {MT_UNIT_SELF_ATTN, MT_UNIT_GATED_MLP},
+        .cfg = {&attn, &mlp},
+        .unit = {"self_attn.", "mlp."},
+        .norm = {"input_layernorm", "post_attention_layernorm"},
+        .norm_kind = MT_NORM_RMS,
+        .eps = c->norm_eps,
+    };
+    mt_model_add_decoder_layers(m, &layers);
     mt_model_add_final_norm(m, &m->dec, MT_NORM_RMS, "model.norm", c->norm_eps);
     return 0;
-}
-
-/* Hugging Face LlamaPreTrainedModel: every Linear and the embedding N(0, initializer_range),
- * RMSNorm gains 1. */
-static void init(mt_model *m, float *host, uint64_t seed)
-{
-    const mt_model_config *c = &m->cfg;
-    mt_model_init_embeddings(m, host, seed, 0, c->init_std);
-    mt_rng r;
-    for (int i = 0; i < m->dec.n_units; i++) {
-        const mt_unit *u = &m->dec.units[i];
-        mt_rng_init(&r, seed, 2 + (uint64_t)i);
-        for (int t = u->first_tensor; t < u->norm_tensor; t++)
-            mt_init_normal(&r, mt_model_host_tensor(m, host, t), m->tensors[t].numel, c->init_std);
-    }
-    mt_model_init_norms(m, host);
 }
 
 /* rope_theta: transformers 5 nests it in rope_parameters {rope_theta, rope_type}, earlier
@@ -178,7 +161,7 @@ const mt_arch mt_arch_llama = {
     .model_type = "llama",
     .encdec = 0,
     .build = build,
-    .init = init,
+    .init = mt_model_init_hf_normal, /* LlamaPreTrainedModel: N(0, initializer_range) */
     .check = check,
     .keys = {{keys, "transformer++"}},
     .mtlab_dropout = 1,

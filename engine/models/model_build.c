@@ -87,6 +87,19 @@ void mt_model_add_final_norm(mt_model *m, mt_stack *s, mt_norm_kind norm, const 
     s->final_norm_tensor = add_norm_tensors(m, norm, name, s->C);
 }
 
+void mt_model_add_decoder_layers(mt_model *m, const mt_decoder_layers *d)
+{
+    char prefix[MT_NAME_MAX], norm[MT_NAME_MAX];
+    mt_unit_norm pre = {.kind = d->norm_kind, .name = norm, .eps = d->eps};
+    for (int l = 0; l < m->cfg.n_layers; l++)
+        for (int k = 0; k < 2; k++) {
+            snprintf(prefix, sizeof prefix, "%s.%d.%s", d->layers, l, d->unit[k]);
+            snprintf(norm, sizeof norm, "%s.%d.%s", d->layers, l, d->norm[k]);
+            pre.parallel = k == 1 && d->parallel;
+            mt_model_add_unit(m, &m->dec, d->kind[k], d->cfg[k], prefix, &pre)->layer = l;
+        }
+}
+
 float *mt_model_host_tensor(const mt_model *m, float *host, int i)
 {
     return host + m->tensors[i].offset;
@@ -119,6 +132,21 @@ void mt_model_init_embeddings(const mt_model *m, float *host, uint64_t seed, uin
         mt_rng_init(&r, seed, stream + 1);
         mt_init_normal(&r, mt_model_host_tensor(m, host, m->lm_head_tensor), VC, std);
     }
+}
+
+void mt_model_init_hf_normal(mt_model *m, float *host, uint64_t seed)
+{
+    float std = m->cfg.init_std;
+    mt_model_init_embeddings(m, host, seed, 0, std);
+    mt_rng r;
+    for (int i = 0; i < m->dec.n_units; i++) {
+        const mt_unit *u = &m->dec.units[i];
+        mt_rng_init(&r, seed, 2 + (uint64_t)i);
+        for (int t = u->first_tensor; t < u->norm_tensor; t++)
+            if (m->tensors[t].ndim == 2)
+                mt_init_normal(&r, mt_model_host_tensor(m, host, t), m->tensors[t].numel, std);
+    }
+    mt_model_init_norms(m, host);
 }
 
 void mt_model_bind_stack(mt_model *m, mt_stack *s, float *block, int grads)

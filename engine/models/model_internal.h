@@ -426,6 +426,21 @@ mt_unit *mt_model_add_unit(mt_model *m, mt_stack *s, mt_unit_kind kind, const mt
 /* Register a stack's final norm (name + ".weight" [+ ".bias"]). */
 void mt_model_add_final_norm(mt_model *m, mt_stack *s, mt_norm_kind norm, const char *name,
                              float eps);
+/* The layers of a decoder-only model as its checkpoint names them: each a token mixer unit, then
+ * a channel unit, each behind its own pre-norm, layer l's under "LAYERS.l." ("model.layers.0.
+ * self_attn.q_proj.weight", "model.layers.0.input_layernorm.weight"). */
+typedef struct {
+    const char *layers; /* "model.layers" */
+    mt_unit_kind kind[2]; /* the mixer's, the channel unit's */
+    const mt_unit_config *cfg[2];
+    const char *unit[2]; /* their tensors' prefixes in a layer: "self_attn.", "mlp." */
+    const char *norm[2]; /* their norms' names in a layer: "input_layernorm", ... */
+    mt_norm_kind norm_kind;
+    float eps;
+    int parallel; /* the channel unit is parallel (GPT-NeoX's use_parallel_residual) */
+} mt_decoder_layers;
+/* cfg.n_layers such layers appended to m->dec, their units' layer set. */
+void mt_model_add_decoder_layers(mt_model *m, const mt_decoder_layers *d);
 /* Host pointer of tensor i inside a host copy of the parameter block. */
 float *mt_model_host_tensor(const mt_model *m, float *host, int i);
 /* Write 1 to every norm gain (units and final norms) in a host block; biases stay 0. */
@@ -434,6 +449,11 @@ void mt_model_init_norms(const mt_model *m, float *host);
  * untied output projection (V, C), from stream + 1. */
 void mt_model_init_embeddings(const mt_model *m, float *host, uint64_t seed, uint64_t stream,
                               float std);
+/* transformers' _init_weights of a decoder-only model of Linear units (LlamaPreTrainedModel,
+ * GPTNeoXPreTrainedModel): the embeddings (streams 0 and 1) and every unit's weight matrices
+ * N(0, cfg.init_std), unit i's from stream 2 + i in table order; biases 0, norm gains 1. An
+ * architecture's init. */
+void mt_model_init_hf_normal(mt_model *m, float *host, uint64_t seed);
 /* Point a stack's unit and final-norm parameter pointers (grads 0) or gradient pointers
  * (grads 1) into block, a parameter-sized block. */
 void mt_model_bind_stack(mt_model *m, mt_stack *s, float *block, int grads);

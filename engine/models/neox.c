@@ -11,7 +11,6 @@
  * output projection embed_out. The parallel form is two units, the second reading the first's
  * input (model_internal.h). */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,38 +46,19 @@ static int build(mt_model *m)
                                   .bias = 1,
                                   .in_name = "dense_h_to_4h",
                                   .out_name = "dense_4h_to_h"}};
-    char prefix[MT_NAME_MAX], norm[MT_NAME_MAX];
-    mt_unit_norm ln = {.kind = MT_NORM_LAYER, .name = norm, .eps = c->norm_eps};
-    for (int l = 0; l < c->n_layers; l++) {
-        snprintf(prefix, sizeof prefix, "gpt_neox.layers.%d.attention.", l);
-        snprintf(norm, sizeof norm, "gpt_neox.layers.%d.input_layernorm", l);
-        ln.parallel = 0;
-        mt_model_add_unit(m, &m->dec, MT_UNIT_SELF_ATTN, &attn, prefix, &ln)->layer = l;
-        snprintf(prefix, sizeof prefix, "gpt_neox.layers.%d.mlp.", l);
-        snprintf(norm, sizeof norm, "gpt_neox.layers.%d.post_attention_layernorm", l);
-        ln.parallel = c->parallel_residual;
-        mt_model_add_unit(m, &m->dec, MT_UNIT_FFN, &mlp, prefix, &ln)->layer = l;
-    }
+    const mt_decoder_layers layers = {
+        .layers = "gpt_neox.layers",
+        .kind = {MT_UNIT_SELF_ATTN, MT_UNIT_FFN},
+        .cfg = {&attn, &mlp},
+        .unit = {"attention.", "mlp."},
+        .norm = {"input_layernorm", "post_attention_layernorm"},
+        .norm_kind = MT_NORM_LAYER,
+        .eps = c->norm_eps,
+        .parallel = c->parallel_residual,
+    };
+    mt_model_add_decoder_layers(m, &layers);
     mt_model_add_final_norm(m, &m->dec, MT_NORM_LAYER, "gpt_neox.final_layer_norm", c->norm_eps);
     return 0;
-}
-
-/* transformers' GPTNeoXPreTrainedModel: every Linear weight and the embeddings N(0,
- * initializer_range), biases 0, LayerNorm gains 1 and biases 0. */
-static void init(mt_model *m, float *host, uint64_t seed)
-{
-    const mt_model_config *c = &m->cfg;
-    mt_model_init_embeddings(m, host, seed, 0, c->init_std);
-    mt_rng r;
-    for (int i = 0; i < m->dec.n_units; i++) {
-        const mt_unit *u = &m->dec.units[i];
-        mt_rng_init(&r, seed, 2 + (uint64_t)i);
-        for (int t = u->first_tensor; t < u->norm_tensor; t++)
-            if (m->tensors[t].ndim == 2)
-                mt_init_normal(&r, mt_model_host_tensor(m, host, t), m->tensors[t].numel,
-                               c->init_std);
-    }
-    mt_model_init_norms(m, host);
 }
 
 /* A float key with a second spelling transformers 4.57 writes beside it (rotary_pct and
@@ -254,7 +234,7 @@ const mt_arch mt_arch_neox = {
     .model_type = "gpt_neox",
     .encdec = 0,
     .build = build,
-    .init = init,
+    .init = mt_model_init_hf_normal, /* GPTNeoXPreTrainedModel: N(0, initializer_range) */
     .check = check,
     .keys = {{keys, "GPT-NeoX"}},
     .ignored = ignored,

@@ -5,7 +5,6 @@
  * a final RMSNorm and an untied output projection. No Hugging Face class exists: tensor
  * names are torchscale's under "decoder.", config keys torchscale's RetNetConfig names. */
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "models/model_internal.h"
@@ -22,16 +21,16 @@ static int build(mt_model *m)
     m->rope_kind = MT_ROPE_RETNET;
     mt_unit_config ret = {.ret = {.C = E, .H = c->n_heads, .V = c->value_dim, .eps = c->norm_eps}};
     mt_unit_config glu = {.mlp = {.C = E, .F = c->ffn_dim, .layout = MT_GATED_RETNET}};
-    char prefix[MT_NAME_MAX], norm[MT_NAME_MAX];
-    const mt_unit_norm rms = {.kind = MT_NORM_RMS, .name = norm, .eps = c->norm_eps};
-    for (int l = 0; l < c->n_layers; l++) {
-        snprintf(prefix, sizeof prefix, "decoder.layers.%d.retention.", l);
-        snprintf(norm, sizeof norm, "decoder.layers.%d.retention_layer_norm", l);
-        mt_model_add_unit(m, &m->dec, MT_UNIT_RETENTION, &ret, prefix, &rms)->layer = l;
-        snprintf(prefix, sizeof prefix, "decoder.layers.%d.ffn.", l);
-        snprintf(norm, sizeof norm, "decoder.layers.%d.final_layer_norm", l);
-        mt_model_add_unit(m, &m->dec, MT_UNIT_GATED_MLP, &glu, prefix, &rms)->layer = l;
-    }
+    const mt_decoder_layers layers = {
+        .layers = "decoder.layers",
+        .kind = {MT_UNIT_RETENTION, MT_UNIT_GATED_MLP},
+        .cfg = {&ret, &glu},
+        .unit = {"retention.", "ffn."},
+        .norm = {"retention_layer_norm", "final_layer_norm"},
+        .norm_kind = MT_NORM_RMS,
+        .eps = c->norm_eps,
+    };
+    mt_model_add_decoder_layers(m, &layers);
     mt_model_add_final_norm(m, &m->dec, MT_NORM_RMS, "decoder.layer_norm", c->norm_eps);
     return 0;
 }
