@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "mtlab/clock.h"
+#include "mtlab/decode.h"
 #include "mtlab/error.h"
 
 /* Prompts as mt_decode builds them (decode.h):
@@ -42,24 +43,15 @@ static void build_prompts(const mt_model_config *cfg, int encdec, const int32_t 
     }
 }
 
-/* The most likely token of each row (the first, on ties), <pad> (mt_decode never generates it)
- * and <eos> (every row runs to its fixed length) excluded. The logits are the caller's scratch:
- * those two are overwritten with -inf, so the maximum is one vectorized pass, and a second
- * finds where it is. */
+/* The most likely token of each row (the first, on ties) as greedy decoding picks it
+ * (mt_argmax), <pad> (mt_decode never generates it) and <eos> (every row runs to its fixed
+ * length) excluded. The logits are the caller's scratch: <eos> is overwritten with -inf. */
 static void pick_tokens(int32_t *tok, float *logits, int n, int V, int pad_id, int eos_id)
 {
     for (int r = 0; r < n; r++) {
-        float *row = logits + (size_t)r * V, mx = -INFINITY;
-        if (pad_id >= 0 && pad_id < V) row[pad_id] = -INFINITY;
-        if (eos_id >= 0 && eos_id < V) row[eos_id] = -INFINITY;
-#pragma omp simd reduction(max : mx)
-        for (int j = 0; j < V; j++) mx = row[j] > mx ? row[j] : mx;
-        int best = -1;
-        for (int j = 0; j < V && best < 0; j++)
-            if (row[j] == mx && j != pad_id && j != eos_id) best = j;
-        for (int j = 0; j < V && best < 0; j++) /* all -inf or NaN: the first allowed */
-            if (j != pad_id && j != eos_id) best = j;
-        tok[r] = best;
+        float *row = logits + (size_t)r * V;
+        if (eos_id >= 0 && eos_id < V && eos_id != pad_id) row[eos_id] = -INFINITY;
+        tok[r] = mt_argmax(row, V, pad_id);
     }
 }
 

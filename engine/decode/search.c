@@ -40,15 +40,18 @@ static float max_except(const float *x, int V, int skip)
     return a > b ? a : b;
 }
 
-/* The maximum first, vectorised, then the first index that holds it: the same index as a
- * scan for the first strict improvement (naive_argmax; tests/unit/test_decode.c), at a fraction of
- * its time on an 8,000-token row. NaN is never chosen; a row without a number gives the
- * first index other than skip. */
+/* One vectorised pass over the runs before and after skip (cpu_row_argmax), the earlier run
+ * winning a tie: the same index as a scan for the first strict improvement (naive_argmax;
+ * tests/unit/test_decode.c). NaN is never chosen; a row with nothing above -inf gives the first
+ * index other than skip. */
 int32_t mt_argmax(const float *x, int V, int skip)
 {
-    float mx = max_except(x, V, skip);
-    for (int v = 0; v < V; v++)
-        if (v != skip && x[v] == mx) return v;
+    if (skip < 0 || skip >= V) skip = V;
+    float a, b;
+    int before = cpu_row_argmax(x, skip, &a);
+    int after = skip + 1 < V ? cpu_row_argmax(x + skip + 1, V - skip - 1, &b) : -1;
+    if (after >= 0 && (before < 0 || b > a)) return skip + 1 + after;
+    if (before >= 0) return before;
     return skip == 0 ? 1 : 0;
 }
 

@@ -33,9 +33,7 @@ void mt_decode_emit(const mt_decode_ctx *c, int sentence, const int32_t *tokens,
  * none), in double; within a few float roundings of naive_logsumexp, the plain double loop. */
 double mt_logsumexp(const float *x, int V, int skip);
 double naive_logsumexp(const float *x, int V, int skip);
-/* First index of the maximum of x[0..V) except skip, as torch.argmax picks it; the same index
- * as naive_argmax, the plain scan. */
-int32_t mt_argmax(const float *x, int V, int skip);
+/* mt_argmax's plain scan (mtlab/decode.h). */
 int32_t naive_argmax(const float *x, int V, int skip);
 /* logprob / gen_len ^ length_penalty; 0 for an empty generation. */
 double mt_decode_score(double logprob, int gen_len, float length_penalty);

@@ -204,12 +204,13 @@ static mt_model *tiny_model(const char *arch, uint64_t seed)
 /* ---------------------------------------------------------------- row helpers */
 
 /* mt_argmax and mt_logsumexp (vectorised) against their plain loops on rows of 1 to 8,001
- * logits, skip at every kind of place or none, with the maximum tied at several places, -inf
+ * logits, skip at every kind of place or none, with the maximum tied at several places (in one
+ * lane of the one-pass argmax, in neighbouring lanes, in the tail), one value everywhere, -inf
  * logits and a skip holding the largest value: the same index, the lse within float rounding */
 static void test_row_helpers_match_naive(void **state)
 {
     (void)state;
-    static const int lens[] = {1, 2, 7, 16, 17, 100, 8000, 8001};
+    static const int lens[] = {1, 2, 7, 16, 17, 31, 32, 33, 100, 8000, 8001};
     mt_rng rng;
     mt_rng_init(&rng, 42, 0);
     float *x = malloc(8001 * sizeof *x);
@@ -219,7 +220,7 @@ static void test_row_helpers_match_naive(void **state)
         int n = lens[li];
         int skips[] = {-1, 0, n / 2, n - 1, n};
         for (int si = 0; si < 5; si++)
-            for (int kind = 0; kind < 4; kind++) {
+            for (int kind = 0; kind < 6; kind++) {
                 int skip = skips[si];
                 if (n == 1 && (skip == 0 || skip == n - 1)) continue; /* nothing left to pick */
                 for (int v = 0; v < n; v++) x[v] = (float)(mt_rng_uniform(&rng) * 20.0 - 10.0);
@@ -228,6 +229,10 @@ static void test_row_helpers_match_naive(void **state)
                 if (kind == 2) /* -inf logits, as a masked vocabulary gives */
                     for (int v = 1; v < n; v += 3) x[v] = -INFINITY;
                 if (kind == 3 && skip >= 0 && skip < n) x[skip] = 50.0f; /* skip is the largest */
+                if (kind == 4) /* one value everywhere: the first index but skip */
+                    for (int v = 0; v < n; v++) x[v] = 1.5f;
+                if (kind == 5) /* tied in the same lane of 16, in the next, and in the tail */
+                    for (int v = n / 3; v < n; v += 16) x[v] = x[v + 1 < n ? v + 1 : v] = 11.0f;
                 int32_t fast = mt_argmax(x, n, skip), ref = naive_argmax(x, n, skip);
                 if (fast != ref)
                     fail_msg("n %d skip %d kind %d: argmax %d, naive %d", n, skip, kind, fast, ref);

@@ -101,6 +101,9 @@ void naive_bias_backward(float *dbias, const float *dout, size_t rows, int cols)
 float cpu_row_max(const float *x, int n);
 double cpu_row_sum_exp(const float *x, int n, float shift);
 double cpu_row_sum(const float *x, int n);
+/* the first index of a row's maximum in one vectorised pass (NaN never chosen), its value in
+ * *max; -1 and -inf when no element is above -inf */
+int cpu_row_argmax(const float *x, int n, float *max);
 
 /* normalisation (cpu_norm.c; naive_columns.c: the weight gradients one column at a time) */
 void naive_layernorm_backward(float *dx, float *dweight, float *dbias, const float *dout,

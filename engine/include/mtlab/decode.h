@@ -171,6 +171,11 @@ int mt_translate_ids(mt_model *m, const mt_tokenizer *tok, const int32_t *const 
                      const int *src_len, int n, int batch, const mt_decode_opts *o,
                      mt_decode_result *res);
 
+/* The token greedy search takes from a row of logits x[0..V): the first index of the maximum
+ * except skip (skip outside 0..V-1: none), as torch.argmax picks it; NaN is never chosen. One
+ * vectorised pass; host memory. */
+int32_t mt_argmax(const float *x, int V, int skip);
+
 /* The number of new tokens sentence of src_len ids may generate under o, or -1 when the model
  * cannot take such a source (mt_last_error says why). */
 int mt_decode_max_new(const mt_model *m, int src_len, const mt_decode_opts *o);
