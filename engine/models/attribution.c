@@ -97,6 +97,13 @@ typedef struct {
     int32_t contrast; /* < 0: none */
     float *e_dec, *b_dec; /* (T, C) token embeddings, baseline */
     float *e_enc, *b_enc; /* (S, C) */
+    /* kept from pass to pass, grown as needed (a fresh allocation per pass cost its pages'
+     * faults and zeroing every time): the device scratch, the host copy of the logits, and
+     * the host copies of the embedding output's gradients, gdec (copies, T, C), genc (copies,
+     * S, C) */
+    float *scratch, *logits, *gdec, *genc;
+    size_t scratch_cap, logits_cap; /* floats */
+    int grads_copies;
 } attr_seq;
 
 /* The decoder position that predicts target j. */
@@ -111,6 +118,10 @@ static void seq_free(attr_seq *q)
     free(q->b_dec);
     free(q->e_enc);
     free(q->b_enc);
+    free(q->logits);
+    free(q->gdec);
+    free(q->genc);
+    if (q->scratch) q->m->be->free(q->scratch);
 }
 
 /* Host copies of the embeddings of ids (n) from stack s's table into e, and of the baseline
@@ -280,13 +291,11 @@ typedef struct {
  * is below T: the decoders are causal, so the later ones change nothing), the copies on path
  * (columns counted over source then decoder positions): the log-probs of the picks into logp,
  * and with grads (one pick per copy, pick k on copy k) a backward into grads. */
-static int attr_pass(attr_seq *q, int T, int B, const attr_path *path, const attr_pick *picks,
-                     int n_picks, double *logp, const attr_grads *grads)
+/* The model's batch of B copies of the sequence's first T decoder positions (its activations
+ * grow to hold them). */
+static int prepare_copies(attr_seq *q, int T, int B)
 {
-    int backward = grads != NULL;
-    mt_model *m = q->m;
-    const mt_backend *be = m->be;
-    int S = q->S, C = m->cfg.d_model, V = m->cfg.vocab_size;
+    int S = q->S;
     size_t BT = (size_t)B * T, NS = (size_t)B * S;
     int32_t *ids = mt_xmalloc(BT * sizeof *ids);
     int32_t *src = NS ? mt_xmalloc(NS * sizeof *src) : NULL;
@@ -295,10 +304,47 @@ static int attr_pass(attr_seq *q, int T, int B, const attr_path *path, const att
         if (S) memcpy(src + (size_t)r * S, q->src, (size_t)S * sizeof *src);
     }
     mt_batch b = {.B = B, .T = T, .ids = ids, .S = S, .src = src};
-    int rc = mt_model_prepare(m, &b);
+    int rc = mt_model_prepare(q->m, &b);
     free(ids);
     free(src);
-    if (rc) return mt_error_context("attribution");
+    return rc ? mt_error_context("attribution") : 0;
+}
+
+/* Floats of a pass's device scratch: xg, dxg (n_picks, C), logits (n_picks, V); with backward
+ * also dout, dx (BT, C), dmem, dxs (NS, C) and the units' scratch. */
+static size_t pass_scratch_floats(const attr_seq *q, int T, int B, int n_picks, int backward)
+{
+    const mt_model *m = q->m;
+    int S = q->S, C = m->cfg.d_model, V = m->cfg.vocab_size;
+    size_t BT = (size_t)B * T, NS = (size_t)B * S, P = (size_t)n_picks, units = 0;
+    if (backward) {
+        units = stack_scratch(&m->dec, B, T, S);
+        size_t e = q->encdec ? stack_scratch(&m->enc, B, S, 0) : 0;
+        if (e > units) units = e;
+    }
+    return 2 * P * C + P * V + (backward ? 2 * BT * C + 2 * NS * C + units : 0);
+}
+
+/* The device scratch grown to n floats (an allocation is zeroed). */
+static int reserve_scratch(attr_seq *q, size_t n)
+{
+    if (n <= q->scratch_cap) return 0;
+    const mt_backend *be = q->m->be;
+    if (q->scratch) be->free(q->scratch);
+    q->scratch = be->alloc(n * sizeof(float));
+    q->scratch_cap = q->scratch ? n : 0;
+    return q->scratch ? 0 : -1;
+}
+
+static int attr_pass(attr_seq *q, int T, int B, const attr_path *path, const attr_pick *picks,
+                     int n_picks, double *logp, const attr_grads *grads)
+{
+    int backward = grads != NULL;
+    mt_model *m = q->m;
+    const mt_backend *be = m->be;
+    int S = q->S, C = m->cfg.d_model, V = m->cfg.vocab_size;
+    size_t BT = (size_t)B * T, NS = (size_t)B * S;
+    if (prepare_copies(q, T, B)) return -1;
 
     const float *mem = NULL;
     if (q->encdec) {
@@ -321,18 +367,12 @@ static int attr_pass(attr_seq *q, int T, int B, const attr_path *path, const att
                    .input_grads_only = 1};
     const float *out = mt_stack_forward(m, &m->dec, &m->dec_acts, &dec);
 
-    /* device: xg (n_picks, C), dxg (n_picks, C), logits (n_picks, V); with backward also
-     * dout, dx (BT, C), dmem, dxs (NS, C) and the units' scratch */
-    size_t units = 0;
-    if (backward) {
-        units = stack_scratch(&m->dec, B, T, S);
-        size_t e = q->encdec ? stack_scratch(&m->enc, B, S, 0) : 0;
-        if (e > units) units = e;
-    }
-    size_t P = (size_t)n_picks;
-    size_t n = 2 * P * C + P * V + (backward ? 2 * BT * C + 2 * NS * C + units : 0);
-    float *dev = be->alloc(n * sizeof(float));
-    if (!dev) return mt_error_context("attribution of %d target positions", n_picks);
+    size_t P = (size_t)n_picks, n = pass_scratch_floats(q, T, B, n_picks, backward);
+    if (n > q->scratch_cap) {
+        if (reserve_scratch(q, n))
+            return mt_error_context("attribution of %d target positions", n_picks);
+    } else be->fill(q->scratch, n, 0.0f); /* dout is 0 but at the picks' positions */
+    float *dev = q->scratch;
     float *xg = dev, *dxg = xg + P * C, *lg = dxg + P * C, *dout = lg + P * V;
     float *dx = dout + BT * C, *dmem = dx + BT * C, *dxs = dmem + NS * C;
     float *unit_scratch = dxs + NS * C;
@@ -340,7 +380,12 @@ static int attr_pass(attr_seq *q, int T, int B, const attr_path *path, const att
         be->copy(xg + k * C, out + ((size_t)picks[k].brow * T + picks[k].pos) * C,
                  C * sizeof(float));
     mt_model_project(m, lg, xg, P);
-    float *logits = mt_xmalloc(P * V * sizeof *logits);
+    if (P * V > q->logits_cap) {
+        free(q->logits);
+        q->logits = mt_xmalloc(P * V * sizeof *q->logits);
+        q->logits_cap = P * V;
+    }
+    float *logits = q->logits;
     be->download(logits, lg, P * V * sizeof *logits);
     seed_logits(q, logits, backward ? logits : NULL, picks, n_picks, V, logp);
     if (backward) {
@@ -360,8 +405,6 @@ static int attr_pass(attr_seq *q, int T, int B, const attr_path *path, const att
             be->download(grads->genc, dxs, NS * C * sizeof(float));
         }
     }
-    free(logits);
-    be->free(dev);
     return 0;
 }
 
@@ -484,11 +527,20 @@ static int gradient_passes(attr_seq *q, mt_attr_method method, const attr_eval *
     float *alpha = mt_xmalloc((size_t)chunk * sizeof *alpha);
     attr_pick *picks = mt_xmalloc((size_t)chunk * sizeof *picks);
     double *logp = mt_xmalloc((size_t)chunk * sizeof *logp);
-    float *gdec = mt_xmalloc((size_t)chunk * q->T * C * sizeof *gdec);
-    float *genc = q->S ? mt_xmalloc((size_t)chunk * q->S * C * sizeof *genc) : NULL;
-    attr_grads grads = {gdec, genc};
+    if (chunk > q->grads_copies) {
+        free(q->gdec);
+        free(q->genc);
+        q->gdec = mt_xmalloc((size_t)chunk * q->T * C * sizeof *q->gdec);
+        q->genc = q->S ? mt_xmalloc((size_t)chunk * q->S * C * sizeof *q->genc) : NULL;
+        q->grads_copies = chunk;
+    }
+    attr_grads grads = {q->gdec, q->genc};
     attr_path path = {alpha, -1, NULL};
-    int rc = 0;
+    /* the largest pass's activations and scratch at once: the chunks' growing lengths would
+     * otherwise allocate (and zero) about four ever larger blocks of each */
+    int rc = prepare_copies(q, q->T, chunk);
+    if (rc == 0 && reserve_scratch(q, pass_scratch_floats(q, q->T, chunk, chunk, 1)))
+        rc = mt_error_context("attribution of %d target positions", chunk);
     for (long first = 0; first < n && rc == 0; first += chunk) {
         if ((rc = check_cancel(cancel))) break;
         int B = n - first < chunk ? (int)(n - first) : chunk;
@@ -513,8 +565,6 @@ static int gradient_passes(attr_seq *q, mt_attr_method method, const attr_eval *
     free(alpha);
     free(picks);
     free(logp);
-    free(gdec);
-    free(genc);
     return rc;
 }
 
