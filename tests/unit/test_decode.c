@@ -6,6 +6,7 @@
 #include "test_util.h"
 
 #include <omp.h>
+#include <pthread.h>
 
 #include "decode/search.h"
 #include "mtlab/decode.h"
@@ -323,6 +324,59 @@ static void test_decode_reuses_workspace(void **state)
         assert_true(backend_allocs > before);
         mt_model_free(m);
     }
+}
+
+/* Two threads decoding with one model: each state takes the kept workspace or makes its own,
+ * never both at once, so each call's hypotheses equal those of a call alone. */
+typedef struct {
+    mt_model *m;
+    const sources *s;
+    const mt_decode_result *want;
+    int beam, mismatches;
+} decode_thread;
+
+static void *decode_again(void *arg)
+{
+    decode_thread *t = arg;
+    for (int k = 0; k < 6; k++) {
+        mt_decode_opts o = opts_beam(t->beam, 0);
+        mt_decode_result r;
+        if (mt_decode(t->m, t->s->ptr, t->s->len, t->s->n, &o, &r)) {
+            t->mismatches++;
+            continue;
+        }
+        for (int i = 0; i < t->s->n; i++)
+            if (r.hyps[i].n_ids != t->want->hyps[i].n_ids ||
+                !same_ids(r.hyps[i].ids, t->want->hyps[i].ids, r.hyps[i].n_ids) ||
+                r.hyps[i].logprob != t->want->hyps[i].logprob)
+                t->mismatches++;
+        mt_decode_result_free(&r);
+    }
+    return NULL;
+}
+
+static void test_decode_workspace_threads(void **state)
+{
+    (void)state;
+    static const int A[] = {13, 2, 9, 5}, B[] = {4, 1, 6};
+    mt_model *m = tiny_model("transformer", 7);
+    sources a, b;
+    make_sources(&a, A, 4, 1);
+    make_sources(&b, B, 3, 2);
+    mt_decode_opts oa = opts_beam(1, 0), ob = opts_beam(3, 0);
+    mt_decode_result want_a, want_b;
+    decode_ok(m, &a, &oa, &want_a);
+    decode_ok(m, &b, &ob, &want_b);
+    decode_thread t[2] = {{m, &a, &want_a, 1, 0}, {m, &b, &want_b, 3, 0}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, decode_again, &t[i]), 0);
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    assert_int_equal(t[0].mismatches, 0);
+    assert_int_equal(t[1].mismatches, 0);
+    mt_decode_result_free(&want_a);
+    mt_decode_result_free(&want_b);
+    mt_model_free(m);
 }
 
 /* ---------------------------------------------------------------- greedy */
@@ -721,6 +775,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_row_helpers_match_naive),
         cmocka_unit_test(test_decode_reuses_workspace),
+        cmocka_unit_test(test_decode_workspace_threads),
         cmocka_unit_test(test_greedy_matches_naive_transformer),
         cmocka_unit_test(test_greedy_matches_naive_mamba),
         cmocka_unit_test(test_beam_matches_naive_transformer),
