@@ -154,6 +154,36 @@ static int decode_start(mt_decode_ctx *c, const int32_t *const *src, const int *
     return rc;
 }
 
+static int check_opts(const mt_model *m, const mt_decode_opts *o, int n);
+
+int mt_decode_reserve(mt_model *m, const int32_t *const *src, const int *src_len, int n,
+                      const mt_decode_opts *o)
+{
+    if (check_opts(m, o, n)) return -1;
+    if (n == 0) return 0;
+    int max_new = 0;
+    for (int i = 0; i < n; i++) {
+        int k = mt_decode_max_new(m, src_len[i], o);
+        if (k < 0) return -1;
+        if (k > max_new) max_new = k;
+    }
+    mt_batch b;
+    int32_t *ids, *srcbuf;
+    build_prompts(m, src, src_len, n, &b, &ids, &srcbuf);
+    /* the state decode_start makes; one whose caches alone are past what the model may keep
+     * would only be freed again */
+    int S = mt_model_is_encdec(m) ? b.S : 0, rows = n * o->beam, max_T = b.T + max_new - 1;
+    int rc = 0;
+    if (mt_model_decode_state_bytes(m, rows, max_T, S) <= mt_model_decode_workspace_limit(m)) {
+        mt_decode_state *st = mt_decode_state_new(m, rows, max_T, S);
+        rc = st ? mt_decode_state_reserve(st, n, b.T, S) : -1;
+        mt_decode_state_free(st);
+    }
+    free(ids);
+    free(srcbuf);
+    return rc;
+}
+
 static int check_opts(const mt_model *m, const mt_decode_opts *o, int n)
 {
     int V = mt_model_get_config(m)->vocab_size;

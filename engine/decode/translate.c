@@ -85,6 +85,30 @@ int mt_sources_encode(mt_sources *s, const mt_model *m, const mt_tokenizer *tok,
     return 0;
 }
 
+/* The options a batch decodes with: the caller's, generation limited to the tokenizer's ids. */
+static mt_decode_opts batch_opts(const mt_decode_opts *o, int vocab_limit)
+{
+    mt_decode_opts bo = *o;
+    if (o->vocab_limit <= 0 || o->vocab_limit > vocab_limit) bo.vocab_limit = vocab_limit;
+    return bo;
+}
+
+/* mt_decode_reserve for one batch of the sorted inputs; a failure is left to its decoding. */
+static void reserve_batch(mt_model *m, const int32_t *const *ids, const by_length *order, int count,
+                          const mt_decode_opts *o, int vocab_limit)
+{
+    const int32_t **src = mt_xmalloc((size_t)count * sizeof *src);
+    int *lens = mt_xmalloc((size_t)count * sizeof *lens);
+    for (int j = 0; j < count; j++) {
+        src[j] = ids[order[j].index];
+        lens[j] = order[j].len;
+    }
+    mt_decode_opts bo = batch_opts(o, vocab_limit);
+    (void)mt_decode_reserve(m, src, lens, count, &bo);
+    free(src);
+    free(lens);
+}
+
 /* Decode one batch of the sorted inputs into res (input order). */
 static int run_batch(mt_model *m, const int32_t *const *ids, const by_length *order, int count,
                      const mt_decode_opts *o, int vocab_limit, mt_decode_result *res)
@@ -98,8 +122,7 @@ static int run_batch(mt_model *m, const int32_t *const *ids, const by_length *or
         lens[j] = order[j].len;
     }
     remap r = {o->on_token, o->user, index};
-    mt_decode_opts bo = *o;
-    if (o->vocab_limit <= 0 || o->vocab_limit > vocab_limit) bo.vocab_limit = vocab_limit;
+    mt_decode_opts bo = batch_opts(o, vocab_limit);
     if (o->on_token) {
         bo.on_token = remap_event;
         bo.user = &r;
@@ -143,6 +166,10 @@ int mt_translate_ids(mt_model *m, const mt_tokenizer *tok, const int32_t *const 
         res->hyps = mt_xcalloc((size_t)n, sizeof *res->hyps);
         res->n = n;
     }
+    /* the batches run shortest first, each wanting a larger decoding state than the last: the
+     * longest one's memory, taken first, serves them all (decode workspace, mtlab/model.h); a
+     * source it fails on fails its own batch below, with its index */
+    if (n > batch) reserve_batch(m, src, order + n - batch, batch, o, pieces);
     int rc = 0;
     for (int start = 0; rc == 0 && start < n; start += batch) {
         int count = n - start < batch ? n - start : batch;

@@ -125,6 +125,8 @@ void mt_model_set_decode_workspace_limit(mt_model *m, size_t bytes)
         blocks_free(m->base_be, b);
 }
 
+size_t mt_model_decode_workspace_limit(const mt_model *m) { return m->decode_workspace_limit; }
+
 size_t mt_model_decode_workspace_bytes(mt_model *m)
 {
     struct mt_decode_blocks *b = atomic_exchange(&m->decode_workspace, NULL), *none = NULL;
@@ -330,6 +332,25 @@ mt_decode_state *mt_decode_state_new(mt_model *m, int max_B, int max_T, int max_
 }
 
 int mt_decode_state_length(const mt_decode_state *st) { return st->len; }
+
+static int size_work(mt_decode_state *st, int B, int Tq, int encode, int Se);
+
+int mt_decode_state_reserve(mt_decode_state *st, int B, int T, int S)
+{
+    mt_model *m = st->m;
+    if (B > st->max_B || T > st->max_T || S > st->max_S)
+        return mt_error("%s reserve: %d rows x %d positions exceed the state's %d x %d",
+                        m->arch->name, B, T, st->max_B, st->max_T);
+    if (m->arch->encdec &&
+        size_work(st, B, 1, 1, st->enc_uc ? prefill_chunk(st, &m->enc, B, S, S, 0) : S))
+        return -1;
+    if (size_work(st, B, prefill_chunk(st, &m->dec, B, T, st->max_T, S), 0, 0) ||
+        size_work(st, st->max_B, 1, 0, 0))
+        return -1;
+    if (st->reorder_floats && !block_take(st, BLOCK_REORDER, st->reorder_floats * sizeof(float), 0))
+        return mt_error_context("%s reserve", m->arch->name);
+    return 0;
+}
 
 /* Lay out one pass's working set: when encode, the encoder for Se source positions (a chunk,
  * or the whole source when the encoder does not run in chunks); the decoder for Tq new

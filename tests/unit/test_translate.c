@@ -213,6 +213,63 @@ static void test_translate_texts(void **state)
     assert_null(all.hyps);
 }
 
+static size_t backend_allocs;
+static void *counted_alloc(size_t bytes)
+{
+    backend_allocs++;
+    return mt_backend_cpu()->alloc(bytes);
+}
+
+/* A fresh model with the fixture's weights whose backend counts its allocations. */
+static mt_model *counted_model(const text_fixture *fx, mt_backend *counting)
+{
+    *counting = *mt_backend_cpu();
+    counting->alloc = counted_alloc;
+    mt_model *m = mt_model_create(mt_model_get_config(fx->m), counting, 5);
+    assert_non_null(m);
+    return m;
+}
+
+/* Batches run shortest first, each needing a larger decoding state than the one before: the
+ * longest batch's memory is reserved before the first, and no batch allocates any more. */
+static void test_translate_reserves_longest_batch(void **state)
+{
+    text_fixture *fx = *state;
+    /* the last batch: the two longest sources, ties to the later text (mt_translate's order) */
+    int *ids[N_TEXTS], len[N_TEXTS], last = -1, second = -1;
+    for (int i = 0; i < N_TEXTS; i++) {
+        size_t n;
+        assert_int_equal(mt_source_encode(fx->m, fx->tok, TEXTS[i], &ids[i], &n), 0);
+        len[i] = (int)n;
+        if (last < 0 || len[i] >= len[last]) second = last, last = i;
+        else if (second < 0 || len[i] >= len[second]) second = i;
+    }
+    const int32_t *longest[] = {(const int32_t *)ids[second], (const int32_t *)ids[last]};
+    int longest_len[] = {len[second], len[last]};
+    for (int beam = 1; beam <= 3; beam += 2) {
+        mt_backend counting;
+        mt_decode_opts o = opts_beam(beam, 12);
+        o.vocab_limit = mt_tokenizer_vocab_size(fx->tok); /* as mt_translate decodes */
+        mt_model *m = counted_model(fx, &counting);
+        size_t before = backend_allocs;
+        assert_int_equal(mt_decode_reserve(m, longest, longest_len, 2, &o), 0);
+        size_t reserved = backend_allocs - before;
+        mt_model_free(m);
+
+        m = counted_model(fx, &counting);
+        mt_decode_result r;
+        before = backend_allocs;
+        if (mt_translate(m, fx->tok, TEXTS, N_TEXTS, 2, &o, &r)) fail_msg("%s", mt_last_error());
+        size_t all = backend_allocs - before;
+        mt_decode_result_free(&r);
+        mt_model_free(m);
+        if (all != reserved)
+            fail_msg("beam %d: %zu backend allocations for 3 batches, %zu to reserve the longest",
+                     beam, all, reserved);
+    }
+    for (int i = 0; i < N_TEXTS; i++) free(ids[i]);
+}
+
 /* Encoding once and translating the ids (in windows) gives what mt_translate gives; a bad
  * source is found before anything is decoded, by index, with a message that names no index. */
 static void test_translate_encoded_sources(void **state)
@@ -430,6 +487,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_paragraph_splitting),
         cmocka_unit_test_setup_teardown(test_translate_texts, text_setup, text_teardown),
+        cmocka_unit_test_setup_teardown(test_translate_reserves_longest_batch, text_setup,
+                                        text_teardown),
         cmocka_unit_test_setup_teardown(test_translate_encoded_sources, text_setup, text_teardown),
         cmocka_unit_test_setup_teardown(test_translate_command, text_setup, text_teardown),
     };

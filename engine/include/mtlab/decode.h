@@ -176,6 +176,13 @@ int mt_translate_ids(mt_model *m, const mt_tokenizer *tok, const int32_t *const 
  * vectorised pass; host memory. */
 int32_t mt_argmax(const float *x, int V, int skip);
 
+/* Make and free the decoding state mt_decode would make for these sources under o, its working
+ * set and reorder scratch taken too, so the model keeps that memory for the calls that follow
+ * (mtlab/model.h, decode workspace): a caller decoding batches shortest first reserves for its
+ * longest batch once, and no batch allocates. 0, or -1 where mt_decode would fail too. */
+int mt_decode_reserve(mt_model *m, const int32_t *const *src, const int *src_len, int n,
+                      const mt_decode_opts *o);
+
 /* The number of new tokens sentence of src_len ids may generate under o, or -1 when the model
  * cannot take such a source (mt_last_error says why). */
 int mt_decode_max_new(const mt_model *m, int src_len, const mt_decode_opts *o);

@@ -324,6 +324,12 @@ size_t mt_decode_state_model_bytes(const mt_decode_state *st, int rows);
  * threads never share memory. The memory goes with mt_model_free, or with a larger state. */
 #define MT_DECODE_WORKSPACE_LIMIT ((size_t)64 << 20)
 void mt_model_set_decode_workspace_limit(mt_model *m, size_t bytes);
+size_t mt_model_decode_workspace_limit(const mt_model *m);
+/* Take now the memory a prefill of B rows, a prompt of T and a source of S positions, then steps
+ * of all the state's rows and reorders will want (the working set, the reorder scratch), running
+ * nothing: freed right after, the state leaves it all with the model for the calls that follow
+ * (mt_decode_reserve). */
+int mt_decode_state_reserve(mt_decode_state *st, int B, int T, int S);
 /* Bytes the model keeps for its next decode state (0 while a state holds them). */
 size_t mt_model_decode_workspace_bytes(mt_model *m);
 
