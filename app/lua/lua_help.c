@@ -38,10 +38,11 @@ const mtl_help_entry mtl_help[] = {
      "attention, cross or implicit; layer 1-based (first such layer by default); head (mean "
      "of heads by default)."},
     {"model:attribute",
-     "model:attribute(src, hyp [, {method=, steps=, contrast=, baseline=}]) -> matrix",
+     "model:attribute(src, hyp [, {method=, steps=, rule=, contrast=, baseline=}]) -> matrix",
      "Gradient attribution of each target token of hyp (nil: the greedy translation; rows, "
      "then <eos>) onto the inputs (columns: source side, then target side): method saliency, "
-     "input_x_gradient or integrated_gradients (steps, default 64; baseline pad or zero); "
+     "input_x_gradient or integrated_gradients (steps, default 64; rule adaptive or "
+     "gauss-legendre; baseline pad or zero); "
      "contrast, a token, attributes log p(target) - log p(contrast)."},
     {"model:close", "model:close()",
      "Frees the model now (also done by the garbage collector and by a <close> variable)."},

@@ -585,14 +585,14 @@ static int m_probe(lua_State *L)
     return 1;
 }
 
-/* model:attribute(src, hyp [, {method=, steps=, contrast=, baseline=}]) -> mtlab.matrix:
+/* model:attribute(src, hyp [, {method=, steps=, rule=, contrast=, baseline=}]) -> mtlab.matrix:
  * gradient attribution (mtlab/attribution.h) of each target token (rows: hyp, then <eos>) onto
  * the inputs (columns: the source side, then the target side); hyp nil: the model's greedy
  * translation of src. */
 static int m_attribute(lua_State *L)
 {
     static const char *const fn = "mtlab.model:attribute";
-    static const char *const known[] = {"method", "steps", "contrast", "baseline", NULL};
+    static const char *const known[] = {"method", "steps", "rule", "contrast", "baseline", NULL};
     lua_settop(L, 4);
     model_handle *h = check_model(L, 1, fn);
     if (h->peer) mtl_error(L, fn, "%s has no gradients (a rule-based system)", h->name);
@@ -602,6 +602,10 @@ static int m_attribute(lua_State *L)
     const char *method = mtl_opt_string(L, 4, fn, "method", "saliency");
     if (mt_attr_method_parse(method, &o.method)) mtl_error(L, fn, "%s", mt_last_error());
     o.steps = (int)mtl_opt_integer(L, 4, fn, "steps", 0, 1, MT_ATTR_MAX_STEPS);
+    const char *rule = mtl_opt_string(L, 4, fn, "rule", NULL);
+    if (rule && o.method != MT_ATTR_INTEGRATED_GRADIENTS)
+        mtl_error(L, fn, "rule is for method integrated_gradients");
+    if (rule && mt_attr_rule_parse(rule, &o.rule)) mtl_error(L, fn, "%s", mt_last_error());
     const char *baseline = mtl_opt_string(L, 4, fn, "baseline", "pad");
     if (!strcmp(baseline, "zero")) o.baseline = MT_ATTR_BASELINE_ZERO;
     else if (strcmp(baseline, "pad"))
@@ -650,8 +654,10 @@ static int m_attribute(lua_State *L)
         cols[i] = mt_xstrdup(p ? p : "?");
     }
     const char *foil = o.contrast >= 0 ? mt_tokenizer_id_to_piece(h->tok, o.contrast) : NULL;
-    char what[160];
-    snprintf(what, sizeof what, "%s attribution%s%s", mt_attr_method_name(a.method),
+    char what[200], how[64] = "";
+    if (a.method == MT_ATTR_INTEGRATED_GRADIENTS)
+        snprintf(how, sizeof how, " (%d steps, %s rule)", a.steps, mt_attr_rule_name(a.rule));
+    snprintf(what, sizeof what, "%s attribution%s%s%s", mt_attr_method_name(a.method), how,
              o.contrast >= 0 ? ", contrast " : "", o.contrast >= 0 ? (foil ? foil : "?") : "");
     float *values = a.values;
     a.values = NULL;

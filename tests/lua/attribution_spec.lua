@@ -36,6 +36,30 @@ describe("model:attribute", function()
     assert.matches(", contrast ", both.what, 1, true)
   end)
 
+  it("places integrated gradients' nodes by rule=", function()
+    local m <close> = mtlab.load(H.transformer)
+    local src, hyp = "En el principio creó Dios los cielos y la tierra.", "In the beginning God"
+    local function ig(rule)
+      return m:attribute(src, hyp, {method = "integrated_gradients", steps = 16, rule = rule})
+    end
+    local adaptive, plain, default = ig("adaptive"), ig("gauss-legendre"), ig(nil)
+    local rows, cols = adaptive:shape()
+    local differ = false
+    for i = 1, rows do
+      for j = 1, cols do
+        assert.are.equal(adaptive[i][j], default[i][j]) -- adaptive is the default
+        if adaptive[i][j] ~= plain[i][j] then differ = true end
+      end
+    end
+    assert.is_true(differ)
+    assert.matches("adaptive rule", adaptive.what, 1, true)
+    assert.matches("gauss-legendre rule", plain.what, 1, true)
+    assert.has_error(function() ig("simpson") end,
+      "mtlab.model:attribute: unknown integration rule 'simpson' (adaptive or gauss-legendre)")
+    assert.has_error(function() m:attribute(src, hyp, {rule = "adaptive"}) end,
+      "mtlab.model:attribute: rule is for method integrated_gradients")
+  end)
+
   it("stops a long integrated-gradients attribution on Ctrl-C", function()
     -- `mtlab run` in the background; SIGINT once the script is about to attribute (4096 steps
     -- of every row: minutes when nothing stops it)
