@@ -232,8 +232,15 @@ void mt_mamba_step(const mt_backend *be, float *out, mt_mamba_acts *a, const flo
                    int B)
 {
     int C = cfg->d_model, D = cfg->d_inner;
-    mt_linear_forward(be, a->x, inp, p->in_proj_w, p->in_proj_b, (size_t)B, C, D);
-    mt_linear_forward(be, a->z, inp, p->in_proj_w + (size_t)D * C, z_bias(p, cfg), (size_t)B, C, D);
+    /* One row's x and z lie end to end (mt_mamba_acts_point): in_proj as one product of 2D
+     * rows, one fork at two threads instead of two. Each output is the same dot product. */
+    if (B == 1 && a->z == a->x + D) {
+        mt_linear_forward(be, a->x, inp, p->in_proj_w, p->in_proj_b, 1, C, 2 * D);
+    } else {
+        mt_linear_forward(be, a->x, inp, p->in_proj_w, p->in_proj_b, (size_t)B, C, D);
+        mt_linear_forward(be, a->z, inp, p->in_proj_w + (size_t)D * C, z_bias(p, cfg), (size_t)B, C,
+                          D);
+    }
     be->conv1d_step(a->xc, state->conv, a->x, p->conv_w, p->conv_b, B, D, cfg->d_conv);
     be->act_forward(MT_ACT_SILU, a->u, a->xc, (size_t)B * D);
     x_proj_forward(be, a, p, cfg, (size_t)B);

@@ -381,6 +381,73 @@ static void test_mamba_step_matches_parallel(void **state)
     step_matches_parallel(&biased);
 }
 
+/* A batch-1 step takes in_proj as one product (x and z lie end to end): one fork at two
+ * threads where two products made two. Its output and states equal, bit for bit, those of
+ * the same step with z moved off x's end (which takes the two products), at mamba-small's
+ * shape, where the few-row kernel runs, with and without in_proj's bias. The products are
+ * counted through a copy of the CPU backend whose gemm counts its calls. */
+static int gemm_calls;
+
+static void counting_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha,
+                          const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                          int ldc)
+{
+    gemm_calls++;
+    mt_backend_cpu()->gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+static void batch1_step_one_in_proj(const mt_mamba_config *cfg)
+{
+    int C = cfg->d_model, D = cfg->d_inner;
+    enum { STEPS = 3 };
+    mt_backend counting = *mt_backend_cpu();
+    counting.gemm = counting_gemm;
+    mt_mamba_params p;
+    float *params = mamba_random_params(cfg, &p, 41);
+    mt_rng rng;
+    mt_rng_init(&rng, 41, 1);
+    float *h = gc_random((size_t)STEPS * C, &rng, 1.0f);
+    float *acts1 = calloc(mt_mamba_acts_count(cfg, 1, 1), 4),
+          *acts2 = calloc(mt_mamba_acts_count(cfg, 1, 1), 4), *z_apart = calloc((size_t)D, 4);
+    float *st1 = calloc(mt_mamba_state_count(cfg, 1), 4),
+          *st2 = calloc(mt_mamba_state_count(cfg, 1), 4);
+    float *y1 = calloc((size_t)C, 4), *y2 = calloc((size_t)C, 4);
+    mt_mamba_acts a1, a2;
+    mt_mamba_state s1, s2;
+    mt_mamba_acts_point(&a1, acts1, cfg, 1, 1), mt_mamba_acts_point(&a2, acts2, cfg, 1, 1);
+    a2.z = z_apart;
+    mt_mamba_state_point(&s1, st1, cfg, 1), mt_mamba_state_point(&s2, st2, cfg, 1);
+    int calls1 = 0, calls2 = 0;
+    for (int t = 0; t < STEPS; t++) {
+        const float *x = h + (size_t)t * C;
+        gemm_calls = 0;
+        mt_mamba_step(&counting, y1, &a1, x, &p, cfg, &s1, 1);
+        calls1 += gemm_calls, gemm_calls = 0;
+        mt_mamba_step(&counting, y2, &a2, x, &p, cfg, &s2, 1);
+        calls2 += gemm_calls;
+        assert_memory_equal(y1, y2, (size_t)C * 4);
+    }
+    assert_memory_equal(st1, st2, mt_mamba_state_count(cfg, 1) * 4);
+    printf("mamba step, C %d, bias %d: %d products a batch-1 step, %d with z apart; outputs and "
+           "states equal bit for bit\n",
+           C, cfg->bias, calls1 / STEPS, calls2 / STEPS);
+    /* in_proj, x_proj's three parts, dt_proj, out_proj */
+    assert_int_equal(calls1, 6 * STEPS);
+    assert_int_equal(calls2, 7 * STEPS);
+    free(params), free(h), free(acts1), free(acts2), free(z_apart), free(st1), free(st2), free(y1),
+        free(y2);
+}
+
+static void test_mamba_batch1_step_one_in_proj(void **state)
+{
+    (void)state;
+    mt_mamba_config cfg;
+    mt_mamba_config_default(&cfg, 192); /* models/mamba-small */
+    batch1_step_one_in_proj(&cfg);
+    cfg.bias = 1;
+    batch1_step_one_in_proj(&cfg);
+}
+
 /* ---------------------------------------------------------------- initialisation */
 static void uniform_stats(const char *name, const float *w, size_t n, double bound)
 {
@@ -450,6 +517,7 @@ int main(void)
         cmocka_unit_test(test_mamba_grad),
         cmocka_unit_test(test_mamba_left_padding_exact),
         cmocka_unit_test(test_mamba_step_matches_parallel),
+        cmocka_unit_test(test_mamba_batch1_step_one_in_proj),
         cmocka_unit_test(test_mamba_init_statistics),
     };
     return cmocka_run_group_tests_name("layers_mamba", tests, setup, NULL);
