@@ -20,5 +20,10 @@ int tui_text_width_z(const char *s);
 /* The longest prefix of valid UTF-8 s[0..n) that fits in max_cols columns (a zero-width
  * character stays with the one before it); returns its byte length, *cols its width. */
 size_t tui_text_fit(const char *s, size_t n, int max_cols, int *cols);
+/* text in at most cols columns: whole when it fits, else its start and its end around
+ * ellipsis, the end keeping the larger half ("mamba-l…mall-reg", "<|end…text|>"): job
+ * names of one preset and special tokens differ at their ends; the start alone when cols
+ * leaves no room beside the ellipsis. */
+void tui_fit_middle(char *out, size_t len, const char *text, int cols, const char *ellipsis);
 
 #endif

@@ -302,7 +302,9 @@ void tui_draw_heatmap(tui_app *a, tui_pane *p, WINDOW *w, int y0, int x0, int h,
         int lx = x0;
         if (selected) lx += tui_put(w, y, lx, glyphs(a)->row_mark, 1);
         else lx++;
-        tui_put(w, y, lx, label, x0 + g->gutter_w - 1 - lx);
+        char fit[LABEL_MAX];
+        tui_fit_middle(fit, sizeof fit, label, x0 + g->gutter_w - 1 - lx, glyphs(a)->ellipsis);
+        tui_put(w, y, lx, fit, x0 + g->gutter_w - 1 - lx);
         for (int c = g->col0; c < g->col0 + g->n_cols; c++) {
             int level = tui_heat_pane_masked(p, m, row, c)
                             ? -1

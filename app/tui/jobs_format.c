@@ -83,37 +83,6 @@ void tui_job_columns(tui_job_cols *c, const job_info *j, double eta_s)
     else snprintf(c->bleu, sizeof c->bleu, "-");
 }
 
-void tui_fit_middle(char *out, size_t len, const char *text, int cols, const char *ellipsis)
-{
-    size_t n = strlen(text);
-    int width = tui_text_width(text, n), ew = tui_text_width_z(ellipsis);
-    if (width <= cols || cols <= ew) {
-        int got;
-        size_t head = tui_text_fit(text, n, cols, &got);
-        snprintf(out, len, "%.*s", (int)head, text);
-        return;
-    }
-    int keep = cols - ew, tail_cols = (keep + 1) / 2, head_cols = keep - tail_cols, got;
-    size_t head = tui_text_fit(text, n, head_cols, &got);
-    /* the tail: the shortest suffix left once the text before it is wider than width - tail_cols */
-    size_t at = 0;
-    int before = 0;
-    while (at < n && width - before > tail_cols) {
-        uint32_t cp;
-        int b = tui_utf8_decode(text + at, n - at, &cp);
-        before += tui_cp_width(cp);
-        at += b > 0 ? (size_t)b : 1;
-    }
-    /* a zero-width character stays with the one before it */
-    while (at < n) {
-        uint32_t cp;
-        int b = tui_utf8_decode(text + at, n - at, &cp);
-        if (tui_cp_width(cp) != 0) break;
-        at += b > 0 ? (size_t)b : 1;
-    }
-    snprintf(out, len, "%.*s%s%s", (int)head, text, ellipsis, text + at);
-}
-
 void tui_job_curves_free(tui_job_curves *c)
 {
     free(c->step);

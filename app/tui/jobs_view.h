@@ -45,10 +45,6 @@ typedef struct {
     tui_meaning state_meaning;
 } tui_job_cols;
 void tui_job_columns(tui_job_cols *c, const job_info *j, double eta_s);
-/* text in at most cols columns: whole when it fits, else its start and its end around
- * ellipsis, the end keeping the larger half ("mamba-l…mall-reg"): runs of one preset
- * differ at their ends; the start alone when cols leaves no room beside the ellipsis. */
-void tui_fit_middle(char *out, size_t len, const char *text, int cols, const char *ellipsis);
 
 void tui_job_curves_free(tui_job_curves *c);
 

@@ -277,6 +277,24 @@ check "... and masked cells stay blank" wait_for '^│▶Y +[░▒▓█]+ +│
 quit_workbench
 check "Ctrl-Q quits with status 0" exited_cleanly
 
+# ---------------------------------------------------------------- byte-level BPE labels
+# a hub GPT-NeoX (tests/fixtures/neox_hf/st: byte-level BPE tokenizer.json): its maps label
+# tokens as a reader reads them, and a label wider than the gutter keeps both its ends
+T send-keys -t e2e -l "clear"; T send-keys -t e2e Enter
+T resize-window -t e2e -x 100 -y 30
+run_mtlab "$bin tui -m $root/tests/fixtures/neox_hf/st"
+wait_count 'params, cpu' 1 20
+T send-keys -t e2e -l "Amados hermanos míos, no os engañéis."
+check "a byte-level BPE hub model translates" wait_for ' done ' 30
+T send-keys -t e2e F3
+check "... its map labels 'her' as read, not as the piece 'Ġher'" wait_for '^│ her +█' 20
+check "... a token of spaces alone shows as ␣" wait_for '^│ ␣ +█' 5
+T send-keys -t e2e Tab
+T send-keys -t e2e F6
+check "... the attribution map's row <|endoftext|> keeps both ends" wait_for '^│ <\|end…text\|> ' 20
+quit_workbench
+check "Ctrl-Q quits with status 0" exited_cleanly
+
 echo
 echo "heatmap end-to-end tests took $(( $(date +%s) - started )) s"
 echo "e2e heatmap: $passed passed, $failed failed"
