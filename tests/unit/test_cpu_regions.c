@@ -2,34 +2,15 @@
  * step's small operations enter no OpenMP region at all, at one thread nothing does, and large
  * operations still fork at two threads. Regions are counted by wrapping libgomp's GOMP_parallel,
  * which every `omp parallel` (an `if (0)` one included) compiles to. */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* RTLD_NEXT */
-#endif
 #include "test_util.h"
 #include "grad_check.h"
 #include "mtlab/backend.h"
 #include "mtlab/error.h"
+#include "omp_regions.h"
 #include "mtlab/model.h"
 #include "backend/cpu/cpu_ops.h"
 
-#include <dlfcn.h>
 #include <omp.h>
-
-static long regions;
-
-typedef void (*gomp_parallel_fn)(void (*)(void *), void *, unsigned, unsigned);
-void GOMP_parallel(void (*fn)(void *), void *data, unsigned num_threads, unsigned flags);
-void GOMP_parallel(void (*fn)(void *), void *data, unsigned num_threads, unsigned flags)
-{
-    static gomp_parallel_fn real;
-    if (!real) {
-        void *sym = dlsym(RTLD_NEXT, "GOMP_parallel");
-        if (!sym) abort();
-        memcpy(&real, &sym, sizeof real);
-    }
-    __atomic_add_fetch(&regions, 1, __ATOMIC_RELAXED);
-    real(fn, data, num_threads, flags);
-}
 
 /* The regions one call of each operation enters, at `threads` threads, on a decoding step's
  * sizes (batch 1, C 192, FFN 768, 4 heads, 33 cached keys, a vocabulary of 8000) or on sizes
@@ -49,7 +30,7 @@ static long step_ops_regions(int threads, int scale)
     float *table = gc_random((size_t)(Tk + 1) * C, &rng, 1.0f), *stats = calloc((size_t)2 * B, 4);
     int32_t ids[128] = {0}, best[128];
     omp_set_num_threads(threads);
-    long before = regions;
+    long before = omp_regions();
     be->bias_add(y, bias, (size_t)B, C);
     be->add(y, y, x, (size_t)B * C);
     be->axpy(y, x, (size_t)B * C, 0.5f);
@@ -66,7 +47,7 @@ static long step_ops_regions(int threads, int scale)
     be->log_softmax(p, logits, (size_t)B, V);
     mt_attn_desc d = {.B = B, .H = H, .Tq = 1, .Tk = Tk, .Dh = C / H, .scale = 0.1f};
     be->attention_forward(y, NULL, x, k, v, &d);
-    long n = regions - before;
+    long n = omp_regions() - before;
     free(x), free(y), free(w), free(bias), free(logits), free(p), free(k), free(v), free(table);
     free(stats);
     return n;
@@ -105,18 +86,18 @@ static void test_one_row_products(void **state)
     float *y = calloc(8000, 4);
     int saved = omp_get_max_threads();
     omp_set_num_threads(2);
-    long before = regions;
+    long before = omp_regions();
     be->gemm(0, 1, 1, 128, 192, 1.0f, x, 192, w, 192, 0.0f, y, 128);
-    long small = regions - before;
-    before = regions;
+    long small = omp_regions() - before;
+    before = omp_regions();
     be->gemm(0, 1, 1, 192, 192, 1.0f, x, 192, w, 192, 0.0f, y, 192);
     be->gemm(0, 1, 1, 192, 768, 1.0f, x, 768, w, 768, 0.0f, y, 192);
     be->gemm(0, 1, 1, 8000, 192, 1.0f, x, 192, w, 192, 0.0f, y, 8000);
-    long large = regions - before;
+    long large = omp_regions() - before;
     omp_set_num_threads(1);
-    before = regions;
+    before = omp_regions();
     be->gemm(0, 1, 1, 8000, 192, 1.0f, x, 192, w, 192, 0.0f, y, 8000);
-    long large_one = regions - before;
+    long large_one = omp_regions() - before;
     omp_set_num_threads(saved);
     print_message("regions at 2 threads: %ld for 1 x 128 x 192, %ld for 1 x 192 x 192, 1 x 192 x "
                   "768 and 1 x 8000 x 192 (%ld for the last at 1 thread)\n",
@@ -137,14 +118,14 @@ static long decode_regions(const char *name, const mt_batch *b)
     if (!m) fail_msg("%s", mt_last_error());
     int saved = omp_get_max_threads();
     omp_set_num_threads(1);
-    long before = regions;
+    long before = omp_regions();
     mt_decode_state *st = mt_decode_state_new(m, 2, b->T + 6, b->S);
     assert_non_null(st);
     float *logits = malloc((size_t)2 * mt_model_get_config(m)->vocab_size * sizeof(float));
     assert_int_equal(mt_model_prefill(m, st, b, logits), 0);
     int32_t next[2] = {11, 20};
     for (int t = 0; t < 5; t++) assert_int_equal(mt_model_step(m, st, next, logits), 0);
-    long n = regions - before;
+    long n = omp_regions() - before;
     omp_set_num_threads(saved);
     free(logits);
     mt_decode_state_free(st);

@@ -3,40 +3,20 @@
  * range), the packed layout, the quantization round trip, an int8 linear against fp32, the weight
  * lookup by address, and every architecture's logits in int8 against fp32 (forward, prefill and
  * steps). */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* RTLD_NEXT */
-#endif
 #include "test_util.h"
 #include "model_parity.h"
 
 #include "backend/cpu/cpu_ops.h"
 #include "mtlab/error.h"
+#include "omp_regions.h"
 #include "mtlab/runner.h"
 #include "mtlab/layers.h"
 #include "mtlab/model.h"
 #include "mtlab/rng.h"
 
-#include <dlfcn.h>
 #include <omp.h>
 
 #define V TINY_MODEL_VOCAB
-
-/* OpenMP regions entered, counted by wrapping libgomp's GOMP_parallel, which every `omp
- * parallel` (an `if (0)` one included) compiles to (as test_cpu_regions.c) */
-static long regions;
-typedef void (*gomp_parallel_fn)(void (*)(void *), void *, unsigned, unsigned);
-void GOMP_parallel(void (*fn)(void *), void *data, unsigned num_threads, unsigned flags);
-void GOMP_parallel(void (*fn)(void *), void *data, unsigned num_threads, unsigned flags)
-{
-    static gomp_parallel_fn real;
-    if (!real) {
-        void *sym = dlsym(RTLD_NEXT, "GOMP_parallel");
-        if (!sym) abort();
-        memcpy(&real, &sym, sizeof real);
-    }
-    __atomic_add_fetch(&regions, 1, __ATOMIC_RELAXED);
-    real(fn, data, num_threads, flags);
-}
 
 static const char *const fast_kernels[] = {"avx2", "avx512-vnni"};
 
@@ -381,17 +361,17 @@ static void test_qlinear_forks_only_where_it_pays(void **state)
     assert_int_equal(be->qmatrix_make(&q, MT_QMATRIX_INT8, w, V8, C), 0);
     int saved = omp_get_max_threads();
     omp_set_num_threads(1);
-    long before = regions;
+    long before = omp_regions();
     be->qlinear_forward(one, x, &q, 0, NULL, 16, V8);
     be->qlinear_forward(one, x, &q, 0, NULL, 1, C);
-    long at_one = regions - before;
+    long at_one = omp_regions() - before;
     omp_set_num_threads(2);
-    before = regions;
+    before = omp_regions();
     be->qlinear_forward(two, x, &q, 0, NULL, 16, V8);
-    long large = regions - before;
-    before = regions;
+    long large = omp_regions() - before;
+    before = omp_regions();
     be->qlinear_forward(two, x, &q, 0, NULL, 1, C);
-    long small = regions - before;
+    long small = omp_regions() - before;
     omp_set_num_threads(saved);
     print_message("regions: %ld at 1 thread; at 2, %ld for 16 x 192 x 8000, %ld for 1 x 192 x "
                   "192\n",
