@@ -69,6 +69,7 @@ extern "C" const struct mt_backend *mt_cuda_backend(int index, int bf16_gemm, ch
         .scan_forward = cu_scan_forward,
         .scan_backward = cu_scan_backward,
         .scan_step = cu_scan_step,
+        .scan_step_A = NULL, // the step kernel takes A from A_log
         .retention_forward = cu_retention_forward,
         .retention_backward = cu_retention_backward,
         .retention_state_fill = cu_retention_state_fill,

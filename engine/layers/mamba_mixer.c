@@ -92,13 +92,15 @@ float *mt_mamba_acts_point(mt_mamba_acts *a, float *base, const mt_mamba_config 
 
 size_t mt_mamba_state_count(const mt_mamba_config *cfg, int B)
 {
-    return (size_t)B * cfg->d_inner * (cfg->d_conv + cfg->d_state);
+    return (size_t)B * cfg->d_inner * (cfg->d_conv + cfg->d_state) +
+           MT_SCAN_STEP_A_COUNT(cfg->d_inner, cfg->d_state);
 }
 
 float *mt_mamba_state_point(mt_mamba_state *s, float *base, const mt_mamba_config *cfg, int B)
 {
     tensor_table_take(&s->conv, &base, (size_t)B * cfg->d_inner * cfg->d_conv, 1);
     tensor_table_take(&s->ssm, &base, (size_t)B * cfg->d_inner * cfg->d_state, 1);
+    tensor_table_take(&s->A, &base, MT_SCAN_STEP_A_COUNT(cfg->d_inner, cfg->d_state), 1);
     s->len = 0;
     return base;
 }
@@ -170,6 +172,7 @@ void mt_mamba_forward(const mt_backend *be, float *out, mt_mamba_acts *a, const 
     x_proj_forward(be, a, p, cfg, BT);
     mt_scan_args s = scan_args(a, p, cfg, B, T);
     if (continuing) s.h0 = state->ssm;
+    if (state && !continuing && be->scan_step_A) be->scan_step_A(state->A, &s);
     be->scan_forward(a->y, state ? state->ssm : NULL, &s);
     if (state) state->len += T;
     be->gate_forward(a->yg, a->y, a->z, BT * D);
@@ -245,6 +248,10 @@ void mt_mamba_step(const mt_backend *be, float *out, mt_mamba_acts *a, const flo
     be->act_forward(MT_ACT_SILU, a->u, a->xc, (size_t)B * D);
     x_proj_forward(be, a, p, cfg, (size_t)B);
     mt_scan_args s = scan_args(a, p, cfg, B, 1);
+    if (be->scan_step_A) {
+        if (state->len == 0) be->scan_step_A(state->A, &s); /* a decode begun with a step */
+        s.A_step = state->A;
+    }
     be->scan_step(a->y, state->ssm, &s);
     be->gate_forward(a->yg, a->y, a->z, (size_t)B * D);
     mt_linear_forward(be, out, a->yg, p->out_proj_w, p->out_proj_b, (size_t)B, D, C);

@@ -670,8 +670,8 @@ static void test_scan(void **state)
         pair u = rnd(nu, 1.0f), dt = rnd(nu, 2.0f), A_log = rnd((size_t)D * N, 1.0f),
              Bm = rnd(nb, 1.0f);
         pair Cm = rnd(nb, 1.0f), Ds = rnd((size_t)D, 1.0f), dtb = rnd((size_t)D, 1.0f);
-        mt_scan_args ah = {u.h, dt.h, A_log.h, Bm.h, Cm.h, Ds.h, dtb.h, B, T, D, N, NULL};
-        mt_scan_args ad = {u.d, dt.d, A_log.d, Bm.d, Cm.d, Ds.d, dtb.d, B, T, D, N, NULL};
+        mt_scan_args ah = {u.h, dt.h, A_log.h, Bm.h, Cm.h, Ds.h, dtb.h, B, T, D, N, NULL, NULL};
+        mt_scan_args ad = {u.d, dt.d, A_log.d, Bm.d, Cm.d, Ds.d, dtb.d, B, T, D, N, NULL, NULL};
         pair y = poison(nu), hl = poison((size_t)B * D * N);
         cpu->scan_forward(y.h, hl.h, &ah), gpu->scan_forward(y.d, hl.d, &ad);
         double e = fmax(diff(y), diff(hl));

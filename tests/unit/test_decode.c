@@ -760,9 +760,10 @@ static void test_lengths_and_errors(void **state)
     o = opts_beam(5, 0);
     assert_int_equal(mt_decode_max_new(m, 200, &o), 410);
     mt_model_config cfg = *mt_model_get_config(m);
-    /* 2 layers x d_inner 64 x (conv 4 + state 8) floats per row */
+    /* 2 layers x d_inner 64 x (conv 4 + state 8) floats per row, and each layer's step A
+     * (d_inner 64 x state 8), shared by the rows */
     assert_int_equal(mt_model_config_decode_state_bytes(&cfg, 3, 100, 0),
-                     (size_t)3 * 2 * 64 * 12 * 4);
+                     (size_t)3 * 2 * 64 * 12 * 4 + 2 * 64 * 8 * 4);
     mt_model_free(m);
 }
 

@@ -449,6 +449,88 @@ static void test_mamba_batch1_step_one_in_proj(void **state)
 }
 
 /* ---------------------------------------------------------------- initialisation */
+/* A decode takes the step's A = -exp(A_log) once, when it starts (a prefill into an empty
+ * state, or a first step at len 0), not at every step: after the prefill, steps with A_log set
+ * to NaN give the same outputs, bit for bit, as steps with the real A_log. A decode started
+ * afresh in the same state memory after A_log changed (training, a reload) uses the new A_log:
+ * it equals a decode in fresh memory, for a step-only and a prefilled start (A_log changed
+ * before each). */
+static void step_A_taken_once(const mt_mamba_config *cfg)
+{
+    int C = cfg->d_model, D = cfg->d_inner, N = cfg->d_state;
+    enum { B = 2, PRE = 2, STEPS = 3 };
+    mt_mamba_params p;
+    float *params = mamba_random_params(cfg, &p, 47);
+    mt_rng rng;
+    mt_rng_init(&rng, 47, 1);
+    float *h = gc_random((size_t)B * (PRE + STEPS) * C, &rng, 1.0f);
+    size_t n_st = mt_mamba_state_count(cfg, B), n_p = mt_mamba_params_count(cfg);
+    float *acts = calloc(mt_mamba_acts_count(cfg, B, PRE), 4), *st1 = calloc(n_st, 4),
+          *st2 = calloc(n_st, 4), *poisoned = malloc(n_p * 4);
+    float *y1 = calloc((size_t)B * C, 4), *y2 = calloc((size_t)B * C, 4),
+          *pre_out = calloc((size_t)B * PRE * C, 4);
+    mt_mamba_params pp;
+    memcpy(poisoned, params, n_p * 4);
+    mt_mamba_params_point(&pp, poisoned, cfg);
+    for (size_t i = 0; i < (size_t)D * N; i++) pp.A_log[i] = NAN;
+    mt_mamba_acts a;
+    mt_mamba_state s1, s2;
+    mt_mamba_state_point(&s2, st2, cfg, B);
+    for (int round = 0; round < 2; round++) {
+        /* round 1: st2 decodes again after A_log changed, holding the A of round 0 */
+        if (round == 1)
+            for (size_t i = 0; i < (size_t)D * N; i++) p.A_log[i] += 0.25f;
+        /* a decode begun with a step: st1 fresh, st2 reused */
+        memset(st1, 0, n_st * 4);
+        mt_mamba_state_point(&s1, st1, cfg, B);
+        memset(s2.ssm, 0, (size_t)B * D * N * 4),
+            memset(s2.conv, 0, (size_t)B * D * cfg->d_conv * 4);
+        s2.len = 0;
+        mt_mamba_acts_point(&a, acts, cfg, B, 1);
+        for (int t = 0; t < STEPS; t++) {
+            const float *x = h + (size_t)t * B * C;
+            mt_mamba_step(be, y1, &a, x, &p, cfg, &s1, B);
+            mt_mamba_step(be, y2, &a, x, &p, cfg, &s2, B);
+            assert_memory_equal(y1, y2, (size_t)B * C * 4);
+        }
+        /* a decode begun with a prefill, then steps with A_log NaN in st2 */
+        if (round == 1)
+            for (size_t i = 0; i < (size_t)D * N; i++) p.A_log[i] += 0.25f;
+        memset(st1, 0, n_st * 4);
+        mt_mamba_state_point(&s1, st1, cfg, B);
+        s2.len = 0;
+        mt_mamba_acts_point(&a, acts, cfg, B, PRE);
+        mt_mamba_forward(be, pre_out, &a, h, &p,
+                         &(mt_mamba_call){.cfg = cfg, .B = B, .T = PRE, .state = &s1});
+        mt_mamba_forward(be, pre_out, &a, h, &p,
+                         &(mt_mamba_call){.cfg = cfg, .B = B, .T = PRE, .state = &s2});
+        mt_mamba_acts_point(&a, acts, cfg, B, 1);
+        for (int t = 0; t < STEPS; t++) {
+            const float *x = h + (size_t)(PRE + t) * B * C;
+            mt_mamba_step(be, y1, &a, x, &p, cfg, &s1, B);
+            mt_mamba_step(be, y2, &a, x, &pp, cfg, &s2, B);
+            for (int i = 0; i < B * C; i++) assert_false(isnan(y1[i]));
+            assert_memory_equal(y1, y2, (size_t)B * C * 4);
+        }
+    }
+    printf("mamba step, D %d N %d: A taken once a decode (steps with A_log NaN equal), and afresh "
+           "when a decode starts again after A_log changed\n",
+           D, N);
+    free(params), free(h), free(acts), free(st1), free(st2), free(poisoned), free(y1), free(y2),
+        free(pre_out);
+}
+
+static void test_mamba_step_A_taken_once(void **state)
+{
+    (void)state;
+    step_A_taken_once(&small_cfg);
+    mt_mamba_config cfg;
+    mt_mamba_config_default(&cfg, 192); /* models/mamba-small: D 384, N 16 */
+    step_A_taken_once(&cfg);
+    cfg.d_inner = 200; /* a last block of 8 channels */
+    step_A_taken_once(&cfg);
+}
+
 static void uniform_stats(const char *name, const float *w, size_t n, double bound)
 {
     double mx = 0.0, sum = 0.0, sum2 = 0.0;
@@ -518,6 +600,7 @@ int main(void)
         cmocka_unit_test(test_mamba_left_padding_exact),
         cmocka_unit_test(test_mamba_step_matches_parallel),
         cmocka_unit_test(test_mamba_batch1_step_one_in_proj),
+        cmocka_unit_test(test_mamba_step_A_taken_once),
         cmocka_unit_test(test_mamba_init_statistics),
     };
     return cmocka_run_group_tests_name("layers_mamba", tests, setup, NULL);

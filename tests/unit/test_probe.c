@@ -41,7 +41,7 @@ static void test_implicit_attention_matches_the_formula(void **state)
     scan_inputs x;
     make_inputs(&x, 7);
     static float fast[D * T * T], naive[D * T * T];
-    mt_scan_args a = {x.u, x.dt, x.A_log, x.Bm, x.Cm, x.Dskip, x.dt_bias, 1, T, D, N, NULL};
+    mt_scan_args a = {x.u, x.dt, x.A_log, x.Bm, x.Cm, x.Dskip, x.dt_bias, 1, T, D, N, NULL, NULL};
     mt_implicit_attention(fast, &a);
     mt_implicit_attention_naive(naive, &a);
     float largest = 0;
@@ -63,7 +63,7 @@ static void test_implicit_attention_reproduces_the_scan(void **state)
     make_inputs(&x, 11);
     static float alpha[D * T * T];
     float y[T * D];
-    mt_scan_args a = {x.u, x.dt, x.A_log, x.Bm, x.Cm, x.Dskip, x.dt_bias, 1, T, D, N, NULL};
+    mt_scan_args a = {x.u, x.dt, x.A_log, x.Bm, x.Cm, x.Dskip, x.dt_bias, 1, T, D, N, NULL, NULL};
     mt_implicit_attention(alpha, &a);
     mt_backend_cpu_naive()->scan_forward(y, NULL, &a);
     /* y_r,d = sum_c alpha_d[r][c] u_c,d + D_d u_r,d */
@@ -82,9 +82,9 @@ static void test_state_norms_match_the_recurrence(void **state)
     make_inputs(&x, 13);
     enum { G = 2 }; /* channels {0, 1} and {2, 3, 4}: the last group takes the remainder */
     float norms[T], groups[G * T];
-    mt_state_norms(
-        norms, groups, G,
-        &(mt_scan_args){x.u, x.dt, x.A_log, x.Bm, x.Cm, x.Dskip, x.dt_bias, 1, T, D, N, NULL});
+    mt_state_norms(norms, groups, G,
+                   &(mt_scan_args){x.u, x.dt, x.A_log, x.Bm, x.Cm, x.Dskip, x.dt_bias, 1, T, D, N,
+                                   NULL, NULL});
     double h[D][N] = {{0}};
     for (int t = 0; t < T; t++) {
         double sq[G] = {0};

@@ -39,8 +39,8 @@ static void scan_case_init(scan_case *s, int B, int T, int D, int N, uint64_t se
     s->dt_bias = gc_random(D, &rng, 1.0f);
     s->y = calloc(btd, 4);
     s->r = gc_random(btd, &rng, 1.0f);
-    s->a =
-        (mt_scan_args){s->u, s->dt, s->A_log, s->Bm, s->Cm, s->Dskip, s->dt_bias, B, T, D, N, NULL};
+    s->a = (mt_scan_args){s->u, s->dt, s->A_log, s->Bm, s->Cm, s->Dskip, s->dt_bias,
+                          B,    T,     D,        N,     NULL,  NULL};
 }
 
 static void scan_case_free(scan_case *s)
@@ -115,7 +115,7 @@ static void step_matches_forward(int B, int T, int D, int N, uint64_t seed)
     float *u = malloc(B * D * 4), *dt = malloc(B * D * 4), *Bm = malloc(B * N * 4),
           *Cm = malloc(B * N * 4);
     float *y = malloc(B * D * 4);
-    mt_scan_args one = {u, dt, s.A_log, Bm, Cm, s.Dskip, s.dt_bias, B, 1, D, N, NULL};
+    mt_scan_args one = {u, dt, s.A_log, Bm, Cm, s.Dskip, s.dt_bias, B, 1, D, N, NULL, NULL};
     for (int t = 0; t < T; t++) {
         for (int b = 0; b < B; b++) {
             memcpy(u + b * D, s.u + ((size_t)b * T + t) * D, D * 4);
@@ -168,8 +168,8 @@ static void test_scan_continues_from_h0(void **state)
             float *u = time_slice(s.u, B, T, D, t0, t1), *dt = time_slice(s.dt, B, T, D, t0, t1);
             float *Bm = time_slice(s.Bm, B, T, N, t0, t1), *Cm = time_slice(s.Cm, B, T, N, t0, t1);
             y_parts[part] = malloc((size_t)B * Tp * D * 4);
-            mt_scan_args a = {u,         dt, s.A_log, Bm, Cm, s.Dskip,
-                              s.dt_bias, B,  Tp,      D,  N,  part ? h : NULL};
+            mt_scan_args a = {u, dt, s.A_log,         Bm,  Cm, s.Dskip, s.dt_bias, B, Tp,
+                              D, N,  part ? h : NULL, NULL};
             bes[i]->scan_forward(y_parts[part], h, &a);
             free(u), free(dt), free(Bm), free(Cm);
         }

@@ -19,8 +19,8 @@
     .rope_forward = cpu_rope_forward, .rope_backward = cpu_rope_backward,                     \
     .conv1d_forward = cpu_conv1d_forward, .conv1d_step = cpu_conv1d_step,                     \
     .conv1d_state_fill = cpu_conv1d_state_fill, .scan_step = cpu_scan_step,                   \
-    .retention_state_fill = cpu_retention_state_fill, .retention_step = cpu_retention_step,   \
-    .cross_entropy_forward = cpu_cross_entropy_forward,                                       \
+    .scan_step_A = cpu_scan_step_A, .retention_state_fill = cpu_retention_state_fill,         \
+    .retention_step = cpu_retention_step, .cross_entropy_forward = cpu_cross_entropy_forward, \
     .cross_entropy_backward = cpu_cross_entropy_backward,                                     \
     .cross_entropy_fused = cpu_cross_entropy_fused, .dropout_forward = cpu_dropout_forward,   \
     .dropout_backward = cpu_dropout_backward, .adamw_step = cpu_adamw_step,                   \

@@ -129,6 +129,8 @@ void naive_conv1d_backward(float *dx, float *dw, float *dbias, const float *dout
  * every state) */
 void naive_scan_forward(float *y, float *h_last, const mt_scan_args *a);
 void naive_scan_backward(const mt_scan_grads *g, const float *dy, const mt_scan_args *a);
+/* the optional scan_step_A (mtlab/backend.h): A in 16-channel blocks, AT[n][j] per block */
+void cpu_scan_step_A(float *A, const mt_scan_args *a);
 
 /* multi-scale retention (cpu_retention.c: per-head sgemm, plus the recurrent state fill and
  * step shared by both tables; naive_retention.c: loops in double) */

@@ -33,13 +33,12 @@
 #include <string.h>
 
 enum { SCAN_BLOCK = CPU_LANES };
+_Static_assert(MT_SCAN_STEP_A_COUNT(1, 1) == SCAN_BLOCK, "the step's A blocks are the lanes");
 
-/* A block's parameters with the channels on the lanes: AT[n][j] = -exp(A_log[d0 + j, n]),
- * Dk[j] = Dskip[d0 + j]; 0 on lanes past the block's nd channels. */
-__attribute__((always_inline)) static inline void block_params(float (*restrict AT)[SCAN_BLOCK],
-                                                               float *restrict Dk,
-                                                               const mt_scan_args *a, int d0,
-                                                               int nd)
+/* A block's A with the channels on the lanes: AT[n][j] = -exp(A_log[d0 + j, n]); 0 on lanes
+ * past the block's nd channels. */
+__attribute__((always_inline)) static inline void block_A(float (*restrict AT)[SCAN_BLOCK],
+                                                          const mt_scan_args *a, int d0, int nd)
 {
     int N = a->N;
     /* gathered first, so the exp runs a vector at a time: a decoding step pays it per block.
@@ -62,6 +61,15 @@ __attribute__((always_inline)) static inline void block_params(float (*restrict 
             AT[n][j] = j < nd ? e : 0.0f;
         }
     }
+}
+
+/* A block's parameters: AT as block_A, Dk[j] = Dskip[d0 + j] (0 past nd) */
+__attribute__((always_inline)) static inline void block_params(float (*restrict AT)[SCAN_BLOCK],
+                                                               float *restrict Dk,
+                                                               const mt_scan_args *a, int d0,
+                                                               int nd)
+{
+    block_A(AT, a, d0, nd);
     for (int j = 0; j < SCAN_BLOCK; j++) Dk[j] = j < nd ? a->Dskip[d0 + j] : 0.0f;
 }
 
@@ -148,14 +156,22 @@ void cpu_scan_forward(float *y, float *h_last, const mt_scan_args *a)
 
 /* One decoding step of channels [d0, d0 + nd) of every batch row (h: the (B, D, N) states).
  * The block's A = -exp(A_log) is taken once for all rows: per row, it cost as many exps as the
- * step itself (a third of a batch-16 Mamba decoding step on an AVX2 EPYC, perf). */
+ * step itself (a third of a batch-16 Mamba decoding step on an AVX2 EPYC, perf). With
+ * a->A_step it is not taken at all: cpu_scan_step_A laid it out once for the whole decode (at
+ * batch 1, the exps and the gather were 6% of a step's time, perf). */
 MT_CPU_CLONES static void scan_step_block(float *y, float *h, const mt_scan_args *a, int d0, int nd)
 {
     int D = a->D, N = a->N;
-    float AT[MT_SCAN_MAX_STATE][SCAN_BLOCK], hT[MT_SCAN_MAX_STATE][SCAN_BLOCK];
+    float ATbuf[MT_SCAN_MAX_STATE][SCAN_BLOCK], hT[MT_SCAN_MAX_STATE][SCAN_BLOCK];
     float hN[MT_SCAN_MAX_STATE][SCAN_BLOCK], at[MT_SCAN_MAX_STATE][SCAN_BLOCK], Dk[SCAN_BLOCK];
     float delta[SCAN_BLOCK], u[SCAN_BLOCK], yt[SCAN_BLOCK];
-    block_params(AT, Dk, a, d0, nd);
+    const float(*AT)[SCAN_BLOCK] = (const float(*)[SCAN_BLOCK])ATbuf;
+    if (a->A_step) {
+        AT = (const float(*)[SCAN_BLOCK])(a->A_step + (size_t)d0 * N);
+        for (int j = 0; j < SCAN_BLOCK; j++) Dk[j] = j < nd ? a->Dskip[d0 + j] : 0.0f;
+    } else {
+        block_params(ATbuf, Dk, a, d0, nd);
+    }
     memset(hT, 0, (size_t)N * sizeof hT[0]);
     /* a whole block of a state size in eights moves between h (d, n) and the tile (n, d) in
      * 8 x 8 transposes, the rest element by element */
@@ -175,8 +191,8 @@ MT_CPU_CLONES static void scan_step_block(float *y, float *h, const mt_scan_args
                 for (int n = 0; n < N; n++) hT[n][j] = h[(i0 + j) * N + n];
         }
         block_inputs(delta, u, a->dt + i0, a->dt_bias + d0, a->u + i0, nd);
-        scan_tile_update(hN, (const float(*)[SCAN_BLOCK])hT, (const float(*)[SCAN_BLOCK])AT, delta,
-                         u, Dk, a->Bm + (size_t)b * N, a->Cm + (size_t)b * N, N, at, yt, 1);
+        scan_tile_update(hN, (const float(*)[SCAN_BLOCK])hT, AT, delta, u, Dk,
+                         a->Bm + (size_t)b * N, a->Cm + (size_t)b * N, N, at, yt, 1);
         cpu_store_lanes(y + i0, yt, nd);
         if (blocked) {
             for (int j = 0; j < SCAN_BLOCK; j += 8)
@@ -195,6 +211,19 @@ void cpu_scan_step(float *y, float *h, const mt_scan_args *a)
     CPU_FOR(cpu_fork((size_t)a->B * D * N, 16384), "omp parallel for schedule(static)",
             (int blk = 0; blk < n_blocks; blk++), int d0 = blk * SCAN_BLOCK;
             scan_step_block(y, h, a, d0, D - d0 < SCAN_BLOCK ? D - d0 : SCAN_BLOCK));
+}
+
+/* Block blk's A of the step, (N, 16) floats at A + blk * N * 16 */
+MT_CPU_CLONES static void step_A_block(float *A, const mt_scan_args *a, int d0, int nd)
+{
+    block_A((float(*)[SCAN_BLOCK])(A + (size_t)d0 * a->N), a, d0, nd);
+}
+
+void cpu_scan_step_A(float *A, const mt_scan_args *a)
+{
+    int D = a->D;
+    for (int d0 = 0; d0 < D; d0 += SCAN_BLOCK)
+        step_A_block(A, a, d0, D - d0 < SCAN_BLOCK ? D - d0 : SCAN_BLOCK);
 }
 
 /* One thread's scratch for the backward pass */

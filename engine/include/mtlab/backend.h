@@ -88,7 +88,12 @@ typedef struct {
     /* (B, D, N) the state before t = 0, or NULL for zeros: a prefill in chunks continues
      * from the last chunk's state (scan_forward only; may be its h_last) */
     const float *h0;
+    /* scan_step only: A = -exp(A_log) as the backend's scan_step_A wrote it, or NULL to take it
+     * from A_log at every step */
+    const float *A_step;
 } mt_scan_args;
+/* floats of scan_step_A's output: D rounded up to 16 channels, times N */
+#define MT_SCAN_STEP_A_COUNT(D, N) ((size_t)((D) + 15) / 16 * 16 * (size_t)(N))
 
 /* Gradients of the scan inputs; all accumulate, any may be NULL except du and ddt. */
 typedef struct {
@@ -295,6 +300,9 @@ typedef struct mt_backend {
     void (*scan_forward)(float *y, float *h_last, const mt_scan_args *a);
     void (*scan_backward)(const mt_scan_grads *g, const float *dy, const mt_scan_args *a);
     void (*scan_step)(float *y, float *h, const mt_scan_args *a);
+    /* optional (NULL: scan_step takes A from A_log): A (MT_SCAN_STEP_A_COUNT(D, N) floats)
+     * receives -exp(A_log) laid out for scan_step's a->A_step, the same floats it computes */
+    void (*scan_step_A)(float *A, const mt_scan_args *a);
 
     /* ---- multi-scale retention (see mt_retention_desc); datt is caller scratch of att's
      * size. retention_state_fill: the recurrent state kv (B, H, Dk, Dv), s (B, H) after the

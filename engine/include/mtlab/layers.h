@@ -459,6 +459,9 @@ typedef struct {
 typedef struct {
     float *conv; /* (B, D, K) last K masked in_proj x values, oldest first */
     float *ssm; /* (B, D, N) the SSM state h */
+    /* MT_SCAN_STEP_A_COUNT(D, N): the step's A (backend scan_step_A), shared by the rows and
+     * taken afresh from A_log whenever a decode starts (len 0), so new weights are seen */
+    float *A;
     int len; /* positions the state holds */
 } mt_mamba_state;
 int mt_mamba_tensors(const mt_mamba_config *cfg, mt_tensor_spec *specs); /* 9 tensors */
