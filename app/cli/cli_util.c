@@ -5,6 +5,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+void cli_sigint_catch(void (*handler)(int), struct sigaction *old)
+{
+    struct sigaction sa = {0};
+    sa.sa_handler = handler;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, old);
+}
+
+void cli_sigint_restore(const struct sigaction *old) { sigaction(SIGINT, old, NULL); }
+
 void cli_print_usage(FILE *out, const struct mt_command *cmd)
 {
     fprintf(out, "usage: mtlab %s %s\n  %s\n", cmd->name, cmd->args, cmd->summary);

@@ -10,7 +10,6 @@
 #include "mtlab/tokenizer.h"
 
 #include <math.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,11 +30,9 @@ static void on_sigint(int sig)
 static int attribute_interruptible(mt_model *m, const int32_t *src, int n_src, const int32_t *hyp,
                                    int n_hyp, mt_attr_opts *o, mt_attribution *a)
 {
-    struct sigaction sa = {0}, old;
-    sa.sa_handler = on_sigint;
-    sigemptyset(&sa.sa_mask);
+    struct sigaction old;
     atomic_store(&interrupted, 0);
-    sigaction(SIGINT, &sa, &old);
+    cli_sigint_catch(on_sigint, &old);
     o->cancel = &interrupted;
     if (o->method == MT_ATTR_INTEGRATED_GRADIENTS)
         fprintf(stderr,
@@ -43,7 +40,7 @@ static int attribute_interruptible(mt_model *m, const int32_t *src, int n_src, c
                 "stops)\n",
                 o->steps ? o->steps : MT_ATTR_DEFAULT_STEPS, mt_attr_rule_name(o->rule));
     int rc = mt_attribute(m, src, n_src, hyp, n_hyp, o, a);
-    sigaction(SIGINT, &old, NULL);
+    cli_sigint_restore(&old);
     o->cancel = NULL;
     return rc;
 }

@@ -9,7 +9,6 @@
 #include "mtlab/error.h"
 
 #include <lauxlib.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -45,12 +44,10 @@ static int run(int argc, char **argv)
     luaL_checkstack(L, argc, "too many arguments");
     for (int i = 2; i < argc; i++) lua_pushstring(L, argv[i]);
     running = L;
-    struct sigaction sa = {0}, old;
-    sa.sa_handler = on_sigint;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old);
+    struct sigaction old;
+    cli_sigint_catch(on_sigint, &old);
     int rc = mtl_dofile(L, script, argc - 2);
-    sigaction(SIGINT, &old, NULL);
+    cli_sigint_restore(&old);
     running = NULL;
     int status = 0;
     if (rc != LUA_OK) {

@@ -4,6 +4,7 @@
 #ifndef MTLAB_APP_COMMANDS_H
 #define MTLAB_APP_COMMANDS_H
 
+#include <signal.h>
 #include <stdio.h>
 
 #include "common/output.h"
@@ -34,6 +35,11 @@ extern const struct mt_command cmd_bench;
 extern const struct mt_command cmd_run;
 extern const struct mt_command cmd_jobs;
 
+/* Ctrl-C calls handler while a command's long work runs: cli_sigint_catch installs it (the
+ * previous disposition into *old), cli_sigint_restore puts that back; outside, SIGINT ends the
+ * process as usual. */
+void cli_sigint_catch(void (*handler)(int), struct sigaction *old);
+void cli_sigint_restore(const struct sigaction *old);
 /* Print "mtlab NAME: usage: mtlab NAME ARGS" and return 2. */
 int cli_usage(const struct mt_command *cmd);
 /* The usage lines on out (`mtlab NAME --help` prints them on stdout). */
