@@ -321,6 +321,25 @@ else
         -a -n "$(grep '^mtlab train: ranks 1 .*cut into 2 shards' runs/dp-cut/train.log)"
     [ -n "$out" ] && echo "$out"
     check "and jobs list shows it on one rank" bash -c "'$M' jobs list | grep -q '^dp-cut  *local  *completed  *20/20'"
+    # accum 2: a step of two batches of the plan, an epoch of 5 (max_tokens 1200), so every
+    # other epoch ends mid-step and the step packs batches of two epochs' plans (3ff39c1); the
+    # only rank-side change is that the last backward alone hands buckets over (§3.1)
+    "$M" train tiny.lua --name acc-one max_tokens=1200 accum=2 $dp >acc_one.out 2>&1
+    "$M" jobs start tiny.lua --procs 2 --name acc-buckets $dp accum=2 bucket_mb=0.001 >/dev/null 2>&1
+    "$M" jobs start tiny.lua --procs 2 --name acc-buckets-again $dp accum=2 bucket_mb=0.001 >/dev/null 2>&1
+    "$M" jobs start tiny.lua --procs 2 --name acc-naive $dp accum=2 overlap=false >/dev/null 2>&1
+    "$M" jobs start tiny.lua --procs 2 --name acc-naive-again $dp accum=2 overlap=false >/dev/null 2>&1
+    for r in acc-buckets acc-buckets-again acc-naive acc-naive-again; do wait_state $r completed 60 >/dev/null; done
+    # 20 steps of 2 batches end at batch 40 of the plans: an odd batch of the last epoch means
+    # some epoch began mid-step
+    check "accum 2: steps take batches of two epochs" \
+        bash -c "grep -q '\"batch\": [0-9]*[13579],' runs/acc-one/checkpoint/trainer.json"
+    out=$(same_losses acc-buckets acc-one)
+    check "accum 2 on 2 ranks x max_tokens 600: the losses of 1 process x 1200 (1e-5)" test -z "$out"
+    [ -n "$out" ] && echo "$out"
+    check "accum 2 on 2 ranks, overlapped in buckets or after backward: the same bits in two runs each" \
+        test -n "$(losses acc-buckets)" -a "$(losses acc-buckets)" = "$(losses acc-buckets-again)" \
+        -a "$(losses acc-naive)" = "$(losses acc-naive-again)" -a "$(losses acc-buckets)" = "$(losses acc-naive)"
 fi
 
 # ---------------------------------------------------------------- Slurm
