@@ -1,6 +1,7 @@
 #include "cli/commands.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,14 @@ void cli_sigint_catch(void (*handler)(int), struct sigaction *old)
 }
 
 void cli_sigint_restore(const struct sigaction *old) { sigaction(SIGINT, old, NULL); }
+
+void cli_sigint_hold(int on)
+{
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGINT);
+    pthread_sigmask(on ? SIG_BLOCK : SIG_UNBLOCK, &s, NULL);
+}
 
 void cli_print_usage(FILE *out, const struct mt_command *cmd)
 {

@@ -5,7 +5,8 @@
  * names the lexicon says were translated), the verbatim recall of substituted names (--names),
  * scores by source-length bucket, and the cost of translating (time, tokens/s, peak memory). Every
  * input is checked before any system runs, so a wrong file fails in a second with its name and line
- * rather than after a long translation. */
+ * rather than after a long translation. Ctrl-C stops it with no scores (exit 130): a table of the
+ * systems that finished would pass for the comparison asked for. */
 #include "cli/commands.h"
 #include "common/eval_report.h"
 #include "common/eval_run.h"
@@ -13,8 +14,21 @@
 #include "mtlab/decode.h"
 #include "mtlab/error.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+
+#define STATUS_INTERRUPTED 130 /* as a shell reports a process Ctrl-C ended, and `mtlab run` */
+
+/* Ctrl-C's flag: the evaluation's cancel flag (eval_request.cancel). A lock-free atomic store
+ * is safe in a handler. */
+static atomic_int interrupted;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    atomic_store(&interrupted, 1);
+}
 
 typedef struct {
     eval_request req;
@@ -101,10 +115,28 @@ static int run_eval(int argc, char **argv)
     /* a report that cannot be written fails now, not after the translations */
     if (a.json && strcmp(a.json, "-") != 0 && cli_check_output(a.json)) return 1;
     eval_outcome out;
-    if (eval_run(&a.req, &out)) return cli_fail("%s", mt_last_error());
+    struct sigaction old;
+    atomic_store(&interrupted, 0);
+    cli_sigint_catch(on_sigint, &old);
+    a.req.cancel = &interrupted;
+    int failed = eval_run(&a.req, &out);
+    /* a Ctrl-C after the run's last check still leaves no scores: the run was asked to stop */
+    if (!failed && atomic_load(&interrupted)) {
+        eval_outcome_free(&out);
+        failed = mt_error("interrupted (Ctrl-C): no scores");
+    }
+    if (failed) {
+        cli_sigint_restore(&old);
+        if (!atomic_load(&interrupted)) return cli_fail("%s", mt_last_error());
+        fprintf(stderr, "mtlab eval: %s\n", mt_last_error());
+        return STATUS_INTERRUPTED;
+    }
+    cli_sigint_hold(1); /* the report is written whole; a Ctrl-C meanwhile comes after it */
     eval_report_print(stdout, &out.report);
     rc = a.json ? eval_report_write_json(&out.report, a.json) : 0;
     eval_outcome_free(&out);
+    cli_sigint_hold(0);
+    cli_sigint_restore(&old);
     return rc;
 }
 

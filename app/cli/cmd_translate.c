@@ -2,7 +2,8 @@
  * with --paragraphs, paragraphs (blank-line separated blocks) from a file or stdin with a model
  * bundle, writing one translation per input in input order. Internally the inputs go in windows of
  * 8 batches, sorted by length inside each window so batches pad little; each window's translations
- * are written as soon as it is done. */
+ * are written as soon as it is done. Ctrl-C stops the window being translated: the windows
+ * written before it stay, whole, and the command exits 130. */
 #include "cli/commands.h"
 #include "common/translate_input.h"
 #include "mtlab/decode.h"
@@ -10,11 +11,23 @@
 #include "mtlab/files.h"
 #include "mtlab/runner.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define WINDOW_BATCHES 8
+#define STATUS_INTERRUPTED 130 /* as a shell reports a process Ctrl-C ended, and `mtlab run` */
+
+/* Ctrl-C's flag: the decode's cancel flag (mt_decode_opts.cancel), checked before every step.
+ * A lock-free atomic store is safe in a handler. */
+static atomic_int interrupted;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    atomic_store(&interrupted, 1);
+}
 
 typedef struct {
     const char *bundle, *input, *device;
@@ -124,7 +137,8 @@ typedef struct {
 } tr_run;
 
 /* Translate units [first, first + count) and write them (blank units stay empty); their
- * sources are e->src from index k on. */
+ * sources are e->src from index k on. A Ctrl-C that cancelled the decode leaves the window
+ * unwritten (STATUS_INTERRUPTED); one after it waits until the window is written. */
 static int translate_window(const tr_run *t, size_t *k, size_t first, size_t count, totals *sum)
 {
     const mt_runner *r = t->r;
@@ -141,6 +155,11 @@ static int translate_window(const tr_run *t, size_t *k, size_t first, size_t cou
         return cli_fail("%s:%zu: %s", name, u->units[e->which[k0 + (size_t)res.failed_input]].line,
                         mt_last_error());
     }
+    if (res.cancelled) {
+        mt_decode_result_free(&res);
+        return STATUS_INTERRUPTED;
+    }
+    cli_sigint_hold(1);
     size_t j = 0;
     for (size_t i = first; i < first + count; i++) {
         if (u->paragraphs && i > 0) putchar('\n');
@@ -149,6 +168,7 @@ static int translate_window(const tr_run *t, size_t *k, size_t first, size_t cou
         j += filled;
     }
     int rc = cli_stdout_check(); /* a full disk stops the translation at once */
+    cli_sigint_hold(0);
     sum->inputs += n;
     sum->tokens += res.tokens;
     sum->seconds += res.seconds;
@@ -178,12 +198,26 @@ static int translate(const translate_args *a)
     if (rc == 0) {
         tr_split(&u, (const char *const *)in.lines, in.n, a->paragraphs);
         rc = encode_units(&e, r, &u, &o, name);
-        size_t window = (size_t)a->batch * WINDOW_BATCHES, k = 0;
+        size_t window = (size_t)a->batch * WINDOW_BATCHES, k = 0, first = 0;
         tr_run run = {r, &u, &e, &o, a, name};
-        for (size_t first = 0; rc == 0 && first < u.n; first += window) {
+        /* Ctrl-C stops decoding (the handler installed only meanwhile, so reading the input
+         * and loading the bundle still end the process at once) */
+        struct sigaction old;
+        atomic_store(&interrupted, 0);
+        cli_sigint_catch(on_sigint, &old);
+        o.cancel = &interrupted;
+        while (rc == 0 && first < u.n) {
             size_t count = u.n - first < window ? u.n - first : window;
-            rc = translate_window(&run, &k, first, count, &sum);
+            rc = atomic_load(&interrupted) ? STATUS_INTERRUPTED
+                                           : translate_window(&run, &k, first, count, &sum);
+            if (rc == 0) first += count;
         }
+        cli_sigint_restore(&old);
+        if (rc == STATUS_INTERRUPTED)
+            fprintf(stderr,
+                    "mtlab translate: interrupted (Ctrl-C): the first %zu of %zu %s translated "
+                    "and written\n",
+                    first, u.n, a->paragraphs ? "paragraphs" : "lines");
     }
     if (rc == 0 && a->verbose)
         fprintf(stderr,

@@ -40,6 +40,9 @@ extern const struct mt_command cmd_jobs;
  * process as usual. */
 void cli_sigint_catch(void (*handler)(int), struct sigaction *old);
 void cli_sigint_restore(const struct sigaction *old);
+/* on: a Ctrl-C meanwhile waits (SIGINT blocked in this thread) so that what is being written is
+ * not cut short by an interrupted write(2) (EINTR); off: it is delivered now. */
+void cli_sigint_hold(int on);
 /* Print "mtlab NAME: usage: mtlab NAME ARGS" and return 2. */
 int cli_usage(const struct mt_command *cmd);
 /* The usage lines on out (`mtlab NAME --help` prints them on stdout). */

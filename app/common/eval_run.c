@@ -235,18 +235,22 @@ static int source_lengths(size_t *len, const mt_text_lines *src, const char *mod
     return rc;
 }
 
+static int cancelled(const atomic_int *cancel) { return cancel && atomic_load(cancel); }
+
 typedef struct {
     cli_progress bar;
     size_t lines_done;
+    const atomic_int *cancel;
 } translate_progress;
 
+/* a non-zero return cancels the translation (mt_piece_fn) */
 static int on_piece(void *user, size_t line, const char *text, int end_of_line)
 {
     (void)line;
     (void)text;
     translate_progress *p = user;
     if (end_of_line) cli_progress_update(&p->bar, ++p->lines_done);
-    return 0;
+    return cancelled(p->cancel);
 }
 
 /* Hypotheses to DIR/NAME.txt with the system name made file-safe ("apertium_spa-eng.txt"). */
@@ -358,6 +362,7 @@ typedef struct {
     const size_t *lengths;
     mt_comet *comet;
     const char *hyps_dir;
+    const atomic_int *cancel;
 } eval_set;
 
 static int evaluate_system(eval_system_result *r, mt_translator *t, const eval_set *set,
@@ -372,13 +377,20 @@ static int evaluate_system(eval_system_result *r, mt_translator *t, const eval_s
     memset(r, 0, sizeof *r);
     r->name = mt_translator_name(t);
     r->kind = mt_translator_kind(t);
+    if (cancelled(set->cancel)) return fail("interrupted (Ctrl-C) before %s: no scores", r->name);
     char **hyps = mt_xcalloc(src->n, sizeof *hyps);
-    translate_progress p = {0};
+    translate_progress p = {.cancel = set->cancel};
     char label[96];
     snprintf(label, sizeof label, "eval %s", r->name);
     cli_progress_start(&p.bar, label, src->n);
     int rc =
         mt_translator_translate(t, hyps, (const char *const *)src->lines, src->n, on_piece, &p);
+    if (rc < 0 && cancelled(set->cancel)) {
+        cli_progress_finish(&p.bar, NULL);
+        free(hyps);
+        return fail("interrupted (Ctrl-C) while %s translated (%zu of %zu lines): no scores",
+                    r->name, p.lines_done, src->n);
+    }
     cli_progress_update(&p.bar, src->n);
     cli_progress_finish(&p.bar, rc == 0 ? "translated" : NULL);
     if (rc < 0) {
@@ -397,20 +409,22 @@ static int evaluate_system(eval_system_result *r, mt_translator *t, const eval_s
         segment_stats(r, h, refs, src->n) < 0 ||
         mt_bucket_scores(r->buckets, lengths, h, refs, src->n) < 0)
         rc = fail("%s: scoring failed: %s", r->name, mt_last_error());
+    if (rc == 0 && comet && cancelled(set->cancel))
+        rc = fail("interrupted (Ctrl-C) before COMET scored %s: no scores", r->name);
     if (rc == 0 && comet &&
         comet_score(r, comet, (const char *const *)src->lines, h, refs, src->n) < 0)
         rc = fail("%s: COMET: %s", r->name, mt_last_error());
     if (rc == 0) mt_ne_recall_score(&r->ne, ts, h, NULL);
     if (rc == 0 && ts_translated) mt_ne_recall_score(&r->ne_translated, ts_translated, h, NULL);
     if (rc == 0 && names) mt_names_recall_score(&r->names, names, h);
-    if (rc == 0 && hyps_dir) rc = save_hyps(hyps_dir, r->name, hyps, src->n) ? -1 : 0;
+    if (rc == 0 && hyps_dir) rc = save_hyps(hyps_dir, r->name, hyps, src->n);
     if (rc == 0 && keep) {
         *keep = hyps;
         return 0;
     }
     for (size_t i = 0; i < src->n; i++) free(hyps[i]);
     free(hyps);
-    return rc < 0 ? 1 : 0;
+    return rc != 0; /* a failed scoring (fail: 1) fails the system too */
 }
 
 /* One translator per system and precision (Apertium once: it has no precision), in the
@@ -536,9 +550,15 @@ int eval_run(const eval_request *req, eval_outcome *out)
         fail("%s: %s", a.ref, mt_last_error());
         goto done;
     }
-    eval_set set = {
-        &src,    &ref,  &ts,       lexicon ? &ts_translated : NULL, a.names ? &names : NULL,
-        lengths, comet, a.hyps_dir};
+    eval_set set = {&src,
+                    &ref,
+                    &ts,
+                    lexicon ? &ts_translated : NULL,
+                    a.names ? &names : NULL,
+                    lengths,
+                    comet,
+                    a.hyps_dir,
+                    a.cancel};
     for (size_t s = 0; s < n_systems; s++) {
         if (evaluate_system(&results[s], systems[s], &set, a.keep_hyps ? &out->hyps[s] : NULL))
             goto done;
@@ -573,6 +593,10 @@ int eval_run(const eval_request *req, eval_outcome *out)
     mt_chrf_signature(out->report.chrfpp_signature, sizeof out->report.chrfpp_signature, &cpp, 1,
                       0);
     out->report.paired = paired_test(a.paired, n_systems);
+    if (cancelled(a.cancel)) {
+        fail("interrupted (Ctrl-C) before the paired tests: no scores");
+        goto done;
+    }
     if (out->report.paired && n_systems >= 2 && src.n > 0 &&
         compare_with_first(&out->report, results, n_systems))
         goto done;

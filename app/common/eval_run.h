@@ -3,6 +3,7 @@
 #ifndef MTLAB_APP_EVAL_RUN_H
 #define MTLAB_APP_EVAL_RUN_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "common/eval_report.h"
@@ -28,6 +29,9 @@ typedef struct {
     const char *comet; /* a COMET model directory (mtlab/comet.h), run on device; NULL: none */
     int beam;
     int keep_hyps; /* 1: the outcome keeps the hypotheses and the test set */
+    const atomic_int *cancel; /* non-zero (Ctrl-C) stops the run: checked before each system and
+                               * each of its finished lines, and before the paired tests; the
+                               * run then fails "interrupted" and keeps no scores (NULL: never) */
 } eval_request;
 
 typedef struct {

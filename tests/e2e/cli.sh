@@ -139,6 +139,48 @@ for M in "${bins[@]}"; do
     expect "translate -m A -m B: refused" 2 '-m given twice \(b/mamba, then b/transformer\)' \
         "$M" translate -m b/mamba -m b/transformer -i src.txt
 
+    # ---------------------------------------------------------------- Ctrl-C
+    # SIGINT as a terminal sends it: a script's background command ignores SIGINT unless it is
+    # reset to the default (env --default-signal), which is what an unhandled Ctrl-C then does
+    # to it. translate, once its first lines are out (windows of 8 lines at --batch 1): the
+    # lines written are whole and are those of translating them alone, status 130
+    : >int.out
+    env --default-signal=INT "$M" translate -m b/mamba --batch 1 -i many.txt >int.out 2>int.err &
+    pid=$!
+    for i in $(seq 1 600); do [ "$(wc -l <int.out)" -ge 8 ] && break; sleep 0.05; done
+    kill -INT $pid
+    for i in $(seq 1 600); do kill -0 $pid 2>/dev/null || break; sleep 0.05; done
+    kill -KILL $pid 2>/dev/null && echo "still running 30 s after SIGINT" >>int.err
+    wait $pid
+    rc=$? n=$(sed -n 's/.*interrupted (Ctrl-C): the first \([0-9]*\) of 3000 lines translated and written$/\1/p' int.err)
+    if [ $rc = 130 ] && [ -n "$n" ] && [ "$n" -ge 8 ] && [ "$(wc -l <int.out)" = "$n" ] &&
+        [ "$(tail -c 1 int.out | od -An -c | tr -d ' ')" = '\n' ] && ! grep -q Sanitizer int.err &&
+        head -n "$n" many.txt | "$M" translate -m b/mamba --batch 1 | cmp -s - int.out; then
+        ok "translate, Ctrl-C: status 130, the lines written whole, and said how many"
+    else
+        fail "translate, Ctrl-C: status 130, the lines written whole, and said how many" \
+            "status $rc, $(wc -l <int.out) lines; stderr: $(head -c 1500 int.err)"
+    fi
+    # eval, once it has made its --hyps directory: no table, no --json, no hypotheses file of a
+    # system that did not finish, status 130
+    rm -rf int.hyps int.json
+    env --default-signal=INT "$M" eval -m b/mamba -m b/transformer --src many.txt --ref many.txt \
+        --hyps int.hyps --json int.json >int.out 2>int.err &
+    pid=$!
+    for i in $(seq 1 600); do [ -d int.hyps ] && break; sleep 0.05; done
+    kill -INT $pid
+    for i in $(seq 1 600); do kill -0 $pid 2>/dev/null || break; sleep 0.05; done
+    kill -KILL $pid 2>/dev/null && echo "still running 30 s after SIGINT" >>int.err
+    wait $pid
+    rc=$?
+    if [ $rc = 130 ] && grep -q '^mtlab eval: interrupted (Ctrl-C).*: no scores$' int.err && [ ! -s int.out ] &&
+        [ ! -e int.json ] && [ -z "$(ls int.hyps)" ] && ! grep -q Sanitizer int.err; then
+        ok "eval, Ctrl-C: status 130, no table, no report, no hypotheses"
+    else
+        fail "eval, Ctrl-C: status 130, no table, no report, no hypotheses" \
+            "status $rc; stdout $(head -c 300 int.out); hyps: $(ls int.hyps); stderr: $(head -c 1500 int.err)"
+    fi
+
     # ---------------------------------------------------------------- an opus-mt checkpoint
     # as the hub holds it (tests/fixtures/marian: what transformers gives for it)
     O=$root/tests/fixtures/marian
