@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "models/attribution_copies.h"
 #include "mtlab/error.h"
 
 /* The decoder position that predicts target j. */
@@ -88,6 +89,8 @@ int attr_seq_init(attr_seq *q, mt_model *m, const int32_t *src, int src_len, con
             return mt_error("attribution: target id %d is outside the vocabulary (0..%d)",
                             q->targets[j], cfg->vocab_size - 1);
     host_embeddings(m, &m->dec, q->ids, q->T, o->baseline, &q->e_dec, &q->b_dec);
+    q->shared_forward =
+        attr_copies_supported(&m->dec) && (!q->encdec || attr_copies_supported(&m->enc));
     if (q->encdec) host_embeddings(m, &m->enc, q->src, q->S, o->baseline, &q->e_enc, &q->b_enc);
     return 0;
 }
@@ -238,6 +241,15 @@ static int reserve_scratch(attr_seq *q, size_t n)
     return q->scratch ? 0 : -1;
 }
 
+/* 1 when the B copies of path are one point: the same alpha, nothing added. */
+static int one_point(const attr_path *path, int B)
+{
+    if (path->delta) return 0;
+    for (int r = 1; r < B; r++)
+        if (path->alpha[r] != path->alpha[0]) return 0;
+    return 1;
+}
+
 /* One pass over B copies of the sequence's first T decoder positions (every pick's position
  * is below T: the decoders are causal, so the later ones change nothing), the copies on path
  * (columns counted over source then decoder positions): the log-probs of the picks into logp,
@@ -251,20 +263,23 @@ static int attr_pass(attr_seq *q, int T, int B, const attr_path *path, const att
     int S = q->S, C = m->cfg.d_model, V = m->cfg.vocab_size;
     size_t BT = (size_t)B * T, NS = (size_t)B * S;
     if (prepare_copies(q, T, B)) return -1;
+    /* copies at one point of the path share one forward, at batch 1 (FB) */
+    int FB = q->shared_forward && one_point(path, B) ? 1 : B;
 
     const float *mem = NULL;
     if (q->encdec) {
-        embed_path(m, &m->enc, &m->enc_acts, m->d_src, B, S, &(attr_ends){q->e_enc, q->b_enc},
+        embed_path(m, &m->enc, &m->enc_acts, m->d_src, FB, S, &(attr_ends){q->e_enc, q->b_enc},
                    path);
-        mt_pass enc = {.B = B, .T = S, .mask = m->d_src_mask};
+        mt_pass enc = {.B = FB, .T = S, .mask = m->d_src_mask};
         mem = mt_stack_forward(m, &m->enc, &m->enc_acts, &enc);
+        if (FB < B) attr_copies_broadcast(be, &m->enc, &m->enc_acts, B, S);
     }
     attr_path dec_path = *path;
     dec_path.col -= S;
-    embed_path(m, &m->dec, &m->dec_acts, m->d_ids, B, T, &(attr_ends){q->e_dec, q->b_dec},
+    embed_path(m, &m->dec, &m->dec_acts, m->d_ids, FB, T, &(attr_ends){q->e_dec, q->b_dec},
                &dec_path);
     /* the weights' gradients are of no use here: each layer skips its dW products */
-    mt_pass dec = {.B = B,
+    mt_pass dec = {.B = FB,
                    .T = T,
                    .S = S,
                    .mem = mem,
@@ -272,6 +287,8 @@ static int attr_pass(attr_seq *q, int T, int B, const attr_path *path, const att
                    .mem_mask = m->d_src_mask,
                    .input_grads_only = 1};
     const float *out = mt_stack_forward(m, &m->dec, &m->dec_acts, &dec);
+    if (FB < B) attr_copies_broadcast(be, &m->dec, &m->dec_acts, B, T);
+    dec.B = B;
 
     size_t P = (size_t)n_picks, n = pass_scratch_floats(q, T, B, n_picks, backward);
     if (n > q->scratch_cap) {

@@ -29,6 +29,8 @@ typedef struct {
     float *scratch, *logits, *gdec, *genc;
     size_t scratch_cap, logits_cap; /* floats */
     int grads_copies;
+    int shared_forward; /* 1: copies at one path point share one forward (attribution_copies.h);
+                         * 0: each copy runs its own, the reference the tests hold it to */
 } attr_seq;
 
 /* decoder-only: `src <sep> hyp` (a text template holds its separator in src, as the probes and

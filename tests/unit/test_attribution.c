@@ -2,10 +2,12 @@
  * the registry: saliency and input x gradient against central finite differences of the
  * engine's own log-probs (mt_attribution_logprobs), integrated gradients' completeness at 64
  * steps (<pad> baseline), contrastive rows against the difference of two
- * single-token attributions, the greedy hypothesis, and the errors. */
+ * single-token attributions, the greedy hypothesis, one forward shared by identical copies, and
+ * the errors. */
 #include "test_util.h"
 
 #include "model_parity.h"
+#include "models/attribution_pass.h"
 #include "models/model_internal.h"
 #include "mtlab/attribution.h"
 #include "mtlab/decode.h"
@@ -585,6 +587,89 @@ static void test_allocations_do_not_grow_with_passes(void **state)
     assert_int_equal(few, many);
 }
 
+static size_t norm_rows;
+static void counting_layernorm(float *out, float *mean, float *rstd, const float *x,
+                               const float *weight, const float *bias, size_t BT, int C, float eps)
+{
+    norm_rows += BT;
+    mt_backend_cpu()->layernorm_forward(out, mean, rstd, x, weight, bias, BT, C, eps);
+}
+static void counting_rmsnorm(float *out, float *rstd, const float *x, const float *weight,
+                             size_t BT, int C, float eps)
+{
+    norm_rows += BT;
+    mt_backend_cpu()->rmsnorm_forward(out, rstd, x, weight, BT, C, eps);
+}
+
+/* The copies of one pass at one path point (input x gradient: every row at the input) share
+ * one forward at batch 1, its activations copied into every copy's slots (attribution_copies.h):
+ * the forward's norms see the rows of one copy (one forward over the sequence, as
+ * attr_all_logprobs makes), not of every copy, and the values are the reference's (each copy
+ * its own forward, q.shared_forward 0) up to the forward's products at another batch size. */
+static void test_copies_share_one_forward(void **state)
+{
+    (void)state;
+    mt_backend counting = *mt_backend_cpu();
+    counting.layernorm_forward = counting_layernorm;
+    counting.rmsnorm_forward = counting_rmsnorm;
+    for (const char *const *arch = mt_model_arch_list(); *arch; arch++) {
+        mt_model_config c;
+        tiny_model_config(&c, *arch, 0.0f);
+        mt_model *m = mt_model_create(&c, &counting, 51);
+        assert_non_null(m);
+        tiny_model_perturb(mt_model_params(m), mt_model_param_block_size(m), 51);
+        assert_non_null(mt_model_grads(m));
+        mt_attr_opts o;
+        mt_attr_opts_init(&o);
+        o.method = MT_ATTR_INPUT_X_GRADIENT;
+        attr_seq q;
+        assert_int_equal(attr_seq_init(&q, m, src, N_SRC, hyp, N_HYP, &o), 0);
+        if (!q.shared_forward) fail_msg("%s: a unit kind's activations are not listed", *arch);
+        int rows = q.rows, cols = q.S + q.T;
+        attr_eval ev[N_HYP + 1];
+        for (int j = 0; j < rows; j++) ev[j] = (attr_eval){j, 1.0f};
+        double logp[2][N_HYP + 1], *out[2];
+        norm_rows = 0;
+        assert_int_equal(attr_all_logprobs(&q, &(mt_attr_point){1.0f, -1, NULL}, logp[0]), 0);
+        size_t one = norm_rows, used[2];
+        for (int shared = 0; shared < 2; shared++) {
+            q.shared_forward = shared;
+            out[shared] = calloc((size_t)rows * cols, sizeof **out);
+            norm_rows = 0;
+            assert_int_equal(attr_gradient_passes(&q, o.method, ev, rows,
+                                                  &(attr_sink){NULL, out[shared], logp[shared]},
+                                                  NULL),
+                             0);
+            used[shared] = norm_rows;
+        }
+        double worst = 0.0;
+        for (int j = 0; j < rows; j++) {
+            double most = 0.0, apart = 0.0;
+            for (int i = 0; i < cols; i++) {
+                double ref = out[0][(size_t)j * cols + i], got = out[1][(size_t)j * cols + i];
+                most = fmax(most, fabs(ref));
+                apart = fmax(apart, fabs(got - ref));
+            }
+            worst = fmax(worst, apart / most);
+            if (apart > 1e-5 * most || fabs(logp[1][j] - logp[0][j]) > 1e-5)
+                fail_msg("%s row %d: shared forward %.3g of the row's largest value from each "
+                         "copy's own (log-prob %.9g, %.9g)",
+                         *arch, j, apart / most, logp[1][j], logp[0][j]);
+        }
+        printf("%-14s %d copies: norm rows of the forward %zu (one copy's %zu, each its own "
+               "%zu); values apart %.1e\n",
+               *arch, rows, used[1], one, used[0], worst);
+        if (used[1] != one)
+            fail_msg("%s: the forward of %d copies normed %zu rows, one copy's %zu", *arch, rows,
+                     used[1], one);
+        assert_int_equal(used[0], (size_t)rows * one);
+        free(out[0]);
+        free(out[1]);
+        attr_seq_free(&q);
+        mt_model_free(m);
+    }
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -654,6 +739,7 @@ int main(void)
         cmocka_unit_test(test_prompt_template),
         cmocka_unit_test(test_cancel),
         cmocka_unit_test(test_allocations_do_not_grow_with_passes),
+        cmocka_unit_test(test_copies_share_one_forward),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
