@@ -105,18 +105,26 @@ int mt_model_prepare(mt_model *m, const mt_batch *b)
     m->acts_T = T;
     m->acts_S = S;
 
-    /* ids (BT), targets (BT), src (NS) as int32, then masks (BT + NS) as bytes */
-    size_t io_bytes = (2 * BT + NS) * sizeof(int32_t) + BT + NS;
+    /* ids (BT), targets (BT), src (NS), target rows (BT), their targets (BT) as int32, then
+     * masks (BT + NS) as bytes */
+    size_t io_bytes = (4 * BT + NS) * sizeof(int32_t) + BT + NS;
     if (ensure(be, &m->io, &m->io_cap, io_bytes)) return -1;
     m->d_ids = m->io;
     m->d_targets = m->d_ids + BT;
     m->d_src = m->d_targets + BT;
-    m->d_mask = (uint8_t *)(m->d_src + NS);
+    m->d_target_rows = m->d_src + NS;
+    m->d_row_targets = m->d_target_rows + BT;
+    m->d_mask = (uint8_t *)(m->d_row_targets + BT);
     m->d_src_mask = m->d_mask + BT;
 
-    int32_t *targets = mt_xmalloc(BT * sizeof *targets);
+    int32_t *targets = mt_xmalloc(2 * BT * sizeof *targets), *rows = targets + BT;
     uint8_t *mask = mt_xmalloc(BT + NS);
     m->n_targets = mt_model_targets(m, targets, b->ids, m->arch->encdec ? NULL : b->n_prompt, B, T);
+    /* the rows with a target, then (in targets' place, read no more) their targets */
+    size_t n_rows = 0;
+    for (size_t i = 0; i < BT; i++)
+        if (targets[i] != MT_IGNORE) rows[n_rows++] = (int32_t)i;
+    if (n_rows) be->upload(m->d_target_rows, rows, n_rows * sizeof(int32_t));
     /* an encoder-decoder's first decoder input is its start token, a real one even where it is
      * <pad> (Marian's decoder_start_token_id) */
     for (size_t i = 0; i < BT; i++)
@@ -124,6 +132,8 @@ int mt_model_prepare(mt_model *m, const mt_batch *b)
     for (size_t i = 0; i < NS; i++) mask[BT + i] = b->src[i] != m->cfg.pad_id;
     be->upload(m->d_ids, b->ids, BT * sizeof(int32_t));
     be->upload(m->d_targets, targets, BT * sizeof(int32_t));
+    for (size_t i = 0; i < n_rows; i++) targets[i] = targets[rows[i]];
+    if (n_rows) be->upload(m->d_row_targets, targets, n_rows * sizeof(int32_t));
     if (NS) be->upload(m->d_src, b->src, NS * sizeof(int32_t));
     be->upload(m->d_mask, mask, BT + NS);
     free(targets);
@@ -215,18 +225,28 @@ static size_t stack_scratch(const mt_stack *s, int B, int T, int S)
  * chunk's three products stay efficient (the weight gradient's inner size is the chunk's rows). */
 #define LOSS_CHUNK_FLOATS ((size_t)1 << 21)
 
+static size_t loss_chunk(const mt_model *m)
+{
+    size_t chunk = m->loss_chunk_rows > 0 ? (size_t)m->loss_chunk_rows
+                                          : LOSS_CHUNK_FLOATS / (size_t)m->cfg.vocab_size;
+    return chunk < 1 ? 1 : chunk;
+}
+
 /* The loss of the decoder's output and its gradient into dx (BT, C) and the output
- * projection's weight gradient, one chunk of rows at a time (docs/models.md §10.7):
- *   logits_c = x_c W^T (+ bias) ; losses_c, logits_c <- scale (p - q) in place ;
- *   dx_c += logits_c W ; dW += logits_c^T x_c
- * m->logits holds the chunk. Returns the loss sum. */
-static double loss_backward_chunked(mt_model *m, const mt_step_opts *opts, float scale, float *dx)
+ * projection's weight gradient (docs/models.md §10.7). Only the n_targets rows that have a
+ * target count (a decoder-only batch's prompt and padding predict nothing: about half its rows
+ * at the demo's batch), so those rows alone are gathered, one chunk at a time, into xg
+ * (chunk, C), and their input gradient comes back through dxg (chunk, C):
+ *   logits_c = xg_c W^T (+ bias) ; losses_c, logits_c <- scale (p - q) in place ;
+ *   dxg_c = logits_c W, added to dx's rows ; dW += logits_c^T xg_c
+ * A row without a target has p - q = 0 and would add nothing to either gradient. m->logits
+ * holds the chunk. Returns the loss sum. */
+static double loss_backward_chunked(mt_model *m, const mt_step_opts *opts, float scale, float *dx,
+                                    float *xg, float *dxg)
 {
     const mt_backend *be = m->be;
     int C = m->cfg.d_model, V = m->cfg.vocab_size;
-    size_t BT = (size_t)m->acts_B * m->acts_T;
-    size_t chunk = m->loss_chunk_rows > 0 ? (size_t)m->loss_chunk_rows : LOSS_CHUNK_FLOATS / V;
-    if (chunk < 1) chunk = 1;
+    size_t BT = (size_t)m->acts_B * m->acts_T, n = m->n_targets, chunk = loss_chunk(m);
     float smoothing = opts ? opts->label_smoothing : 0.0f;
     const float *x = decoder_output(m);
     int tied = m->lm_head_tensor < 0;
@@ -234,20 +254,22 @@ static double loss_backward_chunked(mt_model *m, const mt_step_opts *opts, float
     const float *w = m->params + m->tensors[weight].offset;
     float *dw = m->grads + m->tensors[weight].offset;
     be->memzero(dx, BT * C * sizeof(float));
-    for (size_t r0 = 0; r0 < BT; r0 += chunk) {
-        size_t rows = BT - r0 < chunk ? BT - r0 : chunk;
-        const float *xc = x + r0 * C;
-        mt_model_project(m, m->logits, xc, rows);
-        mt_cross_entropy_fused(be, m->losses + r0, m->logits, m->d_targets + r0,
+    for (size_t r0 = 0; r0 < n; r0 += chunk) {
+        size_t rows = n - r0 < chunk ? n - r0 : chunk;
+        const int32_t *at = m->d_target_rows + r0;
+        be->embedding_forward(xg, at, x, rows, C, 1.0f); /* the rows, copied */
+        mt_model_project(m, m->logits, xg, rows);
+        mt_cross_entropy_fused(be, m->losses + r0, m->logits, m->d_row_targets + r0,
                                &(mt_loss_call){rows, V, MT_IGNORE, smoothing, scale});
+        be->memzero(dxg, rows * C * sizeof(float));
         if (tied)
-            mt_tied_logits_backward(be, &(mt_weight_grads){dx + r0 * C, dw, NULL}, m->logits, xc, w,
-                                    rows, C, V);
+            mt_tied_logits_backward(be, &(mt_weight_grads){dxg, dw, NULL}, m->logits, xg, w, rows,
+                                    C, V);
         else
-            mt_linear_backward(be, &(mt_weight_grads){dx + r0 * C, dw, NULL}, m->logits, xc, w,
-                               rows, C, V);
+            mt_linear_backward(be, &(mt_weight_grads){dxg, dw, NULL}, m->logits, xg, w, rows, C, V);
+        be->embedding_backward(dx, dxg, at, rows, C, 1.0f); /* dx's rows (zero) += dxg */
     }
-    return be->sum(m->losses, BT);
+    return be->sum(m->losses, n);
 }
 
 int mt_model_run_backward(mt_model *m, const mt_step_opts *opts, float scale, double *loss_sum)
@@ -256,19 +278,23 @@ int mt_model_run_backward(mt_model *m, const mt_step_opts *opts, float scale, do
     int B = m->acts_B, T = m->acts_T, S = m->acts_S, C = m->cfg.d_model;
     size_t BT = (size_t)B * T, NS = (size_t)B * S;
 
-    /* scratch: ddec_out (BT, C), dx (BT, C), dmem (NS, C), dxs (NS, C), units */
+    /* scratch: ddec_out (BT, C), dx (BT, C), dmem (NS, C), dxs (NS, C), then the units' or
+     * the loss's two chunks of gathered rows (its xg and dxg, before the units run) */
     size_t units = stack_scratch(&m->dec, B, T, S);
     if (m->arch->encdec) {
         size_t e = stack_scratch(&m->enc, B, S, 0);
         if (e > units) units = e;
     }
+    size_t chunk = loss_chunk(m) < m->n_targets ? loss_chunk(m) : m->n_targets;
+    if (2 * chunk * C > units) units = 2 * chunk * C;
     size_t n = 2 * BT * C + 2 * NS * C + units;
     if (ensure(be, (void **)&m->scratch, &m->scratch_cap, n * sizeof(float)))
         return mt_error_context("%s model backward", m->arch->name);
     float *ddec_out = m->scratch, *dx = ddec_out + BT * C;
     float *dmem = dx + BT * C, *dxs = dmem + NS * C, *unit_scratch = dxs + NS * C;
 
-    *loss_sum = loss_backward_chunked(m, opts, scale, ddec_out);
+    *loss_sum =
+        loss_backward_chunked(m, opts, scale, ddec_out, unit_scratch, unit_scratch + chunk * C);
 
     const float *mem = NULL;
     if (m->arch->encdec) {

@@ -240,6 +240,9 @@ struct mt_model {
     void *io;
     size_t io_cap;
     int32_t *d_ids, *d_targets, *d_src; /* (B, T), (B, T), (B, S) */
+    /* the positions that have a target, in order, and their targets: (n_targets) each; the
+     * rows training's loss projects (forward.c) */
+    int32_t *d_target_rows, *d_row_targets;
     uint8_t *d_mask, *d_src_mask; /* (B, T), (B, S) */
     size_t n_targets;
     /* the backend memory the last freed decode state left for the next (decode_state.c),
@@ -576,10 +579,11 @@ double mt_model_run_forward(mt_model *m, const mt_step_opts *opts, int want_loss
 /* Forward of the prepared batch through the stacks only, up to the decoder's output (BT, C),
  * which it returns; mt_model_run_forward is this, the projection and the loss. */
 const float *mt_model_run_stacks(mt_model *m, const mt_step_opts *opts);
-/* After mt_model_run_stacks: the loss through the output projection, in chunks of
- * m->loss_chunk_rows rows that never hold more logits than one chunk (docs/models.md §10.7),
- * and the backward of everything, accumulating scale * d(loss sum) into the gradients. The
- * loss sum goes to *loss_sum; m->logits holds the last chunk's gradient afterwards. */
+/* After mt_model_run_stacks: the loss through the output projection, over the rows that have
+ * a target only (gathered), in chunks of m->loss_chunk_rows rows that never hold more logits
+ * than one chunk (docs/models.md §10.7), and the backward of everything, accumulating
+ * scale * d(loss sum) into the gradients. The loss sum goes to *loss_sum; m->logits holds the
+ * last chunk's gradient afterwards. */
 int mt_model_run_backward(mt_model *m, const mt_step_opts *opts, float scale, double *loss_sum);
 /* Output projection of rows x (BT, C) into logits (BT, V). */
 void mt_model_project(const mt_model *m, float *logits, const float *x, size_t BT);

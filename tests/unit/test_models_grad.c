@@ -164,6 +164,55 @@ static void test_dropout_masks_follow_rows_across_splits(void **state)
     }
 }
 
+/* Training's loss takes the output projection's three products over the rows that have a
+ * target only: a decoder-only batch's prompt rows (before <sep>) and its padding predict
+ * nothing, so their logits are never formed (docs/models.md §10.7). The projection's rows are
+ * counted through a copy of the CPU backend whose gemm counts them (logits = x W^T: n is the
+ * vocabulary, b transposed); the loss equals the evaluation's, which projects every row, and
+ * the gradients pass the finite differences above. */
+static size_t projected_rows;
+static int counted_vocab;
+
+static void rows_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
+                      int lda, const float *b, int ldb, float beta, float *c, int ldc)
+{
+    if (!trans_a && trans_b && n == counted_vocab) projected_rows += (size_t)m;
+    mt_backend_cpu()->gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+static void test_loss_projects_target_rows_only(void **state)
+{
+    (void)state;
+    static mt_backend counting;
+    counting = *mt_backend_cpu();
+    counting.gemm = rows_gemm;
+    mt_model_config cfg;
+    assert_int_equal(mt_model_preset(&cfg, "mamba"), 0);
+    cfg.vocab_size = 12, cfg.d_model = 8, cfg.n_layers = 2, cfg.d_state = 4, cfg.dt_rank = 2;
+    counted_vocab = cfg.vocab_size;
+    mt_model *m = mt_model_create(&cfg, &counting, 12);
+    assert_non_null(m);
+    mt_batch b = {.B = 2, .T = 7, .ids = mb_ids};
+    mt_step_opts opts = {.label_smoothing = 0.1f};
+    for (int rows = 0; rows <= 3; rows += 3) { /* one chunk, then chunks of 3 */
+        m->loss_chunk_rows = rows;
+        double loss, eval_loss;
+        size_t n_tokens;
+        projected_rows = 0;
+        mt_model_zero_grad(m);
+        assert_int_equal(mt_model_forward_backward(m, &b, &opts, 0.0f, &loss, &n_tokens), 0);
+        size_t train_rows = projected_rows;
+        assert_int_equal(mt_model_loss(m, &b, &opts, &eval_loss, NULL), 0);
+        print_message("chunks of %d: %zu of %d rows projected for %zu targets; loss %.7f, "
+                      "evaluation's %.7f\n",
+                      rows, train_rows, b.B * b.T, n_tokens, loss, eval_loss);
+        assert_int_equal(n_tokens, 5); /* after <sep>: 8 9 </s> and 11 </s> */
+        assert_int_equal(train_rows, n_tokens);
+        assert_true(fabs(loss - eval_loss) < 1e-6 * eval_loss);
+    }
+    mt_model_free(m);
+}
+
 static double fit(mt_model *m, const mt_batch *b, int steps)
 {
     mt_adamw_hparams h = {
@@ -210,6 +259,7 @@ int main(void)
         cmocka_unit_test(test_loss_chunks_agree),
         cmocka_unit_test(test_dropout_masks_follow_rows_across_splits),
         cmocka_unit_test(test_adamw_fits_a_batch),
+        cmocka_unit_test(test_loss_projects_target_rows_only),
     };
     return cmocka_run_group_tests_name("models_grad", tests, NULL, NULL);
 }
