@@ -25,5 +25,8 @@ size_t tui_text_fit(const char *s, size_t n, int max_cols, int *cols);
  * names of one preset and special tokens differ at their ends; the start alone when cols
  * leaves no room beside the ellipsis. */
 void tui_fit_middle(char *out, size_t len, const char *text, int cols, const char *ellipsis);
+/* The same for text drawn down a column, one character a line (a heatmap's column labels):
+ * at most `lines` characters, the ellipsis' characters included. */
+void tui_fit_middle_lines(char *out, size_t len, const char *text, int lines, const char *ellipsis);
 
 #endif

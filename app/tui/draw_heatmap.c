@@ -117,14 +117,18 @@ static void draw_col_labels(tui_app *a, tui_pane *p, WINDOW *w, int y0, int x0,
         tui_heat_axis_label(label, sizeof label, tui_heat_pane_probe(p), m->col_axis, c);
         int x = x0 + tui_heat_col_x(g, c);
         tui_set_style(w, &a->palette, c == p->sel_col ? TUI_C_SELECTION : TUI_C_DIM);
+        /* a label longer than its room keeps both ends around an ellipsis, as row labels do */
+        char fit[LABEL_MAX];
         if (!g->vertical) {
             int line = g->stagger ? (c - g->col0) % 2 : 0;
             int room = (g->stagger ? 2 * g->cell_w : g->cell_w) - 1;
             if (room > g->w - (x - x0)) room = g->w - (x - x0);
-            tui_put(w, y0 + g->labels_y + line, x, label, room);
+            tui_fit_middle(fit, sizeof fit, label, room, glyphs(a)->ellipsis);
+            tui_put(w, y0 + g->labels_y + line, x, fit, room);
             continue;
         }
-        const char *s = label;
+        tui_fit_middle_lines(fit, sizeof fit, label, g->labels_h, glyphs(a)->ellipsis);
+        const char *s = fit;
         for (int k = 0; k < g->labels_h && *s; k++) {
             uint32_t cp;
             int n = tui_utf8_decode(s, strlen(s), &cp);

@@ -71,6 +71,26 @@ every_row_labelled() {
     [ -n "$last" ] && [ "$labels" = "$last" ] || { echo "      | last row $last, $labels labels"; return 1; }
 }
 
+# The column labels of the first pane of a row of panes as they read down their columns, one a
+# line: the lines between the column marker (▼) and the first row of cells, column by column.
+labels_down() {
+    local l y x s start=-1 end=-1
+    mapfile -t l < <(screen)
+    for ((y = 0; y < ${#l[@]}; y++)); do
+        [[ $start -lt 0 && ${l[y]} == "│"*"▼"* ]] && start=$((y + 1))
+        [[ $start -ge 0 && ${l[y]} == "│▶"* ]] && { end=$y; break; }
+    done
+    [ $end -gt $start ] || return 0
+    for ((x = 1; x < ${#l[start]}; x++)); do
+        [ "${l[start]:x:1}" = "│" ] && break
+        s=
+        for ((y = start; y < end; y++)); do s+=${l[y]:x:1}; done
+        s=${s// /}
+        [ -n "$s" ] && echo "$s"
+    done
+}
+label_down() { labels_down | grep -qxF "$1" || { echo "      | down the columns: $(labels_down | tr '\n' ' ')"; return 1; }; }
+
 cd "$work"
 e2e_shell 80 24
 verse="Y dijo Dios: Sea la luz."
@@ -89,6 +109,8 @@ T resize-window -t e2e -x 160 -y 48
 check "at 160x48 the maps grow: the transformer's attention labels its rows" wait_for '^│ God +█' 5
 check "... the Mamba state norms label every layer" wait_for '│ L11 +█' 5
 check "... and nothing overwrites a border" borders_intact 4
+check "... a column label longer than its 6 lines keeps both ends: bl…sed down its column" \
+    label_down 'bl…sed'
 golden_screen heatmap_four_panes_160x48
 
 # zoom: the focused pane over the whole screen, and back

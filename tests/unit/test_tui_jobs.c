@@ -149,6 +149,17 @@ static void test_fit_middle(void **state)
     assert_string_equal(buf, "m");
     tui_fit_middle(buf, sizeof buf, "mamba", 0, "\u2026");
     assert_string_equal(buf, "");
+    /* down a column (a heatmap's column labels): one character a line, whatever its width */
+    tui_fit_middle_lines(buf, sizeof buf, "blessed", 7, "\u2026");
+    assert_string_equal(buf, "blessed");
+    tui_fit_middle_lines(buf, sizeof buf, "blessed", 6, "\u2026");
+    assert_string_equal(buf, "bl\u2026sed");
+    tui_fit_middle_lines(buf, sizeof buf, "blessed", 6, "...");
+    assert_string_equal(buf, "b...ed");
+    tui_fit_middle_lines(buf, sizeof buf, "\u65e5\u672c\u8a9e\u3067\u3059", 4, "\u2026");
+    assert_string_equal(buf, "\u65e5\u2026\u3067\u3059");
+    tui_fit_middle_lines(buf, sizeof buf, "blessed", 1, "\u2026");
+    assert_string_equal(buf, "b");
 }
 
 int main(void)
