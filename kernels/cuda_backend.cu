@@ -70,6 +70,7 @@ extern "C" const struct mt_backend *mt_cuda_backend(int index, int bf16_gemm, ch
         .scan_backward = cu_scan_backward,
         .scan_step = cu_scan_step,
         .scan_step_A = NULL, // the step kernel takes A from A_log
+        .mamba_step = NULL, // mt_mamba_step runs the operations one by one
         .retention_forward = cu_retention_forward,
         .retention_backward = cu_retention_backward,
         .retention_state_fill = cu_retention_state_fill,

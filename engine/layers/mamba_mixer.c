@@ -229,10 +229,10 @@ void mt_mamba_backward(const mt_backend *be, const mt_mamba_grads *grads, const 
                        p->in_proj_w + (size_t)D * C, BT, C, D);
 }
 
-/* docs/models.md §3.6: the conv state takes the new x and the scan advances one step. */
-void mt_mamba_step(const mt_backend *be, float *out, mt_mamba_acts *a, const float *inp,
-                   const mt_mamba_params *p, const mt_mamba_config *cfg, mt_mamba_state *state,
-                   int B)
+/* The step as separate operations (the reference the backend's fused mamba_step equals) */
+static void step_by_ops(const mt_backend *be, float *out, mt_mamba_acts *a, const float *inp,
+                        const mt_mamba_params *p, const mt_mamba_config *cfg, mt_mamba_state *state,
+                        const mt_scan_args *s, int B)
 {
     int C = cfg->d_model, D = cfg->d_inner;
     /* One row's x and z lie end to end (mt_mamba_acts_point): in_proj as one product of 2D
@@ -247,13 +247,58 @@ void mt_mamba_step(const mt_backend *be, float *out, mt_mamba_acts *a, const flo
     be->conv1d_step(a->xc, state->conv, a->x, p->conv_w, p->conv_b, B, D, cfg->d_conv);
     be->act_forward(MT_ACT_SILU, a->u, a->xc, (size_t)B * D);
     x_proj_forward(be, a, p, cfg, (size_t)B);
+    be->scan_step(a->y, state->ssm, s);
+    be->gate_forward(a->yg, a->y, a->z, (size_t)B * D);
+    mt_linear_forward(be, out, a->yg, p->out_proj_w, p->out_proj_b, (size_t)B, D, C);
+}
+
+/* docs/models.md §3.6: the conv state takes the new x and the scan advances one step. A
+ * backend with mamba_step runs it in one pass over the channels (fp32 weights only: int8 and
+ * bf16 products go through mt_linear_forward's qweights). */
+void mt_mamba_step(const mt_backend *be, float *out, mt_mamba_acts *a, const float *inp,
+                   const mt_mamba_params *p, const mt_mamba_config *cfg, mt_mamba_state *state,
+                   int B)
+{
     mt_scan_args s = scan_args(a, p, cfg, B, 1);
     if (be->scan_step_A) {
         if (state->len == 0) be->scan_step_A(state->A, &s); /* a decode begun with a step */
         s.A_step = state->A;
     }
-    be->scan_step(a->y, state->ssm, &s);
-    be->gate_forward(a->yg, a->y, a->z, (size_t)B * D);
-    mt_linear_forward(be, out, a->yg, p->out_proj_w, p->out_proj_b, (size_t)B, D, C);
+    mt_mamba_step_args m = {
+        .B = B,
+        .C = cfg->d_model,
+        .D = cfg->d_inner,
+        .N = cfg->d_state,
+        .R = cfg->dt_rank,
+        .K = cfg->d_conv,
+        .inp = inp,
+        .out = out,
+        .in_proj_w = p->in_proj_w,
+        .in_proj_b = p->in_proj_b,
+        .conv_w = p->conv_w,
+        .conv_b = p->conv_b,
+        .x_proj_w = p->x_proj_w,
+        .dt_proj_w = p->dt_proj_w,
+        .out_proj_w = p->out_proj_w,
+        .out_proj_b = p->out_proj_b,
+        .conv_state = state->conv,
+        .h = state->ssm,
+        .x = a->x,
+        .z = a->z,
+        .xc = a->xc,
+        .u = a->u,
+        .dt_low = a->dt_low,
+        .Bm = a->Bm,
+        .Cm = a->Cm,
+        .dt = a->dt,
+        .y = a->y,
+        .yg = a->yg,
+        .A_log = p->A_log,
+        .A_step = s.A_step,
+        .Dskip = p->D,
+        .dt_bias = p->dt_proj_b,
+    };
+    if (!(be->mamba_step && !be->qweights && be->mamba_step(&m)))
+        step_by_ops(be, out, a, inp, p, cfg, state, &s, B);
     state->len++;
 }

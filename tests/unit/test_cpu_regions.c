@@ -8,6 +8,7 @@
 #include "mtlab/error.h"
 #include "omp_regions.h"
 #include "mtlab/model.h"
+#include "mtlab/layers.h"
 #include "backend/cpu/cpu_ops.h"
 
 #include <omp.h>
@@ -108,6 +109,56 @@ static void test_one_row_products(void **state)
     free(x), free(w), free(y);
 }
 
+/* The OpenMP regions of 3 decoding steps of a Mamba mixer of mamba-small's shape (C 192,
+ * d_inner 384) after a prefill of 2 tokens, at batch B and `threads` threads */
+static long mamba_step_regions(int B, int threads)
+{
+    mt_mamba_config cfg;
+    mt_mamba_config_default(&cfg, 192);
+    mt_rng rng;
+    mt_rng_init(&rng, 11, 0);
+    mt_mamba_params p;
+    float *params = gc_random(mt_mamba_params_count(&cfg), &rng, 0.1f);
+    mt_mamba_params_point(&p, params, &cfg);
+    float *acts = calloc(mt_mamba_acts_count(&cfg, B, 2), 4);
+    float *st = calloc(mt_mamba_state_count(&cfg, B), 4);
+    float *x = gc_random((size_t)B * 2 * 192, &rng, 1.0f), *y = calloc((size_t)B * 2 * 192, 4);
+    mt_mamba_acts a;
+    mt_mamba_state s;
+    mt_mamba_state_point(&s, st, &cfg, B);
+    mt_mamba_acts_point(&a, acts, &cfg, B, 2);
+    const mt_backend *be = mt_backend_cpu();
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    mt_mamba_forward(be, y, &a, x, &p, &(mt_mamba_call){.cfg = &cfg, .B = B, .T = 2, .state = &s});
+    mt_mamba_acts_point(&a, acts, &cfg, B, 1);
+    long before = omp_regions();
+    for (int t = 0; t < 3; t++) mt_mamba_step(be, y, &a, x, &p, &cfg, &s, B);
+    long n = omp_regions() - before;
+    omp_set_num_threads(saved);
+    free(params), free(acts), free(st), free(x), free(y);
+    return n;
+}
+
+/* A Mamba decoding step is one OpenMP region at two threads (the backend's mamba_step shares
+ * the channels of in_proj, conv, scan, gate and out_proj among its threads in one team), where
+ * the operations one by one made two at batch 1 (in_proj and out_proj) and four at batch 4 (x
+ * and z, the scan, out_proj); none at one thread. Batch 1 only on CPUs whose few-row kernel
+ * takes one row (AVX-512). */
+static void test_mamba_step_is_one_region(void **state)
+{
+    (void)state;
+    int one_row = cpu_gemm_rows_supported(CPU_ROWS_AVX512);
+    long b1 = one_row ? mamba_step_regions(1, 2) : 3, b4 = mamba_step_regions(4, 2);
+    long one = mamba_step_regions(4, 1);
+    print_message("OpenMP regions of 3 mamba-small-shaped mixer steps: %ld at batch 1, %ld at "
+                  "batch 4 (2 threads), %ld at batch 4, 1 thread%s\n",
+                  b1, b4, one, one_row ? "" : " (batch 1 skipped: no AVX-512)");
+    assert_int_equal(b1, 3);
+    assert_int_equal(b4, 3);
+    assert_int_equal(one, 0);
+}
+
 /* The OpenMP regions of decoding 2 rows of a fixture model at one thread: a prefill (for
  * Marian the encoder and the cross-attention caches too) and 5 steps. */
 static long decode_regions(const char *name, const mt_batch *b)
@@ -159,6 +210,7 @@ int main(void)
         cmocka_unit_test(test_small_ops_enter_no_region),
         cmocka_unit_test(test_one_row_products),
         cmocka_unit_test(test_decode_at_one_thread_enters_no_region),
+        cmocka_unit_test(test_mamba_step_is_one_region),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,8 @@
 #include "math/philox.h"
 #include "mtlab/layers.h"
 
+#include <omp.h>
+
 static const mt_backend *be;
 
 static int setup(void **state)
@@ -402,6 +404,7 @@ static void batch1_step_one_in_proj(const mt_mamba_config *cfg)
     enum { STEPS = 3 };
     mt_backend counting = *mt_backend_cpu();
     counting.gemm = counting_gemm;
+    counting.mamba_step = NULL; /* the operations one by one, whose products are counted */
     mt_mamba_params p;
     float *params = mamba_random_params(cfg, &p, 41);
     mt_rng rng;
@@ -446,6 +449,83 @@ static void test_mamba_batch1_step_one_in_proj(void **state)
     batch1_step_one_in_proj(&cfg);
     cfg.bias = 1;
     batch1_step_one_in_proj(&cfg);
+}
+
+/* The backend's mamba_step (the step in one pass over the channels, one OpenMP region at two
+ * threads) equals the step as separate operations bit for bit: outputs, states and every working
+ * row, over steps after a prefill, at batch 1 (x and z end to end), 2 and 5 (beam search's rows),
+ * at 1 and 2 threads. The reference is the CPU backend with mamba_step cleared. A d_inner that
+ * is not whole vectors of 16 channels is left to the operations (the fused step declines it). */
+static int fused_steps;
+
+static int counting_mamba_step(const mt_mamba_step_args *m)
+{
+    int took = mt_backend_cpu()->mamba_step(m);
+    fused_steps += took;
+    return took;
+}
+
+static void fused_step_equals_ops(const mt_mamba_config *cfg, int B, int threads)
+{
+    int C = cfg->d_model;
+    enum { PRE = 3, STEPS = 4 };
+    mt_backend fused = *mt_backend_cpu(), ops = *mt_backend_cpu();
+    fused.mamba_step = counting_mamba_step;
+    ops.mamba_step = NULL;
+    mt_mamba_params p;
+    float *params = mamba_random_params(cfg, &p, 53);
+    mt_rng rng;
+    mt_rng_init(&rng, 53, 1);
+    float *h = gc_random((size_t)B * (PRE + STEPS) * C, &rng, 1.0f);
+    size_t n_st = mt_mamba_state_count(cfg, B), n_a = mt_mamba_acts_count(cfg, B, 1);
+    float *pre_acts = calloc(mt_mamba_acts_count(cfg, B, PRE), 4),
+          *pre_out = calloc((size_t)B * PRE * C, 4);
+    float *acts1 = calloc(n_a, 4), *acts2 = calloc(n_a, 4), *st1 = calloc(n_st, 4),
+          *st2 = calloc(n_st, 4);
+    float *y1 = calloc((size_t)B * C, 4), *y2 = calloc((size_t)B * C, 4);
+    mt_mamba_acts a, a1, a2;
+    mt_mamba_state s1, s2;
+    mt_mamba_state_point(&s1, st1, cfg, B), mt_mamba_state_point(&s2, st2, cfg, B);
+    mt_mamba_acts_point(&a, pre_acts, cfg, B, PRE);
+    mt_mamba_acts_point(&a1, acts1, cfg, B, 1), mt_mamba_acts_point(&a2, acts2, cfg, B, 1);
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    mt_mamba_forward(be, pre_out, &a, h, &p,
+                     &(mt_mamba_call){.cfg = cfg, .B = B, .T = PRE, .state = &s1});
+    mt_mamba_forward(be, pre_out, &a, h, &p,
+                     &(mt_mamba_call){.cfg = cfg, .B = B, .T = PRE, .state = &s2});
+    fused_steps = 0;
+    for (int t = 0; t < STEPS; t++) {
+        const float *x = h + (size_t)(PRE + t) * B * C;
+        mt_mamba_step(&fused, y1, &a1, x, &p, cfg, &s1, B);
+        mt_mamba_step(&ops, y2, &a2, x, &p, cfg, &s2, B);
+        assert_memory_equal(y1, y2, (size_t)B * C * 4);
+        assert_memory_equal(acts1, acts2, n_a * 4);
+        assert_memory_equal(st1, st2, n_st * 4);
+    }
+    omp_set_num_threads(saved);
+    printf("mamba step, C %d D %d, bias %d, B %d, %d threads: %d of %d steps fused, equal to the "
+           "operations bit for bit (outputs, states, working rows)\n",
+           C, cfg->d_inner, cfg->bias, B, threads, fused_steps, STEPS);
+    assert_int_equal(fused_steps, cfg->d_inner % 16 ? 0 : STEPS);
+    free(params), free(h), free(pre_acts), free(pre_out), free(acts1), free(acts2), free(st1),
+        free(st2), free(y1), free(y2);
+}
+
+static void test_mamba_fused_step_equals_ops(void **state)
+{
+    (void)state;
+    mt_mamba_config small_shape, biased, ragged;
+    mt_mamba_config_default(&small_shape, 192); /* models/mamba-small */
+    biased = small_shape;
+    biased.bias = 1, biased.no_conv_bias = 1;
+    mt_mamba_config_default(&ragged, 100); /* d_inner 200: a last block of 8 channels */
+    const mt_mamba_config *cfgs[] = {&small_cfg, &small_shape, &biased, &ragged};
+    const int batches[] = {1, 2, 5};
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 3; j++)
+            for (int threads = 1; threads <= 2; threads++)
+                fused_step_equals_ops(cfgs[i], batches[j], threads);
 }
 
 /* ---------------------------------------------------------------- initialisation */
@@ -601,6 +681,7 @@ int main(void)
         cmocka_unit_test(test_mamba_step_matches_parallel),
         cmocka_unit_test(test_mamba_batch1_step_one_in_proj),
         cmocka_unit_test(test_mamba_step_A_taken_once),
+        cmocka_unit_test(test_mamba_fused_step_equals_ops),
         cmocka_unit_test(test_mamba_init_statistics),
     };
     return cmocka_run_group_tests_name("layers_mamba", tests, setup, NULL);

@@ -39,6 +39,7 @@ static const mt_backend cpu_backend = {
     .attention_backward = cpu_attention_backward,
     .scan_forward = cpu_scan_forward,
     .scan_backward = cpu_scan_backward,
+    .mamba_step = cpu_mamba_step,
     .retention_forward = cpu_retention_forward,
     .retention_backward = cpu_retention_backward,
     .qlinear_forward = cpu_qlinear_forward,

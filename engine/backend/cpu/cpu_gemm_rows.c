@@ -264,18 +264,36 @@ int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const
     return 1;
 }
 
-int cpu_gemm_rows(int M, int N, int K, float alpha, const float *x, int ldx, const float *w,
-                  int ldw, float *y, int ldy)
+/* The kernel cpu_gemm_rows takes an M x N x K product with, or none */
+static cpu_rows_isa rows_isa(int M, int N, int K)
 {
-    if (M < 1 || M > CPU_ROWS_MAX_M || N < MIN_N || K < MIN_K) return 0;
+    if (M < 1 || M > CPU_ROWS_MAX_M || N < MIN_N || K < MIN_K) return CPU_ROWS_NONE;
     static int isa = -1; /* the best kernel this CPU runs, or none (checked once) */
     if (isa < 0)
         isa = cpu_gemm_rows_supported(CPU_ROWS_AVX512) ? CPU_ROWS_AVX512
               : cpu_gemm_rows_supported(CPU_ROWS_AVX2) ? CPU_ROWS_AVX2
                                                        : CPU_ROWS_NONE;
+    if (M == 1 && isa != CPU_ROWS_AVX512) return CPU_ROWS_NONE;
+    return (cpu_rows_isa)isa;
+}
+
+int cpu_gemm_rows(int M, int N, int K, float alpha, const float *x, int ldx, const float *w,
+                  int ldw, float *y, int ldy)
+{
+    cpu_rows_isa isa = rows_isa(M, N, K);
     if (isa == CPU_ROWS_NONE) return 0;
-    if (M == 1 && isa != CPU_ROWS_AVX512) return 0;
-    return cpu_gemm_rows_with((cpu_rows_isa)isa, M, N, K, alpha, x, ldx, w, ldw, y, ldy);
+    return cpu_gemm_rows_with(isa, M, N, K, alpha, x, ldx, w, ldw, y, ldy);
+}
+
+int cpu_gemm_rows_part(int M, int n0, int n1, int N, int K, float alpha, const float *x, int ldx,
+                       const float *w, int ldw, float *y, int ldy)
+{
+    cpu_rows_isa isa = rows_isa(M, N, K);
+    if (isa == CPU_ROWS_NONE) return 0;
+    if (n0 >= n1) return 1;
+    if (isa == CPU_ROWS_AVX512) rows_block(M, n0, n1, N, K, alpha, x, ldx, w, ldw, y, ldy);
+    else rows_block_avx2(M, n0, n1, N, K, alpha, x, ldx, w, ldw, y, ldy);
+    return 1;
 }
 #else
 int cpu_gemm_rows_supported(cpu_rows_isa isa)
@@ -296,5 +314,12 @@ int cpu_gemm_rows(int M, int N, int K, float alpha, const float *x, int ldx, con
                   int ldw, float *y, int ldy)
 {
     return cpu_gemm_rows_with(CPU_ROWS_NONE, M, N, K, alpha, x, ldx, w, ldw, y, ldy);
+}
+
+int cpu_gemm_rows_part(int M, int n0, int n1, int N, int K, float alpha, const float *x, int ldx,
+                       const float *w, int ldw, float *y, int ldy)
+{
+    (void)n0, (void)n1;
+    return cpu_gemm_rows(M, N, K, alpha, x, ldx, w, ldw, y, ldy);
 }
 #endif

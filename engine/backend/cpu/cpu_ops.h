@@ -23,6 +23,12 @@ MT_BACKEND_OPS(CPU_DECLARE)
 #define CPU_ROWS_MAX_M 32
 int cpu_gemm_rows(int M, int N, int K, float alpha, const float *x, int ldx, const float *w,
                   int ldw, float *y, int ldy);
+/* Rows n0..n1-1 of that product (y (M, N) at its columns n0..n1-1) on the calling thread, with
+ * the kernel cpu_gemm_rows picks: each output is the same float as there (a row's sums do not
+ * depend on the rows beside it), so threads can share a product inside one OpenMP region. 1
+ * when done, 0 where cpu_gemm_rows would not take the M x N x K product. */
+int cpu_gemm_rows_part(int M, int n0, int n1, int N, int K, float alpha, const float *x, int ldx,
+                       const float *w, int ldw, float *y, int ldy);
 /* The kernels behind it, for tests: whether this CPU runs one, and the product with it (any
  * M, N, K >= 1). */
 typedef enum { CPU_ROWS_NONE, CPU_ROWS_AVX2, CPU_ROWS_AVX512 } cpu_rows_isa;
@@ -131,6 +137,14 @@ void naive_scan_forward(float *y, float *h_last, const mt_scan_args *a);
 void naive_scan_backward(const mt_scan_grads *g, const float *dy, const mt_scan_args *a);
 /* the optional scan_step_A (mtlab/backend.h): A in 16-channel blocks, AT[n][j] per block */
 void cpu_scan_step_A(float *A, const mt_scan_args *a);
+/* the optional mamba_step (cpu_mamba_step.c), and the two passes over channels it makes, on
+ * channels [c0, c1) of every row (c0 a multiple of 16): the conv step with u = SiLU(out)
+ * (cpu_conv.c), and the scan step with yg = y * SiLU(z) (cpu_scan.c) */
+int cpu_mamba_step(const mt_mamba_step_args *m);
+void cpu_conv1d_silu_step_part(float *out, float *u, float *state, const float *x, const float *w,
+                               const float *bias, int B, int C, int K, int c0, int c1);
+void cpu_scan_gate_step_part(float *y, float *yg, const float *z, float *h, const mt_scan_args *a,
+                             int c0, int c1);
 
 /* multi-scale retention (cpu_retention.c: per-head sgemm, plus the recurrent state fill and
  * step shared by both tables; naive_retention.c: loops in double) */

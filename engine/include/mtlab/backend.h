@@ -95,6 +95,28 @@ typedef struct {
 /* floats of scan_step_A's output: D rounded up to 16 channels, times N */
 #define MT_SCAN_STEP_A_COUNT(D, N) ((size_t)((D) + 15) / 16 * 16 * (size_t)(N))
 
+/* One decoding step of the Mamba v1 mixer, in_proj to out_proj (mt_mamba_step; docs/models.md
+ * §3.6), for the optional mamba_step: C d_model, D d_inner, N d_state, R dt_rank, K d_conv.
+ *   x, z = inp in_proj^T (+ b) ; conv state <- x ; xc = conv step ; u = SiLU(xc)
+ *   dt_low, Bm, Cm = u x_proj^T ; dt = dt_low dt_proj^T ; y = scan step (scan, h) ;
+ *   yg = y * SiLU(z) ; out = yg out_proj^T (+ b)
+ * Every working row is written as the separate operations write it. */
+typedef struct {
+    int B, C, D, N, R, K;
+    const float *inp; /* (B, C) */
+    float *out; /* (B, C) */
+    const float *in_proj_w, *in_proj_b; /* (2D, C), (2D) or NULL */
+    const float *conv_w, *conv_b; /* (D, K), (D) or NULL */
+    const float *x_proj_w; /* (R + 2N, D) */
+    const float *dt_proj_w; /* (D, R) */
+    const float *out_proj_w, *out_proj_b; /* (C, D), (C) or NULL */
+    float *conv_state; /* (B, D, K) */
+    float *h; /* (B, D, N) scan states */
+    /* the working rows: x, z, xc, u, dt, y, yg (B, D); dt_low (B, R); Bm, Cm (B, N) */
+    float *x, *z, *xc, *u, *dt_low, *Bm, *Cm, *dt, *y, *yg;
+    const float *A_log, *A_step, *Dskip, *dt_bias; /* as in mt_scan_args */
+} mt_mamba_step_args;
+
 /* Gradients of the scan inputs; all accumulate, any may be NULL except du and ddt. */
 typedef struct {
     float *du; /* (B, T, D) */
@@ -303,6 +325,10 @@ typedef struct mt_backend {
     /* optional (NULL: scan_step takes A from A_log): A (MT_SCAN_STEP_A_COUNT(D, N) floats)
      * receives -exp(A_log) laid out for scan_step's a->A_step, the same floats it computes */
     void (*scan_step_A)(float *A, const mt_scan_args *a);
+    /* optional (NULL: mt_mamba_step runs the operations one by one): the whole step in one pass
+     * over the channels, the same floats as the operations; 0 when it does not take the step
+     * (the caller then runs the operations) */
+    int (*mamba_step)(const mt_mamba_step_args *m);
 
     /* ---- multi-scale retention (see mt_retention_desc); datt is caller scratch of att's
      * size. retention_state_fill: the recurrent state kv (B, H, Dk, Dv), s (B, H) after the

@@ -1,0 +1,128 @@
+/* The Mamba v1 mixer's decoding step in one pass over its channels (the optional mamba_step;
+ * formulas at mt_mamba_step_args in mtlab/backend.h).
+ *
+ * Run as separate operations, a batch-1 step of mamba-small made two OpenMP regions a layer at
+ * two threads (in_proj and out_proj forked, each over its rows), and between them the conv, the
+ * SiLU, the scan and the gate ran on one thread while the other spun (43% of a two-thread
+ * decode's samples, perf). Here the step is one region: each thread takes a span of channels
+ * (whole vectors of 16) and runs, for its span, in_proj's rows of x and z, the conv step with
+ * the SiLU in the same loop, then (after x_proj and dt_proj, which sum over every channel and
+ * run on the first thread) the scan step with the gate; out_proj's rows are shared last. Three
+ * barriers a layer where there were two fork/joins and the serial parts.
+ *
+ * Every float is the one the separate operations make: the products are the few-row kernel's
+ * rows (cpu_gemm_rows_part; a row's sums do not depend on which rows a thread takes) or, on one
+ * thread, the same cpu_gemm calls mt_linear_forward makes; x_proj and dt_proj are the same
+ * cpu_gemm calls; the conv, SiLU, scan and gate are the same expressions on the same vector
+ * width (tests/unit/test_layers_mamba.c compares both paths bit for bit). */
+#include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_par.h"
+#include "backend/cpu/cpu_simd.h"
+
+#include <omp.h>
+
+/* below this many multiply-adds in in_proj the step stays on one thread: the few-row kernel's
+ * own threshold for a product (cpu_gemm_rows.c) */
+#define STEP_MIN_MACS ((size_t)1 << 15)
+
+/* [*c0, *c1): part t of nt of n channels, in whole vectors */
+static void share(int n, int t, int nt, int *c0, int *c1)
+{
+    int vectors = (n + CPU_LANES - 1) / CPU_LANES;
+    int v0 = vectors * t / nt, v1 = vectors * (t + 1) / nt;
+    *c0 = v0 * CPU_LANES;
+    *c1 = v1 * CPU_LANES < n ? v1 * CPU_LANES : n;
+}
+
+/* Columns [n0, n1) of y (M, N) = x (M, K) w (N, K)^T (+ bias), as mt_linear_forward makes the
+ * whole product: the few-row kernel's rows, or cpu_gemm (only when [n0, n1) is all of it: the
+ * step forks only where the kernel takes its products). */
+static void linear_part(float *y, const float *x, const float *w, const float *bias, int M, int K,
+                        int N, int n0, int n1)
+{
+    if (!cpu_gemm_rows_part(M, n0, n1, N, K, 1.0f, x, K, w, K, y, N))
+        cpu_gemm(0, 1, M, N, K, 1.0f, x, K, w, K, 0.0f, y, N);
+    if (bias)
+        for (int m = 0; m < M; m++)
+            for (int n = n0; n < n1; n++) y[(size_t)m * N + n] += bias[n];
+}
+
+/* in_proj: one product of 2D rows when one row's x and z lie end to end (as mt_mamba_step
+ * takes it), else one for x and one for z */
+static int in_proj_fused(const mt_mamba_step_args *m) { return m->B == 1 && m->z == m->x + m->D; }
+
+/* Thread t of nt's share of the step */
+static void step_part(const mt_mamba_step_args *m, int t, int nt)
+{
+    int B = m->B, C = m->C, D = m->D, N = m->N, R = m->R, c0, c1, o0, o1;
+    share(D, t, nt, &c0, &c1);
+    share(C, t, nt, &o0, &o1);
+    if (in_proj_fused(m) && nt == 1) {
+        linear_part(m->x, m->inp, m->in_proj_w, m->in_proj_b, 1, C, 2 * D, 0, 2 * D);
+    } else if (in_proj_fused(m)) {
+        linear_part(m->x, m->inp, m->in_proj_w, m->in_proj_b, 1, C, 2 * D, c0, c1);
+        linear_part(m->x, m->inp, m->in_proj_w, m->in_proj_b, 1, C, 2 * D, D + c0, D + c1);
+    } else {
+        linear_part(m->x, m->inp, m->in_proj_w, m->in_proj_b, B, C, D, c0, c1);
+        linear_part(m->z, m->inp, m->in_proj_w + (size_t)D * C,
+                    m->in_proj_b ? m->in_proj_b + D : NULL, B, C, D, c0, c1);
+    }
+    cpu_conv1d_silu_step_part(m->xc, m->u, m->conv_state, m->x, m->conv_w, m->conv_b, B, D, m->K,
+                              c0, c1);
+    if (nt > 1) {
+#pragma omp barrier
+    }
+    if (t == 0) { /* x_proj and dt_proj as mt_mamba_step's x_proj_forward */
+        const float *xw = m->x_proj_w;
+        cpu_gemm(0, 1, B, R, D, 1.0f, m->u, D, xw, D, 0.0f, m->dt_low, R);
+        cpu_gemm(0, 1, B, N, D, 1.0f, m->u, D, xw + (size_t)R * D, D, 0.0f, m->Bm, N);
+        cpu_gemm(0, 1, B, N, D, 1.0f, m->u, D, xw + (size_t)(R + N) * D, D, 0.0f, m->Cm, N);
+        cpu_gemm(0, 1, B, D, R, 1.0f, m->dt_low, R, m->dt_proj_w, R, 0.0f, m->dt, D);
+    }
+    if (nt > 1) {
+#pragma omp barrier
+    }
+    mt_scan_args s = {
+        .u = m->u,
+        .dt = m->dt,
+        .A_log = m->A_log,
+        .Bm = m->Bm,
+        .Cm = m->Cm,
+        .Dskip = m->Dskip,
+        .dt_bias = m->dt_bias,
+        .B = B,
+        .T = 1,
+        .D = D,
+        .N = N,
+        .A_step = m->A_step,
+    };
+    cpu_scan_gate_step_part(m->y, m->yg, m->z, m->h, &s, c0, c1);
+    if (nt > 1) {
+#pragma omp barrier
+    }
+    linear_part(m->out, m->yg, m->out_proj_w, m->out_proj_b, B, D, C, o0, o1);
+}
+
+int cpu_mamba_step(const mt_mamba_step_args *m)
+{
+    int B = m->B, C = m->C, D = m->D;
+    int in_N = in_proj_fused(m) ? 2 * D : D;
+    /* an empty span asks the few-row kernel only whether it takes the product */
+    int kernel_takes = cpu_gemm_rows_part(B, 0, 0, in_N, C, 1.0f, NULL, C, NULL, C, NULL, in_N) &&
+                       cpu_gemm_rows_part(B, 0, 0, C, D, 1.0f, NULL, D, NULL, D, NULL, C);
+    /* whole vectors of channels only: a loop's tail past the last whole vector takes other
+     * libmvec variants than its vectors (act_forward's SiLU, gate_forward), so gating a part
+     * vector in a block of lanes would not give the operations' floats */
+    if (D % CPU_LANES) return 0;
+    if (!cpu_fork((size_t)B * 2 * D * C, STEP_MIN_MACS)) {
+        step_part(m, 0, 1);
+        return 1;
+    }
+    /* at two threads and more the operations' own forks are the faster where the kernel does
+     * not take the products (OpenBLAS shares its sgemv) */
+    if (!kernel_takes) return 0;
+    int vectors = (D + CPU_LANES - 1) / CPU_LANES, threads = omp_get_max_threads();
+#pragma omp parallel num_threads(threads < vectors ? threads : vectors)
+    step_part(m, omp_get_thread_num(), omp_get_num_threads());
+    return 1;
+}
