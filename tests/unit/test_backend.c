@@ -504,7 +504,7 @@ static void test_norm_backward_vs_naive(void **state)
     (void)state;
     mt_rng rng;
     mt_rng_init(&rng, 16, 0);
-    const int shapes[][2] = {{50, 37}, {9, 192}, {3, 5}};
+    const int shapes[][2] = {{50, 37}, {9, 192}, {3, 5}, {100, 168}, {40, 600}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         size_t BT = (size_t)shapes[s][0];
         int C = shapes[s][1];

@@ -12,8 +12,6 @@
  * (cpu_par.h). */
 #define PAR_MIN 16384
 
-enum { BIAS_BLOCK = CPU_LANES };
-
 /* The loops below run in chunks of CPU_CHUNK through functions cloned per vector width
  * (cpu_simd.h): an OpenMP region's own body is compiled for the baseline x86-64 only. Outputs may
  * be one of the inputs (in place), element for element. */
@@ -201,29 +199,29 @@ void cpu_bias_add(float *out, const float *bias, size_t rows, int cols)
             add_chunk(out + r * (size_t)cols, out + r * (size_t)cols, bias, (size_t)cols));
 }
 
-/* dbias[c] += sum_r dout[r, c] for the nc columns from c0, each summed down the rows in order
- * in double (as naive_bias_backward does), a cache line of a row at a time */
-MT_CPU_CLONES static void bias_backward_block(float *dbias, const float *dout, size_t rows,
-                                              int cols, int c0, int nc)
+/* dbias[c] += sum_r dout[r, c] for the nc <= CPU_COL_GROUP columns from c0, each summed down
+ * the rows in order in double (as naive_bias_backward does), a span of a row at a time */
+MT_CPU_CLONES static void bias_backward_cols(float *dbias, const float *dout, size_t rows, int cols,
+                                             int c0, int nc)
 {
-    double acc[BIAS_BLOCK] = {0};
+    double acc[CPU_COL_GROUP];
+    for (int j = 0; j < nc; j++) acc[j] = 0.0;
     for (size_t r = 0; r < rows; r++) {
-        float g[BIAS_BLOCK];
-        cpu_load_lanes(g, dout + r * (size_t)cols + c0, nc);
+        const float *g = dout + r * (size_t)cols + c0;
 #pragma omp simd
-        for (int j = 0; j < BIAS_BLOCK; j++) acc[j] += g[j];
+        for (int j = 0; j < nc; j++) acc[j] += g[j];
     }
     for (int j = 0; j < nc; j++) dbias[c0 + j] += (float)acc[j];
 }
 
-/* threads own blocks of columns, so nothing races and the thread count changes no bit */
+/* threads own groups of columns, so nothing races and the thread count changes no bit */
 void cpu_bias_backward(float *dbias, const float *dout, size_t rows, int cols)
 {
-    int n_blocks = (cols + BIAS_BLOCK - 1) / BIAS_BLOCK;
-    CPU_FOR(cpu_fork(rows * (size_t)cols, PAR_MIN), "omp parallel for schedule(static)",
-            (int blk = 0; blk < n_blocks; blk++), int c0 = blk * BIAS_BLOCK;
-            bias_backward_block(dbias, dout, rows, cols, c0,
-                                cols - c0 < BIAS_BLOCK ? cols - c0 : BIAS_BLOCK));
+    int fork = cpu_fork(rows * (size_t)cols, PAR_MIN);
+    int w = cpu_col_group(cols, fork ? omp_get_max_threads() : 1), n_groups = (cols + w - 1) / w;
+    CPU_FOR(fork, "omp parallel for schedule(static)", (int grp = 0; grp < n_groups; grp++),
+            int c0 = grp * w;
+            bias_backward_cols(dbias, dout, rows, cols, c0, cols - c0 < w ? cols - c0 : w));
 }
 
 void cpu_copy2d(float *dst, int dst_ld, const float *src, int src_ld, size_t rows, int cols)

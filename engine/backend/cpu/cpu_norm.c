@@ -1,9 +1,9 @@
 /* LayerNorm and RMSNorm over the last dimension of (BT, C), statistics in double.
  * Backward computes dx row-parallel and the weight/bias gradients column-parallel (each
  * thread owns columns), recomputing the normalised value, so no two threads add to one float.
- * The columns go in blocks of NORM_BLOCK, so each row gives a block one cache line of dout
- * and of x rather than one float per column walk; every column still sums its rows in order
- * in double, as the naive twins in naive_columns.c do, so the two agree bit for bit. */
+ * The columns go in groups of up to CPU_COL_GROUP (cpu_simd.h), so each row gives a group a
+ * span of dout and of x rather than one float per column walk; every column still sums its rows
+ * in order in double, as the naive twins in naive_columns.c do, so the two agree bit for bit. */
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_par.h"
 #include "backend/cpu/cpu_simd.h"
@@ -12,23 +12,19 @@
 
 #define PAR_ROWS(BT, C) cpu_fork((BT) * (size_t)(C), 16384)
 
-enum { NORM_BLOCK = CPU_LANES };
-
 /* dweight[c] += sum_r dout[r,c] (x[r,c] - mean[r]) rstd[r] ; dbias[c] += sum_r dout[r,c]
- * for the nc columns from c0 */
-MT_CPU_CLONES static void layernorm_weight_block(float *dweight, float *dbias, const float *dout,
-                                                 const float *x, const float *mean,
-                                                 const float *rstd, size_t BT, int C, int c0,
-                                                 int nc)
+ * for the nc <= CPU_COL_GROUP columns from c0 */
+MT_CPU_CLONES static void layernorm_weight_cols(float *dweight, float *dbias, const float *dout,
+                                                const float *x, const float *mean,
+                                                const float *rstd, size_t BT, int C, int c0, int nc)
 {
-    double dw[NORM_BLOCK] = {0}, db[NORM_BLOCK] = {0};
+    double dw[CPU_COL_GROUP], db[CPU_COL_GROUP];
+    for (int j = 0; j < nc; j++) dw[j] = db[j] = 0.0;
     for (size_t r = 0; r < BT; r++) {
-        float g[NORM_BLOCK], xr[NORM_BLOCK];
-        cpu_load_lanes(g, dout + r * (size_t)C + c0, nc);
-        cpu_load_lanes(xr, x + r * (size_t)C + c0, nc);
+        const float *g = dout + r * (size_t)C + c0, *xr = x + r * (size_t)C + c0;
         float m = mean[r], s = rstd[r];
 #pragma omp simd
-        for (int j = 0; j < NORM_BLOCK; j++) {
+        for (int j = 0; j < nc; j++) {
             dw[j] += (double)g[j] * ((xr[j] - m) * s);
             db[j] += g[j];
         }
@@ -39,17 +35,17 @@ MT_CPU_CLONES static void layernorm_weight_block(float *dweight, float *dbias, c
     }
 }
 
-/* dweight[c] += sum_r dout[r,c] x[r,c] rstd[r] for the nc columns from c0 */
-MT_CPU_CLONES static void rmsnorm_weight_block(float *dweight, const float *dout, const float *x,
-                                               const float *rstd, size_t BT, int C, int c0, int nc)
+/* dweight[c] += sum_r dout[r,c] x[r,c] rstd[r] for the nc <= CPU_COL_GROUP columns from c0 */
+MT_CPU_CLONES static void rmsnorm_weight_cols(float *dweight, const float *dout, const float *x,
+                                              const float *rstd, size_t BT, int C, int c0, int nc)
 {
-    double dw[NORM_BLOCK] = {0};
+    double dw[CPU_COL_GROUP];
+    for (int j = 0; j < nc; j++) dw[j] = 0.0;
     for (size_t r = 0; r < BT; r++) {
-        float g[NORM_BLOCK], xr[NORM_BLOCK];
-        cpu_load_lanes(g, dout + r * (size_t)C + c0, nc);
-        cpu_load_lanes(xr, x + r * (size_t)C + c0, nc);
+        const float *g = dout + r * (size_t)C + c0, *xr = x + r * (size_t)C + c0;
+        float s = rstd[r];
 #pragma omp simd
-        for (int j = 0; j < NORM_BLOCK; j++) dw[j] += (double)g[j] * xr[j] * rstd[r];
+        for (int j = 0; j < nc; j++) dw[j] += (double)g[j] * xr[j] * s;
     }
     for (int j = 0; j < nc; j++) dweight[c0 + j] += (float)dw[j];
 }
@@ -107,12 +103,12 @@ void cpu_layernorm_backward(float *dx, float *dweight, float *dbias, const float
         }
     }
     if (!dweight && !dbias) return;
-    int n_blocks = (C + NORM_BLOCK - 1) / NORM_BLOCK;
-#pragma omp parallel for schedule(static) if (PAR_ROWS(BT, C))
-    for (int blk = 0; blk < n_blocks; blk++) {
-        int c0 = blk * NORM_BLOCK, nc = C - c0 < NORM_BLOCK ? C - c0 : NORM_BLOCK;
-        layernorm_weight_block(dweight, dbias, dout, x, mean, rstd, BT, C, c0, nc);
-    }
+    int fork = PAR_ROWS(BT, C);
+    int w = cpu_col_group(C, fork ? omp_get_max_threads() : 1), n_groups = (C + w - 1) / w;
+    CPU_FOR(fork, "omp parallel for schedule(static)", (int grp = 0; grp < n_groups; grp++),
+            int c0 = grp * w;
+            layernorm_weight_cols(dweight, dbias, dout, x, mean, rstd, BT, C, c0,
+                                  C - c0 < w ? C - c0 : w));
 }
 
 /* rstd = 1 / sqrt(mean(x^2) + eps) ; out = x * rstd * weight */
@@ -152,10 +148,9 @@ void cpu_rmsnorm_backward(float *dx, float *dweight, const float *dout, const fl
         }
     }
     if (!dweight) return;
-    int n_blocks = (C + NORM_BLOCK - 1) / NORM_BLOCK;
-#pragma omp parallel for schedule(static) if (PAR_ROWS(BT, C))
-    for (int blk = 0; blk < n_blocks; blk++) {
-        int c0 = blk * NORM_BLOCK, nc = C - c0 < NORM_BLOCK ? C - c0 : NORM_BLOCK;
-        rmsnorm_weight_block(dweight, dout, x, rstd, BT, C, c0, nc);
-    }
+    int fork = PAR_ROWS(BT, C);
+    int w = cpu_col_group(C, fork ? omp_get_max_threads() : 1), n_groups = (C + w - 1) / w;
+    CPU_FOR(fork, "omp parallel for schedule(static)", (int grp = 0; grp < n_groups; grp++),
+            int c0 = grp * w;
+            rmsnorm_weight_cols(dweight, dout, x, rstd, BT, C, c0, C - c0 < w ? C - c0 : w));
 }

@@ -83,6 +83,19 @@ static inline void cpu_load_lanes(float *restrict lanes, const float *restrict s
     }
 }
 
+/* Column sums down the rows (bias and norm weight gradients) take groups of up to
+ * CPU_COL_GROUP adjacent columns, one running sum each, and add a whole span of every row
+ * (consecutive cache lines the prefetchers stream) where blocks of CPU_LANES walked the rows
+ * once per block, each row's one line at a stride, and copied a short last block through
+ * library calls. A group is narrower where threads share the columns, so each gets one. */
+enum { CPU_COL_GROUP = 256 };
+static inline int cpu_col_group(int cols, int threads)
+{
+    int w = (cols + threads - 1) / threads;
+    w = (w + CPU_LANES - 1) / CPU_LANES * CPU_LANES;
+    return w < CPU_COL_GROUP ? w : CPU_COL_GROUP;
+}
+
 /* dst[0, n) = lanes[0, n) */
 static inline void cpu_store_lanes(float *restrict dst, const float *restrict lanes, int n)
 {
