@@ -148,7 +148,8 @@ static int decode_start(mt_decode_ctx *c, const int32_t *const *src, const int *
     int max_S = mt_model_is_encdec(c->m) ? b.S : 0;
     int rows = c->n * c->K;
     c->st = mt_decode_state_new(c->m, rows, max_T, max_S);
-    int rc = c->st ? mt_model_prefill(c->m, c->st, &b, c->logits) : -1;
+    c->logits = c->st ? mt_decode_state_logits(c->st) : NULL;
+    int rc = c->logits ? mt_model_prefill(c->m, c->st, &b, c->logits) : -1;
     free(ids);
     free(srcbuf);
     return rc;
@@ -238,12 +239,6 @@ int mt_decode(mt_model *m, const int32_t *const *src, const int *src_len, int n,
         }
         if (c.max_new[i] > c.max_new_all) c.max_new_all = c.max_new[i];
     }
-    /* sized by the caller's batch and the vocabulary: a failure is a message, not an abort */
-    c.logits = malloc((size_t)n * c.K * c.V * sizeof *c.logits);
-    if (!c.logits) {
-        free(c.max_new);
-        return mt_error("no memory for the logits of %d rows x %d tokens", n * c.K, c.V);
-    }
     res->hyps = mt_xcalloc((size_t)n, sizeof *res->hyps);
     res->n = n;
     int rc;
@@ -261,7 +256,6 @@ int mt_decode(mt_model *m, const int32_t *const *src, const int *src_len, int n,
     /* and the model's state one sentence (its K rows) holds, without the working set */
     if (c.st) res->model_state_bytes = mt_decode_state_model_bytes(c.st, c.K);
     mt_decode_state_free(c.st);
-    free(c.logits);
     free(c.max_new);
     res->seconds = mt_now_s() - t0;
     if (rc) mt_decode_result_free(res);

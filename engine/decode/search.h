@@ -16,7 +16,8 @@ typedef struct {
     int *max_new; /* (n) the length limit of each sentence */
     int max_new_all; /* their maximum */
     mt_decode_state *st; /* n * K rows */
-    float *logits; /* host (n * K, V): the next-token logits of the live rows */
+    float *logits; /* host (n * K, V): the next-token logits of the live rows (the decode
+                    * state's, mt_decode_state_logits) */
     double t0; /* start time (seconds, monotonic clock) */
     int hf; /* 1: transformers' generate() semantics (decode.h, MT_SEARCH_HF) */
     int forced_eos; /* hf with a config whose forced_eos_token_id is eos: every line ends with

@@ -32,6 +32,9 @@ enum {
 struct mt_decode_blocks {
     void *p[N_BLOCKS];
     size_t bytes[N_BLOCKS]; /* each block's capacity */
+    float *logits; /* host, at least (max_B, V): what the caller's passes write
+                    * (mt_decode_state_logits), malloc'd when first asked for */
+    size_t logits_bytes;
 };
 
 /* What a recorded step's frozen arguments depend on: the backend (its precision's weights),
@@ -95,7 +98,7 @@ static void *block_take(mt_decode_state *st, int k, size_t bytes, int zero)
 
 static size_t blocks_bytes(const struct mt_decode_blocks *b)
 {
-    size_t n = 0;
+    size_t n = b->logits_bytes;
     for (int k = 0; k < N_BLOCKS; k++) n += b->bytes[k];
     return n;
 }
@@ -103,6 +106,7 @@ static size_t blocks_bytes(const struct mt_decode_blocks *b)
 static void blocks_free(const mt_backend *be, struct mt_decode_blocks *b)
 {
     for (int k = 0; k < N_BLOCKS; k++) be->free(b->p[k]);
+    free(b->logits);
     free(b);
 }
 
@@ -333,6 +337,20 @@ mt_decode_state *mt_decode_state_new(mt_model *m, int max_B, int max_T, int max_
 
 int mt_decode_state_length(const mt_decode_state *st) { return st->len; }
 
+float *mt_decode_state_logits(mt_decode_state *st)
+{
+    struct mt_decode_blocks *b = &st->blocks;
+    int V = st->m->cfg.vocab_size;
+    size_t bytes = (size_t)st->max_B * (size_t)V * sizeof(float);
+    if (b->logits_bytes >= bytes) return b->logits;
+    free(b->logits);
+    /* sized by the caller's batch and the vocabulary: a failure is a message, not an abort */
+    b->logits = malloc(bytes);
+    b->logits_bytes = b->logits ? bytes : 0;
+    if (!b->logits) mt_error("no memory for the logits of %d rows x %d tokens", st->max_B, V);
+    return b->logits;
+}
+
 static int size_work(mt_decode_state *st, int B, int Tq, int encode, int Se);
 
 int mt_decode_state_reserve(mt_decode_state *st, int B, int T, int S)
@@ -349,7 +367,7 @@ int mt_decode_state_reserve(mt_decode_state *st, int B, int T, int S)
         return -1;
     if (st->reorder_floats && !block_take(st, BLOCK_REORDER, st->reorder_floats * sizeof(float), 0))
         return mt_error_context("%s reserve", m->arch->name);
-    return 0;
+    return mt_decode_state_logits(st) ? 0 : -1;
 }
 
 /* Lay out one pass's working set: when encode, the encoder for Se source positions (a chunk,

@@ -258,23 +258,39 @@ static void test_row_helpers_match_naive(void **state)
 
 /* ---------------------------------------------------------------- the decoding workspace */
 
-static size_t backend_allocs;
+static size_t backend_allocs, backend_live;
+/* each block carries its size in front of it (64 bytes keep the CPU's alignment) */
 static void *counted_alloc(size_t bytes)
 {
     backend_allocs++;
-    return mt_backend_cpu()->alloc(bytes);
+    char *p = mt_backend_cpu()->alloc(bytes + 64);
+    if (!p) return NULL;
+    memcpy(p, &bytes, sizeof bytes);
+    backend_live += bytes;
+    return p + 64;
+}
+static void counted_free(void *q)
+{
+    if (!q) return;
+    char *p = (char *)q - 64;
+    size_t bytes;
+    memcpy(&bytes, p, sizeof bytes);
+    backend_live -= bytes;
+    mt_backend_cpu()->free(p);
 }
 
 /* A decoding call draws on the workspace the model's last call left: once a call as large has
  * run, no backend allocation (the CPU's fresh pages each fault in and are cleared), and every
  * call's hypotheses the same to the bit as a fresh model's, whatever ran before it (a longer
- * batch, the other search, rows compacted as sentences end). A model whose workspace limit is
- * below the state keeps nothing. */
+ * batch, the other search, rows compacted as sentences end). The host logits go with it: the
+ * workspace is the backend blocks decoding left plus the logits of the most rows so far. A
+ * model whose workspace limit is below the state keeps nothing. */
 static void test_decode_reuses_workspace(void **state)
 {
     (void)state;
     mt_backend counting = *mt_backend_cpu();
     counting.alloc = counted_alloc;
+    counting.free = counted_free;
     static const int LONGER[] = {13, 2, 9, 5}, SHORTER[] = {4, 1, 6};
     static const char *const archs[] = {"transformer", "mamba"};
     for (int a = 0; a < 2; a++) {
@@ -286,6 +302,7 @@ static void test_decode_reuses_workspace(void **state)
         static const struct {
             int longer, beam;
         } runs[] = {{1, 1}, {0, 1}, {0, 1}, {1, 3}, {0, 3}, {1, 1}, {1, 1}};
+        size_t model_live = backend_live, most_rows = 0;
         for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
             const sources *s = runs[i].longer ? &longer : &shorter;
             mt_decode_opts o = opts_beam(runs[i].beam, 0);
@@ -295,7 +312,14 @@ static void test_decode_reuses_workspace(void **state)
             size_t allocs = backend_allocs - before;
             if (i % 2 == 0 && i > 0 && allocs)
                 fail_msg("%s run %zu: %zu backend allocations", archs[a], i, allocs);
-            assert_true(mt_model_decode_workspace_bytes(m) > 0);
+            size_t rows = (size_t)s->n * (size_t)runs[i].beam;
+            if (rows > most_rows) most_rows = rows;
+            size_t kept = mt_model_decode_workspace_bytes(m),
+                   logits = most_rows * (size_t)V * sizeof(float);
+            if (kept != backend_live - model_live + logits)
+                fail_msg("%s run %zu: the workspace keeps %zu bytes, not the %zu of the backend "
+                         "blocks and %zu of host logits",
+                         archs[a], i, kept, backend_live - model_live, logits);
             fresh = tiny_model(archs[a], 7);
             decode_ok(fresh, s, &o, &f);
             for (int k = 0; k < s->n; k++) {

@@ -303,6 +303,10 @@ int mt_decode_state_reorder(mt_decode_state *st, const int32_t *rows, int n_rows
 void mt_decode_state_set_prefill_chunk(mt_decode_state *st, int positions);
 /* Tokens the state holds per row (prompt + steps). */
 int mt_decode_state_length(const mt_decode_state *st);
+/* A host buffer of (max_B, V) floats for the logits a prefill and steps write, kept with the
+ * state's backend memory (below) so that decoding call after call does not allocate it either;
+ * NULL (mt_last_error) when there is no memory for it. */
+float *mt_decode_state_logits(mt_decode_state *st);
 /* Bytes of model state a decode state for (max_B, max_T, max_S) holds: KV caches (growing
  * with max_T), sliding-window rings, Mamba conv + ssm states, RetNet recurrent states. */
 size_t mt_model_decode_state_bytes(const mt_model *m, int max_B, int max_T, int max_S);
@@ -316,19 +320,20 @@ size_t mt_decode_state_bytes_held(const mt_decode_state *st);
 /* The caches alone that `rows` rows hold at the state's length now (prompt + steps): KV caches
  * over that length, rings, Mamba and retention states; no working set. */
 size_t mt_decode_state_model_bytes(const mt_decode_state *st, int rows);
-/* A freed decode state leaves its backend memory (caches, working set, rows, ids and masks)
- * with its model when it holds at most the model's workspace limit (MT_DECODE_WORKSPACE_LIMIT
- * unless set; 0 keeps nothing), and the next state of the model draws on it: decoding call
- * after call allocates (and on the CPU faults fresh pages in) only where a call needs more than
- * the last. One state at a time holds it, taken and left atomically, so states made on two
- * threads never share memory. The memory goes with mt_model_free, or with a larger state. */
+/* A freed decode state leaves its backend memory (caches, working set, rows, ids and masks) and
+ * its host logits with its model when they hold at most the model's workspace limit
+ * (MT_DECODE_WORKSPACE_LIMIT unless set; 0 keeps nothing), and the next state of the model
+ * draws on them: decoding call after call allocates (and on the CPU faults fresh pages in) only
+ * where a call needs more than the last. One state at a time holds them, taken and left
+ * atomically, so states made on two threads never share memory. The memory goes with
+ * mt_model_free, or with a larger state. */
 #define MT_DECODE_WORKSPACE_LIMIT ((size_t)64 << 20)
 void mt_model_set_decode_workspace_limit(mt_model *m, size_t bytes);
 size_t mt_model_decode_workspace_limit(const mt_model *m);
 /* Take now the memory a prefill of B rows, a prompt of T and a source of S positions, then steps
- * of all the state's rows and reorders will want (the working set, the reorder scratch), running
- * nothing: freed right after, the state leaves it all with the model for the calls that follow
- * (mt_decode_reserve). */
+ * of all the state's rows and reorders will want (the working set, the reorder scratch, the host
+ * logits), running nothing: freed right after, the state leaves it all with the model for the
+ * calls that follow (mt_decode_reserve). */
 int mt_decode_state_reserve(mt_decode_state *st, int B, int T, int S);
 /* Bytes the model keeps for its next decode state (0 while a state holds them). */
 size_t mt_model_decode_workspace_bytes(mt_model *m);
