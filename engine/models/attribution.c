@@ -194,9 +194,10 @@ int mt_attribute(mt_model *m, const int32_t *src, int src_len, const int32_t *hy
     if (rc == 0)
         rc = rule == MT_ATTR_RULE_ADAPTIVE
                  ? attr_integrate_adaptive(&ev, steps, out->logp_baseline, acc)
-                 : attr_integrate_fixed(&ev, o->method, steps, acc);
+                 : attr_integrate_fixed(&ev, o->method, steps, acc, ig ? NULL : out->logp);
     if (rc == 0) rc = attr_check_cancel(o->cancel);
-    if (rc == 0) rc = attr_all_logprobs(&q, &(mt_attr_point){1.0f, -1, NULL}, out->logp);
+    /* saliency's and input x gradient's passes are at the input: their log-probs are the rows' */
+    if (rc == 0 && ig) rc = attr_all_logprobs(&q, &(mt_attr_point){1.0f, -1, NULL}, out->logp);
     if (rc == 0) {
         size_t cells = (size_t)q.rows * out->cols;
         out->values = mt_xmalloc(cells * sizeof *out->values);

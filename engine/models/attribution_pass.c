@@ -428,6 +428,7 @@ int attr_gradient_passes(attr_seq *q, mt_attr_method method, const attr_eval *ev
             if (sink->weight) {
                 add_scores(q, T, method, &grads, r, sink->weight[i],
                            sink->out + (size_t)picks[r].j * cols);
+                if (sink->logp) sink->logp[picks[r].j] = logp[r];
                 continue;
             }
             add_scores(q, T, method, &grads, r, 1.0, sink->out + (size_t)i * cols);

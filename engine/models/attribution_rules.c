@@ -38,7 +38,8 @@ void attr_gauss_legendre(int n, double *x01, double *w01)
 
 /* Saliency and input x gradient (steps 1, at the input), and integrated gradients with the
  * steps Gauss-Legendre nodes for every row: scores weighted into acc (rows, cols). */
-int attr_integrate_fixed(const attr_evaluator *ev, mt_attr_method method, int steps, double *acc)
+int attr_integrate_fixed(const attr_evaluator *ev, mt_attr_method method, int steps, double *acc,
+                         double *logp)
 {
     double *node = mt_xmalloc((size_t)steps * sizeof *node);
     double *weight = mt_xmalloc((size_t)steps * sizeof *weight);
@@ -51,7 +52,7 @@ int attr_integrate_fixed(const attr_evaluator *ev, mt_attr_method method, int st
         evals[i] = (attr_eval){(int)(i / steps), (float)node[i % steps]};
         w[i] = weight[i % steps];
     }
-    int rc = ev->evaluate(ev->ctx, evals, n, &(attr_sink){w, acc, NULL});
+    int rc = ev->evaluate(ev->ctx, evals, n, &(attr_sink){w, acc, logp});
     free(node);
     free(weight);
     free(evals);

@@ -15,8 +15,9 @@ typedef struct {
 } attr_eval;
 
 /* Where the scores of evaluations go: with weight, evaluation i's times weight[i] added to row j
- * of out (rows, cols); without, evaluation i's into row i of out (n, cols) (zeroed by the
- * caller) and its log-prob (the row's at its alpha, from the same pass) into logp[i]. */
+ * of out (rows, cols) and, when logp is not NULL, its log-prob (the row's at its alpha, from the
+ * same pass) into logp[j]; without, evaluation i's into row i of out (n, cols) (zeroed by the
+ * caller) and its log-prob into logp[i]. */
 typedef struct {
     const double *weight;
     double *out;
@@ -37,8 +38,11 @@ typedef struct {
 void attr_gauss_legendre(int n, double *x01, double *w01);
 
 /* Saliency and input x gradient (steps 1, at the input), and integrated gradients with the
- * steps Gauss-Legendre nodes for every row: scores weighted into acc (rows, cols). */
-int attr_integrate_fixed(const attr_evaluator *ev, mt_attr_method method, int steps, double *acc);
+ * steps Gauss-Legendre nodes for every row: scores weighted into acc (rows, cols); the rows'
+ * log-probs at their last node into logp (rows) when not NULL (saliency and input x gradient:
+ * at the input). */
+int attr_integrate_fixed(const attr_evaluator *ev, mt_attr_method method, int steps, double *acc,
+                         double *logp);
 
 /* Integrated gradients with the adaptive rule (docs/attribution.md §2) into acc (rows, cols);
  * logp0 (rows) the rows' log-probs at the baseline. Needs steps >= 2. */

@@ -670,6 +670,45 @@ static void test_copies_share_one_forward(void **state)
     }
 }
 
+/* Saliency and input x gradient take each row's log-prob from its own pass (at the input): an
+ * attribution of 5 rows, one pass of 5 copies sharing one forward, runs one forward in all
+ * (norm rows as mt_attribution_logprobs's one), and its log-probs are those of
+ * mt_attribution_logprobs. */
+static void test_one_forward_in_all(void **state)
+{
+    (void)state;
+    mt_backend counting = *mt_backend_cpu();
+    counting.layernorm_forward = counting_layernorm;
+    counting.rmsnorm_forward = counting_rmsnorm;
+    for (const char *const *arch = mt_model_arch_list(); *arch; arch++) {
+        mt_model_config c;
+        tiny_model_config(&c, *arch, 0.0f);
+        mt_model *m = mt_model_create(&c, &counting, 53);
+        assert_non_null(m);
+        tiny_model_perturb(mt_model_params(m), mt_model_param_block_size(m), 53);
+        double logp[N_HYP + 1];
+        norm_rows = 0;
+        assert_int_equal(mt_attribution_logprobs(m, src, N_SRC, hyp, N_HYP, NULL,
+                                                 &(mt_attr_point){1.0f, -1, NULL}, logp),
+                         0);
+        size_t one = norm_rows;
+        for (int method = MT_ATTR_SALIENCY; method <= MT_ATTR_INPUT_X_GRADIENT; method++) {
+            norm_rows = 0;
+            mt_attribution a =
+                attribute(m, hyp, (mt_attr_method)method, MT_ATTR_BASELINE_PAD, -1, *arch);
+            if (norm_rows != one)
+                fail_msg("%s %s: the forwards normed %zu rows, one forward's %zu", *arch,
+                         mt_attr_method_name((mt_attr_method)method), norm_rows, one);
+            for (int j = 0; j < a.rows; j++)
+                if (fabs(a.logp[j] - logp[j]) > 1e-6)
+                    fail_msg("%s row %d: log-prob %.9g, mt_attribution_logprobs %.9g", *arch, j,
+                             a.logp[j], logp[j]);
+            mt_attribution_free(&a);
+        }
+        mt_model_free(m);
+    }
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -740,6 +779,7 @@ int main(void)
         cmocka_unit_test(test_cancel),
         cmocka_unit_test(test_allocations_do_not_grow_with_passes),
         cmocka_unit_test(test_copies_share_one_forward),
+        cmocka_unit_test(test_one_forward_in_all),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
