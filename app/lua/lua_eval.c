@@ -181,10 +181,18 @@ static int l_eval(lua_State *L)
     if (!rq.train_src != !rq.train_ref) mtl_error(L, fn, "train_src and train_ref go together");
     rq.keep_hyps = 1;
     mtl_check_interrupt(L);
+    /* Ctrl-C (mtl_interrupt) sets the context's cancel flag: the evaluation stops with no
+     * scores, and the interrupt is raised as everywhere else */
+    mtl_context *ctx = mtl_context_of(L);
+    atomic_store(&ctx->cancel, 0);
+    rq.cancel = &ctx->cancel;
     eval_outcome **box = lua_newuserdatauv(L, sizeof *box, 0);
     *box = mt_xcalloc(1, sizeof **box);
     luaL_setmetatable(L, OUTCOME_META);
-    if (eval_run(&rq, *box)) mtl_error(L, fn, "%s", mt_last_error());
+    if (eval_run(&rq, *box)) {
+        mtl_check_interrupt(L);
+        mtl_error(L, fn, "%s", mt_last_error());
+    }
     const eval_outcome *o = *box;
     char *text = NULL;
     size_t text_len = 0;

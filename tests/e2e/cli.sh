@@ -180,6 +180,24 @@ for M in "${bins[@]}"; do
         fail "eval, Ctrl-C: status 130, no table, no report, no hypotheses" \
             "status $rc; stdout $(head -c 300 int.out); hyps: $(ls int.hyps); stderr: $(head -c 1500 int.err)"
     fi
+    # the same evaluation from Lua (mtlab.eval in mtlab run): Ctrl-C stops the translation, not
+    # only the script after it
+    rm -rf int.hyps
+    printf '%s\n' 'mtlab.eval{models = {"b/mamba", "b/transformer"}, src = "many.txt", ref = "many.txt", hyps = "int.hyps"}' >int.lua
+    env --default-signal=INT "$M" run int.lua >int.out 2>int.err &
+    pid=$!
+    for i in $(seq 1 600); do [ -d int.hyps ] && break; sleep 0.05; done
+    kill -INT $pid
+    for i in $(seq 1 600); do kill -0 $pid 2>/dev/null || break; sleep 0.05; done
+    kill -KILL $pid 2>/dev/null && echo "still running 30 s after SIGINT" >>int.err
+    wait $pid
+    rc=$?
+    if [ $rc = 130 ] && grep -q 'interrupted' int.err && [ -z "$(ls int.hyps)" ] && ! grep -q Sanitizer int.err; then
+        ok "mtlab.eval in mtlab run, Ctrl-C: status 130, no hypotheses"
+    else
+        fail "mtlab.eval in mtlab run, Ctrl-C: status 130, no hypotheses" \
+            "status $rc; hyps: $(ls int.hyps); stderr: $(head -c 1500 int.err)"
+    fi
 
     # ---------------------------------------------------------------- an opus-mt checkpoint
     # as the hub holds it (tests/fixtures/marian: what transformers gives for it)
