@@ -34,11 +34,23 @@ static size_t kv_bstride(const mt_attn_desc *d)
     return d->kv_bstride ? d->kv_bstride : (size_t)d->Tk * d->H * d->Dh;
 }
 
+/* Sum of x[0, n) in double over eight running sums added pairwise at the end: a loop the
+ * compiler vectorises (one running double, added in key order, was a chain of dependent adds). */
+static inline double sum_lanes(const float *x, int n)
+{
+    double acc[8] = {0};
+    int c = 0;
+    for (; c + 8 <= n; c += 8)
+        for (int l = 0; l < 8; l++) acc[l] += x[c + l];
+    for (; c < n; c++) acc[c % 8] += x[c];
+    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
 /* Softmax of row i of S in place over the visible keys; invisible keys get 0, and a row with
  * no visible key is all 0. The causal bounds are one span [lo, hi) (cpu_attn_visible's rule),
- * so only the key mask is read per key; the sum adds the visible keys' exponentials in key
- * order as before (an invisible key added 0, which changes no sum). */
-static void masked_softmax_row(float *s, const mt_attn_desc *d, int b, int i)
+ * so only the key mask is read per key. The span's exponentials are taken in one vector loop
+ * (a key the mask hides is set to 0 after), then summed in double (sum_lanes). */
+MT_CPU_CLONES static void masked_softmax_row(float *s, const mt_attn_desc *d, int b, int i)
 {
     int lo = 0, hi = d->Tk;
     if (d->causal) {
@@ -50,20 +62,26 @@ static void masked_softmax_row(float *s, const mt_attn_desc *d, int b, int i)
     if (d->key_mask)
         km = d->key_mask + (size_t)b * (d->mask_bstride ? d->mask_bstride : (size_t)d->Tk);
     float mx = -INFINITY;
-    for (int j = lo; j < hi; j++)
-        if (!km || km[j]) mx = fmaxf(mx, s[j]);
+    if (km) {
+        for (int j = lo; j < hi; j++)
+            if (km[j]) mx = fmaxf(mx, s[j]);
+    } else {
+#pragma omp simd reduction(max : mx)
+        for (int j = lo; j < hi; j++) mx = s[j] > mx ? s[j] : mx;
+    }
     if (mx == -INFINITY) {
-        memset(s, 0, (size_t)d->Tk * sizeof(float));
+        for (int j = 0; j < d->Tk; j++) s[j] = 0.0f;
         return;
     }
-    memset(s, 0, (size_t)lo * sizeof(float));
-    memset(s + hi, 0, (size_t)(d->Tk - hi) * sizeof(float));
-    double sum = 0.0;
-    for (int j = lo; j < hi; j++) {
-        s[j] = !km || km[j] ? expf(s[j] - mx) : 0.0f;
-        sum += s[j];
-    }
-    float inv = (float)(1.0 / sum);
+    for (int j = 0; j < lo; j++) s[j] = 0.0f;
+    for (int j = hi; j < d->Tk; j++) s[j] = 0.0f;
+#pragma omp simd
+    for (int j = lo; j < hi; j++) s[j] = expf(s[j] - mx);
+    if (km)
+        for (int j = lo; j < hi; j++)
+            if (!km[j]) s[j] = 0.0f;
+    float inv = (float)(1.0 / sum_lanes(s + lo, hi - lo));
+#pragma omp simd
     for (int j = lo; j < hi; j++) s[j] *= inv;
 }
 
@@ -217,6 +235,25 @@ void cpu_attention_forward(float *out, float *att, const float *q, const float *
     } else heads_forward(out, att, q, k, v, d);
 }
 
+/* dS = P * (dP - rowsum(P * dP)) in place of dP, rows (Tq, Tk); the row sum in double over
+ * eight running sums (dot_lanes' order, in double) */
+MT_CPU_CLONES static void softmax_backward_rows(float *ds, const float *p, int Tq, int Tk)
+{
+    for (int i = 0; i < Tq; i++) {
+        const float *pr = p + (size_t)i * Tk;
+        float *dr = ds + (size_t)i * Tk;
+        double acc[8] = {0};
+        int j = 0;
+        for (; j + 8 <= Tk; j += 8)
+            for (int l = 0; l < 8; l++) acc[l] += (double)pr[j + l] * dr[j + l];
+        for (; j < Tk; j++) acc[j % 8] += (double)pr[j] * dr[j];
+        float dot = (float)(((acc[0] + acc[4]) + (acc[1] + acc[5])) +
+                            ((acc[2] + acc[6]) + (acc[3] + acc[7])));
+#pragma omp simd
+        for (j = 0; j < Tk; j++) dr[j] = pr[j] * (dr[j] - dot);
+    }
+}
+
 void cpu_attention_backward(float *dq, float *dk, float *dv, float *datt, const float *dout,
                             const float *q, const float *k, const float *v, const float *att,
                             const mt_attn_desc *d)
@@ -236,13 +273,7 @@ void cpu_attention_backward(float *dq, float *dk, float *dv, float *datt, const 
                             d->Tk, dout + qoff, C, 1.0f, dv + kvoff, C);
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, d->Tq, d->Tk, d->Dh, 1.0f,
                         dout + qoff, C, v + kvoff, C, 0.0f, ds, d->Tk);
-            for (int i = 0; i < d->Tq; i++) {
-                const float *pr = p + (size_t)i * d->Tk;
-                float *dr = ds + (size_t)i * d->Tk;
-                double dot = 0.0;
-                for (int j = 0; j < d->Tk; j++) dot += (double)pr[j] * dr[j];
-                for (int j = 0; j < d->Tk; j++) dr[j] = pr[j] * (dr[j] - (float)dot);
-            }
+            softmax_backward_rows(ds, p, d->Tq, d->Tk);
             if (dq)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, d->Tq, d->Dh, d->Tk,
                             d->scale, ds, d->Tk, k + kvoff, C, 1.0f, dq + qoff, C);
