@@ -1,9 +1,10 @@
 /* One forward for identical copies (attribution_copies.h). Every saved activation of a stack is
  * an array whose first dimension is the copy (B, ...), laid out one after the other
- * (mt_stack_acts_layout, mt_unit_work_point, the layers' acts_point), so a forward at batch 1
- * over the B copies' pointers fills the first copy's slot of each, and copying that slot into
- * the next B - 1 gives every copy the forward it would have made itself. An array's per-copy
- * size is its distance to the next one over B. Letters: B copies, T positions, C d_model. */
+ * (mt_stack_acts_layout, mt_unit_work_point, the layers' acts_point), so a forward at batch K
+ * over the B copies' pointers fills the first K copies' slots of each, and copying slot k into
+ * the slots of the copies at point k gives every copy the forward it would have made itself.
+ * An array's per-copy size is its distance to the next one over B. Letters: B copies, K
+ * points, T positions, C d_model. */
 #include "models/attribution_copies.h"
 
 #include <stdlib.h>
@@ -57,10 +58,19 @@ int attr_copies_supported(const mt_stack *s)
     return 1;
 }
 
-/* Array p of B copies of n floats each: the first copy into the others. */
-static void broadcast(const mt_backend *be, float *p, size_t n, int B)
+/* Copies of the first K slots and where they go: slot k into copies first[k] .. first[k+1] - 1. */
+typedef struct {
+    const int *first;
+    int K;
+} attr_runs;
+
+/* Array p of copies of n floats each: slot k into its run's copies. From the last run down:
+ * run k's copies lie at or after k, so a slot is read before a run below it is written there. */
+static void expand(const mt_backend *be, float *p, size_t n, const attr_runs *runs)
 {
-    for (int r = 1; r < B; r++) be->copy(p + (size_t)r * n, p, n * sizeof(float));
+    for (int k = runs->K - 1; k >= 0; k--)
+        for (int r = runs->first[k + 1] - 1; r >= runs->first[k]; r--)
+            if (r != k) be->copy(p + (size_t)r * n, p + (size_t)k * n, n * sizeof(float));
 }
 
 static int by_address(const void *x, const void *y)
@@ -69,10 +79,12 @@ static int by_address(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-void attr_copies_broadcast(const mt_backend *be, const mt_stack *s, mt_stack_acts *sa, int B, int T)
+void attr_copies_expand(const mt_backend *be, const mt_stack *s, mt_stack_acts *sa,
+                        const int *first, int K, int B, int T)
 {
+    const attr_runs *runs = &(attr_runs){first, K};
     size_t TC = (size_t)T * s->C;
-    for (int i = 0; i <= s->n_units; i++) broadcast(be, sa->xs[i], TC, B);
+    for (int i = 0; i <= s->n_units; i++) expand(be, sa->xs[i], TC, runs);
     for (int i = 0; i < s->n_units; i++) {
         const mt_unit *u = &s->units[i];
         mt_unit_work *w = &sa->w[i];
@@ -81,14 +93,14 @@ void attr_copies_broadcast(const mt_backend *be, const mt_stack *s, mt_stack_act
         /* the unit's arrays in the order laid out, w->pre right after the last */
         qsort(f, (size_t)n, sizeof *f, by_address);
         f[n] = w->pre;
-        for (int k = 0; k < n; k++) broadcast(be, f[k], (size_t)(f[k + 1] - f[k]) / B, B);
-        broadcast(be, w->pre, (size_t)T * mt_unit_width(u), B);
-        broadcast(be, w->mean, (size_t)T, B);
-        broadcast(be, w->rstd, (size_t)T, B);
+        for (int k = 0; k < n; k++) expand(be, f[k], (size_t)(f[k + 1] - f[k]) / B, runs);
+        expand(be, w->pre, (size_t)T * mt_unit_width(u), runs);
+        expand(be, w->mean, (size_t)T, runs);
+        expand(be, w->rstd, (size_t)T, runs);
     }
     if (s->final_norm_tensor >= 0) {
-        broadcast(be, sa->fn_out, TC, B);
-        broadcast(be, sa->fn_mean, (size_t)T, B);
-        broadcast(be, sa->fn_rstd, (size_t)T, B);
+        expand(be, sa->fn_out, TC, runs);
+        expand(be, sa->fn_mean, (size_t)T, runs);
+        expand(be, sa->fn_rstd, (size_t)T, runs);
     }
 }

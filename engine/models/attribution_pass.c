@@ -101,11 +101,16 @@ typedef struct {
 } attr_pick;
 
 /* Where B copies sit: copy r on the path at alpha[r], delta (C) added at column col (when
- * delta is not NULL and col a column of the stack). */
+ * delta is not NULL and col a column of the stack). The copies come in runs at one alpha
+ * (gradient_passes puts a chunk's equal alphas side by side): run k is copies first[k] ..
+ * first[k + 1] - 1, at alpha point[k]; runs 0: none known. */
 typedef struct {
     const float *alpha;
     int col;
     const float *delta;
+    int runs;
+    const int *first; /* (runs + 1) */
+    const float *point; /* (runs) */
 } attr_path;
 
 /* The ends of one stack's straight path: the token embeddings e and the baseline (n, C) each. */
@@ -241,15 +246,6 @@ static int reserve_scratch(attr_seq *q, size_t n)
     return q->scratch ? 0 : -1;
 }
 
-/* 1 when the B copies of path are one point: the same alpha, nothing added. */
-static int one_point(const attr_path *path, int B)
-{
-    if (path->delta) return 0;
-    for (int r = 1; r < B; r++)
-        if (path->alpha[r] != path->alpha[0]) return 0;
-    return 1;
-}
-
 /* One pass over B copies of the sequence's first T decoder positions (every pick's position
  * is below T: the decoders are causal, so the later ones change nothing), the copies on path
  * (columns counted over source then decoder positions): the log-probs of the picks into logp,
@@ -263,18 +259,19 @@ static int attr_pass(attr_seq *q, int T, int B, const attr_path *path, const att
     int S = q->S, C = m->cfg.d_model, V = m->cfg.vocab_size;
     size_t BT = (size_t)B * T, NS = (size_t)B * S;
     if (prepare_copies(q, T, B)) return -1;
-    /* copies at one point of the path share one forward, at batch 1 (FB) */
-    int FB = q->shared_forward && one_point(path, B) ? 1 : B;
+    /* the copies at one point of the path share one forward: FB of them, one per point */
+    int FB = q->shared_forward && !path->delta && path->runs > 0 ? path->runs : B;
+    attr_path points = *path;
+    if (FB < B) points.alpha = path->point;
 
     const float *mem = NULL;
     if (q->encdec) {
         embed_path(m, &m->enc, &m->enc_acts, m->d_src, FB, S, &(attr_ends){q->e_enc, q->b_enc},
-                   path);
+                   &points);
         mt_pass enc = {.B = FB, .T = S, .mask = m->d_src_mask};
         mem = mt_stack_forward(m, &m->enc, &m->enc_acts, &enc);
-        if (FB < B) attr_copies_broadcast(be, &m->enc, &m->enc_acts, B, S);
     }
-    attr_path dec_path = *path;
+    attr_path dec_path = points;
     dec_path.col -= S;
     embed_path(m, &m->dec, &m->dec_acts, m->d_ids, FB, T, &(attr_ends){q->e_dec, q->b_dec},
                &dec_path);
@@ -287,7 +284,9 @@ static int attr_pass(attr_seq *q, int T, int B, const attr_path *path, const att
                    .mem_mask = m->d_src_mask,
                    .input_grads_only = 1};
     const float *out = mt_stack_forward(m, &m->dec, &m->dec_acts, &dec);
-    if (FB < B) attr_copies_broadcast(be, &m->dec, &m->dec_acts, B, T);
+    /* the encoder's slots after the decoder's forward, which reads the first FB of its output */
+    if (FB < B && q->encdec) attr_copies_expand(be, &m->enc, &m->enc_acts, path->first, FB, B, S);
+    if (FB < B) attr_copies_expand(be, &m->dec, &m->dec_acts, path->first, FB, B, T);
     dec.B = B;
 
     size_t P = (size_t)n_picks, n = pass_scratch_floats(q, T, B, n_picks, backward);
@@ -367,7 +366,7 @@ int attr_all_logprobs(attr_seq *q, const mt_attr_point *point, double *logp)
 {
     attr_pick *picks = mt_xmalloc((size_t)q->rows * sizeof *picks);
     for (int j = 0; j < q->rows; j++) picks[j] = (attr_pick){0, target_pos(q, j), j};
-    attr_path path = {&point->alpha, point->col, point->delta};
+    attr_path path = {&point->alpha, point->col, point->delta, 0, NULL, NULL};
     int rc = attr_pass(q, q->T, 1, &path, picks, q->rows, logp, NULL);
     free(picks);
     return rc;
@@ -383,6 +382,19 @@ int attr_check_cancel(const atomic_int *cancel)
 /* Copies of one pass at least (when that many are left): fewer would leave the products thin. */
 #define MIN_CHUNK_COPIES 8
 
+/* A chunk's evaluation i at alpha, for sorting by alpha (then i). */
+typedef struct {
+    float alpha;
+    int i;
+} attr_copy;
+
+static int by_alpha(const void *x, const void *y)
+{
+    const attr_copy *a = x, *b = y;
+    if (a->alpha != b->alpha) return a->alpha < b->alpha ? -1 : 1;
+    return a->i - b->i;
+}
+
 /* The backward passes of n evaluations in order of j, in chunks of copies whose activations stay
  * under MT_ATTR_CHUNK_POSITIONS positions and that run only the decoder positions up to their
  * last target's (so a translation's rows come in about four chunks of growing length, not one
@@ -397,6 +409,9 @@ int attr_gradient_passes(attr_seq *q, mt_attr_method method, const attr_eval *ev
     if (chunk < 1) chunk = 1;
     if (chunk > n) chunk = (int)n;
     float *alpha = mt_xmalloc((size_t)chunk * sizeof *alpha);
+    float *point = mt_xmalloc((size_t)chunk * sizeof *point);
+    int *run_first = mt_xmalloc(((size_t)chunk + 1) * sizeof *run_first);
+    attr_copy *order = mt_xmalloc((size_t)chunk * sizeof *order);
     attr_pick *picks = mt_xmalloc((size_t)chunk * sizeof *picks);
     double *logp = mt_xmalloc((size_t)chunk * sizeof *logp);
     if (chunk > q->grads_copies) {
@@ -407,7 +422,7 @@ int attr_gradient_passes(attr_seq *q, mt_attr_method method, const attr_eval *ev
         q->grads_copies = chunk;
     }
     attr_grads grads = {q->gdec, q->genc};
-    attr_path path = {alpha, -1, NULL};
+    attr_path path = {alpha, -1, NULL, 0, run_first, point};
     /* the largest pass's activations and scratch at once: the chunks' growing lengths would
      * otherwise allocate (and zero) about four ever larger blocks of each */
     int rc = prepare_copies(q, q->T, chunk);
@@ -415,16 +430,25 @@ int attr_gradient_passes(attr_seq *q, mt_attr_method method, const attr_eval *ev
         rc = mt_error_context("attribution of %d target positions", chunk);
     for (long first = 0; first < n && rc == 0; first += chunk) {
         if ((rc = attr_check_cancel(cancel))) break;
-        int B = n - first < chunk ? (int)(n - first) : chunk;
+        int B = n - first < chunk ? (int)(n - first) : chunk, T = 0;
+        /* copies by alpha, in runs at one point that share a forward */
+        for (int r = 0; r < B; r++) order[r] = (attr_copy){ev[first + r].alpha, r};
+        qsort(order, (size_t)B, sizeof *order, by_alpha);
+        path.runs = 0;
         for (int r = 0; r < B; r++) {
-            const attr_eval *e = &ev[first + r];
+            const attr_eval *e = &ev[first + order[r].i];
             alpha[r] = e->alpha;
             picks[r] = (attr_pick){r, target_pos(q, e->j), e->j};
+            if (picks[r].pos + 1 > T) T = picks[r].pos + 1;
+            if (r == 0 || alpha[r] != alpha[r - 1]) {
+                point[path.runs] = alpha[r];
+                run_first[path.runs++] = r;
+            }
         }
-        int T = picks[B - 1].pos + 1; /* the chunk's last target is its latest */
+        run_first[path.runs] = B;
         rc = attr_pass(q, T, B, &path, picks, B, logp, &grads);
         for (int r = 0; r < B && rc == 0; r++) {
-            long i = first + r;
+            long i = first + order[r].i;
             if (sink->weight) {
                 add_scores(q, T, method, &grads, r, sink->weight[i],
                            sink->out + (size_t)picks[r].j * cols);
@@ -436,6 +460,9 @@ int attr_gradient_passes(attr_seq *q, mt_attr_method method, const attr_eval *ev
         }
     }
     free(alpha);
+    free(point);
+    free(run_first);
+    free(order);
     free(picks);
     free(logp);
     return rc;
