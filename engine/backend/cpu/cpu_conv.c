@@ -4,7 +4,6 @@
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_par.h"
 #include "backend/cpu/cpu_simd.h"
-#include "math/elementwise.h"
 #include "mtlab/error.h"
 
 #include <omp.h>
@@ -118,9 +117,9 @@ void cpu_conv1d_backward(float *dx, float *dw, float *dbias, const float *dout, 
 /* One row of a decoding step. The common width K = 4 runs across channels as one vector loop
  * (the states' stride of 4 floats is a fixed interleave the vectorizer undoes): element by
  * element it was 7% of a batch-16 mamba-small decoding step. Same sums in the same order. */
-__attribute__((always_inline)) static inline void
-conv_step_channels(float *restrict out, float *restrict st, const float *restrict x,
-                   const float *restrict w, const float *bias, int C, int K)
+MT_CPU_CLONES static void conv_step_row(float *restrict out, float *restrict st,
+                                        const float *restrict x, const float *restrict w,
+                                        const float *bias, int C, int K)
 {
     if (K == 4) {
 #pragma omp simd
@@ -146,37 +145,13 @@ conv_step_channels(float *restrict out, float *restrict st, const float *restric
     }
 }
 
-MT_CPU_CLONES static void conv_step_row(float *restrict out, float *restrict st,
-                                        const float *restrict x, const float *restrict w,
-                                        const float *bias, int C, int K)
-{
-    conv_step_channels(out, st, x, w, bias, C, K);
-}
-
-/* Mamba's conv step and the SiLU after it, one vector of channels at a time (C a multiple of
- * CPU_LANES). The SiLU of a whole vector is act_forward's: the same expression on the same
- * vector width, where the loops' shorter tails take other libmvec variants (not the same
- * floats, hence whole vectors only). */
-MT_CPU_CLONES static void conv_silu_step_row(float *restrict out, float *restrict u,
-                                             float *restrict st, const float *restrict x,
-                                             const float *restrict w, const float *bias, int C,
-                                             int K)
-{
-    for (int c = 0; c < C; c += CPU_LANES) {
-        conv_step_channels(out + c, st + (size_t)c * K, x + c, w + (size_t)c * K,
-                           bias ? bias + c : NULL, CPU_LANES, K);
-#pragma omp simd
-        for (int j = 0; j < CPU_LANES; j++) u[c + j] = mt_siluf(out[c + j]);
-    }
-}
-
-void cpu_conv1d_silu_step_part(float *out, float *u, float *state, const float *x, const float *w,
-                               const float *bias, int B, int C, int K, int c0, int c1)
+void cpu_conv1d_step_part(float *out, float *state, const float *x, const float *w,
+                          const float *bias, int B, int C, int K, int c0, int c1)
 {
     for (int b = 0; b < B; b++) {
         size_t i0 = (size_t)b * C + c0;
-        conv_silu_step_row(out + i0, u + i0, state + i0 * K, x + i0, w + (size_t)c0 * K,
-                           bias ? bias + c0 : NULL, c1 - c0, K);
+        conv_step_row(out + i0, state + i0 * K, x + i0, w + (size_t)c0 * K, bias ? bias + c0 : NULL,
+                      c1 - c0, K);
     }
 }
 

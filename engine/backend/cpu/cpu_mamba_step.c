@@ -1,20 +1,25 @@
-/* The Mamba v1 mixer's decoding step in one pass over its channels (the optional mamba_step;
+/* The Mamba v1 mixer's decoding step as one pass over its channels (the optional mamba_step;
  * formulas at mt_mamba_step_args in mtlab/backend.h).
  *
  * Run as separate operations, a batch-1 step of mamba-small made two OpenMP regions a layer at
  * two threads (in_proj and out_proj forked, each over its rows), and between them the conv, the
- * SiLU, the scan and the gate ran on one thread while the other spun (43% of a two-thread
- * decode's samples, perf). Here the step is one region: each thread takes a span of channels
- * (whole vectors of 16) and runs, for its span, in_proj's rows of x and z, the conv step with
- * the SiLU in the same loop, then (after x_proj and dt_proj, which sum over every channel and
- * run on the first thread) the scan step with the gate; out_proj's rows are shared last. Three
- * barriers a layer where there were two fork/joins and the serial parts.
+ * SiLU, the scan and the gate ran on one thread while the other spun (a third to 43% of a
+ * two-thread decode's samples, perf). Here the step is one region: each thread takes a span of
+ * channels (whole vectors of 16) and runs, for its span, in_proj's rows of x and z, the conv step
+ * and its SiLU, then (after x_proj and dt_proj, which sum over every channel: dt on the first
+ * thread while the last makes Bm and Cm) the scan step and the gate; out_proj's rows are shared
+ * last. Three barriers a layer where there were two fork/joins and the serial parts.
+ *
+ * The SiLU and the gate run as their own loops over the span, which is in the L1 cache by then:
+ * inside the conv's and the scan's vector loops, their libmvec calls made the compiler save and
+ * restore the loops' live registers around every vector, and one layer's step in the cache was
+ * no faster than the separate operations (24 us, one thread, on the loaded machine).
  *
  * Every float is the one the separate operations make: the products are the few-row kernel's
  * rows (cpu_gemm_rows_part; a row's sums do not depend on which rows a thread takes) or, on one
  * thread, the same cpu_gemm calls mt_linear_forward makes; x_proj and dt_proj are the same
- * cpu_gemm calls; the conv, SiLU, scan and gate are the same expressions on the same vector
- * width (tests/unit/test_layers_mamba.c compares both paths bit for bit). */
+ * cpu_gemm calls; the conv and scan are the same blocks, the SiLU and gate the same loops over
+ * whole vectors (tests/unit/test_layers_mamba.c compares both paths bit for bit). */
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_par.h"
 #include "backend/cpu/cpu_simd.h"
@@ -67,17 +72,23 @@ static void step_part(const mt_mamba_step_args *m, int t, int nt)
         linear_part(m->z, m->inp, m->in_proj_w + (size_t)D * C,
                     m->in_proj_b ? m->in_proj_b + D : NULL, B, C, D, c0, c1);
     }
-    cpu_conv1d_silu_step_part(m->xc, m->u, m->conv_state, m->x, m->conv_w, m->conv_b, B, D, m->K,
-                              c0, c1);
+    cpu_conv1d_step_part(m->xc, m->conv_state, m->x, m->conv_w, m->conv_b, B, D, m->K, c0, c1);
+    for (int b = 0; b < B; b++)
+        cpu_act_forward(MT_ACT_SILU, m->u + (size_t)b * D + c0, m->xc + (size_t)b * D + c0,
+                        (size_t)(c1 - c0));
     if (nt > 1) {
 #pragma omp barrier
     }
-    if (t == 0) { /* x_proj and dt_proj as mt_mamba_step's x_proj_forward */
-        const float *xw = m->x_proj_w;
+    /* x_proj and dt_proj, the calls of mt_mamba_step's x_proj_forward: dt_low and dt on the
+     * first thread, Bm and Cm on the last (the same thread at one thread) */
+    const float *xw = m->x_proj_w;
+    if (t == 0) {
         cpu_gemm(0, 1, B, R, D, 1.0f, m->u, D, xw, D, 0.0f, m->dt_low, R);
+        cpu_gemm(0, 1, B, D, R, 1.0f, m->dt_low, R, m->dt_proj_w, R, 0.0f, m->dt, D);
+    }
+    if (t == nt - 1) {
         cpu_gemm(0, 1, B, N, D, 1.0f, m->u, D, xw + (size_t)R * D, D, 0.0f, m->Bm, N);
         cpu_gemm(0, 1, B, N, D, 1.0f, m->u, D, xw + (size_t)(R + N) * D, D, 0.0f, m->Cm, N);
-        cpu_gemm(0, 1, B, D, R, 1.0f, m->dt_low, R, m->dt_proj_w, R, 0.0f, m->dt, D);
     }
     if (nt > 1) {
 #pragma omp barrier
@@ -96,7 +107,10 @@ static void step_part(const mt_mamba_step_args *m, int t, int nt)
         .N = N,
         .A_step = m->A_step,
     };
-    cpu_scan_gate_step_part(m->y, m->yg, m->z, m->h, &s, c0, c1);
+    cpu_scan_step_part(m->y, m->h, &s, c0, c1);
+    for (int b = 0; b < B; b++)
+        cpu_gate_forward(m->yg + (size_t)b * D + c0, m->y + (size_t)b * D + c0,
+                         m->z + (size_t)b * D + c0, (size_t)(c1 - c0));
     if (nt > 1) {
 #pragma omp barrier
     }

@@ -137,14 +137,12 @@ void naive_scan_forward(float *y, float *h_last, const mt_scan_args *a);
 void naive_scan_backward(const mt_scan_grads *g, const float *dy, const mt_scan_args *a);
 /* the optional scan_step_A (mtlab/backend.h): A in 16-channel blocks, AT[n][j] per block */
 void cpu_scan_step_A(float *A, const mt_scan_args *a);
-/* the optional mamba_step (cpu_mamba_step.c), and the two passes over channels it makes, on
- * channels [c0, c1) of every row (c0 a multiple of 16): the conv step with u = SiLU(out)
- * (cpu_conv.c), and the scan step with yg = y * SiLU(z) (cpu_scan.c) */
+/* the optional mamba_step (cpu_mamba_step.c), and the conv and scan steps of channels [c0, c1)
+ * of every row it shares among threads (cpu_conv.c, cpu_scan.c; c0 a multiple of 16) */
 int cpu_mamba_step(const mt_mamba_step_args *m);
-void cpu_conv1d_silu_step_part(float *out, float *u, float *state, const float *x, const float *w,
-                               const float *bias, int B, int C, int K, int c0, int c1);
-void cpu_scan_gate_step_part(float *y, float *yg, const float *z, float *h, const mt_scan_args *a,
-                             int c0, int c1);
+void cpu_conv1d_step_part(float *out, float *state, const float *x, const float *w,
+                          const float *bias, int B, int C, int K, int c0, int c1);
+void cpu_scan_step_part(float *y, float *h, const mt_scan_args *a, int c0, int c1);
 
 /* multi-scale retention (cpu_retention.c: per-head sgemm, plus the recurrent state fill and
  * step shared by both tables; naive_retention.c: loops in double) */

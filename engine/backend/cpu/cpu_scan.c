@@ -159,11 +159,7 @@ void cpu_scan_forward(float *y, float *h_last, const mt_scan_args *a)
  * step itself (a third of a batch-16 Mamba decoding step on an AVX2 EPYC, perf). With
  * a->A_step it is not taken at all: cpu_scan_step_A laid it out once for the whole decode (at
  * batch 1, the exps and the gather were 6% of a step's time, perf). */
-/* With yg, the block also gates its outputs, yg = y * SiLU(z) (z, yg (B, D) as y; the same
- * floats as gate_forward: the same expression on the same vector width), while they are in
- * registers. */
-MT_CPU_CLONES static void scan_step_block(float *y, float *yg, const float *z, float *h,
-                                          const mt_scan_args *a, int d0, int nd)
+MT_CPU_CLONES static void scan_step_block(float *y, float *h, const mt_scan_args *a, int d0, int nd)
 {
     int D = a->D, N = a->N;
     float ATbuf[MT_SCAN_MAX_STATE][SCAN_BLOCK], hT[MT_SCAN_MAX_STATE][SCAN_BLOCK];
@@ -172,7 +168,7 @@ MT_CPU_CLONES static void scan_step_block(float *y, float *yg, const float *z, f
     const float(*AT)[SCAN_BLOCK] = (const float(*)[SCAN_BLOCK])ATbuf;
     if (a->A_step) {
         AT = (const float(*)[SCAN_BLOCK])(a->A_step + (size_t)d0 * N);
-        for (int j = 0; j < SCAN_BLOCK; j++) Dk[j] = j < nd ? a->Dskip[d0 + j] : 0.0f;
+        cpu_load_lanes(Dk, a->Dskip + d0, nd); /* a float at a time, 8% of the step's scan */
     } else {
         block_params(ATbuf, Dk, a, d0, nd);
     }
@@ -198,13 +194,6 @@ MT_CPU_CLONES static void scan_step_block(float *y, float *yg, const float *z, f
         scan_tile_update(hN, (const float(*)[SCAN_BLOCK])hT, AT, delta, u, Dk,
                          a->Bm + (size_t)b * N, a->Cm + (size_t)b * N, N, at, yt, 1);
         cpu_store_lanes(y + i0, yt, nd);
-        if (yg) {
-            float zt[SCAN_BLOCK], gt[SCAN_BLOCK];
-            cpu_load_lanes(zt, z + i0, nd);
-#pragma omp simd
-            for (int j = 0; j < SCAN_BLOCK; j++) gt[j] = yt[j] * mt_siluf(zt[j]);
-            cpu_store_lanes(yg + i0, gt, nd);
-        }
         if (blocked) {
             for (int j = 0; j < SCAN_BLOCK; j += 8)
                 for (int n = 0; n < N; n += 8)
@@ -221,14 +210,13 @@ void cpu_scan_step(float *y, float *h, const mt_scan_args *a)
     int D = a->D, N = a->N, n_blocks = (D + SCAN_BLOCK - 1) / SCAN_BLOCK;
     CPU_FOR(cpu_fork((size_t)a->B * D * N, 16384), "omp parallel for schedule(static)",
             (int blk = 0; blk < n_blocks; blk++), int d0 = blk * SCAN_BLOCK;
-            scan_step_block(y, NULL, NULL, h, a, d0, D - d0 < SCAN_BLOCK ? D - d0 : SCAN_BLOCK));
+            scan_step_block(y, h, a, d0, D - d0 < SCAN_BLOCK ? D - d0 : SCAN_BLOCK));
 }
 
-void cpu_scan_gate_step_part(float *y, float *yg, const float *z, float *h, const mt_scan_args *a,
-                             int c0, int c1)
+void cpu_scan_step_part(float *y, float *h, const mt_scan_args *a, int c0, int c1)
 {
     for (int d0 = c0; d0 < c1; d0 += SCAN_BLOCK)
-        scan_step_block(y, yg, z, h, a, d0, c1 - d0 < SCAN_BLOCK ? c1 - d0 : SCAN_BLOCK);
+        scan_step_block(y, h, a, d0, c1 - d0 < SCAN_BLOCK ? c1 - d0 : SCAN_BLOCK);
 }
 
 /* Block blk's A of the step, (N, 16) floats at A + blk * N * 16 */
