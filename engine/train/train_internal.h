@@ -73,14 +73,16 @@ int validate_bleu(mt_model *m, const mt_tokenizer *tok, const mt_train_config *c
 
 /* ---- the gradient all-reduce overlapped with backward, bucket by bucket (grad_buckets.c) */
 typedef struct grad_buckets grad_buckets;
-/* The buckets of m's gradient block (at most bucket_mb MiB each) and the thread that reduces
- * them over coll (host memory; coll->any_thread); NULL with mt_last_error() on failure. */
+/* The buckets of m's gradient block (at most bucket_mb MiB each), reduced over coll: queued
+ * on its stream when it has all_reduce_sum_async (fp32 only), else by a thread (host memory;
+ * coll->any_thread); NULL with mt_last_error() on failure. */
 grad_buckets *grad_buckets_open(mt_collective *coll, mt_model *m, double bucket_mb, int bf16);
 int grad_buckets_count(const grad_buckets *b);
 /* mt_step_opts.grads_ready for the rank's last backward of a step (ud: the grad_buckets). */
 void grad_buckets_ready(void *ud, int range);
-/* Hands over the buckets not yet handed over and waits for all; *wait_s gets the time waited,
- * *busy_s the reducing thread's time. */
+/* Hands over the buckets not yet handed over and waits for all (queued: the backend work
+ * queued next waits, the host does not); *wait_s gets the time waited, *busy_s the reducing
+ * thread's time. */
 int grad_buckets_finish(grad_buckets *b, double *wait_s, double *busy_s);
 void grad_buckets_close(grad_buckets *b);
 

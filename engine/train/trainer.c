@@ -446,21 +446,29 @@ int mt_train_run(const mt_train_config *cfg, int resume, const mt_train_hooks *h
     if (coll->size > 1 && ensure_grads(m, cfg, ep, encdec) != 0) goto out;
     int bf16_grads = !strcmp(cfg->grad_dtype, "bf16");
     if (coll->size > 1 && cfg->overlap) {
-        /* a thread of this rank reduces buckets while backward runs on: the backend must be
-         * done with a unit when backward moves on (host memory) and the collective callable
-         * from that thread */
-        const char *why = !be->host_memory      ? "the backend computes in device memory"
-                          : coll->device_memory ? "the collective reads device memory"
-                          : !coll->any_thread   ? "the collective takes calls from one thread"
-                                                : NULL;
+        /* a collective that queues sums (NCCL's stream) takes each bucket behind backward's
+         * kernels, in the memory the backend computes in; else a thread of this rank reduces
+         * buckets while backward runs on: the backend must be done with a unit when backward
+         * moves on (host memory) and the collective callable from that thread */
+        int queued = coll->all_reduce_sum_async != NULL;
+        const char *why = queued && coll->device_memory == be->host_memory
+                              ? "the gradients are not in the memory the collective reads"
+                          : queued && bf16_grads ? "bf16 sums are made in host memory"
+                          : queued               ? NULL
+                          : !be->host_memory     ? "the backend computes in device memory"
+                          : coll->device_memory  ? "the collective reads device memory"
+                          : !coll->any_thread    ? "the collective takes calls from one thread"
+                                                 : NULL;
         if (why) {
             say(hooks, "overlap: gradients all-reduced after backward (%s: %s)", coll->name, why);
         } else {
             if (!(buckets = grad_buckets_open(coll, m, cfg->bucket_mb, bf16_grads))) goto out;
             say(hooks,
-                "overlap: gradients all-reduced in %d buckets (bucket_mb %g, %s) as backward "
-                "finishes their layers",
-                grad_buckets_count(buckets), cfg->bucket_mb, cfg->grad_dtype);
+                "overlap: gradients all-reduced in %d buckets (bucket_mb %g, %s) %s %s as "
+                "backward %s their layers",
+                grad_buckets_count(buckets), cfg->bucket_mb, cfg->grad_dtype,
+                queued ? "queued on the stream of" : "by a thread over", coll->name,
+                queued ? "queues" : "finishes");
         }
     }
 

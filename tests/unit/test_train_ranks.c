@@ -28,7 +28,14 @@ typedef struct {
     long reduces[MAX_RANKS], reduces_off_main[MAX_RANKS]; /* all_reduce_sum calls, from another
                                                            * thread than the rank's own */
     size_t floats[MAX_RANKS]; /* floats they summed */
+    long queued[MAX_RANKS], queued_off_main[MAX_RANKS]; /* all_reduce_sum_async calls */
+    long waits[MAX_RANKS]; /* all_reduce_wait calls */
+    char overlap[256]; /* rank 0's train.log line on the overlap */
 } thread_group;
+
+/* 1: run_ranks' collectives queue their sums (all_reduce_sum_async, as NCCL does on its
+ * stream) instead of leaving the overlap to a thread */
+static int queue_sums;
 
 static int threads_all_reduce_sum(mt_collective *c, float *x, size_t n)
 {
@@ -53,6 +60,22 @@ static int threads_all_reduce_sum(mt_collective *c, float *x, size_t n)
     pthread_barrier_wait(&g->barrier);
     memcpy(x, g->sum, n * sizeof *x);
     pthread_barrier_wait(&g->barrier);
+    return 0;
+}
+
+/* Queued behind the backend's work: on the CPU a unit is computed when backward reports it,
+ * so the sum can run at once. */
+static int threads_all_reduce_sum_async(mt_collective *c, float *x, size_t n)
+{
+    thread_group *g = c->impl;
+    g->queued[c->rank]++;
+    if (!pthread_equal(pthread_self(), g->main_of[c->rank])) g->queued_off_main[c->rank]++;
+    return threads_all_reduce_sum(c, x, n);
+}
+
+static int threads_all_reduce_wait(mt_collective *c)
+{
+    ((thread_group *)c->impl)->waits[c->rank]++;
     return 0;
 }
 
@@ -91,6 +114,12 @@ typedef struct {
     char error[1024];
 } rank_thread;
 
+static void keep_overlap_line(void *ud, const char *text)
+{
+    if (!strncmp(text, "overlap:", 8))
+        snprintf(((thread_group *)ud)->overlap, sizeof((thread_group *)ud)->overlap, "%s", text);
+}
+
 static void *rank_main(void *arg)
 {
     rank_thread *t = arg;
@@ -98,7 +127,8 @@ static void *rank_main(void *arg)
     /* ranks share the cores as processes would: OpenMP teams of each spinning would starve
      * the other rank */
     if (t->coll.size > 1) omp_set_num_threads(1);
-    mt_train_hooks hooks = {.collective = &t->coll};
+    mt_train_hooks hooks = {
+        .collective = &t->coll, .message = keep_overlap_line, .ud = t->coll.impl};
     t->rc = mt_train_run(t->cfg, t->resume, &hooks);
     if (t->rc != 0) snprintf(t->error, sizeof t->error, "%s", mt_last_error());
     return NULL;
@@ -122,6 +152,9 @@ static void run_ranks(const mt_train_config *cfg, int ranks, int resume)
                                     .name = "threads",
                                     .impl = &g,
                                     .all_reduce_sum = threads_all_reduce_sum,
+                                    .all_reduce_sum_async =
+                                        queue_sums ? threads_all_reduce_sum_async : NULL,
+                                    .all_reduce_wait = queue_sums ? threads_all_reduce_wait : NULL,
                                     .all_gather = threads_all_gather,
                                     .broadcast = threads_broadcast,
                                     .barrier = threads_barrier,
@@ -282,6 +315,44 @@ static void test_overlapped_reduce_equals_naive(void **state)
     tiny_config(&def, "two-weights", 600, 20);
     run_ranks(&def, 2, 0);
     assert_same_weights(&naive, &def);
+}
+
+/* A collective that queues its sums (NCCL on its stream) gets the buckets on the rank's own
+ * thread, one wait a step, and the same bits as the thread's buckets and the naive sum; the
+ * log says which way it reduces. bf16 gradients, summed in host memory, go after backward. */
+static void test_queued_sums_equal_thread_and_naive(void **state)
+{
+    reference_runs();
+    mt_train_config queued, two, bf16;
+    tiny_config(&queued, "queued-buckets", 600, 20);
+    queued.bucket_mb = 1e-3;
+    tiny_config(&two, "two", 600, 20); /* reference_runs': buckets reduced by a thread */
+    queue_sums = 1;
+    run_ranks(&queued, 2, 0);
+    queue_sums = 0;
+    thread_group g = last_group;
+    for (int r = 0; r < 2; r++) {
+        assert_true(g.queued[r] > 2 * 20);
+        assert_int_equal(g.queued_off_main[r], 0);
+        assert_int_equal(g.reduces[r], g.queued[r]); /* no blocking sum */
+        assert_int_equal(g.waits[r], 20);
+    }
+    assert_non_null(strstr(g.overlap, "buckets (bucket_mb 0.001, fp32) queued on the stream of "
+                                      "threads as backward queues their layers"));
+    double l[32];
+    assert_int_equal(read_losses(&queued, l, 32, NULL, 0), 20);
+    assert_memory_equal(ref_two, l, sizeof l[0] * 20);
+    assert_same_weights(&two, &queued);
+
+    tiny_config(&bf16, "queued-bf16", 600, 2);
+    snprintf(bf16.grad_dtype, sizeof bf16.grad_dtype, "bf16");
+    queue_sums = 1;
+    run_ranks(&bf16, 2, 0);
+    queue_sums = 0;
+    assert_int_equal(last_group.queued[0], 0);
+    assert_int_equal(last_group.waits[0], 0);
+    assert_string_equal(last_group.overlap, "overlap: gradients all-reduced after backward "
+                                            "(threads: bf16 sums are made in host memory)");
 }
 
 /* The same for every architecture of the registry (encoder-decoders with two stacks,
@@ -543,6 +614,7 @@ int main(void)
         cmocka_unit_test(test_step_straddling_epochs_two_ranks),
         cmocka_unit_test(test_overlapped_reduce_equals_naive),
         cmocka_unit_test(test_overlap_equals_naive_across_architectures),
+        cmocka_unit_test(test_queued_sums_equal_thread_and_naive),
         cmocka_unit_test(test_bf16_gradients_train_and_reproduce),
         cmocka_unit_test(test_bf16_sum_rounds_and_adds_in_rank_order),
         cmocka_unit_test(test_grad_keys_are_checked),

@@ -28,6 +28,16 @@ struct mt_collective {
      * bf16(fp32(bf16(x0)) + fp32(bf16(x1)) + ...), added in rank order. NULL: use
      * mt_collective_all_reduce_bf16, which any table can run. */
     int (*all_reduce_sum_bf16)(mt_collective *c, float *x, size_t n);
+    /* Optional (NULL: not offered): all_reduce_sum queued behind the backend work the calling
+     * thread has queued so far, returning once it is queued (NCCL: on its own CUDA stream, which
+     * first waits on an event of the thread's compute stream), so backward goes on while it
+     * runs. Sums queued one after another run in that order, with all_reduce_sum's bits; x must
+     * not be written until all_reduce_wait. */
+    int (*all_reduce_sum_async)(mt_collective *c, float *x, size_t n);
+    /* The backend work the calling thread queues from now on waits for every sum queued so far
+     * (NCCL: the compute stream waits on an event of the collective's stream; the host goes on).
+     * 0, or -1 when a queued sum failed. Only with all_reduce_sum_async. */
+    int (*all_reduce_wait)(mt_collective *c);
     /* all (size * bytes, host) gets every rank's mine (bytes, host), in rank order. */
     int (*all_gather)(mt_collective *c, const void *mine, void *all, size_t bytes);
     /* buf (bytes, host) of rank root on every rank. */
