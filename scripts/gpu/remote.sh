@@ -35,6 +35,12 @@ for f in /usr/local/cuda/lib64/libcublas.so.13 /usr/local/cuda*/lib64/libcublas.
   [ -e "$f" ] && { cudalib=$(dirname "$f"); break; }
 done
 export LD_LIBRARY_PATH=$P/lib:${cudalib:-/usr/local/cuda/lib64}:$P/fallback
+# libnccl.so.2, which the NCCL collective opens when asked (too big to pack): the toolkit's, or
+# the one beside PyTorch
+for f in "${cudalib:-/usr/local/cuda/lib64}"/libnccl.so.2 /usr/local/cuda*/lib64/libnccl.so.2 \
+  "$(python3 -c 'import nvidia,os;print(nvidia.__path__[0])' 2>/dev/null)"/nccl/lib/libnccl.so.2; do
+  [ -e "$f" ] && { LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$(dirname "$f"); break; }
+done
 # the CUDA backend the binaries dlopen (the tests look beside themselves, then here)
 export MTLAB_CUDA_LIB=$P/bin/libmtlab-cuda.so
 export PATH=$P/bin:$PATH TERM=${TERM:-xterm-256color} TERMINFO_DIRS=$P/terminfo:/usr/share/terminfo:/lib/terminfo
@@ -75,7 +81,7 @@ for s in "$@"; do
   case "$s" in
     info) stage info 30 bash -c 'nvidia-smi; nvcc --version | tail -1; echo cudalib='"$cudalib"';
             ldd ./mtlab | grep -i "not found"; ./mtlab devices; infocmp tmux-256color >/dev/null && echo terminfo ok' ;;
-    tests) for t in test_device test_cuda_ops test_cuda_models test_comet; do
+    tests) for t in test_device test_cuda_ops test_cuda_models test_comet test_collective_nccl; do
              MTLAB_REQUIRE_CUDA=1 stage "$t" 240 build/rel/tests/$t; done ;;
     sanitize) stage sanitize 200 compute-sanitizer --print-limit 20 build/rel/tests/test_cuda_ops ;;
     torch*|bench:*) [ "$(running)" -gt 0 ] && { echo "== $s skipped: $(running) training runs share the GPU"; continue; } ;;&
