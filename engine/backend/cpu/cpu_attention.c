@@ -63,8 +63,8 @@ MT_CPU_CLONES static void masked_softmax_row(float *s, const mt_attn_desc *d, in
         km = d->key_mask + (size_t)b * (d->mask_bstride ? d->mask_bstride : (size_t)d->Tk);
     float mx = -INFINITY;
     if (km) {
-        for (int j = lo; j < hi; j++)
-            if (km[j]) mx = fmaxf(mx, s[j]);
+        for (int j = lo; j < hi; j++) /* fmaxf's rule (NaN passed over) without its call */
+            if (km[j] && s[j] > mx) mx = s[j];
     } else {
 #pragma omp simd reduction(max : mx)
         for (int j = lo; j < hi; j++) mx = s[j] > mx ? s[j] : mx;
