@@ -533,6 +533,48 @@ static void test_norm_backward_vs_naive(void **state)
     }
 }
 
+/* The norms' rows (forward, and backward's dx) against the twins that sum each row in column
+ * order: the fast rows sum over eight running sums, so they agree within rounding. */
+static void test_norm_rows_vs_naive(void **state)
+{
+    (void)state;
+    mt_rng rng;
+    mt_rng_init(&rng, 17, 0);
+    const int shapes[][2] = {{50, 37}, {9, 192}, {3, 5}, {100, 168}, {40, 600}};
+    double worst = 0.0;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        size_t BT = (size_t)shapes[s][0], n = BT * (size_t)shapes[s][1];
+        int C = shapes[s][1];
+        float *x = gc_random(n, &rng, 1.0f), *dout = gc_random(n, &rng, 1.0f);
+        float *w = gc_random(C, &rng, 1.0f), *bias = gc_random(C, &rng, 1.0f);
+        float *o1 = malloc(n * 4), *o2 = malloc(n * 4), *m1 = malloc(BT * 4), *m2 = malloc(BT * 4);
+        float *r1 = malloc(BT * 4), *r2 = malloc(BT * 4);
+        float *dx1 = gc_random(n, &rng, 1.0f), *dx2 = copy_of(dx1, n);
+        for (int with_weight = 0; with_weight < 2; with_weight++) {
+            const float *wt = with_weight ? w : NULL;
+            fast->layernorm_forward(o1, m1, r1, x, wt, bias, BT, C, 1e-5f);
+            naive->layernorm_forward(o2, m2, r2, x, wt, bias, BT, C, 1e-5f);
+            double e = fmax(max_rel(o1, o2, n), fmax(max_rel(m1, m2, BT), max_rel(r1, r2, BT)));
+            fast->layernorm_backward(dx1, NULL, NULL, dout, x, wt, m2, r2, BT, C);
+            naive->layernorm_backward(dx2, NULL, NULL, dout, x, wt, m2, r2, BT, C);
+            e = fmax(e, max_rel(dx1, dx2, n));
+            fast->rmsnorm_forward(o1, r1, x, wt, BT, C, 1e-5f);
+            naive->rmsnorm_forward(o2, r2, x, wt, BT, C, 1e-5f);
+            e = fmax(e, fmax(max_rel(o1, o2, n), max_rel(r1, r2, BT)));
+            fast->rmsnorm_backward(dx1, NULL, dout, x, wt, r2, BT, C);
+            naive->rmsnorm_backward(dx2, NULL, dout, x, wt, r2, BT, C);
+            e = fmax(e, max_rel(dx1, dx2, n));
+            worst = fmax(worst, e);
+        }
+        free(x), free(dout), free(w), free(bias), free(o1), free(o2), free(m1), free(m2);
+        free(r1), free(r2), free(dx1), free(dx2);
+    }
+    printf("backend: layernorm and rmsnorm rows, forward and dx: max relative error %.1e "
+           "(bound 1e-6)\n",
+           worst);
+    assert_true(worst < 1e-6);
+}
+
 /* ---------------------------------------------------------------- rows, reductions, misc */
 static void test_softmax_argmax(void **state)
 {
@@ -715,6 +757,7 @@ int main(void)
         cmocka_unit_test(test_conv1d_grad),
         cmocka_unit_test(test_conv1d_backward_vs_naive),
         cmocka_unit_test(test_norm_backward_vs_naive),
+        cmocka_unit_test(test_norm_rows_vs_naive),
         cmocka_unit_test(test_softmax_argmax),
         cmocka_unit_test(test_embedding_and_utilities),
         cmocka_unit_test(test_activations),

@@ -1,5 +1,5 @@
 /* The two CPU backend tables. They differ only where a fast path exists (matrix products,
- * bias, norm and conv1d backward, attention, scan, retention, int8 products); everything else is
+ * bias, norms, conv1d backward, attention, scan, retention, int8 products); everything else is
  * one implementation, already written as plain loops. */
 #include "backend/cpu/cpu_ops.h"
 
@@ -12,8 +12,7 @@
     .gate_backward = cpu_gate_backward, .mask_rows = cpu_mask_rows, .bias_add = cpu_bias_add, \
     .copy2d = cpu_copy2d, .index_select = cpu_index_select, .sum = cpu_sum,                   \
     .sum_squares = cpu_sum_squares, .argmax_rows = cpu_argmax_rows, .softmax = cpu_softmax,   \
-    .log_softmax = cpu_log_softmax, .layernorm_forward = cpu_layernorm_forward,               \
-    .rmsnorm_forward = cpu_rmsnorm_forward, .embedding_forward = cpu_embedding_forward,       \
+    .log_softmax = cpu_log_softmax, .embedding_forward = cpu_embedding_forward,               \
     .embedding_backward = cpu_embedding_backward, .sinusoid_fill = cpu_sinusoid_fill,         \
     .positions_add = cpu_positions_add, .positions_backward = cpu_positions_backward,         \
     .rope_forward = cpu_rope_forward, .rope_backward = cpu_rope_backward,                     \
@@ -32,6 +31,8 @@ static const mt_backend cpu_backend = {
     .gemm = cpu_gemm,
     .gemm_batched = cpu_gemm_batched,
     .bias_backward = cpu_bias_backward,
+    .layernorm_forward = cpu_layernorm_forward,
+    .rmsnorm_forward = cpu_rmsnorm_forward,
     .layernorm_backward = cpu_layernorm_backward,
     .rmsnorm_backward = cpu_rmsnorm_backward,
     .conv1d_backward = cpu_conv1d_backward,
@@ -51,6 +52,8 @@ static const mt_backend naive_backend = {
     .gemm = naive_gemm,
     .gemm_batched = naive_gemm_batched,
     .bias_backward = naive_bias_backward,
+    .layernorm_forward = naive_layernorm_forward,
+    .rmsnorm_forward = naive_rmsnorm_forward,
     .layernorm_backward = naive_layernorm_backward,
     .rmsnorm_backward = naive_rmsnorm_backward,
     .conv1d_backward = naive_conv1d_backward,

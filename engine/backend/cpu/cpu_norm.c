@@ -1,4 +1,5 @@
-/* LayerNorm and RMSNorm over the last dimension of (BT, C), statistics in double.
+/* LayerNorm and RMSNorm over the last dimension of (BT, C), statistics in double (each row's
+ * sums over eight running sums: naive_norm.c has the in-order twins of the row loops).
  * Backward computes dx row-parallel and the weight/bias gradients column-parallel (each
  * thread owns columns), recomputing the normalised value, so no two threads add to one float.
  * The columns go in groups of up to CPU_COL_GROUP (cpu_simd.h), so each row gives a group a
@@ -50,23 +51,54 @@ MT_CPU_CLONES static void rmsnorm_weight_cols(float *dweight, const float *dout,
     for (int j = 0; j < nc; j++) dweight[c0 + j] += (float)dw[j];
 }
 
+/* Sums of a row in double over eight running sums added pairwise at the end, so the loops
+ * vectorise (one running double was a chain of dependent adds); naive_norm.c keeps the sums in
+ * order, and tests hold the two within rounding. */
+#define LANES_SUM(n, block_add, tail_add)          \
+    do {                                           \
+        int c = 0;                                 \
+        for (; c + 8 <= (n); c += 8)               \
+            for (int l = 0; l < 8; l++) block_add; \
+        for (; c < (n); c++) tail_add;             \
+    } while (0)
+#define LANES_FOLD(acc)                               \
+    (((acc)[0] + (acc)[4]) + ((acc)[1] + (acc)[5])) + \
+        (((acc)[2] + (acc)[6]) + ((acc)[3] + (acc)[7]))
+
+/* The rows' bodies take has_w as a constant (weight read, or 1), so each caller's copy has no
+ * test of weight inside its loops, which kept the loops from vectorising. */
+#define NORM_W(c) (has_w ? weight[c] : 1.0f)
+
 /* mean = sum x / C ; var = sum (x - mean)^2 / C ; rstd = 1 / sqrt(var + eps)
  * out = (x - mean) * rstd * weight + bias */
-static void layernorm_row(float *o, float *mean, float *rstd, const float *xr, const float *weight,
-                          const float *bias, int C, float eps)
+static inline __attribute__((always_inline)) void
+layernorm_row_body(float *o, float *mean, float *rstd, const float *xr, const float *weight,
+                   int has_w, const float *bias, int C, float eps)
 {
-    double m = 0.0, v = 0.0;
-    for (int c = 0; c < C; c++) m += xr[c];
-    m /= C;
-    for (int c = 0; c < C; c++) v += (xr[c] - m) * (xr[c] - m);
-    v /= C;
+    double acc[8] = {0};
+    LANES_SUM(C, acc[l] += xr[c + l], acc[c % 8] += xr[c]);
+    double m = (LANES_FOLD(acc)) / C;
+    double sq[8] = {0};
+    LANES_SUM(C, sq[l] += (xr[c + l] - m) * (xr[c + l] - m),
+              sq[c % 8] += (xr[c] - m) * (xr[c] - m));
+    double v = (LANES_FOLD(sq)) / C;
     float s = (float)(1.0 / sqrt(v + eps));
-    for (int c = 0; c < C; c++) {
-        float n = (float)(xr[c] - m) * s;
-        o[c] = n * (weight ? weight[c] : 1.0f) + (bias ? bias[c] : 0.0f);
+    if (bias) {
+#pragma omp simd
+        for (int c = 0; c < C; c++) o[c] = (float)(xr[c] - m) * s * NORM_W(c) + bias[c];
+    } else {
+#pragma omp simd
+        for (int c = 0; c < C; c++) o[c] = (float)(xr[c] - m) * s * NORM_W(c) + 0.0f;
     }
     *mean = (float)m;
     *rstd = s;
+}
+
+MT_CPU_CLONES static void layernorm_row(float *o, float *mean, float *rstd, const float *xr,
+                                        const float *weight, const float *bias, int C, float eps)
+{
+    if (weight) layernorm_row_body(o, mean, rstd, xr, weight, 1, bias, C, eps);
+    else layernorm_row_body(o, mean, rstd, xr, NULL, 0, bias, C, eps);
 }
 
 void cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *x,
@@ -77,31 +109,53 @@ void cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *x,
                           C, eps));
 }
 
+/* one row of layernorm's dx (below) */
+static inline __attribute__((always_inline)) void layernorm_dx_body(float *dxr, const float *g,
+                                                                    const float *xr,
+                                                                    const float *weight, int has_w,
+                                                                    float mean, float rstd, int C)
+{
+    double a_dn[8] = {0}, a_dn_n[8] = {0};
+    int c = 0;
+    for (; c + 8 <= C; c += 8)
+        for (int l = 0; l < 8; l++) {
+            float n = (xr[c + l] - mean) * rstd;
+            float dn = g[c + l] * NORM_W(c + l);
+            a_dn[l] += dn;
+            a_dn_n[l] += (double)dn * n;
+        }
+    for (; c < C; c++) {
+        float n = (xr[c] - mean) * rstd;
+        float dn = g[c] * NORM_W(c);
+        a_dn[c % 8] += dn;
+        a_dn_n[c % 8] += (double)dn * n;
+    }
+    float mean_dn = (float)((LANES_FOLD(a_dn)) / C), mean_dn_n = (float)((LANES_FOLD(a_dn_n)) / C);
+#pragma omp simd
+    for (c = 0; c < C; c++) {
+        float n = (xr[c] - mean) * rstd;
+        float dn = g[c] * NORM_W(c);
+        dxr[c] += rstd * (dn - mean_dn - n * mean_dn_n);
+    }
+}
+
+MT_CPU_CLONES static void layernorm_dx_row(float *dxr, const float *g, const float *xr,
+                                           const float *weight, float mean, float rstd, int C)
+{
+    if (weight) layernorm_dx_body(dxr, g, xr, weight, 1, mean, rstd, C);
+    else layernorm_dx_body(dxr, g, xr, NULL, 0, mean, rstd, C);
+}
+
 /* n = (x - mean) * rstd, dn = dout * weight
  * dx += rstd * (dn - mean_c(dn) - n * mean_c(dn * n)) ; dweight += dout * n ; dbias += dout */
 void cpu_layernorm_backward(float *dx, float *dweight, float *dbias, const float *dout,
                             const float *x, const float *weight, const float *mean,
                             const float *rstd, size_t BT, int C)
 {
-    if (dx) {
-#pragma omp parallel for if (PAR_ROWS(BT, C))
-        for (size_t r = 0; r < BT; r++) {
-            const float *xr = x + r * (size_t)C, *g = dout + r * (size_t)C;
-            double sum_dn = 0.0, sum_dn_n = 0.0;
-            for (int c = 0; c < C; c++) {
-                float n = (xr[c] - mean[r]) * rstd[r];
-                float dn = g[c] * (weight ? weight[c] : 1.0f);
-                sum_dn += dn;
-                sum_dn_n += (double)dn * n;
-            }
-            float mean_dn = (float)(sum_dn / C), mean_dn_n = (float)(sum_dn_n / C);
-            for (int c = 0; c < C; c++) {
-                float n = (xr[c] - mean[r]) * rstd[r];
-                float dn = g[c] * (weight ? weight[c] : 1.0f);
-                dx[r * (size_t)C + c] += rstd[r] * (dn - mean_dn - n * mean_dn_n);
-            }
-        }
-    }
+    if (dx)
+        CPU_FOR(PAR_ROWS(BT, C), "omp parallel for", (size_t r = 0; r < BT; r++),
+                layernorm_dx_row(dx + r * (size_t)C, dout + r * (size_t)C, x + r * (size_t)C,
+                                 weight, mean[r], rstd[r], C));
     if (!dweight && !dbias) return;
     int fork = PAR_ROWS(BT, C);
     int w = cpu_col_group(C, fork ? omp_get_max_threads() : 1), n_groups = (C + w - 1) / w;
@@ -112,14 +166,24 @@ void cpu_layernorm_backward(float *dx, float *dweight, float *dbias, const float
 }
 
 /* rstd = 1 / sqrt(mean(x^2) + eps) ; out = x * rstd * weight */
-static void rmsnorm_row(float *o, float *rstd, const float *xr, const float *weight, int C,
-                        float eps)
+static inline __attribute__((always_inline)) void rmsnorm_row_body(float *o, float *rstd,
+                                                                   const float *xr,
+                                                                   const float *weight, int has_w,
+                                                                   int C, float eps)
 {
-    double ss = 0.0;
-    for (int c = 0; c < C; c++) ss += (double)xr[c] * xr[c];
-    float s = (float)(1.0 / sqrt(ss / C + eps));
-    for (int c = 0; c < C; c++) o[c] = xr[c] * s * (weight ? weight[c] : 1.0f);
+    double acc[8] = {0};
+    LANES_SUM(C, acc[l] += (double)xr[c + l] * xr[c + l], acc[c % 8] += (double)xr[c] * xr[c]);
+    float s = (float)(1.0 / sqrt((LANES_FOLD(acc)) / C + eps));
+#pragma omp simd
+    for (int c = 0; c < C; c++) o[c] = xr[c] * s * NORM_W(c);
     *rstd = s;
+}
+
+MT_CPU_CLONES static void rmsnorm_row(float *o, float *rstd, const float *xr, const float *weight,
+                                      int C, float eps)
+{
+    if (weight) rmsnorm_row_body(o, rstd, xr, weight, 1, C, eps);
+    else rmsnorm_row_body(o, rstd, xr, NULL, 0, C, eps);
 }
 
 void cpu_rmsnorm_forward(float *out, float *rstd, const float *x, const float *weight, size_t BT,
@@ -129,24 +193,36 @@ void cpu_rmsnorm_forward(float *out, float *rstd, const float *x, const float *w
             rmsnorm_row(out + r * (size_t)C, rstd + r, x + r * (size_t)C, weight, C, eps));
 }
 
+/* one row of rmsnorm's dx (below) */
+static inline __attribute__((always_inline)) void rmsnorm_dx_body(float *dxr, const float *g,
+                                                                  const float *xr,
+                                                                  const float *weight, int has_w,
+                                                                  float s, int C)
+{
+    double acc[8] = {0};
+    LANES_SUM(C, acc[l] += (double)g[c + l] * NORM_W(c + l) * xr[c + l],
+              acc[c % 8] += (double)g[c] * NORM_W(c) * xr[c]);
+    float k = (float)((LANES_FOLD(acc)) / C) * s * s * s;
+#pragma omp simd
+    for (int c = 0; c < C; c++) dxr[c] += s * g[c] * NORM_W(c) - xr[c] * k;
+}
+
+MT_CPU_CLONES static void rmsnorm_dx_row(float *dxr, const float *g, const float *xr,
+                                         const float *weight, float s, int C)
+{
+    if (weight) rmsnorm_dx_body(dxr, g, xr, weight, 1, s, C);
+    else rmsnorm_dx_body(dxr, g, xr, NULL, 0, s, C);
+}
+
 /* dn = dout * weight
  * dx += rstd * dn - x * rstd^3 * mean_c(dn * x) ; dweight += dout * x * rstd */
 void cpu_rmsnorm_backward(float *dx, float *dweight, const float *dout, const float *x,
                           const float *weight, const float *rstd, size_t BT, int C)
 {
-    if (dx) {
-#pragma omp parallel for if (PAR_ROWS(BT, C))
-        for (size_t r = 0; r < BT; r++) {
-            const float *xr = x + r * (size_t)C, *g = dout + r * (size_t)C;
-            double sum_dn_x = 0.0;
-            for (int c = 0; c < C; c++)
-                sum_dn_x += (double)g[c] * (weight ? weight[c] : 1.0f) * xr[c];
-            float s = rstd[r];
-            float k = (float)(sum_dn_x / C) * s * s * s;
-            for (int c = 0; c < C; c++)
-                dx[r * (size_t)C + c] += s * g[c] * (weight ? weight[c] : 1.0f) - xr[c] * k;
-        }
-    }
+    if (dx)
+        CPU_FOR(PAR_ROWS(BT, C), "omp parallel for", (size_t r = 0; r < BT; r++),
+                rmsnorm_dx_row(dx + r * (size_t)C, dout + r * (size_t)C, x + r * (size_t)C, weight,
+                               rstd[r], C));
     if (!dweight) return;
     int fork = PAR_ROWS(BT, C);
     int w = cpu_col_group(C, fork ? omp_get_max_threads() : 1), n_groups = (C + w - 1) / w;

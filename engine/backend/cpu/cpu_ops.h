@@ -111,7 +111,16 @@ double cpu_row_sum(const float *x, int n);
  * *max; -1 and -inf when no element is above -inf */
 int cpu_row_argmax(const float *x, int n, float *max);
 
-/* normalisation (cpu_norm.c; naive_columns.c: the weight gradients one column at a time) */
+/* normalisation (cpu_norm.c; naive_columns.c: the weight gradients one column at a time;
+ * naive_norm.c: the rows with their sums in column order) */
+void naive_layernorm_forward(float *out, float *mean, float *rstd, const float *x,
+                             const float *weight, const float *bias, size_t BT, int C, float eps);
+void naive_rmsnorm_forward(float *out, float *rstd, const float *x, const float *weight, size_t BT,
+                           int C, float eps);
+void naive_layernorm_dx(float *dx, const float *dout, const float *x, const float *weight,
+                        const float *mean, const float *rstd, size_t BT, int C);
+void naive_rmsnorm_dx(float *dx, const float *dout, const float *x, const float *weight,
+                      const float *rstd, size_t BT, int C);
 void naive_layernorm_backward(float *dx, float *dweight, float *dbias, const float *dout,
                               const float *x, const float *weight, const float *mean,
                               const float *rstd, size_t BT, int C);
