@@ -65,12 +65,19 @@ typedef struct {
 } attr_runs;
 
 /* Array p of copies of n floats each: slot k into its run's copies. From the last run down:
- * run k's copies lie at or after k, so a slot is read before a run below it is written there. */
+ * run k's copies lie at or after k, so a slot is read before a run below it is written there.
+ * Within a run the filled copies double each time (a few calls per array, not one per copy: a
+ * device's copies are calls). */
 static void expand(const mt_backend *be, float *p, size_t n, const attr_runs *runs)
 {
-    for (int k = runs->K - 1; k >= 0; k--)
-        for (int r = runs->first[k + 1] - 1; r >= runs->first[k]; r--)
-            if (r != k) be->copy(p + (size_t)r * n, p + (size_t)k * n, n * sizeof(float));
+    for (int k = runs->K - 1; k >= 0; k--) {
+        size_t at = (size_t)runs->first[k], end = (size_t)runs->first[k + 1];
+        if (at != (size_t)k) be->copy(p + at * n, p + (size_t)k * n, n * sizeof(float));
+        for (size_t filled = 1; at + filled < end; filled *= 2) {
+            size_t more = end - at - filled < filled ? end - at - filled : filled;
+            be->copy(p + (at + filled) * n, p + at * n, more * n * sizeof(float));
+        }
+    }
 }
 
 static int by_address(const void *x, const void *y)
