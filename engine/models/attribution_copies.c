@@ -16,8 +16,8 @@
 
 /* The activation arrays of unit u's kind into f (NULL ones left out): their count, or -1 for a
  * kind not listed here. The lists follow mtlab/layers.h's mt_*_acts structs; a field missing
- * here would merge with the one before it and leave its copies stale, which
- * test_attribution's shared-forward test sees for every architecture. */
+ * here would merge with the one before it (or, the first, be left out) and leave copies stale,
+ * which test_attribution's shared-forward test sees for every architecture. */
 static int unit_fields(const mt_unit *u, const mt_unit_acts *a, float **f)
 {
     int n = 0;
