@@ -230,10 +230,12 @@ void mt_mamba_backward(const mt_backend *be, const mt_mamba_grads *grads, const 
 }
 
 /* The step as separate operations (the reference the backend's fused mamba_step equals) */
-static void step_by_ops(const mt_backend *be, float *out, mt_mamba_acts *a, const float *inp,
-                        const mt_mamba_params *p, const mt_mamba_config *cfg, mt_mamba_state *state,
-                        const mt_scan_args *s, int B)
+static void step_by_ops(const mt_backend *be, const mt_mamba_step_args *m, mt_mamba_acts *a,
+                        const mt_mamba_params *p, const mt_mamba_config *cfg, const mt_scan_args *s)
 {
+    const float *inp = m->inp;
+    float *out = m->out;
+    int B = m->B;
     int C = cfg->d_model, D = cfg->d_inner;
     /* One row's x and z lie end to end (mt_mamba_acts_point): in_proj as one product of 2D
      * rows, one fork at two threads instead of two. Each output is the same dot product. */
@@ -244,10 +246,10 @@ static void step_by_ops(const mt_backend *be, float *out, mt_mamba_acts *a, cons
         mt_linear_forward(be, a->z, inp, p->in_proj_w + (size_t)D * C, z_bias(p, cfg), (size_t)B, C,
                           D);
     }
-    be->conv1d_step(a->xc, state->conv, a->x, p->conv_w, p->conv_b, B, D, cfg->d_conv);
+    be->conv1d_step(a->xc, m->conv_state, a->x, p->conv_w, p->conv_b, B, D, cfg->d_conv);
     be->act_forward(MT_ACT_SILU, a->u, a->xc, (size_t)B * D);
     x_proj_forward(be, a, p, cfg, (size_t)B);
-    be->scan_step(a->y, state->ssm, s);
+    be->scan_step(a->y, m->h, s);
     be->gate_forward(a->yg, a->y, a->z, (size_t)B * D);
     mt_linear_forward(be, out, a->yg, p->out_proj_w, p->out_proj_b, (size_t)B, D, C);
 }
@@ -299,6 +301,6 @@ void mt_mamba_step(const mt_backend *be, float *out, mt_mamba_acts *a, const flo
         .dt_bias = p->dt_proj_b,
     };
     if (!(be->mamba_step && !be->qweights && be->mamba_step(&m)))
-        step_by_ops(be, out, a, inp, p, cfg, state, &s, B);
+        step_by_ops(be, &m, a, p, cfg, &s);
     state->len++;
 }
