@@ -150,16 +150,6 @@ static void embed_path(const mt_model *m, const mt_stack *s, mt_stack_acts *sa,
     free(x);
 }
 
-static size_t stack_scratch(const mt_stack *s, int B, int T, int S)
-{
-    size_t most = 0;
-    for (int i = 0; i < s->n_units; i++) {
-        size_t n = mt_unit_scratch_count(&s->units[i], B, T, S);
-        if (n > most) most = n;
-    }
-    return most;
-}
-
 /* The log-probs of the picks (logp, n_picks) and their seeds: dlogits (n_picks, V) =
  * onehot(y) - softmax(logits), or onehot(y) - onehot(contrast). */
 static void seed_logits(const attr_seq *q, const float *logits, float *dlogits,
@@ -228,8 +218,8 @@ static size_t pass_scratch_floats(const attr_seq *q, int T, int B, int n_picks, 
     int S = q->S, C = m->cfg.d_model, V = m->cfg.vocab_size;
     size_t BT = (size_t)B * T, NS = (size_t)B * S, P = (size_t)n_picks, units = 0;
     if (backward) {
-        units = stack_scratch(&m->dec, B, T, S);
-        size_t e = q->encdec ? stack_scratch(&m->enc, B, S, 0) : 0;
+        units = mt_stack_scratch_count(&m->dec, B, T, S);
+        size_t e = q->encdec ? mt_stack_scratch_count(&m->enc, B, S, 0) : 0;
         if (e > units) units = e;
     }
     return 2 * P * C + P * V + (backward ? 2 * BT * C + 2 * NS * C + units : 0);

@@ -211,16 +211,6 @@ static void embed_backward(mt_model *m, const mt_stack *s, float *dx, float *tmp
     mt_embedding_backward(be, dtable, d, ids, (size_t)B * T, s->C, m->embed_scale);
 }
 
-static size_t stack_scratch(const mt_stack *s, int B, int T, int S)
-{
-    size_t most = 0;
-    for (int i = 0; i < s->n_units; i++) {
-        size_t n = mt_unit_scratch_count(&s->units[i], B, T, S);
-        if (n > most) most = n;
-    }
-    return most;
-}
-
 /* Rows of logits one chunk of training's loss holds: about 8 MB of them, enough rows that the
  * chunk's three products stay efficient (the weight gradient's inner size is the chunk's rows). */
 #define LOSS_CHUNK_FLOATS ((size_t)1 << 21)
@@ -280,9 +270,9 @@ int mt_model_run_backward(mt_model *m, const mt_step_opts *opts, float scale, do
 
     /* scratch: ddec_out (BT, C), dx (BT, C), dmem (NS, C), dxs (NS, C), then the units' or
      * the loss's two chunks of gathered rows (its xg and dxg, before the units run) */
-    size_t units = stack_scratch(&m->dec, B, T, S);
+    size_t units = mt_stack_scratch_count(&m->dec, B, T, S);
     if (m->arch->encdec) {
-        size_t e = stack_scratch(&m->enc, B, S, 0);
+        size_t e = mt_stack_scratch_count(&m->enc, B, S, 0);
         if (e > units) units = e;
     }
     size_t chunk = loss_chunk(m) < m->n_targets ? loss_chunk(m) : m->n_targets;

@@ -550,6 +550,9 @@ size_t mt_stack_infer_layout(const mt_stack *s, mt_stack_acts *sa, float *base, 
 void mt_stack_acts_free(mt_stack_acts *sa);
 /* 1 when a unit of s is parallel (its training layout then holds dbranch). */
 int mt_stack_has_parallel(const mt_stack *s);
+/* The most scratch floats a unit of s needs at (B, T) with S source positions: the units take
+ * turns with one scratch block. */
+size_t mt_stack_scratch_count(const mt_stack *s, int B, int T, int S);
 /* Dropout of site k (0..7) of unit i (unit -1: the embeddings). */
 mt_dropout mt_stack_dropout(const mt_stack *s, int unit, int k, const mt_step_opts *opts, float p);
 /* Embeddings of ids (B, T) into sa->xs[0]: scale * table[ids] (+ positions from pos0), then

@@ -21,6 +21,16 @@ int mt_stack_has_parallel(const mt_stack *s)
     return 0;
 }
 
+size_t mt_stack_scratch_count(const mt_stack *s, int B, int T, int S)
+{
+    size_t most = 0;
+    for (int i = 0; i < s->n_units; i++) {
+        size_t n = mt_unit_scratch_count(&s->units[i], B, T, S);
+        if (n > most) most = n;
+    }
+    return most;
+}
+
 size_t mt_stack_acts_layout(const mt_stack *s, mt_stack_acts *sa, float *base, int B, int T, int Tk,
                             int S)
 {
