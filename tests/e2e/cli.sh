@@ -35,6 +35,22 @@ expect() {
     fi
 }
 
+# interrupt_when TEST CMD...: run CMD (stdout int.out, stderr int.err) with SIGINT's default
+# action, as a terminal's Ctrl-C finds it, send SIGINT once the shell test TEST holds (30 s at
+# most), wait for CMD to end (30 s, then killed and said so in int.err); its status in rc
+interrupt_when() {
+    local until=$1
+    shift
+    env --default-signal=INT "$@" >int.out 2>int.err &
+    local pid=$! i
+    for i in $(seq 1 600); do eval "$until" && break; sleep 0.05; done
+    kill -INT $pid
+    for i in $(seq 1 600); do kill -0 $pid 2>/dev/null || break; sleep 0.05; done
+    kill -KILL $pid 2>/dev/null && echo "still running 30 s after SIGINT" >>int.err
+    wait $pid
+    rc=$?
+}
+
 # make_bundles reads the fixture corpus from the repository root
 "$make_bundles" "$work/b" >"$work/make_bundles.log" 2>&1 ||
     { cat "$work/make_bundles.log"; echo "cli: make_bundles failed"; exit 1; }
@@ -142,17 +158,12 @@ for M in "${bins[@]}"; do
     # ---------------------------------------------------------------- Ctrl-C
     # SIGINT as a terminal sends it: a script's background command ignores SIGINT unless it is
     # reset to the default (env --default-signal), which is what an unhandled Ctrl-C then does
-    # to it. translate, once its first lines are out (windows of 8 lines at --batch 1): the
-    # lines written are whole and are those of translating them alone, status 130
+    # to it (interrupt_when above).
+    # translate, once its first lines are out (windows of 8 lines at --batch 1): the lines
+    # written are whole and are those of translating them alone, status 130
     : >int.out
-    env --default-signal=INT "$M" translate -m b/mamba --batch 1 -i many.txt >int.out 2>int.err &
-    pid=$!
-    for i in $(seq 1 600); do [ "$(wc -l <int.out)" -ge 8 ] && break; sleep 0.05; done
-    kill -INT $pid
-    for i in $(seq 1 600); do kill -0 $pid 2>/dev/null || break; sleep 0.05; done
-    kill -KILL $pid 2>/dev/null && echo "still running 30 s after SIGINT" >>int.err
-    wait $pid
-    rc=$? n=$(sed -n 's/.*interrupted (Ctrl-C): the first \([0-9]*\) of 3000 lines translated and written$/\1/p' int.err)
+    interrupt_when '[ "$(wc -l <int.out)" -ge 8 ]' "$M" translate -m b/mamba --batch 1 -i many.txt
+    n=$(sed -n 's/.*interrupted (Ctrl-C): the first \([0-9]*\) of 3000 lines translated and written$/\1/p' int.err)
     if [ $rc = 130 ] && [ -n "$n" ] && [ "$n" -ge 8 ] && [ "$(wc -l <int.out)" = "$n" ] &&
         [ "$(tail -c 1 int.out | od -An -c | tr -d ' ')" = '\n' ] && ! grep -q Sanitizer int.err &&
         head -n "$n" many.txt | "$M" translate -m b/mamba --batch 1 | cmp -s - int.out; then
@@ -164,15 +175,8 @@ for M in "${bins[@]}"; do
     # eval, once it has made its --hyps directory: no table, no --json, no hypotheses file of a
     # system that did not finish, status 130
     rm -rf int.hyps int.json
-    env --default-signal=INT "$M" eval -m b/mamba -m b/transformer --src many.txt --ref many.txt \
-        --hyps int.hyps --json int.json >int.out 2>int.err &
-    pid=$!
-    for i in $(seq 1 600); do [ -d int.hyps ] && break; sleep 0.05; done
-    kill -INT $pid
-    for i in $(seq 1 600); do kill -0 $pid 2>/dev/null || break; sleep 0.05; done
-    kill -KILL $pid 2>/dev/null && echo "still running 30 s after SIGINT" >>int.err
-    wait $pid
-    rc=$?
+    interrupt_when '[ -d int.hyps ]' "$M" eval -m b/mamba -m b/transformer --src many.txt \
+        --ref many.txt --hyps int.hyps --json int.json
     if [ $rc = 130 ] && grep -q '^mtlab eval: interrupted (Ctrl-C).*: no scores$' int.err && [ ! -s int.out ] &&
         [ ! -e int.json ] && [ -z "$(ls int.hyps)" ] && ! grep -q Sanitizer int.err; then
         ok "eval, Ctrl-C: status 130, no table, no report, no hypotheses"
@@ -184,14 +188,7 @@ for M in "${bins[@]}"; do
     # only the script after it
     rm -rf int.hyps
     printf '%s\n' 'mtlab.eval{models = {"b/mamba", "b/transformer"}, src = "many.txt", ref = "many.txt", hyps = "int.hyps"}' >int.lua
-    env --default-signal=INT "$M" run int.lua >int.out 2>int.err &
-    pid=$!
-    for i in $(seq 1 600); do [ -d int.hyps ] && break; sleep 0.05; done
-    kill -INT $pid
-    for i in $(seq 1 600); do kill -0 $pid 2>/dev/null || break; sleep 0.05; done
-    kill -KILL $pid 2>/dev/null && echo "still running 30 s after SIGINT" >>int.err
-    wait $pid
-    rc=$?
+    interrupt_when '[ -d int.hyps ]' "$M" run int.lua
     if [ $rc = 130 ] && grep -q 'interrupted' int.err && [ -z "$(ls int.hyps)" ] && ! grep -q Sanitizer int.err; then
         ok "mtlab.eval in mtlab run, Ctrl-C: status 130, no hypotheses"
     else
