@@ -16,14 +16,19 @@
 #include "mtlab/runner.h"
 #include "mtlab/tokenizer.h"
 
-static mt_model *tiny(const char *arch, uint64_t seed)
+static mt_model *tiny_on(const char *arch, uint64_t seed, const mt_backend *be)
 {
     mt_model_config c;
     tiny_model_config(&c, arch, 0.0f);
-    mt_model *m = mt_model_create(&c, mt_backend_cpu(), seed);
+    mt_model *m = mt_model_create(&c, be, seed);
     if (!m) fail_msg("%s: %s", arch, mt_last_error());
     tiny_model_perturb(mt_model_params(m), mt_model_param_block_size(m), seed);
     return m;
+}
+
+static mt_model *tiny(const char *arch, uint64_t seed)
+{
+    return tiny_on(arch, seed, mt_backend_cpu());
 }
 
 static const int32_t src[] = {5, 6, 7, 8, 9};
@@ -601,6 +606,16 @@ static void counting_rmsnorm(float *out, float *rstd, const float *x, const floa
     mt_backend_cpu()->rmsnorm_forward(out, rstd, x, weight, BT, C, eps);
 }
 
+/* The CPU backend with the norm forwards counting their rows in norm_rows */
+static const mt_backend *norm_counting(void)
+{
+    static mt_backend counting;
+    counting = *mt_backend_cpu();
+    counting.layernorm_forward = counting_layernorm;
+    counting.rmsnorm_forward = counting_rmsnorm;
+    return &counting;
+}
+
 /* The evaluations ev (n, one pass) with the copies at one path point sharing a forward and
  * with each copy running its own (q->shared_forward 0, the reference): the values (each
  * evaluation's row) within 1e-5 of the row's largest, the log-probs within 1e-5; the rows the
@@ -650,15 +665,8 @@ static void shared_against_own(const char *arch, attr_seq *q, mt_attr_method met
 static void test_copies_share_one_forward(void **state)
 {
     (void)state;
-    mt_backend counting = *mt_backend_cpu();
-    counting.layernorm_forward = counting_layernorm;
-    counting.rmsnorm_forward = counting_rmsnorm;
     for (const char *const *arch = mt_model_arch_list(); *arch; arch++) {
-        mt_model_config c;
-        tiny_model_config(&c, *arch, 0.0f);
-        mt_model *m = mt_model_create(&c, &counting, 51);
-        assert_non_null(m);
-        tiny_model_perturb(mt_model_params(m), mt_model_param_block_size(m), 51);
+        mt_model *m = tiny_on(*arch, 51, norm_counting());
         assert_non_null(mt_model_grads(m));
         mt_attr_opts o;
         mt_attr_opts_init(&o);
@@ -702,15 +710,8 @@ static void test_copies_share_one_forward(void **state)
 static void test_one_forward_in_all(void **state)
 {
     (void)state;
-    mt_backend counting = *mt_backend_cpu();
-    counting.layernorm_forward = counting_layernorm;
-    counting.rmsnorm_forward = counting_rmsnorm;
     for (const char *const *arch = mt_model_arch_list(); *arch; arch++) {
-        mt_model_config c;
-        tiny_model_config(&c, *arch, 0.0f);
-        mt_model *m = mt_model_create(&c, &counting, 53);
-        assert_non_null(m);
-        tiny_model_perturb(mt_model_params(m), mt_model_param_block_size(m), 53);
+        mt_model *m = tiny_on(*arch, 53, norm_counting());
         double logp[N_HYP + 1];
         norm_rows = 0;
         assert_int_equal(mt_attribution_logprobs(m, src, N_SRC, hyp, N_HYP, NULL,
