@@ -143,17 +143,6 @@ static void test_causal_columns_are_zero(void **state)
     }
 }
 
-/* Scratch floats of a stack's backward: its largest unit's. */
-static size_t scratch_floats(const mt_stack *s, int B, int T, int S)
-{
-    size_t most = 0;
-    for (int i = 0; i < s->n_units; i++) {
-        size_t n = mt_unit_scratch_count(&s->units[i], B, T, S);
-        if (n > most) most = n;
-    }
-    return most;
-}
-
 /* One backward of the stacks over a batch of two rows from a fixed output gradient, with or
  * without mt_pass input_grads_only: the gradients of the embedding outputs into dx (B, T, C)
  * and dxs (B, S, C), the weight gradients into gw (the model's gradient block). */
@@ -171,9 +160,10 @@ static void stacks_backward(mt_model *m, int input_grads_only, float *dx, float 
     mt_batch b = {.B = B, .T = T, .ids = ids, .S = S, .src = encdec ? srcs : NULL};
     assert_int_equal(mt_model_prepare(m, &b), 0);
     assert_non_null(mt_model_run_stacks(m, NULL));
-    size_t BT = (size_t)B * T, NS = (size_t)B * S, n_scratch = scratch_floats(&m->dec, B, T, S);
-    if (encdec && scratch_floats(&m->enc, B, S, 0) > n_scratch)
-        n_scratch = scratch_floats(&m->enc, B, S, 0);
+    size_t BT = (size_t)B * T, NS = (size_t)B * S,
+           n_scratch = mt_stack_scratch_count(&m->dec, B, T, S);
+    if (encdec && mt_stack_scratch_count(&m->enc, B, S, 0) > n_scratch)
+        n_scratch = mt_stack_scratch_count(&m->enc, B, S, 0);
     float *host = malloc(BT * C * sizeof *host);
     for (size_t i = 0; i < BT * C; i++) host[i] = (float)sin(0.37 * (double)i);
     float *dout = be->alloc(BT * C * sizeof(float)), *ddx = be->alloc(BT * C * sizeof(float));
