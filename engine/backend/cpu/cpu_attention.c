@@ -39,11 +39,8 @@ static size_t kv_bstride(const mt_attn_desc *d)
 static inline double sum_lanes(const float *x, int n)
 {
     double acc[8] = {0};
-    int c = 0;
-    for (; c + 8 <= n; c += 8)
-        for (int l = 0; l < 8; l++) acc[l] += x[c + l];
-    for (; c < n; c++) acc[c % 8] += x[c];
-    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    CPU_LANES8_SUM(n, acc[l] += x[c + l], acc[c % 8] += x[c]);
+    return CPU_LANES8_FOLD(acc);
 }
 
 /* Softmax of row i of S in place over the visible keys; invisible keys get 0, and a row with
@@ -91,11 +88,8 @@ MT_CPU_CLONES static void masked_softmax_row(float *s, const mt_attn_desc *d, in
 static inline float dot_lanes(const float *restrict x, const float *restrict y, int n)
 {
     float acc[8] = {0};
-    int c = 0;
-    for (; c + 8 <= n; c += 8)
-        for (int l = 0; l < 8; l++) acc[l] += x[c + l] * y[c + l];
-    for (; c < n; c++) acc[c % 8] += x[c] * y[c];
-    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    CPU_LANES8_SUM(n, acc[l] += x[c + l] * y[c + l], acc[c % 8] += x[c] * y[c]);
+    return CPU_LANES8_FOLD(acc);
 }
 
 /* o (n) += w v, skipped when w is 0: a key of weight 0 adds nothing, not even a NaN its value
@@ -243,14 +237,11 @@ MT_CPU_CLONES static void softmax_backward_rows(float *ds, const float *p, int T
         const float *pr = p + (size_t)i * Tk;
         float *dr = ds + (size_t)i * Tk;
         double acc[8] = {0};
-        int j = 0;
-        for (; j + 8 <= Tk; j += 8)
-            for (int l = 0; l < 8; l++) acc[l] += (double)pr[j + l] * dr[j + l];
-        for (; j < Tk; j++) acc[j % 8] += (double)pr[j] * dr[j];
-        float dot = (float)(((acc[0] + acc[4]) + (acc[1] + acc[5])) +
-                            ((acc[2] + acc[6]) + (acc[3] + acc[7])));
+        CPU_LANES8_SUM(Tk, acc[l] += (double)pr[c + l] * dr[c + l],
+                       acc[c % 8] += (double)pr[c] * dr[c]);
+        float dot = (float)(CPU_LANES8_FOLD(acc));
 #pragma omp simd
-        for (j = 0; j < Tk; j++) dr[j] = pr[j] * (dr[j] - dot);
+        for (int j = 0; j < Tk; j++) dr[j] = pr[j] * (dr[j] - dot);
     }
 }
 

@@ -51,19 +51,8 @@ MT_CPU_CLONES static void rmsnorm_weight_cols(float *dweight, const float *dout,
     for (int j = 0; j < nc; j++) dweight[c0 + j] += (float)dw[j];
 }
 
-/* Sums of a row in double over eight running sums added pairwise at the end, so the loops
- * vectorise (one running double was a chain of dependent adds); naive_norm.c keeps the sums in
- * order, and tests hold the two within rounding. */
-#define LANES_SUM(n, block_add, tail_add)          \
-    do {                                           \
-        int c = 0;                                 \
-        for (; c + 8 <= (n); c += 8)               \
-            for (int l = 0; l < 8; l++) block_add; \
-        for (; c < (n); c++) tail_add;             \
-    } while (0)
-#define LANES_FOLD(acc)                               \
-    (((acc)[0] + (acc)[4]) + ((acc)[1] + (acc)[5])) + \
-        (((acc)[2] + (acc)[6]) + ((acc)[3] + (acc)[7]))
+/* Sums of a row in double over eight running sums (CPU_LANES8_SUM); naive_norm.c keeps the sums
+ * in order, and tests hold the two within rounding. */
 
 /* The rows' bodies take has_w as a constant (weight read, or 1), so each caller's copy has no
  * test of weight inside its loops, which kept the loops from vectorising. */
@@ -76,12 +65,12 @@ layernorm_row_body(float *o, float *mean, float *rstd, const float *xr, const fl
                    int has_w, const float *bias, int C, float eps)
 {
     double acc[8] = {0};
-    LANES_SUM(C, acc[l] += xr[c + l], acc[c % 8] += xr[c]);
-    double m = (LANES_FOLD(acc)) / C;
+    CPU_LANES8_SUM(C, acc[l] += xr[c + l], acc[c % 8] += xr[c]);
+    double m = (CPU_LANES8_FOLD(acc)) / C;
     double sq[8] = {0};
-    LANES_SUM(C, sq[l] += (xr[c + l] - m) * (xr[c + l] - m),
-              sq[c % 8] += (xr[c] - m) * (xr[c] - m));
-    double v = (LANES_FOLD(sq)) / C;
+    CPU_LANES8_SUM(C, sq[l] += (xr[c + l] - m) * (xr[c + l] - m),
+                   sq[c % 8] += (xr[c] - m) * (xr[c] - m));
+    double v = (CPU_LANES8_FOLD(sq)) / C;
     float s = (float)(1.0 / sqrt(v + eps));
     if (bias) {
 #pragma omp simd
@@ -130,7 +119,8 @@ static inline __attribute__((always_inline)) void layernorm_dx_body(float *dxr, 
         a_dn[c % 8] += dn;
         a_dn_n[c % 8] += (double)dn * n;
     }
-    float mean_dn = (float)((LANES_FOLD(a_dn)) / C), mean_dn_n = (float)((LANES_FOLD(a_dn_n)) / C);
+    float mean_dn = (float)((CPU_LANES8_FOLD(a_dn)) / C),
+          mean_dn_n = (float)((CPU_LANES8_FOLD(a_dn_n)) / C);
 #pragma omp simd
     for (c = 0; c < C; c++) {
         float n = (xr[c] - mean) * rstd;
@@ -172,8 +162,8 @@ static inline __attribute__((always_inline)) void rmsnorm_row_body(float *o, flo
                                                                    int C, float eps)
 {
     double acc[8] = {0};
-    LANES_SUM(C, acc[l] += (double)xr[c + l] * xr[c + l], acc[c % 8] += (double)xr[c] * xr[c]);
-    float s = (float)(1.0 / sqrt((LANES_FOLD(acc)) / C + eps));
+    CPU_LANES8_SUM(C, acc[l] += (double)xr[c + l] * xr[c + l], acc[c % 8] += (double)xr[c] * xr[c]);
+    float s = (float)(1.0 / sqrt((CPU_LANES8_FOLD(acc)) / C + eps));
 #pragma omp simd
     for (int c = 0; c < C; c++) o[c] = xr[c] * s * NORM_W(c);
     *rstd = s;
@@ -200,9 +190,9 @@ static inline __attribute__((always_inline)) void rmsnorm_dx_body(float *dxr, co
                                                                   float s, int C)
 {
     double acc[8] = {0};
-    LANES_SUM(C, acc[l] += (double)g[c + l] * NORM_W(c + l) * xr[c + l],
-              acc[c % 8] += (double)g[c] * NORM_W(c) * xr[c]);
-    float k = (float)((LANES_FOLD(acc)) / C) * s * s * s;
+    CPU_LANES8_SUM(C, acc[l] += (double)g[c + l] * NORM_W(c + l) * xr[c + l],
+                   acc[c % 8] += (double)g[c] * NORM_W(c) * xr[c]);
+    float k = (float)((CPU_LANES8_FOLD(acc)) / C) * s * s * s;
 #pragma omp simd
     for (int c = 0; c < C; c++) dxr[c] += s * g[c] * NORM_W(c) - xr[c] * k;
 }

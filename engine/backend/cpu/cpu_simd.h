@@ -96,6 +96,21 @@ static inline int cpu_col_group(int cols, int threads)
     return w < CPU_COL_GROUP ? w : CPU_COL_GROUP;
 }
 
+/* A sum over c in [0, n) in eight running sums acc[0..8), added pairwise at the end
+ * (CPU_LANES8_FOLD): block_add adds element c + l into acc[l], tail_add element c into
+ * acc[c % 8]. The loops vectorise, where one running sum is a chain of dependent adds; every
+ * user of the pattern sums in this one order. */
+#define CPU_LANES8_SUM(n, block_add, tail_add)     \
+    do {                                           \
+        int c = 0;                                 \
+        for (; c + 8 <= (n); c += 8)               \
+            for (int l = 0; l < 8; l++) block_add; \
+        for (; c < (n); c++) tail_add;             \
+    } while (0)
+#define CPU_LANES8_FOLD(acc)                          \
+    (((acc)[0] + (acc)[4]) + ((acc)[1] + (acc)[5])) + \
+        (((acc)[2] + (acc)[6]) + ((acc)[3] + (acc)[7]))
+
 /* dst[0, n) = lanes[0, n) */
 static inline void cpu_store_lanes(float *restrict dst, const float *restrict lanes, int n)
 {
