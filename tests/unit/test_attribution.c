@@ -556,10 +556,7 @@ static int attribution_allocations(int steps)
 {
     mt_backend counting = *mt_backend_cpu();
     counting.alloc = counting_alloc;
-    mt_model_config c;
-    tiny_model_config(&c, "transformer", 0.0f);
-    mt_model *m = mt_model_create(&c, &counting, 49);
-    assert_non_null(m);
+    mt_model *m = tiny_on("transformer", 49, &counting);
     mt_attr_opts o;
     mt_attr_opts_init(&o);
     o.method = MT_ATTR_INTEGRATED_GRADIENTS;
