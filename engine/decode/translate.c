@@ -93,16 +93,25 @@ static mt_decode_opts batch_opts(const mt_decode_opts *o, int vocab_limit)
     return bo;
 }
 
+/* The sources of one batch of the sorted inputs and their lengths (the caller frees both) */
+static void batch_sources(const int32_t *const *ids, const by_length *order, int count,
+                          const int32_t ***src, int **lens)
+{
+    *src = mt_xmalloc((size_t)count * sizeof **src);
+    *lens = mt_xmalloc((size_t)count * sizeof **lens);
+    for (int j = 0; j < count; j++) {
+        (*src)[j] = ids[order[j].index];
+        (*lens)[j] = order[j].len;
+    }
+}
+
 /* mt_decode_reserve for one batch of the sorted inputs; a failure is left to its decoding. */
 static void reserve_batch(mt_model *m, const int32_t *const *ids, const by_length *order, int count,
                           const mt_decode_opts *o, int vocab_limit)
 {
-    const int32_t **src = mt_xmalloc((size_t)count * sizeof *src);
-    int *lens = mt_xmalloc((size_t)count * sizeof *lens);
-    for (int j = 0; j < count; j++) {
-        src[j] = ids[order[j].index];
-        lens[j] = order[j].len;
-    }
+    const int32_t **src;
+    int *lens;
+    batch_sources(ids, order, count, &src, &lens);
     mt_decode_opts bo = batch_opts(o, vocab_limit);
     (void)mt_decode_reserve(m, src, lens, count, &bo);
     free(src);
@@ -113,14 +122,10 @@ static void reserve_batch(mt_model *m, const int32_t *const *ids, const by_lengt
 static int run_batch(mt_model *m, const int32_t *const *ids, const by_length *order, int count,
                      const mt_decode_opts *o, int vocab_limit, mt_decode_result *res)
 {
-    const int32_t **src = mt_xmalloc((size_t)count * sizeof *src);
-    int *lens = mt_xmalloc((size_t)count * sizeof *lens);
-    int *index = mt_xmalloc((size_t)count * sizeof *index);
-    for (int j = 0; j < count; j++) {
-        index[j] = order[j].index;
-        src[j] = ids[index[j]];
-        lens[j] = order[j].len;
-    }
+    const int32_t **src;
+    int *lens, *index = mt_xmalloc((size_t)count * sizeof *index);
+    batch_sources(ids, order, count, &src, &lens);
+    for (int j = 0; j < count; j++) index[j] = order[j].index;
     remap r = {o->on_token, o->user, index};
     mt_decode_opts bo = batch_opts(o, vocab_limit);
     if (o->on_token) {
