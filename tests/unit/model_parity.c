@@ -2,6 +2,7 @@
 #include "model_parity.h"
 #include "test_util.h"
 
+#include "mtlab/attribution.h"
 #include "mtlab/decode.h"
 #include "mtlab/error.h"
 #include "mtlab/probe.h"
@@ -256,7 +257,45 @@ parity_report model_parity(const mt_backend *be, const char *preset, int exact)
         mt_probe_record_free(&rb);
     }
 
-    /* 5. greedy and beam decoding of three sources */
+    /* 5. the attributions of one translation: each method (integrated gradients with both rules
+     * and, once, a contrast token), the values and the row log-probs */
+    {
+        const int32_t src[] = {5, 9, 14, 20, 7}, hyp[] = {11, 30, 6};
+        const struct {
+            mt_attr_method method;
+            mt_attr_rule rule;
+            int32_t contrast;
+        } runs[] = {{MT_ATTR_SALIENCY, MT_ATTR_RULE_ADAPTIVE, -1},
+                    {MT_ATTR_INPUT_X_GRADIENT, MT_ATTR_RULE_ADAPTIVE, 17},
+                    {MT_ATTR_INTEGRATED_GRADIENTS, MT_ATTR_RULE_ADAPTIVE, -1},
+                    {MT_ATTR_INTEGRATED_GRADIENTS, MT_ATTR_RULE_GAUSS_LEGENDRE, 17}};
+        for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
+            mt_attr_opts o;
+            mt_attr_opts_init(&o);
+            o.method = runs[k].method;
+            o.rule = runs[k].rule;
+            o.contrast = runs[k].contrast;
+            o.steps = 6;
+            mt_attribution aa = {0}, ab = {0};
+            check(mt_attribute(ma, src, 5, hyp, 3, &o, &aa), "attribute", &c, be);
+            check(mt_attribute(mb, src, 5, hyp, 3, &o, &ab), "attribute", &c, cpu);
+            assert_int_equal(aa.rows, ab.rows);
+            assert_int_equal(aa.cols, ab.cols);
+            size_t n = (size_t)ab.rows * ab.cols;
+            assert_true(n > 0);
+            rep.attr = fmax(rep.attr, rel_diff(aa.values, ab.values, n));
+            for (int i = 0; i < ab.rows; i++) {
+                double s = fmax(fabs(ab.logp[i]), 1.0);
+                rep.attr = fmax(rep.attr, fabs(aa.logp[i] - ab.logp[i]) / s);
+                if (ab.logp_baseline)
+                    rep.attr = fmax(rep.attr, fabs(aa.logp_baseline[i] - ab.logp_baseline[i]) / s);
+            }
+            mt_attribution_free(&aa);
+            mt_attribution_free(&ab);
+        }
+    }
+
+    /* 6. greedy and beam decoding of three sources */
     if (exact) {
         const int32_t s0[] = {5, 9, 14, 20}, s1[] = {33, 8}, s2[] = {11, 12, 13, 14, 15, 16};
         const int32_t *src[] = {s0, s1, s2};
@@ -281,8 +320,9 @@ parity_report model_parity(const mt_backend *be, const char *preset, int exact)
         }
     }
     print_message("%-14s on %s: logits %.3g, loss %.3g, grads %.3g, params after AdamW %.3g, "
-                  "probes %.3g (max relative differences from the CPU)\n",
-                  preset, be->name, rep.logits, rep.loss, rep.grads, rep.params, rep.probes);
+                  "probes %.3g, attributions %.3g (max relative differences from the CPU)\n",
+                  preset, be->name, rep.logits, rep.loss, rep.grads, rep.params, rep.probes,
+                  rep.attr);
     free(la), free(lb), free(ga), free(gb), free(pa), free(pb);
     mt_model_free(ma);
     mt_model_free(mb);

@@ -1,7 +1,8 @@
 /* One model on another backend against the same model on the CPU backend, through the public
  * model API only: logits of a padded batch, a training step (loss, every gradient, the
  * parameters after AdamW), prefill and single decoding steps with a beam reorder, the probe
- * maps of one translation, and greedy and beam decoding. Used with the fenced backend
+ * maps of one translation, its attributions (mtlab/attribution.h), and greedy and beam
+ * decoding. Used with the fenced backend
  * (bit-identical, runs everywhere) and with CUDA (within tolerances, on a GPU machine). */
 #ifndef MTLAB_TEST_MODEL_PARITY_H
 #define MTLAB_TEST_MODEL_PARITY_H
@@ -15,6 +16,9 @@ typedef struct {
     double params; /* the same over the parameters after one AdamW step */
     double loss; /* |loss_a - loss_b| / |loss_b| */
     double probes; /* as logits, over every probe map of one translation */
+    double attr; /* as logits, over the values and row log-probs of one translation's
+                  * attributions: saliency, input x gradient, integrated gradients (both rules,
+                  * a contrast token) */
 } parity_report;
 
 #define TINY_MODEL_VOCAB 40

@@ -1,6 +1,7 @@
 /* Whole models on CUDA against the CPU: for each of the seven architectures (tiny sizes), the
  * logits of a padded batch, one training step with dropout (loss, every gradient, parameters
- * after AdamW) and incremental decoding with a beam reorder (tests/unit/model_parity.h). fp32
+ * after AdamW), incremental decoding with a beam reorder, the probe maps and the attributions
+ * of one translation (tests/unit/model_parity.h). fp32
  * mode holds to the bounds below (other summation orders, atomics in the reductions); bf16
  * matrix products to the looser ones. Without a device the tests skip (cuda_check.h). */
 #include "test_util.h"
@@ -10,11 +11,11 @@
 #include "mtlab/error.h"
 
 typedef struct {
-    double logits, loss, grads, params, probes;
+    double logits, loss, grads, params, probes, attr;
 } bounds;
 
-static const bounds fp32 = {1e-4, 1e-5, 1e-3, 1e-4, 1e-4};
-static const bounds bf16 = {5e-2, 1e-2, 1e-1, 1e-3, 5e-2};
+static const bounds fp32 = {1e-4, 1e-5, 1e-3, 1e-4, 1e-4, 1e-3};
+static const bounds bf16 = {5e-2, 1e-2, 1e-1, 1e-3, 5e-2, 1e-1};
 
 /* every preset is measured and printed before the first one over its bounds fails the test */
 static void check_all(const mt_backend *be, const bounds *b)
@@ -24,11 +25,12 @@ static void check_all(const mt_backend *be, const bounds *b)
     for (size_t i = 0; presets[i]; i++) {
         parity_report r = model_parity(be, presets[i], 0);
         if (!(r.logits <= b->logits && r.loss <= b->loss && r.grads <= b->grads &&
-              r.params <= b->params && r.probes <= b->probes)) {
+              r.params <= b->params && r.probes <= b->probes && r.attr <= b->attr)) {
             print_error("%s on %s over its bounds: logits %.3g (bound %.0e), loss %.3g (%.0e), "
-                        "grads %.3g (%.0e), params %.3g (%.0e), probes %.3g (%.0e)\n",
+                        "grads %.3g (%.0e), params %.3g (%.0e), probes %.3g (%.0e), "
+                        "attributions %.3g (%.0e)\n",
                         presets[i], be->name, r.logits, b->logits, r.loss, b->loss, r.grads,
-                        b->grads, r.params, b->params, r.probes, b->probes);
+                        b->grads, r.params, b->params, r.probes, b->probes, r.attr, b->attr);
             if (!over) over = presets[i];
         }
     }

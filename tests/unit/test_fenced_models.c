@@ -36,7 +36,7 @@ static void test_every_architecture_runs_fenced(void **state)
     for (size_t i = 0; presets[i]; i++) {
         parity_report r = model_parity(fenced_backend(), presets[i], 1);
         assert_true(r.logits == 0.0 && r.loss == 0.0 && r.grads == 0.0 && r.params == 0.0 &&
-                    r.probes == 0.0);
+                    r.probes == 0.0 && r.attr == 0.0);
         fenced_graph_counts c = fenced_graph_counts_take();
         printf("%-14s recorded %d, replayed %d, failed %d\n", presets[i], c.recorded, c.replayed,
                c.failed);
