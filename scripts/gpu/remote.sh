@@ -16,6 +16,11 @@
 #                                          FETCH_AVG=1,2,4,8 and kept bundles, the best of best/ and
 #                                          the means of the last kept ones (scripts/train/average.lua,
 #                                          scored on FETCH_DEVICE, default cpu)
+#         peerbuild                        builds .dev-peer's mamba-ssm and causal-conv1d
+#                                          (scripts/gpu/pack_peer.sh) against this machine's
+#                                          PyTorch, detached, on 10 cores, into /tmp/peer-site,
+#                                          which the torch stage then imports
+#         peerwait:SECONDS                 until that build has ended, or SECONDS
 # (torch and bench stages are skipped while training runs share the GPU)
 # Each stage has its own time limit, cut to what is left of CALL_LIMIT (the device call's
 # timeout, default 600 s, less a margin to pack the logs); a stage with under 10 s left is
@@ -52,6 +57,9 @@ for t in $P/bin/test_*; do [ -e "build/rel/tests/${t##*/}" ] || { mkdir -p build
 [ -d data/bible ] || { [ -d $P/data ] && mkdir -p data && cp -r $P/data/bible data/; }
 [ -d $P/models ] && mkdir -p models && cp -rn $P/models/* models/
 
+PEER=/tmp/peer-site   # mamba-ssm built here by peerbuild, for torch_train.py's mamba peer
+[ -s $PEER.rc ] && [ "$(cat $PEER.rc)" = 0 ] && export PYTHONPATH=$PEER${PYTHONPATH:+:$PYTHONPATH}
+
 left() { echo $(( CALL_LIMIT - 20 - ($(date +%s) - T0) )); }
 pack_logs() { tar -C "$LOGS" -cJf "$OUT/logs.tar.xz" . 2>/dev/null; }
 trap pack_logs EXIT
@@ -81,8 +89,26 @@ for s in "$@"; do
   case "$s" in
     info) stage info 30 bash -c 'nvidia-smi; nvcc --version | tail -1; echo cudalib='"$cudalib"';
             ldd ./mtlab | grep -i "not found"; ./mtlab devices; infocmp tmux-256color >/dev/null && echo terminfo ok' ;;
-    tests) for t in test_device test_cuda_ops test_cuda_models test_comet test_collective_nccl; do
-             MTLAB_REQUIRE_CUDA=1 stage "$t" 240 build/rel/tests/$t; done ;;
+    tests) for t in test_device:60 test_cuda_ops:240 test_cuda_models:180 test_comet:120 test_collective_nccl:90; do
+             NCCL_DEBUG=WARN MTLAB_REQUIRE_CUDA=1 stage "${t%:*}" "${t#*:}" build/rel/tests/${t%:*}; done ;;
+    peerbuild) # each package its own pip, side by side: causal-conv1d's 3 files, mamba-ssm's 10
+      [ -d .dev-peer ] || { echo "== peerbuild: no .dev-peer (scripts/gpu/pack_peer.sh, carry it)"; continue; }
+      rm -f $PEER.rc; echo "== peerbuild: started $(date +%T)"
+      MAX_JOBS=10 TORCH_CUDA_ARCH_LIST=9.0 MAMBA_FORCE_BUILD=TRUE CAUSAL_CONV1D_FORCE_BUILD=TRUE setsid nohup bash -c '
+        t0=$(date +%s)
+        for d in .dev-peer/causal_conv1d-* .dev-peer/mamba_ssm-*; do
+          python3 -m pip install -v --no-build-isolation --no-deps --no-index --target '$PEER' "$d" \
+            >'"$LOGS"'/peerbuild-$(basename "$d").log 2>&1 &
+        done
+        rc=0; for j in $(jobs -p); do wait $j || rc=$?; done
+        echo "built in $(( $(date +%s) - t0 ))s, rc $rc" >>'"$LOGS"'/peerbuild.log; echo $rc >'$PEER'.rc' \
+        </dev/null >/dev/null 2>&1 & ;;
+    peerwait:*) secs=${s#peerwait:}; t0=$(date +%s)
+      while [ ! -s $PEER.rc ] && [ $(( $(date +%s) - t0 )) -lt "$secs" ] && [ "$(left)" -gt 30 ]; do sleep 5; done
+      if [ -s $PEER.rc ]; then
+        echo "== peerwait: $(cat $LOGS/peerbuild.log)"; [ "$(cat $PEER.rc)" = 0 ] && export PYTHONPATH=$PEER${PYTHONPATH:+:$PYTHONPATH}
+      else echo "== peerwait: still building after $(( $(date +%s) - t0 ))s"; fi
+      for f in $LOGS/peerbuild-*.log; do [ -e "$f" ] && { echo "-- ${f##*/}:"; grep -a -E 'error|Error|Successfully' "$f" | tail -n 6; }; done ;;
     sanitize) stage sanitize 200 compute-sanitizer --print-limit 20 build/rel/tests/test_cuda_ops ;;
     torch*|bench:*) [ "$(running)" -gt 0 ] && { echo "== $s skipped: $(running) training runs share the GPU"; continue; } ;;&
     torch|torch:*) pre=${s#torch}; pre=${pre#:}

@@ -11,8 +11,9 @@ two warm-ups, written as {"preset": tokens_per_s, ...} to --out. The peers are t
 PyTorch implementations of each family:
   transformer    torch.nn.Transformer 6+6 layers, d 512, 8 heads, FFN 2048, ReLU
   transformer++  transformers' LlamaForCausalLM (d 496, 12 layers, 8 heads, FFN 1984)
-  mamba          transformers' MambaForCausalLM (d 610, 24 layers); it uses the mamba_ssm CUDA
-                 kernels when that package is installed, its PyTorch scan otherwise (printed)
+  mamba          mamba_ssm's MambaLMHeadModel (d 610, 24 layers, its CUDA kernels) where
+                 mamba-ssm imports (scripts/gpu/pack_peer.sh builds it on a lent GPU machine),
+                 transformers' MambaForCausalLM with its PyTorch scan otherwise (printed)
 The other four families have no standard PyTorch implementation to compare with and are left
 out (the report prints mtlab's figure alone).
 
@@ -337,6 +338,28 @@ class EncDec(nn.Module):
         return self.head(self.core(self.emb(src), self.emb(tgt), tgt_mask=mask))
 
 
+def mamba_ssm_model():
+    """The 77M Mamba as mamba_ssm's own MambaLMHeadModel (its fused selective-scan and
+    causal-conv1d CUDA kernels, Triton's fused add + RMSNorm), the Mamba training users know;
+    None, saying why, where mamba_ssm does not import (transformers' PyTorch scan then)."""
+    try:
+        from mamba_ssm.models.config_mamba import MambaConfig
+        from mamba_ssm.models.mixer_seq_simple import MambaLMHeadModel
+    except Exception as e:  # ImportError, or a build that does not load
+        print(f"mamba peer: transformers' PyTorch scan (mamba_ssm does not import: {e})")
+        return None
+    try:
+        import causal_conv1d  # noqa: F401
+        conv = "causal-conv1d's kernel"
+    except Exception:
+        conv = "PyTorch's conv1d (causal-conv1d does not import)"
+    print(f"mamba peer: mamba_ssm's MambaLMHeadModel, its selective-scan kernels, {conv}")
+    cfg = MambaConfig(d_model=610, n_layer=24, vocab_size=V, ssm_cfg={"layer": "Mamba1"},
+                      rms_norm=True, residual_in_fp32=True, fused_add_norm=True,
+                      pad_vocab_size_multiple=1, tie_embeddings=True)
+    return MambaLMHeadModel(cfg)
+
+
 def run(preset, repeat):
     dev = "cuda"
     ce = nn.CrossEntropyLoss(label_smoothing=0.1)
@@ -356,14 +379,13 @@ def run(preset, repeat):
                                            max_position_embeddings=512, tie_word_embeddings=False)
             model = transformers.LlamaForCausalLM(cfg).to(dev)
         else:
-            cfg = transformers.MambaConfig(vocab_size=V, hidden_size=610, num_hidden_layers=24,
-                                           state_size=16, expand=2, conv_kernel=4)
-            model = transformers.MambaForCausalLM(cfg).to(dev)
-            try:
-                import mamba_ssm  # noqa: F401
-                print("mamba peer: transformers with the mamba_ssm CUDA kernels")
-            except ImportError:
-                print("mamba peer: transformers' PyTorch scan (mamba_ssm is not installed)")
+            model = mamba_ssm_model()
+            if model is None:
+                cfg = transformers.MambaConfig(vocab_size=V, hidden_size=610,
+                                               num_hidden_layers=24, state_size=16, expand=2,
+                                               conv_kernel=4)
+                model = transformers.MambaForCausalLM(cfg)
+            model = model.to(dev)
         ids = torch.randint(5, V, (B, 256), device=dev)
         tokens = B * 256
 
