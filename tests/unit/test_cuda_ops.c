@@ -659,50 +659,78 @@ static void test_conv1d(void **state)
     }
 }
 
+/* One scan case on the kernel MTLAB_CUDA_SCAN names (kernels/cuda_scan.cu; unset: the parallel
+ * one where it takes the shape): forward with and without h0 and h_last, backward with every
+ * gradient and with only du, ddt, then a step from the final state. Returns the largest
+ * relative error. */
+static double scan_case(int B, int T, int D, int N)
+{
+    size_t nu = (size_t)B * T * D, nb = (size_t)B * T * N, nh = (size_t)B * D * N;
+    pair u = rnd(nu, 1.0f), dt = rnd(nu, 2.0f), A_log = rnd((size_t)D * N, 1.0f),
+         Bm = rnd(nb, 1.0f);
+    pair Cm = rnd(nb, 1.0f), Ds = rnd((size_t)D, 1.0f), dtb = rnd((size_t)D, 1.0f);
+    mt_scan_args ah = {u.h, dt.h, A_log.h, Bm.h, Cm.h, Ds.h, dtb.h, B, T, D, N, NULL, NULL};
+    mt_scan_args ad = {u.d, dt.d, A_log.d, Bm.d, Cm.d, Ds.d, dtb.d, B, T, D, N, NULL, NULL};
+    pair y = poison(nu), hl = poison(nh);
+    cpu->scan_forward(y.h, hl.h, &ah), gpu->scan_forward(y.d, hl.d, &ad);
+    double e = fmax(diff(y), diff(hl));
+    /* from a given state (a prefill in chunks), with and without h_last */
+    pair h0 = rnd(nh, 1.0f), y0 = poison(nu), hl0 = poison(nh);
+    mt_scan_args ah0 = ah, ad0 = ad;
+    ah0.h0 = h0.h, ad0.h0 = h0.d;
+    cpu->scan_forward(y0.h, hl0.h, &ah0), gpu->scan_forward(y0.d, hl0.d, &ad0);
+    e = fmax(e, fmax(diff(y0), diff(hl0)));
+    cpu->scan_forward(y0.h, NULL, &ah0), gpu->scan_forward(y0.d, NULL, &ad0);
+    e = fmax(e, diff(y0));
+    pair dy = rnd(nu, 1.0f), du = rnd(nu, 1.0f), ddt = rnd(nu, 1.0f), dA = rnd((size_t)D * N, 1.0f);
+    pair dB = rnd(nb, 1.0f), dC = rnd(nb, 1.0f), dD = rnd((size_t)D, 1.0f),
+         ddb = rnd((size_t)D, 1.0f);
+    mt_scan_grads gh = {du.h, ddt.h, dA.h, dB.h, dC.h, dD.h, ddb.h};
+    mt_scan_grads gd = {du.d, ddt.d, dA.d, dB.d, dC.d, dD.d, ddb.d};
+    cpu->scan_backward(&gh, dy.h, &ah), gpu->scan_backward(&gd, dy.d, &ad);
+    e = fmax(e, fmax(fmax(diff(du), diff(ddt)), fmax(diff(dA), diff(dB))));
+    e = fmax(e, fmax(diff(dC), fmax(diff(dD), diff(ddb))));
+    /* optional gradients left out; h0 is the forward's only, which backward ignores */
+    mt_scan_grads gh2 = {du.h, ddt.h, NULL, NULL, NULL, NULL, NULL};
+    mt_scan_grads gd2 = {du.d, ddt.d, NULL, NULL, NULL, NULL, NULL};
+    cpu->scan_backward(&gh2, dy.h, &ah0), gpu->scan_backward(&gd2, dy.d, &ad0);
+    e = fmax(e, fmax(diff(du), diff(ddt)));
+    /* one recurrent step from the final state */
+    mt_scan_args sh = ah, sd = ad;
+    sh.T = sd.T = 1;
+    pair y1 = poison((size_t)B * D);
+    cpu->scan_step(y1.h, hl.h, &sh), gpu->scan_step(y1.d, hl.d, &sd);
+    e = fmax(e, fmax(diff(y1), diff(hl)));
+    drop(u), drop(dt), drop(A_log), drop(Bm), drop(Cm), drop(Ds), drop(dtb), drop(y), drop(hl),
+        drop(dy);
+    drop(du), drop(ddt), drop(dA), drop(dB), drop(dC), drop(dD), drop(ddb), drop(y1), drop(h0),
+        drop(y0), drop(hl0);
+    return e;
+}
+
+/* Every case on both kernels: the parallel one (chunks of 64 steps in 8 segments, states in
+ * groups of 16 forward and 8 backward, blocks of 32 channels, N up to 64) and the sequential
+ * reference. The long cases cross chunks, end inside a segment or a chunk (T 1000, 300, 65),
+ * leave lanes past D (17, 33, 96) and states past a group (N 1, 40); N 100 is beyond the
+ * parallel kernel and takes the sequential one under both names. */
 static void test_scan(void **state)
 {
     NEED_GPU();
     const int shapes[][4] = {
-        {1, 1, 1, 1}, {2, 7, 5, 4}, {2, 65, 64, 16}, {1, 300, 96, 16}, {3, 33, 17, 40}};
-    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
-        int B = shapes[s][0], T = shapes[s][1], D = shapes[s][2], N = shapes[s][3];
-        size_t nu = (size_t)B * T * D, nb = (size_t)B * T * N;
-        pair u = rnd(nu, 1.0f), dt = rnd(nu, 2.0f), A_log = rnd((size_t)D * N, 1.0f),
-             Bm = rnd(nb, 1.0f);
-        pair Cm = rnd(nb, 1.0f), Ds = rnd((size_t)D, 1.0f), dtb = rnd((size_t)D, 1.0f);
-        mt_scan_args ah = {u.h, dt.h, A_log.h, Bm.h, Cm.h, Ds.h, dtb.h, B, T, D, N, NULL, NULL};
-        mt_scan_args ad = {u.d, dt.d, A_log.d, Bm.d, Cm.d, Ds.d, dtb.d, B, T, D, N, NULL, NULL};
-        pair y = poison(nu), hl = poison((size_t)B * D * N);
-        cpu->scan_forward(y.h, hl.h, &ah), gpu->scan_forward(y.d, hl.d, &ad);
-        double e = fmax(diff(y), diff(hl));
-        pair dy = rnd(nu, 1.0f), du = rnd(nu, 1.0f), ddt = rnd(nu, 1.0f),
-             dA = rnd((size_t)D * N, 1.0f);
-        pair dB = rnd(nb, 1.0f), dC = rnd(nb, 1.0f), dD = rnd((size_t)D, 1.0f),
-             ddb = rnd((size_t)D, 1.0f);
-        mt_scan_grads gh = {du.h, ddt.h, dA.h, dB.h, dC.h, dD.h, ddb.h};
-        mt_scan_grads gd = {du.d, ddt.d, dA.d, dB.d, dC.d, dD.d, ddb.d};
-        cpu->scan_backward(&gh, dy.h, &ah), gpu->scan_backward(&gd, dy.d, &ad);
-        e = fmax(e, fmax(fmax(diff(du), diff(ddt)), fmax(diff(dA), diff(dB))));
-        e = fmax(e, fmax(diff(dC), fmax(diff(dD), diff(ddb))));
-        /* optional gradients left out */
-        mt_scan_grads gh2 = {du.h, ddt.h, NULL, NULL, NULL, NULL, NULL};
-        mt_scan_grads gd2 = {du.d, ddt.d, NULL, NULL, NULL, NULL, NULL};
-        cpu->scan_backward(&gh2, dy.h, &ah), gpu->scan_backward(&gd2, dy.d, &ad);
-        e = fmax(e, fmax(diff(du), diff(ddt)));
-        /* one recurrent step from the final state */
-        mt_scan_args sh = ah, sd = ad;
-        sh.T = sd.T = 1;
-        pair y1 = poison((size_t)B * D);
-        cpu->scan_step(y1.h, hl.h, &sh), gpu->scan_step(y1.d, hl.d, &sd);
-        e = fmax(e, fmax(diff(y1), diff(hl)));
-        char what[96];
-        snprintf(what, sizeof what, "selective scan B%d T%d D%d N%d forward/backward/step", B, T, D,
-                 N);
-        report(what, e, TOL_FP32);
-        drop(u), drop(dt), drop(A_log), drop(Bm), drop(Cm), drop(Ds), drop(dtb), drop(y), drop(hl),
-            drop(dy);
-        drop(du), drop(ddt), drop(dA), drop(dB), drop(dC), drop(dD), drop(ddb), drop(y1);
-    }
+        {1, 1, 1, 1},      {2, 7, 5, 4},      {2, 65, 64, 16},  {1, 300, 96, 16}, {3, 33, 17, 40},
+        {1, 2048, 64, 16}, {3, 1000, 33, 16}, {2, 1000, 40, 1}, {3, 200, 70, 40}, {1, 70, 9, 100}};
+    const char *kernels[] = {"parallel", "sequential"};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int k = 0; k < 2; k++) {
+            int B = shapes[s][0], T = shapes[s][1], D = shapes[s][2], N = shapes[s][3];
+            if (k) setenv("MTLAB_CUDA_SCAN", "sequential", 1);
+            double e = scan_case(B, T, D, N);
+            unsetenv("MTLAB_CUDA_SCAN");
+            char what[96];
+            snprintf(what, sizeof what, "selective scan B%d T%d D%d N%d %s", B, T, D, N,
+                     kernels[k]);
+            report(what, e, TOL_FP32);
+        }
 }
 
 /* ---------------------------------------------------------------- loss, dropout, AdamW */
