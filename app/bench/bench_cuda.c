@@ -230,16 +230,27 @@ static int kernel_rates(const mt_backend *be, double copy_bw, double blas32, dou
          * those and dy, writes du, ddt, dB, dC */
         double fwd_bytes = 4.0 * (3.0 * nu + 2.0 * nb), bwd_bytes = 4.0 * (5.0 * nu + 4.0 * nb);
         double flops = 9.0 * nu * N; /* per state: exp, 2 mul-adds for h, 1 for y, discretise */
-        double tf = time_median(be, run_scan_fwd, &s, repeat),
-               tb = time_median(be, run_scan_bwd, &s, repeat);
-        printf("   selective scan B%d T%d D%d N%d forward   %8.3f ms  %7.1f GB/s = %5.1f%% of copy "
-               " %7.1f GFLOP/s\n",
-               B, T, D, N, tf * 1e3, fwd_bytes / tf / 1e9, 100 * fwd_bytes / tf / copy_bw,
-               flops / tf / 1e9);
-        printf("   selective scan B%d T%d D%d N%d backward  %8.3f ms  %7.1f GB/s = %5.1f%% of copy "
-               " %7.1f GFLOP/s\n",
-               B, T, D, N, tb * 1e3, bwd_bytes / tb / 1e9, 100 * bwd_bytes / tb / copy_bw,
-               2.5 * flops / tb / 1e9);
+        /* both kernels of kernels/cuda_scan.cu: MTLAB_CUDA_SCAN is read at every call */
+        const char *kinds[] = {"parallel over time", "sequential"},
+                   *was = getenv("MTLAB_CUDA_SCAN");
+        char *saved = was ? strdup(was) : NULL;
+        for (int k = 0; k < 2; k++) {
+            if (k) setenv("MTLAB_CUDA_SCAN", "sequential", 1);
+            else unsetenv("MTLAB_CUDA_SCAN");
+            double tf = time_median(be, run_scan_fwd, &s, repeat),
+                   tb = time_median(be, run_scan_bwd, &s, repeat);
+            printf("   selective scan B%d T%d D%d N%d forward   %8.3f ms  %7.1f GB/s = %5.1f%% of "
+                   "copy  %7.1f GFLOP/s (%s)\n",
+                   B, T, D, N, tf * 1e3, fwd_bytes / tf / 1e9, 100 * fwd_bytes / tf / copy_bw,
+                   flops / tf / 1e9, kinds[k]);
+            printf("   selective scan B%d T%d D%d N%d backward  %8.3f ms  %7.1f GB/s = %5.1f%% of "
+                   "copy  %7.1f GFLOP/s (%s)\n",
+                   B, T, D, N, tb * 1e3, bwd_bytes / tb / 1e9, 100 * bwd_bytes / tb / copy_bw,
+                   2.5 * flops / tb / 1e9, kinds[k]);
+        }
+        if (saved) setenv("MTLAB_CUDA_SCAN", saved, 1);
+        else unsetenv("MTLAB_CUDA_SCAN");
+        free(saved);
     }
     be->free((void *)s.a.u), be->free((void *)s.a.dt), be->free((void *)s.a.A_log),
         be->free((void *)s.a.Bm);
