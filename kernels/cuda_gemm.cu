@@ -338,13 +338,22 @@ void cu_qmatrix_free(mt_qmatrix *q)
 // with its k permuted so that the 16 loaded bytes are exactly what the lane holds: instruction j
 // (0, 1) takes k 8t+4j, 8t+4j+1 where it expects 2t, 2t+1 and 8t+4j+2, 8t+4j+3 where it expects
 // 2t+8, 2t+9, in A (x) and B (W) alike, so the lane's x load is the same 16 bytes of rows g and
-// g+8. A block takes NT tiles (8 NT weight rows) and its QWARPS warps split the chunks of k,
-// two chunks in flight per warp; shared memory sums the warps' 16 x 8 NT partial products.
-// x is bf16, or fp32 rounded to bf16 as it is loaded (two 16-byte loads for the lane's 8 k, the
-// same rounding as to_bf16_kernel), which spares a decoding step's linear layer the conversion
-// kernel and its scratch. Needs k and the weight stride multiples of 8 and 16-byte aligned rows
-// of W and x (the caller checks).
+// g+8.
+//
+// Work: a block's QWARPS warps form `groups` groups; each group takes NT tiles (8 NT weight
+// rows) and its warps split the block's range of chunks of k, QROWS_U chunks in flight per warp
+// (all loads first, then the products: NT x QROWS_U x 512 bytes of weights per warp). Several
+// groups give a short k's idle warps other tiles instead of chunks. Shared memory sums each
+// group's warps in warp order. The chunks of k are cut into `splits` ranges (grid.y) when the
+// weight's rows give too few blocks: each range's block writes its partial sums to scratch and
+// qrows_combine_kernel adds them in range order and adds the bias, so the result does not
+// depend on which block finishes first. x is bf16, or fp32 rounded to bf16 as it is loaded (two
+// 16-byte loads for the lane's 8 k, the same rounding as to_bf16_kernel), which spares a
+// decoding step's linear layer the conversion kernel and its scratch. Needs k and the weight
+// stride multiples of 8 and 16-byte aligned rows of W and x (the caller checks).
 #define QWARPS 8
+#define QROWS_U 4
+#define QROWS_SPLITS_MAX 32
 
 __device__ __forceinline__ void mma_bf16_m16n8k16(float c[4], const uint32_t a[4], uint32_t b0,
                                                   uint32_t b1)
@@ -374,40 +383,55 @@ __device__ __forceinline__ uint4 x8_bf16(const float *row, int q)
                       bf16_pair(b.z, b.w));
 }
 
-template <int NT, bool HI, typename XT> // HI: m > 8, rows g + 8 of x are used; XT: bf16 or float
-__global__ void __launch_bounds__(QWARPS * 32)
-    qrows_kernel(int m, int n, int k, const XT *x, const __nv_bfloat16 *w, int ldw,
-                 const float *bias, float *out, int ldo)
+// Everything one qrows_kernel launch reads (XT: bf16 or float)
+template <typename XT> struct qrows_args {
+    int m, n, k; // x (m, k), W (n, k), out (m, n)
+    const XT *x; // (m, k), rows at stride k
+    const __nv_bfloat16 *w; // (n, k), rows at stride ldw
+    int ldw;
+    const float *bias; // (n), or NULL (always NULL for a split's partial sums)
+    float *out; // (m, n) at row stride ldo; k range s writes at out + s * stride
+    int ldo;
+    size_t stride;
+    int groups; // warp groups per block (1, 2, 4, 8), each of QWARPS / groups warps and NT tiles
+    int span; // chunks of 32 k per range of k (grid.y ranges)
+};
+
+template <int NT, bool HI, typename XT> // HI: m > 8, rows g + 8 of x are used
+__global__ void __launch_bounds__(QWARPS * 32, 2) qrows_kernel(const qrows_args<XT> a)
 {
     __shared__ float part[QWARPS][16][NT * 8 + 1];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const int n0 = blockIdx.x * NT * 8, chunks = (k + 31) / 32, k8 = k / 8;
+    const int wg = QWARPS / a.groups, grp = warp / wg, wi = warp % wg; // group size, group, rank
+    const int n0 = (blockIdx.x * a.groups + grp) * NT * 8, k8 = a.k / 8;
+    const int chunks = (a.k + 31) / 32, c0 = blockIdx.y * a.span,
+              c1 = c0 + a.span < chunks ? c0 + a.span : chunks;
     const uint4 zero = make_uint4(0, 0, 0, 0);
     const uint4 *wr[NT];
 #pragma unroll
     for (int j = 0; j < NT; j++) {
-        int row = n0 + j * 8 + g;
-        wr[j] = (const uint4 *)(w + (size_t)(row < n ? row : n - 1) *
-                                        ldw); // past n: a real row, unused
+        const int row = n0 + j * 8 + g;
+        wr[j] = (const uint4 *)(a.w + (size_t)(row < a.n ? row : a.n - 1) *
+                                          a.ldw); // past n: a real row, unused
     }
-    const XT *x0 = x + (size_t)g * k, *x1 = x + (size_t)(g + 8) * k;
-    const bool has0 = g < m, has1 = HI && g + 8 < m;
+    const XT *x0 = a.x + (size_t)g * a.k, *x1 = a.x + (size_t)(g + 8) * a.k;
+    const bool has0 = g < a.m, has1 = HI && g + 8 < a.m;
     float acc[NT][4];
 #pragma unroll
     for (int j = 0; j < NT; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
-    for (int c = warp; c < chunks; c += 2 * QWARPS) {
-        uint4 xa[2], xb[2], wv[2][NT];
+    for (int c = n0 < a.n ? c0 + wi : c1; c < c1; c += QROWS_U * wg) {
+        uint4 xa[QROWS_U], xb[QROWS_U], wv[QROWS_U][NT];
 #pragma unroll
-        for (int u = 0; u < 2; u++) { // both chunks' loads first, then the products
-            const int q = (c + u * QWARPS) * 4 + t; // this lane's 16 bytes, in units of 8 k
-            const bool in = c + u * QWARPS < chunks && q < k8;
+        for (int u = 0; u < QROWS_U; u++) { // every chunk's loads first, then the products
+            const int q = (c + u * wg) * 4 + t; // this lane's 16 bytes, in units of 8 k
+            const bool in = c + u * wg < c1 && q < k8;
             xa[u] = in && has0 ? x8_bf16(x0, q) : zero;
             xb[u] = in && has1 ? x8_bf16(x1, q) : zero;
 #pragma unroll
             for (int j = 0; j < NT; j++) wv[u][j] = in ? __ldg(wr[j] + q) : zero;
         }
 #pragma unroll
-        for (int u = 0; u < 2; u++) {
+        for (int u = 0; u < QROWS_U; u++) {
             const uint32_t a0[4] = {xa[u].x, xb[u].x, xa[u].y, xb[u].y},
                            a1[4] = {xa[u].z, xb[u].z, xa[u].w, xb[u].w};
 #pragma unroll
@@ -425,13 +449,28 @@ __global__ void __launch_bounds__(QWARPS * 32)
                                       part[warp][g + 8][j * 8 + 2 * t + 1] = acc[j][3];
     }
     __syncthreads();
-    for (int e = threadIdx.x; e < 16 * NT * 8; e += QWARPS * 32) {
-        const int i = e / (NT * 8), col = e % (NT * 8);
-        if (i >= m || n0 + col >= n) continue;
+    const int cols = a.groups * NT * 8, nb = blockIdx.x * cols; // the block's output columns
+    float *out = a.out + blockIdx.y * a.stride;
+    for (int e = threadIdx.x; e < 16 * cols; e += QWARPS * 32) {
+        const int i = e / cols, col = e % cols, v0 = col / (NT * 8) * wg;
+        if (i >= a.m || nb + col >= a.n) continue;
         float sum = 0.0f;
-#pragma unroll
-        for (int v = 0; v < QWARPS; v++) sum += part[v][i][col];
-        out[(size_t)i * ldo + n0 + col] = bias ? sum + bias[n0 + col] : sum;
+        for (int v = v0; v < v0 + wg; v++) sum += part[v][i][col % (NT * 8)];
+        out[(size_t)i * a.ldo + nb + col] = a.bias ? sum + a.bias[nb + col] : sum;
+    }
+}
+
+// out (m, n) = the k ranges' partial sums part (splits, m, n) added in range order, + bias
+__global__ void qrows_combine_kernel(float *out, int ldo, const float *part, int splits, int m,
+                                     int n, const float *bias)
+{
+    const size_t mn = (size_t)m * n;
+    CU_FOR_EACH(e, mn)
+    {
+        float sum = 0.0f;
+        for (int s = 0; s < splits; s++) sum += part[s * mn + e];
+        const size_t col = e % n;
+        out[e / n * ldo + col] = bias ? sum + bias[col] : sum;
     }
 }
 
@@ -449,30 +488,77 @@ static int sm_count(void)
     return count[dev];
 }
 
-template <int NT, typename XT>
-static void qrows_launch(int m, int n, int k, const XT *x, const __nv_bfloat16 *w, int ldw,
-                         const float *bias, float *out, int ldo)
+// How a qrows launch covers W (n, k): blocks of `groups` x nt tiles, k in `splits` ranges of
+// `span` chunks
+struct qrows_plan {
+    int nt, groups, splits, span;
+};
+
+static int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// The plan for W (n, k) on `sms` multiprocessors, by the weight's shape (k a multiple of 8; a
+// chunk is 32 k, a tile 8 weight rows):
+// - a short k (fewer chunks than warps) puts the next power of two >= its chunks of warps in a
+//   group, one chunk each, and the block's other warps in groups of their own on other tiles
+//   (dt_proj's k 128: 4 chunks, 2 groups of 4 warps) instead of leaving them idle;
+// - 4 tiles per group where that gives every multiprocessor a block (the output layer, in_proj
+//   as one product): x is read once per 32 weight rows (at 16 fp32 rows of x, 1 tile per group
+//   would read 4 bytes of x from L2 per weight byte from memory);
+// - fewer blocks than multiprocessors and k of at least 2 QWARPS chunks: still 4 tiles (fewer
+//   when W has fewer), and k split into ranges of at least QWARPS chunks, the fewest that give
+//   every multiprocessor a block (2048 x 2048: 64 blocks x 3 ranges; x_proj's 160 x 4096: 5 x
+//   16; 16 x 4096: 1 x 16), at most QROWS_SPLITS_MAX;
+// - else the widest tiles that still give every multiprocessor a block, or half of them one
+//   (2 tiles), or 1 tile.
+static qrows_plan qrows_plan_for(int n, int k, int sms)
 {
-    const unsigned blocks = (unsigned)((n + NT * 8 - 1) / (NT * 8));
-    if (m > 8)
-        qrows_kernel<NT, true, XT>
-            <<<blocks, QWARPS * 32, 0, cu_stream()>>>(m, n, k, x, w, ldw, bias, out, ldo);
-    else
-        qrows_kernel<NT, false, XT>
-            <<<blocks, QWARPS * 32, 0, cu_stream()>>>(m, n, k, x, w, ldw, bias, out, ldo);
+    const int chunks = (k + 31) / 32, tiles = (n + 7) / 8;
+    int wg = 1;
+    while (wg < QWARPS && wg < chunks) wg *= 2;
+    qrows_plan p = {4, QWARPS / wg, 1, chunks};
+    if (ceil_div(tiles, 4 * p.groups) >= sms) return p;
+    const int most = chunks / QWARPS < QROWS_SPLITS_MAX ? chunks / QWARPS : QROWS_SPLITS_MAX;
+    if (most >= 2) { // here wg == QWARPS: one group
+        p.nt = tiles >= 4 ? 4 : tiles >= 2 ? 2 : 1;
+        const int want = ceil_div(sms, ceil_div(tiles, p.nt));
+        p.span = ceil_div(chunks, want < most ? want : most);
+        p.splits = ceil_div(chunks, p.span);
+        return p;
+    }
+    p.nt = ceil_div(tiles, 2 * p.groups) >= sms / 2 ? 2 : 1;
+    return p;
+}
+
+template <int NT, typename XT> static void qrows_launch(const qrows_args<XT> &a, dim3 grid)
+{
+    if (a.m > 8) qrows_kernel<NT, true, XT><<<grid, QWARPS * 32, 0, cu_stream()>>>(a);
+    else qrows_kernel<NT, false, XT><<<grid, QWARPS * 32, 0, cu_stream()>>>(a);
     cu_check(cudaGetLastError(), "qrows_kernel");
 }
 
-// out (m, n) = x (m, k) W^T + bias, m <= ROWS_MAX. Wider blocks (more tiles) read x fewer times
-// per weight byte; narrower ones keep every multiprocessor busy when W has few rows.
+// out (m, n) = x (m, k) W^T + bias, m <= ROWS_MAX, launched as qrows_plan_for says
 template <typename XT>
 static void qrows(int m, int n, int k, const XT *x, const __nv_bfloat16 *w, int ldw,
                   const float *bias, float *out, int ldo)
 {
-    const int sms = sm_count();
-    if ((n + 31) / 32 >= sms) qrows_launch<4, XT>(m, n, k, x, w, ldw, bias, out, ldo);
-    else if ((n + 15) / 16 >= sms / 2) qrows_launch<2, XT>(m, n, k, x, w, ldw, bias, out, ldo);
-    else qrows_launch<1, XT>(m, n, k, x, w, ldw, bias, out, ldo);
+    const qrows_plan p = qrows_plan_for(n, k, sm_count());
+    qrows_args<XT> a = {m, n, k, x, w, ldw, bias, out, ldo, 0, p.groups, p.span};
+    float *part = NULL;
+    if (p.splits > 1) { // partial sums (splits, m, n), combined below
+        part = (float *)cu_scratch((size_t)p.splits * m * n * sizeof *part);
+        if (!part) return;
+        a.bias = NULL, a.out = part, a.ldo = n, a.stride = (size_t)m * n;
+    }
+    const dim3 grid((unsigned)ceil_div(n, p.groups * p.nt * 8), (unsigned)p.splits);
+    if (p.nt == 4) qrows_launch<4, XT>(a, grid);
+    else if (p.nt == 2) qrows_launch<2, XT>(a, grid);
+    else qrows_launch<1, XT>(a, grid);
+    if (!part) return;
+    const size_t mn = (size_t)m * n;
+    qrows_combine_kernel<<<cu_grid(mn), CU_THREADS, 0, cu_stream()>>>(out, ldo, part, p.splits, m,
+                                                                      n, bias);
+    cu_check(cudaGetLastError(), "qrows_combine_kernel");
+    cu_scratch_free(part);
 }
 
 // out (BT, OC) = x (BT, C) w[row0 .. row0 + OC)^T + bias

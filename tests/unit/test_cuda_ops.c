@@ -244,9 +244,11 @@ static void test_gemm_bf16(void **state)
     report("gemm bf16 inputs, fp32 accumulate 77x130x257", rel, TOL_BF16);
 }
 
-/* precision bf16's linear layer: rows row0 .. row0 + OC of a rows x C bf16 weight copy, bias,
- * against fp32 on the CPU, for each count of rows of x in bts (-1 ends the list) */
-static void bf16_linear_case(int rows, int C, int row0, int OC, const int *bts)
+/* precision bf16's linear layer: rows row0 .. row0 + OC of a rows x C bf16 weight copy, with a
+ * bias or without, against fp32 on the CPU, for each count of rows of x in bts (-1 ends the
+ * list); a second call on the same inputs must give the same bits (the split-k path's partial
+ * sums are added in a fixed order) */
+static void bf16_linear_case(int rows, int C, int row0, int OC, int with_bias, const int *bts)
 {
     pair w = rnd((size_t)rows * C, 1.0f), bias = rnd((size_t)OC, 1.0f);
     mt_qmatrix q;
@@ -256,18 +258,30 @@ static void bf16_linear_case(int rows, int C, int row0, int OC, const int *bts)
         /* x at offset 1 is not 16-byte aligned: the few-rows kernel then takes it converted to
          * bf16 first instead of rounding the fp32 rows as it loads them */
         for (int off = 0; off <= few; off++) {
-            pair x = rnd((size_t)bt * C + off, 1.0f), out = poison((size_t)bt * OC);
+            const size_t n = (size_t)bt * OC;
+            pair x = rnd((size_t)bt * C + off, 1.0f), out = poison(n);
             cpu->gemm(0, 1, bt, OC, C, 1.0f, x.h + off, C, w.h + (size_t)row0 * C, C, 0.0f, out.h,
                       OC);
-            cpu->bias_add(out.h, bias.h, (size_t)bt, OC);
-            gpu->qlinear_forward(out.d, x.d + off, &q, row0, bias.d, (size_t)bt, OC);
-            char what[112];
-            snprintf(what, sizeof what, "bf16 linear rows %d..%d of %dx%d, %d rows of x%s, bias",
+            if (with_bias) cpu->bias_add(out.h, bias.h, (size_t)bt, OC);
+            const float *b = with_bias ? bias.d : NULL;
+            gpu->qlinear_forward(out.d, x.d + off, &q, row0, b, (size_t)bt, OC);
+            char what[128];
+            snprintf(what, sizeof what, "bf16 linear rows %d..%d of %dx%d, %d rows of x%s, %s",
                      row0, row0 + OC, rows, C, bt,
                      !few  ? ""
                      : off ? " (tensor cores, x converted)"
-                           : " (tensor cores, x fp32)");
+                           : " (tensor cores, x fp32)",
+                     with_bias ? "bias" : "no bias");
             report(what, diff(out), TOL_BF16);
+            float *first = malloc(n * sizeof *first), *again = malloc(n * sizeof *again);
+            assert_non_null(first);
+            assert_non_null(again);
+            gpu->download(first, out.d, n * sizeof *first);
+            gpu->qlinear_forward(out.d, x.d + off, &q, row0, b, (size_t)bt, OC);
+            gpu->download(again, out.d, n * sizeof *again);
+            if (memcmp(first, again, n * sizeof *first) != 0)
+                fail_msg("%s: a second call gave other bits", what);
+            free(first), free(again);
             drop(x), drop(out);
         }
     }
@@ -278,15 +292,30 @@ static void bf16_linear_case(int rows, int C, int row0, int OC, const int *bts)
 /* decoding's few rows (the tensor-core kernel: 1-8 rows, 9-16 rows, weight tiles of 8 rows cut
  * by OC, k not a multiple of its 32-wide chunks, the widest blocks on 4,300 weight rows; x
  * read as fp32 and, unaligned, converted first), a prefill's many (cuBLAS), and C = 12, which
- * the few-rows kernel leaves to cuBLAS */
+ * the few-rows kernel leaves to cuBLAS. Then the layers' own shapes, which take the other
+ * plans of qrows_plan_for (kernels/cuda_gemm.cu) on a device of more than 64 multiprocessors:
+ * k split over blocks (x_proj's 160 x 4096 whole and its rows 128..144; 2048 x 2048 in 3
+ * ranges of 22, 22 and 20 chunks on 132 multiprocessors; k 4104, 129 chunks in ranges of 9,
+ * its last chunk a quarter full), warp groups on other tiles for a short k (dt_proj's 4096 x
+ * 128: 2 groups; k 40: 4 groups, the last block's past the weight rows), each with and
+ * without bias */
 static void test_bf16_linear(void **state)
 {
     NEED_GPU();
     const int all[] = {1, 2, 5, 8, 9, 13, 16, 17, 129, 257, -1}, few[] = {1, 8, 16, -1};
-    bf16_linear_case(70, 136, 9, 50, all);
-    bf16_linear_case(300, 200, 3, 257, few);
-    bf16_linear_case(4300, 64, 0, 4300, few);
-    bf16_linear_case(40, 12, 5, 33, few);
+    const int layer[] = {1, 9, 16, -1}, ends[] = {1, 16, -1};
+    bf16_linear_case(70, 136, 9, 50, 1, all);
+    bf16_linear_case(300, 200, 3, 257, 1, few);
+    bf16_linear_case(4300, 64, 0, 4300, 1, few);
+    bf16_linear_case(40, 12, 5, 33, 1, few);
+    for (int b = 0; b <= 1; b++) {
+        bf16_linear_case(160, 4096, 128, 16, b, layer);
+        bf16_linear_case(160, 4096, 0, 160, b, layer);
+        bf16_linear_case(4096, 128, 0, 4096, b, layer);
+        bf16_linear_case(2048, 2048, 0, 2048, b, ends);
+        bf16_linear_case(40, 4104, 3, 37, b, layer);
+        bf16_linear_case(300, 40, 1, 299, b, layer);
+    }
     mt_qmatrix q;
     pair w = rnd(16, 1.0f);
     assert_int_equal(gpu->qmatrix_make(&q, MT_QMATRIX_INT8, w.d, 4, 4), -1);
