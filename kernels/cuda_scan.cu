@@ -9,8 +9,8 @@
 //
 // Parallel over time (docs/cuda.md §3). A block takes 32 consecutive channels of one batch row
 // (the lanes: u, dt, y read and written coalesced, B_t and C_t one broadcast load per warp) and
-// a chunk of PAR_WARPS x PAR_ITEMS steps at a time; warp w owns the chunk's segment of PAR_ITEMS
-// consecutive steps w * PAR_ITEMS... Over a segment the recurrence composes to
+// a chunk of PAR_WARPS x PAR_ITEMS steps at a time; warp w owns the chunk's steps
+// [w PAR_ITEMS, (w + 1) PAR_ITEMS), its segment. Over a segment the recurrence composes to
 //   h_end = P h_start + h_local,  P = prod_t exp(delta_t A) = exp(A sum_t delta_t)
 // with h_local the segment's state from h_start = 0. So each thread runs its segment from zero
 // (all threads at once), one thread per (state, channel) then walks the chunk's PAR_WARPS
