@@ -31,8 +31,8 @@
 // its checkpoint into a per-thread buffer, and the reverse recurrence runs over it.
 //
 // Both sum dB, dC (shared by all channels) over a warp's 32 channels with shuffles, then add
-// them with one atomicAdd per warp; dA_log, dD, ddt_bias (shared by the batch rows) with
-// atomicAdds at the end.
+// them with one atomicAdd per sum (the parallel kernel two steps' dB, dC at a time, warp_sum4);
+// dA_log, dD, ddt_bias (shared by the batch rows) with atomicAdds at the end.
 #include "cuda_ops.h"
 #include "math/elementwise.h"
 
@@ -219,6 +219,22 @@ __global__ void scan_backward_seq_kernel(mt_scan_grads g, const float *dy, mt_sc
 #define PAR_MAX_STATE 64
 #define PAR_MIN_BLOCKS 2 // per multiprocessor: at most 128 registers a thread
 #define LOG2E 1.4426950408889634f
+
+// v0 .. v3 summed over the warp's 32 lanes, sum k left in lanes 8k .. 8k + 7: lanes l and
+// l ^ 16 trade the halves they do not keep (v0 + v2 -> sums 0, 2 by bit 4; v1, v3 likewise),
+// then l and l ^ 8 the quarters, and a butterfly over the last 8 lanes: 6 shuffles for 4 sums
+// where 4 warp_sums take 20.
+__device__ __forceinline__ float warp_sum4(float v0, float v1, float v2, float v3, int lane)
+{
+    bool up = lane & 16;
+    float a = (up ? v2 : v0) + __shfl_xor_sync(0xffffffffu, up ? v0 : v2, 16); // sum 2 bit4
+    float b = (up ? v3 : v1) + __shfl_xor_sync(0xffffffffu, up ? v1 : v3, 16); // 1 + 2 bit4
+    up = lane & 8;
+    float c = (up ? b : a) + __shfl_xor_sync(0xffffffffu, up ? a : b, 8); // bit3 + 2 bit4
+    for (int o = 4; o > 0; o >>= 1) c += __shfl_xor_sync(0xffffffffu, c, o);
+    return c;
+}
+static_assert(PAR_ITEMS % 2 == 0, "backward sums dB, dC of two steps at a time");
 
 // The block's batch row b and the thread's channel d (lane), segment w (warp); d >= D marks a
 // lane that computes on zeros and only takes part in the barriers and warp reductions.
@@ -423,6 +439,7 @@ __global__ void __launch_bounds__(PAR_WARPS * 32, PAR_MIN_BLOCKS)
                 const int n = g0 + j;
                 const float A = As[n][lane], A2 = A * LOG2E, h0 = hseg[w][j][lane];
                 float at[PAR_ITEMS], hs[PAR_ITEMS], h = h0, q = qseg[w][j][lane], dA = 0.0f;
+                float dB_odd = 0.0f, dC_odd = 0.0f; // step i + 1's, summed with step i's
 #pragma unroll
                 for (int i = 0; i < PAR_ITEMS; i++) {
                     at[i] = exp2f(delta[i] * A2);
@@ -438,13 +455,18 @@ __global__ void __launch_bounds__(PAR_WARPS * 32, PAR_MIN_BLOCKS)
                     ddelta[i] += gt * (Bn * u[i] + A * at[i] * hprev);
                     dA += gt * delta[i] * at[i] * hprev;
                     q = gt * at[i];
-                    // dB_t, dC_t: summed over the warp's channels, one atomic per warp
-                    float dB = warp_sum(gt * delta[i] * u[i] * on),
-                          dC = warp_sum(dyv[i] * hs[i] * on);
-                    if (lane == 0 && t < T) {
-                        if (g.dBm) atomicAdd(g.dBm + ((size_t)p.b * T + t) * N + n, dB);
-                        if (g.dCm) atomicAdd(g.dCm + ((size_t)p.b * T + t) * N + n, dC);
+                    // dB_t, dC_t: summed over the warp's channels two steps at a time, one
+                    // atomic per sum
+                    const float dB = gt * delta[i] * u[i] * on, dC = dyv[i] * hs[i] * on;
+                    if (i & 1) {
+                        dB_odd = dB, dC_odd = dC;
+                        continue;
                     }
+                    const float sum = warp_sum4(dB_odd, dC_odd, dB, dC, lane);
+                    const int k = lane >> 3, ts = t + (k < 2); // sum k: dB, dC of t + 1, of t
+                    float *dst = k & 1 ? g.dCm : g.dBm;
+                    if ((lane & 7) == 0 && ts < T && dst)
+                        atomicAdd(dst + ((size_t)p.b * T + ts) * N + n, sum);
                 }
                 atomicAdd(&dAs[n][lane], dA);
             }

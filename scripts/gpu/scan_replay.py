@@ -6,7 +6,8 @@ Replays scan_forward_par_kernel (with y, and without: backward's checkpoints) an
 scan_backward_par_kernel thread by thread: each block's 32 lanes (channels) and PAR_WARPS warps
 (segments of a chunk), the shared arrays with the kernels' shapes and indices, the barriers as
 phases (every thread finishes a phase before any starts the next), the states in groups, the
-lanes past D on zeros, the segments past T, the warp sums of dB and dC and the atomic adds.
+lanes past D on zeros, the segments past T, the shuffles that sum dB and dC (warp_sum4) and
+the atomic adds.
 Compares with the sequential recurrence and its reverse, in double, straight from the formulas
 of mtlab/backend.h (mt_scan_args, mt_scan_grads). It checks the index arithmetic and the
 segment algebra, not the hardware or float rounding. Plain Python, no packages:
@@ -113,6 +114,27 @@ def par_inputs(a, b, d, live, t0, bias):
 
 def par_bc(m, r0, i, n, N, n_in):
     return m[r0 + i * N + n] if i < n_in else 0.0
+
+
+def shfl_xor(vals, o):
+    return [vals[lane ^ o] for lane in range(32)]
+
+
+def warp_sum4(v0, v1, v2, v3):
+    """kernels/cuda_scan.cu's warp_sum4, lane by lane: each argument and the result a list of
+    the 32 lanes' values"""
+    up = [bool(lane & 16) for lane in range(32)]
+    send_a = shfl_xor([v0[l] if up[l] else v2[l] for l in range(32)], 16)
+    send_b = shfl_xor([v1[l] if up[l] else v3[l] for l in range(32)], 16)
+    a = [(v2[l] if up[l] else v0[l]) + send_a[l] for l in range(32)]
+    b = [(v3[l] if up[l] else v1[l]) + send_b[l] for l in range(32)]
+    up = [bool(lane & 8) for lane in range(32)]
+    send_c = shfl_xor([a[l] if up[l] else b[l] for l in range(32)], 8)
+    c = [(b[l] if up[l] else a[l]) + send_c[l] for l in range(32)]
+    for o in (4, 2, 1):
+        other = shfl_xor(c, o)
+        c = [c[l] + other[l] for l in range(32)]
+    return c
 
 
 def forward_par(a, with_y, y, h_last, ckpt):
@@ -290,11 +312,15 @@ def backward_par(a, dy, g, ckpt):
                                 dC_lanes[i][lane] = s['dyv'][i] * hs[i] * s['on']
                             dAs[n][lane] += dA
                         s0 = th[w, 0]
-                        for i in range(PAR_ITEMS):  # warp_sum, lane 0's atomicAdd
-                            if s0['t0'] + i < T:
-                                r = (s0['b'] * T + s0['t0'] + i) * N + n
-                                g['dBm'][r] += sum(dB_lanes[i])
-                                g['dCm'][r] += sum(dC_lanes[i])
+                        for i in range(PAR_ITEMS - 2, -1, -2):  # steps i + 1 and i
+                            sums = warp_sum4(dB_lanes[i + 1], dC_lanes[i + 1], dB_lanes[i],
+                                             dC_lanes[i])
+                            for lane in range(32):
+                                k, t = lane >> 3, s0['t0'] + i
+                                ts = t + (1 if k < 2 else 0)
+                                dst = g['dCm'] if k & 1 else g['dBm']
+                                if lane & 7 == 0 and ts < T:
+                                    dst[(s0['b'] * T + ts) * N + n] += sums[lane]
                 # __syncthreads
             for w, lane in threads():
                 s = th[w, lane]
