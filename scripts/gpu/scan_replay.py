@@ -112,6 +112,16 @@ def par_inputs(a, b, d, live, t0, bias):
     return u, delta, sum(delta)
 
 
+def chunk_start(a, s, sd, c, w, lane):
+    """A thread's segment of chunk c: where it starts, how many steps are left, its row of B and
+    C, its u and delta, and the segment's sum of delta into sd (both kernels begin a chunk so)."""
+    t0 = c * PAR_CHUNK + w * PAR_ITEMS
+    s['t0'], s['n_in'] = t0, a.T - t0
+    s['r0'] = (s['b'] * a.T + (t0 if a.T - t0 > 0 else 0)) * a.N
+    s['u'], s['delta'], sd[w][lane] = par_inputs(a, s['b'], s['d'], s['live'], t0, s['bias'])
+    return s
+
+
 def par_bc(m, r0, i, n, N, n_in):
     return m[r0 + i * N + n] if i < n_in else 0.0
 
@@ -157,12 +167,7 @@ def forward_par(a, with_y, y, h_last, ckpt):
         # __syncthreads
         for c in range(chunks):
             for w, lane in threads():
-                s = th[w, lane]
-                t0 = c * PAR_CHUNK + w * PAR_ITEMS
-                s['t0'], s['n_in'] = t0, T - t0
-                s['r0'] = (s['b'] * T + (t0 if T - t0 > 0 else 0)) * N
-                s['u'], s['delta'], sd[w][lane] = par_inputs(a, s['b'], s['d'], s['live'], t0,
-                                                             s['bias'])
+                s = chunk_start(a, th[w, lane], sd, c, w, lane)
                 s['acc'] = [0.0] * PAR_ITEMS
             for g0 in range(0, N, PAR_GROUP):
                 ng = min(N - g0, PAR_GROUP)
@@ -239,12 +244,8 @@ def backward_par(a, dy, g, ckpt):
         # __syncthreads
         for c in range(chunks - 1, -1, -1):
             for w, lane in threads():
-                s = th[w, lane]
-                t0 = c * PAR_CHUNK + w * PAR_ITEMS
-                s['t0'], s['n_in'] = t0, T - t0
-                s['r0'] = (s['b'] * T + (t0 if T - t0 > 0 else 0)) * N
-                s['u'], s['delta'], sd[w][lane] = par_inputs(a, s['b'], s['d'], s['live'], t0,
-                                                             s['bias'])
+                s = chunk_start(a, th[w, lane], sd, c, w, lane)
+                t0 = s['t0']
                 s['dyv'] = [dy[(s['b'] * T + t0 + i) * D + s['d']]
                             if s['live'] and t0 + i < T else 0.0 for i in range(PAR_ITEMS)]
                 s['du'] = [s['dskip'] * v for v in s['dyv']]
