@@ -58,7 +58,8 @@ for t in $P/bin/test_*; do [ -e "build/rel/tests/${t##*/}" ] || { mkdir -p build
 [ -d $P/models ] && mkdir -p models && cp -rn $P/models/* models/
 
 PEER=/tmp/peer-site   # mamba-ssm built here by peerbuild, for torch_train.py's mamba peer
-[ -s $PEER.rc ] && [ "$(cat $PEER.rc)" = 0 ] && export PYTHONPATH=$PEER${PYTHONPATH:+:$PYTHONPATH}
+peer_path() { [ -s $PEER.rc ] && [ "$(cat $PEER.rc)" = 0 ] && export PYTHONPATH=$PEER${PYTHONPATH:+:$PYTHONPATH}; }
+peer_path
 
 left() { echo $(( CALL_LIMIT - 20 - ($(date +%s) - T0) )); }
 pack_logs() { tar -C "$LOGS" -cJf "$OUT/logs.tar.xz" . 2>/dev/null; }
@@ -106,7 +107,7 @@ for s in "$@"; do
     peerwait:*) secs=${s#peerwait:}; t0=$(date +%s)
       while [ ! -s $PEER.rc ] && [ $(( $(date +%s) - t0 )) -lt "$secs" ] && [ "$(left)" -gt 30 ]; do sleep 5; done
       if [ -s $PEER.rc ]; then
-        echo "== peerwait: $(cat $LOGS/peerbuild.log)"; [ "$(cat $PEER.rc)" = 0 ] && export PYTHONPATH=$PEER${PYTHONPATH:+:$PYTHONPATH}
+        echo "== peerwait: $(cat $LOGS/peerbuild.log)"; peer_path
       else echo "== peerwait: still building after $(( $(date +%s) - t0 ))s"; fi
       for f in $LOGS/peerbuild-*.log; do [ -e "$f" ] && { echo "-- ${f##*/}:"; grep -a -E 'error|Error|Successfully' "$f" | tail -n 6; }; done ;;
     sanitize) stage sanitize 200 compute-sanitizer --print-limit 20 build/rel/tests/test_cuda_ops ;;

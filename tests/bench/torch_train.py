@@ -192,9 +192,9 @@ class GatedMLP(nn.Module):
         return self.fc2(value * nn.functional.silu(gate))
 
 
-def mamba_config(C, layers):
+def mamba_config(C, layers, vocab=SMALL_V):
     import transformers
-    return transformers.MambaConfig(vocab_size=SMALL_V, hidden_size=C, num_hidden_layers=layers,
+    return transformers.MambaConfig(vocab_size=vocab, hidden_size=C, num_hidden_layers=layers,
                                     state_size=16, expand=2, conv_kernel=4)
 
 
@@ -381,10 +381,7 @@ def run(preset, repeat):
         else:
             model = mamba_ssm_model()
             if model is None:
-                cfg = transformers.MambaConfig(vocab_size=V, hidden_size=610,
-                                               num_hidden_layers=24, state_size=16, expand=2,
-                                               conv_kernel=4)
-                model = transformers.MambaForCausalLM(cfg)
+                model = transformers.MambaForCausalLM(mamba_config(610, 24, V))
             model = model.to(dev)
         ids = torch.randint(5, V, (B, 256), device=dev)
         tokens = B * 256
