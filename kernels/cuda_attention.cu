@@ -105,6 +105,9 @@ __global__ void attention_forward_kernel(float *out, float *att, const float *q,
                 float p = s == -INFINITY ? 0.0f : expf(s - m_new);
                 float sum = cu_warp_sum(p);
                 S[i * KT + lane] = p;
+                // every lane has read row_m[i] before lane 0 overwrites it: the shuffles order
+                // execution, not shared memory (compute-sanitizer racecheck's hazard)
+                __syncwarp();
                 if (lane == 0) {
                     float c = m_old == -INFINITY ? 0.0f : expf(m_old - m_new);
                     if (m_new == -INFINITY) c = 1.0f; // nothing visible yet

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on a lent GPU machine, from the repository root, over what scripts/gpu/pack.sh packed:
 #   [CALL_LIMIT=S] scripts/gpu/remote.sh STAGE...
-# stages: info tests sanitize torch[:PRESETS] bench:SECTION:REPEAT[:LIMIT] tui
+# stages: info tests sanitize[:TOOL] torch[:PRESETS] bench:SECTION:REPEAT[:LIMIT] tui
 #         train:CONFIG:SECONDS:NAME:KEY=V,...
 #         mps                              NVIDIA's multi-process service, when it runs here
 #         trainall:SECONDS:CONFIG,...      the runs side by side on the one GPU, detached (they
@@ -110,7 +110,8 @@ for s in "$@"; do
         echo "== peerwait: $(cat $LOGS/peerbuild.log)"; peer_path
       else echo "== peerwait: still building after $(( $(date +%s) - t0 ))s"; fi
       for f in $LOGS/peerbuild-*.log; do [ -e "$f" ] && { echo "-- ${f##*/}:"; grep -a -E 'error|Error|Successfully' "$f" | tail -n 6; }; done ;;
-    sanitize) stage sanitize 200 compute-sanitizer --print-limit 20 build/rel/tests/test_cuda_ops ;;
+    sanitize|sanitize:*) tool=${s#sanitize}; tool=${tool#:}   # memcheck (default), racecheck, synccheck, initcheck
+      stage "sanitize-${tool:-memcheck}" 200 compute-sanitizer --tool "${tool:-memcheck}" --print-limit 20 build/rel/tests/test_cuda_ops ;;
     torch*|bench:*) [ "$(running)" -gt 0 ] && { echo "== $s skipped: $(running) training runs share the GPU"; continue; } ;;&
     torch|torch:*) pre=${s#torch}; pre=${pre#:}
            stage torch 180 python3 -u tests/bench/torch_train.py --out "$LOGS/torch_train.json" ${pre:+--presets "$pre"} ;;
