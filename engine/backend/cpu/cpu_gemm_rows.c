@@ -5,11 +5,12 @@
  * twice and spends most of a step packing them; its sgemv reads them once but one output at a
  * time. Here each weight row is read once, straight from w, by one of two kernels picked at
  * run time:
- *   AVX-512: a tile of rows of x by rows of w (1 x 8, 2 x 8 or 4 x 4) keeps up to 16 dot
- *     products running in 16 registers along K, and the 16 sums are folded into one register at the
+ *   AVX-512: one row of x reads the weight rows one after the other, in memory order; more rows
+ *     take a tile of rows of x by rows of w (2 x 8 or 4 x 4) that keeps 16 dot products running
+ *     in 16 registers along K, and the 16 sums are folded into one register at the
  * end (4 shuffle-and-add rounds instead of 16 horizontal sums); AVX2 + FMA: a tile of up to 3 rows
  * of x by 4 rows of w keeps 12 dot products in 12 of the 16 registers, each weight vector feeding 3
- * multiply-adds; each x row's 4 sums are folded by two horizontal-add rounds. Both ask for the
+ * multiply-adds; each x row's 4 sums are folded by two horizontal-add rounds. The tiles ask for the
  * weight rows PREFETCH_ROWS ahead a cache line at a time while they compute, so that a matrix that
  * comes from memory (the vocabulary projection) streams in while the products run. Threads split
  * the rows of w when the product is big enough to pay for a fork (cpu_par.h); a smaller one runs on
@@ -29,15 +30,11 @@
  * kernel's fold and tails weigh more. */
 #define MIN_K 64
 #define MIN_N 64
-/* One row of x takes the AVX-512 kernel (a tile of 8 w rows) at every size: 8 rows streamed at
- * once keep more loads in flight than OpenBLAS's sgemv for a matrix from memory (58101 x 512:
- * 9.0 against 11.4 ms), and on the 2-vCPU EPYC (Zen 4) for matrices in the L3 cache as well:
- * transformer-small's 19 products of a step, one thread, 209 against 216 us, its 8000 x 192
- * projection 89 against 121 us. It also keeps a step's small products off OpenBLAS's threads,
- * which fork a team for every product from 9,216 weights on (cpu_par.h). With AVX2 only,
- * sgemv keeps one row (the AVX2 tile's 4 w rows were slower: 244 against 216 us). (On a
- * Sapphire Rapids core sgemv had been the faster for the 8000 x 192 projection, 0.15 against
- * 0.22 ms, when it alone was timed, in cache.) */
+/* One row of x takes the AVX-512 kernel (row_dots) at every size: it streams a matrix from
+ * memory as fast as OpenBLAS's sgemv and runs faster in cache (below), and it keeps a step's
+ * small products off OpenBLAS's threads, which fork a team for every product from 9,216
+ * weights on (cpu_par.h). With AVX2 only, sgemv keeps one row (the AVX2 tile's 4 w rows were
+ * slower: 244 against 216 us a transformer-small step's products). */
 /* below this many multiply-adds one thread is faster than a fork/join. 2^15: at two threads
  * every product of a batch-1 transformer-small step forks (192 x 192 and up), as OpenBLAS's
  * sgemv did; a team forked again within libgomp's spin (GOMP_SPINCOUNT, docs/decoding.md §9.1)
@@ -125,19 +122,51 @@ rows_tiles(int MT, int NT, int M, int n0, int n1, int N, int K, float alpha, con
     }
 }
 
-/* The tile for M rows: 1 x row by 8 w rows (8 streams from memory at once), 2 by 8, or 4 by 4
- * (each weight load then feeds 4 multiply-adds). One row asks for its 8 rows' lines
- * PREFETCH_ROWS ahead as the other tiles do (a line requested for each line read): left to the
- * 8 streams and the hardware prefetchers, a step's products over more weights than the L3 cache
- * keeps (mamba-small's 12 layers and 8000 x 192 projection, 17.7 MB, on the 2-vCPU EPYC) ran
- * at about 1.4 times the time (one thread, interleaved on the loaded machine: median 640
- * against 460 us a token's products). */
+/* One row of x: rows n0..n1-1 of w one after the other, each whole before the next, so the
+ * weights are read in memory order as one stream (4 accumulators of 16 k, 64 k a step, a
+ * masked tail, one horizontal sum a row). Interleaving rows is slower on the 2-vCPU EPYC
+ * (Zen 4), whose prefetchers follow one stream best: against the 1 x 8 tile that
+ * rows_tiles ran (8 streams, lines requested PREFETCH_ROWS ahead), one thread, best of 7, the
+ * matrix from memory (copies beyond the L3 cache) 50280 x 768 9.4 -> 6.9 ms (16.4 -> 22.3
+ * GB/s), 58101 x 512 8.3 -> 5.2 ms, 8000 x 192 0.60 -> 0.24 ms, and in cache 8000 x 192
+ * 0.127 -> 0.064 ms, 3072 x 768 0.228 -> 0.103 ms; as fast as OpenBLAS's sgemv (Cooperlake
+ * kernels), 6.3-6.4 ms at 50280 x 768, and a plain read of memory, 21-22 GB/s. Two rows at
+ * once (two streams) halved the speed again. */
+__attribute__((target("avx512f"))) static void
+row_dots(int n0, int n1, int K, float alpha, const float *x, const float *w, int ldw, float *y)
+{
+    int K64 = K - K % 64;
+    for (int n = n0; n < n1; n++) {
+        const float *wr = w + (size_t)n * ldw;
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (int k = 0; k < K64; k += 64) {
+            a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k), _mm512_loadu_ps(wr + k), a0);
+            a1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k + 16), _mm512_loadu_ps(wr + k + 16), a1);
+            a2 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k + 32), _mm512_loadu_ps(wr + k + 32), a2);
+            a3 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k + 48), _mm512_loadu_ps(wr + k + 48), a3);
+        }
+        for (int k = K64; k < K; k += 16) {
+            __mmask16 keep = K - k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (K - k)) - 1);
+            a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(keep, x + k),
+                                 _mm512_maskz_loadu_ps(keep, wr + k), a0);
+        }
+        __m512 sum = _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
+        y[n] = alpha * _mm512_reduce_add_ps(sum);
+    }
+}
+
+/* The kernel for M rows: one row of x streams the weights in memory order (row_dots); 2-3
+ * rows take tiles of 2 x rows by 8 w rows, 4 and more 4 by 4 (each weight load then feeds 4
+ * multiply-adds), asking for the rows' lines PREFETCH_ROWS ahead (a line requested for each
+ * line read): left to the streams and the hardware prefetchers, a step's products over more
+ * weights than the L3 cache keeps (mamba-small's 12 layers and 8000 x 192 projection, 17.7
+ * MB, on the 2-vCPU EPYC) ran at about 1.4 times the time. */
 __attribute__((target("avx512f"))) static void rows_block(int M, int n0, int n1, int N, int K,
                                                           float alpha, const float *x, int ldx,
                                                           const float *w, int ldw, float *y,
                                                           int ldy)
 {
-    if (M == 1) rows_tiles(1, 8, M, n0, n1, N, K, alpha, x, ldx, w, ldw, y, ldy);
+    if (M == 1) row_dots(n0, n1, K, alpha, x, w, ldw, y);
     else if (M < 4) rows_tiles(2, 8, M, n0, n1, N, K, alpha, x, ldx, w, ldw, y, ldy);
     else rows_tiles(4, 4, M, n0, n1, N, K, alpha, x, ldx, w, ldw, y, ldy);
 }
