@@ -12,6 +12,7 @@
 
 #include <cuda_bf16.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 extern "C" {
@@ -345,12 +346,14 @@ void cu_qmatrix_free(mt_qmatrix *q)
 // (all loads first, then the products: NT x QROWS_U x 512 bytes of weights per warp). Several
 // groups give a short k's idle warps other tiles instead of chunks. Shared memory sums each
 // group's warps in warp order. The chunks of k are cut into `splits` ranges (grid.y) when the
-// weight's rows give too few blocks: each range's block writes its partial sums to scratch and
-// qrows_combine_kernel adds them in range order and adds the bias, so the result does not
-// depend on which block finishes first. x is bf16, or fp32 rounded to bf16 as it is loaded (two
-// 16-byte loads for the lane's 8 k, the same rounding as to_bf16_kernel), which spares a
-// decoding step's linear layer the conversion kernel and its scratch. Needs k and the weight
-// stride multiples of 8 and 16-byte aligned rows of W and x (the caller checks).
+// weight's rows give too few blocks: each range's block writes its partial sums to scratch, and
+// the last of a tile's blocks to finish (a ticket counter per tile, cu_tickets) adds the ranges
+// in range order and adds the bias, so the result does not depend on which block finishes
+// first; qrows_combine_kernel, the reference, does the same adding as a second launch
+// (MTLAB_CUDA_QROWS_COMBINE=kernel, or more tiles than counters). x is bf16, or fp32 rounded to
+// bf16 as it is loaded (two 16-byte loads for the lane's 8 k, the same rounding as to_bf16_kernel),
+// which spares a decoding step's linear layer the conversion kernel and its scratch. Needs k and
+// the weight stride multiples of 8 and 16-byte aligned rows of W and x (the caller checks).
 #define QWARPS 8
 #define QROWS_U 4
 #define QROWS_SPLITS_MAX 32
@@ -395,6 +398,12 @@ template <typename XT> struct qrows_args {
     size_t stride;
     int groups; // warp groups per block (1, 2, 4, 8), each of QWARPS / groups warps and NT tiles
     int span; // chunks of 32 k per range of k (grid.y ranges)
+    // split k closed in the kernel (NULL tickets: by qrows_combine_kernel): a counter per tile
+    // (blockIdx.x), the result (m, n) at row stride ldr, and its bias or NULL
+    unsigned *tickets;
+    float *result;
+    int ldr;
+    const float *result_bias;
 };
 
 template <int NT, bool HI, typename XT> // HI: m > 8, rows g + 8 of x are used
@@ -458,6 +467,27 @@ __global__ void __launch_bounds__(QWARPS * 32, 2) qrows_kernel(const qrows_args<
         for (int v = v0; v < v0 + wg; v++) sum += part[v][i][col % (NT * 8)];
         out[(size_t)i * a.ldo + nb + col] = a.bias ? sum + a.bias[nb + col] : sum;
     }
+    if (!a.tickets) return;
+    // The tile's last block to finish adds its ranges (threadFenceReduction's pattern): every
+    // thread's partial sums are visible device-wide before the block takes its ticket, and the
+    // block holding the last ticket reads the others' from L2 (__ldcg), in range order, as
+    // qrows_combine_kernel does, then leaves the counter at zero for the next launch.
+    __shared__ bool last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(a.tickets + blockIdx.x, 1u) == gridDim.y - 1;
+    __syncthreads();
+    if (!last) return;
+    for (int e = threadIdx.x; e < 16 * cols; e += QWARPS * 32) {
+        const int i = e / cols, col = e % cols;
+        if (i >= a.m || nb + col >= a.n) continue;
+        const float *p = a.out + (size_t)i * a.ldo + nb + col;
+        float sum = 0.0f;
+        for (unsigned s = 0; s < gridDim.y; s++) sum += __ldcg(p + s * a.stride);
+        a.result[(size_t)i * a.ldr + nb + col] =
+            a.result_bias ? sum + a.result_bias[nb + col] : sum;
+    }
+    if (threadIdx.x == 0) a.tickets[blockIdx.x] = 0;
 }
 
 // out (m, n) = the k ranges' partial sums part (splits, m, n) added in range order, + bias
@@ -542,22 +572,29 @@ static void qrows(int m, int n, int k, const XT *x, const __nv_bfloat16 *w, int 
                   const float *bias, float *out, int ldo)
 {
     const qrows_plan p = qrows_plan_for(n, k, sm_count());
-    qrows_args<XT> a = {m, n, k, x, w, ldw, bias, out, ldo, 0, p.groups, p.span};
+    qrows_args<XT> a = {m,   n, k,        x,      w,    ldw,  bias, out,
+                        ldo, 0, p.groups, p.span, NULL, NULL, 0,    NULL};
+    const dim3 grid((unsigned)ceil_div(n, p.groups * p.nt * 8), (unsigned)p.splits);
     float *part = NULL;
-    if (p.splits > 1) { // partial sums (splits, m, n), combined below
+    bool closed = false; // the ranges added by the kernel's last block per tile
+    if (p.splits > 1) { // partial sums (splits, m, n)
         part = (float *)cu_scratch((size_t)p.splits * m * n * sizeof *part);
         if (!part) return;
         a.bias = NULL, a.out = part, a.ldo = n, a.stride = (size_t)m * n;
+        const char *how = getenv("MTLAB_CUDA_QROWS_COMBINE");
+        closed = grid.x <= CU_TICKETS && !(how && !strcmp(how, "kernel"));
+        if (closed) a.tickets = cu_tickets(), a.result = out, a.ldr = ldo, a.result_bias = bias;
     }
-    const dim3 grid((unsigned)ceil_div(n, p.groups * p.nt * 8), (unsigned)p.splits);
     if (p.nt == 4) qrows_launch<4, XT>(a, grid);
     else if (p.nt == 2) qrows_launch<2, XT>(a, grid);
     else qrows_launch<1, XT>(a, grid);
     if (!part) return;
-    const size_t mn = (size_t)m * n;
-    qrows_combine_kernel<<<cu_grid(mn), CU_THREADS, 0, cu_stream()>>>(out, ldo, part, p.splits, m,
-                                                                      n, bias);
-    cu_check(cudaGetLastError(), "qrows_combine_kernel");
+    if (!closed) {
+        const size_t mn = (size_t)m * n;
+        qrows_combine_kernel<<<cu_grid(mn), CU_THREADS, 0, cu_stream()>>>(out, ldo, part, p.splits,
+                                                                          m, n, bias);
+        cu_check(cudaGetLastError(), "qrows_combine_kernel");
+    }
     cu_scratch_free(part);
 }
 

@@ -53,6 +53,13 @@ void cu_scratch_free(void *p);
 // 1 when the calling thread's backend runs matrix products with bf16 inputs (fp32 accumulate).
 int cu_gemm_bf16(void);
 
+// The calling thread's CU_TICKETS counters on the device, zero between launches: a kernel whose
+// blocks meet (the last of a group to finish does the group's closing work) counts arrivals in
+// them and sets its counters back to zero before it ends (qrows_kernel's split k). One launch at
+// a time uses them: the thread's stream runs its kernels in order.
+#define CU_TICKETS 4096
+unsigned *cu_tickets(void);
+
 // The calling thread's cuBLAS handle (bound to cu_stream()) and the status check that records
 // a failure the way cu_check does.
 #include <cublas_v2.h>

@@ -30,6 +30,7 @@ typedef struct {
     cudaMemPool_t pool;
     cublasHandle_t blas;
     cublasLtHandle_t lt;
+    unsigned *tickets; // CU_TICKETS counters, zero between launches (cu_tickets)
     char error[512]; // the first failure an operation recorded, "" when none
 } cu_thread;
 
@@ -38,6 +39,7 @@ static thread_local cu_thread ctx;
 cudaStream_t cu_stream(void) { return ctx.stream; }
 int cu_gemm_bf16(void) { return ctx.bf16; }
 cublasHandle_t cu_blas(void) { return ctx.blas; }
+unsigned *cu_tickets(void) { return ctx.tickets; }
 
 void cu_check(cudaError_t e, const char *what)
 {
@@ -117,6 +119,12 @@ int cu_bind_thread(int index, int max_devices, int bf16_gemm, char *why, size_t 
     if ((bs = cublasSetMathMode(ctx.blas, CUBLAS_DEFAULT_MATH)) != CUBLAS_STATUS_SUCCESS)
         goto blas_fail;
     if ((bs = cublasLtCreate(&ctx.lt)) != CUBLAS_STATUS_SUCCESS) goto blas_fail;
+    // zeroed here, outside any recording, and left zero by every kernel that takes them
+    step = "cudaMalloc (tickets)";
+    if ((e = cudaMalloc((void **)&ctx.tickets, CU_TICKETS * sizeof(unsigned))) != cudaSuccess)
+        goto fail;
+    step = "cudaMemset (tickets)";
+    if ((e = cudaMemset(ctx.tickets, 0, CU_TICKETS * sizeof(unsigned))) != cudaSuccess) goto fail;
     ctx.bound = 1;
     ctx.device = index;
     ctx.bf16 = bf16_gemm != 0;

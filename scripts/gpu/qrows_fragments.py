@@ -6,7 +6,9 @@ building each instruction's A (16 x 16) and B (16 x 8) from the registers the wa
 layout for .bf16 places them (A: a0,a1 row g cols 2t,2t+1; a2,a3 row g+8; a4..a7 the same rows at
 cols +8. B: b0,b1 rows 2t,2t+1 col g; b2,b3 rows 2t+8,2t+9. C: c0,c1 row g cols 2t,2t+1; c2,c3
 row g+8), then the shared-memory sum over each group's warps, the k ranges' partial sums and
-qrows_combine_kernel's sum over them with the bias, and compares with x W^T + bias in double. The
+their sum with the bias by each tile's last block to finish (the blocks in a random order, a
+ticket each), which must equal qrows_combine_kernel's sum bit for bit and leave every ticket
+counter at zero, and compares with x W^T + bias in double. The
 launch plan is qrows_plan_for's, mirrored below (plan_for), on a given multiprocessor count; the
 cases cover each plan: k split over blocks (its ranges' last one shorter, a last chunk only part
 full), QROWS_U chunks in flight per warp, warp groups on other tiles for a short k (a group past
@@ -121,8 +123,23 @@ def qrows_kernel(x, w, bias, m, n, k, nt, groups, span, bx, by, out, ldo, stride
         out[by * stride + i * ldo + nb + col] = s + bias[nb + col] if bias else s
 
 
-def qrows(x, w, bias, m, n, k, sms):
-    """qrows(): the plan's launch, then qrows_combine_kernel when k is split"""
+def close_tile(part, bias, m, n, cols, bx, splits, stride, out):
+    """the tile's last block to finish: its columns' ranges added in range order, plus the bias"""
+    nb = bx * cols
+    for e in range(16 * cols):
+        i, col = e // cols, e % cols
+        if i >= m or nb + col >= n:
+            continue
+        s = 0.0
+        for sp in range(splits):
+            s += part[sp * stride + i * n + nb + col]
+        out[i * n + nb + col] = s + bias[nb + col] if bias else s
+
+
+def qrows(x, w, bias, m, n, k, sms, rng, combine_kernel=False):
+    """qrows(): the plan's launch; a split k's ranges added by each tile's last block to finish
+    (the blocks run in a random order, each taking a ticket after its partial sums), or by
+    qrows_combine_kernel after the launch"""
     nt, groups, splits, span = plan_for(n, k, sms)
     blocks = ceil_div(n, groups * nt * 8)
     out = [None] * (m * n)
@@ -130,10 +147,19 @@ def qrows(x, w, bias, m, n, k, sms):
         target, b, ldo, stride = out, bias, n, 0
     else:
         target, b, ldo, stride = [None] * (splits * m * n), None, n, m * n
-    for by in range(splits):
-        for bx in range(blocks):
-            qrows_kernel(x, w, b, m, n, k, nt, groups, span, bx, by, target, ldo, stride)
-    if splits > 1:
+    order = [(bx, by) for by in range(splits) for bx in range(blocks)]
+    rng.shuffle(order)
+    tickets = [0] * blocks
+    for bx, by in order:
+        qrows_kernel(x, w, b, m, n, k, nt, groups, span, bx, by, target, ldo, stride)
+        if splits > 1 and not combine_kernel:
+            tickets[bx] += 1
+            if tickets[bx] == splits:  # atomicAdd returned splits - 1: the last block
+                close_tile(target, bias, m, n, groups * nt * 8, bx, splits, stride, out)
+                tickets[bx] = 0
+    if any(tickets):
+        raise SystemExit("qrows_fragments: a tile's ticket counter was left above zero")
+    if splits > 1 and combine_kernel:
         for e in range(m * n):
             s = 0.0
             for sp in range(splits):
@@ -162,7 +188,11 @@ def main():
         w = [[rng.uniform(-1, 1) for _ in range(k)] for _ in range(n)]
         for with_bias in (False, True):
             bias = [rng.uniform(-1, 1) for _ in range(n)] if with_bias else None
-            got, plan = qrows(x, w, bias, m, n, k, sms)
+            got, plan = qrows(x, w, bias, m, n, k, sms, rng)
+            ref, _ = qrows(x, w, bias, m, n, k, sms, rng, combine_kernel=True)
+            if got != ref:
+                raise SystemExit(f"qrows_fragments: m {m} n {n} k {k}: the tiles' last blocks "
+                                 "and qrows_combine_kernel gave other sums")
             err = 0.0
             for i in range(m):
                 for j in range(n):

@@ -247,7 +247,8 @@ static void test_gemm_bf16(void **state)
 /* precision bf16's linear layer: rows row0 .. row0 + OC of a rows x C bf16 weight copy, with a
  * bias or without, against fp32 on the CPU, for each count of rows of x in bts (-1 ends the
  * list); a second call on the same inputs must give the same bits (the split-k path's partial
- * sums are added in a fixed order) */
+ * sums are added in a fixed order, and its tickets are back at zero), and so must a third with
+ * the ranges added by qrows_combine_kernel */
 static void bf16_linear_case(int rows, int C, int row0, int OC, int with_bias, const int *bts)
 {
     pair w = rnd((size_t)rows * C, 1.0f), bias = rnd((size_t)OC, 1.0f);
@@ -281,6 +282,14 @@ static void bf16_linear_case(int rows, int C, int row0, int OC, int with_bias, c
             gpu->download(again, out.d, n * sizeof *again);
             if (memcmp(first, again, n * sizeof *first) != 0)
                 fail_msg("%s: a second call gave other bits", what);
+            /* a split k's ranges added by a second kernel, the reference, give the same bits as
+             * the kernel's own last block per tile */
+            setenv("MTLAB_CUDA_QROWS_COMBINE", "kernel", 1);
+            gpu->qlinear_forward(out.d, x.d + off, &q, row0, b, (size_t)bt, OC);
+            unsetenv("MTLAB_CUDA_QROWS_COMBINE");
+            gpu->download(again, out.d, n * sizeof *again);
+            if (memcmp(first, again, n * sizeof *first) != 0)
+                fail_msg("%s: the combine kernel gave other bits", what);
             free(first), free(again);
             drop(x), drop(out);
         }
