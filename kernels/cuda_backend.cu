@@ -65,11 +65,13 @@ extern "C" const struct mt_backend *mt_cuda_backend(int index, int bf16_gemm, ch
         .conv1d_forward = cu_conv1d_forward,
         .conv1d_backward = cu_conv1d_backward,
         .conv1d_step = cu_conv1d_step,
+        .conv1d_step_silu = cu_conv1d_step_silu,
         .conv1d_state_fill = cu_conv1d_state_fill,
         .scan_forward = cu_scan_forward,
         .scan_backward = cu_scan_backward,
         .scan_step = cu_scan_step,
         .scan_step_A = NULL, // the step kernel takes A from A_log
+        .scan_step_gate = cu_scan_step_gate,
         .mamba_step = NULL, // mt_mamba_step runs the operations one by one
         .retention_forward = cu_retention_forward,
         .retention_backward = cu_retention_backward,

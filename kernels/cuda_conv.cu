@@ -3,6 +3,7 @@
 // One thread per output element: consecutive threads take consecutive channels, so every
 // load of x, dout and out is coalesced.
 #include "cuda_ops.h"
+#include "math/elementwise.h"
 
 __global__ void conv1d_forward_kernel(float *out, const float *x, const float *w, const float *bias,
                                       int T, int C, int K, size_t n)
@@ -97,9 +98,10 @@ void cu_conv1d_backward(float *dx, float *dw, float *dbias, const float *dout, c
     cu_check(cudaGetLastError(), "conv1d_backward_dw_kernel");
 }
 
-// state[b,c,:] <- (state[b,c,1:], x[b,c]) ; out[b,c] = bias[c] + sum_k w[c,k] state[b,c,k]
-__global__ void conv1d_step_kernel(float *out, float *state, const float *x, const float *w,
-                                   const float *bias, int C, int K, size_t n)
+// state[b,c,:] <- (state[b,c,1:], x[b,c]) ; out[b,c] = bias[c] + sum_k w[c,k] state[b,c,k] ;
+// u[b,c] = SiLU(out[b,c]) when u is given (act_forward's float, mt_siluf)
+__global__ void conv1d_step_kernel(float *out, float *u, float *state, const float *x,
+                                   const float *w, const float *bias, int C, int K, size_t n)
 {
     CU_FOR_EACH(i, n)
     {
@@ -110,6 +112,7 @@ __global__ void conv1d_step_kernel(float *out, float *state, const float *x, con
         float acc = bias ? bias[c] : 0.0f;
         for (int k = 0; k < K; k++) acc += w[(size_t)c * K + k] * st[k];
         out[i] = acc;
+        if (u) u[i] = mt_siluf(acc);
     }
 }
 
@@ -128,13 +131,20 @@ __global__ void conv1d_state_fill_kernel(float *state, const float *x, int T, in
     }
 }
 
-void cu_conv1d_step(float *out, float *state, const float *x, const float *w, const float *bias,
-                    int B, int C, int K)
+void cu_conv1d_step_silu(float *out, float *u, float *state, const float *x, const float *w,
+                         const float *bias, int B, int C, int K)
 {
     size_t n = (size_t)B * C;
     if (!n) return;
-    conv1d_step_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(out, state, x, w, bias, C, K, n);
+    conv1d_step_kernel<<<cu_grid(n), CU_THREADS, 0, cu_stream()>>>(out, u, state, x, w, bias, C, K,
+                                                                   n);
     cu_check(cudaGetLastError(), "conv1d_step_kernel");
+}
+
+void cu_conv1d_step(float *out, float *state, const float *x, const float *w, const float *bias,
+                    int B, int C, int K)
+{
+    cu_conv1d_step_silu(out, NULL, state, x, w, bias, B, C, K);
 }
 
 void cu_conv1d_state_fill(float *state, const float *x, int B, int T, int C, int K)

@@ -76,6 +76,12 @@ void cu_check_blas(cublasStatus_t s, const char *what);
 MT_BACKEND_OPS(CU_DECLARE)
 #undef CU_DECLARE
 
+// the optional fused steps of a Mamba decoding step (mtlab/backend.h conv1d_step_silu,
+// scan_step_gate; cuda_conv.cu, cuda_scan.cu): conv1d_step and scan_step with u = NULL, z = NULL
+void cu_conv1d_step_silu(float *out, float *u, float *state, const float *x, const float *w,
+                         const float *bias, int B, int C, int K);
+void cu_scan_step_gate(float *y, float *yg, float *h, const float *z, const mt_scan_args *a);
+
 // recorded steps (CUDA graphs of the thread's stream; mtlab/backend.h graph_begin ...)
 int cu_graph_begin(void);
 void *cu_graph_end(void);

@@ -87,8 +87,10 @@ template <int NMAX> __global__ void scan_forward_seq_kernel(float *y, float *h_l
             if (n < N) h_last[((size_t)ch.b * D + ch.d) * N + n] = h[n];
 }
 
-// T = 1: h (B, D, N) read and updated in place
-template <int NMAX> __global__ void scan_step_kernel(float *y, float *hs, mt_scan_args a)
+// T = 1: h (B, D, N) read and updated in place; yg = y * SiLU(z) when z is given (gate_forward's
+// float)
+template <int NMAX>
+__global__ void scan_step_kernel(float *y, float *yg, float *hs, const float *z, mt_scan_args a)
 {
     channel ch = my_channel(a.D);
     if (!ch.live) return;
@@ -104,7 +106,9 @@ template <int NMAX> __global__ void scan_step_kernel(float *y, float *hs, mt_sca
             h[n] = hn;
             acc += hn * a.Cm[r + n];
         }
-    y[i] = acc + a.Dskip[ch.d] * u;
+    const float v = acc + a.Dskip[ch.d] * u;
+    y[i] = v;
+    if (z) yg[i] = v * mt_siluf(z[i]);
 }
 
 // sum over the 32 lanes of a warp (every lane calls it)
@@ -548,13 +552,19 @@ void cu_scan_forward(float *y, float *h_last, const mt_scan_args *a)
     cu_check(cudaGetLastError(), "scan_forward_seq_kernel");
 }
 
-void cu_scan_step(float *y, float *h, const mt_scan_args *a)
+void cu_scan_step_gate(float *y, float *yg, float *h, const float *z, const mt_scan_args *a)
 {
     if (a->B <= 0 || a->D <= 0) return;
-#define STEP(NM) scan_step_kernel<NM><<<scan_grid(a), SCAN_THREADS, 0, cu_stream()>>>(y, h, *a)
+#define STEP(NM) \
+    scan_step_kernel<NM><<<scan_grid(a), SCAN_THREADS, 0, cu_stream()>>>(y, yg, h, z, *a)
     SCAN_DISPATCH(a->N, STEP);
 #undef STEP
     cu_check(cudaGetLastError(), "scan_step_kernel");
+}
+
+void cu_scan_step(float *y, float *h, const mt_scan_args *a)
+{
+    cu_scan_step_gate(y, NULL, h, NULL, a);
 }
 
 // Parallel: the state at every chunk's start from the forward kernel (B, chunks, D, N floats of

@@ -246,11 +246,20 @@ static void step_by_ops(const mt_backend *be, const mt_mamba_step_args *m, mt_ma
         mt_linear_forward(be, a->z, inp, p->in_proj_w + (size_t)D * C, z_bias(p, cfg), (size_t)B, C,
                           D);
     }
-    be->conv1d_step(a->xc, m->conv_state, a->x, p->conv_w, p->conv_b, B, D, cfg->d_conv);
-    be->act_forward(MT_ACT_SILU, a->u, a->xc, (size_t)B * D);
+    if (be->conv1d_step_silu) { /* one launch where a backend has it (CUDA) */
+        be->conv1d_step_silu(a->xc, a->u, m->conv_state, a->x, p->conv_w, p->conv_b, B, D,
+                             cfg->d_conv);
+    } else {
+        be->conv1d_step(a->xc, m->conv_state, a->x, p->conv_w, p->conv_b, B, D, cfg->d_conv);
+        be->act_forward(MT_ACT_SILU, a->u, a->xc, (size_t)B * D);
+    }
     x_proj_forward(be, a, p, cfg, (size_t)B);
-    be->scan_step(a->y, m->h, s);
-    be->gate_forward(a->yg, a->y, a->z, (size_t)B * D);
+    if (be->scan_step_gate) {
+        be->scan_step_gate(a->y, a->yg, m->h, a->z, s);
+    } else {
+        be->scan_step(a->y, m->h, s);
+        be->gate_forward(a->yg, a->y, a->z, (size_t)B * D);
+    }
     mt_linear_forward(be, out, a->yg, p->out_proj_w, p->out_proj_b, (size_t)B, D, C);
 }
 

@@ -82,6 +82,19 @@ static double diff(pair p)
     return d / s;
 }
 
+/* 1 when n floats at two device addresses hold the same bits */
+static int same_bits(const float *a, const float *b, size_t n)
+{
+    float *x = malloc((n ? n : 1) * sizeof *x), *y = malloc((n ? n : 1) * sizeof *y);
+    assert_non_null(x);
+    assert_non_null(y);
+    gpu->download(x, a, n * sizeof *x);
+    gpu->download(y, b, n * sizeof *y);
+    int same = memcmp(x, y, n * sizeof *x) == 0;
+    free(x), free(y);
+    return same;
+}
+
 typedef struct {
     int32_t *h, *d;
     size_t n;
@@ -688,19 +701,37 @@ static void test_conv1d(void **state)
         cpu->conv1d_step(o1.h, state_.h, x1.h, w.h, b.h, B, C, K);
         gpu->conv1d_step(o1.d, state_.d, x1.d, w.d, b.d, B, C, K);
         e = fmax(e, fmax(diff(o1), diff(state_)));
+        /* the next step with its SiLU in the same kernel (conv1d_step_silu): against the CPU's
+         * two operations, and bit for bit against the GPU's two from a copy of the state */
+        const size_t bc = (size_t)B * C, nst = bc * K;
+        pair x2 = rnd(bc, 1.0f), o2 = poison(bc), u2 = poison(bc), o3 = poison(bc), u3 = poison(bc);
+        float *st3 = gpu->alloc(nst * sizeof *st3);
+        assert_non_null(st3);
+        gpu->copy(st3, state_.d, nst * sizeof *st3);
+        cpu->conv1d_step(o2.h, state_.h, x2.h, w.h, b.h, B, C, K);
+        cpu->act_forward(MT_ACT_SILU, u2.h, o2.h, bc);
+        assert_non_null(gpu->conv1d_step_silu);
+        gpu->conv1d_step_silu(o2.d, u2.d, state_.d, x2.d, w.d, b.d, B, C, K);
+        e = fmax(e, fmax(diff(o2), fmax(diff(u2), diff(state_))));
+        gpu->conv1d_step(o3.d, st3, x2.d, w.d, b.d, B, C, K);
+        gpu->act_forward(MT_ACT_SILU, u3.d, o3.d, bc);
+        if (!same_bits(o2.d, o3.d, bc) || !same_bits(u2.d, u3.d, bc) ||
+            !same_bits(state_.d, st3, nst))
+            fail_msg("conv1d_step_silu B%d C%d K%d: other bits than conv1d_step and SiLU", B, C, K);
+        gpu->free(st3);
         char what[96];
-        snprintf(what, sizeof what, "conv1d B%d T%d C%d K%d forward/backward/state/step", B, T, C,
-                 K);
+        snprintf(what, sizeof what, "conv1d B%d T%d C%d K%d forward/backward/state/step(+SiLU)", B,
+                 T, C, K);
         report(what, e, TOL_FP32);
         drop(x), drop(w), drop(b), drop(out), drop(dout), drop(dx), drop(dw), drop(db),
-            drop(state_), drop(x1), drop(o1);
+            drop(state_), drop(x1), drop(o1), drop(x2), drop(o2), drop(u2), drop(o3), drop(u3);
     }
 }
 
 /* One scan case on the kernel MTLAB_CUDA_SCAN names (kernels/cuda_scan.cu; unset: the parallel
  * one where it takes the shape): forward with and without h0 and h_last, backward with every
- * gradient and with only du, ddt, then a step from the final state. Returns the largest
- * relative error. */
+ * gradient and with only du, ddt, then a step from the final state and one more with its gate.
+ * Returns the largest relative error. */
 static double scan_case(int B, int T, int D, int N)
 {
     size_t nu = (size_t)B * T * D, nb = (size_t)B * T * N, nh = (size_t)B * D * N;
@@ -739,6 +770,22 @@ static double scan_case(int B, int T, int D, int N)
     pair y1 = poison((size_t)B * D);
     cpu->scan_step(y1.h, hl.h, &sh), gpu->scan_step(y1.d, hl.d, &sd);
     e = fmax(e, fmax(diff(y1), diff(hl)));
+    /* the next step with its gate in the same kernel (scan_step_gate): against the CPU's two
+     * operations, and bit for bit against the GPU's two from a copy of the state */
+    const size_t bd = (size_t)B * D;
+    pair z = rnd(bd, 2.0f), y2 = poison(bd), yg2 = poison(bd), y3 = poison(bd), yg3 = poison(bd);
+    float *h3 = gpu->alloc(nh * sizeof *h3);
+    assert_non_null(h3);
+    gpu->copy(h3, hl.d, nh * sizeof *h3);
+    cpu->scan_step(y2.h, hl.h, &sh), cpu->gate_forward(yg2.h, y2.h, z.h, bd);
+    assert_non_null(gpu->scan_step_gate);
+    gpu->scan_step_gate(y2.d, yg2.d, hl.d, z.d, &sd);
+    e = fmax(e, fmax(diff(y2), fmax(diff(yg2), diff(hl))));
+    gpu->scan_step(y3.d, h3, &sd), gpu->gate_forward(yg3.d, y3.d, z.d, bd);
+    if (!same_bits(y2.d, y3.d, bd) || !same_bits(yg2.d, yg3.d, bd) || !same_bits(hl.d, h3, nh))
+        fail_msg("scan_step_gate B%d D%d N%d: other bits than scan_step and the gate", B, D, N);
+    gpu->free(h3);
+    drop(z), drop(y2), drop(yg2), drop(y3), drop(yg3);
     drop(u), drop(dt), drop(A_log), drop(Bm), drop(Cm), drop(Ds), drop(dtb), drop(y), drop(hl),
         drop(dy);
     drop(du), drop(ddt), drop(dA), drop(dB), drop(dC), drop(dD), drop(ddb), drop(y1), drop(h0),

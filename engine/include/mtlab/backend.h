@@ -315,6 +315,10 @@ typedef struct mt_backend {
                             const float *w, int B, int T, int C, int K);
     void (*conv1d_step)(float *out, float *state, const float *x, const float *w, const float *bias,
                         int B, int C, int K);
+    /* optional (NULL: conv1d_step, then act_forward): conv1d_step and u (B, C) = SiLU(out), one
+     * pass, the same floats as the two operations (a Mamba decoding step's conv) */
+    void (*conv1d_step_silu)(float *out, float *u, float *state, const float *x, const float *w,
+                             const float *bias, int B, int C, int K);
     void (*conv1d_state_fill)(float *state, const float *x, int B, int T, int C, int K);
 
     /* ---- selective scan (see mt_scan_args). h_last (B, D, N) or NULL receives h[T-1].
@@ -325,6 +329,9 @@ typedef struct mt_backend {
     /* optional (NULL: scan_step takes A from A_log): A (MT_SCAN_STEP_A_COUNT(D, N) floats)
      * receives -exp(A_log) laid out for scan_step's a->A_step, the same floats it computes */
     void (*scan_step_A)(float *A, const mt_scan_args *a);
+    /* optional (NULL: scan_step, then gate_forward): scan_step and yg (B, D) = y * SiLU(z), one
+     * pass, the same floats as the two operations (a Mamba decoding step's scan and gate) */
+    void (*scan_step_gate)(float *y, float *yg, float *h, const float *z, const mt_scan_args *a);
     /* optional (NULL: mt_mamba_step runs the operations one by one): the whole step in one pass
      * over the channels, the same floats as the operations; 0 when it does not take the step
      * (the caller then runs the operations) */
