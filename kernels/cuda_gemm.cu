@@ -12,7 +12,6 @@
 
 #include <cuda_bf16.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 extern "C" {
@@ -406,6 +405,17 @@ template <typename XT> struct qrows_args {
     const float *result_bias;
 };
 
+// One output of a split k: its `splits` ranges' partial sums (p, p + stride, ...) added in range
+// order, then *bias (none when NULL), read from L2, where other blocks' stores are visible. Both
+// ways of closing a split take it (the kernel's last block, qrows_combine_kernel): the same bits.
+__device__ __forceinline__ float ranges_sum(const float *p, unsigned splits, size_t stride,
+                                            const float *bias)
+{
+    float sum = 0.0f;
+    for (unsigned s = 0; s < splits; s++) sum += __ldcg(p + s * stride);
+    return bias ? sum + *bias : sum;
+}
+
 template <int NT, bool HI, typename XT> // HI: m > 8, rows g + 8 of x are used
 __global__ void __launch_bounds__(QWARPS * 32, 2) qrows_kernel(const qrows_args<XT> a)
 {
@@ -481,11 +491,9 @@ __global__ void __launch_bounds__(QWARPS * 32, 2) qrows_kernel(const qrows_args<
     for (int e = threadIdx.x; e < 16 * cols; e += QWARPS * 32) {
         const int i = e / cols, col = e % cols;
         if (i >= a.m || nb + col >= a.n) continue;
-        const float *p = a.out + (size_t)i * a.ldo + nb + col;
-        float sum = 0.0f;
-        for (unsigned s = 0; s < gridDim.y; s++) sum += __ldcg(p + s * a.stride);
         a.result[(size_t)i * a.ldr + nb + col] =
-            a.result_bias ? sum + a.result_bias[nb + col] : sum;
+            ranges_sum(a.out + (size_t)i * a.ldo + nb + col, gridDim.y, a.stride,
+                       a.result_bias ? a.result_bias + nb + col : NULL);
     }
     if (threadIdx.x == 0) a.tickets[blockIdx.x] = 0;
 }
@@ -497,10 +505,9 @@ __global__ void qrows_combine_kernel(float *out, int ldo, const float *part, int
     const size_t mn = (size_t)m * n;
     CU_FOR_EACH(e, mn)
     {
-        float sum = 0.0f;
-        for (int s = 0; s < splits; s++) sum += part[s * mn + e];
         const size_t col = e % n;
-        out[e / n * ldo + col] = bias ? sum + bias[col] : sum;
+        out[e / n * ldo + col] =
+            ranges_sum(part + e, (unsigned)splits, mn, bias ? bias + col : NULL);
     }
 }
 
@@ -581,8 +588,7 @@ static void qrows(int m, int n, int k, const XT *x, const __nv_bfloat16 *w, int 
         part = (float *)cu_scratch((size_t)p.splits * m * n * sizeof *part);
         if (!part) return;
         a.bias = NULL, a.out = part, a.ldo = n, a.stride = (size_t)m * n;
-        const char *how = getenv("MTLAB_CUDA_QROWS_COMBINE");
-        closed = grid.x <= CU_TICKETS && !(how && !strcmp(how, "kernel"));
+        closed = grid.x <= CU_TICKETS && !cu_env_is("MTLAB_CUDA_QROWS_COMBINE", "kernel");
         if (closed) a.tickets = cu_tickets(), a.result = out, a.ldr = ldo, a.result_bias = bias;
     }
     if (p.nt == 4) qrows_launch<4, XT>(a, grid);

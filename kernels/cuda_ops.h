@@ -53,6 +53,12 @@ void cu_scratch_free(void *p);
 // 1 when the calling thread's backend runs matrix products with bf16 inputs (fp32 accumulate).
 int cu_gemm_bf16(void);
 
+// 1 when environment variable `name` is set to `value`: the switches that select a kernel's
+// reference path or turn a mechanism off (MTLAB_CUDA_SCAN=sequential,
+// MTLAB_CUDA_QROWS_COMBINE=kernel, MTLAB_CUDA_GRAPHS=0), read at every call so that one process
+// can time both ways.
+int cu_env_is(const char *name, const char *value);
+
 // The calling thread's CU_TICKETS counters on the device, zero between launches: a kernel whose
 // blocks meet (the last of a group to finish does the group's closing work) counts arrivals in
 // them and sets its counters back to zero before it ends (qrows_kernel's split k). One launch at

@@ -36,9 +36,6 @@
 #include "cuda_ops.h"
 #include "math/elementwise.h"
 
-#include <stdlib.h>
-#include <string.h>
-
 #define SCAN_THREADS 128
 #define SCAN_CHUNK 16
 
@@ -517,8 +514,7 @@ static unsigned scan_grid(const mt_scan_args *a)
 // every call, so a test or the bench can time both in one process.
 static bool scan_parallel(const mt_scan_args *a)
 {
-    const char *kind = getenv("MTLAB_CUDA_SCAN");
-    return a->N <= PAR_MAX_STATE && !(kind && !strcmp(kind, "sequential"));
+    return a->N <= PAR_MAX_STATE && !cu_env_is("MTLAB_CUDA_SCAN", "sequential");
 }
 
 static unsigned par_grid(const mt_scan_args *a)

@@ -41,6 +41,12 @@ int cu_gemm_bf16(void) { return ctx.bf16; }
 cublasHandle_t cu_blas(void) { return ctx.blas; }
 unsigned *cu_tickets(void) { return ctx.tickets; }
 
+int cu_env_is(const char *name, const char *value)
+{
+    const char *v = getenv(name);
+    return v && !strcmp(v, value);
+}
+
 void cu_check(cudaError_t e, const char *what)
 {
     if (e == cudaSuccess || ctx.error[0]) return;
@@ -236,8 +242,7 @@ void cu_sync(void)
 // off (every step then runs its operations one by one, as before).
 int cu_graph_begin(void)
 {
-    const char *off = getenv("MTLAB_CUDA_GRAPHS");
-    if ((off && !strcmp(off, "0")) || ctx.error[0]) return -1;
+    if (cu_env_is("MTLAB_CUDA_GRAPHS", "0") || ctx.error[0]) return -1;
     if (cudaStreamBeginCapture(ctx.stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
         cudaGetLastError();
         return -1;

@@ -102,6 +102,20 @@ def par_me(a, block, w, lane):
     return b, d, d < a.D
 
 
+def chunks_of(T):
+    return (T + PAR_CHUNK - 1) // PAR_CHUNK
+
+
+def layout(a):
+    """what both kernels start from: T, D, N, the chunks, the shared arrays' NMAX, the blocks"""
+    return a.T, a.D, a.N, chunks_of(a.T), 16 if a.N <= 16 else 64, a.B * ((a.D + 31) // 32)
+
+
+def lanes(rows):
+    """a shared array [rows][32], unwritten"""
+    return [[None] * 32 for _ in range(rows)]
+
+
 def par_inputs(a, b, d, live, t0, bias):
     u, delta = [0.0] * PAR_ITEMS, [0.0] * PAR_ITEMS
     for i in range(PAR_ITEMS):
@@ -148,14 +162,11 @@ def warp_sum4(v0, v1, v2, v3):
 
 
 def forward_par(a, with_y, y, h_last, ckpt):
-    T, D, N = a.T, a.D, a.N
-    chunks = (T + PAR_CHUNK - 1) // PAR_CHUNK
-    nmax = 16 if N <= 16 else 64
-    for block in range(a.B * ((D + 31) // 32)):
-        A2 = [[None] * 32 for _ in range(nmax)]
-        carry = [[None] * 32 for _ in range(nmax)]
-        seg = [[[None] * 32 for _ in range(PAR_GROUP)] for _ in range(PAR_WARPS)]
-        sd = [[None] * 32 for _ in range(PAR_WARPS)]
+    T, D, N, chunks, nmax, blocks = layout(a)
+    for block in range(blocks):
+        A2, carry = lanes(nmax), lanes(nmax)
+        seg = [lanes(PAR_GROUP) for _ in range(PAR_WARPS)]
+        sd = lanes(PAR_WARPS)
         th = {}
         for w, lane in threads():
             b, d, live = par_me(a, block, w, lane)
@@ -222,16 +233,12 @@ def forward_par(a, with_y, y, h_last, ckpt):
 
 
 def backward_par(a, dy, g, ckpt):
-    T, D, N = a.T, a.D, a.N
-    chunks = (T + PAR_CHUNK - 1) // PAR_CHUNK
-    nmax = 16 if N <= 16 else 64
-    for block in range(a.B * ((D + 31) // 32)):
-        As = [[None] * 32 for _ in range(nmax)]
-        qcarry = [[None] * 32 for _ in range(nmax)]
-        dAs = [[None] * 32 for _ in range(nmax)]
-        hseg = [[[None] * 32 for _ in range(PAR_WARPS)] for _ in range(PAR_WARPS)]
-        qseg = [[[None] * 32 for _ in range(PAR_WARPS)] for _ in range(PAR_WARPS)]
-        sd = [[None] * 32 for _ in range(PAR_WARPS)]
+    T, D, N, chunks, nmax, blocks = layout(a)
+    for block in range(blocks):
+        As, qcarry, dAs = lanes(nmax), lanes(nmax), lanes(nmax)
+        hseg = [lanes(PAR_WARPS) for _ in range(PAR_WARPS)]
+        qseg = [lanes(PAR_WARPS) for _ in range(PAR_WARPS)]
+        sd = lanes(PAR_WARPS)
         th = {}
         for w, lane in threads():
             b, d, live = par_me(a, block, w, lane)
@@ -351,8 +358,7 @@ def check(B, T, D, N, with_h0, seed):
     ref = reference(a, dy)
     out = dict(y=[math.nan] * (B * T * D), h_last=[math.nan] * (B * D * N))
     forward_par(a, True, out['y'], out['h_last'], None)
-    chunks = (T + PAR_CHUNK - 1) // PAR_CHUNK
-    ckpt = [math.nan] * (B * chunks * D * N)
+    ckpt = [math.nan] * (B * chunks_of(T) * D * N)
     h0, a.h0 = a.h0, None  # backward's checkpoints start from zeros
     forward_par(a, False, None, None, ckpt)
     a.h0 = h0
