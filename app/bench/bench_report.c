@@ -1,4 +1,4 @@
-/* `mtlab bench`: the seven sections of figures, all measured in this one run.
+/* `mtlab bench`: the sections of figures, all measured in this one run.
  *   1. training steps of every small preset: whole-step FLOP rate vs cblas_sgemm alone on the
  *      step's gemm shapes (>= 50%), the gemms' own in-step rate (>= 70%), the time breakdown
  *   2. decode tokens/s at batch 1 (64, 256, 1024 new tokens) and 16 (64, 256), every small
@@ -11,6 +11,8 @@
  *   6. decode tokens/s with int8 linear layers against fp32 at batch 1 and 16, every small
  *      preset (docs/quantization.md §4)
  *   7. a long prompt's prefill in chunks against one pass: peak RSS and tokens/s
+ *   8. input x gradient attribution of a 40-token translation against its greedy decode, and
+ *      the floor its matrix products set (docs/attribution.md §4)
  *   9. decode ms per token against source length, Mamba against transformers, and the
  *      crossover length (bench_length.c) */
 #include "bench/bench.h"
@@ -400,9 +402,45 @@ static int time_attribution(mt_model *m, const sources *s, const int32_t *hyp, i
     return rc;
 }
 
+/* The matrix products of one input x gradient attribution of hyp, on a copy of preset's model
+ * (the same seed, so the same weights) built on the counting backend: their FLOPs, and the
+ * seconds the same calls take bare, one shape at a time with hot operands
+ * (bench_bare_sgemm_seconds), after one warm-up attribution. That is what the products alone
+ * cost at this core's sgemm rate, before any other operation of the backward: a floor under
+ * any attribution that takes one backward pass per target row. */
+static int attribution_products(const char *preset, const sources *s, const int32_t *hyp, int n_hyp,
+                                double *flops, double *bare_seconds)
+{
+    mt_model_config cfg;
+    if (mt_model_preset(&cfg, preset)) return -1;
+    mt_model *m = mt_model_create(&cfg, bench_counting_backend(), 1);
+    if (!m) return -1;
+    mt_attr_opts o;
+    mt_attr_opts_init(&o);
+    o.method = MT_ATTR_INPUT_X_GRADIENT;
+    int rc = 0;
+    for (int i = 0; i < 2 && !rc; i++) {
+        mt_attribution a;
+        bench_counters_reset(NULL, 0);
+        rc = mt_attribute(m, s->src[0], s->len[0], hyp, n_hyp, &o, &a);
+        if (!rc) mt_attribution_free(&a);
+    }
+    if (!rc) {
+        const bench_counters *c = bench_counters_get();
+        *flops = c->gemm_flops;
+        *bare_seconds = 0.0;
+        for (int k = 0; k < c->n_shapes; k++)
+            *bare_seconds += (double)c->shapes[k].calls * bench_bare_sgemm_seconds(&c->shapes[k]);
+    }
+    bench_counters_free();
+    mt_model_free(m);
+    return rc;
+}
+
 /* One input x gradient attribution of a whole 40-token translation (41 rows with </s>: one
  * backward pass per row, batched) against the batch-1 greedy decode of it (goal: 3x on the
- * CPU), and integrated gradients' time per step (IG_STEPS steps, divided). */
+ * CPU), the floor its products set (attribution_products), and integrated gradients' time per
+ * step (IG_STEPS steps, divided). */
 static int section_attribution(int repeat)
 {
     enum { HYP = 40, IG_STEPS = 4 };
@@ -412,27 +450,32 @@ static int section_attribution(int repeat)
            "   translation of a %d-token source, against the batch-1 greedy decode of it;\n"
            "   integrated gradients per step (%d steps, divided)\n",
            HYP, DECODE_SRC_LEN, IG_STEPS);
-    printf("   %-20s %10s %10s %8s %12s\n", "preset", "decode ms", "IxG ms", "ratio", "IG ms/step");
+    printf("   %-19s %9s %8s %7s %7s %8s %7s %10s\n", "preset", "decode ms", "IxG ms", "ratio",
+           "GFLOP", "bare ms", "floor", "IG ms/step");
     for (int p = 0; p < n_presets; p++) {
         sources s;
         mt_model *m = preset_with_sources(presets[p], &s);
         if (!m) return -1;
         int32_t hyp[HYP];
         bench_decode_time t;
-        double prefill, per_step, decode, ixg = 0.0, ig = 0.0;
+        double prefill, per_step, decode, ixg = 0.0, ig = 0.0, flops = 0.0, bare = 0.0;
         int rc = bench_decode_fixed(m, s.src, s.len, 1, HYP, hyp, &t);
         if (!rc) rc = time_decode(m, &s, 1, HYP, repeat, &prefill, &per_step, &decode);
         if (!rc) rc = time_attribution(m, &s, hyp, HYP, MT_ATTR_INPUT_X_GRADIENT, 0, repeat, &ixg);
         if (!rc)
             rc = time_attribution(m, &s, hyp, HYP, MT_ATTR_INTEGRATED_GRADIENTS, IG_STEPS, 1, &ig);
+        if (!rc) rc = attribution_products(presets[p], &s, hyp, HYP, &flops, &bare);
         free(s.words);
         mt_model_free(m);
         if (rc) return -1;
-        printf("   %-20s %10.2f %10.2f %7.2fx %12.2f\n", presets[p], 1e3 * decode, 1e3 * ixg,
-               ixg / decode, 1e3 * ig / IG_STEPS);
+        printf("   %-19s %9.2f %8.2f %6.2fx %7.2f %8.2f %6.2fx %10.2f\n", presets[p], 1e3 * decode,
+               1e3 * ixg, ixg / decode, 1e-9 * flops, 1e3 * bare, bare / decode,
+               1e3 * ig / IG_STEPS);
     }
     printf("   each target row is one backward pass (the inputs' gradients only, no weight\n"
-           "   gradient products), so the ratio grows with the translation's length\n");
+           "   gradient products), so the ratio grows with the translation's length. GFLOP:\n"
+           "   the attribution's matrix products; bare ms: the same calls alone, operands hot;\n"
+           "   floor: bare ms / decode ms, what the products alone cost against the decode\n");
     return 0;
 }
 
