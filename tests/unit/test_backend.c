@@ -99,7 +99,7 @@ static double gemm_rows_case(mt_rng *rng, int isa, int m, int n, int k)
 static void test_gemm_rows_vs_naive(void **state)
 {
     (void)state;
-    static const int Ms[] = {1, 2, 3, 4, 5, 7, 16, 32}, Ns[] = {1, 5, 64, 67, 80},
+    static const int Ms[] = {1, 2, 3, 4, 5, 7, 16, 32, 33, 35, 62}, Ns[] = {1, 5, 64, 67, 80},
                      Ks[] = {3, 64, 67, 80, 257};
     static const struct {
         int isa;
@@ -116,6 +116,8 @@ static void test_gemm_rows_vs_naive(void **state)
         mt_rng rng;
         mt_rng_init(&rng, 11, 0);
         double worst = gemm_rows_case(&rng, isa, 32, 1027, 67);
+        /* the AVX-512 kernel's most rows (64 at K 1024) through the backend too */
+        worst = fmax(worst, gemm_rows_case(&rng, isa, 64, 67, 1024));
         /* one row by a matrix of 2^22 floats or more: the backend's one-row case */
         worst = fmax(worst, gemm_rows_case(&rng, isa, 1, 16400, 257));
         int cases = 2;
@@ -128,6 +130,36 @@ static void test_gemm_rows_vs_naive(void **state)
                kernels[ki].name, cases, worst);
         assert_true(worst < 1e-6);
     }
+}
+
+/* The AVX-512 kernel takes a product's last 1 to 3 rows with 2 x 8 tiles after its 4 x 4
+ * tiles: those rows come out as the same floats as in a 4 x 4 tile (the same row four times),
+ * so an output does not depend on how many rows are beside it past the first 4. */
+static void test_gemm_rows_tail_bits(void **state)
+{
+    (void)state;
+    if (!cpu_gemm_rows_supported(CPU_ROWS_AVX512)) {
+        printf("backend: gemm rows tail: no AVX-512 kernel on this CPU\n");
+        return;
+    }
+    enum { N = 75, K = 131 };
+    mt_rng rng;
+    mt_rng_init(&rng, 12, 0);
+    float *w = gc_random((size_t)N * K, &rng, 1.0f);
+    for (int M = 5; M <= 39; M += 1) {
+        float *x = gc_random((size_t)M * K, &rng, 1.0f), *y = malloc(sizeof(float) * M * N);
+        float *x4 = malloc(sizeof(float) * 4 * K), *y4 = malloc(sizeof(float) * 4 * N);
+        assert_int_equal(cpu_gemm_rows_with(CPU_ROWS_AVX512, M, N, K, 0.7f, x, K, w, K, y, N), 1);
+        for (int r = M - M % 4; r < M; r++) {
+            for (int i = 0; i < 4; i++) memcpy(x4 + (size_t)i * K, x + (size_t)r * K, K * 4);
+            assert_int_equal(cpu_gemm_rows_with(CPU_ROWS_AVX512, 4, N, K, 0.7f, x4, K, w, K, y4, N),
+                             1);
+            for (int i = 0; i < 4; i++)
+                assert_memory_equal(y4 + (size_t)i * N, y + (size_t)r * N, N * sizeof(float));
+        }
+        free(x), free(y), free(x4), free(y4);
+    }
+    free(w);
 }
 
 /* The scan's inline exp (cpu_simd.h): within 2 float roundings of e^x over [-87, 88], exactly 1
@@ -748,6 +780,7 @@ int main(void)
         cmocka_unit_test(test_alloc),
         cmocka_unit_test(test_gemm_vs_naive),
         cmocka_unit_test(test_gemm_rows_vs_naive),
+        cmocka_unit_test(test_gemm_rows_tail_bits),
         cmocka_unit_test(test_expf_poly),
         cmocka_unit_test(test_attention_vs_naive),
         cmocka_unit_test(test_attention_fully_masked_row),

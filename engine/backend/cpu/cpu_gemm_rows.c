@@ -1,5 +1,6 @@
-/* y (M, N) = x (M, K) w (N, K)^T for the few rows a decoding step has (M <= CPU_ROWS_MAX_M):
- * every linear layer's x W^T at batch 1 to 16 (docs/decoding.md §9).
+/* y (M, N) = x (M, K) w (N, K)^T for the few rows a decoding step or a short prompt has (up
+ * to 16-64 rows, by K: rows_max_m): every linear layer's x W^T at batch 1 to 16 and a
+ * sentence's prefill (docs/decoding.md §9).
  *
  * OpenBLAS's sgemm first copies w into its packed layout, so for few rows it reads the weights
  * twice and spends most of a step packing them; its sgemv reads them once but one output at a
@@ -166,9 +167,25 @@ __attribute__((target("avx512f"))) static void rows_block(int M, int n0, int n1,
                                                           const float *w, int ldw, float *y,
                                                           int ldy)
 {
-    if (M == 1) row_dots(n0, n1, K, alpha, x, w, ldw, y);
-    else if (M < 4) rows_tiles(2, 8, M, n0, n1, N, K, alpha, x, ldx, w, ldw, y, ldy);
-    else rows_tiles(4, 4, M, n0, n1, N, K, alpha, x, ldx, w, ldw, y, ldy);
+    if (M == 1) {
+        row_dots(n0, n1, K, alpha, x, w, ldw, y);
+        return;
+    }
+    /* whole tiles of 4 rows, then the last 1 to 3 rows by 2 x 8 tiles, whose sums run in the
+     * same order (k-steps of 16, fold16), so every output is the float a 4 x 4 tile gives (a
+     * 4 x 4 tile for them repeated a row up to 3 times: 33 rows cost 36). Both passes take
+     * BLOCK_N w rows at a time, so the second finds them in cache. */
+    int M4 = M < 4 ? 0 : M - M % 4;
+    if (M4 == M) {
+        rows_tiles(4, 4, M, n0, n1, N, K, alpha, x, ldx, w, ldw, y, ldy);
+        return;
+    }
+    for (int b0 = n0; b0 < n1; b0 += BLOCK_N) {
+        int b1 = b0 + BLOCK_N < n1 ? b0 + BLOCK_N : n1;
+        if (M4) rows_tiles(4, 4, M4, b0, b1, N, K, alpha, x, ldx, w, ldw, y, ldy);
+        rows_tiles(2, 8, M - M4, b0, b1, N, K, alpha, x + (size_t)M4 * ldx, ldx, w, ldw,
+                   y + (size_t)M4 * ldy, ldy);
+    }
 }
 
 /* ---- AVX2 + FMA */
@@ -293,16 +310,35 @@ int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const
     return 1;
 }
 
+/* The most rows of x the AVX-512 kernel takes at depth K: K / 16, at least 16 and at most
+ * CPU_ROWS_MAX_M. OpenBLAS's packing of w costs it about the same for every row of x, so its
+ * share falls as rows grow, while the kernel's cost per multiply-add falls with K (its folds
+ * and tails, once per output). Timed against OpenBLAS (Cooperlake kernels) on the 2-vCPU EPYC
+ * (Zen 4), one thread, best of 7, operands in cache, kernel / OpenBLAS time: K 192 (N 192 to
+ * 8000) 1.01-1.05 at 16 rows, 1.09-1.20 at 32; K 256 0.90 at 16, 0.99-1.12 at 32; K 512
+ * 0.93-0.95 at 33, 1.04-1.06 at 40; K 768 (3072, 50280 and 192 x 768) 0.75-0.88 at 33,
+ * 0.80-1.00 at 40, 0.87-1.04 at 48, 0.95-1.07 at 64; K 1536 (768 and 80 x 1536) 0.83-0.88
+ * at 33, 1.00-1.06 at 64; 512 x 2048 0.90 at 64. A prompt of 33 tokens (32 and <sep>) went
+ * to OpenBLAS at every shape when the bound was 32 rows for all K. The AVX2 kernel keeps 32
+ * (not timed on an AVX2-only CPU). */
+static int rows_max_m(cpu_rows_isa isa, int K)
+{
+    if (isa != CPU_ROWS_AVX512) return 32;
+    int m = K / 16;
+    return m < 16 ? 16 : m > CPU_ROWS_MAX_M ? CPU_ROWS_MAX_M : m;
+}
+
 /* The kernel cpu_gemm_rows takes an M x N x K product with, or none */
 static cpu_rows_isa rows_isa(int M, int N, int K)
 {
-    if (M < 1 || M > CPU_ROWS_MAX_M || N < MIN_N || K < MIN_K) return CPU_ROWS_NONE;
+    if (M < 1 || N < MIN_N || K < MIN_K) return CPU_ROWS_NONE;
     static int isa = -1; /* the best kernel this CPU runs, or none (checked once) */
     if (isa < 0)
         isa = cpu_gemm_rows_supported(CPU_ROWS_AVX512) ? CPU_ROWS_AVX512
               : cpu_gemm_rows_supported(CPU_ROWS_AVX2) ? CPU_ROWS_AVX2
                                                        : CPU_ROWS_NONE;
     if (M == 1 && isa != CPU_ROWS_AVX512) return CPU_ROWS_NONE;
+    if (M > rows_max_m((cpu_rows_isa)isa, K)) return CPU_ROWS_NONE;
     return (cpu_rows_isa)isa;
 }
 
