@@ -569,6 +569,7 @@ int bench_run_all(const bench_opts *o)
            openblas_get_num_threads(), openblas_get_config());
     char hint[512];
     if (mt_cpu_blas_hint(hint, sizeof hint)) printf("   %s\n", hint);
+    printf("   mtlab's own kernels: %s\n", mt_cpu_own_kernels(hint, sizeof hint));
     print_load("at start", 1);
     printf("every figure: one warm-up, then the median of %d runs\n", o->repeat);
     double step_b1[2] = {0, 0};

@@ -91,6 +91,31 @@ static void test_cpu_blas_kernels(void **state)
     }
 }
 
+/* mtlab's own kernels are named: the few-row products' by this CPU's widest vectors, the int8
+ * one as MTLAB_INT8_KERNEL forces it or as the CPU allows. */
+static void test_cpu_own_kernels(void **state)
+{
+    (void)state;
+    char line[256];
+    mt_cpu_features f = mt_cpu_features_now();
+    const char *got = mt_cpu_own_kernels(line, sizeof line);
+    assert_ptr_equal(got, line);
+    assert_non_null(strstr(line, f.avx512     ? "few-row products avx512"
+                                 : f.avx2_fma ? "few-row products avx2"
+                                              : "few-row products none"));
+    setenv("MTLAB_INT8_KERNEL", "ref", 1);
+    mt_cpu_own_kernels(line, sizeof line);
+    assert_non_null(strstr(line, ", int8 ref"));
+    setenv("MTLAB_INT8_KERNEL", "no-such-kernel", 1);
+    mt_cpu_own_kernels(line, sizeof line);
+    assert_non_null(strstr(line, "int8 none (MTLAB_INT8_KERNEL=no-such-kernel"));
+    unsetenv("MTLAB_INT8_KERNEL");
+    mt_cpu_own_kernels(line, sizeof line);
+    __builtin_cpu_init();
+    int vnni = f.avx512 && __builtin_cpu_supports("avx512vnni");
+    assert_non_null(strstr(line, vnni ? ", int8 avx512-vnni" : ", int8 "));
+}
+
 /* The core chosen from the CPU's features: the widest they allow, and only over a narrower one
  * (OpenBLAS 0.3.21 gives a Xeon with AVX-512 Prescott's SSE3 kernels, Zen 4 Haswell's). */
 static void test_blas_core_from_features(void **state)
@@ -157,6 +182,7 @@ int main(void)
         cmocka_unit_test(test_backend_for_names),
         cmocka_unit_test(test_cpu_blas_kernels),
         cmocka_unit_test(test_blas_core_from_features),
+        cmocka_unit_test(test_cpu_own_kernels),
     };
     return cmocka_run_group_tests_name("device", tests, NULL, NULL);
 }

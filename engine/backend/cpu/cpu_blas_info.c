@@ -7,6 +7,8 @@
  * user did) and executes mtlab again, as it does for OpenMP's spinning. */
 #include "mtlab/device.h"
 
+#include "backend/cpu/cpu_ops.h"
+
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,4 +76,19 @@ int mt_cpu_blas_hint(char *out, size_t len)
                  "OPENBLAS_CORETYPE=%s for the commands that run models; docs/models.md §10.9)",
                  mt_cpu_blas_core(), want, want);
     return 1;
+}
+
+const char *mt_cpu_own_kernels(char *out, size_t len)
+{
+    const char *rows = cpu_gemm_rows_supported(CPU_ROWS_AVX512) ? "avx512 (1 to 16-64 rows: K / 16)"
+                       : cpu_gemm_rows_supported(CPU_ROWS_AVX2) ? "avx2 (2 to 32 rows)"
+                                                                : "none (OpenBLAS)";
+    const cpu_int8_kernel *k = cpu_int8_kernel_pick();
+    if (k) snprintf(out, len, "few-row products %s, int8 %s", rows, k->name);
+    else
+        snprintf(
+            out, len,
+            "few-row products %s, int8 none (MTLAB_INT8_KERNEL=%s: not a kernel this CPU runs)",
+            rows, getenv("MTLAB_INT8_KERNEL"));
+    return out;
 }

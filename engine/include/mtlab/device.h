@@ -31,6 +31,13 @@ const char *mt_cpu_blas_best_core(void);
  * (OPENBLAS_CORETYPE pinned by the user, or mtlab not started through its own main), else 0. */
 int mt_cpu_blas_hint(char *out, size_t len);
 
+/* mtlab's own CPU kernels, those this CPU runs: the few-row products of decoding and short
+ * prompts (cpu_gemm_rows.c: "avx512", "avx2" or none, and how many rows of x it takes) and the
+ * int8 products (MTLAB_INT8_KERNEL's pick, or the fastest: "avx512-vnni", "avx2", "ref"), as
+ * one line in out ("few-row products avx512 (1 to 16-64 rows: K / 16), int8 avx512-vnni").
+ * Returns out. */
+const char *mt_cpu_own_kernels(char *out, size_t len);
+
 struct mt_backend;
 
 /* The backend a device name selects: "cpu", "cuda" (device 0) or "cuda:N". A CUDA backend is
