@@ -246,7 +246,7 @@ bench: deps
 	./$(BIN) bench
 
 # On a GPU machine: the CUDA tests must run there (a missing device fails instead of skipping).
-CUDA_TESTS := test_device test_cuda_ops test_cuda_models test_collective_nccl
+CUDA_TESTS := test_device test_cuda_ops test_cuda_seq_ops test_cuda_models test_collective_nccl
 test-cuda: deps
 	@test -n "$(NVCC)" || { echo "mtlab: test-cuda needs nvcc (the CUDA toolkit)"; exit 1; }
 	@$(MAKE) --no-print-directory $(patsubst %,$(REL)/tests/%,$(CUDA_TESTS))

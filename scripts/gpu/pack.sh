@@ -11,7 +11,7 @@ rm -rf .dev && mkdir -p .dev/stage/bin .dev/stage/lib .dev/stage/fallback
 # BUILD and BIN as the Makefile's (a private build: BUILD=build-x BIN=mtlab-x); the CUDA backend is
 # the shared object the binaries load on demand (engine/core/device.c), packed beside mtlab
 B=${BUILD:-build}
-bins="${BIN:-mtlab} $B/rel/tests/test_device $B/rel/tests/test_cuda_ops $B/rel/tests/test_cuda_models $B/rel/tests/test_comet $B/rel/tests/test_collective_nccl"
+bins="${BIN:-mtlab} $B/rel/tests/test_device $B/rel/tests/test_cuda_ops $B/rel/tests/test_cuda_seq_ops $B/rel/tests/test_cuda_models $B/rel/tests/test_comet $B/rel/tests/test_collective_nccl"
 cp $bins .dev/stage/bin/
 [ "${BIN:-mtlab}" = mtlab ] || mv ".dev/stage/bin/${BIN##*/}" .dev/stage/bin/mtlab
 cp "$B/rel/libmtlab-cuda.so" .dev/stage/bin/

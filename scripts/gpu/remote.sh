@@ -90,7 +90,7 @@ for s in "$@"; do
   case "$s" in
     info) stage info 30 bash -c 'nvidia-smi; nvcc --version | tail -1; echo cudalib='"$cudalib"';
             ldd ./mtlab | grep -i "not found"; ./mtlab devices; infocmp tmux-256color >/dev/null && echo terminfo ok' ;;
-    tests) for t in test_device:60 test_cuda_ops:240 test_cuda_models:180 test_comet:120 test_collective_nccl:90; do
+    tests) for t in test_device:60 test_cuda_ops:150 test_cuda_seq_ops:120 test_cuda_models:180 test_comet:120 test_collective_nccl:90; do
              NCCL_DEBUG=WARN MTLAB_REQUIRE_CUDA=1 stage "${t%:*}" "${t#*:}" build/rel/tests/${t%:*}; done ;;
     peerbuild) # each package its own pip, side by side: causal-conv1d's 3 files, mamba-ssm's 10
       [ -d .dev-peer ] || { echo "== peerbuild: no .dev-peer (scripts/gpu/pack_peer.sh, carry it)"; continue; }
@@ -111,7 +111,8 @@ for s in "$@"; do
       else echo "== peerwait: still building after $(( $(date +%s) - t0 ))s"; fi
       for f in $LOGS/peerbuild-*.log; do [ -e "$f" ] && { echo "-- ${f##*/}:"; grep -a -E 'error|Error|Successfully' "$f" | tail -n 6; }; done ;;
     sanitize|sanitize:*) tool=${s#sanitize}; tool=${tool#:}   # memcheck (default), racecheck, synccheck, initcheck
-      stage "sanitize-${tool:-memcheck}" 200 compute-sanitizer --tool "${tool:-memcheck}" --print-limit 20 build/rel/tests/test_cuda_ops ;;
+      for t in test_cuda_ops test_cuda_seq_ops; do
+        stage "sanitize-${tool:-memcheck}-$t" 200 compute-sanitizer --tool "${tool:-memcheck}" --print-limit 20 build/rel/tests/$t; done ;;
     torch*|bench:*) [ "$(running)" -gt 0 ] && { echo "== $s skipped: $(running) training runs share the GPU"; continue; } ;;&
     torch|torch:*) pre=${s#torch}; pre=${pre#:}
            stage torch 180 python3 -u tests/bench/torch_train.py --out "$LOGS/torch_train.json" ${pre:+--presets "$pre"} ;;
