@@ -25,7 +25,7 @@ Q := $(if $(V),,@)
 DEB_PKGS := build-essential pkg-config \
             libncurses-dev libreadline-dev liblua5.4-dev lua5.4 \
             libsentencepiece-dev sentencepiece libpcre2-dev libutf8proc-dev \
-            libopenblas-openmp-dev libjansson-dev libzip-dev libcmocka-dev libcairo2-dev tmux ncurses-term \
+            libopenblas-openmp-dev libblis-openmp-dev libjansson-dev libzip-dev libcmocka-dev libcairo2-dev tmux ncurses-term \
             sword-text-sparv sword-text-web libsword-utils \
             apertium apertium-eng-spa lua-busted wamerican wspanish \
             slurm-wlm munge libopenmpi-dev openmpi-bin libmecab-dev mecab-ipadic mecab-utils clang-format universal-ctags
@@ -38,6 +38,11 @@ NVCC  ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nv
 CUDA_HOME ?= $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(NVCC)))
 
 BLAS_DIR := /usr/lib/x86_64-linux-gnu/openblas-openmp
+# BLIS, the second BLAS (engine/backend/cpu/cpu_blis.c): linked after OpenBLAS, so the CBLAS and
+# Fortran names both export stay OpenBLAS's; only cpu_blis.c includes its header.
+BLIS_DIR := /usr/lib/x86_64-linux-gnu/blis-openmp
+BLIS_INC := /usr/include/x86_64-linux-gnu/blis-openmp
+BLIS_LIBS := -L$(BLIS_DIR) -lblis -Wl,-rpath,$(BLIS_DIR)
 PKGCONF  := PKG_CONFIG_PATH=$(BLAS_DIR)/pkgconfig pkg-config
 comma    := ,
 PC_LIBS  := ncursesw readline lua5.4 sentencepiece openblas jansson libpcre2-8 libutf8proc libzip cairo ompi-c
@@ -52,7 +57,7 @@ CPPFLAGS := -D_GNU_SOURCE -Iengine/include -Iengine -Iapp -Ikernels
 # changes a result.
 CFLAGS_COMMON = -std=c11 -g -fopenmp -fno-math-errno -fno-trapping-math $(WARN) $(PC_CFLAGS)
 CXXFLAGS_COMMON = -std=c++17 -g -fopenmp -fno-math-errno -fno-trapping-math -Wall -Wextra -Werror $(PC_CFLAGS)
-LDLIBS_COMMON = $(PC_LDLIBS) -lmecab -Wl,-rpath,$(BLAS_DIR) -lstdc++ -lm -lpthread -fopenmp
+LDLIBS_COMMON = $(PC_LDLIBS) $(BLIS_LIBS) -lmecab -Wl,-rpath,$(BLAS_DIR) -lstdc++ -lm -lpthread -fopenmp
 
 OPT_FLAGS := -O2 -march=x86-64-v2
 SAN_FLAGS := -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -161,6 +166,8 @@ deps:
 	$(call install_missing,$(DEB_PKGS))
 
 # ---------------------------------------------------------------- objects and binaries
+$(REL)/engine/backend/cpu/cpu_blis.o $(SAN)/engine/backend/cpu/cpu_blis.o: CPPFLAGS += -isystem $(BLIS_INC)
+$(BUILD)/fuzz/obj/engine/backend/cpu/cpu_blis.o: FUZZ_CPPFLAGS += -isystem $(BLIS_INC)
 $(REL)/%.o: %.c
 	@mkdir -p $(@D)
 	@$(if $(V),,echo "  CC      $<")
@@ -304,7 +311,7 @@ FUZZ_SRC_fuzz_keys := app/tui/editor.c app/common/columns.c engine/text/utf8.c e
 # languages against; the kernels with OpenMP pragmas are compiled with -fopenmp (LLVM's runtime).
 FUZZ_SRC_fuzz_train_config := app/common/train_config.c app/common/lua_run.c $(ENGINE_C) $(ENGINE_CC)
 FUZZ_PC_fuzz_train_config := lua5.4 openblas ompi-c sentencepiece jansson libpcre2-8 libutf8proc
-FUZZ_LIBS_fuzz_train_config := -fopenmp -ldl -lmecab
+FUZZ_LIBS_fuzz_train_config := -fopenmp -ldl -lmecab $(BLIS_LIBS)
 # `mtlab data import`: the engine as above (its objects are shared).
 FUZZ_SRC_fuzz_import := $(ENGINE_C) $(ENGINE_CC)
 FUZZ_PC_fuzz_import := $(FUZZ_PC_fuzz_train_config)

@@ -59,7 +59,7 @@ const bench_counters *bench_counters_get(void);
 void bench_counters_free(void);
 
 /* ---------------------------------------------------------------- training step vs bare gemm
- * One training step (forward + backward + AdamW) against cblas_sgemm alone on the step's gemm
+ * One training step (forward + backward + AdamW) against the backend's products alone on its gemm
  * shapes with hot operands (docs/models.md §10.9). The step's model FLOPs are 2 m n k summed
  * over the gemm calls it makes (forward and backward), counted the same way for every preset;
  * the products inside attention, retention and the scan, and all per-element work, add time
@@ -98,8 +98,8 @@ void bench_make_batch(const mt_model_config *cfg, int encdec, int B, int S, int 
  * label smoothing 0.1, AdamW (step counts from 0 here). 0 or -1. */
 int bench_train_step(mt_model *m, const mt_batch *b, int step);
 
-/* Seconds per call of cblas_sgemm alone on one recorded shape: one warm-up call, then a group
- * of calls long enough for the clock (operands hot). */
+/* Seconds per call of the CPU backend's product alone on one recorded shape: one warm-up call, then
+ * a group of calls long enough for the clock (operands hot). */
 double bench_bare_sgemm_seconds(const bench_gemm_shape *s);
 
 /* ---------------------------------------------------------------- fixed-length decoding

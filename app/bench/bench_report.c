@@ -1,5 +1,5 @@
 /* `mtlab bench`: the sections of figures, all measured in this one run.
- *   1. training steps of every small preset: whole-step FLOP rate vs cblas_sgemm alone on the
+ *   1. training steps of every small preset: whole-step FLOP rate vs the same products alone on the
  *      step's gemm shapes (>= 50%), the gemms' own in-step rate (>= 70%), the time breakdown
  *   2. decode tokens/s at batch 1 (64, 256, 1024 new tokens) and 16 (64, 256), every small
  *      preset (all seven architectures)
@@ -119,7 +119,7 @@ static int section_gemm(const bench_opts *o)
     const char *presets[16];
     int n_presets = small_presets(presets, 16);
     printf("\n1. training steps: forward+backward+AdamW (4096-token batches, dropout on) vs\n"
-           "   cblas_sgemm alone on the step's gemm shapes, hot\n");
+           "   the same products alone on the step's gemm shapes, hot\n");
     printf("   %-18s %-11s %7s %8s %7s %8s %8s %6s\n", "preset", "batch", "step s", "tokens/s",
            "GFLOP", "step GF/s", "bare GF/s", "ratio");
     for (int i = 0; i < n_presets; i++) {
@@ -566,6 +566,7 @@ int bench_run_all(const bench_opts *o)
            openblas_get_num_threads(), openblas_get_config());
     char hint[512];
     if (mt_cpu_blas_hint(hint, sizeof hint)) printf("   %s\n", hint);
+    printf("   products: %s\n", mt_cpu_products(hint, sizeof hint));
     printf("   mtlab's own kernels: %s\n", mt_cpu_own_kernels(hint, sizeof hint));
     print_load("at start", 1);
     printf("every figure: one warm-up, then the median of %d runs\n", o->repeat);

@@ -1,12 +1,12 @@
 /* The training step figures: the FLOP rate of whole training steps (forward + backward +
  * AdamW on a token-budget batch, dropout on) and of the model's matrix products inside them,
- * against cblas_sgemm alone on exactly the same shapes with hot operands, and where the rest
- * of the step's time goes, operation by operation. The bare rate is the best this OpenBLAS
- * does on those shapes on this machine; the gap is what cold operands, strided views and
- * everything around the products cost. */
+ * against the CPU backend's product alone on exactly the same shapes with hot operands (the
+ * BLAS the backend picks for the shape, OpenBLAS or BLIS), and where the rest of the step's
+ * time goes, operation by operation. The bare rate is the best those libraries do on those
+ * shapes on this machine; the gap is what cold operands, strided views and everything around
+ * the products cost. */
 #include "bench/bench.h"
 
-#include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,17 +29,16 @@ double bench_bare_sgemm_seconds(const bench_gemm_shape *s)
     for (size_t i = 0; i < na; i++) a[i] = (float)(i % 17) * 0.01f;
     for (size_t i = 0; i < nb; i++) b[i] = (float)(i % 13) * 0.01f;
     memset(c, 0, nc * sizeof *c);
-    CBLAS_TRANSPOSE ta = s->trans_a ? CblasTrans : CblasNoTrans;
-    CBLAS_TRANSPOSE tb = s->trans_b ? CblasTrans : CblasNoTrans;
+    const mt_backend *cpu = mt_backend_cpu();
     double t0 = mt_now_s();
-    cblas_sgemm(CblasRowMajor, ta, tb, s->m, s->n, s->k, 1.0f, a, s->lda, b, s->ldb, s->beta, c,
-                s->ldc);
+    cpu->gemm(s->trans_a, s->trans_b, s->m, s->n, s->k, 1.0f, a, s->lda, b, s->ldb, s->beta, c,
+              s->ldc);
     double first = mt_now_s() - t0;
     int reps = first > 0 && first < BARE_GROUP_SECONDS ? (int)(BARE_GROUP_SECONDS / first) + 1 : 1;
     t0 = mt_now_s();
     for (int i = 0; i < reps; i++)
-        cblas_sgemm(CblasRowMajor, ta, tb, s->m, s->n, s->k, 1.0f, a, s->lda, b, s->ldb, s->beta, c,
-                    s->ldc);
+        cpu->gemm(s->trans_a, s->trans_b, s->m, s->n, s->k, 1.0f, a, s->lda, b, s->ldb, s->beta, c,
+                  s->ldc);
     double per_call = (mt_now_s() - t0) / reps;
     free(a);
     free(b);

@@ -15,6 +15,7 @@ static int run_devices(int argc, char **argv)
            pinned ? ", OPENBLAS_CORETYPE=" : "", pinned ? pinned : "", omp_get_max_threads());
     char hint[512];
     if (mt_cpu_blas_hint(hint, sizeof hint)) printf("          %s\n", hint);
+    printf("          products: %s\n", mt_cpu_products(hint, sizeof hint));
     printf("          mtlab's own: %s\n", mt_cpu_own_kernels(hint, sizeof hint));
     char why[256] = "";
     int n = mt_cuda_devices(why, sizeof why);

@@ -211,6 +211,13 @@ for M in "${bins[@]}"; do
         "$M" forward -m "$O/opus-mt-tiny" --src 36,92,0 --save opus 615,5
     expect "  ... with its tokenizer files, translating as the checkpoint" 0 '' \
         bash -c "'$M' translate -m opus --beam 1 --max-len 18 -i '$O/sources.es' | diff - '$O/greedy.txt'"
+    # which BLAS runs which products, and MTLAB_SGEMM's override (an unknown value named)
+    expect "devices: OpenBLAS and BLIS each named with the products they run" 0 '' \
+        bash -c "'$M' devices | grep -E 'products: OpenBLAS \\(.* kernels\\): x W\\^T.*; BLIS .*: weight gradients'"
+    expect "  ... MTLAB_SGEMM=blis: every product on BLIS" 0 '' \
+        bash -c "MTLAB_SGEMM=blis '$M' devices | grep -q 'products: every product on BLIS .*; MTLAB_SGEMM=blis)'"
+    expect "  ... MTLAB_SGEMM=mkl: named as ignored, the rule decides" 0 '' \
+        bash -c "MTLAB_SGEMM=mkl '$M' devices | grep -q ': weight gradients.*(MTLAB_SGEMM=mkl: not openblas, blis or auto; ignored)'"
 done
 
 echo "cli: $passed passed, $failed failed"

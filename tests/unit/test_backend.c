@@ -9,6 +9,8 @@
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_simd.h"
 
+#include <omp.h>
+
 static const mt_backend *fast, *naive;
 
 static int setup(void **state)
@@ -16,6 +18,7 @@ static int setup(void **state)
     (void)state;
     fast = mt_backend_cpu();
     naive = mt_backend_cpu_naive();
+    unsetenv("MTLAB_SGEMM"); /* the shape rule, which test_gemm_libraries_vs_naive checks */
     return 0;
 }
 
@@ -27,9 +30,18 @@ static float *copy_of(const float *x, size_t n)
 }
 
 /* ---------------------------------------------------------------- gemm */
+/* The product under test: the backend's (lib < 0: its own kernels, sgemv, or the BLAS its shape
+ * rule picks) or one library's sgemm (cpu_sgemm_with). */
+static void gemm_by(int lib, int ta, int tb, int m, int n, int k, float alpha, const float *a,
+                    int lda, const float *b, int ldb, float beta, float *c, int ldc)
+{
+    if (lib < 0) fast->gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    else cpu_sgemm_with((cpu_sgemm_lib)lib, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
 /* One (m, n, k) product in all four transposes, at strides wider than the matrices; returns
  * the worst relative error against the naive backend and checks that beta 0 ignores NaN. */
-static double gemm_case(mt_rng *rng, int m, int n, int k)
+static double gemm_case_by(int lib, mt_rng *rng, int m, int n, int k)
 {
     const int pad = 3;
     double worst = 0.0;
@@ -39,12 +51,12 @@ static double gemm_case(mt_rng *rng, int m, int n, int k)
             float *a = gc_random((size_t)(ta ? k : m) * lda, rng, 1.0f);
             float *b = gc_random((size_t)(tb ? n : k) * ldb, rng, 1.0f);
             float *c1 = gc_random((size_t)m * ldc, rng, 1.0f), *c2 = copy_of(c1, (size_t)m * ldc);
-            fast->gemm(ta, tb, m, n, k, 0.7f, a, lda, b, ldb, 0.3f, c1, ldc);
+            gemm_by(lib, ta, tb, m, n, k, 0.7f, a, lda, b, ldb, 0.3f, c1, ldc);
             naive->gemm(ta, tb, m, n, k, 0.7f, a, lda, b, ldb, 0.3f, c2, ldc);
             worst = fmax(worst, max_rel(c1, c2, (size_t)m * ldc));
             /* beta = 0 ignores whatever c held, NaN included */
             for (size_t i = 0; i < (size_t)m * ldc; i++) c1[i] = c2[i] = NAN;
-            fast->gemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c1, ldc);
+            gemm_by(lib, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c1, ldc);
             naive->gemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c2, ldc);
             for (int i = 0; i < m; i++)
                 for (int j = 0; j < n; j++) {
@@ -55,6 +67,8 @@ static double gemm_case(mt_rng *rng, int m, int n, int k)
         }
     return worst;
 }
+
+static double gemm_case(mt_rng *rng, int m, int n, int k) { return gemm_case_by(-1, rng, m, n, k); }
 
 static void test_gemm_vs_naive(void **state)
 {
@@ -77,6 +91,80 @@ static void test_gemm_vs_naive(void **state)
     printf("backend: gemm_batched max relative error %.2e (bound 1e-6)\n", max_rel(c1, c2, 600));
     assert_true(max_rel(c1, c2, 600) < 1e-6);
     free(a), free(b), free(c1), free(c2);
+}
+
+/* The two BLAS libraries behind the CPU backend's sgemm (cpu_gemm.c, cpu_blis.c), each on its
+ * own, then the backend on shapes its rule sends to each; and the rule itself, shape class by
+ * shape class, as cpu_gemm.c's comment gives it. */
+static void test_gemm_libraries_vs_naive(void **state)
+{
+    (void)state;
+    mt_rng rng;
+    mt_rng_init(&rng, 11, 0);
+    static const char *const name[] = {"OpenBLAS", "BLIS"};
+    for (int lib = CPU_SGEMM_OPENBLAS; lib <= CPU_SGEMM_BLIS; lib++) {
+        double worst = gemm_case_by(lib, &rng, 13, 11, 17);
+        worst = fmax(worst, gemm_case_by(lib, &rng, 1, 11, 17));
+        worst = fmax(worst, gemm_case_by(lib, &rng, 37, 45, 70));
+        printf("backend: %s sgemm (3 shapes, 4 transposes, strides, alpha/beta) max relative "
+               "error %.2e (bound 1e-6)\n",
+               name[lib], worst);
+        assert_true(worst < 1e-6);
+    }
+    /* through the backend: big enough for the rule to send the gradients' products to BLIS */
+    assert_int_equal(cpu_sgemm_pick_shape(1, 0, 150, 120, 130), CPU_SGEMM_BLIS);
+    double worst = gemm_case(&rng, 150, 120, 130);
+    printf("backend: gemm at 150 x 120 x 130 (both libraries by the rule) max relative error "
+           "%.2e (bound 1e-6)\n",
+           worst);
+    assert_true(worst < 1e-6);
+
+    /* the rule: thin k and small products on OpenBLAS, */
+    assert_int_equal(cpu_sgemm_pick_shape(0, 1, 4096, 384, 12), CPU_SGEMM_OPENBLAS);
+    assert_int_equal(cpu_sgemm_pick_shape(1, 0, 4096, 384, 31), CPU_SGEMM_OPENBLAS);
+    assert_int_equal(cpu_sgemm_pick_shape(1, 0, 64, 42, 64), CPU_SGEMM_OPENBLAS);
+    assert_int_equal(cpu_sgemm_pick_shape(0, 0, 64, 64, 42), CPU_SGEMM_OPENBLAS);
+    /* weight gradients (trans_a) on BLIS, */
+    assert_int_equal(cpu_sgemm_pick_shape(1, 0, 168, 672, 4096), CPU_SGEMM_BLIS);
+    assert_int_equal(cpu_sgemm_pick_shape(1, 0, 8000, 168, 262), CPU_SGEMM_BLIS);
+    /* input gradients on BLIS through the vocabulary (k >= 4096), else on OpenBLAS, */
+    assert_int_equal(cpu_sgemm_pick_shape(0, 0, 262, 168, 8000), CPU_SGEMM_BLIS);
+    assert_int_equal(cpu_sgemm_pick_shape(0, 0, 4096, 168, 672), CPU_SGEMM_OPENBLAS);
+    assert_int_equal(cpu_sgemm_pick_shape(0, 0, 4096, 168, 4095), CPU_SGEMM_OPENBLAS);
+    /* x W^T on OpenBLAS, and any product with at most 32 output columns on BLIS */
+    assert_int_equal(cpu_sgemm_pick_shape(0, 1, 4096, 672, 168), CPU_SGEMM_OPENBLAS);
+    assert_int_equal(cpu_sgemm_pick_shape(0, 1, 262, 8000, 168), CPU_SGEMM_OPENBLAS);
+    assert_int_equal(cpu_sgemm_pick_shape(0, 1, 4096, 33, 384), CPU_SGEMM_OPENBLAS);
+    assert_int_equal(cpu_sgemm_pick_shape(0, 1, 4096, 32, 384), CPU_SGEMM_BLIS);
+    assert_int_equal(cpu_sgemm_pick_shape(0, 1, 4096, 12, 384), CPU_SGEMM_BLIS);
+    assert_int_equal(cpu_sgemm_pick_shape(0, 0, 4096, 12, 384), CPU_SGEMM_BLIS);
+    /* MTLAB_SGEMM unset here: the rule decides */
+    assert_int_equal(cpu_sgemm_forced(), -1);
+    assert_int_equal(cpu_sgemm_pick(1, 0, 168, 672, 4096), CPU_SGEMM_BLIS);
+}
+
+/* BLIS splits no sum across threads: the same product gives the same bits at one thread and at
+ * two, and again on a second call (training runs stay reproducible at any thread count). */
+static void test_gemm_blis_bits_across_threads(void **state)
+{
+    (void)state;
+    mt_rng rng;
+    mt_rng_init(&rng, 12, 0);
+    const int m = 96, n = 80, k = 300;
+    float *a = gc_random((size_t)k * m, &rng, 1.0f), *b = gc_random((size_t)k * n, &rng, 1.0f);
+    float *c[3];
+    int threads[3] = {1, 2, 2};
+    int before = omp_get_max_threads();
+    for (int i = 0; i < 3; i++) {
+        c[i] = calloc((size_t)m * n, sizeof *c[i]);
+        omp_set_num_threads(threads[i]);
+        cpu_sgemm_with(CPU_SGEMM_BLIS, 1, 0, m, n, k, 1.0f, a, m, b, n, 0.0f, c[i], n);
+    }
+    omp_set_num_threads(before);
+    assert_memory_equal(c[0], c[1], (size_t)m * n * sizeof *c[0]);
+    assert_memory_equal(c[1], c[2], (size_t)m * n * sizeof *c[0]);
+    for (int i = 0; i < 3; i++) free(c[i]);
+    free(a), free(b);
 }
 
 /* Decoding's x W^T for few rows (cpu_gemm_rows.c): through the backend (whichever kernel this
@@ -779,6 +867,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_alloc),
         cmocka_unit_test(test_gemm_vs_naive),
+        cmocka_unit_test(test_gemm_libraries_vs_naive),
+        cmocka_unit_test(test_gemm_blis_bits_across_threads),
         cmocka_unit_test(test_gemm_rows_vs_naive),
         cmocka_unit_test(test_gemm_rows_tail_bits),
         cmocka_unit_test(test_expf_poly),

@@ -116,6 +116,23 @@ static void test_cpu_own_kernels(void **state)
     assert_non_null(strstr(line, vnni ? ", int8 avx512-vnni" : ", int8 "));
 }
 
+/* Which BLAS runs which products: MTLAB_SGEMM is unset here, so the line names both libraries,
+ * OpenBLAS's loaded core and BLIS's version and kernels (`mtlab devices` with the variable set:
+ * tests/e2e/cli.sh). */
+static void test_cpu_products(void **state)
+{
+    (void)state;
+    unsetenv("MTLAB_SGEMM"); /* read once, on the first product or this call */
+    char line[512];
+    assert_ptr_equal(mt_cpu_products(line, sizeof line), line);
+    char want[128];
+    snprintf(want, sizeof want, "OpenBLAS (%s kernels): x W^T", mt_cpu_blas_core());
+    assert_non_null(strstr(line, want));
+    assert_non_null(strstr(line, "; BLIS "));
+    assert_non_null(strstr(line, " kernels): weight gradients"));
+    assert_null(strstr(line, "MTLAB_SGEMM"));
+}
+
 /* The core chosen from the CPU's features: the widest they allow, and only over a narrower one
  * (OpenBLAS 0.3.21 gives a Xeon with AVX-512 Prescott's SSE3 kernels, Zen 4 Haswell's). */
 static void test_blas_core_from_features(void **state)
@@ -183,6 +200,7 @@ int main(void)
         cmocka_unit_test(test_cpu_blas_kernels),
         cmocka_unit_test(test_blas_core_from_features),
         cmocka_unit_test(test_cpu_own_kernels),
+        cmocka_unit_test(test_cpu_products),
     };
     return cmocka_run_group_tests_name("device", tests, NULL, NULL);
 }

@@ -92,3 +92,26 @@ const char *mt_cpu_own_kernels(char *out, size_t len)
             rows, getenv("MTLAB_INT8_KERNEL"));
     return out;
 }
+
+const char *mt_cpu_products(char *out, size_t len)
+{
+    const char *version, *kernels;
+    cpu_blis_info(&version, &kernels);
+    char blis[96];
+    snprintf(blis, sizeof blis, "BLIS %s (%s kernels)", version, kernels);
+    int forced = cpu_sgemm_forced();
+    if (forced == CPU_SGEMM_BLIS)
+        snprintf(out, len, "every product on BLIS %s (%s kernels; MTLAB_SGEMM=blis)", version,
+                 kernels);
+    else if (forced == CPU_SGEMM_OPENBLAS)
+        snprintf(out, len, "every product on OpenBLAS (%s kernels; MTLAB_SGEMM=openblas)",
+                 mt_cpu_blas_core());
+    else
+        snprintf(out, len,
+                 "OpenBLAS (%s kernels): x W^T, k < 32, small; %s: weight gradients, "
+                 "<= 32 output columns, k >= 4096%s%s%s",
+                 mt_cpu_blas_core(), blis, forced == -2 ? " (MTLAB_SGEMM=" : "",
+                 forced == -2 ? getenv("MTLAB_SGEMM") : "",
+                 forced == -2 ? ": not openblas, blis or auto; ignored)" : "");
+    return out;
+}

@@ -1,8 +1,11 @@
-/* Matrix products through OpenBLAS (row-major cblas_sgemm, cblas_sgemv for one row or one
- * column), except a decoding step's x W^T for few rows, which cpu_gemm_rows.c takes. */
+/* Matrix products: a decoding step's x W^T for few rows in mtlab's own kernel (cpu_gemm_rows.c),
+ * one row or one column as a matrix-vector product (cblas_sgemv), and the rest as sgemm by
+ * OpenBLAS or BLIS (cpu_blis.c), whichever cpu_sgemm_pick says is faster for the shape. */
 #include "backend/cpu/cpu_ops.h"
 
 #include <cblas.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* A product with one output row (batch-1 decoding: every layer's x W^T) or one output column
@@ -16,6 +19,63 @@ static void gemv(int trans_w, int rows, int cols, float alpha, const float *w, i
         for (int i = 0; i < n_out; i++) y[(size_t)i * incy] = 0.0f;
     cblas_sgemv(CblasRowMajor, trans_w ? CblasTrans : CblasNoTrans, rows, cols, alpha, w, ldw, x,
                 incx, beta, y, incy);
+}
+
+/* The shape rule, from both libraries timed inside the small presets' training steps at one
+ * and two threads on an AVX-512 Zen 4 (docs/models.md §10.9 gives the classes' figures; BLIS
+ * time / OpenBLAS time per class, both thread counts):
+ * - k < 32: OpenBLAS. BLIS packs a thin panel at a loss (Mamba's dt back-projection x W^T at
+ *   k = 12: 2-3.5x slower).
+ * - small products (m n k < 2^21): OpenBLAS, whose call costs less (64 x 64 x 42: 2x).
+ * - the weight gradients dY^T X (trans_a): BLIS, 1.10-1.12x faster over the class.
+ * - outputs of at most 32 columns (Mamba's x_proj to dt, B and C, and their input gradients):
+ *   BLIS, 1.7-2.3x.
+ * - input gradients dY W with k >= 4096 (through the vocabulary's projection): BLIS, 1.0-1.4x;
+ *   at smaller k the two are even (0.88-1.22x shape by shape), and OpenBLAS keeps them.
+ * - x W^T, the forward products: OpenBLAS (BLIS 0.93-1.00x over the class). */
+cpu_sgemm_lib cpu_sgemm_pick_shape(int trans_a, int trans_b, int m, int n, int k)
+{
+    if (k < 32 || (double)m * n * k < (double)(1 << 21)) return CPU_SGEMM_OPENBLAS;
+    if (trans_a || n <= 32 || (!trans_b && k >= 4096)) return CPU_SGEMM_BLIS;
+    return CPU_SGEMM_OPENBLAS;
+}
+
+/* MTLAB_SGEMM=openblas or blis runs every product on one library (to compare them); unset or
+ * "auto", the shape rule; any other value is reported (cpu_sgemm_forced: -2) and the rule
+ * decides. Read once. */
+static int sgemm_forced = -1;
+static pthread_once_t sgemm_once = PTHREAD_ONCE_INIT;
+
+static void read_sgemm_env(void)
+{
+    const char *v = getenv("MTLAB_SGEMM");
+    sgemm_forced = !v || !*v || !strcmp(v, "auto") ? -1
+                   : !strcmp(v, "openblas")        ? CPU_SGEMM_OPENBLAS
+                   : !strcmp(v, "blis")            ? CPU_SGEMM_BLIS
+                                                   : -2;
+}
+
+int cpu_sgemm_forced(void)
+{
+    pthread_once(&sgemm_once, read_sgemm_env);
+    return sgemm_forced;
+}
+
+cpu_sgemm_lib cpu_sgemm_pick(int trans_a, int trans_b, int m, int n, int k)
+{
+    int forced = cpu_sgemm_forced();
+    return forced >= 0 ? (cpu_sgemm_lib)forced : cpu_sgemm_pick_shape(trans_a, trans_b, m, n, k);
+}
+
+void cpu_sgemm_with(cpu_sgemm_lib lib, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                    const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc)
+{
+    if (lib == CPU_SGEMM_BLIS) {
+        cpu_blis_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 void cpu_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
@@ -39,8 +99,8 @@ void cpu_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const 
         else gemv(0, m, k, alpha, a, lda, b, incx, beta, c, ldc, m);
         return;
     }
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    cpu_sgemm_with(cpu_sgemm_pick(trans_a, trans_b, m, n, k), trans_a, trans_b, m, n, k, alpha, a,
+                   lda, b, ldb, beta, c, ldc);
 }
 
 /* One sgemm per problem: OpenBLAS threads each product, which beats threading over a batch

@@ -7,7 +7,7 @@
 #include "backend/backend_ops.h"
 
 /* cpu_NAME for every operation of backend/backend_ops.h: memory (cpu_memory.c), matrix
- * products (cpu_gemm.c: OpenBLAS), the int8 linear layer (cpu_int8.c), reductions and
+ * products (cpu_gemm.c: OpenBLAS, BLIS), the int8 linear layer (cpu_int8.c), reductions and
  * elementwise (cpu_reduce.c, cpu_elementwise.c), norms (cpu_norm.c), embeddings and positions
  * (cpu_embedding.c), loss, dropout and AdamW (cpu_train.c), attention, conv1d, scan and
  * retention (cpu_attention.c, cpu_conv.c, cpu_scan.c, cpu_retention.c). Below them, what the
@@ -36,6 +36,21 @@ typedef enum { CPU_ROWS_NONE, CPU_ROWS_AVX2, CPU_ROWS_AVX512 } cpu_rows_isa;
 int cpu_gemm_rows_supported(cpu_rows_isa isa);
 int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const float *x, int ldx,
                        const float *w, int ldw, float *y, int ldy);
+/* sgemm by OpenBLAS or BLIS (cpu_blis.c), by shape (cpu_gemm.c has the rule and its
+ * measurements); MTLAB_SGEMM=openblas|blis sends every product to one (cpu_sgemm_forced: that
+ * library; -1 unset or "auto", -2 another value, which leaves the rule deciding). cpu_sgemm_with
+ * runs one product on the library named. */
+typedef enum { CPU_SGEMM_OPENBLAS, CPU_SGEMM_BLIS } cpu_sgemm_lib;
+cpu_sgemm_lib cpu_sgemm_pick_shape(int trans_a, int trans_b, int m, int n, int k);
+cpu_sgemm_lib cpu_sgemm_pick(int trans_a, int trans_b, int m, int n, int k);
+int cpu_sgemm_forced(void);
+void cpu_sgemm_with(cpu_sgemm_lib lib, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                    const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                    int ldc);
+void cpu_blis_sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
+                    int lda, const float *b, int ldb, float beta, float *c, int ldc);
+/* BLIS's version ("0.9.0") and the kernels it picked for this CPU ("zen3", "skx", ...) */
+void cpu_blis_info(const char **version, const char **kernels);
 void naive_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
                 const float *b, int ldb, float beta, float *c, int ldc);
 void naive_gemm_batched(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,

@@ -31,6 +31,13 @@ const char *mt_cpu_blas_best_core(void);
  * (OPENBLAS_CORETYPE pinned by the user, or mtlab not started through its own main), else 0. */
 int mt_cpu_blas_hint(char *out, size_t len);
 
+/* Which BLAS runs which matrix products on the CPU, as one line in out: OpenBLAS (the x W^T of
+ * the forward pass, k < 32, small products) and BLIS (the weight gradients, outputs of at most
+ * 32 columns, input gradients through k >= 4096), or every product on one of them when MTLAB_SGEMM
+ * says so (openblas, blis; auto or unset: by shape; another value is named as ignored). Returns
+ * out. */
+const char *mt_cpu_products(char *out, size_t len);
+
 /* mtlab's own CPU kernels, those this CPU runs: the few-row products of decoding and short
  * prompts (cpu_gemm_rows.c: "avx512", "avx2" or none, and how many rows of x it takes) and the
  * int8 products (MTLAB_INT8_KERNEL's pick, or the fastest: "avx512-vnni", "avx2", "ref"), as
