@@ -358,6 +358,12 @@ static void test_attention_vs_naive(void **state)
         {"decode, 1 row, 400 keys", 1, 4, 1, 400, 48, 1, 0, 399, 0, 0},
         /* 4 heads x 1030 keys overflow the stack scratch: heads in pairs */
         {"decode, 1030 keys", 2, 4, 1, 1030, 4, 1, 0, 1029, 1, 2},
+        /* longer problems: the causal and window bounds over tens of rows, and a prompt's
+         * second chunk (its queries from position 13 on) */
+        {"causal, 40 rows", 2, 2, 40, 40, 5, 1, 0, 0, 0, 0},
+        {"causal+left padding, 20 rows", 2, 3, 20, 20, 4, 1, 0, 0, 1, 0},
+        {"causal window 5, 37 rows", 2, 2, 37, 37, 4, 1, 5, 0, 1, 0},
+        {"prefill chunk at 13", 2, 2, 37, 50, 4, 1, 0, 13, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) attention_case(&cases[i], &rng);
 }
