@@ -22,11 +22,12 @@ static void gemv(int trans_w, int rows, int cols, float alpha, const float *w, i
 }
 
 /* The shape rule, from both libraries timed inside the small presets' training steps at one
- * and two threads on an AVX-512 Zen 4 (docs/models.md §10.9 gives the classes' figures; BLIS
- * time / OpenBLAS time per class, both thread counts):
+ * and two threads on an AVX-512 Zen 4 (docs/models.md §10.9 gives each class's figures: how
+ * much faster BLIS is than OpenBLAS, one thread and two):
  * - k < 32: OpenBLAS. BLIS packs a thin panel at a loss (Mamba's dt back-projection x W^T at
- *   k = 12: 2-3.5x slower).
- * - small products (m n k < 2^21): OpenBLAS, whose call costs less (64 x 64 x 42: 2x).
+ *   k = 12: 2-3.5x slower in BLIS).
+ * - small products (m n k < 2^21): OpenBLAS, whose call costs less (64 x 64 x 42: 2x slower in
+ *   BLIS).
  * - the weight gradients dY^T X (trans_a): BLIS, 1.10-1.12x faster over the class.
  * - outputs of at most 32 columns (Mamba's x_proj to dt, B and C, and their input gradients):
  *   BLIS, 1.7-2.3x.
