@@ -45,6 +45,8 @@ void test_captured_free(test_captured *c);
  * no saves: the tests set what they vary (seed, d_state, dropout, accum ...) after it. */
 void test_tiny_train_config(mt_train_config *cfg, const char *preset, const char *dir,
                             const char *run, long max_steps);
+/* A malloc'd copy of n floats */
+float *test_copy_floats(const float *x, size_t n);
 /* max |a[i] - b[i]| over n floats */
 float max_abs_diff(const float *a, const float *b, size_t n);
 /* max_i |a_i - b_i| / max(max_i |b_i|, 1e-30), in double */

@@ -97,9 +97,8 @@ const char *mt_cpu_products(char *out, size_t len)
 {
     const char *version, *kernels;
     cpu_blis_info(&version, &kernels);
-    char blis[96];
-    snprintf(blis, sizeof blis, "BLIS %s (%s kernels)", version, kernels);
     int forced = cpu_sgemm_forced();
+    const char *ignored = forced == -2 ? getenv("MTLAB_SGEMM") : NULL;
     if (forced == CPU_SGEMM_BLIS)
         snprintf(out, len, "every product on BLIS %s (%s kernels; MTLAB_SGEMM=blis)", version,
                  kernels);
@@ -108,10 +107,9 @@ const char *mt_cpu_products(char *out, size_t len)
                  mt_cpu_blas_core());
     else
         snprintf(out, len,
-                 "OpenBLAS (%s kernels): x W^T, k < 32, small; %s: weight gradients, "
-                 "<= 32 output columns, k >= 4096%s%s%s",
-                 mt_cpu_blas_core(), blis, forced == -2 ? " (MTLAB_SGEMM=" : "",
-                 forced == -2 ? getenv("MTLAB_SGEMM") : "",
-                 forced == -2 ? ": not openblas, blis or auto; ignored)" : "");
+                 "OpenBLAS (%s kernels): x W^T, k < 32, small; BLIS %s (%s kernels): weight "
+                 "gradients, <= 32 output columns, k >= 4096%s%s%s",
+                 mt_cpu_blas_core(), version, kernels, ignored ? " (MTLAB_SGEMM=" : "",
+                 ignored ? ignored : "", ignored ? ": not openblas, blis or auto; ignored)" : "");
     return out;
 }

@@ -1,0 +1,255 @@
+/* The CPU backend's matrix products against the naive reference backend: the backend's own
+ * choice (few-row kernel, sgemv, OpenBLAS or BLIS by shape), each BLAS library on its own, the
+ * shape rule that picks between them, BLIS's bits across thread counts, and the few-row
+ * kernels (cpu_gemm_rows.c) on their own. Tolerances are stated per test as relative errors. */
+#include "test_util.h"
+#include "grad_check.h"
+#include "mtlab/backend.h"
+#include "backend/cpu/cpu_ops.h"
+
+#include <omp.h>
+
+static const mt_backend *fast, *naive;
+
+static int setup(void **state)
+{
+    (void)state;
+    fast = mt_backend_cpu();
+    naive = mt_backend_cpu_naive();
+    unsetenv("MTLAB_SGEMM"); /* the shape rule, which test_gemm_libraries_vs_naive checks */
+    return 0;
+}
+
+/* ---------------------------------------------------------------- gemm */
+/* The product under test: the backend's (lib < 0: its own kernels, sgemv, or the BLAS its shape
+ * rule picks) or one library's sgemm (cpu_sgemm_with). */
+static void gemm_by(int lib, int ta, int tb, int m, int n, int k, float alpha, const float *a,
+                    int lda, const float *b, int ldb, float beta, float *c, int ldc)
+{
+    if (lib < 0) fast->gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    else cpu_sgemm_with((cpu_sgemm_lib)lib, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+/* One (m, n, k) product in all four transposes, at strides wider than the matrices; returns
+ * the worst relative error against the naive backend and checks that beta 0 ignores NaN. */
+static double gemm_case_by(int lib, mt_rng *rng, int m, int n, int k)
+{
+    const int pad = 3;
+    double worst = 0.0;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            int lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad, ldc = n + pad;
+            float *a = gc_random((size_t)(ta ? k : m) * lda, rng, 1.0f);
+            float *b = gc_random((size_t)(tb ? n : k) * ldb, rng, 1.0f);
+            float *c1 = gc_random((size_t)m * ldc, rng, 1.0f),
+                  *c2 = test_copy_floats(c1, (size_t)m * ldc);
+            gemm_by(lib, ta, tb, m, n, k, 0.7f, a, lda, b, ldb, 0.3f, c1, ldc);
+            naive->gemm(ta, tb, m, n, k, 0.7f, a, lda, b, ldb, 0.3f, c2, ldc);
+            worst = fmax(worst, max_rel(c1, c2, (size_t)m * ldc));
+            /* beta = 0 ignores whatever c held, NaN included */
+            for (size_t i = 0; i < (size_t)m * ldc; i++) c1[i] = c2[i] = NAN;
+            gemm_by(lib, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c1, ldc);
+            naive->gemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c2, ldc);
+            for (int i = 0; i < m; i++)
+                for (int j = 0; j < n; j++) {
+                    assert_false(isnan(c1[i * ldc + j]));
+                    assert_true(fabsf(c1[i * ldc + j] - c2[i * ldc + j]) < 1e-5f);
+                }
+            free(a), free(b), free(c1), free(c2);
+        }
+    return worst;
+}
+
+static double gemm_case(mt_rng *rng, int m, int n, int k) { return gemm_case_by(-1, rng, m, n, k); }
+
+static void test_gemm_vs_naive(void **state)
+{
+    (void)state;
+    mt_rng rng;
+    mt_rng_init(&rng, 10, 0);
+    /* a general shape, then one output row and one output column (the matrix-vector paths) */
+    double worst = gemm_case(&rng, 13, 11, 17);
+    worst = fmax(worst, gemm_case(&rng, 1, 11, 17));
+    worst = fmax(worst, gemm_case(&rng, 13, 1, 17));
+    printf("backend: gemm (3 shapes, 4 transposes, strides, alpha/beta) max relative error %.2e "
+           "(bound 1e-6)\n",
+           worst);
+    assert_true(worst < 1e-6);
+    /* batched: 3 problems at strides larger than the matrices */
+    float *a = gc_random(3 * 300, &rng, 1.0f), *b = gc_random(3 * 300, &rng, 1.0f);
+    float *c1 = gc_random(3 * 200, &rng, 1.0f), *c2 = test_copy_floats(c1, 600);
+    fast->gemm_batched(0, 1, 8, 9, 10, 1.0f, a, 10, 300, b, 10, 300, 1.0f, c1, 9, 200, 3);
+    naive->gemm_batched(0, 1, 8, 9, 10, 1.0f, a, 10, 300, b, 10, 300, 1.0f, c2, 9, 200, 3);
+    printf("backend: gemm_batched max relative error %.2e (bound 1e-6)\n", max_rel(c1, c2, 600));
+    assert_true(max_rel(c1, c2, 600) < 1e-6);
+    free(a), free(b), free(c1), free(c2);
+}
+
+/* The two BLAS libraries behind the CPU backend's sgemm (cpu_gemm.c, cpu_blis.c), each on its
+ * own, then the backend on shapes its rule sends to each; and the rule itself, shape class by
+ * shape class, as cpu_gemm.c's comment gives it. */
+static void test_gemm_libraries_vs_naive(void **state)
+{
+    (void)state;
+    mt_rng rng;
+    mt_rng_init(&rng, 11, 0);
+    static const char *const name[] = {"OpenBLAS", "BLIS"};
+    for (int lib = CPU_SGEMM_OPENBLAS; lib <= CPU_SGEMM_BLIS; lib++) {
+        double worst = gemm_case_by(lib, &rng, 13, 11, 17);
+        worst = fmax(worst, gemm_case_by(lib, &rng, 1, 11, 17));
+        worst = fmax(worst, gemm_case_by(lib, &rng, 37, 45, 70));
+        printf("backend: %s sgemm (3 shapes, 4 transposes, strides, alpha/beta) max relative "
+               "error %.2e (bound 1e-6)\n",
+               name[lib], worst);
+        assert_true(worst < 1e-6);
+    }
+    /* through the backend: big enough for the rule to send the gradients' products to BLIS */
+    assert_int_equal(cpu_sgemm_pick_shape(1, 0, 150, 120, 130), CPU_SGEMM_BLIS);
+    double worst = gemm_case(&rng, 150, 120, 130);
+    printf("backend: gemm at 150 x 120 x 130 (both libraries by the rule) max relative error "
+           "%.2e (bound 1e-6)\n",
+           worst);
+    assert_true(worst < 1e-6);
+
+    /* the rule: thin k and small products on OpenBLAS, */
+    assert_int_equal(cpu_sgemm_pick_shape(0, 1, 4096, 384, 12), CPU_SGEMM_OPENBLAS);
+    assert_int_equal(cpu_sgemm_pick_shape(1, 0, 4096, 384, 31), CPU_SGEMM_OPENBLAS);
+    assert_int_equal(cpu_sgemm_pick_shape(1, 0, 64, 42, 64), CPU_SGEMM_OPENBLAS);
+    assert_int_equal(cpu_sgemm_pick_shape(0, 0, 64, 64, 42), CPU_SGEMM_OPENBLAS);
+    /* weight gradients (trans_a) on BLIS, */
+    assert_int_equal(cpu_sgemm_pick_shape(1, 0, 168, 672, 4096), CPU_SGEMM_BLIS);
+    assert_int_equal(cpu_sgemm_pick_shape(1, 0, 8000, 168, 262), CPU_SGEMM_BLIS);
+    /* input gradients on BLIS through the vocabulary (k >= 4096), else on OpenBLAS, */
+    assert_int_equal(cpu_sgemm_pick_shape(0, 0, 262, 168, 8000), CPU_SGEMM_BLIS);
+    assert_int_equal(cpu_sgemm_pick_shape(0, 0, 4096, 168, 672), CPU_SGEMM_OPENBLAS);
+    assert_int_equal(cpu_sgemm_pick_shape(0, 0, 4096, 168, 4095), CPU_SGEMM_OPENBLAS);
+    /* x W^T on OpenBLAS, and any product with at most 32 output columns on BLIS */
+    assert_int_equal(cpu_sgemm_pick_shape(0, 1, 4096, 672, 168), CPU_SGEMM_OPENBLAS);
+    assert_int_equal(cpu_sgemm_pick_shape(0, 1, 262, 8000, 168), CPU_SGEMM_OPENBLAS);
+    assert_int_equal(cpu_sgemm_pick_shape(0, 1, 4096, 33, 384), CPU_SGEMM_OPENBLAS);
+    assert_int_equal(cpu_sgemm_pick_shape(0, 1, 4096, 32, 384), CPU_SGEMM_BLIS);
+    assert_int_equal(cpu_sgemm_pick_shape(0, 1, 4096, 12, 384), CPU_SGEMM_BLIS);
+    assert_int_equal(cpu_sgemm_pick_shape(0, 0, 4096, 12, 384), CPU_SGEMM_BLIS);
+    /* MTLAB_SGEMM unset here: the rule decides */
+    assert_int_equal(cpu_sgemm_forced(), -1);
+    assert_int_equal(cpu_sgemm_pick(1, 0, 168, 672, 4096), CPU_SGEMM_BLIS);
+}
+
+/* BLIS splits no sum across threads: the same product gives the same bits at one thread and at
+ * two, and again on a second call (training runs stay reproducible at any thread count). */
+static void test_gemm_blis_bits_across_threads(void **state)
+{
+    (void)state;
+    mt_rng rng;
+    mt_rng_init(&rng, 12, 0);
+    const int m = 96, n = 80, k = 300;
+    float *a = gc_random((size_t)k * m, &rng, 1.0f), *b = gc_random((size_t)k * n, &rng, 1.0f);
+    float *c[3];
+    int threads[3] = {1, 2, 2};
+    int before = omp_get_max_threads();
+    for (int i = 0; i < 3; i++) {
+        c[i] = calloc((size_t)m * n, sizeof *c[i]);
+        omp_set_num_threads(threads[i]);
+        cpu_sgemm_with(CPU_SGEMM_BLIS, 1, 0, m, n, k, 1.0f, a, m, b, n, 0.0f, c[i], n);
+    }
+    omp_set_num_threads(before);
+    assert_memory_equal(c[0], c[1], (size_t)m * n * sizeof *c[0]);
+    assert_memory_equal(c[1], c[2], (size_t)m * n * sizeof *c[0]);
+    for (int i = 0; i < 3; i++) free(c[i]);
+    free(a), free(b);
+}
+
+/* Decoding's x W^T for few rows (cpu_gemm_rows.c): through the backend (whichever kernel this
+ * CPU picks, or OpenBLAS), then each kernel this CPU runs on its own: every tile shape and its
+ * short last tiles, K with and without a partial vector, strides wider than the rows, one row
+ * by a large matrix, and products split between threads. */
+static double gemm_rows_case(mt_rng *rng, int isa, int m, int n, int k)
+{
+    int lda = k + 2, ldb = k + 5, ldc = n + 1;
+    float *a = gc_random((size_t)m * lda, rng, 1.0f), *b = gc_random((size_t)n * ldb, rng, 1.0f);
+    float *c1 = gc_random((size_t)m * ldc, rng, 1.0f), *c2 = test_copy_floats(c1, (size_t)m * ldc);
+    if (isa == CPU_ROWS_NONE) fast->gemm(0, 1, m, n, k, 0.7f, a, lda, b, ldb, 0.0f, c1, ldc);
+    else assert_int_equal(cpu_gemm_rows_with(isa, m, n, k, 0.7f, a, lda, b, ldb, c1, ldc), 1);
+    naive->gemm(0, 1, m, n, k, 0.7f, a, lda, b, ldb, 0.0f, c2, ldc);
+    double e = max_rel(c1, c2, (size_t)m * ldc);
+    free(a), free(b), free(c1), free(c2);
+    return e;
+}
+
+static void test_gemm_rows_vs_naive(void **state)
+{
+    (void)state;
+    static const int Ms[] = {1, 2, 3, 4, 5, 7, 16, 32, 33, 35, 62}, Ns[] = {1, 5, 64, 67, 80},
+                     Ks[] = {3, 64, 67, 80, 257};
+    static const struct {
+        int isa;
+        const char *name;
+    } kernels[] = {
+        {CPU_ROWS_NONE, "backend"}, {CPU_ROWS_AVX2, "avx2"}, {CPU_ROWS_AVX512, "avx512"}};
+    for (size_t ki = 0; ki < sizeof kernels / sizeof *kernels; ki++) {
+        int isa = kernels[ki].isa;
+        if (isa != CPU_ROWS_NONE && !cpu_gemm_rows_supported(isa)) {
+            printf("backend: gemm x W^T for few rows, %s kernel: not on this CPU\n",
+                   kernels[ki].name);
+            continue;
+        }
+        mt_rng rng;
+        mt_rng_init(&rng, 11, 0);
+        double worst = gemm_rows_case(&rng, isa, 32, 1027, 67);
+        /* the AVX-512 kernel's most rows (64 at K 1024) through the backend too */
+        worst = fmax(worst, gemm_rows_case(&rng, isa, 64, 67, 1024));
+        /* one row by a matrix of 2^22 floats or more: the backend's one-row case */
+        worst = fmax(worst, gemm_rows_case(&rng, isa, 1, 16400, 257));
+        int cases = 2;
+        for (size_t mi = 0; mi < sizeof Ms / sizeof *Ms; mi++)
+            for (size_t ni = 0; ni < sizeof Ns / sizeof *Ns; ni++)
+                for (size_t k = 0; k < sizeof Ks / sizeof *Ks; k++, cases++)
+                    worst = fmax(worst, gemm_rows_case(&rng, isa, Ms[mi], Ns[ni], Ks[k]));
+        printf("backend: gemm x W^T for few rows, %s (%d shapes) max relative error %.2e "
+               "(bound 1e-6)\n",
+               kernels[ki].name, cases, worst);
+        assert_true(worst < 1e-6);
+    }
+}
+
+/* The AVX-512 kernel takes a product's last 1 to 3 rows with 2 x 8 tiles after its 4 x 4
+ * tiles: those rows come out as the same floats as in a 4 x 4 tile (the same row four times),
+ * so an output does not depend on how many rows are beside it past the first 4. */
+static void test_gemm_rows_tail_bits(void **state)
+{
+    (void)state;
+    if (!cpu_gemm_rows_supported(CPU_ROWS_AVX512)) {
+        printf("backend: gemm rows tail: no AVX-512 kernel on this CPU\n");
+        return;
+    }
+    enum { N = 75, K = 131 };
+    mt_rng rng;
+    mt_rng_init(&rng, 12, 0);
+    float *w = gc_random((size_t)N * K, &rng, 1.0f);
+    for (int M = 5; M <= 39; M += 1) {
+        float *x = gc_random((size_t)M * K, &rng, 1.0f), *y = malloc(sizeof(float) * M * N);
+        float *x4 = malloc(sizeof(float) * 4 * K), *y4 = malloc(sizeof(float) * 4 * N);
+        assert_int_equal(cpu_gemm_rows_with(CPU_ROWS_AVX512, M, N, K, 0.7f, x, K, w, K, y, N), 1);
+        for (int r = M - M % 4; r < M; r++) {
+            for (int i = 0; i < 4; i++) memcpy(x4 + (size_t)i * K, x + (size_t)r * K, K * 4);
+            assert_int_equal(cpu_gemm_rows_with(CPU_ROWS_AVX512, 4, N, K, 0.7f, x4, K, w, K, y4, N),
+                             1);
+            for (int i = 0; i < 4; i++)
+                assert_memory_equal(y4 + (size_t)i * N, y + (size_t)r * N, N * sizeof(float));
+        }
+        free(x), free(y), free(x4), free(y4);
+    }
+    free(w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gemm_vs_naive),
+        cmocka_unit_test(test_gemm_libraries_vs_naive),
+        cmocka_unit_test(test_gemm_blis_bits_across_threads),
+        cmocka_unit_test(test_gemm_rows_vs_naive),
+        cmocka_unit_test(test_gemm_rows_tail_bits),
+    };
+    return cmocka_run_group_tests_name("backend_gemm", tests, setup, NULL);
+}
