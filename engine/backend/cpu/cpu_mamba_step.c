@@ -26,10 +26,6 @@
 
 #include <omp.h>
 
-/* below this many multiply-adds in in_proj the step stays on one thread: the few-row kernel's
- * own threshold for a product (cpu_gemm_rows.c) */
-#define STEP_MIN_MACS ((size_t)1 << 15)
-
 /* [*c0, *c1): part t of nt of n channels, in whole vectors */
 static void share(int n, int t, int nt, int *c0, int *c1)
 {
@@ -128,7 +124,7 @@ int cpu_mamba_step(const mt_mamba_step_args *m)
      * libmvec variants than its vectors (act_forward's SiLU, gate_forward), so gating a part
      * vector in a block of lanes would not give the operations' floats */
     if (D % CPU_LANES) return 0;
-    if (!cpu_fork((size_t)B * 2 * D * C, STEP_MIN_MACS)) {
+    if (!cpu_fork((size_t)B * 2 * D * C, CPU_MAMBA_STEP_MIN_MACS)) {
         step_part(m, 0, 1);
         return 1;
     }

@@ -165,6 +165,10 @@ void cpu_scan_step_A(float *A, const mt_scan_args *a);
 /* the optional mamba_step (cpu_mamba_step.c), and the conv and scan steps of channels [c0, c1)
  * of every row it shares among threads (cpu_conv.c, cpu_scan.c; c0 a multiple of 16) */
 int cpu_mamba_step(const mt_mamba_step_args *m);
+/* below this many multiply-adds in in_proj (B x 2D x C) the step stays on one thread: the few-row
+ * kernel's own threshold for a product (cpu_gemm_rows.c); above it, the step declines where that
+ * kernel does not take both products (the operations' own forks are then the faster) */
+#define CPU_MAMBA_STEP_MIN_MACS ((size_t)1 << 15)
 void cpu_conv1d_step_part(float *out, float *state, const float *x, const float *w,
                           const float *bias, int B, int C, int K, int c0, int c1);
 void cpu_scan_step_part(float *y, float *h, const mt_scan_args *a, int c0, int c1);
