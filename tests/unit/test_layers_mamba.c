@@ -509,7 +509,7 @@ static void fused_step_equals_ops(const mt_mamba_config *cfg, int B, int threads
            "operations bit for bit (outputs, states, working rows)\n",
            C, cfg->d_inner, cfg->bias, B, threads, fused_steps, STEPS);
     /* whole vectors of channels only; at two threads, only where the few-row kernel takes both
-     * products (at batch 1 its AVX-512 build alone: on an AVX2 CPU the operations run) */
+     * products (a CPU without AVX2 + FMA has no such kernel: there the operations run) */
     int D = cfg->d_inner;
     int kernel = cpu_gemm_rows_part(B, 0, 0, D, C, 1.0f, NULL, C, NULL, C, NULL, D) &&
                  cpu_gemm_rows_part(B, 0, 0, C, D, 1.0f, NULL, D, NULL, D, NULL, C);

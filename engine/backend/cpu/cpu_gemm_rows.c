@@ -9,15 +9,16 @@
  *   AVX-512: one row of x reads the weight rows one after the other, in memory order; more rows
  *     take a tile of rows of x by rows of w (2 x 8 or 4 x 4) that keeps 16 dot products running
  *     in 16 registers along K, and the 16 sums are folded into one register at the
- * end (4 shuffle-and-add rounds instead of 16 horizontal sums); AVX2 + FMA: a tile of up to 3 rows
- * of x by 4 rows of w keeps 12 dot products in 12 of the 16 registers, each weight vector feeding 3
+ * end (4 shuffle-and-add rounds instead of 16 horizontal sums); AVX2 + FMA: one row of x streams
+ * the weight rows as with AVX-512, and more take a tile of 2 or 3 rows of x by 4 rows of w that
+ * keeps up to 12 dot products in 12 of the 16 registers, each weight vector feeding 3
  * multiply-adds; each x row's 4 sums are folded by two horizontal-add rounds. The tiles ask for the
  * weight rows PREFETCH_ROWS ahead a cache line at a time while they compute, so that a matrix that
  * comes from memory (the vocabulary projection) streams in while the products run. Threads split
  * the rows of w when the product is big enough to pay for a fork (cpu_par.h); a smaller one runs on
  * the calling thread outside any OpenMP region. The sums run in another order than OpenBLAS's, so
- * results agree to float rounding (tests/unit/ test_backend.c compares every kernel this CPU runs
- * with naive_gemm). */
+ * results agree to float rounding (tests/unit/test_backend_gemm.c compares every kernel this CPU
+ * runs with naive_gemm). */
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_par.h"
 
@@ -34,8 +35,9 @@
 /* One row of x takes the AVX-512 kernel (row_dots) at every size: it streams a matrix from
  * memory as fast as OpenBLAS's sgemv and runs faster in cache (below), and it keeps a step's
  * small products off OpenBLAS's threads, which fork a team for every product from 9,216
- * weights on (cpu_par.h). With AVX2 only, sgemv keeps one row (the AVX2 tile's 4 w rows were
- * slower: 244 against 216 us a transformer-small step's products). */
+ * weights on (cpu_par.h). With AVX2 only, one row streams the weights the same way
+ * (row_dots_avx2; the AVX2 tile's 4 w rows for it had been slower than sgemv: 244 against 216 us
+ * a transformer-small step's products). */
 /* below this many multiply-adds one thread is faster than a fork/join. 2^15: at two threads
  * every product of a batch-1 transformer-small step forks (192 x 192 and up), as OpenBLAS's
  * sgemv did; a team forked again within libgomp's spin (GOMP_SPINCOUNT, docs/decoding.md §9.1)
@@ -198,7 +200,7 @@ AVX2 static inline __m128 fold4(__m256 a0, __m256 a1, __m256 a2, __m256 a3)
     return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
-/* MT (1 to 3) rows of x from m against w rows n .. n + 3 (a short tile repeats row n1 - 1 and
+/* MT (2 or 3) rows of x from m against w rows n .. n + 3 (a short tile repeats row n1 - 1 and
  * drops what it computed twice). Inlined with constant MT so the 4 * MT accumulators live in
  * registers. */
 __attribute__((target("avx2,fma"), always_inline)) static inline void
@@ -253,15 +255,57 @@ rows_tile8(int MT, int m, int n, int n1, int K, float alpha, const float *x, int
     }
 }
 
-/* x rows of the next tile with `left` rows to go: 3 at a time, the last 1 to 4 as 1, 2 or
- * 2 + 2 */
-static inline int avx2_tile_rows(int left) { return left > 4 || left == 3 ? 3 : left == 1 ? 1 : 2; }
+/* One row of x, as row_dots: rows n0..n1-1 of w in memory order, each whole before the next, 8
+ * accumulators of 8 k (64 k a step), a masked tail and one horizontal sum a row. On the AVX2
+ * EPYC (Zen 3, 2 vCPUs), whole greedy decodes at batch 1 (20 sources x 64 tokens, median of 5
+ * interleaved runs) against OpenBLAS's sgemv (Zen kernels), which took one row before: mamba-small
+ * 1.22x the tokens/s at one thread and 1.42x at two, transformer-small 1.30x and 1.15x; weight
+ * rows two or four at a time (sharing each x load, 8 accumulators) gained less at every point
+ * (0.97-1.30x and 1.09-1.23x). */
+AVX2 static void row_dots_avx2(int n0, int n1, int K, float alpha, const float *x, const float *w,
+                               int ldw, float *y)
+{
+    int K64 = K - K % 64, Kv = K - K % 8;
+    __m256i keep =
+        _mm256_cmpgt_epi32(_mm256_set1_epi32(K - Kv), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    for (int n = n0; n < n1; n++) {
+        const float *wr = w + (size_t)n * ldw;
+        __m256 acc[8];
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) acc[j] = _mm256_setzero_ps();
+        for (int k = 0; k < K64; k += 64)
+#pragma GCC unroll 8
+            for (int j = 0; j < 8; j++)
+                acc[j] = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 8 * j),
+                                         _mm256_loadu_ps(wr + k + 8 * j), acc[j]);
+        for (int k = K64; k < Kv; k += 8)
+            acc[0] = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), _mm256_loadu_ps(wr + k), acc[0]);
+        if (Kv < K)
+            acc[1] = _mm256_fmadd_ps(_mm256_maskload_ps(x + Kv, keep),
+                                     _mm256_maskload_ps(wr + Kv, keep), acc[1]);
+        __m256 s0 = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+        __m256 s1 = _mm256_add_ps(_mm256_add_ps(acc[4], acc[5]), _mm256_add_ps(acc[6], acc[7]));
+        __m256 sum = _mm256_add_ps(s0, s1);
+        __m128 h = _mm_add_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps(sum, 1));
+        h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+        h = _mm_add_ss(h, _mm_movehdup_ps(h));
+        y[n] = alpha * _mm_cvtss_f32(h);
+    }
+}
+
+/* x rows of the next tile with `left` rows (2 or more) to go: 3 at a time, the last 2 to 4 as 2
+ * or 2 + 2 */
+static inline int avx2_tile_rows(int left) { return left > 4 || left == 3 ? 3 : 2; }
 
 /* Rows n0..n1-1 of y^T by avx2_tile_rows tiles. The tiles of one block of 4 w rows share out
  * the prefetches of the block PREFETCH_ROWS on. */
 AVX2 static void rows_block_avx2(int M, int n0, int n1, int N, int K, float alpha, const float *x,
                                  int ldx, const float *w, int ldw, float *y, int ldy)
 {
+    if (M == 1) {
+        row_dots_avx2(n0, n1, K, alpha, x, w, ldw, y);
+        return;
+    }
     int tiles = 0;
     for (int m = 0; m < M; m += avx2_tile_rows(M - m)) tiles++;
     int per = (4 + tiles - 1) / tiles;
@@ -275,9 +319,7 @@ AVX2 static void rows_block_avx2(int M, int n0, int n1, int N, int K, float alph
             int mt = avx2_tile_rows(M - m);
             int a = t * per < 4 ? t * per : 4, b = a + per < 4 ? a + per : 4;
             if (mt == 3) rows_tile8(3, m, n, n1, K, alpha, x, ldx, w, ldw, y, ldy, pf + a, b - a);
-            else if (mt == 2)
-                rows_tile8(2, m, n, n1, K, alpha, x, ldx, w, ldw, y, ldy, pf + a, b - a);
-            else rows_tile8(1, m, n, n1, K, alpha, x, ldx, w, ldw, y, ldy, pf + a, b - a);
+            else rows_tile8(2, m, n, n1, K, alpha, x, ldx, w, ldw, y, ldy, pf + a, b - a);
             m += mt;
         }
     }
@@ -337,7 +379,6 @@ static cpu_rows_isa rows_isa(int M, int N, int K)
         isa = cpu_gemm_rows_supported(CPU_ROWS_AVX512) ? CPU_ROWS_AVX512
               : cpu_gemm_rows_supported(CPU_ROWS_AVX2) ? CPU_ROWS_AVX2
                                                        : CPU_ROWS_NONE;
-    if (M == 1 && isa != CPU_ROWS_AVX512) return CPU_ROWS_NONE;
     if (M > rows_max_m((cpu_rows_isa)isa, K)) return CPU_ROWS_NONE;
     return (cpu_rows_isa)isa;
 }
