@@ -179,8 +179,8 @@ static double gemm_rows_case(mt_rng *rng, int isa, int m, int n, int k)
 static void test_gemm_rows_vs_naive(void **state)
 {
     (void)state;
-    static const int Ms[] = {1, 2, 3, 4, 5, 7, 16, 32, 33, 35, 62}, Ns[] = {1, 5, 64, 67, 80},
-                     Ks[] = {3, 64, 67, 80, 257};
+    static const int Ms[] = {1, 2, 3, 4, 5, 7, 16, 32, 33, 35, 39, 40, 62},
+                     Ns[] = {1, 5, 64, 67, 80}, Ks[] = {3, 64, 67, 80, 257};
     static const struct {
         int isa;
         const char *name;

@@ -78,11 +78,15 @@ int mt_cpu_blas_hint(char *out, size_t len)
     return 1;
 }
 
+#define STRING_OF(x) #x
+#define DIGITS_OF(x) STRING_OF(x)
+
 const char *mt_cpu_own_kernels(char *out, size_t len)
 {
     const char *rows = cpu_gemm_rows_supported(CPU_ROWS_AVX512) ? "avx512 (1 to 16-64 rows: K / 16)"
-                       : cpu_gemm_rows_supported(CPU_ROWS_AVX2) ? "avx2 (1 to 32 rows)"
-                                                                : "none (OpenBLAS)";
+                       : cpu_gemm_rows_supported(CPU_ROWS_AVX2)
+                           ? "avx2 (1 to " DIGITS_OF(CPU_ROWS_MAX_M_AVX2) " rows)"
+                           : "none (OpenBLAS)";
     const cpu_int8_kernel *k = cpu_int8_kernel_pick();
     if (k) snprintf(out, len, "few-row products %s, int8 %s", rows, k->name);
     else

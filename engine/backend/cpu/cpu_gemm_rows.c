@@ -1,6 +1,6 @@
 /* y (M, N) = x (M, K) w (N, K)^T for the few rows a decoding step or a short prompt has (up
- * to 16-64 rows, by K: rows_max_m): every linear layer's x W^T at batch 1 to 16 and a
- * sentence's prefill (docs/decoding.md §9).
+ * to 16-64 rows by K with AVX-512, 39 with AVX2: rows_max_m): every linear layer's x W^T at batch 1
+ * to 16 and a sentence's prefill (docs/decoding.md §9).
  *
  * OpenBLAS's sgemm first copies w into its packed layout, so for few rows it reads the weights
  * twice and spends most of a step packing them; its sgemv reads them once but one output at a
@@ -361,11 +361,18 @@ int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const
  * 0.93-0.95 at 33, 1.04-1.06 at 40; K 768 (3072, 50280 and 192 x 768) 0.75-0.88 at 33,
  * 0.80-1.00 at 40, 0.87-1.04 at 48, 0.95-1.07 at 64; K 1536 (768 and 80 x 1536) 0.83-0.88
  * at 33, 1.00-1.06 at 64; 512 x 2048 0.90 at 64. A prompt of 33 tokens (32 and <sep>) went
- * to OpenBLAS at every shape when the bound was 32 rows for all K. The AVX2 kernel keeps 32
- * (not timed on an AVX2-only CPU). */
+ * to OpenBLAS at every shape when the bound was 32 rows for all K.
+ * The AVX2 kernel takes up to CPU_ROWS_MAX_M_AVX2 (39) rows at every K. On the 2-vCPU EPYC
+ * (Zen 3, AVX2 only; OpenBLAS's Zen kernels), the same timing over 14 shapes (K 192 to 2048, N
+ * 80 to 50280), two runs: OpenBLAS is at its best on a multiple of 4 rows and the kernel's tiles
+ * are 3 rows, so at one thread the kernel's time is 0.57-0.92 of OpenBLAS's at 33 rows,
+ * 0.56-1.05 at 28-39 (1.13 once at 36), and from 40 rows on it loses at several shapes of K
+ * 192-512 (up to 1.27 at 40) while it still wins at K 768; at two threads it wins at every shape
+ * up to 40 rows (0.51-0.87 at 33-40). One bound for every K keeps the rule simple; a prompt of
+ * 33-39 tokens no longer pays OpenBLAS's packing. */
 static int rows_max_m(cpu_rows_isa isa, int K)
 {
-    if (isa != CPU_ROWS_AVX512) return 32;
+    if (isa != CPU_ROWS_AVX512) return CPU_ROWS_MAX_M_AVX2;
     int m = K / 16;
     return m < 16 ? 16 : m > CPU_ROWS_MAX_M ? CPU_ROWS_MAX_M : m;
 }

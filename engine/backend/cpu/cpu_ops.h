@@ -18,10 +18,11 @@ MT_BACKEND_OPS(CPU_DECLARE)
 
 /* matrix products (cpu_gemm_rows.c; naive_gemm.c: loops) */
 /* y (M, N) = alpha x (M, K) w (N, K)^T for decoding's few rows (cpu_gemm_rows.c): 1 when done,
- * 0 when this CPU or these sizes want OpenBLAS instead (one row on a CPU without AVX-512; more
- * rows than the kernel takes at this K, 16 to CPU_ROWS_MAX_M with AVX-512, 32 with AVX2; K or
- * N below 64). */
+ * 0 when this CPU or these sizes want OpenBLAS instead (a CPU without AVX2 + FMA; more rows than
+ * the kernel takes at this K, 16 to CPU_ROWS_MAX_M with AVX-512, CPU_ROWS_MAX_M_AVX2 with AVX2;
+ * K or N below 64). */
 #define CPU_ROWS_MAX_M 64
+#define CPU_ROWS_MAX_M_AVX2 39
 int cpu_gemm_rows(int M, int N, int K, float alpha, const float *x, int ldx, const float *w,
                   int ldw, float *y, int ldy);
 /* Rows n0..n1-1 of that product (y (M, N) at its columns n0..n1-1) on the calling thread, with
