@@ -365,10 +365,11 @@ int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const
  * The AVX2 kernel takes up to CPU_ROWS_MAX_M_AVX2 (39) rows at every K. On the 2-vCPU EPYC
  * (Zen 3, AVX2 only; OpenBLAS's Zen kernels), the same timing over 14 shapes (K 192 to 2048, N
  * 80 to 50280), two runs: OpenBLAS is at its best on a multiple of 4 rows and the kernel's tiles
- * are 3 rows, so at one thread the kernel's time is 0.57-0.92 of OpenBLAS's at 33 rows,
- * 0.56-1.05 at 28-39 (1.13 once at 36), and from 40 rows on it loses at several shapes of K
- * 192-512 (up to 1.27 at 40) while it still wins at K 768; at two threads it wins at every shape
- * up to 40 rows (0.51-0.87 at 33-40). One bound for every K keeps the rule simple; a prompt of
+ * are 3 rows, so at one thread the kernel's time is 0.57-0.92 of OpenBLAS's at 33 rows and
+ * 0.56-1.16 at 28-39 (above 1.05 only at 28, 32 and 36 rows: the old bound of 32 had the same
+ * losses), and from 40 rows on it loses at several shapes of K 192-512 (up to 1.27 at 40) while
+ * it still wins at K 768; at two threads it wins at every shape up to 40 rows (0.51-0.87 at
+ * 33-40). One bound for every K keeps the rule simple; a prompt of
  * 33-39 tokens no longer pays OpenBLAS's packing. */
 static int rows_max_m(cpu_rows_isa isa, int K)
 {
