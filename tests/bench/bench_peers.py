@@ -24,13 +24,15 @@ How it measures (the reasons are in docs/bench.md):
   * each system runs at 1 and 2 threads (--threads) and the best of each is reported;
   * greedy, exactly --new-tokens new tokens per source (<eos> and <pad> suppressed), random
     sources of --src-len ordinary ids (equal lengths: no padding), one warm-up batch per
-    process, then --repeat passes whose median is that process's figure; the deployed sizes
-    decode fewer sources and tokens per pass (BIG_WORK).
+    process, then --repeat passes whose median is that process's figure (with --min-seconds S,
+    more where the group's fastest setting would time less than S seconds: one calibration
+    pass of every setting picks a count the whole group shares); the deployed sizes decode
+    fewer sources and tokens per pass (BIG_WORK).
 mtlab's figure comes from `mtlab bench --peer-inputs FILE -m BUNDLE`; its int8 rows run only
 when `mtlab bench --help` offers --precision. Missing Python packages are pip-installed.
 
   python3 tests/bench/bench_peers.py [--mtlab ./mtlab] [--work DIR] [--rounds N] [--repeat N]
-          [--threads 1,2] [--batches 1,16] [--models transformer,mamba,hybrid,marian-base,...]
+          [--min-seconds S] [--threads 1,2] [--batches 1,16] [--models transformer,mamba,hybrid,marian-base,...]
           [--new-tokens N] [--src-len N]
   python3 tests/bench/bench_peers.py --check [--mtlab ./mtlab] [--work DIR] [--models ...]
 """
@@ -38,6 +40,7 @@ import argparse
 import importlib
 import importlib.util
 import json
+import math
 import os
 import random
 import re
@@ -461,13 +464,14 @@ class Setting:
         return f"{self.system} {self.precision} {self.threads}t"
 
 
-def run_setting(s, a, bundle, ids, peer_models, new_tokens, tokens_out=None):
-    """One fresh process decoding ids with setting s; its tokens/s. peer_models: the converted
-    model of each (system, precision) that reads one (CTranslate2's directory, a GGUF file)."""
+def run_setting(s, a, bundle, ids, peer_models, new_tokens, tokens_out=None, repeat=None):
+    """One fresh process decoding ids with setting s, repeat passes (a.repeat by default); its
+    tokens/s. peer_models: the converted model of each (system, precision) that reads one
+    (CTranslate2's directory, a GGUF file)."""
     env = dict(os.environ, OMP_NUM_THREADS=str(s.threads), OPENBLAS_NUM_THREADS=str(s.threads),
                MKL_NUM_THREADS=str(s.threads))
     common = ["--new-tokens", str(new_tokens), "--batch", str(s.batch), "--repeat",
-              str(a.repeat)]
+              str(repeat or a.repeat)]
     if s.system in ("mtlab", "before"):
         binary = a.mtlab if s.system == "mtlab" else a.mtlab_before
         cmd = [binary, "bench", "--peer-inputs", ids, "-m", bundle, *common]
@@ -663,6 +667,17 @@ def work_size(model, batch, a):
     return SOURCES_PER_BATCH.get(batch, 2 * batch), a.new_tokens
 
 
+def passes_for(group, a, bundle, ids, peer_models, n, new_tokens):
+    """Passes a process of this group times: a.repeat, or with --min-seconds as many as make the
+    fastest setting's timed passes last that long, measured by one pass of every setting first
+    (a calibration round, not reported). Every setting of the group gets the same count."""
+    if a.min_seconds <= 0:
+        return a.repeat
+    fastest = max(run_setting(s, a, bundle, ids, peer_models, new_tokens, repeat=1)[0]
+                  for s in group)
+    return max(a.repeat, math.ceil(a.min_seconds / (n * new_tokens / fastest)))
+
+
 def bench(a):
     model, flags = cpu_description()
     precisions = mtlab_precisions(a.mtlab)
@@ -670,7 +685,9 @@ def bench(a):
     print(f"cpu flags: {flags}")
     print(f"bench-peers: greedy, exactly {a.new_tokens} new tokens per source, random sources of "
           f"{a.src_len} ids; threads {a.threads}; {a.rounds} rounds, every setting a fresh "
-          f"process; in each, a warm-up batch and the median of {a.repeat} passes")
+          f"process; in each, a warm-up batch and the median of {a.repeat} passes"
+          + (f" or more: as many as last {a.min_seconds:g} s for the group's fastest setting, "
+             "after a calibration round of one pass each" if a.min_seconds > 0 else ""))
     big = [f"{m} " + ", ".join(f"batch {b}: {n} sources x {k} new tokens"
                                for b, (n, k) in BIG_WORK[m].items())
            for m in a.models if m in BIG_WORK]
@@ -699,14 +716,16 @@ def bench(a):
                 group = settings_for(model, batch, a.threads, precisions, bool(a.mtlab_before),
                                      a.systems)
                 started = time.monotonic()
+                passes = passes_for(group, a, bundle, ids, peer_models, n, new_tokens)
                 for r in range(a.rounds):
                     order = group[r % len(group):] + group[:r % len(group)]
                     for s in order:
-                        rate, s.version = run_setting(s, a, bundle, ids, peer_models, new_tokens)
+                        rate, s.version = run_setting(s, a, bundle, ids, peer_models, new_tokens,
+                                                      repeat=passes)
                         s.rates.append(rate)
                 print(f"\n{model} ({bundle}, {origin}), batch {batch}, {n} sources x {new_tokens} "
-                      f"new tokens ({time.monotonic() - started:.0f} s, load average "
-                      f"{os.getloadavg()[0]:.2f}):")
+                      f"new tokens, {passes} passes a process ({time.monotonic() - started:.0f} s, "
+                      f"load average {os.getloadavg()[0]:.2f}):")
                 report(group)
                 results.append((model, batch, group))
                 sys.stdout.flush()
@@ -843,6 +862,9 @@ def main():
     p.add_argument("--work", default="build/bench-peers")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--repeat", type=int, default=2)
+    p.add_argument("--min-seconds", type=float, default=0,
+                   help="more passes a process where a group's fastest setting would time "
+                        "less than this (0: --repeat passes everywhere)")
     p.add_argument("--threads", default="1,2")
     p.add_argument("--batches", default="1,16")
     p.add_argument("--models", help="bench: transformer,mamba,hybrid,marian-base,tc-big,"
