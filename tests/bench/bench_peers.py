@@ -32,8 +32,8 @@ mtlab's figure comes from `mtlab bench --peer-inputs FILE -m BUNDLE`; its int8 r
 when `mtlab bench --help` offers --precision. Missing Python packages are pip-installed.
 
   python3 tests/bench/bench_peers.py [--mtlab ./mtlab] [--work DIR] [--rounds N] [--repeat N]
-          [--min-seconds S] [--threads 1,2] [--batches 1,16] [--models transformer,mamba,hybrid,marian-base,...]
-          [--new-tokens N] [--src-len N]
+          [--min-seconds S] [--threads 1,2] [--batches 1,16]
+          [--models transformer,mamba,hybrid,marian-base,...] [--new-tokens N] [--src-len N]
   python3 tests/bench/bench_peers.py --check [--mtlab ./mtlab] [--work DIR] [--models ...]
 """
 import argparse

@@ -369,8 +369,8 @@ int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const
  * 0.56-1.16 at 28-39 (above 1.05 only at 28, 32 and 36 rows: the old bound of 32 had the same
  * losses), and from 40 rows on it loses at several shapes of K 192-512 (up to 1.27 at 40) while
  * it still wins at K 768; at two threads it wins at every shape up to 40 rows (0.51-0.87 at
- * 33-40). One bound for every K keeps the rule simple; a prompt of
- * 33-39 tokens no longer pays OpenBLAS's packing. */
+ * 33-40). One bound for every K keeps the rule simple; a prompt of 33-39 tokens no longer
+ * pays OpenBLAS's packing. */
 static int rows_max_m(cpu_rows_isa isa, int K)
 {
     if (isa != CPU_ROWS_AVX512) return CPU_ROWS_MAX_M_AVX2;
