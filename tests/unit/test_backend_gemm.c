@@ -53,7 +53,8 @@ static double gemm_case_by(int lib, mt_rng *rng, int m, int n, int k)
             for (int i = 0; i < m; i++)
                 for (int j = 0; j < n; j++) {
                     assert_false(isnan(c1[i * ldc + j]));
-                    assert_true(fabsf(c1[i * ldc + j] - c2[i * ldc + j]) < 1e-5f);
+                    assert_true(fabsf(c1[i * ldc + j] - c2[i * ldc + j]) <
+                                1e-5f * fmaxf(1.0f, fabsf(c2[i * ldc + j])));
                 }
             free(a), free(b), free(c1), free(c2);
         }
@@ -85,7 +86,7 @@ static void test_gemm_vs_naive(void **state)
     free(a), free(b), free(c1), free(c2);
 }
 
-/* The two BLAS libraries behind the CPU backend's sgemm (cpu_gemm.c, cpu_blis.c), each on its
+/* The three sgemm paths behind the CPU backend (OpenBLAS, BLIS, the packed kernel), each on its
  * own, then the backend on shapes its rule sends to each; and the rule itself, shape class by
  * shape class, as cpu_gemm.c's comment gives it. */
 static void test_gemm_libraries_vs_naive(void **state)
@@ -93,8 +94,9 @@ static void test_gemm_libraries_vs_naive(void **state)
     (void)state;
     mt_rng rng;
     mt_rng_init(&rng, 11, 0);
-    static const char *const name[] = {"OpenBLAS", "BLIS"};
-    for (int lib = CPU_SGEMM_OPENBLAS; lib <= CPU_SGEMM_BLIS; lib++) {
+    static const char *const name[] = {"OpenBLAS", "BLIS", "packed"};
+    for (int lib = CPU_SGEMM_OPENBLAS; lib <= CPU_SGEMM_PACKED; lib++) {
+        if (lib == CPU_SGEMM_PACKED && !cpu_gemm_packed_supported()) continue;
         double worst = gemm_case_by(lib, &rng, 13, 11, 17);
         worst = fmax(worst, gemm_case_by(lib, &rng, 1, 11, 17));
         worst = fmax(worst, gemm_case_by(lib, &rng, 37, 45, 70));
@@ -103,36 +105,60 @@ static void test_gemm_libraries_vs_naive(void **state)
                name[lib], worst);
         assert_true(worst < 1e-6);
     }
-    /* through the backend: big enough for the rule to send the gradients' products to BLIS */
-    assert_int_equal(cpu_sgemm_pick_shape(1, 0, 150, 120, 130), CPU_SGEMM_BLIS);
+    /* through the backend: big enough for the rule to send the gradients' products to BLIS (or
+     * the packed kernel, at two threads on an AVX2 CPU) */
+    assert_int_equal(cpu_sgemm_pick_shape(0, 1, 1, 0, 150, 120, 130), CPU_SGEMM_BLIS);
     double worst = gemm_case(&rng, 150, 120, 130);
-    printf("backend: gemm at 150 x 120 x 130 (both libraries by the rule) max relative error "
+    printf("backend: gemm at 150 x 120 x 130 (the libraries by the rule) max relative error "
            "%.2e (bound 1e-6)\n",
            worst);
     assert_true(worst < 1e-6);
 
-    /* the rule: thin k and small products on OpenBLAS, */
-    assert_int_equal(cpu_sgemm_pick_shape(0, 1, 4096, 384, 12), CPU_SGEMM_OPENBLAS);
-    assert_int_equal(cpu_sgemm_pick_shape(1, 0, 4096, 384, 31), CPU_SGEMM_OPENBLAS);
-    assert_int_equal(cpu_sgemm_pick_shape(1, 0, 64, 42, 64), CPU_SGEMM_OPENBLAS);
-    assert_int_equal(cpu_sgemm_pick_shape(0, 0, 64, 64, 42), CPU_SGEMM_OPENBLAS);
-    /* weight gradients (trans_a) on BLIS, */
-    assert_int_equal(cpu_sgemm_pick_shape(1, 0, 168, 672, 4096), CPU_SGEMM_BLIS);
-    assert_int_equal(cpu_sgemm_pick_shape(1, 0, 8000, 168, 262), CPU_SGEMM_BLIS);
-    /* input gradients on BLIS through the vocabulary (k >= 4096), else on OpenBLAS, */
-    assert_int_equal(cpu_sgemm_pick_shape(0, 0, 262, 168, 8000), CPU_SGEMM_BLIS);
-    assert_int_equal(cpu_sgemm_pick_shape(0, 0, 4096, 168, 672), CPU_SGEMM_OPENBLAS);
-    assert_int_equal(cpu_sgemm_pick_shape(0, 0, 4096, 168, 4095), CPU_SGEMM_OPENBLAS);
-    /* x W^T on OpenBLAS, and any product with at most 32 output columns on BLIS */
-    assert_int_equal(cpu_sgemm_pick_shape(0, 1, 4096, 672, 168), CPU_SGEMM_OPENBLAS);
-    assert_int_equal(cpu_sgemm_pick_shape(0, 1, 262, 8000, 168), CPU_SGEMM_OPENBLAS);
-    assert_int_equal(cpu_sgemm_pick_shape(0, 1, 4096, 33, 384), CPU_SGEMM_OPENBLAS);
-    assert_int_equal(cpu_sgemm_pick_shape(0, 1, 4096, 32, 384), CPU_SGEMM_BLIS);
-    assert_int_equal(cpu_sgemm_pick_shape(0, 1, 4096, 12, 384), CPU_SGEMM_BLIS);
-    assert_int_equal(cpu_sgemm_pick_shape(0, 0, 4096, 12, 384), CPU_SGEMM_BLIS);
-    /* MTLAB_SGEMM unset here: the rule decides */
+    /* The rule on an AVX-512 CPU (packed 0) at one thread and two: thin k and small products
+     * on OpenBLAS, */
+    for (int t = 1; t <= 2; t++) {
+        assert_int_equal(cpu_sgemm_pick_shape(0, t, 0, 1, 4096, 384, 12), CPU_SGEMM_OPENBLAS);
+        assert_int_equal(cpu_sgemm_pick_shape(0, t, 1, 0, 4096, 384, 31), CPU_SGEMM_OPENBLAS);
+        assert_int_equal(cpu_sgemm_pick_shape(0, t, 1, 0, 64, 42, 64), CPU_SGEMM_OPENBLAS);
+        assert_int_equal(cpu_sgemm_pick_shape(0, t, 0, 0, 64, 64, 42), CPU_SGEMM_OPENBLAS);
+        /* weight gradients (trans_a) on BLIS, */
+        assert_int_equal(cpu_sgemm_pick_shape(0, t, 1, 0, 168, 672, 4096), CPU_SGEMM_BLIS);
+        assert_int_equal(cpu_sgemm_pick_shape(0, t, 1, 0, 8000, 168, 262), CPU_SGEMM_BLIS);
+        /* input gradients on BLIS through the vocabulary (k >= 4096), else on OpenBLAS, */
+        assert_int_equal(cpu_sgemm_pick_shape(0, t, 0, 0, 262, 168, 8000), CPU_SGEMM_BLIS);
+        assert_int_equal(cpu_sgemm_pick_shape(0, t, 0, 0, 4096, 168, 672), CPU_SGEMM_OPENBLAS);
+        assert_int_equal(cpu_sgemm_pick_shape(0, t, 0, 0, 4096, 168, 4095), CPU_SGEMM_OPENBLAS);
+        /* x W^T on OpenBLAS, and any product with at most 32 output columns on BLIS */
+        assert_int_equal(cpu_sgemm_pick_shape(0, t, 0, 1, 4096, 672, 168), CPU_SGEMM_OPENBLAS);
+        assert_int_equal(cpu_sgemm_pick_shape(0, t, 0, 1, 262, 8000, 168), CPU_SGEMM_OPENBLAS);
+        assert_int_equal(cpu_sgemm_pick_shape(0, t, 0, 1, 4096, 33, 384), CPU_SGEMM_OPENBLAS);
+        assert_int_equal(cpu_sgemm_pick_shape(0, t, 0, 1, 4096, 32, 384), CPU_SGEMM_BLIS);
+        assert_int_equal(cpu_sgemm_pick_shape(0, t, 0, 1, 4096, 12, 384), CPU_SGEMM_BLIS);
+        assert_int_equal(cpu_sgemm_pick_shape(0, t, 0, 0, 4096, 12, 384), CPU_SGEMM_BLIS);
+    }
+    /* On an AVX2 CPU (packed 1): the packed kernel where OpenBLAS was, small products aside, */
+    for (int t = 1; t <= 2; t++) {
+        assert_int_equal(cpu_sgemm_pick_shape(1, t, 0, 0, 64, 64, 42), CPU_SGEMM_OPENBLAS);
+        assert_int_equal(cpu_sgemm_pick_shape(1, t, 0, 1, 4096, 384, 12), CPU_SGEMM_PACKED);
+        assert_int_equal(cpu_sgemm_pick_shape(1, t, 0, 1, 4096, 672, 168), CPU_SGEMM_PACKED);
+        assert_int_equal(cpu_sgemm_pick_shape(1, t, 0, 0, 4096, 168, 672), CPU_SGEMM_PACKED);
+        /* BLIS keeping the thin outputs and the vocabulary's input gradients, */
+        assert_int_equal(cpu_sgemm_pick_shape(1, t, 0, 1, 4096, 32, 384), CPU_SGEMM_BLIS);
+        assert_int_equal(cpu_sgemm_pick_shape(1, t, 0, 0, 262, 168, 8000), CPU_SGEMM_BLIS);
+    }
+    /* and the weight gradients on BLIS at one thread, on the packed kernel at two */
+    assert_int_equal(cpu_sgemm_pick_shape(1, 1, 1, 0, 168, 672, 4096), CPU_SGEMM_BLIS);
+    assert_int_equal(cpu_sgemm_pick_shape(1, 2, 1, 0, 168, 672, 4096), CPU_SGEMM_PACKED);
+    assert_int_equal(cpu_sgemm_pick_shape(1, 2, 1, 0, 8000, 168, 262), CPU_SGEMM_PACKED);
+
+    /* MTLAB_SGEMM unset here: the rule decides, for this CPU and thread count */
     assert_int_equal(cpu_sgemm_forced(), -1);
+    int before = omp_get_max_threads();
+    omp_set_num_threads(1);
     assert_int_equal(cpu_sgemm_pick(1, 0, 168, 672, 4096), CPU_SGEMM_BLIS);
+    assert_int_equal(cpu_sgemm_pick(0, 1, 4096, 672, 168),
+                     cpu_sgemm_packed_cpu() ? CPU_SGEMM_PACKED : CPU_SGEMM_OPENBLAS);
+    omp_set_num_threads(before);
 }
 
 /* BLIS splits no sum across threads: the same product gives the same bits at one thread and at
@@ -157,6 +183,57 @@ static void test_gemm_blis_bits_across_threads(void **state)
     assert_memory_equal(c[1], c[2], (size_t)m * n * sizeof *c[0]);
     for (int i = 0; i < 3; i++) free(c[i]);
     free(a), free(b);
+}
+
+/* mtlab's packed kernel (cpu_gemm_packed.c) on its own: tiles of 6 x 16 with short last tiles
+ * in m and n, k in several blocks (KC 256: 600 as three of 200), rows in several blocks (MC 144)
+ * and shrunk blocks for two threads, columns in two blocks (NC 4096), every transpose at strides
+ * wider than the matrices, alpha, beta and beta 0 over NaN (gemm_case_by); then the same bits at
+ * one thread and at two, as training at any thread count relies on. */
+static void test_gemm_packed_vs_naive(void **state)
+{
+    (void)state;
+    if (!cpu_gemm_packed_supported()) {
+        printf("backend: packed sgemm: not on this CPU (AVX2 + FMA)\n");
+        skip();
+    }
+    mt_rng rng;
+    mt_rng_init(&rng, 13, 0);
+    static const int shapes[][3] = {{13, 11, 17},    {1, 11, 17},    {6, 16, 1},   {37, 45, 70},
+                                    {150, 120, 130}, {300, 33, 600}, {7, 4100, 5}, {12, 96, 257}};
+    double worst = 0.0;
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+        worst = fmax(
+            worst, gemm_case_by(CPU_SGEMM_PACKED, &rng, shapes[i][0], shapes[i][1], shapes[i][2]));
+    printf("backend: packed sgemm (8 shapes, 4 transposes, strides, alpha/beta) max relative "
+           "error %.2e (bound 1e-6)\n",
+           worst);
+    assert_true(worst < 1e-6);
+
+    /* one thread and two: the same floats, bit for bit, in every transpose, C split by rows
+     * (taller than wide) and by columns */
+    static const int split[][3] = {{299, 70, 520}, {70, 299, 520}};
+    int before = omp_get_max_threads();
+    for (int s = 0; s < 2; s++) {
+        const int m = split[s][0], n = split[s][1], k = split[s][2];
+        float *a = gc_random((size_t)m * k, &rng, 1.0f), *b = gc_random((size_t)n * k, &rng, 1.0f);
+        float *c0 = gc_random((size_t)m * n, &rng, 1.0f);
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++) {
+                float *c[2];
+                for (int t = 0; t < 2; t++) {
+                    c[t] = test_copy_floats(c0, (size_t)m * n);
+                    omp_set_num_threads(t + 1);
+                    assert_int_equal(cpu_gemm_packed(ta, tb, m, n, k, 0.5f, a, ta ? m : k, b,
+                                                     tb ? k : n, 1.0f, c[t], n),
+                                     1);
+                }
+                assert_memory_equal(c[0], c[1], (size_t)m * n * sizeof *c[0]);
+                free(c[0]), free(c[1]);
+            }
+        free(a), free(b), free(c0);
+    }
+    omp_set_num_threads(before);
 }
 
 /* Decoding's x W^T for few rows (cpu_gemm_rows.c): through the backend (whichever kernel this
@@ -248,6 +325,7 @@ int main(void)
         cmocka_unit_test(test_gemm_vs_naive),
         cmocka_unit_test(test_gemm_libraries_vs_naive),
         cmocka_unit_test(test_gemm_blis_bits_across_threads),
+        cmocka_unit_test(test_gemm_packed_vs_naive),
         cmocka_unit_test(test_gemm_rows_vs_naive),
         cmocka_unit_test(test_gemm_rows_tail_bits),
     };

@@ -106,14 +106,25 @@ const char *mt_cpu_products(char *out, size_t len)
     if (forced == CPU_SGEMM_BLIS)
         snprintf(out, len, "every product on BLIS %s (%s kernels; MTLAB_SGEMM=blis)", version,
                  kernels);
+    else if (forced == CPU_SGEMM_PACKED)
+        snprintf(out, len, "every product on mtlab's packed avx2 kernel (MTLAB_SGEMM=mtlab)");
     else if (forced == CPU_SGEMM_OPENBLAS)
         snprintf(out, len, "every product on OpenBLAS (%s kernels; MTLAB_SGEMM=openblas)",
                  mt_cpu_blas_core());
+    else if (cpu_sgemm_packed_cpu())
+        snprintf(out, len,
+                 "mtlab's packed avx2 kernel: x W^T, k < 32, input gradients k < 4096, weight "
+                 "gradients at 2+ threads; BLIS %s (%s kernels): weight gradients at 1 thread, <= "
+                 "32 output columns, k >= 4096; OpenBLAS (%s kernels): small%s%s%s",
+                 version, kernels, mt_cpu_blas_core(), ignored ? " (MTLAB_SGEMM=" : "",
+                 ignored ? ignored : "",
+                 ignored ? ": not openblas, blis, mtlab or auto; ignored)" : "");
     else
         snprintf(out, len,
                  "OpenBLAS (%s kernels): x W^T, k < 32, small; BLIS %s (%s kernels): weight "
                  "gradients, <= 32 output columns, k >= 4096%s%s%s",
                  mt_cpu_blas_core(), version, kernels, ignored ? " (MTLAB_SGEMM=" : "",
-                 ignored ? ignored : "", ignored ? ": not openblas, blis or auto; ignored)" : "");
+                 ignored ? ignored : "",
+                 ignored ? ": not openblas, blis, mtlab or auto; ignored)" : "");
     return out;
 }

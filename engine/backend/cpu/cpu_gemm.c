@@ -1,9 +1,11 @@
 /* Matrix products: a decoding step's x W^T for few rows in mtlab's own kernel (cpu_gemm_rows.c),
  * one row or one column as a matrix-vector product (cblas_sgemv), and the rest as sgemm by
- * OpenBLAS or BLIS (cpu_blis.c), whichever cpu_sgemm_pick says is faster for the shape. */
+ * OpenBLAS, BLIS (cpu_blis.c) or mtlab's packed kernel (cpu_gemm_packed.c), whichever
+ * cpu_sgemm_pick says is faster for the shape on this CPU. */
 #include "backend/cpu/cpu_ops.h"
 
 #include <cblas.h>
+#include <omp.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,9 +23,9 @@ static void gemv(int trans_w, int rows, int cols, float alpha, const float *w, i
                 incx, beta, y, incy);
 }
 
-/* The shape rule, from both libraries timed inside the small presets' training steps at one
- * and two threads on an AVX-512 Zen 4 (docs/models.md §10.9 gives each class's figures: how
- * much faster BLIS is than OpenBLAS, one thread and two):
+/* The shape rule, from the libraries timed inside the small presets' training steps at one and
+ * two threads (docs/models.md §10.9 gives each class's figures: how much faster one is than
+ * another, one thread and two). On an AVX-512 CPU (a Zen 4) OpenBLAS and BLIS share the work:
  * - k < 32: OpenBLAS. BLIS packs a thin panel at a loss (Mamba's dt back-projection x W^T at
  *   k = 12: 2-3.5x slower in BLIS).
  * - small products (m n k < 2^21): OpenBLAS, whose call costs less (64 x 64 x 42: 2x slower in
@@ -33,27 +35,44 @@ static void gemv(int trans_w, int rows, int cols, float alpha, const float *w, i
  *   BLIS, 1.7-2.3x.
  * - input gradients dY W with k >= 4096 (through the vocabulary's projection): BLIS, 1.0-1.4x;
  *   at smaller k the two are even (0.88-1.22x shape by shape), and OpenBLAS keeps them.
- * - x W^T, the forward products: OpenBLAS (BLIS 0.93-1.00x over the class). */
-cpu_sgemm_lib cpu_sgemm_pick_shape(int trans_a, int trans_b, int m, int n, int k)
+ * - x W^T, the forward products: OpenBLAS (BLIS 0.93-1.00x over the class).
+ * On an AVX2 CPU without AVX-512 (a Zen 3; `packed` set), mtlab's packed kernel
+ * (cpu_gemm_packed.c) takes what OpenBLAS took there, small products aside (at two threads x W^T
+ * 1.18x, k < 32 1.44x, input gradients 1.13x as fast as OpenBLAS over the class; at one thread
+ * 1.03x, 1.07x and 0.97x), and at two threads and more the weight gradients too (1.03x of BLIS,
+ * 1.12x of OpenBLAS; at one thread 0.97x and 0.93x, and BLIS keeps them). */
+cpu_sgemm_lib cpu_sgemm_pick_shape(int packed, int threads, int trans_a, int trans_b, int m, int n,
+                                   int k)
 {
-    if (k < 32 || (double)m * n * k < (double)(1 << 21)) return CPU_SGEMM_OPENBLAS;
-    if (trans_a || n <= 32 || (!trans_b && k >= 4096)) return CPU_SGEMM_BLIS;
-    return CPU_SGEMM_OPENBLAS;
+    if ((double)m * n * k < (double)(1 << 21)) return CPU_SGEMM_OPENBLAS;
+    cpu_sgemm_lib rest = packed ? CPU_SGEMM_PACKED : CPU_SGEMM_OPENBLAS;
+    if (k < 32) return rest;
+    if (trans_a) return packed && threads > 1 ? CPU_SGEMM_PACKED : CPU_SGEMM_BLIS;
+    if (n <= 32 || (!trans_b && k >= 4096)) return CPU_SGEMM_BLIS;
+    return rest;
 }
 
-/* MTLAB_SGEMM=openblas or blis runs every product on one library (to compare them); unset or
- * "auto", the shape rule; any other value is reported (cpu_sgemm_forced: -2) and the rule
- * decides. Read once. */
+/* 1 where the packed kernel joins the rule: AVX2 and FMA, no AVX-512 (whose CPUs run OpenBLAS's
+ * twice-as-wide kernels, and where the AVX2 kernel was not measured to gain) */
+int cpu_sgemm_packed_cpu(void)
+{
+    return cpu_gemm_packed_supported() && !cpu_gemm_rows_supported(CPU_ROWS_AVX512);
+}
+
+/* MTLAB_SGEMM=openblas, blis or mtlab (the packed kernel, on a CPU with AVX2 + FMA) runs every
+ * product on one library (to compare them); unset or "auto", the shape rule; any other value is
+ * reported (cpu_sgemm_forced: -2) and the rule decides. Read once. */
 static int sgemm_forced = -1;
 static pthread_once_t sgemm_once = PTHREAD_ONCE_INIT;
 
 static void read_sgemm_env(void)
 {
     const char *v = getenv("MTLAB_SGEMM");
-    sgemm_forced = !v || !*v || !strcmp(v, "auto") ? -1
-                   : !strcmp(v, "openblas")        ? CPU_SGEMM_OPENBLAS
-                   : !strcmp(v, "blis")            ? CPU_SGEMM_BLIS
-                                                   : -2;
+    sgemm_forced = !v || !*v || !strcmp(v, "auto")                      ? -1
+                   : !strcmp(v, "openblas")                             ? CPU_SGEMM_OPENBLAS
+                   : !strcmp(v, "blis")                                 ? CPU_SGEMM_BLIS
+                   : !strcmp(v, "mtlab") && cpu_gemm_packed_supported() ? CPU_SGEMM_PACKED
+                                                                        : -2;
 }
 
 int cpu_sgemm_forced(void)
@@ -65,7 +84,10 @@ int cpu_sgemm_forced(void)
 cpu_sgemm_lib cpu_sgemm_pick(int trans_a, int trans_b, int m, int n, int k)
 {
     int forced = cpu_sgemm_forced();
-    return forced >= 0 ? (cpu_sgemm_lib)forced : cpu_sgemm_pick_shape(trans_a, trans_b, m, n, k);
+    if (forced >= 0) return (cpu_sgemm_lib)forced;
+    return cpu_sgemm_pick_shape(cpu_sgemm_packed_cpu(),
+                                omp_in_parallel() ? 1 : omp_get_max_threads(), trans_a, trans_b, m,
+                                n, k);
 }
 
 void cpu_sgemm_with(cpu_sgemm_lib lib, int trans_a, int trans_b, int m, int n, int k, float alpha,
@@ -75,6 +97,9 @@ void cpu_sgemm_with(cpu_sgemm_lib lib, int trans_a, int trans_b, int m, int n, i
         cpu_blis_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
     }
+    if (lib == CPU_SGEMM_PACKED &&
+        cpu_gemm_packed(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+        return;
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                 trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }

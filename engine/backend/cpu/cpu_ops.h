@@ -37,12 +37,21 @@ typedef enum { CPU_ROWS_NONE, CPU_ROWS_AVX2, CPU_ROWS_AVX512 } cpu_rows_isa;
 int cpu_gemm_rows_supported(cpu_rows_isa isa);
 int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const float *x, int ldx,
                        const float *w, int ldw, float *y, int ldy);
-/* sgemm by OpenBLAS or BLIS (cpu_blis.c), by shape (cpu_gemm.c has the rule and its
- * measurements); MTLAB_SGEMM=openblas|blis sends every product to one (cpu_sgemm_forced: that
- * library; -1 unset or "auto", -2 another value, which leaves the rule deciding). cpu_sgemm_with
- * runs one product on the library named. */
-typedef enum { CPU_SGEMM_OPENBLAS, CPU_SGEMM_BLIS } cpu_sgemm_lib;
-cpu_sgemm_lib cpu_sgemm_pick_shape(int trans_a, int trans_b, int m, int n, int k);
+/* C (m, n) = alpha op(A) op(B) + beta C in mtlab's own packed AVX2 kernel (cpu_gemm_packed.c),
+ * the same float at any thread count: 1 when done, 0 on a CPU without AVX2 + FMA. */
+int cpu_gemm_packed_supported(void);
+int cpu_gemm_packed(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
+                    int lda, const float *b, int ldb, float beta, float *c, int ldc);
+/* sgemm by OpenBLAS, BLIS (cpu_blis.c) or the packed kernel, by shape, CPU and thread count
+ * (cpu_gemm.c has the rule and its measurements; cpu_sgemm_pick_shape's `packed`: the packed
+ * kernel joins the rule, as cpu_sgemm_packed_cpu says it does on an AVX2 CPU without AVX-512;
+ * `threads`: the OpenMP threads the product runs on); MTLAB_SGEMM=openblas|blis|mtlab sends
+ * every product to one (cpu_sgemm_forced: that library; -1 unset or "auto", -2 another value,
+ * which leaves the rule deciding). cpu_sgemm_with runs one product on the library named. */
+typedef enum { CPU_SGEMM_OPENBLAS, CPU_SGEMM_BLIS, CPU_SGEMM_PACKED } cpu_sgemm_lib;
+cpu_sgemm_lib cpu_sgemm_pick_shape(int packed, int threads, int trans_a, int trans_b, int m, int n,
+                                   int k);
+int cpu_sgemm_packed_cpu(void);
 cpu_sgemm_lib cpu_sgemm_pick(int trans_a, int trans_b, int m, int n, int k);
 int cpu_sgemm_forced(void);
 void cpu_sgemm_with(cpu_sgemm_lib lib, int trans_a, int trans_b, int m, int n, int k, float alpha,

@@ -1,0 +1,390 @@
+/* sgemm in mtlab's own packed kernel: C (m, n) = alpha op(A) (m, k) op(B) (k, n) + beta C, all
+ * row-major, for the training step's products and a prompt's x W^T on an AVX2 + FMA CPU
+ * (docs/models.md §10.9 has the measurements that say where it runs instead of OpenBLAS).
+ *
+ * The layout is the one BLIS made known (Van Zee and van de Geijn, "BLIS: A Framework for
+ * Rapidly Instantiating BLAS Functionality", 2015): op(B) is copied, KC rows of k by NC columns
+ * at a time, into panels of NR = 16 columns, each panel's KC x 16 floats contiguous; then a
+ * 6 x 16 tile of C is the sum over the block's k of 6 values of op(A), broadcast one by one,
+ * times one B panel row (two 8-float vectors): 12 accumulators, 12 multiply-adds a step on 2
+ * loads and 6 broadcasts, which keeps both FMA pipes of a Zen 3 core busy. The B panel (16 KiB
+ * at KC 256) stays in L1 while MC rows of op(A) stream from L2, and the packed B block from L3.
+ *
+ * op(A) is read where it lies when its rows run along k (x W^T, the input gradients dY W: no
+ * copy), six row pointers a tile; transposed (the weight gradients dY^T X) it is copied into
+ * panels of MR = 6 rows, as is a last panel of fewer than 6 rows (zeros below). op(B) is read as
+ * it lies either way, a transposed one by 8 x 8 transposes, and columns past n are zeros; edge
+ * tiles are written through a small buffer. Each tile asks for its rows of C before it sums, so
+ * that adding to a C that comes from memory does not wait at every tile's end.
+ *
+ * Threads split C into whole tiles, by columns or by rows, and each runs the product on its part
+ * with its own packing. Every element of C is the sum over k in the same order whoever computes
+ * it, the same KC blocks in turn, so the result is the same float at any thread count. The sums
+ * run in another order than OpenBLAS's: results agree with naive_gemm to float rounding
+ * (tests/unit/test_backend_gemm.c). */
+#include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_par.h"
+
+#include "mtlab/error.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+
+#define MR 6
+#define NR 16
+/* k per block: a B panel of KC x NR floats (16 KiB) in L1, an A panel of 6 KiB beside it */
+#define KC 256
+/* rows of A per block: MC x KC floats (144 KiB) in L2 */
+#define MC 144
+/* columns of B per block: KC x NC floats (4 MiB) in L3 */
+#define NC 4096
+/* below this many multiply-adds the product stays on one thread */
+#define PARALLEL_MIN_MACS ((size_t)1 << 22)
+
+/* A buffer of at least n floats, 64-byte aligned, kept for the next call on this thread (a
+ * fresh allocation of this size would be a fresh mmap, with page faults, on every call). */
+typedef struct {
+    void *raw;
+    size_t have;
+} scratch_buf;
+
+static float *scratch(scratch_buf *s, size_t n)
+{
+    if (s->have < n) {
+        free(s->raw);
+        s->raw = mt_xmalloc(n * sizeof(float) + 64);
+        s->have = n;
+    }
+    return (float *)(((uintptr_t)s->raw + 63) & ~(uintptr_t)63);
+}
+
+/* Each thread's two buffers, freed when the thread ends (OpenMP's workers end with the thread
+ * that forked them; a training rank is a thread of its own). */
+typedef struct {
+    scratch_buf a, b;
+} scratch_pair;
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_free(void *p)
+{
+    scratch_pair *s = p;
+    free(s->a.raw), free(s->b.raw), free(s);
+}
+
+/* as mt_xmalloc does when memory runs out: the product cannot go on */
+static void scratch_fail(const char *call)
+{
+    fprintf(stderr, "mtlab: %s failed for the packed sgemm's buffers\n", call);
+    abort();
+}
+
+static void scratch_key_make(void)
+{
+    if (pthread_key_create(&scratch_key, scratch_free)) scratch_fail("pthread_key_create");
+}
+
+static scratch_pair *thread_scratch(void)
+{
+    pthread_once(&scratch_once, scratch_key_make);
+    scratch_pair *s = pthread_getspecific(scratch_key);
+    if (!s) {
+        s = mt_xcalloc(1, sizeof *s);
+        if (pthread_setspecific(scratch_key, s)) scratch_fail("pthread_setspecific");
+    }
+    return s;
+}
+
+/* op(A) rows i0 .. i0+mc, k columns p0 .. p0+kc, into panels of MR rows: panel r's step p holds
+ * op(A)[i0 + r MR + 0..5][p0 + p], rows past mc zero. */
+static void pack_a(int trans_a, const float *a, int lda, int i0, int mc, int p0, int kc, float *ap)
+{
+    int whole = mc / MR * MR;
+    if (trans_a) {
+        /* op(A)[i][p] = a[p lda + i]: step p of every panel comes from one row of a, read in
+         * order */
+        for (int p = 0; p < kc; p++) {
+            const float *src = a + (size_t)(p0 + p) * lda + i0;
+            for (int r = 0; r < whole; r += MR)
+                memcpy(ap + (size_t)r * kc + p * MR, src + r, sizeof(float) * MR);
+            if (whole < mc) {
+                float *dst = ap + (size_t)whole * kc + p * MR;
+                for (int q = 0; q < MR; q++) dst[q] = whole + q < mc ? src[whole + q] : 0.0f;
+            }
+        }
+        return;
+    }
+    for (int r = 0; r < mc; r += MR) {
+        int rows = mc - r < MR ? mc - r : MR;
+        float *dst = ap + (size_t)r * kc;
+        /* the rows read side by side, the panel written in order (gemm_serial reads whole
+         * panels of an untransposed A where they lie and packs only a last short one) */
+        const float *src[MR];
+        for (int q = 0; q < MR; q++) src[q] = q < rows ? a + (size_t)(i0 + r + q) * lda + p0 : NULL;
+        for (int p = 0; p < kc; p++)
+            for (int q = 0; q < MR; q++) dst[p * MR + q] = q < rows ? src[q][p] : 0.0f;
+    }
+}
+
+/* dst[r ldd + q] = src[q lds + r] for an 8 x 8 block */
+__attribute__((target("avx2,fma"))) static void transpose8(const float *src, int lds, float *dst,
+                                                           int ldd)
+{
+    __m256 r[8], t[8];
+    for (int q = 0; q < 8; q++) r[q] = _mm256_loadu_ps(src + (size_t)q * lds);
+    for (int q = 0; q < 8; q += 2) {
+        t[q] = _mm256_unpacklo_ps(r[q], r[q + 1]);
+        t[q + 1] = _mm256_unpackhi_ps(r[q], r[q + 1]);
+    }
+    for (int q = 0; q < 8; q += 4) {
+        r[q] = _mm256_shuffle_ps(t[q], t[q + 2], 0x44);
+        r[q + 1] = _mm256_shuffle_ps(t[q], t[q + 2], 0xEE);
+        r[q + 2] = _mm256_shuffle_ps(t[q + 1], t[q + 3], 0x44);
+        r[q + 3] = _mm256_shuffle_ps(t[q + 1], t[q + 3], 0xEE);
+    }
+    for (int q = 0; q < 4; q++) {
+        _mm256_storeu_ps(dst + (size_t)q * ldd, _mm256_permute2f128_ps(r[q], r[q + 4], 0x20));
+        _mm256_storeu_ps(dst + (size_t)(q + 4) * ldd, _mm256_permute2f128_ps(r[q], r[q + 4], 0x31));
+    }
+}
+
+/* op(B) rows p0 .. p0+kc, columns j0 + [c0, c1) (whole panels of NR) into panels of NR columns:
+ * panel c's step p holds op(B)[p0 + p][j0 + c NR + 0..15], columns past nc zero. */
+static void pack_b_panel(int trans_b, const float *b, int ldb, int p0, int kc, int j0, int nc,
+                         int c, float *bp)
+{
+    int j = c * NR, cols = nc - j < NR ? nc - j : NR;
+    float *dst = bp + (size_t)c * kc * NR;
+    if (trans_b) {
+        /* op(B)[p][j] = b[j ldb + p]: each column of the panel is a row of b, turned by 8 x 8
+         * transposes where the panel is whole */
+        const float *src = b + (size_t)(j0 + j) * ldb + p0;
+        int p = 0;
+        if (cols == NR)
+            for (; p + 8 <= kc; p += 8) {
+                transpose8(src + p, ldb, dst + p * NR, NR);
+                transpose8(src + (size_t)8 * ldb + p, ldb, dst + p * NR + 8, NR);
+            }
+        for (; p < kc; p++)
+            for (int q = 0; q < NR; q++)
+                dst[p * NR + q] = q < cols ? src[(size_t)q * ldb + p] : 0.0f;
+    } else {
+        for (int p = 0; p < kc; p++) {
+            const float *src = b + (size_t)(p0 + p) * ldb + j0 + j;
+            if (cols == NR) {
+                memcpy(dst + p * NR, src, NR * sizeof(float));
+            } else {
+                int q = 0;
+                for (; q < cols; q++) dst[p * NR + q] = src[q];
+                for (; q < NR; q++) dst[p * NR + q] = 0.0f;
+            }
+        }
+    }
+}
+
+/* The 6 x 16 tile: c = alpha (A . bp) + beta c over kc steps, row r of A at a + r rs, step p
+ * at + p cs (a packed panel: rs 1, cs MR; rows read where they lie: rs lda, cs 1); beta 0
+ * never reads c. */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+tile_6x16(int kc, const float *a, size_t rs, size_t cs, const float *bp, float alpha, float beta,
+          float *c, int ldc)
+{
+    __m256 c0a = _mm256_setzero_ps(), c0b = _mm256_setzero_ps();
+    __m256 c1a = _mm256_setzero_ps(), c1b = _mm256_setzero_ps();
+    __m256 c2a = _mm256_setzero_ps(), c2b = _mm256_setzero_ps();
+    __m256 c3a = _mm256_setzero_ps(), c3b = _mm256_setzero_ps();
+    __m256 c4a = _mm256_setzero_ps(), c4b = _mm256_setzero_ps();
+    __m256 c5a = _mm256_setzero_ps(), c5b = _mm256_setzero_ps();
+    /* the tile of C comes from memory in the time the sums take (a store misses as a load does) */
+    for (int r = 0; r < MR; r++) {
+        _mm_prefetch((const char *)(c + (size_t)r * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + (size_t)r * ldc + NR - 1), _MM_HINT_T0);
+    }
+    const float *a0 = a, *a1 = a + rs, *a2 = a + 2 * rs, *a3 = a + 3 * rs, *a4 = a + 4 * rs,
+                *a5 = a + 5 * rs;
+#pragma GCC unroll 4
+    for (int p = 0; p < kc; p++) {
+        __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8), x;
+        size_t o = (size_t)p * cs;
+        x = _mm256_broadcast_ss(a0 + o);
+        c0a = _mm256_fmadd_ps(x, b0, c0a), c0b = _mm256_fmadd_ps(x, b1, c0b);
+        x = _mm256_broadcast_ss(a1 + o);
+        c1a = _mm256_fmadd_ps(x, b0, c1a), c1b = _mm256_fmadd_ps(x, b1, c1b);
+        x = _mm256_broadcast_ss(a2 + o);
+        c2a = _mm256_fmadd_ps(x, b0, c2a), c2b = _mm256_fmadd_ps(x, b1, c2b);
+        x = _mm256_broadcast_ss(a3 + o);
+        c3a = _mm256_fmadd_ps(x, b0, c3a), c3b = _mm256_fmadd_ps(x, b1, c3b);
+        x = _mm256_broadcast_ss(a4 + o);
+        c4a = _mm256_fmadd_ps(x, b0, c4a), c4b = _mm256_fmadd_ps(x, b1, c4b);
+        x = _mm256_broadcast_ss(a5 + o);
+        c5a = _mm256_fmadd_ps(x, b0, c5a), c5b = _mm256_fmadd_ps(x, b1, c5b);
+        bp += NR;
+    }
+    __m256 acc[2 * MR] = {c0a, c0b, c1a, c1b, c2a, c2b, c3a, c3b, c4a, c4b, c5a, c5b};
+    __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+    for (int r = 0; r < MR; r++) {
+        float *row = c + (size_t)r * ldc;
+        __m256 lo = _mm256_mul_ps(va, acc[2 * r]), hi = _mm256_mul_ps(va, acc[2 * r + 1]);
+        if (beta != 0.0f) {
+            lo = _mm256_fmadd_ps(vb, _mm256_loadu_ps(row), lo);
+            hi = _mm256_fmadd_ps(vb, _mm256_loadu_ps(row + 8), hi);
+        }
+        _mm256_storeu_ps(row, lo);
+        _mm256_storeu_ps(row + 8, hi);
+    }
+}
+
+__attribute__((target("avx2,fma"))) static void
+tile_packed(int kc, const float *ap, const float *bp, float alpha, float beta, float *c, int ldc)
+{
+    tile_6x16(kc, ap, 1, MR, bp, alpha, beta, c, ldc);
+}
+
+__attribute__((target("avx2,fma"))) static void tile_direct(int kc, const float *a, size_t lda,
+                                                            const float *bp, float alpha,
+                                                            float beta, float *c, int ldc)
+{
+    tile_6x16(kc, a, lda, 1, bp, alpha, beta, c, ldc);
+}
+
+/* One block of mc rows of C by nc columns from packed B: the A panels packed in ap, or, with
+ * ad set, the whole panels read where they lie (row i at ad + i lda) and only a last panel of
+ * fewer than MR rows packed (in ap). Edge tiles go through a buffer. */
+static void macro_block(int mc, int nc, int kc, const float *ad, size_t lda, const float *ap,
+                        const float *bp, float alpha, float beta, float *c, int ldc)
+{
+    int whole = mc / MR * MR;
+    for (int j = 0; j < nc; j += NR) {
+        const float *bpanel = bp + (size_t)j * kc;
+        int cols = nc - j < NR ? nc - j : NR;
+        for (int i = 0; i < mc; i += MR) {
+            int rows = mc - i < MR ? mc - i : MR;
+            float *tile = c + (size_t)i * ldc + j;
+            const float *apanel = ap + (size_t)(ad ? i - whole : i) * kc;
+            int direct = ad && rows == MR;
+            if (cols == NR && rows == MR) {
+                if (direct)
+                    tile_direct(kc, ad + (size_t)i * lda, lda, bpanel, alpha, beta, tile, ldc);
+                else tile_packed(kc, apanel, bpanel, alpha, beta, tile, ldc);
+                continue;
+            }
+            float edge[MR * NR];
+            if (direct) tile_direct(kc, ad + (size_t)i * lda, lda, bpanel, 1.0f, 0.0f, edge, NR);
+            else tile_packed(kc, apanel, bpanel, 1.0f, 0.0f, edge, NR);
+            for (int r = 0; r < rows; r++)
+                for (int q = 0; q < cols; q++) {
+                    float *o = tile + (size_t)r * ldc + q;
+                    float v = alpha * edge[r * NR + q];
+                    *o = beta == 0.0f ? v : v + beta * *o;
+                }
+        }
+    }
+}
+
+int cpu_gemm_packed_supported(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+/* The whole product on this thread: for each NC block of columns and KC block of k, op(B)'s
+ * block packed once, then MC blocks of rows, op(A) read where it lies (its rows contiguous in
+ * k: only a last panel of fewer than MR rows is packed) or, transposed, packed. */
+static void gemm_serial(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
+                        int lda, const float *b, int ldb, float beta, float *c, int ldc)
+{
+    /* k in equal blocks of at most KC (262 as 256 + 6 would pass over C again for 6 steps) */
+    int kblocks = (k + KC - 1) / KC, kcb = (k + kblocks - 1) / kblocks;
+    int ncb = n < NC ? n : NC, mcb = m < MC ? m : MC;
+    scratch_pair *buf = thread_scratch();
+    float *bp = scratch(&buf->b, (size_t)(ncb + NR) * kcb);
+    float *ap = scratch(&buf->a, (size_t)(mcb + MR) * kcb);
+    for (int j0 = 0; j0 < n; j0 += NC) {
+        int nc = n - j0 < NC ? n - j0 : NC;
+        for (int p0 = 0; p0 < k; p0 += kcb) {
+            int kc = k - p0 < kcb ? k - p0 : kcb;
+            /* the first k block applies beta; later ones add to what it left */
+            float bk = p0 == 0 ? beta : 1.0f;
+            for (int q = 0; q < (nc + NR - 1) / NR; q++)
+                pack_b_panel(trans_b, b, ldb, p0, kc, j0, nc, q, bp);
+            for (int i0 = 0; i0 < m; i0 += MC) {
+                int rows = m - i0 < MC ? m - i0 : MC;
+                const float *ad = NULL;
+                if (trans_a) {
+                    pack_a(trans_a, a, lda, i0, rows, p0, kc, ap);
+                } else {
+                    ad = a + (size_t)i0 * lda + p0;
+                    int whole = rows / MR * MR;
+                    if (whole < rows) pack_a(trans_a, a, lda, i0 + whole, rows - whole, p0, kc, ap);
+                }
+                macro_block(rows, nc, kc, ad, (size_t)lda, ap, bp, alpha, bk,
+                            c + (size_t)i0 * ldc + j0, ldc);
+            }
+        }
+    }
+}
+
+int cpu_gemm_packed(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
+                    int lda, const float *b, int ldb, float beta, float *c, int ldc)
+{
+    if (!cpu_gemm_packed_supported()) return 0;
+    if (m <= 0 || n <= 0) return 1;
+    if (k <= 0 || alpha == 0.0f) {
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j++) {
+                float *o = c + (size_t)i * ldc + j;
+                *o = beta == 0.0f ? 0.0f : beta * *o;
+            }
+        return 1;
+    }
+    /* Threads split C into whole tiles, each running the product on its part with its own
+     * packing (one fork and join a product, no barrier inside): by columns when C is wider
+     * than tall (each thread packs its columns of op(B), and reads or packs all of op(A)), by
+     * rows otherwise. */
+    int threads = cpu_fork((size_t)m * n * k, PARALLEL_MIN_MACS) ? omp_get_max_threads() : 1;
+    int by_cols = n > m, tiles = by_cols ? (n + NR - 1) / NR : (m + MR - 1) / MR;
+    if (threads > tiles) threads = tiles;
+    if (threads <= 1) {
+        gemm_serial(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        return 1;
+    }
+#pragma omp parallel num_threads(threads)
+    {
+        int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        int t0 = (int)((long)tiles * t / nt), t1 = (int)((long)tiles * (t + 1) / nt);
+        if (by_cols) {
+            int j0 = t0 * NR, j1 = t1 * NR < n ? t1 * NR : n;
+            if (j1 > j0)
+                gemm_serial(trans_a, trans_b, m, j1 - j0, k, alpha, a, lda,
+                            trans_b ? b + (size_t)j0 * ldb : b + j0, ldb, beta, c + j0, ldc);
+        } else {
+            int i0 = t0 * MR, i1 = t1 * MR < m ? t1 * MR : m;
+            if (i1 > i0)
+                gemm_serial(trans_a, trans_b, i1 - i0, n, k, alpha,
+                            trans_a ? a + i0 : a + (size_t)i0 * lda, lda, b, ldb, beta,
+                            c + (size_t)i0 * ldc, ldc);
+        }
+    }
+    return 1;
+}
+
+#else
+
+int cpu_gemm_packed_supported(void) { return 0; }
+
+int cpu_gemm_packed(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
+                    int lda, const float *b, int ldb, float beta, float *c, int ldc)
+{
+    (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda;
+    (void)b, (void)ldb, (void)beta, (void)c, (void)ldc;
+    return 0;
+}
+
+#endif
