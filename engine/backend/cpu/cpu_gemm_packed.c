@@ -155,8 +155,8 @@ __attribute__((target("avx2,fma"))) static void transpose8(const float *src, int
     }
 }
 
-/* op(B) rows p0 .. p0+kc, columns j0 + [c0, c1) (whole panels of NR) into panels of NR columns:
- * panel c's step p holds op(B)[p0 + p][j0 + c NR + 0..15], columns past nc zero. */
+/* Panel c of op(B)'s block (rows p0 .. p0+kc, columns j0 .. j0+nc): its step p holds
+ * op(B)[p0 + p][j0 + c NR + 0..15], columns past nc zero. */
 static void pack_b_panel(int trans_b, const float *b, int ldb, int p0, int kc, int j0, int nc,
                          int c, float *bp)
 {
@@ -267,8 +267,9 @@ static void macro_block(int mc, int nc, int kc, const float *ad, size_t lda, con
         for (int i = 0; i < mc; i += MR) {
             int rows = mc - i < MR ? mc - i : MR;
             float *tile = c + (size_t)i * ldc + j;
-            const float *apanel = ap + (size_t)(ad ? i - whole : i) * kc;
             int direct = ad && rows == MR;
+            /* packed panels: all of them, or with ad only the last, short one at the start */
+            const float *apanel = direct ? NULL : ap + (size_t)(ad ? i - whole : i) * kc;
             if (cols == NR && rows == MR) {
                 if (direct)
                     tile_direct(kc, ad + (size_t)i * lda, lda, bpanel, alpha, beta, tile, ldc);
