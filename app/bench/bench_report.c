@@ -479,6 +479,56 @@ static int section_attribution(int repeat)
 /* ---------------------------------------------------------------- 6. int8 decode */
 /* Each preset's model decodes in fp32 and then, quantized, in int8, batch by batch, so both
  * figures of a row see the same load. */
+/* The int8 products alone, on the linear layers of a decoding step of transformer-small
+ * (d_model 192, FFN 768, 8,000 words) and of Marian base (512, 2,048, 58,101), at 1 and 16
+ * rows: the kernel the CPU backend picks, this process's threads, best of repeat groups of
+ * calls (activations quantized in each call, as in a step). */
+static int int8_products(int repeat)
+{
+    static const int shapes[][2] = {{192, 192}, {768, 192},  {192, 768},  {8000, 192},
+                                    {512, 512}, {2048, 512}, {512, 2048}, {58101, 512}};
+    enum { N_SHAPES = sizeof shapes / sizeof shapes[0] };
+    const mt_backend *cpu = mt_backend_cpu();
+    char own[256];
+    int threads = omp_get_max_threads();
+    printf("\n   int8 products alone (N output channels x K inputs), GMAC/s, best of %d groups,\n"
+           "   %d thread%s (mtlab's kernels here: %s)\n",
+           repeat, threads, threads == 1 ? "" : "s", mt_cpu_own_kernels(own, sizeof own));
+    printf("   %13s %10s %10s\n", "N x K", "1 row", "16 rows");
+    for (int i = 0; i < N_SHAPES; i++) {
+        int N = shapes[i][0], K = shapes[i][1];
+        float *w = mt_xmalloc((size_t)N * K * sizeof *w), *x = mt_xmalloc(16 * (size_t)K * 4);
+        float *out = mt_xmalloc(16 * (size_t)N * sizeof *out);
+        mt_rng rng;
+        mt_rng_init(&rng, 5, (uint64_t)i);
+        for (size_t j = 0; j < (size_t)N * K; j++) w[j] = mt_rng_uniform(&rng) - 0.5f;
+        for (size_t j = 0; j < 16 * (size_t)K; j++) x[j] = mt_rng_uniform(&rng) - 0.5f;
+        mt_qmatrix q;
+        if (cpu->qmatrix_make(&q, MT_QMATRIX_INT8, w, N, K)) {
+            free(w), free(x), free(out);
+            return -1;
+        }
+        double rate[2];
+        for (int r = 0; r < 2; r++) {
+            int M = r ? 16 : 1;
+            /* a group of calls lasts about 20 ms */
+            int calls = (int)(2e8 / ((double)M * N * K)) + 1;
+            double best = 0;
+            for (int t = 0; t < repeat; t++) {
+                double t0 = mt_now_s();
+                for (int c = 0; c < calls; c++) cpu->qlinear_forward(out, x, &q, 0, NULL, M, N);
+                double dt = (mt_now_s() - t0) / calls;
+                if (t == 0 || dt < best) best = dt;
+            }
+            rate[r] = (double)M * N * K / best * 1e-9;
+        }
+        printf("   %6d x %-5d %10.1f %10.1f\n", N, K, rate[0], rate[1]);
+        cpu->qmatrix_free(&q);
+        free(w), free(x), free(out);
+    }
+    return 0;
+}
+
 static int section_int8(int repeat)
 {
     static const int batches[] = {1, MAX_ROWS};
@@ -513,7 +563,7 @@ static int section_int8(int repeat)
     }
     printf("   ratio: int8 / fp32 tokens/s; weights: the int8 matrices with their scales (the\n"
            "   fp32 parameters stay loaded beside them for embeddings, norms and training)\n");
-    return 0;
+    return int8_products(repeat);
 }
 
 /* ---------------------------------------------------------------- 7. long prefill */

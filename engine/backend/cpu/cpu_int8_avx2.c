@@ -1,8 +1,9 @@
 /* The AVX2 int8 kernel (cpu_ops.h states what it computes). AVX2 multiplies bytes only as
  * u8 x s8 with 16-bit saturating pair sums (vpmaddubsw), so each product is taken as
- * |x| * (w * sign x): with both in [-127, 127] a pair sums to at most 2 * 127 * 127 = 32258,
- * which never saturates, and vpmaddwd by ones adds the two pairs of each channel's 4 bytes
- * into its int32 lane, exactly (docs/quantization.md §2). On the packed layout (cpu_ops.h) a
+ * |w| * (x * sign w), or |x| * (w * sign x) in a tile of one row (row_step_w, row_step_x): with
+ * both in [-127, 127] a pair sums to at most 2 * 127 * 127 = 32258, which never saturates, and
+ * vpmaddwd by ones adds the two pairs of each channel's 4 bytes into its int32 lane, exactly
+ * (docs/quantization.md §2). On the packed layout (cpu_ops.h) a
  * 32-byte load holds the next 4 weights of 8 channels, so a row's 4 bytes broadcast to every
  * lane serve them all and the accumulators need no horizontal sums at the end; a tile of MR
  * rows x one block of 16 channels keeps 2 * MR accumulators in the 16 registers.
@@ -11,7 +12,6 @@
 
 #include <immintrin.h>
 #include <stdint.h>
-#include <string.h>
 
 #define AVX2 __attribute__((target("avx2")))
 #define INLINE inline __attribute__((always_inline))
@@ -21,6 +21,53 @@ enum { MR = 4 };
  * matrix of more than PREFETCH_MIN_BYTES (as cpu_int8_avx512.c) */
 enum { PREFETCH_BLOCKS = 2 };
 #define PREFETCH_MIN_BYTES ((size_t)2 << 20)
+
+/* One row's 4 bytes at x (one k-step) against a block's two weight vectors, added into the
+ * row's two accumulators, in one of two exact forms (the same int32 sums):
+ *   row_step_x: |x| * (w * sign x), |x| taken per row, the form for a tile of one row;
+ *   row_step_w: |w| * (x * sign w), with |w| taken once per k-step for all the tile's rows (w0a,
+ *     w1a) and x's signs flipped per row straight from the weights in memory: 8 vector
+ *     operations a row where the other form takes 9, about 1.1x the products of 2-4 rows.
+ * Either pair sums to at most 2 * 127 * 127 and vpmaddwd by ones widens it to int32. Written
+ * as inline assembly: with the intrinsics GCC 12 moved accumulators through other registers
+ * and the stack at each k-step (4 rows x 2 accumulators, the two weight vectors, ones and three
+ * temporaries are 14 of the 16 registers; docs/quantization.md §2). */
+AVX2 static INLINE void row_step_x(__m256i *a0, __m256i *a1, const int8_t *x, __m256i w0,
+                                   __m256i w1, __m256i ones)
+{
+    __m256i xb, ax, p;
+    __asm__("vpbroadcastd %[x], %[xb]\n\t"
+            "vpabsb %[xb], %[ax]\n\t"
+            "vpsignb %[xb], %[w0], %[p]\n\t"
+            "vpsignb %[xb], %[w1], %[xb]\n\t"
+            "vpmaddubsw %[p], %[ax], %[p]\n\t"
+            "vpmaddubsw %[xb], %[ax], %[xb]\n\t"
+            "vpmaddwd %[ones], %[p], %[p]\n\t"
+            "vpmaddwd %[ones], %[xb], %[xb]\n\t"
+            "vpaddd %[p], %[a0], %[a0]\n\t"
+            "vpaddd %[xb], %[a1], %[a1]"
+            : [a0] "+x"(*a0), [a1] "+x"(*a1), [xb] "=&x"(xb), [ax] "=&x"(ax), [p] "=&x"(p)
+            : [x] "m"(*(const int32_t *)x), [w0] "x"(w0), [w1] "x"(w1), [ones] "x"(ones));
+}
+
+AVX2 static INLINE void row_step_w(__m256i *a0, __m256i *a1, const int8_t *x, const int8_t *w,
+                                   __m256i w0a, __m256i w1a, __m256i ones)
+{
+    __m256i xb, p;
+    __asm__(
+        "vpbroadcastd %[x], %[xb]\n\t"
+        "vpsignb %[w0], %[xb], %[p]\n\t"
+        "vpsignb %[w1], %[xb], %[xb]\n\t"
+        "vpmaddubsw %[p], %[w0a], %[p]\n\t"
+        "vpmaddubsw %[xb], %[w1a], %[xb]\n\t"
+        "vpmaddwd %[ones], %[p], %[p]\n\t"
+        "vpmaddwd %[ones], %[xb], %[xb]\n\t"
+        "vpaddd %[p], %[a0], %[a0]\n\t"
+        "vpaddd %[xb], %[a1], %[a1]"
+        : [a0] "+x"(*a0), [a1] "+x"(*a1), [xb] "=&x"(xb), [p] "=&x"(p)
+        : [x] "m"(*(const int32_t *)x), [w0] "m"(*(const __m256i *)w),
+          [w1] "m"(*(const __m256i *)(w + 32)), [w0a] "x"(w0a), [w1a] "x"(w1a), [ones] "x"(ones));
+}
 
 /* channels lo .. lo+8 of row m, some outside 0 .. N: only those inside are stored */
 static void store_partial(const cpu_int8_call *c, int m, int lo, const float t[8])
@@ -63,18 +110,18 @@ AVX2 static INLINE void tile(const cpu_int8_call *c, int m0, int b, int mr, int 
             _mm_prefetch((const char *)pf, _MM_HINT_T1);
             pf += 64;
         }
-        __m256i w0 = _mm256_loadu_si256((const __m256i *)(w + (size_t)k * 16));
-        __m256i w1 = _mm256_loadu_si256((const __m256i *)(w + (size_t)k * 16 + 32));
-#pragma GCC unroll 4
-        for (int r = 0; r < mr; r++) {
-            int32_t x4;
-            memcpy(&x4, x + (size_t)r * ld + k, 4);
-            __m256i xb = _mm256_set1_epi32(x4), ax = _mm256_abs_epi8(xb);
-            __m256i p0 = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(w0, xb));
-            __m256i p1 = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(w1, xb));
-            acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(p0, ones));
-            acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(p1, ones));
+        const int8_t *wk = w + (size_t)k * 16;
+        __m256i w0 = _mm256_loadu_si256((const __m256i *)wk);
+        __m256i w1 = _mm256_loadu_si256((const __m256i *)(wk + 32));
+        if (mr == 1) {
+            row_step_x(&acc[0][0], &acc[0][1], x + k, w0, w1, ones);
+            continue;
         }
+        w0 = _mm256_abs_epi8(w0);
+        w1 = _mm256_abs_epi8(w1);
+#pragma GCC unroll 4
+        for (int r = 0; r < mr; r++)
+            row_step_w(&acc[r][0], &acc[r][1], x + (size_t)r * ld + k, wk, w0, w1, ones);
     }
     int jb = b * CPU_INT8_BLOCK;
 #pragma GCC unroll 4
