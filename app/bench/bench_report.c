@@ -477,8 +477,6 @@ static int section_attribution(int repeat)
 }
 
 /* ---------------------------------------------------------------- 6. int8 decode */
-/* Each preset's model decodes in fp32 and then, quantized, in int8, batch by batch, so both
- * figures of a row see the same load. */
 /* The int8 products alone, on the linear layers of a decoding step of transformer-small
  * (d_model 192, FFN 768, 8,000 words) and of Marian base (512, 2,048, 58,101), at 1 and 16
  * rows: the kernel the CPU backend picks, this process's threads, best of repeat groups of
@@ -497,7 +495,8 @@ static int int8_products(int repeat)
     printf("   %13s %10s %10s\n", "N x K", "1 row", "16 rows");
     for (int i = 0; i < N_SHAPES; i++) {
         int N = shapes[i][0], K = shapes[i][1];
-        float *w = mt_xmalloc((size_t)N * K * sizeof *w), *x = mt_xmalloc(16 * (size_t)K * 4);
+        float *w = mt_xmalloc((size_t)N * K * sizeof *w),
+              *x = mt_xmalloc(16 * (size_t)K * sizeof *x);
         float *out = mt_xmalloc(16 * (size_t)N * sizeof *out);
         mt_rng rng;
         mt_rng_init(&rng, 5, (uint64_t)i);
@@ -511,7 +510,7 @@ static int int8_products(int repeat)
         double rate[2];
         for (int r = 0; r < 2; r++) {
             int M = r ? 16 : 1;
-            /* a group of calls lasts about 20 ms */
+            /* a group of calls: about 2e8 multiply-adds, a few milliseconds */
             int calls = (int)(2e8 / ((double)M * N * K)) + 1;
             double best = 0;
             for (int t = 0; t < repeat; t++) {
@@ -529,6 +528,8 @@ static int int8_products(int repeat)
     return 0;
 }
 
+/* Each preset's model decodes in fp32 and then, quantized, in int8, batch by batch, so both
+ * figures of a row see the same load. */
 static int section_int8(int repeat)
 {
     static const int batches[] = {1, MAX_ROWS};

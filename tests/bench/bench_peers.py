@@ -19,8 +19,11 @@ same bundles and the same token ids, on this machine (development tool; not part
 How it measures (the reasons are in docs/bench.md):
   * every system and setting (system, precision, threads, batch) runs in a fresh process of
     its own, so no OpenMP runtime is shared and no thread of an earlier system still spins;
-  * rounds: each round runs every setting once, in turn (A B C .. A B C ..); a figure is the
-    median over rounds, and a ratio is the median of the per-round ratios of its two settings;
+  * rounds: each round runs every setting once, in turn; a figure is the median over rounds,
+    and a ratio is the median of the per-round ratios of its two settings. The two settings of
+    each goal's ratio (mtlab and its peer at the same precision class and threads) run one
+    right after the other, in the opposite order every other round (round_order), so the
+    machine's slow and fast minutes fall on both halves of a ratio alike;
   * each system runs at 1 and 2 threads (--threads) and the best of each is reported;
   * greedy, exactly --new-tokens new tokens per source (<eos> and <pad> suppressed), random
     sources of --src-len ordinary ids (equal lengths: no padding), one warm-up batch per
@@ -660,6 +663,25 @@ def prepare(model, a, cfgs):
     return bundle, peer_models, origin
 
 
+def round_order(group, r):
+    """The settings of round r: each goal pair (PAIRS: mtlab and its peer at the same threads)
+    as one unit, its two halves back to back, mtlab first in even rounds and the peer first in
+    odd ones; the other settings a unit each; the units rotated by r."""
+    units, left = [], list(group)
+    family = MODELS[group[0].model][2] if group else None
+    for mp, sys_, pp in PAIRS.get(family, ()):
+        for m in [x for x in left if x.system == "mtlab" and x.precision == mp]:
+            peer = next((x for x in left if x.system == sys_ and x.precision == pp
+                         and x.threads == m.threads), None)
+            if peer:
+                units.append([m, peer] if r % 2 == 0 else [peer, m])
+                left.remove(m)
+                left.remove(peer)
+    units += [[x] for x in left]
+    k = r % len(units) if units else 0
+    return [x for u in units[k:] + units[:k] for x in u]
+
+
 def work_size(model, batch, a):
     """(sources decoded per pass, new tokens per source) for model at batch."""
     if model in BIG_WORK:
@@ -718,8 +740,7 @@ def bench(a):
                 started = time.monotonic()
                 passes = passes_for(group, a, bundle, ids, peer_models, n, new_tokens)
                 for r in range(a.rounds):
-                    order = group[r % len(group):] + group[:r % len(group)]
-                    for s in order:
+                    for s in round_order(group, r):
                         rate, s.version = run_setting(s, a, bundle, ids, peer_models, new_tokens,
                                                       repeat=passes)
                         s.rates.append(rate)
