@@ -15,6 +15,7 @@
 #include "mtlab/rng.h"
 
 #include <omp.h>
+#include <pthread.h>
 
 #define V TINY_MODEL_VOCAB
 
@@ -384,6 +385,93 @@ static void test_qlinear_forks_only_where_it_pays(void **state)
     free(x), free(w), free(one), free(two);
 }
 
+/* An int8 product's quantized rows and scales live in the calling thread's scratch
+ * (cpu_scratch): the buffers a product grew are the ones the next product takes, a smaller
+ * one and one as large alike, so a decoding step's products allocate nothing after the
+ * first step; the floats are the ones a first call gives. */
+static void test_qlinear_keeps_its_buffers(void **state)
+{
+    (void)state;
+    const mt_backend *be = mt_backend_cpu();
+    mt_rng rng;
+    mt_rng_init(&rng, 23, 0);
+    const int C = 200, OC = 300;
+    float *x = malloc((size_t)16 * C * sizeof *x), *w = malloc((size_t)OC * C * sizeof *w);
+    float *first = malloc((size_t)16 * OC * sizeof *first),
+          *again = malloc((size_t)16 * OC * sizeof *again);
+    for (int i = 0; i < 16 * C; i++) x[i] = mt_rng_uniform(&rng) - 0.5f;
+    for (int i = 0; i < OC * C; i++) w[i] = mt_rng_uniform(&rng) - 0.5f;
+    mt_qmatrix q;
+    assert_int_equal(be->qmatrix_make(&q, MT_QMATRIX_INT8, w, OC, C), 0);
+    be->qlinear_forward(first, x, &q, 0, NULL, 16, OC);
+    size_t x_bytes = cpu_scratch_bytes(CPU_SCRATCH_INT8_X),
+           s_bytes = cpu_scratch_bytes(CPU_SCRATCH_INT8_SCALES);
+    assert_true(x_bytes >= (size_t)16 * q.ld);
+    assert_true(s_bytes >= 16 * sizeof(float));
+    void *x_buf = cpu_scratch(CPU_SCRATCH_INT8_X, 1),
+         *s_buf = cpu_scratch(CPU_SCRATCH_INT8_SCALES, 1);
+    be->qlinear_forward(again, x, &q, 0, NULL, 1, OC);
+    be->qlinear_forward(again, x, &q, 0, NULL, 16, OC);
+    assert_int_equal(cpu_scratch_bytes(CPU_SCRATCH_INT8_X), x_bytes);
+    assert_int_equal(cpu_scratch_bytes(CPU_SCRATCH_INT8_SCALES), s_bytes);
+    assert_ptr_equal(cpu_scratch(CPU_SCRATCH_INT8_X, 1), x_buf);
+    assert_ptr_equal(cpu_scratch(CPU_SCRATCH_INT8_SCALES, 1), s_buf);
+    assert_memory_equal(first, again, (size_t)16 * OC * sizeof *first);
+    be->qmatrix_free(&q);
+    free(x), free(w), free(first), free(again);
+}
+
+/* Threads of the caller's own (two decoders on two threads) each quantize into their own
+ * buffers: products run at once on both give each thread's floats, as one thread alone does. */
+typedef struct {
+    const mt_qmatrix *q;
+    const float *x;
+    float *out;
+    int BT, OC, calls;
+} qlinear_job;
+
+static void *qlinear_thread(void *arg)
+{
+    qlinear_job *j = arg;
+    for (int i = 0; i < j->calls; i++)
+        mt_backend_cpu()->qlinear_forward(j->out, j->x, j->q, 0, NULL, (size_t)j->BT, j->OC);
+    return NULL;
+}
+
+static void test_qlinear_threads_own_buffers(void **state)
+{
+    (void)state;
+    const mt_backend *be = mt_backend_cpu();
+    mt_rng rng;
+    mt_rng_init(&rng, 29, 0);
+    const int C = 256, OC = 512, BT[2] = {16, 3};
+    float *w = malloc((size_t)OC * C * sizeof *w);
+    for (int i = 0; i < OC * C; i++) w[i] = mt_rng_uniform(&rng) - 0.5f;
+    mt_qmatrix q;
+    assert_int_equal(be->qmatrix_make(&q, MT_QMATRIX_INT8, w, OC, C), 0);
+    float *x[2], *want[2], *got[2];
+    for (int t = 0; t < 2; t++) {
+        x[t] = malloc((size_t)BT[t] * C * sizeof *x[t]);
+        want[t] = malloc((size_t)BT[t] * OC * sizeof *want[t]);
+        got[t] = malloc((size_t)BT[t] * OC * sizeof *got[t]);
+        for (int i = 0; i < BT[t] * C; i++) x[t][i] = mt_rng_uniform(&rng) - 0.5f;
+        be->qlinear_forward(want[t], x[t], &q, 0, NULL, (size_t)BT[t], OC);
+    }
+    pthread_t th[2];
+    qlinear_job jobs[2];
+    for (int t = 0; t < 2; t++) {
+        jobs[t] = (qlinear_job){&q, x[t], got[t], BT[t], OC, 200};
+        assert_int_equal(pthread_create(&th[t], NULL, qlinear_thread, &jobs[t]), 0);
+    }
+    for (int t = 0; t < 2; t++) {
+        assert_int_equal(pthread_join(th[t], NULL), 0);
+        assert_memory_equal(got[t], want[t], (size_t)BT[t] * OC * sizeof *got[t]);
+        free(x[t]), free(want[t]), free(got[t]);
+    }
+    be->qmatrix_free(&q);
+    free(w);
+}
+
 static void test_forced_kernel_must_exist(void **state)
 {
     (void)state;
@@ -605,6 +693,8 @@ int main(void)
         cmocka_unit_test(test_qlinear_close_to_fp32),
         cmocka_unit_test(test_qlinear_same_with_every_kernel),
         cmocka_unit_test(test_qlinear_forks_only_where_it_pays),
+        cmocka_unit_test(test_qlinear_keeps_its_buffers),
+        cmocka_unit_test(test_qlinear_threads_own_buffers),
         cmocka_unit_test(test_forced_kernel_must_exist),
         cmocka_unit_test(test_qweights_find_by_address),
         cmocka_unit_test(test_precision_names),

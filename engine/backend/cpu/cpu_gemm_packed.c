@@ -25,11 +25,6 @@
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_par.h"
 
-#include "mtlab/error.h"
-
-#include <pthread.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,61 +41,6 @@
 #define NC 4096
 /* below this many multiply-adds the product stays on one thread */
 #define PARALLEL_MIN_MACS ((size_t)1 << 22)
-
-/* A buffer of at least n floats, 64-byte aligned, kept for the next call on this thread (a
- * fresh allocation of this size would be a fresh mmap, with page faults, on every call). */
-typedef struct {
-    void *raw;
-    size_t have;
-} scratch_buf;
-
-static float *scratch(scratch_buf *s, size_t n)
-{
-    if (s->have < n) {
-        free(s->raw);
-        s->raw = mt_xmalloc(n * sizeof(float) + 64);
-        s->have = n;
-    }
-    return (float *)(((uintptr_t)s->raw + 63) & ~(uintptr_t)63);
-}
-
-/* Each thread's two buffers, freed when the thread ends (OpenMP's workers end with the thread
- * that forked them; a training rank is a thread of its own). */
-typedef struct {
-    scratch_buf a, b;
-} scratch_pair;
-
-static pthread_key_t scratch_key;
-static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
-
-static void scratch_free(void *p)
-{
-    scratch_pair *s = p;
-    free(s->a.raw), free(s->b.raw), free(s);
-}
-
-/* as mt_xmalloc does when memory runs out: the product cannot go on */
-static void scratch_fail(const char *call)
-{
-    fprintf(stderr, "mtlab: %s failed for the packed sgemm's buffers\n", call);
-    abort();
-}
-
-static void scratch_key_make(void)
-{
-    if (pthread_key_create(&scratch_key, scratch_free)) scratch_fail("pthread_key_create");
-}
-
-static scratch_pair *thread_scratch(void)
-{
-    pthread_once(&scratch_once, scratch_key_make);
-    scratch_pair *s = pthread_getspecific(scratch_key);
-    if (!s) {
-        s = mt_xcalloc(1, sizeof *s);
-        if (pthread_setspecific(scratch_key, s)) scratch_fail("pthread_setspecific");
-    }
-    return s;
-}
 
 /* op(A) rows i0 .. i0+mc, k columns p0 .. p0+kc, into panels of MR rows: panel r's step p holds
  * op(A)[i0 + r MR + 0..5][p0 + p], rows past mc zero. */
@@ -304,9 +244,10 @@ static void gemm_serial(int trans_a, int trans_b, int m, int n, int k, float alp
     /* k in equal blocks of at most KC (262 as 256 + 6 would pass over C again for 6 steps) */
     int kblocks = (k + KC - 1) / KC, kcb = (k + kblocks - 1) / kblocks;
     int ncb = n < NC ? n : NC, mcb = m < MC ? m : MC;
-    scratch_pair *buf = thread_scratch();
-    float *bp = scratch(&buf->b, (size_t)(ncb + NR) * kcb);
-    float *ap = scratch(&buf->a, (size_t)(mcb + MR) * kcb);
+    /* the thread's own buffers, kept from call to call: at these sizes a fresh allocation
+     * would be a fresh mmap, with page faults, every call */
+    float *bp = cpu_scratch(CPU_SCRATCH_PACK_B, (size_t)(ncb + NR) * kcb * sizeof(float));
+    float *ap = cpu_scratch(CPU_SCRATCH_PACK_A, (size_t)(mcb + MR) * kcb * sizeof(float));
     for (int j0 = 0; j0 < n; j0 += NC) {
         int nc = n - j0 < NC ? n - j0 : NC;
         for (int p0 = 0; p0 < k; p0 += kcb) {

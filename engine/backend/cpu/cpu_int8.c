@@ -223,8 +223,8 @@ void cpu_qlinear_with(const cpu_int8_kernel *kern, int threaded, float *out, con
                  .OC = OC,
                  .bias = bias,
                  .BT = BT,
-                 .xq = mt_xmalloc(BT * (size_t)w->ld),
-                 .xs = mt_xmalloc(BT * sizeof(float)),
+                 .xq = cpu_scratch(CPU_SCRATCH_INT8_X, BT * (size_t)w->ld),
+                 .xs = cpu_scratch(CPU_SCRATCH_INT8_SCALES, BT * sizeof(float)),
                  .b0 = b0,
                  .cb = cb,
                  .n_chunks = (b1 - b0 + cb - 1) / cb};
@@ -234,8 +234,6 @@ void cpu_qlinear_with(const cpu_int8_kernel *kern, int threaded, float *out, con
     } else {
         product_run(&p);
     }
-    free(p.xq);
-    free(p.xs);
 }
 
 void cpu_qlinear_forward(float *out, const float *x, const mt_qmatrix *w, int row0,

@@ -16,6 +16,21 @@
 MT_BACKEND_OPS(CPU_DECLARE)
 #undef CPU_DECLARE
 
+/* The calling thread's scratch buffer for one use (cpu_scratch.c): at least `bytes`, 64-byte
+ * aligned, kept for the thread's next call (grown when a call needs more, never shrunk), so an
+ * operation called every decoding step allocates nothing after its first call. What a use held
+ * before is gone after a call for that use that grows it. cpu_scratch_bytes: the size it has
+ * now (0 before its first call), for the tests. */
+typedef enum {
+    CPU_SCRATCH_PACK_A, /* cpu_gemm_packed.c: op(A)'s panels */
+    CPU_SCRATCH_PACK_B, /* and op(B)'s */
+    CPU_SCRATCH_INT8_X, /* cpu_int8.c: a product's quantized rows of x */
+    CPU_SCRATCH_INT8_SCALES, /* and their scales */
+    CPU_SCRATCH_USES
+} cpu_scratch_use;
+void *cpu_scratch(cpu_scratch_use use, size_t bytes);
+size_t cpu_scratch_bytes(cpu_scratch_use use);
+
 /* matrix products (cpu_gemm_rows.c; naive_gemm.c: loops) */
 /* y (M, N) = alpha x (M, K) w (N, K)^T for decoding's few rows (cpu_gemm_rows.c): 1 when done,
  * 0 when this CPU or these sizes want OpenBLAS instead (a CPU without AVX2 + FMA; more rows than
