@@ -342,6 +342,33 @@ static void test_qlinear_same_with_every_kernel(void **state)
     }
 }
 
+/* 16 rows of x (C) and an (OC, C) matrix quantized by the CPU backend, uniform in
+ * [-0.5, 0.5), seeded, and room for two results (16, OC) */
+typedef struct {
+    float *x, *w, *out[2];
+    mt_qmatrix q;
+} qfixture;
+
+static qfixture qfixture_make(uint64_t seed, int C, int OC)
+{
+    qfixture f = {
+        .x = malloc((size_t)16 * C * sizeof *f.x),
+        .w = malloc((size_t)OC * C * sizeof *f.w),
+        .out = {malloc((size_t)16 * OC * sizeof(float)), malloc((size_t)16 * OC * sizeof(float))}};
+    mt_rng rng;
+    mt_rng_init(&rng, seed, 0);
+    for (int i = 0; i < 16 * C; i++) f.x[i] = mt_rng_uniform(&rng) - 0.5f;
+    for (size_t i = 0; i < (size_t)OC * C; i++) f.w[i] = mt_rng_uniform(&rng) - 0.5f;
+    assert_int_equal(mt_backend_cpu()->qmatrix_make(&f.q, MT_QMATRIX_INT8, f.w, OC, C), 0);
+    return f;
+}
+
+static void qfixture_free(qfixture *f)
+{
+    mt_backend_cpu()->qmatrix_free(&f->q);
+    free(f->x), free(f->w), free(f->out[0]), free(f->out[1]);
+}
+
 /* An int8 product forks a team only where there are threads to share it and enough work:
  * at one thread none does (libgomp ends even a team of one with a system call), at two a
  * batch-16 vocabulary projection does and a batch-1 d_model projection does not; the floats
@@ -350,28 +377,21 @@ static void test_qlinear_forks_only_where_it_pays(void **state)
 {
     (void)state;
     const mt_backend *be = mt_backend_cpu();
-    mt_rng rng;
-    mt_rng_init(&rng, 17, 0);
     const int C = 192, V8 = 8000;
-    float *x = malloc((size_t)16 * C * sizeof *x), *w = malloc((size_t)V8 * C * sizeof *w);
-    float *one = malloc((size_t)16 * V8 * sizeof *one),
-          *two = malloc((size_t)16 * V8 * sizeof *two);
-    for (int i = 0; i < 16 * C; i++) x[i] = mt_rng_uniform(&rng) - 0.5f;
-    for (size_t i = 0; i < (size_t)V8 * C; i++) w[i] = mt_rng_uniform(&rng) - 0.5f;
-    mt_qmatrix q;
-    assert_int_equal(be->qmatrix_make(&q, MT_QMATRIX_INT8, w, V8, C), 0);
+    qfixture f = qfixture_make(17, C, V8);
+    float *one = f.out[0], *two = f.out[1];
     int saved = omp_get_max_threads();
     omp_set_num_threads(1);
     long before = omp_regions();
-    be->qlinear_forward(one, x, &q, 0, NULL, 16, V8);
-    be->qlinear_forward(one, x, &q, 0, NULL, 1, C);
+    be->qlinear_forward(one, f.x, &f.q, 0, NULL, 16, V8);
+    be->qlinear_forward(one, f.x, &f.q, 0, NULL, 1, C);
     long at_one = omp_regions() - before;
     omp_set_num_threads(2);
     before = omp_regions();
-    be->qlinear_forward(two, x, &q, 0, NULL, 16, V8);
+    be->qlinear_forward(two, f.x, &f.q, 0, NULL, 16, V8);
     long large = omp_regions() - before;
     before = omp_regions();
-    be->qlinear_forward(two, x, &q, 0, NULL, 1, C);
+    be->qlinear_forward(two, f.x, &f.q, 0, NULL, 1, C);
     long small = omp_regions() - before;
     omp_set_num_threads(saved);
     print_message("regions: %ld at 1 thread; at 2, %ld for 16 x 192 x 8000, %ld for 1 x 192 x "
@@ -381,8 +401,7 @@ static void test_qlinear_forks_only_where_it_pays(void **state)
     assert_int_equal(large, 1);
     assert_int_equal(small, 0);
     assert_memory_equal(one, two, (size_t)C * sizeof *one);
-    be->qmatrix_free(&q);
-    free(x), free(w), free(one), free(two);
+    qfixture_free(&f);
 }
 
 /* An int8 product's quantized rows and scales live in the calling thread's scratch
@@ -393,32 +412,24 @@ static void test_qlinear_keeps_its_buffers(void **state)
 {
     (void)state;
     const mt_backend *be = mt_backend_cpu();
-    mt_rng rng;
-    mt_rng_init(&rng, 23, 0);
     const int C = 200, OC = 300;
-    float *x = malloc((size_t)16 * C * sizeof *x), *w = malloc((size_t)OC * C * sizeof *w);
-    float *first = malloc((size_t)16 * OC * sizeof *first),
-          *again = malloc((size_t)16 * OC * sizeof *again);
-    for (int i = 0; i < 16 * C; i++) x[i] = mt_rng_uniform(&rng) - 0.5f;
-    for (int i = 0; i < OC * C; i++) w[i] = mt_rng_uniform(&rng) - 0.5f;
-    mt_qmatrix q;
-    assert_int_equal(be->qmatrix_make(&q, MT_QMATRIX_INT8, w, OC, C), 0);
-    be->qlinear_forward(first, x, &q, 0, NULL, 16, OC);
+    qfixture f = qfixture_make(23, C, OC);
+    float *first = f.out[0], *again = f.out[1];
+    be->qlinear_forward(first, f.x, &f.q, 0, NULL, 16, OC);
     size_t x_bytes = cpu_scratch_bytes(CPU_SCRATCH_INT8_X),
            s_bytes = cpu_scratch_bytes(CPU_SCRATCH_INT8_SCALES);
-    assert_true(x_bytes >= (size_t)16 * q.ld);
+    assert_true(x_bytes >= (size_t)16 * f.q.ld);
     assert_true(s_bytes >= 16 * sizeof(float));
     void *x_buf = cpu_scratch(CPU_SCRATCH_INT8_X, 1),
          *s_buf = cpu_scratch(CPU_SCRATCH_INT8_SCALES, 1);
-    be->qlinear_forward(again, x, &q, 0, NULL, 1, OC);
-    be->qlinear_forward(again, x, &q, 0, NULL, 16, OC);
+    be->qlinear_forward(again, f.x, &f.q, 0, NULL, 1, OC);
+    be->qlinear_forward(again, f.x, &f.q, 0, NULL, 16, OC);
     assert_int_equal(cpu_scratch_bytes(CPU_SCRATCH_INT8_X), x_bytes);
     assert_int_equal(cpu_scratch_bytes(CPU_SCRATCH_INT8_SCALES), s_bytes);
     assert_ptr_equal(cpu_scratch(CPU_SCRATCH_INT8_X, 1), x_buf);
     assert_ptr_equal(cpu_scratch(CPU_SCRATCH_INT8_SCALES, 1), s_buf);
     assert_memory_equal(first, again, (size_t)16 * OC * sizeof *first);
-    be->qmatrix_free(&q);
-    free(x), free(w), free(first), free(again);
+    qfixture_free(&f);
 }
 
 /* Threads of the caller's own (two decoders on two threads) each quantize into their own
