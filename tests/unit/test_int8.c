@@ -371,36 +371,34 @@ static void qfixture_free(qfixture *f)
 
 /* An int8 product forks a team only where there are threads to share it and enough work:
  * at one thread none does (libgomp ends even a team of one with a system call), at two a
- * batch-16 vocabulary projection does and a batch-1 d_model projection does not; the floats
- * are the same either way. */
+ * batch-16 vocabulary projection and a batch-1 FFN projection (768 x 192) do and a batch-1
+ * d_model projection (192 x 192) does not; the floats are the same either way. */
 static void test_qlinear_forks_only_where_it_pays(void **state)
 {
     (void)state;
     const mt_backend *be = mt_backend_cpu();
-    const int C = 192, V8 = 8000;
+    const int C = 192, V8 = 8000, F = 768;
+    /* each product's output channels: the vocabulary at 16 rows, F and C at one row */
+    const int rows[3] = {16, 1, 1}, channels[3] = {V8, F, C};
+    const long want[3] = {1, 1, 0}; /* teams at two threads */
     qfixture f = qfixture_make(17, C, V8);
-    float *one = f.out[0], *two = f.out[1];
+    float small[2][768 + 192]; /* the one-row products, F then C */
     int saved = omp_get_max_threads();
-    omp_set_num_threads(1);
-    long before = omp_regions();
-    be->qlinear_forward(one, f.x, &f.q, 0, NULL, 16, V8);
-    be->qlinear_forward(one, f.x, &f.q, 0, NULL, 1, C);
-    long at_one = omp_regions() - before;
-    omp_set_num_threads(2);
-    before = omp_regions();
-    be->qlinear_forward(two, f.x, &f.q, 0, NULL, 16, V8);
-    long large = omp_regions() - before;
-    before = omp_regions();
-    be->qlinear_forward(two, f.x, &f.q, 0, NULL, 1, C);
-    long small = omp_regions() - before;
+    for (int threads = 1; threads <= 2; threads++) {
+        omp_set_num_threads(threads);
+        for (int p = 0; p < 3; p++) {
+            float *out = p == 0 ? f.out[threads - 1] : small[threads - 1] + (p == 2 ? F : 0);
+            long before = omp_regions();
+            be->qlinear_forward(out, f.x, &f.q, 0, NULL, (size_t)rows[p], channels[p]);
+            long teams = omp_regions() - before;
+            print_message("%d thread(s), %d x %d x %d: %ld team(s)\n", threads, rows[p], C,
+                          channels[p], teams);
+            assert_int_equal(teams, threads == 1 ? 0 : want[p]);
+        }
+    }
     omp_set_num_threads(saved);
-    print_message("regions: %ld at 1 thread; at 2, %ld for 16 x 192 x 8000, %ld for 1 x 192 x "
-                  "192\n",
-                  at_one, large, small);
-    assert_int_equal(at_one, 0);
-    assert_int_equal(large, 1);
-    assert_int_equal(small, 0);
-    assert_memory_equal(one, two, (size_t)C * sizeof *one);
+    assert_memory_equal(f.out[0], f.out[1], (size_t)16 * V8 * sizeof(float));
+    assert_memory_equal(small[0], small[1], sizeof small[0]);
     qfixture_free(&f);
 }
 

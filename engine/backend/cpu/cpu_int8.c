@@ -21,10 +21,14 @@ enum { CHUNK_BLOCKS = 8 };
 /* Rows one kernel call takes: a prefill's quantized rows (ROWS x ld bytes) stay in L2 while
  * every block of weights passes over them */
 enum { ROWS = 256 };
-/* Multiply-adds below which one thread is faster than waking the others: a decoding step's
- * d_model x d_model projections stay on one thread at batch 1 and spread at batch 16, as the
- * vocabulary projection and prefills do. */
-#define CPU_INT8_PARALLEL_MACS (1u << 18)
+/* Multiply-adds from which a product is shared among the threads. 2^16: at batch 1 a small
+ * model's d_model x d_model projections (transformer-small's 192 x 192, 37K) stay on one
+ * thread and its FFN projections (147K) spread: enough forks a step that the other thread is
+ * still spinning (docs/decoding.md §9.1) when the vocabulary projection comes. At 2^18 only
+ * that projection forked, once a step, and found the thread asleep: two threads decoded
+ * transformer-small in int8 at batch 1 at 0.75x of one (0.95x at 2^16; docs/decoding.md §9.1
+ * has the figures). 2^15 forks the 37K products too, for less. */
+#define CPU_INT8_PARALLEL_MACS (1u << 16)
 
 /* q (ld) = round(x / scale) with scale = max|x| / 127 (docs/quantization.md §1); bytes past C
  * are 0. Returns the scale. Compiled per x86-64 level: below SSE4.1 nearbyintf is a call per
