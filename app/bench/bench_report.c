@@ -479,8 +479,9 @@ static int section_attribution(int repeat)
 /* ---------------------------------------------------------------- 6. int8 decode */
 /* The int8 products alone, on the linear layers of a decoding step of transformer-small
  * (d_model 192, FFN 768, 8,000 words) and of Marian base (512, 2,048, 58,101), at 1 and 16
- * rows: the kernel the CPU backend picks, this process's threads, best of repeat groups of
- * calls (activations quantized in each call, as in a step). */
+ * rows, and the fp32 products of the same shapes beside them: the kernels the CPU backend
+ * picks, this process's threads, best of repeat groups of calls (activations quantized in each
+ * int8 call, as in a step). */
 static int int8_products(int repeat)
 {
     static const int shapes[][2] = {{192, 192}, {768, 192},  {192, 768},  {8000, 192},
@@ -489,10 +490,10 @@ static int int8_products(int repeat)
     const mt_backend *cpu = mt_backend_cpu();
     char own[256];
     int threads = omp_get_max_threads();
-    printf("\n   int8 products alone (N output channels x K inputs), GMAC/s, best of %d groups,\n"
-           "   %d thread%s (mtlab's kernels here: %s)\n",
+    printf("\n   int8 and fp32 products alone (N output channels x K inputs), GMAC/s, best of %d\n"
+           "   groups, %d thread%s (mtlab's kernels here: %s)\n",
            repeat, threads, threads == 1 ? "" : "s", mt_cpu_own_kernels(own, sizeof own));
-    printf("   %13s %10s %10s\n", "N x K", "1 row", "16 rows");
+    printf("   %13s %10s %10s %10s %10s\n", "N x K", "int8 1", "int8 16", "fp32 1", "fp32 16");
     for (int i = 0; i < N_SHAPES; i++) {
         int N = shapes[i][0], K = shapes[i][1];
         float *w = mt_xmalloc((size_t)N * K * sizeof *w),
@@ -507,21 +508,25 @@ static int int8_products(int repeat)
             free(w), free(x), free(out);
             return -1;
         }
-        double rate[2];
-        for (int r = 0; r < 2; r++) {
-            int M = r ? 16 : 1;
+        double rate[4]; /* int8 at 1 and 16 rows, fp32 at 1 and 16 */
+        for (int r = 0; r < 4; r++) {
+            int M = r % 2 ? 16 : 1, fp32 = r >= 2;
             /* a group of calls: about 2e8 multiply-adds, a few milliseconds */
             int calls = (int)(2e8 / ((double)M * N * K)) + 1;
             double best = 0;
             for (int t = 0; t < repeat; t++) {
                 double t0 = mt_now_s();
-                for (int c = 0; c < calls; c++) cpu->qlinear_forward(out, x, &q, 0, NULL, M, N);
+                for (int c = 0; c < calls; c++) {
+                    if (fp32) cpu->gemm(0, 1, M, N, K, 1.0f, x, K, w, K, 0.0f, out, N);
+                    else cpu->qlinear_forward(out, x, &q, 0, NULL, M, N);
+                }
                 double dt = (mt_now_s() - t0) / calls;
                 if (t == 0 || dt < best) best = dt;
             }
             rate[r] = (double)M * N * K / best * 1e-9;
         }
-        printf("   %6d x %-5d %10.1f %10.1f\n", N, K, rate[0], rate[1]);
+        printf("   %6d x %-5d %10.1f %10.1f %10.1f %10.1f\n", N, K, rate[0], rate[1], rate[2],
+               rate[3]);
         cpu->qmatrix_free(&q);
         free(w), free(x), free(out);
     }
