@@ -206,8 +206,9 @@ static void test_quantize_round_trip(void **state)
 
 /* Every kernel's own quantizer gives cpu_int8_quantize_row's scale and bytes (+ 128 for a
  * kernel that reads u8), padding included, at odd widths and at the edges: zeros, a NaN (0),
- * an infinity (inv 0: the row is 0 but for a NaN there), and a largest value so small that
- * 127 / amax is infinite (the clamp). */
+ * an infinity (inv 0: the row is 0 but for a NaN there), a largest value so small that
+ * 127 / amax is infinite (the clamp), and halves (a largest value of 127, so inv is 1 and
+ * -3.5 .. 3.5 round to even). */
 static void test_kernel_quantizers_match(void **state)
 {
     (void)state;
@@ -219,7 +220,7 @@ static void test_kernel_quantizers_match(void **state)
         const cpu_int8_kernel *k = cpu_int8_kernel_named(names[n]);
         if (!k) continue;
         for (size_t c = 0; c < 8; c++)
-            for (int edge = 0; edge < 5; edge++) {
+            for (int edge = 0; edge < 6; edge++) {
                 int C = Cs[c], ld = cpu_int8_ld(C);
                 float *x = malloc((size_t)C * sizeof *x);
                 for (int i = 0; i < C; i++) x[i] = 4.0f * (mt_rng_uniform(&rng) - 0.5f);
@@ -228,6 +229,10 @@ static void test_kernel_quantizers_match(void **state)
                 if (edge == 3) x[C - 1] = -INFINITY;
                 if (edge == 4)
                     for (int i = 0; i < C; i++) x[i] *= 1e-38f;
+                if (edge == 5) {
+                    for (int i = 0; i < C; i++) x[i] = (float)(i % 8) - 3.5f;
+                    x[0] = 127.0f;
+                }
                 int8_t *want = malloc((size_t)ld), *got = malloc((size_t)ld);
                 memset(got, 0x55, (size_t)ld);
                 float sw = cpu_int8_quantize_row(want, x, C, ld);

@@ -61,7 +61,7 @@ int cpu_int8_ld(int C) { return (C + MT_INT8_ALIGN - 1) / MT_INT8_ALIGN * MT_INT
 
 static const cpu_int8_kernel kernels[] = {
     {"ref", "", 0, cpu_int8_quantize_row, naive_int8_product},
-    {"avx2", "avx2", 0, cpu_int8_quantize_row, cpu_int8_product_avx2},
+    {"avx2", "avx2", 0, cpu_int8_quantize_row_avx2, cpu_int8_product_avx2},
     {"avx512-vnni", "avx512vnni", 1, cpu_int8_quantize_row_avx512_vnni,
      cpu_int8_product_avx512_vnni},
 };

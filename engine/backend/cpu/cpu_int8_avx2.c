@@ -69,6 +69,56 @@ AVX2 static INLINE void row_step_w(__m256i *a0, __m256i *a1, const int8_t *x, co
           [w1] "m"(*(const __m256i *)(w + 32)), [w0a] "x"(w0a), [w1a] "x"(w1a), [ones] "x"(ones));
 }
 
+/* cpu_int8_quantize_row in AVX2 vectors, the same scale and bytes (the unit tests hold them
+ * equal, NaN, infinities and ties included): the largest |x| by vmaxps, which keeps the running
+ * maximum where x is a NaN as the reference's comparison does; then 32 values at a time scaled,
+ * a NaN made 0, clamped to [-127, 127] and converted in the default rounding mode (to nearest,
+ * ties to even, as nearbyintf), packed to bytes through 16 bits (the packs work within each
+ * 128-bit half, so a final permute puts the four groups of 8 back in order). Lanes past C load
+ * as 0 and give the padding's 0 bytes. The compiler's own vectors of the reference took about
+ * 1.6 cycles a value (compares and blends for the clamp and the NaN). */
+AVX2 float cpu_int8_quantize_row_avx2(int8_t *q, const float *x, int C, int ld)
+{
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 vmax = _mm256_setzero_ps();
+    int k = 0;
+    for (; k + 8 <= C; k += 8)
+        vmax = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + k), abs_mask), vmax);
+    if (k < C) {
+        __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(C - k), lane);
+        vmax = _mm256_max_ps(_mm256_and_ps(_mm256_maskload_ps(x + k, keep), abs_mask), vmax);
+    }
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    float amax = _mm_cvtss_f32(m4);
+    float scale = amax > 0.0f ? amax / 127.0f : 1.0f;
+    float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    const __m256 vinv = _mm256_set1_ps(inv), lo = _mm256_set1_ps(-127.0f),
+                 hi = _mm256_set1_ps(127.0f);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (k = 0; k < ld; k += 32) {
+        __m256i w[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) {
+            int at = k + 8 * i;
+            __m256 v = at + 8 <= C ? _mm256_loadu_ps(x + at)
+                       : at < C
+                           ? _mm256_maskload_ps(x + at, _mm256_cmpgt_epi32(
+                                                            _mm256_set1_epi32(C - at), lane))
+                           : _mm256_setzero_ps();
+            v = _mm256_mul_ps(v, vinv);
+            v = _mm256_and_ps(v, _mm256_cmp_ps(v, v, _CMP_ORD_Q));
+            w[i] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, lo), hi));
+        }
+        __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(w[0], w[1]),
+                                       _mm256_packs_epi32(w[2], w[3]));
+        _mm256_storeu_si256((__m256i *)(q + k), _mm256_permutevar8x32_epi32(b, order));
+    }
+    return scale;
+}
+
 /* channels lo .. lo+8 of row m, some outside 0 .. N: only those inside are stored */
 static void store_partial(const cpu_int8_call *c, int m, int lo, const float t[8])
 {

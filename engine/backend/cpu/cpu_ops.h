@@ -126,6 +126,7 @@ void naive_int8_product(const cpu_int8_call *c);
 void cpu_int8_product_avx2(const cpu_int8_call *c);
 void cpu_int8_product_avx512_vnni(const cpu_int8_call *c);
 float cpu_int8_quantize_row_avx512_vnni(int8_t *q, const float *x, int C, int ld);
+float cpu_int8_quantize_row_avx2(int8_t *q, const float *x, int C, int ld);
 /* The kernel of that name when this CPU runs it, else NULL. */
 const cpu_int8_kernel *cpu_int8_kernel_named(const char *name);
 /* MTLAB_INT8_KERNEL's kernel, or the fastest one here; NULL + mt_error for a forced kernel
