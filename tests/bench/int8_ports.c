@@ -131,6 +131,26 @@ FORM_FN(saturating, SATURATING)
 FORM_FN(int16, INT16)
 FORM_FN(fp32, FP32)
 
+typedef struct {
+    const char *name, *ops;
+    double (*fn)(void);
+    double best; /* cycles */
+} timed;
+
+/* each entry's best of ROUNDS, in cycles, the entries interleaved round by round; returns the
+ * highest clock seen, in GHz */
+static double time_all(timed *t, int n)
+{
+    double ghz = 0.0;
+    for (int r = 0; r < ROUNDS; r++)
+        for (int f = 0; f < n; f++) {
+            double c = cycle_seconds(), cycles = t[f].fn() / c;
+            if (cycles < t[f].best) t[f].best = cycles;
+            if (1e-9 / c > ghz) ghz = 1e-9 / c;
+        }
+    return ghz;
+}
+
 int main(void)
 {
     __builtin_cpu_init();
@@ -138,48 +158,29 @@ int main(void)
         fprintf(stderr, "int8_ports: this CPU has no AVX2 and FMA; nothing to time\n");
         return 1;
     }
-    struct {
-        const char *name, *ops;
-        double (*fn)(void);
-        double best;
-    } forms[] = {
+    timed forms[] = {
         {"exact", "2 vpsignb, 2 vpmaddubsw, 2 vpmaddwd, 2 vpaddd", exact, 1e9},
         {"saturating", "2 vpmaddubsw, 2 vpmaddwd, 2 vpaddd", saturating, 1e9},
         {"int16", "4 vpmaddwd, 4 vpaddd", int16, 1e9},
         {"fp32", "8 vfmadd231ps", fp32, 1e9},
     };
-    enum { N = sizeof forms / sizeof forms[0] };
-    double ghz = 0.0;
-    for (int r = 0; r < ROUNDS; r++)
-        for (int f = 0; f < N; f++) {
-            double c = cycle_seconds(), cycles = forms[f].fn() / c;
-            if (cycles < forms[f].best) forms[f].best = cycles;
-            if (1e-9 / c > ghz) ghz = 1e-9 / c;
-        }
+    timed pairs[] = {
+        {"vpmaddubsw", "", p_maddubs, 1e9},
+        {"vpmaddwd", "", p_madd, 1e9},
+        {"vpsignb", "", p_sign, 1e9},
+        {"vpaddd", "", p_add, 1e9},
+        {"vpmaddubsw + vpmaddwd", "", p_maddubs_madd, 1e9},
+        {"vpsignb + vpmaddwd", "", p_sign_madd, 1e9},
+        {"vpsignb + vpaddd", "", p_sign_add, 1e9},
+    };
+    enum { N = sizeof forms / sizeof forms[0], P = sizeof pairs / sizeof pairs[0] };
+    double ghz = time_all(forms, N);
     printf("one row's step of 64 multiply-adds, cycles (best of %d rounds; clock about %.2f GHz)\n",
            ROUNDS, ghz);
     for (int f = 0; f < N; f++)
         printf("  %-11s %5.2f cycles  %5.1f multiply-adds a cycle   %s\n", forms[f].name,
                forms[f].best, 64.0 / forms[f].best, forms[f].ops);
-    struct {
-        const char *name;
-        double (*fn)(void);
-        double best;
-    } pairs[] = {
-        {"vpmaddubsw", p_maddubs, 1e9},
-        {"vpmaddwd", p_madd, 1e9},
-        {"vpsignb", p_sign, 1e9},
-        {"vpaddd", p_add, 1e9},
-        {"vpmaddubsw + vpmaddwd", p_maddubs_madd, 1e9},
-        {"vpsignb + vpmaddwd", p_sign_madd, 1e9},
-        {"vpsignb + vpaddd", p_sign_add, 1e9},
-    };
-    enum { P = sizeof pairs / sizeof pairs[0] };
-    for (int r = 0; r < ROUNDS; r++)
-        for (int f = 0; f < P; f++) {
-            double c = cycle_seconds(), cycles = pairs[f].fn() / c;
-            if (cycles < pairs[f].best) pairs[f].best = cycles;
-        }
+    time_all(pairs, P);
     printf("independent instructions issued a cycle, alone and in pairs (best of %d rounds)\n",
            ROUNDS);
     for (int f = 0; f < P; f++) printf("  %-22s %5.2f\n", pairs[f].name, 1.0 / pairs[f].best);

@@ -103,17 +103,14 @@ AVX2 float cpu_int8_quantize_row_avx2(int8_t *q, const float *x, int C, int ld)
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++) {
             int at = k + 8 * i;
-            __m256 v = at + 8 <= C ? _mm256_loadu_ps(x + at)
-                       : at < C
-                           ? _mm256_maskload_ps(x + at, _mm256_cmpgt_epi32(
-                                                            _mm256_set1_epi32(C - at), lane))
-                           : _mm256_setzero_ps();
+            __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(C - at), lane); /* none past C */
+            __m256 v = at + 8 <= C ? _mm256_loadu_ps(x + at) : _mm256_maskload_ps(x + at, keep);
             v = _mm256_mul_ps(v, vinv);
             v = _mm256_and_ps(v, _mm256_cmp_ps(v, v, _CMP_ORD_Q));
             w[i] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, lo), hi));
         }
-        __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(w[0], w[1]),
-                                       _mm256_packs_epi32(w[2], w[3]));
+        __m256i b =
+            _mm256_packs_epi16(_mm256_packs_epi32(w[0], w[1]), _mm256_packs_epi32(w[2], w[3]));
         _mm256_storeu_si256((__m256i *)(q + k), _mm256_permutevar8x32_epi32(b, order));
     }
     return scale;
