@@ -69,6 +69,16 @@ AVX2 static INLINE void row_step_w(__m256i *a0, __m256i *a1, const int8_t *x, co
           [w1] "m"(*(const __m256i *)(w + 32)), [w0a] "x"(w0a), [w1a] "x"(w1a), [ones] "x"(ones));
 }
 
+/* x[at .. at+8): lanes past C read as 0 and touch no memory (the mask is built only for the
+ * last, partial vector and those past it) */
+AVX2 static INLINE __m256 load8_upto(const float *x, int at, int C)
+{
+    if (at + 8 <= C) return _mm256_loadu_ps(x + at);
+    __m256i keep =
+        _mm256_cmpgt_epi32(_mm256_set1_epi32(C - at), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    return _mm256_maskload_ps(x + at, keep);
+}
+
 /* cpu_int8_quantize_row in AVX2 vectors, the same scale and bytes (the unit tests hold them
  * equal, NaN, infinities and ties included): the largest |x| by vmaxps, which keeps the running
  * maximum where x is a NaN as the reference's comparison does; then 32 values at a time scaled,
@@ -79,16 +89,12 @@ AVX2 static INLINE void row_step_w(__m256i *a0, __m256i *a1, const int8_t *x, co
  * 1.6 cycles a value (compares and blends for the clamp and the NaN). */
 AVX2 float cpu_int8_quantize_row_avx2(int8_t *q, const float *x, int C, int ld)
 {
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     __m256 vmax = _mm256_setzero_ps();
     int k = 0;
     for (; k + 8 <= C; k += 8)
         vmax = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + k), abs_mask), vmax);
-    if (k < C) {
-        __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(C - k), lane);
-        vmax = _mm256_max_ps(_mm256_and_ps(_mm256_maskload_ps(x + k, keep), abs_mask), vmax);
-    }
+    if (k < C) vmax = _mm256_max_ps(_mm256_and_ps(load8_upto(x, k, C), abs_mask), vmax);
     __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
     m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
     m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
@@ -102,10 +108,7 @@ AVX2 float cpu_int8_quantize_row_avx2(int8_t *q, const float *x, int C, int ld)
         __m256i w[4];
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++) {
-            int at = k + 8 * i;
-            __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(C - at), lane); /* none past C */
-            __m256 v = at + 8 <= C ? _mm256_loadu_ps(x + at) : _mm256_maskload_ps(x + at, keep);
-            v = _mm256_mul_ps(v, vinv);
+            __m256 v = _mm256_mul_ps(load8_upto(x, k + 8 * i, C), vinv);
             v = _mm256_and_ps(v, _mm256_cmp_ps(v, v, _CMP_ORD_Q));
             w[i] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, lo), hi));
         }
