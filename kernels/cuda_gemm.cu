@@ -304,6 +304,7 @@ void cu_gemm_bh(int trans_a, int trans_b, int m, int n, int k, float alpha, cons
 int cu_qmatrix_make(mt_qmatrix *q, mt_qkind kind, const float *w, int rows, int cols)
 {
     memset(q, 0, sizeof *q);
+    if (kind == MT_QMATRIX_F32P) return 1; // fp32 panels: nothing to gain on the GPU
     if (kind != MT_QMATRIX_BF16)
         return mt_error(
             "the CUDA backend has no int8 linear layers (on a CUDA device use fp32 or bf16)");

@@ -49,7 +49,7 @@ int bench_run_peer(const char *bundle, const char *inputs, const char *tokens_ou
 {
     mt_model *m = mt_model_load(bundle, mt_backend_cpu(), MT_MODEL_LOAD_NO_TOKENIZER);
     if (!m) return -1;
-    if (mt_model_set_precision(m, precision)) {
+    if (mt_model_set_precision(m, precision) || mt_model_set_fp32_panels(m, 1)) {
         mt_model_free(m);
         return -1;
     }

@@ -204,6 +204,11 @@ static mt_model *preset_with_sources(const char *preset, sources *s)
     mt_model_config cfg;
     if (mt_model_preset(&cfg, preset)) return NULL;
     mt_model *m = mt_model_create(&cfg, mt_backend_cpu(), 1);
+    /* fp32 as a runner opens a model: with the panels where this CPU makes them */
+    if (m && mt_model_set_fp32_panels(m, 1)) {
+        mt_model_free(m);
+        return NULL;
+    }
     if (m) make_sources(s, cfg.vocab_size);
     return m;
 }
@@ -482,6 +487,70 @@ static int section_attribution(int repeat)
  * rows, and the fp32 products of the same shapes beside them: the kernels the CPU backend
  * picks, this process's threads, best of repeat groups of calls (activations quantized in each
  * int8 call, as in a step). */
+/* A Marian-base decoding step's 49 products at 16 rows (6 decoder layers: self-attention's q, k,
+ * v and o and cross-attention's q and o, 512 x 512 each, the FFN's 2048 x 512 and 512 x 2048; the
+ * tied 58101 x 512 projection), 207 MB of fp32 weights, one after the other as a step runs them:
+ * more than the caches hold, so the weights stream from memory. ms a step, best of repeat. */
+static int step_products(int repeat)
+{
+    enum { LAYERS = 6, PER_LAYER = 8, N_MATS = LAYERS * PER_LAYER + 1, M = 16 };
+    static const int layer[PER_LAYER][2] = {{512, 512}, {512, 512}, {512, 512},  {512, 512},
+                                            {512, 512}, {512, 512}, {2048, 512}, {512, 2048}};
+    const mt_backend *cpu = mt_backend_cpu();
+    int shape[N_MATS][2];
+    float *w[N_MATS];
+    mt_qmatrix q8[N_MATS], pan[N_MATS];
+    int have_panels = 1, rc = 0, made = 0;
+    float *x = mt_xmalloc((size_t)M * 2048 * sizeof *x),
+          *out = mt_xmalloc((size_t)M * 58101 * sizeof *out);
+    mt_rng rng;
+    mt_rng_init(&rng, 6, 0);
+    for (size_t j = 0; j < (size_t)M * 2048; j++) x[j] = mt_rng_uniform(&rng) - 0.5f;
+    for (int i = 0; i < N_MATS && !rc; i++, made++) {
+        shape[i][0] = i < LAYERS * PER_LAYER ? layer[i % PER_LAYER][0] : 58101;
+        shape[i][1] = i < LAYERS * PER_LAYER ? layer[i % PER_LAYER][1] : 512;
+        size_t n = (size_t)shape[i][0] * shape[i][1];
+        w[i] = mt_xmalloc(n * sizeof *w[i]);
+        for (size_t j = 0; j < n; j++) w[i][j] = mt_rng_uniform(&rng) - 0.5f;
+        rc = cpu->qmatrix_make(&q8[i], MT_QMATRIX_INT8, w[i], shape[i][0], shape[i][1]);
+        int p =
+            rc ? -1 : cpu->qmatrix_make(&pan[i], MT_QMATRIX_F32P, w[i], shape[i][0], shape[i][1]);
+        if (p < 0) {
+            if (!rc) cpu->qmatrix_free(&q8[i]);
+            rc = -1;
+        } else if (p > 0) have_panels = 0;
+        if (rc) free(w[i]);
+    }
+    if (!rc) {
+        double best[3] = {0}; /* fp32 few-row kernel, panels, int8 */
+        for (int kind = 0; kind < (have_panels ? 3 : 2); kind++) {
+            int k = !have_panels && kind == 1 ? 2 : kind;
+            for (int t = 0; t < repeat; t++) {
+                double t0 = mt_now_s();
+                for (int i = 0; i < N_MATS; i++) {
+                    int N = shape[i][0], K = shape[i][1];
+                    if (k == 0) cpu->gemm(0, 1, M, N, K, 1.0f, x, K, w[i], K, 0.0f, out, N);
+                    else cpu->qlinear_forward(out, x, k == 1 ? &pan[i] : &q8[i], 0, NULL, M, N);
+                }
+                double dt = mt_now_s() - t0;
+                if (t == 0 || dt < best[k]) best[k] = dt;
+            }
+        }
+        char p16[32] = "-";
+        if (have_panels) snprintf(p16, sizeof p16, "%.2f", best[1] * 1e3);
+        printf("   a Marian-base step's 49 products at 16 rows, from memory (207 MB in fp32), ms:\n"
+               "   fp32 %.2f, panels %s, int8 %.2f\n",
+               best[0] * 1e3, p16, best[2] * 1e3);
+    }
+    for (int i = 0; i < made - (rc ? 1 : 0); i++) {
+        cpu->qmatrix_free(&q8[i]);
+        if (have_panels) cpu->qmatrix_free(&pan[i]);
+        free(w[i]);
+    }
+    free(x), free(out);
+    return rc ? -1 : 0;
+}
+
 static int int8_products(int repeat)
 {
     static const int shapes[][2] = {{192, 192}, {768, 192},  {192, 768},  {8000, 192},
@@ -493,7 +562,8 @@ static int int8_products(int repeat)
     printf("\n   int8 and fp32 products alone (N output channels x K inputs), GMAC/s, best of %d\n"
            "   groups, %d thread%s (mtlab's kernels here: %s)\n",
            repeat, threads, threads == 1 ? "" : "s", mt_cpu_own_kernels(own, sizeof own));
-    printf("   %13s %10s %10s %10s %10s\n", "N x K", "int8 1", "int8 16", "fp32 1", "fp32 16");
+    printf("   %13s %10s %10s %10s %10s %10s\n", "N x K", "int8 1", "int8 16", "fp32 1", "fp32 16",
+           "panels 16");
     for (int i = 0; i < N_SHAPES; i++) {
         int N = shapes[i][0], K = shapes[i][1];
         float *w = mt_xmalloc((size_t)N * K * sizeof *w),
@@ -508,9 +578,19 @@ static int int8_products(int repeat)
             free(w), free(x), free(out);
             return -1;
         }
-        double rate[4]; /* int8 at 1 and 16 rows, fp32 at 1 and 16 */
-        for (int r = 0; r < 4; r++) {
-            int M = r % 2 ? 16 : 1, fp32 = r >= 2;
+        /* the fp32 panels, where this CPU makes them (docs/decoding.md §9.3) */
+        mt_qmatrix panels;
+        int have_panels = cpu->qmatrix_make(&panels, MT_QMATRIX_F32P, w, N, K);
+        if (have_panels < 0) {
+            cpu->qmatrix_free(&q);
+            free(w), free(x), free(out);
+            return -1;
+        }
+        have_panels = have_panels == 0;
+        /* int8 at 1 and 16 rows, fp32 at 1 and 16, panels at 16 */
+        double rate[5] = {0};
+        for (int r = 0; r < (have_panels ? 5 : 4); r++) {
+            int M = r % 2 || r == 4 ? 16 : 1, fp32 = r == 2 || r == 3;
             /* a group of calls: about 2e8 multiply-adds, a few milliseconds */
             int calls = (int)(2e8 / ((double)M * N * K)) + 1;
             double best = 0;
@@ -518,19 +598,25 @@ static int int8_products(int repeat)
                 double t0 = mt_now_s();
                 for (int c = 0; c < calls; c++) {
                     if (fp32) cpu->gemm(0, 1, M, N, K, 1.0f, x, K, w, K, 0.0f, out, N);
-                    else cpu->qlinear_forward(out, x, &q, 0, NULL, M, N);
+                    else cpu->qlinear_forward(out, x, r == 4 ? &panels : &q, 0, NULL, M, N);
                 }
                 double dt = (mt_now_s() - t0) / calls;
                 if (t == 0 || dt < best) best = dt;
             }
             rate[r] = (double)M * N * K / best * 1e-9;
         }
-        printf("   %6d x %-5d %10.1f %10.1f %10.1f %10.1f\n", N, K, rate[0], rate[1], rate[2],
-               rate[3]);
+        char p16[16] = "-";
+        if (have_panels) snprintf(p16, sizeof p16, "%.1f", rate[4]);
+        printf("   %6d x %-5d %10.1f %10.1f %10.1f %10.1f %10s\n", N, K, rate[0], rate[1], rate[2],
+               rate[3], p16);
         cpu->qmatrix_free(&q);
+        if (have_panels) cpu->qmatrix_free(&panels);
         free(w), free(x), free(out);
     }
-    return 0;
+    printf(
+        "   fp32 16: the few-row kernel on the (N, K) matrix; panels 16: the fp32 copy in panels\n"
+        "   (docs/decoding.md §9.3; -: not made on this CPU)\n");
+    return step_products(repeat);
 }
 
 /* Each preset's model decodes in fp32 and then, quantized, in int8, batch by batch, so both

@@ -26,11 +26,13 @@ mt_qweights *mt_qweights_new(const mt_backend *be)
 
 int mt_qweights_add(mt_qweights *qw, mt_qkind kind, const float *w, int rows, int cols)
 {
+    if (!qw->be->qmatrix_make && kind == MT_QMATRIX_F32P) return 1;
     if (!qw->be->qmatrix_make)
         return mt_error("the %s backend has no %s linear layers (use precision fp32)", qw->be->name,
                         kind == MT_QMATRIX_BF16 ? "bf16" : "int8");
     mt_qmatrix q;
-    if (qw->be->qmatrix_make(&q, kind, w, rows, cols) != 0) return -1;
+    int rc = qw->be->qmatrix_make(&q, kind, w, rows, cols);
+    if (rc != 0) return rc < 0 ? -1 : 1;
     if (qw->n == qw->cap) {
         qw->cap = qw->cap ? 2 * qw->cap : 32;
         qw->e = mt_xrealloc(qw->e, (size_t)qw->cap * sizeof *qw->e);
@@ -61,11 +63,15 @@ const mt_qmatrix *mt_qweights_find(const mt_qweights *qw, const float *w, int co
 size_t mt_qweights_bytes(const mt_qweights *qw)
 {
     size_t bytes = 0;
-    for (int i = 0; i < qw->n; i++)
-        bytes += (size_t)qw->e[i].q.rows *
-                 (qw->e[i].q.kind == MT_QMATRIX_BF16
-                      ? (size_t)qw->e[i].q.ld * sizeof(uint16_t)
-                      : (size_t)qw->e[i].q.ld + sizeof(float) + sizeof(int32_t));
+    for (int i = 0; i < qw->n; i++) {
+        const mt_qmatrix *q = &qw->e[i].q;
+        if (q->kind == MT_QMATRIX_F32P) /* whole panels of 16 channels */
+            bytes += (size_t)(q->rows + 15) / 16 * 16 * (size_t)q->cols * sizeof(float);
+        else
+            bytes += (size_t)q->rows * (q->kind == MT_QMATRIX_BF16
+                                            ? (size_t)q->ld * sizeof(uint16_t)
+                                            : (size_t)q->ld + sizeof(float) + sizeof(int32_t));
+    }
     return bytes;
 }
 

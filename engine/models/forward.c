@@ -335,6 +335,7 @@ int mt_model_forward_backward(mt_model *m, const mt_batch *b, const mt_step_opts
     if (m->precision != MT_PRECISION_FP32)
         return mt_error("training needs fp32 weights; this model runs in %s",
                         mt_precision_name(m->precision));
+    mt_model_drop_fp32_panels(m);
     if (!mt_model_grads(m)) return -1;
     if (mt_model_prepare(m, b)) return -1;
     if (n_tokens) *n_tokens = m->n_targets;

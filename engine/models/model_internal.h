@@ -199,7 +199,9 @@ struct mt_model {
     const mt_backend *be; /* the backend every operation runs on: base_be, or precision_be */
     const mt_backend *base_be; /* the device's backend the model was made on */
     mt_precision precision;
-    mt_qweights *qweights; /* int8 or bf16 copies of the linear weights, or NULL (fp32) */
+    mt_qweights *qweights; /* int8 or bf16 copies of the linear weights; in fp32 the f32p copies
+                              (fp32_panels) or NULL */
+    int fp32_panels; /* 1: in fp32, keep f32p copies where the backend makes them */
     mt_backend precision_be; /* base_be with its qweights = qweights (model_precision.c) */
 
     mt_named_tensor *tensors;
@@ -595,5 +597,9 @@ void mt_model_project(const mt_model *m, float *logits, const float *x, size_t B
 #define MT_IGNORE (-100)
 size_t mt_model_targets(const mt_model *m, int32_t *targets, const int32_t *ids,
                         const int *n_prompt, int B, int T);
+
+/* Frees the f32p copies and clears the request for them (model_precision.c): what training
+ * does before it changes the weights */
+void mt_model_drop_fp32_panels(mt_model *m);
 
 #endif

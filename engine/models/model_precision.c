@@ -5,6 +5,7 @@
 #include "models/model_internal.h"
 
 #include <string.h>
+#include <unistd.h>
 
 #include "mtlab/error.h"
 
@@ -35,38 +36,105 @@ static int is_linear_weight(const mt_model *m, int i)
     return 1;
 }
 
+/* The `kind` copies of every linear weight in *out: 0, 1 when the backend declined (f32p; *out
+ * NULL), -1 + mt_error naming the tensor */
+static int make_copies(mt_model *m, mt_qkind kind, const char *what, mt_qweights **out)
+{
+    *out = NULL;
+    mt_qweights *qw = mt_qweights_new(m->base_be);
+    for (int i = 0; i < m->n_tensors; i++) {
+        if (!is_linear_weight(m, i)) continue;
+        const mt_named_tensor *t = &m->tensors[i];
+        int rc = mt_qweights_add(qw, kind, m->params + t->offset, t->shape[0], t->shape[1]);
+        if (rc != 0) {
+            mt_qweights_free(qw);
+            return rc < 0 ? mt_error_context("%s in %s", t->name, what) : 1;
+        }
+    }
+    *out = qw;
+    return 0;
+}
+
+/* m->qweights and the backend linear layers run on: qw (NULL: the base backend) */
+static void use_copies(mt_model *m, mt_qweights *qw)
+{
+    mt_qweights_free(m->qweights);
+    m->qweights = qw;
+    m->precision_be = *m->base_be;
+    m->precision_be.qweights = qw;
+    m->be = qw ? &m->precision_be : m->base_be;
+}
+
+/* Bytes of fp32 linear weights the model holds: what f32p copies would add */
+static size_t linear_bytes(const mt_model *m)
+{
+    size_t n = 0;
+    for (int i = 0; i < m->n_tensors; i++)
+        if (is_linear_weight(m, i))
+            n += (size_t)m->tensors[i].shape[0] * (size_t)m->tensors[i].shape[1] * sizeof(float);
+    return n;
+}
+
+/* In fp32 with panels asked for and none held: make them where the backend does and memory
+ * allows */
+static int make_panels(mt_model *m)
+{
+    if (m->precision != MT_PRECISION_FP32 || !m->fp32_panels || m->qweights) return 0;
+    long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 && linear_bytes(m) > (size_t)pages / 2 * (size_t)page) return 0;
+    mt_qweights *qw;
+    int rc = make_copies(m, MT_QMATRIX_F32P, "fp32 panels", &qw);
+    if (rc < 0) return -1;
+    if (qw) use_copies(m, qw);
+    return 0;
+}
+
 int mt_model_set_precision(mt_model *m, mt_precision p)
 {
     if (p == m->precision) return 0;
     if (p != MT_PRECISION_FP32) {
         mt_qkind kind = p == MT_PRECISION_BF16 ? MT_QMATRIX_BF16 : MT_QMATRIX_INT8;
-        mt_qweights *qw = mt_qweights_new(m->base_be);
-        for (int i = 0; i < m->n_tensors; i++) {
-            if (!is_linear_weight(m, i)) continue;
-            const mt_named_tensor *t = &m->tensors[i];
-            if (mt_qweights_add(qw, kind, m->params + t->offset, t->shape[0], t->shape[1]) != 0) {
-                mt_qweights_free(qw);
-                return mt_error_context("%s in %s", t->name, mt_precision_name(p));
-            }
-        }
-        mt_qweights_free(m->qweights); /* int8 -> bf16: the new copies first, then the old go */
-        m->qweights = qw;
-        m->precision_be = *m->base_be;
-        m->precision_be.qweights = qw;
-        m->be = &m->precision_be;
+        mt_qweights *qw;
+        int rc = make_copies(m, kind, mt_precision_name(p), &qw);
+        if (rc != 0)
+            return rc < 0 ? -1
+                          : mt_error("the %s backend has no %s linear layers", m->base_be->name,
+                                     mt_precision_name(p));
+        use_copies(m, qw); /* int8 -> bf16: the new copies first, then the old go */
         m->precision = p;
         return 0;
     }
-    mt_qweights_free(m->qweights);
-    m->qweights = NULL;
-    m->be = m->base_be;
+    use_copies(m, NULL);
     m->precision = p;
-    return 0;
+    return make_panels(m);
 }
 
 mt_precision mt_model_precision(const mt_model *m) { return m->precision; }
 
 size_t mt_model_int8_bytes(const mt_model *m)
 {
-    return m->qweights ? mt_qweights_bytes(m->qweights) : 0;
+    return m->qweights && m->precision != MT_PRECISION_FP32 ? mt_qweights_bytes(m->qweights) : 0;
+}
+
+int mt_model_set_fp32_panels(mt_model *m, int on)
+{
+    m->fp32_panels = on != 0;
+    if (m->precision != MT_PRECISION_FP32) return 0;
+    if (!on) {
+        use_copies(m, NULL);
+        return 0;
+    }
+    return make_panels(m);
+}
+
+size_t mt_model_fp32_panel_bytes(const mt_model *m)
+{
+    return m->qweights && m->precision == MT_PRECISION_FP32 ? mt_qweights_bytes(m->qweights) : 0;
+}
+
+/* Training changes the weights the copies were made from */
+void mt_model_drop_fp32_panels(mt_model *m)
+{
+    m->fp32_panels = 0;
+    if (m->precision == MT_PRECISION_FP32 && m->qweights) use_copies(m, NULL);
 }

@@ -62,6 +62,7 @@ float *mt_model_adam_moments(mt_model *m, float **second)
 int mt_model_adamw_step(mt_model *m, const mt_adamw_hparams *h, int step)
 {
     if (step < 1) return mt_error("AdamW step %d: steps count from 1", step);
+    mt_model_drop_fp32_panels(m);
     if (!mt_model_grads(m)) return -1;
     const mt_backend *be = m->be;
     if (!mt_model_adam_moments(m, NULL)) return -1;

@@ -88,7 +88,8 @@ mt_runner *mt_runner_open(const char *dir, const char *device, unsigned flags)
     r->dir = mt_xstrdup(dir);
     r->backend = be;
     r->model = mt_model_load(dir, be, 0);
-    if (r->model && mt_model_set_precision(r->model, mt_runner_precision(flags)) != 0) {
+    if (r->model && (mt_model_set_precision(r->model, mt_runner_precision(flags)) != 0 ||
+                     mt_model_set_fp32_panels(r->model, 1) != 0)) {
         mt_error_context("%s", dir);
         mt_runner_close(r);
         return NULL;

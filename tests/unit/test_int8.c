@@ -695,6 +695,80 @@ static void test_every_architecture_int8_close_to_fp32(void **state)
     }
 }
 
+/* fp32 panels (mt_model_set_fp32_panels, docs/decoding.md §9.3): the same precision read from
+ * another layout, so forward and decoding logits match plain fp32 to float rounding (2-18 rows
+ * here, the panel kernel's range); they go with training, give way to int8 and come back with
+ * fp32; freed on request (plain fp32 again, bit for bit); declined without error under
+ * MTLAB_FP32_PANELS=off and on the naive table. */
+#define PANELS_REL_TOL 1e-5
+
+static void check_panels(const char *preset)
+{
+    enum { STEPS = 3 };
+    mt_model *m = create(preset, 29);
+    int encdec = mt_model_is_encdec(m), made = cpu_panels_supported();
+    mt_batch b = {.B = B, .T = T, .ids = ids, .S = encdec ? S : 0, .src = encdec ? src : NULL};
+    size_t nf = (size_t)B * T * V, nd = (size_t)(STEPS + 1) * B * V;
+    float *fp = malloc(nf * sizeof *fp), *pf = malloc(nf * sizeof *pf);
+    float *dfp = malloc(nd * sizeof *dfp), *dpf = malloc(nd * sizeof *dpf);
+    assert_int_equal(mt_model_forward(m, &b, fp), 0);
+    decode_logits(m, dfp, STEPS);
+    assert_int_equal(mt_model_fp32_panel_bytes(m), 0);
+    assert_int_equal(mt_model_set_fp32_panels(m, 1), 0);
+    assert_int_equal(mt_model_precision(m), MT_PRECISION_FP32);
+    assert_int_equal(mt_model_int8_bytes(m), 0);
+    assert_true(made ? mt_model_fp32_panel_bytes(m) > 0 : mt_model_fp32_panel_bytes(m) == 0);
+    assert_int_equal(mt_model_forward(m, &b, pf), 0);
+    decode_logits(m, dpf, STEPS);
+    int agree, dagree;
+    double rel = compare_logits(pf, fp, (size_t)B * T, &agree);
+    double drel = compare_logits(dpf, dfp, (size_t)(STEPS + 1) * B, &dagree);
+    printf("  %-13s panels:  %.1f KiB, forward rel %.2e, decode rel %.2e\n", preset,
+           (double)mt_model_fp32_panel_bytes(m) / 1024.0, rel, drel);
+    assert_true(rel < PANELS_REL_TOL && drel < PANELS_REL_TOL);
+    if (made) assert_true(rel > 0.0 || drel > 0.0); /* the kernel ran (another summing order) */
+    /* int8 replaces them, fp32 brings them back */
+    assert_int_equal(mt_model_set_precision(m, MT_PRECISION_INT8), 0);
+    assert_int_equal(mt_model_fp32_panel_bytes(m), 0);
+    assert_true(mt_model_int8_bytes(m) > 0);
+    assert_int_equal(mt_model_set_precision(m, MT_PRECISION_FP32), 0);
+    assert_true(made ? mt_model_fp32_panel_bytes(m) > 0 : mt_model_fp32_panel_bytes(m) == 0);
+    /* freed on request: plain fp32, the same floats as before */
+    assert_int_equal(mt_model_set_fp32_panels(m, 0), 0);
+    assert_int_equal(mt_model_fp32_panel_bytes(m), 0);
+    assert_int_equal(mt_model_forward(m, &b, pf), 0);
+    assert_memory_equal(pf, fp, nf * sizeof *fp);
+    /* training drops them and the request with them */
+    assert_int_equal(mt_model_set_fp32_panels(m, 1), 0);
+    double loss;
+    assert_int_equal(mt_model_forward_backward(m, &b, &(mt_step_opts){0}, 0.0f, &loss, NULL), 0);
+    assert_int_equal(mt_model_fp32_panel_bytes(m), 0);
+    assert_int_equal(mt_model_set_precision(m, MT_PRECISION_INT8), 0);
+    assert_int_equal(mt_model_set_precision(m, MT_PRECISION_FP32), 0);
+    assert_int_equal(mt_model_fp32_panel_bytes(m), 0);
+    /* declined: the switch off, then the naive table */
+    setenv("MTLAB_FP32_PANELS", "off", 1);
+    assert_int_equal(mt_model_set_fp32_panels(m, 1), 0);
+    assert_int_equal(mt_model_fp32_panel_bytes(m), 0);
+    unsetenv("MTLAB_FP32_PANELS");
+    mt_model_free(m);
+    mt_model_config c;
+    tiny_model_config(&c, preset, 0.0f);
+    m = mt_model_create(&c, mt_backend_cpu_naive(), 29);
+    assert_non_null(m);
+    assert_int_equal(mt_model_set_fp32_panels(m, 1), 0);
+    assert_int_equal(mt_model_fp32_panel_bytes(m), 0);
+    mt_model_free(m);
+    free(fp), free(pf), free(dfp), free(dpf);
+}
+
+static void test_every_architecture_fp32_panels(void **state)
+{
+    (void)state;
+    const char *const *presets = mt_model_arch_list();
+    for (size_t i = 0; presets[i]; i++) check_panels(presets[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -714,6 +788,7 @@ int main(void)
         cmocka_unit_test(test_precision_names),
         cmocka_unit_test(test_bf16_refused_on_the_cpu),
         cmocka_unit_test(test_every_architecture_int8_close_to_fp32),
+        cmocka_unit_test(test_every_architecture_fp32_panels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -23,7 +23,7 @@
     .cross_entropy_backward = cpu_cross_entropy_backward,                                     \
     .cross_entropy_fused = cpu_cross_entropy_fused, .dropout_forward = cpu_dropout_forward,   \
     .dropout_backward = cpu_dropout_backward, .adamw_step = cpu_adamw_step,                   \
-    .qmatrix_make = cpu_qmatrix_make, .qmatrix_free = cpu_qmatrix_free
+    .qmatrix_free = cpu_qmatrix_free
 
 static const mt_backend cpu_backend = {
     .name = "cpu",
@@ -43,6 +43,7 @@ static const mt_backend cpu_backend = {
     .mamba_step = cpu_mamba_step,
     .retention_forward = cpu_retention_forward,
     .retention_backward = cpu_retention_backward,
+    .qmatrix_make = cpu_qmatrix_make,
     .qlinear_forward = cpu_qlinear_forward,
 };
 
@@ -63,6 +64,7 @@ static const mt_backend naive_backend = {
     .scan_backward = naive_scan_backward,
     .retention_forward = naive_retention_forward,
     .retention_backward = naive_retention_backward,
+    .qmatrix_make = naive_qmatrix_make,
     .qlinear_forward = naive_qlinear_forward,
 };
 

@@ -112,6 +112,8 @@ const cpu_int8_kernel *cpu_int8_kernel_pick(void)
 int cpu_qmatrix_make(mt_qmatrix *q, mt_qkind kind, const float *w, int rows, int cols)
 {
     memset(q, 0, sizeof *q);
+    if (kind == MT_QMATRIX_F32P)
+        return cpu_panels_supported() ? cpu_panels_make(q, w, rows, cols) : 1;
     if (kind != MT_QMATRIX_INT8)
         return mt_error("the CPU backend has no bf16 linear layers (bf16 runs on a CUDA device; "
                         "on the CPU use fp32 or int8)");
@@ -150,8 +152,22 @@ int cpu_qmatrix_make(mt_qmatrix *q, mt_qkind kind, const float *w, int rows, int
     return 0;
 }
 
+/* The naive table's: int8 (its reference kernel) and no fp32 panels */
+int naive_qmatrix_make(mt_qmatrix *q, mt_qkind kind, const float *w, int rows, int cols)
+{
+    if (kind == MT_QMATRIX_F32P) {
+        memset(q, 0, sizeof *q);
+        return 1;
+    }
+    return cpu_qmatrix_make(q, kind, w, rows, cols);
+}
+
 void cpu_qmatrix_free(mt_qmatrix *q)
 {
+    if (q->kind == MT_QMATRIX_F32P) {
+        cpu_panels_free(q);
+        return;
+    }
     cpu_free(q->q);
     cpu_free(q->scale);
     cpu_free(q->sum);
@@ -243,6 +259,10 @@ void cpu_qlinear_with(const cpu_int8_kernel *kern, int threaded, float *out, con
 void cpu_qlinear_forward(float *out, const float *x, const mt_qmatrix *w, int row0,
                          const float *bias, size_t BT, int OC)
 {
+    if (w->kind == MT_QMATRIX_F32P) {
+        cpu_panels_forward(out, x, w, row0, bias, BT, OC);
+        return;
+    }
     cpu_qlinear_with(cpu_int8_kernel_pick(), 1, out, x, w, row0, bias, BT, OC);
 }
 

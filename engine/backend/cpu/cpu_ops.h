@@ -52,6 +52,25 @@ typedef enum { CPU_ROWS_NONE, CPU_ROWS_AVX2, CPU_ROWS_AVX512 } cpu_rows_isa;
 int cpu_gemm_rows_supported(cpu_rows_isa isa);
 int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const float *x, int ldx,
                        const float *w, int ldw, float *y, int ldy);
+/* fp32 weights copied into panels of CPU_PANEL output channels, k running down each
+ * (cpu_gemm_panels.c; docs/decoding.md §9.3), for products of 2 to CPU_PANELS_MAX_M rows.
+ * cpu_panels_supported: 1 where the CPU backend makes them (AVX2 + FMA, no AVX-512).
+ * cpu_panels_make: the copy of w (rows, cols), q->f32 = w; -1 + mt_error out of memory.
+ * cpu_panels_forward: qlinear_forward for the kind (out (BT, OC) = x w[row0 ..)^T + bias): the
+ * panel kernel for 2 .. CPU_PANELS_MAX_M rows, cpu_gemm on q->f32 for the others.
+ * cpu_panels_product: the panel kernel for any M >= 1; naive_panels_forward: plain loops over
+ * the panels (tests). */
+#define CPU_PANEL 16
+#define CPU_PANELS_MAX_M 39
+int cpu_panels_supported(void);
+int cpu_panels_make(mt_qmatrix *q, const float *w, int rows, int cols);
+void cpu_panels_free(mt_qmatrix *q);
+void cpu_panels_forward(float *out, const float *x, const mt_qmatrix *w, int row0,
+                        const float *bias, size_t BT, int OC);
+void cpu_panels_product(float *out, const float *x, const mt_qmatrix *w, int row0,
+                        const float *bias, int M, int OC);
+void naive_panels_forward(float *out, const float *x, const mt_qmatrix *w, int row0,
+                          const float *bias, int M, int OC);
 /* C (m, n) = alpha op(A) op(B) + beta C in mtlab's own packed AVX2 kernel (cpu_gemm_packed.c),
  * the same float at any thread count: 1 when done, 0 on a CPU without AVX2 + FMA. */
 int cpu_gemm_packed_supported(void);
@@ -140,6 +159,8 @@ int cpu_int8_ld(int C);
  * product is large enough. */
 void cpu_qlinear_with(const cpu_int8_kernel *kern, int threaded, float *out, const float *x,
                       const mt_qmatrix *w, int row0, const float *bias, size_t BT, int OC);
+/* the naive table's qmatrix_make: cpu_qmatrix_make's int8, no f32p (1) */
+int naive_qmatrix_make(mt_qmatrix *q, mt_qkind kind, const float *w, int rows, int cols);
 void naive_qlinear_forward(float *out, const float *x, const mt_qmatrix *w, int row0,
                            const float *bias, size_t BT, int OC);
 

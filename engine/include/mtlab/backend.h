@@ -168,7 +168,11 @@ typedef struct {
 /* The other kind, bf16 (a CUDA backend's; docs/cuda.md §7): the weights rounded to bf16 once,
  * (rows, ld = cols), multiplied in bf16 with fp32 accumulation, so that decoding reads half the
  * bytes and runs on the tensor cores. Any row range is itself one, at bf16 + row0 * ld. */
-typedef enum { MT_QMATRIX_INT8, MT_QMATRIX_BF16 } mt_qkind;
+/* The third, f32p (the CPU's on AVX2; docs/decoding.md §9.3): the fp32 weights themselves,
+ * copied once into a layout the backend's decoding kernels read faster (the CPU's: panels of 16
+ * output channels, k running down each), with a pointer to the fp32 matrix for the products the
+ * copy does not serve. The same precision: a model keeps it under mt_precision fp32. */
+typedef enum { MT_QMATRIX_INT8, MT_QMATRIX_BF16, MT_QMATRIX_F32P } mt_qkind;
 typedef struct {
     mt_qkind kind;
     int rows, cols, ld;
@@ -176,6 +180,8 @@ typedef struct {
     float *scale; /* (rows) (int8) */
     int32_t *sum; /* (rows) (int8) */
     uint16_t *bf16; /* (rows, ld) backend memory (bf16: the upper 16 bits of fp32, rounded) */
+    float *panels; /* backend memory (f32p), in the backend's layout */
+    const float *f32; /* (rows, cols) the fp32 matrix the copy was made from (f32p) */
 } mt_qmatrix;
 
 /* A model's int8 weights, found by the address of the fp32 matrices they replace
@@ -392,7 +398,9 @@ typedef struct mt_backend {
     /* ---- int8 / bf16 linear layers (docs/quantization.md); all NULL on a backend without
      * either. qmatrix_make makes the `kind` copy of w (rows, cols), backend memory, in q (its
      * buffers are freed by qmatrix_free); -1 + mt_error when out of memory or when the
-     * backend has no kernels of that kind (the CPU's are int8, CUDA's bf16).
+     * backend has no kernels of that kind (the CPU's are int8, CUDA's bf16); for f32p, which
+     * only makes fp32 faster, 1 (no error, nothing made) where the backend or this CPU has no
+     * use for it (CUDA, the naive CPU table, CPUs with AVX-512 or without AVX2).
      * qlinear_forward: out (BT, OC) = x w[row0 .. row0+OC)^T + bias in w's kind: int8 with
      * x (BT, w->cols) quantized per row on the fly (§1) and int32 accumulation; bf16 with x
      * rounded to bf16 and fp32 accumulation; fp32 out; bias (OC) or NULL. */

@@ -71,12 +71,12 @@ void mt_linear_backward(const mt_backend *be, const mt_weight_grads *grads, cons
 typedef struct mt_qweights mt_qweights;
 mt_qweights *mt_qweights_new(const mt_backend *be);
 /* The `kind` copy of w (rows, cols), backend memory, by be->qmatrix_make; -1 + mt_error on
- * failure. */
+ * failure; 1 (nothing added, no error) where the backend declines an f32p copy. */
 int mt_qweights_add(mt_qweights *qw, mt_qkind kind, const float *w, int rows, int cols);
 /* The matrix holding the rows that start at w with cols columns (*row0 its first row), or
  * NULL when w is not inside a registered matrix of that width. */
 const mt_qmatrix *mt_qweights_find(const mt_qweights *qw, const float *w, int cols, int *row0);
-/* Bytes of int8 weights, scales and row sums held. */
+/* Bytes of the copies held: int8 weights with their scales and row sums, bf16, f32p panels. */
 size_t mt_qweights_bytes(const mt_qweights *qw);
 int mt_qweights_count(const mt_qweights *qw);
 void mt_qweights_free(mt_qweights *qw);

@@ -171,6 +171,18 @@ int mt_model_set_precision(mt_model *m, mt_precision p);
 mt_precision mt_model_precision(const mt_model *m);
 /* Bytes held by the int8 or bf16 weights (0 in fp32). */
 size_t mt_model_int8_bytes(const mt_model *m);
+/* fp32 decoding on a copy of the linear weights in the layout the backend's few-row kernels
+ * read fastest (MT_QMATRIX_F32P; the CPU's on AVX2: panels of 16 output channels, docs/decoding.md
+ * §9.3): the same precision and parameters, products of 2-39 rows (decoding at batch 2 and more)
+ * about 1.2-1.4x faster, and a second copy of those weights in memory. on = 1 asks for them:
+ * made now in fp32 (and whenever the model returns to fp32), and not at all where the backend
+ * declines (CUDA, the naive CPU table, AVX-512 or pre-AVX2 CPUs, MTLAB_FP32_PANELS=off) or the
+ * copies would take more than half of the memory the system has available (both 0, no error);
+ * on = 0 frees them. -1 + mt_error when memory runs out (the model runs on without them).
+ * Training drops them (mt_model_forward_backward would change the weights under them) and
+ * clears the request. mt_model_fp32_panel_bytes: the bytes they hold (0 without). */
+int mt_model_set_fp32_panels(mt_model *m, int on);
+size_t mt_model_fp32_panel_bytes(const mt_model *m);
 
 /* ---------------------------------------------------------------- facts */
 const mt_model_config *mt_model_get_config(const mt_model *m);

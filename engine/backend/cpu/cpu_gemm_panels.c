@@ -1,0 +1,256 @@
+/* fp32 linear weights kept a second time in panels, for the products of decoding steps at batch 2
+ * and more (docs/decoding.md §9.3): out (M, OC) = x (M, K) w[row0 .. row0+OC)^T + bias.
+ *
+ * The few-row kernel (cpu_gemm_rows.c) reads w (N, K) as it is stored, so each of its
+ * tiles takes dot products along K and folds them at the end; with AVX2's 16 registers its
+ * 3 x 4 tile ran 16-row products at 44-62% of the core's multiply-add rate on the 2-vCPU EPYC
+ * (Zen 3). With w copied once into panels of 16 output channels, k running down each panel
+ * (panel p holds w[16p + j][k] at p * 16K + 16k + j, zeros past the last channel), a tile of
+ * R rows of x takes one broadcast of x[i][k] per row and two loads of the panel per k, and keeps
+ * 2R sums of 8 channels each: no fold, and each weight vector feeds R multiply-adds. R is 4 to 6
+ * (12 accumulators at 6); 2 or 3 rows take two panels at once, so that 8 or 12 sums run.
+ *
+ * The copy is made by mt_model_set_precision(m, MT_PRECISION_FP32) (model_precision.c) as an
+ * mt_qmatrix of kind MT_QMATRIX_F32P that keeps a pointer to w: one row of x (a batch-1 step,
+ * which streams w once in row_dots_avx2) and more than PANELS_MAX_M rows (a prompt, OpenBLAS or
+ * the packed kernel) still read w. Only AVX2 CPUs without AVX-512 make the copies: the AVX-512
+ * kernels were not measured against them (cpu_panels_supported). The sums run in k order per
+ * output, another order than the other kernels', so results agree to float rounding
+ * (tests/unit/test_backend_gemm.c compares them with naive_gemm at every window of channels). */
+#include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_par.h"
+#include "mtlab/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* How far ahead the tiles ask for panels' lines. Without asking, the hardware prefetchers,
+ * which stop at each 4 KiB page, left a Marian-base decoding step's products (16 rows, 6 layers'
+ * 22M weights and the 58101 x 512 projection, 207 MB, from memory) at 24.7-32.2 ms (best and
+ * worst of 5, one thread, 2-vCPU EPYC, /work/helpers/s17/st3.c); asking 1, 2 or 4 panels ahead
+ * 21.0, 21.4 and 20.2 ms at best (the few-row kernel: 24.8), with the same spread from run to
+ * run on this VM. 2 keeps a panel of K 2048 (128 KiB) well inside the L2 cache. */
+#define PANELS_AHEAD 2
+/* Multiply-adds from which a product is shared among threads: the few-row kernel's threshold
+ * (cpu_gemm_rows.c) */
+#define PARALLEL_MIN_MACS ((size_t)1 << 15)
+
+/* MTLAB_FP32_PANELS=off (or 0) declines them everywhere, to compare or to save the memory */
+int cpu_panels_supported(void)
+{
+    const char *v = getenv("MTLAB_FP32_PANELS");
+    if (v && (!strcmp(v, "off") || !strcmp(v, "0"))) return 0;
+    return cpu_gemm_rows_supported(CPU_ROWS_AVX2) && !cpu_gemm_rows_supported(CPU_ROWS_AVX512);
+}
+
+int cpu_panels_make(mt_qmatrix *q, const float *w, int rows, int cols)
+{
+    memset(q, 0, sizeof *q);
+    int np = (rows + CPU_PANEL - 1) / CPU_PANEL;
+    q->panels = cpu_alloc((size_t)np * CPU_PANEL * (size_t)cols * sizeof(float));
+    if (!q->panels) return -1;
+    q->kind = MT_QMATRIX_F32P;
+    q->rows = rows, q->cols = cols, q->ld = cols;
+    q->f32 = w;
+#pragma omp parallel for schedule(static) if (cpu_fork((size_t)rows * cols, (size_t)1 << 18))
+    for (int p = 0; p < np; p++) {
+        float *dst = q->panels + (size_t)p * CPU_PANEL * cols;
+        for (int j = 0; j < CPU_PANEL && p * CPU_PANEL + j < rows; j++) {
+            const float *src = w + (size_t)(p * CPU_PANEL + j) * cols;
+            for (int k = 0; k < cols; k++) dst[(size_t)k * CPU_PANEL + j] = src[k];
+        }
+    }
+    return 0;
+}
+
+void cpu_panels_free(mt_qmatrix *q)
+{
+    cpu_free(q->panels);
+    memset(q, 0, sizeof *q);
+}
+
+/* The plain loops over the panels, for tests: the same product read from the copy the kernel
+ * reads, every sum in k order. */
+void naive_panels_forward(float *out, const float *x, const mt_qmatrix *w, int row0,
+                          const float *bias, int M, int OC)
+{
+    int K = w->cols;
+    for (int m = 0; m < M; m++)
+        for (int o = 0; o < OC; o++) {
+            int c = row0 + o;
+            const float *p = w->panels + (size_t)(c / CPU_PANEL) * CPU_PANEL * K + c % CPU_PANEL;
+            float s = 0.0f;
+            for (int k = 0; k < K; k++) s += x[(size_t)m * K + k] * p[(size_t)k * CPU_PANEL];
+            out[(size_t)m * OC + o] = bias ? s + bias[o] : s;
+        }
+}
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+
+/* What a tile writes: channels [c0, c1) of the window (row0 .. row0+OC) that its panels hold */
+typedef struct {
+    float *out;
+    int ldo, row0, OC;
+    const float *bias;
+} panels_out;
+
+/* R rows of x against NP panels (NP * 16 channels from channel c = 16 * first panel); sums of 8
+ * channels in acc[i][v]. Inlined with constant R and NP so the accumulators stay in registers:
+ * one panel loads its two vectors first and broadcasts each row in turn (2 + 1 + 2R registers);
+ * two panels broadcast the R rows first and load each vector in turn (R + 1 + 4R). */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+panel_tile(int R, int NP, int K, const float *x, int ldx, const float *p, int c,
+           const panels_out *o, const float *ahead, int phase, int step)
+{
+    __m256 acc[6][4];
+#pragma GCC unroll 6
+    for (int i = 0; i < R; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < 2 * NP; v++) acc[i][v] = _mm256_setzero_ps();
+    size_t stride = (size_t)CPU_PANEL * K;
+    int next = phase;
+    for (int k = 0; k < K; k++) {
+        const float *pk = p + (size_t)k * CPU_PANEL;
+        /* the next panels' lines: line k of each when k = phase (mod step), so that the
+         * tiles over one panel share out the next one's lines and the weights stream in from
+         * memory while they compute */
+        if (ahead && k == next) {
+#pragma GCC unroll 2
+            for (int q = 0; q < NP; q++)
+                _mm_prefetch((const char *)(ahead + q * stride + (size_t)k * CPU_PANEL),
+                             _MM_HINT_T0);
+            next += step;
+        }
+        if (NP == 1) {
+            __m256 w0 = _mm256_load_ps(pk), w1 = _mm256_load_ps(pk + 8);
+#pragma GCC unroll 6
+            for (int i = 0; i < R; i++) {
+                __m256 b = _mm256_broadcast_ss(x + (size_t)i * ldx + k);
+                acc[i][0] = _mm256_fmadd_ps(b, w0, acc[i][0]);
+                acc[i][1] = _mm256_fmadd_ps(b, w1, acc[i][1]);
+            }
+        } else {
+            __m256 b[6];
+#pragma GCC unroll 6
+            for (int i = 0; i < R; i++) b[i] = _mm256_broadcast_ss(x + (size_t)i * ldx + k);
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; v++) {
+                __m256 wv = _mm256_load_ps(pk + (v >> 1) * stride + 8 * (v & 1));
+#pragma GCC unroll 6
+                for (int i = 0; i < R; i++) acc[i][v] = _mm256_fmadd_ps(b[i], wv, acc[i][v]);
+            }
+        }
+    }
+    /* the window's columns of these channels: c - row0 .. */
+    int lo = c - o->row0, hi = lo + NP * CPU_PANEL;
+    if (lo >= 0 && hi <= o->OC) {
+#pragma GCC unroll 6
+        for (int i = 0; i < R; i++)
+#pragma GCC unroll 4
+            for (int v = 0; v < 2 * NP; v++) {
+                float *y = o->out + (size_t)i * o->ldo + lo + 8 * v;
+                __m256 s = acc[i][v];
+                if (o->bias) s = _mm256_add_ps(s, _mm256_loadu_ps(o->bias + lo + 8 * v));
+                _mm256_storeu_ps(y, s);
+            }
+        return;
+    }
+    /* a tile at an end of the window: through a buffer (every index constant, so that the
+     * accumulators never need an address in the loop above) */
+    float t[6][4 * 8];
+#pragma GCC unroll 6
+    for (int i = 0; i < R; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < 2 * NP; v++) _mm256_storeu_ps(t[i] + 8 * v, acc[i][v]);
+    for (int i = 0; i < R; i++)
+        for (int j = lo < 0 ? -lo : 0; j < NP * CPU_PANEL && lo + j < o->OC; j++)
+            o->out[(size_t)i * o->ldo + lo + j] = o->bias ? t[i][j] + o->bias[lo + j] : t[i][j];
+}
+
+/* Rows of x in tiles of 4 to 6 (one tile of 2 or 3 when M is), balanced: ceil(M / 6) tiles */
+static int tile_rows(int M, int m)
+{
+    if (M <= 3) return M;
+    int tiles = (M + 5) / 6, base = M / tiles, big = M % tiles; /* the first `big` get base + 1 */
+    return m / (base + 1) < big ? base + 1 : base;
+}
+
+/* Panels [p0, p1) against all M rows: each panel (or pair, for 2-3 rows) passes over every
+ * tile of rows while it is in the L1/L2 cache. */
+__attribute__((target("avx2,fma"))) static void
+panels_block(int M, int p0, int p1, const float *x, int K, const mt_qmatrix *w, const panels_out *o)
+{
+    for (int p = p0; p < p1;) {
+        const float *pp = w->panels + (size_t)p * CPU_PANEL * K;
+        int c = p * CPU_PANEL;
+        if (M <= 3 && p + 1 < p1) {
+            /* the two panels after these, asked for while they compute */
+            const float *ahead = p + 3 < p1 ? pp + 2 * (size_t)CPU_PANEL * K : NULL;
+            if (M == 3) panel_tile(3, 2, K, x, K, pp, c, o, ahead, 0, 1);
+            else if (M == 2) panel_tile(2, 2, K, x, K, pp, c, o, ahead, 0, 1);
+            else panel_tile(1, 2, K, x, K, pp, c, o, ahead, 0, 1);
+            p += 2;
+            continue;
+        }
+        /* the tiles of rows share out the lines of the panel PANELS_AHEAD on; each finds this
+         * one in cache */
+        const float *ahead =
+            p + PANELS_AHEAD < p1 ? pp + PANELS_AHEAD * (size_t)CPU_PANEL * K : NULL;
+        int nt = M <= 3 ? 1 : (M + 5) / 6;
+        for (int m = 0, t = 0; m < M; t++) {
+            int r = tile_rows(M, m);
+            const float *xm = x + (size_t)m * K;
+            panels_out om = *o;
+            om.out = o->out + (size_t)m * o->ldo;
+            switch (r) {
+            case 6: panel_tile(6, 1, K, xm, K, pp, c, &om, ahead, t, nt); break;
+            case 5: panel_tile(5, 1, K, xm, K, pp, c, &om, ahead, t, nt); break;
+            case 4: panel_tile(4, 1, K, xm, K, pp, c, &om, ahead, t, nt); break;
+            case 3: panel_tile(3, 1, K, xm, K, pp, c, &om, ahead, t, nt); break;
+            case 2: panel_tile(2, 1, K, xm, K, pp, c, &om, ahead, t, nt); break;
+            default: panel_tile(1, 1, K, xm, K, pp, c, &om, ahead, t, nt); break;
+            }
+            m += r;
+        }
+        p++;
+    }
+}
+
+void cpu_panels_product(float *out, const float *x, const mt_qmatrix *w, int row0,
+                        const float *bias, int M, int OC)
+{
+    int K = w->cols;
+    panels_out o = {.out = out, .ldo = OC, .row0 = row0, .OC = OC, .bias = bias};
+    int p0 = row0 / CPU_PANEL, p1 = (row0 + OC + CPU_PANEL - 1) / CPU_PANEL;
+    if (!cpu_fork((size_t)M * OC * K, PARALLEL_MIN_MACS)) {
+        panels_block(M, p0, p1, x, K, w, &o);
+        return;
+    }
+    /* pairs of panels per unit, so 2-3 rows keep their two-panel tiles */
+    int units = (p1 - p0 + 1) / 2;
+#pragma omp parallel for schedule(static)
+    for (int u = 0; u < units; u++) {
+        int a = p0 + 2 * u, b = a + 2 < p1 ? a + 2 : p1;
+        panels_block(M, a, b, x, K, w, &o);
+    }
+}
+#else
+void cpu_panels_product(float *out, const float *x, const mt_qmatrix *w, int row0,
+                        const float *bias, int M, int OC)
+{
+    naive_panels_forward(out, x, w, row0, bias, M, OC);
+}
+#endif
+
+void cpu_panels_forward(float *out, const float *x, const mt_qmatrix *w, int row0,
+                        const float *bias, size_t BT, int OC)
+{
+    int K = w->cols;
+    if (BT >= 2 && BT <= CPU_PANELS_MAX_M) {
+        cpu_panels_product(out, x, w, row0, bias, (int)BT, OC);
+        return;
+    }
+    cpu_gemm(0, 1, (int)BT, OC, K, 1.0f, x, K, w->f32 + (size_t)row0 * K, K, 0.0f, out, OC);
+    if (bias) cpu_bias_add(out, bias, BT, OC);
+}
