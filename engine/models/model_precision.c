@@ -4,6 +4,7 @@
  * projection too) finds them through mt_linear_forward, and nothing above the layers changes. */
 #include "models/model_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -36,6 +37,23 @@ static int is_linear_weight(const mt_model *m, int i)
     return 1;
 }
 
+/* 1 when w is a Mamba mixer's in_proj or out_proj and the backend steps Mamba in one pass
+ * (mamba_step), which reads the fp32 matrices at every batch (docs/decoding.md §9.3): no use
+ * for their panels */
+static int read_by_mamba_step(const mt_model *m, const float *w)
+{
+    if (!m->base_be->mamba_step) return 0;
+    const mt_stack *stacks[2] = {&m->enc, &m->dec};
+    for (int s = 0; s < 2; s++)
+        for (int i = 0; i < stacks[s]->n_units; i++) {
+            const mt_unit *u = &stacks[s]->units[i];
+            if (u->kind == MT_UNIT_MAMBA &&
+                (w == u->p.mamba.in_proj_w || w == u->p.mamba.out_proj_w))
+                return 1;
+        }
+    return 0;
+}
+
 /* The `kind` copies of every linear weight in *out: 0, 1 when the backend declined (f32p; *out
  * NULL), -1 + mt_error naming the tensor */
 static int make_copies(mt_model *m, mt_qkind kind, const char *what, mt_qweights **out)
@@ -45,6 +63,7 @@ static int make_copies(mt_model *m, mt_qkind kind, const char *what, mt_qweights
     for (int i = 0; i < m->n_tensors; i++) {
         if (!is_linear_weight(m, i)) continue;
         const mt_named_tensor *t = &m->tensors[i];
+        if (kind == MT_QMATRIX_F32P && read_by_mamba_step(m, m->params + t->offset)) continue;
         int rc = mt_qweights_add(qw, kind, m->params + t->offset, t->shape[0], t->shape[1]);
         if (rc != 0) {
             mt_qweights_free(qw);
@@ -75,13 +94,28 @@ static size_t linear_bytes(const mt_model *m)
     return n;
 }
 
+/* Memory the system can give without swapping: MemAvailable (free pages and the page cache
+ * it can drop), else the free pages; 0 when neither can be read */
+static size_t available_bytes(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[128];
+    unsigned long long kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+    if (f) fclose(f);
+    if (kb) return (size_t)kb * 1024;
+    long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
+}
+
 /* In fp32 with panels asked for and none held: make them where the backend does and memory
  * allows */
 static int make_panels(mt_model *m)
 {
     if (m->precision != MT_PRECISION_FP32 || !m->fp32_panels || m->qweights) return 0;
-    long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (pages > 0 && page > 0 && linear_bytes(m) > (size_t)pages / 2 * (size_t)page) return 0;
+    size_t avail = available_bytes();
+    if (avail && linear_bytes(m) > avail / 2) return 0;
     mt_qweights *qw;
     int rc = make_copies(m, MT_QMATRIX_F32P, "fp32 panels", &qw);
     if (rc < 0) return -1;

@@ -24,12 +24,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* How far ahead the tiles ask for panels' lines. Without asking, the hardware prefetchers,
- * which stop at each 4 KiB page, left a Marian-base decoding step's products (16 rows, 6 layers'
- * 22M weights and the 58101 x 512 projection, 207 MB, from memory) at 24.7-32.2 ms (best and
- * worst of 5, one thread, 2-vCPU EPYC, /work/helpers/s17/st3.c); asking 1, 2 or 4 panels ahead
- * 21.0, 21.4 and 20.2 ms at best (the few-row kernel: 24.8), with the same spread from run to
- * run on this VM. 2 keeps a panel of K 2048 (128 KiB) well inside the L2 cache. */
+/* How far ahead the tiles ask for panels' lines. Left to the hardware prefetchers, which stop
+ * at each 4 KiB page, the products of a Marian-base step (16 rows; 6 layers' 22M weights and the
+ * 58101 x 512 projection, 207 MB, from memory) ran about a fifth slower on the 2-vCPU EPYC;
+ * asking 1, 2 or 4 panels ahead made no difference beyond that VM's noise (docs/decoding.md
+ * §9.3; `mtlab bench --only int8` times that step). 2 keeps a panel of K 2048 (128 KiB) well
+ * inside the L2 cache. */
 #define PANELS_AHEAD 2
 /* Multiply-adds from which a product is shared among threads: the few-row kernel's threshold
  * (cpu_gemm_rows.c) */
@@ -54,11 +54,12 @@ int cpu_panels_make(mt_qmatrix *q, const float *w, int rows, int cols)
     q->f32 = w;
 #pragma omp parallel for schedule(static) if (cpu_fork((size_t)rows * cols, (size_t)1 << 18))
     for (int p = 0; p < np; p++) {
+        /* k outer: the panel is written in order while its 16 rows are read side by side */
         float *dst = q->panels + (size_t)p * CPU_PANEL * cols;
-        for (int j = 0; j < CPU_PANEL && p * CPU_PANEL + j < rows; j++) {
-            const float *src = w + (size_t)(p * CPU_PANEL + j) * cols;
-            for (int k = 0; k < cols; k++) dst[(size_t)k * CPU_PANEL + j] = src[k];
-        }
+        int n = rows - p * CPU_PANEL < CPU_PANEL ? rows - p * CPU_PANEL : CPU_PANEL;
+        const float *src = w + (size_t)p * CPU_PANEL * cols;
+        for (int k = 0; k < cols; k++)
+            for (int j = 0; j < n; j++) dst[(size_t)k * CPU_PANEL + j] = src[(size_t)j * cols + k];
     }
     return 0;
 }

@@ -166,7 +166,9 @@ int mt_precision_parse(const char *name, mt_precision *out);
 const char *mt_precision_name(mt_precision p);
 /* Switch precision; -1 + mt_error when the backend has no kernels of that kind (int8: the
  * CPU's; bf16: a CUDA device's, weights rounded to bf16 once and multiplied on its tensor
- * cores) or memory runs out (the model keeps its previous precision). */
+ * cores) or memory runs out (the model keeps its previous precision). Back to fp32, the fp32
+ * panels asked for (mt_model_set_fp32_panels) are made again: -1 when memory runs out for
+ * them, the model then in fp32 without them. */
 int mt_model_set_precision(mt_model *m, mt_precision p);
 mt_precision mt_model_precision(const mt_model *m);
 /* Bytes held by the int8 or bf16 weights (0 in fp32). */
