@@ -482,75 +482,78 @@ static int section_attribution(int repeat)
 }
 
 /* ---------------------------------------------------------------- 6. int8 decode */
+/* A Marian-base decoding step's 49 products at 16 rows (6 decoder layers: self-attention's q, k,
+ * v and o and cross-attention's q and o, 512 x 512 each, the FFN's 2048 x 512 and 512 x 2048; the
+ * tied 58101 x 512 projection), 207 MB of fp32 weights, one after the other as a step runs them:
+ * more than the caches hold, so the weights stream from memory. ms a step, best of repeat, for
+ * the fp32 few-row kernel, the fp32 panels (where this CPU makes them) and int8. */
+static int step_products(int repeat)
+{
+    enum { LAYERS = 6, PER_LAYER = 8, N_MATS = LAYERS * PER_LAYER + 1, M = 16, V = 58101 };
+    static const int layer[PER_LAYER][2] = {{512, 512}, {512, 512}, {512, 512},  {512, 512},
+                                            {512, 512}, {512, 512}, {2048, 512}, {512, 2048}};
+    const mt_backend *cpu = mt_backend_cpu();
+    int shape[N_MATS][2], has_panels[N_MATS] = {0}, n = 0, rc = 0, panels = 1;
+    float *w[N_MATS];
+    mt_qmatrix q8[N_MATS], pan[N_MATS];
+    float *x = mt_xmalloc((size_t)M * 2048 * sizeof *x),
+          *out = mt_xmalloc((size_t)M * V * sizeof *out);
+    mt_rng rng;
+    mt_rng_init(&rng, 6, 0);
+    for (size_t j = 0; j < (size_t)M * 2048; j++) x[j] = mt_rng_uniform(&rng) - 0.5f;
+    for (; n < N_MATS; n++) {
+        int last = n == N_MATS - 1, N = last ? V : layer[n % PER_LAYER][0],
+            K = last ? 512 : layer[n % PER_LAYER][1];
+        shape[n][0] = N, shape[n][1] = K;
+        w[n] = mt_xmalloc((size_t)N * K * sizeof *w[n]);
+        for (size_t j = 0; j < (size_t)N * K; j++) w[n][j] = mt_rng_uniform(&rng) - 0.5f;
+        int p = -1;
+        if (cpu->qmatrix_make(&q8[n], MT_QMATRIX_INT8, w[n], N, K) == 0 &&
+            (p = cpu->qmatrix_make(&pan[n], MT_QMATRIX_F32P, w[n], N, K)) < 0)
+            cpu->qmatrix_free(&q8[n]);
+        if (p < 0) {
+            free(w[n]);
+            rc = -1;
+            break;
+        }
+        has_panels[n] = p == 0;
+        panels = panels && has_panels[n];
+    }
+    double best[3] = {0}; /* few-row kernel, panels, int8 */
+    for (int k = 0; k < 3 && !rc; k++) {
+        if (k == 1 && !panels) continue;
+        for (int t = 0; t < repeat; t++) {
+            double t0 = mt_now_s();
+            for (int i = 0; i < N_MATS; i++) {
+                int N = shape[i][0], K = shape[i][1];
+                if (k == 0) cpu->gemm(0, 1, M, N, K, 1.0f, x, K, w[i], K, 0.0f, out, N);
+                else cpu->qlinear_forward(out, x, k == 1 ? &pan[i] : &q8[i], 0, NULL, M, N);
+            }
+            double dt = mt_now_s() - t0;
+            if (t == 0 || dt < best[k]) best[k] = dt;
+        }
+    }
+    if (!rc) {
+        char p16[32] = "-";
+        if (panels) snprintf(p16, sizeof p16, "%.2f", best[1] * 1e3);
+        printf("   a Marian-base step's 49 products at 16 rows, from memory (207 MB in fp32), ms:\n"
+               "   fp32 %.2f, panels %s, int8 %.2f\n",
+               best[0] * 1e3, p16, best[2] * 1e3);
+    }
+    for (int i = 0; i < n; i++) {
+        cpu->qmatrix_free(&q8[i]);
+        if (has_panels[i]) cpu->qmatrix_free(&pan[i]);
+        free(w[i]);
+    }
+    free(x), free(out);
+    return rc;
+}
+
 /* The int8 products alone, on the linear layers of a decoding step of transformer-small
  * (d_model 192, FFN 768, 8,000 words) and of Marian base (512, 2,048, 58,101), at 1 and 16
  * rows, and the fp32 products of the same shapes beside them: the kernels the CPU backend
  * picks, this process's threads, best of repeat groups of calls (activations quantized in each
  * int8 call, as in a step). */
-/* A Marian-base decoding step's 49 products at 16 rows (6 decoder layers: self-attention's q, k,
- * v and o and cross-attention's q and o, 512 x 512 each, the FFN's 2048 x 512 and 512 x 2048; the
- * tied 58101 x 512 projection), 207 MB of fp32 weights, one after the other as a step runs them:
- * more than the caches hold, so the weights stream from memory. ms a step, best of repeat. */
-static int step_products(int repeat)
-{
-    enum { LAYERS = 6, PER_LAYER = 8, N_MATS = LAYERS * PER_LAYER + 1, M = 16 };
-    static const int layer[PER_LAYER][2] = {{512, 512}, {512, 512}, {512, 512},  {512, 512},
-                                            {512, 512}, {512, 512}, {2048, 512}, {512, 2048}};
-    const mt_backend *cpu = mt_backend_cpu();
-    int shape[N_MATS][2];
-    float *w[N_MATS];
-    mt_qmatrix q8[N_MATS], pan[N_MATS];
-    int have_panels = 1, rc = 0, made = 0;
-    float *x = mt_xmalloc((size_t)M * 2048 * sizeof *x),
-          *out = mt_xmalloc((size_t)M * 58101 * sizeof *out);
-    mt_rng rng;
-    mt_rng_init(&rng, 6, 0);
-    for (size_t j = 0; j < (size_t)M * 2048; j++) x[j] = mt_rng_uniform(&rng) - 0.5f;
-    for (int i = 0; i < N_MATS && !rc; i++, made++) {
-        shape[i][0] = i < LAYERS * PER_LAYER ? layer[i % PER_LAYER][0] : 58101;
-        shape[i][1] = i < LAYERS * PER_LAYER ? layer[i % PER_LAYER][1] : 512;
-        size_t n = (size_t)shape[i][0] * shape[i][1];
-        w[i] = mt_xmalloc(n * sizeof *w[i]);
-        for (size_t j = 0; j < n; j++) w[i][j] = mt_rng_uniform(&rng) - 0.5f;
-        rc = cpu->qmatrix_make(&q8[i], MT_QMATRIX_INT8, w[i], shape[i][0], shape[i][1]);
-        int p =
-            rc ? -1 : cpu->qmatrix_make(&pan[i], MT_QMATRIX_F32P, w[i], shape[i][0], shape[i][1]);
-        if (p < 0) {
-            if (!rc) cpu->qmatrix_free(&q8[i]);
-            rc = -1;
-        } else if (p > 0) have_panels = 0;
-        if (rc) free(w[i]);
-    }
-    if (!rc) {
-        double best[3] = {0}; /* fp32 few-row kernel, panels, int8 */
-        for (int kind = 0; kind < (have_panels ? 3 : 2); kind++) {
-            int k = !have_panels && kind == 1 ? 2 : kind;
-            for (int t = 0; t < repeat; t++) {
-                double t0 = mt_now_s();
-                for (int i = 0; i < N_MATS; i++) {
-                    int N = shape[i][0], K = shape[i][1];
-                    if (k == 0) cpu->gemm(0, 1, M, N, K, 1.0f, x, K, w[i], K, 0.0f, out, N);
-                    else cpu->qlinear_forward(out, x, k == 1 ? &pan[i] : &q8[i], 0, NULL, M, N);
-                }
-                double dt = mt_now_s() - t0;
-                if (t == 0 || dt < best[k]) best[k] = dt;
-            }
-        }
-        char p16[32] = "-";
-        if (have_panels) snprintf(p16, sizeof p16, "%.2f", best[1] * 1e3);
-        printf("   a Marian-base step's 49 products at 16 rows, from memory (207 MB in fp32), ms:\n"
-               "   fp32 %.2f, panels %s, int8 %.2f\n",
-               best[0] * 1e3, p16, best[2] * 1e3);
-    }
-    for (int i = 0; i < made - (rc ? 1 : 0); i++) {
-        cpu->qmatrix_free(&q8[i]);
-        if (have_panels) cpu->qmatrix_free(&pan[i]);
-        free(w[i]);
-    }
-    free(x), free(out);
-    return rc ? -1 : 0;
-}
-
 static int int8_products(int repeat)
 {
     static const int shapes[][2] = {{192, 192}, {768, 192},  {192, 768},  {8000, 192},

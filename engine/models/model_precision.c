@@ -54,6 +54,12 @@ static int read_by_mamba_step(const mt_model *m, const float *w)
     return 0;
 }
 
+/* 1 for the linear weights that get an f32p copy */
+static int gets_panels(const mt_model *m, int i)
+{
+    return is_linear_weight(m, i) && !read_by_mamba_step(m, m->params + m->tensors[i].offset);
+}
+
 /* The `kind` copies of every linear weight in *out: 0, 1 when the backend declined (f32p; *out
  * NULL), -1 + mt_error naming the tensor */
 static int make_copies(mt_model *m, mt_qkind kind, const char *what, mt_qweights **out)
@@ -63,7 +69,7 @@ static int make_copies(mt_model *m, mt_qkind kind, const char *what, mt_qweights
     for (int i = 0; i < m->n_tensors; i++) {
         if (!is_linear_weight(m, i)) continue;
         const mt_named_tensor *t = &m->tensors[i];
-        if (kind == MT_QMATRIX_F32P && read_by_mamba_step(m, m->params + t->offset)) continue;
+        if (kind == MT_QMATRIX_F32P && !gets_panels(m, i)) continue;
         int rc = mt_qweights_add(qw, kind, m->params + t->offset, t->shape[0], t->shape[1]);
         if (rc != 0) {
             mt_qweights_free(qw);
@@ -84,12 +90,12 @@ static void use_copies(mt_model *m, mt_qweights *qw)
     m->be = qw ? &m->precision_be : m->base_be;
 }
 
-/* Bytes of fp32 linear weights the model holds: what f32p copies would add */
-static size_t linear_bytes(const mt_model *m)
+/* What f32p copies would add: the bytes of the fp32 weights that get them */
+static size_t panel_bytes(const mt_model *m)
 {
     size_t n = 0;
     for (int i = 0; i < m->n_tensors; i++)
-        if (is_linear_weight(m, i))
+        if (gets_panels(m, i))
             n += (size_t)m->tensors[i].shape[0] * (size_t)m->tensors[i].shape[1] * sizeof(float);
     return n;
 }
@@ -115,7 +121,7 @@ static int make_panels(mt_model *m)
 {
     if (m->precision != MT_PRECISION_FP32 || !m->fp32_panels || m->qweights) return 0;
     size_t avail = available_bytes();
-    if (avail && linear_bytes(m) > avail / 2) return 0;
+    if (avail && panel_bytes(m) > avail / 2) return 0;
     mt_qweights *qw;
     int rc = make_copies(m, MT_QMATRIX_F32P, "fp32 panels", &qw);
     if (rc < 0) return -1;

@@ -10,12 +10,12 @@
  * 2R sums of 8 channels each: no fold, and each weight vector feeds R multiply-adds. R is 4 to 6
  * (12 accumulators at 6); 2 or 3 rows take two panels at once, so that 8 or 12 sums run.
  *
- * The copy is made by mt_model_set_precision(m, MT_PRECISION_FP32) (model_precision.c) as an
- * mt_qmatrix of kind MT_QMATRIX_F32P that keeps a pointer to w: one row of x (a batch-1 step,
- * which streams w once in row_dots_avx2) and more than PANELS_MAX_M rows (a prompt, OpenBLAS or
- * the packed kernel) still read w. Only AVX2 CPUs without AVX-512 make the copies: the AVX-512
- * kernels were not measured against them (cpu_panels_supported). The sums run in k order per
- * output, another order than the other kernels', so results agree to float rounding
+ * The copy is made by mt_model_set_fp32_panels (model_precision.c), for every model a runner
+ * opens, as an mt_qmatrix of kind MT_QMATRIX_F32P that keeps a pointer to w: one row of x (a
+ * batch-1 step, which streams w once in row_dots_avx2) and more than CPU_PANELS_MAX_M rows (a
+ * prompt, OpenBLAS or the packed kernel) still read w. Only AVX2 CPUs without AVX-512 make the
+ * copies: the AVX-512 kernels were not measured against them (cpu_panels_cpu). The sums run in k
+ * order per output, another order than the other kernels', so results agree to float rounding
  * (tests/unit/test_backend_gemm.c compares them with naive_gemm at every window of channels). */
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_par.h"
@@ -35,12 +35,16 @@
  * (cpu_gemm_rows.c) */
 #define PARALLEL_MIN_MACS ((size_t)1 << 15)
 
+int cpu_panels_cpu(void)
+{
+    return cpu_gemm_rows_supported(CPU_ROWS_AVX2) && !cpu_gemm_rows_supported(CPU_ROWS_AVX512);
+}
+
 /* MTLAB_FP32_PANELS=off (or 0) declines them everywhere, to compare or to save the memory */
 int cpu_panels_supported(void)
 {
     const char *v = getenv("MTLAB_FP32_PANELS");
-    if (v && (!strcmp(v, "off") || !strcmp(v, "0"))) return 0;
-    return cpu_gemm_rows_supported(CPU_ROWS_AVX2) && !cpu_gemm_rows_supported(CPU_ROWS_AVX512);
+    return cpu_panels_cpu() && !(v && (!strcmp(v, "off") || !strcmp(v, "0")));
 }
 
 int cpu_panels_make(mt_qmatrix *q, const float *w, int rows, int cols)
@@ -89,7 +93,8 @@ void naive_panels_forward(float *out, const float *x, const mt_qmatrix *w, int r
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
 
-/* What a tile writes: channels [c0, c1) of the window (row0 .. row0+OC) that its panels hold */
+/* Where a tile writes: out (rows at stride ldo) holds channels row0 .. row0+OC of the matrix,
+ * bias (OC) or NULL */
 typedef struct {
     float *out;
     int ldo, row0, OC;
@@ -169,11 +174,14 @@ panel_tile(int R, int NP, int K, const float *x, int ldx, const float *p, int c,
             o->out[(size_t)i * o->ldo + lo + j] = o->bias ? t[i][j] + o->bias[lo + j] : t[i][j];
 }
 
-/* Rows of x in tiles of 4 to 6 (one tile of 2 or 3 when M is), balanced: ceil(M / 6) tiles */
+/* Tiles of rows for M rows: one for up to 6 (2 or 3 rows take two panels at once), else
+ * ceil(M / 6) of 4 to 6 rows, balanced */
+static int tile_count(int M) { return M <= 6 ? 1 : (M + 5) / 6; }
+
+/* Rows of the tile starting at row m: the first M % tiles tiles take one row more */
 static int tile_rows(int M, int m)
 {
-    if (M <= 3) return M;
-    int tiles = (M + 5) / 6, base = M / tiles, big = M % tiles; /* the first `big` get base + 1 */
+    int tiles = tile_count(M), base = M / tiles, big = M % tiles;
     return m / (base + 1) < big ? base + 1 : base;
 }
 
@@ -198,7 +206,7 @@ panels_block(int M, int p0, int p1, const float *x, int K, const mt_qmatrix *w, 
          * one in cache */
         const float *ahead =
             p + PANELS_AHEAD < p1 ? pp + PANELS_AHEAD * (size_t)CPU_PANEL * K : NULL;
-        int nt = M <= 3 ? 1 : (M + 5) / 6;
+        int nt = tile_count(M);
         for (int m = 0, t = 0; m < M; t++) {
             int r = tile_rows(M, m);
             const float *xm = x + (size_t)m * K;

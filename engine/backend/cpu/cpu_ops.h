@@ -54,7 +54,8 @@ int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const
                        const float *w, int ldw, float *y, int ldy);
 /* fp32 weights copied into panels of CPU_PANEL output channels, k running down each
  * (cpu_gemm_panels.c; docs/decoding.md §9.3), for products of 2 to CPU_PANELS_MAX_M rows.
- * cpu_panels_supported: 1 where the CPU backend makes them (AVX2 + FMA, no AVX-512).
+ * cpu_panels_cpu: 1 on a CPU they are made for (AVX2 + FMA, no AVX-512); cpu_panels_supported:
+ * 1 where the CPU backend makes them (such a CPU, and MTLAB_FP32_PANELS not off).
  * cpu_panels_make: the copy of w (rows, cols), q->f32 = w; -1 + mt_error out of memory.
  * cpu_panels_forward: qlinear_forward for the kind (out (BT, OC) = x w[row0 ..)^T + bias): the
  * panel kernel for 2 .. CPU_PANELS_MAX_M rows, cpu_gemm on q->f32 for the others.
@@ -62,6 +63,7 @@ int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const
  * the panels (tests). */
 #define CPU_PANEL 16
 #define CPU_PANELS_MAX_M 39
+int cpu_panels_cpu(void);
 int cpu_panels_supported(void);
 int cpu_panels_make(mt_qmatrix *q, const float *w, int rows, int cols);
 void cpu_panels_free(mt_qmatrix *q);
