@@ -404,9 +404,9 @@ static float *rows_parts(const mt_decode_state *st, float **x_last, float **norm
 }
 
 /* The decoder's operations for Tq new positions per row (ids, masks already on the backend),
- * the last position's next-token logits left in the rows buffer (returned). Only operations
- * that can be recorded: no upload, download or host result. */
-static float *decoder_ops(mt_decode_state *st, int Tq, int first)
+ * the last position's next-token logits left in dest (B, V), or in the rows buffer when dest is
+ * NULL (returned). Only operations that can be recorded: no upload, download or host result. */
+static float *decoder_ops(mt_decode_state *st, int Tq, int first, float *dest)
 {
     mt_model *m = st->m;
     const mt_backend *be = m->be;
@@ -429,6 +429,7 @@ static float *decoder_ops(mt_decode_state *st, int Tq, int first)
     float *x_last, *normed, *mean, *rstd, *out = rows_parts(st, &x_last, &normed, &mean, &rstd);
     be->copy2d(x_last, C, st->dec_acts.xs[s->n_units] + (size_t)(Tq - 1) * C, Tq * C, (size_t)B, C);
     const float *dec_out = mt_stack_final_norm(be, s, normed, mean, rstd, x_last, (size_t)B);
+    if (dest) out = dest;
     mt_model_project(m, out, dec_out, (size_t)B);
     return out;
 }
@@ -468,7 +469,7 @@ static float *step_replayed(mt_decode_state *st)
         return rows_parts(st, &x_last, &normed, &mean, &rstd);
     }
     if (!st->unrecordable && same_step(&st->last_step, &k) && be->graph_begin() == 0) {
-        float *out = decoder_ops(st, 1, 0); /* recorded, not run; the host side counted */
+        float *out = decoder_ops(st, 1, 0, NULL); /* recorded, not run; the host side counted */
         if ((st->graph = be->graph_end())) {
             st->graph_for = k;
             be->graph_run(st->graph);
@@ -478,7 +479,7 @@ static float *step_replayed(mt_decode_state *st)
         st->unrecordable = 1;
     }
     st->last_step = k;
-    return decoder_ops(st, 1, 0);
+    return decoder_ops(st, 1, 0, NULL);
 }
 
 /* Run Tq new positions per row (ids already on the backend) through the decoder units and
@@ -495,11 +496,15 @@ static void run_decoder(mt_decode_state *st, int Tq, int first, float *logits, i
         mt_kv_ring_slot_mask(st->slot_mask, st->key_mask, st->max_T, B, st->len + 1, st->ring);
         be->upload(st->d_slot_mask, st->slot_mask, (size_t)B * st->ring);
     }
+    /* where the backend's memory is the host's, the projection writes the caller's logits
+     * itself: at batch 16 and a vocabulary of 8,000 the copy was 512 KB a step, one thread's
+     * work while the other waited (docs/decoding.md §9.1) */
+    float *direct = logits && be->host_memory ? logits : NULL;
     float *out = !first && Tq == 1 && st->replayable && be->graph_begin
                      ? step_replayed(st)
-                     : decoder_ops(st, Tq, first);
+                     : decoder_ops(st, Tq, first, direct);
     if (logits) {
-        be->download(logits, out, (size_t)B * m->cfg.vocab_size * sizeof(float));
+        if (out != logits) be->download(logits, out, (size_t)B * m->cfg.vocab_size * sizeof(float));
     } else {
         be->argmax_rows(st->d_rows, out, (size_t)B, m->cfg.vocab_size);
         be->download(next, st->d_rows, (size_t)B * sizeof(int32_t));
