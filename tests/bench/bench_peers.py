@@ -457,7 +457,7 @@ class Setting:
     def __init__(self, model, system, precision, threads, batch):
         self.model, self.system, self.precision = model, system, precision
         self.threads, self.batch = threads, batch
-        self.rates, self.version = [], ""
+        self.rates, self.steals, self.version = [], [], ""
 
     @property
     def family(self):  # the settings that differ only in threads
@@ -561,11 +561,37 @@ def best_of(settings):
     return list(best.values())
 
 
+def cpu_ticks():
+    """(steal, all) clock ticks of the machine's CPUs so far, from /proc/stat's first line; steal
+    is the time a virtual machine's CPU wanted to run and its host ran something else. None where
+    there is no /proc/stat."""
+    try:
+        with open("/proc/stat") as f:
+            ticks = [int(x) for x in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    # user nice system idle iowait irq softirq steal (guest time is counted in user already)
+    return (ticks[7] if len(ticks) > 7 else 0), sum(ticks)
+
+
+def steal_share(before, after):
+    """The share of the CPUs' time between two cpu_ticks() that the host stole, or None."""
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return (after[0] - before[0]) / (after[1] - before[1])
+
+
+def steal_text(shares):
+    known = [x for x in shares if x is not None]
+    return "" if not known else "  steal " + " ".join(f"{100 * x:.0f}%" for x in known)
+
+
 def report(group):
     print(f"  {'setting':<24} {'median tok/s':>12}  per round")
     for s in group:
         rounds = " ".join(f"{r:.0f}" for r in s.rates)
-        print(f"  {s.label():<24} {statistics.median(s.rates):>12.1f}  {rounds}  {s.version}")
+        print(f"  {s.label():<24} {statistics.median(s.rates):>12.1f}  {rounds}  {s.version}"
+              f"{steal_text(s.steals)}")
     mtlab = [s for s in group if s.system == "mtlab"]
     peers = [s for s in group if s.system != "mtlab"]
     print("  mtlab / peer at the same threads (median of per-round ratios):")
@@ -724,6 +750,7 @@ def bench(a):
           + ("" if "int8" in precisions else " (this mtlab has no --precision)"))
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
           flush=True)
+    run_start = cpu_ticks()
     cfgs, results = {}, []
     try:  # an interrupted run (Ctrl-C) still sums up the groups it finished
         for model in a.models:
@@ -741,9 +768,11 @@ def bench(a):
                 passes = passes_for(group, a, bundle, ids, peer_models, n, new_tokens)
                 for r in range(a.rounds):
                     for s in round_order(group, r):
+                        before = cpu_ticks()
                         rate, s.version = run_setting(s, a, bundle, ids, peer_models, new_tokens,
                                                       repeat=passes)
                         s.rates.append(rate)
+                        s.steals.append(steal_share(before, cpu_ticks()))
                 print(f"\n{model} ({bundle}, {origin}), batch {batch}, {n} sources x {new_tokens} "
                       f"new tokens, {passes} passes a process ({time.monotonic() - started:.0f} s, "
                       f"load average {os.getloadavg()[0]:.2f}):")
@@ -754,6 +783,9 @@ def bench(a):
         print("\nbench-peers: interrupted")
     summary(results, a.threads)
     print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    stolen = steal_share(run_start, cpu_ticks())
+    if stolen is not None:
+        print(f"CPU time the host stole over the run (/proc/stat): {100 * stolen:.1f}%")
 
 
 def first_difference(want, got):
