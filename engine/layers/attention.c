@@ -228,6 +228,15 @@ void mt_attention_cross_fill(const mt_backend *be, mt_kv_cache *cache, const flo
                              int s0)
 {
     int C = cfg->C, kv = kv_width(cfg);
+    if (s0 == 0 && cache->Tmax == S) {
+        /* every source's rows end to end, as a decode of the batch's longest source sizes the
+         * cache: one product of B * S rows for the keys and one for the values, not 2B of S
+         * rows (docs/decoding.md §9.1) */
+        mt_linear_forward(be, cache->k, mem, p->k_w, p->k_b, (size_t)B * S, kv, C);
+        mt_linear_forward(be, cache->v, mem, p->v_w, p->v_b, (size_t)B * S, kv, C);
+        cache->len = S;
+        return;
+    }
     for (int b = 0; b < B; b++) {
         const float *mb = mem + (size_t)b * S * kv;
         size_t at = ((size_t)b * cache->Tmax + s0) * C;

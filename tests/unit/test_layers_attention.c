@@ -308,11 +308,11 @@ static void test_attention_decode_matches_forward(void **state)
 }
 
 /* Cross attention from cached encoder keys/values equals the training-time cross forward;
- * reordering the cache along the batch moves whole rows. */
-static void test_cross_decode_and_reorder(void **state)
+ * reordering the cache along the batch moves whole rows. TMAX: the cache's positions per row,
+ * S (every source's rows end to end: one product fills them) or more (a product per source). */
+static void cross_case(int TMAX)
 {
-    (void)state;
-    enum { B = 3, TQ = 4, S = 5, TMAX = 6 };
+    enum { B = 3, TQ = 4, S = 5 };
     mt_attn_config cfg = {.C = 8, .H = 2, .kv_C = 6, .bias = 1};
     int C = cfg.C;
     mt_rng rng;
@@ -340,9 +340,9 @@ static void test_cross_decode_and_reorder(void **state)
     double worst = 0.0, scale = 0.0;
     for (int i = 0; i < B * TQ * C; i++)
         worst = fmax(worst, fabs(dec[i] - full[i])), scale = fmax(scale, fabs(full[i]));
-    printf("attention: cross decode from the cache vs cross forward, max error %.1e of scale %.2f "
-           "(bound 1e-6 relative)\n",
-           worst, scale);
+    printf("attention: cross decode from a cache of %d positions a row (sources of %d) vs cross "
+           "forward, max error %.1e of scale %.2f (bound 1e-6 relative)\n",
+           TMAX, S, worst, scale);
     assert_true(worst <= 1e-6 * scale);
     int32_t beams[B] = {2, 2, 0};
     mt_kv_cache_reorder(be, &moved, &cache, beams, B, &cfg);
@@ -352,6 +352,13 @@ static void test_cross_decode_and_reorder(void **state)
     assert_memory_equal(moved.v + row, cache.v + 2 * row, row * 4);
     assert_memory_equal(moved.k + 2 * row, cache.k, row * 4);
     free(params), free(x), free(mem), free(acts), free(full), free(dec), free(block);
+}
+
+static void test_cross_decode_and_reorder(void **state)
+{
+    (void)state;
+    cross_case(5);
+    cross_case(6);
 }
 
 static void test_attention_tensor_table(void **state)
