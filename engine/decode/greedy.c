@@ -18,7 +18,7 @@ typedef struct {
 int mt_decode_greedy_run(mt_decode_ctx *c)
 {
     const mt_model_config *cfg = mt_model_get_config(c->m);
-    int n = c->n, V = c->V;
+    int n = c->n;
     float lp = c->o->length_penalty;
     greedy_row *sent = mt_xcalloc((size_t)n, sizeof *sent);
     for (int s = 0; s < n; s++)
@@ -26,20 +26,19 @@ int mt_decode_greedy_run(mt_decode_ctx *c)
     int *row_sent = mt_xmalloc((size_t)n * sizeof *row_sent); /* live row -> sentence */
     int32_t *keep = mt_xmalloc((size_t)n * sizeof *keep); /* rows that go on */
     int32_t *next = mt_xmalloc((size_t)n * sizeof *next); /* their next input */
+    int32_t *best = mt_xmalloc((size_t)n * sizeof *best); /* each live row's pick */
+    double *best_lp = mt_xmalloc((size_t)n * sizeof *best_lp); /* and its log-probability */
     for (int s = 0; s < n; s++) row_sent[s] = s;
     int rows = n, rc = 0;
 
     for (;;) {
         int kept = 0;
+        mt_decode_pick_rows(c, rows, best, best_lp);
         for (int r = 0; r < rows; r++) {
             int s = row_sent[r];
             greedy_row *g = &sent[s];
-            const float *x = c->logits + (size_t)r * V;
-            int32_t tok = mt_argmax(x, c->n_gen, mt_model_config_never_generated(cfg));
-            /* log p(tok) = x[tok] - logsumexp(x) */
-            g->logprob += (double)x[tok] -
-                          (c->hf ? mt_logsumexp(x, c->V, -1)
-                                 : mt_logsumexp(x, c->n_gen, mt_model_config_never_generated(cfg)));
+            int32_t tok = best[r];
+            g->logprob += best_lp[r];
             int finished = tok == cfg->eos_id;
             if (!finished) {
                 g->tokens[g->n++] = tok;
@@ -84,5 +83,7 @@ int mt_decode_greedy_run(mt_decode_ctx *c)
     free(row_sent);
     free(keep);
     free(next);
+    free(best);
+    free(best_lp);
     return rc;
 }

@@ -5,6 +5,7 @@
  * decoding state. */
 #include "decode/search.h"
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_par.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -61,6 +62,25 @@ int32_t naive_argmax(const float *x, int V, int skip)
     for (int v = best + 1; v < V; v++)
         if (v != skip && x[v] > x[best]) best = v;
     return best;
+}
+
+/* Between two steps this was one thread's work, long enough at batch 16 for the other
+ * threads to fall asleep before the next step's first product (docs/decoding.md §9.1): below
+ * PICK_PARALLEL_MIN logits one thread keeps it. */
+enum { PICK_PARALLEL_MIN = 1 << 16 };
+
+void mt_decode_pick_rows(const mt_decode_ctx *c, int rows, int32_t *tok, double *logprob)
+{
+    int never = mt_model_config_never_generated(mt_model_get_config(c->m));
+    int fork = rows > 1 && cpu_fork((size_t)rows * c->V, PICK_PARALLEL_MIN);
+    CPU_FOR(fork, "omp parallel for schedule(static)", (int r = 0; r < rows; r++), {
+        const float *x = c->logits + (size_t)r * c->V;
+        int32_t t = mt_argmax(x, c->n_gen, never);
+        tok[r] = t;
+        /* log p(t) = x[t] - logsumexp(x) */
+        logprob[r] =
+            (double)x[t] - (c->hf ? mt_logsumexp(x, c->V, -1) : mt_logsumexp(x, c->n_gen, never));
+    });
 }
 
 /* lse = max + log(sum exp(x - max)), so no term overflows; the exps are the CPU backend's

@@ -34,6 +34,10 @@ void mt_decode_emit(const mt_decode_ctx *c, int sentence, const int32_t *tokens,
  * none), in double; within a few float roundings of naive_logsumexp, the plain double loop. */
 double mt_logsumexp(const float *x, int V, int skip);
 double naive_logsumexp(const float *x, int V, int skip);
+/* Rows 0..rows-1 of c->logits: each one's most probable token among those generated (mt_argmax)
+ * and its log-probability, the rows shared among the CPU's threads when there is enough to share
+ * (a row's figures are the same whichever thread takes it). */
+void mt_decode_pick_rows(const mt_decode_ctx *c, int rows, int32_t *tok, double *logprob);
 /* mt_argmax's plain scan (mtlab/decode.h). */
 int32_t naive_argmax(const float *x, int V, int skip);
 /* logprob / gen_len ^ length_penalty; 0 for an empty generation. */

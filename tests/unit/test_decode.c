@@ -256,6 +256,52 @@ static void test_row_helpers_match_naive(void **state)
     free(x);
 }
 
+/* mt_decode_pick_rows, on one thread and on two (16 rows of 9,000 logits: enough to share),
+ * gives every row the token and log-probability of mt_argmax and mt_logsumexp on that row, bit
+ * for bit, with mtlab's vocabulary (n_gen below V, <pad> never generated) and generate()'s */
+#pragma push_macro("V")
+#undef V
+static void test_pick_rows_any_threads(void **state)
+{
+    (void)state;
+    enum { ROWS = 16, WIDE = 9000 };
+    mt_model_config cfg;
+    tiny_config(&cfg, "transformer", 64);
+    mt_model *m = mt_model_create(&cfg, mt_backend_cpu(), 3);
+    assert_non_null(m);
+    int never = mt_model_config_never_generated(mt_model_get_config(m));
+    mt_rng rng;
+    mt_rng_init(&rng, 7, 0);
+    float *x = malloc((size_t)ROWS * WIDE * sizeof *x);
+    for (size_t i = 0; i < (size_t)ROWS * WIDE; i++)
+        x[i] = (float)(mt_rng_uniform(&rng) * 20.0 - 10.0);
+    x[3 * WIDE + never] = 40.0f; /* never generated, even where it is the largest */
+    int max_threads = omp_get_max_threads();
+    for (int hf = 0; hf < 2; hf++)
+        for (int threads = 1; threads <= 2; threads++) {
+            omp_set_num_threads(threads);
+            mt_decode_ctx c = {.m = m, .V = WIDE, .n_gen = WIDE - 100, .logits = x, .hf = hf};
+            int32_t tok[ROWS];
+            double lp[ROWS];
+            mt_decode_pick_rows(&c, ROWS, tok, lp);
+            for (int r = 0; r < ROWS; r++) {
+                const float *row = x + (size_t)r * WIDE;
+                int32_t want = mt_argmax(row, c.n_gen, never);
+                double lse = hf ? mt_logsumexp(row, WIDE, -1) : mt_logsumexp(row, c.n_gen, never);
+                assert_int_equal(tok[r], want);
+                assert_true(tok[r] != never && tok[r] < c.n_gen);
+                assert_memory_equal(&lp[r], &(double){(double)row[want] - lse}, sizeof(double));
+            }
+        }
+    omp_set_num_threads(max_threads);
+    print_message("pick rows: %d rows of %d logits, one thread and two, both semantics: the "
+                  "single-row helpers' tokens and log-probabilities bit for bit\n",
+                  ROWS, WIDE);
+    free(x);
+    mt_model_free(m);
+}
+#pragma pop_macro("V") /* the tiny models' vocabulary again */
+
 /* ---------------------------------------------------------------- the decoding workspace */
 
 static size_t backend_allocs, backend_live;
@@ -799,6 +845,7 @@ int main(void)
     omp_set_num_threads(1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_row_helpers_match_naive),
+        cmocka_unit_test(test_pick_rows_any_threads),
         cmocka_unit_test(test_decode_reuses_workspace),
         cmocka_unit_test(test_decode_workspace_threads),
         cmocka_unit_test(test_greedy_matches_naive_transformer),
