@@ -5,6 +5,7 @@
  * states) to the row of the beam that continues it, dropping finished sentences.
  * The naive reference is mt_decode_beam_naive (reference.c). */
 #include "decode/search.h"
+#include "backend/cpu/cpu_par.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -64,10 +65,22 @@ typedef struct {
     double *logprob;
 } beam_next;
 
+/* The candidates of every live sentence act[0..n_act) (live rows each), sentence a's n_top[a]
+ * of them at top + 2Ka: the sentences shared among the CPU's threads when there is enough to
+ * share (each reads its own rows and beams and writes its own list) */
+static void all_candidates(const mt_decode_ctx *c, const beam_sentence *sent, const int *act,
+                           int n_act, int live, mt_scored *top, int *n_top)
+{
+    size_t per = 2 * (size_t)c->K;
+    int fork = n_act > 1 && cpu_fork((size_t)n_act * live * c->V, MT_DECODE_PARALLEL_LOGITS);
+    CPU_FOR(fork, "omp parallel for schedule(static)", (int a = 0; a < n_act; a++),
+            { n_top[a] = candidates(c, &sent[act[a]], a * live, live, top + (size_t)a * per); });
+}
+
 /* Process one sentence's step: finished candidates go to its hypotheses, the K best others
- * become its beams (next). top: scratch of 2K candidates.
+ * become its beams (next). top: its n_top candidates, best first (candidates).
  * Returns 1 when the sentence is done. */
-static int advance(mt_decode_ctx *c, beam_sentence *bs, int s, int row0, int live, mt_scored *top,
+static int advance(mt_decode_ctx *c, beam_sentence *bs, int s, const mt_scored *top, int n_top,
                    const beam_next *next)
 {
     int32_t *src = next->src, *tok = next->tok;
@@ -75,7 +88,6 @@ static int advance(mt_decode_ctx *c, beam_sentence *bs, int s, int row0, int liv
     int K = c->K, V = c->V, stride = c->max_new[s];
     int eos = mt_model_get_config(c->m)->eos_id;
     float lp = c->o->length_penalty;
-    int n_top = candidates(c, bs, row0, live, top);
     int n_beams = 0;
     for (int rank = 0; rank < n_top && n_beams < K; rank++) {
         int b = (int)(top[rank].index / V);
@@ -129,7 +141,8 @@ int mt_decode_beam_run(mt_decode_ctx *c)
         sent[s].logprob = mt_xcalloc((size_t)K, sizeof(double));
         mt_beam_hyps_init(&sent[s].hyps, K);
     }
-    mt_scored *top = mt_xmalloc(2 * (size_t)K * sizeof *top);
+    mt_scored *top = mt_xmalloc(2 * (size_t)K * n * sizeof *top); /* 2K per live sentence */
+    int *n_top = mt_xmalloc((size_t)n * sizeof *n_top);
     int *act = mt_xmalloc((size_t)n * sizeof *act); /* live sentences, row order */
     int32_t *rows = mt_xmalloc((size_t)n * K * sizeof *rows); /* reorder: new row <- old row */
     int32_t *next = mt_xmalloc((size_t)n * K * sizeof *next); /* the new rows' inputs */
@@ -141,10 +154,11 @@ int mt_decode_beam_run(mt_decode_ctx *c)
 
     for (;;) {
         int n_next = 0;
+        all_candidates(c, sent, act, n_act, live, top, n_top);
         for (int a = 0; a < n_act; a++) {
             int s = act[a], row0 = a * live;
             beam_next chosen = {src, next + (size_t)n_next * K, new_logprob};
-            if (advance(c, &sent[s], s, row0, live, top, &chosen)) continue;
+            if (advance(c, &sent[s], s, top + 2 * (size_t)K * a, n_top[a], &chosen)) continue;
             for (int b = 0; b < K; b++) rows[(size_t)n_next * K + b] = row0 + src[b];
             act[n_next++] = s; /* n_next <= a: sentences not yet read are untouched */
         }
@@ -171,6 +185,7 @@ int mt_decode_beam_run(mt_decode_ctx *c)
     }
     free(sent);
     free(top);
+    free(n_top);
     free(act);
     free(rows);
     free(next);

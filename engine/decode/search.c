@@ -64,15 +64,10 @@ int32_t naive_argmax(const float *x, int V, int skip)
     return best;
 }
 
-/* Between two steps this was one thread's work, long enough at batch 16 for the other
- * threads to fall asleep before the next step's first product (docs/decoding.md §9.1): below
- * PICK_PARALLEL_MIN logits one thread keeps it. */
-enum { PICK_PARALLEL_MIN = 1 << 16 };
-
 void mt_decode_pick_rows(const mt_decode_ctx *c, int rows, int32_t *tok, double *logprob)
 {
     int never = mt_model_config_never_generated(mt_model_get_config(c->m));
-    int fork = rows > 1 && cpu_fork((size_t)rows * c->V, PICK_PARALLEL_MIN);
+    int fork = rows > 1 && cpu_fork((size_t)rows * c->V, MT_DECODE_PARALLEL_LOGITS);
     CPU_FOR(fork, "omp parallel for schedule(static)", (int r = 0; r < rows; r++), {
         const float *x = c->logits + (size_t)r * c->V;
         int32_t t = mt_argmax(x, c->n_gen, never);

@@ -34,6 +34,10 @@ void mt_decode_emit(const mt_decode_ctx *c, int sentence, const int32_t *tokens,
  * none), in double; within a few float roundings of naive_logsumexp, the plain double loop. */
 double mt_logsumexp(const float *x, int V, int skip);
 double naive_logsumexp(const float *x, int V, int skip);
+/* The searches' work between two steps (each row's log-sum-exp and best tokens) runs on the
+ * CPU's threads from this many logits on: on one thread it was a gap long enough for the other
+ * threads to fall asleep before the next step's first product (docs/decoding.md §9.1). */
+enum { MT_DECODE_PARALLEL_LOGITS = 1 << 16 };
 /* Rows 0..rows-1 of c->logits: each one's most probable token among those generated (mt_argmax)
  * and its log-probability, the rows shared among the CPU's threads when there is enough to share
  * (a row's figures are the same whichever thread takes it). */
