@@ -447,6 +447,66 @@ static void test_gemm_panels_vs_naive(void **state)
     free(wq), free(bq);
 }
 
+/* The packed kernel reading the panels as its packed W^T (cpu_gemm_packed_panels) gives the
+ * floats of the kernel packing W itself (cpu_gemm_packed(0, 1, ...)), bit for bit, over rows
+ * past one block (MC 144), columns past one block (NC 4096) and not whole panels, k in one and
+ * in several blocks, from a panel past the first, one thread and two (rows split and columns
+ * split); and the backend table's f32p product of more rows than the panel kernel takes is the
+ * fp32 gemm itself where the packed kernel takes it. */
+static void test_gemm_packed_panels_bits(void **state)
+{
+    (void)state;
+    if (!cpu_gemm_packed_supported()) {
+        printf("backend: packed kernel on ready panels: no AVX2 + FMA here, skipped\n");
+        return;
+    }
+    static const int shapes[][3] = {{40, 67, 13}, {150, 33, 600}, {45, 4100, 96}, {300, 1027, 257}};
+    mt_rng rng;
+    mt_rng_init(&rng, 29, 0);
+    int saved = omp_get_max_threads(), cases = 0;
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        int m = shapes[si][0], n = shapes[si][1], k = shapes[si][2], skip = 2; /* panels skipped */
+        int rows = n + skip * CPU_PANEL;
+        float *w = gc_random((size_t)rows * k, &rng, 1.0f),
+              *x = gc_random((size_t)m * k, &rng, 1.0f);
+        float *want = malloc(sizeof(float) * m * n), *got = malloc(sizeof(float) * m * n);
+        mt_qmatrix q;
+        assert_int_equal(cpu_panels_make(&q, w, rows, k), 0);
+        const float *w0 = w + (size_t)skip * CPU_PANEL * k;
+        const float *p0 = q.panels + (size_t)skip * CPU_PANEL * k;
+        for (int threads = 1; threads <= 2; threads++, cases++) {
+            omp_set_num_threads(threads);
+            assert_int_equal(cpu_gemm_packed(0, 1, m, n, k, 1.0f, x, k, w0, k, 0.0f, want, n), 1);
+            for (int i = 0; i < m * n; i++) got[i] = NAN;
+            assert_int_equal(cpu_gemm_packed_panels(m, n, k, x, k, p0, got, n), 1);
+            if (memcmp(got, want, sizeof(float) * m * n))
+                fail_msg("%d x %d x %d at %d threads: the ready panels' product differs", m, n, k,
+                         threads);
+        }
+        omp_set_num_threads(saved);
+        cpu_panels_free(&q);
+        free(w), free(x), free(want), free(got);
+    }
+    /* through the table: 64 x 272 x 256 is past the shape rule's small products (2^21) */
+    enum { MB = 64, NB = 288, KB = 256 };
+    float *wq = gc_random((size_t)NB * KB, &rng, 1.0f), *bq = gc_random(NB, &rng, 1.0f);
+    float *x = gc_random((size_t)MB * KB, &rng, 1.0f);
+    float *got = malloc(sizeof(float) * MB * NB), *want = malloc(sizeof(float) * MB * NB);
+    mt_qmatrix q;
+    if (fast->qmatrix_make(&q, MT_QMATRIX_F32P, wq, NB, KB) == 0) {
+        fast->qlinear_forward(got, x, &q, 16, bq, MB, NB - 16);
+        fast->gemm(0, 1, MB, NB - 16, KB, 1.0f, x, KB, wq + (size_t)16 * KB, KB, 0.0f, want,
+                   NB - 16);
+        fast->bias_add(want, bq, MB, NB - 16);
+        assert_memory_equal(got, want, sizeof(float) * MB * (NB - 16));
+        fast->qmatrix_free(&q);
+    }
+    printf("backend: packed kernel on ready panels, %d shapes x threads: the same floats as "
+           "packing W, and through the backend table\n",
+           cases);
+    free(wq), free(bq), free(x), free(got), free(want);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -457,6 +517,7 @@ int main(void)
         cmocka_unit_test(test_gemm_rows_vs_naive),
         cmocka_unit_test(test_gemm_rows_tail_bits),
         cmocka_unit_test(test_gemm_panels_vs_naive),
+        cmocka_unit_test(test_gemm_packed_panels_bits),
     };
     return cmocka_run_group_tests_name("backend_gemm", tests, setup, NULL);
 }

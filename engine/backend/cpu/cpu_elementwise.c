@@ -224,15 +224,28 @@ void cpu_bias_backward(float *dbias, const float *dout, size_t rows, int cols)
             bias_backward_cols(dbias, dout, rows, cols, c0, cols - c0 < w ? cols - c0 : w));
 }
 
+/* Copies of more floats than this share their rows among the threads: a beam search's reorder
+ * moves megabytes of cached keys and values between two steps, and on one thread that was a
+ * gap long enough for the others to sleep (docs/decoding.md §9.1) */
+#define COPY_PAR_MIN 65536
+
 void cpu_copy2d(float *dst, int dst_ld, const float *src, int src_ld, size_t rows, int cols)
 {
-    for (size_t r = 0; r < rows; r++)
-        memmove(dst + r * (size_t)dst_ld, src + r * (size_t)src_ld, (size_t)cols * sizeof(float));
+    size_t n = rows * (size_t)cols;
+    /* rows may overlap (memmove): in order on one thread then, as a serial loop would take them */
+    const float *dst_end = dst + (rows ? (rows - 1) * (size_t)dst_ld + (size_t)cols : 0);
+    const float *src_end = src + (rows ? (rows - 1) * (size_t)src_ld + (size_t)cols : 0);
+    int apart = dst_end <= src || src_end <= dst;
+    CPU_FOR(
+        apart && cpu_fork(n, COPY_PAR_MIN), "omp parallel for schedule(static)",
+        (size_t r = 0; r < rows; r++),
+        memmove(dst + r * (size_t)dst_ld, src + r * (size_t)src_ld, (size_t)cols * sizeof(float)));
 }
 
 void cpu_index_select(float *out, const float *src, size_t src_ld, const int32_t *idx, int n_idx,
                       size_t cols)
 {
-    for (int i = 0; i < n_idx; i++)
-        memcpy(out + (size_t)i * cols, src + (size_t)idx[i] * src_ld, cols * sizeof(float));
+    CPU_FOR(cpu_fork((size_t)n_idx * cols, COPY_PAR_MIN), "omp parallel for schedule(static)",
+            (int i = 0; i < n_idx; i++),
+            memcpy(out + (size_t)i * cols, src + (size_t)idx[i] * src_ld, cols * sizeof(float)));
 }

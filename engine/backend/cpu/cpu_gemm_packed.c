@@ -33,6 +33,7 @@
 
 #define MR 6
 #define NR 16
+_Static_assert(NR == CPU_PANEL, "cpu_gemm_packed_panels reads cpu_panels_make's panels as B's");
 /* k per block: a B panel of KC x NR floats (16 KiB) in L1, an A panel of 6 KiB beside it */
 #define KC 256
 /* rows of A per block: MC x KC floats (144 KiB) in L2 */
@@ -194,15 +195,16 @@ __attribute__((target("avx2,fma"))) static void tile_direct(int kc, const float 
     tile_6x16(kc, a, lda, 1, bp, alpha, beta, c, ldc);
 }
 
-/* One block of mc rows of C by nc columns from packed B: the A panels packed in ap, or, with
- * ad set, the whole panels read where they lie (row i at ad + i lda) and only a last panel of
- * fewer than MR rows packed (in ap). Edge tiles go through a buffer. */
+/* One block of mc rows of C by nc columns from packed B (panel q at bp + q bstride): the A
+ * panels packed in ap, or, with ad set, the whole panels read where they lie (row i at ad + i
+ * lda) and only a last panel of fewer than MR rows packed (in ap). Edge tiles go through a
+ * buffer. */
 static void macro_block(int mc, int nc, int kc, const float *ad, size_t lda, const float *ap,
-                        const float *bp, float alpha, float beta, float *c, int ldc)
+                        const float *bp, size_t bstride, float alpha, float beta, float *c, int ldc)
 {
     int whole = mc / MR * MR;
     for (int j = 0; j < nc; j += NR) {
-        const float *bpanel = bp + (size_t)j * kc;
+        const float *bpanel = bp + (size_t)(j / NR) * bstride;
         int cols = nc - j < NR ? nc - j : NR;
         for (int i = 0; i < mc; i += MR) {
             int rows = mc - i < MR ? mc - i : MR;
@@ -237,16 +239,21 @@ int cpu_gemm_packed_supported(void)
 
 /* The whole product on this thread: for each NC block of columns and KC block of k, op(B)'s
  * block packed once, then MC blocks of rows, op(A) read where it lies (its rows contiguous in
- * k: only a last panel of fewer than MR rows is packed) or, transposed, packed. */
+ * k: only a last panel of fewer than MR rows is packed) or, transposed, packed. With ready set,
+ * op(B) = W^T whose panels are made already (cpu_panels_make's layout, W's panel q at ready +
+ * q k NR, step p of it NR floats at + p NR: a block of k is a contiguous run of each panel), and
+ * nothing of B is packed. */
 static void gemm_serial(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
-                        int lda, const float *b, int ldb, float beta, float *c, int ldc)
+                        int lda, const float *b, int ldb, const float *ready, float beta, float *c,
+                        int ldc)
 {
     /* k in equal blocks of at most KC (262 as 256 + 6 would pass over C again for 6 steps) */
     int kblocks = (k + KC - 1) / KC, kcb = (k + kblocks - 1) / kblocks;
     int ncb = n < NC ? n : NC, mcb = m < MC ? m : MC;
     /* the thread's own buffers, kept from call to call: at these sizes a fresh allocation
      * would be a fresh mmap, with page faults, every call */
-    float *bp = cpu_scratch(CPU_SCRATCH_PACK_B, (size_t)(ncb + NR) * kcb * sizeof(float));
+    float *bp =
+        ready ? NULL : cpu_scratch(CPU_SCRATCH_PACK_B, (size_t)(ncb + NR) * kcb * sizeof(float));
     float *ap = cpu_scratch(CPU_SCRATCH_PACK_A, (size_t)(mcb + MR) * kcb * sizeof(float));
     for (int j0 = 0; j0 < n; j0 += NC) {
         int nc = n - j0 < NC ? n - j0 : NC;
@@ -254,8 +261,11 @@ static void gemm_serial(int trans_a, int trans_b, int m, int n, int k, float alp
             int kc = k - p0 < kcb ? k - p0 : kcb;
             /* the first k block applies beta; later ones add to what it left */
             float bk = p0 == 0 ? beta : 1.0f;
-            for (int q = 0; q < (nc + NR - 1) / NR; q++)
-                pack_b_panel(trans_b, b, ldb, p0, kc, j0, nc, q, bp);
+            const float *bb = ready ? ready + (size_t)j0 * k + (size_t)p0 * NR : bp;
+            size_t bstride = ready ? (size_t)k * NR : (size_t)kc * NR;
+            if (!ready)
+                for (int q = 0; q < (nc + NR - 1) / NR; q++)
+                    pack_b_panel(trans_b, b, ldb, p0, kc, j0, nc, q, bp);
             for (int i0 = 0; i0 < m; i0 += MC) {
                 int rows = m - i0 < MC ? m - i0 : MC;
                 const float *ad = NULL;
@@ -266,36 +276,27 @@ static void gemm_serial(int trans_a, int trans_b, int m, int n, int k, float alp
                     int whole = rows / MR * MR;
                     if (whole < rows) pack_a(trans_a, a, lda, i0 + whole, rows - whole, p0, kc, ap);
                 }
-                macro_block(rows, nc, kc, ad, (size_t)lda, ap, bp, alpha, bk,
+                macro_block(rows, nc, kc, ad, (size_t)lda, ap, bb, bstride, alpha, bk,
                             c + (size_t)i0 * ldc + j0, ldc);
             }
         }
     }
 }
 
-int cpu_gemm_packed(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
-                    int lda, const float *b, int ldb, float beta, float *c, int ldc)
+/* The product on the team: threads split C into whole tiles, each running the product on its
+ * part with its own packing (one fork and join a product, no barrier inside): by columns when C
+ * is wider than tall (each thread packs its columns of op(B), and reads or packs all of op(A)),
+ * by rows otherwise. */
+static void gemm_split(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
+                       int lda, const float *b, int ldb, const float *ready, float beta, float *c,
+                       int ldc)
 {
-    if (!cpu_gemm_packed_supported()) return 0;
-    if (m <= 0 || n <= 0) return 1;
-    if (k <= 0 || alpha == 0.0f) {
-        for (int i = 0; i < m; i++)
-            for (int j = 0; j < n; j++) {
-                float *o = c + (size_t)i * ldc + j;
-                *o = beta == 0.0f ? 0.0f : beta * *o;
-            }
-        return 1;
-    }
-    /* Threads split C into whole tiles, each running the product on its part with its own
-     * packing (one fork and join a product, no barrier inside): by columns when C is wider
-     * than tall (each thread packs its columns of op(B), and reads or packs all of op(A)), by
-     * rows otherwise. */
     int threads = cpu_fork((size_t)m * n * k, PARALLEL_MIN_MACS) ? omp_get_max_threads() : 1;
     int by_cols = n > m, tiles = by_cols ? (n + NR - 1) / NR : (m + MR - 1) / MR;
     if (threads > tiles) threads = tiles;
     if (threads <= 1) {
-        gemm_serial(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-        return 1;
+        gemm_serial(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, ready, beta, c, ldc);
+        return;
     }
 #pragma omp parallel num_threads(threads)
     {
@@ -305,15 +306,51 @@ int cpu_gemm_packed(int trans_a, int trans_b, int m, int n, int k, float alpha, 
             int j0 = t0 * NR, j1 = t1 * NR < n ? t1 * NR : n;
             if (j1 > j0)
                 gemm_serial(trans_a, trans_b, m, j1 - j0, k, alpha, a, lda,
-                            trans_b ? b + (size_t)j0 * ldb : b + j0, ldb, beta, c + j0, ldc);
+                            trans_b ? b + (size_t)j0 * ldb : b + j0, ldb,
+                            ready ? ready + (size_t)j0 * k : NULL, beta, c + j0, ldc);
         } else {
             int i0 = t0 * MR, i1 = t1 * MR < m ? t1 * MR : m;
             if (i1 > i0)
                 gemm_serial(trans_a, trans_b, i1 - i0, n, k, alpha,
-                            trans_a ? a + i0 : a + (size_t)i0 * lda, lda, b, ldb, beta,
+                            trans_a ? a + i0 : a + (size_t)i0 * lda, lda, b, ldb, ready, beta,
                             c + (size_t)i0 * ldc, ldc);
         }
     }
+}
+
+/* beta C, and nothing else, for an empty sum */
+static void scale_only(int m, int n, float beta, float *c, int ldc)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            float *o = c + (size_t)i * ldc + j;
+            *o = beta == 0.0f ? 0.0f : beta * *o;
+        }
+}
+
+int cpu_gemm_packed(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
+                    int lda, const float *b, int ldb, float beta, float *c, int ldc)
+{
+    if (!cpu_gemm_packed_supported()) return 0;
+    if (m <= 0 || n <= 0) return 1;
+    if (k <= 0 || alpha == 0.0f) {
+        scale_only(m, n, beta, c, ldc);
+        return 1;
+    }
+    gemm_split(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, NULL, beta, c, ldc);
+    return 1;
+}
+
+int cpu_gemm_packed_panels(int m, int n, int k, const float *x, int ldx, const float *panels,
+                           float *c, int ldc)
+{
+    if (!cpu_gemm_packed_supported()) return 0;
+    if (m <= 0 || n <= 0) return 1;
+    if (k <= 0) {
+        scale_only(m, n, 0.0f, c, ldc);
+        return 1;
+    }
+    gemm_split(0, 1, m, n, k, 1.0f, x, ldx, NULL, 0, panels, 0.0f, c, ldc);
     return 1;
 }
 
@@ -326,6 +363,13 @@ int cpu_gemm_packed(int trans_a, int trans_b, int m, int n, int k, float alpha, 
 {
     (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda;
     (void)b, (void)ldb, (void)beta, (void)c, (void)ldc;
+    return 0;
+}
+
+int cpu_gemm_packed_panels(int m, int n, int k, const float *x, int ldx, const float *panels,
+                           float *c, int ldc)
+{
+    (void)m, (void)n, (void)k, (void)x, (void)ldx, (void)panels, (void)c, (void)ldc;
     return 0;
 }
 

@@ -260,6 +260,13 @@ void cpu_panels_forward(float *out, const float *x, const mt_qmatrix *w, int row
         cpu_panels_product(out, x, w, row0, bias, (int)BT, OC);
         return;
     }
-    cpu_gemm(0, 1, (int)BT, OC, K, 1.0f, x, K, w->f32 + (size_t)row0 * K, K, 0.0f, out, OC);
+    /* more rows (a prompt, beam search's batch of beams): where the packed kernel takes the
+     * product, it reads these panels as its packed W^T instead of copying W into panels again at
+     * every call (the same floats) */
+    if (!(row0 % CPU_PANEL == 0 && BT > 1 &&
+          cpu_sgemm_pick(0, 1, (int)BT, OC, K) == CPU_SGEMM_PACKED &&
+          cpu_gemm_packed_panels((int)BT, OC, K, x, K,
+                                 w->panels + (size_t)(row0 / CPU_PANEL) * CPU_PANEL * K, out, OC)))
+        cpu_gemm(0, 1, (int)BT, OC, K, 1.0f, x, K, w->f32 + (size_t)row0 * K, K, 0.0f, out, OC);
     if (bias) cpu_bias_add(out, bias, BT, OC);
 }

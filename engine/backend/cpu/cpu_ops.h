@@ -78,6 +78,12 @@ void naive_panels_forward(float *out, const float *x, const mt_qmatrix *w, int r
 int cpu_gemm_packed_supported(void);
 int cpu_gemm_packed(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
                     int lda, const float *b, int ldb, float beta, float *c, int ldc);
+/* C (m, n) = x (m, k) W^T where W (n, k) is copied into panels already (cpu_panels_make; panel
+ * q of NR = CPU_PANEL output channels at panels + q k CPU_PANEL): the packed kernel with none of
+ * W packed, the same floats as cpu_gemm_packed(0, 1, ...) on W. 0 where that kernel does not run.
+ */
+int cpu_gemm_packed_panels(int m, int n, int k, const float *x, int ldx, const float *panels,
+                           float *c, int ldc);
 /* sgemm by OpenBLAS, BLIS (cpu_blis.c) or the packed kernel, by shape, CPU and thread count
  * (cpu_gemm.c has the rule and its measurements; cpu_sgemm_pick_shape's `packed`: the packed
  * kernel joins the rule, as cpu_sgemm_packed_cpu says it does on an AVX2 CPU without AVX-512;
