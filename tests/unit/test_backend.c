@@ -3,6 +3,8 @@
  * double; the matrix products are test_backend_gemm's. Tolerances are stated per test as
  * relative errors. */
 #include "test_util.h"
+
+#include <omp.h>
 #include "grad_check.h"
 #include "math/activation.h"
 #include "mtlab/backend.h"
@@ -554,6 +556,42 @@ static void test_embedding_and_utilities(void **state)
     free(dout), free(dtable), free(m);
 }
 
+/* Copies large enough to share their rows among threads (a beam reorder's caches), at one thread
+ * and two: index_select gathers rows with repeats and copy2d moves a block; a copy2d whose rows
+ * overlap (a block shifted by less than its size, both ways) still moves them as the naive
+ * backend's loop does. */
+static void test_large_copies(void **state)
+{
+    (void)state;
+    enum { R = 80, LD = 1200, COLS = 1100 }; /* 88,000 floats a copy */
+    mt_rng rng;
+    mt_rng_init(&rng, 21, 0);
+    float *src = gc_random((size_t)R * LD, &rng, 1.0f);
+    float *want = malloc(sizeof(float) * R * LD), *got = malloc(sizeof(float) * R * LD);
+    int32_t idx[R];
+    for (int i = 0; i < R; i++) idx[i] = (i * 7 + 3) % R / 2 * 2; /* repeats, every other row */
+    int saved = omp_get_max_threads();
+    for (int threads = 1; threads <= 2; threads++) {
+        omp_set_num_threads(threads);
+        naive->index_select(want, src, LD, idx, R, COLS);
+        fast->index_select(got, src, LD, idx, R, COLS);
+        assert_memory_equal(got, want, sizeof(float) * R * COLS);
+        naive->copy2d(want, COLS, src + 7, LD, R, COLS);
+        fast->copy2d(got, COLS, src + 7, LD, R, COLS);
+        assert_memory_equal(got, want, sizeof(float) * R * COLS);
+        for (int shift = -1; shift <= 1; shift += 2) { /* rows overlapping their neighbours' */
+            memcpy(want, src, sizeof(float) * R * LD);
+            memcpy(got, src, sizeof(float) * R * LD);
+            size_t from = shift > 0 ? 0 : LD, to = shift > 0 ? LD : 0;
+            naive->copy2d(want + to, LD, want + from, LD, R - 1, LD);
+            fast->copy2d(got + to, LD, got + from, LD, R - 1, LD);
+            assert_memory_equal(got, want, sizeof(float) * R * LD);
+        }
+    }
+    omp_set_num_threads(saved);
+    free(src), free(want), free(got);
+}
+
 /* Over two whole chunks of the vectorised loops and a ragged end, with inputs on both sides of
  * softplus's linear threshold (20). */
 static void test_activations(void **state)
@@ -656,6 +694,7 @@ int main(void)
         cmocka_unit_test(test_norm_rows_vs_naive),
         cmocka_unit_test(test_softmax_argmax),
         cmocka_unit_test(test_embedding_and_utilities),
+        cmocka_unit_test(test_large_copies),
         cmocka_unit_test(test_activations),
         cmocka_unit_test(test_memory),
     };
