@@ -306,8 +306,10 @@ static void gemm_split(int trans_a, int trans_b, int m, int n, int k, float alph
             int j0 = t0 * NR, j1 = t1 * NR < n ? t1 * NR : n;
             if (j1 > j0)
                 gemm_serial(trans_a, trans_b, m, j1 - j0, k, alpha, a, lda,
-                            trans_b ? b + (size_t)j0 * ldb : b + j0, ldb,
-                            ready ? ready + (size_t)j0 * k : NULL, beta, c + j0, ldc);
+                            !b        ? NULL
+                            : trans_b ? b + (size_t)j0 * ldb
+                                      : b + j0,
+                            ldb, ready ? ready + (size_t)j0 * k : NULL, beta, c + j0, ldc);
         } else {
             int i0 = t0 * MR, i1 = t1 * MR < m ? t1 * MR : m;
             if (i1 > i0)
