@@ -88,10 +88,12 @@ const char *mt_cpu_own_kernels(char *out, size_t len)
                            ? "avx2 (1 to " DIGITS_OF(CPU_ROWS_MAX_M_AVX2) " rows)"
                            : "none (OpenBLAS)";
     /* fp32 panels: made for the models a runner opens (docs/decoding.md §9.3) */
-    const char *panels = cpu_panels_supported()
-                             ? ", fp32 panels 2 to " DIGITS_OF(CPU_PANELS_MAX_M) " rows"
-                         : cpu_panels_cpu() ? ", fp32 panels off (MTLAB_FP32_PANELS)"
-                                            : "";
+    const char *panels =
+        cpu_panels_supported()
+            ? ", fp32 panels 2 to " DIGITS_OF(
+                  CPU_PANELS_MAX_M) " rows (more rows: the packed kernel reads them)"
+        : cpu_panels_cpu() ? ", fp32 panels off (MTLAB_FP32_PANELS)"
+                           : "";
     const cpu_int8_kernel *k = cpu_int8_kernel_pick();
     if (k) snprintf(out, len, "few-row products %s%s, int8 %s", rows, panels, k->name);
     else
