@@ -587,6 +587,45 @@ static void test_batched_equals_single(void **state)
     }
 }
 
+/* Greedy and beam search give the same hypotheses at one thread and at two where their work
+ * between steps is shared among the threads (mt_decode_pick_rows, all_candidates: six sources x
+ * 12,000 logits, past MT_DECODE_PARALLEL_LOGITS), bit for bit: a row's pick and a sentence's
+ * candidates are the same whichever thread makes them. */
+static void test_searches_any_threads(void **state)
+{
+    (void)state;
+    const char *archs[] = {"transformer", "mamba"};
+    int saved = omp_get_max_threads();
+    for (int a = 0; a < 2; a++) {
+        mt_model_config cfg;
+        tiny_config(&cfg, archs[a], 12000);
+        mt_model *m = mt_model_create(&cfg, mt_backend_cpu(), 11);
+        assert_non_null(m);
+        sources s;
+        make_sources(&s, MIXED_LENGTHS, N_MIXED, 11);
+        assert_true((size_t)N_MIXED * 12000 > MT_DECODE_PARALLEL_LOGITS);
+        for (int beam = 1; beam <= 5; beam += 4) {
+            mt_decode_opts o = opts_beam(beam, 8);
+            mt_decode_result r[2];
+            for (int t = 0; t < 2; t++) {
+                omp_set_num_threads(t + 1);
+                decode_ok(m, &s, &o, &r[t]);
+            }
+            omp_set_num_threads(saved);
+            for (int i = 0; i < s.n; i++) {
+                const mt_hypothesis *x = &r[0].hyps[i], *y = &r[1].hyps[i];
+                assert_same_hyp(x, y, i);
+                assert_memory_equal(&x->logprob, &y->logprob, sizeof x->logprob);
+            }
+            mt_decode_result_free(&r[0]);
+            mt_decode_result_free(&r[1]);
+        }
+        mt_model_free(m);
+    }
+    print_message("searches: greedy and beam 5 over six sources of 12,000-piece models, one "
+                  "thread and two: the same hypotheses, bit for bit\n");
+}
+
 static void overfit(const char *arch, float lr)
 {
     mt_model_config cfg;
@@ -853,6 +892,7 @@ int main(void)
         cmocka_unit_test(test_beam_matches_naive_transformer),
         cmocka_unit_test(test_beam_matches_naive_mamba),
         cmocka_unit_test(test_batched_equals_single),
+        cmocka_unit_test(test_searches_any_threads),
         cmocka_unit_test(test_overfit_transformer),
         cmocka_unit_test(test_overfit_mamba),
         cmocka_unit_test(test_stream_and_cancel),
