@@ -12,8 +12,9 @@
  *
  * The copy is made by mt_model_set_fp32_panels (model_precision.c), for every model a runner
  * opens, as an mt_qmatrix of kind MT_QMATRIX_F32P that keeps a pointer to w: one row of x (a
- * batch-1 step, which streams w once in row_dots_avx2) and more than CPU_PANELS_MAX_M rows (a
- * prompt, OpenBLAS or the packed kernel) still read w. Only AVX2 CPUs without AVX-512 make the
+ * batch-1 step, which streams w once in row_dots_avx2) still reads w, and so do more than
+ * CPU_PANELS_MAX_M rows (a prompt) where OpenBLAS or BLIS takes them; where the packed kernel
+ * does, it reads these panels as its packed W^T. Only AVX2 CPUs without AVX-512 make the
  * copies: the AVX-512 kernels were not measured against them (cpu_panels_cpu). The sums run in k
  * order per output, another order than the other kernels', so results agree to float rounding
  * (tests/unit/test_backend_gemm.c compares them with naive_gemm at every window of channels). */
@@ -262,11 +263,11 @@ void cpu_panels_forward(float *out, const float *x, const mt_qmatrix *w, int row
     }
     /* more rows (a prompt, beam search's batch of beams): where the packed kernel takes the
      * product, it reads these panels as its packed W^T instead of copying W into panels again at
-     * every call (the same floats) */
-    if (!(row0 % CPU_PANEL == 0 && BT > 1 &&
-          cpu_sgemm_pick(0, 1, (int)BT, OC, K) == CPU_SGEMM_PACKED &&
-          cpu_gemm_packed_panels((int)BT, OC, K, x, K,
-                                 w->panels + (size_t)(row0 / CPU_PANEL) * CPU_PANEL * K, out, OC)))
+     * every call (the same floats); one row, and the other libraries, read w */
+    int ready = BT > CPU_PANELS_MAX_M && row0 % CPU_PANEL == 0 &&
+                cpu_sgemm_pick(0, 1, (int)BT, OC, K) == CPU_SGEMM_PACKED;
+    const float *from = w->panels + (size_t)(row0 / CPU_PANEL) * CPU_PANEL * K;
+    if (!ready || !cpu_gemm_packed_panels((int)BT, OC, K, x, K, from, out, OC))
         cpu_gemm(0, 1, (int)BT, OC, K, 1.0f, x, K, w->f32 + (size_t)row0 * K, K, 0.0f, out, OC);
     if (bias) cpu_bias_add(out, bias, BT, OC);
 }
