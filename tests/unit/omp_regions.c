@@ -3,6 +3,7 @@
 #define _GNU_SOURCE /* RTLD_NEXT */
 #endif
 #include "omp_regions.h"
+#include "backend/cpu/cpu_pool.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -25,3 +26,5 @@ void GOMP_parallel(void (*fn)(void *), void *data, unsigned num_threads, unsigne
 }
 
 long omp_regions(void) { return __atomic_load_n(&regions, __ATOMIC_RELAXED); }
+
+long thread_teams(void) { return omp_regions() + cpu_pool_jobs(); }

@@ -7,6 +7,7 @@
  *   dQ += scale * dS K ; dK += scale * dS^T Q */
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_par.h"
+#include "backend/cpu/cpu_pool.h"
 #include "backend/cpu/cpu_simd.h"
 #include "mtlab/error.h"
 
@@ -200,6 +201,26 @@ static void heads_forward(float *out, float *att, const float *q, const float *k
 /* Up to this many scores (heads x keys) a decoding step keeps on the stack. */
 #define SINGLE_QUERY_MAX_SCORES 4096
 
+/* A single query's problems, for the pool: part bg is row bg / groups, heads group bg % groups */
+typedef struct {
+    float *out, *att;
+    const float *q, *k, *v;
+    const mt_attn_desc *d;
+    int G, groups;
+} single_job;
+
+static void single_part(void *ctx, int bg)
+{
+    const single_job *j = ctx;
+    const mt_attn_desc *d = j->d;
+    int C = d->H * d->Dh, b = bg / j->groups, h0 = bg % j->groups * j->G;
+    size_t kvs = kv_bstride(d);
+    float own[SINGLE_QUERY_MAX_SCORES];
+    single_query(j->out + (size_t)b * C, j->att ? j->att + ((size_t)b * d->H + h0) * d->Tk : own,
+                 j->q + (size_t)b * C, j->k + (size_t)b * kvs, j->v + (size_t)b * kvs, d, b, h0,
+                 h0 + j->G);
+}
+
 /* Without att (inference, no probe) each thread scores into its own (Tq, Tk) scratch: on the
  * stack for a single query. A single query takes all of a row's heads in one pass; with one
  * row, or when a row's scores do not fit the stack, the heads are split into groups (which the
@@ -208,19 +229,17 @@ static void heads_forward(float *out, float *att, const float *q, const float *k
 void cpu_attention_forward(float *out, float *att, const float *q, const float *k, const float *v,
                            const mt_attn_desc *d)
 {
-    int C = d->H * d->Dh;
-    size_t kvs = kv_bstride(d), scores = (size_t)d->Tq * d->Tk;
+    size_t scores = (size_t)d->Tq * d->Tk;
     if (d->Tq == 1 && (att || d->Tk <= SINGLE_QUERY_MAX_SCORES)) {
         int par = cpu_fork((size_t)d->B * d->H * d->Tk * d->Dh, 65536);
         int G = d->B == 1 && par ? 1 : d->H; /* heads per group */
         while (G > 1 && (size_t)G * d->Tk > SINGLE_QUERY_MAX_SCORES) G--;
         while (d->H % G) G--;
-        int groups = d->H / G;
-        CPU_FOR(par, "omp parallel for", (int bg = 0; bg < d->B * groups; bg++),
-                int b = bg / groups, h0 = bg % groups * G;
-                float own[SINGLE_QUERY_MAX_SCORES]; single_query(
-                    out + (size_t)b * C, att ? att + ((size_t)b * d->H + h0) * d->Tk : own,
-                    q + (size_t)b * C, k + (size_t)b * kvs, v + (size_t)b * kvs, d, b, h0, h0 + G));
+        single_job j = {
+            .out = out, .att = att, .q = q, .k = k, .v = v, .d = d, .G = G, .groups = d->H / G};
+        if (par) cpu_pool_run(d->B * j.groups, single_part, &j);
+        else
+            for (int bg = 0; bg < d->B * j.groups; bg++) single_part(&j, bg);
         return;
     }
     if (cpu_fork((size_t)d->B * d->H * scores * d->Dh, 65536)) {

@@ -24,6 +24,7 @@
  * (tests/unit/test_backend_gemm.c). */
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_par.h"
+#include "backend/cpu/cpu_pool.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -283,41 +284,74 @@ static void gemm_serial(int trans_a, int trans_b, int m, int n, int k, float alp
     }
 }
 
-/* The product on the team: threads split C into whole tiles, each running the product on its
- * part with its own packing (one fork and join a product, no barrier inside): by columns when C
- * is wider than tall (each thread packs its columns of op(B), and reads or packs all of op(A)),
- * by rows otherwise. */
+/* One product split into parts of whole tiles of C, for the pool */
+typedef struct {
+    int trans_a, trans_b, m, n, k, lda, ldb, ldc, by_cols, tiles, parts;
+    float alpha, beta;
+    const float *a, *b, *ready;
+    float *c;
+} split_job;
+
+/* Part p: its tiles' columns (each packs its columns of op(B) and reads or packs all of op(A))
+ * or rows (its rows of op(A), all of op(B)) */
+static void split_part(void *ctx, int p)
+{
+    const split_job *j = ctx;
+    int t0 = (int)((long)j->tiles * p / j->parts), t1 = (int)((long)j->tiles * (p + 1) / j->parts);
+    if (j->by_cols) {
+        int j0 = t0 * NR, j1 = t1 * NR < j->n ? t1 * NR : j->n;
+        if (j1 > j0)
+            gemm_serial(j->trans_a, j->trans_b, j->m, j1 - j0, j->k, j->alpha, j->a, j->lda,
+                        !j->b        ? NULL
+                        : j->trans_b ? j->b + (size_t)j0 * j->ldb
+                                     : j->b + j0,
+                        j->ldb, j->ready ? j->ready + (size_t)j0 * j->k : NULL, j->beta, j->c + j0,
+                        j->ldc);
+    } else {
+        int i0 = t0 * MR, i1 = t1 * MR < j->m ? t1 * MR : j->m;
+        if (i1 > i0)
+            gemm_serial(j->trans_a, j->trans_b, i1 - i0, j->n, j->k, j->alpha,
+                        j->trans_a ? j->a + i0 : j->a + (size_t)i0 * j->lda, j->lda, j->b, j->ldb,
+                        j->ready, j->beta, j->c + (size_t)i0 * j->ldc, j->ldc);
+    }
+}
+
+/* The product on the pool's threads (cpu_pool.h): parts of whole tiles of C, by columns when C
+ * is wider than tall, by rows otherwise. Where a part packs only its own share (the columns of
+ * op(B) with op(A) read in place, or rows of op(A) against panels made before), a thread takes
+ * several smaller parts as it comes free; where each part would pack the other operand whole
+ * again, one part a thread. */
 static void gemm_split(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
                        int lda, const float *b, int ldb, const float *ready, float beta, float *c,
                        int ldc)
 {
-    int threads = cpu_fork((size_t)m * n * k, PARALLEL_MIN_MACS) ? omp_get_max_threads() : 1;
+    int threads = cpu_fork((size_t)m * n * k, PARALLEL_MIN_MACS) ? cpu_pool_threads() : 1;
     int by_cols = n > m, tiles = by_cols ? (n + NR - 1) / NR : (m + MR - 1) / MR;
-    if (threads > tiles) threads = tiles;
-    if (threads <= 1) {
+    int own_share = by_cols ? !trans_a : ready != NULL;
+    int parts = threads * (own_share ? CPU_POOL_PARTS_PER_THREAD : 1);
+    if (parts > tiles) parts = tiles;
+    if (threads <= 1 || parts <= 1) {
         gemm_serial(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, ready, beta, c, ldc);
         return;
     }
-#pragma omp parallel num_threads(threads)
-    {
-        int t = omp_get_thread_num(), nt = omp_get_num_threads();
-        int t0 = (int)((long)tiles * t / nt), t1 = (int)((long)tiles * (t + 1) / nt);
-        if (by_cols) {
-            int j0 = t0 * NR, j1 = t1 * NR < n ? t1 * NR : n;
-            if (j1 > j0)
-                gemm_serial(trans_a, trans_b, m, j1 - j0, k, alpha, a, lda,
-                            !b        ? NULL
-                            : trans_b ? b + (size_t)j0 * ldb
-                                      : b + j0,
-                            ldb, ready ? ready + (size_t)j0 * k : NULL, beta, c + j0, ldc);
-        } else {
-            int i0 = t0 * MR, i1 = t1 * MR < m ? t1 * MR : m;
-            if (i1 > i0)
-                gemm_serial(trans_a, trans_b, i1 - i0, n, k, alpha,
-                            trans_a ? a + i0 : a + (size_t)i0 * lda, lda, b, ldb, ready, beta,
-                            c + (size_t)i0 * ldc, ldc);
-        }
-    }
+    split_job j = {.trans_a = trans_a,
+                   .trans_b = trans_b,
+                   .m = m,
+                   .n = n,
+                   .k = k,
+                   .lda = lda,
+                   .ldb = ldb,
+                   .ldc = ldc,
+                   .by_cols = by_cols,
+                   .tiles = tiles,
+                   .parts = parts,
+                   .alpha = alpha,
+                   .beta = beta,
+                   .a = a,
+                   .b = b,
+                   .ready = ready,
+                   .c = c};
+    cpu_pool_run(parts, split_part, &j);
 }
 
 /* beta C, and nothing else, for an empty sum */

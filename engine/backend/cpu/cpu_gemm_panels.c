@@ -20,6 +20,7 @@
  * (tests/unit/test_backend_gemm.c compares them with naive_gemm at every window of channels). */
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_par.h"
+#include "backend/cpu/cpu_pool.h"
 #include "mtlab/error.h"
 
 #include <stdlib.h>
@@ -227,6 +228,23 @@ panels_block(int M, int p0, int p1, const float *x, int K, const mt_qmatrix *w, 
     }
 }
 
+/* One product's arguments, for the pool's parts */
+typedef struct {
+    int M, K, p0, p1, units, parts;
+    const float *x;
+    const mt_qmatrix *w;
+    const panels_out *o;
+} panels_job;
+
+/* Part p: a run of units of two panels */
+static void panels_part(void *ctx, int p)
+{
+    const panels_job *j = ctx;
+    int u0 = (int)((long)j->units * p / j->parts), u1 = (int)((long)j->units * (p + 1) / j->parts);
+    int a = j->p0 + 2 * u0, b = j->p0 + 2 * u1 < j->p1 ? j->p0 + 2 * u1 : j->p1;
+    panels_block(j->M, a, b, j->x, j->K, j->w, j->o);
+}
+
 void cpu_panels_product(float *out, const float *x, const mt_qmatrix *w, int row0,
                         const float *bias, int M, int OC)
 {
@@ -237,13 +255,12 @@ void cpu_panels_product(float *out, const float *x, const mt_qmatrix *w, int row
         panels_block(M, p0, p1, x, K, w, &o);
         return;
     }
-    /* pairs of panels per unit, so 2-3 rows keep their two-panel tiles */
-    int units = (p1 - p0 + 1) / 2;
-#pragma omp parallel for schedule(static)
-    for (int u = 0; u < units; u++) {
-        int a = p0 + 2 * u, b = a + 2 < p1 ? a + 2 : p1;
-        panels_block(M, a, b, x, K, w, &o);
-    }
+    /* pairs of panels per unit, so 2-3 rows keep their two-panel tiles; runs of units per part */
+    panels_job j = {
+        .M = M, .K = K, .p0 = p0, .p1 = p1, .units = (p1 - p0 + 1) / 2, .x = x, .w = w, .o = &o};
+    j.parts = CPU_POOL_PARTS_PER_THREAD * cpu_pool_threads();
+    if (j.parts > j.units) j.parts = j.units;
+    cpu_pool_run(j.parts, panels_part, &j);
 }
 #else
 void cpu_panels_product(float *out, const float *x, const mt_qmatrix *w, int row0,

@@ -15,12 +15,13 @@
  * multiply-adds; each x row's 4 sums are folded by two horizontal-add rounds. The tiles ask for the
  * weight rows PREFETCH_ROWS ahead a cache line at a time while they compute, so that a matrix that
  * comes from memory (the vocabulary projection) streams in while the products run. Threads split
- * the rows of w when the product is big enough to pay for a fork (cpu_par.h); a smaller one runs on
- * the calling thread outside any OpenMP region. The sums run in another order than OpenBLAS's, so
- * results agree to float rounding (tests/unit/test_backend_gemm.c compares every kernel this CPU
- * runs with naive_gemm). */
+ * the rows of w, in runs of whole blocks taken from the pool (cpu_pool.h), when the product is big
+ * enough to pay for it (cpu_par.h); a smaller one runs on the calling thread. The sums run in
+ * another order than OpenBLAS's, so results agree to float rounding (tests/unit/test_backend_gemm.c
+ * compares every kernel this CPU runs with naive_gemm). */
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_par.h"
+#include "backend/cpu/cpu_pool.h"
 
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
@@ -334,21 +335,56 @@ int cpu_gemm_rows_supported(cpu_rows_isa isa)
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
+/* One product's arguments, for the pool's parts */
+typedef struct {
+    cpu_rows_isa isa;
+    int M, N, K, ldx, ldw, ldy, blocks, parts;
+    float alpha;
+    const float *x, *w;
+    float *y;
+} rows_job;
+
+static void rows_span(const rows_job *j, int n0, int n1)
+{
+    if (j->isa == CPU_ROWS_AVX512)
+        rows_block(j->M, n0, n1, j->N, j->K, j->alpha, j->x, j->ldx, j->w, j->ldw, j->y, j->ldy);
+    else
+        rows_block_avx2(j->M, n0, n1, j->N, j->K, j->alpha, j->x, j->ldx, j->w, j->ldw, j->y,
+                        j->ldy);
+}
+
+/* Part p of the job: a run of whole blocks of BLOCK_N w rows */
+static void rows_part(void *ctx, int p)
+{
+    const rows_job *j = ctx;
+    int b0 = (int)((long)j->blocks * p / j->parts),
+        b1 = (int)((long)j->blocks * (p + 1) / j->parts);
+    int n1 = b1 * BLOCK_N < j->N ? b1 * BLOCK_N : j->N;
+    rows_span(j, b0 * BLOCK_N, n1);
+}
+
 int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const float *x, int ldx,
                        const float *w, int ldw, float *y, int ldy)
 {
+    rows_job j = {.isa = isa,
+                  .M = M,
+                  .N = N,
+                  .K = K,
+                  .ldx = ldx,
+                  .ldw = ldw,
+                  .ldy = ldy,
+                  .alpha = alpha,
+                  .x = x,
+                  .w = w,
+                  .y = y};
     if (!cpu_fork((size_t)M * N * K, PARALLEL_MIN_MACS)) {
-        if (isa == CPU_ROWS_AVX512) rows_block(M, 0, N, N, K, alpha, x, ldx, w, ldw, y, ldy);
-        else rows_block_avx2(M, 0, N, N, K, alpha, x, ldx, w, ldw, y, ldy);
+        rows_span(&j, 0, N);
         return 1;
     }
-    int blocks = (N + BLOCK_N - 1) / BLOCK_N;
-#pragma omp parallel for schedule(static)
-    for (int t = 0; t < blocks; t++) {
-        int n0 = t * BLOCK_N, n1 = n0 + BLOCK_N < N ? n0 + BLOCK_N : N;
-        if (isa == CPU_ROWS_AVX512) rows_block(M, n0, n1, N, K, alpha, x, ldx, w, ldw, y, ldy);
-        else rows_block_avx2(M, n0, n1, N, K, alpha, x, ldx, w, ldw, y, ldy);
-    }
+    j.blocks = (N + BLOCK_N - 1) / BLOCK_N;
+    j.parts = CPU_POOL_PARTS_PER_THREAD * cpu_pool_threads();
+    if (j.parts > j.blocks) j.parts = j.blocks;
+    cpu_pool_run(j.parts, rows_part, &j);
     return 1;
 }
 

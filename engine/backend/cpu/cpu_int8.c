@@ -1,11 +1,12 @@
 /* int8 linear layers on the CPU (docs/quantization.md): quantizing weights into the packed
  * layout and activations per row, the choice of kernel, and the driver that spreads a
- * product's channel blocks over OpenMP threads; the kernels dequantize as they store.
+ * product's channel blocks over the threads (cpu_pool.h); the kernels dequantize as they store.
  *
  * Letters: M rows of activations (BT), N output channels (OC), ld the padded row width in
  * bytes (the input width C rounded up to MT_INT8_ALIGN). */
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_par.h"
+#include "backend/cpu/cpu_pool.h"
 #include "backend/cpu/cpu_simd.h"
 #include "mtlab/error.h"
 
@@ -21,6 +22,8 @@ enum { CHUNK_BLOCKS = 8 };
 /* Rows one kernel call takes: a prefill's quantized rows (ROWS x ld bytes) stay in L2 while
  * every block of weights passes over them */
 enum { ROWS = 256 };
+/* Rows of activations from which their quantization is shared among the threads */
+enum { QUANTIZE_PARALLEL_ROWS = 64 };
 /* Multiply-adds from which a product is shared among the threads. 2^16: at batch 1 a small
  * model's d_model x d_model projections (transformer-small's 192 x 192, 37K) stay on one
  * thread and its FFN projections (147K) spread: enough forks a step that the other thread is
@@ -176,8 +179,8 @@ void cpu_qmatrix_free(mt_qmatrix *q)
 
 /* ---- the product */
 
-/* One product's work, shared by the team when called inside a region (the loops are
- * orphaned `omp for`s) and all done on this thread when called outside one. */
+/* One product's work: its activations quantized, then its chunks of channel blocks, shared by
+ * the pool's threads (cpu_pool.h) or all run on the calling thread. */
 typedef struct {
     const cpu_int8_kernel *kern;
     float *out;
@@ -189,36 +192,46 @@ typedef struct {
     int8_t *xq; /* (BT, ld) */
     float *xs; /* (BT) */
     int b0, cb, n_chunks; /* first block, blocks per chunk, chunks */
+    int quant_parts; /* parts of the rows' quantization on the pool */
 } product;
 
-static void product_run(const product *p)
+static void quantize_rows(const product *p, size_t m0, size_t m1)
 {
-    const mt_qmatrix *w = p->w;
-    int C = w->cols, ld = w->ld, row0 = p->row0, OC = p->OC;
-    size_t BT = p->BT;
-#pragma omp for schedule(static)
-    for (size_t m = 0; m < BT; m++)
+    int C = p->w->cols, ld = p->w->ld;
+    for (size_t m = m0; m < m1; m++)
         p->xs[m] = p->kern->quantize_row(p->xq + m * ld, p->x + m * C, C, ld);
-#pragma omp for schedule(static)
-    for (int t = 0; t < p->n_chunks; t++) {
-        /* the chunk's channels, clipped to row0 .. row0+OC */
-        int lo = (p->b0 + t * p->cb) * CPU_INT8_BLOCK, hi = lo + p->cb * CPU_INT8_BLOCK;
-        lo = lo > row0 ? lo : row0;
-        hi = hi < row0 + OC ? hi : row0 + OC;
-        for (size_t m0 = 0; m0 < BT; m0 += ROWS) {
-            cpu_int8_call c = {
-                .out = p->out + m0 * OC + (lo - row0),
-                .ldo = (size_t)OC,
-                .xq = p->xq + m0 * ld,
-                .xs = p->xs + m0,
-                .M = BT - m0 < ROWS ? (int)(BT - m0) : ROWS,
-                .w = w,
-                .j0 = lo,
-                .N = hi - lo,
-                .bias = p->bias ? p->bias + (lo - row0) : NULL,
-            };
-            p->kern->product(&c);
-        }
+}
+
+static void quantize_part(void *ctx, int t)
+{
+    const product *p = ctx;
+    quantize_rows(p, p->BT * (size_t)t / (size_t)p->quant_parts,
+                  p->BT * (size_t)(t + 1) / (size_t)p->quant_parts);
+}
+
+/* Chunk t: its channels (clipped to row0 .. row0+OC) against every row */
+static void chunk_part(void *ctx, int t)
+{
+    const product *p = ctx;
+    const mt_qmatrix *w = p->w;
+    int ld = w->ld, row0 = p->row0, OC = p->OC;
+    size_t BT = p->BT;
+    int lo = (p->b0 + t * p->cb) * CPU_INT8_BLOCK, hi = lo + p->cb * CPU_INT8_BLOCK;
+    lo = lo > row0 ? lo : row0;
+    hi = hi < row0 + OC ? hi : row0 + OC;
+    for (size_t m0 = 0; m0 < BT; m0 += ROWS) {
+        cpu_int8_call c = {
+            .out = p->out + m0 * OC + (lo - row0),
+            .ldo = (size_t)OC,
+            .xq = p->xq + m0 * ld,
+            .xs = p->xs + m0,
+            .M = BT - m0 < ROWS ? (int)(BT - m0) : ROWS,
+            .w = w,
+            .j0 = lo,
+            .N = hi - lo,
+            .bias = p->bias ? p->bias + (lo - row0) : NULL,
+        };
+        p->kern->product(&c);
     }
 }
 
@@ -226,14 +239,13 @@ void cpu_qlinear_with(const cpu_int8_kernel *kern, int threaded, float *out, con
                       const mt_qmatrix *w, int row0, const float *bias, size_t BT, int OC)
 {
     size_t macs = BT * (size_t)OC * (size_t)w->ld;
-    /* a team only with threads to share it and enough work: libgomp ends every region, a
-     * team of one included, with a system call (backend/cpu/cpu_par.h) */
+    /* threads only with threads to share it and enough work (backend/cpu/cpu_par.h) */
     int par = threaded && cpu_fork(macs, CPU_INT8_PARALLEL_MACS - 1);
     /* the blocks holding channels row0 .. row0+OC, in chunks; with several threads, chunks
      * narrow (down to one block) until each thread has two: a batch-16 step's d_model-wide
      * projections are 12 blocks, 2 chunks of 8 would leave one thread idle */
     int b0 = row0 / CPU_INT8_BLOCK, b1 = (row0 + OC + CPU_INT8_BLOCK - 1) / CPU_INT8_BLOCK;
-    int threads = par ? omp_get_max_threads() : 1, cb = threads > 1 ? CHUNK_BLOCKS : b1 - b0;
+    int threads = par ? cpu_pool_threads() : 1, cb = threads > 1 ? CHUNK_BLOCKS : b1 - b0;
     while (threads > 1 && cb > 1 && (b1 - b0 + cb - 1) / cb < 2 * threads) cb /= 2;
     product p = {.kern = kern,
                  .out = out,
@@ -248,12 +260,19 @@ void cpu_qlinear_with(const cpu_int8_kernel *kern, int threaded, float *out, con
                  .b0 = b0,
                  .cb = cb,
                  .n_chunks = (b1 - b0 + cb - 1) / cb};
-    if (par) {
-#pragma omp parallel
-        product_run(&p);
-    } else {
-        product_run(&p);
+    if (!par) {
+        quantize_rows(&p, 0, BT);
+        for (int t = 0; t < p.n_chunks; t++) chunk_part(&p, t);
+        return;
     }
+    /* a step's few rows quantize faster here than a job takes to hand out */
+    if (BT >= QUANTIZE_PARALLEL_ROWS) {
+        p.quant_parts = threads;
+        cpu_pool_run(p.quant_parts, quantize_part, &p);
+    } else {
+        quantize_rows(&p, 0, BT);
+    }
+    cpu_pool_run(p.n_chunks, chunk_part, &p);
 }
 
 void cpu_qlinear_forward(float *out, const float *x, const mt_qmatrix *w, int row0,

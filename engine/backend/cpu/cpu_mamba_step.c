@@ -4,11 +4,12 @@
  * Run as separate operations, a batch-1 step of mamba-small made two OpenMP regions a layer at
  * two threads (in_proj and out_proj forked, each over its rows), and between them the conv, the
  * SiLU, the scan and the gate ran on one thread while the other spun (a third to 43% of a
- * two-thread decode's samples, perf). Here the step is one region: each thread takes a span of
- * channels (whole vectors of 16) and runs, for its span, in_proj's rows of x and z, the conv step
- * and its SiLU, then (after x_proj and dt_proj, which sum over every channel: dt on the first
- * thread while the last makes Bm and Cm) the scan step and the gate; out_proj's rows are shared
- * last. Three barriers a layer where there were two fork/joins and the serial parts.
+ * two-thread decode's samples, perf). Here the step is four jobs on the pool (cpu_pool.h), each
+ * shared out in spans of channels (whole vectors of 16): in_proj's rows of x and z with the conv
+ * step and its SiLU; x_proj and dt_proj, which sum over every channel (dt in one part while
+ * another makes Bm and Cm); the scan step and the gate; out_proj's rows. A span a thread has not
+ * started when the caller comes free is the caller's, so no phase waits for a thread that the
+ * machine has not run.
  *
  * The SiLU and the gate run as their own loops over the span, which is in the L1 cache by then:
  * inside the conv's and the scan's vector loops, their libmvec calls made the compiler save and
@@ -22,9 +23,8 @@
  * whole vectors (tests/unit/test_layers_mamba.c compares both paths bit for bit). */
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_par.h"
+#include "backend/cpu/cpu_pool.h"
 #include "backend/cpu/cpu_simd.h"
-
-#include <omp.h>
 
 /* [*c0, *c1): part t of nt of n channels, in whole vectors */
 static void share(int n, int t, int nt, int *c0, int *c1)
@@ -52,12 +52,15 @@ static void linear_part(float *y, const float *x, const float *w, const float *b
  * takes it), else one for x and one for z */
 static int in_proj_fused(const mt_mamba_step_args *m) { return m->B == 1 && m->z == m->x + m->D; }
 
-/* Thread t of nt's share of the step */
-static void step_part(const mt_mamba_step_args *m, int t, int nt)
+/* The step in four phases, each shared out in parts that write their own channels: part t of
+ * nt. The phases follow one another (each reads what the one before wrote); at one thread they
+ * run one after the other on the calling thread, as parts 0 of 1. */
+
+/* in_proj, the causal conv and SiLU of channels [c0, c1) */
+static void phase_in(const mt_mamba_step_args *m, int t, int nt)
 {
-    int B = m->B, C = m->C, D = m->D, N = m->N, R = m->R, c0, c1, o0, o1;
+    int B = m->B, C = m->C, D = m->D, c0, c1;
     share(D, t, nt, &c0, &c1);
-    share(C, t, nt, &o0, &o1);
     if (in_proj_fused(m) && nt == 1) {
         linear_part(m->x, m->inp, m->in_proj_w, m->in_proj_b, 1, C, 2 * D, 0, 2 * D);
     } else if (in_proj_fused(m)) {
@@ -72,11 +75,13 @@ static void step_part(const mt_mamba_step_args *m, int t, int nt)
     for (int b = 0; b < B; b++)
         cpu_act_forward(MT_ACT_SILU, m->u + (size_t)b * D + c0, m->xc + (size_t)b * D + c0,
                         (size_t)(c1 - c0));
-    if (nt > 1) {
-#pragma omp barrier
-    }
-    /* x_proj and dt_proj, the calls of mt_mamba_step's x_proj_forward: dt_low and dt on the
-     * first thread, Bm and Cm on the last (the same thread at one thread) */
+}
+
+/* x_proj and dt_proj, the calls of mt_mamba_step's x_proj_forward: dt_low and dt in part 0,
+ * Bm and Cm in the last (the same part when nt is 1) */
+static void phase_x(const mt_mamba_step_args *m, int t, int nt)
+{
+    int B = m->B, D = m->D, N = m->N, R = m->R;
     const float *xw = m->x_proj_w;
     if (t == 0) {
         cpu_gemm(0, 1, B, R, D, 1.0f, m->u, D, xw, D, 0.0f, m->dt_low, R);
@@ -86,9 +91,13 @@ static void step_part(const mt_mamba_step_args *m, int t, int nt)
         cpu_gemm(0, 1, B, N, D, 1.0f, m->u, D, xw + (size_t)R * D, D, 0.0f, m->Bm, N);
         cpu_gemm(0, 1, B, N, D, 1.0f, m->u, D, xw + (size_t)(R + N) * D, D, 0.0f, m->Cm, N);
     }
-    if (nt > 1) {
-#pragma omp barrier
-    }
+}
+
+/* the scan and the gate of channels [c0, c1) */
+static void phase_scan(const mt_mamba_step_args *m, int t, int nt)
+{
+    int B = m->B, D = m->D, c0, c1;
+    share(D, t, nt, &c0, &c1);
     mt_scan_args s = {
         .u = m->u,
         .dt = m->dt,
@@ -100,17 +109,41 @@ static void step_part(const mt_mamba_step_args *m, int t, int nt)
         .B = B,
         .T = 1,
         .D = D,
-        .N = N,
+        .N = m->N,
         .A_step = m->A_step,
     };
     cpu_scan_step_part(m->y, m->h, &s, c0, c1);
     for (int b = 0; b < B; b++)
         cpu_gate_forward(m->yg + (size_t)b * D + c0, m->y + (size_t)b * D + c0,
                          m->z + (size_t)b * D + c0, (size_t)(c1 - c0));
-    if (nt > 1) {
-#pragma omp barrier
-    }
-    linear_part(m->out, m->yg, m->out_proj_w, m->out_proj_b, B, D, C, o0, o1);
+}
+
+/* out_proj's output channels [o0, o1) */
+static void phase_out(const mt_mamba_step_args *m, int t, int nt)
+{
+    int o0, o1;
+    share(m->C, t, nt, &o0, &o1);
+    linear_part(m->out, m->yg, m->out_proj_w, m->out_proj_b, m->B, m->D, m->C, o0, o1);
+}
+
+typedef struct {
+    const mt_mamba_step_args *m;
+    void (*phase)(const mt_mamba_step_args *m, int t, int nt);
+    int nt;
+} phase_job;
+
+static void phase_part(void *ctx, int p)
+{
+    const phase_job *j = ctx;
+    j->phase(j->m, p, j->nt);
+}
+
+/* One phase in nt parts on the pool */
+static void run_phase(const mt_mamba_step_args *m,
+                      void (*phase)(const mt_mamba_step_args *m, int t, int nt), int nt)
+{
+    phase_job j = {.m = m, .phase = phase, .nt = nt};
+    cpu_pool_run(nt, phase_part, &j);
 }
 
 int cpu_mamba_step(const mt_mamba_step_args *m)
@@ -125,14 +158,22 @@ int cpu_mamba_step(const mt_mamba_step_args *m)
      * vector in a block of lanes would not give the operations' floats */
     if (D % CPU_LANES) return 0;
     if (!cpu_fork((size_t)B * 2 * D * C, CPU_MAMBA_STEP_MIN_MACS)) {
-        step_part(m, 0, 1);
+        phase_in(m, 0, 1);
+        phase_x(m, 0, 1);
+        phase_scan(m, 0, 1);
+        phase_out(m, 0, 1);
         return 1;
     }
     /* at two threads and more the operations' own forks are the faster where the kernel does
      * not take the products (OpenBLAS shares its sgemv) */
     if (!kernel_takes) return 0;
-    int vectors = (D + CPU_LANES - 1) / CPU_LANES, threads = omp_get_max_threads();
-#pragma omp parallel num_threads(threads < vectors ? threads : vectors)
-    step_part(m, omp_get_thread_num(), omp_get_num_threads());
+    /* parts in whole vectors of channels */
+    int vectors = (D + CPU_LANES - 1) / CPU_LANES;
+    int parts = CPU_POOL_PARTS_PER_THREAD * cpu_pool_threads();
+    if (parts > vectors) parts = vectors;
+    run_phase(m, phase_in, parts);
+    run_phase(m, phase_x, 2);
+    run_phase(m, phase_scan, parts);
+    run_phase(m, phase_out, parts);
     return 1;
 }
