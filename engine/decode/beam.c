@@ -6,6 +6,7 @@
  * The naive reference is mt_decode_beam_naive (reference.c). */
 #include "decode/search.h"
 #include "backend/cpu/cpu_par.h"
+#include "backend/cpu/cpu_pool.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -68,13 +69,32 @@ typedef struct {
 /* The candidates of every live sentence act[0..n_act) (live rows each), sentence a's n_top[a]
  * of them at top + 2Ka: the sentences shared among the CPU's threads when there is enough to
  * share (each reads its own rows and beams and writes its own list) */
+typedef struct {
+    const mt_decode_ctx *c;
+    const beam_sentence *sent;
+    const int *act;
+    int live;
+    mt_scored *top;
+    int *n_top;
+} candidates_job;
+
+/* Part a: sentence act[a]'s candidates */
+static void sentence_candidates(void *ctx, int a)
+{
+    const candidates_job *j = ctx;
+    size_t per = 2 * (size_t)j->c->K;
+    j->n_top[a] =
+        candidates(j->c, &j->sent[j->act[a]], a * j->live, j->live, j->top + (size_t)a * per);
+}
+
 static void all_candidates(const mt_decode_ctx *c, const beam_sentence *sent, const int *act,
                            int n_act, int live, mt_scored *top, int *n_top)
 {
-    size_t per = 2 * (size_t)c->K;
-    int fork = n_act > 1 && cpu_fork((size_t)n_act * live * c->V, MT_DECODE_PARALLEL_LOGITS);
-    CPU_FOR(fork, "omp parallel for schedule(static)", (int a = 0; a < n_act; a++),
-            { n_top[a] = candidates(c, &sent[act[a]], a * live, live, top + (size_t)a * per); });
+    candidates_job j = {.c = c, .sent = sent, .act = act, .live = live, .top = top, .n_top = n_top};
+    if (n_act > 1 && cpu_fork((size_t)n_act * live * c->V, MT_DECODE_PARALLEL_LOGITS))
+        cpu_pool_run(n_act, sentence_candidates, &j);
+    else
+        for (int a = 0; a < n_act; a++) sentence_candidates(&j, a);
 }
 
 /* Process one sentence's step: finished candidates go to its hypotheses, the K best others

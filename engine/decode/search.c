@@ -6,6 +6,7 @@
 #include "decode/search.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_par.h"
+#include "backend/cpu/cpu_pool.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -64,18 +65,36 @@ int32_t naive_argmax(const float *x, int V, int skip)
     return best;
 }
 
+/* One greedy step's rows, for the CPU pool's parts: part r is row r */
+typedef struct {
+    const mt_decode_ctx *c;
+    int never;
+    int32_t *tok;
+    double *logprob;
+} pick_job;
+
+static void pick_row(void *ctx, int r)
+{
+    const pick_job *j = ctx;
+    const mt_decode_ctx *c = j->c;
+    const float *x = c->logits + (size_t)r * c->V;
+    int32_t t = mt_argmax(x, c->n_gen, j->never);
+    j->tok[r] = t;
+    /* log p(t) = x[t] - logsumexp(x) */
+    j->logprob[r] =
+        (double)x[t] - (c->hf ? mt_logsumexp(x, c->V, -1) : mt_logsumexp(x, c->n_gen, j->never));
+}
+
 void mt_decode_pick_rows(const mt_decode_ctx *c, int rows, int32_t *tok, double *logprob)
 {
-    int never = mt_model_config_never_generated(mt_model_get_config(c->m));
-    int fork = rows > 1 && cpu_fork((size_t)rows * c->V, MT_DECODE_PARALLEL_LOGITS);
-    CPU_FOR(fork, "omp parallel for schedule(static)", (int r = 0; r < rows; r++), {
-        const float *x = c->logits + (size_t)r * c->V;
-        int32_t t = mt_argmax(x, c->n_gen, never);
-        tok[r] = t;
-        /* log p(t) = x[t] - logsumexp(x) */
-        logprob[r] =
-            (double)x[t] - (c->hf ? mt_logsumexp(x, c->V, -1) : mt_logsumexp(x, c->n_gen, never));
-    });
+    pick_job j = {.c = c,
+                  .never = mt_model_config_never_generated(mt_model_get_config(c->m)),
+                  .tok = tok,
+                  .logprob = logprob};
+    if (rows > 1 && cpu_fork((size_t)rows * c->V, MT_DECODE_PARALLEL_LOGITS))
+        cpu_pool_run(rows, pick_row, &j);
+    else
+        for (int r = 0; r < rows; r++) pick_row(&j, r);
 }
 
 /* lse = max + log(sum exp(x - max)), so no term overflows; the exps are the CPU backend's

@@ -1,8 +1,9 @@
-/* Elementwise operations and small row utilities: one loop each, on a team when it is large
- * enough (cpu_par.h). The per-element math comes from engine/math/ so the CUDA kernels compute
- * exactly the same thing. */
+/* Elementwise operations and small row utilities: one loop each, shared among the threads when
+ * it is large enough (cpu_par.h; the elementwise loops on the pool of cpu_pool.h). The per-element
+ * math comes from engine/math/ so the CUDA kernels compute exactly the same thing. */
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_par.h"
+#include "backend/cpu/cpu_pool.h"
 #include "backend/cpu/cpu_simd.h"
 #include "math/activation.h"
 
@@ -11,6 +12,51 @@
 /* Loops shorter than this stay on the calling thread: waking the team costs more than the work
  * (cpu_par.h). */
 #define PAR_MIN 16384
+
+/* One operation's loop for the pool (cpu_pool.h): units [u0, u1) of `units`, each a chunk of
+ * CPU_CHUNK floats (or a row, for bias_add), the same units in the same way whoever runs them */
+typedef struct ew_job {
+    void (*run)(const struct ew_job *j, size_t u0, size_t u1);
+    float *out, *out2;
+    const float *a, *b, *c;
+    float s;
+    mt_act act;
+    size_t n, units;
+    int cols, parts;
+} ew_job;
+
+static void ew_part(void *ctx, int p)
+{
+    const ew_job *j = ctx;
+    j->run(j, j->units * (size_t)p / (size_t)j->parts,
+           j->units * (size_t)(p + 1) / (size_t)j->parts);
+}
+
+/* The job's units on this thread, or in parts on the pool's threads from PAR_MIN floats on */
+static void ew_run(ew_job *j, size_t floats)
+{
+    if (!cpu_fork(floats, PAR_MIN)) {
+        j->run(j, 0, j->units);
+        return;
+    }
+    size_t parts = (size_t)CPU_POOL_PARTS_PER_THREAD * (size_t)cpu_pool_threads();
+    j->parts = (int)(parts < j->units ? parts : j->units);
+    cpu_pool_run(j->parts, ew_part, j);
+}
+
+/* A loop over n floats in chunks of CPU_CHUNK */
+static void ew_flat(ew_job j)
+{
+    j.units = (j.n + CPU_CHUNK - 1) / CPU_CHUNK;
+    ew_run(&j, j.n);
+}
+
+/* `call` for each chunk [i0, i0 + len) of units [u0, u1) */
+#define EW_CHUNKS(j, u0, u1, call)                                   \
+    for (size_t c_ = (u0); c_ < (u1); c_++) {                        \
+        size_t i0 = c_ * CPU_CHUNK, len = cpu_chunk_len(i0, (j)->n); \
+        call;                                                        \
+    }
 
 /* The loops below run in chunks of CPU_CHUNK through functions cloned per vector width
  * (cpu_simd.h): an OpenMP region's own body is compiled for the baseline x86-64 only. Outputs may
@@ -58,47 +104,68 @@ MT_CPU_CLONES static void mul_backward_chunk(float *da, float *db, const float *
     }
 }
 
+static void fill_run(const ew_job *j, size_t u0, size_t u1)
+{
+    EW_CHUNKS(j, u0, u1, fill_chunk(j->out + i0, len, j->s));
+}
+
 void cpu_fill(float *x, size_t n, float value)
 {
-    CPU_FOR(cpu_fork(n, PAR_MIN), "omp parallel for schedule(static)",
-            (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK),
-            fill_chunk(x + i0, cpu_chunk_len(i0, n), value));
+    ew_flat((ew_job){.run = fill_run, .out = x, .n = n, .s = value});
+}
+
+static void scale_run(const ew_job *j, size_t u0, size_t u1)
+{
+    EW_CHUNKS(j, u0, u1, scale_chunk(j->out + i0, len, j->s));
 }
 
 void cpu_scale(float *x, size_t n, float s)
 {
-    CPU_FOR(cpu_fork(n, PAR_MIN), "omp parallel for schedule(static)",
-            (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK), scale_chunk(x + i0, cpu_chunk_len(i0, n), s));
+    ew_flat((ew_job){.run = scale_run, .out = x, .n = n, .s = s});
+}
+
+static void axpy_run(const ew_job *j, size_t u0, size_t u1)
+{
+    EW_CHUNKS(j, u0, u1, axpy_chunk(j->out + i0, j->a + i0, len, j->s));
 }
 
 void cpu_axpy(float *y, const float *x, size_t n, float a)
 {
-    CPU_FOR(cpu_fork(n, PAR_MIN), "omp parallel for schedule(static)",
-            (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK),
-            axpy_chunk(y + i0, x + i0, cpu_chunk_len(i0, n), a));
+    ew_flat((ew_job){.run = axpy_run, .out = y, .a = x, .n = n, .s = a});
+}
+
+static void add_run(const ew_job *j, size_t u0, size_t u1)
+{
+    EW_CHUNKS(j, u0, u1, add_chunk(j->out + i0, j->a + i0, j->b + i0, len));
 }
 
 void cpu_add(float *out, const float *a, const float *b, size_t n)
 {
-    CPU_FOR(cpu_fork(n, PAR_MIN), "omp parallel for schedule(static)",
-            (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK),
-            add_chunk(out + i0, a + i0, b + i0, cpu_chunk_len(i0, n)));
+    ew_flat((ew_job){.run = add_run, .out = out, .a = a, .b = b, .n = n});
+}
+
+static void mul_run(const ew_job *j, size_t u0, size_t u1)
+{
+    EW_CHUNKS(j, u0, u1, mul_chunk(j->out + i0, j->a + i0, j->b + i0, len));
 }
 
 void cpu_mul(float *out, const float *a, const float *b, size_t n)
 {
-    CPU_FOR(cpu_fork(n, PAR_MIN), "omp parallel for schedule(static)",
-            (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK),
-            mul_chunk(out + i0, a + i0, b + i0, cpu_chunk_len(i0, n)));
+    ew_flat((ew_job){.run = mul_run, .out = out, .a = a, .b = b, .n = n});
+}
+
+static void mul_backward_run(const ew_job *j, size_t u0, size_t u1)
+{
+    EW_CHUNKS(j, u0, u1,
+              mul_backward_chunk(j->out ? j->out + i0 : NULL, j->out2 ? j->out2 + i0 : NULL,
+                                 j->c + i0, j->a + i0, j->b + i0, len));
 }
 
 void cpu_mul_backward(float *da, float *db, const float *dout, const float *a, const float *b,
                       size_t n)
 {
-    CPU_FOR(cpu_fork(n, PAR_MIN), "omp parallel for schedule(static)",
-            (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK),
-            mul_backward_chunk(da ? da + i0 : NULL, db ? db + i0 : NULL, dout + i0, a + i0, b + i0,
-                               cpu_chunk_len(i0, n)));
+    ew_flat((ew_job){
+        .run = mul_backward_run, .out = da, .out2 = db, .c = dout, .a = a, .b = b, .n = n});
 }
 
 /* The activation loops run in chunks through cloned `omp simd` functions (cpu_simd.h), one loop
@@ -132,18 +199,24 @@ MT_CPU_CLONES static void act_backward_chunk(mt_act act, float *restrict dx,
     }
 }
 
+static void act_forward_run(const ew_job *j, size_t u0, size_t u1)
+{
+    EW_CHUNKS(j, u0, u1, act_forward_chunk(j->act, j->out + i0, j->a + i0, len));
+}
+
 void cpu_act_forward(mt_act act, float *out, const float *x, size_t n)
 {
-    CPU_FOR(cpu_fork(n, PAR_MIN), "omp parallel for schedule(static)",
-            (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK),
-            act_forward_chunk(act, out + i0, x + i0, cpu_chunk_len(i0, n)));
+    ew_flat((ew_job){.run = act_forward_run, .act = act, .out = out, .a = x, .n = n});
+}
+
+static void act_backward_run(const ew_job *j, size_t u0, size_t u1)
+{
+    EW_CHUNKS(j, u0, u1, act_backward_chunk(j->act, j->out + i0, j->c + i0, j->a + i0, len));
 }
 
 void cpu_act_backward(mt_act act, float *dx, const float *dout, const float *x, size_t n)
 {
-    CPU_FOR(cpu_fork(n, PAR_MIN), "omp parallel for schedule(static)",
-            (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK),
-            act_backward_chunk(act, dx + i0, dout + i0, x + i0, cpu_chunk_len(i0, n)));
+    ew_flat((ew_job){.run = act_backward_run, .act = act, .out = dx, .c = dout, .a = x, .n = n});
 }
 
 /* out = value * SiLU(gate) over n elements */
@@ -170,20 +243,33 @@ MT_CPU_CLONES static void gate_backward_chunk(float *restrict dvalue, float *res
     }
 }
 
+static void gate_forward_run(const ew_job *j, size_t u0, size_t u1)
+{
+    EW_CHUNKS(j, u0, u1, gate_forward_chunk(j->out + i0, j->a + i0, j->b + i0, len));
+}
+
 void cpu_gate_forward(float *out, const float *value, const float *gate, size_t n)
 {
-    CPU_FOR(cpu_fork(n, PAR_MIN), "omp parallel for schedule(static)",
-            (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK),
-            gate_forward_chunk(out + i0, value + i0, gate + i0, cpu_chunk_len(i0, n)));
+    ew_flat((ew_job){.run = gate_forward_run, .out = out, .a = value, .b = gate, .n = n});
+}
+
+static void gate_backward_run(const ew_job *j, size_t u0, size_t u1)
+{
+    EW_CHUNKS(j, u0, u1,
+              gate_backward_chunk(j->out ? j->out + i0 : NULL, j->out2 ? j->out2 + i0 : NULL,
+                                  j->c + i0, j->a + i0, j->b + i0, len));
 }
 
 void cpu_gate_backward(float *dvalue, float *dgate, const float *dout, const float *value,
                        const float *gate, size_t n)
 {
-    CPU_FOR(cpu_fork(n, PAR_MIN), "omp parallel for schedule(static)",
-            (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK),
-            gate_backward_chunk(dvalue ? dvalue + i0 : NULL, dgate ? dgate + i0 : NULL, dout + i0,
-                                value + i0, gate + i0, cpu_chunk_len(i0, n)));
+    ew_flat((ew_job){.run = gate_backward_run,
+                     .out = dvalue,
+                     .out2 = dgate,
+                     .c = dout,
+                     .a = value,
+                     .b = gate,
+                     .n = n});
 }
 
 void cpu_mask_rows(float *x, const uint8_t *mask, size_t rows, int cols)
@@ -192,11 +278,29 @@ void cpu_mask_rows(float *x, const uint8_t *mask, size_t rows, int cols)
         if (!mask[r]) memset(x + r * (size_t)cols, 0, (size_t)cols * sizeof(float));
 }
 
+/* units are rows; one row of more than PAR_MIN floats (a batch-1 vocabulary's logits) is cut
+ * into chunks instead */
+static void bias_rows_run(const ew_job *j, size_t u0, size_t u1)
+{
+    for (size_t r = u0; r < u1; r++) {
+        float *o = j->out + r * (size_t)j->cols;
+        add_chunk(o, o, j->a, (size_t)j->cols);
+    }
+}
+
+static void bias_chunks_run(const ew_job *j, size_t u0, size_t u1)
+{
+    EW_CHUNKS(j, u0, u1, add_chunk(j->out + i0, j->out + i0, j->a + i0, len));
+}
+
 void cpu_bias_add(float *out, const float *bias, size_t rows, int cols)
 {
-    CPU_FOR(cpu_fork(rows * (size_t)cols, PAR_MIN), "omp parallel for",
-            (size_t r = 0; r < rows; r++),
-            add_chunk(out + r * (size_t)cols, out + r * (size_t)cols, bias, (size_t)cols));
+    if (rows == 1) {
+        ew_flat((ew_job){.run = bias_chunks_run, .out = out, .a = bias, .n = (size_t)cols});
+        return;
+    }
+    ew_job j = {.run = bias_rows_run, .out = out, .a = bias, .cols = cols, .units = rows};
+    ew_run(&j, rows * (size_t)cols);
 }
 
 /* dbias[c] += sum_r dout[r, c] for the nc <= CPU_COL_GROUP columns from c0, each summed down

@@ -7,7 +7,13 @@
  * tenth of the step. So a loop that does not fork runs on the calling thread outside any
  * region (the same iterations in the same order as a team of one, so the same floats), and a
  * loop forks only where there are threads to fork (OMP_NUM_THREADS > 1) and enough work for
- * them (min_work, per operation, where a fork/join costs less than the work it shares). */
+ * them (min_work, per operation, where a fork/join costs less than the work it shares).
+ *
+ * The products (the few-row kernel, the fp32 panels, int8, the packed kernel, the Mamba step),
+ * a single query's attention, the elementwise loops and the searches' row picks share their work
+ * through the pool of cpu_pool.h instead of an OpenMP team, under the same rule, and there the
+ * caller does not wait for a thread that has not started; the norms, embeddings, conv, scan and
+ * training's other large operations keep their teams. */
 #ifndef MTLAB_CPU_PAR_H
 #define MTLAB_CPU_PAR_H
 
