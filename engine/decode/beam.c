@@ -91,10 +91,8 @@ static void all_candidates(const mt_decode_ctx *c, const beam_sentence *sent, co
                            int n_act, int live, mt_scored *top, int *n_top)
 {
     candidates_job j = {.c = c, .sent = sent, .act = act, .live = live, .top = top, .n_top = n_top};
-    if (n_act > 1 && cpu_fork((size_t)n_act * live * c->V, MT_DECODE_PARALLEL_LOGITS))
-        cpu_pool_run(n_act, sentence_candidates, &j);
-    else
-        for (int a = 0; a < n_act; a++) sentence_candidates(&j, a);
+    int share = cpu_fork((size_t)n_act * live * c->V, MT_DECODE_PARALLEL_LOGITS);
+    cpu_pool_run_if(share, n_act, sentence_candidates, &j);
 }
 
 /* Process one sentence's step: finished candidates go to its hypotheses, the K best others

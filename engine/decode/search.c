@@ -91,10 +91,7 @@ void mt_decode_pick_rows(const mt_decode_ctx *c, int rows, int32_t *tok, double 
                   .never = mt_model_config_never_generated(mt_model_get_config(c->m)),
                   .tok = tok,
                   .logprob = logprob};
-    if (rows > 1 && cpu_fork((size_t)rows * c->V, MT_DECODE_PARALLEL_LOGITS))
-        cpu_pool_run(rows, pick_row, &j);
-    else
-        for (int r = 0; r < rows; r++) pick_row(&j, r);
+    cpu_pool_run_if(cpu_fork((size_t)rows * c->V, MT_DECODE_PARALLEL_LOGITS), rows, pick_row, &j);
 }
 
 /* lse = max + log(sum exp(x - max)), so no term overflows; the exps are the CPU backend's

@@ -237,9 +237,7 @@ void cpu_attention_forward(float *out, float *att, const float *q, const float *
         while (d->H % G) G--;
         single_job j = {
             .out = out, .att = att, .q = q, .k = k, .v = v, .d = d, .G = G, .groups = d->H / G};
-        if (par) cpu_pool_run(d->B * j.groups, single_part, &j);
-        else
-            for (int bg = 0; bg < d->B * j.groups; bg++) single_part(&j, bg);
+        cpu_pool_run_if(par, d->B * j.groups, single_part, &j);
         return;
     }
     if (cpu_fork((size_t)d->B * d->H * scores * d->Dh, 65536)) {

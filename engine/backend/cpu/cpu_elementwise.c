@@ -28,8 +28,9 @@ typedef struct ew_job {
 static void ew_part(void *ctx, int p)
 {
     const ew_job *j = ctx;
-    j->run(j, j->units * (size_t)p / (size_t)j->parts,
-           j->units * (size_t)(p + 1) / (size_t)j->parts);
+    size_t u0, u1;
+    cpu_pool_span(j->units, p, j->parts, &u0, &u1);
+    j->run(j, u0, u1);
 }
 
 /* The job's units on this thread, or in parts on the pool's threads from PAR_MIN floats on */
@@ -39,8 +40,7 @@ static void ew_run(ew_job *j, size_t floats)
         j->run(j, 0, j->units);
         return;
     }
-    size_t parts = (size_t)CPU_POOL_PARTS_PER_THREAD * (size_t)cpu_pool_threads();
-    j->parts = (int)(parts < j->units ? parts : j->units);
+    j->parts = cpu_pool_parts(j->units);
     cpu_pool_run(j->parts, ew_part, j);
 }
 

@@ -297,7 +297,9 @@ typedef struct {
 static void split_part(void *ctx, int p)
 {
     const split_job *j = ctx;
-    int t0 = (int)((long)j->tiles * p / j->parts), t1 = (int)((long)j->tiles * (p + 1) / j->parts);
+    size_t u0, u1;
+    cpu_pool_span((size_t)j->tiles, p, j->parts, &u0, &u1);
+    int t0 = (int)u0, t1 = (int)u1;
     if (j->by_cols) {
         int j0 = t0 * NR, j1 = t1 * NR < j->n ? t1 * NR : j->n;
         if (j1 > j0)

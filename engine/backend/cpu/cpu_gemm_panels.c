@@ -240,8 +240,9 @@ typedef struct {
 static void panels_part(void *ctx, int p)
 {
     const panels_job *j = ctx;
-    int u0 = (int)((long)j->units * p / j->parts), u1 = (int)((long)j->units * (p + 1) / j->parts);
-    int a = j->p0 + 2 * u0, b = j->p0 + 2 * u1 < j->p1 ? j->p0 + 2 * u1 : j->p1;
+    size_t u0, u1;
+    cpu_pool_span((size_t)j->units, p, j->parts, &u0, &u1);
+    int a = j->p0 + 2 * (int)u0, b = j->p0 + 2 * (int)u1 < j->p1 ? j->p0 + 2 * (int)u1 : j->p1;
     panels_block(j->M, a, b, j->x, j->K, j->w, j->o);
 }
 
@@ -258,8 +259,7 @@ void cpu_panels_product(float *out, const float *x, const mt_qmatrix *w, int row
     /* pairs of panels per unit, so 2-3 rows keep their two-panel tiles; runs of units per part */
     panels_job j = {
         .M = M, .K = K, .p0 = p0, .p1 = p1, .units = (p1 - p0 + 1) / 2, .x = x, .w = w, .o = &o};
-    j.parts = CPU_POOL_PARTS_PER_THREAD * cpu_pool_threads();
-    if (j.parts > j.units) j.parts = j.units;
+    j.parts = cpu_pool_parts((size_t)j.units);
     cpu_pool_run(j.parts, panels_part, &j);
 }
 #else

@@ -357,10 +357,10 @@ static void rows_span(const rows_job *j, int n0, int n1)
 static void rows_part(void *ctx, int p)
 {
     const rows_job *j = ctx;
-    int b0 = (int)((long)j->blocks * p / j->parts),
-        b1 = (int)((long)j->blocks * (p + 1) / j->parts);
-    int n1 = b1 * BLOCK_N < j->N ? b1 * BLOCK_N : j->N;
-    rows_span(j, b0 * BLOCK_N, n1);
+    size_t b0, b1;
+    cpu_pool_span((size_t)j->blocks, p, j->parts, &b0, &b1);
+    int n1 = (int)b1 * BLOCK_N < j->N ? (int)b1 * BLOCK_N : j->N;
+    rows_span(j, (int)b0 * BLOCK_N, n1);
 }
 
 int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const float *x, int ldx,
@@ -382,8 +382,7 @@ int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const
         return 1;
     }
     j.blocks = (N + BLOCK_N - 1) / BLOCK_N;
-    j.parts = CPU_POOL_PARTS_PER_THREAD * cpu_pool_threads();
-    if (j.parts > j.blocks) j.parts = j.blocks;
+    j.parts = cpu_pool_parts((size_t)j.blocks);
     cpu_pool_run(j.parts, rows_part, &j);
     return 1;
 }

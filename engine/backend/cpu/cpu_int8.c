@@ -205,8 +205,9 @@ static void quantize_rows(const product *p, size_t m0, size_t m1)
 static void quantize_part(void *ctx, int t)
 {
     const product *p = ctx;
-    quantize_rows(p, p->BT * (size_t)t / (size_t)p->quant_parts,
-                  p->BT * (size_t)(t + 1) / (size_t)p->quant_parts);
+    size_t m0, m1;
+    cpu_pool_span(p->BT, t, p->quant_parts, &m0, &m1);
+    quantize_rows(p, m0, m1);
 }
 
 /* Chunk t: its channels (clipped to row0 .. row0+OC) against every row */
@@ -260,19 +261,14 @@ void cpu_qlinear_with(const cpu_int8_kernel *kern, int threaded, float *out, con
                  .b0 = b0,
                  .cb = cb,
                  .n_chunks = (b1 - b0 + cb - 1) / cb};
-    if (!par) {
-        quantize_rows(&p, 0, BT);
-        for (int t = 0; t < p.n_chunks; t++) chunk_part(&p, t);
-        return;
-    }
     /* a step's few rows quantize faster here than a job takes to hand out */
-    if (BT >= QUANTIZE_PARALLEL_ROWS) {
+    if (par && BT >= QUANTIZE_PARALLEL_ROWS) {
         p.quant_parts = threads;
         cpu_pool_run(p.quant_parts, quantize_part, &p);
     } else {
         quantize_rows(&p, 0, BT);
     }
-    cpu_pool_run(p.n_chunks, chunk_part, &p);
+    cpu_pool_run_if(par, p.n_chunks, chunk_part, &p);
 }
 
 void cpu_qlinear_forward(float *out, const float *x, const mt_qmatrix *w, int row0,

@@ -168,9 +168,7 @@ int cpu_mamba_step(const mt_mamba_step_args *m)
      * not take the products (OpenBLAS shares its sgemv) */
     if (!kernel_takes) return 0;
     /* parts in whole vectors of channels */
-    int vectors = (D + CPU_LANES - 1) / CPU_LANES;
-    int parts = CPU_POOL_PARTS_PER_THREAD * cpu_pool_threads();
-    if (parts > vectors) parts = vectors;
+    int parts = cpu_pool_parts((size_t)(D + CPU_LANES - 1) / CPU_LANES);
     run_phase(m, phase_in, parts);
     run_phase(m, phase_x, 2);
     run_phase(m, phase_scan, parts);

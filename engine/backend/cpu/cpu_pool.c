@@ -96,21 +96,40 @@ static int take(uint32_t job)
     }
 }
 
-/* Spins while `job` is `seen` (yielding now and then), then sleeps until it changes */
+/* A wait that spins, giving the core away every YIELD_NS */
+typedef struct {
+    int spins;
+    long start, yielded;
+} spinner;
+
+static spinner spin_start(void)
+{
+    long t = now_ns();
+    return (spinner){.start = t, .yielded = t};
+}
+
+/* One pause; at every 64th, the clock is read and the core given away if YIELD_NS have passed
+ * since the last time. Returns the nanoseconds spun, as of the last reading. */
+static long spin_step(spinner *s)
+{
+    relax();
+    if (++s->spins % 64) return 0;
+    long t = now_ns();
+    if (t - s->yielded >= YIELD_NS) {
+        sched_yield();
+        s->yielded = t;
+    }
+    return t - s->start;
+}
+
+/* Spins while `job` is `seen`, then sleeps until it changes */
 static uint32_t wait_job(uint32_t seen)
 {
-    long start = now_ns(), yielded = start;
-    for (int spins = 1;; spins++) {
+    spinner w = spin_start();
+    for (;;) {
         uint32_t j = atomic_load_explicit(&pool.job, memory_order_acquire);
         if (j != seen) return j;
-        relax();
-        if (spins % 64) continue;
-        long t = now_ns();
-        if (t - start >= spin_ns) break;
-        if (t - yielded >= YIELD_NS) {
-            sched_yield();
-            yielded = t;
-        }
+        if (spin_step(&w) >= spin_ns) break;
     }
     atomic_fetch_add(&pool.sleepers, 1);
     uint32_t j;
@@ -161,20 +180,39 @@ static void grow(int want)
 
 long cpu_pool_jobs(void) { return (long)atomic_load_explicit(&pool.job, memory_order_relaxed); }
 
+int cpu_pool_parts(size_t units)
+{
+    size_t parts = (size_t)CPU_POOL_PARTS_PER_THREAD * (size_t)cpu_pool_threads();
+    return (int)(parts < units ? parts : units);
+}
+
 int cpu_pool_threads(void)
 {
     if (in_job || omp_in_parallel()) return 1;
     return omp_get_max_threads();
 }
 
+/* Around a job's parts on the calling thread: in a job, OpenMP's thread count 1 (as on the
+ * workers); enter returns the count to restore */
+static int enter_parts(void)
+{
+    int omp_threads = omp_get_max_threads();
+    if (omp_threads != 1) omp_set_num_threads(1);
+    in_job = 1;
+    return omp_threads;
+}
+
+static void leave_parts(int omp_threads, int was_in_job)
+{
+    if (omp_threads != 1) omp_set_num_threads(omp_threads);
+    in_job = was_in_job;
+}
+
 static void run_here(int parts, cpu_pool_fn fn, void *ctx)
 {
-    int was = in_job, omp_threads = omp_get_max_threads();
-    in_job = 1;
-    if (omp_threads != 1) omp_set_num_threads(1);
+    int was = in_job, omp_threads = enter_parts();
     for (int p = 0; p < parts; p++) fn(ctx, p);
-    if (omp_threads != 1) omp_set_num_threads(omp_threads);
-    in_job = was;
+    leave_parts(omp_threads, was);
 }
 
 void cpu_pool_run(int parts, cpu_pool_fn fn, void *ctx)
@@ -200,26 +238,13 @@ void cpu_pool_run(int parts, cpu_pool_fn fn, void *ctx)
     if (atomic_load(&pool.sleepers))
         syscall(SYS_futex, &pool.job, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 
-    /* this thread's parts, with OpenMP's thread count 1 as on the workers */
-    int omp_threads = omp_get_max_threads(), mine = 0;
-    omp_set_num_threads(1);
-    in_job = 1;
+    /* this thread's parts */
+    int omp_threads = enter_parts(), mine = 0;
     for (int p; (p = take(job)) >= 0; mine++) fn(ctx, p);
-    in_job = 0;
-    omp_set_num_threads(omp_threads);
+    leave_parts(omp_threads, 0);
 
     /* then only the parts workers took, which are running */
-    long yielded = 0;
-    for (int spins = 1; atomic_load_explicit(&pool.done, memory_order_acquire) != parts - mine;
-         spins++) {
-        relax();
-        if (spins % 64) continue;
-        long t = now_ns();
-        if (!yielded) yielded = t;
-        else if (t - yielded >= YIELD_NS) {
-            sched_yield();
-            yielded = t;
-        }
-    }
+    spinner w = spin_start();
+    while (atomic_load_explicit(&pool.done, memory_order_acquire) != parts - mine) spin_step(&w);
     pthread_mutex_unlock(&pool.busy);
 }

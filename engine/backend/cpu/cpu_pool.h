@@ -18,6 +18,8 @@
 #ifndef MTLAB_CPU_POOL_H
 #define MTLAB_CPU_POOL_H
 
+#include <stddef.h>
+
 /* parts a thread for a job that streams a weight matrix: a thread the machine runs late leaves
  * its parts to the others */
 #define CPU_POOL_PARTS_PER_THREAD 4
@@ -32,6 +34,25 @@ typedef void (*cpu_pool_fn)(void *ctx, int part);
  * OpenMP region or another job, or while another thread's job holds the pool, every part runs
  * here, in order. */
 void cpu_pool_run(int parts, cpu_pool_fn fn, void *ctx);
+
+/* Parts for a job of `units` like units of work: CPU_POOL_PARTS_PER_THREAD for each thread a
+ * job started here would use, at most one a unit */
+int cpu_pool_parts(size_t units);
+
+/* Units [*u0, *u1) of part p of parts: runs in order, covering [0, units) */
+static inline void cpu_pool_span(size_t units, int p, int parts, size_t *u0, size_t *u1)
+{
+    *u0 = units * (size_t)p / (size_t)parts;
+    *u1 = units * (size_t)(p + 1) / (size_t)parts;
+}
+
+/* Every part: on the pool when share is set, else on this thread in order */
+static inline void cpu_pool_run_if(int share, int parts, cpu_pool_fn fn, void *ctx)
+{
+    if (share) cpu_pool_run(parts, fn, ctx);
+    else
+        for (int p = 0; p < parts; p++) fn(ctx, p);
+}
 
 /* Jobs handed to the pool's workers so far in this process (jobs run wholly on their caller
  * are not counted): what tests count where they counted OpenMP regions */
