@@ -321,12 +321,13 @@ static void test_gemm_rows_tail_bits(void **state)
 
 /* ---------------------------------------------------------------- fp32 panels
  * The f32p copy (cpu_gemm_panels.c): its layout element by element, the plain loops over it
- * and the AVX2 kernel against naive_gemm on the matrix it was made from, at every window of
- * output channels (row0, OC) of a matrix of 2 panels and a part, with and without bias, for
- * every tile of rows (1 to 6, two panels at once for 2-3 rows, balanced tiles up to 39 rows),
- * K with and without whole vectors; the same floats at one and two threads; and the backend's
- * qlinear_forward for the kind, which for 1 row or more than CPU_PANELS_MAX_M runs the fp32
- * product itself. */
+ * and each kernel this CPU runs (AVX2, AVX-512) against naive_gemm on the matrix it was made
+ * from, at every window of output channels (row0, OC) of a matrix of 2 panels and a part, with
+ * and without bias, for every tile of rows (AVX2: 1 to 6, two panels at once for 2-3 rows,
+ * balanced tiles up to 39 rows; AVX-512: 1 to 12 rows against two panels or the last one,
+ * balanced tiles up to 128 rows), K with and without whole vectors; the same floats at one and
+ * two threads; and the backend's qlinear_forward for the kind, which for 1 row or more than
+ * cpu_panels_max_m() runs the fp32 product itself. */
 static void panels_reference(float *out, const float *x, const float *w, int row0,
                              const float *bias, int M, int OC, int K)
 {
@@ -352,9 +353,11 @@ static void test_gemm_panels_vs_naive(void **state)
                 float want = r < N ? w[(size_t)r * K + k] : 0.0f;
                 assert_true(q.panels[((size_t)p * K + k) * CPU_PANEL + j] == want);
             }
-    static const int Ms[] = {1, 2, 3, 4, 5, 6, 7, 8, 11, 13, 16, 17, 39};
+    static const int Ms[] = {1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 13, 16, 17, 25, 39};
+    static const cpu_rows_isa isas[] = {CPU_ROWS_AVX2, CPU_ROWS_AVX512};
+    static const char *const isa_names[] = {"AVX2", "AVX-512"};
     int fast_kernel = cpu_panels_supported();
-    double worst_naive = 0, worst = 0;
+    double worst_naive = 0, worst[2] = {0, 0};
     int windows = 0;
     for (size_t mi = 0; mi < sizeof Ms / sizeof *Ms; mi++) {
         int M = Ms[mi];
@@ -367,10 +370,12 @@ static void test_gemm_panels_vs_naive(void **state)
                     panels_reference(want, x, w, row0, bs, M, OC, K);
                     naive_panels_forward(got, x, &q, row0, bs, M, OC);
                     worst_naive = fmax(worst_naive, max_rel(got, want, (size_t)M * OC));
-                    if (!fast_kernel) continue;
-                    for (int i = 0; i < M * OC; i++) got[i] = NAN;
-                    cpu_panels_product(got, x, &q, row0, bs, M, OC);
-                    worst = fmax(worst, max_rel(got, want, (size_t)M * OC));
+                    for (int ii = 0; ii < 2; ii++) {
+                        if (!fast_kernel || !cpu_gemm_rows_supported(isas[ii])) continue;
+                        for (int i = 0; i < M * OC; i++) got[i] = NAN;
+                        cpu_panels_product_with(isas[ii], got, x, &q, row0, bs, M, OC);
+                        worst[ii] = fmax(worst[ii], max_rel(got, want, (size_t)M * OC));
+                    }
                 }
         free(x), free(want), free(got);
     }
@@ -378,60 +383,70 @@ static void test_gemm_panels_vs_naive(void **state)
     /* relative to the largest output of a window: a window of one output near a cancellation
      * of 13 terms (with the bias) sits a little above float rounding; a wrong channel, row or k
      * is off by about 1 */
-    printf("backend: fp32 panels, %d windows: plain loops max relative error %.2e, AVX2 kernel "
-           "%s%.2e (bound 4e-6)\n",
-           windows, worst_naive, fast_kernel ? "" : "not on this CPU ", worst);
+    printf("backend: fp32 panels, %d windows: plain loops max relative error %.2e", windows,
+           worst_naive);
+    for (int ii = 0; ii < 2; ii++)
+        if (fast_kernel && cpu_gemm_rows_supported(isas[ii]))
+            printf(", %s kernel %.2e", isa_names[ii], worst[ii]);
+        else printf(", %s kernel not on this CPU", isa_names[ii]);
+    printf(" (bound 4e-6)\n");
     assert_true(worst_naive < 4e-6);
-    assert_true(worst < 4e-6);
+    assert_true(worst[0] < 4e-6 && worst[1] < 4e-6);
     free(w), free(bias);
     if (!fast_kernel) return;
 
     /* larger: K with whole vectors and a part, channels shared between two threads, and the
      * same floats on one thread */
     static const int Ks[] = {64, 67, 257}, Ns2[] = {67, 1027};
-    static const int Ms2[] = {2, 3, 16, 39};
+    static const int Ms2[] = {2, 3, 16, 39, 64, 128};
     int saved = omp_get_max_threads();
-    worst = 0;
-    for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++)
-        for (size_t ni = 0; ni < sizeof Ns2 / sizeof *Ns2; ni++)
-            for (size_t mi = 0; mi < sizeof Ms2 / sizeof *Ms2; mi++) {
-                int k = Ks[ki], n = Ns2[ni], M = Ms2[mi];
-                float *wb = gc_random((size_t)n * k, &rng, 1.0f), *bb = gc_random(n, &rng, 1.0f);
-                float *x = gc_random((size_t)M * k, &rng, 1.0f);
-                float *want = malloc(sizeof(float) * M * n), *one = malloc(sizeof(float) * M * n),
-                      *two = malloc(sizeof(float) * M * n);
-                assert_int_equal(cpu_panels_make(&q, wb, n, k), 0);
-                panels_reference(want, x, wb, 0, bb, M, n, k);
-                omp_set_num_threads(1);
-                cpu_panels_product(one, x, &q, 0, bb, M, n);
-                omp_set_num_threads(2);
-                cpu_panels_product(two, x, &q, 0, bb, M, n);
-                omp_set_num_threads(saved);
-                worst = fmax(worst, max_rel(one, want, (size_t)M * n));
-                assert_memory_equal(one, two, sizeof(float) * M * n);
-                cpu_panels_free(&q);
-                free(wb), free(bb), free(x), free(want), free(one), free(two);
-            }
-    printf("backend: fp32 panels at K 64-257, N up to 1027, 1 and 2 threads: max relative "
-           "error %.2e (bound 1e-6), the same floats at both\n",
-           worst);
-    assert_true(worst < 1e-6);
+    double worst2[2] = {0, 0};
+    for (int ii = 0; ii < 2; ii++) {
+        if (!cpu_gemm_rows_supported(isas[ii])) continue;
+        for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++)
+            for (size_t ni = 0; ni < sizeof Ns2 / sizeof *Ns2; ni++)
+                for (size_t mi = 0; mi < sizeof Ms2 / sizeof *Ms2; mi++) {
+                    int k = Ks[ki], n = Ns2[ni], M = Ms2[mi];
+                    float *wb = gc_random((size_t)n * k, &rng, 1.0f),
+                          *bb = gc_random(n, &rng, 1.0f);
+                    float *x = gc_random((size_t)M * k, &rng, 1.0f);
+                    float *want = malloc(sizeof(float) * M * n),
+                          *one = malloc(sizeof(float) * M * n),
+                          *two = malloc(sizeof(float) * M * n);
+                    assert_int_equal(cpu_panels_make(&q, wb, n, k), 0);
+                    panels_reference(want, x, wb, 0, bb, M, n, k);
+                    omp_set_num_threads(1);
+                    cpu_panels_product_with(isas[ii], one, x, &q, 0, bb, M, n);
+                    omp_set_num_threads(2);
+                    cpu_panels_product_with(isas[ii], two, x, &q, 0, bb, M, n);
+                    omp_set_num_threads(saved);
+                    worst2[ii] = fmax(worst2[ii], max_rel(one, want, (size_t)M * n));
+                    assert_memory_equal(one, two, sizeof(float) * M * n);
+                    cpu_panels_free(&q);
+                    free(wb), free(bb), free(x), free(want), free(one), free(two);
+                }
+        printf("backend: fp32 panels, %s kernel at K 64-257, N up to 1027, 2-128 rows, 1 and 2 "
+               "threads: max relative error %.2e (bound 1e-6), the same floats at both\n",
+               isa_names[ii], worst2[ii]);
+        assert_true(worst2[ii] < 1e-6);
+    }
 
     /* through the backend table: the CPU's makes the kind, the naive table declines it (1, no
      * copy); qlinear_forward of 1 row and of more rows than the kernel takes is the fp32 gemm
-     * itself, bit for bit, and 2..CPU_PANELS_MAX_M rows the kernel */
+     * itself, bit for bit, and 2..cpu_panels_max_m() rows the kernel */
     enum { NB = 80, KB = 96 };
     float *wq = gc_random((size_t)NB * KB, &rng, 1.0f), *bq = gc_random(NB, &rng, 1.0f);
     assert_int_equal(naive->qmatrix_make(&q, MT_QMATRIX_F32P, wq, NB, KB), 1);
     assert_null(q.panels);
     assert_int_equal(fast->qmatrix_make(&q, MT_QMATRIX_F32P, wq, NB, KB), 0);
-    static const int rows[] = {1, 2, CPU_PANELS_MAX_M, CPU_PANELS_MAX_M + 1, 70};
+    int max_m = cpu_panels_max_m();
+    const int rows[] = {1, 2, max_m, max_m + 1, max_m + 31};
     for (size_t ri = 0; ri < sizeof rows / sizeof *rows; ri++) {
         int M = rows[ri];
         float *x = gc_random((size_t)M * KB, &rng, 1.0f);
         float *got = malloc(sizeof(float) * M * NB), *want = malloc(sizeof(float) * M * NB);
         fast->qlinear_forward(got, x, &q, 16, bq, (size_t)M, NB - 16 - 5);
-        if (M == 1 || M > CPU_PANELS_MAX_M) {
+        if (M == 1 || M > max_m) {
             fast->gemm(0, 1, M, NB - 21, KB, 1.0f, x, KB, wq + (size_t)16 * KB, KB, 0.0f, want,
                        NB - 21);
             fast->bias_add(want, bq, (size_t)M, NB - 21);

@@ -88,12 +88,13 @@ const char *mt_cpu_own_kernels(char *out, size_t len)
                            ? "avx2 (1 to " DIGITS_OF(CPU_ROWS_MAX_M_AVX2) " rows)"
                            : "none (OpenBLAS)";
     /* fp32 panels: made for the models a runner opens (docs/decoding.md §9.3) */
-    const char *panels =
-        cpu_panels_supported()
-            ? ", fp32 panels 2 to " DIGITS_OF(
-                  CPU_PANELS_MAX_M) " rows (more rows: the packed kernel reads them)"
-        : cpu_panels_cpu() ? ", fp32 panels off (MTLAB_FP32_PANELS)"
-                           : "";
+    char panels[128] = "";
+    if (cpu_panels_supported())
+        snprintf(panels, sizeof panels, ", fp32 panels %s 2 to %d rows%s",
+                 cpu_gemm_rows_supported(CPU_ROWS_AVX512) ? "avx512" : "avx2", cpu_panels_max_m(),
+                 cpu_sgemm_packed_cpu() ? " (more rows: the packed kernel reads them)" : "");
+    else if (cpu_panels_cpu())
+        snprintf(panels, sizeof panels, ", fp32 panels off (MTLAB_FP32_PANELS)");
     const cpu_int8_kernel *k = cpu_int8_kernel_pick();
     if (k) snprintf(out, len, "few-row products %s%s, int8 %s", rows, panels, k->name);
     else

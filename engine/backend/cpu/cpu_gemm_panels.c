@@ -8,21 +8,24 @@
  * (panel p holds w[16p + j][k] at p * 16K + 16k + j, zeros past the last channel), a tile of
  * R rows of x takes one broadcast of x[i][k] per row and two loads of the panel per k, and keeps
  * 2R sums of 8 channels each: no fold, and each weight vector feeds R multiply-adds. R is 4 to 6
- * (12 accumulators at 6); 2 or 3 rows take two panels at once, so that 8 or 12 sums run.
+ * (12 accumulators at 6); 2 or 3 rows take two panels at once, so that 8 or 12 sums run. With
+ * AVX-512 one vector holds a panel's 16 channels, and a tile of up to 12 rows takes two panels
+ * (24 of the 32 registers; panel_tile512).
  *
  * The copy is made by mt_model_set_fp32_panels (model_precision.c), for every model a runner
  * opens, as an mt_qmatrix of kind MT_QMATRIX_F32P that keeps a pointer to w: one row of x (a
- * batch-1 step, which streams w once in row_dots_avx2) still reads w, and so do more than
- * CPU_PANELS_MAX_M rows (a prompt) where OpenBLAS or BLIS takes them; where the packed kernel
- * does, it reads these panels as its packed W^T. Only AVX2 CPUs without AVX-512 make the
- * copies: the AVX-512 kernels were not measured against them (cpu_panels_cpu). The sums run in k
- * order per output, another order than the other kernels', so results agree to float rounding
- * (tests/unit/test_backend_gemm.c compares them with naive_gemm at every window of channels). */
+ * batch-1 step, which streams w once in row_dots or row_dots_avx2) still reads w, and so do more
+ * than cpu_panels_max_m() rows (a prompt) where OpenBLAS or BLIS takes them; where the packed
+ * kernel does, it reads these panels as its packed W^T. Every CPU with AVX2 and FMA makes the
+ * copies (cpu_panels_cpu). The sums run in k order per output, as OpenBLAS's do, another order
+ * than the few-row kernel's, so results agree to float rounding (tests/unit/test_backend_gemm.c
+ * compares them with naive_gemm at every window of channels). */
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_par.h"
 #include "backend/cpu/cpu_pool.h"
 #include "mtlab/error.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,9 +40,14 @@
  * (cpu_gemm_rows.c) */
 #define PARALLEL_MIN_MACS ((size_t)1 << 15)
 
-int cpu_panels_cpu(void)
+int cpu_panels_cpu(void) { return cpu_gemm_rows_supported(CPU_ROWS_AVX2); }
+
+/* products the panel kernels ran, for the tests */
+static atomic_long panels_products;
+
+long cpu_panels_products(void)
 {
-    return cpu_gemm_rows_supported(CPU_ROWS_AVX2) && !cpu_gemm_rows_supported(CPU_ROWS_AVX512);
+    return atomic_load_explicit(&panels_products, memory_order_relaxed);
 }
 
 /* MTLAB_FP32_PANELS=off (or 0) declines them everywhere, to compare or to save the memory */
@@ -228,8 +236,119 @@ panels_block(int M, int p0, int p1, const float *x, int K, const mt_qmatrix *w, 
     }
 }
 
+/* ---- AVX-512: one vector holds a panel's 16 channels, so R rows of x against NP panels keep
+ * R * NP sums in registers (up to 12 x 2 = 24 of the 32), each x[i][k] broadcast once and each
+ * panel vector feeding R multiply-adds: per k, NP loads and R broadcasts for R * NP
+ * multiply-adds, where the few-row kernel's 4 x 4 tile loads 8 vectors for 16 and reloads its
+ * x rows from the L2 cache for every 4 weight rows. */
+#define TILE512_ROWS 12
+
+__attribute__((target("avx512f"), always_inline)) static inline void
+panel_tile512(int R, int NP, int K, const float *x, int ldx, const float *p, int c,
+              const panels_out *o, const float *ahead, int phase, int step)
+{
+    __m512 acc[TILE512_ROWS][2];
+#pragma GCC unroll 12
+    for (int i = 0; i < R; i++)
+#pragma GCC unroll 2
+        for (int v = 0; v < NP; v++) acc[i][v] = _mm512_setzero_ps();
+    size_t stride = (size_t)CPU_PANEL * K;
+    int next = phase;
+    for (int k = 0; k < K; k++) {
+        const float *pk = p + (size_t)k * CPU_PANEL;
+        /* line k of each of the next panels when k = phase (mod step), as in panel_tile */
+        if (ahead && k == next) {
+#pragma GCC unroll 2
+            for (int q = 0; q < NP; q++)
+                _mm_prefetch((const char *)(ahead + q * stride + (size_t)k * CPU_PANEL),
+                             _MM_HINT_T0);
+            next += step;
+        }
+        __m512 w0 = _mm512_load_ps(pk), w1 = NP == 2 ? _mm512_load_ps(pk + stride) : w0;
+#pragma GCC unroll 12
+        for (int i = 0; i < R; i++) {
+            __m512 b = _mm512_set1_ps(x[(size_t)i * ldx + k]);
+            acc[i][0] = _mm512_fmadd_ps(b, w0, acc[i][0]);
+            if (NP == 2) acc[i][1] = _mm512_fmadd_ps(b, w1, acc[i][1]);
+        }
+    }
+    int lo = c - o->row0, hi = lo + NP * CPU_PANEL;
+    if (lo >= 0 && hi <= o->OC) {
+#pragma GCC unroll 12
+        for (int i = 0; i < R; i++)
+#pragma GCC unroll 2
+            for (int v = 0; v < NP; v++) {
+                __m512 s = acc[i][v];
+                if (o->bias) s = _mm512_add_ps(s, _mm512_loadu_ps(o->bias + lo + 16 * v));
+                _mm512_storeu_ps(o->out + (size_t)i * o->ldo + lo + 16 * v, s);
+            }
+        return;
+    }
+    /* a tile at an end of the window: through a buffer, as in panel_tile */
+    float t[TILE512_ROWS][2 * CPU_PANEL];
+#pragma GCC unroll 12
+    for (int i = 0; i < R; i++)
+#pragma GCC unroll 2
+        for (int v = 0; v < NP; v++) _mm512_storeu_ps(t[i] + 16 * v, acc[i][v]);
+    for (int i = 0; i < R; i++)
+        for (int j = lo < 0 ? -lo : 0; j < NP * CPU_PANEL && lo + j < o->OC; j++)
+            o->out[(size_t)i * o->ldo + lo + j] = o->bias ? t[i][j] + o->bias[lo + j] : t[i][j];
+}
+
+/* R (1 .. TILE512_ROWS) rows against NP panels, with R a constant in each call */
+__attribute__((target("avx512f"))) static void
+panel_rows512(int R, int NP, int K, const float *x, const float *p, int c, const panels_out *o,
+              const float *ahead, int phase, int step)
+{
+#define TILE512_CASE(r)                                                         \
+    case r:                                                                     \
+        if (NP == 2) panel_tile512(r, 2, K, x, K, p, c, o, ahead, phase, step); \
+        else panel_tile512(r, 1, K, x, K, p, c, o, ahead, phase, step);         \
+        break;
+    switch (R) {
+        TILE512_CASE(12)
+        TILE512_CASE(11)
+        TILE512_CASE(10)
+        TILE512_CASE(9)
+        TILE512_CASE(8)
+        TILE512_CASE(7)
+        TILE512_CASE(6)
+        TILE512_CASE(5)
+        TILE512_CASE(4)
+        TILE512_CASE(3)
+        TILE512_CASE(2)
+    default: panel_tile512(1, NP == 2 ? 2 : 1, K, x, K, p, c, o, ahead, phase, step); break;
+    }
+#undef TILE512_CASE
+}
+
+/* Panels [p0, p1) against all M rows, two panels at a time (the last alone when p1 - p0 is
+ * odd), each pair passing over ceil(M / 12) balanced tiles of rows while it is in cache; the
+ * tiles share out the lines of the pair after it. */
+__attribute__((target("avx512f"))) static void panels_block512(int M, int p0, int p1,
+                                                               const float *x, int K,
+                                                               const mt_qmatrix *w,
+                                                               const panels_out *o)
+{
+    int nt = (M + TILE512_ROWS - 1) / TILE512_ROWS, base = M / nt, big = M % nt;
+    for (int p = p0; p < p1;) {
+        int np = p + 1 < p1 ? 2 : 1;
+        const float *pp = w->panels + (size_t)p * CPU_PANEL * K;
+        const float *ahead = p + np < p1 ? pp + (size_t)np * CPU_PANEL * K : NULL;
+        for (int m = 0, t = 0; t < nt; t++) {
+            int r = base + (t < big);
+            panels_out om = *o;
+            om.out = o->out + (size_t)m * o->ldo;
+            panel_rows512(r, np, K, x + (size_t)m * K, pp, p * CPU_PANEL, &om, ahead, t, nt);
+            m += r;
+        }
+        p += np;
+    }
+}
+
 /* One product's arguments, for the pool's parts */
 typedef struct {
+    cpu_rows_isa isa;
     int M, K, p0, p1, units, parts;
     const float *x;
     const mt_qmatrix *w;
@@ -237,32 +356,73 @@ typedef struct {
 } panels_job;
 
 /* Part p: a run of units of two panels */
+static void panels_span(const panels_job *j, int p0, int p1)
+{
+    if (j->isa == CPU_ROWS_AVX512) panels_block512(j->M, p0, p1, j->x, j->K, j->w, j->o);
+    else panels_block(j->M, p0, p1, j->x, j->K, j->w, j->o);
+}
+
 static void panels_part(void *ctx, int p)
 {
     const panels_job *j = ctx;
     size_t u0, u1;
     cpu_pool_span((size_t)j->units, p, j->parts, &u0, &u1);
     int a = j->p0 + 2 * (int)u0, b = j->p0 + 2 * (int)u1 < j->p1 ? j->p0 + 2 * (int)u1 : j->p1;
-    panels_block(j->M, a, b, j->x, j->K, j->w, j->o);
+    panels_span(j, a, b);
+}
+
+void cpu_panels_product_with(cpu_rows_isa isa, float *out, const float *x, const mt_qmatrix *w,
+                             int row0, const float *bias, int M, int OC)
+{
+    int K = w->cols;
+    atomic_fetch_add_explicit(&panels_products, 1, memory_order_relaxed);
+    panels_out o = {.out = out, .ldo = OC, .row0 = row0, .OC = OC, .bias = bias};
+    int p0 = row0 / CPU_PANEL, p1 = (row0 + OC + CPU_PANEL - 1) / CPU_PANEL;
+    /* pairs of panels per unit, so that every tile but a window's last keeps two panels; runs
+     * of units per part */
+    panels_job j = {.isa = isa,
+                    .M = M,
+                    .K = K,
+                    .p0 = p0,
+                    .p1 = p1,
+                    .units = (p1 - p0 + 1) / 2,
+                    .x = x,
+                    .w = w,
+                    .o = &o};
+    if (!cpu_fork((size_t)M * OC * K, PARALLEL_MIN_MACS)) {
+        panels_span(&j, p0, p1);
+        return;
+    }
+    j.parts = cpu_pool_parts((size_t)j.units);
+    cpu_pool_run(j.parts, panels_part, &j);
+}
+
+/* The widest kernel this CPU runs, checked once */
+static cpu_rows_isa panels_isa(void)
+{
+    static int isa = -1;
+    if (isa < 0)
+        isa = cpu_gemm_rows_supported(CPU_ROWS_AVX512) ? CPU_ROWS_AVX512
+              : cpu_gemm_rows_supported(CPU_ROWS_AVX2) ? CPU_ROWS_AVX2
+                                                       : CPU_ROWS_NONE;
+    return (cpu_rows_isa)isa;
 }
 
 void cpu_panels_product(float *out, const float *x, const mt_qmatrix *w, int row0,
                         const float *bias, int M, int OC)
 {
-    int K = w->cols;
-    panels_out o = {.out = out, .ldo = OC, .row0 = row0, .OC = OC, .bias = bias};
-    int p0 = row0 / CPU_PANEL, p1 = (row0 + OC + CPU_PANEL - 1) / CPU_PANEL;
-    if (!cpu_fork((size_t)M * OC * K, PARALLEL_MIN_MACS)) {
-        panels_block(M, p0, p1, x, K, w, &o);
-        return;
-    }
-    /* pairs of panels per unit, so 2-3 rows keep their two-panel tiles; runs of units per part */
-    panels_job j = {
-        .M = M, .K = K, .p0 = p0, .p1 = p1, .units = (p1 - p0 + 1) / 2, .x = x, .w = w, .o = &o};
-    j.parts = cpu_pool_parts((size_t)j.units);
-    cpu_pool_run(j.parts, panels_part, &j);
+    cpu_rows_isa isa = panels_isa();
+    if (isa == CPU_ROWS_NONE) naive_panels_forward(out, x, w, row0, bias, M, OC);
+    else cpu_panels_product_with(isa, out, x, w, row0, bias, M, OC);
 }
 #else
+void cpu_panels_product_with(cpu_rows_isa isa, float *out, const float *x, const mt_qmatrix *w,
+                             int row0, const float *bias, int M, int OC)
+{
+    (void)isa;
+    naive_panels_forward(out, x, w, row0, bias, M, OC);
+}
+
 void cpu_panels_product(float *out, const float *x, const mt_qmatrix *w, int row0,
                         const float *bias, int M, int OC)
 {
@@ -270,18 +430,30 @@ void cpu_panels_product(float *out, const float *x, const mt_qmatrix *w, int row
 }
 #endif
 
+/* The most rows the panel kernel takes: CPU_PANELS_MAX_M with AVX2; with AVX-512, whose tiles
+ * run at 150-210 GFLOP/s from 8 rows on, CPU_PANELS_MAX_M_AVX512. Timed on a 2-vCPU Xeon
+ * (Sapphire Rapids class), one thread, best of 9, panels / OpenBLAS 0.3.21 (SkylakeX kernels) /
+ * the few-row kernel on w, GFLOP/s: 16 x 3072 x 768 (rows x outputs x K) 153 / 76 / 111, 33 x
+ * 3072 x 768 201 / 104 / 115, 64 x 2048 x 512 202 / 145 / 112, 128 x 3072 x 768 202 / 176 /
+ * 115, 128 x 1024 x 4096 164 / 146 / 79; at 528 rows, in runs of 128, no faster than OpenBLAS
+ * (170-183 against 168-183), which keeps those. */
+int cpu_panels_max_m(void)
+{
+    return cpu_gemm_rows_supported(CPU_ROWS_AVX512) ? CPU_PANELS_MAX_M_AVX512 : CPU_PANELS_MAX_M;
+}
+
 void cpu_panels_forward(float *out, const float *x, const mt_qmatrix *w, int row0,
                         const float *bias, size_t BT, int OC)
 {
-    int K = w->cols;
-    if (BT >= 2 && BT <= CPU_PANELS_MAX_M) {
+    int K = w->cols, max_m = cpu_panels_max_m();
+    if (BT >= 2 && BT <= (size_t)max_m) {
         cpu_panels_product(out, x, w, row0, bias, (int)BT, OC);
         return;
     }
     /* more rows (a prompt, beam search's batch of beams): where the packed kernel takes the
      * product, it reads these panels as its packed W^T instead of copying W into panels again at
      * every call (the same floats); one row, and the other libraries, read w */
-    int ready = BT > CPU_PANELS_MAX_M && row0 % CPU_PANEL == 0 &&
+    int ready = BT > (size_t)max_m && row0 % CPU_PANEL == 0 &&
                 cpu_sgemm_pick(0, 1, (int)BT, OC, K) == CPU_SGEMM_PACKED;
     const float *from = w->panels + (size_t)(row0 / CPU_PANEL) * CPU_PANEL * K;
     if (!ready || !cpu_gemm_packed_panels((int)BT, OC, K, x, K, from, out, OC))

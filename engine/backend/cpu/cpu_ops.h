@@ -16,6 +16,10 @@
 MT_BACKEND_OPS(CPU_DECLARE)
 #undef CPU_DECLARE
 
+/* 1 when cpu_alloc asks for huge pages for blocks of 2 MiB and more (cpu_memory.c): Linux, and
+ * MTLAB_HUGE_PAGES not "off" or "0" */
+int cpu_huge_pages(void);
+
 /* The calling thread's scratch buffer for one use (cpu_scratch.c): at least `bytes`, 64-byte
  * aligned, kept for the thread's next call (grown when a call needs more, never shrunk), so an
  * operation called every decoding step allocates nothing after its first call. What a use held
@@ -53,22 +57,28 @@ int cpu_gemm_rows_supported(cpu_rows_isa isa);
 int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const float *x, int ldx,
                        const float *w, int ldw, float *y, int ldy);
 /* fp32 weights copied into panels of CPU_PANEL output channels, k running down each
- * (cpu_gemm_panels.c; docs/decoding.md §9.3), for products of 2 to CPU_PANELS_MAX_M rows.
- * cpu_panels_cpu: 1 on a CPU they are made for (AVX2 + FMA, no AVX-512); cpu_panels_supported:
+ * (cpu_gemm_panels.c; docs/decoding.md §9.3), for products of 2 to cpu_panels_max_m() rows
+ * (CPU_PANELS_MAX_M with AVX2, CPU_PANELS_MAX_M_AVX512 with AVX-512).
+ * cpu_panels_cpu: 1 on a CPU they are made for (AVX2 + FMA); cpu_panels_supported:
  * 1 where the CPU backend makes them (such a CPU, and MTLAB_FP32_PANELS not off).
  * cpu_panels_make: the copy of w (rows, cols), q->f32 = w; -1 + mt_error out of memory.
  * cpu_panels_forward: qlinear_forward for the kind (out (BT, OC) = x w[row0 ..)^T + bias): the
- * panel kernel for 2 .. CPU_PANELS_MAX_M rows, cpu_gemm on q->f32 for the others.
- * cpu_panels_product: the panel kernel for any M >= 1; naive_panels_forward: plain loops over
- * the panels (tests). */
+ * panel kernel for 2 .. cpu_panels_max_m() rows, cpu_gemm on q->f32 for the others.
+ * cpu_panels_product_with: the AVX2 or AVX-512 panel kernel for any M >= 1; cpu_panels_product:
+ * the widest this CPU runs; naive_panels_forward: plain loops over the panels (tests). */
 #define CPU_PANEL 16
 #define CPU_PANELS_MAX_M 39
+#define CPU_PANELS_MAX_M_AVX512 128
 int cpu_panels_cpu(void);
+int cpu_panels_max_m(void);
+long cpu_panels_products(void); /* products the panel kernels ran (tests) */
 int cpu_panels_supported(void);
 int cpu_panels_make(mt_qmatrix *q, const float *w, int rows, int cols);
 void cpu_panels_free(mt_qmatrix *q);
 void cpu_panels_forward(float *out, const float *x, const mt_qmatrix *w, int row0,
                         const float *bias, size_t BT, int OC);
+void cpu_panels_product_with(cpu_rows_isa isa, float *out, const float *x, const mt_qmatrix *w,
+                             int row0, const float *bias, int M, int OC);
 void cpu_panels_product(float *out, const float *x, const mt_qmatrix *w, int row0,
                         const float *bias, int M, int OC);
 void naive_panels_forward(float *out, const float *x, const mt_qmatrix *w, int row0,
