@@ -107,7 +107,7 @@ static void test_gemm_libraries_vs_naive(void **state)
     }
     /* through the backend: big enough for the rule to send the gradients' products to BLIS (or
      * the packed kernel, at two threads on an AVX2 CPU) */
-    assert_int_equal(cpu_sgemm_pick_shape(0, 1, 1, 0, 150, 120, 130), CPU_SGEMM_BLIS);
+    assert_int_equal(cpu_sgemm_pick_shape(0, 1, 1, 1, 0, 150, 120, 130), CPU_SGEMM_BLIS);
     double worst = gemm_case(&rng, 150, 120, 130);
     printf("backend: gemm at 150 x 120 x 130 (the libraries by the rule) max relative error "
            "%.2e (bound 1e-6)\n",
@@ -117,45 +117,65 @@ static void test_gemm_libraries_vs_naive(void **state)
     /* The rule on an AVX-512 CPU (packed 0) at one thread and two: thin k and small products
      * on OpenBLAS, */
     for (int t = 1; t <= 2; t++) {
-        assert_int_equal(cpu_sgemm_pick_shape(0, t, 0, 1, 4096, 384, 12), CPU_SGEMM_OPENBLAS);
-        assert_int_equal(cpu_sgemm_pick_shape(0, t, 1, 0, 4096, 384, 31), CPU_SGEMM_OPENBLAS);
-        assert_int_equal(cpu_sgemm_pick_shape(0, t, 1, 0, 64, 42, 64), CPU_SGEMM_OPENBLAS);
-        assert_int_equal(cpu_sgemm_pick_shape(0, t, 0, 0, 64, 64, 42), CPU_SGEMM_OPENBLAS);
+        assert_int_equal(cpu_sgemm_pick_shape(0, 1, t, 0, 1, 4096, 384, 12), CPU_SGEMM_OPENBLAS);
+        assert_int_equal(cpu_sgemm_pick_shape(0, 1, t, 1, 0, 4096, 384, 31), CPU_SGEMM_OPENBLAS);
+        assert_int_equal(cpu_sgemm_pick_shape(0, 1, t, 1, 0, 64, 42, 64), CPU_SGEMM_OPENBLAS);
+        assert_int_equal(cpu_sgemm_pick_shape(0, 1, t, 0, 0, 64, 64, 42), CPU_SGEMM_OPENBLAS);
         /* weight gradients (trans_a) on BLIS, */
-        assert_int_equal(cpu_sgemm_pick_shape(0, t, 1, 0, 168, 672, 4096), CPU_SGEMM_BLIS);
-        assert_int_equal(cpu_sgemm_pick_shape(0, t, 1, 0, 8000, 168, 262), CPU_SGEMM_BLIS);
+        assert_int_equal(cpu_sgemm_pick_shape(0, 1, t, 1, 0, 168, 672, 4096), CPU_SGEMM_BLIS);
+        assert_int_equal(cpu_sgemm_pick_shape(0, 1, t, 1, 0, 8000, 168, 262), CPU_SGEMM_BLIS);
         /* input gradients on BLIS through the vocabulary (k >= 4096), else on OpenBLAS, */
-        assert_int_equal(cpu_sgemm_pick_shape(0, t, 0, 0, 262, 168, 8000), CPU_SGEMM_BLIS);
-        assert_int_equal(cpu_sgemm_pick_shape(0, t, 0, 0, 4096, 168, 672), CPU_SGEMM_OPENBLAS);
-        assert_int_equal(cpu_sgemm_pick_shape(0, t, 0, 0, 4096, 168, 4095), CPU_SGEMM_OPENBLAS);
+        assert_int_equal(cpu_sgemm_pick_shape(0, 1, t, 0, 0, 262, 168, 8000), CPU_SGEMM_BLIS);
+        assert_int_equal(cpu_sgemm_pick_shape(0, 1, t, 0, 0, 4096, 168, 672), CPU_SGEMM_OPENBLAS);
+        assert_int_equal(cpu_sgemm_pick_shape(0, 1, t, 0, 0, 4096, 168, 4095), CPU_SGEMM_OPENBLAS);
         /* x W^T on OpenBLAS, and any product with at most 32 output columns on BLIS */
-        assert_int_equal(cpu_sgemm_pick_shape(0, t, 0, 1, 4096, 672, 168), CPU_SGEMM_OPENBLAS);
-        assert_int_equal(cpu_sgemm_pick_shape(0, t, 0, 1, 262, 8000, 168), CPU_SGEMM_OPENBLAS);
-        assert_int_equal(cpu_sgemm_pick_shape(0, t, 0, 1, 4096, 33, 384), CPU_SGEMM_OPENBLAS);
-        assert_int_equal(cpu_sgemm_pick_shape(0, t, 0, 1, 4096, 32, 384), CPU_SGEMM_BLIS);
-        assert_int_equal(cpu_sgemm_pick_shape(0, t, 0, 1, 4096, 12, 384), CPU_SGEMM_BLIS);
-        assert_int_equal(cpu_sgemm_pick_shape(0, t, 0, 0, 4096, 12, 384), CPU_SGEMM_BLIS);
+        assert_int_equal(cpu_sgemm_pick_shape(0, 1, t, 0, 1, 4096, 672, 168), CPU_SGEMM_OPENBLAS);
+        assert_int_equal(cpu_sgemm_pick_shape(0, 1, t, 0, 1, 262, 8000, 168), CPU_SGEMM_OPENBLAS);
+        assert_int_equal(cpu_sgemm_pick_shape(0, 1, t, 0, 1, 4096, 33, 384), CPU_SGEMM_OPENBLAS);
+        assert_int_equal(cpu_sgemm_pick_shape(0, 1, t, 0, 1, 4096, 32, 384), CPU_SGEMM_BLIS);
+        assert_int_equal(cpu_sgemm_pick_shape(0, 1, t, 0, 1, 4096, 12, 384), CPU_SGEMM_BLIS);
+        assert_int_equal(cpu_sgemm_pick_shape(0, 1, t, 0, 0, 4096, 12, 384), CPU_SGEMM_BLIS);
     }
     /* On an AVX2 CPU (packed 1): the packed kernel where OpenBLAS was, small products aside, */
     for (int t = 1; t <= 2; t++) {
-        assert_int_equal(cpu_sgemm_pick_shape(1, t, 0, 0, 64, 64, 42), CPU_SGEMM_OPENBLAS);
-        assert_int_equal(cpu_sgemm_pick_shape(1, t, 0, 1, 4096, 384, 12), CPU_SGEMM_PACKED);
-        assert_int_equal(cpu_sgemm_pick_shape(1, t, 0, 1, 4096, 672, 168), CPU_SGEMM_PACKED);
-        assert_int_equal(cpu_sgemm_pick_shape(1, t, 0, 0, 4096, 168, 672), CPU_SGEMM_PACKED);
+        assert_int_equal(cpu_sgemm_pick_shape(1, 1, t, 0, 0, 64, 64, 42), CPU_SGEMM_OPENBLAS);
+        assert_int_equal(cpu_sgemm_pick_shape(1, 1, t, 0, 1, 4096, 384, 12), CPU_SGEMM_PACKED);
+        assert_int_equal(cpu_sgemm_pick_shape(1, 1, t, 0, 1, 4096, 672, 168), CPU_SGEMM_PACKED);
+        assert_int_equal(cpu_sgemm_pick_shape(1, 1, t, 0, 0, 4096, 168, 672), CPU_SGEMM_PACKED);
         /* BLIS keeping the thin outputs and the vocabulary's input gradients, */
-        assert_int_equal(cpu_sgemm_pick_shape(1, t, 0, 1, 4096, 32, 384), CPU_SGEMM_BLIS);
-        assert_int_equal(cpu_sgemm_pick_shape(1, t, 0, 0, 262, 168, 8000), CPU_SGEMM_BLIS);
+        assert_int_equal(cpu_sgemm_pick_shape(1, 1, t, 0, 1, 4096, 32, 384), CPU_SGEMM_BLIS);
+        assert_int_equal(cpu_sgemm_pick_shape(1, 1, t, 0, 0, 262, 168, 8000), CPU_SGEMM_BLIS);
     }
     /* and the weight gradients on BLIS at one thread, on the packed kernel at two */
-    assert_int_equal(cpu_sgemm_pick_shape(1, 1, 1, 0, 168, 672, 4096), CPU_SGEMM_BLIS);
-    assert_int_equal(cpu_sgemm_pick_shape(1, 2, 1, 0, 168, 672, 4096), CPU_SGEMM_PACKED);
-    assert_int_equal(cpu_sgemm_pick_shape(1, 2, 1, 0, 8000, 168, 262), CPU_SGEMM_PACKED);
+    assert_int_equal(cpu_sgemm_pick_shape(1, 1, 1, 1, 0, 168, 672, 4096), CPU_SGEMM_BLIS);
+    assert_int_equal(cpu_sgemm_pick_shape(1, 1, 2, 1, 0, 168, 672, 4096), CPU_SGEMM_PACKED);
+    assert_int_equal(cpu_sgemm_pick_shape(1, 1, 2, 1, 0, 8000, 168, 262), CPU_SGEMM_PACKED);
+    /* where BLIS's kernels are narrower than the CPU's multiply-adds (blis 0), what it took stays
+     * on OpenBLAS (or the packed kernel) */
+    for (int t = 1; t <= 2; t++) {
+        assert_int_equal(cpu_sgemm_pick_shape(0, 0, t, 1, 0, 168, 672, 4096), CPU_SGEMM_OPENBLAS);
+        assert_int_equal(cpu_sgemm_pick_shape(0, 0, t, 0, 0, 262, 168, 8000), CPU_SGEMM_OPENBLAS);
+        assert_int_equal(cpu_sgemm_pick_shape(0, 0, t, 0, 1, 4096, 12, 384), CPU_SGEMM_OPENBLAS);
+        assert_int_equal(cpu_sgemm_pick_shape(1, 0, t, 0, 1, 4096, 32, 384), CPU_SGEMM_PACKED);
+    }
+    assert_int_equal(cpu_sgemm_pick_shape(1, 0, 1, 1, 0, 168, 672, 4096), CPU_SGEMM_PACKED);
+    /* this CPU's answer: BLIS's kernels as wide as the CPU's, or 512-bit multiply-adds no faster
+     * than 256-bit ones (timed: about 2 on a Xeon with two 512-bit units, about 1 on a Zen 4) */
+    double gain = cpu_fma512_gain();
+    printf("backend: BLIS's kernels %d-bit, this core's 512-bit multiply-adds %.2fx its 256-bit "
+           "ones: BLIS %s\n",
+           cpu_blis_width(), gain, cpu_blis_full_rate() ? "takes its shapes" : "takes none");
+    assert_true(gain > 0.5 && gain < 2.5);
+    assert_int_equal(cpu_blis_full_rate(), cpu_blis_width() >= 512 || gain < 1.5);
 
     /* MTLAB_SGEMM unset here: the rule decides, for this CPU and thread count */
     assert_int_equal(cpu_sgemm_forced(), -1);
     int before = omp_get_max_threads();
     omp_set_num_threads(1);
-    assert_int_equal(cpu_sgemm_pick(1, 0, 168, 672, 4096), CPU_SGEMM_BLIS);
+    assert_int_equal(cpu_sgemm_pick(1, 0, 168, 672, 4096), cpu_blis_full_rate() ? CPU_SGEMM_BLIS
+                                                           : cpu_sgemm_packed_cpu()
+                                                               ? CPU_SGEMM_PACKED
+                                                               : CPU_SGEMM_OPENBLAS);
     assert_int_equal(cpu_sgemm_pick(0, 1, 4096, 672, 168),
                      cpu_sgemm_packed_cpu() ? CPU_SGEMM_PACKED : CPU_SGEMM_OPENBLAS);
     omp_set_num_threads(before);

@@ -127,6 +127,14 @@ const char *mt_cpu_products(char *out, size_t len)
                  version, kernels, mt_cpu_blas_core(), ignored ? " (MTLAB_SGEMM=" : "",
                  ignored ? ignored : "",
                  ignored ? ": not openblas, blis, mtlab or auto; ignored)" : "");
+    else if (!cpu_blis_full_rate())
+        snprintf(out, len,
+                 "OpenBLAS (%s kernels): x W^T, weight and input gradients, every size; BLIS %s "
+                 "(%s kernels): none (%d-bit kernels, and this core's 512-bit multiply-adds run "
+                 "%.1fx as fast as its 256-bit ones)%s%s%s",
+                 mt_cpu_blas_core(), version, kernels, cpu_blis_width(), cpu_fma512_gain(),
+                 ignored ? " (MTLAB_SGEMM=" : "", ignored ? ignored : "",
+                 ignored ? ": not openblas, blis, mtlab or auto; ignored)" : "");
     else
         snprintf(out, len,
                  "OpenBLAS (%s kernels): x W^T, k < 32, small; BLIS %s (%s kernels): weight "

@@ -36,20 +36,45 @@ static void gemv(int trans_w, int rows, int cols, float alpha, const float *w, i
  * - input gradients dY W with k >= 4096 (through the vocabulary's projection): BLIS, 1.0-1.4x;
  *   at smaller k the two are even (0.88-1.22x shape by shape), and OpenBLAS keeps them.
  * - x W^T, the forward products: OpenBLAS (BLIS 0.93-1.00x over the class).
+ * Where BLIS's kernels are narrower than the CPU's multiply-adds (`blis` 0: cpu_blis_full_rate),
+ * OpenBLAS keeps all of these: on a 2-vCPU Xeon (Sapphire Rapids class) BLIS 0.9.0 runs its
+ * 256-bit "haswell" kernels, and every small preset's training step ran 1.11-1.19x faster with
+ * all its products on OpenBLAS's SkylakeX kernels (`OMP_NUM_THREADS=1 MTLAB_SGEMM=openblas
+ * ./mtlab bench --only gemm --repeat 3` against the rule, two interleaved rounds:
+ * transformer-small 7,387 and 7,405 -> 8,783 and 8,328 tokens/s).
  * On an AVX2 CPU without AVX-512 (a Zen 3; `packed` set), mtlab's packed kernel
  * (cpu_gemm_packed.c) takes what OpenBLAS took there, small products aside (at two threads x W^T
  * 1.18x, k < 32 1.44x, input gradients 1.13x as fast as OpenBLAS over the class; at one thread
  * 1.03x, 1.07x and 0.97x), and at two threads and more the weight gradients too (1.03x of BLIS,
  * 1.12x of OpenBLAS; at one thread 0.97x and 0.93x, and BLIS keeps them). */
-cpu_sgemm_lib cpu_sgemm_pick_shape(int packed, int threads, int trans_a, int trans_b, int m, int n,
-                                   int k)
+cpu_sgemm_lib cpu_sgemm_pick_shape(int packed, int blis, int threads, int trans_a, int trans_b,
+                                   int m, int n, int k)
 {
     if ((double)m * n * k < (double)(1 << 21)) return CPU_SGEMM_OPENBLAS;
     cpu_sgemm_lib rest = packed ? CPU_SGEMM_PACKED : CPU_SGEMM_OPENBLAS;
+    cpu_sgemm_lib second = blis ? CPU_SGEMM_BLIS : rest;
     if (k < 32) return rest;
-    if (trans_a) return packed && threads > 1 ? CPU_SGEMM_PACKED : CPU_SGEMM_BLIS;
-    if (n <= 32 || (!trans_b && k >= 4096)) return CPU_SGEMM_BLIS;
+    if (trans_a) return packed && threads > 1 ? CPU_SGEMM_PACKED : second;
+    if (n <= 32 || (!trans_b && k >= 4096)) return second;
     return rest;
+}
+
+/* 1 where BLIS's kernels run this CPU's multiply-adds at their full rate, so that the rule may
+ * send it products: its kernels are 512-bit ones, or this CPU's 512-bit multiply-adds run less
+ * than 1.5 times as fast as its 256-bit ones (a Zen 4, whose 512-bit operations run as two
+ * halves; any CPU without AVX-512); timed once (cpu_fma512_gain) */
+static int blis_full_rate = -1;
+static pthread_once_t blis_once = PTHREAD_ONCE_INIT;
+
+static void check_blis_rate(void)
+{
+    blis_full_rate = cpu_blis_width() >= 512 || cpu_fma512_gain() < 1.5;
+}
+
+int cpu_blis_full_rate(void)
+{
+    pthread_once(&blis_once, check_blis_rate);
+    return blis_full_rate;
 }
 
 /* 1 where the packed kernel joins the rule: AVX2 and FMA, no AVX-512 (whose CPUs run OpenBLAS's
@@ -85,7 +110,7 @@ cpu_sgemm_lib cpu_sgemm_pick(int trans_a, int trans_b, int m, int n, int k)
 {
     int forced = cpu_sgemm_forced();
     if (forced >= 0) return (cpu_sgemm_lib)forced;
-    return cpu_sgemm_pick_shape(cpu_sgemm_packed_cpu(),
+    return cpu_sgemm_pick_shape(cpu_sgemm_packed_cpu(), cpu_blis_full_rate(),
                                 omp_in_parallel() ? 1 : omp_get_max_threads(), trans_a, trans_b, m,
                                 n, k);
 }

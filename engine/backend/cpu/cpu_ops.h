@@ -97,12 +97,20 @@ int cpu_gemm_packed_panels(int m, int n, int k, const float *x, int ldx, const f
 /* sgemm by OpenBLAS, BLIS (cpu_blis.c) or the packed kernel, by shape, CPU and thread count
  * (cpu_gemm.c has the rule and its measurements; cpu_sgemm_pick_shape's `packed`: the packed
  * kernel joins the rule, as cpu_sgemm_packed_cpu says it does on an AVX2 CPU without AVX-512;
+ * `blis`: BLIS may take products (cpu_blis_full_rate);
  * `threads`: the OpenMP threads the product runs on); MTLAB_SGEMM=openblas|blis|mtlab sends
  * every product to one (cpu_sgemm_forced: that library; -1 unset or "auto", -2 another value,
  * which leaves the rule deciding). cpu_sgemm_with runs one product on the library named. */
 typedef enum { CPU_SGEMM_OPENBLAS, CPU_SGEMM_BLIS, CPU_SGEMM_PACKED } cpu_sgemm_lib;
-cpu_sgemm_lib cpu_sgemm_pick_shape(int packed, int threads, int trans_a, int trans_b, int m, int n,
-                                   int k);
+cpu_sgemm_lib cpu_sgemm_pick_shape(int packed, int blis, int threads, int trans_a, int trans_b,
+                                   int m, int n, int k);
+/* cpu_sgemm_pick_shape's `blis`: 1 where BLIS's kernels run this CPU's multiply-adds at their full
+ * rate (cpu_gemm.c); cpu_blis_width: the bits of the vectors BLIS's kernels use (cpu_blis.c);
+ * cpu_fma512_gain: 512-bit multiply-adds a second over 256-bit ones on this core, timed once
+ * (cpu_fma_rate.c; 1 without AVX-512) */
+int cpu_blis_full_rate(void);
+int cpu_blis_width(void);
+double cpu_fma512_gain(void);
 int cpu_sgemm_packed_cpu(void);
 cpu_sgemm_lib cpu_sgemm_pick(int trans_a, int trans_b, int m, int n, int k);
 int cpu_sgemm_forced(void);
