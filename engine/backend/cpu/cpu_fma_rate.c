@@ -23,35 +23,30 @@ static double seconds(void)
 
 enum { FMA_CHAINS = 12, FMA_ROUNDS = 20000 }; /* 12 chains: 14 of the 16 ymm registers */
 
-__attribute__((target("avx512f"))) static double fma_seconds512(volatile float *sink)
-{
-    __m512 a[FMA_CHAINS], b = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-6f);
-    for (int i = 0; i < FMA_CHAINS; i++) a[i] = _mm512_set1_ps((float)i);
-    double t = seconds();
-    for (int r = 0; r < FMA_ROUNDS; r++)
-#pragma GCC unroll 16
-        for (int i = 0; i < FMA_CHAINS; i++) a[i] = _mm512_fmadd_ps(a[i], b, c);
-    t = seconds() - t;
-    for (int i = 0; i < FMA_CHAINS; i++) *sink += _mm512_reduce_add_ps(a[i]);
-    return t;
-}
-
-__attribute__((target("avx2,fma"))) static double fma_seconds256(volatile float *sink)
-{
-    __m256 a[FMA_CHAINS], b = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-6f);
-    for (int i = 0; i < FMA_CHAINS; i++) a[i] = _mm256_set1_ps((float)i);
-    double t = seconds();
-    for (int r = 0; r < FMA_ROUNDS; r++)
-#pragma GCC unroll 16
-        for (int i = 0; i < FMA_CHAINS; i++) a[i] = _mm256_fmadd_ps(a[i], b, c);
-    t = seconds() - t;
-    float lanes[8];
-    for (int i = 0; i < FMA_CHAINS; i++) {
-        _mm256_storeu_ps(lanes, a[i]);
-        *sink += lanes[0];
+/* fma_seconds512 and fma_seconds256: the seconds the chains take on one width (its vector type,
+ * intrinsics and target), their first lanes added to *sink so that none is dropped */
+#define FMA_SECONDS(name, isa, vec, set1, fmadd, storeu, lanes)                  \
+    __attribute__((target(isa))) static double name(volatile float *sink)        \
+    {                                                                            \
+        vec a[FMA_CHAINS], b = set1(0.999999f), c = set1(1e-6f);                 \
+        for (int i = 0; i < FMA_CHAINS; i++) a[i] = set1((float)i);              \
+        double t = seconds();                                                    \
+        for (int r = 0; r < FMA_ROUNDS; r++)                                     \
+            _Pragma("GCC unroll 16") for (int i = 0; i < FMA_CHAINS; i++) a[i] = \
+                fmadd(a[i], b, c);                                               \
+        t = seconds() - t;                                                       \
+        float out[lanes];                                                        \
+        for (int i = 0; i < FMA_CHAINS; i++) {                                   \
+            storeu(out, a[i]);                                                   \
+            *sink += out[0];                                                     \
+        }                                                                        \
+        return t;                                                                \
     }
-    return t;
-}
+FMA_SECONDS(fma_seconds512, "avx512f", __m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_storeu_ps,
+            16)
+FMA_SECONDS(fma_seconds256, "avx2,fma", __m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_storeu_ps,
+            8)
+#undef FMA_SECONDS
 #endif
 
 static double fma512_gain = 1.0;

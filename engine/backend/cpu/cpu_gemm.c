@@ -38,7 +38,7 @@ static void gemv(int trans_w, int rows, int cols, float alpha, const float *w, i
  * - x W^T, the forward products: OpenBLAS (BLIS 0.93-1.00x over the class).
  * Where BLIS's kernels are narrower than the CPU's multiply-adds (`blis` 0: cpu_blis_full_rate),
  * OpenBLAS keeps all of these: on a 2-vCPU Xeon (Sapphire Rapids class) BLIS 0.9.0 runs its
- * 256-bit "haswell" kernels, and every small preset's training step ran 1.11-1.19x faster with
+ * 256-bit "haswell" kernels, and every small preset's training step ran 1.10-1.22x faster with
  * all its products on OpenBLAS's SkylakeX kernels (`OMP_NUM_THREADS=1 MTLAB_SGEMM=openblas
  * ./mtlab bench --only gemm --repeat 3` against the rule, two interleaved rounds:
  * transformer-small 7,387 and 7,405 -> 8,783 and 8,328 tokens/s).

@@ -111,6 +111,18 @@ typedef struct {
     const float *bias;
 } panels_out;
 
+/* The next panels' lines: line k of each of the NP panels at `ahead`, asked for when k is the
+ * tile's turn (k = phase mod step), so that the tiles over one panel share out the next one's
+ * lines and the weights stream in from memory while they compute; the tile's next turn */
+__attribute__((always_inline)) static inline int ask_ahead(const float *ahead, int NP,
+                                                           size_t stride, int k, int step)
+{
+#pragma GCC unroll 2
+    for (int q = 0; q < NP; q++)
+        _mm_prefetch((const char *)(ahead + q * stride + (size_t)k * CPU_PANEL), _MM_HINT_T0);
+    return k + step;
+}
+
 /* R rows of x against NP panels (NP * 16 channels from channel c = 16 * first panel); sums of 8
  * channels in acc[i][v]. Inlined with constant R and NP so the accumulators stay in registers:
  * one panel loads its two vectors first and broadcasts each row in turn (2 + 1 + 2R registers);
@@ -128,16 +140,7 @@ panel_tile(int R, int NP, int K, const float *x, int ldx, const float *p, int c,
     int next = phase;
     for (int k = 0; k < K; k++) {
         const float *pk = p + (size_t)k * CPU_PANEL;
-        /* the next panels' lines: line k of each when k = phase (mod step), so that the
-         * tiles over one panel share out the next one's lines and the weights stream in from
-         * memory while they compute */
-        if (ahead && k == next) {
-#pragma GCC unroll 2
-            for (int q = 0; q < NP; q++)
-                _mm_prefetch((const char *)(ahead + q * stride + (size_t)k * CPU_PANEL),
-                             _MM_HINT_T0);
-            next += step;
-        }
+        if (ahead && k == next) next = ask_ahead(ahead, NP, stride, k, step);
         if (NP == 1) {
             __m256 w0 = _mm256_load_ps(pk), w1 = _mm256_load_ps(pk + 8);
 #pragma GCC unroll 6
@@ -256,14 +259,7 @@ panel_tile512(int R, int NP, int K, const float *x, int ldx, const float *p, int
     int next = phase;
     for (int k = 0; k < K; k++) {
         const float *pk = p + (size_t)k * CPU_PANEL;
-        /* line k of each of the next panels when k = phase (mod step), as in panel_tile */
-        if (ahead && k == next) {
-#pragma GCC unroll 2
-            for (int q = 0; q < NP; q++)
-                _mm_prefetch((const char *)(ahead + q * stride + (size_t)k * CPU_PANEL),
-                             _MM_HINT_T0);
-            next += step;
-        }
+        if (ahead && k == next) next = ask_ahead(ahead, NP, stride, k, step);
         __m512 w0 = _mm512_load_ps(pk), w1 = NP == 2 ? _mm512_load_ps(pk + stride) : w0;
 #pragma GCC unroll 12
         for (int i = 0; i < R; i++) {
