@@ -110,7 +110,11 @@ const char *mt_cpu_products(char *out, size_t len)
     const char *version, *kernels;
     cpu_blis_info(&version, &kernels);
     int forced = cpu_sgemm_forced();
-    const char *ignored = forced == -2 ? getenv("MTLAB_SGEMM") : NULL;
+    char ignored[192] = ""; /* a value of MTLAB_SGEMM the rule ignores, named */
+    if (forced == -2)
+        snprintf(ignored, sizeof ignored,
+                 " (MTLAB_SGEMM=%.120s: not openblas, blis, mtlab or auto; ignored)",
+                 getenv("MTLAB_SGEMM"));
     if (forced == CPU_SGEMM_BLIS)
         snprintf(out, len, "every product on BLIS %s (%s kernels; MTLAB_SGEMM=blis)", version,
                  kernels);
@@ -123,24 +127,19 @@ const char *mt_cpu_products(char *out, size_t len)
         snprintf(out, len,
                  "mtlab's packed avx2 kernel: x W^T, k < 32, input gradients k < 4096, weight "
                  "gradients at 2+ threads; BLIS %s (%s kernels): weight gradients at 1 thread, <= "
-                 "32 output columns, k >= 4096; OpenBLAS (%s kernels): small%s%s%s",
-                 version, kernels, mt_cpu_blas_core(), ignored ? " (MTLAB_SGEMM=" : "",
-                 ignored ? ignored : "",
-                 ignored ? ": not openblas, blis, mtlab or auto; ignored)" : "");
+                 "32 output columns, k >= 4096; OpenBLAS (%s kernels): small%s",
+                 version, kernels, mt_cpu_blas_core(), ignored);
     else if (!cpu_blis_full_rate())
         snprintf(out, len,
                  "OpenBLAS (%s kernels): x W^T, weight and input gradients, every size; BLIS %s "
                  "(%s kernels): none (%d-bit kernels, and this core's 512-bit multiply-adds run "
-                 "%.1fx as fast as its 256-bit ones)%s%s%s",
+                 "%.1fx as fast as its 256-bit ones)%s",
                  mt_cpu_blas_core(), version, kernels, cpu_blis_width(), cpu_fma512_gain(),
-                 ignored ? " (MTLAB_SGEMM=" : "", ignored ? ignored : "",
-                 ignored ? ": not openblas, blis, mtlab or auto; ignored)" : "");
+                 ignored);
     else
         snprintf(out, len,
                  "OpenBLAS (%s kernels): x W^T, k < 32, small; BLIS %s (%s kernels): weight "
-                 "gradients, <= 32 output columns, k >= 4096%s%s%s",
-                 mt_cpu_blas_core(), version, kernels, ignored ? " (MTLAB_SGEMM=" : "",
-                 ignored ? ignored : "",
-                 ignored ? ": not openblas, blis, mtlab or auto; ignored)" : "");
+                 "gradients, <= 32 output columns, k >= 4096%s",
+                 mt_cpu_blas_core(), version, kernels, ignored);
     return out;
 }

@@ -51,11 +51,7 @@ long cpu_panels_products(void)
 }
 
 /* MTLAB_FP32_PANELS=off (or 0) declines them everywhere, to compare or to save the memory */
-int cpu_panels_supported(void)
-{
-    const char *v = getenv("MTLAB_FP32_PANELS");
-    return cpu_panels_cpu() && !(v && (!strcmp(v, "off") || !strcmp(v, "0")));
-}
+int cpu_panels_supported(void) { return cpu_panels_cpu() && !cpu_env_off("MTLAB_FP32_PANELS"); }
 
 int cpu_panels_make(mt_qmatrix *q, const float *w, int rows, int cols)
 {
@@ -313,7 +309,7 @@ panel_rows512(int R, int NP, int K, const float *x, const float *p, int c, const
         TILE512_CASE(4)
         TILE512_CASE(3)
         TILE512_CASE(2)
-    default: panel_tile512(1, NP == 2 ? 2 : 1, K, x, K, p, c, o, ahead, phase, step); break;
+    default: TILE512_CASE(1)
     }
 #undef TILE512_CASE
 }
@@ -393,21 +389,10 @@ void cpu_panels_product_with(cpu_rows_isa isa, float *out, const float *x, const
     cpu_pool_run(j.parts, panels_part, &j);
 }
 
-/* The widest kernel this CPU runs, checked once */
-static cpu_rows_isa panels_isa(void)
-{
-    static int isa = -1;
-    if (isa < 0)
-        isa = cpu_gemm_rows_supported(CPU_ROWS_AVX512) ? CPU_ROWS_AVX512
-              : cpu_gemm_rows_supported(CPU_ROWS_AVX2) ? CPU_ROWS_AVX2
-                                                       : CPU_ROWS_NONE;
-    return (cpu_rows_isa)isa;
-}
-
 void cpu_panels_product(float *out, const float *x, const mt_qmatrix *w, int row0,
                         const float *bias, int M, int OC)
 {
-    cpu_rows_isa isa = panels_isa();
+    cpu_rows_isa isa = cpu_rows_best_isa();
     if (isa == CPU_ROWS_NONE) naive_panels_forward(out, x, w, row0, bias, M, OC);
     else cpu_panels_product_with(isa, out, x, w, row0, bias, M, OC);
 }
@@ -435,7 +420,7 @@ void cpu_panels_product(float *out, const float *x, const mt_qmatrix *w, int row
  * (170-183 against 168-183), which keeps those. */
 int cpu_panels_max_m(void)
 {
-    return cpu_gemm_rows_supported(CPU_ROWS_AVX512) ? CPU_PANELS_MAX_M_AVX512 : CPU_PANELS_MAX_M;
+    return cpu_rows_best_isa() == CPU_ROWS_AVX512 ? CPU_PANELS_MAX_M_AVX512 : CPU_PANELS_MAX_M;
 }
 
 void cpu_panels_forward(float *out, const float *x, const mt_qmatrix *w, int row0,

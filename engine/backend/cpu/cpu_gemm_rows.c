@@ -426,16 +426,22 @@ static int rows_max_m(cpu_rows_isa isa, int K)
 }
 
 /* The kernel cpu_gemm_rows takes an M x N x K product with, or none */
-static cpu_rows_isa rows_isa(int M, int N, int K)
+cpu_rows_isa cpu_rows_best_isa(void)
 {
-    if (M < 1 || N < MIN_N || K < MIN_K) return CPU_ROWS_NONE;
-    static int isa = -1; /* the best kernel this CPU runs, or none (checked once) */
+    static int isa = -1; /* checked once */
     if (isa < 0)
         isa = cpu_gemm_rows_supported(CPU_ROWS_AVX512) ? CPU_ROWS_AVX512
               : cpu_gemm_rows_supported(CPU_ROWS_AVX2) ? CPU_ROWS_AVX2
                                                        : CPU_ROWS_NONE;
-    if (M > rows_max_m((cpu_rows_isa)isa, K)) return CPU_ROWS_NONE;
     return (cpu_rows_isa)isa;
+}
+
+static cpu_rows_isa rows_isa(int M, int N, int K)
+{
+    if (M < 1 || N < MIN_N || K < MIN_K) return CPU_ROWS_NONE;
+    cpu_rows_isa isa = cpu_rows_best_isa();
+    if (M > rows_max_m(isa, K)) return CPU_ROWS_NONE;
+    return isa;
 }
 
 int cpu_gemm_rows(int M, int N, int K, float alpha, const float *x, int ldx, const float *w,
@@ -462,6 +468,8 @@ int cpu_gemm_rows_supported(cpu_rows_isa isa)
     (void)isa;
     return 0;
 }
+
+cpu_rows_isa cpu_rows_best_isa(void) { return CPU_ROWS_NONE; }
 
 int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const float *x, int ldx,
                        const float *w, int ldw, float *y, int ldy)

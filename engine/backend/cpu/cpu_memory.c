@@ -25,13 +25,11 @@ enum { CPU_ALIGN = 64, CPU_HUGE = 2 << 20 };
 static int huge_pages = 1;
 static pthread_once_t huge_once = PTHREAD_ONCE_INIT;
 
-static void read_huge_env(void)
-{
-    const char *v = getenv("MTLAB_HUGE_PAGES");
-    huge_pages = !(v && (!strcmp(v, "off") || !strcmp(v, "0")));
-}
+static void read_huge_env(void) { huge_pages = !cpu_env_off("MTLAB_HUGE_PAGES"); }
 
-int cpu_huge_pages(void)
+/* 1 when blocks of 2 MiB and more are asked for in huge pages: Linux, and MTLAB_HUGE_PAGES not
+ * "off" or "0" */
+static int cpu_huge_pages(void)
 {
 #ifdef MADV_HUGEPAGE
     pthread_once(&huge_once, read_huge_env);

@@ -6,6 +6,9 @@
 
 #include "backend/backend_ops.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 /* cpu_NAME for every operation of backend/backend_ops.h: memory (cpu_memory.c), matrix
  * products (cpu_gemm.c: OpenBLAS, BLIS), the int8 linear layer (cpu_int8.c), reductions and
  * elementwise (cpu_reduce.c, cpu_elementwise.c), norms (cpu_norm.c), embeddings and positions
@@ -16,9 +19,12 @@
 MT_BACKEND_OPS(CPU_DECLARE)
 #undef CPU_DECLARE
 
-/* 1 when cpu_alloc asks for huge pages for blocks of 2 MiB and more (cpu_memory.c): Linux, and
- * MTLAB_HUGE_PAGES not "off" or "0" */
-int cpu_huge_pages(void);
+/* 1 when the environment variable `name` is "off" or "0" (MTLAB_FP32_PANELS, MTLAB_HUGE_PAGES) */
+static inline int cpu_env_off(const char *name)
+{
+    const char *v = getenv(name);
+    return v && (!strcmp(v, "off") || !strcmp(v, "0"));
+}
 
 /* The calling thread's scratch buffer for one use (cpu_scratch.c): at least `bytes`, 64-byte
  * aligned, kept for the thread's next call (grown when a call needs more, never shrunk), so an
@@ -54,6 +60,8 @@ int cpu_gemm_rows_part(int M, int n0, int n1, int N, int K, float alpha, const f
  * M, N, K >= 1). */
 typedef enum { CPU_ROWS_NONE, CPU_ROWS_AVX2, CPU_ROWS_AVX512 } cpu_rows_isa;
 int cpu_gemm_rows_supported(cpu_rows_isa isa);
+/* the widest few-row and panel kernels this CPU runs (AVX-512, AVX2 or none), checked once */
+cpu_rows_isa cpu_rows_best_isa(void);
 int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const float *x, int ldx,
                        const float *w, int ldw, float *y, int ldy);
 /* fp32 weights copied into panels of CPU_PANEL output channels, k running down each
