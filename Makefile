@@ -298,7 +298,7 @@ bench-cuda: deps
 bench-peers: deps
 	@$(MAKE) --no-print-directory all
 	python3 tests/bench/bench_peers.py --mtlab ./$(BIN) --work $(BUILD)/bench-peers $(BENCH_PEERS_ARGS)
-	python3 tests/bench/torch_train.py --device cpu --mtlab ./$(BIN)
+	python3 tests/bench/torch_train.py --device cpu --mtlab ./$(BIN) --rounds 3
 
 test-peers: deps
 	@$(MAKE) --no-print-directory all

@@ -26,8 +26,9 @@ MambaForCausalLM (its sequential PyTorch scan: mamba_ssm's kernels are CUDA only
 written here (retention's parallel form), mamba-mha-small and mamba-local-small
 MambaForCausalLM with two mixers swapped for attention units, mamba-encdec-small built from
 MambaBlocks, gpt-neox-small GPTNeoXForCausalLM. Each peer runs in its own process, one after
-another, then `mtlab bench --only gemm`; the table gives both tokens/s and mtlab / PyTorch
-(target >= 2). A development tool: mtlab never imports it."""
+another, and `mtlab bench --only gemm` after them, then before them in the next round, for
+--rounds interleaved rounds; the table gives the medians of both tokens/s and of the rounds'
+mtlab / PyTorch (target >= 2). A development tool: mtlab never imports it."""
 import argparse
 import json
 import os
@@ -299,29 +300,54 @@ def mtlab_small(mtlab, threads, repeat):
 
 
 def main_cpu(a):
-    peers = {}
-    for p in a.presets.split(","):
-        cmd = [sys.executable, __file__, "--device", "cpu", "--one", p, "--threads",
-               str(a.threads), "--repeat", str(a.repeat)]
-        run = subprocess.run(cmd, capture_output=True, text=True)
-        if run.returncode != 0:
-            sys.exit(f"torch_train: PyTorch {p} failed:\n{run.stderr}")
-        peers[p] = float(run.stdout.split()[-1])
-    ours = mtlab_small(a.mtlab, a.threads, a.repeat)
+    """--rounds interleaved rounds, each every PyTorch peer in its own process and mtlab's
+    steps, in turn first and second: a machine whose speed drifts (a shared VM moved PyTorch's
+    two-thread transformer from 4,309 to 7,645 tokens/s between two sessions) moves both sides
+    of a round alike, and the table gives each side's median over the rounds and the median of
+    the rounds' ratios."""
+    peers, ours, ratios = {}, {}, {}
+    presets = a.presets.split(",")
+    loads = [os.getloadavg()[0]]
+
+    def time_peers():
+        for p in presets:
+            cmd = [sys.executable, __file__, "--device", "cpu", "--one", p, "--threads",
+                   str(a.threads), "--repeat", str(a.repeat)]
+            run = subprocess.run(cmd, capture_output=True, text=True)
+            if run.returncode != 0:
+                sys.exit(f"torch_train: PyTorch {p} failed:\n{run.stderr}")
+            peers.setdefault(p, []).append(float(run.stdout.split()[-1]))
+
+    for r in range(a.rounds):
+        # the peers first in the first round, mtlab first in the second, and so on
+        if r % 2 == 0:
+            time_peers()
+        mine = mtlab_small(a.mtlab, a.threads, a.repeat)
+        if r % 2 == 1:
+            time_peers()
+        for p, t in mine.items():
+            ours.setdefault(p, []).append(t)
+            if p in presets:
+                ratios.setdefault(p, []).append(t / peers[p][-1])
+        loads.append(os.getloadavg()[0])
+    med = statistics.median
     print(f"training steps on the CPU, {a.threads} threads, fp32, batch {SMALL_B}x64 tokens, "
-          f"median of {a.repeat} steps each (load {' '.join(f'{x:.2f}' for x in os.getloadavg())})")
-    print(f"  {'preset':20s} {'mtlab tok/s':>12s} {'PyTorch tok/s':>14s} {'ratio':>7s}")
+          f"median of {a.repeat} steps each, {a.rounds} interleaved rounds (1-minute load "
+          f"{min(loads):.2f}-{max(loads):.2f})")
+    print(f"  {'preset':20s} {'mtlab tok/s':>12s} {'PyTorch tok/s':>14s} {'ratio':>7s}  rounds")
     for p in sorted(ours, key=lambda k: (k not in peers, k)):
         if p in peers:
-            r = ours[p] / peers[p]
-            print(f"  {p:20s} {ours[p]:12.0f} {peers[p]:14.0f} {r:6.2f}x  "
-                  f"{'ok' if r >= 2 else 'below target'}")
+            r = med(ratios[p])
+            each = " ".join(f"{x:.2f}" for x in ratios[p])
+            print(f"  {p:20s} {med(ours[p]):12.0f} {med(peers[p]):14.0f} {r:6.2f}x  "
+                  f"{each}  {'ok' if r >= 2 else 'below target'}")
         else:
-            print(f"  {p:20s} {ours[p]:12.0f} {'(no peer)':>14s}")
-    print("  ratio: mtlab tokens/s / PyTorch eager tokens/s on the same shapes (target >= 2x)")
+            print(f"  {p:20s} {med(ours[p]):12.0f} {'(no peer)':>14s}")
+    print("  ratio: the median over the rounds of mtlab tokens/s / PyTorch eager tokens/s on the "
+          "same shapes (target >= 2x); rounds: each round's ratio")
     if a.out:
         with open(a.out, "w") as f:
-            json.dump({"mtlab": ours, "pytorch": peers}, f, indent=1)
+            json.dump({"mtlab": ours, "pytorch": peers, "ratios": ratios}, f, indent=1)
 
 
 class EncDec(nn.Module):
@@ -400,10 +426,14 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--presets")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="--device cpu: interleaved rounds of every peer and mtlab (medians)")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--mtlab", default="./mtlab")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # the child process timing one peer
     a = ap.parse_args()
+    if a.rounds < 1:
+        ap.error("--rounds must be at least 1")
     if a.device == "cpu":
         torch.set_num_threads(a.threads)
         if a.one:
