@@ -1,6 +1,6 @@
-/* Attention on the CPU: for each (batch row, head) two sgemm calls around a masked softmax.
- * Threads take whole (b, h) problems, so every output slice has one writer; OpenBLAS runs
- * single-threaded inside the parallel region.
+/* Attention on the CPU: for each (batch row, head) two products around a masked softmax
+ * (cpu_head_forward, cpu_heads.c), or for a single query plain loops over the keys. Threads
+ * take whole (b, h) problems, so every output slice has one writer.
  *   S = scale * Q K^T ; P = softmax over visible keys ; O = P V
  * backward:
  *   dV += P^T dO ; dP = dO V^T ; dS = P * (dP - rowsum(P * dP)) ;
@@ -11,7 +11,6 @@
 #include "backend/cpu/cpu_simd.h"
 #include "mtlab/error.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,43 +43,79 @@ static inline double sum_lanes(const float *x, int n)
     return CPU_LANES8_FOLD(acc);
 }
 
-/* Softmax of row i of S in place over the visible keys; invisible keys get 0, and a row with
- * no visible key is all 0. The causal bounds are one span [lo, hi) (cpu_attn_visible's rule),
- * so only the key mask is read per key. The span's exponentials are taken in one vector loop
- * (a key the mask hides is set to 0 after), then summed in double (sum_lanes). */
-MT_CPU_CLONES static void masked_softmax_row(float *s, const mt_attn_desc *d, int b, int i)
+/* The largest of x[0, n) (NaN passed over, -inf when there is none) in 16 running maxima folded
+ * at the end: a loop the compiler vectorises, where one running maximum was a chain of scalar
+ * maxss, half of a training softmax's time. */
+static inline float max_lanes(const float *x, int n)
 {
-    int lo = 0, hi = d->Tk;
+    float m[16];
+    for (int l = 0; l < 16; l++) m[l] = -INFINITY;
+    int c = 0;
+    for (; c + 16 <= n; c += 16)
+        for (int l = 0; l < 16; l++) m[l] = x[c + l] > m[l] ? x[c + l] : m[l];
+    for (; c < n; c++) m[0] = x[c] > m[0] ? x[c] : m[0];
+    for (int l = 1; l < 16; l++) m[0] = m[l] > m[0] ? m[l] : m[0];
+    return m[0];
+}
+
+/* Row i's visible keys: the span [lo, hi) the causal bounds leave (cpu_attn_visible's rule),
+ * and the key mask km (NULL: none) within it */
+static void row_keys(const mt_attn_desc *d, int b, int i, int *lo, int *hi, const uint8_t **km)
+{
+    *lo = 0, *hi = d->Tk;
     if (d->causal) {
         int p = d->q_pos0 + i;
-        if (p + 1 < hi) hi = p + 1 > 0 ? p + 1 : 0;
-        if (d->window > 0 && p - d->window > lo) lo = p - d->window < hi ? p - d->window : hi;
+        if (p + 1 < *hi) *hi = p + 1 > 0 ? p + 1 : 0;
+        if (d->window > 0 && p - d->window > *lo) *lo = p - d->window < *hi ? p - d->window : *hi;
     }
-    const uint8_t *km = NULL;
+    *km = NULL;
     if (d->key_mask)
-        km = d->key_mask + (size_t)b * (d->mask_bstride ? d->mask_bstride : (size_t)d->Tk);
+        *km = d->key_mask + (size_t)b * (d->mask_bstride ? d->mask_bstride : (size_t)d->Tk);
+}
+
+/* Softmax of a row s[0, n) in place over the visible keys; invisible keys get 0, and a row
+ * with no visible key is all 0. The span's exponentials are taken in one vector loop of
+ * cpu_expf_poly (inlined, where libmvec's expf was a call per vector and a scalar call per
+ * element of the tail; a key the mask hides is set to 0 after), then summed in double
+ * (sum_lanes). The tile path's rows take cpu_tiles_softmax_row, the same steps in explicit
+ * vectors with masks (a row of 64 keys here cost 200 cycles in loop tails). */
+MT_CPU_CLONES static void masked_softmax_row(float *s, int n, int lo, int hi, const uint8_t *km)
+{
     float mx = -INFINITY;
     if (km) {
         for (int j = lo; j < hi; j++) /* fmaxf's rule (NaN passed over) without its call */
             if (km[j] && s[j] > mx) mx = s[j];
     } else {
-#pragma omp simd reduction(max : mx)
-        for (int j = lo; j < hi; j++) mx = s[j] > mx ? s[j] : mx;
+        mx = max_lanes(s + lo, hi - lo);
     }
     if (mx == -INFINITY) {
-        for (int j = 0; j < d->Tk; j++) s[j] = 0.0f;
+        for (int j = 0; j < n; j++) s[j] = 0.0f;
         return;
     }
     for (int j = 0; j < lo; j++) s[j] = 0.0f;
-    for (int j = hi; j < d->Tk; j++) s[j] = 0.0f;
+    for (int j = hi; j < n; j++) s[j] = 0.0f;
 #pragma omp simd
-    for (int j = lo; j < hi; j++) s[j] = expf(s[j] - mx);
+    for (int j = lo; j < hi; j++) s[j] = cpu_expf_poly(s[j] - mx);
     if (km)
         for (int j = lo; j < hi; j++)
             if (!km[j]) s[j] = 0.0f;
     float inv = (float)(1.0 / sum_lanes(s + lo, hi - lo));
 #pragma omp simd
     for (int j = lo; j < hi; j++) s[j] *= inv;
+}
+
+/* The softmax of every row of a head's scores p (Tq, Tk) */
+static void softmax_rows(float *p, const mt_attn_desc *d, int b)
+{
+    cpu_rows_isa isa = cpu_rows_best_isa();
+    for (int i = 0; i < d->Tq; i++) {
+        int lo, hi;
+        const uint8_t *km;
+        row_keys(d, b, i, &lo, &hi, &km);
+        float *row = p + (size_t)i * d->Tk;
+        if (!cpu_tiles_softmax_row(isa, row, d->Tk, lo, hi, km))
+            masked_softmax_row(row, d->Tk, lo, hi, km);
+    }
 }
 
 /* x . y over n floats in eight running sums, added pairwise at the end: a plain loop the
@@ -173,6 +208,34 @@ MT_CPU_CLONES static void single_query(float *o, float *p, const float *q, const
         }
 }
 
+/* ---- several queries: each (row, head) problem through cpu_head_forward, the softmax rows
+ * its pass over the scores */
+typedef struct {
+    const mt_attn_desc *d;
+    int b;
+} rows_ctx;
+
+static void forward_rows(void *ctx, float *p)
+{
+    const rows_ctx *c = ctx;
+    softmax_rows(p, c->d, c->b);
+}
+
+static cpu_head head_of(const mt_attn_desc *d)
+{
+    size_t C = (size_t)d->H * d->Dh;
+    return (cpu_head){.Tq = d->Tq,
+                      .Tk = d->Tk,
+                      .Dk = d->Dh,
+                      .Dv = d->Dh,
+                      .ldq = C,
+                      .ldk = C,
+                      .ldv = C,
+                      .scale = d->scale,
+                      .causal = d->causal,
+                      .off = d->q_pos0};
+}
+
 /* The general path's share of the (row, head) problems of the calling thread: all of them
  * outside a team (an orphaned `omp for` runs every iteration there). */
 static void heads_forward(float *out, float *att, const float *q, const float *k, const float *v,
@@ -180,20 +243,17 @@ static void heads_forward(float *out, float *att, const float *q, const float *k
 {
     int C = d->H * d->Dh;
     size_t kvs = kv_bstride(d), scores = (size_t)d->Tq * d->Tk;
+    cpu_head head = head_of(d);
     float *own = att ? NULL : mt_xmalloc(scores * sizeof(float));
 #pragma omp for collapse(2)
     for (int b = 0; b < d->B; b++)
         for (int h = 0; h < d->H; h++) {
-            const float *qh = q + (size_t)b * d->Tq * C + (size_t)h * d->Dh;
-            const float *kh = k + (size_t)b * kvs + (size_t)h * d->Dh;
-            const float *vh = v + (size_t)b * kvs + (size_t)h * d->Dh;
-            float *oh = out + (size_t)b * d->Tq * C + (size_t)h * d->Dh;
-            float *p = att ? att + ((size_t)b * d->H + h) * scores : own;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, d->Tq, d->Tk, d->Dh, d->scale, qh,
-                        C, kh, C, 0.0f, p, d->Tk);
-            for (int i = 0; i < d->Tq; i++) masked_softmax_row(p + (size_t)i * d->Tk, d, b, i);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, d->Tq, d->Dh, d->Tk, 1.0f, p,
-                        d->Tk, vh, C, 0.0f, oh, C);
+            rows_ctx c = {d, b};
+            cpu_head_forward(&head, out + (size_t)b * d->Tq * C + (size_t)h * d->Dh,
+                             att ? att + ((size_t)b * d->H + h) * scores : own,
+                             q + (size_t)b * d->Tq * C + (size_t)h * d->Dh,
+                             k + (size_t)b * kvs + (size_t)h * d->Dh,
+                             v + (size_t)b * kvs + (size_t)h * d->Dh, forward_rows, &c);
         }
     free(own);
 }
@@ -247,19 +307,31 @@ void cpu_attention_forward(float *out, float *att, const float *q, const float *
 }
 
 /* dS = P * (dP - rowsum(P * dP)) in place of dP, rows (Tq, Tk); the row sum in double over
- * eight running sums (dot_lanes' order, in double) */
-MT_CPU_CLONES static void softmax_backward_rows(float *ds, const float *p, int Tq, int Tk)
+ * eight running sums (dot_lanes' order, in double), or cpu_tiles_softmax_backward_row's */
+MT_CPU_CLONES static void softmax_backward_row(float *dr, const float *pr, int Tk)
 {
-    for (int i = 0; i < Tq; i++) {
-        const float *pr = p + (size_t)i * Tk;
-        float *dr = ds + (size_t)i * Tk;
-        double acc[8] = {0};
-        CPU_LANES8_SUM(Tk, acc[l] += (double)pr[c + l] * dr[c + l],
-                       acc[c % 8] += (double)pr[c] * dr[c]);
-        float dot = (float)(CPU_LANES8_FOLD(acc));
+    double acc[8] = {0};
+    CPU_LANES8_SUM(Tk, acc[l] += (double)pr[c + l] * dr[c + l],
+                   acc[c % 8] += (double)pr[c] * dr[c]);
+    float dot = (float)(CPU_LANES8_FOLD(acc));
 #pragma omp simd
-        for (int j = 0; j < Tk; j++) dr[j] = pr[j] * (dr[j] - dot);
+    for (int j = 0; j < Tk; j++) dr[j] = pr[j] * (dr[j] - dot);
+}
+
+static void softmax_backward_rows(float *ds, const float *p, int Tq, int Tk)
+{
+    cpu_rows_isa isa = cpu_rows_best_isa();
+    for (int i = 0; i < Tq; i++) {
+        float *dr = ds + (size_t)i * Tk;
+        const float *pr = p + (size_t)i * Tk;
+        if (!cpu_tiles_softmax_backward_row(isa, dr, pr, Tk)) softmax_backward_row(dr, pr, Tk);
     }
+}
+
+static void backward_rows(void *ctx, float *ds, const float *p)
+{
+    const mt_attn_desc *d = ctx;
+    softmax_backward_rows(ds, p, d->Tq, d->Tk);
 }
 
 void cpu_attention_backward(float *dq, float *dk, float *dv, float *datt, const float *dout,
@@ -268,25 +340,15 @@ void cpu_attention_backward(float *dq, float *dk, float *dv, float *datt, const 
 {
     int C = d->H * d->Dh;
     size_t kvs = kv_bstride(d);
+    cpu_head head = head_of(d);
 #pragma omp parallel for collapse(2)
     for (int b = 0; b < d->B; b++)
         for (int h = 0; h < d->H; h++) {
             size_t qoff = (size_t)b * d->Tq * C + (size_t)h * d->Dh;
             size_t kvoff = (size_t)b * kvs + (size_t)h * d->Dh;
             size_t poff = ((size_t)b * d->H + h) * d->Tq * d->Tk;
-            const float *p = att + poff;
-            float *ds = datt + poff;
-            if (dv)
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, d->Tk, d->Dh, d->Tq, 1.0f, p,
-                            d->Tk, dout + qoff, C, 1.0f, dv + kvoff, C);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, d->Tq, d->Tk, d->Dh, 1.0f,
-                        dout + qoff, C, v + kvoff, C, 0.0f, ds, d->Tk);
-            softmax_backward_rows(ds, p, d->Tq, d->Tk);
-            if (dq)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, d->Tq, d->Dh, d->Tk,
-                            d->scale, ds, d->Tk, k + kvoff, C, 1.0f, dq + qoff, C);
-            if (dk)
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, d->Tk, d->Dh, d->Tq, d->scale,
-                            ds, d->Tk, q + qoff, C, 1.0f, dk + kvoff, C);
+            cpu_head_backward(&head, dq ? dq + qoff : NULL, dk ? dk + kvoff : NULL,
+                              dv ? dv + kvoff : NULL, datt + poff, dout + qoff, q + qoff, k + kvoff,
+                              v + kvoff, att + poff, backward_rows, (void *)d);
         }
 }

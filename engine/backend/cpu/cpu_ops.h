@@ -36,6 +36,7 @@ typedef enum {
     CPU_SCRATCH_PACK_B, /* and op(B)'s */
     CPU_SCRATCH_INT8_X, /* cpu_int8.c: a product's quantized rows of x */
     CPU_SCRATCH_INT8_SCALES, /* and their scales */
+    CPU_SCRATCH_HEAD, /* cpu_heads.c: a head's operands packed for the tile product */
     CPU_SCRATCH_USES
 } cpu_scratch_use;
 void *cpu_scratch(cpu_scratch_use use, size_t bytes);
@@ -64,6 +65,63 @@ int cpu_gemm_rows_supported(cpu_rows_isa isa);
 cpu_rows_isa cpu_rows_best_isa(void);
 int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const float *x, int ldx,
                        const float *w, int ldw, float *y, int ldy);
+/* Small products in the caches (cpu_gemm_tiles.c; attention's per-head products):
+ *   C (M, N) = alpha * sum over k of A(r, k) B[k][c]  (+ C when beta is 1)
+ * A(r, k) = a[r a_row + k a_k] (a_row = lda, a_k = 1 by rows; 1 and lda transposed); B is K rows
+ * of ldb floats, ldb a multiple of 16 and the columns past N readable (the caller pads them).
+ * limit skips what a causal mask makes 0, with off the mask's offset (key j visible to query i
+ * while j <= off + i):
+ *   CPU_TILE_COLS_TO  C's columns are keys, rows queries: row r's columns past off + r may hold
+ *                     0 or the product (the caller discards them);
+ *   CPU_TILE_K_TO     k runs over keys, rows are queries: A(r, k) is 0 for k > off + r;
+ *   CPU_TILE_K_FROM   k runs over queries, rows are keys: A(r, k) is 0 for k < r - off.
+ * cpu_gemm_tiles: 1 when done with that kernel (AVX-512 or AVX2 + FMA), 0 on a CPU without it;
+ * naive_gemm_tiles: the same sums in double, in plain loops (tests). */
+typedef enum { CPU_TILE_ALL, CPU_TILE_COLS_TO, CPU_TILE_K_TO, CPU_TILE_K_FROM } cpu_tile_limit;
+typedef struct {
+    int M, N, K;
+    float alpha;
+    const float *a;
+    size_t a_row, a_k;
+    const float *b;
+    int ldb;
+    float *c;
+    int ldc, beta;
+    cpu_tile_limit limit;
+    int off;
+} cpu_tile_args;
+int cpu_gemm_tiles(cpu_rows_isa isa, const cpu_tile_args *t);
+/* B for it from rows of src (rows, cols; rows lds apart): as they are (dst (rows, ld)) or
+ * transposed (dst (cols, ld)), ld a multiple of 16, zero from cols (rows) to ld; only where
+ * cpu_gemm_tiles runs */
+void cpu_tiles_pack_rows(float *dst, int ld, const float *src, size_t lds, int rows, int cols);
+void cpu_tiles_pack_transposed(float *dst, int ld, const float *src, size_t lds, int rows,
+                               int cols);
+/* Attention's softmax rows in the same vectors: s[0, n) = softmax over the keys in [lo, hi)
+ * whose byte of km (NULL: all) is not 0, every other key 0 (a row with none all 0); ds[0, n) =
+ * p * (ds - sum(p * ds)). 1 when done, 0 where cpu_gemm_tiles would not run. */
+int cpu_tiles_softmax_row(cpu_rows_isa isa, float *s, int n, int lo, int hi, const uint8_t *km);
+int cpu_tiles_softmax_backward_row(cpu_rows_isa isa, float *ds, const float *p, int n);
+/* One (batch row, head) problem of attention or retention in parallel form (cpu_heads.c):
+ *   forward   p (Tq, Tk) = scale q k^T ; rows(ctx, p) ; o = p v
+ *   backward  dv += p^T dout ; ds (Tq, Tk) = dout v^T ; rows_back(ctx, ds, p) ;
+ *             dq += scale ds k ; dk += scale ds^T q      (a NULL gradient is skipped)
+ * q, dq (Tq, Dk) rows ldq apart; k, dk (Tk, Dk) ldk apart; v, dv (Tk, Dv), o, dout (Tq, Dv) ldv
+ * apart. causal: the rows pass leaves p[i][j] = 0 and ds[i][j] = 0 for j > off + i, and the
+ * products skip those keys (p and ds there may hold anything finite before the pass). */
+typedef struct {
+    int Tq, Tk, Dk, Dv;
+    size_t ldq, ldk, ldv;
+    float scale;
+    int causal, off;
+} cpu_head;
+void cpu_head_forward(const cpu_head *h, float *o, float *p, const float *q, const float *k,
+                      const float *v, void (*rows)(void *ctx, float *p), void *ctx);
+void cpu_head_backward(const cpu_head *h, float *dq, float *dk, float *dv, float *ds,
+                       const float *dout, const float *q, const float *k, const float *v,
+                       const float *p, void (*rows_back)(void *ctx, float *ds, const float *p),
+                       void *ctx);
+void naive_gemm_tiles(const cpu_tile_args *t);
 /* fp32 weights copied into panels of CPU_PANEL output channels, k running down each
  * (cpu_gemm_panels.c; docs/decoding.md §9.3), for products of 2 to cpu_panels_max_m() rows
  * (CPU_PANELS_MAX_M with AVX2, CPU_PANELS_MAX_M_AVX512 with AVX-512).

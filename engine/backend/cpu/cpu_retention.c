@@ -1,6 +1,7 @@
 /* Multi-scale retention on the CPU (semantics: mt_retention_desc in mtlab/backend.h).
- * The parallel form runs, for each (batch row, head), two sgemm calls around a pass that
- * applies the decay matrix D and the abs-sum normaliser r row by row:
+ * The parallel form runs, for each (batch row, head), two products (cpu_head_forward,
+ * cpu_heads.c) around a pass that applies the decay matrix D and the abs-sum normaliser r row
+ * by row:
  *   S = Q K^T ; att = (S * D) / r ; O = att V
  * backward (r constant):
  *   dV += att^T dO ; dP = dO V^T ; dQK = dP * D / r ; dQ += dQK K ; dK += dQK^T Q
@@ -15,7 +16,6 @@
 #include "backend/cpu/cpu_simd.h"
 #include "mtlab/error.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -44,12 +44,75 @@ static void row_scales(double *inv, const mt_retention_desc *d, int b, double ga
     }
 }
 
-/* D[n, m] for the row scale inv_n; pw the head's powers of gamma. */
-static float decay_at(const mt_retention_desc *d, const double *pw, double inv_n, int b, int n,
-                      int m)
+/* One (b, h) problem's rows pass: forward, the decay and the abs-sum normaliser on the scores;
+ * backward, the decay over r on dP. Row n of D is pw[n - m] inv[n] for the visible m <= n, 0
+ * elsewhere (the keys past n too, whatever the scores' product left there). */
+typedef struct {
+    const mt_retention_desc *d;
+    const double *pw; /* the head's powers of gamma */
+    double *inv; /* (T) row scales */
+    float *r; /* (T) the head's normalisers */
+    int b;
+} rows_ctx;
+
+/* row[m] *= D[n, m] / rn for m <= n, D[n, m] = (float)(pw[n - m] inv) for a visible key m and
+ * 0 for a masked one, row[m] = 0 past n; the sum of |row| after, in double. One vector loop (a
+ * call with a branch on the mask for every score cost more than the scores' product). */
+MT_CPU_CLONES static double decay_row(float *row, const double *pw, double inv, float rn, int n,
+                                      int T, const uint8_t *km)
 {
-    if (m > n || !cpu_retention_visible(d, b, m)) return 0.0f;
-    return (float)(pw[n - m] * inv_n);
+    double abs_sum = 0.0;
+#pragma omp simd reduction(+ : abs_sum)
+    for (int m = 0; m <= n; m++) {
+        float w = (float)(pw[n - m] * inv);
+        w = km && !km[m] ? 0.0f : w / rn;
+        row[m] *= w;
+        abs_sum += fabsf(row[m]);
+    }
+    for (int m = n + 1; m < T; m++) row[m] = 0.0f;
+    return abs_sum;
+}
+
+static const uint8_t *key_row(const mt_retention_desc *d, int b)
+{
+    return d->key_mask ? d->key_mask + (size_t)b * d->T : NULL;
+}
+
+static void decay_rows(void *ctx, float *p)
+{
+    rows_ctx *c = ctx;
+    int T = c->d->T;
+    const uint8_t *km = key_row(c->d, c->b);
+    for (int n = 0; n < T; n++) {
+        float *row = p + (size_t)n * T;
+        double abs_sum = decay_row(row, c->pw, c->inv[n], 1.0f, n, T, km);
+        float rn = (float)fmin(fmax(abs_sum, 1.0), 5e4);
+        c->r[n] = rn;
+        for (int m = 0; m <= n; m++) row[m] /= rn;
+    }
+}
+
+static void decay_rows_back(void *ctx, float *ds, const float *p)
+{
+    (void)p;
+    rows_ctx *c = ctx;
+    int T = c->d->T;
+    const uint8_t *km = key_row(c->d, c->b);
+    for (int n = 0; n < T; n++) decay_row(ds + (size_t)n * T, c->pw, c->inv[n], c->r[n], n, T, km);
+}
+
+static cpu_head head_of(const mt_retention_desc *d)
+{
+    return (cpu_head){.Tq = d->T,
+                      .Tk = d->T,
+                      .Dk = d->Dk,
+                      .Dv = d->Dv,
+                      .ldq = (size_t)d->H * d->Dk,
+                      .ldk = (size_t)d->H * d->Dk,
+                      .ldv = (size_t)d->H * d->Dv,
+                      .scale = 1.0f,
+                      .causal = 1,
+                      .off = 0};
 }
 
 void cpu_retention_forward(float *out, float *att, float *r, const float *q, const float *k,
@@ -57,35 +120,20 @@ void cpu_retention_forward(float *out, float *att, float *r, const float *q, con
 {
     int T = d->T, CK = d->H * d->Dk, CV = d->H * d->Dv;
     double *pw = cpu_retention_powers(d);
+    cpu_head head = head_of(d);
 #pragma omp parallel
     {
         double *inv = mt_xmalloc((size_t)T * sizeof *inv);
 #pragma omp for collapse(2)
         for (int b = 0; b < d->B; b++)
             for (int h = 0; h < d->H; h++) {
-                const float *qh = q + (size_t)b * T * CK + (size_t)h * d->Dk;
-                const float *kh = k + (size_t)b * T * CK + (size_t)h * d->Dk;
-                const float *vh = v + (size_t)b * T * CV + (size_t)h * d->Dv;
-                float *oh = out + (size_t)b * T * CV + (size_t)h * d->Dv;
-                float *p = att + ((size_t)b * d->H + h) * T * T;
-                float *rh = r + ((size_t)b * d->H + h) * T;
-                const double *ph = pw + (size_t)h * T;
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, d->Dk, 1.0f, qh, CK, kh,
-                            CK, 0.0f, p, T);
+                size_t bh = (size_t)b * d->H + h;
+                rows_ctx c = {d, pw + (size_t)h * T, inv, r + bh * T, b};
                 row_scales(inv, d, b, d->gamma[h]);
-                for (int n = 0; n < T; n++) {
-                    float *row = p + (size_t)n * T;
-                    double abs_sum = 0.0;
-                    for (int m = 0; m < T; m++) {
-                        row[m] *= decay_at(d, ph, inv[n], b, n, m);
-                        abs_sum += fabsf(row[m]);
-                    }
-                    float rn = (float)fmin(fmax(abs_sum, 1.0), 5e4);
-                    rh[n] = rn;
-                    for (int m = 0; m < T; m++) row[m] /= rn;
-                }
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, d->Dv, T, 1.0f, p, T, vh,
-                            CV, 0.0f, oh, CV);
+                cpu_head_forward(&head, out + (size_t)b * T * CV + (size_t)h * d->Dv,
+                                 att + bh * T * T, q + (size_t)b * T * CK + (size_t)h * d->Dk,
+                                 k + (size_t)b * T * CK + (size_t)h * d->Dk,
+                                 v + (size_t)b * T * CV + (size_t)h * d->Dv, decay_rows, &c);
             }
         free(inv);
     }
@@ -98,6 +146,7 @@ void cpu_retention_backward(float *dq, float *dk, float *dv, float *datt, const 
 {
     int T = d->T, CK = d->H * d->Dk, CV = d->H * d->Dv;
     double *pw = cpu_retention_powers(d);
+    cpu_head head = head_of(d);
 #pragma omp parallel
     {
         double *inv = mt_xmalloc((size_t)T * sizeof *inv);
@@ -106,26 +155,12 @@ void cpu_retention_backward(float *dq, float *dk, float *dv, float *datt, const 
             for (int h = 0; h < d->H; h++) {
                 size_t koff = (size_t)b * T * CK + (size_t)h * d->Dk;
                 size_t voff = (size_t)b * T * CV + (size_t)h * d->Dv;
-                size_t poff = ((size_t)b * d->H + h) * T * T;
-                const float *p = att + poff, *rh = r + ((size_t)b * d->H + h) * T;
-                float *ds = datt + poff;
-                const double *ph = pw + (size_t)h * T;
-                if (dv)
-                    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, d->Dv, T, 1.0f, p, T,
-                                dout + voff, CV, 1.0f, dv + voff, CV);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, d->Dv, 1.0f, dout + voff,
-                            CV, v + voff, CV, 0.0f, ds, T);
+                size_t bh = (size_t)b * d->H + h;
+                rows_ctx c = {d, pw + (size_t)h * T, inv, (float *)r + bh * T, b};
                 row_scales(inv, d, b, d->gamma[h]);
-                for (int n = 0; n < T; n++) {
-                    float *row = ds + (size_t)n * T;
-                    for (int m = 0; m < T; m++) row[m] *= decay_at(d, ph, inv[n], b, n, m) / rh[n];
-                }
-                if (dq)
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, d->Dk, T, 1.0f, ds, T,
-                                k + koff, CK, 1.0f, dq + koff, CK);
-                if (dk)
-                    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, d->Dk, T, 1.0f, ds, T,
-                                q + koff, CK, 1.0f, dk + koff, CK);
+                cpu_head_backward(&head, dq ? dq + koff : NULL, dk ? dk + koff : NULL,
+                                  dv ? dv + voff : NULL, datt + bh * T * T, dout + voff, q + koff,
+                                  k + koff, v + voff, att + bh * T * T, decay_rows_back, &c);
             }
         free(inv);
     }

@@ -124,8 +124,8 @@ static inline void cpu_store_lanes(float *restrict dst, const float *restrict la
 #if defined(__GNUC__) && !defined(__clang__)
 typedef float cpu_v8f __attribute__((vector_size(32)));
 typedef int32_t cpu_v8i __attribute__((vector_size(32)));
-static inline void cpu_transpose8(float *restrict dst, size_t ld_dst, const float *restrict src,
-                                  size_t ld_src)
+__attribute__((always_inline)) static inline void
+cpu_transpose8(float *restrict dst, size_t ld_dst, const float *restrict src, size_t ld_src)
 {
     cpu_v8f r[8], t[8], u[8];
     for (int i = 0; i < 8; i++) memcpy(&r[i], src + i * ld_src, sizeof r[i]);
