@@ -155,9 +155,8 @@ void mt_attention_backward(const mt_backend *be, const mt_attn_grads *grads, con
     be->memzero(da->q, nq * sizeof(float));
     be->memzero(da->k, nk * sizeof(float));
     be->memzero(da->v, nk * sizeof(float));
-    be->memzero(da->ctx, nq * sizeof(float));
-    mt_linear_backward(be, &(mt_weight_grads){da->ctx, g->o_w, g->o_b}, dout, a->ctx, p->o_w,
-                       (size_t)B * Tq, C, C);
+    mt_linear_backward_first(be, &(mt_weight_grads){da->ctx, g->o_w, g->o_b}, dout, a->ctx, p->o_w,
+                             (size_t)B * Tq, C, C);
     mt_attn_desc d = attn_desc(cfg, B, Tq, Tk);
     d.key_mask = call->key_mask;
     be->attention_backward(da->q, da->k, da->v, da->att, da->ctx, a->q, a->k, a->v, a->att, &d);

@@ -63,9 +63,8 @@ void mt_ffn_backward(const mt_backend *be, const mt_ffn_grads *grads, const floa
     mt_ffn_acts *da = grads->da;
     size_t nf = BT * cfg->F;
     be->memzero(da->pre, nf * sizeof(float));
-    be->memzero(da->act, nf * sizeof(float));
-    mt_linear_backward(be, &(mt_weight_grads){da->act, g->fc2_w, g->fc2_b}, dout, a->act, p->fc2_w,
-                       BT, cfg->F, cfg->C);
+    mt_linear_backward_first(be, &(mt_weight_grads){da->act, g->fc2_w, g->fc2_b}, dout, a->act,
+                             p->fc2_w, BT, cfg->F, cfg->C);
     be->act_backward(cfg->act, da->pre, da->act, a->pre, nf);
     mt_linear_backward(be, &(mt_weight_grads){grads->dx, g->fc1_w, g->fc1_b}, da->pre, x, p->fc1_w,
                        BT, cfg->C, cfg->F);
@@ -160,9 +159,8 @@ void mt_gated_mlp_backward(const mt_backend *be, const mt_gated_mlp_grads *grads
     size_t nf = BT * cfg->F;
     be->memzero(da->value, nf * sizeof(float));
     be->memzero(da->gate, nf * sizeof(float));
-    be->memzero(da->hidden, nf * sizeof(float));
-    mt_linear_backward(be, &(mt_weight_grads){da->hidden, g->down_w, g->down_b}, dout, a->hidden,
-                       p->down_w, BT, cfg->F, cfg->C);
+    mt_linear_backward_first(be, &(mt_weight_grads){da->hidden, g->down_w, g->down_b}, dout,
+                             a->hidden, p->down_w, BT, cfg->F, cfg->C);
     be->gate_backward(da->value, da->gate, da->hidden, a->value, a->gate, nf);
     mt_linear_backward(be, &(mt_weight_grads){dx, g->value_w, g->value_b}, da->value, x, p->value_w,
                        BT, cfg->C, cfg->F);

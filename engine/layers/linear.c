@@ -25,6 +25,14 @@ void mt_linear_backward(const mt_backend *be, const mt_weight_grads *grads, cons
     if (dbias) be->bias_backward(dbias, dout, BT, OC);
 }
 
+void mt_linear_backward_first(const mt_backend *be, const mt_weight_grads *grads, const float *dout,
+                              const float *x, const float *weight, size_t BT, int C, int OC)
+{
+    if (grads->dx) be->gemm(0, 0, (int)BT, C, OC, 1.0f, dout, OC, weight, C, 0.0f, grads->dx, C);
+    mt_linear_backward(be, &(mt_weight_grads){NULL, grads->dweight, grads->dbias}, dout, x, weight,
+                       BT, C, OC);
+}
+
 void mt_embedding_forward(const mt_backend *be, float *out, const int32_t *ids, const float *table,
                           size_t BT, int C, float scale)
 {

@@ -189,9 +189,11 @@ void mt_retention_backward(const mt_backend *be, const mt_retention_grads *grads
     int C = cfg->C, V = cfg->V, H = cfg->H, Dk = C / H;
     float gamma[MT_RETENTION_MAX_HEADS];
     mt_retention_decays(gamma, H);
-    be->memzero(da->q, mt_retention_acts_count(cfg, B, T) * sizeof(float)); /* one block */
-    mt_linear_backward(be, &(mt_weight_grads){da->gated, g->o_w, NULL}, dout, a->gated, p->o_w, BT,
-                       V, C);
+    /* what the backward adds into, not the scores' scratch (da->att) or the rest of the block */
+    be->memzero(da->q, (size_t)(da->att - da->q) * sizeof(float)); /* q, k, v, g */
+    be->memzero(da->o, 2 * BT * V * sizeof(float)); /* o, on */
+    mt_linear_backward_first(be, &(mt_weight_grads){da->gated, g->o_w, NULL}, dout, a->gated,
+                             p->o_w, BT, V, C);
     be->gate_backward(da->on, da->g, da->gated, a->on, a->g, BT * V);
     be->rmsnorm_backward(da->o, NULL, da->on, a->o, NULL, a->rstd, BT * H, V / H);
     mt_retention_desc d = retention_desc(cfg, gamma, call->mask, B, T);

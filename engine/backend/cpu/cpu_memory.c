@@ -13,6 +13,8 @@
 #define _DEFAULT_SOURCE /* madvise */
 #endif
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_par.h"
+#include "backend/cpu/cpu_pool.h"
 #include "mtlab/error.h"
 
 #include <pthread.h>
@@ -81,9 +83,37 @@ void cpu_copy(void *dst, const void *src, size_t bytes)
     if (bytes) memmove(dst, src, bytes);
 }
 
+/* A layer's gradient block (megabytes each training step) is zeroed in parts the pool's threads
+ * share, each a memset of its span; on one thread it was 3-5% of a two-thread step of the
+ * transformer and retention presets. Below ZERO_SHARE_MIN, or at one thread, one memset. */
+#define ZERO_SHARE_MIN ((size_t)1 << 20)
+#define ZERO_UNIT ((size_t)64 << 10)
+
+typedef struct {
+    char *p;
+    size_t bytes, units;
+    int parts;
+} zero_job;
+
+static void zero_part(void *ctx, int part)
+{
+    const zero_job *j = ctx;
+    size_t u0, u1;
+    cpu_pool_span(j->units, part, j->parts, &u0, &u1);
+    size_t b0 = u0 * ZERO_UNIT, b1 = u1 * ZERO_UNIT < j->bytes ? u1 * ZERO_UNIT : j->bytes;
+    if (b1 > b0) memset(j->p + b0, 0, b1 - b0);
+}
+
 void cpu_memzero(void *p, size_t bytes)
 {
-    if (bytes) memset(p, 0, bytes);
+    if (!bytes) return;
+    if (!cpu_fork(bytes, ZERO_SHARE_MIN)) {
+        memset(p, 0, bytes);
+        return;
+    }
+    zero_job j = {.p = p, .bytes = bytes, .units = (bytes + ZERO_UNIT - 1) / ZERO_UNIT};
+    j.parts = cpu_pool_parts(j.units);
+    cpu_pool_run(j.parts, zero_part, &j);
 }
 
 /* CPU operations finish before they return. */

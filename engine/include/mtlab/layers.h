@@ -62,6 +62,11 @@ typedef struct {
 } mt_weight_grads;
 void mt_linear_backward(const mt_backend *be, const mt_weight_grads *grads, const float *dout,
                         const float *x, const float *weight, size_t BT, int C, int OC);
+/* The same with dx written rather than added to, for a dx this backward is the only contributor
+ * to (an activation's gradient inside a block): it need not be zeroed first, and the product
+ * does not read it (dweight and dbias still accumulate). */
+void mt_linear_backward_first(const mt_backend *be, const mt_weight_grads *grads, const float *dout,
+                              const float *x, const float *weight, size_t BT, int C, int OC);
 
 /* ---------------------------------------------------------------- int8 / bf16 weights
  * The int8 (or bf16) copies of a model's linear weights (docs/quantization.md §3), each registered
