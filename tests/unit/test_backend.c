@@ -623,6 +623,34 @@ static void test_embedding_and_utilities(void **state)
     free(dout), free(dtable), free(m);
 }
 
+/* Rows narrower than 64 floats (a fused projection's heads) go by blocks of 8 with an overlapping
+ * last block: every width from 1 to 70 between strided rows, at one thread and two (a copy of
+ * 3,000 rows shares them), each row exact and the floats past it in the destination untouched. */
+static void test_narrow_copies(void **state)
+{
+    (void)state;
+    enum { ROWS = 3000, LD = 80 };
+    mt_rng rng;
+    mt_rng_init(&rng, 22, 0);
+    float *src = gc_random((size_t)ROWS * LD, &rng, 1.0f);
+    float *dst = malloc((size_t)ROWS * LD * sizeof *dst);
+    int max_threads = omp_get_max_threads();
+    for (int threads = 1; threads <= 2; threads++) {
+        omp_set_num_threads(threads);
+        for (int cols = 1; cols <= 70; cols++) {
+            for (size_t i = 0; i < (size_t)ROWS * LD; i++) dst[i] = -7.0f;
+            fast->copy2d(dst + 3, LD - 2, src + 1, LD, ROWS - 1, cols);
+            for (int r = 0; r < ROWS - 1; r++)
+                for (int c = 0; c < LD - 2; c++) {
+                    float got = dst[3 + (size_t)r * (LD - 2) + c];
+                    assert_true(got == (c < cols ? src[1 + (size_t)r * LD + c] : -7.0f));
+                }
+        }
+    }
+    omp_set_num_threads(max_threads);
+    free(src), free(dst);
+}
+
 /* Copies large enough to share their rows among threads (a beam reorder's caches), at one thread
  * and two: index_select gathers rows with repeats and copy2d moves a block; a copy2d whose rows
  * overlap (a block shifted by less than its size, both ways) still moves them as the naive
@@ -763,6 +791,7 @@ int main(void)
         cmocka_unit_test(test_softmax_argmax),
         cmocka_unit_test(test_embedding_and_utilities),
         cmocka_unit_test(test_large_copies),
+        cmocka_unit_test(test_narrow_copies),
         cmocka_unit_test(test_activations),
         cmocka_unit_test(test_memory),
     };
