@@ -1,11 +1,15 @@
-/* Products small enough that all three operands sit in the L1 and L2 caches: attention's per-head
- * products in training and prefill (cpu_attention.c), 64 x 64 x 24 for the demo presets. There
- * OpenBLAS spends more on each call than on its multiply-adds: a gpt-neox-small layer's 448
- * heads took 5.8 ms forward (30 GFLOP/s) and 6.3 ms backward (56) at one thread on a Sapphire
- * Rapids-class Xeon. Here B comes packed by the caller (rows of ldb floats, ldb a multiple of
- * 16), A is read where it lies (by rows or, transposed, by columns), and a tile of MR rows by
- * up to four vectors of C is summed in registers over k, each A element broadcast once a tile
- * row. A causal bound (cpu_tile_limit) skips what the mask makes 0. */
+/* Products small enough that all three operands sit in the L1 and L2 caches: attention's and
+ * retention's per-head products in training and prefill (cpu_heads.c), 64 x 64 x 24 for the demo
+ * presets. There OpenBLAS spends more on each call than on its multiply-adds: a gpt-neox-small
+ * layer's 448 heads took 5.8 ms forward (30 GFLOP/s) and 6.3 ms backward at one thread on a
+ * Sapphire Rapids-class Xeon (docs/models.md §10.9). Here B comes packed by the caller (rows of
+ * ldb floats, ldb a multiple of 16; cpu_tiles_pack_rows, cpu_tiles_pack_transposed), A is read
+ * where it lies (by rows or, transposed, by columns), and a tile of MR rows by up to four vectors
+ * of C is summed in registers over k, each A element broadcast once a tile row. A causal bound
+ * (cpu_tile_limit) skips what the mask makes 0. The attention softmax rows between the products
+ * are here too, in the same vectors. One body (cpu_gemm_tiles_body.h) compiled for AVX-512 and
+ * for AVX2 + FMA; the sums run in another order than OpenBLAS's, so results agree to float
+ * rounding (tests/unit/test_backend_gemm.c, test_backend.c). */
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_simd.h"
 

@@ -8,7 +8,7 @@
  * as rows padded to 16 floats; p and ds are read where they lie, transposed for dv and dk, ds
  * in the thread's scratch (the caller's slice of it would be written to memory and read back). A
  * causal mask skips the key blocks no query of a tile sees. Elsewhere (a CPU without AVX2, heads
- * of more than TILES_MAX_T positions) OpenBLAS runs them, at full rate at those sizes. */
+ * of more than TILES_MAX_T positions or TILES_MAX_D dimensions) OpenBLAS runs them, as before. */
 #include "backend/cpu/cpu_ops.h"
 
 #include <cblas.h>
