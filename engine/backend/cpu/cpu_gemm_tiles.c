@@ -74,24 +74,11 @@ static inline void tile_k_range(const cpu_tile_args *t, int r0, int MR, int c0, 
      (d1) = _mm512_add_pd(                                                 \
          d1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)))))
 #define V_DSUM(d0, d1) _mm512_reduce_add_pd(_mm512_add_pd(d0, d1))
-#define V_EXP(x) exp_avx512(x)
-/* cpu_expf_poly's steps, in the same order (so the same floats) */
-__attribute__((target("avx512f"))) static inline __m512 exp_avx512(__m512 x)
-{
-    x = _mm512_min_ps(_mm512_set1_ps(88.0f), _mm512_max_ps(_mm512_set1_ps(-87.0f), x));
-    __m512 magic = _mm512_set1_ps(12582912.0f);
-    __m512 k = _mm512_sub_ps(
-        _mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), magic), magic);
-    __m512 r = _mm512_sub_ps(_mm512_sub_ps(x, _mm512_mul_ps(k, _mm512_set1_ps(0.693145751953125f))),
-                             _mm512_mul_ps(k, _mm512_set1_ps(1.428606765330187e-06f)));
-    static const float c[7] = {1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f,
-                               0.5f,          1.0f,          1.0f};
-    __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
-    for (int i = 0; i < 7; i++) p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(c[i]));
-    __m512i bits =
-        _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(k), _mm512_set1_epi32(127)), 23);
-    return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
-}
+#define V_MIN(a, b) _mm512_min_ps(a, b)
+/* 2^k for whole floats k in the exponent's range: (k + 127) put in the exponent bits */
+#define V_POW2(k)        \
+    _mm512_castsi512_ps( \
+        _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(k), _mm512_set1_epi32(127)), 23))
 #include "backend/cpu/cpu_gemm_tiles_body.h"
 #undef VM
 #undef V_FIRST
@@ -108,7 +95,8 @@ __attribute__((target("avx512f"))) static inline __m512 exp_avx512(__m512 x)
 #undef V_DZERO
 #undef V_DACC
 #undef V_DSUM
-#undef V_EXP
+#undef V_MIN
+#undef V_POW2
 #undef TILE_ISA
 #undef TILE_TARGET
 #undef VT
@@ -156,7 +144,10 @@ __attribute__((target("avx512f"))) static inline __m512 exp_avx512(__m512 x)
     ((d0) = _mm256_add_pd(d0, _mm256_cvtps_pd(_mm256_castps256_ps128(x))), \
      (d1) = _mm256_add_pd(d1, _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1))))
 #define V_DSUM(d0, d1) dsum_avx2(_mm256_add_pd(d0, d1))
-#define V_EXP(x) exp_avx2(x)
+#define V_MIN(a, b) _mm256_min_ps(a, b)
+#define V_POW2(k)        \
+    _mm256_castsi256_ps( \
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(k), _mm256_set1_epi32(127)), 23))
 __attribute__((target("avx2,fma"))) static inline float hmax_avx2(__m256 x)
 {
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
@@ -168,22 +159,6 @@ __attribute__((target("avx2,fma"))) static inline double dsum_avx2(__m256d x)
 {
     __m128d s = _mm_add_pd(_mm256_castpd256_pd128(x), _mm256_extractf128_pd(x, 1));
     return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
-}
-__attribute__((target("avx2,fma"))) static inline __m256 exp_avx2(__m256 x)
-{
-    x = _mm256_min_ps(_mm256_set1_ps(88.0f), _mm256_max_ps(_mm256_set1_ps(-87.0f), x));
-    __m256 magic = _mm256_set1_ps(12582912.0f);
-    __m256 k = _mm256_sub_ps(
-        _mm256_add_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), magic), magic);
-    __m256 r = _mm256_sub_ps(_mm256_sub_ps(x, _mm256_mul_ps(k, _mm256_set1_ps(0.693145751953125f))),
-                             _mm256_mul_ps(k, _mm256_set1_ps(1.428606765330187e-06f)));
-    static const float c[7] = {1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f,
-                               0.5f,          1.0f,          1.0f};
-    __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
-    for (int i = 0; i < 7; i++) p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(c[i]));
-    __m256i bits =
-        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(k), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
 }
 #include "backend/cpu/cpu_gemm_tiles_body.h"
 

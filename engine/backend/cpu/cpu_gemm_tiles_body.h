@@ -4,8 +4,8 @@
  * of a tile NV vectors wide: accumulators, B's vectors and a broadcast all in registers; for the
  * softmax rows VM its lane mask, V_FIRST(n) the lanes below n, V_AND, V_ANDNOT (a and not b),
  * V_KEYS(p) the lanes whose byte at p is not 0, V_MLOAD / V_MSTORE loads (0 in the lanes left
- * out) and stores of the lanes of a mask, V_SEL(m, a, b), V_SUB, V_MAX, V_HMAX, V_EXP
- * (cpu_expf_poly's arithmetic), and VD / V_DZERO / V_DACC(d0, d1, x) / V_DSUM(d0, d1) sums in
+ * out) and stores of the lanes of a mask, V_SEL(m, a, b), V_SUB, V_MIN, V_MAX, V_HMAX, V_POW2(k)
+ * (2^k for whole floats k), and VD / V_DZERO / V_DACC(d0, d1, x) / V_DSUM(d0, d1) sums in
  * double). */
 #define TILE_CAT2(a, b) a##_##b
 #define TILE_CAT(a, b) TILE_CAT2(a, b)
@@ -110,6 +110,21 @@ TILE_TARGET static void TILE_FN(tile_gemm)(const cpu_tile_args *t)
 
 /* ---- softmax rows */
 
+/* e^x in every lane: cpu_expf_poly's steps in the same order (so the same floats) */
+TILE_TARGET static inline VT TILE_FN(vexp)(VT x)
+{
+    static const float c[7] = {1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f,
+                               0.5f,          1.0f,          1.0f};
+    VT magic = V_SET1(12582912.0f);
+    x = V_MIN(V_SET1(88.0f), V_MAX(V_SET1(-87.0f), x));
+    VT k = V_SUB(V_ADD(V_MUL(x, V_SET1(1.44269504088896341f)), magic), magic);
+    VT r = V_SUB(V_SUB(x, V_MUL(k, V_SET1(0.693145751953125f))),
+                 V_MUL(k, V_SET1(1.428606765330187e-06f)));
+    VT p = V_SET1(1.0f / 5040.0f);
+    for (int i = 0; i < 7; i++) p = V_ADD(V_MUL(p, r), V_SET1(c[i]));
+    return V_MUL(p, V_POW2(k));
+}
+
 /* The lanes from c of key bytes km (n keys in all, c < n) that are not 0 */
 TILE_TARGET static inline VM TILE_FN(key_lanes)(const uint8_t *km, int c, int n)
 {
@@ -154,7 +169,7 @@ TILE_TARGET static void TILE_FN(softmax_row)(float *s, int n, int lo, int hi, co
             continue;
         }
         VM m = TILE_FN(visible)(c, lo, hi, km, n);
-        VT e = V_SEL(m, V_EXP(V_SUB(V_MLOAD(s + c, m), sub)), zero);
+        VT e = V_SEL(m, TILE_FN(vexp)(V_SUB(V_MLOAD(s + c, m), sub)), zero);
         V_DACC(d0, d1, e);
         V_MSTORE(s + c, row, e);
     }
