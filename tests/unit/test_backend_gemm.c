@@ -1,7 +1,8 @@
 /* The CPU backend's matrix products against the naive reference backend: the backend's own
  * choice (few-row kernel, sgemv, OpenBLAS or BLIS by shape), each BLAS library on its own, the
  * shape rule that picks between them, BLIS's bits across thread counts, and the few-row
- * kernels (cpu_gemm_rows.c) and attention's tile product (cpu_gemm_tiles.c) on their own.
+ * kernels (cpu_gemm_rows.c) and attention's tile product and softmax rows (cpu_gemm_tiles.c) on
+ * their own.
  * Tolerances are stated per test as relative errors. */
 #include "test_util.h"
 #include "grad_check.h"
@@ -404,6 +405,67 @@ static void test_gemm_tiles_vs_naive(void **state)
     }
 }
 
+/* The tile path's softmax rows (cpu_tiles_softmax_row, cpu_tiles_softmax_backward_row) on each
+ * instruction set this CPU has, against the softmax in double: rows of 1 to 70 keys, spans and
+ * key masks of every kind, rows with no visible key all 0, a NaN score passed over where the
+ * span or mask hides it. */
+static void test_attention_softmax_rows(void **state)
+{
+    (void)state;
+    static const struct {
+        cpu_rows_isa isa;
+        const char *name;
+    } sets[] = {{CPU_ROWS_AVX2, "avx2"}, {CPU_ROWS_AVX512, "avx512"}};
+    for (size_t si = 0; si < sizeof sets / sizeof *sets; si++) {
+        if (!cpu_gemm_rows_supported(sets[si].isa)) {
+            printf("backend: softmax rows, %s: not on this CPU\n", sets[si].name);
+            continue;
+        }
+        mt_rng rng;
+        mt_rng_init(&rng, 13, 0);
+        double worst = 0.0, worst_back = 0.0;
+        int empty = 0;
+        for (int rep = 0; rep < 400; rep++) {
+            int n = 1 + (int)mt_rng_below(&rng, 70);
+            int lo = (int)mt_rng_below(&rng, (uint64_t)n + 1);
+            int hi = lo + (int)mt_rng_below(&rng, (uint64_t)(n - lo) + 1);
+            uint8_t km[80];
+            for (int j = 0; j < n; j++) km[j] = mt_rng_below(&rng, 4) != 0;
+            const uint8_t *mask = rep % 3 ? km : NULL;
+            float *s = gc_random((size_t)n, &rng, 6.0f), *ds = gc_random((size_t)n, &rng, 1.0f);
+            if (lo > 0) s[lo - 1] = NAN; /* hidden: outside the span */
+            double ref[80], top = -INFINITY, sum = 0.0;
+            for (int j = lo; j < hi; j++)
+                if (!mask || mask[j]) top = fmax(top, s[j]);
+            for (int j = 0; j < n; j++) {
+                int vis = j >= lo && j < hi && (!mask || mask[j]);
+                ref[j] = vis ? exp((double)s[j] - top) : 0.0;
+                sum += ref[j];
+            }
+            assert_int_equal(cpu_tiles_softmax_row(sets[si].isa, s, n, lo, hi, mask), 1);
+            empty += top == -INFINITY;
+            double dot = 0.0;
+            for (int j = 0; j < n; j++) {
+                double p = top == -INFINITY ? 0.0 : ref[j] / sum;
+                if (p == 0.0) assert_true(s[j] == 0.0f);
+                worst = fmax(worst, fabs((double)s[j] - p));
+                dot += (double)s[j] * ds[j];
+            }
+            float *ds2 = test_copy_floats(ds, (size_t)n);
+            assert_int_equal(cpu_tiles_softmax_backward_row(sets[si].isa, ds2, s, n), 1);
+            for (int j = 0; j < n; j++) {
+                double want = (double)s[j] * (ds[j] - dot);
+                worst_back = fmax(worst_back, fabs((double)ds2[j] - want) / fmax(1.0, fabs(want)));
+            }
+            free(s), free(ds), free(ds2);
+        }
+        printf("backend: softmax rows, %s: 400 rows (%d with no visible key), max error %.2e, "
+               "backward %.2e (bound 1e-6)\n",
+               sets[si].name, empty, worst, worst_back);
+        assert_true(empty > 0 && worst < 1e-6 && worst_back < 1e-6);
+    }
+}
+
 /* The AVX-512 kernel takes a product's last 1 to 3 rows with 2 x 8 tiles after its 4 x 4
  * tiles: those rows come out as the same floats as in a 4 x 4 tile (the same row four times),
  * so an output does not depend on how many rows are beside it past the first 4. */
@@ -647,6 +709,7 @@ int main(void)
         cmocka_unit_test(test_gemm_rows_vs_naive),
         cmocka_unit_test(test_gemm_rows_tail_bits),
         cmocka_unit_test(test_gemm_tiles_vs_naive),
+        cmocka_unit_test(test_attention_softmax_rows),
         cmocka_unit_test(test_gemm_panels_vs_naive),
         cmocka_unit_test(test_gemm_packed_panels_bits),
     };
