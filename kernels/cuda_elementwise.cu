@@ -56,14 +56,14 @@ __global__ void gate_forward_kernel(float *out, const float *value, const float 
     CU_FOR_EACH(i, n) out[i] = value[i] * mt_siluf(gate[i]);
 }
 
-// dvalue += dout * SiLU(gate) ; dgate += dout * value * SiLU'(gate)
+// dvalue = dout * SiLU(gate) ; dgate = dout * value * SiLU'(gate) (written, mtlab/backend.h)
 __global__ void gate_backward_kernel(float *dvalue, float *dgate, const float *dout,
                                      const float *value, const float *gate, size_t n)
 {
     CU_FOR_EACH(i, n)
     {
-        if (dvalue) dvalue[i] += dout[i] * mt_siluf(gate[i]);
-        if (dgate) dgate[i] += dout[i] * value[i] * mt_silu_gradf(gate[i]);
+        if (dvalue) dvalue[i] = dout[i] * mt_siluf(gate[i]);
+        if (dgate) dgate[i] = dout[i] * value[i] * mt_silu_gradf(gate[i]);
     }
 }
 

@@ -157,8 +157,6 @@ void mt_gated_mlp_backward(const mt_backend *be, const mt_gated_mlp_grads *grads
     mt_gated_mlp_acts *da = grads->da;
     float *dx = grads->dx;
     size_t nf = BT * cfg->F;
-    be->memzero(da->value, nf * sizeof(float));
-    be->memzero(da->gate, nf * sizeof(float));
     mt_linear_backward_first(be, &(mt_weight_grads){da->hidden, g->down_w, g->down_b}, dout,
                              a->hidden, p->down_w, BT, cfg->F, cfg->C);
     be->gate_backward(da->value, da->gate, da->hidden, a->value, a->gate, nf);

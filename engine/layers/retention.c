@@ -189,9 +189,10 @@ void mt_retention_backward(const mt_backend *be, const mt_retention_grads *grads
     int C = cfg->C, V = cfg->V, H = cfg->H, Dk = C / H;
     float gamma[MT_RETENTION_MAX_HEADS];
     mt_retention_decays(gamma, H);
-    /* what the backward adds into, not the scores' scratch (da->att) or the rest of the block */
-    be->memzero(da->q, (size_t)(da->att - da->q) * sizeof(float)); /* q, k, v, g */
-    be->memzero(da->o, 2 * BT * V * sizeof(float)); /* o, on */
+    /* what the backward adds into (gate_backward writes g and on): not the scores' scratch
+     * (da->att) or the rest of the block */
+    be->memzero(da->q, (size_t)(da->g - da->q) * sizeof(float)); /* q, k, v */
+    be->memzero(da->o, BT * V * sizeof(float));
     mt_linear_backward_first(be, &(mt_weight_grads){da->gated, g->o_w, NULL}, dout, a->gated,
                              p->o_w, BT, V, C);
     be->gate_backward(da->on, da->g, da->gated, a->on, a->g, BT * V);

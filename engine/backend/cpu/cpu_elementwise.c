@@ -227,9 +227,9 @@ MT_CPU_CLONES static void gate_forward_chunk(float *restrict out, const float *r
     for (size_t i = 0; i < n; i++) out[i] = value[i] * mt_siluf(gate[i]);
 }
 
-/* dvalue += dout * SiLU(gate); dgate += dout * value * SiLU'(gate) (either may be NULL). With
- * both, one loop takes the sigmoid once for the two (mt_siluf's and mt_silu_gradf's steps, so
- * the same floats); two loops took it twice, a libmvec call each. */
+/* dvalue = dout * SiLU(gate); dgate = dout * value * SiLU'(gate) (either may be NULL; written,
+ * mtlab/backend.h). With both, one loop takes the sigmoid once for the two (mt_siluf's and
+ * mt_silu_gradf's steps, so the same floats); two loops took it twice, a libmvec call each. */
 MT_CPU_CLONES static void gate_backward_chunk(float *restrict dvalue, float *restrict dgate,
                                               const float *restrict dout,
                                               const float *restrict value,
@@ -239,18 +239,18 @@ MT_CPU_CLONES static void gate_backward_chunk(float *restrict dvalue, float *res
 #pragma omp simd
         for (size_t i = 0; i < n; i++) {
             float g = gate[i], s = mt_sigmoidf(g);
-            dvalue[i] += dout[i] * (g * s);
-            dgate[i] += dout[i] * value[i] * (s * (1.0f + g * (1.0f - s)));
+            dvalue[i] = dout[i] * (g * s);
+            dgate[i] = dout[i] * value[i] * (s * (1.0f + g * (1.0f - s)));
         }
         return;
     }
     if (dvalue) {
 #pragma omp simd
-        for (size_t i = 0; i < n; i++) dvalue[i] += dout[i] * mt_siluf(gate[i]);
+        for (size_t i = 0; i < n; i++) dvalue[i] = dout[i] * mt_siluf(gate[i]);
     }
     if (dgate) {
 #pragma omp simd
-        for (size_t i = 0; i < n; i++) dgate[i] += dout[i] * value[i] * mt_silu_gradf(gate[i]);
+        for (size_t i = 0; i < n; i++) dgate[i] = dout[i] * value[i] * mt_silu_gradf(gate[i]);
     }
 }
 

@@ -238,6 +238,9 @@ typedef struct mt_backend {
     void (*act_backward)(mt_act act, float *dx, const float *dout, const float *x, size_t n);
     /* out = value * SiLU(gate): Mamba's y * SiLU(z), SwiGLU's up * SiLU(gate) */
     void (*gate_forward)(float *out, const float *value, const float *gate, size_t n);
+    /* dvalue = dout * SiLU(gate); dgate = dout * value * SiLU'(gate): written, not added to
+     * (each caller's buffers have no other contributor, so none needs zeroing first); either
+     * may be NULL */
     void (*gate_backward)(float *dvalue, float *dgate, const float *dout, const float *value,
                           const float *gate, size_t n);
     /* x (rows, cols): rows whose mask is 0 become 0 (forward and backward alike) */
