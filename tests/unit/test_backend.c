@@ -268,8 +268,9 @@ static void rope_case(mt_rng *rng, int H, int Dh, int rot, float base)
     free(inv_freq);
 }
 
-/* a head of 2 pairs of 3, and one of 131 pairs (more than a block of angles the CPU backend
- * computes at a time, cpu_embedding.c) of 133 */
+/* a head of 2 pairs of 3, one of 131 pairs of 133, and one of 300 pairs (more than a token's
+ * angles the CPU backend keeps on the stack, cpu_embedding.c) of 602: the table of positions
+ * (pos NULL) and each token's own angles (explicit positions) both */
 static void test_rope(void **state)
 {
     (void)state;
@@ -277,6 +278,7 @@ static void test_rope(void **state)
     mt_rng_init(&rng, 12, 0);
     rope_case(&rng, 2, 6, 4, 10000.0f);
     rope_case(&rng, 3, 266, 262, 10000.0f);
+    rope_case(&rng, 1, 602, 600, 10000.0f);
 }
 
 /* ---------------------------------------------------------------- conv1d */
