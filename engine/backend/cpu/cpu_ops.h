@@ -91,6 +91,7 @@ typedef struct {
     int off;
 } cpu_tile_args;
 int cpu_gemm_tiles(cpu_rows_isa isa, const cpu_tile_args *t);
+void naive_gemm_tiles(const cpu_tile_args *t);
 /* B for it from rows of src (rows, cols; rows lds apart): as they are (dst (rows, ld)) or
  * transposed (dst (cols, ld)), ld a multiple of 16, zero from cols (rows) to ld; only where
  * cpu_gemm_tiles runs */
@@ -106,6 +107,7 @@ int cpu_tiles_softmax_backward_row(cpu_rows_isa isa, float *ds, const float *p, 
  *   forward   p (Tq, Tk) = scale q k^T ; rows(ctx, p) ; o = p v
  *   backward  dv += p^T dout ; ds (Tq, Tk) = dout v^T ; rows_back(ctx, ds, p) ;
  *             dq += scale ds k ; dk += scale ds^T q      (a NULL gradient is skipped)
+ * ds is the caller's scratch of Tq Tk floats (the tile path keeps its own, in the caches).
  * q, dq (Tq, Dk) rows ldq apart; k, dk (Tk, Dk) ldk apart; v, dv (Tk, Dv), o, dout (Tq, Dv) ldv
  * apart. causal: the rows pass leaves p[i][j] = 0 and ds[i][j] = 0 for j > off + i, and the
  * products skip those keys (p and ds there may hold anything finite before the pass). */
@@ -121,7 +123,6 @@ void cpu_head_backward(const cpu_head *h, float *dq, float *dk, float *dv, float
                        const float *dout, const float *q, const float *k, const float *v,
                        const float *p, void (*rows_back)(void *ctx, float *ds, const float *p),
                        void *ctx);
-void naive_gemm_tiles(const cpu_tile_args *t);
 /* fp32 weights copied into panels of CPU_PANEL output channels, k running down each
  * (cpu_gemm_panels.c; docs/decoding.md §9.3), for products of 2 to cpu_panels_max_m() rows
  * (CPU_PANELS_MAX_M with AVX2, CPU_PANELS_MAX_M_AVX512 with AVX-512).
