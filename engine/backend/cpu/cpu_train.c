@@ -132,14 +132,7 @@ dropout_words_avx512(uint32_t *w0, uint32_t *w1, uint32_t *w2, uint32_t *w3, uin
     }
 }
 
-static int dropout_avx512(void)
-{
-    static int have = -1;
-    if (have < 0) have = __builtin_cpu_supports("avx512f");
-    return have;
-}
 #else
-static int dropout_avx512(void) { return 0; }
 static void dropout_words_avx512(uint32_t *w0, uint32_t *w1, uint32_t *w2, uint32_t *w3,
                                  uint32_t g0, uint32_t n, uint32_t row, const mt_dropout *d)
 {
@@ -193,7 +186,7 @@ static void dropout_rows(float *out, float *dx, const float *in, size_t rows, si
 {
     if (!rows || !row_len) return;
     size_t per_row = (row_len + CPU_CHUNK - 1) / CPU_CHUNK, n_chunks = rows * per_row;
-    int wide = dropout_avx512();
+    int wide = cpu_rows_best_isa() == CPU_ROWS_AVX512; /* the CPU check made once */
 #pragma omp parallel for schedule(static) if (rows * row_len > 16384)
     for (size_t c = 0; c < n_chunks; c++) {
         size_t r = c / per_row, j0 = (c % per_row) * CPU_CHUNK, at = r * row_len + j0;
