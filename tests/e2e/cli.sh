@@ -213,9 +213,9 @@ for M in "${bins[@]}"; do
         bash -c "'$M' translate -m opus --beam 1 --max-len 18 -i '$O/sources.es' | diff - '$O/greedy.txt'"
     # which BLAS runs which products, and MTLAB_SGEMM's override (an unknown value named)
     expect "devices: each library named with the products it runs" 0 '' \
-        bash -c "'$M' devices | grep -E 'products: (OpenBLAS \\(.* kernels\\)|mtlab.s packed avx2 kernel): x W\\^T.*; BLIS .*: (weight gradients|none \\()'"
-    expect "  ... MTLAB_SGEMM=mtlab: every product on the packed kernel (a CPU with AVX2 + FMA)" 0 '' \
-        bash -c "! grep -qw avx2 /proc/cpuinfo || ! grep -qw fma /proc/cpuinfo || MTLAB_SGEMM=mtlab '$M' devices | grep -q 'products: every product on mtlab.s packed avx2 kernel (MTLAB_SGEMM=mtlab)'"
+        bash -c "'$M' devices | grep -E 'products: (OpenBLAS \\(.* kernels\\)|mtlab.s packed avx(2|512) kernel): x W\\^T.*; BLIS .*: (weight gradients|none)'"
+    expect "  ... MTLAB_SGEMM=mtlab: every product on the packed kernel, its widest tiles (a CPU with AVX2 + FMA)" 0 '' \
+        bash -c "! grep -qw avx2 /proc/cpuinfo || ! grep -qw fma /proc/cpuinfo || MTLAB_SGEMM=mtlab '$M' devices | grep -q \"products: every product on mtlab.s packed \$(grep -qw avx512f /proc/cpuinfo && echo avx512 || echo avx2) kernel (MTLAB_SGEMM=mtlab)\""
     expect "  ... MTLAB_SGEMM=blis: every product on BLIS" 0 '' \
         bash -c "MTLAB_SGEMM=blis '$M' devices | grep -q 'products: every product on BLIS .*; MTLAB_SGEMM=blis)'"
     expect "  ... MTLAB_SGEMM=mkl: named as ignored, the rule decides" 0 '' \

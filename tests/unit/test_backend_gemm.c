@@ -23,12 +23,18 @@ static int setup(void **state)
 }
 
 /* ---------------------------------------------------------------- gemm */
+static cpu_rows_isa packed_isa; /* the packed kernel's tiles under test; NONE: its own pick */
+
 /* The product under test: the backend's (lib < 0: its own kernels, sgemv, or the BLAS its shape
  * rule picks) or one library's sgemm (cpu_sgemm_with). */
 static void gemm_by(int lib, int ta, int tb, int m, int n, int k, float alpha, const float *a,
                     int lda, const float *b, int ldb, float beta, float *c, int ldc)
 {
     if (lib < 0) fast->gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    else if (lib == CPU_SGEMM_PACKED && packed_isa != CPU_ROWS_NONE)
+        assert_int_equal(
+            cpu_gemm_packed_with(packed_isa, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc),
+            1);
     else cpu_sgemm_with((cpu_sgemm_lib)lib, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
@@ -148,7 +154,28 @@ static void test_gemm_libraries_vs_naive(void **state)
         assert_int_equal(cpu_sgemm_pick_shape(1, 1, t, 0, 1, 4096, 32, 384), CPU_SGEMM_BLIS);
         assert_int_equal(cpu_sgemm_pick_shape(1, 1, t, 0, 0, 262, 168, 8000), CPU_SGEMM_BLIS);
     }
-    /* and the weight gradients on BLIS at one thread, on the packed kernel at two */
+    /* On an AVX-512 CPU whose 512-bit multiply-adds run at full rate (packed 2): at two threads
+     * every product big enough on the packed kernel, thin ones and a vocabulary's included; at
+     * one, OpenBLAS keeps a vocabulary's x W^T (n >= 4096) and the thin gradients */
+    for (int b = 0; b <= 1; b++) {
+        assert_int_equal(cpu_sgemm_pick_shape(2, b, 1, 0, 0, 64, 64, 42), CPU_SGEMM_OPENBLAS);
+        assert_int_equal(cpu_sgemm_pick_shape(2, b, 2, 0, 0, 64, 64, 42), CPU_SGEMM_OPENBLAS);
+        assert_int_equal(cpu_sgemm_pick_shape(2, b, 2, 0, 1, 262, 8000, 168), CPU_SGEMM_PACKED);
+        assert_int_equal(cpu_sgemm_pick_shape(2, b, 2, 0, 0, 4096, 384, 12), CPU_SGEMM_PACKED);
+        assert_int_equal(cpu_sgemm_pick_shape(2, b, 2, 1, 0, 16, 384, 4096), CPU_SGEMM_PACKED);
+        assert_int_equal(cpu_sgemm_pick_shape(2, b, 1, 0, 1, 262, 8000, 168), CPU_SGEMM_OPENBLAS);
+        assert_int_equal(cpu_sgemm_pick_shape(2, b, 1, 0, 1, 262, 4095, 168), CPU_SGEMM_PACKED);
+        assert_int_equal(cpu_sgemm_pick_shape(2, b, 1, 0, 1, 4096, 12, 384), CPU_SGEMM_PACKED);
+        assert_int_equal(cpu_sgemm_pick_shape(2, b, 1, 0, 1, 4096, 384, 12), CPU_SGEMM_PACKED);
+        assert_int_equal(cpu_sgemm_pick_shape(2, b, 1, 0, 0, 4096, 384, 16), CPU_SGEMM_OPENBLAS);
+        assert_int_equal(cpu_sgemm_pick_shape(2, b, 1, 0, 0, 4096, 12, 384), CPU_SGEMM_OPENBLAS);
+        assert_int_equal(cpu_sgemm_pick_shape(2, b, 1, 1, 0, 16, 384, 4096), CPU_SGEMM_OPENBLAS);
+        assert_int_equal(cpu_sgemm_pick_shape(2, b, 1, 1, 0, 384, 12, 4096), CPU_SGEMM_OPENBLAS);
+        assert_int_equal(cpu_sgemm_pick_shape(2, b, 1, 1, 0, 168, 672, 4096), CPU_SGEMM_PACKED);
+        assert_int_equal(cpu_sgemm_pick_shape(2, b, 1, 0, 0, 262, 168, 8000), CPU_SGEMM_PACKED);
+        assert_int_equal(cpu_sgemm_pick_shape(2, b, 1, 0, 0, 4096, 33, 384), CPU_SGEMM_PACKED);
+    }
+    /* and the weight gradients on BLIS at one thread, on the packed kernel at two (packed 1) */
     assert_int_equal(cpu_sgemm_pick_shape(1, 1, 1, 1, 0, 168, 672, 4096), CPU_SGEMM_BLIS);
     assert_int_equal(cpu_sgemm_pick_shape(1, 1, 2, 1, 0, 168, 672, 4096), CPU_SGEMM_PACKED);
     assert_int_equal(cpu_sgemm_pick_shape(1, 1, 2, 1, 0, 8000, 168, 262), CPU_SGEMM_PACKED);
@@ -174,10 +201,17 @@ static void test_gemm_libraries_vs_naive(void **state)
     assert_int_equal(cpu_sgemm_forced(), -1);
     int before = omp_get_max_threads();
     omp_set_num_threads(1);
-    assert_int_equal(cpu_sgemm_pick(1, 0, 168, 672, 4096), cpu_blis_full_rate() ? CPU_SGEMM_BLIS
-                                                           : cpu_sgemm_packed_cpu()
+    int level = cpu_sgemm_packed_cpu();
+    assert_int_equal(cpu_sgemm_pick(1, 0, 168, 672, 4096), level == CPU_PACKED_AVX512
                                                                ? CPU_SGEMM_PACKED
-                                                               : CPU_SGEMM_OPENBLAS);
+                                                           : cpu_blis_full_rate() ? CPU_SGEMM_BLIS
+                                                           : level                ? CPU_SGEMM_PACKED
+                                                                   : CPU_SGEMM_OPENBLAS);
+    /* the packed kernel's tiles on this CPU: AVX-512 where its multiply-adds run at full rate */
+    assert_int_equal(level, !cpu_gemm_packed_supported()                ? CPU_PACKED_NONE
+                            : !cpu_gemm_rows_supported(CPU_ROWS_AVX512) ? CPU_PACKED_AVX2
+                            : cpu_fma512_gain() >= 1.5                  ? CPU_PACKED_AVX512
+                                                                        : CPU_PACKED_NONE);
     assert_int_equal(cpu_sgemm_pick(0, 1, 4096, 672, 168),
                      cpu_sgemm_packed_cpu() ? CPU_SGEMM_PACKED : CPU_SGEMM_OPENBLAS);
     omp_set_num_threads(before);
@@ -207,11 +241,12 @@ static void test_gemm_blis_bits_across_threads(void **state)
     free(a), free(b);
 }
 
-/* mtlab's packed kernel (cpu_gemm_packed.c) on its own: tiles of 6 x 16 with short last tiles
- * in m and n, k in several blocks (KC 256: 600 as three of 200), rows in several blocks (MC 144)
- * and shrunk blocks for two threads, columns in two blocks (NC 4096), every transpose at strides
- * wider than the matrices, alpha, beta and beta 0 over NaN (gemm_case_by); then the same bits at
- * one thread and at two, as training at any thread count relies on. */
+/* mtlab's packed kernel (cpu_gemm_packed.c) on its own, with each set of tiles this CPU runs
+ * (AVX2: 6 x 16; AVX-512: 6 x 16 to 6 x 64, a last one masked): short last tiles in m and n, k in
+ * several blocks (KC 256: 600 as three of 200), rows in several blocks (MC 144) and shrunk blocks
+ * for two threads, columns in two blocks (NC 4096), every transpose at strides wider than the
+ * matrices, alpha, beta and beta 0 over NaN (gemm_case_by); then the same bits at one thread and
+ * at two, as training at any thread count relies on. */
 static void test_gemm_packed_vs_naive(void **state)
 {
     (void)state;
@@ -219,43 +254,54 @@ static void test_gemm_packed_vs_naive(void **state)
         printf("backend: packed sgemm: not on this CPU (AVX2 + FMA)\n");
         skip();
     }
-    mt_rng rng;
-    mt_rng_init(&rng, 13, 0);
-    static const int shapes[][3] = {{13, 11, 17},    {1, 11, 17},    {6, 16, 1},   {37, 45, 70},
-                                    {150, 120, 130}, {300, 33, 600}, {7, 4100, 5}, {12, 96, 257}};
-    double worst = 0.0;
-    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
-        worst = fmax(
-            worst, gemm_case_by(CPU_SGEMM_PACKED, &rng, shapes[i][0], shapes[i][1], shapes[i][2]));
-    printf("backend: packed sgemm (8 shapes, 4 transposes, strides, alpha/beta) max relative "
-           "error %.2e (bound 1e-6)\n",
-           worst);
-    assert_true(worst < 1e-6);
+    static const int shapes[][3] = {{13, 11, 17}, {1, 11, 17},     {6, 16, 1},
+                                    {37, 45, 70}, {150, 120, 130}, {300, 33, 600},
+                                    {7, 4100, 5}, {12, 96, 257},   {20, 200, 40}};
+    static const char *const isa_name[] = {"", "avx2", "avx512"};
+    for (packed_isa = CPU_ROWS_AVX2; packed_isa <= CPU_ROWS_AVX512; packed_isa++) {
+        if (!cpu_gemm_rows_supported(packed_isa)) {
+            printf("backend: packed sgemm, %s tiles: not on this CPU\n", isa_name[packed_isa]);
+            continue;
+        }
+        mt_rng rng;
+        mt_rng_init(&rng, 13, 0);
+        double worst = 0.0;
+        for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+            worst = fmax(worst, gemm_case_by(CPU_SGEMM_PACKED, &rng, shapes[i][0], shapes[i][1],
+                                             shapes[i][2]));
+        printf("backend: packed sgemm, %s tiles (9 shapes, 4 transposes, strides, alpha/beta) "
+               "max relative error %.2e (bound 1e-6)\n",
+               isa_name[packed_isa], worst);
+        assert_true(worst < 1e-6);
 
-    /* one thread and two: the same floats, bit for bit, in every transpose, C split by rows
-     * (taller than wide) and by columns */
-    static const int split[][3] = {{299, 70, 520}, {70, 299, 520}};
-    int before = omp_get_max_threads();
-    for (int s = 0; s < 2; s++) {
-        const int m = split[s][0], n = split[s][1], k = split[s][2];
-        float *a = gc_random((size_t)m * k, &rng, 1.0f), *b = gc_random((size_t)n * k, &rng, 1.0f);
-        float *c0 = gc_random((size_t)m * n, &rng, 1.0f);
-        for (int ta = 0; ta < 2; ta++)
-            for (int tb = 0; tb < 2; tb++) {
-                float *c[2];
-                for (int t = 0; t < 2; t++) {
-                    c[t] = test_copy_floats(c0, (size_t)m * n);
-                    omp_set_num_threads(t + 1);
-                    assert_int_equal(cpu_gemm_packed(ta, tb, m, n, k, 0.5f, a, ta ? m : k, b,
-                                                     tb ? k : n, 1.0f, c[t], n),
-                                     1);
+        /* one thread and two: the same floats, bit for bit, in every transpose, C split by rows
+         * (taller than wide) and by columns */
+        static const int split[][3] = {{299, 70, 520}, {70, 299, 520}};
+        int before = omp_get_max_threads();
+        for (int s = 0; s < 2; s++) {
+            const int m = split[s][0], n = split[s][1], k = split[s][2];
+            float *a = gc_random((size_t)m * k, &rng, 1.0f),
+                  *b = gc_random((size_t)n * k, &rng, 1.0f);
+            float *c0 = gc_random((size_t)m * n, &rng, 1.0f);
+            for (int ta = 0; ta < 2; ta++)
+                for (int tb = 0; tb < 2; tb++) {
+                    float *c[2];
+                    for (int t = 0; t < 2; t++) {
+                        c[t] = test_copy_floats(c0, (size_t)m * n);
+                        omp_set_num_threads(t + 1);
+                        assert_int_equal(cpu_gemm_packed_with(packed_isa, ta, tb, m, n, k, 0.5f, a,
+                                                              ta ? m : k, b, tb ? k : n, 1.0f, c[t],
+                                                              n),
+                                         1);
+                    }
+                    assert_memory_equal(c[0], c[1], (size_t)m * n * sizeof *c[0]);
+                    free(c[0]), free(c[1]);
                 }
-                assert_memory_equal(c[0], c[1], (size_t)m * n * sizeof *c[0]);
-                free(c[0]), free(c[1]);
-            }
-        free(a), free(b), free(c0);
+            free(a), free(b), free(c0);
+        }
+        omp_set_num_threads(before);
     }
-    omp_set_num_threads(before);
+    packed_isa = CPU_ROWS_NONE;
 }
 
 /* Decoding's x W^T for few rows (cpu_gemm_rows.c): through the backend (whichever kernel this

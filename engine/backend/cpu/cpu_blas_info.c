@@ -119,10 +119,18 @@ const char *mt_cpu_products(char *out, size_t len)
         snprintf(out, len, "every product on BLIS %s (%s kernels; MTLAB_SGEMM=blis)", version,
                  kernels);
     else if (forced == CPU_SGEMM_PACKED)
-        snprintf(out, len, "every product on mtlab's packed avx2 kernel (MTLAB_SGEMM=mtlab)");
+        snprintf(out, len, "every product on mtlab's packed %s kernel (MTLAB_SGEMM=mtlab)",
+                 cpu_gemm_rows_supported(CPU_ROWS_AVX512) ? "avx512" : "avx2");
     else if (forced == CPU_SGEMM_OPENBLAS)
         snprintf(out, len, "every product on OpenBLAS (%s kernels; MTLAB_SGEMM=openblas)",
                  mt_cpu_blas_core());
+    else if (cpu_sgemm_packed_cpu() == CPU_PACKED_AVX512)
+        snprintf(out, len,
+                 "mtlab's packed avx512 kernel: x W^T, weight and input gradients (at 1 thread "
+                 "not a vocabulary's x W^T, n >= 4096, nor gradients with k < 32 or <= 32 rows "
+                 "or columns); OpenBLAS (%s kernels): small, and those at 1 thread; BLIS %s (%s "
+                 "kernels): none%s",
+                 mt_cpu_blas_core(), version, kernels, ignored);
     else if (cpu_sgemm_packed_cpu())
         snprintf(out, len,
                  "mtlab's packed avx2 kernel: x W^T, k < 32, input gradients k < 4096, weight "

@@ -46,11 +46,27 @@ static void gemv(int trans_w, int rows, int cols, float alpha, const float *w, i
  * (cpu_gemm_packed.c) takes what OpenBLAS took there, small products aside (at two threads x W^T
  * 1.18x, k < 32 1.44x, input gradients 1.13x as fast as OpenBLAS over the class; at one thread
  * 1.03x, 1.07x and 0.97x), and at two threads and more the weight gradients too (1.03x of BLIS,
- * 1.12x of OpenBLAS; at one thread 0.97x and 0.93x, and BLIS keeps them). */
+ * 1.12x of OpenBLAS; at one thread 0.97x and 0.93x, and BLIS keeps them).
+ * On an AVX-512 CPU whose 512-bit multiply-adds run at full rate (the Xeon above; `packed` 2),
+ * the packed kernel's AVX-512 tiles beat OpenBLAS's SkylakeX kernels in the step shape by shape
+ * (`MTLAB_SGEMM=openblas` against `MTLAB_SGEMM=mtlab`, `./mtlab bench --only gemm --verbose`):
+ * at two threads every class, 1.1-2.3x for the hidden-size products, 1.15-1.2x for a
+ * vocabulary's x W^T, 1.3-3.8x for Mamba's thin ones; at one thread the hidden-size products
+ * 1.1-1.4x and the input gradients through the vocabulary 1.1-1.2x, while OpenBLAS keeps a
+ * vocabulary's x W^T (packed 0.84-0.93x: it packs the whole W^T each call) and the thin input
+ * and weight gradients (k < 32, or at most 32 rows or columns: packed 0.63-0.94x). */
 cpu_sgemm_lib cpu_sgemm_pick_shape(int packed, int blis, int threads, int trans_a, int trans_b,
                                    int m, int n, int k)
 {
     if ((double)m * n * k < (double)(1 << 21)) return CPU_SGEMM_OPENBLAS;
+    if (packed == CPU_PACKED_AVX512) {
+        if (threads > 1) return CPU_SGEMM_PACKED;
+        /* one thread: x W^T on the packed kernel, but for a vocabulary's projection (n >= 4096),
+         * whose W^T it packs whole every call */
+        if (!trans_a && trans_b) return n >= 4096 ? CPU_SGEMM_OPENBLAS : CPU_SGEMM_PACKED;
+        /* and the gradients, thin ones aside */
+        return k < 32 || n <= 32 || m <= 32 ? CPU_SGEMM_OPENBLAS : CPU_SGEMM_PACKED;
+    }
     cpu_sgemm_lib rest = packed ? CPU_SGEMM_PACKED : CPU_SGEMM_OPENBLAS;
     cpu_sgemm_lib second = blis ? CPU_SGEMM_BLIS : rest;
     if (k < 32) return rest;
@@ -77,11 +93,25 @@ int cpu_blis_full_rate(void)
     return blis_full_rate;
 }
 
-/* 1 where the packed kernel joins the rule: AVX2 and FMA, no AVX-512 (whose CPUs run OpenBLAS's
- * twice-as-wide kernels, and where the AVX2 kernel was not measured to gain) */
+/* Which packed kernel joins the rule: its AVX-512 tiles where this core's 512-bit multiply-adds
+ * run at full rate (cpu_fma512_gain >= 1.5, a Xeon with two 512-bit units), its AVX2 tiles on a
+ * CPU with AVX2 + FMA and no AVX-512; none on a CPU whose AVX-512 runs as two halves (a Zen 4:
+ * OpenBLAS and BLIS share the work there, as measured), nor without AVX2 */
+static int packed_level = -1;
+static pthread_once_t packed_once = PTHREAD_ONCE_INIT;
+
+static void check_packed(void)
+{
+    packed_level = !cpu_gemm_packed_supported()                ? CPU_PACKED_NONE
+                   : !cpu_gemm_rows_supported(CPU_ROWS_AVX512) ? CPU_PACKED_AVX2
+                   : cpu_fma512_gain() >= 1.5                  ? CPU_PACKED_AVX512
+                                                               : CPU_PACKED_NONE;
+}
+
 int cpu_sgemm_packed_cpu(void)
 {
-    return cpu_gemm_packed_supported() && !cpu_gemm_rows_supported(CPU_ROWS_AVX512);
+    pthread_once(&packed_once, check_packed);
+    return packed_level;
 }
 
 /* MTLAB_SGEMM=openblas, blis or mtlab (the packed kernel, on a CPU with AVX2 + FMA) runs every

@@ -150,11 +150,17 @@ void cpu_panels_product(float *out, const float *x, const mt_qmatrix *w, int row
                         const float *bias, int M, int OC);
 void naive_panels_forward(float *out, const float *x, const mt_qmatrix *w, int row0,
                           const float *bias, int M, int OC);
-/* C (m, n) = alpha op(A) op(B) + beta C in mtlab's own packed AVX2 kernel (cpu_gemm_packed.c),
- * the same float at any thread count: 1 when done, 0 on a CPU without AVX2 + FMA. */
+/* C (m, n) = alpha op(A) op(B) + beta C in mtlab's own packed kernel (cpu_gemm_packed.c; AVX-512
+ * tiles where the CPU has AVX-512, else AVX2 ones), the same float at any thread count on one
+ * CPU: 1 when done, 0 on a CPU without AVX2 + FMA. */
 int cpu_gemm_packed_supported(void);
 int cpu_gemm_packed(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
                     int lda, const float *b, int ldb, float beta, float *c, int ldc);
+/* the same with the tiles of one instruction set (CPU_ROWS_AVX2: 6 x 16; CPU_ROWS_AVX512: 6 x 16
+ * to 6 x 64), for the tests: 0 where this CPU does not run them */
+int cpu_gemm_packed_with(cpu_rows_isa isa, int trans_a, int trans_b, int m, int n, int k,
+                         float alpha, const float *a, int lda, const float *b, int ldb, float beta,
+                         float *c, int ldc);
 /* C (m, n) = x (m, k) W^T where W (n, k) is copied into panels already (cpu_panels_make; panel
  * q of NR = CPU_PANEL output channels at panels + q k CPU_PANEL): the packed kernel with none of
  * W packed, the same floats as cpu_gemm_packed(0, 1, ...) on W. 0 where that kernel does not run.
@@ -162,13 +168,14 @@ int cpu_gemm_packed(int trans_a, int trans_b, int m, int n, int k, float alpha, 
 int cpu_gemm_packed_panels(int m, int n, int k, const float *x, int ldx, const float *panels,
                            float *c, int ldc);
 /* sgemm by OpenBLAS, BLIS (cpu_blis.c) or the packed kernel, by shape, CPU and thread count
- * (cpu_gemm.c has the rule and its measurements; cpu_sgemm_pick_shape's `packed`: the packed
- * kernel joins the rule, as cpu_sgemm_packed_cpu says it does on an AVX2 CPU without AVX-512;
+ * (cpu_gemm.c has the rule and its measurements; cpu_sgemm_pick_shape's `packed`: which of the
+ * packed kernel's tiles join the rule, cpu_sgemm_packed_cpu's answer for this CPU;
  * `blis`: BLIS may take products (cpu_blis_full_rate);
  * `threads`: the OpenMP threads the product runs on); MTLAB_SGEMM=openblas|blis|mtlab sends
  * every product to one (cpu_sgemm_forced: that library; -1 unset or "auto", -2 another value,
  * which leaves the rule deciding). cpu_sgemm_with runs one product on the library named. */
 typedef enum { CPU_SGEMM_OPENBLAS, CPU_SGEMM_BLIS, CPU_SGEMM_PACKED } cpu_sgemm_lib;
+typedef enum { CPU_PACKED_NONE, CPU_PACKED_AVX2, CPU_PACKED_AVX512 } cpu_packed_level;
 cpu_sgemm_lib cpu_sgemm_pick_shape(int packed, int blis, int threads, int trans_a, int trans_b,
                                    int m, int n, int k);
 /* cpu_sgemm_pick_shape's `blis`: 1 where BLIS's kernels run this CPU's multiply-adds at their full
