@@ -360,8 +360,12 @@ static void gemm_serial(int wide, int trans_a, int trans_b, int m, int n, int k,
                         const float *a, int lda, const float *b, int ldb, const float *ready,
                         float beta, float *c, int ldc)
 {
-    /* k in equal blocks of at most KC (262 as 256 + 6 would pass over C again for 6 steps) */
-    int kblocks = (k + KC - 1) / KC, kcb = (k + kblocks - 1) / kblocks;
+    /* k in equal blocks of at most KC (262 as 256 + 6 would pass over C again for 6 steps); with
+     * the AVX-512 tiles a k up to KC + KC / 8 is one block, so that the weight gradient of a
+     * vocabulary's projection from a 262-row chunk of the loss (C 8000 x d, out of L2) passes over
+     * C once, not twice */
+    int kblocks = wide && k <= KC + KC / 8 ? 1 : (k + KC - 1) / KC;
+    int kcb = (k + kblocks - 1) / kblocks;
     int ncb = n < NC ? n : NC, mcb = m < MC ? m : MC;
     /* the thread's own buffers, kept from call to call: at these sizes a fresh allocation
      * would be a fresh mmap, with page faults, every call */
