@@ -43,11 +43,11 @@ __global__ void act_forward_kernel(mt_act act, float *out, const float *x, size_
     CU_FOR_EACH(i, n) out[i] = mt_actf(act, x[i]);
 }
 
-// dx += dout * act'(x)
+// dx = dout * act'(x) (written, mtlab/backend.h)
 __global__ void act_backward_kernel(mt_act act, float *dx, const float *dout, const float *x,
                                     size_t n)
 {
-    CU_FOR_EACH(i, n) dx[i] += dout[i] * mt_act_gradf(act, x[i]);
+    CU_FOR_EACH(i, n) dx[i] = dout[i] * mt_act_gradf(act, x[i]);
 }
 
 // out = value * SiLU(gate)

@@ -62,7 +62,6 @@ void mt_ffn_backward(const mt_backend *be, const mt_ffn_grads *grads, const floa
     mt_ffn_params *g = grads->g;
     mt_ffn_acts *da = grads->da;
     size_t nf = BT * cfg->F;
-    be->memzero(da->pre, nf * sizeof(float));
     mt_linear_backward_first(be, &(mt_weight_grads){da->act, g->fc2_w, g->fc2_b}, dout, a->act,
                              p->fc2_w, BT, cfg->F, cfg->C);
     be->act_backward(cfg->act, da->pre, da->act, a->pre, nf);

@@ -185,17 +185,17 @@ MT_CPU_CLONES static void act_forward_chunk(mt_act act, float *restrict out,
     }
 }
 
-/* dx += dout * act'(x) over n elements */
+/* dx = dout * act'(x) over n elements (written, not added to: mtlab/backend.h) */
 MT_CPU_CLONES static void act_backward_chunk(mt_act act, float *restrict dx,
                                              const float *restrict dout, const float *restrict x,
                                              size_t n)
 {
     switch (act) {
-    case MT_ACT_RELU: ACT_LOOP(dx[i] += dout[i] * mt_relu_gradf(x[i])); break;
-    case MT_ACT_SILU: ACT_LOOP(dx[i] += dout[i] * mt_silu_gradf(x[i])); break;
-    case MT_ACT_SOFTPLUS: ACT_LOOP(dx[i] += dout[i] * mt_softplus_gradf(x[i])); break;
-    case MT_ACT_GELU: ACT_LOOP(dx[i] += dout[i] * mt_gelu_gradf(x[i])); break;
-    case MT_ACT_TANH: ACT_LOOP(dx[i] += dout[i] * mt_tanh_gradf(x[i])); break;
+    case MT_ACT_RELU: ACT_LOOP(dx[i] = dout[i] * mt_relu_gradf(x[i])); break;
+    case MT_ACT_SILU: ACT_LOOP(dx[i] = dout[i] * mt_silu_gradf(x[i])); break;
+    case MT_ACT_SOFTPLUS: ACT_LOOP(dx[i] = dout[i] * mt_softplus_gradf(x[i])); break;
+    case MT_ACT_GELU: ACT_LOOP(dx[i] = dout[i] * mt_gelu_gradf(x[i])); break;
+    case MT_ACT_TANH: ACT_LOOP(dx[i] = dout[i] * mt_tanh_gradf(x[i])); break;
     }
 }
 

@@ -234,7 +234,8 @@ typedef struct mt_backend {
     void (*mul_backward)(float *da, float *db, const float *dout, const float *a, const float *b,
                          size_t n);
     void (*act_forward)(mt_act act, float *out, const float *x, size_t n); /* may alias */
-    /* dx += dout * act'(x) */
+    /* dx = dout * act'(x): written, not added to (its callers' buffers have no other
+     * contributor), as gate_backward's are */
     void (*act_backward)(mt_act act, float *dx, const float *dout, const float *x, size_t n);
     /* out = value * SiLU(gate): Mamba's y * SiLU(z), SwiGLU's up * SiLU(gate) */
     void (*gate_forward)(float *out, const float *value, const float *gate, size_t n);
