@@ -52,9 +52,10 @@ static void gemv(int trans_w, int rows, int cols, float alpha, const float *w, i
  * (`MTLAB_SGEMM=openblas` against `MTLAB_SGEMM=mtlab`, `./mtlab bench --only gemm --verbose`):
  * at two threads every class, 1.1-2.3x for the hidden-size products, 1.15-1.2x for a
  * vocabulary's x W^T, 1.3-3.8x for Mamba's thin ones; at one thread the hidden-size products
- * 1.1-1.4x and the input gradients through the vocabulary 1.1-1.2x, while OpenBLAS keeps a
- * vocabulary's x W^T (packed 0.84-0.93x: it packs the whole W^T each call) and the thin input
- * and weight gradients (k < 32, or at most 32 rows or columns: packed 0.63-0.94x). */
+ * 1.1-1.4x and the input gradients through the vocabulary 1.0-1.3x, while OpenBLAS keeps a
+ * vocabulary's x W^T (packed 0.84-1.03x, median 0.88x: it packs the whole W^T each call) and
+ * the thin input and weight gradients (k < 32, or at most 32 rows or columns: packed
+ * 0.63-1.27x, median 0.83x, 20 of 24 shapes below 1). */
 cpu_sgemm_lib cpu_sgemm_pick_shape(int packed, int blis, int threads, int trans_a, int trans_b,
                                    int m, int n, int k)
 {
