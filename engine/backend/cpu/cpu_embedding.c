@@ -136,8 +136,8 @@ static void rope_rotate(float *x, const int32_t *pos, int B, int T, int H, int D
     int half = rot_dim / 2, fork = cpu_fork((size_t)B * T * H * Dh, 16384);
     if (pos) {
         CPU_FOR(fork, "omp parallel for", (int bt = 0; bt < B * T; bt++),
-                rope_token(x + (size_t)bt * H * Dh, (float)(pos ? pos[bt] : pos0 + bt % T), H, Dh,
-                           half, inv_freq, interleaved, sign));
+                rope_token(x + (size_t)bt * H * Dh, (float)pos[bt], H, Dh, half, inv_freq,
+                           interleaved, sign));
         return;
     }
     /* the table: position t's cosines at table + 2 t half, its sines after them (a decoding

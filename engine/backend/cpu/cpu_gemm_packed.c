@@ -205,6 +205,19 @@ __attribute__((target("avx2,fma"))) static void tile_direct(int kc, const float 
     tile_6x16(kc, a, lda, 1, bp, alpha, beta, c, ldc);
 }
 
+/* An edge tile's rows x cols, summed into a buffer (lde floats a row), stored as alpha edge +
+ * beta c (beta 0 never reads c) */
+static void store_edge(float *c, int ldc, const float *edge, int lde, int rows, int cols,
+                       float alpha, float beta)
+{
+    for (int r = 0; r < rows; r++)
+        for (int q = 0; q < cols; q++) {
+            float *o = c + (size_t)r * ldc + q;
+            float v = alpha * edge[r * lde + q];
+            *o = beta == 0.0f ? v : v + beta * *o;
+        }
+}
+
 /* The 6 x (16 nq) tile on AVX-512, nq = 1 to 4 B panels side by side (panel q at bp + q
  * bstride): up to 24 accumulators of 16 floats, 6 nq multiply-adds a step on nq loads and 6
  * broadcasts. Each element of C is summed over p in the same order as tile_6x16 sums it. */
@@ -292,12 +305,7 @@ static void wide_columns(int mc, int cols, int kc, const float *ad, size_t lda, 
         }
         float edge[MR * WIDE];
         tile(kc, apanel, rs, bpanel, bstride, 0xFFFF, 1.0f, 0.0f, edge, WIDE);
-        for (int r = 0; r < rows; r++)
-            for (int q = 0; q < cols; q++) {
-                float *o = out + (size_t)r * ldc + q;
-                float v = alpha * edge[r * WIDE + q];
-                *o = beta == 0.0f ? v : v + beta * *o;
-            }
+        store_edge(out, ldc, edge, WIDE, rows, cols, alpha, beta);
     }
 }
 
@@ -334,12 +342,7 @@ static void macro_block(int wide, int mc, int nc, int kc, const float *ad, size_
             float edge[MR * NR];
             if (direct) tile_direct(kc, ad + (size_t)i * lda, lda, bpanel, 1.0f, 0.0f, edge, NR);
             else tile_packed(kc, apanel, bpanel, 1.0f, 0.0f, edge, NR);
-            for (int r = 0; r < rows; r++)
-                for (int q = 0; q < cols; q++) {
-                    float *o = tile + (size_t)r * ldc + q;
-                    float v = alpha * edge[r * NR + q];
-                    *o = beta == 0.0f ? v : v + beta * *o;
-                }
+            store_edge(tile, ldc, edge, NR, rows, cols, alpha, beta);
         }
     }
 }
