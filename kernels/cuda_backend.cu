@@ -88,6 +88,7 @@ extern "C" const struct mt_backend *mt_cuda_backend(int index, int bf16_gemm, ch
         .qmatrix_make = cu_qmatrix_make,
         .qmatrix_free = cu_qmatrix_free,
         .qlinear_forward = cu_qlinear_forward,
+        .qlinear_forward_parts = cu_qlinear_forward_parts,
         .graph_begin = cu_graph_begin,
         .graph_end = cu_graph_end,
         .graph_run = cu_graph_run,

@@ -386,24 +386,35 @@ __device__ __forceinline__ uint4 x8_bf16(const float *row, int q)
                       bf16_pair(b.z, b.w));
 }
 
+// Where a product's outputs go: columns [0, end[0]) to p[0] at row stride ld[0], [end[0],
+// end[1]) to p[1], ... (one part: end[0] = n; several: qlinear_forward_parts)
+struct qrows_dest {
+    float *p[MT_OUT_PARTS_MAX];
+    int ld[MT_OUT_PARTS_MAX], end[MT_OUT_PARTS_MAX];
+};
+__device__ __forceinline__ float *qrows_at(const qrows_dest &d, int i, int col)
+{
+    float *p = d.p[0];
+    int ld = d.ld[0], c0 = 0;
+#pragma unroll
+    for (int q = 1; q < MT_OUT_PARTS_MAX; q++) // selects, no indexing of the parameters
+        if (col >= d.end[q - 1]) p = d.p[q], ld = d.ld[q], c0 = d.end[q - 1];
+    return p + (size_t)i * ld + (col - c0);
+}
+
 // Everything one qrows_kernel launch reads (XT: bf16 or float)
 template <typename XT> struct qrows_args {
     int m, n, k; // x (m, k), W (n, k), out (m, n)
     const XT *x; // (m, k), rows at stride k
     const __nv_bfloat16 *w; // (n, k), rows at stride ldw
     int ldw;
-    const float *bias; // (n), or NULL (always NULL for a split's partial sums)
-    float *out; // (m, n) at row stride ldo; k range s writes at out + s * stride
-    int ldo;
-    size_t stride;
+    const float *bias; // (n), or NULL: added once, by the kernel or by the split's closing
+    qrows_dest out; // the result
+    float *part; // split k (grid.y ranges): range s's partial sums (m, n) at part + s m n; or NULL
     int groups; // warp groups per block (1, 2, 4, 8), each of QWARPS / groups warps and NT tiles
     int span; // chunks of 32 k per range of k (grid.y ranges)
-    // split k closed in the kernel (NULL tickets: by qrows_combine_kernel): a counter per tile
-    // (blockIdx.x), the result (m, n) at row stride ldr, and its bias or NULL
+    // split k closed in the kernel: a counter per tile (blockIdx.x); NULL: by qrows_combine_kernel
     unsigned *tickets;
-    float *result;
-    int ldr;
-    const float *result_bias;
 };
 
 // One output of a split k: its `splits` ranges' partial sums (p, p + stride, ...) added in range
@@ -470,13 +481,15 @@ __global__ void __launch_bounds__(QWARPS * 32, 2) qrows_kernel(const qrows_args<
     }
     __syncthreads();
     const int cols = a.groups * NT * 8, nb = blockIdx.x * cols; // the block's output columns
-    float *out = a.out + blockIdx.y * a.stride;
+    const size_t mn = (size_t)a.m * a.n;
+    float *range = a.part ? a.part + blockIdx.y * mn : NULL;
     for (int e = threadIdx.x; e < 16 * cols; e += QWARPS * 32) {
         const int i = e / cols, col = e % cols, v0 = col / (NT * 8) * wg;
         if (i >= a.m || nb + col >= a.n) continue;
         float sum = 0.0f;
         for (int v = v0; v < v0 + wg; v++) sum += part[v][i][col % (NT * 8)];
-        out[(size_t)i * a.ldo + nb + col] = a.bias ? sum + a.bias[nb + col] : sum;
+        if (range) range[(size_t)i * a.n + nb + col] = sum;
+        else *qrows_at(a.out, i, nb + col) = a.bias ? sum + a.bias[nb + col] : sum;
     }
     if (!a.tickets) return;
     // The tile's last block to finish adds its ranges (threadFenceReduction's pattern): every
@@ -492,22 +505,21 @@ __global__ void __launch_bounds__(QWARPS * 32, 2) qrows_kernel(const qrows_args<
     for (int e = threadIdx.x; e < 16 * cols; e += QWARPS * 32) {
         const int i = e / cols, col = e % cols;
         if (i >= a.m || nb + col >= a.n) continue;
-        a.result[(size_t)i * a.ldr + nb + col] =
-            ranges_sum(a.out + (size_t)i * a.ldo + nb + col, gridDim.y, a.stride,
-                       a.result_bias ? a.result_bias + nb + col : NULL);
+        *qrows_at(a.out, i, nb + col) = ranges_sum(a.part + (size_t)i * a.n + nb + col, gridDim.y,
+                                                   mn, a.bias ? a.bias + nb + col : NULL);
     }
     if (threadIdx.x == 0) a.tickets[blockIdx.x] = 0;
 }
 
 // out (m, n) = the k ranges' partial sums part (splits, m, n) added in range order, + bias
-__global__ void qrows_combine_kernel(float *out, int ldo, const float *part, int splits, int m,
-                                     int n, const float *bias)
+__global__ void qrows_combine_kernel(qrows_dest out, const float *part, int splits, int m, int n,
+                                     const float *bias)
 {
     const size_t mn = (size_t)m * n;
     CU_FOR_EACH(e, mn)
     {
-        const size_t col = e % n;
-        out[e / n * ldo + col] =
+        const int col = (int)(e % n);
+        *qrows_at(out, (int)(e / n), col) =
             ranges_sum(part + e, (unsigned)splits, mn, bias ? bias + col : NULL);
     }
 }
@@ -577,60 +589,96 @@ template <int NT, typename XT> static void qrows_launch(const qrows_args<XT> &a,
 // out (m, n) = x (m, k) W^T + bias, m <= ROWS_MAX, launched as qrows_plan_for says
 template <typename XT>
 static void qrows(int m, int n, int k, const XT *x, const __nv_bfloat16 *w, int ldw,
-                  const float *bias, float *out, int ldo)
+                  const float *bias, const qrows_dest &out)
 {
     const qrows_plan p = qrows_plan_for(n, k, sm_count());
-    qrows_args<XT> a = {m,   n, k,        x,      w,    ldw,  bias, out,
-                        ldo, 0, p.groups, p.span, NULL, NULL, 0,    NULL};
+    qrows_args<XT> a = {m, n, k, x, w, ldw, bias, out, NULL, p.groups, p.span, NULL};
     const dim3 grid((unsigned)ceil_div(n, p.groups * p.nt * 8), (unsigned)p.splits);
-    float *part = NULL;
     bool closed = false; // the ranges added by the kernel's last block per tile
     if (p.splits > 1) { // partial sums (splits, m, n)
-        part = (float *)cu_scratch((size_t)p.splits * m * n * sizeof *part);
-        if (!part) return;
-        a.bias = NULL, a.out = part, a.ldo = n, a.stride = (size_t)m * n;
+        a.part = (float *)cu_scratch((size_t)p.splits * m * n * sizeof *a.part);
+        if (!a.part) return;
         closed = grid.x <= CU_TICKETS && !cu_env_is("MTLAB_CUDA_QROWS_COMBINE", "kernel");
-        if (closed) a.tickets = cu_tickets(), a.result = out, a.ldr = ldo, a.result_bias = bias;
+        if (closed) a.tickets = cu_tickets();
     }
     if (p.nt == 4) qrows_launch<4, XT>(a, grid);
     else if (p.nt == 2) qrows_launch<2, XT>(a, grid);
     else qrows_launch<1, XT>(a, grid);
-    if (!part) return;
+    if (!a.part) return;
     if (!closed) {
         const size_t mn = (size_t)m * n;
-        qrows_combine_kernel<<<cu_grid(mn), CU_THREADS, 0, cu_stream()>>>(out, ldo, part, p.splits,
-                                                                          m, n, bias);
+        qrows_combine_kernel<<<cu_grid(mn), CU_THREADS, 0, cu_stream()>>>(out, a.part, p.splits, m,
+                                                                          n, bias);
         cu_check(cudaGetLastError(), "qrows_combine_kernel");
     }
-    cu_scratch_free(part);
+    cu_scratch_free(a.part);
 }
 
-// out (BT, OC) = x (BT, C) w[row0 .. row0 + OC)^T + bias
-void cu_qlinear_forward(float *out, const float *x, const mt_qmatrix *w, int row0,
-                        const float *bias, size_t BT, int OC)
+// out = x (BT, C) w[row0 .. row0 + OC)^T + bias, the columns where `out` says
+static void qlinear(const qrows_dest &out, const float *x, const mt_qmatrix *w, int row0,
+                    const float *bias, size_t BT, int OC)
 {
     if (BT == 0 || OC <= 0) return;
     const int C = w->cols;
     const __nv_bfloat16 *w16 = (const __nv_bfloat16 *)w->bf16 + (size_t)row0 * w->ld;
     const bool few = BT <= ROWS_MAX && C % 8 == 0 && w->ld % 8 == 0 && ((uintptr_t)w16 & 15) == 0;
     if (few && ((uintptr_t)x & 15) == 0) { // x rounded as the kernel loads it
-        qrows((int)BT, OC, C, x, w16, w->ld, bias, out, OC);
+        qrows((int)BT, OC, C, x, w16, w->ld, bias, out);
         return;
     }
     __nv_bfloat16 *x16 = bf16_copy(x, BT * (size_t)C);
     if (!x16) return;
     if (few) {
-        qrows((int)BT, OC, C, (const __nv_bfloat16 *)x16, w16, w->ld, bias, out, OC);
+        qrows((int)BT, OC, C, (const __nv_bfloat16 *)x16, w16, w->ld, bias, out);
         cu_scratch_free(x16);
         return;
     }
-    const float one = 1.0f, zero = 0.0f;
-    // row-major out = x W^T is column-major out^T (OC, BT) = W x^T, W (OC, C) row-major = (C, OC)
+    // cuBLAS writes (BT, OC) at row stride OC: into the one part, or into scratch then the parts
+    const bool one = out.end[0] == OC && out.ld[0] == OC;
+    float *y = one ? out.p[0] : (float *)cu_scratch(BT * (size_t)OC * sizeof(float));
+    if (!y) {
+        cu_scratch_free(x16);
+        return;
+    }
+    const float one_f = 1.0f, zero = 0.0f;
+    // row-major y = x W^T is column-major y^T (OC, BT) = W x^T, W (OC, C) row-major = (C, OC)
     // column-major, hence W transposed
-    cu_check_blas(cublasGemmEx(cu_blas(), CUBLAS_OP_T, CUBLAS_OP_N, OC, (int)BT, C, &one, w16,
-                               CUDA_R_16BF, w->ld, x16, CUDA_R_16BF, C, &zero, out, CUDA_R_32F, OC,
+    cu_check_blas(cublasGemmEx(cu_blas(), CUBLAS_OP_T, CUBLAS_OP_N, OC, (int)BT, C, &one_f, w16,
+                               CUDA_R_16BF, w->ld, x16, CUDA_R_16BF, C, &zero, y, CUDA_R_32F, OC,
                                CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                   "cublasGemmEx (bf16 weights)");
     cu_scratch_free(x16);
-    if (bias) cu_bias_add(out, bias, BT, OC);
+    if (bias) cu_bias_add(y, bias, BT, OC);
+    if (one) return;
+    for (int q = 0, c0 = 0; q < MT_OUT_PARTS_MAX && c0 < OC; c0 = out.end[q++])
+        cu_check(cudaMemcpy2DAsync(out.p[q], out.ld[q] * sizeof(float), y + c0, OC * sizeof(float),
+                                   (out.end[q] - c0) * sizeof(float), BT, cudaMemcpyDeviceToDevice,
+                                   cu_stream()),
+                 "cudaMemcpy2DAsync (a product's parts)");
+    cu_scratch_free(y);
+}
+
+// out (BT, OC) = x (BT, C) w[row0 .. row0 + OC)^T + bias
+void cu_qlinear_forward(float *out, const float *x, const mt_qmatrix *w, int row0,
+                        const float *bias, size_t BT, int OC)
+{
+    qrows_dest d = {};
+    d.p[0] = out, d.ld[0] = OC;
+    for (int q = 0; q < MT_OUT_PARTS_MAX; q++) d.end[q] = OC;
+    qlinear(d, x, w, row0, bias, BT, OC);
+}
+
+// The same product over the parts' columns, each part's into its own buffer
+void cu_qlinear_forward_parts(const mt_out_parts *parts, const float *x, const mt_qmatrix *w,
+                              int row0, const float *bias, size_t BT)
+{
+    qrows_dest d = {};
+    int OC = 0;
+    for (int q = 0; q < parts->n && q < MT_OUT_PARTS_MAX; q++) {
+        d.p[q] = parts->out[q], d.ld[q] = parts->cols[q];
+        OC += parts->cols[q];
+        d.end[q] = OC;
+    }
+    for (int q = parts->n; q < MT_OUT_PARTS_MAX; q++) d.end[q] = OC;
+    qlinear(d, x, w, row0, bias, BT, OC);
 }

@@ -87,6 +87,8 @@ MT_BACKEND_OPS(CU_DECLARE)
 void cu_conv1d_step_silu(float *out, float *u, float *state, const float *x, const float *w,
                          const float *bias, int B, int C, int K);
 void cu_scan_step_gate(float *y, float *yg, float *h, const float *z, const mt_scan_args *a);
+void cu_qlinear_forward_parts(const mt_out_parts *parts, const float *x, const mt_qmatrix *w,
+                              int row0, const float *bias, size_t BT);
 
 // recorded steps (CUDA graphs of the thread's stream; mtlab/backend.h graph_begin ...)
 int cu_graph_begin(void);

@@ -16,6 +16,22 @@ void mt_linear_forward(const mt_backend *be, float *out, const float *x, const f
     if (bias) be->bias_add(out, bias, BT, OC);
 }
 
+void mt_linear_forward_parts(const mt_backend *be, const mt_out_parts *parts, const float *x,
+                             const float *weight, const float *bias, size_t BT, int C)
+{
+    int row0;
+    const mt_qmatrix *q = be->qweights && be->qlinear_forward_parts
+                              ? mt_qweights_find(be->qweights, weight, C, &row0)
+                              : NULL;
+    if (q) {
+        be->qlinear_forward_parts(parts, x, q, row0, bias, BT);
+        return;
+    }
+    for (int p = 0, c0 = 0; p < parts->n; c0 += parts->cols[p++])
+        mt_linear_forward(be, parts->out[p], x, weight + (size_t)c0 * C, bias ? bias + c0 : NULL,
+                          BT, C, parts->cols[p]);
+}
+
 void mt_linear_backward(const mt_backend *be, const mt_weight_grads *grads, const float *dout,
                         const float *x, const float *weight, size_t BT, int C, int OC)
 {

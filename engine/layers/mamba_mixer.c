@@ -40,12 +40,6 @@ static void walk(tensor_walk *w, const mt_mamba_config *cfg, mt_mamba_params *p)
     tensor_walk_optional(w, cfg->bias, &p->out_proj_b, "out_proj", ".bias", 0, TENSOR_SHAPE1(C));
 }
 
-/* the z half of in_proj's bias, or NULL */
-static const float *z_bias(const mt_mamba_params *p, const mt_mamba_config *cfg)
-{
-    return p->in_proj_b ? p->in_proj_b + cfg->d_inner : NULL;
-}
-
 int mt_mamba_tensors(const mt_mamba_config *cfg, mt_tensor_spec *specs)
 {
     tensor_walk w = {.specs = specs};
@@ -124,14 +118,14 @@ static mt_scan_args scan_args(const mt_mamba_acts *a, const mt_mamba_params *p,
     return s;
 }
 
-/* x_proj in three products so dt_low, Bm and Cm each land contiguous */
+/* x_proj with dt_low, Bm and Cm each landing contiguous (three products, or one where the
+ * backend splits a bf16 product's output) */
 static void x_proj_forward(const mt_backend *be, mt_mamba_acts *a, const mt_mamba_params *p,
                            const mt_mamba_config *cfg, size_t BT)
 {
     int D = cfg->d_inner, R = cfg->dt_rank, N = cfg->d_state;
-    mt_linear_forward(be, a->dt_low, a->u, p->x_proj_w, NULL, BT, D, R);
-    mt_linear_forward(be, a->Bm, a->u, p->x_proj_w + (size_t)R * D, NULL, BT, D, N);
-    mt_linear_forward(be, a->Cm, a->u, p->x_proj_w + (size_t)(R + N) * D, NULL, BT, D, N);
+    const mt_out_parts parts = {3, {a->dt_low, a->Bm, a->Cm}, {R, N, N}};
+    mt_linear_forward_parts(be, &parts, a->u, p->x_proj_w, NULL, BT, D);
     mt_linear_forward(be, a->dt, a->dt_low, p->dt_proj_w, NULL, BT, R, D);
 }
 
@@ -159,8 +153,8 @@ void mt_mamba_forward(const mt_backend *be, float *out, mt_mamba_acts *a, const 
     int B = call->B, T = call->T;
     size_t BT = (size_t)B * T;
     int C = cfg->d_model, D = cfg->d_inner;
-    mt_linear_forward(be, a->x, inp, p->in_proj_w, p->in_proj_b, BT, C, D);
-    mt_linear_forward(be, a->z, inp, p->in_proj_w + (size_t)D * C, z_bias(p, cfg), BT, C, D);
+    const mt_out_parts xz = {2, {a->x, a->z}, {D, D}};
+    mt_linear_forward_parts(be, &xz, inp, p->in_proj_w, p->in_proj_b, BT, C);
     if (mask) be->mask_rows(a->x, mask, BT, D);
     be->conv1d_forward(a->xc, a->x, p->conv_w, p->conv_b, B, T, D, cfg->d_conv);
     int continuing = state && state->len > 0;
@@ -242,9 +236,8 @@ static void step_by_ops(const mt_backend *be, const mt_mamba_step_args *m, mt_ma
     if (B == 1 && a->z == a->x + D) {
         mt_linear_forward(be, a->x, inp, p->in_proj_w, p->in_proj_b, 1, C, 2 * D);
     } else {
-        mt_linear_forward(be, a->x, inp, p->in_proj_w, p->in_proj_b, (size_t)B, C, D);
-        mt_linear_forward(be, a->z, inp, p->in_proj_w + (size_t)D * C, z_bias(p, cfg), (size_t)B, C,
-                          D);
+        const mt_out_parts parts = {2, {a->x, a->z}, {D, D}};
+        mt_linear_forward_parts(be, &parts, inp, p->in_proj_w, p->in_proj_b, (size_t)B, C);
     }
     if (be->conv1d_step_silu) { /* one launch where a backend has it (CUDA) */
         be->conv1d_step_silu(a->xc, a->u, m->conv_state, a->x, p->conv_w, p->conv_b, B, D,

@@ -166,6 +166,70 @@ static void bf16_linear_case(int rows, int C, int row0, int OC, int with_bias, c
  * its last chunk a quarter full), warp groups on other tiles for a short k (dt_proj's 4096 x
  * 128: 2 groups; k 40: 4 groups, the last block's past the weight rows), each with and
  * without bias */
+/* qlinear_forward_parts: one product whose columns land part by part in their own buffers gives
+ * the bits of qlinear_forward over the whole range (the few-rows kernel with its split k closed
+ * by its last block or by the combine kernel, and cuBLAS past 16 rows) */
+static void bf16_parts_case(int rows, int C, int row0, const int *cols, int nparts, int with_bias,
+                            const int *bts)
+{
+    int OC = 0;
+    for (int p = 0; p < nparts; p++) OC += cols[p];
+    pair w = rnd((size_t)rows * C, 1.0f), bias = rnd((size_t)OC, 1.0f);
+    mt_qmatrix q;
+    assert_int_equal(gpu->qmatrix_make(&q, MT_QMATRIX_BF16, w.d, rows, C), 0);
+    for (; *bts > 0; bts++) {
+        const int bt = *bts;
+        const size_t n = (size_t)bt * OC;
+        pair x = rnd((size_t)bt * C, 1.0f), whole = poison(n);
+        const float *b = with_bias ? bias.d : NULL;
+        gpu->qlinear_forward(whole.d, x.d, &q, row0, b, (size_t)bt, OC);
+        float *want = malloc(n * sizeof *want), *got = malloc(n * sizeof *got);
+        assert_non_null(want);
+        assert_non_null(got);
+        gpu->download(want, whole.d, n * sizeof *want);
+        for (int combine = 0; combine <= 1; combine++) {
+            mt_out_parts parts = {nparts, {0}, {0}};
+            pair out[MT_OUT_PARTS_MAX];
+            for (int p = 0; p < nparts; p++) {
+                out[p] = poison((size_t)bt * cols[p]);
+                parts.out[p] = out[p].d, parts.cols[p] = cols[p];
+            }
+            if (combine) setenv("MTLAB_CUDA_QROWS_COMBINE", "kernel", 1);
+            gpu->qlinear_forward_parts(&parts, x.d, &q, row0, b, (size_t)bt);
+            unsetenv("MTLAB_CUDA_QROWS_COMBINE");
+            for (int p = 0, c0 = 0; p < nparts; c0 += cols[p++]) {
+                float *h = malloc((size_t)bt * cols[p] * sizeof *h);
+                assert_non_null(h);
+                gpu->download(h, out[p].d, (size_t)bt * cols[p] * sizeof *h);
+                for (int i = 0; i < bt; i++)
+                    memcpy(got + (size_t)i * OC + c0, h + (size_t)i * cols[p], cols[p] * sizeof *h);
+                free(h), drop(out[p]);
+            }
+            if (memcmp(want, got, n * sizeof *got) != 0)
+                fail_msg("bf16 linear rows %d.. of %dx%d in %d parts, %d rows of x%s: other bits "
+                         "than one buffer",
+                         row0, rows, C, nparts, bt, combine ? " (combine kernel)" : "");
+        }
+        printf("  bf16 linear rows %d..%d of %dx%d in %d parts, %d rows of x, %s: the bits of one "
+               "buffer\n",
+               row0, row0 + OC, rows, C, nparts, bt, with_bias ? "bias" : "no bias");
+        free(want), free(got), drop(x), drop(whole);
+    }
+    gpu->qmatrix_free(&q);
+    drop(w), drop(bias);
+}
+
+static void test_bf16_linear_parts(void **state)
+{
+    NEED_GPU();
+    assert_non_null(gpu->qlinear_forward_parts);
+    const int bts[] = {1, 9, 16, 17, 40, -1};
+    const int x_proj[] = {128, 16, 16}, in_proj[] = {512, 512}, odd[] = {3, 40, 1, 29};
+    bf16_parts_case(160, 4096, 0, x_proj, 3, 0, bts); /* split k, 5 tiles */
+    bf16_parts_case(1024, 256, 0, in_proj, 2, 1, bts);
+    bf16_parts_case(300, 200, 7, odd, 4, 1, bts);
+}
+
 static void test_bf16_linear(void **state)
 {
     NEED_GPU();
@@ -474,6 +538,7 @@ int main(void)
         cmocka_unit_test(test_gemm_rows),
         cmocka_unit_test(test_gemm_bf16),
         cmocka_unit_test(test_bf16_linear),
+        cmocka_unit_test(test_bf16_linear_parts),
         cmocka_unit_test(test_elementwise),
         cmocka_unit_test(test_rows),
         cmocka_unit_test(test_norms),

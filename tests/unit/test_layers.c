@@ -81,6 +81,43 @@ static double linear_ref_loss(void *p)
     return project_d(m->out, m->r, m->N * m->OC);
 }
 
+/* mt_linear_forward_parts: each part's columns are the whole product's, in int8 bit for bit (a
+ * backend without qlinear_forward_parts runs one product a part; each output is one row's dot
+ * product) and in fp32 within rounding (the kernel a product takes depends on its width) */
+static void test_linear_forward_parts(void **state)
+{
+    (void)state;
+    mt_rng rng;
+    mt_rng_init(&rng, 3, 0);
+    const size_t N = 5;
+    const int C = 64, cols[] = {9, 16, 1, 22}, OC = 48;
+    float *x = gc_random(N * C, &rng, 1.0f), *w = gc_random((size_t)(OC + 3) * C, &rng, 0.5f);
+    float *b = gc_random(OC, &rng, 0.5f), *whole = calloc(N * OC, 4), *out[4];
+    mt_out_parts parts = {4, {0}, {0}};
+    for (int p = 0; p < 4; p++) out[p] = calloc(N * cols[p], 4), parts.out[p] = out[p];
+    memcpy(parts.cols, cols, sizeof cols);
+    mt_qweights *qw = mt_qweights_new(be);
+    assert_int_equal(mt_qweights_add(qw, MT_QMATRIX_INT8, w, OC + 3, C), 0);
+    mt_backend int8 = *be;
+    int8.qweights = qw;
+    const mt_backend *backends[] = {be, &int8};
+    for (int k = 0; k < 2; k++) {
+        const float *rows = w + (size_t)3 * C; /* a row range of the registered matrix */
+        mt_linear_forward(backends[k], whole, x, rows, b, N, C, OC);
+        mt_linear_forward_parts(backends[k], &parts, x, rows, b, N, C);
+        for (int p = 0, c0 = 0; p < 4; c0 += cols[p++])
+            for (size_t i = 0; i < N; i++) {
+                if (k) assert_memory_equal(out[p] + i * cols[p], whole + i * OC + c0, cols[p] * 4);
+                for (int j = 0; j < cols[p]; j++)
+                    assert_float_equal(out[p][i * cols[p] + j], whole[i * OC + c0 + j],
+                                       1e-6f * (1.0f + fabsf(whole[i * OC + c0 + j])));
+            }
+    }
+    mt_qweights_free(qw);
+    for (int p = 0; p < 4; p++) free(out[p]);
+    free(x), free(w), free(b), free(whole);
+}
+
 static void test_linear_grad(void **state)
 {
     (void)state;
@@ -538,15 +575,11 @@ static void test_rope_inv_freq(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_linear_grad),
-        cmocka_unit_test(test_embedding_tied_grad),
-        cmocka_unit_test(test_norm_grads),
-        cmocka_unit_test(test_dropout_grad),
-        cmocka_unit_test(test_ffn_grads),
-        cmocka_unit_test(test_gated_mlp_grads),
-        cmocka_unit_test(test_gated_layouts),
-        cmocka_unit_test(test_cross_entropy),
-        cmocka_unit_test(test_sinusoid_marian_layout),
+        cmocka_unit_test(test_linear_forward_parts), cmocka_unit_test(test_linear_grad),
+        cmocka_unit_test(test_embedding_tied_grad),  cmocka_unit_test(test_norm_grads),
+        cmocka_unit_test(test_dropout_grad),         cmocka_unit_test(test_ffn_grads),
+        cmocka_unit_test(test_gated_mlp_grads),      cmocka_unit_test(test_gated_layouts),
+        cmocka_unit_test(test_cross_entropy),        cmocka_unit_test(test_sinusoid_marian_layout),
         cmocka_unit_test(test_rope_inv_freq),
     };
     return cmocka_run_group_tests_name("layers", tests, setup, NULL);

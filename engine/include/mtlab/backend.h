@@ -184,6 +184,15 @@ typedef struct {
     const float *f32; /* (rows, cols) the fp32 matrix the copy was made from (f32p) */
 } mt_qmatrix;
 
+/* One product's output columns split into consecutive parts, each its own contiguous buffer
+ * (out[p] (rows, cols[p])): mt_linear_forward_parts, qlinear_forward_parts */
+#define MT_OUT_PARTS_MAX 4
+typedef struct {
+    int n;
+    float *out[MT_OUT_PARTS_MAX];
+    int cols[MT_OUT_PARTS_MAX];
+} mt_out_parts;
+
 /* A model's int8 weights, found by the address of the fp32 matrices they replace
  * (engine/layers/qweights.c). */
 struct mt_qweights;
@@ -412,6 +421,13 @@ typedef struct mt_backend {
     void (*qmatrix_free)(mt_qmatrix *q);
     void (*qlinear_forward)(float *out, const float *x, const mt_qmatrix *w, int row0,
                             const float *bias, size_t BT, int OC);
+    /* optional (NULL: one qlinear_forward a part): qlinear_forward of the rows row0 .. row0 +
+     * the parts' columns as one product whose output columns land part by part in their own
+     * buffers (parts->out[p] (BT, parts->cols[p]), contiguous), bias (the whole range) or NULL;
+     * the same floats as qlinear_forward of the whole range into one buffer. A Mamba decoding
+     * step's in_proj (x, z) and x_proj (dt, B, C) each become one launch. */
+    void (*qlinear_forward_parts)(const mt_out_parts *parts, const float *x, const mt_qmatrix *w,
+                                  int row0, const float *bias, size_t BT);
 
     /* ---- recorded steps (all NULL on a backend without them, as the CPU's): the operations
      * queued between graph_begin and graph_end are recorded instead of run; graph_end returns

@@ -55,6 +55,11 @@ void mt_tensors_decay_mask(uint8_t *mask, const mt_tensor_spec *specs, int n);
  * precision (be->qlinear_forward); training (backward) is always fp32. */
 void mt_linear_forward(const mt_backend *be, float *out, const float *x, const float *weight,
                        const float *bias, size_t BT, int C, int OC);
+/* mt_linear_forward of weight's first sum(parts->cols) rows with each part's columns in its
+ * own buffer: one product where the backend has qlinear_forward_parts for the weight's copy,
+ * else one mt_linear_forward a part (rows and bias from the part's first column on) */
+void mt_linear_forward_parts(const mt_backend *be, const mt_out_parts *parts, const float *x,
+                             const float *weight, const float *bias, size_t BT, int C);
 /* What the backward of a layer with one weight (linear, tied logits, norms) accumulates: dx,
  * dweight, dbias; any may be NULL when nobody needs it (no bias, a frozen weight). */
 typedef struct {
