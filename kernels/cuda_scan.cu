@@ -218,7 +218,11 @@ __global__ void scan_backward_seq_kernel(mt_scan_grads g, const float *dy, mt_sc
 #define PAR_CHUNK (PAR_WARPS * PAR_ITEMS)
 #define PAR_GROUP 16 // states per pass through shared memory in forward
 #define PAR_MAX_STATE 64
-#define PAR_MIN_BLOCKS 2 // per multiprocessor: at most 128 registers a thread
+#define PAR_MIN_BLOCKS 2 // per multiprocessor: at most 128 registers a thread (backward: 128)
+// forward: 3 blocks, at most 80 registers (88 unbounded; no spills, nvcc -Xptxas -v, sm_90). At
+// 2 blocks, 16 warps an SM, Nsight Compute found half the issue slots idle for want of a ready
+// warp (H200, 2026-11-30: 0.76 eligible of 3.8 active warps a scheduler; docs/cuda.md §4.2)
+#define PAR_FWD_MIN_BLOCKS 3
 #define LOG2E 1.4426950408889634f
 
 // v0 .. v3 summed over the warp's 32 lanes, sum k left in lanes 8k .. 8k + 7: lanes l and
@@ -284,7 +288,7 @@ __device__ __forceinline__ float par_bc(const float *m, int i, int n, int N, int
 // WITH_Y: y and h_last. Without: only the state at every chunk's start, into
 // ckpt[((b * chunks + c) * D + d) * N + n] (backward's checkpoints).
 template <int NMAX, bool WITH_Y>
-__global__ void __launch_bounds__(PAR_WARPS * 32, PAR_MIN_BLOCKS)
+__global__ void __launch_bounds__(PAR_WARPS * 32, PAR_FWD_MIN_BLOCKS)
     scan_forward_par_kernel(float *y, float *h_last, float *ckpt, mt_scan_args a)
 {
     __shared__ float A2[NMAX][32]; // -exp(A_log) log2(e) of the block's channels
