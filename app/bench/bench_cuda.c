@@ -173,7 +173,7 @@ static void run_attn_bwd(const mt_backend *be, void *p)
     be->attention_backward(c->dq, c->dk, c->dv, c->datt, c->dout, c->q, c->k, c->v, c->att, &c->d);
 }
 
-enum { QCOPIES_MAX = 32 };
+enum { QCOPIES_MAX = 512 }; /* 16 x 4096 (128 KiB) needs 512 copies to outgrow the L2 */
 typedef struct {
     mt_qmatrix q[QCOPIES_MAX]; /* copies of one weight matrix, together beyond the L2 cache */
     int copies, next;
@@ -194,8 +194,10 @@ static void run_qlinear(const mt_backend *be, void *p)
  * back over copies of the matrix that together outgrow the L2 cache (256 MiB). */
 static int qlinear_rows(const mt_backend *be, double copy_bw, int repeat)
 {
-    const int shapes[][2] = {{2048, 2048}, {8192, 2048}, {2048, 8192},
-                             {160, 4096},  {4096, 128},  {50280, 2048}};
+    /* the 1.4B Transformer++'s, then the Mamba's as its step calls them (in_proj's halves,
+     * x_proj as one and as its dt, B and C products, dt_proj, out_proj), the output layer */
+    const int shapes[][2] = {{2048, 2048}, {8192, 2048}, {2048, 8192}, {4096, 2048}, {160, 4096},
+                             {128, 4096},  {16, 4096},   {4096, 128},  {2048, 4096}, {50280, 2048}};
     const int ms[] = {1, 16};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         const int n = shapes[i][0], k = shapes[i][1];
