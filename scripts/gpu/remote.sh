@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on a lent GPU machine, from the repository root, over what scripts/gpu/pack.sh packed:
 #   [CALL_LIMIT=S] scripts/gpu/remote.sh STAGE...
-# stages: info tests sanitize[:TOOL] torch[:PRESETS] bench:SECTION:REPEAT[:LIMIT] tui
+# stages: info tests sanitize[:TOOL[:PROGRAM]] torch[:PRESETS] bench:SECTION:REPEAT[:LIMIT] tui
+#         ncu:REGEX[:LAUNCHES[:LIMIT]]         Nsight Compute's stall reasons for bench's kernels named by REGEX
 #         train:CONFIG:SECONDS:NAME:KEY=V,...
 #         mps                              NVIDIA's multi-process service, when it runs here
 #         trainall:SECONDS:CONFIG,...      the runs side by side on the one GPU, detached (they
@@ -110,8 +111,8 @@ for s in "$@"; do
         echo "== peerwait: $(cat $LOGS/peerbuild.log)"; peer_path
       else echo "== peerwait: still building after $(( $(date +%s) - t0 ))s"; fi
       for f in $LOGS/peerbuild-*.log; do [ -e "$f" ] && { echo "-- ${f##*/}:"; grep -a -E 'error|Error|Successfully' "$f" | tail -n 6; }; done ;;
-    sanitize|sanitize:*) tool=${s#sanitize}; tool=${tool#:}   # memcheck (default), racecheck, synccheck, initcheck
-      for t in test_cuda_ops test_cuda_seq_ops; do
+    sanitize|sanitize:*) IFS=: read -r _ tool progs <<<"$s"   # memcheck (default), racecheck, synccheck, initcheck
+      for t in ${progs:-test_cuda_ops test_cuda_seq_ops}; do
         stage "sanitize-${tool:-memcheck}-$t" 200 compute-sanitizer --tool "${tool:-memcheck}" --print-limit 20 build/rel/tests/$t; done ;;
     torch*|bench:*) [ "$(running)" -gt 0 ] && { echo "== $s skipped: $(running) training runs share the GPU"; continue; } ;;&
     torch|torch:*) pre=${s#torch}; pre=${pre#:}
@@ -119,6 +120,12 @@ for s in "$@"; do
     bench:*) IFS=: read -r _ only rep lim <<<"$s"; j=()   # bench:kernels:3[:LIMIT] (the torch JSON from an earlier call: .dev/)
            for f in "$LOGS/torch_train.json" .dev/torch_train.json; do [ -s "$f" ] && { j=(--torch-json "$f"); break; }; done
            stage "bench-$only" "${lim:-300}" ./mtlab bench --device cuda:0 --only "$only" --repeat "$rep" "${j[@]}" ;;
+    ncu:*) IFS=: read -r _ re cnt lim <<<"$s"   # ncu:REGEX[:LAUNCHES[:LIMIT]]: Nsight Compute over bench's kernels
+      n=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+      [ -z "$n" ] && { echo "== ncu: not on this image"; continue; }
+      stage ncu "${lim:-120}" "$n" --kernel-name "regex:$re" --launch-count "${cnt:-4}" --section SpeedOfLight \
+        --section WarpStateStats --section SchedulerStats --section Occupancy --section MemoryWorkloadAnalysis \
+        ./mtlab bench --device cuda:0 --only kernels --repeat 1 ;;
     tui) stage tui 120 scripts/gpu/panes.sh "$LOGS" ;;
     train:*) IFS=: read -r _ cfg secs name kv <<<"$s"   # train:CONFIG:SECONDS:NAME:KEY=V,KEY=V
              stage "train-$name" "$secs" ./mtlab train "$cfg" device=cuda name="$name" ${kv//,/ }
