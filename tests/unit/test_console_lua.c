@@ -80,6 +80,7 @@ static void wait_busy(tui_app *a, tui_console *c, int want)
             next = e->next;
             tui_event_free(e);
         }
+        tui_console_pump(a); /* as the workbench's loop does after every wait */
     }
 }
 

@@ -88,6 +88,16 @@ void tui_console_run_file(tui_app *a, const char *path)
 
 int tui_console_is_open(const tui_app *a) { return a->console && a->console->open; }
 
+int tui_console_interrupting(tui_app *a)
+{
+    tui_console *c = a->console;
+    if (!c) return 0;
+    pthread_mutex_lock(&c->lock);
+    int on = c->busy && mtl_interrupted(c->L);
+    pthread_mutex_unlock(&c->lock);
+    return on;
+}
+
 int tui_console_focused(const tui_app *a)
 {
     return a->console && a->console->open && a->console->focused;
@@ -290,6 +300,13 @@ void tui_console_pump(tui_app *a)
         }
     }
     if (answered) pthread_cond_broadcast(&c->answered);
+    /* An interrupt armed from this thread can be lost: the Lua thread may have read "no hook"
+     * an instant before lua_sethook and then clear the trap that arming set (Lua's hooks are
+     * safe from a signal handler on their own thread, not from another; a loop of caught
+     * errors, whose stack shrinks at each one, hits the window often enough to hang a test
+     * once in a few hundred runs). So an interrupt is armed again at every pump until the
+     * chunk it stops has ended; the loop pumps every CONSOLE_REARM_S meanwhile. */
+    if (c->busy && mtl_interrupted(c->L)) mtl_interrupt(c->L);
     int idle = !c->busy && !c->req_head;
     pthread_mutex_unlock(&c->lock);
     /* Lua is idle again: what was typed meanwhile goes to the line editor */
