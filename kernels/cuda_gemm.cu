@@ -12,6 +12,8 @@
 
 #include <cuda_bf16.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 extern "C" {
@@ -551,22 +553,27 @@ static int ceil_div(int a, int b) { return (a + b - 1) / b; }
 // - a short k (fewer chunks than warps) puts the next power of two >= its chunks of warps in a
 //   group, one chunk each, and the block's other warps in groups of their own on other tiles
 //   (dt_proj's k 128: 4 chunks, 2 groups of 4 warps) instead of leaving them idle;
-// - 4 tiles per group where that gives every multiprocessor a block (the output layer, in_proj
-//   as one product): x is read once per 32 weight rows (at 16 fp32 rows of x, 1 tile per group
-//   would read 4 bytes of x from L2 per weight byte from memory);
-// - fewer blocks than multiprocessors and k of at least 2 QWARPS chunks: still 4 tiles (fewer
-//   when W has fewer), and k split into ranges of at least QWARPS chunks, the fewest that give
-//   every multiprocessor a block (2048 x 2048: 64 blocks x 3 ranges; x_proj's 160 x 4096: 5 x
-//   16; 16 x 4096: 1 x 16), at most QROWS_SPLITS_MAX;
-// - else the widest tiles that still give every multiprocessor a block, or half of them one
-//   (2 tiles), or 1 tile.
+// - the widest tiles (4, 2, 1 a group) that still give every multiprocessor a block, k whole:
+//   x is read once per 8 NT weight rows (at 16 fp32 rows of x, 1 tile per group reads 4 bytes of
+//   x from L2 per weight byte from memory), but a block for each multiprocessor counted more in
+//   the sweep of every plan on an H200 (docs/cuda.md §4.2, MTLAB_CUDA_QROWS_PLAN), 16 rows in a
+//   graph: the output layer and in_proj as one product 4 tiles (0.072, 0.015 ms; 1 tile 0.111,
+//   0.020), 4096 x 2048 2 tiles (0.009; 4 tiles and 2 ranges 0.011), out_proj's 2048 x 4096 and
+//   2048 x 2048 1 tile (0.010, 0.006; 4 tiles and 3 ranges 0.012, 0.009), dt_proj's 4096 x 128 1
+//   tile (0.003; 2 tiles 0.004);
+// - where not even 1 tile a group gives every multiprocessor a block and k has at least 2
+//   QWARPS chunks: 4 tiles (fewer when W has fewer), and k split into ranges of at least QWARPS
+//   chunks, the fewest that give every multiprocessor a block (x_proj's 160 x 4096: 5 x 16;
+//   16 x 4096: 1 x 16), at most QROWS_SPLITS_MAX;
+// - else 2 tiles where half the multiprocessors get a block, or 1 tile.
 static qrows_plan qrows_plan_for(int n, int k, int sms)
 {
     const int chunks = (k + 31) / 32, tiles = (n + 7) / 8;
     int wg = 1;
     while (wg < QWARPS && wg < chunks) wg *= 2;
     qrows_plan p = {4, QWARPS / wg, 1, chunks};
-    if (ceil_div(tiles, 4 * p.groups) >= sms) return p;
+    for (p.nt = 4; p.nt >= 1; p.nt /= 2)
+        if (ceil_div(tiles, p.nt * p.groups) >= sms) return p;
     const int most = chunks / QWARPS < QROWS_SPLITS_MAX ? chunks / QWARPS : QROWS_SPLITS_MAX;
     if (most >= 2) { // here wg == QWARPS: one group
         p.nt = tiles >= 4 ? 4 : tiles >= 2 ? 2 : 1;
@@ -576,6 +583,23 @@ static qrows_plan qrows_plan_for(int n, int k, int sms)
         return p;
     }
     p.nt = ceil_div(tiles, 2 * p.groups) >= sms / 2 ? 2 : 1;
+    return p;
+}
+
+// MTLAB_CUDA_QROWS_PLAN=NT:SPLITS (NT 1, 2 or 4 tiles a group, k in SPLITS ranges, at most
+// QROWS_SPLITS_MAX and one chunk a range) replaces the plan of every call, for timing the plans
+// against each other at one shape (docs/cuda.md §4.2): the same product, its sums in another
+// order
+static qrows_plan qrows_plan_forced(qrows_plan p, int k)
+{
+    const char *v = getenv("MTLAB_CUDA_QROWS_PLAN");
+    int nt = 0, splits = 0;
+    if (!v || sscanf(v, "%d:%d", &nt, &splits) != 2 || (nt != 1 && nt != 2 && nt != 4)) return p;
+    const int chunks = (k + 31) / 32;
+    if (splits < 1) splits = 1;
+    if (splits > QROWS_SPLITS_MAX) splits = QROWS_SPLITS_MAX;
+    if (splits > chunks) splits = chunks;
+    p.nt = nt, p.span = ceil_div(chunks, splits), p.splits = ceil_div(chunks, p.span);
     return p;
 }
 
@@ -591,7 +615,7 @@ template <typename XT>
 static void qrows(int m, int n, int k, const XT *x, const __nv_bfloat16 *w, int ldw,
                   const float *bias, const qrows_dest &out)
 {
-    const qrows_plan p = qrows_plan_for(n, k, sm_count());
+    const qrows_plan p = qrows_plan_forced(qrows_plan_for(n, k, sm_count()), k);
     qrows_args<XT> a = {m, n, k, x, w, ldw, bias, out, NULL, p.groups, p.span, NULL};
     const dim3 grid((unsigned)ceil_div(n, p.groups * p.nt * 8), (unsigned)p.splits);
     bool closed = false; // the ranges added by the kernel's last block per tile

@@ -2,6 +2,8 @@
 # Runs on a lent GPU machine, from the repository root, over what scripts/gpu/pack.sh packed:
 #   [CALL_LIMIT=S] scripts/gpu/remote.sh STAGE...
 # stages: info tests sanitize[:TOOL[:PROGRAM]] torch[:PRESETS] bench:SECTION:REPEAT[:LIMIT] tui
+#         env:VAR=VALUE, env:VAR               set or unset VAR for the stages after it (a stage
+#                                          that runs again logs as NAME-2, NAME-3, ...)
 #         ncu:REGEX[:LAUNCHES[:LIMIT]]         Nsight Compute's stall reasons for bench's kernels named by REGEX
 #         train:CONFIG:SECONDS:NAME:KEY=V,...
 #         mps                              NVIDIA's multi-process service, when it runs here
@@ -71,7 +73,8 @@ stage() { # name limit command...
   local l; l=$(left)
   [ "$l" -lt "$limit" ] && limit=$l
   if [ "$limit" -lt 10 ]; then echo "== $name skipped: $l s left of the call"; return; fi
-  local t0=$(date +%s)
+  local t0=$(date +%s) n=2
+  [ -e "$LOGS/$name.log" ] && { while [ -e "$LOGS/$name-$n.log" ]; do n=$((n + 1)); done; name=$name-$n; }
   echo "== $name (limit ${limit}s)"
   timeout -k 5 "$limit" stdbuf -oL -eL "$@" >"$LOGS/$name.log" 2>&1
   local rc=$?
@@ -126,6 +129,8 @@ for s in "$@"; do
       stage ncu "${lim:-120}" "$n" --kernel-name "regex:$re" --launch-count "${cnt:-4}" --section SpeedOfLight \
         --section WarpStateStats --section SchedulerStats --section Occupancy --section MemoryWorkloadAnalysis \
         ./mtlab bench --device cuda:0 --only kernels --repeat 1 ;;
+    env:*) v=${s#env:}; if [ "${v#*=}" = "$v" ]; then unset "$v"; else export "${v%%=*}=${v#*=}"; fi
+           echo "== env: ${v}" ;;
     tui) stage tui 120 scripts/gpu/panes.sh "$LOGS" ;;
     train:*) IFS=: read -r _ cfg secs name kv <<<"$s"   # train:CONFIG:SECONDS:NAME:KEY=V,KEY=V
              stage "train-$name" "$secs" ./mtlab train "$cfg" device=cuda name="$name" ${kv//,/ }

@@ -247,6 +247,14 @@ static void test_bf16_linear(void **state)
         bf16_linear_case(40, 4104, 3, 37, b, layer);
         bf16_linear_case(300, 40, 1, 299, b, layer);
     }
+    /* the plans forced by MTLAB_CUDA_QROWS_PLAN (bench's timing switch) compute the same product */
+    const char *plans[] = {"1:1", "2:3", "4:2", "4:40", NULL};
+    for (const char **pl = plans; *pl; pl++) {
+        setenv("MTLAB_CUDA_QROWS_PLAN", *pl, 1);
+        printf("  MTLAB_CUDA_QROWS_PLAN=%s:\n", *pl);
+        bf16_linear_case(520, 1024, 0, 520, 1, ends);
+    }
+    unsetenv("MTLAB_CUDA_QROWS_PLAN");
     mt_qmatrix q;
     pair w = rnd(16, 1.0f);
     assert_int_equal(gpu->qmatrix_make(&q, MT_QMATRIX_INT8, w.d, 4, 4), -1);
