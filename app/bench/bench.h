@@ -212,17 +212,28 @@ int bench_run_length(const bench_opts *o);
  * with *at interpolated (linear in log2 of the length) between the last length where ref cost
  * at least as much as other and the first where it cost less, 0 when ref is never cheaper. */
 int bench_crossover(const int *lens, const double *ref, const double *other, int n, double *at);
-/* `mtlab bench --device cuda[:N]` (what `make bench-cuda` runs on a GPU machine): the device's
- * copy bandwidth and cuBLAS rates, the selective scan / attention / GEMM efficiencies against
- * them, Table-4 decoding (batch 16, 1024 new tokens) of a Mamba-1.4B and a Transformer++ of
- * the same size with their state memory, and training tokens/s of the seven 77M presets in
- * bf16 — against PyTorch's when torch_json (tests/bench/torch_train.py's output) is given. */
 /* COMET segments per second at XLM-R large's shapes, random weights (app/bench/bench_comet.c);
  * device NULL: the CPU. */
 int bench_run_comet(const char *device, int repeat);
 /* Step time and its all-reduce share for 1 and 2 ranks (app/bench/bench_ranks.c). */
 int bench_run_ranks(int repeat);
-int bench_run_cuda(const char *device, const char *torch_json, int repeat, unsigned sections);
+/* `mtlab bench --device cuda[:N]` (what `make bench-cuda` runs on a GPU machine): the device's
+ * copy bandwidth and cuBLAS rates, the selective scan / attention / GEMM efficiencies against
+ * them, Table-4 decoding (batch 16, 1024 new tokens) of a Mamba-1.4B and a Transformer++ of
+ * the same size with their state memory, and training tokens/s of the seven 77M presets in
+ * bf16 — against PyTorch's when torch_json (tests/bench/torch_train.py's output) is given. */
+/* decode (NULL: all of Table 4) narrows Table 4 (`--only decode`): which architecture ("mamba" or
+ * "transformer++"; NULL both), which precisions (precision_set: that one only, fp32 or bf16) and
+ * how many new tokens (0: Table 4's 1024); a shorter decode of one row is what a profiler can
+ * take (docs/cuda.md §8) */
+typedef struct {
+    const char *arch;
+    int precision_set;
+    mt_precision precision;
+    int new_tokens;
+} bench_cuda_decode;
+int bench_run_cuda(const char *device, const char *torch_json, int repeat, unsigned sections,
+                   const bench_cuda_decode *decode);
 /* tokens_out, when not NULL, receives one untimed pass's ids: one line of new_tokens per source. */
 int bench_run_peer(const char *bundle, const char *inputs, const char *tokens_out, int new_tokens,
                    int batch, int repeat, mt_precision precision);

@@ -370,10 +370,20 @@ static int kernel_rates(const mt_backend *be, double copy_bw, double blas32, dou
 /* ---------------------------------------------------------------- 3. Table 4 decoding */
 enum { DEC_BATCH = 16, DEC_PROMPT = 16, DEC_NEW = 1024, DEC_WARM = 32 };
 
+/* Table 4's rows as bench_cuda_decode narrows them (NULL: all) */
+static int want_arch(const bench_cuda_decode *o, const char *arch)
+{
+    return !o || !o->arch || !strcmp(o->arch, arch);
+}
+static int want_precision(const bench_cuda_decode *o, mt_precision p)
+{
+    return !o || !o->precision_set || o->precision == p;
+}
+
 /* One row: model m as it stands (its precision set), Table 4's greedy decode (each step's token
  * chosen on the GPU, as the paper's generate() does) timed repeat times after a short warm-up
  * (module loads, handles, the bf16 copies' first use) */
-static int decode_row(mt_model *m, const char *label, const char *how, int repeat)
+static int decode_row(mt_model *m, const char *label, const char *how, int repeat, int new_tokens)
 {
     const mt_model_config *cfg = mt_model_get_config(m);
     int32_t words[DEC_BATCH][DEC_PROMPT];
@@ -388,54 +398,63 @@ static int decode_row(mt_model *m, const char *label, const char *how, int repea
     bench_decode_time dt;
     int rc = bench_decode_device_pick(m, src, len, DEC_BATCH, DEC_WARM, &dt);
     for (int i = 0; i < repeat && !rc; i++) {
-        rc = bench_decode_device_pick(m, src, len, DEC_BATCH, DEC_NEW, &dt);
+        rc = bench_decode_device_pick(m, src, len, DEC_BATCH, new_tokens, &dt);
         t[i] = dt.prefill_seconds + dt.step_seconds;
-        step[i] = dt.step_seconds / (DEC_NEW - 1);
+        step[i] = dt.step_seconds / (new_tokens - 1);
     }
     if (rc) return rc;
     double s = bench_median(t, repeat);
     size_t st64 = mt_model_decode_state_bytes(m, DEC_BATCH, DEC_PROMPT + 64, 0);
-    size_t st1k = mt_model_decode_state_bytes(m, DEC_BATCH, DEC_PROMPT + DEC_NEW, 0);
+    size_t st1k = mt_model_decode_state_bytes(m, DEC_BATCH, DEC_PROMPT + new_tokens, 0);
     printf("   %-32s %-14s %5.2fB params %7.0f tokens/s %6.2f ms/step  state %7.1f MiB at 64, "
-           "%7.1f MiB at 1024\n",
-           label, how, (double)mt_model_param_count(m) / 1e9, DEC_BATCH * (double)DEC_NEW / s,
-           1e3 * bench_median(step, repeat), st64 / 1048576.0, st1k / 1048576.0);
+           "%7.1f MiB at %d\n",
+           label, how, (double)mt_model_param_count(m) / 1e9, DEC_BATCH * (double)new_tokens / s,
+           1e3 * bench_median(step, repeat), st64 / 1048576.0, st1k / 1048576.0, new_tokens);
     return 0;
 }
 
 /* One model, its fp32 row, then bf16 copies of its weights (half the bytes a step reads); a
  * model whose steps replay as recorded graphs (the Mamba: docs/cuda.md §4) once more with
- * recording off, so the graphs' gain is measured in the same run */
+ * recording off, so the graphs' gain is measured in the same run; o narrows the rows */
 static int decode_rows(const mt_backend *be, const char *label, mt_model_config *cfg, int recorded,
-                       int repeat)
+                       int repeat, const bench_cuda_decode *o)
 {
+    int n = o && o->new_tokens ? o->new_tokens : DEC_NEW;
     mt_model *m = mt_model_create(cfg, be, 1);
     if (!m) return -1;
-    int rc = decode_row(m, label, recorded ? "fp32, graphs" : "fp32", repeat);
-    if (!rc) rc = mt_model_set_precision(m, MT_PRECISION_BF16);
-    if (!rc) rc = decode_row(m, label, recorded ? "bf16, graphs" : "bf16", repeat);
-    if (!rc && recorded) {
-        setenv("MTLAB_CUDA_GRAPHS", "0", 1);
-        rc = decode_row(m, label, "bf16, op by op", repeat);
-        unsetenv("MTLAB_CUDA_GRAPHS");
+    int rc = 0;
+    if (want_precision(o, MT_PRECISION_FP32))
+        rc = decode_row(m, label, recorded ? "fp32, graphs" : "fp32", repeat, n);
+    if (!rc && want_precision(o, MT_PRECISION_BF16)) {
+        rc = mt_model_set_precision(m, MT_PRECISION_BF16);
+        if (!rc) rc = decode_row(m, label, recorded ? "bf16, graphs" : "bf16", repeat, n);
+        if (!rc && recorded) {
+            setenv("MTLAB_CUDA_GRAPHS", "0", 1);
+            rc = decode_row(m, label, "bf16, op by op", repeat, n);
+            unsetenv("MTLAB_CUDA_GRAPHS");
+        }
     }
     mt_model_free(m);
     return rc;
 }
 
-static int table4(const mt_backend *be, int repeat)
+static int table4(const mt_backend *be, int repeat, const bench_cuda_decode *o)
 {
-    printf("\n3. decoding as the paper's Table 4: batch 16, 16-token prompts, 1024 new tokens, "
+    printf("\n3. decoding as the paper's Table 4: batch 16, 16-token prompts, %d new tokens, "
            "random weights\n"
            "   (paper, A6000: Pythia-1.4B 405 tokens/s, Mamba-1.4B 806 tokens/s; our target on an "
-           "H100: Mamba >= 8000)\n");
+           "H100: Mamba >= 8000)\n",
+           o && o->new_tokens ? o->new_tokens : DEC_NEW);
     mt_model_config c;
-    if (mt_model_preset(&c, "mamba")) return -1;
-    c.vocab_size = 50280, c.d_model = 2048, c.n_layers = 48, c.dt_rank = 128;
-    if (decode_rows(be, "mamba (d_model 2048, 48 layers)", &c, 1, repeat)) return -1;
+    if (want_arch(o, "mamba")) {
+        if (mt_model_preset(&c, "mamba")) return -1;
+        c.vocab_size = 50280, c.d_model = 2048, c.n_layers = 48, c.dt_rank = 128;
+        if (decode_rows(be, "mamba (d_model 2048, 48 layers)", &c, 1, repeat, o)) return -1;
+    }
+    if (!want_arch(o, "transformer++")) return 0;
     if (mt_model_preset(&c, "transformer++")) return -1;
     c.vocab_size = 50280, c.d_model = 2048, c.n_layers = 24, c.n_heads = 16, c.ffn_dim = 5504;
-    return decode_rows(be, "transformer++ (2048, 24 layers)", &c, 0, repeat);
+    return decode_rows(be, "transformer++ (2048, 24 layers)", &c, 0, repeat, o);
 }
 
 /* ---------------------------------------------------------------- 4. training at 77M */
@@ -507,7 +526,8 @@ static int train_rates(const mt_backend *be, const char *torch_json, int repeat)
     return rc;
 }
 
-int bench_run_cuda(const char *device, const char *torch_json, int repeat, unsigned sections)
+int bench_run_cuda(const char *device, const char *torch_json, int repeat, unsigned sections,
+                   const bench_cuda_decode *decode)
 {
     if (repeat > MAX_REPEAT) repeat = MAX_REPEAT;
     if (strncmp(device, "cuda", 4))
@@ -541,7 +561,7 @@ int bench_run_cuda(const char *device, const char *torch_json, int repeat, unsig
     if ((sections & BENCH_CUDA_KERNELS) && kernel_rates(be, copy_bw, blas32, blas16, repeat))
         return -1;
     fflush(stdout);
-    if ((sections & BENCH_DECODE) && table4(be, repeat)) return -1;
+    if ((sections & BENCH_DECODE) && table4(be, repeat, decode)) return -1;
     fflush(stdout);
     return sections & BENCH_CUDA_TRAIN ? train_rates(be, torch_json, repeat) : 0;
 }

@@ -30,7 +30,7 @@ typedef struct {
     const char *make_bundles, *peer_inputs, *bundle, *device, *torch_json, *tokens_out;
     const char *models[MAX_MODELS]; /* every -m, in order */
     int n_models;
-    int new_tokens, batch;
+    int new_tokens, batch, new_tokens_set, precision_set;
     mt_precision precision;
     bench_opts o;
 } bench_args;
@@ -96,6 +96,7 @@ static int parse_args(bench_args *a, int argc, char **argv)
         else if (!strcmp(o, "--torch-json")) a->torch_json = v;
         else if (!strcmp(o, "--precision")) {
             if (mt_precision_parse(v, &a->precision)) return cli_fail("bench: %s", mt_last_error());
+            a->precision_set = 1;
         } else if (!strcmp(o, "--tokens-out")) a->tokens_out = v;
         else if (!strcmp(o, "--repeat")) {
             if (cli_option_int("bench", o, v, 1, 100, &a->o.repeat)) return 2;
@@ -103,6 +104,7 @@ static int parse_args(bench_args *a, int argc, char **argv)
             if (add_section(v, &a->o.sections)) return 2;
         } else if (!strcmp(o, "--new-tokens")) {
             if (cli_option_int("bench", o, v, 1, 4096, &a->new_tokens)) return 2;
+            a->new_tokens_set = 1;
         } else if (!strcmp(o, "--batch")) {
             if (cli_option_int("bench", o, v, 1, 4096, &a->batch)) return 2;
         } else {
@@ -119,8 +121,8 @@ static int parse_args(bench_args *a, int argc, char **argv)
         return 2;
     }
     if (a->device && (a->make_bundles || a->peer_inputs)) {
-        fprintf(stderr,
-                "mtlab bench: --device runs the GPU report alone (no -m or --make-bundles)\n");
+        fprintf(stderr, "mtlab bench: --device runs the GPU report alone (no --peer-inputs or "
+                        "--make-bundles)\n");
         return 2;
     }
     unsigned cpu_only = (BENCH_ALL & ~BENCH_DECODE) | BENCH_RANKS,
@@ -141,7 +143,36 @@ static int parse_args(bench_args *a, int argc, char **argv)
         fprintf(stderr, "mtlab bench: --peer-inputs takes one -m BUNDLE\n");
         return 2;
     }
-    if (a->bundle && !a->peer_inputs && a->o.sections != BENCH_LENGTH) {
+    /* Table 4 on the device, narrowed: one architecture, one precision, fewer new tokens */
+    int device_decode = a->device && a->o.sections == BENCH_DECODE;
+    if (a->device && (a->bundle || a->precision_set || a->new_tokens_set) && !device_decode) {
+        fprintf(stderr, "mtlab bench: with --device, -m, --precision and --new-tokens go with "
+                        "--only decode\n");
+        return 2;
+    }
+    if (device_decode && a->n_models > 1) {
+        fprintf(stderr, "mtlab bench: --device --only decode takes one -m (mamba or "
+                        "transformer++)\n");
+        return 2;
+    }
+    if (device_decode && a->bundle && strcmp(a->bundle, "mamba") &&
+        strcmp(a->bundle, "transformer++")) {
+        fprintf(stderr, "mtlab bench: -m '%s': Table 4's rows are mamba and transformer++\n",
+                a->bundle);
+        return 2;
+    }
+    if (device_decode && a->precision_set && a->precision != MT_PRECISION_FP32 &&
+        a->precision != MT_PRECISION_BF16) {
+        fprintf(stderr, "mtlab bench: --precision %s: Table 4 decodes in fp32 or bf16\n",
+                mt_precision_name(a->precision));
+        return 2;
+    }
+    if (device_decode && a->new_tokens_set && a->new_tokens < 2) {
+        fprintf(stderr, "mtlab bench: --new-tokens %d: a step time needs at least 2\n",
+                a->new_tokens);
+        return 2;
+    }
+    if (a->bundle && !a->peer_inputs && a->o.sections != BENCH_LENGTH && !device_decode) {
         fprintf(stderr, "mtlab bench: -m goes with --peer-inputs, or with --only length\n");
         return 2;
     }
@@ -173,8 +204,13 @@ static int run_bench(int argc, char **argv)
         if (bench_run_comet(a.device, a.o.repeat)) return cli_fail("%s", mt_last_error());
         if (!(a.o.sections &= ~BENCH_COMET)) return 0;
     }
-    if (a.device) rc = bench_run_cuda(a.device, a.torch_json, a.o.repeat, a.o.sections);
-    else if (a.peer_inputs)
+    if (a.device) {
+        bench_cuda_decode d = {.arch = a.bundle,
+                               .precision_set = a.precision_set,
+                               .precision = a.precision,
+                               .new_tokens = a.new_tokens_set ? a.new_tokens : 0};
+        rc = bench_run_cuda(a.device, a.torch_json, a.o.repeat, a.o.sections, &d);
+    } else if (a.peer_inputs)
         rc = bench_run_peer(a.bundle, a.peer_inputs, a.tokens_out, a.new_tokens, a.batch,
                             a.o.repeat, a.precision);
     else rc = bench_run_all(&a.o);
@@ -190,7 +226,8 @@ const struct mt_command cmd_bench = {
     "--peer-inputs FILE -m BUNDLE [--new-tokens N] [--batch N] [--precision fp32|int8|bf16] "
     "[--repeat N] [--tokens-out FILE] | "
     "--only length [-m BUNDLE|PRESET]... [--max-len N] | "
-    "--device cuda[:N] [--torch-json FILE] [--repeat N]",
+    "--device cuda[:N] [--torch-json FILE] [--repeat N] [--only kernels|decode|train|comet] "
+    "[-m mamba|transformer++ --precision fp32|bf16 --new-tokens N: with --only decode]",
     "speed figures: training gemm rate, decode tokens/s, roofline, state memory",
     run_bench,
     .parallel = 1,

@@ -4,6 +4,9 @@
 # stages: info tests sanitize[:TOOL[:PROGRAM]] torch[:PRESETS] bench:SECTION:REPEAT[:LIMIT] tui
 #         env:VAR=VALUE, env:VAR               set or unset VAR for the stages after it (a stage
 #                                          that runs again logs as NAME-2, NAME-3, ...)
+#         profile[:NEW[:LIMIT]]                the bf16 Mamba's Table 4 decode (NEW tokens, default
+#                                          64) under Nsight Systems, graphs traced node by node:
+#                                          each kernel's total time (nsys stats cuda_gpu_kern_sum)
 #         ncu:REGEX[:LAUNCHES[:LIMIT]]         Nsight Compute's stall reasons for bench's kernels named by REGEX
 #         train:CONFIG:SECONDS:NAME:KEY=V,...
 #         mps                              NVIDIA's multi-process service, when it runs here
@@ -129,6 +132,12 @@ for s in "$@"; do
       stage ncu "${lim:-120}" "$n" --kernel-name "regex:$re" --launch-count "${cnt:-4}" --section SpeedOfLight \
         --section WarpStateStats --section SchedulerStats --section Occupancy --section MemoryWorkloadAnalysis \
         ./mtlab bench --device cuda:0 --only kernels --repeat 1 ;;
+    profile|profile:*) IFS=: read -r _ new lim <<<"$s"   # profile[:NEW[:LIMIT]]: the bf16 Mamba's decode under Nsight Systems
+      n=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -n 1)
+      [ -z "$n" ] && { echo "== profile: no nsys on this image"; continue; }
+      stage profile "${lim:-150}" bash -c '"$0" profile --cuda-graph-trace=node --force-overwrite true -o /tmp/decode \
+          ./mtlab bench --device cuda:0 --only decode -m mamba --precision bf16 --new-tokens "$1" --repeat 1 &&
+        "$0" stats --report cuda_gpu_kern_sum /tmp/decode.nsys-rep' "$n" "${new:-64}" ;;
     env:*) v=${s#env:}; if [ "${v#*=}" = "$v" ]; then unset "$v"; else export "${v%%=*}=${v#*=}"; fi
            echo "== env: ${v}" ;;
     tui) stage tui 120 scripts/gpu/panes.sh "$LOGS" ;;

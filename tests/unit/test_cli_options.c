@@ -111,12 +111,39 @@ static void test_missing_arguments_are_named(void **state)
     }
 }
 
+/* Table 4 on the device narrowed (--only decode): what it refuses, before any device is asked */
+static void test_bench_device_decode_options(void **state)
+{
+    (void)state;
+    expect_refusal(&cmd_bench, 5, (char *[]){"bench", "--device", "cuda:0", "-m", "mamba"},
+                   "mtlab bench: with --device, -m, --precision and --new-tokens go with --only "
+                   "decode\n");
+    expect_refusal(&cmd_bench, 7,
+                   (char *[]){"bench", "--device", "cuda:0", "--only", "decode", "-m", "bogus"},
+                   "mtlab bench: -m 'bogus': Table 4's rows are mamba and transformer++\n");
+    expect_refusal(&cmd_bench, 9,
+                   (char *[]){"bench", "--device", "cuda:0", "--only", "decode", "-m", "mamba",
+                              "-m", "transformer++"},
+                   "mtlab bench: --device --only decode takes one -m (mamba or transformer++)\n");
+    expect_refusal(
+        &cmd_bench, 7,
+        (char *[]){"bench", "--device", "cuda:0", "--only", "decode", "--precision", "int8"},
+        "mtlab bench: --precision int8: Table 4 decodes in fp32 or bf16\n");
+    expect_refusal(
+        &cmd_bench, 7,
+        (char *[]){"bench", "--device", "cuda:0", "--only", "decode", "--new-tokens", "1"},
+        "mtlab bench: --new-tokens 1: a step time needs at least 2\n");
+    expect_refusal(&cmd_bench, 5, (char *[]){"bench", "--only", "decode", "-m", "mamba"},
+                   "mtlab bench: -m goes with --peer-inputs, or with --only length\n");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_values_and_refusals),
         cmocka_unit_test(test_every_command_refuses_alike),
         cmocka_unit_test(test_missing_arguments_are_named),
+        cmocka_unit_test(test_bench_device_decode_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
