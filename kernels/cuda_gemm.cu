@@ -359,6 +359,9 @@ void cu_qmatrix_free(mt_qmatrix *q)
 #define QWARPS 8
 #define QROWS_U 4
 #define QROWS_SPLITS_MAX 32
+// qrows_plan_for splits k only where the weight has fewer tiles (8 rows) than there are
+// multiprocessors, so the thread's partials buffer holds every split it plans
+static_assert(QROWS_SPLITS_MAX * ROWS_MAX * 8 <= CU_PARTIALS_PER_SM, "cu_partials' size");
 
 __device__ __forceinline__ void mma_bf16_m16n8k16(float c[4], const uint32_t a[4], uint32_t b0,
                                                   uint32_t b1)
@@ -619,8 +622,11 @@ static void qrows(int m, int n, int k, const XT *x, const __nv_bfloat16 *w, int 
     qrows_args<XT> a = {m, n, k, x, w, ldw, bias, out, NULL, p.groups, p.span, NULL};
     const dim3 grid((unsigned)ceil_div(n, p.groups * p.nt * 8), (unsigned)p.splits);
     bool closed = false; // the ranges added by the kernel's last block per tile
+    float *kept = NULL; // the thread's buffer for them, where they fit (no scratch to take)
     if (p.splits > 1) { // partial sums (splits, m, n)
-        a.part = (float *)cu_scratch((size_t)p.splits * m * n * sizeof *a.part);
+        const size_t floats = (size_t)p.splits * m * n;
+        kept = cu_partials(floats);
+        a.part = kept ? kept : (float *)cu_scratch(floats * sizeof *a.part);
         if (!a.part) return;
         closed = grid.x <= CU_TICKETS && !cu_env_is("MTLAB_CUDA_QROWS_COMBINE", "kernel");
         if (closed) a.tickets = cu_tickets();
@@ -635,7 +641,7 @@ static void qrows(int m, int n, int k, const XT *x, const __nv_bfloat16 *w, int 
                                                                           n, bias);
         cu_check(cudaGetLastError(), "qrows_combine_kernel");
     }
-    cu_scratch_free(a.part);
+    if (!kept) cu_scratch_free(a.part);
 }
 
 // out = x (BT, C) w[row0 .. row0 + OC)^T + bias, the columns where `out` says

@@ -66,6 +66,14 @@ int cu_env_is(const char *name, const char *value);
 #define CU_TICKETS 4096
 unsigned *cu_tickets(void);
 
+// The calling thread's buffer for a split k's partial sums, made when the thread binds:
+// CU_PARTIALS_PER_SM floats a multiprocessor, what qrows_kernel's widest split needs (32 ranges
+// of 16 rows of x against fewer than 8 weight rows a multiprocessor: cuda_gemm.cu checks it).
+// The thread's products run one after another on its stream, so one buffer serves them all and
+// a recorded step takes and returns no memory for them. NULL when more floats are asked.
+#define CU_PARTIALS_PER_SM (32 * 16 * 8)
+float *cu_partials(size_t floats);
+
 // The calling thread's cuBLAS handle (bound to cu_stream()) and the status check that records
 // a failure the way cu_check does.
 #include <cublas_v2.h>

@@ -31,6 +31,8 @@ typedef struct {
     cublasHandle_t blas;
     cublasLtHandle_t lt;
     unsigned *tickets; // CU_TICKETS counters, zero between launches (cu_tickets)
+    float *partials; // a split k's partial sums (cu_partials), partials_floats of them
+    size_t partials_floats;
     char error[512]; // the first failure an operation recorded, "" when none
 } cu_thread;
 
@@ -40,6 +42,7 @@ cudaStream_t cu_stream(void) { return ctx.stream; }
 int cu_gemm_bf16(void) { return ctx.bf16; }
 cublasHandle_t cu_blas(void) { return ctx.blas; }
 unsigned *cu_tickets(void) { return ctx.tickets; }
+float *cu_partials(size_t floats) { return floats <= ctx.partials_floats ? ctx.partials : NULL; }
 
 int cu_env_is(const char *name, const char *value)
 {
@@ -131,6 +134,15 @@ int cu_bind_thread(int index, int max_devices, int bf16_gemm, char *why, size_t 
         goto fail;
     step = "cudaMemset (tickets)";
     if ((e = cudaMemset(ctx.tickets, 0, CU_TICKETS * sizeof(unsigned))) != cudaSuccess) goto fail;
+    step = "cudaDeviceGetAttribute (multiprocessors)";
+    int sms;
+    if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, index)) != cudaSuccess)
+        goto fail;
+    ctx.partials_floats = (size_t)CU_PARTIALS_PER_SM * (sms > 0 ? sms : 1);
+    step = "cudaMalloc (partial sums)";
+    if ((e = cudaMalloc((void **)&ctx.partials, ctx.partials_floats * sizeof(float))) !=
+        cudaSuccess)
+        goto fail;
     ctx.bound = 1;
     ctx.device = index;
     ctx.bf16 = bf16_gemm != 0;
