@@ -348,10 +348,11 @@ void cu_qmatrix_free(mt_qmatrix *q)
 // (all loads first, then the products: NT x QROWS_U x 512 bytes of weights per warp). Several
 // groups give a short k's idle warps other tiles instead of chunks. Shared memory sums each
 // group's warps in warp order. The chunks of k are cut into `splits` ranges (grid.y) when the
-// weight's rows give too few blocks: each range's block writes its partial sums to scratch, and
-// the last of a tile's blocks to finish (a ticket counter per tile, cu_tickets) adds the ranges
-// in range order and adds the bias, so the result does not depend on which block finishes
-// first; qrows_combine_kernel, the reference, does the same adding as a second launch
+// weight's rows give too few blocks: each range's block writes its partial sums to the
+// thread's buffer for them (cu_partials), and the last of a tile's blocks to finish (a ticket
+// counter per tile, cu_tickets) adds the ranges in range order and adds the bias, so the
+// result does not depend on which block finishes first; qrows_combine_kernel, the reference,
+// does the same adding as a second launch
 // (MTLAB_CUDA_QROWS_COMBINE=kernel, or more tiles than counters). x is bf16, or fp32 rounded to
 // bf16 as it is loaded (two 16-byte loads for the lane's 8 k, the same rounding as to_bf16_kernel),
 // which spares a decoding step's linear layer the conversion kernel and its scratch. Needs k and

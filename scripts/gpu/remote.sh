@@ -96,7 +96,8 @@ progress() { for f in $RUNS/*.log; do [ -e "$f" ] && echo "$(basename "$f" .log)
 for s in "$@"; do
   case "$s" in
     info) stage info 30 bash -c 'nvidia-smi; nvcc --version | tail -1; echo cudalib='"$cudalib"';
-            ldd ./mtlab | grep -i "not found"; ./mtlab devices; infocmp tmux-256color >/dev/null && echo terminfo ok' ;;
+            ldd ./mtlab | grep -i "not found"; ./mtlab devices; infocmp tmux-256color >/dev/null && echo terminfo ok
+            for t in nsys ncu compute-sanitizer; do echo "$t: $(command -v $t || ls /usr/local/cuda*/bin/$t /opt/nvidia/*/bin/$t 2>/dev/null | head -n 1)"; done' ;;
     tests) for t in test_device:60 test_cuda_ops:150 test_cuda_seq_ops:120 test_cuda_models:180 test_comet:120 test_collective_nccl:90; do
              NCCL_DEBUG=WARN MTLAB_REQUIRE_CUDA=1 stage "${t%:*}" "${t#*:}" build/rel/tests/${t%:*}; done ;;
     peerbuild) # each package its own pip, side by side: causal-conv1d's 3 files, mamba-ssm's 10
