@@ -379,6 +379,10 @@ static int want_precision(const bench_cuda_decode *o, mt_precision p)
 {
     return !o || !o->precision_set || o->precision == p;
 }
+static int new_tokens(const bench_cuda_decode *o)
+{
+    return o && o->new_tokens ? o->new_tokens : DEC_NEW;
+}
 
 /* One row: model m as it stands (its precision set), Table 4's greedy decode (each step's token
  * chosen on the GPU, as the paper's generate() does) timed repeat times after a short warm-up
@@ -419,7 +423,7 @@ static int decode_row(mt_model *m, const char *label, const char *how, int repea
 static int decode_rows(const mt_backend *be, const char *label, mt_model_config *cfg, int recorded,
                        int repeat, const bench_cuda_decode *o)
 {
-    int n = o && o->new_tokens ? o->new_tokens : DEC_NEW;
+    int n = new_tokens(o);
     mt_model *m = mt_model_create(cfg, be, 1);
     if (!m) return -1;
     int rc = 0;
@@ -444,7 +448,7 @@ static int table4(const mt_backend *be, int repeat, const bench_cuda_decode *o)
            "random weights\n"
            "   (paper, A6000: Pythia-1.4B 405 tokens/s, Mamba-1.4B 806 tokens/s; our target on an "
            "H100: Mamba >= 8000)\n",
-           o && o->new_tokens ? o->new_tokens : DEC_NEW);
+           new_tokens(o));
     mt_model_config c;
     if (want_arch(o, "mamba")) {
         if (mt_model_preset(&c, "mamba")) return -1;

@@ -156,8 +156,7 @@ static int poll_timeout(const tui_app *a, double now)
         t = a->notice_until - now;
     /* the jobs view takes its watcher's snapshots about as often as they come */
     if (a->jobs && (t < 0 || t > TUI_JOBS_REFRESH_S / 4)) t = TUI_JOBS_REFRESH_S / 4;
-    if (tui_console_interrupting((tui_app *)a) && (t < 0 || t > CONSOLE_REARM_S))
-        t = CONSOLE_REARM_S;
+    if (tui_console_interrupting(a) && (t < 0 || t > CONSOLE_REARM_S)) t = CONSOLE_REARM_S;
     if (t < 0 && a->ed.version != a->sent_version) t = 0;
     return t < 0 ? -1 : (int)(t * 1000) + 1;
 }

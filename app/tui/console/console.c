@@ -88,7 +88,7 @@ void tui_console_run_file(tui_app *a, const char *path)
 
 int tui_console_is_open(const tui_app *a) { return a->console && a->console->open; }
 
-int tui_console_interrupting(tui_app *a)
+int tui_console_interrupting(const tui_app *a)
 {
     tui_console *c = a->console;
     if (!c) return 0;

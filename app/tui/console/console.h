@@ -36,7 +36,7 @@ int tui_console_is_open(const tui_app *a);
 /* 1 while an interrupt waits for the chunk it stops to end: the loop then pumps at least
  * every CONSOLE_REARM_S, and each pump arms the interrupt again (tui_console_pump). */
 #define CONSOLE_REARM_S 0.05
-int tui_console_interrupting(tui_app *a);
+int tui_console_interrupting(const tui_app *a);
 /* 1 when the console is open and has the keyboard. */
 int tui_console_focused(const tui_app *a);
 /* Open the console and run a Lua file in it (`mtlab tui --script FILE`). */
