@@ -101,7 +101,7 @@ REL_TESTS := $(patsubst tests/unit/%.c,$(REL)/tests/%,$(TEST_C))
 SAN_TESTS := $(patsubst tests/unit/%.c,$(SAN)/tests/%,$(TEST_C))
 E2E_TOOLS := $(REL)/e2e/make_bundles
 
-.PHONY: format test-cuda bench-cuda all run test test-build test-lua deps data bench bench-ports bench-peers test-peers fuzz cuda clean gazetteer
+.PHONY: format test-cuda bench-cuda all run test test-build test-lua deps data bench bench-ports bench-rows bench-peers test-peers fuzz cuda clean gazetteer
 .DEFAULT_GOAL := all
 # Keep intermediate objects (test support files) so a second make does not relink everything.
 .SECONDARY:
@@ -238,6 +238,9 @@ $(REL)/tests/%: tests/unit/%.c $(patsubst %.c,$(REL)/%.o,$(TEST_SUPPORT_C)) $(RE
 	@mkdir -p $(@D)
 	@$(if $(V),,echo "  TEST    $@")
 	$(Q)$(CC) $(CPPFLAGS) $(REL_DEFS) -Itests/unit $(CFLAGS_COMMON) $(OPT_FLAGS) -o $@ $^ $(TEST_LINK) -lcmocka $(LDLIBS_COMMON) $(CUDA_LDLIBS)
+$(REL)/bench_rows: tests/bench/rows_kernels.c $(REL)/libmtlab.so
+	@$(if $(V),,echo "  BENCH   $@")
+	$(Q)$(CC) $(CPPFLAGS) $(REL_DEFS) $(CFLAGS_COMMON) $(OPT_FLAGS) -o $@ $^ -Wl,-rpath,'$$ORIGIN' $(LDLIBS_COMMON) $(CUDA_LDLIBS)
 $(SAN)/tests/%: tests/unit/%.c $(patsubst %.c,$(SAN)/%.o,$(TEST_SUPPORT_C)) $(SAN)/libmtlab.so
 	@mkdir -p $(@D)
 	@$(if $(V),,echo "  TEST    $@")
@@ -272,6 +275,11 @@ bench-ports: $(BUILD)/int8_ports
 $(BUILD)/int8_ports: tests/bench/int8_ports.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -std=c11 -Wall -Wextra -Werror $< -o $@
+
+# The fp32 kernels of decoding's few-row products side by side, GFLOP/s (docs/decoding.md §9.5)
+bench-rows: deps
+	@$(MAKE) --no-print-directory $(REL)/bench_rows
+	OMP_NUM_THREADS=$(or $(THREADS),1) $(REL)/bench_rows
 
 # On a GPU machine: the CUDA tests must run there (a missing device fails instead of skipping).
 CUDA_TESTS := test_device test_cuda_ops test_cuda_seq_ops test_cuda_models test_collective_nccl

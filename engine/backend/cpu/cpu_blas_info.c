@@ -83,10 +83,12 @@ int mt_cpu_blas_hint(char *out, size_t len)
 
 const char *mt_cpu_own_kernels(char *out, size_t len)
 {
-    const char *rows = cpu_gemm_rows_supported(CPU_ROWS_AVX512) ? "avx512 (1 to 16-64 rows: K / 16)"
-                       : cpu_gemm_rows_supported(CPU_ROWS_AVX2)
-                           ? "avx2 (1 to " DIGITS_OF(CPU_ROWS_MAX_M_AVX2) " rows)"
-                           : "none (OpenBLAS)";
+    const char *rows =
+        cpu_gemm_rows_supported(CPU_ROWS_AVX512)
+            ? "avx512 (1 to " DIGITS_OF(CPU_ROWS_MAX_M) " rows; from 8, panels made as w is read)"
+        : cpu_gemm_rows_supported(CPU_ROWS_AVX2)
+            ? "avx2 (1 to " DIGITS_OF(CPU_ROWS_MAX_M_AVX2) " rows)"
+            : "none (OpenBLAS)";
     /* fp32 panels: made for the models a runner opens (docs/decoding.md §9.3) */
     char panels[128] = "";
     if (cpu_panels_supported())

@@ -1,5 +1,5 @@
 /* y (M, N) = x (M, K) w (N, K)^T for the few rows a decoding step or a short prompt has (up
- * to 16-64 rows by K with AVX-512, 39 with AVX2: rows_max_m): every linear layer's x W^T at batch 1
+ * to 128 rows with AVX-512, 39 with AVX2: rows_max_m): every linear layer's x W^T at batch 1
  * to 16 and a sentence's prefill (docs/decoding.md §9).
  *
  * OpenBLAS's sgemm first copies w into its packed layout, so for few rows it reads the weights
@@ -33,6 +33,15 @@
  * kernel's fold and tails weigh more. */
 #define MIN_K 64
 #define MIN_N 64
+/* From this many rows on, the AVX-512 kernel copies each 32 weight rows into two panels as it
+ * reads them and runs the panel kernel's tiles on them (cpu_panels_stream; docs/decoding.md §9.5).
+ * A 4 x 4 tile loads 8 vectors for 16 multiply-adds and reloads its x rows from the L2 cache for
+ * every 4 weight rows; a panel tile of 11 rows loads 2 vectors and broadcasts 11 floats for 22.
+ * One thread, GFLOP/s, weights from memory (16 copies, best of 5), 4 x 4 tiles / panels made as
+ * they stream / OpenBLAS: 4 x 3072 x 768 22.8 / 18.3, 8 rows 33.4 / 35.0, 12 rows 42.1 / 50.2,
+ * 32 rows 65.0 / 77.4, 48 rows - / 110 / 68, 128 rows - / 123 / 106; 32 x 768 x 1536 62 / 81;
+ * in cache, 32 x 256 x 768 87-90 / 122-126. */
+#define STREAM_MIN_M 8
 /* One row of x takes the AVX-512 kernel (row_dots) at every size: it streams a matrix from
  * memory as fast as OpenBLAS's sgemv and runs faster in cache (below), and it keeps a step's
  * small products off OpenBLAS's threads, which fork a team for every product from 9,216
@@ -71,6 +80,30 @@ __attribute__((target("avx512f"))) static inline __m512 fold16(const __m512 *acc
                          _mm512_shuffle_ps(r3[0], r3[1], 0xDD));
 }
 
+/* One k-step of a tile: 16 k (those `keep` selects) of MT x rows by NT w rows into acc */
+__attribute__((target("avx512f"), always_inline)) static inline void
+rows_step(int MT, int NT, __m512 *acc, const float *const *xr, const float *const *wr, int k,
+          __mmask16 keep)
+{
+    __m512 xv[4], wv[16];
+    if (keep == 0xFFFF) {
+#pragma GCC unroll 4
+        for (int i = 0; i < MT; i++) xv[i] = _mm512_loadu_ps(xr[i] + k);
+#pragma GCC unroll 16
+        for (int j = 0; j < NT; j++) wv[j] = _mm512_loadu_ps(wr[j] + k);
+    } else {
+#pragma GCC unroll 4
+        for (int i = 0; i < MT; i++) xv[i] = _mm512_maskz_loadu_ps(keep, xr[i] + k);
+#pragma GCC unroll 16
+        for (int j = 0; j < NT; j++) wv[j] = _mm512_maskz_loadu_ps(keep, wr[j] + k);
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < MT; i++)
+#pragma GCC unroll 16
+        for (int j = 0; j < NT; j++)
+            acc[i * NT + j] = _mm512_fmadd_ps(xv[i], wv[j], acc[i * NT + j]);
+}
+
 /* Rows n0..n1-1 of y^T in tiles of MT x rows by NT w rows (MT * NT = 16); a short last tile
  * repeats its last row and drops what it computed twice. Inlined with constant MT and NT, so
  * the tile's loops unroll and its 16 accumulators live in registers. */
@@ -97,23 +130,17 @@ rows_tiles(int MT, int NT, int M, int n0, int n1, int N, int K, float alpha, con
             __m512 acc[16];
 #pragma GCC unroll 16
             for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
-            for (int k = 0; k < K; k += 16) {
-                __mmask16 keep = k < Kv ? (__mmask16)0xFFFF : tail;
-                __m512 xv[4], wv[16];
+            /* whole k-steps unmasked (with a mask on every step, a masked load each and the
+             * mask worked out each step, the 4 x 4 tile ran 32 x 256 x 768 at 70 GFLOP/s
+             * instead of 83), then the tail */
+            for (int k = 0; k < Kv; k += 16) {
                 /* x tile t asks for this k-step's cache line of rows t * per .. of the block
                  * PREFETCH_ROWS on */
                 for (int j = pf0; j < pf1; j++)
                     _mm_prefetch((const char *)(pf[j] + k), _MM_HINT_T0);
-#pragma GCC unroll 4
-                for (int i = 0; i < MT; i++) xv[i] = _mm512_maskz_loadu_ps(keep, xr[i] + k);
-#pragma GCC unroll 16
-                for (int j = 0; j < NT; j++) wv[j] = _mm512_maskz_loadu_ps(keep, wr[j] + k);
-#pragma GCC unroll 4
-                for (int i = 0; i < MT; i++)
-#pragma GCC unroll 16
-                    for (int j = 0; j < NT; j++)
-                        acc[i * NT + j] = _mm512_fmadd_ps(xv[i], wv[j], acc[i * NT + j]);
+                rows_step(MT, NT, acc, xr, wr, k, 0xFFFF);
             }
+            if (Kv < K) rows_step(MT, NT, acc, xr, wr, Kv, tail);
             /* fold16 leaves accumulator a in lane (a % 4) * 4 + a / 4 */
             float sums[16];
             _mm512_storeu_ps(sums, _mm512_mul_ps(fold16(acc), _mm512_set1_ps(alpha)));
@@ -126,53 +153,86 @@ rows_tiles(int MT, int NT, int M, int n0, int n1, int N, int K, float alpha, con
     }
 }
 
-/* One row of x: rows n0..n1-1 of w one after the other, each whole before the next, so the
- * weights are read in memory order as one stream (4 accumulators of 16 k, 64 k a step, a
- * masked tail, one horizontal sum a row). Interleaving rows is slower on the 2-vCPU EPYC
- * (Zen 4), whose prefetchers follow one stream best: against the 1 x 8 tile that
- * rows_tiles ran (8 streams, lines requested PREFETCH_ROWS ahead), one thread, best of 7, the
- * matrix from memory (copies beyond the L3 cache) 50280 x 768 9.4 -> 6.9 ms (16.4 -> 22.3
- * GB/s), 58101 x 512 8.3 -> 5.2 ms, 8000 x 192 0.60 -> 0.24 ms, and in cache 8000 x 192
- * 0.127 -> 0.064 ms, 3072 x 768 0.228 -> 0.103 ms; as fast as OpenBLAS's sgemv (Cooperlake
- * kernels), 6.3-6.4 ms at 50280 x 768, and a plain read of memory, 21-22 GB/s. Two rows at
- * once (two streams) halved the speed again.
- * Each step asks for the stream's lines ROW_AHEAD floats (1 KiB) on, into the next row at a
- * row's end: on a 2-vCPU Xeon (Sapphire Rapids class; weights on huge pages, cpu_memory.c),
- * one thread, `mtlab bench --peer-inputs` three interleaved rounds, Marian base at batch 1
- * went from 65.8 to 72.2 tokens/s and mamba-130m from 24.0 to 26.7 (with the huge pages);
- * 2 KiB ahead ran as fast, 512 B and 4 KiB slower, and asking for L2 only (T1) or
- * non-temporally (NTA) lost 5% and 45%. */
+/* floats ahead that each stream of the one-row kernel asks for (row_dots) */
 #define ROW_AHEAD 256
-__attribute__((target("avx512f"))) static void
-row_dots(int n0, int n1, int K, float alpha, const float *x, const float *w, int ldw, float *y)
+
+/* Row n of w against x into *y, its sums in a fixed order: 4 accumulators of 16 k, 64 k a
+ * step, a masked tail into the first, one horizontal sum. ROWS (1 or 2) rows at once, the
+ * second `apart` rows on, each summed exactly as alone. */
+__attribute__((target("avx512f"), always_inline)) static inline void
+row_dot(int ROWS, int K, float alpha, const float *x, const float *w, size_t apart, float *y,
+        size_t y_apart)
 {
     int K64 = K - K % 64;
-    for (int n = n0; n < n1; n++) {
-        const float *wr = w + (size_t)n * ldw;
-        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-        for (int k = 0; k < K64; k += 64) {
-            const char *ahead = (const char *)(wr + k + ROW_AHEAD);
+    __m512 a[2][4];
+#pragma GCC unroll 2
+    for (int r = 0; r < ROWS; r++)
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) a[r][j] = _mm512_setzero_ps();
+    for (int k = 0; k < K64; k += 64) {
+#pragma GCC unroll 2
+        for (int r = 0; r < ROWS; r++) {
+            const char *ahead = (const char *)(w + r * apart + k + ROW_AHEAD);
             _mm_prefetch(ahead, _MM_HINT_T0);
             _mm_prefetch(ahead + 64, _MM_HINT_T0);
             _mm_prefetch(ahead + 128, _MM_HINT_T0);
             _mm_prefetch(ahead + 192, _MM_HINT_T0);
-            a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k), _mm512_loadu_ps(wr + k), a0);
-            a1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k + 16), _mm512_loadu_ps(wr + k + 16), a1);
-            a2 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k + 32), _mm512_loadu_ps(wr + k + 32), a2);
-            a3 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k + 48), _mm512_loadu_ps(wr + k + 48), a3);
         }
-        for (int k = K64; k < K; k += 16) {
-            __mmask16 keep = K - k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (K - k)) - 1);
-            a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(keep, x + k),
-                                 _mm512_maskz_loadu_ps(keep, wr + k), a0);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            __m512 xv = _mm512_loadu_ps(x + k + 16 * j);
+#pragma GCC unroll 2
+            for (int r = 0; r < ROWS; r++)
+                a[r][j] = _mm512_fmadd_ps(xv, _mm512_loadu_ps(w + r * apart + k + 16 * j), a[r][j]);
         }
-        __m512 sum = _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
-        y[n] = alpha * _mm512_reduce_add_ps(sum);
+    }
+    for (int k = K64; k < K; k += 16) {
+        __mmask16 keep = K - k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (K - k)) - 1);
+        __m512 xv = _mm512_maskz_loadu_ps(keep, x + k);
+#pragma GCC unroll 2
+        for (int r = 0; r < ROWS; r++)
+            a[r][0] = _mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(keep, w + r * apart + k), a[r][0]);
+    }
+#pragma GCC unroll 2
+    for (int r = 0; r < ROWS; r++) {
+        __m512 sum =
+            _mm512_add_ps(_mm512_add_ps(a[r][0], a[r][1]), _mm512_add_ps(a[r][2], a[r][3]));
+        y[r * y_apart] = alpha * _mm512_reduce_add_ps(sum);
     }
 }
 
+/* One row of x: rows n0..n1-1 of w, each whole in memory order, as two streams: the first half
+ * of the rows beside the second (row n with row n + half), an odd last row alone. Every row's
+ * sums are those of row_dot alone, so the pairing changes no float.
+ * One stream had been the fastest on the 2-vCPU EPYC (Zen 4), whose prefetchers follow one
+ * stream best: against the 1 x 8 tile that rows_tiles ran (8 streams, lines requested
+ * PREFETCH_ROWS ahead), one thread, best of 7, the matrix from memory (copies beyond the L3
+ * cache) 50280 x 768 9.4 -> 6.9 ms (16.4 -> 22.3 GB/s), 58101 x 512 8.3 -> 5.2 ms, 8000 x 192
+ * 0.60 -> 0.24 ms, and in cache 8000 x 192 0.127 -> 0.064 ms, 3072 x 768 0.228 -> 0.103 ms; as
+ * fast as OpenBLAS's sgemv (Cooperlake kernels), 6.3-6.4 ms at 50280 x 768, and a plain read of
+ * memory, 21-22 GB/s; two adjacent rows at once halved the speed again. On the 2-vCPU Xeon
+ * (Sapphire Rapids class; weights on huge pages, cpu_memory.c) two streams far apart are the
+ * faster (`make bench-rows`, one row, GFLOP/s one stream / two: 50280 x 768 from memory 6.9-7.1 /
+ * 8.1-8.3 at one thread and 13.4-14.2 / 15.6-16.1 at two, 58101 x 512 6.9 / 8.5, 3072 x 768 over
+ * 40 copies 7.0 / 8.1, in cache 192 x 192 46.7 / 60.8), as fast as the panel kernel reading its
+ * own copy (7.7-8.0); two adjacent rows gained nothing there, three streams as much as two, four
+ * less.
+ * Each step asks for each stream's lines ROW_AHEAD floats (1 KiB) on, into the next row at a
+ * row's end: on that Xeon, one thread, `mtlab bench --peer-inputs` three interleaved rounds,
+ * Marian base at batch 1 went from 65.8 to 72.2 tokens/s and mamba-130m from 24.0 to 26.7 (with
+ * the huge pages); 2 KiB ahead ran as fast, 512 B and 4 KiB slower, and asking for L2 only (T1)
+ * or non-temporally (NTA) lost 5% and 45%. */
+__attribute__((target("avx512f"))) static void
+row_dots(int n0, int n1, int K, float alpha, const float *x, const float *w, int ldw, float *y)
+{
+    int half = (n1 - n0) / 2;
+    for (int n = n0; n < n0 + half; n++)
+        row_dot(2, K, alpha, x, w + (size_t)n * ldw, (size_t)half * ldw, y + n, (size_t)half);
+    if ((n1 - n0) % 2) row_dot(1, K, alpha, x, w + (size_t)(n1 - 1) * ldw, 0, y + n1 - 1, 0);
+}
+
 /* The kernel for M rows: one row of x streams the weights in memory order (row_dots); 2-3
- * rows take tiles of 2 x rows by 8 w rows, 4 and more 4 by 4 (each weight load then feeds 4
+ * rows take tiles of 2 x rows by 8 w rows, 4 to 7 4 by 4 (each weight load then feeds 4
  * multiply-adds), asking for the rows' lines PREFETCH_ROWS ahead (a line requested for each
  * line read): left to the streams and the hardware prefetchers, a step's products over more
  * weights than the L3 cache keeps (mamba-small's 12 layers and 8000 x 192 projection, 17.7
@@ -184,6 +244,10 @@ __attribute__((target("avx512f"))) static void rows_block(int M, int n0, int n1,
 {
     if (M == 1) {
         row_dots(n0, n1, K, alpha, x, w, ldw, y);
+        return;
+    }
+    if (M >= STREAM_MIN_M) {
+        cpu_panels_stream(M, n0, n1, N, K, alpha, x, ldx, w, ldw, y, ldy);
         return;
     }
     /* whole tiles of 4 rows, then the last 1 to 3 rows by 2 x 8 tiles, whose sums run in the
@@ -399,16 +463,12 @@ int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const
     return 1;
 }
 
-/* The most rows of x the AVX-512 kernel takes at depth K: K / 16, at least 16 and at most
- * CPU_ROWS_MAX_M. OpenBLAS's packing of w costs it about the same for every row of x, so its
- * share falls as rows grow, while the kernel's cost per multiply-add falls with K (its folds
- * and tails, once per output). Timed against OpenBLAS (Cooperlake kernels) on the 2-vCPU EPYC
- * (Zen 4), one thread, best of 7, operands in cache, kernel / OpenBLAS time: K 192 (N 192 to
- * 8000) 1.01-1.05 at 16 rows, 1.09-1.20 at 32; K 256 0.90 at 16, 0.99-1.12 at 32; K 512
- * 0.93-0.95 at 33, 1.04-1.06 at 40; K 768 (3072, 50280 and 192 x 768) 0.75-0.88 at 33,
- * 0.80-1.00 at 40, 0.87-1.04 at 48, 0.95-1.07 at 64; K 1536 (768 and 80 x 1536) 0.83-0.88
- * at 33, 1.00-1.06 at 64; 512 x 2048 0.90 at 64. A prompt of 33 tokens (32 and <sep>) went
- * to OpenBLAS at every shape when the bound was 32 rows for all K.
+/* The most rows of x the kernel takes. AVX-512: CPU_ROWS_MAX_M (128) at every K, from 8 rows on
+ * with panels made as w streams in (STREAM_MIN_M), which beat OpenBLAS's SkylakeX kernels up to
+ * there (one thread, weights from memory, GFLOP/s panels / OpenBLAS: 64 x 768 x 192 140 / 104,
+ * 128 x 768 x 192 133 / 120, 64 x 2048 x 512 101 / 83, 128 x 512 x 2048 120 / 108, 100 x 8000 x 192
+ * 128 / 97, 64 x 50280 x 768 113 / 83); the panel kernel with a model's own panels stops at the
+ * same bound (CPU_PANELS_MAX_M_AVX512). The 4 x 4 tiles alone had taken up to K / 16 rows.
  * The AVX2 kernel takes up to CPU_ROWS_MAX_M_AVX2 (39) rows at every K. On the 2-vCPU EPYC
  * (Zen 3, AVX2 only; OpenBLAS's Zen kernels), the same timing over 14 shapes (K 192 to 2048, N
  * 80 to 50280), two runs: OpenBLAS is at its best on a multiple of 4 rows and the kernel's tiles
@@ -418,11 +478,9 @@ int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const
  * it still wins at K 768; at two threads it wins at every shape up to 40 rows (0.51-0.87 at
  * 33-40). One bound for every K keeps the rule simple; a prompt of 33-39 tokens no longer
  * pays OpenBLAS's packing. */
-static int rows_max_m(cpu_rows_isa isa, int K)
+static int rows_max_m(cpu_rows_isa isa)
 {
-    if (isa != CPU_ROWS_AVX512) return CPU_ROWS_MAX_M_AVX2;
-    int m = K / 16;
-    return m < 16 ? 16 : m > CPU_ROWS_MAX_M ? CPU_ROWS_MAX_M : m;
+    return isa == CPU_ROWS_AVX512 ? CPU_ROWS_MAX_M : CPU_ROWS_MAX_M_AVX2;
 }
 
 /* The kernel cpu_gemm_rows takes an M x N x K product with, or none */
@@ -440,7 +498,7 @@ static cpu_rows_isa rows_isa(int M, int N, int K)
 {
     if (M < 1 || N < MIN_N || K < MIN_K) return CPU_ROWS_NONE;
     cpu_rows_isa isa = cpu_rows_best_isa();
-    if (M > rows_max_m(isa, K)) return CPU_ROWS_NONE;
+    if (M > rows_max_m(isa)) return CPU_ROWS_NONE;
     return isa;
 }
 

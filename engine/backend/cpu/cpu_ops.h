@@ -37,6 +37,7 @@ typedef enum {
     CPU_SCRATCH_INT8_X, /* cpu_int8.c: a product's quantized rows of x */
     CPU_SCRATCH_INT8_SCALES, /* and their scales */
     CPU_SCRATCH_HEAD, /* cpu_heads.c: a head's operands packed for the tile product */
+    CPU_SCRATCH_PANELS, /* cpu_panel_tiles.c: panels made from w as a product reads it */
     CPU_SCRATCH_USES
 } cpu_scratch_use;
 void *cpu_scratch(cpu_scratch_use use, size_t bytes);
@@ -45,9 +46,9 @@ size_t cpu_scratch_bytes(cpu_scratch_use use);
 /* matrix products (cpu_gemm_rows.c; naive_gemm.c: loops) */
 /* y (M, N) = alpha x (M, K) w (N, K)^T for decoding's few rows (cpu_gemm_rows.c): 1 when done,
  * 0 when this CPU or these sizes want OpenBLAS instead (a CPU without AVX2 + FMA; more rows than
- * the kernel takes at this K, 16 to CPU_ROWS_MAX_M with AVX-512, CPU_ROWS_MAX_M_AVX2 with AVX2;
- * K or N below 64). */
-#define CPU_ROWS_MAX_M 64
+ * the kernel takes, CPU_ROWS_MAX_M with AVX-512, CPU_ROWS_MAX_M_AVX2 with AVX2; K or N below
+ * 64). */
+#define CPU_ROWS_MAX_M 128
 #define CPU_ROWS_MAX_M_AVX2 39
 int cpu_gemm_rows(int M, int N, int K, float alpha, const float *x, int ldx, const float *w,
                   int ldw, float *y, int ldy);
@@ -150,6 +151,25 @@ void cpu_panels_product(float *out, const float *x, const mt_qmatrix *w, int row
                         const float *bias, int M, int OC);
 void naive_panels_forward(float *out, const float *x, const mt_qmatrix *w, int row0,
                           const float *bias, int M, int OC);
+/* The panel kernel's tiles (cpu_panel_tiles.c): out holds rows of ldo floats, channels row0 ..
+ * row0 + OC of the matrix (the tiles write no other), each the sum times alpha, plus bias[c -
+ * row0] (bias NULL: none). cpu_panel_tiles: panels [p0, p1) (at panels + p K CPU_PANEL) against
+ * M rows of x (K floats each), with the AVX2 or the AVX-512 tiles. */
+typedef struct {
+    float *out;
+    int ldo, row0, OC;
+    const float *bias;
+    float alpha;
+} cpu_panels_out;
+void cpu_panel_tiles(cpu_rows_isa isa, int M, int p0, int p1, const float *x, int K,
+                     const float *panels, const cpu_panels_out *o);
+/* Columns n0..n1-1 of y (M, N) = alpha x (M, K) w (N, K)^T with the AVX-512 panel tiles on
+ * panels made from w as it is read, two at a time in the thread's scratch (CPU_SCRATCH_PANELS;
+ * cpu_panel_tiles.c):
+ * what cpu_gemm_rows_with runs for many rows on a CPU with AVX-512 (call it only there).
+ * Every sum in k order, as the panel kernel's, whichever columns a call takes. */
+void cpu_panels_stream(int M, int n0, int n1, int N, int K, float alpha, const float *x, int ldx,
+                       const float *w, int ldw, float *y, int ldy);
 /* C (m, n) = alpha op(A) op(B) + beta C in mtlab's own packed kernel (cpu_gemm_packed.c; AVX-512
  * tiles where the CPU has AVX-512, else AVX2 ones), the same float at any thread count on one
  * CPU: 1 when done, 0 on a CPU without AVX2 + FMA. */

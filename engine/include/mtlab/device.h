@@ -41,7 +41,8 @@ const char *mt_cpu_products(char *out, size_t len);
 /* mtlab's own CPU kernels, those this CPU runs: the few-row products of decoding and short
  * prompts (cpu_gemm_rows.c: "avx512", "avx2" or none, and how many rows of x it takes) and the
  * int8 products (MTLAB_INT8_KERNEL's pick, or the fastest: "avx512-vnni", "avx2", "ref"), as
- * one line in out ("few-row products avx512 (1 to 16-64 rows: K / 16), int8 avx512-vnni").
+ * one line in out ("few-row products avx512 (1 to 128 rows; from 8, panels made as w is read),
+ * int8 avx512-vnni").
  * Returns out. */
 const char *mt_cpu_own_kernels(char *out, size_t len);
 
