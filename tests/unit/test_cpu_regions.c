@@ -144,8 +144,9 @@ static void mamba_step_teams(int B, int threads, long *regions, long *jobs)
 }
 
 /* A Mamba decoding step at two threads is four pool jobs and no OpenMP region: the backend's
- * mamba_step shares the channels of in_proj, conv and SiLU, then x_proj and dt_proj, then the
- * scan and gate, then out_proj's rows, each phase one job whose parts a thread takes as it comes
+ * mamba_step shares the channels of in_proj, conv and SiLU, then x_proj and dt_proj (at batch 1
+ * x_proj's rows, and dt_proj's channels go with the next job), then the scan and gate, then
+ * out_proj's rows, each phase one job whose parts a thread takes as it comes
  * free, where the operations one by one made two regions at batch 1 (in_proj and out_proj) and
  * four at batch 4 (x and z, the scan, out_proj), with the small operations between them on one
  * thread; none at one thread. Batch 1 only on CPUs whose few-row kernel takes one row. */

@@ -28,9 +28,11 @@
 
 /* w rows per unit of work handed to a thread (a multiple of every tile height) */
 #define BLOCK_N 16
-/* Where the kernel is the faster one (timed against OpenBLAS 0.3.21 on a Sapphire Rapids core):
+/* Where the tiles are the faster ones (timed against OpenBLAS 0.3.21 on a Sapphire Rapids core):
  * with fewer than 64 columns of K or rows of w, OpenBLAS's packing costs little and the
- * kernel's fold and tails weigh more. */
+ * kernel's fold and tails weigh more. One row takes the kernel at every size (row_dots has no
+ * fold): a Mamba step's x_proj and dt_proj (48 and 16 rows, K 48) then read their weights
+ * there too, and the fused step can share them out by rows (cpu_mamba_step.c). */
 #define MIN_K 64
 #define MIN_N 64
 /* From this many rows on, the AVX-512 kernel copies each 32 weight rows into two panels as it
@@ -496,7 +498,7 @@ cpu_rows_isa cpu_rows_best_isa(void)
 
 static cpu_rows_isa rows_isa(int M, int N, int K)
 {
-    if (M < 1 || N < MIN_N || K < MIN_K) return CPU_ROWS_NONE;
+    if (M < 1 || N < 1 || K < 1 || (M > 1 && (N < MIN_N || K < MIN_K))) return CPU_ROWS_NONE;
     cpu_rows_isa isa = cpu_rows_best_isa();
     if (M > rows_max_m(isa)) return CPU_ROWS_NONE;
     return isa;

@@ -6,7 +6,8 @@
  * SiLU, the scan and the gate ran on one thread while the other spun (a third to 43% of a
  * two-thread decode's samples, perf). Here the step is four jobs on the pool (cpu_pool.h), each
  * shared out in spans of channels (whole vectors of 16): in_proj's rows of x and z with the conv
- * step and its SiLU; x_proj and dt_proj, which sum over every channel (dt in one part while
+ * step and its SiLU; x_proj and dt_proj, which sum over every channel (at one batch row x_proj's
+ * rows shared out, then each part's dt_proj channels with its scan; at more, dt in one part while
  * another makes Bm and Cm); the scan step and the gate; out_proj's rows. A span a thread has not
  * started when the caller comes free is the caller's, so no phase waits for a thread that the
  * machine has not run.
@@ -93,6 +94,49 @@ static void phase_x(const mt_mamba_step_args *m, int t, int nt)
     }
 }
 
+/* x_proj's outputs shared out by rows, where the few-row kernel takes all of x_proj's and
+ * dt_proj's products (one row: every size): part t of nt takes rows [r0, r1) of the R + 2N
+ * (dt_low, then Bm, then Cm), each row the float x_proj_forward's products make. dt_proj then
+ * runs in phase_scan_dt, each part on its own channels: phase_x gave part 0 the 48 rows to
+ * dt_low and all of dt_proj and the last part only Bm and Cm (mamba-130m: 590 against 196 KB of
+ * weights a layer), and the other thread waited. */
+static void phase_x_rows(const mt_mamba_step_args *m, int t, int nt)
+{
+    int D = m->D, N = m->N, R = m->R, rows = R + 2 * N;
+    int r0 = rows * t / nt, r1 = rows * (t + 1) / nt;
+    float *out[3] = {m->dt_low, m->Bm, m->Cm};
+    int first[3] = {0, R, R + N}, n[3] = {R, N, N};
+    for (int o = 0; o < 3; o++) {
+        int a = r0 > first[o] ? r0 - first[o] : 0;
+        int b = r1 - first[o] < n[o] ? r1 - first[o] : n[o];
+        if (a < b)
+            cpu_gemm_rows_part(1, a, b, n[o], D, 1.0f, m->u, D, m->x_proj_w + (size_t)first[o] * D,
+                               D, out[o], n[o]);
+    }
+}
+
+/* 1 when the step takes x_proj by rows (phase_x_rows) and dt_proj by channels: one batch row,
+ * and the few-row kernel takes each of the products (an empty span only asks) */
+static int x_by_rows(const mt_mamba_step_args *m)
+{
+    int D = m->D, N = m->N, R = m->R;
+    return m->B == 1 && cpu_gemm_rows_part(1, 0, 0, R, D, 1.0f, NULL, D, NULL, D, NULL, R) &&
+           cpu_gemm_rows_part(1, 0, 0, N, D, 1.0f, NULL, D, NULL, D, NULL, N) &&
+           cpu_gemm_rows_part(1, 0, 0, D, R, 1.0f, NULL, R, NULL, R, NULL, D);
+}
+
+static void phase_scan(const mt_mamba_step_args *m, int t, int nt);
+
+/* dt_proj's channels [c0, c1) (x_by_rows), then their scan and gate */
+static void phase_scan_dt(const mt_mamba_step_args *m, int t, int nt)
+{
+    int c0, c1;
+    share(m->D, t, nt, &c0, &c1);
+    cpu_gemm_rows_part(1, c0, c1, m->D, m->R, 1.0f, m->dt_low, m->R, m->dt_proj_w, m->R, m->dt,
+                       m->D);
+    phase_scan(m, t, nt);
+}
+
 /* the scan and the gate of channels [c0, c1) */
 static void phase_scan(const mt_mamba_step_args *m, int t, int nt)
 {
@@ -170,8 +214,13 @@ int cpu_mamba_step(const mt_mamba_step_args *m)
     /* parts in whole vectors of channels */
     int parts = cpu_pool_parts((size_t)(D + CPU_LANES - 1) / CPU_LANES);
     run_phase(m, phase_in, parts);
-    run_phase(m, phase_x, 2);
-    run_phase(m, phase_scan, parts);
+    if (x_by_rows(m)) {
+        run_phase(m, phase_x_rows, parts);
+        run_phase(m, phase_scan_dt, parts);
+    } else {
+        run_phase(m, phase_x, 2);
+        run_phase(m, phase_scan, parts);
+    }
     run_phase(m, phase_out, parts);
     return 1;
 }

@@ -46,8 +46,8 @@ size_t cpu_scratch_bytes(cpu_scratch_use use);
 /* matrix products (cpu_gemm_rows.c; naive_gemm.c: loops) */
 /* y (M, N) = alpha x (M, K) w (N, K)^T for decoding's few rows (cpu_gemm_rows.c): 1 when done,
  * 0 when this CPU or these sizes want OpenBLAS instead (a CPU without AVX2 + FMA; more rows than
- * the kernel takes, CPU_ROWS_MAX_M with AVX-512, CPU_ROWS_MAX_M_AVX2 with AVX2; K or N below
- * 64). */
+ * the kernel takes, CPU_ROWS_MAX_M with AVX-512, CPU_ROWS_MAX_M_AVX2 with AVX2; at 2 rows and
+ * more, K or N below 64). */
 #define CPU_ROWS_MAX_M 128
 #define CPU_ROWS_MAX_M_AVX2 39
 int cpu_gemm_rows(int M, int N, int K, float alpha, const float *x, int ldx, const float *w,
