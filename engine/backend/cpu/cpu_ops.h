@@ -160,6 +160,9 @@ typedef struct {
     int ldo, row0, OC;
     const float *bias;
     float alpha;
+    /* the AVX-512 tiles only: resume, the sums go on from those out holds; partial, more of k
+     * follows, so they are stored as they are (no alpha, no bias) */
+    int resume, partial;
 } cpu_panels_out;
 void cpu_panel_tiles(cpu_rows_isa isa, int M, int p0, int p1, const float *x, int K,
                      const float *panels, const cpu_panels_out *o);
