@@ -31,8 +31,8 @@
 /* Where the tiles are the faster ones (timed against OpenBLAS 0.3.21 on a Sapphire Rapids core):
  * with fewer than 64 columns of K or rows of w, OpenBLAS's packing costs little and the
  * kernel's fold and tails weigh more. One row takes the kernel at every size (row_dots has no
- * fold): a Mamba step's x_proj and dt_proj (48 and 16 rows, K 48) then read their weights
- * there too, and the fused step can share them out by rows (cpu_mamba_step.c). */
+ * fold): a Mamba step's x_proj parts (48 and 16 rows) and dt_proj (K 48) then read their
+ * weights there too, and the fused step can share them out by rows (cpu_mamba_step.c). */
 #define MIN_K 64
 #define MIN_N 64
 /* From this many rows on, the AVX-512 kernel copies each 32 weight rows into two panels as it
@@ -40,7 +40,8 @@
  * A 4 x 4 tile loads 8 vectors for 16 multiply-adds and reloads its x rows from the L2 cache for
  * every 4 weight rows; a panel tile of 11 rows loads 2 vectors and broadcasts 11 floats for 22.
  * One thread, GFLOP/s, weights from memory (16 copies, best of 5), 4 x 4 tiles / panels made as
- * they stream / OpenBLAS: 4 x 3072 x 768 22.8 / 18.3, 8 rows 33.4 / 35.0, 12 rows 42.1 / 50.2,
+ * they stream (the panels forced at every row count, before their blocks of k: cpu_panel_tiles.c
+ * STREAM_KC) / OpenBLAS: 4 x 3072 x 768 22.8 / 18.3, 8 rows 33.4 / 35.0, 12 rows 42.1 / 50.2,
  * 32 rows 65.0 / 77.4, 48 rows - / 110 / 68, 128 rows - / 123 / 106; 32 x 768 x 1536 62 / 81;
  * in cache, 32 x 256 x 768 87-90 / 122-126. */
 #define STREAM_MIN_M 8

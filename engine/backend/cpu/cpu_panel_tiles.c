@@ -193,6 +193,27 @@ panels_block(int M, int p0, int p1, const float *x, int K, const float *panels, 
  * x rows from the L2 cache for every 4 weight rows. */
 #define TILE512_ROWS 12
 
+/* A tile's sums (R rows by NP panels, window columns from lo; whole: all in the window) carried
+ * between blocks of k through o->out, as they are: loaded (load 1) or stored, in the lanes that
+ * lie in the window [0, OC) */
+__attribute__((target("avx512f"), always_inline)) static inline void
+carry_sums(int R, int NP, __m512 acc[][2], const panels_out *o, int lo, int whole, int load)
+{
+#pragma GCC unroll 12
+    for (int i = 0; i < R; i++)
+#pragma GCC unroll 2
+        for (int v = 0; v < NP; v++) {
+            int c0 = lo + 16 * v, left = o->OC - c0;
+            __mmask16 m = whole                 ? (__mmask16)0xFFFF
+                          : c0 < 0 || left <= 0 ? (__mmask16)0
+                          : left >= 16          ? (__mmask16)0xFFFF
+                                                : (__mmask16)((1u << left) - 1);
+            float *at = o->out + (size_t)i * o->ldo + c0;
+            if (load) acc[i][v] = _mm512_maskz_loadu_ps(m, at);
+            else _mm512_mask_storeu_ps(at, m, acc[i][v]);
+        }
+}
+
 __attribute__((target("avx512f"), always_inline)) static inline void
 panel_tile512(int R, int NP, int K, const float *x, int ldx, const float *p, int c,
               const panels_out *o, const lines_ahead *ahead, int phase, int step)
@@ -203,19 +224,8 @@ panel_tile512(int R, int NP, int K, const float *x, int ldx, const float *p, int
     for (int i = 0; i < R; i++)
 #pragma GCC unroll 2
         for (int v = 0; v < NP; v++) acc[i][v] = _mm512_setzero_ps();
-    if (o->resume) { /* the sums go on from those out holds (exact: stored as they were) */
-#pragma GCC unroll 12
-        for (int i = 0; i < R; i++)
-#pragma GCC unroll 2
-            for (int v = 0; v < NP; v++) {
-                int c0 = lo + 16 * v, left = o->OC - c0;
-                __mmask16 m = whole                 ? (__mmask16)0xFFFF
-                              : c0 < 0 || left <= 0 ? (__mmask16)0
-                              : left >= 16          ? (__mmask16)0xFFFF
-                                                    : (__mmask16)((1u << left) - 1);
-                acc[i][v] = _mm512_maskz_loadu_ps(m, o->out + (size_t)i * o->ldo + c0);
-            }
-    }
+    /* the sums go on from those out holds (exact: stored as they were) */
+    if (o->resume) carry_sums(R, NP, acc, o, lo, whole, 1);
     size_t stride = (size_t)CPU_PANEL * K;
     int next = phase;
     for (int k = 0; k < K; k++) {
@@ -230,18 +240,7 @@ panel_tile512(int R, int NP, int K, const float *x, int ldx, const float *p, int
         }
     }
     if (o->partial) { /* more of k to come: the sums as they are */
-        float *t0 = o->out;
-#pragma GCC unroll 12
-        for (int i = 0; i < R; i++)
-#pragma GCC unroll 2
-            for (int v = 0; v < NP; v++) {
-                int c0 = lo + 16 * v, left = o->OC - c0;
-                __mmask16 m = whole                 ? (__mmask16)0xFFFF
-                              : c0 < 0 || left <= 0 ? (__mmask16)0
-                              : left >= 16          ? (__mmask16)0xFFFF
-                                                    : (__mmask16)((1u << left) - 1);
-                _mm512_mask_storeu_ps(t0 + (size_t)i * o->ldo + c0, m, acc[i][v]);
-            }
+        carry_sums(R, NP, acc, o, lo, whole, 0);
         return;
     }
     if (whole) {
