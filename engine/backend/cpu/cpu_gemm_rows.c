@@ -250,7 +250,7 @@ __attribute__((target("avx512f"))) static void rows_block(int M, int n0, int n1,
         return;
     }
     if (M >= STREAM_MIN_M) {
-        cpu_panels_stream(M, n0, n1, N, K, alpha, x, ldx, w, ldw, y, ldy);
+        cpu_panels_stream(M, n0, n1, K, alpha, x, ldx, w, ldw, y, ldy);
         return;
     }
     /* whole tiles of 4 rows, then the last 1 to 3 rows by 2 x 8 tiles, whose sums run in the

@@ -171,7 +171,7 @@ void cpu_panel_tiles(cpu_rows_isa isa, int M, int p0, int p1, const float *x, in
  * cpu_panel_tiles.c):
  * what cpu_gemm_rows_with runs for many rows on a CPU with AVX-512 (call it only there).
  * Every sum in k order, as the panel kernel's, whichever columns a call takes. */
-void cpu_panels_stream(int M, int n0, int n1, int N, int K, float alpha, const float *x, int ldx,
+void cpu_panels_stream(int M, int n0, int n1, int K, float alpha, const float *x, int ldx,
                        const float *w, int ldw, float *y, int ldy);
 /* C (m, n) = alpha op(A) op(B) + beta C in mtlab's own packed kernel (cpu_gemm_packed.c; AVX-512
  * tiles where the CPU has AVX-512, else AVX2 ones), the same float at any thread count on one

@@ -115,7 +115,7 @@ panel_tile(int R, int NP, int K, const float *x, int ldx, const float *p, int c,
 #pragma GCC unroll 4
             for (int v = 0; v < 2 * NP; v++) {
                 float *y = o->out + (size_t)i * o->ldo + lo + 8 * v;
-                __m256 s = acc[i][v];
+                __m256 s = _mm256_mul_ps(acc[i][v], _mm256_set1_ps(o->alpha));
                 if (o->bias) s = _mm256_add_ps(s, _mm256_loadu_ps(o->bias + lo + 8 * v));
                 _mm256_storeu_ps(y, s);
             }
@@ -127,7 +127,8 @@ panel_tile(int R, int NP, int K, const float *x, int ldx, const float *p, int c,
 #pragma GCC unroll 6
     for (int i = 0; i < R; i++)
 #pragma GCC unroll 4
-        for (int v = 0; v < 2 * NP; v++) _mm256_storeu_ps(t[i] + 8 * v, acc[i][v]);
+        for (int v = 0; v < 2 * NP; v++)
+            _mm256_storeu_ps(t[i] + 8 * v, _mm256_mul_ps(acc[i][v], _mm256_set1_ps(o->alpha)));
     for (int i = 0; i < R; i++)
         for (int j = lo < 0 ? -lo : 0; j < NP * CPU_PANEL && lo + j < o->OC; j++)
             o->out[(size_t)i * o->ldo + lo + j] = o->bias ? t[i][j] + o->bias[lo + j] : t[i][j];
@@ -193,24 +194,34 @@ panels_block(int M, int p0, int p1, const float *x, int K, const float *panels, 
  * x rows from the L2 cache for every 4 weight rows. */
 #define TILE512_ROWS 12
 
-/* A tile's sums (R rows by NP panels, window columns from lo; whole: all in the window) carried
- * between blocks of k through o->out, as they are: loaded (load 1) or stored, in the lanes that
- * lie in the window [0, OC) */
+/* How a tile's sums meet o->out (R rows by NP panels, window columns from lo), in the lanes that
+ * lie in the window [0, OC): TILE_RESUME loads them (sums that go on from a block of k before),
+ * TILE_CARRY stores them as they are (more of k to come), TILE_FINISH stores alpha times them plus
+ * the bias */
+enum { TILE_RESUME, TILE_CARRY, TILE_FINISH };
 __attribute__((target("avx512f"), always_inline)) static inline void
-carry_sums(int R, int NP, __m512 acc[][2], const panels_out *o, int lo, int whole, int load)
+tile_sums(int R, int NP, __m512 acc[][2], const panels_out *o, int lo, int how)
 {
 #pragma GCC unroll 12
     for (int i = 0; i < R; i++)
 #pragma GCC unroll 2
         for (int v = 0; v < NP; v++) {
-            int c0 = lo + 16 * v, left = o->OC - c0;
-            __mmask16 m = whole                 ? (__mmask16)0xFFFF
-                          : c0 < 0 || left <= 0 ? (__mmask16)0
-                          : left >= 16          ? (__mmask16)0xFFFF
-                                                : (__mmask16)((1u << left) - 1);
+            /* lanes first .. end of the vector at window column c0 */
+            int c0 = lo + 16 * v, first = c0 < 0 ? -c0 : 0, end = o->OC - c0;
+            end = end < 16 ? end : 16;
+            __mmask16 m =
+                end <= first ? (__mmask16)0 : (__mmask16)(((1u << end) - 1) & ~((1u << first) - 1));
             float *at = o->out + (size_t)i * o->ldo + c0;
-            if (load) acc[i][v] = _mm512_maskz_loadu_ps(m, at);
-            else _mm512_mask_storeu_ps(at, m, acc[i][v]);
+            if (how == TILE_RESUME) {
+                acc[i][v] = _mm512_maskz_loadu_ps(m, at);
+                continue;
+            }
+            __m512 s = acc[i][v];
+            if (how == TILE_FINISH) {
+                s = _mm512_mul_ps(s, _mm512_set1_ps(o->alpha));
+                if (o->bias) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(m, o->bias + c0));
+            }
+            _mm512_mask_storeu_ps(at, m, s);
         }
 }
 
@@ -219,13 +230,13 @@ panel_tile512(int R, int NP, int K, const float *x, int ldx, const float *p, int
               const panels_out *o, const lines_ahead *ahead, int phase, int step)
 {
     __m512 acc[TILE512_ROWS][2];
-    int lo = c - o->row0, hi = lo + NP * CPU_PANEL, whole = lo >= 0 && hi <= o->OC;
+    int lo = c - o->row0; /* the window's column of channel c */
 #pragma GCC unroll 12
     for (int i = 0; i < R; i++)
 #pragma GCC unroll 2
         for (int v = 0; v < NP; v++) acc[i][v] = _mm512_setzero_ps();
     /* the sums go on from those out holds (exact: stored as they were) */
-    if (o->resume) carry_sums(R, NP, acc, o, lo, whole, 1);
+    if (o->resume) tile_sums(R, NP, acc, o, lo, TILE_RESUME);
     size_t stride = (size_t)CPU_PANEL * K;
     int next = phase;
     for (int k = 0; k < K; k++) {
@@ -239,31 +250,8 @@ panel_tile512(int R, int NP, int K, const float *x, int ldx, const float *p, int
             if (NP == 2) acc[i][1] = _mm512_fmadd_ps(b, w1, acc[i][1]);
         }
     }
-    if (o->partial) { /* more of k to come: the sums as they are */
-        carry_sums(R, NP, acc, o, lo, whole, 0);
-        return;
-    }
-    if (whole) {
-#pragma GCC unroll 12
-        for (int i = 0; i < R; i++)
-#pragma GCC unroll 2
-            for (int v = 0; v < NP; v++) {
-                __m512 s = _mm512_mul_ps(acc[i][v], _mm512_set1_ps(o->alpha));
-                if (o->bias) s = _mm512_add_ps(s, _mm512_loadu_ps(o->bias + lo + 16 * v));
-                _mm512_storeu_ps(o->out + (size_t)i * o->ldo + lo + 16 * v, s);
-            }
-        return;
-    }
-    /* a tile at an end of the window: through a buffer, as in panel_tile */
-    float t[TILE512_ROWS][2 * CPU_PANEL];
-#pragma GCC unroll 12
-    for (int i = 0; i < R; i++)
-#pragma GCC unroll 2
-        for (int v = 0; v < NP; v++)
-            _mm512_storeu_ps(t[i] + 16 * v, _mm512_mul_ps(acc[i][v], _mm512_set1_ps(o->alpha)));
-    for (int i = 0; i < R; i++)
-        for (int j = lo < 0 ? -lo : 0; j < NP * CPU_PANEL && lo + j < o->OC; j++)
-            o->out[(size_t)i * o->ldo + lo + j] = o->bias ? t[i][j] + o->bias[lo + j] : t[i][j];
+    /* more of k to come: the sums as they are; else alpha times them plus the bias */
+    tile_sums(R, NP, acc, o, lo, o->partial ? TILE_CARRY : TILE_FINISH);
 }
 
 /* R (1 .. TILE512_ROWS) rows against NP panels, with R a constant in each call */
@@ -386,10 +374,9 @@ __attribute__((target("avx512f"))) static void panel_pack512(float *dst, const f
     }
 }
 
-void cpu_panels_stream(int M, int n0, int n1, int N, int K, float alpha, const float *x, int ldx,
+void cpu_panels_stream(int M, int n0, int n1, int K, float alpha, const float *x, int ldx,
                        const float *w, int ldw, float *y, int ldy)
 {
-    (void)N;
     int KC = STREAM_KC;
     size_t depth = (size_t)CPU_PANEL * (K < KC ? K : KC);
     /* two panels, the second's last 16 lines past its end */
