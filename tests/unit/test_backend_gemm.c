@@ -245,8 +245,10 @@ static void test_gemm_blis_bits_across_threads(void **state)
  * (AVX2: 6 x 16; AVX-512: 6 x 16 to 6 x 64, a last one masked): short last tiles in m and n, k in
  * several blocks (KC 256: 600 as three of 200), rows in several blocks (MC 144) and shrunk blocks
  * for two threads, columns in two blocks (NC 4096), every transpose at strides wider than the
- * matrices, alpha, beta and beta 0 over NaN (gemm_case_by); then the same bits at one thread and
- * at two, as training at any thread count relies on. */
+ * matrices, alpha, beta and beta 0 over NaN (gemm_case_by), a transposed op(A) both read where it
+ * lies and copied into panels (rows wider than TRANS_A_IN_PLACE_MAX); then the same bits at one
+ * thread and at two, as training at any thread count relies on, and from a transposed op(A) read
+ * either way. */
 static void test_gemm_packed_vs_naive(void **state)
 {
     (void)state;
@@ -254,9 +256,9 @@ static void test_gemm_packed_vs_naive(void **state)
         printf("backend: packed sgemm: not on this CPU (AVX2 + FMA)\n");
         skip();
     }
-    static const int shapes[][3] = {{13, 11, 17}, {1, 11, 17},     {6, 16, 1},
-                                    {37, 45, 70}, {150, 120, 130}, {300, 33, 600},
-                                    {7, 4100, 5}, {12, 96, 257},   {20, 200, 40}};
+    static const int shapes[][3] = {{13, 11, 17},    {1, 11, 17},    {6, 16, 1},   {37, 45, 70},
+                                    {150, 120, 130}, {300, 33, 600}, {7, 4100, 5}, {12, 96, 257},
+                                    {20, 200, 40},   {1100, 20, 30}};
     static const char *const isa_name[] = {"", "avx2", "avx512"};
     for (packed_isa = CPU_ROWS_AVX2; packed_isa <= CPU_ROWS_AVX512; packed_isa++) {
         if (!cpu_gemm_rows_supported(packed_isa)) {
@@ -269,7 +271,7 @@ static void test_gemm_packed_vs_naive(void **state)
         for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
             worst = fmax(worst, gemm_case_by(CPU_SGEMM_PACKED, &rng, shapes[i][0], shapes[i][1],
                                              shapes[i][2]));
-        printf("backend: packed sgemm, %s tiles (9 shapes, 4 transposes, strides, alpha/beta) "
+        printf("backend: packed sgemm, %s tiles (10 shapes, 4 transposes, strides, alpha/beta) "
                "max relative error %.2e (bound 1e-6)\n",
                isa_name[packed_isa], worst);
         assert_true(worst < 1e-6);
@@ -300,6 +302,28 @@ static void test_gemm_packed_vs_naive(void **state)
             free(a), free(b), free(c0);
         }
         omp_set_num_threads(before);
+
+        /* a transposed op(A) read where it lies (rows 42 floats apart) and copied into panels
+         * (the same values 1100 apart): the same floats, bit for bit */
+        {
+            const int m = 40, n = 50, k = 300, wide = 1100;
+            float *a = gc_random((size_t)k * (m + 2), &rng, 1.0f),
+                  *aw = calloc((size_t)k * wide, 4);
+            float *b = gc_random((size_t)k * n, &rng, 1.0f),
+                  *c0 = gc_random((size_t)m * n, &rng, 1.0f);
+            for (int p = 0; p < k; p++)
+                memcpy(aw + (size_t)p * wide, a + (size_t)p * (m + 2), sizeof(float) * m);
+            float *c1 = test_copy_floats(c0, (size_t)m * n),
+                  *c2 = test_copy_floats(c0, (size_t)m * n);
+            assert_int_equal(
+                cpu_gemm_packed_with(packed_isa, 1, 0, m, n, k, 0.5f, a, m + 2, b, n, 1.0f, c1, n),
+                1);
+            assert_int_equal(
+                cpu_gemm_packed_with(packed_isa, 1, 0, m, n, k, 0.5f, aw, wide, b, n, 1.0f, c2, n),
+                1);
+            assert_memory_equal(c1, c2, (size_t)m * n * sizeof *c1);
+            free(a), free(aw), free(b), free(c0), free(c1), free(c2);
+        }
     }
     packed_isa = CPU_ROWS_NONE;
 }
