@@ -147,6 +147,20 @@ static void pack_b_panel(int trans_b, const float *b, int ldb, int p0, int kc, i
     }
 }
 
+/* All panels of op(B)'s block when op(B) = b untransposed: row by row of b, each row's 16
+ * columns to its panel's step p. One pass down b's rows in order, which the prefetchers follow;
+ * panel by panel (pack_b_panel) would read b one line a row, ldb floats apart, and wait on each. */
+static void pack_b_rows(const float *b, int ldb, int p0, int kc, int j0, int nc, float *bp)
+{
+    int whole = nc / NR;
+    for (int p = 0; p < kc; p++) {
+        const float *src = b + (size_t)(p0 + p) * ldb + j0;
+        for (int c = 0; c < whole; c++)
+            memcpy(bp + ((size_t)c * kc + p) * NR, src + c * NR, NR * sizeof(float));
+    }
+    if (whole * NR < nc) pack_b_panel(0, b, ldb, p0, kc, j0, nc, whole, bp);
+}
+
 /* The 6 x 16 tile: c = alpha (A . bp) + beta c over kc steps, row r of A at a + r rs, step p
  * at + p cs (a packed panel: rs 1, cs MR; rows read where they lie: rs lda, cs 1); beta 0
  * never reads c. */
@@ -393,7 +407,8 @@ static void gemm_serial(int wide, int trans_a, int trans_b, int m, int n, int k,
             float bk = p0 == 0 ? beta : 1.0f;
             const float *bb = ready ? ready + (size_t)j0 * k + (size_t)p0 * NR : bp;
             size_t bstride = ready ? (size_t)k * NR : (size_t)kc * NR;
-            if (!ready)
+            if (!ready && !trans_b) pack_b_rows(b, ldb, p0, kc, j0, nc, bp);
+            else if (!ready)
                 for (int q = 0; q < (nc + NR - 1) / NR; q++)
                     pack_b_panel(trans_b, b, ldb, p0, kc, j0, nc, q, bp);
             for (int i0 = 0; i0 < m; i0 += MC) {
