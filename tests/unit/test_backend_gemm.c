@@ -303,8 +303,9 @@ static void test_gemm_packed_vs_naive(void **state)
         }
         omp_set_num_threads(before);
 
-        /* a transposed op(A) read where it lies (rows 42 floats apart) and copied into panels
-         * (the same values 1100 apart): the same floats, bit for bit */
+        /* a transposed op(A) read where it lies by the AVX-512 tiles (rows 42 floats apart) and
+         * copied into panels (the same values 1100 apart; the AVX2 tiles copy both): the same
+         * floats, bit for bit */
         {
             const int m = 40, n = 50, k = 300, wide = 1100;
             float *a = gc_random((size_t)k * (m + 2), &rng, 1.0f),

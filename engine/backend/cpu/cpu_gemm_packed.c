@@ -17,10 +17,11 @@
  * 90% of the core's multiply-add rate, 1.08-1.25x OpenBLAS 0.3.21's SkylakeX kernels.
  *
  * op(A) is read where it lies when its rows run along k (x W^T, the input gradients dY W: no
- * copy), six row pointers a tile, and transposed (the weight gradients dY^T X) when its rows are
- * at most TRANS_A_IN_PLACE_MAX floats apart: a step's six values then lie side by side in one row
- * of dY. A transposed op(A) of wider rows (a vocabulary's dlogits^T, a step every 32 KB) is
- * copied into panels of MR = 6 rows, as is a last panel of fewer than 6 rows (zeros below). op(B)
+ * copy), six row pointers a tile, and with the AVX-512 tiles transposed too (the weight gradients
+ * dY^T X) when its rows are at most TRANS_A_IN_PLACE_MAX floats apart: a step's six values then
+ * lie side by side in one row of dY. A transposed op(A) of wider rows (a vocabulary's dlogits^T, a
+ * step every 32 KB), or any under the AVX2 tiles, is copied into panels of MR = 6 rows, as is a
+ * last panel of fewer than 6 rows (zeros below). op(B)
  * is read as it lies either way, a transposed one by 8 x 8 transposes, and columns past n are
  * zeros; edge tiles are written through a small buffer. Each tile asks for its rows of C before it
  * sums, so that adding to a C that comes from memory does not wait at every tile's end.
@@ -52,10 +53,12 @@ _Static_assert(NR == CPU_PANEL, "cpu_gemm_packed_panels reads cpu_panels_make's 
 #define MC 144
 /* columns of B per block: KC x NC floats (4 MiB) in L3 */
 #define NC 4096
-/* a transposed op(A) of rows at most this many floats apart is read where it lies: the weight
- * gradients of d_model 192 ran 5-17% faster than on packed panels (hot, one thread, 192 x 192 x
- * 2048 and 768 x 192 x 2048), a vocabulary's (8000 x 192 x 262, rows 8000 floats apart) 10-23%
- * slower */
+/* with the AVX-512 tiles, a transposed op(A) of rows at most this many floats apart is read where
+ * it lies: the weight gradients of d_model 192 ran 5-17% faster than on packed panels (hot, one
+ * thread, 192 x 192 x 2048 and 768 x 192 x 2048), a vocabulary's (8000 x 192 x 262, rows 8000
+ * floats apart) 10-23% slower. The AVX2 tiles, 16 columns wide, would pass over dY four times as
+ * often, a new line of it every step of 12 multiply-adds: 768 x 192 x 2048 ran 16% slower read
+ * in place, and they keep the panels. */
 #define TRANS_A_IN_PLACE_MAX 1024
 /* below this many multiply-adds the product stays on one thread */
 #define PARALLEL_MIN_MACS ((size_t)1 << 22)
@@ -415,7 +418,7 @@ static void gemm_serial(int wide, int trans_a, int trans_b, int m, int n, int k,
                 int rows = m - i0 < MC ? m - i0 : MC;
                 const float *ad = NULL;
                 size_t ars = trans_a ? 1 : (size_t)lda, acs = trans_a ? (size_t)lda : 1;
-                if (trans_a && lda > TRANS_A_IN_PLACE_MAX) {
+                if (trans_a && (!wide || lda > TRANS_A_IN_PLACE_MAX)) {
                     pack_a(trans_a, a, lda, i0, rows, p0, kc, ap);
                 } else {
                     ad = trans_a ? a + (size_t)p0 * lda + i0 : a + (size_t)i0 * lda + p0;
