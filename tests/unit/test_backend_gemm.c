@@ -309,7 +309,7 @@ static void test_gemm_packed_vs_naive(void **state)
         {
             const int m = 40, n = 50, k = 300, wide = 1100;
             float *a = gc_random((size_t)k * (m + 2), &rng, 1.0f),
-                  *aw = calloc((size_t)k * wide, 4);
+                  *aw = calloc((size_t)k * wide, sizeof(float));
             float *b = gc_random((size_t)k * n, &rng, 1.0f),
                   *c0 = gc_random((size_t)m * n, &rng, 1.0f);
             for (int p = 0; p < k; p++)

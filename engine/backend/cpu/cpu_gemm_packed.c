@@ -21,10 +21,10 @@
  * dY^T X) when its rows are at most TRANS_A_IN_PLACE_MAX floats apart: a step's six values then
  * lie side by side in one row of dY. A transposed op(A) of wider rows (a vocabulary's dlogits^T, a
  * step every 32 KB), or any under the AVX2 tiles, is copied into panels of MR = 6 rows, as is a
- * last panel of fewer than 6 rows (zeros below). op(B)
- * is read as it lies either way, a transposed one by 8 x 8 transposes, and columns past n are
- * zeros; edge tiles are written through a small buffer. Each tile asks for its rows of C before it
- * sums, so that adding to a C that comes from memory does not wait at every tile's end.
+ * last panel of fewer than 6 rows (zeros below). op(B) is read as it lies either way, a
+ * transposed one by 8 x 8 transposes, and columns past n are zeros; edge tiles are written
+ * through a small buffer. Each tile asks for its rows of C before it sums, so that adding to a C
+ * that comes from memory does not wait at every tile's end.
  *
  * Threads split C into whole tiles, by columns or by rows, and each runs the product on its part
  * with its own packing. Every element of C is the sum over k in the same order whoever computes
@@ -222,12 +222,11 @@ tile_packed(int kc, const float *ap, const float *bp, float alpha, float beta, f
     tile_6x16(kc, ap, 1, MR, bp, alpha, beta, c, ldc);
 }
 
-__attribute__((target("avx2,fma"))) static void tile_direct(int kc, const float *a, size_t rs,
-                                                            size_t cs, const float *bp, float alpha,
+__attribute__((target("avx2,fma"))) static void tile_direct(int kc, const float *a, size_t lda,
+                                                            const float *bp, float alpha,
                                                             float beta, float *c, int ldc)
 {
-    if (cs == 1) tile_6x16(kc, a, rs, 1, bp, alpha, beta, c, ldc);
-    else tile_6x16(kc, a, 1, cs, bp, alpha, beta, c, ldc);
+    tile_6x16(kc, a, lda, 1, bp, alpha, beta, c, ldc);
 }
 
 /* An edge tile's rows x cols, summed into a buffer (lde floats a row), stored as alpha edge +
@@ -288,7 +287,8 @@ tile_6xq(int nq, int kc, const float *a, size_t rs, size_t cs, const float *bp, 
         }
 }
 
-/* one function per width, its A panel packed (rs 1, cs MR) or read where it lies (rs lda, cs 1) */
+/* one function per width, its A panel packed (rs 1, cs MR) or read where it lies (rs lda, cs 1;
+ * transposed, rs 1, cs lda) */
 #define TILE512(nq)                                                                            \
     __attribute__((target("avx512f"))) static void tile512_##nq(                               \
         int kc, const float *a, size_t rs, size_t cs, const float *bp, size_t bstride,         \
@@ -337,7 +337,8 @@ static void wide_columns(int mc, int cols, int kc, const float *ad, size_t ars, 
 
 /* One block of mc rows of C by nc columns from packed B (panel q at bp + q bstride): the A
  * panels packed in ap, or, with ad set, the whole panels read where they lie (row i at ad + i
- * lda) and only a last panel of fewer than MR rows packed (in ap). Edge tiles go through a
+ * ars, its step p at + p acs; transposed only with the AVX-512 tiles, so the AVX2 ones read rows,
+ * acs 1) and only a last panel of fewer than MR rows packed (in ap). Edge tiles go through a
  * buffer. */
 static void macro_block(int wide, int mc, int nc, int kc, const float *ad, size_t ars, size_t acs,
                         const float *ap, const float *bp, size_t bstride, float alpha, float beta,
@@ -361,13 +362,12 @@ static void macro_block(int wide, int mc, int nc, int kc, const float *ad, size_
             const float *apanel = direct ? NULL : ap + (size_t)(ad ? i - whole : i) * kc;
             if (cols == NR && rows == MR) {
                 if (direct)
-                    tile_direct(kc, ad + (size_t)i * ars, ars, acs, bpanel, alpha, beta, tile, ldc);
+                    tile_direct(kc, ad + (size_t)i * ars, ars, bpanel, alpha, beta, tile, ldc);
                 else tile_packed(kc, apanel, bpanel, alpha, beta, tile, ldc);
                 continue;
             }
             float edge[MR * NR];
-            if (direct)
-                tile_direct(kc, ad + (size_t)i * ars, ars, acs, bpanel, 1.0f, 0.0f, edge, NR);
+            if (direct) tile_direct(kc, ad + (size_t)i * ars, ars, bpanel, 1.0f, 0.0f, edge, NR);
             else tile_packed(kc, apanel, bpanel, 1.0f, 0.0f, edge, NR);
             store_edge(tile, ldc, edge, NR, rows, cols, alpha, beta);
         }
