@@ -10,6 +10,8 @@
 #include "backend/cpu/cpu_ops.h"
 
 #include <omp.h>
+#include <pthread.h>
+#include <stdatomic.h>
 
 static const mt_backend *fast, *naive;
 
@@ -215,6 +217,53 @@ static void test_gemm_libraries_vs_naive(void **state)
     assert_int_equal(cpu_sgemm_pick(0, 1, 4096, 672, 168),
                      cpu_sgemm_packed_cpu() ? CPU_SGEMM_PACKED : CPU_SGEMM_OPENBLAS);
     omp_set_num_threads(before);
+}
+
+/* The timed gain (cpu_fma512_gain) picks the product kernels, so every process must reach the
+ * same side of 1.5 on one machine, busy or not: timed again 20 times while two threads (one a
+ * core here) multiply beside it, each answer falls where the process's first one did. */
+static atomic_int load_stop;
+
+static void *multiply_until_stopped(void *arg)
+{
+    (void)arg;
+    omp_set_num_threads(1);
+    enum { D = 192 };
+    float *a = calloc((size_t)D * D, sizeof(float)), *b = calloc((size_t)D * D, sizeof(float)),
+          *c = calloc((size_t)D * D, sizeof(float));
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_non_null(c);
+    for (int i = 0; i < D * D; i++) a[i] = b[i] = (float)(i % 7) * 0.125f;
+    while (!atomic_load(&load_stop)) fast->gemm(0, 0, D, D, D, 1.0f, a, D, b, D, 0.0f, c, D);
+    free(a);
+    free(b);
+    free(c);
+    return NULL;
+}
+
+static void test_fma512_gain_under_load(void **state)
+{
+    (void)state;
+    int full = cpu_fma512_gain() >= 1.5;
+    atomic_store(&load_stop, 0);
+    pthread_t load[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&load[i], NULL, multiply_until_stopped, NULL), 0);
+    double lo = 1e9, hi = 0.0;
+    int same = 0;
+    for (int r = 0; r < 20; r++) {
+        double g = cpu_fma512_gain_measure();
+        lo = g < lo ? g : lo;
+        hi = g > hi ? g : hi;
+        same += (g >= 1.5) == full;
+    }
+    atomic_store(&load_stop, 1);
+    for (int i = 0; i < 2; i++) assert_int_equal(pthread_join(load[i], NULL), 0);
+    printf("backend: 512-bit multiply-adds %.2fx 256-bit ones idle, %.2f-%.2fx in 20 timings under "
+           "load\n",
+           cpu_fma512_gain(), lo, hi);
+    assert_int_equal(same, 20);
 }
 
 /* BLIS splits no sum across threads: the same product gives the same bits at one thread and at
@@ -670,6 +719,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemm_vs_naive),
         cmocka_unit_test(test_gemm_libraries_vs_naive),
+        cmocka_unit_test(test_fma512_gain_under_load),
         cmocka_unit_test(test_gemm_blis_bits_across_threads),
         cmocka_unit_test(test_gemm_packed_vs_naive),
         cmocka_unit_test(test_gemm_rows_vs_naive),

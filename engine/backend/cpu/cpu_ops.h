@@ -204,10 +204,11 @@ cpu_sgemm_lib cpu_sgemm_pick_shape(int packed, int blis, int threads, int trans_
 /* cpu_sgemm_pick_shape's `blis`: 1 where BLIS's kernels run this CPU's multiply-adds at their full
  * rate (cpu_gemm.c); cpu_blis_width: the bits of the vectors BLIS's kernels use (cpu_blis.c);
  * cpu_fma512_gain: 512-bit multiply-adds a second over 256-bit ones on this core, timed once
- * (cpu_fma_rate.c; 1 without AVX-512) */
+ * (cpu_fma_rate.c; 1 without AVX-512); cpu_fma512_gain_measure times it again */
 int cpu_blis_full_rate(void);
 int cpu_blis_width(void);
 double cpu_fma512_gain(void);
+double cpu_fma512_gain_measure(void);
 int cpu_sgemm_packed_cpu(void);
 cpu_sgemm_lib cpu_sgemm_pick(int trans_a, int trans_b, int m, int n, int k);
 int cpu_sgemm_forced(void);
