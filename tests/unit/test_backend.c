@@ -143,6 +143,11 @@ static void test_attention_vs_naive(void **state)
         {"cross 33 x 100, Dh 17, padding", 2, 2, 33, 100, 17, 0, 0, 0, 1, 0},
         {"window 9, 100 rows, Dh 8", 1, 2, 100, 100, 8, 1, 9, 0, 0, 0},
         {"prefill chunk at 40, Dh 24", 2, 2, 24, 64, 24, 1, 0, 40, 0, 0},
+        /* heads of whole vectors (Dh 48, transformer-small's; 32; 16): v, dout, k and q read
+         * where they lie, no copy */
+        {"causal+padding, 32 rows, Dh 48", 2, 4, 32, 32, 48, 1, 0, 0, 1, 0},
+        {"cross 30 x 45, Dh 32, padding", 2, 2, 30, 45, 32, 0, 0, 0, 1, 0},
+        {"window 7, 50 rows, Dh 16", 1, 2, 50, 50, 16, 1, 7, 0, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) attention_case(&cases[i], &rng);
 }
