@@ -538,6 +538,11 @@ int cpu_gemm_packed(int trans_a, int trans_b, int m, int n, int k, float alpha, 
                                 ldb, beta, c, ldc);
 }
 
+void cpu_gemm_w_panel(const float *w, int rows, int cols, int c, float *panels)
+{
+    pack_b_panel(1, w, cols, 0, cols, 0, rows, c, panels);
+}
+
 int cpu_gemm_packed_panels(int m, int n, int k, const float *x, int ldx, const float *panels,
                            float *c, int ldc)
 {
@@ -570,6 +575,16 @@ int cpu_gemm_packed_with(cpu_rows_isa isa, int trans_a, int trans_b, int m, int 
 {
     (void)isa;
     return cpu_gemm_packed(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void cpu_gemm_w_panel(const float *w, int rows, int cols, int c, float *panels)
+{
+    float *dst = panels + (size_t)c * cols * CPU_PANEL;
+    for (int k = 0; k < cols; k++)
+        for (int q = 0; q < CPU_PANEL; q++) {
+            int j = c * CPU_PANEL + q;
+            dst[(size_t)k * CPU_PANEL + q] = j < rows ? w[(size_t)j * cols + k] : 0.0f;
+        }
 }
 
 int cpu_gemm_packed_panels(int m, int n, int k, const float *x, int ldx, const float *panels,

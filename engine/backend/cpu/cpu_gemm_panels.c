@@ -12,7 +12,6 @@
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_par.h"
 #include "backend/cpu/cpu_pool.h"
-#include "backend/cpu/cpu_simd.h"
 #include "mtlab/error.h"
 
 #include <stdatomic.h>
@@ -36,22 +35,6 @@ long cpu_panels_products(void)
 /* MTLAB_FP32_PANELS=off (or 0) declines them everywhere, to compare or to save the memory */
 int cpu_panels_supported(void) { return cpu_panels_cpu() && !cpu_env_off("MTLAB_FP32_PANELS"); }
 
-/* Panel p of w (rows p CPU_PANEL .. + n, cols) into dst: its step k holds the panel's rows' k-th
- * values side by side. A whole panel by 8 x 8 transposes (k in blocks of 8, the panel's two
- * halves of 8 rows), the rest element by element. */
-MT_CPU_CLONES static void panel_make(float *dst, const float *src, int n, int cols)
-{
-    int k = 0;
-    if (n == CPU_PANEL)
-        for (; k + 8 <= cols; k += 8) {
-            cpu_transpose8(dst + (size_t)k * CPU_PANEL, CPU_PANEL, src + k, (size_t)cols);
-            cpu_transpose8(dst + (size_t)k * CPU_PANEL + 8, CPU_PANEL, src + (size_t)8 * cols + k,
-                           (size_t)cols);
-        }
-    for (; k < cols; k++)
-        for (int j = 0; j < n; j++) dst[(size_t)k * CPU_PANEL + j] = src[(size_t)j * cols + k];
-}
-
 int cpu_panels_make(mt_qmatrix *q, const float *w, int rows, int cols)
 {
     memset(q, 0, sizeof *q);
@@ -62,11 +45,7 @@ int cpu_panels_make(mt_qmatrix *q, const float *w, int rows, int cols)
     q->rows = rows, q->cols = cols, q->ld = cols;
     q->f32 = w;
 #pragma omp parallel for schedule(static) if (cpu_fork((size_t)rows * cols, (size_t)1 << 18))
-    for (int p = 0; p < np; p++) {
-        int n = rows - p * CPU_PANEL < CPU_PANEL ? rows - p * CPU_PANEL : CPU_PANEL;
-        panel_make(q->panels + (size_t)p * CPU_PANEL * cols, w + (size_t)p * CPU_PANEL * cols, n,
-                   cols);
-    }
+    for (int p = 0; p < np; p++) cpu_gemm_w_panel(w, rows, cols, p, q->panels);
     return 0;
 }
 

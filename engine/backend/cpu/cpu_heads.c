@@ -29,7 +29,7 @@ static inline int pad16(int n) { return (n + 15) & ~15; }
 /* B for the tile product from rows of src (rows, cols; lds apart): src itself where its rows are
  * whole vectors (cols a multiple of 16: the product reads no float past a row's cols), else a copy
  * padded to 16 floats in dst. *ldb is its row stride. The same floats either way. */
-static const float *rows_b(float *dst, const float *src, size_t lds, int rows, int cols, int *ldb)
+static const float *tile_b(float *dst, const float *src, size_t lds, int rows, int cols, int *ldb)
 {
     if (cols % 16 == 0) {
         *ldb = (int)lds;
@@ -81,7 +81,7 @@ void cpu_head_forward(const cpu_head *h, float *o, float *p, const float *q, con
     float *vp = kt + (size_t)Dk * nk;
     cpu_tiles_pack_transposed(kt, nk, k, h->ldk, Tk, Dk);
     int ldb;
-    const float *vb = rows_b(vp, v, h->ldv, Tk, Dv, &ldb);
+    const float *vb = tile_b(vp, v, h->ldv, Tk, Dv, &ldb);
     tiles(isa, h, Tq, Tk, Dk, h->scale, q, h->ldq, 1, kt, nk, p, (size_t)Tk, 0, CPU_TILE_COLS_TO);
     rows(ctx, p);
     tiles(isa, h, Tq, Dv, Tk, 1.0f, p, (size_t)Tk, 1, vb, ldb, o, h->ldv, 0, CPU_TILE_K_TO);
@@ -115,23 +115,23 @@ void cpu_head_backward(const cpu_head *h, float *dq, float *dk, float *dv, float
     size_t n_vt = (size_t)Dv * nk, n_a = (size_t)T * (nv > nd ? nv : nd), n_b = (size_t)Tq * nd;
     size_t n_ds = (size_t)Tq * Tk;
     float *vt = cpu_scratch(CPU_SCRATCH_HEAD, (n_vt + n_a + n_b + n_ds) * sizeof(float));
-    float *rows_a = vt + n_vt, *rows_b_buf = rows_a + n_a;
-    ds = rows_b_buf + n_b; /* the thread's own, in its caches, rather than the caller's slice */
+    float *rows_a = vt + n_vt, *rows_b = rows_a + n_a;
+    ds = rows_b + n_b; /* the thread's own, in its caches, rather than the caller's slice */
     cpu_tiles_pack_transposed(vt, nk, v, h->ldv, Tk, Dv);
     int ldb;
     if (dv) {
-        const float *b = rows_b(rows_a, dout, h->ldv, Tq, Dv, &ldb);
+        const float *b = tile_b(rows_a, dout, h->ldv, Tq, Dv, &ldb);
         tiles(isa, h, Tk, Dv, Tq, 1.0f, p, 1, (size_t)Tk, b, ldb, dv, h->ldv, 1, CPU_TILE_K_FROM);
     }
     tiles(isa, h, Tq, Tk, Dv, 1.0f, dout, h->ldv, 1, vt, nk, ds, (size_t)Tk, 0, CPU_TILE_COLS_TO);
     rows_back(ctx, ds, p);
     if (dq) {
-        const float *b = rows_b(rows_a, k, h->ldk, Tk, Dk, &ldb);
+        const float *b = tile_b(rows_a, k, h->ldk, Tk, Dk, &ldb);
         tiles(isa, h, Tq, Dk, Tk, h->scale, ds, (size_t)Tk, 1, b, ldb, dq, h->ldq, 1,
               CPU_TILE_K_TO);
     }
     if (dk) {
-        const float *b = rows_b(rows_b_buf, q, h->ldq, Tq, Dk, &ldb);
+        const float *b = tile_b(rows_b, q, h->ldq, Tq, Dk, &ldb);
         tiles(isa, h, Tk, Dk, Tq, h->scale, ds, 1, (size_t)Tk, b, ldb, dk, h->ldk, 1,
               CPU_TILE_K_FROM);
     }

@@ -190,6 +190,10 @@ int cpu_gemm_packed_with(cpu_rows_isa isa, int trans_a, int trans_b, int m, int 
  */
 int cpu_gemm_packed_panels(int m, int n, int k, const float *x, int ldx, const float *panels,
                            float *c, int ldc);
+/* panel c of W (rows, cols)'s panels in that layout (step k of the panel: W[c CPU_PANEL +
+ * 0..15][k], rows past `rows` 0), the packed kernel's own copy of a transposed op(B):
+ * cpu_panels_make's */
+void cpu_gemm_w_panel(const float *w, int rows, int cols, int c, float *panels);
 /* sgemm by OpenBLAS, BLIS (cpu_blis.c) or the packed kernel, by shape, CPU and thread count
  * (cpu_gemm.c has the rule and its measurements; cpu_sgemm_pick_shape's `packed`: which of the
  * packed kernel's tiles join the rule, cpu_sgemm_packed_cpu's answer for this CPU;
