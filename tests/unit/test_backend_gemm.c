@@ -326,10 +326,11 @@ static void test_gemm_packed_vs_naive(void **state)
         assert_true(worst < 1e-6);
 
         /* one thread and two: the same floats, bit for bit, in every transpose, C split by rows
-         * (taller than wide) and by columns */
-        static const int split[][3] = {{299, 70, 520}, {70, 299, 520}};
+         * (taller than wide) and by columns, and by rows with k in nine blocks and a last panel
+         * of 2 columns */
+        static const int split[][3] = {{299, 70, 520}, {70, 299, 520}, {150, 130, 2100}};
         int before = omp_get_max_threads();
-        for (int s = 0; s < 2; s++) {
+        for (int s = 0; s < 3; s++) {
             const int m = split[s][0], n = split[s][1], k = split[s][2];
             float *a = gc_random((size_t)m * k, &rng, 1.0f),
                   *b = gc_random((size_t)n * k, &rng, 1.0f);

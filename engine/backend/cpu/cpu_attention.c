@@ -236,25 +236,31 @@ static cpu_head head_of(const mt_attn_desc *d)
                       .off = d->q_pos0};
 }
 
-/* The general path's share of the (row, head) problems of the calling thread: all of them
- * outside a team (an orphaned `omp for` runs every iteration there). */
-static void heads_forward(float *out, float *att, const float *q, const float *k, const float *v,
-                          const mt_attn_desc *d)
+/* The general path's (row, head) problems, for the pool (cpu_pool_for): unit u is row u / H,
+ * head u % H */
+typedef struct {
+    float *out, *att, *dq, *dk, *dv, *datt;
+    const float *q, *k, *v, *dout, *p;
+    const mt_attn_desc *d;
+} heads_job;
+
+static void heads_forward(void *ctx, size_t u0, size_t u1)
 {
+    const heads_job *j = ctx;
+    const mt_attn_desc *d = j->d;
     int C = d->H * d->Dh;
     size_t kvs = kv_bstride(d), scores = (size_t)d->Tq * d->Tk;
     cpu_head head = head_of(d);
-    float *own = att ? NULL : mt_xmalloc(scores * sizeof(float));
-#pragma omp for collapse(2)
-    for (int b = 0; b < d->B; b++)
-        for (int h = 0; h < d->H; h++) {
-            rows_ctx c = {d, b};
-            cpu_head_forward(&head, out + (size_t)b * d->Tq * C + (size_t)h * d->Dh,
-                             att ? att + ((size_t)b * d->H + h) * scores : own,
-                             q + (size_t)b * d->Tq * C + (size_t)h * d->Dh,
-                             k + (size_t)b * kvs + (size_t)h * d->Dh,
-                             v + (size_t)b * kvs + (size_t)h * d->Dh, forward_rows, &c);
-        }
+    float *own = j->att ? NULL : mt_xmalloc(scores * sizeof(float));
+    for (size_t u = u0; u < u1; u++) {
+        int b = (int)(u / (size_t)d->H), h = (int)(u % (size_t)d->H);
+        rows_ctx c = {d, b};
+        cpu_head_forward(&head, j->out + (size_t)b * d->Tq * C + (size_t)h * d->Dh,
+                         j->att ? j->att + u * scores : own,
+                         j->q + (size_t)b * d->Tq * C + (size_t)h * d->Dh,
+                         j->k + (size_t)b * kvs + (size_t)h * d->Dh,
+                         j->v + (size_t)b * kvs + (size_t)h * d->Dh, forward_rows, &c);
+    }
     free(own);
 }
 
@@ -300,10 +306,9 @@ void cpu_attention_forward(float *out, float *att, const float *q, const float *
         cpu_pool_run_if(par, d->B * j.groups, single_part, &j);
         return;
     }
-    if (cpu_fork((size_t)d->B * d->H * scores * d->Dh, 65536)) {
-#pragma omp parallel
-        heads_forward(out, att, q, k, v, d);
-    } else heads_forward(out, att, q, k, v, d);
+    heads_job j = {.out = out, .att = att, .q = q, .k = k, .v = v, .d = d};
+    cpu_pool_for(cpu_fork((size_t)d->B * d->H * scores * d->Dh, 65536), (size_t)d->B * d->H,
+                 heads_forward, &j);
 }
 
 /* dS = P * (dP - rowsum(P * dP)) in place of dP, rows (Tq, Tk); the row sum in double over
@@ -334,21 +339,38 @@ static void backward_rows(void *ctx, float *ds, const float *p)
     softmax_backward_rows(ds, p, d->Tq, d->Tk);
 }
 
+static void heads_backward(void *ctx, size_t u0, size_t u1)
+{
+    const heads_job *j = ctx;
+    const mt_attn_desc *d = j->d;
+    int C = d->H * d->Dh;
+    size_t kvs = kv_bstride(d);
+    cpu_head head = head_of(d);
+    for (size_t u = u0; u < u1; u++) {
+        int b = (int)(u / (size_t)d->H), h = (int)(u % (size_t)d->H);
+        size_t qoff = (size_t)b * d->Tq * C + (size_t)h * d->Dh;
+        size_t kvoff = (size_t)b * kvs + (size_t)h * d->Dh;
+        size_t poff = u * d->Tq * d->Tk;
+        cpu_head_backward(&head, j->dq ? j->dq + qoff : NULL, j->dk ? j->dk + kvoff : NULL,
+                          j->dv ? j->dv + kvoff : NULL, j->datt + poff, j->dout + qoff, j->q + qoff,
+                          j->k + kvoff, j->v + kvoff, j->p + poff, backward_rows, (void *)d);
+    }
+}
+
 void cpu_attention_backward(float *dq, float *dk, float *dv, float *datt, const float *dout,
                             const float *q, const float *k, const float *v, const float *att,
                             const mt_attn_desc *d)
 {
-    int C = d->H * d->Dh;
-    size_t kvs = kv_bstride(d);
-    cpu_head head = head_of(d);
-#pragma omp parallel for collapse(2)
-    for (int b = 0; b < d->B; b++)
-        for (int h = 0; h < d->H; h++) {
-            size_t qoff = (size_t)b * d->Tq * C + (size_t)h * d->Dh;
-            size_t kvoff = (size_t)b * kvs + (size_t)h * d->Dh;
-            size_t poff = ((size_t)b * d->H + h) * d->Tq * d->Tk;
-            cpu_head_backward(&head, dq ? dq + qoff : NULL, dk ? dk + kvoff : NULL,
-                              dv ? dv + kvoff : NULL, datt + poff, dout + qoff, q + qoff, k + kvoff,
-                              v + kvoff, att + poff, backward_rows, (void *)d);
-        }
+    heads_job j = {.dq = dq,
+                   .dk = dk,
+                   .dv = dv,
+                   .datt = datt,
+                   .dout = dout,
+                   .q = q,
+                   .k = k,
+                   .v = v,
+                   .p = att,
+                   .d = d};
+    size_t work = (size_t)d->B * d->H * d->Tq * d->Tk * d->Dh;
+    cpu_pool_for(cpu_fork(work, 65536), (size_t)d->B * d->H, heads_backward, &j);
 }

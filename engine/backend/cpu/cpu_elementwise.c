@@ -22,26 +22,19 @@ typedef struct ew_job {
     float s;
     mt_act act;
     size_t n, units;
-    int cols, parts;
+    int cols;
 } ew_job;
 
-static void ew_part(void *ctx, int p)
+static void ew_span(void *ctx, size_t u0, size_t u1)
 {
     const ew_job *j = ctx;
-    size_t u0, u1;
-    cpu_pool_span(j->units, p, j->parts, &u0, &u1);
     j->run(j, u0, u1);
 }
 
 /* The job's units on this thread, or in parts on the pool's threads from PAR_MIN floats on */
 static void ew_run(ew_job *j, size_t floats)
 {
-    if (!cpu_fork(floats, PAR_MIN)) {
-        j->run(j, 0, j->units);
-        return;
-    }
-    j->parts = cpu_pool_parts(j->units);
-    cpu_pool_run(j->parts, ew_part, j);
+    cpu_pool_for(cpu_fork(floats, PAR_MIN), j->units, ew_span, j);
 }
 
 /* A loop over n floats in chunks of CPU_CHUNK */
@@ -329,14 +322,25 @@ MT_CPU_CLONES static void bias_backward_cols(float *dbias, const float *dout, si
     for (int j = 0; j < nc; j++) dbias[c0 + j] += (float)acc[j];
 }
 
+/* units: groups of j->cols columns of dbias (j->out), each summed down the j->units rows of
+ * j->c, j->n floats apart */
+static void bias_backward_groups(void *ctx, size_t g0, size_t g1)
+{
+    const ew_job *j = ctx;
+    int w = j->cols, cols = (int)j->n;
+    for (size_t g = g0; g < g1; g++) {
+        int c0 = (int)g * w;
+        bias_backward_cols(j->out, j->c, j->units, cols, c0, cols - c0 < w ? cols - c0 : w);
+    }
+}
+
 /* threads own groups of columns, so nothing races and the thread count changes no bit */
 void cpu_bias_backward(float *dbias, const float *dout, size_t rows, int cols)
 {
     int fork = cpu_fork(rows * (size_t)cols, PAR_MIN);
-    int w = cpu_col_group(cols, fork ? omp_get_max_threads() : 1), n_groups = (cols + w - 1) / w;
-    CPU_FOR(fork, "omp parallel for schedule(static)", (int grp = 0; grp < n_groups; grp++),
-            int c0 = grp * w;
-            bias_backward_cols(dbias, dout, rows, cols, c0, cols - c0 < w ? cols - c0 : w));
+    int w = cpu_col_group(cols, fork ? cpu_pool_threads() : 1);
+    ew_job j = {.out = dbias, .c = dout, .units = rows, .n = (size_t)cols, .cols = w};
+    cpu_pool_for(fork, (size_t)((cols + w - 1) / w), bias_backward_groups, &j);
 }
 
 /* Copies of more floats than this share their rows among the threads: a beam search's reorder
@@ -366,6 +370,26 @@ static void copy_rows_narrow(float *dst, int dst_ld, const float *src, int src_l
     }
 }
 
+typedef struct {
+    float *dst;
+    const float *src;
+    int dst_ld, src_ld, cols;
+} copy_job;
+
+static void copy_narrow_rows(void *ctx, size_t r0, size_t r1)
+{
+    const copy_job *j = ctx;
+    copy_rows_narrow(j->dst, j->dst_ld, j->src, j->src_ld, r0, r1, j->cols);
+}
+
+static void copy_rows(void *ctx, size_t r0, size_t r1)
+{
+    const copy_job *j = ctx;
+    for (size_t r = r0; r < r1; r++)
+        memmove(j->dst + r * (size_t)j->dst_ld, j->src + r * (size_t)j->src_ld,
+                (size_t)j->cols * sizeof(float));
+}
+
 void cpu_copy2d(float *dst, int dst_ld, const float *src, int src_ld, size_t rows, int cols)
 {
     size_t n = rows * (size_t)cols;
@@ -373,18 +397,9 @@ void cpu_copy2d(float *dst, int dst_ld, const float *src, int src_ld, size_t row
     const float *dst_end = dst + (rows ? (rows - 1) * (size_t)dst_ld + (size_t)cols : 0);
     const float *src_end = src + (rows ? (rows - 1) * (size_t)src_ld + (size_t)cols : 0);
     int apart = dst_end <= src || src_end <= dst;
-    if (apart && cols < COPY_NARROW) {
-        int fork = cpu_fork(n, COPY_PAR_MIN);
-        int parts = fork ? omp_get_max_threads() : 1;
-        CPU_FOR(fork, "omp parallel for schedule(static)", (int p = 0; p < parts; p++),
-                copy_rows_narrow(dst, dst_ld, src, src_ld, rows * (size_t)p / (size_t)parts,
-                                 rows * (size_t)(p + 1) / (size_t)parts, cols));
-        return;
-    }
-    CPU_FOR(
-        apart && cpu_fork(n, COPY_PAR_MIN), "omp parallel for schedule(static)",
-        (size_t r = 0; r < rows; r++),
-        memmove(dst + r * (size_t)dst_ld, src + r * (size_t)src_ld, (size_t)cols * sizeof(float)));
+    copy_job j = {dst, src, dst_ld, src_ld, cols};
+    cpu_pool_for(apart && cpu_fork(n, COPY_PAR_MIN), rows,
+                 apart && cols < COPY_NARROW ? copy_narrow_rows : copy_rows, &j);
 }
 
 void cpu_index_select(float *out, const float *src, size_t src_ld, const int32_t *idx, int n_idx,

@@ -1,6 +1,7 @@
 /* Token embeddings, position tables and rotary embeddings. */
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_par.h"
+#include "backend/cpu/cpu_pool.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -8,12 +9,48 @@
 #include "backend/cpu/cpu_simd.h"
 #include "mtlab/error.h"
 
+/* An embedding's tokens or column blocks for the pool (cpu_pool_for) */
+typedef struct {
+    float *out;
+    const float *in;
+    const int32_t *ids;
+    size_t BT;
+    int C;
+    float scale;
+} embed_job;
+
+static void embed_tokens(void *ctx, size_t i0, size_t i1)
+{
+    const embed_job *j = ctx;
+    for (size_t i = i0; i < i1; i++) {
+        const float *row = j->in + (size_t)j->ids[i] * j->C;
+        float *o = j->out + i * (size_t)j->C;
+        for (int c = 0; c < j->C; c++) o[c] = j->scale * row[c];
+    }
+}
+
 void cpu_embedding_forward(float *out, const int32_t *ids, const float *table, size_t BT, int C,
                            float scale)
 {
-    CPU_FOR(cpu_fork(BT * (size_t)C, 16384), "omp parallel for", (size_t i = 0; i < BT; i++),
-            const float *row = table + (size_t)ids[i] * C;
-            float *o = out + i * (size_t)C; for (int c = 0; c < C; c++) o[c] = scale * row[c]);
+    embed_job j = {.out = out, .in = table, .ids = ids, .BT = BT, .C = C, .scale = scale};
+    cpu_pool_for(cpu_fork(BT * (size_t)C, 16384), BT, embed_tokens, &j);
+}
+
+/* columns of an embedding's gradient a unit */
+enum { EMBED_COLS = 64 };
+
+static void embed_backward_blocks(void *ctx, size_t b0, size_t b1)
+{
+    const embed_job *j = ctx;
+    int C = j->C;
+    for (size_t blk = b0; blk < b1; blk++) {
+        int c0 = (int)blk * EMBED_COLS, c1 = c0 + EMBED_COLS < C ? c0 + EMBED_COLS : C;
+        for (size_t i = 0; i < j->BT; i++) {
+            float *row = j->out + (size_t)j->ids[i] * C;
+            const float *g = j->in + i * (size_t)C;
+            for (int c = c0; c < c1; c++) row[c] += j->scale * g[c];
+        }
+    }
 }
 
 /* dtable[ids[i]] += scale * dout[i]. Repeated ids would race if threads split the tokens, so
@@ -21,17 +58,9 @@ void cpu_embedding_forward(float *out, const int32_t *ids, const float *table, s
 void cpu_embedding_backward(float *dtable, const float *dout, const int32_t *ids, size_t BT, int C,
                             float scale)
 {
-    enum { COLS = 64 };
-    int n_blocks = (C + COLS - 1) / COLS;
-#pragma omp parallel for if (BT * (size_t)C > 16384)
-    for (int blk = 0; blk < n_blocks; blk++) {
-        int c0 = blk * COLS, c1 = c0 + COLS < C ? c0 + COLS : C;
-        for (size_t i = 0; i < BT; i++) {
-            float *row = dtable + (size_t)ids[i] * C;
-            const float *g = dout + i * (size_t)C;
-            for (int c = c0; c < c1; c++) row[c] += scale * g[c];
-        }
-    }
+    embed_job j = {.out = dtable, .in = dout, .ids = ids, .BT = BT, .C = C, .scale = scale};
+    cpu_pool_for(cpu_fork(BT * (size_t)C, 16384), (size_t)(C + EMBED_COLS - 1) / EMBED_COLS,
+                 embed_backward_blocks, &j);
 }
 
 /* HF MarianSinusoidalPositionalEmbedding: angle(p, j) = p / 10000^(2 floor(j/2) / C), in
@@ -48,24 +77,48 @@ void cpu_sinusoid_fill(float *table, int P, int C)
     }
 }
 
+/* A position table's rows for the pool (cpu_pool_for) */
+typedef struct {
+    float *out;
+    const float *in;
+    int B, T, C, pos0;
+} positions_job;
+
+/* units: rows b T + t of out, each adding row pos0 + t of the table */
+static void positions_rows(void *ctx, size_t r0, size_t r1)
+{
+    const positions_job *j = ctx;
+    for (size_t bt = r0; bt < r1; bt++) {
+        float *o = j->out + bt * (size_t)j->C;
+        const float *row = j->in + (size_t)(j->pos0 + (int)(bt % (size_t)j->T)) * j->C;
+        for (int c = 0; c < j->C; c++) o[c] += row[c];
+    }
+}
+
 void cpu_positions_add(float *out, const float *table, int B, int T, int C, int pos0)
 {
-    CPU_FOR(cpu_fork((size_t)B * T * C, 16384), "omp parallel for", (int bt = 0; bt < B * T; bt++),
-            float *o = out + (size_t)bt * C;
-            const float *row = table + (size_t)(pos0 + bt % T) * C;
-            for (int c = 0; c < C; c++) o[c] += row[c]);
+    positions_job j = {.out = out, .in = table, .B = B, .T = T, .C = C, .pos0 = pos0};
+    cpu_pool_for(cpu_fork((size_t)B * T * C, 16384), (size_t)B * T, positions_rows, &j);
+}
+
+/* units: positions t, row pos0 + t of dtable (out) adding that position's gradient from every
+ * batch row in order */
+static void positions_backward_rows(void *ctx, size_t t0, size_t t1)
+{
+    const positions_job *j = ctx;
+    for (size_t t = t0; t < t1; t++) {
+        float *row = j->out + (size_t)(j->pos0 + (int)t) * j->C;
+        for (int b = 0; b < j->B; b++) {
+            const float *g = j->in + ((size_t)b * j->T + t) * j->C;
+            for (int c = 0; c < j->C; c++) row[c] += g[c];
+        }
+    }
 }
 
 void cpu_positions_backward(float *dtable, const float *dout, int B, int T, int C, int pos0)
 {
-#pragma omp parallel for if ((size_t)B * T * C > 16384)
-    for (int t = 0; t < T; t++) {
-        float *row = dtable + (size_t)(pos0 + t) * C;
-        for (int b = 0; b < B; b++) {
-            const float *g = dout + ((size_t)b * T + t) * C;
-            for (int c = 0; c < C; c++) row[c] += g[c];
-        }
-    }
+    positions_job j = {.out = dtable, .in = dout, .B = B, .T = T, .C = C, .pos0 = pos0};
+    cpu_pool_for(cpu_fork((size_t)B * T * C, 16384), (size_t)T, positions_backward_rows, &j);
 }
 
 /* Rotate each pair (x_a, x_b) of every head by `sign` * pos * inv_freq[i]:
@@ -130,14 +183,50 @@ static void rope_token(float *xt, float p, int H, int Dh, int half, const float 
     free(t);
 }
 
+/* A rotation's tokens for the pool (cpu_pool_for): unit bt is token bt of B * T */
+typedef struct {
+    float *x;
+    const int32_t *pos;
+    const float *inv_freq, *table;
+    int T, H, Dh, half, interleaved;
+    float sign;
+} rope_job;
+
+/* tokens at their own positions */
+static void rope_tokens(void *ctx, size_t u0, size_t u1)
+{
+    const rope_job *j = ctx;
+    for (size_t bt = u0; bt < u1; bt++)
+        rope_token(j->x + bt * j->H * j->Dh, (float)j->pos[bt], j->H, j->Dh, j->half, j->inv_freq,
+                   j->interleaved, j->sign);
+}
+
+/* tokens at positions pos0 + t, their angles from the table */
+static void rope_table_tokens(void *ctx, size_t u0, size_t u1)
+{
+    const rope_job *j = ctx;
+    for (size_t bt = u0; bt < u1; bt++) {
+        const float *cs = j->table + 2 * (bt % (size_t)j->T) * j->half;
+        rope_apply(j->x + bt * j->H * j->Dh, cs, cs + j->half, j->H, j->Dh, j->half,
+                   j->interleaved);
+    }
+}
+
 static void rope_rotate(float *x, const int32_t *pos, int B, int T, int H, int Dh, int rot_dim,
                         int pos0, const float *inv_freq, int interleaved, float sign)
 {
     int half = rot_dim / 2, fork = cpu_fork((size_t)B * T * H * Dh, 16384);
+    rope_job j = {.x = x,
+                  .pos = pos,
+                  .inv_freq = inv_freq,
+                  .T = T,
+                  .H = H,
+                  .Dh = Dh,
+                  .half = half,
+                  .interleaved = interleaved,
+                  .sign = sign};
     if (pos) {
-        CPU_FOR(fork, "omp parallel for", (int bt = 0; bt < B * T; bt++),
-                rope_token(x + (size_t)bt * H * Dh, (float)pos[bt], H, Dh, half, inv_freq,
-                           interleaved, sign));
+        cpu_pool_for(fork, (size_t)B * T, rope_tokens, &j);
         return;
     }
     /* the table: position t's cosines at table + 2 t half, its sines after them (a decoding
@@ -148,9 +237,8 @@ static void rope_rotate(float *x, const int32_t *pos, int B, int T, int H, int D
     for (int t = 0; t < T; t++)
         rope_angles(table + 2 * (size_t)t * half, table + (2 * (size_t)t + 1) * half,
                     (float)(pos0 + t), half, inv_freq, sign);
-    CPU_FOR(fork, "omp parallel for", (int bt = 0; bt < B * T; bt++),
-            const float *cs = table + 2 * (size_t)(bt % T) * half;
-            rope_apply(x + (size_t)bt * H * Dh, cs, cs + half, H, Dh, half, interleaved));
+    j.table = table;
+    cpu_pool_for(fork, (size_t)B * T, rope_table_tokens, &j);
     if (table != small) free(table);
 }
 

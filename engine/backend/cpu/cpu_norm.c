@@ -7,11 +7,22 @@
  * in order in double, as the naive twins in naive_columns.c do, so the two agree bit for bit. */
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_par.h"
+#include "backend/cpu/cpu_pool.h"
 #include "backend/cpu/cpu_simd.h"
 
 #include <math.h>
 
 #define PAR_ROWS(BT, C) cpu_fork((BT) * (size_t)(C), 16384)
+
+/* One norm operation's loop for the pool (cpu_pool_for): rows, or groups of w columns for the
+ * weight gradients */
+typedef struct {
+    float *out, *mean, *rstd, *dweight, *dbias;
+    const float *x, *dout, *weight, *bias, *mean_in, *rstd_in;
+    size_t rows;
+    int C, w;
+    float eps;
+} norm_job;
 
 /* dweight[c] += sum_r dout[r,c] (x[r,c] - mean[r]) rstd[r] ; dbias[c] += sum_r dout[r,c]
  * for the nc <= CPU_COL_GROUP columns from c0 */
@@ -90,12 +101,27 @@ MT_CPU_CLONES static void layernorm_row(float *o, float *mean, float *rstd, cons
     else layernorm_row_body(o, mean, rstd, xr, NULL, 0, bias, C, eps);
 }
 
+static void layernorm_rows(void *ctx, size_t r0, size_t r1)
+{
+    const norm_job *j = ctx;
+    size_t C = (size_t)j->C;
+    for (size_t r = r0; r < r1; r++)
+        layernorm_row(j->out + r * C, j->mean + r, j->rstd + r, j->x + r * C, j->weight, j->bias,
+                      j->C, j->eps);
+}
+
 void cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *x,
                            const float *weight, const float *bias, size_t BT, int C, float eps)
 {
-    CPU_FOR(PAR_ROWS(BT, C), "omp parallel for", (size_t r = 0; r < BT; r++),
-            layernorm_row(out + r * (size_t)C, mean + r, rstd + r, x + r * (size_t)C, weight, bias,
-                          C, eps));
+    norm_job j = {.out = out,
+                  .mean = mean,
+                  .rstd = rstd,
+                  .x = x,
+                  .weight = weight,
+                  .bias = bias,
+                  .C = C,
+                  .eps = eps};
+    cpu_pool_for(PAR_ROWS(BT, C), BT, layernorm_rows, &j);
 }
 
 /* one row of layernorm's dx (below) */
@@ -138,21 +164,45 @@ MT_CPU_CLONES static void layernorm_dx_row(float *dxr, const float *g, const flo
 
 /* n = (x - mean) * rstd, dn = dout * weight
  * dx += rstd * (dn - mean_c(dn) - n * mean_c(dn * n)) ; dweight += dout * n ; dbias += dout */
+static void layernorm_dx_rows(void *ctx, size_t r0, size_t r1)
+{
+    const norm_job *j = ctx;
+    size_t C = (size_t)j->C;
+    for (size_t r = r0; r < r1; r++)
+        layernorm_dx_row(j->out + r * C, j->dout + r * C, j->x + r * C, j->weight, j->mean_in[r],
+                         j->rstd_in[r], j->C);
+}
+
+/* units: groups of w columns, each summed down all rows */
+static void layernorm_weight_groups(void *ctx, size_t g0, size_t g1)
+{
+    const norm_job *j = ctx;
+    for (size_t g = g0; g < g1; g++) {
+        int c0 = (int)g * j->w;
+        layernorm_weight_cols(j->dweight, j->dbias, j->dout, j->x, j->mean_in, j->rstd_in, j->rows,
+                              j->C, c0, j->C - c0 < j->w ? j->C - c0 : j->w);
+    }
+}
+
 void cpu_layernorm_backward(float *dx, float *dweight, float *dbias, const float *dout,
                             const float *x, const float *weight, const float *mean,
                             const float *rstd, size_t BT, int C)
 {
-    if (dx)
-        CPU_FOR(PAR_ROWS(BT, C), "omp parallel for", (size_t r = 0; r < BT; r++),
-                layernorm_dx_row(dx + r * (size_t)C, dout + r * (size_t)C, x + r * (size_t)C,
-                                 weight, mean[r], rstd[r], C));
-    if (!dweight && !dbias) return;
     int fork = PAR_ROWS(BT, C);
-    int w = cpu_col_group(C, fork ? omp_get_max_threads() : 1), n_groups = (C + w - 1) / w;
-    CPU_FOR(fork, "omp parallel for schedule(static)", (int grp = 0; grp < n_groups; grp++),
-            int c0 = grp * w;
-            layernorm_weight_cols(dweight, dbias, dout, x, mean, rstd, BT, C, c0,
-                                  C - c0 < w ? C - c0 : w));
+    norm_job j = {.out = dx,
+                  .dweight = dweight,
+                  .dbias = dbias,
+                  .dout = dout,
+                  .x = x,
+                  .weight = weight,
+                  .mean_in = mean,
+                  .rstd_in = rstd,
+                  .C = C,
+                  .rows = BT};
+    if (dx) cpu_pool_for(fork, BT, layernorm_dx_rows, &j);
+    if (!dweight && !dbias) return;
+    j.w = cpu_col_group(C, fork ? cpu_pool_threads() : 1);
+    cpu_pool_for(fork, (size_t)((C + j.w - 1) / j.w), layernorm_weight_groups, &j);
 }
 
 /* rstd = 1 / sqrt(mean(x^2) + eps) ; out = x * rstd * weight */
@@ -176,11 +226,19 @@ MT_CPU_CLONES static void rmsnorm_row(float *o, float *rstd, const float *xr, co
     else rmsnorm_row_body(o, rstd, xr, NULL, 0, C, eps);
 }
 
+static void rmsnorm_rows(void *ctx, size_t r0, size_t r1)
+{
+    const norm_job *j = ctx;
+    size_t C = (size_t)j->C;
+    for (size_t r = r0; r < r1; r++)
+        rmsnorm_row(j->out + r * C, j->rstd + r, j->x + r * C, j->weight, j->C, j->eps);
+}
+
 void cpu_rmsnorm_forward(float *out, float *rstd, const float *x, const float *weight, size_t BT,
                          int C, float eps)
 {
-    CPU_FOR(PAR_ROWS(BT, C), "omp parallel for", (size_t r = 0; r < BT; r++),
-            rmsnorm_row(out + r * (size_t)C, rstd + r, x + r * (size_t)C, weight, C, eps));
+    norm_job j = {.out = out, .rstd = rstd, .x = x, .weight = weight, .C = C, .eps = eps};
+    cpu_pool_for(PAR_ROWS(BT, C), BT, rmsnorm_rows, &j);
 }
 
 /* one row of rmsnorm's dx (below) */
@@ -206,17 +264,39 @@ MT_CPU_CLONES static void rmsnorm_dx_row(float *dxr, const float *g, const float
 
 /* dn = dout * weight
  * dx += rstd * dn - x * rstd^3 * mean_c(dn * x) ; dweight += dout * x * rstd */
+static void rmsnorm_dx_rows(void *ctx, size_t r0, size_t r1)
+{
+    const norm_job *j = ctx;
+    size_t C = (size_t)j->C;
+    for (size_t r = r0; r < r1; r++)
+        rmsnorm_dx_row(j->out + r * C, j->dout + r * C, j->x + r * C, j->weight, j->rstd_in[r],
+                       j->C);
+}
+
+static void rmsnorm_weight_groups(void *ctx, size_t g0, size_t g1)
+{
+    const norm_job *j = ctx;
+    for (size_t g = g0; g < g1; g++) {
+        int c0 = (int)g * j->w;
+        rmsnorm_weight_cols(j->dweight, j->dout, j->x, j->rstd_in, j->rows, j->C, c0,
+                            j->C - c0 < j->w ? j->C - c0 : j->w);
+    }
+}
+
 void cpu_rmsnorm_backward(float *dx, float *dweight, const float *dout, const float *x,
                           const float *weight, const float *rstd, size_t BT, int C)
 {
-    if (dx)
-        CPU_FOR(PAR_ROWS(BT, C), "omp parallel for", (size_t r = 0; r < BT; r++),
-                rmsnorm_dx_row(dx + r * (size_t)C, dout + r * (size_t)C, x + r * (size_t)C, weight,
-                               rstd[r], C));
-    if (!dweight) return;
     int fork = PAR_ROWS(BT, C);
-    int w = cpu_col_group(C, fork ? omp_get_max_threads() : 1), n_groups = (C + w - 1) / w;
-    CPU_FOR(fork, "omp parallel for schedule(static)", (int grp = 0; grp < n_groups; grp++),
-            int c0 = grp * w;
-            rmsnorm_weight_cols(dweight, dout, x, rstd, BT, C, c0, C - c0 < w ? C - c0 : w));
+    norm_job j = {.out = dx,
+                  .dweight = dweight,
+                  .dout = dout,
+                  .x = x,
+                  .weight = weight,
+                  .rstd_in = rstd,
+                  .C = C,
+                  .rows = BT};
+    if (dx) cpu_pool_for(fork, BT, rmsnorm_dx_rows, &j);
+    if (!dweight) return;
+    j.w = cpu_col_group(C, fork ? cpu_pool_threads() : 1);
+    cpu_pool_for(fork, (size_t)((C + j.w - 1) / j.w), rmsnorm_weight_groups, &j);
 }

@@ -248,3 +248,29 @@ void cpu_pool_run(int parts, cpu_pool_fn fn, void *ctx)
     while (atomic_load_explicit(&pool.done, memory_order_acquire) != parts - mine) spin_step(&w);
     pthread_mutex_unlock(&pool.busy);
 }
+
+typedef struct {
+    cpu_span_fn fn;
+    void *ctx;
+    size_t units;
+    int parts;
+} span_job;
+
+static void span_part(void *ctx, int p)
+{
+    const span_job *j = ctx;
+    size_t u0, u1;
+    cpu_pool_span(j->units, p, j->parts, &u0, &u1);
+    if (u1 > u0) j->fn(j->ctx, u0, u1);
+}
+
+void cpu_pool_for(int share, size_t units, cpu_span_fn fn, void *ctx)
+{
+    if (!units) return;
+    if (!share) {
+        fn(ctx, 0, units);
+        return;
+    }
+    span_job j = {.fn = fn, .ctx = ctx, .units = units, .parts = cpu_pool_parts(units)};
+    cpu_pool_run(j.parts, span_part, &j);
+}

@@ -54,6 +54,15 @@ static inline void cpu_pool_run_if(int share, int parts, cpu_pool_fn fn, void *c
         for (int p = 0; p < parts; p++) fn(ctx, p);
 }
 
+/* fn(ctx, u0, u1) over units [0, units): when share is set, in parts of whole units on the pool
+ * (cpu_pool_parts of them), else in one call on this thread. For the loops of the operations
+ * around the products (norms, bias gradients, copies, the loss, dropout): on the pool, as the
+ * products are, a step's threads are one team, and an operation after a product finds the
+ * workers still spinning instead of waking an OpenMP team of other threads that the pool's
+ * spinning workers hold off the cores. Each unit must come out the same whoever runs it. */
+typedef void (*cpu_span_fn)(void *ctx, size_t u0, size_t u1);
+void cpu_pool_for(int share, size_t units, cpu_span_fn fn, void *ctx);
+
 /* Jobs handed to the pool's workers so far in this process (jobs run wholly on their caller
  * are not counted): what tests count where they counted OpenMP regions */
 long cpu_pool_jobs(void);

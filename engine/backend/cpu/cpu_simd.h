@@ -87,11 +87,15 @@ static inline void cpu_load_lanes(float *restrict lanes, const float *restrict s
  * CPU_COL_GROUP adjacent columns, one running sum each, and add a whole span of every row
  * (consecutive cache lines the prefetchers stream) where blocks of CPU_LANES walked the rows
  * once per block, each row's one line at a stride, and copied a short last block through
- * library calls. A group is narrower where threads share the columns, so each gets one. */
+ * library calls. Where threads share the columns the groups come in a multiple of the thread
+ * count, as equal as whole vectors allow (768 columns on two threads: four of 192, where three
+ * of 256 left one thread twice the other's work). Each column's sum is the same whatever its
+ * group. */
 enum { CPU_COL_GROUP = 256 };
 static inline int cpu_col_group(int cols, int threads)
 {
-    int w = (cols + threads - 1) / threads;
+    int per_thread = (cols + threads * CPU_COL_GROUP - 1) / (threads * CPU_COL_GROUP);
+    int groups = threads * per_thread, w = (cols + groups - 1) / groups;
     w = (w + CPU_LANES - 1) / CPU_LANES * CPU_LANES;
     return w < CPU_COL_GROUP ? w : CPU_COL_GROUP;
 }

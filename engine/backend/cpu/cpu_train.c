@@ -1,31 +1,59 @@
 /* Training operations: fused softmax cross-entropy (and its in-place forward+backward form),
  * counter-based dropout, AdamW. */
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_par.h"
+#include "backend/cpu/cpu_pool.h"
 #include "backend/cpu/cpu_simd.h"
 #include "math/philox.h"
 
 #include <math.h>
 #include <string.h>
 
+/* One loss operation's rows for the pool (cpu_pool_for) */
+typedef struct {
+    float *losses, *lse_out, *logits;
+    const float *x, *lse;
+    const int32_t *targets;
+    int V, ignore_index;
+    float smoothing, scale;
+} ce_job;
+
+/* rows of logits shared among the threads from this many floats on */
+#define CE_PAR_MIN 65536
+
 /* lse = log sum_j exp(x_j) ; loss = -sum_j q_j (x_j - lse)
  *      = lse - (1 - eps) x_target - (eps / V) sum_j x_j          (q from label smoothing eps) */
-void cpu_cross_entropy_forward(float *losses, float *lse, const float *logits,
-                               const int32_t *targets, size_t BT, int V, int ignore_index,
-                               float smoothing)
+static void ce_forward_rows(void *ctx, size_t r0, size_t r1)
 {
-#pragma omp parallel for if (BT * (size_t)V > 65536)
-    for (size_t r = 0; r < BT; r++) {
-        const float *x = logits + r * (size_t)V;
+    const ce_job *j = ctx;
+    float *losses = j->losses, *lse = j->lse_out, smoothing = j->smoothing;
+    int V = j->V;
+    for (size_t r = r0; r < r1; r++) {
+        const float *x = j->x + r * (size_t)V;
         float mx = cpu_row_max(x, V);
         double l = mx + log(cpu_row_sum_exp(x, V, mx));
         lse[r] = (float)l;
-        if (targets[r] == ignore_index) {
+        if (j->targets[r] == j->ignore_index) {
             losses[r] = 0.0f;
             continue;
         }
         double sum_x = smoothing != 0.0f ? cpu_row_sum(x, V) : 0.0;
-        losses[r] = (float)(l - (1.0 - smoothing) * x[targets[r]] - smoothing * sum_x / V);
+        losses[r] = (float)(l - (1.0 - smoothing) * x[j->targets[r]] - smoothing * sum_x / V);
     }
+}
+
+void cpu_cross_entropy_forward(float *losses, float *lse, const float *logits,
+                               const int32_t *targets, size_t BT, int V, int ignore_index,
+                               float smoothing)
+{
+    ce_job j = {.losses = losses,
+                .lse_out = lse,
+                .x = logits,
+                .targets = targets,
+                .V = V,
+                .ignore_index = ignore_index,
+                .smoothing = smoothing};
+    cpu_pool_for(cpu_fork(BT * (size_t)V, CE_PAR_MIN), BT, ce_forward_rows, &j);
 }
 
 /* dx_j += scale * (exp(x_j - lse) - eps / V), then dx_target -= scale * (1 - eps):
@@ -46,30 +74,47 @@ MT_CPU_CLONES static void cross_entropy_row_fused(float *x, float lse, int V, fl
     for (int j = 0; j < V; j++) x[j] = 0.0f + scale * (expf(x[j] - lse) - uniform);
 }
 
+static void ce_backward_rows(void *ctx, size_t r0, size_t r1)
+{
+    const ce_job *j = ctx;
+    int V = j->V;
+    for (size_t r = r0; r < r1; r++) {
+        if (j->targets[r] == j->ignore_index) continue;
+        float *dx = j->logits + r * (size_t)V;
+        cross_entropy_row_backward(dx, j->x + r * (size_t)V, j->lse[r], V, j->smoothing / V,
+                                   j->scale);
+        dx[j->targets[r]] -= j->scale * (1.0f - j->smoothing);
+    }
+}
+
 void cpu_cross_entropy_backward(float *dlogits, const float *logits, const float *lse,
                                 const int32_t *targets, size_t BT, int V, int ignore_index,
                                 float smoothing, float scale)
 {
-#pragma omp parallel for if (BT * (size_t)V > 65536)
-    for (size_t r = 0; r < BT; r++) {
-        if (targets[r] == ignore_index) continue;
-        float *dx = dlogits + r * (size_t)V;
-        cross_entropy_row_backward(dx, logits + r * (size_t)V, lse[r], V, smoothing / V, scale);
-        dx[targets[r]] -= scale * (1.0f - smoothing);
-    }
+    ce_job j = {.logits = dlogits,
+                .x = logits,
+                .lse = lse,
+                .targets = targets,
+                .V = V,
+                .ignore_index = ignore_index,
+                .smoothing = smoothing,
+                .scale = scale};
+    cpu_pool_for(cpu_fork(BT * (size_t)V, CE_PAR_MIN), BT, ce_backward_rows, &j);
 }
 
 /* cross_entropy_forward's loss and cross_entropy_backward's gradient of each row, written over
  * the row: the max, sum of exponentials and sum pass read it from cache, the last pass
  * overwrites it. The same helpers in the same order as the two separate operations, so the
  * fused result equals theirs bit for bit. */
-void cpu_cross_entropy_fused(float *losses, float *logits, const int32_t *targets, size_t BT, int V,
-                             int ignore_index, float smoothing, float scale)
+static void ce_fused_rows(void *ctx, size_t r0, size_t r1)
 {
-#pragma omp parallel for if (BT * (size_t)V > 65536)
-    for (size_t r = 0; r < BT; r++) {
-        float *x = logits + r * (size_t)V;
-        if (targets[r] == ignore_index) {
+    const ce_job *j = ctx;
+    const int32_t *targets = j->targets;
+    float *losses = j->losses, smoothing = j->smoothing, scale = j->scale;
+    int V = j->V;
+    for (size_t r = r0; r < r1; r++) {
+        float *x = j->logits + r * (size_t)V;
+        if (targets[r] == j->ignore_index) {
             losses[r] = 0.0f;
             memset(x, 0, (size_t)V * sizeof *x);
             continue;
@@ -81,6 +126,19 @@ void cpu_cross_entropy_fused(float *losses, float *logits, const int32_t *target
         cross_entropy_row_fused(x, (float)l, V, smoothing / V, scale);
         x[targets[r]] -= scale * (1.0f - smoothing);
     }
+}
+
+void cpu_cross_entropy_fused(float *losses, float *logits, const int32_t *targets, size_t BT, int V,
+                             int ignore_index, float smoothing, float scale)
+{
+    ce_job j = {.losses = losses,
+                .logits = logits,
+                .targets = targets,
+                .V = V,
+                .ignore_index = ignore_index,
+                .smoothing = smoothing,
+                .scale = scale};
+    cpu_pool_for(cpu_fork(BT * (size_t)V, CE_PAR_MIN), BT, ce_fused_rows, &j);
 }
 
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -180,20 +238,40 @@ MT_CPU_CLONES static void dropout_chunk(float *out, float *dx, const float *in, 
     }
 }
 
+typedef struct {
+    float *out, *dx;
+    const float *in;
+    size_t row_len, per_row;
+    const mt_dropout *d;
+    int wide;
+} dropout_job;
+
+/* units: chunks of at most CPU_CHUNK elements of a row, per_row of them a row */
+static void dropout_chunks(void *ctx, size_t c0, size_t c1)
+{
+    const dropout_job *j = ctx;
+    size_t row_len = j->row_len;
+    for (size_t c = c0; c < c1; c++) {
+        size_t r = c / j->per_row, j0 = (c % j->per_row) * CPU_CHUNK, at = r * row_len + j0;
+        dropout_chunk(j->out ? j->out + at : NULL, j->dx ? j->dx + at : NULL, j->in + at,
+                      cpu_chunk_len(j0, row_len), mt_dropout_key(j0, row_len, j->d->align_end),
+                      j->d->row0 + (uint32_t)r, j->d, j->wide);
+    }
+}
+
 /* Every row in chunks of at most CPU_CHUNK elements, the chunks of all rows shared out. */
 static void dropout_rows(float *out, float *dx, const float *in, size_t rows, size_t row_len,
                          const mt_dropout *d)
 {
     if (!rows || !row_len) return;
-    size_t per_row = (row_len + CPU_CHUNK - 1) / CPU_CHUNK, n_chunks = rows * per_row;
-    int wide = cpu_rows_best_isa() == CPU_ROWS_AVX512; /* the CPU check made once */
-#pragma omp parallel for schedule(static) if (rows * row_len > 16384)
-    for (size_t c = 0; c < n_chunks; c++) {
-        size_t r = c / per_row, j0 = (c % per_row) * CPU_CHUNK, at = r * row_len + j0;
-        dropout_chunk(out ? out + at : NULL, dx ? dx + at : NULL, in + at,
-                      cpu_chunk_len(j0, row_len), mt_dropout_key(j0, row_len, d->align_end),
-                      d->row0 + (uint32_t)r, d, wide);
-    }
+    dropout_job j = {.out = out,
+                     .dx = dx,
+                     .in = in,
+                     .row_len = row_len,
+                     .per_row = (row_len + CPU_CHUNK - 1) / CPU_CHUNK,
+                     .d = d,
+                     .wide = cpu_rows_best_isa() == CPU_ROWS_AVX512}; /* the CPU check made once */
+    cpu_pool_for(cpu_fork(rows * row_len, 16384), rows * j.per_row, dropout_chunks, &j);
 }
 
 void cpu_dropout_forward(float *out, const float *x, size_t rows, size_t row_len,
@@ -231,13 +309,39 @@ MT_CPU_CLONES static void adamw_chunk(float *restrict params, const float *restr
     }
 }
 
+typedef struct {
+    float *params, *m, *v;
+    const float *grads;
+    const uint8_t *decay_mask;
+    size_t n;
+    const mt_adamw_hparams *h;
+    float bc1, sqrt_bc2;
+} adamw_job;
+
+/* units: chunks of CPU_CHUNK elements */
+static void adamw_chunks(void *ctx, size_t c0, size_t c1)
+{
+    const adamw_job *j = ctx;
+    for (size_t c = c0; c < c1; c++) {
+        size_t i0 = c * CPU_CHUNK;
+        adamw_chunk(j->params + i0, j->grads + i0, j->m + i0, j->v + i0,
+                    j->decay_mask ? j->decay_mask + i0 : NULL, cpu_chunk_len(i0, j->n), j->h,
+                    j->bc1, j->sqrt_bc2);
+    }
+}
+
 void cpu_adamw_step(float *params, const float *grads, float *m, float *v,
                     const uint8_t *decay_mask, size_t n, const mt_adamw_hparams *h, int step)
 {
     float bc1 = (float)(1.0 - pow(h->beta1, step)), bc2 = (float)(1.0 - pow(h->beta2, step));
-    float sqrt_bc2 = sqrtf(bc2);
-#pragma omp parallel for schedule(static) if (n > 16384)
-    for (size_t i0 = 0; i0 < n; i0 += CPU_CHUNK)
-        adamw_chunk(params + i0, grads + i0, m + i0, v + i0, decay_mask ? decay_mask + i0 : NULL,
-                    cpu_chunk_len(i0, n), h, bc1, sqrt_bc2);
+    adamw_job j = {.params = params,
+                   .m = m,
+                   .v = v,
+                   .grads = grads,
+                   .decay_mask = decay_mask,
+                   .n = n,
+                   .h = h,
+                   .bc1 = bc1,
+                   .sqrt_bc2 = sqrtf(bc2)};
+    cpu_pool_for(cpu_fork(n, 16384), (n + CPU_CHUNK - 1) / CPU_CHUNK, adamw_chunks, &j);
 }
