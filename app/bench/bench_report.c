@@ -74,11 +74,10 @@ static void print_shapes(const bench_train_result *r)
     }
 }
 
-/* One line of where a step's time goes: gemm, then the operations taking at least 1% of the
- * step, largest first, then whatever no operation accounts for (host work between them). */
-static void print_breakdown(bench_train_result *r)
+/* The operations of r in order of their time in a step, largest first; returns the time all of
+ * them and the products take */
+static double ops_by_time(const bench_train_result *r, int *order)
 {
-    int order[BENCH_MAX_OPS];
     double timed = r->gemm_seconds;
     for (int i = 0; i < r->n_ops; i++) {
         order[i] = i;
@@ -90,6 +89,31 @@ static void print_breakdown(bench_train_result *r)
             order[j] = order[j - 1];
             order[j - 1] = t;
         }
+    return timed;
+}
+
+/* --verbose: every operation's calls and milliseconds a step (the mean over the runs), so that
+ * two thread counts or two builds compare operation by operation */
+static void print_ops(const bench_train_result *r)
+{
+    int order[BENCH_MAX_OPS];
+    ops_by_time(r, order);
+    printf("   %-22s %6s %9s %6s\n", "operation", "calls", "ms a step", "share");
+    printf("   %-22s %6ld %9.2f %5.1f%%\n", "gemm", r->gemm_calls, 1e3 * r->gemm_seconds,
+           100.0 * r->gemm_seconds / r->step_seconds);
+    for (int i = 0; i < r->n_ops; i++) {
+        const bench_op_time *op = &r->ops[order[i]];
+        printf("   %-22s %6ld %9.2f %5.1f%%\n", op->name, op->calls, 1e3 * op->seconds,
+               100.0 * op->seconds / r->step_seconds);
+    }
+}
+
+/* One line of where a step's time goes: gemm, then the operations taking at least 1% of the
+ * step, largest first, then whatever no operation accounts for (host work between them). */
+static void print_breakdown(bench_train_result *r)
+{
+    int order[BENCH_MAX_OPS];
+    double timed = ops_by_time(r, order);
     int col = printf("   %-18s time: gemm %.0f%%", "", 100.0 * r->gemm_seconds / r->step_seconds);
     for (int i = 0; i < r->n_ops; i++) {
         double share = r->ops[order[i]].seconds / r->step_seconds;
@@ -142,7 +166,10 @@ static int section_gemm(const bench_opts *o)
                "", r.gemm_calls, r.n_shapes, r.gemm_flops * 1e-9 / r.gemm_seconds, 100.0 * r.ratio,
                verdict(r.ratio, GEMM_TARGET));
         print_breakdown(&r);
-        if (o->verbose) print_shapes(&r);
+        if (o->verbose) {
+            print_ops(&r);
+            print_shapes(&r);
+        }
         bench_train_result_free(&r);
     }
     printf("   GFLOP: the model FLOPs of a step, 2 m n k over its gemm calls (forward and\n"
