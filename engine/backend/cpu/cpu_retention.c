@@ -116,49 +116,17 @@ static cpu_head head_of(const mt_retention_desc *d)
                       .off = 0};
 }
 
-/* The (row, head) problems for the pool (cpu_pool_for): unit u is row u / H, head u % H */
+/* The (row, head) problems for the pool (cpu_pool_for): unit u is row u / H, head u % H, each
+ * with its row scales; forward or backward */
 typedef struct {
     float *out, *att, *r, *dq, *dk, *dv, *datt;
     const float *q, *k, *v, *dout, *p, *r_in;
     const double *pw;
     const mt_retention_desc *d;
+    int backward;
 } retention_job;
 
-static void retention_heads_forward(void *ctx, size_t u0, size_t u1)
-{
-    const retention_job *j = ctx;
-    const mt_retention_desc *d = j->d;
-    int T = d->T, CK = d->H * d->Dk, CV = d->H * d->Dv;
-    cpu_head head = head_of(d);
-    double *inv = mt_xmalloc((size_t)T * sizeof *inv);
-    for (size_t bh = u0; bh < u1; bh++) {
-        int b = (int)(bh / (size_t)d->H), h = (int)(bh % (size_t)d->H);
-        rows_ctx c = {d, j->pw + (size_t)h * T, inv, j->r + bh * T, b};
-        row_scales(inv, d, b, d->gamma[h]);
-        cpu_head_forward(&head, j->out + (size_t)b * T * CV + (size_t)h * d->Dv,
-                         j->att + bh * T * T, j->q + (size_t)b * T * CK + (size_t)h * d->Dk,
-                         j->k + (size_t)b * T * CK + (size_t)h * d->Dk,
-                         j->v + (size_t)b * T * CV + (size_t)h * d->Dv, decay_rows, &c);
-    }
-    free(inv);
-}
-
-static size_t retention_work(const mt_retention_desc *d)
-{
-    return (size_t)d->B * d->H * d->T * d->T * (d->Dk > d->Dv ? d->Dk : d->Dv);
-}
-
-void cpu_retention_forward(float *out, float *att, float *r, const float *q, const float *k,
-                           const float *v, const mt_retention_desc *d)
-{
-    double *pw = cpu_retention_powers(d);
-    retention_job j = {.out = out, .att = att, .r = r, .q = q, .k = k, .v = v, .pw = pw, .d = d};
-    cpu_pool_for(cpu_fork(retention_work(d), 65536), (size_t)d->B * d->H, retention_heads_forward,
-                 &j);
-    free(pw);
-}
-
-static void retention_heads_backward(void *ctx, size_t u0, size_t u1)
+static void retention_heads(void *ctx, size_t u0, size_t u1)
 {
     const retention_job *j = ctx;
     const mt_retention_desc *d = j->d;
@@ -169,21 +137,43 @@ static void retention_heads_backward(void *ctx, size_t u0, size_t u1)
         int b = (int)(bh / (size_t)d->H), h = (int)(bh % (size_t)d->H);
         size_t koff = (size_t)b * T * CK + (size_t)h * d->Dk;
         size_t voff = (size_t)b * T * CV + (size_t)h * d->Dv;
-        rows_ctx c = {d, j->pw + (size_t)h * T, inv, (float *)j->r_in + bh * T, b};
         row_scales(inv, d, b, d->gamma[h]);
-        cpu_head_backward(&head, j->dq ? j->dq + koff : NULL, j->dk ? j->dk + koff : NULL,
-                          j->dv ? j->dv + voff : NULL, j->datt + bh * T * T, j->dout + voff,
-                          j->q + koff, j->k + koff, j->v + voff, j->p + bh * T * T, decay_rows_back,
-                          &c);
+        if (!j->backward) {
+            rows_ctx c = {d, j->pw + (size_t)h * T, inv, j->r + bh * T, b};
+            cpu_head_forward(&head, j->out + voff, j->att + bh * T * T, j->q + koff, j->k + koff,
+                             j->v + voff, decay_rows, &c);
+        } else {
+            rows_ctx c = {d, j->pw + (size_t)h * T, inv, (float *)j->r_in + bh * T, b};
+            cpu_head_backward(&head, j->dq ? j->dq + koff : NULL, j->dk ? j->dk + koff : NULL,
+                              j->dv ? j->dv + voff : NULL, j->datt + bh * T * T, j->dout + voff,
+                              j->q + koff, j->k + koff, j->v + voff, j->p + bh * T * T,
+                              decay_rows_back, &c);
+        }
     }
     free(inv);
+}
+
+static void retention_run(retention_job *j)
+{
+    const mt_retention_desc *d = j->d;
+    size_t work = (size_t)d->B * d->H * d->T * d->T * (d->Dk > d->Dv ? d->Dk : d->Dv);
+    double *pw = cpu_retention_powers(d);
+    j->pw = pw;
+    cpu_pool_for(cpu_fork(work, 65536), (size_t)d->B * d->H, retention_heads, j);
+    free(pw);
+}
+
+void cpu_retention_forward(float *out, float *att, float *r, const float *q, const float *k,
+                           const float *v, const mt_retention_desc *d)
+{
+    retention_job j = {.out = out, .att = att, .r = r, .q = q, .k = k, .v = v, .d = d};
+    retention_run(&j);
 }
 
 void cpu_retention_backward(float *dq, float *dk, float *dv, float *datt, const float *dout,
                             const float *q, const float *k, const float *v, const float *att,
                             const float *r, const mt_retention_desc *d)
 {
-    double *pw = cpu_retention_powers(d);
     retention_job j = {.dq = dq,
                        .dk = dk,
                        .dv = dv,
@@ -194,11 +184,9 @@ void cpu_retention_backward(float *dq, float *dk, float *dv, float *datt, const 
                        .v = v,
                        .p = att,
                        .r_in = r,
-                       .pw = pw,
-                       .d = d};
-    cpu_pool_for(cpu_fork(retention_work(d), 65536), (size_t)d->B * d->H, retention_heads_backward,
-                 &j);
-    free(pw);
+                       .d = d,
+                       .backward = 1};
+    retention_run(&j);
 }
 
 /* st (Dk, Dv) += (w k_i) v_j */
