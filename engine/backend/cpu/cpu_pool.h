@@ -1,5 +1,6 @@
-/* The decoding step's threads: a pool that runs a product's parts on the calling thread and on
- * whichever workers are awake, without waiting for one that is not.
+/* The decoding step's threads, and a training step's: a pool that runs a product's parts (or an
+ * operation's, cpu_pool_for) on the calling thread and on whichever workers are awake, without
+ * waiting for one that is not.
  *
  * An OpenMP region waits at its end for every thread of its team, started or not. A batch-1
  * decoding step is 25-150 short products (a few hundred microseconds each), with a little work
