@@ -322,15 +322,22 @@ MT_CPU_CLONES static void bias_backward_cols(float *dbias, const float *dout, si
     for (int j = 0; j < nc; j++) dbias[c0 + j] += (float)acc[j];
 }
 
-/* units: groups of j->cols columns of dbias (j->out), each summed down the j->units rows of
- * j->c, j->n floats apart */
+/* The bias gradient's groups of w columns for the pool (cpu_pool_for), each summed down all
+ * rows of dout */
+typedef struct {
+    float *dbias;
+    const float *dout;
+    size_t rows;
+    int cols, w;
+} bias_grad_job;
+
 static void bias_backward_groups(void *ctx, size_t g0, size_t g1)
 {
-    const ew_job *j = ctx;
-    int w = j->cols, cols = (int)j->n;
+    const bias_grad_job *j = ctx;
     for (size_t g = g0; g < g1; g++) {
-        int c0 = (int)g * w;
-        bias_backward_cols(j->out, j->c, j->units, cols, c0, cols - c0 < w ? cols - c0 : w);
+        int c0 = (int)g * j->w;
+        bias_backward_cols(j->dbias, j->dout, j->rows, j->cols, c0,
+                           j->cols - c0 < j->w ? j->cols - c0 : j->w);
     }
 }
 
@@ -338,9 +345,12 @@ static void bias_backward_groups(void *ctx, size_t g0, size_t g1)
 void cpu_bias_backward(float *dbias, const float *dout, size_t rows, int cols)
 {
     int fork = cpu_fork(rows * (size_t)cols, PAR_MIN);
-    int w = cpu_col_group(cols, fork ? cpu_pool_threads() : 1);
-    ew_job j = {.out = dbias, .c = dout, .units = rows, .n = (size_t)cols, .cols = w};
-    cpu_pool_for(fork, (size_t)((cols + w - 1) / w), bias_backward_groups, &j);
+    bias_grad_job j = {.dbias = dbias,
+                       .dout = dout,
+                       .rows = rows,
+                       .cols = cols,
+                       .w = cpu_col_group(cols, fork ? cpu_pool_threads() : 1)};
+    cpu_pool_for(fork, (size_t)((cols + j.w - 1) / j.w), bias_backward_groups, &j);
 }
 
 /* Copies of more floats than this share their rows among the threads: a beam search's reorder

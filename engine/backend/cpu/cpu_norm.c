@@ -162,8 +162,6 @@ MT_CPU_CLONES static void layernorm_dx_row(float *dxr, const float *g, const flo
     else layernorm_dx_body(dxr, g, xr, NULL, 0, mean, rstd, C);
 }
 
-/* n = (x - mean) * rstd, dn = dout * weight
- * dx += rstd * (dn - mean_c(dn) - n * mean_c(dn * n)) ; dweight += dout * n ; dbias += dout */
 static void layernorm_dx_rows(void *ctx, size_t r0, size_t r1)
 {
     const norm_job *j = ctx;
@@ -184,6 +182,8 @@ static void layernorm_weight_groups(void *ctx, size_t g0, size_t g1)
     }
 }
 
+/* n = (x - mean) * rstd, dn = dout * weight
+ * dx += rstd * (dn - mean_c(dn) - n * mean_c(dn * n)) ; dweight += dout * n ; dbias += dout */
 void cpu_layernorm_backward(float *dx, float *dweight, float *dbias, const float *dout,
                             const float *x, const float *weight, const float *mean,
                             const float *rstd, size_t BT, int C)
@@ -262,8 +262,6 @@ MT_CPU_CLONES static void rmsnorm_dx_row(float *dxr, const float *g, const float
     else rmsnorm_dx_body(dxr, g, xr, NULL, 0, s, C);
 }
 
-/* dn = dout * weight
- * dx += rstd * dn - x * rstd^3 * mean_c(dn * x) ; dweight += dout * x * rstd */
 static void rmsnorm_dx_rows(void *ctx, size_t r0, size_t r1)
 {
     const norm_job *j = ctx;
@@ -283,6 +281,8 @@ static void rmsnorm_weight_groups(void *ctx, size_t g0, size_t g1)
     }
 }
 
+/* dn = dout * weight
+ * dx += rstd * dn - x * rstd^3 * mean_c(dn * x) ; dweight += dout * x * rstd */
 void cpu_rmsnorm_backward(float *dx, float *dweight, const float *dout, const float *x,
                           const float *weight, const float *rstd, size_t BT, int C)
 {

@@ -11,8 +11,9 @@
 
 /* One loss operation's rows for the pool (cpu_pool_for) */
 typedef struct {
-    float *losses, *lse_out, *logits;
-    const float *x, *lse;
+    float *losses, *lse_out;
+    float *out; /* the rows written: backward's dlogits, the fused form's logits themselves */
+    const float *x, *lse; /* the logits read; backward's log-sum-exps */
     const int32_t *targets;
     int V, ignore_index;
     float smoothing, scale;
@@ -80,7 +81,7 @@ static void ce_backward_rows(void *ctx, size_t r0, size_t r1)
     int V = j->V;
     for (size_t r = r0; r < r1; r++) {
         if (j->targets[r] == j->ignore_index) continue;
-        float *dx = j->logits + r * (size_t)V;
+        float *dx = j->out + r * (size_t)V;
         cross_entropy_row_backward(dx, j->x + r * (size_t)V, j->lse[r], V, j->smoothing / V,
                                    j->scale);
         dx[j->targets[r]] -= j->scale * (1.0f - j->smoothing);
@@ -91,7 +92,7 @@ void cpu_cross_entropy_backward(float *dlogits, const float *logits, const float
                                 const int32_t *targets, size_t BT, int V, int ignore_index,
                                 float smoothing, float scale)
 {
-    ce_job j = {.logits = dlogits,
+    ce_job j = {.out = dlogits,
                 .x = logits,
                 .lse = lse,
                 .targets = targets,
@@ -113,7 +114,7 @@ static void ce_fused_rows(void *ctx, size_t r0, size_t r1)
     float *losses = j->losses, smoothing = j->smoothing, scale = j->scale;
     int V = j->V;
     for (size_t r = r0; r < r1; r++) {
-        float *x = j->logits + r * (size_t)V;
+        float *x = j->out + r * (size_t)V;
         if (targets[r] == j->ignore_index) {
             losses[r] = 0.0f;
             memset(x, 0, (size_t)V * sizeof *x);
@@ -132,7 +133,7 @@ void cpu_cross_entropy_fused(float *losses, float *logits, const int32_t *target
                              int ignore_index, float smoothing, float scale)
 {
     ce_job j = {.losses = losses,
-                .logits = logits,
+                .out = logits,
                 .targets = targets,
                 .V = V,
                 .ignore_index = ignore_index,
