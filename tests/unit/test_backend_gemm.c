@@ -158,14 +158,14 @@ static void test_gemm_libraries_vs_naive(void **state)
     }
     /* On an AVX-512 CPU whose 512-bit multiply-adds run at full rate (packed 2): at two threads
      * every product big enough on the packed kernel, thin ones and a vocabulary's included; at
-     * one, OpenBLAS keeps a vocabulary's x W^T (n >= 4096) and the thin gradients */
+     * one, OpenBLAS keeps the thin gradients */
     for (int b = 0; b <= 1; b++) {
         assert_int_equal(cpu_sgemm_pick_shape(2, b, 1, 0, 0, 64, 64, 42), CPU_SGEMM_OPENBLAS);
         assert_int_equal(cpu_sgemm_pick_shape(2, b, 2, 0, 0, 64, 64, 42), CPU_SGEMM_OPENBLAS);
         assert_int_equal(cpu_sgemm_pick_shape(2, b, 2, 0, 1, 262, 8000, 168), CPU_SGEMM_PACKED);
         assert_int_equal(cpu_sgemm_pick_shape(2, b, 2, 0, 0, 4096, 384, 12), CPU_SGEMM_PACKED);
         assert_int_equal(cpu_sgemm_pick_shape(2, b, 2, 1, 0, 16, 384, 4096), CPU_SGEMM_PACKED);
-        assert_int_equal(cpu_sgemm_pick_shape(2, b, 1, 0, 1, 262, 8000, 168), CPU_SGEMM_OPENBLAS);
+        assert_int_equal(cpu_sgemm_pick_shape(2, b, 1, 0, 1, 262, 8000, 168), CPU_SGEMM_PACKED);
         assert_int_equal(cpu_sgemm_pick_shape(2, b, 1, 0, 1, 262, 4095, 168), CPU_SGEMM_PACKED);
         assert_int_equal(cpu_sgemm_pick_shape(2, b, 1, 0, 1, 4096, 12, 384), CPU_SGEMM_PACKED);
         assert_int_equal(cpu_sgemm_pick_shape(2, b, 1, 0, 1, 4096, 384, 12), CPU_SGEMM_PACKED);
@@ -293,7 +293,8 @@ static void test_gemm_blis_bits_across_threads(void **state)
 /* mtlab's packed kernel (cpu_gemm_packed.c) on its own, with each set of tiles this CPU runs
  * (AVX2: 6 x 16; AVX-512: 6 x 16 to 6 x 64, a last one masked): short last tiles in m and n, k in
  * several blocks (KC 256: 600 as three of 200), rows in several blocks (MC 144) and shrunk blocks
- * for two threads, columns in two blocks (NC 4096), every transpose at strides wider than the
+ * for two threads, columns in two blocks (NC 4096, and 2,016 where 130 rows of k make 1 MiB of
+ * panels), every transpose at strides wider than the
  * matrices, alpha, beta and beta 0 over NaN (gemm_case_by), a transposed op(A) both read where it
  * lies and copied into panels (rows wider than TRANS_A_IN_PLACE_MAX); then the same bits at one
  * thread and at two, as training at any thread count relies on, and from a transposed op(A) read
@@ -305,9 +306,9 @@ static void test_gemm_packed_vs_naive(void **state)
         printf("backend: packed sgemm: not on this CPU (AVX2 + FMA)\n");
         skip();
     }
-    static const int shapes[][3] = {{13, 11, 17},    {1, 11, 17},    {6, 16, 1},   {37, 45, 70},
-                                    {150, 120, 130}, {300, 33, 600}, {7, 4100, 5}, {12, 96, 257},
-                                    {20, 200, 40},   {1100, 20, 30}};
+    static const int shapes[][3] = {{13, 11, 17},    {1, 11, 17},    {6, 16, 1},    {37, 45, 70},
+                                    {150, 120, 130}, {300, 33, 600}, {7, 4100, 5},  {12, 96, 257},
+                                    {20, 200, 40},   {1100, 20, 30}, {9, 2100, 130}};
     static const char *const isa_name[] = {"", "avx2", "avx512"};
     for (packed_isa = CPU_ROWS_AVX2; packed_isa <= CPU_ROWS_AVX512; packed_isa++) {
         if (!cpu_gemm_rows_supported(packed_isa)) {
@@ -320,9 +321,9 @@ static void test_gemm_packed_vs_naive(void **state)
         for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
             worst = fmax(worst, gemm_case_by(CPU_SGEMM_PACKED, &rng, shapes[i][0], shapes[i][1],
                                              shapes[i][2]));
-        printf("backend: packed sgemm, %s tiles (10 shapes, 4 transposes, strides, alpha/beta) "
+        printf("backend: packed sgemm, %s tiles (%zu shapes, 4 transposes, strides, alpha/beta) "
                "max relative error %.2e (bound 1e-6)\n",
-               isa_name[packed_isa], worst);
+               isa_name[packed_isa], sizeof shapes / sizeof *shapes, worst);
         assert_true(worst < 1e-6);
 
         /* one thread and two: the same floats, bit for bit, in every transpose, C split by rows

@@ -52,20 +52,19 @@ static void gemv(int trans_w, int rows, int cols, float alpha, const float *w, i
  * (`MTLAB_SGEMM=openblas` against `MTLAB_SGEMM=mtlab`, `./mtlab bench --only gemm --verbose`):
  * at two threads every class, 1.1-2.3x for the hidden-size products, 1.15-1.2x for a
  * vocabulary's x W^T, 1.3-3.8x for Mamba's thin ones; at one thread the hidden-size products
- * 1.1-1.4x and the input gradients through the vocabulary 1.0-1.3x, while OpenBLAS keeps a
- * vocabulary's x W^T (packed 0.84-1.03x, median 0.88x: it packs the whole W^T each call) and
- * the thin input and weight gradients (k < 32, or at most 32 rows or columns: packed
- * 0.63-1.27x, median 0.83x, 20 of 24 shapes below 1). */
+ * 1.1-1.4x and the input gradients through the vocabulary 1.0-1.3x, while OpenBLAS keeps the
+ * thin input and weight gradients (k < 32, or at most 32 rows or columns: packed 0.63-1.27x,
+ * median 0.83x, 20 of 24 shapes below 1). A vocabulary's x W^T went to OpenBLAS at one thread
+ * too while the packed kernel packed W^T in blocks of 4,096 columns (0.84-1.03x); on blocks
+ * that stay in L2 it runs whole one-thread steps 1.02x as fast (docs/models.md §10.9). */
 cpu_sgemm_lib cpu_sgemm_pick_shape(int packed, int blis, int threads, int trans_a, int trans_b,
                                    int m, int n, int k)
 {
     if ((double)m * n * k < (double)(1 << 21)) return CPU_SGEMM_OPENBLAS;
     if (packed == CPU_PACKED_AVX512) {
         if (threads > 1) return CPU_SGEMM_PACKED;
-        /* one thread: x W^T on the packed kernel, but for a vocabulary's projection (n >= 4096),
-         * whose W^T it packs whole every call */
-        if (!trans_a && trans_b) return n >= 4096 ? CPU_SGEMM_OPENBLAS : CPU_SGEMM_PACKED;
-        /* and the gradients, thin ones aside */
+        /* one thread: x W^T on the packed kernel, and the gradients, thin ones aside */
+        if (!trans_a && trans_b) return CPU_SGEMM_PACKED;
         return k < 32 || n <= 32 || m <= 32 ? CPU_SGEMM_OPENBLAS : CPU_SGEMM_PACKED;
     }
     cpu_sgemm_lib rest = packed ? CPU_SGEMM_PACKED : CPU_SGEMM_OPENBLAS;

@@ -51,8 +51,12 @@ _Static_assert(NR == CPU_PANEL, "cpu_gemm_packed_panels reads cpu_panels_make's 
 #define WIDE 64
 /* rows of A per block: MC x KC floats (144 KiB) in L2 */
 #define MC 144
-/* columns of B per block: KC x NC floats (4 MiB) in L3 */
+/* columns of B per block: KC x NC floats (4 MiB) in L3, and at most NC_BYTES of packed panels:
+ * a vocabulary's x W^T (262 x 8000 x 192, W^T packed whole for each of the loss's row chunks)
+ * ran at 157 GFLOP/s hot on blocks of 4,096 columns (3 MiB, past the 2 MiB L2 they are read back
+ * from) and 168-180 on blocks of 1,024 (768 KiB) or 1,344 (docs/models.md §10.9) */
 #define NC 4096
+#define NC_BYTES ((size_t)1 << 20)
 /* with the AVX-512 tiles, a transposed op(A) of rows at most this many floats apart is read where
  * it lies: the weight gradients of d_model 192 ran 5-17% faster than on packed panels (hot, one
  * thread, 192 x 192 x 2048 and 768 x 192 x 2048), a vocabulary's (8000 x 192 x 262, rows 8000
@@ -415,14 +419,17 @@ static void gemm_serial(int wide, int trans_a, int trans_b, int m, int n, int k,
      * C once, not twice */
     int kblocks = wide && k <= KC + KC / 8 ? 1 : (k + KC - 1) / KC;
     int kcb = (k + kblocks - 1) / kblocks;
-    int ncb = n < NC ? n : NC, mcb = m < MC ? m : MC;
+    int nc_max = (int)(NC_BYTES / sizeof(float) / (size_t)kcb) / WIDE * WIDE;
+    if (nc_max > NC) nc_max = NC;
+    if (nc_max < WIDE) nc_max = WIDE;
+    int ncb = n < nc_max ? n : nc_max, mcb = m < MC ? m : MC;
     /* the thread's own buffers, kept from call to call: at these sizes a fresh allocation
      * would be a fresh mmap, with page faults, every call */
     float *bp =
         ready ? NULL : cpu_scratch(CPU_SCRATCH_PACK_B, (size_t)(ncb + NR) * kcb * sizeof(float));
     float *ap = cpu_scratch(CPU_SCRATCH_PACK_A, (size_t)(mcb + MR) * kcb * sizeof(float));
-    for (int j0 = 0; j0 < n; j0 += NC) {
-        int nc = n - j0 < NC ? n - j0 : NC;
+    for (int j0 = 0; j0 < n; j0 += ncb) {
+        int nc = n - j0 < ncb ? n - j0 : ncb;
         for (int p0 = 0; p0 < k; p0 += kcb) {
             int kc = k - p0 < kcb ? k - p0 : kcb;
             /* the first k block applies beta; later ones add to what it left */
