@@ -127,6 +127,48 @@ static void test_dropout_reproducible(void **state)
     free(x), free(a), free(b), free(c), free(dx), free(ones);
 }
 
+/* Every p keeps exactly the elements the scalar formula keeps, forward and backward: the vector
+ * path compares each draw with an integer threshold (cpu_train.c dropout_threshold), the formula
+ * a float with p. p 0 and 1, one just above 0, one just below 1, and p whose 2^24 multiples fall
+ * between draws; signed inputs; a row whose keys start inside a Philox block (align_end). */
+static void test_dropout_thresholds(void **state)
+{
+    (void)state;
+    enum { N = 3 * 4096 + 77 };
+    float *x = malloc(N * 4), *y = malloc(N * 4), *dx = malloc(N * 4);
+    for (int i = 0; i < N; i++) x[i] = (float)(i % 11) - 5.0f + 0.25f;
+    const float ps[] = {0.0f, 1e-9f, 0.1f, 0.3f, 0.5f, 0.9999999f, 1.0f};
+    for (size_t k = 0; k < sizeof ps / sizeof *ps; k++)
+        for (int align_end = 0; align_end < 2; align_end++) {
+            mt_dropout d = {.p = ps[k], .seed = 77, .step = 3, .site = 5, .align_end = align_end};
+            be->dropout_forward(y, x, 1, N, &d);
+            for (int i = 0; i < N; i++) dx[i] = 0.5f;
+            be->dropout_backward(dx, x, 1, N, &d);
+            int kept = 0;
+            for (int i = 0; i < N; i++) {
+                float want = dropout_ref(x[i], 0, (size_t)i, N, &d);
+                assert_true(y[i] == want);
+                assert_true(dx[i] == 0.5f + want);
+                kept += want != 0.0f;
+            }
+            if (ps[k] == 0.0f) assert_int_equal(kept, N);
+            if (ps[k] == 1.0f) assert_int_equal(kept, 0);
+        }
+    /* p at a draw itself keeps its element (u >= p), and the float just above it drops it: the
+     * threshold sits on the exact boundary, for elements at every place in a Philox block */
+    for (int i = 1000; i < 1008; i++) {
+        mt_dropout d = {.seed = 77, .step = 3, .site = 5};
+        float u = mt_dropout_uniform(d.seed, d.step, d.site, 0, mt_dropout_key((size_t)i, N, 0));
+        d.p = u;
+        be->dropout_forward(y, x, 1, N, &d);
+        assert_true(y[i] != 0.0f);
+        d.p = nextafterf(u, 1.0f);
+        be->dropout_forward(y, x, 1, N, &d);
+        assert_true(y[i] == 0.0f);
+    }
+    free(x), free(y), free(dx);
+}
+
 /* A row's mask is its own wherever the row sits: rows 1..2 of a batch called alone as rows
  * 1..2 (row0 = 1) draw what they drew in the batch, and a left-padded row (align_end) keeps
  * the masks of its tokens when the padding in front of it grows. */
@@ -219,6 +261,7 @@ int main(void)
         cmocka_unit_test(test_philox_known_answers),
         cmocka_unit_test(test_rng_streams),
         cmocka_unit_test(test_dropout_reproducible),
+        cmocka_unit_test(test_dropout_thresholds),
         cmocka_unit_test(test_dropout_masks_follow_rows),
         cmocka_unit_test(test_cross_entropy_fused),
         cmocka_unit_test(test_adamw_step),

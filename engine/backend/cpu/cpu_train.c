@@ -155,18 +155,23 @@ mulhilo16(__m512i c, __m512i m, __m512i *hi, __m512i *lo)
     *lo = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
 }
 
-/* words[w][g] for blocks g0 .. g0 + n - 1 of a row's mask: mt_dropout_block_words (philox.h) on
- * 16 blocks at once, the same words. GCC's vectorisation of the generic loop multiplied four
- * 64-bit lanes at a time among shuffles, 5 cycles an element of the mask. */
-__attribute__((target("avx512f"))) static void
-dropout_words_avx512(uint32_t *w0, uint32_t *w1, uint32_t *w2, uint32_t *w3, uint32_t g0,
-                     uint32_t n, uint32_t row, const mt_dropout *d)
+/* The keep bits of a chunk's mask on AVX-512: Philox's rounds on 16 blocks at once (the same
+ * words as mt_dropout_block_words; GCC's vectorisation of the generic loop multiplied four 64-bit
+ * lanes at a time among shuffles, 5 cycles an element), each word compared with the threshold t
+ * as an integer, (w >> 8) >= t being mt_u32_to_unit_float(w) >= p (dropout_threshold), and the
+ * four words' 16-bit masks interleaved into one 64-bit word: bit 4 (g - g0) + w of bits is draw
+ * w of block g. 16 blocks a word, so bits has (n + 15) / 16 words. */
+__attribute__((target("avx512f,bmi2"))) static void dropout_bits_avx512(uint64_t *bits, uint32_t g0,
+                                                                        uint32_t n, uint32_t row,
+                                                                        const mt_dropout *d,
+                                                                        uint32_t t)
 {
     const __m512i m0 = _mm512_set1_epi32((int)0xD2511F53u),
                   m1 = _mm512_set1_epi32((int)0xCD9E8D57u);
     const __m512i weyl0 = _mm512_set1_epi32((int)0x9E3779B9u),
                   weyl1 = _mm512_set1_epi32((int)0xBB67AE85u);
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i vt = _mm512_set1_epi32((int)t);
     uint32_t k0 = (uint32_t)d->seed, k1 = (uint32_t)(d->seed >> 32) ^ (uint32_t)(d->step >> 32);
     for (uint32_t g = 0; g < n; g += 16) {
         __m512i c0 = _mm512_add_epi32(_mm512_set1_epi32((int)(g0 + g)), lane);
@@ -183,45 +188,95 @@ dropout_words_avx512(uint32_t *w0, uint32_t *w1, uint32_t *w2, uint32_t *w3, uin
             c1 = lo1, c3 = lo0;
             key0 = _mm512_add_epi32(key0, weyl0), key1 = _mm512_add_epi32(key1, weyl1);
         }
-        __mmask16 keep = n - g >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - g)) - 1);
-        _mm512_mask_storeu_epi32(w0 + g, keep, c0);
-        _mm512_mask_storeu_epi32(w1 + g, keep, c1);
-        _mm512_mask_storeu_epi32(w2 + g, keep, c2);
-        _mm512_mask_storeu_epi32(w3 + g, keep, c3);
+        uint64_t w0 = _mm512_cmpge_epu32_mask(_mm512_srli_epi32(c0, 8), vt);
+        uint64_t w1 = _mm512_cmpge_epu32_mask(_mm512_srli_epi32(c1, 8), vt);
+        uint64_t w2 = _mm512_cmpge_epu32_mask(_mm512_srli_epi32(c2, 8), vt);
+        uint64_t w3 = _mm512_cmpge_epu32_mask(_mm512_srli_epi32(c3, 8), vt);
+        bits[g / 16] = _pdep_u64(w0, 0x1111111111111111u) | _pdep_u64(w1, 0x2222222222222222u) |
+                       _pdep_u64(w2, 0x4444444444444444u) | _pdep_u64(w3, 0x8888888888888888u);
     }
 }
 
-#else
-static void dropout_words_avx512(uint32_t *w0, uint32_t *w1, uint32_t *w2, uint32_t *w3,
-                                 uint32_t g0, uint32_t n, uint32_t row, const mt_dropout *d)
+/* out = in * k (or dx += in * k, dx set) over n elements, k = inv_keep where element i's bit
+ * (i + skip) of bits is set and 0 elsewhere: the generic loop's products, the same floats */
+__attribute__((target("avx512f"))) static void dropout_apply_avx512(float *out, float *dx,
+                                                                    const float *in, size_t n,
+                                                                    const uint64_t *bits,
+                                                                    uint32_t skip, float inv_keep)
 {
-    (void)w0, (void)w1, (void)w2, (void)w3, (void)g0, (void)n, (void)row, (void)d;
+    const unsigned char *bytes = (const unsigned char *)bits;
+    const __m512 vk = _mm512_set1_ps(inv_keep), zero = _mm512_setzero_ps();
+    for (size_t i = 0; i < n; i += 16) {
+        uint32_t word; /* bits i .. i + 31: i is a multiple of 16, skip at most 3 */
+        memcpy(&word, bytes + i / 8, sizeof word);
+        __m512 k = _mm512_mask_blend_ps((__mmask16)(word >> skip), zero, vk);
+        __mmask16 lanes = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, in + i), k);
+        if (dx) v = _mm512_add_ps(_mm512_maskz_loadu_ps(lanes, dx + i), v);
+        _mm512_mask_storeu_ps(dx ? dx + i : out + i, lanes, v);
+    }
 }
+
+/* n <= CPU_CHUNK elements from key0 on AVX-512 (dropout_chunk's contract) */
+static void dropout_chunk_avx512(float *out, float *dx, const float *in, size_t n, uint32_t key0,
+                                 uint32_t row, const mt_dropout *d, uint32_t t, float inv_keep)
+{
+    uint64_t bits[CPU_CHUNK / 64 + 2]; /* skip + n <= CPU_CHUNK + 3 bits, and 4 bytes past them */
+    uint32_t g0 = key0 >> 2, skip = key0 & 3, n_blocks = (uint32_t)((skip + n + 3) >> 2);
+    dropout_bits_avx512(bits, g0, n_blocks, row, d, t);
+    dropout_apply_avx512(out, dx, in, n, bits, skip, inv_keep);
+}
+
+static int dropout_wide_supported(void)
+{
+    __builtin_cpu_init();
+    return cpu_rows_best_isa() == CPU_ROWS_AVX512 && __builtin_cpu_supports("bmi2");
+}
+
+#else
+static void dropout_chunk_avx512(float *out, float *dx, const float *in, size_t n, uint32_t key0,
+                                 uint32_t row, const mt_dropout *d, uint32_t t, float inv_keep)
+{
+    (void)out, (void)dx, (void)in, (void)n, (void)key0, (void)row, (void)d, (void)t;
+    (void)inv_keep;
+}
+
+static int dropout_wide_supported(void) { return 0; }
 #endif
+
+/* The draw w is kept where mt_u32_to_unit_float(w) = (w >> 8) 2^-24 >= p: exactly where
+ * (w >> 8) >= t for the least integer t with t 2^-24 >= p, ceil(p 2^24) (exact in double),
+ * 0 for p <= 0 (all kept) and 2^24 for p >= 1 or NaN (none: the float comparison fails) */
+static uint32_t dropout_threshold(float p)
+{
+    if (p <= 0.0f) return 0;
+    if (!(p < 1.0f)) return 1u << 24;
+    return (uint32_t)ceil((double)p * 16777216.0);
+}
 
 /* keep_j = mt_dropout_uniform(seed, step, site, row, key_j) >= p ; out = keep ? x / (1 - p) : 0
  * (dropout_chunk with dx = NULL; with dx, the backward: dx += keep ? dout / (1 - p) : 0).
- * n <= CPU_CHUNK consecutive elements of one row whose keys run from key0 (philox.h). The scales
- * come first, one Philox block per four keys from the block holding key0, with the blocks'
- * rounds vectorised (16 blocks at once in AVX-512 where the CPU has it), then one plain pass
- * applies them from key0's place in its block. */
+ * n <= CPU_CHUNK consecutive elements of one row whose keys run from key0 (philox.h). One
+ * Philox block per four keys from the block holding key0; with AVX-512 the keep bits and then
+ * one pass (dropout_chunk_avx512), elsewhere the blocks' words in a vectorised loop, the scales
+ * from them, then one plain pass applies them from key0's place in its block. */
 MT_CPU_CLONES static void dropout_chunk(float *out, float *dx, const float *in, size_t n,
                                         uint32_t key0, uint32_t row, const mt_dropout *d, int wide)
 {
     float p = d->p, inv_keep = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+    if (wide) {
+        dropout_chunk_avx512(out, dx, in, n, key0, row, d, dropout_threshold(p), inv_keep);
+        return;
+    }
     uint64_t seed = d->seed, step = d->step;
     uint32_t site = d->site;
     float keep[CPU_CHUNK + 8];
     uint32_t words[4][CPU_CHUNK / 4 + 2]; /* word w of block g, by word: stores a vector can make */
     uint32_t g0 = key0 >> 2, skip = key0 & 3, n_blocks = (uint32_t)((skip + n + 3) >> 2);
-    if (wide) {
-        dropout_words_avx512(words[0], words[1], words[2], words[3], g0, n_blocks, row, d);
-    } else {
 #pragma omp simd
-        for (uint32_t g = 0; g < n_blocks; g++)
-            mt_dropout_block_words(&words[0][g], &words[1][g], &words[2][g], &words[3][g], seed,
-                                   step, site, row, g0 + g);
-    }
+    for (uint32_t g = 0; g < n_blocks; g++)
+        mt_dropout_block_words(&words[0][g], &words[1][g], &words[2][g], &words[3][g], seed, step,
+                               site, row, g0 + g);
 #pragma omp simd
     for (uint32_t g = 0; g < n_blocks; g++) {
         keep[4 * g] = mt_u32_to_unit_float(words[0][g]) >= p ? inv_keep : 0.0f;
@@ -271,7 +326,7 @@ static void dropout_rows(float *out, float *dx, const float *in, size_t rows, si
                      .row_len = row_len,
                      .per_row = (row_len + CPU_CHUNK - 1) / CPU_CHUNK,
                      .d = d,
-                     .wide = cpu_rows_best_isa() == CPU_ROWS_AVX512}; /* the CPU check made once */
+                     .wide = dropout_wide_supported()}; /* the CPU check made once */
     cpu_pool_for(cpu_fork(rows * row_len, 16384), rows * j.per_row, dropout_chunks, &j);
 }
 
