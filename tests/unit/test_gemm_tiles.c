@@ -7,18 +7,41 @@
 #include "backend/cpu/cpu_ops.h"
 
 #include <math.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* ---------------------------------------------------------------- tile product */
-/* One tile product (cpu_gemm_tiles) against naive_gemm_tiles: A by rows or transposed, beta 0
- * (over NaN) and 1, each causal bound with A zero where the bound says it is; under
+/* n floats that end where a page no access is allowed to begins: a read past them faults */
+typedef struct {
+    char *map;
+    size_t len;
+} guarded;
+
+static float *guarded_floats(guarded *g, size_t n)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = n * sizeof(float);
+    g->len = (bytes + page - 1) / page * page + page;
+    g->map = mmap(NULL, g->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(g->map != MAP_FAILED);
+    assert_int_equal(mprotect(g->map + g->len - page, page, PROT_NONE), 0);
+    return (float *)(g->map + g->len - page - bytes);
+}
+
+/* One tile product (cpu_gemm_tiles) against naive_gemm_tiles: A by rows or transposed, B rows
+ * of N floats and more (never a multiple of 16 beyond N) whose last row ends at a page that
+ * faults when read (the product reads no column from N on), beta 0 (over NaN) and 1, each
+ * causal bound with A zero where the bound says it is; under
  * CPU_TILE_COLS_TO only the columns a row may see are compared, the others must be 0 or the
  * product's value. Returns the worst relative error. */
 static double tiles_case(mt_rng *rng, cpu_rows_isa isa, int M, int N, int K, int trans,
                          cpu_tile_limit limit, int off, int beta)
 {
-    int ldb = (N + 15) / 16 * 16 + (N % 3 == 0 ? 16 : 0), ldc = N + 5, lda = (trans ? M : K) + 3;
+    int ldb = N + (N % 3 == 0 ? 5 : 0), ldc = N + 5, lda = (trans ? M : K) + 3;
     float *a = gc_random((size_t)(trans ? K : M) * lda, rng, 1.0f);
-    float *b = gc_random((size_t)K * ldb, rng, 1.0f);
+    guarded gb;
+    size_t nb = (size_t)(K - 1) * ldb + N; /* the last row ends at its Nth column */
+    float *b = guarded_floats(&gb, nb);
+    for (size_t i = 0; i < nb; i++) b[i] = (float)(mt_rng_uniform_double(rng) * 2.0 - 1.0);
     for (int r = 0; r < M; r++)
         for (int k = 0; k < K; k++) {
             int zero = (limit == CPU_TILE_K_TO && k > off + r) ||
@@ -65,7 +88,8 @@ static double tiles_case(mt_rng *rng, cpu_rows_isa isa, int M, int N, int K, int
             diff = fmax(diff, fabs((double)c1[i] - c2[i]));
             scale = fmax(scale, fabs((double)c2[i]));
         }
-    free(a), free(b), free(c1), free(c2), free(c3);
+    free(a), free(c1), free(c2), free(c3);
+    munmap(gb.map, gb.len);
     return diff / scale;
 }
 

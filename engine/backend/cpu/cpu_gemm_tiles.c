@@ -2,9 +2,10 @@
  * retention's per-head products in training and prefill (cpu_heads.c), 64 x 64 x 24 for the demo
  * presets. There OpenBLAS spends more on each call than on its multiply-adds: a gpt-neox-small
  * layer's 448 heads took 5.8 ms forward (30 GFLOP/s) and 6.3 ms backward at one thread on a
- * Sapphire Rapids-class Xeon (docs/models.md §10.9). Here B comes packed by the caller (rows of
- * ldb floats, ldb a multiple of 16; cpu_tiles_pack_rows, cpu_tiles_pack_transposed), A is read
- * where it lies (by rows or, transposed, by columns), and a tile of MR rows by up to four vectors
+ * Sapphire Rapids-class Xeon (docs/models.md §10.9). Here B is rows of ldb floats, read where it
+ * lies or transposed by the caller (cpu_tiles_pack_transposed), its last vector masked where N
+ * ends inside it, A is read where it lies (by rows or, transposed, by columns), and a tile of
+ * MR rows by up to four vectors
  * of C is summed in registers over k, each A element broadcast once a tile row. A causal bound
  * (cpu_tile_limit) skips what the mask makes 0. The attention softmax rows between the products
  * are here too, in the same vectors. One body (cpu_gemm_tiles_body.h) compiled for AVX-512 and
@@ -162,27 +163,9 @@ __attribute__((target("avx2,fma"))) static inline double dsum_avx2(__m256d x)
 }
 #include "backend/cpu/cpu_gemm_tiles_body.h"
 
-/* The packing for both kernels, in AVX2 (a plain loop is turned into a library call per row,
- * and a cloned function would not inline cpu_transpose8's shuffles). Rows: copied whole vectors
- * at a time, the lanes past cols loaded as 0. */
-__attribute__((target("avx2"))) static void pack_rows_avx2(float *dst, int ld, const float *src,
-                                                           size_t lds, int rows, int cols)
-{
-    for (int r = 0; r < rows; r++) {
-        float *dr = dst + (size_t)r * ld;
-        const float *sr = src + (size_t)r * lds;
-        for (int c = 0; c < ld; c += 8) {
-            __m256i lane =
-                _mm256_add_epi32(_mm256_set1_epi32(c), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-            __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols), lane);
-            __m256 x = c + 8 <= cols ? _mm256_loadu_ps(sr + c) : _mm256_maskload_ps(sr + c, keep);
-            _mm256_storeu_ps(dr + c, x);
-        }
-    }
-}
-
-/* Transposed: 8 x 8 blocks through cpu_transpose8's shuffles, a block at an edge through a
- * zeroed copy; the row blocks past rows (up to ld) come out 0. */
+/* B transposed for both kernels, in AVX2 (a cloned function would not inline cpu_transpose8's
+ * shuffles): 8 x 8 blocks through cpu_transpose8, a block at an edge through a zeroed copy; the
+ * row blocks past rows (up to ld) come out 0. */
 __attribute__((target("avx2"))) static void
 pack_transposed_avx2(float *dst, int ld, const float *src, size_t lds, int rows, int cols)
 {
@@ -201,11 +184,6 @@ pack_transposed_avx2(float *dst, int ld, const float *src, size_t lds, int rows,
             for (int j = 0; j < 8 && c + j < cols; j++)
                 for (int i = 0; i < 8; i++) dst[(size_t)(c + j) * ld + r + i] = out[j][i];
         }
-}
-
-void cpu_tiles_pack_rows(float *dst, int ld, const float *src, size_t lds, int rows, int cols)
-{
-    pack_rows_avx2(dst, ld, src, lds, rows, cols);
 }
 
 void cpu_tiles_pack_transposed(float *dst, int ld, const float *src, size_t lds, int rows, int cols)
@@ -247,10 +225,6 @@ int cpu_gemm_tiles(cpu_rows_isa isa, const cpu_tile_args *t)
 {
     (void)isa, (void)t, (void)tile_k_range;
     return 0;
-}
-void cpu_tiles_pack_rows(float *dst, int ld, const float *src, size_t lds, int rows, int cols)
-{
-    (void)dst, (void)ld, (void)src, (void)lds, (void)rows, (void)cols;
 }
 int cpu_tiles_softmax_row(cpu_rows_isa isa, float *s, int n, int lo, int hi, const uint8_t *km)
 {

@@ -1,11 +1,11 @@
 /* The tile product's body (cpu_gemm_tiles.c includes it once per instruction set, with TILE_ISA
  * naming it, TILE_TARGET its target attribute, VT / VW its vector type and width in floats,
  * V_ZERO, V_LOAD, V_STORE, V_SET1, V_FMA, V_MUL, V_ADD its operations, and TILE_MR(nv) the rows
- * of a tile NV vectors wide: accumulators, B's vectors and a broadcast all in registers; for the
- * softmax rows VM its lane mask, V_FIRST(n) the lanes below n, V_AND, V_ANDNOT (a and not b),
- * V_KEYS(p) the lanes whose byte at p is not 0, V_MLOAD / V_MSTORE loads (0 in the lanes left
- * out) and stores of the lanes of a mask, V_SEL(m, a, b), V_SUB, V_MIN, V_MAX, V_HMAX, V_POW2(k)
- * (2^k for whole floats k), and VD / V_DZERO / V_DACC(d0, d1, x) / V_DSUM(d0, d1) sums in
+ * of a tile NV vectors wide: accumulators, B's vectors and a broadcast all in registers; for B's
+ * last vector and the softmax rows VM its lane mask, V_FIRST(n) the lanes below n, V_AND, V_ANDNOT
+ * (a and not b), V_KEYS(p) the lanes whose byte at p is not 0, V_MLOAD / V_MSTORE loads (0 in the
+ * lanes left out) and stores of the lanes of a mask, V_SEL(m, a, b), V_SUB, V_MIN, V_MAX, V_HMAX,
+ * V_POW2(k) (2^k for whole floats k), and VD / V_DZERO / V_DACC(d0, d1, x) / V_DSUM(d0, d1) sums in
  * double). */
 #define TILE_CAT2(a, b) a##_##b
 #define TILE_CAT(a, b) TILE_CAT2(a, b)
@@ -26,11 +26,17 @@ TILE_FN(tile_block)(int MR, int NV, const cpu_tile_args *t, int r0, int c0, int 
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++) acc[r][v] = V_ZERO();
     }
+    /* B's columns from N on are not read: the strip's last vector, where it ends past N, is
+     * loaded under a mask (B may be rows of a wider matrix read where they lie) */
+    int tail = t->N - (c0 + (NV - 1) * VW);
+    VM tail_lanes = V_FIRST(tail);
     const float *bk = t->b + (size_t)k0 * t->ldb + c0;
     for (int k = k0; k < k1; k++, bk += t->ldb) {
         VT bv[4];
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) bv[v] = V_LOAD(bk + v * VW);
+        for (int v = 0; v < NV; v++)
+            bv[v] =
+                v == NV - 1 && tail < VW ? V_MLOAD(bk + v * VW, tail_lanes) : V_LOAD(bk + v * VW);
         size_t ka = (size_t)k * t->a_k;
 #pragma GCC unroll 8
         for (int r = 0; r < MR; r++) {

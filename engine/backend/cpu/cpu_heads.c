@@ -4,10 +4,10 @@
  *   p = scale q k^T ; rows(p) ; o = p v
  *   dv += p^T dout ; ds = dout v^T ; rows_back(ds, p) ; dq += scale ds k ; dk += scale ds^T q
  * Where a head's operands fit the L2 cache (training's and a prompt's heads) the products are
- * the tile product's (cpu_gemm_tiles.c) on copies packed here: k and v transposed, v, dout, k, q
- * as rows padded to 16 floats (read where they lie when a head's width is a multiple of 16,
- * 48 in transformer-small); p and ds are read where they lie, transposed for dv and dk, ds
- * in the thread's scratch (the caller's slice of it would be written to memory and read back). A
+ * the tile product's (cpu_gemm_tiles.c): k and v transposed into copies packed here, v, dout, k
+ * and q read where they lie (the product masks a head's last vector, 24 floats wide in
+ * gpt-neox-small); p and ds are read where they lie, transposed for dv and dk, ds in the
+ * thread's scratch (the caller's slice of it would be written to memory and read back). A
  * causal mask skips the key blocks no query of a tile sees. Elsewhere (a CPU without AVX2, heads
  * of more than TILES_MAX_T positions or TILES_MAX_D dimensions) OpenBLAS runs them, as before. */
 #include "backend/cpu/cpu_ops.h"
@@ -25,20 +25,6 @@ static cpu_rows_isa head_isa(const cpu_head *h)
 }
 
 static inline int pad16(int n) { return (n + 15) & ~15; }
-
-/* B for the tile product from rows of src (rows, cols; lds apart): src itself where its rows are
- * whole vectors (cols a multiple of 16: the product reads no float past a row's cols), else a copy
- * padded to 16 floats in dst. *ldb is its row stride. The same floats either way. */
-static const float *tile_b(float *dst, const float *src, size_t lds, int rows, int cols, int *ldb)
-{
-    if (cols % 16 == 0) {
-        *ldb = (int)lds;
-        return src;
-    }
-    *ldb = pad16(cols);
-    cpu_tiles_pack_rows(dst, *ldb, src, lds, rows, cols);
-    return dst;
-}
 
 /* The tile product C (M, N) (+)= alpha A B with A(r, k) = a[r a_row + k a_k], under the head's
  * causal bound (limit) or none */
@@ -76,15 +62,12 @@ void cpu_head_forward(const cpu_head *h, float *o, float *p, const float *q, con
                     (int)h->ldv, 0.0f, o, (int)h->ldv);
         return;
     }
-    int nk = pad16(Tk), nv = pad16(Dv);
-    float *kt = cpu_scratch(CPU_SCRATCH_HEAD, ((size_t)Dk * nk + (size_t)Tk * nv) * sizeof(float));
-    float *vp = kt + (size_t)Dk * nk;
+    int nk = pad16(Tk);
+    float *kt = cpu_scratch(CPU_SCRATCH_HEAD, (size_t)Dk * nk * sizeof(float));
     cpu_tiles_pack_transposed(kt, nk, k, h->ldk, Tk, Dk);
-    int ldb;
-    const float *vb = tile_b(vp, v, h->ldv, Tk, Dv, &ldb);
     tiles(isa, h, Tq, Tk, Dk, h->scale, q, h->ldq, 1, kt, nk, p, (size_t)Tk, 0, CPU_TILE_COLS_TO);
     rows(ctx, p);
-    tiles(isa, h, Tq, Dv, Tk, 1.0f, p, (size_t)Tk, 1, vb, ldb, o, h->ldv, 0, CPU_TILE_K_TO);
+    tiles(isa, h, Tq, Dv, Tk, 1.0f, p, (size_t)Tk, 1, v, (int)h->ldv, o, h->ldv, 0, CPU_TILE_K_TO);
 }
 
 void cpu_head_backward(const cpu_head *h, float *dq, float *dk, float *dv, float *ds,
@@ -110,29 +93,20 @@ void cpu_head_backward(const cpu_head *h, float *dq, float *dk, float *dv, float
                         ldq, 1.0f, dk, ldk);
         return;
     }
-    int nk = pad16(Tk), nv = pad16(Dv), nd = pad16(Dk);
-    int T = Tq > Tk ? Tq : Tk;
-    size_t n_vt = (size_t)Dv * nk, n_a = (size_t)T * (nv > nd ? nv : nd), n_b = (size_t)Tq * nd;
-    size_t n_ds = (size_t)Tq * Tk;
-    float *vt = cpu_scratch(CPU_SCRATCH_HEAD, (n_vt + n_a + n_b + n_ds) * sizeof(float));
-    float *rows_a = vt + n_vt, *rows_b = rows_a + n_a;
-    ds = rows_b + n_b; /* the thread's own, in its caches, rather than the caller's slice */
+    int nk = pad16(Tk);
+    size_t n_vt = (size_t)Dv * nk, n_ds = (size_t)Tq * Tk;
+    float *vt = cpu_scratch(CPU_SCRATCH_HEAD, (n_vt + n_ds) * sizeof(float));
+    ds = vt + n_vt; /* the thread's own, in its caches, rather than the caller's slice */
     cpu_tiles_pack_transposed(vt, nk, v, h->ldv, Tk, Dv);
-    int ldb;
-    if (dv) {
-        const float *b = tile_b(rows_a, dout, h->ldv, Tq, Dv, &ldb);
-        tiles(isa, h, Tk, Dv, Tq, 1.0f, p, 1, (size_t)Tk, b, ldb, dv, h->ldv, 1, CPU_TILE_K_FROM);
-    }
+    if (dv)
+        tiles(isa, h, Tk, Dv, Tq, 1.0f, p, 1, (size_t)Tk, dout, ldv, dv, h->ldv, 1,
+              CPU_TILE_K_FROM);
     tiles(isa, h, Tq, Tk, Dv, 1.0f, dout, h->ldv, 1, vt, nk, ds, (size_t)Tk, 0, CPU_TILE_COLS_TO);
     rows_back(ctx, ds, p);
-    if (dq) {
-        const float *b = tile_b(rows_a, k, h->ldk, Tk, Dk, &ldb);
-        tiles(isa, h, Tq, Dk, Tk, h->scale, ds, (size_t)Tk, 1, b, ldb, dq, h->ldq, 1,
+    if (dq)
+        tiles(isa, h, Tq, Dk, Tk, h->scale, ds, (size_t)Tk, 1, k, ldk, dq, h->ldq, 1,
               CPU_TILE_K_TO);
-    }
-    if (dk) {
-        const float *b = tile_b(rows_b, q, h->ldq, Tq, Dk, &ldb);
-        tiles(isa, h, Tk, Dk, Tq, h->scale, ds, 1, (size_t)Tk, b, ldb, dk, h->ldk, 1,
+    if (dk)
+        tiles(isa, h, Tk, Dk, Tq, h->scale, ds, 1, (size_t)Tk, q, ldq, dk, h->ldk, 1,
               CPU_TILE_K_FROM);
-    }
 }

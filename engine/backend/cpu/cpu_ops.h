@@ -69,7 +69,7 @@ int cpu_gemm_rows_with(cpu_rows_isa isa, int M, int N, int K, float alpha, const
 /* Small products in the caches (cpu_gemm_tiles.c; attention's per-head products):
  *   C (M, N) = alpha * sum over k of A(r, k) B[k][c]  (+ C when beta is 1)
  * A(r, k) = a[r a_row + k a_k] (a_row = lda, a_k = 1 by rows; 1 and lda transposed); B is K rows
- * of ldb floats, ldb a multiple of 16 and the columns past N readable (the caller pads them).
+ * of ldb floats, of which only the first N are read.
  * limit skips what a causal mask makes 0, with off the mask's offset (key j visible to query i
  * while j <= off + i):
  *   CPU_TILE_COLS_TO  C's columns are keys, rows queries: row r's columns past off + r may hold
@@ -93,10 +93,8 @@ typedef struct {
 } cpu_tile_args;
 int cpu_gemm_tiles(cpu_rows_isa isa, const cpu_tile_args *t);
 void naive_gemm_tiles(const cpu_tile_args *t);
-/* B for it from rows of src (rows, cols; rows lds apart): as they are (dst (rows, ld)) or
- * transposed (dst (cols, ld)), ld a multiple of 16, zero from cols (rows) to ld; only where
- * cpu_gemm_tiles runs */
-void cpu_tiles_pack_rows(float *dst, int ld, const float *src, size_t lds, int rows, int cols);
+/* B for it from rows of src (rows, cols; rows lds apart) transposed: dst (cols, ld), ld a
+ * multiple of 16, zero from rows to ld; only where cpu_gemm_tiles runs */
 void cpu_tiles_pack_transposed(float *dst, int ld, const float *src, size_t lds, int rows,
                                int cols);
 /* Attention's softmax rows in the same vectors: s[0, n) = softmax over the keys in [lo, hi)
