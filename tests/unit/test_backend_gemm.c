@@ -380,6 +380,51 @@ static void test_gemm_packed_vs_naive(void **state)
     packed_isa = CPU_ROWS_NONE;
 }
 
+/* A weight gradient over k of 2,048 and more (cpu_gemm_packed.c gemm_halves): the floats of its
+ * two halves of k summed apart (the first with alpha and beta into C, the second from zero) and
+ * then added, bit for bit, on each instruction set; within float rounding of naive_gemm; beta 0
+ * over NaN in C. */
+static void test_gemm_packed_k_halves(void **state)
+{
+    (void)state;
+    if (!cpu_gemm_packed_supported()) skip();
+    const int m = 37, n = 45, k = 2100, h = k / 2, lda = m + 3, ldb = n + 2, ldc = n + 5;
+    for (cpu_rows_isa isa = CPU_ROWS_AVX2; isa <= CPU_ROWS_AVX512; isa++) {
+        if (!cpu_gemm_rows_supported(isa)) continue;
+        mt_rng rng;
+        mt_rng_init(&rng, 21, 0);
+        float *a = gc_random((size_t)k * lda, &rng, 1.0f),
+              *b = gc_random((size_t)k * ldb, &rng, 1.0f);
+        float *c0 = gc_random((size_t)m * ldc, &rng, 1.0f);
+        float *got = test_copy_floats(c0, (size_t)m * ldc),
+              *want = test_copy_floats(c0, (size_t)m * ldc);
+        float *naive_c = test_copy_floats(c0, (size_t)m * ldc), *second = calloc((size_t)m * n, 4);
+        assert_int_equal(
+            cpu_gemm_packed_with(isa, 1, 0, m, n, k, 0.7f, a, lda, b, ldb, 0.3f, got, ldc), 1);
+        assert_int_equal(
+            cpu_gemm_packed_with(isa, 1, 0, m, n, h, 0.7f, a, lda, b, ldb, 0.3f, want, ldc), 1);
+        assert_int_equal(cpu_gemm_packed_with(isa, 1, 0, m, n, k - h, 0.7f, a + (size_t)h * lda,
+                                              lda, b + (size_t)h * ldb, ldb, 0.0f, second, n),
+                         1);
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j++) want[(size_t)i * ldc + j] += second[(size_t)i * n + j];
+        assert_memory_equal(got, want, (size_t)m * ldc * sizeof *got);
+        naive->gemm(1, 0, m, n, k, 0.7f, a, lda, b, ldb, 0.3f, naive_c, ldc);
+        double e = max_rel(got, naive_c, (size_t)m * ldc);
+        for (size_t i = 0; i < (size_t)m * ldc; i++) got[i] = NAN;
+        assert_int_equal(
+            cpu_gemm_packed_with(isa, 1, 0, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, got, ldc), 1);
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j++) assert_false(isnan(got[(size_t)i * ldc + j]));
+        printf(
+            "backend: packed sgemm, k in halves (%d x %d x %d, %s tiles): max relative error %.2e "
+            "(bound 1e-6), the halves' own floats\n",
+            m, n, k, isa == CPU_ROWS_AVX512 ? "avx512" : "avx2", e);
+        assert_true(e < 1e-6);
+        free(a), free(b), free(c0), free(got), free(want), free(naive_c), free(second);
+    }
+}
+
 /* Decoding's x W^T for few rows (cpu_gemm_rows.c): through the backend (whichever kernel this
  * CPU picks, or OpenBLAS), then each kernel this CPU runs on its own: every tile shape and its
  * short last tiles, panels made as w is read (8 to 128 rows with AVX-512), K with and without a
@@ -724,6 +769,7 @@ int main(void)
         cmocka_unit_test(test_fma512_gain_under_load),
         cmocka_unit_test(test_gemm_blis_bits_across_threads),
         cmocka_unit_test(test_gemm_packed_vs_naive),
+        cmocka_unit_test(test_gemm_packed_k_halves),
         cmocka_unit_test(test_gemm_rows_vs_naive),
         cmocka_unit_test(test_gemm_rows_tail_bits),
         cmocka_unit_test(test_gemm_rows_part_bits),

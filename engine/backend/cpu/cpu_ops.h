@@ -38,6 +38,7 @@ typedef enum {
     CPU_SCRATCH_INT8_SCALES, /* and their scales */
     CPU_SCRATCH_HEAD, /* cpu_heads.c: a head's operands packed for the tile product */
     CPU_SCRATCH_PANELS, /* cpu_panel_tiles.c: panels made from w as a product reads it */
+    CPU_SCRATCH_K_HALF, /* cpu_gemm_packed.c: a weight gradient's second half of k */
     CPU_SCRATCH_USES
 } cpu_scratch_use;
 void *cpu_scratch(cpu_scratch_use use, size_t bytes);
