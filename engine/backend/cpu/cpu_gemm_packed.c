@@ -491,43 +491,52 @@ static void split_part(void *ctx, int p)
     }
 }
 
-/* The product on the pool's threads (cpu_pool.h): parts of whole tiles of C, by columns when C
- * is wider than tall, by rows otherwise. Where a part packs only its own share (the columns of
- * op(B) with op(A) read in place, or rows of op(A) against panels made before), a thread takes
- * several smaller parts as it comes free; where each part would pack the other operand whole
- * again, one part a thread. */
+/* The split of one product into `parts` parts of whole tiles of C: by columns when C is wider
+ * than tall, by rows otherwise */
+static split_job split_make(int wide, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                            const float *a, int lda, const float *b, int ldb, const float *ready,
+                            float beta, float *c, int ldc, int parts)
+{
+    int by_cols = n > m;
+    return (split_job){.wide = wide,
+                       .trans_a = trans_a,
+                       .trans_b = trans_b,
+                       .m = m,
+                       .n = n,
+                       .k = k,
+                       .lda = lda,
+                       .ldb = ldb,
+                       .ldc = ldc,
+                       .by_cols = by_cols,
+                       .tiles = by_cols ? (n + NR - 1) / NR : (m + MR - 1) / MR,
+                       .parts = parts,
+                       .alpha = alpha,
+                       .beta = beta,
+                       .a = a,
+                       .b = b,
+                       .ready = ready,
+                       .c = c};
+}
+
+/* The product on the pool's threads (cpu_pool.h). Where a part packs only its own share (the
+ * columns of op(B) with op(A) read in place, or rows of op(A) against panels made before), a
+ * thread takes several smaller parts as it comes free; where each part would pack the other
+ * operand whole again, one part a thread. */
 static void gemm_split(int wide, int trans_a, int trans_b, int m, int n, int k, float alpha,
                        const float *a, int lda, const float *b, int ldb, const float *ready,
                        float beta, float *c, int ldc)
 {
     int threads = cpu_fork((size_t)m * n * k, PARALLEL_MIN_MACS) ? cpu_pool_threads() : 1;
-    int by_cols = n > m, tiles = by_cols ? (n + NR - 1) / NR : (m + MR - 1) / MR;
-    int own_share = by_cols ? !trans_a : ready != NULL;
-    int parts = threads * (own_share ? CPU_POOL_PARTS_PER_THREAD : 1);
-    if (parts > tiles) parts = tiles;
-    if (threads <= 1 || parts <= 1) {
+    split_job j =
+        split_make(wide, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, ready, beta, c, ldc, 1);
+    int own_share = j.by_cols ? !trans_a : ready != NULL;
+    j.parts = threads * (own_share ? CPU_POOL_PARTS_PER_THREAD : 1);
+    if (j.parts > j.tiles) j.parts = j.tiles;
+    if (threads <= 1 || j.parts <= 1) {
         gemm_serial(wide, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, ready, beta, c, ldc);
         return;
     }
-    split_job j = {.wide = wide,
-                   .trans_a = trans_a,
-                   .trans_b = trans_b,
-                   .m = m,
-                   .n = n,
-                   .k = k,
-                   .lda = lda,
-                   .ldb = ldb,
-                   .ldc = ldc,
-                   .by_cols = by_cols,
-                   .tiles = tiles,
-                   .parts = parts,
-                   .alpha = alpha,
-                   .beta = beta,
-                   .a = a,
-                   .b = b,
-                   .ready = ready,
-                   .c = c};
-    cpu_pool_run(parts, split_part, &j);
+    cpu_pool_run(j.parts, split_part, &j);
 }
 
 /* A weight gradient dY^T X (op(A) transposed) over k of K_SPLIT_MIN rows and more, C at most
@@ -541,37 +550,11 @@ static void gemm_split(int wide, int trans_a, int trans_b, int m, int n, int k, 
 #define K_SPLIT_MIN 2048
 #define K_SPLIT_MAX_C ((size_t)1 << 20)
 
-typedef struct {
-    int wide, m, n, k, lda, ldb, ldc, half, parts;
-    float alpha, beta;
-    const float *a, *b;
-    float *c, *second;
-} halves_job;
-
-/* part p of parts (a multiple of 2): half p % 2 of k, rows or columns p / 2 of parts / 2 */
+/* part p: half p % 2 of k, its part p / 2 of whole tiles */
 static void halves_part(void *ctx, int p)
 {
-    const halves_job *j = ctx;
-    int h = p % 2, per = j->parts / 2, q = p / 2;
-    int k0 = h ? j->half : 0, kk = h ? j->k - j->half : j->half;
-    const float *a = j->a + (size_t)k0 * j->lda, *b = j->b + (size_t)k0 * j->ldb;
-    float *c = h ? j->second : j->c;
-    int ldc = h ? j->n : j->ldc;
-    float beta = h ? 0.0f : j->beta;
-    int by_cols = j->n > j->m, tiles = by_cols ? (j->n + NR - 1) / NR : (j->m + MR - 1) / MR;
-    size_t u0, u1;
-    cpu_pool_span((size_t)tiles, q, per, &u0, &u1);
-    if (by_cols) {
-        int c0 = (int)u0 * NR, c1 = (int)u1 * NR < j->n ? (int)u1 * NR : j->n;
-        if (c1 > c0)
-            gemm_serial(j->wide, 1, 0, j->m, c1 - c0, kk, j->alpha, a, j->lda, b + c0, j->ldb, NULL,
-                        beta, c + c0, ldc);
-    } else {
-        int r0 = (int)u0 * MR, r1 = (int)u1 * MR < j->m ? (int)u1 * MR : j->m;
-        if (r1 > r0)
-            gemm_serial(j->wide, 1, 0, r1 - r0, j->n, kk, j->alpha, a + r0, j->lda, b, j->ldb, NULL,
-                        beta, c + (size_t)r0 * ldc, ldc);
-    }
+    split_job *half = ctx;
+    split_part(&half[p % 2], p / 2);
 }
 
 static int gemm_halves(int wide, int trans_a, int trans_b, int m, int n, int k, float alpha,
@@ -581,24 +564,15 @@ static int gemm_halves(int wide, int trans_a, int trans_b, int m, int n, int k, 
     if (!trans_a || trans_b || k < K_SPLIT_MIN || (size_t)m * n > K_SPLIT_MAX_C) return 0;
     float *second = cpu_scratch(CPU_SCRATCH_K_HALF, (size_t)m * n * sizeof(float));
     int threads = cpu_fork((size_t)m * n * k, PARALLEL_MIN_MACS) ? cpu_pool_threads() : 1;
-    halves_job j = {.wide = wide,
-                    .m = m,
-                    .n = n,
-                    .k = k,
-                    .lda = lda,
-                    .ldb = ldb,
-                    .ldc = ldc,
-                    .half = k / 2,
-                    .parts = 2 * (threads > 2 ? (threads + 1) / 2 : 1),
-                    .alpha = alpha,
-                    .beta = beta,
-                    .a = a,
-                    .b = b,
-                    .c = c,
-                    .second = second};
+    int h = k / 2, per = threads > 2 ? (threads + 1) / 2 : 1;
+    split_job half[2] = {
+        split_make(wide, 1, 0, m, n, h, alpha, a, lda, b, ldb, NULL, beta, c, ldc, per),
+        split_make(wide, 1, 0, m, n, k - h, alpha, a + (size_t)h * lda, lda, b + (size_t)h * ldb,
+                   ldb, NULL, 0.0f, second, n, per)};
+    if (per > half[0].tiles) half[0].parts = half[1].parts = per = half[0].tiles;
     if (threads <= 1)
-        for (int p = 0; p < j.parts; p++) halves_part(&j, p);
-    else cpu_pool_run(j.parts, halves_part, &j);
+        for (int p = 0; p < 2 * per; p++) halves_part(half, p);
+    else cpu_pool_run(2 * per, halves_part, half);
     for (int i = 0; i < m; i++)
         for (int q = 0; q < n; q++) c[(size_t)i * ldc + q] += second[(size_t)i * n + q];
     return 1;
