@@ -173,11 +173,12 @@ MT_CPU_CLONES static void act_forward_chunk(mt_act act, float *restrict out,
     case MT_ACT_RELU: ACT_LOOP(out[i] = mt_reluf(x[i])); break;
     case MT_ACT_SILU: ACT_LOOP(out[i] = mt_siluf(x[i])); break;
     case MT_ACT_SOFTPLUS: ACT_LOOP(out[i] = mt_softplusf(x[i])); break;
-    case MT_ACT_GELU: {
-        float e;
-        ACT_LOOP(out[i] = x[i] * cpu_phi_poly(x[i], &e));
+    case MT_ACT_GELU:
+        ACT_LOOP({
+            float e; /* each element's own, written before it is read */
+            out[i] = x[i] * cpu_phi_poly(x[i], &e);
+        });
         break;
-    }
     case MT_ACT_TANH: ACT_LOOP(out[i] = tanhf(x[i])); break;
     }
 }
@@ -191,11 +192,13 @@ MT_CPU_CLONES static void act_backward_chunk(mt_act act, float *restrict dx,
     case MT_ACT_RELU: ACT_LOOP(dx[i] = dout[i] * mt_relu_gradf(x[i])); break;
     case MT_ACT_SILU: ACT_LOOP(dx[i] = dout[i] * mt_silu_gradf(x[i])); break;
     case MT_ACT_SOFTPLUS: ACT_LOOP(dx[i] = dout[i] * mt_softplus_gradf(x[i])); break;
-    case MT_ACT_GELU: { /* Phi(x) + x phi(x), phi(x) = e^(-x^2 / 2) / sqrt(2 pi) */
-        float e;
-        ACT_LOOP(dx[i] = dout[i] * (cpu_phi_poly(x[i], &e) + x[i] * 0.39894228040143268f * e));
+    case MT_ACT_GELU: /* Phi(x) + x phi(x), phi(x) = e^(-x^2 / 2) / sqrt(2 pi) */
+        ACT_LOOP({
+            float e;
+            float phi = cpu_phi_poly(x[i], &e); /* e is written before the sum reads it */
+            dx[i] = dout[i] * (phi + x[i] * 0.39894228040143268f * e);
+        });
         break;
-    }
     case MT_ACT_TANH: ACT_LOOP(dx[i] = dout[i] * mt_tanh_gradf(x[i])); break;
     }
 }
