@@ -305,11 +305,14 @@ bench-cuda: deps
 # BENCH_PEERS_ARGS passes options on, e.g. BENCH_PEERS_ARGS="--rounds 5 --models transformer".
 bench-peers: deps
 	@$(MAKE) --no-print-directory all
+	@# the deployed shapes' vocabularies are trained on the Bible's text (tests/bench/peer_bundles.py)
+	@test -s data/bible/train.es || $(MAKE) --no-print-directory data
 	python3 tests/bench/bench_peers.py --mtlab ./$(BIN) --work $(BUILD)/bench-peers $(BENCH_PEERS_ARGS)
 	python3 tests/bench/torch_train.py --device cpu --mtlab ./$(BIN) --rounds 3
 
 test-peers: deps
 	@$(MAKE) --no-print-directory all
+	@test -s data/bible/train.es || $(MAKE) --no-print-directory data
 	python3 tests/bench/bench_peers.py --check --mtlab ./$(BIN) --work $(BUILD)/test-peers
 
 FUZZ_SECONDS ?= 300
