@@ -1,7 +1,7 @@
 /* Which kernels the CPU backend's BLAS runs, and which it should. OpenBLAS picks its kernels by
  * CPU model when the library loads, and Debian 12's OpenBLAS 0.3.21 misjudges CPUs newer than
- * it: AMD's Zen 4 and Zen 5 (AVX-512) get its AVX2 (Haswell) kernels, and an Intel Xeon that
- * reports itself only as "Intel(R) Xeon(R) Processor" gets Prescott's SSE3 ones. The
+ * it: an Intel Xeon that reports itself only as "Intel(R) Xeon(R) Processor" gets Prescott's
+ * SSE3 kernels (a Zen 5 gets its Cooperlake ones unaided: docs/models.md §10.9). The
  * features, read with cpuid, say what the CPU can run; OPENBLAS_CORETYPE, read when the library
  * loads, chooses that. app/main.c sets it before the commands that run model math (unless the
  * user did) and executes mtlab again, as it does for OpenMP's spinning. */
