@@ -398,7 +398,9 @@ static void test_gemm_packed_k_halves(void **state)
         float *c0 = gc_random((size_t)m * ldc, &rng, 1.0f);
         float *got = test_copy_floats(c0, (size_t)m * ldc),
               *want = test_copy_floats(c0, (size_t)m * ldc);
-        float *naive_c = test_copy_floats(c0, (size_t)m * ldc), *second = calloc((size_t)m * n, 4);
+        float *naive_c = test_copy_floats(c0, (size_t)m * ldc),
+              *second = calloc((size_t)m * n, sizeof(float));
+        assert_non_null(second);
         assert_int_equal(
             cpu_gemm_packed_with(isa, 1, 0, m, n, k, 0.7f, a, lda, b, ldb, 0.3f, got, ldc), 1);
         assert_int_equal(
